@@ -66,40 +66,37 @@ export interface FaultProxyOptions {
 const LOOPBACK = new Set(['127.0.0.1', 'localhost', '[::1]', '::1']);
 
 const SIMPLE_FAULTS: readonly unknown[] = ['pass', 'drop-response', 'reset-before', 'truncate-response'];
-type FaultField = 'kind' | 'ms' | 'afterMs' | 'status' | 'retryAfterS';
 const isMs = (v: unknown) => typeof v === 'number' && Number.isFinite(v) && v >= 0;
+const isStatus = (v: unknown) => Number.isInteger(v) && (v as number) >= 100 && (v as number) <= 599;
+/** What each object fault's fields must be. */
+const FIELD_RULES = new Map<unknown, readonly (readonly [string, (v: unknown) => boolean, string])[]>([
+  ['delay', [['ms', isMs, 'ms >= 0']]],
+  ['late-commit', [['afterMs', isMs, 'afterMs >= 0']]],
+  [
+    'status',
+    [
+      ['status', isStatus, 'an HTTP status 100–599'],
+      ['retryAfterS', (v) => v === undefined || isMs(v), 'retryAfterS >= 0'],
+    ],
+  ],
+]);
 
-/** Throws a TypeError naming the problem when `fault` is not a valid Fault. */
+/** Throws a TypeError naming the problem when `fault` is not a valid Fault (a script is the caller's code). */
 function validateFault(fault: unknown, where = 'fault'): asserts fault is Fault {
   if (SIMPLE_FAULTS.includes(fault)) return;
-  const f = (typeof fault === 'object' && fault !== null ? fault : {}) as Partial<Record<FaultField, unknown>>;
-  if (f.kind === 'delay') {
-    if (isMs(f.ms)) return;
-    throw new TypeError(`${where}: delay needs ms >= 0, got ${JSON.stringify(f.ms)}`);
-  }
-  if (f.kind === 'late-commit') {
-    if (isMs(f.afterMs)) return;
-    throw new TypeError(`${where}: late-commit needs afterMs >= 0, got ${JSON.stringify(f.afterMs)}`);
-  }
-  if (f.kind === 'status') {
-    const status = f.status;
-    if (typeof status !== 'number' || !Number.isInteger(status) || status < 100 || status > 599)
-      throw new TypeError(`${where}: status needs an HTTP status 100–599, got ${JSON.stringify(status)}`);
-    const ra = f.retryAfterS;
-    if (ra !== undefined && (typeof ra !== 'number' || !(ra >= 0)))
-      throw new TypeError(`${where}: retryAfterS must be a number >= 0, got ${JSON.stringify(ra)}`);
-    return;
-  }
-  throw new TypeError(
-    `${where}: expected 'pass' | 'drop-response' | 'reset-before' | 'truncate-response' | { kind: 'delay', ms } | { kind: 'status', status }, got ${JSON.stringify(fault)}`,
-  );
+  const f = (typeof fault === 'object' && fault !== null ? fault : {}) as Record<string, unknown>;
+  const rules = FIELD_RULES.get(f.kind);
+  if (!rules)
+    throw new TypeError(
+      `${where}: expected 'pass' | 'drop-response' | 'reset-before' | 'truncate-response' | { kind: 'delay', ms } | { kind: 'status', status }, got ${JSON.stringify(fault)}`,
+    );
+  for (const [field, ok, want] of rules)
+    if (!ok(f[field])) throw new TypeError(`${where}: ${f.kind} needs ${want}, got ${JSON.stringify(f[field])}`);
 }
 
 function validateScript(script: FaultScript): void {
-  if (typeof script === 'function') return;
-  if (!Array.isArray(script))
-    throw new TypeError('faults must be an array (one entry per call) or a function of the call number');
-  for (const [i, f] of script.entries()) validateFault(f, `faults[${i}] (call ${i + 1})`);
+  if (typeof script !== 'function')
+    for (const [i, f] of script.entries()) validateFault(f, `faults[${i}] (call ${i + 1})`);
 }
 
 function pick(script: FaultScript, n: number, info: FaultRequestInfo): Fault {
