@@ -4,9 +4,9 @@ import { tmpdir } from 'node:os';
 import { dirname, isAbsolute, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { DrillSandbox } from '@retrysafe/contract';
+import type { PolicyOverrides } from '@retrysafe/core';
 import { CRASH_POINTS, type CrashPoint, type CrashWorkerConfig, type CrashWorkerMessage } from './crash-types.js';
 import { seededRandom } from './drill-clock.js';
-import type { DrillPolicy } from './drill-types.js';
 import { startFaultProxy } from './fault-proxy.js';
 
 export type { CrashPoint } from './crash-types.js';
@@ -41,7 +41,7 @@ export interface CrashDrillOptions {
   /** Lease of the killed workers; the recovering process's clock runs this far ahead (default 5000). */
   readonly leaseMs?: number;
   readonly timeoutMs?: number;
-  readonly policy?: DrillPolicy;
+  readonly policy?: PolicyOverrides;
   /** Where the report goes (JSON); default a temp dir. */
   readonly outFile?: string;
   /**
@@ -69,28 +69,6 @@ export interface CrashRunResult {
 
 type PointCounts = Readonly<Record<'runs' | 'killed' | 'duplicates' | 'lost', number>>;
 
-export interface CrashDrillReport {
-  readonly ok: boolean;
-  readonly runs: number;
-  readonly seed: number;
-  /** Runs that stopped at their point inside a process that was then SIGKILLed. */
-  readonly killed: number;
-  readonly workersKilled: number;
-  readonly duplicates: number;
-  readonly lost: number;
-  readonly byPoint: Readonly<Record<CrashPoint, PointCounts>>;
-  /** Records the sandbox holds for the operation at the end (expected: `runs`). */
-  readonly providerRecords: number;
-  readonly recoveries: number;
-  readonly recoverActions: Readonly<Record<string, number>>;
-  /** Wall time in the killed workers and in the recovery processes (informational). */
-  readonly timings: { readonly workersMs: number; readonly recoveryMs: number };
-  readonly problems: readonly string[];
-  readonly results: readonly CrashRunResult[];
-  readonly outFile: string;
-  readonly slowNetwork?: { readonly share: number; readonly holdMs: number; readonly held: number };
-}
-
 function workerPath(): string {
   const here = fileURLToPath(import.meta.url);
   // Built: dist/crash-drill.js beside dist/crash-worker.js. From source (vitest): the built worker.
@@ -101,25 +79,18 @@ function workerPath(): string {
   throw new Error(`crash drill: the worker script is not built (${built}); run tsc -b packages/testkit`);
 }
 
-interface Spawned {
-  readonly messages: CrashWorkerMessage[];
-  readonly exit: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
-  stderr: string;
-}
-
-function spawnWorker(
-  config: CrashWorkerConfig,
-  onMessage: (m: CrashWorkerMessage, child: ChildProcess) => void,
-): Spawned {
+function spawnWorker(config: CrashWorkerConfig, onMessage: (m: CrashWorkerMessage, child: ChildProcess) => void) {
   const child = fork(workerPath(), [], {
     env: { ...process.env, RETRYSAFE_CRASH_WORKER: JSON.stringify(config) },
     stdio: ['ignore', 'ignore', 'pipe', 'ipc'],
     serialization: 'json',
   });
-  const s: Spawned = {
-    messages: [],
+  const s = {
+    messages: [] as CrashWorkerMessage[],
     stderr: '',
-    exit: new Promise((resolve) => child.once('exit', (code, signal) => resolve({ code, signal }))),
+    exit: new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
+      child.once('exit', (code, signal) => resolve({ code, signal })),
+    ),
   };
   child.stderr?.on('data', (d: Buffer) => {
     if (s.stderr.length < 4000) s.stderr += d.toString('utf8');
@@ -132,7 +103,7 @@ function spawnWorker(
 }
 
 type PlannedRun = CrashWorkerConfig['jobs'][number] & { readonly point: CrashPoint };
-type RunEnd = { killed: boolean; exit: string; businessOperationId: string | null };
+type RunEnd = { killed: boolean; exit: string };
 type Recovered = Extract<CrashWorkerMessage, { type: 'recovered' }>;
 type WorkerBase = Omit<CrashWorkerConfig, 'mode' | 'jobs'>;
 
@@ -186,7 +157,6 @@ async function runGroupToItsPoints(
     runs.set(job.index, {
       killed: at === job.point && exit.signal === 'SIGKILL',
       exit: exit.signal ?? `exit ${exit.code}`,
-      businessOperationId: job.businessOperationId,
     });
   }
   return killed && exit.signal === 'SIGKILL';
@@ -275,7 +245,7 @@ async function judgeBatch(
       point: job.point,
       killed: run.killed,
       exit: run.exit,
-      businessOperationId: res?.businessOperationId ?? run.businessOperationId,
+      businessOperationId: res?.businessOperationId ?? job.businessOperationId,
       finalStatus: res?.status ?? null,
       adopted: res?.adopted ?? false,
       providerRecords,
@@ -285,13 +255,13 @@ async function judgeBatch(
   }
 }
 
-function byPoint(results: readonly CrashRunResult[]): CrashDrillReport['byPoint'] {
+function byPoint(results: readonly CrashRunResult[]): Readonly<Record<CrashPoint, PointCounts>> {
   const count = (p: CrashPoint) => {
     const rs = results.filter((r) => r.point === p);
     const n = (f: (r: CrashRunResult) => boolean) => rs.filter(f).length;
     return { runs: rs.length, killed: n((r) => r.killed), duplicates: n((r) => r.duplicate), lost: n((r) => r.lost) };
   };
-  return Object.fromEntries(CRASH_POINTS.map((p) => [p, count(p)])) as unknown as CrashDrillReport['byPoint'];
+  return Object.fromEntries(CRASH_POINTS.map((p) => [p, count(p)])) as Record<CrashPoint, PointCounts>;
 }
 
 /**
@@ -299,7 +269,7 @@ function byPoint(results: readonly CrashRunResult[]): CrashDrillReport['byPoint'
  * after each batch a fresh process recovers the ledger and re-runs every job as its caller would. Reports
  * duplicates (more than one provider record for one business operation) and losses (none, or not done).
  */
-export async function runCrashDrill(options: CrashDrillOptions): Promise<CrashDrillReport> {
+export async function runCrashDrill(options: CrashDrillOptions) {
   const seed = options.seed ?? 1;
   const plan = planRuns(options, seed);
   const leaseMs = options.leaseMs ?? 5_000;
@@ -360,18 +330,21 @@ export async function runCrashDrill(options: CrashDrillOptions): Promise<CrashDr
       problems.push(`the sandbox holds ${providerRecords} records for ${options.runs} business operations`);
     const duplicates = Math.max(results.filter((r) => r.duplicate).length, providerRecords - options.runs);
     const lost = results.filter((r) => r.lost).length;
-    const report: CrashDrillReport = {
+    const report = {
       ok: duplicates === 0 && lost === 0 && problems.length === 0,
       runs: options.runs,
       seed,
+      /** Runs that stopped at their point inside a process that was then SIGKILLed. */
       killed: results.filter((r) => r.killed).length,
       workersKilled: tally.workersKilled,
       duplicates,
       lost,
       byPoint: byPoint(results),
+      /** Records the sandbox holds for the operation at the end (expected: `runs`). */
       providerRecords,
       recoveries: tally.recoveries,
       recoverActions: tally.recoverActions,
+      /** Wall time in the killed workers and in the recovery processes (informational). */
       timings: tally.timings,
       problems,
       results,
@@ -387,3 +360,5 @@ export async function runCrashDrill(options: CrashDrillOptions): Promise<CrashDr
     if (!reportInWork) rmSync(work, { recursive: true, force: true });
   }
 }
+
+export type CrashDrillReport = Awaited<ReturnType<typeof runCrashDrill>>;

@@ -1,6 +1,7 @@
 import type { Duration, RetrySafetyCard } from '@retrysafe/contract';
 import { durationMs } from '@retrysafe/contract/rules';
-import type { CountCriterion, DrillPolicy, PassCriteria, ScenarioId, ScenarioSkip } from './drill-types.js';
+import type { PolicyOverrides } from '@retrysafe/core';
+import type { CountCriterion, PassCriteria, ScenarioId, ScenarioSkip } from './drill-types.js';
 
 /*
  * An independent oracle on purpose: the drill judges the runner, so its criteria restate the card's meaning here
@@ -51,7 +52,7 @@ export function oracleAbsenceProvenAfterMs(card: RetrySafetyCard): number | null
 const known = <T>(v: T | 'unknown'): v is T => v !== 'unknown';
 
 /** What the card lets the runner do after an unknown outcome, read once from the card's facts. */
-export function readCard(card: RetrySafetyCard, policy: DrillPolicy = {}) {
+export function readCard(card: RetrySafetyCard, policy: PolicyOverrides = {}) {
   const why: string[] = [];
   const travels = card.providerKey.travels.value;
   const semantics = card.storedResult.semantics.value;

@@ -72,15 +72,7 @@ function instrument(inner: AdapterV1, proxy: FaultProxy, clock: { now(): number 
 export type Harness = Awaited<ReturnType<typeof startHarness>>;
 
 /** Shared state of one drill: where receipts go, which index of params is next, the results so far. */
-export interface DrillContext {
-  readonly options: ConformanceOptions;
-  readonly outDir: string;
-  readonly workDir: string;
-  nextIndex: number;
-  readonly results: ScenarioResult[];
-}
-
-export function createDrillContext(options: ConformanceOptions): DrillContext {
+export function createDrillContext(options: ConformanceOptions) {
   if (!/^[A-Za-z0-9._-]+$/.test(options.name))
     throw new TypeError('name must be a short identifier (letters, digits, . _ -)');
   if (Object.keys(options.operations).length === 0)
@@ -88,8 +80,10 @@ export function createDrillContext(options: ConformanceOptions): DrillContext {
   const outDir = options.outDir ?? mkdtempSync(join(tmpdir(), `retrysafe-drill-${options.name}-`));
   mkdirSync(outDir, { recursive: true });
   const workDir = mkdtempSync(join(tmpdir(), `retrysafe-drill-ledgers-`));
-  return { options, outDir, workDir, nextIndex: 0, results: [] };
+  return { options, outDir, workDir, nextIndex: 0, results: [] as ScenarioResult[] };
 }
+
+export type DrillContext = ReturnType<typeof createDrillContext>;
 
 export async function startHarness(ctx: DrillContext, faults: FaultScript, timeoutOverrideMs?: number) {
   const o = ctx.options;

@@ -2,12 +2,10 @@ import type { DrillSetup, HandoffPacket, Receipt } from '@retrysafe/contract';
 import type { PolicyOverrides } from '@retrysafe/core';
 import type { ProxyRequest } from './fault-proxy.js';
 
-/** Runner policy overrides; unset fields come from the operation's card. */
-export type DrillPolicy = PolicyOverrides;
-
 /** A drill setup (the contract's `DrillSetup`, from an adapter's `./sandbox`) plus how this run should go. */
 export interface ConformanceOptions extends DrillSetup {
-  readonly policy?: DrillPolicy;
+  /** Runner policy overrides; unset fields come from the operation's card. */
+  readonly policy?: PolicyOverrides;
   /** Where receipts go: one JSON file per scenario × operation plus `summary.json`. Default: a new temp dir. */
   readonly outDir?: string;
   /** The runner's jitter seed (default 1). */
@@ -106,23 +104,4 @@ export interface ScenarioResult {
   readonly handoffPackets: readonly HandoffPacket[];
   readonly proxyRequests: readonly (ProxyRequest & { readonly phase: 'execute' | 'lookup' | 'other' })[];
   readonly notes: readonly string[];
-}
-
-export interface DrillSummary {
-  readonly drill: string;
-  readonly outDir: string;
-  readonly total: number;
-  readonly passed: number;
-  readonly failed: number;
-  readonly skipped: number;
-  readonly skips: readonly (Pick<ScenarioResult, 'operation' | 'scenario'> & ScenarioSkip)[];
-  readonly failures: readonly Pick<ScenarioResult, 'operation' | 'scenario' | 'failures'>[];
-  readonly results: readonly Pick<ScenarioResult, 'operation' | 'scenario' | 'status' | 'receiptFile'>[];
-}
-
-export interface DrillReport {
-  readonly ok: boolean;
-  readonly outDir: string;
-  readonly results: readonly ScenarioResult[];
-  readonly summary: DrillSummary;
 }

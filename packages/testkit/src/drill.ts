@@ -14,8 +14,6 @@ import {
 import type {
   CountCriterion,
   DrillOptions,
-  DrillReport,
-  DrillSummary,
   ObservedValues,
   PassCriteria,
   ScenarioId,
@@ -304,10 +302,10 @@ async function observe(h: Harness, operation: string, d: Drive) {
 }
 
 /** Writes `summary.json` for the results so far and returns it. */
-export function writeSummary(ctx: DrillContext): DrillSummary {
+export function writeSummary(ctx: DrillContext) {
   const results = ctx.results;
   const count = (status: ScenarioResult['status']) => results.filter((r) => r.status === status).length;
-  const summary: DrillSummary = {
+  const summary = {
     drill: ctx.options.name,
     outDir: ctx.outDir,
     total: results.length,
@@ -329,6 +327,8 @@ export function writeSummary(ctx: DrillContext): DrillSummary {
   return summary;
 }
 
+export type DrillSummary = ReturnType<typeof writeSummary>;
+
 /** Removes the drill's scratch ledgers (receipts in outDir stay). */
 export function disposeDrillContext(ctx: DrillContext): void {
   rmSync(ctx.workDir, { recursive: true, force: true });
@@ -338,7 +338,7 @@ export function disposeDrillContext(ctx: DrillContext): void {
  * Runs the whole drill without vitest (for the CLI's `retrysafe drill`): every declared operation ×
  * every scenario, sequentially. Returns the results; `ok` is false when any scenario failed.
  */
-export async function runDrill(options: DrillOptions): Promise<DrillReport> {
+export async function runDrill(options: DrillOptions) {
   const scenarios = options.scenarios ?? SCENARIOS;
   for (const s of scenarios)
     if (!SCENARIOS.includes(s)) throw new TypeError(`unknown scenario '${String(s)}'; known: ${SCENARIOS.join(', ')}`);
@@ -353,3 +353,5 @@ export async function runDrill(options: DrillOptions): Promise<DrillReport> {
   const summary = writeSummary(ctx);
   return { ok: summary.failed === 0, outDir: ctx.outDir, results: ctx.results, summary };
 }
+
+export type DrillReport = Awaited<ReturnType<typeof runDrill>>;

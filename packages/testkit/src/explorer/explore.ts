@@ -50,21 +50,6 @@ export interface Violation {
   readonly story: string;
 }
 
-export interface ExploreReport {
-  readonly operation: string;
-  readonly states: number;
-  /** Longest shortest path (BFS depth) reached. */
-  readonly depth: number;
-  readonly truncated: boolean;
-  /** First violation found (shortest trace), or null. */
-  readonly violation: Violation | null;
-  /** How the explored runs ended: 'succeeded', 'handed-off:<reason>', 'rejected'. */
-  readonly endings: Readonly<Record<string, number>>;
-  /** Some interleaving ends in a handoff: the card cannot promise completion under these faults. */
-  readonly handsOff: boolean;
-  readonly summary: string;
-}
-
 /** Faults that are not the network's: crash, pause, resume; and the provider applying a held request. */
 function worldSteps(ctx: Ctx, w: World): Succ[] {
   const out: Succ[] = [];
@@ -260,7 +245,7 @@ function push(g: Graph, w: World, from: number, text: string): number | null {
   return g.nodes.length - 1;
 }
 
-function report(card: RetrySafetyCard, g: Graph, violation: Violation | null): ExploreReport {
+function report(card: RetrySafetyCard, g: Graph, violation: Violation | null) {
   const ends = Object.entries(g.endings)
     .map(([k, v]) => `${k} ${v}`)
     .join(', ');
@@ -268,14 +253,20 @@ function report(card: RetrySafetyCard, g: Graph, violation: Violation | null): E
   return {
     operation: card.operation,
     states: g.nodes.length,
+    /** Longest shortest path (BFS depth) reached. */
     depth: g.depth,
     truncated: g.truncated,
+    /** First violation found (shortest trace), or null. */
     violation,
-    endings: g.endings,
+    /** How the explored runs ended: 'succeeded', 'handed-off:<reason>', 'rejected'. */
+    endings: g.endings as Readonly<Record<string, number>>,
+    /** Some interleaving ends in a handoff: the card cannot promise completion under these faults. */
     handsOff: Object.keys(g.endings).some((k) => k.startsWith('handed-off')),
     summary: `${card.operation}: ${g.nodes.length} states, depth ${g.depth}${g.truncated ? ' (truncated)' : ''}; ${found}; endings: ${ends || 'none'}`,
   };
 }
+
+export type ExploreReport = ReturnType<typeof report>;
 
 /** The report of a violation, with the path that reached it as a trace and as a story. */
 function fail(card: RetrySafetyCard, g: Graph, idx: number, v: Found): ExploreReport {

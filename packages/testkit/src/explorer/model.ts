@@ -78,8 +78,6 @@ export interface OpState {
   readonly obs: Outcome | LookupResult | null;
   readonly observedAt: number;
   readonly wakeAt: number;
-  /** Whether the key holds a stored error (the last answer was a 5xx of a provider that stores errors). */
-  readonly storedError: boolean;
 }
 
 export interface WorkerState {

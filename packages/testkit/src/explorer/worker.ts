@@ -261,7 +261,6 @@ function claim(ctx: Ctx, w: World, i: number, dispatch: boolean, text: string): 
     obs: null,
     observedAt: n,
     wakeAt: n,
-    storedError: false,
   };
   const w1 = setW({ ...w, rec }, i, { op, pc: 'decided' });
   const first = ctx.decide(ctx.card, stateOf(w1, i), null, { policy: ctx.policy, random });
@@ -305,7 +304,6 @@ function call(ctx: Ctx, w: World, i: number): Succ[] {
         lastDispatchedAt: Math.max(rec.updatedAt, n),
         runAttempts: op.runAttempts + 1,
         dispatchWritten: false,
-        storedError: answer.kind === 'unknown' && answer.cause === 'server-error' && ctx.pm.storesErrors,
         notBefore: op.notBefore,
       },
       'observing',

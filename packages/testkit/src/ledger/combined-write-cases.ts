@@ -12,6 +12,7 @@ import {
   claimInput,
   expectClaimed,
   id,
+  idsOf,
   packet,
   receipt,
   refused,
@@ -52,7 +53,7 @@ export function combinedWriteCases(ctx: Suite): void {
     });
     // and a dead worker's dispatched operation is a recover candidate once its lease is gone
     await l.release(ref);
-    expect((await l.recoverCandidates(T0 + 10)).map((x) => x.businessOperationId)).toEqual([id('born-dispatched')]);
+    expect(await idsOf(l.recoverCandidates(T0 + 10))).toEqual([id('born-dispatched')]);
   });
 
   it('claim with dispatch changes nothing else: busy, conflict, terminal and takeovers behave as without it', async () => {

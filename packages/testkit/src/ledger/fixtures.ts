@@ -99,9 +99,11 @@ export function expectClaimed(
 }
 
 /** The ledger under test, fresh for each test. */
-export interface Suite {
-  ledger: Ledger;
-}
+export type Suite = { ledger: Ledger };
+
+/** The ids of the records a listing answered, in its order. */
+export const idsOf = async (records: Promise<readonly { businessOperationId: string }[]>) =>
+  (await records).map((r) => r.businessOperationId);
 
 export type TypedError = { isInstance(e: unknown): boolean };
 

@@ -3,7 +3,7 @@ import { verifyReceiptChain } from '@retrysafe/core';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { claimTableCases } from './claim-table.js';
 import { combinedWriteCases } from './combined-write-cases.js';
-import { claimed, claimInput, expectClaimed, id, packet, receipt, refused, type Suite, T0 } from './fixtures.js';
+import { claimed, claimInput, expectClaimed, id, idsOf, packet, receipt, refused, type Suite, T0 } from './fixtures.js';
 
 /** Claim inputs and handoff packets for a ledger's own tests, of the suite's shape. */
 export { claimOf, packetOf } from './fixtures.js';
@@ -206,7 +206,7 @@ function writeCases(ctx: Suite): void {
     const done = await claimed(ctx.ledger, 'finished');
     await ctx.ledger.setState(done.ref, { state: 'succeeded', now: T0 + 2 });
     await ctx.ledger.renewLease(live.ref, 10_000, T0 + 2);
-    const ids = (await ctx.ledger.recoverCandidates(T0 + 5000)).map((r) => r.businessOperationId).sort();
+    const ids = (await idsOf(ctx.ledger.recoverCandidates(T0 + 5000))).sort();
     expect(ids).toEqual([id('expired'), id('released')].sort());
     expect(await ctx.ledger.recoverCandidates(T0 + 5000, 1)).toHaveLength(1);
   });
@@ -216,17 +216,12 @@ function writeCases(ctx: Suite): void {
     const b = await claimed(ctx.ledger, 'l2', { now: T0 + 1 });
     await ctx.ledger.setState(b.ref, { state: 'succeeded', now: T0 + 2 });
     await claimed(ctx.ledger, 'l3', { operation: 'sandbox.other', now: T0 + 2 });
-    expect((await ctx.ledger.list()).map((r) => r.businessOperationId)).toEqual([id('l1'), id('l2'), id('l3')]);
-    expect((await ctx.ledger.list({ states: ['succeeded'] })).map((r) => r.businessOperationId)).toEqual([id('l2')]);
-    expect((await ctx.ledger.list({ operation: 'sandbox.other' })).map((r) => r.businessOperationId)).toEqual([
-      id('l3'),
-    ]);
+    expect(await idsOf(ctx.ledger.list())).toEqual([id('l1'), id('l2'), id('l3')]);
+    expect(await idsOf(ctx.ledger.list({ states: ['succeeded'] }))).toEqual([id('l2')]);
+    expect(await idsOf(ctx.ledger.list({ operation: 'sandbox.other' }))).toEqual([id('l3')]);
     expect(await ctx.ledger.list({ provider: 'nobody' })).toEqual([]);
     expect(await ctx.ledger.list({ limit: 2 })).toHaveLength(2);
-    expect((await ctx.ledger.list({ newestFirst: true, limit: 2 })).map((r) => r.businessOperationId)).toEqual([
-      id('l3'),
-      id('l2'),
-    ]);
+    expect(await idsOf(ctx.ledger.list({ newestFirst: true, limit: 2 }))).toEqual([id('l3'), id('l2')]);
     expect(await ctx.ledger.get(id('absent'))).toBeNull();
   });
 }
@@ -315,10 +310,10 @@ function chainAndPruneCases(ctx: Suite): void {
     for (const name of ['p-new', 'p-handed', 'p-open', 'p-dispatched'])
       expect(await ctx.ledger.get(id(name))).not.toBeNull();
     expect((await ctx.ledger.receipts(id('p-new'))).length).toBe(1);
-    expect((await ctx.ledger.list()).map((r) => r.businessOperationId).sort()).toEqual(
+    expect((await idsOf(ctx.ledger.list())).sort()).toEqual(
       ['p-dispatched', 'p-handed', 'p-new', 'p-open'].map(id).sort(),
     );
-    expect((await ctx.ledger.recoverCandidates(T0 + 10_000)).map((r) => r.businessOperationId).sort()).toEqual(
+    expect((await idsOf(ctx.ledger.recoverCandidates(T0 + 10_000))).sort()).toEqual(
       [id('p-dispatched'), id('p-open')].sort(),
     );
     expect(await ctx.ledger.prune({ before })).toEqual({ pruned: 0, byState: {}, dryRun: false });
