@@ -52,21 +52,6 @@ export interface CrashDrillOptions {
   readonly slowNetwork?: { readonly share: number; readonly holdMs?: number };
 }
 
-export interface CrashRunResult {
-  readonly index: number;
-  readonly point: CrashPoint;
-  /** True when the run stopped at its point and its process was then SIGKILLed. */
-  readonly killed: boolean;
-  /** How the worker exited: `SIGKILL`, or `exit 0` when it finished before the point. */
-  readonly exit: string;
-  readonly businessOperationId: string | null;
-  readonly finalStatus: string | null;
-  readonly adopted: boolean;
-  readonly providerRecords: number | null;
-  readonly duplicate: boolean;
-  readonly lost: boolean;
-}
-
 type PointCounts = Readonly<Record<'runs' | 'killed' | 'duplicates' | 'lost', number>>;
 
 function workerPath(): string {
@@ -226,7 +211,31 @@ async function recoverBatch(base: WorkerBase, batch: readonly PlannedRun[], leas
   return recovered;
 }
 
-/** Each run's end: how its worker died, where recovery left it, and the records the provider holds for it. */
+/** One run's end: how its worker died, where recovery left it, and the records the provider holds for it. */
+function runResult(
+  job: PlannedRun,
+  run: RunEnd,
+  res: Recovered['results'][number] | undefined,
+  records: number | null,
+) {
+  return {
+    index: job.index,
+    point: job.point,
+    /** True when the run stopped at its point and its process was then SIGKILLed. */
+    killed: run.killed,
+    /** How the worker exited: `SIGKILL`, or `exit 0` when it finished before the point. */
+    exit: run.exit,
+    businessOperationId: res?.businessOperationId ?? job.businessOperationId,
+    finalStatus: res?.status ?? null,
+    adopted: res?.adopted ?? false,
+    providerRecords: records,
+    duplicate: records !== null && records > 1,
+    lost: res?.status !== 'done' || records === 0,
+  };
+}
+
+export type CrashRunResult = ReturnType<typeof runResult>;
+
 async function judgeBatch(
   sandbox: CrashDrillSandbox,
   batch: readonly PlannedRun[],
@@ -235,23 +244,11 @@ async function judgeBatch(
   tally: Tally,
 ): Promise<void> {
   for (const job of batch) {
-    const run = runs.get(job.index)!;
     const res = recovered?.results.find((x) => x.index === job.index);
-    const providerRecords = sandbox.countFor
+    const records = sandbox.countFor
       ? await sandbox.countFor({ providerKey: res?.providerKey ?? null, params: job.params })
       : null;
-    tally.results.push({
-      index: job.index,
-      point: job.point,
-      killed: run.killed,
-      exit: run.exit,
-      businessOperationId: res?.businessOperationId ?? job.businessOperationId,
-      finalStatus: res?.status ?? null,
-      adopted: res?.adopted ?? false,
-      providerRecords,
-      duplicate: providerRecords !== null && providerRecords > 1,
-      lost: res?.status !== 'done' || providerRecords === 0,
-    });
+    tally.results.push(runResult(job, runs.get(job.index)!, res, records));
   }
 }
 
@@ -304,11 +301,10 @@ export async function runCrashDrill(options: CrashDrillOptions) {
         ...(options.policy ? { policy: options.policy } : {}),
       };
       const runs = new Map<number, RunEnd>();
-      // Worker processes, each running `perProcess` jobs concurrently, each SIGKILLed once all stopped.
+      // Worker processes, two at a time, each running `perProcess` jobs and SIGKILLed once all stopped.
       const t0 = Date.now();
       const groups: PlannedRun[][] = [];
       for (let g = 0; g < batch.length; g += perProcess) groups.push(batch.slice(g, g + perProcess));
-      // Two worker processes at a time.
       const nextGroup = async (): Promise<void> => {
         const group = groups.shift();
         if (!group) return;

@@ -112,13 +112,7 @@ async function recoverJobs(cfg: CrashWorkerConfig, runner: Runner, adapter: Adap
       };
     }),
   );
-  const actions = reports.map(({ businessOperationId, from, to, action }) => ({
-    businessOperationId,
-    from,
-    to,
-    action,
-  }));
-  await send({ type: 'recovered', reports: actions, results });
+  await send({ type: 'recovered', reports, results });
 }
 
 async function main(): Promise<void> {

@@ -49,8 +49,6 @@ export function oracleAbsenceProvenAfterMs(card: RetrySafetyCard): number | null
   return durationMs(late) + (delay === null ? 0 : durationMs(delay));
 }
 
-const known = <T>(v: T | 'unknown'): v is T => v !== 'unknown';
-
 /** What the card lets the runner do after an unknown outcome, read once from the card's facts. */
 export function readCard(card: RetrySafetyCard, policy: PolicyOverrides = {}) {
   const why: string[] = [];
@@ -67,7 +65,7 @@ export function readCard(card: RetrySafetyCard, policy: PolicyOverrides = {}) {
   if (byNature) why.push('safe resend: sideEffect.idempotentByNature=true (a second call has the effect of one)');
   else why.push(safeResend ? `safe same-key resend: ${key}` : `no safe resend: ${key}`);
   // A lookup other than a same-key resend; authoritative when its "not found" can be believed in the window.
-  const lookup = known(method) && method !== 'none' && method !== 'resend-same-key';
+  const lookup = method !== 'unknown' && method !== 'none' && method !== 'resend-same-key';
   // decide's late-apply row, restated: a not-found proves absence only after the late-apply bound plus the delay.
   const late = card.lookup.lateApplyBound?.value ?? 'unknown';
   const settleMs = oracleAbsenceProvenAfterMs(card);

@@ -1,9 +1,10 @@
 /** How each drill scenario drives the runner against the harness, and what it saw while doing so. */
-import { ConflictError, type DrillOperation, type Receipt, type RetrySafetyCard } from '@retrysafe/contract';
+import { ConflictError, type Receipt } from '@retrysafe/contract';
 import { durationMs } from '@retrysafe/contract/rules';
+import type { planScenario } from './drill.js';
 import { realClock } from './drill-clock.js';
 import type { Harness } from './drill-harness.js';
-import type { DrillOutcome, ScenarioId } from './drill-types.js';
+import type { DrillOutcome } from './drill-types.js';
 
 /** What a scenario's run left to check: filled in while it runs. */
 export interface Drive {
@@ -18,16 +19,8 @@ export interface Drive {
 /** Callers of the concurrent-duplicates scenario. */
 export const CONCURRENCY = 16;
 
-export interface DriveInput {
-  readonly scenario: ScenarioId;
-  readonly operation: string;
-  readonly op: DrillOperation;
-  readonly card: RetrySafetyCard;
-  readonly params: unknown;
-  readonly label: string;
-  readonly businessOperationId: string;
-  readonly leaseMs: number;
-}
+/** A scenario's plan: the operation, its card and params, and who runs it. */
+export type DriveInput = Exclude<Awaited<ReturnType<typeof planScenario>>, { status: string }>;
 
 /** Runs the scenario, then reads the receipts of every operation the drill's ledger holds. Never throws. */
 export async function driveScenario(h: Harness, input: DriveInput, d: Drive): Promise<void> {
@@ -66,7 +59,6 @@ export async function driveScenario(h: Harness, input: DriveInput, d: Drive): Pr
       d.notes.push(`late commit: ${h.proxy.heldLate} request(s) still held when the run ended; applied now`);
       await h.proxy.flushLate();
     }
-    // Receipts of every operation the drill's ledger holds.
     const reader = h.ledgers[h.ledgers.length - 1]!;
     const records = await reader.list();
     d.runnerReceipts = (await Promise.all(records.map((r) => reader.receipts(r.businessOperationId)))).flat();

@@ -1,6 +1,9 @@
 import type { DrillSetup, HandoffPacket, Receipt } from '@retrysafe/contract';
 import type { PolicyOverrides } from '@retrysafe/core';
+import type { ObservedValues } from './drill.js';
 import type { ProxyRequest } from './fault-proxy.js';
+
+export type { ObservedValues } from './drill.js';
 
 /** A drill setup (the contract's `DrillSetup`, from an adapter's `./sandbox`) plus how this run should go. */
 export interface ConformanceOptions extends DrillSetup {
@@ -56,28 +59,6 @@ export interface PassCriteria {
   readonly minWaitMs?: number;
   /** In words, which card fields each number comes from. */
   readonly why: readonly string[];
-}
-
-export interface ObservedValues {
-  readonly providerRecords: number;
-  readonly attemptsAtProxy: number;
-  /** Requests at the proxy during `doExecute` calls / `doLookup` calls / outside either. */
-  readonly requests: {
-    readonly total: number;
-    readonly duringExecute: number;
-    readonly duringLookup: number;
-    readonly other: number;
-  };
-  readonly executeCalls: number;
-  readonly lookupCalls: number;
-  /** The largest number of proxy requests seen inside one `doExecute` call. */
-  readonly maxRequestsInOneExecute: number;
-  readonly outcomes: readonly DrillOutcome[];
-  readonly handoffs: number;
-  readonly handoffReasons: readonly string[];
-  /** For `rate-limited`: virtual time between the end of attempt 1 and the start of attempt 2. */
-  readonly waitedMs?: number;
-  readonly errors: readonly string[];
 }
 
 export interface ScenarioSkip {

@@ -1,9 +1,14 @@
 import { rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { AdapterConfigurationError, type DrillOperation, type RetrySafetyCard } from '@retrysafe/contract';
+import {
+  AdapterConfigurationError,
+  type DrillFault,
+  type DrillOperation,
+  type RetrySafetyCard,
+} from '@retrysafe/contract';
 import { durationMs } from '@retrysafe/contract/rules';
 import { criteriaFor, readCard, skipReason } from './criteria.js';
-import { CONCURRENCY, type Drive, type DriveInput, driveScenario } from './drill-drive.js';
+import { CONCURRENCY, type Drive, driveScenario } from './drill-drive.js';
 import {
   createDrillContext,
   DEFAULT_DRILL_TIMEOUT_MS,
@@ -14,25 +19,20 @@ import {
 import type {
   CountCriterion,
   DrillOptions,
-  ObservedValues,
+  DrillOutcome,
   PassCriteria,
   ScenarioId,
   ScenarioResult,
 } from './drill-types.js';
 import { SCENARIO_TITLES, SCENARIOS } from './drill-types.js';
-import type { Fault, FaultScript, ProxyRequest } from './fault-proxy.js';
+import type { FaultScript, ProxyRequest } from './fault-proxy.js';
 
 /** The client timeout of the late-commit scenario (the request is held until the client gives up). */
 const LATE_COMMIT_TIMEOUT_MS = 400;
-const DEFAULT_RATE_LIMITED: Fault = { kind: 'status', status: 429, retryAfterS: 2 };
+const DEFAULT_RATE_LIMITED: DrillFault = { kind: 'status', status: 429, retryAfterS: 2 };
 
-type Phase = ScenarioResult['proxyRequests'][number]['phase'];
-
-function phaseOf(r: ProxyRequest): Phase {
-  if (r.label?.startsWith('execute')) return 'execute';
-  if (r.label === 'lookup') return 'lookup';
-  return 'other';
-}
+const phaseOf = (r: ProxyRequest): 'execute' | 'lookup' | 'other' =>
+  r.label?.startsWith('execute') ? 'execute' : r.label === 'lookup' ? 'lookup' : 'other';
 
 function meets(c: CountCriterion, n: number): boolean {
   if ('exact' in c) return n === c.exact;
@@ -54,6 +54,25 @@ function lateApplyMs(card: RetrySafetyCard): number {
   return value === undefined || value === 'unknown' ? 10 * 60_000 : durationMs(value);
 }
 
+type ScriptInput = DrillOperation['faults'] & { card: RetrySafetyCard; timeoutMs: number; rateLimited: DrillFault };
+
+/** The faults the proxy plays for each scenario, in order (a function: the same fault every time); none otherwise. */
+const FAULT_SCRIPTS: Partial<Record<ScenarioId, (f: ScriptInput) => FaultScript>> = {
+  'lost-response': () => ['drop-response'],
+  'lost-response-timeout': ({ timeoutMs }) => [{ kind: 'delay', ms: timeoutMs * 5 + 1000 }],
+  'lost-request': () => ['reset-before'],
+  // Applied as late as the card allows (lookup.lateApplyBound), or much later when the card cannot say.
+  'late-commit': ({ card }) => [{ kind: 'late-commit', afterMs: lateApplyMs(card) }],
+  'permanent-error': ({ permanent }) => [permanent],
+  'transient-beyond-limit':
+    ({ transient }) =>
+    () =>
+      transient!,
+  'rate-limited': ({ rateLimited }) => [rateLimited],
+  // the provider has the work (forwarded, committed); the caller is told "in progress"
+  'in-progress': ({ inProgress: f }) => [typeof f === 'object' && f.kind === 'status' ? { ...f, forward: true } : f!],
+};
+
 type ResultFields = Omit<
   ScenarioResult,
   'drill' | 'operation' | 'scenario' | 'title' | 'startedAt' | 'finishedAt' | 'receiptFile'
@@ -68,7 +87,7 @@ const NEEDED_FAULT: Partial<Record<ScenarioId, 'transient' | 'inProgress'>> = {
 };
 
 /** Everything a scenario needs, worked out from the card before anything is sent; or why it cannot run. */
-async function planScenario(ctx: DrillContext, operation: string, scenario: ScenarioId, label: string) {
+export async function planScenario(ctx: DrillContext, operation: string, scenario: ScenarioId, label: string) {
   const o = ctx.options;
   const op: DrillOperation | undefined = o.operations[operation];
   const failed = (failure: string, criteria?: PassCriteria): Omit<ResultFields, 'notes'> => ({
@@ -111,10 +130,10 @@ async function planScenario(ctx: DrillContext, operation: string, scenario: Scen
     criteria,
     timeoutMs,
     params: scenario === 'rejection-left-object' ? op.rejectedCreates!.params(i) : op.params(i),
-    script: faultScriptFor(scenario, op, card, timeoutMs, rateLimited),
+    script: FAULT_SCRIPTS[scenario]?.({ ...op.faults, card, timeoutMs, rateLimited }) ?? [],
     businessOperationId: `drill-${safeName(operation)}-${i}`,
     leaseMs: o.policy?.leaseMs ?? 30_000,
-  } satisfies DriveInput & { criteria: PassCriteria; script: FaultScript; timeoutMs: number };
+  };
 }
 
 /** Runs one scenario for one operation, writes its receipt file, and returns the result. Never throws for drill failures. */
@@ -232,41 +251,6 @@ async function readDrillCard(ctx: DrillContext, operation: string): Promise<Retr
   return spec.card;
 }
 
-/** The faults the proxy plays for the scenario, in order (a function: the same fault every time). */
-function faultScriptFor(
-  scenario: ScenarioId,
-  op: DrillOperation,
-  card: RetrySafetyCard,
-  timeoutMs: number,
-  rateLimited: Fault,
-): FaultScript {
-  const { permanent, transient, inProgress } = op.faults;
-  switch (scenario) {
-    case 'lost-response':
-      return ['drop-response'];
-    case 'lost-response-timeout':
-      return [{ kind: 'delay', ms: timeoutMs * 5 + 1000 }];
-    case 'lost-request':
-      return ['reset-before'];
-    case 'late-commit':
-      // Applied as late as the card allows (lookup.lateApplyBound), or much later when the card cannot say.
-      return [{ kind: 'late-commit', afterMs: lateApplyMs(card) }];
-    case 'permanent-error':
-      return [permanent];
-    case 'transient-beyond-limit':
-      return () => transient!;
-    case 'rate-limited':
-      return [rateLimited];
-    case 'in-progress':
-      // the provider has the work (forwarded, committed); the caller is told "in progress"
-      return [
-        typeof inProgress === 'object' && inProgress.kind === 'status' ? { ...inProgress, forward: true } : inProgress!,
-      ];
-    default:
-      return [];
-  }
-}
-
 /** What the provider, the proxy and the tracker saw during the run. */
 async function observe(h: Harness, operation: string, d: Drive) {
   const providerRecords = await Promise.resolve(h.sandbox.count(operation)).catch((err: Error) => {
@@ -280,9 +264,10 @@ async function observe(h: Harness, operation: string, d: Drive) {
   for (const r of proxyRequests)
     if (r.label?.startsWith('execute#')) perExecute.set(r.label, (perExecute.get(r.label) ?? 0) + 1);
   const maxRequestsInOneExecute = Math.max(0, ...perExecute.values());
-  const observed: ObservedValues = {
+  const observed = {
     providerRecords,
     attemptsAtProxy: duringExecute,
+    /** Requests at the proxy during `doExecute` calls / `doLookup` calls / outside either. */
     requests: {
       total: proxyRequests.length,
       duringExecute,
@@ -291,15 +276,19 @@ async function observe(h: Harness, operation: string, d: Drive) {
     },
     executeCalls: h.tracker.executeCalls,
     lookupCalls: h.tracker.lookupCalls,
+    /** The largest number of proxy requests seen inside one `doExecute` call. */
     maxRequestsInOneExecute,
-    outcomes: d.outcomes,
+    outcomes: d.outcomes as readonly DrillOutcome[],
     handoffs: h.packets.length,
-    handoffReasons: h.packets.map((p) => p.reason),
+    handoffReasons: h.packets.map((p) => p.reason) as readonly string[],
+    /** For `rate-limited`: virtual time between the end of attempt 1 and the start of attempt 2. */
     ...(d.waitedMs !== undefined ? { waitedMs: d.waitedMs } : {}),
-    errors: d.errors,
+    errors: d.errors as readonly string[],
   };
   return { observed, proxyRequests };
 }
+
+export type ObservedValues = Awaited<ReturnType<typeof observe>>['observed'];
 
 /** Writes `summary.json` for the results so far and returns it. */
 export function writeSummary(ctx: DrillContext) {

@@ -20,38 +20,14 @@ import {
 export type Fault = DrillFault | 'truncate-response';
 
 /** What the script is told about the request it decides for. */
-export interface FaultRequestInfo {
+export type FaultRequestInfo = {
   readonly method: string;
   readonly path: string;
   readonly headers: IncomingHttpHeaders;
-}
+};
 
 /** One entry per call (1-based; past the end every call is `'pass'`), or a function of the call number. */
 export type FaultScript = readonly Fault[] | ((call: number, request: FaultRequestInfo) => Fault);
-
-/** One request as the proxy saw it. */
-export interface ProxyRequest {
-  /** 1-based call number at this proxy. */
-  readonly n: number;
-  readonly method: string;
-  /** Path and query. */
-  readonly path: string;
-  /** `idempotency-key` plus the headers listed in `recordHeaders` (lower-case names). */
-  readonly headers: Readonly<Record<string, string>>;
-  /** `sha256:` + hex of the raw request body. */
-  readonly bodyHash: string;
-  readonly bodyBytes: number;
-  readonly fault: Fault;
-  /** Whether the request reached the upstream. */
-  readonly forwarded: boolean;
-  readonly upstreamStatus?: number;
-  /** For a held request: true when the client gave up before the hold ran out (its timeout works). */
-  readonly clientGaveUp?: boolean;
-  /** Epoch ms the request arrived (complete body). */
-  readonly at: number;
-  /** `proxy.label` when the request arrived (the drill attributes requests to adapter calls with it). */
-  readonly label?: string;
-}
 
 export interface FaultProxyOptions {
   /** Upstream base URL, `http://127.0.0.1:PORT` (loopback only). */
@@ -124,31 +100,41 @@ function requestEntry(
   body: Buffer,
   fault: Fault,
   label: string | undefined,
-): ProxyRequest {
+) {
   const recorded: Record<string, string> = {};
   for (const name of recordHeaders) {
     const v = info.headers[name];
     if (v !== undefined) recorded[name] = Array.isArray(v) ? v.join(', ') : v;
   }
   return {
+    /** 1-based call number at this proxy. */
     n,
     method: info.method,
+    /** Path and query. */
     path: info.path,
-    headers: recorded,
+    /** `idempotency-key` plus the headers listed in `recordHeaders` (lower-case names). */
+    headers: recorded as Readonly<Record<string, string>>,
     bodyHash: 'sha256:' + createHash('sha256').update(body).digest('hex'),
     bodyBytes: body.length,
     fault,
-    // A late commit is forwarded later, when it lands.
+    /** Whether the request reached the upstream (a late commit is forwarded later, when it lands). */
     forwarded:
       typeof fault === 'string'
         ? fault !== 'reset-before'
         : fault.kind === 'status'
           ? fault.forward === true
           : fault.kind !== 'late-commit',
+    /** Epoch ms the request arrived (complete body). */
     at: Date.now(),
+    /** `proxy.label` when the request arrived. */
     ...(label !== undefined ? { label } : {}),
   };
 }
+
+/** One request as the proxy saw it; `clientGaveUp`, for a held request: the client's own timeout fired first. */
+export type ProxyRequest = Readonly<
+  ReturnType<typeof requestEntry> & { upstreamStatus?: number; clientGaveUp?: boolean }
+>;
 
 /** late-commit: requests held until their client gives up, then applied in arrival order once due (or on flush). */
 function createLateQueue(clock: { now(): number }) {

@@ -37,10 +37,7 @@ export interface ExploreOptions {
   readonly maxStates?: number;
 }
 
-export interface TraceStep {
-  readonly t: number;
-  readonly text: string;
-}
+export type TraceStep = { readonly t: number; readonly text: string };
 
 export interface Violation {
   readonly invariant: 'at-most-once' | 'durable-dispatch' | 'lease' | 'honest-terminal' | 'stuck';

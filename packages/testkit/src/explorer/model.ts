@@ -30,11 +30,6 @@ export type Fate = (typeof ALL_FATES)[number];
 
 export type ProviderModel = ReturnType<typeof providerFromCard>;
 
-export interface Pending {
-  readonly sentAt: number;
-  readonly until: number;
-}
-
 export interface ProviderState {
   /** Business effects made (the thing that must stay ≤ 1). */
   readonly effects: number;
@@ -43,7 +38,7 @@ export interface ProviderState {
   /** The key's stored entry (folding providers only), with the true time it was stored. */
   readonly key: { readonly at: number; readonly stored: 'result' | 'error' } | null;
   /** Requests held in the network that the provider may still apply. */
-  readonly pending: readonly Pending[];
+  readonly pending: readonly { readonly sentAt: number; readonly until: number }[];
   /** Provider calls (sends) that reached the network. */
   readonly calls: number;
 }
@@ -133,6 +128,14 @@ export function providerFromCard(card: RetrySafetyCard, stand: { unknownLateAppl
   };
 }
 
+/** A provider 500 stored under the key: a same-key re-send only replays it. */
+export const STORED_500: Outcome = {
+  kind: 'unknown',
+  cause: 'server-error',
+  status: 500,
+  message: 'provider 500 (stored under the key)',
+};
+
 /** The key's entry at time t, if still retained. */
 export function liveKey(pm: ProviderModel, p: ProviderState, t: number): ProviderState['key'] {
   if (!pm.folds || p.key === null || pm.retentionMs === null) return null;
@@ -143,11 +146,7 @@ export function liveKey(pm: ProviderModel, p: ProviderState, t: number): Provide
 export function process(pm: ProviderModel, p: ProviderState, t: number): { p: ProviderState; answer: Outcome } {
   const k = liveKey(pm, p, t);
   if (k !== null) {
-    if (k.stored === 'error')
-      return {
-        p,
-        answer: { kind: 'unknown', cause: 'server-error', status: 500, message: 'stored 500 replayed for this key' },
-      };
+    if (k.stored === 'error') return { p, answer: STORED_500 };
     return { p, answer: { kind: 'replayed', result: { ref: 'obj-1' }, providerRef: 'obj-1' } };
   }
   const effects = pm.idempotent ? 1 : p.effects + 1;

@@ -19,6 +19,7 @@ import {
   type OpState,
   type ProviderState,
   process,
+  STORED_500,
   type WorkerState,
   type World,
 } from './model.js';
@@ -304,7 +305,6 @@ function call(ctx: Ctx, w: World, i: number): Succ[] {
         lastDispatchedAt: Math.max(rec.updatedAt, n),
         runAttempts: op.runAttempts + 1,
         dispatchWritten: false,
-        notBefore: op.notBefore,
       },
       'observing',
     );
@@ -322,12 +322,6 @@ function call(ctx: Ctx, w: World, i: number): Succ[] {
 }
 
 const TIMEOUT: Outcome = { kind: 'unknown', cause: 'timeout', message: 'timed out' };
-const STORED_500: Outcome = {
-  kind: 'unknown',
-  cause: 'server-error',
-  status: 500,
-  message: 'provider 500 (stored under the key)',
-};
 
 /** One call under one network fate: the provider afterwards, the answer the client sees, in words; null if moot. */
 function network(ctx: Ctx, fate: Fate, prov: ProviderState, t: number): [ProviderState, Outcome, string] | null {

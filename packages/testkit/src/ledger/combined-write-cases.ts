@@ -95,9 +95,7 @@ export function combinedWriteCases(ctx: Suite): void {
 
   it('setState with a receipt writes the state and the receipt together', async () => {
     const l = ctx.ledger;
-    const c = await l.claim(claimInput('state-receipt', { dispatch: true }));
-    if (c.kind !== 'claimed') throw new Error(c.kind);
-    const ref = { businessOperationId: c.record.businessOperationId, fence: c.record.fence };
+    const { ref } = await claimed(l, 'state-receipt', { dispatch: true });
     const r1 = receipt('state-receipt', 1, null);
     const u = await l.setState(ref, { state: 'unknown', lastOutcome: 'unknown', now: T0 + 1, receipt: r1 });
     expect(u).toMatchObject({ state: 'unknown', lastOutcome: 'unknown', updatedAt: T0 + 1 });

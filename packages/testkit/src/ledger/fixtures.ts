@@ -93,9 +93,7 @@ export function expectClaimed(
   r: ClaimResult,
   takenOver?: boolean,
 ): asserts r is Extract<ClaimResult, { kind: 'claimed' }> {
-  expect(r.kind).toBe('claimed');
-  if (r.kind !== 'claimed') throw new Error(`expected claimed, got ${r.kind}`);
-  if (takenOver !== undefined) expect(r.takenOver).toBe(takenOver);
+  expect(r).toMatchObject({ kind: 'claimed', ...(takenOver === undefined ? {} : { takenOver }) });
 }
 
 /** The ledger under test, fresh for each test. */

@@ -8,7 +8,6 @@ import { claimed, claimInput, expectClaimed, id, idsOf, packet, receipt, refused
 /** Claim inputs and handoff packets for a ledger's own tests, of the suite's shape. */
 export { claimOf, packetOf } from './fixtures.js';
 
-/** The ledger conformance suite (vitest): every Ledger implementation runs it, unchanged. */
 export interface LedgerSuiteOptions {
   /** Shown in the describe block, e.g. `sqlite`. */
   readonly name: string;
@@ -326,10 +325,7 @@ function chainAndPruneCases(ctx: Suite): void {
   });
 }
 
-/**
- * The shared ledger suite (vitest): every Ledger implementation must pass it unchanged.
- * Usage: `ledgerSuite({ name: 'postgres', create: () => createPostgresLedger(...) })`.
- */
+/** The ledger conformance suite (vitest): every Ledger implementation must pass it unchanged. */
 export function ledgerSuite(options: LedgerSuiteOptions): void {
   describe(`ledger suite: ${options.name}`, () => {
     const ctx = {} as Suite;
