@@ -87,10 +87,9 @@ async function loadAdapter(cfg: CrashWorkerConfig): Promise<AdapterV1> {
 /** Every job runs at once; the ones that stop at their point never finish. */
 async function runJobs(cfg: CrashWorkerConfig, runner: Runner, adapter: AdapterV1): Promise<void> {
   await Promise.all(
-    cfg.jobs.map(async (job) => {
-      const { params, businessOperationId } = job;
+    cfg.jobs.map(async ({ index, params, businessOperationId }) => {
       const r = await runner.run(adapter, cfg.operation, { params, businessOperationId });
-      await send({ type: 'finished', index: job.index, status: r.status, businessOperationId: r.businessOperationId });
+      await send({ type: 'finished', index, status: r.status, businessOperationId: r.businessOperationId });
     }),
   );
 }
@@ -99,12 +98,11 @@ async function runJobs(cfg: CrashWorkerConfig, runner: Runner, adapter: AdapterV
 async function recoverJobs(cfg: CrashWorkerConfig, runner: Runner, adapter: AdapterV1, ledger: Ledger) {
   const reports = await runner.recover({ adapters: [adapter] });
   const results = await Promise.all(
-    cfg.jobs.map(async (job): Promise<Recovered['results'][number]> => {
-      const { params, businessOperationId } = job;
+    cfg.jobs.map(async ({ index, params, businessOperationId }): Promise<Recovered['results'][number]> => {
       const r = await runner.run(adapter, cfg.operation, { params, businessOperationId });
       const rec = await ledger.get(r.businessOperationId);
       return {
-        index: job.index,
+        index,
         businessOperationId: r.businessOperationId,
         status: r.status,
         adopted: r.status === 'done' ? r.adopted : false,

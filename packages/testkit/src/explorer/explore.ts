@@ -136,12 +136,10 @@ function violations(ctx: Ctx, w: World): Found | null {
       invariant: 'durable-dispatch',
       message: `${w.prov.calls} provider calls but the ledger records ${w.rec?.attemptCount ?? 0} dispatches`,
     };
-  if (w.rec !== null) {
-    if (w.rec.state === 'succeeded' && w.prov.effects === 0 && !ctx.pm.idempotent)
-      return { invariant: 'honest-terminal', message: 'succeeded, but the provider holds no effect' };
-    if (w.rec.state === 'rejected' && w.prov.effects > 0)
-      return { invariant: 'honest-terminal', message: 'rejected, but the provider holds the effect' };
-  }
+  if (w.rec?.state === 'succeeded' && w.prov.effects === 0 && !ctx.pm.idempotent)
+    return { invariant: 'honest-terminal', message: 'succeeded, but the provider holds no effect' };
+  if (w.rec?.state === 'rejected' && w.prov.effects > 0)
+    return { invariant: 'honest-terminal', message: 'rejected, but the provider holds the effect' };
   return null;
 }
 

@@ -21,8 +21,13 @@ import {
   type TypedError,
 } from './fixtures.js';
 
-/** The combined writes of a two-write clean run, and supersede. */
+/** The combined writes of a two-write clean run (claim with dispatch, a state or handoff with its receipt), and supersede. */
 export function combinedWriteCases(ctx: Suite): void {
+  claimDispatchCases(ctx);
+  receiptCases(ctx);
+}
+
+function claimDispatchCases(ctx: Suite): void {
   it('declares the combined writes the runner uses for a two-write clean run', () => {
     expect(ctx.ledger.capabilities).toMatchObject({ claimDispatch: true, receiptWithState: true });
   });
@@ -92,7 +97,9 @@ export function combinedWriteCases(ctx: Suite): void {
       attemptCount: 0,
     });
   });
+}
 
+function receiptCases(ctx: Suite): void {
   it('setState with a receipt writes the state and the receipt together', async () => {
     const l = ctx.ledger;
     const { ref } = await claimed(l, 'state-receipt', { dispatch: true });
