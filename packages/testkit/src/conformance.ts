@@ -13,9 +13,9 @@ import {
   UnknownOperationError,
 } from '@retrysafe/contract';
 import { afterAll, describe, expect, it } from 'vitest';
-import { disposeDrillContext, runScenario, SCENARIO_TITLES, writeSummary } from './drill.js';
+import { disposeDrillContext, runScenario, writeSummary } from './drill.js';
 import { createDrillContext, DEFAULT_DRILL_TIMEOUT_MS, type DrillContext, startHarness } from './drill-harness.js';
-import { type ConformanceOptions, SCENARIOS } from './drill-types.js';
+import { type ConformanceOptions, SCENARIO_TITLES, SCENARIOS } from './drill-types.js';
 import type { FaultProxy, FaultScript } from './fault-proxy.js';
 
 // runDrill here too, for tests that drill outside runConformance; the rest of the drill is on the root entry.

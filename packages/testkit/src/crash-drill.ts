@@ -4,9 +4,9 @@ import { tmpdir } from 'node:os';
 import { dirname, isAbsolute, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { DrillSandbox } from '@retrysafe/contract';
+import type { PolicyOverrides } from '@retrysafe/core';
 import { CRASH_POINTS, type CrashPoint, type CrashWorkerConfig, type CrashWorkerMessage } from './crash-types.js';
 import { seededRandom } from './drill-clock.js';
-import type { DrillPolicy } from './drill-types.js';
 import { startFaultProxy } from './fault-proxy.js';
 
 export type { CrashPoint } from './crash-types.js';
@@ -41,7 +41,7 @@ export interface CrashDrillOptions {
   /** Lease of the killed workers; the recovering process's clock runs this far ahead (default 5000). */
   readonly leaseMs?: number;
   readonly timeoutMs?: number;
-  readonly policy?: DrillPolicy;
+  readonly policy?: PolicyOverrides;
   /** Where the report goes (JSON); default a temp dir. */
   readonly outFile?: string;
   /**
@@ -52,44 +52,7 @@ export interface CrashDrillOptions {
   readonly slowNetwork?: { readonly share: number; readonly holdMs?: number };
 }
 
-export interface CrashRunResult {
-  readonly index: number;
-  readonly point: CrashPoint;
-  /** True when the run stopped at its point and its process was then SIGKILLed. */
-  readonly killed: boolean;
-  /** How the worker exited: `SIGKILL`, or `exit 0` when it finished before the point. */
-  readonly exit: string;
-  readonly businessOperationId: string | null;
-  readonly finalStatus: string | null;
-  readonly adopted: boolean;
-  readonly providerRecords: number | null;
-  readonly duplicate: boolean;
-  readonly lost: boolean;
-}
-
 type PointCounts = Readonly<Record<'runs' | 'killed' | 'duplicates' | 'lost', number>>;
-
-export interface CrashDrillReport {
-  readonly ok: boolean;
-  readonly runs: number;
-  readonly seed: number;
-  /** Runs that stopped at their point inside a process that was then SIGKILLed. */
-  readonly killed: number;
-  readonly workersKilled: number;
-  readonly duplicates: number;
-  readonly lost: number;
-  readonly byPoint: Readonly<Record<CrashPoint, PointCounts>>;
-  /** Records the sandbox holds for the operation at the end (expected: `runs`). */
-  readonly providerRecords: number;
-  readonly recoveries: number;
-  readonly recoverActions: Readonly<Record<string, number>>;
-  /** Wall time in the killed workers and in the recovery processes (informational). */
-  readonly timings: { readonly workersMs: number; readonly recoveryMs: number };
-  readonly problems: readonly string[];
-  readonly results: readonly CrashRunResult[];
-  readonly outFile: string;
-  readonly slowNetwork?: { readonly share: number; readonly holdMs: number; readonly held: number };
-}
 
 function workerPath(): string {
   const here = fileURLToPath(import.meta.url);
@@ -101,25 +64,18 @@ function workerPath(): string {
   throw new Error(`crash drill: the worker script is not built (${built}); run tsc -b packages/testkit`);
 }
 
-interface Spawned {
-  readonly messages: CrashWorkerMessage[];
-  readonly exit: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
-  stderr: string;
-}
-
-function spawnWorker(
-  config: CrashWorkerConfig,
-  onMessage: (m: CrashWorkerMessage, child: ChildProcess) => void,
-): Spawned {
+function spawnWorker(config: CrashWorkerConfig, onMessage: (m: CrashWorkerMessage, child: ChildProcess) => void) {
   const child = fork(workerPath(), [], {
     env: { ...process.env, RETRYSAFE_CRASH_WORKER: JSON.stringify(config) },
     stdio: ['ignore', 'ignore', 'pipe', 'ipc'],
     serialization: 'json',
   });
-  const s: Spawned = {
-    messages: [],
+  const s = {
+    messages: [] as CrashWorkerMessage[],
     stderr: '',
-    exit: new Promise((resolve) => child.once('exit', (code, signal) => resolve({ code, signal }))),
+    exit: new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
+      child.once('exit', (code, signal) => resolve({ code, signal })),
+    ),
   };
   child.stderr?.on('data', (d: Buffer) => {
     if (s.stderr.length < 4000) s.stderr += d.toString('utf8');
@@ -131,31 +87,21 @@ function spawnWorker(
   return s;
 }
 
-async function pool<T>(items: readonly T[], limit: number, fn: (item: T) => Promise<void>): Promise<void> {
-  let next = 0;
-  const workers = Array.from({ length: Math.max(1, Math.min(limit, items.length)) }, async () => {
-    while (next < items.length) {
-      const item = items[next++]!;
-      await fn(item);
-    }
-  });
-  await Promise.all(workers);
-}
-
 type PlannedRun = CrashWorkerConfig['jobs'][number] & { readonly point: CrashPoint };
-type RunEnd = { killed: boolean; exit: string; businessOperationId: string | null };
+type RunEnd = { killed: boolean; exit: string };
 type Recovered = Extract<CrashWorkerMessage, { type: 'recovered' }>;
 type WorkerBase = Omit<CrashWorkerConfig, 'mode' | 'jobs'>;
 
 /** What the batches add up to while the drill runs. */
-interface Tally {
-  readonly problems: string[];
-  readonly results: CrashRunResult[];
-  readonly recoverActions: Record<string, number>;
-  readonly timings: { workersMs: number; recoveryMs: number };
-  recoveries: number;
-  workersKilled: number;
-}
+const newTally = () => ({
+  problems: [] as string[],
+  results: [] as CrashRunResult[],
+  recoverActions: {} as Record<string, number>,
+  timings: { workersMs: 0, recoveryMs: 0 },
+  recoveries: 0,
+  workersKilled: 0,
+});
+type Tally = ReturnType<typeof newTally>;
 
 const jobsOf = (runs: readonly PlannedRun[], point: (r: PlannedRun) => CrashPoint | null) =>
   runs.map((r) => ({ index: r.index, params: r.params, businessOperationId: r.businessOperationId, point: point(r) }));
@@ -196,7 +142,6 @@ async function runGroupToItsPoints(
     runs.set(job.index, {
       killed: at === job.point && exit.signal === 'SIGKILL',
       exit: exit.signal ?? `exit ${exit.code}`,
-      businessOperationId: job.businessOperationId,
     });
   }
   return killed && exit.signal === 'SIGKILL';
@@ -266,7 +211,31 @@ async function recoverBatch(base: WorkerBase, batch: readonly PlannedRun[], leas
   return recovered;
 }
 
-/** Each run's end: how its worker died, where recovery left it, and the records the provider holds for it. */
+/** One run's end: how its worker died, where recovery left it, and the records the provider holds for it. */
+function runResult(
+  job: PlannedRun,
+  run: RunEnd,
+  res: Recovered['results'][number] | undefined,
+  records: number | null,
+) {
+  return {
+    index: job.index,
+    point: job.point,
+    /** True when the run stopped at its point and its process was then SIGKILLed. */
+    killed: run.killed,
+    /** How the worker exited: `SIGKILL`, or `exit 0` when it finished before the point. */
+    exit: run.exit,
+    businessOperationId: res?.businessOperationId ?? job.businessOperationId,
+    finalStatus: res?.status ?? null,
+    adopted: res?.adopted ?? false,
+    providerRecords: records,
+    duplicate: records !== null && records > 1,
+    lost: res?.status !== 'done' || records === 0,
+  };
+}
+
+export type CrashRunResult = ReturnType<typeof runResult>;
+
 async function judgeBatch(
   sandbox: CrashDrillSandbox,
   batch: readonly PlannedRun[],
@@ -275,33 +244,21 @@ async function judgeBatch(
   tally: Tally,
 ): Promise<void> {
   for (const job of batch) {
-    const run = runs.get(job.index)!;
     const res = recovered?.results.find((x) => x.index === job.index);
-    const providerRecords = sandbox.countFor
+    const records = sandbox.countFor
       ? await sandbox.countFor({ providerKey: res?.providerKey ?? null, params: job.params })
       : null;
-    tally.results.push({
-      index: job.index,
-      point: job.point,
-      killed: run.killed,
-      exit: run.exit,
-      businessOperationId: res?.businessOperationId ?? run.businessOperationId,
-      finalStatus: res?.status ?? null,
-      adopted: res?.adopted ?? false,
-      providerRecords,
-      duplicate: providerRecords !== null && providerRecords > 1,
-      lost: res?.status !== 'done' || providerRecords === 0,
-    });
+    tally.results.push(runResult(job, runs.get(job.index)!, res, records));
   }
 }
 
-function byPoint(results: readonly CrashRunResult[]): CrashDrillReport['byPoint'] {
+function byPoint(results: readonly CrashRunResult[]): Readonly<Record<CrashPoint, PointCounts>> {
   const count = (p: CrashPoint) => {
     const rs = results.filter((r) => r.point === p);
     const n = (f: (r: CrashRunResult) => boolean) => rs.filter(f).length;
     return { runs: rs.length, killed: n((r) => r.killed), duplicates: n((r) => r.duplicate), lost: n((r) => r.lost) };
   };
-  return Object.fromEntries(CRASH_POINTS.map((p) => [p, count(p)])) as unknown as CrashDrillReport['byPoint'];
+  return Object.fromEntries(CRASH_POINTS.map((p) => [p, count(p)])) as Record<CrashPoint, PointCounts>;
 }
 
 /**
@@ -309,7 +266,7 @@ function byPoint(results: readonly CrashRunResult[]): CrashDrillReport['byPoint'
  * after each batch a fresh process recovers the ledger and re-runs every job as its caller would. Reports
  * duplicates (more than one provider record for one business operation) and losses (none, or not done).
  */
-export async function runCrashDrill(options: CrashDrillOptions): Promise<CrashDrillReport> {
+export async function runCrashDrill(options: CrashDrillOptions) {
   const seed = options.seed ?? 1;
   const plan = planRuns(options, seed);
   const leaseMs = options.leaseMs ?? 5_000;
@@ -328,14 +285,7 @@ export async function runCrashDrill(options: CrashDrillOptions): Promise<CrashDr
   const work = mkdtempSync(join(tmpdir(), 'retrysafe-crash-'));
   const outFile = options.outFile ?? join(work, 'crash-report.json');
   let reportInWork = false;
-  const tally: Tally = {
-    problems: [],
-    results: [],
-    recoverActions: {},
-    timings: { workersMs: 0, recoveryMs: 0 },
-    recoveries: 0,
-    workersKilled: 0,
-  };
+  const tally = newTally();
   try {
     for (let b = 0; b < plan.length; b += batchSize) {
       const batch = plan.slice(b, b + batchSize);
@@ -351,13 +301,17 @@ export async function runCrashDrill(options: CrashDrillOptions): Promise<CrashDr
         ...(options.policy ? { policy: options.policy } : {}),
       };
       const runs = new Map<number, RunEnd>();
-      // Worker processes, each running `perProcess` jobs concurrently, each SIGKILLed once all stopped.
+      // Worker processes, two at a time, each running `perProcess` jobs and SIGKILLed once all stopped.
       const t0 = Date.now();
       const groups: PlannedRun[][] = [];
       for (let g = 0; g < batch.length; g += perProcess) groups.push(batch.slice(g, g + perProcess));
-      await pool(groups, 2, async (group) => {
+      const nextGroup = async (): Promise<void> => {
+        const group = groups.shift();
+        if (!group) return;
         if (await runGroupToItsPoints(base, group, runs, tally.problems)) tally.workersKilled += 1;
-      });
+        await nextGroup();
+      };
+      await Promise.all([nextGroup(), nextGroup()]);
       tally.timings.workersMs += Date.now() - t0;
       const recovered = await recoverBatch(base, batch, leaseMs, tally, b / batchSize);
       // The provider applies every request still held (late), before anything is counted.
@@ -372,18 +326,21 @@ export async function runCrashDrill(options: CrashDrillOptions): Promise<CrashDr
       problems.push(`the sandbox holds ${providerRecords} records for ${options.runs} business operations`);
     const duplicates = Math.max(results.filter((r) => r.duplicate).length, providerRecords - options.runs);
     const lost = results.filter((r) => r.lost).length;
-    const report: CrashDrillReport = {
+    const report = {
       ok: duplicates === 0 && lost === 0 && problems.length === 0,
       runs: options.runs,
       seed,
+      /** Runs that stopped at their point inside a process that was then SIGKILLed. */
       killed: results.filter((r) => r.killed).length,
       workersKilled: tally.workersKilled,
       duplicates,
       lost,
       byPoint: byPoint(results),
+      /** Records the sandbox holds for the operation at the end (expected: `runs`). */
       providerRecords,
       recoveries: tally.recoveries,
       recoverActions: tally.recoverActions,
+      /** Wall time in the killed workers and in the recovery processes (informational). */
       timings: tally.timings,
       problems,
       results,
@@ -399,3 +356,5 @@ export async function runCrashDrill(options: CrashDrillOptions): Promise<CrashDr
     if (!reportInWork) rmSync(work, { recursive: true, force: true });
   }
 }
+
+export type CrashDrillReport = Awaited<ReturnType<typeof runCrashDrill>>;

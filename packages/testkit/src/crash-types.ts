@@ -1,5 +1,4 @@
-import type { RecoverReport } from '@retrysafe/core';
-import type { DrillPolicy } from './drill-types.js';
+import type { PolicyOverrides, RecoverReport } from '@retrysafe/core';
 
 /** Where the crash drill kills the worker (SIGKILL). */
 export const CRASH_POINTS = [
@@ -30,7 +29,7 @@ export interface CrashWorkerConfig {
   readonly leaseMs: number;
   /** Added to the recovering process's clock so the dead workers' leases have expired. */
   readonly clockSkewMs?: number;
-  readonly policy?: DrillPolicy;
+  readonly policy?: PolicyOverrides;
 }
 
 export type CrashWorkerMessage =

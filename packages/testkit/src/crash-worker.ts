@@ -5,6 +5,7 @@ import type { AdapterV1, Ledger } from '@retrysafe/contract';
 import { createRunner } from '@retrysafe/core';
 import { createSqliteLedger } from '@retrysafe/ledger-sqlite';
 import type { CrashPoint, CrashWorkerConfig, CrashWorkerMessage } from './crash-types.js';
+import { realClock } from './drill-clock.js';
 import { wrapAdapter } from './wrap-adapter.js';
 
 type Recovered = Extract<CrashWorkerMessage, { type: 'recovered' }>;
@@ -12,14 +13,8 @@ type Runner = ReturnType<typeof createRunner>;
 /** Stops the job at `point` when that is its point: tells the parent, then never returns. */
 type StopIf = (businessOperationId: string, point: CrashPoint) => Promise<void>;
 
-// runCrashDrill always forks this with an IPC channel.
+// runCrashDrill always forks this with an IPC channel and the config in RETRYSAFE_CRASH_WORKER.
 const send = (msg: CrashWorkerMessage) => new Promise<void>((resolve) => process.send!(msg, () => resolve()));
-
-function readConfig(): CrashWorkerConfig {
-  const raw = process.env['RETRYSAFE_CRASH_WORKER'];
-  if (!raw) throw new Error('crash worker: RETRYSAFE_CRASH_WORKER is not set');
-  return JSON.parse(raw) as CrashWorkerConfig;
-}
 
 function stopperFor(cfg: CrashWorkerConfig): StopIf {
   const jobs = new Map(cfg.jobs.map((j) => [j.businessOperationId, j]));
@@ -92,10 +87,9 @@ async function loadAdapter(cfg: CrashWorkerConfig): Promise<AdapterV1> {
 /** Every job runs at once; the ones that stop at their point never finish. */
 async function runJobs(cfg: CrashWorkerConfig, runner: Runner, adapter: AdapterV1): Promise<void> {
   await Promise.all(
-    cfg.jobs.map(async (job) => {
-      const { params, businessOperationId } = job;
+    cfg.jobs.map(async ({ index, params, businessOperationId }) => {
       const r = await runner.run(adapter, cfg.operation, { params, businessOperationId });
-      await send({ type: 'finished', index: job.index, status: r.status, businessOperationId: r.businessOperationId });
+      await send({ type: 'finished', index, status: r.status, businessOperationId: r.businessOperationId });
     }),
   );
 }
@@ -104,12 +98,11 @@ async function runJobs(cfg: CrashWorkerConfig, runner: Runner, adapter: AdapterV
 async function recoverJobs(cfg: CrashWorkerConfig, runner: Runner, adapter: AdapterV1, ledger: Ledger) {
   const reports = await runner.recover({ adapters: [adapter] });
   const results = await Promise.all(
-    cfg.jobs.map(async (job): Promise<Recovered['results'][number]> => {
-      const { params, businessOperationId } = job;
+    cfg.jobs.map(async ({ index, params, businessOperationId }): Promise<Recovered['results'][number]> => {
       const r = await runner.run(adapter, cfg.operation, { params, businessOperationId });
       const rec = await ledger.get(r.businessOperationId);
       return {
-        index: job.index,
+        index,
         businessOperationId: r.businessOperationId,
         status: r.status,
         adopted: r.status === 'done' ? r.adopted : false,
@@ -117,24 +110,15 @@ async function recoverJobs(cfg: CrashWorkerConfig, runner: Runner, adapter: Adap
       };
     }),
   );
-  const actions = reports.map(({ businessOperationId, from, to, action }) => ({
-    businessOperationId,
-    from,
-    to,
-    action,
-  }));
-  await send({ type: 'recovered', reports: actions, results });
+  await send({ type: 'recovered', reports, results });
 }
 
 async function main(): Promise<void> {
-  const cfg = readConfig();
+  const cfg = JSON.parse(process.env.RETRYSAFE_CRASH_WORKER!) as CrashWorkerConfig;
   const stopIf = stopperFor(cfg);
   const adapter = await loadAdapter(cfg);
   const skew = cfg.clockSkewMs ?? 0;
-  const clock = {
-    now: () => Date.now() + skew,
-    sleep: (ms: number) => new Promise<void>((r) => setTimeout(r, Math.max(0, ms))),
-  };
+  const clock = { ...realClock, now: () => Date.now() + skew };
   const ledger = createSqliteLedger({ path: cfg.ledgerPath });
   const runner = createRunner({
     ledger: hookLedger(ledger, stopIf),

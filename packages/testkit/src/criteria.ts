@@ -1,6 +1,7 @@
 import type { Duration, RetrySafetyCard } from '@retrysafe/contract';
 import { durationMs } from '@retrysafe/contract/rules';
-import type { CountCriterion, DrillPolicy, PassCriteria, ScenarioId, ScenarioSkip } from './drill-types.js';
+import type { PolicyOverrides } from '@retrysafe/core';
+import type { CountCriterion, PassCriteria, ScenarioId, ScenarioSkip } from './drill-types.js';
 
 /*
  * An independent oracle on purpose: the drill judges the runner, so its criteria restate the card's meaning here
@@ -49,27 +50,7 @@ export function oracleAbsenceProvenAfterMs(card: RetrySafetyCard): number | null
 }
 
 /** What the card lets the runner do after an unknown outcome, read once from the card's facts. */
-export interface CardAbilities {
-  /** Performing it twice has the effect of once (set-value PATCH, upsert by unique id): a resend is safe, key or no key. */
-  readonly idempotentByNature: boolean;
-  /** A key travels, the provider replays (or rejects) a same-key duplicate, and it keeps keys for a known time — or the operation is idempotent by nature. */
-  readonly safeResend: boolean;
-  /** A lookup other than a same-key resend exists. */
-  readonly lookup: boolean;
-  /** The lookup's consistency delay is known and inside the lookup window, so "not found" can be believed. */
-  readonly authoritativeLookup: boolean;
-  readonly maxAttempts: number;
-  readonly retryAfterCapMs: number;
-  readonly lookupWindowMs: number;
-  readonly maxElapsedMs: number;
-  readonly baseMs: number;
-  readonly capMs: number;
-  readonly why: readonly string[];
-}
-
-const known = <T>(v: T | 'unknown'): v is T => v !== 'unknown';
-
-export function readCard(card: RetrySafetyCard, policy: DrillPolicy = {}): CardAbilities {
+export function readCard(card: RetrySafetyCard, policy: PolicyOverrides = {}) {
   const why: string[] = [];
   const travels = card.providerKey.travels.value;
   const semantics = card.storedResult.semantics.value;
@@ -83,7 +64,8 @@ export function readCard(card: RetrySafetyCard, policy: DrillPolicy = {}): CardA
   const key = `providerKey.travels=${travels}, storedResult.semantics=${semantics}, retention.minimum=${retention}`;
   if (byNature) why.push('safe resend: sideEffect.idempotentByNature=true (a second call has the effect of one)');
   else why.push(safeResend ? `safe same-key resend: ${key}` : `no safe resend: ${key}`);
-  const lookup = known(method) && method !== 'none' && method !== 'resend-same-key';
+  // A lookup other than a same-key resend; authoritative when its "not found" can be believed in the window.
+  const lookup = method !== 'unknown' && method !== 'none' && method !== 'resend-same-key';
   // decide's late-apply row, restated: a not-found proves absence only after the late-apply bound plus the delay.
   const late = card.lookup.lateApplyBound?.value ?? 'unknown';
   const settleMs = oracleAbsenceProvenAfterMs(card);
@@ -105,6 +87,8 @@ export function readCard(card: RetrySafetyCard, policy: DrillPolicy = {}): CardA
     why,
   };
 }
+
+export type CardAbilities = ReturnType<typeof readCard>;
 
 /** The scenarios a card can rule out, each with the card field and the reason. */
 const SKIPS: Partial<Record<ScenarioId, (card: RetrySafetyCard) => ScenarioSkip | null>> = {
@@ -281,12 +265,7 @@ const RULES: Record<ScenarioId, (a: CardAbilities, extra: Extra) => Rule> = {
  * The pass criteria of one scenario, computed from the card's abilities before anything runs.
  * `retryAfterS` is the Retry-After of the rate-limited fault.
  */
-export function criteriaFor(
-  scenario: ScenarioId,
-  _card: RetrySafetyCard,
-  a: CardAbilities,
-  extra: Extra = {},
-): PassCriteria {
+export function criteriaFor(scenario: ScenarioId, a: CardAbilities, extra: Extra = {}): PassCriteria {
   const [providerRecords, attemptsAtProxy, ending, because, minWaitMs] = RULES[scenario](a, extra);
   return {
     oneRequestPerAttempt: true,

@@ -1,25 +1,21 @@
-/** A clock the runner and the sandbox share in the drill: sleeps advance it at once. */
-export interface DrillClock {
-  now(): number;
-  sleep(ms: number): Promise<void>;
-  advance(ms: number): void;
-}
-
 /** Virtual time starting at `start` (default: the real now); only `sleep` and `advance` move it. */
-export function createDrillClock(start: number = Date.now()): DrillClock {
+export function createDrillClock(start: number = Date.now()) {
   let t = start;
   return {
     now: () => t,
-    async sleep(ms) {
+    async sleep(ms: number): Promise<void> {
       t += Math.max(0, Number.isFinite(ms) ? ms : 0);
       // yield to the event loop so sockets and timers make progress between polls
       await new Promise<void>((resolve) => setImmediate(resolve));
     },
-    advance(ms) {
+    advance(ms: number): void {
       t += Math.max(0, ms);
     },
   };
 }
+
+/** A clock the runner and the sandbox share in the drill: sleeps advance it at once. */
+export type DrillClock = ReturnType<typeof createDrillClock>;
 
 /** The real clock, for scenarios where several callers race (a shared virtual clock would expire leases early). */
 export const realClock = {

@@ -1,10 +1,10 @@
 /** How each drill scenario drives the runner against the harness, and what it saw while doing so. */
-import { ConflictError, type DrillOperation, type Receipt, type RetrySafetyCard } from '@retrysafe/contract';
+import { ConflictError, type Receipt } from '@retrysafe/contract';
 import { durationMs } from '@retrysafe/contract/rules';
-import type { createRunner } from '@retrysafe/core';
+import type { planScenario } from './drill.js';
 import { realClock } from './drill-clock.js';
 import type { Harness } from './drill-harness.js';
-import type { DrillOutcome, ScenarioId } from './drill-types.js';
+import type { DrillOutcome } from './drill-types.js';
 
 /** What a scenario's run left to check: filled in while it runs. */
 export interface Drive {
@@ -14,23 +14,13 @@ export interface Drive {
   readonly notes: string[];
   runnerReceipts: Receipt[];
   waitedMs?: number;
-  executeCallsBeforeRecovery?: number;
-  requestsBeforeRecovery?: number;
 }
 
-export interface DriveInput {
-  readonly scenario: ScenarioId;
-  readonly operation: string;
-  readonly op: DrillOperation;
-  readonly card: RetrySafetyCard;
-  readonly params: unknown;
-  readonly label: string;
-  readonly businessOperationId: string;
-  readonly leaseMs: number;
-  readonly concurrency: number;
-}
+/** Callers of the concurrent-duplicates scenario. */
+export const CONCURRENCY = 16;
 
-type Runner = ReturnType<typeof createRunner>;
+/** A scenario's plan: the operation, its card and params, and who runs it. */
+export type DriveInput = Exclude<Awaited<ReturnType<typeof planScenario>>, { status: string }>;
 
 /** Runs the scenario, then reads the receipts of every operation the drill's ledger holds. Never throws. */
 export async function driveScenario(h: Harness, input: DriveInput, d: Drive): Promise<void> {
@@ -41,11 +31,13 @@ export async function driveScenario(h: Harness, input: DriveInput, d: Drive): Pr
     } else if (scenario === 'changed-intent') {
       const runner = h.makeRunner(h.makeLedger());
       const id = input.businessOperationId;
-      const first = await runOnce(h, runner, operation, params, d, id);
+      const run = (p: unknown) =>
+        settle(d, () => runner.run(h.adapter, operation, { params: p, businessOperationId: id }));
+      const first = (await run(params)).outcome;
       d.notes.push(`first run with businessOperationId ${id}: ${first}`);
       if (first !== 'done') d.failures.push(`${label}: setup run should finish 'done' but was '${first}'`);
       const requestsBefore = h.proxy.requests.length;
-      d.outcomes.push(await runOnce(h, runner, operation, input.op.changeIntent(params), d, id));
+      d.outcomes.push((await run(input.op.changeIntent(params))).outcome);
       const sent = h.proxy.requests.length - requestsBefore;
       if (sent !== 0)
         d.failures.push(`${label}: the conflicting call sent ${sent} request(s) to the provider; expected none`);
@@ -55,7 +47,7 @@ export async function driveScenario(h: Harness, input: DriveInput, d: Drive): Pr
       await crashAndRecover(h, input, d);
     } else {
       const runner = h.makeRunner(h.makeLedger());
-      d.outcomes.push(await runOnce(h, runner, operation, params, d));
+      d.outcomes.push((await settle(d, () => runner.run(h.adapter, operation, { params }))).outcome);
       if (scenario === 'rate-limited') {
         const [a, b] = h.tracker.executeSpans;
         if (a?.end !== undefined && b) d.waitedMs = b.start - a.end;
@@ -67,7 +59,6 @@ export async function driveScenario(h: Harness, input: DriveInput, d: Drive): Pr
       d.notes.push(`late commit: ${h.proxy.heldLate} request(s) still held when the run ended; applied now`);
       await h.proxy.flushLate();
     }
-    // Receipts of every operation the drill's ledger holds.
     const reader = h.ledgers[h.ledgers.length - 1]!;
     const records = await reader.list();
     d.runnerReceipts = (await Promise.all(records.map((r) => reader.receipts(r.businessOperationId)))).flat();
@@ -76,50 +67,31 @@ export async function driveScenario(h: Harness, input: DriveInput, d: Drive): Pr
   }
 }
 
-async function runOnce(
-  h: Harness,
-  runner: Runner,
-  operation: string,
-  p: unknown,
-  d: Drive,
-  businessOperationId?: string,
-): Promise<DrillOutcome> {
+/** A call's outcome as the drill counts it; a throw other than a conflict is kept in `d.errors`, after `what`. */
+async function settle<R extends { status: string }>(d: Drive, call: () => Promise<R>, what = '') {
   try {
-    const r = await runner.run(h.adapter, operation, {
-      params: p,
-      ...(businessOperationId ? { businessOperationId } : {}),
-    });
-    return outcomeOf(r);
+    const r = await call();
+    return { outcome: outcomeOf(r), r };
   } catch (err) {
-    if (ConflictError.isInstance(err)) return 'conflict';
-    d.errors.push(`${(err as Error).name}: ${(err as Error).message}`);
-    return 'error';
+    const { name, message } = err as Error;
+    if (ConflictError.isInstance(err)) return { outcome: 'conflict' as const, message };
+    d.errors.push(`${what}${name}: ${message}`);
+    return { outcome: 'error' as const, message };
   }
 }
 
 async function runConcurrent(h: Harness, input: DriveInput, d: Drive): Promise<void> {
-  const { operation, params, label, concurrency } = input;
+  const { operation, params, label } = input;
   const ledger = h.makeLedger();
-  const runners = Array.from({ length: concurrency }, (_, k) => h.makeRunner(ledger, realClock, `drill-worker-${k}`));
-  const results = await Promise.all(
-    runners.map(async (runner) => {
-      try {
-        return await runner.run(h.adapter, operation, { params });
-      } catch (err) {
-        d.errors.push(`${(err as Error).name}: ${(err as Error).message}`);
-        return null;
-      }
-    }),
+  const runners = Array.from({ length: CONCURRENCY }, (_, k) => h.makeRunner(ledger, realClock, `drill-worker-${k}`));
+  const settled = await Promise.all(
+    runners.map((runner) => settle(d, () => runner.run(h.adapter, operation, { params }))),
   );
-  for (const r of results) d.outcomes.push(r ? outcomeOf(r) : 'error');
-  const refs = new Set(
-    results
-      .filter((r): r is NonNullable<typeof r> & { status: 'done' } => r?.status === 'done')
-      .map((r) => JSON.stringify((r as { providerRef?: unknown }).providerRef ?? null)),
-  );
+  for (const { outcome } of settled) d.outcomes.push(outcome);
+  const refs = new Set(settled.flatMap(({ r }) => (r?.status === 'done' ? [JSON.stringify(r.providerRef)] : [])));
   if (!d.outcomes.includes('done'))
     d.failures.push(
-      `${label}: none of the ${concurrency} concurrent runs finished (outcomes: ${d.outcomes.join(', ')})`,
+      `${label}: none of the ${CONCURRENCY} concurrent runs finished (outcomes: ${d.outcomes.join(', ')})`,
     );
   if (refs.size > 1)
     d.failures.push(
@@ -145,8 +117,7 @@ async function crashAndRecover(h: Harness, input: DriveInput, d: Drive): Promise
   if (!h.tracker.died) throw new Error('worker A never reached the provider');
   h.tracker.dieAfterExecute = false;
   const callsBefore = h.tracker.executeCalls;
-  d.executeCallsBeforeRecovery = callsBefore;
-  d.requestsBeforeRecovery = h.proxy.requests.length;
+  d.notes.push(`before recovery: ${callsBefore} doExecute call(s), ${h.proxy.requests.length} proxy request(s)`);
   if (scenario === 'key-past-retention') {
     const retention = card.retention.minimum.value;
     // unknown retention: a week, well past any retention providers publish
@@ -197,13 +168,9 @@ async function rejectionLeftObject(h: Harness, input: DriveInput, d: Drive): Pro
   const { operation, params, label } = input;
   const corrected = input.op.rejectedCreates!.corrected(params);
   const runner = h.makeRunner(h.makeLedger());
-  const first = await runner.run(h.adapter, operation, { params }).catch((err: unknown) => err as Error);
-  if (first instanceof Error) {
-    d.errors.push(`${first.name}: ${first.message}`);
-    d.outcomes.push('error');
-    return;
-  }
-  d.outcomes.push(outcomeOf(first));
+  const { outcome, r: first } = await settle(d, () => runner.run(h.adapter, operation, { params }));
+  d.outcomes.push(outcome);
+  if (!first) return;
   const created = h.packets.at(-1)?.lastKnown.created;
   if (created === undefined)
     d.failures.push(`${label}: the handoff packet does not name the object the rejected call left (lastKnown.created)`);
@@ -214,14 +181,8 @@ async function rejectionLeftObject(h: Harness, input: DriveInput, d: Drive): Pro
     ['resend-with', () => runner.resolve(first.businessOperationId, resendWith, { adapters: [h.adapter] })],
   ];
   for (const [what, call] of attempts) {
-    try {
-      const r = await call();
-      d.outcomes.push(outcomeOf(r));
-      d.notes.push(`${what}: ${r.status}`);
-    } catch (err) {
-      d.outcomes.push(ConflictError.isInstance(err) ? 'conflict' : 'error');
-      if (!ConflictError.isInstance(err)) d.errors.push(`${what}: ${(err as Error).name}: ${(err as Error).message}`);
-      else d.notes.push(`${what}: refused (${(err as Error).message})`);
-    }
+    const { outcome, r, message } = await settle(d, call, `${what}: `);
+    d.outcomes.push(outcome);
+    if (outcome !== 'error') d.notes.push(`${what}: ${r?.status ?? `refused (${message})`}`);
   }
 }

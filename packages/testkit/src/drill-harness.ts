@@ -1,7 +1,7 @@
 import { mkdirSync, mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import type { AdapterV1, DrillSandbox, HandoffPacket, Ledger, Outcome } from '@retrysafe/contract';
+import type { AdapterV1, HandoffPacket, Ledger, Outcome } from '@retrysafe/contract';
 import { callbackHandoffSink, createRunner } from '@retrysafe/core';
 import { createSqliteLedger } from '@retrysafe/ledger-sqlite';
 import { createDrillClock, type DrillClock, seededRandom } from './drill-clock.js';
@@ -12,21 +12,19 @@ import { wrapAdapter } from './wrap-adapter.js';
 /** The client timeout handed to createAdapter by default: generous, so lookups on a loaded machine still answer. */
 export const DEFAULT_DRILL_TIMEOUT_MS = 1500;
 
-/** Wraps the adapter to see every doExecute/doLookup call and attribute proxy requests to them. */
-export interface Tracker {
-  executeCalls: number;
-  lookupCalls: number;
-  activeExecute: number;
-  activeLookup: number;
-  /** Virtual-clock times of each doExecute call: [start, end]. */
-  executeSpans: { start: number; end?: number }[];
-  /** After the provider answered, never return (the worker "dies" before recording the outcome). */
-  dieAfterExecute: boolean;
-  /** Set when a doExecute call "died" after the provider answered. */
-  died: boolean;
-}
-
-function instrument(inner: AdapterV1, proxy: FaultProxy, clock: { now(): number }, t: Tracker): AdapterV1 {
+/** Counts and labels the adapter's doExecute/doLookup calls, so every proxy request is attributed to the call that made it. */
+function instrument(inner: AdapterV1, proxy: FaultProxy, clock: { now(): number }) {
+  const t = {
+    executeCalls: 0,
+    lookupCalls: 0,
+    activeExecute: 0,
+    activeLookup: 0,
+    /** Virtual-clock times of each doExecute call. */
+    executeSpans: [] as { start: number; end?: number }[],
+    /** After the provider answered, never return (the worker "dies" before recording the outcome). */
+    dieAfterExecute: false,
+    died: false,
+  };
   const relabel = () => {
     if (t.activeExecute > 0 && t.activeLookup > 0) proxy.label = 'ambiguous';
     else if (t.activeExecute === 1) proxy.label = `execute#${t.executeCalls}`;
@@ -34,23 +32,20 @@ function instrument(inner: AdapterV1, proxy: FaultProxy, clock: { now(): number 
     else if (t.activeLookup > 0) proxy.label = 'lookup';
     else proxy.label = undefined;
   };
-  return wrapAdapter(inner, {
+  const adapter = wrapAdapter(inner, {
     async doExecute(op, params, ctx) {
       t.executeCalls += 1;
       t.activeExecute += 1;
       const span: { start: number; end?: number } = { start: clock.now() };
       t.executeSpans.push(span);
       relabel();
-      const leave = () => {
-        span.end = clock.now();
-        t.activeExecute -= 1;
-        relabel();
-      };
       let outcome: Outcome;
       try {
         outcome = await inner.doExecute(op, params, ctx);
       } finally {
-        leave();
+        span.end = clock.now();
+        t.activeExecute -= 1;
+        relabel();
       }
       if (t.dieAfterExecute) {
         // The worker "dies" here: the provider answered, the runner never hears of it.
@@ -71,67 +66,31 @@ function instrument(inner: AdapterV1, proxy: FaultProxy, clock: { now(): number 
       }
     },
   });
+  return { adapter, tracker: t };
 }
 
-export interface Harness {
-  sandbox: DrillSandbox;
-  proxy: FaultProxy;
-  adapter: AdapterV1;
-  tracker: Tracker;
-  clock: DrillClock;
-  packets: HandoffPacket[];
-  ledgers: Ledger[];
-  makeLedger(): Ledger;
-  makeRunner(
-    ledger: Ledger,
-    clock?: Pick<DrillClock, 'now' | 'sleep'>,
-    owner?: string,
-  ): ReturnType<typeof createRunner>;
-  close(): Promise<void>;
-}
+export type Harness = Awaited<ReturnType<typeof startHarness>>;
 
 /** Shared state of one drill: where receipts go, which index of params is next, the results so far. */
-export interface DrillContext {
-  readonly options: ConformanceOptions;
-  readonly outDir: string;
-  readonly workDir: string;
-  nextIndex: number;
-  readonly results: ScenarioResult[];
-}
-
-export function createDrillContext(options: ConformanceOptions): DrillContext {
-  if (!options || typeof options !== 'object') throw new TypeError('runConformance/runDrill: options required');
-  if (typeof options.name !== 'string' || !/^[A-Za-z0-9._-]+$/.test(options.name))
+export function createDrillContext(options: ConformanceOptions) {
+  if (!/^[A-Za-z0-9._-]+$/.test(options.name))
     throw new TypeError('name must be a short identifier (letters, digits, . _ -)');
-  if (typeof options.createAdapter !== 'function')
-    throw new TypeError('createAdapter must be a function ({ baseUrl, timeoutMs }) => AdapterV1');
-  if (typeof options.startSandbox !== 'function')
-    throw new TypeError('startSandbox must be a function returning { url, count, close }');
-  if (!options.operations || Object.keys(options.operations).length === 0)
+  if (Object.keys(options.operations).length === 0)
     throw new TypeError('operations must declare at least one operation to drill');
-  for (const [op, d] of Object.entries(options.operations)) {
-    if (typeof d.params !== 'function' || typeof d.changeIntent !== 'function')
-      throw new TypeError(`operations['${op}']: params(i) and changeIntent(params) are required`);
-    if (!d.faults || d.faults.permanent === undefined)
-      throw new TypeError(
-        `operations['${op}'].faults.permanent is required (an answer the adapter classifies as rejected)`,
-      );
-  }
   const outDir = options.outDir ?? mkdtempSync(join(tmpdir(), `retrysafe-drill-${options.name}-`));
   mkdirSync(outDir, { recursive: true });
   const workDir = mkdtempSync(join(tmpdir(), `retrysafe-drill-ledgers-`));
-  return { options, outDir, workDir, nextIndex: 0, results: [] };
+  return { options, outDir, workDir, nextIndex: 0, results: [] as ScenarioResult[] };
 }
 
-export async function startHarness(
-  ctx: DrillContext,
-  faults: FaultScript,
-  timeoutOverrideMs?: number,
-): Promise<Harness> {
+export type DrillContext = ReturnType<typeof createDrillContext>;
+
+export async function startHarness(ctx: DrillContext, faults: FaultScript, timeoutOverrideMs?: number) {
   const o = ctx.options;
   const clock = createDrillClock();
   const sandbox = await o.startSandbox({ clock });
   let proxy: FaultProxy | undefined;
+  let inner: AdapterV1;
   try {
     proxy = await startFaultProxy({
       target: sandbox.url,
@@ -139,61 +98,49 @@ export async function startHarness(
       clock,
       ...(o.recordHeaders ? { recordHeaders: o.recordHeaders } : {}),
     });
-    const inner = await o.createAdapter({
+    inner = await o.createAdapter({
       baseUrl: proxy.url,
       timeoutMs: timeoutOverrideMs ?? o.timeoutMs ?? DEFAULT_DRILL_TIMEOUT_MS,
     });
-    const tracker: Tracker = {
-      executeCalls: 0,
-      lookupCalls: 0,
-      activeExecute: 0,
-      activeLookup: 0,
-      executeSpans: [],
-      dieAfterExecute: false,
-      died: false,
-    };
-    const adapter = instrument(inner, proxy, clock, tracker);
-    const packets: HandoffPacket[] = [];
-    const ledgers: Ledger[] = [];
-    const ledgerPath = join(ctx.workDir, `ledger-${ctx.nextIndex}-${Date.now()}.db`);
-    const p = proxy;
-    const h: Harness = {
-      sandbox,
-      proxy: p,
-      adapter,
-      tracker,
-      clock,
-      packets,
-      ledgers,
-      makeLedger() {
-        // A new connection to the same SQLite file (a fresh process would open it the same way).
-        const l = createSqliteLedger({ path: ledgerPath });
-        ledgers.push(l);
-        return l;
-      },
-      makeRunner(ledger, runClock = clock, owner) {
-        return createRunner({
-          ledger,
-          handoff: callbackHandoffSink((packet: HandoffPacket) => {
-            packets.push(packet);
-          }),
-          ...(o.policy ? { policy: o.policy } : {}),
-          clock: runClock,
-          random: seededRandom(o.seed ?? 1),
-          ...(owner ? { owner } : {}),
-        });
-      },
-      async close() {
-        for (const l of ledgers) await l.close().catch(() => {});
-        await inner.close?.().catch(() => {});
-        await p.close();
-        await sandbox.close();
-      },
-    };
-    return h;
   } catch (err) {
     await proxy?.close();
     await sandbox.close();
     throw err;
   }
+  const p = proxy;
+  const packets: HandoffPacket[] = [];
+  const ledgers: Ledger[] = [];
+  const ledgerPath = join(ctx.workDir, `ledger-${ctx.nextIndex}-${Date.now()}.db`);
+  return {
+    sandbox,
+    proxy: p,
+    ...instrument(inner, p, clock),
+    clock,
+    packets,
+    ledgers,
+    makeLedger(): Ledger {
+      // A new connection to the same SQLite file (a fresh process would open it the same way).
+      const l = createSqliteLedger({ path: ledgerPath });
+      ledgers.push(l);
+      return l;
+    },
+    makeRunner(ledger: Ledger, runClock: Pick<DrillClock, 'now' | 'sleep'> = clock, owner?: string) {
+      return createRunner({
+        ledger,
+        handoff: callbackHandoffSink((packet: HandoffPacket) => {
+          packets.push(packet);
+        }),
+        ...(o.policy ? { policy: o.policy } : {}),
+        clock: runClock,
+        random: seededRandom(o.seed ?? 1),
+        ...(owner ? { owner } : {}),
+      });
+    },
+    async close() {
+      for (const l of ledgers) await l.close().catch(() => {});
+      await inner.close?.().catch(() => {});
+      await p.close();
+      await sandbox.close();
+    },
+  };
 }

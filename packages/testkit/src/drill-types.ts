@@ -1,35 +1,39 @@
 import type { DrillSetup, HandoffPacket, Receipt } from '@retrysafe/contract';
 import type { PolicyOverrides } from '@retrysafe/core';
+import type { ObservedValues } from './drill.js';
 import type { ProxyRequest } from './fault-proxy.js';
 
-/** Runner policy overrides; unset fields come from the operation's card. */
-export type DrillPolicy = PolicyOverrides;
+export type { ObservedValues } from './drill.js';
 
 /** A drill setup (the contract's `DrillSetup`, from an adapter's `./sandbox`) plus how this run should go. */
 export interface ConformanceOptions extends DrillSetup {
-  readonly policy?: DrillPolicy;
+  /** Runner policy overrides; unset fields come from the operation's card. */
+  readonly policy?: PolicyOverrides;
   /** Where receipts go: one JSON file per scenario × operation plus `summary.json`. Default: a new temp dir. */
   readonly outDir?: string;
   /** The runner's jitter seed (default 1). */
   readonly seed?: number;
 }
 
-export const SCENARIOS = [
-  'lost-response',
-  'lost-response-timeout',
-  'lost-request',
-  'concurrent-duplicates',
-  'changed-intent',
-  'permanent-error',
-  'transient-beyond-limit',
-  'rate-limited',
-  'key-past-retention',
-  'in-progress',
-  'crash-after-dispatch',
-  'late-commit',
-  'rejection-left-object',
-] as const;
-export type ScenarioId = (typeof SCENARIOS)[number];
+/** Every scenario of the drill, in the order it runs, with its title. */
+export const SCENARIO_TITLES = {
+  'lost-response': 'lost response after commit (connection reset) ⇒ one record',
+  'lost-response-timeout': 'lost response after commit (client timeout) ⇒ one record',
+  'lost-request': 'lost request (reset before it arrived) ⇒ no blind resend',
+  'concurrent-duplicates': '16 concurrent duplicates ⇒ one record, one request',
+  'changed-intent': 'same id, changed intent ⇒ ConflictError, nothing sent',
+  'permanent-error': 'permanent error ⇒ exactly one attempt and a handoff',
+  'transient-beyond-limit': 'transient beyond the limit ⇒ exactly maxAttempts, then handoff',
+  'rate-limited': '429 + Retry-After ⇒ waited at least Retry-After',
+  'key-past-retention': 'key past retention ⇒ lookup or handoff, never a blind resend',
+  'in-progress': 'in progress at the provider ⇒ polled, one work item',
+  'crash-after-dispatch': 'crash after dispatch ⇒ recover() reconciles to one record',
+  'late-commit': 'late commit: the provider applies the request after the client timed out ⇒ one record',
+  'rejection-left-object':
+    'a rejection that left an object, then a corrected request ⇒ still one object, the packet names it',
+} as const;
+export type ScenarioId = keyof typeof SCENARIO_TITLES;
+export const SCENARIOS = Object.keys(SCENARIO_TITLES) as readonly ScenarioId[];
 
 export interface DrillOptions extends ConformanceOptions {
   /** Run only these scenarios (the CLI's `--scenario`); every scenario by default. */
@@ -57,28 +61,6 @@ export interface PassCriteria {
   readonly why: readonly string[];
 }
 
-export interface ObservedValues {
-  readonly providerRecords: number;
-  readonly attemptsAtProxy: number;
-  /** Requests at the proxy during `doExecute` calls / `doLookup` calls / outside either. */
-  readonly requests: {
-    readonly total: number;
-    readonly duringExecute: number;
-    readonly duringLookup: number;
-    readonly other: number;
-  };
-  readonly executeCalls: number;
-  readonly lookupCalls: number;
-  /** The largest number of proxy requests seen inside one `doExecute` call. */
-  readonly maxRequestsInOneExecute: number;
-  readonly outcomes: readonly DrillOutcome[];
-  readonly handoffs: number;
-  readonly handoffReasons: readonly string[];
-  /** For `rate-limited`: virtual time between the end of attempt 1 and the start of attempt 2. */
-  readonly waitedMs?: number;
-  readonly errors: readonly string[];
-}
-
 export interface ScenarioSkip {
   /** The card field that made the scenario inapplicable, e.g. `retention.minimum`. */
   readonly cardField: string;
@@ -103,23 +85,4 @@ export interface ScenarioResult {
   readonly handoffPackets: readonly HandoffPacket[];
   readonly proxyRequests: readonly (ProxyRequest & { readonly phase: 'execute' | 'lookup' | 'other' })[];
   readonly notes: readonly string[];
-}
-
-export interface DrillSummary {
-  readonly drill: string;
-  readonly outDir: string;
-  readonly total: number;
-  readonly passed: number;
-  readonly failed: number;
-  readonly skipped: number;
-  readonly skips: readonly (Pick<ScenarioResult, 'operation' | 'scenario'> & ScenarioSkip)[];
-  readonly failures: readonly Pick<ScenarioResult, 'operation' | 'scenario' | 'failures'>[];
-  readonly results: readonly Pick<ScenarioResult, 'operation' | 'scenario' | 'status' | 'receiptFile'>[];
-}
-
-export interface DrillReport {
-  readonly ok: boolean;
-  readonly outDir: string;
-  readonly results: readonly ScenarioResult[];
-  readonly summary: DrillSummary;
 }

@@ -1,9 +1,14 @@
 import { rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { AdapterConfigurationError, type DrillOperation, type RetrySafetyCard } from '@retrysafe/contract';
+import {
+  AdapterConfigurationError,
+  type DrillFault,
+  type DrillOperation,
+  type RetrySafetyCard,
+} from '@retrysafe/contract';
 import { durationMs } from '@retrysafe/contract/rules';
 import { criteriaFor, readCard, skipReason } from './criteria.js';
-import { type Drive, driveScenario } from './drill-drive.js';
+import { CONCURRENCY, type Drive, driveScenario } from './drill-drive.js';
 import {
   createDrillContext,
   DEFAULT_DRILL_TIMEOUT_MS,
@@ -14,45 +19,20 @@ import {
 import type {
   CountCriterion,
   DrillOptions,
-  DrillReport,
-  DrillSummary,
-  ObservedValues,
+  DrillOutcome,
   PassCriteria,
   ScenarioId,
   ScenarioResult,
 } from './drill-types.js';
-import { SCENARIOS } from './drill-types.js';
-import type { Fault, FaultScript, ProxyRequest } from './fault-proxy.js';
-
-export const SCENARIO_TITLES: Readonly<Record<ScenarioId, string>> = {
-  'lost-response': 'lost response after commit (connection reset) ⇒ one record',
-  'lost-response-timeout': 'lost response after commit (client timeout) ⇒ one record',
-  'lost-request': 'lost request (reset before it arrived) ⇒ no blind resend',
-  'concurrent-duplicates': '16 concurrent duplicates ⇒ one record, one request',
-  'changed-intent': 'same id, changed intent ⇒ ConflictError, nothing sent',
-  'permanent-error': 'permanent error ⇒ exactly one attempt and a handoff',
-  'transient-beyond-limit': 'transient beyond the limit ⇒ exactly maxAttempts, then handoff',
-  'rate-limited': '429 + Retry-After ⇒ waited at least Retry-After',
-  'key-past-retention': 'key past retention ⇒ lookup or handoff, never a blind resend',
-  'in-progress': 'in progress at the provider ⇒ polled, one work item',
-  'crash-after-dispatch': 'crash after dispatch ⇒ recover() reconciles to one record',
-  'late-commit': 'late commit: the provider applies the request after the client timed out ⇒ one record',
-  'rejection-left-object':
-    'a rejection that left an object, then a corrected request ⇒ still one object, the packet names it',
-};
+import { SCENARIO_TITLES, SCENARIOS } from './drill-types.js';
+import type { FaultScript, ProxyRequest } from './fault-proxy.js';
 
 /** The client timeout of the late-commit scenario (the request is held until the client gives up). */
 const LATE_COMMIT_TIMEOUT_MS = 400;
-const DEFAULT_RATE_LIMITED: Fault = { kind: 'status', status: 429, retryAfterS: 2 };
-const CONCURRENCY = 16;
+const DEFAULT_RATE_LIMITED: DrillFault = { kind: 'status', status: 429, retryAfterS: 2 };
 
-type Phase = ScenarioResult['proxyRequests'][number]['phase'];
-
-function phaseOf(r: ProxyRequest): Phase {
-  if (r.label?.startsWith('execute')) return 'execute';
-  if (r.label === 'lookup') return 'lookup';
-  return 'other';
-}
+const phaseOf = (r: ProxyRequest): 'execute' | 'lookup' | 'other' =>
+  r.label?.startsWith('execute') ? 'execute' : r.label === 'lookup' ? 'lookup' : 'other';
 
 function meets(c: CountCriterion, n: number): boolean {
   if ('exact' in c) return n === c.exact;
@@ -71,87 +51,96 @@ function safeName(s: string): string {
 function lateApplyMs(card: RetrySafetyCard): number {
   const value = card.lookup.lateApplyBound?.value;
   if (value === null) return 0;
-  if (typeof value === 'string' && value !== 'unknown') {
-    try {
-      return durationMs(value);
-    } catch {
-      // not a duration: treat as unknown
-    }
-  }
-  return 10 * 60_000;
+  return value === undefined || value === 'unknown' ? 10 * 60_000 : durationMs(value);
 }
+
+type ScriptInput = DrillOperation['faults'] & { card: RetrySafetyCard; timeoutMs: number; rateLimited: DrillFault };
+
+/** The faults the proxy plays for each scenario, in order (a function: the same fault every time); none otherwise. */
+const FAULT_SCRIPTS: Partial<Record<ScenarioId, (f: ScriptInput) => FaultScript>> = {
+  'lost-response': () => ['drop-response'],
+  'lost-response-timeout': ({ timeoutMs }) => [{ kind: 'delay', ms: timeoutMs * 5 + 1000 }],
+  'lost-request': () => ['reset-before'],
+  // Applied as late as the card allows (lookup.lateApplyBound), or much later when the card cannot say.
+  'late-commit': ({ card }) => [{ kind: 'late-commit', afterMs: lateApplyMs(card) }],
+  'permanent-error': ({ permanent }) => [permanent],
+  'transient-beyond-limit':
+    ({ transient }) =>
+    () =>
+      transient!,
+  'rate-limited': ({ rateLimited }) => [rateLimited],
+  // the provider has the work (forwarded, committed); the caller is told "in progress"
+  'in-progress': ({ inProgress: f }) => [typeof f === 'object' && f.kind === 'status' ? { ...f, forward: true } : f!],
+};
 
 type ResultFields = Omit<
   ScenarioResult,
   'drill' | 'operation' | 'scenario' | 'title' | 'startedAt' | 'finishedAt' | 'receiptFile'
 >;
 
-/** A scenario that never ran (its notes are added at the end). */
-type Unrun = Omit<ResultFields, 'notes'>;
+const NOTHING_RAN = { runnerReceipts: [], handoffPackets: [], proxyRequests: [] } as const;
 
-/** Everything a scenario needs to run, worked out from the card before anything is sent. */
-interface Plan {
-  readonly op: DrillOperation;
-  readonly card: RetrySafetyCard;
-  readonly criteria: PassCriteria;
-  readonly params: unknown;
-  readonly script: FaultScript;
-  readonly timeoutMs: number;
-  /** Which params of the operation (and so which business operation) the scenario runs. */
-  readonly index: number;
-}
+/** The provider-shaped fault a scenario cannot run without. */
+const NEEDED_FAULT: Partial<Record<ScenarioId, 'transient' | 'inProgress'>> = {
+  'transient-beyond-limit': 'transient',
+  'in-progress': 'inProgress',
+};
 
-/** The plan, or the result of a scenario that cannot run (failed, or skipped by the card). */
-async function planScenario(ctx: DrillContext, operation: string, scenario: ScenarioId, label: string) {
+/** Everything a scenario needs, worked out from the card before anything is sent; or why it cannot run. */
+export async function planScenario(ctx: DrillContext, operation: string, scenario: ScenarioId, label: string) {
   const o = ctx.options;
   const op: DrillOperation | undefined = o.operations[operation];
-  const failed = (failures: string[], criteria?: PassCriteria): Unrun => ({
+  const failed = (failure: string, criteria?: PassCriteria): Omit<ResultFields, 'notes'> => ({
     status: 'failed',
     ...(criteria ? { criteria } : {}),
-    failures,
+    failures: [`${label}: ${failure}`],
     ...NOTHING_RAN,
   });
-  if (!op) return failed([`${label}: operation not declared in options.operations`]);
+  if (!op) return failed('operation not declared in options.operations');
   let card: RetrySafetyCard;
   try {
     card = await readDrillCard(ctx, operation);
   } catch (err) {
-    return failed([`${label}: cannot read the card: ${(err as Error).message}`]);
+    return failed(`cannot read the card: ${(err as Error).message}`);
   }
   const skip = skipReason(scenario, card);
-  if (skip) return { status: 'skipped', skip, failures: [], ...NOTHING_RAN } satisfies Unrun;
+  if (skip) return { status: 'skipped', skip, failures: [], ...NOTHING_RAN } as const;
   const rateLimited = op.faults.rateLimited ?? DEFAULT_RATE_LIMITED;
   const retryAfterS =
     typeof rateLimited === 'object' && rateLimited.kind === 'status' ? (rateLimited.retryAfterS ?? 0) : 0;
-  const criteria = criteriaFor(scenario, card, readCard(card, o.policy), { retryAfterS, concurrency: CONCURRENCY });
+  const criteria = criteriaFor(scenario, readCard(card, o.policy), { retryAfterS, concurrency: CONCURRENCY });
   const i = ctx.nextIndex++;
   if (scenario === 'rejection-left-object' && !op.rejectedCreates) {
-    const why = `operations['${operation}'].rejectedCreates is required: the card says a rejected call can leave an object (sideEffect.rejectionMayCreate)`;
-    return failed([`${label}: ${why}`], criteria);
+    const why = `the card says a rejected call can leave an object (sideEffect.rejectionMayCreate)`;
+    return failed(`operations['${operation}'].rejectedCreates is required: ${why}`, criteria);
   }
-  const params = scenario === 'rejection-left-object' ? op.rejectedCreates!.params(i) : op.params(i);
-  const timeoutMs = o.timeoutMs ?? DEFAULT_DRILL_TIMEOUT_MS;
-  // Missing provider-shaped faults for a scenario the card says applies: a configuration failure, not a skip.
-  const missing: string[] = [];
-  const needFault = (f: Fault | undefined, field: string): Fault | null => {
-    if (f !== undefined) return f;
+  // A provider-shaped fault missing for a scenario the card says applies: a configuration failure, not a skip.
+  const needed = NEEDED_FAULT[scenario];
+  if (needed && op.faults[needed] === undefined) {
     const why = `the card says this scenario applies (${criteria.why.at(-1)})`;
-    missing.push(`${label}: operations['${operation}'].faults.${field} is required: ${why}`);
-    return null;
+    return failed(`operations['${operation}'].faults.${needed} is required: ${why}`, criteria);
+  }
+  const timeoutMs = o.timeoutMs ?? DEFAULT_DRILL_TIMEOUT_MS;
+  return {
+    scenario,
+    operation,
+    op,
+    card,
+    label,
+    criteria,
+    timeoutMs,
+    params: scenario === 'rejection-left-object' ? op.rejectedCreates!.params(i) : op.params(i),
+    script: FAULT_SCRIPTS[scenario]?.({ ...op.faults, card, timeoutMs, rateLimited }) ?? [],
+    businessOperationId: `drill-${safeName(operation)}-${i}`,
+    leaseMs: o.policy?.leaseMs ?? 30_000,
   };
-  const script = faultScriptFor(scenario, op, card, { timeoutMs, rateLimited, needFault });
-  if (missing.length > 0) return failed(missing, criteria);
-  return { op, card, criteria, params, script, timeoutMs, index: i } satisfies Plan;
 }
-
-const NOTHING_RAN = { runnerReceipts: [], handoffPackets: [], proxyRequests: [] } as const;
 
 /** Runs one scenario for one operation, writes its receipt file, and returns the result. Never throws for drill failures. */
 export async function runScenario(ctx: DrillContext, operation: string, scenario: ScenarioId): Promise<ScenarioResult> {
   const o = ctx.options;
   const startedAt = new Date().toISOString();
   const receiptFile = join(ctx.outDir, `${safeName(scenario)}--${safeName(operation)}.json`);
-  const label = `${o.name} ${operation} ${scenario}`;
   const notes: string[] = [];
   const finish = (r: ResultFields): ScenarioResult => {
     const result: ScenarioResult = {
@@ -168,13 +157,13 @@ export async function runScenario(ctx: DrillContext, operation: string, scenario
     ctx.results.push(result);
     return result;
   };
-  const plan = await planScenario(ctx, operation, scenario, label);
+  const plan = await planScenario(ctx, operation, scenario, `${o.name} ${operation} ${scenario}`);
   if ('status' in plan) return finish({ ...plan, notes });
-  const { criteria, timeoutMs } = plan;
+  const { criteria, label } = plan;
   let h: Harness;
   try {
     // late-commit only needs the client to give up: a short client timeout keeps the whole drill under a minute.
-    const clientTimeoutMs = scenario === 'late-commit' ? Math.min(LATE_COMMIT_TIMEOUT_MS, timeoutMs) : undefined;
+    const clientTimeoutMs = scenario === 'late-commit' ? Math.min(LATE_COMMIT_TIMEOUT_MS, plan.timeoutMs) : undefined;
     h = await startHarness(ctx, plan.script, clientTimeoutMs);
   } catch (err) {
     const failures = [`${label}: could not start sandbox/proxy/adapter: ${(err as Error).message}`];
@@ -182,30 +171,13 @@ export async function runScenario(ctx: DrillContext, operation: string, scenario
   }
   const failures: string[] = [];
   const d: Drive = { outcomes: [], errors: [], failures, notes, runnerReceipts: [] };
-  const input = {
-    scenario,
-    operation,
-    op: plan.op,
-    card: plan.card,
-    params: plan.params,
-    label,
-    businessOperationId: `drill-${safeName(operation)}-${plan.index}`,
-    leaseMs: o.policy?.leaseMs ?? 30_000,
-    concurrency: CONCURRENCY,
-  };
-  await driveScenario(h, input, d);
-  const seen = await observe(h, operation, d);
+  await driveScenario(h, plan, d);
+  const { observed, proxyRequests } = await observe(h, operation, d);
   const handoffPackets = [...h.packets];
   await h.close().catch((err: Error) => notes.push(`cleanup: ${err.message}`));
-  if (d.executeCallsBeforeRecovery)
-    notes.push(
-      `before recovery: ${d.executeCallsBeforeRecovery} doExecute call(s), ${d.requestsBeforeRecovery} proxy request(s)`,
-    );
-  failures.push(...unmet(criteria, seen, h, { label, scenario, timeoutMs, waitedMs: d.waitedMs }));
-  const { observed, proxyRequests } = seen;
-  const status = failures.length === 0 ? 'passed' : 'failed';
+  failures.push(...unmet(plan, observed, proxyRequests, h.proxy.scriptErrors));
   return finish({
-    status,
+    status: failures.length === 0 ? 'passed' : 'failed',
     criteria,
     observed,
     failures,
@@ -218,16 +190,15 @@ export async function runScenario(ctx: DrillContext, operation: string, scenario
 
 /** Each criterion written before the run that the run did not meet, as a sentence. */
 function unmet(
-  criteria: PassCriteria,
-  seen: Awaited<ReturnType<typeof observe>>,
-  h: Harness,
-  run: { label: string; scenario: ScenarioId; timeoutMs: number; waitedMs: number | undefined },
+  run: { label: string; scenario: ScenarioId; criteria: PassCriteria; timeoutMs: number },
+  observed: ObservedValues,
+  proxyRequests: readonly ProxyRequest[],
+  scriptErrors: readonly string[],
 ): string[] {
-  const { label, scenario, timeoutMs, waitedMs } = run;
-  const { observed, proxyRequests } = seen;
-  const { providerRecords, outcomes, errors, maxRequestsInOneExecute } = observed;
+  const { label, scenario, criteria, timeoutMs } = run;
+  const { providerRecords, outcomes, errors, maxRequestsInOneExecute, waitedMs } = observed;
   const duringExecute = observed.attemptsAtProxy;
-  const calls = h.tracker.executeCalls;
+  const calls = observed.executeCalls;
   const out: string[] = [];
   if (providerRecords !== criteria.providerRecords)
     out.push(`${label}: providerRecords expected ${criteria.providerRecords}, observed ${providerRecords}`);
@@ -247,12 +218,10 @@ function unmet(
       `${label}: outcome expected ${criteria.outcome.join(' or ')}, observed ${outcomes.length ? [...new Set(outcomes)].join(', ') : 'none'}${errors.length ? ` (${errors[0]})` : ''}`,
     );
   const wantHandoff = criteria.handoff === 'with-outcome' ? outcomes.includes('handed-off') : criteria.handoff;
-  const packets = h.packets;
-  if (wantHandoff && packets.length === 0) out.push(`${label}: handoff expected, observed no handoff packet`);
-  if (!wantHandoff && packets.length > 0)
-    out.push(
-      `${label}: no handoff expected, observed ${packets.length} packet(s) (${packets.map((p) => p.reason).join(', ')})`,
-    );
+  const { handoffs, handoffReasons } = observed;
+  if (wantHandoff && handoffs === 0) out.push(`${label}: handoff expected, observed no handoff packet`);
+  if (!wantHandoff && handoffs > 0)
+    out.push(`${label}: no handoff expected, observed ${handoffs} packet(s) (${handoffReasons.join(', ')})`);
   if (criteria.minWaitMs !== undefined && !(waitedMs !== undefined && waitedMs >= criteria.minWaitMs))
     out.push(
       `${label}: Retry-After not honoured: expected a wait of at least ${criteria.minWaitMs} ms before attempt 2, observed ${waitedMs ?? 'no second attempt'}`,
@@ -261,7 +230,7 @@ function unmet(
     out.push(
       `${label}: the client did not time out: the proxy held the response ${timeoutMs * 5 + 1000} ms and dropped it itself; createAdapter must pass timeoutMs (${timeoutMs} ms) to the SDK`,
     );
-  if (h.proxy.scriptErrors.length > 0) out.push(`${label}: fault script errors: ${h.proxy.scriptErrors.join('; ')}`);
+  if (scriptErrors.length > 0) out.push(`${label}: fault script errors: ${scriptErrors.join('; ')}`);
   return out;
 }
 
@@ -282,47 +251,6 @@ async function readDrillCard(ctx: DrillContext, operation: string): Promise<Retr
   return spec.card;
 }
 
-/** The faults the proxy plays for the scenario, in order (a function: the same fault every time). */
-function faultScriptFor(
-  scenario: ScenarioId,
-  op: DrillOperation,
-  card: RetrySafetyCard,
-  f: { timeoutMs: number; rateLimited: Fault; needFault: (fault: Fault | undefined, field: string) => Fault | null },
-): FaultScript {
-  switch (scenario) {
-    case 'lost-response':
-      return ['drop-response'];
-    case 'lost-response-timeout':
-      return [{ kind: 'delay', ms: f.timeoutMs * 5 + 1000 }];
-    case 'lost-request':
-      return ['reset-before'];
-    case 'late-commit':
-      // Applied as late as the card allows (lookup.lateApplyBound), or much later when the card cannot say.
-      return [{ kind: 'late-commit', afterMs: lateApplyMs(card) }];
-    case 'permanent-error':
-      return [op.faults.permanent];
-    case 'transient-beyond-limit': {
-      const transient = f.needFault(op.faults.transient, 'transient');
-      return transient ? () => transient : [];
-    }
-    case 'rate-limited':
-      return [f.rateLimited];
-    case 'in-progress': {
-      const inProgress = f.needFault(op.faults.inProgress, 'inProgress');
-      // the provider has the work (forwarded, committed); the caller is told "in progress"
-      return inProgress
-        ? [
-            typeof inProgress === 'object' && inProgress.kind === 'status'
-              ? { ...inProgress, forward: true }
-              : inProgress,
-          ]
-        : [];
-    }
-    default:
-      return [];
-  }
-}
-
 /** What the provider, the proxy and the tracker saw during the run. */
 async function observe(h: Harness, operation: string, d: Drive) {
   const providerRecords = await Promise.resolve(h.sandbox.count(operation)).catch((err: Error) => {
@@ -336,9 +264,10 @@ async function observe(h: Harness, operation: string, d: Drive) {
   for (const r of proxyRequests)
     if (r.label?.startsWith('execute#')) perExecute.set(r.label, (perExecute.get(r.label) ?? 0) + 1);
   const maxRequestsInOneExecute = Math.max(0, ...perExecute.values());
-  const observed: ObservedValues = {
+  const observed = {
     providerRecords,
     attemptsAtProxy: duringExecute,
+    /** Requests at the proxy during `doExecute` calls / `doLookup` calls / outside either. */
     requests: {
       total: proxyRequests.length,
       duringExecute,
@@ -347,21 +276,25 @@ async function observe(h: Harness, operation: string, d: Drive) {
     },
     executeCalls: h.tracker.executeCalls,
     lookupCalls: h.tracker.lookupCalls,
+    /** The largest number of proxy requests seen inside one `doExecute` call. */
     maxRequestsInOneExecute,
-    outcomes: d.outcomes,
+    outcomes: d.outcomes as readonly DrillOutcome[],
     handoffs: h.packets.length,
-    handoffReasons: h.packets.map((p) => p.reason),
+    handoffReasons: h.packets.map((p) => p.reason) as readonly string[],
+    /** For `rate-limited`: virtual time between the end of attempt 1 and the start of attempt 2. */
     ...(d.waitedMs !== undefined ? { waitedMs: d.waitedMs } : {}),
-    errors: d.errors,
+    errors: d.errors as readonly string[],
   };
   return { observed, proxyRequests };
 }
 
+export type ObservedValues = Awaited<ReturnType<typeof observe>>['observed'];
+
 /** Writes `summary.json` for the results so far and returns it. */
-export function writeSummary(ctx: DrillContext): DrillSummary {
+export function writeSummary(ctx: DrillContext) {
   const results = ctx.results;
   const count = (status: ScenarioResult['status']) => results.filter((r) => r.status === status).length;
-  const summary: DrillSummary = {
+  const summary = {
     drill: ctx.options.name,
     outDir: ctx.outDir,
     total: results.length,
@@ -383,6 +316,8 @@ export function writeSummary(ctx: DrillContext): DrillSummary {
   return summary;
 }
 
+export type DrillSummary = ReturnType<typeof writeSummary>;
+
 /** Removes the drill's scratch ledgers (receipts in outDir stay). */
 export function disposeDrillContext(ctx: DrillContext): void {
   rmSync(ctx.workDir, { recursive: true, force: true });
@@ -392,7 +327,7 @@ export function disposeDrillContext(ctx: DrillContext): void {
  * Runs the whole drill without vitest (for the CLI's `retrysafe drill`): every declared operation ×
  * every scenario, sequentially. Returns the results; `ok` is false when any scenario failed.
  */
-export async function runDrill(options: DrillOptions): Promise<DrillReport> {
+export async function runDrill(options: DrillOptions) {
   const scenarios = options.scenarios ?? SCENARIOS;
   for (const s of scenarios)
     if (!SCENARIOS.includes(s)) throw new TypeError(`unknown scenario '${String(s)}'; known: ${SCENARIOS.join(', ')}`);
@@ -407,3 +342,5 @@ export async function runDrill(options: DrillOptions): Promise<DrillReport> {
   const summary = writeSummary(ctx);
   return { ok: summary.failed === 0, outDir: ctx.outDir, results: ctx.results, summary };
 }
+
+export type DrillReport = Awaited<ReturnType<typeof runDrill>>;

@@ -47,7 +47,7 @@ export function forwardTo(
   body: Buffer,
 ): Promise<Upstream> {
   const headers = endToEnd(req.headers, 'host');
-  headers['host'] = up.target.host;
+  headers.host = up.target.host;
   headers['content-length'] = String(body.length);
   return new Promise((resolve, reject) => {
     const request = httpRequest(

@@ -20,38 +20,14 @@ import {
 export type Fault = DrillFault | 'truncate-response';
 
 /** What the script is told about the request it decides for. */
-export interface FaultRequestInfo {
+export type FaultRequestInfo = {
   readonly method: string;
   readonly path: string;
   readonly headers: IncomingHttpHeaders;
-}
+};
 
 /** One entry per call (1-based; past the end every call is `'pass'`), or a function of the call number. */
 export type FaultScript = readonly Fault[] | ((call: number, request: FaultRequestInfo) => Fault);
-
-/** One request as the proxy saw it. */
-export interface ProxyRequest {
-  /** 1-based call number at this proxy (since the last `reset()`). */
-  readonly n: number;
-  readonly method: string;
-  /** Path and query. */
-  readonly path: string;
-  /** `idempotency-key` plus the headers listed in `recordHeaders` (lower-case names). */
-  readonly headers: Readonly<Record<string, string>>;
-  /** `sha256:` + hex of the raw request body. */
-  readonly bodyHash: string;
-  readonly bodyBytes: number;
-  readonly fault: Fault;
-  /** Whether the request reached the upstream. */
-  readonly forwarded: boolean;
-  readonly upstreamStatus?: number;
-  /** For a held request: true when the client gave up before the hold ran out (its timeout works). */
-  readonly clientGaveUp?: boolean;
-  /** Epoch ms the request arrived (complete body). */
-  readonly at: number;
-  /** `proxy.label` when the request arrived (the drill attributes requests to adapter calls with it). */
-  readonly label?: string;
-}
 
 export interface FaultProxyOptions {
   /** Upstream base URL, `http://127.0.0.1:PORT` (loopback only). */
@@ -63,66 +39,40 @@ export interface FaultProxyOptions {
   readonly clock?: { now(): number };
 }
 
-export interface FaultProxy {
-  /** `http://127.0.0.1:PORT` — point the SDK here. */
-  readonly url: string;
-  readonly port: number;
-  /** Every request seen since the last `reset()`, in arrival order. */
-  readonly requests: readonly ProxyRequest[];
-  /** Errors thrown by (or invalid faults returned from) a fault script; such calls were answered 500. */
-  readonly scriptErrors: readonly string[];
-  /** Replaces the fault script; call numbering continues. */
-  setFaults(next: FaultScript): void;
-  /** Clears the requests, restarts numbering at 1 and sets the script to all-`'pass'` (or `next`). */
-  reset(next?: FaultScript): void;
-  /** A label recorded on requests arriving from now on; `undefined` to clear. */
-  label: string | undefined;
-  /** Resolves once `count` requests have arrived (and been recorded). */
-  waitForRequests(count: number): Promise<void>;
-  /** Lets the provider apply every request a `late-commit` still holds (before counting records). */
-  flushLate(): Promise<void>;
-  /** Requests a `late-commit` holds right now (not yet applied). */
-  readonly heldLate: number;
-  close(): Promise<void>;
-}
-
 const LOOPBACK = new Set(['127.0.0.1', 'localhost', '[::1]', '::1']);
 
 const SIMPLE_FAULTS: readonly unknown[] = ['pass', 'drop-response', 'reset-before', 'truncate-response'];
-type FaultField = 'kind' | 'ms' | 'afterMs' | 'status' | 'retryAfterS';
 const isMs = (v: unknown) => typeof v === 'number' && Number.isFinite(v) && v >= 0;
+const isStatus = (v: unknown) => Number.isInteger(v) && (v as number) >= 100 && (v as number) <= 599;
+/** What each object fault's fields must be. */
+const FIELD_RULES = new Map<unknown, readonly (readonly [string, (v: unknown) => boolean, string])[]>([
+  ['delay', [['ms', isMs, 'ms >= 0']]],
+  ['late-commit', [['afterMs', isMs, 'afterMs >= 0']]],
+  [
+    'status',
+    [
+      ['status', isStatus, 'an HTTP status 100–599'],
+      ['retryAfterS', (v) => v === undefined || isMs(v), 'retryAfterS >= 0'],
+    ],
+  ],
+]);
 
-/** Throws a TypeError naming the problem when `fault` is not a valid Fault. */
+/** Throws a TypeError naming the problem when `fault` is not a valid Fault (a script is the caller's code). */
 function validateFault(fault: unknown, where = 'fault'): asserts fault is Fault {
   if (SIMPLE_FAULTS.includes(fault)) return;
-  const f = (typeof fault === 'object' && fault !== null ? fault : {}) as Partial<Record<FaultField, unknown>>;
-  if (f.kind === 'delay') {
-    if (isMs(f.ms)) return;
-    throw new TypeError(`${where}: delay needs ms >= 0, got ${JSON.stringify(f.ms)}`);
-  }
-  if (f.kind === 'late-commit') {
-    if (isMs(f.afterMs)) return;
-    throw new TypeError(`${where}: late-commit needs afterMs >= 0, got ${JSON.stringify(f.afterMs)}`);
-  }
-  if (f.kind === 'status') {
-    const status = f.status;
-    if (typeof status !== 'number' || !Number.isInteger(status) || status < 100 || status > 599)
-      throw new TypeError(`${where}: status needs an HTTP status 100–599, got ${JSON.stringify(status)}`);
-    const ra = f.retryAfterS;
-    if (ra !== undefined && (typeof ra !== 'number' || !(ra >= 0)))
-      throw new TypeError(`${where}: retryAfterS must be a number >= 0, got ${JSON.stringify(ra)}`);
-    return;
-  }
-  throw new TypeError(
-    `${where}: expected 'pass' | 'drop-response' | 'reset-before' | 'truncate-response' | { kind: 'delay', ms } | { kind: 'status', status }, got ${JSON.stringify(fault)}`,
-  );
+  const f = (typeof fault === 'object' && fault !== null ? fault : {}) as Record<string, unknown>;
+  const rules = FIELD_RULES.get(f.kind);
+  if (!rules)
+    throw new TypeError(
+      `${where}: expected 'pass' | 'drop-response' | 'reset-before' | 'truncate-response' | { kind: 'delay', ms } | { kind: 'status', status }, got ${JSON.stringify(fault)}`,
+    );
+  for (const [field, ok, want] of rules)
+    if (!ok(f[field])) throw new TypeError(`${where}: ${f.kind} needs ${want}, got ${JSON.stringify(f[field])}`);
 }
 
 function validateScript(script: FaultScript): void {
-  if (typeof script === 'function') return;
-  if (!Array.isArray(script))
-    throw new TypeError('faults must be an array (one entry per call) or a function of the call number');
-  for (const [i, f] of script.entries()) validateFault(f, `faults[${i}] (call ${i + 1})`);
+  if (typeof script !== 'function')
+    for (const [i, f] of script.entries()) validateFault(f, `faults[${i}] (call ${i + 1})`);
 }
 
 function pick(script: FaultScript, n: number, info: FaultRequestInfo): Fault {
@@ -150,63 +100,41 @@ function requestEntry(
   body: Buffer,
   fault: Fault,
   label: string | undefined,
-): ProxyRequest {
+) {
   const recorded: Record<string, string> = {};
   for (const name of recordHeaders) {
     const v = info.headers[name];
     if (v !== undefined) recorded[name] = Array.isArray(v) ? v.join(', ') : v;
   }
   return {
+    /** 1-based call number at this proxy. */
     n,
     method: info.method,
+    /** Path and query. */
     path: info.path,
-    headers: recorded,
+    /** `idempotency-key` plus the headers listed in `recordHeaders` (lower-case names). */
+    headers: recorded as Readonly<Record<string, string>>,
     bodyHash: 'sha256:' + createHash('sha256').update(body).digest('hex'),
     bodyBytes: body.length,
     fault,
-    // A late commit is forwarded later, when it lands.
+    /** Whether the request reached the upstream (a late commit is forwarded later, when it lands). */
     forwarded:
       typeof fault === 'string'
         ? fault !== 'reset-before'
         : fault.kind === 'status'
           ? fault.forward === true
           : fault.kind !== 'late-commit',
+    /** Epoch ms the request arrived (complete body). */
     at: Date.now(),
+    /** `proxy.label` when the request arrived. */
     ...(label !== undefined ? { label } : {}),
   };
 }
 
-/** The requests the proxy saw, in arrival order; a clear starts a new generation, so late updates to the old ones are dropped. */
-function createRequestLog() {
-  const requests: ProxyRequest[] = [];
-  const waiters = new Set<{ count: number; resolve: () => void }>();
-  let generation = 0;
-  return {
-    requests,
-    generation: () => generation,
-    clear(): void {
-      requests.length = 0;
-      generation += 1;
-    },
-    record(entry: ProxyRequest): void {
-      requests.push(entry);
-      for (const w of waiters) {
-        if (requests.length < w.count) continue;
-        waiters.delete(w);
-        w.resolve();
-      }
-    },
-    update(index: number, gen: number, patch: Partial<ProxyRequest>): void {
-      if (gen !== generation) return;
-      const current = requests[index];
-      if (current) requests[index] = { ...current, ...patch };
-    },
-    waitFor(count: number): Promise<void> {
-      if (requests.length >= count) return Promise.resolve();
-      return new Promise((resolve) => waiters.add({ count, resolve }));
-    },
-  };
-}
+/** One request as the proxy saw it; `clientGaveUp`, for a held request: the client's own timeout fired first. */
+export type ProxyRequest = Readonly<
+  ReturnType<typeof requestEntry> & { upstreamStatus?: number; clientGaveUp?: boolean }
+>;
 
 /** late-commit: requests held until their client gives up, then applied in arrival order once due (or on flush). */
 function createLateQueue(clock: { now(): number }) {
@@ -249,55 +177,21 @@ function createLateQueue(clock: { now(): number }) {
  * Starts a loopback HTTP proxy between an SDK and a sandbox server that injects faults per request
  * and records every request. Real TCP: the SDK sees real resets, timeouts and status codes.
  */
-export async function startFaultProxy(options: FaultProxyOptions): Promise<FaultProxy> {
+export async function startFaultProxy(options: FaultProxyOptions) {
   const target = assertLoopbackTarget(options.target);
   const basePath = target.pathname.replace(/\/$/, '');
   let script: FaultScript = options.faults ?? [];
   validateScript(script);
   const recordHeaders = new Set(['idempotency-key', ...(options.recordHeaders ?? []).map((h) => h.toLowerCase())]);
-  const log = createRequestLog();
+  const requests: ProxyRequest[] = [];
+  const waiters = new Set<{ count: number; resolve: () => void }>();
   const scriptErrors: string[] = [];
   const sockets = new Set<Socket>();
   const timers = new Set<NodeJS.Timeout>();
   const upstreamAgent = new Agent({ keepAlive: true });
   const upstreamOf = { target, basePath, agent: upstreamAgent };
-  let counter = 0;
   let closed = false;
-  const clock = options.clock ?? { now: () => Date.now() };
-  const late = createLateQueue(clock);
-
-  const proxy: FaultProxy = {
-    url: '',
-    port: 0,
-    requests: log.requests,
-    scriptErrors,
-    setFaults(next) {
-      validateScript(next);
-      script = next;
-    },
-    reset(next) {
-      if (next !== undefined) validateScript(next);
-      script = next ?? [];
-      log.clear();
-      scriptErrors.length = 0;
-      counter = 0;
-    },
-    label: undefined,
-    waitForRequests: log.waitFor,
-    flushLate: () => late.applyDue(true),
-    get heldLate() {
-      return late.held.length;
-    },
-    async close() {
-      if (closed) return;
-      closed = true;
-      for (const t of timers) clearTimeout(t);
-      timers.clear();
-      for (const s of sockets) s.destroy();
-      upstreamAgent.destroy();
-      await new Promise<void>((resolve) => server.close(() => resolve()));
-    },
-  };
+  const late = createLateQueue(options.clock ?? { now: () => Date.now() });
 
   async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const chunks: Buffer[] = [];
@@ -305,9 +199,7 @@ export async function startFaultProxy(options: FaultProxyOptions): Promise<Fault
     const body = Buffer.concat(chunks);
     // A late commit that is due lands before this request reaches the provider.
     await late.applyDue(false).catch(() => undefined);
-    counter += 1;
-    const n = counter;
-    const gen = log.generation();
+    const n = ++calls;
     const info: FaultRequestInfo = { method: req.method ?? 'GET', path: req.url ?? '/', headers: req.headers };
     let fault: Fault;
     try {
@@ -319,9 +211,16 @@ export async function startFaultProxy(options: FaultProxyOptions): Promise<Fault
       res.end(`fault proxy: ${(err as Error).message}`);
       return;
     }
-    const index = log.requests.length;
-    log.record(requestEntry(n, info, recordHeaders, body, fault, proxy.label));
-    const note = (patch: Partial<ProxyRequest>) => log.update(index, gen, patch);
+    const index = requests.length;
+    requests.push(requestEntry(n, info, recordHeaders, body, fault, proxy.label));
+    for (const w of waiters) {
+      if (requests.length < w.count) continue;
+      waiters.delete(w);
+      w.resolve();
+    }
+    const note = (patch: Partial<ProxyRequest>) => {
+      requests[index] = { ...requests[index]!, ...patch };
+    };
     /** Forwards the request and notes the upstream's status; the error when the upstream failed. */
     const send = async (patch: Partial<ProxyRequest> = {}): Promise<Upstream | Error> => {
       try {
@@ -367,12 +266,48 @@ export async function startFaultProxy(options: FaultProxyOptions): Promise<Fault
     resetSocket(req.socket);
   }
 
+  let calls = 0;
   const server = await listen(sockets, (req, res) => {
     handle(req, res).catch(() => {
       if (!req.socket.destroyed) resetSocket(req.socket);
     });
   });
-  const port = (server.address() as AddressInfo).port;
-  Object.assign(proxy, { url: `http://127.0.0.1:${port}`, port });
+  const proxy = {
+    /** `http://127.0.0.1:PORT` — point the SDK here. */
+    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    /** Every request seen, in arrival order. */
+    requests: requests as readonly ProxyRequest[],
+    /** Errors thrown by (or invalid faults returned from) a fault script; such calls were answered 500. */
+    scriptErrors: scriptErrors as readonly string[],
+    /** Replaces the fault script; call numbering continues. */
+    setFaults(next: FaultScript): void {
+      validateScript(next);
+      script = next;
+    },
+    /** A label recorded on requests arriving from now on (the drill attributes requests to adapter calls with it). */
+    label: undefined as string | undefined,
+    /** Resolves once `count` requests have arrived (and been recorded). */
+    waitForRequests(count: number): Promise<void> {
+      if (requests.length >= count) return Promise.resolve();
+      return new Promise((resolve) => waiters.add({ count, resolve }));
+    },
+    /** Lets the provider apply every request a `late-commit` still holds (before counting records). */
+    flushLate: () => late.applyDue(true),
+    /** Requests a `late-commit` holds right now (not yet applied). */
+    get heldLate(): number {
+      return late.held.length;
+    },
+    async close(): Promise<void> {
+      if (closed) return;
+      closed = true;
+      for (const t of timers) clearTimeout(t);
+      timers.clear();
+      for (const s of sockets) s.destroy();
+      upstreamAgent.destroy();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+    },
+  };
   return proxy;
 }
+
+export type FaultProxy = Awaited<ReturnType<typeof startFaultProxy>>;

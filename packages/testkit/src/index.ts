@@ -3,6 +3,7 @@ export { CRASH_POINTS, runCrashDrill } from './crash-drill.js';
 export type { CardAbilities } from './criteria.js';
 export { criteriaFor, oracleAbsenceProvenAfterMs, oracleResendSafe, readCard, skipReason } from './criteria.js';
 // The drill without vitest (for the CLI's `retrysafe drill` and scripts); `./conformance` adds runConformance.
+export type { DrillReport, DrillSummary } from './drill.js';
 export { disposeDrillContext, runDrill, runScenario, writeSummary } from './drill.js';
 export type { DrillClock } from './drill-clock.js';
 export { createDrillClock, seededRandom } from './drill-clock.js';

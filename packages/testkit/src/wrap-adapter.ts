@@ -2,14 +2,13 @@ import type { AdapterV1 } from '@retrysafe/contract';
 
 /** `inner` with other `do` methods: identity, key derivation and close still go to `inner` (which may be a class). */
 export function wrapAdapter(inner: AdapterV1, methods: Pick<AdapterV1, 'doExecute' | 'doLookup'>): AdapterV1 {
-  const wrapped: AdapterV1 = {
+  return {
     specificationVersion: inner.specificationVersion,
     provider: inner.provider,
     operations: inner.operations,
     deriveProviderKey: (op, id) => inner.deriveProviderKey(op, id),
     doExecute: methods.doExecute,
     doLookup: methods.doLookup,
+    ...(inner.close ? { close: () => inner.close!() } : {}),
   };
-  if (inner.close) wrapped.close = () => inner.close!();
-  return wrapped;
 }

@@ -77,7 +77,7 @@ describe('pass criteria come from the card', () => {
       sideEffect: { ...replayCard.sideEffect, rejectionMayCreate: fact(true, 'test') },
     };
     expect(skipReason('rejection-left-object', creates)).toBeNull();
-    expect(criteriaFor('rejection-left-object', creates, readCard(creates))).toMatchObject({
+    expect(criteriaFor('rejection-left-object', readCard(creates))).toMatchObject({
       providerRecords: 1,
       attemptsAtProxy: { exact: 1 },
       outcome: ['handed-off', 'conflict'],
@@ -86,12 +86,12 @@ describe('pass criteria come from the card', () => {
   });
 
   it('a lost response: one adopted record when the provider replays, a handoff after one request when nothing can find it', () => {
-    expect(criteriaFor('lost-response', replayCard, readCard(replayCard))).toMatchObject({
+    expect(criteriaFor('lost-response', readCard(replayCard))).toMatchObject({
       providerRecords: 1,
       outcome: ['done'],
       handoff: false,
     });
-    expect(criteriaFor('lost-response', forgetCard, readCard(forgetCard))).toMatchObject({
+    expect(criteriaFor('lost-response', readCard(forgetCard))).toMatchObject({
       providerRecords: 1,
       attemptsAtProxy: { exact: 1 },
       outcome: ['handed-off'],
@@ -104,39 +104,40 @@ describe('pass criteria come from the card', () => {
       ...forgetCard,
       lookup: { method: fact('search', 'test'), consistencyDelay: fact('unknown', 'test') },
     };
-    const c = criteriaFor('lost-response', card, readCard(card));
+    const c = criteriaFor('lost-response', readCard(card));
     expect(c).toMatchObject({
       providerRecords: 1,
       attemptsAtProxy: { exact: 1 },
       outcome: ['done', 'handed-off'],
       handoff: 'with-outcome',
     });
-    expect(criteriaFor('lost-request', card, readCard(card))).toMatchObject({
+    expect(criteriaFor('lost-request', readCard(card))).toMatchObject({
       providerRecords: 0,
       outcome: ['handed-off'],
     });
   });
 
   it('transient beyond the limit expects exactly maxAttempts, from the policy over the card', () => {
-    expect(criteriaFor('transient-beyond-limit', replayCard, readCard(replayCard)).attemptsAtProxy).toEqual({
+    expect(criteriaFor('transient-beyond-limit', readCard(replayCard)).attemptsAtProxy).toEqual({
       exact: 4,
     });
-    expect(
-      criteriaFor('transient-beyond-limit', replayCard, readCard(replayCard, { maxAttempts: 6 })).attemptsAtProxy,
-    ).toEqual({ exact: 6 });
+    expect(criteriaFor('transient-beyond-limit', readCard(replayCard, { maxAttempts: 6 })).attemptsAtProxy).toEqual({
+      exact: 6,
+    });
     // a budget too small for the worst-case backoff only bounds the count
-    expect(
-      criteriaFor('transient-beyond-limit', replayCard, readCard(replayCard, { maxElapsedMs: 100 })).attemptsAtProxy,
-    ).toEqual({ min: 1, max: 4 });
+    expect(criteriaFor('transient-beyond-limit', readCard(replayCard, { maxElapsedMs: 100 })).attemptsAtProxy).toEqual({
+      min: 1,
+      max: 4,
+    });
   });
 
   it("a Retry-After beyond the card's cap expects the runner to stop, not to call sooner", () => {
-    expect(criteriaFor('rate-limited', replayCard, readCard(replayCard), { retryAfterS: 2 })).toMatchObject({
+    expect(criteriaFor('rate-limited', readCard(replayCard), { retryAfterS: 2 })).toMatchObject({
       minWaitMs: 2000,
       attemptsAtProxy: { exact: 2 },
       outcome: ['done'],
     });
-    expect(criteriaFor('rate-limited', replayCard, readCard(replayCard), { retryAfterS: 120 })).toMatchObject({
+    expect(criteriaFor('rate-limited', readCard(replayCard), { retryAfterS: 120 })).toMatchObject({
       attemptsAtProxy: { exact: 1 },
       outcome: ['handed-off'],
     });

@@ -37,10 +37,7 @@ export interface ExploreOptions {
   readonly maxStates?: number;
 }
 
-export interface TraceStep {
-  readonly t: number;
-  readonly text: string;
-}
+export type TraceStep = { readonly t: number; readonly text: string };
 
 export interface Violation {
   readonly invariant: 'at-most-once' | 'durable-dispatch' | 'lease' | 'honest-terminal' | 'stuck';
@@ -48,21 +45,6 @@ export interface Violation {
   readonly trace: readonly TraceStep[];
   /** The trace as a readable story. */
   readonly story: string;
-}
-
-export interface ExploreReport {
-  readonly operation: string;
-  readonly states: number;
-  /** Longest shortest path (BFS depth) reached. */
-  readonly depth: number;
-  readonly truncated: boolean;
-  /** First violation found (shortest trace), or null. */
-  readonly violation: Violation | null;
-  /** How the explored runs ended: 'succeeded', 'handed-off:<reason>', 'rejected'. */
-  readonly endings: Readonly<Record<string, number>>;
-  /** Some interleaving ends in a handoff: the card cannot promise completion under these faults. */
-  readonly handsOff: boolean;
-  readonly summary: string;
 }
 
 /** Faults that are not the network's: crash, pause, resume; and the provider applying a held request. */
@@ -154,12 +136,10 @@ function violations(ctx: Ctx, w: World): Found | null {
       invariant: 'durable-dispatch',
       message: `${w.prov.calls} provider calls but the ledger records ${w.rec?.attemptCount ?? 0} dispatches`,
     };
-  if (w.rec !== null) {
-    if (w.rec.state === 'succeeded' && w.prov.effects === 0 && !ctx.pm.idempotent)
-      return { invariant: 'honest-terminal', message: 'succeeded, but the provider holds no effect' };
-    if (w.rec.state === 'rejected' && w.prov.effects > 0)
-      return { invariant: 'honest-terminal', message: 'rejected, but the provider holds the effect' };
-  }
+  if (w.rec?.state === 'succeeded' && w.prov.effects === 0 && !ctx.pm.idempotent)
+    return { invariant: 'honest-terminal', message: 'succeeded, but the provider holds no effect' };
+  if (w.rec?.state === 'rejected' && w.prov.effects > 0)
+    return { invariant: 'honest-terminal', message: 'rejected, but the provider holds the effect' };
   return null;
 }
 
@@ -198,7 +178,7 @@ interface Graph {
   truncated: boolean;
 }
 
-function contextFor(options: ExploreOptions): Ctx {
+export function contextFor(options: ExploreOptions) {
   const card = options.card;
   const policy = resolvePolicy(card, options.policy);
   const marginMs = policy.clockSkewMarginMs;
@@ -260,7 +240,7 @@ function push(g: Graph, w: World, from: number, text: string): number | null {
   return g.nodes.length - 1;
 }
 
-function report(card: RetrySafetyCard, g: Graph, violation: Violation | null): ExploreReport {
+function report(card: RetrySafetyCard, g: Graph, violation: Violation | null) {
   const ends = Object.entries(g.endings)
     .map(([k, v]) => `${k} ${v}`)
     .join(', ');
@@ -268,14 +248,20 @@ function report(card: RetrySafetyCard, g: Graph, violation: Violation | null): E
   return {
     operation: card.operation,
     states: g.nodes.length,
+    /** Longest shortest path (BFS depth) reached. */
     depth: g.depth,
     truncated: g.truncated,
+    /** First violation found (shortest trace), or null. */
     violation,
-    endings: g.endings,
+    /** How the explored runs ended: 'succeeded', 'handed-off:<reason>', 'rejected'. */
+    endings: g.endings as Readonly<Record<string, number>>,
+    /** Some interleaving ends in a handoff: the card cannot promise completion under these faults. */
     handsOff: Object.keys(g.endings).some((k) => k.startsWith('handed-off')),
     summary: `${card.operation}: ${g.nodes.length} states, depth ${g.depth}${g.truncated ? ' (truncated)' : ''}; ${found}; endings: ${ends || 'none'}`,
   };
 }
+
+export type ExploreReport = ReturnType<typeof report>;
 
 /** The report of a violation, with the path that reached it as a trace and as a story. */
 function fail(card: RetrySafetyCard, g: Graph, idx: number, v: Found): ExploreReport {

@@ -9,56 +9,26 @@ import type { decide as realDecide } from '@retrysafe/core/internal';
 export type DecideFn = typeof realDecide;
 
 /** What the network does with one provider call. */
-export type Fate =
+export const ALL_FATES = [
   /** The provider processes it and the answer reaches the client. */
-  | 'delivered'
-  /** Connection refused: never reached the provider, and the client knows it (not-applied). */
-  | 'refused'
-  /** Lost on the way to the provider: never processed; the client times out (unknown). */
-  | 'lost-before'
-  /** Processed; the answer is lost; the client times out (unknown). */
-  | 'lost-after'
-  /** Held in the network: the client times out now, the provider processes it later (late apply), or never. */
-  | 'late'
-  /** Delivered twice: the provider sees two identical requests; the client gets one answer. */
-  | 'duplicated'
-  /** The provider began executing, answered 500 and stored that answer under the key (card: storedResult.includesErrors). */
-  | 'stored-error-applied'
-  | 'stored-error-not-applied';
-
-export const ALL_FATES: readonly Fate[] = [
   'delivered',
+  /** Connection refused: never reached the provider, and the client knows it (not-applied). */
   'refused',
+  /** Lost on the way to the provider: never processed; the client times out (unknown). */
   'lost-before',
+  /** Processed; the answer is lost; the client times out (unknown). */
   'lost-after',
+  /** Held in the network: the client times out now, the provider processes it later (late apply), or never. */
   'late',
+  /** Delivered twice: the provider sees two identical requests; the client gets one answer. */
   'duplicated',
+  /** The provider began executing, answered 500 and stored that answer under the key (card: storedResult.includesErrors). */
   'stored-error-applied',
   'stored-error-not-applied',
-];
+] as const;
+export type Fate = (typeof ALL_FATES)[number];
 
-/** The true provider, as derived from the card (worst case inside what the card promises). */
-export interface ProviderModel {
-  /** A second same-key request is folded into the first while the key is retained. */
-  readonly folds: boolean;
-  /** Applying it twice is one effect (set-value PATCH, upsert). */
-  readonly idempotent: boolean;
-  /** True retention of a key, ms (provider's clock); null = nothing kept. */
-  readonly retentionMs: number | null;
-  /** How long a committed effect stays invisible to the lookup, ms. */
-  readonly consistencyDelayMs: number;
-  /** How long after the client gave up a held request may still be applied, ms. */
-  readonly lateApplyMs: number;
-  /** The first answer of a processed request is in-progress (202 + status), not the result. */
-  readonly async: boolean;
-  readonly storesErrors: boolean;
-  readonly lookup: 'none' | 'read' | 'resend-same-key';
-}
-
-export interface Pending {
-  readonly sentAt: number;
-  readonly until: number;
-}
+export type ProviderModel = ReturnType<typeof providerFromCard>;
 
 export interface ProviderState {
   /** Business effects made (the thing that must stay ≤ 1). */
@@ -68,7 +38,7 @@ export interface ProviderState {
   /** The key's stored entry (folding providers only), with the true time it was stored. */
   readonly key: { readonly at: number; readonly stored: 'result' | 'error' } | null;
   /** Requests held in the network that the provider may still apply. */
-  readonly pending: readonly Pending[];
+  readonly pending: readonly { readonly sentAt: number; readonly until: number }[];
   /** Provider calls (sends) that reached the network. */
   readonly calls: number;
 }
@@ -103,8 +73,6 @@ export interface OpState {
   readonly obs: Outcome | LookupResult | null;
   readonly observedAt: number;
   readonly wakeAt: number;
-  /** Whether the key holds a stored error (the last answer was a 5xx of a provider that stores errors). */
-  readonly storedError: boolean;
 }
 
 export interface WorkerState {
@@ -131,11 +99,8 @@ export interface World {
   readonly leaseBreach?: string;
 }
 
-/** Derive the worst-case provider the card allows. Unknown facts get the explorer's pessimistic stand-ins. */
-export function providerFromCard(
-  card: RetrySafetyCard,
-  stand: { unknownLateApplyMs: number; unknownDelayMs: number },
-): ProviderModel {
+/** The true provider: the worst case the card allows. Unknown facts get the explorer's pessimistic stand-ins. */
+export function providerFromCard(card: RetrySafetyCard, stand: { unknownLateApplyMs: number; unknownDelayMs: number }) {
   const sem = card.storedResult.semantics.value;
   const travels = card.providerKey.travels.value;
   const folds = (sem === 'replays' || sem === 'rejects-duplicate') && travels !== 'none' && travels !== 'unknown';
@@ -145,16 +110,31 @@ export function providerFromCard(
   const late = card.lookup.lateApplyBound?.value;
   const m = card.lookup.method.value;
   return {
+    /** A second same-key request is folded into the first while the key is retained. */
     folds: folds && retentionMs !== null,
+    /** Applying it twice is one effect (set-value PATCH, upsert). */
     idempotent: card.sideEffect.idempotentByNature.value === true,
+    /** True retention of a key, ms (provider's clock); null = nothing kept. */
     retentionMs,
     consistencyDelayMs: delay === 'unknown' ? stand.unknownDelayMs : delay === null ? 0 : durationMs(delay),
     lateApplyMs: typeof late === 'string' && late !== 'unknown' ? durationMs(late) : stand.unknownLateApplyMs,
+    /** The first answer of a processed request is in-progress (202 + status), not the result. */
     async: card.sideEffect.kind.value === 'async-job',
     storesErrors: card.storedResult.includesErrors.value === true && folds,
-    lookup: m === 'none' || m === 'unknown' ? 'none' : m === 'resend-same-key' ? 'resend-same-key' : 'read',
+    lookup: (m === 'none' || m === 'unknown' ? 'none' : m === 'resend-same-key' ? m : 'read') as
+      | 'none'
+      | 'read'
+      | 'resend-same-key',
   };
 }
+
+/** A provider 500 stored under the key: a same-key re-send only replays it. */
+export const STORED_500: Outcome = {
+  kind: 'unknown',
+  cause: 'server-error',
+  status: 500,
+  message: 'provider 500 (stored under the key)',
+};
 
 /** The key's entry at time t, if still retained. */
 export function liveKey(pm: ProviderModel, p: ProviderState, t: number): ProviderState['key'] {
@@ -166,11 +146,7 @@ export function liveKey(pm: ProviderModel, p: ProviderState, t: number): Provide
 export function process(pm: ProviderModel, p: ProviderState, t: number): { p: ProviderState; answer: Outcome } {
   const k = liveKey(pm, p, t);
   if (k !== null) {
-    if (k.stored === 'error')
-      return {
-        p,
-        answer: { kind: 'unknown', cause: 'server-error', status: 500, message: 'stored 500 replayed for this key' },
-      };
+    if (k.stored === 'error') return { p, answer: STORED_500 };
     return { p, answer: { kind: 'replayed', result: { ref: 'obj-1' }, providerRef: 'obj-1' } };
   }
   const effects = pm.idempotent ? 1 : p.effects + 1;

@@ -6,55 +6,39 @@ import {
   type LookupResult,
   type OperationRecord,
   type Outcome,
-  type RetrySafetyCard,
   type StatePatch,
 } from '@retrysafe/contract';
 import * as T from '@retrysafe/contract/ledger';
 import { resendSafety } from '@retrysafe/contract/rules';
-import type { Decision, DecisionState, RetryPolicy } from '@retrysafe/core';
+import type { Decision, DecisionState } from '@retrysafe/core';
+import type { contextFor } from './explore.js';
 import {
-  type DecideFn,
   type Fate,
   liveKey,
   lookupAt,
   type OpState,
-  type ProviderModel,
   type ProviderState,
   process,
+  STORED_500,
   type WorkerState,
   type World,
 } from './model.js';
 
-export interface Ctx {
-  readonly card: RetrySafetyCard;
-  readonly policy: RetryPolicy;
-  readonly decide: DecideFn;
-  readonly pm: ProviderModel;
-  readonly fates: readonly Fate[];
-  readonly maxNetworkFaults: number;
-  readonly maxCrashes: number;
-  readonly maxPauses: number;
-  readonly marginMs: number;
-  readonly checksLease: boolean;
-}
+export type Ctx = ReturnType<typeof contextFor>;
 
-export interface Succ {
-  readonly w: World;
-  readonly text: string;
-}
+export type Succ = { readonly w: World; readonly text: string };
 
 export const ID = asBusinessOperationId('explore-op-1');
 const random = () => 0.5;
 
+/** A signed duration as `+1h05m03.000s`, `-5m03.000s` or `+3.000s`. */
 export function fmt(ms: number): string {
-  const sign = ms < 0 ? '-' : '+';
-  let a = Math.abs(ms);
+  const a = Math.abs(ms);
   const h = Math.floor(a / 3_600_000);
-  a -= h * 3_600_000;
-  const m = Math.floor(a / 60_000);
-  a -= m * 60_000;
-  const s = (a / 1000).toFixed(3);
-  return `${sign}${h > 0 ? `${h}h` : ''}${h > 0 || m > 0 ? `${String(m).padStart(h > 0 ? 2 : 1, '0')}m` : ''}${h > 0 || m > 0 ? s.padStart(6, '0') : s}s`;
+  const m = Math.floor(a / 60_000) % 60;
+  const s = ((a % 60_000) / 1000).toFixed(3);
+  const hm = h > 0 ? `${h}h${String(m).padStart(2, '0')}m` : m > 0 ? `${m}m` : '';
+  return `${ms < 0 ? '-' : '+'}${hm}${hm ? s.padStart(6, '0') : s}s`;
 }
 
 const now = (w: World, i: number) => w.t + w.ws[i]!.offset;
@@ -278,7 +262,6 @@ function claim(ctx: Ctx, w: World, i: number, dispatch: boolean, text: string): 
     obs: null,
     observedAt: n,
     wakeAt: n,
-    storedError: false,
   };
   const w1 = setW({ ...w, rec }, i, { op, pc: 'decided' });
   const first = ctx.decide(ctx.card, stateOf(w1, i), null, { policy: ctx.policy, random });
@@ -322,8 +305,6 @@ function call(ctx: Ctx, w: World, i: number): Succ[] {
         lastDispatchedAt: Math.max(rec.updatedAt, n),
         runAttempts: op.runAttempts + 1,
         dispatchWritten: false,
-        storedError: answer.kind === 'unknown' && answer.cause === 'server-error' && ctx.pm.storesErrors,
-        notBefore: op.notBefore,
       },
       'observing',
     );
@@ -341,12 +322,6 @@ function call(ctx: Ctx, w: World, i: number): Succ[] {
 }
 
 const TIMEOUT: Outcome = { kind: 'unknown', cause: 'timeout', message: 'timed out' };
-const STORED_500: Outcome = {
-  kind: 'unknown',
-  cause: 'server-error',
-  status: 500,
-  message: 'provider 500 (stored under the key)',
-};
 
 /** One call under one network fate: the provider afterwards, the answer the client sees, in words; null if moot. */
 function network(ctx: Ctx, fate: Fate, prov: ProviderState, t: number): [ProviderState, Outcome, string] | null {

@@ -27,6 +27,8 @@ export function claimTableCases(ctx: Suite): void {
       await dispatch(ref);
       await ctx.ledger.setState(ref, { state, lastOutcome: state, now: T0 + 2 });
     });
+  const succeeded = settled('succeeded');
+  const rejected = settled('rejected');
   const handedOff = claimedThen(async (ref, name) => {
     await dispatch(ref);
     await ctx.ledger.handOff(ref, packet(name), T0 + 2);
@@ -36,91 +38,63 @@ export function claimTableCases(ctx: Suite): void {
     paramsFingerprint: 'sha256:params-b',
     providerKey: 'rs-revised' as ProviderKey,
   };
-  type Over = (ref: Fenced | null) => Partial<ClaimInput>;
+  /** The claim's fields, or a function of the existing record's fence. */
+  type Over = Partial<ClaimInput> | ((ref: Fenced | null) => Partial<ClaimInput>);
+  /** A revised claim superseding at the record's fence + `delta` (0: the fence the caller checked). */
+  const supersedeAt =
+    (delta: number, over: Partial<ClaimInput> = {}) =>
+    (ref: Fenced | null): Partial<ClaimInput> => ({
+      ...revised,
+      now: T0 + 3,
+      supersede: { fence: ref!.fence + delta, revision: 2 },
+      ...over,
+    });
   const claimTable: ReadonlyArray<readonly [string, Existing, Over, ClaimResult['kind'], boolean?]> = [
-    ['new operation', async () => null, () => ({}), 'claimed', false],
-    ['new operation, dispatch', async () => null, () => ({ dispatch: true }), 'claimed', false],
-    ['live lease', live, () => ({ owner: 'w2', now: T0 + 999 }), 'busy'],
-    ['live lease, own owner', live, () => ({ now: T0 + 500 }), 'busy'],
-    ['expired lease: takeover', live, () => ({ owner: 'w2', now: T0 + 1000 }), 'claimed', true],
+    ['new operation', async () => null, {}, 'claimed', false],
+    ['new operation, dispatch', async () => null, { dispatch: true }, 'claimed', false],
+    ['live lease', live, { owner: 'w2', now: T0 + 999 }, 'busy'],
+    ['live lease, own owner', live, { now: T0 + 500 }, 'busy'],
+    ['expired lease: takeover', live, { owner: 'w2', now: T0 + 1000 }, 'claimed', true],
     [
       'expired lease of a dispatched op, dispatch: takeover, state kept',
       dispatched,
-      () => ({ owner: 'w2', dispatch: true, now: T0 + 5000 }),
+      { owner: 'w2', dispatch: true, now: T0 + 5000 },
       'claimed',
       true,
     ],
-    ['released lease: takeover before expiry', released, () => ({ owner: 'w2', now: T0 + 1 }), 'claimed', true],
-    ['live lease, resume', live, () => ({ owner: 'w2', resume: true, now: T0 + 10 }), 'busy'],
-    [
-      'expired lease, supersede ignored',
-      live,
-      (ref) => ({ ...revised, owner: 'w2', now: T0 + 5000, supersede: { fence: ref!.fence, revision: 2 } }),
-      'claimed',
-      true,
-    ],
-    ['intent conflict', live, () => ({ intentFingerprint: 'sha256:intent-b', now: T0 + 5000 }), 'conflict'],
-    ['operation conflict', live, () => ({ operation: 'sandbox.other', now: T0 + 5000 }), 'conflict'],
+    ['released lease: takeover before expiry', released, { owner: 'w2', now: T0 + 1 }, 'claimed', true],
+    ['live lease, resume', live, { owner: 'w2', resume: true, now: T0 + 10 }, 'busy'],
+    ['expired lease, supersede ignored', live, supersedeAt(0, { owner: 'w2', now: T0 + 5000 }), 'claimed', true],
+    ['intent conflict', live, { intentFingerprint: 'sha256:intent-b', now: T0 + 5000 }, 'conflict'],
+    ['operation conflict', live, { operation: 'sandbox.other', now: T0 + 5000 }, 'conflict'],
     [
       'intent conflict on a terminal op',
-      settled('succeeded'),
-      () => ({ intentFingerprint: 'sha256:intent-b', now: T0 + 5000 }),
+      succeeded,
+      { intentFingerprint: 'sha256:intent-b', now: T0 + 5000 },
       'conflict',
     ],
-    ['succeeded: terminal', settled('succeeded'), () => ({ owner: 'w2', now: T0 + 5000 }), 'terminal'],
-    [
-      'succeeded, resume: terminal',
-      settled('succeeded'),
-      () => ({ owner: 'w2', resume: true, now: T0 + 5000 }),
-      'terminal',
-    ],
-    [
-      'succeeded, supersede at its fence: terminal',
-      settled('succeeded'),
-      (ref) => ({ ...revised, now: T0 + 5000, supersede: { fence: ref!.fence, revision: 2 } }),
-      'terminal',
-    ],
-    ['rejected: terminal', settled('rejected'), () => ({ now: T0 + 5000 }), 'terminal'],
-    ['rejected, resume: terminal', settled('rejected'), () => ({ resume: true, now: T0 + 5000 }), 'terminal'],
-    [
-      'rejected, supersede with a stale fence: terminal',
-      settled('rejected'),
-      (ref) => ({ ...revised, now: T0 + 3, supersede: { fence: ref!.fence + 7, revision: 2 } }),
-      'terminal',
-    ],
-    [
-      'rejected, supersede at its fence',
-      settled('rejected'),
-      (ref) => ({ ...revised, owner: 'w2', now: T0 + 3, supersede: { fence: ref!.fence, revision: 2 } }),
-      'claimed',
-      false,
-    ],
-    ['handed-off: terminal', handedOff, () => ({ now: T0 + 3 }), 'terminal'],
-    ['handed-off, resume', handedOff, () => ({ owner: 'person', resume: true, now: T0 + 3 }), 'claimed', true],
-    [
-      'handed-off, supersede with a stale fence: terminal',
-      handedOff,
-      (ref) => ({ ...revised, now: T0 + 3, supersede: { fence: ref!.fence - 1, revision: 2 } }),
-      'terminal',
-    ],
-    [
-      'handed-off, supersede at its fence',
-      handedOff,
-      (ref) => ({ ...revised, now: T0 + 3, supersede: { fence: ref!.fence, revision: 2 } }),
-      'claimed',
-      false,
-    ],
+    ['succeeded: terminal', succeeded, { owner: 'w2', now: T0 + 5000 }, 'terminal'],
+    ['succeeded, resume: terminal', succeeded, { owner: 'w2', resume: true, now: T0 + 5000 }, 'terminal'],
+    ['succeeded, supersede at its fence: terminal', succeeded, supersedeAt(0, { now: T0 + 5000 }), 'terminal'],
+    ['rejected: terminal', rejected, { now: T0 + 5000 }, 'terminal'],
+    ['rejected, resume: terminal', rejected, { resume: true, now: T0 + 5000 }, 'terminal'],
+    ['rejected, supersede with a stale fence: terminal', rejected, supersedeAt(7), 'terminal'],
+    ['rejected, supersede at its fence', rejected, supersedeAt(0, { owner: 'w2' }), 'claimed', false],
+    ['handed-off: terminal', handedOff, { now: T0 + 3 }, 'terminal'],
+    ['handed-off, resume', handedOff, { owner: 'person', resume: true, now: T0 + 3 }, 'claimed', true],
+    ['handed-off, supersede with a stale fence: terminal', handedOff, supersedeAt(-1), 'terminal'],
+    ['handed-off, supersede at its fence', handedOff, supersedeAt(0), 'claimed', false],
     [
       'handed-off, resume and supersede at its fence: resume wins',
       handedOff,
-      (ref) => ({ ...revised, resume: true, now: T0 + 3, supersede: { fence: ref!.fence, revision: 2 } }),
+      supersedeAt(0, { resume: true }),
       'claimed',
       true,
     ],
     [
       'handed-off, resume and supersede with a stale fence: resume',
       handedOff,
-      (ref) => ({ ...revised, resume: true, now: T0 + 3, supersede: { fence: ref!.fence + 1, revision: 2 } }),
+      supersedeAt(1, { resume: true }),
       'claimed',
       true,
     ],
@@ -130,7 +104,7 @@ export function claimTableCases(ctx: Suite): void {
       const name = `table-${what.replace(/[^a-z]+/gi, '-')}`;
       const ref = await existing(name);
       const before = await ctx.ledger.get(id(name));
-      const input = claimInput(name, over(ref));
+      const input = claimInput(name, typeof over === 'function' ? over(ref) : over);
       const rule = claimTransition(before, input);
       expect(rule.result.kind).toBe(kind); // the table's intent, so the rule itself cannot drift unseen
       if (rule.result.kind === 'claimed') expect(rule.result.takenOver).toBe(takenOver);

@@ -1,10 +1,7 @@
-// The combined writes of the ledger suite (claim with dispatch, receipt with state, supersede).
-
 import {
   type Fenced,
   InvalidStateError,
   LeaseLostError,
-  type Ledger,
   LedgerError,
   type ProviderKey,
   type StatePatch,
@@ -15,6 +12,7 @@ import {
   claimInput,
   expectClaimed,
   id,
+  idsOf,
   packet,
   receipt,
   refused,
@@ -23,227 +21,214 @@ import {
   type TypedError,
 } from './fixtures.js';
 
-async function declaresCombinedWrites(l: Ledger): Promise<void> {
-  expect(l.capabilities).toMatchObject({ claimDispatch: true, receiptWithState: true });
-}
-
-async function claimWithDispatch(l: Ledger): Promise<void> {
-  const r = await l.claim(claimInput('born-dispatched', { dispatch: true, now: T0 + 7 }));
-  expectClaimed(r, false);
-  const want = {
-    state: 'dispatched',
-    fence: 1,
-    attemptCount: 1,
-    firstDispatchedAt: T0 + 7,
-    leaseOwner: 'worker-1',
-    leaseExpiresAt: T0 + 1007,
-    createdAt: T0 + 7,
-    updatedAt: T0 + 7,
-  };
-  expect(r.record).toMatchObject(want);
-  expect(await l.get(id('born-dispatched'))).toMatchObject(want);
-  // It is an ordinary dispatched operation from here on: a second dispatch counts attempt 2, the first time stays.
-  const ref = { businessOperationId: r.record.businessOperationId, fence: r.record.fence };
-  await l.setState(ref, { state: 'unknown', lastOutcome: 'unknown', now: T0 + 8 });
-  expect(await l.markDispatched(ref, T0 + 9)).toMatchObject({
-    state: 'dispatched',
-    attemptCount: 2,
-    firstDispatchedAt: T0 + 7,
-  });
-  // and a dead worker's dispatched operation is a recover candidate once its lease is gone
-  await l.release(ref);
-  expect((await l.recoverCandidates(T0 + 10)).map((x) => x.businessOperationId)).toEqual([id('born-dispatched')]);
-}
-
-async function claimWithDispatchChangesNothingElse(l: Ledger): Promise<void> {
-  const first = await claimed(l, 'dispatch-existing');
-  const busy = await l.claim(claimInput('dispatch-existing', { owner: 'w2', dispatch: true, now: T0 + 10 }));
-  expect(busy.kind).toBe('busy');
-  const conflict = await l.claim(
-    claimInput('dispatch-existing', { intentFingerprint: 'sha256:intent-b', dispatch: true, now: T0 + 5000 }),
-  );
-  expect(conflict.kind).toBe('conflict');
-  expect(await l.get(id('dispatch-existing'))).toMatchObject({
-    state: 'claimed',
-    fence: 1,
-    attemptCount: 0,
-    firstDispatchedAt: null,
-  });
-  // An expired claim taken over with dispatch: the state stays as it was (the taker decides from it).
-  const taken = await l.claim(claimInput('dispatch-existing', { owner: 'w2', dispatch: true, now: T0 + 5000 }));
-  expectClaimed(taken, true);
-  expect(taken.record).toMatchObject({
-    state: 'claimed',
-    fence: 2,
-    attemptCount: 0,
-    firstDispatchedAt: null,
-    leaseOwner: 'w2',
-  });
-  await refused(l.markDispatched(first.ref, T0 + 5001), LeaseLostError);
-  const ref = { businessOperationId: taken.record.businessOperationId, fence: taken.record.fence };
-  await l.setState(ref, { state: 'succeeded', now: T0 + 5002 });
-  const terminal = await l.claim(claimInput('dispatch-existing', { owner: 'w3', dispatch: true, now: T0 + 5003 }));
-  expect(terminal.kind).toBe('terminal');
-  expect(await l.get(id('dispatch-existing'))).toMatchObject({
-    state: 'succeeded',
-    fence: 2,
-    attemptCount: 0,
-  });
-}
-
-async function stateWithReceipt(l: Ledger): Promise<void> {
-  const c = await l.claim(claimInput('state-receipt', { dispatch: true }));
-  if (c.kind !== 'claimed') throw new Error(c.kind);
-  const ref = { businessOperationId: c.record.businessOperationId, fence: c.record.fence };
-  const r1 = receipt('state-receipt', 1, null);
-  const u = await l.setState(ref, { state: 'unknown', lastOutcome: 'unknown', now: T0 + 1, receipt: r1 });
-  expect(u).toMatchObject({ state: 'unknown', lastOutcome: 'unknown', updatedAt: T0 + 1 });
-  expect(u).not.toHaveProperty('receipt');
-  const r2 = receipt('state-receipt', 2, r1.hash);
-  const done = await l.setState(ref, {
-    state: 'succeeded',
-    result: { id: 'rec_2' },
-    providerRef: 'rec_2',
-    lastOutcome: 'succeeded',
-    now: T0 + 2,
-    receipt: r2,
-  });
-  expect(done).toMatchObject({ state: 'succeeded', providerRef: 'rec_2', leaseOwner: null, leaseExpiresAt: null });
-  expect(await l.get(id('state-receipt'))).toMatchObject({ state: 'succeeded', result: { id: 'rec_2' } });
-  expect(await l.receipts(id('state-receipt'))).toEqual([r1, r2]);
-}
-
-async function stateWithReceiptAtomic(l: Ledger): Promise<void> {
-  const first = await claimed(l, 'atomic');
-  await l.markDispatched(first.ref, T0 + 1);
-  const second = await claimed(l, 'atomic', { owner: 'worker-2', now: T0 + 1000 });
-  const before = await l.get(id('atomic'));
-  const done = { state: 'succeeded', result: { id: 'x' } } as const;
-  const writes: [Fenced, StatePatch, TypedError][] = [
-    [first.ref, { ...done, now: T0 + 1001, receipt: receipt('atomic', 1, null) }, LeaseLostError], // stale fence
-    [second.ref, { ...done, now: T0 + 1002, receipt: receipt('atomic', 2, null) }, LedgerError], // wrong seq
-    [second.ref, { state: 'unknown', now: T0 + 1003, receipt: receipt('other', 1, null) }, LedgerError], // another op's
-  ];
-  for (const [ref, patch, error] of writes) await refused(l.setState(ref, patch), error);
-  expect(await l.get(id('atomic'))).toEqual(before);
-  expect(await l.receipts(id('atomic'))).toEqual([]);
-  // a state the operation may not leave: the receipt is not written either
-  const r1 = receipt('atomic', 1, null);
-  await l.setState(second.ref, { state: 'succeeded', now: T0 + 1004, receipt: r1 });
-  await refused(
-    l.setState(second.ref, { state: 'unknown', now: T0 + 1005, receipt: receipt('atomic', 2, r1.hash) }),
-    InvalidStateError,
-  );
-  expect(await l.receipts(id('atomic'))).toEqual([r1]);
-  expect(await l.get(id('atomic'))).toMatchObject({ state: 'succeeded', updatedAt: T0 + 1004 });
-}
-
-async function handOffWithReceipt(l: Ledger): Promise<void> {
-  const first = await claimed(l, 'handoff-receipt');
-  await l.markDispatched(first.ref, T0 + 1);
-  const r1 = receipt('handoff-receipt', 1, null);
-  await l.appendReceipt(first.ref, r1);
-  const r2 = receipt('handoff-receipt', 2, r1.hash);
-  // wrong seq, then a stale fence: nothing written
-  await refused(
-    l.handOff(first.ref, packet('handoff-receipt'), T0 + 2, receipt('handoff-receipt', 3, r1.hash)),
-    LedgerError,
-  );
-  const second = await claimed(l, 'handoff-receipt', { owner: 'worker-2', now: T0 + 1000 });
-  await refused(l.handOff(first.ref, packet('handoff-receipt'), T0 + 1001, r2), LeaseLostError);
-  expect(await l.get(id('handoff-receipt'))).toMatchObject({ state: 'dispatched', handoff: null, fence: 2 });
-  expect(await l.receipts(id('handoff-receipt'))).toEqual([r1]);
-  const h = await l.handOff(second.ref, packet('handoff-receipt'), T0 + 1002, r2);
-  expect(h).toMatchObject({ state: 'handed-off', leaseOwner: null, lastOutcome: 'unknown', updatedAt: T0 + 1002 });
-  expect(h.handoff?.reason).toBe('unknown-no-safe-resend');
-  expect(await l.receipts(id('handoff-receipt'))).toEqual([r1, r2]);
-  // already handed off: refused, and the receipt with it
-  await refused(
-    l.handOff(second.ref, packet('handoff-receipt'), T0 + 1003, receipt('handoff-receipt', 3, r2.hash)),
-    InvalidStateError,
-  );
-  expect(await l.receipts(id('handoff-receipt'))).toEqual([r1, r2]);
-}
-
-async function supersede(l: Ledger): Promise<void> {
-  const { ref } = await claimed(l, 'supersede');
-  await l.markDispatched(ref, T0 + 1);
-  await l.setState(ref, { state: 'rejected', lastOutcome: 'rejected', now: T0 + 2 });
-  const next = {
-    params: { ref: 'supersede', fixed: true },
-    paramsFingerprint: 'sha256:params-b',
-    providerKey: 'rs-supersede-r2' as ProviderKey,
-  };
-  // a stale fence (someone changed it since the check) answers as without supersede: nothing written
-  const stale = await l.claim(
-    claimInput('supersede', { ...next, now: T0 + 3, supersede: { fence: ref.fence + 7, revision: 2 } }),
-  );
-  expect(stale.kind).toBe('terminal');
-  expect((await l.get(id('supersede')))?.paramsFingerprint).toBe('sha256:params-a');
-  const s = await l.claim(
-    claimInput('supersede', { ...next, owner: 'w2', now: T0 + 3, supersede: { fence: ref.fence, revision: 2 } }),
-  );
-  expectClaimed(s);
-  expect(s.record).toMatchObject({
-    state: 'claimed',
-    fence: ref.fence + 1,
-    attemptCount: 0,
-    firstDispatchedAt: null,
-    lastOutcome: null,
-    handoff: null,
-    ...next,
-    leaseOwner: 'w2',
-  });
-  expect(s.record.resolution).toMatchObject({ action: 'supersede', revision: 2, at: T0 + 3 });
-  expect(await l.get(id('supersede'))).toEqual(s.record);
-  await refused(l.markDispatched(ref, T0 + 4), LeaseLostError);
-  // never on a live or succeeded operation
-  const live = await claimed(l, 'supersede-live');
-  expect(
-    (
-      await l.claim(
-        claimInput('supersede-live', { ...next, owner: 'w2', supersede: { fence: live.ref.fence, revision: 2 } }),
-      )
-    ).kind,
-  ).toBe('busy');
-  await l.setState(live.ref, { state: 'succeeded', now: T0 + 1 });
-  expect(
-    (
-      await l.claim(
-        claimInput('supersede-live', {
-          ...next,
-          owner: 'w2',
-          now: T0 + 2,
-          supersede: { fence: live.ref.fence, revision: 2 },
-        }),
-      )
-    ).kind,
-  ).toBe('terminal');
-}
-
-/** The combined writes of a two-write clean run, and supersede. */
-const CASES: readonly (readonly [string, (l: Ledger) => Promise<void>])[] = [
-  ['declares the combined writes the runner uses for a two-write clean run', declaresCombinedWrites],
-  [
-    'claim with dispatch creates a new operation already dispatched (attempt 1, firstDispatchedAt = now), durably, in one write',
-    claimWithDispatch,
-  ],
-  [
-    'claim with dispatch changes nothing else: busy, conflict, terminal and takeovers behave as without it',
-    claimWithDispatchChangesNothingElse,
-  ],
-  ['setState with a receipt writes the state and the receipt together', stateWithReceipt],
-  [
-    'setState with a receipt writes neither when the fence is stale, the receipt is not the next seq, or the state may not change',
-    stateWithReceiptAtomic,
-  ],
-  ['handOff with a receipt writes the handoff and the receipt together, or neither', handOffWithReceipt],
-  [
-    'supersede re-opens a rejected or handed-off operation as a new revision (params, key, no attempts), only at the fence the caller checked',
-    supersede,
-  ],
-];
-
+/** The combined writes of a two-write clean run (claim with dispatch, a state or handoff with its receipt), and supersede. */
 export function combinedWriteCases(ctx: Suite): void {
-  for (const [title, run] of CASES) it(title, () => run(ctx.ledger));
+  claimDispatchCases(ctx);
+  receiptCases(ctx);
+}
+
+function claimDispatchCases(ctx: Suite): void {
+  it('declares the combined writes the runner uses for a two-write clean run', () => {
+    expect(ctx.ledger.capabilities).toMatchObject({ claimDispatch: true, receiptWithState: true });
+  });
+
+  it('claim with dispatch creates a new operation already dispatched (attempt 1, firstDispatchedAt = now), durably, in one write', async () => {
+    const l = ctx.ledger;
+    const r = await l.claim(claimInput('born-dispatched', { dispatch: true, now: T0 + 7 }));
+    expectClaimed(r, false);
+    const want = {
+      state: 'dispatched',
+      fence: 1,
+      attemptCount: 1,
+      firstDispatchedAt: T0 + 7,
+      leaseOwner: 'worker-1',
+      leaseExpiresAt: T0 + 1007,
+      createdAt: T0 + 7,
+      updatedAt: T0 + 7,
+    };
+    expect(r.record).toMatchObject(want);
+    expect(await l.get(id('born-dispatched'))).toMatchObject(want);
+    // It is an ordinary dispatched operation from here on: a second dispatch counts attempt 2, the first time stays.
+    const ref = { businessOperationId: r.record.businessOperationId, fence: r.record.fence };
+    await l.setState(ref, { state: 'unknown', lastOutcome: 'unknown', now: T0 + 8 });
+    expect(await l.markDispatched(ref, T0 + 9)).toMatchObject({
+      state: 'dispatched',
+      attemptCount: 2,
+      firstDispatchedAt: T0 + 7,
+    });
+    // and a dead worker's dispatched operation is a recover candidate once its lease is gone
+    await l.release(ref);
+    expect(await idsOf(l.recoverCandidates(T0 + 10))).toEqual([id('born-dispatched')]);
+  });
+
+  it('claim with dispatch changes nothing else: busy, conflict, terminal and takeovers behave as without it', async () => {
+    const l = ctx.ledger;
+    const first = await claimed(l, 'dispatch-existing');
+    const busy = await l.claim(claimInput('dispatch-existing', { owner: 'w2', dispatch: true, now: T0 + 10 }));
+    expect(busy.kind).toBe('busy');
+    const conflict = await l.claim(
+      claimInput('dispatch-existing', { intentFingerprint: 'sha256:intent-b', dispatch: true, now: T0 + 5000 }),
+    );
+    expect(conflict.kind).toBe('conflict');
+    expect(await l.get(id('dispatch-existing'))).toMatchObject({
+      state: 'claimed',
+      fence: 1,
+      attemptCount: 0,
+      firstDispatchedAt: null,
+    });
+    // An expired claim taken over with dispatch: the state stays as it was (the taker decides from it).
+    const taken = await l.claim(claimInput('dispatch-existing', { owner: 'w2', dispatch: true, now: T0 + 5000 }));
+    expectClaimed(taken, true);
+    expect(taken.record).toMatchObject({
+      state: 'claimed',
+      fence: 2,
+      attemptCount: 0,
+      firstDispatchedAt: null,
+      leaseOwner: 'w2',
+    });
+    await refused(l.markDispatched(first.ref, T0 + 5001), LeaseLostError);
+    const ref = { businessOperationId: taken.record.businessOperationId, fence: taken.record.fence };
+    await l.setState(ref, { state: 'succeeded', now: T0 + 5002 });
+    const terminal = await l.claim(claimInput('dispatch-existing', { owner: 'w3', dispatch: true, now: T0 + 5003 }));
+    expect(terminal.kind).toBe('terminal');
+    expect(await l.get(id('dispatch-existing'))).toMatchObject({
+      state: 'succeeded',
+      fence: 2,
+      attemptCount: 0,
+    });
+  });
+}
+
+function receiptCases(ctx: Suite): void {
+  it('setState with a receipt writes the state and the receipt together', async () => {
+    const l = ctx.ledger;
+    const { ref } = await claimed(l, 'state-receipt', { dispatch: true });
+    const r1 = receipt('state-receipt', 1, null);
+    const u = await l.setState(ref, { state: 'unknown', lastOutcome: 'unknown', now: T0 + 1, receipt: r1 });
+    expect(u).toMatchObject({ state: 'unknown', lastOutcome: 'unknown', updatedAt: T0 + 1 });
+    expect(u).not.toHaveProperty('receipt');
+    const r2 = receipt('state-receipt', 2, r1.hash);
+    const done = await l.setState(ref, {
+      state: 'succeeded',
+      result: { id: 'rec_2' },
+      providerRef: 'rec_2',
+      lastOutcome: 'succeeded',
+      now: T0 + 2,
+      receipt: r2,
+    });
+    expect(done).toMatchObject({ state: 'succeeded', providerRef: 'rec_2', leaseOwner: null, leaseExpiresAt: null });
+    expect(await l.get(id('state-receipt'))).toMatchObject({ state: 'succeeded', result: { id: 'rec_2' } });
+    expect(await l.receipts(id('state-receipt'))).toEqual([r1, r2]);
+  });
+
+  it('setState with a receipt writes neither when the fence is stale, the receipt is not the next seq, or the state may not change', async () => {
+    const l = ctx.ledger;
+    const first = await claimed(l, 'atomic');
+    await l.markDispatched(first.ref, T0 + 1);
+    const second = await claimed(l, 'atomic', { owner: 'worker-2', now: T0 + 1000 });
+    const before = await l.get(id('atomic'));
+    const done = { state: 'succeeded', result: { id: 'x' } } as const;
+    const writes: [Fenced, StatePatch, TypedError][] = [
+      [first.ref, { ...done, now: T0 + 1001, receipt: receipt('atomic', 1, null) }, LeaseLostError], // stale fence
+      [second.ref, { ...done, now: T0 + 1002, receipt: receipt('atomic', 2, null) }, LedgerError], // wrong seq
+      [second.ref, { state: 'unknown', now: T0 + 1003, receipt: receipt('other', 1, null) }, LedgerError], // another op's
+    ];
+    for (const [ref, patch, error] of writes) await refused(l.setState(ref, patch), error);
+    expect(await l.get(id('atomic'))).toEqual(before);
+    expect(await l.receipts(id('atomic'))).toEqual([]);
+    // a state the operation may not leave: the receipt is not written either
+    const r1 = receipt('atomic', 1, null);
+    await l.setState(second.ref, { state: 'succeeded', now: T0 + 1004, receipt: r1 });
+    await refused(
+      l.setState(second.ref, { state: 'unknown', now: T0 + 1005, receipt: receipt('atomic', 2, r1.hash) }),
+      InvalidStateError,
+    );
+    expect(await l.receipts(id('atomic'))).toEqual([r1]);
+    expect(await l.get(id('atomic'))).toMatchObject({ state: 'succeeded', updatedAt: T0 + 1004 });
+  });
+
+  it('handOff with a receipt writes the handoff and the receipt together, or neither', async () => {
+    const l = ctx.ledger;
+    const first = await claimed(l, 'handoff-receipt');
+    await l.markDispatched(first.ref, T0 + 1);
+    const r1 = receipt('handoff-receipt', 1, null);
+    await l.appendReceipt(first.ref, r1);
+    const r2 = receipt('handoff-receipt', 2, r1.hash);
+    // wrong seq, then a stale fence: nothing written
+    await refused(
+      l.handOff(first.ref, packet('handoff-receipt'), T0 + 2, receipt('handoff-receipt', 3, r1.hash)),
+      LedgerError,
+    );
+    const second = await claimed(l, 'handoff-receipt', { owner: 'worker-2', now: T0 + 1000 });
+    await refused(l.handOff(first.ref, packet('handoff-receipt'), T0 + 1001, r2), LeaseLostError);
+    expect(await l.get(id('handoff-receipt'))).toMatchObject({ state: 'dispatched', handoff: null, fence: 2 });
+    expect(await l.receipts(id('handoff-receipt'))).toEqual([r1]);
+    const h = await l.handOff(second.ref, packet('handoff-receipt'), T0 + 1002, r2);
+    expect(h).toMatchObject({ state: 'handed-off', leaseOwner: null, lastOutcome: 'unknown', updatedAt: T0 + 1002 });
+    expect(h.handoff?.reason).toBe('unknown-no-safe-resend');
+    expect(await l.receipts(id('handoff-receipt'))).toEqual([r1, r2]);
+    // already handed off: refused, and the receipt with it
+    await refused(
+      l.handOff(second.ref, packet('handoff-receipt'), T0 + 1003, receipt('handoff-receipt', 3, r2.hash)),
+      InvalidStateError,
+    );
+    expect(await l.receipts(id('handoff-receipt'))).toEqual([r1, r2]);
+  });
+
+  it('supersede re-opens a rejected or handed-off operation as a new revision (params, key, no attempts), only at the fence the caller checked', async () => {
+    const l = ctx.ledger;
+    const { ref } = await claimed(l, 'supersede');
+    await l.markDispatched(ref, T0 + 1);
+    await l.setState(ref, { state: 'rejected', lastOutcome: 'rejected', now: T0 + 2 });
+    const next = {
+      params: { ref: 'supersede', fixed: true },
+      paramsFingerprint: 'sha256:params-b',
+      providerKey: 'rs-supersede-r2' as ProviderKey,
+    };
+    // a stale fence (someone changed it since the check) answers as without supersede: nothing written
+    const stale = await l.claim(
+      claimInput('supersede', { ...next, now: T0 + 3, supersede: { fence: ref.fence + 7, revision: 2 } }),
+    );
+    expect(stale.kind).toBe('terminal');
+    expect((await l.get(id('supersede')))?.paramsFingerprint).toBe('sha256:params-a');
+    const s = await l.claim(
+      claimInput('supersede', { ...next, owner: 'w2', now: T0 + 3, supersede: { fence: ref.fence, revision: 2 } }),
+    );
+    expectClaimed(s);
+    expect(s.record).toMatchObject({
+      state: 'claimed',
+      fence: ref.fence + 1,
+      attemptCount: 0,
+      firstDispatchedAt: null,
+      lastOutcome: null,
+      handoff: null,
+      ...next,
+      leaseOwner: 'w2',
+    });
+    expect(s.record.resolution).toMatchObject({ action: 'supersede', revision: 2, at: T0 + 3 });
+    expect(await l.get(id('supersede'))).toEqual(s.record);
+    await refused(l.markDispatched(ref, T0 + 4), LeaseLostError);
+    // never on a live or succeeded operation
+    const live = await claimed(l, 'supersede-live');
+    expect(
+      (
+        await l.claim(
+          claimInput('supersede-live', { ...next, owner: 'w2', supersede: { fence: live.ref.fence, revision: 2 } }),
+        )
+      ).kind,
+    ).toBe('busy');
+    await l.setState(live.ref, { state: 'succeeded', now: T0 + 1 });
+    expect(
+      (
+        await l.claim(
+          claimInput('supersede-live', {
+            ...next,
+            owner: 'w2',
+            now: T0 + 2,
+            supersede: { fence: live.ref.fence, revision: 2 },
+          }),
+        )
+      ).kind,
+    ).toBe('terminal');
+  });
 }

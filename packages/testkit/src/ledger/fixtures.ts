@@ -93,15 +93,15 @@ export function expectClaimed(
   r: ClaimResult,
   takenOver?: boolean,
 ): asserts r is Extract<ClaimResult, { kind: 'claimed' }> {
-  expect(r.kind).toBe('claimed');
-  if (r.kind !== 'claimed') throw new Error(`expected claimed, got ${r.kind}`);
-  if (takenOver !== undefined) expect(r.takenOver).toBe(takenOver);
+  expect(r).toMatchObject({ kind: 'claimed', ...(takenOver === undefined ? {} : { takenOver }) });
 }
 
 /** The ledger under test, fresh for each test. */
-export interface Suite {
-  ledger: Ledger;
-}
+export type Suite = { ledger: Ledger };
+
+/** The ids of the records a listing answered, in its order. */
+export const idsOf = async (records: Promise<readonly { businessOperationId: string }[]>) =>
+  (await records).map((r) => r.businessOperationId);
 
 export type TypedError = { isInstance(e: unknown): boolean };
 

@@ -1,14 +1,13 @@
-import { type ClaimInput, InvalidStateError, LeaseLostError, type Ledger, LedgerError } from '@retrysafe/contract';
+import { InvalidStateError, LeaseLostError, type Ledger, LedgerError } from '@retrysafe/contract';
 import { verifyReceiptChain } from '@retrysafe/core';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { claimTableCases } from './claim-table.js';
 import { combinedWriteCases } from './combined-write-cases.js';
-import { claimed, claimInput, expectClaimed, id, packet, receipt, refused, type Suite, T0 } from './fixtures.js';
+import { claimed, claimInput, expectClaimed, id, idsOf, packet, receipt, refused, type Suite, T0 } from './fixtures.js';
 
 /** Claim inputs and handoff packets for a ledger's own tests, of the suite's shape. */
 export { claimOf, packetOf } from './fixtures.js';
 
-/** The ledger conformance suite (vitest): every Ledger implementation runs it, unchanged. */
 export interface LedgerSuiteOptions {
   /** Shown in the describe block, e.g. `sqlite`. */
   readonly name: string;
@@ -206,7 +205,7 @@ function writeCases(ctx: Suite): void {
     const done = await claimed(ctx.ledger, 'finished');
     await ctx.ledger.setState(done.ref, { state: 'succeeded', now: T0 + 2 });
     await ctx.ledger.renewLease(live.ref, 10_000, T0 + 2);
-    const ids = (await ctx.ledger.recoverCandidates(T0 + 5000)).map((r) => r.businessOperationId).sort();
+    const ids = (await idsOf(ctx.ledger.recoverCandidates(T0 + 5000))).sort();
     expect(ids).toEqual([id('expired'), id('released')].sort());
     expect(await ctx.ledger.recoverCandidates(T0 + 5000, 1)).toHaveLength(1);
   });
@@ -216,17 +215,12 @@ function writeCases(ctx: Suite): void {
     const b = await claimed(ctx.ledger, 'l2', { now: T0 + 1 });
     await ctx.ledger.setState(b.ref, { state: 'succeeded', now: T0 + 2 });
     await claimed(ctx.ledger, 'l3', { operation: 'sandbox.other', now: T0 + 2 });
-    expect((await ctx.ledger.list()).map((r) => r.businessOperationId)).toEqual([id('l1'), id('l2'), id('l3')]);
-    expect((await ctx.ledger.list({ states: ['succeeded'] })).map((r) => r.businessOperationId)).toEqual([id('l2')]);
-    expect((await ctx.ledger.list({ operation: 'sandbox.other' })).map((r) => r.businessOperationId)).toEqual([
-      id('l3'),
-    ]);
+    expect(await idsOf(ctx.ledger.list())).toEqual([id('l1'), id('l2'), id('l3')]);
+    expect(await idsOf(ctx.ledger.list({ states: ['succeeded'] }))).toEqual([id('l2')]);
+    expect(await idsOf(ctx.ledger.list({ operation: 'sandbox.other' }))).toEqual([id('l3')]);
     expect(await ctx.ledger.list({ provider: 'nobody' })).toEqual([]);
     expect(await ctx.ledger.list({ limit: 2 })).toHaveLength(2);
-    expect((await ctx.ledger.list({ newestFirst: true, limit: 2 })).map((r) => r.businessOperationId)).toEqual([
-      id('l3'),
-      id('l2'),
-    ]);
+    expect(await idsOf(ctx.ledger.list({ newestFirst: true, limit: 2 }))).toEqual([id('l3'), id('l2')]);
     expect(await ctx.ledger.get(id('absent'))).toBeNull();
   });
 }
@@ -239,18 +233,12 @@ function chainAndPruneCases(ctx: Suite): void {
     const r1 = receipt('anchor', 1, null);
     await ctx.ledger.appendReceipt(ref, r1);
     expect((await ctx.ledger.get(id('anchor')))!.receiptChain).toEqual({ head: r1.hash, length: 1 });
+    // Every ledger declares receiptWithState (the combined-write cases assert it).
     const r2 = receipt('anchor', 2, r1.hash);
-    const s = await ctx.ledger.setState(ref, {
-      state: 'unknown',
-      now: T0 + 1,
-      ...(ctx.ledger.capabilities?.receiptWithState ? { receipt: r2 } : {}),
-    });
-    if (!ctx.ledger.capabilities?.receiptWithState) await ctx.ledger.appendReceipt(ref, r2);
-    else expect(s.receiptChain).toEqual({ head: r2.hash, length: 2 });
+    const s = await ctx.ledger.setState(ref, { state: 'unknown', now: T0 + 1, receipt: r2 });
+    expect(s.receiptChain).toEqual({ head: r2.hash, length: 2 });
     const r3 = receipt('anchor', 3, r2.hash);
-    await (ctx.ledger.capabilities?.receiptWithState
-      ? ctx.ledger.handOff(ref, packet('anchor'), T0 + 2, r3)
-      : ctx.ledger.appendReceipt(ref, r3).then(() => ctx.ledger.handOff(ref, packet('anchor'), T0 + 2)));
+    await ctx.ledger.handOff(ref, packet('anchor'), T0 + 2, r3);
     const row = (await ctx.ledger.get(id('anchor')))!;
     expect(row.receiptChain).toEqual({ head: r3.hash, length: 3 });
     // A refused receipt moves nothing.
@@ -274,10 +262,8 @@ function chainAndPruneCases(ctx: Suite): void {
   it('prune (retention, optional): deletes closed operations older than the cutoff with their receipts, never open or handed-off ones', async () => {
     if (typeof ctx.ledger.prune !== 'function') return; // optional: a ledger without retention keeps everything
     const done = async (name: string, state: 'succeeded' | 'rejected', at: number) => {
-      const { ref } = await claimed(ctx.ledger, name, { dispatch: true } as Partial<ClaimInput>);
-      const r1 = receipt(name, 1, null);
-      if (ctx.ledger.capabilities?.receiptWithState) await ctx.ledger.setState(ref, { state, now: at, receipt: r1 });
-      else await ctx.ledger.appendReceipt(ref, r1), await ctx.ledger.setState(ref, { state, now: at });
+      const { ref } = await claimed(ctx.ledger, name, { dispatch: true });
+      await ctx.ledger.setState(ref, { state, now: at, receipt: receipt(name, 1, null) });
     };
     await done('p-ok', 'succeeded', T0 + 10);
     await done('p-rej', 'rejected', T0 + 11);
@@ -323,10 +309,10 @@ function chainAndPruneCases(ctx: Suite): void {
     for (const name of ['p-new', 'p-handed', 'p-open', 'p-dispatched'])
       expect(await ctx.ledger.get(id(name))).not.toBeNull();
     expect((await ctx.ledger.receipts(id('p-new'))).length).toBe(1);
-    expect((await ctx.ledger.list()).map((r) => r.businessOperationId).sort()).toEqual(
+    expect((await idsOf(ctx.ledger.list())).sort()).toEqual(
       ['p-dispatched', 'p-handed', 'p-new', 'p-open'].map(id).sort(),
     );
-    expect((await ctx.ledger.recoverCandidates(T0 + 10_000)).map((r) => r.businessOperationId).sort()).toEqual(
+    expect((await idsOf(ctx.ledger.recoverCandidates(T0 + 10_000))).sort()).toEqual(
       [id('p-dispatched'), id('p-open')].sort(),
     );
     expect(await ctx.ledger.prune({ before })).toEqual({ pruned: 0, byState: {}, dryRun: false });
@@ -339,10 +325,7 @@ function chainAndPruneCases(ctx: Suite): void {
   });
 }
 
-/**
- * The shared ledger suite (vitest): every Ledger implementation must pass it unchanged.
- * Usage: `ledgerSuite({ name: 'postgres', create: () => createPostgresLedger(...) })`.
- */
+/** The ledger conformance suite (vitest): every Ledger implementation must pass it unchanged. */
 export function ledgerSuite(options: LedgerSuiteOptions): void {
   describe(`ledger suite: ${options.name}`, () => {
     const ctx = {} as Suite;
