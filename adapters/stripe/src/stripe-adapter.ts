@@ -201,13 +201,7 @@ async function resendWithKey(rt: Runtime, op: StripeOperation & FrameOperation, 
   // The key now holds a 5xx and will replay it: only the metadata lookup can tell whether the object exists.
   if (o.kind === 'unknown' && o.cause === 'server-error')
     return findByMetadata(rt, op, ctx, `the key replays a stored ${o.status ?? '5xx'}`, true);
-  if (o.kind === 'not-applied')
-    return {
-      kind: 'cannot-tell',
-      reason: `re-send with the same key was not processed: ${o.message}`,
-      ...refsOf(o),
-    } as const;
-  return lookupFromOutcome(o, 're-send with the same key');
+  return lookupFromOutcome(o, `re-send with the same key${o.kind === 'not-applied' ? ' was not processed' : ''}`);
 }
 
 async function lookup(rt: Runtime, op: StripeOperation & FrameOperation, ctx: LookupContext): Promise<LookupResult> {
