@@ -59,24 +59,25 @@ const DEFAULT_TIMEOUT_MS = 30_000;
 const MAX_TIMEOUT_MS = 600_000;
 const PROPERTY_NAME = /^[a-z][a-z0-9_]*$/;
 
-const DESCRIPTIONS: Record<HubSpotOperationName, string> = {
-  'contacts.update': 'Set property values on a HubSpot contact (PATCH; sending it twice sets the same values).',
-  'objects.upsert':
-    'Create or update one CRM record, keyed by a unique property that holds the business-operation id (batch upsert).',
-  'tickets.create':
-    'Create a HubSpot ticket once: the business-operation id goes into a unique-value property, so a re-send is refused and the existing ticket adopted.',
-};
-
-const SENSITIVE: Record<HubSpotOperationName, readonly string[]> = {
-  'contacts.update': ['properties'],
-  'objects.upsert': [],
-  'tickets.create': ['properties.content'],
-};
-
-const EXECUTE = {
-  'contacts.update': executeContactsUpdate,
-  'objects.upsert': executeObjectsUpsert,
-  'tickets.create': executeTicketsCreate,
+/** What each operation adds to its card: its description, its sensitive params and how one attempt is made. */
+const OPERATIONS = {
+  'contacts.update': {
+    description: 'Set property values on a HubSpot contact (PATCH; sending it twice sets the same values).',
+    sensitiveFields: ['properties'],
+    execute: executeContactsUpdate,
+  },
+  'objects.upsert': {
+    description:
+      'Create or update one CRM record, keyed by a unique property that holds the business-operation id (batch upsert).',
+    sensitiveFields: [],
+    execute: executeObjectsUpsert,
+  },
+  'tickets.create': {
+    description:
+      'Create a HubSpot ticket once: the business-operation id goes into a unique-value property, so a re-send is refused and the existing ticket adopted.',
+    sensitiveFields: ['properties.content'],
+    execute: executeTicketsCreate,
+  },
 } as const;
 
 function configError(message: string): never {
@@ -117,46 +118,31 @@ function checkOptions(options: HubSpotAdapterOptions) {
  */
 export function createHubSpotAdapter(options: HubSpotAdapterOptions): HubSpotAdapter {
   const o = checkOptions(options);
-  const cards = hubSpotCardsFor({
-    idProperty: o.idProperty,
-    searchSettleMs: o.searchSettleMs,
-    lateApplyMs: o.lateApplyMs,
-  });
-  const runtime: Runtime = {
-    idProperty: o.idProperty,
-    searchSettleMs: o.searchSettleMs,
-    settings: (signal?: AbortSignal): CallSettings => ({
-      baseUrl: o.baseUrl,
-      accessToken: o.accessToken,
-      timeoutMs: o.timeoutMs,
-      signal,
-    }),
-  };
+  const cards = hubSpotCardsFor(o);
+  const runtime: Runtime = { ...o, settings: (signal?: AbortSignal): CallSettings => ({ ...o, signal }) };
 
-  const spec = (name: HubSpotOperationName): FrameOperation => ({
-    name,
-    description: DESCRIPTIONS[name],
-    card: cards[name],
-    intentFields: cards[name].businessOperationId.intentFields,
-    sensitiveFields: SENSITIVE[name],
-    paramsSchema: PARAMS_SCHEMAS[name],
-    keyRule: name === 'contacts.update' ? null : KEY_RULE,
-    // The id property depends on an option: its rule is the adapter's own check (run where the schema is).
-    checkParams: (params: unknown) => {
-      const problem = reservedPropertyProblem(name, params, o.idProperty);
-      return problem ? [{ path: `properties.${o.idProperty}`, message: problem }] : [];
-    },
-  });
+  const operations: Record<string, FrameOperation> = {};
+  for (const name of Object.keys(OPERATIONS) as HubSpotOperationName[])
+    operations[name] = {
+      name,
+      description: OPERATIONS[name].description,
+      card: cards[name],
+      intentFields: cards[name].businessOperationId.intentFields,
+      sensitiveFields: OPERATIONS[name].sensitiveFields,
+      paramsSchema: PARAMS_SCHEMAS[name],
+      keyRule: name === 'contacts.update' ? null : KEY_RULE,
+      // The id property depends on an option: its rule is the adapter's own check (run where the schema is).
+      checkParams: (params: unknown) => {
+        const problem = reservedPropertyProblem(name, params, o.idProperty);
+        return problem ? [{ path: `properties.${o.idProperty}`, message: problem }] : [];
+      },
+    };
 
   return defineAdapter({
     provider: PROVIDER,
-    operations: {
-      'contacts.update': spec('contacts.update'),
-      'objects.upsert': spec('objects.upsert'),
-      'tickets.create': spec('tickets.create'),
-    },
+    operations,
 
-    execute: (op, params, ctx) => EXECUTE[op.name as HubSpotOperationName](runtime, params as never, ctx),
+    execute: (op, params, ctx) => OPERATIONS[op.name as HubSpotOperationName].execute(runtime, params as never, ctx),
 
     async lookup(op, ctx) {
       const name = op.name as HubSpotOperationName;

@@ -1,4 +1,4 @@
-import type { LookupResult, Outcome, ProviderRefs } from '@retrysafe/contract';
+import type { LookupResult, Outcome, ProviderRefs, UnknownCause } from '@retrysafe/contract';
 import { errorCodes, NEVER_SENT_CODES, parseRetryAfter } from '@retrysafe/contract/provider';
 import { NotSentError, type WireRecord } from './hubspot-http.js';
 
@@ -122,6 +122,12 @@ const RESET = new Set(['ECONNRESET', 'EPIPE', 'UND_ERR_SOCKET', 'UND_ERR_CLOSED'
 export function outcomeFromNetworkError(err: unknown, wire: WireRecord): Outcome {
   const name = err instanceof Error ? err.name : '';
   const code = errorCodes(err)[0];
+  const unknown = (cause: UnknownCause, message: string, code?: string): Outcome => ({
+    kind: 'unknown',
+    cause,
+    message,
+    ...(code ? { code } : {}),
+  });
   if (err instanceof NotSentError)
     return { kind: 'not-applied', message: clip(err.message), code: 'ABORTED_BEFORE_SEND' };
   if (!wire.started) {
@@ -133,42 +139,22 @@ export function outcomeFromNetworkError(err: unknown, wire: WireRecord): Outcome
       message: clip(`the SDK could not build the request: ${err instanceof Error ? err.message : String(err)}`),
     };
   }
-  if (name === 'TimeoutError')
-    return { kind: 'unknown', cause: 'timeout', message: 'no answer from HubSpot within the timeout', code: 'TIMEOUT' };
+  if (name === 'TimeoutError') return unknown('timeout', 'no answer from HubSpot within the timeout', 'TIMEOUT');
   if (code && NEVER_SENT_CODES.has(code))
     return { kind: 'not-applied', message: `connection not established (${code})`, code };
-  if (name === 'AbortError')
-    return {
-      kind: 'unknown',
-      cause: 'other',
-      message: 'aborted by the caller after the request was sent',
-      code: 'ABORTED',
-    };
+  if (name === 'AbortError') return unknown('other', 'aborted by the caller after the request was sent', 'ABORTED');
   if (code && RESET.has(code))
-    return {
-      kind: 'unknown',
-      cause: 'connection-reset',
-      message: `connection closed before the answer (${code})`,
-      code,
-    };
-  return {
-    kind: 'unknown',
-    cause: 'other',
-    message: clip(err instanceof Error ? `${err.message}${code ? ` (${code})` : ''}` : String(err)),
-    ...(code ? { code } : {}),
-  };
+    return unknown('connection-reset', `connection closed before the answer (${code})`, code);
+  return unknown('other', clip(err instanceof Error ? `${err.message}${code ? ` (${code})` : ''}` : String(err)), code);
 }
 
 function parseBody(text: string | undefined, contentType: string | undefined): unknown {
-  if (text === undefined || text.length === 0) return undefined;
-  if (contentType?.includes('json')) {
-    try {
-      return JSON.parse(text);
-    } catch {
-      return text;
-    }
+  if (!text || !contentType?.includes('json')) return text || undefined;
+  try {
+    return JSON.parse(text);
+  } catch {
+    return text;
   }
-  return text;
 }
 
 /** The HTTP answer behind a failed SDK call, if one arrived. */

@@ -1,13 +1,11 @@
-import {
-  type BusinessOperationId,
-  deriveProviderKey,
-  type ExecuteContext,
-  type JsonSchema,
-  type LookupContext,
-  type LookupResult,
-  type Outcome,
-  type ProviderKey,
-  type ProviderKeyRule,
+import type {
+  ExecuteContext,
+  JsonSchema,
+  LookupContext,
+  LookupResult,
+  Outcome,
+  ProviderKey,
+  ProviderKeyRule,
 } from '@retrysafe/contract';
 import {
   cannotTellFromFailure,
@@ -130,11 +128,8 @@ export function reservedPropertyProblem(operation: string, params: unknown, idPr
   return `property ${idProperty} is the adapter's id property: the adapter sets it from the business-operation id`;
 }
 
-function asStrings(props: Readonly<Record<string, PropertyValue>>): Record<string, string> {
-  const out: Record<string, string> = {};
-  for (const [k, v] of Object.entries(props)) out[k] = String(v);
-  return out;
-}
+const asStrings = (props: Readonly<Record<string, PropertyValue>>): Record<string, string> =>
+  Object.fromEntries(Object.entries(props).map(([k, v]) => [k, String(v)]));
 
 // ---------------------------------------------------------------- results
 
@@ -184,10 +179,6 @@ function recordOutcome(kind: 'succeeded' | 'replayed', r: SdkRecord, wire: WireR
   return { kind, result: { ...plain(r), ...extra }, providerRef: String(r.id), ...wireRefs(wire) } satisfies Outcome;
 }
 
-function newWire(): WireRecord {
-  return { started: false };
-}
-
 function wireRefs(wire: WireRecord): { status?: number; requestId?: string } {
   const requestId = wire.headers?.['x-hubspot-correlation-id'];
   return { ...(wire.status !== undefined ? { status: wire.status } : {}), ...(requestId ? { requestId } : {}) };
@@ -200,7 +191,7 @@ export async function executeContactsUpdate(
   p: ContactsUpdateParams,
   ctx: ExecuteContext,
 ): Promise<Outcome> {
-  const wire = newWire();
+  const wire: WireRecord = { started: false };
   try {
     const r = await contactsApi(rt.settings(ctx.signal), wire).basic.update(
       p.contactId,
@@ -218,7 +209,7 @@ export async function lookupContactsUpdate(
   p: ContactsUpdateParams,
   ctx: LookupContext,
 ): Promise<LookupResult> {
-  const wire = newWire();
+  const wire: WireRecord = { started: false };
   const wanted = asStrings(p.properties);
   let r: SdkRecord;
   try {
@@ -238,11 +229,7 @@ export async function lookupContactsUpdate(
   const differing = Object.entries(wanted)
     .filter(([name, value]) => (r.properties[name] ?? '') !== value)
     .map(([name]) => name);
-  if (differing.length === 0)
-    return {
-      kind: 'found',
-      outcome: recordOutcome('succeeded', r, wire),
-    };
+  if (differing.length === 0) return { kind: 'found', outcome: recordOutcome('succeeded', r, wire) };
   return {
     kind: 'not-found',
     reason: `contact ${r.id} does not hold the requested values of ${differing.join(', ')}; re-sending the set-value PATCH is safe`,
@@ -253,13 +240,9 @@ export async function lookupContactsUpdate(
 
 // ---------------------------------------------------------------- objects.upsert
 
-/** The key the frame derived; derived here only for a direct doExecute/doLookup call without one. */
-const keyOf = (ctx: { providerKey: ProviderKey | null; businessOperationId: BusinessOperationId }): ProviderKey =>
-  ctx.providerKey ?? deriveProviderKey(ctx.businessOperationId, KEY_RULE);
-
 export async function executeObjectsUpsert(rt: Runtime, p: ObjectsUpsertParams, ctx: ExecuteContext): Promise<Outcome> {
-  const key = keyOf(ctx);
-  const wire = newWire();
+  const key = ctx.providerKey!; // the frame's: these operations' key rule is never null
+  const wire: WireRecord = { started: false };
   try {
     const r = await objectsApi(rt.settings(ctx.signal), wire).batch.upsert(p.objectType, {
       inputs: [{ id: key, idProperty: rt.idProperty, properties: asStrings(p.properties) }],
@@ -293,8 +276,8 @@ export async function executeObjectsUpsert(rt: Runtime, p: ObjectsUpsertParams, 
 const TICKET_PROPERTIES = ['subject', 'hs_pipeline', 'hs_pipeline_stage'];
 
 export async function executeTicketsCreate(rt: Runtime, p: TicketsCreateParams, ctx: ExecuteContext): Promise<Outcome> {
-  const key = keyOf(ctx);
-  const wire = newWire();
+  const key = ctx.providerKey!; // the frame's: these operations' key rule is never null
+  const wire: WireRecord = { started: false };
   try {
     const r = await ticketsApi(rt.settings(ctx.signal), wire).basic.create({
       properties: { ...asStrings(p.properties), [rt.idProperty]: key },
@@ -330,7 +313,7 @@ async function adoptDuplicateTicket(
       ...base,
     };
   }
-  const wire = newWire();
+  const wire: WireRecord = { started: false };
   let existing: SdkRecord;
   try {
     existing = await ticketsApi(rt.settings(signal), wire).basic.getById(existingId, [
@@ -366,8 +349,8 @@ export async function lookupBySearch(
   params: unknown,
   ctx: LookupContext,
 ): Promise<LookupResult> {
-  const key = keyOf(ctx);
-  const wire = newWire();
+  const key = ctx.providerKey!; // the frame's: these operations' key rule is never null
+  const wire: WireRecord = { started: false };
   const objectType = operation === 'tickets.create' ? 'tickets' : (params as ObjectsUpsertParams).objectType;
   const shown =
     operation === 'tickets.create' ? TICKET_PROPERTIES : Object.keys((params as ObjectsUpsertParams).properties);
