@@ -1,7 +1,6 @@
 import { type Client, ResponseType } from '@microsoft/microsoft-graph-client';
 import {
   AdapterConfigurationError,
-  type BusinessOperationId,
   defineAdapter,
   type ExecuteContext,
   type FrameOperation,
@@ -9,7 +8,6 @@ import {
   type LookupResult,
   type OperationSpec,
   type Outcome,
-  type ProviderKey,
   type TypedAdapter,
 } from '@retrysafe/contract';
 import { operationParamsErrors } from '@retrysafe/contract/provider';
@@ -24,7 +22,6 @@ import {
   refsOf,
 } from './msgraph-errors.js';
 import {
-  type BuildContext,
   DEFAULT_APPLICATION_NAME,
   DEFAULT_EXTENDED_PROPERTY_ID,
   type GraphOperation,
@@ -96,17 +93,6 @@ function buildClient(options: MsGraphAdapterOptions): Client {
   });
 }
 
-const buildContext = (
-  rt: Runtime,
-  ctx: { businessOperationId: BusinessOperationId; providerKey: ProviderKey | null },
-) =>
-  ({
-    businessOperationId: ctx.businessOperationId,
-    providerKey: ctx.providerKey,
-    extendedPropertyId: rt.extendedPropertyId,
-    applicationName: rt.applicationName,
-  }) satisfies BuildContext;
-
 function signalFor(rt: Runtime, signal: AbortSignal | undefined): AbortSignal {
   const timeout = AbortSignal.timeout(rt.timeoutMs);
   return signal ? AbortSignal.any([signal, timeout]) : timeout;
@@ -137,7 +123,7 @@ async function send(request: (probe: TransportProbe) => Promise<unknown>): Promi
 }
 
 async function execute(rt: Runtime, o: GraphOperation, params: unknown, ctx: ExecuteContext): Promise<Outcome> {
-  const req = o.build(params, buildContext(rt, ctx));
+  const req = o.build(params, { ...ctx, ...rt });
   const sent = await send((probe) =>
     rt.client
       .api(req.path)
@@ -158,7 +144,7 @@ async function execute(rt: Runtime, o: GraphOperation, params: unknown, ctx: Exe
   }
   const { answer } = sent;
   if (answer.status < 200 || answer.status >= 300) return outcomeFromErrorAnswer(answer, classify);
-  const { result, providerRef } = o.readSuccess(answer.status, answer.body);
+  const { result, providerRef } = o.readSuccess(answer.body);
   return { kind: 'succeeded', result, ...refsOf(answer), ...(providerRef ? { providerRef } : {}) };
 }
 
@@ -169,7 +155,7 @@ async function lookup(rt: Runtime, o: GraphOperation & FrameOperation, ctx: Look
       kind: 'cannot-tell',
       reason: `${what}: the recorded params are not valid for this operation, so there is nothing to search by`,
     };
-  const q = o.lookup(ctx.params, buildContext(rt, ctx));
+  const q = o.lookup(ctx.params, { ...ctx, ...rt });
   const sent = await send((probe) =>
     rt.client
       .api(q.path)
