@@ -1,4 +1,4 @@
-import { type Client, ResponseType } from '@microsoft/microsoft-graph-client';
+import { type Client, type GraphRequest, ResponseType } from '@microsoft/microsoft-graph-client';
 import {
   AdapterConfigurationError,
   defineAdapter,
@@ -93,17 +93,22 @@ function buildClient(options: MsGraphAdapterOptions): Client {
   });
 }
 
-function signalFor(rt: Runtime, signal: AbortSignal | undefined): AbortSignal {
-  const timeout = AbortSignal.timeout(rt.timeoutMs);
-  return signal ? AbortSignal.any([signal, timeout]) : timeout;
-}
-
-/** Sends through the SDK and returns the raw answer (RAW response type: non-2xx are answers, not throws). */
-async function send(request: (probe: TransportProbe) => Promise<unknown>): Promise<Sent> {
+/**
+ * Sends `request` through the SDK with the timeout and a transport probe, and returns the raw answer (RAW
+ * response type: non-2xx are answers, not throws).
+ */
+async function send(
+  rt: Runtime,
+  signal: AbortSignal | undefined,
+  request: GraphRequest,
+  call: (r: GraphRequest) => Promise<unknown>,
+): Promise<Sent> {
   const probe = new TransportProbe();
+  const timeout = AbortSignal.timeout(rt.timeoutMs);
   let raw: Response;
   try {
-    raw = (await request(probe)) as Response;
+    const r = request.responseType(ResponseType.RAW).middlewareOptions([probe]);
+    raw = (await call(r.option('signal', signal ? AbortSignal.any([signal, timeout]) : timeout))) as Response;
   } catch (error) {
     return { kind: 'no-answer', error: probe.error ?? error, stage: probe.stage };
   }
@@ -115,23 +120,16 @@ async function send(request: (probe: TransportProbe) => Promise<unknown>): Promi
   }
   let body: unknown = null;
   try {
-    body = text.length > 0 ? JSON.parse(text) : null;
+    body = JSON.parse(text);
   } catch {
-    body = null;
+    // empty or not JSON: no body
   }
   return { kind: 'answer', answer: { status: raw.status, headers: raw.headers, body } };
 }
 
 async function execute(rt: Runtime, o: GraphOperation, params: unknown, ctx: ExecuteContext): Promise<Outcome> {
   const req = o.build(params, { ...ctx, ...rt });
-  const sent = await send((probe) =>
-    rt.client
-      .api(req.path)
-      .responseType(ResponseType.RAW)
-      .middlewareOptions([probe])
-      .option('signal', signalFor(rt, ctx.signal))
-      .post(req.body),
-  );
+  const sent = await send(rt, ctx.signal, rt.client.api(req.path), (r) => r.post(req.body));
   if (sent.kind === 'no-answer')
     return sent.stage === 'token' ? outcomeFromTokenError(sent.error) : outcomeFromNetworkError(sent.error);
   const classify = { conflictMayMeanApplied: o.conflictMayMeanApplied };
@@ -156,17 +154,12 @@ async function lookup(rt: Runtime, o: GraphOperation & FrameOperation, ctx: Look
       reason: `${what}: the recorded params are not valid for this operation, so there is nothing to search by`,
     };
   const q = o.lookup(ctx.params, { ...ctx, ...rt });
-  const sent = await send((probe) =>
-    rt.client
-      .api(q.path)
-      .filter(q.filter)
-      .select([...q.select])
-      .top(5)
-      .responseType(ResponseType.RAW)
-      .middlewareOptions([probe])
-      .option('signal', signalFor(rt, ctx.signal))
-      .get(),
-  );
+  const request = rt.client
+    .api(q.path)
+    .filter(q.filter)
+    .select([...q.select])
+    .top(5);
+  const sent = await send(rt, ctx.signal, request, (r) => r.get());
   if (sent.kind === 'no-answer') return cannotTellFromNetworkError(sent.error, what, sent.stage);
   if (sent.kind === 'unreadable')
     return { kind: 'cannot-tell', reason: `${what}: HTTP ${sent.status} whose body could not be read` };
