@@ -1,3 +1,4 @@
+import type { SimplePublicObject as SdkRecord } from '@hubspot/api-client/lib/codegen/crm/objects/index.js';
 import type {
   ExecuteContext,
   JsonSchema,
@@ -133,24 +134,10 @@ const asStrings = (props: Readonly<Record<string, PropertyValue>>): Record<strin
 
 // ---------------------------------------------------------------- results
 
-interface SdkRecord {
-  id: string;
-  properties: { [key: string]: string | null };
-  createdAt?: Date;
-  updatedAt?: Date;
-  archived?: boolean;
-}
-
 /** A HubSpot record as plain JSON (dates as ISO strings), for the ledger and the caller. */
-export interface HubSpotRecord {
-  readonly id: string;
-  readonly properties: Readonly<Record<string, string | null>>;
-  readonly createdAt: string | null;
-  readonly updatedAt: string | null;
-  readonly archived: boolean;
-}
+export type HubSpotRecord = Readonly<ReturnType<typeof plain>>;
 
-function plain(r: SdkRecord): HubSpotRecord {
+function plain(r: SdkRecord) {
   const iso = (d: unknown) =>
     d instanceof Date && !Number.isNaN(d.getTime()) ? d.toISOString() : typeof d === 'string' ? d : null;
   return {
