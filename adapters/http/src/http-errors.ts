@@ -28,15 +28,13 @@ export function readHeader(headers: Readonly<Record<string, unknown>>, name: str
 
 function statusMatches(m: StatusMatcher, status: number): boolean {
   if (typeof m === 'number') return m === status;
-  if (m === '4xx') return status >= 400 && status < 500;
-  if (m === '5xx') return status >= 500 && status < 600;
+  if (typeof m === 'string') return `${Math.floor(status / 100)}xx` === m; // 4xx, 5xx
   return m.includes(status);
 }
 
 function ruleMatches(rule: HttpErrorRule, status: number, code: string | undefined): boolean {
   if (!statusMatches(rule.status, status)) return false;
-  if (rule.code === undefined) return true;
-  return code !== undefined && [rule.code].flat().includes(code);
+  return rule.code === undefined || (code !== undefined && [rule.code].flat().includes(code));
 }
 
 export function requestIdOf(spec: HttpOperationSpec, headers: HttpResponseView['headers']): { requestId?: string } {

@@ -1,12 +1,10 @@
 import {
   AdapterConfigurationError,
-  type BusinessOperationId,
   defineAdapter,
   type FrameOperation,
   type LookupContext,
   type LookupResult,
   type Outcome,
-  type ProviderKey,
   type TypedAdapter,
 } from '@retrysafe/contract';
 import { checkBaseUrl, lookupFromOutcome, operationParamsErrors, positiveInteger } from '@retrysafe/contract/provider';
@@ -118,13 +116,18 @@ const replayValue = (op: StripeOperation) => op.card.storedResult.replayIndicato
 async function send(
   rt: Runtime,
   op: StripeOperation,
-  params: Record<string, unknown>,
-  id: BusinessOperationId,
-  key: ProviderKey,
+  params: unknown,
+  ctx: Pick<LookupContext, 'businessOperationId' | 'providerKey'>,
 ): Promise<Outcome> {
+  const key = ctx.providerKey!; // Stripe's key rule is never null
   try {
     const options = { idempotencyKey: key, maxNetworkRetries: 0, timeout: rt.timeoutMs } as const;
-    return classifyStripeResult(await op.create(rt.client, op.toStripe(params, id), options), replayValue(op));
+    const created = await op.create(
+      rt.client,
+      op.toStripe(params as Record<string, unknown>, ctx.businessOperationId),
+      options,
+    );
+    return classifyStripeResult(created, replayValue(op));
   } catch (error) {
     const outcome = classifyStripeError(error, op.object);
     if (
@@ -197,7 +200,7 @@ async function resendWithKey(rt: Runtime, op: StripeOperation & FrameOperation, 
       kind: 'cannot-tell',
       reason: `the recorded params are not valid now (${problems.map((f) => `${f.path} ${f.message}`).join('; ')}), so they cannot be re-sent`,
     } as const;
-  const o = await send(rt, op, ctx.params as Record<string, unknown>, ctx.businessOperationId, ctx.providerKey!);
+  const o = await send(rt, op, ctx.params, ctx);
   // The key now holds a 5xx and will replay it: only the metadata lookup can tell whether the object exists.
   if (o.kind === 'unknown' && o.cause === 'server-error')
     return findByMetadata(rt, op, ctx, `the key replays a stored ${o.status ?? '5xx'}`, true);
@@ -241,8 +244,7 @@ export function createStripeAdapter(options: StripeAdapterOptions): StripeAdapte
   return defineAdapter({
     provider: PROVIDER,
     operations,
-    execute: (op, params, ctx) =>
-      send(rt, op, params as Record<string, unknown>, ctx.businessOperationId, ctx.providerKey!),
+    execute: (op, params, ctx) => send(rt, op, params, ctx),
     lookup: (op, ctx) => lookup(rt, op, ctx),
   });
 }

@@ -37,11 +37,6 @@ export function isReplayedHeaders(headers: Headers | undefined): boolean {
   return header(headers, REPLAYED_HEADER) === 'true';
 }
 
-/** Retry-After in ms (the contract's one parser), if the response carried one. */
-export function retryAfterMs(headers: Headers | undefined, now = Date.now()): number | undefined {
-  return parseRetryAfter(header(headers, 'retry-after'), now);
-}
-
 function refs(e: StripeErrorLike): ProviderRefs {
   const out: { status?: number; code?: string; requestId?: string } = {};
   if (typeof e.statusCode === 'number') out.status = e.statusCode;
@@ -116,7 +111,7 @@ export function classifyStripeError(error: unknown, creates?: string): Outcome {
   const msg = (fallback: string) => short(e.message, fallback);
   const unknown = (cause: UnknownCause, message: string, extra: ProviderRefs & { retryAfterMs?: number } = {}) =>
     ({ kind: 'unknown', cause, message, ...r, ...extra }) as const;
-  const wait = retryAfterMs(e.headers);
+  const wait = parseRetryAfter(header(e.headers, 'retry-after'));
   const waitRef = wait !== undefined ? { retryAfterMs: wait } : {};
 
   if (
