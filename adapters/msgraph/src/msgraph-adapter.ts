@@ -6,11 +6,10 @@ import {
   type FrameOperation,
   type LookupContext,
   type LookupResult,
-  type OperationSpec,
   type Outcome,
   type TypedAdapter,
 } from '@retrysafe/contract';
-import { operationParamsErrors } from '@retrysafe/contract/provider';
+import { operationParamsErrors, positiveInteger } from '@retrysafe/contract/provider';
 import { assertNoSdkRetries, createGraphClient, type TokenProvider, TransportProbe } from './msgraph-client.js';
 import {
   cannotTellFromAnswer,
@@ -52,7 +51,6 @@ export interface MsGraphAdapterOptions {
 
 export interface MsGraphAdapter extends TypedAdapter<MsGraphOperationTypes> {
   readonly provider: 'msgraph';
-  readonly operations: Readonly<Record<string, OperationSpec>>;
   /** The Graph client in use (no RetryHandler in its chain). */
   readonly client: Client;
 }
@@ -193,9 +191,7 @@ async function lookup(rt: Runtime, o: GraphOperation & FrameOperation, ctx: Look
  * classified into one Outcome; SDK retries are off (the runner is the one retrying layer).
  */
 export function createMsGraphAdapter(options: MsGraphAdapterOptions): MsGraphAdapter {
-  const timeoutMs = options.timeoutMs ?? 30_000;
-  if (!Number.isFinite(timeoutMs) || timeoutMs <= 0)
-    configError(`timeoutMs must be a positive number, got ${String(options.timeoutMs)}`);
+  const timeoutMs = positiveInteger(PROVIDER, 'timeoutMs', options.timeoutMs, 30_000);
   const extendedPropertyId = options.extendedPropertyId ?? DEFAULT_EXTENDED_PROPERTY_ID;
   if (!EXTENDED_PROPERTY_ID.test(extendedPropertyId))
     configError(
