@@ -2,9 +2,9 @@ import { type Client, type GraphRequest, ResponseType } from '@microsoft/microso
 import {
   AdapterConfigurationError,
   defineAdapter,
-  type ExecuteContext,
+  type FramedExecuteContext,
+  type FramedLookupContext,
   type FrameOperation,
-  type LookupContext,
   type LookupResult,
   type Outcome,
   type TypedAdapter,
@@ -125,7 +125,7 @@ async function send(
   return { kind: 'answer', answer: { status: raw.status, headers: raw.headers, body } };
 }
 
-async function execute(rt: Runtime, o: GraphOperation, params: unknown, ctx: ExecuteContext): Promise<Outcome> {
+async function execute(rt: Runtime, o: GraphOperation, params: unknown, ctx: FramedExecuteContext): Promise<Outcome> {
   const req = o.build(params, { ...ctx, ...rt });
   const sent = await send(rt, ctx.signal, rt.client.api(req.path), (r) => r.post(req.body));
   if (sent.kind === 'no-answer')
@@ -144,7 +144,11 @@ async function execute(rt: Runtime, o: GraphOperation, params: unknown, ctx: Exe
   return { kind: 'succeeded', result, ...refsOf(answer), ...(providerRef ? { providerRef } : {}) };
 }
 
-async function lookup(rt: Runtime, o: GraphOperation & FrameOperation, ctx: LookupContext): Promise<LookupResult> {
+async function lookup(
+  rt: Runtime,
+  o: GraphOperation & FrameOperation,
+  ctx: FramedLookupContext,
+): Promise<LookupResult> {
   const what = `${o.name} lookup`;
   if (operationParamsErrors(o, ctx.params).length > 0)
     return {

@@ -60,15 +60,15 @@ export type BuildContext = Pick<FramedLookupContext, 'businessOperationId' | 'pr
   readonly applicationName: string;
 };
 
-/** An operation as the adapter runs it: the contract spec plus how to build, read and look up. */
-export interface GraphOperation extends OperationSpec {
+/** An operation as the adapter runs it: the contract spec plus how to build, read and look up (with valid params). */
+export interface GraphOperation<P = unknown> extends OperationSpec {
   /** The one POST the operation sends through the Graph client. */
-  build(params: unknown, ctx: BuildContext): { readonly path: string; readonly body: Record<string, unknown> };
+  build(params: P, ctx: BuildContext): { readonly path: string; readonly body: Record<string, unknown> };
   /** Reads a 2xx answer (body already parsed; null for 202/204). */
   readSuccess(body: unknown): { result: unknown; providerRef?: string };
   /** Lookup query for an earlier dispatch of this business operation. */
   lookup(
-    params: unknown,
+    params: P,
     ctx: BuildContext,
   ): { readonly path: string; readonly filter: string; readonly select: readonly string[] };
   /** Reads one matching item of the lookup. */
@@ -92,8 +92,9 @@ function extendedPropertyFilter(propertyId: string, value: string): string {
   return `singleValueExtendedProperties/Any(ep: ep/id eq ${odataString(propertyId)} and ep/value eq ${odataString(value)})`;
 }
 
-/** The item's single-value extended properties with `tag` in place of any of the same id. */
-function withTag(existing: unknown, tag: { readonly id: string; readonly value: string }): unknown[] {
+/** The item's single-value extended properties with the business-operation id's tag in place of any of its id. */
+function withTag(existing: unknown, ctx: BuildContext): unknown[] {
+  const tag = { id: ctx.extendedPropertyId, value: ctx.businessOperationId };
   const others = Array.isArray(existing)
     ? existing.filter((p) => !(isObj(p) && typeof p.id === 'string' && p.id.toLowerCase() === tag.id.toLowerCase()))
     : [];
@@ -161,7 +162,7 @@ const TODO_TASKS_CREATE_PARAMS = object(['mailbox', 'listId', 'task'], {
 // ---------------------------------------------------------------------------------------------
 // mail.send
 
-export const mailSend: GraphOperation = {
+export const mailSend: GraphOperation<MailSendParams> = {
   name: 'mail.send',
   description:
     'Send an email from a mailbox (POST /me/sendMail or /users/{id}/sendMail). No provider idempotency: the message is tagged with the business-operation id and reconciled from Sent Items; never resent after an unknown outcome.',
@@ -176,13 +177,11 @@ export const mailSend: GraphOperation = {
   ],
   paramsSchema: MAIL_SEND_PARAMS,
   conflictMayMeanApplied: false,
-  build(params, ctx) {
-    const p = params as MailSendParams;
-    const tag = { id: ctx.extendedPropertyId, value: ctx.businessOperationId };
+  build(p, ctx) {
     return {
       path: `${mailboxPath(p.mailbox)}/sendMail`,
       body: {
-        message: { ...p.message, singleValueExtendedProperties: withTag(p.message.singleValueExtendedProperties, tag) },
+        message: { ...p.message, singleValueExtendedProperties: withTag(p.message.singleValueExtendedProperties, ctx) },
         saveToSentItems: true,
       },
     };
@@ -191,8 +190,7 @@ export const mailSend: GraphOperation = {
     const result: MailSendResult = { state: 'accepted', messageId: null, internetMessageId: null, sentDateTime: null };
     return { result };
   },
-  lookup(params, ctx) {
-    const p = params as MailSendParams;
+  lookup(p, ctx) {
     return {
       path: `${mailboxPath(p.mailbox)}/mailFolders/sentitems/messages`,
       filter: extendedPropertyFilter(ctx.extendedPropertyId, ctx.businessOperationId),
@@ -226,7 +224,7 @@ function readItem(fields: readonly string[]) {
 }
 const readBody = (read: ReturnType<typeof readItem>) => (body: unknown) => read(isObj(body) ? body : {});
 
-const eventsCreate: GraphOperation = {
+const eventsCreate: GraphOperation<EventsCreateParams> = {
   name: 'events.create',
   description:
     "Create a calendar event in a mailbox's default calendar (POST /me/events or /users/{id}/events) with a transactionId derived from the business-operation id; reconciled by an extended-property lookup.",
@@ -235,21 +233,18 @@ const eventsCreate: GraphOperation = {
   sensitiveFields: ['event.body', 'event.attendees', 'event.subject', 'event.location'],
   paramsSchema: EVENTS_CREATE_PARAMS,
   conflictMayMeanApplied: true,
-  build(params, ctx) {
-    const p = params as EventsCreateParams;
-    const tag = { id: ctx.extendedPropertyId, value: ctx.businessOperationId };
+  build(p, ctx) {
     return {
       path: `${mailboxPath(p.mailbox)}/events`,
       body: {
         ...p.event,
         transactionId: ctx.providerKey,
-        singleValueExtendedProperties: withTag(p.event.singleValueExtendedProperties, tag),
+        singleValueExtendedProperties: withTag(p.event.singleValueExtendedProperties, ctx),
       },
     };
   },
   readSuccess: readBody(readItem(EVENT_FIELDS)),
-  lookup(params, ctx) {
-    const p = params as EventsCreateParams;
+  lookup(p, ctx) {
     return {
       path: `${mailboxPath(p.mailbox)}/events`,
       filter: extendedPropertyFilter(ctx.extendedPropertyId, ctx.businessOperationId),
@@ -265,7 +260,7 @@ const eventsCreate: GraphOperation = {
 const tasksPath = (p: TodoTasksCreateParams) =>
   `${mailboxPath(p.mailbox)}/todo/lists/${encodeURIComponent(p.listId)}/tasks`;
 
-const todoTasksCreate: GraphOperation = {
+const todoTasksCreate: GraphOperation<TodoTasksCreateParams> = {
   name: 'todo.tasks.create',
   description:
     'Create a Microsoft To Do task in a list (POST /me/todo/lists/{listId}/tasks). No provider idempotency: the task carries a linkedResource whose externalId is the business-operation id, and an unknown outcome is reconciled by a lookup on it or handed off.',
@@ -274,8 +269,7 @@ const todoTasksCreate: GraphOperation = {
   sensitiveFields: ['task.body', 'task.title'],
   paramsSchema: TODO_TASKS_CREATE_PARAMS,
   conflictMayMeanApplied: false,
-  build(params, ctx) {
-    const p = params as TodoTasksCreateParams;
+  build(p, ctx) {
     const existing = Array.isArray(p.task.linkedResources) ? (p.task.linkedResources as unknown[]) : [];
     const link = {
       applicationName: ctx.applicationName,
@@ -288,8 +282,7 @@ const todoTasksCreate: GraphOperation = {
     };
   },
   readSuccess: readBody(readItem(TASK_FIELDS)),
-  lookup(params, ctx) {
-    const p = params as TodoTasksCreateParams;
+  lookup(p, ctx) {
     return {
       path: tasksPath(p),
       filter: `linkedResources/any(r: r/externalId eq ${odataString(ctx.businessOperationId)})`,

@@ -1,8 +1,8 @@
 import {
   AdapterConfigurationError,
   defineAdapter,
+  type FramedLookupContext,
   type FrameOperation,
-  type LookupContext,
   type LookupResult,
   type Outcome,
   type TypedAdapter,
@@ -117,7 +117,7 @@ async function send(
   rt: Runtime,
   op: StripeOperation,
   params: unknown,
-  ctx: Pick<LookupContext, 'businessOperationId' | 'providerKey'>,
+  ctx: Pick<FramedLookupContext, 'businessOperationId' | 'providerKey'>,
 ): Promise<Outcome> {
   const key = ctx.providerKey!; // Stripe's key rule is never null
   try {
@@ -162,7 +162,7 @@ function adoptFound(op: StripeOperation, found: StripeObject[]): LookupResult {
 async function findByMetadata(
   rt: Runtime,
   op: StripeOperation,
-  ctx: LookupContext,
+  ctx: FramedLookupContext,
   why: string,
   missIsCannotTell: boolean,
 ): Promise<LookupResult> {
@@ -193,7 +193,7 @@ async function findByMetadata(
 }
 
 /** Inside retention: re-send the identical request with the same key; Stripe replays what it stored. */
-async function resendWithKey(rt: Runtime, op: StripeOperation & FrameOperation, ctx: LookupContext) {
+async function resendWithKey(rt: Runtime, op: StripeOperation & FrameOperation, ctx: FramedLookupContext) {
   const problems = operationParamsErrors(op, ctx.params);
   if (problems.length > 0)
     return {
@@ -207,7 +207,11 @@ async function resendWithKey(rt: Runtime, op: StripeOperation & FrameOperation, 
   return lookupFromOutcome(o, `re-send with the same key${o.kind === 'not-applied' ? ' was not processed' : ''}`);
 }
 
-async function lookup(rt: Runtime, op: StripeOperation & FrameOperation, ctx: LookupContext): Promise<LookupResult> {
+async function lookup(
+  rt: Runtime,
+  op: StripeOperation & FrameOperation,
+  ctx: FramedLookupContext,
+): Promise<LookupResult> {
   if (ctx.firstDispatchedAt === null)
     return { kind: 'not-found', reason: 'never dispatched: nothing was sent to Stripe' };
   // Whether the key is still safe to rely on is the card rule (retention minus the clock-skew margin and the

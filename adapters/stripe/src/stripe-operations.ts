@@ -8,13 +8,6 @@ export type StripeObject = { id?: string; metadata?: Record<string, string> | nu
   unknown
 >;
 
-/** Options sent with every write: the key derived from the business operation, and no SDK retries. */
-interface WriteOptions {
-  idempotencyKey: string;
-  maxNetworkRetries: 0;
-  timeout: number;
-}
-
 /** How `doLookup` finds an object past the key's retention. */
 type PastRetentionLookup =
   /** Search API by metadata: delayed (normally < 1 min, up to 1 h). */
@@ -36,7 +29,7 @@ export interface StripeOperation {
   readonly paramsSchema: JsonSchema;
   /** The Stripe create params, with the business-operation id written to metadata. */
   toStripe(params: Record<string, unknown>, id: BusinessOperationId): Record<string, unknown>;
-  create(client: Stripe, stripeParams: Record<string, unknown>, options: WriteOptions): Promise<StripeObject>;
+  create(client: Stripe, stripeParams: Record<string, unknown>, options: Stripe.RequestOptions): Promise<StripeObject>;
   readonly pastRetention: PastRetentionLookup;
 }
 
