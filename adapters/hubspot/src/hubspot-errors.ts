@@ -1,3 +1,4 @@
+import type { ApiException } from '@hubspot/api-client/lib/codegen/crm/objects/index.js';
 import type { LookupResult, Outcome, ProviderRefs, UnknownCause } from '@retrysafe/contract';
 import { errorCodes, NEVER_SENT_CODES, parseRetryAfter } from '@retrysafe/contract/provider';
 import { NotSentError, type WireRecord } from './hubspot-http.js';
@@ -18,19 +19,9 @@ export interface HubSpotResponse {
 }
 
 /** `ApiException` of any generated HubSpot package (each package has its own class: compare by shape). */
-interface ApiExceptionLike {
-  readonly code: number;
-  readonly body: unknown;
-  readonly headers: Readonly<Record<string, string>>;
-}
-
-function isApiException(err: unknown): err is ApiExceptionLike {
-  return (
-    err instanceof Error &&
-    typeof (err as { code?: unknown }).code === 'number' &&
-    typeof (err as { headers?: unknown }).headers === 'object' &&
-    (err as { headers?: unknown }).headers !== null
-  );
+function isApiException(err: unknown): err is ApiException<unknown> {
+  const e = err as Partial<ApiException<unknown>>;
+  return err instanceof Error && typeof e.code === 'number' && typeof e.headers === 'object' && e.headers !== null;
 }
 
 const MESSAGE_MAX = 300;
