@@ -13,7 +13,7 @@ import {
 } from '@retrysafe/contract';
 import { checkBaseUrl, lookupFromOutcome } from '@retrysafe/contract/provider';
 import { resendSafety } from '@retrysafe/contract/rules';
-import axios, { type AxiosInstance, type AxiosResponse } from 'axios';
+import axios, { type AxiosResponse } from 'axios';
 import {
   absoluteLocation,
   classifyNetworkError,
@@ -63,13 +63,7 @@ export type TypedHttpOperations<O> = TypedAdapter<{
 type Lookup<M extends HttpLookupSpec['method']> = Extract<HttpLookupSpec, { method: M }>;
 
 /** What the adapter's requests go through: one axios client on the base URL, no redirects, the caller's timeout. */
-interface Conn {
-  readonly provider: string;
-  readonly client: AxiosInstance;
-  readonly base: URL;
-  readonly baseURL: string;
-  close(): void;
-}
+type Conn = ReturnType<typeof connect>;
 
 /** Builds an adapter for any HTTP API from explicit declarations, each checked against its card. */
 export function createHttpAdapter<const O extends Readonly<Record<string, HttpOperationSpec>>>(
@@ -95,7 +89,7 @@ export function createHttpAdapter(options: HttpAdapterOptions): HttpAdapter {
  * The axios client never retries, never follows redirects (a followed 307/308 re-sends a POST body: a hidden
  * second retrying layer) and ignores proxy environment variables; the runner is the only layer that re-sends.
  */
-function connect(provider: string, options: HttpAdapterOptions): Conn {
+function connect(provider: string, options: HttpAdapterOptions) {
   const base = checkBaseUrl(provider, options.baseUrl);
   if (!(Number.isFinite(options.timeoutMs) && options.timeoutMs > 0)) {
     throw new AdapterConfigurationError(
