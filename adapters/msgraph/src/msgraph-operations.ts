@@ -17,12 +17,13 @@ export const DEFAULT_APPLICATION_NAME = 'retrysafe';
 export const TRANSACTION_ID_RULE: ProviderKeyRule = { maxLength: 64, charset: 'A-Za-z0-9-', prefix: 'rs-' };
 
 /** What `mail.send` yields: accepted (a 202, no id) or found in Sent Items by the lookup. */
-export interface MailSendResult {
-  readonly state: 'accepted' | 'in-sent-items';
-  readonly messageId: string | null;
-  readonly internetMessageId: string | null;
-  readonly sentDateTime: string | null;
-}
+export type MailSendResult = Readonly<ReturnType<typeof mailResult>>;
+const mailResult = (state: 'accepted' | 'in-sent-items', item: Record<string, unknown>) => ({
+  state,
+  messageId: str(item.id),
+  internetMessageId: str(item.internetMessageId),
+  sentDateTime: str(item.sentDateTime),
+});
 /** A created item as its selected fields (null when absent); its id is always there. */
 type ItemResult<F extends readonly string[]> = { readonly [K in F[number]]: string | null } & { readonly id: string };
 export type EventResult = ItemResult<typeof EVENT_FIELDS>;
@@ -186,10 +187,7 @@ export const mailSend: GraphOperation<MailSendParams> = {
       },
     };
   },
-  readSuccess() {
-    const result: MailSendResult = { state: 'accepted', messageId: null, internetMessageId: null, sentDateTime: null };
-    return { result };
-  },
+  readSuccess: () => ({ result: mailResult('accepted', {}) }),
   lookup(p, ctx) {
     return {
       path: `${mailboxPath(p.mailbox)}/mailFolders/sentitems/messages`,
@@ -198,12 +196,7 @@ export const mailSend: GraphOperation<MailSendParams> = {
     };
   },
   readFound(item) {
-    const result: MailSendResult = {
-      state: 'in-sent-items',
-      messageId: str(item.id),
-      internetMessageId: str(item.internetMessageId),
-      sentDateTime: str(item.sentDateTime),
-    };
+    const result = mailResult('in-sent-items', item);
     return { result, ...(result.messageId ? { providerRef: result.messageId } : {}) };
   },
 };
