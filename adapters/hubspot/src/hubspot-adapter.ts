@@ -7,7 +7,6 @@ import {
 } from '@retrysafe/contract';
 import { checkBaseUrl, operationParamsErrors } from '@retrysafe/contract/provider';
 import { type HubSpotOperationName, hubSpotCardsFor } from './hubspot-cards.js';
-import type { CallSettings } from './hubspot-http.js';
 import {
   type ContactsUpdateParams,
   executeContactsUpdate,
@@ -18,7 +17,6 @@ import {
   lookupBySearch,
   lookupContactsUpdate,
   PARAMS_SCHEMAS,
-  type Runtime,
   reservedPropertyProblem,
 } from './hubspot-operations.js';
 
@@ -119,7 +117,6 @@ function checkOptions(options: HubSpotAdapterOptions) {
 export function createHubSpotAdapter(options: HubSpotAdapterOptions): HubSpotAdapter {
   const o = checkOptions(options);
   const cards = hubSpotCardsFor(o);
-  const runtime: Runtime = { ...o, settings: (signal?: AbortSignal): CallSettings => ({ ...o, signal }) };
 
   const operations: Record<string, FrameOperation> = {};
   for (const name of Object.keys(OPERATIONS) as HubSpotOperationName[])
@@ -142,7 +139,7 @@ export function createHubSpotAdapter(options: HubSpotAdapterOptions): HubSpotAda
     provider: PROVIDER,
     operations,
 
-    execute: (op, params, ctx) => OPERATIONS[op.name as HubSpotOperationName].execute(runtime, params as never, ctx),
+    execute: (op, params, ctx) => OPERATIONS[op.name as HubSpotOperationName].execute(o, params as never, ctx),
 
     async lookup(op, ctx) {
       const name = op.name as HubSpotOperationName;
@@ -152,8 +149,8 @@ export function createHubSpotAdapter(options: HubSpotAdapterOptions): HubSpotAda
           kind: 'cannot-tell',
           reason: `${name}: the recorded params are not valid (${problems.map((f) => `${f.path} ${f.message}`).join('; ')}), so there is nothing to look up by`,
         };
-      if (name === 'contacts.update') return lookupContactsUpdate(runtime, ctx.params as ContactsUpdateParams, ctx);
-      return lookupBySearch(runtime, name, ctx.params, ctx);
+      if (name === 'contacts.update') return lookupContactsUpdate(o, ctx.params as ContactsUpdateParams, ctx);
+      return lookupBySearch(o, name, ctx.params, ctx);
     },
   });
 }

@@ -65,9 +65,8 @@ export type HubSpotOperationTypes = {
 /** Provider keys: up to 100 characters of the business-operation id's own alphabet (longer ids become a digest). */
 export const KEY_RULE: ProviderKeyRule = { maxLength: 100, charset: 'A-Za-z0-9._:/-' };
 
-/** What the operations need from the adapter. */
-export interface Runtime {
-  settings(signal?: AbortSignal): CallSettings;
+/** What the operations need from the adapter's options; a call adds its signal. */
+export interface Runtime extends Omit<CallSettings, 'signal'> {
   readonly idProperty: string;
   readonly searchSettleMs: number | null;
 }
@@ -180,7 +179,7 @@ export async function executeContactsUpdate(
 ): Promise<Outcome> {
   const wire: WireRecord = { started: false };
   try {
-    const r = await contactsApi(rt.settings(ctx.signal), wire).basic.update(
+    const r = await contactsApi({ ...rt, signal: ctx.signal }, wire).basic.update(
       p.contactId,
       { properties: asStrings(p.properties) },
       p.idProperty,
@@ -200,7 +199,7 @@ export async function lookupContactsUpdate(
   const wanted = asStrings(p.properties);
   let r: SdkRecord;
   try {
-    r = await contactsApi(rt.settings(ctx.signal), wire).basic.getById(
+    r = await contactsApi({ ...rt, signal: ctx.signal }, wire).basic.getById(
       p.contactId,
       Object.keys(wanted),
       undefined,
@@ -231,7 +230,7 @@ export async function executeObjectsUpsert(rt: Runtime, p: ObjectsUpsertParams, 
   const key = ctx.providerKey!; // the frame's: these operations' key rule is never null
   const wire: WireRecord = { started: false };
   try {
-    const r = await objectsApi(rt.settings(ctx.signal), wire).batch.upsert(p.objectType, {
+    const r = await objectsApi({ ...rt, signal: ctx.signal }, wire).batch.upsert(p.objectType, {
       inputs: [{ id: key, idProperty: rt.idProperty, properties: asStrings(p.properties) }],
     });
     if (!Array.isArray(r?.results))
@@ -266,7 +265,7 @@ export async function executeTicketsCreate(rt: Runtime, p: TicketsCreateParams, 
   const key = ctx.providerKey!; // the frame's: these operations' key rule is never null
   const wire: WireRecord = { started: false };
   try {
-    const r = await ticketsApi(rt.settings(ctx.signal), wire).basic.create({
+    const r = await ticketsApi({ ...rt, signal: ctx.signal }, wire).basic.create({
       properties: { ...asStrings(p.properties), [rt.idProperty]: key },
       associations: [],
     });
@@ -303,7 +302,7 @@ async function adoptDuplicateTicket(
   const wire: WireRecord = { started: false };
   let existing: SdkRecord;
   try {
-    existing = await ticketsApi(rt.settings(signal), wire).basic.getById(existingId, [
+    existing = await ticketsApi({ ...rt, signal: signal }, wire).basic.getById(existingId, [
       rt.idProperty,
       ...TICKET_PROPERTIES,
     ]);
@@ -348,7 +347,7 @@ export async function lookupBySearch(
   };
   let results: SdkRecord[];
   try {
-    const settings = rt.settings(ctx.signal);
+    const settings = { ...rt, signal: ctx.signal };
     const page =
       operation === 'tickets.create'
         ? await ticketsApi(settings, wire).search.doSearch(request)
