@@ -14,7 +14,6 @@ import { STRIPE_KEY_RETENTION_MS, STRIPE_KEY_RULE, STRIPE_SEARCH_DELAY_MS } from
 import { classifyStripeError, classifyStripeResult, isReplayedHeaders } from './stripe-errors.js';
 import { ClosedConnectionGuard } from './stripe-http-client.js';
 import {
-  metadataQuery,
   type StripeObject,
   type StripeOperation,
   type StripeOperationTypes,
@@ -169,14 +168,7 @@ async function findByMetadata(
   const how = op.pastRetention.kind;
   let found: StripeObject[];
   try {
-    found =
-      op.pastRetention.kind === 'search'
-        ? await op.pastRetention.find(rt.client, metadataQuery(ctx.businessOperationId))
-        : await op.pastRetention.find(
-            rt.client,
-            (ctx.params ?? {}) as Record<string, unknown>,
-            ctx.businessOperationId,
-          );
+    found = await op.pastRetention.find(rt.client, ctx);
   } catch (error) {
     const o = classifyStripeError(error) as Outcome & { message?: string };
     const reason = `${why}; the metadata ${how} failed (${o.kind}): ${o.message ?? ''}`.trim();

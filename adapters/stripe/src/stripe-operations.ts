@@ -9,14 +9,14 @@ export type StripeObject = { id?: string; metadata?: Record<string, string> | nu
 >;
 
 /** How `doLookup` finds an object past the key's retention. */
-type PastRetentionLookup =
-  /** Search API by metadata: delayed (normally < 1 min, up to 1 h). */
-  | { kind: 'search'; find: (client: Stripe, query: string) => Promise<StripeObject[]> }
-  /** List API filtered by a parent, then matched on metadata: not delayed. */
-  | {
-      kind: 'list';
-      find: (client: Stripe, params: Record<string, unknown>, id: BusinessOperationId) => Promise<StripeObject[]>;
-    };
+interface PastRetentionLookup {
+  /** `search`: the Search API by metadata, delayed (normally < 1 min, up to 1 h); `list`: a list filtered by a parent. */
+  readonly kind: 'search' | 'list';
+  find(
+    client: Stripe,
+    ctx: { readonly params: unknown; readonly businessOperationId: BusinessOperationId },
+  ): Promise<StripeObject[]>;
+}
 
 export interface StripeOperation {
   readonly name: keyof typeof stripeCards;
@@ -50,7 +50,7 @@ const S_POS_INT = { type: 'integer', minimum: 1, maximum: Number.MAX_SAFE_INTEGE
 const snake = (name: string) => name.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`);
 
 /** `metadata['retrysafe_operation_id']:'<id>'` in Stripe's search query language. */
-export function metadataQuery(id: BusinessOperationId): string {
+function metadataQuery(id: BusinessOperationId): string {
   return `metadata['${STRIPE_OPERATION_METADATA_KEY}']:'${id.replace(/\\/g, '\\\\').replace(/'/g, "\\'")}'`;
 }
 
@@ -59,8 +59,9 @@ type Resource = 'customers' | 'paymentIntents' | 'invoices';
 /** Past retention, through the Search API on the metadata id (delayed: normally < 1 min, up to 1 h). */
 const searchIn = (resource: Resource): PastRetentionLookup => ({
   kind: 'search',
-  find: async (client, query) =>
-    (await client[resource].search({ query, limit: 10 })).data as unknown as StripeObject[],
+  find: async (client, ctx) =>
+    (await client[resource].search({ query: metadataQuery(ctx.businessOperationId), limit: 10 }))
+      .data as unknown as StripeObject[],
 });
 
 /**
@@ -178,10 +179,11 @@ const OPERATIONS = {
     },
     pastRetention: {
       kind: 'list',
-      async find(client, params, id) {
+      async find(client, { params, businessOperationId: id }) {
         const found: StripeObject[] = [];
         // Refunds have no Search API; the list filtered by payment_intent is not delayed.
-        for await (const refund of client.refunds.list({ payment_intent: String(params.paymentIntent), limit: 100 })) {
+        const paymentIntent = String((params as { paymentIntent?: unknown } | null)?.paymentIntent);
+        for await (const refund of client.refunds.list({ payment_intent: paymentIntent, limit: 100 })) {
           if (refund.metadata?.[STRIPE_OPERATION_METADATA_KEY] === id) found.push(refund as unknown as StripeObject);
         }
         return found;
