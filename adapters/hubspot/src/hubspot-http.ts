@@ -109,7 +109,7 @@ export function objectsApi(settings: CallSettings, wire: WireRecord) {
 
 export function ticketsApi(settings: CallSettings, wire: WireRecord) {
   const config = configuration(ticketsSdk as unknown as SdkPackage<ticketsSdk.Configuration>, wire, settings);
-  return { basic: new ticketsSdk.BasicApi(config), search: new ticketsSdk.SearchApi(config) };
+  return { basic: new ticketsSdk.BasicApi(config) };
 }
 
 export const FilterOperator = ticketsSdk.FilterOperatorEnum;

@@ -347,12 +347,8 @@ export async function lookupBySearch(
   };
   let results: SdkRecord[];
   try {
-    const settings = { ...rt, signal: ctx.signal };
-    const page =
-      operation === 'tickets.create'
-        ? await ticketsApi(settings, wire).search.doSearch(request)
-        : await objectsApi(settings, wire).search.doSearch(objectType, request);
-    results = page.results;
+    // The objects search is the tickets search too: POST /crm/v3/objects/{objectType}/search.
+    results = (await objectsApi({ ...rt, signal: ctx.signal }, wire).search.doSearch(objectType, request)).results;
   } catch (err) {
     return cannotTellFromFailure(err, wire, `CRM search in ${objectType}`);
   }
