@@ -37,13 +37,9 @@ function clip(text: string): string {
   return text.length > MESSAGE_MAX ? text.slice(0, MESSAGE_MAX) + '…' : text;
 }
 
-/** HubSpot's correlationId (error body) or the X-HubSpot-Correlation-Id header. */
-export function requestIdOf(res: HubSpotResponse): string | undefined {
-  return field(res.body, 'correlationId') ?? res.headers['x-hubspot-correlation-id'];
-}
-
-function refs(res: HubSpotResponse, code?: string): ProviderRefs {
-  const requestId = requestIdOf(res);
+/** Status, code and request id of an answer: the error body's correlationId, else X-HubSpot-Correlation-Id. */
+export function refs(res: HubSpotResponse, code?: string): ProviderRefs {
+  const requestId = field(res.body, 'correlationId') ?? res.headers['x-hubspot-correlation-id'];
   return { status: res.status, ...(code ? { code } : {}), ...(requestId ? { requestId } : {}) };
 }
 
@@ -177,16 +173,9 @@ export function outcomeFromFailure(err: unknown, wire: WireRecord): Outcome {
   const res = responseOf(err, wire);
   if (res) {
     if (res.status >= 200 && res.status < 300) {
-      const requestId = requestIdOf(res);
-      return {
-        kind: 'unknown',
-        cause: 'truncated-response',
-        message: clip(
-          `HubSpot answered ${res.status} but the SDK could not read it: ${err instanceof Error ? err.message : String(err)}`,
-        ),
-        status: res.status,
-        ...(requestId ? { requestId } : {}),
-      };
+      const why = err instanceof Error ? err.message : String(err);
+      const message = clip(`HubSpot answered ${res.status} but the SDK could not read it: ${why}`);
+      return { kind: 'unknown', cause: 'truncated-response', message, ...refs(res) };
     }
     return outcomeFromResponse(res);
   }

@@ -12,7 +12,7 @@ import {
   cannotTellFromFailure,
   type HubSpotResponse,
   outcomeFromFailure,
-  requestIdOf,
+  refs,
   responseOf,
   uniqueConflictOf,
 } from './hubspot-errors.js';
@@ -289,8 +289,7 @@ async function adoptDuplicateTicket(
   existingId: string | null,
   signal?: AbortSignal,
 ): Promise<Outcome> {
-  const requestId = requestIdOf(res);
-  const base = { status: res.status, code: 'CONFLICT', ...(requestId ? { requestId } : {}) };
+  const base = refs(res, 'CONFLICT');
   if (existingId === null) {
     return {
       kind: 'unknown',
