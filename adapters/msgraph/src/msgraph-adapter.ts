@@ -130,16 +130,15 @@ async function execute(rt: Runtime, o: GraphOperation, params: unknown, ctx: Fra
   const sent = await send(rt, ctx.signal, rt.client.api(req.path), (r) => r.post(req.body));
   if (sent.kind === 'no-answer')
     return sent.stage === 'token' ? outcomeFromTokenError(sent.error) : outcomeFromNetworkError(sent.error);
-  const classify = { conflictMayMeanApplied: o.conflictMayMeanApplied };
   if (sent.kind === 'unreadable') {
     // The status line arrived, the body did not: a 2xx is applied but its id was lost; any other status still classifies.
     const answer = { status: sent.status, headers: sent.headers, body: null };
-    if (sent.status < 200 || sent.status >= 300) return outcomeFromErrorAnswer(answer, classify);
+    if (sent.status < 200 || sent.status >= 300) return outcomeFromErrorAnswer(answer, o);
     const message = `HTTP ${sent.status} whose body could not be read: applied, but its id was lost`;
     return { kind: 'unknown', cause: 'truncated-response', message, ...refsOf(answer) };
   }
   const { answer } = sent;
-  if (answer.status < 200 || answer.status >= 300) return outcomeFromErrorAnswer(answer, classify);
+  if (answer.status < 200 || answer.status >= 300) return outcomeFromErrorAnswer(answer, o);
   const { result, providerRef } = o.readSuccess(answer.body);
   return { kind: 'succeeded', result, ...refsOf(answer), ...(providerRef ? { providerRef } : {}) };
 }

@@ -75,7 +75,7 @@ export interface GraphOperation<P = unknown> extends OperationSpec {
   /** Reads one matching item of the lookup. */
   readFound(item: Record<string, unknown>): { result: unknown; providerRef?: string };
   /** True when a 409 may mean "already created by the first request" (unknown, not rejected). */
-  readonly conflictMayMeanApplied: boolean;
+  readonly conflictMayMeanApplied?: boolean;
 }
 
 const isObj = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
@@ -177,7 +177,6 @@ export const mailSend: GraphOperation<MailSendParams> = {
     'message.subject',
   ],
   paramsSchema: MAIL_SEND_PARAMS,
-  conflictMayMeanApplied: false,
   build(p, ctx) {
     return {
       path: `${mailboxPath(p.mailbox)}/sendMail`,
@@ -261,7 +260,6 @@ const todoTasksCreate: GraphOperation<TodoTasksCreateParams> = {
   intentFields: todoTasksCreateCard.businessOperationId.intentFields,
   sensitiveFields: ['task.body', 'task.title'],
   paramsSchema: TODO_TASKS_CREATE_PARAMS,
-  conflictMayMeanApplied: false,
   build(p, ctx) {
     const existing = Array.isArray(p.task.linkedResources) ? (p.task.linkedResources as unknown[]) : [];
     const link = {

@@ -2,7 +2,6 @@ import {
   AdapterConfigurationError,
   defineAdapter,
   type FramedLookupContext,
-  type FrameOperation,
   type LookupResult,
   type Outcome,
   type TypedAdapter,
@@ -185,7 +184,7 @@ async function findByMetadata(
 }
 
 /** Inside retention: re-send the identical request with the same key; Stripe replays what it stored. */
-async function resendWithKey(rt: Runtime, op: StripeOperation & FrameOperation, ctx: FramedLookupContext) {
+async function resendWithKey(rt: Runtime, op: StripeOperation, ctx: FramedLookupContext) {
   const problems = operationParamsErrors(op, ctx.params);
   if (problems.length > 0)
     return {
@@ -199,11 +198,7 @@ async function resendWithKey(rt: Runtime, op: StripeOperation & FrameOperation, 
   return lookupFromOutcome(o, `re-send with the same key${o.kind === 'not-applied' ? ' was not processed' : ''}`);
 }
 
-async function lookup(
-  rt: Runtime,
-  op: StripeOperation & FrameOperation,
-  ctx: FramedLookupContext,
-): Promise<LookupResult> {
+async function lookup(rt: Runtime, op: StripeOperation, ctx: FramedLookupContext): Promise<LookupResult> {
   if (ctx.firstDispatchedAt === null)
     return { kind: 'not-found', reason: 'never dispatched: nothing was sent to Stripe' };
   // Whether the key is still safe to rely on is the card rule (retention minus the clock-skew margin and the
@@ -234,8 +229,9 @@ export function createStripeAdapter(options: StripeAdapterOptions): StripeAdapte
     throw new AdapterConfigurationError(PROVIDER, 'options are required');
   const timeoutMs = positiveInteger(PROVIDER, 'timeoutMs', options.timeoutMs, DEFAULT_TIMEOUT_MS);
   const rt: Runtime = { client: buildClient(options, timeoutMs), timeoutMs, replaysServerError: new Set() };
-  const operations: Record<string, StripeOperation & FrameOperation> = {};
-  for (const op of Object.values(stripeOperations)) operations[op.name] = { ...op, keyRule: STRIPE_KEY_RULE };
+  const operations = Object.fromEntries(
+    Object.values(stripeOperations).map((op) => [op.name, { ...op, keyRule: STRIPE_KEY_RULE }]),
+  );
   // close: the guarded Node client uses the SDK's shared keep-alive agent; nothing of ours to release.
   return defineAdapter({
     provider: PROVIDER,
