@@ -148,16 +148,18 @@ function plain(r: SdkRecord) {
   };
 }
 
-/** A 2xx without a record id: HubSpot applied something, but what cannot be read. */
+/** A 2xx HubSpot applied but whose record cannot be read. */
+const truncated = (message: string, wire: WireRecord): Outcome => ({
+  kind: 'unknown',
+  cause: 'truncated-response',
+  message,
+  ...wireRefs(wire),
+});
+
+/** A 2xx without a record id, or null when the record has one. */
 function unreadable(r: unknown, wire: WireRecord): Outcome | null {
   const id = (r as { id?: unknown } | null | undefined)?.id;
-  if (typeof id === 'string' && id.length > 0) return null;
-  return {
-    kind: 'unknown',
-    cause: 'truncated-response',
-    message: 'HubSpot answered without a record id',
-    ...wireRefs(wire),
-  };
+  return typeof id === 'string' && id.length > 0 ? null : truncated('HubSpot answered without a record id', wire);
 }
 
 /** A record HubSpot answered with, as the outcome of `kind`. */
@@ -233,13 +235,7 @@ export async function executeObjectsUpsert(rt: Runtime, p: ObjectsUpsertParams, 
     const r = await objectsApi({ ...rt, signal: ctx.signal }, wire).batch.upsert(p.objectType, {
       inputs: [{ id: key, idProperty: rt.idProperty, properties: asStrings(p.properties) }],
     });
-    if (!Array.isArray(r?.results))
-      return {
-        kind: 'unknown',
-        cause: 'truncated-response',
-        message: 'HubSpot answered the upsert without results',
-        ...wireRefs(wire),
-      };
+    if (!Array.isArray(r?.results)) return truncated('HubSpot answered the upsert without results', wire);
     const item = r.results.find((x) => x.properties?.[rt.idProperty] === key) ?? r.results[0];
     if (!item || unreadable(item, wire)) {
       // 207 multi-status: the one input failed, and its error says why. Only a validation error
