@@ -4,6 +4,7 @@ import {
   AdapterConfigurationError,
   type AdapterV1,
   defineAdapter,
+  type ExecuteContext,
   InvalidIntentError,
   type LookupContext,
   type LookupResult,
@@ -12,7 +13,7 @@ import {
 } from '@retrysafe/contract';
 import { checkBaseUrl, lookupFromOutcome } from '@retrysafe/contract/provider';
 import { resendSafety } from '@retrysafe/contract/rules';
-import axios, { type AxiosInstance, type AxiosResponse } from 'axios';
+import axios, { type AxiosResponse } from 'axios';
 import {
   absoluteLocation,
   classifyNetworkError,
@@ -62,13 +63,7 @@ export type TypedHttpOperations<O> = TypedAdapter<{
 type Lookup<M extends HttpLookupSpec['method']> = Extract<HttpLookupSpec, { method: M }>;
 
 /** What the adapter's requests go through: one axios client on the base URL, no redirects, the caller's timeout. */
-interface Conn {
-  readonly provider: string;
-  readonly client: AxiosInstance;
-  readonly base: URL;
-  readonly baseURL: string;
-  close(): void;
-}
+type Conn = ReturnType<typeof connect>;
 
 /** Builds an adapter for any HTTP API from explicit declarations, each checked against its card. */
 export function createHttpAdapter<const O extends Readonly<Record<string, HttpOperationSpec>>>(
@@ -84,7 +79,7 @@ export function createHttpAdapter(options: HttpAdapterOptions): HttpAdapter {
   return defineAdapter({
     provider,
     operations,
-    execute: (o, params, ctx) => send(c, o, params as Record<string, unknown>, idsOf(ctx), ctx.attempt, ctx.signal),
+    execute: (o, params, ctx) => send(c, o, params as Record<string, unknown>, ctx),
     lookup: (o, ctx) => lookup(c, o, ctx),
     close: async () => c.close(),
   });
@@ -94,7 +89,7 @@ export function createHttpAdapter(options: HttpAdapterOptions): HttpAdapter {
  * The axios client never retries, never follows redirects (a followed 307/308 re-sends a POST body: a hidden
  * second retrying layer) and ignores proxy environment variables; the runner is the only layer that re-sends.
  */
-function connect(provider: string, options: HttpAdapterOptions): Conn {
+function connect(provider: string, options: HttpAdapterOptions) {
   const base = checkBaseUrl(provider, options.baseUrl);
   if (!(Number.isFinite(options.timeoutMs) && options.timeoutMs > 0)) {
     throw new AdapterConfigurationError(
@@ -122,8 +117,6 @@ function connect(provider: string, options: HttpAdapterOptions): Conn {
   return { provider, client, base, baseURL, close };
 }
 
-const idsOf = (ctx: Ids): Ids => ({ businessOperationId: ctx.businessOperationId, providerKey: ctx.providerKey });
-
 function view(c: Conn, res: AxiosResponse, fallbackUrl: string): HttpResponseView {
   const url = new URL(res.config.url ?? fallbackUrl, c.baseURL + '/').toString();
   return { status: res.status, headers: res.headers as Record<string, unknown>, data: res.data, url };
@@ -134,11 +127,10 @@ async function send(
   c: Conn,
   o: HttpOperation,
   params: Record<string, unknown>,
-  ids: Ids,
-  attempt: number,
-  signal?: AbortSignal,
+  ids: Ids & Pick<ExecuteContext, 'attempt' | 'signal'>,
 ): Promise<Outcome> {
-  const spec = o.http;
+  const { http: spec } = o;
+  const { attempt, signal } = ids;
   const path = fillPath(spec.path, params, ids);
   const headers: Record<string, string> = {};
   const query: Record<string, string> = {};
@@ -223,7 +215,7 @@ async function lookup(c: Conn, o: HttpOperation, ctx: LookupContext): Promise<Lo
   if (l.method === 'none') throw new Error('unreachable: the frame refuses lookup.method none');
   if (typeof ctx.params !== 'object' || ctx.params === null || Array.isArray(ctx.params))
     throw new InvalidIntentError('', 'params must be a plain object');
-  const a: Ask = { c, o, spec: o.http, ctx, r: { ...idsOf(ctx), params: ctx.params as Record<string, unknown> } };
+  const a: Ask = { c, o, spec: o.http, ctx, r: { ...ctx, params: ctx.params as Record<string, unknown> } };
   switch (l.method) {
     case 'resend-same-key':
       return resendSameKey(a);
@@ -248,7 +240,7 @@ async function resendSameKey({ c, o, ctx, r }: Ask): Promise<LookupResult> {
     return { kind: 'cannot-tell', reason: `no re-send with the same key: ${why}` };
   }
   if (ctx.firstDispatchedAt === null) return { kind: 'not-found', reason: 'never dispatched' };
-  return lookupFromOutcome(await send(c, o, r.params, idsOf(ctx), 2, ctx.signal), 're-send with the same key');
+  return lookupFromOutcome(await send(c, o, r.params, { ...ctx, attempt: 2 }), 're-send with the same key');
 }
 
 async function search(a: Ask, l: Lookup<'search'>): Promise<LookupResult> {

@@ -1,6 +1,7 @@
 import { fact } from '@retrysafe/contract';
+import { parseRetryAfter } from '@retrysafe/contract/provider';
 import { describe, expect, it } from 'vitest';
-import { classifyNetworkError, classifyResponse, parseRetryAfter } from './http-errors.js';
+import { classifyNetworkError, classifyResponse } from './http-errors.js';
 import { buildOperation } from './http-operations.js';
 import { etagDocumentsUpdate, ietfOrdersCreate } from './http-patterns.js';
 

@@ -17,7 +17,7 @@ export interface HttpResponseView {
   readonly url: string;
 }
 
-function header(headers: Readonly<Record<string, unknown>>, name: string): string | undefined {
+export function readHeader(headers: Readonly<Record<string, unknown>>, name: string): string | undefined {
   const want = name.toLowerCase();
   for (const [k, v] of Object.entries(headers)) {
     if (k.toLowerCase() === want)
@@ -26,28 +26,24 @@ function header(headers: Readonly<Record<string, unknown>>, name: string): strin
   return undefined;
 }
 
-export { header as readHeader, parseRetryAfter };
-
 function statusMatches(m: StatusMatcher, status: number): boolean {
   if (typeof m === 'number') return m === status;
-  if (m === '4xx') return status >= 400 && status < 500;
-  if (m === '5xx') return status >= 500 && status < 600;
+  if (typeof m === 'string') return `${Math.floor(status / 100)}xx` === m; // 4xx, 5xx
   return m.includes(status);
 }
 
 function ruleMatches(rule: HttpErrorRule, status: number, code: string | undefined): boolean {
   if (!statusMatches(rule.status, status)) return false;
-  if (rule.code === undefined) return true;
-  return code !== undefined && [rule.code].flat().includes(code);
+  return rule.code === undefined || (code !== undefined && [rule.code].flat().includes(code));
 }
 
 export function requestIdOf(spec: HttpOperationSpec, headers: HttpResponseView['headers']): { requestId?: string } {
-  const requestId = spec.requestIdHeader ? header(headers, spec.requestIdHeader) : undefined;
+  const requestId = spec.requestIdHeader ? readHeader(headers, spec.requestIdHeader) : undefined;
   return requestId !== undefined ? { requestId } : {};
 }
 
 export function retryAfterOf(headers: HttpResponseView['headers'], now?: number): { retryAfterMs?: number } {
-  const retryAfterMs = parseRetryAfter(header(headers, 'retry-after'), now);
+  const retryAfterMs = parseRetryAfter(readHeader(headers, 'retry-after'), now);
   return retryAfterMs !== undefined ? { retryAfterMs } : {};
 }
 
@@ -59,7 +55,7 @@ export function providerRefAt(data: unknown, path: string | undefined): { provid
 
 /** Resolves a `Location` header against the request URL. */
 export function absoluteLocation(res: HttpResponseView): string | undefined {
-  const loc = header(res.headers, 'location');
+  const loc = readHeader(res.headers, 'location');
   if (!loc) return undefined;
   try {
     return new URL(loc, res.url).toString();
@@ -128,7 +124,9 @@ export function classifyResponse(
     // The card's replay indicator (e.g. `Idempotent-Replayed: true`): the provider answered from its stored result.
     const ri = spec.card.storedResult.replayIndicator?.value;
     const replayed =
-      typeof ri === 'object' && ri !== null && header(res.headers, ri.header)?.toLowerCase() === ri.value.toLowerCase();
+      typeof ri === 'object' &&
+      ri !== null &&
+      readHeader(res.headers, ri.header)?.toLowerCase() === ri.value.toLowerCase();
     return {
       kind: replayed ? 'replayed' : 'succeeded',
       result: res.data,

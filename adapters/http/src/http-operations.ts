@@ -5,7 +5,6 @@ import {
   type FieldError,
   InvalidIntentError,
   type JsonSchema,
-  type OperationSpec,
   type ProviderKey,
   type ProviderKeyRule,
   type RejectReason,
@@ -141,10 +140,7 @@ export interface HttpOperationSpec {
 }
 
 /** An operation as the adapter exposes it: the contract's OperationSpec plus the HTTP declaration. */
-export interface HttpOperation extends OperationSpec {
-  readonly http: HttpOperationSpec;
-  readonly keyRule: ProviderKeyRule | null;
-}
+export type HttpOperation = ReturnType<typeof buildOperation>;
 
 export const PLACEHOLDER = /\{([A-Za-z0-9_.]+)\}/g;
 const RESERVED_PLACEHOLDERS = new Set(['key', 'businessOperationId']);
@@ -197,7 +193,7 @@ export function sfString(value: string): string {
  * Checks one operation declaration against its card and returns the exposed operation. A card that says one
  * thing while the request does another is the failure this package exists to prevent.
  */
-export function buildOperation(provider: string, name: string, spec: HttpOperationSpec): HttpOperation {
+export function buildOperation(provider: string, name: string, spec: HttpOperationSpec) {
   const fail = (msg: string): never => {
     throw new AdapterConfigurationError(provider, `operation ${name}: ${msg}`);
   };

@@ -7,7 +7,6 @@ import {
 } from '@retrysafe/contract';
 import { checkBaseUrl, operationParamsErrors } from '@retrysafe/contract/provider';
 import { type HubSpotOperationName, hubSpotCardsFor } from './hubspot-cards.js';
-import type { CallSettings } from './hubspot-http.js';
 import {
   type ContactsUpdateParams,
   executeContactsUpdate,
@@ -18,7 +17,6 @@ import {
   lookupBySearch,
   lookupContactsUpdate,
   PARAMS_SCHEMAS,
-  type Runtime,
   reservedPropertyProblem,
 } from './hubspot-operations.js';
 
@@ -59,24 +57,25 @@ const DEFAULT_TIMEOUT_MS = 30_000;
 const MAX_TIMEOUT_MS = 600_000;
 const PROPERTY_NAME = /^[a-z][a-z0-9_]*$/;
 
-const DESCRIPTIONS: Record<HubSpotOperationName, string> = {
-  'contacts.update': 'Set property values on a HubSpot contact (PATCH; sending it twice sets the same values).',
-  'objects.upsert':
-    'Create or update one CRM record, keyed by a unique property that holds the business-operation id (batch upsert).',
-  'tickets.create':
-    'Create a HubSpot ticket once: the business-operation id goes into a unique-value property, so a re-send is refused and the existing ticket adopted.',
-};
-
-const SENSITIVE: Record<HubSpotOperationName, readonly string[]> = {
-  'contacts.update': ['properties'],
-  'objects.upsert': [],
-  'tickets.create': ['properties.content'],
-};
-
-const EXECUTE = {
-  'contacts.update': executeContactsUpdate,
-  'objects.upsert': executeObjectsUpsert,
-  'tickets.create': executeTicketsCreate,
+/** What each operation adds to its card: its description, its sensitive params and how one attempt is made. */
+const OPERATIONS = {
+  'contacts.update': {
+    description: 'Set property values on a HubSpot contact (PATCH; sending it twice sets the same values).',
+    sensitiveFields: ['properties'],
+    execute: executeContactsUpdate,
+  },
+  'objects.upsert': {
+    description:
+      'Create or update one CRM record, keyed by a unique property that holds the business-operation id (batch upsert).',
+    sensitiveFields: [],
+    execute: executeObjectsUpsert,
+  },
+  'tickets.create': {
+    description:
+      'Create a HubSpot ticket once: the business-operation id goes into a unique-value property, so a re-send is refused and the existing ticket adopted.',
+    sensitiveFields: ['properties.content'],
+    execute: executeTicketsCreate,
+  },
 } as const;
 
 function configError(message: string): never {
@@ -117,46 +116,30 @@ function checkOptions(options: HubSpotAdapterOptions) {
  */
 export function createHubSpotAdapter(options: HubSpotAdapterOptions): HubSpotAdapter {
   const o = checkOptions(options);
-  const cards = hubSpotCardsFor({
-    idProperty: o.idProperty,
-    searchSettleMs: o.searchSettleMs,
-    lateApplyMs: o.lateApplyMs,
-  });
-  const runtime: Runtime = {
-    idProperty: o.idProperty,
-    searchSettleMs: o.searchSettleMs,
-    settings: (signal?: AbortSignal): CallSettings => ({
-      baseUrl: o.baseUrl,
-      accessToken: o.accessToken,
-      timeoutMs: o.timeoutMs,
-      signal,
-    }),
-  };
+  const cards = hubSpotCardsFor(o);
 
-  const spec = (name: HubSpotOperationName): FrameOperation => ({
-    name,
-    description: DESCRIPTIONS[name],
-    card: cards[name],
-    intentFields: cards[name].businessOperationId.intentFields,
-    sensitiveFields: SENSITIVE[name],
-    paramsSchema: PARAMS_SCHEMAS[name],
-    keyRule: name === 'contacts.update' ? null : KEY_RULE,
-    // The id property depends on an option: its rule is the adapter's own check (run where the schema is).
-    checkParams: (params: unknown) => {
-      const problem = reservedPropertyProblem(name, params, o.idProperty);
-      return problem ? [{ path: `properties.${o.idProperty}`, message: problem }] : [];
-    },
-  });
+  const operations: Record<string, FrameOperation> = {};
+  for (const name of Object.keys(OPERATIONS) as HubSpotOperationName[])
+    operations[name] = {
+      name,
+      description: OPERATIONS[name].description,
+      card: cards[name],
+      intentFields: cards[name].businessOperationId.intentFields,
+      sensitiveFields: OPERATIONS[name].sensitiveFields,
+      paramsSchema: PARAMS_SCHEMAS[name],
+      keyRule: name === 'contacts.update' ? null : KEY_RULE,
+      // The id property depends on an option: its rule is the adapter's own check (run where the schema is).
+      checkParams: (params: unknown) => {
+        const problem = reservedPropertyProblem(name, params, o.idProperty);
+        return problem ? [{ path: `properties.${o.idProperty}`, message: problem }] : [];
+      },
+    };
 
   return defineAdapter({
     provider: PROVIDER,
-    operations: {
-      'contacts.update': spec('contacts.update'),
-      'objects.upsert': spec('objects.upsert'),
-      'tickets.create': spec('tickets.create'),
-    },
+    operations,
 
-    execute: (op, params, ctx) => EXECUTE[op.name as HubSpotOperationName](runtime, params as never, ctx),
+    execute: (op, params, ctx) => OPERATIONS[op.name as HubSpotOperationName].execute(o, params as never, ctx),
 
     async lookup(op, ctx) {
       const name = op.name as HubSpotOperationName;
@@ -166,8 +149,8 @@ export function createHubSpotAdapter(options: HubSpotAdapterOptions): HubSpotAda
           kind: 'cannot-tell',
           reason: `${name}: the recorded params are not valid (${problems.map((f) => `${f.path} ${f.message}`).join('; ')}), so there is nothing to look up by`,
         };
-      if (name === 'contacts.update') return lookupContactsUpdate(runtime, ctx.params as ContactsUpdateParams, ctx);
-      return lookupBySearch(runtime, name, ctx.params, ctx);
+      if (name === 'contacts.update') return lookupContactsUpdate(o, ctx.params as ContactsUpdateParams, ctx);
+      return lookupBySearch(o, name, ctx.params, ctx);
     },
   });
 }

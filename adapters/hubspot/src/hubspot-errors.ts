@@ -1,4 +1,5 @@
-import type { LookupResult, Outcome, ProviderRefs } from '@retrysafe/contract';
+import type { ApiException } from '@hubspot/api-client/lib/codegen/crm/objects/index.js';
+import type { LookupResult, Outcome, ProviderRefs, UnknownCause } from '@retrysafe/contract';
 import { errorCodes, NEVER_SENT_CODES, parseRetryAfter } from '@retrysafe/contract/provider';
 import { NotSentError, type WireRecord } from './hubspot-http.js';
 
@@ -18,19 +19,9 @@ export interface HubSpotResponse {
 }
 
 /** `ApiException` of any generated HubSpot package (each package has its own class: compare by shape). */
-interface ApiExceptionLike {
-  readonly code: number;
-  readonly body: unknown;
-  readonly headers: Readonly<Record<string, string>>;
-}
-
-function isApiException(err: unknown): err is ApiExceptionLike {
-  return (
-    err instanceof Error &&
-    typeof (err as { code?: unknown }).code === 'number' &&
-    typeof (err as { headers?: unknown }).headers === 'object' &&
-    (err as { headers?: unknown }).headers !== null
-  );
+function isApiException(err: unknown): err is ApiException<unknown> {
+  const e = err as Partial<ApiException<unknown>>;
+  return err instanceof Error && typeof e.code === 'number' && typeof e.headers === 'object' && e.headers !== null;
 }
 
 const MESSAGE_MAX = 300;
@@ -46,13 +37,9 @@ function clip(text: string): string {
   return text.length > MESSAGE_MAX ? text.slice(0, MESSAGE_MAX) + '…' : text;
 }
 
-/** HubSpot's correlationId (error body) or the X-HubSpot-Correlation-Id header. */
-export function requestIdOf(res: HubSpotResponse): string | undefined {
-  return field(res.body, 'correlationId') ?? res.headers['x-hubspot-correlation-id'];
-}
-
-function refs(res: HubSpotResponse, code?: string): ProviderRefs {
-  const requestId = requestIdOf(res);
+/** Status, code and request id of an answer: the error body's correlationId, else X-HubSpot-Correlation-Id. */
+export function refs(res: HubSpotResponse, code?: string): ProviderRefs {
+  const requestId = field(res.body, 'correlationId') ?? res.headers['x-hubspot-correlation-id'];
   return { status: res.status, ...(code ? { code } : {}), ...(requestId ? { requestId } : {}) };
 }
 
@@ -122,6 +109,12 @@ const RESET = new Set(['ECONNRESET', 'EPIPE', 'UND_ERR_SOCKET', 'UND_ERR_CLOSED'
 export function outcomeFromNetworkError(err: unknown, wire: WireRecord): Outcome {
   const name = err instanceof Error ? err.name : '';
   const code = errorCodes(err)[0];
+  const unknown = (cause: UnknownCause, message: string, code?: string): Outcome => ({
+    kind: 'unknown',
+    cause,
+    message,
+    ...(code ? { code } : {}),
+  });
   if (err instanceof NotSentError)
     return { kind: 'not-applied', message: clip(err.message), code: 'ABORTED_BEFORE_SEND' };
   if (!wire.started) {
@@ -133,42 +126,22 @@ export function outcomeFromNetworkError(err: unknown, wire: WireRecord): Outcome
       message: clip(`the SDK could not build the request: ${err instanceof Error ? err.message : String(err)}`),
     };
   }
-  if (name === 'TimeoutError')
-    return { kind: 'unknown', cause: 'timeout', message: 'no answer from HubSpot within the timeout', code: 'TIMEOUT' };
+  if (name === 'TimeoutError') return unknown('timeout', 'no answer from HubSpot within the timeout', 'TIMEOUT');
   if (code && NEVER_SENT_CODES.has(code))
     return { kind: 'not-applied', message: `connection not established (${code})`, code };
-  if (name === 'AbortError')
-    return {
-      kind: 'unknown',
-      cause: 'other',
-      message: 'aborted by the caller after the request was sent',
-      code: 'ABORTED',
-    };
+  if (name === 'AbortError') return unknown('other', 'aborted by the caller after the request was sent', 'ABORTED');
   if (code && RESET.has(code))
-    return {
-      kind: 'unknown',
-      cause: 'connection-reset',
-      message: `connection closed before the answer (${code})`,
-      code,
-    };
-  return {
-    kind: 'unknown',
-    cause: 'other',
-    message: clip(err instanceof Error ? `${err.message}${code ? ` (${code})` : ''}` : String(err)),
-    ...(code ? { code } : {}),
-  };
+    return unknown('connection-reset', `connection closed before the answer (${code})`, code);
+  return unknown('other', clip(err instanceof Error ? `${err.message}${code ? ` (${code})` : ''}` : String(err)), code);
 }
 
 function parseBody(text: string | undefined, contentType: string | undefined): unknown {
-  if (text === undefined || text.length === 0) return undefined;
-  if (contentType?.includes('json')) {
-    try {
-      return JSON.parse(text);
-    } catch {
-      return text;
-    }
+  if (!text || !contentType?.includes('json')) return text || undefined;
+  try {
+    return JSON.parse(text);
+  } catch {
+    return text;
   }
-  return text;
 }
 
 /** The HTTP answer behind a failed SDK call, if one arrived. */
@@ -200,16 +173,9 @@ export function outcomeFromFailure(err: unknown, wire: WireRecord): Outcome {
   const res = responseOf(err, wire);
   if (res) {
     if (res.status >= 200 && res.status < 300) {
-      const requestId = requestIdOf(res);
-      return {
-        kind: 'unknown',
-        cause: 'truncated-response',
-        message: clip(
-          `HubSpot answered ${res.status} but the SDK could not read it: ${err instanceof Error ? err.message : String(err)}`,
-        ),
-        status: res.status,
-        ...(requestId ? { requestId } : {}),
-      };
+      const why = err instanceof Error ? err.message : String(err);
+      const message = clip(`HubSpot answered ${res.status} but the SDK could not read it: ${why}`);
+      return { kind: 'unknown', cause: 'truncated-response', message, ...refs(res) };
     }
     return outcomeFromResponse(res);
   }

@@ -36,17 +36,9 @@ export class NotSentError extends Error {
   }
 }
 
-interface RequestLike {
-  getUrl(): string;
-  getHttpMethod(): string;
-  getHeaders(): { [key: string]: string };
-  getBody(): unknown;
-}
-
-interface ResponseBody {
-  text(): Promise<string>;
-  binary(): Promise<Buffer>;
-}
+// One generated package's request and response-body types stand for all three (they are generated alike).
+type RequestLike = objectsSdk.RequestContext;
+type ResponseBody = objectsSdk.ResponseBody;
 
 function transport(wire: WireRecord, settings: CallSettings) {
   return async (
@@ -117,7 +109,7 @@ export function objectsApi(settings: CallSettings, wire: WireRecord) {
 
 export function ticketsApi(settings: CallSettings, wire: WireRecord) {
   const config = configuration(ticketsSdk as unknown as SdkPackage<ticketsSdk.Configuration>, wire, settings);
-  return { basic: new ticketsSdk.BasicApi(config), search: new ticketsSdk.SearchApi(config) };
+  return { basic: new ticketsSdk.BasicApi(config) };
 }
 
 export const FilterOperator = ticketsSdk.FilterOperatorEnum;

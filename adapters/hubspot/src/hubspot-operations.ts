@@ -1,19 +1,18 @@
-import {
-  type BusinessOperationId,
-  deriveProviderKey,
-  type ExecuteContext,
-  type JsonSchema,
-  type LookupContext,
-  type LookupResult,
-  type Outcome,
-  type ProviderKey,
-  type ProviderKeyRule,
+import type { SimplePublicObject as SdkRecord } from '@hubspot/api-client/lib/codegen/crm/objects/index.js';
+import type {
+  ExecuteContext,
+  JsonSchema,
+  LookupContext,
+  LookupResult,
+  Outcome,
+  ProviderKey,
+  ProviderKeyRule,
 } from '@retrysafe/contract';
 import {
   cannotTellFromFailure,
   type HubSpotResponse,
   outcomeFromFailure,
-  requestIdOf,
+  refs,
   responseOf,
   uniqueConflictOf,
 } from './hubspot-errors.js';
@@ -66,9 +65,8 @@ export type HubSpotOperationTypes = {
 /** Provider keys: up to 100 characters of the business-operation id's own alphabet (longer ids become a digest). */
 export const KEY_RULE: ProviderKeyRule = { maxLength: 100, charset: 'A-Za-z0-9._:/-' };
 
-/** What the operations need from the adapter. */
-export interface Runtime {
-  settings(signal?: AbortSignal): CallSettings;
+/** What the operations need from the adapter's options; a call adds its signal. */
+export interface Runtime extends Omit<CallSettings, 'signal'> {
   readonly idProperty: string;
   readonly searchSettleMs: number | null;
 }
@@ -130,32 +128,15 @@ export function reservedPropertyProblem(operation: string, params: unknown, idPr
   return `property ${idProperty} is the adapter's id property: the adapter sets it from the business-operation id`;
 }
 
-function asStrings(props: Readonly<Record<string, PropertyValue>>): Record<string, string> {
-  const out: Record<string, string> = {};
-  for (const [k, v] of Object.entries(props)) out[k] = String(v);
-  return out;
-}
+const asStrings = (props: Readonly<Record<string, PropertyValue>>): Record<string, string> =>
+  Object.fromEntries(Object.entries(props).map(([k, v]) => [k, String(v)]));
 
 // ---------------------------------------------------------------- results
 
-interface SdkRecord {
-  id: string;
-  properties: { [key: string]: string | null };
-  createdAt?: Date;
-  updatedAt?: Date;
-  archived?: boolean;
-}
-
 /** A HubSpot record as plain JSON (dates as ISO strings), for the ledger and the caller. */
-export interface HubSpotRecord {
-  readonly id: string;
-  readonly properties: Readonly<Record<string, string | null>>;
-  readonly createdAt: string | null;
-  readonly updatedAt: string | null;
-  readonly archived: boolean;
-}
+export type HubSpotRecord = Readonly<ReturnType<typeof plain>>;
 
-function plain(r: SdkRecord): HubSpotRecord {
+function plain(r: SdkRecord) {
   const iso = (d: unknown) =>
     d instanceof Date && !Number.isNaN(d.getTime()) ? d.toISOString() : typeof d === 'string' ? d : null;
   return {
@@ -167,25 +148,23 @@ function plain(r: SdkRecord): HubSpotRecord {
   };
 }
 
-/** A 2xx without a record id: HubSpot applied something, but what cannot be read. */
+/** A 2xx HubSpot applied but whose record cannot be read. */
+const truncated = (message: string, wire: WireRecord): Outcome => ({
+  kind: 'unknown',
+  cause: 'truncated-response',
+  message,
+  ...wireRefs(wire),
+});
+
+/** A 2xx without a record id, or null when the record has one. */
 function unreadable(r: unknown, wire: WireRecord): Outcome | null {
   const id = (r as { id?: unknown } | null | undefined)?.id;
-  if (typeof id === 'string' && id.length > 0) return null;
-  return {
-    kind: 'unknown',
-    cause: 'truncated-response',
-    message: 'HubSpot answered without a record id',
-    ...wireRefs(wire),
-  };
+  return typeof id === 'string' && id.length > 0 ? null : truncated('HubSpot answered without a record id', wire);
 }
 
 /** A record HubSpot answered with, as the outcome of `kind`. */
 function recordOutcome(kind: 'succeeded' | 'replayed', r: SdkRecord, wire: WireRecord, extra?: object) {
   return { kind, result: { ...plain(r), ...extra }, providerRef: String(r.id), ...wireRefs(wire) } satisfies Outcome;
-}
-
-function newWire(): WireRecord {
-  return { started: false };
 }
 
 function wireRefs(wire: WireRecord): { status?: number; requestId?: string } {
@@ -200,9 +179,9 @@ export async function executeContactsUpdate(
   p: ContactsUpdateParams,
   ctx: ExecuteContext,
 ): Promise<Outcome> {
-  const wire = newWire();
+  const wire: WireRecord = { started: false };
   try {
-    const r = await contactsApi(rt.settings(ctx.signal), wire).basic.update(
+    const r = await contactsApi({ ...rt, signal: ctx.signal }, wire).basic.update(
       p.contactId,
       { properties: asStrings(p.properties) },
       p.idProperty,
@@ -218,11 +197,11 @@ export async function lookupContactsUpdate(
   p: ContactsUpdateParams,
   ctx: LookupContext,
 ): Promise<LookupResult> {
-  const wire = newWire();
+  const wire: WireRecord = { started: false };
   const wanted = asStrings(p.properties);
   let r: SdkRecord;
   try {
-    r = await contactsApi(rt.settings(ctx.signal), wire).basic.getById(
+    r = await contactsApi({ ...rt, signal: ctx.signal }, wire).basic.getById(
       p.contactId,
       Object.keys(wanted),
       undefined,
@@ -238,11 +217,7 @@ export async function lookupContactsUpdate(
   const differing = Object.entries(wanted)
     .filter(([name, value]) => (r.properties[name] ?? '') !== value)
     .map(([name]) => name);
-  if (differing.length === 0)
-    return {
-      kind: 'found',
-      outcome: recordOutcome('succeeded', r, wire),
-    };
+  if (differing.length === 0) return { kind: 'found', outcome: recordOutcome('succeeded', r, wire) };
   return {
     kind: 'not-found',
     reason: `contact ${r.id} does not hold the requested values of ${differing.join(', ')}; re-sending the set-value PATCH is safe`,
@@ -253,24 +228,14 @@ export async function lookupContactsUpdate(
 
 // ---------------------------------------------------------------- objects.upsert
 
-/** The key the frame derived; derived here only for a direct doExecute/doLookup call without one. */
-const keyOf = (ctx: { providerKey: ProviderKey | null; businessOperationId: BusinessOperationId }): ProviderKey =>
-  ctx.providerKey ?? deriveProviderKey(ctx.businessOperationId, KEY_RULE);
-
 export async function executeObjectsUpsert(rt: Runtime, p: ObjectsUpsertParams, ctx: ExecuteContext): Promise<Outcome> {
-  const key = keyOf(ctx);
-  const wire = newWire();
+  const key = ctx.providerKey!; // the frame's: these operations' key rule is never null
+  const wire: WireRecord = { started: false };
   try {
-    const r = await objectsApi(rt.settings(ctx.signal), wire).batch.upsert(p.objectType, {
+    const r = await objectsApi({ ...rt, signal: ctx.signal }, wire).batch.upsert(p.objectType, {
       inputs: [{ id: key, idProperty: rt.idProperty, properties: asStrings(p.properties) }],
     });
-    if (!Array.isArray(r?.results))
-      return {
-        kind: 'unknown',
-        cause: 'truncated-response',
-        message: 'HubSpot answered the upsert without results',
-        ...wireRefs(wire),
-      };
+    if (!Array.isArray(r?.results)) return truncated('HubSpot answered the upsert without results', wire);
     const item = r.results.find((x) => x.properties?.[rt.idProperty] === key) ?? r.results[0];
     if (!item || unreadable(item, wire)) {
       // 207 multi-status: the one input failed, and its error says why. Only a validation error
@@ -293,10 +258,10 @@ export async function executeObjectsUpsert(rt: Runtime, p: ObjectsUpsertParams, 
 const TICKET_PROPERTIES = ['subject', 'hs_pipeline', 'hs_pipeline_stage'];
 
 export async function executeTicketsCreate(rt: Runtime, p: TicketsCreateParams, ctx: ExecuteContext): Promise<Outcome> {
-  const key = keyOf(ctx);
-  const wire = newWire();
+  const key = ctx.providerKey!; // the frame's: these operations' key rule is never null
+  const wire: WireRecord = { started: false };
   try {
-    const r = await ticketsApi(rt.settings(ctx.signal), wire).basic.create({
+    const r = await ticketsApi({ ...rt, signal: ctx.signal }, wire).basic.create({
       properties: { ...asStrings(p.properties), [rt.idProperty]: key },
       associations: [],
     });
@@ -320,8 +285,7 @@ async function adoptDuplicateTicket(
   existingId: string | null,
   signal?: AbortSignal,
 ): Promise<Outcome> {
-  const requestId = requestIdOf(res);
-  const base = { status: res.status, code: 'CONFLICT', ...(requestId ? { requestId } : {}) };
+  const base = refs(res, 'CONFLICT');
   if (existingId === null) {
     return {
       kind: 'unknown',
@@ -330,10 +294,10 @@ async function adoptDuplicateTicket(
       ...base,
     };
   }
-  const wire = newWire();
+  const wire: WireRecord = { started: false };
   let existing: SdkRecord;
   try {
-    existing = await ticketsApi(rt.settings(signal), wire).basic.getById(existingId, [
+    existing = await ticketsApi({ ...rt, signal: signal }, wire).basic.getById(existingId, [
       rt.idProperty,
       ...TICKET_PROPERTIES,
     ]);
@@ -366,8 +330,8 @@ export async function lookupBySearch(
   params: unknown,
   ctx: LookupContext,
 ): Promise<LookupResult> {
-  const key = keyOf(ctx);
-  const wire = newWire();
+  const key = ctx.providerKey!; // the frame's: these operations' key rule is never null
+  const wire: WireRecord = { started: false };
   const objectType = operation === 'tickets.create' ? 'tickets' : (params as ObjectsUpsertParams).objectType;
   const shown =
     operation === 'tickets.create' ? TICKET_PROPERTIES : Object.keys((params as ObjectsUpsertParams).properties);
@@ -378,12 +342,8 @@ export async function lookupBySearch(
   };
   let results: SdkRecord[];
   try {
-    const settings = rt.settings(ctx.signal);
-    const page =
-      operation === 'tickets.create'
-        ? await ticketsApi(settings, wire).search.doSearch(request)
-        : await objectsApi(settings, wire).search.doSearch(objectType, request);
-    results = page.results;
+    // The objects search is the tickets search too: POST /crm/v3/objects/{objectType}/search.
+    results = (await objectsApi({ ...rt, signal: ctx.signal }, wire).search.doSearch(objectType, request)).results;
   } catch (err) {
     return cannotTellFromFailure(err, wire, `CRM search in ${objectType}`);
   }

@@ -1,18 +1,15 @@
-import { type Client, ResponseType } from '@microsoft/microsoft-graph-client';
+import { type Client, type GraphRequest, ResponseType } from '@microsoft/microsoft-graph-client';
 import {
   AdapterConfigurationError,
-  type BusinessOperationId,
   defineAdapter,
-  type ExecuteContext,
+  type FramedExecuteContext,
+  type FramedLookupContext,
   type FrameOperation,
-  type LookupContext,
   type LookupResult,
-  type OperationSpec,
   type Outcome,
-  type ProviderKey,
   type TypedAdapter,
 } from '@retrysafe/contract';
-import { operationParamsErrors } from '@retrysafe/contract/provider';
+import { operationParamsErrors, positiveInteger } from '@retrysafe/contract/provider';
 import { assertNoSdkRetries, createGraphClient, type TokenProvider, TransportProbe } from './msgraph-client.js';
 import {
   cannotTellFromAnswer,
@@ -24,7 +21,6 @@ import {
   refsOf,
 } from './msgraph-errors.js';
 import {
-  type BuildContext,
   DEFAULT_APPLICATION_NAME,
   DEFAULT_EXTENDED_PROPERTY_ID,
   type GraphOperation,
@@ -55,7 +51,6 @@ export interface MsGraphAdapterOptions {
 
 export interface MsGraphAdapter extends TypedAdapter<MsGraphOperationTypes> {
   readonly provider: 'msgraph';
-  readonly operations: Readonly<Record<string, OperationSpec>>;
   /** The Graph client in use (no RetryHandler in its chain). */
   readonly client: Client;
 }
@@ -96,28 +91,22 @@ function buildClient(options: MsGraphAdapterOptions): Client {
   });
 }
 
-const buildContext = (
+/**
+ * Sends `request` through the SDK with the timeout and a transport probe, and returns the raw answer (RAW
+ * response type: non-2xx are answers, not throws).
+ */
+async function send(
   rt: Runtime,
-  ctx: { businessOperationId: BusinessOperationId; providerKey: ProviderKey | null },
-) =>
-  ({
-    businessOperationId: ctx.businessOperationId,
-    providerKey: ctx.providerKey,
-    extendedPropertyId: rt.extendedPropertyId,
-    applicationName: rt.applicationName,
-  }) satisfies BuildContext;
-
-function signalFor(rt: Runtime, signal: AbortSignal | undefined): AbortSignal {
-  const timeout = AbortSignal.timeout(rt.timeoutMs);
-  return signal ? AbortSignal.any([signal, timeout]) : timeout;
-}
-
-/** Sends through the SDK and returns the raw answer (RAW response type: non-2xx are answers, not throws). */
-async function send(request: (probe: TransportProbe) => Promise<unknown>): Promise<Sent> {
+  signal: AbortSignal | undefined,
+  request: GraphRequest,
+  call: (r: GraphRequest) => Promise<unknown>,
+): Promise<Sent> {
   const probe = new TransportProbe();
+  const timeout = AbortSignal.timeout(rt.timeoutMs);
   let raw: Response;
   try {
-    raw = (await request(probe)) as Response;
+    const r = request.responseType(ResponseType.RAW).middlewareOptions([probe]);
+    raw = (await call(r.option('signal', signal ? AbortSignal.any([signal, timeout]) : timeout))) as Response;
   } catch (error) {
     return { kind: 'no-answer', error: probe.error ?? error, stage: probe.stage };
   }
@@ -129,58 +118,49 @@ async function send(request: (probe: TransportProbe) => Promise<unknown>): Promi
   }
   let body: unknown = null;
   try {
-    body = text.length > 0 ? JSON.parse(text) : null;
+    body = JSON.parse(text);
   } catch {
-    body = null;
+    // empty or not JSON: no body
   }
   return { kind: 'answer', answer: { status: raw.status, headers: raw.headers, body } };
 }
 
-async function execute(rt: Runtime, o: GraphOperation, params: unknown, ctx: ExecuteContext): Promise<Outcome> {
-  const req = o.build(params, buildContext(rt, ctx));
-  const sent = await send((probe) =>
-    rt.client
-      .api(req.path)
-      .responseType(ResponseType.RAW)
-      .middlewareOptions([probe])
-      .option('signal', signalFor(rt, ctx.signal))
-      .post(req.body),
-  );
+async function execute(rt: Runtime, o: GraphOperation, params: unknown, ctx: FramedExecuteContext): Promise<Outcome> {
+  const req = o.build(params, { ...ctx, ...rt });
+  const sent = await send(rt, ctx.signal, rt.client.api(req.path), (r) => r.post(req.body));
   if (sent.kind === 'no-answer')
     return sent.stage === 'token' ? outcomeFromTokenError(sent.error) : outcomeFromNetworkError(sent.error);
-  const classify = { conflictMayMeanApplied: o.conflictMayMeanApplied };
   if (sent.kind === 'unreadable') {
     // The status line arrived, the body did not: a 2xx is applied but its id was lost; any other status still classifies.
     const answer = { status: sent.status, headers: sent.headers, body: null };
-    if (sent.status < 200 || sent.status >= 300) return outcomeFromErrorAnswer(answer, classify);
+    if (sent.status < 200 || sent.status >= 300) return outcomeFromErrorAnswer(answer, o);
     const message = `HTTP ${sent.status} whose body could not be read: applied, but its id was lost`;
     return { kind: 'unknown', cause: 'truncated-response', message, ...refsOf(answer) };
   }
   const { answer } = sent;
-  if (answer.status < 200 || answer.status >= 300) return outcomeFromErrorAnswer(answer, classify);
-  const { result, providerRef } = o.readSuccess(answer.status, answer.body);
+  if (answer.status < 200 || answer.status >= 300) return outcomeFromErrorAnswer(answer, o);
+  const { result, providerRef } = o.readSuccess(answer.body);
   return { kind: 'succeeded', result, ...refsOf(answer), ...(providerRef ? { providerRef } : {}) };
 }
 
-async function lookup(rt: Runtime, o: GraphOperation & FrameOperation, ctx: LookupContext): Promise<LookupResult> {
+async function lookup(
+  rt: Runtime,
+  o: GraphOperation & FrameOperation,
+  ctx: FramedLookupContext,
+): Promise<LookupResult> {
   const what = `${o.name} lookup`;
   if (operationParamsErrors(o, ctx.params).length > 0)
     return {
       kind: 'cannot-tell',
       reason: `${what}: the recorded params are not valid for this operation, so there is nothing to search by`,
     };
-  const q = o.lookup(ctx.params, buildContext(rt, ctx));
-  const sent = await send((probe) =>
-    rt.client
-      .api(q.path)
-      .filter(q.filter)
-      .select([...q.select])
-      .top(5)
-      .responseType(ResponseType.RAW)
-      .middlewareOptions([probe])
-      .option('signal', signalFor(rt, ctx.signal))
-      .get(),
-  );
+  const q = o.lookup(ctx.params, { ...ctx, ...rt });
+  const request = rt.client
+    .api(q.path)
+    .filter(q.filter)
+    .select([...q.select])
+    .top(5);
+  const sent = await send(rt, ctx.signal, request, (r) => r.get());
   if (sent.kind === 'no-answer') return cannotTellFromNetworkError(sent.error, what, sent.stage);
   if (sent.kind === 'unreadable')
     return { kind: 'cannot-tell', reason: `${what}: HTTP ${sent.status} whose body could not be read` };
@@ -214,9 +194,7 @@ async function lookup(rt: Runtime, o: GraphOperation & FrameOperation, ctx: Look
  * classified into one Outcome; SDK retries are off (the runner is the one retrying layer).
  */
 export function createMsGraphAdapter(options: MsGraphAdapterOptions): MsGraphAdapter {
-  const timeoutMs = options.timeoutMs ?? 30_000;
-  if (!Number.isFinite(timeoutMs) || timeoutMs <= 0)
-    configError(`timeoutMs must be a positive number, got ${String(options.timeoutMs)}`);
+  const timeoutMs = positiveInteger(PROVIDER, 'timeoutMs', options.timeoutMs, 30_000);
   const extendedPropertyId = options.extendedPropertyId ?? DEFAULT_EXTENDED_PROPERTY_ID;
   if (!EXTENDED_PROPERTY_ID.test(extendedPropertyId))
     configError(

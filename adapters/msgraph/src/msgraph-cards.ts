@@ -59,25 +59,21 @@ type Spec = Omit<
 };
 
 /** The facts and policy every Graph card shares; the operation's own facts come in `spec`. */
-function msGraphCard({ refusals, handoff, ...spec }: Spec): RetrySafetyCard {
+function msGraphCard({ refusals, handoff, limits, reconciler, unverified, ...spec }: Spec): RetrySafetyCard {
+  // `facts` are providerKey … concurrency, in the order every card below writes them (the card's order).
+  const { operation, sideEffect, businessOperationId, ...facts } = spec;
   return defineCard({
     cardVersion: 1,
     provider: 'msgraph',
-    operation: spec.operation,
-    sideEffect: spec.sideEffect,
-    businessOperationId: spec.businessOperationId,
+    operation,
+    sideEffect,
+    businessOperationId,
     ids: {
       run: 'receipts only',
       attempt: 'receipts only',
       request: fact('request-id response header (else error.innerError["request-id"] in the error body)', S.errors),
     },
-    providerKey: spec.providerKey,
-    keyReuse: spec.keyReuse,
-    parameterMatching: spec.parameterMatching,
-    storedResult: spec.storedResult,
-    lookup: spec.lookup,
-    retention: spec.retention,
-    concurrency: spec.concurrency,
+    ...facts,
     retryableErrors: fact(
       [
         '429 throttled (Graph: "the requests fail"; Retry-After honoured)',
@@ -90,13 +86,13 @@ function msGraphCard({ refusals, handoff, ...spec }: Spec): RetrySafetyCard {
       `${S.errors}; ${S.providers}`,
     ),
     backoff: { strategy: 'exponential-full-jitter', base: '1s', cap: '30s', retryAfterCap: '2m' },
-    limits: spec.limits,
+    limits,
     retryLayer: {
       layer: 'runner',
       sdkRetries: 'disabled',
       how: 'Client.initWithMiddleware with the chain BearerAuthMiddleware → HTTPMessageHandler and no RetryHandler; an injected client whose chain holds a RetryHandler is refused with AdapterConfigurationError. The drill counts deliveries at the loopback sandbox; a negative control shows the SDK default chain resending sendMail on 503/504.',
     },
-    reconciler: spec.reconciler,
+    reconciler,
     handoff: {
       condition: handoff,
       destination: 'the runner handoff sink (JSONL file or callback), resolved by a person from the CLI',
@@ -105,7 +101,7 @@ function msGraphCard({ refusals, handoff, ...spec }: Spec): RetrySafetyCard {
       'loopback Graph sandbox (@retrysafe/msgraph/sandbox) with the real SDK pointed at it, behind the testkit fault proxy; the sandbox counts the records it holds and the POSTs it received',
     receipts:
       'the runner ledger, exported as JSONL; message bodies, recipients and attendees are sensitive fields and never reach receipts or packets',
-    unverified: spec.unverified,
+    unverified,
   });
 }
 

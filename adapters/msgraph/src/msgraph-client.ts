@@ -7,7 +7,7 @@ import {
   RetryHandler,
 } from '@microsoft/microsoft-graph-client';
 import { AdapterConfigurationError } from '@retrysafe/contract';
-import { checkBaseUrl, isLoopbackHost } from '@retrysafe/contract/provider';
+import { checkBaseUrl } from '@retrysafe/contract/provider';
 
 /** A bearer token, or a function that returns one (called once per request, so it may refresh). */
 export type TokenProvider = string | (() => string | Promise<string>);
@@ -47,14 +47,12 @@ export class BearerAuthMiddleware implements Middleware {
     } catch (error) {
       throw failed(probe, 'token', error);
     }
-    // The token never travels in clear: plain http only to a loopback sandbox (the contract's base-URL rule;
-    // this also covers absolute URLs the SDK follows, such as an @odata.nextLink).
-    const target = requestUrl(context.request);
-    if (target && target.protocol !== 'https:' && !(target.protocol === 'http:' && isLoopbackHost(target.hostname))) {
-      const error = new AdapterConfigurationError(
-        'msgraph',
-        `refusing to send the bearer token to a ${target.protocol} URL that is not a loopback sandbox`,
-      );
+    // The token never travels in clear: the contract's base-URL rule on every request URL, also on the absolute
+    // ones the SDK follows (an @odata.nextLink).
+    try {
+      const { request } = context;
+      checkBaseUrl('msgraph', typeof request === 'string' ? request : request.url, 'the request URL');
+    } catch (error) {
       throw failed(probe, 'token', error);
     }
     const options = (context.options ??= {});
@@ -91,16 +89,6 @@ export function createGraphClient(options: GraphClientOptions): Client {
     baseUrl,
     defaultVersion: options.version ?? 'v1.0',
   });
-}
-
-function requestUrl(request: Context['request']): URL | undefined {
-  const raw = typeof request === 'string' ? request : (request as { url?: unknown } | undefined)?.url;
-  if (typeof raw !== 'string') return undefined;
-  try {
-    return new URL(raw);
-  } catch {
-    return undefined;
-  }
 }
 
 /** The middleware objects of a client's chain, first to last (reads the SDK's internal links). */

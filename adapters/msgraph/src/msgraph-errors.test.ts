@@ -1,12 +1,7 @@
 // Unit checks of the classification functions over the whole status range and the edge inputs.
+import { parseRetryAfter } from '@retrysafe/contract/provider';
 import { describe, expect, it } from 'vitest';
-import {
-  errorCodes,
-  outcomeFromErrorAnswer,
-  outcomeFromNetworkError,
-  parseRetryAfter,
-  scrubMessage,
-} from './msgraph-errors.js';
+import { errorCodes, outcomeFromErrorAnswer, outcomeFromNetworkError, scrubMessage } from './msgraph-errors.js';
 
 const answer = (status: number, headers: Record<string, string> = {}, body: unknown = null) => ({
   status,

@@ -29,10 +29,6 @@ export function scrubMessage(text: string): string {
   const scrubbed = text.replace(/[^\s@'"<>()[\],;:]+@[^\s@'"<>()[\],;:]+/g, '[email]');
   return scrubbed.length > MAX_MESSAGE ? scrubbed.slice(0, MAX_MESSAGE) + '…' : scrubbed;
 }
-const trim = scrubMessage;
-
-export { parseRetryAfter };
-
 /** Status, Graph error code and request id of an answer (request id from the header, else the error body). */
 export function refsOf(answer: GraphHttpAnswer): ProviderRefs {
   const err = (answer.body as GraphErrorBody | null)?.error;
@@ -50,7 +46,7 @@ export function refsOf(answer: GraphHttpAnswer): ProviderRefs {
 function messageOf(answer: GraphHttpAnswer): string {
   const err = (answer.body as GraphErrorBody | null)?.error;
   const msg = typeof err?.message === 'string' && err.message ? err.message : `HTTP ${answer.status}`;
-  return trim(msg);
+  return scrubMessage(msg);
 }
 
 interface ClassifyOptions {
@@ -96,20 +92,18 @@ export function outcomeFromErrorAnswer(answer: GraphHttpAnswer, options: Classif
   return { kind: 'unknown', cause: 'other', message: `unexpected HTTP ${s}`, ...ra, ...refs };
 }
 
-/** Error codes and names along an error's `cause` chain (fetch wraps the socket error as `cause`). */
-export function errorCodes(error: unknown): { codes: string[]; names: string[]; messages: string[] } {
+/** Error codes and messages along an error's `cause` chain (fetch wraps the socket error as `cause`). */
+export function errorCodes(error: unknown): { codes: string[]; messages: string[] } {
   const codes: string[] = [];
-  const names: string[] = [];
   const messages: string[] = [];
   let cur: unknown = error;
   for (let depth = 0; cur && typeof cur === 'object' && depth < 6; depth++) {
-    const e = cur as { code?: unknown; name?: unknown; message?: unknown; cause?: unknown };
+    const e = cur as { code?: unknown; message?: unknown; cause?: unknown };
     if (typeof e.code === 'string') codes.push(e.code);
-    if (typeof e.name === 'string') names.push(e.name);
     if (typeof e.message === 'string' && e.message) messages.push(e.message);
     cur = e.cause;
   }
-  return { codes, names, messages };
+  return { codes, messages };
 }
 
 /** Nothing was sent: the token provider failed or returned no token. */
@@ -117,14 +111,14 @@ export function outcomeFromTokenError(error: unknown): Outcome {
   const { messages } = errorCodes(error);
   return {
     kind: 'not-applied',
-    message: `no access token, nothing was sent: ${trim(messages.join(': ') || String(error))}`,
+    message: `no access token, nothing was sent: ${scrubMessage(messages.join(': ') || String(error))}`,
   };
 }
 
 /** Classifies a failure with no HTTP answer (the raw fetch error, or the SDK's GraphError when that is all there is). */
 export function outcomeFromNetworkError(error: unknown): Outcome {
   const { codes, messages } = errorCodes(error);
-  const detail = trim([...new Set(messages)].join(': ') + (codes.length ? ` (${codes.join(', ')})` : ''));
+  const detail = scrubMessage([...new Set(messages)].join(': ') + (codes.length ? ` (${codes.join(', ')})` : ''));
   const t = classifyTransportFailure(error);
   if (t.sent === 'never') return { kind: 'not-applied', message: `connection not established: ${detail}` };
   switch (t.cause) {

@@ -1,11 +1,4 @@
-import {
-  type BusinessOperationId,
-  deriveProviderKey,
-  type JsonSchema,
-  type OperationSpec,
-  type ProviderKey,
-  type ProviderKeyRule,
-} from '@retrysafe/contract';
+import type { FramedLookupContext, JsonSchema, OperationSpec, ProviderKeyRule } from '@retrysafe/contract';
 import { eventsCreateCard, mailSendCard, todoTasksCreateCard } from './msgraph-cards.js';
 
 /**
@@ -23,77 +16,37 @@ export const DEFAULT_APPLICATION_NAME = 'retrysafe';
  */
 export const TRANSACTION_ID_RULE: ProviderKeyRule = { maxLength: 64, charset: 'A-Za-z0-9-', prefix: 'rs-' };
 
-interface Recipient {
-  readonly emailAddress: { readonly address: string; readonly name?: string };
-}
-interface ItemBody {
-  readonly contentType: 'text' | 'html';
-  readonly content: string;
-}
-interface SingleValueExtendedProperty {
-  readonly id: string;
-  readonly value: string;
-}
-interface DateTimeTimeZone {
-  readonly dateTime: string;
-  readonly timeZone: string;
-}
-
-/** `mail.send` params. `mailbox` is `me` or a user id / userPrincipalName. */
-export interface MailSendParams {
-  readonly mailbox: string;
-  readonly message: {
-    readonly subject: string;
-    readonly body: ItemBody;
-    readonly toRecipients: readonly Recipient[];
-    readonly ccRecipients?: readonly Recipient[];
-    readonly bccRecipients?: readonly Recipient[];
-    readonly [field: string]: unknown;
-  };
-}
-
-export interface EventsCreateParams {
-  readonly mailbox: string;
-  readonly event: {
-    readonly subject: string;
-    readonly start: DateTimeTimeZone;
-    readonly end: DateTimeTimeZone;
-    readonly body?: ItemBody;
-    readonly attendees?: readonly unknown[];
-    readonly [field: string]: unknown;
-  };
-}
-
-export interface TodoTasksCreateParams {
-  readonly mailbox: string;
-  readonly listId: string;
-  readonly task: {
-    readonly title: string;
-    readonly body?: ItemBody;
-    readonly dueDateTime?: DateTimeTimeZone;
-    readonly [field: string]: unknown;
-  };
-}
-
 /** What `mail.send` yields: accepted (a 202, no id) or found in Sent Items by the lookup. */
-export interface MailSendResult {
-  readonly state: 'accepted' | 'in-sent-items';
-  readonly messageId: string | null;
-  readonly internetMessageId: string | null;
-  readonly sentDateTime: string | null;
-}
-export interface EventResult {
-  readonly id: string;
-  readonly iCalUId: string | null;
-  readonly transactionId: string | null;
-  readonly webLink: string | null;
-  readonly createdDateTime: string | null;
-}
-export interface TaskResult {
-  readonly id: string;
-  readonly status: string | null;
-  readonly createdDateTime: string | null;
-}
+export type MailSendResult = Readonly<ReturnType<typeof mailResult>>;
+const mailResult = (state: 'accepted' | 'in-sent-items', item: Record<string, unknown>) => ({
+  state,
+  messageId: str(item.id),
+  internetMessageId: str(item.internetMessageId),
+  sentDateTime: str(item.sentDateTime),
+});
+/** A created item as its selected fields (null when absent); its id is always there. */
+type ItemResult<F extends readonly string[]> = { readonly [K in F[number]]: string | null } & { readonly id: string };
+export type EventResult = ItemResult<typeof EVENT_FIELDS>;
+export type TaskResult = ItemResult<typeof TASK_FIELDS>;
+
+/** The TypeScript type of a params schema (the keywords these use); objects stay open, as their schemas are. */
+type FromSchema<S> = S extends { readonly enum: readonly (infer E)[] }
+  ? E
+  : S extends { readonly not: object }
+    ? never
+    : S extends { readonly type: 'array' }
+      ? readonly (S extends { readonly items: infer I } ? FromSchema<I> : unknown)[]
+      : S extends { readonly properties: infer P; readonly required: readonly (infer R)[] }
+        ? { readonly [K in keyof P as K extends R ? K : never]: FromSchema<P[K]> } & {
+            readonly [K in keyof P as K extends R ? never : K]?: FromSchema<P[K]>;
+          } & { readonly [field: string]: unknown }
+        : S extends { readonly type: 'string' }
+          ? string
+          : unknown;
+/** `mail.send` params. `mailbox` is `me` or a user id / userPrincipalName. */
+export type MailSendParams = FromSchema<typeof MAIL_SEND_PARAMS>;
+export type EventsCreateParams = FromSchema<typeof EVENTS_CREATE_PARAMS>;
+export type TodoTasksCreateParams = FromSchema<typeof TODO_TASKS_CREATE_PARAMS>;
 
 /** Each Graph operation's params and what a `done` result holds (runner.run checks a call against them). */
 export type MsGraphOperationTypes = {
@@ -102,35 +55,27 @@ export type MsGraphOperationTypes = {
   readonly 'todo.tasks.create': { readonly params: TodoTasksCreateParams; readonly result: TaskResult };
 };
 
-/** One request the adapter sends through the Graph client. */
-interface GraphPost {
-  readonly path: string;
-  readonly body: Record<string, unknown>;
-}
-interface GraphQuery {
-  readonly path: string;
-  readonly filter: string;
-  readonly select: readonly string[];
-}
-
-export interface BuildContext {
-  readonly businessOperationId: BusinessOperationId;
-  readonly providerKey: ProviderKey | null;
+/** The ids of the operation and where the adapter's options say to write them. */
+export type BuildContext = Pick<FramedLookupContext, 'businessOperationId' | 'providerKey'> & {
   readonly extendedPropertyId: string;
   readonly applicationName: string;
-}
+};
 
-/** An operation as the adapter runs it: the contract spec plus how to build, read and look up. */
-export interface GraphOperation extends OperationSpec {
-  build(params: unknown, ctx: BuildContext): GraphPost;
+/** An operation as the adapter runs it: the contract spec plus how to build, read and look up (with valid params). */
+export interface GraphOperation<P = unknown> extends OperationSpec {
+  /** The one POST the operation sends through the Graph client. */
+  build(params: P, ctx: BuildContext): { readonly path: string; readonly body: Record<string, unknown> };
   /** Reads a 2xx answer (body already parsed; null for 202/204). */
-  readSuccess(status: number, body: unknown): { result: unknown; providerRef?: string };
+  readSuccess(body: unknown): { result: unknown; providerRef?: string };
   /** Lookup query for an earlier dispatch of this business operation. */
-  lookup(params: unknown, ctx: BuildContext): GraphQuery;
+  lookup(
+    params: P,
+    ctx: BuildContext,
+  ): { readonly path: string; readonly filter: string; readonly select: readonly string[] };
   /** Reads one matching item of the lookup. */
   readFound(item: Record<string, unknown>): { result: unknown; providerRef?: string };
   /** True when a 409 may mean "already created by the first request" (unknown, not rejected). */
-  readonly conflictMayMeanApplied: boolean;
+  readonly conflictMayMeanApplied?: boolean;
 }
 
 const isObj = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
@@ -148,11 +93,11 @@ function extendedPropertyFilter(propertyId: string, value: string): string {
   return `singleValueExtendedProperties/Any(ep: ep/id eq ${odataString(propertyId)} and ep/value eq ${odataString(value)})`;
 }
 
-function withTag(existing: unknown, tag: SingleValueExtendedProperty): SingleValueExtendedProperty[] {
+/** The item's single-value extended properties with the business-operation id's tag in place of any of its id. */
+function withTag(existing: unknown, ctx: BuildContext): unknown[] {
+  const tag = { id: ctx.extendedPropertyId, value: ctx.businessOperationId };
   const others = Array.isArray(existing)
-    ? (existing as SingleValueExtendedProperty[]).filter(
-        (p) => !(isObj(p) && typeof p.id === 'string' && p.id.toLowerCase() === tag.id.toLowerCase()),
-      )
+    ? existing.filter((p) => !(isObj(p) && typeof p.id === 'string' && p.id.toLowerCase() === tag.id.toLowerCase()))
     : [];
   return [...others, tag];
 }
@@ -164,35 +109,61 @@ const str = (v: unknown): string | null => (typeof v === 'string' ? v : null);
 // the frame on every attempt, agents read it as the tool's input schema)
 
 /** An object with these required fields. */
-const object = (required: string[], properties: Record<string, JsonSchema>): JsonSchema => ({
-  type: 'object',
-  required,
-  properties,
-});
+const object = <const R extends readonly string[], const P extends Record<string, JsonSchema>>(
+  required: R,
+  properties: P,
+) => ({ type: 'object', required, properties }) as const;
 /** A string with something besides white space in it. */
-const text: JsonSchema = { type: 'string', pattern: '\\S' };
+const text = { type: 'string', pattern: '\\S' } as const;
 /** A path segment Graph gets as is: no "/", "?", "#" or white space. */
-const segment = (description: string): JsonSchema => ({ type: 'string', pattern: '^[^/?#\\s]+$', description });
+const segment = (description: string) => ({ type: 'string', pattern: '^[^/?#\\s]+$', description }) as const;
 /** A field the adapter owns: setting it is refused. */
-const owned = (description: string): JsonSchema => ({ not: {}, description });
+const owned = (description: string) => ({ not: {}, description }) as const;
 
-const recipientsSchema: JsonSchema = {
+const recipientsSchema = {
   type: 'array',
   items: object(['emailAddress'], {
     emailAddress: object(['address'], { address: text, name: { type: 'string' } }),
   }),
-};
-const itemBodySchema: JsonSchema = object(['contentType', 'content'], {
+} as const;
+const itemBodySchema = object(['contentType', 'content'], {
   contentType: { enum: ['text', 'html'] },
   content: { type: 'string' },
 });
-const dateTimeSchema: JsonSchema = object(['dateTime', 'timeZone'], { dateTime: text, timeZone: text });
+const dateTimeSchema = object(['dateTime', 'timeZone'], { dateTime: text, timeZone: text });
 const mailboxSchema = segment('"me" or a user id / userPrincipalName');
+const MAIL_SEND_PARAMS = object(['mailbox', 'message'], {
+  mailbox: mailboxSchema,
+  message: object(['subject', 'body', 'toRecipients'], {
+    subject: { type: 'string' },
+    body: itemBodySchema,
+    toRecipients: { ...recipientsSchema, minItems: 1 },
+    ccRecipients: recipientsSchema,
+    bccRecipients: recipientsSchema,
+  }),
+  saveToSentItems: owned('always true: the Sent Items copy is how an unknown outcome is reconciled'),
+});
+const EVENTS_CREATE_PARAMS = object(['mailbox', 'event'], {
+  mailbox: mailboxSchema,
+  event: object(['subject', 'start', 'end'], {
+    subject: text,
+    start: dateTimeSchema,
+    end: dateTimeSchema,
+    body: itemBodySchema,
+    attendees: { type: 'array' },
+    transactionId: owned('derived from the business-operation id; do not set it'),
+  }),
+});
+const TODO_TASKS_CREATE_PARAMS = object(['mailbox', 'listId', 'task'], {
+  mailbox: mailboxSchema,
+  listId: segment('a To Do list id'),
+  task: object(['title'], { title: text, body: itemBodySchema, dueDateTime: dateTimeSchema }),
+});
 
 // ---------------------------------------------------------------------------------------------
 // mail.send
 
-export const mailSend: GraphOperation = {
+export const mailSend: GraphOperation<MailSendParams> = {
   name: 'mail.send',
   description:
     'Send an email from a mailbox (POST /me/sendMail or /users/{id}/sendMail). No provider idempotency: the message is tagged with the business-operation id and reconciled from Sent Items; never resent after an unknown outcome.',
@@ -205,35 +176,18 @@ export const mailSend: GraphOperation = {
     'message.bccRecipients',
     'message.subject',
   ],
-  paramsSchema: object(['mailbox', 'message'], {
-    mailbox: mailboxSchema,
-    message: object(['subject', 'body', 'toRecipients'], {
-      subject: { type: 'string' },
-      body: itemBodySchema,
-      toRecipients: { ...recipientsSchema, minItems: 1 },
-      ccRecipients: recipientsSchema,
-      bccRecipients: recipientsSchema,
-    }),
-    saveToSentItems: owned('always true: the Sent Items copy is how an unknown outcome is reconciled'),
-  }),
-  conflictMayMeanApplied: false,
-  build(params, ctx) {
-    const p = params as MailSendParams;
-    const tag = { id: ctx.extendedPropertyId, value: ctx.businessOperationId };
+  paramsSchema: MAIL_SEND_PARAMS,
+  build(p, ctx) {
     return {
       path: `${mailboxPath(p.mailbox)}/sendMail`,
       body: {
-        message: { ...p.message, singleValueExtendedProperties: withTag(p.message.singleValueExtendedProperties, tag) },
+        message: { ...p.message, singleValueExtendedProperties: withTag(p.message.singleValueExtendedProperties, ctx) },
         saveToSentItems: true,
       },
     };
   },
-  readSuccess() {
-    const result: MailSendResult = { state: 'accepted', messageId: null, internetMessageId: null, sentDateTime: null };
-    return { result };
-  },
-  lookup(params, ctx) {
-    const p = params as MailSendParams;
+  readSuccess: () => ({ result: mailResult('accepted', {}) }),
+  lookup(p, ctx) {
     return {
       path: `${mailboxPath(p.mailbox)}/mailFolders/sentitems/messages`,
       filter: extendedPropertyFilter(ctx.extendedPropertyId, ctx.businessOperationId),
@@ -241,12 +195,7 @@ export const mailSend: GraphOperation = {
     };
   },
   readFound(item) {
-    const result: MailSendResult = {
-      state: 'in-sent-items',
-      messageId: str(item.id),
-      internetMessageId: str(item.internetMessageId),
-      sentDateTime: str(item.sentDateTime),
-    };
+    const result = mailResult('in-sent-items', item);
     return { result, ...(result.messageId ? { providerRef: result.messageId } : {}) };
   },
 };
@@ -254,8 +203,8 @@ export const mailSend: GraphOperation = {
 // ---------------------------------------------------------------------------------------------
 // events.create
 
-const EVENT_FIELDS = ['id', 'iCalUId', 'transactionId', 'webLink', 'createdDateTime'];
-const TASK_FIELDS = ['id', 'status', 'createdDateTime'];
+const EVENT_FIELDS = ['id', 'iCalUId', 'transactionId', 'webLink', 'createdDateTime'] as const;
+const TASK_FIELDS = ['id', 'status', 'createdDateTime'] as const;
 
 /** A created item as its selected fields (null when absent), its id as the provider reference. */
 function readItem(fields: readonly string[]) {
@@ -265,44 +214,29 @@ function readItem(fields: readonly string[]) {
     return { result, ...(id ? { providerRef: id } : {}) };
   };
 }
-const readBody = (read: ReturnType<typeof readItem>) => (_status: number, body: unknown) =>
-  read(isObj(body) ? body : {});
+const readBody = (read: ReturnType<typeof readItem>) => (body: unknown) => read(isObj(body) ? body : {});
 
-const eventsCreate: GraphOperation = {
+const eventsCreate: GraphOperation<EventsCreateParams> = {
   name: 'events.create',
   description:
     "Create a calendar event in a mailbox's default calendar (POST /me/events or /users/{id}/events) with a transactionId derived from the business-operation id; reconciled by an extended-property lookup.",
   card: eventsCreateCard,
   intentFields: eventsCreateCard.businessOperationId.intentFields,
   sensitiveFields: ['event.body', 'event.attendees', 'event.subject', 'event.location'],
-  paramsSchema: object(['mailbox', 'event'], {
-    mailbox: mailboxSchema,
-    event: object(['subject', 'start', 'end'], {
-      subject: text,
-      start: dateTimeSchema,
-      end: dateTimeSchema,
-      body: itemBodySchema,
-      attendees: { type: 'array' },
-      transactionId: owned('derived from the business-operation id; do not set it'),
-    }),
-  }),
+  paramsSchema: EVENTS_CREATE_PARAMS,
   conflictMayMeanApplied: true,
-  build(params, ctx) {
-    const p = params as EventsCreateParams;
-    const tag = { id: ctx.extendedPropertyId, value: ctx.businessOperationId };
-    const transactionId = ctx.providerKey ?? deriveProviderKey(ctx.businessOperationId, TRANSACTION_ID_RULE);
+  build(p, ctx) {
     return {
       path: `${mailboxPath(p.mailbox)}/events`,
       body: {
         ...p.event,
-        transactionId,
-        singleValueExtendedProperties: withTag(p.event.singleValueExtendedProperties, tag),
+        transactionId: ctx.providerKey,
+        singleValueExtendedProperties: withTag(p.event.singleValueExtendedProperties, ctx),
       },
     };
   },
   readSuccess: readBody(readItem(EVENT_FIELDS)),
-  lookup(params, ctx) {
-    const p = params as EventsCreateParams;
+  lookup(p, ctx) {
     return {
       path: `${mailboxPath(p.mailbox)}/events`,
       filter: extendedPropertyFilter(ctx.extendedPropertyId, ctx.businessOperationId),
@@ -318,21 +252,15 @@ const eventsCreate: GraphOperation = {
 const tasksPath = (p: TodoTasksCreateParams) =>
   `${mailboxPath(p.mailbox)}/todo/lists/${encodeURIComponent(p.listId)}/tasks`;
 
-const todoTasksCreate: GraphOperation = {
+const todoTasksCreate: GraphOperation<TodoTasksCreateParams> = {
   name: 'todo.tasks.create',
   description:
     'Create a Microsoft To Do task in a list (POST /me/todo/lists/{listId}/tasks). No provider idempotency: the task carries a linkedResource whose externalId is the business-operation id, and an unknown outcome is reconciled by a lookup on it or handed off.',
   card: todoTasksCreateCard,
   intentFields: todoTasksCreateCard.businessOperationId.intentFields,
   sensitiveFields: ['task.body', 'task.title'],
-  paramsSchema: object(['mailbox', 'listId', 'task'], {
-    mailbox: mailboxSchema,
-    listId: segment('a To Do list id'),
-    task: object(['title'], { title: text, body: itemBodySchema, dueDateTime: dateTimeSchema }),
-  }),
-  conflictMayMeanApplied: false,
-  build(params, ctx) {
-    const p = params as TodoTasksCreateParams;
+  paramsSchema: TODO_TASKS_CREATE_PARAMS,
+  build(p, ctx) {
     const existing = Array.isArray(p.task.linkedResources) ? (p.task.linkedResources as unknown[]) : [];
     const link = {
       applicationName: ctx.applicationName,
@@ -345,8 +273,7 @@ const todoTasksCreate: GraphOperation = {
     };
   },
   readSuccess: readBody(readItem(TASK_FIELDS)),
-  lookup(params, ctx) {
-    const p = params as TodoTasksCreateParams;
+  lookup(p, ctx) {
     return {
       path: tasksPath(p),
       filter: `linkedResources/any(r: r/externalId eq ${odataString(ctx.businessOperationId)})`,

@@ -9,26 +9,11 @@ export {
   type SandboxParams,
   type SandboxResult,
 } from './sandbox-adapter.js';
-export { type SandboxLimits, sandboxCreateCard } from './sandbox-cards.js';
-export {
-  drills,
-  FORGETFUL_BEHAVIOUR,
-  REPLAYING_BEHAVIOUR,
-  type SandboxDrill,
-  type SandboxDrillOperation,
-  sandboxDrill,
-} from './sandbox-drills.js';
-export type {
-  SandboxBehaviour,
-  SandboxExecuteRequest,
-  SandboxFault,
-  SandboxLookupResponse,
-  SandboxProvider,
-  SandboxRecord,
-  SandboxResponse,
-} from './sandbox-provider.js';
+export { sandboxCreateCard } from './sandbox-cards.js';
+export { drills, FORGETFUL_BEHAVIOUR, REPLAYING_BEHAVIOUR, sandboxDrill } from './sandbox-drills.js';
+export type { SandboxBehaviour, SandboxFault, SandboxProvider, SandboxRecord } from './sandbox-provider.js';
 export { createSandboxProvider } from './sandbox-provider.js';
-export { type SandboxServer, type SandboxServerOptions, startSandboxServer } from './sandbox-server.js';
+export { type SandboxServer, startSandboxServer } from './sandbox-server.js';
 
 /** The cards of the two behaviours the drills use (`sandboxCreateCard(behaviour)` gives the card of any other). */
 export const sandboxCards = {

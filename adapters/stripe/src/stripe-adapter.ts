@@ -1,12 +1,9 @@
 import {
   AdapterConfigurationError,
-  type BusinessOperationId,
   defineAdapter,
-  type FrameOperation,
-  type LookupContext,
+  type FramedLookupContext,
   type LookupResult,
   type Outcome,
-  type ProviderKey,
   type TypedAdapter,
 } from '@retrysafe/contract';
 import { checkBaseUrl, lookupFromOutcome, operationParamsErrors, positiveInteger } from '@retrysafe/contract/provider';
@@ -16,7 +13,6 @@ import { STRIPE_KEY_RETENTION_MS, STRIPE_KEY_RULE, STRIPE_SEARCH_DELAY_MS } from
 import { classifyStripeError, classifyStripeResult, isReplayedHeaders } from './stripe-errors.js';
 import { ClosedConnectionGuard } from './stripe-http-client.js';
 import {
-  metadataQuery,
   type StripeObject,
   type StripeOperation,
   type StripeOperationTypes,
@@ -118,13 +114,18 @@ const replayValue = (op: StripeOperation) => op.card.storedResult.replayIndicato
 async function send(
   rt: Runtime,
   op: StripeOperation,
-  params: Record<string, unknown>,
-  id: BusinessOperationId,
-  key: ProviderKey,
+  params: unknown,
+  ctx: Pick<FramedLookupContext, 'businessOperationId' | 'providerKey'>,
 ): Promise<Outcome> {
+  const key = ctx.providerKey!; // Stripe's key rule is never null
   try {
     const options = { idempotencyKey: key, maxNetworkRetries: 0, timeout: rt.timeoutMs } as const;
-    return classifyStripeResult(await op.create(rt.client, op.toStripe(params, id), options), replayValue(op));
+    const created = await op.create(
+      rt.client,
+      op.toStripe(params as Record<string, unknown>, ctx.businessOperationId),
+      options,
+    );
+    return classifyStripeResult(created, replayValue(op));
   } catch (error) {
     const outcome = classifyStripeError(error, op.object);
     if (
@@ -159,21 +160,14 @@ function adoptFound(op: StripeOperation, found: StripeObject[]): LookupResult {
 async function findByMetadata(
   rt: Runtime,
   op: StripeOperation,
-  ctx: LookupContext,
+  ctx: FramedLookupContext,
   why: string,
   missIsCannotTell: boolean,
 ): Promise<LookupResult> {
   const how = op.pastRetention.kind;
   let found: StripeObject[];
   try {
-    found =
-      op.pastRetention.kind === 'search'
-        ? await op.pastRetention.find(rt.client, metadataQuery(ctx.businessOperationId))
-        : await op.pastRetention.find(
-            rt.client,
-            (ctx.params ?? {}) as Record<string, unknown>,
-            ctx.businessOperationId,
-          );
+    found = await op.pastRetention.find(rt.client, ctx);
   } catch (error) {
     const o = classifyStripeError(error) as Outcome & { message?: string };
     const reason = `${why}; the metadata ${how} failed (${o.kind}): ${o.message ?? ''}`.trim();
@@ -190,27 +184,21 @@ async function findByMetadata(
 }
 
 /** Inside retention: re-send the identical request with the same key; Stripe replays what it stored. */
-async function resendWithKey(rt: Runtime, op: StripeOperation & FrameOperation, ctx: LookupContext) {
+async function resendWithKey(rt: Runtime, op: StripeOperation, ctx: FramedLookupContext) {
   const problems = operationParamsErrors(op, ctx.params);
   if (problems.length > 0)
     return {
       kind: 'cannot-tell',
       reason: `the recorded params are not valid now (${problems.map((f) => `${f.path} ${f.message}`).join('; ')}), so they cannot be re-sent`,
     } as const;
-  const o = await send(rt, op, ctx.params as Record<string, unknown>, ctx.businessOperationId, ctx.providerKey!);
+  const o = await send(rt, op, ctx.params, ctx);
   // The key now holds a 5xx and will replay it: only the metadata lookup can tell whether the object exists.
   if (o.kind === 'unknown' && o.cause === 'server-error')
     return findByMetadata(rt, op, ctx, `the key replays a stored ${o.status ?? '5xx'}`, true);
-  if (o.kind === 'not-applied')
-    return {
-      kind: 'cannot-tell',
-      reason: `re-send with the same key was not processed: ${o.message}`,
-      ...refsOf(o),
-    } as const;
-  return lookupFromOutcome(o, 're-send with the same key');
+  return lookupFromOutcome(o, `re-send with the same key${o.kind === 'not-applied' ? ' was not processed' : ''}`);
 }
 
-async function lookup(rt: Runtime, op: StripeOperation & FrameOperation, ctx: LookupContext): Promise<LookupResult> {
+async function lookup(rt: Runtime, op: StripeOperation, ctx: FramedLookupContext): Promise<LookupResult> {
   if (ctx.firstDispatchedAt === null)
     return { kind: 'not-found', reason: 'never dispatched: nothing was sent to Stripe' };
   // Whether the key is still safe to rely on is the card rule (retention minus the clock-skew margin and the
@@ -241,14 +229,14 @@ export function createStripeAdapter(options: StripeAdapterOptions): StripeAdapte
     throw new AdapterConfigurationError(PROVIDER, 'options are required');
   const timeoutMs = positiveInteger(PROVIDER, 'timeoutMs', options.timeoutMs, DEFAULT_TIMEOUT_MS);
   const rt: Runtime = { client: buildClient(options, timeoutMs), timeoutMs, replaysServerError: new Set() };
-  const operations: Record<string, StripeOperation & FrameOperation> = {};
-  for (const op of Object.values(stripeOperations)) operations[op.name] = { ...op, keyRule: STRIPE_KEY_RULE };
+  const operations = Object.fromEntries(
+    Object.values(stripeOperations).map((op) => [op.name, { ...op, keyRule: STRIPE_KEY_RULE }]),
+  );
   // close: the guarded Node client uses the SDK's shared keep-alive agent; nothing of ours to release.
   return defineAdapter({
     provider: PROVIDER,
     operations,
-    execute: (op, params, ctx) =>
-      send(rt, op, params as Record<string, unknown>, ctx.businessOperationId, ctx.providerKey!),
+    execute: (op, params, ctx) => send(rt, op, params, ctx),
     lookup: (op, ctx) => lookup(rt, op, ctx),
   });
 }

@@ -28,38 +28,43 @@ export const STRIPE_KEY_RULE: ProviderKeyRule = { maxLength: 255, charset: 'A-Za
 /** The caller's reference is only trimmed: Stripe compares metadata values as given (`Ref` ≠ `ref`). */
 const REF_NORMALIZATION_SOURCE = `${S.metadata}: metadata values are stored as given, Stripe applies no equality of its own; surrounding white space is formatting, compatibility forms, case and inner white space are kept apart (docs/concepts.md, Normalisation)`;
 
-/** The facts every Stripe v1 create shares; operation-specific fields are filled in per card. */
-function stripeCard(spec: {
-  operation: string;
-  kind: 'create' | 'charge';
-  kindSource: string;
-  intentFields: readonly string[];
-  intentRule: string;
+/** How an operation is found past retention, and what else differs beyond its kind and intent. */
+interface CardSpec {
   lookup: { delay: '1h' | null; delaySource: string };
   reconciler: string;
   unverified?: RetrySafetyCard['unverified'];
   rejectionMayCreate?: RetrySafetyCard['sideEffect']['rejectionMayCreate'];
-}): RetrySafetyCard {
+}
+
+/** One card: the facts every Stripe v1 create shares, with what differs per operation. */
+function stripeCard(
+  operation: string,
+  kind: 'create' | 'charge',
+  intentFields: readonly string[],
+  derivedFrom: string,
+  spec: CardSpec,
+): RetrySafetyCard {
   const rejectionMayCreate =
     spec.rejectionMayCreate ??
     fact(
       false,
       `${S.errors}: of the objects these operations create, only a PaymentIntent is returned in an error body (payment_intent); a rejected create of any other leaves nothing`,
     );
-  return {
+  const kindSource = `https://docs.stripe.com/api/${operation.replace('.', '/').replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`)}`;
+  return defineCard({
     cardVersion: 1,
     provider: 'stripe',
-    operation: `stripe.${spec.operation}`,
+    operation: `stripe.${operation}`,
     sideEffect: {
-      kind: fact(spec.kind, spec.kindSource),
+      kind: fact(kind, kindSource),
       idempotentByNature: fact(false, `${S.idempotency} (a second POST without the same key creates a second object)`),
       rejectionMayCreate,
     },
     businessOperationId: {
-      rule: spec.intentRule,
-      intentFields: spec.intentFields,
+      rule: `derived from ${derivedFrom}, or supplied by the caller; written to metadata.retrysafe_operation_id`,
+      intentFields,
       // The caller's own reference (…Ref) is folded; Stripe ids (cus_, pi_) stay exact.
-      normalize: spec.intentFields
+      normalize: intentFields
         .filter((f) => f.endsWith('Ref'))
         .map((field) => ({ field, steps: ['trim'] as const, source: REF_NORMALIZATION_SOURCE })),
     },
@@ -177,7 +182,7 @@ function stripeCard(spec: {
       },
       ...(spec.unverified ?? []),
     ],
-  };
+  });
 }
 
 const SEARCH_OUTAGE_BOUND = [
@@ -207,35 +212,16 @@ function searchLookup(resource: string) {
   } as const;
 }
 
-/** One card from what differs per operation: its kind, its intent fields and how it is found past retention. */
-const card = (
-  operation: string,
-  kind: 'create' | 'charge',
-  intentFields: readonly string[],
-  derivedFrom: string,
-  rest: Pick<Parameters<typeof stripeCard>[0], 'lookup' | 'reconciler' | 'unverified' | 'rejectionMayCreate'>,
-) =>
-  defineCard(
-    stripeCard({
-      operation,
-      kind,
-      kindSource: `https://docs.stripe.com/api/${operation.replace('.', '/').replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`)}`,
-      intentFields,
-      intentRule: `derived from ${derivedFrom}, or supplied by the caller; written to metadata.retrysafe_operation_id`,
-      ...rest,
-    }),
-  );
-
 /** Every card, keyed by the operation's short name. */
 export const stripeCards = {
-  'customers.create': card(
+  'customers.create': stripeCard(
     'customers.create',
     'create',
     ['customerRef'],
     "intent field customerRef (the caller's own id for the customer)",
     searchLookup('customers'),
   ),
-  'paymentIntents.create': card(
+  'paymentIntents.create': stripeCard(
     'paymentIntents.create',
     'charge',
     ['customer', 'orderRef'],
@@ -248,14 +234,14 @@ export const stripeCards = {
       ),
     },
   ),
-  'invoices.create': card(
+  'invoices.create': stripeCard(
     'invoices.create',
     'create',
     ['customer', 'invoiceRef'],
     'intent fields customer, invoiceRef',
     searchLookup('invoices'),
   ),
-  'refunds.create': card(
+  'refunds.create': stripeCard(
     'refunds.create',
     'charge',
     ['paymentIntent', 'refundRef'],

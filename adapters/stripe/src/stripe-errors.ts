@@ -1,5 +1,6 @@
 import type { Outcome, ProviderRefs, UnknownCause } from '@retrysafe/contract';
 import { NEVER_SENT_CODES, parseRetryAfter } from '@retrysafe/contract/provider';
+import type Stripe from 'stripe';
 import { CONNECTION_CLOSED_CODE } from './stripe-http-client.js';
 
 /**
@@ -13,20 +14,8 @@ const REPLAYED_HEADER = 'idempotent-replayed';
 
 type Headers = Record<string, string | string[] | undefined>;
 
-interface StripeErrorLike {
-  type?: string;
-  rawType?: string;
-  code?: string;
-  statusCode?: number;
-  requestId?: string;
-  headers?: Headers;
-  message?: string;
-  detail?: unknown;
-  /** The request parameter Stripe names in an invalid_request_error, e.g. `amount`. */
-  param?: string;
-  /** The PaymentIntent (or SetupIntent…) an error concerns, as Stripe puts it in the error body. */
-  [object: string]: unknown;
-}
+/** What the adapter reads of a stripe-node error, or of anything thrown around the SDK. */
+type StripeErrorLike = Partial<Stripe.errors.StripeError> & { readonly [field: string]: unknown };
 
 function header(headers: Headers | undefined, name: string): string | undefined {
   const v = headers?.[name];
@@ -35,11 +24,6 @@ function header(headers: Headers | undefined, name: string): string | undefined 
 
 export function isReplayedHeaders(headers: Headers | undefined): boolean {
   return header(headers, REPLAYED_HEADER) === 'true';
-}
-
-/** Retry-After in ms (the contract's one parser), if the response carried one. */
-export function retryAfterMs(headers: Headers | undefined, now = Date.now()): number | undefined {
-  return parseRetryAfter(header(headers, 'retry-after'), now);
 }
 
 function refs(e: StripeErrorLike): ProviderRefs {
@@ -116,7 +100,7 @@ export function classifyStripeError(error: unknown, creates?: string): Outcome {
   const msg = (fallback: string) => short(e.message, fallback);
   const unknown = (cause: UnknownCause, message: string, extra: ProviderRefs & { retryAfterMs?: number } = {}) =>
     ({ kind: 'unknown', cause, message, ...r, ...extra }) as const;
-  const wait = retryAfterMs(e.headers);
+  const wait = parseRetryAfter(header(e.headers, 'retry-after'));
   const waitRef = wait !== undefined ? { retryAfterMs: wait } : {};
 
   if (

@@ -7,13 +7,6 @@ const GUARD = Symbol.for('retrysafe.stripe.ClosedConnectionGuard');
 
 type HttpClientLike = InstanceType<typeof Stripe.HttpClient>;
 
-/** A closed connection after the request may have left: what the SDK gets instead of ECONNRESET/EPIPE. */
-interface ConnectionClosedError extends Error {
-  code: typeof CONNECTION_CLOSED_CODE;
-  /** The original socket error code (ECONNRESET or EPIPE). */
-  originalCode: string;
-}
-
 /**
  * stripe-node 23 retries once on ECONNRESET/EPIPE regardless of `maxNetworkRetries` (RequestSender._shouldRetry),
  * though the API may have processed the request: a second retrying layer. This HttpClient re-codes those errors
@@ -36,13 +29,9 @@ export class ClosedConnectionGuard extends Stripe.HttpClient {
     return this.#inner.makeRequest(...args).catch((error: unknown) => {
       const code = (error as { code?: unknown } | null)?.code;
       if (typeof code === 'string' && Stripe.HttpClient.CONNECTION_CLOSED_ERROR_CODES.includes(code)) {
-        const recoded = new Error(
-          `connection closed (${code}) after the request may have been sent; not retried by the SDK`,
-          { cause: error },
-        ) as ConnectionClosedError;
-        recoded.code = CONNECTION_CLOSED_CODE;
-        recoded.originalCode = code;
-        throw recoded;
+        // What the SDK gets instead of ECONNRESET/EPIPE: a code it does not retry, and the original one.
+        const message = `connection closed (${code}) after the request may have been sent; not retried by the SDK`;
+        throw Object.assign(new Error(message, { cause: error }), { code: CONNECTION_CLOSED_CODE, originalCode: code });
       }
       throw error;
     });

@@ -8,22 +8,15 @@ export type StripeObject = { id?: string; metadata?: Record<string, string> | nu
   unknown
 >;
 
-/** Options sent with every write: the key derived from the business operation, and no SDK retries. */
-interface WriteOptions {
-  idempotencyKey: string;
-  maxNetworkRetries: 0;
-  timeout: number;
-}
-
 /** How `doLookup` finds an object past the key's retention. */
-type PastRetentionLookup =
-  /** Search API by metadata: delayed (normally < 1 min, up to 1 h). */
-  | { kind: 'search'; find: (client: Stripe, query: string) => Promise<StripeObject[]> }
-  /** List API filtered by a parent, then matched on metadata: not delayed. */
-  | {
-      kind: 'list';
-      find: (client: Stripe, params: Record<string, unknown>, id: BusinessOperationId) => Promise<StripeObject[]>;
-    };
+interface PastRetentionLookup {
+  /** `search`: the Search API by metadata, delayed (normally < 1 min, up to 1 h); `list`: a list filtered by a parent. */
+  readonly kind: 'search' | 'list';
+  find(
+    client: Stripe,
+    ctx: { readonly params: unknown; readonly businessOperationId: BusinessOperationId },
+  ): Promise<StripeObject[]>;
+}
 
 export interface StripeOperation {
   readonly name: keyof typeof stripeCards;
@@ -36,13 +29,13 @@ export interface StripeOperation {
   readonly paramsSchema: JsonSchema;
   /** The Stripe create params, with the business-operation id written to metadata. */
   toStripe(params: Record<string, unknown>, id: BusinessOperationId): Record<string, unknown>;
-  create(client: Stripe, stripeParams: Record<string, unknown>, options: WriteOptions): Promise<StripeObject>;
+  create(client: Stripe, stripeParams: Record<string, unknown>, options: Stripe.RequestOptions): Promise<StripeObject>;
   readonly pastRetention: PastRetentionLookup;
 }
 
 // The one definition of each operation's params: the runner checks it before the claim (nothing claimed,
 // nothing sent) and the frame on every attempt.
-const S_STRING = { type: 'string', minLength: 1, maxLength: 500 };
+const S_STRING = { type: 'string', minLength: 1, maxLength: 500 } as const;
 const S_METADATA = {
   type: 'object',
   maxProperties: 49,
@@ -50,14 +43,14 @@ const S_METADATA = {
   additionalProperties: { type: 'string', maxLength: 500 },
   description: 'extra metadata (at most 49 keys of ≤ 40 characters); retrysafe_operation_id is added by the adapter',
 };
-const S_ID = (prefix: string) => ({ type: 'string', pattern: `^${prefix}`, maxLength: 255 });
-const S_POS_INT = { type: 'integer', minimum: 1, maximum: Number.MAX_SAFE_INTEGER };
+const S_ID = (prefix: string) => ({ type: 'string', pattern: `^${prefix}`, maxLength: 255 }) as const;
+const S_POS_INT = { type: 'integer', minimum: 1, maximum: Number.MAX_SAFE_INTEGER } as const;
 
 /** Stripe's name of one of ours: `paymentMethodTypes` → `payment_method_types`. */
 const snake = (name: string) => name.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`);
 
 /** `metadata['retrysafe_operation_id']:'<id>'` in Stripe's search query language. */
-export function metadataQuery(id: BusinessOperationId): string {
+function metadataQuery(id: BusinessOperationId): string {
   return `metadata['${STRIPE_OPERATION_METADATA_KEY}']:'${id.replace(/\\/g, '\\\\').replace(/'/g, "\\'")}'`;
 }
 
@@ -66,24 +59,32 @@ type Resource = 'customers' | 'paymentIntents' | 'invoices';
 /** Past retention, through the Search API on the metadata id (delayed: normally < 1 min, up to 1 h). */
 const searchIn = (resource: Resource): PastRetentionLookup => ({
   kind: 'search',
-  find: async (client, query) =>
-    (await client[resource].search({ query, limit: 10 })).data as unknown as StripeObject[],
+  find: async (client, ctx) =>
+    (await client[resource].search({ query: metadataQuery(ctx.businessOperationId), limit: 10 }))
+      .data as unknown as StripeObject[],
 });
 
 /**
  * One create operation from its data: params go to Stripe under their snake_case names, the caller's reference
  * (`…Ref`) to metadata beside the business-operation id.
  */
-function stripeOperation(spec: {
+function stripeOperation<const R extends Record<string, JsonSchema>, const O extends Record<string, JsonSchema>>(spec: {
   name: keyof typeof stripeCards;
   object: string;
   description: string;
   sensitiveFields?: readonly string[];
-  required: Record<string, JsonSchema>;
-  optional: Record<string, JsonSchema>;
+  required: R;
+  optional: O;
   resource: Resource | 'refunds';
   pastRetention?: PastRetentionLookup;
-}): StripeOperation {
+}): StripeOperation & {
+  /** Type only: the params these schemas describe, plus your own metadata (the adapter adds retrysafe_operation_id). */
+  readonly '~params'?: { readonly [K in keyof R]: FromSchema<R[K]> } & {
+    readonly [K in keyof O]?: FromSchema<O[K]>;
+  } & {
+    readonly metadata?: Readonly<Record<string, string>>;
+  };
+} {
   const card = stripeCards[spec.name];
   const names = Object.keys({ ...spec.required, ...spec.optional });
   const ref = names.find((n) => n.endsWith('Ref'))!;
@@ -114,9 +115,9 @@ function stripeOperation(spec: {
 }
 
 const ref = (description: string) => ({ ...S_STRING, description });
-const S_CURRENCY = { type: 'string', pattern: '^[a-z]{3}$' };
+const S_CURRENCY = { type: 'string', pattern: '^[a-z]{3}$' } as const;
 
-export const stripeOperations: Readonly<Record<string, StripeOperation>> = Object.freeze({
+const OPERATIONS = {
   'customers.create': stripeOperation({
     name: 'customers.create',
     object: 'customer',
@@ -178,73 +179,37 @@ export const stripeOperations: Readonly<Record<string, StripeOperation>> = Objec
     },
     pastRetention: {
       kind: 'list',
-      async find(client, params, id) {
+      async find(client, { params, businessOperationId: id }) {
         const found: StripeObject[] = [];
         // Refunds have no Search API; the list filtered by payment_intent is not delayed.
-        for await (const refund of client.refunds.list({ payment_intent: String(params.paymentIntent), limit: 100 })) {
+        const paymentIntent = String((params as { paymentIntent?: unknown } | null)?.paymentIntent);
+        for await (const refund of client.refunds.list({ payment_intent: paymentIntent, limit: 100 })) {
           if (refund.metadata?.[STRIPE_OPERATION_METADATA_KEY] === id) found.push(refund as unknown as StripeObject);
         }
         return found;
       },
     },
   }),
-});
+};
 
-// ---- the operations' compile-time types (runner.run checks a call against them) ----
+export const stripeOperations: Readonly<Record<string, StripeOperation>> = Object.freeze(OPERATIONS);
 
-/** Metadata of your own (the adapter adds `retrysafe_operation_id`). */
-type StripeMetadata = Readonly<Record<string, string>>;
+/** The TypeScript type of a property schema (the keywords these schemas use). */
+type FromSchema<S> = S extends { readonly enum: readonly (infer E)[] }
+  ? E
+  : S extends { readonly type: 'integer' }
+    ? number
+    : S extends { readonly type: 'boolean' }
+      ? boolean
+      : S extends { readonly type: 'array'; readonly items: infer I }
+        ? readonly FromSchema<I>[]
+        : string;
 
-export interface CustomersCreateParams {
-  /** Your own id for this customer; names the intent. */
-  readonly customerRef: string;
-  readonly email?: string;
-  readonly name?: string;
-  readonly phone?: string;
-  readonly description?: string;
-  readonly metadata?: StripeMetadata;
-}
-
-export interface PaymentIntentsCreateParams {
-  /** A Stripe customer id (`cus_…`; checked at run time by the params schema). */
-  readonly customer: string;
-  /** In the smallest currency unit. */
-  readonly amount: number;
-  /** Three-letter lowercase ISO code. */
-  readonly currency: string;
-  /** Your order reference; with `customer` it names the intent. */
-  readonly orderRef: string;
-  readonly description?: string;
-  readonly paymentMethod?: string;
-  readonly paymentMethodTypes?: readonly string[];
-  readonly confirm?: boolean;
-  readonly captureMethod?: 'automatic' | 'manual';
-  readonly metadata?: StripeMetadata;
-}
-
-export interface InvoicesCreateParams {
-  /** A Stripe customer id (`cus_…`; checked at run time by the params schema). */
-  readonly customer: string;
-  /** Your invoice reference; with `customer` it names the intent. */
-  readonly invoiceRef: string;
-  readonly description?: string;
-  readonly collectionMethod?: 'charge_automatically' | 'send_invoice';
-  readonly daysUntilDue?: number;
-  readonly autoAdvance?: boolean;
-  readonly currency?: string;
-  readonly metadata?: StripeMetadata;
-}
-
-export interface RefundsCreateParams {
-  /** A PaymentIntent id (`pi_…`). */
-  readonly paymentIntent: string;
-  /** Your refund reference; with `paymentIntent` it names the intent. */
-  readonly refundRef: string;
-  /** Omit for the whole remaining amount. */
-  readonly amount?: number;
-  readonly reason?: 'duplicate' | 'fraudulent' | 'requested_by_customer';
-  readonly metadata?: StripeMetadata;
-}
+type Params<N extends keyof typeof OPERATIONS> = NonNullable<(typeof OPERATIONS)[N]['~params']>;
+export type CustomersCreateParams = Params<'customers.create'>;
+export type PaymentIntentsCreateParams = Params<'paymentIntents.create'>;
+export type InvoicesCreateParams = Params<'invoices.create'>;
+export type RefundsCreateParams = Params<'refunds.create'>;
 
 /** Each Stripe operation's params and the Stripe object a `done` result holds (as JSON). */
 export type StripeOperationTypes = {
