@@ -17,22 +17,19 @@ import { createStripeAdapter } from '@retrysafe/stripe';
 import { describe, expect, it } from 'vitest';
 // Each adapter's own classifier, read from source: the root entries export only what a user needs
 // (factory, options, cards), not these internals. The sandbox reads Retry-After with the contract's parser itself.
-import {
-  classifyNetworkError as httpNetwork,
-  parseRetryAfter as httpRetryAfter,
-} from '../../../adapters/http/src/http-errors.js';
+import { classifyNetworkError as httpNetwork, retryAfterOf } from '../../../adapters/http/src/http-errors.js';
 import {
   outcomeFromNetworkError as hubspotNetwork,
   rateLimitWaitMs,
 } from '../../../adapters/hubspot/src/hubspot-errors.js';
 import {
+  outcomeFromErrorAnswer as graphAnswer,
   outcomeFromNetworkError as graphNetwork,
-  parseRetryAfter as graphRetryAfter,
 } from '../../../adapters/msgraph/src/msgraph-errors.js';
 import { retryAfterMsOf as resendRetryAfter } from '../../../adapters/resend/src/resend-errors.js';
 import { classifyNetworkError as sandboxNetwork } from '../../../adapters/sandbox/src/sandbox-adapter.js';
 import { outcomeFromError as slackError } from '../../../adapters/slack/src/slack-errors.js';
-import { classifyStripeError, retryAfterMs as stripeRetryAfter } from '../../../adapters/stripe/src/stripe-errors.js';
+import { classifyStripeError } from '../../../adapters/stripe/src/stripe-errors.js';
 
 const netErr = (code: string) =>
   new TypeError('fetch failed', { cause: Object.assign(new Error(`connect ${code}`), { code }) });
@@ -58,11 +55,22 @@ const classifiers: Record<string, (code: string) => Outcome> = {
     }),
 };
 
+/** The wait an outcome carries, where the adapter's own classifier read the header. */
+const waitOf = (o: Outcome) => (o as { retryAfterMs?: number }).retryAfterMs;
 const retryAfterReaders: Record<string, (v: string) => number | undefined> = {
-  http: (v) => httpRetryAfter(v),
+  http: (v) => retryAfterOf({ 'retry-after': v }).retryAfterMs,
   sandbox: (v) => sandboxRetryAfter(v),
-  msgraph: (v) => graphRetryAfter(v),
-  stripe: (v) => stripeRetryAfter({ 'retry-after': v }), // stripe-node's headers are a plain object
+  msgraph: (v) => waitOf(graphAnswer({ status: 429, headers: new Headers({ 'retry-after': v }), body: null })),
+  // stripe-node's headers are a plain object.
+  stripe: (v) =>
+    waitOf(
+      classifyStripeError({
+        type: 'StripeRateLimitError',
+        statusCode: 429,
+        message: 'Too many requests',
+        headers: { 'retry-after': v },
+      }),
+    ),
   resend: (v) => resendRetryAfter({ 'retry-after': v }), // the resend SDK's headers are a plain object too
 };
 
