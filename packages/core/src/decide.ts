@@ -11,6 +11,7 @@ import {
   cardMargin,
   keyFoldsResends,
   lookupAvailable,
+  notFoundIsAuthoritative,
   resendSafety,
 } from '@retrysafe/contract/rules';
 import { defined } from './defined.js';
@@ -61,21 +62,6 @@ export type Decision =
   /** Stop; a person takes over. */
   | { readonly action: 'handoff'; readonly reason: HandoffReason; readonly why: string };
 
-/**
- * A lookup's "not found", judged when the lookup was asked (see absenceProvenFrom): proven, never
- * provable (why), or asked too early (from when it would be). The one reading of decide's not-found row.
- */
-type NotFoundVerdict =
-  | { readonly proven: true }
-  | { readonly proven: false; readonly never: string }
-  | { readonly proven: false; readonly at: number };
-
-function notFoundVerdict(card: RetrySafetyCard, state: DecisionState, clockSkewMarginMs: number): NotFoundVerdict {
-  const proof = absenceProvenFrom(card, state, clockSkewMarginMs);
-  if ('never' in proof) return { proven: false, never: proof.never };
-  return (state.observedAt ?? state.now) >= proof.at ? { proven: true } : { proven: false, at: proof.at };
-}
-
 /** Ledger states in which an attempt may have been applied: dispatched, and not known since to have failed or succeeded. */
 export const MAYBE_APPLIED_STATES: readonly OperationState[] = ['dispatched', 'unknown', 'reconciling', 'in-progress'];
 
@@ -96,16 +82,16 @@ export function observationPatch(
   let maybeApplied = state.maybeApplied ?? false;
   if (inner.kind === 'unknown' || inner.kind === 'in-progress') maybeApplied = true;
   // Only an authoritative "not found" clears it: one asked too early proves nothing, so a recovery looks again.
-  if (inner.kind === 'not-found' && notFoundVerdict(card, state, clockSkewMarginMs).proven) maybeApplied = false;
-  return { maybeApplied, patch: patchFor(obs, state.ledgerState, maybeApplied) };
+  if (inner.kind === 'not-found' && notFoundIsAuthoritative(card, state, clockSkewMarginMs)) maybeApplied = false;
+  return { maybeApplied, patch: patchFor(obs, inner, state.ledgerState, maybeApplied) };
 }
 
 function patchFor(
   obs: Exclude<Observation, null>,
+  inner: Outcome | Exclude<LookupResult, { kind: 'found' }>,
   ledgerState: OperationState,
   maybeApplied: boolean,
 ): ObservedPatch | null {
-  const inner = obs.kind === 'found' ? obs.outcome : obs;
   switch (inner.kind) {
     case 'in-progress': {
       const lastOutcome = obs.kind === 'found' ? 'found' : 'in-progress';
@@ -151,6 +137,7 @@ interface Case {
 }
 
 const handoff = (reason: HandoffReason, why: string): Decision => ({ action: 'handoff', reason, why });
+const complete = (adopted: boolean, why: string): Decision => ({ action: 'complete', adopted, why });
 
 /**
  * The decision table of docs/concepts.md, "Outcomes and the decision table", as one pure function of the card, what the ledger knows, the
@@ -166,11 +153,7 @@ export function decide(
   if (observation === null) {
     switch (state.ledgerState) {
       case 'succeeded':
-        return {
-          action: 'complete',
-          adopted: true,
-          why: 'stored result exists: adopt it, do not call the provider again',
-        };
+        return complete(true, 'stored result exists: adopt it, do not call the provider again');
       case 'claimed':
         return {
           action: 'send',
@@ -193,13 +176,9 @@ export function decide(
 
   switch (observation.kind) {
     case 'succeeded':
-      return { action: 'complete', adopted: state.ledgerState === 'succeeded', why: 'the provider performed it' };
+      return complete(state.ledgerState === 'succeeded', 'the provider performed it');
     case 'replayed':
-      return {
-        action: 'complete',
-        adopted: true,
-        why: 'the provider returned its stored result for this key: adopt it',
-      };
+      return complete(true, 'the provider returned its stored result for this key: adopt it');
     case 'rejected':
       return handoff(
         'rejected',
@@ -220,20 +199,20 @@ export function decide(
     case 'found': {
       const o = observation.outcome;
       if (o.kind === 'succeeded' || o.kind === 'replayed')
-        return { action: 'complete', adopted: true, why: "lookup found the provider's result: adopt it" };
+        return complete(true, "lookup found the provider's result: adopt it");
       if (o.kind === 'rejected') return handoff('rejected', `lookup found the request rejected (${o.reason})`);
       return inProgress(c, o.retryAfterMs, 'lookup found it in progress: keep polling');
     }
     case 'not-found': {
       // The late-apply row: absence is proven only once the last attempt can no longer land and would show.
-      const verdict = notFoundVerdict(card, state, budget.policy.clockSkewMarginMs);
-      if ('never' in verdict)
-        return keepLooking(c, undefined, `lookup found nothing, but ${verdict.never}: an absent result proves nothing`);
-      if ('at' in verdict) {
+      const proof = absenceProvenFrom(card, state, budget.policy.clockSkewMarginMs);
+      if ('never' in proof)
+        return keepLooking(c, undefined, `lookup found nothing, but ${proof.never}: an absent result proves nothing`);
+      if ((state.observedAt ?? state.now) < proof.at) {
         const late = card.lookup.lateApplyBound?.value;
         return keepLooking(
           c,
-          Math.max(1, verdict.at - state.now),
+          Math.max(1, proof.at - state.now),
           `lookup found nothing, but it asked before the last attempt could no longer land and show (last dispatch + late-apply bound ${String(late)} + consistency delay ${String(card.lookup.consistencyDelay.value)})`,
         );
       }
@@ -252,24 +231,15 @@ function honoured(state: DecisionState, retryAfterMs: number | undefined): numbe
 }
 
 function retryPlan({ state, budget }: Case, retryAfterMs: number | undefined) {
-  const input = {
-    attemptsMade: state.runAttempts,
-    startedAt: state.runStartedAt,
-    now: state.now,
-    retryAfterMs: honoured(state, retryAfterMs),
-  };
-  return planRetry(input, budget.policy, budget.random);
+  const { runAttempts: attemptsMade, runStartedAt: startedAt, now } = state;
+  const wait = honoured(state, retryAfterMs);
+  return planRetry({ attemptsMade, startedAt, now, retryAfterMs: wait }, budget.policy, budget.random);
 }
 
 function pollPlan({ state, budget }: Case, retryAfterMs: number | undefined) {
-  const input = {
-    polls: state.polls,
-    windowStartedAt: state.windowStartedAt ?? state.now,
-    startedAt: state.runStartedAt,
-    now: state.now,
-    retryAfterMs,
-  };
-  return planPoll(input, budget.policy, budget.random);
+  const { polls, runStartedAt: startedAt, now } = state;
+  const windowStartedAt = state.windowStartedAt ?? now;
+  return planPoll({ polls, windowStartedAt, startedAt, now, retryAfterMs }, budget.policy, budget.random);
 }
 
 const safetyAt = ({ card, state, budget }: Case, at = state.now) =>

@@ -49,7 +49,7 @@ export interface Operation {
 }
 
 /** What intake needs of the runner: its options and its cache of redactors per operation spec. */
-export interface IntakeContext {
+interface IntakeContext {
   readonly options: { readonly redact?: RedactOptions | undefined; readonly policy?: PolicyOverrides | undefined };
   readonly redactors: WeakMap<OperationSpec, Redactor>;
 }
@@ -61,16 +61,12 @@ export interface IntakeContext {
 function identify(
   spec: OperationSpec,
   input: Pick<RunInput, 'params' | 'businessOperationId' | 'intent'>,
-  rawParamsFingerprint?: string,
+  rawParamsFingerprint: string,
 ) {
   assertParams(spec, input.params);
-  const identity = identityOf(spec, input);
   const comparison = comparisonFor(spec.card);
-  const paramsFingerprint =
-    rawParamsFingerprint !== undefined && !comparison.normalizes
-      ? rawParamsFingerprint
-      : comparison.paramsFingerprint(input.params);
-  return { ...identity, paramsFingerprint, comparison };
+  const paramsFingerprint = comparison.normalizes ? comparison.paramsFingerprint(input.params) : rawParamsFingerprint;
+  return { ...identityOf(spec, input), paramsFingerprint, comparison };
 }
 
 /** The caller's redaction options plus the operation's sensitive fields, also blanking the sensitive values held in `valuesFrom`. */
@@ -162,7 +158,7 @@ export function correctedOperation(
 ): Operation {
   const spec = checkAdapter(found.adapter, found.opName);
   const payload = payloadOf(ctx, spec, params, null, [params, record.params]);
-  const next = identify(spec, { params, businessOperationId: record.businessOperationId });
+  const next = identify(spec, { params, businessOperationId: record.businessOperationId }, payload.paramsFingerprint);
   if (next.intentFingerprint !== record.intentFingerprint)
     throw new ConflictError(
       record.businessOperationId,

@@ -48,11 +48,9 @@ export function everyAttemptNotApplied(receipts: readonly Receipt[]): { ok: true
         ok: false,
         why: `attempt ${r.attemptId} ended ${r.outcome ?? 'without an outcome'}: it may have been applied`,
       };
-    // A `conflict` rejection (same key, other params: Stripe idempotency_error, IETF 422) says the key is
-    // already stored with something else — an effect may exist under it. A rejection of unknown reason
-    // (a receipt written before reasons were kept) proves nothing either.
-    // A rejection that still created something (a declined create+confirm leaves its PaymentIntent): a
-    // corrected request under a new key would make a second one. Finish or cancel it at the provider.
+    // A rejection that still created something (a declined create+confirm leaves its PaymentIntent) would
+    // be made twice by a corrected request. A `conflict` rejection (same key, other params) says the key
+    // already holds something else, and a rejection of no recorded reason proves nothing either.
     if (r.created !== undefined)
       return {
         ok: false,
@@ -69,11 +67,6 @@ export function everyAttemptNotApplied(receipts: readonly Receipt[]): { ok: true
   return { ok: true };
 }
 
-/** The number of the next revision (the first request is revision 1). */
-export function nextRevision(receipts: readonly Receipt[]): number {
-  return 1 + currentRevisionNumber(receipts);
-}
-
 /** The revision the receipts end in (1 until a first supersede). */
 export function currentRevisionNumber(receipts: readonly Receipt[]): number {
   return 1 + receipts.filter((r) => r.kind === 'resolve' && r.decision.action === SUPERSEDE_ACTION).length;
@@ -86,5 +79,3 @@ export function currentRevisionNumber(receipts: readonly Receipt[]): number {
 export function needsFreshKey(card: RetrySafetyCard): boolean {
   return card.providerKey.travels.value !== 'none' && card.storedResult.includesErrors.value !== false;
 }
-
-export { revisionKeySource } from '@retrysafe/contract';

@@ -11,15 +11,15 @@ import {
   newAttemptId,
   type OperationRecord,
   type Receipt,
+  revisionKeySource,
 } from '@retrysafe/contract';
 import { leaseLive, TERMINAL_STATES } from '@retrysafe/contract/ledger';
 import {
+  currentRevisionNumber,
   derivedProviderKey,
   needsFreshKey,
-  nextRevision,
   type Operation,
   paramsConflict,
-  revisionKeySource,
   SUPERSEDE_ACTION,
   supersedeCheck,
   withProviderKey,
@@ -154,7 +154,7 @@ export async function supersede(
   by: string,
 ): Promise<RunResult> {
   const { clock, ledger, log } = ctx;
-  const revision = nextRevision(receipts);
+  const revision = currentRevisionNumber(receipts) + 1;
   const freshKey = needsFreshKey(op.card);
   const providerKey = freshKey
     ? derivedProviderKey(op.adapter, op.opName, op.card, revisionKeySource(record.businessOperationId, revision))
@@ -174,24 +174,17 @@ export async function supersede(
       `the operation changed while a new revision was being written (${claim.record.state})`,
     );
   }
-  const ref = { businessOperationId: record.businessOperationId, fence: claim.record.fence };
   const paths = op.comparison.differences(record.params, op.params);
   const why = `revision ${revision} (${by}) replaces revision ${revision - 1}, whose every attempt was known not applied; changed: ${paths.join(', ') || '(none)'}; ${freshKey ? 'new provider key (the provider may have stored the rejection under the old one)' : 'same provider key (the provider stores no errors)'}`;
-  const receipt = resolveReceipt(
-    {
-      record,
-      last: receipts.at(-1),
-      runId: op.runId,
-      attemptId: newAttemptId(),
-      action: SUPERSEDE_ACTION,
-      reason: op.redactor.text(why),
-      providerKey,
-      requestFingerprint: op.requestFingerprint,
-      now: clock.now(),
-    },
-    ctx.options.receiptKey,
-  );
-  await ledger.appendReceipt(ref, receipt);
+  const receipt = resolveReceipt(ctx, record, receipts.at(-1), {
+    runId: op.runId,
+    attemptId: newAttemptId(),
+    action: SUPERSEDE_ACTION,
+    reason: op.redactor.text(why),
+    providerKey,
+    requestFingerprint: op.requestFingerprint,
+  });
+  await ledger.appendReceipt({ businessOperationId: record.businessOperationId, fence: claim.record.fence }, receipt);
   log('info', 'supersede', why, op);
   return execute(ctx, revised, { record: claim.record, claimedAt, takenOver: false, dispatchWritten: false });
 }

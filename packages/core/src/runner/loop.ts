@@ -149,7 +149,7 @@ async function send(ctx: RunnerContext, op: Operation, s: DriveState, attemptId:
     op,
     { attempt: s.record.attemptCount },
   );
-  return callProvider(ctx, op, callOf(s, attemptId));
+  return callProvider(ctx, op, s, attemptId);
 }
 
 /** One lookup, the operation `reconciling` while it runs. */
@@ -158,12 +158,7 @@ async function lookUp(ctx: RunnerContext, op: Operation, s: DriveState, attemptI
   if (s.record.state !== 'reconciling' && s.record.state !== 'in-progress') {
     s.record = await ctx.ledger.setState(s.lease.ref, { state: 'reconciling', now: ctx.clock.now() });
   }
-  return lookupProvider(ctx, op, callOf(s, attemptId));
-}
-
-function callOf(s: DriveState, attemptId: AttemptId) {
-  const { record, keyRevision, lastDispatchedAt, lease } = s;
-  return { attemptId, record, keyRevision, lastDispatchedAt, lease };
+  return lookupProvider(ctx, op, s, attemptId);
 }
 
 /** A ledger failure says whether the call that failed had already sent the request (LedgerError.providerMayHaveBeenCalled). */
