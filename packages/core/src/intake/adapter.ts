@@ -40,12 +40,7 @@ export function checkAdapter(adapter: AdapterV1, operation: string): OperationSp
   checkAdapterShape(adapter);
   const spec = Object.hasOwn(adapter.operations, operation) ? adapter.operations[operation] : undefined;
   if (!spec) throw new UnknownOperationError(adapter.provider, operation, Object.keys(adapter.operations));
-  if (
-    typeof spec !== 'object' ||
-    typeof spec.card !== 'object' ||
-    spec.card === null ||
-    !Array.isArray(spec.intentFields)
-  )
+  if (typeof spec.card !== 'object' || spec.card === null || !Array.isArray(spec.intentFields))
     throw new AdapterConfigurationError(adapter.provider, `operation ${operation}: expected { card, intentFields, … }`);
   if (!validatedCards.has(spec.card)) {
     const v = validateCard(spec.card);

@@ -31,7 +31,6 @@ import type { Claimed } from './state.js';
 import { fromTerminal } from './terminal.js';
 import type { RunResult } from './types.js';
 
-/** This worker's claim of the operation as of `now`. */
 export function claimInput(ctx: RunnerContext, op: Operation, now: number): ClaimInput {
   return {
     businessOperationId: op.id,
@@ -49,9 +48,8 @@ export function claimInput(ctx: RunnerContext, op: Operation, now: number): Clai
 
 export async function claimAndDrive(ctx: RunnerContext, op: Operation): Promise<RunResult> {
   const { clock, ledger, log } = ctx;
-  // A new operation's first decision is always "send now" (decide: claimed, nothing observed), so the
-  // claim may create it already `dispatched`. An existing one is claimed as before and decided from its state.
-  // A ledger without the capability never sees the field.
+  // A new operation's first decision is always "send now" (decide: claimed, nothing observed), so the claim
+  // may create it already `dispatched` (where the ledger can). An existing one is decided from its state.
   const dispatch = ctx.claimDispatches && !op.signal?.aborted;
   const claimedAt = clock.now();
   const claim = await ledger
@@ -102,17 +100,13 @@ export async function claimAndDrive(ctx: RunnerContext, op: Operation): Promise<
 }
 
 /** Drives one claimed operation to its end; a lost lease turns into waiting for the worker that took it. */
-export async function execute(
-  ctx: RunnerContext,
-  op: Operation,
-  claimed: Omit<Claimed, 'receipts'>,
-): Promise<RunResult> {
+export async function execute(ctx: RunnerContext, op: Operation, claimed: Claimed): Promise<RunResult> {
   const { record } = claimed;
   // A brand-new claim has no receipts yet: no read.
   const brandNew = claimed.dispatchWritten || (record.fence === 1 && record.attemptCount === 0 && !claimed.takenOver);
   const receipts = brandNew ? [] : await ctx.ledger.receipts(op.id);
   try {
-    return await drive(ctx, op, { ...claimed, receipts });
+    return await drive(ctx, op, claimed, receipts);
   } catch (err) {
     if (!LeaseLostError.isInstance(err)) throw err;
     ctx.log('warn', 'lease-lost', 'another worker took the operation over: stopping, waiting for its result', op);

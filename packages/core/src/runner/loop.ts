@@ -32,8 +32,8 @@ function isInProgress(obs: Observation): boolean {
 }
 
 /** Drives one claimed operation to complete or handoff; on a failure other than a lost lease, releases the lease first. */
-export async function drive(ctx: RunnerContext, op: Operation, claimed: Claimed): Promise<RunResult> {
-  const s = startState(ctx, op, claimed);
+export async function drive(ctx: RunnerContext, op: Operation, c: Claimed, receipts: Receipt[]): Promise<RunResult> {
+  const s = startState(ctx, op, c, receipts);
   try {
     return await attemptLoop(ctx, op, s);
   } catch (err) {
@@ -163,8 +163,6 @@ async function lookUp(ctx: RunnerContext, op: Operation, s: DriveState, attemptI
 
 /** A ledger failure says whether the call that failed had already sent the request (LedgerError.providerMayHaveBeenCalled). */
 function ledgerFailure(ctx: RunnerContext, err: unknown, called: boolean, op: Operation): unknown {
-  const after =
-    ' — after this call had sent the request: the provider may have applied it; run the same id again or recover() once the ledger works (both look up first)';
   // A ledger driver's own error (SQLite's, a cut JSON text) is a LedgerError too, saying what this call did.
   const e = err as { name?: unknown; code?: unknown } | null;
   const driverError =
@@ -172,18 +170,15 @@ function ledgerFailure(ctx: RunnerContext, err: unknown, called: boolean, op: Op
     (e?.name === 'SqliteError' ||
       (typeof e?.code === 'string' && e.code.startsWith('SQLITE_')) ||
       err instanceof SyntaxError);
+  // Otherwise only a LedgerError after the request went out that does not say so yet is rewritten.
   if (!driverError && (!LedgerError.isInstance(err) || !called || err.providerMayHaveBeenCalled)) return err;
-  if (called)
-    ctx.log(
-      'warn',
-      'ledger-failed-after-dispatch',
-      `the ledger failed after the request was sent (the provider may have applied it): ${errText(err)}`,
-      op,
-    );
-  if (driverError)
-    return new LedgerError(`the ledger failed: ${errText(err)}${called ? after : ''}`, {
-      cause: err,
-      providerMayHaveBeenCalled: called,
-    });
-  return new LedgerError(`${(err as Error).message}${after}`, { cause: err, providerMayHaveBeenCalled: true });
+  const what = driverError ? `the ledger failed: ${errText(err)}` : (err as Error).message;
+  if (!called) return new LedgerError(what, { cause: err, providerMayHaveBeenCalled: false });
+  const text = `the ledger failed after the request was sent (the provider may have applied it): ${errText(err)}`;
+  ctx.log('warn', 'ledger-failed-after-dispatch', text, op);
+  const after = `run the same id again or recover() once the ledger works (both look up first)`;
+  return new LedgerError(`${what} — after this call had sent the request: the provider may have applied it; ${after}`, {
+    cause: err,
+    providerMayHaveBeenCalled: true,
+  });
 }

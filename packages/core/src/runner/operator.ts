@@ -159,6 +159,14 @@ function storedClaim(ctx: RunnerContext, record: OperationRecord, leaseMs: numbe
   };
 }
 
+/** The adapter a resolution needs to send again, from those the person passed. */
+function adapterFor(adapters: readonly AdapterV1[], record: OperationRecord, action: string) {
+  for (const a of adapters) checkAdapterShape(a);
+  const found = findAdapter(adapters, record);
+  if (found) return found;
+  throw new RunnerConfigurationError('resolve', `${action} needs the adapter for ${record.operation} in { adapters }`);
+}
+
 /** A person's `resend-with`: the corrected params, same intent, as a new revision (never while an attempt may have been applied). */
 async function resendWith(
   ctx: RunnerContext,
@@ -167,13 +175,7 @@ async function resendWith(
   adapters: readonly AdapterV1[],
   by: string,
 ): Promise<RunResult> {
-  const found = findAdapter(adapters, record);
-  if (!found)
-    throw new RunnerConfigurationError(
-      'resolve',
-      `resend-with needs the adapter for ${record.operation} in { adapters }`,
-    );
-  const op = correctedOperation(ctx, found, record, params);
+  const op = correctedOperation(ctx, adapterFor(adapters, record, 'resend-with'), record, params);
   const receipts = await ctx.ledger.receipts(record.businessOperationId);
   const check = supersedeCheck(record, receipts);
   if (!check.ok) throw paramsConflict(op, record, `a new revision is not allowed: ${check.why}`);
@@ -247,11 +249,7 @@ async function resume(
     log('warn', 'resume-refused', `resume refused: the packet marks it not safe (${resumeAction.why})`);
     throw new UnsafeResumeError(id, resumeAction.why);
   }
-  for (const a of adapters) checkAdapterShape(a);
-  const found = findAdapter(adapters, record);
-  if (!found)
-    throw new RunnerConfigurationError('resolve', `resume needs the adapter for ${record.operation} in { adapters }`);
-  const op = storedOperation(ctx, found, record, p);
+  const op = storedOperation(ctx, adapterFor(adapters, record, 'resume'), record, p);
   const claimedAt = clock.now();
   const claim = await ledger.claim({ ...claimInput(ctx, op, claimedAt), resume: true });
   if (claim.kind === 'busy')

@@ -35,13 +35,11 @@ export function attemptReceipt(
 ): Receipt {
   const inner = r.obs === null ? null : r.obs.kind === 'found' ? r.obs.outcome : r.obs;
   const refs = (inner ?? {}) as {
-    [k in 'status' | 'code' | 'providerRef' | 'requestId' | 'message' | 'fields']?: unknown;
+    [k in 'status' | 'code' | 'providerRef' | 'requestId' | 'message' | 'reason' | 'fields']?: unknown;
   };
-  const reasonOfObs =
-    r.obs !== null && r.obs.kind !== 'found' && 'reason' in r.obs && typeof r.obs.reason === 'string'
-      ? r.obs.reason
-      : undefined;
-  const message = typeof refs.message === 'string' ? refs.message : reasonOfObs;
+  // A rejection's message is what it says (its reason is the rejectReason code); a "cannot tell" has only a reason.
+  const message =
+    typeof refs.message === 'string' ? refs.message : typeof refs.reason === 'string' ? refs.reason : undefined;
   const d = r.decision;
   const reason = op.redactor.text(d.action === 'handoff' ? `${d.reason}: ${d.why}` : d.why);
   const redact = (v: unknown) => (typeof v === 'string' ? op.redactor.text(v) : undefined);
