@@ -66,7 +66,7 @@ export type Decision =
 export const MAYBE_APPLIED_STATES: readonly OperationState[] = ['dispatched', 'unknown', 'reconciling', 'in-progress'];
 
 /** What an observation writes to the ledger before the next decision (the terminal states are written by complete/handoff). */
-export type ObservedPatch = Pick<StatePatch, 'state' | 'lastOutcome' | 'statusRef' | 'providerRef'>;
+type ObservedPatch = Pick<StatePatch, 'state' | 'lastOutcome' | 'statusRef' | 'providerRef'>;
 
 /**
  * What an observation, judged in `state`, means for the ledger: whether an earlier attempt may now have
@@ -129,7 +129,7 @@ const UNKNOWN_FROM_LEDGER: Outcome = {
   message: 'dispatched earlier; no outcome recorded',
 };
 
-/** What every row of the table reads: the card, what the ledger knows, the budget. */
+/** What every row of the table reads. */
 interface Case {
   readonly card: RetrySafetyCard;
   readonly state: DecisionState;
@@ -138,28 +138,23 @@ interface Case {
 
 const handoff = (reason: HandoffReason, why: string): Decision => ({ action: 'handoff', reason, why });
 const complete = (adopted: boolean, why: string): Decision => ({ action: 'complete', adopted, why });
+const send = (delayMs: number, why: string): Decision => ({ action: 'send', delayMs, why });
 
 /**
  * The decision table of docs/concepts.md, "Outcomes and the decision table", as one pure function of the card, what the ledger knows, the
  * latest observation and the budget. It never looks at which provider it is.
  */
-export function decide(
-  card: RetrySafetyCard,
-  state: DecisionState,
-  observation: Observation,
-  budget: Budget,
-): Decision {
+export function decide(card: RetrySafetyCard, state: DecisionState, obs: Observation, budget: Budget): Decision {
   const c: Case = { card, state, budget };
-  if (observation === null) {
+  if (obs === null) {
     switch (state.ledgerState) {
       case 'succeeded':
         return complete(true, 'stored result exists: adopt it, do not call the provider again');
       case 'claimed':
-        return {
-          action: 'send',
-          delayMs: 0,
-          why: state.firstDispatchedAt === null ? 'never dispatched: send' : 'last attempt was not applied: send again',
-        };
+        return send(
+          0,
+          state.firstDispatchedAt === null ? 'never dispatched: send' : 'last attempt was not applied: send again',
+        );
       case 'in-progress':
         return inProgress(c, undefined, 'the provider had it in progress');
       case 'dispatched':
@@ -174,30 +169,27 @@ export function decide(
     }
   }
 
-  switch (observation.kind) {
+  switch (obs.kind) {
     case 'succeeded':
       return complete(state.ledgerState === 'succeeded', 'the provider performed it');
     case 'replayed':
       return complete(true, 'the provider returned its stored result for this key: adopt it');
     case 'rejected':
-      return handoff(
-        'rejected',
-        `rejected by the provider (${observation.reason}): not applied and will not succeed as is`,
-      );
+      return handoff('rejected', `rejected by the provider (${obs.reason}): not applied and will not succeed as is`);
     case 'not-applied':
-      if (state.maybeApplied) return afterUnknown(c, observation.retryAfterMs);
-      return retryNotApplied(c, observation.retryAfterMs, 'definitely not applied (transient)');
+      if (state.maybeApplied) return afterUnknown(c, obs.retryAfterMs);
+      return retryNotApplied(c, obs.retryAfterMs, 'definitely not applied (transient)');
     case 'in-progress':
-      return inProgress(c, observation.retryAfterMs, 'the provider has it in progress: never a second work item');
+      return inProgress(c, obs.retryAfterMs, 'the provider has it in progress: never a second work item');
     case 'unknown': {
-      if (!storedError(card, observation)) return afterUnknown(c, observation.retryAfterMs);
+      if (!storedError(card, obs)) return afterUnknown(c, obs.retryAfterMs);
       // A same-key re-send can only replay the stored error until the key expires: not an attempt worth making.
-      const what = `the provider stored this ${observation.status ?? '5xx'} under the key (card storedResult.includesErrors): a same-key re-send would only replay it until the key expires`;
+      const what = `the provider stored this ${obs.status ?? '5xx'} under the key (card storedResult.includesErrors): a same-key re-send would only replay it until the key expires`;
       if (!lookupAvailable(card)) return handoff('unknown-no-safe-resend', `${what}, and the card offers no lookup`);
-      return keepLooking(c, observation.retryAfterMs, `${what}; look up the provider's stored status instead`);
+      return keepLooking(c, obs.retryAfterMs, `${what}; look up the provider's stored status instead`);
     }
     case 'found': {
-      const o = observation.outcome;
+      const o = obs.outcome;
       if (o.kind === 'succeeded' || o.kind === 'replayed')
         return complete(true, "lookup found the provider's result: adopt it");
       if (o.kind === 'rejected') return handoff('rejected', `lookup found the request rejected (${o.reason})`);
@@ -219,7 +211,7 @@ export function decide(
       return retryNotApplied(c, undefined, 'authoritative lookup found nothing: the effect was not applied');
     }
     case 'cannot-tell':
-      return keepLooking(c, observation.retryAfterMs, `lookup cannot tell yet (${observation.reason})`);
+      return keepLooking(c, obs.retryAfterMs, `lookup cannot tell yet (${obs.reason})`);
   }
 }
 
@@ -249,7 +241,7 @@ function retryNotApplied(c: Case, retryAfterMs: number | undefined, what: string
   const plan = retryPlan(c, retryAfterMs);
   // Receipts say what was sent: "the same key" only where a key travels.
   const key = c.card.providerKey.travels.value === 'none' ? '' : ' with the same key';
-  if (plan.retry) return { action: 'send', delayMs: plan.delayMs, why: `${what}: bounded retry${key}` };
+  if (plan.retry) return send(plan.delayMs, `${what}: bounded retry${key}`);
   return handoff('retry-exhausted', `${what}, but the budget is spent: ${plan.detail}`);
 }
 
@@ -262,8 +254,7 @@ function afterUnknown(c: Case, retryAfterMs: number | undefined): Decision {
     if (plan.retry) {
       // The key must still be inside its retention when the re-send actually goes out, after the wait.
       const atSend = safetyAt(c, state.now + plan.delayMs);
-      if (atSend.safe)
-        return { action: 'send', delayMs: plan.delayMs, why: `outcome unknown; re-send is safe: ${safety.why}` };
+      if (atSend.safe) return send(plan.delayMs, `outcome unknown; re-send is safe: ${safety.why}`);
       safety = atSend;
     } else {
       budgetNote = plan.detail;
@@ -319,5 +310,5 @@ function inProgress(c: Case, retryAfterMs: number | undefined, what: string): De
       'in-progress-window-exhausted',
       `${what}; waiting ${sendDelay} ms for the provider would outlast the window or the budget`,
     );
-  return { action: 'send', delayMs: sendDelay, why: `${what}: poll by re-sending the same key (${safety.why})` };
+  return send(sendDelay, `${what}: poll by re-sending the same key (${safety.why})`);
 }

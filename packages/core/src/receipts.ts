@@ -5,6 +5,7 @@ import {
   canonicalJson,
   type Ledger,
   type ListFilter,
+  type OperationRecord,
   type Receipt,
   sha256Hex,
 } from '@retrysafe/contract';
@@ -30,12 +31,8 @@ const KEYED = /^hmac-sha256:([A-Za-z0-9_.-]{1,64}):([0-9a-f]{64})$/;
 export function checkReceiptKey(key: ReceiptKey, error: (why: string) => Error = (why) => new TypeError(why)): void {
   if (!key || typeof key.id !== 'string' || !KEY_ID.test(key.id))
     throw error('receipt key id: 1-64 characters of A-Z a-z 0-9 _ . -');
-  const len =
-    typeof key.secret === 'string'
-      ? Buffer.byteLength(key.secret)
-      : key.secret instanceof Uint8Array
-        ? key.secret.length
-        : 0;
+  const { secret } = key;
+  const len = typeof secret === 'string' || secret instanceof Uint8Array ? Buffer.byteLength(secret) : 0;
   if (len < 16) throw error('receipt key secret: at least 16 bytes');
 }
 
@@ -70,10 +67,7 @@ export function sealReceipt(body: UnsealedReceipt, key?: ReceiptKey): Receipt {
 }
 
 /** What the operation row records about its receipts (head hash and length), written with each receipt. */
-export interface ReceiptChainAnchor {
-  readonly head: string | null;
-  readonly length: number;
-}
+export type ReceiptChainAnchor = NonNullable<OperationRecord['receiptChain']>;
 
 export type ChainCheck =
   | { readonly ok: true; readonly warnings?: readonly string[] }

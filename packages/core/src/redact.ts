@@ -16,7 +16,7 @@ export interface RedactOptions {
   readonly pii?: boolean;
 }
 
-export interface Detector {
+interface Detector {
   readonly kind: string;
   readonly pii: boolean;
   readonly pattern: RegExp;
@@ -92,8 +92,8 @@ function redactSecretAssignments(s: string): string {
   return last === 0 ? s : out + s.slice(last);
 }
 
-/** The value detectors, in the order they run. Shared with the config's inline-credential refusal. */
-export const DETECTORS: readonly Detector[] = [
+/** The value detectors, in the order they run (detectSensitive reports the first one a string trips). */
+const DETECTORS: readonly Detector[] = [
   {
     kind: 'private key',
     pii: false,

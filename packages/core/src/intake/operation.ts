@@ -26,12 +26,13 @@ import { assertParams } from './params-schema.js';
 import { type CheckedPayload, checkedPayload } from './payload.js';
 import { cachedPolicy } from './policy.js';
 
-export interface Operation {
+export interface Operation
+  extends Pick<CheckedPayload, 'redactor' | 'requestFingerprint'>,
+    Pick<RunInput, 'signal' | 'attemptIds'> {
   readonly adapter: AdapterV1;
   readonly opName: string;
   readonly card: RetrySafetyCard;
   readonly policy: RetryPolicy;
-  readonly redactor: Redactor;
   /** How params are compared with the stored ones (the card's declaration). */
   readonly comparison: Comparison;
   readonly id: BusinessOperationId;
@@ -40,10 +41,6 @@ export interface Operation {
   readonly params: unknown;
   readonly intentFingerprint: string;
   readonly paramsFingerprint: string;
-  /** Fingerprint of the redacted params, as receipts carry it. */
-  readonly requestFingerprint: string;
-  readonly signal: AbortSignal | undefined;
-  readonly attemptIds: (() => string) | undefined;
   /** The telemetry scope of the run() driving it (none for recover and resolve). */
   readonly scope: RunScope | undefined;
 }

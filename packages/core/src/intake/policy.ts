@@ -9,7 +9,6 @@ export const DEFAULT_LEASE_MS = 30_000;
 
 const POSITIVE: readonly (keyof RetryPolicy)[] = ['maxAttempts', 'maxElapsedMs', 'leaseMs'];
 
-/** The policy for one operation: the card's backoff and limits, overridden field by field. */
 export function resolvePolicy(card: RetrySafetyCard, overrides: PolicyOverrides = {}): RetryPolicy {
   const p: RetryPolicy = {
     maxAttempts: card.limits.maxAttempts,

@@ -5,38 +5,27 @@ export const SUPERSEDE_ACTION = 'supersede';
 
 const NOT_APPLIED = new Set(['rejected', 'not-applied']);
 
-/** Receipts of the current revision (after the last supersede). */
-function currentRevision(receipts: readonly Receipt[]): readonly Receipt[] {
-  let from = 0;
-  receipts.forEach((r, i) => {
-    if (r.kind === 'resolve' && r.decision.action === SUPERSEDE_ACTION) from = i + 1;
-  });
-  return receipts.slice(from);
-}
+const isSupersede = (r: Receipt) => r.kind === 'resolve' && r.decision.action === SUPERSEDE_ACTION;
+
+type Verdict = { ok: true } | { ok: false; why: string };
 
 /**
  * Whether a corrected request may supersede the operation: it is at rest after a rejection or a spent
  * budget, and every provider call of its current revision is known not applied (any doubt: a conflict).
  */
-export function supersedeCheck(
-  record: OperationRecord,
-  receipts: readonly Receipt[],
-): { ok: true } | { ok: false; why: string } {
+export function supersedeCheck(record: OperationRecord, receipts: readonly Receipt[]): Verdict {
   if (record.state !== 'rejected' && record.state !== 'handed-off')
     return { ok: false, why: `the operation is ${record.state}` };
-  if (
-    record.state === 'handed-off' &&
-    record.handoff &&
-    record.handoff.reason !== 'rejected' &&
-    record.handoff.reason !== 'retry-exhausted'
-  )
-    return { ok: false, why: `it was handed off as ${record.handoff.reason}: an attempt may have been applied` };
+  const reason = record.handoff?.reason;
+  if (record.state === 'handed-off' && reason && reason !== 'rejected' && reason !== 'retry-exhausted')
+    return { ok: false, why: `it was handed off as ${reason}: an attempt may have been applied` };
   return everyAttemptNotApplied(receipts);
 }
 
 /** The receipts' half of supersedeCheck: every provider call of the current revision known not applied. */
-export function everyAttemptNotApplied(receipts: readonly Receipt[]): { ok: true } | { ok: false; why: string } {
-  const mine = currentRevision(receipts);
+export function everyAttemptNotApplied(receipts: readonly Receipt[]): Verdict {
+  // The current revision: after the last supersede.
+  const mine = receipts.slice(receipts.findLastIndex(isSupersede) + 1);
   for (const r of mine) {
     if (r.kind === 'lookup' || r.kind === 'poll' || r.kind === 'recover')
       return {
@@ -69,7 +58,7 @@ export function everyAttemptNotApplied(receipts: readonly Receipt[]): { ok: true
 
 /** The revision the receipts end in (1 until a first supersede). */
 export function currentRevisionNumber(receipts: readonly Receipt[]): number {
-  return 1 + receipts.filter((r) => r.kind === 'resolve' && r.decision.action === SUPERSEDE_ACTION).length;
+  return 1 + receipts.filter(isSupersede).length;
 }
 
 /**

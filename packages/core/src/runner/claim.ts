@@ -127,16 +127,18 @@ export async function waitForOther(ctx: RunnerContext, op: Operation): Promise<R
     if (!leaseLive(rec, now)) return claimAndDrive(ctx, op);
     if (now >= deadline) {
       log('info', 'in-progress', `another worker still holds it after ${op.policy.waitForOtherMs} ms`, op);
-      return {
-        status: 'in-progress',
-        businessOperationId: op.id,
-        statusRef: rec.statusRef,
-        retryAfterMs: Math.max(0, (rec.leaseExpiresAt ?? now) - now),
-      };
+      return heldElsewhere(rec, now);
     }
     await clock.sleep(Math.max(1, Math.min(delay, deadline - now)));
     delay = Math.min(delay * 2, 500);
   }
+}
+
+/** Another worker holds the operation: the caller checks back once its lease has run out. */
+export function heldElsewhere(record: OperationRecord, now: number): RunResult {
+  const { businessOperationId, statusRef, leaseExpiresAt } = record;
+  const retryAfterMs = Math.max(0, (leaseExpiresAt ?? now) - now);
+  return { status: 'in-progress', businessOperationId, statusRef, retryAfterMs };
 }
 
 /** The corrected request `op` as a new revision of a row none of whose attempts applied (key of its own if errors are stored). */

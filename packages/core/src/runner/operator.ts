@@ -33,7 +33,7 @@ import {
 } from '../intake/index.js';
 import { verifyOperation } from '../receipts.js';
 import { personRef } from '../redact.js';
-import { claimInput, execute, supersede } from './claim.js';
+import { claimInput, execute, heldElsewhere, supersede } from './claim.js';
 import { errText, type RunnerContext } from './context.js';
 import { nextAttemptId, resolveReceipt } from './receipt-chain.js';
 import { fromTerminal } from './terminal.js';
@@ -252,13 +252,7 @@ async function resume(
   const op = storedOperation(ctx, adapterFor(adapters, record, 'resume'), record, p);
   const claimedAt = clock.now();
   const claim = await ledger.claim({ ...claimInput(ctx, op, claimedAt), resume: true });
-  if (claim.kind === 'busy')
-    return {
-      status: 'in-progress',
-      businessOperationId: id,
-      statusRef: claim.record.statusRef,
-      retryAfterMs: Math.max(0, (claim.record.leaseExpiresAt ?? 0) - clock.now()),
-    };
+  if (claim.kind === 'busy') return heldElsewhere(claim.record, clock.now());
   if (claim.kind !== 'claimed') return fromTerminal(ctx, claim.record, null, op);
   log(
     'info',

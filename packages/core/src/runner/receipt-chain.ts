@@ -6,7 +6,6 @@ import { type ReceiptKey, sealReceipt, type UnsealedReceipt } from '../receipts.
 import type { Redactor } from '../redact.js';
 import type { RunnerContext } from './context.js';
 
-/** The next attempt id: the caller's (RunInput.attemptIds), else a new random one. */
 export function nextAttemptId(ids: (() => string) | undefined): AttemptId {
   return ids ? (ids() as AttemptId) : newAttemptId();
 }
