@@ -8,7 +8,7 @@ import {
 } from '@retrysafe/contract';
 import { resendSafety } from '@retrysafe/contract/rules';
 import { defined } from '../defined.js';
-import type { Operation } from '../intake/index.js';
+import type { Operation } from '../intake/operation.js';
 import { errText, type RunnerContext } from './context.js';
 import { withHeartbeat } from './lease.js';
 import type { DriveState } from './state.js';

@@ -14,16 +14,9 @@ import {
   revisionKeySource,
 } from '@retrysafe/contract';
 import { leaseLive, TERMINAL_STATES } from '@retrysafe/contract/ledger';
-import {
-  currentRevisionNumber,
-  derivedProviderKey,
-  needsFreshKey,
-  type Operation,
-  paramsConflict,
-  SUPERSEDE_ACTION,
-  supersedeCheck,
-  withProviderKey,
-} from '../intake/index.js';
+import { derivedProviderKey } from '../intake/adapter.js';
+import { type Operation, paramsConflict, withProviderKey } from '../intake/operation.js';
+import { currentRevisionNumber, needsFreshKey, SUPERSEDE_ACTION, supersedeCheck } from '../intake/supersede.js';
 import type { RunnerContext } from './context.js';
 import { drive } from './loop.js';
 import { resolveReceipt } from './receipt-chain.js';
@@ -81,20 +74,14 @@ export async function claimAndDrive(ctx: RunnerContext, op: Operation): Promise<
       return waitForOther(ctx, op);
     case 'claimed': {
       if (record.paramsFingerprint !== op.paramsFingerprint) {
-        await ledger
-          .release({ businessOperationId: record.businessOperationId, fence: record.fence })
-          .catch(() => undefined);
+        await ledger.release(record).catch(() => undefined);
         throw paramsConflict(op, record, 'a re-send with the same key and other params would be a different request');
       }
-      if (claim.takenOver) log('info', 'takeover', `took over from state ${record.state} (fence ${record.fence})`, op);
+      const { takenOver } = claim;
+      if (takenOver) log('info', 'takeover', `took over from state ${record.state} (fence ${record.fence})`, op);
       // The key that may already be at the provider is the one recorded: keep using it.
-      const dispatchWritten = dispatch && !claim.takenOver && record.state === 'dispatched';
-      return execute(ctx, withProviderKey(op, record.providerKey), {
-        record,
-        claimedAt,
-        takenOver: claim.takenOver,
-        dispatchWritten,
-      });
+      const dispatchWritten = dispatch && !takenOver && record.state === 'dispatched';
+      return execute(ctx, withProviderKey(op, record.providerKey), { record, claimedAt, takenOver, dispatchWritten });
     }
   }
 }
@@ -180,7 +167,7 @@ export async function supersede(
     providerKey,
     requestFingerprint: op.requestFingerprint,
   });
-  await ledger.appendReceipt({ businessOperationId: record.businessOperationId, fence: claim.record.fence }, receipt);
+  await ledger.appendReceipt(claim.record, receipt);
   log('info', 'supersede', why, op);
   return execute(ctx, revised, { record: claim.record, claimedAt, takenOver: false, dispatchWritten: false });
 }

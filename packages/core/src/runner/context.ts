@@ -4,7 +4,7 @@ import { hostname } from 'node:os';
 import type { OperationSpec } from '@retrysafe/contract';
 import { systemClock } from '../clock.js';
 import { RunnerConfigurationError } from '../errors/runner-configuration-error.js';
-import type { Operation } from '../intake/index.js';
+import type { Operation } from '../intake/operation.js';
 import { checkReceiptKey } from '../receipts.js';
 import { createRedactor, type Redactor } from '../redact.js';
 import { createTelemetry, type EventFields } from '../telemetry.js';

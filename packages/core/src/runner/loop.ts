@@ -11,7 +11,7 @@ import {
 } from '@retrysafe/contract';
 import { resendSafety } from '@retrysafe/contract/rules';
 import { decide, type Observation, observationPatch } from '../decide.js';
-import type { Operation } from '../intake/index.js';
+import type { Operation } from '../intake/operation.js';
 import { callProvider, lookupProvider } from './adapter-call.js';
 import { errText, type RunnerContext } from './context.js';
 import { checkOwnLease, renew, wait } from './lease.js';

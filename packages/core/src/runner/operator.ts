@@ -20,17 +20,10 @@ import {
 import { BrokenReceiptChainError } from '../errors/broken-receipt-chain-error.js';
 import { RunnerConfigurationError } from '../errors/runner-configuration-error.js';
 import { buildPacket } from '../handoff.js';
-import {
-  callerAttemptIds,
-  checkAdapterShape,
-  correctedOperation,
-  DEFAULT_LEASE_MS,
-  findAdapter,
-  type Operation,
-  paramsConflict,
-  storedOperation,
-  supersedeCheck,
-} from '../intake/index.js';
+import { callerAttemptIds, checkAdapterShape, findAdapter } from '../intake/adapter.js';
+import { correctedOperation, type Operation, paramsConflict, storedOperation } from '../intake/operation.js';
+import { DEFAULT_LEASE_MS } from '../intake/policy.js';
+import { supersedeCheck } from '../intake/supersede.js';
 import { verifyOperation } from '../receipts.js';
 import { personRef } from '../redact.js';
 import { claimInput, execute, heldElsewhere, supersede } from './claim.js';
@@ -126,7 +119,7 @@ async function recoveryFailed(ctx: RunnerContext, record: OperationRecord, err: 
       resendSafe: false,
       now,
     });
-    const after = await ledger.handOff({ businessOperationId: id, fence: claim.record.fence }, packet, now);
+    const after = await ledger.handOff(claim.record, packet, now);
     if (sink)
       await Promise.resolve(sink.send(packet)).catch((e: unknown) =>
         log('warn', 'handoff-sink-failed', `the packet is in the ledger; the sink failed: ${errText(e)}`, logAs),
@@ -268,7 +261,7 @@ async function resume(
     providerKey: record.providerKey,
     requestFingerprint: op.requestFingerprint,
   });
-  await ledger.appendReceipt({ businessOperationId: id, fence: claim.record.fence }, receipt);
+  await ledger.appendReceipt(claim.record, receipt);
   return execute(ctx, op, { record: claim.record, claimedAt, takenOver: false, dispatchWritten: false });
 }
 
@@ -299,7 +292,7 @@ async function close(
     ...(providerRef !== undefined ? { providerRef: redactor.text(providerRef) } : {}),
     requestFingerprint: last?.requestFingerprint ?? fingerprint(redactor.params(record.params)),
   });
-  await ledger.appendReceipt({ businessOperationId: id, fence: after.fence }, receipt);
+  await ledger.appendReceipt(after, receipt);
   log('info', 'resolve', `${resolution.action} by ${personRef(p.by)}`);
   return {
     status: 'resolved',

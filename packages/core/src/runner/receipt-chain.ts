@@ -1,7 +1,7 @@
 /** The receipt chain: each receipt sealed onto the one before it. */
 import { type AttemptId, newAttemptId, type OperationRecord, type Receipt } from '@retrysafe/contract';
 import type { Decision, Observation } from '../decide.js';
-import type { Operation } from '../intake/index.js';
+import type { Operation } from '../intake/operation.js';
 import { type ReceiptKey, sealReceipt, type UnsealedReceipt } from '../receipts.js';
 import type { Redactor } from '../redact.js';
 import type { RunnerContext } from './context.js';

@@ -1,7 +1,8 @@
 /** What the attempt loop knows of one claimed operation as it drives it: its mutable state, owned by loop.ts. */
 import type { OperationRecord, Receipt, StatePatch } from '@retrysafe/contract';
 import { type DecisionState, MAYBE_APPLIED_STATES } from '../decide.js';
-import { currentRevisionNumber, needsFreshKey, type Operation } from '../intake/index.js';
+import type { Operation } from '../intake/operation.js';
+import { currentRevisionNumber, needsFreshKey } from '../intake/supersede.js';
 import type { Lease, RunnerContext } from './context.js';
 
 /** A claimed operation as the claim left it. */

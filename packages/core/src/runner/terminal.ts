@@ -3,7 +3,8 @@ import { InvalidStateError, type OperationRecord, type Receipt, RetryExhaustedEr
 import { completionRecoverable, resendSafety } from '@retrysafe/contract/rules';
 import type { Decision, Observation } from '../decide.js';
 import { buildPacket } from '../handoff.js';
-import { type Operation, paramsConflict, supersedeCheck } from '../intake/index.js';
+import { type Operation, paramsConflict } from '../intake/operation.js';
+import { supersedeCheck } from '../intake/supersede.js';
 import { errText, type RunnerContext } from './context.js';
 import { type DriveState, writeWith } from './state.js';
 import type { RunResult } from './types.js';
