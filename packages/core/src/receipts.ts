@@ -204,11 +204,7 @@ export interface ExportCheck {
  */
 export function verifyReceiptsJsonl(text: string, options: Omit<VerifyChainOptions, 'anchor'> = {}): ExportCheck[] {
   const byId = new Map<string, { receipts: Receipt[]; anchor?: ReceiptChainAnchor | null }>();
-  const entry = (id: string) => {
-    let e = byId.get(id);
-    if (!e) byId.set(id, (e = { receipts: [] }));
-    return e;
-  };
+  const entry = (id: string) => byId.get(id) ?? byId.set(id, { receipts: [] }).get(id)!;
   text.split('\n').forEach((line, n) => {
     if (!line.trim()) return;
     let v: unknown;

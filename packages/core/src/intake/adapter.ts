@@ -51,10 +51,7 @@ export function checkAdapter(adapter: AdapterV1, operation: string): OperationSp
 }
 
 /** The adapter (and its operation name) that performs a stored operation, from those given. */
-export function findAdapter(
-  adapters: readonly AdapterV1[],
-  record: OperationRecord,
-): { adapter: AdapterV1; opName: string } | null {
+export function findAdapter(adapters: readonly AdapterV1[], record: OperationRecord) {
   for (const adapter of adapters) {
     if (adapter.provider !== record.provider) continue;
     for (const [opName, spec] of Object.entries(adapter.operations))

@@ -11,15 +11,11 @@ const addFormats = (a: Ajv): Ajv => {
   return ((mod.default ?? mod) as (ajv: Ajv) => Ajv)(a);
 };
 
-/** One ajv instance per dialect for every operation's params schema (compiled once per schema object). */
-const OPTIONS: Options = {
-  allErrors: true,
-  strict: false,
-  logger: false,
-  coerceTypes: false,
-  useDefaults: false,
-  removeAdditional: false,
-};
+/**
+ * One ajv instance per dialect for every operation's params schema (compiled once per schema object). Ajv's
+ * defaults leave the params untouched (no coercion, no defaults filled in, nothing removed): they are sent as given.
+ */
+const OPTIONS: Options = { allErrors: true, strict: false, logger: false };
 const dialects = new Map<string, Ajv>();
 const compiled = new WeakMap<object, ValidateFunction>();
 

@@ -41,15 +41,12 @@ function outcomeProblem(o: unknown): string | null {
   return null;
 }
 
+const FOUND_KINDS = ['succeeded', 'replayed', 'in-progress', 'rejected'];
+
 function isLookupResult(o: unknown): o is LookupResult {
-  if (typeof o !== 'object' || o === null) return false;
-  const k = (o as LookupResult).kind;
-  if (k === 'found')
-    return (
-      outcomeProblem((o as { outcome: unknown }).outcome) === null &&
-      ['succeeded', 'replayed', 'in-progress', 'rejected'].includes((o as { outcome: Outcome }).outcome.kind)
-    );
-  return k === 'not-found' || k === 'cannot-tell';
+  const x = (o ?? {}) as { kind?: unknown; outcome?: { kind?: unknown } };
+  if (x.kind !== 'found') return x.kind === 'not-found' || x.kind === 'cannot-tell';
+  return outcomeProblem(x.outcome) === null && FOUND_KINDS.includes(x.outcome!.kind as string);
 }
 
 /** What one call needs of the operation's current state. */

@@ -1,7 +1,4 @@
-/**
- * The claim and what its answer means: drive the operation, wait for the worker that holds it, answer
- * from its terminal state, or write a new revision.
- */
+/** The claim and what its answer means: drive the operation, wait for its holder, answer from its end, or revise it. */
 import {
   type ClaimInput,
   ClockSkewError,

@@ -96,25 +96,22 @@ async function attemptLoop(ctx: RunnerContext, op: Operation, s: DriveState): Pr
       kind = isInProgress(prev) ? 'poll' : 'lookup';
     }
     const finishedAt = ctx.clock.now();
-    if (
-      acted.action === 'send' &&
-      'retryAfterMs' in obs &&
-      typeof obs.retryAfterMs === 'number' &&
-      obs.retryAfterMs > 0
-    ) {
-      s.notBefore = Math.max(s.notBefore ?? 0, finishedAt + obs.retryAfterMs);
-    }
+    // A provider's Retry-After (checked as a number ≥ 0 with the outcome) holds back every later call.
+    const retryAfterMs = acted.action === 'send' && 'retryAfterMs' in obs ? (obs.retryAfterMs ?? 0) : 0;
+    if (retryAfterMs > 0) s.notBefore = Math.max(s.notBefore ?? 0, finishedAt + retryAfterMs);
     const observedState = decisionState(ctx, s, startedAt);
     decision = decide(op.card, observedState, obs, budget);
     const observed = observationPatch(op.card, observedState, obs, op.policy.clockSkewMarginMs);
     const patchedAt = ctx.clock.now();
     s.maybeApplied = observed.maybeApplied;
-    const receipt = attemptReceipt(
-      op,
-      s.receipts.at(-1),
-      { kind, attemptId, startedAt, finishedAt, obs, decision },
-      ctx.options.receiptKey,
-    );
+    const receipt = attemptReceipt(ctx, op, s.receipts.at(-1), {
+      kind,
+      attemptId,
+      startedAt,
+      finishedAt,
+      obs,
+      decision,
+    });
     if (observed.patch !== null) {
       s.record = await writeWith(ctx, s.lease.ref, { ...observed.patch, now: patchedAt }, receipt);
       s.receipts.push(receipt);
@@ -155,9 +152,8 @@ async function send(ctx: RunnerContext, op: Operation, s: DriveState, attemptId:
 /** One lookup, the operation `reconciling` while it runs. */
 async function lookUp(ctx: RunnerContext, op: Operation, s: DriveState, attemptId: AttemptId): Promise<LookupResult> {
   await renew(ctx, s.lease);
-  if (s.record.state !== 'reconciling' && s.record.state !== 'in-progress') {
+  if (s.record.state !== 'reconciling' && s.record.state !== 'in-progress')
     s.record = await ctx.ledger.setState(s.lease.ref, { state: 'reconciling', now: ctx.clock.now() });
-  }
   return lookupProvider(ctx, op, s, attemptId);
 }
 

@@ -30,12 +30,9 @@ import { claimInput, execute, heldElsewhere, supersede } from './claim.js';
 import { errText, type RunnerContext } from './context.js';
 import { nextAttemptId, resolveReceipt } from './receipt-chain.js';
 import { fromTerminal } from './terminal.js';
-import type { RecoverReport, Resolution, ResolveOptions, ResolveResult, RunResult } from './types.js';
+import type { RecoverReport, Resolution, ResolveOptions, ResolveResult, Runner, RunResult } from './types.js';
 
-export async function recover(
-  ctx: RunnerContext,
-  opts: { readonly adapters: readonly AdapterV1[]; readonly limit?: number },
-): Promise<RecoverReport[]> {
+export async function recover(ctx: RunnerContext, opts: Parameters<Runner['recover']>[0]): Promise<RecoverReport[]> {
   if (!opts || !Array.isArray(opts.adapters))
     throw new RunnerConfigurationError(
       'recover',
@@ -294,10 +291,6 @@ async function close(
   });
   await ledger.appendReceipt(after, receipt);
   log('info', 'resolve', `${resolution.action} by ${personRef(p.by)}`);
-  return {
-    status: 'resolved',
-    businessOperationId: id,
-    state: after.state as 'succeeded' | 'abandoned',
-    providerRef: after.providerRef,
-  };
+  const state = after.state as 'succeeded' | 'abandoned';
+  return { status: 'resolved', businessOperationId: id, state, providerRef: after.providerRef };
 }

@@ -2,7 +2,7 @@
 import { type AttemptId, newAttemptId, type OperationRecord, type Receipt } from '@retrysafe/contract';
 import type { Decision, Observation } from '../decide.js';
 import type { Operation } from '../intake/operation.js';
-import { type ReceiptKey, sealReceipt, type UnsealedReceipt } from '../receipts.js';
+import { sealReceipt, type UnsealedReceipt } from '../receipts.js';
 import type { Redactor } from '../redact.js';
 import type { RunnerContext } from './context.js';
 
@@ -22,6 +22,7 @@ function providerFieldErrors(fields: readonly unknown[], redactor: Redactor): { 
 
 /** An attempt's receipt, sealed after `last` (the operation's latest receipt). */
 export function attemptReceipt(
+  ctx: RunnerContext,
   op: Operation,
   last: Receipt | undefined,
   r: Pick<Receipt, 'kind' | 'attemptId'> & {
@@ -30,7 +31,6 @@ export function attemptReceipt(
     obs: Observation;
     decision: Decision;
   },
-  key: ReceiptKey | undefined,
 ): Receipt {
   const inner = r.obs === null ? null : r.obs.kind === 'found' ? r.obs.outcome : r.obs;
   const refs = (inner ?? {}) as {
@@ -70,7 +70,7 @@ export function attemptReceipt(
       ? { fields: providerFieldErrors(refs.fields, op.redactor) }
       : {}),
   };
-  return sealReceipt(body, key);
+  return sealReceipt(body, ctx.options.receiptKey);
 }
 
 /**

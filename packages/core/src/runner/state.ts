@@ -71,14 +71,14 @@ export function startState(ctx: RunnerContext, op: Operation, c: Claimed, receip
 
 export function decisionState(ctx: RunnerContext, s: DriveState, observedAt?: number): DecisionState {
   return {
-    ...(observedAt !== undefined ? { observedAt } : {}),
+    observedAt,
     // Dispatched by the claim but not sent yet: still the fresh claim it was.
     ledgerState: s.dispatchWritten ? 'claimed' : s.record.state,
     now: ctx.clock.now(),
     firstDispatchedAt: s.dispatchWritten ? null : s.record.firstDispatchedAt,
     lastDispatchedAt: s.lastDispatchedAt,
     maybeApplied: s.maybeApplied,
-    ...(s.notBefore !== undefined ? { notBefore: s.notBefore } : {}),
+    notBefore: s.notBefore,
     runAttempts: s.runAttempts,
     runStartedAt: s.startedAt,
     windowStartedAt: s.windowStartedAt,
