@@ -43,11 +43,8 @@ export interface DecisionState {
   readonly polls: number;
 }
 
-export interface Budget {
-  readonly policy: RetryPolicy;
-  /** Jitter source in [0, 1). */
-  readonly random: () => number;
-}
+/** The retry policy, and the jitter source (in [0, 1)) its delays draw from. */
+export type Budget = { readonly policy: RetryPolicy; readonly random: () => number };
 
 /** One observation: an attempt's outcome, a lookup's result, or null (decide from the ledger state alone). */
 export type Observation = Outcome | LookupResult | null;
@@ -130,11 +127,7 @@ const UNKNOWN_FROM_LEDGER: Outcome = {
 };
 
 /** What every row of the table reads. */
-interface Case {
-  readonly card: RetrySafetyCard;
-  readonly state: DecisionState;
-  readonly budget: Budget;
-}
+type Case = { readonly card: RetrySafetyCard; readonly state: DecisionState; readonly budget: Budget };
 
 const handoff = (reason: HandoffReason, why: string): Decision => ({ action: 'handoff', reason, why });
 const complete = (adopted: boolean, why: string): Decision => ({ action: 'complete', adopted, why });

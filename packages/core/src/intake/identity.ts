@@ -16,7 +16,6 @@ export type Comparison = ReturnType<typeof buildComparison>;
 // Built once per card object: cards do not change.
 const comparisons = new WeakMap<RetrySafetyCard, Comparison>();
 
-/** The comparison a card declares. */
 export function comparisonFor(card: RetrySafetyCard): Comparison {
   let c = comparisons.get(card);
   if (c === undefined) {

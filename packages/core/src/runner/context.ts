@@ -36,8 +36,7 @@ export type RunnerContext = Readonly<ReturnType<typeof createContext>>;
 export const errText = (e: unknown) => (e instanceof Error ? `${e.name}: ${e.message}` : String(e));
 
 export function createContext(options: RunnerOptions) {
-  if (typeof options !== 'object' || options === null || !options.ledger)
-    throw new RunnerConfigurationError('ledger', 'createRunner needs { ledger }');
+  if (!options?.ledger) throw new RunnerConfigurationError('ledger', 'createRunner needs { ledger }');
   const ledger = options.ledger;
   const clock = options.clock ?? systemClock;
   const baseRedactor = createRedactor(options.redact ?? {});

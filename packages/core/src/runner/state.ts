@@ -5,7 +5,6 @@ import type { Operation } from '../intake/operation.js';
 import { currentRevisionNumber, needsFreshKey } from '../intake/supersede.js';
 import type { Lease, RunnerContext } from './context.js';
 
-/** A claimed operation as the claim left it. */
 export interface Claimed {
   readonly record: OperationRecord;
   /** When this worker asked for the claim (its lease runs from there, on its own clock). */
