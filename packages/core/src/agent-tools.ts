@@ -22,7 +22,7 @@ import {
 import { agentIdempotentHint, describeNormalization, lookupAvailable, resendSafety } from '@retrysafe/contract/rules';
 import { AdapterContractError } from './errors/adapter-contract-error.js';
 import { RunnerConfigurationError } from './errors/runner-configuration-error.js';
-import { identityOf } from './intake/index.js';
+import { identityOf } from './intake/identity.js';
 import type { Runner, RunResult } from './runner/types.js';
 
 type Message = { readonly message: string };

@@ -11,6 +11,7 @@ import {
   cardMargin,
   keyFoldsResends,
   lookupAvailable,
+  notFoundIsAuthoritative,
   resendSafety,
 } from '@retrysafe/contract/rules';
 import { defined } from './defined.js';
@@ -42,11 +43,8 @@ export interface DecisionState {
   readonly polls: number;
 }
 
-export interface Budget {
-  readonly policy: RetryPolicy;
-  /** Jitter source in [0, 1). */
-  readonly random: () => number;
-}
+/** The retry policy, and the jitter source (in [0, 1)) its delays draw from. */
+export type Budget = { readonly policy: RetryPolicy; readonly random: () => number };
 
 /** One observation: an attempt's outcome, a lookup's result, or null (decide from the ledger state alone). */
 export type Observation = Outcome | LookupResult | null;
@@ -61,26 +59,11 @@ export type Decision =
   /** Stop; a person takes over. */
   | { readonly action: 'handoff'; readonly reason: HandoffReason; readonly why: string };
 
-/**
- * A lookup's "not found", judged when the lookup was asked (see absenceProvenFrom): proven, never
- * provable (why), or asked too early (from when it would be). The one reading of decide's not-found row.
- */
-type NotFoundVerdict =
-  | { readonly proven: true }
-  | { readonly proven: false; readonly never: string }
-  | { readonly proven: false; readonly at: number };
-
-function notFoundVerdict(card: RetrySafetyCard, state: DecisionState, clockSkewMarginMs: number): NotFoundVerdict {
-  const proof = absenceProvenFrom(card, state, clockSkewMarginMs);
-  if ('never' in proof) return { proven: false, never: proof.never };
-  return (state.observedAt ?? state.now) >= proof.at ? { proven: true } : { proven: false, at: proof.at };
-}
-
 /** Ledger states in which an attempt may have been applied: dispatched, and not known since to have failed or succeeded. */
 export const MAYBE_APPLIED_STATES: readonly OperationState[] = ['dispatched', 'unknown', 'reconciling', 'in-progress'];
 
 /** What an observation writes to the ledger before the next decision (the terminal states are written by complete/handoff). */
-export type ObservedPatch = Pick<StatePatch, 'state' | 'lastOutcome' | 'statusRef' | 'providerRef'>;
+type ObservedPatch = Pick<StatePatch, 'state' | 'lastOutcome' | 'statusRef' | 'providerRef'>;
 
 /**
  * What an observation, judged in `state`, means for the ledger: whether an earlier attempt may now have
@@ -96,16 +79,16 @@ export function observationPatch(
   let maybeApplied = state.maybeApplied ?? false;
   if (inner.kind === 'unknown' || inner.kind === 'in-progress') maybeApplied = true;
   // Only an authoritative "not found" clears it: one asked too early proves nothing, so a recovery looks again.
-  if (inner.kind === 'not-found' && notFoundVerdict(card, state, clockSkewMarginMs).proven) maybeApplied = false;
-  return { maybeApplied, patch: patchFor(obs, state.ledgerState, maybeApplied) };
+  if (inner.kind === 'not-found' && notFoundIsAuthoritative(card, state, clockSkewMarginMs)) maybeApplied = false;
+  return { maybeApplied, patch: patchFor(obs, inner, state.ledgerState, maybeApplied) };
 }
 
 function patchFor(
   obs: Exclude<Observation, null>,
+  inner: Outcome | Exclude<LookupResult, { kind: 'found' }>,
   ledgerState: OperationState,
   maybeApplied: boolean,
 ): ObservedPatch | null {
-  const inner = obs.kind === 'found' ? obs.outcome : obs;
   switch (inner.kind) {
     case 'in-progress': {
       const lastOutcome = obs.kind === 'found' ? 'found' : 'in-progress';
@@ -143,40 +126,28 @@ const UNKNOWN_FROM_LEDGER: Outcome = {
   message: 'dispatched earlier; no outcome recorded',
 };
 
-/** What every row of the table reads: the card, what the ledger knows, the budget. */
-interface Case {
-  readonly card: RetrySafetyCard;
-  readonly state: DecisionState;
-  readonly budget: Budget;
-}
+/** What every row of the table reads. */
+type Case = { readonly card: RetrySafetyCard; readonly state: DecisionState; readonly budget: Budget };
 
 const handoff = (reason: HandoffReason, why: string): Decision => ({ action: 'handoff', reason, why });
+const complete = (adopted: boolean, why: string): Decision => ({ action: 'complete', adopted, why });
+const send = (delayMs: number, why: string): Decision => ({ action: 'send', delayMs, why });
 
 /**
  * The decision table of docs/concepts.md, "Outcomes and the decision table", as one pure function of the card, what the ledger knows, the
  * latest observation and the budget. It never looks at which provider it is.
  */
-export function decide(
-  card: RetrySafetyCard,
-  state: DecisionState,
-  observation: Observation,
-  budget: Budget,
-): Decision {
+export function decide(card: RetrySafetyCard, state: DecisionState, obs: Observation, budget: Budget): Decision {
   const c: Case = { card, state, budget };
-  if (observation === null) {
+  if (obs === null) {
     switch (state.ledgerState) {
       case 'succeeded':
-        return {
-          action: 'complete',
-          adopted: true,
-          why: 'stored result exists: adopt it, do not call the provider again',
-        };
+        return complete(true, 'stored result exists: adopt it, do not call the provider again');
       case 'claimed':
-        return {
-          action: 'send',
-          delayMs: 0,
-          why: state.firstDispatchedAt === null ? 'never dispatched: send' : 'last attempt was not applied: send again',
-        };
+        return send(
+          0,
+          state.firstDispatchedAt === null ? 'never dispatched: send' : 'last attempt was not applied: send again',
+        );
       case 'in-progress':
         return inProgress(c, undefined, 'the provider had it in progress');
       case 'dispatched':
@@ -191,56 +162,49 @@ export function decide(
     }
   }
 
-  switch (observation.kind) {
+  switch (obs.kind) {
     case 'succeeded':
-      return { action: 'complete', adopted: state.ledgerState === 'succeeded', why: 'the provider performed it' };
+      return complete(state.ledgerState === 'succeeded', 'the provider performed it');
     case 'replayed':
-      return {
-        action: 'complete',
-        adopted: true,
-        why: 'the provider returned its stored result for this key: adopt it',
-      };
+      return complete(true, 'the provider returned its stored result for this key: adopt it');
     case 'rejected':
-      return handoff(
-        'rejected',
-        `rejected by the provider (${observation.reason}): not applied and will not succeed as is`,
-      );
+      return handoff('rejected', `rejected by the provider (${obs.reason}): not applied and will not succeed as is`);
     case 'not-applied':
-      if (state.maybeApplied) return afterUnknown(c, observation.retryAfterMs);
-      return retryNotApplied(c, observation.retryAfterMs, 'definitely not applied (transient)');
+      if (state.maybeApplied) return afterUnknown(c, obs.retryAfterMs);
+      return retryNotApplied(c, obs.retryAfterMs, 'definitely not applied (transient)');
     case 'in-progress':
-      return inProgress(c, observation.retryAfterMs, 'the provider has it in progress: never a second work item');
+      return inProgress(c, obs.retryAfterMs, 'the provider has it in progress: never a second work item');
     case 'unknown': {
-      if (!storedError(card, observation)) return afterUnknown(c, observation.retryAfterMs);
+      if (!storedError(card, obs)) return afterUnknown(c, obs.retryAfterMs);
       // A same-key re-send can only replay the stored error until the key expires: not an attempt worth making.
-      const what = `the provider stored this ${observation.status ?? '5xx'} under the key (card storedResult.includesErrors): a same-key re-send would only replay it until the key expires`;
+      const what = `the provider stored this ${obs.status ?? '5xx'} under the key (card storedResult.includesErrors): a same-key re-send would only replay it until the key expires`;
       if (!lookupAvailable(card)) return handoff('unknown-no-safe-resend', `${what}, and the card offers no lookup`);
-      return keepLooking(c, observation.retryAfterMs, `${what}; look up the provider's stored status instead`);
+      return keepLooking(c, obs.retryAfterMs, `${what}; look up the provider's stored status instead`);
     }
     case 'found': {
-      const o = observation.outcome;
+      const o = obs.outcome;
       if (o.kind === 'succeeded' || o.kind === 'replayed')
-        return { action: 'complete', adopted: true, why: "lookup found the provider's result: adopt it" };
+        return complete(true, "lookup found the provider's result: adopt it");
       if (o.kind === 'rejected') return handoff('rejected', `lookup found the request rejected (${o.reason})`);
       return inProgress(c, o.retryAfterMs, 'lookup found it in progress: keep polling');
     }
     case 'not-found': {
       // The late-apply row: absence is proven only once the last attempt can no longer land and would show.
-      const verdict = notFoundVerdict(card, state, budget.policy.clockSkewMarginMs);
-      if ('never' in verdict)
-        return keepLooking(c, undefined, `lookup found nothing, but ${verdict.never}: an absent result proves nothing`);
-      if ('at' in verdict) {
+      const proof = absenceProvenFrom(card, state, budget.policy.clockSkewMarginMs);
+      if ('never' in proof)
+        return keepLooking(c, undefined, `lookup found nothing, but ${proof.never}: an absent result proves nothing`);
+      if ((state.observedAt ?? state.now) < proof.at) {
         const late = card.lookup.lateApplyBound?.value;
         return keepLooking(
           c,
-          Math.max(1, verdict.at - state.now),
+          Math.max(1, proof.at - state.now),
           `lookup found nothing, but it asked before the last attempt could no longer land and show (last dispatch + late-apply bound ${String(late)} + consistency delay ${String(card.lookup.consistencyDelay.value)})`,
         );
       }
       return retryNotApplied(c, undefined, 'authoritative lookup found nothing: the effect was not applied');
     }
     case 'cannot-tell':
-      return keepLooking(c, observation.retryAfterMs, `lookup cannot tell yet (${observation.reason})`);
+      return keepLooking(c, obs.retryAfterMs, `lookup cannot tell yet (${obs.reason})`);
   }
 }
 
@@ -252,24 +216,15 @@ function honoured(state: DecisionState, retryAfterMs: number | undefined): numbe
 }
 
 function retryPlan({ state, budget }: Case, retryAfterMs: number | undefined) {
-  const input = {
-    attemptsMade: state.runAttempts,
-    startedAt: state.runStartedAt,
-    now: state.now,
-    retryAfterMs: honoured(state, retryAfterMs),
-  };
-  return planRetry(input, budget.policy, budget.random);
+  const { runAttempts: attemptsMade, runStartedAt: startedAt, now } = state;
+  const wait = honoured(state, retryAfterMs);
+  return planRetry({ attemptsMade, startedAt, now, retryAfterMs: wait }, budget.policy, budget.random);
 }
 
 function pollPlan({ state, budget }: Case, retryAfterMs: number | undefined) {
-  const input = {
-    polls: state.polls,
-    windowStartedAt: state.windowStartedAt ?? state.now,
-    startedAt: state.runStartedAt,
-    now: state.now,
-    retryAfterMs,
-  };
-  return planPoll(input, budget.policy, budget.random);
+  const { polls, runStartedAt: startedAt, now } = state;
+  const windowStartedAt = state.windowStartedAt ?? now;
+  return planPoll({ polls, windowStartedAt, startedAt, now, retryAfterMs }, budget.policy, budget.random);
 }
 
 const safetyAt = ({ card, state, budget }: Case, at = state.now) =>
@@ -279,7 +234,7 @@ function retryNotApplied(c: Case, retryAfterMs: number | undefined, what: string
   const plan = retryPlan(c, retryAfterMs);
   // Receipts say what was sent: "the same key" only where a key travels.
   const key = c.card.providerKey.travels.value === 'none' ? '' : ' with the same key';
-  if (plan.retry) return { action: 'send', delayMs: plan.delayMs, why: `${what}: bounded retry${key}` };
+  if (plan.retry) return send(plan.delayMs, `${what}: bounded retry${key}`);
   return handoff('retry-exhausted', `${what}, but the budget is spent: ${plan.detail}`);
 }
 
@@ -292,8 +247,7 @@ function afterUnknown(c: Case, retryAfterMs: number | undefined): Decision {
     if (plan.retry) {
       // The key must still be inside its retention when the re-send actually goes out, after the wait.
       const atSend = safetyAt(c, state.now + plan.delayMs);
-      if (atSend.safe)
-        return { action: 'send', delayMs: plan.delayMs, why: `outcome unknown; re-send is safe: ${safety.why}` };
+      if (atSend.safe) return send(plan.delayMs, `outcome unknown; re-send is safe: ${safety.why}`);
       safety = atSend;
     } else {
       budgetNote = plan.detail;
@@ -349,5 +303,5 @@ function inProgress(c: Case, retryAfterMs: number | undefined, what: string): De
       'in-progress-window-exhausted',
       `${what}; waiting ${sendDelay} ms for the provider would outlast the window or the budget`,
     );
-  return { action: 'send', delayMs: sendDelay, why: `${what}: poll by re-sending the same key (${safety.why})` };
+  return send(sendDelay, `${what}: poll by re-sending the same key (${safety.why})`);
 }

@@ -3,7 +3,9 @@
  * the testkit's explorer) and for tests. Not a user API: it changes with the runner.
  */
 export { decide, MAYBE_APPLIED_STATES, type Observation, observationPatch } from './decide.js';
-export { assertParams, identityOf, paramsErrors, resolvePolicy } from './intake/index.js';
+export { identityOf } from './intake/identity.js';
+export { assertParams, paramsErrors } from './intake/params-schema.js';
+export { resolvePolicy } from './intake/policy.js';
 export { receiptHash, sealReceipt } from './receipts.js';
 export { createRedactor, detectSensitive, personRef, type Redactor } from './redact.js';
 export { isSecretKey, keyParts } from './redact-keys.js';

@@ -5,6 +5,7 @@ import {
   canonicalJson,
   type Ledger,
   type ListFilter,
+  type OperationRecord,
   type Receipt,
   sha256Hex,
 } from '@retrysafe/contract';
@@ -30,12 +31,8 @@ const KEYED = /^hmac-sha256:([A-Za-z0-9_.-]{1,64}):([0-9a-f]{64})$/;
 export function checkReceiptKey(key: ReceiptKey, error: (why: string) => Error = (why) => new TypeError(why)): void {
   if (!key || typeof key.id !== 'string' || !KEY_ID.test(key.id))
     throw error('receipt key id: 1-64 characters of A-Z a-z 0-9 _ . -');
-  const len =
-    typeof key.secret === 'string'
-      ? Buffer.byteLength(key.secret)
-      : key.secret instanceof Uint8Array
-        ? key.secret.length
-        : 0;
+  const { secret } = key;
+  const len = typeof secret === 'string' || secret instanceof Uint8Array ? Buffer.byteLength(secret) : 0;
   if (len < 16) throw error('receipt key secret: at least 16 bytes');
 }
 
@@ -70,10 +67,7 @@ export function sealReceipt(body: UnsealedReceipt, key?: ReceiptKey): Receipt {
 }
 
 /** What the operation row records about its receipts (head hash and length), written with each receipt. */
-export interface ReceiptChainAnchor {
-  readonly head: string | null;
-  readonly length: number;
-}
+export type ReceiptChainAnchor = NonNullable<OperationRecord['receiptChain']>;
 
 export type ChainCheck =
   | { readonly ok: true; readonly warnings?: readonly string[] }
@@ -89,6 +83,7 @@ export interface VerifyChainOptions {
 }
 
 const sameBytes = (a: string, b: string) => a.length === b.length && timingSafeEqual(Buffer.from(a), Buffer.from(b));
+const broken = (index: number, reason: string): ChainCheck => ({ ok: false, index, reason });
 
 /**
  * Checks one operation's receipts, in order: seq 1, 2, 3…, each `prevHash` equal to the hash before
@@ -102,8 +97,8 @@ export function verifyReceiptChain(receipts: readonly Receipt[], options: Verify
   let uncheckedKeyed = 0;
   for (let i = 0; i < receipts.length; i++) {
     const r = receipts[i]!;
-    if (r.seq !== i + 1) return { ok: false, index: i, reason: `seq ${r.seq} where ${i + 1} was expected` };
-    if (r.prevHash !== prev) return { ok: false, index: i, reason: 'prevHash does not match the previous receipt' };
+    if (r.seq !== i + 1) return broken(i, `seq ${r.seq} where ${i + 1} was expected`);
+    if (r.prevHash !== prev) return broken(i, 'prevHash does not match the previous receipt');
     const { hash, ...rest } = r;
     const keyed = typeof hash === 'string' ? KEYED.exec(hash) : null;
     if (keyed) {
@@ -111,39 +106,31 @@ export function verifyReceiptChain(receipts: readonly Receipt[], options: Verify
       const secret = options.keys?.[keyed[1]!];
       if (secret !== undefined) {
         if (!sameBytes(receiptHash(rest, { id: keyed[1]!, secret }), hash))
-          return { ok: false, index: i, reason: `content does not match its keyed hash (key ${keyed[1]})` };
-      } else if (options.keys)
-        return { ok: false, index: i, reason: `sealed with key ${keyed[1]}, which is not in the keyring` };
+          return broken(i, `content does not match its keyed hash (key ${keyed[1]})`);
+      } else if (options.keys) return broken(i, `sealed with key ${keyed[1]}, which is not in the keyring`);
       else uncheckedKeyed++;
     } else {
-      if (keyedSeen)
-        return { ok: false, index: i, reason: 'an unkeyed receipt after a keyed one (re-sealed without the key?)' };
+      if (keyedSeen) return broken(i, 'an unkeyed receipt after a keyed one (re-sealed without the key?)');
       if (options.keys && !options.allowUnkeyed)
-        return {
-          ok: false,
-          index: i,
-          reason:
-            'not keyed, but a key was given (re-sealed without the key, or written before the key was set: --allow-unkeyed)',
-        };
-      if (receiptHash(rest) !== hash) return { ok: false, index: i, reason: 'content does not match its hash' };
+        return broken(
+          i,
+          'not keyed, but a key was given (re-sealed without the key, or written before the key was set: --allow-unkeyed)',
+        );
+      if (receiptHash(rest) !== hash) return broken(i, 'content does not match its hash');
     }
     prev = hash;
   }
   if (options.anchor === null)
     warnings.push('the operation row has no chain anchor (written before anchoring): a deleted tail would not be seen');
   else if (options.anchor !== undefined) {
-    if (options.anchor.length !== receipts.length)
-      return {
-        ok: false,
-        index: Math.min(options.anchor.length, receipts.length),
-        reason: `the row anchors ${options.anchor.length} receipt(s), the ledger holds ${receipts.length}`,
-      };
-    if (options.anchor.head !== prev)
-      return {
-        ok: false,
-        index: Math.max(0, receipts.length - 1),
-        reason: 'the last receipt is not the head the row anchors',
-      };
+    const { length, head } = options.anchor;
+    if (length !== receipts.length)
+      return broken(
+        Math.min(length, receipts.length),
+        `the row anchors ${length} receipt(s), the ledger holds ${receipts.length}`,
+      );
+    if (head !== prev)
+      return broken(Math.max(0, receipts.length - 1), 'the last receipt is not the head the row anchors');
   }
   if (uncheckedKeyed > 0)
     warnings.push(
@@ -217,11 +204,7 @@ export interface ExportCheck {
  */
 export function verifyReceiptsJsonl(text: string, options: Omit<VerifyChainOptions, 'anchor'> = {}): ExportCheck[] {
   const byId = new Map<string, { receipts: Receipt[]; anchor?: ReceiptChainAnchor | null }>();
-  const entry = (id: string) => {
-    let e = byId.get(id);
-    if (!e) byId.set(id, (e = { receipts: [] }));
-    return e;
-  };
+  const entry = (id: string) => byId.get(id) ?? byId.set(id, { receipts: [] }).get(id)!;
   text.split('\n').forEach((line, n) => {
     if (!line.trim()) return;
     let v: unknown;
@@ -245,7 +228,7 @@ export function verifyReceiptsJsonl(text: string, options: Omit<VerifyChainOptio
     receipts: e.receipts.length,
     check:
       e.anchor === undefined
-        ? { ok: false as const, index: e.receipts.length, reason: 'no chain head in the export for this operation' }
+        ? broken(e.receipts.length, 'no chain head in the export for this operation')
         : verifyReceiptChain(e.receipts, { ...options, anchor: e.anchor }),
   }));
 }

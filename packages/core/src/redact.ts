@@ -16,7 +16,7 @@ export interface RedactOptions {
   readonly pii?: boolean;
 }
 
-export interface Detector {
+interface Detector {
   readonly kind: string;
   readonly pii: boolean;
   readonly pattern: RegExp;
@@ -30,20 +30,21 @@ export interface Detector {
   readonly run?: (text: string) => string;
 }
 
-const has =
-  (...parts: string[]) =>
-  (t: string) =>
-    parts.some((p) => t.includes(p));
-const hasI =
-  (...parts: string[]) =>
-  (t: string) => {
-    const l = t.toLowerCase();
-    return parts.some((p) => l.includes(p));
-  };
+function has(...parts: string[]) {
+  return (t: string) => parts.some((p) => t.includes(p));
+}
+function hasI(part: string) {
+  return (t: string) => t.toLowerCase().includes(part);
+}
 const manyDigits = (t: string) => /(?:\d\D*){13}/.test(t);
 
-function luhnValid(digits: string): boolean {
-  const d = digits.replace(/[ -]/g, '');
+/**
+ * A card number: Luhn-valid, with a card network's leading digits (Visa 4, Mastercard 2/5, Amex,
+ * Diners and JCB 3, Discover 6) and a card's length. Numeric ids and epoch-ms timestamps (13 digits
+ * starting with 1) are left alone.
+ */
+function looksLikeCardNumber(text: string): boolean {
+  const d = text.replace(/[ -]/g, '');
   if (!/^\d{13,19}$/.test(d) || /^(\d)\1+$/.test(d)) return false;
   let sum = 0;
   for (let i = 0; i < d.length; i++) {
@@ -54,17 +55,7 @@ function luhnValid(digits: string): boolean {
     }
     sum += n;
   }
-  return sum % 10 === 0;
-}
-
-/**
- * A card number: Luhn-valid, with a card network's leading digits (Visa 4, Mastercard 2/5, Amex,
- * Diners and JCB 3, Discover 6) and a card's length. Numeric ids and epoch-ms timestamps (13 digits
- * starting with 1) are left alone.
- */
-function looksLikeCardNumber(text: string): boolean {
-  const d = text.replace(/[ -]/g, '');
-  if (!luhnValid(d)) return false;
+  if (sum % 10 !== 0) return false;
   if (d.length === 13) return d.startsWith('4');
   return /^(?:4|5[1-5]|2[2-7]|3[0-9]|6)/.test(d);
 }
@@ -96,8 +87,8 @@ function redactSecretAssignments(s: string): string {
   return last === 0 ? s : out + s.slice(last);
 }
 
-/** The value detectors, in the order they run. Shared with the config's inline-credential refusal. */
-export const DETECTORS: readonly Detector[] = [
+/** The value detectors, in the order they run (detectSensitive reports the first one a string trips). */
+const DETECTORS: readonly Detector[] = [
   {
     kind: 'private key',
     pii: false,
@@ -189,12 +180,6 @@ function applyDetector(d: Detector, s: string): string {
   });
 }
 
-function applyDetectors(s: string, pii: boolean): string {
-  let out = s;
-  for (const d of DETECTORS) if (pii || !d.pii) out = applyDetector(d, out);
-  return out;
-}
-
 /** The first detector a string trips (its kind), or null. Used to refuse a credential typed into config. */
 export function detectSensitive(value: string, options: { readonly pii?: boolean } = {}): string | null {
   const pii = options.pii ?? true;
@@ -207,13 +192,6 @@ export function personRef(by: string): string {
 }
 
 const global = (re: RegExp) => new RegExp(re.source, re.flags.includes('g') ? re.flags : `${re.flags}g`);
-
-/** Sets an own data property, also for `__proto__` (a plain assignment would set the prototype). */
-function put(target: Record<string, unknown>, key: string, value: unknown): void {
-  if (key === '__proto__')
-    Object.defineProperty(target, key, { value, enumerable: true, writable: true, configurable: true });
-  else target[key] = value;
-}
 
 export interface Redactor {
   /**
@@ -254,7 +232,7 @@ export function createRedactor(options: RedactOptions = {}, sensitiveFields: rea
       if (typeof s !== 'string') return s;
       let out = s;
       for (const v of values) out = out.split(v).join(REDACTED);
-      out = applyDetectors(out, pii);
+      for (const d of DETECTORS) if (pii || !d.pii) out = applyDetector(d, out);
       for (const p of patterns) out = out.replace(((p.lastIndex = 0), p), REDACTED);
       return out;
     };
@@ -275,7 +253,11 @@ export function createRedactor(options: RedactOptions = {}, sensitiveFields: rea
         const entries = Object.entries(v).map(([k, x]) => [k, text(k), walk(x, [...path, k], seen)] as const);
         if (entries.every(([k, key, x]) => key === k && x === (v as Record<string, unknown>)[k])) return v;
         const out: Record<string, unknown> = {};
-        for (const [, key, x] of entries) put(out, key, x);
+        // An own `__proto__` key stays data (a plain assignment would set the prototype).
+        for (const [, key, value] of entries)
+          if (key === '__proto__')
+            Object.defineProperty(out, key, { value, enumerable: true, writable: true, configurable: true });
+          else out[key] = value;
         return out;
       } finally {
         seen.delete(v);

@@ -40,12 +40,7 @@ export function checkAdapter(adapter: AdapterV1, operation: string): OperationSp
   checkAdapterShape(adapter);
   const spec = Object.hasOwn(adapter.operations, operation) ? adapter.operations[operation] : undefined;
   if (!spec) throw new UnknownOperationError(adapter.provider, operation, Object.keys(adapter.operations));
-  if (
-    typeof spec !== 'object' ||
-    typeof spec.card !== 'object' ||
-    spec.card === null ||
-    !Array.isArray(spec.intentFields)
-  )
+  if (typeof spec.card !== 'object' || spec.card === null || !Array.isArray(spec.intentFields))
     throw new AdapterConfigurationError(adapter.provider, `operation ${operation}: expected { card, intentFields, … }`);
   if (!validatedCards.has(spec.card)) {
     const v = validateCard(spec.card);
@@ -56,10 +51,7 @@ export function checkAdapter(adapter: AdapterV1, operation: string): OperationSp
 }
 
 /** The adapter (and its operation name) that performs a stored operation, from those given. */
-export function findAdapter(
-  adapters: readonly AdapterV1[],
-  record: OperationRecord,
-): { adapter: AdapterV1; opName: string } | null {
+export function findAdapter(adapters: readonly AdapterV1[], record: OperationRecord) {
   for (const adapter of adapters) {
     if (adapter.provider !== record.provider) continue;
     for (const [opName, spec] of Object.entries(adapter.operations))

@@ -11,21 +11,11 @@ import {
 import { differingPaths, normalizeIntent, normalizeParams } from '@retrysafe/contract/rules';
 
 /** How the card compares intents (businessOperationId.normalize) and params (plus paramComparison; the rest exactly). */
-export interface Comparison {
-  /** Whether any rule changes params before they are compared (else their fingerprint is their own). */
-  readonly normalizes: boolean;
-  /** Params as compared: declared paths normalised, the rest as written. */
-  comparable(params: unknown): unknown;
-  /** The fingerprint stored and compared for params. */
-  paramsFingerprint(params: unknown): string;
-  /** Where two params differ as compared (paths only). */
-  differences(stored: unknown, next: unknown): string[];
-}
+export type Comparison = ReturnType<typeof buildComparison>;
 
 // Built once per card object: cards do not change.
 const comparisons = new WeakMap<RetrySafetyCard, Comparison>();
 
-/** The comparison a card declares. */
 export function comparisonFor(card: RetrySafetyCard): Comparison {
   let c = comparisons.get(card);
   if (c === undefined) {
@@ -35,7 +25,7 @@ export function comparisonFor(card: RetrySafetyCard): Comparison {
   return c;
 }
 
-function buildComparison(card: RetrySafetyCard): Comparison {
+function buildComparison(card: RetrySafetyCard) {
   const rules: { field: string; steps: readonly NormalizationStep[] }[] = [
     ...(card.businessOperationId.normalize ?? []),
     ...(card.paramComparison ?? [])
@@ -44,24 +34,19 @@ function buildComparison(card: RetrySafetyCard): Comparison {
   ];
   const comparable = (params: unknown) => normalizeParams(params ?? null, rules);
   return {
+    /** Whether any rule changes params before they are compared (else their fingerprint is their own). */
     normalizes: rules.length > 0,
-    comparable,
-    paramsFingerprint: (params) => fingerprint(comparable(params)),
-    differences: (stored, next) => differingPaths(comparable(stored), comparable(next)),
+    paramsFingerprint: (params: unknown) => fingerprint(comparable(params)),
+    /** Where two params differ as compared (paths only). */
+    differences: (stored: unknown, next: unknown) => differingPaths(comparable(stored), comparable(next)),
   };
-}
-
-export interface Identity {
-  readonly id: BusinessOperationId;
-  readonly intent: Record<string, unknown>;
-  readonly intentFingerprint: string;
 }
 
 /** A call's business-operation id (the caller's, or the digest of its normalised intent) and intent fingerprint. */
 export function identityOf(
   spec: OperationSpec,
   input: { params: unknown; businessOperationId?: string; intent?: Record<string, unknown> },
-): Identity {
+) {
   const card = spec.card;
   const intent = normalizeIntent(
     input.intent ?? pickIntent(input.params, spec.intentFields),

@@ -26,12 +26,13 @@ import { assertParams } from './params-schema.js';
 import { type CheckedPayload, checkedPayload } from './payload.js';
 import { cachedPolicy } from './policy.js';
 
-export interface Operation {
+export interface Operation
+  extends Pick<CheckedPayload, 'redactor' | 'requestFingerprint'>,
+    Pick<RunInput, 'signal' | 'attemptIds'> {
   readonly adapter: AdapterV1;
   readonly opName: string;
   readonly card: RetrySafetyCard;
   readonly policy: RetryPolicy;
-  readonly redactor: Redactor;
   /** How params are compared with the stored ones (the card's declaration). */
   readonly comparison: Comparison;
   readonly id: BusinessOperationId;
@@ -40,16 +41,12 @@ export interface Operation {
   readonly params: unknown;
   readonly intentFingerprint: string;
   readonly paramsFingerprint: string;
-  /** Fingerprint of the redacted params, as receipts carry it. */
-  readonly requestFingerprint: string;
-  readonly signal: AbortSignal | undefined;
-  readonly attemptIds: (() => string) | undefined;
   /** The telemetry scope of the run() driving it (none for recover and resolve). */
   readonly scope: RunScope | undefined;
 }
 
 /** What intake needs of the runner: its options and its cache of redactors per operation spec. */
-export interface IntakeContext {
+interface IntakeContext {
   readonly options: { readonly redact?: RedactOptions | undefined; readonly policy?: PolicyOverrides | undefined };
   readonly redactors: WeakMap<OperationSpec, Redactor>;
 }
@@ -61,16 +58,12 @@ export interface IntakeContext {
 function identify(
   spec: OperationSpec,
   input: Pick<RunInput, 'params' | 'businessOperationId' | 'intent'>,
-  rawParamsFingerprint?: string,
+  rawParamsFingerprint: string,
 ) {
   assertParams(spec, input.params);
-  const identity = identityOf(spec, input);
   const comparison = comparisonFor(spec.card);
-  const paramsFingerprint =
-    rawParamsFingerprint !== undefined && !comparison.normalizes
-      ? rawParamsFingerprint
-      : comparison.paramsFingerprint(input.params);
-  return { ...identity, paramsFingerprint, comparison };
+  const paramsFingerprint = comparison.normalizes ? comparison.paramsFingerprint(input.params) : rawParamsFingerprint;
+  return { ...identityOf(spec, input), paramsFingerprint, comparison };
 }
 
 /** The caller's redaction options plus the operation's sensitive fields, also blanking the sensitive values held in `valuesFrom`. */
@@ -162,7 +155,7 @@ export function correctedOperation(
 ): Operation {
   const spec = checkAdapter(found.adapter, found.opName);
   const payload = payloadOf(ctx, spec, params, null, [params, record.params]);
-  const next = identify(spec, { params, businessOperationId: record.businessOperationId });
+  const next = identify(spec, { params, businessOperationId: record.businessOperationId }, payload.paramsFingerprint);
   if (next.intentFingerprint !== record.intentFingerprint)
     throw new ConflictError(
       record.businessOperationId,

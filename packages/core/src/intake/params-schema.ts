@@ -11,34 +11,26 @@ const addFormats = (a: Ajv): Ajv => {
   return ((mod.default ?? mod) as (ajv: Ajv) => Ajv)(a);
 };
 
-/** One ajv instance per dialect for every operation's params schema (compiled once per schema object). */
-const OPTIONS: Options = {
-  allErrors: true,
-  strict: false,
-  logger: false,
-  coerceTypes: false,
-  useDefaults: false,
-  removeAdditional: false,
-};
-let draft07: Ajv | undefined;
+/**
+ * One ajv instance per dialect for every operation's params schema (compiled once per schema object). Ajv's
+ * defaults leave the params untouched (no coercion, no defaults filled in, nothing removed): they are sent as given.
+ */
+const OPTIONS: Options = { allErrors: true, strict: false, logger: false };
 const dialects = new Map<string, Ajv>();
 const compiled = new WeakMap<object, ValidateFunction>();
 
 function instanceFor(schema: JsonSchema): Ajv {
-  const m = /json-schema\.org\/draft\/(2019-09|2020-12)\//.exec(
-    typeof schema.$schema === 'string' ? schema.$schema : '',
-  );
-  if (!m) {
-    const { Ajv: Draft07 } = require('ajv') as typeof import('ajv');
-    return (draft07 ??= addFormats(new Draft07(OPTIONS)));
-  }
-  let a = dialects.get(m[1]!);
+  const $schema = typeof schema.$schema === 'string' ? schema.$schema : '';
+  const dialect = /json-schema\.org\/draft\/(2019-09|2020-12)\//.exec($schema)?.[1] ?? 'draft-07';
+  let a = dialects.get(dialect);
   if (!a) {
     const make =
-      m[1] === '2019-09'
+      dialect === '2019-09'
         ? (require('ajv/dist/2019.js') as typeof import('ajv/dist/2019.js')).Ajv2019
-        : (require('ajv/dist/2020.js') as typeof import('ajv/dist/2020.js')).Ajv2020;
-    dialects.set(m[1]!, (a = addFormats(new make(OPTIONS) as unknown as Ajv)));
+        : dialect === '2020-12'
+          ? (require('ajv/dist/2020.js') as typeof import('ajv/dist/2020.js')).Ajv2020
+          : (require('ajv') as typeof import('ajv')).Ajv;
+    dialects.set(dialect, (a = addFormats(new make(OPTIONS) as unknown as Ajv)));
   }
   return a;
 }
@@ -71,23 +63,21 @@ function dotPath(pointer: string, child?: string): string {
   return out || '(root)';
 }
 
+/** The keywords whose error names a child field: the ajv param that holds its name, and the message. */
+const CHILD_ERRORS: Record<string, readonly [string, string]> = {
+  required: ['missingProperty', 'is required'],
+  additionalProperties: ['additionalProperty', 'is not a field of this operation'],
+};
+
 /** ajv's errors as field errors: each names the field and why, never the value. */
-export function fieldErrors(errors: readonly ErrorObject[] | null | undefined): FieldError[] {
+function fieldErrors(errors: readonly ErrorObject[] | null | undefined): FieldError[] {
   const out: FieldError[] = [];
   const seen = new Set<string>();
   for (const e of errors ?? []) {
-    let fe: FieldError;
-    if (e.keyword === 'required')
-      fe = {
-        path: dotPath(e.instancePath, String((e.params as { missingProperty: string }).missingProperty)),
-        message: 'is required',
-      };
-    else if (e.keyword === 'additionalProperties')
-      fe = {
-        path: dotPath(e.instancePath, String((e.params as { additionalProperty: string }).additionalProperty)),
-        message: 'is not a field of this operation',
-      };
-    else fe = { path: dotPath(e.instancePath), message: e.message ?? `fails ${e.keyword}` };
+    const child = Object.hasOwn(CHILD_ERRORS, e.keyword) ? CHILD_ERRORS[e.keyword] : undefined;
+    const fe: FieldError = child
+      ? { path: dotPath(e.instancePath, String(e.params[child[0]])), message: child[1] }
+      : { path: dotPath(e.instancePath), message: e.message ?? `fails ${e.keyword}` };
     const k = `${fe.path}\u0000${fe.message}`;
     if (!seen.has(k)) out.push(fe), seen.add(k);
   }

@@ -2,19 +2,10 @@ import { canonicalJson, InvalidIntentError, PayloadLimitError, RetrysafeError, s
 import { PAYLOAD_LIMITS } from '@retrysafe/contract/ledger';
 import type { Redactor } from '../redact.js';
 
-/**
- * The payload checks run before the claim (a refusal after it would leave a row that never finishes):
- * the ledgers' depth and size limits, canonical JSON, and the redacted copy receipts fingerprint.
- */
-export interface CheckedPayload {
-  readonly paramsFingerprint: string;
-  /** Fingerprint of the redacted params, as receipts carry it. */
-  readonly requestFingerprint: string;
-  readonly redactor: Redactor;
-}
+export type CheckedPayload = ReturnType<typeof checkedPayload>;
 
 /** The limits every ledger can store, then canonical JSON; returns that JSON. */
-export function checkPayload(part: 'params' | 'intent', value: unknown): string {
+function checkPayload(part: 'params' | 'intent', value: unknown): string {
   const depth = depthOver(value, PAYLOAD_LIMITS.maxDepth);
   if (depth !== null) throw new PayloadLimitError(part, 'depth', depth, PAYLOAD_LIMITS.maxDepth);
   const json = canonicalJson(value);
@@ -24,10 +15,11 @@ export function checkPayload(part: 'params' | 'intent', value: unknown): string 
 }
 
 /**
- * Every payload check of an operation's params and intent (intent: null when it is not derived
- * here); the redactor is built only once the params are known to be within the limits.
+ * The payload checks run before the claim (a refusal after it would leave a row that never finishes) of
+ * an operation's params and intent (null when not derived here): the ledgers' depth and size limits,
+ * canonical JSON, then the redactor and the redacted copy's fingerprint, as receipts carry it.
  */
-export function checkedPayload(params: unknown, intent: unknown, makeRedactor: () => Redactor): CheckedPayload {
+export function checkedPayload(params: unknown, intent: unknown, makeRedactor: () => Redactor) {
   if (intent !== null) checkPayload('intent', intent);
   const json = checkPayload('params', params);
   let redactor: Redactor;

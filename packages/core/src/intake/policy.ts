@@ -9,7 +9,6 @@ export const DEFAULT_LEASE_MS = 30_000;
 
 const POSITIVE: readonly (keyof RetryPolicy)[] = ['maxAttempts', 'maxElapsedMs', 'leaseMs'];
 
-/** The policy for one operation: the card's backoff and limits, overridden field by field. */
 export function resolvePolicy(card: RetrySafetyCard, overrides: PolicyOverrides = {}): RetryPolicy {
   const p: RetryPolicy = {
     maxAttempts: card.limits.maxAttempts,
@@ -21,7 +20,7 @@ export function resolvePolicy(card: RetrySafetyCard, overrides: PolicyOverrides 
     leaseMs: DEFAULT_LEASE_MS,
     waitForOtherMs: 30_000,
     clockSkewMarginMs: cardMargin(card),
-    ...stripUndefined(overrides),
+    ...Object.fromEntries(Object.entries(overrides).filter(([, v]) => v !== undefined)),
   };
   validatePolicy(p);
   checkAgainstCard(card, p);
@@ -31,11 +30,7 @@ export function resolvePolicy(card: RetrySafetyCard, overrides: PolicyOverrides 
 const NO_OVERRIDES: PolicyOverrides = Object.freeze({});
 const resolved = new WeakMap<RetrySafetyCard, WeakMap<PolicyOverrides, RetryPolicy>>();
 
-/**
- * resolvePolicy, once per card object and overrides object (a runner's policy is fixed when it is
- * created; cards do not change): the same frozen policy for every operation of that card. A policy
- * that is refused is refused every time (nothing is cached then).
- */
+/** resolvePolicy once per card and overrides object (neither changes); a refused policy is not cached. */
 export function cachedPolicy(card: RetrySafetyCard, overrides: PolicyOverrides | undefined): RetryPolicy {
   const key = overrides ?? NO_OVERRIDES;
   let byOverrides = resolved.get(card);
@@ -49,11 +44,8 @@ export function cachedPolicy(card: RetrySafetyCard, overrides: PolicyOverrides |
 }
 
 /**
- * A policy and a card that cannot work together are refused before anything is claimed or sent (issue 15
- * item 8): when the card bounds both the lookup's consistency delay and its late-apply window, a lookup
- * window shorter than their sum can never see a "not found" that proves absence, so every lost answer
- * would end in a handoff after wasted lookups. (Unknown bounds never prove absence at all; that is the
- * card's statement, not a policy mistake.)
+ * A lookup window shorter than the card's consistency delay plus late-apply bound can never see a "not
+ * found" that proves absence (every lost answer would end in a handoff): refused before anything is sent.
  */
 function checkAgainstCard(card: RetrySafetyCard, p: RetryPolicy): void {
   if (!lookupAvailable(card)) return;
@@ -66,11 +58,7 @@ function checkAgainstCard(card: RetrySafetyCard, p: RetryPolicy): void {
     );
 }
 
-function stripUndefined(o: PolicyOverrides): PolicyOverrides {
-  return Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined)) as PolicyOverrides;
-}
-
-export function validatePolicy(p: RetryPolicy): void {
+function validatePolicy(p: RetryPolicy): void {
   for (const [k, v] of Object.entries(p) as [keyof RetryPolicy, number][]) {
     if (typeof v !== 'number' || !Number.isFinite(v) || v < 0)
       throw new RunnerConfigurationError(`policy.${k}`, `expected a finite number ≥ 0, got ${String(v)}`);

@@ -5,78 +5,51 @@ export const SUPERSEDE_ACTION = 'supersede';
 
 const NOT_APPLIED = new Set(['rejected', 'not-applied']);
 
-/** Receipts of the current revision (after the last supersede). */
-function currentRevision(receipts: readonly Receipt[]): readonly Receipt[] {
-  let from = 0;
-  receipts.forEach((r, i) => {
-    if (r.kind === 'resolve' && r.decision.action === SUPERSEDE_ACTION) from = i + 1;
-  });
-  return receipts.slice(from);
-}
+const isSupersede = (r: Receipt) => r.kind === 'resolve' && r.decision.action === SUPERSEDE_ACTION;
+
+type Verdict = { ok: true } | { ok: false; why: string };
+const refused = (why: string): Verdict => ({ ok: false, why });
 
 /**
  * Whether a corrected request may supersede the operation: it is at rest after a rejection or a spent
  * budget, and every provider call of its current revision is known not applied (any doubt: a conflict).
  */
-export function supersedeCheck(
-  record: OperationRecord,
-  receipts: readonly Receipt[],
-): { ok: true } | { ok: false; why: string } {
-  if (record.state !== 'rejected' && record.state !== 'handed-off')
-    return { ok: false, why: `the operation is ${record.state}` };
-  if (
-    record.state === 'handed-off' &&
-    record.handoff &&
-    record.handoff.reason !== 'rejected' &&
-    record.handoff.reason !== 'retry-exhausted'
-  )
-    return { ok: false, why: `it was handed off as ${record.handoff.reason}: an attempt may have been applied` };
+export function supersedeCheck(record: OperationRecord, receipts: readonly Receipt[]): Verdict {
+  if (record.state !== 'rejected' && record.state !== 'handed-off') return refused(`the operation is ${record.state}`);
+  const reason = record.handoff?.reason;
+  if (record.state === 'handed-off' && reason && reason !== 'rejected' && reason !== 'retry-exhausted')
+    return refused(`it was handed off as ${reason}: an attempt may have been applied`);
   return everyAttemptNotApplied(receipts);
 }
 
 /** The receipts' half of supersedeCheck: every provider call of the current revision known not applied. */
-export function everyAttemptNotApplied(receipts: readonly Receipt[]): { ok: true } | { ok: false; why: string } {
-  const mine = currentRevision(receipts);
+export function everyAttemptNotApplied(receipts: readonly Receipt[]): Verdict {
+  // The current revision: after the last supersede.
+  const mine = receipts.slice(receipts.findLastIndex(isSupersede) + 1);
   for (const r of mine) {
     if (r.kind === 'lookup' || r.kind === 'poll' || r.kind === 'recover')
-      return {
-        ok: false,
-        why: 'an earlier outcome was uncertain (it was looked up): an attempt may have been applied',
-      };
+      return refused('an earlier outcome was uncertain (it was looked up): an attempt may have been applied');
     if ((r.kind === 'dispatch' || r.kind === 'resend') && !NOT_APPLIED.has(String(r.outcome)))
-      return {
-        ok: false,
-        why: `attempt ${r.attemptId} ended ${r.outcome ?? 'without an outcome'}: it may have been applied`,
-      };
-    // A `conflict` rejection (same key, other params: Stripe idempotency_error, IETF 422) says the key is
-    // already stored with something else — an effect may exist under it. A rejection of unknown reason
-    // (a receipt written before reasons were kept) proves nothing either.
-    // A rejection that still created something (a declined create+confirm leaves its PaymentIntent): a
-    // corrected request under a new key would make a second one. Finish or cancel it at the provider.
+      return refused(`attempt ${r.attemptId} ended ${r.outcome ?? 'without an outcome'}: it may have been applied`);
+    // A rejection that still created something (a declined create+confirm leaves its PaymentIntent) would
+    // be made twice by a corrected request. A `conflict` rejection (same key, other params) says the key
+    // already holds something else, and a rejection of no recorded reason proves nothing either.
     if (r.created !== undefined)
-      return {
-        ok: false,
-        why: `attempt ${r.attemptId} was rejected but left ${r.created} at the provider: a corrected request would make a second one (finish or cancel ${r.created} there, then mark-done or abandon)`,
-      };
+      return refused(
+        `attempt ${r.attemptId} was rejected but left ${r.created} at the provider: a corrected request would make a second one (finish or cancel ${r.created} there, then mark-done or abandon)`,
+      );
     if (r.outcome === 'rejected' && (r.rejectReason === undefined || r.rejectReason === 'conflict'))
-      return {
-        ok: false,
-        why: `attempt ${r.attemptId} was rejected ${r.rejectReason === 'conflict' ? 'as a conflict with what the provider already holds under the key' : 'for a reason not on record'}: an effect may exist`,
-      };
+      return refused(
+        `attempt ${r.attemptId} was rejected ${r.rejectReason === 'conflict' ? 'as a conflict with what the provider already holds under the key' : 'for a reason not on record'}: an effect may exist`,
+      );
   }
-  if (!mine.some((r) => r.kind === 'dispatch' || r.kind === 'resend'))
-    return { ok: false, why: 'no attempt of it is on record' };
+  if (!mine.some((r) => r.kind === 'dispatch' || r.kind === 'resend')) return refused('no attempt of it is on record');
   return { ok: true };
-}
-
-/** The number of the next revision (the first request is revision 1). */
-export function nextRevision(receipts: readonly Receipt[]): number {
-  return 1 + currentRevisionNumber(receipts);
 }
 
 /** The revision the receipts end in (1 until a first supersede). */
 export function currentRevisionNumber(receipts: readonly Receipt[]): number {
-  return 1 + receipts.filter((r) => r.kind === 'resolve' && r.decision.action === SUPERSEDE_ACTION).length;
+  return 1 + receipts.filter(isSupersede).length;
 }
 
 /**
@@ -86,5 +59,3 @@ export function currentRevisionNumber(receipts: readonly Receipt[]): number {
 export function needsFreshKey(card: RetrySafetyCard): boolean {
   return card.providerKey.travels.value !== 'none' && card.storedResult.includesErrors.value !== false;
 }
-
-export { revisionKeySource } from '@retrysafe/contract';

@@ -3,22 +3,22 @@ import {
   type AttemptId,
   type ExecuteContext,
   type LookupResult,
-  type OperationRecord,
   OUTCOME_KINDS,
   type Outcome,
 } from '@retrysafe/contract';
 import { resendSafety } from '@retrysafe/contract/rules';
 import { defined } from '../defined.js';
-import type { Operation } from '../intake/index.js';
-import { errText, type Lease, type RunnerContext } from './context.js';
+import type { Operation } from '../intake/operation.js';
+import { errText, type RunnerContext } from './context.js';
 import { withHeartbeat } from './lease.js';
+import type { DriveState } from './state.js';
 
 const REJECT_REASONS =
   'validation permission authentication configuration conflict not-found card-declined other'.split(' ');
 const UNKNOWN_CAUSES = 'timeout connection-reset server-error truncated-response other'.split(' ');
 
 /** Why `o` is not an outcome the runner can act on (its kind's required fields, the provider refs' types), or null when it is one. */
-export function outcomeProblem(o: unknown): string | null {
+function outcomeProblem(o: unknown): string | null {
   if (typeof o !== 'object' || o === null) return `${o === null ? 'null' : typeof o} is not an outcome`;
   const x = o as Record<string, unknown>;
   if (!OUTCOME_KINDS.includes(x.kind as Outcome['kind']))
@@ -41,37 +41,29 @@ export function outcomeProblem(o: unknown): string | null {
   return null;
 }
 
-function isOutcome(o: unknown): o is Outcome {
-  return outcomeProblem(o) === null;
-}
+const FOUND_KINDS = ['succeeded', 'replayed', 'in-progress', 'rejected'];
 
 function isLookupResult(o: unknown): o is LookupResult {
-  if (typeof o !== 'object' || o === null) return false;
-  const k = (o as LookupResult).kind;
-  if (k === 'found')
-    return (
-      isOutcome((o as { outcome: unknown }).outcome) &&
-      ['succeeded', 'replayed', 'in-progress', 'rejected'].includes((o as { outcome: Outcome }).outcome.kind)
-    );
-  return k === 'not-found' || k === 'cannot-tell';
+  const x = (o ?? {}) as { kind?: unknown; outcome?: { kind?: unknown } };
+  if (x.kind !== 'found') return x.kind === 'not-found' || x.kind === 'cannot-tell';
+  return outcomeProblem(x.outcome) === null && FOUND_KINDS.includes(x.outcome!.kind as string);
 }
 
 /** What one call needs of the operation's current state. */
-export interface CallInput {
-  readonly attemptId: AttemptId;
-  readonly record: OperationRecord;
-  readonly keyRevision: number;
-  readonly lastDispatchedAt: number | null;
-  readonly lease: Lease;
-}
+type CallInput = Pick<DriveState, 'record' | 'keyRevision' | 'lastDispatchedAt' | 'lease'>;
 
 /** The request itself, once the operation is durably `dispatched`: its answer classified. */
-export async function callProvider(ctx: RunnerContext, op: Operation, c: CallInput): Promise<Outcome> {
+export async function callProvider(
+  ctx: RunnerContext,
+  op: Operation,
+  c: CallInput,
+  attemptId: AttemptId,
+): Promise<Outcome> {
   const callCtx: ExecuteContext = {
     businessOperationId: op.id,
     providerKey: op.providerKey,
     runId: op.runId,
-    attemptId: c.attemptId,
+    attemptId,
     attempt: c.record.attemptCount,
     statusRef: c.record.statusRef,
     ...(c.keyRevision > 1 ? { keyRevision: c.keyRevision } : {}),
@@ -105,7 +97,12 @@ export async function callProvider(ctx: RunnerContext, op: Operation, c: CallInp
 }
 
 /** One lookup of what the provider stored. */
-export async function lookupProvider(ctx: RunnerContext, op: Operation, c: CallInput): Promise<LookupResult> {
+export async function lookupProvider(
+  ctx: RunnerContext,
+  op: Operation,
+  c: CallInput,
+  attemptId: AttemptId,
+): Promise<LookupResult> {
   const now = ctx.clock.now();
   let result: LookupResult;
   try {
@@ -116,7 +113,7 @@ export async function lookupProvider(ctx: RunnerContext, op: Operation, c: CallI
         ...(c.keyRevision > 1 ? { keyRevision: c.keyRevision } : {}),
         params: op.params,
         runId: op.runId,
-        attemptId: c.attemptId,
+        attemptId,
         statusRef: c.record.statusRef,
         firstDispatchedAt: c.record.firstDispatchedAt,
         lastDispatchedAt: c.lastDispatchedAt,

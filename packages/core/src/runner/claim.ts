@@ -1,7 +1,4 @@
-/**
- * The claim and what its answer means: drive the operation, wait for the worker that holds it, answer
- * from its terminal state, or write a new revision.
- */
+/** The claim and what its answer means: drive the operation, wait for its holder, answer from its end, or revise it. */
 import {
   type ClaimInput,
   ClockSkewError,
@@ -11,19 +8,12 @@ import {
   newAttemptId,
   type OperationRecord,
   type Receipt,
+  revisionKeySource,
 } from '@retrysafe/contract';
 import { leaseLive, TERMINAL_STATES } from '@retrysafe/contract/ledger';
-import {
-  derivedProviderKey,
-  needsFreshKey,
-  nextRevision,
-  type Operation,
-  paramsConflict,
-  revisionKeySource,
-  SUPERSEDE_ACTION,
-  supersedeCheck,
-  withProviderKey,
-} from '../intake/index.js';
+import { derivedProviderKey } from '../intake/adapter.js';
+import { type Operation, paramsConflict, withProviderKey } from '../intake/operation.js';
+import { currentRevisionNumber, needsFreshKey, SUPERSEDE_ACTION, supersedeCheck } from '../intake/supersede.js';
 import type { RunnerContext } from './context.js';
 import { drive } from './loop.js';
 import { resolveReceipt } from './receipt-chain.js';
@@ -31,7 +21,6 @@ import type { Claimed } from './state.js';
 import { fromTerminal } from './terminal.js';
 import type { RunResult } from './types.js';
 
-/** This worker's claim of the operation as of `now`. */
 export function claimInput(ctx: RunnerContext, op: Operation, now: number): ClaimInput {
   return {
     businessOperationId: op.id,
@@ -49,9 +38,8 @@ export function claimInput(ctx: RunnerContext, op: Operation, now: number): Clai
 
 export async function claimAndDrive(ctx: RunnerContext, op: Operation): Promise<RunResult> {
   const { clock, ledger, log } = ctx;
-  // A new operation's first decision is always "send now" (decide: claimed, nothing observed), so the
-  // claim may create it already `dispatched`. An existing one is claimed as before and decided from its state.
-  // A ledger without the capability never sees the field.
+  // A new operation's first decision is always "send now" (decide: claimed, nothing observed), so the claim
+  // may create it already `dispatched` (where the ledger can). An existing one is decided from its state.
   const dispatch = ctx.claimDispatches && !op.signal?.aborted;
   const claimedAt = clock.now();
   const claim = await ledger
@@ -83,36 +71,26 @@ export async function claimAndDrive(ctx: RunnerContext, op: Operation): Promise<
       return waitForOther(ctx, op);
     case 'claimed': {
       if (record.paramsFingerprint !== op.paramsFingerprint) {
-        await ledger
-          .release({ businessOperationId: record.businessOperationId, fence: record.fence })
-          .catch(() => undefined);
+        await ledger.release(record).catch(() => undefined);
         throw paramsConflict(op, record, 'a re-send with the same key and other params would be a different request');
       }
-      if (claim.takenOver) log('info', 'takeover', `took over from state ${record.state} (fence ${record.fence})`, op);
+      const { takenOver } = claim;
+      if (takenOver) log('info', 'takeover', `took over from state ${record.state} (fence ${record.fence})`, op);
       // The key that may already be at the provider is the one recorded: keep using it.
-      const dispatchWritten = dispatch && !claim.takenOver && record.state === 'dispatched';
-      return execute(ctx, withProviderKey(op, record.providerKey), {
-        record,
-        claimedAt,
-        takenOver: claim.takenOver,
-        dispatchWritten,
-      });
+      const dispatchWritten = dispatch && !takenOver && record.state === 'dispatched';
+      return execute(ctx, withProviderKey(op, record.providerKey), { record, claimedAt, takenOver, dispatchWritten });
     }
   }
 }
 
 /** Drives one claimed operation to its end; a lost lease turns into waiting for the worker that took it. */
-export async function execute(
-  ctx: RunnerContext,
-  op: Operation,
-  claimed: Omit<Claimed, 'receipts'>,
-): Promise<RunResult> {
+export async function execute(ctx: RunnerContext, op: Operation, claimed: Claimed): Promise<RunResult> {
   const { record } = claimed;
   // A brand-new claim has no receipts yet: no read.
   const brandNew = claimed.dispatchWritten || (record.fence === 1 && record.attemptCount === 0 && !claimed.takenOver);
   const receipts = brandNew ? [] : await ctx.ledger.receipts(op.id);
   try {
-    return await drive(ctx, op, { ...claimed, receipts });
+    return await drive(ctx, op, claimed, receipts);
   } catch (err) {
     if (!LeaseLostError.isInstance(err)) throw err;
     ctx.log('warn', 'lease-lost', 'another worker took the operation over: stopping, waiting for its result', op);
@@ -133,16 +111,18 @@ export async function waitForOther(ctx: RunnerContext, op: Operation): Promise<R
     if (!leaseLive(rec, now)) return claimAndDrive(ctx, op);
     if (now >= deadline) {
       log('info', 'in-progress', `another worker still holds it after ${op.policy.waitForOtherMs} ms`, op);
-      return {
-        status: 'in-progress',
-        businessOperationId: op.id,
-        statusRef: rec.statusRef,
-        retryAfterMs: Math.max(0, (rec.leaseExpiresAt ?? now) - now),
-      };
+      return heldElsewhere(rec, now);
     }
     await clock.sleep(Math.max(1, Math.min(delay, deadline - now)));
     delay = Math.min(delay * 2, 500);
   }
+}
+
+/** Another worker holds the operation: the caller checks back once its lease has run out. */
+export function heldElsewhere(record: OperationRecord, now: number): RunResult {
+  const { businessOperationId, statusRef, leaseExpiresAt } = record;
+  const retryAfterMs = Math.max(0, (leaseExpiresAt ?? now) - now);
+  return { status: 'in-progress', businessOperationId, statusRef, retryAfterMs };
 }
 
 /** The corrected request `op` as a new revision of a row none of whose attempts applied (key of its own if errors are stored). */
@@ -154,7 +134,7 @@ export async function supersede(
   by: string,
 ): Promise<RunResult> {
   const { clock, ledger, log } = ctx;
-  const revision = nextRevision(receipts);
+  const revision = currentRevisionNumber(receipts) + 1;
   const freshKey = needsFreshKey(op.card);
   const providerKey = freshKey
     ? derivedProviderKey(op.adapter, op.opName, op.card, revisionKeySource(record.businessOperationId, revision))
@@ -174,24 +154,17 @@ export async function supersede(
       `the operation changed while a new revision was being written (${claim.record.state})`,
     );
   }
-  const ref = { businessOperationId: record.businessOperationId, fence: claim.record.fence };
   const paths = op.comparison.differences(record.params, op.params);
   const why = `revision ${revision} (${by}) replaces revision ${revision - 1}, whose every attempt was known not applied; changed: ${paths.join(', ') || '(none)'}; ${freshKey ? 'new provider key (the provider may have stored the rejection under the old one)' : 'same provider key (the provider stores no errors)'}`;
-  const receipt = resolveReceipt(
-    {
-      record,
-      last: receipts.at(-1),
-      runId: op.runId,
-      attemptId: newAttemptId(),
-      action: SUPERSEDE_ACTION,
-      reason: op.redactor.text(why),
-      providerKey,
-      requestFingerprint: op.requestFingerprint,
-      now: clock.now(),
-    },
-    ctx.options.receiptKey,
-  );
-  await ledger.appendReceipt(ref, receipt);
+  const receipt = resolveReceipt(ctx, record, receipts.at(-1), {
+    runId: op.runId,
+    attemptId: newAttemptId(),
+    action: SUPERSEDE_ACTION,
+    reason: op.redactor.text(why),
+    providerKey,
+    requestFingerprint: op.requestFingerprint,
+  });
+  await ledger.appendReceipt(claim.record, receipt);
   log('info', 'supersede', why, op);
   return execute(ctx, revised, { record: claim.record, claimedAt, takenOver: false, dispatchWritten: false });
 }

@@ -1,14 +1,14 @@
 /** What every part of the runner shares: the worker's ledger, clock and identity, its options, and its one log function. */
 import { randomUUID } from 'node:crypto';
 import { hostname } from 'node:os';
-import type { HandoffSink, Ledger, OperationSpec } from '@retrysafe/contract';
-import { type Clock, systemClock } from '../clock.js';
+import type { OperationSpec } from '@retrysafe/contract';
+import { systemClock } from '../clock.js';
 import { RunnerConfigurationError } from '../errors/runner-configuration-error.js';
-import type { Operation } from '../intake/index.js';
+import type { Operation } from '../intake/operation.js';
 import { checkReceiptKey } from '../receipts.js';
 import { createRedactor, type Redactor } from '../redact.js';
-import { createTelemetry, type EventFields, type Telemetry } from '../telemetry.js';
-import { createHeartbeat, type Heartbeat } from './heartbeat.js';
+import { createTelemetry, type EventFields } from '../telemetry.js';
+import { createHeartbeat } from './heartbeat.js';
 import type { LogEntry, RunnerOptions } from './types.js';
 
 /** What a log line names of an operation. */
@@ -31,30 +31,12 @@ export interface Lease {
   expiresAt: number;
 }
 
-export interface RunnerContext {
-  readonly options: RunnerOptions;
-  readonly ledger: Ledger;
-  readonly clock: Clock;
-  readonly random: () => number;
-  readonly owner: string;
-  readonly sink: HandoffSink | undefined;
-  /** Optional ledger features (LedgerCapabilities): with both, a clean run is two durable writes. */
-  readonly claimDispatches: boolean;
-  readonly receiptWithState: boolean;
-  readonly baseRedactor: Redactor;
-  /** Each operation spec's redactor before values (intake builds it once). */
-  readonly redactors: WeakMap<OperationSpec, Redactor>;
-  readonly tele: Telemetry;
-  readonly log: Log;
-  /** The leases of this worker's calls in flight, kept by one timer. */
-  readonly heartbeat: Heartbeat<Lease>;
-}
+export type RunnerContext = Readonly<ReturnType<typeof createContext>>;
 
 export const errText = (e: unknown) => (e instanceof Error ? `${e.name}: ${e.message}` : String(e));
 
-export function createContext(options: RunnerOptions): RunnerContext {
-  if (typeof options !== 'object' || options === null || !options.ledger)
-    throw new RunnerConfigurationError('ledger', 'createRunner needs { ledger }');
+export function createContext(options: RunnerOptions) {
+  if (!options?.ledger) throw new RunnerConfigurationError('ledger', 'createRunner needs { ledger }');
   const ledger = options.ledger;
   const clock = options.clock ?? systemClock;
   const baseRedactor = createRedactor(options.redact ?? {});
@@ -83,6 +65,7 @@ export function createContext(options: RunnerOptions): RunnerContext {
     }
   };
   // A renewal's lease runs from before it was asked, never from its answer; a lost lease shows up at the next fenced write.
+  // The leases of this worker's calls in flight, kept by one timer.
   const heartbeat = createHeartbeat<Lease>((lease) => {
     const at = clock.now();
     ledger.renewLease(lease.ref, lease.leaseMs, at).then(
@@ -100,10 +83,12 @@ export function createContext(options: RunnerOptions): RunnerContext {
     random: options.random ?? Math.random,
     owner: options.owner ?? `${hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`,
     sink: options.handoff,
+    // Optional ledger features (LedgerCapabilities): with both, a clean run is two durable writes.
     claimDispatches: ledger.capabilities?.claimDispatch === true,
     receiptWithState: ledger.capabilities?.receiptWithState === true,
     baseRedactor,
-    redactors: new WeakMap(),
+    // Each operation spec's redactor before values (intake builds it once).
+    redactors: new WeakMap<OperationSpec, Redactor>(),
     tele,
     log,
   };

@@ -11,16 +11,7 @@ export interface Beat<T> {
  * One unref'd timer per runner renews the leases of every call in flight (most calls end before their
  * first renewal): it ticks at a quarter of the shortest period, and stops when no call is in flight.
  */
-export interface Heartbeat<T> {
-  add(beat: Beat<T>): void;
-  delete(beat: Beat<T>): void;
-  /** Calls in flight (tests). */
-  readonly size: number;
-  /** Whether the timer is armed (tests). */
-  readonly running: boolean;
-}
-
-export function createHeartbeat<T>(renew: (item: T) => void): Heartbeat<T> {
+export function createHeartbeat<T>(renew: (item: T) => void) {
   const calls = new Set<Beat<T>>();
   let timer: ReturnType<typeof setInterval> | null = null;
   let period = Infinity;
@@ -39,7 +30,7 @@ export function createHeartbeat<T>(renew: (item: T) => void): Heartbeat<T> {
     }
   };
   return {
-    add(beat) {
+    add(beat: Beat<T>) {
       calls.add(beat);
       const p = Math.max(25, Math.floor(beat.every / 4));
       if (timer !== null && period <= p) return;
@@ -48,12 +39,14 @@ export function createHeartbeat<T>(renew: (item: T) => void): Heartbeat<T> {
       timer = setInterval(tick, p);
       timer.unref?.();
     },
-    delete(beat) {
+    delete(beat: Beat<T>) {
       calls.delete(beat);
     },
+    /** Calls in flight (tests). */
     get size() {
       return calls.size;
     },
+    /** Whether the timer is armed (tests). */
     get running() {
       return timer !== null;
     },

@@ -11,7 +11,7 @@
  *   operator.ts      recover() and resolve()
  */
 import type { AdapterV1 } from '@retrysafe/contract';
-import { newOperation } from '../intake/index.js';
+import { newOperation } from '../intake/operation.js';
 import { claimAndDrive } from './claim.js';
 import { createContext } from './context.js';
 import { recover, resolve } from './operator.js';

@@ -11,7 +11,7 @@ import {
 } from '@retrysafe/contract';
 import { resendSafety } from '@retrysafe/contract/rules';
 import { decide, type Observation, observationPatch } from '../decide.js';
-import type { Operation } from '../intake/index.js';
+import type { Operation } from '../intake/operation.js';
 import { callProvider, lookupProvider } from './adapter-call.js';
 import { errText, type RunnerContext } from './context.js';
 import { checkOwnLease, renew, wait } from './lease.js';
@@ -32,8 +32,8 @@ function isInProgress(obs: Observation): boolean {
 }
 
 /** Drives one claimed operation to complete or handoff; on a failure other than a lost lease, releases the lease first. */
-export async function drive(ctx: RunnerContext, op: Operation, claimed: Claimed): Promise<RunResult> {
-  const s = startState(ctx, op, claimed);
+export async function drive(ctx: RunnerContext, op: Operation, c: Claimed, receipts: Receipt[]): Promise<RunResult> {
+  const s = startState(ctx, op, c, receipts);
   try {
     return await attemptLoop(ctx, op, s);
   } catch (err) {
@@ -96,25 +96,22 @@ async function attemptLoop(ctx: RunnerContext, op: Operation, s: DriveState): Pr
       kind = isInProgress(prev) ? 'poll' : 'lookup';
     }
     const finishedAt = ctx.clock.now();
-    if (
-      acted.action === 'send' &&
-      'retryAfterMs' in obs &&
-      typeof obs.retryAfterMs === 'number' &&
-      obs.retryAfterMs > 0
-    ) {
-      s.notBefore = Math.max(s.notBefore ?? 0, finishedAt + obs.retryAfterMs);
-    }
+    // A provider's Retry-After (checked as a number ≥ 0 with the outcome) holds back every later call.
+    const retryAfterMs = acted.action === 'send' && 'retryAfterMs' in obs ? (obs.retryAfterMs ?? 0) : 0;
+    if (retryAfterMs > 0) s.notBefore = Math.max(s.notBefore ?? 0, finishedAt + retryAfterMs);
     const observedState = decisionState(ctx, s, startedAt);
     decision = decide(op.card, observedState, obs, budget);
     const observed = observationPatch(op.card, observedState, obs, op.policy.clockSkewMarginMs);
     const patchedAt = ctx.clock.now();
     s.maybeApplied = observed.maybeApplied;
-    const receipt = attemptReceipt(
-      op,
-      s.receipts.at(-1),
-      { kind, attemptId, startedAt, finishedAt, obs, decision },
-      ctx.options.receiptKey,
-    );
+    const receipt = attemptReceipt(ctx, op, s.receipts.at(-1), {
+      kind,
+      attemptId,
+      startedAt,
+      finishedAt,
+      obs,
+      decision,
+    });
     if (observed.patch !== null) {
       s.record = await writeWith(ctx, s.lease.ref, { ...observed.patch, now: patchedAt }, receipt);
       s.receipts.push(receipt);
@@ -149,27 +146,19 @@ async function send(ctx: RunnerContext, op: Operation, s: DriveState, attemptId:
     op,
     { attempt: s.record.attemptCount },
   );
-  return callProvider(ctx, op, callOf(s, attemptId));
+  return callProvider(ctx, op, s, attemptId);
 }
 
 /** One lookup, the operation `reconciling` while it runs. */
 async function lookUp(ctx: RunnerContext, op: Operation, s: DriveState, attemptId: AttemptId): Promise<LookupResult> {
   await renew(ctx, s.lease);
-  if (s.record.state !== 'reconciling' && s.record.state !== 'in-progress') {
+  if (s.record.state !== 'reconciling' && s.record.state !== 'in-progress')
     s.record = await ctx.ledger.setState(s.lease.ref, { state: 'reconciling', now: ctx.clock.now() });
-  }
-  return lookupProvider(ctx, op, callOf(s, attemptId));
-}
-
-function callOf(s: DriveState, attemptId: AttemptId) {
-  const { record, keyRevision, lastDispatchedAt, lease } = s;
-  return { attemptId, record, keyRevision, lastDispatchedAt, lease };
+  return lookupProvider(ctx, op, s, attemptId);
 }
 
 /** A ledger failure says whether the call that failed had already sent the request (LedgerError.providerMayHaveBeenCalled). */
 function ledgerFailure(ctx: RunnerContext, err: unknown, called: boolean, op: Operation): unknown {
-  const after =
-    ' — after this call had sent the request: the provider may have applied it; run the same id again or recover() once the ledger works (both look up first)';
   // A ledger driver's own error (SQLite's, a cut JSON text) is a LedgerError too, saying what this call did.
   const e = err as { name?: unknown; code?: unknown } | null;
   const driverError =
@@ -177,18 +166,15 @@ function ledgerFailure(ctx: RunnerContext, err: unknown, called: boolean, op: Op
     (e?.name === 'SqliteError' ||
       (typeof e?.code === 'string' && e.code.startsWith('SQLITE_')) ||
       err instanceof SyntaxError);
+  // Otherwise only a LedgerError after the request went out that does not say so yet is rewritten.
   if (!driverError && (!LedgerError.isInstance(err) || !called || err.providerMayHaveBeenCalled)) return err;
-  if (called)
-    ctx.log(
-      'warn',
-      'ledger-failed-after-dispatch',
-      `the ledger failed after the request was sent (the provider may have applied it): ${errText(err)}`,
-      op,
-    );
-  if (driverError)
-    return new LedgerError(`the ledger failed: ${errText(err)}${called ? after : ''}`, {
-      cause: err,
-      providerMayHaveBeenCalled: called,
-    });
-  return new LedgerError(`${(err as Error).message}${after}`, { cause: err, providerMayHaveBeenCalled: true });
+  const what = driverError ? `the ledger failed: ${errText(err)}` : (err as Error).message;
+  if (!called) return new LedgerError(what, { cause: err, providerMayHaveBeenCalled: false });
+  const text = `the ledger failed after the request was sent (the provider may have applied it): ${errText(err)}`;
+  ctx.log('warn', 'ledger-failed-after-dispatch', text, op);
+  const after = `run the same id again or recover() once the ledger works (both look up first)`;
+  return new LedgerError(`${what} — after this call had sent the request: the provider may have applied it; ${after}`, {
+    cause: err,
+    providerMayHaveBeenCalled: true,
+  });
 }

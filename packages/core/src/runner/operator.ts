@@ -5,42 +5,34 @@ import {
   asRunId,
   type BusinessOperationId,
   type ClaimInput,
+  type ClaimResult,
   fingerprint,
   InvalidStateError,
   LedgerError,
   newRunId,
   type OperationRecord,
+  type OperationState,
   type RetrySafetyCard,
   RetrysafeError,
   type RunId,
   UnsafeResumeError,
 } from '@retrysafe/contract';
-import { defined } from '../defined.js';
 import { BrokenReceiptChainError } from '../errors/broken-receipt-chain-error.js';
 import { RunnerConfigurationError } from '../errors/runner-configuration-error.js';
 import { buildPacket } from '../handoff.js';
-import {
-  callerAttemptIds,
-  checkAdapterShape,
-  correctedOperation,
-  DEFAULT_LEASE_MS,
-  findAdapter,
-  paramsConflict,
-  storedOperation,
-  supersedeCheck,
-} from '../intake/index.js';
+import { callerAttemptIds, checkAdapterShape, findAdapter } from '../intake/adapter.js';
+import { correctedOperation, type Operation, paramsConflict, storedOperation } from '../intake/operation.js';
+import { DEFAULT_LEASE_MS } from '../intake/policy.js';
+import { supersedeCheck } from '../intake/supersede.js';
 import { verifyOperation } from '../receipts.js';
 import { personRef } from '../redact.js';
-import { claimInput, execute, supersede } from './claim.js';
+import { claimInput, execute, heldElsewhere, supersede } from './claim.js';
 import { errText, type RunnerContext } from './context.js';
 import { nextAttemptId, resolveReceipt } from './receipt-chain.js';
 import { fromTerminal } from './terminal.js';
-import type { RecoverReport, Resolution, ResolveOptions, ResolveResult, RunResult } from './types.js';
+import type { RecoverReport, Resolution, ResolveOptions, ResolveResult, Runner, RunResult } from './types.js';
 
-export async function recover(
-  ctx: RunnerContext,
-  opts: { readonly adapters: readonly AdapterV1[]; readonly limit?: number },
-): Promise<RecoverReport[]> {
+export async function recover(ctx: RunnerContext, opts: Parameters<Runner['recover']>[0]): Promise<RecoverReport[]> {
   if (!opts || !Array.isArray(opts.adapters))
     throw new RunnerConfigurationError(
       'recover',
@@ -52,7 +44,7 @@ export async function recover(
   for (const record of await ctx.ledger.recoverCandidates(ctx.clock.now(), opts.limit)) {
     // Each record on its own: one that cannot be driven is handed off, and the healthy ones behind it proceed.
     try {
-      await recoverOne(ctx, record, opts.adapters, runId, reports);
+      reports.push(await recoverOne(ctx, record, opts.adapters, runId));
     } catch (err) {
       reports.push(await recoveryFailed(ctx, record, err));
     }
@@ -60,39 +52,38 @@ export async function recover(
   return reports;
 }
 
+const reportOf = (
+  record: OperationRecord,
+  to: OperationState,
+  action: RecoverReport['action'],
+  more?: Pick<RecoverReport, 'result' | 'error'>,
+): RecoverReport => ({ businessOperationId: record.businessOperationId, from: record.state, to, action, ...more });
+
+/** A claim recover() did not get: the operation is at rest, or another worker holds it. */
+const notClaimed = (record: OperationRecord, claim: ClaimResult, more?: Pick<RecoverReport, 'error'>) =>
+  reportOf(record, claim.record.state, claim.kind === 'terminal' ? 'already-terminal' : 'skipped-busy', more);
+
 async function recoverOne(
   ctx: RunnerContext,
   record: OperationRecord,
   adapters: readonly AdapterV1[],
   runId: RunId,
-  reports: RecoverReport[],
-): Promise<void> {
+): Promise<RecoverReport> {
   const { ledger, log } = ctx;
-  const report = (to: OperationRecord['state'], action: RecoverReport['action'], result?: RunResult) =>
-    reports.push(defined({ businessOperationId: record.businessOperationId, from: record.state, to, action, result }));
   const found = findAdapter(adapters, record);
   if (!found) {
     log('warn', 'recover-skip', `no adapter given for ${record.operation}`);
-    report(record.state, 'skipped-no-adapter');
-    return;
+    return reportOf(record, record.state, 'skipped-no-adapter');
   }
   const op = storedOperation(ctx, found, record, { runId });
   const claimedAt = ctx.clock.now();
   const claim = await ledger.claim(claimInput(ctx, op, claimedAt));
-  if (claim.kind !== 'claimed') {
-    report(claim.record.state, claim.kind === 'terminal' ? 'already-terminal' : 'skipped-busy');
-    return;
-  }
+  if (claim.kind !== 'claimed') return notClaimed(record, claim);
   log('info', 'recover', `reconciling from ${claim.record.state}`, op);
-  const result = await execute(ctx, op, {
-    record: claim.record,
-    claimedAt,
-    takenOver: claim.takenOver,
-    dispatchWritten: false,
-  });
+  const result = await execute(ctx, op, { ...claim, claimedAt, dispatchWritten: false });
   const after = await ledger.get(record.businessOperationId);
   const action = result.status === 'done' ? (result.adopted ? 'adopted' : 'completed') : result.status;
-  report(after?.state ?? record.state, action, result);
+  return reportOf(record, after?.state ?? record.state, action, { result });
 }
 
 /** Hands off a record recover() could not drive, with reason `recovery-failed` and the error; reports it either way. */
@@ -113,17 +104,9 @@ async function recoveryFailed(ctx: RunnerContext, record: OperationRecord, err: 
   const id = record.businessOperationId;
   const logAs = { id, card: { operation: record.operation } as RetrySafetyCard, redactor };
   log('warn', 'recover-failed', `could not drive it: ${error.name}: ${error.message}`, logAs);
-  const report = (to: OperationRecord['state'], action: RecoverReport['action']): RecoverReport => ({
-    businessOperationId: id,
-    from: record.state,
-    to,
-    action,
-    error,
-  });
   try {
     const claim = await ledger.claim(storedClaim(ctx, record, ctx.options.policy?.leaseMs ?? DEFAULT_LEASE_MS));
-    if (claim.kind !== 'claimed')
-      return report(claim.record.state, claim.kind === 'terminal' ? 'already-terminal' : 'skipped-busy');
+    if (claim.kind !== 'claimed') return notClaimed(record, claim, { error });
     const now = clock.now();
     const packet = buildPacket({
       record: claim.record,
@@ -133,12 +116,12 @@ async function recoveryFailed(ctx: RunnerContext, record: OperationRecord, err: 
       resendSafe: false,
       now,
     });
-    const after = await ledger.handOff({ businessOperationId: id, fence: claim.record.fence }, packet, now);
+    const after = await ledger.handOff(claim.record, packet, now);
     if (sink)
       await Promise.resolve(sink.send(packet)).catch((e: unknown) =>
         log('warn', 'handoff-sink-failed', `the packet is in the ledger; the sink failed: ${errText(e)}`, logAs),
       );
-    return report(after.state, 'handed-off');
+    return reportOf(record, after.state, 'handed-off', { error });
   } catch (again) {
     log(
       'warn',
@@ -146,7 +129,7 @@ async function recoveryFailed(ctx: RunnerContext, record: OperationRecord, err: 
       `could not hand it off either (${errText(again)}); it stays for the next pass`,
       logAs,
     );
-    return report(record.state, 'failed');
+    return reportOf(record, record.state, 'failed', { error });
   }
 }
 
@@ -166,6 +149,14 @@ function storedClaim(ctx: RunnerContext, record: OperationRecord, leaseMs: numbe
   };
 }
 
+/** The adapter a resolution needs to send again, from those the person passed. */
+function adapterFor(adapters: readonly AdapterV1[], record: OperationRecord, action: string) {
+  for (const a of adapters) checkAdapterShape(a);
+  const found = findAdapter(adapters, record);
+  if (found) return found;
+  throw new RunnerConfigurationError('resolve', `${action} needs the adapter for ${record.operation} in { adapters }`);
+}
+
 /** A person's `resend-with`: the corrected params, same intent, as a new revision (never while an attempt may have been applied). */
 async function resendWith(
   ctx: RunnerContext,
@@ -174,13 +165,7 @@ async function resendWith(
   adapters: readonly AdapterV1[],
   by: string,
 ): Promise<RunResult> {
-  const found = findAdapter(adapters, record);
-  if (!found)
-    throw new RunnerConfigurationError(
-      'resolve',
-      `resend-with needs the adapter for ${record.operation} in { adapters }`,
-    );
-  const op = correctedOperation(ctx, found, record, params);
+  const op = correctedOperation(ctx, adapterFor(adapters, record, 'resend-with'), record, params);
   const receipts = await ctx.ledger.receipts(record.businessOperationId);
   const check = supersedeCheck(record, receipts);
   if (!check.ok) throw paramsConflict(op, record, `a new revision is not allowed: ${check.why}`);
@@ -237,11 +222,7 @@ async function checkChain(ctx: RunnerContext, id: BusinessOperationId): Promise<
   throw new BrokenReceiptChainError(id, check.index, check.reason);
 }
 
-interface PersonRun {
-  readonly by: string;
-  readonly runId: RunId;
-  readonly attemptIds: (() => string) | undefined;
-}
+type PersonRun = Pick<Operation, 'runId' | 'attemptIds'> & { readonly by: string };
 
 /** `resume`: re-sends with the SAME provider key and a fresh budget, unless the packet marks it unsafe and `force` is not set. */
 async function resume(
@@ -258,20 +239,10 @@ async function resume(
     log('warn', 'resume-refused', `resume refused: the packet marks it not safe (${resumeAction.why})`);
     throw new UnsafeResumeError(id, resumeAction.why);
   }
-  for (const a of adapters) checkAdapterShape(a);
-  const found = findAdapter(adapters, record);
-  if (!found)
-    throw new RunnerConfigurationError('resolve', `resume needs the adapter for ${record.operation} in { adapters }`);
-  const op = storedOperation(ctx, found, record, p);
+  const op = storedOperation(ctx, adapterFor(adapters, record, 'resume'), record, p);
   const claimedAt = clock.now();
   const claim = await ledger.claim({ ...claimInput(ctx, op, claimedAt), resume: true });
-  if (claim.kind === 'busy')
-    return {
-      status: 'in-progress',
-      businessOperationId: id,
-      statusRef: claim.record.statusRef,
-      retryAfterMs: Math.max(0, (claim.record.leaseExpiresAt ?? 0) - clock.now()),
-    };
+  if (claim.kind === 'busy') return heldElsewhere(claim.record, clock.now());
   if (claim.kind !== 'claimed') return fromTerminal(ctx, claim.record, null, op);
   log(
     'info',
@@ -279,22 +250,15 @@ async function resume(
     `a person resumed it (${personRef(p.by)})${force && resumeAction && !resumeAction.safe ? ', forced past an unsafe packet' : ''}: re-sending with the same key`,
     op,
   );
-  const ref = { businessOperationId: id, fence: claim.record.fence };
-  const receipt = resolveReceipt(
-    {
-      record,
-      last: (await ledger.receipts(id)).at(-1),
-      runId: op.runId,
-      attemptId: nextAttemptId(p.attemptIds),
-      action: 'resume',
-      reason: op.redactor.text(`a person (${p.by}) chose resume: same provider key, fresh budget`),
-      providerKey: record.providerKey,
-      requestFingerprint: op.requestFingerprint,
-      now: clock.now(),
-    },
-    ctx.options.receiptKey,
-  );
-  await ledger.appendReceipt(ref, receipt);
+  const receipt = resolveReceipt(ctx, record, (await ledger.receipts(id)).at(-1), {
+    runId: op.runId,
+    attemptId: nextAttemptId(p.attemptIds),
+    action: 'resume',
+    reason: op.redactor.text(`a person (${p.by}) chose resume: same provider key, fresh budget`),
+    providerKey: record.providerKey,
+    requestFingerprint: op.requestFingerprint,
+  });
+  await ledger.appendReceipt(claim.record, receipt);
   return execute(ctx, op, { record: claim.record, claimedAt, takenOver: false, dispatchWritten: false });
 }
 
@@ -316,27 +280,17 @@ async function close(
   );
   const last = (await ledger.receipts(id)).at(-1);
   const redactor = baseRedactor.withValuesFrom(record.params);
-  const receipt = resolveReceipt(
-    {
-      record,
-      last,
-      runId: p.runId,
-      attemptId: nextAttemptId(p.attemptIds),
-      action: resolution.action,
-      reason: redactor.text(`resolved by a person (${personRef(p.by)})`),
-      providerKey: record.providerKey,
-      ...(providerRef !== undefined ? { providerRef: redactor.text(providerRef) } : {}),
-      requestFingerprint: last?.requestFingerprint ?? fingerprint(redactor.params(record.params)),
-      now,
-    },
-    ctx.options.receiptKey,
-  );
-  await ledger.appendReceipt({ businessOperationId: id, fence: after.fence }, receipt);
+  const receipt = resolveReceipt(ctx, record, last, {
+    runId: p.runId,
+    attemptId: nextAttemptId(p.attemptIds),
+    action: resolution.action,
+    reason: redactor.text(`resolved by a person (${personRef(p.by)})`),
+    providerKey: record.providerKey,
+    ...(providerRef !== undefined ? { providerRef: redactor.text(providerRef) } : {}),
+    requestFingerprint: last?.requestFingerprint ?? fingerprint(redactor.params(record.params)),
+  });
+  await ledger.appendReceipt(after, receipt);
   log('info', 'resolve', `${resolution.action} by ${personRef(p.by)}`);
-  return {
-    status: 'resolved',
-    businessOperationId: id,
-    state: after.state as 'succeeded' | 'abandoned',
-    providerRef: after.providerRef,
-  };
+  const state = after.state as 'succeeded' | 'abandoned';
+  return { status: 'resolved', businessOperationId: id, state, providerRef: after.providerRef };
 }

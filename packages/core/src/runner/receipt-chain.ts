@@ -1,19 +1,11 @@
 /** The receipt chain: each receipt sealed onto the one before it. */
-import {
-  type AttemptId,
-  newAttemptId,
-  type OperationRecord,
-  type ProviderKey,
-  type Receipt,
-  type ReceiptKind,
-  type RunId,
-} from '@retrysafe/contract';
+import { type AttemptId, newAttemptId, type OperationRecord, type Receipt } from '@retrysafe/contract';
 import type { Decision, Observation } from '../decide.js';
-import type { Operation } from '../intake/index.js';
-import { type ReceiptKey, sealReceipt, type UnsealedReceipt } from '../receipts.js';
+import type { Operation } from '../intake/operation.js';
+import { sealReceipt, type UnsealedReceipt } from '../receipts.js';
 import type { Redactor } from '../redact.js';
+import type { RunnerContext } from './context.js';
 
-/** The next attempt id: the caller's (RunInput.attemptIds), else a new random one. */
 export function nextAttemptId(ids: (() => string) | undefined): AttemptId {
   return ids ? (ids() as AttemptId) : newAttemptId();
 }
@@ -28,36 +20,25 @@ function providerFieldErrors(fields: readonly unknown[], redactor: Redactor): { 
   });
 }
 
-export interface AttemptReceipt {
-  readonly kind: ReceiptKind;
-  readonly attemptId: AttemptId;
-  readonly startedAt: number;
-  readonly finishedAt: number;
-  readonly obs: Observation;
-  readonly decision: Decision;
-}
-
 /** An attempt's receipt, sealed after `last` (the operation's latest receipt). */
 export function attemptReceipt(
+  ctx: RunnerContext,
   op: Operation,
   last: Receipt | undefined,
-  r: AttemptReceipt,
-  key: ReceiptKey | undefined,
+  r: Pick<Receipt, 'kind' | 'attemptId'> & {
+    startedAt: number;
+    finishedAt: number;
+    obs: Observation;
+    decision: Decision;
+  },
 ): Receipt {
   const inner = r.obs === null ? null : r.obs.kind === 'found' ? r.obs.outcome : r.obs;
   const refs = (inner ?? {}) as {
-    status?: unknown;
-    code?: unknown;
-    providerRef?: unknown;
-    requestId?: unknown;
-    message?: unknown;
-    fields?: unknown;
+    [k in 'status' | 'code' | 'providerRef' | 'requestId' | 'message' | 'reason' | 'fields']?: unknown;
   };
-  const reasonOfObs =
-    r.obs !== null && r.obs.kind !== 'found' && 'reason' in r.obs && typeof r.obs.reason === 'string'
-      ? r.obs.reason
-      : undefined;
-  const message = typeof refs.message === 'string' ? refs.message : reasonOfObs;
+  // A rejection's message is what it says (its reason is the rejectReason code); a "cannot tell" has only a reason.
+  const message =
+    typeof refs.message === 'string' ? refs.message : typeof refs.reason === 'string' ? refs.reason : undefined;
   const d = r.decision;
   const reason = op.redactor.text(d.action === 'handoff' ? `${d.reason}: ${d.why}` : d.why);
   const redact = (v: unknown) => (typeof v === 'string' ? op.redactor.text(v) : undefined);
@@ -89,47 +70,36 @@ export function attemptReceipt(
       ? { fields: providerFieldErrors(refs.fields, op.redactor) }
       : {}),
   };
-  return sealReceipt(body, key);
+  return sealReceipt(body, ctx.options.receiptKey);
 }
 
 /**
- * A person's or a revision's receipt (kind `resolve`: resume, mark-done, abandon, supersede), chained
+ * A person's or a revision's receipt (kind `resolve`: resume, mark-done, abandon, supersede), sealed now
  * after `last`. `reason` and `providerRef` are already redacted.
  */
 export function resolveReceipt(
-  r: {
-    readonly record: Pick<OperationRecord, 'businessOperationId' | 'provider' | 'operation'>;
-    readonly last: Receipt | undefined;
-    readonly runId: RunId;
-    readonly attemptId: AttemptId;
+  ctx: RunnerContext,
+  record: OperationRecord,
+  last: Receipt | undefined,
+  r: Pick<Receipt, 'runId' | 'attemptId' | 'providerKey' | 'providerRef' | 'requestFingerprint'> & {
     readonly action: string;
     readonly reason: string;
-    readonly providerKey: ProviderKey | null;
-    readonly providerRef?: string;
-    readonly requestFingerprint: string;
-    readonly now: number;
   },
-  key: ReceiptKey | undefined,
 ): Receipt {
-  const at = new Date(r.now).toISOString();
-  return sealReceipt(
-    {
-      businessOperationId: r.record.businessOperationId,
-      seq: (r.last?.seq ?? 0) + 1,
-      runId: r.runId,
-      attemptId: r.attemptId,
-      provider: r.record.provider,
-      operation: r.record.operation,
-      kind: 'resolve',
-      startedAt: at,
-      finishedAt: at,
-      outcome: null,
-      decision: { action: r.action, reason: r.reason },
-      providerKey: r.providerKey,
-      requestFingerprint: r.requestFingerprint,
-      prevHash: r.last?.hash ?? null,
-      ...(r.providerRef !== undefined ? { providerRef: r.providerRef } : {}),
-    },
-    key,
-  );
+  const { action, reason, ...fields } = r;
+  const at = new Date(ctx.clock.now()).toISOString();
+  const body: UnsealedReceipt = {
+    businessOperationId: record.businessOperationId,
+    seq: (last?.seq ?? 0) + 1,
+    provider: record.provider,
+    operation: record.operation,
+    kind: 'resolve',
+    startedAt: at,
+    finishedAt: at,
+    outcome: null,
+    decision: { action, reason },
+    prevHash: last?.hash ?? null,
+    ...fields,
+  };
+  return sealReceipt(body, ctx.options.receiptKey);
 }

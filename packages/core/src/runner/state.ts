@@ -1,14 +1,12 @@
 /** What the attempt loop knows of one claimed operation as it drives it: its mutable state, owned by loop.ts. */
 import type { OperationRecord, Receipt, StatePatch } from '@retrysafe/contract';
 import { type DecisionState, MAYBE_APPLIED_STATES } from '../decide.js';
-import { currentRevisionNumber, needsFreshKey, type Operation } from '../intake/index.js';
+import type { Operation } from '../intake/operation.js';
+import { currentRevisionNumber, needsFreshKey } from '../intake/supersede.js';
 import type { Lease, RunnerContext } from './context.js';
 
-/** A claimed operation as the claim left it. */
 export interface Claimed {
   readonly record: OperationRecord;
-  /** The operation's receipts written before this claim (read when the claim is not brand new). */
-  readonly receipts: readonly Receipt[];
   /** When this worker asked for the claim (its lease runs from there, on its own clock). */
   readonly claimedAt: number;
   /** Taken over from a worker whose lease expired. */
@@ -23,11 +21,9 @@ export interface DriveState {
   readonly receipts: Receipt[];
   readonly lease: Lease;
   dispatchWritten: boolean;
-  /** Latest dispatch, or an upper bound of it when taken over (see DecisionState.lastDispatchedAt). */
+  // These, as in DecisionState:
   lastDispatchedAt: number | null;
-  /** An earlier attempt may have been applied (see DecisionState.maybeApplied). */
   maybeApplied: boolean;
-  /** The provider's last Retry-After as epoch ms (see DecisionState.notBefore). */
   notBefore: number | undefined;
   runAttempts: number;
   windowStartedAt: number | null;
@@ -39,12 +35,13 @@ export interface DriveState {
   readonly startedAt: number;
 }
 
-export function startState(ctx: RunnerContext, op: Operation, c: Claimed): DriveState {
+/** `receipts`: the operation's receipts written before this claim. */
+export function startState(ctx: RunnerContext, op: Operation, c: Claimed, receipts: readonly Receipt[]): DriveState {
   const { record } = c;
   const maybeApplied = MAYBE_APPLIED_STATES.includes(record.state);
   return {
     record,
-    receipts: [...c.receipts],
+    receipts: [...receipts],
     // This worker's own view of its lease, measured on its own clock from before it asked: never later than the
     // ledger's (which may judge on its own clock, e.g. PostgreSQL's), whatever the offset between the two clocks.
     lease: {
@@ -65,7 +62,7 @@ export function startState(ctx: RunnerContext, op: Operation, c: Claimed): Drive
     runAttempts: 0,
     windowStartedAt: null,
     polls: 0,
-    keyRevision: needsFreshKey(op.card) ? currentRevisionNumber(c.receipts) : 1,
+    keyRevision: needsFreshKey(op.card) ? currentRevisionNumber(receipts) : 1,
     recovering: c.takenOver && maybeApplied,
     startedAt: ctx.clock.now(),
   };
@@ -73,14 +70,14 @@ export function startState(ctx: RunnerContext, op: Operation, c: Claimed): Drive
 
 export function decisionState(ctx: RunnerContext, s: DriveState, observedAt?: number): DecisionState {
   return {
-    ...(observedAt !== undefined ? { observedAt } : {}),
+    observedAt,
     // Dispatched by the claim but not sent yet: still the fresh claim it was.
     ledgerState: s.dispatchWritten ? 'claimed' : s.record.state,
     now: ctx.clock.now(),
     firstDispatchedAt: s.dispatchWritten ? null : s.record.firstDispatchedAt,
     lastDispatchedAt: s.lastDispatchedAt,
     maybeApplied: s.maybeApplied,
-    ...(s.notBefore !== undefined ? { notBefore: s.notBefore } : {}),
+    notBefore: s.notBefore,
     runAttempts: s.runAttempts,
     runStartedAt: s.startedAt,
     windowStartedAt: s.windowStartedAt,

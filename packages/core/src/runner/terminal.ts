@@ -3,7 +3,8 @@ import { InvalidStateError, type OperationRecord, type Receipt, RetryExhaustedEr
 import { completionRecoverable, resendSafety } from '@retrysafe/contract/rules';
 import type { Decision, Observation } from '../decide.js';
 import { buildPacket } from '../handoff.js';
-import { type Operation, paramsConflict, supersedeCheck } from '../intake/index.js';
+import { type Operation, paramsConflict } from '../intake/operation.js';
+import { supersedeCheck } from '../intake/supersede.js';
 import { errText, type RunnerContext } from './context.js';
 import { type DriveState, writeWith } from './state.js';
 import type { RunResult } from './types.js';
@@ -104,10 +105,10 @@ export async function handOff(
     resumeNote,
     now,
   });
-  const record = await ledger.handOff(s.lease.ref, packet, now, pending ?? undefined);
+  const attempts = (await ledger.handOff(s.lease.ref, packet, now, pending ?? undefined)).attemptCount;
   log('warn', 'handoff', `${decision.reason}: ${explanation}`, op, {
     handoffReason: decision.reason,
-    attempt: record.attemptCount,
+    attempt: attempts,
   });
   if (sink) {
     try {
@@ -116,14 +117,7 @@ export async function handOff(
       log('warn', 'handoff-sink-failed', `the packet is in the ledger; the sink failed: ${errText(err)}`, op);
     }
   }
-  return {
-    status: 'handed-off',
-    businessOperationId: op.id,
-    packet,
-    attempts: record.attemptCount,
-    receipts,
-    ...(error ? { error } : {}),
-  };
+  return { status: 'handed-off', businessOperationId: op.id, packet, attempts, receipts, ...(error ? { error } : {}) };
 }
 
 /** The answer for an operation already at rest (this worker's earlier run, or another's). `paramsFingerprint`: null to answer whatever its params. */
@@ -145,26 +139,12 @@ export async function fromTerminal(
         : `the operation is ${record.state} with other params and cannot be superseded: ${check.why}`;
     throw paramsConflict(op, record, detail);
   }
-  const receipts = await ledger.receipts(record.businessOperationId);
+  const { businessOperationId, result, providerRef, attemptCount: attempts, handoff: packet } = record;
+  const receipts = await ledger.receipts(businessOperationId);
   if (record.state === 'succeeded') {
     log('info', 'adopt', 'already succeeded: adopting the stored result, nothing sent', op);
-    return {
-      status: 'done',
-      businessOperationId: record.businessOperationId,
-      result: record.result,
-      providerRef: record.providerRef,
-      adopted: true,
-      attempts: record.attemptCount,
-      receipts,
-    };
+    return { status: 'done', businessOperationId, result, providerRef, adopted: true, attempts, receipts };
   }
-  if (!record.handoff)
-    throw new InvalidStateError(record.businessOperationId, record.state, 'terminal without a handoff packet');
-  return {
-    status: 'handed-off',
-    businessOperationId: record.businessOperationId,
-    packet: record.handoff,
-    attempts: record.attemptCount,
-    receipts,
-  };
+  if (!packet) throw new InvalidStateError(businessOperationId, record.state, 'terminal without a handoff packet');
+  return { status: 'handed-off', businessOperationId, packet, attempts, receipts };
 }

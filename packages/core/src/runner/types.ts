@@ -139,13 +139,10 @@ export type ResolveResult =
       readonly providerRef: string | null;
     };
 
-export interface ResolveOptions {
+/** `runId` and `attemptIds` as in RunInput, for the resolution's receipts. */
+export interface ResolveOptions extends Pick<RunInput, 'runId' | 'attemptIds'> {
   readonly adapters?: readonly AdapterV1[];
   readonly by?: string;
-  /** The run id written on the resolution's receipts (default: a new one), as in RunInput. */
-  readonly runId?: string;
-  /** As in RunInput: where the resolution's attempt ids come from. */
-  readonly attemptIds?: () => string;
 }
 
 /** `RunInput` whose params are the operation's declared params type. */
