@@ -5,7 +5,7 @@ import {
   type OperationSpec,
   type TypedAdapter,
 } from '@retrysafe/contract';
-import { checkBaseUrl, operationParamsErrors } from '@retrysafe/contract/provider';
+import { checkBaseUrl, operationParamsErrors, positiveInteger } from '@retrysafe/contract/provider';
 import { type HubSpotOperationName, hubSpotCardsFor } from './hubspot-cards.js';
 import {
   type ContactsUpdateParams,
@@ -96,9 +96,8 @@ function checkOptions(options: HubSpotAdapterOptions) {
   const baseUrl = (options.baseUrl ?? DEFAULT_BASE_URL).replace(/\/+$/, '');
   // https, or plain http only to a loopback sandbox: the token never travels in clear (the contract's one rule).
   checkBaseUrl(PROVIDER, baseUrl);
-  const timeoutMs = options.timeoutMs ?? DEFAULT_TIMEOUT_MS;
-  if (!Number.isFinite(timeoutMs) || timeoutMs <= 0 || timeoutMs > MAX_TIMEOUT_MS)
-    configError(`timeoutMs must be in (0, ${MAX_TIMEOUT_MS}], got ${timeoutMs}`);
+  const timeoutMs = positiveInteger(PROVIDER, 'timeoutMs', options.timeoutMs, DEFAULT_TIMEOUT_MS);
+  if (timeoutMs > MAX_TIMEOUT_MS) configError(`timeoutMs must be at most ${MAX_TIMEOUT_MS}, got ${timeoutMs}`);
   const idProperty = options.idProperty ?? 'retrysafe_operation_id';
   if (typeof idProperty !== 'string' || !PROPERTY_NAME.test(idProperty))
     configError(

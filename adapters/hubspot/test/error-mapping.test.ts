@@ -392,6 +392,7 @@ describe('bad input gets a typed answer and sends nothing', () => {
     [{ accessToken: TOKEN, baseUrl: 'not a url' }, /not a URL/],
     [{ accessToken: TOKEN, baseUrl: 'http://api.hubapi.com' }, /plain http only for a loopback/],
     [{ accessToken: TOKEN, timeoutMs: 0 }, /timeoutMs/],
+    [{ accessToken: TOKEN, timeoutMs: 1.5 }, /timeoutMs must be a positive integer/],
     [{ accessToken: TOKEN, idProperty: 'Bad-Name' }, /idProperty/],
     [{ accessToken: TOKEN, searchSettleMs: -1 }, /searchSettleMs/],
   ])('options %j ⇒ AdapterConfigurationError', (options, message) => {

@@ -47,7 +47,24 @@ const valid: [string, unknown][] = [
     },
   ],
 ];
+// These adapters take a whole number of milliseconds (the contract's positiveInteger): a fraction is refused here,
+// with its path, rather than when the adapter is built. Each with its one required key.
+const WHOLE_MS_ADAPTERS = {
+  stripe: 'apiKeyEnv',
+  msgraph: 'accessTokenEnv',
+  slack: 'tokenEnv',
+  github: 'tokenEnv',
+  hubspot: 'accessTokenEnv',
+  resend: 'apiKeyEnv',
+};
+const withTimeout = (timeoutMs: number) =>
+  Object.entries(WHOLE_MS_ADAPTERS).map(([a, key]): [string, unknown] => [
+    `${a} timeoutMs ${timeoutMs}`,
+    { adapters: { [a]: { [key]: 'K', timeoutMs } } },
+  ]);
+valid.push(...withTimeout(1500));
 const invalid: [string, unknown][] = [
+  ...withTimeout(1.5),
   ['ledgr', { ledgr: 'x', adapters: {} }],
   ['dynamodb ledger without a table', { ledger: { dynamodb: { region: 'eu-west-1' } }, adapters: {} }],
   [
