@@ -17,7 +17,7 @@ import { currentRevisionNumber, needsFreshKey, SUPERSEDE_ACTION, supersedeCheck 
 import type { RunnerContext } from './context.js';
 import { drive } from './loop.js';
 import { resolveReceipt } from './receipt-chain.js';
-import type { Claimed } from './state.js';
+import { type Claimed, fenceOf } from './state.js';
 import { fromTerminal } from './terminal.js';
 import type { RunResult } from './types.js';
 
@@ -71,7 +71,7 @@ export async function claimAndDrive(ctx: RunnerContext, op: Operation): Promise<
       return waitForOther(ctx, op);
     case 'claimed': {
       if (record.paramsFingerprint !== op.paramsFingerprint) {
-        await ledger.release(record).catch(() => undefined);
+        await ledger.release(fenceOf(record)).catch(() => undefined);
         throw paramsConflict(op, record, 'a re-send with the same key and other params would be a different request');
       }
       const { takenOver } = claim;
@@ -164,7 +164,7 @@ export async function supersede(
     providerKey,
     requestFingerprint: op.requestFingerprint,
   });
-  await ledger.appendReceipt(claim.record, receipt);
+  await ledger.appendReceipt(fenceOf(claim.record), receipt);
   log('info', 'supersede', why, op);
   return execute(ctx, revised, { record: claim.record, claimedAt, takenOver: false, dispatchWritten: false });
 }

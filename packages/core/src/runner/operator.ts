@@ -29,6 +29,7 @@ import { personRef } from '../redact.js';
 import { claimInput, execute, heldElsewhere, supersede } from './claim.js';
 import { errText, type RunnerContext } from './context.js';
 import { nextAttemptId, resolveReceipt } from './receipt-chain.js';
+import { fenceOf } from './state.js';
 import { fromTerminal } from './terminal.js';
 import type { RecoverReport, Resolution, ResolveOptions, ResolveResult, Runner, RunResult } from './types.js';
 
@@ -116,7 +117,7 @@ async function recoveryFailed(ctx: RunnerContext, record: OperationRecord, err: 
       resendSafe: false,
       now,
     });
-    const after = await ledger.handOff(claim.record, packet, now);
+    const after = await ledger.handOff(fenceOf(claim.record), packet, now);
     if (sink)
       await Promise.resolve(sink.send(packet)).catch((e: unknown) =>
         log('warn', 'handoff-sink-failed', `the packet is in the ledger; the sink failed: ${errText(e)}`, logAs),
@@ -258,7 +259,7 @@ async function resume(
     providerKey: record.providerKey,
     requestFingerprint: op.requestFingerprint,
   });
-  await ledger.appendReceipt(claim.record, receipt);
+  await ledger.appendReceipt(fenceOf(claim.record), receipt);
   return execute(ctx, op, { record: claim.record, claimedAt, takenOver: false, dispatchWritten: false });
 }
 
@@ -289,7 +290,7 @@ async function close(
     ...(providerRef !== undefined ? { providerRef: redactor.text(providerRef) } : {}),
     requestFingerprint: last?.requestFingerprint ?? fingerprint(redactor.params(record.params)),
   });
-  await ledger.appendReceipt(after, receipt);
+  await ledger.appendReceipt(fenceOf(after), receipt);
   log('info', 'resolve', `${resolution.action} by ${personRef(p.by)}`);
   const state = after.state as 'succeeded' | 'abandoned';
   return { status: 'resolved', businessOperationId: id, state, providerRef: after.providerRef };

@@ -1,9 +1,15 @@
 /** What the attempt loop knows of one claimed operation as it drives it: its mutable state, owned by loop.ts. */
-import type { OperationRecord, Receipt, StatePatch } from '@retrysafe/contract';
+import type { Fenced, OperationRecord, Receipt, StatePatch } from '@retrysafe/contract';
 import { type DecisionState, MAYBE_APPLIED_STATES } from '../decide.js';
 import type { Operation } from '../intake/operation.js';
 import { currentRevisionNumber, needsFreshKey } from '../intake/supersede.js';
 import type { Lease, RunnerContext } from './context.js';
+
+/** What a fenced write names: the id and the fence, not the record (a ledger gets no params it did not ask for). */
+export const fenceOf = (record: OperationRecord): Fenced => ({
+  businessOperationId: record.businessOperationId,
+  fence: record.fence,
+});
 
 export interface Claimed {
   readonly record: OperationRecord;
@@ -45,7 +51,7 @@ export function startState(ctx: RunnerContext, op: Operation, c: Claimed, receip
     // This worker's own view of its lease, measured on its own clock from before it asked: never later than the
     // ledger's (which may judge on its own clock, e.g. PostgreSQL's), whatever the offset between the two clocks.
     lease: {
-      ref: { businessOperationId: record.businessOperationId, fence: record.fence },
+      ref: fenceOf(record),
       leaseMs: op.policy.leaseMs,
       expiresAt: Math.min(record.leaseExpiresAt ?? 0, c.claimedAt + op.policy.leaseMs),
     },
