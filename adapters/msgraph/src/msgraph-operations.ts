@@ -1,4 +1,5 @@
 import type { FramedLookupContext, JsonSchema, OperationSpec, ProviderKeyRule } from '@retrysafe/contract';
+import type { SchemaType } from '@retrysafe/contract/provider';
 import { eventsCreateCard, mailSendCard, todoTasksCreateCard } from './msgraph-cards.js';
 
 /**
@@ -29,24 +30,10 @@ type ItemResult<F extends readonly string[]> = { readonly [K in F[number]]: stri
 export type EventResult = ItemResult<typeof EVENT_FIELDS>;
 export type TaskResult = ItemResult<typeof TASK_FIELDS>;
 
-/** The TypeScript type of a params schema (the keywords these use); objects stay open, as their schemas are. */
-type FromSchema<S> = S extends { readonly enum: readonly (infer E)[] }
-  ? E
-  : S extends { readonly not: object }
-    ? never
-    : S extends { readonly type: 'array' }
-      ? readonly (S extends { readonly items: infer I } ? FromSchema<I> : unknown)[]
-      : S extends { readonly properties: infer P; readonly required: readonly (infer R)[] }
-        ? { readonly [K in keyof P as K extends R ? K : never]: FromSchema<P[K]> } & {
-            readonly [K in keyof P as K extends R ? never : K]?: FromSchema<P[K]>;
-          } & { readonly [field: string]: unknown }
-        : S extends { readonly type: 'string' }
-          ? string
-          : unknown;
 /** `mail.send` params. `mailbox` is `me` or a user id / userPrincipalName. */
-export type MailSendParams = FromSchema<typeof MAIL_SEND_PARAMS>;
-export type EventsCreateParams = FromSchema<typeof EVENTS_CREATE_PARAMS>;
-export type TodoTasksCreateParams = FromSchema<typeof TODO_TASKS_CREATE_PARAMS>;
+export type MailSendParams = SchemaType<typeof MAIL_SEND_PARAMS>;
+export type EventsCreateParams = SchemaType<typeof EVENTS_CREATE_PARAMS>;
+export type TodoTasksCreateParams = SchemaType<typeof TODO_TASKS_CREATE_PARAMS>;
 
 /** Each Graph operation's params and what a `done` result holds (runner.run checks a call against them). */
 export type MsGraphOperationTypes = {

@@ -1,4 +1,5 @@
 import type { BusinessOperationId, JsonSchema, RetrySafetyCard } from '@retrysafe/contract';
+import type { SchemaType } from '@retrysafe/contract/provider';
 import type Stripe from 'stripe';
 import { STRIPE_OPERATION_METADATA_KEY, stripeCards } from './stripe-cards.js';
 
@@ -79,8 +80,8 @@ function stripeOperation<const R extends Record<string, JsonSchema>, const O ext
   pastRetention?: PastRetentionLookup;
 }): StripeOperation & {
   /** Type only: the params these schemas describe, plus your own metadata (the adapter adds retrysafe_operation_id). */
-  readonly '~params'?: { readonly [K in keyof R]: FromSchema<R[K]> } & {
-    readonly [K in keyof O]?: FromSchema<O[K]>;
+  readonly '~params'?: { readonly [K in keyof R]: SchemaType<R[K]> } & {
+    readonly [K in keyof O]?: SchemaType<O[K]>;
   } & {
     readonly metadata?: Readonly<Record<string, string>>;
   };
@@ -193,17 +194,6 @@ const OPERATIONS = {
 };
 
 export const stripeOperations: Readonly<Record<string, StripeOperation>> = Object.freeze(OPERATIONS);
-
-/** The TypeScript type of a property schema (the keywords these schemas use). */
-type FromSchema<S> = S extends { readonly enum: readonly (infer E)[] }
-  ? E
-  : S extends { readonly type: 'integer' }
-    ? number
-    : S extends { readonly type: 'boolean' }
-      ? boolean
-      : S extends { readonly type: 'array'; readonly items: infer I }
-        ? readonly FromSchema<I>[]
-        : string;
 
 type Params<N extends keyof typeof OPERATIONS> = NonNullable<(typeof OPERATIONS)[N]['~params']>;
 export type CustomersCreateParams = Params<'customers.create'>;

@@ -8,3 +8,4 @@ export { lookupFromOutcome } from './lookup.js';
 export { classifyTransportFailure, errorCodes, NEVER_SENT_CODES, type TransportFailure } from './network.js';
 export { positiveInteger } from './options.js';
 export { parseRetryAfter } from './retry-after.js';
+export type { SchemaType } from './schema-type.js';
