@@ -1,6 +1,6 @@
 import type { BatchSendParams, EmailsSendParams } from '../src/index.js';
 
-export { closeAfterTest, execCtx, lookupCtx } from '../../github/test/shared.js';
+export { closeAfterTest, execCtx, lookupCtx } from '../../../packages/testkit/test/adapter-helpers.js';
 
 export const API_KEY = 're_test_sandbox';
 

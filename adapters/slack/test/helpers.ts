@@ -1,4 +1,4 @@
-export { closeAfterTest, execCtx, lookupCtx } from '../../github/test/shared.js';
+export { closeAfterTest, execCtx, lookupCtx } from '../../../packages/testkit/test/adapter-helpers.js';
 
 export const TOKEN = 'xoxb-test-token-not-a-secret';
 export const CHANNEL = 'C0TEST0001';

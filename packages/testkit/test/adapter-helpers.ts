@@ -8,7 +8,7 @@ import {
 } from '@retrysafe/contract';
 import { afterEach } from 'vitest';
 
-// Test helpers shared by the github, slack and resend tests.
+// Test helpers shared by adapter tests (github, slack, resend): each imports this file from its own test/helpers.ts.
 
 const open: { close(): Promise<unknown> }[] = [];
 // Registered in each test file that imports this module.
