@@ -17,7 +17,6 @@ import {
   lookupBySearch,
   lookupContactsUpdate,
   PARAMS_SCHEMAS,
-  reservedPropertyProblem,
 } from './hubspot-operations.js';
 
 export interface HubSpotAdapterOptions {
@@ -117,28 +116,31 @@ export function createHubSpotAdapter(options: HubSpotAdapterOptions): HubSpotAda
   const o = checkOptions(options);
   const cards = hubSpotCardsFor(o);
 
-  const operations: Record<string, FrameOperation> = {};
-  for (const name of Object.keys(OPERATIONS) as HubSpotOperationName[])
+  type Operation = (typeof OPERATIONS)[HubSpotOperationName];
+  const operations = {} as Record<HubSpotOperationName, FrameOperation & Operation>;
+  for (const [name, op] of Object.entries(OPERATIONS) as [HubSpotOperationName, Operation][]) {
+    const reserved = `property ${o.idProperty} is the adapter's id property: the adapter sets it from the business-operation id`;
     operations[name] = {
+      ...op,
       name,
-      description: OPERATIONS[name].description,
       card: cards[name],
       intentFields: cards[name].businessOperationId.intentFields,
-      sensitiveFields: OPERATIONS[name].sensitiveFields,
       paramsSchema: PARAMS_SCHEMAS[name],
       keyRule: name === 'contacts.update' ? null : KEY_RULE,
-      // The id property depends on an option: its rule is the adapter's own check (run where the schema is).
-      checkParams: (params: unknown) => {
-        const problem = reservedPropertyProblem(name, params, o.idProperty);
-        return problem ? [{ path: `properties.${o.idProperty}`, message: problem }] : [];
-      },
+      // The id property is an option, so the schema cannot reserve it: setting it would take over the key the
+      // adapter writes. Runs after the schema, so `properties` is an object.
+      checkParams: (params: unknown) =>
+        name !== 'contacts.update' && Object.hasOwn((params as { properties: object }).properties, o.idProperty)
+          ? [{ path: `properties.${o.idProperty}`, message: reserved }]
+          : [],
     };
+  }
 
   return defineAdapter({
     provider: PROVIDER,
     operations,
 
-    execute: (op, params, ctx) => OPERATIONS[op.name as HubSpotOperationName].execute(o, params as never, ctx),
+    execute: (op, params, ctx) => op.execute(o, params as never, ctx),
 
     async lookup(op, ctx) {
       const name = op.name as HubSpotOperationName;

@@ -8,6 +8,7 @@ import type {
   ProviderKey,
   ProviderKeyRule,
 } from '@retrysafe/contract';
+import type { SchemaType } from '@retrysafe/contract/provider';
 import {
   cannotTellFromFailure,
   type HubSpotResponse,
@@ -28,38 +29,17 @@ import {
 /** HubSpot property values are strings on the wire; numbers and booleans are sent as their string form. */
 export type PropertyValue = string | number | boolean;
 
-export interface ContactsUpdateParams {
-  /** The contact's record id (or, with `idProperty`, the value of that unique property, e.g. an email). */
-  readonly contactId: string;
-  /** The values to set. An empty string clears a property. */
+/** An operation's params as its schema describes them, with property values typed. */
+type ParamsOf<N extends keyof typeof PARAMS_SCHEMAS> = SchemaType<(typeof PARAMS_SCHEMAS)[N]> & {
   readonly properties: Readonly<Record<string, PropertyValue>>;
-  /** Look the contact up by this unique property instead of the record id (e.g. `email`). */
-  readonly idProperty?: string;
-}
-
-export interface ObjectsUpsertParams {
-  /** Object type id or name: `2-1234567`, `p1234567_orders`, `companies`… */
-  readonly objectType: string;
-  /** The record's properties (without the adapter's id property, which the adapter sets). */
-  readonly properties: Readonly<Record<string, PropertyValue>>;
-}
-
-export interface TicketsCreateParams {
-  /** The caller's reference for what the ticket is about (an order, a conversation…). Names the intent; not sent to HubSpot. */
-  readonly ref: string;
-  readonly properties: Readonly<
-    { subject: string; hs_pipeline: string; hs_pipeline_stage: string; content?: string } & Record<
-      string,
-      PropertyValue
-    >
-  >;
-}
+};
+export type ContactsUpdateParams = ParamsOf<'contacts.update'>;
+export type ObjectsUpsertParams = ParamsOf<'objects.upsert'>;
+export type TicketsCreateParams = ParamsOf<'tickets.create'>;
 
 /** Each HubSpot operation's params and the record a `done` result holds (runner.run checks a call against them). */
 export type HubSpotOperationTypes = {
-  readonly 'contacts.update': { readonly params: ContactsUpdateParams; readonly result: HubSpotRecord };
-  readonly 'objects.upsert': { readonly params: ObjectsUpsertParams; readonly result: HubSpotRecord };
-  readonly 'tickets.create': { readonly params: TicketsCreateParams; readonly result: HubSpotRecord };
+  readonly [N in keyof typeof PARAMS_SCHEMAS]: { readonly params: ParamsOf<N>; readonly result: HubSpotRecord };
 };
 
 /** Provider keys: up to 100 characters of the business-operation id's own alphabet (longer ids become a digest). */
@@ -73,18 +53,20 @@ export interface Runtime extends Omit<CallSettings, 'signal'> {
 
 const PROPERTY_NAME = /^[A-Za-z][A-Za-z0-9_]*$/;
 
-const propertiesSchema: JsonSchema = {
+const propertiesSchema = {
   type: 'object',
   minProperties: 1,
   propertyNames: { pattern: PROPERTY_NAME.source },
   additionalProperties: { type: ['string', 'number', 'boolean'] },
-};
+} as const;
 /** A string with something besides white space in it. */
-const text: JsonSchema = { type: 'string', minLength: 1, pattern: '\\S' };
+const text = { type: 'string', minLength: 1, pattern: '\\S' } as const;
 
 /** A closed object with these required fields. */
-const object = (required: string[], properties: Record<string, JsonSchema>) =>
-  ({ type: 'object', required, additionalProperties: false, properties }) as const;
+const object = <const R extends readonly string[], const P extends Record<string, JsonSchema>>(
+  required: R,
+  properties: P,
+) => ({ type: 'object', required, additionalProperties: false, properties }) as const;
 
 /** The one definition of each operation's params: the runner checks it before the claim, the frame on every attempt. */
 export const PARAMS_SCHEMAS = {
@@ -116,17 +98,6 @@ export const PARAMS_SCHEMAS = {
     },
   }),
 } as const satisfies Record<string, JsonSchema>;
-
-/**
- * The one rule the schema cannot carry: the id property is an adapter option, and setting it would
- * take over the key the adapter writes from the business-operation id. Null when the params keep to it.
- */
-export function reservedPropertyProblem(operation: string, params: unknown, idProperty: string): string | null {
-  if (operation === 'contacts.update') return null;
-  const props = (params as { properties?: unknown } | null)?.properties;
-  if (typeof props !== 'object' || props === null || !Object.hasOwn(props, idProperty)) return null;
-  return `property ${idProperty} is the adapter's id property: the adapter sets it from the business-operation id`;
-}
 
 const asStrings = (props: Readonly<Record<string, PropertyValue>>): Record<string, string> =>
   Object.fromEntries(Object.entries(props).map(([k, v]) => [k, String(v)]));
