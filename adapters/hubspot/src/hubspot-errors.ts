@@ -1,5 +1,5 @@
 import type { ApiException } from '@hubspot/api-client/lib/codegen/crm/objects/index.js';
-import type { LookupResult, Outcome, ProviderRefs, UnknownCause } from '@retrysafe/contract';
+import type { LookupResult, Outcome, ProviderRefs, RejectReason, UnknownCause } from '@retrysafe/contract';
 import { errorCodes, NEVER_SENT_CODES, parseRetryAfter } from '@retrysafe/contract/provider';
 import { NotSentError, type WireRecord } from './hubspot-http.js';
 
@@ -16,12 +16,6 @@ export interface HubSpotResponse {
   readonly headers: Readonly<Record<string, string>>;
   /** Parsed JSON when it was JSON, else the text, else undefined. */
   readonly body: unknown;
-}
-
-/** `ApiException` of any generated HubSpot package (each package has its own class: compare by shape). */
-function isApiException(err: unknown): err is ApiException<unknown> {
-  const e = err as Partial<ApiException<unknown>>;
-  return err instanceof Error && typeof e.code === 'number' && typeof e.headers === 'object' && e.headers !== null;
 }
 
 const MESSAGE_MAX = 300;
@@ -41,12 +35,6 @@ function clip(text: string): string {
 export function refs(res: HubSpotResponse, code?: string): ProviderRefs {
   const requestId = field(res.body, 'correlationId') ?? res.headers['x-hubspot-correlation-id'];
   return { status: res.status, ...(code ? { code } : {}), ...(requestId ? { requestId } : {}) };
-}
-
-function messageOf(res: HubSpotResponse): string {
-  const m =
-    field(res.body, 'message') ?? (typeof res.body === 'string' && res.body.length ? res.body : `HTTP ${res.status}`);
-  return clip(m);
 }
 
 /** The wait a 429 implies: Retry-After if sent, else what the policy and the rate-limit headers say. */
@@ -73,7 +61,7 @@ export function uniqueConflictOf(res: HubSpotResponse): { readonly existingId: s
 }
 
 /** The rejection reason of a 4xx status (any other 4xx is 'other'). */
-const REJECTED: Partial<Record<number, 'validation' | 'authentication' | 'permission' | 'not-found'>> = {
+const REJECTED: Partial<Record<number, RejectReason>> = {
   400: 'validation',
   401: 'authentication',
   403: 'permission',
@@ -83,7 +71,9 @@ const REJECTED: Partial<Record<number, 'validation' | 'authentication' | 'permis
 /** Maps a non-2xx HubSpot answer. */
 function outcomeFromResponse(res: HubSpotResponse): Outcome {
   const category = field(res.body, 'category');
-  const message = messageOf(res);
+  const message = clip(
+    field(res.body, 'message') ?? (typeof res.body === 'string' && res.body ? res.body : `HTTP ${res.status}`),
+  );
   const s = res.status;
   if (s === 429) {
     const code = field(res.body, 'policyName') ?? field(res.body, 'errorType') ?? 'RATE_LIMIT';
@@ -135,24 +125,24 @@ export function outcomeFromNetworkError(err: unknown, wire: WireRecord): Outcome
   return unknown('other', clip(err instanceof Error ? `${err.message}${code ? ` (${code})` : ''}` : String(err)), code);
 }
 
-function parseBody(text: string | undefined, contentType: string | undefined): unknown {
-  if (!text || !contentType?.includes('json')) return text || undefined;
-  try {
-    return JSON.parse(text);
-  } catch {
-    return text;
-  }
-}
-
 /** The HTTP answer behind a failed SDK call, if one arrived. */
 export function responseOf(err: unknown, wire: WireRecord): HubSpotResponse | null {
   if (wire.status !== undefined && wire.headers && wire.bodyError === undefined) {
-    return { status: wire.status, headers: wire.headers, body: parseBody(wire.bodyText, wire.headers['content-type']) };
+    const text = wire.bodyText || undefined;
+    let body: unknown = text;
+    if (text && wire.headers['content-type']?.includes('json'))
+      try {
+        body = JSON.parse(text);
+      } catch {
+        // not JSON after all: the text
+      }
+    return { status: wire.status, headers: wire.headers, body };
   }
-  if (isApiException(err)) {
-    const headers: Record<string, string> = {};
-    for (const [k, v] of Object.entries(err.headers)) headers[k.toLowerCase()] = String(v);
-    return { status: err.code, headers, body: err.body };
+  // ApiException of any generated HubSpot package (each has its own class: compared by shape).
+  const e = err as Partial<ApiException<unknown>>;
+  if (err instanceof Error && typeof e.code === 'number' && typeof e.headers === 'object' && e.headers !== null) {
+    const headers = Object.fromEntries(Object.entries(e.headers).map(([k, v]) => [k.toLowerCase(), String(v)]));
+    return { status: e.code, headers, body: e.body };
   }
   return null;
 }

@@ -40,36 +40,6 @@ export class NotSentError extends Error {
 type RequestLike = objectsSdk.RequestContext;
 type ResponseBody = objectsSdk.ResponseBody;
 
-function transport(wire: WireRecord, settings: CallSettings) {
-  return async (
-    request: RequestLike,
-  ): Promise<{ status: number; headers: Record<string, string>; body: ResponseBody }> => {
-    if (settings.signal?.aborted) throw new NotSentError('aborted by the caller before the request was sent');
-    const timeout = AbortSignal.timeout(settings.timeoutMs);
-    const signal = settings.signal ? AbortSignal.any([settings.signal, timeout]) : timeout;
-    const body = request.getBody();
-    wire.started = true;
-    const res = await fetch(request.getUrl(), {
-      method: request.getHttpMethod(),
-      headers: request.getHeaders(),
-      ...(body === undefined ? {} : { body: body as string }),
-      signal,
-    });
-    const headers: Record<string, string> = Object.fromEntries(res.headers); // fetch lower-cases the names
-    wire.status = res.status;
-    wire.headers = headers;
-    let buf: Buffer;
-    try {
-      buf = Buffer.from(await res.arrayBuffer());
-    } catch (err) {
-      wire.bodyError = err;
-      throw err;
-    }
-    wire.bodyText = buf.toString('utf8');
-    return { status: res.status, headers, body: { text: async () => buf.toString('utf8'), binary: async () => buf } };
-  };
-}
-
 /** The parts of one generated SDK package the adapter uses to build a configuration. */
 interface SdkPackage<C> {
   createConfiguration(conf: {
@@ -82,17 +52,36 @@ interface SdkPackage<C> {
   ResponseContext: new (status: number, headers: { [key: string]: string }, body: ResponseBody) => unknown;
 }
 
+/** A configuration whose transport is our fetch: timeout, abort, and a record of what came back in `wire`. */
 function configuration<C>(sdk: SdkPackage<C>, wire: WireRecord, settings: CallSettings): C {
-  const send = transport(wire, settings);
+  const send = async (request: RequestLike) => {
+    if (settings.signal?.aborted) throw new NotSentError('aborted by the caller before the request was sent');
+    const timeout = AbortSignal.timeout(settings.timeoutMs);
+    const body = request.getBody();
+    wire.started = true;
+    const res = await fetch(request.getUrl(), {
+      method: request.getHttpMethod(),
+      headers: request.getHeaders(),
+      ...(body === undefined ? {} : { body: body as string }),
+      signal: settings.signal ? AbortSignal.any([settings.signal, timeout]) : timeout,
+    });
+    wire.status = res.status;
+    wire.headers = Object.fromEntries(res.headers); // fetch lower-cases the names
+    let buf: Buffer;
+    try {
+      buf = Buffer.from(await res.arrayBuffer());
+    } catch (err) {
+      wire.bodyError = err;
+      throw err;
+    }
+    wire.bodyText = buf.toString('utf8');
+    const text = async () => buf.toString('utf8');
+    return new sdk.ResponseContext(res.status, wire.headers, { text, binary: async () => buf });
+  };
   return sdk.createConfiguration({
     baseServer: new sdk.ServerConfiguration(settings.baseUrl, {}),
     authMethods: { oauth2: { accessToken: settings.accessToken } },
-    httpApi: sdk.wrapHttpLibrary({
-      send: async (request) => {
-        const r = await send(request);
-        return new sdk.ResponseContext(r.status, r.headers, r.body);
-      },
-    }),
+    httpApi: sdk.wrapHttpLibrary({ send }),
   });
 }
 

@@ -45,29 +45,27 @@ const DEFAULT_TIMEOUT_MS = 30_000;
 /** Suggested wait between metadata searches that miss inside the consistency delay (typical lag: < 1 min). */
 const SEARCH_POLL_MS = 60_000;
 
+function configError(message: string): never {
+  throw new AdapterConfigurationError(PROVIDER, message);
+}
+
 function buildClient(options: StripeAdapterOptions, timeoutMs: number): Stripe {
-  if (options.client) {
-    const client = options.client;
-    if (typeof client.getMaxNetworkRetries !== 'function')
-      throw new AdapterConfigurationError(PROVIDER, '`client` is not a stripe-node client');
+  const client = options.client;
+  if (client) {
+    if (typeof client.getMaxNetworkRetries !== 'function') configError('`client` is not a stripe-node client');
     const retries = client.getMaxNetworkRetries();
-    if (retries !== 0) {
-      throw new AdapterConfigurationError(
-        PROVIDER,
+    if (retries !== 0)
+      configError(
         `the supplied Stripe client has maxNetworkRetries ${retries}; the runner must be the only retrying layer: build it with { maxNetworkRetries: 0, httpClient: createGuardedHttpClient() }`,
       );
-    }
-    if (!ClosedConnectionGuard.isInstance(client.getApiField('httpClient'))) {
-      throw new AdapterConfigurationError(
-        PROVIDER,
+    if (!ClosedConnectionGuard.isInstance(client.getApiField('httpClient')))
+      configError(
         'the supplied Stripe client would still retry once on ECONNRESET/EPIPE (stripe-node RequestSender._shouldRetry, regardless of maxNetworkRetries): build it with { httpClient: createGuardedHttpClient() }',
       );
-    }
     return client;
   }
-  if (typeof options.apiKey !== 'string' || options.apiKey.length === 0) {
-    throw new AdapterConfigurationError(PROVIDER, 'apiKey is required when no client is given');
-  }
+  if (typeof options.apiKey !== 'string' || options.apiKey.length === 0)
+    configError('apiKey is required when no client is given');
   const config: Stripe.StripeConfig = {
     maxNetworkRetries: 0,
     timeout: timeoutMs,
@@ -78,8 +76,7 @@ function buildClient(options: StripeAdapterOptions, timeoutMs: number): Stripe {
   if (options.baseUrl !== undefined) {
     // https, or plain http only to a loopback sandbox: the secret key never travels in clear.
     const url = checkBaseUrl(PROVIDER, options.baseUrl);
-    if (url.pathname !== '/' && url.pathname !== '')
-      throw new AdapterConfigurationError(PROVIDER, 'baseUrl must not carry a path (the SDK adds /v1/…)');
+    if (url.pathname !== '/' && url.pathname !== '') configError('baseUrl must not carry a path (the SDK adds /v1/…)');
     config.host = url.hostname;
     config.protocol = url.protocol === 'http:' ? 'http' : 'https';
     config.port = url.port || (url.protocol === 'http:' ? '80' : '443');
@@ -225,8 +222,7 @@ async function lookup(rt: Runtime, op: StripeOperation, ctx: FramedLookupContext
  * writes that id to `metadata.retrysafe_operation_id`; the SDK never retries on its own.
  */
 export function createStripeAdapter(options: StripeAdapterOptions): StripeAdapter {
-  if (typeof options !== 'object' || options === null)
-    throw new AdapterConfigurationError(PROVIDER, 'options are required');
+  if (typeof options !== 'object' || options === null) configError('options are required');
   const timeoutMs = positiveInteger(PROVIDER, 'timeoutMs', options.timeoutMs, DEFAULT_TIMEOUT_MS);
   const rt: Runtime = { client: buildClient(options, timeoutMs), timeoutMs, replaysServerError: new Set() };
   const operations = Object.fromEntries(

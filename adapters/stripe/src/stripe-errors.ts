@@ -1,4 +1,4 @@
-import type { Outcome, ProviderRefs, UnknownCause } from '@retrysafe/contract';
+import type { Outcome, ProviderRefs, RejectReason, UnknownCause } from '@retrysafe/contract';
 import { NEVER_SENT_CODES, parseRetryAfter } from '@retrysafe/contract/provider';
 import type Stripe from 'stripe';
 import { CONNECTION_CLOSED_CODE } from './stripe-http-client.js';
@@ -26,16 +26,6 @@ export function isReplayedHeaders(headers: Headers | undefined): boolean {
   return header(headers, REPLAYED_HEADER) === 'true';
 }
 
-function refs(e: StripeErrorLike): ProviderRefs {
-  const out: { status?: number; code?: string; requestId?: string } = {};
-  if (typeof e.statusCode === 'number') out.status = e.statusCode;
-  const code = e.code ?? e.rawType;
-  if (code) out.code = code;
-  const requestId = e.requestId ?? header(e.headers, 'request-id');
-  if (requestId) out.requestId = requestId;
-  return out;
-}
-
 /** Keeps a provider message short and single-line; the runner redacts it again before receipts. */
 function short(text: string | undefined, fallback: string): string {
   const t = (text ?? '').replace(/\s+/g, ' ').trim();
@@ -55,38 +45,28 @@ export function classifyStripeResult(
 ): Outcome {
   const last = result.lastResponse;
   const plain = JSON.parse(JSON.stringify(result)) as unknown;
-  const out: { status?: number; requestId?: string; providerRef?: string } = {};
-  out.status = typeof last?.statusCode === 'number' ? last.statusCode : 200;
   const requestId = last?.requestId ?? header(last?.headers, 'request-id');
-  if (requestId) out.requestId = requestId;
-  if (typeof result.id === 'string') out.providerRef = result.id;
   const replayed =
     typeof indicator === 'object' &&
     indicator !== null &&
     header(last?.headers, indicator.header.toLowerCase())?.toLowerCase() === indicator.value.toLowerCase();
-  return { kind: replayed ? 'replayed' : 'succeeded', result: plain, ...out };
+  return {
+    kind: replayed ? 'replayed' : 'succeeded',
+    result: plain,
+    status: typeof last?.statusCode === 'number' ? last.statusCode : 200,
+    ...(requestId ? { requestId } : {}),
+    ...(typeof result.id === 'string' ? { providerRef: result.id } : {}),
+  };
 }
 
 /** The rejection reason of a 4xx status. */
-const REJECTED: Partial<
-  Record<number, 'validation' | 'authentication' | 'card-declined' | 'permission' | 'not-found'>
-> = {
+const REJECTED: Partial<Record<number, RejectReason>> = {
   400: 'validation',
   401: 'authentication',
   402: 'card-declined',
   403: 'permission',
   404: 'not-found',
 };
-
-/** True when the error is one stripe-node raised for a transport failure (no usable response). */
-function connectionCode(e: StripeErrorLike): string | undefined {
-  const detail = e.detail as
-    | { code?: unknown; exception?: { code?: unknown }; name?: unknown; constructor?: { name?: string } }
-    | undefined;
-  if (typeof detail?.code === 'string') return detail.code;
-  if (detail && detail.constructor?.name === 'HttpClientResponseBodyError') return 'BODY';
-  return undefined;
-}
 
 /**
  * Any error stripe-node (or our code around it) threw for one attempt. Never throws. `creates` is the
@@ -95,7 +75,13 @@ function connectionCode(e: StripeErrorLike): string | undefined {
  */
 export function classifyStripeError(error: unknown, creates?: string): Outcome {
   const e = (typeof error === 'object' && error !== null ? error : { message: String(error) }) as StripeErrorLike;
-  const r = refs(e);
+  const stripeCode = e.code ?? e.rawType;
+  const requestId = e.requestId ?? header(e.headers, 'request-id');
+  const r: ProviderRefs = {
+    ...(typeof e.statusCode === 'number' ? { status: e.statusCode } : {}),
+    ...(stripeCode ? { code: stripeCode } : {}),
+    ...(requestId ? { requestId } : {}),
+  };
   const { statusCode: status, type, rawType } = e;
   const msg = (fallback: string) => short(e.message, fallback);
   const unknown = (cause: UnknownCause, message: string, extra: ProviderRefs & { retryAfterMs?: number } = {}) =>
@@ -107,7 +93,14 @@ export function classifyStripeError(error: unknown, creates?: string): Outcome {
     type === 'StripeConnectionError' ||
     (status === undefined && e.detail !== undefined && type?.startsWith('Stripe'))
   ) {
-    const code = connectionCode(e);
+    // The transport's error code; a body that broke off after the headers has none of its own.
+    const detail = e.detail as { code?: unknown; constructor?: { name?: string } } | undefined;
+    const code =
+      typeof detail?.code === 'string'
+        ? detail.code
+        : detail?.constructor?.name === 'HttpClientResponseBodyError'
+          ? 'BODY'
+          : undefined;
     if (code && NEVER_SENT_CODES.has(code))
       return { kind: 'not-applied', message: `connection failed before the request was sent (${code})`, ...r, code };
     if (code === 'ETIMEDOUT') return unknown('timeout', msg('request timed out after it was sent'), { code });
