@@ -24,6 +24,7 @@ import {
   DEFAULT_APPLICATION_NAME,
   DEFAULT_EXTENDED_PROPERTY_ID,
   type GraphOperation,
+  isObj,
   type MsGraphOperationTypes,
   msGraphOperations,
   TRANSACTION_ID_RULE,
@@ -58,10 +59,10 @@ export interface MsGraphAdapter extends TypedAdapter<MsGraphOperationTypes> {
 const PROVIDER = 'msgraph';
 const EXTENDED_PROPERTY_ID = /^String \{[0-9a-fA-F-]{36}\} Name [A-Za-z0-9_.-]+$/;
 
+/** An answer (`unreadable`: its status line arrived, its body did not), or no answer at all. */
 type Sent =
-  | { kind: 'answer'; answer: GraphHttpAnswer }
-  | { kind: 'no-answer'; error: unknown; stage: 'token' | 'transport' | undefined }
-  | { kind: 'unreadable'; status: number; headers: Headers; error: unknown };
+  | { kind: 'answer'; answer: GraphHttpAnswer; unreadable?: true }
+  | { kind: 'no-answer'; error: unknown; stage: 'token' | 'transport' | undefined };
 
 /** What every call needs: the client, the timeout, and where the business-operation id is written. */
 interface Runtime {
@@ -113,8 +114,8 @@ async function send(
   let text: string;
   try {
     text = await raw.text();
-  } catch (error) {
-    return { kind: 'unreadable', status: raw.status, headers: raw.headers, error };
+  } catch {
+    return { kind: 'answer', answer: { status: raw.status, headers: raw.headers, body: null }, unreadable: true };
   }
   let body: unknown = null;
   try {
@@ -130,16 +131,13 @@ async function execute(rt: Runtime, o: GraphOperation, params: unknown, ctx: Fra
   const sent = await send(rt, ctx.signal, rt.client.api(req.path), (r) => r.post(req.body));
   if (sent.kind === 'no-answer')
     return sent.stage === 'token' ? outcomeFromTokenError(sent.error) : outcomeFromNetworkError(sent.error);
-  if (sent.kind === 'unreadable') {
-    // The status line arrived, the body did not: a 2xx is applied but its id was lost; any other status still classifies.
-    const answer = { status: sent.status, headers: sent.headers, body: null };
-    if (sent.status < 200 || sent.status >= 300) return outcomeFromErrorAnswer(answer, o);
-    const message = `HTTP ${sent.status} whose body could not be read: applied, but its id was lost`;
-    return { kind: 'unknown', cause: 'truncated-response', message, ...refsOf(answer) };
-  }
   const { answer } = sent;
   if (answer.status < 200 || answer.status >= 300) return outcomeFromErrorAnswer(answer, o);
-  const { result, providerRef } = o.readSuccess(answer.body);
+  if (sent.unreadable) {
+    const message = `HTTP ${answer.status} whose body could not be read: applied, but its id was lost`;
+    return { kind: 'unknown', cause: 'truncated-response', message, ...refsOf(answer) };
+  }
+  const { result, providerRef } = o.read(isObj(answer.body) ? answer.body : {}, false);
   return { kind: 'succeeded', result, ...refsOf(answer), ...(providerRef ? { providerRef } : {}) };
 }
 
@@ -162,9 +160,9 @@ async function lookup(
     .top(5);
   const sent = await send(rt, ctx.signal, request, (r) => r.get());
   if (sent.kind === 'no-answer') return cannotTellFromNetworkError(sent.error, what, sent.stage);
-  if (sent.kind === 'unreadable')
-    return { kind: 'cannot-tell', reason: `${what}: HTTP ${sent.status} whose body could not be read` };
   const { answer } = sent;
+  if (sent.unreadable)
+    return { kind: 'cannot-tell', reason: `${what}: HTTP ${answer.status} whose body could not be read` };
   if (answer.status !== 200) return cannotTellFromAnswer(answer, what);
   const items = (answer.body as { value?: unknown } | null)?.value;
   if (!Array.isArray(items))
@@ -176,7 +174,7 @@ async function lookup(
       reason: `${what}: nothing tagged with this business-operation id is visible yet; Graph documents no bound on that delay, so absence does not prove it was not applied`,
       ...refsOf(answer),
     };
-  const { result, providerRef } = o.readFound(first);
+  const { result, providerRef } = o.read(first, true);
   const matches = items.length;
   return {
     kind: 'found',

@@ -44,12 +44,8 @@ export class BearerAuthMiddleware implements Middleware {
     try {
       token = typeof this.token === 'function' ? await this.token() : this.token;
       if (typeof token !== 'string' || token === '') throw new Error('the token provider returned no token');
-    } catch (error) {
-      throw failed(probe, 'token', error);
-    }
-    // The token never travels in clear: the contract's base-URL rule on every request URL, also on the absolute
-    // ones the SDK follows (an @odata.nextLink).
-    try {
+      // The token never travels in clear: the contract's base-URL rule on every request URL, also on the absolute
+      // ones the SDK follows (an @odata.nextLink).
       const { request } = context;
       checkBaseUrl('msgraph', typeof request === 'string' ? request : request.url, 'the request URL');
     } catch (error) {

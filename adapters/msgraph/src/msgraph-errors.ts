@@ -49,11 +49,6 @@ function messageOf(answer: GraphHttpAnswer): string {
   return scrubMessage(msg);
 }
 
-interface ClassifyOptions {
-  /** True for operations where a 409 may mean "the first request already created it" (events with a transactionId). */
-  readonly conflictMayMeanApplied?: boolean;
-}
-
 /** The rejection reason of a refused status (any other 4xx is 'other'); 507 is the mailbox quota. */
 const REJECTED: Partial<Record<number, Extract<Outcome, { kind: 'rejected' }>['reason']>> = {
   400: 'validation',
@@ -68,8 +63,11 @@ const REJECTED: Partial<Record<number, Extract<Outcome, { kind: 'rejected' }>['r
   507: 'other',
 };
 
-/** Classifies a non-2xx Graph answer. */
-export function outcomeFromErrorAnswer(answer: GraphHttpAnswer, options: ClassifyOptions = {}): Outcome {
+/** Classifies a non-2xx Graph answer; with `conflictMayMeanApplied` (events' transactionId) a 409 is unknown. */
+export function outcomeFromErrorAnswer(
+  answer: GraphHttpAnswer,
+  options: { readonly conflictMayMeanApplied?: boolean } = {},
+): Outcome {
   const refs = refsOf(answer);
   const message = messageOf(answer);
   const retryAfterMs = parseRetryAfter(answer.headers.get('retry-after'));

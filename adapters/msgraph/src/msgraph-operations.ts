@@ -52,33 +52,31 @@ export type BuildContext = Pick<FramedLookupContext, 'businessOperationId' | 'pr
 export interface GraphOperation<P = unknown> extends OperationSpec {
   /** The one POST the operation sends through the Graph client. */
   build(params: P, ctx: BuildContext): { readonly path: string; readonly body: Record<string, unknown> };
-  /** Reads a 2xx answer (body already parsed; null for 202/204). */
-  readSuccess(body: unknown): { result: unknown; providerRef?: string };
   /** Lookup query for an earlier dispatch of this business operation. */
   lookup(
     params: P,
     ctx: BuildContext,
   ): { readonly path: string; readonly filter: string; readonly select: readonly string[] };
-  /** Reads one matching item of the lookup. */
-  readFound(item: Record<string, unknown>): { result: unknown; providerRef?: string };
+  /** Reads the created item: from a 2xx answer's body, or `found` by the lookup. */
+  read(item: Record<string, unknown>, found: boolean): { result: unknown; providerRef?: string };
   /** True when a 409 may mean "already created by the first request" (unknown, not rejected). */
   readonly conflictMayMeanApplied?: boolean;
 }
 
-const isObj = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
+export const isObj = (v: unknown): v is Record<string, unknown> =>
+  typeof v === 'object' && v !== null && !Array.isArray(v);
 
-function mailboxPath(mailbox: string): string {
-  return mailbox === 'me' ? '/me' : `/users/${encodeURIComponent(mailbox)}`;
-}
+const mailboxPath = (mailbox: string) => (mailbox === 'me' ? '/me' : `/users/${encodeURIComponent(mailbox)}`);
 
 /** OData string literal: single quotes doubled. */
-function odataString(value: string): string {
-  return `'${value.replace(/'/g, "''")}'`;
-}
+const odataString = (value: string) => `'${value.replace(/'/g, "''")}'`;
 
-function extendedPropertyFilter(propertyId: string, value: string): string {
-  return `singleValueExtendedProperties/Any(ep: ep/id eq ${odataString(propertyId)} and ep/value eq ${odataString(value)})`;
-}
+/** The lookup of a message or event by the extended property that tags it with the business-operation id. */
+const taggedLookup = (path: string, select: readonly string[], ctx: BuildContext) => ({
+  path,
+  filter: `singleValueExtendedProperties/Any(ep: ep/id eq ${odataString(ctx.extendedPropertyId)} and ep/value eq ${odataString(ctx.businessOperationId)})`,
+  select,
+});
 
 /** The item's single-value extended properties with the business-operation id's tag in place of any of its id. */
 function withTag(existing: unknown, ctx: BuildContext): unknown[] {
@@ -164,25 +162,22 @@ export const mailSend: GraphOperation<MailSendParams> = {
     'message.subject',
   ],
   paramsSchema: MAIL_SEND_PARAMS,
-  build(p, ctx) {
-    return {
-      path: `${mailboxPath(p.mailbox)}/sendMail`,
-      body: {
-        message: { ...p.message, singleValueExtendedProperties: withTag(p.message.singleValueExtendedProperties, ctx) },
-        saveToSentItems: true,
-      },
-    };
-  },
-  readSuccess: () => ({ result: mailResult('accepted', {}) }),
-  lookup(p, ctx) {
-    return {
-      path: `${mailboxPath(p.mailbox)}/mailFolders/sentitems/messages`,
-      filter: extendedPropertyFilter(ctx.extendedPropertyId, ctx.businessOperationId),
-      select: ['id', 'internetMessageId', 'sentDateTime'],
-    };
-  },
-  readFound(item) {
-    const result = mailResult('in-sent-items', item);
+  build: (p, ctx) => ({
+    path: `${mailboxPath(p.mailbox)}/sendMail`,
+    body: {
+      message: { ...p.message, singleValueExtendedProperties: withTag(p.message.singleValueExtendedProperties, ctx) },
+      saveToSentItems: true,
+    },
+  }),
+  lookup: (p, ctx) =>
+    taggedLookup(
+      `${mailboxPath(p.mailbox)}/mailFolders/sentitems/messages`,
+      ['id', 'internetMessageId', 'sentDateTime'],
+      ctx,
+    ),
+  // sendMail answers 202 without a body: only the lookup finds the message.
+  read(item, found) {
+    const result = found ? mailResult('in-sent-items', item) : mailResult('accepted', {});
     return { result, ...(result.messageId ? { providerRef: result.messageId } : {}) };
   },
 };
@@ -201,7 +196,6 @@ function readItem(fields: readonly string[]) {
     return { result, ...(id ? { providerRef: id } : {}) };
   };
 }
-const readBody = (read: ReturnType<typeof readItem>) => (body: unknown) => read(isObj(body) ? body : {});
 
 const eventsCreate: GraphOperation<EventsCreateParams> = {
   name: 'events.create',
@@ -212,25 +206,16 @@ const eventsCreate: GraphOperation<EventsCreateParams> = {
   sensitiveFields: ['event.body', 'event.attendees', 'event.subject', 'event.location'],
   paramsSchema: EVENTS_CREATE_PARAMS,
   conflictMayMeanApplied: true,
-  build(p, ctx) {
-    return {
-      path: `${mailboxPath(p.mailbox)}/events`,
-      body: {
-        ...p.event,
-        transactionId: ctx.providerKey,
-        singleValueExtendedProperties: withTag(p.event.singleValueExtendedProperties, ctx),
-      },
-    };
-  },
-  readSuccess: readBody(readItem(EVENT_FIELDS)),
-  lookup(p, ctx) {
-    return {
-      path: `${mailboxPath(p.mailbox)}/events`,
-      filter: extendedPropertyFilter(ctx.extendedPropertyId, ctx.businessOperationId),
-      select: EVENT_FIELDS,
-    };
-  },
-  readFound: readItem(EVENT_FIELDS),
+  build: (p, ctx) => ({
+    path: `${mailboxPath(p.mailbox)}/events`,
+    body: {
+      ...p.event,
+      transactionId: ctx.providerKey,
+      singleValueExtendedProperties: withTag(p.event.singleValueExtendedProperties, ctx),
+    },
+  }),
+  lookup: (p, ctx) => taggedLookup(`${mailboxPath(p.mailbox)}/events`, EVENT_FIELDS, ctx),
+  read: readItem(EVENT_FIELDS),
 };
 
 // ---------------------------------------------------------------------------------------------
@@ -254,20 +239,14 @@ const todoTasksCreate: GraphOperation<TodoTasksCreateParams> = {
       displayName: 'retrysafe business operation',
       externalId: ctx.businessOperationId,
     };
-    return {
-      path: tasksPath(p),
-      body: { ...p.task, linkedResources: [...existing, link] },
-    };
+    return { path: tasksPath(p), body: { ...p.task, linkedResources: [...existing, link] } };
   },
-  readSuccess: readBody(readItem(TASK_FIELDS)),
-  lookup(p, ctx) {
-    return {
-      path: tasksPath(p),
-      filter: `linkedResources/any(r: r/externalId eq ${odataString(ctx.businessOperationId)})`,
-      select: TASK_FIELDS,
-    };
-  },
-  readFound: readItem(TASK_FIELDS),
+  lookup: (p, ctx) => ({
+    path: tasksPath(p),
+    filter: `linkedResources/any(r: r/externalId eq ${odataString(ctx.businessOperationId)})`,
+    select: TASK_FIELDS,
+  }),
+  read: readItem(TASK_FIELDS),
 };
 
 export const msGraphOperations: Readonly<Record<string, GraphOperation>> = {
