@@ -1,12 +1,6 @@
 import type { Outcome, ProviderRefs } from '@retrysafe/contract';
 import { classifyTransportFailure, parseRetryAfter } from '@retrysafe/contract/provider';
-import {
-  type HttpErrorRule,
-  type HttpOperationSpec,
-  readPath,
-  type StatusMatcher,
-  scalarText,
-} from './http-operations.js';
+import { type HttpErrorRule, type HttpOperationSpec, readPath, scalarText } from './http-operations.js';
 
 /** The part of an HTTP response the classifier reads. */
 export interface HttpResponseView {
@@ -26,15 +20,15 @@ export function readHeader(headers: Readonly<Record<string, unknown>>, name: str
   return undefined;
 }
 
-function statusMatches(m: StatusMatcher, status: number): boolean {
-  if (typeof m === 'number') return m === status;
-  if (typeof m === 'string') return `${Math.floor(status / 100)}xx` === m; // 4xx, 5xx
-  return m.includes(status);
-}
-
-function ruleMatches(rule: HttpErrorRule, status: number, code: string | undefined): boolean {
-  if (!statusMatches(rule.status, status)) return false;
-  return rule.code === undefined || (code !== undefined && [rule.code].flat().includes(code));
+/** A rule matches the status (one code, a list, or a class such as `4xx`) and, when it names codes, the body's code. */
+function ruleMatches({ status: m, code: codes }: HttpErrorRule, status: number, code: string | undefined): boolean {
+  const statusMatches =
+    typeof m === 'number'
+      ? m === status
+      : typeof m === 'string'
+        ? `${Math.floor(status / 100)}xx` === m
+        : m.includes(status);
+  return statusMatches && (codes === undefined || (code !== undefined && [codes].flat().includes(code)));
 }
 
 export function requestIdOf(spec: HttpOperationSpec, headers: HttpResponseView['headers']): { requestId?: string } {
@@ -56,12 +50,7 @@ export function providerRefAt(data: unknown, path: string | undefined): { provid
 /** Resolves a `Location` header against the request URL. */
 export function absoluteLocation(res: HttpResponseView): string | undefined {
   const loc = readHeader(res.headers, 'location');
-  if (!loc) return undefined;
-  try {
-    return new URL(loc, res.url).toString();
-  } catch {
-    return undefined;
-  }
+  return loc ? URL.parse(loc, res.url)?.toString() : undefined;
 }
 
 /**

@@ -145,9 +145,7 @@ export type HttpOperation = ReturnType<typeof buildOperation>;
 export const PLACEHOLDER = /\{([A-Za-z0-9_.]+)\}/g;
 const RESERVED_PLACEHOLDERS = new Set(['key', 'businessOperationId']);
 
-function placeholders(template: string): string[] {
-  return [...template.matchAll(PLACEHOLDER)].map((m) => m[1]!);
-}
+const placeholders = (template: string) => [...template.matchAll(PLACEHOLDER)].map((m) => m[1]!);
 
 /** The placeholders of a path template filled from params. */
 const paramPlaceholders = (template: string) => placeholders(template).filter((p) => !RESERVED_PLACEHOLDERS.has(p));

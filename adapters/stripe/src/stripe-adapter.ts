@@ -84,16 +84,12 @@ function buildClient(options: StripeAdapterOptions, timeoutMs: number): Stripe {
   return new Stripe(options.apiKey, config);
 }
 
-/** What the operations share: the client, the timeout, and the keys known to replay a stored 5xx. */
-interface Runtime {
-  readonly client: Stripe;
-  readonly timeoutMs: number;
-  /**
-   * Keys Stripe answered with a REPLAYED 5xx: for the rest of the retention such a key can only replay it, so a
-   * lookup goes straight to the metadata search. Per process; after a restart one re-send rediscovers it.
-   */
-  readonly replaysServerError: Set<string>;
-}
+/**
+ * What the operations share: the client, the timeout, and the keys Stripe answered with a REPLAYED 5xx — for the
+ * rest of the retention such a key can only replay it, so a lookup goes straight to the metadata search (per
+ * process; after a restart one re-send rediscovers it).
+ */
+type Runtime = { readonly client: Stripe; readonly timeoutMs: number; readonly replaysServerError: Set<string> };
 
 /** Status, code, request id and Retry-After of an outcome, for a lookup result that reports it. */
 function refsOf(o: Outcome & { retryAfterMs?: number }) {

@@ -70,8 +70,6 @@ const searchIn = (resource: Resource): PastRetentionLookup => ({
  * (`…Ref`) to metadata beside the business-operation id.
  */
 function stripeOperation<const R extends Record<string, JsonSchema>, const O extends Record<string, JsonSchema>>(spec: {
-  name: keyof typeof stripeCards;
-  object: string;
   description: string;
   sensitiveFields?: readonly string[];
   required: R;
@@ -86,12 +84,13 @@ function stripeOperation<const R extends Record<string, JsonSchema>, const O ext
     readonly metadata?: Readonly<Record<string, string>>;
   };
 } {
-  const card = stripeCards[spec.name];
+  const name = `${spec.resource}.create` as const;
+  const card = stripeCards[name];
   const names = Object.keys({ ...spec.required, ...spec.optional });
   const ref = names.find((n) => n.endsWith('Ref'))!;
   return {
-    name: spec.name,
-    object: spec.object,
+    name,
+    object: snake(spec.resource).slice(0, -1), // the object it creates: paymentIntents → payment_intent
     description: spec.description,
     card,
     intentFields: card.businessOperationId.intentFields,
@@ -120,8 +119,6 @@ const S_CURRENCY = { type: 'string', pattern: '^[a-z]{3}$' } as const;
 
 const OPERATIONS = {
   'customers.create': stripeOperation({
-    name: 'customers.create',
-    object: 'customer',
     resource: 'customers',
     description: 'Create a Stripe customer (POST /v1/customers) once per customerRef.',
     sensitiveFields: ['email', 'name', 'phone'],
@@ -134,8 +131,6 @@ const OPERATIONS = {
     },
   }),
   'paymentIntents.create': stripeOperation({
-    name: 'paymentIntents.create',
-    object: 'payment_intent',
     resource: 'paymentIntents',
     description:
       'Create (and optionally confirm) a PaymentIntent (POST /v1/payment_intents) once per customer and orderRef; the same order with another amount or currency is a conflict, not a second charge.',
@@ -155,8 +150,6 @@ const OPERATIONS = {
     },
   }),
   'invoices.create': stripeOperation({
-    name: 'invoices.create',
-    object: 'invoice',
     resource: 'invoices',
     description: 'Create a draft invoice for a customer (POST /v1/invoices) once per customer and invoiceRef.',
     required: { customer: S_ID('cus_'), invoiceRef: ref('your invoice reference; names the intent') },
@@ -169,8 +162,6 @@ const OPERATIONS = {
     },
   }),
   'refunds.create': stripeOperation({
-    name: 'refunds.create',
-    object: 'refund',
     resource: 'refunds',
     description: 'Refund a PaymentIntent (POST /v1/refunds) once per paymentIntent and refundRef.',
     required: { paymentIntent: S_ID('pi_'), refundRef: ref('your refund reference; names the intent') },
