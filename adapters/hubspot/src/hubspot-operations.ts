@@ -257,33 +257,23 @@ async function adoptDuplicateTicket(
   signal?: AbortSignal,
 ): Promise<Outcome> {
   const base = refs(res, 'CONFLICT');
-  if (existingId === null) {
-    return {
-      kind: 'unknown',
-      cause: 'other',
-      message: 'HubSpot refused the ticket as a duplicate without naming the existing one: look it up',
-      ...base,
-    };
-  }
-  const wire: WireRecord = { started: false };
+  const lookItUp = (why: string): Outcome => ({
+    kind: 'unknown',
+    cause: 'other',
+    message: `HubSpot refused the ticket as a duplicate ${why}: look it up`,
+    ...(existingId === null ? {} : { providerRef: existingId }),
+    ...base,
+  });
+  if (existingId === null) return lookItUp('without naming the existing one');
   let existing: SdkRecord;
   try {
-    existing = await ticketsApi({ ...rt, signal: signal }, wire).basic.getById(existingId, [
-      rt.idProperty,
-      ...TICKET_PROPERTIES,
-    ]);
+    const api = ticketsApi({ ...rt, signal }, { started: false });
+    existing = await api.basic.getById(existingId, [rt.idProperty, ...TICKET_PROPERTIES]);
   } catch {
-    return {
-      kind: 'unknown',
-      cause: 'other',
-      message: `HubSpot refused the ticket as a duplicate of ${existingId}, which could not be read back: look it up`,
-      providerRef: existingId,
-      ...base,
-    };
+    return lookItUp(`of ${existingId}, which could not be read back`);
   }
-  if (existing.properties[rt.idProperty] === key) {
+  if (existing.properties[rt.idProperty] === key)
     return { kind: 'replayed', result: plain(existing), providerRef: existingId, ...base };
-  }
   return {
     kind: 'rejected',
     reason: 'conflict',
