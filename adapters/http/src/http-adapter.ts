@@ -167,13 +167,7 @@ async function send(
 }
 
 /** What one lookup works with: the connection, the operation, the runner's context and the ids with the params. */
-interface Ask {
-  readonly c: Conn;
-  readonly o: HttpOperation;
-  readonly spec: HttpOperationSpec;
-  readonly ctx: LookupContext;
-  readonly r: LookupReadContext;
-}
+type Ask = { readonly c: Conn; readonly o: HttpOperation; readonly ctx: LookupContext; readonly r: LookupReadContext };
 
 /** GET `url`: the response, or the lookup result of a request that failed on the way. */
 async function get(a: Ask, url: string, what: string): Promise<HttpResponseView | LookupResult> {
@@ -201,12 +195,12 @@ const cannotTell = (res: HttpResponseView, reason: string): LookupResult => ({
   ...retryAfterOf(res.headers),
 });
 /** Succeeded with `data` as result; the request id comes from `res`, the answer that said so. */
-const succeeded = (a: Ask, res: HttpResponseView, data: unknown, refPath = a.spec.refPath) =>
+const succeeded = (a: Ask, res: HttpResponseView, data: unknown, refPath = a.o.http.refPath) =>
   found({
     kind: 'succeeded',
     result: data,
     status: 200,
-    ...requestIdOf(a.spec, res.headers),
+    ...requestIdOf(a.o.http, res.headers),
     ...providerRefAt(data, refPath),
   });
 
@@ -215,7 +209,7 @@ async function lookup(c: Conn, o: HttpOperation, ctx: LookupContext): Promise<Lo
   if (l.method === 'none') throw new Error('unreachable: the frame refuses lookup.method none');
   if (typeof ctx.params !== 'object' || ctx.params === null || Array.isArray(ctx.params))
     throw new InvalidIntentError('', 'params must be a plain object');
-  const a: Ask = { c, o, spec: o.http, ctx, r: { ...ctx, params: ctx.params as Record<string, unknown> } };
+  const a: Ask = { c, o, ctx, r: { ...ctx, params: ctx.params as Record<string, unknown> } };
   switch (l.method) {
     case 'resend-same-key':
       return resendSameKey(a);
@@ -249,7 +243,7 @@ async function search(a: Ask, l: Lookup<'search'>): Promise<LookupResult> {
   if (res.status !== 200) return cannotTell(res, `search answered HTTP ${res.status}`);
   const match = l.match(res.data, a.r);
   if (match == null) return absent(res, 'no match in the search results');
-  return succeeded(a, res, match, l.refPath ?? a.spec.refPath);
+  return succeeded(a, res, match, l.refPath ?? a.o.http.refPath);
 }
 
 async function getByKey(a: Ask, l: Lookup<'get-by-key'>): Promise<LookupResult> {
@@ -257,7 +251,7 @@ async function getByKey(a: Ask, l: Lookup<'get-by-key'>): Promise<LookupResult> 
   if ('kind' in res) return res;
   if (res.status === 404 || res.status === 410) return absent(res, `HTTP ${res.status} for the lookup resource`);
   if (res.status !== 200) return cannotTell(res, `lookup answered HTTP ${res.status}`);
-  const pc = a.spec.precondition;
+  const pc = a.o.http.precondition;
   if (!pc) {
     if (l.applied && !l.applied(res.data, a.r)) return absent(res, 'the resource does not show this operation');
     return succeeded(a, res, res.data);
@@ -286,7 +280,7 @@ async function getByKey(a: Ask, l: Lookup<'get-by-key'>): Promise<LookupResult> 
     reason: 'conflict',
     message: 'the validator moved on and the resource does not show this write: another writer changed it',
     status: 200,
-    ...requestIdOf(a.spec, res.headers),
+    ...requestIdOf(a.o.http, res.headers),
   });
 }
 
@@ -310,7 +304,8 @@ async function findStatus(a: Ask, l: Lookup<'status-url'>): Promise<LookupResult
 }
 
 async function pollStatus(a: Ask, reading: StatusReading, statusRef: string): Promise<LookupResult> {
-  const { c, spec } = a;
+  const { c } = a;
+  const spec = a.o.http;
   const sameOrigin = (url: string) => URL.parse(url)?.origin === c.base.origin;
   // A status URL on another origin would receive this adapter's headers (credentials).
   if (!sameOrigin(statusRef))

@@ -21,6 +21,7 @@ import {
   refsOf,
 } from './msgraph-errors.js';
 import {
+  type BuildContext,
   DEFAULT_APPLICATION_NAME,
   DEFAULT_EXTENDED_PROPERTY_ID,
   type GraphOperation,
@@ -65,12 +66,7 @@ type Sent =
   | { kind: 'no-answer'; error: unknown; stage: 'token' | 'transport' | undefined };
 
 /** What every call needs: the client, the timeout, and where the business-operation id is written. */
-interface Runtime {
-  readonly client: Client;
-  readonly timeoutMs: number;
-  readonly extendedPropertyId: string;
-  readonly applicationName: string;
-}
+type Runtime = Pick<BuildContext, 'extendedPropertyId' | 'applicationName'> & { client: Client; timeoutMs: number };
 
 function configError(message: string): never {
   throw new AdapterConfigurationError(PROVIDER, message);

@@ -119,14 +119,13 @@ export function outcomeFromNetworkError(error: unknown): Outcome {
   const detail = scrubMessage([...new Set(messages)].join(': ') + (codes.length ? ` (${codes.join(', ')})` : ''));
   const t = classifyTransportFailure(error);
   if (t.sent === 'never') return { kind: 'not-applied', message: `connection not established: ${detail}` };
-  switch (t.cause) {
-    case 'timeout':
-      return { kind: 'unknown', cause: 'timeout', message: `timed out or aborted after sending: ${detail}` };
-    case 'connection-reset':
-      return { kind: 'unknown', cause: 'connection-reset', message: `connection closed before the answer: ${detail}` };
-    default:
-      return { kind: 'unknown', cause: t.cause, message: `no answer: ${detail || String(error)}` };
-  }
+  const message =
+    t.cause === 'timeout'
+      ? `timed out or aborted after sending: ${detail}`
+      : t.cause === 'connection-reset'
+        ? `connection closed before the answer: ${detail}`
+        : `no answer: ${detail || String(error)}`;
+  return { kind: 'unknown', cause: t.cause, message };
 }
 
 /** A lookup that failed or could not decide: never "not-found" (absence proves nothing while the delay is unknown). */
