@@ -1,5 +1,6 @@
 import { type Duration, defineCard, fact, type RetrySafetyCard } from '@retrysafe/contract';
 import { formatDuration } from '@retrysafe/contract/rules';
+import type { HubSpotAdapterOptions } from './hubspot-adapter.js';
 
 /** Where each provider fact comes from. */
 const S = {
@@ -16,14 +17,9 @@ const S = {
 /** A condition the card could not verify, with its source. */
 const note = (field: string, condition: string, source: string) => ({ field, condition, source });
 
-interface HubSpotCardOptions {
-  /** The unique-value property that carries the provider key (tickets.create, objects.upsert). */
-  readonly idProperty: string;
-  /** After how long a CRM search miss counts as "absent"; null = never (HubSpot gives no figure). */
-  readonly searchSettleMs: number | null;
-  /** How long after the client gave up a request may still be applied; null/absent = unknown (HubSpot gives no figure). */
-  readonly lateApplyMs?: number | null;
-}
+/** The adapter's options the cards depend on (see HubSpotAdapterOptions). */
+type HubSpotCardOptions = Required<Pick<HubSpotAdapterOptions, 'idProperty' | 'searchSettleMs'>> &
+  Pick<HubSpotAdapterOptions, 'lateApplyMs'>;
 
 /** HubSpot documents request limits and errors, not how long a request may still be applied after the client gave up. */
 const LATE_APPLY = fact<Duration>(
@@ -36,14 +32,12 @@ const LATE_APPLY_NOTE = note(
   S.errors,
 );
 const lateApply = (o: HubSpotCardOptions) =>
-  o.lateApplyMs === undefined || o.lateApplyMs === null
+  o.lateApplyMs == null
     ? LATE_APPLY
     : fact<Duration>(
         formatDuration(o.lateApplyMs),
         `adapter option lateApplyMs, set by the caller; ${S.errors} gives no figure`,
       );
-const lateApplyNote = (o: HubSpotCardOptions) =>
-  o.lateApplyMs === undefined || o.lateApplyMs === null ? [LATE_APPLY_NOTE] : [];
 
 const REQUEST_ID_NOTE = note(
   'ids.request',
@@ -59,15 +53,6 @@ const IDS = {
 
 const RATE_LIMITED =
   'HubSpot answers 429 from its rate limiters (policyName TEN_SECONDLY_ROLLING, SECONDLY, DAILY; X-HubSpot-RateLimit-* headers)';
-
-function lookupDelay(o: HubSpotCardOptions) {
-  return o.searchSettleMs === null
-    ? fact<null>('unknown', `${S.search}: CRM search has an indexing delay ("a few moments"), no figure given`)
-    : fact(
-        formatDuration(o.searchSettleMs),
-        `adapter option searchSettleMs, set by the caller; ${S.search} gives no figure`,
-      );
-}
 
 function keyUnverified(o: HubSpotCardOptions) {
   const items: { field: string; condition: string; source: string }[] = [
@@ -154,7 +139,7 @@ function hubSpotCard(o: HubSpotCardOptions, spec: Spec): RetrySafetyCard {
       'loopback HubSpot sandbox (@retrysafe/hubspot/sandbox: unique-value properties, batch upsert new: true|false, search with an indexing delay, 429 with X-HubSpot-RateLimit-* headers, record counts) behind the @retrysafe/testkit fault proxy; request counts at the sandbox',
     receipts:
       "runner ledger receipts (JSONL export): HTTP status, HubSpot category or policyName, correlationId, record id and HubSpot's message (clipped to 300 characters; a validation message may quote a value, so list PII patterns in the runner's redact option); never the token or the request body",
-    unverified: [REQUEST_ID_NOTE, ...lateApplyNote(o), ...spec.unverified],
+    unverified: [REQUEST_ID_NOTE, ...(o.lateApplyMs == null ? [LATE_APPLY_NOTE] : []), ...spec.unverified],
   });
 }
 
@@ -182,7 +167,13 @@ function keyedFacts(o: HubSpotCardOptions, where: string, searchPath: string) {
         'search',
         `${S.search}: POST /crm/v3/objects/${searchPath}/search, filter <idProperty> EQ <key> (searchApi.doSearch); 5 req/s per account, excludes archived`,
       ),
-      consistencyDelay: lookupDelay(o),
+      consistencyDelay:
+        o.searchSettleMs === null
+          ? fact<null>('unknown', `${S.search}: CRM search has an indexing delay ("a few moments"), no figure given`)
+          : fact(
+              formatDuration(o.searchSettleMs),
+              `adapter option searchSettleMs, set by the caller; ${S.search} gives no figure`,
+            ),
     },
     retention: {
       minimum: fact<null>('unknown', `${S.properties}: no retention documented for unique-value properties`),
