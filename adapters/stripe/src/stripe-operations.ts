@@ -19,20 +19,8 @@ interface PastRetentionLookup {
   ): Promise<StripeObject[]>;
 }
 
-export interface StripeOperation {
-  readonly name: keyof typeof stripeCards;
-  readonly description: string;
-  /** The Stripe object type it creates (`payment_intent`): a rejection whose body carries one says it was created. */
-  readonly object: string;
-  readonly card: RetrySafetyCard;
-  readonly intentFields: readonly string[];
-  readonly sensitiveFields: readonly string[];
-  readonly paramsSchema: JsonSchema;
-  /** The Stripe create params, with the business-operation id written to metadata. */
-  toStripe(params: Record<string, unknown>, id: BusinessOperationId): Record<string, unknown>;
-  create(client: Stripe, stripeParams: Record<string, unknown>, options: Stripe.RequestOptions): Promise<StripeObject>;
-  readonly pastRetention: PastRetentionLookup;
-}
+/** An operation as the adapter runs it: its contract spec, and how its create is sent and found again. */
+export type StripeOperation = Omit<ReturnType<typeof stripeOperation>, '~params'>;
 
 // The one definition of each operation's params: the runner checks it before the claim (nothing claimed,
 // nothing sent) and the frame on every attempt.
@@ -76,23 +64,18 @@ function stripeOperation<const R extends Record<string, JsonSchema>, const O ext
   optional: O;
   resource: Resource | 'refunds';
   pastRetention?: PastRetentionLookup;
-}): StripeOperation & {
-  /** Type only: the params these schemas describe, plus your own metadata (the adapter adds retrysafe_operation_id). */
-  readonly '~params'?: { readonly [K in keyof R]: SchemaType<R[K]> } & {
-    readonly [K in keyof O]?: SchemaType<O[K]>;
-  } & {
-    readonly metadata?: Readonly<Record<string, string>>;
-  };
-} {
+}) {
   const name = `${spec.resource}.create` as const;
   const card = stripeCards[name];
   const names = Object.keys({ ...spec.required, ...spec.optional });
   const ref = names.find((n) => n.endsWith('Ref'))!;
-  return {
+  const operation = {
     name,
-    object: snake(spec.resource).slice(0, -1), // the object it creates: paymentIntents → payment_intent
+    // The Stripe object type it creates (paymentIntents → payment_intent): a rejection whose body carries one
+    // says it was created.
+    object: snake(spec.resource).slice(0, -1),
     description: spec.description,
-    card,
+    card: card as RetrySafetyCard,
     intentFields: card.businessOperationId.intentFields,
     sensitiveFields: spec.sensitiveFields ?? [],
     paramsSchema: {
@@ -100,17 +83,24 @@ function stripeOperation<const R extends Record<string, JsonSchema>, const O ext
       additionalProperties: false,
       required: Object.keys(spec.required),
       properties: { ...spec.required, ...spec.optional, metadata: S_METADATA },
-    },
-    toStripe(p, id) {
+    } as JsonSchema,
+    /** The Stripe create params, with the business-operation id written to metadata. */
+    toStripe(p: Record<string, unknown>, id: BusinessOperationId) {
       const out: Record<string, unknown> = {};
       for (const name of names) if (name !== ref && p[name] !== undefined) out[snake(name)] = p[name];
       const own = (p.metadata as Record<string, string> | undefined) ?? {};
       out.metadata = { ...own, [snake(ref)]: String(p[ref]), [STRIPE_OPERATION_METADATA_KEY]: id };
       return out;
     },
-    create: (client, params, options) =>
+    create: (client: Stripe, params: Record<string, unknown>, options: Stripe.RequestOptions) =>
       (client[spec.resource].create as (...a: unknown[]) => Promise<unknown>)(params, options) as Promise<StripeObject>,
     pastRetention: spec.pastRetention ?? searchIn(spec.resource as Resource),
+  };
+  return operation as typeof operation & {
+    /** Type only: the params these schemas describe, plus your own metadata (the adapter adds retrysafe_operation_id). */
+    readonly '~params'?: { readonly [K in keyof R]: SchemaType<R[K]> } & {
+      readonly [K in keyof O]?: SchemaType<O[K]>;
+    } & { readonly metadata?: Readonly<Record<string, string>> };
   };
 }
 
