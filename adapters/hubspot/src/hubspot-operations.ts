@@ -314,20 +314,15 @@ export async function lookupBySearch(
   if (ctx.firstDispatchedAt === null) return { kind: 'not-found', reason: 'never dispatched', ...refs };
   const miss = `no ${objectType} record with ${rt.idProperty}=${key}`;
   const settle = rt.searchSettleMs;
-  if (settle === null)
-    return {
-      kind: 'cannot-tell',
-      reason: `${miss} in CRM search yet; HubSpot gives no bound on the indexing delay, so a miss never proves absence`,
-      ...refs,
-    };
+  if (settle === null) {
+    const reason = `${miss} in CRM search yet; HubSpot gives no bound on the indexing delay, so a miss never proves absence`;
+    return { kind: 'cannot-tell', reason, ...refs };
+  }
   // Measured from the LAST dispatch: a later re-send is the request whose record may not be indexed yet.
   const age = ctx.now - (ctx.lastDispatchedAt ?? ctx.firstDispatchedAt);
+  const after = `${age} ms after the last dispatch`;
   if (age >= settle)
-    return {
-      kind: 'not-found',
-      reason: `${miss} ${age} ms after the last dispatch (search settle time ${settle} ms)`,
-      ...refs,
-    };
-  const reason = `${miss} yet, ${age} ms after the last dispatch: inside the search settle time (${settle} ms)`;
+    return { kind: 'not-found', reason: `${miss} ${after} (search settle time ${settle} ms)`, ...refs };
+  const reason = `${miss} yet, ${after}: inside the search settle time (${settle} ms)`;
   return { kind: 'cannot-tell', reason, retryAfterMs: Math.max(1, settle - age), ...refs };
 }

@@ -1,5 +1,5 @@
 import type { LookupResult, Outcome, ProviderRefs } from '@retrysafe/contract';
-import { classifyTransportFailure, parseRetryAfter } from '@retrysafe/contract/provider';
+import { classifyTransportFailure, errorCodes, parseRetryAfter } from '@retrysafe/contract/provider';
 
 /**
  * Maps every Graph response and transport failure into exactly one Outcome, keeping status, Graph's error code
@@ -90,33 +90,31 @@ export function outcomeFromErrorAnswer(
   return { kind: 'unknown', cause: 'other', message: `unexpected HTTP ${s}`, ...ra, ...refs };
 }
 
-/** Error codes and messages along an error's `cause` chain (fetch wraps the socket error as `cause`). */
-export function errorCodes(error: unknown): { codes: string[]; messages: string[] } {
-  const codes: string[] = [];
+/** The messages along an error's `cause` chain (fetch wraps the socket error as `cause`). */
+function messagesOf(error: unknown): string[] {
   const messages: string[] = [];
-  let cur: unknown = error;
-  for (let depth = 0; cur && typeof cur === 'object' && depth < 6; depth++) {
-    const e = cur as { code?: unknown; message?: unknown; cause?: unknown };
-    if (typeof e.code === 'string') codes.push(e.code);
+  for (let cur = error, depth = 0; cur && typeof cur === 'object' && depth < 6; depth++) {
+    const e = cur as { message?: unknown; cause?: unknown };
     if (typeof e.message === 'string' && e.message) messages.push(e.message);
     cur = e.cause;
   }
-  return { codes, messages };
+  return messages;
 }
 
 /** Nothing was sent: the token provider failed or returned no token. */
 export function outcomeFromTokenError(error: unknown): Outcome {
-  const { messages } = errorCodes(error);
   return {
     kind: 'not-applied',
-    message: `no access token, nothing was sent: ${scrubMessage(messages.join(': ') || String(error))}`,
+    message: `no access token, nothing was sent: ${scrubMessage(messagesOf(error).join(': ') || String(error))}`,
   };
 }
 
 /** Classifies a failure with no HTTP answer (the raw fetch error, or the SDK's GraphError when that is all there is). */
 export function outcomeFromNetworkError(error: unknown): Outcome {
-  const { codes, messages } = errorCodes(error);
-  const detail = scrubMessage([...new Set(messages)].join(': ') + (codes.length ? ` (${codes.join(', ')})` : ''));
+  const codes = errorCodes(error);
+  const detail = scrubMessage(
+    [...new Set(messagesOf(error))].join(': ') + (codes.length ? ` (${codes.join(', ')})` : ''),
+  );
   const t = classifyTransportFailure(error);
   if (t.sent === 'never') return { kind: 'not-applied', message: `connection not established: ${detail}` };
   const message =
