@@ -1,5 +1,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
+import { fingerprint } from './canonical.js';
+import { intentIdentity } from './entry-rules.js';
 import {
   asBusinessOperationId,
   businessOperationId,
@@ -93,6 +95,17 @@ describe('businessOperationId', () => {
     cyclic.self = cyclic;
     expect(() => businessOperationId('op.create', cyclic)).toThrow(/cycle/);
     expect(() => businessOperationId('not a name', { a: 1 })).toThrow(InvalidIdError);
+  });
+
+  it('intentIdentity gives the same id and the fingerprint of the same intent, from one digest', () => {
+    fc.assert(
+      fc.property(intentArb, (intent) => {
+        const { id, intentFingerprint } = intentIdentity('op.create', intent);
+        expect(id).toBe(businessOperationId('op.create', intent));
+        expect(intentFingerprint).toBe(fingerprint({ operation: 'op.create', intent }));
+        expect(intentFingerprint.slice('sha256:'.length, 'sha256:'.length + 32)).toBe(id.slice('op.create:'.length));
+      }),
+    );
   });
 });
 

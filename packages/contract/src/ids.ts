@@ -39,6 +39,14 @@ export function asBusinessOperationId(value: string): BusinessOperationId {
  * canonical intent>`. Never derive it from an LLM tool-call id or a run id.
  */
 export function businessOperationId(operation: string, intent: Record<string, unknown>): BusinessOperationId {
+  return intentIdentity(operation, intent).id;
+}
+
+/** The derived id and the intent's fingerprint (`sha256:` + the digest the id is cut from): one digest for both. */
+export function intentIdentity(
+  operation: string,
+  intent: Record<string, unknown>,
+): { id: BusinessOperationId; intentFingerprint: string } {
   if (!OPERATION_PATTERN.test(operation))
     throw new InvalidIdError(
       'operation name',
@@ -53,7 +61,7 @@ export function businessOperationId(operation: string, intent: Record<string, un
       'intent is empty: an id derived from no fields would fold every call into one operation',
     );
   const digest = sha256Hex(canonicalJson({ operation, intent }));
-  return asBusinessOperationId(`${operation}:${digest.slice(0, 32)}`);
+  return { id: asBusinessOperationId(`${operation}:${digest.slice(0, 32)}`), intentFingerprint: `sha256:${digest}` };
 }
 
 /** Picks the declared intent fields (dot paths) out of the params; a missing one is an error (it would fold intents). */

@@ -1,14 +1,12 @@
 import {
   asBusinessOperationId,
-  type BusinessOperationId,
-  businessOperationId,
   fingerprint,
   type NormalizationStep,
   type OperationSpec,
   pickIntent,
   type RetrySafetyCard,
 } from '@retrysafe/contract';
-import { differingPaths, normalizeIntent, normalizeParams } from '@retrysafe/contract/rules';
+import { differingPaths, intentIdentity, normalizeIntent, normalizeParams } from '@retrysafe/contract/rules';
 
 /** How the card compares intents (businessOperationId.normalize) and params (plus paramComparison; the rest exactly). */
 export type Comparison = ReturnType<typeof buildComparison>;
@@ -52,9 +50,7 @@ export function identityOf(
     input.intent ?? pickIntent(input.params, spec.intentFields),
     card.businessOperationId.normalize,
   );
-  const id =
-    input.businessOperationId !== undefined
-      ? asBusinessOperationId(input.businessOperationId)
-      : businessOperationId(card.operation, intent);
+  if (input.businessOperationId === undefined) return { intent, ...intentIdentity(card.operation, intent) };
+  const id = asBusinessOperationId(input.businessOperationId);
   return { id, intent, intentFingerprint: fingerprint({ operation: card.operation, intent }) };
 }

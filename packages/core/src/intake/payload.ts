@@ -35,11 +35,10 @@ export function checkedPayload(params: unknown, intent: unknown, makeRedactor: (
       `the redacted copy of the params cannot be canonicalised (${err instanceof Error ? err.message : String(err)}); nothing claimed, nothing sent`,
     );
   }
-  return {
-    paramsFingerprint: `sha256:${sha256Hex(json)}`,
-    requestFingerprint: `sha256:${sha256Hex(redactedJson)}`,
-    redactor,
-  };
+  const paramsFingerprint = `sha256:${sha256Hex(json)}`;
+  // Nothing redacted (the usual case): the same text, so the same fingerprint.
+  const requestFingerprint = redactedJson === json ? paramsFingerprint : `sha256:${sha256Hex(redactedJson)}`;
+  return { paramsFingerprint, requestFingerprint, redactor };
 }
 
 /**

@@ -7,7 +7,6 @@ import {
   type Outcome,
 } from '@retrysafe/contract';
 import { resendSafety } from '@retrysafe/contract/rules';
-import { defined } from '../defined.js';
 import type { Operation } from '../intake/operation.js';
 import { errText, type RunnerContext } from './context.js';
 import { withHeartbeat } from './lease.js';
@@ -91,7 +90,9 @@ export async function callProvider(
     'outcome',
     () => `${outcome.kind}${outcome.status !== undefined ? ` (${outcome.status})` : ''}${message}`,
     op,
-    defined({ attempt, outcome: outcome.kind, status: outcome.status }),
+    outcome.status === undefined
+      ? { attempt, outcome: outcome.kind }
+      : { attempt, outcome: outcome.kind, status: outcome.status },
   );
   return outcome;
 }
