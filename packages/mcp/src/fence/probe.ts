@@ -1,25 +1,16 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { canonicalJson, sha256Hex } from '@retrysafe/contract';
+import type { PROBE_COMMAND, Values } from '../cli-options.js';
 import { answerValue, readPath } from './fence-adapter.js';
 import type { UpstreamClient } from './upstream.js';
 
-interface ProbeOptions {
+/** The probe command's options (the writing tool, its sample arguments, the read tool that counts the effects…). */
+type ProbeOptions = Values<typeof PROBE_COMMAND.options> & {
   readonly client: UpstreamClient;
-  /** The writing tool and its sample arguments (in a sandbox the user provides). */
   readonly tool: string;
-  readonly args: Record<string, unknown>;
-  /** A read tool that lists the effects, its arguments, and the path to the list in its answer. */
   readonly countTool: string;
-  readonly countArgs?: Record<string, unknown>;
   readonly countPath: string;
-  /** Item path → value: only items matching all of them count (default: every item). */
-  readonly match?: Readonly<Record<string, unknown>>;
-  readonly concurrent?: number;
-  /** The client timeout of the call that is abandoned, then re-issued, ms. */
-  readonly timeoutMs?: number;
-  /** How long to wait for late effects before counting, ms. */
-  readonly settleMs?: number;
-}
+};
 
 type Answer = 'ok' | 'tool-error' | 'timeout' | 'error';
 export type ProbeReceipt = Awaited<ReturnType<typeof probeTool>>;
@@ -39,7 +30,7 @@ export async function probeTool(o: ProbeOptions) {
   };
   const call = async (timeout: number): Promise<Answer> => {
     try {
-      const a = (await o.client.callTool({ name: o.tool, arguments: o.args }, undefined, { timeout })) as {
+      const a = (await o.client.callTool({ name: o.tool, arguments: o.args ?? {} }, undefined, { timeout })) as {
         isError?: boolean;
       };
       return a?.isError ? 'tool-error' : 'ok';
@@ -69,7 +60,7 @@ export async function probeTool(o: ProbeOptions) {
     probe: 'retrysafe.probe/v1' as const,
     tool: o.tool,
     // The arguments themselves are not kept: they may hold personal data.
-    argsDigest: sha256Hex(canonicalJson(o.args)),
+    argsDigest: sha256Hex(canonicalJson(o.args ?? {})),
     startedAt,
     finishedAt: new Date().toISOString(),
     calls,
