@@ -46,7 +46,7 @@ const FS_WORDS: Readonly<Record<string, string>> = {
 };
 
 /** A file-system error (ENOENT, EACCES, ENOTDIR…) as one line naming the path, or null for anything else. */
-export function fileSystemError(e: unknown): string | null {
+function fileSystemError(e: unknown): string | null {
   const x = e as Partial<NodeJS.ErrnoException> | null | undefined;
   const code = String(x?.code);
   // a path is what makes it a file-system error (a refused connection has a syscall and a code, but no path)
@@ -83,12 +83,8 @@ export function reportError(e: unknown, io: Io, json: ((value: unknown) => void)
   // A driver's or the system's message may quote a credential or an address: scrubbed like receipts.
   const message = errorScrub.text(fsError ?? (e instanceof Error ? e.message : String(e)));
   json?.({ ok: false, error: { code: jsonCode(e, fsError, usage), message } });
-  if (fsError) {
-    io.err(`retrysafe: ${message}`);
-    return EXIT.usage;
-  }
   if (usage) {
-    io.err(`retrysafe: ${message}\n(run with --help for usage)`);
+    io.err(`retrysafe: ${message}${fsError ? '' : '\n(run with --help for usage)'}`);
     return EXIT.usage;
   }
   // Typed errors carry a message written for the reader; anything else is a bug: show the stack.

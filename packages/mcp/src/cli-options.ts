@@ -22,16 +22,9 @@ interface CliCommand {
 }
 
 /** The parsed options, typed from their table. */
+type ValueTypes = { text: string; number: number; json: Record<string, unknown>; list: string[] };
 export type Values<O extends Options> = {
-  readonly [K in keyof O]?: O[K] extends { value: 'number' }
-    ? number
-    : O[K] extends { value: 'json' }
-      ? Record<string, unknown>
-      : O[K] extends { value: 'list' }
-        ? string[]
-        : O[K] extends { value: 'text' }
-          ? string
-          : boolean;
+  readonly [K in keyof O]?: O[K] extends { value: infer V extends keyof ValueTypes } ? ValueTypes[V] : boolean;
 };
 
 /** How both fence commands name the server they talk to. */

@@ -1,15 +1,16 @@
 import { writeFileSync } from 'node:fs';
 import { resolve } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
 import type { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import { createAdapters, exposedOperations, loadConfig, openLedger, type RetrysafeConfig } from '@retrysafe/config';
+import { canonicalJson, sha256Hex } from '@retrysafe/contract';
 import { createRunner, encryptParams, jsonlHandoffSink, type PolicyOverrides, parseReceiptKeys } from '@retrysafe/core';
 import { PROBE_COMMAND, parseOptions, SERVE_COMMAND, UsageError, type Values, WRAP_COMMAND } from './cli-options.js';
 import { createCoalescer } from './coalesce.js';
-import { createFenceAdapter } from './fence/fence-adapter.js';
+import { answerValue, createFenceAdapter, readPath } from './fence/fence-adapter.js';
 import { loadFenceConfig } from './fence/fence-config.js';
 import { createFenceServer } from './fence/fence-server.js';
-import { probeTool } from './fence/probe.js';
-import { connectUpstream, type UpstreamTarget } from './fence/upstream.js';
+import { connectUpstream, type UpstreamClient, type UpstreamTarget } from './fence/upstream.js';
 import { createRetrysafeMcpServer, serveHttp, serveStdio } from './server.js';
 
 /** Where the commands print by default: a line to stderr (logs) or stdout (results). */
@@ -138,4 +139,71 @@ export async function runProbe(argv: readonly string[], out = toStdout): Promise
   } finally {
     await upstream.close();
   }
+}
+
+type Answer = 'ok' | 'tool-error' | 'timeout' | 'error';
+export type ProbeReceipt = Awaited<ReturnType<typeof probeTool>>;
+
+const CALL_TIMEOUT_MS = 30_000;
+
+/** Identical calls at once, then one abandoned on a client timeout and re-issued; the effects are counted by a read tool. */
+async function probeTool(
+  o: Values<typeof PROBE_COMMAND.options> & {
+    client: UpstreamClient;
+    tool: string;
+    countTool: string;
+    countPath: string;
+  },
+) {
+  const startedAt = new Date().toISOString();
+  const count = async (): Promise<number> => {
+    const args = { name: o.countTool, arguments: o.countArgs ?? {} };
+    const answer = await o.client.callTool(args, undefined, { timeout: CALL_TIMEOUT_MS });
+    const items = readPath(answerValue(answer as never), o.countPath);
+    if (!Array.isArray(items)) throw new Error(`probe: ${o.countTool} gave no list at "${o.countPath}"`);
+    const match = Object.entries(o.match ?? {});
+    return items.filter((item) => match.every(([p, v]) => readPath(item, p) === v)).length;
+  };
+  const call = async (timeout: number): Promise<Answer> => {
+    try {
+      const a = (await o.client.callTool({ name: o.tool, arguments: o.args ?? {} }, undefined, { timeout })) as {
+        isError?: boolean;
+      };
+      return a?.isError ? 'tool-error' : 'ok';
+    } catch (e) {
+      return (e as { code?: unknown }).code === -32001 ? 'timeout' : 'error';
+    }
+  };
+
+  const before = await count();
+  const concurrent = await Promise.all(Array.from({ length: o.concurrent ?? 3 }, () => call(CALL_TIMEOUT_MS)));
+  const calls = [
+    ...concurrent.map((answer) => ({ phase: 'concurrent' as const, answer })),
+    { phase: 'timed-out' as const, answer: await call(o.timeoutMs ?? 200) },
+    { phase: 're-issued' as const, answer: await call(CALL_TIMEOUT_MS) },
+  ];
+  await sleep(o.settleMs ?? 1500);
+  const after = await count();
+  const effects = after - before;
+  const verdict: 'at-most-once' | 'duplicates' | 'no-effect-seen' =
+    effects > 1 ? 'duplicates' : effects === 1 ? 'at-most-once' : 'no-effect-seen';
+  const summary = {
+    duplicates: `DUPLICATES: ${effects} effects for one intent after ${calls.length} identical calls`,
+    'at-most-once': `at most once: 1 effect for one intent after ${calls.length} identical calls`,
+    'no-effect-seen': `no effect seen after ${calls.length} calls (does ${o.countTool} list what ${o.tool} creates?)`,
+  }[verdict];
+  return {
+    probe: 'retrysafe.probe/v1' as const,
+    tool: o.tool,
+    // The arguments themselves are not kept: they may hold personal data.
+    argsDigest: sha256Hex(canonicalJson(o.args ?? {})),
+    startedAt,
+    finishedAt: new Date().toISOString(),
+    calls,
+    before,
+    after,
+    effects,
+    verdict,
+    summary,
+  };
 }
