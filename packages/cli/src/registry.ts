@@ -14,17 +14,12 @@ export type AdapterEntry = ReturnType<typeof entryFrom>;
 export const ADAPTER_NAMES = ['sandbox', 'stripe', 'msgraph', 'hubspot', 'slack', 'http', 'resend', 'github'];
 const packageOf = (name: string) => (name === 'sandbox' ? '@retrysafe/sandbox' : `@retrysafe/${name}/sandbox`);
 
-function isDrill(value: unknown): value is ConformanceOptions {
-  if (typeof value !== 'object' || value === null) return false;
-  const d = value as Record<string, unknown>;
-  return (
-    typeof d.name === 'string' &&
-    typeof d.createAdapter === 'function' &&
-    typeof d.startSandbox === 'function' &&
-    typeof d.operations === 'object' &&
-    d.operations !== null
-  );
-}
+const isDrill = (d: Partial<Record<keyof ConformanceOptions, unknown>> | null): d is ConformanceOptions =>
+  typeof d?.name === 'string' &&
+  typeof d.createAdapter === 'function' &&
+  typeof d.startSandbox === 'function' &&
+  typeof d.operations === 'object' &&
+  d.operations !== null;
 
 /** `missing` says why the package offers no drill setup (it does not export `drills`); null when it does. */
 function entryFrom(name: string, from: string, mod: Record<string, unknown>) {

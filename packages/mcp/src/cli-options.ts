@@ -7,25 +7,16 @@ export class UsageError extends Error {
   override readonly name = 'UsageError';
 }
 
-/** One option, keyed in camel case (`countTool` is `--count-tool`). What follows the flag: `text`, a `number`
- * (≥ 0), a `json` object, a comma-separated `list` (repeatable); none for a switch. */
-interface CliOption {
-  readonly value?: 'text' | 'number' | 'json' | 'list';
-  readonly help: string;
-}
-type Options = Readonly<Record<string, CliOption>>;
-
-interface CliCommand {
-  readonly usage: string;
-  readonly summary: string;
-  readonly options: Options;
-}
-
 /** The parsed options, typed from their table. */
 type ValueTypes = { text: string; number: number; json: Record<string, unknown>; list: string[] };
 export type Values<O extends Options> = {
   readonly [K in keyof O]?: O[K] extends { value: infer V extends keyof ValueTypes } ? ValueTypes[V] : boolean;
 };
+
+/** Options keyed in camel case (`countTool` is `--count-tool`). What follows the flag: `text`, a `number` (≥ 0), a
+ * `json` object, a comma-separated `list` (repeatable); none for a switch. */
+type Options = Readonly<Record<string, { readonly value?: keyof ValueTypes; readonly help: string }>>;
+type CliCommand = { readonly usage: string; readonly summary: string; readonly options: Options };
 
 /** How both fence commands name the server they talk to. */
 const SERVER = {
@@ -91,7 +82,7 @@ function usageError(e: Error & { code?: string }): UsageError {
   return new UsageError(/does not take/.test(e.message) ? `${arg} takes no value` : `${arg} needs a value`);
 }
 
-function convert(name: string, o: CliOption, raw: string | boolean | (string | boolean)[]): unknown {
+function convert(name: string, o: Options[string], raw: string | boolean | (string | boolean)[]): unknown {
   if (o.value === 'list') return (raw as string[]).flatMap((x) => x.split(',').map((s) => s.trim())).filter(Boolean);
   if (o.value === 'number') {
     const n = Number(raw);

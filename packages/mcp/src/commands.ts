@@ -21,8 +21,8 @@ const toStdout = (line: string): void => void process.stdout.write(`${line}\n`);
 async function servingParts(
   c: Pick<RetrysafeConfig, 'ledger' | 'baseDir' | 'redact'> & { policy?: PolicyOverrides },
   handoffs: string | undefined,
-  env: NodeJS.ProcessEnv = process.env,
 ) {
+  const env = process.env;
   let ledger = await openLedger(c.ledger, c.baseDir);
   const keys = env.RETRYSAFE_PARAMS_KEYS ? parseReceiptKeys(env.RETRYSAFE_PARAMS_KEYS) : null;
   if (keys) {
@@ -90,12 +90,8 @@ function target(
   env?: Readonly<Record<string, string | null>>,
 ): UpstreamTarget {
   if (url !== undefined) {
-    let u: URL;
-    try {
-      u = new URL(url);
-    } catch {
-      throw new UsageError(`--url ${url} is not a URL`);
-    }
+    if (!URL.canParse(url)) throw new UsageError(`--url ${url} is not a URL`);
+    const u = new URL(url);
     if (!['127.0.0.1', 'localhost', '[::1]'].includes(u.hostname) && u.protocol !== 'https:')
       throw new UsageError('a server URL must be https, or http on loopback');
     return { url };

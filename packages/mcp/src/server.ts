@@ -17,6 +17,7 @@ import type { AdapterV1, Ledger } from '@retrysafe/contract';
 import type { Runner } from '@retrysafe/core';
 import {
   type AgentToolDefinition,
+  type AgentToolResult,
   agentTools,
   callAgentTool,
   operationStatus,
@@ -77,33 +78,35 @@ async function answerLookupTool(ledger: Ledger, name: string, args: unknown) {
   }
 }
 
-type ToolCall = (req: CallToolRequest, extra: { signal: AbortSignal }) => Promise<Record<string, unknown> | undefined>;
+/** The runner's answer to a tool call; an identical call in flight answers with the first one's. */
+type Run = (tool: AgentToolDefinition, params: unknown, meta: unknown) => Promise<AgentToolResult>;
+type ToolCall = (
+  req: CallToolRequest,
+  extra: { signal: AbortSignal },
+  run: Run,
+) => Promise<Record<string, unknown> | undefined>;
 
 /** Both servers: `listed` plus the status and handoff lookups; `call` answers the rest, undefined for a name it does not list. */
 export function serveTools(
   server: Server,
-  ledger: Ledger,
+  options: ServingOptions,
   lookups: [string, string],
   listed: () => object[],
   call: ToolCall,
 ) {
+  const coalescer = options.coalescer ?? createCoalescer(options.ledger);
+  const run: Run = (tool, params, meta) =>
+    coalescer.call(tool.name, params, meta, () => callAgentTool(options.runner, tool, params));
   server.setRequestHandler(ListToolsRequestSchema, async () => ({
     tools: [...listed(), ...lookupTools(...lookups)] as Tool[],
   }));
   server.setRequestHandler(CallToolRequestSchema, async (req, extra) => {
     const { name, arguments: args = {} } = req.params;
-    const answer = (await answerLookupTool(ledger, name, args)) ?? (await call(req, extra));
+    const answer = (await answerLookupTool(options.ledger, name, args)) ?? (await call(req, extra, run));
     // The spec's answer to an unknown tool is a protocol error, not a tool result.
     if (answer === undefined) throw new McpError(ErrorCode.InvalidParams, `Unknown tool: ${name}`);
     return answer;
   });
-}
-
-/** The runner's answer to a tool call; an identical call in flight answers with the first one's. */
-export function runCoalesced(options: ServingOptions) {
-  const coalescer = options.coalescer ?? createCoalescer(options.ledger);
-  return (tool: AgentToolDefinition, params: unknown, meta: unknown) =>
-    coalescer.call(tool.name, params, meta, () => callAgentTool(options.runner, tool, params));
 }
 
 /** What every retrysafe answer says, in this server's results and in the fence's own answers. */
@@ -143,13 +146,12 @@ export function createRetrysafeMcpServer(options: McpServerOptions): Server {
   const tools = agentTools(options.adapters, options.operations);
   const listed = tools.map(({ adapter, operation, qualifiedName, ...t }) => ({ ...t, outputSchema: RESULT_SCHEMA }));
   const server = new Server({ name: 'retrysafe', version: '0.1.0' }, { capabilities: { tools: {} } });
-  const run = runCoalesced(options);
   serveTools(
     server,
-    options.ledger,
+    options,
     ['as returned by an operation tool', 'operations'],
     () => listed,
-    async (req) => {
+    async (req, _extra, run) => {
       const { name, arguments: args = {}, _meta } = req.params;
       const tool = tools.find((t) => t.name === name);
       if (!tool) return undefined;

@@ -28,12 +28,14 @@ export function readPath(value: unknown, path: string): unknown {
   return cur;
 }
 
-function setPath(target: Record<string, unknown>, path: string, value: unknown): Record<string, unknown> {
+/** `target` with `path` set to `value`, or without it when `value` is undefined. */
+export function withPath(target: Record<string, unknown>, path: string, value: unknown): Record<string, unknown> {
   const [head = '', ...rest] = path.split('.');
-  if (rest.length === 0) return { ...target, [head]: value };
-  const inner = target[head];
-  const next = inner !== null && typeof inner === 'object' && !Array.isArray(inner) ? inner : {};
-  return { ...target, [head]: setPath(next as Record<string, unknown>, rest.join('.'), value) };
+  const { [head]: inner, ...others } = target;
+  if (rest.length === 0) return value === undefined ? others : { ...target, [head]: value };
+  const next = inner !== null && typeof inner === 'object' && !Array.isArray(inner) ? inner : undefined;
+  if (!next && value === undefined) return target;
+  return { ...target, [head]: withPath((next ?? {}) as Record<string, unknown>, rest.join('.'), value) };
 }
 
 /** `{{path}}` strings are replaced by that argument of the call (whole-string templates keep the value's type). */
@@ -168,7 +170,7 @@ export function createFenceAdapter(options: FenceAdapterOptions) {
     async execute({ name, tool: t }, params, ctx) {
       const args = params ?? {};
       const keyed =
-        t.key && ctx.providerKey ? setPath(args as Record<string, unknown>, t.key.argument, ctx.providerKey) : args;
+        t.key && ctx.providerKey ? withPath(args as Record<string, unknown>, t.key.argument, ctx.providerKey) : args;
       try {
         return classifyToolAnswer(t, await send(name, keyed, ctx.signal));
       } catch (error) {

@@ -1,20 +1,6 @@
 import { dirname, resolve } from 'node:path';
 import { checkSchema, DataSyntaxError, FileLimitError, parseDataText, readTextFile } from '@retrysafe/config';
 
-const KINDS = ['create', 'send', 'set', 'upsert', 'delete', 'charge', 'async-job'] as const;
-const SEMANTICS = ['replays', 'rejects-duplicate', 'none'] as const;
-const CONCURRENCY = ['rejects-in-progress', 'waits-then-replays', 'duplicates'] as const;
-const MATCHING = ['mismatch-error', 'replay-anyway', 'none'] as const;
-const POLICY = [
-  'maxAttempts',
-  'maxElapsedMs',
-  'baseMs',
-  'capMs',
-  'lookupWindowMs',
-  'leaseMs',
-  'waitForOtherMs',
-] as const;
-
 /** A fence file that cannot be used; the message names the path and, for an unknown key, the nearest known one. */
 export class FenceConfigError extends Error {
   override readonly name = 'FenceConfigError';
@@ -64,25 +50,31 @@ const FENCE_SCHEMA = closed(
     ledger: str,
     handoffs: str,
     timeoutMs: posInt,
-    policy: closed(
-      Object.fromEntries(POLICY.map((k) => [k, posInt])) as Record<(typeof POLICY)[number], typeof posInt>,
-    ),
+    policy: closed({
+      maxAttempts: posInt,
+      maxElapsedMs: posInt,
+      baseMs: posInt,
+      capMs: posInt,
+      lookupWindowMs: posInt,
+      leaseMs: posInt,
+      waitForOtherMs: posInt,
+    }),
     tools: {
       type: 'object',
       minProperties: 1,
       additionalProperties: closed(
         {
-          kind: { enum: [...KINDS] },
+          kind: { enum: ['create', 'send', 'set', 'upsert', 'delete', 'charge', 'async-job'] },
           idempotentByNature: { type: 'boolean' },
           intent: { ...strings, minItems: 1, description: 'argument paths that name the business intent' },
           key: closed(
             {
               argument: str,
               maxLength: posInt,
-              semantics: { enum: [...SEMANTICS] },
+              semantics: { enum: ['replays', 'rejects-duplicate', 'none'] },
               retention: duration('24h, 30m or 90s'),
-              concurrency: { enum: [...CONCURRENCY] },
-              parameterMatching: { enum: [...MATCHING] },
+              concurrency: { enum: ['rejects-in-progress', 'waits-then-replays', 'duplicates'] },
+              parameterMatching: { enum: ['mismatch-error', 'replay-anyway', 'none'] },
               source: str,
             },
             ['argument'],

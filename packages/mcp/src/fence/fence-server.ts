@@ -10,8 +10,8 @@ import { AjvJsonSchemaValidator } from '@modelcontextprotocol/sdk/validation/ajv
 import { type AdapterV1, validateCard } from '@retrysafe/contract';
 import { agentIdempotentHint } from '@retrysafe/contract/rules';
 import type { AgentToolDefinition, AgentToolResult } from '@retrysafe/core/agent';
-import { ANSWER_PROPERTIES, reply, runCoalesced, type ServingOptions, serveTools } from '../server.js';
-import { answerValue } from './fence-adapter.js';
+import { ANSWER_PROPERTIES, reply, type ServingOptions, serveTools } from '../server.js';
+import { answerValue, withPath } from './fence-adapter.js';
 import { type Upstream, UpstreamUnavailableError } from './upstream.js';
 
 export interface FenceServerOptions extends ServingOptions {
@@ -27,15 +27,6 @@ const keyArgument = (adapter: AdapterV1, name: string): string | null => {
   const value = adapter.operations[name]?.card.providerKey.name.value;
   return typeof value === 'string' ? value : null;
 };
-
-function withoutPath(value: Record<string, unknown>, path: string): Record<string, unknown> {
-  const [head, ...rest] = path.split('.');
-  if (!head || !Object.hasOwn(value, head)) return value;
-  const { [head]: inner, ...others } = value;
-  if (rest.length === 0) return others;
-  if (inner === null || typeof inner !== 'object' || Array.isArray(inner)) return value;
-  return { ...others, [head]: withoutPath(inner as Record<string, unknown>, rest.join('.')) };
-}
 
 /** A fenced tool as the fence lists it: the fence's description and hints, the key argument hidden, the output schema widened to the fence's answer. */
 function fencedListing(adapter: AdapterV1, t: Tool) {
@@ -97,7 +88,6 @@ export function createFenceServer(options: FenceServerOptions): Server {
   const fenced = new Set(Object.keys(adapter.operations));
   const capabilities = { ...passedCapabilities(upstream.capabilities), tools: { listChanged: true } };
   const server = new Server({ name: `retrysafe-fence(${adapter.provider})`, version: '0.1.0' }, { capabilities });
-  const run = runCoalesced(options);
   const listed = () =>
     upstream.tools.map((t) =>
       fenced.has(t.name)
@@ -105,7 +95,7 @@ export function createFenceServer(options: FenceServerOptions): Server {
         : { ...t, description: `${UNFENCED_NOTE} ${t.description ?? ''}`.trim() },
     );
   const lookups: [string, string] = ["from a fenced tool's _meta.retrysafe", 'fenced operations'];
-  serveTools(server, options.ledger, lookups, listed, async (req, extra) => {
+  serveTools(server, options, lookups, listed, async (req, extra, run) => {
     const { name, arguments: args = {}, _meta } = req.params;
     const tool = upstream.tools.find((t) => t.name === name);
     if (!tool) return undefined;
@@ -113,7 +103,7 @@ export function createFenceServer(options: FenceServerOptions): Server {
     await upstream.ready().catch(unavailable);
     if (fenced.has(name)) {
       const key = keyArgument(adapter, name);
-      const params = key ? withoutPath(args, key) : args;
+      const params = key ? withPath(args, key, undefined) : args;
       const definition = { name, adapter, operation: name } as unknown as AgentToolDefinition;
       const result = await run(definition, params, _meta);
       return fencedReply(result, tool.outputSchema as Record<string, unknown> | undefined);

@@ -14,7 +14,7 @@ import { InterruptedError, pickKnown, UsageError } from '../../errors.js';
 import { createProgress, humanMs, paint, useColor } from '../../output.js';
 import { type AdapterEntry, loadAdapters } from '../../registry.js';
 import { renderHtmlReport } from '../../report/html.js';
-import { drillJunit, drillText, statusMark } from './text.js';
+import { count, drillJunit, drillText, statusMark } from './text.js';
 
 export const DRILL_OPTIONS = {
   adapter: { argument: '<name>', parse: 'list', description: 'only this adapter' },
@@ -169,13 +169,7 @@ export async function drillCommand(opts: DrillCommandOptions, progressSink: Dril
   }
   progress?.end();
   const durationMs = Date.now() - started;
-  const count = (status: DrillRow['status']) => rows.filter((r) => r.status === status).length;
-  const totals = {
-    scenarios: rows.length,
-    passed: count('passed'),
-    failed: count('failed'),
-    skipped: count('skipped'),
-  };
+  const totals = { scenarios: rows.length, ...count(rows) };
   const adapters = entries.map((e) => ({
     name: e.name,
     from: e.from,

@@ -11,7 +11,7 @@ import { UsageError } from '../../errors.js';
 /** Every state, the open ones first. */
 export const STATES: readonly OperationState[] = [...RECOVERABLE_STATES, ...TERMINAL_STATES];
 
-export interface OpenOptions {
+interface OpenOptions {
   /** The config already read, or null for none (default: read target.config). */
   readonly config?: RetrysafeConfig | null;
   /** The command only reads: a SQLite file in a folder the operator may not write is opened read-only. */
@@ -30,7 +30,7 @@ function openSqlite(path: string, readOnly: boolean): Ledger {
 }
 
 /** Opens the ledger the target names. A postgres:// URL needs the schema migrated (done on first use). */
-export async function openTarget(target: LedgerTarget, options: OpenOptions = {}): Promise<Ledger> {
+async function openTarget(target: LedgerTarget, options: OpenOptions = {}): Promise<Ledger> {
   const given = options.config;
   const config = given !== undefined ? given : target.config ? await loadConfigFile(target.config) : null;
   const location = target.db ?? config?.ledger ?? './retrysafe.db';

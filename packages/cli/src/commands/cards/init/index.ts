@@ -27,14 +27,9 @@ export const CARDS_INIT_OPTIONS = {
 
 export type CardsInitFlags = Parsed<typeof CARDS_INIT_OPTIONS>;
 
-/** One field of the card as `cards init` fills it. */
-interface Leaf {
-  readonly path: string;
-  readonly schema: Schema;
-  /** A provider fact `{ value, source }` (may be unknown), or a plain field (policy, wording). */
-  readonly fact: boolean;
-}
 type Schema = { readonly [k: string]: unknown };
+/** One field of the card as `cards init` fills it: a provider fact `{ value, source }` (may be unknown), or a plain field. */
+type Leaf = { readonly path: string; readonly schema: Schema; readonly fact: boolean };
 
 const HAND_WRITTEN = ['businessOperationId.normalize', 'paramComparison', 'storedResult.replayIndicator'];
 
