@@ -131,15 +131,13 @@ function classifyToolError(error: unknown): Outcome {
   return unknownOutcome(t.cause, message, t.code);
 }
 
-export interface FenceAdapterOptions {
+/** The fenced upstream tools as one retrysafe adapter on the contract's frame: the runner decides from their cards.
+ * `tools` is the upstream's tool list (descriptions, input schemas): every fenced tool must be in it. */
+export function createFenceAdapter(options: {
   readonly config: FenceConfig;
   readonly client: UpstreamClient;
-  /** The upstream's tool list (for descriptions and input schemas); every fenced tool must be in it. */
   readonly tools: readonly Tool[];
-}
-
-/** The fenced upstream tools as one retrysafe adapter on the contract's frame: the runner decides from their cards. */
-export function createFenceAdapter(options: FenceAdapterOptions) {
+}) {
   const { config, client } = options;
   const listed = new Map(options.tools.map((t) => [t.name, t]));
   const operations: Record<string, FrameOperation & { readonly tool: FenceToolConfig }> = {};
@@ -254,10 +252,11 @@ function fenceCard(config: Pick<FenceConfig, 'name' | 'policy'>, toolName: strin
         concurrency: fact('duplicates', 'no key travels: concurrent calls each run the tool'),
       };
   const lookupSource = l?.source ?? t.source;
+  const delay = [0, '0'].includes(l?.consistencyDelay as never) ? null : l?.consistencyDelay; // 0: no delay
   const lookup = l
     ? {
         method: fact('search', declared('lookup.tool')),
-        consistencyDelay: maybe('lookup.consistencyDelay', l.consistencyDelay, 'lookup.consistencyDelay', lookupSource),
+        consistencyDelay: maybe('lookup.consistencyDelay', delay, 'lookup.consistencyDelay', lookupSource),
         // How long the upstream may still apply a call after the fence gave up on it: unknown unless declared.
         lateApplyBound: maybe('lookup.lateApplyBound', l.lateApplyBound, 'lookup.lateApplyBound', lookupSource),
       }

@@ -13,12 +13,7 @@ const strings = { type: 'array', items: str } as const;
 const duration = (example: string) =>
   ({ type: 'string', pattern: '^\\d+(ms|s|m|h|d)$', description: `a duration such as ${example}` }) as const;
 const closed = <const P, const R extends readonly string[] = []>(properties: P, required?: R) =>
-  ({ type: 'object', additionalProperties: false, properties, required: required ?? [] }) as {
-    type: 'object';
-    additionalProperties: false;
-    properties: P;
-    required: R;
-  };
+  ({ type: 'object', additionalProperties: false, properties, required: (required ?? []) as R }) as const;
 
 /** The type of what a schema below accepts, for the keywords it uses. */
 type Infer<S> = S extends { enum: readonly (infer E)[] }
@@ -136,15 +131,7 @@ export function parseFenceConfig(raw: unknown, baseDir = process.cwd()): FenceCo
     }
   }
   if (problems.length > 0) throw new FenceConfigError(problems.join('; '));
-  const tools = Object.fromEntries(
-    Object.entries(c.tools).map(([name, t]) => [
-      name,
-      t.lookup && [0, '0'].includes(t.lookup.consistencyDelay as string)
-        ? { ...t, lookup: { ...t.lookup, consistencyDelay: null } }
-        : t,
-    ]),
-  );
-  return Object.freeze({ ...c, timeoutMs: c.timeoutMs ?? 10_000, tools, baseDir });
+  return Object.freeze({ ...c, timeoutMs: c.timeoutMs ?? 10_000, baseDir });
 }
 
 /** Reads a fence file (JSON, else YAML), within the config package's file limits. */

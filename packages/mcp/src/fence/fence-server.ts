@@ -14,12 +14,6 @@ import { ANSWER_PROPERTIES, reply, type ServingOptions, serveTools } from '../se
 import { answerValue, withPath } from './fence-adapter.js';
 import { type Upstream, UpstreamUnavailableError } from './upstream.js';
 
-export interface FenceServerOptions extends ServingOptions {
-  /** The fenced tools as one adapter (createFenceAdapter). */
-  readonly adapter: AdapterV1;
-  readonly upstream: Upstream;
-}
-
 export const UNFENCED_NOTE = '[not fenced by retrysafe: a re-issued call may repeat its effect]';
 
 /** The argument that carries the fence's provider key: the fence sets it, so the model never does. */
@@ -83,7 +77,7 @@ const passedCapabilities = (upstream: ServerCapabilities): ServerCapabilities =>
 
 // The fence: fenced tools run through the runner with their cards, every other tool and request passes through as the
 // upstream offers it (and says so), and the upstream's notifications are forwarded.
-export function createFenceServer(options: FenceServerOptions): Server {
+export function createFenceServer(options: ServingOptions & { adapter: AdapterV1; upstream: Upstream }): Server {
   const { adapter, upstream } = options;
   const fenced = new Set(Object.keys(adapter.operations));
   const capabilities = { ...passedCapabilities(upstream.capabilities), tools: { listChanged: true } };
@@ -145,15 +139,9 @@ const FENCE_ANSWER_SCHEMA = {
 } as const;
 
 /** The upstream's outputSchema or the fence's answer; `$defs` and `$schema` stay at the root so `#/…` refs resolve. */
-function fencedOutputSchema(upstream: Schema): Schema {
-  const { $schema, $defs, definitions, ...own } = upstream;
-  return {
-    ...($schema !== undefined ? { $schema } : {}),
-    type: 'object',
-    anyOf: [own, FENCE_ANSWER_SCHEMA],
-    ...($defs !== undefined ? { $defs } : {}),
-    ...(definitions !== undefined ? { definitions } : {}),
-  };
+function fencedOutputSchema({ $schema, $defs, definitions, ...own }: Schema): Schema {
+  const root = Object.entries({ $schema, $defs, definitions }).filter(([, v]) => v !== undefined);
+  return { ...Object.fromEntries(root), type: 'object', anyOf: [own, FENCE_ANSWER_SCHEMA] };
 }
 
 // The validator the official SDK client uses; Ajv caches what it compiled by schema object.
