@@ -102,15 +102,9 @@ export async function adapterFor(drill: ConformanceOptions): Promise<AdapterV1> 
   return drill.createAdapter({ baseUrl: 'http://127.0.0.1:9', timeoutMs: 1000 });
 }
 
-/** A card and the name it is filed under in docs/cards (`<operation>`, or `<operation>--<drill>` when drills of one adapter declare it differently). */
-export interface NamedCard {
-  readonly name: string;
-  readonly adapter: string;
-  readonly card: RetrySafetyCard;
-}
-
-/** Each operation's card once; drills of one adapter that declare it differently each name theirs. */
-export async function cardsOf(entry: AdapterEntry): Promise<NamedCard[]> {
+/** Each operation's card once, filed under `<operation>` in docs/cards, or `<operation>--<drill>` when drills of one
+ * adapter declare it differently. */
+export async function cardsOf(entry: AdapterEntry) {
   const seen: { drill: string; card: RetrySafetyCard }[] = [];
   for (const drill of entry.drills) {
     const adapter = await adapterFor(drill);
@@ -120,7 +114,7 @@ export async function cardsOf(entry: AdapterEntry): Promise<NamedCard[]> {
       await adapter.close?.();
     }
   }
-  const out: NamedCard[] = [];
+  const out: { name: string; adapter: string; card: RetrySafetyCard }[] = [];
   for (const { drill, card } of seen) {
     const same = seen.filter((s) => s.card.operation === card.operation);
     const variants = new Set(same.map((s) => JSON.stringify(s.card)));
@@ -129,3 +123,4 @@ export async function cardsOf(entry: AdapterEntry): Promise<NamedCard[]> {
   }
   return out;
 }
+export type NamedCard = Awaited<ReturnType<typeof cardsOf>>[number];

@@ -25,8 +25,6 @@ export const CARDS_INIT_OPTIONS = {
   json: { description: 'print { card, unknowns, defaulted, refusals } as JSON' },
 } as const satisfies Options;
 
-export type CardsInitFlags = Parsed<typeof CARDS_INIT_OPTIONS>;
-
 type Schema = { readonly [k: string]: unknown };
 /** One field of the card as `cards init` fills it: a provider fact `{ value, source }` (may be unknown), or a plain field. */
 type Leaf = { readonly path: string; readonly schema: Schema; readonly fact: boolean };
@@ -130,14 +128,14 @@ function answerRule(leaf: Leaf): { hint: string; expected: string; read: (t: str
   return rule('text', 'non-empty text', (t) => (!pattern || new RegExp(pattern).test(t) ? t : undefined));
 }
 
-/** Without --from it asks field by field; `input` gives the answers (default stdin), `prompt` takes the questions (default stderr). */
-export interface CardsInitOptions extends CardsInitFlags {
-  readonly input?: NodeJS.ReadableStream;
-  readonly prompt?: (text: string) => void;
-}
-
-/** `retrysafe cards init`: a new card from `--from` or by asking; facts it cannot fill stay `unknown` and unverified. */
-export async function cardsInit(opts: CardsInitOptions) {
+/** `retrysafe cards init`: a new card from `--from` or by asking (`input` gives the answers, default stdin; `prompt`
+ * takes the questions, default stderr); facts it cannot fill stay `unknown` and unverified. */
+export async function cardsInit(
+  opts: Parsed<typeof CARDS_INIT_OPTIONS> & {
+    readonly input?: NodeJS.ReadableStream;
+    readonly prompt?: (text: string) => void;
+  },
+) {
   const seed = opts.from === undefined ? {} : readDataFile(opts.from);
   if (typeof seed !== 'object' || seed === null || Array.isArray(seed))
     throw new UsageError(`--from ${opts.from}: expected an object (a partial card)`);
