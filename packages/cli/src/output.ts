@@ -77,9 +77,7 @@ export function createProgress(
       write(`${line}\n`);
       draw();
     },
-    end() {
-      clear();
-    },
+    end: clear,
   };
 }
 

@@ -112,13 +112,6 @@ function openLedger(dbPath: string): Ledger {
   }
 }
 
-/** The timeline: each receipt with its time since the first. */
-function timelineOf(result: RunResult): string[] {
-  const receipts = result.status === 'in-progress' ? [] : result.receipts;
-  const t0 = receipts.length ? Date.parse(receipts[0]!.startedAt) : 0;
-  return receipts.map((r) => `+${String(Date.parse(r.startedAt) - t0).padStart(5)} ms  ${receiptText(r)}`);
-}
-
 function verdictOf(first: RunResult): string {
   if (first.status === 'done')
     return `done${first.adopted ? ' — result adopted from the provider, not created again' : ''}${first.providerRef ? ` (${first.providerRef})` : ''}`;
@@ -164,7 +157,10 @@ async function runStep(
       requestsOnRetry = proxy.requests.length - before;
     }
     const records = await sandbox.count(step.operation);
-    const timeline = timelineOf(first);
+    // the timeline: each receipt with its time since the first
+    const receipts = first.status === 'in-progress' ? [] : first.receipts;
+    const t0 = receipts.length ? Date.parse(receipts[0]!.startedAt) : 0;
+    const timeline = receipts.map((r) => `+${String(Date.parse(r.startedAt) - t0).padStart(5)} ms  ${receiptText(r)}`);
     const record = await ledger.get(first.businessOperationId);
     const same = second ? sameOperation(first, second) : null;
     const packet = first.status === 'handed-off' ? first.packet : null;
