@@ -1,19 +1,19 @@
 import type { CommandConfig } from './command.js';
-import { cards } from './commands/cards/command.js';
-import { cardsInitCommand } from './commands/cards/init/command.js';
-import { cardsValidate } from './commands/cards/validate/command.js';
-import { demo } from './commands/demo/command.js';
-import { drill } from './commands/drill/command.js';
-import { help } from './commands/help/command.js';
-import { ledgerExportCommand } from './commands/ledger/export/command.js';
-import { ledgerHandoffsCommand } from './commands/ledger/handoffs/command.js';
-import { ledgerLsCommand } from './commands/ledger/ls/command.js';
-import { ledgerPruneCommand } from './commands/ledger/prune/command.js';
-import { ledgerResolveCommand } from './commands/ledger/resolve/command.js';
-import { ledgerResolveAllCommand } from './commands/ledger/resolve-all/command.js';
-import { ledgerShowCommand } from './commands/ledger/show/command.js';
-import { ledgerVerifyCommand } from './commands/ledger/verify/command.js';
-import { probe } from './commands/probe/command.js';
+import { cards } from './commands/cards/index.js';
+import { cardsInitCommand } from './commands/cards/init/index.js';
+import { cardsValidate } from './commands/cards/validate/index.js';
+import { demo } from './commands/demo/index.js';
+import { drill } from './commands/drill/index.js';
+import { help } from './commands/help/index.js';
+import { ledgerExportCommand } from './commands/ledger/export/index.js';
+import { ledgerHandoffsCommand } from './commands/ledger/handoffs/index.js';
+import { ledgerLsCommand } from './commands/ledger/ls/index.js';
+import { ledgerPruneCommand } from './commands/ledger/prune/index.js';
+import { ledgerResolveCommand } from './commands/ledger/resolve/index.js';
+import { ledgerResolveAllCommand } from './commands/ledger/resolve-all/index.js';
+import { ledgerShowCommand } from './commands/ledger/show/index.js';
+import { ledgerVerifyCommand } from './commands/ledger/verify/index.js';
+import { probe } from './commands/probe/index.js';
 
 /** Every command, in the order `--help` lists them; a group comes before the commands it holds. */
 export const COMMANDS: readonly CommandConfig[] = [

@@ -46,7 +46,7 @@ const FS_WORDS: Readonly<Record<string, string>> = {
 };
 
 /** A file-system error (ENOENT, EACCES, ENOTDIR…) as one line naming the path, or null for anything else. */
-export function fileSystemError(e: unknown): string | null {
+function fileSystemError(e: unknown): string | null {
   const x = e as Partial<NodeJS.ErrnoException> | null | undefined;
   const code = String(x?.code);
   // a path is what makes it a file-system error (a refused connection has a syscall and a code, but no path)
@@ -55,14 +55,6 @@ export function fileSystemError(e: unknown): string | null {
 }
 
 const errorScrub = createRedactor();
-
-/** The code in a `--json` error answer. */
-function jsonCode(e: unknown, fsError: string | null, usage: boolean): string {
-  if (fsError) return 'FILE_SYSTEM';
-  if (usage) return 'USAGE';
-  if (RetrysafeError.isInstance(e)) return e.code;
-  return e instanceof RefusedError ? 'REFUSED' : 'ERROR';
-}
 
 /** Prints what went wrong (on stderr; as JSON on stdout too with `--json`) and returns the exit code. */
 export function reportError(e: unknown, io: Io, json: ((value: unknown) => void) | null): number {
@@ -82,18 +74,14 @@ export function reportError(e: unknown, io: Io, json: ((value: unknown) => void)
     fsError !== null || e instanceof UsageError || (RetrysafeError.isInstance(e) && USAGE_CODES.includes(e.code));
   // A driver's or the system's message may quote a credential or an address: scrubbed like receipts.
   const message = errorScrub.text(fsError ?? (e instanceof Error ? e.message : String(e)));
-  json?.({ ok: false, error: { code: jsonCode(e, fsError, usage), message } });
-  if (fsError) {
-    io.err(`retrysafe: ${message}`);
-    return EXIT.usage;
-  }
   if (usage) {
-    io.err(`retrysafe: ${message}\n(run with --help for usage)`);
+    json?.({ ok: false, error: { code: fsError ? 'FILE_SYSTEM' : 'USAGE', message } });
+    io.err(`retrysafe: ${message}${fsError ? '' : '\n(run with --help for usage)'}`);
     return EXIT.usage;
   }
+  const code = RetrysafeError.isInstance(e) ? e.code : e instanceof RefusedError ? 'REFUSED' : undefined;
+  json?.({ ok: false, error: { code: code ?? 'ERROR', message } });
   // Typed errors carry a message written for the reader; anything else is a bug: show the stack.
-  io.err(
-    `retrysafe: ${RetrysafeError.isInstance(e) || e instanceof RefusedError ? message : e instanceof Error ? errorScrub.text(e.stack ?? message) : message}`,
-  );
+  io.err(`retrysafe: ${code || !(e instanceof Error) ? message : errorScrub.text(e.stack ?? message)}`);
   return EXIT.failed;
 }

@@ -6,16 +6,14 @@ export function useColor(stream: { readonly isTTY?: boolean } = process.stdout):
 }
 
 const codes = { red: 31, green: 32, yellow: 33, cyan: 36, dim: 2, bold: 1 } as const;
-export type Color = keyof typeof codes;
-
-export function paint(color: Color, text: string, enabled = useColor()): string {
+export function paint(color: keyof typeof codes, text: string, enabled = useColor()): string {
   return enabled ? `\u001b[${codes[color]}m${text}\u001b[0m` : text;
 }
 
 // eslint-disable-next-line no-control-regex
 const ANSI = /\u001b\[[0-9;]*[A-Za-z]/g;
 /** Printed width of a string (escape codes do not count). */
-export const visibleLength = (s: string): number => s.replace(ANSI, '').length;
+const visibleLength = (s: string): number => s.replace(ANSI, '').length;
 
 /** A plain-text table with padded columns and a rule under the header; `right` columns are right-aligned, a blank line goes before each row in `breaks`. */
 export function table(
@@ -79,9 +77,7 @@ export function createProgress(
       write(`${line}\n`);
       draw();
     },
-    end() {
-      clear();
-    },
+    end: clear,
   };
 }
 

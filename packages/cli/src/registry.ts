@@ -14,17 +14,12 @@ export type AdapterEntry = ReturnType<typeof entryFrom>;
 export const ADAPTER_NAMES = ['sandbox', 'stripe', 'msgraph', 'hubspot', 'slack', 'http', 'resend', 'github'];
 const packageOf = (name: string) => (name === 'sandbox' ? '@retrysafe/sandbox' : `@retrysafe/${name}/sandbox`);
 
-function isDrill(value: unknown): value is ConformanceOptions {
-  if (typeof value !== 'object' || value === null) return false;
-  const d = value as Record<string, unknown>;
-  return (
-    typeof d.name === 'string' &&
-    typeof d.createAdapter === 'function' &&
-    typeof d.startSandbox === 'function' &&
-    typeof d.operations === 'object' &&
-    d.operations !== null
-  );
-}
+const isDrill = (d: Partial<Record<keyof ConformanceOptions, unknown>> | null): d is ConformanceOptions =>
+  typeof d?.name === 'string' &&
+  typeof d.createAdapter === 'function' &&
+  typeof d.startSandbox === 'function' &&
+  typeof d.operations === 'object' &&
+  d.operations !== null;
 
 /** `missing` says why the package offers no drill setup (it does not export `drills`); null when it does. */
 function entryFrom(name: string, from: string, mod: Record<string, unknown>) {
@@ -107,15 +102,9 @@ export async function adapterFor(drill: ConformanceOptions): Promise<AdapterV1> 
   return drill.createAdapter({ baseUrl: 'http://127.0.0.1:9', timeoutMs: 1000 });
 }
 
-/** A card and the name it is filed under in docs/cards (`<operation>`, or `<operation>--<drill>` when drills of one adapter declare it differently). */
-export interface NamedCard {
-  readonly name: string;
-  readonly adapter: string;
-  readonly card: RetrySafetyCard;
-}
-
-/** Each operation's card once; drills of one adapter that declare it differently each name theirs. */
-export async function cardsOf(entry: AdapterEntry): Promise<NamedCard[]> {
+/** Each operation's card once, filed under `<operation>` in docs/cards, or `<operation>--<drill>` when drills of one
+ * adapter declare it differently. */
+export async function cardsOf(entry: AdapterEntry) {
   const seen: { drill: string; card: RetrySafetyCard }[] = [];
   for (const drill of entry.drills) {
     const adapter = await adapterFor(drill);
@@ -125,7 +114,7 @@ export async function cardsOf(entry: AdapterEntry): Promise<NamedCard[]> {
       await adapter.close?.();
     }
   }
-  const out: NamedCard[] = [];
+  const out: { name: string; adapter: string; card: RetrySafetyCard }[] = [];
   for (const { drill, card } of seen) {
     const same = seen.filter((s) => s.card.operation === card.operation);
     const variants = new Set(same.map((s) => JSON.stringify(s.card)));
@@ -134,3 +123,4 @@ export async function cardsOf(entry: AdapterEntry): Promise<NamedCard[]> {
   }
   return out;
 }
+export type NamedCard = Awaited<ReturnType<typeof cardsOf>>[number];

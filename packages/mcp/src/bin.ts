@@ -1,6 +1,5 @@
 #!/usr/bin/env node
-import { helpText, UsageError } from './cli-options.js';
-import { PROBE_COMMAND, SERVE_COMMAND, WRAP_COMMAND } from './commands.js';
+import { helpText, PROBE_COMMAND, SERVE_COMMAND, UsageError, WRAP_COMMAND } from './cli-options.js';
 
 // The entry only picks the command; each command parses its own options table (cli-options.ts).
 const args = process.argv.slice(2);
@@ -11,9 +10,10 @@ if (first === '--help' || first === '-h' || first === 'help') {
   const name = first === 'wrap' || first === 'probe' ? first : 'serve';
   try {
     // Loaded on use: --help and usage errors answer without loading the ledgers and adapters.
-    if (name === 'wrap') await (await import('./fence/fence-cli.js')).runWrap(rest);
-    else if (name === 'probe') process.exitCode = await (await import('./fence/fence-cli.js')).runProbe(rest);
-    else await (await import('./serve-cli.js')).runServe(args);
+    const commands = await import('./commands.js');
+    if (name === 'wrap') await commands.runWrap(rest);
+    else if (name === 'probe') process.exitCode = await commands.runProbe(rest);
+    else await commands.runServe(args);
   } catch (e) {
     process.stderr.write(`retrysafe-mcp${name === 'serve' ? '' : ` ${name}`}: ${(e as Error).message}\n`);
     const usage =

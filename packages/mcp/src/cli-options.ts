@@ -1,102 +1,140 @@
-/** The command line of `retrysafe-mcp`: each command declares its options as data; one parser and one help text read them. */
+/** The command line of `retrysafe-mcp`: each command's options as data (no heavy imports here); node:util's
+ * parseArgs reads them, and the help is written from them. */
+import { parseArgs } from 'node:util';
 
 /** Thrown for bad command-line use: printed as one line, exit 2. */
 export class UsageError extends Error {
   override readonly name = 'UsageError';
 }
 
-export interface CliOption {
-  readonly flag: `--${string}`;
-  /** What follows the flag: `text`, a `number` (≥ 0), a `json` object, a comma-separated `list` (repeatable); none for a switch. */
-  readonly value?: 'text' | 'number' | 'json' | 'list';
-  readonly help: string;
+/** The parsed options, typed from their table. */
+type ValueTypes = { text: string; number: number; json: Record<string, unknown>; list: string[] };
+export type Values<O extends Options> = {
+  readonly [K in keyof O]?: O[K] extends { value: infer V extends keyof ValueTypes } ? ValueTypes[V] : boolean;
+};
+
+/** Options keyed in camel case (`countTool` is `--count-tool`). What follows the flag: `text`, a `number` (≥ 0), a
+ * `json` object, a comma-separated `list` (repeatable); none for a switch. */
+type Options = Readonly<Record<string, { readonly value?: keyof ValueTypes; readonly help: string }>>;
+type CliCommand = { readonly usage: string; readonly summary: string; readonly options: Options };
+
+/** How both fence commands name the server they talk to. */
+const SERVER = {
+  url: {
+    value: 'text',
+    help: "the server's streamable HTTP URL (https, or http on loopback), instead of -- <command…> (stdio)",
+  },
+} as const;
+
+/** The config file, then what every command that serves takes for HTTP. */
+const served = (configHelp: string) =>
+  ({
+    config: { value: 'text', help: configHelp },
+    http: {
+      help: 'serve streamable HTTP on 127.0.0.1 instead of stdio (bearer token from RETRYSAFE_MCP_TOKEN, else printed)',
+    },
+    port: { value: 'number', help: 'HTTP port (default: any free one)' },
+    allowHost: { value: 'list', help: 'also accept this Host name[:port] (repeatable)' },
+    allowOrigin: { value: 'list', help: 'also accept this Origin (repeatable)' },
+  }) as const;
+
+export const SERVE_COMMAND = {
+  usage: 'retrysafe-mcp --config retrysafe.yaml [--http …]',
+  summary: 'Serve the configured retrysafe operations as MCP tools (stdio, or streamable HTTP on loopback).',
+  options: served('the retrysafe config (YAML or JSON; default: RETRYSAFE_CONFIG)'),
+} as const satisfies CliCommand;
+
+export const WRAP_COMMAND = {
+  usage: 'retrysafe-mcp wrap --config fence.yaml [--http …] (-- <server command…> | --url URL)',
+  summary: 'Fence another MCP server: the tools the fence file names run through retrysafe; the rest pass through.',
+  options: { ...served('the fence file (YAML or JSON)'), ...SERVER },
+} as const satisfies CliCommand;
+
+export const PROBE_COMMAND = {
+  usage:
+    'retrysafe-mcp probe --tool T --args JSON --count-tool T --count-path P [options] (-- <server command…> | --url URL)',
+  summary:
+    'Fire identical calls at a writing tool and count its effects through a read tool (exit 0 at most once, 1 duplicates, 3 no effect seen).',
+  options: {
+    tool: { value: 'text', help: 'the writing tool to probe' },
+    args: { value: 'json', help: 'its sample arguments (in a sandbox you own)' },
+    countTool: { value: 'text', help: 'a read tool that lists the effects' },
+    countArgs: { value: 'json', help: 'its arguments' },
+    countPath: { value: 'text', help: "path to the list in the read tool's answer" },
+    match: { value: 'json', help: 'count only items with these values (item path → value)' },
+    concurrent: { value: 'number', help: 'identical calls fired at once (default 3)' },
+    timeoutMs: { value: 'number', help: 'client timeout of the call that is abandoned and re-issued (default 200)' },
+    settleMs: { value: 'number', help: 'wait for late effects before counting (default 1500)' },
+    receipt: { value: 'text', help: 'write the probe receipt (JSON) here' },
+    ...SERVER,
+  },
+} as const satisfies CliCommand;
+
+const flag = (key: string) => key.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`);
+
+/** parseArgs' refusal in this command line's words. */
+function usageError(e: Error & { code?: string }): UsageError {
+  const arg = /'(\S+?)[' ]/.exec(e.message)?.[1] ?? '';
+  if (e.code === 'ERR_PARSE_ARGS_UNKNOWN_OPTION')
+    return new UsageError(`unknown option ${arg} (see retrysafe-mcp --help)`);
+  if (e.code === 'ERR_PARSE_ARGS_UNEXPECTED_POSITIONAL')
+    return new UsageError(`unexpected argument ${JSON.stringify(arg)}`);
+  return new UsageError(/does not take/.test(e.message) ? `${arg} takes no value` : `${arg} needs a value`);
 }
 
-export interface CliCommand {
-  readonly name: string;
-  readonly usage: string;
-  readonly summary: string;
-  readonly options: readonly CliOption[];
-}
-
-export interface ParsedOptions {
-  readonly values: ReadonlyMap<string, unknown>;
-  /** What follows `--` (an upstream server's command line). */
-  readonly rest: readonly string[];
-}
-
-function parseValue(o: CliOption, raw: string, previous: unknown): unknown {
-  switch (o.value) {
-    case 'number': {
-      const n = Number(raw);
-      if (raw.trim() === '' || !Number.isFinite(n) || n < 0)
-        throw new UsageError(`${o.flag} must be a non-negative number`);
-      return n;
-    }
-    case 'json': {
-      let v: unknown;
-      try {
-        v = JSON.parse(raw);
-      } catch {
-        throw new UsageError(`${o.flag} must be a JSON object`);
-      }
-      if (typeof v !== 'object' || v === null || Array.isArray(v))
-        throw new UsageError(`${o.flag} must be a JSON object`);
-      return v;
-    }
-    case 'list':
-      return [
-        ...((previous as string[] | undefined) ?? []),
-        ...raw
-          .split(',')
-          .map((x) => x.trim())
-          .filter(Boolean),
-      ];
-    default:
-      return raw;
+function convert(name: string, o: Options[string], raw: string | boolean | (string | boolean)[]): unknown {
+  if (o.value === 'list') return (raw as string[]).flatMap((x) => x.split(',').map((s) => s.trim())).filter(Boolean);
+  if (o.value === 'number') {
+    const n = Number(raw);
+    if (String(raw).trim() === '' || !Number.isFinite(n) || n < 0)
+      throw new UsageError(`${name} must be a non-negative number`);
+    return n;
   }
-}
-
-/** Parses `argv` against the command's options: unknown flags and missing values are usage errors. */
-export function parseOptions(argv: readonly string[], command: CliCommand): ParsedOptions {
-  const values = new Map<string, unknown>();
-  const dashdash = argv.indexOf('--');
-  const head = dashdash >= 0 ? argv.slice(0, dashdash) : argv;
-  for (let i = 0; i < head.length; i++) {
-    const arg = head[i]!;
-    const o = command.options.find((x) => x.flag === arg);
-    if (!o)
-      throw new UsageError(
-        arg.startsWith('--')
-          ? `unknown option ${arg} (see retrysafe-mcp --help)`
-          : `unexpected argument ${JSON.stringify(arg)}`,
-      );
-    if (!o.value) {
-      values.set(o.flag, true);
-      continue;
-    }
-    const raw = head[++i];
-    if (raw === undefined) throw new UsageError(`${o.flag} needs a value`);
-    values.set(o.flag, parseValue(o, raw, values.get(o.flag)));
+  if (o.value !== 'json') return raw;
+  let v: unknown = null;
+  try {
+    v = JSON.parse(raw as string);
+  } catch {
+    // refused below, as any other value that is not an object
   }
-  return { values, rest: dashdash >= 0 ? argv.slice(dashdash + 1) : [] };
+  if (typeof v !== 'object' || v === null || Array.isArray(v)) throw new UsageError(`${name} must be a JSON object`);
+  return v;
 }
 
-/** Where the commands print by default: a line to stderr (logs) or stdout (results). */
-export const toStderr = (line: string): void => void process.stderr.write(`${line}\n`);
-export const toStdout = (line: string): void => void process.stdout.write(`${line}\n`);
-
-export const text = (p: ParsedOptions, flag: string) => p.values.get(flag) as string | undefined;
-export const num = (p: ParsedOptions, flag: string) => p.values.get(flag) as number | undefined;
-export const json = (p: ParsedOptions, flag: string) => p.values.get(flag) as Record<string, unknown> | undefined;
-export const list = (p: ParsedOptions, flag: string) => (p.values.get(flag) as string[] | undefined) ?? [];
+/** Parses `argv` against the command's options; what follows `--` (an upstream server's command line) is `rest`. */
+export function parseOptions<O extends Options>(argv: readonly string[], command: { readonly options: O }) {
+  const end = argv.indexOf('--');
+  const table = Object.entries(command.options);
+  let values: Record<string, string | boolean | (string | boolean)[] | undefined>;
+  try {
+    ({ values } = parseArgs({
+      args: end >= 0 ? argv.slice(0, end) : [...argv],
+      strict: true,
+      options: Object.fromEntries(
+        table.map(([k, o]) => [
+          flag(k),
+          { type: o.value ? ('string' as const) : ('boolean' as const), multiple: o.value === 'list' },
+        ]),
+      ),
+    }));
+  } catch (e) {
+    throw usageError(e as Error);
+  }
+  const parsed: Record<string, unknown> = {};
+  for (const [k, o] of table) {
+    const raw = values[flag(k)];
+    if (raw !== undefined) parsed[k] = convert(`--${flag(k)}`, o, raw);
+  }
+  return { values: parsed as Values<O>, rest: end >= 0 ? argv.slice(end + 1) : [] };
+}
 
 /** The help of every command, from their option tables. */
 export function helpText(commands: readonly CliCommand[]): string {
   const lines = ['retrysafe-mcp: retrysafe operations as MCP tools, and a fence in front of other MCP servers.', ''];
   for (const c of commands) {
     lines.push(`  ${c.usage}`, `      ${c.summary}`);
-    for (const o of c.options) lines.push(`      ${`${o.flag}${o.value ? ` <${o.value}>` : ''}`.padEnd(26)} ${o.help}`);
+    for (const [k, o] of Object.entries(c.options))
+      lines.push(`      ${`--${flag(k)}${o.value ? ` <${o.value}>` : ''}`.padEnd(26)} ${o.help}`);
     lines.push('');
   }
   lines.push(

@@ -1,61 +1,205 @@
-/** The commands of `retrysafe-mcp` and their options, as data: the parser and the help read these (no heavy imports here). */
-import type { CliCommand, CliOption } from './cli-options.js';
+import { writeFileSync } from 'node:fs';
+import { resolve } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import type { Server } from '@modelcontextprotocol/sdk/server/index.js';
+import { createAdapters, exposedOperations, loadConfig, openLedger, type RetrysafeConfig } from '@retrysafe/config';
+import { canonicalJson, sha256Hex } from '@retrysafe/contract';
+import { createRunner, encryptParams, jsonlHandoffSink, type PolicyOverrides, parseReceiptKeys } from '@retrysafe/core';
+import { PROBE_COMMAND, parseOptions, SERVE_COMMAND, UsageError, type Values, WRAP_COMMAND } from './cli-options.js';
+import { createCoalescer } from './coalesce.js';
+import { answerValue, createFenceAdapter, readPath } from './fence/fence-adapter.js';
+import { loadFenceConfig } from './fence/fence-config.js';
+import { createFenceServer } from './fence/fence-server.js';
+import { connectUpstream, type UpstreamClient, type UpstreamTarget } from './fence/upstream.js';
+import { createRetrysafeMcpServer, serveHttp, serveStdio } from './server.js';
 
-/** How both commands name the server they talk to. */
-const SERVER_OPTIONS: readonly CliOption[] = [
-  {
-    flag: '--url',
-    value: 'text',
-    help: "the server's streamable HTTP URL (https, or http on loopback), instead of -- <command…> (stdio)",
+/** Where the commands print by default: a line to stderr (logs) or stdout (results). */
+const toStderr = (line: string): void => void process.stderr.write(`${line}\n`);
+const toStdout = (line: string): void => void process.stdout.write(`${line}\n`);
+
+// RETRYSAFE_PARAMS_KEYS encrypts stored params (first key encrypts, all decrypt); RETRYSAFE_RECEIPT_KEYS seals receipts.
+async function servingParts(
+  c: Pick<RetrysafeConfig, 'ledger' | 'baseDir' | 'redact'> & { policy?: PolicyOverrides },
+  handoffs: string | undefined,
+) {
+  const env = process.env;
+  let ledger = await openLedger(c.ledger, c.baseDir);
+  const keys = env.RETRYSAFE_PARAMS_KEYS ? parseReceiptKeys(env.RETRYSAFE_PARAMS_KEYS) : null;
+  if (keys) {
+    const previous = Object.entries(keys.keyring)
+      .filter(([id]) => id !== keys.current.id)
+      .map(([id, secret]) => ({ id, secret }));
+    ledger = encryptParams(ledger, { key: keys.current, previous });
+  }
+  const runner = createRunner({
+    ledger,
+    ...(handoffs ? { handoff: jsonlHandoffSink(handoffs) } : {}),
+    ...(c.policy ? { policy: c.policy } : {}),
+    ...(c.redact ? { redact: { fields: [...(c.redact.fields ?? [])] } } : {}),
+    ...(env.RETRYSAFE_RECEIPT_KEYS ? { receiptKey: parseReceiptKeys(env.RETRYSAFE_RECEIPT_KEYS).current } : {}),
+  });
+  return { ledger, runner, coalescer: createCoalescer(ledger, c.policy?.waitForOtherMs) };
+}
+
+/** Serves on stdio, or with `--http` on loopback behind the Host/Origin allow-lists and a bearer token. */
+async function serve(
+  o: Values<typeof SERVE_COMMAND.options>,
+  make: () => Server,
+  what: string,
+  log: (line: string) => void,
+): Promise<void> {
+  if (!o.http) return serveStdio(make());
+  const configured = process.env.RETRYSAFE_MCP_TOKEN;
+  const h = await serveHttp(make, {
+    port: o.port ?? 0,
+    allowedHosts: o.allowHost ?? [],
+    allowedOrigins: o.allowOrigin ?? [],
+    ...(configured ? { token: configured } : {}),
+  });
+  log(`${what} on ${h.url}`);
+  log(
+    configured
+      ? 'bearer token: from RETRYSAFE_MCP_TOKEN'
+      : `bearer token (send as "Authorization: Bearer <token>"): ${h.token}`,
+  );
+}
+
+/** `retrysafe-mcp --config …` (SERVE_COMMAND). */
+export async function runServe(argv: readonly string[], log = toStderr): Promise<void> {
+  const { values: o } = parseOptions(argv, SERVE_COMMAND);
+  const configPath = o.config ?? process.env.RETRYSAFE_CONFIG;
+  if (!configPath) throw new UsageError('name the config: --config <retrysafe.yaml> (or set RETRYSAFE_CONFIG)');
+  const config = loadConfig(configPath);
+  const byName = await createAdapters(config);
+  // the config names operations by its adapter keys; tools are named by provider
+  const operations = exposedOperations(config, byName);
+  const parts = await servingParts(config, config.handoffs);
+  const make = () =>
+    createRetrysafeMcpServer({
+      ...parts,
+      adapters: Object.values(byName),
+      ...(operations ? { operations } : {}),
+    });
+  return serve(o, make, 'retrysafe MCP server', log);
+}
+
+/** The upstream server: `--url`, else the command after `--`. */
+function target(
+  url: string | undefined,
+  rest: readonly string[],
+  env?: Readonly<Record<string, string | null>>,
+): UpstreamTarget {
+  if (url !== undefined) {
+    if (!URL.canParse(url)) throw new UsageError(`--url ${url} is not a URL`);
+    const u = new URL(url);
+    if (!['127.0.0.1', 'localhost', '[::1]'].includes(u.hostname) && u.protocol !== 'https:')
+      throw new UsageError('a server URL must be https, or http on loopback');
+    return { url };
+  }
+  if (rest.length === 0) throw new UsageError('name the server: -- <command …> (stdio) or --url URL (streamable HTTP)');
+  return { command: rest[0]!, args: rest.slice(1), ...(env ? { env } : {}) };
+}
+
+/** `retrysafe-mcp wrap …` (WRAP_COMMAND). */
+export async function runWrap(argv: readonly string[], log = toStderr): Promise<void> {
+  const { values: o, rest } = parseOptions(argv, WRAP_COMMAND);
+  if (o.config === undefined) throw new UsageError('wrap needs --config <fence.yaml>');
+  const config = loadFenceConfig(o.config);
+  const upstream = await connectUpstream(target(o.url, rest, config.env));
+  const adapter = createFenceAdapter({ config, client: upstream, tools: upstream.tools });
+  const parts = await servingParts(config, config.handoffs && resolve(config.baseDir, config.handoffs));
+  const make = () => createFenceServer({ ...parts, adapter, upstream });
+  const fenced = Object.keys(config.tools);
+  const passed = upstream.tools.map((t) => t.name).filter((n) => !fenced.includes(n));
+  log(
+    `retrysafe fence: ${fenced.length} fenced (${fenced.join(', ')}), ${passed.length} passed through${passed.length ? ` (${passed.join(', ')})` : ''}`,
+  );
+  return serve(o, make, 'retrysafe fence', log);
+}
+
+/** `retrysafe-mcp probe …` (PROBE_COMMAND). Exit 0: at most once; 1: duplicates; 3: no effect seen. */
+export async function runProbe(argv: readonly string[], out = toStdout): Promise<number> {
+  const { values: o, rest } = parseOptions(argv, PROBE_COMMAND);
+  const { tool, countTool, countPath } = o;
+  if (tool === undefined || countTool === undefined || countPath === undefined)
+    throw new UsageError('probe needs --tool, --count-tool and --count-path');
+  const upstream = await connectUpstream(target(o.url, rest), 'retrysafe-probe');
+  try {
+    const receipt = await probeTool({ ...o, tool, countTool, countPath, client: upstream });
+    if (o.receipt !== undefined) writeFileSync(o.receipt, JSON.stringify(receipt, null, 2) + '\n');
+    out(receipt.summary);
+    out(
+      `calls: ${receipt.calls.map((c) => `${c.phase}=${c.answer}`).join(' ')}; effects counted by ${countTool}: ${receipt.before} → ${receipt.after}`,
+    );
+    return receipt.verdict === 'at-most-once' ? 0 : receipt.verdict === 'duplicates' ? 1 : 3;
+  } finally {
+    await upstream.close();
+  }
+}
+
+type Answer = 'ok' | 'tool-error' | 'timeout' | 'error';
+export type ProbeReceipt = Awaited<ReturnType<typeof probeTool>>;
+
+const CALL_TIMEOUT_MS = 30_000;
+
+/** Identical calls at once, then one abandoned on a client timeout and re-issued; the effects are counted by a read tool. */
+async function probeTool(
+  o: Values<typeof PROBE_COMMAND.options> & {
+    client: UpstreamClient;
+    tool: string;
+    countTool: string;
+    countPath: string;
   },
-];
-/** The config file, then what every command that serves takes for HTTP. */
-const SERVED = (configHelp: string): readonly CliOption[] => [
-  { flag: '--config', value: 'text', help: configHelp },
-  {
-    flag: '--http',
-    help: 'serve streamable HTTP on 127.0.0.1 instead of stdio (bearer token from RETRYSAFE_MCP_TOKEN, else printed)',
-  },
-  { flag: '--port', value: 'number', help: 'HTTP port (default: any free one)' },
-  { flag: '--allow-host', value: 'list', help: 'also accept this Host name[:port] (repeatable)' },
-  { flag: '--allow-origin', value: 'list', help: 'also accept this Origin (repeatable)' },
-];
+) {
+  const startedAt = new Date().toISOString();
+  const count = async (): Promise<number> => {
+    const args = { name: o.countTool, arguments: o.countArgs ?? {} };
+    const answer = await o.client.callTool(args, undefined, { timeout: CALL_TIMEOUT_MS });
+    const items = readPath(answerValue(answer as never), o.countPath);
+    if (!Array.isArray(items)) throw new Error(`probe: ${o.countTool} gave no list at "${o.countPath}"`);
+    const match = Object.entries(o.match ?? {});
+    return items.filter((item) => match.every(([p, v]) => readPath(item, p) === v)).length;
+  };
+  const call = async (timeout: number): Promise<Answer> => {
+    try {
+      const a = (await o.client.callTool({ name: o.tool, arguments: o.args ?? {} }, undefined, { timeout })) as {
+        isError?: boolean;
+      };
+      return a?.isError ? 'tool-error' : 'ok';
+    } catch (e) {
+      return (e as { code?: unknown }).code === -32001 ? 'timeout' : 'error';
+    }
+  };
 
-export const WRAP_COMMAND: CliCommand = {
-  name: 'wrap',
-  usage: 'retrysafe-mcp wrap --config fence.yaml [--http …] (-- <server command…> | --url URL)',
-  summary: 'Fence another MCP server: the tools the fence file names run through retrysafe; the rest pass through.',
-  options: [...SERVED('the fence file (YAML or JSON)'), ...SERVER_OPTIONS],
-};
-
-export const PROBE_COMMAND: CliCommand = {
-  name: 'probe',
-  usage:
-    'retrysafe-mcp probe --tool T --args JSON --count-tool T --count-path P [options] (-- <server command…> | --url URL)',
-  summary:
-    'Fire identical calls at a writing tool and count its effects through a read tool (exit 0 at most once, 1 duplicates, 3 no effect seen).',
-  options: [
-    { flag: '--tool', value: 'text', help: 'the writing tool to probe' },
-    { flag: '--args', value: 'json', help: 'its sample arguments (in a sandbox you own)' },
-    { flag: '--count-tool', value: 'text', help: 'a read tool that lists the effects' },
-    { flag: '--count-args', value: 'json', help: 'its arguments' },
-    { flag: '--count-path', value: 'text', help: "path to the list in the read tool's answer" },
-    { flag: '--match', value: 'json', help: 'count only items with these values (item path → value)' },
-    { flag: '--concurrent', value: 'number', help: 'identical calls fired at once (default 3)' },
-    {
-      flag: '--timeout-ms',
-      value: 'number',
-      help: 'client timeout of the call that is abandoned and re-issued (default 200)',
-    },
-    { flag: '--settle-ms', value: 'number', help: 'wait for late effects before counting (default 1500)' },
-    { flag: '--receipt', value: 'text', help: 'write the probe receipt (JSON) here' },
-    ...SERVER_OPTIONS,
-  ],
-};
-
-export const SERVE_COMMAND: CliCommand = {
-  name: 'serve',
-  usage: 'retrysafe-mcp --config retrysafe.yaml [--http …]',
-  summary: 'Serve the configured retrysafe operations as MCP tools (stdio, or streamable HTTP on loopback).',
-  options: SERVED('the retrysafe config (YAML or JSON; default: RETRYSAFE_CONFIG)'),
-};
+  const before = await count();
+  const concurrent = await Promise.all(Array.from({ length: o.concurrent ?? 3 }, () => call(CALL_TIMEOUT_MS)));
+  const calls = [
+    ...concurrent.map((answer) => ({ phase: 'concurrent' as const, answer })),
+    { phase: 'timed-out' as const, answer: await call(o.timeoutMs ?? 200) },
+    { phase: 're-issued' as const, answer: await call(CALL_TIMEOUT_MS) },
+  ];
+  await sleep(o.settleMs ?? 1500);
+  const after = await count();
+  const effects = after - before;
+  const verdict: 'at-most-once' | 'duplicates' | 'no-effect-seen' =
+    effects > 1 ? 'duplicates' : effects === 1 ? 'at-most-once' : 'no-effect-seen';
+  const summary = {
+    duplicates: `DUPLICATES: ${effects} effects for one intent after ${calls.length} identical calls`,
+    'at-most-once': `at most once: 1 effect for one intent after ${calls.length} identical calls`,
+    'no-effect-seen': `no effect seen after ${calls.length} calls (does ${o.countTool} list what ${o.tool} creates?)`,
+  }[verdict];
+  return {
+    probe: 'retrysafe.probe/v1' as const,
+    tool: o.tool,
+    // The arguments themselves are not kept: they may hold personal data.
+    argsDigest: sha256Hex(canonicalJson(o.args ?? {})),
+    startedAt,
+    finishedAt: new Date().toISOString(),
+    calls,
+    before,
+    after,
+    effects,
+    verdict,
+    summary,
+  };
+}

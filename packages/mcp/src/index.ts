@@ -1,7 +1,6 @@
 export { createCoalescer } from './coalesce.js';
+export { type ProbeReceipt, runProbe } from './commands.js';
 export { createFenceAdapter } from './fence/fence-adapter.js';
-export { runProbe } from './fence/fence-cli.js';
 export { FenceConfigError, parseFenceConfig } from './fence/fence-config.js';
 export { createFenceServer, UNFENCED_NOTE } from './fence/fence-server.js';
-export type { ProbeReceipt } from './fence/probe.js';
 export { createRetrysafeMcpServer, type McpServerOptions, serveHttp, serveStdio } from './server.js';

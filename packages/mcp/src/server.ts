@@ -1,5 +1,6 @@
+import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 import { once } from 'node:events';
-import { createServer as createHttpServer } from 'node:http';
+import { createServer as createHttpServer, type IncomingMessage } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
@@ -16,13 +17,13 @@ import type { AdapterV1, Ledger } from '@retrysafe/contract';
 import type { Runner } from '@retrysafe/core';
 import {
   type AgentToolDefinition,
+  type AgentToolResult,
   agentTools,
   callAgentTool,
   operationStatus,
   pendingHandoffs,
 } from '@retrysafe/core/agent';
 import { type Coalescer, createCoalescer } from './coalesce.js';
-import { checkToken, createHttpGuard, type HttpGuardOptions } from './http-guard.js';
 
 /** What both servers take; one coalescer serves every server of a process (HTTP builds one per request). */
 export interface ServingOptions {
@@ -77,33 +78,35 @@ async function answerLookupTool(ledger: Ledger, name: string, args: unknown) {
   }
 }
 
-type ToolCall = (req: CallToolRequest, extra: { signal: AbortSignal }) => Promise<Record<string, unknown> | undefined>;
+/** The runner's answer to a tool call; an identical call in flight answers with the first one's. */
+type Run = (tool: AgentToolDefinition, params: unknown, meta: unknown) => Promise<AgentToolResult>;
+type ToolCall = (
+  req: CallToolRequest,
+  extra: { signal: AbortSignal },
+  run: Run,
+) => Promise<Record<string, unknown> | undefined>;
 
 /** Both servers: `listed` plus the status and handoff lookups; `call` answers the rest, undefined for a name it does not list. */
 export function serveTools(
   server: Server,
-  ledger: Ledger,
+  options: ServingOptions,
   lookups: [string, string],
   listed: () => object[],
   call: ToolCall,
 ) {
+  const coalescer = options.coalescer ?? createCoalescer(options.ledger);
+  const run: Run = (tool, params, meta) =>
+    coalescer.call(tool.name, params, meta, () => callAgentTool(options.runner, tool, params));
   server.setRequestHandler(ListToolsRequestSchema, async () => ({
     tools: [...listed(), ...lookupTools(...lookups)] as Tool[],
   }));
   server.setRequestHandler(CallToolRequestSchema, async (req, extra) => {
     const { name, arguments: args = {} } = req.params;
-    const answer = (await answerLookupTool(ledger, name, args)) ?? (await call(req, extra));
+    const answer = (await answerLookupTool(options.ledger, name, args)) ?? (await call(req, extra, run));
     // The spec's answer to an unknown tool is a protocol error, not a tool result.
     if (answer === undefined) throw new McpError(ErrorCode.InvalidParams, `Unknown tool: ${name}`);
     return answer;
   });
-}
-
-/** The runner's answer to a tool call; an identical call in flight answers with the first one's. */
-export function runCoalesced(options: ServingOptions) {
-  const coalescer = options.coalescer ?? createCoalescer(options.ledger);
-  return (tool: AgentToolDefinition, params: unknown, meta: unknown) =>
-    coalescer.call(tool.name, params, meta, () => callAgentTool(options.runner, tool, params));
 }
 
 /** What every retrysafe answer says, in this server's results and in the fence's own answers. */
@@ -143,13 +146,12 @@ export function createRetrysafeMcpServer(options: McpServerOptions): Server {
   const tools = agentTools(options.adapters, options.operations);
   const listed = tools.map(({ adapter, operation, qualifiedName, ...t }) => ({ ...t, outputSchema: RESULT_SCHEMA }));
   const server = new Server({ name: 'retrysafe', version: '0.1.0' }, { capabilities: { tools: {} } });
-  const run = runCoalesced(options);
   serveTools(
     server,
-    options.ledger,
+    options,
     ['as returned by an operation tool', 'operations'],
     () => listed,
-    async (req) => {
+    async (req, _extra, run) => {
       const { name, arguments: args = {}, _meta } = req.params;
       const tool = tools.find((t) => t.name === name);
       if (!tool) return undefined;
@@ -165,9 +167,39 @@ export async function serveStdio(server: Server): Promise<void> {
   await server.connect(new StdioServerTransport());
 }
 
-export interface ServeHttpOptions extends HttpGuardOptions {
+export interface ServeHttpOptions {
   readonly host?: string;
   readonly port?: number;
+  /** Extra `Host` values to accept (`name:port`, or a bare name for any port); loopback with the bound port always is. */
+  readonly allowedHosts?: readonly string[];
+  /** Extra `Origin` values to accept; loopback origins with the bound port always are. */
+  readonly allowedOrigins?: readonly string[];
+  /** The bearer token clients must send; default a random one (read it from the returned `token`). */
+  readonly token?: string;
+}
+
+const LOOPBACK_NAMES = ['127.0.0.1', 'localhost', '[::1]'];
+const digest = (s: string) => createHash('sha256').update(s, 'utf8').digest();
+const norm = (v: string) => v.trim().toLowerCase();
+
+// Host (loopback with the bound port, against DNS rebinding), Origin (absent, or listed), then the bearer token:
+// the refusal's status and reason, or undefined when the request may go on.
+function refusal(req: IncomingMessage, port: number, opts: ServeHttpOptions, token: string) {
+  const hosts = [...LOOPBACK_NAMES.map((n) => `${n}:${port}`), ...(opts.allowedHosts ?? []).map(norm).filter(Boolean)];
+  const host = norm(req.headers.host ?? '');
+  if (!hosts.includes(host) && !hosts.includes(host.replace(/:\d+$/, '')))
+    return { status: 403, reason: 'host not allowed' };
+  const origins = [
+    ...LOOPBACK_NAMES.map((n) => `http://${n}:${port}`),
+    ...(opts.allowedOrigins ?? []).map((o) => norm(o).replace(/\/+$/, '')).filter(Boolean),
+  ];
+  const origin = req.headers.origin;
+  if (origin !== undefined && !origins.includes(norm(origin))) return { status: 403, reason: 'origin not allowed' };
+  const m = /^Bearer[ ]+(\S+)\s*$/i.exec(req.headers.authorization ?? '');
+  // Both sides hashed to 32 bytes, so the comparison's time leaks neither where they differ nor the length.
+  if (!m || !timingSafeEqual(digest(m[1]!), digest(token)))
+    return { status: 401, reason: 'missing or wrong bearer token' };
+  return undefined;
 }
 
 /** Stateless streamable HTTP on loopback only; a request the guard refuses gets 403/401 and no server. */
@@ -178,16 +210,17 @@ export async function serveHttp(
   const host = opts.host ?? '127.0.0.1';
   if (!['127.0.0.1', '::1', 'localhost'].includes(host))
     throw new Error(`refusing to listen on ${host}: the MCP HTTP transport binds to loopback only`);
-  if (opts.token !== undefined) checkToken(opts.token); // a bad token fails before listening
-  let guard: ReturnType<typeof createHttpGuard> | undefined;
+  const token = opts.token ?? randomBytes(32).toString('base64url');
+  if (token.length < 16 || /\s/.test(token))
+    throw new TypeError('MCP HTTP token: expected at least 16 characters without spaces');
   const http = createHttpServer(async (req, res) => {
-    const refusal = guard ? guard.check(req) : ({ status: 403, reason: 'not ready' } as const);
-    if (refusal) {
-      res.writeHead(refusal.status, {
+    const refused = refusal(req, (http.address() as AddressInfo).port, opts, token);
+    if (refused) {
+      res.writeHead(refused.status, {
         'content-type': 'application/json',
-        ...(refusal.status === 401 ? { 'www-authenticate': 'Bearer realm="retrysafe-mcp"' } : {}),
+        ...(refused.status === 401 ? { 'www-authenticate': 'Bearer realm="retrysafe-mcp"' } : {}),
       });
-      res.end(JSON.stringify({ jsonrpc: '2.0', error: { code: -32001, message: refusal.reason }, id: null }));
+      res.end(JSON.stringify({ jsonrpc: '2.0', error: { code: -32001, message: refused.reason }, id: null }));
       req.resume();
       return;
     }
@@ -208,10 +241,9 @@ export async function serveHttp(
   http.listen(opts.port ?? 0, host);
   await once(http, 'listening');
   const { port } = http.address() as AddressInfo;
-  guard = createHttpGuard(port, opts);
   return {
     url: `http://${host === '::1' ? '[::1]' : host}:${port}/mcp`,
-    token: guard.token,
+    token,
     close: () => new Promise((resolve) => http.close(() => resolve())),
   };
 }

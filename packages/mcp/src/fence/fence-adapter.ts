@@ -1,20 +1,14 @@
 import type { Tool } from '@modelcontextprotocol/sdk/types.js';
 import {
-  type AdapterV1,
-  type BusinessOperationId,
-  deriveProviderKey,
-  type ExecuteContext,
-  type LookupContext,
-  type LookupResult,
-  type OperationSpec,
+  defineAdapter,
+  defineCard,
+  type FrameOperation,
+  fact,
   type Outcome,
-  type ProviderKey,
-  SPECIFICATION_VERSION,
+  type RetrySafetyCard,
   UnknownOperationError,
-  UnsupportedCapabilityError,
 } from '@retrysafe/contract';
 import { classifyTransportFailure } from '@retrysafe/contract/provider';
-import { fenceCard, KEY_CHARSET } from './fence-card.js';
 import type { FenceConfig, FenceToolConfig } from './fence-config.js';
 import { type UpstreamClient, UpstreamUnavailableError } from './upstream.js';
 
@@ -34,12 +28,14 @@ export function readPath(value: unknown, path: string): unknown {
   return cur;
 }
 
-function setPath(target: Record<string, unknown>, path: string, value: unknown): Record<string, unknown> {
+/** `target` with `path` set to `value`, or without it when `value` is undefined. */
+export function withPath(target: Record<string, unknown>, path: string, value: unknown): Record<string, unknown> {
   const [head = '', ...rest] = path.split('.');
-  if (rest.length === 0) return { ...target, [head]: value };
-  const inner = target[head];
-  const next = inner !== null && typeof inner === 'object' && !Array.isArray(inner) ? inner : {};
-  return { ...target, [head]: setPath(next as Record<string, unknown>, rest.join('.'), value) };
+  const { [head]: inner, ...others } = target;
+  if (rest.length === 0) return value === undefined ? others : { ...target, [head]: value };
+  const next = inner !== null && typeof inner === 'object' && !Array.isArray(inner) ? inner : undefined;
+  if (!next && value === undefined) return target;
+  return { ...target, [head]: withPath((next ?? {}) as Record<string, unknown>, rest.join('.'), value) };
 }
 
 /** `{{path}}` strings are replaced by that argument of the call (whole-string templates keep the value's type). */
@@ -135,70 +131,56 @@ function classifyToolError(error: unknown): Outcome {
   return unknownOutcome(t.cause, message, t.code);
 }
 
-export interface FenceAdapterOptions {
+/** The fenced upstream tools as one retrysafe adapter on the contract's frame: the runner decides from their cards.
+ * `tools` is the upstream's tool list (descriptions, input schemas): every fenced tool must be in it. */
+export function createFenceAdapter(options: {
   readonly config: FenceConfig;
   readonly client: UpstreamClient;
-  /** The upstream's tool list (for descriptions and input schemas); every fenced tool must be in it. */
   readonly tools: readonly Tool[];
-}
-
-/** The fenced upstream tools as one retrysafe adapter: the runner decides from their cards, like any provider. */
-export function createFenceAdapter(options: FenceAdapterOptions): AdapterV1 {
+}) {
   const { config, client } = options;
   const listed = new Map(options.tools.map((t) => [t.name, t]));
-  const operations: Record<string, OperationSpec> = {};
+  const operations: Record<string, FrameOperation & { readonly tool: FenceToolConfig }> = {};
   for (const [name, t] of Object.entries(config.tools)) {
     const upstream = listed.get(name);
     if (!upstream) throw new UnknownOperationError(config.name, name, [...listed.keys()]);
     if (t.lookup && !listed.has(t.lookup.tool))
       throw new UnknownOperationError(config.name, t.lookup.tool, [...listed.keys()]);
-    operations[name] = Object.freeze({
+    operations[name] = {
       name,
       description: upstream.description ?? name,
       card: fenceCard(config, name, t),
       intentFields: t.intent,
       paramsSchema: upstream.inputSchema,
-    });
+      keyRule: t.key ? { maxLength: t.key.maxLength ?? 64, charset: KEY_CHARSET, prefix: 'rs-' } : null,
+      tool: t,
+    };
   }
-  const tool = (operation: string): FenceToolConfig => {
-    const t = config.tools[operation];
-    if (!t) throw new UnknownOperationError(config.name, operation, Object.keys(config.tools));
-    return t;
-  };
-  const send = (name: string, args: Record<string, unknown>, signal: AbortSignal | undefined) =>
-    client.callTool({ name, arguments: args }, undefined, { timeout: config.timeoutMs, ...(signal ? { signal } : {}) });
+  const send = (name: string, args: unknown, signal: AbortSignal) =>
+    client.callTool({ name, arguments: args as Record<string, unknown> }, undefined, {
+      timeout: config.timeoutMs,
+      signal,
+    });
 
-  return Object.freeze({
-    specificationVersion: SPECIFICATION_VERSION,
+  return defineAdapter({
     provider: config.name,
-    operations: Object.freeze(operations),
-    deriveProviderKey(operation: string, id: BusinessOperationId): ProviderKey | null {
-      const t = tool(operation);
-      return t.key
-        ? deriveProviderKey(id, { maxLength: t.key.maxLength ?? 64, charset: KEY_CHARSET, prefix: 'rs-' })
-        : null;
-    },
-    async doExecute(operation: string, params: unknown, ctx: ExecuteContext): Promise<Outcome> {
-      const t = tool(operation);
-      let args = (params ?? {}) as Record<string, unknown>;
-      if (t.key && ctx.providerKey) args = setPath(args, t.key.argument, ctx.providerKey);
+    operations,
+    async execute({ name, tool: t }, params, ctx) {
+      const args = params ?? {};
+      const keyed =
+        t.key && ctx.providerKey ? withPath(args as Record<string, unknown>, t.key.argument, ctx.providerKey) : args;
       try {
-        return classifyToolAnswer(t, await send(operation, args, ctx.signal));
+        return classifyToolAnswer(t, await send(name, keyed, ctx.signal));
       } catch (error) {
         return classifyToolError(error);
       }
     },
-    async doLookup(operation: string, ctx: LookupContext): Promise<LookupResult> {
-      const t = tool(operation);
-      const l = t.lookup;
-      if (!l) throw new UnsupportedCapabilityError(config.name, 'lookup', `tools.${operation} declares no lookup`);
+    // Never called for a tool without a lookup: its card says lookup.method none.
+    async lookup({ tool: t }, ctx) {
+      const l = t.lookup!;
       let answer: ToolAnswer;
       try {
-        answer = (await send(
-          l.tool,
-          fill(l.arguments ?? {}, ctx.params) as Record<string, unknown>,
-          ctx.signal,
-        )) as ToolAnswer;
+        answer = (await send(l.tool, fill(l.arguments ?? {}, ctx.params), ctx.signal)) as ToolAnswer;
       } catch (error) {
         return {
           kind: 'cannot-tell',
@@ -221,4 +203,137 @@ export function createFenceAdapter(options: FenceAdapterOptions): AdapterV1 {
       return { kind: 'found', outcome: succeeded(t, result, match) };
     },
   });
+}
+
+const KEY_CHARSET = 'A-Za-z0-9_-';
+const CLASSIFY = 'fence: packages/mcp/src/fence/fence-adapter.ts (classify)';
+
+/** The card of one fenced tool, from what the fence file declares; the rest is `unknown` and listed as unverified. */
+function fenceCard(config: Pick<FenceConfig, 'name' | 'policy'>, toolName: string, t: FenceToolConfig) {
+  const declared = (what: string) => `fence file: tools.${toolName}.${what}${t.source ? ` (${t.source})` : ''}`;
+  const unverified: { field: string; condition: string; source: string }[] = [];
+  const maybe = (field: string, value: unknown, what: string, source = declared(what)) => {
+    if (value !== undefined) return fact(value, source);
+    const reason = `not declared in the fence file (tools.${toolName}.${what})`;
+    unverified.push({ field, condition: `${what} is not declared for this upstream tool`, source: reason });
+    return fact('unknown', reason);
+  };
+  const noKey = (value: unknown) => fact(value, 'no key travels');
+  const { key: k, lookup: l } = t;
+  const keySource = k?.source ?? t.source;
+  const limits = config.policy ?? {};
+  const key = k
+    ? {
+        providerKey: {
+          travels: fact('body', declared('key.argument')),
+          name: fact(k.argument, declared('key.argument')),
+          maxLength: fact(k.maxLength ?? 64, k.maxLength ? declared('key.maxLength') : 'fence default: 64 characters'),
+          charset: fact(KEY_CHARSET, 'fence: keys are letters, digits, _ and -'),
+          scope: fact('one upstream server', declared('key')),
+        },
+        keyReuse: fact('same call while the upstream keeps the key', declared('key')),
+        parameterMatching: maybe('parameterMatching', k.parameterMatching, 'key.parameterMatching', keySource),
+        semantics: maybe('storedResult.semantics', k.semantics, 'key.semantics', keySource),
+        retention: maybe('retention.minimum', k.retention, 'key.retention', keySource),
+        concurrency: maybe('concurrency', k.concurrency, 'key.concurrency', keySource),
+      }
+    : {
+        providerKey: {
+          travels: fact('none', `fence file: tools.${toolName} declares no key argument`),
+          name: noKey(null),
+          maxLength: noKey(null),
+          charset: noKey(null),
+          scope: noKey('n/a: no key travels'),
+        },
+        keyReuse: noKey('never: no key travels'),
+        parameterMatching: noKey('none'),
+        semantics: fact('none', 'no key travels: the upstream cannot fold a re-sent call'),
+        retention: fact(null, 'no key travels: nothing is stored'),
+        concurrency: fact('duplicates', 'no key travels: concurrent calls each run the tool'),
+      };
+  const lookupSource = l?.source ?? t.source;
+  const delay = [0, '0'].includes(l?.consistencyDelay as never) ? null : l?.consistencyDelay; // 0: no delay
+  const lookup = l
+    ? {
+        method: fact('search', declared('lookup.tool')),
+        consistencyDelay: maybe('lookup.consistencyDelay', delay, 'lookup.consistencyDelay', lookupSource),
+        // How long the upstream may still apply a call after the fence gave up on it: unknown unless declared.
+        lateApplyBound: maybe('lookup.lateApplyBound', l.lateApplyBound, 'lookup.lateApplyBound', lookupSource),
+      }
+    : {
+        method: fact('none', `fence file: tools.${toolName} declares no lookup`),
+        consistencyDelay: fact(null, 'no lookup'),
+      };
+  return defineCard({
+    cardVersion: 1,
+    provider: config.name,
+    operation: `${config.name}.${toolName}`,
+    sideEffect: {
+      kind: fact(t.kind, declared('kind')),
+      idempotentByNature: fact(
+        t.idempotentByNature ?? false,
+        t.idempotentByNature === undefined
+          ? `default: a fenced ${t.kind} tool is not idempotent by nature`
+          : declared('idempotentByNature'),
+      ),
+    },
+    businessOperationId: {
+      rule: `derived from intent fields ${t.intent.join(', ')} of the tool's arguments`,
+      intentFields: [...t.intent],
+    },
+    ids: {
+      run: 'receipts only',
+      attempt: 'receipts only',
+      request: fact('the MCP JSON-RPC request id (not kept)', 'MCP specification: JSON-RPC request ids'),
+    },
+    providerKey: key.providerKey,
+    keyReuse: key.keyReuse,
+    parameterMatching: key.parameterMatching,
+    storedResult: {
+      semantics: key.semantics,
+      includesErrors: fact(false, 'fence: an upstream tool error is never assumed to be stored'),
+    },
+    lookup,
+    retention: { minimum: key.retention },
+    concurrency: key.concurrency,
+    retryableErrors: fact(
+      ['a transport that never connected (not-applied)', 'a timeout or a closed connection (unknown: look up first)'],
+      CLASSIFY,
+    ),
+    nonRetryableErrors: fact(
+      [
+        'invalid params (-32602)',
+        'unknown tool (-32601)',
+        ...(t.toolErrors === 'rejected' ? ['a tool error result'] : []),
+        ...(t.rejectWhen ?? []).map((r) => `a tool error matching /${r}/`),
+      ],
+      CLASSIFY,
+    ),
+    backoff: {
+      strategy: 'exponential-full-jitter',
+      base: `${limits.baseMs ?? 200}ms`,
+      cap: `${limits.capMs ?? 5000}ms`,
+      retryAfterCap: '60s',
+    },
+    limits: {
+      maxAttempts: limits.maxAttempts ?? 3,
+      maxElapsed: `${limits.maxElapsedMs ?? 60_000}ms`,
+      lookupWindow: `${limits.lookupWindowMs ?? 30_000}ms`,
+    },
+    retryLayer: {
+      layer: 'runner',
+      sdkRetries: 'disabled',
+      how: 'the MCP client sends each tools/call once; the fence is the only layer that re-sends',
+    },
+    reconciler: l
+      ? `the runner, through the upstream tool ${l.tool}`
+      : 'the runner by same-key re-send when the card allows, else a person',
+    handoff: {
+      condition: 'rejected, budget exhausted, or unknown with no safe re-send',
+      destination: "the fence's handoff sink and the ledger",
+    },
+    duplicateTest: 'retrysafe probe against the upstream, unwrapped and wrapped',
+    receipts: 'the fence ledger; JSONL export',
+    unverified,
+  } as RetrySafetyCard);
 }

@@ -1,77 +1,5 @@
 import { dirname, resolve } from 'node:path';
-import {
-  checkSchema,
-  DataSyntaxError,
-  FileLimitError,
-  parseDataText,
-  readTextFile,
-  type SchemaNode,
-} from '@retrysafe/config';
-
-const KINDS = ['create', 'send', 'set', 'upsert', 'delete', 'charge', 'async-job'] as const;
-const SEMANTICS = ['replays', 'rejects-duplicate', 'none'] as const;
-const CONCURRENCY = ['rejects-in-progress', 'waits-then-replays', 'duplicates'] as const;
-const MATCHING = ['mismatch-error', 'replay-anyway', 'none'] as const;
-const POLICY = [
-  'maxAttempts',
-  'maxElapsedMs',
-  'baseMs',
-  'capMs',
-  'lookupWindowMs',
-  'leaseMs',
-  'waitForOtherMs',
-] as const;
-
-/** The fence file: which upstream tools run through the runner, and what is known of each (the rest is `unknown`). */
-export interface FenceConfig {
-  /** Provider name for cards and business-operation ids. */
-  readonly name: string;
-  /** SQLite path (relative to the file) or postgres:// URL; several fences share state through PostgreSQL. */
-  readonly ledger: string;
-  readonly handoffs?: string;
-  /** Timeout of one upstream tool call, ms; a timeout is an unknown outcome, never a failure. */
-  readonly timeoutMs: number;
-  readonly policy?: Partial<Record<(typeof POLICY)[number], number>>;
-  readonly tools: Readonly<Record<string, FenceToolConfig>>;
-  /** Changes to the fence's environment for a stdio upstream: a string sets a variable, `null` removes it. */
-  readonly env?: Readonly<Record<string, string | null>>;
-  /** Folder the file was read from (relative paths resolve against it). */
-  readonly baseDir: string;
-}
-
-export interface FenceToolConfig {
-  readonly kind: (typeof KINDS)[number];
-  readonly idempotentByNature?: boolean;
-  /** Argument paths that name the business intent. */
-  readonly intent: readonly string[];
-  readonly key?: {
-    readonly argument: string;
-    readonly maxLength?: number;
-    readonly semantics?: (typeof SEMANTICS)[number];
-    readonly retention?: string;
-    readonly concurrency?: (typeof CONCURRENCY)[number];
-    readonly parameterMatching?: (typeof MATCHING)[number];
-    readonly source?: string;
-  };
-  /** Reconciliation: an upstream read tool, the path to its items, and item path → argument path to match. */
-  readonly lookup?: {
-    readonly tool: string;
-    /** A string `{{path}}` is replaced by that argument of the fenced call. */
-    readonly arguments?: Readonly<Record<string, unknown>>;
-    readonly items: string;
-    readonly match: Readonly<Record<string, string>>;
-    readonly consistencyDelay?: string | null;
-    readonly lateApplyBound?: string;
-    readonly source?: string;
-  };
-  /** How an `isError` result is read (default `unknown`); a text matching `rejectWhen` is always `rejected`. */
-  readonly toolErrors?: 'rejected' | 'unknown';
-  readonly rejectWhen?: readonly string[];
-  /** Path in the tool's result of the id of what it created. */
-  readonly resultRef?: string;
-  /** Where the facts come from (the upstream's docs, its source, a probe run). */
-  readonly source?: string;
-}
+import { checkSchema, DataSyntaxError, FileLimitError, parseDataText, readTextFile } from '@retrysafe/config';
 
 /** A fence file that cannot be used; the message names the path and, for an unknown key, the nearest known one. */
 export class FenceConfigError extends Error {
@@ -79,45 +7,69 @@ export class FenceConfigError extends Error {
   readonly code = 'RETRYSAFE_FENCE_CONFIG';
 }
 
-const str: SchemaNode = { type: 'string', minLength: 1 };
-const posInt: SchemaNode = { type: 'integer', exclusiveMinimum: 0 };
-const strings: SchemaNode = { type: 'array', items: str };
-const duration = (example: string): SchemaNode => ({
-  type: 'string',
-  pattern: '^\\d+(ms|s|m|h|d)$',
-  description: `a duration such as ${example}`,
-});
-const closed = (properties: Record<string, SchemaNode>, required: string[] = []): SchemaNode => ({
-  type: 'object',
-  additionalProperties: false,
-  properties,
-  required,
-});
+const str = { type: 'string', minLength: 1 } as const;
+const posInt = { type: 'integer', exclusiveMinimum: 0 } as const;
+const strings = { type: 'array', items: str } as const;
+const duration = (example: string) =>
+  ({ type: 'string', pattern: '^\\d+(ms|s|m|h|d)$', description: `a duration such as ${example}` }) as const;
+const closed = <const P, const R extends readonly string[] = []>(properties: P, required?: R) =>
+  ({ type: 'object', additionalProperties: false, properties, required: (required ?? []) as R }) as const;
+
+/** The type of what a schema below accepts, for the keywords it uses. */
+type Infer<S> = S extends { enum: readonly (infer E)[] }
+  ? E
+  : S extends { anyOf: readonly (infer A)[] }
+    ? Infer<A>
+    : S extends { type: 'integer' }
+      ? number
+      : S extends { type: 'boolean' }
+        ? boolean
+        : S extends { type: 'string' }
+          ? string
+          : S extends { type: 'array'; items: infer I }
+            ? readonly Infer<I>[]
+            : S extends { properties: infer P; required: readonly (infer R)[] }
+              ? { readonly [K in keyof P as K extends R ? K : never]: Infer<P[K]> } & {
+                  readonly [K in keyof P as K extends R ? never : K]?: Infer<P[K]>;
+                }
+              : S extends { additionalProperties: infer A extends object }
+                ? Readonly<Record<string, Infer<A>>>
+                : S extends { type: readonly ['string', 'null'] }
+                  ? string | null
+                  : Readonly<Record<string, unknown>>;
 
 /** The fence file's shape; `parseFenceConfig` adds the checks a schema cannot say. */
-const FENCE_SCHEMA: SchemaNode = closed(
+const FENCE_SCHEMA = closed(
   {
     name: { ...str, pattern: '^[A-Za-z][A-Za-z0-9_-]*$', description: 'an identifier such as "orders"' },
     ledger: str,
     handoffs: str,
     timeoutMs: posInt,
-    policy: closed(Object.fromEntries(POLICY.map((k) => [k, posInt]))),
+    policy: closed({
+      maxAttempts: posInt,
+      maxElapsedMs: posInt,
+      baseMs: posInt,
+      capMs: posInt,
+      lookupWindowMs: posInt,
+      leaseMs: posInt,
+      waitForOtherMs: posInt,
+    }),
     tools: {
       type: 'object',
       minProperties: 1,
       additionalProperties: closed(
         {
-          kind: { enum: [...KINDS] },
+          kind: { enum: ['create', 'send', 'set', 'upsert', 'delete', 'charge', 'async-job'] },
           idempotentByNature: { type: 'boolean' },
           intent: { ...strings, minItems: 1, description: 'argument paths that name the business intent' },
           key: closed(
             {
               argument: str,
               maxLength: posInt,
-              semantics: { enum: [...SEMANTICS] },
+              semantics: { enum: ['replays', 'rejects-duplicate', 'none'] },
               retention: duration('24h, 30m or 90s'),
-              concurrency: { enum: [...CONCURRENCY] },
-              parameterMatching: { enum: [...MATCHING] },
+              concurrency: { enum: ['rejects-in-progress', 'waits-then-replays', 'duplicates'] },
+              parameterMatching: { enum: ['mismatch-error', 'replay-anyway', 'none'] },
               source: str,
             },
             ['argument'],
@@ -147,6 +99,14 @@ const FENCE_SCHEMA: SchemaNode = closed(
   ['name', 'ledger', 'tools'],
 );
 
+/** The fence file: which upstream tools run through the runner, and what is known of each (the rest is `unknown`);
+ * `baseDir` is the folder it was read from (relative paths resolve against it). */
+export type FenceConfig = Omit<Infer<typeof FENCE_SCHEMA>, 'timeoutMs'> & {
+  readonly timeoutMs: number;
+  readonly baseDir: string;
+};
+export type FenceToolConfig = FenceConfig['tools'][string];
+
 /** Checks a parsed fence file strictly (unknown keys are errors) and fills its defaults. */
 export function parseFenceConfig(raw: unknown, baseDir = process.cwd()): FenceConfig {
   const problems = checkSchema(raw, FENCE_SCHEMA, FENCE_SCHEMA);
@@ -171,15 +131,7 @@ export function parseFenceConfig(raw: unknown, baseDir = process.cwd()): FenceCo
     }
   }
   if (problems.length > 0) throw new FenceConfigError(problems.join('; '));
-  const tools = Object.fromEntries(
-    Object.entries(c.tools).map(([name, t]) => [
-      name,
-      t.lookup && [0, '0'].includes(t.lookup.consistencyDelay as string)
-        ? { ...t, lookup: { ...t.lookup, consistencyDelay: null } }
-        : t,
-    ]),
-  );
-  return Object.freeze({ ...c, timeoutMs: c.timeoutMs ?? 10_000, tools, baseDir });
+  return Object.freeze({ ...c, timeoutMs: c.timeoutMs ?? 10_000, baseDir });
 }
 
 /** Reads a fence file (JSON, else YAML), within the config package's file limits. */

@@ -6,18 +6,13 @@ import {
   type ServerCapabilities,
   type Tool,
 } from '@modelcontextprotocol/sdk/types.js';
+import { AjvJsonSchemaValidator } from '@modelcontextprotocol/sdk/validation/ajv';
 import { type AdapterV1, validateCard } from '@retrysafe/contract';
 import { agentIdempotentHint } from '@retrysafe/contract/rules';
-import type { AgentToolDefinition } from '@retrysafe/core/agent';
-import { runCoalesced, type ServingOptions, serveTools } from '../server.js';
-import { fencedOutputSchema, fencedReply } from './fence-output.js';
+import type { AgentToolDefinition, AgentToolResult } from '@retrysafe/core/agent';
+import { ANSWER_PROPERTIES, reply, type ServingOptions, serveTools } from '../server.js';
+import { answerValue, withPath } from './fence-adapter.js';
 import { type Upstream, UpstreamUnavailableError } from './upstream.js';
-
-export interface FenceServerOptions extends ServingOptions {
-  /** The fenced tools as one adapter (createFenceAdapter). */
-  readonly adapter: AdapterV1;
-  readonly upstream: Upstream;
-}
 
 export const UNFENCED_NOTE = '[not fenced by retrysafe: a re-issued call may repeat its effect]';
 
@@ -26,15 +21,6 @@ const keyArgument = (adapter: AdapterV1, name: string): string | null => {
   const value = adapter.operations[name]?.card.providerKey.name.value;
   return typeof value === 'string' ? value : null;
 };
-
-function withoutPath(value: Record<string, unknown>, path: string): Record<string, unknown> {
-  const [head, ...rest] = path.split('.');
-  if (!head || !Object.hasOwn(value, head)) return value;
-  const { [head]: inner, ...others } = value;
-  if (rest.length === 0) return others;
-  if (inner === null || typeof inner !== 'object' || Array.isArray(inner)) return value;
-  return { ...others, [head]: withoutPath(inner as Record<string, unknown>, rest.join('.')) };
-}
 
 /** A fenced tool as the fence lists it: the fence's description and hints, the key argument hidden, the output schema widened to the fence's answer. */
 function fencedListing(adapter: AdapterV1, t: Tool) {
@@ -91,12 +77,11 @@ const passedCapabilities = (upstream: ServerCapabilities): ServerCapabilities =>
 
 // The fence: fenced tools run through the runner with their cards, every other tool and request passes through as the
 // upstream offers it (and says so), and the upstream's notifications are forwarded.
-export function createFenceServer(options: FenceServerOptions): Server {
+export function createFenceServer(options: ServingOptions & { adapter: AdapterV1; upstream: Upstream }): Server {
   const { adapter, upstream } = options;
   const fenced = new Set(Object.keys(adapter.operations));
   const capabilities = { ...passedCapabilities(upstream.capabilities), tools: { listChanged: true } };
   const server = new Server({ name: `retrysafe-fence(${adapter.provider})`, version: '0.1.0' }, { capabilities });
-  const run = runCoalesced(options);
   const listed = () =>
     upstream.tools.map((t) =>
       fenced.has(t.name)
@@ -104,7 +89,7 @@ export function createFenceServer(options: FenceServerOptions): Server {
         : { ...t, description: `${UNFENCED_NOTE} ${t.description ?? ''}`.trim() },
     );
   const lookups: [string, string] = ["from a fenced tool's _meta.retrysafe", 'fenced operations'];
-  serveTools(server, options.ledger, lookups, listed, async (req, extra) => {
+  serveTools(server, options, lookups, listed, async (req, extra, run) => {
     const { name, arguments: args = {}, _meta } = req.params;
     const tool = upstream.tools.find((t) => t.name === name);
     if (!tool) return undefined;
@@ -112,7 +97,7 @@ export function createFenceServer(options: FenceServerOptions): Server {
     await upstream.ready().catch(unavailable);
     if (fenced.has(name)) {
       const key = keyArgument(adapter, name);
-      const params = key ? withoutPath(args, key) : args;
+      const params = key ? withPath(args, key, undefined) : args;
       const definition = { name, adapter, operation: name } as unknown as AgentToolDefinition;
       const result = await run(definition, params, _meta);
       return fencedReply(result, tool.outputSchema as Record<string, unknown> | undefined);
@@ -135,4 +120,50 @@ export function createFenceServer(options: FenceServerOptions): Server {
     onclose?.();
   };
   return server;
+}
+
+type Schema = { readonly [k: string]: unknown };
+
+/** The fence's own answer (a lookup's item, or a call that did not end `done`): `retrysafe` status, `result` value. */
+const FENCE_ANSWER_SCHEMA = {
+  type: 'object',
+  properties: {
+    retrysafe: {
+      type: 'object',
+      properties: ANSWER_PROPERTIES,
+      required: ['status', 'message'],
+    },
+    result: {},
+  },
+  required: ['retrysafe'],
+} as const;
+
+/** The upstream's outputSchema or the fence's answer; `$defs` and `$schema` stay at the root so `#/…` refs resolve. */
+function fencedOutputSchema({ $schema, $defs, definitions, ...own }: Schema): Schema {
+  const root = Object.entries({ $schema, $defs, definitions }).filter(([, v]) => v !== undefined);
+  return { ...Object.fromEntries(root), type: 'object', anyOf: [own, FENCE_ANSWER_SCHEMA] };
+}
+
+// The validator the official SDK client uses; Ajv caches what it compiled by schema object.
+const validator = new AjvJsonSchemaValidator();
+
+// `done` whose answer fits the upstream's outputSchema (if any): that answer unchanged; other `done`: the fence's
+// answer with the value under `result`; any other status: the fence's answer as an error result.
+function fencedReply(r: AgentToolResult, schema: Schema | undefined) {
+  const retrysafe = {
+    status: r.status,
+    businessOperationId: r.businessOperationId,
+    ...(r.status === 'done' ? { adopted: r.adopted } : {}),
+  };
+  const _meta = { retrysafe };
+  if (r.status !== 'done') return { ...reply({ retrysafe: r }), isError: true, _meta };
+  const stored = (r.result ?? {}) as { content?: { type: string; text?: string }[]; structuredContent?: unknown };
+  const value = stored.structuredContent;
+  if (!schema || (value !== undefined && validator.getValidator(schema as never)(value).valid))
+    return { content: stored.content ?? [], ...(value !== undefined ? { structuredContent: value } : {}), _meta };
+  const answer = {
+    retrysafe: { ...retrysafe, providerRef: r.providerRef, message: r.message },
+    result: answerValue(stored),
+  };
+  return { ...reply(answer), _meta };
 }

@@ -31,7 +31,6 @@ export type UpstreamClient = Pick<Upstream, 'callTool'>;
 /** The upstream is not connected and could not be restarted: nothing was sent. */
 export class UpstreamUnavailableError extends Error {
   override readonly name = 'UpstreamUnavailableError';
-  readonly code = 'RETRYSAFE_UPSTREAM_UNAVAILABLE';
 }
 
 /** Restarts of a dead upstream: tries, and the first delay (doubled each try). */

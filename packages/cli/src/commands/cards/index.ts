@@ -3,7 +3,9 @@ import { join, resolve } from 'node:path';
 import { type RetrySafetyCard, validateCard } from '@retrysafe/contract';
 import { renderCard } from '@retrysafe/contract/render';
 import type { Options, Parsed } from '../../command.js';
+import { defineCommand, EXIT } from '../../command.js';
 import { UsageError } from '../../errors.js';
+import { paint } from '../../output.js';
 import { cardsOf, loadAdapters, type NamedCard } from '../../registry.js';
 
 export const CARDS_OPTIONS = {
@@ -131,3 +133,33 @@ export async function cardsCommand(opts: Partial<Parsed<typeof CARDS_OPTIONS>>) 
   // output: the cards rendered for printing; written: the files --write changed
   return { ok: problems.length === 0, cards, output, problems, written, dir };
 }
+
+export const cards = defineCommand({
+  name: 'cards',
+  description:
+    'print retry safety cards; --write regenerates docs/cards, --check fails on drift or on unknowns not listed as unverified',
+  options: CARDS_OPTIONS,
+  async run({ io, json, color, errColor }, o) {
+    const r = await cardsCommand(o);
+    const problems = () => {
+      for (const p of r.problems) io.err(`${paint('red', '✗', errColor)} ${p.file}: ${p.problem}`);
+    };
+    if (!o.check && !o.write) {
+      io.out(r.output);
+      problems();
+    } else if (o.json)
+      json({ ok: r.ok, dir: r.dir, cards: r.cards.map((c) => c.name), written: r.written, problems: r.problems });
+    else {
+      for (const w of r.written) io.out(`wrote ${w}`);
+      problems();
+      if (o.check)
+        io.out(
+          r.ok
+            ? `${paint('green', '✓', color)} ${r.cards.length} cards in ${r.dir} match the card objects`
+            : `${r.problems.length} problem(s) with the cards in ${r.dir}`,
+        );
+      else if (r.written.length === 0) io.out(`${r.cards.length} cards in ${r.dir} already up to date`);
+    }
+    return r.ok ? EXIT.ok : EXIT.failed;
+  },
+});

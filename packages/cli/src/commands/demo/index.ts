@@ -13,6 +13,7 @@ import {
   seededRandom,
   startFaultProxy,
 } from '@retrysafe/testkit';
+import { defineCommand, EXIT } from '../../command.js';
 import { UsageError } from '../../errors.js';
 import { paint, plural } from '../../output.js';
 import { loadAdapters } from '../../registry.js';
@@ -111,13 +112,6 @@ function openLedger(dbPath: string): Ledger {
   }
 }
 
-/** The timeline: each receipt with its time since the first. */
-function timelineOf(result: RunResult): string[] {
-  const receipts = result.status === 'in-progress' ? [] : result.receipts;
-  const t0 = receipts.length ? Date.parse(receipts[0]!.startedAt) : 0;
-  return receipts.map((r) => `+${String(Date.parse(r.startedAt) - t0).padStart(5)} ms  ${receiptText(r)}`);
-}
-
 function verdictOf(first: RunResult): string {
   if (first.status === 'done')
     return `done${first.adopted ? ' — result adopted from the provider, not created again' : ''}${first.providerRef ? ` (${first.providerRef})` : ''}`;
@@ -163,7 +157,10 @@ async function runStep(
       requestsOnRetry = proxy.requests.length - before;
     }
     const records = await sandbox.count(step.operation);
-    const timeline = timelineOf(first);
+    // the timeline: each receipt with its time since the first
+    const receipts = first.status === 'in-progress' ? [] : first.receipts;
+    const t0 = receipts.length ? Date.parse(receipts[0]!.startedAt) : 0;
+    const timeline = receipts.map((r) => `+${String(Date.parse(r.startedAt) - t0).padStart(5)} ms  ${receiptText(r)}`);
     const record = await ledger.get(first.businessOperationId);
     const same = second ? sameOperation(first, second) : null;
     const packet = first.status === 'handed-off' ? first.packet : null;
@@ -259,3 +256,19 @@ export function demoSummary(r: DemoReport, color = false): string {
     `  retrysafe ledger handoffs --db ${r.ledger}`,
   ].join('\n');
 }
+
+export const demo = defineCommand({
+  name: 'demo',
+  description:
+    'a scripted agent flow (mail, CRM update, ticket, invoice, a bad charge) against the sandboxes with faults, on SQLite',
+  options: {
+    db: { argument: '<path>', description: 'SQLite ledger file (default: a new temp file)' },
+    json: { description: 'print the report as JSON' },
+  },
+  async run({ io, json, color }, o) {
+    const r = await demoCommand(o, o.json ? () => {} : (l) => io.out(l), color);
+    if (o.json) json(r);
+    else io.out(demoSummary(r, color));
+    return r.ok ? EXIT.ok : EXIT.failed;
+  },
+});

@@ -9,11 +9,12 @@ import {
   writeSummary,
 } from '@retrysafe/testkit';
 import type { Options, Parsed } from '../../command.js';
+import { defineCommand, EXIT } from '../../command.js';
 import { InterruptedError, pickKnown, UsageError } from '../../errors.js';
 import { createProgress, humanMs, paint, useColor } from '../../output.js';
 import { type AdapterEntry, loadAdapters } from '../../registry.js';
 import { renderHtmlReport } from '../../report/html.js';
-import { drillJunit, statusMark } from './text.js';
+import { count, drillJunit, drillText, statusMark } from './text.js';
 
 export const DRILL_OPTIONS = {
   adapter: { argument: '<name>', parse: 'list', description: 'only this adapter' },
@@ -168,13 +169,7 @@ export async function drillCommand(opts: DrillCommandOptions, progressSink: Dril
   }
   progress?.end();
   const durationMs = Date.now() - started;
-  const count = (status: DrillRow['status']) => rows.filter((r) => r.status === status).length;
-  const totals = {
-    scenarios: rows.length,
-    passed: count('passed'),
-    failed: count('failed'),
-    skipped: count('skipped'),
-  };
+  const totals = { scenarios: rows.length, ...count(rows) };
   const adapters = entries.map((e) => ({
     name: e.name,
     from: e.from,
@@ -202,3 +197,32 @@ export async function drillCommand(opts: DrillCommandOptions, progressSink: Dril
   writeFileSync(join(outDir, 'junit.xml'), drillJunit(report));
   return report;
 }
+
+export const drill = defineCommand({
+  name: 'drill',
+  description: 'run the duplicate-execution drill against the loopback sandboxes (never live systems)',
+  options: DRILL_OPTIONS,
+  async run({ io, json, color, errTTY }, o) {
+    const machine = o.json || o.reporter === 'junit';
+    const sink =
+      !machine || errTTY
+        ? { write: (t: string) => (errTTY ? process.stderr.write(t) : io.err(t.replace(/\n$/, ''))), tty: errTTY }
+        : null;
+    // Ctrl-C: say so, finish the scenario in flight and remove the temporary ledgers (a second Ctrl-C stops at once).
+    const abort = new AbortController();
+    const interrupt = () => {
+      io.err(
+        '\nretrysafe: interrupted: stopping after the current scenario and removing the temporary ledgers (Ctrl-C again to stop at once)',
+      );
+      abort.abort();
+    };
+    process.once('SIGINT', interrupt);
+    const report = await drillCommand({ ...o, signal: abort.signal }, sink).finally(() =>
+      process.off('SIGINT', interrupt),
+    );
+    if (o.json) json(report);
+    else if (o.reporter === 'junit') io.out(drillJunit(report));
+    else io.out(drillText(report, color, o.details === true));
+    return report.ok ? EXIT.ok : EXIT.failed;
+  },
+});

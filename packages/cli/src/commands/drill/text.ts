@@ -8,6 +8,20 @@ export const statusMark = (status: DrillRow['status'], color: boolean) =>
 export const MARKS = { passed: 'pass', failed: 'FAIL', skipped: 'skip' } as const;
 const MARK_COLORS = { passed: 'green', failed: 'red', skipped: 'yellow' } as const;
 
+/** Rows by `key`, in the order each key first appears. */
+function groupBy(rows: readonly DrillRow[], key: (r: DrillRow) => string): Map<string, DrillRow[]> {
+  const groups = new Map<string, DrillRow[]>();
+  for (const r of rows) groups.set(key(r), [...(groups.get(key(r)) ?? []), r]);
+  return groups;
+}
+
+/** How many rows passed, failed and were skipped. */
+export const count = (rows: readonly Pick<DrillRow, 'status'>[]) => ({
+  passed: rows.filter((r) => r.status === 'passed').length,
+  failed: rows.filter((r) => r.status === 'failed').length,
+  skipped: rows.filter((r) => r.status === 'skipped').length,
+});
+
 /** `=1`, `≤4`, `2–4`, `≥1`: a count criterion in a table cell. */
 export function showCount(c: CountCriterion): string {
   if ('exact' in c) return `=${c.exact}`;
@@ -19,20 +33,15 @@ export function showCount(c: CountCriterion): string {
 export function drillText(report: DrillCommandReport, color = false, details = false): string {
   if (details) return drillTable(report, color);
   const failing = report.rows.filter((r) => r.status === 'failed');
-  const groups = new Map<string, DrillRow[]>();
-  for (const r of report.rows)
-    groups.set(`${r.drill}\u0000${r.operation}`, [...(groups.get(`${r.drill}\u0000${r.operation}`) ?? []), r]);
   const summary = table(
     ['adapter', 'operation', 'passed', 'failed', 'skipped', 'result'],
-    [...groups.values()].map((rows) => {
-      const n = (s: DrillRow['status']) => rows.filter((r) => r.status === s).length;
+    [...groupBy(report.rows, (r) => `${r.drill}\u0000${r.operation}`).values()].map((rows) => {
+      const n = count(rows);
       return [
         rows[0]!.drill,
         rows[0]!.operation,
-        String(n('passed')),
-        String(n('failed')),
-        String(n('skipped')),
-        n('failed') ? paint('red', 'FAIL', color) : paint('green', 'pass', color),
+        ...(['passed', 'failed', 'skipped'] as const).map((s) => String(n[s])),
+        n.failed ? paint('red', 'FAIL', color) : paint('green', 'pass', color),
       ];
     }),
     { right: [2, 3, 4] },
@@ -57,7 +66,7 @@ function footer(report: DrillCommandReport, color: boolean): string {
 }
 
 /** The full table: one line per scenario × operation, observed count next to what the card made the drill expect. */
-export function drillTable(report: DrillCommandReport, color = false, withFooter = true): string {
+function drillTable(report: DrillCommandReport, color = false, withFooter = true): string {
   // a blank line between operations
   const group = (i: number) => `${report.rows[i]!.drill} ${report.rows[i]!.operation}`;
   const breaks = report.rows.map((_, i) => i).filter((i) => i > 0 && group(i) !== group(i - 1));
@@ -103,18 +112,16 @@ const xml = (s: string) =>
 
 /** JUnit XML (one testsuite per drill, one testcase per operation × scenario) for CI test views. */
 export function drillJunit(report: DrillCommandReport): string {
-  const suites = new Map<string, DrillRow[]>();
-  for (const r of report.rows) suites.set(r.drill, [...(suites.get(r.drill) ?? []), r]);
   const t = report.totals;
   const secs = (ms: number) => (ms / 1000).toFixed(3);
   const out = [
     '<?xml version="1.0" encoding="UTF-8"?>',
     `<testsuites name="retrysafe drill" tests="${t.scenarios}" failures="${t.failed}" skipped="${t.skipped}" errors="${report.problems.length}" time="${secs(report.durationMs)}">`,
   ];
-  for (const [drill, rows] of suites) {
-    const n = (s: DrillRow['status']) => rows.filter((r) => r.status === s).length;
+  for (const [drill, rows] of groupBy(report.rows, (r) => r.drill)) {
+    const n = count(rows);
     out.push(
-      `  <testsuite name="${xml(drill)}" tests="${rows.length}" failures="${n('failed')}" skipped="${n('skipped')}" errors="0" time="${secs(rows.reduce((a, r) => a + r.durationMs, 0))}">`,
+      `  <testsuite name="${xml(drill)}" tests="${rows.length}" failures="${n.failed}" skipped="${n.skipped}" errors="0" time="${secs(rows.reduce((a, r) => a + r.durationMs, 0))}">`,
     );
     for (const r of rows) {
       const open = `    <testcase classname="${xml(`${drill}.${r.operation}`)}" name="${xml(`${r.scenario}: ${r.title}`)}" time="${secs(r.durationMs)}"`;

@@ -11,13 +11,6 @@ import { UsageError } from '../../errors.js';
 /** Every state, the open ones first. */
 export const STATES: readonly OperationState[] = [...RECOVERABLE_STATES, ...TERMINAL_STATES];
 
-export interface OpenOptions {
-  /** The config already read, or null for none (default: read target.config). */
-  readonly config?: RetrysafeConfig | null;
-  /** The command only reads: a SQLite file in a folder the operator may not write is opened read-only. */
-  readonly readOnly?: boolean;
-}
-
 // Where SQLite cannot make its -shm file, the file is opened read-only (immutable when no -wal shows a writer).
 function openSqlite(path: string, readOnly: boolean): Ledger {
   try {
@@ -29,8 +22,13 @@ function openSqlite(path: string, readOnly: boolean): Ledger {
   }
 }
 
-/** Opens the ledger the target names. A postgres:// URL needs the schema migrated (done on first use). */
-export async function openTarget(target: LedgerTarget, options: OpenOptions = {}): Promise<Ledger> {
+/** Opens the ledger the target names (a postgres:// URL needs the schema migrated: done on first use). `config`: the
+ * config already read, or null for none (default: read target.config); `readOnly`: the command only reads, so a SQLite
+ * file in a folder the operator may not write is opened read-only. */
+async function openTarget(
+  target: LedgerTarget,
+  options: { readonly config?: RetrysafeConfig | null; readonly readOnly?: boolean },
+): Promise<Ledger> {
   const given = options.config;
   const config = given !== undefined ? given : target.config ? await loadConfigFile(target.config) : null;
   const location = target.db ?? config?.ledger ?? './retrysafe.db';
@@ -61,7 +59,7 @@ export async function openTarget(target: LedgerTarget, options: OpenOptions = {}
 export async function withLedger<T>(
   target: LedgerTarget,
   fn: (ledger: Ledger) => Promise<T>,
-  options: OpenOptions = {},
+  options: Parameters<typeof openTarget>[1] = {},
 ): Promise<T> {
   const ledger = await openTarget(target, options).catch((err: unknown) => Promise.reject(unreadable(err)));
   try {

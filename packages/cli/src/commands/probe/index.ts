@@ -2,10 +2,10 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Options, Parsed } from '../../command.js';
-import { EXIT, kebab } from '../../command.js';
+import { defineCommand, kebab } from '../../command.js';
 import { UsageError } from '../../errors.js';
 
-export const PROBE_OPTIONS = {
+const PROBE_OPTIONS = {
   url: {
     argument: '<url>',
     description: 'a streamable HTTP MCP server instead of a command (https, or http on loopback)',
@@ -36,41 +36,40 @@ export const PROBE_OPTIONS = {
   json: { description: 'print the probe receipt as JSON' },
 } as const satisfies Options;
 
-export type ProbeOptions = Parsed<typeof PROBE_OPTIONS>;
+type ProbeOptions = Parsed<typeof PROBE_OPTIONS>;
 
-/** The MCP probe's exit codes (0 at most once, 1 duplicates, 3 no effect seen) as the CLI's. */
-const VERDICTS: Readonly<Record<number, number>> = { 0: EXIT.ok, 1: EXIT.failed, 3: EXIT.noEffect };
-
-/** The probe with `--json`: the receipt (written to `--receipt`, or to a temp file) is the answer on stdout. */
-export async function probeJson(
+/** `retrysafe probe`: the MCP probe by its own option names and exit codes (0 at most once, 1 duplicates, 3 no effect
+ * seen); with `json`, its receipt (written to `--receipt`, or to a temp file) is the answer on stdout. */
+async function probeCommand(
   o: ProbeOptions,
   server: readonly string[],
-  json: (value: unknown) => void,
+  out: (line: string) => void,
+  json?: (value: unknown) => void,
 ): Promise<number> {
-  const dir = o.receipt ? null : mkdtempSync(join(tmpdir(), 'retrysafe-probe-'));
-  const receipt = o.receipt ?? join(dir!, 'probe.json');
+  const dir = json && !o.receipt ? mkdtempSync(join(tmpdir(), 'retrysafe-probe-')) : null;
+  const receipt = dir ? join(dir, 'probe.json') : o.receipt;
+  const flags = Object.entries({ ...o, receipt })
+    .filter(([key, v]) => key !== 'json' && v !== undefined)
+    .flatMap(([key, v]) => [`--${kebab(key)}`, String(v)]);
+  const { runProbe } = await import('@retrysafe/mcp');
   try {
-    const code = await probeCommand({ ...o, receipt }, server, () => {});
-    json(JSON.parse(readFileSync(receipt, 'utf8')));
-    return code;
+    const exit = await runProbe([...flags, ...(server.length ? ['--', ...server] : [])], json ? () => {} : out);
+    json?.(JSON.parse(readFileSync(receipt!, 'utf8')));
+    return exit;
+  } catch (e) {
+    throw (e as Error)?.name === 'UsageError' ? new UsageError((e as Error).message) : e;
   } finally {
     if (dir) rmSync(dir, { recursive: true, force: true });
   }
 }
 
-/** `retrysafe probe`: the MCP probe with the CLI's exit codes ("no effect seen" judges nothing, so it has its own). */
-export async function probeCommand(
-  o: ProbeOptions,
-  server: readonly string[],
-  out: (line: string) => void,
-): Promise<number> {
-  // The options are the MCP probe's own, by the same names.
-  const flags = Object.entries(o)
-    .filter(([key, v]) => key !== 'json' && v !== undefined)
-    .flatMap(([key, v]) => [`--${kebab(key)}`, String(v)]);
-  const { runProbe } = await import('@retrysafe/mcp');
-  const exit = await runProbe([...flags, ...(server.length ? ['--', ...server] : [])], out).catch((e: unknown) => {
-    throw (e as Error)?.name === 'UsageError' ? new UsageError((e as Error).message) : e;
-  });
-  return VERDICTS[exit] ?? EXIT.failed;
-}
+export const probe = defineCommand({
+  name: 'probe',
+  description:
+    'count duplicate effects of an MCP tool: identical calls at once and after a timeout, counted through a read tool (in a sandbox you provide)',
+  arguments: [['[server...]', 'after --: the MCP server command to spawn (stdio)']],
+  options: PROBE_OPTIONS,
+  helpAfter:
+    '\nExit codes: 0 at most once · 1 duplicates · 3 no effect seen (does the read tool list what the tool creates?) · 2 bad usage.',
+  run: ({ io, json }, o, [server]: [string[]]) => probeCommand(o, server, (l) => io.out(l), o.json ? json : undefined),
+});

@@ -13,6 +13,7 @@ import { cardFieldLabel } from '@retrysafe/contract/render';
 import { DEFAULT_CLOCK_SKEW_MARGIN } from '@retrysafe/contract/rules';
 import { stringify as toYaml } from 'yaml';
 import type { Options, Parsed } from '../../../command.js';
+import { defineCommand, EXIT } from '../../../command.js';
 import { UsageError } from '../../../errors.js';
 import { readDataFile } from '../../../files.js';
 import { refusals } from '../refusals.js';
@@ -24,16 +25,9 @@ export const CARDS_INIT_OPTIONS = {
   json: { description: 'print { card, unknowns, defaulted, refusals } as JSON' },
 } as const satisfies Options;
 
-export type CardsInitFlags = Parsed<typeof CARDS_INIT_OPTIONS>;
-
-/** One field of the card as `cards init` fills it. */
-interface Leaf {
-  readonly path: string;
-  readonly schema: Schema;
-  /** A provider fact `{ value, source }` (may be unknown), or a plain field (policy, wording). */
-  readonly fact: boolean;
-}
 type Schema = { readonly [k: string]: unknown };
+/** One field of the card as `cards init` fills it: a provider fact `{ value, source }` (may be unknown), or a plain field. */
+type Leaf = { readonly path: string; readonly schema: Schema; readonly fact: boolean };
 
 const HAND_WRITTEN = ['businessOperationId.normalize', 'paramComparison', 'storedResult.replayIndicator'];
 
@@ -134,14 +128,14 @@ function answerRule(leaf: Leaf): { hint: string; expected: string; read: (t: str
   return rule('text', 'non-empty text', (t) => (!pattern || new RegExp(pattern).test(t) ? t : undefined));
 }
 
-/** Without --from it asks field by field; `input` gives the answers (default stdin), `prompt` takes the questions (default stderr). */
-export interface CardsInitOptions extends CardsInitFlags {
-  readonly input?: NodeJS.ReadableStream;
-  readonly prompt?: (text: string) => void;
-}
-
-/** `retrysafe cards init`: a new card from `--from` or by asking; facts it cannot fill stay `unknown` and unverified. */
-export async function cardsInit(opts: CardsInitOptions) {
+/** `retrysafe cards init`: a new card from `--from` or by asking (`input` gives the answers, default stdin; `prompt`
+ * takes the questions, default stderr); facts it cannot fill stay `unknown` and unverified. */
+export async function cardsInit(
+  opts: Parsed<typeof CARDS_INIT_OPTIONS> & {
+    readonly input?: NodeJS.ReadableStream;
+    readonly prompt?: (text: string) => void;
+  },
+) {
   const seed = opts.from === undefined ? {} : readDataFile(opts.from);
   if (typeof seed !== 'object' || seed === null || Array.isArray(seed))
     throw new UsageError(`--from ${opts.from}: expected an object (a partial card)`);
@@ -295,3 +289,31 @@ async function askLeaf(
     }
   }
 }
+
+export const cardsInitCommand = defineCommand({
+  name: 'cards init',
+  description:
+    'fill a new retry safety card field by field (asks, or --from a partial JSON/YAML card); what it cannot fill stays unknown, and it shows what the runner will refuse because of that',
+  options: CARDS_INIT_OPTIONS,
+  async run({ io, json }, o) {
+    const r = await cardsInit(o);
+    if (o.json) {
+      const { text: _text, ...result } = r; // the card is in `card`
+      json({ ok: true, ...result });
+      return EXIT.ok;
+    }
+    if (!r.written) io.out(r.text);
+    const report = [
+      r.written ? `wrote ${r.written}` : '',
+      `${r.unknowns.length} fact(s) left unknown${r.unknowns.length ? `: ${r.unknowns.join(', ')}` : ''} (listed in unverified[])`,
+      r.defaulted.length ? `${r.defaulted.length} field(s) took retrysafe's defaults: ${r.defaulted.join(', ')}` : '',
+      r.refusals.length
+        ? `Because of that, the runner will refuse:\n${r.refusals.map((x) => `  - ${x}`).join('\n')}`
+        : 'The runner relies on nothing unknown in this card.',
+    ]
+      .filter(Boolean)
+      .join('\n');
+    (r.written ? io.out : io.err)(report);
+    return EXIT.ok;
+  },
+});

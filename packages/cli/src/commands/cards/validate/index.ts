@@ -1,5 +1,6 @@
 import { FileLimitError } from '@retrysafe/config';
 import { CardValidationError, validateCard } from '@retrysafe/contract';
+import { defineCommand, EXIT } from '../../../command.js';
 import { UsageError } from '../../../errors.js';
 import { readCardFile } from '../../../files.js';
 import { refusals } from '../refusals.js';
@@ -33,3 +34,29 @@ export function validateCardFiles(files: readonly string[]) {
     }
   });
 }
+
+export const cardsValidate = defineCommand({
+  name: 'cards validate',
+  description:
+    'read retry safety card files (JSON or YAML) as the runner would: every problem with its field, the unknowns, and what the runner will refuse',
+  arguments: [['<file...>', 'card files']],
+  options: { json: { description: 'print the results as JSON' } },
+  async run({ io, json }, o, [files]: [string[]]) {
+    const results = validateCardFiles(files);
+    if (o.json) json({ ok: results.every((r) => r.ok), results });
+    else {
+      for (const r of results) {
+        if (r.ok)
+          io.out(
+            `✓ ${r.file}: ${r.operation} (${r.unknowns.length} unknown fact(s))${r.refusals.length ? `\n  the runner will refuse:\n${r.refusals.map((x) => `  - ${x}`).join('\n')}` : ''}`,
+          );
+        else
+          io.err(
+            `✗ ${r.file}: ${r.problems.length} problem(s)\n${r.problems.map((p) => `  - ${p.path}: ${p.message}`).join('\n')}`,
+          );
+      }
+    }
+    if (results.some((r) => r.unreadable)) return EXIT.usage;
+    return results.every((r) => r.ok) ? EXIT.ok : EXIT.failed;
+  },
+});

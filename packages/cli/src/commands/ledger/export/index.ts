@@ -1,16 +1,33 @@
 import { writeFile } from 'node:fs/promises';
-import type { Ledger, OperationState } from '@retrysafe/contract';
+import type { OperationState } from '@retrysafe/contract';
 import { exportReceiptsJsonl } from '@retrysafe/core';
+import { defineCommand, EXIT } from '../../../command.js';
+import { plural } from '../../../output.js';
+import { STATES, TARGET_OPTIONS, withLedger } from '../target.js';
 
-/** Receipts as JSONL with one chain-head line per operation (offline-verifiable with `ledger verify --file`). */
-export async function exportChains(
-  ledger: Ledger,
-  options: { readonly out?: string; readonly states?: readonly OperationState[] } = {},
-): Promise<{ text: string; operations: number }> {
-  const ids = (await ledger.list(options.states?.length ? { states: options.states } : {})).map(
-    (r) => r.businessOperationId,
-  );
-  const text = await exportReceiptsJsonl(ledger, { ids, heads: true });
-  if (options.out) await writeFile(options.out, text, 'utf8');
-  return { text, operations: ids.length };
-}
+export const ledgerExportCommand = defineCommand({
+  name: 'ledger export',
+  description:
+    'receipts as JSON Lines, with one chain-head line per operation so the export verifies offline (ledger verify --file)',
+  options: {
+    ...TARGET_OPTIONS,
+    out: { argument: '<file>', description: 'write to this file instead of stdout' },
+    state: { argument: '<state>', parse: 'list', description: `only these states (${STATES.join(', ')})` },
+  },
+  async run({ io }, o) {
+    const filter = o.state?.length ? { states: o.state as OperationState[] } : {};
+    const { ids, text } = await withLedger(
+      o,
+      async (ledger) => {
+        const ids = (await ledger.list(filter)).map((r) => r.businessOperationId);
+        return { ids, text: await exportReceiptsJsonl(ledger, { ids, heads: true }) };
+      },
+      { readOnly: true },
+    );
+    if (o.out) {
+      await writeFile(o.out, text, 'utf8');
+      io.err(`wrote ${plural(ids.length, 'operation')} to ${o.out}`);
+    } else if (text) io.out(text.trimEnd());
+    return EXIT.ok;
+  },
+});

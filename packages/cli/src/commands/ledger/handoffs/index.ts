@@ -1,7 +1,8 @@
+import { defineCommand, EXIT } from '../../../command.js';
 import { paint, plural } from '../../../output.js';
 import { verifyChains } from '../chain.js';
 import { actionNames } from '../packet-text.js';
-import { type LedgerTarget, summarize, withLedger } from '../target.js';
+import { type LedgerTarget, summarize, TARGET_OPTIONS, withLedger } from '../target.js';
 
 type HandoffRow = Awaited<ReturnType<typeof ledgerHandoffs>>[number];
 
@@ -52,3 +53,15 @@ export function handoffsText(rows: readonly HandoffRow[], color = false): string
   );
   return `${plural(rows.length, 'operation')} waiting for a person (the runbook: retrysafe help runbook):\n\n${blocks.join('\n\n')}\n\nInspect one with: retrysafe ledger show <id>`;
 }
+
+export const ledgerHandoffsCommand = defineCommand({
+  name: 'ledger handoffs',
+  description: 'operations waiting for a person, with their safe next actions',
+  options: TARGET_OPTIONS,
+  async run({ io, json, color }, o) {
+    const rows = await ledgerHandoffs(o);
+    if (o.json) json(rows);
+    else io.out(handoffsText(rows, color));
+    return rows.some((r) => r.chainBroken) ? EXIT.failed : EXIT.ok;
+  },
+});

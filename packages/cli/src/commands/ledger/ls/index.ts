@@ -1,7 +1,8 @@
 import type { OperationState } from '@retrysafe/contract';
+import { defineCommand, EXIT } from '../../../command.js';
 import { UsageError } from '../../../errors.js';
 import { table } from '../../../output.js';
-import { type LedgerTarget, type OperationSummary, STATES, summarize, withLedger } from '../target.js';
+import { type LedgerTarget, type OperationSummary, STATES, summarize, TARGET_OPTIONS, withLedger } from '../target.js';
 
 export async function ledgerLs(
   target: LedgerTarget & { state?: string[]; limit?: number },
@@ -38,3 +39,19 @@ export function lsTable(rows: readonly OperationSummary[]): string {
     { right: [2] },
   );
 }
+
+export const ledgerLsCommand = defineCommand({
+  name: 'ledger ls',
+  description: 'list operations, newest first',
+  options: {
+    state: { argument: '<state>', parse: 'list', description: `only these states (${STATES.join(', ')})` },
+    limit: { argument: '<n>', parse: 'integer', default: 100, description: 'at most n' },
+    ...TARGET_OPTIONS,
+  },
+  async run({ io, json }, o) {
+    const rows = await ledgerLs(o);
+    if (o.json) json(rows);
+    else io.out(lsTable(rows));
+    return EXIT.ok;
+  },
+});

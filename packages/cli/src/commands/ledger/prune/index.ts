@@ -1,8 +1,9 @@
 import { existsSync } from 'node:fs';
-import type { Duration, OperationState, RetrySafetyCard } from '@retrysafe/contract';
+import type { Duration, OperationState } from '@retrysafe/contract';
 import { PRUNABLE_STATES } from '@retrysafe/contract/ledger';
 import { type PruneLedgerReport, pruneLedger, RunnerConfigurationError } from '@retrysafe/core';
 import type { Options, Parsed } from '../../../command.js';
+import { defineCommand, EXIT } from '../../../command.js';
 import { UsageError } from '../../../errors.js';
 import { plural } from '../../../output.js';
 import { cardsOf, loadAdapters } from '../../../registry.js';
@@ -39,13 +40,6 @@ export const PRUNE_RETENTION_NOTE =
   "prune refuses a younger --older-than than the longest such retention among the cards it knows (the built-in adapters', and --config's), unless --force. " +
   'After a record is pruned a repeat of the same business operation is a new one. See docs/retention.md.';
 
-/** The cards the CLI knows: every built-in adapter's, and the `type: http` operations of --config. */
-async function knownCards(config?: string): Promise<RetrySafetyCard[]> {
-  const entries = await loadAdapters();
-  if (config) entries.push(...(await loadAdapters([], [], config).catch(() => [])));
-  return (await Promise.all(entries.map(cardsOf))).flat().map((c) => c.card);
-}
-
 /** `retrysafe ledger prune`: retention of closed operations (pruneLedger in @retrysafe/core). */
 export async function ledgerPrune(opts: PruneCommandOptions): Promise<PruneLedgerReport> {
   for (const s of opts.state ?? [])
@@ -55,7 +49,10 @@ export async function ledgerPrune(opts: PruneCommandOptions): Promise<PruneLedge
     throw new UsageError(
       `--export ${opts.export}: the file exists (prune appends receipts to a new file; move it away first)`,
     );
-  const cards = await knownCards(opts.config);
+  // The cards the CLI knows: every built-in adapter's, and the `type: http` operations of --config.
+  const entries = await loadAdapters();
+  if (opts.config) entries.push(...(await loadAdapters([], [], opts.config).catch(() => [])));
+  const cards = (await Promise.all(entries.map(cardsOf))).flat().map((c) => c.card);
   return withLedger(opts, async (ledger) => {
     try {
       return await pruneLedger(ledger, {
@@ -90,3 +87,17 @@ export function pruneText(r: PruneLedgerReport, exportPath?: string): string {
     );
   return lines.join('\n');
 }
+
+export const ledgerPruneCommand = defineCommand({
+  name: 'ledger prune',
+  description:
+    'retention: delete closed operations (succeeded, rejected, abandoned) older than a duration, with their receipts; never open or handed-off ones',
+  options: PRUNE_OPTIONS,
+  helpAfter: `\n${PRUNE_RETENTION_NOTE}`,
+  async run({ io, json }, o) {
+    const r = await ledgerPrune(o);
+    if (o.json) json(r);
+    else io.out(pruneText(r, o.export));
+    return EXIT.ok;
+  },
+});

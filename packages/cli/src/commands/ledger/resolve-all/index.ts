@@ -1,6 +1,7 @@
 import { loadConfigFile } from '@retrysafe/config';
 import { asBusinessOperationId } from '@retrysafe/contract';
 import type { Options, Parsed } from '../../../command.js';
+import { defineCommand, EXIT } from '../../../command.js';
 import { exactlyOne, UsageError } from '../../../errors.js';
 import { paint, plural } from '../../../output.js';
 import { ledgerResolve, resolveText } from '../resolve/index.js';
@@ -96,3 +97,16 @@ export function resolveAllText(r: ResolveAllReport, color = false): string {
     : `${plural(r.matched, 'handed-off operation')} matched:`;
   return [head, ...lines].join('\n');
 }
+
+export const ledgerResolveAllCommand = defineCommand({
+  name: 'ledger resolve-all',
+  description:
+    'resolve every handed-off operation matching the filters (--resume or --abandon); --dry-run shows what would be done',
+  options: RESOLVE_ALL_OPTIONS,
+  async run({ io, json, color }, o) {
+    const r = await ledgerResolveAll(o);
+    if (o.json) json(r);
+    else io.out(resolveAllText(r, color));
+    return r.ok ? EXIT.ok : EXIT.failed;
+  },
+});

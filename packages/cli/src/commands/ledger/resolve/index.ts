@@ -9,6 +9,7 @@ import {
   type ResolveResult,
 } from '@retrysafe/core';
 import type { Options, Parsed } from '../../../command.js';
+import { defineCommand, EXIT } from '../../../command.js';
 import { exactlyOne, RefusedError, UsageError } from '../../../errors.js';
 import { readDataFile } from '../../../files.js';
 import { paint, plural } from '../../../output.js';
@@ -143,3 +144,16 @@ export function resolveText(r: ResolveResult, color = false): string {
       return `${paint('red', '✗', color)} ${r.businessOperationId}: resumed, but handed off again\n${packetText(r.packet, color)}`;
   }
 }
+
+export const ledgerResolveCommand = defineCommand({
+  name: 'ledger resolve',
+  description: 'resolve a handed-off operation: --resume (same provider key), --mark-done <providerRef>, or --abandon',
+  arguments: [['<id>', 'business-operation id']],
+  options: RESOLVE_OPTIONS,
+  async run({ io, json, color }, o, [id]: [string]) {
+    const r = await ledgerResolve(o, id);
+    if (o.json) json(r);
+    else io.out(resolveText(r, color));
+    return r.status === 'resolved' || r.status === 'done' ? EXIT.ok : EXIT.failed;
+  },
+});

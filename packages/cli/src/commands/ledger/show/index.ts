@@ -1,9 +1,10 @@
 import { asBusinessOperationId } from '@retrysafe/contract';
 import { personRef } from '@retrysafe/core/internal';
+import { defineCommand, EXIT } from '../../../command.js';
 import { paint } from '../../../output.js';
 import { verifyChains } from '../chain.js';
 import { packetText, receiptText } from '../packet-text.js';
-import { type LedgerTarget, summarize, withLedger } from '../target.js';
+import { type LedgerTarget, summarize, TARGET_OPTIONS, withLedger } from '../target.js';
 
 type ShowResult = NonNullable<Awaited<ReturnType<typeof ledgerShow>>>;
 
@@ -77,3 +78,29 @@ export function showText(r: ShowResult, color = false): string {
     out.push(`  #${String(x.seq).padEnd(3)} ${x.startedAt}  ${receiptText(x, (t) => paint('dim', t, color))}`);
   return out.join('\n');
 }
+
+export const ledgerShowCommand = defineCommand({
+  name: 'ledger show',
+  description: 'one operation: state, handoff packet, receipts',
+  arguments: [['<id>', 'business-operation id']],
+  options: {
+    ...TARGET_OPTIONS,
+    showBy: { description: 'show who resolved it as stored (default: a pseudonym)' },
+  },
+  async run({ io, json, color }, o, [id]: [string]) {
+    const r = await ledgerShow(o, id);
+    if (!r) {
+      if (o.json)
+        json({ ok: false, error: { code: 'RETRYSAFE_NOT_FOUND', message: `no operation ${id} in the ledger` } });
+      io.err(`retrysafe: no operation ${id} in the ledger`);
+      return EXIT.failed;
+    }
+    if (o.json) json(r);
+    else io.out(showText(r, color));
+    if (r.chain.ok) return EXIT.ok;
+    io.err(
+      `retrysafe: the receipt chain of ${id} is broken at receipt #${(r.chain.index ?? 0) + 1}: ${r.chain.reason}`,
+    );
+    return EXIT.failed;
+  },
+});

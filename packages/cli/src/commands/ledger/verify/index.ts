@@ -1,8 +1,10 @@
 import { readFileSync } from 'node:fs';
 import { verifyReceiptsJsonl } from '@retrysafe/core';
-import { UsageError } from '../../../errors.js';
+import { defineCommand, EXIT } from '../../../command.js';
+import { exactlyOne, UsageError } from '../../../errors.js';
 import { paint, plural } from '../../../output.js';
-import { checkOptions, rowOf, type VerifyRow } from '../chain.js';
+import { checkOptions, RECEIPT_KEYS_ENV, rowOf, type VerifyRow, verifyChains } from '../chain.js';
+import { TARGET_OPTIONS, withLedger } from '../target.js';
 
 /** Verifies an export written by `ledger export` (receipts plus head lines), without the ledger. */
 export function verifyExportFile(file: string, allowUnkeyed?: boolean): VerifyRow[] {
@@ -36,3 +38,29 @@ export function verifyText(rows: readonly VerifyRow[], color = false): string {
   );
   return lines.join('\n');
 }
+
+export const ledgerVerifyCommand = defineCommand({
+  name: 'ledger verify',
+  description: `check receipt chains against the rows' anchors (and HMAC keys from ${RECEIPT_KEYS_ENV}); exit 1 on a break`,
+  arguments: [['[id]', 'business-operation id']],
+  options: {
+    ...TARGET_OPTIONS,
+    all: { description: 'every operation in the ledger' },
+    file: {
+      argument: '<export.jsonl>',
+      description: 'an export written by `ledger export`, checked offline (no ledger needed)',
+    },
+    allowUnkeyed: {
+      description: `with ${RECEIPT_KEYS_ENV} set: accept receipts written before the key (someone could re-seal as unkeyed; do not leave this on)`,
+    },
+  },
+  async run({ io, json, color }, o, [id]: [string?]) {
+    exactlyOne([id, o.all, o.file], 'choose one of <id>, --all, --file <export.jsonl>');
+    const rows = o.file
+      ? verifyExportFile(o.file, o.allowUnkeyed)
+      : await withLedger(o, (l) => verifyChains(l, o.all ? 'all' : [id!], o.allowUnkeyed), { readOnly: true });
+    if (o.json) json({ ok: rows.every((r) => r.ok), operations: rows });
+    else io.out(verifyText(rows, color));
+    return rows.every((r) => r.ok) ? EXIT.ok : EXIT.failed;
+  },
+});
