@@ -30,19 +30,16 @@ const obj = (properties: Record<string, Schema>, ...optional: string[]): Schema 
 
 /** A provider fact: `{ value, source }` where value matches `value` or is "unknown", and source is cited. */
 const fact = (value: Schema): Schema => ({
-  type: 'object',
-  description:
-    'A provider fact: its value (or "unknown", which must then be listed in unverified[]) and where it comes from.',
-  additionalProperties: false,
-  required: ['value', 'source'],
-  properties: {
+  ...obj({
     value: { anyOf: [value, { const: UNKNOWN }] },
     source: { ...str, description: 'a public URL or a file that ships with the project' },
-  },
+  }),
+  description:
+    'A provider fact: its value (or "unknown", which must then be listed in unverified[]) and where it comes from.',
 });
 
 /** A normalisation or comparison rule: a merging step (case, inner white space, …) needs the provider's evidence. */
-function ruleSchema(required: string[], extra: Record<string, unknown>): Schema {
+function ruleSchema(extra: Record<string, Schema>, ...optional: string[]): Schema {
   const evidence = {
     type: 'string',
     pattern: '^https://\\S+$',
@@ -54,26 +51,18 @@ function ruleSchema(required: string[], extra: Record<string, unknown>): Schema 
     description: 'applied in order to every string at or below the field',
   };
   return {
-    type: 'object',
-    additionalProperties: false,
-    required,
-    properties: { field: text, ...extra, steps, source: text, evidence },
+    ...obj({ field: text, ...extra, steps, source: text, evidence }, ...optional),
     if: { required: ['steps'], properties: { steps: { type: 'array', contains: { enum: [...MERGING_STEPS] } } } },
     then: { required: ['evidence'], properties: { evidence } },
   };
 }
 
 const replayIndicator = {
-  type: 'object',
-  additionalProperties: false,
-  required: ['value', 'source'],
-  description: 'how the provider marks a replayed answer (e.g. Idempotent-Replayed: true), null when it sends none',
-  properties: {
-    value: {
-      anyOf: [{ const: 'unknown' }, { type: 'null' }, obj({ header: text, value: text })],
-    },
+  ...obj({
+    value: { anyOf: [{ const: 'unknown' }, { type: 'null' }, obj({ header: text, value: text })] },
     source: text,
-  },
+  }),
+  description: 'how the provider marks a replayed answer (e.g. Idempotent-Replayed: true), null when it sends none',
 };
 
 /** The card's shape; `validateCard` checks it and `cardJsonSchema` publishes it, so the two cannot drift. */
@@ -94,7 +83,7 @@ const CARD = obj(
       {
         rule: str,
         intentFields: { ...strings, minItems: 1 },
-        normalize: { type: 'array', items: ruleSchema(['field', 'steps', 'source'], {}) },
+        normalize: { type: 'array', items: ruleSchema({}, 'evidence') },
       },
       'normalize',
     ),
@@ -147,7 +136,7 @@ const CARD = obj(
     paramComparison: {
       type: 'array',
       description: 'how params other than the intent are compared with the stored ones (default exact)',
-      items: ruleSchema(['field', 'compare', 'source'], { compare: { enum: ['exact', 'normalized'] } }),
+      items: ruleSchema({ compare: { enum: ['exact', 'normalized'] } }, 'steps', 'evidence'),
     },
   },
   'paramComparison',
