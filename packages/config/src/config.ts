@@ -25,13 +25,11 @@ export type ConfigError = InstanceType<typeof ConfigError>;
 
 /** Parses and checks a config object against the published schema; every problem is reported at once. */
 export function parseConfig(raw: unknown, baseDir = process.cwd(), source = 'config'): RetrysafeConfig {
-  const problems: string[] = [];
   if (!raw || typeof raw !== 'object' || Array.isArray(raw))
     throw new ConfigError(source, 'expected an object with { ledger, adapters }');
   const o = raw as Record<string, unknown>;
   // Inline credentials (by key parts, by value, inside URLs; never echoed), then the published schema.
-  problems.push(...findInlineCredentials(o));
-  problems.push(...checkConfig(o));
+  const problems = [...findInlineCredentials(o), ...checkConfig(o)];
   if (problems.length) throw new ConfigError(source, problems.join('; '));
   const { $schema: _schema, ...rest } = o;
   return {
