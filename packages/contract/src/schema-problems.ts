@@ -46,12 +46,7 @@ export interface SchemaWording {
 /** Every problem of `value` against `schema` (the root's path is `wording.root`), without repeats; empty when valid. */
 export function schemaProblems(schema: unknown, value: unknown, wording: SchemaWording): FieldError[] {
   const out = problemsAt(schema, value, '', wording);
-  if (out.length < 2) return out;
-  const seen = new Set<string>();
-  return out.filter((e) => {
-    const k = `${e.path}\u0000${e.message}`;
-    return seen.has(k) ? false : (seen.add(k), true);
-  });
+  return out.length < 2 ? out : [...new Map(out.map((e) => [`${e.path}\u0000${e.message}`, e])).values()];
 }
 
 const isNode = (s: unknown): s is JsonSchema => typeof s === 'object' && s !== null && !Array.isArray(s);
@@ -107,7 +102,8 @@ function walk(schema: unknown, v: unknown, path: string, w: SchemaWording, out: 
     if (!Array.isArray(branches) || !(say[kind] || w.branches)) continue;
     const ok = (b: unknown) => valid(b, v, path, w);
     if (kind === 'anyOf' ? branches.some(ok) : branches.filter(ok).length === 1) continue;
-    if (w.branches)
+    if (!w.branches) fail(out, say[kind], s, v, at);
+    else
       out.push(
         ...w.branches(
           s,
@@ -116,7 +112,6 @@ function walk(schema: unknown, v: unknown, path: string, w: SchemaWording, out: 
           branches.map((b) => problemsAt(b, v, path, w)),
         ),
       );
-    else fail(out, say[kind], s, v, at);
   }
   if (w.conditionals && s.if !== undefined && valid(s.if, v, path, w)) walk(s.then, v, path, w, out);
 
@@ -138,29 +133,25 @@ function walk(schema: unknown, v: unknown, path: string, w: SchemaWording, out: 
     if (s.contains !== undefined && say.contains && !v.some((x) => valid(s.contains, x, path, w)))
       fail(out, say.contains, s, v, at);
     if (isNode(s.items)) for (let i = 0; i < v.length; i++) walk(s.items, v[i], join(path, i), w, out);
-  } else if (isNode(v)) walkObject(s, v, path, w, out);
-}
-
-/** Keys in the value's order, then the required ones it lacks (an undefined value counts as absent). */
-function walkObject(s: JsonSchema, v: JsonSchema, path: string, w: SchemaWording, out: FieldError[]): void {
-  const { say } = w;
-  const at = path || w.root;
-  const keys = Object.keys(v);
-  if (typeof s.minProperties === 'number' && keys.length < s.minProperties) fail(out, say.minProperties, s, v, at);
-  if (typeof s.maxProperties === 'number' && keys.length > s.maxProperties) fail(out, say.maxProperties, s, v, at);
-  const props = isNode(s.properties) ? s.properties : {};
-  for (const k of keys) {
-    if (s.propertyNames !== undefined && say.propertyNames && !valid(s.propertyNames, k, path, w))
-      fail(out, say.propertyNames, s, k, join(path, k));
-    if (Object.hasOwn(props, k)) {
-      if (v[k] !== undefined) walk(props[k], v[k], join(path, k), w, out);
-    } else if (s.patternProperties !== undefined)
-      continue; // not read: never reject what it might allow
-    else if (s.additionalProperties === false) fail(out, say.additionalProperties, s, k, join(path, k));
-    else if (isNode(s.additionalProperties)) walk(s.additionalProperties, v[k], join(path, k), w, out);
+  } else if (isNode(v)) {
+    // Keys in the value's order, then the required ones it lacks (an undefined value counts as absent).
+    const keys = Object.keys(v);
+    if (typeof s.minProperties === 'number' && keys.length < s.minProperties) fail(out, say.minProperties, s, v, at);
+    if (typeof s.maxProperties === 'number' && keys.length > s.maxProperties) fail(out, say.maxProperties, s, v, at);
+    const props = isNode(s.properties) ? s.properties : {};
+    for (const k of keys) {
+      if (s.propertyNames !== undefined && say.propertyNames && !valid(s.propertyNames, k, path, w))
+        fail(out, say.propertyNames, s, k, join(path, k));
+      if (Object.hasOwn(props, k)) {
+        if (v[k] !== undefined) walk(props[k], v[k], join(path, k), w, out);
+      } else if (s.patternProperties !== undefined)
+        continue; // not read: never reject what it might allow
+      else if (s.additionalProperties === false) fail(out, say.additionalProperties, s, k, join(path, k));
+      else if (isNode(s.additionalProperties)) walk(s.additionalProperties, v[k], join(path, k), w, out);
+    }
+    if (Array.isArray(s.required))
+      for (const r of s.required)
+        if (typeof r === 'string' && (v[r] === undefined || !Object.hasOwn(v, r)))
+          fail(out, say.required, s, r, join(path, r));
   }
-  if (Array.isArray(s.required))
-    for (const r of s.required)
-      if (typeof r === 'string' && (v[r] === undefined || !Object.hasOwn(v, r)))
-        fail(out, say.required, s, r, join(path, r));
 }
