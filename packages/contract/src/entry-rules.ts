@@ -23,7 +23,6 @@ export {
   canonicalDecimal,
   describeNormalization,
   differingPaths,
-  MERGING_STEPS,
   NORMALIZATION_STEPS,
   normalizeIntent,
   normalizeParams,
