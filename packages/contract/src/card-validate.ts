@@ -256,7 +256,7 @@ export function defineCard<const C extends RetrySafetyCard>(card: C): C {
   return deepFreeze(card);
 }
 
-function deepFreeze<T>(value: T): T {
+export function deepFreeze<T>(value: T): T {
   if (typeof value === 'object' && value !== null && !Object.isFrozen(value)) {
     Object.freeze(value);
     for (const v of Object.values(value)) deepFreeze(v);
