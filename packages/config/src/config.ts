@@ -25,13 +25,11 @@ export type ConfigError = InstanceType<typeof ConfigError>;
 
 /** Parses and checks a config object against the published schema; every problem is reported at once. */
 export function parseConfig(raw: unknown, baseDir = process.cwd(), source = 'config'): RetrysafeConfig {
-  const problems: string[] = [];
   if (!raw || typeof raw !== 'object' || Array.isArray(raw))
     throw new ConfigError(source, 'expected an object with { ledger, adapters }');
   const o = raw as Record<string, unknown>;
   // Inline credentials (by key parts, by value, inside URLs; never echoed), then the published schema.
-  problems.push(...findInlineCredentials(o));
-  problems.push(...checkConfig(o));
+  const problems = [...findInlineCredentials(o), ...checkConfig(o)];
   if (problems.length) throw new ConfigError(source, problems.join('; '));
   const { $schema: _schema, ...rest } = o;
   return {
@@ -158,7 +156,14 @@ export async function createAdapters(
     if (Object.hasOwn(BUILT_IN, name)) {
       out[name] = await createBuiltIn(name, c, path, environment);
     } else if ((c as HttpAdapterConfig).type === 'http') {
-      out[name] = await createDeclaredHttpAdapter(name, c as HttpAdapterConfig, config.baseDir, environment);
+      const declaration = httpDeclarationOf(name, c as HttpAdapterConfig, config.baseDir, environment);
+      const http = await importOptional<typeof import('@retrysafe/http')>('@retrysafe/http', path);
+      try {
+        out[name] = http.createHttpAdapterFromDeclaration(declaration as unknown as HttpAdapterDeclaration);
+      } catch (e) {
+        // The adapter's own checks (card vs key, lookup vs card, placeholders vs intent fields) speak for themselves.
+        throw new ConfigError(path, (e as Error).message);
+      }
     } else {
       const m = c as ModuleAdapterConfig;
       const spec = isAbsolute(m.module) || m.module.startsWith('.') ? resolve(config.baseDir, m.module) : m.module;
@@ -187,16 +192,13 @@ function setPath(target: Record<string, unknown>, dotted: string, value: string,
   if (parts.some((p) => !p || p === '__proto__' || p === 'constructor' || p === 'prototype'))
     throw new ConfigError(where, `${JSON.stringify(dotted)} is not an option path`);
   let cur = target;
-  for (const [i, p] of parts.entries()) {
-    if (i === parts.length - 1) {
-      cur[p] = value;
-      return;
-    }
+  for (const [i, p] of parts.slice(0, -1).entries()) {
     const next = Object.hasOwn(cur, p) ? cur[p] : undefined;
     if (next === undefined) cur = cur[p] = {} as Record<string, unknown>;
     else if (next && typeof next === 'object' && !Array.isArray(next)) cur = next as Record<string, unknown>;
     else throw new ConfigError(where, `${dotted}: options.${parts.slice(0, i + 1).join('.')} is not an object`);
   }
+  cur[parts.at(-1)!] = value;
 }
 
 /** Each `operations` entry names an operation of the adapter configured under that name (a typo is an error, not zero tools). */
@@ -257,25 +259,6 @@ export function httpDeclarationOf(
     ...(Object.keys(headers).length ? { headers } : {}),
     operations,
   };
-}
-
-async function createDeclaredHttpAdapter(
-  name: string,
-  c: HttpAdapterConfig,
-  baseDir: string,
-  environment: NodeJS.ProcessEnv,
-): Promise<AdapterV1> {
-  const declaration = httpDeclarationOf(name, c, baseDir, environment);
-  const { createHttpAdapterFromDeclaration } = await importOptional<typeof import('@retrysafe/http')>(
-    '@retrysafe/http',
-    `adapters.${name}`,
-  );
-  try {
-    return createHttpAdapterFromDeclaration(declaration as unknown as HttpAdapterDeclaration);
-  } catch (e) {
-    // The adapter's own checks (card vs key, lookup vs card, placeholders vs intent fields) speak for themselves.
-    throw new ConfigError(`adapters.${name}`, (e as Error).message);
-  }
 }
 
 /** Imports an optional peer package, or says which one to install. */

@@ -106,13 +106,11 @@ export function findInlineCredentials(raw: unknown): string[] {
     if (!v || typeof v !== 'object') return;
     for (const [k, x] of Object.entries(v)) {
       const p = pathOf(path, k);
-      // `secretsFromEnv`, `headersFromEnv`, …: a map of option/header ⇒ environment-variable NAME.
-      if (isEnvNameKey(k) && x && typeof x === 'object' && !Array.isArray(x)) {
-        for (const [option, name] of Object.entries(x)) envName(name, pathOf(p, option));
-        continue;
-      }
       if (isEnvNameKey(k)) {
-        envName(x, p);
+        // `secretsFromEnv`, `headersFromEnv`, …: a map of option/header ⇒ environment-variable NAME.
+        if (x && typeof x === 'object' && !Array.isArray(x))
+          for (const [option, name] of Object.entries(x)) envName(name, pathOf(p, option));
+        else envName(x, p);
         continue;
       }
       // A JSON Schema of params names its fields (`password: { type: 'string' }`): keys there are not values.

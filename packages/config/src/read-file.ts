@@ -130,21 +130,16 @@ export function parseDataText(
 ): unknown {
   const { path, yaml } = options;
   const limits = options.limits ?? FILE_LIMITS;
+  const overDepth = (what = `it nests objects and arrays more than ${limits.maxDepth} levels deep`) =>
+    new FileLimitError(path, 'maxDepth', limits.maxDepth, what);
   let value: unknown;
   try {
     if (yaml) {
-      if (flowDepth(text) > limits.maxDepth)
-        throw new FileLimitError(
-          path,
-          'maxDepth',
-          limits.maxDepth,
-          `it nests objects and arrays more than ${limits.maxDepth} levels deep`,
-        );
+      if (flowDepth(text) > limits.maxDepth) throw overDepth();
       const doc = parseDocument(text, { prettyErrors: true, uniqueKeys: true });
       const error = doc.errors[0];
       // Nesting deep enough to exhaust the parser's stack (in block style) is over any depth limit
-      if (error && /call stack/i.test(error.message))
-        throw new FileLimitError(path, 'maxDepth', limits.maxDepth, 'it nests too deep to parse');
+      if (error && /call stack/i.test(error.message)) throw overDepth('it nests too deep to parse');
       if (error) throw new DataSyntaxError(error.message);
       value = doc.toJS({ maxAliasCount: limits.maxAliasCount });
     } else value = JSON.parse(text);
@@ -154,17 +149,10 @@ export function parseDataText(
     if (e instanceof ReferenceError && /alias count/i.test(e.message))
       throw new FileLimitError(path, 'maxAliasCount', limits.maxAliasCount, 'its aliases expand too far');
     // Nesting deep enough to exhaust the parser's stack is over any depth limit
-    if (e instanceof RangeError)
-      throw new FileLimitError(path, 'maxDepth', limits.maxDepth, 'it nests too deep to parse');
+    if (e instanceof RangeError) throw overDepth('it nests too deep to parse');
     throw new DataSyntaxError((e as Error).message);
   }
-  if (tooDeep(value, limits.maxDepth))
-    throw new FileLimitError(
-      path,
-      'maxDepth',
-      limits.maxDepth,
-      `it nests objects and arrays more than ${limits.maxDepth} levels deep`,
-    );
+  if (tooDeep(value, limits.maxDepth)) throw overDepth();
   return value;
 }
 

@@ -1,35 +1,12 @@
-/**
- * Checks a value against the config's JSON Schema (the same object that is published as
- * `@retrysafe/config/schema.json`), so the file an editor completes and the file the loader accepts
- * are described once. Only the keywords that schema uses are implemented: type, properties,
- * required, additionalProperties, propertyNames-free objects, enum, const, items, minItems, minProperties,
- * minimum, exclusiveMinimum, minLength, pattern, oneOf, anyOf and local `$ref`s. Problems name
- * the path; an unknown key gets a "did you mean" when a known key is close.
- */
+import type { FieldError, JsonSchema } from '@retrysafe/contract';
+import { type SchemaWording, schemaProblems } from '@retrysafe/contract/provider';
 
-export interface SchemaNode {
-  readonly $ref?: string;
-  readonly type?: string | readonly string[];
-  readonly properties?: Readonly<Record<string, SchemaNode>>;
-  readonly required?: readonly string[];
-  readonly additionalProperties?: boolean | SchemaNode;
-  readonly enum?: readonly unknown[];
-  readonly const?: unknown;
-  readonly default?: unknown;
-  readonly items?: SchemaNode;
-  readonly minItems?: number;
-  readonly minProperties?: number;
-  readonly minimum?: number;
-  readonly exclusiveMinimum?: number;
-  readonly minLength?: number;
-  readonly pattern?: string;
-  readonly oneOf?: readonly SchemaNode[];
-  readonly anyOf?: readonly SchemaNode[];
-  readonly description?: string;
-  readonly markdownDescription?: string;
-  readonly $defs?: Readonly<Record<string, SchemaNode>>;
-  readonly [other: string]: unknown;
-}
+/**
+ * The config's JSON Schema check (the schema published as `@retrysafe/config/schema.json`, so the file an editor
+ * completes and the file the loader accepts are described once), in the config's words: problems name the path, an
+ * unknown key or value gets a "did you mean" when a known one is close, and a value is echoed only when it is short and plain.
+ */
+export type SchemaNode = JsonSchema;
 
 /** Edit distance (insert, delete, substitute, swap of neighbours). */
 export function editDistance(a: string, b: string): number {
@@ -70,116 +47,87 @@ export const suggest = (word: string, candidates: Iterable<string>): string => {
 
 const typeOf = (v: unknown): string =>
   v === null ? 'null' : Array.isArray(v) ? 'array' : Number.isInteger(v) ? 'integer' : typeof v;
-const typeMatches = (v: unknown, t: string): boolean => {
-  const actual = typeOf(v);
-  return actual === t || (t === 'number' && actual === 'integer');
-};
+const typesOf = (n: SchemaNode) => [n.type ?? []].flat() as string[];
 const show = (v: unknown): string => {
   // Only a short, plain token is echoed (an enum typo like "FULLL"); anything else may be a credential.
   if (typeof v === 'string' && !/^[A-Za-z0-9_.:-]{0,32}$/.test(v)) return 'the value (not shown)';
   const s = JSON.stringify(v);
   return s === undefined ? String(v) : s.length > 60 ? s.slice(0, 57) + '…' : s;
 };
-const join = (path: string, key: string | number) =>
-  typeof key === 'number' ? `${path}[${key}]` : path ? `${path}.${key}` : key;
+const oneOfShown = (values: readonly unknown[], v: unknown) =>
+  `expected one of ${values.map(show).join(', ')}, got ${show(v)}${typeof v === 'string' ? suggest(v, values.map(String)) : ''}`;
+const describe = (n: SchemaNode) => (n.const !== undefined ? show(n.const) : n.type ? typesOf(n).join('/') : 'a value');
 
-/** Problems of `value` against `node`; `root` resolves `#/$defs/...` references. Empty when valid. */
-export function checkSchema(value: unknown, node: SchemaNode, root: SchemaNode, path = ''): string[] {
-  const at = path || '(top level)';
-  if (node.$ref) {
-    const name = node.$ref.replace(/^#\/\$defs\//, '');
-    const target = root.$defs?.[name];
-    if (!target) throw new Error(`schema: unresolved $ref ${node.$ref}`);
-    return checkSchema(value, target, root, path);
-  }
-  if (node.oneOf || node.anyOf) {
-    const branches = (node.oneOf ?? node.anyOf)!.map((b) =>
-      b.$ref ? root.$defs![b.$ref.replace(/^#\/\$defs\//, '')]! : b,
-    );
-    // A branch picked by a discriminating `const` property (e.g. lookup.method) reports its own problems.
-    if (value && typeof value === 'object' && !Array.isArray(value)) {
-      const rec = value as Record<string, unknown>;
-      for (const key of Object.keys(branches[0]?.properties ?? {})) {
-        const consts = branches.map((b) => b.properties?.[key]?.const);
-        if (consts.every((c) => c !== undefined)) {
-          // a branch whose discriminator has a default is the one an absent key selects
-          const given = rec[key] ?? branches.map((b) => b.properties?.[key]?.default).find((d) => d !== undefined);
-          const i = consts.indexOf(given as (typeof consts)[number]);
-          if (i >= 0) return checkSchema(value, branches[i]!, root, path);
-          return [
-            `${join(path, key)}: expected one of ${consts.map(show).join(', ')}, got ${show(rec[key])}${typeof rec[key] === 'string' ? suggest(rec[key] as string, consts.map(String)) : ''}`,
-          ];
-        }
-      }
-    }
-    let best: string[] | null = null;
-    for (const b of branches) {
-      const p = checkSchema(value, b, root, path);
-      if (p.length === 0) return [];
-      // prefer the branch of the right type with the fewest problems
-      const typed =
-        !b.type ||
-        (Array.isArray(b.type) ? (b.type as string[]) : [b.type as string]).some((t) => typeMatches(value, t));
-      if (typed && (best === null || p.length < best.length)) best = p;
-    }
-    return best ?? [`${at}: expected ${branches.map((b) => describe(b)).join(' or ')}, got ${show(value)}`];
-  }
-  if (node.const !== undefined && value !== node.const)
-    return [`${at}: expected ${show(node.const)}, got ${show(value)}`];
-  if (node.enum && !node.enum.includes(value)) {
-    return [
-      `${at}: expected one of ${node.enum.map(show).join(', ')}, got ${show(value)}${typeof value === 'string' ? suggest(value, node.enum.map(String)) : ''}`,
-    ];
-  }
-  if (node.type) {
-    const types = Array.isArray(node.type) ? (node.type as string[]) : [node.type as string];
-    if (!types.some((t) => typeMatches(value, t)))
-      return [
-        `${at}: expected ${types.join(' or ')}, got ${typeOf(value) === 'integer' ? 'number' : typeOf(value)} ${show(value)}`,
-      ];
-  }
-  const problems: string[] = [];
-  if (typeof value === 'string') {
-    if (node.minLength !== undefined && value.length < node.minLength) problems.push(`${at}: must not be empty`);
+const WORDING: Omit<SchemaWording, 'defs'> = {
+  root: '(top level)',
+  say: {
+    type: (n, v) =>
+      `expected ${typesOf(n).join(' or ')}, got ${typeOf(v) === 'integer' ? 'number' : typeOf(v)} ${show(v)}`,
+    const: (n, v) => `expected ${show(n.const)}, got ${show(v)}`,
+    enum: (n, v) => oneOfShown(n.enum as unknown[], v),
+    minLength: () => 'must not be empty',
     // The value is not repeated: a field with a pattern (an env-var name, a URL) is where a pasted secret lands.
-    if (node.pattern !== undefined && !new RegExp(node.pattern).test(value))
-      problems.push(
-        `${at}: the value does not have the expected form${node.description ? ` (${node.description})` : ''}; it is not shown`,
-      );
-  }
-  if (typeof value === 'number') {
-    if (node.minimum !== undefined && value < node.minimum)
-      problems.push(`${at}: must be ≥ ${node.minimum}, got ${value}`);
-    if (node.exclusiveMinimum !== undefined && value <= node.exclusiveMinimum)
-      problems.push(`${at}: must be > ${node.exclusiveMinimum}, got ${value}`);
-  }
-  if (Array.isArray(value)) {
-    if (node.minItems !== undefined && value.length < node.minItems)
-      problems.push(`${at}: needs at least ${node.minItems} item${node.minItems === 1 ? '' : 's'}`);
-    if (node.items) value.forEach((v, i) => problems.push(...checkSchema(v, node.items!, root, join(path, i))));
-  }
-  if (value && typeof value === 'object' && !Array.isArray(value)) {
-    const rec = value as Record<string, unknown>;
-    const props = node.properties ?? {};
-    if (node.minProperties !== undefined && Object.keys(rec).length < node.minProperties)
-      problems.push(`${at}: needs at least ${node.minProperties} entr${node.minProperties === 1 ? 'y' : 'ies'}`);
-    for (const r of node.required ?? []) if (!Object.hasOwn(rec, r)) problems.push(`${join(path, r)}: required`);
-    for (const [k, v] of Object.entries(rec)) {
-      const p = Object.hasOwn(props, k) ? props[k] : undefined;
-      if (p) problems.push(...checkSchema(v, p, root, join(path, k)));
-      else if (node.additionalProperties === false)
-        problems.push(
-          `${join(path, k)}: unknown key${suggest(k, Object.keys(props))}${Object.keys(props).length <= 12 ? ` — known: ${Object.keys(props).join(', ')}` : ''}`,
-        );
-      else if (typeof node.additionalProperties === 'object')
-        problems.push(...checkSchema(v, node.additionalProperties, root, join(path, k)));
-    }
-  }
-  return problems;
+    pattern: (n) =>
+      `the value does not have the expected form${n.description ? ` (${n.description})` : ''}; it is not shown`,
+    minimum: (n, v) => `must be ≥ ${n.minimum}, got ${v}`,
+    exclusiveMinimum: (n, v) => `must be > ${n.exclusiveMinimum}, got ${v}`,
+    minItems: ({ minItems: m }) => `needs at least ${m} item${m === 1 ? '' : 's'}`,
+    minProperties: ({ minProperties: m }) => `needs at least ${m} entr${m === 1 ? 'y' : 'ies'}`,
+    required: () => 'required',
+    additionalProperties: (n, k) => {
+      const known = Object.keys((n.properties ?? {}) as object);
+      return `unknown key${suggest(k as string, known)}${known.length <= 12 ? ` — known: ${known.join(', ')}` : ''}`;
+    },
+  },
+};
+
+/** Problems of `value` against `node` as `path: message` lines; `root` resolves `#/$defs/...` references. Empty when valid. */
+export function checkSchema(value: unknown, node: SchemaNode, root: SchemaNode): string[] {
+  const defs = (root.$defs ?? {}) as Record<string, SchemaNode>;
+  const resolve = (b: SchemaNode) => (typeof b.$ref === 'string' ? defs[b.$ref.replace(/^#\/\$defs\//, '')]! : b);
+  const wording: SchemaWording = {
+    ...WORDING,
+    defs,
+    branches: (n, v, path, results) => branchProblems(n, v, path, results, resolve),
+  };
+  return schemaProblems(node, value, wording).map((p) => `${p.path}: ${p.message}`);
 }
 
-function describe(n: SchemaNode): string {
-  if (n.const !== undefined) return show(n.const);
-  if (n.type) return Array.isArray(n.type) ? (n.type as string[]).join('/') : String(n.type);
-  return 'a value';
+/** A failed oneOf / anyOf: the branch a discriminating `const` property (e.g. lookup.method) picks, else the closest one of the right type. */
+function branchProblems(
+  node: SchemaNode,
+  value: unknown,
+  path: string,
+  results: FieldError[][],
+  resolve: (b: SchemaNode) => SchemaNode,
+): FieldError[] {
+  const branches = ((node.oneOf ?? node.anyOf) as SchemaNode[]).map(resolve);
+  const props = (b: SchemaNode | undefined) => (b?.properties ?? {}) as Record<string, SchemaNode>;
+  if (value && typeof value === 'object' && !Array.isArray(value)) {
+    const rec = value as Record<string, unknown>;
+    for (const key of Object.keys(props(branches[0]))) {
+      const consts = branches.map((b) => props(b)[key]?.const);
+      if (consts.every((c) => c !== undefined)) {
+        // a branch whose discriminator has a default is the one an absent key selects
+        const given = rec[key] ?? branches.map((b) => props(b)[key]?.default).find((d) => d !== undefined);
+        const i = consts.findIndex((c) => c === given);
+        if (i >= 0) return results[i]!;
+        return [{ path: path ? `${path}.${key}` : key, message: oneOfShown(consts, rec[key]) }];
+      }
+    }
+  }
+  let best: FieldError[] | null = null;
+  for (const [i, b] of branches.entries()) {
+    const p = results[i]!;
+    if (p.length === 0) return [];
+    // prefer the branch of the right type with the fewest problems
+    const typed =
+      !b.type || typesOf(b).some((t) => t === typeOf(value) || (t === 'number' && typeOf(value) === 'integer'));
+    if (typed && (best === null || p.length < best.length)) best = p;
+  }
+  return (
+    best ?? [
+      { path: path || '(top level)', message: `expected ${branches.map(describe).join(' or ')}, got ${show(value)}` },
+    ]
+  );
 }

@@ -1,11 +1,11 @@
 import {
   type AdapterV1,
   type ExecuteContext,
+  type JsonSchema,
   type LookupContext,
   type OperationSpec,
   SPECIFICATION_VERSION,
 } from './adapter.js';
-import { schemaErrors } from './adapter-params.js';
 import {
   AdapterConfigurationError,
   type FieldError,
@@ -22,6 +22,7 @@ import {
   revisionKeySource,
 } from './ids.js';
 import type { LookupResult, Outcome } from './outcome.js';
+import { AJV_WORDS, schemaProblems } from './schema-problems.js';
 
 /** One operation as an adapter declares it to the frame: the public spec plus the provider's key rule. */
 export interface FrameOperation extends OperationSpec {
@@ -64,6 +65,15 @@ export function providerKeyShapeProblem(key: string, rule: ProviderKeyRule): str
   if (!new RegExp(`^[${rule.charset}]*$`).test(key)) return `has characters outside [${rule.charset}]`;
   return null;
 }
+
+const PARAMS = { root: '(root)', say: AJV_WORDS };
+
+/**
+ * The frame's params check without a schema compiler (the contract has no dependencies): it reads the keywords
+ * ajv's words name and passes every other ($ref, if/then, …), so it never rejects what the runner's full check allows.
+ */
+export const schemaErrors = (schema: JsonSchema, params: unknown): FieldError[] =>
+  schemaProblems(schema, params, PARAMS);
 
 /** Every field error of `params` for `spec`: its JSON Schema (the frame's subset), then the adapter's own checks. */
 export function operationParamsErrors(spec: OperationSpec, params: unknown): FieldError[] {

@@ -1,5 +1,5 @@
 import type { RetrySafetyCard } from './card.js';
-import { CARD_SCHEMA_VERSION, defineCard, validateCard } from './card-validate.js';
+import { CARD_SCHEMA_VERSION, deepFreeze, validateCard } from './card-validate.js';
 import { CardValidationError } from './errors.js';
 
 /** A card read from JSON or YAML data, without its editor `$schema`, validated and deep-frozen (CardValidationError). */
@@ -23,5 +23,5 @@ export function parseCard(data: unknown, origin = '(card data)'): RetrySafetyCar
   const copy = structuredClone(rest) as unknown as RetrySafetyCard;
   const v = validateCard(copy);
   if (!v.ok) throw new CardValidationError(typeof rest.operation === 'string' ? rest.operation : origin, v.problems);
-  return defineCard(copy);
+  return deepFreeze(copy);
 }

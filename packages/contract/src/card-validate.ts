@@ -2,6 +2,7 @@ import type { JsonSchema } from './adapter.js';
 import { type RetrySafetyCard, UNKNOWN } from './card.js';
 import { CardValidationError, type FieldError } from './errors.js';
 import { MERGING_STEPS, NORMALIZATION_STEPS } from './normalize.js';
+import { type SchemaWording, schemaProblems } from './schema-problems.js';
 
 /** One problem of a card: the field's dotted path (e.g. `lookup.consistencyDelay.value`) and what is wrong. */
 export type CardProblem = FieldError;
@@ -29,19 +30,16 @@ const obj = (properties: Record<string, Schema>, ...optional: string[]): Schema 
 
 /** A provider fact: `{ value, source }` where value matches `value` or is "unknown", and source is cited. */
 const fact = (value: Schema): Schema => ({
-  type: 'object',
-  description:
-    'A provider fact: its value (or "unknown", which must then be listed in unverified[]) and where it comes from.',
-  additionalProperties: false,
-  required: ['value', 'source'],
-  properties: {
+  ...obj({
     value: { anyOf: [value, { const: UNKNOWN }] },
     source: { ...str, description: 'a public URL or a file that ships with the project' },
-  },
+  }),
+  description:
+    'A provider fact: its value (or "unknown", which must then be listed in unverified[]) and where it comes from.',
 });
 
 /** A normalisation or comparison rule: a merging step (case, inner white space, …) needs the provider's evidence. */
-function ruleSchema(required: string[], extra: Record<string, unknown>): Schema {
+function ruleSchema(extra: Record<string, Schema>, ...optional: string[]): Schema {
   const evidence = {
     type: 'string',
     pattern: '^https://\\S+$',
@@ -53,26 +51,18 @@ function ruleSchema(required: string[], extra: Record<string, unknown>): Schema 
     description: 'applied in order to every string at or below the field',
   };
   return {
-    type: 'object',
-    additionalProperties: false,
-    required,
-    properties: { field: text, ...extra, steps, source: text, evidence },
+    ...obj({ field: text, ...extra, steps, source: text, evidence }, ...optional),
     if: { required: ['steps'], properties: { steps: { type: 'array', contains: { enum: [...MERGING_STEPS] } } } },
     then: { required: ['evidence'], properties: { evidence } },
   };
 }
 
 const replayIndicator = {
-  type: 'object',
-  additionalProperties: false,
-  required: ['value', 'source'],
-  description: 'how the provider marks a replayed answer (e.g. Idempotent-Replayed: true), null when it sends none',
-  properties: {
-    value: {
-      anyOf: [{ const: 'unknown' }, { type: 'null' }, obj({ header: text, value: text })],
-    },
+  ...obj({
+    value: { anyOf: [{ const: 'unknown' }, { type: 'null' }, obj({ header: text, value: text })] },
     source: text,
-  },
+  }),
+  description: 'how the provider marks a replayed answer (e.g. Idempotent-Replayed: true), null when it sends none',
 };
 
 /** The card's shape; `validateCard` checks it and `cardJsonSchema` publishes it, so the two cannot drift. */
@@ -93,7 +83,7 @@ const CARD = obj(
       {
         rule: str,
         intentFields: { ...strings, minItems: 1 },
-        normalize: { type: 'array', items: ruleSchema(['field', 'steps', 'source'], {}) },
+        normalize: { type: 'array', items: ruleSchema({}, 'evidence') },
       },
       'normalize',
     ),
@@ -146,25 +136,19 @@ const CARD = obj(
     paramComparison: {
       type: 'array',
       description: 'how params other than the intent are compared with the stored ones (default exact)',
-      items: ruleSchema(['field', 'compare', 'source'], { compare: { enum: ['exact', 'normalized'] } }),
+      items: ruleSchema({ compare: { enum: ['exact', 'normalized'] } }, 'steps', 'evidence'),
     },
   },
   'paramComparison',
 );
 
-interface Out {
-  readonly problems: CardProblem[];
-  /** Paths of facts whose value is "unknown". */
-  readonly unknowns: string[];
-}
-
-const TYPES: Record<string, [(v: unknown) => boolean, string]> = {
-  string: [(v) => typeof v === 'string', 'a string'],
-  integer: [Number.isInteger, 'an integer'],
-  boolean: [(v) => typeof v === 'boolean', 'true or false'],
-  null: [(v) => v === null, 'null'],
-  array: [Array.isArray, 'an array'],
-  object: [(v) => typeof v === 'object' && v !== null && !Array.isArray(v), 'an object'],
+const TYPES: Record<string, string> = {
+  string: 'a string',
+  integer: 'an integer',
+  boolean: 'true or false',
+  null: 'null',
+  array: 'an array',
+  object: 'an object',
 };
 const PATTERNS: Record<string, string> = {
   '\\S': 'a non-empty string',
@@ -173,59 +157,43 @@ const PATTERNS: Record<string, string> = {
 const MISSING = 'every field is required; write "unknown" with a source when it is not known';
 const show = (values: readonly unknown[]) => values.map((x) => JSON.stringify(x)).join(', ');
 const join = (path: string, key: string) => (path ? `${path}.${key}` : key);
-
-function problemsOf(schema: Schema, v: unknown, path: string): CardProblem[] {
-  const out: Out = { problems: [], unknowns: [] };
-  check(schema, v, path, out);
-  return out.problems;
-}
-
 const schemas = (list: unknown) => (Array.isArray(list) ? (list as Schema[]) : []);
 
-/** Checks `v` against the keywords the card schema uses; every problem is reported with its path. */
-function check(s: Schema, v: unknown, path: string, out: Out): void {
-  const push = (message: string, at = path || '(card)') => void out.problems.push({ path: at, message });
-  const anyOf = schemas(s.anyOf);
-  if (anyOf.length > 0) {
-    if (v === UNKNOWN && anyOf.some((b) => b.const === UNKNOWN))
-      return void out.unknowns.push(path.replace(/\.value$/, ''));
-    if (anyOf.some((b) => problemsOf(b, v, path).length === 0)) return;
-    // Reported against the alternative that is neither a constant nor null, at this path.
-    const main = anyOf.find((b) => b.const === undefined && b.type !== 'null') ?? {};
-    for (const p of problemsOf(main, v, path))
-      push(p.path === path ? p.message : `${p.path.slice(path.length).replace(/^\./, '')}: ${p.message}`);
-    return;
-  }
-  const type = TYPES[String(s.type)];
-  if (type && !type[0](v)) return void push(`expected ${type[1]}`);
-  if ('const' in s && v !== s.const) push(`expected one of ${show([s.const])}`);
-  if (Array.isArray(s.enum) && !s.enum.includes(v)) push(`expected one of ${show(s.enum)}`);
-  if (typeof v === 'string' && v.length < Number(s.minLength ?? 0)) push('expected a non-empty string');
-  if (typeof v === 'string' && typeof s.pattern === 'string' && !new RegExp(s.pattern).test(v))
-    push(`expected ${s.description ?? PATTERNS[s.pattern] ?? `a string matching ${s.pattern}`}`);
-  if (typeof v === 'number' && typeof s.minimum === 'number' && v < s.minimum) push(`expected a number ≥ ${s.minimum}`);
-  if (Array.isArray(v)) {
-    if (v.length < Number(s.minItems ?? 0)) push(`expected at least ${s.minItems} item(s)`);
-    if (s.contains && !v.some((x) => problemsOf(s.contains as Schema, x, path).length === 0))
-      push('expected a listed item');
-    if (s.items)
-      v.forEach((x, i) => {
-        check(s.items as Schema, x, `${path}[${i}]`, out);
-      });
-  }
-  if (typeof v !== 'object' || v === null || Array.isArray(v)) return;
-  const o = v as Record<string, unknown>;
-  const properties = (s.properties ?? {}) as Readonly<Record<string, Schema>>;
-  // `then` only adds required fields here (a merging step requires its evidence), its properties are the object's.
-  const then = s.if && problemsOf(s.if as Schema, v, path).length === 0 ? (s.then as Schema).required : [];
-  const required = [...((s.required ?? []) as string[]), ...((then ?? []) as string[])];
-  for (const [key, sub] of Object.entries(properties)) {
-    if (o[key] !== undefined) check(sub, o[key], join(path, key), out);
-    else if (required.includes(key))
-      push(`missing (${sub.type === 'string' ? (sub.description ?? MISSING) : MISSING})`, join(path, key));
-  }
-  if (s.additionalProperties === false)
-    for (const key of Object.keys(o)) if (!Object.hasOwn(properties, key)) push('unexpected field', join(path, key));
+const WORDING: SchemaWording = {
+  root: '(card)',
+  conditionals: true,
+  say: {
+    type: (s) => `expected ${TYPES[String(s.type)]}`,
+    const: (s) => `expected one of ${show([s.const])}`,
+    enum: (s) => `expected one of ${show(s.enum as unknown[])}`,
+    minLength: () => 'expected a non-empty string',
+    pattern: (s) => `expected ${s.description ?? PATTERNS[String(s.pattern)] ?? `a string matching ${s.pattern}`}`,
+    minimum: (s) => `expected a number ≥ ${s.minimum}`,
+    minItems: (s) => `expected at least ${s.minItems} item(s)`,
+    contains: () => 'expected a listed item',
+    required: (s, key) => {
+      const sub = (s.properties as Record<string, Schema>)[key as string]!;
+      return `missing (${sub.type === 'string' ? (sub.description ?? MISSING) : MISSING})`;
+    },
+    additionalProperties: () => 'unexpected field',
+  },
+  // A failed anyOf is reported against its alternative that is neither a constant nor null, at the anyOf's path.
+  branches: (s, _v, path, results) => {
+    const main = schemas(s.anyOf).findIndex((b) => b.const === undefined && b.type !== 'null');
+    return (results[main] ?? []).map((p) => ({
+      path: path || '(card)',
+      message: p.path === path ? p.message : `${p.path.slice(path.length).replace(/^\./, '')}: ${p.message}`,
+    }));
+  },
+};
+
+/** Paths of facts whose value is "unknown": an anyOf with a `{ const: "unknown" }` branch holds it. */
+function unknownsOf(s: Schema, v: unknown, path: string, out: string[]): string[] {
+  if (v === UNKNOWN && schemas(s.anyOf).some((b) => b.const === UNKNOWN)) out.push(path.replace(/\.value$/, ''));
+  else if (typeof v === 'object' && v !== null && !Array.isArray(v))
+    for (const [k, sub] of Object.entries((s.properties ?? {}) as Record<string, Schema>))
+      unknownsOf(sub, (v as Record<string, unknown>)[k], join(path, k), out);
+  return out;
 }
 
 export interface CardValidation {
@@ -237,10 +205,10 @@ export interface CardValidation {
 
 /** Validates a card and returns every problem at once, each with its field path. */
 export function validateCard(card: unknown): CardValidation {
-  const out: Out = { problems: [], unknowns: [] };
-  check(CARD, card, '', out);
-  if (typeof card === 'object' && card !== null) checkBeyondSchema(card as Record<string, unknown>, out);
-  return { ok: out.problems.length === 0, problems: out.problems, unknowns: out.unknowns };
+  const problems = schemaProblems(CARD, card, WORDING);
+  const unknowns = unknownsOf(CARD, card, '', []);
+  if (typeof card === 'object' && card !== null) checkBeyondSchema(card as Record<string, unknown>, problems, unknowns);
+  return { ok: problems.length === 0, problems, unknowns };
 }
 
 const hasSteps = (v: unknown) =>
@@ -253,7 +221,7 @@ function eachRule(list: unknown, path: string, check: (rule: Record<string, unkn
 }
 
 /** What the schema cannot say: the operation's prefix, unknown facts listed in unverified[], rules under intent fields with steps. */
-function checkBeyondSchema(card: Record<string, unknown>, { problems, unknowns }: Out): void {
+function checkBeyondSchema(card: Record<string, unknown>, problems: CardProblem[], unknowns: string[]): void {
   const { operation, provider, unverified } = card;
   if (typeof operation === 'string' && typeof provider === 'string' && !operation.startsWith(`${provider}.`))
     problems.push({ path: 'operation', message: `must start with the provider name "${provider}."` });
@@ -288,7 +256,7 @@ export function defineCard<const C extends RetrySafetyCard>(card: C): C {
   return deepFreeze(card);
 }
 
-function deepFreeze<T>(value: T): T {
+export function deepFreeze<T>(value: T): T {
   if (typeof value === 'object' && value !== null && !Object.isFrozen(value)) {
     Object.freeze(value);
     for (const v of Object.values(value)) deepFreeze(v);

@@ -24,7 +24,6 @@ export {
   canonicalDecimal,
   describeNormalization,
   differingPaths,
-  MERGING_STEPS,
   NORMALIZATION_STEPS,
   normalizeIntent,
   normalizeParams,

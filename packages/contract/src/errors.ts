@@ -12,9 +12,7 @@ export class RetrysafeError extends Error {
     this.name = new.target.name;
   }
 
-  static isInstance(value: unknown): value is RetrysafeError {
-    return markerGuard<RetrysafeError>(baseMarker)(value);
-  }
+  static isInstance = markerGuard<RetrysafeError>(baseMarker);
 
   /** Plain JSON view (no stack, no cause), safe for receipts and logs. */
   toJSON(): Record<string, unknown> {

@@ -116,25 +116,17 @@ export function normalizeParams(
 ): unknown {
   if (rules.length === 0 || typeof params !== 'object' || params === null) return params;
   const root = applySteps(params, []); // a deep copy
-  for (const rule of rules) {
-    if (rule.steps.length === 0) continue;
-    const parts = rule.field.split('.');
-    let parent: unknown = { root };
-    let key = 'root';
-    for (const part of parts) {
-      const cur = (parent as Record<string, unknown>)[key];
-      if (typeof cur !== 'object' || cur === null || !(part in cur)) {
-        parent = null;
-        break;
-      }
-      parent = cur;
-      key = part;
-    }
-    if (parent === null) continue;
-    const holder = parent as Record<string, unknown>;
-    holder[key] = applySteps(holder[key], rule.steps);
-  }
+  for (const rule of rules) if (rule.steps.length > 0) applyAt(root, rule.field.split('.'), rule.steps);
   return root;
+}
+
+/** Applies `steps` to what `parts` reaches inside `holder`, in place; a path that is not there is skipped. */
+function applyAt(holder: unknown, parts: readonly string[], steps: readonly NormalizationStep[]): void {
+  const [part, ...rest] = parts as [string, ...string[]];
+  if (typeof holder !== 'object' || holder === null || !(part in holder)) return;
+  const h = holder as Record<string, unknown>;
+  if (rest.length === 0) h[part] = applySteps(h[part], steps);
+  else applyAt(h[part], rest, steps);
 }
 
 /** The dot paths (`[i]` for items) where two JSON-like values differ as canonical JSON; never the values. */

@@ -31,16 +31,15 @@ export type OperationsOf<A> = A extends { readonly '~operations'?: infer O exten
 /** The operation names a call may use: the declared literals, or any string for an untyped adapter. */
 export type OperationName<A> = [OperationsOf<A>] extends [never] ? string : Extract<keyof OperationsOf<A>, string>;
 
-/** The params of one operation (`unknown` for an untyped adapter). */
-export type OperationParams<A, N extends string> = [OperationsOf<A>] extends [never]
+/** One member (`params` or `result`) of an operation's types; `unknown` for an untyped adapter. */
+type Member<A, N extends string, K extends keyof OperationTypes> = [OperationsOf<A>] extends [never]
   ? unknown
   : N extends keyof OperationsOf<A>
-    ? OperationsOf<A>[N]['params']
+    ? OperationsOf<A>[N][K]
     : never;
 
+/** The params of one operation (`unknown` for an untyped adapter). */
+export type OperationParams<A, N extends string> = Member<A, N, 'params'>;
+
 /** What a `done` result of one operation holds (`unknown` for an untyped adapter). */
-export type OperationResult<A, N extends string> = [OperationsOf<A>] extends [never]
-  ? unknown
-  : N extends keyof OperationsOf<A>
-    ? OperationsOf<A>[N]['result']
-    : never;
+export type OperationResult<A, N extends string> = Member<A, N, 'result'>;

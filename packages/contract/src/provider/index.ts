@@ -1,8 +1,8 @@
 // `@retrysafe/contract/provider`: the pure functions adapter authors build on, one of each (no I/O).
 
-export { operationParamsErrors, providerKeyShapeProblem } from '../adapter-frame.js';
-export { schemaErrors } from '../adapter-params.js';
+export { operationParamsErrors, providerKeyShapeProblem, schemaErrors } from '../adapter-frame.js';
 export { errorClass, markerGuard } from '../errors.js';
+export { type Say, type SchemaWording, schemaProblems } from '../schema-problems.js';
 export { checkBaseUrl, isLoopbackHost } from './base-url.js';
 export { lookupFromOutcome } from './lookup.js';
 export { classifyTransportFailure, errorCodes, NEVER_SENT_CODES, type TransportFailure } from './network.js';

@@ -73,19 +73,16 @@ export function errorCodes(error: unknown): string[] {
 /** Classifies a failure without a response: `never` only when every code found proves it was not sent. */
 export function classifyTransportFailure(error: unknown): TransportFailure {
   const codes = errorCodes(error);
-  const message =
-    error !== null && typeof error === 'object' && typeof (error as { message?: unknown }).message === 'string'
-      ? (error as { message: string }).message
-      : '';
+  const { message, name } = (error !== null && typeof error === 'object' ? error : {}) as Partial<Error>;
+  const text = typeof message === 'string' ? message : '';
   const first = codes[0];
   if (codes.length > 0 && codes.every((c) => NEVER_SENT_CODES.has(c))) return { sent: 'never', code: first! };
   const code = codes.find((c) => !NEVER_SENT_CODES.has(c)) ?? first;
   let cause: UnknownCause = 'other';
-  const name = error !== null && typeof error === 'object' ? (error as { name?: unknown }).name : undefined;
   // An abort (the runner's deadline, a caller's signal) while in flight is a timeout: the request may have landed.
   if (codes.some((c) => TIMEOUT_CODES.has(c)) || name === 'TimeoutError' || name === 'AbortError') cause = 'timeout';
-  else if (codes.some((c) => RESET_CODES.has(c)) || /socket hang up/i.test(message)) cause = 'connection-reset';
-  else if (codes.some((c) => TRUNCATED_CODES.has(c)) || /premature|terminated/i.test(message))
+  else if (codes.some((c) => RESET_CODES.has(c)) || /socket hang up/i.test(text)) cause = 'connection-reset';
+  else if (codes.some((c) => TRUNCATED_CODES.has(c)) || /premature|terminated/i.test(text))
     cause = 'truncated-response';
   return code !== undefined ? { sent: 'maybe', cause, code } : { sent: 'maybe', cause };
 }
