@@ -7,10 +7,10 @@ import {
   ALL_FATES,
   type DecideFn,
   type Fate,
-  type ProviderState,
+  FRESH_PROVIDER,
+  newWorker,
   process,
   providerFromCard,
-  type WorkerState,
   type World,
 } from './model.js';
 import { type Ctx, describeObs, fmt, ID, type Succ, setW, workerSteps } from './worker.js';
@@ -144,27 +144,10 @@ function violations(ctx: Ctx, w: World): Found | null {
 }
 
 function key(w: World): string {
-  const r = w.rec;
-  const rk = r && [
-    r.state,
-    r.fence,
-    r.leaseOwner,
-    r.leaseExpiresAt,
-    r.firstDispatchedAt,
-    r.attemptCount,
-    r.lastOutcome,
-    r.updatedAt,
-  ];
-  return JSON.stringify([
-    w.t,
-    rk,
-    w.prov,
-    w.ws.map((x) => [x.name, x.role, x.pc, x.paused, x.op]),
-    w.netFaults,
-    w.crashes,
-    w.pauses,
-    w.leaseBreach ?? null,
-  ]);
+  const { t, rec: r, prov, netFaults, crashes, pauses, leaseBreach = null } = w;
+  const rec = r && [r.state, r.fence, r.leaseOwner, r.leaseExpiresAt, r.firstDispatchedAt, r.attemptCount];
+  const ws = w.ws.map((x) => [x.name, x.role, x.pc, x.paused, x.op]);
+  return JSON.stringify([t, rec, r?.lastOutcome, r?.updatedAt, prov, ws, netFaults, crashes, pauses, leaseBreach]);
 }
 
 type Found = { invariant: Violation['invariant']; message: string };
@@ -212,20 +195,11 @@ export function contextFor(options: ExploreOptions) {
 function rootsFor(ctx: Ctx, options: ExploreOptions): World[] {
   const skew = options.clockSkewMs ?? ctx.marginMs;
   const two = (options.workers ?? 2) === 2;
-  const mk = (name: string, role: WorkerState['role'], offset: number): WorkerState => ({
-    name,
-    role,
-    offset,
-    pc: 'idle',
-    paused: false,
-    op: null,
-  });
-  const prov: ProviderState = { effects: 0, commits: [], key: null, pending: [], calls: 0 };
   return (two ? [...new Set([skew, -skew])] : [0]).map((o) => ({
     t: 0,
     rec: null,
-    prov,
-    ws: two ? [mk('A', 'run', 0), mk(`B(clock ${fmt(o)})`, 'recover', o)] : [mk('A', 'run', 0)],
+    prov: FRESH_PROVIDER,
+    ws: two ? [newWorker('A', 'run', 0), newWorker(`B(clock ${fmt(o)})`, 'recover', o)] : [newWorker('A', 'run', 0)],
     netFaults: 0,
     crashes: 0,
     pauses: 0,

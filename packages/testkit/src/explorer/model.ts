@@ -1,7 +1,7 @@
 import type { LookupResult, OperationRecord, Outcome, RetrySafetyCard } from '@retrysafe/contract';
 import { durationMs } from '@retrysafe/contract/rules';
-import type { Decision } from '@retrysafe/core';
 import type { decide as realDecide } from '@retrysafe/core/internal';
+import type { OpState } from './worker.js';
 
 // The bounded world the explorer enumerates: provider, network, clocks and the runner's loop are models;
 // `decide()` and the ledger's transition rules (@retrysafe/contract/ledger) are the real code.
@@ -30,18 +30,16 @@ export type Fate = (typeof ALL_FATES)[number];
 
 export type ProviderModel = ReturnType<typeof providerFromCard>;
 
-export interface ProviderState {
-  /** Business effects made (the thing that must stay ≤ 1). */
-  readonly effects: number;
-  /** True times at which the effects were committed. */
-  readonly commits: readonly number[];
-  /** The key's stored entry (folding providers only), with the true time it was stored. */
-  readonly key: { readonly at: number; readonly stored: 'result' | 'error' } | null;
-  /** Requests held in the network that the provider may still apply. */
-  readonly pending: readonly { readonly sentAt: number; readonly until: number }[];
-  /** Provider calls (sends) that reached the network. */
-  readonly calls: number;
-}
+/** The provider before any call: effects made (must stay ≤ 1), their true commit times, the key's stored entry
+ * (folding providers only), requests held in the network it may still apply, and calls that reached it. */
+export const FRESH_PROVIDER = {
+  effects: 0,
+  commits: [] as readonly number[],
+  key: null as { readonly at: number; readonly stored: 'result' | 'error' } | null,
+  pending: [] as readonly { readonly sentAt: number; readonly until: number }[],
+  calls: 0,
+};
+export type ProviderState = typeof FRESH_PROVIDER;
 
 export type Pc =
   /** Not running (a recover process waiting for a candidate, or a run not started). */
@@ -56,35 +54,16 @@ export type Pc =
   | 'observing'
   | 'done';
 
-export interface OpState {
-  readonly fence: number;
-  readonly maybeApplied: boolean;
-  readonly runAttempts: number;
-  readonly polls: number;
-  readonly windowStartedAt: number | null;
-  readonly startedAt: number;
-  readonly lastDispatchedAt: number | null;
-  /** Taken over from a dead owner: the latest moment it could have sent (its lease end). */
-  readonly takenOverLeaseEnd: number | null;
-  readonly notBefore: number | undefined;
-  readonly recovering: boolean;
-  readonly dispatchWritten: boolean;
-  readonly decision: Decision;
-  readonly obs: Outcome | LookupResult | null;
-  readonly observedAt: number;
-  readonly wakeAt: number;
-}
-
-export interface WorkerState {
-  readonly name: string;
-  readonly role: 'run' | 'recover';
-  /** Offset of this worker's clock from the provider's (true) clock, ms. */
-  readonly offset: number;
-  readonly pc: Pc;
-  /** Paused (GC, suspended VM): no heartbeat, no step, until it resumes. */
-  readonly paused: boolean;
-  readonly op: OpState | null;
-}
+/** A worker whose clock runs `offset` ms off the provider's (true) clock; `paused`: GC or a suspended VM. */
+export const newWorker = (name: string, role: 'run' | 'recover', offset: number) => ({
+  name,
+  role,
+  offset,
+  pc: 'idle' as Pc,
+  paused: false,
+  op: null as OpState | null,
+});
+export type WorkerState = ReturnType<typeof newWorker>;
 
 export interface World {
   /** True (provider / ledger) time, ms from the start. */
