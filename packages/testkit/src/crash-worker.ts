@@ -4,11 +4,16 @@ import { pathToFileURL } from 'node:url';
 import type { AdapterV1, Ledger } from '@retrysafe/contract';
 import { createRunner } from '@retrysafe/core';
 import { createSqliteLedger } from '@retrysafe/ledger-sqlite';
-import type { CrashPoint, CrashWorkerConfig, CrashWorkerMessage } from './crash-types.js';
+import type { CrashPoint, CrashWorkerConfig } from './crash-drill.js';
 import { realClock } from './drill-clock.js';
 import { wrapAdapter } from './wrap-adapter.js';
 
-type Recovered = Extract<CrashWorkerMessage, { type: 'recovered' }>;
+/** What this process tells the parent: a job reached its point or finished; recovery's results; its own failure. */
+export type CrashWorkerMessage =
+  | { readonly type: 'at'; readonly index: number; readonly point: CrashPoint }
+  | { readonly type: 'finished'; readonly index: number }
+  | Awaited<ReturnType<typeof recoverJobs>>
+  | { readonly type: 'error'; readonly message: string };
 type Runner = ReturnType<typeof createRunner>;
 /** Stops the job at `point` when that is its point: tells the parent, then never returns. */
 type StopIf = (businessOperationId: string, point: CrashPoint) => Promise<void>;
@@ -23,7 +28,7 @@ function stopperFor(cfg: CrashWorkerConfig): StopIf {
     if (cfg.mode !== 'run' || job?.point !== point) return;
     // Keeps the event loop alive while the job is stopped: an idle process would exit 0 before the kill lands.
     setInterval(() => {}, 1 << 30);
-    await send({ type: 'at', index: job.index, point, businessOperationId: id });
+    await send({ type: 'at', index: job.index, point });
     await new Promise<never>(() => {});
   };
 }
@@ -88,8 +93,8 @@ async function loadAdapter(cfg: CrashWorkerConfig): Promise<AdapterV1> {
 async function runJobs(cfg: CrashWorkerConfig, runner: Runner, adapter: AdapterV1): Promise<void> {
   await Promise.all(
     cfg.jobs.map(async ({ index, params, businessOperationId }) => {
-      const r = await runner.run(adapter, cfg.operation, { params, businessOperationId });
-      await send({ type: 'finished', index, status: r.status, businessOperationId: r.businessOperationId });
+      await runner.run(adapter, cfg.operation, { params, businessOperationId });
+      await send({ type: 'finished', index });
     }),
   );
 }
@@ -98,19 +103,14 @@ async function runJobs(cfg: CrashWorkerConfig, runner: Runner, adapter: AdapterV
 async function recoverJobs(cfg: CrashWorkerConfig, runner: Runner, adapter: AdapterV1, ledger: Ledger) {
   const reports = await runner.recover({ adapters: [adapter] });
   const results = await Promise.all(
-    cfg.jobs.map(async ({ index, params, businessOperationId }): Promise<Recovered['results'][number]> => {
+    cfg.jobs.map(async ({ index, params, businessOperationId }) => {
       const r = await runner.run(adapter, cfg.operation, { params, businessOperationId });
-      const rec = await ledger.get(r.businessOperationId);
-      return {
-        index,
-        businessOperationId: r.businessOperationId,
-        status: r.status,
-        adopted: r.status === 'done' ? r.adopted : false,
-        providerKey: rec?.providerKey ?? null,
-      };
+      const providerKey = (await ledger.get(r.businessOperationId))?.providerKey ?? null;
+      const adopted = r.status === 'done' ? r.adopted : false;
+      return { index, businessOperationId: r.businessOperationId, status: r.status, adopted, providerKey };
     }),
   );
-  await send({ type: 'recovered', reports, results });
+  return { type: 'recovered' as const, reports, results };
 }
 
 async function main(): Promise<void> {
@@ -127,7 +127,7 @@ async function main(): Promise<void> {
     owner: `crash-${cfg.mode}-${process.pid}`,
   });
   if (cfg.mode === 'run') await runJobs(cfg, runner, hookAdapter(adapter, stopIf));
-  else await recoverJobs(cfg, runner, adapter, ledger);
+  else await send(await recoverJobs(cfg, runner, adapter, ledger));
   await ledger.close();
   await adapter.close?.();
   process.exit(0);

@@ -1,4 +1,4 @@
-export type * from './crash-drill.js';
+export type { CrashDrillOptions, CrashDrillReport, CrashDrillSandbox, CrashPoint } from './crash-drill.js';
 export { CRASH_POINTS, runCrashDrill } from './crash-drill.js';
 export type { CardAbilities } from './criteria.js';
 export { criteriaFor, oracleAbsenceProvenAfterMs, oracleResendSafe, readCard, skipReason } from './criteria.js';
