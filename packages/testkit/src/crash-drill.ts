@@ -352,5 +352,3 @@ export async function runCrashDrill(options: CrashDrillOptions) {
     if (!reportInWork) rmSync(work, { recursive: true, force: true });
   }
 }
-
-export type CrashDrillReport = Awaited<ReturnType<typeof runCrashDrill>>;

@@ -2,10 +2,9 @@
 // `recover`: recover() on the same ledger, then every job again as its caller would, reporting where each ended.
 import { pathToFileURL } from 'node:url';
 import type { AdapterV1, Ledger } from '@retrysafe/contract';
-import { createRunner } from '@retrysafe/core';
+import { createRunner, systemClock } from '@retrysafe/core';
 import { createSqliteLedger } from '@retrysafe/ledger-sqlite';
 import type { CrashPoint, CrashWorkerConfig } from './crash-drill.js';
-import { realClock } from './drill-clock.js';
 import { wrapAdapter } from './wrap-adapter.js';
 
 /** What this process tells the parent: a job reached its point or finished; recovery's results; its own failure. */
@@ -118,7 +117,7 @@ async function main(): Promise<void> {
   const stopIf = stopperFor(cfg);
   const adapter = await loadAdapter(cfg);
   const skew = cfg.clockSkewMs ?? 0;
-  const clock = { ...realClock, now: () => Date.now() + skew };
+  const clock = { ...systemClock, now: () => Date.now() + skew };
   const ledger = createSqliteLedger({ path: cfg.ledgerPath });
   const runner = createRunner({
     ledger: hookLedger(ledger, stopIf),

@@ -1,8 +1,8 @@
 /** How each drill scenario drives the runner against the harness, and what it saw while doing so. */
 import { ConflictError, type Receipt } from '@retrysafe/contract';
 import { durationMs } from '@retrysafe/contract/rules';
+import { systemClock } from '@retrysafe/core';
 import type { planScenario } from './drill.js';
-import { realClock } from './drill-clock.js';
 import type { Harness } from './drill-harness.js';
 import type { DrillOutcome } from './drill-types.js';
 
@@ -83,7 +83,8 @@ async function settle<R extends { status: string }>(d: Drive, call: () => Promis
 async function runConcurrent(h: Harness, input: DriveInput, d: Drive): Promise<void> {
   const { operation, params, label } = input;
   const ledger = h.makeLedger();
-  const runners = Array.from({ length: CONCURRENCY }, (_, k) => h.makeRunner(ledger, realClock, `drill-worker-${k}`));
+  // The real clock: racing callers on one shared virtual clock would expire each other's leases early.
+  const runners = Array.from({ length: CONCURRENCY }, (_, k) => h.makeRunner(ledger, systemClock, `drill-worker-${k}`));
   const settled = await Promise.all(
     runners.map((runner) => settle(d, () => runner.run(h.adapter, operation, { params }))),
   );

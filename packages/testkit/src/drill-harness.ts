@@ -2,9 +2,9 @@ import { mkdirSync, mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { AdapterV1, HandoffPacket, Ledger, Outcome } from '@retrysafe/contract';
-import { callbackHandoffSink, createRunner } from '@retrysafe/core';
+import { type Clock, callbackHandoffSink, createRunner } from '@retrysafe/core';
 import { createSqliteLedger } from '@retrysafe/ledger-sqlite';
-import { createDrillClock, type DrillClock, seededRandom } from './drill-clock.js';
+import { createDrillClock, seededRandom } from './drill-clock.js';
 import type { ConformanceOptions, ScenarioResult } from './drill-types.js';
 import { type FaultProxy, type FaultScript, startFaultProxy } from './fault-proxy.js';
 import { wrapAdapter } from './wrap-adapter.js';
@@ -124,7 +124,7 @@ export async function startHarness(ctx: DrillContext, faults: FaultScript, timeo
       ledgers.push(l);
       return l;
     },
-    makeRunner(ledger: Ledger, runClock: Pick<DrillClock, 'now' | 'sleep'> = clock, owner?: string) {
+    makeRunner(ledger: Ledger, runClock: Clock = clock, owner?: string) {
       return createRunner({
         ledger,
         handoff: callbackHandoffSink((packet: HandoffPacket) => {

@@ -316,8 +316,6 @@ export function writeSummary(ctx: DrillContext) {
   return summary;
 }
 
-export type DrillSummary = ReturnType<typeof writeSummary>;
-
 /** Removes the drill's scratch ledgers (receipts in outDir stay). */
 export function disposeDrillContext(ctx: DrillContext): void {
   rmSync(ctx.workDir, { recursive: true, force: true });
@@ -342,5 +340,3 @@ export async function runDrill(options: DrillOptions) {
   const summary = writeSummary(ctx);
   return { ok: summary.failed === 0, outDir: ctx.outDir, results: ctx.results, summary };
 }
-
-export type DrillReport = Awaited<ReturnType<typeof runDrill>>;
