@@ -79,25 +79,6 @@ function hookAdapter(adapter: AdapterV1, stopIf: StopIf): AdapterV1 {
   });
 }
 
-async function loadAdapter(cfg: CrashWorkerConfig): Promise<AdapterV1> {
-  const mod = (await import(pathToFileURL(cfg.adapterModule).href)) as {
-    createAdapter?: (o: unknown) => AdapterV1 | Promise<AdapterV1>;
-  };
-  if (typeof mod.createAdapter !== 'function')
-    throw new Error(`crash worker: ${cfg.adapterModule} does not export createAdapter`);
-  return mod.createAdapter({ baseUrl: cfg.baseUrl, timeoutMs: cfg.timeoutMs, options: cfg.adapterOptions });
-}
-
-/** Every job runs at once; the ones that stop at their point never finish. */
-async function runJobs(cfg: CrashWorkerConfig, runner: Runner, adapter: AdapterV1): Promise<void> {
-  await Promise.all(
-    cfg.jobs.map(async ({ index, params, businessOperationId }) => {
-      await runner.run(adapter, cfg.operation, { params, businessOperationId });
-      await send({ type: 'finished', index });
-    }),
-  );
-}
-
 /** recover(), then every caller calls again (same id, same params), concurrently, as callers would. */
 async function recoverJobs(cfg: CrashWorkerConfig, runner: Runner, adapter: AdapterV1, ledger: Ledger) {
   const reports = await runner.recover({ adapters: [adapter] });
@@ -115,18 +96,29 @@ async function recoverJobs(cfg: CrashWorkerConfig, runner: Runner, adapter: Adap
 async function main(): Promise<void> {
   const cfg = JSON.parse(process.env.RETRYSAFE_CRASH_WORKER!) as CrashWorkerConfig;
   const stopIf = stopperFor(cfg);
-  const adapter = await loadAdapter(cfg);
+  type Module = { createAdapter?: (o: unknown) => AdapterV1 | Promise<AdapterV1> };
+  const { createAdapter } = (await import(pathToFileURL(cfg.adapterModule).href)) as Module;
+  if (typeof createAdapter !== 'function')
+    throw new Error(`crash worker: ${cfg.adapterModule} does not export createAdapter`);
+  const adapter = await createAdapter({ baseUrl: cfg.baseUrl, timeoutMs: cfg.timeoutMs, options: cfg.adapterOptions });
   const skew = cfg.clockSkewMs ?? 0;
-  const clock = { ...systemClock, now: () => Date.now() + skew };
   const ledger = createSqliteLedger({ path: cfg.ledgerPath });
   const runner = createRunner({
     ledger: hookLedger(ledger, stopIf),
-    clock,
+    clock: { ...systemClock, now: () => Date.now() + skew },
     policy: { leaseMs: cfg.leaseMs, ...(cfg.policy ?? {}) },
     owner: `crash-${cfg.mode}-${process.pid}`,
   });
-  if (cfg.mode === 'run') await runJobs(cfg, runner, hookAdapter(adapter, stopIf));
-  else await send(await recoverJobs(cfg, runner, adapter, ledger));
+  if (cfg.mode === 'recover') await send(await recoverJobs(cfg, runner, adapter, ledger));
+  else {
+    // Every job runs at once; the ones that stop at their point never finish.
+    const hooked = hookAdapter(adapter, stopIf);
+    const run = async ({ index, params, businessOperationId }: CrashWorkerConfig['jobs'][number]) => {
+      await runner.run(hooked, cfg.operation, { params, businessOperationId });
+      await send({ type: 'finished', index });
+    };
+    await Promise.all(cfg.jobs.map(run));
+  }
   await ledger.close();
   await adapter.close?.();
   process.exit(0);
