@@ -2,18 +2,10 @@ import type { RetrySafetyCard } from '@retrysafe/contract';
 import * as T from '@retrysafe/contract/ledger';
 import { durationMs } from '@retrysafe/contract/rules';
 import type { PolicyOverrides } from '@retrysafe/core';
-import { decide as realDecide, resolvePolicy } from '@retrysafe/core/internal';
-import {
-  ALL_FATES,
-  type DecideFn,
-  type Fate,
-  FRESH_PROVIDER,
-  newWorker,
-  process,
-  providerFromCard,
-  type World,
-} from './model.js';
+import { contextFor, type DecideFn, type Fate, FRESH_PROVIDER, newWorker, process, type World } from './model.js';
 import { type Ctx, describeObs, fmt, ID, type Succ, setW, workerSteps } from './worker.js';
+
+export type { DecideFn, Fate } from './model.js';
 
 export interface ExploreOptions {
   readonly card: RetrySafetyCard;
@@ -159,36 +151,6 @@ interface Graph {
   readonly endings: Record<string, number>;
   depth: number;
   truncated: boolean;
-}
-
-export function contextFor(options: ExploreOptions) {
-  const card = options.card;
-  const policy = resolvePolicy(card, options.policy);
-  const marginMs = policy.clockSkewMarginMs;
-  // Unknown facts get pessimistic stand-ins: a late apply up to the margin, a delay of two lookup windows.
-  const pm = providerFromCard(card, {
-    unknownLateApplyMs: Math.max(marginMs, 1000),
-    unknownDelayMs: 2 * policy.lookupWindowMs,
-  });
-  // A network that delivers a request twice defeats any client when the provider does not fold
-  // same-key requests: it is explored only where the card says the key folds them.
-  const fates = (options.fates ?? ALL_FATES).filter(
-    (f) =>
-      (pm.storesErrors || !f.startsWith('stored-error')) &&
-      (f !== 'duplicated' || (pm.folds && (pm.retentionMs ?? 0) > 0) || pm.idempotent),
-  );
-  return {
-    card,
-    policy,
-    decide: options.decide ?? realDecide,
-    pm,
-    fates,
-    maxNetworkFaults: options.maxNetworkFaults ?? 2,
-    maxCrashes: options.maxCrashes ?? 1,
-    maxPauses: options.maxPauses ?? 0,
-    marginMs,
-    checksLease: options.runnerChecksLease ?? true,
-  };
 }
 
 /** The starting worlds: one worker, or a runner and a recover process whose clock is ahead or behind. */

@@ -1,6 +1,7 @@
 import type { LookupResult, OperationRecord, Outcome, RetrySafetyCard } from '@retrysafe/contract';
 import { durationMs } from '@retrysafe/contract/rules';
-import type { decide as realDecide } from '@retrysafe/core/internal';
+import { decide as realDecide, resolvePolicy } from '@retrysafe/core/internal';
+import type { ExploreOptions } from './explore.js';
 import type { OpState } from './worker.js';
 
 // The bounded world the explorer enumerates: provider, network, clocks and the runner's loop are models;
@@ -157,4 +158,35 @@ export function lookupAt(pm: ProviderModel, p: ProviderState, t: number): { p: P
       result: { kind: 'found', outcome: { kind: 'succeeded', result: { ref: 'obj-1' }, providerRef: 'obj-1' } },
     };
   return { p, result: { kind: 'not-found', reason: 'no record for this operation' } };
+}
+
+/** What every step reads: the card, the resolved policy, the provider model, the fates and the fault bounds. */
+export function contextFor(options: ExploreOptions) {
+  const card = options.card;
+  const policy = resolvePolicy(card, options.policy);
+  const marginMs = policy.clockSkewMarginMs;
+  // Unknown facts get pessimistic stand-ins: a late apply up to the margin, a delay of two lookup windows.
+  const pm = providerFromCard(card, {
+    unknownLateApplyMs: Math.max(marginMs, 1000),
+    unknownDelayMs: 2 * policy.lookupWindowMs,
+  });
+  // A network that delivers a request twice defeats any client when the provider does not fold
+  // same-key requests: it is explored only where the card says the key folds them.
+  const fates = (options.fates ?? ALL_FATES).filter(
+    (f) =>
+      (pm.storesErrors || !f.startsWith('stored-error')) &&
+      (f !== 'duplicated' || (pm.folds && (pm.retentionMs ?? 0) > 0) || pm.idempotent),
+  );
+  return {
+    card,
+    policy,
+    decide: options.decide ?? realDecide,
+    pm,
+    fates,
+    maxNetworkFaults: options.maxNetworkFaults ?? 2,
+    maxCrashes: options.maxCrashes ?? 1,
+    maxPauses: options.maxPauses ?? 0,
+    marginMs,
+    checksLease: options.runnerChecksLease ?? true,
+  };
 }

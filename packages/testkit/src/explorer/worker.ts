@@ -11,8 +11,8 @@ import {
 import * as T from '@retrysafe/contract/ledger';
 import { resendSafety } from '@retrysafe/contract/rules';
 import type { Decision, DecisionState } from '@retrysafe/core';
-import type { contextFor } from './explore.js';
 import {
+  type contextFor,
   type Fate,
   liveKey,
   lookupAt,

@@ -21,13 +21,8 @@ import {
   type TypedError,
 } from './fixtures.js';
 
-/** The combined writes of a two-write clean run (claim with dispatch, a state or handoff with its receipt), and supersede. */
-export function combinedWriteCases(test: SuiteTest): void {
-  claimDispatchCases(test);
-  receiptCases(test);
-}
-
-function claimDispatchCases(test: SuiteTest): void {
+/** The combined writes of a two-write clean run: claim with dispatch. */
+export function claimDispatchCases(test: SuiteTest): void {
   test('declares the combined writes the runner uses for a two-write clean run', (l) => {
     expect(l.capabilities).toMatchObject({ claimDispatch: true, receiptWithState: true });
   });
@@ -97,7 +92,8 @@ function claimDispatchCases(test: SuiteTest): void {
   });
 }
 
-function receiptCases(test: SuiteTest): void {
+/** The combined writes of a two-write clean run: a state or handoff with its receipt; and supersede. */
+export function receiptCases(test: SuiteTest): void {
   test('setState with a receipt writes the state and the receipt together', async (l) => {
     const { ref } = await claimed(l, 'state-receipt', { dispatch: true });
     const r1 = receipt('state-receipt', 1, null);
@@ -204,25 +200,12 @@ function receiptCases(test: SuiteTest): void {
     await refused(l.markDispatched(ref, T0 + 4), LeaseLostError);
     // never on a live or succeeded operation
     const live = await claimed(l, 'supersede-live');
-    expect(
-      (
-        await l.claim(
-          claimInput('supersede-live', { ...next, owner: 'w2', supersede: { fence: live.ref.fence, revision: 2 } }),
-        )
-      ).kind,
-    ).toBe('busy');
+    const supersedeLive = (now: number) =>
+      l.claim(
+        claimInput('supersede-live', { ...next, owner: 'w2', now, supersede: { fence: live.ref.fence, revision: 2 } }),
+      );
+    expect((await supersedeLive(T0)).kind).toBe('busy');
     await l.setState(live.ref, { state: 'succeeded', now: T0 + 1 });
-    expect(
-      (
-        await l.claim(
-          claimInput('supersede-live', {
-            ...next,
-            owner: 'w2',
-            now: T0 + 2,
-            supersede: { fence: live.ref.fence, revision: 2 },
-          }),
-        )
-      ).kind,
-    ).toBe('terminal');
+    expect((await supersedeLive(T0 + 2)).kind).toBe('terminal');
   });
 }

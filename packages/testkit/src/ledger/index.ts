@@ -2,7 +2,7 @@ import { InvalidStateError, LeaseLostError, type Ledger, LedgerError } from '@re
 import { verifyReceiptChain } from '@retrysafe/core';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { claimTableCases } from './claim-table.js';
-import { combinedWriteCases } from './combined-write-cases.js';
+import { claimDispatchCases, receiptCases } from './combined-write-cases.js';
 import {
   claimed,
   claimInput,
@@ -336,6 +336,7 @@ export function ledgerSuite(options: LedgerSuiteOptions): void {
     });
     afterEach(() => ledger.close());
     const test: SuiteTest = (name, fn) => it(name, () => fn(ledger));
-    for (const cases of [claimCases, writeCases, combinedWriteCases, chainAndPruneCases, claimTableCases]) cases(test);
+    const cases = [claimCases, writeCases, claimDispatchCases, receiptCases, chainAndPruneCases, claimTableCases];
+    for (const add of cases) add(test);
   });
 }
