@@ -2,7 +2,7 @@ import type { RetrySafetyCard } from '@retrysafe/contract';
 import * as T from '@retrysafe/contract/ledger';
 import { durationMs } from '@retrysafe/contract/rules';
 import type { PolicyOverrides } from '@retrysafe/core';
-import { contextFor, type DecideFn, type Fate, FRESH_PROVIDER, newWorker, process, type World } from './model.js';
+import { contextFor, type DecideFn, type Fate, newWorker, newWorld, process, type World } from './model.js';
 import { type Ctx, describeObs, fmt, ID, type Succ, setW, workerSteps } from './worker.js';
 
 export type { DecideFn, Fate } from './model.js';
@@ -46,13 +46,9 @@ function worldSteps(ctx: Ctx, w: World): Succ[] {
     const active = me.pc !== 'idle' && me.pc !== 'done';
     if (active && !me.paused && w.crashes < ctx.maxCrashes) {
       // The process dies; a restarted process runs recover() with the same clock.
-      out.push({
-        w: {
-          ...setW(w, i, { pc: 'idle', role: 'recover', op: null, paused: false, name: `${me.name}'` }),
-          crashes: w.crashes + 1,
-        },
-        text: `${me.name} CRASHES (at ${me.pc}); a restarted process will run recover()`,
-      });
+      const restarted = setW(w, i, { pc: 'idle', role: 'recover', op: null, paused: false, name: `${me.name}'` });
+      const text = `${me.name} CRASHES (at ${me.pc}); a restarted process will run recover()`;
+      out.push({ w: { ...restarted, crashes: w.crashes + 1 }, text });
     }
     if (active && !me.paused && w.pauses < ctx.maxPauses)
       out.push({
@@ -66,10 +62,9 @@ function worldSteps(ctx: Ctx, w: World): Succ[] {
     if (w.t >= pd.until) return;
     const r = process(ctx.pm, w.prov, w.t);
     const pending = w.prov.pending.filter((_, j) => j !== k);
-    out.push({
-      w: { ...w, prov: { ...r.p, pending } },
-      text: `the provider applies the held request sent at ${fmt(pd.sentAt)} (late apply) → ${describeObs(r.answer)}${r.p.effects > w.prov.effects ? ` — effect #${r.p.effects}` : ''}`,
-    });
+    const made = r.p.effects > w.prov.effects ? ` — effect #${r.p.effects}` : '';
+    const text = `the provider applies the held request sent at ${fmt(pd.sentAt)} (late apply) → ${describeObs(r.answer)}${made}`;
+    out.push({ w: { ...w, prov: { ...r.p, pending } }, text });
   });
   return out;
 }
@@ -157,15 +152,10 @@ interface Graph {
 function rootsFor(ctx: Ctx, options: ExploreOptions): World[] {
   const skew = options.clockSkewMs ?? ctx.marginMs;
   const two = (options.workers ?? 2) === 2;
-  return (two ? [...new Set([skew, -skew])] : [0]).map((o) => ({
-    t: 0,
-    rec: null,
-    prov: FRESH_PROVIDER,
-    ws: two ? [newWorker('A', 'run', 0), newWorker(`B(clock ${fmt(o)})`, 'recover', o)] : [newWorker('A', 'run', 0)],
-    netFaults: 0,
-    crashes: 0,
-    pauses: 0,
-  }));
+  const a = newWorker('A', 'run', 0);
+  return two
+    ? [...new Set([skew, -skew])].map((o) => newWorld([a, newWorker(`B(clock ${fmt(o)})`, 'recover', o)]))
+    : [newWorld([a])];
 }
 
 function push(g: Graph, w: World, from: number, text: string): number | null {

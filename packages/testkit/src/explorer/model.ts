@@ -31,17 +31,6 @@ export type Fate = (typeof ALL_FATES)[number];
 
 export type ProviderModel = ReturnType<typeof providerFromCard>;
 
-/** The provider before any call: effects made (must stay ≤ 1), their true commit times, the key's stored entry
- * (folding providers only), requests held in the network it may still apply, and calls that reached it. */
-export const FRESH_PROVIDER = {
-  effects: 0,
-  commits: [] as readonly number[],
-  key: null as { readonly at: number; readonly stored: 'result' | 'error' } | null,
-  pending: [] as readonly { readonly sentAt: number; readonly until: number }[],
-  calls: 0,
-};
-export type ProviderState = typeof FRESH_PROVIDER;
-
 export type Pc =
   /** Not running (a recover process waiting for a candidate, or a run not started). */
   | 'idle'
@@ -66,18 +55,28 @@ export const newWorker = (name: string, role: 'run' | 'recover', offset: number)
 });
 export type WorkerState = ReturnType<typeof newWorker>;
 
-export interface World {
-  /** True (provider / ledger) time, ms from the start. */
-  readonly t: number;
-  readonly rec: OperationRecord | null;
-  readonly prov: ProviderState;
-  readonly ws: readonly WorkerState[];
-  readonly netFaults: number;
-  readonly crashes: number;
-  readonly pauses: number;
+/** The world at true time 0 (the provider's and the ledger's clock, ms) with these workers, before any call. */
+export const newWorld = (ws: readonly WorkerState[]) => ({
+  t: 0,
+  rec: null as OperationRecord | null,
+  /** The provider: effects made (must stay ≤ 1), their true commit times, the key's stored entry (folding
+   * providers only), requests held in the network it may still apply, and calls that reached it. */
+  prov: {
+    effects: 0,
+    commits: [] as readonly number[],
+    key: null as { readonly at: number; readonly stored: 'result' | 'error' } | null,
+    pending: [] as readonly { readonly sentAt: number; readonly until: number }[],
+    calls: 0,
+  },
+  ws,
+  netFaults: 0,
+  crashes: 0,
+  pauses: 0,
   /** Set when a worker called the provider on a run-out lease (only possible with runnerChecksLease false). */
-  readonly leaseBreach?: string;
-}
+  leaseBreach: undefined as string | undefined,
+});
+export type World = ReturnType<typeof newWorld>;
+export type ProviderState = World['prov'];
 
 /** The true provider: the worst case the card allows. Unknown facts get the explorer's pessimistic stand-ins. */
 export function providerFromCard(card: RetrySafetyCard, stand: { unknownLateApplyMs: number; unknownDelayMs: number }) {

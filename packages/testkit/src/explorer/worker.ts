@@ -184,18 +184,14 @@ function waiting(ctx: Ctx, w: World, i: number): Succ[] {
   const r = lookupAt(ctx.pm, w.prov, w.t);
   const sent = r.p !== w.prov ? ' (the lookup re-sends with the same key)' : '';
   const made = r.p.effects > w.prov.effects ? ` — the provider makes effect #${r.p.effects}` : '';
-  const out: Succ[] = [
-    {
-      w: setOp({ ...w, rec, prov: r.p }, i, { obs: r.result, observedAt: n }, 'observing'),
-      text: `${tag}: looks up${sent} → ${describeObs(r.result)}${made}`,
-    },
-  ];
+  const looked = (next: World, obs: LookupResult, text: string): Succ => ({
+    w: setOp({ ...next, rec }, i, { obs, observedAt: n }, 'observing'),
+    text: `${tag}: looks up${text}`,
+  });
+  const out = [looked({ ...w, prov: r.p }, r.result, `${sent} → ${describeObs(r.result)}${made}`)];
   if (w.netFaults < ctx.maxNetworkFaults) {
-    const obs = { kind: 'cannot-tell', reason: 'lookup request failed' } as LookupResult;
-    out.push({
-      w: { ...setOp({ ...w, rec }, i, { obs, observedAt: n }, 'observing'), netFaults: w.netFaults + 1 },
-      text: `${tag}: looks up → the lookup request fails (cannot tell)`,
-    });
+    const failed = { kind: 'cannot-tell', reason: 'lookup request failed' } as LookupResult;
+    out.push(looked({ ...w, netFaults: w.netFaults + 1 }, failed, ' → the lookup request fails (cannot tell)'));
   }
   return out;
 }
