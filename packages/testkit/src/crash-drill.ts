@@ -143,24 +143,19 @@ async function runGroupToItsPoints(
     if (!killed && reached.size + finished.size === group.length && reached.size > 0) killed = child.kill('SIGKILL');
   });
   const exit = await w.exit;
+  const how = exit.signal ?? `exit ${exit.code}`;
   const who = `worker for runs ${group[0]!.index}–${group.at(-1)!.index}`;
   const err = errorIn(w.messages);
   if (err) problems.push(`${who}: ${err.message.split('\n')[0]}`);
-  if (killed && exit.signal !== 'SIGKILL')
-    problems.push(`${who}: expected SIGKILL, got ${exit.signal ?? `exit ${exit.code}`}`);
+  if (killed && exit.signal !== 'SIGKILL') problems.push(`${who}: expected SIGKILL, got ${how}`);
   if (!killed && exit.code !== 0)
     problems.push(`${who} exited ${exit.signal ?? exit.code}: ${w.stderr.split('\n')[0] ?? ''}`);
   for (const job of group) {
     const at = reached.get(job.index);
-    if (at !== undefined && at !== job.point) problems.push(`run ${job.index}: stopped at ${at}, planned ${job.point}`);
-    if (at === undefined)
-      problems.push(
-        `run ${job.index}: never reached ${job.point}${finished.has(job.index) ? ' (finished first)' : ''}`,
-      );
-    runs.set(job.index, {
-      killed: at === job.point && exit.signal === 'SIGKILL',
-      exit: exit.signal ?? `exit ${exit.code}`,
-    });
+    const first = finished.has(job.index) ? ' (finished first)' : '';
+    const missed = at === undefined ? `never reached ${job.point}${first}` : `stopped at ${at}, planned ${job.point}`;
+    if (at !== job.point) problems.push(`run ${job.index}: ${missed}`);
+    runs.set(job.index, { killed: at === job.point && exit.signal === 'SIGKILL', exit: how });
   }
   return killed && exit.signal === 'SIGKILL';
 }

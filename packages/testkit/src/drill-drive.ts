@@ -155,11 +155,8 @@ async function crashAndRecover(h: Harness, input: DriveInput, d: Drive): Promise
 }
 
 /** A run's result as the drill counts it. */
-function outcomeOf(result: { status: string }): DrillOutcome {
-  if (result.status === 'done' || result.status === 'handed-off' || result.status === 'in-progress')
-    return result.status;
-  return 'error';
-}
+const outcomeOf = ({ status }: { status: string }): DrillOutcome =>
+  status === 'done' || status === 'handed-off' || status === 'in-progress' ? status : 'error';
 
 /**
  * The provider rejects the call but keeps what it created (a declined create+confirm); the packet must

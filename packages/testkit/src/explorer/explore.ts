@@ -31,13 +31,12 @@ export interface ExploreOptions {
 
 export type TraceStep = { readonly t: number; readonly text: string };
 
-export interface Violation {
-  readonly invariant: 'at-most-once' | 'durable-dispatch' | 'lease' | 'honest-terminal' | 'stuck';
-  readonly message: string;
-  readonly trace: readonly TraceStep[];
-  /** The trace as a readable story. */
-  readonly story: string;
-}
+type Found = {
+  invariant: 'at-most-once' | 'durable-dispatch' | 'lease' | 'honest-terminal' | 'stuck';
+  message: string;
+};
+/** A broken invariant, the shortest path to it, and that path as a readable story. */
+export type Violation = Found & { readonly trace: readonly TraceStep[]; readonly story: string };
 
 /** Faults that are not the network's: crash, pause, resume; and the provider applying a held request. */
 function worldSteps(ctx: Ctx, w: World): Succ[] {
@@ -136,8 +135,6 @@ function key(w: World): string {
   const ws = w.ws.map((x) => [x.name, x.role, x.pc, x.paused, x.op]);
   return JSON.stringify([t, rec, r?.lastOutcome, r?.updatedAt, prov, ws, netFaults, crashes, pauses, leaseBreach]);
 }
-
-type Found = { invariant: Violation['invariant']; message: string };
 
 /** The states seen so far, each with the step that reached it first (a BFS tree). */
 interface Graph {
