@@ -50,23 +50,23 @@ const setOp = (w: World, i: number, patch: Partial<OpState>, pc?: WorkerState['p
 const holds = (w: World, i: number) =>
   w.rec !== null && w.ws[i]!.op !== null && w.rec.fence === w.ws[i]!.op!.fence && w.rec.leaseOwner === w.ws[i]!.name;
 
+/** What decide() is told; a claim that wrote `dispatched` is still deciding its first send. */
 function stateOf(w: World, i: number, observedAt?: number): DecisionState {
   const op = w.ws[i]!.op!;
-  const rec = w.rec!;
   return {
-    ...(observedAt !== undefined ? { observedAt } : {}),
-    ledgerState: op.dispatchWritten ? 'claimed' : rec.state,
+    observedAt,
+    ledgerState: op.dispatchWritten ? 'claimed' : w.rec!.state,
     now: now(w, i),
-    firstDispatchedAt: op.dispatchWritten ? null : rec.firstDispatchedAt,
+    firstDispatchedAt: op.dispatchWritten ? null : w.rec!.firstDispatchedAt,
     lastDispatchedAt: op.lastDispatchedAt,
-    ...(op.takenOverLeaseEnd !== null ? { takenOverLeaseEnd: op.takenOverLeaseEnd } : {}),
+    takenOverLeaseEnd: op.takenOverLeaseEnd,
     maybeApplied: op.maybeApplied,
-    ...(op.notBefore !== undefined ? { notBefore: op.notBefore } : {}),
+    notBefore: op.notBefore,
     runAttempts: op.runAttempts,
     runStartedAt: op.startedAt,
     windowStartedAt: op.windowStartedAt,
     polls: op.polls,
-  } as DecisionState;
+  };
 }
 
 function describeDecision(d: Decision): string {
