@@ -2,7 +2,7 @@ import type { RetrySafetyCard } from '@retrysafe/contract';
 import * as T from '@retrysafe/contract/ledger';
 import { durationMs } from '@retrysafe/contract/rules';
 import type { PolicyOverrides } from '@retrysafe/core';
-import { contextFor, type DecideFn, type Fate, newWorker, newWorld, process, type World } from './model.js';
+import { busy, contextFor, type DecideFn, type Fate, newWorker, newWorld, process, type World } from './model.js';
 import { type Ctx, describeObs, fmt, ID, type Succ, setW, workerSteps } from './worker.js';
 
 export type { DecideFn, Fate } from './model.js';
@@ -42,14 +42,14 @@ export type Violation = Found & { readonly trace: readonly TraceStep[]; readonly
 function worldSteps(ctx: Ctx, w: World): Succ[] {
   const out: Succ[] = [];
   w.ws.forEach((me, i) => {
-    const active = me.pc !== 'idle' && me.pc !== 'done';
-    if (active && !me.paused && w.crashes < ctx.maxCrashes) {
+    const active = busy(me) && !me.paused;
+    if (active && w.crashes < ctx.maxCrashes) {
       // The process dies; a restarted process runs recover() with the same clock.
       const restarted = setW(w, i, { pc: 'idle', role: 'recover', op: null, paused: false, name: `${me.name}'` });
       const text = `${me.name} CRASHES (at ${me.pc}); a restarted process will run recover()`;
       out.push({ w: { ...restarted, crashes: w.crashes + 1 }, text });
     }
-    if (active && !me.paused && w.pauses < ctx.maxPauses)
+    if (active && w.pauses < ctx.maxPauses)
       out.push({
         w: { ...setW(w, i, { paused: true }), pauses: w.pauses + 1 },
         text: `${me.name} PAUSES (GC / suspended VM) at ${me.pc}`,
@@ -74,9 +74,7 @@ function nextTime(ctx: Ctx, w: World): number | null {
   const around = (x: number) => pts.push(x - 1, x, x + 1);
   for (const me of w.ws) if (me.pc === 'waiting' && !me.paused) pts.push(me.op!.wakeAt - me.offset);
   // A live worker holding the record's fence keeps renewing the lease: its end is then no event.
-  const held =
-    w.rec !== null &&
-    w.ws.some((x) => !x.paused && x.op !== null && x.pc !== 'done' && x.pc !== 'idle' && x.op.fence === w.rec!.fence);
+  const held = w.rec !== null && w.ws.some((x) => busy(x) && !x.paused && x.op!.fence === w.rec!.fence);
   if (w.rec !== null && w.rec.leaseExpiresAt !== null && !held) around(w.rec.leaseExpiresAt);
   for (const pd of w.prov.pending) around(pd.until);
   for (const c of w.prov.commits) around(c + ctx.pm.consistencyDelayMs);
@@ -104,7 +102,7 @@ function tick(ctx: Ctx, w: World): Succ | null {
   // Live, unpaused workers that hold the lease keep it alive (the runner's heartbeat and sliced waits).
   let rec = w.rec;
   for (const me of w.ws) {
-    const live = !me.paused && me.op !== null && me.pc !== 'done' && me.pc !== 'idle';
+    const live = busy(me) && !me.paused;
     if (live && rec !== null && rec.fence === me.op!.fence && rec.leaseOwner === me.name && !T.isTerminal(rec))
       rec = T.renewTransition(rec, { businessOperationId: ID, fence: me.op!.fence }, ctx.policy.leaseMs, t);
   }
@@ -212,8 +210,7 @@ function successors(ctx: Ctx, g: Graph, w: World): Succ[] | null {
   for (let i = 0; i < w.ws.length; i++) succ.push(...workerSteps(ctx, w, i));
   succ.push(...worldSteps(ctx, w));
   const terminal = w.rec !== null && T.isTerminal(w.rec);
-  const busy = w.ws.some((x) => x.pc !== 'idle' && x.pc !== 'done');
-  if (terminal && !busy && w.prov.pending.length === 0) {
+  if (terminal && !w.ws.some(busy) && w.prov.pending.length === 0) {
     const end = w.rec!.state === 'handed-off' ? `handed-off:${w.rec!.handoff?.reason ?? '?'}` : w.rec!.state;
     g.endings[end] = (g.endings[end] ?? 0) + 1;
     return null; // done: nothing else can happen to this operation

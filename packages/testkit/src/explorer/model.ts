@@ -54,6 +54,8 @@ export const newWorker = (name: string, role: 'run' | 'recover', offset: number)
   op: null as OpState | null,
 });
 export type WorkerState = ReturnType<typeof newWorker>;
+/** Between a claim and its end: the worker holds an operation (it may be paused). */
+export const busy = (x: WorkerState) => x.pc !== 'idle' && x.pc !== 'done';
 
 /** The world at true time 0 (the provider's and the ledger's clock, ms) with these workers, before any call. */
 export const newWorld = (ws: readonly WorkerState[]) => ({
