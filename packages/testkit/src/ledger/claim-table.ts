@@ -8,14 +8,14 @@ import {
 } from '@retrysafe/contract';
 import { claimTransition } from '@retrysafe/contract/ledger';
 import { expect } from 'vitest';
-import { claimed, claimInput, id, packet, refused, type SuiteTest, T0 } from './fixtures.js';
+import { claimed, claimInput, id, packet, refused, T0, type Test } from './fixtures.js';
 
 /**
  * The claim decision table: every ledger must answer each (existing record, claim input) exactly as the contract's
  * claimTransition does on the record it stores, and store what the rule writes. A ledger that restates the rule
  * (say, in SQL) and drifts fails here, on the case where it drifts.
  */
-export function claimTableCases(test: SuiteTest): void {
+export function claimTableCases(test: Test): void {
   type Existing = (l: Ledger, name: string) => Promise<Fenced | null>;
   /** A claimed operation, then `then` on it. */
   const claimedThen =

@@ -16,13 +16,13 @@ import {
   packet,
   receipt,
   refused,
-  type SuiteTest,
   T0,
+  type Test,
   type TypedError,
 } from './fixtures.js';
 
 /** The combined writes of a two-write clean run: claim with dispatch. */
-export function claimDispatchCases(test: SuiteTest): void {
+export function claimDispatchCases(test: Test): void {
   test('declares the combined writes the runner uses for a two-write clean run', (l) => {
     expect(l.capabilities).toMatchObject({ claimDispatch: true, receiptWithState: true });
   });
@@ -93,7 +93,7 @@ export function claimDispatchCases(test: SuiteTest): void {
 }
 
 /** The combined writes of a two-write clean run: a state or handoff with its receipt; and supersede. */
-export function receiptCases(test: SuiteTest): void {
+export function receiptCases(test: Test): void {
   test('setState with a receipt writes the state and the receipt together', async (l) => {
     const { ref } = await claimed(l, 'state-receipt', { dispatch: true });
     const r1 = receipt('state-receipt', 1, null);

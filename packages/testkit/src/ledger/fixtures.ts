@@ -97,7 +97,7 @@ export function expectClaimed(
 }
 
 /** The suite's `it`: each test gets the ledger under test, fresh for it. */
-export type SuiteTest = (name: string, fn: (ledger: Ledger) => Promise<void> | void) => void;
+export type Test = (name: string, fn: (ledger: Ledger) => Promise<void> | void) => void;
 
 /** The ids of the records a listing answered, in its order. */
 export const idsOf = async (records: Promise<readonly { businessOperationId: string }[]>) =>

@@ -3,18 +3,7 @@ import { verifyReceiptChain } from '@retrysafe/core';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { claimTableCases } from './claim-table.js';
 import { claimDispatchCases, receiptCases } from './combined-write-cases.js';
-import {
-  claimed,
-  claimInput,
-  expectClaimed,
-  id,
-  idsOf,
-  packet,
-  receipt,
-  refused,
-  type SuiteTest,
-  T0,
-} from './fixtures.js';
+import { claimed, claimInput, expectClaimed, id, idsOf, packet, receipt, refused, T0, type Test } from './fixtures.js';
 
 /** Claim inputs and handoff packets for a ledger's own tests, of the suite's shape. */
 export { claimOf, packetOf } from './fixtures.js';
@@ -27,7 +16,7 @@ export interface LedgerSuiteOptions {
 }
 
 /** Claims, leases and takeovers. */
-function claimCases(test: SuiteTest): void {
+function claimCases(test: Test): void {
   test('creates a new operation as claimed, fence 1, with the lease and the params kept', async (l) => {
     const r = await l.claim(claimInput('new'));
     expectClaimed(r, false);
@@ -102,7 +91,7 @@ function claimCases(test: SuiteTest): void {
 }
 
 /** Fenced writes, handoffs, receipts and listings. */
-function writeCases(test: SuiteTest): void {
+function writeCases(test: Test): void {
   test('markDispatched counts attempts and sets firstDispatchedAt once', async (l) => {
     const { ref } = await claimed(l, 'dispatch');
     const a = await l.markDispatched(ref, T0 + 5);
@@ -233,7 +222,7 @@ function writeCases(test: SuiteTest): void {
 }
 
 /** The receipt chain anchor and retention. */
-function chainAndPruneCases(test: SuiteTest): void {
+function chainAndPruneCases(test: Test): void {
   test('anchors the receipt chain on the row in the same write as each receipt (head hash and length), and verifies against it', async (l) => {
     const { ref } = await claimed(l, 'anchor');
     expect((await l.get(id('anchor')))!.receiptChain).toEqual({ head: null, length: 0 });
@@ -335,7 +324,7 @@ export function ledgerSuite(options: LedgerSuiteOptions): void {
       ledger = await options.create();
     });
     afterEach(() => ledger.close());
-    const test: SuiteTest = (name, fn) => it(name, () => fn(ledger));
+    const test: Test = (name, fn) => it(name, () => fn(ledger));
     const cases = [claimCases, writeCases, claimDispatchCases, receiptCases, chainAndPruneCases, claimTableCases];
     for (const add of cases) add(test);
   });
