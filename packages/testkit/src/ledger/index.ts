@@ -8,13 +8,6 @@ import { claimed, claimInput, expectClaimed, id, idsOf, packet, receipt, refused
 /** Claim inputs and handoff packets for a ledger's own tests, of the suite's shape. */
 export { claimOf, packetOf } from './fixtures.js';
 
-export interface LedgerSuiteOptions {
-  /** Shown in the describe block, e.g. `sqlite`. */
-  readonly name: string;
-  /** A fresh, empty ledger per test. */
-  readonly create: () => Promise<Ledger> | Ledger;
-}
-
 /** Claims, leases and takeovers. */
 function claimCases(test: Test): void {
   test('creates a new operation as claimed, fence 1, with the lease and the params kept', async (l) => {
@@ -316,8 +309,11 @@ function chainAndPruneCases(test: Test): void {
   });
 }
 
-/** The ledger conformance suite (vitest): every Ledger implementation must pass it unchanged. */
-export function ledgerSuite(options: LedgerSuiteOptions): void {
+/**
+ * The ledger conformance suite (vitest): every Ledger implementation must pass it unchanged. `name` is shown in the
+ * describe block (e.g. `sqlite`); `create` makes a fresh, empty ledger for each test.
+ */
+export function ledgerSuite(options: { readonly name: string; readonly create: () => Promise<Ledger> | Ledger }): void {
   describe(`ledger suite: ${options.name}`, () => {
     let ledger: Ledger;
     beforeEach(async () => {
