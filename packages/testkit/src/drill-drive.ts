@@ -109,8 +109,7 @@ const RECOVERED_TO: Readonly<Record<string, DrillOutcome>> = {
 /** Worker A dispatches; the provider commits; A dies before recording the outcome; worker B recovers. */
 async function crashAndRecover(h: Harness, input: DriveInput, d: Drive): Promise<void> {
   const { scenario, operation, params, card, label, leaseMs } = input;
-  const ledgerA = h.makeLedger();
-  const runnerA = h.makeRunner(ledgerA, h.clock, 'drill-worker-A');
+  const runnerA = h.makeRunner(h.makeLedger(), h.clock, 'drill-worker-A');
   h.tracker.dieAfterExecute = true;
   void runnerA.run(h.adapter, operation, { params }).catch(() => {});
   // wait until the adapter has the provider's answer (A then hangs for ever: it "died")

@@ -92,12 +92,7 @@ export async function startHarness(ctx: DrillContext, faults: FaultScript, timeo
   let proxy: FaultProxy | undefined;
   let inner: AdapterV1;
   try {
-    proxy = await startFaultProxy({
-      target: sandbox.url,
-      faults,
-      clock,
-      ...(o.recordHeaders ? { recordHeaders: o.recordHeaders } : {}),
-    });
+    proxy = await startFaultProxy({ target: sandbox.url, faults, clock, recordHeaders: o.recordHeaders });
     inner = await o.createAdapter({
       baseUrl: proxy.url,
       timeoutMs: timeoutOverrideMs ?? o.timeoutMs ?? DEFAULT_DRILL_TIMEOUT_MS,
@@ -127,13 +122,11 @@ export async function startHarness(ctx: DrillContext, faults: FaultScript, timeo
     makeRunner(ledger: Ledger, runClock: Clock = clock, owner?: string) {
       return createRunner({
         ledger,
-        handoff: callbackHandoffSink((packet: HandoffPacket) => {
-          packets.push(packet);
-        }),
-        ...(o.policy ? { policy: o.policy } : {}),
+        handoff: callbackHandoffSink((packet: HandoffPacket) => void packets.push(packet)),
+        policy: o.policy,
         clock: runClock,
         random: seededRandom(o.seed ?? 1),
-        ...(owner ? { owner } : {}),
+        owner,
       });
     },
     async close() {
