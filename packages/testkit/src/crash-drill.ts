@@ -5,12 +5,18 @@ import { dirname, isAbsolute, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { DrillSandbox } from '@retrysafe/contract';
 import type { PolicyOverrides } from '@retrysafe/core';
-import { CRASH_POINTS, type CrashPoint, type CrashWorkerConfig, type CrashWorkerMessage } from './crash-types.js';
+import type { CrashWorkerMessage } from './crash-worker.js';
 import { seededRandom } from './drill-clock.js';
 import { startFaultProxy } from './fault-proxy.js';
 
-export type { CrashPoint } from './crash-types.js';
-export { CRASH_POINTS } from './crash-types.js';
+/** Where the crash drill kills the worker (SIGKILL). */
+export const CRASH_POINTS = [
+  'after-claim',
+  'after-dispatched',
+  'after-provider-committed',
+  'after-result-recorded',
+] as const;
+export type CrashPoint = (typeof CRASH_POINTS)[number];
 
 export interface CrashDrillSandbox extends Omit<DrillSandbox, 'expireKeys'> {
   /**
@@ -52,8 +58,6 @@ export interface CrashDrillOptions {
   readonly slowNetwork?: { readonly share: number; readonly holdMs?: number };
 }
 
-type PointCounts = Readonly<Record<'runs' | 'killed' | 'duplicates' | 'lost', number>>;
-
 function workerPath(): string {
   const here = fileURLToPath(import.meta.url);
   // Built: dist/crash-drill.js beside dist/crash-worker.js. From source (vitest): the built worker.
@@ -87,10 +91,28 @@ function spawnWorker(config: CrashWorkerConfig, onMessage: (m: CrashWorkerMessag
   return s;
 }
 
-type PlannedRun = CrashWorkerConfig['jobs'][number] & { readonly point: CrashPoint };
+type PlannedRun = ReturnType<typeof planRuns>[number];
 type RunEnd = { killed: boolean; exit: string };
 type Recovered = Extract<CrashWorkerMessage, { type: 'recovered' }>;
-type WorkerBase = Omit<CrashWorkerConfig, 'mode' | 'jobs'>;
+type WorkerBase = ReturnType<typeof workerBase>;
+
+/** Passed to the child in the RETRYSAFE_CRASH_WORKER environment variable (JSON). */
+export type CrashWorkerConfig = WorkerBase & {
+  readonly mode: 'run' | 'recover';
+  /** mode `run`: every job runs concurrently (distinct business operations) and stops at its own point. */
+  readonly jobs: readonly (Omit<PlannedRun, 'point'> & { readonly point: CrashPoint | null })[];
+  /** Added to the recovering process's clock so the dead workers' leases have expired. */
+  readonly clockSkewMs?: number;
+};
+
+/** What every worker process of one batch is told: its adapter, the sandbox (or slow proxy), the batch's ledger. */
+function workerBase(o: CrashDrillOptions, baseUrl: string, ledgerPath: string, leaseMs: number, timeoutMs: number) {
+  const { adapterModule, adapterOptions, operation, policy } = o;
+  return { adapterModule, adapterOptions, operation, policy, baseUrl, ledgerPath, leaseMs, timeoutMs };
+}
+
+const errorIn = (messages: readonly CrashWorkerMessage[]) =>
+  messages.find((m): m is Extract<CrashWorkerMessage, { type: 'error' }> => m.type === 'error');
 
 /** What the batches add up to while the drill runs. */
 const newTally = () => ({
@@ -98,13 +120,9 @@ const newTally = () => ({
   results: [] as CrashRunResult[],
   recoverActions: {} as Record<string, number>,
   timings: { workersMs: 0, recoveryMs: 0 },
-  recoveries: 0,
   workersKilled: 0,
 });
 type Tally = ReturnType<typeof newTally>;
-
-const jobsOf = (runs: readonly PlannedRun[], point: (r: PlannedRun) => CrashPoint | null) =>
-  runs.map((r) => ({ index: r.index, params: r.params, businessOperationId: r.businessOperationId, point: point(r) }));
 
 /**
  * One worker process runs the group's jobs concurrently; once every job has stopped at its own point
@@ -119,36 +137,31 @@ async function runGroupToItsPoints(
   const reached = new Map<number, string>();
   const finished = new Set<number>();
   let killed = false;
-  const w = spawnWorker({ ...base, mode: 'run', jobs: jobsOf(group, (j) => j.point) }, (m, child) => {
+  const w = spawnWorker({ ...base, mode: 'run', jobs: group }, (m, child) => {
     if (m.type === 'at') reached.set(m.index, m.point);
     if (m.type === 'finished') finished.add(m.index);
     if (!killed && reached.size + finished.size === group.length && reached.size > 0) killed = child.kill('SIGKILL');
   });
   const exit = await w.exit;
+  const how = exit.signal ?? `exit ${exit.code}`;
   const who = `worker for runs ${group[0]!.index}–${group.at(-1)!.index}`;
-  const err = w.messages.find((m): m is Extract<CrashWorkerMessage, { type: 'error' }> => m.type === 'error');
+  const err = errorIn(w.messages);
   if (err) problems.push(`${who}: ${err.message.split('\n')[0]}`);
-  if (killed && exit.signal !== 'SIGKILL')
-    problems.push(`${who}: expected SIGKILL, got ${exit.signal ?? `exit ${exit.code}`}`);
+  if (killed && exit.signal !== 'SIGKILL') problems.push(`${who}: expected SIGKILL, got ${how}`);
   if (!killed && exit.code !== 0)
     problems.push(`${who} exited ${exit.signal ?? exit.code}: ${w.stderr.split('\n')[0] ?? ''}`);
   for (const job of group) {
     const at = reached.get(job.index);
-    if (at !== undefined && at !== job.point) problems.push(`run ${job.index}: stopped at ${at}, planned ${job.point}`);
-    if (at === undefined)
-      problems.push(
-        `run ${job.index}: never reached ${job.point}${finished.has(job.index) ? ' (finished first)' : ''}`,
-      );
-    runs.set(job.index, {
-      killed: at === job.point && exit.signal === 'SIGKILL',
-      exit: exit.signal ?? `exit ${exit.code}`,
-    });
+    const first = finished.has(job.index) ? ' (finished first)' : '';
+    const missed = at === undefined ? `never reached ${job.point}${first}` : `stopped at ${at}, planned ${job.point}`;
+    if (at !== job.point) problems.push(`run ${job.index}: ${missed}`);
+    runs.set(job.index, { killed: at === job.point && exit.signal === 'SIGKILL', exit: how });
   }
   return killed && exit.signal === 'SIGKILL';
 }
 
 /** The runs of one seed: a kill point drawn for each, and its params. */
-function planRuns(options: CrashDrillOptions, seed: number): PlannedRun[] {
+function planRuns(options: CrashDrillOptions, seed: number) {
   if (!Number.isInteger(options.runs) || options.runs <= 0) throw new TypeError('runs must be a positive integer');
   if (typeof options.adapterModule !== 'string' || !isAbsolute(options.adapterModule))
     throw new TypeError('adapterModule must be an absolute path to an ESM module exporting createAdapter');
@@ -188,21 +201,16 @@ async function startSlowProxy(target: string, share: number, holdMs: number, see
 }
 
 /** A fresh process, its clock past the dead workers' leases, recovers the batch and re-runs every job. */
-async function recoverBatch(base: WorkerBase, batch: readonly PlannedRun[], leaseMs: number, tally: Tally, b: number) {
+async function recoverBatch(base: WorkerBase, batch: readonly PlannedRun[], tally: Tally, b: number) {
   const t1 = Date.now();
-  tally.recoveries += 1;
-  const r = spawnWorker(
-    { ...base, mode: 'recover', clockSkewMs: leaseMs + 1_000, jobs: jobsOf(batch, () => null) },
-    () => {},
-  );
+  const jobs = batch.map((r) => ({ ...r, point: null }));
+  const r = spawnWorker({ ...base, mode: 'recover', clockSkewMs: base.leaseMs + 1_000, jobs }, () => {});
   const exit = await r.exit;
   tally.timings.recoveryMs += Date.now() - t1;
   const recovered = r.messages.find((m): m is Recovered => m.type === 'recovered');
   if (!recovered) {
-    const err = r.messages.find((m): m is Extract<CrashWorkerMessage, { type: 'error' }> => m.type === 'error');
-    tally.problems.push(
-      `batch ${b}: recovery process failed (${exit.signal ?? exit.code}): ${err?.message.split('\n').slice(0, 3).join(' | ') ?? r.stderr.split('\n')[0]}`,
-    );
+    const why = errorIn(r.messages)?.message.split('\n').slice(0, 3).join(' | ') ?? r.stderr.split('\n')[0];
+    tally.problems.push(`batch ${b}: recovery process failed (${exit.signal ?? exit.code}): ${why}`);
   }
   for (const rep of recovered?.reports ?? []) {
     const action = `${rep.from}→${rep.to} (${rep.action})`;
@@ -236,29 +244,10 @@ function runResult(
 
 export type CrashRunResult = ReturnType<typeof runResult>;
 
-async function judgeBatch(
-  sandbox: CrashDrillSandbox,
-  batch: readonly PlannedRun[],
-  runs: Map<number, RunEnd>,
-  recovered: Recovered | undefined,
-  tally: Tally,
-): Promise<void> {
-  for (const job of batch) {
-    const res = recovered?.results.find((x) => x.index === job.index);
-    const records = sandbox.countFor
-      ? await sandbox.countFor({ providerKey: res?.providerKey ?? null, params: job.params })
-      : null;
-    tally.results.push(runResult(job, runs.get(job.index)!, res, records));
-  }
-}
-
-function byPoint(results: readonly CrashRunResult[]): Readonly<Record<CrashPoint, PointCounts>> {
-  const count = (p: CrashPoint) => {
-    const rs = results.filter((r) => r.point === p);
-    const n = (f: (r: CrashRunResult) => boolean) => rs.filter(f).length;
-    return { runs: rs.length, killed: n((r) => r.killed), duplicates: n((r) => r.duplicate), lost: n((r) => r.lost) };
-  };
-  return Object.fromEntries(CRASH_POINTS.map((p) => [p, count(p)])) as Record<CrashPoint, PointCounts>;
+/** Runs, kills, duplicates and losses among these results. */
+function countRuns(rs: readonly CrashRunResult[]) {
+  const n = (f: (r: CrashRunResult) => boolean) => rs.filter(f).length;
+  return { runs: rs.length, killed: n((r) => r.killed), duplicates: n((r) => r.duplicate), lost: n((r) => r.lost) };
 }
 
 /**
@@ -287,19 +276,15 @@ export async function runCrashDrill(options: CrashDrillOptions) {
   let reportInWork = false;
   const tally = newTally();
   try {
-    for (let b = 0; b < plan.length; b += batchSize) {
-      const batch = plan.slice(b, b + batchSize);
-      const ledgerPath = join(work, `ledger-${b / batchSize}.db`);
-      const base: WorkerBase = {
-        adapterModule: options.adapterModule,
-        adapterOptions: options.adapterOptions,
-        baseUrl: late?.proxy.url ?? sandbox.url,
-        timeoutMs,
-        ledgerPath,
-        operation: options.operation,
+    for (let b = 0; b * batchSize < plan.length; b += 1) {
+      const batch = plan.slice(b * batchSize, (b + 1) * batchSize);
+      const base = workerBase(
+        options,
+        late?.proxy.url ?? sandbox.url,
+        join(work, `ledger-${b}.db`),
         leaseMs,
-        ...(options.policy ? { policy: options.policy } : {}),
-      };
+        timeoutMs,
+      );
       const runs = new Map<number, RunEnd>();
       // Worker processes, two at a time, each running `perProcess` jobs and SIGKILLed once all stopped.
       const t0 = Date.now();
@@ -313,32 +298,38 @@ export async function runCrashDrill(options: CrashDrillOptions) {
       };
       await Promise.all([nextGroup(), nextGroup()]);
       tally.timings.workersMs += Date.now() - t0;
-      const recovered = await recoverBatch(base, batch, leaseMs, tally, b / batchSize);
+      const recovered = await recoverBatch(base, batch, tally, b);
       // The provider applies every request still held (late), before anything is counted.
       if (late) await late.proxy.flushLate();
-      await judgeBatch(sandbox, batch, runs, recovered, tally);
-      for (const suffix of ['', '-wal', '-shm']) rmSync(ledgerPath + suffix, { force: true });
+      for (const job of batch) {
+        const res = recovered?.results.find((x) => x.index === job.index);
+        const providerKey = res?.providerKey ?? null;
+        const records = sandbox.countFor ? await sandbox.countFor({ providerKey, params: job.params }) : null;
+        tally.results.push(runResult(job, runs.get(job.index)!, res, records));
+      }
+      for (const suffix of ['', '-wal', '-shm']) rmSync(base.ledgerPath + suffix, { force: true });
     }
     const { problems, results } = tally;
     const providerRecords = await sandbox.count(options.operation);
     // Also catches a duplicate made under another key, which a per-key count cannot see.
     if (providerRecords !== options.runs)
       problems.push(`the sandbox holds ${providerRecords} records for ${options.runs} business operations`);
-    const duplicates = Math.max(results.filter((r) => r.duplicate).length, providerRecords - options.runs);
-    const lost = results.filter((r) => r.lost).length;
+    const all = countRuns(results);
+    const duplicates = Math.max(all.duplicates, providerRecords - options.runs);
+    const byPoint = CRASH_POINTS.map((p) => [p, countRuns(results.filter((r) => r.point === p))] as const);
     const report = {
-      ok: duplicates === 0 && lost === 0 && problems.length === 0,
+      ok: duplicates === 0 && all.lost === 0 && problems.length === 0,
       runs: options.runs,
       seed,
       /** Runs that stopped at their point inside a process that was then SIGKILLed. */
-      killed: results.filter((r) => r.killed).length,
+      killed: all.killed,
       workersKilled: tally.workersKilled,
       duplicates,
-      lost,
-      byPoint: byPoint(results),
+      lost: all.lost,
+      byPoint: Object.fromEntries(byPoint) as Record<CrashPoint, ReturnType<typeof countRuns>>,
       /** Records the sandbox holds for the operation at the end (expected: `runs`). */
       providerRecords,
-      recoveries: tally.recoveries,
+      recoveries: Math.ceil(plan.length / batchSize),
       recoverActions: tally.recoverActions,
       /** Wall time in the killed workers and in the recovery processes (informational). */
       timings: tally.timings,
@@ -356,5 +347,3 @@ export async function runCrashDrill(options: CrashDrillOptions) {
     if (!reportInWork) rmSync(work, { recursive: true, force: true });
   }
 }
-
-export type CrashDrillReport = Awaited<ReturnType<typeof runCrashDrill>>;

@@ -2,13 +2,17 @@
 // `recover`: recover() on the same ledger, then every job again as its caller would, reporting where each ended.
 import { pathToFileURL } from 'node:url';
 import type { AdapterV1, Ledger } from '@retrysafe/contract';
-import { createRunner } from '@retrysafe/core';
+import { createRunner, systemClock } from '@retrysafe/core';
 import { createSqliteLedger } from '@retrysafe/ledger-sqlite';
-import type { CrashPoint, CrashWorkerConfig, CrashWorkerMessage } from './crash-types.js';
-import { realClock } from './drill-clock.js';
+import type { CrashPoint, CrashWorkerConfig } from './crash-drill.js';
 import { wrapAdapter } from './wrap-adapter.js';
 
-type Recovered = Extract<CrashWorkerMessage, { type: 'recovered' }>;
+/** What this process tells the parent: a job reached its point or finished; recovery's results; its own failure. */
+export type CrashWorkerMessage =
+  | { readonly type: 'at'; readonly index: number; readonly point: CrashPoint }
+  | { readonly type: 'finished'; readonly index: number }
+  | Awaited<ReturnType<typeof recoverJobs>>
+  | { readonly type: 'error'; readonly message: string };
 type Runner = ReturnType<typeof createRunner>;
 /** Stops the job at `point` when that is its point: tells the parent, then never returns. */
 type StopIf = (businessOperationId: string, point: CrashPoint) => Promise<void>;
@@ -23,7 +27,7 @@ function stopperFor(cfg: CrashWorkerConfig): StopIf {
     if (cfg.mode !== 'run' || job?.point !== point) return;
     // Keeps the event loop alive while the job is stopped: an idle process would exit 0 before the kill lands.
     setInterval(() => {}, 1 << 30);
-    await send({ type: 'at', index: job.index, point, businessOperationId: id });
+    await send({ type: 'at', index: job.index, point });
     await new Promise<never>(() => {});
   };
 }
@@ -75,59 +79,46 @@ function hookAdapter(adapter: AdapterV1, stopIf: StopIf): AdapterV1 {
   });
 }
 
-async function loadAdapter(cfg: CrashWorkerConfig): Promise<AdapterV1> {
-  const mod = (await import(pathToFileURL(cfg.adapterModule).href)) as {
-    createAdapter?: (o: unknown) => AdapterV1 | Promise<AdapterV1>;
-  };
-  if (typeof mod.createAdapter !== 'function')
-    throw new Error(`crash worker: ${cfg.adapterModule} does not export createAdapter`);
-  return mod.createAdapter({ baseUrl: cfg.baseUrl, timeoutMs: cfg.timeoutMs, options: cfg.adapterOptions });
-}
-
-/** Every job runs at once; the ones that stop at their point never finish. */
-async function runJobs(cfg: CrashWorkerConfig, runner: Runner, adapter: AdapterV1): Promise<void> {
-  await Promise.all(
-    cfg.jobs.map(async ({ index, params, businessOperationId }) => {
-      const r = await runner.run(adapter, cfg.operation, { params, businessOperationId });
-      await send({ type: 'finished', index, status: r.status, businessOperationId: r.businessOperationId });
-    }),
-  );
-}
-
 /** recover(), then every caller calls again (same id, same params), concurrently, as callers would. */
 async function recoverJobs(cfg: CrashWorkerConfig, runner: Runner, adapter: AdapterV1, ledger: Ledger) {
   const reports = await runner.recover({ adapters: [adapter] });
   const results = await Promise.all(
-    cfg.jobs.map(async ({ index, params, businessOperationId }): Promise<Recovered['results'][number]> => {
+    cfg.jobs.map(async ({ index, params, businessOperationId }) => {
       const r = await runner.run(adapter, cfg.operation, { params, businessOperationId });
-      const rec = await ledger.get(r.businessOperationId);
-      return {
-        index,
-        businessOperationId: r.businessOperationId,
-        status: r.status,
-        adopted: r.status === 'done' ? r.adopted : false,
-        providerKey: rec?.providerKey ?? null,
-      };
+      const providerKey = (await ledger.get(r.businessOperationId))?.providerKey ?? null;
+      const adopted = r.status === 'done' ? r.adopted : false;
+      return { index, businessOperationId: r.businessOperationId, status: r.status, adopted, providerKey };
     }),
   );
-  await send({ type: 'recovered', reports, results });
+  return { type: 'recovered' as const, reports, results };
 }
 
 async function main(): Promise<void> {
   const cfg = JSON.parse(process.env.RETRYSAFE_CRASH_WORKER!) as CrashWorkerConfig;
   const stopIf = stopperFor(cfg);
-  const adapter = await loadAdapter(cfg);
+  type Module = { createAdapter?: (o: unknown) => AdapterV1 | Promise<AdapterV1> };
+  const { createAdapter } = (await import(pathToFileURL(cfg.adapterModule).href)) as Module;
+  if (typeof createAdapter !== 'function')
+    throw new Error(`crash worker: ${cfg.adapterModule} does not export createAdapter`);
+  const adapter = await createAdapter({ baseUrl: cfg.baseUrl, timeoutMs: cfg.timeoutMs, options: cfg.adapterOptions });
   const skew = cfg.clockSkewMs ?? 0;
-  const clock = { ...realClock, now: () => Date.now() + skew };
   const ledger = createSqliteLedger({ path: cfg.ledgerPath });
   const runner = createRunner({
     ledger: hookLedger(ledger, stopIf),
-    clock,
+    clock: { ...systemClock, now: () => Date.now() + skew },
     policy: { leaseMs: cfg.leaseMs, ...(cfg.policy ?? {}) },
     owner: `crash-${cfg.mode}-${process.pid}`,
   });
-  if (cfg.mode === 'run') await runJobs(cfg, runner, hookAdapter(adapter, stopIf));
-  else await recoverJobs(cfg, runner, adapter, ledger);
+  if (cfg.mode === 'recover') await send(await recoverJobs(cfg, runner, adapter, ledger));
+  else {
+    // Every job runs at once; the ones that stop at their point never finish.
+    const hooked = hookAdapter(adapter, stopIf);
+    const run = async ({ index, params, businessOperationId }: CrashWorkerConfig['jobs'][number]) => {
+      await runner.run(hooked, cfg.operation, { params, businessOperationId });
+      await send({ type: 'finished', index });
+    };
+    await Promise.all(cfg.jobs.map(run));
+  }
   await ledger.close();
   await adapter.close?.();
   process.exit(0);

@@ -1,7 +1,7 @@
 import type { Duration, RetrySafetyCard } from '@retrysafe/contract';
 import { durationMs } from '@retrysafe/contract/rules';
 import type { PolicyOverrides } from '@retrysafe/core';
-import type { CountCriterion, PassCriteria, ScenarioId, ScenarioSkip } from './drill-types.js';
+import type { CountCriterion, DrillOutcome, ScenarioId, ScenarioSkip } from './drill-types.js';
 
 /*
  * An independent oracle on purpose: the drill judges the runner, so its criteria restate the card's meaning here
@@ -137,7 +137,9 @@ function worstBackoffMs(a: CardAbilities, attempts: number): number {
   return sum;
 }
 
-/** How a run may end: the acceptable outcomes and whether a handoff packet must follow. */
+/** How a run may end: the acceptable outcomes (of every run, for the concurrent scenario) and whether a handoff
+ * packet must follow (`'with-outcome'`: exactly when the outcome is `handed-off`). */
+type Ending = { readonly outcome: readonly DrillOutcome[]; readonly handoff: boolean | 'with-outcome' };
 const ENDINGS = {
   done: { outcome: ['done'], handoff: false },
   'handed-off': { outcome: ['handed-off'], handoff: true },
@@ -145,7 +147,7 @@ const ENDINGS = {
   'done-or-in-progress': { outcome: ['done', 'in-progress'], handoff: false },
   conflict: { outcome: ['conflict'], handoff: false },
   'handed-off-then-conflict': { outcome: ['handed-off', 'conflict'], handoff: true },
-} as const satisfies Record<string, Pick<PassCriteria, 'outcome' | 'handoff'>>;
+} as const satisfies Record<string, Ending>;
 
 /** One criterion as data: provider records, requests at the proxy, the ending, why (and a minimum wait). */
 type Rule = readonly [number, CountCriterion, keyof typeof ENDINGS, string, minWaitMs?: number];
@@ -265,14 +267,18 @@ const RULES: Record<ScenarioId, (a: CardAbilities, extra: Extra) => Rule> = {
  * The pass criteria of one scenario, computed from the card's abilities before anything runs.
  * `retryAfterS` is the Retry-After of the rate-limited fault.
  */
-export function criteriaFor(scenario: ScenarioId, a: CardAbilities, extra: Extra = {}): PassCriteria {
+export function criteriaFor(scenario: ScenarioId, a: CardAbilities, extra: Extra = {}) {
   const [providerRecords, attemptsAtProxy, ending, because, minWaitMs] = RULES[scenario](a, extra);
   return {
-    oneRequestPerAttempt: true,
+    /** Exactly one HTTP request per `doExecute` call: proves the SDK's own retries are off (one retrying layer). */
+    oneRequestPerAttempt: true as const,
     providerRecords,
+    /** Requests that reached the proxy while the runner was inside `doExecute` (dispatches and resends). */
     attemptsAtProxy,
-    ...ENDINGS[ending],
+    ...(ENDINGS[ending] as Ending),
+    /** For `rate-limited`: the least wait (virtual clock) before the next attempt. */
     ...(minWaitMs !== undefined ? { minWaitMs } : {}),
-    why: [...a.why, because],
+    /** In words, which card fields each number comes from. */
+    why: [...a.why, because] as readonly string[],
   };
 }

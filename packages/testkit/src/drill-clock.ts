@@ -1,4 +1,4 @@
-/** Virtual time starting at `start` (default: the real now); only `sleep` and `advance` move it. */
+/** The virtual time the drill's runner and sandbox share, from `start` (default: now); only `sleep` and `advance` move it. */
 export function createDrillClock(start: number = Date.now()) {
   let t = start;
   return {
@@ -13,15 +13,6 @@ export function createDrillClock(start: number = Date.now()) {
     },
   };
 }
-
-/** A clock the runner and the sandbox share in the drill: sleeps advance it at once. */
-export type DrillClock = ReturnType<typeof createDrillClock>;
-
-/** The real clock, for scenarios where several callers race (a shared virtual clock would expire leases early). */
-export const realClock = {
-  now: () => Date.now(),
-  sleep: (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, Math.max(0, ms))),
-};
 
 /** mulberry32: a small seeded PRNG for the runner's jitter and the crash drill's choices. */
 export function seededRandom(seed: number): () => number {

@@ -1,8 +1,8 @@
 /** How each drill scenario drives the runner against the harness, and what it saw while doing so. */
 import { ConflictError, type Receipt } from '@retrysafe/contract';
 import { durationMs } from '@retrysafe/contract/rules';
+import { systemClock } from '@retrysafe/core';
 import type { planScenario } from './drill.js';
-import { realClock } from './drill-clock.js';
 import type { Harness } from './drill-harness.js';
 import type { DrillOutcome } from './drill-types.js';
 
@@ -83,7 +83,8 @@ async function settle<R extends { status: string }>(d: Drive, call: () => Promis
 async function runConcurrent(h: Harness, input: DriveInput, d: Drive): Promise<void> {
   const { operation, params, label } = input;
   const ledger = h.makeLedger();
-  const runners = Array.from({ length: CONCURRENCY }, (_, k) => h.makeRunner(ledger, realClock, `drill-worker-${k}`));
+  // The real clock: racing callers on one shared virtual clock would expire each other's leases early.
+  const runners = Array.from({ length: CONCURRENCY }, (_, k) => h.makeRunner(ledger, systemClock, `drill-worker-${k}`));
   const settled = await Promise.all(
     runners.map((runner) => settle(d, () => runner.run(h.adapter, operation, { params }))),
   );
@@ -108,8 +109,7 @@ const RECOVERED_TO: Readonly<Record<string, DrillOutcome>> = {
 /** Worker A dispatches; the provider commits; A dies before recording the outcome; worker B recovers. */
 async function crashAndRecover(h: Harness, input: DriveInput, d: Drive): Promise<void> {
   const { scenario, operation, params, card, label, leaseMs } = input;
-  const ledgerA = h.makeLedger();
-  const runnerA = h.makeRunner(ledgerA, h.clock, 'drill-worker-A');
+  const runnerA = h.makeRunner(h.makeLedger(), h.clock, 'drill-worker-A');
   h.tracker.dieAfterExecute = true;
   void runnerA.run(h.adapter, operation, { params }).catch(() => {});
   // wait until the adapter has the provider's answer (A then hangs for ever: it "died")
@@ -154,11 +154,8 @@ async function crashAndRecover(h: Harness, input: DriveInput, d: Drive): Promise
 }
 
 /** A run's result as the drill counts it. */
-function outcomeOf(result: { status: string }): DrillOutcome {
-  if (result.status === 'done' || result.status === 'handed-off' || result.status === 'in-progress')
-    return result.status;
-  return 'error';
-}
+const outcomeOf = ({ status }: { status: string }): DrillOutcome =>
+  status === 'done' || status === 'handed-off' || status === 'in-progress' ? status : 'error';
 
 /**
  * The provider rejects the call but keeps what it created (a declined create+confirm); the packet must

@@ -2,9 +2,9 @@ import { mkdirSync, mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { AdapterV1, HandoffPacket, Ledger, Outcome } from '@retrysafe/contract';
-import { callbackHandoffSink, createRunner } from '@retrysafe/core';
+import { type Clock, callbackHandoffSink, createRunner } from '@retrysafe/core';
 import { createSqliteLedger } from '@retrysafe/ledger-sqlite';
-import { createDrillClock, type DrillClock, seededRandom } from './drill-clock.js';
+import { createDrillClock, seededRandom } from './drill-clock.js';
 import type { ConformanceOptions, ScenarioResult } from './drill-types.js';
 import { type FaultProxy, type FaultScript, startFaultProxy } from './fault-proxy.js';
 import { wrapAdapter } from './wrap-adapter.js';
@@ -92,12 +92,7 @@ export async function startHarness(ctx: DrillContext, faults: FaultScript, timeo
   let proxy: FaultProxy | undefined;
   let inner: AdapterV1;
   try {
-    proxy = await startFaultProxy({
-      target: sandbox.url,
-      faults,
-      clock,
-      ...(o.recordHeaders ? { recordHeaders: o.recordHeaders } : {}),
-    });
+    proxy = await startFaultProxy({ target: sandbox.url, faults, clock, recordHeaders: o.recordHeaders });
     inner = await o.createAdapter({
       baseUrl: proxy.url,
       timeoutMs: timeoutOverrideMs ?? o.timeoutMs ?? DEFAULT_DRILL_TIMEOUT_MS,
@@ -124,16 +119,14 @@ export async function startHarness(ctx: DrillContext, faults: FaultScript, timeo
       ledgers.push(l);
       return l;
     },
-    makeRunner(ledger: Ledger, runClock: Pick<DrillClock, 'now' | 'sleep'> = clock, owner?: string) {
+    makeRunner(ledger: Ledger, runClock: Clock = clock, owner?: string) {
       return createRunner({
         ledger,
-        handoff: callbackHandoffSink((packet: HandoffPacket) => {
-          packets.push(packet);
-        }),
-        ...(o.policy ? { policy: o.policy } : {}),
+        handoff: callbackHandoffSink((packet: HandoffPacket) => void packets.push(packet)),
+        policy: o.policy,
         clock: runClock,
         random: seededRandom(o.seed ?? 1),
-        ...(owner ? { owner } : {}),
+        owner,
       });
     },
     async close() {

@@ -1,5 +1,6 @@
 import type { DrillSetup, HandoffPacket, Receipt } from '@retrysafe/contract';
 import type { PolicyOverrides } from '@retrysafe/core';
+import type { criteriaFor } from './criteria.js';
 import type { ObservedValues } from './drill.js';
 import type { ProxyRequest } from './fault-proxy.js';
 
@@ -45,21 +46,7 @@ export type DrillOutcome = 'done' | 'handed-off' | 'in-progress' | 'conflict' | 
 export type CountCriterion = { readonly exact: number } | { readonly min?: number; readonly max: number };
 
 /** Pass criteria: data computed from the card BEFORE the run, written into the receipt. */
-export interface PassCriteria {
-  readonly providerRecords: number;
-  /** Requests that reached the proxy while the runner was inside `doExecute` (dispatches and resends). */
-  readonly attemptsAtProxy: CountCriterion;
-  /** Acceptable outcomes (of every run, for the concurrent scenario). */
-  readonly outcome: readonly DrillOutcome[];
-  /** Whether a handoff packet must (true) or must not (false) be produced; `'with-outcome'`: exactly when the outcome is `handed-off`. */
-  readonly handoff: boolean | 'with-outcome';
-  /** Exactly one HTTP request per `doExecute` call: proves the SDK's own retries are off (one retrying layer). */
-  readonly oneRequestPerAttempt: true;
-  /** For `rate-limited`: the runner must have waited at least this long (virtual clock) before the next attempt. */
-  readonly minWaitMs?: number;
-  /** In words, which card fields each number comes from. */
-  readonly why: readonly string[];
-}
+export type PassCriteria = ReturnType<typeof criteriaFor>;
 
 export interface ScenarioSkip {
   /** The card field that made the scenario inapplicable, e.g. `retention.minimum`. */

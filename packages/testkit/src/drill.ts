@@ -34,18 +34,10 @@ const DEFAULT_RATE_LIMITED: DrillFault = { kind: 'status', status: 429, retryAft
 const phaseOf = (r: ProxyRequest): 'execute' | 'lookup' | 'other' =>
   r.label?.startsWith('execute') ? 'execute' : r.label === 'lookup' ? 'lookup' : 'other';
 
-function meets(c: CountCriterion, n: number): boolean {
-  if ('exact' in c) return n === c.exact;
-  return n <= c.max && n >= (c.min ?? 0);
-}
-
-function describeCount(c: CountCriterion): string {
-  return 'exact' in c ? `exactly ${c.exact}` : c.min !== undefined ? `${c.min}–${c.max}` : `at most ${c.max}`;
-}
-
-function safeName(s: string): string {
-  return s.replace(/[^A-Za-z0-9._-]+/g, '_');
-}
+const meets = (c: CountCriterion, n: number) => ('exact' in c ? n === c.exact : n <= c.max && n >= (c.min ?? 0));
+const describeCount = (c: CountCriterion) =>
+  'exact' in c ? `exactly ${c.exact}` : c.min !== undefined ? `${c.min}–${c.max}` : `at most ${c.max}`;
+const safeName = (s: string) => s.replace(/[^A-Za-z0-9._-]+/g, '_');
 
 /** When the late-commit fault applies a request: as late as `lookup.lateApplyBound` allows, else after 10 minutes. */
 function lateApplyMs(card: RetrySafetyCard): number {
@@ -302,21 +294,19 @@ export function writeSummary(ctx: DrillContext) {
     failed: count('failed'),
     skipped: count('skipped'),
     skips: results.flatMap((r) => (r.skip ? [{ operation: r.operation, scenario: r.scenario, ...r.skip }] : [])),
-    failures: results
-      .filter((r) => r.status === 'failed')
-      .map((r) => ({ operation: r.operation, scenario: r.scenario, failures: r.failures })),
-    results: results.map((r) => ({
-      operation: r.operation,
-      scenario: r.scenario,
-      status: r.status,
-      receiptFile: r.receiptFile,
+    failures: results.flatMap(({ operation, scenario, status, failures }) =>
+      status === 'failed' ? [{ operation, scenario, failures }] : [],
+    ),
+    results: results.map(({ operation, scenario, status, receiptFile }) => ({
+      operation,
+      scenario,
+      status,
+      receiptFile,
     })),
   };
   writeFileSync(join(ctx.outDir, 'summary.json'), JSON.stringify(summary, null, 2) + '\n');
   return summary;
 }
-
-export type DrillSummary = ReturnType<typeof writeSummary>;
 
 /** Removes the drill's scratch ledgers (receipts in outDir stay). */
 export function disposeDrillContext(ctx: DrillContext): void {
@@ -342,5 +332,3 @@ export async function runDrill(options: DrillOptions) {
   const summary = writeSummary(ctx);
   return { ok: summary.failed === 0, outDir: ctx.outDir, results: ctx.results, summary };
 }
-
-export type DrillReport = Awaited<ReturnType<typeof runDrill>>;

@@ -2,18 +2,10 @@ import type { RetrySafetyCard } from '@retrysafe/contract';
 import * as T from '@retrysafe/contract/ledger';
 import { durationMs } from '@retrysafe/contract/rules';
 import type { PolicyOverrides } from '@retrysafe/core';
-import { decide as realDecide, resolvePolicy } from '@retrysafe/core/internal';
-import {
-  ALL_FATES,
-  type DecideFn,
-  type Fate,
-  type ProviderState,
-  process,
-  providerFromCard,
-  type WorkerState,
-  type World,
-} from './model.js';
+import { busy, contextFor, type DecideFn, type Fate, newWorker, newWorld, process, type World } from './model.js';
 import { type Ctx, describeObs, fmt, ID, type Succ, setW, workerSteps } from './worker.js';
+
+export type { DecideFn, Fate } from './model.js';
 
 export interface ExploreOptions {
   readonly card: RetrySafetyCard;
@@ -39,30 +31,25 @@ export interface ExploreOptions {
 
 export type TraceStep = { readonly t: number; readonly text: string };
 
-export interface Violation {
-  readonly invariant: 'at-most-once' | 'durable-dispatch' | 'lease' | 'honest-terminal' | 'stuck';
-  readonly message: string;
-  readonly trace: readonly TraceStep[];
-  /** The trace as a readable story. */
-  readonly story: string;
-}
+type Found = {
+  invariant: 'at-most-once' | 'durable-dispatch' | 'lease' | 'honest-terminal' | 'stuck';
+  message: string;
+};
+/** A broken invariant, the shortest path to it, and that path as a readable story. */
+export type Violation = Found & { readonly trace: readonly TraceStep[]; readonly story: string };
 
 /** Faults that are not the network's: crash, pause, resume; and the provider applying a held request. */
 function worldSteps(ctx: Ctx, w: World): Succ[] {
   const out: Succ[] = [];
   w.ws.forEach((me, i) => {
-    const active = me.pc !== 'idle' && me.pc !== 'done';
-    if (active && !me.paused && w.crashes < ctx.maxCrashes) {
+    const active = busy(me) && !me.paused;
+    if (active && w.crashes < ctx.maxCrashes) {
       // The process dies; a restarted process runs recover() with the same clock.
-      out.push({
-        w: {
-          ...setW(w, i, { pc: 'idle', role: 'recover', op: null, paused: false, name: `${me.name}'` }),
-          crashes: w.crashes + 1,
-        },
-        text: `${me.name} CRASHES (at ${me.pc}); a restarted process will run recover()`,
-      });
+      const restarted = setW(w, i, { pc: 'idle', role: 'recover', op: null, paused: false, name: `${me.name}'` });
+      const text = `${me.name} CRASHES (at ${me.pc}); a restarted process will run recover()`;
+      out.push({ w: { ...restarted, crashes: w.crashes + 1 }, text });
     }
-    if (active && !me.paused && w.pauses < ctx.maxPauses)
+    if (active && w.pauses < ctx.maxPauses)
       out.push({
         w: { ...setW(w, i, { paused: true }), pauses: w.pauses + 1 },
         text: `${me.name} PAUSES (GC / suspended VM) at ${me.pc}`,
@@ -74,10 +61,9 @@ function worldSteps(ctx: Ctx, w: World): Succ[] {
     if (w.t >= pd.until) return;
     const r = process(ctx.pm, w.prov, w.t);
     const pending = w.prov.pending.filter((_, j) => j !== k);
-    out.push({
-      w: { ...w, prov: { ...r.p, pending } },
-      text: `the provider applies the held request sent at ${fmt(pd.sentAt)} (late apply) → ${describeObs(r.answer)}${r.p.effects > w.prov.effects ? ` — effect #${r.p.effects}` : ''}`,
-    });
+    const made = r.p.effects > w.prov.effects ? ` — effect #${r.p.effects}` : '';
+    const text = `the provider applies the held request sent at ${fmt(pd.sentAt)} (late apply) → ${describeObs(r.answer)}${made}`;
+    out.push({ w: { ...w, prov: { ...r.p, pending } }, text });
   });
   return out;
 }
@@ -88,9 +74,7 @@ function nextTime(ctx: Ctx, w: World): number | null {
   const around = (x: number) => pts.push(x - 1, x, x + 1);
   for (const me of w.ws) if (me.pc === 'waiting' && !me.paused) pts.push(me.op!.wakeAt - me.offset);
   // A live worker holding the record's fence keeps renewing the lease: its end is then no event.
-  const held =
-    w.rec !== null &&
-    w.ws.some((x) => !x.paused && x.op !== null && x.pc !== 'done' && x.pc !== 'idle' && x.op.fence === w.rec!.fence);
+  const held = w.rec !== null && w.ws.some((x) => busy(x) && !x.paused && x.op!.fence === w.rec!.fence);
   if (w.rec !== null && w.rec.leaseExpiresAt !== null && !held) around(w.rec.leaseExpiresAt);
   for (const pd of w.prov.pending) around(pd.until);
   for (const c of w.prov.commits) around(c + ctx.pm.consistencyDelayMs);
@@ -118,7 +102,7 @@ function tick(ctx: Ctx, w: World): Succ | null {
   // Live, unpaused workers that hold the lease keep it alive (the runner's heartbeat and sliced waits).
   let rec = w.rec;
   for (const me of w.ws) {
-    const live = !me.paused && me.op !== null && me.pc !== 'done' && me.pc !== 'idle';
+    const live = busy(me) && !me.paused;
     if (live && rec !== null && rec.fence === me.op!.fence && rec.leaseOwner === me.name && !T.isTerminal(rec))
       rec = T.renewTransition(rec, { businessOperationId: ID, fence: me.op!.fence }, ctx.policy.leaseMs, t);
   }
@@ -144,30 +128,11 @@ function violations(ctx: Ctx, w: World): Found | null {
 }
 
 function key(w: World): string {
-  const r = w.rec;
-  const rk = r && [
-    r.state,
-    r.fence,
-    r.leaseOwner,
-    r.leaseExpiresAt,
-    r.firstDispatchedAt,
-    r.attemptCount,
-    r.lastOutcome,
-    r.updatedAt,
-  ];
-  return JSON.stringify([
-    w.t,
-    rk,
-    w.prov,
-    w.ws.map((x) => [x.name, x.role, x.pc, x.paused, x.op]),
-    w.netFaults,
-    w.crashes,
-    w.pauses,
-    w.leaseBreach ?? null,
-  ]);
+  const { t, rec: r, prov, netFaults, crashes, pauses, leaseBreach = null } = w;
+  const rec = r && [r.state, r.fence, r.leaseOwner, r.leaseExpiresAt, r.firstDispatchedAt, r.attemptCount];
+  const ws = w.ws.map((x) => [x.name, x.role, x.pc, x.paused, x.op]);
+  return JSON.stringify([t, rec, r?.lastOutcome, r?.updatedAt, prov, ws, netFaults, crashes, pauses, leaseBreach]);
 }
-
-type Found = { invariant: Violation['invariant']; message: string };
 
 /** The states seen so far, each with the step that reached it first (a BFS tree). */
 interface Graph {
@@ -178,58 +143,14 @@ interface Graph {
   truncated: boolean;
 }
 
-export function contextFor(options: ExploreOptions) {
-  const card = options.card;
-  const policy = resolvePolicy(card, options.policy);
-  const marginMs = policy.clockSkewMarginMs;
-  // Unknown facts get pessimistic stand-ins: a late apply up to the margin, a delay of two lookup windows.
-  const pm = providerFromCard(card, {
-    unknownLateApplyMs: Math.max(marginMs, 1000),
-    unknownDelayMs: 2 * policy.lookupWindowMs,
-  });
-  // A network that delivers a request twice defeats any client when the provider does not fold
-  // same-key requests: it is explored only where the card says the key folds them.
-  const fates = (options.fates ?? ALL_FATES).filter(
-    (f) =>
-      (pm.storesErrors || !f.startsWith('stored-error')) &&
-      (f !== 'duplicated' || (pm.folds && (pm.retentionMs ?? 0) > 0) || pm.idempotent),
-  );
-  return {
-    card,
-    policy,
-    decide: options.decide ?? realDecide,
-    pm,
-    fates,
-    maxNetworkFaults: options.maxNetworkFaults ?? 2,
-    maxCrashes: options.maxCrashes ?? 1,
-    maxPauses: options.maxPauses ?? 0,
-    marginMs,
-    checksLease: options.runnerChecksLease ?? true,
-  };
-}
-
 /** The starting worlds: one worker, or a runner and a recover process whose clock is ahead or behind. */
 function rootsFor(ctx: Ctx, options: ExploreOptions): World[] {
   const skew = options.clockSkewMs ?? ctx.marginMs;
   const two = (options.workers ?? 2) === 2;
-  const mk = (name: string, role: WorkerState['role'], offset: number): WorkerState => ({
-    name,
-    role,
-    offset,
-    pc: 'idle',
-    paused: false,
-    op: null,
-  });
-  const prov: ProviderState = { effects: 0, commits: [], key: null, pending: [], calls: 0 };
-  return (two ? [...new Set([skew, -skew])] : [0]).map((o) => ({
-    t: 0,
-    rec: null,
-    prov,
-    ws: two ? [mk('A', 'run', 0), mk(`B(clock ${fmt(o)})`, 'recover', o)] : [mk('A', 'run', 0)],
-    netFaults: 0,
-    crashes: 0,
-    pauses: 0,
-  }));
+  const a = newWorker('A', 'run', 0);
+  return two
+    ? [...new Set([skew, -skew])].map((o) => newWorld([a, newWorker(`B(clock ${fmt(o)})`, 'recover', o)]))
+    : [newWorld([a])];
 }
 
 function push(g: Graph, w: World, from: number, text: string): number | null {
@@ -289,8 +210,7 @@ function successors(ctx: Ctx, g: Graph, w: World): Succ[] | null {
   for (let i = 0; i < w.ws.length; i++) succ.push(...workerSteps(ctx, w, i));
   succ.push(...worldSteps(ctx, w));
   const terminal = w.rec !== null && T.isTerminal(w.rec);
-  const busy = w.ws.some((x) => x.pc !== 'idle' && x.pc !== 'done');
-  if (terminal && !busy && w.prov.pending.length === 0) {
+  if (terminal && !w.ws.some(busy) && w.prov.pending.length === 0) {
     const end = w.rec!.state === 'handed-off' ? `handed-off:${w.rec!.handoff?.reason ?? '?'}` : w.rec!.state;
     g.endings[end] = (g.endings[end] ?? 0) + 1;
     return null; // done: nothing else can happen to this operation

@@ -1,7 +1,8 @@
 import type { LookupResult, OperationRecord, Outcome, RetrySafetyCard } from '@retrysafe/contract';
 import { durationMs } from '@retrysafe/contract/rules';
-import type { Decision } from '@retrysafe/core';
-import type { decide as realDecide } from '@retrysafe/core/internal';
+import { decide as realDecide, resolvePolicy } from '@retrysafe/core/internal';
+import type { ExploreOptions } from './explore.js';
+import type { OpState } from './worker.js';
 
 // The bounded world the explorer enumerates: provider, network, clocks and the runner's loop are models;
 // `decide()` and the ledger's transition rules (@retrysafe/contract/ledger) are the real code.
@@ -30,19 +31,6 @@ export type Fate = (typeof ALL_FATES)[number];
 
 export type ProviderModel = ReturnType<typeof providerFromCard>;
 
-export interface ProviderState {
-  /** Business effects made (the thing that must stay ≤ 1). */
-  readonly effects: number;
-  /** True times at which the effects were committed. */
-  readonly commits: readonly number[];
-  /** The key's stored entry (folding providers only), with the true time it was stored. */
-  readonly key: { readonly at: number; readonly stored: 'result' | 'error' } | null;
-  /** Requests held in the network that the provider may still apply. */
-  readonly pending: readonly { readonly sentAt: number; readonly until: number }[];
-  /** Provider calls (sends) that reached the network. */
-  readonly calls: number;
-}
-
 export type Pc =
   /** Not running (a recover process waiting for a candidate, or a run not started). */
   | 'idle'
@@ -56,48 +44,41 @@ export type Pc =
   | 'observing'
   | 'done';
 
-export interface OpState {
-  readonly fence: number;
-  readonly maybeApplied: boolean;
-  readonly runAttempts: number;
-  readonly polls: number;
-  readonly windowStartedAt: number | null;
-  readonly startedAt: number;
-  readonly lastDispatchedAt: number | null;
-  /** Taken over from a dead owner: the latest moment it could have sent (its lease end). */
-  readonly takenOverLeaseEnd: number | null;
-  readonly notBefore: number | undefined;
-  readonly recovering: boolean;
-  readonly dispatchWritten: boolean;
-  readonly decision: Decision;
-  readonly obs: Outcome | LookupResult | null;
-  readonly observedAt: number;
-  readonly wakeAt: number;
-}
+/** A worker whose clock runs `offset` ms off the provider's (true) clock; `paused`: GC or a suspended VM. */
+export const newWorker = (name: string, role: 'run' | 'recover', offset: number) => ({
+  name,
+  role,
+  offset,
+  pc: 'idle' as Pc,
+  paused: false,
+  op: null as OpState | null,
+});
+export type WorkerState = ReturnType<typeof newWorker>;
+/** Between a claim and its end: the worker holds an operation (it may be paused). */
+export const busy = (x: WorkerState) => x.pc !== 'idle' && x.pc !== 'done';
 
-export interface WorkerState {
-  readonly name: string;
-  readonly role: 'run' | 'recover';
-  /** Offset of this worker's clock from the provider's (true) clock, ms. */
-  readonly offset: number;
-  readonly pc: Pc;
-  /** Paused (GC, suspended VM): no heartbeat, no step, until it resumes. */
-  readonly paused: boolean;
-  readonly op: OpState | null;
-}
-
-export interface World {
-  /** True (provider / ledger) time, ms from the start. */
-  readonly t: number;
-  readonly rec: OperationRecord | null;
-  readonly prov: ProviderState;
-  readonly ws: readonly WorkerState[];
-  readonly netFaults: number;
-  readonly crashes: number;
-  readonly pauses: number;
+/** The world at true time 0 (the provider's and the ledger's clock, ms) with these workers, before any call. */
+export const newWorld = (ws: readonly WorkerState[]) => ({
+  t: 0,
+  rec: null as OperationRecord | null,
+  /** The provider: effects made (must stay ≤ 1), their true commit times, the key's stored entry (folding
+   * providers only), requests held in the network it may still apply, and calls that reached it. */
+  prov: {
+    effects: 0,
+    commits: [] as readonly number[],
+    key: null as { readonly at: number; readonly stored: 'result' | 'error' } | null,
+    pending: [] as readonly { readonly sentAt: number; readonly until: number }[],
+    calls: 0,
+  },
+  ws,
+  netFaults: 0,
+  crashes: 0,
+  pauses: 0,
   /** Set when a worker called the provider on a run-out lease (only possible with runnerChecksLease false). */
-  readonly leaseBreach?: string;
-}
+  leaseBreach: undefined as string | undefined,
+});
+export type World = ReturnType<typeof newWorld>;
+export type ProviderState = World['prov'];
 
 /** The true provider: the worst case the card allows. Unknown facts get the explorer's pessimistic stand-ins. */
 export function providerFromCard(card: RetrySafetyCard, stand: { unknownLateApplyMs: number; unknownDelayMs: number }) {
@@ -178,4 +159,35 @@ export function lookupAt(pm: ProviderModel, p: ProviderState, t: number): { p: P
       result: { kind: 'found', outcome: { kind: 'succeeded', result: { ref: 'obj-1' }, providerRef: 'obj-1' } },
     };
   return { p, result: { kind: 'not-found', reason: 'no record for this operation' } };
+}
+
+/** What every step reads: the card, the resolved policy, the provider model, the fates and the fault bounds. */
+export function contextFor(options: ExploreOptions) {
+  const card = options.card;
+  const policy = resolvePolicy(card, options.policy);
+  const marginMs = policy.clockSkewMarginMs;
+  // Unknown facts get pessimistic stand-ins: a late apply up to the margin, a delay of two lookup windows.
+  const pm = providerFromCard(card, {
+    unknownLateApplyMs: Math.max(marginMs, 1000),
+    unknownDelayMs: 2 * policy.lookupWindowMs,
+  });
+  // A network that delivers a request twice defeats any client when the provider does not fold
+  // same-key requests: it is explored only where the card says the key folds them.
+  const fates = (options.fates ?? ALL_FATES).filter(
+    (f) =>
+      (pm.storesErrors || !f.startsWith('stored-error')) &&
+      (f !== 'duplicated' || (pm.folds && (pm.retentionMs ?? 0) > 0) || pm.idempotent),
+  );
+  return {
+    card,
+    policy,
+    decide: options.decide ?? realDecide,
+    pm,
+    fates,
+    maxNetworkFaults: options.maxNetworkFaults ?? 2,
+    maxCrashes: options.maxCrashes ?? 1,
+    maxPauses: options.maxPauses ?? 0,
+    marginMs,
+    checksLease: options.runnerChecksLease ?? true,
+  };
 }

@@ -11,12 +11,11 @@ import {
 import * as T from '@retrysafe/contract/ledger';
 import { resendSafety } from '@retrysafe/contract/rules';
 import type { Decision, DecisionState } from '@retrysafe/core';
-import type { contextFor } from './explore.js';
 import {
+  type contextFor,
   type Fate,
   liveKey,
   lookupAt,
-  type OpState,
   type ProviderState,
   process,
   STORED_500,
@@ -51,23 +50,23 @@ const setOp = (w: World, i: number, patch: Partial<OpState>, pc?: WorkerState['p
 const holds = (w: World, i: number) =>
   w.rec !== null && w.ws[i]!.op !== null && w.rec.fence === w.ws[i]!.op!.fence && w.rec.leaseOwner === w.ws[i]!.name;
 
+/** What decide() is told; a claim that wrote `dispatched` is still deciding its first send. */
 function stateOf(w: World, i: number, observedAt?: number): DecisionState {
   const op = w.ws[i]!.op!;
-  const rec = w.rec!;
   return {
-    ...(observedAt !== undefined ? { observedAt } : {}),
-    ledgerState: op.dispatchWritten ? 'claimed' : rec.state,
+    observedAt,
+    ledgerState: op.dispatchWritten ? 'claimed' : w.rec!.state,
     now: now(w, i),
-    firstDispatchedAt: op.dispatchWritten ? null : rec.firstDispatchedAt,
+    firstDispatchedAt: op.dispatchWritten ? null : w.rec!.firstDispatchedAt,
     lastDispatchedAt: op.lastDispatchedAt,
-    ...(op.takenOverLeaseEnd !== null ? { takenOverLeaseEnd: op.takenOverLeaseEnd } : {}),
+    takenOverLeaseEnd: op.takenOverLeaseEnd,
     maybeApplied: op.maybeApplied,
-    ...(op.notBefore !== undefined ? { notBefore: op.notBefore } : {}),
+    notBefore: op.notBefore,
     runAttempts: op.runAttempts,
     runStartedAt: op.startedAt,
     windowStartedAt: op.windowStartedAt,
     polls: op.polls,
-  } as DecisionState;
+  };
 }
 
 function describeDecision(d: Decision): string {
@@ -128,31 +127,21 @@ function decided(w: World, i: number): Succ {
   if (d.action === 'complete' || d.action === 'handoff') {
     if (!holds(w, i)) return refused(w, i);
     const rec = w.rec!;
+    /** The worker is done, having written `next` (or nothing). */
+    const end = (next: OperationRecord, text: string): Succ => ({
+      w: setW({ ...w, rec: next }, i, { pc: 'done' }),
+      text: `${tag}: ${text}`,
+    });
     if (d.action === 'complete') {
-      const done =
-        rec.state === 'succeeded'
-          ? rec
-          : T.setStateTransition(rec, {
-              state: 'succeeded',
-              lastOutcome: rec.lastOutcome,
-              result: { ref: 'obj' },
-              providerRef: 'obj',
-              now: n,
-            } as StatePatch);
-      return {
-        w: setW({ ...w, rec: done }, i, { pc: 'done' }),
-        text: `${tag}: ledger ← succeeded`,
-      };
+      if (rec.state === 'succeeded') return end(rec, 'ledger ← succeeded');
+      const patch = { state: 'succeeded', lastOutcome: rec.lastOutcome, result: { ref: 'obj' }, providerRef: 'obj' };
+      return end(T.setStateTransition(rec, { ...patch, now: n } as StatePatch), 'ledger ← succeeded');
     }
     const reason = op.recovering && d.reason === 'unknown-no-safe-resend' ? 'crash-recovery-inconclusive' : d.reason;
-    if (rec.state === 'handed-off' || rec.state === 'succeeded')
-      return { w: setW(w, i, { pc: 'done' }), text: `${tag}: already ${rec.state}` };
-    if (reason === 'rejected' && rec.state !== 'rejected') {
-      const next = T.setStateTransition(rec, { state: 'rejected', now: n } as StatePatch);
-      return { w: setW({ ...w, rec: next }, i, { pc: 'done' }), text: `${tag}: ledger ← rejected` };
-    }
-    const next = T.handOffTransition(rec, packet(reason, rec), n);
-    return { w: setW({ ...w, rec: next }, i, { pc: 'done' }), text: `${tag}: ledger ← handed-off (${reason})` };
+    if (rec.state === 'handed-off' || rec.state === 'succeeded') return end(rec, `already ${rec.state}`);
+    if (reason === 'rejected' && rec.state !== 'rejected')
+      return end(T.setStateTransition(rec, { state: 'rejected', now: n } as StatePatch), 'ledger ← rejected');
+    return end(T.handOffTransition(rec, packet(reason, rec), n), `ledger ← handed-off (${reason})`);
   }
   // send / lookup: the runner counts the poll, then waits (renewing its lease).
   const polling = d.action === 'lookup' || isInProgress(op.obs);
@@ -195,18 +184,14 @@ function waiting(ctx: Ctx, w: World, i: number): Succ[] {
   const r = lookupAt(ctx.pm, w.prov, w.t);
   const sent = r.p !== w.prov ? ' (the lookup re-sends with the same key)' : '';
   const made = r.p.effects > w.prov.effects ? ` — the provider makes effect #${r.p.effects}` : '';
-  const out: Succ[] = [
-    {
-      w: setOp({ ...w, rec, prov: r.p }, i, { obs: r.result, observedAt: n }, 'observing'),
-      text: `${tag}: looks up${sent} → ${describeObs(r.result)}${made}`,
-    },
-  ];
+  const looked = (next: World, obs: LookupResult, text: string): Succ => ({
+    w: setOp({ ...next, rec }, i, { obs, observedAt: n }, 'observing'),
+    text: `${tag}: looks up${text}`,
+  });
+  const out = [looked({ ...w, prov: r.p }, r.result, `${sent} → ${describeObs(r.result)}${made}`)];
   if (w.netFaults < ctx.maxNetworkFaults) {
-    const obs = { kind: 'cannot-tell', reason: 'lookup request failed' } as LookupResult;
-    out.push({
-      w: { ...setOp({ ...w, rec }, i, { obs, observedAt: n }, 'observing'), netFaults: w.netFaults + 1 },
-      text: `${tag}: looks up → the lookup request fails (cannot tell)`,
-    });
+    const failed = { kind: 'cannot-tell', reason: 'lookup request failed' } as LookupResult;
+    out.push(looked({ ...w, netFaults: w.netFaults + 1 }, failed, ' → the lookup request fails (cannot tell)'));
   }
   return out;
 }
@@ -218,6 +203,30 @@ function refused(w: World, i: number): Succ {
 
 /** A refused fenced write or a run-out lease: the runner waits for the holder, then takes over (waitForOther → claim). */
 const lostLease = (w: World, i: number) => setW(w, i, { pc: 'idle', role: 'recover', op: null });
+
+/** What a worker knows of the operation it just claimed. */
+function newOp(rec: OperationRecord, dispatchWritten: boolean, takenOver: boolean, leaseEnd: number | null, n: number) {
+  const inFlight = ['dispatched', 'unknown', 'reconciling', 'in-progress'].includes(rec.state);
+  return {
+    fence: rec.fence,
+    maybeApplied: !dispatchWritten && inFlight,
+    runAttempts: 0,
+    polls: 0,
+    windowStartedAt: null as number | null,
+    startedAt: n,
+    lastDispatchedAt:
+      dispatchWritten || rec.firstDispatchedAt === null ? null : Math.max(rec.firstDispatchedAt, rec.updatedAt),
+    takenOverLeaseEnd: leaseEnd,
+    notBefore: undefined as number | undefined,
+    recovering: takenOver && inFlight,
+    dispatchWritten,
+    decision: { action: 'send', delayMs: 0, why: '' } as Decision,
+    obs: null as Outcome | LookupResult | null,
+    observedAt: n,
+    wakeAt: n,
+  };
+}
+export type OpState = ReturnType<typeof newOp>;
 
 function claim(ctx: Ctx, w: World, i: number, dispatch: boolean, text: string): Succ {
   const me = w.ws[i]!;
@@ -239,35 +248,15 @@ function claim(ctx: Ctx, w: World, i: number, dispatch: boolean, text: string): 
   if (result.kind !== 'claimed') return { w: setW(w, i, { pc: 'done' }), text: `${text}: ${result.kind}` };
   const rec = write!;
   const dispatchWritten = dispatch && !result.takenOver && rec.state === 'dispatched';
-  const n = now(w, i);
-  const inFlight = ['dispatched', 'unknown', 'reconciling', 'in-progress'].includes(rec.state);
-  const op: OpState = {
-    fence: rec.fence,
-    maybeApplied: !dispatchWritten && inFlight,
-    runAttempts: 0,
-    polls: 0,
-    windowStartedAt: null,
-    startedAt: n,
-    lastDispatchedAt:
-      dispatchWritten || rec.firstDispatchedAt === null ? null : Math.max(rec.firstDispatchedAt, rec.updatedAt),
-    // The dead owner could have sent until its lease ran out (it checks its lease before each call).
-    takenOverLeaseEnd:
-      result.takenOver && before !== null && before.leaseExpiresAt !== null && rec.firstDispatchedAt !== null
-        ? before.leaseExpiresAt
-        : null,
-    notBefore: undefined,
-    recovering: result.takenOver && inFlight,
-    dispatchWritten,
-    decision: { action: 'send', delayMs: 0, why: '' },
-    obs: null,
-    observedAt: n,
-    wakeAt: n,
-  };
+  // The dead owner could have sent until its lease ran out (it checks its lease before each call).
+  const takenOverLeaseEnd =
+    result.takenOver && rec.firstDispatchedAt !== null ? (before?.leaseExpiresAt ?? null) : null;
+  const op = newOp(rec, dispatchWritten, result.takenOver, takenOverLeaseEnd, now(w, i));
   const w1 = setW({ ...w, rec }, i, { op, pc: 'decided' });
   const first = ctx.decide(ctx.card, stateOf(w1, i), null, { policy: ctx.policy, random });
   return {
     w: setOp(w1, i, { decision: first }),
-    text: `${text}${rec.state === 'dispatched' && dispatchWritten ? ' (created dispatched)' : ''} → ${describeDecision(first)}`,
+    text: `${text}${dispatchWritten ? ' (created dispatched)' : ''} → ${describeDecision(first)}`,
   };
 }
 
@@ -278,47 +267,29 @@ function call(ctx: Ctx, w: World, i: number): Succ[] {
   const n = now(w, i);
   // The runner checks its own lease immediately before every provider call.
   const leaseLive = holds(w, i) && w.rec!.leaseExpiresAt! > w.t;
-  if (!leaseLive && ctx.checksLease)
-    return [
-      {
-        w: lostLease(w, i),
-        text: `${tag}: its lease ran out before the call: does not send; waits, and takes over once the lease lapses`,
-      },
-    ];
-  const rec = w.rec!;
-  const base = {
-    ...w,
-    prov: { ...w.prov, calls: w.prov.calls + 1 },
-    ...(leaseLive
-      ? {}
-      : {
-          leaseBreach: `${tag} called the provider with its lease run out (fence ${op.fence}, ledger fence ${rec.fence})`,
-        }),
-  };
-  const after = (prov: ProviderState, answer: Outcome, how: string, fault: boolean): Succ => {
-    const w1 = setOp(
-      { ...base, prov, netFaults: w.netFaults + (fault ? 1 : 0) },
-      i,
-      {
-        obs: answer,
-        observedAt: n,
-        lastDispatchedAt: Math.max(rec.updatedAt, n),
-        runAttempts: op.runAttempts + 1,
-        dispatchWritten: false,
-      },
-      'observing',
-    );
-    const made = prov.effects > w.prov.effects ? ` — the provider makes effect #${prov.effects}` : '';
-    return { w: w1, text: `${tag}: calls the provider (call ${w.prov.calls + 1}): ${how}${made}` };
-  };
-  const out: Succ[] = [];
-  for (const fate of ctx.fates) {
-    const fault = fate !== 'delivered';
-    if (fault && w.netFaults >= ctx.maxNetworkFaults) continue;
-    const r = network(ctx, fate, base.prov, w.t);
-    if (r) out.push(after(r[0], r[1], r[2], fault));
+  if (!leaseLive && ctx.checksLease) {
+    const text = `${tag}: its lease ran out before the call: does not send; waits, and takes over once the lease lapses`;
+    return [{ w: lostLease(w, i), text }];
   }
-  return out;
+  const rec = w.rec!;
+  const breach = `${tag} called the provider with its lease run out (fence ${op.fence}, ledger fence ${rec.fence})`;
+  const calls = w.prov.calls + 1;
+  return ctx.fates.flatMap((fate) => {
+    const fault = fate !== 'delivered';
+    const r = fault && w.netFaults >= ctx.maxNetworkFaults ? null : network(ctx, fate, { ...w.prov, calls }, w.t);
+    if (!r) return [];
+    const [prov, obs, how] = r;
+    const patch = { obs, observedAt: n, lastDispatchedAt: Math.max(rec.updatedAt, n), runAttempts: op.runAttempts + 1 };
+    const next = {
+      ...w,
+      ...(leaseLive ? {} : { leaseBreach: breach }),
+      prov,
+      netFaults: w.netFaults + (fault ? 1 : 0),
+    };
+    const made = prov.effects > w.prov.effects ? ` — the provider makes effect #${prov.effects}` : '';
+    const text = `${tag}: calls the provider (call ${calls}): ${how}${made}`;
+    return [{ w: setOp(next, i, { ...patch, dispatchWritten: false }, 'observing'), text }];
+  });
 }
 
 const TIMEOUT: Outcome = { kind: 'unknown', cause: 'timeout', message: 'timed out' };
@@ -370,13 +341,8 @@ function observe(ctx: Ctx, w: World, i: number): Succ {
   if (!holds(w, i)) return refused(w, i);
   const obs = op.obs!;
   let notBefore = op.notBefore;
-  if (
-    op.decision.action === 'send' &&
-    'retryAfterMs' in obs &&
-    typeof obs.retryAfterMs === 'number' &&
-    obs.retryAfterMs > 0
-  )
-    notBefore = Math.max(notBefore ?? 0, n + obs.retryAfterMs);
+  const retryAfterMs = op.decision.action === 'send' && 'retryAfterMs' in obs ? obs.retryAfterMs : undefined;
+  if (typeof retryAfterMs === 'number' && retryAfterMs > 0) notBefore = Math.max(notBefore ?? 0, n + retryAfterMs);
   const w0 = setOp(w, i, { notBefore });
   const observed = stateOf(w0, i, op.observedAt);
   const d = ctx.decide(ctx.card, observed, obs, { policy: ctx.policy, random });

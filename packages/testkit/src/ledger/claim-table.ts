@@ -1,37 +1,44 @@
-import { type ClaimInput, type ClaimResult, type Fenced, LedgerError, type ProviderKey } from '@retrysafe/contract';
+import {
+  type ClaimInput,
+  type ClaimResult,
+  type Fenced,
+  type Ledger,
+  LedgerError,
+  type ProviderKey,
+} from '@retrysafe/contract';
 import { claimTransition } from '@retrysafe/contract/ledger';
-import { expect, it } from 'vitest';
-import { claimed, claimInput, id, packet, refused, type Suite, T0 } from './fixtures.js';
+import { expect } from 'vitest';
+import { claimed, claimInput, id, packet, refused, T0, type Test } from './fixtures.js';
 
 /**
  * The claim decision table: every ledger must answer each (existing record, claim input) exactly as the contract's
  * claimTransition does on the record it stores, and store what the rule writes. A ledger that restates the rule
  * (say, in SQL) and drifts fails here, on the case where it drifts.
  */
-export function claimTableCases(ctx: Suite): void {
-  type Existing = (name: string) => Promise<Fenced | null>;
+export function claimTableCases(test: Test): void {
+  type Existing = (l: Ledger, name: string) => Promise<Fenced | null>;
   /** A claimed operation, then `then` on it. */
   const claimedThen =
-    (then: (ref: Fenced, name: string) => Promise<unknown> = async () => {}): Existing =>
-    async (name) => {
-      const { ref } = await claimed(ctx.ledger, name);
-      await then(ref, name);
+    (then: (l: Ledger, ref: Fenced, name: string) => Promise<unknown> = async () => {}): Existing =>
+    async (l, name) => {
+      const { ref } = await claimed(l, name);
+      await then(l, ref, name);
       return ref;
     };
-  const dispatch = (ref: Fenced) => ctx.ledger.markDispatched(ref, T0 + 1);
+  const dispatch = (l: Ledger, ref: Fenced) => l.markDispatched(ref, T0 + 1);
   const live = claimedThen();
-  const released = claimedThen((ref) => ctx.ledger.release(ref));
+  const released = claimedThen((l, ref) => l.release(ref));
   const dispatched = claimedThen(dispatch);
   const settled = (state: 'succeeded' | 'rejected') =>
-    claimedThen(async (ref) => {
-      await dispatch(ref);
-      await ctx.ledger.setState(ref, { state, lastOutcome: state, now: T0 + 2 });
+    claimedThen(async (l, ref) => {
+      await dispatch(l, ref);
+      await l.setState(ref, { state, lastOutcome: state, now: T0 + 2 });
     });
   const succeeded = settled('succeeded');
   const rejected = settled('rejected');
-  const handedOff = claimedThen(async (ref, name) => {
-    await dispatch(ref);
-    await ctx.ledger.handOff(ref, packet(name), T0 + 2);
+  const handedOff = claimedThen(async (l, ref, name) => {
+    await dispatch(l, ref);
+    await l.handOff(ref, packet(name), T0 + 2);
   });
   const revised = {
     params: { fixed: true },
@@ -100,21 +107,21 @@ export function claimTableCases(ctx: Suite): void {
     ],
   ];
   for (const [what, existing, over, kind, takenOver] of claimTable) {
-    it(`claim decision table: ${what} → ${kind}${takenOver === undefined ? '' : takenOver ? ' (taken over)' : ' (new)'}, as the contract's claimTransition says`, async () => {
+    test(`claim decision table: ${what} → ${kind}${takenOver === undefined ? '' : takenOver ? ' (taken over)' : ' (new)'}, as the contract's claimTransition says`, async (l) => {
       const name = `table-${what.replace(/[^a-z]+/gi, '-')}`;
-      const ref = await existing(name);
-      const before = await ctx.ledger.get(id(name));
+      const ref = await existing(l, name);
+      const before = await l.get(id(name));
       const input = claimInput(name, typeof over === 'function' ? over(ref) : over);
       const rule = claimTransition(before, input);
       expect(rule.result.kind).toBe(kind); // the table's intent, so the rule itself cannot drift unseen
       if (rule.result.kind === 'claimed') expect(rule.result.takenOver).toBe(takenOver);
-      const got = await ctx.ledger.claim(input);
+      const got = await l.claim(input);
       expect(got).toEqual(rule.result);
-      expect(await ctx.ledger.get(id(name))).toEqual(rule.write ?? before);
+      expect(await l.get(id(name))).toEqual(rule.write ?? before);
     });
   }
 
-  it('refuses writes to an operation that does not exist', async () => {
-    await refused(ctx.ledger.markDispatched({ businessOperationId: id('ghost'), fence: 1 }, T0), LedgerError);
+  test('refuses writes to an operation that does not exist', async (l) => {
+    await refused(l.markDispatched({ businessOperationId: id('ghost'), fence: 1 }, T0), LedgerError);
   });
 }

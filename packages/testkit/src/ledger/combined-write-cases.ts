@@ -6,7 +6,7 @@ import {
   type ProviderKey,
   type StatePatch,
 } from '@retrysafe/contract';
-import { expect, it } from 'vitest';
+import { expect } from 'vitest';
 import {
   claimed,
   claimInput,
@@ -16,24 +16,18 @@ import {
   packet,
   receipt,
   refused,
-  type Suite,
   T0,
+  type Test,
   type TypedError,
 } from './fixtures.js';
 
-/** The combined writes of a two-write clean run (claim with dispatch, a state or handoff with its receipt), and supersede. */
-export function combinedWriteCases(ctx: Suite): void {
-  claimDispatchCases(ctx);
-  receiptCases(ctx);
-}
-
-function claimDispatchCases(ctx: Suite): void {
-  it('declares the combined writes the runner uses for a two-write clean run', () => {
-    expect(ctx.ledger.capabilities).toMatchObject({ claimDispatch: true, receiptWithState: true });
+/** The combined writes of a two-write clean run: claim with dispatch. */
+export function claimDispatchCases(test: Test): void {
+  test('declares the combined writes the runner uses for a two-write clean run', (l) => {
+    expect(l.capabilities).toMatchObject({ claimDispatch: true, receiptWithState: true });
   });
 
-  it('claim with dispatch creates a new operation already dispatched (attempt 1, firstDispatchedAt = now), durably, in one write', async () => {
-    const l = ctx.ledger;
+  test('claim with dispatch creates a new operation already dispatched (attempt 1, firstDispatchedAt = now), durably, in one write', async (l) => {
     const r = await l.claim(claimInput('born-dispatched', { dispatch: true, now: T0 + 7 }));
     expectClaimed(r, false);
     const want = {
@@ -61,8 +55,7 @@ function claimDispatchCases(ctx: Suite): void {
     expect(await idsOf(l.recoverCandidates(T0 + 10))).toEqual([id('born-dispatched')]);
   });
 
-  it('claim with dispatch changes nothing else: busy, conflict, terminal and takeovers behave as without it', async () => {
-    const l = ctx.ledger;
+  test('claim with dispatch changes nothing else: busy, conflict, terminal and takeovers behave as without it', async (l) => {
     const first = await claimed(l, 'dispatch-existing');
     const busy = await l.claim(claimInput('dispatch-existing', { owner: 'w2', dispatch: true, now: T0 + 10 }));
     expect(busy.kind).toBe('busy');
@@ -99,9 +92,9 @@ function claimDispatchCases(ctx: Suite): void {
   });
 }
 
-function receiptCases(ctx: Suite): void {
-  it('setState with a receipt writes the state and the receipt together', async () => {
-    const l = ctx.ledger;
+/** The combined writes of a two-write clean run: a state or handoff with its receipt; and supersede. */
+export function receiptCases(test: Test): void {
+  test('setState with a receipt writes the state and the receipt together', async (l) => {
     const { ref } = await claimed(l, 'state-receipt', { dispatch: true });
     const r1 = receipt('state-receipt', 1, null);
     const u = await l.setState(ref, { state: 'unknown', lastOutcome: 'unknown', now: T0 + 1, receipt: r1 });
@@ -121,8 +114,7 @@ function receiptCases(ctx: Suite): void {
     expect(await l.receipts(id('state-receipt'))).toEqual([r1, r2]);
   });
 
-  it('setState with a receipt writes neither when the fence is stale, the receipt is not the next seq, or the state may not change', async () => {
-    const l = ctx.ledger;
+  test('setState with a receipt writes neither when the fence is stale, the receipt is not the next seq, or the state may not change', async (l) => {
     const first = await claimed(l, 'atomic');
     await l.markDispatched(first.ref, T0 + 1);
     const second = await claimed(l, 'atomic', { owner: 'worker-2', now: T0 + 1000 });
@@ -147,8 +139,7 @@ function receiptCases(ctx: Suite): void {
     expect(await l.get(id('atomic'))).toMatchObject({ state: 'succeeded', updatedAt: T0 + 1004 });
   });
 
-  it('handOff with a receipt writes the handoff and the receipt together, or neither', async () => {
-    const l = ctx.ledger;
+  test('handOff with a receipt writes the handoff and the receipt together, or neither', async (l) => {
     const first = await claimed(l, 'handoff-receipt');
     await l.markDispatched(first.ref, T0 + 1);
     const r1 = receipt('handoff-receipt', 1, null);
@@ -175,8 +166,7 @@ function receiptCases(ctx: Suite): void {
     expect(await l.receipts(id('handoff-receipt'))).toEqual([r1, r2]);
   });
 
-  it('supersede re-opens a rejected or handed-off operation as a new revision (params, key, no attempts), only at the fence the caller checked', async () => {
-    const l = ctx.ledger;
+  test('supersede re-opens a rejected or handed-off operation as a new revision (params, key, no attempts), only at the fence the caller checked', async (l) => {
     const { ref } = await claimed(l, 'supersede');
     await l.markDispatched(ref, T0 + 1);
     await l.setState(ref, { state: 'rejected', lastOutcome: 'rejected', now: T0 + 2 });
@@ -210,25 +200,12 @@ function receiptCases(ctx: Suite): void {
     await refused(l.markDispatched(ref, T0 + 4), LeaseLostError);
     // never on a live or succeeded operation
     const live = await claimed(l, 'supersede-live');
-    expect(
-      (
-        await l.claim(
-          claimInput('supersede-live', { ...next, owner: 'w2', supersede: { fence: live.ref.fence, revision: 2 } }),
-        )
-      ).kind,
-    ).toBe('busy');
+    const supersedeLive = (now: number) =>
+      l.claim(
+        claimInput('supersede-live', { ...next, owner: 'w2', now, supersede: { fence: live.ref.fence, revision: 2 } }),
+      );
+    expect((await supersedeLive(T0)).kind).toBe('busy');
     await l.setState(live.ref, { state: 'succeeded', now: T0 + 1 });
-    expect(
-      (
-        await l.claim(
-          claimInput('supersede-live', {
-            ...next,
-            owner: 'w2',
-            now: T0 + 2,
-            supersede: { fence: live.ref.fence, revision: 2 },
-          }),
-        )
-      ).kind,
-    ).toBe('terminal');
+    expect((await supersedeLive(T0 + 2)).kind).toBe('terminal');
   });
 }

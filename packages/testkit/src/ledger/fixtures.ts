@@ -96,8 +96,8 @@ export function expectClaimed(
   expect(r).toMatchObject({ kind: 'claimed', ...(takenOver === undefined ? {} : { takenOver }) });
 }
 
-/** The ledger under test, fresh for each test. */
-export type Suite = { ledger: Ledger };
+/** The suite's `it`: each test gets the ledger under test, fresh for it. */
+export type Test = (name: string, fn: (ledger: Ledger) => Promise<void> | void) => void;
 
 /** The ids of the records a listing answered, in its order. */
 export const idsOf = async (records: Promise<readonly { businessOperationId: string }[]>) =>

@@ -2,23 +2,16 @@ import { InvalidStateError, LeaseLostError, type Ledger, LedgerError } from '@re
 import { verifyReceiptChain } from '@retrysafe/core';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { claimTableCases } from './claim-table.js';
-import { combinedWriteCases } from './combined-write-cases.js';
-import { claimed, claimInput, expectClaimed, id, idsOf, packet, receipt, refused, type Suite, T0 } from './fixtures.js';
+import { claimDispatchCases, receiptCases } from './combined-write-cases.js';
+import { claimed, claimInput, expectClaimed, id, idsOf, packet, receipt, refused, T0, type Test } from './fixtures.js';
 
 /** Claim inputs and handoff packets for a ledger's own tests, of the suite's shape. */
 export { claimOf, packetOf } from './fixtures.js';
 
-export interface LedgerSuiteOptions {
-  /** Shown in the describe block, e.g. `sqlite`. */
-  readonly name: string;
-  /** A fresh, empty ledger per test. */
-  readonly create: () => Promise<Ledger> | Ledger;
-}
-
 /** Claims, leases and takeovers. */
-function claimCases(ctx: Suite): void {
-  it('creates a new operation as claimed, fence 1, with the lease and the params kept', async () => {
-    const r = await ctx.ledger.claim(claimInput('new'));
+function claimCases(test: Test): void {
+  test('creates a new operation as claimed, fence 1, with the lease and the params kept', async (l) => {
+    const r = await l.claim(claimInput('new'));
     expectClaimed(r, false);
     expect(r.record).toMatchObject({
       state: 'claimed',
@@ -30,87 +23,87 @@ function claimCases(ctx: Suite): void {
       providerKey: 'rs-new',
     });
     expect(r.record.params).toEqual({ ref: 'new', nested: { n: 1 } });
-    expect(await ctx.ledger.get(id('new'))).toMatchObject({ state: 'claimed', fence: 1 });
+    expect(await l.get(id('new'))).toMatchObject({ state: 'claimed', fence: 1 });
   });
 
-  it('answers busy to a second claim while the lease is live, without changing the record', async () => {
-    await claimed(ctx.ledger, 'busy');
-    const second = await ctx.ledger.claim(claimInput('busy', { owner: 'worker-2', now: T0 + 999 }));
+  test('answers busy to a second claim while the lease is live, without changing the record', async (l) => {
+    await claimed(l, 'busy');
+    const second = await l.claim(claimInput('busy', { owner: 'worker-2', now: T0 + 999 }));
     expect(second.kind).toBe('busy');
-    expect((await ctx.ledger.get(id('busy')))!.fence).toBe(1);
+    expect((await l.get(id('busy')))!.fence).toBe(1);
   });
 
-  it('lets exactly one of many simultaneous claims win', async () => {
+  test('lets exactly one of many simultaneous claims win', async (l) => {
     const results = await Promise.all(
-      Array.from({ length: 8 }, (_, i) => ctx.ledger.claim(claimInput('race', { owner: `w${i}` }))),
+      Array.from({ length: 8 }, (_, i) => l.claim(claimInput('race', { owner: `w${i}` }))),
     );
     expect(results.filter((r) => r.kind === 'claimed')).toHaveLength(1);
     expect(results.filter((r) => r.kind === 'busy')).toHaveLength(7);
   });
 
-  it('reports a conflict for the same id with another intent or operation, writing nothing', async () => {
-    await claimed(ctx.ledger, 'conflict');
-    const a = await ctx.ledger.claim(claimInput('conflict', { intentFingerprint: 'sha256:intent-b', now: T0 + 5000 }));
+  test('reports a conflict for the same id with another intent or operation, writing nothing', async (l) => {
+    await claimed(l, 'conflict');
+    const a = await l.claim(claimInput('conflict', { intentFingerprint: 'sha256:intent-b', now: T0 + 5000 }));
     expect(a.kind === 'conflict' && a.field).toBe('intent');
-    const b = await ctx.ledger.claim(claimInput('conflict', { operation: 'sandbox.other', now: T0 + 5000 }));
+    const b = await l.claim(claimInput('conflict', { operation: 'sandbox.other', now: T0 + 5000 }));
     expect(b.kind === 'conflict' && b.field).toBe('operation');
-    expect((await ctx.ledger.get(id('conflict')))!.fence).toBe(1);
+    expect((await l.get(id('conflict')))!.fence).toBe(1);
   });
 
-  it('takes over an expired lease with fence + 1, and the old fence is refused (LeaseLostError)', async () => {
-    const first = await claimed(ctx.ledger, 'takeover');
-    await ctx.ledger.markDispatched(first.ref, T0 + 10);
-    const second = await ctx.ledger.claim(claimInput('takeover', { owner: 'worker-2', now: T0 + 1000 }));
+  test('takes over an expired lease with fence + 1, and the old fence is refused (LeaseLostError)', async (l) => {
+    const first = await claimed(l, 'takeover');
+    await l.markDispatched(first.ref, T0 + 10);
+    const second = await l.claim(claimInput('takeover', { owner: 'worker-2', now: T0 + 1000 }));
     expectClaimed(second, true);
     expect(second.record).toMatchObject({ fence: 2, state: 'dispatched', leaseOwner: 'worker-2', attemptCount: 1 });
-    await refused(ctx.ledger.markDispatched(first.ref, T0 + 1001), LeaseLostError);
-    await refused(ctx.ledger.setState(first.ref, { state: 'succeeded', now: T0 + 1001 }), LeaseLostError);
-    await refused(ctx.ledger.appendReceipt(first.ref, receipt('takeover', 1, null)), LeaseLostError);
-    expect((await ctx.ledger.get(id('takeover')))!.attemptCount).toBe(1);
+    await refused(l.markDispatched(first.ref, T0 + 1001), LeaseLostError);
+    await refused(l.setState(first.ref, { state: 'succeeded', now: T0 + 1001 }), LeaseLostError);
+    await refused(l.appendReceipt(first.ref, receipt('takeover', 1, null)), LeaseLostError);
+    expect((await l.get(id('takeover')))!.attemptCount).toBe(1);
   });
 
-  it('renews a lease so a second claim stays busy past the first expiry', async () => {
-    const { ref } = await claimed(ctx.ledger, 'renew');
-    await ctx.ledger.renewLease(ref, 1000, T0 + 900);
-    expect((await ctx.ledger.claim(claimInput('renew', { owner: 'w2', now: T0 + 1500 }))).kind).toBe('busy');
-    expect((await ctx.ledger.get(id('renew')))!.leaseExpiresAt).toBe(T0 + 1900);
+  test('renews a lease so a second claim stays busy past the first expiry', async (l) => {
+    const { ref } = await claimed(l, 'renew');
+    await l.renewLease(ref, 1000, T0 + 900);
+    expect((await l.claim(claimInput('renew', { owner: 'w2', now: T0 + 1500 }))).kind).toBe('busy');
+    expect((await l.get(id('renew')))!.leaseExpiresAt).toBe(T0 + 1900);
   });
 
-  it('refuses to renew a released lease (claim again), and renewing a terminal operation is a no-op', async () => {
-    const { ref } = await claimed(ctx.ledger, 'renew-released');
-    await ctx.ledger.release(ref);
-    const before = await ctx.ledger.get(id('renew-released'));
-    await refused(ctx.ledger.renewLease(ref, 1000, T0 + 900), LeaseLostError);
-    expect(await ctx.ledger.get(id('renew-released'))).toEqual(before);
-    const done = await claimed(ctx.ledger, 'renew-done');
-    await ctx.ledger.setState(done.ref, { state: 'succeeded', now: T0 + 2 });
-    const after = await ctx.ledger.get(id('renew-done'));
-    await ctx.ledger.renewLease(done.ref, 1000, T0 + 900);
-    expect(await ctx.ledger.get(id('renew-done'))).toEqual(after);
+  test('refuses to renew a released lease (claim again), and renewing a terminal operation is a no-op', async (l) => {
+    const { ref } = await claimed(l, 'renew-released');
+    await l.release(ref);
+    const before = await l.get(id('renew-released'));
+    await refused(l.renewLease(ref, 1000, T0 + 900), LeaseLostError);
+    expect(await l.get(id('renew-released'))).toEqual(before);
+    const done = await claimed(l, 'renew-done');
+    await l.setState(done.ref, { state: 'succeeded', now: T0 + 2 });
+    const after = await l.get(id('renew-done'));
+    await l.renewLease(done.ref, 1000, T0 + 900);
+    expect(await l.get(id('renew-done'))).toEqual(after);
   });
 }
 
 /** Fenced writes, handoffs, receipts and listings. */
-function writeCases(ctx: Suite): void {
-  it('markDispatched counts attempts and sets firstDispatchedAt once', async () => {
-    const { ref } = await claimed(ctx.ledger, 'dispatch');
-    const a = await ctx.ledger.markDispatched(ref, T0 + 5);
+function writeCases(test: Test): void {
+  test('markDispatched counts attempts and sets firstDispatchedAt once', async (l) => {
+    const { ref } = await claimed(l, 'dispatch');
+    const a = await l.markDispatched(ref, T0 + 5);
     expect(a).toMatchObject({ state: 'dispatched', attemptCount: 1, firstDispatchedAt: T0 + 5 });
-    await ctx.ledger.setState(ref, { state: 'unknown', lastOutcome: 'unknown', now: T0 + 6 });
-    const b = await ctx.ledger.markDispatched(ref, T0 + 50);
+    await l.setState(ref, { state: 'unknown', lastOutcome: 'unknown', now: T0 + 6 });
+    const b = await l.markDispatched(ref, T0 + 50);
     expect(b).toMatchObject({ state: 'dispatched', attemptCount: 2, firstDispatchedAt: T0 + 5 });
   });
 
-  it('setState stores result, refs and releases the lease on a terminal state; a terminal record answers terminal', async () => {
-    const { ref } = await claimed(ctx.ledger, 'done');
-    await ctx.ledger.markDispatched(ref, T0 + 1);
-    await ctx.ledger.setState(ref, {
+  test('setState stores result, refs and releases the lease on a terminal state; a terminal record answers terminal', async (l) => {
+    const { ref } = await claimed(l, 'done');
+    await l.markDispatched(ref, T0 + 1);
+    await l.setState(ref, {
       state: 'in-progress',
       statusRef: '/status/1',
       lastOutcome: 'in-progress',
       now: T0 + 2,
     });
-    const done = await ctx.ledger.setState(ref, {
+    const done = await l.setState(ref, {
       state: 'succeeded',
       result: { id: 'rec_1', deep: [1, 2] },
       providerRef: 'rec_1',
@@ -125,68 +118,64 @@ function writeCases(ctx: Suite): void {
       leaseExpiresAt: null,
     });
     expect(done.result).toEqual({ id: 'rec_1', deep: [1, 2] });
-    const again = await ctx.ledger.claim(claimInput('done', { owner: 'w2', now: T0 + 4 }));
+    const again = await l.claim(claimInput('done', { owner: 'w2', now: T0 + 4 }));
     expect(again.kind).toBe('terminal');
-    await refused(ctx.ledger.setState(ref, { state: 'unknown', now: T0 + 5 }), InvalidStateError);
+    await refused(l.setState(ref, { state: 'unknown', now: T0 + 5 }), InvalidStateError);
   });
 
-  it('hands off with the packet, releases the lease, and can be resumed (fence + 1) or resolved', async () => {
-    const { ref } = await claimed(ctx.ledger, 'handoff');
-    await ctx.ledger.markDispatched(ref, T0 + 1);
-    const h = await ctx.ledger.handOff(ref, packet('handoff'), T0 + 2);
+  test('hands off with the packet, releases the lease, and can be resumed (fence + 1) or resolved', async (l) => {
+    const { ref } = await claimed(l, 'handoff');
+    await l.markDispatched(ref, T0 + 1);
+    const h = await l.handOff(ref, packet('handoff'), T0 + 2);
     expect(h).toMatchObject({ state: 'handed-off', leaseOwner: null, lastOutcome: 'unknown' });
     expect(h.handoff?.reason).toBe('unknown-no-safe-resend');
-    expect((await ctx.ledger.claim(claimInput('handoff', { now: T0 + 3 }))).kind).toBe('terminal');
-    const resumed = await ctx.ledger.claim(claimInput('handoff', { now: T0 + 3, resume: true }));
+    expect((await l.claim(claimInput('handoff', { now: T0 + 3 }))).kind).toBe('terminal');
+    const resumed = await l.claim(claimInput('handoff', { now: T0 + 3, resume: true }));
     expectClaimed(resumed);
     expect(resumed.record).toMatchObject({ state: 'claimed', fence: 2, attemptCount: 1 });
     expect(resumed.record.resolution?.action).toBe('resume');
   });
 
-  it('resolves a handed-off operation: mark-done needs a provider ref; abandon; anything else is refused', async () => {
-    const a = await claimed(ctx.ledger, 'mark');
-    await refused(ctx.ledger.resolve(id('mark'), { action: 'abandon' }, T0), InvalidStateError);
-    await ctx.ledger.handOff(a.ref, packet('mark'), T0 + 1);
-    await refused(ctx.ledger.resolve(id('mark'), { action: 'mark-done' }, T0 + 2), InvalidStateError);
-    const done = await ctx.ledger.resolve(
-      id('mark'),
-      { action: 'mark-done', providerRef: 'rec_9', by: 'alice' },
-      T0 + 2,
-    );
+  test('resolves a handed-off operation: mark-done needs a provider ref; abandon; anything else is refused', async (l) => {
+    const a = await claimed(l, 'mark');
+    await refused(l.resolve(id('mark'), { action: 'abandon' }, T0), InvalidStateError);
+    await l.handOff(a.ref, packet('mark'), T0 + 1);
+    await refused(l.resolve(id('mark'), { action: 'mark-done' }, T0 + 2), InvalidStateError);
+    const done = await l.resolve(id('mark'), { action: 'mark-done', providerRef: 'rec_9', by: 'alice' }, T0 + 2);
     expect(done).toMatchObject({ state: 'succeeded', providerRef: 'rec_9' });
     expect(done.resolution).toMatchObject({ action: 'mark-done', providerRef: 'rec_9', by: 'alice', at: T0 + 2 });
-    const b = await claimed(ctx.ledger, 'abandon');
-    await ctx.ledger.handOff(b.ref, packet('abandon'), T0 + 1);
-    expect((await ctx.ledger.resolve(id('abandon'), { action: 'abandon' }, T0 + 3)).state).toBe('abandoned');
-    await expect(ctx.ledger.resolve(id('missing'), { action: 'abandon' }, T0)).rejects.toSatisfy(
+    const b = await claimed(l, 'abandon');
+    await l.handOff(b.ref, packet('abandon'), T0 + 1);
+    expect((await l.resolve(id('abandon'), { action: 'abandon' }, T0 + 3)).state).toBe('abandoned');
+    await expect(l.resolve(id('missing'), { action: 'abandon' }, T0)).rejects.toSatisfy(
       (e: unknown) => LedgerError.isInstance(e) || InvalidStateError.isInstance(e),
     );
   });
 
-  it('appends receipts in seq order only, and returns them in order', async () => {
-    const { ref } = await claimed(ctx.ledger, 'receipts');
+  test('appends receipts in seq order only, and returns them in order', async (l) => {
+    const { ref } = await claimed(l, 'receipts');
     const r1 = receipt('receipts', 1, null);
     const r2 = receipt('receipts', 2, r1.hash);
-    await ctx.ledger.appendReceipt(ref, r1);
-    await refused(ctx.ledger.appendReceipt(ref, receipt('receipts', 3, r1.hash)), LedgerError);
-    await refused(ctx.ledger.appendReceipt(ref, r1), LedgerError);
-    await ctx.ledger.appendReceipt(ref, r2);
-    expect(await ctx.ledger.receipts(id('receipts'))).toEqual([r1, r2]);
-    expect(await ctx.ledger.receipts(id('nothing'))).toEqual([]);
+    await l.appendReceipt(ref, r1);
+    await refused(l.appendReceipt(ref, receipt('receipts', 3, r1.hash)), LedgerError);
+    await refused(l.appendReceipt(ref, r1), LedgerError);
+    await l.appendReceipt(ref, r2);
+    expect(await l.receipts(id('receipts'))).toEqual([r1, r2]);
+    expect(await l.receipts(id('nothing'))).toEqual([]);
   });
 
-  it('the fence, not the lease, guards writes: after handoff and resolve a receipt with the current fence is accepted', async () => {
-    const { ref } = await claimed(ctx.ledger, 'after-resolve');
-    await ctx.ledger.handOff(ref, packet('after-resolve'), T0 + 1);
-    const done = await ctx.ledger.resolve(id('after-resolve'), { action: 'abandon' }, T0 + 2);
+  test('the fence, not the lease, guards writes: after handoff and resolve a receipt with the current fence is accepted', async (l) => {
+    const { ref } = await claimed(l, 'after-resolve');
+    await l.handOff(ref, packet('after-resolve'), T0 + 1);
+    const done = await l.resolve(id('after-resolve'), { action: 'abandon' }, T0 + 2);
     expect(done.fence).toBe(ref.fence);
-    await ctx.ledger.appendReceipt(
+    await l.appendReceipt(
       { businessOperationId: id('after-resolve'), fence: done.fence },
       receipt('after-resolve', 1, null),
     );
-    expect(await ctx.ledger.receipts(id('after-resolve'))).toHaveLength(1);
+    expect(await l.receipts(id('after-resolve'))).toHaveLength(1);
     await refused(
-      ctx.ledger.appendReceipt(
+      l.appendReceipt(
         { businessOperationId: id('after-resolve'), fence: done.fence + 1 },
         receipt('after-resolve', 2, null),
       ),
@@ -194,63 +183,63 @@ function writeCases(ctx: Suite): void {
     );
   });
 
-  it('lists recover candidates: non-terminal with no live lease, never terminal ones', async () => {
-    const live = await claimed(ctx.ledger, 'live');
-    await ctx.ledger.markDispatched(live.ref, T0 + 1);
-    const expired = await claimed(ctx.ledger, 'expired');
-    await ctx.ledger.markDispatched(expired.ref, T0 + 1);
-    const released = await claimed(ctx.ledger, 'released');
-    await ctx.ledger.setState(released.ref, { state: 'unknown', now: T0 + 2 });
-    await ctx.ledger.release(released.ref);
-    const done = await claimed(ctx.ledger, 'finished');
-    await ctx.ledger.setState(done.ref, { state: 'succeeded', now: T0 + 2 });
-    await ctx.ledger.renewLease(live.ref, 10_000, T0 + 2);
-    const ids = (await idsOf(ctx.ledger.recoverCandidates(T0 + 5000))).sort();
+  test('lists recover candidates: non-terminal with no live lease, never terminal ones', async (l) => {
+    const live = await claimed(l, 'live');
+    await l.markDispatched(live.ref, T0 + 1);
+    const expired = await claimed(l, 'expired');
+    await l.markDispatched(expired.ref, T0 + 1);
+    const released = await claimed(l, 'released');
+    await l.setState(released.ref, { state: 'unknown', now: T0 + 2 });
+    await l.release(released.ref);
+    const done = await claimed(l, 'finished');
+    await l.setState(done.ref, { state: 'succeeded', now: T0 + 2 });
+    await l.renewLease(live.ref, 10_000, T0 + 2);
+    const ids = (await idsOf(l.recoverCandidates(T0 + 5000))).sort();
     expect(ids).toEqual([id('expired'), id('released')].sort());
-    expect(await ctx.ledger.recoverCandidates(T0 + 5000, 1)).toHaveLength(1);
+    expect(await l.recoverCandidates(T0 + 5000, 1)).toHaveLength(1);
   });
 
-  it('lists with filters', async () => {
-    await claimed(ctx.ledger, 'l1');
-    const b = await claimed(ctx.ledger, 'l2', { now: T0 + 1 });
-    await ctx.ledger.setState(b.ref, { state: 'succeeded', now: T0 + 2 });
-    await claimed(ctx.ledger, 'l3', { operation: 'sandbox.other', now: T0 + 2 });
-    expect(await idsOf(ctx.ledger.list())).toEqual([id('l1'), id('l2'), id('l3')]);
-    expect(await idsOf(ctx.ledger.list({ states: ['succeeded'] }))).toEqual([id('l2')]);
-    expect(await idsOf(ctx.ledger.list({ operation: 'sandbox.other' }))).toEqual([id('l3')]);
-    expect(await ctx.ledger.list({ provider: 'nobody' })).toEqual([]);
-    expect(await ctx.ledger.list({ limit: 2 })).toHaveLength(2);
-    expect(await idsOf(ctx.ledger.list({ newestFirst: true, limit: 2 }))).toEqual([id('l3'), id('l2')]);
-    expect(await ctx.ledger.get(id('absent'))).toBeNull();
+  test('lists with filters', async (l) => {
+    await claimed(l, 'l1');
+    const b = await claimed(l, 'l2', { now: T0 + 1 });
+    await l.setState(b.ref, { state: 'succeeded', now: T0 + 2 });
+    await claimed(l, 'l3', { operation: 'sandbox.other', now: T0 + 2 });
+    expect(await idsOf(l.list())).toEqual([id('l1'), id('l2'), id('l3')]);
+    expect(await idsOf(l.list({ states: ['succeeded'] }))).toEqual([id('l2')]);
+    expect(await idsOf(l.list({ operation: 'sandbox.other' }))).toEqual([id('l3')]);
+    expect(await l.list({ provider: 'nobody' })).toEqual([]);
+    expect(await l.list({ limit: 2 })).toHaveLength(2);
+    expect(await idsOf(l.list({ newestFirst: true, limit: 2 }))).toEqual([id('l3'), id('l2')]);
+    expect(await l.get(id('absent'))).toBeNull();
   });
 }
 
 /** The receipt chain anchor and retention. */
-function chainAndPruneCases(ctx: Suite): void {
-  it('anchors the receipt chain on the row in the same write as each receipt (head hash and length), and verifies against it', async () => {
-    const { ref } = await claimed(ctx.ledger, 'anchor');
-    expect((await ctx.ledger.get(id('anchor')))!.receiptChain).toEqual({ head: null, length: 0 });
+function chainAndPruneCases(test: Test): void {
+  test('anchors the receipt chain on the row in the same write as each receipt (head hash and length), and verifies against it', async (l) => {
+    const { ref } = await claimed(l, 'anchor');
+    expect((await l.get(id('anchor')))!.receiptChain).toEqual({ head: null, length: 0 });
     const r1 = receipt('anchor', 1, null);
-    await ctx.ledger.appendReceipt(ref, r1);
-    expect((await ctx.ledger.get(id('anchor')))!.receiptChain).toEqual({ head: r1.hash, length: 1 });
+    await l.appendReceipt(ref, r1);
+    expect((await l.get(id('anchor')))!.receiptChain).toEqual({ head: r1.hash, length: 1 });
     // Every ledger declares receiptWithState (the combined-write cases assert it).
     const r2 = receipt('anchor', 2, r1.hash);
-    const s = await ctx.ledger.setState(ref, { state: 'unknown', now: T0 + 1, receipt: r2 });
+    const s = await l.setState(ref, { state: 'unknown', now: T0 + 1, receipt: r2 });
     expect(s.receiptChain).toEqual({ head: r2.hash, length: 2 });
     const r3 = receipt('anchor', 3, r2.hash);
-    await ctx.ledger.handOff(ref, packet('anchor'), T0 + 2, r3);
-    const row = (await ctx.ledger.get(id('anchor')))!;
+    await l.handOff(ref, packet('anchor'), T0 + 2, r3);
+    const row = (await l.get(id('anchor')))!;
     expect(row.receiptChain).toEqual({ head: r3.hash, length: 3 });
     // A refused receipt moves nothing.
-    await refused(ctx.ledger.appendReceipt(ref, receipt('anchor', 5, r3.hash)), LedgerError);
-    expect((await ctx.ledger.get(id('anchor')))!.receiptChain).toEqual({ head: r3.hash, length: 3 });
+    await refused(l.appendReceipt(ref, receipt('anchor', 5, r3.hash)), LedgerError);
+    expect((await l.get(id('anchor')))!.receiptChain).toEqual({ head: r3.hash, length: 3 });
     // Resolving keeps the anchor; the resolve receipt moves it.
-    const done = await ctx.ledger.resolve(id('anchor'), { action: 'abandon' }, T0 + 3);
+    const done = await l.resolve(id('anchor'), { action: 'abandon' }, T0 + 3);
     expect(done.receiptChain).toEqual({ head: r3.hash, length: 3 });
     const r4 = receipt('anchor', 4, r3.hash);
-    await ctx.ledger.appendReceipt({ businessOperationId: id('anchor'), fence: done.fence }, r4);
-    const receipts = await ctx.ledger.receipts(id('anchor'));
-    const anchor = (await ctx.ledger.get(id('anchor')))!.receiptChain!;
+    await l.appendReceipt({ businessOperationId: id('anchor'), fence: done.fence }, r4);
+    const receipts = await l.receipts(id('anchor'));
+    const anchor = (await l.get(id('anchor')))!.receiptChain!;
     expect(anchor).toEqual({ head: r4.hash, length: 4 });
     expect(verifyReceiptChain(receipts, { anchor })).toEqual({ ok: true });
     // Against the anchor, a deleted tail (or every receipt deleted) is a break, though the rest still chains.
@@ -259,39 +248,39 @@ function chainAndPruneCases(ctx: Suite): void {
     expect(verifyReceiptChain([], { anchor })).toMatchObject({ ok: false });
   });
 
-  it('prune (retention, optional): deletes closed operations older than the cutoff with their receipts, never open or handed-off ones', async () => {
-    if (typeof ctx.ledger.prune !== 'function') return; // optional: a ledger without retention keeps everything
+  test('prune (retention, optional): deletes closed operations older than the cutoff with their receipts, never open or handed-off ones', async (l) => {
+    if (typeof l.prune !== 'function') return; // optional: a ledger without retention keeps everything
     const done = async (name: string, state: 'succeeded' | 'rejected', at: number) => {
-      const { ref } = await claimed(ctx.ledger, name, { dispatch: true });
-      await ctx.ledger.setState(ref, { state, now: at, receipt: receipt(name, 1, null) });
+      const { ref } = await claimed(l, name, { dispatch: true });
+      await l.setState(ref, { state, now: at, receipt: receipt(name, 1, null) });
     };
     await done('p-ok', 'succeeded', T0 + 10);
     await done('p-rej', 'rejected', T0 + 11);
     await done('p-new', 'succeeded', T0 + 500);
-    const handed = await claimed(ctx.ledger, 'p-handed');
-    await ctx.ledger.handOff(handed.ref, packet('p-handed'), T0 + 12);
-    const gone = await claimed(ctx.ledger, 'p-abandoned');
-    await ctx.ledger.handOff(gone.ref, packet('p-abandoned'), T0 + 13);
-    await ctx.ledger.resolve(id('p-abandoned'), { action: 'abandon' }, T0 + 14);
-    await claimed(ctx.ledger, 'p-open'); // claimed at T0, lease expired long before the cutoff: still open
-    const d = await claimed(ctx.ledger, 'p-dispatched');
-    await ctx.ledger.markDispatched(d.ref, T0 + 15);
+    const handed = await claimed(l, 'p-handed');
+    await l.handOff(handed.ref, packet('p-handed'), T0 + 12);
+    const gone = await claimed(l, 'p-abandoned');
+    await l.handOff(gone.ref, packet('p-abandoned'), T0 + 13);
+    await l.resolve(id('p-abandoned'), { action: 'abandon' }, T0 + 14);
+    await claimed(l, 'p-open'); // claimed at T0, lease expired long before the cutoff: still open
+    const d = await claimed(l, 'p-dispatched');
+    await l.markDispatched(d.ref, T0 + 15);
     const before = T0 + 100;
 
-    const dry = await ctx.ledger.prune({ before, dryRun: true });
+    const dry = await l.prune({ before, dryRun: true });
     expect(dry).toEqual({ pruned: 3, byState: { succeeded: 1, rejected: 1, abandoned: 1 }, dryRun: true });
-    expect(await ctx.ledger.get(id('p-ok'))).not.toBeNull();
+    expect(await l.get(id('p-ok'))).not.toBeNull();
 
-    await refused(ctx.ledger.prune({ before, states: ['handed-off'] }), LedgerError);
-    await refused(ctx.ledger.prune({ before, states: ['claimed'] }), LedgerError);
+    await refused(l.prune({ before, states: ['handed-off'] }), LedgerError);
+    await refused(l.prune({ before, states: ['claimed'] }), LedgerError);
     // A failing export stops the prune before that batch is deleted.
-    await expect(ctx.ledger.prune({ before, onPrune: () => Promise.reject(new Error('disk full')) })).rejects.toThrow(
+    await expect(l.prune({ before, onPrune: () => Promise.reject(new Error('disk full')) })).rejects.toThrow(
       'disk full',
     );
-    expect(await ctx.ledger.get(id('p-ok'))).not.toBeNull();
+    expect(await l.get(id('p-ok'))).not.toBeNull();
 
     const seen: Array<[string, number]> = [];
-    const report = await ctx.ledger.prune({
+    const report = await l.prune({
       before,
       batchSize: 2,
       onPrune: (r, rs) => void seen.push([r.businessOperationId, rs.length]),
@@ -303,21 +292,16 @@ function chainAndPruneCases(ctx: Suite): void {
       [id('p-rej'), 1],
     ]);
     for (const name of ['p-ok', 'p-rej', 'p-abandoned']) {
-      expect(await ctx.ledger.get(id(name))).toBeNull();
-      expect(await ctx.ledger.receipts(id(name))).toEqual([]);
+      expect(await l.get(id(name))).toBeNull();
+      expect(await l.receipts(id(name))).toEqual([]);
     }
-    for (const name of ['p-new', 'p-handed', 'p-open', 'p-dispatched'])
-      expect(await ctx.ledger.get(id(name))).not.toBeNull();
-    expect((await ctx.ledger.receipts(id('p-new'))).length).toBe(1);
-    expect((await idsOf(ctx.ledger.list())).sort()).toEqual(
-      ['p-dispatched', 'p-handed', 'p-new', 'p-open'].map(id).sort(),
-    );
-    expect((await idsOf(ctx.ledger.recoverCandidates(T0 + 10_000))).sort()).toEqual(
-      [id('p-dispatched'), id('p-open')].sort(),
-    );
-    expect(await ctx.ledger.prune({ before })).toEqual({ pruned: 0, byState: {}, dryRun: false });
+    for (const name of ['p-new', 'p-handed', 'p-open', 'p-dispatched']) expect(await l.get(id(name))).not.toBeNull();
+    expect((await l.receipts(id('p-new'))).length).toBe(1);
+    expect((await idsOf(l.list())).sort()).toEqual(['p-dispatched', 'p-handed', 'p-new', 'p-open'].map(id).sort());
+    expect((await idsOf(l.recoverCandidates(T0 + 10_000))).sort()).toEqual([id('p-dispatched'), id('p-open')].sort());
+    expect(await l.prune({ before })).toEqual({ pruned: 0, byState: {}, dryRun: false });
     // A pruned id is forgotten: a claim starts it afresh.
-    expect(await ctx.ledger.claim(claimInput('p-ok', { now: T0 + 20_000 }))).toMatchObject({
+    expect(await l.claim(claimInput('p-ok', { now: T0 + 20_000 }))).toMatchObject({
       kind: 'claimed',
       takenOver: false,
       record: { fence: 1 },
@@ -325,20 +309,19 @@ function chainAndPruneCases(ctx: Suite): void {
   });
 }
 
-/** The ledger conformance suite (vitest): every Ledger implementation must pass it unchanged. */
-export function ledgerSuite(options: LedgerSuiteOptions): void {
+/**
+ * The ledger conformance suite (vitest): every Ledger implementation must pass it unchanged. `name` is shown in the
+ * describe block (e.g. `sqlite`); `create` makes a fresh, empty ledger for each test.
+ */
+export function ledgerSuite(options: { readonly name: string; readonly create: () => Promise<Ledger> | Ledger }): void {
   describe(`ledger suite: ${options.name}`, () => {
-    const ctx = {} as Suite;
+    let ledger: Ledger;
     beforeEach(async () => {
-      ctx.ledger = await options.create();
+      ledger = await options.create();
     });
-    afterEach(async () => {
-      await ctx.ledger.close();
-    });
-    claimCases(ctx);
-    writeCases(ctx);
-    combinedWriteCases(ctx);
-    chainAndPruneCases(ctx);
-    claimTableCases(ctx);
+    afterEach(() => ledger.close());
+    const test: Test = (name, fn) => it(name, () => fn(ledger));
+    const cases = [claimCases, writeCases, claimDispatchCases, receiptCases, chainAndPruneCases, claimTableCases];
+    for (const add of cases) add(test);
   });
 }
