@@ -1,5 +1,5 @@
 import { createHash, randomBytes } from 'node:crypto';
-import { DBOS } from '@dbos-inc/dbos-sdk';
+import { DBOS, type DBOSClient } from '@dbos-inc/dbos-sdk';
 import {
   type AdapterV1,
   type BusinessOperationId,
@@ -75,9 +75,7 @@ export interface AwaitResolutionOptions {
 }
 
 /** Anything that can send a DBOS workflow message: `DBOS` itself, or a `DBOSClient`. */
-export interface DbosMessageSender {
-  send<T>(destinationID: string, message: T, topic?: string, idempotencyKey?: string): Promise<void>;
-}
+export type DbosMessageSender = Pick<DBOSClient, 'send'>;
 
 /** A person's decision, as sent to the waiting workflow. */
 export type DbosResolutionMessage = Resolution & { readonly by?: string };
@@ -117,21 +115,9 @@ export function runIdForWorkflow(workflowId: string): string {
   return RUN_ID.test(workflowId) ? workflowId : `dbos-wf-${hash(workflowId).slice(0, 40)}`;
 }
 
-/**
- * Attempt ids for one execution of one DBOS step: `<run id>:s<step id>.<execution tag>.<n>`. The step
- * id names the DBOS step; the tag is new each time DBOS executes the step (a step re-executed after a
- * crash keeps its step id), so no two provider calls ever share an attempt id.
- */
-function attemptIdsForStep(runId: string, stepId: number): () => string {
-  const tag = randomBytes(4).toString('hex');
-  let n = 0;
-  return () => `${runId}:s${stepId}.${tag}.${++n}`;
-}
-
 const RETRY_FIELDS = ['retriesAllowed', 'maxAttempts', 'intervalSeconds', 'backoffRate', 'shouldRetry'] as const;
 
-function refuseEngineRetries(options: object | undefined): void {
-  if (!options) return;
+function refuseEngineRetries(options: object = {}): void {
   for (const f of RETRY_FIELDS) {
     if (f in options)
       throw new DbosStepConfigurationError(
@@ -207,9 +193,17 @@ function dbosIds(): { runId: string; inStep: boolean } {
   return { runId: runIdForWorkflow(workflowId), inStep };
 }
 
-/** Runs `body` as a DBOS step with retries off, or directly when already inside a step. */
+/**
+ * Runs `body` as a DBOS step with retries off, or directly when already inside a step. Its attempt ids are
+ * `<run id>:s<step id>.<execution tag>.<n>`: the tag is new each time DBOS executes the step (a step
+ * re-executed after a crash keeps its step id), so no two provider calls ever share an attempt id.
+ */
 function asStep<T>(name: string, inStep: boolean, runId: string, body: (attemptIds: () => string) => Promise<T>) {
-  const inner = () => body(attemptIdsForStep(runId, DBOS.stepID ?? 0));
+  const inner = () => {
+    const prefix = `${runId}:s${DBOS.stepID ?? 0}.${randomBytes(4).toString('hex')}`;
+    let n = 0;
+    return body(() => `${prefix}.${++n}`);
+  };
   return inStep ? inner() : DBOS.runStep(inner, { name, retriesAllowed: false });
 }
 
