@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { isPiiKey, isSecretKey } from './redact-keys.js';
+import { isSecretKey, keyVerdict } from './redact-keys.js';
 
 export const REDACTED = '[redacted]';
 
@@ -187,9 +187,10 @@ export function createRedactor(options: RedactOptions = {}, sensitiveFields: rea
   const anywhere = new Set(fields.filter((f) => !f.includes('.')).map((f) => f.toLowerCase()));
   const isSensitive = (path: readonly string[]) => {
     const leaf = path.at(-1) ?? '';
+    const key = keyVerdict(leaf);
     return (
-      isSecretKey(leaf) ||
-      (pii && isPiiKey(leaf)) ||
+      key.secret ||
+      (pii && key.pii) ||
       (anywhere.size > 0 && anywhere.has(leaf.toLowerCase())) ||
       (exact.size > 0 && exact.has(path.join('.')))
     );
@@ -244,8 +245,8 @@ export function createRedactor(options: RedactOptions = {}, sensitiveFields: rea
           }
           if (typeof v !== 'object' || v === null || seen.has(v)) return;
           seen.add(v);
-          if (Array.isArray(v)) v.forEach((x) => collect(x, path, here, seen));
-          else for (const [k, x] of Object.entries(v)) collect(x, [...path, k], here, seen);
+          // Array items share their array's path, as in params().
+          for (const [k, x] of Object.entries(v)) collect(x, Array.isArray(v) ? path : [...path, k], here, seen);
         };
         collect(params, [], false, new Set());
         // Nothing new to blank: this redactor already is that one.
