@@ -147,15 +147,9 @@ function fromRunResult(r: RunResult | ResolveResult): DbosOperationOutcome {
     return { ...done, result: r.result ?? null };
   }
   if (r.status !== 'handed-off') return r; // in-progress and resolved carry no receipts: as they are
-  const { reason, explanation, safeNextActions } = r.packet;
-  return {
-    status: 'handed-off',
-    businessOperationId: r.businessOperationId,
-    reason,
-    explanation,
-    safeNextActions,
-    packet: r.packet,
-  };
+  const { businessOperationId, packet } = r;
+  const { reason, explanation, safeNextActions } = packet;
+  return { status: 'handed-off', businessOperationId, reason, explanation, safeNextActions, packet };
 }
 
 /** A resolution made outside the workflow (CLI, another process), read back from the ledger; null while still open. */
@@ -219,20 +213,12 @@ async function runOperation(
   const spec = Object.hasOwn(adapter?.operations ?? {}, operation) ? adapter.operations[operation] : undefined;
   const name = stepOptions?.name ?? `retrysafe:${spec?.card.operation ?? operation}`;
   const rounds = inStep ? 0 : Math.max(0, stepOptions?.inProgressRounds ?? 20);
-  const { params, businessOperationId, intent } = input;
   for (let round = 0; ; round++) {
-    const outcome = await asStep(name, inStep, runId, async (attemptIds) =>
-      fromRunResult(
-        await runner.run(adapter, operation, {
-          params,
-          businessOperationId,
-          intent,
-          runId,
-          attemptIds,
-          signal: DBOS.stepStatus?.cancelSignal,
-        }),
-      ),
-    );
+    // The run and attempt ids (and the cancel signal) are DBOS's, whatever `input` carries.
+    const outcome = await asStep(name, inStep, runId, async (attemptIds) => {
+      const signal = DBOS.stepStatus?.cancelSignal;
+      return fromRunResult(await runner.run(adapter, operation, { ...input, runId, attemptIds, signal }));
+    });
     if (outcome.status !== 'in-progress' || round >= rounds) return outcome;
     await DBOS.sleep(Math.min(Math.max(outcome.retryAfterMs, 50), 60_000));
   }
