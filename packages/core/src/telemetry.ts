@@ -51,7 +51,6 @@ export const TELEMETRY = {
 /** One run's span and its open attempt span: handed to the function `run` runs, for its events. */
 export interface RunScope {
   readonly span: Span;
-  readonly operation: string;
   attempt: Span | null;
 }
 
@@ -95,7 +94,7 @@ export function createTelemetry(options: TelemetryOptions | undefined, now: () =
           'retrysafe.business_operation_id': info.businessOperationId,
         }),
       });
-      const s: RunScope = { span, operation: info.operation, attempt: null };
+      const s: RunScope = { span, attempt: null };
       try {
         const result = await fn(s);
         const status = result.status === 'done' && result.adopted ? 'adopted' : result.status;
@@ -116,7 +115,7 @@ export function createTelemetry(options: TelemetryOptions | undefined, now: () =
       }
     },
 
-    /** One runner event (the same entry the logger gets). */
+    /** One runner event (the same entry the logger gets); `s` is the scope of the operation's run, if any. */
     event(
       event: string,
       level: 'info' | 'warn',
@@ -124,7 +123,7 @@ export function createTelemetry(options: TelemetryOptions | undefined, now: () =
       operation: string | undefined,
       s?: RunScope,
     ): void {
-      const op = operation ?? s?.operation ?? '';
+      const op = operation ?? '';
       const f = fields ?? {};
       switch (event) {
         case 'dispatch': {
