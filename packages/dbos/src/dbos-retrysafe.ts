@@ -46,11 +46,8 @@ export type DbosOperationOutcome =
   | Omit<Extract<RunResult, { status: 'done' }>, 'receipts'>
   | Extract<RunResult, { status: 'in-progress' }>
   /** The runner's `handed-off` without receipts, with the packet's reason, explanation and safe next actions lifted out for the workflow. */
-  | (Pick<Extract<RunResult, { status: 'handed-off' }>, 'status' | 'businessOperationId' | 'packet'> & {
-      readonly reason: HandoffPacket['reason'];
-      readonly explanation: HandoffPacket['explanation'];
-      readonly safeNextActions: HandoffPacket['safeNextActions'];
-    })
+  | (Pick<Extract<RunResult, { status: 'handed-off' }>, 'status' | 'businessOperationId' | 'packet'> &
+      Pick<HandoffPacket, 'reason' | 'explanation' | 'safeNextActions'>)
   /** A person resolved a handed-off operation without a new send: marked done with a provider reference, or abandoned. */
   | Extract<ResolveResult, { status: 'resolved' }>;
 
