@@ -13,7 +13,7 @@ import { defined } from './defined.js';
 import { RunnerConfigurationError } from './errors/runner-configuration-error.js';
 import { everyAttemptNotApplied } from './intake/supersede.js';
 
-export interface PacketInput {
+interface PacketInput {
   readonly record: OperationRecord;
   readonly reason: HandoffReason;
   readonly explanation: string;

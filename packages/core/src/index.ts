@@ -9,18 +9,16 @@ export { callbackHandoffSink, jsonlHandoffSink } from './handoff.js';
 export { type EncryptParamsOptions, encryptParams, type ParamsKey } from './ledger/encrypted-params.js';
 export { createMemoryLedger } from './ledger/memory-ledger.js';
 export { type PruneLedgerOptions, type PruneLedgerReport, pruneLedger, retentionFloor } from './ledger/retention.js';
-export type {
-  ChainCheck,
-  ExportCheck,
-  ExportReceiptsOptions,
-  ReceiptChainAnchor,
-  ReceiptKey,
-  ReceiptKeyring,
-  VerifyChainOptions,
-} from './receipts.js';
 export {
+  type ChainCheck,
+  type ExportCheck,
+  type ExportReceiptsOptions,
   exportReceiptsJsonl,
   parseReceiptKeys,
+  type ReceiptChainAnchor,
+  type ReceiptKey,
+  type ReceiptKeyring,
+  type VerifyChainOptions,
   verifyOperation,
   verifyReceiptChain,
   verifyReceiptsJsonl,

@@ -54,8 +54,6 @@ export interface RunScope {
   attempt: Span | null;
 }
 
-export type Telemetry = ReturnType<typeof createTelemetry>;
-
 /** The operation's attributes plus `more`, without the undefined ones (it runs for every event). */
 function attrs(operation: string, more: Record<string, string | number | boolean | undefined> = {}): Attributes {
   const out: Attributes = { 'retrysafe.operation': operation };
