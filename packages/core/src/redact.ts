@@ -34,9 +34,6 @@ function matches(pattern: RegExp, accept?: (match: string) => boolean) {
 function has(...parts: string[]) {
   return (t: string) => parts.some((p) => t.includes(p));
 }
-function hasI(part: string) {
-  return (t: string) => t.toLowerCase().includes(part);
-}
 
 /**
  * A card number: Luhn-valid, with a card network's leading digits (Visa 4, Mastercard 2/5, Amex,
@@ -99,10 +96,10 @@ const DETECTORS: readonly Detector[] = [
     hint: (t) => t.includes('://') && t.includes('@'),
     blank: matches(/(?<=\b[a-z][a-z0-9+.-]*:\/\/)[^\s/?#@]+(?=@)/gi),
   },
-  { kind: 'bearer token', hint: hasI('bearer'), blank: matches(/\bBearer\s+[A-Za-z0-9\-._~+/]+=*/gi) },
+  { kind: 'bearer token', hint: (t) => /bearer/i.test(t), blank: matches(/\bBearer\s+[A-Za-z0-9\-._~+/]+=*/gi) },
   {
     kind: 'basic credentials',
-    hint: hasI('basic'),
+    hint: (t) => /basic/i.test(t),
     blank: matches(/\bBasic\s+[A-Za-z0-9+/]{4,}={0,2}/gi, (m) =>
       Buffer.from(m.replace(/^Basic\s+/i, ''), 'base64')
         .toString('latin1')
@@ -132,7 +129,7 @@ const DETECTORS: readonly Detector[] = [
   },
   {
     kind: 'HubSpot private app token',
-    hint: hasI('pat-'),
+    hint: (t) => /pat-/i.test(t),
     blank: matches(/\bpat-[a-z0-9]{2,4}-[0-9a-f-]{20,}/gi),
   },
   { kind: 'OpenAI or Anthropic key', hint: has('sk-'), blank: matches(/\bsk-(?:proj-|ant-)?[A-Za-z0-9_-]{20,}/g) },
