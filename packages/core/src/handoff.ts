@@ -26,11 +26,6 @@ interface PacketInput {
   readonly now: number;
 }
 
-function attemptOf(r: Receipt): HandoffAttempt {
-  const { attemptId, runId, kind, startedAt: at, outcome, status, code, providerRef, requestId, created } = r;
-  return defined({ attemptId, runId, kind, at, outcome, status, code, providerRef, requestId, created });
-}
-
 /** Whether resuming is safe, and why; `created`: an object a rejected attempt left at the provider. */
 function resumeAction(input: PacketInput, created: string | undefined): SafeAction {
   const resume = (safe: boolean, why: string): SafeAction => ({ action: 'resume', safe, why });
@@ -96,7 +91,10 @@ export function buildPacket(input: PacketInput): HandoffPacket {
     providerKey: record.providerKey,
     reason: input.reason,
     explanation: input.explanation,
-    attempts: receipts.map(attemptOf),
+    attempts: receipts.map((r): HandoffAttempt => {
+      const { attemptId, runId, kind, startedAt: at, outcome, status, code, providerRef, requestId, created } = r;
+      return defined({ attemptId, runId, kind, at, outcome, status, code, providerRef, requestId, created });
+    }),
     lastKnown: defined({
       outcome: last?.outcome ?? record.lastOutcome,
       status: last?.status,

@@ -9,7 +9,6 @@ import type { Attributes, MeterProvider, Span, TracerProvider } from '@opentelem
 // @opentelemetry/api is loaded when a runner is created, not when core is imported (cold-import cost).
 // Its globals live on a versioned global symbol, so this copy sees the SDK a user registered.
 const require = createRequire(import.meta.url);
-type OtelApi = typeof import('@opentelemetry/api');
 
 /** The structured part of an event (also on every LogEntry that has it). No params, keys or secrets. */
 export interface EventFields {
@@ -62,7 +61,7 @@ function attrs(operation: string, more: Record<string, string | number | boolean
 }
 
 export function createTelemetry(options: TelemetryOptions | undefined, now: () => number) {
-  const api = require('@opentelemetry/api') as OtelApi;
+  const api = require('@opentelemetry/api') as typeof import('@opentelemetry/api');
   const tracer = (options?.tracerProvider ?? api.trace.getTracerProvider()).getTracer(TELEMETRY.scope);
   const meter = (options?.meterProvider ?? api.metrics.getMeterProvider()).getMeter(TELEMETRY.scope);
   const counter = (name: string, description: string) => meter.createCounter(name, { description });
