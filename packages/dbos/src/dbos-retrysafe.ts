@@ -2,7 +2,6 @@ import { createHash, randomBytes } from 'node:crypto';
 import { DBOS, type DBOSClient } from '@dbos-inc/dbos-sdk';
 import {
   type AdapterV1,
-  type BusinessOperationId,
   type HandoffPacket,
   InvalidStateError,
   type OperationRecord,
@@ -221,32 +220,8 @@ async function runOperation(
   }
 }
 
-/** Carries out a person's decision if one came, then reports what the ledger holds (null while still open). */
-async function resolveStep(
-  { runner, ledger }: Parts,
-  adapter: AdapterV1,
-  id: BusinessOperationId,
-  message: unknown,
-  runId: string,
-  attemptIds: () => string,
-): Promise<DbosOperationOutcome | null> {
-  if (isResolution(message)) {
-    const by = typeof message.by === 'string' ? message.by : undefined;
-    try {
-      return fromRunResult(await runner.resolve(id, message, { adapters: [adapter], runId, attemptIds, by }));
-    } catch (err) {
-      // An unsafe resume without { force: true } is refused: the workflow keeps waiting for a decision it can carry out.
-      if (UnsafeResumeError.isInstance(err)) return null;
-      // Resolved elsewhere in the meantime: report what the ledger holds.
-      if (!InvalidStateError.isInstance(err)) throw err;
-    }
-  }
-  const rec = await ledger.get(id);
-  return rec ? fromRecord(rec) : null;
-}
-
 async function awaitResolution(
-  parts: Parts,
+  { runner, ledger }: Parts,
   adapter: AdapterV1,
   outcome: DbosOperationOutcome,
   waitOptions: AwaitResolutionOptions = {},
@@ -269,9 +244,22 @@ async function awaitResolution(
       resolutionTopic(id),
       Math.max(1, Math.min(pollSeconds, Math.ceil(left / 1000))),
     );
-    const next = await asStep(`retrysafe:resolve:${outcome.packet.operation}`, false, runId, (attemptIds) =>
-      resolveStep(parts, adapter, id, message, runId, attemptIds),
-    );
+    // Carries out a person's decision if one came, then reports what the ledger holds (null while still open).
+    const next = await asStep(`retrysafe:resolve:${outcome.packet.operation}`, false, runId, async (attemptIds) => {
+      if (isResolution(message)) {
+        const by = typeof message.by === 'string' ? message.by : undefined;
+        try {
+          return fromRunResult(await runner.resolve(id, message, { adapters: [adapter], runId, attemptIds, by }));
+        } catch (err) {
+          // An unsafe resume without { force: true } is refused: the workflow keeps waiting for a decision it can carry out.
+          if (UnsafeResumeError.isInstance(err)) return null;
+          // Resolved elsewhere in the meantime: report what the ledger holds.
+          if (!InvalidStateError.isInstance(err)) throw err;
+        }
+      }
+      const rec = await ledger.get(id);
+      return rec ? fromRecord(rec) : null;
+    });
     if (next === null || next.status === 'in-progress') continue;
     await DBOS.setEvent(handoffEventKey(id), next);
     return next;
