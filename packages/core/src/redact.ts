@@ -149,7 +149,7 @@ const DETECTORS: readonly Detector[] = [
 ];
 
 /** The first detector a string trips (its kind), or null. Used to refuse a credential typed into config. */
-export function detectSensitive(value: string, options: { readonly pii?: boolean } = {}): string | null {
+export function detectSensitive(value: string, options: Pick<RedactOptions, 'pii'> = {}): string | null {
   const pii = options.pii ?? true;
   return DETECTORS.find((d) => (pii || !d.pii) && d.hint(value) && d.blank(value) !== value)?.kind ?? null;
 }
