@@ -1,13 +1,259 @@
-/** @retrysafe/core/agent: operations as agent tools, and their structured answers (used by @retrysafe/mcp and @retrysafe/ai-sdk). */
+/**
+ * @retrysafe/core/agent: operations as agent tools and their structured answers, shared by @retrysafe/mcp and
+ * @retrysafe/ai-sdk. A refusal before the claim (nothing claimed, nothing sent) is an answer too, mapped in one
+ * place (refusalAnswer).
+ */
+import { createHash } from 'node:crypto';
+import {
+  type AdapterV1,
+  asBusinessOperationId,
+  ConflictError,
+  type FieldError,
+  fingerprint,
+  type HandoffPacket,
+  InvalidIdError,
+  InvalidIntentError,
+  InvalidParamsError,
+  type Ledger,
+  type OperationSpec,
+  PayloadLimitError,
+  type RetrySafetyCard,
+  validateCard,
+} from '@retrysafe/contract';
+import { agentIdempotentHint, describeNormalization, lookupAvailable, resendSafety } from '@retrysafe/contract/rules';
+import { AdapterContractError } from './errors/adapter-contract-error.js';
+import { RunnerConfigurationError } from './errors/runner-configuration-error.js';
+import { identityOf } from './intake/identity.js';
+import type { Runner, RunResult } from './runner/types.js';
 
-export type { AgentToolDefinition, AgentToolResult, RefusalAnswer } from './agent-tools.js';
-export {
-  agentTools,
-  callAgentTool,
-  operationStatus,
-  pendingHandoffs,
-  refusalAnswer,
-  SAFE_TOOL_NAME,
-  safeToolName,
-  toAgentResult,
-} from './agent-tools.js';
+/** The structured answer of a tool call: the runner's result without its receipts and with a message for the model, or a refusal. */
+export type AgentToolResult = ReturnType<typeof toAgentResult> | RefusalAnswer;
+
+/** Refused before anything was claimed or sent: `conflict`, or `invalid-input` with the id these arguments would have (null when the intent fields cannot give one). */
+export type RefusalAnswer = NonNullable<ReturnType<typeof refusalAnswer>>;
+
+/**
+ * The answer to `err` when it is a refusal an agent's arguments can meet before the claim, else null
+ * (then it is not the agent's to answer). `idOf` gives the id the arguments would have, if known.
+ */
+export function refusalAnswer(err: unknown, idOf: () => string | null) {
+  if (ConflictError.isInstance(err))
+    return {
+      status: 'conflict' as const,
+      businessOperationId: err.businessOperationId,
+      field: err.field,
+      paths: err.paths,
+      message: `${err.message}. If you meant a different operation, change an intent field; otherwise call again with the original arguments.`,
+    };
+  const invalid = (fields: readonly FieldError[], message: string, id = idOf()) => ({
+    status: 'invalid-input' as const,
+    businessOperationId: id,
+    fields,
+    message,
+  });
+  if (PayloadLimitError.isInstance(err)) {
+    const what = err.limit === 'depth' ? `nests deeper than ${err.max} levels` : `is larger than ${err.max} bytes`;
+    return invalid([{ path: `(${err.part})`, message: what }], `${err.message}. Send smaller, flatter arguments.`);
+  }
+  if (InvalidParamsError.isInstance(err))
+    return invalid(err.fields, `${err.message}. Correct the named fields and call again.`);
+  if (InvalidIntentError.isInstance(err))
+    return invalid([{ path: err.path || '(root)', message: 'cannot be part of an intent' }], err.message, null);
+  if (InvalidIdError.isInstance(err)) return invalid([], err.message);
+  if (AdapterContractError.isInstance(err))
+    return invalid(
+      [],
+      `${err.message}. The tool cannot take these arguments as it is set up; a person must fix the adapter.`,
+    );
+  return null;
+}
+
+/** Side-effect kinds an agent host should treat as destructive (an unknown kind is one too). */
+const DESTRUCTIVE = new Set(['send', 'charge', 'delete', 'create', 'async-job', 'set', 'upsert', 'unknown']);
+
+/**
+ * The one tool name used by MCP and the AI SDK: `<provider>_<operation>` with every character outside
+ * `[A-Za-z0-9_-]` as `_` (`stripe.paymentIntents.create` → `stripe_paymentIntents_create`); longer
+ * than 64 characters, it is cut and ends in 8 hex characters of a digest of the full name.
+ */
+export function safeToolName(provider: string, operation: string): string {
+  const full = `${provider}.${operation}`;
+  const safe = full.replace(/[^A-Za-z0-9_-]/g, '_');
+  if (safe.length <= 64) return safe;
+  return `${safe.slice(0, 55)}_${createHash('sha256').update(full).digest('hex').slice(0, 8)}`;
+}
+
+/** The normalisation the tool's id and comparison apply, in words for a model. */
+function normalisationText(card: RetrySafetyCard): string {
+  const intent = card.businessOperationId.normalize;
+  const params = card.paramComparison;
+  return [
+    intent?.length
+      ? `Intent fields are compared after normalisation (${describeNormalization(intent)}): re-formatting them this way is the same operation.`
+      : 'Intent fields are compared exactly as written.',
+    params?.length
+      ? `Other arguments: ${describeNormalization(params)}; all others exactly.`
+      : 'Other arguments are compared exactly.',
+  ].join(' ');
+}
+
+/** The card facts a host or a calling agent may want without reading the card whole (MCP tool `_meta`). */
+function cardFacts(card: RetrySafetyCard) {
+  return {
+    /** `sha256:` + hex of the card's canonical JSON: which card (and version of it) the tool runs under. */
+    digest: fingerprint(card),
+    cardVersion: card.cardVersion,
+    operation: card.operation,
+    sideEffect: String(card.sideEffect.kind.value),
+    idempotentByNature: card.sideEffect.idempotentByNature.value,
+    /** The intent fields: calls that agree on them are one business operation. */
+    intentFields: card.businessOperationId.intentFields,
+    /** After an unknown outcome the runner may re-send with the same key (inside `keyRetention`). */
+    sameKeyResend: resendSafety(card, null, 0).safe,
+    keyRetention: card.retention.minimum.value,
+    /** The runner can look up what the provider stored after an unknown outcome. */
+    lookup: lookupAvailable(card),
+    lookupDelay: card.lookup.consistencyDelay.value,
+    /** Facts the card does not know: the runner will not rely on them. */
+    unknowns: validateCard(card).unknowns,
+  } as const;
+}
+
+/** What an agent sees of one operation: tool name, description, input schema and hints from the card. */
+function toolOf(adapter: AdapterV1, operation: string, spec: OperationSpec) {
+  const card = spec.card;
+  const facts = cardFacts(card);
+  const description = [
+    spec.description,
+    `Retry-safe: the business-operation id is derived from the intent fields (${spec.intentFields.join(', ')}), not from this call's id. If you got no answer, or an error that is not a conflict, call again with the same arguments: the retry maps to the same operation and returns its result instead of doing it twice.`,
+    'Changing an intent field makes it a different operation; changing other arguments of an operation already started is refused as a conflict (the answer names the differing paths). After a rejection that nothing applied (needs-human with field errors), calling again with corrected arguments and the same intent sends the corrected request.',
+    normalisationText(card),
+    'Every answer carries the businessOperationId; after a timeout of your own, calling again with the same arguments is the way back to it.',
+    'Answers: status "done" (with the provider reference; adopted=true if it had already happened), "in-progress" (check back later with retrysafe_status), "needs-human" (a person must decide; do not retry as is), "conflict", "invalid-input" (with field errors; nothing was sent).',
+    facts.unknowns.length
+      ? `Provider facts not verified: ${facts.unknowns.join(', ')} — retrysafe will not resend where they matter.`
+      : '',
+  ];
+  const title = `${adapter.provider}: ${operation}`;
+  return {
+    /** Safe for every model API and MCP: `^[a-zA-Z0-9_-]{1,64}$` (see safeToolName). */
+    name: safeToolName(adapter.provider, operation),
+    /** `<provider>.<operation>`, as the card names it without the provider prefix. */
+    qualifiedName: `${adapter.provider}.${operation}`,
+    adapter,
+    operation,
+    title,
+    description: description.filter(Boolean).join('\n'),
+    inputSchema: spec.paramsSchema,
+    annotations: {
+      title,
+      readOnlyHint: false,
+      destructiveHint: DESTRUCTIVE.has(String(card.sideEffect.kind.value)),
+      idempotentHint: agentIdempotentHint(card),
+      openWorldHint: true,
+    },
+    _meta: { 'retrysafe/card': facts },
+  } as const;
+}
+
+export type AgentToolDefinition = ReturnType<typeof toolOf>;
+
+/** Tool definitions for the given operations of the given adapters (default: all of them), by tool name or `<provider>.<operation>`. */
+export function agentTools(adapters: readonly AdapterV1[], only?: readonly string[]): AgentToolDefinition[] {
+  const tools: AgentToolDefinition[] = [];
+  for (const adapter of adapters) {
+    for (const [name, spec] of Object.entries(adapter.operations) as [string, OperationSpec][]) {
+      const full = safeToolName(adapter.provider, name);
+      if (only && !only.includes(full) && !only.includes(`${adapter.provider}.${name}`)) continue;
+      if (tools.some((t) => t.name === full))
+        throw new RunnerConfigurationError('agentTools', `two operations map to the tool name ${full}`);
+      tools.push(toolOf(adapter, name, spec));
+    }
+  }
+  return tools;
+}
+
+function summarizeHandoff(p: HandoffPacket) {
+  const { reason, explanation, lastKnown, safeNextActions } = p;
+  return { reason, explanation, attempts: p.attempts.length, lastKnown, safeNextActions };
+}
+
+export function toAgentResult(r: RunResult) {
+  switch (r.status) {
+    case 'done': {
+      const { receipts: _receipts, ...done } = r;
+      const message = r.adopted
+        ? 'Already done earlier: this is the existing result, nothing was done twice.'
+        : 'Done.';
+      return { ...done, message };
+    }
+    case 'in-progress':
+      return {
+        status: 'in-progress' as const,
+        businessOperationId: r.businessOperationId,
+        retryAfterMs: r.retryAfterMs,
+        message:
+          'The operation is in progress elsewhere. Check back with retrysafe_status; do not start it another way.',
+      };
+    case 'handed-off': {
+      const fields = r.packet.lastKnown.fields;
+      const fix = fields?.length
+        ? ` The provider named these fields: ${fields.map((f) => `${f.path} (${f.message})`).join(', ')}; a call with them corrected and the same intent is sent as a corrected request.`
+        : '';
+      return {
+        status: 'needs-human' as const,
+        businessOperationId: r.businessOperationId,
+        handoff: summarizeHandoff(r.packet),
+        message: `Handed to a person: ${r.packet.explanation} Do not retry this call as is.${fix}`,
+      };
+    }
+  }
+}
+
+/** Runs one tool call and maps every answer, a refusal before the claim included (refusalAnswer), to a structured result. */
+export async function callAgentTool(
+  runner: Runner,
+  tool: AgentToolDefinition,
+  args: unknown,
+  call: { readonly runId?: string } = {},
+): Promise<AgentToolResult> {
+  const params = args ?? {};
+  try {
+    return toAgentResult(await runner.run(tool.adapter, tool.operation, { params, runId: call.runId }));
+  } catch (e) {
+    const answer = refusalAnswer(e, () => {
+      try {
+        return identityOf(tool.adapter.operations[tool.operation]!, { params }).id;
+      } catch {
+        return null; // the intent fields cannot give an id either
+      }
+    });
+    if (answer === null) throw e;
+    return answer;
+  }
+}
+
+/** The `retrysafe_status` answer for one operation, from the ledger. */
+export async function operationStatus(ledger: Ledger, id: string) {
+  const r = await ledger.get(asBusinessOperationId(id));
+  if (!r) return { found: false as const, businessOperationId: id };
+  return {
+    found: true as const,
+    businessOperationId: r.businessOperationId,
+    operation: r.operation,
+    state: r.state,
+    attempts: r.attemptCount,
+    providerRef: r.providerRef,
+    result: r.state === 'succeeded' ? r.result : null,
+    handoff: r.handoff ? summarizeHandoff(r.handoff) : null,
+  };
+}
+
+export async function pendingHandoffs(ledger: Ledger) {
+  const rows = await ledger.list({ states: ['handed-off'], limit: 100 });
+  return rows.map((r) => ({
+    businessOperationId: r.businessOperationId,
+    operation: r.operation,
+    handoff: r.handoff ? summarizeHandoff(r.handoff) : null,
+  }));
+}

@@ -13,7 +13,7 @@ import { defined } from './defined.js';
 import { RunnerConfigurationError } from './errors/runner-configuration-error.js';
 import { everyAttemptNotApplied } from './intake/supersede.js';
 
-export interface PacketInput {
+interface PacketInput {
   readonly record: OperationRecord;
   readonly reason: HandoffReason;
   readonly explanation: string;
@@ -24,11 +24,6 @@ export interface PacketInput {
   /** What a resume would actually do, when that is not what resendSafe alone says (e.g. the key replays a stored error). */
   readonly resumeNote?: string;
   readonly now: number;
-}
-
-function attemptOf(r: Receipt): HandoffAttempt {
-  const { attemptId, runId, kind, startedAt: at, outcome, status, code, providerRef, requestId, created } = r;
-  return defined({ attemptId, runId, kind, at, outcome, status, code, providerRef, requestId, created });
 }
 
 /** Whether resuming is safe, and why; `created`: an object a rejected attempt left at the provider. */
@@ -96,7 +91,10 @@ export function buildPacket(input: PacketInput): HandoffPacket {
     providerKey: record.providerKey,
     reason: input.reason,
     explanation: input.explanation,
-    attempts: receipts.map(attemptOf),
+    attempts: receipts.map((r): HandoffAttempt => {
+      const { attemptId, runId, kind, startedAt: at, outcome, status, code, providerRef, requestId, created } = r;
+      return defined({ attemptId, runId, kind, at, outcome, status, code, providerRef, requestId, created });
+    }),
     lastKnown: defined({
       outcome: last?.outcome ?? record.lastOutcome,
       status: last?.status,

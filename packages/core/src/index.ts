@@ -9,18 +9,16 @@ export { callbackHandoffSink, jsonlHandoffSink } from './handoff.js';
 export { type EncryptParamsOptions, encryptParams, type ParamsKey } from './ledger/encrypted-params.js';
 export { createMemoryLedger } from './ledger/memory-ledger.js';
 export { type PruneLedgerOptions, type PruneLedgerReport, pruneLedger, retentionFloor } from './ledger/retention.js';
-export type {
-  ChainCheck,
-  ExportCheck,
-  ExportReceiptsOptions,
-  ReceiptChainAnchor,
-  ReceiptKey,
-  ReceiptKeyring,
-  VerifyChainOptions,
-} from './receipts.js';
 export {
+  type ChainCheck,
+  type ExportCheck,
+  type ExportReceiptsOptions,
   exportReceiptsJsonl,
   parseReceiptKeys,
+  type ReceiptChainAnchor,
+  type ReceiptKey,
+  type ReceiptKeyring,
+  type VerifyChainOptions,
   verifyOperation,
   verifyReceiptChain,
   verifyReceiptsJsonl,
@@ -28,18 +26,6 @@ export {
 export type { RedactOptions } from './redact.js';
 export type { PolicyOverrides, RetryPolicy } from './retry-policy.js';
 export { createRunner } from './runner/index.js';
-export type {
-  LogEntry,
-  RecoverReport,
-  Resolution,
-  ResolveOptions,
-  ResolveResult,
-  RunFunction,
-  RunInput,
-  Runner,
-  RunnerOptions,
-  RunResult,
-  TypedRunInput,
-  TypedRunResult,
-} from './runner/types.js';
+// runner/types.ts holds the runner's public types only: all of them are the root's.
+export type * from './runner/types.js';
 export { type EventFields, TELEMETRY, type TelemetryOptions } from './telemetry.js';

@@ -1,13 +1,10 @@
 /**
  * @retrysafe/core/internal: the runner's parts, for the packages built on it (the CLI, the config,
- * the testkit's explorer) and for tests. Not a user API: it changes with the runner.
+ * the testkit's explorer). Not a user API: it changes with the runner.
  */
-export { decide, MAYBE_APPLIED_STATES, type Observation, observationPatch } from './decide.js';
-export { identityOf } from './intake/identity.js';
+export { decide } from './decide.js';
 export { assertParams, paramsErrors } from './intake/params-schema.js';
 export { resolvePolicy } from './intake/policy.js';
 export { receiptHash, sealReceipt } from './receipts.js';
-export { createRedactor, detectSensitive, personRef, type Redactor } from './redact.js';
+export { createRedactor, detectSensitive, personRef } from './redact.js';
 export { isSecretKey, keyParts } from './redact-keys.js';
-export { backoffMs, planPoll, planRetry } from './retry-policy.js';
-export { createTelemetry } from './telemetry.js';

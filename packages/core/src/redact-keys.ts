@@ -48,9 +48,10 @@ function partsMatch(parts: readonly string[], singles: ReadonlySet<string>, pair
 
 // The same key names come back on every operation (one params shape per endpoint): each verdict is
 // worked out once. Bounded, so params with endless distinct keys cannot grow it.
-const verdicts = new Map<string, { secret: boolean; pii: boolean }>();
+const verdicts = new Map<string, { readonly secret: boolean; readonly pii: boolean }>();
 
-function verdict(key: string): { secret: boolean; pii: boolean } {
+/** Whether a key names a secret (whatever the caller declares) and whether it names personal data (off with `pii: false`). */
+export function keyVerdict(key: string): { readonly secret: boolean; readonly pii: boolean } {
   let v = verdicts.get(key);
   if (v === undefined) {
     const parts = keyParts(key);
@@ -62,11 +63,4 @@ function verdict(key: string): { secret: boolean; pii: boolean } {
 }
 
 /** Whether a key names a secret whatever the caller declares (matched by parts, any case or separator). */
-export function isSecretKey(key: string): boolean {
-  return verdict(key).secret;
-}
-
-/** Whether a key names personal data (the PII key rules; off with `pii: false`). */
-export function isPiiKey(key: string): boolean {
-  return verdict(key).pii;
-}
+export const isSecretKey = (key: string): boolean => keyVerdict(key).secret;

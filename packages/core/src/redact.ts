@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { isPiiKey, isSecretKey } from './redact-keys.js';
+import { isSecretKey, keyVerdict } from './redact-keys.js';
 
 export const REDACTED = '[redacted]';
 
@@ -18,25 +18,22 @@ export interface RedactOptions {
 
 interface Detector {
   readonly kind: string;
-  readonly pii: boolean;
-  readonly pattern: RegExp;
-  /** Extra check on a match (e.g. Luhn). */
-  readonly accept?: (match: string) => boolean;
-  /** What replaces a match (default `[redacted]`). */
-  readonly replace?: (match: string, ...groups: string[]) => string;
-  /** A cheap test a string must pass before the pattern runs (most strings are short and plain). */
-  readonly hint?: (text: string) => boolean;
-  /** Instead of pattern/accept/replace: the whole text with this detector's matches blanked. */
-  readonly run?: (text: string) => string;
+  /** Personal data rather than a secret: off with `pii: false`. */
+  readonly pii?: true;
+  /** A cheap test a string must pass before `blank` runs (most strings are short and plain). */
+  readonly hint: (text: string) => boolean;
+  /** The text with this detector's matches blanked. */
+  readonly blank: (text: string) => string;
+}
+
+/** Blanks the matches of `pattern` (global) that pass `accept` (e.g. a Luhn check). */
+function matches(pattern: RegExp, accept?: (match: string) => boolean) {
+  return (t: string) => t.replace(pattern, (m) => (accept && !accept(m) ? m : REDACTED));
 }
 
 function has(...parts: string[]) {
   return (t: string) => parts.some((p) => t.includes(p));
 }
-function hasI(part: string) {
-  return (t: string) => t.toLowerCase().includes(part);
-}
-const manyDigits = (t: string) => /(?:\d\D*){13}/.test(t);
 
 /**
  * A card number: Luhn-valid, with a card network's leading digits (Visa 4, Mastercard 2/5, Amex,
@@ -91,107 +88,76 @@ function redactSecretAssignments(s: string): string {
 const DETECTORS: readonly Detector[] = [
   {
     kind: 'private key',
-    pii: false,
     hint: has('PRIVATE KEY'),
-    pattern: /-----BEGIN [A-Z ]*PRIVATE KEY-----[\s\S]*?(?:-----END [A-Z ]*PRIVATE KEY-----|$)/g,
+    blank: matches(/-----BEGIN [A-Z ]*PRIVATE KEY-----[\s\S]*?(?:-----END [A-Z ]*PRIVATE KEY-----|$)/g),
   },
   {
     kind: 'URL user-info',
-    pii: false,
     hint: (t) => t.includes('://') && t.includes('@'),
-    pattern: /\b([a-z][a-z0-9+.-]*:\/\/)[^\s/?#@]+@/gi,
-    replace: (_m, scheme: string) => `${scheme}${REDACTED}@`,
+    blank: matches(/(?<=\b[a-z][a-z0-9+.-]*:\/\/)[^\s/?#@]+(?=@)/gi),
   },
-  { kind: 'bearer token', pii: false, hint: hasI('bearer'), pattern: /\bBearer\s+[A-Za-z0-9\-._~+/]+=*/gi },
+  { kind: 'bearer token', hint: (t) => /bearer/i.test(t), blank: matches(/\bBearer\s+[A-Za-z0-9\-._~+/]+=*/gi) },
   {
     kind: 'basic credentials',
-    pii: false,
-    hint: hasI('basic'),
-    pattern: /\bBasic\s+[A-Za-z0-9+/]{4,}={0,2}/gi,
-    accept: (m) =>
+    hint: (t) => /basic/i.test(t),
+    blank: matches(/\bBasic\s+[A-Za-z0-9+/]{4,}={0,2}/gi, (m) =>
       Buffer.from(m.replace(/^Basic\s+/i, ''), 'base64')
         .toString('latin1')
         .includes(':'),
+    ),
   },
   {
     kind: 'Stripe key',
-    pii: false,
     hint: has('_test_', '_live_', 'whsec_'),
-    pattern: /\b(?:sk|rk|pk)_(?:test|live)_[A-Za-z0-9]{4,}|\bwhsec_[A-Za-z0-9]{8,}/g,
+    blank: matches(/\b(?:sk|rk|pk)_(?:test|live)_[A-Za-z0-9]{4,}|\bwhsec_[A-Za-z0-9]{8,}/g),
   },
   {
     kind: 'AWS access key id',
-    pii: false,
     hint: has('AKIA', 'ASIA', 'AGPA', 'AIDA', 'AROA', 'ANPA'),
-    pattern: /\b(?:AKIA|ASIA|AGPA|AIDA|AROA|ANPA)[A-Z0-9]{16}\b/g,
+    blank: matches(/\b(?:AKIA|ASIA|AGPA|AIDA|AROA|ANPA)[A-Z0-9]{16}\b/g),
   },
-  { kind: 'Google API key', pii: false, hint: has('AIza'), pattern: /\bAIza[0-9A-Za-z_-]{30,}/g },
+  { kind: 'Google API key', hint: has('AIza'), blank: matches(/\bAIza[0-9A-Za-z_-]{30,}/g) },
   {
     kind: 'JSON web token',
-    pii: false,
     hint: has('eyJ'),
-    pattern: /\beyJ[A-Za-z0-9_-]{6,}\.[A-Za-z0-9_-]{6,}\.[A-Za-z0-9_-]{6,}/g,
+    blank: matches(/\beyJ[A-Za-z0-9_-]{6,}\.[A-Za-z0-9_-]{6,}\.[A-Za-z0-9_-]{6,}/g),
   },
   {
     kind: 'GitHub or Slack token',
-    pii: false,
     hint: has('gh', 'xox'),
-    pattern: /\b(?:ghp|gho|ghs|ghu|github_pat|xox[abprs])[-_A-Za-z0-9]{10,}/g,
+    blank: matches(/\b(?:ghp|gho|ghs|ghu|github_pat|xox[abprs])[-_A-Za-z0-9]{10,}/g),
   },
   {
     kind: 'HubSpot private app token',
-    pii: false,
-    hint: hasI('pat-'),
-    pattern: /\bpat-[a-z0-9]{2,4}-[0-9a-f-]{20,}/gi,
+    hint: (t) => /pat-/i.test(t),
+    blank: matches(/\bpat-[a-z0-9]{2,4}-[0-9a-f-]{20,}/gi),
   },
-  { kind: 'OpenAI or Anthropic key', pii: false, hint: has('sk-'), pattern: /\bsk-(?:proj-|ant-)?[A-Za-z0-9_-]{20,}/g },
+  { kind: 'OpenAI or Anthropic key', hint: has('sk-'), blank: matches(/\bsk-(?:proj-|ant-)?[A-Za-z0-9_-]{20,}/g) },
   // `password=…`, `"apiKey": "…"`, `?token=…`, `X-Auth-Token: …` in free text: the key decides.
-  {
-    kind: 'secret-named value',
-    pii: false,
-    hint: has(':', '='),
-    pattern: /[:=]/g,
-    run: redactSecretAssignments,
-  },
+  { kind: 'secret-named value', hint: has(':', '='), blank: redactSecretAssignments },
   {
     kind: 'card number',
-    pii: false,
-    hint: manyDigits,
-    pattern: /(?<![\p{L}\p{N}_.])\d(?:[ -]?\d){12,18}(?![\p{L}\p{N}_.])/gu,
-    accept: looksLikeCardNumber,
+    hint: (t) => /(?:\d\D*){13}/.test(t),
+    blank: matches(/(?<![\p{L}\p{N}_.])\d(?:[ -]?\d){12,18}(?![\p{L}\p{N}_.])/gu, looksLikeCardNumber),
   },
   {
     kind: 'email address',
     pii: true,
     hint: has('@'),
-    pattern: /[A-Za-z0-9._%+-]+@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*\.[A-Za-z]{2,}/g,
+    blank: matches(/[A-Za-z0-9._%+-]+@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*\.[A-Za-z]{2,}/g),
   },
 ];
 
-/** `s` with one detector's matches blanked. */
-function applyDetector(d: Detector, s: string): string {
-  if (d.hint && !d.hint(s)) return s;
-  if (d.run) return d.run(s);
-  d.pattern.lastIndex = 0;
-  return s.replace(d.pattern, (m: string, ...rest: unknown[]) => {
-    if (d.accept && !d.accept(m)) return m;
-    const groups = rest.slice(0, -2).map((g) => (typeof g === 'string' ? g : ''));
-    return d.replace ? d.replace(m, ...groups) : REDACTED;
-  });
-}
-
 /** The first detector a string trips (its kind), or null. Used to refuse a credential typed into config. */
-export function detectSensitive(value: string, options: { readonly pii?: boolean } = {}): string | null {
+export function detectSensitive(value: string, options: Pick<RedactOptions, 'pii'> = {}): string | null {
   const pii = options.pii ?? true;
-  return DETECTORS.find((d) => (pii || !d.pii) && applyDetector(d, value) !== value)?.kind ?? null;
+  return DETECTORS.find((d) => (pii || !d.pii) && d.hint(value) && d.blank(value) !== value)?.kind ?? null;
 }
 
 /** A person named in `resolve --by` as receipts and logs show them: `person#` + 12 hex of the name's SHA-256. */
 export function personRef(by: string): string {
   return `person#${createHash('sha256').update(by, 'utf8').digest('hex').slice(0, 12)}`;
 }
-
-const global = (re: RegExp) => new RegExp(re.source, re.flags.includes('g') ? re.flags : `${re.flags}g`);
 
 export interface Redactor {
   /**
@@ -213,14 +179,15 @@ export function createRedactor(options: RedactOptions = {}, sensitiveFields: rea
   if (options.pii !== undefined && typeof options.pii !== 'boolean')
     throw new TypeError('redact.pii: expected a boolean');
   const pii = options.pii ?? true;
-  const patterns = (options.patterns ?? []).map(global);
+  const patterns = (options.patterns ?? []).map((p) => new RegExp(p, `${p.flags.replace('g', '')}g`));
   const exact = new Set(fields.filter((f) => f.includes('.')));
   const anywhere = new Set(fields.filter((f) => !f.includes('.')).map((f) => f.toLowerCase()));
   const isSensitive = (path: readonly string[]) => {
     const leaf = path.at(-1) ?? '';
+    const key = keyVerdict(leaf);
     return (
-      isSecretKey(leaf) ||
-      (pii && isPiiKey(leaf)) ||
+      key.secret ||
+      (pii && key.pii) ||
       (anywhere.size > 0 && anywhere.has(leaf.toLowerCase())) ||
       (exact.size > 0 && exact.has(path.join('.')))
     );
@@ -229,11 +196,10 @@ export function createRedactor(options: RedactOptions = {}, sensitiveFields: rea
 
   function build(values: readonly string[]): Redactor {
     const text = (s: string): string => {
-      if (typeof s !== 'string') return s;
       let out = s;
       for (const v of values) out = out.split(v).join(REDACTED);
-      for (const d of DETECTORS) if (pii || !d.pii) out = applyDetector(d, out);
-      for (const p of patterns) out = out.replace(((p.lastIndex = 0), p), REDACTED);
+      for (const d of DETECTORS) if ((pii || !d.pii) && d.hint(out)) out = d.blank(out);
+      for (const p of patterns) out = out.replace(p, REDACTED);
       return out;
     };
     // Returns `v` itself when nothing in it changes, so the common case (nothing to redact) copies nothing.
@@ -276,8 +242,8 @@ export function createRedactor(options: RedactOptions = {}, sensitiveFields: rea
           }
           if (typeof v !== 'object' || v === null || seen.has(v)) return;
           seen.add(v);
-          if (Array.isArray(v)) v.forEach((x) => collect(x, path, here, seen));
-          else for (const [k, x] of Object.entries(v)) collect(x, [...path, k], here, seen);
+          // Array items share their array's path, as in params().
+          for (const [k, x] of Object.entries(v)) collect(x, Array.isArray(v) ? path : [...path, k], here, seen);
         };
         collect(params, [], false, new Set());
         // Nothing new to blank: this redactor already is that one.

@@ -23,23 +23,19 @@ export interface RetryPolicy {
 
 export type PolicyOverrides = Partial<RetryPolicy>;
 
-/** Full-jitter backoff before the retry that follows the `failures`-th failure: random() · min(cap, base · 2^(failures−1)). */
-export function backoffMs(
-  failures: number,
-  policy: Pick<RetryPolicy, 'baseMs' | 'capMs'>,
-  random: () => number,
-): number {
-  const ceiling = Math.min(policy.capMs, policy.baseMs * 2 ** Math.max(0, failures - 1));
-  return Math.floor(clamp01(random()) * ceiling);
+/** The backoff ceiling after `n` failures (or polls): min(cap, base · 2^(n−1)). */
+function ceiling(n: number, policy: Pick<RetryPolicy, 'baseMs' | 'capMs'>): number {
+  return Math.min(policy.capMs, policy.baseMs * 2 ** Math.max(0, n - 1));
 }
 
 function clamp01(x: number): number {
   return Number.isFinite(x) ? Math.min(Math.max(x, 0), 1) : 0;
 }
 
-export type RetryPlan =
-  | { readonly retry: true; readonly delayMs: number }
-  | { readonly retry: false; readonly detail: string };
+/** Full-jitter backoff before the retry that follows the `failures`-th failure: random() · ceiling. */
+export function backoffMs(failures: number, policy: Pick<RetryPolicy, 'baseMs' | 'capMs'>, random: () => number) {
+  return Math.floor(clamp01(random()) * ceiling(failures, policy));
+}
 
 interface PlanInput {
   readonly startedAt: number;
@@ -48,61 +44,55 @@ interface PlanInput {
   readonly retryAfterMs?: number | undefined;
 }
 
-export interface RetryInput extends PlanInput {
-  /** Provider calls made so far in this run. */
-  readonly attemptsMade: number;
-}
-
 const positive = (ms: number | undefined): ms is number => ms !== undefined && Number.isFinite(ms) && ms > 0;
 
 /**
  * Whether to make another provider call, and after how long. Never more than maxAttempts calls,
  * never a call after maxElapsed, never sooner than Retry-After (a Retry-After beyond its cap stops).
+ * `attemptsMade`: provider calls made so far in this run.
  */
-export function planRetry(input: RetryInput, policy: RetryPolicy, random: () => number): RetryPlan {
+export function planRetry(
+  input: PlanInput & { readonly attemptsMade: number },
+  policy: RetryPolicy,
+  random: () => number,
+) {
+  const stop = (detail: string) => ({ retry: false as const, detail });
   if (input.attemptsMade >= policy.maxAttempts)
-    return { retry: false, detail: `${input.attemptsMade} of ${policy.maxAttempts} attempts used` };
+    return stop(`${input.attemptsMade} of ${policy.maxAttempts} attempts used`);
   let delay = backoffMs(Math.max(1, input.attemptsMade), policy, random);
   const ra = input.retryAfterMs;
   if (positive(ra)) {
     if (ra > policy.retryAfterCapMs)
-      return {
-        retry: false,
-        detail: `provider asked to wait ${ra} ms, more than the ${policy.retryAfterCapMs} ms cap`,
-      };
+      return stop(`provider asked to wait ${ra} ms, more than the ${policy.retryAfterCapMs} ms cap`);
     delay = Math.max(delay, Math.ceil(ra));
   }
   const elapsed = input.now + delay - input.startedAt;
   if (elapsed > policy.maxElapsedMs)
-    return { retry: false, detail: `the next call would come ${elapsed} ms into a ${policy.maxElapsedMs} ms budget` };
-  return { retry: true, delayMs: delay };
-}
-
-export type PollPlan =
-  | { readonly poll: true; readonly delayMs: number }
-  | { readonly poll: false; readonly detail: string };
-
-export interface PollInput extends PlanInput {
-  /** Lookups/polls made so far in this window. */
-  readonly polls: number;
-  readonly windowStartedAt: number;
+    return stop(`the next call would come ${elapsed} ms into a ${policy.maxElapsedMs} ms budget`);
+  return { retry: true as const, delayMs: delay };
 }
 
 /**
  * When to poll a lookup or an in-progress status next. Equal jitter (half fixed, half random) so polls
  * always make progress; Retry-After honoured up to its cap; bounded by the lookup window and maxElapsed.
+ * `polls`: lookups/polls made so far in the window that started at `windowStartedAt`.
  */
-export function planPoll(input: PollInput, policy: RetryPolicy, random: () => number): PollPlan {
+export function planPoll(
+  input: PlanInput & { readonly polls: number; readonly windowStartedAt: number },
+  policy: RetryPolicy,
+  random: () => number,
+) {
   const ra = input.retryAfterMs;
-  if (input.polls === 0 && !(ra && ra > 0)) return { poll: true, delayMs: 0 };
-  const ceiling = Math.min(policy.capMs, policy.baseMs * 2 ** Math.max(0, input.polls - 1));
-  let delay = Math.max(1, Math.floor(ceiling / 2 + (clamp01(random()) * ceiling) / 2));
+  if (input.polls === 0 && !(ra && ra > 0)) return { poll: true as const, delayMs: 0 };
+  const top = ceiling(input.polls, policy);
+  let delay = Math.max(1, Math.floor(top / 2 + (clamp01(random()) * top) / 2));
   if (positive(ra)) delay = Math.max(delay, Math.min(Math.ceil(ra), policy.retryAfterCapMs));
+  const stop = (detail: string) => ({ poll: false as const, detail });
   const inWindow = input.now + delay - input.windowStartedAt;
   if (inWindow > policy.lookupWindowMs)
-    return { poll: false, detail: `the next poll would come ${inWindow} ms into a ${policy.lookupWindowMs} ms window` };
+    return stop(`the next poll would come ${inWindow} ms into a ${policy.lookupWindowMs} ms window`);
   const elapsed = input.now + delay - input.startedAt;
   if (elapsed > policy.maxElapsedMs)
-    return { poll: false, detail: `the next poll would come ${elapsed} ms into a ${policy.maxElapsedMs} ms budget` };
-  return { poll: true, delayMs: delay };
+    return stop(`the next poll would come ${elapsed} ms into a ${policy.maxElapsedMs} ms budget`);
+  return { poll: true as const, delayMs: delay };
 }

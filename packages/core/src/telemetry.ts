@@ -9,7 +9,6 @@ import type { Attributes, MeterProvider, Span, TracerProvider } from '@opentelem
 // @opentelemetry/api is loaded when a runner is created, not when core is imported (cold-import cost).
 // Its globals live on a versioned global symbol, so this copy sees the SDK a user registered.
 const require = createRequire(import.meta.url);
-type OtelApi = typeof import('@opentelemetry/api');
 
 /** The structured part of an event (also on every LogEntry that has it). No params, keys or secrets. */
 export interface EventFields {
@@ -51,11 +50,8 @@ export const TELEMETRY = {
 /** One run's span and its open attempt span: handed to the function `run` runs, for its events. */
 export interface RunScope {
   readonly span: Span;
-  readonly operation: string;
   attempt: Span | null;
 }
-
-export type Telemetry = ReturnType<typeof createTelemetry>;
 
 /** The operation's attributes plus `more`, without the undefined ones (it runs for every event). */
 function attrs(operation: string, more: Record<string, string | number | boolean | undefined> = {}): Attributes {
@@ -65,7 +61,7 @@ function attrs(operation: string, more: Record<string, string | number | boolean
 }
 
 export function createTelemetry(options: TelemetryOptions | undefined, now: () => number) {
-  const api = require('@opentelemetry/api') as OtelApi;
+  const api = require('@opentelemetry/api') as typeof import('@opentelemetry/api');
   const tracer = (options?.tracerProvider ?? api.trace.getTracerProvider()).getTracer(TELEMETRY.scope);
   const meter = (options?.meterProvider ?? api.metrics.getMeterProvider()).getMeter(TELEMETRY.scope);
   const counter = (name: string, description: string) => meter.createCounter(name, { description });
@@ -95,7 +91,7 @@ export function createTelemetry(options: TelemetryOptions | undefined, now: () =
           'retrysafe.business_operation_id': info.businessOperationId,
         }),
       });
-      const s: RunScope = { span, operation: info.operation, attempt: null };
+      const s: RunScope = { span, attempt: null };
       try {
         const result = await fn(s);
         const status = result.status === 'done' && result.adopted ? 'adopted' : result.status;
@@ -116,7 +112,7 @@ export function createTelemetry(options: TelemetryOptions | undefined, now: () =
       }
     },
 
-    /** One runner event (the same entry the logger gets). */
+    /** One runner event (the same entry the logger gets); `s` is the scope of the operation's run, if any. */
     event(
       event: string,
       level: 'info' | 'warn',
@@ -124,7 +120,7 @@ export function createTelemetry(options: TelemetryOptions | undefined, now: () =
       operation: string | undefined,
       s?: RunScope,
     ): void {
-      const op = operation ?? s?.operation ?? '';
+      const op = operation ?? '';
       const f = fields ?? {};
       switch (event) {
         case 'dispatch': {

@@ -1,5 +1,5 @@
 // Every typed refusal before the claim reaches an agent as a structured answer (invalid-input, or
-// conflict), through the one mapping (refusalAnswer in src/agent-tools.ts) that callAgentTool — and so
+// conflict), through the one mapping (refusalAnswer in src/agent.ts) that callAgentTool — and so
 // MCP, its fence and the AI SDK — uses.
 import {
   ConflictError,

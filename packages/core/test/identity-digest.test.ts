@@ -9,10 +9,10 @@ import {
   InvalidIntentError,
   type OperationSpec,
 } from '@retrysafe/contract';
-import { identityOf } from '@retrysafe/core/internal';
 import { createSandboxAdapter, createSandboxProvider, REPLAYING_BEHAVIOUR } from '@retrysafe/sandbox';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
+import { identityOf } from '../src/intake/identity.js';
 
 const spec = createSandboxAdapter({
   provider: createSandboxProvider(REPLAYING_BEHAVIOUR),

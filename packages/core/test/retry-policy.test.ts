@@ -1,8 +1,9 @@
 import { type RetryPolicy, RunnerConfigurationError } from '@retrysafe/core';
-import { backoffMs, planRetry, resolvePolicy } from '@retrysafe/core/internal';
+import { resolvePolicy } from '@retrysafe/core/internal';
 import { REPLAYING_BEHAVIOUR, sandboxCreateCard } from '@retrysafe/sandbox';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
+import { backoffMs, planRetry } from '../src/retry-policy.js';
 
 const card = sandboxCreateCard(REPLAYING_BEHAVIOUR);
 

@@ -13,8 +13,8 @@ import {
   SimpleSpanProcessor,
 } from '@opentelemetry/sdk-trace-base';
 import { type LogEntry, TELEMETRY } from '@retrysafe/core';
-import { createTelemetry } from '@retrysafe/core/internal';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { createTelemetry } from '../src/telemetry.js';
 import { setup } from './helpers.js';
 
 // Spans and metrics read back through the OpenTelemetry SDK's in-memory exporters; the runner only

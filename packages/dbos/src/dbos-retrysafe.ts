@@ -1,8 +1,7 @@
 import { createHash, randomBytes } from 'node:crypto';
-import { DBOS } from '@dbos-inc/dbos-sdk';
+import { DBOS, type DBOSClient } from '@dbos-inc/dbos-sdk';
 import {
   type AdapterV1,
-  type BusinessOperationId,
   type HandoffPacket,
   InvalidStateError,
   type OperationRecord,
@@ -46,11 +45,8 @@ export type DbosOperationOutcome =
   | Omit<Extract<RunResult, { status: 'done' }>, 'receipts'>
   | Extract<RunResult, { status: 'in-progress' }>
   /** The runner's `handed-off` without receipts, with the packet's reason, explanation and safe next actions lifted out for the workflow. */
-  | (Pick<Extract<RunResult, { status: 'handed-off' }>, 'status' | 'businessOperationId' | 'packet'> & {
-      readonly reason: HandoffPacket['reason'];
-      readonly explanation: HandoffPacket['explanation'];
-      readonly safeNextActions: HandoffPacket['safeNextActions'];
-    })
+  | (Pick<Extract<RunResult, { status: 'handed-off' }>, 'status' | 'businessOperationId' | 'packet'> &
+      Pick<HandoffPacket, 'reason' | 'explanation' | 'safeNextActions'>)
   /** A person resolved a handed-off operation without a new send: marked done with a provider reference, or abandoned. */
   | Extract<ResolveResult, { status: 'resolved' }>;
 
@@ -75,9 +71,7 @@ export interface AwaitResolutionOptions {
 }
 
 /** Anything that can send a DBOS workflow message: `DBOS` itself, or a `DBOSClient`. */
-export interface DbosMessageSender {
-  send<T>(destinationID: string, message: T, topic?: string, idempotencyKey?: string): Promise<void>;
-}
+export type DbosMessageSender = Pick<DBOSClient, 'send'>;
 
 /** A person's decision, as sent to the waiting workflow. */
 export type DbosResolutionMessage = Resolution & { readonly by?: string };
@@ -117,21 +111,9 @@ export function runIdForWorkflow(workflowId: string): string {
   return RUN_ID.test(workflowId) ? workflowId : `dbos-wf-${hash(workflowId).slice(0, 40)}`;
 }
 
-/**
- * Attempt ids for one execution of one DBOS step: `<run id>:s<step id>.<execution tag>.<n>`. The step
- * id names the DBOS step; the tag is new each time DBOS executes the step (a step re-executed after a
- * crash keeps its step id), so no two provider calls ever share an attempt id.
- */
-function attemptIdsForStep(runId: string, stepId: number): () => string {
-  const tag = randomBytes(4).toString('hex');
-  let n = 0;
-  return () => `${runId}:s${stepId}.${tag}.${++n}`;
-}
-
 const RETRY_FIELDS = ['retriesAllowed', 'maxAttempts', 'intervalSeconds', 'backoffRate', 'shouldRetry'] as const;
 
-function refuseEngineRetries(options: object | undefined): void {
-  if (!options) return;
+function refuseEngineRetries(options: object = {}): void {
   for (const f of RETRY_FIELDS) {
     if (f in options)
       throw new DbosStepConfigurationError(
@@ -161,15 +143,9 @@ function fromRunResult(r: RunResult | ResolveResult): DbosOperationOutcome {
     return { ...done, result: r.result ?? null };
   }
   if (r.status !== 'handed-off') return r; // in-progress and resolved carry no receipts: as they are
-  const { reason, explanation, safeNextActions } = r.packet;
-  return {
-    status: 'handed-off',
-    businessOperationId: r.businessOperationId,
-    reason,
-    explanation,
-    safeNextActions,
-    packet: r.packet,
-  };
+  const { businessOperationId, packet } = r;
+  const { reason, explanation, safeNextActions } = packet;
+  return { status: 'handed-off', businessOperationId, reason, explanation, safeNextActions, packet };
 }
 
 /** A resolution made outside the workflow (CLI, another process), read back from the ledger; null while still open. */
@@ -207,9 +183,17 @@ function dbosIds(): { runId: string; inStep: boolean } {
   return { runId: runIdForWorkflow(workflowId), inStep };
 }
 
-/** Runs `body` as a DBOS step with retries off, or directly when already inside a step. */
+/**
+ * Runs `body` as a DBOS step with retries off, or directly when already inside a step. Its attempt ids are
+ * `<run id>:s<step id>.<execution tag>.<n>`: the tag is new each time DBOS executes the step (a step
+ * re-executed after a crash keeps its step id), so no two provider calls ever share an attempt id.
+ */
 function asStep<T>(name: string, inStep: boolean, runId: string, body: (attemptIds: () => string) => Promise<T>) {
-  const inner = () => body(attemptIdsForStep(runId, DBOS.stepID ?? 0));
+  const inner = () => {
+    const prefix = `${runId}:s${DBOS.stepID ?? 0}.${randomBytes(4).toString('hex')}`;
+    let n = 0;
+    return body(() => `${prefix}.${++n}`);
+  };
   return inStep ? inner() : DBOS.runStep(inner, { name, retriesAllowed: false });
 }
 
@@ -225,51 +209,19 @@ async function runOperation(
   const spec = Object.hasOwn(adapter?.operations ?? {}, operation) ? adapter.operations[operation] : undefined;
   const name = stepOptions?.name ?? `retrysafe:${spec?.card.operation ?? operation}`;
   const rounds = inStep ? 0 : Math.max(0, stepOptions?.inProgressRounds ?? 20);
-  const { params, businessOperationId, intent } = input;
   for (let round = 0; ; round++) {
-    const outcome = await asStep(name, inStep, runId, async (attemptIds) =>
-      fromRunResult(
-        await runner.run(adapter, operation, {
-          params,
-          businessOperationId,
-          intent,
-          runId,
-          attemptIds,
-          signal: DBOS.stepStatus?.cancelSignal,
-        }),
-      ),
-    );
+    // The run and attempt ids (and the cancel signal) are DBOS's, whatever `input` carries.
+    const outcome = await asStep(name, inStep, runId, async (attemptIds) => {
+      const signal = DBOS.stepStatus?.cancelSignal;
+      return fromRunResult(await runner.run(adapter, operation, { ...input, runId, attemptIds, signal }));
+    });
     if (outcome.status !== 'in-progress' || round >= rounds) return outcome;
     await DBOS.sleep(Math.min(Math.max(outcome.retryAfterMs, 50), 60_000));
   }
 }
 
-/** Carries out a person's decision if one came, then reports what the ledger holds (null while still open). */
-async function resolveStep(
-  { runner, ledger }: Parts,
-  adapter: AdapterV1,
-  id: BusinessOperationId,
-  message: unknown,
-  runId: string,
-  attemptIds: () => string,
-): Promise<DbosOperationOutcome | null> {
-  if (isResolution(message)) {
-    const by = typeof message.by === 'string' ? message.by : undefined;
-    try {
-      return fromRunResult(await runner.resolve(id, message, { adapters: [adapter], runId, attemptIds, by }));
-    } catch (err) {
-      // An unsafe resume without { force: true } is refused: the workflow keeps waiting for a decision it can carry out.
-      if (UnsafeResumeError.isInstance(err)) return null;
-      // Resolved elsewhere in the meantime: report what the ledger holds.
-      if (!InvalidStateError.isInstance(err)) throw err;
-    }
-  }
-  const rec = await ledger.get(id);
-  return rec ? fromRecord(rec) : null;
-}
-
 async function awaitResolution(
-  parts: Parts,
+  { runner, ledger }: Parts,
   adapter: AdapterV1,
   outcome: DbosOperationOutcome,
   waitOptions: AwaitResolutionOptions = {},
@@ -292,9 +244,22 @@ async function awaitResolution(
       resolutionTopic(id),
       Math.max(1, Math.min(pollSeconds, Math.ceil(left / 1000))),
     );
-    const next = await asStep(`retrysafe:resolve:${outcome.packet.operation}`, false, runId, (attemptIds) =>
-      resolveStep(parts, adapter, id, message, runId, attemptIds),
-    );
+    // Carries out a person's decision if one came, then reports what the ledger holds (null while still open).
+    const next = await asStep(`retrysafe:resolve:${outcome.packet.operation}`, false, runId, async (attemptIds) => {
+      if (isResolution(message)) {
+        const by = typeof message.by === 'string' ? message.by : undefined;
+        try {
+          return fromRunResult(await runner.resolve(id, message, { adapters: [adapter], runId, attemptIds, by }));
+        } catch (err) {
+          // An unsafe resume without { force: true } is refused: the workflow keeps waiting for a decision it can carry out.
+          if (UnsafeResumeError.isInstance(err)) return null;
+          // Resolved elsewhere in the meantime: report what the ledger holds.
+          if (!InvalidStateError.isInstance(err)) throw err;
+        }
+      }
+      const rec = await ledger.get(id);
+      return rec ? fromRecord(rec) : null;
+    });
     if (next === null || next.status === 'in-progress') continue;
     await DBOS.setEvent(handoffEventKey(id), next);
     return next;

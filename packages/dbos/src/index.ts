@@ -1,19 +1,3 @@
-export type {
-  AwaitResolutionOptions,
-  DbosMessageSender,
-  DbosOperationOutcome,
-  DbosResolutionMessage,
-  DbosRetrysafe,
-  DbosRetrysafeOptions,
-  DbosRunInput,
-  DbosStepOptions,
-} from './dbos-retrysafe.js';
-export {
-  createDbosRetrysafe,
-  handoffEventKey,
-  resolutionTopic,
-  runIdForWorkflow,
-  sendResolution,
-} from './dbos-retrysafe.js';
-export type { DbosStepConfigurationProblem } from './errors/dbos-step-configuration-error.js';
-export { DbosStepConfigurationError } from './errors/dbos-step-configuration-error.js';
+/** @retrysafe/dbos: retrysafe operations as DBOS steps. Every export of these two modules is public. */
+export * from './dbos-retrysafe.js';
+export * from './errors/dbos-step-configuration-error.js';

@@ -2,7 +2,7 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { InMemoryTransport } from '@modelcontextprotocol/sdk/inMemory.js';
 import type { AdapterV1 } from '@retrysafe/contract';
 import { createMemoryLedger, createRunner } from '@retrysafe/core';
-import { agentTools, SAFE_TOOL_NAME, safeToolName } from '@retrysafe/core/agent';
+import { agentTools, safeToolName } from '@retrysafe/core/agent';
 import {
   asyncExportsCreate,
   clientTokenInstancesRun,
@@ -17,6 +17,9 @@ import { createSlackAdapter } from '@retrysafe/slack';
 import { createStripeAdapter } from '@retrysafe/stripe';
 import { describe, expect, it } from 'vitest';
 import { createRetrysafeMcpServer } from '../src/index.js';
+
+/** Function/tool names every big model API and MCP client accepts. */
+const SAFE_TOOL_NAME = /^[a-zA-Z0-9_-]{1,64}$/;
 
 // Every operation the project ships, as an agent would be offered it.
 function shipped(): AdapterV1[] {

@@ -1,7 +1,4 @@
-import { RetrysafeError } from '@retrysafe/contract';
-import { markerGuard } from '@retrysafe/contract/provider';
-
-const marker = Symbol.for('retrysafe.error.DbosStepConfigurationError');
+import { errorClass } from '@retrysafe/contract/provider';
 
 export type DbosStepConfigurationProblem =
   /** DBOS would retry the step: a second retrying layer above the runner. */
@@ -15,12 +12,9 @@ export type DbosStepConfigurationProblem =
  * A retrysafe operation was asked to run in a DBOS context that would break its guarantees. Thrown
  * before anything is claimed or sent.
  */
-export class DbosStepConfigurationError extends RetrysafeError {
-  readonly [marker] = true;
-  readonly problem: DbosStepConfigurationProblem;
-  constructor(problem: DbosStepConfigurationProblem, message: string) {
-    super('RETRYSAFE_DBOS_STEP_CONFIG', message);
-    this.problem = problem;
-  }
-  static override isInstance = markerGuard<DbosStepConfigurationError>(marker);
-}
+export const DbosStepConfigurationError = errorClass(
+  'DbosStepConfigurationError',
+  'RETRYSAFE_DBOS_STEP_CONFIG',
+  (problem: DbosStepConfigurationProblem, message: string) => ({ problem, message }),
+);
+export type DbosStepConfigurationError = InstanceType<typeof DbosStepConfigurationError>;
