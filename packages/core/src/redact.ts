@@ -171,6 +171,10 @@ export interface Redactor {
   withValuesFrom(params: unknown): Redactor;
 }
 
+/** The texts a redactor remembers the answer for: how many, and how long each may be. */
+const SCANNED_MAX = 1024;
+const SCANNED_MAX_LENGTH = 256;
+
 /** Builds the redactor from the caller's options plus an operation's declared sensitive fields. */
 export function createRedactor(options: RedactOptions = {}, sensitiveFields: readonly string[] = []): Redactor {
   const fields = [...(options.fields ?? []), ...sensitiveFields];
@@ -195,11 +199,19 @@ export function createRedactor(options: RedactOptions = {}, sensitiveFields: rea
   return build([]);
 
   function build(values: readonly string[]): Redactor {
+    // Short texts repeat from one operation to the next (params keys, decision reasons): each is scanned once.
+    const scanned = new Map<string, string>();
     const text = (s: string): string => {
+      const known = scanned.get(s);
+      if (known !== undefined) return known;
       let out = s;
       for (const v of values) out = out.split(v).join(REDACTED);
       for (const d of DETECTORS) if ((pii || !d.pii) && d.hint(out)) out = d.blank(out);
       for (const p of patterns) out = out.replace(p, REDACTED);
+      if (s.length <= SCANNED_MAX_LENGTH) {
+        if (scanned.size >= SCANNED_MAX) scanned.clear();
+        scanned.set(s, out);
+      }
       return out;
     };
     // Returns `v` itself when nothing in it changes, so the common case (nothing to redact) copies nothing.

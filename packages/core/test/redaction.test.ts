@@ -249,3 +249,21 @@ describe('redactor.params: a copy only where something is redacted', () => {
     expect(dirty).toEqual(before);
   });
 });
+
+describe('redactor.text: a remembered answer is the same answer', () => {
+  it('answers a repeated text as the first time, for short and long texts, and per redactor', () => {
+    const redactor = createRedactor();
+    const short = `token=${SECRET} for ${PII}`;
+    const long = `${'x'.repeat(300)} Bearer ${SECRET}`;
+    for (const t of [short, long, 'plain words']) expect(redactor.text(t)).toBe(redactor.text(t));
+    expect(redactor.text(short)).not.toContain(SECRET);
+    expect(redactor.text(short)).not.toContain(PII);
+    expect(redactor.text(long)).not.toContain(SECRET);
+    expect(redactor.text('plain words')).toBe('plain words');
+    // A redactor holding an operation's values answers for itself, not from the base's memory.
+    const withValue = redactor.withValuesFrom({ password: 'hunter22' });
+    expect(redactor.text('said hunter22')).toBe('said hunter22');
+    expect(withValue.text('said hunter22')).toBe(`said ${REDACTED}`);
+    expect(redactor.text('said hunter22')).toBe('said hunter22');
+  });
+});
