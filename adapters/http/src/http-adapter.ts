@@ -73,30 +73,27 @@ export function createHttpAdapter(options: HttpAdapterOptions): HttpAdapter {
   // The frame checks the provider name and that there is an operation; buildOperation checks each against its card.
   const { provider } = options;
   const c = connect(provider, options);
-  const operations: Record<string, HttpOperation> = {};
-  for (const [name, spec] of Object.entries(options.operations))
-    operations[name] = buildOperation(provider, name, spec);
+  const operations = Object.entries(options.operations).map(([name, spec]) => [
+    name,
+    buildOperation(provider, name, spec),
+  ]);
   return defineAdapter({
     provider,
-    operations,
+    operations: Object.fromEntries(operations) as Record<string, HttpOperation>,
     execute: (o, params, ctx) => send(c, o, params as Record<string, unknown>, ctx),
     lookup: (o, ctx) => lookup(c, o, ctx),
     close: async () => c.close(),
   });
 }
 
-/**
- * The axios client never retries, never follows redirects (a followed 307/308 re-sends a POST body: a hidden
- * second retrying layer) and ignores proxy environment variables; the runner is the only layer that re-sends.
- */
+/** No retries, no redirects (a followed 307/308 re-sends a POST body), no proxy variables: the runner alone re-sends. */
 function connect(provider: string, options: HttpAdapterOptions) {
   const base = checkBaseUrl(provider, options.baseUrl);
-  if (!(Number.isFinite(options.timeoutMs) && options.timeoutMs > 0)) {
+  if (!(Number.isFinite(options.timeoutMs) && options.timeoutMs > 0))
     throw new AdapterConfigurationError(
       provider,
       'timeoutMs must be a positive number (axios has no timeout by default, so a lost response would hang forever)',
     );
-  }
   const baseURL = base.toString().replace(/\/$/, '');
   const httpAgent = new http.Agent({ keepAlive: false });
   const httpsAgent = new https.Agent({ keepAlive: false });
@@ -325,9 +322,8 @@ async function pollStatus(a: Ask, reading: StatusReading, statusRef: string): Pr
     return succeeded(a, res, done.data);
   }
   if (res.status === 200) {
-    const state = readPath(res.data, reading.field);
-    const s = typeof state === 'string' ? state : undefined;
-    if (s !== undefined && reading.pending.includes(s))
+    const s = readPath(res.data, reading.field) as string; // only a string can equal a declared value
+    if (reading.pending.includes(s))
       return found({
         kind: 'in-progress',
         statusRef,
@@ -336,10 +332,10 @@ async function pollStatus(a: Ask, reading: StatusReading, statusRef: string): Pr
         ...retryAfterOf(res.headers),
         message: `status ${s}`,
       });
-    if (s !== undefined && reading.done.includes(s)) return succeeded(a, res, res.data);
-    if (s !== undefined && reading.failed?.includes(s))
+    if (reading.done.includes(s)) return succeeded(a, res, res.data);
+    if (reading.failed?.includes(s))
       return found({ kind: 'rejected', reason: 'other', message: `status ${s}`, status: 200, ...rid });
-    return cannotTell(res, `status field ${reading.field} is ${JSON.stringify(state)}, not a declared value`);
+    return cannotTell(res, `status field ${reading.field} is ${JSON.stringify(s)}, not a declared value`);
   }
   if (res.status >= 400 && res.status < 500 && ![404, 408, 429].includes(res.status)) {
     // An error persisted at the status resource: the work item failed for good.

@@ -7,6 +7,7 @@ import {
   type LookupReadContext,
   type LookupShape,
   PLACEHOLDER,
+  placeholders,
   readPath,
   templateValue,
 } from './http-operations.js';
@@ -79,7 +80,7 @@ export function fillTemplate(t: Template, params: Record<string, unknown>, ids: 
 
 /** Names a template refers to (for checks at construction). */
 function templateNames(t: Template | undefined): string[] {
-  if (typeof t === 'string') return [...t.matchAll(PLACEHOLDER)].map((m) => m[1]!);
+  if (typeof t === 'string') return placeholders(t);
   if (Array.isArray(t)) return t.flatMap((x) => templateNames(x));
   if (t && typeof t === 'object') return Object.values(t).flatMap((x) => templateNames(x as Template));
   return [];
@@ -103,21 +104,18 @@ export function matcher(m: MatchDeclaration): (body: unknown, ctx: LookupReadCon
   };
 }
 
-function lookupSpec(l: HttpLookupDeclaration): HttpLookupSpec {
-  switch (l.method) {
-    case 'get-by-key': {
-      const where = l.applied?.where;
-      return { ...l, applied: where && ((resource, ctx) => whereHolds(resource, where, ctx)) };
-    }
-    case 'status-url': {
-      const w = l.withoutStatusRef;
-      return { ...l, withoutStatusRef: typeof w === 'object' ? { ...w, match: matcher(w.match) } : w };
-    }
-    case 'search':
-      return { ...l, match: matcher(l.match) };
-    default:
-      return l;
+/** The code lookup a declaration describes, and the `where` comparisons it makes (checked at construction). */
+function lookupSpec(l: HttpLookupDeclaration): [HttpLookupSpec, Readonly<Record<string, Template>>?] {
+  if (l.method === 'get-by-key') {
+    const where = l.applied?.where;
+    return [{ ...l, applied: where && ((resource, ctx) => whereHolds(resource, where, ctx)) }, where];
   }
+  if (l.method === 'search') return [{ ...l, match: matcher(l.match) }, l.match.where];
+  if (l.method === 'status-url' && typeof l.withoutStatusRef === 'object') {
+    const w = l.withoutStatusRef;
+    return [{ ...l, withoutStatusRef: { ...w, match: matcher(w.match) } }, w.match.where];
+  }
+  return [l as HttpLookupSpec];
 }
 
 /** Turns one data declaration into the `HttpOperationSpec` `createHttpAdapter` takes. */
@@ -129,36 +127,22 @@ export function operationFromDeclaration(
   const fail = (msg: string): never => {
     throw new AdapterConfigurationError(provider, `operation ${name}: ${msg}`);
   };
-  const intent = new Set(d.card?.businessOperationId?.intentFields ?? []);
-  const allowed = (n: string) =>
-    n === 'key' ||
-    n === 'businessOperationId' ||
-    intent.has(n.split('.')[0]!) ||
-    Object.hasOwn((d.paramsSchema as { properties?: object } | undefined)?.properties ?? {}, n.split('.')[0]!);
-  for (const n of templateNames(d.body))
-    if (!allowed(n))
-      fail(
-        `body template {${n}} is neither an intent field, a declared param (paramsSchema.properties), {key} nor {businessOperationId}`,
-      );
   const { body, lookup: l, ...rest } = d;
-  const where =
-    l.method === 'search'
-      ? l.match.where
-      : l.method === 'get-by-key'
-        ? l.applied?.where
-        : l.method === 'status-url' && typeof l.withoutStatusRef === 'object'
-          ? l.withoutStatusRef.match.where
-          : undefined;
+  const [lookup, where] = lookupSpec(l);
+  const declared = (d.paramsSchema as { properties?: object } | undefined)?.properties ?? {};
+  const fields = new Set([...(d.card?.businessOperationId?.intentFields ?? []), ...Object.keys(declared)]);
+  const check = (what: string, t: Template | undefined) => {
+    for (const n of templateNames(t))
+      if (n !== 'key' && n !== 'businessOperationId' && !fields.has(n.split('.')[0]!))
+        fail(
+          `${what} template {${n}} is neither an intent field, a declared param (paramsSchema.properties), {key} nor {businessOperationId}`,
+        );
+  };
+  check('body', body);
+  check('lookup', where);
   if (where && Object.keys(where).length === 0)
     fail('a lookup match needs at least one `where` comparison (an empty one would match any item)');
-  for (const n of templateNames(where))
-    if (!allowed(n))
-      fail(`lookup template {${n}} is neither an intent field, a declared param, {key} nor {businessOperationId}`);
-  return {
-    ...rest,
-    lookup: lookupSpec(l),
-    ...(body !== undefined ? { body: (params, ids) => fillTemplate(body, params, ids) } : {}),
-  };
+  return { ...rest, lookup, ...(body !== undefined ? { body: (params, ids) => fillTemplate(body, params, ids) } : {}) };
 }
 
 /** An adapter built from a data declaration (a config file's `type: http` adapter). */

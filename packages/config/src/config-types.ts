@@ -89,15 +89,8 @@ export interface HttpOperationConfig {
 }
 
 /** A `type: http` entry resolved for `@retrysafe/http`'s createHttpAdapterFromDeclaration: cards read, header credentials from the environment. */
-export interface HttpDeclarationData {
-  readonly provider: string;
-  readonly baseUrl: string;
-  readonly timeoutMs: number;
-  readonly headers?: Readonly<Record<string, string>>;
-  readonly operations: Readonly<
-    Record<string, Omit<HttpOperationConfig, 'card'> & { readonly card: Readonly<Record<string, unknown>> }>
-  >;
-}
+export type HttpDeclarationData = Required<Pick<HttpAdapterConfig, 'provider'>> &
+  Pick<HttpAdapterConfig, 'baseUrl' | 'timeoutMs' | 'headers' | 'operations'>;
 export type AdapterConfig =
   | VendorConfig<'apiKeyEnv'>
   | VendorConfig<'accessTokenEnv'>

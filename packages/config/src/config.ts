@@ -7,6 +7,7 @@ import type { HttpAdapterDeclaration } from '@retrysafe/http';
 import type {
   HttpAdapterConfig,
   HttpDeclarationData,
+  HttpOperationConfig,
   LedgerLocation,
   ModuleAdapterConfig,
   RetrysafeConfig,
@@ -14,7 +15,7 @@ import type {
 import { findInlineCredentials, looksLikeEnvName, safeMessage } from './credentials.js';
 import { DataSyntaxError, FileLimitError, readDataFile } from './read-file.js';
 import { suggest } from './schema-check.js';
-import { checkConfig, DEFAULT_LEDGER, ledgerKind } from './validate.js';
+import { checkConfig, DEFAULT_LEDGER, ledgerProblem, POSTGRES_URL } from './validate.js';
 
 /** The config file is missing, malformed, names an unknown adapter, or carries a credential inline. */
 export const ConfigError = errorClass('ConfigError', 'RETRYSAFE_CONFIG', (path: string, message: string) => ({
@@ -35,7 +36,6 @@ export function parseConfig(raw: unknown, baseDir = process.cwd(), source = 'con
   return {
     ...rest,
     ledger: (o.ledger as LedgerLocation | undefined) ?? DEFAULT_LEDGER,
-    adapters: o.adapters as RetrysafeConfig['adapters'],
     baseDir,
   } as RetrysafeConfig;
 }
@@ -243,13 +243,15 @@ export function httpDeclarationOf(
   const headers: Record<string, string> = { ...(c.headers ?? {}) };
   for (const [header, variable] of Object.entries(c.headersFromEnv ?? {}))
     headers[header] = env(variable, `${path}.headersFromEnv.${header}`, environment);
-  const operations: Record<string, HttpDeclarationData['operations'][string]> = {};
+  const operations: Record<string, HttpOperationConfig> = {};
   for (const [op, d] of Object.entries(c.operations)) {
+    const where = `${path}.operations.${op}.card`;
     operations[op] = {
       ...d,
-      card: (typeof d.card === 'string'
-        ? readData(resolve(baseDir, d.card), `${path}.operations.${op}.card`, `card file ${d.card}`)
-        : d.card) as Readonly<Record<string, unknown>>,
+      card:
+        typeof d.card === 'string'
+          ? (readData(resolve(baseDir, d.card), where, `card file ${d.card}`) as Record<string, unknown>)
+          : d.card,
     };
   }
   return {
@@ -287,9 +289,9 @@ export async function openLedger(location: LedgerLocation, baseDir = process.cwd
     const { table, region, endpoint } = location.dynamodb;
     return createDynamoDbLedger({ table, ...(region ? { region } : {}), ...(endpoint ? { endpoint } : {}) });
   }
-  const kind = ledgerKind(location);
-  if (kind.kind === 'unusable') throw new ConfigError('ledger', kind.reason);
-  if (kind.kind === 'postgres') {
+  const problem = ledgerProblem(location);
+  if (problem) throw new ConfigError('ledger', problem);
+  if (POSTGRES_URL.test(location)) {
     const { createPostgresLedger } = await importOptional<typeof import('@retrysafe/ledger-postgres')>(
       '@retrysafe/ledger-postgres',
       'ledger',

@@ -83,7 +83,7 @@ export function findInlineCredentials(raw: unknown): string[] {
         : `${path}: expected the NAME of an environment variable (letters, digits and _, not starting with a digit)`,
     );
   };
-  const walk = (v: unknown, path: string, parentKey: string | null) => {
+  const walk = (v: unknown, path: string) => {
     if (typeof v === 'string') {
       // A declaration's template (`/instances?ClientToken={key}`, `{{ref}}`) names a value, it holds none.
       const text = v.replace(TEMPLATE, '');
@@ -100,7 +100,7 @@ export function findInlineCredentials(raw: unknown): string[] {
       return;
     }
     if (Array.isArray(v)) {
-      v.forEach((x, i) => walk(x, `${path}[${i}]`, parentKey));
+      v.forEach((x, i) => walk(x, `${path}[${i}]`));
       return;
     }
     if (!v || typeof v !== 'object') return;
@@ -121,10 +121,10 @@ export function findInlineCredentials(raw: unknown): string[] {
         );
         continue;
       }
-      walk(x, p, k);
+      walk(x, p);
     }
   };
-  walk(raw, '', null);
+  walk(raw, '');
   return problems;
 }
 

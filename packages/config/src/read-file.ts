@@ -31,8 +31,6 @@ export const FileLimitError = errorClass(
 );
 export type FileLimitError = InstanceType<typeof FileLimitError>;
 
-const CHUNK = 64 * 1024;
-
 /**
  * Reads a UTF-8 text file of at most `maxBytes`. A larger file is refused from its size, unread; a file
  * whose size says nothing (a pipe, a device) is read only up to the limit. File-system errors are thrown
@@ -44,17 +42,12 @@ export function readTextFile(path: string, limits: Pick<FileLimits, 'maxBytes'> 
   try {
     const size = fstatSync(fd).size;
     if (size > max) throw new FileLimitError(path, 'maxBytes', max, `the file has ${size} bytes`);
-    const chunks: Buffer[] = [];
+    // One byte more than the limit, so a longer stream shows itself without being read to its end.
+    const buf = Buffer.allocUnsafe(max + 1);
     let total = 0;
-    for (;;) {
-      const chunk = Buffer.alloc(CHUNK);
-      const n = readSync(fd, chunk, 0, CHUNK, null);
-      if (n === 0) break;
-      total += n;
-      if (total > max) throw new FileLimitError(path, 'maxBytes', max, `the file has more than ${max} bytes`);
-      chunks.push(chunk.subarray(0, n));
-    }
-    return Buffer.concat(chunks, total).toString('utf8');
+    for (let n = 1; n > 0 && total <= max; total += n) n = readSync(fd, buf, total, max + 1 - total, null);
+    if (total > max) throw new FileLimitError(path, 'maxBytes', max, `the file has more than ${max} bytes`);
+    return buf.toString('utf8', 0, total);
   } finally {
     closeSync(fd);
   }

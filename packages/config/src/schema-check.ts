@@ -29,7 +29,7 @@ export function didYouMean(word: string, candidates: Iterable<string>): string |
   let best: string | null = null;
   let bestScore = Infinity;
   for (const c of candidates) {
-    const score = c.toLowerCase() === word.toLowerCase() ? 0 : editDistance(word.toLowerCase(), c.toLowerCase());
+    const score = editDistance(word.toLowerCase(), c.toLowerCase());
     if (score < bestScore) {
       best = c;
       bestScore = score;

@@ -7,27 +7,18 @@ export const configSchema = JSON.parse(readFileSync(new URL('../schema.json', im
 /** The ledger used when the file names none. A ledger the file does name is never replaced by it. */
 export const DEFAULT_LEDGER = './retrysafe.db';
 
-/** The form a ledger location takes: a postgres:// URL, or a SQLite file path. */
-export type LedgerKind =
-  | { readonly kind: 'postgres'; readonly url: string }
-  | { readonly kind: 'sqlite'; readonly path: string };
+/** A ledger location that is a PostgreSQL URL. */
+export const POSTGRES_URL = /^postgres(ql)?:\/\/[^/]/i;
 
-/** Classifies a ledger location; `null` plus a reason when it is neither a postgres:// URL nor a file path. */
-export function ledgerKind(location: string): LedgerKind | { readonly kind: 'unusable'; readonly reason: string } {
-  if (/^postgres(ql)?:\/\/[^/]/i.test(location)) return { kind: 'postgres', url: location };
+/** Why a ledger location is neither a postgres:// URL nor a SQLite file path, or undefined when it is one. */
+export function ledgerProblem(location: string): string | undefined {
+  if (POSTGRES_URL.test(location)) return undefined;
   const scheme = /^([A-Za-z][A-Za-z0-9+.-]+):/.exec(location)?.[1];
   // One letter before a colon is a Windows drive (C:\ledgers\a.db), not a scheme.
-  if (scheme && scheme.length > 1) {
-    const near = suggest(scheme.toLowerCase(), ['postgres', 'postgresql']);
-    return {
-      kind: 'unusable',
-      reason: `${JSON.stringify(location)} is a ${scheme}: URL; a ledger is a postgres:// URL or a SQLite file path${near}`,
-    };
-  }
-  if (!location.trim()) return { kind: 'unusable', reason: 'the ledger location is empty' };
-  if (/[\\/]$/.test(location))
-    return { kind: 'unusable', reason: `${JSON.stringify(location)} names a directory, not a SQLite file` };
-  return { kind: 'sqlite', path: location };
+  if (scheme && scheme.length > 1)
+    return `${JSON.stringify(location)} is a ${scheme}: URL; a ledger is a postgres:// URL or a SQLite file path${suggest(scheme.toLowerCase(), ['postgres', 'postgresql'])}`;
+  if (!location.trim()) return 'the ledger location is empty';
+  if (/[\\/]$/.test(location)) return `${JSON.stringify(location)} names a directory, not a SQLite file`;
 }
 
 /**
@@ -37,10 +28,8 @@ export function ledgerKind(location: string): LedgerKind | { readonly kind: 'unu
  */
 export function checkConfig(o: Record<string, unknown>): string[] {
   const problems = checkSchema(o, configSchema, configSchema);
-  if (typeof o.ledger === 'string' && o.ledger) {
-    const k = ledgerKind(o.ledger);
-    if (k.kind === 'unusable') problems.push(`ledger: ${k.reason}`);
-  }
+  const ledger = typeof o.ledger === 'string' && o.ledger ? ledgerProblem(o.ledger) : undefined;
+  if (ledger) problems.push(`ledger: ${ledger}`);
   const policy = o.policy as Record<string, unknown> | undefined;
   if (policy && typeof policy.capMs === 'number' && typeof policy.baseMs === 'number' && policy.capMs < policy.baseMs)
     problems.push(`policy.capMs: the backoff cap (${policy.capMs}) is below its base (${policy.baseMs})`);
