@@ -33,11 +33,7 @@ export interface HttpAdapterConfig {
   readonly operations: Record<string, HttpOperationConfig>;
 }
 
-/**
- * One operation of a `type: http` adapter as written in the file: `@retrysafe/http`'s
- * HttpOperationDeclaration, with the card inline or as a file path. Typed loosely here so this
- * package's types do not need `@retrysafe/http` installed; the schema checks it in full at load time.
- */
+/** `@retrysafe/http`'s HttpOperationDeclaration (card inline or a path), loose so it needs no `@retrysafe/http`. */
 export interface HttpOperationConfig {
   readonly description: string;
   readonly method: 'POST' | 'PUT' | 'PATCH' | 'DELETE';

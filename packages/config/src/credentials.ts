@@ -1,13 +1,7 @@
 import { createRedactor, detectSensitive, isSecretKey, keyParts } from '@retrysafe/core/internal';
 
-/**
- * The config's inline-credential refusal. A config file is committed, copied and pasted into tickets,
- * so a credential in it is refused — by its key (matched by parts, as the redactor does: `apiToken`,
- * `headers["X-Api-Key"]`, `"apiKey "`, `auth`, `credentials.pass`), by its value (the redactor's
- * detectors: `sk_live_…`, `AKIA…`, `Bearer …`, a private key…), and inside URLs (user-info with a
- * password, secret query parameters). Each problem names the place and the environment-variable way;
- * none ever repeats the refused value.
- */
+// A config file is committed, copied and pasted into tickets, so a credential in it is refused: by its key, by its
+// value (the redactor's detectors) and inside URLs. Each problem names the place, never the value.
 
 /** A template placeholder of an HTTP declaration or a fence file: `{key}`, `{params.ref}`, `{{customer}}`. */
 const TEMPLATE = /\{\{?\s*[\w.]+\s*\}?\}/g;
@@ -69,10 +63,7 @@ function urlProblems(value: string, path: string): string[] | null {
   return out;
 }
 
-/**
- * Every inline credential in a raw config object, as messages naming the place (never the value).
- * `*Env` keys must hold environment-variable names; `secretsFromEnv` maps option names to them.
- */
+/** Every inline credential in a raw config object; `*Env` keys must hold environment-variable names. */
 export function findInlineCredentials(raw: unknown): string[] {
   const problems: string[] = [];
   const envName = (v: unknown, path: string) => {

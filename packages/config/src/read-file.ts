@@ -2,10 +2,7 @@ import { closeSync, fstatSync, openSync, readSync } from 'node:fs';
 import { errorClass } from '@retrysafe/contract/provider';
 import { parseDocument } from 'yaml';
 
-/**
- * What a file retrysafe reads (a config, a card, the params of `--resend-with`) may hold. Far above
- * what such a file needs; low enough that a wrong or hostile file is refused before it costs memory.
- */
+/** What a file retrysafe reads may hold: far above a real file's needs, low enough to refuse a hostile one cheaply. */
 export const FILE_LIMITS = {
   /** Bytes of the file. */
   maxBytes: 1024 * 1024,
@@ -31,11 +28,7 @@ export const FileLimitError = errorClass(
 );
 export type FileLimitError = InstanceType<typeof FileLimitError>;
 
-/**
- * Reads a UTF-8 text file of at most `maxBytes`. A larger file is refused from its size, unread; a file
- * whose size says nothing (a pipe, a device) is read only up to the limit. File-system errors are thrown
- * as they are (ENOENT, EACCES… with the path).
- */
+/** Reads a UTF-8 text file of at most `maxBytes`; a pipe or device is read only up to the limit. */
 export function readTextFile(path: string, limits: Pick<FileLimits, 'maxBytes'> = FILE_LIMITS): string {
   const max = limits.maxBytes;
   const fd = openSync(path, 'r');
@@ -74,9 +67,8 @@ function tooDeep(value: unknown, max: number): boolean {
 }
 
 /**
- * The deepest nesting of YAML flow collections (`[`, `{`) in the text, outside quoted scalars and
- * comments: checked before parsing, because the parser spends seconds on a deep file before its
- * stack gives out. A bracket inside a plain scalar counts too, so this errs only towards refusing.
+ * The deepest nesting of YAML flow collections outside quoted scalars and comments, checked before parsing: the
+ * parser spends seconds on a deep file before its stack gives out. Errs only towards refusing.
  */
 function flowDepth(text: string): number {
   let depth = 0;
@@ -112,11 +104,7 @@ export class DataSyntaxError extends Error {
   override name = 'DataSyntaxError';
 }
 
-/**
- * Parses JSON or YAML text into plain data within the limits: YAML with at most `maxAliasCount`
- * alias resolutions and unique keys, both with at most `maxDepth` levels of nesting. Throws
- * FileLimitError over a limit, DataSyntaxError for text that does not parse.
- */
+/** Parses JSON or YAML (unique keys) within the limits: FileLimitError over one, DataSyntaxError if it won't parse. */
 export function parseDataText(
   text: string,
   options: { readonly path: string; readonly yaml: boolean; readonly limits?: FileLimits },

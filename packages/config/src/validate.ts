@@ -1,8 +1,9 @@
 import { readFileSync } from 'node:fs';
-import { checkSchema, type SchemaNode, suggest } from './schema-check.js';
+import type { JsonSchema } from '@retrysafe/contract';
+import { checkSchema, suggest } from './schema-check.js';
 
 /** The config file's JSON Schema: the published schema.json is the one definition, and what `parseConfig` checks. */
-export const configSchema = JSON.parse(readFileSync(new URL('../schema.json', import.meta.url), 'utf8')) as SchemaNode;
+export const configSchema = JSON.parse(readFileSync(new URL('../schema.json', import.meta.url), 'utf8')) as JsonSchema;
 
 /** The ledger used when the file names none. A ledger the file does name is never replaced by it. */
 export const DEFAULT_LEDGER = './retrysafe.db';
@@ -21,11 +22,7 @@ export function ledgerProblem(location: string): string | undefined {
   if (/[\\/]$/.test(location)) return `${JSON.stringify(location)} names a directory, not a SQLite file`;
 }
 
-/**
- * Problems beyond the schema's shape: a ledger that is named but cannot be one, and operations
- * whose adapter name is not configured. (Operation names themselves are checked against the built
- * adapters by `createAdapters`, since a module adapter's operations are known only then.)
- */
+/** Problems beyond the schema's shape; operation names are checked once the adapters are built (`createAdapters`). */
 export function checkConfig(o: Record<string, unknown>): string[] {
   const problems = checkSchema(o, configSchema, configSchema);
   const ledger = typeof o.ledger === 'string' && o.ledger ? ledgerProblem(o.ledger) : undefined;
