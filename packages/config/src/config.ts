@@ -262,8 +262,7 @@ export async function openLedger(location: LedgerLocation, baseDir = process.cwd
       '@retrysafe/ledger-dynamodb',
       'ledger',
     );
-    const { table, region, endpoint } = location.dynamodb;
-    return createDynamoDbLedger({ table, ...(region ? { region } : {}), ...(endpoint ? { endpoint } : {}) });
+    return createDynamoDbLedger(location.dynamodb);
   }
   const problem = ledgerProblem(location);
   if (problem) throw new ConfigError('ledger', problem);

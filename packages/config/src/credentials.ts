@@ -16,27 +16,18 @@ export function looksLikeEnvName(name: unknown): name is string {
 }
 
 /** A key whose value is the NAME of an environment variable (`apiKeyEnv`, `accessTokenEnv`, …). */
-function isEnvNameKey(key: string): boolean {
-  const parts = keyParts(key);
-  return parts[parts.length - 1] === 'env';
-}
+const isEnvNameKey = (key: string) => keyParts(key).at(-1) === 'env';
 
 const pathOf = (base: string, key: string) =>
   /^[A-Za-z_$][\w$]*$/.test(key)
-    ? base
-      ? `${base}.${key}`
-      : key
+    ? [base, key].filter(Boolean).join('.')
     : `${base}[${JSON.stringify(key.replace(/[^\w .-]/g, '?'))}]`;
 
 /** Problems of a string that is a URL (null when it is not one): user-info, secret query parameters, a credential elsewhere in it. */
 function urlProblems(value: string, path: string): string[] | null {
   if (!/^[a-z][a-z0-9+.-]*:\/\//i.test(value)) return null;
-  let url: URL;
-  try {
-    url = new URL(value);
-  } catch {
-    return null;
-  }
+  const url = URL.parse(value);
+  if (!url) return null;
   const out: string[] = [];
   const pg = /^postgres(ql)?:$/i.test(url.protocol);
   // A database user name is not a secret; anywhere else a bare user-info is usually a token.
@@ -121,6 +112,4 @@ export function findInlineCredentials(raw: unknown): string[] {
 
 const scrub = createRedactor({ pii: false });
 /** A parser's or the system's message with anything credential-like blanked (JSON/YAML errors quote the text). */
-export function safeMessage(message: string): string {
-  return scrub.text(message);
-}
+export const safeMessage = (message: string): string => scrub.text(message);

@@ -22,18 +22,14 @@ export function editDistance(a: string, b: string): number {
 
 /** The closest candidate, when it is close enough to be a typo (case differences count as none). */
 export function didYouMean(word: string, candidates: Iterable<string>): string | null {
-  let best: string | null = null;
-  let bestScore = Infinity;
+  let best: { c: string; score: number } | null = null;
   for (const c of candidates) {
     const score = editDistance(word.toLowerCase(), c.toLowerCase());
-    if (score < bestScore) {
-      best = c;
-      bestScore = score;
-    }
+    if (best === null || score < best.score) best = { c, score };
   }
   if (best === null) return null;
-  const limit = Math.max(1, Math.min(3, Math.floor(Math.max(word.length, best.length) / 3)));
-  return bestScore <= limit ? best : null;
+  const limit = Math.max(1, Math.min(3, Math.floor(Math.max(word.length, best.c.length) / 3)));
+  return best.score <= limit ? best.c : null;
 }
 
 export const suggest = (word: string, candidates: Iterable<string>): string => {

@@ -33,15 +33,12 @@ export function checkConfig(o: Record<string, unknown>): string[] {
   const adapters =
     o.adapters && typeof o.adapters === 'object' && !Array.isArray(o.adapters) ? Object.keys(o.adapters) : [];
   if (o.adapters !== undefined && adapters.length === 0) problems.push('adapters: name at least one adapter');
-  if (Array.isArray(o.operations)) {
-    o.operations.forEach((entry, i) => {
-      if (typeof entry !== 'string') return;
-      const name = entry.split('.')[0]!;
-      if (!adapters.includes(name))
-        problems.push(
-          `operations[${i}]: "${entry}" starts with "${name}", which is not an adapter in this file${suggest(name, adapters)} (entries are "<adapter name>.<operation>"; adapters: ${adapters.join(', ') || 'none'})`,
-        );
-    });
+  for (const [i, entry] of (Array.isArray(o.operations) ? o.operations : []).entries()) {
+    const name = String(entry).split('.')[0]!;
+    if (typeof entry === 'string' && !adapters.includes(name))
+      problems.push(
+        `operations[${i}]: "${entry}" starts with "${name}", which is not an adapter in this file${suggest(name, adapters)} (entries are "<adapter name>.<operation>"; adapters: ${adapters.join(', ') || 'none'})`,
+      );
   }
   return problems;
 }
