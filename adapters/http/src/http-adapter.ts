@@ -13,7 +13,7 @@ import {
 } from '@retrysafe/contract';
 import { checkBaseUrl, lookupFromOutcome } from '@retrysafe/contract/provider';
 import { resendSafety } from '@retrysafe/contract/rules';
-import axios, { type AxiosResponse } from 'axios';
+import axios, { type AxiosRequestConfig } from 'axios';
 import {
   absoluteLocation,
   classifyNetworkError,
@@ -114,9 +114,15 @@ function connect(provider: string, options: HttpAdapterOptions) {
   return { provider, client, base, baseURL, close };
 }
 
-function view(c: Conn, res: AxiosResponse, fallbackUrl: string): HttpResponseView {
-  const url = new URL(res.config.url ?? fallbackUrl, c.baseURL + '/').toString();
-  return { status: res.status, headers: res.headers as Record<string, unknown>, data: res.data, url };
+/** One request: the response, or the outcome of a request that failed on the way (execute and lookup alike). */
+async function request(c: Conn, config: AxiosRequestConfig & { url: string }): Promise<HttpResponseView | Outcome> {
+  try {
+    const res = await c.client.request(config);
+    const url = new URL(config.url, c.baseURL + '/').toString();
+    return { status: res.status, headers: res.headers as Record<string, unknown>, data: res.data, url };
+  } catch (err) {
+    return classifyNetworkError(err);
+  }
 }
 
 /** One request for the operation. Throws only for bad input (typed, nothing sent). */
@@ -127,7 +133,6 @@ async function send(
   ids: Ids & Pick<ExecuteContext, 'attempt' | 'signal'>,
 ): Promise<Outcome> {
   const { http: spec } = o;
-  const { attempt, signal } = ids;
   const path = fillPath(spec.path, params, ids);
   const headers: Record<string, string> = {};
   const query: Record<string, string> = {};
@@ -155,12 +160,15 @@ async function send(
     if ('header' in pc) headers[pc.header] = v;
     else query[pc.query] = v;
   }
-  try {
-    const res = await c.client.request({ method: spec.method, url: path, params: query, data: body, headers, signal });
-    return classifyResponse(spec, view(c, res, path), attempt);
-  } catch (err) {
-    return classifyNetworkError(err);
-  }
+  const res = await request(c, {
+    method: spec.method,
+    url: path,
+    params: query,
+    data: body,
+    headers,
+    signal: ids.signal,
+  });
+  return 'kind' in res ? res : classifyResponse(spec, res, ids.attempt);
 }
 
 /** What one lookup works with: the connection, the operation, the runner's context and the ids with the params. */
@@ -168,11 +176,8 @@ type Ask = { readonly c: Conn; readonly o: HttpOperation; readonly ctx: LookupCo
 
 /** GET `url`: the response, or the lookup result of a request that failed on the way. */
 async function get(a: Ask, url: string, what: string): Promise<HttpResponseView | LookupResult> {
-  try {
-    return view(a.c, await a.c.client.request({ method: 'GET', url, signal: a.ctx.signal }), url);
-  } catch (err) {
-    return lookupFromOutcome(classifyNetworkError(err), what);
-  }
+  const res = await request(a.c, { method: 'GET', url, signal: a.ctx.signal });
+  return 'kind' in res ? lookupFromOutcome(res, what) : res;
 }
 
 const found = (outcome: Extract<LookupResult, { kind: 'found' }>['outcome']): LookupResult => ({

@@ -12,22 +12,14 @@ export interface HttpResponseView {
 }
 
 export function readHeader(headers: Readonly<Record<string, unknown>>, name: string): string | undefined {
-  const want = name.toLowerCase();
-  for (const [k, v] of Object.entries(headers)) {
-    if (k.toLowerCase() === want)
-      return Array.isArray(v) ? String(v[0]) : v === undefined || v === null ? undefined : String(v);
-  }
-  return undefined;
+  const v = Object.entries(headers).find(([k]) => k.toLowerCase() === name.toLowerCase())?.[1];
+  const first: unknown = Array.isArray(v) ? v[0] : v;
+  return first === undefined || first === null ? undefined : String(first);
 }
 
 /** A rule matches the status (one code, a list, or a class such as `4xx`) and, when it names codes, the body's code. */
 function ruleMatches({ status: m, code: codes }: HttpErrorRule, status: number, code: string | undefined): boolean {
-  const statusMatches =
-    typeof m === 'number'
-      ? m === status
-      : typeof m === 'string'
-        ? `${Math.floor(status / 100)}xx` === m
-        : m.includes(status);
+  const statusMatches = typeof m === 'string' ? `${Math.floor(status / 100)}xx` === m : [m].flat().includes(status);
   return statusMatches && (codes === undefined || (code !== undefined && [codes].flat().includes(code)));
 }
 
@@ -65,9 +57,7 @@ function namedFields(data: unknown): { path: string; message: string }[] {
   const out: { path: string; message: string }[] = [];
   for (const item of list.slice(0, 20)) {
     const r = (item ?? {}) as Record<string, unknown>;
-    const raw = [r.name, r.field, r.path, r.pointer].find((v) => typeof v === 'string' && v.length > 0) as
-      | string
-      | undefined;
+    const raw = [r.name, r.field, r.path, r.pointer].find((v): v is string => typeof v === 'string' && v.length > 0);
     if (!raw) continue;
     const path = raw
       .replace(/^#?\//, '')

@@ -197,10 +197,8 @@ export function buildOperation(provider: string, name: string, spec: HttpOperati
     fail(
       'errors.createdPath names what a rejection created: the card must say so (sideEffect.rejectionMayCreate true), so the drill checks it',
     );
-  for (const [i, rule] of spec.errors.rules.entries()) {
-    if (rule.code !== undefined && !spec.errors.codePath)
-      fail(`errors.rules[${i}] matches a code but errors.codePath is not declared`);
-  }
+  const codeRule = spec.errors.codePath ? -1 : spec.errors.rules.findIndex((r) => r.code !== undefined);
+  if (codeRule >= 0) fail(`errors.rules[${codeRule}] matches a code but errors.codePath is not declared`);
   return {
     name,
     description: spec.description,
