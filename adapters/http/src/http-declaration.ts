@@ -16,9 +16,8 @@ import {
 // field comparisons, turned into an `HttpOperationSpec` so every check of a code declaration applies unchanged.
 
 /**
- * A value template. A string that is exactly `{name}` becomes the value of param `name` (any type;
- * dot paths allowed), `{key}` the provider key, `{businessOperationId}` the id; `{name}` inside a
- * longer string is interpolated; objects and arrays are filled member by member; anything else is a literal.
+ * A value template: exactly `{name}` is that param's value (any type, dot paths allowed), the provider `{key}` or the
+ * `{businessOperationId}`; `{name}` inside a longer string is interpolated; objects and arrays member by member.
  */
 export type Template = string | number | boolean | null | readonly Template[] | { readonly [k: string]: Template };
 

@@ -46,9 +46,8 @@ export function absoluteLocation(res: HttpResponseView): string | undefined {
 }
 
 /**
- * The fields a problem body names, so a caller can correct them: RFC 9457 `invalid-params`
- * (`[{ name, reason }]`, the RFC's own example) or an `errors` array of `{ pointer | field | path }`.
- * Only the field names are kept, never the provider's text (it may echo PII): the message is fixed.
+ * The fields a problem body names (RFC 9457 `invalid-params`, or `errors` of `{ pointer | field | path }`), so a caller
+ * can correct them; only the names are kept, never the provider's text (it may echo PII).
  */
 function namedFields(data: unknown): { path: string; message: string }[] {
   if (typeof data !== 'object' || data === null) return [];
@@ -70,10 +69,7 @@ function namedFields(data: unknown): { path: string; message: string }[] {
   return out;
 }
 
-/**
- * Maps one HTTP response to exactly one Outcome, by the operation's declaration only.
- * Messages carry the status and code, never the provider's message text (it may echo PII).
- */
+/** Maps one HTTP response to exactly one Outcome by the declaration; messages never carry the provider's text (PII). */
 export function classifyResponse(
   spec: HttpOperationSpec,
   res: HttpResponseView,
@@ -160,10 +156,7 @@ export function classifyResponse(
   };
 }
 
-/**
- * Maps a failure without a response with the contract's one classifier: never sent (refused, no route,
- * name resolution, TLS handshake) ⇒ not-applied; anything after the request may have been sent ⇒ unknown.
- */
+/** A failure without a response, by the contract's classifier: never sent ⇒ not-applied; maybe sent ⇒ unknown. */
 export function classifyNetworkError(err: unknown): Outcome {
   const t = classifyTransportFailure(err);
   if (t.sent === 'never') return { kind: 'not-applied', code: t.code, message: `${t.code}: the request was not sent` };
