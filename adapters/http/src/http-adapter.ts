@@ -73,10 +73,7 @@ export function createHttpAdapter(options: HttpAdapterOptions): HttpAdapter {
   // The frame checks the provider name and that there is an operation; buildOperation checks each against its card.
   const { provider } = options;
   const c = connect(provider, options);
-  const operations = Object.entries(options.operations).map(([name, spec]) => [
-    name,
-    buildOperation(provider, name, spec),
-  ]);
+  const operations = Object.entries(options.operations).map(([n, spec]) => [n, buildOperation(provider, n, spec)]);
   return defineAdapter({
     provider,
     operations: Object.fromEntries(operations) as Record<string, HttpOperation>,

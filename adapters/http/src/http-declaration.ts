@@ -67,12 +67,8 @@ export function fillTemplate(t: Template, params: Record<string, unknown>, ids: 
   }
   if (Array.isArray(t)) return t.map((x) => fillTemplate(x, params, ids));
   if (t && typeof t === 'object') {
-    const out: Record<string, unknown> = {};
-    for (const [k, v] of Object.entries(t)) {
-      const filled = fillTemplate(v as Template, params, ids);
-      if (filled !== undefined) out[k] = filled;
-    }
-    return out;
+    const filled = Object.entries(t).map(([k, v]) => [k, fillTemplate(v as Template, params, ids)]);
+    return Object.fromEntries(filled.filter(([, v]) => v !== undefined));
   }
   return t;
 }
@@ -80,7 +76,6 @@ export function fillTemplate(t: Template, params: Record<string, unknown>, ids: 
 /** Names a template refers to (for checks at construction). */
 function templateNames(t: Template | undefined): string[] {
   if (typeof t === 'string') return placeholders(t);
-  if (Array.isArray(t)) return t.flatMap((x) => templateNames(x));
   if (t && typeof t === 'object') return Object.values(t).flatMap((x) => templateNames(x as Template));
   return [];
 }
@@ -146,9 +141,9 @@ export function operationFromDeclaration(
 
 /** An adapter built from a data declaration (a config file's `type: http` adapter). */
 export function createHttpAdapterFromDeclaration(d: HttpAdapterDeclaration): HttpAdapter {
-  const operations = Object.entries(d.operations ?? {}).map(([name, op]) => [
-    name,
-    operationFromDeclaration(d.provider, name, op),
+  const operations = Object.entries(d.operations ?? {}).map(([n, op]) => [
+    n,
+    operationFromDeclaration(d.provider, n, op),
   ]);
   return createHttpAdapter({ ...d, operations: Object.fromEntries(operations) });
 }

@@ -253,11 +253,9 @@ function keyRuleOf(
 function requestProblems(spec: HttpOperationSpec, params: unknown): FieldError[] {
   if (typeof params !== 'object' || params === null || Array.isArray(params))
     return [{ path: '(root)', message: 'must be an object' }];
-  const out: FieldError[] = [];
-  for (const p of paramPlaceholders(spec.path)) {
-    if (scalarText(readPath(params, p)) === undefined)
-      out.push({ path: p, message: `is needed by the path ${spec.path} as a string or number` });
-  }
+  const out: FieldError[] = paramPlaceholders(spec.path)
+    .filter((p) => scalarText(readPath(params, p)) === undefined)
+    .map((p) => ({ path: p, message: `is needed by the path ${spec.path} as a string or number` }));
   const pc = spec.precondition;
   if (pc && scalarText((params as Record<string, unknown>)[pc.param]) === undefined)
     out.push({ path: pc.param, message: 'is the precondition value and must be a string or number' });
