@@ -196,13 +196,13 @@ function checkOperations(config: RetrysafeConfig, adapters: Record<string, Adapt
   const names = (config.operations ?? []).map((entry, i) => {
     const name = entry.split('.')[0]!;
     const op = entry.slice(name.length + 1);
-    // An entry without its adapter was reported by parseConfig.
-    const known = Object.keys(adapters[name]?.operations ?? { [op]: true });
+    const adapter = adapters[name];
+    const known = adapter ? Object.keys(adapter.operations) : [op]; // parseConfig reported a missing adapter
     if (!known.includes(op))
       problems.push(
         `operations[${i}]: ${name} has no operation "${op}"${suggest(op, known)} (known: ${known.join(', ')})`,
       );
-    return `${adapters[name]?.provider}.${op}`;
+    return `${adapter?.provider}.${op}`;
   });
   if (problems.length) throw new ConfigError('operations', problems.join('; '));
   return names;
