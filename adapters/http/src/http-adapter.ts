@@ -13,7 +13,7 @@ import {
 } from '@retrysafe/contract';
 import { checkBaseUrl, lookupFromOutcome } from '@retrysafe/contract/provider';
 import { resendSafety } from '@retrysafe/contract/rules';
-import axios, { type AxiosResponse } from 'axios';
+import axios, { type AxiosRequestConfig } from 'axios';
 import {
   absoluteLocation,
   classifyNetworkError,
@@ -73,30 +73,24 @@ export function createHttpAdapter(options: HttpAdapterOptions): HttpAdapter {
   // The frame checks the provider name and that there is an operation; buildOperation checks each against its card.
   const { provider } = options;
   const c = connect(provider, options);
-  const operations: Record<string, HttpOperation> = {};
-  for (const [name, spec] of Object.entries(options.operations))
-    operations[name] = buildOperation(provider, name, spec);
+  const operations = Object.entries(options.operations).map(([n, spec]) => [n, buildOperation(provider, n, spec)]);
   return defineAdapter({
     provider,
-    operations,
+    operations: Object.fromEntries(operations) as Record<string, HttpOperation>,
     execute: (o, params, ctx) => send(c, o, params as Record<string, unknown>, ctx),
     lookup: (o, ctx) => lookup(c, o, ctx),
     close: async () => c.close(),
   });
 }
 
-/**
- * The axios client never retries, never follows redirects (a followed 307/308 re-sends a POST body: a hidden
- * second retrying layer) and ignores proxy environment variables; the runner is the only layer that re-sends.
- */
+/** No retries, no redirects (a followed 307/308 re-sends a POST body), no proxy variables: the runner alone re-sends. */
 function connect(provider: string, options: HttpAdapterOptions) {
   const base = checkBaseUrl(provider, options.baseUrl);
-  if (!(Number.isFinite(options.timeoutMs) && options.timeoutMs > 0)) {
+  if (!(Number.isFinite(options.timeoutMs) && options.timeoutMs > 0))
     throw new AdapterConfigurationError(
       provider,
       'timeoutMs must be a positive number (axios has no timeout by default, so a lost response would hang forever)',
     );
-  }
   const baseURL = base.toString().replace(/\/$/, '');
   const httpAgent = new http.Agent({ keepAlive: false });
   const httpsAgent = new https.Agent({ keepAlive: false });
@@ -117,9 +111,15 @@ function connect(provider: string, options: HttpAdapterOptions) {
   return { provider, client, base, baseURL, close };
 }
 
-function view(c: Conn, res: AxiosResponse, fallbackUrl: string): HttpResponseView {
-  const url = new URL(res.config.url ?? fallbackUrl, c.baseURL + '/').toString();
-  return { status: res.status, headers: res.headers as Record<string, unknown>, data: res.data, url };
+/** One request: the response, or the outcome of a request that failed on the way (execute and lookup alike). */
+async function request(c: Conn, config: AxiosRequestConfig & { url: string }): Promise<HttpResponseView | Outcome> {
+  try {
+    const res = await c.client.request(config);
+    const url = new URL(config.url, c.baseURL + '/').toString();
+    return { status: res.status, headers: res.headers as Record<string, unknown>, data: res.data, url };
+  } catch (err) {
+    return classifyNetworkError(err);
+  }
 }
 
 /** One request for the operation. Throws only for bad input (typed, nothing sent). */
@@ -130,7 +130,6 @@ async function send(
   ids: Ids & Pick<ExecuteContext, 'attempt' | 'signal'>,
 ): Promise<Outcome> {
   const { http: spec } = o;
-  const { attempt, signal } = ids;
   const path = fillPath(spec.path, params, ids);
   const headers: Record<string, string> = {};
   const query: Record<string, string> = {};
@@ -158,12 +157,15 @@ async function send(
     if ('header' in pc) headers[pc.header] = v;
     else query[pc.query] = v;
   }
-  try {
-    const res = await c.client.request({ method: spec.method, url: path, params: query, data: body, headers, signal });
-    return classifyResponse(spec, view(c, res, path), attempt);
-  } catch (err) {
-    return classifyNetworkError(err);
-  }
+  const res = await request(c, {
+    method: spec.method,
+    url: path,
+    params: query,
+    data: body,
+    headers,
+    signal: ids.signal,
+  });
+  return 'kind' in res ? res : classifyResponse(spec, res, ids.attempt);
 }
 
 /** What one lookup works with: the connection, the operation, the runner's context and the ids with the params. */
@@ -171,11 +173,8 @@ type Ask = { readonly c: Conn; readonly o: HttpOperation; readonly ctx: LookupCo
 
 /** GET `url`: the response, or the lookup result of a request that failed on the way. */
 async function get(a: Ask, url: string, what: string): Promise<HttpResponseView | LookupResult> {
-  try {
-    return view(a.c, await a.c.client.request({ method: 'GET', url, signal: a.ctx.signal }), url);
-  } catch (err) {
-    return lookupFromOutcome(classifyNetworkError(err), what);
-  }
+  const res = await request(a.c, { method: 'GET', url, signal: a.ctx.signal });
+  return 'kind' in res ? lookupFromOutcome(res, what) : res;
 }
 
 const found = (outcome: Extract<LookupResult, { kind: 'found' }>['outcome']): LookupResult => ({
@@ -325,9 +324,8 @@ async function pollStatus(a: Ask, reading: StatusReading, statusRef: string): Pr
     return succeeded(a, res, done.data);
   }
   if (res.status === 200) {
-    const state = readPath(res.data, reading.field);
-    const s = typeof state === 'string' ? state : undefined;
-    if (s !== undefined && reading.pending.includes(s))
+    const s = readPath(res.data, reading.field) as string; // only a string can equal a declared value
+    if (reading.pending.includes(s))
       return found({
         kind: 'in-progress',
         statusRef,
@@ -336,10 +334,10 @@ async function pollStatus(a: Ask, reading: StatusReading, statusRef: string): Pr
         ...retryAfterOf(res.headers),
         message: `status ${s}`,
       });
-    if (s !== undefined && reading.done.includes(s)) return succeeded(a, res, res.data);
-    if (s !== undefined && reading.failed?.includes(s))
+    if (reading.done.includes(s)) return succeeded(a, res, res.data);
+    if (reading.failed?.includes(s))
       return found({ kind: 'rejected', reason: 'other', message: `status ${s}`, status: 200, ...rid });
-    return cannotTell(res, `status field ${reading.field} is ${JSON.stringify(state)}, not a declared value`);
+    return cannotTell(res, `status field ${reading.field} is ${JSON.stringify(s)}, not a declared value`);
   }
   if (res.status >= 400 && res.status < 500 && ![404, 408, 429].includes(res.status)) {
     // An error persisted at the status resource: the work item failed for good.

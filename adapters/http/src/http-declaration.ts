@@ -7,6 +7,7 @@ import {
   type LookupReadContext,
   type LookupShape,
   PLACEHOLDER,
+  placeholders,
   readPath,
   templateValue,
 } from './http-operations.js';
@@ -15,9 +16,8 @@ import {
 // field comparisons, turned into an `HttpOperationSpec` so every check of a code declaration applies unchanged.
 
 /**
- * A value template. A string that is exactly `{name}` becomes the value of param `name` (any type;
- * dot paths allowed), `{key}` the provider key, `{businessOperationId}` the id; `{name}` inside a
- * longer string is interpolated; objects and arrays are filled member by member; anything else is a literal.
+ * A value template: exactly `{name}` is that param's value (any type, dot paths allowed), the provider `{key}` or the
+ * `{businessOperationId}`; `{name}` inside a longer string is interpolated; objects and arrays member by member.
  */
 export type Template = string | number | boolean | null | readonly Template[] | { readonly [k: string]: Template };
 
@@ -67,20 +67,15 @@ export function fillTemplate(t: Template, params: Record<string, unknown>, ids: 
   }
   if (Array.isArray(t)) return t.map((x) => fillTemplate(x, params, ids));
   if (t && typeof t === 'object') {
-    const out: Record<string, unknown> = {};
-    for (const [k, v] of Object.entries(t)) {
-      const filled = fillTemplate(v as Template, params, ids);
-      if (filled !== undefined) out[k] = filled;
-    }
-    return out;
+    const filled = Object.entries(t).map(([k, v]) => [k, fillTemplate(v as Template, params, ids)]);
+    return Object.fromEntries(filled.filter(([, v]) => v !== undefined));
   }
   return t;
 }
 
 /** Names a template refers to (for checks at construction). */
 function templateNames(t: Template | undefined): string[] {
-  if (typeof t === 'string') return [...t.matchAll(PLACEHOLDER)].map((m) => m[1]!);
-  if (Array.isArray(t)) return t.flatMap((x) => templateNames(x));
+  if (typeof t === 'string') return placeholders(t);
   if (t && typeof t === 'object') return Object.values(t).flatMap((x) => templateNames(x as Template));
   return [];
 }
@@ -103,21 +98,18 @@ export function matcher(m: MatchDeclaration): (body: unknown, ctx: LookupReadCon
   };
 }
 
-function lookupSpec(l: HttpLookupDeclaration): HttpLookupSpec {
-  switch (l.method) {
-    case 'get-by-key': {
-      const where = l.applied?.where;
-      return { ...l, applied: where && ((resource, ctx) => whereHolds(resource, where, ctx)) };
-    }
-    case 'status-url': {
-      const w = l.withoutStatusRef;
-      return { ...l, withoutStatusRef: typeof w === 'object' ? { ...w, match: matcher(w.match) } : w };
-    }
-    case 'search':
-      return { ...l, match: matcher(l.match) };
-    default:
-      return l;
+/** The code lookup a declaration describes, and the `where` comparisons it makes (checked at construction). */
+function lookupSpec(l: HttpLookupDeclaration): [HttpLookupSpec, Readonly<Record<string, Template>>?] {
+  if (l.method === 'get-by-key') {
+    const where = l.applied?.where;
+    return [{ ...l, applied: where && ((resource, ctx) => whereHolds(resource, where, ctx)) }, where];
   }
+  if (l.method === 'search') return [{ ...l, match: matcher(l.match) }, l.match.where];
+  if (l.method === 'status-url' && typeof l.withoutStatusRef === 'object') {
+    const w = l.withoutStatusRef;
+    return [{ ...l, withoutStatusRef: { ...w, match: matcher(w.match) } }, w.match.where];
+  }
+  return [l as HttpLookupSpec];
 }
 
 /** Turns one data declaration into the `HttpOperationSpec` `createHttpAdapter` takes. */
@@ -129,43 +121,29 @@ export function operationFromDeclaration(
   const fail = (msg: string): never => {
     throw new AdapterConfigurationError(provider, `operation ${name}: ${msg}`);
   };
-  const intent = new Set(d.card?.businessOperationId?.intentFields ?? []);
-  const allowed = (n: string) =>
-    n === 'key' ||
-    n === 'businessOperationId' ||
-    intent.has(n.split('.')[0]!) ||
-    Object.hasOwn((d.paramsSchema as { properties?: object } | undefined)?.properties ?? {}, n.split('.')[0]!);
-  for (const n of templateNames(d.body))
-    if (!allowed(n))
-      fail(
-        `body template {${n}} is neither an intent field, a declared param (paramsSchema.properties), {key} nor {businessOperationId}`,
-      );
   const { body, lookup: l, ...rest } = d;
-  const where =
-    l.method === 'search'
-      ? l.match.where
-      : l.method === 'get-by-key'
-        ? l.applied?.where
-        : l.method === 'status-url' && typeof l.withoutStatusRef === 'object'
-          ? l.withoutStatusRef.match.where
-          : undefined;
+  const [lookup, where] = lookupSpec(l);
+  const declared = (d.paramsSchema as { properties?: object } | undefined)?.properties ?? {};
+  const fields = new Set([...(d.card?.businessOperationId?.intentFields ?? []), ...Object.keys(declared)]);
+  const check = (what: string, t: Template | undefined) => {
+    for (const n of templateNames(t))
+      if (n !== 'key' && n !== 'businessOperationId' && !fields.has(n.split('.')[0]!))
+        fail(
+          `${what} template {${n}} is neither an intent field, a declared param (paramsSchema.properties), {key} nor {businessOperationId}`,
+        );
+  };
+  check('body', body);
+  check('lookup', where);
   if (where && Object.keys(where).length === 0)
     fail('a lookup match needs at least one `where` comparison (an empty one would match any item)');
-  for (const n of templateNames(where))
-    if (!allowed(n))
-      fail(`lookup template {${n}} is neither an intent field, a declared param, {key} nor {businessOperationId}`);
-  return {
-    ...rest,
-    lookup: lookupSpec(l),
-    ...(body !== undefined ? { body: (params, ids) => fillTemplate(body, params, ids) } : {}),
-  };
+  return { ...rest, lookup, ...(body !== undefined ? { body: (params, ids) => fillTemplate(body, params, ids) } : {}) };
 }
 
 /** An adapter built from a data declaration (a config file's `type: http` adapter). */
 export function createHttpAdapterFromDeclaration(d: HttpAdapterDeclaration): HttpAdapter {
-  const operations = Object.entries(d.operations ?? {}).map(([name, op]) => [
-    name,
-    operationFromDeclaration(d.provider, name, op),
+  const operations = Object.entries(d.operations ?? {}).map(([n, op]) => [
+    n,
+    operationFromDeclaration(d.provider, n, op),
   ]);
   return createHttpAdapter({ ...d, operations: Object.fromEntries(operations) });
 }

@@ -12,22 +12,14 @@ export interface HttpResponseView {
 }
 
 export function readHeader(headers: Readonly<Record<string, unknown>>, name: string): string | undefined {
-  const want = name.toLowerCase();
-  for (const [k, v] of Object.entries(headers)) {
-    if (k.toLowerCase() === want)
-      return Array.isArray(v) ? String(v[0]) : v === undefined || v === null ? undefined : String(v);
-  }
-  return undefined;
+  const v = Object.entries(headers).find(([k]) => k.toLowerCase() === name.toLowerCase())?.[1];
+  const first: unknown = Array.isArray(v) ? v[0] : v;
+  return first === undefined || first === null ? undefined : String(first);
 }
 
 /** A rule matches the status (one code, a list, or a class such as `4xx`) and, when it names codes, the body's code. */
 function ruleMatches({ status: m, code: codes }: HttpErrorRule, status: number, code: string | undefined): boolean {
-  const statusMatches =
-    typeof m === 'number'
-      ? m === status
-      : typeof m === 'string'
-        ? `${Math.floor(status / 100)}xx` === m
-        : m.includes(status);
+  const statusMatches = typeof m === 'string' ? `${Math.floor(status / 100)}xx` === m : [m].flat().includes(status);
   return statusMatches && (codes === undefined || (code !== undefined && [codes].flat().includes(code)));
 }
 
@@ -54,9 +46,8 @@ export function absoluteLocation(res: HttpResponseView): string | undefined {
 }
 
 /**
- * The fields a problem body names, so a caller can correct them: RFC 9457 `invalid-params`
- * (`[{ name, reason }]`, the RFC's own example) or an `errors` array of `{ pointer | field | path }`.
- * Only the field names are kept, never the provider's text (it may echo PII): the message is fixed.
+ * The fields a problem body names (RFC 9457 `invalid-params`, or `errors` of `{ pointer | field | path }`), so a caller
+ * can correct them; only the names are kept, never the provider's text (it may echo PII).
  */
 function namedFields(data: unknown): { path: string; message: string }[] {
   if (typeof data !== 'object' || data === null) return [];
@@ -65,9 +56,7 @@ function namedFields(data: unknown): { path: string; message: string }[] {
   const out: { path: string; message: string }[] = [];
   for (const item of list.slice(0, 20)) {
     const r = (item ?? {}) as Record<string, unknown>;
-    const raw = [r.name, r.field, r.path, r.pointer].find((v) => typeof v === 'string' && v.length > 0) as
-      | string
-      | undefined;
+    const raw = [r.name, r.field, r.path, r.pointer].find((v): v is string => typeof v === 'string' && v.length > 0);
     if (!raw) continue;
     const path = raw
       .replace(/^#?\//, '')
@@ -80,10 +69,7 @@ function namedFields(data: unknown): { path: string; message: string }[] {
   return out;
 }
 
-/**
- * Maps one HTTP response to exactly one Outcome, by the operation's declaration only.
- * Messages carry the status and code, never the provider's message text (it may echo PII).
- */
+/** Maps one HTTP response to exactly one Outcome by the declaration; messages never carry the provider's text (PII). */
 export function classifyResponse(
   spec: HttpOperationSpec,
   res: HttpResponseView,
@@ -170,10 +156,7 @@ export function classifyResponse(
   };
 }
 
-/**
- * Maps a failure without a response with the contract's one classifier: never sent (refused, no route,
- * name resolution, TLS handshake) ⇒ not-applied; anything after the request may have been sent ⇒ unknown.
- */
+/** A failure without a response, by the contract's classifier: never sent ⇒ not-applied; maybe sent ⇒ unknown. */
 export function classifyNetworkError(err: unknown): Outcome {
   const t = classifyTransportFailure(err);
   if (t.sent === 'never') return { kind: 'not-applied', code: t.code, message: `${t.code}: the request was not sent` };

@@ -13,54 +13,26 @@ import {
   validateCard,
 } from '@retrysafe/contract';
 
-/** HTTP methods a state-changing operation may use. */
-export type HttpMethod = 'POST' | 'PUT' | 'PATCH' | 'DELETE';
-
 type NamedKey = { readonly name: string; readonly rule?: Partial<ProviderKeyRule> };
-
-/** Where the provider key travels; `rule.maxLength`/`charset` default to the card's facts and must fit inside them. */
-export type HttpKeySpec =
-  /** `sf-string` sends an RFC 8941 Structured Field string (quoted), as the IETF draft defines. Default `raw`. */
-  | ({ readonly travels: 'header'; readonly encoding?: 'raw' | 'sf-string' } & NamedKey)
-  | ({ readonly travels: 'body' | 'query' } & NamedKey)
-  | { readonly travels: 'none' };
-
-/** Matches a response status: one code, a list, or a class (`4xx`, `5xx`). */
-export type StatusMatcher = number | readonly number[] | '4xx' | '5xx';
 
 /** One row of an operation's error mapping; the first matching row wins. */
 export type HttpErrorRule = {
-  readonly status: StatusMatcher;
+  /** One code, a list, or a class. */
+  readonly status: number | readonly number[] | '4xx' | '5xx';
   /** When set, the error code read from the body (see `errors.codePath`) must equal one of these. */
   readonly code?: string | readonly string[];
 } & (
   | { readonly outcome: 'rejected'; readonly reason: RejectReason }
-  | { readonly outcome: 'not-applied' }
-  | { readonly outcome: 'in-progress' }
+  | { readonly outcome: 'not-applied' | 'in-progress' }
   | { readonly outcome: 'unknown'; readonly cause?: UnknownCause }
 );
 
-export interface HttpErrorSpec {
-  /** Dot path of the error code in a JSON error body, e.g. `error.code`, `__type`, `type` (problem+json). */
-  readonly codePath?: string;
-  /** Rows tried in order. A non-2xx response no row matches is `unknown` (never a licence to resend). */
-  readonly rules: readonly HttpErrorRule[];
-  /**
-   * Dot path, in a rejection's JSON body, of the id of an object the rejected request still created
-   * (an order kept though its payment was declined). The card must then say sideEffect.rejectionMayCreate.
-   */
-  readonly createdPath?: string;
-}
-
-/** Reads a status resource (async request-reply). */
+/** Reads a status resource (async request-reply): 200 + a `pending` value ⇒ in-progress, + a `done` value (or a 303) ⇒ succeeded, + a `failed` value ⇒ rejected. */
 export interface StatusReading {
-  /** Dot path of a status field in a 200 body, e.g. `status`. */
+  /** Dot path of the status field in a 200 body, e.g. `status`. */
   readonly field: string;
-  /** Values meaning "still working" (200 + one of these ⇒ in-progress). */
   readonly pending: readonly string[];
-  /** Values meaning "done" (200 + one of these ⇒ succeeded with the body as result). A 303 See Other is always "done". */
   readonly done: readonly string[];
-  /** Values meaning "failed" (200 + one of these ⇒ rejected, reason `other`). Persisted 4xx at the status URL are rejected too. */
   readonly failed?: readonly string[];
 }
 
@@ -69,10 +41,7 @@ export type Ids = { readonly businessOperationId: BusinessOperationId; readonly 
 /** What a lookup's `match` and `applied` see: the ids and the operation's params. */
 export type LookupReadContext = Ids & { readonly params: Record<string, unknown> };
 
-/**
- * How `doLookup` finds a prior result; the card's `lookup.method` must name the same method. `M` picks an item
- * from a list body, `A` tells whether a resource shows this operation (code here, data in a declaration).
- */
+/** How `doLookup` finds a prior result (the card's `lookup.method` names the same): `M` picks an item from a list, `A` tells whether a resource shows this operation. */
 export type LookupShape<M, A> =
   /** GET a resource named by the key or by params, e.g. `/documents/{id}`: 200 ⇒ found, 404 ⇒ absent. */
   | { readonly method: 'get-by-key'; readonly path: string; readonly applied?: A }
@@ -80,10 +49,7 @@ export type LookupShape<M, A> =
       /** GET the status URL of an earlier 202: pending ⇒ in-progress, 303 ⇒ succeeded, persisted 4xx ⇒ rejected. */
       readonly method: 'status-url';
       readonly status: StatusReading;
-      /**
-       * Without a status URL (the 202 was lost): a search listing work items by something the request carried,
-       * `resend-same-key` (only inside the card's retention), or `cannot-tell` (default).
-       */
+      /** Without a status URL (the 202 was lost): a search for the work item, a re-send inside retention, or `cannot-tell` (default). */
       readonly withoutStatusRef?:
         | 'resend-same-key'
         | 'cannot-tell'
@@ -92,41 +58,44 @@ export type LookupShape<M, A> =
   /** GET a list endpoint and pick the match; `refPath` defaults to the operation's. */
   | { readonly method: 'search'; readonly path: string; readonly match: M; readonly refPath?: string }
   /** Re-send the same request with the same key; the provider returns its stored result. */
-  | { readonly method: 'resend-same-key' }
-  | { readonly method: 'none' };
+  | { readonly method: 'resend-same-key' | 'none' };
 
 export type HttpLookupSpec = LookupShape<
   (body: unknown, ctx: LookupReadContext) => unknown,
   (resource: unknown, ctx: LookupReadContext) => boolean
 >;
 
-/**
- * A precondition (conditional idempotency): the value comes from a param that is also an intent
- * field, so every re-send of one business operation carries the same precondition.
- */
-export type HttpPreconditionSpec = {
-  /** Param holding the expected validator (ETag, generation…). Must be one of the card's intent fields. */
-  readonly param: string;
-  /** Status the provider answers when the precondition fails. Default 412. */
-  readonly failedStatus?: number;
-  /** Response header carrying the resource's current validator (for lookups), e.g. `ETag`. */
-  readonly validatorHeader?: string;
-  /** Dot path of the validator in the resource body (e.g. `generation`), when not in a header. */
-  readonly validatorField?: string;
-} & ({ readonly header: string } | { readonly query: string });
-
 /** Everything the adapter must be told about one operation. Nothing is assumed. */
 export interface HttpOperationSpec {
   readonly description: string;
-  readonly method: HttpMethod;
+  readonly method: 'POST' | 'PUT' | 'PATCH' | 'DELETE';
   /** Path template; `{name}` is filled from params (URL-encoded), `{key}` from the provider key, `{businessOperationId}` from the id. */
   readonly path: string;
-  readonly key: HttpKeySpec;
+  /** Where the provider key travels; `rule.maxLength`/`charset` default to the card's facts and must fit inside them. */
+  readonly key: /** `sf-string` sends an RFC 8941 Structured Field string (quoted), as the IETF draft defines. Default `raw`. */
+    | ({ readonly travels: 'header'; readonly encoding?: 'raw' | 'sf-string' } & NamedKey)
+    | ({ readonly travels: 'body' | 'query' } & NamedKey)
+    | { readonly travels: 'none' };
   /** The full card the user writes (validated with validateCard; `'unknown'` values are accepted). */
   readonly card: RetrySafetyCard;
   readonly lookup: HttpLookupSpec;
-  readonly precondition?: HttpPreconditionSpec;
-  readonly errors: HttpErrorSpec;
+  /** Conditional idempotency: the validator comes from `param`, an intent field, so every re-send carries the same precondition. */
+  readonly precondition?: {
+    readonly param: string;
+    /** Status the provider answers when the precondition fails. Default 412. */
+    readonly failedStatus?: number;
+    /** Where a lookup reads the resource's current validator: a response header (`ETag`) or a body path (`generation`). */
+    readonly validatorHeader?: string;
+    readonly validatorField?: string;
+  } & ({ readonly header: string } | { readonly query: string });
+  readonly errors: {
+    /** Dot path of the error code in a JSON error body, e.g. `error.code`, `__type`, `type` (problem+json). */
+    readonly codePath?: string;
+    /** Rows tried in order. A non-2xx response no row matches is `unknown` (never a licence to resend). */
+    readonly rules: readonly HttpErrorRule[];
+    /** Dot path of the id of what a rejected request still created; the card must then say sideEffect.rejectionMayCreate. */
+    readonly createdPath?: string;
+  };
   /** A 202 with a `Location` header is in-progress with that status URL (async request-reply). Default false: a 202 is success. */
   readonly asyncReply?: boolean;
   /** Builds the JSON body. Default: the params minus path placeholders and the precondition param. DELETE sends no body. */
@@ -145,7 +114,7 @@ export type HttpOperation = ReturnType<typeof buildOperation>;
 export const PLACEHOLDER = /\{([A-Za-z0-9_.]+)\}/g;
 const RESERVED_PLACEHOLDERS = new Set(['key', 'businessOperationId']);
 
-const placeholders = (template: string) => [...template.matchAll(PLACEHOLDER)].map((m) => m[1]!);
+export const placeholders = (template: string) => [...template.matchAll(PLACEHOLDER)].map((m) => m[1]!);
 
 /** The placeholders of a path template filled from params. */
 const paramPlaceholders = (template: string) => placeholders(template).filter((p) => !RESERVED_PLACEHOLDERS.has(p));
@@ -187,10 +156,7 @@ export function sfString(value: string): string {
   return `"${value.replace(/[\\"]/g, (c) => '\\' + c)}"`;
 }
 
-/**
- * Checks one operation declaration against its card and returns the exposed operation. A card that says one
- * thing while the request does another is the failure this package exists to prevent.
- */
+/** Checks a declaration against its card: a card saying one thing while the request does another is what this package prevents. */
 export function buildOperation(provider: string, name: string, spec: HttpOperationSpec) {
   const fail = (msg: string): never => {
     throw new AdapterConfigurationError(provider, `operation ${name}: ${msg}`);
@@ -231,10 +197,8 @@ export function buildOperation(provider: string, name: string, spec: HttpOperati
     fail(
       'errors.createdPath names what a rejection created: the card must say so (sideEffect.rejectionMayCreate true), so the drill checks it',
     );
-  for (const [i, rule] of spec.errors.rules.entries()) {
-    if (rule.code !== undefined && !spec.errors.codePath)
-      fail(`errors.rules[${i}] matches a code but errors.codePath is not declared`);
-  }
+  const codeRule = spec.errors.codePath ? -1 : spec.errors.rules.findIndex((r) => r.code !== undefined);
+  if (codeRule >= 0) fail(`errors.rules[${codeRule}] matches a code but errors.codePath is not declared`);
   return {
     name,
     description: spec.description,
@@ -249,7 +213,11 @@ export function buildOperation(provider: string, name: string, spec: HttpOperati
 }
 
 /** The key rule the declaration and the card agree on, or null when no key travels. */
-function keyRuleOf(card: RetrySafetyCard, k: HttpKeySpec, fail: (msg: string) => never): ProviderKeyRule | null {
+function keyRuleOf(
+  card: RetrySafetyCard,
+  k: HttpOperationSpec['key'],
+  fail: (msg: string) => never,
+): ProviderKeyRule | null {
   const pk = card.providerKey;
   const travels = pk.travels.value;
   if (travels !== 'unknown' && travels !== k.travels)
@@ -281,18 +249,13 @@ function keyRuleOf(card: RetrySafetyCard, k: HttpKeySpec, fail: (msg: string) =>
   return { maxLength, charset, ...(k.rule?.prefix !== undefined ? { prefix: k.rule.prefix } : {}) };
 }
 
-/**
- * What the request needs from params beyond the schema: every path placeholder and the precondition value as a
- * string or number. Run by the runner before the claim and by the frame on every attempt.
- */
+/** What the request needs beyond the schema: every path placeholder and the precondition value as a string or number. */
 function requestProblems(spec: HttpOperationSpec, params: unknown): FieldError[] {
   if (typeof params !== 'object' || params === null || Array.isArray(params))
     return [{ path: '(root)', message: 'must be an object' }];
-  const out: FieldError[] = [];
-  for (const p of paramPlaceholders(spec.path)) {
-    if (scalarText(readPath(params, p)) === undefined)
-      out.push({ path: p, message: `is needed by the path ${spec.path} as a string or number` });
-  }
+  const out: FieldError[] = paramPlaceholders(spec.path)
+    .filter((p) => scalarText(readPath(params, p)) === undefined)
+    .map((p) => ({ path: p, message: `is needed by the path ${spec.path} as a string or number` }));
   const pc = spec.precondition;
   if (pc && scalarText((params as Record<string, unknown>)[pc.param]) === undefined)
     out.push({ path: pc.param, message: 'is the precondition value and must be a string or number' });

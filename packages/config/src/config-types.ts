@@ -33,11 +33,7 @@ export interface HttpAdapterConfig {
   readonly operations: Record<string, HttpOperationConfig>;
 }
 
-/**
- * One operation of a `type: http` adapter as written in the file: `@retrysafe/http`'s
- * HttpOperationDeclaration, with the card inline or as a file path. Typed loosely here so this
- * package's types do not need `@retrysafe/http` installed; the schema checks it in full at load time.
- */
+/** `@retrysafe/http`'s HttpOperationDeclaration (card inline or a path), loose so it needs no `@retrysafe/http`. */
 export interface HttpOperationConfig {
   readonly description: string;
   readonly method: 'POST' | 'PUT' | 'PATCH' | 'DELETE';
@@ -89,15 +85,8 @@ export interface HttpOperationConfig {
 }
 
 /** A `type: http` entry resolved for `@retrysafe/http`'s createHttpAdapterFromDeclaration: cards read, header credentials from the environment. */
-export interface HttpDeclarationData {
-  readonly provider: string;
-  readonly baseUrl: string;
-  readonly timeoutMs: number;
-  readonly headers?: Readonly<Record<string, string>>;
-  readonly operations: Readonly<
-    Record<string, Omit<HttpOperationConfig, 'card'> & { readonly card: Readonly<Record<string, unknown>> }>
-  >;
-}
+export type HttpDeclarationData = Required<Pick<HttpAdapterConfig, 'provider'>> &
+  Pick<HttpAdapterConfig, 'baseUrl' | 'timeoutMs' | 'headers' | 'operations'>;
 export type AdapterConfig =
   | VendorConfig<'apiKeyEnv'>
   | VendorConfig<'accessTokenEnv'>

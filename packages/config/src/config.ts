@@ -7,6 +7,7 @@ import type { HttpAdapterDeclaration } from '@retrysafe/http';
 import type {
   HttpAdapterConfig,
   HttpDeclarationData,
+  HttpOperationConfig,
   LedgerLocation,
   ModuleAdapterConfig,
   RetrysafeConfig,
@@ -14,7 +15,7 @@ import type {
 import { findInlineCredentials, looksLikeEnvName, safeMessage } from './credentials.js';
 import { DataSyntaxError, FileLimitError, readDataFile } from './read-file.js';
 import { suggest } from './schema-check.js';
-import { checkConfig, DEFAULT_LEDGER, ledgerKind } from './validate.js';
+import { checkConfig, DEFAULT_LEDGER, ledgerProblem, POSTGRES_URL } from './validate.js';
 
 /** The config file is missing, malformed, names an unknown adapter, or carries a credential inline. */
 export const ConfigError = errorClass('ConfigError', 'RETRYSAFE_CONFIG', (path: string, message: string) => ({
@@ -32,12 +33,7 @@ export function parseConfig(raw: unknown, baseDir = process.cwd(), source = 'con
   const problems = [...findInlineCredentials(o), ...checkConfig(o)];
   if (problems.length) throw new ConfigError(source, problems.join('; '));
   const { $schema: _schema, ...rest } = o;
-  return {
-    ...rest,
-    ledger: (o.ledger as LedgerLocation | undefined) ?? DEFAULT_LEDGER,
-    adapters: o.adapters as RetrysafeConfig['adapters'],
-    baseDir,
-  } as RetrysafeConfig;
+  return { ...rest, ledger: (o.ledger as LedgerLocation | undefined) ?? DEFAULT_LEDGER, baseDir } as RetrysafeConfig;
 }
 
 /** What a config file (or a TypeScript config) holds: `RetrysafeConfig` before it is read (no baseDir; ledger optional). */
@@ -46,11 +42,7 @@ export type RetrysafeConfigInput = Omit<RetrysafeConfig, 'baseDir' | 'ledger'> &
   readonly $schema?: string;
 };
 
-/**
- * Types a config written in TypeScript (`retrysafe.config.ts`: `export default defineConfig({ … })`).
- * It returns its argument unchanged: the compiler checks the shape, and `loadConfigFile` /
- * `parseConfig` check it again at run time against the same schema as a JSON or YAML file.
- */
+/** Types a `retrysafe.config.ts` (`export default defineConfig({ … })`); `loadConfigFile` checks it at run time. */
 export function defineConfig(config: RetrysafeConfigInput): RetrysafeConfigInput {
   return config;
 }
@@ -109,10 +101,7 @@ function env(name: string, path: string, environment: NodeJS.ProcessEnv): string
   return v;
 }
 
-/**
- * First-party adapters by config key, each in package `@retrysafe/<key>`: its factory, and `secretEnv`, the config
- * key naming the environment variable that holds option `secret`.
- */
+/** First-party adapters by key (package `@retrysafe/<key>`): factory, and the key naming option `secret`'s variable. */
 const BUILT_IN: Record<string, { factory: string; secretEnv?: string; secret?: string }> = {
   stripe: { factory: 'createStripeAdapter', secretEnv: 'apiKeyEnv', secret: 'apiKey' },
   msgraph: { factory: 'createMsGraphAdapter', secretEnv: 'accessTokenEnv', secret: 'accessToken' },
@@ -201,35 +190,27 @@ function setPath(target: Record<string, unknown>, dotted: string, value: string,
   cur[parts.at(-1)!] = value;
 }
 
-/** Each `operations` entry names an operation of the adapter configured under that name (a typo is an error, not zero tools). */
-function checkOperations(config: RetrysafeConfig, adapters: Record<string, AdapterV1>): void {
+/** Each `operations` entry must name an operation of its adapter (a typo is an error, not zero tools). */
+function checkOperations(config: RetrysafeConfig, adapters: Record<string, AdapterV1>): string[] {
   const problems: string[] = [];
-  (config.operations ?? []).forEach((entry, i) => {
+  const names = (config.operations ?? []).map((entry, i) => {
     const name = entry.split('.')[0]!;
-    const adapter = adapters[name];
-    if (!adapter) return; // parseConfig reported it
     const op = entry.slice(name.length + 1);
-    const known = Object.keys(adapter.operations);
+    const adapter = adapters[name];
+    const known = adapter ? Object.keys(adapter.operations) : [op]; // parseConfig reported a missing adapter
     if (!known.includes(op))
       problems.push(
         `operations[${i}]: ${name} has no operation "${op}"${suggest(op, known)} (known: ${known.join(', ')})`,
       );
+    return `${adapter?.provider}.${op}`;
   });
   if (problems.length) throw new ConfigError('operations', problems.join('; '));
+  return names;
 }
 
-/**
- * The `operations` entries as the names agent tools and the MCP server use (`<provider>.<operation>`),
- * or undefined when every operation is exposed. The config names operations by the adapter's key in
- * the file; a module or http adapter's provider name may differ from it.
- */
+/** The `operations` entries as `<provider>.<operation>`, or undefined when every operation is exposed. */
 export function exposedOperations(config: RetrysafeConfig, adapters: Record<string, AdapterV1>): string[] | undefined {
-  if (!config.operations) return undefined;
-  checkOperations(config, adapters);
-  return config.operations.map((entry) => {
-    const name = entry.split('.')[0]!;
-    return `${adapters[name]!.provider}.${entry.slice(name.length + 1)}`;
-  });
+  return config.operations && checkOperations(config, adapters);
 }
 
 /** The declaration `@retrysafe/http` takes, from a `type: http` config entry: cards read, header credentials from the environment. */
@@ -243,13 +224,15 @@ export function httpDeclarationOf(
   const headers: Record<string, string> = { ...(c.headers ?? {}) };
   for (const [header, variable] of Object.entries(c.headersFromEnv ?? {}))
     headers[header] = env(variable, `${path}.headersFromEnv.${header}`, environment);
-  const operations: Record<string, HttpDeclarationData['operations'][string]> = {};
+  const operations: Record<string, HttpOperationConfig> = {};
   for (const [op, d] of Object.entries(c.operations)) {
+    const where = `${path}.operations.${op}.card`;
     operations[op] = {
       ...d,
-      card: (typeof d.card === 'string'
-        ? readData(resolve(baseDir, d.card), `${path}.operations.${op}.card`, `card file ${d.card}`)
-        : d.card) as Readonly<Record<string, unknown>>,
+      card:
+        typeof d.card === 'string'
+          ? (readData(resolve(baseDir, d.card), where, `card file ${d.card}`) as Record<string, unknown>)
+          : d.card,
     };
   }
   return {
@@ -272,24 +255,18 @@ async function importOptional<T>(pkg: string, where: string): Promise<T> {
   }
 }
 
-/**
- * Opens the configured ledger: `postgres://…` ⇒ PostgreSQL, `{ dynamodb }` ⇒ DynamoDB, a file path ⇒
- * SQLite. A ledger that is named but cannot be used (another URL scheme, a missing directory, a
- * missing driver package, a file that is not a ledger) is a ConfigError — never a fresh default ledger
- * in its place.
- */
+/** Opens the configured ledger; one that is named but cannot be used is a ConfigError, never a fresh default ledger. */
 export async function openLedger(location: LedgerLocation, baseDir = process.cwd()): Promise<Ledger> {
   if (typeof location !== 'string') {
     const { createDynamoDbLedger } = await importOptional<typeof import('@retrysafe/ledger-dynamodb')>(
       '@retrysafe/ledger-dynamodb',
       'ledger',
     );
-    const { table, region, endpoint } = location.dynamodb;
-    return createDynamoDbLedger({ table, ...(region ? { region } : {}), ...(endpoint ? { endpoint } : {}) });
+    return createDynamoDbLedger(location.dynamodb);
   }
-  const kind = ledgerKind(location);
-  if (kind.kind === 'unusable') throw new ConfigError('ledger', kind.reason);
-  if (kind.kind === 'postgres') {
+  const problem = ledgerProblem(location);
+  if (problem) throw new ConfigError('ledger', problem);
+  if (POSTGRES_URL.test(location)) {
     const { createPostgresLedger } = await importOptional<typeof import('@retrysafe/ledger-postgres')>(
       '@retrysafe/ledger-postgres',
       'ledger',

@@ -1,13 +1,7 @@
 import { createRedactor, detectSensitive, isSecretKey, keyParts } from '@retrysafe/core/internal';
 
-/**
- * The config's inline-credential refusal. A config file is committed, copied and pasted into tickets,
- * so a credential in it is refused — by its key (matched by parts, as the redactor does: `apiToken`,
- * `headers["X-Api-Key"]`, `"apiKey "`, `auth`, `credentials.pass`), by its value (the redactor's
- * detectors: `sk_live_…`, `AKIA…`, `Bearer …`, a private key…), and inside URLs (user-info with a
- * password, secret query parameters). Each problem names the place and the environment-variable way;
- * none ever repeats the refused value.
- */
+// A config file is committed, copied and pasted into tickets, so a credential in it is refused: by its key, by its
+// value (the redactor's detectors) and inside URLs. Each problem names the place, never the value.
 
 /** A template placeholder of an HTTP declaration or a fence file: `{key}`, `{params.ref}`, `{{customer}}`. */
 const TEMPLATE = /\{\{?\s*[\w.]+\s*\}?\}/g;
@@ -22,27 +16,18 @@ export function looksLikeEnvName(name: unknown): name is string {
 }
 
 /** A key whose value is the NAME of an environment variable (`apiKeyEnv`, `accessTokenEnv`, …). */
-function isEnvNameKey(key: string): boolean {
-  const parts = keyParts(key);
-  return parts[parts.length - 1] === 'env';
-}
+const isEnvNameKey = (key: string) => keyParts(key).at(-1) === 'env';
 
 const pathOf = (base: string, key: string) =>
   /^[A-Za-z_$][\w$]*$/.test(key)
-    ? base
-      ? `${base}.${key}`
-      : key
+    ? [base, key].filter(Boolean).join('.')
     : `${base}[${JSON.stringify(key.replace(/[^\w .-]/g, '?'))}]`;
 
 /** Problems of a string that is a URL (null when it is not one): user-info, secret query parameters, a credential elsewhere in it. */
 function urlProblems(value: string, path: string): string[] | null {
   if (!/^[a-z][a-z0-9+.-]*:\/\//i.test(value)) return null;
-  let url: URL;
-  try {
-    url = new URL(value);
-  } catch {
-    return null;
-  }
+  const url = URL.parse(value);
+  if (!url) return null;
   const out: string[] = [];
   const pg = /^postgres(ql)?:$/i.test(url.protocol);
   // A database user name is not a secret; anywhere else a bare user-info is usually a token.
@@ -69,10 +54,7 @@ function urlProblems(value: string, path: string): string[] | null {
   return out;
 }
 
-/**
- * Every inline credential in a raw config object, as messages naming the place (never the value).
- * `*Env` keys must hold environment-variable names; `secretsFromEnv` maps option names to them.
- */
+/** Every inline credential in a raw config object; `*Env` keys must hold environment-variable names. */
 export function findInlineCredentials(raw: unknown): string[] {
   const problems: string[] = [];
   const envName = (v: unknown, path: string) => {
@@ -83,7 +65,7 @@ export function findInlineCredentials(raw: unknown): string[] {
         : `${path}: expected the NAME of an environment variable (letters, digits and _, not starting with a digit)`,
     );
   };
-  const walk = (v: unknown, path: string, parentKey: string | null) => {
+  const walk = (v: unknown, path: string) => {
     if (typeof v === 'string') {
       // A declaration's template (`/instances?ClientToken={key}`, `{{ref}}`) names a value, it holds none.
       const text = v.replace(TEMPLATE, '');
@@ -100,7 +82,7 @@ export function findInlineCredentials(raw: unknown): string[] {
       return;
     }
     if (Array.isArray(v)) {
-      v.forEach((x, i) => walk(x, `${path}[${i}]`, parentKey));
+      v.forEach((x, i) => walk(x, `${path}[${i}]`));
       return;
     }
     if (!v || typeof v !== 'object') return;
@@ -121,15 +103,13 @@ export function findInlineCredentials(raw: unknown): string[] {
         );
         continue;
       }
-      walk(x, p, k);
+      walk(x, p);
     }
   };
-  walk(raw, '', null);
+  walk(raw, '');
   return problems;
 }
 
 const scrub = createRedactor({ pii: false });
 /** A parser's or the system's message with anything credential-like blanked (JSON/YAML errors quote the text). */
-export function safeMessage(message: string): string {
-  return scrub.text(message);
-}
+export const safeMessage = (message: string): string => scrub.text(message);

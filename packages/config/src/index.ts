@@ -15,11 +15,9 @@ export {
   DataSyntaxError,
   FILE_LIMITS,
   FileLimitError,
-  type FileLimitName,
-  type FileLimits,
   parseDataText,
   readDataFile,
   readTextFile,
 } from './read-file.js';
-export { checkSchema, type SchemaNode } from './schema-check.js';
+export { checkSchema } from './schema-check.js';
 export { configSchema } from './validate.js';

@@ -2,10 +2,7 @@ import { closeSync, fstatSync, openSync, readSync } from 'node:fs';
 import { errorClass } from '@retrysafe/contract/provider';
 import { parseDocument } from 'yaml';
 
-/**
- * What a file retrysafe reads (a config, a card, the params of `--resend-with`) may hold. Far above
- * what such a file needs; low enough that a wrong or hostile file is refused before it costs memory.
- */
+/** What a file retrysafe reads may hold: far above a real file's needs, low enough to refuse a hostile one cheaply. */
 export const FILE_LIMITS = {
   /** Bytes of the file. */
   maxBytes: 1024 * 1024,
@@ -31,30 +28,19 @@ export const FileLimitError = errorClass(
 );
 export type FileLimitError = InstanceType<typeof FileLimitError>;
 
-const CHUNK = 64 * 1024;
-
-/**
- * Reads a UTF-8 text file of at most `maxBytes`. A larger file is refused from its size, unread; a file
- * whose size says nothing (a pipe, a device) is read only up to the limit. File-system errors are thrown
- * as they are (ENOENT, EACCES… with the path).
- */
+/** Reads a UTF-8 text file of at most `maxBytes`; a pipe or device is read only up to the limit. */
 export function readTextFile(path: string, limits: Pick<FileLimits, 'maxBytes'> = FILE_LIMITS): string {
   const max = limits.maxBytes;
   const fd = openSync(path, 'r');
   try {
     const size = fstatSync(fd).size;
     if (size > max) throw new FileLimitError(path, 'maxBytes', max, `the file has ${size} bytes`);
-    const chunks: Buffer[] = [];
+    // One byte more than the limit, so a longer stream shows itself without being read to its end.
+    const buf = Buffer.allocUnsafe(max + 1);
     let total = 0;
-    for (;;) {
-      const chunk = Buffer.alloc(CHUNK);
-      const n = readSync(fd, chunk, 0, CHUNK, null);
-      if (n === 0) break;
-      total += n;
-      if (total > max) throw new FileLimitError(path, 'maxBytes', max, `the file has more than ${max} bytes`);
-      chunks.push(chunk.subarray(0, n));
-    }
-    return Buffer.concat(chunks, total).toString('utf8');
+    for (let n = 1; n > 0 && total <= max; total += n) n = readSync(fd, buf, total, max + 1 - total, null);
+    if (total > max) throw new FileLimitError(path, 'maxBytes', max, `the file has more than ${max} bytes`);
+    return buf.toString('utf8', 0, total);
   } finally {
     closeSync(fd);
   }
@@ -81,9 +67,8 @@ function tooDeep(value: unknown, max: number): boolean {
 }
 
 /**
- * The deepest nesting of YAML flow collections (`[`, `{`) in the text, outside quoted scalars and
- * comments: checked before parsing, because the parser spends seconds on a deep file before its
- * stack gives out. A bracket inside a plain scalar counts too, so this errs only towards refusing.
+ * The deepest nesting of YAML flow collections outside quoted scalars and comments, checked before parsing: the
+ * parser spends seconds on a deep file before its stack gives out. Errs only towards refusing.
  */
 function flowDepth(text: string): number {
   let depth = 0;
@@ -119,11 +104,7 @@ export class DataSyntaxError extends Error {
   override name = 'DataSyntaxError';
 }
 
-/**
- * Parses JSON or YAML text into plain data within the limits: YAML with at most `maxAliasCount`
- * alias resolutions and unique keys, both with at most `maxDepth` levels of nesting. Throws
- * FileLimitError over a limit, DataSyntaxError for text that does not parse.
- */
+/** Parses JSON or YAML (unique keys) within the limits: FileLimitError over one, DataSyntaxError if it won't parse. */
 export function parseDataText(
   text: string,
   options: { readonly path: string; readonly yaml: boolean; readonly limits?: FileLimits },

@@ -1,12 +1,8 @@
 import type { FieldError, JsonSchema } from '@retrysafe/contract';
 import { type SchemaWording, schemaProblems } from '@retrysafe/contract/provider';
 
-/**
- * The config's JSON Schema check (the schema published as `@retrysafe/config/schema.json`, so the file an editor
- * completes and the file the loader accepts are described once), in the config's words: problems name the path, an
- * unknown key or value gets a "did you mean" when a known one is close, and a value is echoed only when it is short and plain.
- */
-export type SchemaNode = JsonSchema;
+// The config's JSON Schema check in the config's words: problems name the path, an unknown key or value gets a
+// "did you mean" when a known one is close, and a value is echoed only when it is short and plain.
 
 /** Edit distance (insert, delete, substitute, swap of neighbours). */
 export function editDistance(a: string, b: string): number {
@@ -26,18 +22,14 @@ export function editDistance(a: string, b: string): number {
 
 /** The closest candidate, when it is close enough to be a typo (case differences count as none). */
 export function didYouMean(word: string, candidates: Iterable<string>): string | null {
-  let best: string | null = null;
-  let bestScore = Infinity;
+  let best: { c: string; score: number } | null = null;
   for (const c of candidates) {
-    const score = c.toLowerCase() === word.toLowerCase() ? 0 : editDistance(word.toLowerCase(), c.toLowerCase());
-    if (score < bestScore) {
-      best = c;
-      bestScore = score;
-    }
+    const score = editDistance(word.toLowerCase(), c.toLowerCase());
+    if (best === null || score < best.score) best = { c, score };
   }
   if (best === null) return null;
-  const limit = Math.max(1, Math.min(3, Math.floor(Math.max(word.length, best.length) / 3)));
-  return bestScore <= limit ? best : null;
+  const limit = Math.max(1, Math.min(3, Math.floor(Math.max(word.length, best.c.length) / 3)));
+  return best.score <= limit ? best.c : null;
 }
 
 export const suggest = (word: string, candidates: Iterable<string>): string => {
@@ -47,7 +39,7 @@ export const suggest = (word: string, candidates: Iterable<string>): string => {
 
 const typeOf = (v: unknown): string =>
   v === null ? 'null' : Array.isArray(v) ? 'array' : Number.isInteger(v) ? 'integer' : typeof v;
-const typesOf = (n: SchemaNode) => [n.type ?? []].flat() as string[];
+const typesOf = (n: JsonSchema) => [n.type ?? []].flat() as string[];
 const show = (v: unknown): string => {
   // Only a short, plain token is echoed (an enum typo like "FULLL"); anything else may be a credential.
   if (typeof v === 'string' && !/^[A-Za-z0-9_.:-]{0,32}$/.test(v)) return 'the value (not shown)';
@@ -56,7 +48,7 @@ const show = (v: unknown): string => {
 };
 const oneOfShown = (values: readonly unknown[], v: unknown) =>
   `expected one of ${values.map(show).join(', ')}, got ${show(v)}${typeof v === 'string' ? suggest(v, values.map(String)) : ''}`;
-const describe = (n: SchemaNode) => (n.const !== undefined ? show(n.const) : n.type ? typesOf(n).join('/') : 'a value');
+const describe = (n: JsonSchema) => (n.const !== undefined ? show(n.const) : n.type ? typesOf(n).join('/') : 'a value');
 
 const WORDING: Omit<SchemaWording, 'defs'> = {
   root: '(top level)',
@@ -82,9 +74,9 @@ const WORDING: Omit<SchemaWording, 'defs'> = {
 };
 
 /** Problems of `value` against `node` as `path: message` lines; `root` resolves `#/$defs/...` references. Empty when valid. */
-export function checkSchema(value: unknown, node: SchemaNode, root: SchemaNode): string[] {
-  const defs = (root.$defs ?? {}) as Record<string, SchemaNode>;
-  const resolve = (b: SchemaNode) => (typeof b.$ref === 'string' ? defs[b.$ref.replace(/^#\/\$defs\//, '')]! : b);
+export function checkSchema(value: unknown, node: JsonSchema, root: JsonSchema): string[] {
+  const defs = (root.$defs ?? {}) as Record<string, JsonSchema>;
+  const resolve = (b: JsonSchema) => (typeof b.$ref === 'string' ? defs[b.$ref.replace(/^#\/\$defs\//, '')]! : b);
   const wording: SchemaWording = {
     ...WORDING,
     defs,
@@ -95,14 +87,14 @@ export function checkSchema(value: unknown, node: SchemaNode, root: SchemaNode):
 
 /** A failed oneOf / anyOf: the branch a discriminating `const` property (e.g. lookup.method) picks, else the closest one of the right type. */
 function branchProblems(
-  node: SchemaNode,
+  node: JsonSchema,
   value: unknown,
   path: string,
   results: FieldError[][],
-  resolve: (b: SchemaNode) => SchemaNode,
+  resolve: (b: JsonSchema) => JsonSchema,
 ): FieldError[] {
-  const branches = ((node.oneOf ?? node.anyOf) as SchemaNode[]).map(resolve);
-  const props = (b: SchemaNode | undefined) => (b?.properties ?? {}) as Record<string, SchemaNode>;
+  const branches = ((node.oneOf ?? node.anyOf) as JsonSchema[]).map(resolve);
+  const props = (b: JsonSchema | undefined) => (b?.properties ?? {}) as Record<string, JsonSchema>;
   if (value && typeof value === 'object' && !Array.isArray(value)) {
     const rec = value as Record<string, unknown>;
     for (const key of Object.keys(props(branches[0]))) {

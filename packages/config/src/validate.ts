@@ -1,61 +1,44 @@
 import { readFileSync } from 'node:fs';
-import { checkSchema, type SchemaNode, suggest } from './schema-check.js';
+import type { JsonSchema } from '@retrysafe/contract';
+import { checkSchema, suggest } from './schema-check.js';
 
 /** The config file's JSON Schema: the published schema.json is the one definition, and what `parseConfig` checks. */
-export const configSchema = JSON.parse(readFileSync(new URL('../schema.json', import.meta.url), 'utf8')) as SchemaNode;
+export const configSchema = JSON.parse(readFileSync(new URL('../schema.json', import.meta.url), 'utf8')) as JsonSchema;
 
 /** The ledger used when the file names none. A ledger the file does name is never replaced by it. */
 export const DEFAULT_LEDGER = './retrysafe.db';
 
-/** The form a ledger location takes: a postgres:// URL, or a SQLite file path. */
-export type LedgerKind =
-  | { readonly kind: 'postgres'; readonly url: string }
-  | { readonly kind: 'sqlite'; readonly path: string };
+/** A ledger location that is a PostgreSQL URL. */
+export const POSTGRES_URL = /^postgres(ql)?:\/\/[^/]/i;
 
-/** Classifies a ledger location; `null` plus a reason when it is neither a postgres:// URL nor a file path. */
-export function ledgerKind(location: string): LedgerKind | { readonly kind: 'unusable'; readonly reason: string } {
-  if (/^postgres(ql)?:\/\/[^/]/i.test(location)) return { kind: 'postgres', url: location };
+/** Why a ledger location is neither a postgres:// URL nor a SQLite file path, or undefined when it is one. */
+export function ledgerProblem(location: string): string | undefined {
+  if (POSTGRES_URL.test(location)) return undefined;
   const scheme = /^([A-Za-z][A-Za-z0-9+.-]+):/.exec(location)?.[1];
   // One letter before a colon is a Windows drive (C:\ledgers\a.db), not a scheme.
-  if (scheme && scheme.length > 1) {
-    const near = suggest(scheme.toLowerCase(), ['postgres', 'postgresql']);
-    return {
-      kind: 'unusable',
-      reason: `${JSON.stringify(location)} is a ${scheme}: URL; a ledger is a postgres:// URL or a SQLite file path${near}`,
-    };
-  }
-  if (!location.trim()) return { kind: 'unusable', reason: 'the ledger location is empty' };
-  if (/[\\/]$/.test(location))
-    return { kind: 'unusable', reason: `${JSON.stringify(location)} names a directory, not a SQLite file` };
-  return { kind: 'sqlite', path: location };
+  if (scheme && scheme.length > 1)
+    return `${JSON.stringify(location)} is a ${scheme}: URL; a ledger is a postgres:// URL or a SQLite file path${suggest(scheme.toLowerCase(), ['postgres', 'postgresql'])}`;
+  if (!location.trim()) return 'the ledger location is empty';
+  if (/[\\/]$/.test(location)) return `${JSON.stringify(location)} names a directory, not a SQLite file`;
 }
 
-/**
- * Problems beyond the schema's shape: a ledger that is named but cannot be one, and operations
- * whose adapter name is not configured. (Operation names themselves are checked against the built
- * adapters by `createAdapters`, since a module adapter's operations are known only then.)
- */
+/** Problems beyond the schema's shape; operation names are checked once the adapters are built (`createAdapters`). */
 export function checkConfig(o: Record<string, unknown>): string[] {
   const problems = checkSchema(o, configSchema, configSchema);
-  if (typeof o.ledger === 'string' && o.ledger) {
-    const k = ledgerKind(o.ledger);
-    if (k.kind === 'unusable') problems.push(`ledger: ${k.reason}`);
-  }
+  const ledger = typeof o.ledger === 'string' && o.ledger ? ledgerProblem(o.ledger) : undefined;
+  if (ledger) problems.push(`ledger: ${ledger}`);
   const policy = o.policy as Record<string, unknown> | undefined;
   if (policy && typeof policy.capMs === 'number' && typeof policy.baseMs === 'number' && policy.capMs < policy.baseMs)
     problems.push(`policy.capMs: the backoff cap (${policy.capMs}) is below its base (${policy.baseMs})`);
   const adapters =
     o.adapters && typeof o.adapters === 'object' && !Array.isArray(o.adapters) ? Object.keys(o.adapters) : [];
   if (o.adapters !== undefined && adapters.length === 0) problems.push('adapters: name at least one adapter');
-  if (Array.isArray(o.operations)) {
-    o.operations.forEach((entry, i) => {
-      if (typeof entry !== 'string') return;
-      const name = entry.split('.')[0]!;
-      if (!adapters.includes(name))
-        problems.push(
-          `operations[${i}]: "${entry}" starts with "${name}", which is not an adapter in this file${suggest(name, adapters)} (entries are "<adapter name>.<operation>"; adapters: ${adapters.join(', ') || 'none'})`,
-        );
-    });
+  for (const [i, entry] of (Array.isArray(o.operations) ? o.operations : []).entries()) {
+    const name = String(entry).split('.')[0]!;
+    if (typeof entry === 'string' && !adapters.includes(name))
+      problems.push(
+        `operations[${i}]: "${entry}" starts with "${name}", which is not an adapter in this file${suggest(name, adapters)} (entries are "<adapter name>.<operation>"; adapters: ${adapters.join(', ') || 'none'})`,
+      );
   }
   return problems;
 }
