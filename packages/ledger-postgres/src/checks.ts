@@ -1,14 +1,9 @@
-import { type ClaimInput, type Fenced, LedgerError, type Receipt } from '@retrysafe/contract';
+import { type Fenced, LedgerError, type Receipt } from '@retrysafe/contract';
 import { RECOVERABLE_STATES, TERMINAL_STATES } from '@retrysafe/contract/ledger';
 
 // Bad input is refused with a LedgerError before any statement is sent.
 
 export const ALL_STATES = new Set<string>([...RECOVERABLE_STATES, ...TERMINAL_STATES]);
-
-export function checkNumber(value: unknown, name: string, what: string, min = 0): void {
-  if (typeof value !== 'number' || !Number.isFinite(value) || value < min)
-    throw new LedgerError(`${what}: ${name} must be a finite number ≥ ${min}, got ${String(value)}`);
-}
 
 export function checkRef(ref: Fenced, what: string): void {
   if (!ref || typeof ref.businessOperationId !== 'string' || !Number.isInteger(ref.fence)) {
@@ -22,23 +17,6 @@ export function checkReceiptShape(ref: Fenced, receipt: Receipt, what: string): 
   if (receipt.businessOperationId !== ref.businessOperationId) {
     throw new LedgerError(`${what}: receipt belongs to ${receipt.businessOperationId}, not ${ref.businessOperationId}`);
   }
-}
-
-export function checkClaim(input: ClaimInput): void {
-  if (!input || typeof input !== 'object') throw new LedgerError('claim: input is required');
-  for (const k of [
-    'businessOperationId',
-    'provider',
-    'operation',
-    'intentFingerprint',
-    'paramsFingerprint',
-    'owner',
-  ] as const) {
-    if (typeof input[k] !== 'string' || input[k].length === 0)
-      throw new LedgerError(`claim: ${k} must be a non-empty string`);
-  }
-  checkNumber(input.leaseMs, 'leaseMs', 'claim', 1);
-  checkNumber(input.now, 'now', 'claim');
 }
 
 /** An option that must be a finite number ≥ min (an integer when `integer`); its default when absent. */

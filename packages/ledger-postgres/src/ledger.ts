@@ -25,7 +25,7 @@ import {
   TERMINAL_STATES,
 } from '@retrysafe/contract/ledger';
 import type pg from 'pg';
-import { ALL_STATES, checkClaim, checkNumber, numberOption, oneOf } from './checks.js';
+import { ALL_STATES, numberOption, oneOf } from './checks.js';
 import { createSkewCheck } from './clock.js';
 import { jsonParam, type OperationRow, parseJson, toReceipts, toRecord } from './rows.js';
 import { type MigrateReport, quoteSchema } from './schema.js';
@@ -122,11 +122,15 @@ function parts(options: PostgresLedgerOptions) {
 }
 type Parts = ReturnType<typeof parts>;
 
-/** A new operation is one INSERT (born `dispatched` with `dispatch`); its record is what was sent, not read back. */
+/**
+ * A new operation is one INSERT (born `dispatched` with `dispatch`); its record is what was sent, not read
+ * back, with the lease's end the database wrote. The rule checks the input before anything is sent.
+ */
 async function claim(c: Parts, input: ClaimInput): Promise<ClaimResult> {
-  checkClaim(input);
-  if (c.dbClock) await c.checkSkew(input.now, input.businessOperationId);
   const params = jsonParam(input.params);
+  const stored = { ...input, params: parseJson(params), providerKey: input.providerKey ?? null };
+  const claimed = claimTransition(null, stored).result;
+  if (c.dbClock) await c.checkSkew(input.now, input.businessOperationId);
   const { rows } = await c.db.query<{ lease_expires_at: string; xmin: string }>(
     'claim',
     input.dispatch === true ? c.st.claimInsertDispatched : c.st.claimInsert,
@@ -144,10 +148,9 @@ async function claim(c: Parts, input: ClaimInput): Promise<ClaimResult> {
     ],
   );
   if (rows.length === 0) return claimExisting(c, input);
-  const stored = { ...input, params: parseJson(params), providerKey: input.providerKey ?? null };
-  const claimed = claimTransition(null, stored, Number(rows[0]!.lease_expires_at) - input.leaseMs).result;
-  c.writes.remember(claimed.record, rows[0]!.xmin, { params, result: null, handoff: null, resolution: null });
-  return claimed;
+  const record = { ...claimed.record, leaseExpiresAt: Number(rows[0]!.lease_expires_at) };
+  c.writes.remember(record, rows[0]!.xmin, { params, result: null, handoff: null, resolution: null });
+  return { ...claimed, record };
 }
 
 /** It exists: claimTransition decides under the row lock, with the lease clock read in the same statement. */
@@ -169,8 +172,6 @@ function claimExisting(c: Parts, input: ClaimInput): Promise<ClaimResult> {
 
 /** Renewing a terminal operation is a no-op; a released lease stays released. */
 async function renewLease(c: Parts, ref: Fenced, leaseMs: number, now: number): Promise<void> {
-  checkNumber(leaseMs, 'leaseMs', 'renewLease', 1);
-  checkNumber(now, 'now', 'renewLease');
   await c.writes.fenced(ref, {
     what: 'renewLease',
     write: RENEW,
@@ -180,7 +181,6 @@ async function renewLease(c: Parts, ref: Fenced, leaseMs: number, now: number): 
 }
 
 async function markDispatched(c: Parts, ref: Fenced, now: number): Promise<OperationRecord> {
-  checkNumber(now, 'now', 'markDispatched');
   return (await c.writes.fenced(ref, {
     what: 'markDispatched',
     write: DISPATCHED,
@@ -213,7 +213,6 @@ async function handOff(
   receipt?: Receipt,
 ): Promise<OperationRecord> {
   if (!packet || typeof packet !== 'object') throw new LedgerError('handOff: a handoff packet is required');
-  checkNumber(now, 'now', 'handOff');
   const handoff = jsonParam(packet);
   return (await c.writes.fenced(ref, {
     what: 'handOff',
@@ -239,7 +238,6 @@ async function resolve(
   resolution: Parameters<Ledger['resolve']>[1],
   now: number,
 ): Promise<OperationRecord> {
-  checkNumber(now, 'now', 'resolve');
   return c.db.tx('resolve', async (run) => {
     const { rows } = await run<OperationRow>('resolve', c.st.resolveLock, [id]);
     const next = resolveTransition(rows[0] ? toRecord(rows[0]) : null, id, resolution, now);
@@ -255,7 +253,6 @@ async function get(c: Parts, id: string): Promise<OperationRecord | null> {
 async function list(c: Parts, filter: ListFilter = {}): Promise<OperationRecord[]> {
   for (const s of filter.states ?? [])
     if (!ALL_STATES.has(s)) throw new LedgerError(`list: unknown state ${JSON.stringify(s)}`);
-  if (filter.limit !== undefined) checkNumber(filter.limit, 'limit', 'list', 0);
   const { sql, values } = c.st.list(filter);
   const { rows } = await c.db.query<OperationRow>('list', sql, values);
   return rows.map(toRecord);
@@ -267,8 +264,6 @@ async function receipts(c: Parts, id: string): Promise<Receipt[]> {
 }
 
 async function recoverCandidates(c: Parts, now: number, limit?: number): Promise<OperationRecord[]> {
-  checkNumber(now, 'now', 'recoverCandidates');
-  if (limit !== undefined) checkNumber(limit, 'limit', 'recoverCandidates', 0);
   const { rows } = await c.db.query<OperationRow>('recoverCandidates', c.st.recover, [now, limit ?? null, c.dbClock]);
   return rows.map(toRecord);
 }
@@ -323,5 +318,4 @@ function checkPatch(patch: StatePatch): void {
   if (patch.state === 'abandoned')
     throw new LedgerError('setState cannot abandon: a person does that through resolve()');
   if (!ALL_STATES.has(patch.state)) throw new LedgerError(`setState: unknown state ${JSON.stringify(patch.state)}`);
-  checkNumber(patch.now, 'now', 'setState');
 }

@@ -1,7 +1,7 @@
 import { type Fenced, LeaseLostError, LedgerError, type OperationRecord, type Receipt } from '@retrysafe/contract';
 import { chainedTransition, checkReceipt, isTerminal } from '@retrysafe/contract/ledger';
 import { checkReceiptShape, checkRef } from './checks.js';
-import { handOut, type JsonTexts, jsonParam, jsonTextsOf, type OperationRow, toRecord } from './rows.js';
+import { handOut, type JsonTexts, jsonParam, jsonTextsOf, type OperationRow, recordValues, toRecord } from './rows.js';
 import type { FencedWrite, Sql, Statements } from './statements.js';
 import type { Db, Run } from './tx.js';
 
@@ -126,24 +126,8 @@ export function createWrites(db: Db, st: Statements, defers: boolean) {
     r: OperationRecord,
   ): Promise<OperationRecord> {
     const { rows } = await run<OperationRow & { xmin: string }>(what, st.writeLocked, [
-      r.businessOperationId,
       locked.fence,
-      jsonParam(r.params),
-      r.paramsFingerprint,
-      r.providerKey,
-      r.state,
-      r.fence,
-      r.leaseOwner,
-      r.leaseExpiresAt,
-      r.updatedAt,
-      r.firstDispatchedAt,
-      r.attemptCount,
-      r.lastOutcome,
-      jsonParam(r.result),
-      r.providerRef,
-      r.statusRef,
-      jsonParam(r.handoff),
-      jsonParam(r.resolution),
+      ...recordValues(r),
     ]);
     if (rows.length === 0)
       throw new LedgerError(`${what}: ${r.businessOperationId} changed under its row lock; nothing written`);
