@@ -1,17 +1,12 @@
 import {
-  type BusinessOperationId,
   type ClaimInput,
   type ClaimResult,
-  type Fenced,
-  type HandoffPacket,
   type Ledger,
   LedgerError,
-  type ListFilter,
   type OperationRecord,
   type OperationState,
   type PruneOptions,
   type PruneReport,
-  type Receipt,
   type StatePatch,
 } from '@retrysafe/contract';
 import {
@@ -84,17 +79,14 @@ export function createPostgresLedger(options: PostgresLedgerOptions): PostgresLe
     ready: c.db.ready,
     capabilities: { claimDispatch: true, receiptWithState: true },
     claim: (input) => claim(c, input),
-    renewLease: (ref, leaseMs, now) => renewLease(c, ref, leaseMs, now),
-    markDispatched: (ref, now) => markDispatched(c, ref, now),
-    setState: (ref, patch) => setState(c, ref, patch),
-    handOff: (ref, packet, now, receipt) => handOff(c, ref, packet, now, receipt),
-    appendReceipt: (ref, receipt) => appendReceipt(c, ref, receipt),
-    release: (ref) => release(c, ref),
-    resolve: (id, resolution, now) => resolve(c, id, resolution, now),
-    get: (id) => get(c, id),
-    list: (filter) => list(c, filter),
-    receipts: (id) => receipts(c, id),
-    recoverCandidates: (now, limit) => recoverCandidates(c, now, limit),
+    ...fencedWrites(c),
+    resolve: (id, resolution, now) =>
+      c.db.tx('resolve', async (run) => {
+        const { rows } = await run<OperationRow>('resolve', c.st.resolveLock, [id]);
+        const next = resolveTransition(rows[0] ? toRecord(rows[0]) : null, id, resolution, now);
+        return c.writes.writeLocked(run, 'resolve', rows[0]!, next);
+      }),
+    ...reads(c),
     prune: (opts) => prune(c, opts),
     close: c.db.close,
   };
@@ -170,102 +162,76 @@ function claimExisting(c: Parts, input: ClaimInput): Promise<ClaimResult> {
   });
 }
 
-/** Renewing a terminal operation is a no-op; a released lease stays released. */
-async function renewLease(c: Parts, ref: Fenced, leaseMs: number, now: number): Promise<void> {
-  await c.writes.fenced(ref, {
-    what: 'renewLease',
-    write: RENEW,
-    values: [now, leaseMs, c.dbClock],
-    rule: (r) => renewTransition(r, ref, leaseMs, now),
-  });
+/** Each is one UPDATE fenced by the claim's token (writes.ts), the contract's rule giving the record it leaves. */
+function fencedWrites({ writes, dbClock }: Parts): Pick<Ledger, FencedMethod> {
+  return {
+    // Renewing a terminal operation is a no-op; a released lease stays released.
+    async renewLease(ref, leaseMs, now) {
+      const rule = (r: OperationRecord) => renewTransition(r, ref, leaseMs, now);
+      await writes.fenced(ref, { what: 'renewLease', write: RENEW, values: [now, leaseMs, dbClock], rule });
+    },
+    async markDispatched(ref, now) {
+      const rule = (r: OperationRecord) => dispatchedTransition(r, now);
+      return (await writes.fenced(ref, { what: 'markDispatched', write: DISPATCHED, values: [now], rule }))!;
+    },
+    async setState(ref, patch) {
+      checkPatch(patch);
+      const result = patch.result === undefined ? undefined : jsonParam(patch.result);
+      const fields = SET_STATE_FIELDS.map(([field]) => field).filter((f) => patch[f] !== undefined);
+      return (await writes.fenced(ref, {
+        what: 'setState',
+        write: setStateWrite(fields, TERMINAL_STATES.includes(patch.state)),
+        values: [patch.state, patch.now, ...fields.map((f) => (f === 'result' ? result : patch[f]))],
+        rule: (r) => setStateTransition(r, patch),
+        json: result === undefined ? {} : { result },
+        receipt: patch.receipt,
+        deferred: patch.durability === 'deferrable',
+      }))!;
+    },
+    async handOff(ref, packet, now, receipt) {
+      if (!packet || typeof packet !== 'object') throw new LedgerError('handOff: a handoff packet is required');
+      const handoff = jsonParam(packet);
+      const { outcome = null, providerRef = null } = packet.lastKnown ?? {};
+      return (await writes.fenced(ref, {
+        what: 'handOff',
+        write: HAND_OFF,
+        values: [handoff, now, outcome, providerRef],
+        rule: (r) => handOffTransition(r, packet, now),
+        json: { handoff },
+        receipt,
+      }))!;
+    },
+    async appendReceipt(ref, receipt) {
+      await writes.fenced(ref, { what: 'appendReceipt', write: APPEND, values: [], receipt });
+    },
+    async release(ref) {
+      await writes.fenced(ref, { what: 'release', write: RELEASE, values: [] });
+    },
+  };
 }
+type FencedMethod = 'renewLease' | 'markDispatched' | 'setState' | 'handOff' | 'appendReceipt' | 'release';
 
-async function markDispatched(c: Parts, ref: Fenced, now: number): Promise<OperationRecord> {
-  return (await c.writes.fenced(ref, {
-    what: 'markDispatched',
-    write: DISPATCHED,
-    values: [now],
-    rule: (r) => dispatchedTransition(r, now),
-  }))!;
-}
-
-async function setState(c: Parts, ref: Fenced, patch: StatePatch): Promise<OperationRecord> {
-  checkPatch(patch);
-  const result = patch.result === undefined ? undefined : jsonParam(patch.result);
-  const fields = SET_STATE_FIELDS.map(([field]) => field).filter((f) => patch[f] !== undefined);
-  const values = [patch.state, patch.now, ...fields.map((f) => (f === 'result' ? result : patch[f]))];
-  return (await c.writes.fenced(ref, {
-    what: 'setState',
-    write: setStateWrite(fields, TERMINAL_STATES.includes(patch.state)),
-    values,
-    rule: (r) => setStateTransition(r, patch),
-    json: result === undefined ? {} : { result },
-    receipt: patch.receipt,
-    deferred: patch.durability === 'deferrable',
-  }))!;
-}
-
-async function handOff(
-  c: Parts,
-  ref: Fenced,
-  packet: HandoffPacket,
-  now: number,
-  receipt?: Receipt,
-): Promise<OperationRecord> {
-  if (!packet || typeof packet !== 'object') throw new LedgerError('handOff: a handoff packet is required');
-  const handoff = jsonParam(packet);
-  return (await c.writes.fenced(ref, {
-    what: 'handOff',
-    write: HAND_OFF,
-    values: [handoff, now, packet.lastKnown?.outcome ?? null, packet.lastKnown?.providerRef ?? null],
-    rule: (r) => handOffTransition(r, packet, now),
-    json: { handoff },
-    receipt,
-  }))!;
-}
-
-async function appendReceipt(c: Parts, ref: Fenced, receipt: Receipt): Promise<void> {
-  await c.writes.fenced(ref, { what: 'appendReceipt', write: APPEND, values: [], receipt });
-}
-
-async function release(c: Parts, ref: Fenced): Promise<void> {
-  await c.writes.fenced(ref, { what: 'release', write: RELEASE, values: [] });
-}
-
-async function resolve(
-  c: Parts,
-  id: BusinessOperationId,
-  resolution: Parameters<Ledger['resolve']>[1],
-  now: number,
-): Promise<OperationRecord> {
-  return c.db.tx('resolve', async (run) => {
-    const { rows } = await run<OperationRow>('resolve', c.st.resolveLock, [id]);
-    const next = resolveTransition(rows[0] ? toRecord(rows[0]) : null, id, resolution, now);
-    return c.writes.writeLocked(run, 'resolve', rows[0]!, next);
-  });
-}
-
-async function get(c: Parts, id: string): Promise<OperationRecord | null> {
-  const { rows } = await c.db.query<OperationRow>('get', c.st.get, [id]);
-  return rows[0] ? toRecord(rows[0]) : null;
-}
-
-async function list(c: Parts, filter: ListFilter = {}): Promise<OperationRecord[]> {
-  for (const s of filter.states ?? [])
-    if (!ALL_STATES.has(s)) throw new LedgerError(`list: unknown state ${JSON.stringify(s)}`);
-  const { sql, values } = c.st.list(filter);
-  const { rows } = await c.db.query<OperationRow>('list', sql, values);
-  return rows.map(toRecord);
-}
-
-async function receipts(c: Parts, id: string): Promise<Receipt[]> {
-  const { rows } = await c.db.query<{ receipts: string | null }>('receipts', c.st.receipts, [id]);
-  return rows[0] ? toReceipts(rows[0].receipts, id) : [];
-}
-
-async function recoverCandidates(c: Parts, now: number, limit?: number): Promise<OperationRecord[]> {
-  const { rows } = await c.db.query<OperationRow>('recoverCandidates', c.st.recover, [now, limit ?? null, c.dbClock]);
-  return rows.map(toRecord);
+function reads({ db, st, dbClock }: Parts): Pick<Ledger, 'get' | 'list' | 'receipts' | 'recoverCandidates'> {
+  return {
+    async get(id) {
+      const { rows } = await db.query<OperationRow>('get', st.get, [id]);
+      return rows[0] ? toRecord(rows[0]) : null;
+    },
+    async list(filter = {}) {
+      for (const s of filter.states ?? [])
+        if (!ALL_STATES.has(s)) throw new LedgerError(`list: unknown state ${JSON.stringify(s)}`);
+      const { sql, values } = st.list(filter);
+      return (await db.query<OperationRow>('list', sql, values)).rows.map(toRecord);
+    },
+    async receipts(id) {
+      const { rows } = await db.query<{ receipts: string | null }>('receipts', st.receipts, [id]);
+      return rows[0] ? toReceipts(rows[0].receipts, id) : [];
+    },
+    async recoverCandidates(now, limit) {
+      const { rows } = await db.query<OperationRow>('recoverCandidates', st.recover, [now, limit ?? null, dbClock]);
+      return rows.map(toRecord);
+    },
+  };
 }
 
 async function prune(c: Parts, options: PruneOptions): Promise<PruneReport> {
