@@ -237,44 +237,43 @@ function reads({ db, st, dbClock }: Parts): Pick<Ledger, 'get' | 'list' | 'recei
 async function prune(c: Parts, options: PruneOptions): Promise<PruneReport> {
   const states = [...checkPruneOptions(options)];
   const byState: Partial<Record<OperationState, number>> = {};
-  const count = (state: string, n: number) =>
-    (byState[state as OperationState] = (byState[state as OperationState] ?? 0) + n);
+  let pruned = 0;
+  const count = (state: OperationState, n: number) => {
+    pruned += n;
+    byState[state] = (byState[state] ?? 0) + n;
+  };
   if (options.dryRun) {
-    const { rows } = await c.db.query<{ state: string; n: string }>('prune', c.st.pruneCount, [states, options.before]);
+    const { rows } = await c.db.query<{ state: OperationState; n: string }>('prune', c.st.pruneCount, [
+      states,
+      options.before,
+    ]);
     for (const r of rows) count(r.state, Number(r.n));
-  } else {
-    for (const state of states) for (const gone of await pruneState(c, state, states, options)) count(gone, 1);
-  }
-  const pruned = Object.values(byState).reduce((a, b) => a + b, 0);
+  } else for (const state of states) await pruneState(c, state, states, options, count);
   return { pruned, byState, dryRun: options.dryRun === true };
 }
 
 /** One state's old rows, a keyset page at a time by (created_at, id), exported if asked, then deleted. */
-async function pruneState(c: Parts, state: string, states: string[], options: PruneOptions): Promise<string[]> {
-  const deleted: string[] = [];
+async function pruneState(
+  c: Parts,
+  state: string,
+  states: string[],
+  options: PruneOptions,
+  count: (state: OperationState, n: number) => void,
+): Promise<void> {
   const page = c.st.prunePage(options.onPrune !== undefined);
-  for (let after: [number, string] = [-1, '']; ; ) {
-    const { rows } = await c.db.query<OperationRow & { receipts?: string | null }>('prune', page, [
-      state,
-      options.before,
-      after[0],
-      after[1],
-      options.batchSize ?? 500,
-    ]);
-    if (rows.length === 0) return deleted;
+  for (let after: unknown[] = [-1, '']; ; ) {
+    const values = [state, options.before, ...after, options.batchSize ?? 500];
+    const { rows } = await c.db.query<OperationRow & { receipts?: string | null }>('prune', page, values);
+    if (rows.length === 0) return;
     const last = rows[rows.length - 1]!;
-    after = [Number(last.created_at), last.business_operation_id];
+    after = [last.created_at, last.business_operation_id];
     if (options.onPrune) {
       for (const row of rows)
         await options.onPrune(toRecord(row), toReceipts(row.receipts ?? null, row.business_operation_id));
     }
     const ids = rows.map((r) => r.business_operation_id);
-    const { rows: gone } = await c.db.query<{ state: string }>('prune', c.st.pruneDelete, [
-      ids,
-      states,
-      options.before,
-    ]);
-    deleted.push(...gone.map((g) => g.state));
+    const gone = await c.db.query<{ state: OperationState }>('prune', c.st.pruneDelete, [ids, states, options.before]);
+    for (const g of gone.rows) count(g.state, 1);
   }
 }
 
