@@ -17,7 +17,7 @@ import {
   setStateTransition,
 } from '@retrysafe/contract/ledger';
 import { createRows, type Rows, type StoredText, toReceipts, toRecord } from './rows.js';
-import { listSql, pruneSql, recoverSql } from './statements.js';
+import { listSql, pruneSql, RECOVER_SQL } from './statements.js';
 import { type Connection, openConnection, read, tx } from './tx.js';
 
 /** The options; the README's table says what each does. */
@@ -32,7 +32,6 @@ export interface SqliteLedgerOptions {
   readonly deferrableWrites?: 'defer' | 'sync';
 }
 
-const PRUNE_BATCH = 500;
 type StoredRow = StoredText & { id: string };
 
 function checkOptions(options: SqliteLedgerOptions) {
@@ -75,7 +74,7 @@ async function prune(c: Connection, rows: Rows, options: PruneOptions): Promise<
     byState[s] = (byState[s] ?? 0) + 1;
   };
   for (let after: [number, string] = [-Number.MAX_VALUE, '']; ; ) {
-    const args = [options.before, ...after, options.before, ...states, options.batchSize ?? PRUNE_BATCH];
+    const args = [options.before, ...after, options.before, ...states, options.batchSize ?? 500];
     const found = await read(c, 'prune', () => rows.prepared(sql.page).all(...args) as unknown as StoredRow[]);
     if (found.length === 0) break;
     const records = found.map((row) => toRecord(row.record, c.path));
@@ -163,9 +162,7 @@ export function createSqliteLedger(options: SqliteLedgerOptions): Ledger {
         return row ? toReceipts(row.receipts, id, o.path) : [];
       }),
     async recoverCandidates(now, limit) {
-      const found = await read(c, 'recoverCandidates', () =>
-        records(recoverSql(limit !== undefined), limit !== undefined ? [now, limit] : [now]),
-      );
+      const found = await read(c, 'recoverCandidates', () => records(RECOVER_SQL, [now, limit ?? -1]));
       return found.filter((r) => r.leaseOwner === null || r.leaseExpiresAt === null || r.leaseExpiresAt <= now);
     },
     prune: (options) => prune(c, rows, options),
