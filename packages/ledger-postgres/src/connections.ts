@@ -108,7 +108,7 @@ export class Connections {
 
   private openNew(): Promise<Conn> {
     this.count++;
-    this.arm();
+    this.timer ??= setInterval(() => this.watch(), this.period).unref();
     const client = new pg.Client({
       connectionString: this.options.connectionString,
       connectionTimeoutMillis: this.options.timeoutMs,
@@ -154,12 +154,6 @@ export class Connections {
     }
     this.onEmpty?.();
     this.onEmpty = null;
-  }
-
-  private arm(): void {
-    if (this.timer !== null) return;
-    this.timer = setInterval(() => this.watch(), this.period);
-    this.timer.unref();
   }
 
   /** The watchdog: expired queries and waits fail, long-idle connections close. */
