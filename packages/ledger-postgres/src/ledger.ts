@@ -234,6 +234,7 @@ function reads({ db, st, dbClock }: Parts): Pick<Ledger, 'get' | 'list' | 'recei
   };
 }
 
+/** Each state's old rows, a keyset page at a time by (created_at, id): counted (dry run), or exported if asked, then deleted. */
 async function prune(c: Parts, options: PruneOptions): Promise<PruneReport> {
   const states = [...checkPruneOptions(options)];
   const byState: Partial<Record<OperationState, number>> = {};
@@ -242,39 +243,31 @@ async function prune(c: Parts, options: PruneOptions): Promise<PruneReport> {
     pruned += n;
     byState[state] = (byState[state] ?? 0) + n;
   };
-  if (options.dryRun) {
-    const { rows } = await c.db.query<{ state: OperationState; n: string }>('prune', c.st.pruneCount, [
-      states,
-      options.before,
-    ]);
-    for (const r of rows) count(r.state, Number(r.n));
-  } else for (const state of states) await pruneState(c, state, states, options, count);
-  return { pruned, byState, dryRun: options.dryRun === true };
-}
-
-/** One state's old rows, a keyset page at a time by (created_at, id), exported if asked, then deleted. */
-async function pruneState(
-  c: Parts,
-  state: string,
-  states: string[],
-  options: PruneOptions,
-  count: (state: OperationState, n: number) => void,
-): Promise<void> {
-  const page = c.st.prunePage(options.onPrune !== undefined);
-  for (let after: unknown[] = [-1, '']; ; ) {
-    const values = [state, options.before, ...after, options.batchSize ?? 500];
-    const { rows } = await c.db.query<OperationRow & { receipts?: string | null }>('prune', page, values);
-    if (rows.length === 0) return;
-    const last = rows[rows.length - 1]!;
-    after = [last.created_at, last.business_operation_id];
-    if (options.onPrune) {
-      for (const row of rows)
-        await options.onPrune(toRecord(row), toReceipts(row.receipts ?? null, row.business_operation_id));
+  const page = c.st.prunePage(options.onPrune !== undefined && !options.dryRun);
+  for (const state of states) {
+    for (let after: unknown[] = [-1, '']; ; ) {
+      const values = [state, options.before, ...after, options.batchSize ?? 500];
+      const { rows } = await c.db.query<OperationRow & { receipts?: string | null }>('prune', page, values);
+      if (rows.length === 0) break;
+      const last = rows[rows.length - 1]!;
+      after = [last.created_at, last.business_operation_id];
+      if (options.dryRun) {
+        count(state, rows.length);
+        continue;
+      }
+      if (options.onPrune)
+        for (const row of rows)
+          await options.onPrune(toRecord(row), toReceipts(row.receipts ?? null, row.business_operation_id));
+      const ids = rows.map((r) => r.business_operation_id);
+      const gone = await c.db.query<{ state: OperationState }>('prune', c.st.pruneDelete, [
+        ids,
+        states,
+        options.before,
+      ]);
+      for (const g of gone.rows) count(g.state, 1);
     }
-    const ids = rows.map((r) => r.business_operation_id);
-    const gone = await c.db.query<{ state: OperationState }>('prune', c.st.pruneDelete, [ids, states, options.before]);
-    for (const g of gone.rows) count(g.state, 1);
   }
+  return { pruned, byState, dryRun: options.dryRun === true };
 }
 
 function checkPatch(patch: StatePatch): void {

@@ -118,10 +118,6 @@ export function createStatements(ops: string, dbClock: boolean) {
          WHERE state IN (${sqlList(RECOVERABLE_STATES)}) AND ${OPEN_STATES} AND coalesce(lease_expires_at, 0) <= ${clock('$3', '$1')}
          ORDER BY updated_at, business_operation_id LIMIT $2`,
     ),
-    pruneCount: named(
-      'prune-count',
-      `SELECT state, count(*) AS n FROM ${ops} WHERE state = ANY($1::text[]) AND created_at < $2 AND updated_at < $2 GROUP BY state`,
-    ),
     /** $1 state, $2 before, $3/$4 after (created_at, id), $5 page size. */
     prunePage: (withReceipts: boolean): Sql => ({
       name: withReceipts ? 'prune-page-receipts' : 'prune-page',
