@@ -14,13 +14,13 @@ import {
   claimTransition,
   dispatchedTransition,
   handOffTransition,
+  RECOVERABLE_STATES,
   renewTransition,
   resolveTransition,
   setStateTransition,
   TERMINAL_STATES,
 } from '@retrysafe/contract/ledger';
 import type pg from 'pg';
-import { ALL_STATES, numberOption, oneOf } from './checks.js';
 import { createSkewCheck } from './clock.js';
 import { jsonParam, type OperationRow, parseJson, toReceipts, toRecord } from './rows.js';
 import { type MigrateReport, quoteSchema } from './schema.js';
@@ -84,13 +84,16 @@ export function createPostgresLedger(options: PostgresLedgerOptions): PostgresLe
       c.db.tx('resolve', async (run) => {
         const { rows } = await run<OperationRow>('resolve', c.st.resolveLock, [id]);
         const next = resolveTransition(rows[0] ? toRecord(rows[0]) : null, id, resolution, now);
-        return c.writes.writeLocked(run, 'resolve', rows[0]!, next);
+        return c.writes.writeLocked(run, 'resolve', rows[0]!.fence, next);
       }),
     ...reads(c),
     prune: (opts) => prune(c, opts),
     close: c.db.close,
   };
 }
+
+/** Bad input is refused with a LedgerError before any statement is sent. */
+const ALL_STATES = new Set<string>([...RECOVERABLE_STATES, ...TERMINAL_STATES]);
 
 /** The checked options and what the methods share. */
 function parts(options: PostgresLedgerOptions) {
@@ -157,7 +160,7 @@ function claimExisting(c: Parts, input: ClaimInput): Promise<ClaimResult> {
       throw new LedgerError(`claim: ${input.businessOperationId} was neither inserted nor found; nothing written`);
     const { result, write } = claimTransition(toRecord(rows[0]!), input, Number(rows[0]!.lease_now));
     if (write === null) return result;
-    const record = await c.writes.writeLocked(run, 'claim', rows[0]!, write);
+    const record = await c.writes.writeLocked(run, 'claim', rows[0]!.fence, write);
     return { ...result, record } as ClaimResult;
   });
 }
@@ -276,4 +279,21 @@ function checkPatch(patch: StatePatch): void {
   if (patch.state === 'abandoned')
     throw new LedgerError('setState cannot abandon: a person does that through resolve()');
   if (!ALL_STATES.has(patch.state)) throw new LedgerError(`setState: unknown state ${JSON.stringify(patch.state)}`);
+}
+
+/** An option that must be a finite number ≥ min (an integer when `integer`); its default when absent. */
+function numberOption(value: number | undefined, fallback: number, name: string, min: number, integer = false): number {
+  const v = value ?? fallback;
+  if (!(Number.isFinite(v) && v >= min && (!integer || Number.isInteger(v)))) {
+    throw new LedgerError(`${name} must be ${integer ? 'an integer' : 'a number'} ≥ ${min}, got ${String(value)}`);
+  }
+  return v;
+}
+
+/** An option that must be one of `allowed`; the first is the default. */
+function oneOf<T extends string>(value: T | undefined, allowed: readonly T[], name: string): T {
+  if (value === undefined) return allowed[0]!;
+  if (!allowed.includes(value))
+    throw new LedgerError(`${name} must be ${allowed.map((a) => `'${a}'`).join(' or ')}, got ${JSON.stringify(value)}`);
+  return value;
 }
