@@ -1,5 +1,4 @@
 import {
-  type ClaimInput,
   type Ledger,
   LedgerError,
   type OperationState,
@@ -47,20 +46,6 @@ function checkOptions(options: SqliteLedgerOptions) {
   // Only FULL has a wait to leave out.
   const defers = synchronous === 'FULL' && deferrableWrites === 'defer';
   return { path: options.path, busyMs: Math.floor(busyTimeoutMs), sync: synchronous, defers } as const;
-}
-
-/** A new operation's row; undefined when the input cannot be stored as one (the claim then reads first). */
-function newRow(input: ClaimInput) {
-  try {
-    const claim = claimTransition(null, input);
-    return {
-      result: claim.result,
-      record: claim.write!,
-      text: { record: JSON.stringify(claim.write), receipts: null },
-    };
-  } catch {
-    return undefined;
-  }
 }
 
 /** Keyset pages in creation order, each handed to onPrune, then deleted only where still closed and old. */
@@ -112,9 +97,8 @@ export function createSqliteLedger(options: SqliteLedgerOptions): Ledger {
   return {
     capabilities: { claimDispatch: true, receiptWithState: true },
     async claim(input) {
-      const fresh = newRow(input);
-      if (fresh && (await tx(c, 'claim', () => rows.insertNew(fresh.record, fresh.text), { alone: true })))
-        return fresh.result;
+      const fresh = claimTransition(null, input); // the rule checks the input before anything is written
+      if (await tx(c, 'claim', () => rows.insertNew(fresh.write!), { alone: true })) return fresh.result;
       return tx(c, 'claim', () => {
         const row = rows.load(input.businessOperationId);
         const { result, write: w } = claimTransition(row?.current ?? null, input);

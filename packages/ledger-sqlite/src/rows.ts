@@ -75,8 +75,14 @@ export function createRows(c: Connection) {
     remember(r, text, added?.seq ?? before?.lastSeq ?? 0);
     return r;
   };
-  /** False when the id has a row. */
-  const insertNew = (r: OperationRecord, text: StoredText): boolean => {
+  /** False when the id has a row, or `r` is no JSON (the claim then reads the row, and stores or says why). */
+  const insertNew = (r: OperationRecord): boolean => {
+    let text: StoredText;
+    try {
+      text = { record: JSON.stringify(r), receipts: null };
+    } catch {
+      return false;
+    }
     if (Number(st.insert.run(...insertArgs(r, text)).changes) !== 1) return false;
     remember(r, text, 0);
     return true;
