@@ -145,10 +145,7 @@ export function createSqliteLedger(options: SqliteLedgerOptions): Ledger {
         const row = rows.get(id);
         return row ? toReceipts(row.receipts, id, o.path) : [];
       }),
-    async recoverCandidates(now, limit) {
-      const found = await read(c, 'recoverCandidates', () => records(RECOVER_SQL, [now, limit ?? -1]));
-      return found.filter((r) => r.leaseOwner === null || r.leaseExpiresAt === null || r.leaseExpiresAt <= now);
-    },
+    recoverCandidates: (now, limit) => read(c, 'recoverCandidates', () => records(RECOVER_SQL, [now, limit ?? -1])),
     prune: (options) => prune(c, rows, options),
     async close() {
       rows.forget();
