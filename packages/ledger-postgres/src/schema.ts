@@ -74,9 +74,7 @@ export interface MigrateReport {
 }
 
 /** A connection: a pg.Client, a pg.PoolClient or one of the ledger's own. */
-interface Session {
-  query<R extends pg.QueryResultRow>(config: { text: string; values?: unknown[] }): Promise<pg.QueryResult<R>>;
-}
+type Session = Pick<Connections, 'query'>;
 
 /**
  * Brings `schema` up to date, under an advisory lock so many workers may run it at once; refuses a newer one.

@@ -19,10 +19,7 @@ export interface DbOptions extends ConnectionOptions {
 }
 
 /** What the ledger uses of a pool: yours, or its own Connections. */
-interface Pool {
-  query<R extends pg.QueryResultRow>(config: pg.QueryConfig): Promise<pg.QueryResult<R>>;
-  connect(): Promise<{ query: Pool['query']; release(err?: Error): void }>;
-}
+type Pool = Pick<Connections, 'query' | 'connect'>;
 
 export type Db = ReturnType<typeof createDb>;
 

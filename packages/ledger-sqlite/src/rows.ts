@@ -9,10 +9,8 @@ export interface StoredText {
   readonly receipts: string | null;
 }
 
-interface Loaded extends StoredText {
-  readonly current: OperationRecord;
-  readonly lastSeq: number;
-}
+/** A row read for a write: its text, its record and its last receipt's seq. */
+type Loaded = StoredText & { readonly current: OperationRecord; readonly lastSeq: number };
 
 type Next = (r: OperationRecord) => OperationRecord;
 
