@@ -8,7 +8,7 @@ import pg from 'pg';
  */
 export class Connections {
   private readonly idle: Conn[] = [];
-  private readonly open: Conn[] = [];
+  private readonly open = new Set<Conn>();
   private readonly waiters: Waiter[] = [];
   /** Open or opening (≤ max). */
   private count = 0;
@@ -32,7 +32,7 @@ export class Connections {
   }
 
   /** One statement on a free connection, given back when it ends. */
-  async query<R extends pg.QueryResultRow>(config: Statement): Promise<pg.QueryResult<R>> {
+  async query<R extends pg.QueryResultRow>(config: pg.QueryConfig): Promise<pg.QueryResult<R>> {
     return this.send<R>(await this.acquire(), config, true);
   }
 
@@ -40,7 +40,7 @@ export class Connections {
   async connect() {
     const conn = await this.acquire();
     return {
-      query: <R extends pg.QueryResultRow>(config: Statement) => this.send<R>(conn, config, false),
+      query: <R extends pg.QueryResultRow>(config: pg.QueryConfig) => this.send<R>(conn, config, false),
       release: (err?: Error) => this.release(conn, err),
     };
   }
@@ -58,7 +58,7 @@ export class Connections {
   /** `release`: give the connection back when the statement ends. */
   private send<R extends pg.QueryResultRow>(
     conn: Conn,
-    config: Statement,
+    config: pg.QueryConfig,
     release: boolean,
   ): Promise<pg.QueryResult<R>> {
     return new Promise<pg.QueryResult<R>>((resolve, reject) => {
@@ -108,7 +108,7 @@ export class Connections {
 
   private openNew(): Promise<Conn> {
     this.count++;
-    this.arm();
+    this.timer ??= setInterval(() => this.watch(), this.period).unref();
     const client = new pg.Client({
       connectionString: this.options.connectionString,
       connectionTimeoutMillis: this.options.timeoutMs,
@@ -124,7 +124,7 @@ export class Connections {
     });
     return client.connect().then(
       () => {
-        this.open.push(conn);
+        this.open.add(conn);
         return conn;
       },
       (err: unknown) => {
@@ -138,8 +138,7 @@ export class Connections {
     if (conn.gone) return;
     conn.gone = true;
     this.count--;
-    const i = this.open.indexOf(conn);
-    if (i !== -1) this.open.splice(i, 1);
+    this.open.delete(conn);
     void conn.client.end().catch(() => undefined);
     this.next();
   }
@@ -157,16 +156,10 @@ export class Connections {
     this.onEmpty = null;
   }
 
-  private arm(): void {
-    if (this.timer !== null) return;
-    this.timer = setInterval(() => this.watch(), this.period);
-    this.timer.unref();
-  }
-
   /** The watchdog: expired queries and waits fail, long-idle connections close. */
   private watch(): void {
     const now = ++this.tick;
-    for (const conn of this.open.slice()) {
+    for (const conn of [...this.open]) {
       if (conn.until !== 0 && conn.until <= now && conn.fail !== null) {
         const fail = conn.fail;
         conn.fail = null;
@@ -189,13 +182,6 @@ export interface ConnectionOptions {
   readonly max: number;
   readonly timeoutMs: number;
   readonly idleMs: number;
-}
-
-/** A name when it is prepared (once per connection). */
-export interface Statement {
-  readonly name?: string;
-  readonly text: string;
-  readonly values?: unknown[];
 }
 
 export class QueryTimeoutError extends Error {

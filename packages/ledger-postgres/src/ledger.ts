@@ -1,17 +1,12 @@
 import {
-  type BusinessOperationId,
   type ClaimInput,
   type ClaimResult,
-  type Fenced,
-  type HandoffPacket,
   type Ledger,
   LedgerError,
-  type ListFilter,
   type OperationRecord,
   type OperationState,
   type PruneOptions,
   type PruneReport,
-  type Receipt,
   type StatePatch,
 } from '@retrysafe/contract';
 import {
@@ -19,13 +14,13 @@ import {
   claimTransition,
   dispatchedTransition,
   handOffTransition,
+  RECOVERABLE_STATES,
   renewTransition,
   resolveTransition,
   setStateTransition,
   TERMINAL_STATES,
 } from '@retrysafe/contract/ledger';
 import type pg from 'pg';
-import { ALL_STATES, checkClaim, checkNumber, numberOption, oneOf } from './checks.js';
 import { createSkewCheck } from './clock.js';
 import { jsonParam, type OperationRow, parseJson, toReceipts, toRecord } from './rows.js';
 import { type MigrateReport, quoteSchema } from './schema.js';
@@ -84,21 +79,21 @@ export function createPostgresLedger(options: PostgresLedgerOptions): PostgresLe
     ready: c.db.ready,
     capabilities: { claimDispatch: true, receiptWithState: true },
     claim: (input) => claim(c, input),
-    renewLease: (ref, leaseMs, now) => renewLease(c, ref, leaseMs, now),
-    markDispatched: (ref, now) => markDispatched(c, ref, now),
-    setState: (ref, patch) => setState(c, ref, patch),
-    handOff: (ref, packet, now, receipt) => handOff(c, ref, packet, now, receipt),
-    appendReceipt: (ref, receipt) => appendReceipt(c, ref, receipt),
-    release: (ref) => release(c, ref),
-    resolve: (id, resolution, now) => resolve(c, id, resolution, now),
-    get: (id) => get(c, id),
-    list: (filter) => list(c, filter),
-    receipts: (id) => receipts(c, id),
-    recoverCandidates: (now, limit) => recoverCandidates(c, now, limit),
+    ...fencedWrites(c),
+    resolve: (id, resolution, now) =>
+      c.db.tx('resolve', async (run) => {
+        const { rows } = await run<OperationRow>('resolve', c.st.resolveLock, [id]);
+        const next = resolveTransition(rows[0] ? toRecord(rows[0]) : null, id, resolution, now);
+        return c.writes.writeLocked(run, 'resolve', rows[0]!.fence, next);
+      }),
+    ...reads(c),
     prune: (opts) => prune(c, opts),
     close: c.db.close,
   };
 }
+
+/** Bad input is refused with a LedgerError before any statement is sent. */
+const ALL_STATES = new Set<string>([...RECOVERABLE_STATES, ...TERMINAL_STATES]);
 
 /** The checked options and what the methods share. */
 function parts(options: PostgresLedgerOptions) {
@@ -122,11 +117,15 @@ function parts(options: PostgresLedgerOptions) {
 }
 type Parts = ReturnType<typeof parts>;
 
-/** A new operation is one INSERT (born `dispatched` with `dispatch`); its record is what was sent, not read back. */
+/**
+ * A new operation is one INSERT (born `dispatched` with `dispatch`); its record is what was sent, not read
+ * back, with the lease's end the database wrote. The rule checks the input before anything is sent.
+ */
 async function claim(c: Parts, input: ClaimInput): Promise<ClaimResult> {
-  checkClaim(input);
-  if (c.dbClock) await c.checkSkew(input.now, input.businessOperationId);
   const params = jsonParam(input.params);
+  const stored = { ...input, params: parseJson(params), providerKey: input.providerKey ?? null };
+  const claimed = claimTransition(null, stored).result;
+  if (c.dbClock) await c.checkSkew(input.now, input.businessOperationId);
   const { rows } = await c.db.query<{ lease_expires_at: string; xmin: string }>(
     'claim',
     input.dispatch === true ? c.st.claimInsertDispatched : c.st.claimInsert,
@@ -144,10 +143,9 @@ async function claim(c: Parts, input: ClaimInput): Promise<ClaimResult> {
     ],
   );
   if (rows.length === 0) return claimExisting(c, input);
-  const stored = { ...input, params: parseJson(params), providerKey: input.providerKey ?? null };
-  const claimed = claimTransition(null, stored, Number(rows[0]!.lease_expires_at) - input.leaseMs).result;
-  c.writes.remember(claimed.record, rows[0]!.xmin, { params, result: null, handoff: null, resolution: null });
-  return claimed;
+  const record = { ...claimed.record, leaseExpiresAt: Number(rows[0]!.lease_expires_at) };
+  c.writes.remember(record, rows[0]!.xmin, { params, result: null, handoff: null, resolution: null });
+  return { ...claimed, record };
 }
 
 /** It exists: claimTransition decides under the row lock, with the lease clock read in the same statement. */
@@ -162,159 +160,117 @@ function claimExisting(c: Parts, input: ClaimInput): Promise<ClaimResult> {
       throw new LedgerError(`claim: ${input.businessOperationId} was neither inserted nor found; nothing written`);
     const { result, write } = claimTransition(toRecord(rows[0]!), input, Number(rows[0]!.lease_now));
     if (write === null) return result;
-    const record = await c.writes.writeLocked(run, 'claim', rows[0]!, write);
+    const record = await c.writes.writeLocked(run, 'claim', rows[0]!.fence, write);
     return { ...result, record } as ClaimResult;
   });
 }
 
-/** Renewing a terminal operation is a no-op; a released lease stays released. */
-async function renewLease(c: Parts, ref: Fenced, leaseMs: number, now: number): Promise<void> {
-  checkNumber(leaseMs, 'leaseMs', 'renewLease', 1);
-  checkNumber(now, 'now', 'renewLease');
-  await c.writes.fenced(ref, {
-    what: 'renewLease',
-    write: RENEW,
-    values: [now, leaseMs, c.dbClock],
-    rule: (r) => renewTransition(r, ref, leaseMs, now),
-  });
+/** Each is one UPDATE fenced by the claim's token (writes.ts), the contract's rule giving the record it leaves. */
+function fencedWrites({ writes, dbClock }: Parts): Pick<Ledger, FencedMethod> {
+  return {
+    // Renewing a terminal operation is a no-op; a released lease stays released.
+    async renewLease(ref, leaseMs, now) {
+      const rule = (r: OperationRecord) => renewTransition(r, ref, leaseMs, now);
+      await writes.fenced(ref, { what: 'renewLease', write: RENEW, values: [now, leaseMs, dbClock], rule });
+    },
+    async markDispatched(ref, now) {
+      const rule = (r: OperationRecord) => dispatchedTransition(r, now);
+      return (await writes.fenced(ref, { what: 'markDispatched', write: DISPATCHED, values: [now], rule }))!;
+    },
+    async setState(ref, patch) {
+      checkPatch(patch);
+      const result = patch.result === undefined ? undefined : jsonParam(patch.result);
+      const fields = SET_STATE_FIELDS.map(([field]) => field).filter((f) => patch[f] !== undefined);
+      return (await writes.fenced(ref, {
+        what: 'setState',
+        write: setStateWrite(fields, TERMINAL_STATES.includes(patch.state)),
+        values: [patch.state, patch.now, ...fields.map((f) => (f === 'result' ? result : patch[f]))],
+        rule: (r) => setStateTransition(r, patch),
+        json: result === undefined ? {} : { result },
+        receipt: patch.receipt,
+        deferred: patch.durability === 'deferrable',
+      }))!;
+    },
+    async handOff(ref, packet, now, receipt) {
+      if (!packet || typeof packet !== 'object') throw new LedgerError('handOff: a handoff packet is required');
+      const handoff = jsonParam(packet);
+      const { outcome = null, providerRef = null } = packet.lastKnown ?? {};
+      return (await writes.fenced(ref, {
+        what: 'handOff',
+        write: HAND_OFF,
+        values: [handoff, now, outcome, providerRef],
+        rule: (r) => handOffTransition(r, packet, now),
+        json: { handoff },
+        receipt,
+      }))!;
+    },
+    async appendReceipt(ref, receipt) {
+      await writes.fenced(ref, { what: 'appendReceipt', write: APPEND, values: [], receipt });
+    },
+    async release(ref) {
+      await writes.fenced(ref, { what: 'release', write: RELEASE, values: [] });
+    },
+  };
+}
+type FencedMethod = 'renewLease' | 'markDispatched' | 'setState' | 'handOff' | 'appendReceipt' | 'release';
+
+function reads({ db, st, dbClock }: Parts): Pick<Ledger, 'get' | 'list' | 'receipts' | 'recoverCandidates'> {
+  return {
+    async get(id) {
+      const { rows } = await db.query<OperationRow>('get', st.get, [id]);
+      return rows[0] ? toRecord(rows[0]) : null;
+    },
+    async list(filter = {}) {
+      for (const s of filter.states ?? [])
+        if (!ALL_STATES.has(s)) throw new LedgerError(`list: unknown state ${JSON.stringify(s)}`);
+      const { sql, values } = st.list(filter);
+      return (await db.query<OperationRow>('list', sql, values)).rows.map(toRecord);
+    },
+    async receipts(id) {
+      const { rows } = await db.query<{ receipts: string | null }>('receipts', st.receipts, [id]);
+      return rows[0] ? toReceipts(rows[0].receipts, id) : [];
+    },
+    async recoverCandidates(now, limit) {
+      const { rows } = await db.query<OperationRow>('recoverCandidates', st.recover, [now, limit ?? null, dbClock]);
+      return rows.map(toRecord);
+    },
+  };
 }
 
-async function markDispatched(c: Parts, ref: Fenced, now: number): Promise<OperationRecord> {
-  checkNumber(now, 'now', 'markDispatched');
-  return (await c.writes.fenced(ref, {
-    what: 'markDispatched',
-    write: DISPATCHED,
-    values: [now],
-    rule: (r) => dispatchedTransition(r, now),
-  }))!;
-}
-
-async function setState(c: Parts, ref: Fenced, patch: StatePatch): Promise<OperationRecord> {
-  checkPatch(patch);
-  const result = patch.result === undefined ? undefined : jsonParam(patch.result);
-  const fields = SET_STATE_FIELDS.map(([field]) => field).filter((f) => patch[f] !== undefined);
-  const values = [patch.state, patch.now, ...fields.map((f) => (f === 'result' ? result : patch[f]))];
-  return (await c.writes.fenced(ref, {
-    what: 'setState',
-    write: setStateWrite(fields, TERMINAL_STATES.includes(patch.state)),
-    values,
-    rule: (r) => setStateTransition(r, patch),
-    json: result === undefined ? {} : { result },
-    receipt: patch.receipt,
-    deferred: patch.durability === 'deferrable',
-  }))!;
-}
-
-async function handOff(
-  c: Parts,
-  ref: Fenced,
-  packet: HandoffPacket,
-  now: number,
-  receipt?: Receipt,
-): Promise<OperationRecord> {
-  if (!packet || typeof packet !== 'object') throw new LedgerError('handOff: a handoff packet is required');
-  checkNumber(now, 'now', 'handOff');
-  const handoff = jsonParam(packet);
-  return (await c.writes.fenced(ref, {
-    what: 'handOff',
-    write: HAND_OFF,
-    values: [handoff, now, packet.lastKnown?.outcome ?? null, packet.lastKnown?.providerRef ?? null],
-    rule: (r) => handOffTransition(r, packet, now),
-    json: { handoff },
-    receipt,
-  }))!;
-}
-
-async function appendReceipt(c: Parts, ref: Fenced, receipt: Receipt): Promise<void> {
-  await c.writes.fenced(ref, { what: 'appendReceipt', write: APPEND, values: [], receipt });
-}
-
-async function release(c: Parts, ref: Fenced): Promise<void> {
-  await c.writes.fenced(ref, { what: 'release', write: RELEASE, values: [] });
-}
-
-async function resolve(
-  c: Parts,
-  id: BusinessOperationId,
-  resolution: Parameters<Ledger['resolve']>[1],
-  now: number,
-): Promise<OperationRecord> {
-  checkNumber(now, 'now', 'resolve');
-  return c.db.tx('resolve', async (run) => {
-    const { rows } = await run<OperationRow>('resolve', c.st.resolveLock, [id]);
-    const next = resolveTransition(rows[0] ? toRecord(rows[0]) : null, id, resolution, now);
-    return c.writes.writeLocked(run, 'resolve', rows[0]!, next);
-  });
-}
-
-async function get(c: Parts, id: string): Promise<OperationRecord | null> {
-  const { rows } = await c.db.query<OperationRow>('get', c.st.get, [id]);
-  return rows[0] ? toRecord(rows[0]) : null;
-}
-
-async function list(c: Parts, filter: ListFilter = {}): Promise<OperationRecord[]> {
-  for (const s of filter.states ?? [])
-    if (!ALL_STATES.has(s)) throw new LedgerError(`list: unknown state ${JSON.stringify(s)}`);
-  if (filter.limit !== undefined) checkNumber(filter.limit, 'limit', 'list', 0);
-  const { sql, values } = c.st.list(filter);
-  const { rows } = await c.db.query<OperationRow>('list', sql, values);
-  return rows.map(toRecord);
-}
-
-async function receipts(c: Parts, id: string): Promise<Receipt[]> {
-  const { rows } = await c.db.query<{ receipts: string | null }>('receipts', c.st.receipts, [id]);
-  return rows[0] ? toReceipts(rows[0].receipts, id) : [];
-}
-
-async function recoverCandidates(c: Parts, now: number, limit?: number): Promise<OperationRecord[]> {
-  checkNumber(now, 'now', 'recoverCandidates');
-  if (limit !== undefined) checkNumber(limit, 'limit', 'recoverCandidates', 0);
-  const { rows } = await c.db.query<OperationRow>('recoverCandidates', c.st.recover, [now, limit ?? null, c.dbClock]);
-  return rows.map(toRecord);
-}
-
+/** Each state's old rows, a keyset page at a time by (created_at, id): counted (dry run), or exported if asked, then deleted. */
 async function prune(c: Parts, options: PruneOptions): Promise<PruneReport> {
   const states = [...checkPruneOptions(options)];
   const byState: Partial<Record<OperationState, number>> = {};
-  const count = (state: string, n: number) =>
-    (byState[state as OperationState] = (byState[state as OperationState] ?? 0) + n);
-  if (options.dryRun) {
-    const { rows } = await c.db.query<{ state: string; n: string }>('prune', c.st.pruneCount, [states, options.before]);
-    for (const r of rows) count(r.state, Number(r.n));
-  } else {
-    for (const state of states) for (const gone of await pruneState(c, state, states, options)) count(gone, 1);
-  }
-  const pruned = Object.values(byState).reduce((a, b) => a + b, 0);
-  return { pruned, byState, dryRun: options.dryRun === true };
-}
-
-/** One state's old rows, a keyset page at a time by (created_at, id), exported if asked, then deleted. */
-async function pruneState(c: Parts, state: string, states: string[], options: PruneOptions): Promise<string[]> {
-  const deleted: string[] = [];
-  const page = c.st.prunePage(options.onPrune !== undefined);
-  for (let after: [number, string] = [-1, '']; ; ) {
-    const { rows } = await c.db.query<OperationRow & { receipts?: string | null }>('prune', page, [
-      state,
-      options.before,
-      after[0],
-      after[1],
-      options.batchSize ?? 500,
-    ]);
-    if (rows.length === 0) return deleted;
-    const last = rows[rows.length - 1]!;
-    after = [Number(last.created_at), last.business_operation_id];
-    if (options.onPrune) {
-      for (const row of rows)
-        await options.onPrune(toRecord(row), toReceipts(row.receipts ?? null, row.business_operation_id));
+  let pruned = 0;
+  const count = (state: OperationState, n: number) => {
+    pruned += n;
+    byState[state] = (byState[state] ?? 0) + n;
+  };
+  const page = c.st.prunePage(options.onPrune !== undefined && !options.dryRun);
+  for (const state of states) {
+    for (let after: unknown[] = [-1, '']; ; ) {
+      const values = [state, options.before, ...after, options.batchSize ?? 500];
+      const { rows } = await c.db.query<OperationRow & { receipts?: string | null }>('prune', page, values);
+      if (rows.length === 0) break;
+      const last = rows[rows.length - 1]!;
+      after = [last.created_at, last.business_operation_id];
+      if (options.dryRun) {
+        count(state, rows.length);
+        continue;
+      }
+      if (options.onPrune)
+        for (const row of rows)
+          await options.onPrune(toRecord(row), toReceipts(row.receipts ?? null, row.business_operation_id));
+      const ids = rows.map((r) => r.business_operation_id);
+      const gone = await c.db.query<{ state: OperationState }>('prune', c.st.pruneDelete, [
+        ids,
+        states,
+        options.before,
+      ]);
+      for (const g of gone.rows) count(g.state, 1);
     }
-    const ids = rows.map((r) => r.business_operation_id);
-    const { rows: gone } = await c.db.query<{ state: string }>('prune', c.st.pruneDelete, [
-      ids,
-      states,
-      options.before,
-    ]);
-    deleted.push(...gone.map((g) => g.state));
   }
+  return { pruned, byState, dryRun: options.dryRun === true };
 }
 
 function checkPatch(patch: StatePatch): void {
@@ -323,5 +279,21 @@ function checkPatch(patch: StatePatch): void {
   if (patch.state === 'abandoned')
     throw new LedgerError('setState cannot abandon: a person does that through resolve()');
   if (!ALL_STATES.has(patch.state)) throw new LedgerError(`setState: unknown state ${JSON.stringify(patch.state)}`);
-  checkNumber(patch.now, 'now', 'setState');
+}
+
+/** An option that must be a finite number ≥ min (an integer when `integer`); its default when absent. */
+function numberOption(value: number | undefined, fallback: number, name: string, min: number, integer = false): number {
+  const v = value ?? fallback;
+  if (!(Number.isFinite(v) && v >= min && (!integer || Number.isInteger(v)))) {
+    throw new LedgerError(`${name} must be ${integer ? 'an integer' : 'a number'} ≥ ${min}, got ${String(value)}`);
+  }
+  return v;
+}
+
+/** An option that must be one of `allowed`; the first is the default. */
+function oneOf<T extends string>(value: T | undefined, allowed: readonly T[], name: string): T {
+  if (value === undefined) return allowed[0]!;
+  if (!allowed.includes(value))
+    throw new LedgerError(`${name} must be ${allowed.map((a) => `'${a}'`).join(' or ')}, got ${JSON.stringify(value)}`);
+  return value;
 }

@@ -1,74 +1,58 @@
-import type {
-  BusinessOperationId,
-  HandoffPacket,
-  OperationRecord,
-  OperationState,
-  ProviderKey,
-  Receipt,
-} from '@retrysafe/contract';
+import type { OperationRecord, Receipt } from '@retrysafe/contract';
 import { parseStored } from '@retrysafe/contract/ledger';
 
-/** Every column but `receipts`, which only `receipts()` and an exporting prune read. */
-export const RECORD_COLUMNS = `business_operation_id, provider, operation, intent_fingerprint, params_fingerprint,
-  params, provider_key, state, fence, lease_owner, lease_expires_at, created_at, updated_at, first_dispatched_at,
-  attempt_count, last_outcome, result, provider_ref, status_ref, handoff, resolution, receipt_head, receipt_count`;
+/** Each record field and its column ('int8' comes back from pg as a string, 'json' as a parsed value). */
+const FIELDS = [
+  ['businessOperationId', 'business_operation_id', ''],
+  ['provider', 'provider', ''],
+  ['operation', 'operation', ''],
+  ['intentFingerprint', 'intent_fingerprint', ''],
+  ['paramsFingerprint', 'params_fingerprint', ''],
+  ['params', 'params', 'json'],
+  ['providerKey', 'provider_key', ''],
+  ['state', 'state', ''],
+  ['fence', 'fence', 'int8'],
+  ['leaseOwner', 'lease_owner', ''],
+  ['leaseExpiresAt', 'lease_expires_at', 'int8'],
+  ['createdAt', 'created_at', 'int8'],
+  ['updatedAt', 'updated_at', 'int8'],
+  ['firstDispatchedAt', 'first_dispatched_at', 'int8'],
+  ['attemptCount', 'attempt_count', ''],
+  ['lastOutcome', 'last_outcome', ''],
+  ['result', 'result', 'json'],
+  ['providerRef', 'provider_ref', ''],
+  ['statusRef', 'status_ref', ''],
+  ['handoff', 'handoff', 'json'],
+  ['resolution', 'resolution', 'json'],
+] as const satisfies ReadonlyArray<readonly [keyof OperationRecord, string, '' | 'int8' | 'json']>;
 
-/** As pg returns it: int8 as a string, json parsed. */
-export interface OperationRow {
+/** Every column but `receipts`, which only `receipts()` and an exporting prune read. */
+export const RECORD_COLUMNS = `${FIELDS.map((f) => f[1]).join(', ')}, receipt_head, receipt_count`;
+
+/** A row as pg returns it. */
+export type OperationRow = { [C in (typeof FIELDS)[number][1]]: unknown } & {
   business_operation_id: string;
-  provider: string;
-  operation: string;
-  intent_fingerprint: string;
-  params_fingerprint: string;
-  params: unknown;
-  provider_key: string | null;
-  state: string;
-  fence: string | number;
-  lease_owner: string | null;
-  lease_expires_at: string | number | null;
-  created_at: string | number;
-  updated_at: string | number;
-  first_dispatched_at: string | number | null;
-  attempt_count: number;
-  last_outcome: string | null;
-  result: unknown;
-  provider_ref: string | null;
-  status_ref: string | null;
-  handoff: unknown;
-  resolution: unknown;
   receipt_head: string | null;
   receipt_count: number;
-}
-
-const num = (v: string | number): number => (typeof v === 'number' ? v : Number(v));
-const numOrNull = (v: string | number | null): number | null => (v === null ? null : num(v));
+};
 
 export function toRecord(row: OperationRow): OperationRecord {
-  return {
-    businessOperationId: row.business_operation_id as BusinessOperationId,
-    provider: row.provider,
-    operation: row.operation,
-    intentFingerprint: row.intent_fingerprint,
-    paramsFingerprint: row.params_fingerprint,
-    params: row.params ?? null,
-    providerKey: row.provider_key as ProviderKey | null,
-    state: row.state as OperationState,
-    fence: num(row.fence),
-    leaseOwner: row.lease_owner,
-    leaseExpiresAt: numOrNull(row.lease_expires_at),
-    createdAt: num(row.created_at),
-    updatedAt: num(row.updated_at),
-    firstDispatchedAt: numOrNull(row.first_dispatched_at),
-    attemptCount: row.attempt_count,
-    lastOutcome: row.last_outcome as OperationRecord['lastOutcome'],
-    result: row.result ?? null,
-    providerRef: row.provider_ref,
-    statusRef: row.status_ref,
-    handoff: (row.handoff ?? null) as HandoffPacket | null,
-    resolution: (row.resolution ?? null) as OperationRecord['resolution'],
-    receiptChain: { head: row.receipt_head, length: row.receipt_count },
-  };
+  const record: Record<string, unknown> = {};
+  for (const [field, column, kind] of FIELDS) {
+    const value = row[column];
+    record[field] = value == null ? null : kind === 'int8' ? Number(value) : value;
+  }
+  record.receiptChain = { head: row.receipt_head, length: row.receipt_count };
+  return record as unknown as OperationRecord;
 }
+
+/** UPDATE … SET of every column from $2 on, as `recordValues` gives them ($1 is left to the caller). */
+export const SET_EVERY_COLUMN = FIELDS.map(
+  ([, column, kind], i) => `${column} = $${i + 2}${kind === 'json' ? '::json' : ''}`,
+).join(', ');
+
+export const recordValues = (r: OperationRecord): unknown[] =>
+  FIELDS.map(([field, , kind]) => (kind === 'json' ? jsonParam(r[field]) : r[field]));
 
 /** The receipts of a row, in seq order (NULL: none yet). */
 export function toReceipts(text: string | null, id: string): Receipt[] {

@@ -6,7 +6,7 @@ import { Connections } from './connections.js';
  * Each runs once per schema, in order, and is recorded in `retrysafe_schema_migrations`; `{{schema}}`
  * is the quoted schema. Never edit a released migration: add the next version.
  */
-const MIGRATIONS: ReadonlyArray<{ version: number; name: string; sql: string }> = Object.freeze([
+const MIGRATIONS: ReadonlyArray<{ version: number; name: string; sql: string }> = [
   {
     version: 1,
     name: 'operations',
@@ -52,7 +52,7 @@ CREATE INDEX retrysafe_operations_created_idx ON {{schema}}.retrysafe_operations
 CREATE INDEX retrysafe_operations_open_idx ON {{schema}}.retrysafe_operations (state, created_at)
   WHERE state NOT IN ('succeeded', 'rejected', 'abandoned');`,
   },
-]);
+];
 
 const SCHEMA_NAME = /^[a-z_][a-z0-9_]{0,62}$/;
 
@@ -74,9 +74,7 @@ export interface MigrateReport {
 }
 
 /** A connection: a pg.Client, a pg.PoolClient or one of the ledger's own. */
-interface Session {
-  query<R extends pg.QueryResultRow>(config: { text: string; values?: unknown[] }): Promise<pg.QueryResult<R>>;
-}
+type Session = Pick<Connections, 'query'>;
 
 /**
  * Brings `schema` up to date, under an advisory lock so many workers may run it at once; refuses a newer one.
@@ -112,13 +110,12 @@ async function applyMigrations(client: Session, schema: string, quoted: string):
     `SELECT version FROM ${quoted}.retrysafe_schema_migrations ORDER BY version`,
   );
   const done = new Set(rows.map((r) => r.version));
-  const newest = MIGRATIONS.reduce((m, x) => Math.max(m, x.version), 0);
-  const beyond = rows.filter((r) => r.version > newest);
-  if (beyond.length > 0) {
+  const newest = MIGRATIONS[MIGRATIONS.length - 1]!.version;
+  const seen = rows[rows.length - 1]?.version ?? 0;
+  if (seen > newest)
     throw new LedgerError(
-      `schema ${schema} has migration ${beyond[beyond.length - 1]!.version}, newer than this @retrysafe/ledger-postgres knows (${newest}): upgrade the package`,
+      `schema ${schema} has migration ${seen}, newer than this @retrysafe/ledger-postgres knows (${newest}): upgrade the package`,
     );
-  }
   const applied: number[] = [];
   for (const m of MIGRATIONS) {
     if (done.has(m.version)) continue;

@@ -1,6 +1,6 @@
 import type { ListFilter } from '@retrysafe/contract';
 import { PRUNABLE_STATES, RECOVERABLE_STATES, TERMINAL_STATES } from '@retrysafe/contract/ledger';
-import { RECORD_COLUMNS } from './rows.js';
+import { RECORD_COLUMNS, SET_EVERY_COLUMN } from './rows.js';
 
 /** Prepared once per connection under `name`, or sent unnamed (`null`) when its text varies. */
 export interface Sql {
@@ -106,13 +106,10 @@ export function createStatements(ops: string, dbClock: boolean) {
       `SELECT ${RECORD_COLUMNS}, ${clock('$2', '$3')} AS lease_now FROM ${ops} WHERE business_operation_id = $1 FOR UPDATE`,
     ),
     resolveLock: named('lock', `SELECT ${RECORD_COLUMNS} FROM ${ops} WHERE business_operation_id = $1 FOR UPDATE`),
-    /** Every column a transition may change ($2: the fence read under the lock). */
+    /** The transition's record over the row whose fence ($1) was read under the lock. */
     writeLocked: named(
       'write-locked',
-      `UPDATE ${ops} SET params = $3::json, params_fingerprint = $4, provider_key = $5, state = $6, fence = $7, lease_owner = $8,
-         lease_expires_at = $9, updated_at = $10, first_dispatched_at = $11, attempt_count = $12, last_outcome = $13, result = $14::json,
-         provider_ref = $15, status_ref = $16, handoff = $17::json, resolution = $18::json
-       WHERE business_operation_id = $1 AND fence = $2 ${returning}`,
+      `UPDATE ${ops} SET ${SET_EVERY_COLUMN} WHERE business_operation_id = $2 AND fence = $1 ${returning}`,
     ),
     /** $1 caller's now, $2 limit, $3 database clock?: served by the partial index of open rows. */
     recover: named(
@@ -120,10 +117,6 @@ export function createStatements(ops: string, dbClock: boolean) {
       `SELECT ${RECORD_COLUMNS} FROM ${ops}
          WHERE state IN (${sqlList(RECOVERABLE_STATES)}) AND ${OPEN_STATES} AND coalesce(lease_expires_at, 0) <= ${clock('$3', '$1')}
          ORDER BY updated_at, business_operation_id LIMIT $2`,
-    ),
-    pruneCount: named(
-      'prune-count',
-      `SELECT state, count(*) AS n FROM ${ops} WHERE state = ANY($1::text[]) AND created_at < $2 AND updated_at < $2 GROUP BY state`,
     ),
     /** $1 state, $2 before, $3/$4 after (created_at, id), $5 page size. */
     prunePage: (withReceipts: boolean): Sql => ({

@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import { LedgerError, RetrysafeError } from '@retrysafe/contract';
 import type pg from 'pg';
-import { type ConnectionOptions, Connections, type Statement } from './connections.js';
+import { type ConnectionOptions, Connections } from './connections.js';
 import { type MigrateReport, migrate } from './schema.js';
 import type { Sql } from './statements.js';
 
@@ -12,14 +12,6 @@ export type Run = <R extends pg.QueryResultRow>(
   values: unknown[],
 ) => Promise<pg.QueryResult<R>>;
 
-export interface Db {
-  readonly query: Run;
-  /** `fn` inside BEGIN … COMMIT on one connection; any failure rolls back and rejects with LedgerError. */
-  tx<T>(what: string, fn: (run: Run) => Promise<T>): Promise<T>;
-  ready(): Promise<MigrateReport | null>;
-  close(): Promise<void>;
-}
-
 export interface DbOptions extends ConnectionOptions {
   readonly pool: pg.Pool | null;
   readonly schema: string;
@@ -27,13 +19,15 @@ export interface DbOptions extends ConnectionOptions {
 }
 
 /** What the ledger uses of a pool: yours, or its own Connections. */
-interface Pool {
-  query<R extends pg.QueryResultRow>(config: Statement): Promise<pg.QueryResult<R>>;
-  connect(): Promise<{ query: Pool['query']; release(err?: Error): void }>;
-}
+type Pool = Pick<Connections, 'query' | 'connect'>;
 
-/** Your pool, or connections of its own; every failure is a LedgerError; migrated before the first statement. */
-export function createDb(options: DbOptions): Db {
+export type Db = ReturnType<typeof createDb>;
+
+/**
+ * Your pool, or connections of its own; every failure is a LedgerError; migrated before the first statement.
+ * `tx` runs `fn` inside BEGIN … COMMIT on one connection; any failure rolls back.
+ */
+export function createDb(options: DbOptions) {
   const own = options.pool === null ? new Connections(options) : null;
   const pool: Pool = options.pool ?? own!;
   // An idle client that breaks emits 'error' on the pool, which unhandled would end the process; the pool drops it.
@@ -52,7 +46,7 @@ export function createDb(options: DbOptions): Db {
 
   // Statement names are per connection; the schema is part of the text, so it is part of the name.
   const names = new Map<string, string>();
-  const configOf = (sql: Sql, values: unknown[]): Statement => {
+  const configOf = (sql: Sql, values: unknown[]): pg.QueryConfig => {
     if (sql.name === null) return { text: sql.text, values };
     const name = names.get(sql.name) ?? statementName(options.schema, sql.name);
     names.set(sql.name, name);

@@ -1,7 +1,6 @@
 import { type Fenced, LeaseLostError, LedgerError, type OperationRecord, type Receipt } from '@retrysafe/contract';
 import { chainedTransition, checkReceipt, isTerminal } from '@retrysafe/contract/ledger';
-import { checkReceiptShape, checkRef } from './checks.js';
-import { handOut, type JsonTexts, jsonParam, jsonTextsOf, type OperationRow, toRecord } from './rows.js';
+import { handOut, type JsonTexts, jsonParam, jsonTextsOf, type OperationRow, recordValues, toRecord } from './rows.js';
 import type { FencedWrite, Sql, Statements } from './statements.js';
 import type { Db, Run } from './tx.js';
 
@@ -118,33 +117,9 @@ export function createWrites(db: Db, st: Statements, defers: boolean) {
     return fromRow(rows[0]!);
   }
 
-  /** Stores a transition's record over a row this transaction holds FOR UPDATE. */
-  async function writeLocked(
-    run: Run,
-    what: string,
-    locked: OperationRow,
-    r: OperationRecord,
-  ): Promise<OperationRecord> {
-    const { rows } = await run<OperationRow & { xmin: string }>(what, st.writeLocked, [
-      r.businessOperationId,
-      locked.fence,
-      jsonParam(r.params),
-      r.paramsFingerprint,
-      r.providerKey,
-      r.state,
-      r.fence,
-      r.leaseOwner,
-      r.leaseExpiresAt,
-      r.updatedAt,
-      r.firstDispatchedAt,
-      r.attemptCount,
-      r.lastOutcome,
-      jsonParam(r.result),
-      r.providerRef,
-      r.statusRef,
-      jsonParam(r.handoff),
-      jsonParam(r.resolution),
-    ]);
+  /** Stores a transition's record over a row this transaction holds FOR UPDATE, with the fence read under the lock. */
+  async function writeLocked(run: Run, what: string, fence: unknown, r: OperationRecord): Promise<OperationRecord> {
+    const { rows } = await run<OperationRow & { xmin: string }>(what, st.writeLocked, [fence, ...recordValues(r)]);
     if (rows.length === 0)
       throw new LedgerError(`${what}: ${r.businessOperationId} changed under its row lock; nothing written`);
     return fromRow(rows[0]!);
@@ -155,4 +130,18 @@ export function createWrites(db: Db, st: Statements, defers: boolean) {
     writeLocked,
     remember,
   };
+}
+
+function checkRef(ref: Fenced, what: string): void {
+  if (!ref || typeof ref.businessOperationId !== 'string' || !Number.isInteger(ref.fence)) {
+    throw new LedgerError(`${what}: a fenced reference { businessOperationId, fence } is required`);
+  }
+}
+
+/** A receipt of the operation it is appended to (the UPDATE's guard checks its seq). */
+function checkReceiptShape(ref: Fenced, receipt: Receipt, what: string): void {
+  if (receipt?.businessOperationId !== ref.businessOperationId)
+    throw new LedgerError(
+      `${what}: receipt belongs to ${receipt?.businessOperationId}, not ${ref.businessOperationId}`,
+    );
 }

@@ -1,5 +1,4 @@
 import {
-  type ClaimInput,
   type Ledger,
   LedgerError,
   type OperationState,
@@ -17,7 +16,7 @@ import {
   setStateTransition,
 } from '@retrysafe/contract/ledger';
 import { createRows, type Rows, type StoredText, toReceipts, toRecord } from './rows.js';
-import { listSql, pruneSql, recoverSql } from './statements.js';
+import { listSql, pruneSql, RECOVER_SQL } from './statements.js';
 import { type Connection, openConnection, read, tx } from './tx.js';
 
 /** The options; the README's table says what each does. */
@@ -32,7 +31,6 @@ export interface SqliteLedgerOptions {
   readonly deferrableWrites?: 'defer' | 'sync';
 }
 
-const PRUNE_BATCH = 500;
 type StoredRow = StoredText & { id: string };
 
 function checkOptions(options: SqliteLedgerOptions) {
@@ -50,20 +48,6 @@ function checkOptions(options: SqliteLedgerOptions) {
   return { path: options.path, busyMs: Math.floor(busyTimeoutMs), sync: synchronous, defers } as const;
 }
 
-/** A new operation's row; undefined when the input cannot be stored as one (the claim then reads first). */
-function newRow(input: ClaimInput) {
-  try {
-    const claim = claimTransition(null, input);
-    return {
-      result: claim.result,
-      record: claim.write!,
-      text: { record: JSON.stringify(claim.write), receipts: null },
-    };
-  } catch {
-    return undefined;
-  }
-}
-
 /** Keyset pages in creation order, each handed to onPrune, then deleted only where still closed and old. */
 async function prune(c: Connection, rows: Rows, options: PruneOptions): Promise<PruneReport> {
   const states = checkPruneOptions(options);
@@ -75,7 +59,7 @@ async function prune(c: Connection, rows: Rows, options: PruneOptions): Promise<
     byState[s] = (byState[s] ?? 0) + 1;
   };
   for (let after: [number, string] = [-Number.MAX_VALUE, '']; ; ) {
-    const args = [options.before, ...after, options.before, ...states, options.batchSize ?? PRUNE_BATCH];
+    const args = [options.before, ...after, options.before, ...states, options.batchSize ?? 500];
     const found = await read(c, 'prune', () => rows.prepared(sql.page).all(...args) as unknown as StoredRow[]);
     if (found.length === 0) break;
     const records = found.map((row) => toRecord(row.record, c.path));
@@ -113,9 +97,8 @@ export function createSqliteLedger(options: SqliteLedgerOptions): Ledger {
   return {
     capabilities: { claimDispatch: true, receiptWithState: true },
     async claim(input) {
-      const fresh = newRow(input);
-      if (fresh && (await tx(c, 'claim', () => rows.insertNew(fresh.record, fresh.text), { alone: true })))
-        return fresh.result;
+      const fresh = claimTransition(null, input); // the rule checks the input before anything is written
+      if (await tx(c, 'claim', () => rows.insertNew(fresh.write!), { alone: true })) return fresh.result;
       return tx(c, 'claim', () => {
         const row = rows.load(input.businessOperationId);
         const { result, write: w } = claimTransition(row?.current ?? null, input);
@@ -162,12 +145,7 @@ export function createSqliteLedger(options: SqliteLedgerOptions): Ledger {
         const row = rows.get(id);
         return row ? toReceipts(row.receipts, id, o.path) : [];
       }),
-    async recoverCandidates(now, limit) {
-      const found = await read(c, 'recoverCandidates', () =>
-        records(recoverSql(limit !== undefined), limit !== undefined ? [now, limit] : [now]),
-      );
-      return found.filter((r) => r.leaseOwner === null || r.leaseExpiresAt === null || r.leaseExpiresAt <= now);
-    },
+    recoverCandidates: (now, limit) => read(c, 'recoverCandidates', () => records(RECOVER_SQL, [now, limit ?? -1])),
     prune: (options) => prune(c, rows, options),
     async close() {
       rows.forget();

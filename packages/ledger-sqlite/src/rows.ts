@@ -9,10 +9,8 @@ export interface StoredText {
   readonly receipts: string | null;
 }
 
-interface Loaded extends StoredText {
-  readonly current: OperationRecord;
-  readonly lastSeq: number;
-}
+/** A row read for a write: its text, its record and its last receipt's seq. */
+type Loaded = StoredText & { readonly current: OperationRecord; readonly lastSeq: number };
 
 type Next = (r: OperationRecord) => OperationRecord;
 
@@ -75,8 +73,14 @@ export function createRows(c: Connection) {
     remember(r, text, added?.seq ?? before?.lastSeq ?? 0);
     return r;
   };
-  /** False when the id has a row. */
-  const insertNew = (r: OperationRecord, text: StoredText): boolean => {
+  /** False when the id has a row, or `r` is no JSON (the claim then reads the row, and stores or says why). */
+  const insertNew = (r: OperationRecord): boolean => {
+    let text: StoredText;
+    try {
+      text = { record: JSON.stringify(r), receipts: null };
+    } catch {
+      return false;
+    }
     if (Number(st.insert.run(...insertArgs(r, text)).changes) !== 1) return false;
     remember(r, text, 0);
     return true;

@@ -30,29 +30,15 @@ function loadSqlite(): typeof import('node:sqlite') {
   }
 }
 
-export interface Connection {
-  readonly db: DatabaseSync;
-  readonly st: ReturnType<typeof prepareStatements>;
-  readonly path: string;
-  readonly busyMs: number;
-  /** A deferrable write commits at NORMAL. */
-  readonly defers: boolean;
-  readonly isOpen: () => boolean;
-  readonly close: () => void;
-}
+export type Connection = ReturnType<typeof openConnection>;
 
 /**
  * WAL mode, schema up to date. The factory is synchronous, so is the wait for another process creating
  * the file; SQLite answers some of those conflicts with SQLITE_BUSY without its busy handler, hence the loop.
  */
-export function openConnection(
-  path: string,
-  busyMs: number,
-  synchronous: 'FULL' | 'NORMAL',
-  defers: boolean,
-): Connection {
+export function openConnection(path: string, busyMs: number, synchronous: 'FULL' | 'NORMAL', defers: boolean) {
   let db: DatabaseSync | undefined;
-  let st: Connection['st'];
+  let st: ReturnType<typeof prepareStatements>;
   try {
     const { DatabaseSync } = loadSqlite();
     db = new DatabaseSync(path);
@@ -84,6 +70,7 @@ export function openConnection(
     open = false;
     quietly(() => opened.close());
   };
+  // `defers`: a deferrable write commits at NORMAL.
   return { db: opened, st, path, busyMs, defers, isOpen: () => open, close };
 }
 
