@@ -57,8 +57,9 @@ export interface DbosStepOptions {
   /** DBOS step name (default `retrysafe:<card operation>`). */
   readonly name?: string;
   /**
-   * While another worker holds the operation (`in-progress`), sleep durably (`DBOS.sleep`) and ask
-   * again, up to this many times (default 20); each round is a new DBOS step. 0 returns `in-progress` at once.
+   * While another worker holds the operation (`in-progress`), or after the runner stopped before sending
+   * because its lease ran out in a pause (`LeaseExpiredError`), sleep durably (`DBOS.sleep`) and run again,
+   * up to this many times (default 20); each round is a new DBOS step. 0 returns `in-progress` (or throws) at once.
    */
   readonly inProgressRounds?: number;
 }
@@ -77,6 +78,8 @@ export type DbosMessageSender = Pick<DBOSClient, 'send'>;
 export type DbosResolutionMessage = Resolution & { readonly by?: string };
 
 const RUN_ID = /^[A-Za-z0-9._:-]{1,96}$/;
+/** LeaseExpiredError's code. */
+const LEASE_EXPIRED = 'RETRYSAFE_LEASE_EXPIRED';
 const hash = (s: string) => createHash('sha256').update(s).digest('hex');
 
 /** The DBOS message topic a workflow waits on for the resolution of one handed-off operation. */
@@ -210,11 +213,21 @@ async function runOperation(
   const name = stepOptions?.name ?? `retrysafe:${spec?.card.operation ?? operation}`;
   const rounds = inStep ? 0 : Math.max(0, stepOptions?.inProgressRounds ?? 20);
   for (let round = 0; ; round++) {
-    // The run and attempt ids (and the cancel signal) are DBOS's, whatever `input` carries.
-    const outcome = await asStep(name, inStep, runId, async (attemptIds) => {
-      const signal = DBOS.stepStatus?.cancelSignal;
-      return fromRunResult(await runner.run(adapter, operation, { ...input, runId, attemptIds, signal }));
-    });
+    let outcome: DbosOperationOutcome;
+    try {
+      // The run and attempt ids (and the cancel signal) are DBOS's, whatever `input` carries.
+      outcome = await asStep(name, inStep, runId, async (attemptIds) => {
+        const signal = DBOS.stepStatus?.cancelSignal;
+        return fromRunResult(await runner.run(adapter, operation, { ...input, runId, attemptIds, signal }));
+      });
+    } catch (err) {
+      // The runner stopped before sending because a pause ran its lease out: nothing was sent and a later
+      // run reconciles it, so run it again rather than end the workflow in ERROR (that loses the operation).
+      // Read by its code: a step's error replayed by DBOS is a deserialised copy.
+      if ((err as { code?: unknown } | null)?.code !== LEASE_EXPIRED || round >= rounds) throw err;
+      await DBOS.sleep(50);
+      continue;
+    }
     if (outcome.status !== 'in-progress' || round >= rounds) return outcome;
     await DBOS.sleep(Math.min(Math.max(outcome.retryAfterMs, 50), 60_000));
   }

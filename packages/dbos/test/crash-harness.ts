@@ -84,6 +84,8 @@ export interface CrashPhaseReport {
   readonly workflows: number;
   readonly succeeded: number;
   readonly otherStatuses: Readonly<Record<string, number>>;
+  /** What the workflows that did not succeed ended with (DBOS's recorded error), to say why. */
+  readonly errors: readonly string[];
   /** Processes SIGKILLed while a provider call was in flight (its response lost). */
   readonly killed: number;
   /** Second processes started under a live process's executor id while its call was in flight. */
@@ -313,7 +315,7 @@ export async function runCrashPhase(o: CrashPhaseOptions): Promise<CrashPhaseRep
 
     const deadline = t0 + (o.deadlineMs ?? 90_000);
     let statuses: Record<string, number> = {};
-    let outputs: { status: string; output?: unknown }[] = [];
+    let outputs: { status: string; output?: unknown; error?: unknown }[] = [];
     for (;;) {
       outputs = (await client.listWorkflows({ workflowName: 'order', loadOutput: true })) as typeof outputs;
       statuses = {};
@@ -348,6 +350,7 @@ export async function runCrashPhase(o: CrashPhaseOptions): Promise<CrashPhaseRep
       workflows: o.workflows,
       succeeded: SUCCESS,
       otherStatuses,
+      errors: outputs.filter((w) => w.status !== 'SUCCESS').map((w) => String(w.error ?? w.status).slice(0, 500)),
       killed,
       zombies: zombieCount,
       processesStarted: started,

@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { DBOS } from '@dbos-inc/dbos-sdk';
+import { LeaseExpiredError } from '@retrysafe/contract';
 import {
   createDbosRetrysafe,
   type DbosOperationOutcome,
@@ -104,6 +105,27 @@ describe('ids: business id from the intent; DBOS workflow and step ids only as r
     const receipts = await rs.ledger.receipts(a.businessOperationId);
     expect(receipts.map((r) => r.runId)).toEqual([`ids-a-${tag}`]);
     expect(receipts[0]!.attemptId).toMatch(new RegExp(`^ids-a-${tag}:s0\\.[0-9a-f]{8}\\.1$`));
+  });
+});
+
+describe('a run stopped before sending (its lease ran out in a pause) is run again, not a failed workflow', () => {
+  it('the first round throws LeaseExpiredError with nothing sent; the next round sends once: one record, workflow done', async () => {
+    const run = rs.runner.run;
+    let stopped = 0;
+    // What the runner does after a pause longer than its lease between the claim and the send.
+    rs.runner.run = (async (...args: Parameters<typeof run>) => {
+      if (stopped++ === 0) throw new LeaseExpiredError('paused', 0, 1);
+      return run(...args);
+    }) as typeof run;
+    try {
+      const before = provider.count();
+      const out = await (await start(once, `wf-lease-${tag}`, `lease-${tag}`)).getResult();
+      expect(stopped).toBe(2);
+      expect(out).toMatchObject({ status: 'done', adopted: false, attempts: 1 });
+      expect(provider.count() - before).toBe(1);
+    } finally {
+      rs.runner.run = run;
+    }
   });
 });
 
