@@ -1,5 +1,6 @@
 /** The claim and what its answer means: drive the operation, wait for its holder, answer from its end, or revise it. */
 import {
+  type AttemptId,
   type ClaimInput,
   ClockSkewError,
   ConflictError,
@@ -21,7 +22,13 @@ import { type Claimed, fenceOf } from './state.js';
 import { fromTerminal } from './terminal.js';
 import type { RunResult } from './types.js';
 
-export function claimInput(ctx: RunnerContext, op: Operation, now: number): ClaimInput {
+/** `how`: a new operation born `dispatched`, a person's resume, or a new revision. */
+export function claimInput(
+  ctx: RunnerContext,
+  op: Operation,
+  now: number,
+  how?: Pick<ClaimInput, 'dispatch' | 'resume' | 'supersede'>,
+): ClaimInput {
   return {
     businessOperationId: op.id,
     provider: op.adapter.provider,
@@ -33,6 +40,9 @@ export function claimInput(ctx: RunnerContext, op: Operation, now: number): Clai
     owner: ctx.owner,
     leaseMs: op.policy.leaseMs,
     now,
+    dispatch: how?.dispatch,
+    resume: how?.resume,
+    supersede: how?.supersede,
   };
 }
 
@@ -42,12 +52,10 @@ export async function claimAndDrive(ctx: RunnerContext, op: Operation): Promise<
   // may create it already `dispatched` (where the ledger can). An existing one is decided from its state.
   const dispatch = ctx.claimDispatches && !op.signal?.aborted;
   const claimedAt = clock.now();
-  const claim = await ledger
-    .claim({ ...claimInput(ctx, op, claimedAt), ...(dispatch ? { dispatch: true } : {}) })
-    .catch((err: unknown) => {
-      if (ClockSkewError.isInstance(err)) log('warn', 'clock-skew', `claim refused: ${err.message}`, op);
-      throw err;
-    });
+  const claim = await ledger.claim(claimInput(ctx, op, claimedAt, { dispatch })).catch((err: unknown) => {
+    if (ClockSkewError.isInstance(err)) log('warn', 'clock-skew', `claim refused: ${err.message}`, op);
+    throw err;
+  });
   const record = claim.record;
   switch (claim.kind) {
     case 'conflict':
@@ -141,10 +149,9 @@ export async function supersede(
     : record.providerKey;
   const revised = withProviderKey(op, providerKey);
   const claimedAt = clock.now();
-  const claim = await ledger.claim({
-    ...claimInput(ctx, revised, claimedAt),
-    supersede: { fence: record.fence, revision },
-  });
+  const claim = await ledger.claim(
+    claimInput(ctx, revised, claimedAt, { supersede: { fence: record.fence, revision } }),
+  );
   if (claim.kind !== 'claimed') {
     // Someone else changed it between the check and the claim: answer from what is there now.
     if (claim.kind === 'terminal') return fromTerminal(ctx, claim.record, op.paramsFingerprint, op);
@@ -156,15 +163,27 @@ export async function supersede(
   }
   const paths = op.comparison.differences(record.params, op.params);
   const why = `revision ${revision} (${by}) replaces revision ${revision - 1}, whose every attempt was known not applied; changed: ${paths.join(', ') || '(none)'}; ${freshKey ? 'new provider key (the provider may have stored the rejection under the old one)' : 'same provider key (the provider stores no errors)'}`;
-  const receipt = resolveReceipt(ctx, record, receipts.at(-1), {
+  log('info', 'supersede', why, op);
+  const restart = { attemptId: newAttemptId(), action: SUPERSEDE_ACTION, reason: why };
+  return restartClaimed(ctx, revised, claim.record, claimedAt, receipts.at(-1), restart);
+}
+
+/** A stored operation claimed again (a person's resume, a new revision): the `resolve` receipt saying why, then the drive. */
+export async function restartClaimed(
+  ctx: RunnerContext,
+  op: Operation,
+  record: OperationRecord,
+  claimedAt: number,
+  last: Receipt | undefined,
+  r: { readonly attemptId: AttemptId; readonly action: string; readonly reason: string },
+): Promise<RunResult> {
+  const receipt = resolveReceipt(ctx, record, last, {
+    ...r,
+    reason: op.redactor.text(r.reason),
     runId: op.runId,
-    attemptId: newAttemptId(),
-    action: SUPERSEDE_ACTION,
-    reason: op.redactor.text(why),
-    providerKey,
+    providerKey: op.providerKey,
     requestFingerprint: op.requestFingerprint,
   });
-  await ledger.appendReceipt(fenceOf(claim.record), receipt);
-  log('info', 'supersede', why, op);
-  return execute(ctx, revised, { record: claim.record, claimedAt, takenOver: false, dispatchWritten: false });
+  await ctx.ledger.appendReceipt(fenceOf(record), receipt);
+  return execute(ctx, op, { record, claimedAt, takenOver: false, dispatchWritten: false });
 }

@@ -113,7 +113,7 @@ async function attemptLoop(ctx: RunnerContext, op: Operation, s: DriveState): Pr
       decision,
     });
     if (observed.patch !== null) {
-      s.record = await writeWith(ctx, s.lease.ref, { ...observed.patch, now: patchedAt }, receipt);
+      s.record = await writeWith(ctx, s.lease.ref, { ...observed.patch, now: patchedAt, receipt });
       s.receipts.push(receipt);
     } else if (ctx.receiptWithState && (decision.action === 'complete' || decision.action === 'handoff')) {
       pending = receipt; // written with the terminal state, next

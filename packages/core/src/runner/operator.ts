@@ -26,7 +26,7 @@ import { DEFAULT_LEASE_MS } from '../intake/policy.js';
 import { supersedeCheck } from '../intake/supersede.js';
 import { verifyOperation } from '../receipts.js';
 import { personRef } from '../redact.js';
-import { claimInput, execute, heldElsewhere, supersede } from './claim.js';
+import { claimInput, execute, heldElsewhere, restartClaimed, supersede } from './claim.js';
 import { errText, type RunnerContext } from './context.js';
 import { nextAttemptId, resolveReceipt } from './receipt-chain.js';
 import { fenceOf } from './state.js';
@@ -185,24 +185,15 @@ export async function resolve(
   if (!record) throw new InvalidStateError(id, 'absent', 'no such operation in the ledger');
   await checkChain(ctx, id);
   const by = opts.by ?? ctx.owner;
-  if (resolution?.action === 'resend-with') return resendWith(ctx, record, resolution.params, opts.adapters ?? [], by);
-  if (record.state !== 'handed-off')
-    throw new InvalidStateError(
-      id,
-      record.state,
-      `only a handed-off operation can be resolved (${resolution?.action})`,
-    );
+  const action = resolution?.action;
+  if (action === 'resend-with') return resendWith(ctx, record, resolution.params, opts.adapters ?? [], by);
+  const refused = (why: string) => new InvalidStateError(id, record.state, why);
+  if (record.state !== 'handed-off') throw refused(`only a handed-off operation can be resolved (${action})`);
   const runId = opts.runId !== undefined ? asRunId(opts.runId) : newRunId();
-  const attemptIds = callerAttemptIds(opts.attemptIds);
-  if (resolution?.action === 'resume')
-    return resume(ctx, record, resolution.force === true, opts.adapters ?? [], { by, runId, attemptIds });
-  if (resolution?.action !== 'mark-done' && resolution?.action !== 'abandon')
-    throw new InvalidStateError(
-      id,
-      record.state,
-      `unknown resolution ${JSON.stringify((resolution as { action?: unknown })?.action)}`,
-    );
-  return close(ctx, record, resolution, { by, runId, attemptIds });
+  const person = { by, runId, attemptIds: callerAttemptIds(opts.attemptIds) };
+  if (action === 'resume') return resume(ctx, record, resolution.force === true, opts.adapters ?? [], person);
+  if (action !== 'mark-done' && action !== 'abandon') throw refused(`unknown resolution ${JSON.stringify(action)}`);
+  return close(ctx, record, resolution, person);
 }
 
 /** Acting on a chain edited outside retrysafe would bury the break: refused before anything is sent or written. */
@@ -242,7 +233,7 @@ async function resume(
   }
   const op = storedOperation(ctx, adapterFor(adapters, record, 'resume'), record, p);
   const claimedAt = clock.now();
-  const claim = await ledger.claim({ ...claimInput(ctx, op, claimedAt), resume: true });
+  const claim = await ledger.claim(claimInput(ctx, op, claimedAt, { resume: true }));
   if (claim.kind === 'busy') return heldElsewhere(claim.record, clock.now());
   if (claim.kind !== 'claimed') return fromTerminal(ctx, claim.record, null, op);
   log(
@@ -251,16 +242,11 @@ async function resume(
     `a person resumed it (${personRef(p.by)})${force && resumeAction && !resumeAction.safe ? ', forced past an unsafe packet' : ''}: re-sending with the same key`,
     op,
   );
-  const receipt = resolveReceipt(ctx, record, (await ledger.receipts(id)).at(-1), {
-    runId: op.runId,
+  return restartClaimed(ctx, op, claim.record, claimedAt, (await ledger.receipts(id)).at(-1), {
     attemptId: nextAttemptId(p.attemptIds),
     action: 'resume',
-    reason: op.redactor.text(`a person (${p.by}) chose resume: same provider key, fresh budget`),
-    providerKey: record.providerKey,
-    requestFingerprint: op.requestFingerprint,
+    reason: `a person (${p.by}) chose resume: same provider key, fresh budget`,
   });
-  await ledger.appendReceipt(fenceOf(claim.record), receipt);
-  return execute(ctx, op, { record: claim.record, claimedAt, takenOver: false, dispatchWritten: false });
 }
 
 /** `mark-done` (with the provider reference a person verified) or `abandon`: the operation closed, with a receipt. */

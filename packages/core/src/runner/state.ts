@@ -23,7 +23,7 @@ export interface Claimed {
 
 export interface DriveState {
   record: OperationRecord;
-  /** The operation's receipts as written (earlier ones, then this worker's own). */
+  /** The operation's receipts as written (earlier ones, then this worker's own): the result's list at the end. */
   readonly receipts: Receipt[];
   readonly lease: Lease;
   dispatchWritten: boolean;
@@ -41,13 +41,13 @@ export interface DriveState {
   readonly startedAt: number;
 }
 
-/** `receipts`: the operation's receipts written before this claim. */
-export function startState(ctx: RunnerContext, op: Operation, c: Claimed, receipts: readonly Receipt[]): DriveState {
+/** `receipts`: the operation's receipts written before this claim (the state owns the array from here). */
+export function startState(ctx: RunnerContext, op: Operation, c: Claimed, receipts: Receipt[]): DriveState {
   const { record } = c;
   const maybeApplied = MAYBE_APPLIED_STATES.includes(record.state);
   return {
     record,
-    receipts: [...receipts],
+    receipts,
     // This worker's own view of its lease, measured on its own clock from before it asked: never later than the
     // ledger's (which may judge on its own clock, e.g. PostgreSQL's), whatever the offset between the two clocks.
     lease: {
@@ -92,14 +92,10 @@ export function decisionState(ctx: RunnerContext, s: DriveState, observedAt?: nu
 }
 
 /** A state and the receipt that led to it: one transaction when the ledger can, else state then receipt. */
-export async function writeWith(
-  ctx: RunnerContext,
-  ref: DriveState['lease']['ref'],
-  patch: Omit<StatePatch, 'receipt'>,
-  receipt: Receipt | null,
-): Promise<OperationRecord> {
-  if (receipt !== null && ctx.receiptWithState) return ctx.ledger.setState(ref, { ...patch, receipt });
-  const record = await ctx.ledger.setState(ref, patch);
-  if (receipt !== null) await ctx.ledger.appendReceipt(ref, receipt);
+export async function writeWith(ctx: RunnerContext, ref: DriveState['lease']['ref'], patch: StatePatch) {
+  if (patch.receipt === undefined || ctx.receiptWithState) return ctx.ledger.setState(ref, patch);
+  const { receipt, ...state } = patch;
+  const record = await ctx.ledger.setState(ref, state);
+  await ctx.ledger.appendReceipt(ref, receipt);
   return record;
 }

@@ -28,19 +28,19 @@ export async function complete(
     providerRef = src.providerRef ?? providerRef;
   }
   let record = s.record;
-  const receipts = pending === null ? [...s.receipts] : [...s.receipts, pending];
+  if (pending !== null) s.receipts.push(pending);
   if (record.state !== 'succeeded') {
     // Deferrable where the card lets a lost write be looked up again (completionRecoverable): the claim
     // before the send was durable, and it is what a crash here would leave behind anyway.
-    const patch = {
-      state: 'succeeded' as const,
+    record = await writeWith(ctx, s.lease.ref, {
+      state: 'succeeded',
       lastOutcome: obs === null ? record.lastOutcome : obs.kind,
       result,
       providerRef,
       now: ctx.clock.now(),
-      ...(completionRecoverable(op.card) ? { durability: 'deferrable' as const } : {}),
-    };
-    record = await writeWith(ctx, s.lease.ref, patch, pending);
+      receipt: pending ?? undefined,
+      durability: completionRecoverable(op.card) ? 'deferrable' : undefined,
+    });
   } else if (pending !== null) {
     await ctx.ledger.appendReceipt(s.lease.ref, pending);
   }
@@ -53,7 +53,7 @@ export async function complete(
     op,
     { attempt: attempts, adopted },
   );
-  return { status: 'done', businessOperationId: op.id, result, providerRef, adopted, attempts, receipts };
+  return { status: 'done', businessOperationId: op.id, result, providerRef, adopted, attempts, receipts: s.receipts };
 }
 
 /** The operation goes to a person: a packet built from the receipts, written (with the `pending` receipt), and sent to the sink. */
@@ -74,7 +74,8 @@ export async function handOff(
           why: `a worker stopped after dispatching; ${decided.why}`,
         }
       : decided;
-  const receipts = pending === null ? [...s.receipts] : [...s.receipts, pending];
+  if (pending !== null) s.receipts.push(pending);
+  const { receipts } = s;
   const sends = receipts.filter((r) => r.kind === 'dispatch' || r.kind === 'resend');
   const error =
     decision.reason === 'retry-exhausted'
