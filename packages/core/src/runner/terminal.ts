@@ -5,7 +5,7 @@ import type { Decision, Observation } from '../decide.js';
 import { buildPacket } from '../handoff.js';
 import { type Operation, paramsConflict } from '../intake/operation.js';
 import { supersedeCheck } from '../intake/supersede.js';
-import { errText, type RunnerContext } from './context.js';
+import { errText, type LogSubject, type RunnerContext } from './context.js';
 import { type DriveState, writeWith } from './state.js';
 import type { RunResult } from './types.js';
 
@@ -64,7 +64,7 @@ export async function handOff(
   end: { readonly decided: Extract<Decision, { action: 'handoff' }>; readonly pending: Receipt | null },
 ): Promise<RunResult> {
   const { decided, pending } = end;
-  const { clock, ledger, log, sink } = ctx;
+  const { clock, ledger, log } = ctx;
   const now = clock.now();
   const decision =
     s.recovering && decided.reason === 'unknown-no-safe-resend'
@@ -111,14 +111,21 @@ export async function handOff(
     handoffReason: decision.reason,
     attempt: attempts,
   });
-  if (sink) {
-    try {
-      await sink.send(packet);
-    } catch (err) {
-      log('warn', 'handoff-sink-failed', `the packet is in the ledger; the sink failed: ${errText(err)}`, op);
-    }
-  }
+  await sendPacket(ctx, packet, op);
   return { status: 'handed-off', businessOperationId: op.id, packet, attempts, receipts, ...(error ? { error } : {}) };
+}
+
+/** The packet, already in the ledger, to the sink: a failing sink is logged, never the operation's failure. */
+export async function sendPacket(
+  ctx: RunnerContext,
+  packet: ReturnType<typeof buildPacket>,
+  op: LogSubject,
+): Promise<void> {
+  try {
+    await ctx.sink?.send(packet);
+  } catch (err) {
+    ctx.log('warn', 'handoff-sink-failed', `the packet is in the ledger; the sink failed: ${errText(err)}`, op);
+  }
 }
 
 /** The answer for an operation already at rest (this worker's earlier run, or another's). `paramsFingerprint`: null to answer whatever its params. */
