@@ -46,16 +46,20 @@ export function claimInput(
   };
 }
 
+const BORN_DISPATCHED = { dispatch: true } as const;
+
 export async function claimAndDrive(ctx: RunnerContext, op: Operation): Promise<RunResult> {
   const { clock, ledger, log } = ctx;
   // A new operation's first decision is always "send now" (decide: claimed, nothing observed), so the claim
   // may create it already `dispatched` (where the ledger can). An existing one is decided from its state.
   const dispatch = ctx.claimDispatches && !op.signal?.aborted;
   const claimedAt = clock.now();
-  const claim = await ledger.claim(claimInput(ctx, op, claimedAt, { dispatch })).catch((err: unknown) => {
-    if (ClockSkewError.isInstance(err)) log('warn', 'clock-skew', `claim refused: ${err.message}`, op);
-    throw err;
-  });
+  const claim = await ledger
+    .claim(claimInput(ctx, op, claimedAt, dispatch ? BORN_DISPATCHED : undefined))
+    .catch((err: unknown) => {
+      if (ClockSkewError.isInstance(err)) log('warn', 'clock-skew', `claim refused: ${err.message}`, op);
+      throw err;
+    });
   const record = claim.record;
   switch (claim.kind) {
     case 'conflict':
