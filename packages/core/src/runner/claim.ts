@@ -168,22 +168,21 @@ export async function supersede(
   const paths = op.comparison.differences(record.params, op.params);
   const why = `revision ${revision} (${by}) replaces revision ${revision - 1}, whose every attempt was known not applied; changed: ${paths.join(', ') || '(none)'}; ${freshKey ? 'new provider key (the provider may have stored the rejection under the old one)' : 'same provider key (the provider stores no errors)'}`;
   log('info', 'supersede', why, op);
-  const restart = { attemptId: newAttemptId(), action: SUPERSEDE_ACTION, reason: why };
-  return restartClaimed(ctx, revised, claim.record, claimedAt, receipts.at(-1), restart);
+  const receipt = { last: receipts.at(-1), attemptId: newAttemptId(), action: SUPERSEDE_ACTION, reason: why };
+  return restartClaimed(ctx, revised, { record: claim.record, claimedAt }, receipt);
 }
 
-/** A stored operation claimed again (a person's resume, a new revision): the `resolve` receipt saying why, then the drive. */
+/** A stored operation claimed again (a person's resume, a new revision): the `resolve` receipt after `last` saying why, then the drive. */
 export async function restartClaimed(
   ctx: RunnerContext,
   op: Operation,
-  record: OperationRecord,
-  claimedAt: number,
-  last: Receipt | undefined,
-  r: { readonly attemptId: AttemptId; readonly action: string; readonly reason: string },
+  { record, claimedAt }: Pick<Claimed, 'record' | 'claimedAt'>,
+  why: { readonly last?: Receipt; readonly attemptId: AttemptId; readonly action: string; readonly reason: string },
 ): Promise<RunResult> {
-  const receipt = resolveReceipt(ctx, record, last, {
-    ...r,
-    reason: op.redactor.text(r.reason),
+  const receipt = resolveReceipt(ctx, record, why.last, {
+    attemptId: why.attemptId,
+    action: why.action,
+    reason: op.redactor.text(why.reason),
     runId: op.runId,
     providerKey: op.providerKey,
     requestFingerprint: op.requestFingerprint,

@@ -241,11 +241,17 @@ async function resume(
     `a person resumed it (${personRef(p.by)})${force && resumeAction && !resumeAction.safe ? ', forced past an unsafe packet' : ''}: re-sending with the same key`,
     op,
   );
-  return restartClaimed(ctx, op, claim.record, claimedAt, (await ledger.receipts(id)).at(-1), {
-    attemptId: p.attemptIds(),
-    action: 'resume',
-    reason: `a person (${p.by}) chose resume: same provider key, fresh budget`,
-  });
+  return restartClaimed(
+    ctx,
+    op,
+    { record: claim.record, claimedAt },
+    {
+      last: (await ledger.receipts(id)).at(-1),
+      attemptId: p.attemptIds(),
+      action: 'resume',
+      reason: `a person (${p.by}) chose resume: same provider key, fresh budget`,
+    },
+  );
 }
 
 /** `mark-done` (with the provider reference a person verified) or `abandon`: the operation closed, with a receipt. */
