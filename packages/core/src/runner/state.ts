@@ -1,5 +1,5 @@
 /** What the attempt loop knows of one claimed operation as it drives it: its mutable state, owned by loop.ts. */
-import type { Fenced, OperationRecord, Receipt, StatePatch } from '@retrysafe/contract';
+import type { ClaimResult, Fenced, OperationRecord, Receipt, StatePatch } from '@retrysafe/contract';
 import { type DecisionState, MAYBE_APPLIED_STATES } from '../decide.js';
 import type { Operation } from '../intake/operation.js';
 import { currentRevisionNumber, needsFreshKey } from '../intake/supersede.js';
@@ -11,12 +11,10 @@ export const fenceOf = (record: OperationRecord): Fenced => ({
   fence: record.fence,
 });
 
-export interface Claimed {
-  readonly record: OperationRecord;
+/** The ledger's claim (`takenOver`: from a worker whose lease expired), as this worker holds it. */
+export interface Claimed extends Pick<Extract<ClaimResult, { kind: 'claimed' }>, 'record' | 'takenOver'> {
   /** When this worker asked for the claim (its lease runs from there, on its own clock). */
   readonly claimedAt: number;
-  /** Taken over from a worker whose lease expired. */
-  readonly takenOver: boolean;
   /** The claim wrote `dispatched` for the first send, not made yet: decisions see a fresh claim until then. */
   readonly dispatchWritten: boolean;
 }
