@@ -8,7 +8,7 @@ export { RunnerConfigurationError } from './errors/runner-configuration-error.js
 export { callbackHandoffSink, jsonlHandoffSink } from './handoff.js';
 export { type EncryptParamsOptions, encryptParams, type ParamsKey } from './ledger/encrypted-params.js';
 export { createMemoryLedger } from './ledger/memory-ledger.js';
-export { type PruneLedgerOptions, type PruneLedgerReport, pruneLedger, retentionFloor } from './ledger/retention.js';
+export { type PruneLedgerOptions, type PruneLedgerReport, pruneLedger } from './ledger/retention.js';
 export {
   type ChainCheck,
   type ExportCheck,

@@ -175,20 +175,21 @@ export interface ExportReceiptsOptions {
 /** Receipts as JSON Lines (one receipt per line, per operation in seq order). Already redacted when written. */
 export async function exportReceiptsJsonl(ledger: Ledger, options: ExportReceiptsOptions = {}): Promise<string> {
   const ids = options.ids ?? (await ledger.list(options.filter)).map((r) => r.businessOperationId);
-  const lines: string[] = [];
+  let text = '';
   for (const id of ids) {
     const record = options.heads ? await ledger.get(id) : null;
-    for (const r of await ledger.receipts(id)) lines.push(JSON.stringify(r));
-    if (options.heads && record)
-      lines.push(
-        JSON.stringify({
-          chainHead: { businessOperationId: id, ...(record.receiptChain ?? { head: null, length: null }) },
-        }),
-      );
+    text += receiptLines(id, await ledger.receipts(id), record);
   }
-  const text = lines.length ? lines.join('\n') + '\n' : '';
   if (options.path) await writeFile(options.path, text, 'utf8');
   return text;
+}
+
+/** One operation's export lines: its receipts, then (given its row) the row's chain head. */
+export function receiptLines(id: string, receipts: readonly Receipt[], record: OperationRecord | null): string {
+  const lines = receipts.map((r) => JSON.stringify(r));
+  const head = record && { businessOperationId: id, ...(record.receiptChain ?? { head: null, length: null }) };
+  if (head) lines.push(JSON.stringify({ chainHead: head }));
+  return lines.map((l) => `${l}\n`).join('');
 }
 
 export interface ExportCheck {

@@ -2,9 +2,11 @@
 import {
   AdapterConfigurationError,
   type AdapterV1,
+  type AttemptId,
   asAttemptId,
   type BusinessOperationId,
   CardValidationError,
+  newAttemptId,
   type OperationRecord,
   type OperationSpec,
   type ProviderKey,
@@ -60,12 +62,12 @@ export function findAdapter(adapters: readonly AdapterV1[], record: OperationRec
   return null;
 }
 
-/** Caller-supplied attempt ids (RunInput.attemptIds): the first is drawn and validated before anything is written. */
-export function callerAttemptIds(fn: (() => string) | undefined): (() => string) | undefined {
-  if (fn === undefined) return undefined;
+/** Where attempt ids come from: new random ones, or the caller's (RunInput.attemptIds), the first drawn and validated before anything is written. */
+export function callerAttemptIds(fn: (() => string) | undefined): () => AttemptId {
+  if (fn === undefined) return newAttemptId;
   if (typeof fn !== 'function')
     throw new RunnerConfigurationError('attemptIds', 'expected a function returning a new attempt id per call');
-  let first: string | null = asAttemptId(fn());
+  let first: AttemptId | null = asAttemptId(fn());
   return () => {
     if (first === null) return asAttemptId(fn());
     const id = first;

@@ -50,7 +50,7 @@ export function identityOf(
     input.intent ?? pickIntent(input.params, spec.intentFields),
     card.businessOperationId.normalize,
   );
-  if (input.businessOperationId === undefined) return { intent, ...intentIdentity(card.operation, intent) };
+  if (input.businessOperationId === undefined) return intentIdentity(card.operation, intent);
   const id = asBusinessOperationId(input.businessOperationId);
-  return { id, intent, intentFingerprint: fingerprint({ operation: card.operation, intent }) };
+  return { id, intentFingerprint: fingerprint({ operation: card.operation, intent }) };
 }

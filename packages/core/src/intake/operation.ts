@@ -4,6 +4,7 @@
  */
 import {
   type AdapterV1,
+  type AttemptId,
   asRunId,
   type BusinessOperationId,
   ConflictError,
@@ -26,9 +27,9 @@ import { assertParams } from './params-schema.js';
 import { type CheckedPayload, checkedPayload } from './payload.js';
 import { cachedPolicy } from './policy.js';
 
-export interface Operation
-  extends Pick<CheckedPayload, 'redactor' | 'requestFingerprint'>,
-    Pick<RunInput, 'signal' | 'attemptIds'> {
+export interface Operation extends Pick<CheckedPayload, 'redactor' | 'requestFingerprint'>, Pick<RunInput, 'signal'> {
+  /** A new attempt id per provider call or lookup (the caller's, when given). */
+  readonly attemptIds: () => AttemptId;
   readonly adapter: AdapterV1;
   readonly opName: string;
   readonly card: RetrySafetyCard;
@@ -63,7 +64,8 @@ function identify(
   assertParams(spec, input.params);
   const comparison = comparisonFor(spec.card);
   const paramsFingerprint = comparison.normalizes ? comparison.paramsFingerprint(input.params) : rawParamsFingerprint;
-  return { ...identityOf(spec, input), paramsFingerprint, comparison };
+  const { id, intentFingerprint } = identityOf(spec, input);
+  return { id, intentFingerprint, paramsFingerprint, comparison };
 }
 
 /** The caller's redaction options plus the operation's sensitive fields, also blanking the sensitive values held in `valuesFrom`. */
@@ -92,88 +94,77 @@ export function newOperation(ctx: IntakeContext, adapter: AdapterV1, opName: str
     throw new InvalidIntentError('', 'run input must be an object with params');
   const params = input.params ?? null;
   const payload = payloadOf(ctx, spec, params, input.intent ?? null, [input.params]);
-  const found = identify(spec, input, payload.paramsFingerprint);
-  return assemble(ctx, adapter, opName, spec, payload, {
-    comparison: found.comparison,
-    id: found.id,
-    providerKey: derivedProviderKey(adapter, opName, spec.card, found.id),
+  const { id, intentFingerprint, paramsFingerprint, comparison } = identify(spec, input, payload.paramsFingerprint);
+  return {
+    adapter,
+    opName,
+    card: spec.card,
+    comparison,
+    id,
+    providerKey: derivedProviderKey(adapter, opName, spec.card, id),
     runId: input.runId !== undefined ? asRunId(input.runId) : newRunId(),
     params,
-    intentFingerprint: found.intentFingerprint,
-    paramsFingerprint: found.paramsFingerprint,
+    intentFingerprint,
+    paramsFingerprint,
+    redactor: payload.redactor,
+    requestFingerprint: payload.requestFingerprint,
     signal: input.signal,
     attemptIds: callerAttemptIds(input.attemptIds),
-  });
+    policy: cachedPolicy(spec.card, ctx.options.policy),
+    scope: undefined,
+  };
 }
 
-/** The parts every operation takes from its spec and checked payload, plus the rest. */
-function assemble(
-  ctx: IntakeContext,
-  adapter: AdapterV1,
-  opName: string,
-  spec: OperationSpec,
-  payload: CheckedPayload,
-  rest: Omit<Operation, 'adapter' | 'opName' | 'card' | 'policy' | 'redactor' | 'requestFingerprint' | 'scope'>,
-): Operation {
-  const { redactor, requestFingerprint } = payload;
-  const policy = cachedPolicy(spec.card, ctx.options.policy);
-  return { adapter, opName, card: spec.card, policy, redactor, requestFingerprint, scope: undefined, ...rest };
-}
-
-/** A stored operation driven again (recover, resume): its params as stored, its recorded provider key. */
+/**
+ * A stored operation driven again (recover, resume): its params as stored, its recorded provider key.
+ * With `corrected`, a person's corrected request instead (resolve resend-with): the same pre-claim checks as
+ * a new call, the same intent, and params that differ from the stored ones.
+ */
 export function storedOperation(
   ctx: IntakeContext,
   found: { readonly adapter: AdapterV1; readonly opName: string },
   record: OperationRecord,
-  run: { readonly runId: RunId; readonly attemptIds?: (() => string) | undefined },
+  run: Pick<Operation, 'runId' | 'attemptIds'>,
+  corrected?: { readonly params: unknown },
 ): Operation {
   const { adapter, opName } = found;
   const spec = checkAdapter(adapter, opName);
-  const payload = payloadOf(ctx, spec, record.params, null, [record.params]);
-  return assemble(ctx, adapter, opName, spec, payload, {
+  const params = corrected ? corrected.params : record.params;
+  const payload = payloadOf(ctx, spec, params, null, corrected ? [params, record.params] : [params]);
+  let paramsFingerprint = record.paramsFingerprint;
+  if (corrected) {
+    const next = identify(spec, { params, businessOperationId: record.businessOperationId }, payload.paramsFingerprint);
+    if (next.intentFingerprint !== record.intentFingerprint)
+      throw new ConflictError(
+        record.businessOperationId,
+        'intent',
+        'the corrected params name another intent: run them as a new operation instead',
+      );
+    if (next.paramsFingerprint === record.paramsFingerprint)
+      throw new InvalidStateError(
+        record.businessOperationId,
+        record.state,
+        'resend-with needs params that differ from the stored ones (use resume to re-send the same request)',
+      );
+    paramsFingerprint = next.paramsFingerprint;
+  }
+  return {
+    adapter,
+    opName,
+    card: spec.card,
     comparison: comparisonFor(spec.card),
     id: record.businessOperationId,
     providerKey: record.providerKey,
     runId: run.runId,
-    params: record.params,
-    intentFingerprint: record.intentFingerprint,
-    paramsFingerprint: record.paramsFingerprint,
-    signal: undefined,
-    attemptIds: run.attemptIds,
-  });
-}
-
-/**
- * A person's corrected request for a stored operation (resolve resend-with): the same pre-claim checks
- * as a new call, the same intent, and params that differ from the stored ones.
- */
-export function correctedOperation(
-  ctx: IntakeContext,
-  found: { readonly adapter: AdapterV1; readonly opName: string },
-  record: OperationRecord,
-  params: unknown,
-): Operation {
-  const spec = checkAdapter(found.adapter, found.opName);
-  const payload = payloadOf(ctx, spec, params, null, [params, record.params]);
-  const next = identify(spec, { params, businessOperationId: record.businessOperationId }, payload.paramsFingerprint);
-  if (next.intentFingerprint !== record.intentFingerprint)
-    throw new ConflictError(
-      record.businessOperationId,
-      'intent',
-      'the corrected params name another intent: run them as a new operation instead',
-    );
-  if (next.paramsFingerprint === record.paramsFingerprint)
-    throw new InvalidStateError(
-      record.businessOperationId,
-      record.state,
-      'resend-with needs params that differ from the stored ones (use resume to re-send the same request)',
-    );
-  return {
-    ...storedOperation(ctx, found, record, { runId: newRunId() }),
     params,
-    paramsFingerprint: next.paramsFingerprint,
+    intentFingerprint: record.intentFingerprint,
+    paramsFingerprint,
     redactor: payload.redactor,
     requestFingerprint: payload.requestFingerprint,
+    signal: undefined,
+    attemptIds: run.attemptIds,
+    policy: cachedPolicy(spec.card, ctx.options.policy),
+    scope: undefined,
   };
 }
 

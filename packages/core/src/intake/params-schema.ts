@@ -30,7 +30,8 @@ function instanceFor(schema: JsonSchema): Ajv {
         : dialect === '2020-12'
           ? (require('ajv/dist/2020.js') as typeof import('ajv/dist/2020.js')).Ajv2020
           : (require('ajv') as typeof import('ajv')).Ajv;
-    dialects.set(dialect, (a = addFormats(new make(OPTIONS) as unknown as Ajv)));
+    a = addFormats(new make(OPTIONS) as unknown as Ajv);
+    dialects.set(dialect, a);
   }
   return a;
 }

@@ -33,12 +33,12 @@ const resolved = new WeakMap<RetrySafetyCard, WeakMap<PolicyOverrides, RetryPoli
 /** resolvePolicy once per card and overrides object (neither changes); a refused policy is not cached. */
 export function cachedPolicy(card: RetrySafetyCard, overrides: PolicyOverrides | undefined): RetryPolicy {
   const key = overrides ?? NO_OVERRIDES;
-  let byOverrides = resolved.get(card);
+  const byOverrides = resolved.get(card);
   let p = byOverrides?.get(key);
   if (p === undefined) {
     p = Object.freeze(resolvePolicy(card, overrides));
-    if (byOverrides === undefined) resolved.set(card, (byOverrides = new WeakMap()));
-    byOverrides.set(key, p);
+    if (byOverrides === undefined) resolved.set(card, new WeakMap([[key, p]]));
+    else byOverrides.set(key, p);
   }
   return p;
 }

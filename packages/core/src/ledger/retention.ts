@@ -11,18 +11,13 @@ import {
 } from '@retrysafe/contract';
 import { cardMargin, durationMs, formatDuration } from '@retrysafe/contract/rules';
 import { RunnerConfigurationError } from '../errors/runner-configuration-error.js';
-import { exportReceiptsJsonl } from '../receipts.js';
+import { receiptLines } from '../receipts.js';
 
 /**
- * How long a closed operation must stay in the ledger at least: the longest key retention of the cards
- * (`retention.minimum`) plus that card's clock-skew margin. While the provider holds a key, the record is
- * what ties a repeat to the first run's effect; pruned earlier, a repeat is a fresh claim and loses the
- * adopt path. `card` names the card that sets the floor (null: no card stores keys).
+ * How long a closed operation must stay at least: the cards' longest key retention plus that card's
+ * clock-skew margin. Pruned earlier, a repeat is a fresh claim and loses the adopt path.
  */
-export function retentionFloor(cards: readonly RetrySafetyCard[]): {
-  readonly ms: number;
-  readonly card: string | null;
-} {
+function retentionFloor(cards: readonly RetrySafetyCard[]) {
   let floor = { ms: 0, card: null as string | null };
   for (const card of cards) {
     const keep = card.retention.minimum.value;
@@ -37,7 +32,7 @@ export function retentionFloor(cards: readonly RetrySafetyCard[]): {
 export interface PruneLedgerOptions extends Pick<PruneOptions, 'states' | 'dryRun' | 'batchSize'> {
   /** Closed operations whose last change is at least this old (a Duration like `30d`, or ms). */
   readonly olderThan: Duration | number;
-  /** The cards whose key retention sets the floor (retentionFloor); without cards there is no floor. */
+  /** The cards whose key retention sets the floor; without cards there is no floor. */
   readonly cards?: readonly RetrySafetyCard[];
   /** Prune below the floor the cards set (you know no repeat of these operations can come). */
   readonly force?: boolean;
@@ -54,8 +49,8 @@ export interface PruneLedgerReport extends PruneReport {
   /** Epoch ms: closed operations last changed before this were pruned. */
   readonly before: number;
   readonly olderThanMs: number;
-  /** The cards' floor (retentionFloor) and whether `force` pruned below it. */
-  readonly floor: { readonly ms: number; readonly card: string | null; readonly forced: boolean };
+  /** The cards' floor (`card`: the one that sets it, null when none stores keys) and whether `force` pruned below it. */
+  readonly floor: ReturnType<typeof retentionFloor> & { readonly forced: boolean };
   /** Operations whose receipts were written to exportPath. */
   readonly exported: number;
 }
@@ -86,14 +81,7 @@ export async function pruneLedger(ledger: Ledger, options: PruneLedgerOptions): 
   const exportPath = options.exportPath;
   const onPrune = exportPath
     ? async (record: OperationRecord, receipts: readonly Receipt[]) => {
-        // The owner of the export format writes the lines (receipts, then the row's chain head).
-        const one: Pick<Ledger, 'get' | 'receipts' | 'list'> = {
-          get: async () => record,
-          receipts: async () => [...receipts],
-          list: async () => [record],
-        };
-        const text = await exportReceiptsJsonl(one as Ledger, { ids: [record.businessOperationId], heads: true });
-        appendFileSync(exportPath, text, 'utf8');
+        appendFileSync(exportPath, receiptLines(record.businessOperationId, receipts, record), 'utf8');
         exported++;
       }
     : undefined;

@@ -1,5 +1,6 @@
 /** The claim and what its answer means: drive the operation, wait for its holder, answer from its end, or revise it. */
 import {
+  type AttemptId,
   type ClaimInput,
   ClockSkewError,
   ConflictError,
@@ -21,7 +22,13 @@ import { type Claimed, fenceOf } from './state.js';
 import { fromTerminal } from './terminal.js';
 import type { RunResult } from './types.js';
 
-export function claimInput(ctx: RunnerContext, op: Operation, now: number): ClaimInput {
+/** `how`: a new operation born `dispatched`, a person's resume, or a new revision. */
+export function claimInput(
+  ctx: RunnerContext,
+  op: Operation,
+  now: number,
+  how?: Pick<ClaimInput, 'dispatch' | 'resume' | 'supersede'>,
+): ClaimInput {
   return {
     businessOperationId: op.id,
     provider: op.adapter.provider,
@@ -33,8 +40,13 @@ export function claimInput(ctx: RunnerContext, op: Operation, now: number): Clai
     owner: ctx.owner,
     leaseMs: op.policy.leaseMs,
     now,
+    dispatch: how?.dispatch,
+    resume: how?.resume,
+    supersede: how?.supersede,
   };
 }
+
+const BORN_DISPATCHED = { dispatch: true } as const;
 
 export async function claimAndDrive(ctx: RunnerContext, op: Operation): Promise<RunResult> {
   const { clock, ledger, log } = ctx;
@@ -43,7 +55,7 @@ export async function claimAndDrive(ctx: RunnerContext, op: Operation): Promise<
   const dispatch = ctx.claimDispatches && !op.signal?.aborted;
   const claimedAt = clock.now();
   const claim = await ledger
-    .claim({ ...claimInput(ctx, op, claimedAt), ...(dispatch ? { dispatch: true } : {}) })
+    .claim(claimInput(ctx, op, claimedAt, dispatch ? BORN_DISPATCHED : undefined))
     .catch((err: unknown) => {
       if (ClockSkewError.isInstance(err)) log('warn', 'clock-skew', `claim refused: ${err.message}`, op);
       throw err;
@@ -141,10 +153,9 @@ export async function supersede(
     : record.providerKey;
   const revised = withProviderKey(op, providerKey);
   const claimedAt = clock.now();
-  const claim = await ledger.claim({
-    ...claimInput(ctx, revised, claimedAt),
-    supersede: { fence: record.fence, revision },
-  });
+  const claim = await ledger.claim(
+    claimInput(ctx, revised, claimedAt, { supersede: { fence: record.fence, revision } }),
+  );
   if (claim.kind !== 'claimed') {
     // Someone else changed it between the check and the claim: answer from what is there now.
     if (claim.kind === 'terminal') return fromTerminal(ctx, claim.record, op.paramsFingerprint, op);
@@ -156,15 +167,26 @@ export async function supersede(
   }
   const paths = op.comparison.differences(record.params, op.params);
   const why = `revision ${revision} (${by}) replaces revision ${revision - 1}, whose every attempt was known not applied; changed: ${paths.join(', ') || '(none)'}; ${freshKey ? 'new provider key (the provider may have stored the rejection under the old one)' : 'same provider key (the provider stores no errors)'}`;
-  const receipt = resolveReceipt(ctx, record, receipts.at(-1), {
+  log('info', 'supersede', why, op);
+  const receipt = { last: receipts.at(-1), attemptId: newAttemptId(), action: SUPERSEDE_ACTION, reason: why };
+  return restartClaimed(ctx, revised, { record: claim.record, claimedAt }, receipt);
+}
+
+/** A stored operation claimed again (a person's resume, a new revision): the `resolve` receipt after `last` saying why, then the drive. */
+export async function restartClaimed(
+  ctx: RunnerContext,
+  op: Operation,
+  { record, claimedAt }: Pick<Claimed, 'record' | 'claimedAt'>,
+  why: { readonly last?: Receipt; readonly attemptId: AttemptId; readonly action: string; readonly reason: string },
+): Promise<RunResult> {
+  const receipt = resolveReceipt(ctx, record, why.last, {
+    attemptId: why.attemptId,
+    action: why.action,
+    reason: op.redactor.text(why.reason),
     runId: op.runId,
-    attemptId: newAttemptId(),
-    action: SUPERSEDE_ACTION,
-    reason: op.redactor.text(why),
-    providerKey,
+    providerKey: op.providerKey,
     requestFingerprint: op.requestFingerprint,
   });
-  await ledger.appendReceipt(fenceOf(claim.record), receipt);
-  log('info', 'supersede', why, op);
-  return execute(ctx, revised, { record: claim.record, claimedAt, takenOver: false, dispatchWritten: false });
+  await ctx.ledger.appendReceipt(fenceOf(record), receipt);
+  return execute(ctx, op, { record, claimedAt, takenOver: false, dispatchWritten: false });
 }

@@ -15,7 +15,7 @@ import type { Operation } from '../intake/operation.js';
 import { callProvider, lookupProvider } from './adapter-call.js';
 import { errText, type RunnerContext } from './context.js';
 import { checkOwnLease, renew, wait } from './lease.js';
-import { attemptReceipt, nextAttemptId } from './receipt-chain.js';
+import { attemptReceipt } from './receipt-chain.js';
 import { type Claimed, type DriveState, decisionState, startState, writeWith } from './state.js';
 import { complete, handOff } from './terminal.js';
 import type { RunResult } from './types.js';
@@ -84,7 +84,7 @@ async function attemptLoop(ctx: RunnerContext, op: Operation, s: DriveState): Pr
     }
     const acted = decision;
     const startedAt = ctx.clock.now();
-    const attemptId = nextAttemptId(op.attemptIds);
+    const attemptId = op.attemptIds();
     const prev = obs;
     // A send's kind from the attempt it became; a lookup's from what it followed (an in-progress answer is polled).
     let kind: ReceiptKind;
@@ -113,7 +113,7 @@ async function attemptLoop(ctx: RunnerContext, op: Operation, s: DriveState): Pr
       decision,
     });
     if (observed.patch !== null) {
-      s.record = await writeWith(ctx, s.lease.ref, { ...observed.patch, now: patchedAt }, receipt);
+      s.record = await writeWith(ctx, s.lease.ref, { ...observed.patch, now: patchedAt, receipt });
       s.receipts.push(receipt);
     } else if (ctx.receiptWithState && (decision.action === 'complete' || decision.action === 'handoff')) {
       pending = receipt; // written with the terminal state, next

@@ -9,6 +9,7 @@ import {
   fingerprint,
   InvalidStateError,
   LedgerError,
+  newAttemptId,
   newRunId,
   type OperationRecord,
   type OperationState,
@@ -21,16 +22,16 @@ import { BrokenReceiptChainError } from '../errors/broken-receipt-chain-error.js
 import { RunnerConfigurationError } from '../errors/runner-configuration-error.js';
 import { buildPacket } from '../handoff.js';
 import { callerAttemptIds, checkAdapterShape, findAdapter } from '../intake/adapter.js';
-import { correctedOperation, type Operation, paramsConflict, storedOperation } from '../intake/operation.js';
+import { type Operation, paramsConflict, storedOperation } from '../intake/operation.js';
 import { DEFAULT_LEASE_MS } from '../intake/policy.js';
 import { supersedeCheck } from '../intake/supersede.js';
 import { verifyOperation } from '../receipts.js';
 import { personRef } from '../redact.js';
-import { claimInput, execute, heldElsewhere, supersede } from './claim.js';
+import { claimInput, execute, heldElsewhere, restartClaimed, supersede } from './claim.js';
 import { errText, type RunnerContext } from './context.js';
-import { nextAttemptId, resolveReceipt } from './receipt-chain.js';
+import { resolveReceipt } from './receipt-chain.js';
 import { fenceOf } from './state.js';
-import { fromTerminal } from './terminal.js';
+import { fromTerminal, sendPacket } from './terminal.js';
 import type { RecoverReport, Resolution, ResolveOptions, ResolveResult, Runner, RunResult } from './types.js';
 
 export async function recover(ctx: RunnerContext, opts: Parameters<Runner['recover']>[0]): Promise<RecoverReport[]> {
@@ -76,7 +77,7 @@ async function recoverOne(
     log('warn', 'recover-skip', `no adapter given for ${record.operation}`);
     return reportOf(record, record.state, 'skipped-no-adapter');
   }
-  const op = storedOperation(ctx, found, record, { runId });
+  const op = storedOperation(ctx, found, record, { runId, attemptIds: newAttemptId });
   const claimedAt = ctx.clock.now();
   const claim = await ledger.claim(claimInput(ctx, op, claimedAt));
   if (claim.kind !== 'claimed') return notClaimed(record, claim);
@@ -89,7 +90,7 @@ async function recoverOne(
 
 /** Hands off a record recover() could not drive, with reason `recovery-failed` and the error; reports it either way. */
 async function recoveryFailed(ctx: RunnerContext, record: OperationRecord, err: unknown): Promise<RecoverReport> {
-  const { baseRedactor, clock, ledger, log, sink } = ctx;
+  const { baseRedactor, clock, ledger, log } = ctx;
   let redactor = baseRedactor;
   try {
     redactor = baseRedactor.withValuesFrom(record.params);
@@ -118,10 +119,7 @@ async function recoveryFailed(ctx: RunnerContext, record: OperationRecord, err: 
       now,
     });
     const after = await ledger.handOff(fenceOf(claim.record), packet, now);
-    if (sink)
-      await Promise.resolve(sink.send(packet)).catch((e: unknown) =>
-        log('warn', 'handoff-sink-failed', `the packet is in the ledger; the sink failed: ${errText(e)}`, logAs),
-      );
+    await sendPacket(ctx, packet, logAs);
     return reportOf(record, after.state, 'handed-off', { error });
   } catch (again) {
     log(
@@ -166,7 +164,8 @@ async function resendWith(
   adapters: readonly AdapterV1[],
   by: string,
 ): Promise<RunResult> {
-  const op = correctedOperation(ctx, adapterFor(adapters, record, 'resend-with'), record, params);
+  const found = adapterFor(adapters, record, 'resend-with');
+  const op = storedOperation(ctx, found, record, { runId: newRunId(), attemptIds: newAttemptId }, { params });
   const receipts = await ctx.ledger.receipts(record.businessOperationId);
   const check = supersedeCheck(record, receipts);
   if (!check.ok) throw paramsConflict(op, record, `a new revision is not allowed: ${check.why}`);
@@ -185,24 +184,15 @@ export async function resolve(
   if (!record) throw new InvalidStateError(id, 'absent', 'no such operation in the ledger');
   await checkChain(ctx, id);
   const by = opts.by ?? ctx.owner;
-  if (resolution?.action === 'resend-with') return resendWith(ctx, record, resolution.params, opts.adapters ?? [], by);
-  if (record.state !== 'handed-off')
-    throw new InvalidStateError(
-      id,
-      record.state,
-      `only a handed-off operation can be resolved (${resolution?.action})`,
-    );
+  const action = resolution?.action;
+  if (action === 'resend-with') return resendWith(ctx, record, resolution.params, opts.adapters ?? [], by);
+  const refused = (why: string) => new InvalidStateError(id, record.state, why);
+  if (record.state !== 'handed-off') throw refused(`only a handed-off operation can be resolved (${action})`);
   const runId = opts.runId !== undefined ? asRunId(opts.runId) : newRunId();
-  const attemptIds = callerAttemptIds(opts.attemptIds);
-  if (resolution?.action === 'resume')
-    return resume(ctx, record, resolution.force === true, opts.adapters ?? [], { by, runId, attemptIds });
-  if (resolution?.action !== 'mark-done' && resolution?.action !== 'abandon')
-    throw new InvalidStateError(
-      id,
-      record.state,
-      `unknown resolution ${JSON.stringify((resolution as { action?: unknown })?.action)}`,
-    );
-  return close(ctx, record, resolution, { by, runId, attemptIds });
+  const person = { by, runId, attemptIds: callerAttemptIds(opts.attemptIds) };
+  if (action === 'resume') return resume(ctx, record, resolution.force === true, opts.adapters ?? [], person);
+  if (action !== 'mark-done' && action !== 'abandon') throw refused(`unknown resolution ${JSON.stringify(action)}`);
+  return close(ctx, record, resolution, person);
 }
 
 /** Acting on a chain edited outside retrysafe would bury the break: refused before anything is sent or written. */
@@ -242,7 +232,7 @@ async function resume(
   }
   const op = storedOperation(ctx, adapterFor(adapters, record, 'resume'), record, p);
   const claimedAt = clock.now();
-  const claim = await ledger.claim({ ...claimInput(ctx, op, claimedAt), resume: true });
+  const claim = await ledger.claim(claimInput(ctx, op, claimedAt, { resume: true }));
   if (claim.kind === 'busy') return heldElsewhere(claim.record, clock.now());
   if (claim.kind !== 'claimed') return fromTerminal(ctx, claim.record, null, op);
   log(
@@ -251,16 +241,17 @@ async function resume(
     `a person resumed it (${personRef(p.by)})${force && resumeAction && !resumeAction.safe ? ', forced past an unsafe packet' : ''}: re-sending with the same key`,
     op,
   );
-  const receipt = resolveReceipt(ctx, record, (await ledger.receipts(id)).at(-1), {
-    runId: op.runId,
-    attemptId: nextAttemptId(p.attemptIds),
-    action: 'resume',
-    reason: op.redactor.text(`a person (${p.by}) chose resume: same provider key, fresh budget`),
-    providerKey: record.providerKey,
-    requestFingerprint: op.requestFingerprint,
-  });
-  await ledger.appendReceipt(fenceOf(claim.record), receipt);
-  return execute(ctx, op, { record: claim.record, claimedAt, takenOver: false, dispatchWritten: false });
+  return restartClaimed(
+    ctx,
+    op,
+    { record: claim.record, claimedAt },
+    {
+      last: (await ledger.receipts(id)).at(-1),
+      attemptId: p.attemptIds(),
+      action: 'resume',
+      reason: `a person (${p.by}) chose resume: same provider key, fresh budget`,
+    },
+  );
 }
 
 /** `mark-done` (with the provider reference a person verified) or `abandon`: the operation closed, with a receipt. */
@@ -283,7 +274,7 @@ async function close(
   const redactor = baseRedactor.withValuesFrom(record.params);
   const receipt = resolveReceipt(ctx, record, last, {
     runId: p.runId,
-    attemptId: nextAttemptId(p.attemptIds),
+    attemptId: p.attemptIds(),
     action: resolution.action,
     reason: redactor.text(`resolved by a person (${personRef(p.by)})`),
     providerKey: record.providerKey,

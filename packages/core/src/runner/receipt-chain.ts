@@ -1,14 +1,10 @@
 /** The receipt chain: each receipt sealed onto the one before it. */
-import { type AttemptId, newAttemptId, type OperationRecord, type Receipt } from '@retrysafe/contract';
+import type { OperationRecord, Receipt } from '@retrysafe/contract';
 import type { Decision, Observation } from '../decide.js';
 import type { Operation } from '../intake/operation.js';
 import { sealReceipt, type UnsealedReceipt } from '../receipts.js';
 import type { Redactor } from '../redact.js';
 import type { RunnerContext } from './context.js';
-
-export function nextAttemptId(ids: (() => string) | undefined): AttemptId {
-  return ids ? (ids() as AttemptId) : newAttemptId();
-}
 
 /** A provider's field errors as receipts keep them: path and message only, redacted, at most 20. */
 function providerFieldErrors(fields: readonly unknown[], redactor: Redactor): { path: string; message: string }[] {

@@ -1,5 +1,5 @@
 /** What the attempt loop knows of one claimed operation as it drives it: its mutable state, owned by loop.ts. */
-import type { Fenced, OperationRecord, Receipt, StatePatch } from '@retrysafe/contract';
+import type { ClaimResult, Fenced, OperationRecord, Receipt, StatePatch } from '@retrysafe/contract';
 import { type DecisionState, MAYBE_APPLIED_STATES } from '../decide.js';
 import type { Operation } from '../intake/operation.js';
 import { currentRevisionNumber, needsFreshKey } from '../intake/supersede.js';
@@ -11,19 +11,17 @@ export const fenceOf = (record: OperationRecord): Fenced => ({
   fence: record.fence,
 });
 
-export interface Claimed {
-  readonly record: OperationRecord;
+/** The ledger's claim (`takenOver`: from a worker whose lease expired), as this worker holds it. */
+export interface Claimed extends Pick<Extract<ClaimResult, { kind: 'claimed' }>, 'record' | 'takenOver'> {
   /** When this worker asked for the claim (its lease runs from there, on its own clock). */
   readonly claimedAt: number;
-  /** Taken over from a worker whose lease expired. */
-  readonly takenOver: boolean;
   /** The claim wrote `dispatched` for the first send, not made yet: decisions see a fresh claim until then. */
   readonly dispatchWritten: boolean;
 }
 
 export interface DriveState {
   record: OperationRecord;
-  /** The operation's receipts as written (earlier ones, then this worker's own). */
+  /** The operation's receipts as written (earlier ones, then this worker's own): the result's list at the end. */
   readonly receipts: Receipt[];
   readonly lease: Lease;
   dispatchWritten: boolean;
@@ -41,13 +39,13 @@ export interface DriveState {
   readonly startedAt: number;
 }
 
-/** `receipts`: the operation's receipts written before this claim. */
-export function startState(ctx: RunnerContext, op: Operation, c: Claimed, receipts: readonly Receipt[]): DriveState {
+/** `receipts`: the operation's receipts written before this claim (the state owns the array from here). */
+export function startState(ctx: RunnerContext, op: Operation, c: Claimed, receipts: Receipt[]): DriveState {
   const { record } = c;
   const maybeApplied = MAYBE_APPLIED_STATES.includes(record.state);
   return {
     record,
-    receipts: [...receipts],
+    receipts,
     // This worker's own view of its lease, measured on its own clock from before it asked: never later than the
     // ledger's (which may judge on its own clock, e.g. PostgreSQL's), whatever the offset between the two clocks.
     lease: {
@@ -92,14 +90,10 @@ export function decisionState(ctx: RunnerContext, s: DriveState, observedAt?: nu
 }
 
 /** A state and the receipt that led to it: one transaction when the ledger can, else state then receipt. */
-export async function writeWith(
-  ctx: RunnerContext,
-  ref: DriveState['lease']['ref'],
-  patch: Omit<StatePatch, 'receipt'>,
-  receipt: Receipt | null,
-): Promise<OperationRecord> {
-  if (receipt !== null && ctx.receiptWithState) return ctx.ledger.setState(ref, { ...patch, receipt });
-  const record = await ctx.ledger.setState(ref, patch);
-  if (receipt !== null) await ctx.ledger.appendReceipt(ref, receipt);
+export async function writeWith(ctx: RunnerContext, ref: DriveState['lease']['ref'], patch: StatePatch) {
+  if (patch.receipt === undefined || ctx.receiptWithState) return ctx.ledger.setState(ref, patch);
+  const { receipt, ...state } = patch;
+  const record = await ctx.ledger.setState(ref, state);
+  await ctx.ledger.appendReceipt(ref, receipt);
   return record;
 }

@@ -5,7 +5,7 @@ import type { Decision, Observation } from '../decide.js';
 import { buildPacket } from '../handoff.js';
 import { type Operation, paramsConflict } from '../intake/operation.js';
 import { supersedeCheck } from '../intake/supersede.js';
-import { errText, type RunnerContext } from './context.js';
+import { errText, type LogSubject, type RunnerContext } from './context.js';
 import { type DriveState, writeWith } from './state.js';
 import type { RunResult } from './types.js';
 
@@ -28,19 +28,19 @@ export async function complete(
     providerRef = src.providerRef ?? providerRef;
   }
   let record = s.record;
-  const receipts = pending === null ? [...s.receipts] : [...s.receipts, pending];
+  if (pending !== null) s.receipts.push(pending);
   if (record.state !== 'succeeded') {
     // Deferrable where the card lets a lost write be looked up again (completionRecoverable): the claim
     // before the send was durable, and it is what a crash here would leave behind anyway.
-    const patch = {
-      state: 'succeeded' as const,
+    record = await writeWith(ctx, s.lease.ref, {
+      state: 'succeeded',
       lastOutcome: obs === null ? record.lastOutcome : obs.kind,
       result,
       providerRef,
       now: ctx.clock.now(),
-      ...(completionRecoverable(op.card) ? { durability: 'deferrable' as const } : {}),
-    };
-    record = await writeWith(ctx, s.lease.ref, patch, pending);
+      receipt: pending ?? undefined,
+      durability: completionRecoverable(op.card) ? 'deferrable' : undefined,
+    });
   } else if (pending !== null) {
     await ctx.ledger.appendReceipt(s.lease.ref, pending);
   }
@@ -53,7 +53,7 @@ export async function complete(
     op,
     { attempt: attempts, adopted },
   );
-  return { status: 'done', businessOperationId: op.id, result, providerRef, adopted, attempts, receipts };
+  return { status: 'done', businessOperationId: op.id, result, providerRef, adopted, attempts, receipts: s.receipts };
 }
 
 /** The operation goes to a person: a packet built from the receipts, written (with the `pending` receipt), and sent to the sink. */
@@ -64,7 +64,7 @@ export async function handOff(
   end: { readonly decided: Extract<Decision, { action: 'handoff' }>; readonly pending: Receipt | null },
 ): Promise<RunResult> {
   const { decided, pending } = end;
-  const { clock, ledger, log, sink } = ctx;
+  const { clock, ledger, log } = ctx;
   const now = clock.now();
   const decision =
     s.recovering && decided.reason === 'unknown-no-safe-resend'
@@ -74,7 +74,8 @@ export async function handOff(
           why: `a worker stopped after dispatching; ${decided.why}`,
         }
       : decided;
-  const receipts = pending === null ? [...s.receipts] : [...s.receipts, pending];
+  if (pending !== null) s.receipts.push(pending);
+  const { receipts } = s;
   const sends = receipts.filter((r) => r.kind === 'dispatch' || r.kind === 'resend');
   const error =
     decision.reason === 'retry-exhausted'
@@ -110,14 +111,21 @@ export async function handOff(
     handoffReason: decision.reason,
     attempt: attempts,
   });
-  if (sink) {
-    try {
-      await sink.send(packet);
-    } catch (err) {
-      log('warn', 'handoff-sink-failed', `the packet is in the ledger; the sink failed: ${errText(err)}`, op);
-    }
-  }
+  await sendPacket(ctx, packet, op);
   return { status: 'handed-off', businessOperationId: op.id, packet, attempts, receipts, ...(error ? { error } : {}) };
+}
+
+/** The packet, already in the ledger, to the sink: a failing sink is logged, never the operation's failure. */
+export async function sendPacket(
+  ctx: RunnerContext,
+  packet: ReturnType<typeof buildPacket>,
+  op: LogSubject,
+): Promise<void> {
+  try {
+    await ctx.sink?.send(packet);
+  } catch (err) {
+    ctx.log('warn', 'handoff-sink-failed', `the packet is in the ledger; the sink failed: ${errText(err)}`, op);
+  }
 }
 
 /** The answer for an operation already at rest (this worker's earlier run, or another's). `paramsFingerprint`: null to answer whatever its params. */
