@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import { errorClass } from './errors.js';
 import * as contract from './index.js';
 import { ConflictError, LeaseLostError, RetrysafeError } from './index.js';
 
@@ -37,5 +38,21 @@ describe('typed errors', () => {
       for (const [, other] of others)
         expect((other as unknown as { isInstance(v: unknown): boolean }).isInstance(fake)).toBe(false);
     }
+  });
+});
+
+describe('errorClass', () => {
+  it('names the class, and two copies of one error class recognise each other (instanceof by the marker)', () => {
+    // What a bundle and its subpath entries (or two installs) hold: the same declaration evaluated twice.
+    const declare = () =>
+      errorClass('CopiedError', 'RETRYSAFE_COPIED', (id: string) => ({ id, message: `copied ${id}` }));
+    const [A, B] = [declare(), declare()];
+    expect(A.name).toBe('CopiedError');
+    expect(contract.LeaseExpiredError.name).toBe('LeaseExpiredError');
+    const e = new A('x');
+    expect(e).toBeInstanceOf(B);
+    expect(e).toBeInstanceOf(RetrysafeError);
+    expect(new Error('plain')).not.toBeInstanceOf(B);
+    expect(new ConflictError('id', 'intent', 'stored')).not.toBeInstanceOf(B);
   });
 });

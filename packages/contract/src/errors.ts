@@ -28,7 +28,7 @@ export function markerGuard<T>(symbol: symbol) {
 
 type ErrorFields<F> = RetrysafeError & Readonly<Omit<F, 'message'>>;
 
-/** A class of the `build` fields' shape, marked `Symbol.for('retrysafe.error.<name>')` and named `name`. */
+/** A class named `name` of the `build` fields' shape, marked `Symbol.for('retrysafe.error.<name>')`. */
 export function errorClass<A extends unknown[], F extends { message: string }>(
   name: string,
   code: string,
@@ -43,6 +43,12 @@ export function errorClass<A extends unknown[], F extends { message: string }>(
     }
     static override isInstance = markerGuard<ErrorFields<F>>(marker);
   };
+  // `instanceof` by the marker too, so two copies of a package (a bundle and its subpath entries, or two
+  // installs) recognise each other's errors.
+  Object.defineProperties(DefinedError, {
+    name: { value: name },
+    [Symbol.hasInstance]: { value: DefinedError.isInstance },
+  });
   return DefinedError as unknown as { new (...args: A): ErrorFields<F>; isInstance: typeof DefinedError.isInstance };
 }
 

@@ -1,10 +1,10 @@
-import { coreErrorClass } from './core-error.js';
+import { errorClass } from '@retrysafe/contract/provider';
 
 /**
  * An adapter handed the runner something its contract does not allow (a provider key that is not a
  * non-empty string, a derivation that threw). Raised before the claim: nothing was written or sent.
  */
-export const AdapterContractError = coreErrorClass(
+export const AdapterContractError = errorClass(
   'AdapterContractError',
   'RETRYSAFE_ADAPTER_CONTRACT',
   (provider: string, operation: string, problem: string, options?: { cause?: unknown }) => ({

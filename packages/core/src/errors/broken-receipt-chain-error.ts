@@ -1,11 +1,11 @@
-import { coreErrorClass } from './core-error.js';
+import { errorClass } from '@retrysafe/contract/provider';
 
 /**
  * The operation's receipt chain does not verify (edited, removed or reordered receipts outside retrysafe):
  * resolve() refuses to act on it, and nothing is sent or written. Find out who edited the ledger first.
  * `index`: the first receipt (0-based) where the chain breaks.
  */
-export const BrokenReceiptChainError = coreErrorClass(
+export const BrokenReceiptChainError = errorClass(
   'BrokenReceiptChainError',
   'RETRYSAFE_BROKEN_RECEIPT_CHAIN',
   (businessOperationId: string, index: number, reason: string) => ({
