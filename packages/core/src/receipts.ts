@@ -63,7 +63,7 @@ export function receiptHash(body: UnsealedReceipt, key?: ReceiptKey): string {
 
 export function sealReceipt(body: UnsealedReceipt, key?: ReceiptKey): Receipt {
   const { hash: _drop, ...rest } = body as Receipt;
-  return { ...rest, hash: receiptHash(rest, key) };
+  return Object.assign(rest, { hash: receiptHash(rest, key) });
 }
 
 /** What the operation row records about its receipts (head hash and length), written with each receipt. */

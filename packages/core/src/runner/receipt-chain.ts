@@ -37,8 +37,7 @@ export function attemptReceipt(
     typeof refs.message === 'string' ? refs.message : typeof refs.reason === 'string' ? refs.reason : undefined;
   const d = r.decision;
   const reason = op.redactor.text(d.action === 'handoff' ? `${d.reason}: ${d.why}` : d.why);
-  const redact = (v: unknown) => (typeof v === 'string' ? op.redactor.text(v) : undefined);
-  const body: UnsealedReceipt = {
+  const body: { -readonly [K in keyof UnsealedReceipt]: UnsealedReceipt[K] } = {
     businessOperationId: op.id,
     seq: (last?.seq ?? 0) + 1,
     runId: op.runId,
@@ -53,19 +52,18 @@ export function attemptReceipt(
     providerKey: op.providerKey,
     requestFingerprint: op.requestFingerprint,
     prevHash: last?.hash ?? null,
-    ...(typeof refs.status === 'number' ? { status: refs.status } : {}),
-    ...(typeof refs.code === 'string' ? { code: redact(refs.code)! } : {}),
-    ...(typeof refs.providerRef === 'string' ? { providerRef: redact(refs.providerRef)! } : {}),
-    ...(typeof refs.requestId === 'string' ? { requestId: redact(refs.requestId)! } : {}),
-    ...(message !== undefined ? { message: op.redactor.text(message) } : {}),
-    ...(inner?.kind === 'rejected' ? { rejectReason: inner.reason } : {}),
-    ...(inner?.kind === 'rejected' && typeof inner.created === 'string'
-      ? { created: op.redactor.text(inner.created) }
-      : {}),
-    ...(Array.isArray(refs.fields) && refs.fields.length > 0
-      ? { fields: providerFieldErrors(refs.fields, op.redactor) }
-      : {}),
   };
+  // Only what the provider said is kept, redacted.
+  if (typeof refs.status === 'number') body.status = refs.status;
+  if (typeof refs.code === 'string') body.code = op.redactor.text(refs.code);
+  if (typeof refs.providerRef === 'string') body.providerRef = op.redactor.text(refs.providerRef);
+  if (typeof refs.requestId === 'string') body.requestId = op.redactor.text(refs.requestId);
+  if (message !== undefined) body.message = op.redactor.text(message);
+  if (inner?.kind === 'rejected') {
+    body.rejectReason = inner.reason;
+    if (typeof inner.created === 'string') body.created = op.redactor.text(inner.created);
+  }
+  if (Array.isArray(refs.fields) && refs.fields.length > 0) body.fields = providerFieldErrors(refs.fields, op.redactor);
   return sealReceipt(body, ctx.options.receiptKey);
 }
 
