@@ -66,7 +66,7 @@ export interface OperationRecord {
     readonly revision?: number;
   } | null;
   /** The receipt chain's head hash and length, written with each receipt so a deleted or re-sealed tail is seen. */
-  readonly receiptChain?: { readonly head: string | null; readonly length: number };
+  readonly receiptChain: { readonly head: string | null; readonly length: number };
 }
 
 export interface ClaimInput

@@ -67,15 +67,15 @@ export function sealReceipt(body: UnsealedReceipt, key?: ReceiptKey): Receipt {
 }
 
 /** What the operation row records about its receipts (head hash and length), written with each receipt. */
-export type ReceiptChainAnchor = NonNullable<OperationRecord['receiptChain']>;
+export type ReceiptChainAnchor = OperationRecord['receiptChain'];
 
 export type ChainCheck =
   | { readonly ok: true; readonly warnings?: readonly string[] }
   | { readonly ok: false; readonly index: number; readonly reason: string };
 
 export interface VerifyChainOptions {
-  /** The row's anchor: the chain must end at `head` and hold `length` receipts (catches a deleted tail, or all deleted). `null`: the row has none (written before anchoring): a warning. */
-  readonly anchor?: ReceiptChainAnchor | null;
+  /** The row's anchor: the chain must end at `head` and hold `length` receipts (catches a deleted tail, or all deleted). */
+  readonly anchor?: ReceiptChainAnchor;
   /** Keys to check `hmac-sha256:` hashes with. Given: every receipt must be keyed with one of them, unless `allowUnkeyed`. */
   readonly keys?: ReceiptKeyring;
   /** With `keys`: accept plain sha256 receipts (chains written before a key was set). Someone can re-seal an edited chain as plain: do not leave this on. */
@@ -120,9 +120,7 @@ export function verifyReceiptChain(receipts: readonly Receipt[], options: Verify
     }
     prev = hash;
   }
-  if (options.anchor === null)
-    warnings.push('the operation row has no chain anchor (written before anchoring): a deleted tail would not be seen');
-  else if (options.anchor !== undefined) {
+  if (options.anchor !== undefined) {
     const { length, head } = options.anchor;
     if (length !== receipts.length)
       return broken(
@@ -153,7 +151,7 @@ export async function verifyOperation(
     if (!record) return null;
     const receipts = await ledger.receipts(id);
     const again = await ledger.get(id);
-    check = verifyReceiptChain(receipts, { ...options, anchor: record.receiptChain ?? null });
+    check = verifyReceiptChain(receipts, { ...options, anchor: record.receiptChain });
     if (check.ok || JSON.stringify(again?.receiptChain) === JSON.stringify(record.receiptChain)) return check;
   }
   return check;
@@ -187,7 +185,7 @@ export async function exportReceiptsJsonl(ledger: Ledger, options: ExportReceipt
 /** One operation's export lines: its receipts, then (given its row) the row's chain head. */
 export function receiptLines(id: string, receipts: readonly Receipt[], record: OperationRecord | null): string {
   const lines = receipts.map((r) => JSON.stringify(r));
-  const head = record && { businessOperationId: id, ...(record.receiptChain ?? { head: null, length: null }) };
+  const head = record && { businessOperationId: id, ...record.receiptChain };
   if (head) lines.push(JSON.stringify({ chainHead: head }));
   return lines.map((l) => `${l}\n`).join('');
 }
@@ -204,7 +202,7 @@ export interface ExportCheck {
  * while its head line is there) fails.
  */
 export function verifyReceiptsJsonl(text: string, options: Omit<VerifyChainOptions, 'anchor'> = {}): ExportCheck[] {
-  const byId = new Map<string, { receipts: Receipt[]; anchor?: ReceiptChainAnchor | null }>();
+  const byId = new Map<string, { receipts: Receipt[]; anchor?: ReceiptChainAnchor }>();
   const entry = (id: string) => byId.get(id) ?? byId.set(id, { receipts: [] }).get(id)!;
   text.split('\n').forEach((line, n) => {
     if (!line.trim()) return;
@@ -215,11 +213,11 @@ export function verifyReceiptsJsonl(text: string, options: Omit<VerifyChainOptio
       throw new TypeError(`line ${n + 1}: not JSON`);
     }
     const head = (v as { chainHead?: { businessOperationId?: unknown; head?: unknown; length?: unknown } }).chainHead;
-    if (head && typeof head.businessOperationId === 'string') {
-      entry(head.businessOperationId).anchor =
-        typeof head.length === 'number'
-          ? { head: typeof head.head === 'string' ? head.head : null, length: head.length }
-          : null;
+    if (head && typeof head.businessOperationId === 'string' && typeof head.length === 'number') {
+      entry(head.businessOperationId).anchor = {
+        head: typeof head.head === 'string' ? head.head : null,
+        length: head.length,
+      };
     } else if (typeof (v as Receipt).businessOperationId === 'string')
       entry((v as Receipt).businessOperationId).receipts.push(v as Receipt);
     else throw new TypeError(`line ${n + 1}: neither a receipt nor a chain head`);
