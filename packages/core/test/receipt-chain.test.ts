@@ -130,7 +130,7 @@ describe('receipt chain: anchored on the row, keyed with an HMAC, verifiable off
     const provider = createSandboxProvider({ ...REPLAYING_BEHAVIOUR, clock: clock.now, sleep: clock.sleep });
     const adapter = createSandboxAdapter({ provider });
     let ledger = createSqliteLedger({ path });
-    const r = await createRunner({ ledger, clock }).run(adapter, OP, { params: { ref: 'legacy-1' } });
+    const r = await createRunner({ ledger, clock }).run(adapter, OP, { params: { ref: 'tail-1' } });
     expect(r.status).toBe('done');
     const id = r.businessOperationId;
     const receipts = await ledger.receipts(id);

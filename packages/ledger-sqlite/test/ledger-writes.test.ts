@@ -29,12 +29,12 @@ interface Write {
   readonly receiptSeq?: number;
 }
 
-/** The ledger seen through a recorder of its write calls; `legacy` hides its capabilities (a ledger from before them). */
-function recording(inner: Ledger, legacy: boolean): { ledger: Ledger; writes: Write[] } {
+/** The ledger seen through a recorder of its write calls; `minimal` hides its optional capabilities (a ledger that has none). */
+function recording(inner: Ledger, minimal: boolean): { ledger: Ledger; writes: Write[] } {
   const writes: Write[] = [];
   const ledger = new Proxy(inner, {
     get(target, prop) {
-      if (prop === 'capabilities') return legacy ? undefined : target.capabilities;
+      if (prop === 'capabilities') return minimal ? undefined : target.capabilities;
       const v = Reflect.get(target, prop) as unknown;
       if (typeof v !== 'function') return v;
       const fn = v as (...a: unknown[]) => unknown;
@@ -72,12 +72,12 @@ const ledgers: ReadonlyArray<readonly [string, () => Ledger]> = [
 
 type Setup = ReturnType<typeof setup>;
 
-function setup(make: () => Ledger, legacy: boolean) {
+function setup(make: () => Ledger, minimal: boolean) {
   const clock = createVirtualClock();
   const provider = createSandboxProvider({ ...REPLAYING_BEHAVIOUR, clock: clock.now, sleep: clock.sleep });
   const adapter = createSandboxAdapter({ provider });
   const base = make();
-  const { ledger, writes } = recording(base, legacy);
+  const { ledger, writes } = recording(base, minimal);
   const runner = createRunner({ ledger, clock, random: () => 0.5 });
   return { provider, adapter, base, runner, writes };
 }
@@ -90,8 +90,8 @@ async function runDone(runner: Setup['runner'], adapter: Setup['adapter'], ref: 
 }
 
 /** A runner on a fresh ledger for `body`; the ledger closed after it. */
-async function withRunner(make: () => Ledger, legacy: boolean, body: (s: Setup) => Promise<void>): Promise<void> {
-  const s = setup(make, legacy);
+async function withRunner(make: () => Ledger, minimal: boolean, body: (s: Setup) => Promise<void>): Promise<void> {
+  const s = setup(make, minimal);
   try {
     await body(s);
   } finally {
@@ -125,7 +125,7 @@ for (const [name, make] of ledgers) {
 
     it('a ledger without the capabilities gets the separate writes, with the same result and receipts', async () => {
       await withRunner(make, true, async ({ provider, adapter, base, runner, writes }) => {
-        const r = await runDone(runner, adapter, 'legacy-1');
+        const r = await runDone(runner, adapter, 'minimal-1');
         expect(writes).toEqual([
           { method: 'claim' },
           { method: 'markDispatched' },
