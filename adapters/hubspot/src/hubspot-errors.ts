@@ -3,11 +3,8 @@ import type { LookupResult, Outcome, ProviderRefs, RejectReason, UnknownCause } 
 import { errorCodes, NEVER_SENT_CODES, parseRetryAfter } from '@retrysafe/contract/provider';
 import { NotSentError, type WireRecord } from './hubspot-http.js';
 
-/**
- * Maps every HubSpot response and every failure of one SDK call into exactly one Outcome, keeping status,
- * category or policy name and correlationId (summary in the README). HubSpot does not document a 5xx as
- * "not processed", so it is unknown; its rate limiters answer before the write, so a 429 is not-applied.
- */
+// HubSpot does not document a 5xx as "not processed", so it is unknown; its rate limiters answer before the write,
+// so a 429 is not-applied.
 
 /** A HubSpot HTTP answer as the adapter sees it (from ApiException or from the wire record). */
 export interface HubSpotResponse {
@@ -68,7 +65,6 @@ const REJECTED: Partial<Record<number, RejectReason>> = {
   404: 'not-found',
 };
 
-/** Maps a non-2xx HubSpot answer. */
 function outcomeFromResponse(res: HubSpotResponse): Outcome {
   const category = field(res.body, 'category');
   const message = clip(
@@ -108,8 +104,7 @@ export function outcomeFromNetworkError(err: unknown, wire: WireRecord): Outcome
   if (err instanceof NotSentError)
     return { kind: 'not-applied', message: clip(err.message), code: 'ABORTED_BEFORE_SEND' };
   if (!wire.started) {
-    // The SDK refused to build the request (serializer, missing argument): nothing was sent, and
-    // sending the same input again would fail the same way.
+    // The SDK refused to build the request: nothing was sent, and the same input would fail the same way.
     return {
       kind: 'rejected',
       reason: 'validation',
@@ -147,10 +142,7 @@ export function responseOf(err: unknown, wire: WireRecord): HubSpotResponse | nu
   return null;
 }
 
-/**
- * One failed SDK call → one Outcome. An HTTP error answer is mapped by status; a 2xx the SDK could not
- * process means HubSpot applied it but the result is unreadable (unknown); no answer is a network failure.
- */
+/** One failed SDK call → one Outcome; a 2xx the SDK could not process was applied but is unreadable (unknown). */
 export function outcomeFromFailure(err: unknown, wire: WireRecord): Outcome {
   if (wire.status !== undefined && wire.bodyError !== undefined) {
     return {

@@ -102,8 +102,6 @@ export const PARAMS_SCHEMAS = {
 const asStrings = (props: Readonly<Record<string, PropertyValue>>): Record<string, string> =>
   Object.fromEntries(Object.entries(props).map(([k, v]) => [k, String(v)]));
 
-// ---------------------------------------------------------------- results
-
 /** A HubSpot record as plain JSON (dates as ISO strings), for the ledger and the caller. */
 export type HubSpotRecord = Readonly<ReturnType<typeof plain>>;
 
@@ -127,10 +125,15 @@ const truncated = (message: string, wire: WireRecord): Outcome => ({
   ...wireRefs(wire),
 });
 
-/** A 2xx without a record id, or null when the record has one. */
-function unreadable(r: unknown, wire: WireRecord): Outcome | null {
+function hasId<T>(r: T | null | undefined): r is T {
   const id = (r as { id?: unknown } | null | undefined)?.id;
-  return typeof id === 'string' && id.length > 0 ? null : truncated('HubSpot answered without a record id', wire);
+  return typeof id === 'string' && id.length > 0;
+}
+
+/** One write that answers a record: succeeded, or unknown when the record has no id. */
+async function write(wire: WireRecord, call: () => Promise<SdkRecord>): Promise<Outcome> {
+  const r = await call();
+  return hasId(r) ? recordOutcome('succeeded', r, wire) : truncated('HubSpot answered without a record id', wire);
 }
 
 /** A record HubSpot answered with, as the outcome of `kind`. */
@@ -143,8 +146,6 @@ function wireRefs(wire: WireRecord): { status?: number; requestId?: string } {
   return { ...(wire.status !== undefined ? { status: wire.status } : {}), ...(requestId ? { requestId } : {}) };
 }
 
-// ---------------------------------------------------------------- contacts.update
-
 export async function executeContactsUpdate(
   rt: Runtime,
   p: ContactsUpdateParams,
@@ -152,12 +153,10 @@ export async function executeContactsUpdate(
 ): Promise<Outcome> {
   const wire: WireRecord = { started: false };
   try {
-    const r = await contactsApi({ ...rt, signal: ctx.signal }, wire).basic.update(
-      p.contactId,
-      { properties: asStrings(p.properties) },
-      p.idProperty,
+    const api = contactsApi({ ...rt, signal: ctx.signal }, wire);
+    return await write(wire, () =>
+      api.basic.update(p.contactId, { properties: asStrings(p.properties) }, p.idProperty),
     );
-    return unreadable(r, wire) ?? recordOutcome('succeeded', r, wire);
   } catch (err) {
     return outcomeFromFailure(err, wire);
   }
@@ -197,8 +196,6 @@ export async function lookupContactsUpdate(
   };
 }
 
-// ---------------------------------------------------------------- objects.upsert
-
 export async function executeObjectsUpsert(rt: Runtime, p: ObjectsUpsertParams, ctx: ExecuteContext): Promise<Outcome> {
   const key = ctx.providerKey!; // the frame's: these operations' key rule is never null
   const wire: WireRecord = { started: false };
@@ -208,7 +205,7 @@ export async function executeObjectsUpsert(rt: Runtime, p: ObjectsUpsertParams, 
     });
     if (!Array.isArray(r?.results)) return truncated('HubSpot answered the upsert without results', wire);
     const item = r.results.find((x) => x.properties?.[rt.idProperty] === key) ?? r.results[0];
-    if (!item || unreadable(item, wire)) {
+    if (!hasId(item)) {
       // 207 multi-status: the one input failed, and its error says why. Only a validation error
       // proves nothing was written; anything else may have been.
       const e = 'errors' in r && Array.isArray(r.errors) ? r.errors[0] : undefined;
@@ -224,19 +221,15 @@ export async function executeObjectsUpsert(rt: Runtime, p: ObjectsUpsertParams, 
   }
 }
 
-// ---------------------------------------------------------------- tickets.create
-
 const TICKET_PROPERTIES = ['subject', 'hs_pipeline', 'hs_pipeline_stage'];
 
 export async function executeTicketsCreate(rt: Runtime, p: TicketsCreateParams, ctx: ExecuteContext): Promise<Outcome> {
   const key = ctx.providerKey!; // the frame's: these operations' key rule is never null
   const wire: WireRecord = { started: false };
   try {
-    const r = await ticketsApi({ ...rt, signal: ctx.signal }, wire).basic.create({
-      properties: { ...asStrings(p.properties), [rt.idProperty]: key },
-      associations: [],
-    });
-    return unreadable(r, wire) ?? recordOutcome('succeeded', r, wire);
+    const api = ticketsApi({ ...rt, signal: ctx.signal }, wire);
+    const properties = { ...asStrings(p.properties), [rt.idProperty]: key };
+    return await write(wire, () => api.basic.create({ properties, associations: [] }));
   } catch (err) {
     const res = responseOf(err, wire);
     const duplicate = res && wire.bodyError === undefined ? uniqueConflictOf(res) : null;
@@ -283,19 +276,16 @@ async function adoptDuplicateTicket(
   };
 }
 
-// ---------------------------------------------------------------- search lookups (objects.upsert, tickets.create)
-
+/** objects.upsert and tickets.create: a CRM search for the key in the id property. */
 export async function lookupBySearch(
   rt: Runtime,
-  operation: 'objects.upsert' | 'tickets.create',
-  params: unknown,
+  p: ObjectsUpsertParams | TicketsCreateParams,
   ctx: LookupContext,
 ): Promise<LookupResult> {
   const key = ctx.providerKey!; // the frame's: these operations' key rule is never null
   const wire: WireRecord = { started: false };
-  const objectType = operation === 'tickets.create' ? 'tickets' : (params as ObjectsUpsertParams).objectType;
-  const shown =
-    operation === 'tickets.create' ? TICKET_PROPERTIES : Object.keys((params as ObjectsUpsertParams).properties);
+  const objectType = 'ref' in p ? 'tickets' : p.objectType;
+  const shown = 'ref' in p ? TICKET_PROPERTIES : Object.keys(p.properties);
   const request = {
     filterGroups: [{ filters: [{ propertyName: rt.idProperty, operator: FilterOperator.Eq, value: key }] }],
     properties: [rt.idProperty, ...shown],
