@@ -1,4 +1,3 @@
-import type { ApiException } from '@hubspot/api-client/lib/codegen/crm/objects/index.js';
 import type { LookupResult, Outcome, ProviderRefs, RejectReason, UnknownCause } from '@retrysafe/contract';
 import { errorCodes, NEVER_SENT_CODES, parseRetryAfter } from '@retrysafe/contract/provider';
 import { NotSentError, type WireRecord } from './hubspot-http.js';
@@ -120,26 +119,18 @@ export function outcomeFromNetworkError(err: unknown, wire: WireRecord): Outcome
   return unknown('other', clip(err instanceof Error ? `${err.message}${code ? ` (${code})` : ''}` : String(err)), code);
 }
 
-/** The HTTP answer behind a failed SDK call, if one arrived. */
-export function responseOf(err: unknown, wire: WireRecord): HubSpotResponse | null {
-  if (wire.status !== undefined && wire.headers && wire.bodyError === undefined) {
-    const text = wire.bodyText || undefined;
-    let body: unknown = text;
-    if (text && wire.headers['content-type']?.includes('json'))
-      try {
-        body = JSON.parse(text);
-      } catch {
-        // not JSON after all: the text
-      }
-    return { status: wire.status, headers: wire.headers, body };
-  }
-  // ApiException of any generated HubSpot package (each has its own class: compared by shape).
-  const e = err as Partial<ApiException<unknown>>;
-  if (err instanceof Error && typeof e.code === 'number' && typeof e.headers === 'object' && e.headers !== null) {
-    const headers = Object.fromEntries(Object.entries(e.headers).map(([k, v]) => [k.toLowerCase(), String(v)]));
-    return { status: e.code, headers, body: e.body };
-  }
-  return null;
+/** The whole HTTP answer behind a failed SDK call, if one arrived: every answer passes our transport, which records it. */
+export function responseOf(wire: WireRecord): HubSpotResponse | null {
+  if (wire.status === undefined || !wire.headers || wire.bodyError !== undefined) return null;
+  const text = wire.bodyText || undefined;
+  let body: unknown = text;
+  if (text && wire.headers['content-type']?.includes('json'))
+    try {
+      body = JSON.parse(text);
+    } catch {
+      // not JSON after all: the text
+    }
+  return { status: wire.status, headers: wire.headers, body };
 }
 
 /** One failed SDK call → one Outcome; a 2xx the SDK could not process was applied but is unreadable (unknown). */
@@ -152,7 +143,7 @@ export function outcomeFromFailure(err: unknown, wire: WireRecord): Outcome {
       status: wire.status,
     };
   }
-  const res = responseOf(err, wire);
+  const res = responseOf(wire);
   if (res) {
     if (res.status >= 200 && res.status < 300) {
       const why = err instanceof Error ? err.message : String(err);

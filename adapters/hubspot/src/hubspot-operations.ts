@@ -231,8 +231,8 @@ export async function executeTicketsCreate(rt: Runtime, p: TicketsCreateParams, 
     const properties = { ...asStrings(p.properties), [rt.idProperty]: key };
     return await write(wire, () => api.basic.create({ properties, associations: [] }));
   } catch (err) {
-    const res = responseOf(err, wire);
-    const duplicate = res && wire.bodyError === undefined ? uniqueConflictOf(res) : null;
+    const res = responseOf(wire);
+    const duplicate = res && uniqueConflictOf(res);
     if (res && duplicate) return adoptDuplicateTicket(rt, key, res, duplicate.existingId, ctx.signal);
     return outcomeFromFailure(err, wire);
   }
