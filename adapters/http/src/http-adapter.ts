@@ -55,19 +55,16 @@ export interface HttpAdapter extends AdapterV1 {
   close(): Promise<void>;
 }
 
-/** The declared operation names, typed for `runner.run` (params are the declared body's object; results are the API's JSON). */
-export type TypedHttpOperations<O> = TypedAdapter<{
-  readonly [K in keyof O & string]: { readonly params: Readonly<Record<string, unknown>>; readonly result: unknown };
-}>;
-
+type Params = Readonly<Record<string, unknown>>;
 type Lookup<M extends HttpLookupSpec['method']> = Extract<HttpLookupSpec, { method: M }>;
 
 type Conn = ReturnType<typeof connect>;
 
-/** An adapter for any HTTP API from explicit declarations, each checked against its card. */
+/** An adapter for any HTTP API from declarations, each checked against its card; typed for `runner.run` by operation name. */
 export function createHttpAdapter<const O extends Readonly<Record<string, HttpOperationSpec>>>(
   options: HttpAdapterOptions & { readonly operations: O },
-): HttpAdapter & TypedHttpOperations<O>;
+): HttpAdapter &
+  TypedAdapter<{ readonly [K in keyof O & string]: { readonly params: Params; readonly result: unknown } }>;
 export function createHttpAdapter(options: HttpAdapterOptions): HttpAdapter {
   const { provider } = options;
   const c = connect(provider, options);
