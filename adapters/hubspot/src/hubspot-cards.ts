@@ -2,7 +2,6 @@ import { type Duration, defineCard, fact, type RetrySafetyCard } from '@retrysaf
 import { formatDuration } from '@retrysafe/contract/rules';
 import type { HubSpotAdapterOptions } from './hubspot-adapter.js';
 
-/** Where each provider fact comes from. */
 const S = {
   providers: 'docs/evidence/hubspot.md',
   contacts: 'https://developers.hubspot.com/docs/api/crm/contacts',
@@ -14,7 +13,6 @@ const S = {
   contactConflict: 'https://github.com/stape-io/hubspot-tag/issues/7',
 } as const;
 
-/** A condition the card could not verify, with its source. */
 const note = (field: string, condition: string, source: string) => ({ field, condition, source });
 
 /** The adapter's options the cards depend on (see HubSpotAdapterOptions). */

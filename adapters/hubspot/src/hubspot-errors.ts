@@ -5,12 +5,10 @@ import { NotSentError, type WireRecord } from './hubspot-http.js';
 // HubSpot does not document a 5xx as "not processed", so it is unknown; its rate limiters answer before the write,
 // so a 429 is not-applied.
 
-/** A HubSpot HTTP answer as the adapter sees it (from ApiException or from the wire record). */
+/** A HubSpot answer from the wire record: lower-case header names; the body parsed when JSON, else its text. */
 export interface HubSpotResponse {
   readonly status: number;
-  /** Lower-case names. */
   readonly headers: Readonly<Record<string, string>>;
-  /** Parsed JSON when it was JSON, else the text, else undefined. */
   readonly body: unknown;
 }
 

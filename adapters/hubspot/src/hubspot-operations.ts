@@ -59,10 +59,8 @@ const propertiesSchema = {
   propertyNames: { pattern: PROPERTY_NAME.source },
   additionalProperties: { type: ['string', 'number', 'boolean'] },
 } as const;
-/** A string with something besides white space in it. */
 const text = { type: 'string', minLength: 1, pattern: '\\S' } as const;
 
-/** A closed object with these required fields. */
 const object = <const R extends readonly string[], const P extends Record<string, JsonSchema>>(
   required: R,
   properties: P,
@@ -117,7 +115,6 @@ function plain(r: SdkRecord) {
   };
 }
 
-/** A 2xx HubSpot applied but whose record cannot be read. */
 const truncated = (message: string, wire: WireRecord): Outcome => ({
   kind: 'unknown',
   cause: 'truncated-response',
@@ -136,7 +133,6 @@ async function write(wire: WireRecord, call: () => Promise<SdkRecord>): Promise<
   return hasId(r) ? recordOutcome('succeeded', r, wire) : truncated('HubSpot answered without a record id', wire);
 }
 
-/** A record HubSpot answered with, as the outcome of `kind`. */
 function recordOutcome(kind: 'succeeded' | 'replayed', r: SdkRecord, wire: WireRecord, extra?: object) {
   return { kind, result: { ...plain(r), ...extra }, providerRef: String(r.id), ...wireRefs(wire) } satisfies Outcome;
 }
@@ -206,8 +202,7 @@ export async function executeObjectsUpsert(rt: Runtime, p: ObjectsUpsertParams, 
     if (!Array.isArray(r?.results)) return truncated('HubSpot answered the upsert without results', wire);
     const item = r.results.find((x) => x.properties?.[rt.idProperty] === key) ?? r.results[0];
     if (!hasId(item)) {
-      // 207 multi-status: the one input failed, and its error says why. Only a validation error
-      // proves nothing was written; anything else may have been.
+      // 207 multi-status: only a validation error proves nothing was written.
       const e = 'errors' in r && Array.isArray(r.errors) ? r.errors[0] : undefined;
       const message = e?.message ?? 'HubSpot answered the upsert without a result for this input';
       const code = e?.category;
@@ -238,10 +233,7 @@ export async function executeTicketsCreate(rt: Runtime, p: TicketsCreateParams, 
   }
 }
 
-/**
- * HubSpot refused the ticket because a unique value is taken. Adopt the existing ticket only when a
- * GET shows it holds this operation's key; a collision on another unique property is a conflict.
- */
+/** A unique value is taken: adopt the existing ticket only when a GET shows it holds this operation's key. */
 async function adoptDuplicateTicket(
   rt: Runtime,
   key: ProviderKey,

@@ -58,7 +58,6 @@ export const isObj = (v: unknown): v is Record<string, unknown> =>
 
 const mailboxPath = (mailbox: string) => (mailbox === 'me' ? '/me' : `/users/${encodeURIComponent(mailbox)}`);
 
-/** OData string literal: single quotes doubled. */
 const odataString = (value: string) => `'${value.replace(/'/g, "''")}'`;
 
 /** The lookup of a message or event by the extended property that tags it with the business-operation id. */
@@ -81,12 +80,10 @@ const str = (v: unknown): string | null => (typeof v === 'string' ? v : null);
 
 // The one definition of each operation's params: the runner checks it before the claim, the frame on every attempt.
 
-/** An object with these required fields. */
 const object = <const R extends readonly string[], const P extends Record<string, JsonSchema>>(
   required: R,
   properties: P,
 ) => ({ type: 'object', required, properties }) as const;
-/** A string with something besides white space in it. */
 const text = { type: 'string', pattern: '\\S' } as const;
 /** A path segment Graph gets as is: no "/", "?", "#" or white space. */
 const segment = (description: string) => ({ type: 'string', pattern: '^[^/?#\\s]+$', description }) as const;
