@@ -27,8 +27,8 @@ export function requestIdOf(spec: HttpOperationSpec, headers: HttpResponseView['
   return requestId !== undefined ? { requestId } : {};
 }
 
-export function retryAfterOf(headers: HttpResponseView['headers'], now?: number): { retryAfterMs?: number } {
-  const retryAfterMs = parseRetryAfter(readHeader(headers, 'retry-after'), now);
+export function retryAfterOf(headers: HttpResponseView['headers']): { retryAfterMs?: number } {
+  const retryAfterMs = parseRetryAfter(readHeader(headers, 'retry-after'));
   return retryAfterMs !== undefined ? { retryAfterMs } : {};
 }
 
@@ -64,12 +64,7 @@ function namedFields(data: unknown): { path: string; message: string }[] {
 }
 
 /** One response → one Outcome by the declaration; messages never carry the provider's text (PII). */
-export function classifyResponse(
-  spec: HttpOperationSpec,
-  res: HttpResponseView,
-  attempt: number,
-  now: number = Date.now(),
-): Outcome {
+export function classifyResponse(spec: HttpOperationSpec, res: HttpResponseView, attempt: number): Outcome {
   const code =
     res.status >= 300 && spec.errors.codePath ? scalarText(readPath(res.data, spec.errors.codePath)) : undefined;
   const base: ProviderRefs = {
@@ -77,7 +72,7 @@ export function classifyResponse(
     ...(code !== undefined ? { code } : {}),
     ...requestIdOf(spec, res.headers),
   };
-  const ra = retryAfterOf(res.headers, now);
+  const ra = retryAfterOf(res.headers);
 
   if (res.status >= 200 && res.status < 300) {
     if (res.status === 202 && spec.asyncReply) {
