@@ -55,22 +55,17 @@ export interface HttpAdapter extends AdapterV1 {
   close(): Promise<void>;
 }
 
-/** The declared operation names, typed for `runner.run` (params are the declared body's object; results are the API's JSON). */
-export type TypedHttpOperations<O> = TypedAdapter<{
-  readonly [K in keyof O & string]: { readonly params: Readonly<Record<string, unknown>>; readonly result: unknown };
-}>;
-
+type Params = Readonly<Record<string, unknown>>;
 type Lookup<M extends HttpLookupSpec['method']> = Extract<HttpLookupSpec, { method: M }>;
 
-/** What the adapter's requests go through: one axios client on the base URL, no redirects, the caller's timeout. */
 type Conn = ReturnType<typeof connect>;
 
-/** Builds an adapter for any HTTP API from explicit declarations, each checked against its card. */
+/** An adapter for any HTTP API from declarations, each checked against its card; typed for `runner.run` by operation name. */
 export function createHttpAdapter<const O extends Readonly<Record<string, HttpOperationSpec>>>(
   options: HttpAdapterOptions & { readonly operations: O },
-): HttpAdapter & TypedHttpOperations<O>;
+): HttpAdapter &
+  TypedAdapter<{ readonly [K in keyof O & string]: { readonly params: Params; readonly result: unknown } }>;
 export function createHttpAdapter(options: HttpAdapterOptions): HttpAdapter {
-  // The frame checks the provider name and that there is an operation; buildOperation checks each against its card.
   const { provider } = options;
   const c = connect(provider, options);
   const operations = Object.entries(options.operations).map(([n, spec]) => [n, buildOperation(provider, n, spec)]);
@@ -111,7 +106,7 @@ function connect(provider: string, options: HttpAdapterOptions) {
   return { provider, client, base, baseURL, close };
 }
 
-/** One request: the response, or the outcome of a request that failed on the way (execute and lookup alike). */
+/** The response, or the outcome of a request that failed on the way. */
 async function request(c: Conn, config: AxiosRequestConfig & { url: string }): Promise<HttpResponseView | Outcome> {
   try {
     const res = await c.client.request(config);
@@ -122,7 +117,7 @@ async function request(c: Conn, config: AxiosRequestConfig & { url: string }): P
   }
 }
 
-/** One request for the operation. Throws only for bad input (typed, nothing sent). */
+/** Throws only for bad input (typed, nothing sent). */
 async function send(
   c: Conn,
   o: HttpOperation,
@@ -168,10 +163,8 @@ async function send(
   return 'kind' in res ? res : classifyResponse(spec, res, ids.attempt);
 }
 
-/** What one lookup works with: the connection, the operation, the runner's context and the ids with the params. */
 type Ask = { readonly c: Conn; readonly o: HttpOperation; readonly ctx: LookupContext; readonly r: LookupReadContext };
 
-/** GET `url`: the response, or the lookup result of a request that failed on the way. */
 async function get(a: Ask, url: string, what: string): Promise<HttpResponseView | LookupResult> {
   const res = await request(a.c, { method: 'GET', url, signal: a.ctx.signal });
   return 'kind' in res ? lookupFromOutcome(res, what) : res;
@@ -193,7 +186,7 @@ const cannotTell = (res: HttpResponseView, reason: string): LookupResult => ({
   status: res.status,
   ...retryAfterOf(res.headers),
 });
-/** Succeeded with `data` as result; the request id comes from `res`, the answer that said so. */
+/** The request id comes from `res`, the answer that said so. */
 const succeeded = (a: Ask, res: HttpResponseView, data: unknown, refPath = a.o.http.refPath) =>
   found({
     kind: 'succeeded',
@@ -223,8 +216,7 @@ async function lookup(c: Conn, o: HttpOperation, ctx: LookupContext): Promise<Lo
 
 /** Re-sends with the same key, only while re-sending is safe (the card rule resendSafety). */
 async function resendSameKey({ c, o, ctx, r }: Ask): Promise<LookupResult> {
-  // The runner's judgement (the rule with the policy's clock-skew margin) wins; without it (a direct call) the
-  // same rule with the card's margin. Either way the reason comes from the rule.
+  // The runner's judgement (with the policy's clock-skew margin) wins; without it, the rule with the card's margin.
   const own = resendSafety(o.card, ctx.firstDispatchedAt, ctx.now);
   if (!(ctx.keyReusable ?? own.safe)) {
     const why = own.safe

@@ -12,13 +12,9 @@ import {
   templateValue,
 } from './http-operations.js';
 
-// An operation declared as data (JSON/YAML): the body builder and the lookup's match/applied become templates and
-// field comparisons, turned into an `HttpOperationSpec` so every check of a code declaration applies unchanged.
+// An operation declared as data (JSON/YAML) becomes an `HttpOperationSpec`, so every check of a code declaration applies.
 
-/**
- * A value template: exactly `{name}` is that param's value (any type, dot paths allowed), the provider `{key}` or the
- * `{businessOperationId}`; `{name}` inside a longer string is interpolated; objects and arrays member by member.
- */
+/** Exactly `{name}` is that value (a param's dot path, `{key}` or `{businessOperationId}`); inside a longer string it is interpolated. */
 export type Template = string | number | boolean | null | readonly Template[] | { readonly [k: string]: Template };
 
 /** Picks an item: every `where` path of the item must equal its filled template. */
@@ -73,7 +69,6 @@ export function fillTemplate(t: Template, params: Record<string, unknown>, ids: 
   return t;
 }
 
-/** Names a template refers to (for checks at construction). */
 function templateNames(t: Template | undefined): string[] {
   if (typeof t === 'string') return placeholders(t);
   if (t && typeof t === 'object') return Object.values(t).flatMap((x) => templateNames(x as Template));
@@ -90,7 +85,7 @@ function whereHolds(item: unknown, where: Readonly<Record<string, Template>>, ct
   });
 }
 
-/** The lookup `match` a declaration describes: the first item of the list where every `where` holds. */
+/** The first item of the list where every `where` holds. */
 export function matcher(m: MatchDeclaration): (body: unknown, ctx: LookupReadContext) => unknown {
   return (body, ctx) => {
     const list = m.items ? readPath(body, m.items) : body;
@@ -112,7 +107,6 @@ function lookupSpec(l: HttpLookupDeclaration): [HttpLookupSpec, Readonly<Record<
   return [l as HttpLookupSpec];
 }
 
-/** Turns one data declaration into the `HttpOperationSpec` `createHttpAdapter` takes. */
 export function operationFromDeclaration(
   provider: string,
   name: string,

@@ -2,12 +2,11 @@ import type { Outcome, ProviderRefs } from '@retrysafe/contract';
 import { classifyTransportFailure, parseRetryAfter } from '@retrysafe/contract/provider';
 import { type HttpErrorRule, type HttpOperationSpec, readPath, scalarText } from './http-operations.js';
 
-/** The part of an HTTP response the classifier reads. */
+/** `url`: the request's absolute URL, to resolve a relative `Location`. */
 export interface HttpResponseView {
   readonly status: number;
   readonly headers: Readonly<Record<string, unknown>>;
   readonly data: unknown;
-  /** Absolute URL of the request, to resolve a relative `Location`. */
   readonly url: string;
 }
 
@@ -17,7 +16,7 @@ export function readHeader(headers: Readonly<Record<string, unknown>>, name: str
   return first === undefined || first === null ? undefined : String(first);
 }
 
-/** A rule matches the status (one code, a list, or a class such as `4xx`) and, when it names codes, the body's code. */
+/** The status (one code, a list, or a class such as `4xx`) and, when the rule names codes, the body's code. */
 function ruleMatches({ status: m, code: codes }: HttpErrorRule, status: number, code: string | undefined): boolean {
   const statusMatches = typeof m === 'string' ? `${Math.floor(status / 100)}xx` === m : [m].flat().includes(status);
   return statusMatches && (codes === undefined || (code !== undefined && [codes].flat().includes(code)));
@@ -28,27 +27,22 @@ export function requestIdOf(spec: HttpOperationSpec, headers: HttpResponseView['
   return requestId !== undefined ? { requestId } : {};
 }
 
-export function retryAfterOf(headers: HttpResponseView['headers'], now?: number): { retryAfterMs?: number } {
-  const retryAfterMs = parseRetryAfter(readHeader(headers, 'retry-after'), now);
+export function retryAfterOf(headers: HttpResponseView['headers']): { retryAfterMs?: number } {
+  const retryAfterMs = parseRetryAfter(readHeader(headers, 'retry-after'));
   return retryAfterMs !== undefined ? { retryAfterMs } : {};
 }
 
-/** The provider's object id at `path` of a body, kept as providerRef. */
 export function providerRefAt(data: unknown, path: string | undefined): { providerRef?: string } {
   const ref = path ? scalarText(readPath(data, path)) : undefined;
   return ref !== undefined ? { providerRef: ref } : {};
 }
 
-/** Resolves a `Location` header against the request URL. */
 export function absoluteLocation(res: HttpResponseView): string | undefined {
   const loc = readHeader(res.headers, 'location');
   return loc ? URL.parse(loc, res.url)?.toString() : undefined;
 }
 
-/**
- * The fields a problem body names (RFC 9457 `invalid-params`, or `errors` of `{ pointer | field | path }`), so a caller
- * can correct them; only the names are kept, never the provider's text (it may echo PII).
- */
+/** The fields a problem body names (RFC 9457 `invalid-params`, or `errors`); only names, never the provider's text (PII). */
 function namedFields(data: unknown): { path: string; message: string }[] {
   if (typeof data !== 'object' || data === null) return [];
   const d = data as Record<string, unknown>;
@@ -69,13 +63,8 @@ function namedFields(data: unknown): { path: string; message: string }[] {
   return out;
 }
 
-/** Maps one HTTP response to exactly one Outcome by the declaration; messages never carry the provider's text (PII). */
-export function classifyResponse(
-  spec: HttpOperationSpec,
-  res: HttpResponseView,
-  attempt: number,
-  now: number = Date.now(),
-): Outcome {
+/** One response → one Outcome by the declaration; messages never carry the provider's text (PII). */
+export function classifyResponse(spec: HttpOperationSpec, res: HttpResponseView, attempt: number): Outcome {
   const code =
     res.status >= 300 && spec.errors.codePath ? scalarText(readPath(res.data, spec.errors.codePath)) : undefined;
   const base: ProviderRefs = {
@@ -83,7 +72,7 @@ export function classifyResponse(
     ...(code !== undefined ? { code } : {}),
     ...requestIdOf(spec, res.headers),
   };
-  const ra = retryAfterOf(res.headers, now);
+  const ra = retryAfterOf(res.headers);
 
   if (res.status >= 200 && res.status < 300) {
     if (res.status === 202 && spec.asyncReply) {

@@ -27,9 +27,8 @@ export type HttpErrorRule = {
   | { readonly outcome: 'unknown'; readonly cause?: UnknownCause }
 );
 
-/** Reads a status resource (async request-reply): 200 + a `pending` value ⇒ in-progress, + a `done` value (or a 303) ⇒ succeeded, + a `failed` value ⇒ rejected. */
+/** A status resource's 200 body: the value at dot path `field` is pending (in-progress), done (or a 303: succeeded) or failed (rejected). */
 export interface StatusReading {
-  /** Dot path of the status field in a 200 body, e.g. `status`. */
   readonly field: string;
   readonly pending: readonly string[];
   readonly done: readonly string[];
@@ -38,7 +37,6 @@ export interface StatusReading {
 
 export type Ids = { readonly businessOperationId: BusinessOperationId; readonly providerKey: ProviderKey | null };
 
-/** What a lookup's `match` and `applied` see: the ids and the operation's params. */
 export type LookupReadContext = Ids & { readonly params: Record<string, unknown> };
 
 /** How `doLookup` finds a prior result (the card's `lookup.method` names the same): `M` picks an item from a list, `A` tells whether a resource shows this operation. */
@@ -65,7 +63,7 @@ export type HttpLookupSpec = LookupShape<
   (resource: unknown, ctx: LookupReadContext) => boolean
 >;
 
-/** Everything the adapter must be told about one operation. Nothing is assumed. */
+/** Everything the adapter must be told about one operation; nothing is assumed. */
 export interface HttpOperationSpec {
   readonly description: string;
   readonly method: 'POST' | 'PUT' | 'PATCH' | 'DELETE';
@@ -98,7 +96,7 @@ export interface HttpOperationSpec {
   };
   /** A 202 with a `Location` header is in-progress with that status URL (async request-reply). Default false: a 202 is success. */
   readonly asyncReply?: boolean;
-  /** Builds the JSON body. Default: the params minus path placeholders and the precondition param. DELETE sends no body. */
+  /** Default: the params minus path placeholders and the precondition param. DELETE sends no body. */
   readonly body?: (params: Record<string, unknown>, ctx: Ids) => unknown;
   /** Dot path of the provider's object id in a success body (kept as providerRef), e.g. `id`. */
   readonly refPath?: string;
@@ -108,7 +106,6 @@ export interface HttpOperationSpec {
   readonly sensitiveFields?: readonly string[];
 }
 
-/** An operation as the adapter exposes it: the contract's OperationSpec plus the HTTP declaration. */
 export type HttpOperation = ReturnType<typeof buildOperation>;
 
 export const PLACEHOLDER = /\{([A-Za-z0-9_.]+)\}/g;
@@ -116,14 +113,11 @@ const RESERVED_PLACEHOLDERS = new Set(['key', 'businessOperationId']);
 
 export const placeholders = (template: string) => [...template.matchAll(PLACEHOLDER)].map((m) => m[1]!);
 
-/** The placeholders of a path template filled from params. */
 const paramPlaceholders = (template: string) => placeholders(template).filter((p) => !RESERVED_PLACEHOLDERS.has(p));
 
-/** A string or number as text; anything else is no value. */
 export const scalarText = (v: unknown): string | undefined =>
   typeof v === 'string' || typeof v === 'number' ? String(v) : undefined;
 
-/** Reads a dot path out of a JSON value. */
 export function readPath(value: unknown, path: string): unknown {
   let cur = value;
   for (const part of path.split('.')) {
@@ -140,7 +134,7 @@ export function templateValue(name: string, params: Record<string, unknown>, ids
   return readPath(params, name);
 }
 
-/** Fills a path template. A placeholder whose value is missing is an InvalidIntentError (never a request to a half-built URL). */
+/** A placeholder without a value is an InvalidIntentError, never a request to a half-built URL. */
 export function fillPath(template: string, params: Record<string, unknown>, ids: Ids): string {
   return template.replace(PLACEHOLDER, (_m, name: string) => {
     const v = scalarText(templateValue(name, params, ids));
@@ -149,7 +143,7 @@ export function fillPath(template: string, params: Record<string, unknown>, ids:
   });
 }
 
-/** Structured Field string (RFC 8941 §3.3.3): quoted, with `\` and `"` escaped; printable ASCII only. */
+/** RFC 8941 §3.3.3 Structured Field string. */
 export function sfString(value: string): string {
   if (!/^[\x20-\x7e]*$/.test(value))
     throw new InvalidIntentError('providerKey', 'a Structured Field string carries printable ASCII only');
@@ -262,7 +256,6 @@ function requestProblems(spec: HttpOperationSpec, params: unknown): FieldError[]
   return out;
 }
 
-/** Default body: params minus path placeholders and the precondition param. */
 export function defaultBody(spec: HttpOperationSpec, params: Record<string, unknown>): Record<string, unknown> {
   const drop = new Set(paramPlaceholders(spec.path));
   if (spec.precondition) drop.add(spec.precondition.param);

@@ -2,7 +2,6 @@ import { type Duration, defineCard, fact, type RetrySafetyCard } from '@retrysaf
 import { formatDuration } from '@retrysafe/contract/rules';
 import type { HubSpotAdapterOptions } from './hubspot-adapter.js';
 
-/** Where each provider fact comes from. */
 const S = {
   providers: 'docs/evidence/hubspot.md',
   contacts: 'https://developers.hubspot.com/docs/api/crm/contacts',
@@ -14,7 +13,6 @@ const S = {
   contactConflict: 'https://github.com/stape-io/hubspot-tag/issues/7',
 } as const;
 
-/** A condition the card could not verify, with its source. */
 const note = (field: string, condition: string, source: string) => ({ field, condition, source });
 
 /** The adapter's options the cards depend on (see HubSpotAdapterOptions). */
@@ -54,62 +52,53 @@ const IDS = {
 const RATE_LIMITED =
   'HubSpot answers 429 from its rate limiters (policyName TEN_SECONDLY_ROLLING, SECONDLY, DAILY; X-HubSpot-RateLimit-* headers)';
 
-function keyUnverified(o: HubSpotCardOptions) {
-  const items: { field: string; condition: string; source: string }[] = [
-    note(
-      'providerKey.maxLength',
-      `the longest value HubSpot accepts in a unique-value property; the adapter keeps keys within 100 characters of A-Z a-z 0-9 . _ : / - (longer ids become a 64-hex digest)`,
-      S.providers,
-    ),
-    note(
-      'providerKey.charset',
-      'characters HubSpot accepts in a unique-value property; the adapter sends only A-Z a-z 0-9 . _ : / -',
-      S.providers,
-    ),
-    note(
-      'retention.minimum',
-      `the value is reserved while the record holding ${o.idProperty} exists; no minimum is documented, and whether an archived (deleted) record still reserves it is not documented`,
-      S.properties,
-    ),
-  ];
-  if (o.searchSettleMs === null) {
-    items.push(
-      note(
-        'lookup.consistencyDelay',
-        'how long after a write CRM search shows it ("a few moments"); until then a miss is reported as cannot-tell, never as absent',
-        S.search,
-      ),
-    );
-  }
-  return items;
-}
+const keyUnverified = (o: HubSpotCardOptions) => [
+  note(
+    'providerKey.maxLength',
+    `the longest value HubSpot accepts in a unique-value property; the adapter keeps keys within 100 characters of A-Z a-z 0-9 . _ : / - (longer ids become a 64-hex digest)`,
+    S.providers,
+  ),
+  note(
+    'providerKey.charset',
+    'characters HubSpot accepts in a unique-value property; the adapter sends only A-Z a-z 0-9 . _ : / -',
+    S.providers,
+  ),
+  note(
+    'retention.minimum',
+    `the value is reserved while the record holding ${o.idProperty} exists; no minimum is documented, and whether an archived (deleted) record still reserves it is not documented`,
+    S.properties,
+  ),
+  ...(o.searchSettleMs === null
+    ? [
+        note(
+          'lookup.consistencyDelay',
+          'how long after a write CRM search shows it ("a few moments"); until then a miss is reported as cannot-tell, never as absent',
+          S.search,
+        ),
+      ]
+    : []),
+];
 
-type Spec = Pick<
+type Spec = Omit<
   RetrySafetyCard,
-  | 'sideEffect'
-  | 'businessOperationId'
-  | 'providerKey'
-  | 'keyReuse'
-  | 'parameterMatching'
-  | 'storedResult'
-  | 'retention'
-  | 'concurrency'
-  | 'retryableErrors'
-  | 'nonRetryableErrors'
-  | 'reconciler'
-  | 'unverified'
-> & {
-  readonly operation: string;
-  readonly lookup: Omit<RetrySafetyCard['lookup'], 'lateApplyBound'>;
-  readonly lookupWindow: Duration;
-};
+  | 'cardVersion'
+  | 'provider'
+  | 'ids'
+  | 'lookup'
+  | 'backoff'
+  | 'limits'
+  | 'retryLayer'
+  | 'handoff'
+  | 'duplicateTest'
+  | 'receipts'
+> & { readonly lookup: Omit<RetrySafetyCard['lookup'], 'lateApplyBound'>; readonly lookupWindow: Duration };
 
 /** The facts and policy all three cards share; the operation's own facts come in `spec`. */
 function hubSpotCard(o: HubSpotCardOptions, spec: Spec): RetrySafetyCard {
   return defineCard({
     cardVersion: 1,
     provider: 'hubspot',
-    operation: `hubspot.${spec.operation}`,
+    operation: spec.operation,
     sideEffect: spec.sideEffect,
     businessOperationId: spec.businessOperationId,
     ids: IDS,
@@ -188,7 +177,7 @@ const ERRORS_NOT_STORED = fact(false, `${S.providers}: errors are not stored`);
 
 const contactsUpdateCard = (o: HubSpotCardOptions) =>
   hubSpotCard(o, {
-    operation: 'contacts.update',
+    operation: 'hubspot.contacts.update',
     sideEffect: {
       kind: fact('set', `${S.contacts}: PATCH /crm/v3/objects/contacts/{contactId} sets the given property values`),
       idempotentByNature: fact(
@@ -244,7 +233,7 @@ const contactsUpdateCard = (o: HubSpotCardOptions) =>
 
 const objectsUpsertCard = (o: HubSpotCardOptions) =>
   hubSpotCard(o, {
-    operation: 'objects.upsert',
+    operation: 'hubspot.objects.upsert',
     sideEffect: {
       kind: fact(
         'upsert',
@@ -291,7 +280,7 @@ const objectsUpsertCard = (o: HubSpotCardOptions) =>
 
 const ticketsCreateCard = (o: HubSpotCardOptions) =>
   hubSpotCard(o, {
-    operation: 'tickets.create',
+    operation: 'hubspot.tickets.create',
     sideEffect: {
       kind: fact('create', `${S.tickets}: POST /crm/v3/objects/tickets (basicApi.create)`),
       idempotentByNature: fact(false, `${S.providers}: ticket create is NOT idempotent`),

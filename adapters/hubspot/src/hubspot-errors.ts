@@ -1,20 +1,14 @@
-import type { ApiException } from '@hubspot/api-client/lib/codegen/crm/objects/index.js';
 import type { LookupResult, Outcome, ProviderRefs, RejectReason, UnknownCause } from '@retrysafe/contract';
 import { errorCodes, NEVER_SENT_CODES, parseRetryAfter } from '@retrysafe/contract/provider';
 import { NotSentError, type WireRecord } from './hubspot-http.js';
 
-/**
- * Maps every HubSpot response and every failure of one SDK call into exactly one Outcome, keeping status,
- * category or policy name and correlationId (summary in the README). HubSpot does not document a 5xx as
- * "not processed", so it is unknown; its rate limiters answer before the write, so a 429 is not-applied.
- */
+// HubSpot does not document a 5xx as "not processed", so it is unknown; its rate limiters answer before the write,
+// so a 429 is not-applied.
 
-/** A HubSpot HTTP answer as the adapter sees it (from ApiException or from the wire record). */
+/** A HubSpot answer from the wire record: lower-case header names; the body parsed when JSON, else its text. */
 export interface HubSpotResponse {
   readonly status: number;
-  /** Lower-case names. */
   readonly headers: Readonly<Record<string, string>>;
-  /** Parsed JSON when it was JSON, else the text, else undefined. */
   readonly body: unknown;
 }
 
@@ -68,7 +62,6 @@ const REJECTED: Partial<Record<number, RejectReason>> = {
   404: 'not-found',
 };
 
-/** Maps a non-2xx HubSpot answer. */
 function outcomeFromResponse(res: HubSpotResponse): Outcome {
   const category = field(res.body, 'category');
   const message = clip(
@@ -108,8 +101,7 @@ export function outcomeFromNetworkError(err: unknown, wire: WireRecord): Outcome
   if (err instanceof NotSentError)
     return { kind: 'not-applied', message: clip(err.message), code: 'ABORTED_BEFORE_SEND' };
   if (!wire.started) {
-    // The SDK refused to build the request (serializer, missing argument): nothing was sent, and
-    // sending the same input again would fail the same way.
+    // The SDK refused to build the request: nothing was sent, and the same input would fail the same way.
     return {
       kind: 'rejected',
       reason: 'validation',
@@ -125,32 +117,21 @@ export function outcomeFromNetworkError(err: unknown, wire: WireRecord): Outcome
   return unknown('other', clip(err instanceof Error ? `${err.message}${code ? ` (${code})` : ''}` : String(err)), code);
 }
 
-/** The HTTP answer behind a failed SDK call, if one arrived. */
-export function responseOf(err: unknown, wire: WireRecord): HubSpotResponse | null {
-  if (wire.status !== undefined && wire.headers && wire.bodyError === undefined) {
-    const text = wire.bodyText || undefined;
-    let body: unknown = text;
-    if (text && wire.headers['content-type']?.includes('json'))
-      try {
-        body = JSON.parse(text);
-      } catch {
-        // not JSON after all: the text
-      }
-    return { status: wire.status, headers: wire.headers, body };
-  }
-  // ApiException of any generated HubSpot package (each has its own class: compared by shape).
-  const e = err as Partial<ApiException<unknown>>;
-  if (err instanceof Error && typeof e.code === 'number' && typeof e.headers === 'object' && e.headers !== null) {
-    const headers = Object.fromEntries(Object.entries(e.headers).map(([k, v]) => [k.toLowerCase(), String(v)]));
-    return { status: e.code, headers, body: e.body };
-  }
-  return null;
+/** The whole HTTP answer behind a failed SDK call, if one arrived: every answer passes our transport, which records it. */
+export function responseOf(wire: WireRecord): HubSpotResponse | null {
+  if (wire.status === undefined || !wire.headers || wire.bodyError !== undefined) return null;
+  const text = wire.bodyText || undefined;
+  let body: unknown = text;
+  if (text && wire.headers['content-type']?.includes('json'))
+    try {
+      body = JSON.parse(text);
+    } catch {
+      // not JSON after all: the text
+    }
+  return { status: wire.status, headers: wire.headers, body };
 }
 
-/**
- * One failed SDK call → one Outcome. An HTTP error answer is mapped by status; a 2xx the SDK could not
- * process means HubSpot applied it but the result is unreadable (unknown); no answer is a network failure.
- */
+/** One failed SDK call → one Outcome; a 2xx the SDK could not process was applied but is unreadable (unknown). */
 export function outcomeFromFailure(err: unknown, wire: WireRecord): Outcome {
   if (wire.status !== undefined && wire.bodyError !== undefined) {
     return {
@@ -160,7 +141,7 @@ export function outcomeFromFailure(err: unknown, wire: WireRecord): Outcome {
       status: wire.status,
     };
   }
-  const res = responseOf(err, wire);
+  const res = responseOf(wire);
   if (res) {
     if (res.status >= 200 && res.status < 300) {
       const why = err instanceof Error ? err.message : String(err);

@@ -2,13 +2,9 @@ import * as contactsSdk from '@hubspot/api-client/lib/codegen/crm/contacts/index
 import * as objectsSdk from '@hubspot/api-client/lib/codegen/crm/objects/index.js';
 import * as ticketsSdk from '@hubspot/api-client/lib/codegen/crm/tickets/index.js';
 
-/**
- * Why not `new Client()` (@hubspot/api-client 14.0.1): its retry decorator lives in a process-wide singleton that
- * the last `new Client()` sets (ApiDecoratorService.getInstance), and it re-sends POST creates on 5xx and 429 — a
- * second retrying layer. The SDK's generated API classes (lib/codegen/crm/*) never read that singleton; they are
- * built per call because the SDK ignores a per-call `httpApi`, over our own fetch transport (timeout, abort, and a
- * record of what came back).
- */
+// Not `new Client()`: its retry decorator, a process-wide singleton, re-sends POST creates on 5xx and 429. The
+// generated API classes never read it; they are built per call (the SDK ignores a per-call `httpApi`) on our fetch.
+
 /** What one SDK call put on and got back from the wire. */
 export interface WireRecord {
   /** fetch was called: from here on the request may have reached HubSpot. */
@@ -47,7 +43,7 @@ interface SdkPackage<C> {
     httpApi: unknown;
     authMethods: { oauth2: { accessToken: string } };
   }): C;
-  ServerConfiguration: new (url: string, variables: {}) => unknown;
+  ServerConfiguration: new (url: string, variables: object) => unknown;
   wrapHttpLibrary(lib: { send(request: RequestLike): Promise<unknown> }): unknown;
   ResponseContext: new (status: number, headers: { [key: string]: string }, body: ResponseBody) => unknown;
 }

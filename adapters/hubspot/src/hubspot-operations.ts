@@ -59,10 +59,8 @@ const propertiesSchema = {
   propertyNames: { pattern: PROPERTY_NAME.source },
   additionalProperties: { type: ['string', 'number', 'boolean'] },
 } as const;
-/** A string with something besides white space in it. */
 const text = { type: 'string', minLength: 1, pattern: '\\S' } as const;
 
-/** A closed object with these required fields. */
 const object = <const R extends readonly string[], const P extends Record<string, JsonSchema>>(
   required: R,
   properties: P,
@@ -102,8 +100,6 @@ export const PARAMS_SCHEMAS = {
 const asStrings = (props: Readonly<Record<string, PropertyValue>>): Record<string, string> =>
   Object.fromEntries(Object.entries(props).map(([k, v]) => [k, String(v)]));
 
-// ---------------------------------------------------------------- results
-
 /** A HubSpot record as plain JSON (dates as ISO strings), for the ledger and the caller. */
 export type HubSpotRecord = Readonly<ReturnType<typeof plain>>;
 
@@ -119,7 +115,6 @@ function plain(r: SdkRecord) {
   };
 }
 
-/** A 2xx HubSpot applied but whose record cannot be read. */
 const truncated = (message: string, wire: WireRecord): Outcome => ({
   kind: 'unknown',
   cause: 'truncated-response',
@@ -127,13 +122,17 @@ const truncated = (message: string, wire: WireRecord): Outcome => ({
   ...wireRefs(wire),
 });
 
-/** A 2xx without a record id, or null when the record has one. */
-function unreadable(r: unknown, wire: WireRecord): Outcome | null {
+function hasId<T>(r: T | null | undefined): r is T {
   const id = (r as { id?: unknown } | null | undefined)?.id;
-  return typeof id === 'string' && id.length > 0 ? null : truncated('HubSpot answered without a record id', wire);
+  return typeof id === 'string' && id.length > 0;
 }
 
-/** A record HubSpot answered with, as the outcome of `kind`. */
+/** One write that answers a record: succeeded, or unknown when the record has no id. */
+async function write(wire: WireRecord, call: () => Promise<SdkRecord>): Promise<Outcome> {
+  const r = await call();
+  return hasId(r) ? recordOutcome('succeeded', r, wire) : truncated('HubSpot answered without a record id', wire);
+}
+
 function recordOutcome(kind: 'succeeded' | 'replayed', r: SdkRecord, wire: WireRecord, extra?: object) {
   return { kind, result: { ...plain(r), ...extra }, providerRef: String(r.id), ...wireRefs(wire) } satisfies Outcome;
 }
@@ -143,8 +142,6 @@ function wireRefs(wire: WireRecord): { status?: number; requestId?: string } {
   return { ...(wire.status !== undefined ? { status: wire.status } : {}), ...(requestId ? { requestId } : {}) };
 }
 
-// ---------------------------------------------------------------- contacts.update
-
 export async function executeContactsUpdate(
   rt: Runtime,
   p: ContactsUpdateParams,
@@ -152,12 +149,10 @@ export async function executeContactsUpdate(
 ): Promise<Outcome> {
   const wire: WireRecord = { started: false };
   try {
-    const r = await contactsApi({ ...rt, signal: ctx.signal }, wire).basic.update(
-      p.contactId,
-      { properties: asStrings(p.properties) },
-      p.idProperty,
+    const api = contactsApi({ ...rt, signal: ctx.signal }, wire);
+    return await write(wire, () =>
+      api.basic.update(p.contactId, { properties: asStrings(p.properties) }, p.idProperty),
     );
-    return unreadable(r, wire) ?? recordOutcome('succeeded', r, wire);
   } catch (err) {
     return outcomeFromFailure(err, wire);
   }
@@ -197,8 +192,6 @@ export async function lookupContactsUpdate(
   };
 }
 
-// ---------------------------------------------------------------- objects.upsert
-
 export async function executeObjectsUpsert(rt: Runtime, p: ObjectsUpsertParams, ctx: ExecuteContext): Promise<Outcome> {
   const key = ctx.providerKey!; // the frame's: these operations' key rule is never null
   const wire: WireRecord = { started: false };
@@ -208,9 +201,8 @@ export async function executeObjectsUpsert(rt: Runtime, p: ObjectsUpsertParams, 
     });
     if (!Array.isArray(r?.results)) return truncated('HubSpot answered the upsert without results', wire);
     const item = r.results.find((x) => x.properties?.[rt.idProperty] === key) ?? r.results[0];
-    if (!item || unreadable(item, wire)) {
-      // 207 multi-status: the one input failed, and its error says why. Only a validation error
-      // proves nothing was written; anything else may have been.
+    if (!hasId(item)) {
+      // 207 multi-status: only a validation error proves nothing was written.
       const e = 'errors' in r && Array.isArray(r.errors) ? r.errors[0] : undefined;
       const message = e?.message ?? 'HubSpot answered the upsert without a result for this input';
       const code = e?.category;
@@ -224,31 +216,24 @@ export async function executeObjectsUpsert(rt: Runtime, p: ObjectsUpsertParams, 
   }
 }
 
-// ---------------------------------------------------------------- tickets.create
-
 const TICKET_PROPERTIES = ['subject', 'hs_pipeline', 'hs_pipeline_stage'];
 
 export async function executeTicketsCreate(rt: Runtime, p: TicketsCreateParams, ctx: ExecuteContext): Promise<Outcome> {
   const key = ctx.providerKey!; // the frame's: these operations' key rule is never null
   const wire: WireRecord = { started: false };
   try {
-    const r = await ticketsApi({ ...rt, signal: ctx.signal }, wire).basic.create({
-      properties: { ...asStrings(p.properties), [rt.idProperty]: key },
-      associations: [],
-    });
-    return unreadable(r, wire) ?? recordOutcome('succeeded', r, wire);
+    const api = ticketsApi({ ...rt, signal: ctx.signal }, wire);
+    const properties = { ...asStrings(p.properties), [rt.idProperty]: key };
+    return await write(wire, () => api.basic.create({ properties, associations: [] }));
   } catch (err) {
-    const res = responseOf(err, wire);
-    const duplicate = res && wire.bodyError === undefined ? uniqueConflictOf(res) : null;
+    const res = responseOf(wire);
+    const duplicate = res && uniqueConflictOf(res);
     if (res && duplicate) return adoptDuplicateTicket(rt, key, res, duplicate.existingId, ctx.signal);
     return outcomeFromFailure(err, wire);
   }
 }
 
-/**
- * HubSpot refused the ticket because a unique value is taken. Adopt the existing ticket only when a
- * GET shows it holds this operation's key; a collision on another unique property is a conflict.
- */
+/** A unique value is taken: adopt the existing ticket only when a GET shows it holds this operation's key. */
 async function adoptDuplicateTicket(
   rt: Runtime,
   key: ProviderKey,
@@ -283,19 +268,16 @@ async function adoptDuplicateTicket(
   };
 }
 
-// ---------------------------------------------------------------- search lookups (objects.upsert, tickets.create)
-
+/** objects.upsert and tickets.create: a CRM search for the key in the id property. */
 export async function lookupBySearch(
   rt: Runtime,
-  operation: 'objects.upsert' | 'tickets.create',
-  params: unknown,
+  p: ObjectsUpsertParams | TicketsCreateParams,
   ctx: LookupContext,
 ): Promise<LookupResult> {
   const key = ctx.providerKey!; // the frame's: these operations' key rule is never null
   const wire: WireRecord = { started: false };
-  const objectType = operation === 'tickets.create' ? 'tickets' : (params as ObjectsUpsertParams).objectType;
-  const shown =
-    operation === 'tickets.create' ? TICKET_PROPERTIES : Object.keys((params as ObjectsUpsertParams).properties);
+  const objectType = 'ref' in p ? 'tickets' : p.objectType;
+  const shown = 'ref' in p ? TICKET_PROPERTIES : Object.keys(p.properties);
   const request = {
     filterGroups: [{ filters: [{ propertyName: rt.idProperty, operator: FilterOperator.Eq, value: key }] }],
     properties: [rt.idProperty, ...shown],

@@ -40,10 +40,7 @@ export interface MsGraphAdapterOptions {
   readonly version?: string;
   /** Per-request timeout in ms (default 30 000). A timeout after sending is an unknown outcome. */
   readonly timeoutMs?: number;
-  /**
-   * A Graph client you built. Its middleware chain must not contain the SDK's RetryHandler
-   * (refused with AdapterConfigurationError). Default: `createGraphClient({ token: accessToken, baseUrl })`.
-   */
+  /** A Graph client you built, without the SDK's RetryHandler (refused). Default: `createGraphClient({ token, baseUrl })`. */
   readonly client?: Client;
   /** The single-value extended property carrying the business-operation id on messages and events. */
   readonly extendedPropertyId?: string;
@@ -88,10 +85,7 @@ function buildClient(options: MsGraphAdapterOptions): Client {
   });
 }
 
-/**
- * Sends `request` through the SDK with the timeout and a transport probe, and returns the raw answer (RAW
- * response type: non-2xx are answers, not throws).
- */
+/** Sends `request` with the timeout and a transport probe; RAW, so a non-2xx is an answer, not a throw. */
 async function send(
   rt: Runtime,
   signal: AbortSignal | undefined,
@@ -107,19 +101,15 @@ async function send(
   } catch (error) {
     return { kind: 'no-answer', error: probe.error ?? error, stage: probe.stage };
   }
-  let text: string;
-  try {
-    text = await raw.text();
-  } catch {
-    return { kind: 'answer', answer: { status: raw.status, headers: raw.headers, body: null }, unreadable: true };
-  }
+  const text = await raw.text().catch(() => undefined);
   let body: unknown = null;
   try {
-    body = JSON.parse(text);
+    body = JSON.parse(text ?? '');
   } catch {
-    // empty or not JSON: no body
+    // empty, unreadable or not JSON: no body
   }
-  return { kind: 'answer', answer: { status: raw.status, headers: raw.headers, body } };
+  const answer = { status: raw.status, headers: raw.headers, body };
+  return text === undefined ? { kind: 'answer', answer, unreadable: true } : { kind: 'answer', answer };
 }
 
 async function execute(rt: Runtime, o: GraphOperation, params: unknown, ctx: FramedExecuteContext): Promise<Outcome> {
@@ -183,10 +173,7 @@ async function lookup(
   };
 }
 
-/**
- * Microsoft Graph adapter: `mail.send`, `events.create`, `todo.tasks.create`. Every attempt is
- * classified into one Outcome; SDK retries are off (the runner is the one retrying layer).
- */
+/** Microsoft Graph adapter: `mail.send`, `events.create`, `todo.tasks.create`; SDK retries off (the runner retries). */
 export function createMsGraphAdapter(options: MsGraphAdapterOptions): MsGraphAdapter {
   const timeoutMs = positiveInteger(PROVIDER, 'timeoutMs', options.timeoutMs, 30_000);
   const extendedPropertyId = options.extendedPropertyId ?? DEFAULT_EXTENDED_PROPERTY_ID;
@@ -202,8 +189,10 @@ export function createMsGraphAdapter(options: MsGraphAdapterOptions): MsGraphAda
     applicationName: options.applicationName ?? DEFAULT_APPLICATION_NAME,
   };
   const operations: Record<string, GraphOperation & FrameOperation> = {};
-  for (const [name, o] of Object.entries(msGraphOperations))
-    operations[name] = { ...o, keyRule: o.card.providerKey.travels.value === 'none' ? null : TRANSACTION_ID_RULE };
+  for (const [name, o] of Object.entries(msGraphOperations)) {
+    const keyRule = o.card.providerKey.travels.value === 'none' ? null : TRANSACTION_ID_RULE;
+    operations[name] = { ...o, intentFields: o.card.businessOperationId.intentFields, keyRule };
+  }
   // close: the Graph client holds no sockets of its own (global fetch); nothing to release.
   return defineAdapter(
     {

@@ -5,6 +5,7 @@ import { RetryHandler, RetryHandlerOptions } from '@microsoft/microsoft-graph-cl
 import { validateCard } from '@retrysafe/contract';
 import { cardRows } from '@retrysafe/contract/render';
 import { describe, expect, it } from 'vitest';
+import { createMsGraphAdapter } from './msgraph-adapter.js';
 import { eventsCreateCard, mailSendCard, msGraphCards, todoTasksCreateCard } from './msgraph-cards.js';
 import { msGraphOperations } from './msgraph-operations.js';
 
@@ -18,7 +19,8 @@ describe('every card', () => {
       for (const path of v.unknowns) expect(listed.has(path)).toBe(true);
       expect(card.operation).toBe(`msgraph.${name}`);
       expect(msGraphOperations[name]?.card).toBe(card);
-      expect(msGraphOperations[name]?.intentFields).toEqual(card.businessOperationId.intentFields);
+      const adapter = createMsGraphAdapter({ accessToken: 'token' });
+      expect(adapter.operations[name]?.intentFields).toEqual(card.businessOperationId.intentFields);
       expect(Object.isFrozen(card)).toBe(true);
     },
   );

@@ -8,7 +8,6 @@ import {
   type StoredResultSemantics,
 } from '@retrysafe/contract';
 
-/** Where the facts come from. */
 const S = {
   providers: 'docs/evidence/msgraph.md',
   sendMail: 'https://learn.microsoft.com/en-us/graph/api/user-sendmail',
@@ -24,7 +23,6 @@ const S = {
     '@microsoft/microsoft-graph-client 3.0.7 lib/src/middleware/RetryHandler.js (RETRY_STATUS_CODES 429, 503, 504; any method)',
 } as const;
 
-/** A condition the card could not verify, with its source. */
 const note = (field: string, condition: string, source: string) => ({ field, condition, source });
 const lateApplyNote = (effect: string, source: string) =>
   note('lookup.lateApplyBound', `how long after the client gave up Graph may still ${effect}`, source);

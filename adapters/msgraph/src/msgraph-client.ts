@@ -12,12 +12,8 @@ import { checkBaseUrl } from '@retrysafe/contract/provider';
 /** A bearer token, or a function that returns one (called once per request, so it may refresh). */
 export type TokenProvider = string | (() => string | Promise<string>);
 
-/**
- * Per-request holder for the raw transport error: the SDK turns every network failure into a GraphError -1 and
- * drops the cause (ECONNREFUSED vs ECONNRESET vs timeout), which is what decides not-applied vs unknown.
- */
+/** The raw transport error of one request: the SDK's GraphError -1 drops the cause that decides not-applied vs unknown. */
 export class TransportProbe implements MiddlewareOptions {
-  /** The raw error of this request, if it failed without an HTTP answer. */
   error: unknown = undefined;
   /** Where it failed: getting the token (nothing was sent) or on the wire. */
   stage: 'token' | 'transport' | undefined = undefined;
@@ -29,11 +25,7 @@ function failed(probe: TransportProbe | undefined, stage: 'token' | 'transport',
   return error;
 }
 
-/**
- * Adds `Authorization: Bearer …` on every request, including plain-http loopback hosts (the SDK's
- * own AuthenticationHandler strips it there), then records the raw transport error, if any, in the
- * request's TransportProbe and rethrows it untouched.
- */
+/** Adds the bearer token also on loopback http (the SDK's AuthenticationHandler strips it there); records failures in the probe. */
 export class BearerAuthMiddleware implements Middleware {
   private next: Middleware | undefined;
   constructor(private readonly token: TokenProvider) {}
@@ -44,8 +36,7 @@ export class BearerAuthMiddleware implements Middleware {
     try {
       token = typeof this.token === 'function' ? await this.token() : this.token;
       if (typeof token !== 'string' || token === '') throw new Error('the token provider returned no token');
-      // The token never travels in clear: the contract's base-URL rule on every request URL, also on the absolute
-      // ones the SDK follows (an @odata.nextLink).
+      // The token never travels in clear: the base-URL rule also on absolute URLs the SDK follows (@odata.nextLink).
       const { request } = context;
       checkBaseUrl('msgraph', typeof request === 'string' ? request : request.url, 'the request URL');
     } catch (error) {
@@ -101,22 +92,17 @@ export function middlewareChain(client: Client): unknown[] {
   return chain;
 }
 
-/**
- * Refuses an injected client whose chain holds the SDK's RetryHandler: with it, a 503/504 on
- * sendMail is resent by the SDK and the runner cannot be the one retrying layer.
- */
+/** With the SDK's RetryHandler a 503/504 on sendMail is resent by the SDK: the runner must be the one retrying layer. */
 export function assertNoSdkRetries(client: Client): void {
   const chain = middlewareChain(client);
-  if (chain.length === 0) {
+  if (chain.length === 0)
     throw new AdapterConfigurationError(
       'msgraph',
       'cannot inspect the injected client middleware chain; build it with createGraphClient() or Client.initWithMiddleware({ middleware: [...] })',
     );
-  }
-  if (chain.some((m) => m instanceof RetryHandler)) {
+  if (chain.some((m) => m instanceof RetryHandler))
     throw new AdapterConfigurationError(
       'msgraph',
       'the injected Graph client has the SDK RetryHandler in its middleware chain (it resends POST /sendMail on 429/503/504); build it without one, e.g. createGraphClient({ token, baseUrl })',
     );
-  }
 }

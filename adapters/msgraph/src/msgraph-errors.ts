@@ -1,17 +1,12 @@
 import type { LookupResult, Outcome, ProviderRefs } from '@retrysafe/contract';
 import { classifyTransportFailure, errorCodes, parseRetryAfter } from '@retrysafe/contract/provider';
 
-/**
- * Maps every Graph response and transport failure into exactly one Outcome, keeping status, Graph's error code
- * and request-id (summary in the README). Graph has delivered mail after a 503/504, so a 5xx is unknown;
- * throttled requests fail, so a 429 is not-applied.
- */
+// Graph has delivered mail after a 503/504, so a 5xx is unknown; throttled requests fail, so a 429 is not-applied.
 
-/** The parts of a Graph HTTP response the classification needs. */
+/** A Graph HTTP answer; `body` is null when there was none or it was not JSON. */
 export interface GraphHttpAnswer {
   readonly status: number;
   readonly headers: Headers;
-  /** Parsed JSON body, or null when there was none or it was not JSON. */
   readonly body: unknown;
 }
 
@@ -21,10 +16,7 @@ interface GraphErrorBody {
 
 const MAX_MESSAGE = 300;
 
-/**
- * Provider and network messages go into receipts and handoff packets: email addresses that Graph
- * echoes (e.g. "The requested user 'a@b.com' is invalid.") are replaced, and the text is cut short.
- */
+/** Messages go into receipts and handoff packets: email addresses Graph echoes are replaced, the text cut short. */
 export function scrubMessage(text: string): string {
   const scrubbed = text.replace(/[^\s@'"<>()[\],;:]+@[^\s@'"<>()[\],;:]+/g, '[email]');
   return scrubbed.length > MAX_MESSAGE ? scrubbed.slice(0, MAX_MESSAGE) + '…' : scrubbed;
@@ -49,13 +41,14 @@ function messageOf(answer: GraphHttpAnswer): string {
   return scrubMessage(msg);
 }
 
+const retryAfterOf = (answer: GraphHttpAnswer) => {
+  const retryAfterMs = parseRetryAfter(answer.headers.get('retry-after'));
+  return retryAfterMs !== undefined ? { retryAfterMs } : {};
+};
+
 /** The rejection reason of a refused status (any other 4xx is 'other'); 507 is the mailbox quota. */
 const REJECTED: Partial<Record<number, Extract<Outcome, { kind: 'rejected' }>['reason']>> = {
-  400: 'validation',
-  405: 'validation',
-  413: 'validation',
-  415: 'validation',
-  422: 'validation',
+  ...Object.fromEntries([400, 405, 413, 415, 422].map((s) => [s, 'validation' as const])),
   401: 'authentication',
   403: 'permission',
   404: 'not-found',
@@ -70,18 +63,12 @@ export function outcomeFromErrorAnswer(
 ): Outcome {
   const refs = refsOf(answer);
   const message = messageOf(answer);
-  const retryAfterMs = parseRetryAfter(answer.headers.get('retry-after'));
-  const ra = retryAfterMs !== undefined ? { retryAfterMs } : {};
+  const ra = retryAfterOf(answer);
   const s = answer.status;
   if (s === 429) return { kind: 'not-applied', message: `throttled: ${message}`, ...ra, ...refs };
   if (s === 409 && options.conflictMayMeanApplied) {
-    return {
-      kind: 'unknown',
-      cause: 'other',
-      message: `409 may mean the first request already created it: ${message}`,
-      ...ra,
-      ...refs,
-    };
+    const why = `409 may mean the first request already created it: ${message}`;
+    return { kind: 'unknown', cause: 'other', message: why, ...ra, ...refs };
   }
   const reason = REJECTED[s] ?? (s >= 400 && s < 500 ? 'other' : undefined);
   if (reason) return { kind: 'rejected', reason, message, ...refs };
@@ -128,14 +115,8 @@ export function outcomeFromNetworkError(error: unknown): Outcome {
 
 /** A lookup that failed or could not decide: never "not-found" (absence proves nothing while the delay is unknown). */
 export function cannotTellFromAnswer(answer: GraphHttpAnswer, what: string): LookupResult {
-  const refs = refsOf(answer);
-  const retryAfterMs = parseRetryAfter(answer.headers.get('retry-after'));
-  return {
-    kind: 'cannot-tell',
-    reason: `${what} failed with HTTP ${answer.status}: ${messageOf(answer)}`,
-    ...(retryAfterMs !== undefined ? { retryAfterMs } : {}),
-    ...refs,
-  };
+  const reason = `${what} failed with HTTP ${answer.status}: ${messageOf(answer)}`;
+  return { kind: 'cannot-tell', reason, ...retryAfterOf(answer), ...refsOf(answer) };
 }
 
 export function cannotTellFromNetworkError(

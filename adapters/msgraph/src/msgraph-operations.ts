@@ -2,19 +2,12 @@ import type { FramedLookupContext, JsonSchema, OperationSpec, ProviderKeyRule } 
 import type { SchemaType } from '@retrysafe/contract/provider';
 import { eventsCreateCard, mailSendCard, todoTasksCreateCard } from './msgraph-cards.js';
 
-/**
- * The single-value extended property that carries the business-operation id on messages and
- * events (a named String property in retrysafe's own property set). Lookups `$filter` on it.
- */
+/** The extended property (in retrysafe's own property set) tagging messages and events with the id; lookups filter on it. */
 export const DEFAULT_EXTENDED_PROPERTY_ID =
   'String {4b7f0c1e-9a2d-4e3f-8c61-5d2a9e7b3f10} Name retrysafeBusinessOperationId';
-/** `applicationName` of the linkedResource that tags To Do tasks. */
 export const DEFAULT_APPLICATION_NAME = 'retrysafe';
 
-/**
- * Graph documents no length or charset for `transactionId`: the adapter sends a conservative
- * 64-character key (rs- + hex digest of the business-operation id).
- */
+/** Graph documents no length or charset for `transactionId`: a conservative 64-character key. */
 export const TRANSACTION_ID_RULE: ProviderKeyRule = { maxLength: 64, charset: 'A-Za-z0-9-', prefix: 'rs-' };
 
 /** What `mail.send` yields: accepted (a 202, no id) or found in Sent Items by the lookup. */
@@ -48,16 +41,13 @@ export type BuildContext = Pick<FramedLookupContext, 'businessOperationId' | 'pr
   readonly applicationName: string;
 };
 
-/** An operation as the adapter runs it: the contract spec plus how to build, read and look up (with valid params). */
-export interface GraphOperation<P = unknown> extends OperationSpec {
-  /** The one POST the operation sends through the Graph client. */
+/** An operation as the adapter runs it: the contract spec plus its one POST, its lookup query and how it reads an item. */
+export interface GraphOperation<P = unknown> extends Omit<OperationSpec, 'intentFields'> {
   build(params: P, ctx: BuildContext): { readonly path: string; readonly body: Record<string, unknown> };
-  /** Lookup query for an earlier dispatch of this business operation. */
   lookup(
     params: P,
     ctx: BuildContext,
   ): { readonly path: string; readonly filter: string; readonly select: readonly string[] };
-  /** Reads the created item: from a 2xx answer's body, or `found` by the lookup. */
   read(item: Record<string, unknown>, found: boolean): { result: unknown; providerRef?: string };
   /** True when a 409 may mean "already created by the first request" (unknown, not rejected). */
   readonly conflictMayMeanApplied?: boolean;
@@ -68,7 +58,6 @@ export const isObj = (v: unknown): v is Record<string, unknown> =>
 
 const mailboxPath = (mailbox: string) => (mailbox === 'me' ? '/me' : `/users/${encodeURIComponent(mailbox)}`);
 
-/** OData string literal: single quotes doubled. */
 const odataString = (value: string) => `'${value.replace(/'/g, "''")}'`;
 
 /** The lookup of a message or event by the extended property that tags it with the business-operation id. */
@@ -89,16 +78,12 @@ function withTag(existing: unknown, ctx: BuildContext): unknown[] {
 
 const str = (v: unknown): string | null => (typeof v === 'string' ? v : null);
 
-// ---------------------------------------------------------------------------------------------
-// JSON Schemas: the one definition of each operation's params (the runner checks it before the claim,
-// the frame on every attempt, agents read it as the tool's input schema)
+// The one definition of each operation's params: the runner checks it before the claim, the frame on every attempt.
 
-/** An object with these required fields. */
 const object = <const R extends readonly string[], const P extends Record<string, JsonSchema>>(
   required: R,
   properties: P,
 ) => ({ type: 'object', required, properties }) as const;
-/** A string with something besides white space in it. */
 const text = { type: 'string', pattern: '\\S' } as const;
 /** A path segment Graph gets as is: no "/", "?", "#" or white space. */
 const segment = (description: string) => ({ type: 'string', pattern: '^[^/?#\\s]+$', description }) as const;
@@ -145,15 +130,11 @@ const TODO_TASKS_CREATE_PARAMS = object(['mailbox', 'listId', 'task'], {
   task: object(['title'], { title: text, body: itemBodySchema, dueDateTime: dateTimeSchema }),
 });
 
-// ---------------------------------------------------------------------------------------------
-// mail.send
-
 export const mailSend: GraphOperation<MailSendParams> = {
   name: 'mail.send',
   description:
     'Send an email from a mailbox (POST /me/sendMail or /users/{id}/sendMail). No provider idempotency: the message is tagged with the business-operation id and reconciled from Sent Items; never resent after an unknown outcome.',
   card: mailSendCard,
-  intentFields: mailSendCard.businessOperationId.intentFields,
   sensitiveFields: [
     'message.body',
     'message.toRecipients',
@@ -182,9 +163,6 @@ export const mailSend: GraphOperation<MailSendParams> = {
   },
 };
 
-// ---------------------------------------------------------------------------------------------
-// events.create
-
 const EVENT_FIELDS = ['id', 'iCalUId', 'transactionId', 'webLink', 'createdDateTime'] as const;
 const TASK_FIELDS = ['id', 'status', 'createdDateTime'] as const;
 
@@ -202,7 +180,6 @@ const eventsCreate: GraphOperation<EventsCreateParams> = {
   description:
     "Create a calendar event in a mailbox's default calendar (POST /me/events or /users/{id}/events) with a transactionId derived from the business-operation id; reconciled by an extended-property lookup.",
   card: eventsCreateCard,
-  intentFields: eventsCreateCard.businessOperationId.intentFields,
   sensitiveFields: ['event.body', 'event.attendees', 'event.subject', 'event.location'],
   paramsSchema: EVENTS_CREATE_PARAMS,
   conflictMayMeanApplied: true,
@@ -218,9 +195,6 @@ const eventsCreate: GraphOperation<EventsCreateParams> = {
   read: readItem(EVENT_FIELDS),
 };
 
-// ---------------------------------------------------------------------------------------------
-// todo.tasks.create
-
 const tasksPath = (p: TodoTasksCreateParams) =>
   `${mailboxPath(p.mailbox)}/todo/lists/${encodeURIComponent(p.listId)}/tasks`;
 
@@ -229,7 +203,6 @@ const todoTasksCreate: GraphOperation<TodoTasksCreateParams> = {
   description:
     'Create a Microsoft To Do task in a list (POST /me/todo/lists/{listId}/tasks). No provider idempotency: the task carries a linkedResource whose externalId is the business-operation id, and an unknown outcome is reconciled by a lookup on it or handed off.',
   card: todoTasksCreateCard,
-  intentFields: todoTasksCreateCard.businessOperationId.intentFields,
   sensitiveFields: ['task.body', 'task.title'],
   paramsSchema: TODO_TASKS_CREATE_PARAMS,
   build(p, ctx) {

@@ -28,10 +28,7 @@ export interface StripeAdapterOptions {
   timeoutMs?: number;
   /** Stripe API version to pin; default: the SDK's. */
   apiVersion?: string;
-  /**
-   * Your own client. It must have `maxNetworkRetries: 0` and `httpClient: createGuardedHttpClient()`
-   * (so the SDK's closed-connection retry is off); anything else is refused with AdapterConfigurationError.
-   */
+  /** Your own client, built with `maxNetworkRetries: 0` and `httpClient: createGuardedHttpClient()` (else refused). */
   client?: Stripe;
 }
 
@@ -41,8 +38,7 @@ export interface StripeAdapter extends TypedAdapter<StripeOperationTypes> {
 }
 
 const PROVIDER = 'stripe';
-const DEFAULT_TIMEOUT_MS = 30_000;
-/** Suggested wait between metadata searches that miss inside the consistency delay (typical lag: < 1 min). */
+/** The Search API is normally < 1 min behind: a miss inside its delay asks again in about a minute. */
 const SEARCH_POLL_MS = 60_000;
 
 function configError(message: string): never {
@@ -84,14 +80,9 @@ function buildClient(options: StripeAdapterOptions, timeoutMs: number): Stripe {
   return new Stripe(options.apiKey, config);
 }
 
-/**
- * What the operations share: the client, the timeout, and the keys Stripe answered with a REPLAYED 5xx — for the
- * rest of the retention such a key can only replay it, so a lookup goes straight to the metadata search (per
- * process; after a restart one re-send rediscovers it).
- */
+/** `replaysServerError`: keys Stripe answered with a replayed 5xx; such a key can only replay it, so a lookup searches. */
 type Runtime = { readonly client: Stripe; readonly timeoutMs: number; readonly replaysServerError: Set<string> };
 
-/** Status, code, request id and Retry-After of an outcome, for a lookup result that reports it. */
 function refsOf(o: Outcome & { retryAfterMs?: number }) {
   return {
     ...(o.status !== undefined ? { status: o.status } : {}),
@@ -112,13 +103,9 @@ async function send(
 ): Promise<Outcome> {
   const key = ctx.providerKey!; // Stripe's key rule is never null
   try {
+    const body = op.toStripe(params as Record<string, unknown>, ctx.businessOperationId);
     const options = { idempotencyKey: key, maxNetworkRetries: 0, timeout: rt.timeoutMs } as const;
-    const created = await op.create(
-      rt.client,
-      op.toStripe(params as Record<string, unknown>, ctx.businessOperationId),
-      options,
-    );
-    return classifyStripeResult(created, replayValue(op));
+    return classifyStripeResult(await op.create(rt.client, body, options), replayValue(op));
   } catch (error) {
     const outcome = classifyStripeError(error, op.object);
     if (
@@ -167,7 +154,6 @@ async function findByMetadata(
     return { kind: 'cannot-tell', reason, ...refsOf(o) };
   }
   if (found.length > 0) return adoptFound(op, found);
-  // The Search API is normally < 1 min behind: ask again in about a minute rather than hammering it.
   if (missIsCannotTell)
     return { kind: 'cannot-tell', reason: `${why}; not found by metadata ${how}`, retryAfterMs: SEARCH_POLL_MS };
   return {
@@ -194,8 +180,7 @@ async function resendWithKey(rt: Runtime, op: StripeOperation, ctx: FramedLookup
 async function lookup(rt: Runtime, op: StripeOperation, ctx: FramedLookupContext): Promise<LookupResult> {
   if (ctx.firstDispatchedAt === null)
     return { kind: 'not-found', reason: 'never dispatched: nothing was sent to Stripe' };
-  // Whether the key is still safe to rely on is the card rule (retention minus the clock-skew margin and the
-  // late-apply allowance): the runner's answer with its policy's margin, else the rule with the card's margin.
+  // The runner's answer with its policy's clock-skew margin, else the card rule with the card's margin.
   const keyReusable = ctx.keyReusable ?? resendSafety(op.card, ctx.firstDispatchedAt, ctx.now).safe;
   if (keyReusable && rt.replaysServerError.has(ctx.providerKey!))
     return findByMetadata(rt, op, ctx, 'the key replays a stored 5xx', true);
@@ -212,14 +197,10 @@ async function lookup(rt: Runtime, op: StripeOperation, ctx: FramedLookupContext
   return findByMetadata(rt, op, ctx, `key is ${age} min old (past Stripe's 24 h retention${window})`, inWindow);
 }
 
-/**
- * The retrysafe adapter for Stripe: customers.create, paymentIntents.create, invoices.create,
- * refunds.create. Every write carries an Idempotency-Key derived from the business-operation id and
- * writes that id to `metadata.retrysafe_operation_id`; the SDK never retries on its own.
- */
+/** Stripe's creates, each with an Idempotency-Key and the business-operation id in metadata; the SDK never retries. */
 export function createStripeAdapter(options: StripeAdapterOptions): StripeAdapter {
   if (typeof options !== 'object' || options === null) configError('options are required');
-  const timeoutMs = positiveInteger(PROVIDER, 'timeoutMs', options.timeoutMs, DEFAULT_TIMEOUT_MS);
+  const timeoutMs = positiveInteger(PROVIDER, 'timeoutMs', options.timeoutMs, 30_000);
   const rt: Runtime = { client: buildClient(options, timeoutMs), timeoutMs, replaysServerError: new Set() };
   const operations = Object.fromEntries(
     Object.values(stripeOperations).map((op) => [op.name, { ...op, keyRule: STRIPE_KEY_RULE }]),

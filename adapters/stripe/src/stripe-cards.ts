@@ -212,7 +212,6 @@ function searchLookup(resource: string) {
   } as const;
 }
 
-/** Every card, keyed by the operation's short name. */
 export const stripeCards = {
   'customers.create': stripeCard(
     'customers.create',

@@ -3,18 +3,13 @@ import { NEVER_SENT_CODES, parseRetryAfter } from '@retrysafe/contract/provider'
 import type Stripe from 'stripe';
 import { CONNECTION_CLOSED_CODE } from './stripe-http-client.js';
 
-/**
- * Maps every stripe-node result and error into exactly one Outcome, keeping status, code and Request-Id (the
- * rules are Stripe's idempotency layer, docs/evidence/stripe.md; summary in the README). A 5xx is stored and
- * replayed by the key, so it is unknown; a 429 is answered before that layer, so it is not-applied.
- */
+// A 5xx is stored and replayed by the key, so it is unknown; a 429 is answered before the idempotency layer, so it
+// is not-applied (docs/evidence/stripe.md).
 
-/** Header Stripe sets on a response replayed from the idempotency layer. */
 const REPLAYED_HEADER = 'idempotent-replayed';
 
 type Headers = Record<string, string | string[] | undefined>;
 
-/** What the adapter reads of a stripe-node error, or of anything thrown around the SDK. */
 type StripeErrorLike = Partial<Stripe.errors.StripeError> & { readonly [field: string]: unknown };
 
 function header(headers: Headers | undefined, name: string): string | undefined {
@@ -26,16 +21,13 @@ export function isReplayedHeaders(headers: Headers | undefined): boolean {
   return header(headers, REPLAYED_HEADER) === 'true';
 }
 
-/** Keeps a provider message short and single-line; the runner redacts it again before receipts. */
+/** Short and single-line; the runner redacts it again before receipts. */
 function short(text: string | undefined, fallback: string): string {
   const t = (text ?? '').replace(/\s+/g, ' ').trim();
   return (t || fallback).slice(0, 300);
 }
 
-/**
- * A 2xx result as an outcome: `replayed` when the response carries the card's replay indicator
- * (storedResult.replayIndicator; default Stripe's `Idempotent-Replayed: true`), else `succeeded`.
- */
+/** A 2xx result: `replayed` when it carries the card's replay indicator (default `Idempotent-Replayed: true`). */
 export function classifyStripeResult(
   result: { id?: unknown; lastResponse?: { headers?: Headers; requestId?: string; statusCode?: number } },
   indicator: { readonly header: string; readonly value: string } | null | 'unknown' = {
@@ -59,7 +51,6 @@ export function classifyStripeResult(
   };
 }
 
-/** The rejection reason of a 4xx status. */
 const REJECTED: Partial<Record<number, RejectReason>> = {
   400: 'validation',
   401: 'authentication',
@@ -68,11 +59,7 @@ const REJECTED: Partial<Record<number, RejectReason>> = {
   404: 'not-found',
 };
 
-/**
- * Any error stripe-node (or our code around it) threw for one attempt. Never throws. `creates` is the
- * object type the operation creates (`payment_intent`): when the error body carries one (a declined
- * create+confirm leaves its PaymentIntent in `requires_payment_method`), the rejection names it as created.
- */
+/** Any error thrown for one attempt; never throws. An error body carrying a `creates` object (a declined confirm's PaymentIntent) names it as created. */
 export function classifyStripeError(error: unknown, creates?: string): Outcome {
   const e = (typeof error === 'object' && error !== null ? error : { message: String(error) }) as StripeErrorLike;
   const stripeCode = e.code ?? e.rawType;

@@ -7,11 +7,7 @@ const GUARD = Symbol.for('retrysafe.stripe.ClosedConnectionGuard');
 
 type HttpClientLike = InstanceType<typeof Stripe.HttpClient>;
 
-/**
- * stripe-node 23 retries once on ECONNRESET/EPIPE regardless of `maxNetworkRetries` (RequestSender._shouldRetry),
- * though the API may have processed the request: a second retrying layer. This HttpClient re-codes those errors
- * so the SDK surfaces a StripeConnectionError at once and the runner decides, as `unknown`.
- */
+/** stripe-node retries once on ECONNRESET/EPIPE whatever `maxNetworkRetries` says; re-coded, they reach the runner as unknown. */
 export class ClosedConnectionGuard extends Stripe.HttpClient {
   readonly [GUARD] = true;
   readonly #inner: HttpClientLike;
@@ -29,7 +25,6 @@ export class ClosedConnectionGuard extends Stripe.HttpClient {
     return this.#inner.makeRequest(...args).catch((error: unknown) => {
       const code = (error as { code?: unknown } | null)?.code;
       if (typeof code === 'string' && Stripe.HttpClient.CONNECTION_CLOSED_ERROR_CODES.includes(code)) {
-        // What the SDK gets instead of ECONNRESET/EPIPE: a code it does not retry, and the original one.
         const message = `connection closed (${code}) after the request may have been sent; not retried by the SDK`;
         throw Object.assign(new Error(message, { cause: error }), { code: CONNECTION_CLOSED_CODE, originalCode: code });
       }

@@ -9,9 +9,8 @@ export type StripeObject = { id?: string; metadata?: Record<string, string> | nu
   unknown
 >;
 
-/** How `doLookup` finds an object past the key's retention. */
+/** How `doLookup` finds an object past the key's retention: the delayed Search API, or a list filtered by a parent. */
 interface PastRetentionLookup {
-  /** `search`: the Search API by metadata, delayed (normally < 1 min, up to 1 h); `list`: a list filtered by a parent. */
   readonly kind: 'search' | 'list';
   find(
     client: Stripe,
@@ -19,7 +18,6 @@ interface PastRetentionLookup {
   ): Promise<StripeObject[]>;
 }
 
-/** An operation as the adapter runs it: its contract spec, and how its create is sent and found again. */
 export type StripeOperation = Omit<ReturnType<typeof stripeOperation>, '~params'>;
 
 // The one definition of each operation's params: the runner checks it before the claim (nothing claimed,
@@ -35,17 +33,13 @@ const S_METADATA = {
 const S_ID = (prefix: string) => ({ type: 'string', pattern: `^${prefix}`, maxLength: 255 }) as const;
 const S_POS_INT = { type: 'integer', minimum: 1, maximum: Number.MAX_SAFE_INTEGER } as const;
 
-/** Stripe's name of one of ours: `paymentMethodTypes` → `payment_method_types`. */
 const snake = (name: string) => name.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`);
 
-/** `metadata['retrysafe_operation_id']:'<id>'` in Stripe's search query language. */
-function metadataQuery(id: BusinessOperationId): string {
-  return `metadata['${STRIPE_OPERATION_METADATA_KEY}']:'${id.replace(/\\/g, '\\\\').replace(/'/g, "\\'")}'`;
-}
+const metadataQuery = (id: BusinessOperationId) =>
+  `metadata['${STRIPE_OPERATION_METADATA_KEY}']:'${id.replace(/\\/g, '\\\\').replace(/'/g, "\\'")}'`;
 
 type Resource = 'customers' | 'paymentIntents' | 'invoices';
 
-/** Past retention, through the Search API on the metadata id (delayed: normally < 1 min, up to 1 h). */
 const searchIn = (resource: Resource): PastRetentionLookup => ({
   kind: 'search',
   find: async (client, ctx) =>
@@ -53,10 +47,7 @@ const searchIn = (resource: Resource): PastRetentionLookup => ({
       .data as unknown as StripeObject[],
 });
 
-/**
- * One create operation from its data: params go to Stripe under their snake_case names, the caller's reference
- * (`…Ref`) to metadata beside the business-operation id.
- */
+/** One create from its data: params go to Stripe snake_cased, the caller's `…Ref` to metadata beside the id. */
 function stripeOperation<const R extends Record<string, JsonSchema>, const O extends Record<string, JsonSchema>>(spec: {
   description: string;
   sensitiveFields?: readonly string[];
@@ -71,8 +62,7 @@ function stripeOperation<const R extends Record<string, JsonSchema>, const O ext
   const ref = names.find((n) => n.endsWith('Ref'))!;
   const operation = {
     name,
-    // The Stripe object type it creates (paymentIntents → payment_intent): a rejection whose body carries one
-    // says it was created.
+    // The object type it creates (payment_intent): a rejection whose body carries one says it was created.
     object: snake(spec.resource).slice(0, -1),
     description: spec.description,
     card: card as RetrySafetyCard,
@@ -84,7 +74,6 @@ function stripeOperation<const R extends Record<string, JsonSchema>, const O ext
       required: Object.keys(spec.required),
       properties: { ...spec.required, ...spec.optional, metadata: S_METADATA },
     } as JsonSchema,
-    /** The Stripe create params, with the business-operation id written to metadata. */
     toStripe(p: Record<string, unknown>, id: BusinessOperationId) {
       const out: Record<string, unknown> = {};
       for (const name of names) if (name !== ref && p[name] !== undefined) out[snake(name)] = p[name];
