@@ -20,6 +20,13 @@ export interface Context {
   readonly errTTY: boolean;
   /** Prints a value as JSON on stdout. */
   readonly json: (value: unknown) => void;
+  /** Prints `value` as JSON with `--json`, else as `text` says; exit 0 unless `ok` says it failed. */
+  readonly print: <T>(
+    o: { readonly json?: boolean },
+    value: T,
+    text: (value: T) => string,
+    ok?: (value: T) => boolean,
+  ) => number;
   /** Prints the help of the command these words name (the program's for none); false when there is none. */
   readonly help: (words: readonly string[]) => boolean;
 }

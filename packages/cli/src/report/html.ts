@@ -13,6 +13,9 @@ export interface HtmlReportInput {
 const esc = (s: unknown) =>
   String(s).replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c]!);
 
+/** A list of items already escaped. */
+const ul = (items: readonly string[], attrs = '') => `<ul${attrs}>${items.map((i) => `<li>${i}</li>`).join('')}</ul>`;
+
 const OUTCOME_COLOR: Readonly<Record<string, string>> = {
   succeeded: '#2e7d32',
   replayed: '#558b2f',
@@ -79,10 +82,7 @@ function timeline(r: ScenarioResult, { byRequest, byReceipt }: Tie): string {
   const t0 = Math.min(...starts);
   const waitEnds = receipts.map((x, i) => ends[i]! + (x.decision.delayMs ?? 0));
   const span = Math.max(Math.max(...ends, ...waitEnds.slice(0, -1)) - t0, 1);
-  const width = 980;
-  const left = 170;
-  const right = 330;
-  const lane = 24;
+  const [width, left, right, lane] = [980, 170, 330, 24];
   const top = 22 + died.length * lane;
   const plot = width - left - right;
   const x = (t: number) => left + ((t - t0) / span) * plot;
@@ -172,8 +172,7 @@ function details(r: ScenarioResult): string {
   const c = r.criteria;
   const o = r.observed;
   const parts: string[] = [];
-  if (r.failures.length)
-    parts.push(`<h4>Failures</h4><ul class="failures">${r.failures.map((f) => `<li>${esc(f)}</li>`).join('')}</ul>`);
+  if (r.failures.length) parts.push(`<h4>Failures</h4>${ul(r.failures.map(esc), ' class="failures"')}`);
   if (c) {
     // [criterion, expected, observed, the drill's failure sentence for it]: the row a failure sentence names is marked.
     const rows: [string, unknown, unknown, RegExp][] = [
@@ -207,18 +206,17 @@ function details(r: ScenarioResult): string {
     parts.push(
       '<h4>Pass criteria (from the card, written before the run) and what was observed</h4><table class="criteria"><thead><tr><th></th><th>expected</th><th>observed</th></tr></thead><tbody>' +
         rows.map(row).join('') +
-        `</tbody></table><ul class="why">${c.why.map((w) => `<li>${esc(w)}</li>`).join('')}</ul>`,
+        `</tbody></table>${ul(c.why.map(esc), ' class="why"')}`,
     );
   }
   const tie = tieWireToReceipts(r);
   parts.push(`<h4>Timeline of the runner's attempts</h4><div class="tl">${timeline(r, tie)}</div>`);
   parts.push(`<h4>On the wire</h4>${wire(r, tie)}`);
   for (const p of r.handoffPackets) {
-    parts.push(
-      `<h4>Handoff packet</h4><p><b>${esc(p.reason)}</b>: ${esc(p.explanation)}</p><ul>${p.safeNextActions.map((a) => `<li>${a.safe ? '✓' : '✗'} <b>${esc(a.action)}</b>: ${esc(a.why)}</li>`).join('')}</ul>`,
-    );
+    const actions = p.safeNextActions.map((a) => `${a.safe ? '✓' : '✗'} <b>${esc(a.action)}</b>: ${esc(a.why)}`);
+    parts.push(`<h4>Handoff packet</h4><p><b>${esc(p.reason)}</b>: ${esc(p.explanation)}</p>${ul(actions)}`);
   }
-  if (r.notes.length) parts.push(`<h4>Notes</h4><ul>${r.notes.map((n) => `<li>${esc(n)}</li>`).join('')}</ul>`);
+  if (r.notes.length) parts.push(`<h4>Notes</h4>${ul(r.notes.map(esc))}`);
   parts.push(`<p class="muted">Receipt: <code>${esc(r.receiptFile)}</code></p>`);
   return parts.join('');
 }
@@ -350,7 +348,7 @@ table.wire td::before{content:attr(data-label) ": ";color:#777;font-size:11px}
 <h1>retrysafe duplicate-execution drill</h1>
 <p class="muted">Generated ${esc(input.generatedAt)} · seed ${input.seed}${input.durationMs !== undefined ? ` · ran ${esc(ms(input.durationMs))} wall time` : ''} · loopback sandboxes only, never live systems · attempt times are the drill's virtual clock</p>
 <p class="totals" id="totals" data-passed="${t.passed}" data-failed="${t.failed}" data-skipped="${t.skipped}"><span class="passed">${t.passed} passed</span><span class="failed">${t.failed} failed</span><span class="skipped">${t.skipped} skipped</span></p>
-${problems.length ? `<ul class="problems" id="problems">${problems.map((p) => `<li>${esc(p)}</li>`).join('')}</ul>` : ''}
+${problems.length ? ul(problems.map(esc), ' class="problems" id="problems"') : ''}
 <p>Each scenario drives one business operation through a fault (a lost response, a reset, a delay past the timeout, 429s, concurrent duplicates…) and checks, against criteria computed from the operation's retry safety card before the run, that the provider holds exactly the records it should and that only the runner retried.</p>
 <h2>At a glance</h2>
 ${matrix(input.results)}

@@ -13,7 +13,7 @@ import {
   seededRandom,
   startFaultProxy,
 } from '@retrysafe/testkit';
-import { defineCommand, EXIT } from '../../command.js';
+import { defineCommand } from '../../command.js';
 import { UsageError } from '../../errors.js';
 import { paint, plural } from '../../output.js';
 import { loadAdapters } from '../../registry.js';
@@ -21,17 +21,14 @@ import { actionNames, receiptText } from '../ledger/packet-text.js';
 
 type DrillOperation = ConformanceOptions['operations'][string];
 
+/** `faults`: for the calls reaching the provider, in order; `agentRetries`: the agent calls the tool a second time. */
 interface Step {
   readonly title: string;
-  /** The fault and why the outcome is what it is, in words. */
   readonly why: string;
   readonly adapter: string;
   readonly operation: string;
-  /** Faults for the calls reaching the provider, in order (then everything passes). */
   readonly faults: (d: DrillOperation) => FaultScript;
-  /** Whether the agent calls the tool a second time (it never saw an answer it trusted). */
   readonly agentRetries: boolean;
-  /** What must hold afterwards. */
   readonly expect: { readonly records: number; readonly status: readonly RunResult['status'][] };
 }
 
@@ -120,7 +117,7 @@ function verdictOf(first: RunResult): string {
     : 'still in progress at the provider';
 }
 
-/** One step: the real adapter → fault proxy → sandbox; every server it starts is closed again, whatever happens. */
+/** One step: the real adapter → fault proxy → sandbox; every server it starts is closed again. */
 async function runStep(
   step: Step,
   drill: ConformanceOptions,
@@ -157,16 +154,15 @@ async function runStep(
       requestsOnRetry = proxy.requests.length - before;
     }
     const records = await sandbox.count(step.operation);
-    // the timeline: each receipt with its time since the first
     const receipts = first.status === 'in-progress' ? [] : first.receipts;
     const t0 = receipts.length ? Date.parse(receipts[0]!.startedAt) : 0;
     const timeline = receipts.map((r) => `+${String(Date.parse(r.startedAt) - t0).padStart(5)} ms  ${receiptText(r)}`);
-    const record = await ledger.get(first.businessOperationId);
+    const providerKey = (await ledger.get(first.businessOperationId))?.providerKey ?? null;
     const same = second ? sameOperation(first, second) : null;
     const packet = first.status === 'handed-off' ? first.packet : null;
     const ok = records === step.expect.records && step.expect.status.includes(first.status) && same !== false;
     log(`   business-operation id ${first.businessOperationId}`);
-    log(`   provider key          ${record?.providerKey ?? '(none travels: this provider has no idempotency key)'}`);
+    log(`   provider key          ${providerKey ?? '(none travels: this provider has no idempotency key)'}`);
     for (const line of timeline) log(`   ${paint('dim', line, color)}`);
     log(`   ⇒ ${verdictOf(first)}`);
     log(
@@ -188,7 +184,7 @@ async function runStep(
       why: step.why,
       operation: step.operation,
       businessOperationId: first.businessOperationId,
-      providerKey: record?.providerKey ?? null,
+      providerKey,
       status: first.status,
       adopted: first.status === 'done' ? first.adopted : null,
       providerRef: first.status === 'done' ? first.providerRef : null,
@@ -265,10 +261,11 @@ export const demo = defineCommand({
     db: { argument: '<path>', description: 'SQLite ledger file (default: a new temp file)' },
     json: { description: 'print the report as JSON' },
   },
-  async run({ io, json, color }, o) {
-    const r = await demoCommand(o, o.json ? () => {} : (l) => io.out(l), color);
-    if (o.json) json(r);
-    else io.out(demoSummary(r, color));
-    return r.ok ? EXIT.ok : EXIT.failed;
-  },
+  run: async ({ io, print, color }, o) =>
+    print(
+      o,
+      await demoCommand(o, o.json ? () => {} : (l) => io.out(l), color),
+      (r) => demoSummary(r, color),
+      (r) => r.ok,
+    ),
 });

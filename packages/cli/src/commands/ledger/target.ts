@@ -22,15 +22,14 @@ function openSqlite(path: string, readOnly: boolean): Ledger {
   }
 }
 
-/** Opens the ledger the target names (a postgres:// URL needs the schema migrated: done on first use). `config`: the
- * config already read, or null for none (default: read target.config); `readOnly`: the command only reads, so a SQLite
- * file in a folder the operator may not write is opened read-only. */
+/** `config`: the config already read, or null for none (default: read target.config); `readOnly`: the command only
+ * reads, so a SQLite file in a folder the operator may not write is opened read-only. */
 async function openTarget(
   target: LedgerTarget,
   options: { readonly config?: RetrysafeConfig | null; readonly readOnly?: boolean },
 ): Promise<Ledger> {
-  const given = options.config;
-  const config = given !== undefined ? given : target.config ? await loadConfigFile(target.config) : null;
+  const config =
+    options.config !== undefined ? options.config : target.config ? await loadConfigFile(target.config) : null;
   const location = target.db ?? config?.ledger ?? './retrysafe.db';
   if (typeof location === 'string' && /^postgres(ql)?:\/\//.test(location)) {
     const { createPostgresLedger } = await import('@retrysafe/ledger-postgres');
@@ -61,13 +60,14 @@ export async function withLedger<T>(
   fn: (ledger: Ledger) => Promise<T>,
   options: Parameters<typeof openTarget>[1] = {},
 ): Promise<T> {
-  const ledger = await openTarget(target, options).catch((err: unknown) => Promise.reject(unreadable(err)));
+  let ledger: Ledger | undefined;
   try {
+    ledger = await openTarget(target, options);
     return await fn(ledger);
   } catch (err) {
     throw unreadable(err);
   } finally {
-    await ledger.close().catch(() => undefined);
+    await ledger?.close().catch(() => undefined);
   }
 }
 

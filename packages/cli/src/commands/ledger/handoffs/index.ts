@@ -1,4 +1,4 @@
-import { defineCommand, EXIT } from '../../../command.js';
+import { defineCommand } from '../../../command.js';
 import { paint, plural } from '../../../output.js';
 import { verifyChains } from '../chain.js';
 import { actionNames } from '../packet-text.js';
@@ -58,10 +58,11 @@ export const ledgerHandoffsCommand = defineCommand({
   name: 'ledger handoffs',
   description: 'operations waiting for a person, with their safe next actions',
   options: TARGET_OPTIONS,
-  async run({ io, json, color }, o) {
-    const rows = await ledgerHandoffs(o);
-    if (o.json) json(rows);
-    else io.out(handoffsText(rows, color));
-    return rows.some((r) => r.chainBroken) ? EXIT.failed : EXIT.ok;
-  },
+  run: async ({ print, color }, o) =>
+    print(
+      o,
+      await ledgerHandoffs(o),
+      (rows) => handoffsText(rows, color),
+      (rows) => !rows.some((r) => r.chainBroken),
+    ),
 });

@@ -3,7 +3,7 @@ import type { Duration, OperationState } from '@retrysafe/contract';
 import { PRUNABLE_STATES } from '@retrysafe/contract/ledger';
 import { type PruneLedgerReport, pruneLedger, RunnerConfigurationError } from '@retrysafe/core';
 import type { Options, Parsed } from '../../../command.js';
-import { defineCommand, EXIT } from '../../../command.js';
+import { defineCommand } from '../../../command.js';
 import { UsageError } from '../../../errors.js';
 import { plural } from '../../../output.js';
 import { cardsOf, loadAdapters } from '../../../registry.js';
@@ -94,10 +94,5 @@ export const ledgerPruneCommand = defineCommand({
     'retention: delete closed operations (succeeded, rejected, abandoned) older than a duration, with their receipts; never open or handed-off ones',
   options: PRUNE_OPTIONS,
   helpAfter: `\n${PRUNE_RETENTION_NOTE}`,
-  async run({ io, json }, o) {
-    const r = await ledgerPrune(o);
-    if (o.json) json(r);
-    else io.out(pruneText(r, o.export));
-    return EXIT.ok;
-  },
+  run: async ({ print }, o) => print(o, await ledgerPrune(o), (r) => pruneText(r, o.export)),
 });

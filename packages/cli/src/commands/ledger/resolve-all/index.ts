@@ -1,10 +1,10 @@
 import { loadConfigFile } from '@retrysafe/config';
 import { asBusinessOperationId } from '@retrysafe/contract';
 import type { Options, Parsed } from '../../../command.js';
-import { defineCommand, EXIT } from '../../../command.js';
+import { defineCommand } from '../../../command.js';
 import { exactlyOne, UsageError } from '../../../errors.js';
 import { paint, plural } from '../../../output.js';
-import { ledgerResolve, resolveText } from '../resolve/index.js';
+import { ledgerResolve, resolved, resolveText } from '../resolve/index.js';
 import { TARGET_OPTIONS, withLedger } from '../target.js';
 
 export const RESOLVE_ALL_OPTIONS = {
@@ -76,9 +76,7 @@ export async function ledgerResolveAll(opts: ResolveAllOptions) {
       result: opts.dryRun || plan === 'refused' ? null : await ledgerResolve(resolve, r.businessOperationId),
     });
   }
-  const ok = rows.every(
-    (r) => r.plan !== 'refused' && (r.result === null || r.result.status === 'resolved' || r.result.status === 'done'),
-  );
+  const ok = rows.every((r) => r.plan !== 'refused' && (r.result === null || resolved(r.result)));
   return { dryRun: opts.dryRun === true, action, matched: matched.length, rows, ok };
 }
 
@@ -103,10 +101,11 @@ export const ledgerResolveAllCommand = defineCommand({
   description:
     'resolve every handed-off operation matching the filters (--resume or --abandon); --dry-run shows what would be done',
   options: RESOLVE_ALL_OPTIONS,
-  async run({ io, json, color }, o) {
-    const r = await ledgerResolveAll(o);
-    if (o.json) json(r);
-    else io.out(resolveAllText(r, color));
-    return r.ok ? EXIT.ok : EXIT.failed;
-  },
+  run: async ({ print, color }, o) =>
+    print(
+      o,
+      await ledgerResolveAll(o),
+      (r) => resolveAllText(r, color),
+      (r) => r.ok,
+    ),
 });
