@@ -34,10 +34,10 @@ export async function main(argv: readonly string[], io: Io = defaultIo): Promise
     errColor: errTTY && useColor(process.stderr),
     errTTY,
     json,
-    print(o, value, text, ok = () => true) {
+    print(o, value, text, ok = true) {
       if (o.json) json(value);
-      else io.out(text(value));
-      return ok(value) ? EXIT.ok : EXIT.failed;
+      else io.out(text());
+      return ok ? EXIT.ok : EXIT.failed;
     },
     help(words) {
       let cmd: Command | undefined = program;

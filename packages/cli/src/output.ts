@@ -81,6 +81,12 @@ export function createProgress(
   };
 }
 
+/** Text for XML and HTML: markup characters escaped, control characters XML 1.0 does not allow removed. */
+export const escapeXml = (s: unknown) =>
+  String(s)
+    .replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&apos;' })[c]!)
+    .replace(/[\u0000-\u0008\u000b\u000c\u000e-\u001f]/g, '');
+
 /** `1 chain`, `2 chains`. */
 export const plural = (n: number, word: string) => `${n} ${word}${n === 1 ? '' : 's'}`;
 

@@ -1,5 +1,6 @@
 import type { ScenarioResult } from '@retrysafe/testkit';
 import { MARKS, showCount } from '../commands/drill/text.js';
+import { escapeXml as esc } from '../output.js';
 
 export interface HtmlReportInput {
   readonly generatedAt: string;
@@ -9,9 +10,6 @@ export interface HtmlReportInput {
   readonly problems?: readonly string[];
   readonly results: readonly { readonly adapter: string; readonly result: ScenarioResult }[];
 }
-
-const esc = (s: unknown) =>
-  String(s).replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c]!);
 
 /** A list of items already escaped. */
 const ul = (items: readonly string[], attrs = '') => `<ul${attrs}>${items.map((i) => `<li>${i}</li>`).join('')}</ul>`;
@@ -41,35 +39,31 @@ const ms = (t: number) => (t >= 10_000 ? `${(t / 1000).toFixed(t % 1000 ? 1 : 0)
 
 type Wire = ScenarioResult['proxyRequests'][number];
 type RunnerReceipt = ScenarioResult['runnerReceipts'][number];
-
-type Tie = ReturnType<typeof tieWireToReceipts>;
+/** The receipt each request on the wire belongs to, by request number; 'died' for a crashed worker's request. */
+type Tie = Map<number, RunnerReceipt | 'died'>;
 
 // The k-th `execute#k` request is the k-th dispatch/resend receipt, counted from the end (a crashed worker left calls
 // but no receipts); a lookup request goes to the lookup/poll receipt when there is exactly one.
-function tieWireToReceipts(r: ScenarioResult) {
+function tieWireToReceipts(r: ScenarioResult): Tie {
   const sends = r.runnerReceipts.filter((x) => x.kind === 'dispatch' || x.kind === 'resend');
   const looks = r.runnerReceipts.filter((x) => x.kind === 'lookup' || x.kind === 'poll');
   const callOf = (p: Wire) => Number(/^execute#(\d+)$/.exec(p.label ?? '')?.[1] ?? 0);
   const offset = Math.max(0, Math.max(0, ...r.proxyRequests.map(callOf)) - sends.length);
-  const byRequest = new Map<number, RunnerReceipt | 'died'>();
-  const byReceipt = new Map<number, number[]>();
+  const byRequest: Tie = new Map();
   for (const p of r.proxyRequests) {
     const k = callOf(p);
     let rc: RunnerReceipt | 'died' | undefined;
     if (k) rc = k <= offset ? 'died' : sends[k - offset - 1];
     else if (p.label === 'lookup' && looks.length === 1) rc = looks[0];
-    if (!rc) continue;
-    byRequest.set(p.n, rc);
-    if (rc !== 'died') byReceipt.set(rc.seq, [...(byReceipt.get(rc.seq) ?? []), p.n]);
+    if (rc) byRequest.set(p.n, rc);
   }
-  return { byRequest, byReceipt };
+  return byRequest;
 }
 
 const laneId = (r: ScenarioResult, seq: number | 'died') => `${anchor(r)}-a${seq}`;
-const wireId = (r: ScenarioResult, n: number) => `${anchor(r)}-w${n}`;
 
 /** One lane per receipt on the drill's virtual clock; the gap before a lane is the wait the runner chose. */
-function timeline(r: ScenarioResult, { byRequest, byReceipt }: Tie): string {
+function timeline(r: ScenarioResult, byRequest: Tie): string {
   const receipts = r.runnerReceipts;
   // Requests whose worker died before writing a receipt (the crash scenario): drawn as their own lanes, first.
   const died = r.proxyRequests.filter((p) => byRequest.get(p.n) === 'died');
@@ -114,7 +108,7 @@ function timeline(r: ScenarioResult, { byRequest, byReceipt }: Tie): string {
     const bw = Math.max(4, x(e) - bx);
     const tip = `#${rc.seq} ${rc.kind} at +${s - t0} ms (${e - s} ms): ${rc.outcome ?? 'no outcome'} → ${rc.decision.action}: ${rc.decision.reason}${rc.status ? ` · HTTP ${rc.status}` : ''}${rc.code ? ` · ${rc.code}` : ''}${rc.decision.delayMs ? ` · wait ${rc.decision.delayMs} ms` : ''}`;
     const decision = `${rc.decision.action}${rc.decision.delayMs ? ` (wait ${ms(rc.decision.delayMs)})` : ''}`;
-    const sent = byReceipt.get(rc.seq) ?? [];
+    const sent = [...byRequest].filter(([, x]) => x === rc).map(([n]) => n);
     return (
       `<g class="attempt" id="${laneId(r, rc.seq)}" data-seq="${rc.seq}" data-kind="${esc(rc.kind)}" data-outcome="${esc(rc.outcome ?? '')}" data-at-ms="${s - t0}" data-wire="${sent.join(' ')}"><title>${esc(tip)}${sent.length ? esc(` · on the wire: ${sent.map((n) => `#${n}`).join(', ')}`) : ''}</title>` +
       `<text x="4" y="${y + 13}">#${rc.seq} ${esc(rc.kind)}${rc.status ? ` · ${rc.status}` : ''}${sent.length ? ` · wire ${sent.map((n) => `#${n}`).join(',')}` : ''}</text>` +
@@ -131,7 +125,7 @@ function timeline(r: ScenarioResult, { byRequest, byReceipt }: Tie): string {
 }
 
 /** What reached the provider (through the fault proxy), in arrival order. */
-function wire(r: ScenarioResult, { byRequest }: Tie): string {
+function wire(r: ScenarioResult, byRequest: Tie): string {
   if (r.proxyRequests.length === 0) return '<p class="muted">No request reached the fault proxy.</p>';
   const fault = (f: Wire['fault']) =>
     typeof f === 'string'
@@ -159,7 +153,7 @@ function wire(r: ScenarioResult, { byRequest }: Tie): string {
     r.proxyRequests
       .map((p) => {
         const k = keyOf(p);
-        return `<tr id="${wireId(r, p.n)}"><td class="num" data-label="#">${p.n}</td><td data-label="during">${esc(p.phase)}</td><td data-label="request"><code class="url">${esc(p.method)} ${esc(p.path)}</code></td><td class="key key-${k.where}" data-key-in="${k.where}" data-label="provider key"><code>${esc(k.text)}</code></td><td data-label="fault">${esc(fault(p.fault))}</td><td data-label="provider answered">${p.forwarded ? (p.upstreamStatus ? `HTTP ${p.upstreamStatus}` : 'forwarded') : 'not forwarded'}</td><td data-label="runner attempt">${attemptOf(p)}</td></tr>`;
+        return `<tr id="${anchor(r)}-w${p.n}"><td class="num" data-label="#">${p.n}</td><td data-label="during">${esc(p.phase)}</td><td data-label="request"><code class="url">${esc(p.method)} ${esc(p.path)}</code></td><td class="key key-${k.where}" data-key-in="${k.where}" data-label="provider key"><code>${esc(k.text)}</code></td><td data-label="fault">${esc(fault(p.fault))}</td><td data-label="provider answered">${p.forwarded ? (p.upstreamStatus ? `HTTP ${p.upstreamStatus}` : 'forwarded') : 'not forwarded'}</td><td data-label="runner attempt">${attemptOf(p)}</td></tr>`;
       })
       .join('') +
     '</tbody></table>'

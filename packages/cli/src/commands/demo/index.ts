@@ -109,14 +109,6 @@ function openLedger(dbPath: string): Ledger {
   }
 }
 
-function verdictOf(first: RunResult): string {
-  if (first.status === 'done')
-    return `done${first.adopted ? ' — result adopted from the provider, not created again' : ''}${first.providerRef ? ` (${first.providerRef})` : ''}`;
-  return first.status === 'handed-off'
-    ? `handed off to a person: ${first.packet.reason}`
-    : 'still in progress at the provider';
-}
-
 /** One step: the real adapter → fault proxy → sandbox; every server it starts is closed again. */
 async function runStep(
   step: Step,
@@ -164,7 +156,13 @@ async function runStep(
     log(`   business-operation id ${first.businessOperationId}`);
     log(`   provider key          ${providerKey ?? '(none travels: this provider has no idempotency key)'}`);
     for (const line of timeline) log(`   ${paint('dim', line, color)}`);
-    log(`   ⇒ ${verdictOf(first)}`);
+    const verdict =
+      first.status === 'done'
+        ? `done${first.adopted ? ' — result adopted from the provider, not created again' : ''}${first.providerRef ? ` (${first.providerRef})` : ''}`
+        : packet
+          ? `handed off to a person: ${packet.reason}`
+          : 'still in progress at the provider';
+    log(`   ⇒ ${verdict}`);
     log(
       `   business effects at the provider: ${records} (expected ${step.expect.records}); requests that reached it: ${proxy.requests.length}`,
     );
@@ -238,15 +236,12 @@ export async function demoCommand(opts: { db?: string }, log: (line: string) => 
 
 export function demoSummary(r: DemoReport, color = false): string {
   const n = r.steps.length;
+  const verdict = r.ok
+    ? `All ${n} steps held: every business action happened exactly once, or was handed to a person with nothing sent twice.`
+    : `${r.steps.filter((s) => !s.ok).length} of ${n} steps did not hold: see above.`;
   return [
     '',
-    r.ok
-      ? paint(
-          'green',
-          `All ${n} steps held: every business action happened exactly once, or was handed to a person with nothing sent twice.`,
-          color,
-        )
-      : paint('red', `${r.steps.filter((s) => !s.ok).length} of ${n} steps did not hold: see above.`, color),
+    paint(r.ok ? 'green' : 'red', verdict, color),
     `Ledger: ${r.ledger}`,
     `  retrysafe ledger ls --db ${r.ledger}`,
     `  retrysafe ledger handoffs --db ${r.ledger}`,
@@ -261,11 +256,8 @@ export const demo = defineCommand({
     db: { argument: '<path>', description: 'SQLite ledger file (default: a new temp file)' },
     json: { description: 'print the report as JSON' },
   },
-  run: async ({ io, print, color }, o) =>
-    print(
-      o,
-      await demoCommand(o, o.json ? () => {} : (l) => io.out(l), color),
-      (r) => demoSummary(r, color),
-      (r) => r.ok,
-    ),
+  async run({ io, print, color }, o) {
+    const r = await demoCommand(o, o.json ? () => {} : (l) => io.out(l), color);
+    return print(o, r, () => demoSummary(r, color), r.ok);
+  },
 });

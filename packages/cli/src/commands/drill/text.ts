@@ -1,5 +1,5 @@
 import type { CountCriterion } from '@retrysafe/testkit';
-import { humanMs, paint, table } from '../../output.js';
+import { humanMs, paint, table, escapeXml as xml } from '../../output.js';
 import type { DrillCommandReport, DrillRow } from './index.js';
 
 /** A scenario's status as the table and the progress lines show it. */
@@ -41,7 +41,7 @@ export function drillText(report: DrillCommandReport, color = false, details = f
         rows[0]!.drill,
         rows[0]!.operation,
         ...(['passed', 'failed', 'skipped'] as const).map((s) => String(n[s])),
-        n.failed ? paint('red', 'FAIL', color) : paint('green', 'pass', color),
+        statusMark(n.failed ? 'failed' : 'passed', color),
       ];
     }),
     { right: [2, 3, 4] },
@@ -55,14 +55,13 @@ export function drillText(report: DrillCommandReport, color = false, details = f
 
 function footer(report: DrillCommandReport, color: boolean): string {
   const t = report.totals;
-  const lines: string[] = [];
-  for (const p of report.problems) lines.push(`${paint('red', '✗', color)} ${p}`);
-  lines.push(
-    `${paint(t.failed || report.problems.length ? 'red' : 'green', `${t.passed} passed, ${t.failed} failed, ${t.skipped} skipped`, color)} (${t.scenarios} scenario runs in ${humanMs(report.durationMs)}, seed ${report.seed})`,
+  const totals = `${t.passed} passed, ${t.failed} failed, ${t.skipped} skipped`;
+  return [
+    ...report.problems.map((p) => `${paint('red', '✗', color)} ${p}`),
+    `${paint(t.failed || report.problems.length ? 'red' : 'green', totals, color)} (${t.scenarios} scenario runs in ${humanMs(report.durationMs)}, seed ${report.seed})`,
     `receipts: ${report.outDir}`,
     `report:   ${report.html}`,
-  );
-  return lines.join('\n');
+  ].join('\n');
 }
 
 /** The full table: one line per scenario × operation, observed count next to what the card made the drill expect. */
@@ -104,11 +103,6 @@ function drillTable(report: DrillCommandReport, color = false, withFooter = true
   if (withFooter) lines.push(footer(report, color));
   return lines.join('\n').trimEnd();
 }
-
-const xml = (s: string) =>
-  s
-    .replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&apos;' })[c]!)
-    .replace(/[\u0000-\u0008\u000b\u000c\u000e-\u001f]/g, '');
 
 /** JUnit XML (one testsuite per drill, one testcase per operation × scenario) for CI test views. */
 export function drillJunit(report: DrillCommandReport): string {

@@ -58,11 +58,8 @@ export const ledgerHandoffsCommand = defineCommand({
   name: 'ledger handoffs',
   description: 'operations waiting for a person, with their safe next actions',
   options: TARGET_OPTIONS,
-  run: async ({ print, color }, o) =>
-    print(
-      o,
-      await ledgerHandoffs(o),
-      (rows) => handoffsText(rows, color),
-      (rows) => !rows.some((r) => r.chainBroken),
-    ),
+  async run({ print, color }, o) {
+    const rows = await ledgerHandoffs(o);
+    return print(o, rows, () => handoffsText(rows, color), !rows.some((r) => r.chainBroken));
+  },
 });

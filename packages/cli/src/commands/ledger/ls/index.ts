@@ -48,5 +48,8 @@ export const ledgerLsCommand = defineCommand({
     limit: { argument: '<n>', parse: 'integer', default: 100, description: 'at most n' },
     ...TARGET_OPTIONS,
   },
-  run: async ({ print }, o) => print(o, await ledgerLs(o), lsTable),
+  async run({ print }, o) {
+    const rows = await ledgerLs(o);
+    return print(o, rows, () => lsTable(rows));
+  },
 });

@@ -94,5 +94,8 @@ export const ledgerPruneCommand = defineCommand({
     'retention: delete closed operations (succeeded, rejected, abandoned) older than a duration, with their receipts; never open or handed-off ones',
   options: PRUNE_OPTIONS,
   helpAfter: `\n${PRUNE_RETENTION_NOTE}`,
-  run: async ({ print }, o) => print(o, await ledgerPrune(o), (r) => pruneText(r, o.export)),
+  async run({ print }, o) {
+    const r = await ledgerPrune(o);
+    return print(o, r, () => pruneText(r, o.export));
+  },
 });

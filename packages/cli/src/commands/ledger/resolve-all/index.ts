@@ -101,11 +101,8 @@ export const ledgerResolveAllCommand = defineCommand({
   description:
     'resolve every handed-off operation matching the filters (--resume or --abandon); --dry-run shows what would be done',
   options: RESOLVE_ALL_OPTIONS,
-  run: async ({ print, color }, o) =>
-    print(
-      o,
-      await ledgerResolveAll(o),
-      (r) => resolveAllText(r, color),
-      (r) => r.ok,
-    ),
+  async run({ print, color }, o) {
+    const r = await ledgerResolveAll(o);
+    return print(o, r, () => resolveAllText(r, color), r.ok);
+  },
 });

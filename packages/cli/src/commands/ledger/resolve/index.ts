@@ -149,6 +149,8 @@ export const ledgerResolveCommand = defineCommand({
   description: 'resolve a handed-off operation: --resume (same provider key), --mark-done <providerRef>, or --abandon',
   arguments: [['<id>', 'business-operation id']],
   options: RESOLVE_OPTIONS,
-  run: async ({ print, color }, o, [id]: [string]) =>
-    print(o, await ledgerResolve(o, id), (r) => resolveText(r, color), resolved),
+  async run({ print, color }, o, [id]: [string]) {
+    const r = await ledgerResolve(o, id);
+    return print(o, r, () => resolveText(r, color), resolved(r));
+  },
 });

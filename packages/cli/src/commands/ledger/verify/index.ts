@@ -60,11 +60,6 @@ export const ledgerVerifyCommand = defineCommand({
       ? verifyExportFile(o.file, o.allowUnkeyed)
       : await withLedger(o, (l) => verifyChains(l, o.all ? 'all' : [id!], o.allowUnkeyed), { readOnly: true });
     const ok = rows.every((r) => r.ok);
-    return print(
-      o,
-      { ok, operations: rows },
-      () => verifyText(rows, color),
-      () => ok,
-    );
+    return print(o, { ok, operations: rows }, () => verifyText(rows, color), ok);
   },
 });
