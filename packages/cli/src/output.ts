@@ -87,6 +87,10 @@ export const escapeXml = (s: unknown) =>
     .replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&apos;' })[c]!)
     .replace(/[\u0000-\u0008\u000b\u000c\u000e-\u001f]/g, '');
 
+/** The named fields of `o`, in that order: what a JSON report keeps of a bigger object. */
+export const pick = <T, K extends keyof T>(o: T, ...keys: K[]) =>
+  Object.fromEntries(keys.map((k) => [k, o[k]])) as Pick<T, K>;
+
 /** `1 chain`, `2 chains`. */
 export const plural = (n: number, word: string) => `${n} ${word}${n === 1 ? '' : 's'}`;
 

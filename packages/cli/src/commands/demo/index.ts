@@ -15,7 +15,7 @@ import {
 } from '@retrysafe/testkit';
 import { defineCommand } from '../../command.js';
 import { UsageError } from '../../errors.js';
-import { paint, plural } from '../../output.js';
+import { paint, pick, plural } from '../../output.js';
 import { loadAdapters } from '../../registry.js';
 import { actionNames, receiptText } from '../ledger/packet-text.js';
 
@@ -193,11 +193,7 @@ async function runStep(
       sameResultOnRetry: same, // the agent's second call got the same operation back, without a new effect
       requestsOnRetry,
       timeline,
-      handoff: packet && {
-        reason: packet.reason,
-        explanation: packet.explanation,
-        safeNextActions: packet.safeNextActions,
-      },
+      handoff: packet && pick(packet, 'reason', 'explanation', 'safeNextActions'),
       ok,
     };
   } finally {

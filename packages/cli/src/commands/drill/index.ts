@@ -11,7 +11,7 @@ import {
 import type { Options, Parsed } from '../../command.js';
 import { defineCommand, EXIT } from '../../command.js';
 import { InterruptedError, pickKnown } from '../../errors.js';
-import { createProgress, humanMs, paint, useColor } from '../../output.js';
+import { createProgress, humanMs, paint, pick, useColor } from '../../output.js';
 import { type AdapterEntry, loadAdapters } from '../../registry.js';
 import { renderHtmlReport } from '../../report/html.js';
 import { count, drillJunit, drillText, statusMark } from './text.js';
@@ -63,38 +63,21 @@ function toRow(adapter: string, r: ScenarioResult, durationMs: number) {
   const c = r.criteria;
   return {
     adapter,
-    drill: r.drill,
-    operation: r.operation,
-    scenario: r.scenario,
-    title: r.title,
-    status: r.status,
+    ...pick(r, 'drill', 'operation', 'scenario', 'title', 'status'),
     providerRecords: o?.providerRecords ?? null,
     attemptsAtProxy: o?.attemptsAtProxy ?? null,
     outcome: o ? [...new Set(o.outcomes)].join('|') : null,
     handoffs: o?.handoffs ?? null,
-    expected: c
-      ? {
-          providerRecords: c.providerRecords,
-          attemptsAtProxy: c.attemptsAtProxy,
-          outcome: c.outcome,
-          handoff: c.handoff,
-        }
-      : null,
+    expected: c ? pick(c, 'providerRecords', 'attemptsAtProxy', 'outcome', 'handoff') : null,
     observed: o
       ? {
-          providerRecords: o.providerRecords,
-          attemptsAtProxy: o.attemptsAtProxy,
+          ...pick(o, 'providerRecords', 'attemptsAtProxy', 'lookupCalls', 'outcomes', 'handoffs', 'handoffReasons'),
           requestsAtProxy: o.requests.total,
-          lookupCalls: o.lookupCalls,
-          outcomes: o.outcomes,
-          handoffs: o.handoffs,
-          handoffReasons: o.handoffReasons,
           waitedMs: o.waitedMs ?? null,
         }
       : null,
-    skip: r.skip ? { cardField: r.skip.cardField, reason: r.skip.reason } : null,
-    failures: r.failures,
-    receiptFile: r.receiptFile,
+    skip: r.skip ? pick(r.skip, 'cardField', 'reason') : null,
+    ...pick(r, 'failures', 'receiptFile'),
     durationMs,
   };
 }

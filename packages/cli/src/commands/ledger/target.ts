@@ -7,6 +7,7 @@ import { RECOVERABLE_STATES, TERMINAL_STATES } from '@retrysafe/contract/ledger'
 import { createSqliteLedger } from '@retrysafe/ledger-sqlite';
 import type { Options, Parsed } from '../../command.js';
 import { UsageError } from '../../errors.js';
+import { pick } from '../../output.js';
 
 /** Every state, the open ones first. */
 export const STATES: readonly OperationState[] = [...RECOVERABLE_STATES, ...TERMINAL_STATES];
@@ -84,14 +85,9 @@ function unreadable(err: unknown): unknown {
 /** A record as shown to an operator: no params (they may hold PII), no stored result body. */
 export function summarize(r: OperationRecord) {
   return {
-    businessOperationId: r.businessOperationId,
-    provider: r.provider,
-    operation: r.operation,
-    state: r.state,
+    ...pick(r, 'businessOperationId', 'provider', 'operation', 'state'),
     attempts: r.attemptCount,
-    lastOutcome: r.lastOutcome,
-    providerRef: r.providerRef,
-    providerKey: r.providerKey,
+    ...pick(r, 'lastOutcome', 'providerRef', 'providerKey'),
     createdAt: new Date(r.createdAt).toISOString(),
     updatedAt: new Date(r.updatedAt).toISOString(),
     handoffReason: r.handoff?.reason ?? null,

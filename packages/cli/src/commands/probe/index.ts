@@ -1,7 +1,7 @@
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import type { Options, Parsed } from '../../command.js';
+import type { Options } from '../../command.js';
 import { defineCommand, kebab } from '../../command.js';
 import { UsageError } from '../../errors.js';
 
@@ -36,33 +36,6 @@ const PROBE_OPTIONS = {
   json: { description: 'print the probe receipt as JSON' },
 } as const satisfies Options;
 
-type ProbeOptions = Parsed<typeof PROBE_OPTIONS>;
-
-/** `retrysafe probe`: the MCP probe by its own option names and exit codes (0 at most once, 1 duplicates, 3 no effect
- * seen); with `json`, its receipt (written to `--receipt`, or to a temp file) is the answer on stdout. */
-async function probeCommand(
-  o: ProbeOptions,
-  server: readonly string[],
-  out: (line: string) => void,
-  json?: (value: unknown) => void,
-): Promise<number> {
-  const dir = json && !o.receipt ? mkdtempSync(join(tmpdir(), 'retrysafe-probe-')) : null;
-  const receipt = dir ? join(dir, 'probe.json') : o.receipt;
-  const flags = Object.entries({ ...o, receipt })
-    .filter(([key, v]) => key !== 'json' && v !== undefined)
-    .flatMap(([key, v]) => [`--${kebab(key)}`, String(v)]);
-  const { runProbe } = await import('@retrysafe/mcp');
-  try {
-    const exit = await runProbe([...flags, ...(server.length ? ['--', ...server] : [])], json ? () => {} : out);
-    json?.(JSON.parse(readFileSync(receipt!, 'utf8')));
-    return exit;
-  } catch (e) {
-    throw (e as Error)?.name === 'UsageError' ? new UsageError((e as Error).message) : e;
-  } finally {
-    if (dir) rmSync(dir, { recursive: true, force: true });
-  }
-}
-
 export const probe = defineCommand({
   name: 'probe',
   description:
@@ -71,5 +44,22 @@ export const probe = defineCommand({
   options: PROBE_OPTIONS,
   helpAfter:
     '\nExit codes: 0 at most once · 1 duplicates · 3 no effect seen (does the read tool list what the tool creates?) · 2 bad usage.',
-  run: ({ io, json }, o, [server]: [string[]]) => probeCommand(o, server, (l) => io.out(l), o.json ? json : undefined),
+  // The MCP probe by its own flags and exit codes; with --json its receipt (--receipt, or a temp file) is the answer.
+  async run({ io, json }, o, [server]: [string[]]) {
+    const dir = o.json && !o.receipt ? mkdtempSync(join(tmpdir(), 'retrysafe-probe-')) : null;
+    const receipt = dir ? join(dir, 'probe.json') : o.receipt;
+    const flags = Object.entries({ ...o, receipt })
+      .filter(([key, v]) => key !== 'json' && v !== undefined)
+      .flatMap(([key, v]) => [`--${kebab(key)}`, String(v)]);
+    const { runProbe } = await import('@retrysafe/mcp');
+    try {
+      const exit = await runProbe([...flags, ...(server.length ? ['--', ...server] : [])], o.json ? () => {} : io.out);
+      if (o.json) json(JSON.parse(readFileSync(receipt!, 'utf8')));
+      return exit;
+    } catch (e) {
+      throw (e as Error)?.name === 'UsageError' ? new UsageError((e as Error).message) : e;
+    } finally {
+      if (dir) rmSync(dir, { recursive: true, force: true });
+    }
+  },
 });
