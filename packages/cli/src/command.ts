@@ -18,7 +18,6 @@ export interface Context {
   readonly color: boolean;
   readonly errColor: boolean;
   readonly errTTY: boolean;
-  /** Prints a value as JSON on stdout. */
   readonly json: (value: unknown) => void;
   /** Prints `value` as JSON with `--json`, else `text()`; returns exit 0, or 1 when not `ok`. */
   readonly print: (o: { readonly json?: boolean }, value: unknown, text: () => string, ok?: boolean) => number;

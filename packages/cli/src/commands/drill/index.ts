@@ -9,7 +9,7 @@ import {
   writeSummary,
 } from '@retrysafe/testkit';
 import type { Options, Parsed } from '../../command.js';
-import { defineCommand, EXIT } from '../../command.js';
+import { defineCommand } from '../../command.js';
 import { InterruptedError, pickKnown } from '../../errors.js';
 import { createProgress, humanMs, paint, pick, useColor } from '../../output.js';
 import { type AdapterEntry, loadAdapters } from '../../registry.js';
@@ -111,23 +111,21 @@ export async function drillCommand(
       const ctx = createDrillContext({ ...drill, seed, outDir: join(outDir, drill.name) });
       const drillStarted = Date.now();
       try {
-        for (const operation of ops) {
-          for (const scenario of scenarios) {
-            if (opts.signal?.aborted)
-              throw new InterruptedError(
-                `the drill was interrupted; its temporary ledgers are removed (receipts so far: ${outDir})`,
-              );
-            progress?.start(`${drill.name} ${operation} · ${scenario}`);
-            const t0 = Date.now();
-            const r = await runScenario(ctx, operation, scenario);
-            results.push({ adapter: entry.name, result: r, durationMs: Date.now() - t0 });
-            // failure sentences already name the drill, operation and scenario
-            const text =
-              r.status === 'failed'
-                ? r.failures.join('; ')
-                : `${drill.name} ${operation} ${scenario}${r.status === 'skipped' && r.skip ? paint('dim', ` (card: ${r.skip.cardField})`, color) : ''}`;
-            progress?.done(`${statusMark(r.status, color)} ${text}`, r.status === 'failed');
-          }
+        for (const [operation, scenario] of ops.flatMap((op) => scenarios.map((s) => [op, s] as const))) {
+          if (opts.signal?.aborted)
+            throw new InterruptedError(
+              `the drill was interrupted; its temporary ledgers are removed (receipts so far: ${outDir})`,
+            );
+          progress?.start(`${drill.name} ${operation} · ${scenario}`);
+          const t0 = Date.now();
+          const r = await runScenario(ctx, operation, scenario);
+          results.push({ adapter: entry.name, result: r, durationMs: Date.now() - t0 });
+          // failure sentences already name the drill, operation and scenario
+          const text =
+            r.status === 'failed'
+              ? r.failures.join('; ')
+              : `${drill.name} ${operation} ${scenario}${r.status === 'skipped' && r.skip ? paint('dim', ` (card: ${r.skip.cardField})`, color) : ''}`;
+          progress?.done(`${statusMark(r.status, color)} ${text}`, r.status === 'failed');
         }
         const s = writeSummary(ctx);
         progress?.note(
@@ -175,7 +173,7 @@ export const drill = defineCommand({
   name: 'drill',
   description: 'run the duplicate-execution drill against the loopback sandboxes (never live systems)',
   options: DRILL_OPTIONS,
-  async run({ io, json, color, errTTY }, o) {
+  async run({ io, print, color, errTTY }, o) {
     const machine = o.json || o.reporter === 'junit';
     const sink =
       !machine || errTTY
@@ -193,9 +191,7 @@ export const drill = defineCommand({
     const report = await drillCommand({ ...o, signal: abort.signal }, sink).finally(() =>
       process.off('SIGINT', interrupt),
     );
-    if (o.json) json(report);
-    else if (o.reporter === 'junit') io.out(drillJunit(report));
-    else io.out(drillText(report, color, o.details === true));
-    return report.ok ? EXIT.ok : EXIT.failed;
+    const text = () => (o.reporter === 'junit' ? drillJunit(report) : drillText(report, color, o.details === true));
+    return print(o, report, text, report.ok);
   },
 });

@@ -2,7 +2,6 @@ import type { CountCriterion } from '@retrysafe/testkit';
 import { humanMs, paint, table, escapeXml as xml } from '../../output.js';
 import type { DrillCommandReport, DrillRow } from './index.js';
 
-/** A scenario's status as the table and the progress lines show it. */
 export const statusMark = (status: DrillRow['status'], color: boolean) =>
   paint(MARK_COLORS[status], MARKS[status], color);
 export const MARKS = { passed: 'pass', failed: 'FAIL', skipped: 'skip' } as const;
@@ -15,7 +14,6 @@ function groupBy(rows: readonly DrillRow[], key: (r: DrillRow) => string): Map<s
   return groups;
 }
 
-/** How many rows passed, failed and were skipped. */
 export const count = (rows: readonly Pick<DrillRow, 'status'>[]) => ({
   passed: rows.filter((r) => r.status === 'passed').length,
   failed: rows.filter((r) => r.status === 'failed').length,
@@ -72,7 +70,6 @@ function drillTable(report: DrillCommandReport, color = false, withFooter = true
   const body = table(
     ['adapter', 'operation', 'scenario', 'records', 'attempts', 'outcome', 'handoffs', 'result'],
     report.rows.map((r) => {
-      // observed, and beside it what the card made the drill expect
       const vs = (observed: number | null, expected: string | null) =>
         observed === null ? '—' : `${observed}${expected ? paint('dim', ` (${expected})`, color) : ''}`;
       return [
