@@ -5,8 +5,6 @@ import { type Context, EXIT, type Io, register } from './command.js';
 import { reportError } from './errors.js';
 import { useColor } from './output.js';
 
-export { EXIT, type Io } from './command.js';
-
 const line = (t: string) => (t.endsWith('\n') ? t : t + '\n');
 const defaultIo: Io = { out: (t) => process.stdout.write(line(t)), err: (t) => process.stderr.write(line(t)) };
 

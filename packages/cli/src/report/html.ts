@@ -168,17 +168,13 @@ function details(r: ScenarioResult): string {
   const parts: string[] = [];
   if (r.failures.length) parts.push(`<h4>Failures</h4>${ul(r.failures.map(esc), ' class="failures"')}`);
   if (c) {
+    const handoff = c.handoff === 'with-outcome' ? 'exactly when handed off' : c.handoff ? 'yes' : 'no';
     // [criterion, expected, observed, the drill's failure sentence for it]: the row a failure sentence names is marked.
     const rows: [string, unknown, unknown, RegExp][] = [
       ['provider records', `=${c.providerRecords}`, o?.providerRecords, /: providerRecords expected/],
       ['attempts at the provider', showCount(c.attemptsAtProxy), o?.attemptsAtProxy, /: attemptsAtProxy expected/],
       ['outcome', c.outcome.join(' or '), o && [...new Set(o.outcomes)].join(', '), /: outcome expected/],
-      [
-        'handoff packet',
-        c.handoff === 'with-outcome' ? 'exactly when handed off' : c.handoff ? 'yes' : 'no',
-        o?.handoffs,
-        /: (no )?handoff expected/,
-      ],
+      ['handoff packet', handoff, o?.handoffs, /: (no )?handoff expected/],
       [
         'requests per execute call',
         '≤ 1 (SDK retries off)',

@@ -15,10 +15,7 @@ const PROBE_OPTIONS = {
   countTool: { argument: '<name>', required: true, description: 'a read tool that lists the effects' },
   countArgs: { argument: '<json>', description: 'its arguments (a JSON object)' },
   countPath: { argument: '<path>', required: true, description: "path to the list in the read tool's answer" },
-  match: {
-    argument: '<json>',
-    description: 'count only items with these values (a JSON object of item path → value)',
-  },
+  match: { argument: '<json>', description: 'count only items with these values (a JSON object of item path → value)' },
   concurrent: { argument: '<n>', parse: 'integer', default: 3, description: 'identical calls fired at once' },
   timeoutMs: {
     argument: '<n>',
@@ -26,12 +23,7 @@ const PROBE_OPTIONS = {
     default: 200,
     description: 'client timeout of the call that is abandoned and re-issued',
   },
-  settleMs: {
-    argument: '<n>',
-    parse: 'integer',
-    default: 1500,
-    description: 'wait for late effects before counting',
-  },
+  settleMs: { argument: '<n>', parse: 'integer', default: 1500, description: 'wait for late effects before counting' },
   receipt: { argument: '<file>', description: 'write the probe receipt (JSON) here' },
   json: { description: 'print the probe receipt as JSON' },
 } as const satisfies Options;

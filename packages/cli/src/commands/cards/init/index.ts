@@ -121,11 +121,10 @@ function answerRule(leaf: Leaf): { hint: string; expected: string; read: (t: str
     const list = (t: string) => t.split(/\s*,\s*/).filter(Boolean);
     return rule('comma-separated', 'a comma-separated list', (t) => (list(t).length ? list(t) : undefined));
   }
+  const text = (t: string) => (!pattern || new RegExp(pattern).test(t) ? t : undefined);
   if (pattern?.includes('ms|s|m|h|d'))
-    return rule('duration, e.g. 30s, 24h', 'a duration such as 500ms, 30s, 5m, 24h', (t) =>
-      new RegExp(pattern).test(t) ? t : undefined,
-    );
-  return rule('text', 'non-empty text', (t) => (!pattern || new RegExp(pattern).test(t) ? t : undefined));
+    return rule('duration, e.g. 30s, 24h', 'a duration such as 500ms, 30s, 5m, 24h', text);
+  return rule('text', 'non-empty text', text);
 }
 
 /** `retrysafe cards init`: a new card from `--from` or by asking (`input` gives the answers, default stdin; `prompt`

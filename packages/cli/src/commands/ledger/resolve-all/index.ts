@@ -9,21 +9,9 @@ import { TARGET_OPTIONS, withLedger } from '../target.js';
 
 export const RESOLVE_ALL_OPTIONS = {
   ...TARGET_OPTIONS,
-  operation: {
-    argument: '<name>',
-    parse: 'list',
-    description: 'only this operation, e.g. stripe.invoices.create',
-  },
-  reason: {
-    argument: '<reason>',
-    parse: 'list',
-    description: 'only this handoff reason, e.g. rejected',
-  },
-  id: {
-    argument: '<id>',
-    parse: 'list',
-    description: 'only these business-operation ids',
-  },
+  operation: { argument: '<name>', parse: 'list', description: 'only this operation, e.g. stripe.invoices.create' },
+  reason: { argument: '<reason>', parse: 'list', description: 'only this handoff reason, e.g. rejected' },
+  id: { argument: '<id>', parse: 'list', description: 'only these business-operation ids' },
   resume: { description: 're-send each with the SAME provider key through the adapters named in --config' },
   abandon: { description: 'give each up (nothing more is sent)' },
   force: { description: 'also where the packet marks the action not safe (you checked at the provider)' },

@@ -20,10 +20,7 @@ import { TARGET_OPTIONS, withLedger } from '../target.js';
 export const RESOLVE_OPTIONS = {
   ...TARGET_OPTIONS,
   resume: { description: 're-send with the SAME provider key through the adapter named in --config' },
-  markDone: {
-    argument: '<providerRef>',
-    description: 'you verified the effect at the provider: record its reference',
-  },
+  markDone: { argument: '<providerRef>', description: 'you verified the effect at the provider: record its reference' },
   abandon: { description: 'give the operation up (nothing more is sent)' },
   resendWith: {
     argument: '<params.json>',
