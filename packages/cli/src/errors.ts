@@ -21,6 +21,10 @@ export function pickKnown<T extends string>(kind: string, known: readonly T[], w
   return known.filter((k) => wanted.includes(k));
 }
 
+/** Whether a filter given on the command line keeps `value` (no filter keeps everything). */
+export const wanted = (filter: readonly string[] | undefined, value: string) =>
+  !filter?.length || filter.includes(value);
+
 /** A person asked for something the handoff packet marks as not safe, without --force. Exit 1, nothing sent. */
 export class RefusedError extends Error {
   override name = 'RefusedError';

@@ -178,12 +178,9 @@ async function runStep(
     }
     log(`   ${ok ? paint('green', '✓ held', color) : paint('red', '✗ did not hold', color)}`);
     return {
-      title: step.title,
-      why: step.why,
-      operation: step.operation,
-      businessOperationId: first.businessOperationId,
+      ...pick(step, 'title', 'why', 'operation'),
+      ...pick(first, 'businessOperationId', 'status'),
       providerKey,
-      status: first.status,
       adopted: first.status === 'done' ? first.adopted : null,
       providerRef: first.status === 'done' ? first.providerRef : null,
       providerRecords: records, // the business effect

@@ -10,7 +10,7 @@ import {
 } from '@retrysafe/testkit';
 import type { Options, Parsed } from '../../command.js';
 import { defineCommand } from '../../command.js';
-import { InterruptedError, pickKnown } from '../../errors.js';
+import { InterruptedError, pickKnown, wanted } from '../../errors.js';
 import { createProgress, humanMs, paint, pick, useColor } from '../../output.js';
 import { type AdapterEntry, loadAdapters } from '../../registry.js';
 import { renderHtmlReport } from '../../report/html.js';
@@ -54,8 +54,8 @@ export type DrillCommandOptions = Partial<Parsed<typeof DRILL_OPTIONS>> & { read
 export type DrillRow = ReturnType<typeof toRow>;
 export type DrillCommandReport = Awaited<ReturnType<typeof drillCommand>>;
 
-const operationsOf = (drill: AdapterEntry['drills'][number], wanted: readonly string[] | undefined) =>
-  Object.keys(drill.operations).filter((op) => !wanted?.length || wanted.includes(op));
+const operationsOf = (drill: AdapterEntry['drills'][number], only: readonly string[] | undefined) =>
+  Object.keys(drill.operations).filter((op) => wanted(only, op));
 
 // The flat count fields repeat `observed` for easy reading; `durationMs` is wall time (the drill runs on a virtual clock).
 function toRow(adapter: string, r: ScenarioResult, durationMs: number) {

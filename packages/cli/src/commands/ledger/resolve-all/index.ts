@@ -2,8 +2,8 @@ import { loadConfigFile } from '@retrysafe/config';
 import { asBusinessOperationId } from '@retrysafe/contract';
 import type { Options, Parsed } from '../../../command.js';
 import { defineCommand } from '../../../command.js';
-import { exactlyOne, UsageError } from '../../../errors.js';
-import { paint, plural } from '../../../output.js';
+import { exactlyOne, UsageError, wanted } from '../../../errors.js';
+import { paint, pick, plural } from '../../../output.js';
 import { ledgerResolve, resolved, resolveText } from '../resolve/index.js';
 import { TARGET_OPTIONS, withLedger } from '../target.js';
 
@@ -36,16 +36,12 @@ export async function ledgerResolveAll(opts: ResolveAllOptions) {
   for (const i of opts.id ?? []) asBusinessOperationId(i);
   const action = opts.resume ? 'resume' : 'abandon';
   const config = opts.config ? await loadConfigFile(opts.config) : null;
-  const matched = await withLedger(
-    opts,
-    async (ledger) =>
-      (await ledger.list({ states: ['handed-off'] })).filter(
-        (r) =>
-          (!opts.operation?.length || opts.operation.includes(r.operation)) &&
-          (!opts.reason?.length || opts.reason.includes(r.handoff?.reason ?? '')) &&
-          (!opts.id?.length || opts.id.includes(r.businessOperationId)),
-      ),
-    { config },
+  const handedOff = await withLedger(opts, (ledger) => ledger.list({ states: ['handed-off'] }), { config });
+  const matched = handedOff.filter(
+    (r) =>
+      wanted(opts.operation, r.operation) &&
+      wanted(opts.reason, r.handoff?.reason ?? '') &&
+      wanted(opts.id, r.businessOperationId),
   );
   const rows = [];
   for (const r of matched) {
@@ -54,8 +50,7 @@ export async function ledgerResolveAll(opts: ResolveAllOptions) {
     const plan = a && !a.safe && !opts.force ? ('refused' as const) : action;
     const resolve = { ...opts, resume: action === 'resume', abandon: action === 'abandon', force: true };
     rows.push({
-      businessOperationId: r.businessOperationId,
-      operation: r.operation,
+      ...pick(r, 'businessOperationId', 'operation'),
       handoffReason: r.handoff?.reason ?? null,
       plan,
       why: a
