@@ -1,5 +1,5 @@
 import type { ScenarioResult } from '@retrysafe/testkit';
-import { MARKS, showCount } from '../commands/drill/text.js';
+import { count, groupBy, MARKS, showCount } from '../commands/drill/text.js';
 import { escapeXml as esc } from '../output.js';
 
 export interface HtmlReportInput {
@@ -230,25 +230,19 @@ function resultRow(adapter: string, r: ScenarioResult): string {
 /** Scenario columns × operation rows: the whole drill at a glance, each cell linking to its details. */
 function matrix(results: HtmlReportInput['results']): string {
   const scenarios = [...new Set(results.map(({ result }) => result.scenario))];
-  const ops = [...new Set(results.map(({ result }) => `${result.drill} ${result.operation}`))];
-  const byKey = new Map(
-    results.map(({ result }) => [`${result.drill} ${result.operation} ${result.scenario}`, result]),
+  const ops = groupBy(
+    results.map((x) => x.result),
+    (r) => `${esc(r.drill)} · <code>${esc(r.operation)}</code>`,
   );
+  const cell = (r: ScenarioResult | undefined) =>
+    r
+      ? `<td class="cell ${r.status}"><a href="#${anchor(r)}" title="${esc(`${r.scenario}: ${r.status}`)}">${{ passed: '✓', failed: '✗', skipped: '–' }[r.status]}</a></td>`
+      : '<td></td>';
   const head = `<tr><th>drill · operation</th>${scenarios.map((s) => `<th class="rot"><span>${esc(s)}</span></th>`).join('')}</tr>`;
-  const body = ops
-    .map((op) => {
-      const [drill, operation] = op.split(' ');
-      return `<tr><td>${esc(drill)} · <code>${esc(operation)}</code></td>${scenarios
-        .map((s) => {
-          const r = byKey.get(`${op} ${s}`);
-          if (!r) return '<td></td>';
-          const sym = { passed: '✓', failed: '✗', skipped: '–' }[r.status];
-          return `<td class="cell ${r.status}"><a href="#${anchor(r)}" title="${esc(`${r.scenario}: ${r.status}`)}">${sym}</a></td>`;
-        })
-        .join('')}</tr>`;
-    })
-    .join('');
-  return `<table id="matrix"><thead>${head}</thead><tbody>${body}</tbody></table>`;
+  const body = [...ops].map(
+    ([op, rs]) => `<tr><td>${op}</td>${scenarios.map((s) => cell(rs.find((r) => r.scenario === s))).join('')}</tr>`,
+  );
+  return `<table id="matrix"><thead>${head}</thead><tbody>${body.join('')}</tbody></table>`;
 }
 
 const slug = (s: string) => s.replace(/[^A-Za-z0-9_-]+/g, '_');
@@ -257,7 +251,7 @@ const slug = (s: string) => s.replace(/[^A-Za-z0-9_-]+/g, '_');
 function filters(results: HtmlReportInput['results']): { html: string; css: string } {
   const statuses = ['all', 'failed', 'passed', 'skipped'] as const;
   const adapters = ['all', ...new Set(results.map((x) => x.adapter))];
-  const count = (st: string) => (st === 'all' ? results.length : results.filter((x) => x.result.status === st).length);
+  const counts = { all: results.length, ...count(results.map((x) => x.result)) };
   const inputs =
     statuses
       .map((st) => `<input type="radio" class="filter" name="status" id="st-${st}"${st === 'all' ? ' checked' : ''}>`)
@@ -268,7 +262,7 @@ function filters(results: HtmlReportInput['results']): { html: string; css: stri
       )
       .join('');
   const labels =
-    `<div class="filters"><span>show</span>${statuses.map((st) => `<label for="st-${st}" class="chip ${st}">${st} (${count(st)})</label>`).join('')}` +
+    `<div class="filters"><span>show</span>${statuses.map((st) => `<label for="st-${st}" class="chip ${st}">${st} (${counts[st]})</label>`).join('')}` +
     `<span>adapter</span>${adapters.map((a) => `<label for="ad-${slug(a)}" class="chip">${esc(a)}</label>`).join('')}</div>`;
   const hide = (sel: string) =>
     `${sel} ~ #results tr.result:not(RULE), ${sel} ~ #results tr.result:not(RULE) + tr.details{display:none}`;

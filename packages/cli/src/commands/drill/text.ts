@@ -8,8 +8,8 @@ export const MARKS = { passed: 'pass', failed: 'FAIL', skipped: 'skip' } as cons
 const MARK_COLORS = { passed: 'green', failed: 'red', skipped: 'yellow' } as const;
 
 /** Rows by `key`, in the order each key first appears. */
-function groupBy(rows: readonly DrillRow[], key: (r: DrillRow) => string): Map<string, DrillRow[]> {
-  const groups = new Map<string, DrillRow[]>();
+export function groupBy<T>(rows: readonly T[], key: (r: T) => string): Map<string, T[]> {
+  const groups = new Map<string, T[]>();
   for (const r of rows) groups.set(key(r), [...(groups.get(key(r)) ?? []), r]);
   return groups;
 }
