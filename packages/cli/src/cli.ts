@@ -5,8 +5,6 @@ import { type Context, EXIT, type Io, register } from './command.js';
 import { reportError } from './errors.js';
 import { useColor } from './output.js';
 
-export { EXIT, type Io } from './command.js';
-
 const line = (t: string) => (t.endsWith('\n') ? t : t + '\n');
 const defaultIo: Io = { out: (t) => process.stdout.write(line(t)), err: (t) => process.stderr.write(line(t)) };
 
@@ -34,6 +32,11 @@ export async function main(argv: readonly string[], io: Io = defaultIo): Promise
     errColor: errTTY && useColor(process.stderr),
     errTTY,
     json,
+    print(o, value, text, ok = true) {
+      if (o.json) json(value);
+      else io.out(text());
+      return ok ? EXIT.ok : EXIT.failed;
+    },
     help(words) {
       let cmd: Command | undefined = program;
       for (const w of words) cmd = cmd?.commands.find((c) => c.name() === w);

@@ -18,8 +18,9 @@ export interface Context {
   readonly color: boolean;
   readonly errColor: boolean;
   readonly errTTY: boolean;
-  /** Prints a value as JSON on stdout. */
   readonly json: (value: unknown) => void;
+  /** Prints `value` as JSON with `--json`, else `text()`; returns exit 0, or 1 when not `ok`. */
+  readonly print: (o: { readonly json?: boolean }, value: unknown, text: () => string, ok?: boolean) => number;
   /** Prints the help of the command these words name (the program's for none); false when there is none. */
   readonly help: (words: readonly string[]) => boolean;
 }
@@ -78,35 +79,30 @@ export function defineCommand<const O extends Options = Record<never, OptionConf
   return c as CommandConfig;
 }
 
-const collect = (v: string, prev: string[] = []) => [
-  ...prev,
-  ...v
-    .trim()
-    .split(/\s*,\s*/)
-    .filter(Boolean),
-];
+/** `markDone` ⇒ `mark-done`: an option's key as its flag. */
+export const kebab = (key: string) => key.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`);
 
-function integer(v: string): number {
+/** An option's value as `parse` says; a value that is itself an option (`--mark-done --db x`) means it was left out. */
+function parseValue(o: OptionConfig, v: string, prev: string[] = []): string | string[] | number {
+  if (v.startsWith('--')) throw new InvalidArgumentError(`it needs a value, but the next word is the option ${v}.`);
+  if (o.parse === 'list')
+    return [
+      ...prev,
+      ...v
+        .trim()
+        .split(/\s*,\s*/)
+        .filter(Boolean),
+    ];
+  if (o.parse !== 'integer') return v;
   if (!/^\d+$/.test(v) || !Number.isSafeInteger(Number(v)))
     throw new InvalidArgumentError('expected a non-negative integer.');
   return Number(v);
 }
 
-/** A value that is itself an option (`--mark-done --db x`) means the value was left out. */
-function value(v: string): string {
-  if (v.startsWith('--')) throw new InvalidArgumentError(`it needs a value, but the next word is the option ${v}.`);
-  return v;
-}
-
-/** `markDone` ⇒ `mark-done`: an option's key as its flag. */
-export const kebab = (key: string) => key.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`);
-
 function toOption(key: string, o: OptionConfig): Option {
   const description = o.parse === 'list' ? `${o.description} (repeatable or comma-separated)` : o.description;
   const option = new Option(`--${kebab(key)}${o.argument ? ` ${o.argument}` : ''}`, description);
-  if (o.parse === 'list') option.argParser((v: string, prev: string[] | undefined) => collect(value(v), prev));
-  else if (o.parse === 'integer') option.argParser((v: string) => integer(value(v)));
-  else if (o.argument) option.argParser(value);
+  if (o.argument) option.argParser<unknown>((v, prev) => parseValue(o, v, prev as string[] | undefined));
   if (o.choices) option.choices(o.choices);
   if (o.default !== undefined) option.default(o.default);
   if (o.required) option.makeOptionMandatory();
@@ -123,10 +119,8 @@ export function register(root: Command, c: CommandConfig, ctx: Context, setCode:
   for (const [key, o] of Object.entries(c.options ?? {})) cmd.addOption(toOption(key, o));
   if (c.helpAfter) cmd.addHelpText('after', c.helpAfter);
   const run = c.run;
-  if (run) {
-    cmd.action(async (...given: unknown[]) => {
-      const options = given.at(-2) as never;
-      setCode(await run(ctx, options, given.slice(0, -2) as never[]));
-    });
-  }
+  if (run)
+    cmd.action(async (...given: unknown[]) =>
+      setCode(await run(ctx, given.at(-2) as never, given.slice(0, -2) as never[])),
+    );
 }

@@ -21,6 +21,10 @@ export function pickKnown<T extends string>(kind: string, known: readonly T[], w
   return known.filter((k) => wanted.includes(k));
 }
 
+/** Whether a filter given on the command line keeps `value` (no filter keeps everything). */
+export const wanted = (filter: readonly string[] | undefined, value: string) =>
+  !filter?.length || filter.includes(value);
+
 /** A person asked for something the handoff packet marks as not safe, without --force. Exit 1, nothing sent. */
 export class RefusedError extends Error {
   override name = 'RefusedError';
@@ -31,7 +35,7 @@ export class InterruptedError extends Error {
   override name = 'InterruptedError';
 }
 
-/** Codes of contract errors that mean "the input on the command line is wrong, or its file cannot be read" (exit 2). */
+/** Contract errors that mean the command line is wrong or its file cannot be read (exit 2). */
 const USAGE_CODES = ['RETRYSAFE_INVALID_ID', 'RETRYSAFE_CONFIG', 'RETRYSAFE_FILE_LIMIT'];
 
 const FS_WORDS: Readonly<Record<string, string>> = {
@@ -58,12 +62,8 @@ const errorScrub = createRedactor();
 
 /** Prints what went wrong (on stderr; as JSON on stdout too with `--json`) and returns the exit code. */
 export function reportError(e: unknown, io: Io, json: ((value: unknown) => void) | null): number {
-  if (e instanceof CommanderError) {
-    if (e.code === 'commander.helpDisplayed' || e.code === 'commander.version') return EXIT.ok;
-    if (e.code === 'commander.help' && e.exitCode === 0) return EXIT.ok; // `retrysafe ledger help resolve`
-    // commander prints its own message; a bare `retrysafe ledger` (help for a missing subcommand) is usage too.
-    return EXIT.usage;
-  }
+  // Commander printed its own message or help; help asked for exits 0, a bare `retrysafe ledger` is usage.
+  if (e instanceof CommanderError) return e.exitCode === 0 ? EXIT.ok : EXIT.usage;
   if (e instanceof InterruptedError) {
     json?.({ ok: false, error: { code: 'INTERRUPTED', message: e.message } });
     io.err(`retrysafe: ${e.message}`);

@@ -17,6 +17,13 @@ export function readDataFile(path: string): unknown {
   }
 }
 
+/** A JSON or YAML file that must hold one object; `notObject` is the refusal when it does not. */
+export function readObjectFile(path: string, notObject: string): Record<string, unknown> {
+  const value = readDataFile(path);
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) throw new UsageError(notObject);
+  return value as Record<string, unknown>;
+}
+
 /** A card from a JSON or YAML file; CardValidationError lists every problem. */
 export function readCardFile(path: string): RetrySafetyCard {
   return parseCard(readDataFile(path), path);

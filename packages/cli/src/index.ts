@@ -1,4 +1,5 @@
-export { type Io, main } from './cli.js';
+export { main } from './cli.js';
+export type { Io } from './command.js';
 export { type CardsCommandResult, cardsCommand } from './commands/cards/index.js';
 export { type DemoReport, demoCommand } from './commands/demo/index.js';
 export { type DrillCommandReport, drillCommand } from './commands/drill/index.js';

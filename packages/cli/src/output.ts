@@ -37,12 +37,8 @@ export function table(
 }
 
 /** Progress: on a TTY one status line redrawn in place, notes and important lines above it; elsewhere one line per finished unit. */
-export function createProgress(
-  total: number,
-  write: (text: string) => void,
-  tty: boolean,
-  color = tty && useColor({ isTTY: tty }),
-) {
+export function createProgress(total: number, write: (text: string) => void, tty: boolean) {
+  const color = tty && useColor({ isTTY: true });
   let finished = 0;
   let current = '';
   const width = String(total).length;
@@ -58,6 +54,11 @@ export function createProgress(
     if (text.length > cols - 1) text = `${text.slice(0, cols - 2)}…`;
     write(`\r\u001b[2K${paint('cyan', text, color)}`);
   };
+  const note = (line: string) => {
+    clear();
+    write(`${line}\n`);
+    draw();
+  };
   return {
     start(label: string) {
       current = label;
@@ -66,20 +67,23 @@ export function createProgress(
     done(line: string, important = false) {
       finished += 1;
       if (!tty) write(`${counter()} ${line}\n`);
-      else if (important) {
-        clear();
-        write(`${line}\n`);
-      }
-      draw();
+      else if (important) note(line);
+      else draw();
     },
-    note(line: string) {
-      clear();
-      write(`${line}\n`);
-      draw();
-    },
+    note,
     end: clear,
   };
 }
+
+/** Text for XML and HTML: markup characters escaped, control characters XML 1.0 does not allow removed. */
+export const escapeXml = (s: unknown) =>
+  String(s)
+    .replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&apos;' })[c]!)
+    .replace(/[\u0000-\u0008\u000b\u000c\u000e-\u001f]/g, '');
+
+/** The named fields of `o`, in that order: what a JSON report keeps of a bigger object. */
+export const pick = <T, K extends keyof T>(o: T, ...keys: K[]) =>
+  Object.fromEntries(keys.map((k) => [k, o[k]])) as Pick<T, K>;
 
 /** `1 chain`, `2 chains`. */
 export const plural = (n: number, word: string) => `${n} ${word}${n === 1 ? '' : 's'}`;

@@ -33,6 +33,21 @@ function entryFrom(name: string, from: string, mod: Record<string, unknown>) {
   return { name, from, drills: missing ? [] : (drills as ConformanceOptions[]), missing };
 }
 
+/** An adapter module of the user's own (`--module`), named by its `name`, else by its drills, else by its file. */
+async function moduleEntry(file: string): Promise<AdapterEntry> {
+  const path = resolve(file);
+  if (!existsSync(path)) throw new UsageError(`--module ${file}: no such file`);
+  const mod: Record<string, unknown> = await import(pathToFileURL(path).href).catch((e: Error) => {
+    throw new UsageError(`--module ${file}: cannot import it: ${e.message.split('\n')[0]}`);
+  });
+  const entry = entryFrom(file, file, mod);
+  if (entry.missing) throw new UsageError(`--module ${entry.missing}`);
+  const drillNames = [...new Set(entry.drills.map((d) => d.name))].join('+');
+  const name =
+    typeof mod.name === 'string' && mod.name ? mod.name : drillNames || basename(path).replace(/\.[cm]?js$/, '');
+  return { ...entry, name };
+}
+
 /** The drill setups of the named adapters (all by default, none when only `modules` or `config` are given). */
 export async function loadAdapters(
   names?: readonly string[],
@@ -46,23 +61,7 @@ export async function loadAdapters(
       : ADAPTER_NAMES;
   const builtIn = await Promise.all(chosen.map(async (n) => entryFrom(n, packageOf(n), await import(packageOf(n)))));
   const own: AdapterEntry[] = [];
-  for (const file of modules) {
-    const path = resolve(file);
-    if (!existsSync(path)) throw new UsageError(`--module ${file}: no such file`);
-    let mod: Record<string, unknown>;
-    try {
-      mod = await import(pathToFileURL(path).href);
-    } catch (e) {
-      throw new UsageError(`--module ${file}: cannot import it: ${(e as Error).message.split('\n')[0]}`);
-    }
-    const entry = entryFrom(file, file, mod);
-    if (entry.missing) throw new UsageError(`--module ${entry.missing}`);
-    // named by the module, else by its drills, else by its file
-    const drillNames = [...new Set(entry.drills.map((d) => d.name))].join('+');
-    const name =
-      typeof mod.name === 'string' && mod.name ? mod.name : drillNames || basename(path).replace(/\.[cm]?js$/, '');
-    own.push({ ...entry, name });
-  }
+  for (const file of modules) own.push(await moduleEntry(file));
   return [...builtIn, ...own, ...(config ? await configEntries(config) : [])];
 }
 
@@ -73,7 +72,7 @@ async function configEntries(file: string): Promise<AdapterEntry[]> {
   const config = await loadConfigFile(file);
   const out: AdapterEntry[] = [];
   for (const [name, c] of Object.entries(config.adapters)) {
-    if (!c || (c as { type?: string }).type !== 'http') continue;
+    if ((c as { type?: string } | undefined)?.type !== 'http') continue;
     const { headersFromEnv: _skipped, ...http } = c as HttpAdapterConfig;
     const declaration = httpDeclarationOf(name, http, config.baseDir, {});
     try {
@@ -108,16 +107,14 @@ export async function cardsOf(entry: AdapterEntry) {
   const seen: { drill: string; card: RetrySafetyCard }[] = [];
   for (const drill of entry.drills) {
     const adapter = await adapterFor(drill);
-    try {
-      for (const spec of Object.values(adapter.operations)) seen.push({ drill: drill.name, card: spec.card });
-    } finally {
-      await adapter.close?.();
-    }
+    for (const spec of Object.values(adapter.operations)) seen.push({ drill: drill.name, card: spec.card });
+    await adapter.close?.();
   }
   const out: { name: string; adapter: string; card: RetrySafetyCard }[] = [];
   for (const { drill, card } of seen) {
-    const same = seen.filter((s) => s.card.operation === card.operation);
-    const variants = new Set(same.map((s) => JSON.stringify(s.card)));
+    const variants = new Set(
+      seen.filter((s) => s.card.operation === card.operation).map((s) => JSON.stringify(s.card)),
+    );
     const name = variants.size > 1 ? `${card.operation}--${drill}` : card.operation;
     if (!out.some((c) => c.name === name)) out.push({ name, adapter: entry.name, card });
   }

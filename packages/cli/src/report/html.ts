@@ -1,5 +1,6 @@
 import type { ScenarioResult } from '@retrysafe/testkit';
-import { MARKS, showCount } from '../commands/drill/text.js';
+import { count, groupBy, MARKS, showCount } from '../commands/drill/text.js';
+import { escapeXml as esc } from '../output.js';
 
 export interface HtmlReportInput {
   readonly generatedAt: string;
@@ -10,8 +11,8 @@ export interface HtmlReportInput {
   readonly results: readonly { readonly adapter: string; readonly result: ScenarioResult }[];
 }
 
-const esc = (s: unknown) =>
-  String(s).replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c]!);
+/** A list of items already escaped. */
+const ul = (items: readonly string[], attrs = '') => `<ul${attrs}>${items.map((i) => `<li>${i}</li>`).join('')}</ul>`;
 
 const OUTCOME_COLOR: Readonly<Record<string, string>> = {
   succeeded: '#2e7d32',
@@ -38,35 +39,31 @@ const ms = (t: number) => (t >= 10_000 ? `${(t / 1000).toFixed(t % 1000 ? 1 : 0)
 
 type Wire = ScenarioResult['proxyRequests'][number];
 type RunnerReceipt = ScenarioResult['runnerReceipts'][number];
-
-type Tie = ReturnType<typeof tieWireToReceipts>;
+/** The receipt each request on the wire belongs to, by request number; 'died' for a crashed worker's request. */
+type Tie = Map<number, RunnerReceipt | 'died'>;
 
 // The k-th `execute#k` request is the k-th dispatch/resend receipt, counted from the end (a crashed worker left calls
 // but no receipts); a lookup request goes to the lookup/poll receipt when there is exactly one.
-function tieWireToReceipts(r: ScenarioResult) {
+function tieWireToReceipts(r: ScenarioResult): Tie {
   const sends = r.runnerReceipts.filter((x) => x.kind === 'dispatch' || x.kind === 'resend');
   const looks = r.runnerReceipts.filter((x) => x.kind === 'lookup' || x.kind === 'poll');
   const callOf = (p: Wire) => Number(/^execute#(\d+)$/.exec(p.label ?? '')?.[1] ?? 0);
   const offset = Math.max(0, Math.max(0, ...r.proxyRequests.map(callOf)) - sends.length);
-  const byRequest = new Map<number, RunnerReceipt | 'died'>();
-  const byReceipt = new Map<number, number[]>();
+  const byRequest: Tie = new Map();
   for (const p of r.proxyRequests) {
     const k = callOf(p);
     let rc: RunnerReceipt | 'died' | undefined;
     if (k) rc = k <= offset ? 'died' : sends[k - offset - 1];
     else if (p.label === 'lookup' && looks.length === 1) rc = looks[0];
-    if (!rc) continue;
-    byRequest.set(p.n, rc);
-    if (rc !== 'died') byReceipt.set(rc.seq, [...(byReceipt.get(rc.seq) ?? []), p.n]);
+    if (rc) byRequest.set(p.n, rc);
   }
-  return { byRequest, byReceipt };
+  return byRequest;
 }
 
 const laneId = (r: ScenarioResult, seq: number | 'died') => `${anchor(r)}-a${seq}`;
-const wireId = (r: ScenarioResult, n: number) => `${anchor(r)}-w${n}`;
 
 /** One lane per receipt on the drill's virtual clock; the gap before a lane is the wait the runner chose. */
-function timeline(r: ScenarioResult, { byRequest, byReceipt }: Tie): string {
+function timeline(r: ScenarioResult, byRequest: Tie): string {
   const receipts = r.runnerReceipts;
   // Requests whose worker died before writing a receipt (the crash scenario): drawn as their own lanes, first.
   const died = r.proxyRequests.filter((p) => byRequest.get(p.n) === 'died');
@@ -79,10 +76,7 @@ function timeline(r: ScenarioResult, { byRequest, byReceipt }: Tie): string {
   const t0 = Math.min(...starts);
   const waitEnds = receipts.map((x, i) => ends[i]! + (x.decision.delayMs ?? 0));
   const span = Math.max(Math.max(...ends, ...waitEnds.slice(0, -1)) - t0, 1);
-  const width = 980;
-  const left = 170;
-  const right = 330;
-  const lane = 24;
+  const [width, left, right, lane] = [980, 170, 330, 24];
   const top = 22 + died.length * lane;
   const plot = width - left - right;
   const x = (t: number) => left + ((t - t0) / span) * plot;
@@ -114,7 +108,7 @@ function timeline(r: ScenarioResult, { byRequest, byReceipt }: Tie): string {
     const bw = Math.max(4, x(e) - bx);
     const tip = `#${rc.seq} ${rc.kind} at +${s - t0} ms (${e - s} ms): ${rc.outcome ?? 'no outcome'} → ${rc.decision.action}: ${rc.decision.reason}${rc.status ? ` · HTTP ${rc.status}` : ''}${rc.code ? ` · ${rc.code}` : ''}${rc.decision.delayMs ? ` · wait ${rc.decision.delayMs} ms` : ''}`;
     const decision = `${rc.decision.action}${rc.decision.delayMs ? ` (wait ${ms(rc.decision.delayMs)})` : ''}`;
-    const sent = byReceipt.get(rc.seq) ?? [];
+    const sent = [...byRequest].filter(([, x]) => x === rc).map(([n]) => n);
     return (
       `<g class="attempt" id="${laneId(r, rc.seq)}" data-seq="${rc.seq}" data-kind="${esc(rc.kind)}" data-outcome="${esc(rc.outcome ?? '')}" data-at-ms="${s - t0}" data-wire="${sent.join(' ')}"><title>${esc(tip)}${sent.length ? esc(` · on the wire: ${sent.map((n) => `#${n}`).join(', ')}`) : ''}</title>` +
       `<text x="4" y="${y + 13}">#${rc.seq} ${esc(rc.kind)}${rc.status ? ` · ${rc.status}` : ''}${sent.length ? ` · wire ${sent.map((n) => `#${n}`).join(',')}` : ''}</text>` +
@@ -131,7 +125,7 @@ function timeline(r: ScenarioResult, { byRequest, byReceipt }: Tie): string {
 }
 
 /** What reached the provider (through the fault proxy), in arrival order. */
-function wire(r: ScenarioResult, { byRequest }: Tie): string {
+function wire(r: ScenarioResult, byRequest: Tie): string {
   if (r.proxyRequests.length === 0) return '<p class="muted">No request reached the fault proxy.</p>';
   const fault = (f: Wire['fault']) =>
     typeof f === 'string'
@@ -159,7 +153,7 @@ function wire(r: ScenarioResult, { byRequest }: Tie): string {
     r.proxyRequests
       .map((p) => {
         const k = keyOf(p);
-        return `<tr id="${wireId(r, p.n)}"><td class="num" data-label="#">${p.n}</td><td data-label="during">${esc(p.phase)}</td><td data-label="request"><code class="url">${esc(p.method)} ${esc(p.path)}</code></td><td class="key key-${k.where}" data-key-in="${k.where}" data-label="provider key"><code>${esc(k.text)}</code></td><td data-label="fault">${esc(fault(p.fault))}</td><td data-label="provider answered">${p.forwarded ? (p.upstreamStatus ? `HTTP ${p.upstreamStatus}` : 'forwarded') : 'not forwarded'}</td><td data-label="runner attempt">${attemptOf(p)}</td></tr>`;
+        return `<tr id="${anchor(r)}-w${p.n}"><td class="num" data-label="#">${p.n}</td><td data-label="during">${esc(p.phase)}</td><td data-label="request"><code class="url">${esc(p.method)} ${esc(p.path)}</code></td><td class="key key-${k.where}" data-key-in="${k.where}" data-label="provider key"><code>${esc(k.text)}</code></td><td data-label="fault">${esc(fault(p.fault))}</td><td data-label="provider answered">${p.forwarded ? (p.upstreamStatus ? `HTTP ${p.upstreamStatus}` : 'forwarded') : 'not forwarded'}</td><td data-label="runner attempt">${attemptOf(p)}</td></tr>`;
       })
       .join('') +
     '</tbody></table>'
@@ -172,20 +166,15 @@ function details(r: ScenarioResult): string {
   const c = r.criteria;
   const o = r.observed;
   const parts: string[] = [];
-  if (r.failures.length)
-    parts.push(`<h4>Failures</h4><ul class="failures">${r.failures.map((f) => `<li>${esc(f)}</li>`).join('')}</ul>`);
+  if (r.failures.length) parts.push(`<h4>Failures</h4>${ul(r.failures.map(esc), ' class="failures"')}`);
   if (c) {
+    const handoff = c.handoff === 'with-outcome' ? 'exactly when handed off' : c.handoff ? 'yes' : 'no';
     // [criterion, expected, observed, the drill's failure sentence for it]: the row a failure sentence names is marked.
     const rows: [string, unknown, unknown, RegExp][] = [
       ['provider records', `=${c.providerRecords}`, o?.providerRecords, /: providerRecords expected/],
       ['attempts at the provider', showCount(c.attemptsAtProxy), o?.attemptsAtProxy, /: attemptsAtProxy expected/],
       ['outcome', c.outcome.join(' or '), o && [...new Set(o.outcomes)].join(', '), /: outcome expected/],
-      [
-        'handoff packet',
-        c.handoff === 'with-outcome' ? 'exactly when handed off' : c.handoff ? 'yes' : 'no',
-        o?.handoffs,
-        /: (no )?handoff expected/,
-      ],
+      ['handoff packet', handoff, o?.handoffs, /: (no )?handoff expected/],
       [
         'requests per execute call',
         '≤ 1 (SDK retries off)',
@@ -207,18 +196,17 @@ function details(r: ScenarioResult): string {
     parts.push(
       '<h4>Pass criteria (from the card, written before the run) and what was observed</h4><table class="criteria"><thead><tr><th></th><th>expected</th><th>observed</th></tr></thead><tbody>' +
         rows.map(row).join('') +
-        `</tbody></table><ul class="why">${c.why.map((w) => `<li>${esc(w)}</li>`).join('')}</ul>`,
+        `</tbody></table>${ul(c.why.map(esc), ' class="why"')}`,
     );
   }
   const tie = tieWireToReceipts(r);
   parts.push(`<h4>Timeline of the runner's attempts</h4><div class="tl">${timeline(r, tie)}</div>`);
   parts.push(`<h4>On the wire</h4>${wire(r, tie)}`);
   for (const p of r.handoffPackets) {
-    parts.push(
-      `<h4>Handoff packet</h4><p><b>${esc(p.reason)}</b>: ${esc(p.explanation)}</p><ul>${p.safeNextActions.map((a) => `<li>${a.safe ? '✓' : '✗'} <b>${esc(a.action)}</b>: ${esc(a.why)}</li>`).join('')}</ul>`,
-    );
+    const actions = p.safeNextActions.map((a) => `${a.safe ? '✓' : '✗'} <b>${esc(a.action)}</b>: ${esc(a.why)}`);
+    parts.push(`<h4>Handoff packet</h4><p><b>${esc(p.reason)}</b>: ${esc(p.explanation)}</p>${ul(actions)}`);
   }
-  if (r.notes.length) parts.push(`<h4>Notes</h4><ul>${r.notes.map((n) => `<li>${esc(n)}</li>`).join('')}</ul>`);
+  if (r.notes.length) parts.push(`<h4>Notes</h4>${ul(r.notes.map(esc))}`);
   parts.push(`<p class="muted">Receipt: <code>${esc(r.receiptFile)}</code></p>`);
   return parts.join('');
 }
@@ -242,25 +230,19 @@ function resultRow(adapter: string, r: ScenarioResult): string {
 /** Scenario columns × operation rows: the whole drill at a glance, each cell linking to its details. */
 function matrix(results: HtmlReportInput['results']): string {
   const scenarios = [...new Set(results.map(({ result }) => result.scenario))];
-  const ops = [...new Set(results.map(({ result }) => `${result.drill} ${result.operation}`))];
-  const byKey = new Map(
-    results.map(({ result }) => [`${result.drill} ${result.operation} ${result.scenario}`, result]),
+  const ops = groupBy(
+    results.map((x) => x.result),
+    (r) => `${esc(r.drill)} · <code>${esc(r.operation)}</code>`,
   );
+  const cell = (r: ScenarioResult | undefined) =>
+    r
+      ? `<td class="cell ${r.status}"><a href="#${anchor(r)}" title="${esc(`${r.scenario}: ${r.status}`)}">${{ passed: '✓', failed: '✗', skipped: '–' }[r.status]}</a></td>`
+      : '<td></td>';
   const head = `<tr><th>drill · operation</th>${scenarios.map((s) => `<th class="rot"><span>${esc(s)}</span></th>`).join('')}</tr>`;
-  const body = ops
-    .map((op) => {
-      const [drill, operation] = op.split(' ');
-      return `<tr><td>${esc(drill)} · <code>${esc(operation)}</code></td>${scenarios
-        .map((s) => {
-          const r = byKey.get(`${op} ${s}`);
-          if (!r) return '<td></td>';
-          const sym = { passed: '✓', failed: '✗', skipped: '–' }[r.status];
-          return `<td class="cell ${r.status}"><a href="#${anchor(r)}" title="${esc(`${r.scenario}: ${r.status}`)}">${sym}</a></td>`;
-        })
-        .join('')}</tr>`;
-    })
-    .join('');
-  return `<table id="matrix"><thead>${head}</thead><tbody>${body}</tbody></table>`;
+  const body = [...ops].map(
+    ([op, rs]) => `<tr><td>${op}</td>${scenarios.map((s) => cell(rs.find((r) => r.scenario === s))).join('')}</tr>`,
+  );
+  return `<table id="matrix"><thead>${head}</thead><tbody>${body.join('')}</tbody></table>`;
 }
 
 const slug = (s: string) => s.replace(/[^A-Za-z0-9_-]+/g, '_');
@@ -269,7 +251,7 @@ const slug = (s: string) => s.replace(/[^A-Za-z0-9_-]+/g, '_');
 function filters(results: HtmlReportInput['results']): { html: string; css: string } {
   const statuses = ['all', 'failed', 'passed', 'skipped'] as const;
   const adapters = ['all', ...new Set(results.map((x) => x.adapter))];
-  const count = (st: string) => (st === 'all' ? results.length : results.filter((x) => x.result.status === st).length);
+  const counts = { all: results.length, ...count(results.map((x) => x.result)) };
   const inputs =
     statuses
       .map((st) => `<input type="radio" class="filter" name="status" id="st-${st}"${st === 'all' ? ' checked' : ''}>`)
@@ -280,7 +262,7 @@ function filters(results: HtmlReportInput['results']): { html: string; css: stri
       )
       .join('');
   const labels =
-    `<div class="filters"><span>show</span>${statuses.map((st) => `<label for="st-${st}" class="chip ${st}">${st} (${count(st)})</label>`).join('')}` +
+    `<div class="filters"><span>show</span>${statuses.map((st) => `<label for="st-${st}" class="chip ${st}">${st} (${counts[st]})</label>`).join('')}` +
     `<span>adapter</span>${adapters.map((a) => `<label for="ad-${slug(a)}" class="chip">${esc(a)}</label>`).join('')}</div>`;
   const hide = (sel: string) =>
     `${sel} ~ #results tr.result:not(RULE), ${sel} ~ #results tr.result:not(RULE) + tr.details{display:none}`;
@@ -350,7 +332,7 @@ table.wire td::before{content:attr(data-label) ": ";color:#777;font-size:11px}
 <h1>retrysafe duplicate-execution drill</h1>
 <p class="muted">Generated ${esc(input.generatedAt)} · seed ${input.seed}${input.durationMs !== undefined ? ` · ran ${esc(ms(input.durationMs))} wall time` : ''} · loopback sandboxes only, never live systems · attempt times are the drill's virtual clock</p>
 <p class="totals" id="totals" data-passed="${t.passed}" data-failed="${t.failed}" data-skipped="${t.skipped}"><span class="passed">${t.passed} passed</span><span class="failed">${t.failed} failed</span><span class="skipped">${t.skipped} skipped</span></p>
-${problems.length ? `<ul class="problems" id="problems">${problems.map((p) => `<li>${esc(p)}</li>`).join('')}</ul>` : ''}
+${problems.length ? ul(problems.map(esc), ' class="problems" id="problems"') : ''}
 <p>Each scenario drives one business operation through a fault (a lost response, a reset, a delay past the timeout, 429s, concurrent duplicates…) and checks, against criteria computed from the operation's retry safety card before the run, that the provider holds exactly the records it should and that only the runner retried.</p>
 <h2>At a glance</h2>
 ${matrix(input.results)}

@@ -69,7 +69,6 @@ export async function cardsCommand(opts: Partial<Parsed<typeof CARDS_OPTIONS>>) 
   const format = opts.format ?? (opts.json ? 'json' : 'md');
   if (opts.check && opts.write) throw new UsageError('choose one of --check and --write');
   const entries = await loadAdapters(opts.adapter, opts.module, opts.config);
-  // each about a file in docs/cards, or an adapter
   const problems: { file: string; problem: string }[] = [];
   const cards: NamedCard[] = [];
   for (const e of entries) {
@@ -90,32 +89,24 @@ export async function cardsCommand(opts: Partial<Parsed<typeof CARDS_OPTIONS>>) 
   const complete = !opts.adapter?.length && !opts.module?.length && !opts.config && entries.every((e) => !e.missing);
   if (complete) expected.set('README.md', indexPage(cards));
   const current = (file: string) => (existsSync(join(dir, file)) ? readFileSync(join(dir, file), 'utf8') : null);
-
+  const stale = [...expected.keys()].filter((file) => current(file) !== expected.get(file));
   if (opts.write) {
     mkdirSync(dir, { recursive: true });
-    for (const [file, text] of expected) {
-      if (invalid.has(file)) continue; // an invalid card is reported, never published
-      if (current(file) !== text) {
-        writeFileSync(join(dir, file), text);
-        written.push(join(dir, file));
-      }
+    // an invalid card is reported, never published
+    for (const file of stale.filter((f) => !invalid.has(f))) {
+      writeFileSync(join(dir, file), expected.get(file)!);
+      written.push(join(dir, file));
     }
   }
   if (opts.check) {
     if (!existsSync(dir))
       problems.push({ file: dir, problem: 'the cards folder does not exist: run `retrysafe cards --write`' });
     else {
-      for (const [file, text] of expected) {
-        const now = current(file);
-        if (now === null)
-          problems.push({ file, problem: 'missing: run `retrysafe cards --write` and commit the result' });
-        else if (now !== text)
-          problems.push({
-            file,
-            problem:
-              'differs from the card object (edited by hand, or the card changed): run `retrysafe cards --write` and commit the result',
-          });
-      }
+      for (const file of stale)
+        problems.push({
+          file,
+          problem: `${current(file) === null ? 'missing' : 'differs from the card object (edited by hand, or the card changed)'}: run \`retrysafe cards --write\` and commit the result`,
+        });
       if (complete)
         for (const f of readdirSync(dir))
           if (f.endsWith('.md') && !expected.has(f))
@@ -130,7 +121,6 @@ export async function cardsCommand(opts: Partial<Parsed<typeof CARDS_OPTIONS>>) 
     format === 'json'
       ? `${JSON.stringify(objects, null, 2)}\n`
       : objects.map((card) => renderCard(card, 'markdown')).join('\n');
-  // output: the cards rendered for printing; written: the files --write changed
   return { ok: problems.length === 0, cards, output, problems, written, dir };
 }
 

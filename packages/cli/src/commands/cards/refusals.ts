@@ -1,6 +1,5 @@
 import { type RetrySafetyCard, UNKNOWN } from '@retrysafe/contract';
 import { lookupAvailable, notFoundIsAuthoritative, resendSafety } from '@retrysafe/contract/rules';
-import type { DecisionState } from '@retrysafe/core';
 
 /** What the runner will not do because of the card's unknowns, in the runner's own words (core's decision rules). */
 export function refusals(card: RetrySafetyCard): string[] {
@@ -11,21 +10,11 @@ export function refusals(card: RetrySafetyCard): string[] {
     out.push(
       `no lookup of what the provider stored (card lookup.method = ${String(card.lookup.method.value)}): ${resend.safe ? 'after an unknown outcome it only re-sends with the same key, inside the retention' : 'every unknown outcome goes to a person'}`,
     );
-  } else {
-    const late = {
-      ledgerState: 'unknown',
-      now: Number.MAX_SAFE_INTEGER,
-      observedAt: Number.MAX_SAFE_INTEGER,
-      firstDispatchedAt: 0,
-      lastDispatchedAt: 0,
-      runAttempts: 1,
-      runStartedAt: 0,
-      windowStartedAt: 0,
-    } as unknown as DecisionState;
-    if (!notFoundIsAuthoritative(card, late))
-      out.push(
-        `a lookup's "not found" is never taken as "not applied" (card lookup.consistencyDelay = ${String(card.lookup.consistencyDelay.value)}): it keeps looking for limits.lookupWindow, then hands off`,
-      );
+  } else if (!notFoundIsAuthoritative(card, { now: Number.MAX_SAFE_INTEGER, firstDispatchedAt: 0 })) {
+    // judged as late as can be: a "not found" that never proves absence
+    out.push(
+      `a lookup's "not found" is never taken as "not applied" (card lookup.consistencyDelay = ${String(card.lookup.consistencyDelay.value)}): it keeps looking for limits.lookupWindow, then hands off`,
+    );
   }
   if (card.sideEffect.kind.value === UNKNOWN)
     out.push('agent tools mark the operation destructive (card sideEffect.kind = unknown)');

@@ -13,25 +13,22 @@ import {
   seededRandom,
   startFaultProxy,
 } from '@retrysafe/testkit';
-import { defineCommand, EXIT } from '../../command.js';
+import { defineCommand } from '../../command.js';
 import { UsageError } from '../../errors.js';
-import { paint, plural } from '../../output.js';
+import { paint, pick, plural } from '../../output.js';
 import { loadAdapters } from '../../registry.js';
 import { actionNames, receiptText } from '../ledger/packet-text.js';
 
 type DrillOperation = ConformanceOptions['operations'][string];
 
+/** `faults`: for the calls reaching the provider, in order; `agentRetries`: the agent calls the tool a second time. */
 interface Step {
   readonly title: string;
-  /** The fault and why the outcome is what it is, in words. */
   readonly why: string;
   readonly adapter: string;
   readonly operation: string;
-  /** Faults for the calls reaching the provider, in order (then everything passes). */
   readonly faults: (d: DrillOperation) => FaultScript;
-  /** Whether the agent calls the tool a second time (it never saw an answer it trusted). */
   readonly agentRetries: boolean;
-  /** What must hold afterwards. */
   readonly expect: { readonly records: number; readonly status: readonly RunResult['status'][] };
 }
 
@@ -112,15 +109,7 @@ function openLedger(dbPath: string): Ledger {
   }
 }
 
-function verdictOf(first: RunResult): string {
-  if (first.status === 'done')
-    return `done${first.adopted ? ' — result adopted from the provider, not created again' : ''}${first.providerRef ? ` (${first.providerRef})` : ''}`;
-  return first.status === 'handed-off'
-    ? `handed off to a person: ${first.packet.reason}`
-    : 'still in progress at the provider';
-}
-
-/** One step: the real adapter → fault proxy → sandbox; every server it starts is closed again, whatever happens. */
+/** One step: the real adapter → fault proxy → sandbox; every server it starts is closed again. */
 async function runStep(
   step: Step,
   drill: ConformanceOptions,
@@ -157,18 +146,23 @@ async function runStep(
       requestsOnRetry = proxy.requests.length - before;
     }
     const records = await sandbox.count(step.operation);
-    // the timeline: each receipt with its time since the first
     const receipts = first.status === 'in-progress' ? [] : first.receipts;
     const t0 = receipts.length ? Date.parse(receipts[0]!.startedAt) : 0;
     const timeline = receipts.map((r) => `+${String(Date.parse(r.startedAt) - t0).padStart(5)} ms  ${receiptText(r)}`);
-    const record = await ledger.get(first.businessOperationId);
+    const providerKey = (await ledger.get(first.businessOperationId))?.providerKey ?? null;
     const same = second ? sameOperation(first, second) : null;
     const packet = first.status === 'handed-off' ? first.packet : null;
     const ok = records === step.expect.records && step.expect.status.includes(first.status) && same !== false;
     log(`   business-operation id ${first.businessOperationId}`);
-    log(`   provider key          ${record?.providerKey ?? '(none travels: this provider has no idempotency key)'}`);
+    log(`   provider key          ${providerKey ?? '(none travels: this provider has no idempotency key)'}`);
     for (const line of timeline) log(`   ${paint('dim', line, color)}`);
-    log(`   ⇒ ${verdictOf(first)}`);
+    const verdict =
+      first.status === 'done'
+        ? `done${first.adopted ? ' — result adopted from the provider, not created again' : ''}${first.providerRef ? ` (${first.providerRef})` : ''}`
+        : packet
+          ? `handed off to a person: ${packet.reason}`
+          : 'still in progress at the provider';
+    log(`   ⇒ ${verdict}`);
     log(
       `   business effects at the provider: ${records} (expected ${step.expect.records}); requests that reached it: ${proxy.requests.length}`,
     );
@@ -184,12 +178,9 @@ async function runStep(
     }
     log(`   ${ok ? paint('green', '✓ held', color) : paint('red', '✗ did not hold', color)}`);
     return {
-      title: step.title,
-      why: step.why,
-      operation: step.operation,
-      businessOperationId: first.businessOperationId,
-      providerKey: record?.providerKey ?? null,
-      status: first.status,
+      ...pick(step, 'title', 'why', 'operation'),
+      ...pick(first, 'businessOperationId', 'status'),
+      providerKey,
       adopted: first.status === 'done' ? first.adopted : null,
       providerRef: first.status === 'done' ? first.providerRef : null,
       providerRecords: records, // the business effect
@@ -199,11 +190,7 @@ async function runStep(
       sameResultOnRetry: same, // the agent's second call got the same operation back, without a new effect
       requestsOnRetry,
       timeline,
-      handoff: packet && {
-        reason: packet.reason,
-        explanation: packet.explanation,
-        safeNextActions: packet.safeNextActions,
-      },
+      handoff: packet && pick(packet, 'reason', 'explanation', 'safeNextActions'),
       ok,
     };
   } finally {
@@ -242,15 +229,12 @@ export async function demoCommand(opts: { db?: string }, log: (line: string) => 
 
 export function demoSummary(r: DemoReport, color = false): string {
   const n = r.steps.length;
+  const verdict = r.ok
+    ? `All ${n} steps held: every business action happened exactly once, or was handed to a person with nothing sent twice.`
+    : `${r.steps.filter((s) => !s.ok).length} of ${n} steps did not hold: see above.`;
   return [
     '',
-    r.ok
-      ? paint(
-          'green',
-          `All ${n} steps held: every business action happened exactly once, or was handed to a person with nothing sent twice.`,
-          color,
-        )
-      : paint('red', `${r.steps.filter((s) => !s.ok).length} of ${n} steps did not hold: see above.`, color),
+    paint(r.ok ? 'green' : 'red', verdict, color),
     `Ledger: ${r.ledger}`,
     `  retrysafe ledger ls --db ${r.ledger}`,
     `  retrysafe ledger handoffs --db ${r.ledger}`,
@@ -265,10 +249,8 @@ export const demo = defineCommand({
     db: { argument: '<path>', description: 'SQLite ledger file (default: a new temp file)' },
     json: { description: 'print the report as JSON' },
   },
-  async run({ io, json, color }, o) {
+  async run({ io, print, color }, o) {
     const r = await demoCommand(o, o.json ? () => {} : (l) => io.out(l), color);
-    if (o.json) json(r);
-    else io.out(demoSummary(r, color));
-    return r.ok ? EXIT.ok : EXIT.failed;
+    return print(o, r, () => demoSummary(r, color), r.ok);
   },
 });

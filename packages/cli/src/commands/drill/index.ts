@@ -9,9 +9,9 @@ import {
   writeSummary,
 } from '@retrysafe/testkit';
 import type { Options, Parsed } from '../../command.js';
-import { defineCommand, EXIT } from '../../command.js';
-import { InterruptedError, pickKnown, UsageError } from '../../errors.js';
-import { createProgress, humanMs, paint, useColor } from '../../output.js';
+import { defineCommand } from '../../command.js';
+import { InterruptedError, pickKnown, wanted } from '../../errors.js';
+import { createProgress, humanMs, paint, pick, useColor } from '../../output.js';
 import { type AdapterEntry, loadAdapters } from '../../registry.js';
 import { renderHtmlReport } from '../../report/html.js';
 import { count, drillJunit, drillText, statusMark } from './text.js';
@@ -25,11 +25,7 @@ export const DRILL_OPTIONS = {
       'also drill the `drills` exported by this file of your own (a new adapter); without --adapter, only it',
   },
   scenario: { argument: '<id>', parse: 'list', description: 'only this scenario' },
-  operation: {
-    argument: '<name>',
-    parse: 'list',
-    description: 'only this operation, e.g. customers.create',
-  },
+  operation: { argument: '<name>', parse: 'list', description: 'only this operation, e.g. customers.create' },
   seed: { argument: '<n>', parse: 'integer', default: 1, description: 'seed of the runner jitter' },
   config: {
     argument: '<file>',
@@ -55,66 +51,44 @@ export const DRILL_OPTIONS = {
 /** `signal` stops the drill before its next scenario; its temporary ledgers are removed and it throws InterruptedError. */
 export type DrillCommandOptions = Partial<Parsed<typeof DRILL_OPTIONS>> & { readonly signal?: AbortSignal };
 
-/** One scenario × operation. The flat count fields repeat `observed` for easy reading (null when skipped). */
 export type DrillRow = ReturnType<typeof toRow>;
-
 export type DrillCommandReport = Awaited<ReturnType<typeof drillCommand>>;
 
-/** Where progress goes (stderr), and whether it is a terminal to redraw on. */
-export type DrillProgressSink = { readonly write: (text: string) => void; readonly tty: boolean };
+const operationsOf = (drill: AdapterEntry['drills'][number], only: readonly string[] | undefined) =>
+  Object.keys(drill.operations).filter((op) => wanted(only, op));
 
-/** The drill's operations, only the `wanted` ones when some are named. */
-const operationsOf = (drill: AdapterEntry['drills'][number], wanted: readonly string[] | undefined) =>
-  Object.keys(drill.operations).filter((op) => !wanted?.length || wanted.includes(op));
-
-/** `durationMs` is the scenario's wall time (the drill itself runs on a virtual clock). */
+// The flat count fields repeat `observed` for easy reading; `durationMs` is wall time (the drill runs on a virtual clock).
 function toRow(adapter: string, r: ScenarioResult, durationMs: number) {
   const o = r.observed;
   const c = r.criteria;
   return {
     adapter,
-    drill: r.drill,
-    operation: r.operation,
-    scenario: r.scenario,
-    title: r.title,
-    status: r.status,
+    ...pick(r, 'drill', 'operation', 'scenario', 'title', 'status'),
     providerRecords: o?.providerRecords ?? null,
     attemptsAtProxy: o?.attemptsAtProxy ?? null,
     outcome: o ? [...new Set(o.outcomes)].join('|') : null,
     handoffs: o?.handoffs ?? null,
-    expected: c
-      ? {
-          providerRecords: c.providerRecords,
-          attemptsAtProxy: c.attemptsAtProxy,
-          outcome: c.outcome,
-          handoff: c.handoff,
-        }
-      : null,
+    expected: c ? pick(c, 'providerRecords', 'attemptsAtProxy', 'outcome', 'handoff') : null,
     observed: o
       ? {
-          providerRecords: o.providerRecords,
-          attemptsAtProxy: o.attemptsAtProxy,
+          ...pick(o, 'providerRecords', 'attemptsAtProxy', 'lookupCalls', 'outcomes', 'handoffs', 'handoffReasons'),
           requestsAtProxy: o.requests.total,
-          lookupCalls: o.lookupCalls,
-          outcomes: o.outcomes,
-          handoffs: o.handoffs,
-          handoffReasons: o.handoffReasons,
           waitedMs: o.waitedMs ?? null,
         }
       : null,
-    skip: r.skip ? { cardField: r.skip.cardField, reason: r.skip.reason } : null,
-    failures: r.failures,
-    receiptFile: r.receiptFile,
+    skip: r.skip ? pick(r.skip, 'cardField', 'reason') : null,
+    ...pick(r, 'failures', 'receiptFile'),
     durationMs,
   };
 }
 
 /** `retrysafe drill`: every selected adapter's drill, with receipts, drill.json, junit.xml and report.html in `--out`. */
-export async function drillCommand(opts: DrillCommandOptions, progressSink: DrillProgressSink | null) {
+export async function drillCommand(
+  opts: DrillCommandOptions,
+  progressSink: { readonly write: (text: string) => void; readonly tty: boolean } | null,
+) {
   const scenarios = opts.scenario?.length ? pickKnown('scenario', SCENARIOS, opts.scenario) : [...SCENARIOS];
   const seed = opts.seed ?? 1;
-  if (!Number.isSafeInteger(seed) || seed < 0)
-    throw new UsageError(`--seed must be a non-negative integer, got ${String(opts.seed)}`);
   const entries = await loadAdapters(opts.adapter, opts.module, opts.config);
   const problems = entries.filter((e) => e.missing).map((e) => `${e.name}: ${e.missing}`);
   const drills = entries.flatMap((e) => e.drills);
@@ -126,8 +100,7 @@ export async function drillCommand(opts: DrillCommandOptions, progressSink: Dril
   const progress = progressSink ? createProgress(planned, progressSink.write, progressSink.tty) : null;
   // progress colour follows the same rule as stdout: a terminal, and never under NO_COLOR
   const color = (progressSink?.tty ?? false) && useColor({ isTTY: true });
-  const rows: DrillRow[] = [];
-  const results: { adapter: string; result: ScenarioResult }[] = [];
+  const results: { adapter: string; result: ScenarioResult; durationMs: number }[] = [];
   const started = Date.now();
   for (const p of problems) progress?.note(`${paint('red', '✗', color)} ${p}`);
 
@@ -138,25 +111,21 @@ export async function drillCommand(opts: DrillCommandOptions, progressSink: Dril
       const ctx = createDrillContext({ ...drill, seed, outDir: join(outDir, drill.name) });
       const drillStarted = Date.now();
       try {
-        for (const operation of ops) {
-          for (const scenario of scenarios) {
-            if (opts.signal?.aborted)
-              throw new InterruptedError(
-                `the drill was interrupted; its temporary ledgers are removed (receipts so far: ${outDir})`,
-              );
-            progress?.start(`${drill.name} ${operation} · ${scenario}`);
-            const t0 = Date.now();
-            const r = await runScenario(ctx, operation, scenario);
-            const row = toRow(entry.name, r, Date.now() - t0);
-            rows.push(row);
-            results.push({ adapter: entry.name, result: r });
-            // failure sentences already name the drill, operation and scenario
-            const text =
-              r.status === 'failed'
-                ? r.failures.join('; ')
-                : `${drill.name} ${operation} ${scenario}${r.status === 'skipped' && r.skip ? paint('dim', ` (card: ${r.skip.cardField})`, color) : ''}`;
-            progress?.done(`${statusMark(r.status, color)} ${text}`, r.status === 'failed');
-          }
+        for (const [operation, scenario] of ops.flatMap((op) => scenarios.map((s) => [op, s] as const))) {
+          if (opts.signal?.aborted)
+            throw new InterruptedError(
+              `the drill was interrupted; its temporary ledgers are removed (receipts so far: ${outDir})`,
+            );
+          progress?.start(`${drill.name} ${operation} · ${scenario}`);
+          const t0 = Date.now();
+          const r = await runScenario(ctx, operation, scenario);
+          results.push({ adapter: entry.name, result: r, durationMs: Date.now() - t0 });
+          // failure sentences already name the drill, operation and scenario
+          const text =
+            r.status === 'failed'
+              ? r.failures.join('; ')
+              : `${drill.name} ${operation} ${scenario}${r.status === 'skipped' && r.skip ? paint('dim', ` (card: ${r.skip.cardField})`, color) : ''}`;
+          progress?.done(`${statusMark(r.status, color)} ${text}`, r.status === 'failed');
         }
         const s = writeSummary(ctx);
         progress?.note(
@@ -169,6 +138,7 @@ export async function drillCommand(opts: DrillCommandOptions, progressSink: Dril
   }
   progress?.end();
   const durationMs = Date.now() - started;
+  const rows = results.map((x) => toRow(x.adapter, x.result, x.durationMs));
   const totals = { scenarios: rows.length, ...count(rows) };
   const adapters = entries.map((e) => ({
     name: e.name,
@@ -178,8 +148,10 @@ export async function drillCommand(opts: DrillCommandOptions, progressSink: Dril
     missing: e.missing,
   }));
   const html = join(outDir, 'report.html');
-  const generatedAt = new Date().toISOString();
-  writeFileSync(html, renderHtmlReport({ generatedAt, seed, durationMs, totals, problems, results }));
+  writeFileSync(
+    html,
+    renderHtmlReport({ generatedAt: new Date().toISOString(), seed, durationMs, totals, problems, results }),
+  );
   const report = {
     ok: totals.failed === 0 && problems.length === 0,
     outDir,
@@ -189,8 +161,7 @@ export async function drillCommand(opts: DrillCommandOptions, progressSink: Dril
     durationMs,
     totals,
     adapters,
-    // problems outside any one scenario (an adapter without drill setups)
-    problems,
+    problems, // outside any one scenario (an adapter without drill setups)
     rows,
   };
   writeFileSync(join(outDir, 'drill.json'), JSON.stringify(report, null, 2) + '\n');
@@ -202,7 +173,7 @@ export const drill = defineCommand({
   name: 'drill',
   description: 'run the duplicate-execution drill against the loopback sandboxes (never live systems)',
   options: DRILL_OPTIONS,
-  async run({ io, json, color, errTTY }, o) {
+  async run({ io, print, color, errTTY }, o) {
     const machine = o.json || o.reporter === 'junit';
     const sink =
       !machine || errTTY
@@ -220,9 +191,7 @@ export const drill = defineCommand({
     const report = await drillCommand({ ...o, signal: abort.signal }, sink).finally(() =>
       process.off('SIGINT', interrupt),
     );
-    if (o.json) json(report);
-    else if (o.reporter === 'junit') io.out(drillJunit(report));
-    else io.out(drillText(report, color, o.details === true));
-    return report.ok ? EXIT.ok : EXIT.failed;
+    const text = () => (o.reporter === 'junit' ? drillJunit(report) : drillText(report, color, o.details === true));
+    return print(o, report, text, report.ok);
   },
 });

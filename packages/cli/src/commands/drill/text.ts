@@ -1,21 +1,19 @@
 import type { CountCriterion } from '@retrysafe/testkit';
-import { humanMs, paint, table } from '../../output.js';
+import { humanMs, paint, table, escapeXml as xml } from '../../output.js';
 import type { DrillCommandReport, DrillRow } from './index.js';
 
-/** A scenario's status as the table and the progress lines show it. */
 export const statusMark = (status: DrillRow['status'], color: boolean) =>
   paint(MARK_COLORS[status], MARKS[status], color);
 export const MARKS = { passed: 'pass', failed: 'FAIL', skipped: 'skip' } as const;
 const MARK_COLORS = { passed: 'green', failed: 'red', skipped: 'yellow' } as const;
 
 /** Rows by `key`, in the order each key first appears. */
-function groupBy(rows: readonly DrillRow[], key: (r: DrillRow) => string): Map<string, DrillRow[]> {
-  const groups = new Map<string, DrillRow[]>();
+export function groupBy<T>(rows: readonly T[], key: (r: T) => string): Map<string, T[]> {
+  const groups = new Map<string, T[]>();
   for (const r of rows) groups.set(key(r), [...(groups.get(key(r)) ?? []), r]);
   return groups;
 }
 
-/** How many rows passed, failed and were skipped. */
 export const count = (rows: readonly Pick<DrillRow, 'status'>[]) => ({
   passed: rows.filter((r) => r.status === 'passed').length,
   failed: rows.filter((r) => r.status === 'failed').length,
@@ -41,7 +39,7 @@ export function drillText(report: DrillCommandReport, color = false, details = f
         rows[0]!.drill,
         rows[0]!.operation,
         ...(['passed', 'failed', 'skipped'] as const).map((s) => String(n[s])),
-        n.failed ? paint('red', 'FAIL', color) : paint('green', 'pass', color),
+        statusMark(n.failed ? 'failed' : 'passed', color),
       ];
     }),
     { right: [2, 3, 4] },
@@ -55,14 +53,13 @@ export function drillText(report: DrillCommandReport, color = false, details = f
 
 function footer(report: DrillCommandReport, color: boolean): string {
   const t = report.totals;
-  const lines: string[] = [];
-  for (const p of report.problems) lines.push(`${paint('red', '✗', color)} ${p}`);
-  lines.push(
-    `${paint(t.failed || report.problems.length ? 'red' : 'green', `${t.passed} passed, ${t.failed} failed, ${t.skipped} skipped`, color)} (${t.scenarios} scenario runs in ${humanMs(report.durationMs)}, seed ${report.seed})`,
+  const totals = `${t.passed} passed, ${t.failed} failed, ${t.skipped} skipped`;
+  return [
+    ...report.problems.map((p) => `${paint('red', '✗', color)} ${p}`),
+    `${paint(t.failed || report.problems.length ? 'red' : 'green', totals, color)} (${t.scenarios} scenario runs in ${humanMs(report.durationMs)}, seed ${report.seed})`,
     `receipts: ${report.outDir}`,
     `report:   ${report.html}`,
-  );
-  return lines.join('\n');
+  ].join('\n');
 }
 
 /** The full table: one line per scenario × operation, observed count next to what the card made the drill expect. */
@@ -73,7 +70,6 @@ function drillTable(report: DrillCommandReport, color = false, withFooter = true
   const body = table(
     ['adapter', 'operation', 'scenario', 'records', 'attempts', 'outcome', 'handoffs', 'result'],
     report.rows.map((r) => {
-      // observed, and beside it what the card made the drill expect
       const vs = (observed: number | null, expected: string | null) =>
         observed === null ? '—' : `${observed}${expected ? paint('dim', ` (${expected})`, color) : ''}`;
       return [
@@ -104,11 +100,6 @@ function drillTable(report: DrillCommandReport, color = false, withFooter = true
   if (withFooter) lines.push(footer(report, color));
   return lines.join('\n').trimEnd();
 }
-
-const xml = (s: string) =>
-  s
-    .replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&apos;' })[c]!)
-    .replace(/[\u0000-\u0008\u000b\u000c\u000e-\u001f]/g, '');
 
 /** JUnit XML (one testsuite per drill, one testcase per operation × scenario) for CI test views. */
 export function drillJunit(report: DrillCommandReport): string {

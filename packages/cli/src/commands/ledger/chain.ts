@@ -8,9 +8,8 @@ export const RECEIPT_KEYS_ENV = 'RETRYSAFE_RECEIPT_KEYS';
 /** Keys from an environment variable, if set (a malformed value is a usage error that never shows the secret). */
 function keysFromEnv(name: string) {
   const text = process.env[name];
-  if (!text) return null;
   try {
-    return parseReceiptKeys(text);
+    return text ? parseReceiptKeys(text) : null;
   } catch (e) {
     throw new UsageError(`${name}: ${(e as Error).message}`);
   }
@@ -29,19 +28,17 @@ export function withParamsKeys(ledger: Ledger): Ledger {
   return encryptParams(ledger, { key: keys.current, previous });
 }
 
+/** `state` is absent for an export checked offline; `index` (0-based) and `reason` say where a chain breaks and why. */
 export interface VerifyRow {
   readonly businessOperationId: string;
-  /** Absent for an export checked offline. */
   readonly state?: OperationState;
   readonly receipts: number;
   readonly ok: boolean;
-  /** Where it breaks (0-based receipt index) and why. */
   readonly index?: number;
   readonly reason?: string;
   readonly warnings?: readonly string[];
 }
 
-/** What a chain check takes: the keyring of the environment, and whether unkeyed receipts pass. */
 export const checkOptions = (allowUnkeyed: boolean | undefined) => ({
   keys: receiptKeysFromEnv().keyring,
   allowUnkeyed,
@@ -66,12 +63,11 @@ export async function verifyChains(
   ids: readonly string[] | 'all',
   allowUnkeyed?: boolean,
 ): Promise<VerifyRow[]> {
-  const opts = checkOptions(allowUnkeyed);
   const out: VerifyRow[] = [];
   const list =
     ids === 'all' ? (await ledger.list()).map((r) => r.businessOperationId) : ids.map((i) => asBusinessOperationId(i));
   for (const id of list) {
-    const check = await verifyOperation(ledger, id, opts);
+    const check = await verifyOperation(ledger, id, checkOptions(allowUnkeyed));
     const record = await ledger.get(id);
     if (!check || !record) throw new UsageError(`no operation ${id} in the ledger`);
     out.push(rowOf(id, record.state, (await ledger.receipts(id)).length, check));

@@ -24,6 +24,7 @@ const FLAGS: Readonly<Record<string, string>> = {
 
 export function packetText(p: HandoffPacket, color: boolean): string {
   const last = p.lastKnown;
+  const safe = p.safeNextActions.filter((a) => a.safe).map((a) => FLAGS[a.action] ?? `--${a.action}`);
   return [
     paint('bold', `Handed off: ${p.reason}`, color),
     `  ${p.explanation}`,
@@ -34,11 +35,6 @@ export function packetText(p: HandoffPacket, color: boolean): string {
       (a) =>
         `    ${a.safe ? paint('green', '✓ safe    ', color) : paint('red', '✗ not safe', color)} ${a.action.padEnd(9)} ${a.why}`,
     ),
-    `  resolve with: retrysafe ledger resolve ${p.businessOperationId} ${
-      p.safeNextActions
-        .filter((a) => a.safe)
-        .map((a) => FLAGS[a.action] ?? `--${a.action}`)
-        .join(' | ') || '(no action is known to be safe: verify at the provider first)'
-    }`,
+    `  resolve with: retrysafe ledger resolve ${p.businessOperationId} ${safe.join(' | ') || '(no action is known to be safe: verify at the provider first)'}`,
   ].join('\n');
 }

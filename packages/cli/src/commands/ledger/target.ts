@@ -7,6 +7,7 @@ import { RECOVERABLE_STATES, TERMINAL_STATES } from '@retrysafe/contract/ledger'
 import { createSqliteLedger } from '@retrysafe/ledger-sqlite';
 import type { Options, Parsed } from '../../command.js';
 import { UsageError } from '../../errors.js';
+import { pick } from '../../output.js';
 
 /** Every state, the open ones first. */
 export const STATES: readonly OperationState[] = [...RECOVERABLE_STATES, ...TERMINAL_STATES];
@@ -22,15 +23,14 @@ function openSqlite(path: string, readOnly: boolean): Ledger {
   }
 }
 
-/** Opens the ledger the target names (a postgres:// URL needs the schema migrated: done on first use). `config`: the
- * config already read, or null for none (default: read target.config); `readOnly`: the command only reads, so a SQLite
- * file in a folder the operator may not write is opened read-only. */
+/** `config`: the config already read, or null for none (default: read target.config); `readOnly`: the command only
+ * reads, so a SQLite file in a folder the operator may not write is opened read-only. */
 async function openTarget(
   target: LedgerTarget,
   options: { readonly config?: RetrysafeConfig | null; readonly readOnly?: boolean },
 ): Promise<Ledger> {
-  const given = options.config;
-  const config = given !== undefined ? given : target.config ? await loadConfigFile(target.config) : null;
+  const config =
+    options.config !== undefined ? options.config : target.config ? await loadConfigFile(target.config) : null;
   const location = target.db ?? config?.ledger ?? './retrysafe.db';
   if (typeof location === 'string' && /^postgres(ql)?:\/\//.test(location)) {
     const { createPostgresLedger } = await import('@retrysafe/ledger-postgres');
@@ -61,13 +61,14 @@ export async function withLedger<T>(
   fn: (ledger: Ledger) => Promise<T>,
   options: Parameters<typeof openTarget>[1] = {},
 ): Promise<T> {
-  const ledger = await openTarget(target, options).catch((err: unknown) => Promise.reject(unreadable(err)));
+  let ledger: Ledger | undefined;
   try {
+    ledger = await openTarget(target, options);
     return await fn(ledger);
   } catch (err) {
     throw unreadable(err);
   } finally {
-    await ledger.close().catch(() => undefined);
+    await ledger?.close().catch(() => undefined);
   }
 }
 
@@ -84,14 +85,9 @@ function unreadable(err: unknown): unknown {
 /** A record as shown to an operator: no params (they may hold PII), no stored result body. */
 export function summarize(r: OperationRecord) {
   return {
-    businessOperationId: r.businessOperationId,
-    provider: r.provider,
-    operation: r.operation,
-    state: r.state,
+    ...pick(r, 'businessOperationId', 'provider', 'operation', 'state'),
     attempts: r.attemptCount,
-    lastOutcome: r.lastOutcome,
-    providerRef: r.providerRef,
-    providerKey: r.providerKey,
+    ...pick(r, 'lastOutcome', 'providerRef', 'providerKey'),
     createdAt: new Date(r.createdAt).toISOString(),
     updatedAt: new Date(r.updatedAt).toISOString(),
     handoffReason: r.handoff?.reason ?? null,

@@ -15,7 +15,7 @@ import { stringify as toYaml } from 'yaml';
 import type { Options, Parsed } from '../../../command.js';
 import { defineCommand, EXIT } from '../../../command.js';
 import { UsageError } from '../../../errors.js';
-import { readDataFile } from '../../../files.js';
+import { readObjectFile } from '../../../files.js';
 import { refusals } from '../refusals.js';
 
 export const CARDS_INIT_OPTIONS = {
@@ -121,11 +121,10 @@ function answerRule(leaf: Leaf): { hint: string; expected: string; read: (t: str
     const list = (t: string) => t.split(/\s*,\s*/).filter(Boolean);
     return rule('comma-separated', 'a comma-separated list', (t) => (list(t).length ? list(t) : undefined));
   }
+  const text = (t: string) => (!pattern || new RegExp(pattern).test(t) ? t : undefined);
   if (pattern?.includes('ms|s|m|h|d'))
-    return rule('duration, e.g. 30s, 24h', 'a duration such as 500ms, 30s, 5m, 24h', (t) =>
-      new RegExp(pattern).test(t) ? t : undefined,
-    );
-  return rule('text', 'non-empty text', (t) => (!pattern || new RegExp(pattern).test(t) ? t : undefined));
+    return rule('duration, e.g. 30s, 24h', 'a duration such as 500ms, 30s, 5m, 24h', text);
+  return rule('text', 'non-empty text', text);
 }
 
 /** `retrysafe cards init`: a new card from `--from` or by asking (`input` gives the answers, default stdin; `prompt`
@@ -136,10 +135,8 @@ export async function cardsInit(
     readonly prompt?: (text: string) => void;
   },
 ) {
-  const seed = opts.from === undefined ? {} : readDataFile(opts.from);
-  if (typeof seed !== 'object' || seed === null || Array.isArray(seed))
-    throw new UsageError(`--from ${opts.from}: expected an object (a partial card)`);
-  const { $schema: _s, unverified: seedUnverified, ...given } = seed as Record<string, unknown>;
+  const seed = opts.from ? readObjectFile(opts.from, `--from ${opts.from}: expected an object (a partial card)`) : {};
+  const { $schema: _s, unverified: seedUnverified, ...given } = seed;
   const card: Record<string, unknown> = { cardVersion: CARD_SCHEMA_VERSION };
   const origin =
     opts.from === undefined ? 'retrysafe cards init (interactive)' : `retrysafe cards init --from ${opts.from}`;
@@ -150,32 +147,27 @@ export async function cardsInit(
   const defaulted: string[] = [];
   const problems: CardProblem[] = [];
   const interactive = opts.interactive ?? opts.from === undefined;
-  const ask = interactive
-    ? lineReader(opts.input ?? process.stdin, opts.prompt ?? ((t) => process.stderr.write(t)))
-    : null;
-
+  const prompt = opts.prompt ?? ((t: string) => process.stderr.write(t));
+  const ask = interactive ? lineReader(opts.input ?? process.stdin, prompt) : null;
   try {
     for (const leaf of cardLeaves()) {
       const label = cardFieldLabel(leaf.path);
       const present = get(given, leaf.path);
       if (present !== undefined) {
-        if (
-          leaf.fact &&
-          (typeof present !== 'object' || present === null || !('value' in present) || !('source' in present))
-        ) {
+        const value = get(present, 'value');
+        if (leaf.fact && (value === undefined || get(present, 'source') === undefined))
           problems.push({
             path: leaf.path,
             message:
               'a provider fact is { value, source }: cite where the value comes from (or leave the field out to make it unknown)',
           });
-        }
         set(card, leaf.path, present);
-        if (leaf.fact && (present as { value?: unknown }).value === UNKNOWN) unknowns.push(leaf.path);
+        if (leaf.fact && value === UNKNOWN) unknowns.push(leaf.path);
         continue;
       }
       const fallback = defaults(card)[leaf.path];
       if (ask) {
-        const answer = await askLeaf(ask, leaf, label, fallback);
+        const answer = await askLeaf(ask, prompt, leaf, label, fallback);
         if (answer) {
           set(card, leaf.path, answer.value);
           continue;
@@ -194,13 +186,12 @@ export async function cardsInit(
   } finally {
     ask?.close();
   }
-  for (const path of unknowns) {
-    if (!unverified.some((u) => u.field === path))
-      unverified.push({
-        field: path,
-        condition: `${cardFieldLabel(path)}: not known when the card was written`,
-        source: origin,
-      });
+  for (const field of unknowns.filter((f) => !unverified.some((u) => u.field === f))) {
+    unverified.push({
+      field,
+      condition: `${cardFieldLabel(field)}: not known when the card was written`,
+      source: origin,
+    });
   }
   card.unverified = unverified;
   if (given.cardVersion !== undefined && given.cardVersion !== CARD_SCHEMA_VERSION)
@@ -241,8 +232,7 @@ function inSchemaOrder(value: unknown, schema: Schema): unknown {
   return Object.fromEntries(keys.map((k) => [k, props[k] ? inSchemaOrder(obj[k], props[k]) : obj[k]]));
 }
 
-type LineReader = ReturnType<typeof lineReader>;
-
+/** Asks a question and reads one line; null at the end of input, after which the rest is left unknown or default. */
 function lineReader(input: NodeJS.ReadableStream, prompt: (t: string) => void) {
   const rl = createInterface({ input, terminal: false });
   const lines = rl[Symbol.asyncIterator]();
@@ -252,33 +242,30 @@ function lineReader(input: NodeJS.ReadableStream, prompt: (t: string) => void) {
       if (ended) return null;
       prompt(text);
       const r = await lines.next();
-      if (r.done) {
-        // end of input: the rest is left unknown (or at its default); stop asking
-        ended = true;
-        prompt('\n');
-      }
+      if (r.done) prompt('\n');
+      ended = r.done === true;
       return r.done ? null : r.value;
     },
-    say: prompt,
     close: () => rl.close(),
   };
 }
 
 /** Asks for one field until the answer fits; an empty answer (or end of input) leaves a fact unknown and a plain field at its default. */
 async function askLeaf(
-  ask: LineReader,
+  ask: ReturnType<typeof lineReader>,
+  say: (t: string) => void,
   leaf: Leaf,
   label: string,
   fallback: unknown,
 ): Promise<{ value: unknown } | null> {
   const rule = answerRule(leaf);
+  const dflt = leaf.fact ? 'enter = unknown' : fallback !== undefined ? `enter = ${String(fallback)}` : 'required';
   for (;;) {
-    const dflt = leaf.fact ? 'enter = unknown' : fallback !== undefined ? `enter = ${String(fallback)}` : 'required';
     const answer = (await ask.next(`${label} (${leaf.path}) [${rule.hint}; ${dflt}]: `))?.trim();
     if (!answer || (leaf.fact && answer === UNKNOWN)) return null;
     const value = rule.read(answer);
     if (value === undefined) {
-      ask.say(`  expected ${rule.expected}\n`);
+      say(`  expected ${rule.expected}\n`);
       continue;
     }
     if (!leaf.fact) return { value };

@@ -1,4 +1,4 @@
-import { defineCommand, EXIT } from '../../../command.js';
+import { defineCommand } from '../../../command.js';
 import { paint, plural } from '../../../output.js';
 import { verifyChains } from '../chain.js';
 import { actionNames } from '../packet-text.js';
@@ -31,26 +31,16 @@ export async function ledgerHandoffs(target: LedgerTarget) {
 
 export function handoffsText(rows: readonly HandoffRow[], color = false): string {
   if (rows.length === 0) return 'No handoffs: nothing is waiting for a person.';
-  const blocks = rows.map((r) =>
-    [
+  const blocks = rows.map((r) => {
+    const broken = `  ✗ receipt chain broken (${r.chainBroken}): the ledger was edited outside retrysafe — resolve refuses it`;
+    const unsafe = actionNames(r.safeNextActions, false);
+    return [
       `${paint('bold', r.businessOperationId, color)}  ${r.operation}  ${paint('yellow', r.handoffReason ?? '?', color)}  (${plural(r.attempts, 'attempt')}, ${r.updatedAt})`,
       `  ${r.explanation}`,
-      ...(r.chainBroken
-        ? [
-            paint(
-              'red',
-              `  ✗ receipt chain broken (${r.chainBroken}): the ledger was edited outside retrysafe — resolve refuses it`,
-              color,
-            ),
-          ]
-        : []),
-      `  safe: ${actionNames(r.safeNextActions) || 'none known — verify at the provider'}${
-        actionNames(r.safeNextActions, false)
-          ? paint('dim', `   not safe: ${actionNames(r.safeNextActions, false)}`, color)
-          : ''
-      }`,
-    ].join('\n'),
-  );
+      ...(r.chainBroken ? [paint('red', broken, color)] : []),
+      `  safe: ${actionNames(r.safeNextActions) || 'none known — verify at the provider'}${unsafe ? paint('dim', `   not safe: ${unsafe}`, color) : ''}`,
+    ].join('\n');
+  });
   return `${plural(rows.length, 'operation')} waiting for a person (the runbook: retrysafe help runbook):\n\n${blocks.join('\n\n')}\n\nInspect one with: retrysafe ledger show <id>`;
 }
 
@@ -58,10 +48,8 @@ export const ledgerHandoffsCommand = defineCommand({
   name: 'ledger handoffs',
   description: 'operations waiting for a person, with their safe next actions',
   options: TARGET_OPTIONS,
-  async run({ io, json, color }, o) {
+  async run({ print, color }, o) {
     const rows = await ledgerHandoffs(o);
-    if (o.json) json(rows);
-    else io.out(handoffsText(rows, color));
-    return rows.some((r) => r.chainBroken) ? EXIT.failed : EXIT.ok;
+    return print(o, rows, () => handoffsText(rows, color), !rows.some((r) => r.chainBroken));
   },
 });

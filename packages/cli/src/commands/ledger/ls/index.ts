@@ -1,5 +1,5 @@
 import type { OperationState } from '@retrysafe/contract';
-import { defineCommand, EXIT } from '../../../command.js';
+import { defineCommand } from '../../../command.js';
 import { UsageError } from '../../../errors.js';
 import { table } from '../../../output.js';
 import { type LedgerTarget, type OperationSummary, STATES, summarize, TARGET_OPTIONS, withLedger } from '../target.js';
@@ -48,10 +48,8 @@ export const ledgerLsCommand = defineCommand({
     limit: { argument: '<n>', parse: 'integer', default: 100, description: 'at most n' },
     ...TARGET_OPTIONS,
   },
-  async run({ io, json }, o) {
+  async run({ print }, o) {
     const rows = await ledgerLs(o);
-    if (o.json) json(rows);
-    else io.out(lsTable(rows));
-    return EXIT.ok;
+    return print(o, rows, () => lsTable(rows));
   },
 });

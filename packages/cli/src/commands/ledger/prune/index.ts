@@ -3,7 +3,7 @@ import type { Duration, OperationState } from '@retrysafe/contract';
 import { PRUNABLE_STATES } from '@retrysafe/contract/ledger';
 import { type PruneLedgerReport, pruneLedger, RunnerConfigurationError } from '@retrysafe/core';
 import type { Options, Parsed } from '../../../command.js';
-import { defineCommand, EXIT } from '../../../command.js';
+import { defineCommand } from '../../../command.js';
 import { UsageError } from '../../../errors.js';
 import { plural } from '../../../output.js';
 import { cardsOf, loadAdapters } from '../../../registry.js';
@@ -32,16 +32,8 @@ export const PRUNE_OPTIONS = {
   },
 } as const satisfies Options;
 
-export type PruneCommandOptions = Parsed<typeof PRUNE_OPTIONS>;
-
-/** What `ledger prune` says about the provider keys' retention, in its help and its refusal. */
-export const PRUNE_RETENTION_NOTE =
-  "A closed operation must stay in the ledger at least as long as the provider keeps its idempotency key (the card's retention.minimum) plus the clock-skew margin: " +
-  "prune refuses a younger --older-than than the longest such retention among the cards it knows (the built-in adapters', and --config's), unless --force. " +
-  'After a record is pruned a repeat of the same business operation is a new one. See docs/retention.md.';
-
 /** `retrysafe ledger prune`: retention of closed operations (pruneLedger in @retrysafe/core). */
-export async function ledgerPrune(opts: PruneCommandOptions): Promise<PruneLedgerReport> {
+export async function ledgerPrune(opts: Parsed<typeof PRUNE_OPTIONS>): Promise<PruneLedgerReport> {
   for (const s of opts.state ?? [])
     if (!PRUNABLE_STATES.includes(s as OperationState))
       throw new UsageError(`--state '${s}': only closed operations are pruned (${PRUNABLE_STATES.join(', ')})`);
@@ -93,11 +85,13 @@ export const ledgerPruneCommand = defineCommand({
   description:
     'retention: delete closed operations (succeeded, rejected, abandoned) older than a duration, with their receipts; never open or handed-off ones',
   options: PRUNE_OPTIONS,
-  helpAfter: `\n${PRUNE_RETENTION_NOTE}`,
-  async run({ io, json }, o) {
+  helpAfter:
+    '\n' +
+    "A closed operation must stay in the ledger at least as long as the provider keeps its idempotency key (the card's retention.minimum) plus the clock-skew margin: " +
+    "prune refuses a younger --older-than than the longest such retention among the cards it knows (the built-in adapters', and --config's), unless --force. " +
+    'After a record is pruned a repeat of the same business operation is a new one. See docs/retention.md.',
+  async run({ print }, o) {
     const r = await ledgerPrune(o);
-    if (o.json) json(r);
-    else io.out(pruneText(r, o.export));
-    return EXIT.ok;
+    return print(o, r, () => pruneText(r, o.export));
   },
 });

@@ -1,29 +1,17 @@
 import { loadConfigFile } from '@retrysafe/config';
 import { asBusinessOperationId } from '@retrysafe/contract';
 import type { Options, Parsed } from '../../../command.js';
-import { defineCommand, EXIT } from '../../../command.js';
-import { exactlyOne, UsageError } from '../../../errors.js';
-import { paint, plural } from '../../../output.js';
-import { ledgerResolve, resolveText } from '../resolve/index.js';
+import { defineCommand } from '../../../command.js';
+import { exactlyOne, UsageError, wanted } from '../../../errors.js';
+import { paint, pick, plural } from '../../../output.js';
+import { ledgerResolve, resolved, resolveText } from '../resolve/index.js';
 import { TARGET_OPTIONS, withLedger } from '../target.js';
 
 export const RESOLVE_ALL_OPTIONS = {
   ...TARGET_OPTIONS,
-  operation: {
-    argument: '<name>',
-    parse: 'list',
-    description: 'only this operation, e.g. stripe.invoices.create',
-  },
-  reason: {
-    argument: '<reason>',
-    parse: 'list',
-    description: 'only this handoff reason, e.g. rejected',
-  },
-  id: {
-    argument: '<id>',
-    parse: 'list',
-    description: 'only these business-operation ids',
-  },
+  operation: { argument: '<name>', parse: 'list', description: 'only this operation, e.g. stripe.invoices.create' },
+  reason: { argument: '<reason>', parse: 'list', description: 'only this handoff reason, e.g. rejected' },
+  id: { argument: '<id>', parse: 'list', description: 'only these business-operation ids' },
   resume: { description: 're-send each with the SAME provider key through the adapters named in --config' },
   abandon: { description: 'give each up (nothing more is sent)' },
   force: { description: 'also where the packet marks the action not safe (you checked at the provider)' },
@@ -48,16 +36,12 @@ export async function ledgerResolveAll(opts: ResolveAllOptions) {
   for (const i of opts.id ?? []) asBusinessOperationId(i);
   const action = opts.resume ? 'resume' : 'abandon';
   const config = opts.config ? await loadConfigFile(opts.config) : null;
-  const matched = await withLedger(
-    opts,
-    async (ledger) =>
-      (await ledger.list({ states: ['handed-off'] })).filter(
-        (r) =>
-          (!opts.operation?.length || opts.operation.includes(r.operation)) &&
-          (!opts.reason?.length || opts.reason.includes(r.handoff?.reason ?? '')) &&
-          (!opts.id?.length || opts.id.includes(r.businessOperationId)),
-      ),
-    { config },
+  const handedOff = await withLedger(opts, (ledger) => ledger.list({ states: ['handed-off'] }), { config });
+  const matched = handedOff.filter(
+    (r) =>
+      wanted(opts.operation, r.operation) &&
+      wanted(opts.reason, r.handoff?.reason ?? '') &&
+      wanted(opts.id, r.businessOperationId),
   );
   const rows = [];
   for (const r of matched) {
@@ -66,8 +50,7 @@ export async function ledgerResolveAll(opts: ResolveAllOptions) {
     const plan = a && !a.safe && !opts.force ? ('refused' as const) : action;
     const resolve = { ...opts, resume: action === 'resume', abandon: action === 'abandon', force: true };
     rows.push({
-      businessOperationId: r.businessOperationId,
-      operation: r.operation,
+      ...pick(r, 'businessOperationId', 'operation'),
       handoffReason: r.handoff?.reason ?? null,
       plan,
       why: a
@@ -76,9 +59,7 @@ export async function ledgerResolveAll(opts: ResolveAllOptions) {
       result: opts.dryRun || plan === 'refused' ? null : await ledgerResolve(resolve, r.businessOperationId),
     });
   }
-  const ok = rows.every(
-    (r) => r.plan !== 'refused' && (r.result === null || r.result.status === 'resolved' || r.result.status === 'done'),
-  );
+  const ok = rows.every((r) => r.plan !== 'refused' && (r.result === null || resolved(r.result)));
   return { dryRun: opts.dryRun === true, action, matched: matched.length, rows, ok };
 }
 
@@ -103,10 +84,8 @@ export const ledgerResolveAllCommand = defineCommand({
   description:
     'resolve every handed-off operation matching the filters (--resume or --abandon); --dry-run shows what would be done',
   options: RESOLVE_ALL_OPTIONS,
-  async run({ io, json, color }, o) {
+  async run({ print, color }, o) {
     const r = await ledgerResolveAll(o);
-    if (o.json) json(r);
-    else io.out(resolveAllText(r, color));
-    return r.ok ? EXIT.ok : EXIT.failed;
+    return print(o, r, () => resolveAllText(r, color), r.ok);
   },
 });

@@ -9,9 +9,9 @@ import {
   type ResolveResult,
 } from '@retrysafe/core';
 import type { Options, Parsed } from '../../../command.js';
-import { defineCommand, EXIT } from '../../../command.js';
+import { defineCommand } from '../../../command.js';
 import { exactlyOne, RefusedError, UsageError } from '../../../errors.js';
-import { readDataFile } from '../../../files.js';
+import { readObjectFile } from '../../../files.js';
 import { paint, plural } from '../../../output.js';
 import { receiptKeysFromEnv, withParamsKeys } from '../chain.js';
 import { packetText } from '../packet-text.js';
@@ -20,10 +20,7 @@ import { TARGET_OPTIONS, withLedger } from '../target.js';
 export const RESOLVE_OPTIONS = {
   ...TARGET_OPTIONS,
   resume: { description: 're-send with the SAME provider key through the adapter named in --config' },
-  markDone: {
-    argument: '<providerRef>',
-    description: 'you verified the effect at the provider: record its reference',
-  },
+  markDone: { argument: '<providerRef>', description: 'you verified the effect at the provider: record its reference' },
   abandon: { description: 'give the operation up (nothing more is sent)' },
   resendWith: {
     argument: '<params.json>',
@@ -121,16 +118,15 @@ function sameParams(id: string, reason: HandoffReason | undefined): RefusedError
 
 /** The corrected params of `--resend-with`: a JSON object in a file, within the file limits. */
 function readParams(file: string): Record<string, unknown> {
-  let params: unknown;
   try {
-    params = readDataFile(file);
+    return readObjectFile(file, `${file} must hold a JSON object of params`);
   } catch (err) {
     throw err instanceof UsageError ? new UsageError(`--resend-with: ${err.message}`) : err;
   }
-  if (typeof params !== 'object' || params === null || Array.isArray(params))
-    throw new UsageError(`--resend-with: ${file} must hold a JSON object of params`);
-  return params as Record<string, unknown>;
 }
+
+/** The operation is closed: resolved by hand, or resumed and done. */
+export const resolved = (r: ResolveResult) => r.status === 'resolved' || r.status === 'done';
 
 export function resolveText(r: ResolveResult, color = false): string {
   switch (r.status) {
@@ -150,10 +146,8 @@ export const ledgerResolveCommand = defineCommand({
   description: 'resolve a handed-off operation: --resume (same provider key), --mark-done <providerRef>, or --abandon',
   arguments: [['<id>', 'business-operation id']],
   options: RESOLVE_OPTIONS,
-  async run({ io, json, color }, o, [id]: [string]) {
+  async run({ print, color }, o, [id]: [string]) {
     const r = await ledgerResolve(o, id);
-    if (o.json) json(r);
-    else io.out(resolveText(r, color));
-    return r.status === 'resolved' || r.status === 'done' ? EXIT.ok : EXIT.failed;
+    return print(o, r, () => resolveText(r, color), resolved(r));
   },
 });

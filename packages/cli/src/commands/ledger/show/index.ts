@@ -42,6 +42,9 @@ const kv = (pairs: readonly (readonly [string, unknown])[]) =>
 
 export function showText(r: ShowResult, color = false): string {
   const rec = r.record;
+  const res = rec.resolution;
+  const by = res && ` by ${res.by ?? '?'} at ${new Date(res.at).toISOString()}`;
+  const broken = `✗ receipt chain broken at #${(r.chain.index ?? 0) + 1}: ${r.chain.reason} — the ledger was edited outside retrysafe; do not act on these receipts before finding out why`;
   const out = [
     kv([
       ['operation', rec.operation],
@@ -55,24 +58,11 @@ export function showText(r: ShowResult, color = false): string {
       ['created', rec.createdAt],
       ['first dispatched', rec.firstDispatchedAt],
       ['updated', rec.updatedAt],
-      [
-        'resolution',
-        rec.resolution
-          ? `${rec.resolution.action}${rec.resolution.providerRef ? ` (${rec.resolution.providerRef})` : ''} by ${rec.resolution.by ?? '?'} at ${new Date(rec.resolution.at).toISOString()}`
-          : null,
-      ],
+      ['resolution', res ? `${res.action}${res.providerRef ? ` (${res.providerRef})` : ''}${by}` : null],
     ]),
   ];
   if (rec.handoff) out.push('', packetText(rec.handoff, color));
-  if (!r.chain.ok)
-    out.push(
-      '',
-      paint(
-        'red',
-        `✗ receipt chain broken at #${(r.chain.index ?? 0) + 1}: ${r.chain.reason} — the ledger was edited outside retrysafe; do not act on these receipts before finding out why`,
-        color,
-      ),
-    );
+  if (!r.chain.ok) out.push('', paint('red', broken, color));
   out.push('', `Receipts (${r.receipts.length}):`);
   for (const x of r.receipts)
     out.push(`  #${String(x.seq).padEnd(3)} ${x.startedAt}  ${receiptText(x, (t) => paint('dim', t, color))}`);

@@ -1,14 +1,13 @@
 import { readFileSync } from 'node:fs';
 import { verifyReceiptsJsonl } from '@retrysafe/core';
-import { defineCommand, EXIT } from '../../../command.js';
+import { defineCommand } from '../../../command.js';
 import { exactlyOne, UsageError } from '../../../errors.js';
 import { paint, plural } from '../../../output.js';
 import { checkOptions, RECEIPT_KEYS_ENV, rowOf, type VerifyRow, verifyChains } from '../chain.js';
 import { TARGET_OPTIONS, withLedger } from '../target.js';
 
 /** Verifies an export written by `ledger export` (receipts plus head lines), without the ledger. */
-export function verifyExportFile(file: string, allowUnkeyed?: boolean): VerifyRow[] {
-  const check = checkOptions(allowUnkeyed);
+function verifyExportFile(file: string, allowUnkeyed?: boolean): VerifyRow[] {
   let text: string;
   try {
     text = readFileSync(file, 'utf8');
@@ -16,13 +15,14 @@ export function verifyExportFile(file: string, allowUnkeyed?: boolean): VerifyRo
     throw new UsageError(`cannot read ${file}: ${(e as Error).message}`);
   }
   try {
-    return verifyReceiptsJsonl(text, check).map((x) => rowOf(x.businessOperationId, undefined, x.receipts, x.check));
+    const checked = verifyReceiptsJsonl(text, checkOptions(allowUnkeyed));
+    return checked.map((x) => rowOf(x.businessOperationId, undefined, x.receipts, x.check));
   } catch (e) {
     throw new UsageError(`${file}: ${(e as Error).message}`);
   }
 }
 
-export function verifyText(rows: readonly VerifyRow[], color = false): string {
+function verifyText(rows: readonly VerifyRow[], color = false): string {
   if (rows.length === 0) return 'No operations.';
   const bad = rows.filter((r) => !r.ok);
   const lines = rows.map((r) =>
@@ -54,13 +54,12 @@ export const ledgerVerifyCommand = defineCommand({
       description: `with ${RECEIPT_KEYS_ENV} set: accept receipts written before the key (someone could re-seal as unkeyed; do not leave this on)`,
     },
   },
-  async run({ io, json, color }, o, [id]: [string?]) {
+  async run({ print, color }, o, [id]: [string?]) {
     exactlyOne([id, o.all, o.file], 'choose one of <id>, --all, --file <export.jsonl>');
     const rows = o.file
       ? verifyExportFile(o.file, o.allowUnkeyed)
       : await withLedger(o, (l) => verifyChains(l, o.all ? 'all' : [id!], o.allowUnkeyed), { readOnly: true });
-    if (o.json) json({ ok: rows.every((r) => r.ok), operations: rows });
-    else io.out(verifyText(rows, color));
-    return rows.every((r) => r.ok) ? EXIT.ok : EXIT.failed;
+    const ok = rows.every((r) => r.ok);
+    return print(o, { ok, operations: rows }, () => verifyText(rows, color), ok);
   },
 });
