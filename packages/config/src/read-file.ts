@@ -2,24 +2,17 @@ import { closeSync, fstatSync, openSync, readSync } from 'node:fs';
 import { errorClass } from '@retrysafe/contract/provider';
 import { parseDocument } from 'yaml';
 
-/** What a file retrysafe reads may hold: far above a real file's needs, low enough to refuse a hostile one cheaply. */
-export const FILE_LIMITS = {
-  /** Bytes of the file. */
-  maxBytes: 1024 * 1024,
-  /** YAML aliases resolved, counted by the nodes they stand for (the `yaml` package's own measure). */
-  maxAliasCount: 100,
-  /** Objects and arrays nested inside each other. */
-  maxDepth: 64,
-} as const;
+/** Far above a real file's needs, low enough to refuse a hostile one cheaply. maxAliasCount counts YAML aliases by
+ * the nodes they stand for (the `yaml` package's measure); maxDepth, objects and arrays nested inside each other. */
+export const FILE_LIMITS = { maxBytes: 1024 * 1024, maxAliasCount: 100, maxDepth: 64 } as const;
 
-export type FileLimits = { readonly [K in keyof typeof FILE_LIMITS]: number };
-export type FileLimitName = keyof typeof FILE_LIMITS;
+type FileLimits = { readonly [K in keyof typeof FILE_LIMITS]: number };
 
-/** A file is over one of the limits: nothing of it is used. `limit` names which, `max` its value. */
+/** A file is over one of the limits: nothing of it is used. */
 export const FileLimitError = errorClass(
   'FileLimitError',
   'RETRYSAFE_FILE_LIMIT',
-  (path: string, limit: FileLimitName, max: number, what: string) => ({
+  (path: string, limit: keyof FileLimits, max: number, what: string) => ({
     path,
     limit,
     max,
@@ -46,10 +39,9 @@ export function readTextFile(path: string, limits: Pick<FileLimits, 'maxBytes'> 
   }
 }
 
-/** Whether `value` nests objects and arrays deeper than `max` (shared nodes, as YAML aliases make, are measured once). */
+/** Shared nodes (as YAML aliases make) are measured once; the walk never recurses deeper than `max`. */
 function tooDeep(value: unknown, max: number): boolean {
   const heights = new Map<object, number>();
-  // The walk stops below `max` levels, so it never recurses deeper than the limit it checks.
   const height = (v: unknown, level: number): number => {
     if (v === null || typeof v !== 'object') return 0;
     if (level >= max) return Infinity;
@@ -66,10 +58,8 @@ function tooDeep(value: unknown, max: number): boolean {
   return height(value, 0) > max;
 }
 
-/**
- * The deepest nesting of YAML flow collections outside quoted scalars and comments, checked before parsing: the
- * parser spends seconds on a deep file before its stack gives out. Errs only towards refusing.
- */
+/** The deepest nesting of YAML flow collections outside quotes and comments, checked before parsing: the parser
+ * spends seconds on a deep file before its stack gives out. Errs only towards refusing. */
 function flowDepth(text: string): number {
   let depth = 0;
   let deepest = 0;
@@ -99,7 +89,7 @@ function closingQuote(text: string, start: number): number {
   return text.length;
 }
 
-/** A parse error of the text itself (the caller words it as "not valid YAML/JSON"). */
+/** A parse error of the text itself. */
 export class DataSyntaxError extends Error {
   override name = 'DataSyntaxError';
 }
@@ -119,17 +109,15 @@ export function parseDataText(
       if (flowDepth(text) > limits.maxDepth) throw overDepth();
       const doc = parseDocument(text, { prettyErrors: true, uniqueKeys: true });
       const error = doc.errors[0];
-      // Nesting deep enough to exhaust the parser's stack (in block style) is over any depth limit
       if (error && /call stack/i.test(error.message)) throw overDepth('it nests too deep to parse');
       if (error) throw new DataSyntaxError(error.message);
       value = doc.toJS({ maxAliasCount: limits.maxAliasCount });
     } else value = JSON.parse(text);
   } catch (e) {
     if (e instanceof DataSyntaxError || FileLimitError.isInstance(e)) throw e;
-    // The `yaml` package's words for too many alias resolutions
     if (e instanceof ReferenceError && /alias count/i.test(e.message))
       throw new FileLimitError(path, 'maxAliasCount', limits.maxAliasCount, 'its aliases expand too far');
-    // Nesting deep enough to exhaust the parser's stack is over any depth limit
+    // A stack exhausted by nesting is over any depth limit.
     if (e instanceof RangeError) throw overDepth('it nests too deep to parse');
     throw new DataSyntaxError((e as Error).message);
   }
@@ -137,7 +125,7 @@ export function parseDataText(
   return value;
 }
 
-/** Reads and parses a JSON or YAML file within the limits (`.yaml`/`.yml` are YAML, everything else JSON). */
+/** `.yaml`/`.yml` are YAML, everything else JSON. */
 export function readDataFile(path: string, limits: FileLimits = FILE_LIMITS): unknown {
   return parseDataText(readTextFile(path, limits), { path, yaml: /\.ya?ml$/i.test(path), limits });
 }
