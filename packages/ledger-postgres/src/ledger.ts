@@ -37,27 +37,17 @@ import {
 import { createDb } from './tx.js';
 import { createWrites } from './writes.js';
 
-/** The options; the README's table says what each does and why its default is what it is. */
+/** The README's table says what each option does and why its default is what it is. */
 export interface PostgresLedgerOptions {
-  /** e.g. `postgres://user@127.0.0.1:5432/db`. Either this or `pool`. */
   readonly connectionString?: string;
-  /** Your own pool (its settings apply); `close()` leaves it open. */
   readonly pool?: pg.Pool;
-  /** Schema holding the tables (created if missing). Default `public`. */
   readonly schema?: string;
-  /** Run the migrations before the first query (default true); false when a deploy step runs `migrate()`. */
   readonly migrate?: boolean;
-  /** The most connections the ledger opens itself (default 10). */
   readonly poolSize?: number;
-  /** Own connections: a query or a wait for a connection longer than this fails closed (default 15 000; 0: none). */
   readonly queryTimeoutMs?: number;
-  /** Own connections: one unused this long is closed (default 10 000; 0: never). */
   readonly idleTimeoutMs?: number;
-  /** Whose clock judges leases: PostgreSQL's `now()` (default), or the `now` each call passes. */
   readonly leaseClock?: 'database' | 'caller';
-  /** With the database clock: claims from a worker whose clock is further off are refused (default 1000). */
   readonly maxClockSkewMs?: number;
-  /** `defer` (default): a deferrable write commits without waiting for the WAL flush; recovery adopts it if lost. */
   readonly deferrableWrites?: 'defer' | 'sync';
 }
 

@@ -11,7 +11,7 @@ import { answerValue, createFenceAdapter, readPath } from './fence/fence-adapter
 import { loadFenceConfig } from './fence/fence-config.js';
 import { createFenceServer } from './fence/fence-server.js';
 import { connectUpstream, type UpstreamClient, type UpstreamTarget } from './fence/upstream.js';
-import { createRetrysafeMcpServer, serveHttp, serveStdio } from './server.js';
+import { createRetrysafeMcpServer, LOOPBACK_NAMES, serveHttp, serveStdio } from './server.js';
 
 /** Where the commands print by default: a line to stderr (logs) or stdout (results). */
 const toStderr = (line: string): void => void process.stderr.write(`${line}\n`);
@@ -90,9 +90,9 @@ function target(
   env?: Readonly<Record<string, string | null>>,
 ): UpstreamTarget {
   if (url !== undefined) {
-    if (!URL.canParse(url)) throw new UsageError(`--url ${url} is not a URL`);
-    const u = new URL(url);
-    if (!['127.0.0.1', 'localhost', '[::1]'].includes(u.hostname) && u.protocol !== 'https:')
+    const u = URL.parse(url);
+    if (!u) throw new UsageError(`--url ${url} is not a URL`);
+    if (!LOOPBACK_NAMES.includes(u.hostname) && u.protocol !== 'https:')
       throw new UsageError('a server URL must be https, or http on loopback');
     return { url };
   }
