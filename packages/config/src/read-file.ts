@@ -5,14 +5,13 @@ import { parseDocument } from 'yaml';
 /** Far above a real file's needs, low enough to refuse a hostile one cheaply. maxAliasCount counts YAML aliases by
  * the nodes they stand for (the `yaml` package's measure); maxDepth, objects and arrays nested inside each other. */
 export const FILE_LIMITS = { maxBytes: 1024 * 1024, maxAliasCount: 100, maxDepth: 64 } as const;
-
-type FileLimits = { readonly [K in keyof typeof FILE_LIMITS]: number };
+const { maxBytes, maxAliasCount, maxDepth } = FILE_LIMITS;
 
 /** A file is over one of the limits: nothing of it is used. */
 export const FileLimitError = errorClass(
   'FileLimitError',
   'RETRYSAFE_FILE_LIMIT',
-  (path: string, limit: keyof FileLimits, max: number, what: string) => ({
+  (path: string, limit: keyof typeof FILE_LIMITS, max: number, what: string) => ({
     path,
     limit,
     max,
@@ -21,18 +20,18 @@ export const FileLimitError = errorClass(
 );
 export type FileLimitError = InstanceType<typeof FileLimitError>;
 
-/** Reads a UTF-8 text file of at most `maxBytes`; a pipe or device is read only up to the limit. */
-export function readTextFile(path: string, limits: Pick<FileLimits, 'maxBytes'> = FILE_LIMITS): string {
-  const max = limits.maxBytes;
+/** A pipe or device is read only up to the limit. */
+function readTextFile(path: string): string {
   const fd = openSync(path, 'r');
   try {
     const size = fstatSync(fd).size;
-    if (size > max) throw new FileLimitError(path, 'maxBytes', max, `the file has ${size} bytes`);
+    if (size > maxBytes) throw new FileLimitError(path, 'maxBytes', maxBytes, `the file has ${size} bytes`);
     // One byte more than the limit, so a longer stream shows itself without being read to its end.
-    const buf = Buffer.allocUnsafe(max + 1);
+    const buf = Buffer.allocUnsafe(maxBytes + 1);
     let total = 0;
-    for (let n = 1; n > 0 && total <= max; total += n) n = readSync(fd, buf, total, max + 1 - total, null);
-    if (total > max) throw new FileLimitError(path, 'maxBytes', max, `the file has more than ${max} bytes`);
+    for (let n = 1; n > 0 && total <= maxBytes; total += n) n = readSync(fd, buf, total, maxBytes + 1 - total, null);
+    if (total > maxBytes)
+      throw new FileLimitError(path, 'maxBytes', maxBytes, `the file has more than ${maxBytes} bytes`);
     return buf.toString('utf8', 0, total);
   } finally {
     closeSync(fd);
@@ -97,35 +96,33 @@ export class DataSyntaxError extends Error {
 /** Parses JSON or YAML (unique keys) within the limits: FileLimitError over one, DataSyntaxError if it won't parse. */
 export function parseDataText(
   text: string,
-  options: { readonly path: string; readonly yaml: boolean; readonly limits?: FileLimits },
+  { path, yaml }: { readonly path: string; readonly yaml: boolean },
 ): unknown {
-  const { path, yaml } = options;
-  const limits = options.limits ?? FILE_LIMITS;
-  const overDepth = (what = `it nests objects and arrays more than ${limits.maxDepth} levels deep`) =>
-    new FileLimitError(path, 'maxDepth', limits.maxDepth, what);
+  const overDepth = (what = `it nests objects and arrays more than ${maxDepth} levels deep`) =>
+    new FileLimitError(path, 'maxDepth', maxDepth, what);
   let value: unknown;
   try {
     if (yaml) {
-      if (flowDepth(text) > limits.maxDepth) throw overDepth();
+      if (flowDepth(text) > maxDepth) throw overDepth();
       const doc = parseDocument(text, { prettyErrors: true, uniqueKeys: true });
       const error = doc.errors[0];
       if (error && /call stack/i.test(error.message)) throw overDepth('it nests too deep to parse');
       if (error) throw new DataSyntaxError(error.message);
-      value = doc.toJS({ maxAliasCount: limits.maxAliasCount });
+      value = doc.toJS({ maxAliasCount });
     } else value = JSON.parse(text);
   } catch (e) {
     if (e instanceof DataSyntaxError || FileLimitError.isInstance(e)) throw e;
     if (e instanceof ReferenceError && /alias count/i.test(e.message))
-      throw new FileLimitError(path, 'maxAliasCount', limits.maxAliasCount, 'its aliases expand too far');
+      throw new FileLimitError(path, 'maxAliasCount', maxAliasCount, 'its aliases expand too far');
     // A stack exhausted by nesting is over any depth limit.
     if (e instanceof RangeError) throw overDepth('it nests too deep to parse');
     throw new DataSyntaxError((e as Error).message);
   }
-  if (tooDeep(value, limits.maxDepth)) throw overDepth();
+  if (tooDeep(value, maxDepth)) throw overDepth();
   return value;
 }
 
-/** `.yaml`/`.yml` are YAML, everything else JSON. */
-export function readDataFile(path: string, limits: FileLimits = FILE_LIMITS): unknown {
-  return parseDataText(readTextFile(path, limits), { path, yaml: /\.ya?ml$/i.test(path), limits });
+/** By default `.yaml`/`.yml` are YAML, everything else JSON. */
+export function readDataFile(path: string, yaml = /\.ya?ml$/i.test(path)): unknown {
+  return parseDataText(readTextFile(path), { path, yaml });
 }

@@ -1,5 +1,5 @@
 import { dirname, resolve } from 'node:path';
-import { checkSchema, DataSyntaxError, FileLimitError, parseDataText, readTextFile } from '@retrysafe/config';
+import { checkSchema, DataSyntaxError, FileLimitError, readDataFile } from '@retrysafe/config';
 
 /** A fence file that cannot be used; the message names the path and, for an unknown key, the nearest known one. */
 export class FenceConfigError extends Error {
@@ -139,7 +139,7 @@ export function loadFenceConfig(path: string): FenceConfig {
   const yaml = !/\.json$/i.test(path);
   let raw: unknown;
   try {
-    raw = parseDataText(readTextFile(path), { path, yaml });
+    raw = readDataFile(path, yaml);
   } catch (e) {
     throw new FenceConfigError(
       e instanceof DataSyntaxError
