@@ -144,12 +144,8 @@ const CALL_TIMEOUT_MS = 30_000;
 
 /** Identical calls at once, then one abandoned on a client timeout and re-issued; the effects are counted by a read tool. */
 async function probeTool(
-  o: Values<typeof PROBE_COMMAND.options> & {
-    client: UpstreamClient;
-    tool: string;
-    countTool: string;
-    countPath: string;
-  },
+  o: Values<typeof PROBE_COMMAND.options> &
+    Record<'tool' | 'countTool' | 'countPath', string> & { client: UpstreamClient },
 ) {
   const startedAt = new Date().toISOString();
   const count = async (): Promise<number> => {
@@ -162,10 +158,8 @@ async function probeTool(
   };
   const call = async (timeout: number): Promise<Answer> => {
     try {
-      const a = (await o.client.callTool({ name: o.tool, arguments: o.args ?? {} }, undefined, { timeout })) as {
-        isError?: boolean;
-      };
-      return a?.isError ? 'tool-error' : 'ok';
+      const a = await o.client.callTool({ name: o.tool, arguments: o.args ?? {} }, undefined, { timeout });
+      return a.isError ? 'tool-error' : 'ok';
     } catch (e) {
       return (e as { code?: unknown }).code === -32001 ? 'timeout' : 'error';
     }
@@ -181,8 +175,7 @@ async function probeTool(
   await sleep(o.settleMs ?? 1500);
   const after = await count();
   const effects = after - before;
-  const verdict: 'at-most-once' | 'duplicates' | 'no-effect-seen' =
-    effects > 1 ? 'duplicates' : effects === 1 ? 'at-most-once' : 'no-effect-seen';
+  const verdict = effects > 1 ? 'duplicates' : effects === 1 ? 'at-most-once' : 'no-effect-seen';
   const summary = {
     duplicates: `DUPLICATES: ${effects} effects for one intent after ${calls.length} identical calls`,
     'at-most-once': `at most once: 1 effect for one intent after ${calls.length} identical calls`,
