@@ -73,16 +73,16 @@ const WORDING: Omit<SchemaWording, 'defs'> = {
   },
 };
 
-/** Problems of `value` against `node` as `path: message` lines; `root` resolves `#/$defs/...` references. Empty when valid. */
-export function checkSchema(value: unknown, node: JsonSchema, root: JsonSchema): string[] {
-  const defs = (root.$defs ?? {}) as Record<string, JsonSchema>;
+/** Problems of `value` as `path: message` lines; `#/$defs/...` references resolve in `schema`. Empty when valid. */
+export function checkSchema(value: unknown, schema: JsonSchema): string[] {
+  const defs = (schema.$defs ?? {}) as Record<string, JsonSchema>;
   const resolve = (b: JsonSchema) => (typeof b.$ref === 'string' ? defs[b.$ref.replace(/^#\/\$defs\//, '')]! : b);
   const wording: SchemaWording = {
     ...WORDING,
     defs,
     branches: (n, v, path, results) => branchProblems(n, v, path, results, resolve),
   };
-  return schemaProblems(node, value, wording).map((p) => `${p.path}: ${p.message}`);
+  return schemaProblems(schema, value, wording).map((p) => `${p.path}: ${p.message}`);
 }
 
 /** A failed oneOf / anyOf: the branch a discriminating `const` property (e.g. lookup.method) picks, else the closest one of the right type. */

@@ -21,7 +21,7 @@ export function ledgerProblem(location: string): string | undefined {
 
 /** Problems beyond the schema's shape; operation names are checked once the adapters are built (`createAdapters`). */
 export function checkConfig(o: Record<string, unknown>): string[] {
-  const problems = checkSchema(o, configSchema, configSchema);
+  const problems = checkSchema(o, configSchema);
   const ledger = typeof o.ledger === 'string' && o.ledger ? ledgerProblem(o.ledger) : undefined;
   if (ledger) problems.push(`ledger: ${ledger}`);
   const policy = o.policy as Record<string, unknown> | undefined;

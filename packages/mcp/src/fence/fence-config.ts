@@ -109,7 +109,7 @@ export type FenceToolConfig = FenceConfig['tools'][string];
 
 /** Checks a parsed fence file strictly (unknown keys are errors) and fills its defaults. */
 export function parseFenceConfig(raw: unknown, baseDir = process.cwd()): FenceConfig {
-  const problems = checkSchema(raw, FENCE_SCHEMA, FENCE_SCHEMA);
+  const problems = checkSchema(raw, FENCE_SCHEMA);
   const c = raw as Omit<FenceConfig, 'baseDir' | 'timeoutMs'> & { timeoutMs?: number };
   if (problems.length === 0) {
     for (const k of Object.keys(c.env ?? {}))
