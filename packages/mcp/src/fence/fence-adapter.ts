@@ -210,7 +210,8 @@ const CLASSIFY = 'fence: packages/mcp/src/fence/fence-adapter.ts (classify)';
 function fenceCard(config: Pick<FenceConfig, 'name' | 'policy'>, toolName: string, t: FenceToolConfig) {
   const declared = (what: string) => `fence file: tools.${toolName}.${what}${t.source ? ` (${t.source})` : ''}`;
   const unverified: { field: string; condition: string; source: string }[] = [];
-  const maybe = (field: string, value: unknown, what: string, source = declared(what)) => {
+  const maybe = (field: string, value: unknown, what: string) => {
+    const source = (what.startsWith('key.') ? t.key?.source : t.lookup?.source) ?? t.source ?? declared(what);
     if (value !== undefined) return fact(value, source);
     const reason = `not declared in the fence file (tools.${toolName}.${what})`;
     unverified.push({ field, condition: `${what} is not declared for this upstream tool`, source: reason });
@@ -218,7 +219,6 @@ function fenceCard(config: Pick<FenceConfig, 'name' | 'policy'>, toolName: strin
   };
   const noKey = (value: unknown) => fact(value, 'no key travels');
   const { key: k, lookup: l } = t;
-  const keySource = k?.source ?? t.source;
   const limits = config.policy ?? {};
   const includesErrors = fact(false, 'fence: an upstream tool error is never assumed to be stored');
   const keyFields = k
@@ -231,13 +231,10 @@ function fenceCard(config: Pick<FenceConfig, 'name' | 'policy'>, toolName: strin
           scope: fact('one upstream server', declared('key')),
         },
         keyReuse: fact('same call while the upstream keeps the key', declared('key')),
-        parameterMatching: maybe('parameterMatching', k.parameterMatching, 'key.parameterMatching', keySource),
-        storedResult: {
-          semantics: maybe('storedResult.semantics', k.semantics, 'key.semantics', keySource),
-          includesErrors,
-        },
-        retention: { minimum: maybe('retention.minimum', k.retention, 'key.retention', keySource) },
-        concurrency: maybe('concurrency', k.concurrency, 'key.concurrency', keySource),
+        parameterMatching: maybe('parameterMatching', k.parameterMatching, 'key.parameterMatching'),
+        storedResult: { semantics: maybe('storedResult.semantics', k.semantics, 'key.semantics'), includesErrors },
+        retention: { minimum: maybe('retention.minimum', k.retention, 'key.retention') },
+        concurrency: maybe('concurrency', k.concurrency, 'key.concurrency'),
       }
     : {
         providerKey: {
@@ -256,14 +253,13 @@ function fenceCard(config: Pick<FenceConfig, 'name' | 'policy'>, toolName: strin
         retention: { minimum: fact(null, 'no key travels: nothing is stored') },
         concurrency: fact('duplicates', 'no key travels: concurrent calls each run the tool'),
       };
-  const lookupSource = l?.source ?? t.source;
   const delay = [0, '0'].includes(l?.consistencyDelay as never) ? null : l?.consistencyDelay;
   const lookup = l
     ? {
         method: fact('search', declared('lookup.tool')),
-        consistencyDelay: maybe('lookup.consistencyDelay', delay, 'lookup.consistencyDelay', lookupSource),
+        consistencyDelay: maybe('lookup.consistencyDelay', delay, 'lookup.consistencyDelay'),
         // How long the upstream may still apply a call after the fence gave up on it: unknown unless declared.
-        lateApplyBound: maybe('lookup.lateApplyBound', l.lateApplyBound, 'lookup.lateApplyBound', lookupSource),
+        lateApplyBound: maybe('lookup.lateApplyBound', l.lateApplyBound, 'lookup.lateApplyBound'),
       }
     : {
         method: fact('none', `fence file: tools.${toolName} declares no lookup`),
