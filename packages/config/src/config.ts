@@ -29,14 +29,13 @@ export function parseConfig(raw: unknown, baseDir = process.cwd(), source = 'con
   if (!raw || typeof raw !== 'object' || Array.isArray(raw))
     throw new ConfigError(source, 'expected an object with { ledger, adapters }');
   const o = raw as Record<string, unknown>;
-  // Inline credentials (by key parts, by value, inside URLs; never echoed), then the published schema.
   const problems = [...findInlineCredentials(o), ...checkConfig(o)];
   if (problems.length) throw new ConfigError(source, problems.join('; '));
   const { $schema: _schema, ...rest } = o;
   return { ...rest, ledger: (o.ledger as LedgerLocation | undefined) ?? DEFAULT_LEDGER, baseDir } as RetrysafeConfig;
 }
 
-/** What a config file (or a TypeScript config) holds: `RetrysafeConfig` before it is read (no baseDir; ledger optional). */
+/** What a config file holds: `RetrysafeConfig` before it is read. */
 export type RetrysafeConfigInput = Omit<RetrysafeConfig, 'baseDir' | 'ledger'> & {
   readonly ledger?: LedgerLocation;
   readonly $schema?: string;
@@ -49,7 +48,7 @@ export function defineConfig(config: RetrysafeConfigInput): RetrysafeConfigInput
 
 const MODULE_CONFIG = /\.(m?js|m?ts|cjs|cts)$/i;
 
-/** Reads a config file: `.json`, `.yaml`/`.yml`, or a module (`.js`, `.mjs`, `.ts` where the runtime imports TypeScript) whose default export is the config. */
+/** Reads a config file: JSON, YAML, or a module (`.js`, `.ts` where the runtime imports TypeScript) exporting it. */
 export async function loadConfigFile(file: string): Promise<RetrysafeConfig> {
   if (!MODULE_CONFIG.test(file)) return loadConfig(file);
   const path = resolve(file);
@@ -66,14 +65,14 @@ export async function loadConfigFile(file: string): Promise<RetrysafeConfig> {
   return parseConfig(mod.default ?? mod.config, dirname(path), file);
 }
 
-/** Reads a `.json`, `.yaml` or `.yml` config file (see `loadConfigFile` for TypeScript and JavaScript configs). */
+/** Reads a JSON or YAML config file. */
 export function loadConfig(file: string): RetrysafeConfig {
   if (MODULE_CONFIG.test(file))
     throw new ConfigError(file, 'a JavaScript/TypeScript config is read with loadConfigFile() (async)');
   return parseConfig(readData(file, file, ''), dirname(resolve(file)), file);
 }
 
-/** Reads a JSON or YAML file; a file over the limits is refused as it is, any other failure is a ConfigError at `where`. */
+/** A file over the limits is refused as it is; any other failure is a ConfigError at `where`. */
 function readData(path: string, where: string, what: string): unknown {
   try {
     return readDataFile(path);
@@ -101,7 +100,7 @@ function env(name: string, path: string, environment: NodeJS.ProcessEnv): string
   return v;
 }
 
-/** First-party adapters by key (package `@retrysafe/<key>`): factory, and the key naming option `secret`'s variable. */
+/** First-party adapters by package (`@retrysafe/<key>`): factory, and the option naming option `secret`'s variable. */
 const BUILT_IN: Record<string, { factory: string; secretEnv?: string; secret?: string }> = {
   stripe: { factory: 'createStripeAdapter', secretEnv: 'apiKeyEnv', secret: 'apiKey' },
   msgraph: { factory: 'createMsGraphAdapter', secretEnv: 'accessTokenEnv', secret: 'accessToken' },
@@ -124,7 +123,7 @@ const SANDBOX_DEFAULTS = {
   },
 };
 
-/** Options for a first-party factory: the config's own keys (the schema allows only the factory's), the secret read from its variable. */
+/** The config's own keys (the schema allows only the factory's), the secret read from its variable. */
 async function createBuiltIn(name: string, c: object, path: string, environment: NodeJS.ProcessEnv) {
   const { factory, secretEnv, secret } = BUILT_IN[name]!;
   const mod = await importOptional<Record<string, (options: unknown) => AdapterV1>>(`@retrysafe/${name}`, path);
@@ -133,7 +132,7 @@ async function createBuiltIn(name: string, c: object, path: string, environment:
   return mod[factory]!({ ...options, [secret]: env(variable as string, path, environment) });
 }
 
-/** Builds the configured adapters (each adapter package is imported only when configured). */
+/** Builds the configured adapters, importing only their packages. */
 export async function createAdapters(
   config: RetrysafeConfig,
   environment: NodeJS.ProcessEnv = process.env,
@@ -150,7 +149,6 @@ export async function createAdapters(
       try {
         out[name] = http.createHttpAdapterFromDeclaration(declaration as unknown as HttpAdapterDeclaration);
       } catch (e) {
-        // The adapter's own checks (card vs key, lookup vs card, placeholders vs intent fields) speak for themselves.
         throw new ConfigError(path, (e as Error).message);
       }
     } else {
@@ -175,7 +173,7 @@ export async function createAdapters(
   return out;
 }
 
-/** Sets `a.b.c` inside `target`, creating objects on the way; refuses to walk through a non-object or a prototype key. */
+/** Sets `a.b.c` inside `target`, creating objects; refuses to walk through a non-object or a prototype key. */
 function setPath(target: Record<string, unknown>, dotted: string, value: string, where: string): void {
   const parts = dotted.split('.');
   if (parts.some((p) => !p || p === '__proto__' || p === 'constructor' || p === 'prototype'))
@@ -213,7 +211,7 @@ export function exposedOperations(config: RetrysafeConfig, adapters: Record<stri
   return config.operations && checkOperations(config, adapters);
 }
 
-/** The declaration `@retrysafe/http` takes, from a `type: http` config entry: cards read, header credentials from the environment. */
+/** The declaration `@retrysafe/http` takes: cards read, header credentials from the environment. */
 export function httpDeclarationOf(
   name: string,
   c: HttpAdapterConfig,
@@ -255,7 +253,7 @@ async function importOptional<T>(pkg: string, where: string): Promise<T> {
   }
 }
 
-/** Opens the configured ledger; one that is named but cannot be used is a ConfigError, never a fresh default ledger. */
+/** A ledger that is named but cannot be used is a ConfigError, never a fresh default ledger. */
 export async function openLedger(location: LedgerLocation, baseDir = process.cwd()): Promise<Ledger> {
   if (typeof location !== 'string') {
     const { createDynamoDbLedger } = await importOptional<typeof import('@retrysafe/ledger-dynamodb')>(

@@ -17,7 +17,6 @@ export {
   FileLimitError,
   parseDataText,
   readDataFile,
-  readTextFile,
 } from './read-file.js';
 export { checkSchema } from './schema-check.js';
 export { configSchema } from './validate.js';

@@ -2,24 +2,16 @@ import { closeSync, fstatSync, openSync, readSync } from 'node:fs';
 import { errorClass } from '@retrysafe/contract/provider';
 import { parseDocument } from 'yaml';
 
-/** What a file retrysafe reads may hold: far above a real file's needs, low enough to refuse a hostile one cheaply. */
-export const FILE_LIMITS = {
-  /** Bytes of the file. */
-  maxBytes: 1024 * 1024,
-  /** YAML aliases resolved, counted by the nodes they stand for (the `yaml` package's own measure). */
-  maxAliasCount: 100,
-  /** Objects and arrays nested inside each other. */
-  maxDepth: 64,
-} as const;
+/** Far above a real file's needs, low enough to refuse a hostile one cheaply. maxAliasCount counts YAML aliases by
+ * the nodes they stand for (the `yaml` package's measure); maxDepth, objects and arrays nested inside each other. */
+export const FILE_LIMITS = { maxBytes: 1024 * 1024, maxAliasCount: 100, maxDepth: 64 } as const;
+const { maxBytes, maxAliasCount, maxDepth } = FILE_LIMITS;
 
-export type FileLimits = { readonly [K in keyof typeof FILE_LIMITS]: number };
-export type FileLimitName = keyof typeof FILE_LIMITS;
-
-/** A file is over one of the limits: nothing of it is used. `limit` names which, `max` its value. */
+/** A file is over one of the limits: nothing of it is used. */
 export const FileLimitError = errorClass(
   'FileLimitError',
   'RETRYSAFE_FILE_LIMIT',
-  (path: string, limit: FileLimitName, max: number, what: string) => ({
+  (path: string, limit: keyof typeof FILE_LIMITS, max: number, what: string) => ({
     path,
     limit,
     max,
@@ -28,28 +20,27 @@ export const FileLimitError = errorClass(
 );
 export type FileLimitError = InstanceType<typeof FileLimitError>;
 
-/** Reads a UTF-8 text file of at most `maxBytes`; a pipe or device is read only up to the limit. */
-export function readTextFile(path: string, limits: Pick<FileLimits, 'maxBytes'> = FILE_LIMITS): string {
-  const max = limits.maxBytes;
+/** A pipe or device is read only up to the limit. */
+function readTextFile(path: string): string {
   const fd = openSync(path, 'r');
   try {
     const size = fstatSync(fd).size;
-    if (size > max) throw new FileLimitError(path, 'maxBytes', max, `the file has ${size} bytes`);
+    if (size > maxBytes) throw new FileLimitError(path, 'maxBytes', maxBytes, `the file has ${size} bytes`);
     // One byte more than the limit, so a longer stream shows itself without being read to its end.
-    const buf = Buffer.allocUnsafe(max + 1);
+    const buf = Buffer.allocUnsafe(maxBytes + 1);
     let total = 0;
-    for (let n = 1; n > 0 && total <= max; total += n) n = readSync(fd, buf, total, max + 1 - total, null);
-    if (total > max) throw new FileLimitError(path, 'maxBytes', max, `the file has more than ${max} bytes`);
+    for (let n = 1; n > 0 && total <= maxBytes; total += n) n = readSync(fd, buf, total, maxBytes + 1 - total, null);
+    if (total > maxBytes)
+      throw new FileLimitError(path, 'maxBytes', maxBytes, `the file has more than ${maxBytes} bytes`);
     return buf.toString('utf8', 0, total);
   } finally {
     closeSync(fd);
   }
 }
 
-/** Whether `value` nests objects and arrays deeper than `max` (shared nodes, as YAML aliases make, are measured once). */
+/** Shared nodes (as YAML aliases make) are measured once; the walk never recurses deeper than `max`. */
 function tooDeep(value: unknown, max: number): boolean {
   const heights = new Map<object, number>();
-  // The walk stops below `max` levels, so it never recurses deeper than the limit it checks.
   const height = (v: unknown, level: number): number => {
     if (v === null || typeof v !== 'object') return 0;
     if (level >= max) return Infinity;
@@ -66,10 +57,8 @@ function tooDeep(value: unknown, max: number): boolean {
   return height(value, 0) > max;
 }
 
-/**
- * The deepest nesting of YAML flow collections outside quoted scalars and comments, checked before parsing: the
- * parser spends seconds on a deep file before its stack gives out. Errs only towards refusing.
- */
+/** The deepest nesting of YAML flow collections outside quotes and comments, checked before parsing: the parser
+ * spends seconds on a deep file before its stack gives out. Errs only towards refusing. */
 function flowDepth(text: string): number {
   let depth = 0;
   let deepest = 0;
@@ -99,7 +88,7 @@ function closingQuote(text: string, start: number): number {
   return text.length;
 }
 
-/** A parse error of the text itself (the caller words it as "not valid YAML/JSON"). */
+/** A parse error of the text itself. */
 export class DataSyntaxError extends Error {
   override name = 'DataSyntaxError';
 }
@@ -107,37 +96,33 @@ export class DataSyntaxError extends Error {
 /** Parses JSON or YAML (unique keys) within the limits: FileLimitError over one, DataSyntaxError if it won't parse. */
 export function parseDataText(
   text: string,
-  options: { readonly path: string; readonly yaml: boolean; readonly limits?: FileLimits },
+  { path, yaml }: { readonly path: string; readonly yaml: boolean },
 ): unknown {
-  const { path, yaml } = options;
-  const limits = options.limits ?? FILE_LIMITS;
-  const overDepth = (what = `it nests objects and arrays more than ${limits.maxDepth} levels deep`) =>
-    new FileLimitError(path, 'maxDepth', limits.maxDepth, what);
+  const overDepth = (what = `it nests objects and arrays more than ${maxDepth} levels deep`) =>
+    new FileLimitError(path, 'maxDepth', maxDepth, what);
   let value: unknown;
   try {
     if (yaml) {
-      if (flowDepth(text) > limits.maxDepth) throw overDepth();
+      if (flowDepth(text) > maxDepth) throw overDepth();
       const doc = parseDocument(text, { prettyErrors: true, uniqueKeys: true });
       const error = doc.errors[0];
-      // Nesting deep enough to exhaust the parser's stack (in block style) is over any depth limit
       if (error && /call stack/i.test(error.message)) throw overDepth('it nests too deep to parse');
       if (error) throw new DataSyntaxError(error.message);
-      value = doc.toJS({ maxAliasCount: limits.maxAliasCount });
+      value = doc.toJS({ maxAliasCount });
     } else value = JSON.parse(text);
   } catch (e) {
     if (e instanceof DataSyntaxError || FileLimitError.isInstance(e)) throw e;
-    // The `yaml` package's words for too many alias resolutions
     if (e instanceof ReferenceError && /alias count/i.test(e.message))
-      throw new FileLimitError(path, 'maxAliasCount', limits.maxAliasCount, 'its aliases expand too far');
-    // Nesting deep enough to exhaust the parser's stack is over any depth limit
+      throw new FileLimitError(path, 'maxAliasCount', maxAliasCount, 'its aliases expand too far');
+    // A stack exhausted by nesting is over any depth limit.
     if (e instanceof RangeError) throw overDepth('it nests too deep to parse');
     throw new DataSyntaxError((e as Error).message);
   }
-  if (tooDeep(value, limits.maxDepth)) throw overDepth();
+  if (tooDeep(value, maxDepth)) throw overDepth();
   return value;
 }
 
-/** Reads and parses a JSON or YAML file within the limits (`.yaml`/`.yml` are YAML, everything else JSON). */
-export function readDataFile(path: string, limits: FileLimits = FILE_LIMITS): unknown {
-  return parseDataText(readTextFile(path, limits), { path, yaml: /\.ya?ml$/i.test(path), limits });
+/** By default `.yaml`/`.yml` are YAML, everything else JSON. */
+export function readDataFile(path: string, yaml = /\.ya?ml$/i.test(path)): unknown {
+  return parseDataText(readTextFile(path), { path, yaml });
 }

@@ -1,11 +1,11 @@
 import type { FieldError, JsonSchema } from '@retrysafe/contract';
 import { type SchemaWording, schemaProblems } from '@retrysafe/contract/provider';
 
-// The config's JSON Schema check in the config's words: problems name the path, an unknown key or value gets a
-// "did you mean" when a known one is close, and a value is echoed only when it is short and plain.
+// The config's JSON Schema check in its words: an unknown key or value gets a "did you mean" when a known one is
+// close, and a value is echoed only when it is short and plain.
 
 /** Edit distance (insert, delete, substitute, swap of neighbours). */
-export function editDistance(a: string, b: string): number {
+function editDistance(a: string, b: string): number {
   const d: number[][] = Array.from({ length: a.length + 1 }, (_, i) =>
     Array.from({ length: b.length + 1 }, (_, j) => (i === 0 ? j : j === 0 ? i : 0)),
   );
@@ -58,7 +58,7 @@ const WORDING: Omit<SchemaWording, 'defs'> = {
     const: (n, v) => `expected ${show(n.const)}, got ${show(v)}`,
     enum: (n, v) => oneOfShown(n.enum as unknown[], v),
     minLength: () => 'must not be empty',
-    // The value is not repeated: a field with a pattern (an env-var name, a URL) is where a pasted secret lands.
+    // Not repeated: a field with a pattern (an env-var name, a URL) is where a pasted secret lands.
     pattern: (n) =>
       `the value does not have the expected form${n.description ? ` (${n.description})` : ''}; it is not shown`,
     minimum: (n, v) => `must be ≥ ${n.minimum}, got ${v}`,
@@ -73,16 +73,16 @@ const WORDING: Omit<SchemaWording, 'defs'> = {
   },
 };
 
-/** Problems of `value` against `node` as `path: message` lines; `root` resolves `#/$defs/...` references. Empty when valid. */
-export function checkSchema(value: unknown, node: JsonSchema, root: JsonSchema): string[] {
-  const defs = (root.$defs ?? {}) as Record<string, JsonSchema>;
+/** Problems of `value` as `path: message` lines; `#/$defs/...` references resolve in `schema`. Empty when valid. */
+export function checkSchema(value: unknown, schema: JsonSchema): string[] {
+  const defs = (schema.$defs ?? {}) as Record<string, JsonSchema>;
   const resolve = (b: JsonSchema) => (typeof b.$ref === 'string' ? defs[b.$ref.replace(/^#\/\$defs\//, '')]! : b);
   const wording: SchemaWording = {
     ...WORDING,
     defs,
     branches: (n, v, path, results) => branchProblems(n, v, path, results, resolve),
   };
-  return schemaProblems(node, value, wording).map((p) => `${p.path}: ${p.message}`);
+  return schemaProblems(schema, value, wording).map((p) => `${p.path}: ${p.message}`);
 }
 
 /** A failed oneOf / anyOf: the branch a discriminating `const` property (e.g. lookup.method) picks, else the closest one of the right type. */

@@ -5,10 +5,7 @@ import { checkSchema, suggest } from './schema-check.js';
 /** The config file's JSON Schema: the published schema.json is the one definition, and what `parseConfig` checks. */
 export const configSchema = JSON.parse(readFileSync(new URL('../schema.json', import.meta.url), 'utf8')) as JsonSchema;
 
-/** The ledger used when the file names none. A ledger the file does name is never replaced by it. */
 export const DEFAULT_LEDGER = './retrysafe.db';
-
-/** A ledger location that is a PostgreSQL URL. */
 export const POSTGRES_URL = /^postgres(ql)?:\/\/[^/]/i;
 
 /** Why a ledger location is neither a postgres:// URL nor a SQLite file path, or undefined when it is one. */
@@ -24,7 +21,7 @@ export function ledgerProblem(location: string): string | undefined {
 
 /** Problems beyond the schema's shape; operation names are checked once the adapters are built (`createAdapters`). */
 export function checkConfig(o: Record<string, unknown>): string[] {
-  const problems = checkSchema(o, configSchema, configSchema);
+  const problems = checkSchema(o, configSchema);
   const ledger = typeof o.ledger === 'string' && o.ledger ? ledgerProblem(o.ledger) : undefined;
   if (ledger) problems.push(`ledger: ${ledger}`);
   const policy = o.policy as Record<string, unknown> | undefined;

@@ -20,13 +20,10 @@ import { createPostgresLedger, type PostgresLedger } from '@retrysafe/ledger-pos
 import type pg from 'pg';
 import { DbosStepConfigurationError } from './errors/dbos-step-configuration-error.js';
 
-/** The runner's options besides its ledger (unset policy fields come from each operation's card), and where the ledger lives. */
+/** The runner's options besides its ledger, and where the ledger lives. */
 export interface DbosRetrysafeOptions
   extends Pick<RunnerOptions, 'policy' | 'redact' | 'handoff' | 'logger' | 'owner'> {
-  /**
-   * The one PostgreSQL both sides use: DBOS's system database (`systemDatabaseUrl`) and the retrysafe
-   * ledger (schema `ledgerSchema`). Either this or `pool`.
-   */
+  /** The one PostgreSQL of DBOS's system database and the ledger (schema `ledgerSchema`). Either this or `pool`. */
   readonly databaseUrl?: string;
   /** One pool for both instead (`systemDatabasePool` for DBOS, `pool` for the ledger); you close it. */
   readonly pool?: pg.Pool;
@@ -36,18 +33,13 @@ export interface DbosRetrysafeOptions
   readonly ledgerPoolSize?: number;
 }
 
-/**
- * What a wrapped operation hands its workflow: a plain JSON value, checkpointed by DBOS as the step's output.
- * Each branch is derived from the runner's own result types, so a field the runner adds or renames reaches it.
- */
+/** What a wrapped operation hands its workflow (DBOS checkpoints it): the runner's results without receipts, which
+ * stay in the ledger; a handoff lifts the packet's reason, explanation and safe next actions out for the workflow. */
 export type DbosOperationOutcome =
-  /** The runner's `done`, without its receipts (they stay in the ledger). `adopted` also covers the execution DBOS lost in a crash. */
   | Omit<Extract<RunResult, { status: 'done' }>, 'receipts'>
   | Extract<RunResult, { status: 'in-progress' }>
-  /** The runner's `handed-off` without receipts, with the packet's reason, explanation and safe next actions lifted out for the workflow. */
   | (Pick<Extract<RunResult, { status: 'handed-off' }>, 'status' | 'businessOperationId' | 'packet'> &
       Pick<HandoffPacket, 'reason' | 'explanation' | 'safeNextActions'>)
-  /** A person resolved a handed-off operation without a new send: marked done with a provider reference, or abandoned. */
   | Extract<ResolveResult, { status: 'resolved' }>;
 
 /** What to run: the runner's input without its ids (the DBOS workflow and step give those); the business id is never a DBOS id. */
@@ -56,43 +48,31 @@ export type DbosRunInput = Pick<RunInput, 'params' | 'businessOperationId' | 'in
 export interface DbosStepOptions {
   /** DBOS step name (default `retrysafe:<card operation>`). */
   readonly name?: string;
-  /**
-   * While another worker holds the operation (`in-progress`), or after the runner stopped before sending
-   * because its lease ran out in a pause (`LeaseExpiredError`), sleep durably (`DBOS.sleep`) and run again,
-   * up to this many times (default 20); each round is a new DBOS step. 0 returns `in-progress` (or throws) at once.
-   */
+  /** Durable sleeps and re-runs (each a new step) while `in-progress` or after a `LeaseExpiredError` (default 20). */
   readonly inProgressRounds?: number;
 }
 
 export interface AwaitResolutionOptions {
-  /** Give up waiting after this long and return the outcome still handed off (default 7 days). */
+  /** Then the outcome comes back still handed off (default 7 days). */
   readonly timeoutSeconds?: number;
-  /** How often to look at the ledger for a resolution made elsewhere, e.g. `retrysafe ledger resolve` (default 60 s). */
+  /** How often the ledger is read for a resolution made elsewhere (default 60 s). */
   readonly pollSeconds?: number;
 }
-
-/** Anything that can send a DBOS workflow message: `DBOS` itself, or a `DBOSClient`. */
-export type DbosMessageSender = Pick<DBOSClient, 'send'>;
 
 /** A person's decision, as sent to the waiting workflow. */
 export type DbosResolutionMessage = Resolution & { readonly by?: string };
 
 const RUN_ID = /^[A-Za-z0-9._:-]{1,96}$/;
-/** LeaseExpiredError's code. */
 const LEASE_EXPIRED = 'RETRYSAFE_LEASE_EXPIRED';
 const hash = (s: string) => createHash('sha256').update(s).digest('hex');
 
-/** The DBOS message topic a workflow waits on for the resolution of one handed-off operation. */
+/** The DBOS message topic and event key of one handed-off operation's resolution and outcome. */
 export const resolutionTopic = (businessOperationId: string): string => `retrysafe.resolution:${businessOperationId}`;
-/** The DBOS event key under which a waiting workflow publishes its handed-off outcome. */
 export const handoffEventKey = (businessOperationId: string): string => `retrysafe.handoff:${businessOperationId}`;
 
-/**
- * Delivers a person's decision to the workflow waiting in `awaitResolution`. Safe to repeat: the same
- * decision carries the same DBOS idempotency key, so DBOS delivers it once.
- */
+/** Delivers a person's decision to the workflow in `awaitResolution`; a repeat carries the same DBOS idempotency key. */
 export async function sendResolution(
-  sender: DbosMessageSender,
+  sender: Pick<DBOSClient, 'send'>,
   workflowId: string,
   businessOperationId: string,
   resolution: DbosResolutionMessage,
@@ -106,10 +86,7 @@ export async function sendResolution(
   await sender.send(workflowId, resolution, resolutionTopic(businessOperationId), `retrysafe-resolution-${digest}`);
 }
 
-/**
- * The run id of a DBOS workflow: its workflow id when the contract accepts it as one (DBOS's default
- * UUIDs always are), else `dbos-wf-` and a hash of it.
- */
+/** The workflow id as the run id when the contract accepts it (DBOS's UUIDs are), else `dbos-wf-` and its hash. */
 export function runIdForWorkflow(workflowId: string): string {
   return RUN_ID.test(workflowId) ? workflowId : `dbos-wf-${hash(workflowId).slice(0, 40)}`;
 }
@@ -117,13 +94,12 @@ export function runIdForWorkflow(workflowId: string): string {
 const RETRY_FIELDS = ['retriesAllowed', 'maxAttempts', 'intervalSeconds', 'backoffRate', 'shouldRetry'] as const;
 
 function refuseEngineRetries(options: object = {}): void {
-  for (const f of RETRY_FIELDS) {
-    if (f in options)
-      throw new DbosStepConfigurationError(
-        'engine-retries',
-        `DBOS step option ${f} is not accepted: the retrysafe runner is the one retrying layer, so DBOS step retries stay off`,
-      );
-  }
+  const f = RETRY_FIELDS.find((field) => field in options);
+  if (f)
+    throw new DbosStepConfigurationError(
+      'engine-retries',
+      `DBOS step option ${f} is not accepted: the retrysafe runner is the one retrying layer, so DBOS step retries stay off`,
+    );
   if ('timeoutMS' in options)
     throw new DbosStepConfigurationError(
       'engine-timeout',
@@ -145,7 +121,7 @@ function fromRunResult(r: RunResult | ResolveResult): DbosOperationOutcome {
     const { receipts: _receipts, ...done } = r;
     return { ...done, result: r.result ?? null };
   }
-  if (r.status !== 'handed-off') return r; // in-progress and resolved carry no receipts: as they are
+  if (r.status !== 'handed-off') return r;
   const { businessOperationId, packet } = r;
   const { reason, explanation, safeNextActions } = packet;
   return { status: 'handed-off', businessOperationId, reason, explanation, safeNextActions, packet };
@@ -163,10 +139,7 @@ function fromRecord(rec: OperationRecord): DbosOperationOutcome | null {
   return null; // still handed off, or being resumed by someone else
 }
 
-interface Parts {
-  readonly runner: Runner;
-  readonly ledger: PostgresLedger;
-}
+type Parts = { readonly runner: Runner; readonly ledger: PostgresLedger };
 
 /** The DBOS ids of the code running now; refuses any context in which DBOS would retry it. */
 function dbosIds(): { runId: string; inStep: boolean } {
@@ -186,11 +159,8 @@ function dbosIds(): { runId: string; inStep: boolean } {
   return { runId: runIdForWorkflow(workflowId), inStep };
 }
 
-/**
- * Runs `body` as a DBOS step with retries off, or directly when already inside a step. Its attempt ids are
- * `<run id>:s<step id>.<execution tag>.<n>`: the tag is new each time DBOS executes the step (a step
- * re-executed after a crash keeps its step id), so no two provider calls ever share an attempt id.
- */
+/** `body` as a DBOS step with retries off (or inside the current one). Attempt ids carry a tag new to each execution:
+ * a step re-executed after a crash keeps its step id, and no two provider calls may share an attempt id. */
 function asStep<T>(name: string, inStep: boolean, runId: string, body: (attemptIds: () => string) => Promise<T>) {
   const inner = () => {
     const prefix = `${runId}:s${DBOS.stepID ?? 0}.${randomBytes(4).toString('hex')}`;
@@ -215,15 +185,13 @@ async function runOperation(
   for (let round = 0; ; round++) {
     let outcome: DbosOperationOutcome;
     try {
-      // The run and attempt ids (and the cancel signal) are DBOS's, whatever `input` carries.
       outcome = await asStep(name, inStep, runId, async (attemptIds) => {
         const signal = DBOS.stepStatus?.cancelSignal;
         return fromRunResult(await runner.run(adapter, operation, { ...input, runId, attemptIds, signal }));
       });
     } catch (err) {
-      // The runner stopped before sending because a pause ran its lease out: nothing was sent and a later
-      // run reconciles it, so run it again rather than end the workflow in ERROR (that loses the operation).
-      // Read by its code: a step's error replayed by DBOS is a deserialised copy.
+      // Stopped before sending (a pause ran the lease out): run again, as ending the workflow in ERROR loses it.
+      // Read by its code: DBOS replays a step's error as a deserialised copy.
       if ((err as { code?: unknown } | null)?.code !== LEASE_EXPIRED || round >= rounds) throw err;
       await DBOS.sleep(50);
       continue;
@@ -257,16 +225,14 @@ async function awaitResolution(
       resolutionTopic(id),
       Math.max(1, Math.min(pollSeconds, Math.ceil(left / 1000))),
     );
-    // Carries out a person's decision if one came, then reports what the ledger holds (null while still open).
     const next = await asStep(`retrysafe:resolve:${outcome.packet.operation}`, false, runId, async (attemptIds) => {
       if (isResolution(message)) {
         const by = typeof message.by === 'string' ? message.by : undefined;
         try {
           return fromRunResult(await runner.resolve(id, message, { adapters: [adapter], runId, attemptIds, by }));
         } catch (err) {
-          // An unsafe resume without { force: true } is refused: the workflow keeps waiting for a decision it can carry out.
+          // An unsafe resume without force keeps the workflow waiting; one resolved elsewhere reads the ledger.
           if (UnsafeResumeError.isInstance(err)) return null;
-          // Resolved elsewhere in the meantime: report what the ledger holds.
           if (!InvalidStateError.isInstance(err)) throw err;
         }
       }
@@ -279,15 +245,8 @@ async function awaitResolution(
   }
 }
 
-/**
- * retrysafe inside DBOS: wrapped operations run as DBOS steps with DBOS's retries off, record the DBOS
- * workflow id and step id as run and attempt ids, keep their ledger on the same PostgreSQL as DBOS's
- * system database, and return handoffs as outcomes the workflow branches on.
- *
- * Nothing of retrysafe's is atomic with DBOS's step checkpoint: the ledger's writes commit before DBOS
- * checkpoints the step's output, so after a crash DBOS executes the step again and the runner decides
- * from the ledger (adopt, look up / re-send with the same key, or hand off) — never a blind second send.
- */
+/** retrysafe inside DBOS: operations as DBOS steps with DBOS's retries off, ledger on DBOS's PostgreSQL. The ledger
+ * commits before DBOS checkpoints the step, so a step re-executed after a crash is decided from the ledger. */
 export function createDbosRetrysafe(options: DbosRetrysafeOptions) {
   if (!options.databaseUrl && !options.pool)
     throw new TypeError(
@@ -301,12 +260,9 @@ export function createDbosRetrysafe(options: DbosRetrysafeOptions) {
   const parts: Parts = { ledger, runner: createRunner({ ...runnerOptions, ledger }) };
   return {
     ...parts,
-    /** Spread into `DBOS.setConfig`: DBOS's system database on the same PostgreSQL as the ledger. */
+    /** Spread into `DBOS.setConfig`. */
     dbosConfig: () => (pool ? { systemDatabasePool: pool } : { systemDatabaseUrl: databaseUrl! }),
-    /**
-     * Inside a DBOS workflow: performs the operation as one DBOS step (retries off), or inside the current
-     * step when called from one. Never throws for a handoff: it returns `status: 'handed-off'`.
-     */
+    /** Inside a workflow: the operation as one DBOS step; a handoff is returned, never thrown. */
     run: (adapter: AdapterV1, operation: string, input: DbosRunInput, stepOptions?: DbosStepOptions) =>
       runOperation(parts, adapter, operation, input, stepOptions),
     /** `run` bound to one operation, for use as a workflow's step function. */
@@ -314,11 +270,8 @@ export function createDbosRetrysafe(options: DbosRetrysafeOptions) {
       refuseEngineRetries(stepOptions);
       return (input: DbosRunInput) => runOperation(parts, adapter, operation, input, stepOptions);
     },
-    /**
-     * Inside the workflow that got a `handed-off` outcome: publishes the handoff as a DBOS event
-     * (`handoffEventKey`), then waits durably (`DBOS.recv`) for a person's decision sent with
-     * `sendResolution`, or for a resolution made in the ledger directly. Other outcomes come back unchanged.
-     */
+    /** After a `handed-off` outcome: publishes it (`handoffEventKey`), then waits durably for `sendResolution`'s
+     * decision or one made in the ledger. Other outcomes come back unchanged. */
     awaitResolution: (adapter: AdapterV1, outcome: DbosOperationOutcome, waitOptions?: AwaitResolutionOptions) =>
       awaitResolution(parts, adapter, outcome, waitOptions),
     close: () => ledger.close(),

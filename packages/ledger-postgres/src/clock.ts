@@ -5,11 +5,8 @@ import type { Db } from './tx.js';
 /** How long a probe of the database clock is trusted. */
 const PROBE_EVERY_MS = 10_000;
 
-/**
- * Refuses a claim whose `now` is more than `maxSkew` ms from the database's clock, before any write. A
- * probe brackets that clock between two local readings, so a slow round trip widens the interval instead
- * of looking like skew: only a clock that is off for certain is refused.
- */
+/** Refuses a claim whose `now` is surely more than `maxSkew` ms off the database's clock: a probe brackets that clock
+ * between two local readings, so a slow round trip widens the interval instead of looking like skew. */
 export function createSkewCheck(db: Db, st: Statements, maxSkew: number) {
   let probedAt = -Infinity;
   /** This process's clock minus the database's, bracketed: [lo, hi] ms. */

@@ -1,23 +1,19 @@
 import pg from 'pg';
 
-/**
- * The ledger's own connections (no `pool`): at most `max` pg.Clients and ONE watchdog timer instead of
- * pg.Pool's timers around every statement. A query or a wait for a connection past `timeoutMs` fails
- * (fail closed) and a timed-out or failed query's connection is closed, never reused mid-protocol;
- * one idle for `idleMs` is closed. Deadlines are in ticks, so they fire up to one `period` late.
- */
+/** The ledger's own connections: at most `max` pg.Clients and one watchdog timer instead of pg.Pool's timers around
+ * every statement. A timed-out or failed query's connection is closed, never reused mid-protocol; deadlines are in
+ * ticks of the watchdog, so they fire up to one `period` late. */
 export class Connections {
   private readonly idle: Conn[] = [];
   private readonly open = new Set<Conn>();
   private readonly waiters: Waiter[] = [];
-  /** Open or opening (≤ max). */
+  /** Open or opening. */
   private count = 0;
   private tick = 0;
   private timer: ReturnType<typeof setInterval> | null = null;
   private readonly timeoutTicks: number;
   private readonly idleTicks: number;
   private readonly period: number;
-  /** Set by `end()`: no connection is handed out or kept any more. */
   private closed = false;
   private onEmpty: (() => void) | null = null;
 
@@ -31,12 +27,11 @@ export class Connections {
     this.idleTicks = options.idleMs > 0 ? Math.ceil(options.idleMs / this.period) + 1 : Infinity;
   }
 
-  /** One statement on a free connection, given back when it ends. */
   async query<R extends pg.QueryResultRow>(config: pg.QueryConfig): Promise<pg.QueryResult<R>> {
     return this.send<R>(await this.acquire(), config, true);
   }
 
-  /** A connection held by the caller (a transaction) until `release`, as pg.Pool's `connect`. */
+  /** A connection held by the caller until `release`, as pg.Pool's `connect`. */
   async connect() {
     const conn = await this.acquire();
     return {
@@ -55,7 +50,6 @@ export class Connections {
     });
   }
 
-  /** `release`: give the connection back when the statement ends. */
   private send<R extends pg.QueryResultRow>(
     conn: Conn,
     config: pg.QueryConfig,
@@ -78,7 +72,6 @@ export class Connections {
     });
   }
 
-  /** With an error (or once closing) it is closed instead. */
   private release(conn: Conn, err?: unknown): void {
     if (conn.gone) return;
     if (err || this.closed) {
@@ -143,7 +136,7 @@ export class Connections {
     this.next();
   }
 
-  /** After a connection closed: a waiter gets a new one; once closing and none is left, done. */
+  /** After a connection closed: a waiter gets a new one; once closing and none is left, `end` resolves. */
   private next(): void {
     const waiter = !this.closed && this.count < this.options.max ? this.waiters.shift() : undefined;
     if (waiter !== undefined) this.openNew().then(waiter.resolve, waiter.reject);
@@ -156,7 +149,6 @@ export class Connections {
     this.onEmpty = null;
   }
 
-  /** The watchdog: expired queries and waits fail, long-idle connections close. */
   private watch(): void {
     const now = ++this.tick;
     for (const conn of [...this.open]) {
@@ -168,11 +160,10 @@ export class Connections {
         fail(new QueryTimeoutError(this.options.timeoutMs));
       }
     }
-    // Waiters queue in the order of their deadlines.
+    // Waiters queue in the order of their deadlines; the idle list has the oldest first.
     const { timeoutMs, max } = this.options;
     const busy = `no free connection within ${timeoutMs} ms (all ${max} busy); the statement was not sent`;
     while (this.waiters[0] !== undefined && this.waiters[0].until <= now) this.waiters.shift()!.reject(new Error(busy));
-    // The idle list is most recently used last: the oldest are first.
     while (this.idle.length > 0 && now - this.idle[0]!.since >= this.idleTicks) this.drop(this.idle.shift()!);
   }
 }
@@ -193,9 +184,8 @@ export class QueryTimeoutError extends Error {
 
 interface Conn {
   readonly client: pg.Client;
-  /** The tick by which the running statement must answer (0: none running). */
+  /** The tick by which the running statement must answer (0: none running), and the tick it went idle. */
   until: number;
-  /** The tick it went idle. */
   since: number;
   fail: ((err: Error) => void) | null;
   gone: boolean;
@@ -205,4 +195,25 @@ interface Waiter {
   readonly resolve: (conn: Conn) => void;
   readonly reject: (err: Error) => void;
   readonly until: number;
+}
+
+/** A connection held for a transaction (a pg.PoolClient, one of the ledger's own, or a bare pg.Client). */
+type Session = { query(config: pg.QueryConfig): Promise<unknown>; release?(err?: Error): void };
+
+/** `fn` inside BEGIN … COMMIT on `client`; any failure rolls back, and a connection whose rollback failed is closed. */
+export async function transaction<T>(client: Session, fn: () => Promise<T>): Promise<T> {
+  let broken: Error | undefined;
+  try {
+    await client.query({ text: 'BEGIN' });
+    const out = await fn();
+    await client.query({ text: 'COMMIT' });
+    return out;
+  } catch (err) {
+    await client.query({ text: 'ROLLBACK' }).catch((e: Error) => {
+      broken = e;
+    });
+    throw err;
+  } finally {
+    client.release?.(broken);
+  }
 }

@@ -37,27 +37,17 @@ import {
 import { createDb } from './tx.js';
 import { createWrites } from './writes.js';
 
-/** The options; the README's table says what each does and why its default is what it is. */
+/** The README's table says what each option does and why its default is what it is. */
 export interface PostgresLedgerOptions {
-  /** e.g. `postgres://user@127.0.0.1:5432/db`. Either this or `pool`. */
   readonly connectionString?: string;
-  /** Your own pool (its settings apply); `close()` leaves it open. */
   readonly pool?: pg.Pool;
-  /** Schema holding the tables (created if missing). Default `public`. */
   readonly schema?: string;
-  /** Run the migrations before the first query (default true); false when a deploy step runs `migrate()`. */
   readonly migrate?: boolean;
-  /** The most connections the ledger opens itself (default 10). */
   readonly poolSize?: number;
-  /** Own connections: a query or a wait for a connection longer than this fails closed (default 15 000; 0: none). */
   readonly queryTimeoutMs?: number;
-  /** Own connections: one unused this long is closed (default 10 000; 0: never). */
   readonly idleTimeoutMs?: number;
-  /** Whose clock judges leases: PostgreSQL's `now()` (default), or the `now` each call passes. */
   readonly leaseClock?: 'database' | 'caller';
-  /** With the database clock: claims from a worker whose clock is further off are refused (default 1000). */
   readonly maxClockSkewMs?: number;
-  /** `defer` (default): a deferrable write commits without waiting for the WAL flush; recovery adopts it if lost. */
   readonly deferrableWrites?: 'defer' | 'sync';
 }
 
@@ -67,11 +57,8 @@ export interface PostgresLedger extends Ledger {
   readonly schema: string;
 }
 
-/**
- * The ledger for many workers on many machines: every write carries the claim's fencing token and is
- * refused once another worker took over; any failure rejects with LedgerError, so nothing uncommitted
- * lets the runner call the provider.
- */
+/** The ledger for many workers: every write carries the claim's fencing token, refused once another worker took
+ * over; any failure rejects with LedgerError, so nothing uncommitted lets the runner call the provider. */
 export function createPostgresLedger(options: PostgresLedgerOptions): PostgresLedger {
   const c = parts(options);
   return {
@@ -92,10 +79,8 @@ export function createPostgresLedger(options: PostgresLedgerOptions): PostgresLe
   };
 }
 
-/** Bad input is refused with a LedgerError before any statement is sent. */
 const ALL_STATES = new Set<string>([...RECOVERABLE_STATES, ...TERMINAL_STATES]);
 
-/** The checked options and what the methods share. */
 function parts(options: PostgresLedgerOptions) {
   if (!options || (!options.connectionString && !options.pool))
     throw new LedgerError('createPostgresLedger needs a connectionString or a pool');
@@ -117,10 +102,7 @@ function parts(options: PostgresLedgerOptions) {
 }
 type Parts = ReturnType<typeof parts>;
 
-/**
- * A new operation is one INSERT (born `dispatched` with `dispatch`); its record is what was sent, not read
- * back, with the lease's end the database wrote. The rule checks the input before anything is sent.
- */
+/** A new operation is one INSERT; its record is what was sent, not read back, with the lease's end the database wrote. */
 async function claim(c: Parts, input: ClaimInput): Promise<ClaimResult> {
   const params = jsonParam(input.params);
   const stored = { ...input, params: parseJson(params), providerKey: input.providerKey ?? null };
@@ -165,10 +147,9 @@ function claimExisting(c: Parts, input: ClaimInput): Promise<ClaimResult> {
   });
 }
 
-/** Each is one UPDATE fenced by the claim's token (writes.ts), the contract's rule giving the record it leaves. */
+/** Each is one UPDATE fenced by the claim's token; the contract's rule gives the record it leaves. */
 function fencedWrites({ writes, dbClock }: Parts): Pick<Ledger, FencedMethod> {
   return {
-    // Renewing a terminal operation is a no-op; a released lease stays released.
     async renewLease(ref, leaseMs, now) {
       const rule = (r: OperationRecord) => renewTransition(r, ref, leaseMs, now);
       await writes.fenced(ref, { what: 'renewLease', write: RENEW, values: [now, leaseMs, dbClock], rule });
@@ -237,13 +218,11 @@ function reads({ db, st, dbClock }: Parts): Pick<Ledger, 'get' | 'list' | 'recei
   };
 }
 
-/** Each state's old rows, a keyset page at a time by (created_at, id): counted (dry run), or exported if asked, then deleted. */
+/** Each state's old rows, a keyset page at a time: counted (dry run), or exported if asked, then deleted. */
 async function prune(c: Parts, options: PruneOptions): Promise<PruneReport> {
   const states = [...checkPruneOptions(options)];
   const byState: Partial<Record<OperationState, number>> = {};
-  let pruned = 0;
   const count = (state: OperationState, n: number) => {
-    pruned += n;
     byState[state] = (byState[state] ?? 0) + n;
   };
   const page = c.st.prunePage(options.onPrune !== undefined && !options.dryRun);
@@ -252,16 +231,14 @@ async function prune(c: Parts, options: PruneOptions): Promise<PruneReport> {
       const values = [state, options.before, ...after, options.batchSize ?? 500];
       const { rows } = await c.db.query<OperationRow & { receipts?: string | null }>('prune', page, values);
       if (rows.length === 0) break;
-      const last = rows[rows.length - 1]!;
-      after = [last.created_at, last.business_operation_id];
+      const ids = rows.map((r) => r.business_operation_id);
+      after = [rows.at(-1)!.created_at, ids.at(-1)];
       if (options.dryRun) {
         count(state, rows.length);
         continue;
       }
-      if (options.onPrune)
-        for (const row of rows)
-          await options.onPrune(toRecord(row), toReceipts(row.receipts ?? null, row.business_operation_id));
-      const ids = rows.map((r) => r.business_operation_id);
+      for (const row of options.onPrune ? rows : [])
+        await options.onPrune!(toRecord(row), toReceipts(row.receipts ?? null, row.business_operation_id));
       const gone = await c.db.query<{ state: OperationState }>('prune', c.st.pruneDelete, [
         ids,
         states,
@@ -270,6 +247,7 @@ async function prune(c: Parts, options: PruneOptions): Promise<PruneReport> {
       for (const g of gone.rows) count(g.state, 1);
     }
   }
+  const pruned = Object.values(byState).reduce((a, n) => a + n, 0);
   return { pruned, byState, dryRun: options.dryRun === true };
 }
 
@@ -281,16 +259,14 @@ function checkPatch(patch: StatePatch): void {
   if (!ALL_STATES.has(patch.state)) throw new LedgerError(`setState: unknown state ${JSON.stringify(patch.state)}`);
 }
 
-/** An option that must be a finite number ≥ min (an integer when `integer`); its default when absent. */
 function numberOption(value: number | undefined, fallback: number, name: string, min: number, integer = false): number {
   const v = value ?? fallback;
-  if (!(Number.isFinite(v) && v >= min && (!integer || Number.isInteger(v)))) {
+  if (!(Number.isFinite(v) && v >= min && (!integer || Number.isInteger(v))))
     throw new LedgerError(`${name} must be ${integer ? 'an integer' : 'a number'} ≥ ${min}, got ${String(value)}`);
-  }
   return v;
 }
 
-/** An option that must be one of `allowed`; the first is the default. */
+/** The first of `allowed` is the default. */
 function oneOf<T extends string>(value: T | undefined, allowed: readonly T[], name: string): T {
   if (value === undefined) return allowed[0]!;
   if (!allowed.includes(value))

@@ -1,11 +1,9 @@
 import { LedgerError } from '@retrysafe/contract';
 import type pg from 'pg';
-import { Connections } from './connections.js';
+import { Connections, transaction } from './connections.js';
 
-/**
- * Each runs once per schema, in order, and is recorded in `retrysafe_schema_migrations`; `{{schema}}`
- * is the quoted schema. Never edit a released migration: add the next version.
- */
+/** Each runs once per schema, in order, recorded in `retrysafe_schema_migrations`; `{{schema}}` is the quoted
+ * schema. Never edit a released migration: add the next version. */
 const MIGRATIONS: ReadonlyArray<{ version: number; name: string; sql: string }> = [
   {
     version: 1,
@@ -73,34 +71,23 @@ export interface MigrateReport {
   readonly current: number;
 }
 
-/** A connection: a pg.Client, a pg.PoolClient or one of the ledger's own. */
-type Session = Pick<Connections, 'query'>;
-
-/**
- * Brings `schema` up to date, under an advisory lock so many workers may run it at once; refuses a newer one.
- * On a pool (yours or the ledger's own connections) a connection that failed is closed rather than reused.
- */
+/** Brings `schema` up to date under an advisory lock, so many workers may run it at once; refuses a newer one. */
 export async function migrate(pool: pg.Pool | pg.Client | Connections, schema = 'public'): Promise<MigrateReport> {
   const quoted = quoteSchema(schema);
-  const pooled = 'totalCount' in pool || pool instanceof Connections;
-  const client: Session & { release?(err?: Error): void } = pooled ? await pool.connect() : pool;
-  let failed: Error | undefined;
+  const client = 'totalCount' in pool || pool instanceof Connections ? await pool.connect() : pool;
   try {
-    await client.query({ text: 'BEGIN' });
-    const report = await applyMigrations(client, schema, quoted);
-    await client.query({ text: 'COMMIT' });
-    return report;
+    return await transaction(client, () => applyMigrations(client, schema, quoted));
   } catch (err) {
-    failed = err as Error;
-    await client.query({ text: 'ROLLBACK' }).catch(() => undefined);
     if (LedgerError.isInstance(err)) throw err;
     throw new LedgerError(`migrating schema ${schema} failed: ${(err as Error).message}`, { cause: err });
-  } finally {
-    if (pooled) client.release!(failed);
   }
 }
 
-async function applyMigrations(client: Session, schema: string, quoted: string): Promise<MigrateReport> {
+async function applyMigrations(
+  client: Pick<Connections, 'query'>,
+  schema: string,
+  quoted: string,
+): Promise<MigrateReport> {
   const run = <R extends pg.QueryResultRow>(text: string, values?: unknown[]) => client.query<R>({ text, values });
   await run('SELECT pg_advisory_xact_lock(hashtext($1))', [`retrysafe.migrate:${schema}`]);
   await run(`CREATE SCHEMA IF NOT EXISTS ${quoted}`);

@@ -1,42 +1,31 @@
 import { createHash } from 'node:crypto';
 import { LedgerError, RetrysafeError } from '@retrysafe/contract';
 import type pg from 'pg';
-import { type ConnectionOptions, Connections } from './connections.js';
+import { type ConnectionOptions, Connections, transaction } from './connections.js';
 import { type MigrateReport, migrate } from './schema.js';
 import type { Sql } from './statements.js';
 
-/** Runs one statement; inside `tx` it runs on the transaction's connection. */
+/** Runs one statement; inside `tx` on the transaction's connection. */
 export type Run = <R extends pg.QueryResultRow>(
   what: string,
   sql: Sql,
   values: unknown[],
 ) => Promise<pg.QueryResult<R>>;
 
-export interface DbOptions extends ConnectionOptions {
-  readonly pool: pg.Pool | null;
-  readonly schema: string;
-  readonly migrate: boolean;
-}
-
-/** What the ledger uses of a pool: yours, or its own Connections. */
-type Pool = Pick<Connections, 'query' | 'connect'>;
-
 export type Db = ReturnType<typeof createDb>;
 
-/**
- * Your pool, or connections of its own; every failure is a LedgerError; migrated before the first statement.
- * `tx` runs `fn` inside BEGIN … COMMIT on one connection; any failure rolls back.
- */
-export function createDb(options: DbOptions) {
+/** Your pool or connections of its own, migrated before the first statement; every failure is a LedgerError. */
+export function createDb(
+  options: ConnectionOptions & { readonly pool: pg.Pool | null; readonly schema: string; readonly migrate: boolean },
+) {
   const own = options.pool === null ? new Connections(options) : null;
-  const pool: Pool = options.pool ?? own!;
+  const pool: Pick<Connections, 'query' | 'connect'> = options.pool ?? own!;
   // An idle client that breaks emits 'error' on the pool, which unhandled would end the process; the pool drops it.
   const onPoolError = () => undefined;
   options.pool?.on('error', onPoolError);
   let closed = false;
   let readyPromise: Promise<MigrateReport | null> | null = options.migrate ? null : Promise.resolve(null);
   const ready = (): Promise<MigrateReport | null> => {
-    // On a connection of the pool, with the ledger's time limits.
     readyPromise ??= migrate(own ?? options.pool!, options.schema).catch((err: unknown) => {
       readyPromise = null; // a database that was down may be back next time
       throw err;
@@ -77,34 +66,20 @@ export function createDb(options: DbOptions) {
   }
 
   async function tx<T>(what: string, fn: (run: Run) => Promise<T>): Promise<T> {
-    if (closed) throw new LedgerError(`ledger is closed (${what})`);
-    let client: Awaited<ReturnType<Pool['connect']>>;
     try {
+      if (closed) throw new LedgerError(`ledger is closed (${what})`);
       await ready();
-      client = await pool.connect();
+      const client = await pool.connect();
+      const run: Run = async (w, sql, values) => {
+        try {
+          return await client.query(configOf(sql, values));
+        } catch (err) {
+          throw asLedgerError(err, w);
+        }
+      };
+      return await transaction(client, () => fn(run));
     } catch (err) {
       throw asLedgerError(err, what);
-    }
-    const run: Run = async (w, sql, values) => {
-      try {
-        return await client.query(configOf(sql, values));
-      } catch (err) {
-        throw asLedgerError(err, w);
-      }
-    };
-    let broken: Error | undefined;
-    try {
-      await client.query({ text: 'BEGIN' });
-      const out = await fn(run);
-      await client.query({ text: 'COMMIT' });
-      return out;
-    } catch (err) {
-      await client.query({ text: 'ROLLBACK' }).catch((e: Error) => {
-        broken = e;
-      });
-      throw asLedgerError(err, what);
-    } finally {
-      client.release(broken);
     }
   }
 
@@ -118,10 +93,7 @@ export function createDb(options: DbOptions) {
   return { query, tx, ready, close };
 }
 
-/**
- * `rs:<schema>:<name>`, or `rs:<name>#<schema hash>` past the 63 bytes PostgreSQL keeps of a name (cut
- * names alike would be one statement). Schema names hold no `#`, so the two forms never meet.
- */
+/** `rs:<schema>:<name>`, or past PostgreSQL's 63 bytes `rs:<name>#<schema hash>` (schema names hold no `#`). */
 function statementName(schema: string, name: string): string {
   const full = `rs:${schema}:${name}`;
   if (full.length <= 63) return full;

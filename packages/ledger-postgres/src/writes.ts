@@ -17,7 +17,6 @@ interface FencedCall {
   readonly deferred?: boolean;
 }
 
-/** The record of the row version whose xmin is `xmin`. */
 interface Known {
   readonly xmin: string;
   readonly record: OperationRecord;
@@ -27,12 +26,9 @@ interface Known {
 /** A runner's operations in flight, with room. */
 const KNOWN_MAX = 4096;
 
-/**
- * Fenced writes: one UPDATE guarded by the token (READ COMMITTED re-checks the WHERE after a concurrent
- * takeover, so a stale token never lands), with its receipt in the same UPDATE. A remembered operation's
- * write also requires the remembered xmin and returns only the new one: any other write makes another
- * xmin, so a match means the computed record is the row's; no match, and it is sent again in full.
- */
+/** One UPDATE guarded by the token (READ COMMITTED re-checks the WHERE after a takeover), its receipt in it. A
+ * remembered operation's write also requires the remembered xmin and returns only the new one: any other write
+ * makes another xmin, so a match means the computed record is the row's; no match, and it is sent in full. */
 export function createWrites(db: Db, st: Statements, defers: boolean) {
   const known = new Map<string, Known>();
 
@@ -55,7 +51,6 @@ export function createWrites(db: Db, st: Statements, defers: boolean) {
     return record;
   }
 
-  /** A fenced write matched no row: say why. */
   async function refused(ref: Fenced, c: FencedCall): Promise<null> {
     const { rows } = await db.query<OperationRow>(c.what, st.get, [ref.businessOperationId]);
     if (rows.length === 0) throw new LedgerError(`no operation ${ref.businessOperationId} in the ledger`);

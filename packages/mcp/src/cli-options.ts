@@ -1,5 +1,4 @@
-/** The command line of `retrysafe-mcp`: each command's options as data (no heavy imports here); node:util's
- * parseArgs reads them, and the help is written from them. */
+// Each command's options as data (no heavy imports here): node:util's parseArgs reads them, the help is written from them.
 import { parseArgs } from 'node:util';
 
 /** Thrown for bad command-line use: printed as one line, exit 2. */

@@ -11,7 +11,7 @@ import { answerValue, createFenceAdapter, readPath } from './fence/fence-adapter
 import { loadFenceConfig } from './fence/fence-config.js';
 import { createFenceServer } from './fence/fence-server.js';
 import { connectUpstream, type UpstreamClient, type UpstreamTarget } from './fence/upstream.js';
-import { createRetrysafeMcpServer, serveHttp, serveStdio } from './server.js';
+import { createRetrysafeMcpServer, LOOPBACK_NAMES, serveHttp, serveStdio } from './server.js';
 
 /** Where the commands print by default: a line to stderr (logs) or stdout (results). */
 const toStderr = (line: string): void => void process.stderr.write(`${line}\n`);
@@ -90,9 +90,9 @@ function target(
   env?: Readonly<Record<string, string | null>>,
 ): UpstreamTarget {
   if (url !== undefined) {
-    if (!URL.canParse(url)) throw new UsageError(`--url ${url} is not a URL`);
-    const u = new URL(url);
-    if (!['127.0.0.1', 'localhost', '[::1]'].includes(u.hostname) && u.protocol !== 'https:')
+    const u = URL.parse(url);
+    if (!u) throw new UsageError(`--url ${url} is not a URL`);
+    if (!LOOPBACK_NAMES.includes(u.hostname) && u.protocol !== 'https:')
       throw new UsageError('a server URL must be https, or http on loopback');
     return { url };
   }
@@ -144,12 +144,8 @@ const CALL_TIMEOUT_MS = 30_000;
 
 /** Identical calls at once, then one abandoned on a client timeout and re-issued; the effects are counted by a read tool. */
 async function probeTool(
-  o: Values<typeof PROBE_COMMAND.options> & {
-    client: UpstreamClient;
-    tool: string;
-    countTool: string;
-    countPath: string;
-  },
+  o: Values<typeof PROBE_COMMAND.options> &
+    Record<'tool' | 'countTool' | 'countPath', string> & { client: UpstreamClient },
 ) {
   const startedAt = new Date().toISOString();
   const count = async (): Promise<number> => {
@@ -162,10 +158,8 @@ async function probeTool(
   };
   const call = async (timeout: number): Promise<Answer> => {
     try {
-      const a = (await o.client.callTool({ name: o.tool, arguments: o.args ?? {} }, undefined, { timeout })) as {
-        isError?: boolean;
-      };
-      return a?.isError ? 'tool-error' : 'ok';
+      const a = await o.client.callTool({ name: o.tool, arguments: o.args ?? {} }, undefined, { timeout });
+      return a.isError ? 'tool-error' : 'ok';
     } catch (e) {
       return (e as { code?: unknown }).code === -32001 ? 'timeout' : 'error';
     }
@@ -181,8 +175,7 @@ async function probeTool(
   await sleep(o.settleMs ?? 1500);
   const after = await count();
   const effects = after - before;
-  const verdict: 'at-most-once' | 'duplicates' | 'no-effect-seen' =
-    effects > 1 ? 'duplicates' : effects === 1 ? 'at-most-once' : 'no-effect-seen';
+  const verdict = effects > 1 ? 'duplicates' : effects === 1 ? 'at-most-once' : 'no-effect-seen';
   const summary = {
     duplicates: `DUPLICATES: ${effects} effects for one intent after ${calls.length} identical calls`,
     'at-most-once': `at most once: 1 effect for one intent after ${calls.length} identical calls`,

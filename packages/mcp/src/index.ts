@@ -2,5 +2,5 @@ export { createCoalescer } from './coalesce.js';
 export { type ProbeReceipt, runProbe } from './commands.js';
 export { createFenceAdapter } from './fence/fence-adapter.js';
 export { FenceConfigError, parseFenceConfig } from './fence/fence-config.js';
-export { createFenceServer, UNFENCED_NOTE } from './fence/fence-server.js';
+export { UNFENCED_NOTE } from './fence/fence-server.js';
 export { createRetrysafeMcpServer, type McpServerOptions, serveHttp, serveStdio } from './server.js';

@@ -80,11 +80,6 @@ async function answerLookupTool(ledger: Ledger, name: string, args: unknown) {
 
 /** The runner's answer to a tool call; an identical call in flight answers with the first one's. */
 type Run = (tool: AgentToolDefinition, params: unknown, meta: unknown) => Promise<AgentToolResult>;
-type ToolCall = (
-  req: CallToolRequest,
-  extra: { signal: AbortSignal },
-  run: Run,
-) => Promise<Record<string, unknown> | undefined>;
 
 /** Both servers: `listed` plus the status and handoff lookups; `call` answers the rest, undefined for a name it does not list. */
 export function serveTools(
@@ -92,7 +87,7 @@ export function serveTools(
   options: ServingOptions,
   lookups: [string, string],
   listed: () => object[],
-  call: ToolCall,
+  call: (req: CallToolRequest, extra: { signal: AbortSignal }, run: Run) => Promise<object | undefined>,
 ) {
   const coalescer = options.coalescer ?? createCoalescer(options.ledger);
   const run: Run = (tool, params, meta) =>
@@ -167,18 +162,17 @@ export async function serveStdio(server: Server): Promise<void> {
   await server.connect(new StdioServerTransport());
 }
 
+/** Loopback with the bound port is always allowed; `allowedHosts` adds `name:port`, or a bare name for any port.
+ * `token` is the bearer token clients send (default: a random one, returned). */
 export interface ServeHttpOptions {
   readonly host?: string;
   readonly port?: number;
-  /** Extra `Host` values to accept (`name:port`, or a bare name for any port); loopback with the bound port always is. */
   readonly allowedHosts?: readonly string[];
-  /** Extra `Origin` values to accept; loopback origins with the bound port always are. */
   readonly allowedOrigins?: readonly string[];
-  /** The bearer token clients must send; default a random one (read it from the returned `token`). */
   readonly token?: string;
 }
 
-const LOOPBACK_NAMES = ['127.0.0.1', 'localhost', '[::1]'];
+export const LOOPBACK_NAMES = ['127.0.0.1', 'localhost', '[::1]'];
 const digest = (s: string) => createHash('sha256').update(s, 'utf8').digest();
 const norm = (v: string) => v.trim().toLowerCase();
 

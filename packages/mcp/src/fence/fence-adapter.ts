@@ -66,19 +66,17 @@ export function answerValue(answer: ToolAnswer): unknown {
 }
 
 const clip = (s: string) => (s.length > 200 ? `${s.slice(0, 200)}…` : s);
-const errorText = (a: ToolAnswer) =>
-  clip(
-    (a.content ?? [])
-      .map((c) => c.text ?? '')
-      .join(' ')
-      .trim() || 'the tool answered an error',
-  );
 
-/** One Outcome per tool answer: a tool error is rejected or unknown as the fence file says; never throws. */
+/** A tool error is rejected or unknown as the fence file says; never throws. */
 function classifyToolAnswer(t: FenceToolConfig, answer: unknown): Outcome {
   const a = (answer ?? {}) as ToolAnswer;
   if (a.isError) {
-    const text = errorText(a);
+    const text = clip(
+      (a.content ?? [])
+        .map((c) => c.text ?? '')
+        .join(' ')
+        .trim() || 'the tool answered an error',
+    );
     if ((t.rejectWhen ?? []).some((r) => new RegExp(r, 'i').test(text)) || t.toolErrors === 'rejected')
       return { kind: 'rejected', reason: 'validation', message: `tool error: ${text}` };
     return unknownOutcome('server-error', `tool error (may have applied): ${text}`);
@@ -108,7 +106,7 @@ const unknownOutcome = (cause: Unknown['cause'], message: string, code?: string)
   ...(code ? { code } : {}),
 });
 
-/** MCP JSON-RPC error codes: refused arguments or tool are rejections; a timeout or a closed connection is unknown. */
+/** Refused arguments or tool are rejections; a timeout or a closed connection is unknown. */
 const MCP_ERRORS: Readonly<Record<number, (message: string) => Outcome>> = {
   [-32602]: (message) => ({ kind: 'rejected', reason: 'validation', message, code: 'invalid-params' }),
   [-32601]: (message) => ({ kind: 'rejected', reason: 'configuration', message, code: 'method-not-found' }),
@@ -131,8 +129,8 @@ function classifyToolError(error: unknown): Outcome {
   return unknownOutcome(t.cause, message, t.code);
 }
 
-/** The fenced upstream tools as one retrysafe adapter on the contract's frame: the runner decides from their cards.
- * `tools` is the upstream's tool list (descriptions, input schemas): every fenced tool must be in it. */
+/** The fenced upstream tools as one adapter: the runner decides from their cards. Every fenced tool must be in
+ * `tools`, the upstream's list. */
 export function createFenceAdapter(options: {
   readonly config: FenceConfig;
   readonly client: UpstreamClient;
@@ -208,11 +206,12 @@ export function createFenceAdapter(options: {
 const KEY_CHARSET = 'A-Za-z0-9_-';
 const CLASSIFY = 'fence: packages/mcp/src/fence/fence-adapter.ts (classify)';
 
-/** The card of one fenced tool, from what the fence file declares; the rest is `unknown` and listed as unverified. */
+/** What the fence file declares; the rest is `unknown` and listed as unverified. */
 function fenceCard(config: Pick<FenceConfig, 'name' | 'policy'>, toolName: string, t: FenceToolConfig) {
   const declared = (what: string) => `fence file: tools.${toolName}.${what}${t.source ? ` (${t.source})` : ''}`;
   const unverified: { field: string; condition: string; source: string }[] = [];
-  const maybe = (field: string, value: unknown, what: string, source = declared(what)) => {
+  const maybe = (field: string, value: unknown, what: string) => {
+    const source = (what.startsWith('key.') ? t.key?.source : t.lookup?.source) ?? t.source ?? declared(what);
     if (value !== undefined) return fact(value, source);
     const reason = `not declared in the fence file (tools.${toolName}.${what})`;
     unverified.push({ field, condition: `${what} is not declared for this upstream tool`, source: reason });
@@ -220,9 +219,9 @@ function fenceCard(config: Pick<FenceConfig, 'name' | 'policy'>, toolName: strin
   };
   const noKey = (value: unknown) => fact(value, 'no key travels');
   const { key: k, lookup: l } = t;
-  const keySource = k?.source ?? t.source;
   const limits = config.policy ?? {};
-  const key = k
+  const includesErrors = fact(false, 'fence: an upstream tool error is never assumed to be stored');
+  const keyFields = k
     ? {
         providerKey: {
           travels: fact('body', declared('key.argument')),
@@ -232,10 +231,10 @@ function fenceCard(config: Pick<FenceConfig, 'name' | 'policy'>, toolName: strin
           scope: fact('one upstream server', declared('key')),
         },
         keyReuse: fact('same call while the upstream keeps the key', declared('key')),
-        parameterMatching: maybe('parameterMatching', k.parameterMatching, 'key.parameterMatching', keySource),
-        semantics: maybe('storedResult.semantics', k.semantics, 'key.semantics', keySource),
-        retention: maybe('retention.minimum', k.retention, 'key.retention', keySource),
-        concurrency: maybe('concurrency', k.concurrency, 'key.concurrency', keySource),
+        parameterMatching: maybe('parameterMatching', k.parameterMatching, 'key.parameterMatching'),
+        storedResult: { semantics: maybe('storedResult.semantics', k.semantics, 'key.semantics'), includesErrors },
+        retention: { minimum: maybe('retention.minimum', k.retention, 'key.retention') },
+        concurrency: maybe('concurrency', k.concurrency, 'key.concurrency'),
       }
     : {
         providerKey: {
@@ -247,18 +246,20 @@ function fenceCard(config: Pick<FenceConfig, 'name' | 'policy'>, toolName: strin
         },
         keyReuse: noKey('never: no key travels'),
         parameterMatching: noKey('none'),
-        semantics: fact('none', 'no key travels: the upstream cannot fold a re-sent call'),
-        retention: fact(null, 'no key travels: nothing is stored'),
+        storedResult: {
+          semantics: fact('none', 'no key travels: the upstream cannot fold a re-sent call'),
+          includesErrors,
+        },
+        retention: { minimum: fact(null, 'no key travels: nothing is stored') },
         concurrency: fact('duplicates', 'no key travels: concurrent calls each run the tool'),
       };
-  const lookupSource = l?.source ?? t.source;
-  const delay = [0, '0'].includes(l?.consistencyDelay as never) ? null : l?.consistencyDelay; // 0: no delay
+  const delay = [0, '0'].includes(l?.consistencyDelay as never) ? null : l?.consistencyDelay;
   const lookup = l
     ? {
         method: fact('search', declared('lookup.tool')),
-        consistencyDelay: maybe('lookup.consistencyDelay', delay, 'lookup.consistencyDelay', lookupSource),
+        consistencyDelay: maybe('lookup.consistencyDelay', delay, 'lookup.consistencyDelay'),
         // How long the upstream may still apply a call after the fence gave up on it: unknown unless declared.
-        lateApplyBound: maybe('lookup.lateApplyBound', l.lateApplyBound, 'lookup.lateApplyBound', lookupSource),
+        lateApplyBound: maybe('lookup.lateApplyBound', l.lateApplyBound, 'lookup.lateApplyBound'),
       }
     : {
         method: fact('none', `fence file: tools.${toolName} declares no lookup`),
@@ -286,16 +287,8 @@ function fenceCard(config: Pick<FenceConfig, 'name' | 'policy'>, toolName: strin
       attempt: 'receipts only',
       request: fact('the MCP JSON-RPC request id (not kept)', 'MCP specification: JSON-RPC request ids'),
     },
-    providerKey: key.providerKey,
-    keyReuse: key.keyReuse,
-    parameterMatching: key.parameterMatching,
-    storedResult: {
-      semantics: key.semantics,
-      includesErrors: fact(false, 'fence: an upstream tool error is never assumed to be stored'),
-    },
+    ...keyFields,
     lookup,
-    retention: { minimum: key.retention },
-    concurrency: key.concurrency,
     retryableErrors: fact(
       ['a transport that never connected (not-applied)', 'a timeout or a closed connection (unknown: look up first)'],
       CLASSIFY,

@@ -1,5 +1,7 @@
 import { dirname, resolve } from 'node:path';
-import { checkSchema, DataSyntaxError, FileLimitError, parseDataText, readTextFile } from '@retrysafe/config';
+import { checkSchema, configSchema, DataSyntaxError, FileLimitError, readDataFile } from '@retrysafe/config';
+import type { JsonSchema } from '@retrysafe/contract';
+import type { PolicyOverrides } from '@retrysafe/core';
 
 /** A fence file that cannot be used; the message names the path and, for an unknown key, the nearest known one. */
 export class FenceConfigError extends Error {
@@ -45,15 +47,7 @@ const FENCE_SCHEMA = closed(
     ledger: str,
     handoffs: str,
     timeoutMs: posInt,
-    policy: closed({
-      maxAttempts: posInt,
-      maxElapsedMs: posInt,
-      baseMs: posInt,
-      capMs: posInt,
-      lookupWindowMs: posInt,
-      leaseMs: posInt,
-      waitForOtherMs: posInt,
-    }),
+    policy: (configSchema.properties as JsonSchema).policy as JsonSchema,
     tools: {
       type: 'object',
       minProperties: 1,
@@ -101,15 +95,16 @@ const FENCE_SCHEMA = closed(
 
 /** The fence file: which upstream tools run through the runner, and what is known of each (the rest is `unknown`);
  * `baseDir` is the folder it was read from (relative paths resolve against it). */
-export type FenceConfig = Omit<Infer<typeof FENCE_SCHEMA>, 'timeoutMs'> & {
+export type FenceConfig = Omit<Infer<typeof FENCE_SCHEMA>, 'timeoutMs' | 'policy'> & {
   readonly timeoutMs: number;
+  readonly policy?: PolicyOverrides;
   readonly baseDir: string;
 };
 export type FenceToolConfig = FenceConfig['tools'][string];
 
 /** Checks a parsed fence file strictly (unknown keys are errors) and fills its defaults. */
 export function parseFenceConfig(raw: unknown, baseDir = process.cwd()): FenceConfig {
-  const problems = checkSchema(raw, FENCE_SCHEMA, FENCE_SCHEMA);
+  const problems = checkSchema(raw, FENCE_SCHEMA);
   const c = raw as Omit<FenceConfig, 'baseDir' | 'timeoutMs'> & { timeoutMs?: number };
   if (problems.length === 0) {
     for (const k of Object.keys(c.env ?? {}))
@@ -139,7 +134,7 @@ export function loadFenceConfig(path: string): FenceConfig {
   const yaml = !/\.json$/i.test(path);
   let raw: unknown;
   try {
-    raw = parseDataText(readTextFile(path), { path, yaml });
+    raw = readDataFile(path, yaml);
   } catch (e) {
     throw new FenceConfigError(
       e instanceof DataSyntaxError

@@ -20,9 +20,6 @@ export type UpstreamTarget =
     }
   | { readonly url: string };
 
-/** The result schema of a request, as the SDK client takes it. */
-export type ResultSchema = Parameters<Client['request']>[1];
-
 export type Upstream = Awaited<ReturnType<typeof connectUpstream>>;
 
 /** What the fence adapter and the probe need of an upstream (the SDK's `Client` has this shape too). */
@@ -33,7 +30,7 @@ export class UpstreamUnavailableError extends Error {
   override readonly name = 'UpstreamUnavailableError';
 }
 
-/** Restarts of a dead upstream: tries, and the first delay (doubled each try). */
+/** Restarts of a dead upstream: tries, and the first delay, doubled each try. */
 const RESTART = { tries: 5, baseMs: 100 };
 
 /** The fence's own environment with the fence file's changes applied (`null` removes a variable). */
@@ -110,7 +107,7 @@ export async function connectUpstream(target: UpstreamTarget, name = 'retrysafe-
     return starting;
   };
   /** Any request, forwarded as is; without a connected client it would never leave, so it is refused as not sent. */
-  const request = async (req: Request, schema: ResultSchema, opts?: RequestOptions) => {
+  const request = async (req: Request, schema: Parameters<Client['request']>[1], opts?: RequestOptions) => {
     await ready();
     if (!client?.transport) throw new UpstreamUnavailableError('the upstream MCP server is not connected');
     return (await client.request(req, schema, opts)) as Record<string, unknown>;
