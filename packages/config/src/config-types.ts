@@ -1,6 +1,5 @@
 // The shapes of a parsed config file: adapters by kind, the ledger's location, the whole config.
 import type { PolicyOverrides } from '@retrysafe/core';
-import type { HttpAdapterDeclaration, HttpOperationDeclaration } from '@retrysafe/http';
 
 /** A first-party adapter's options: `K` names the environment variable holding its credential. */
 type VendorConfig<K extends string> = { readonly baseUrl?: string; readonly timeoutMs?: number } & {
@@ -20,20 +19,70 @@ export interface ModuleAdapterConfig {
   /** Option ⇒ environment variable. A dotted option (`headers.Authorization`) sets the nested option. */
   readonly secretsFromEnv?: Record<string, string>;
 }
-/** An HTTP API declared as data: `@retrysafe/http`'s declaration, header credentials named by variable. */
-export interface HttpAdapterConfig extends Pick<HttpAdapterDeclaration, 'baseUrl' | 'timeoutMs' | 'headers'> {
+/** An HTTP API declared as data (`@retrysafe/http`): operations, cards, body and path mapping, lookup. */
+export interface HttpAdapterConfig {
   readonly type: 'http';
   /** Default: the adapter's name in the config. */
   readonly provider?: string;
+  readonly baseUrl: string;
+  readonly timeoutMs: number;
+  /** Static headers that are not credentials. */
+  readonly headers?: Record<string, string>;
   /** Header ⇒ environment variable holding its value (e.g. `Authorization: ACME_AUTH`). */
   readonly headersFromEnv?: Record<string, string>;
   readonly operations: Record<string, HttpOperationConfig>;
 }
 
-/** The card inline, or a JSON/YAML file path relative to the config file. */
-export type HttpOperationConfig = Omit<HttpOperationDeclaration, 'card'> & {
+/** `@retrysafe/http`'s HttpOperationDeclaration (card inline or a path), loose so it needs no `@retrysafe/http`. */
+export interface HttpOperationConfig {
+  readonly description: string;
+  readonly method: 'POST' | 'PUT' | 'PATCH' | 'DELETE';
+  /** `{param}`, `{key}`, `{businessOperationId}` placeholders. */
+  readonly path: string;
+  readonly key: {
+    readonly travels: 'header' | 'body' | 'query' | 'none';
+    readonly name?: string;
+    readonly encoding?: 'raw' | 'sf-string';
+    readonly rule?: { readonly maxLength?: number; readonly charset?: string; readonly prefix?: string };
+  };
+  /** The retry safety card inline, or a JSON/YAML file path relative to the config file. */
   readonly card: string | Readonly<Record<string, unknown>>;
-};
+  readonly lookup: {
+    readonly method: 'get-by-key' | 'status-url' | 'search' | 'resend-same-key' | 'none';
+    readonly [field: string]: unknown;
+  };
+  readonly precondition?: {
+    readonly param: string;
+    readonly header?: string;
+    readonly query?: string;
+    readonly failedStatus?: number;
+    readonly validatorHeader?: string;
+    readonly validatorField?: string;
+  };
+  readonly errors: {
+    readonly codePath?: string;
+    readonly rules: readonly {
+      readonly status: number | readonly number[] | '4xx' | '5xx';
+      readonly code?: string | readonly string[];
+      readonly outcome: 'rejected' | 'not-applied' | 'in-progress' | 'unknown';
+      readonly reason?: string;
+      readonly cause?: string;
+    }[];
+  };
+  readonly asyncReply?: boolean;
+  /** JSON body template (`"{param}"` keeps the value's type). */
+  readonly body?: unknown;
+  readonly refPath?: string;
+  readonly requestIdHeader?: string;
+  readonly paramsSchema?: Readonly<Record<string, unknown>>;
+  readonly sensitiveFields?: readonly string[];
+  /** For `retrysafe drill --config`. */
+  readonly drill?: {
+    readonly pattern?: 'ietf-idempotency-key' | 'async-request-reply' | 'etag' | 'client-token';
+    readonly params?: Readonly<Record<string, unknown>>;
+    readonly changeIntent?: string;
+  };
+}
 
 /** A `type: http` entry resolved for `@retrysafe/http`'s createHttpAdapterFromDeclaration: cards read, header credentials from the environment. */
 export type HttpDeclarationData = Required<Pick<HttpAdapterConfig, 'provider'>> &
