@@ -84,6 +84,6 @@ export function handOut(record: OperationRecord, json: JsonTexts): OperationReco
     result: parseJson(json.result),
     handoff: parseJson(json.handoff) as OperationRecord['handoff'],
     resolution: parseJson(json.resolution) as OperationRecord['resolution'],
-    ...(record.receiptChain ? { receiptChain: { ...record.receiptChain } } : {}),
+    receiptChain: { ...record.receiptChain },
   };
 }

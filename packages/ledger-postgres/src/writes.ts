@@ -38,11 +38,7 @@ export function createWrites(db: Db, st: Statements, defers: boolean) {
     if (isTerminal(record)) return;
     if (known.size >= KNOWN_MAX) known.delete(known.keys().next().value!);
     // A copy: the caller may change the one it was handed.
-    known.set(id, {
-      xmin,
-      record: record.receiptChain ? { ...record, receiptChain: { ...record.receiptChain } } : { ...record },
-      json,
-    });
+    known.set(id, { xmin, record: { ...record, receiptChain: { ...record.receiptChain } }, json });
   }
 
   function fromRow(row: OperationRow & { xmin: string }): OperationRecord {
