@@ -1,28 +1,24 @@
-// Every reading of a card that decides what may happen after an unknown outcome, in one place, so the
-// runner, the policy, agent tools and adapters never read those fields themselves. Pure: times are passed in.
+// Every reading of a card that decides what may happen after an unknown outcome, so the runner, the policy,
+// agent tools and adapters never read those fields themselves. Pure: times are passed in.
 import { DEFAULT_CLOCK_SKEW_MARGIN, type RetrySafetyCard } from './card.js';
 import { durationMs } from './duration.js';
 
-/** The policy's clock-skew margin as the card sets it (limits.clockSkewMargin, default DEFAULT_CLOCK_SKEW_MARGIN). */
 export function cardMargin(card: RetrySafetyCard): number {
   return durationMs(card.limits.clockSkewMargin ?? DEFAULT_CLOCK_SKEW_MARGIN);
 }
 
-/** A lookup of what the provider stored exists (any lookup.method but none and unknown; a same-key re-send counts). */
+/** A same-key re-send counts as a lookup. */
 export function lookupAvailable(card: RetrySafetyCard): boolean {
   const m = card.lookup.method.value;
   return m !== 'none' && m !== 'unknown';
 }
 
-/**
- * Whether a lost final `succeeded` write is recovered without a second effect or a person: the `dispatched`
- * row left behind is looked up at the provider and adopted. Without a lookup it would end in a handoff.
- */
+/** A lost final `succeeded` write is recovered by looking the `dispatched` row up; without a lookup, a handoff. */
 export function completionRecoverable(card: RetrySafetyCard): boolean {
   return lookupAvailable(card);
 }
 
-/** A key travels and the provider folds a same-key duplicate into the first request (replays it or rejects the duplicate). */
+/** A key travels and the provider replays or rejects a same-key duplicate. */
 export function keyFoldsResends(card: RetrySafetyCard): boolean {
   const t = card.providerKey.travels.value;
   const sem = card.storedResult.semantics.value;
@@ -46,10 +42,7 @@ function readRetention(card: RetrySafetyCard, firstDispatchedAt: number | null, 
   return { passed: ageMs + clockSkewMarginMs + lateMs >= durationMs(retention), ageMs, lateMs };
 }
 
-/**
- * Whether the provider may no longer hold the key when a same-key request sent at `at` lands: the key's age
- * from the FIRST dispatch, plus the margin and the late-apply allowance, reaches retention.minimum (unknown or none: passed).
- */
+/** The provider may no longer hold the key when a request sent at `at` lands (retention unknown or none: passed). */
 export function retentionPassed(
   card: RetrySafetyCard,
   firstDispatchedAt: number | null,
@@ -61,17 +54,14 @@ export function retentionPassed(
 
 export interface ResendSafety {
   readonly safe: boolean;
-  /** The key is older than the provider's retention (with the margin and the late-apply allowance): never rely on it. */
   readonly pastRetention: boolean;
   readonly why: string;
 }
 
-/**
- * Whether re-sending at `now` with the same provider key cannot create a second effect: idempotent by nature, or
- * a key travels and is folded, retention known and not passed, parameter matching known, concurrent duplicates folded.
- */
-const unsafe = (why: string): ResendSafety => ({ safe: false, pastRetention: false, why });
+const verdict = (safe: boolean, why: string, pastRetention = false): ResendSafety => ({ safe, pastRetention, why });
+const unsafe = (why: string) => verdict(false, why);
 
+/** Whether a same-key re-send at `now` cannot create a second effect. */
 export function resendSafety(
   card: RetrySafetyCard,
   firstDispatchedAt: number | null,
@@ -79,11 +69,7 @@ export function resendSafety(
   clockSkewMarginMs: number = cardMargin(card),
 ): ResendSafety {
   if (card.sideEffect.idempotentByNature.value === true)
-    return {
-      safe: true,
-      pastRetention: false,
-      why: 'the operation is idempotent by nature (card sideEffect.idempotentByNature)',
-    };
+    return verdict(true, 'the operation is idempotent by nature (card sideEffect.idempotentByNature)');
   const travels = card.providerKey.travels.value;
   if (travels === 'unknown' || travels === 'none')
     return unsafe(`no provider key travels (card providerKey.travels = ${travels})`);
@@ -102,17 +88,14 @@ export function resendSafety(
   const r = readRetention(card, firstDispatchedAt, now, clockSkewMarginMs);
   if (r.passed) {
     const late = card.lookup.lateApplyBound?.value ?? 'unknown';
-    return {
-      safe: false,
-      pastRetention: true,
-      why: `the key is ${r.ageMs} ms old; with the ${clockSkewMarginMs} ms clock-skew margin and ${r.lateMs} ms for a late apply (lateApplyBound ${late}) that is past the provider's ${retention} retention: a re-send could be a new operation`,
-    };
+    return verdict(
+      false,
+      `the key is ${r.ageMs} ms old; with the ${clockSkewMarginMs} ms clock-skew margin and ${r.lateMs} ms for a late apply (lateApplyBound ${late}) that is past the provider's ${retention} retention: a re-send could be a new operation`,
+      true,
+    );
   }
-  return {
-    safe: true,
-    pastRetention: false,
-    why: `same key, inside the ${retention} retention, provider ${sem === 'replays' ? 'replays its stored result' : 'rejects the duplicate'}`,
-  };
+  const fold = sem === 'replays' ? 'replays its stored result' : 'rejects the duplicate';
+  return verdict(true, `same key, inside the ${retention} retention, provider ${fold}`);
 }
 
 /** How long after the last dispatch a "not found" proves absence: lateApplyBound + consistencyDelay; null when either is unknown. */
@@ -123,20 +106,16 @@ export function lookupSettleMs(card: RetrySafetyCard): number | null {
   return durationMs(late) + (delay === null ? 0 : durationMs(delay));
 }
 
-/** When the operation was sent, as the runner knows it (a DecisionState and a LookupContext both have this shape). */
+/** When the operation was sent (a DecisionState and a LookupContext both have this shape). */
 export interface DispatchTimes {
-  /** First dispatch; null = never dispatched. */
   readonly firstDispatchedAt: number | null;
-  /** Latest dispatch, or an upper bound of it (a takeover). Absent or null: firstDispatchedAt. */
+  /** Latest dispatch, or an upper bound of it (a takeover). */
   readonly lastDispatchedAt?: number | null;
-  /** Taken over from a stopped worker: the end of its lease, written by another clock (counts the margin later). */
+  /** A stopped worker's lease end, written by another clock: it counts the margin later. */
   readonly takenOverLeaseEnd?: number | null;
 }
 
-/**
- * From when a "not found" proves absence: the last dispatch (for a takeover, the dead owner's lease end plus the
- * margin, since another clock wrote it) + lookupSettleMs. `never` when the card leaves a bound unknown.
- */
+/** From when a "not found" proves absence: the last dispatch + lookupSettleMs; `never` when a bound is unknown. */
 export function absenceProvenFrom(
   card: RetrySafetyCard,
   times: DispatchTimes,
@@ -157,13 +136,13 @@ export function absenceProvenFrom(
   return { at: last + settle };
 }
 
-/** Dispatch times plus when the lookup was asked (`observedAt`, default `now`). */
+/** `observedAt`: when the lookup was asked (default `now`). */
 export interface LookupTiming extends DispatchTimes {
   readonly now: number;
   readonly observedAt?: number;
 }
 
-/** Whether a lookup's "not found" proves the effect was not applied (see absenceProvenFrom); judged when the lookup was asked. */
+/** Whether a lookup's "not found" proves the effect was not applied. */
 export function notFoundIsAuthoritative(
   card: RetrySafetyCard,
   timing: LookupTiming,
@@ -173,7 +152,7 @@ export function notFoundIsAuthoritative(
   return 'at' in proof && (timing.observedAt ?? timing.now) >= proof.at;
 }
 
-/** An agent tool's `idempotentHint`: whether the PROVIDER also folds a duplicate — the re-send rule for a key sent just now. */
+/** An agent tool's `idempotentHint`: the re-send rule for a key sent just now. */
 export function agentIdempotentHint(card: RetrySafetyCard, clockSkewMarginMs: number = cardMargin(card)): boolean {
   return resendSafety(card, 0, 0, clockSkewMarginMs).safe;
 }

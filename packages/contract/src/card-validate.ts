@@ -1,5 +1,5 @@
 import type { JsonSchema } from './adapter.js';
-import { type RetrySafetyCard, UNKNOWN } from './card.js';
+import { CARD_VALUES, type RetrySafetyCard, UNKNOWN } from './card.js';
 import { CardValidationError, type FieldError } from './errors.js';
 import { MERGING_STEPS, NORMALIZATION_STEPS } from './normalize.js';
 import { type SchemaWording, schemaProblems } from './schema-problems.js';
@@ -73,7 +73,7 @@ const CARD = obj(
     operation: str,
     sideEffect: obj(
       {
-        kind: fact(oneOf('create', 'send', 'set', 'upsert', 'delete', 'charge', 'async-job', 'none')),
+        kind: fact(oneOf(...CARD_VALUES.sideEffect)),
         idempotentByNature: fact(bool),
         rejectionMayCreate: fact(bool),
       },
@@ -89,17 +89,17 @@ const CARD = obj(
     ),
     ids: obj({ run: str, attempt: str, request: fact(str) }),
     providerKey: obj({
-      travels: fact(oneOf('header', 'body', 'query', 'none')),
+      travels: fact(oneOf(...CARD_VALUES.travels)),
       name: fact(nullable(str)),
       maxLength: fact(nullable(posInt)),
       charset: fact(nullable(str)),
       scope: fact(str),
     }),
     keyReuse: fact(str),
-    parameterMatching: fact(oneOf('mismatch-error', 'replay-anyway', 'none')),
+    parameterMatching: fact(oneOf(...CARD_VALUES.parameterMatching)),
     storedResult: obj(
       {
-        semantics: fact(oneOf('replays', 'rejects-duplicate', 'none')),
+        semantics: fact(oneOf(...CARD_VALUES.storedResult)),
         includesErrors: fact(bool),
         replayIndicator,
       },
@@ -107,14 +107,14 @@ const CARD = obj(
     ),
     lookup: obj(
       {
-        method: fact(oneOf('get-by-key', 'status-url', 'search', 'resend-same-key', 'none')),
+        method: fact(oneOf(...CARD_VALUES.lookup)),
         consistencyDelay: fact(nullable(duration)),
         lateApplyBound: fact(duration),
       },
       'lateApplyBound',
     ),
     retention: obj({ minimum: fact(nullable(duration)) }),
-    concurrency: fact(oneOf('rejects-in-progress', 'waits-then-replays', 'duplicates', 'last-write-wins')),
+    concurrency: fact(oneOf(...CARD_VALUES.concurrency)),
     retryableErrors: fact(strings),
     nonRetryableErrors: fact(strings),
     backoff: obj({
