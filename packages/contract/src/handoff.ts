@@ -17,7 +17,6 @@ export type SafeActionName = 'resume' | 'mark-done' | 'abandon' | 'resend-with';
 
 export interface SafeAction {
   readonly action: SafeActionName;
-  /** Whether retrysafe considers this safe given what it knows. */
   readonly safe: boolean;
   readonly why: string;
 }
@@ -38,7 +37,6 @@ export interface HandoffPacket {
   readonly intentFingerprint: string;
   readonly providerKey: ProviderKey | null;
   readonly reason: HandoffReason;
-  /** In words: what happened and why retrysafe stopped. */
   readonly explanation: string;
   readonly attempts: readonly HandoffAttempt[];
   /** The last attempt's outcome; `fields` say what a corrected request must change, `created` what to finish or cancel. */

@@ -19,27 +19,8 @@ export type { CardProblem, CardValidation } from './card-validate.js';
 export { CARD_SCHEMA_VERSION, cardJsonSchema, defineCard, validateCard } from './card-validate.js';
 export type * from './drill.js';
 export type { Duration } from './duration.js';
-export type * from './errors.js';
-export {
-  AdapterConfigurationError,
-  CardValidationError,
-  ClockSkewError,
-  ConflictError,
-  InvalidIdError,
-  InvalidIntentError,
-  InvalidParamsError,
-  InvalidStateError,
-  LeaseExpiredError,
-  LeaseLostError,
-  LedgerError,
-  PayloadLimitError,
-  RetryExhaustedError,
-  RetrysafeError,
-  UnknownOperationError,
-  UnsafeResumeError,
-  UnsupportedCapabilityError,
-  UnsupportedSpecificationVersionError,
-} from './errors.js';
+export { RetrysafeError } from './error-class.js';
+export * from './errors.js';
 export type * from './handoff.js';
 export type * from './ids.js';
 export {

@@ -170,3 +170,6 @@ export interface Ledger {
   prune?(options: PruneOptions): Promise<PruneReport>;
   close(): Promise<void>;
 }
+
+/** What every ledger stores: SQLite's JSON functions refuse nesting deeper than 1000, and params sit inside the record. */
+export const PAYLOAD_LIMITS = Object.freeze({ maxDepth: 100, maxBytes: 1024 * 1024 });

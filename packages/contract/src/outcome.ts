@@ -2,11 +2,9 @@ import type { FieldError } from './errors.js';
 
 /** What the provider said about one attempt, kept for receipts and packets (no secrets, no bodies). */
 export interface ProviderRefs {
-  /** HTTP status, when there was a response. */
   readonly status?: number;
   /** The provider's error code or type, e.g. `idempotency_key_in_use`. */
   readonly code?: string;
-  /** The provider's request id (e.g. Stripe `Request-Id`, Graph `request-id`, HubSpot `correlationId`). */
   readonly requestId?: string;
   /** The id of the object the provider created or changed (e.g. `pi_123`). */
   readonly providerRef?: string;
@@ -40,7 +38,7 @@ export type Outcome =
       readonly kind: 'rejected';
       readonly reason: RejectReason;
       readonly message: string;
-      /** The provider's per-field errors, when it names them (e.g. Stripe `param`, problem+json `invalid-params`): what to correct. */
+      /** The provider's per-field errors, when it names them: what to correct. */
       readonly fields?: readonly FieldError[];
       /** An object this rejected call still created (a declined create+confirm); a correction must not make a second. */
       readonly created?: string;
@@ -67,12 +65,11 @@ export const OUTCOME_KINDS: readonly OutcomeKind[] = [
 
 /** What `doLookup` learned about an earlier dispatch. */
 export type LookupResult =
-  /** The provider holds a status or result for this operation: succeeded/replayed (adopt), in-progress (poll), rejected (persisted error). */
   | {
       readonly kind: 'found';
       readonly outcome: Extract<Outcome, { kind: 'succeeded' | 'replayed' | 'in-progress' | 'rejected' }>;
     }
-  /** Definitively absent: the lookup is authoritative and past its consistency delay. Means "not applied". */
+  /** Definitely absent: the lookup is authoritative and past its consistency delay. */
   | ({ readonly kind: 'not-found'; readonly reason: string } & ProviderRefs)
   /** Cannot tell (inside the consistency delay, lookup throttled or failing): neither absent nor present. */
   | ({ readonly kind: 'cannot-tell'; readonly reason: string; readonly retryAfterMs?: number } & ProviderRefs);

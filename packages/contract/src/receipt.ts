@@ -18,13 +18,11 @@ export interface Receipt extends ProviderRefs {
   readonly outcome: OutcomeKind | 'found' | 'not-found' | 'cannot-tell' | null;
   readonly decision: { readonly action: string; readonly reason: string; readonly delayMs?: number };
   readonly providerKey: ProviderKey | null;
-  /** Redacted message from the provider or the network, if any. */
   readonly message?: string;
-  /** Why the provider rejected the attempt (outcome `rejected`). `conflict` means the key is stored with other params: something was applied under it. */
+  /** `conflict`: the key is stored with other params, so something was applied under it. */
   readonly rejectReason?: RejectReason;
-  /** What a rejected attempt still created at the provider (its reference): a corrected request may not go out as a new one. */
+  /** What a rejected attempt still created: a corrected request may not go out as a new one. */
   readonly created?: string;
-  /** The provider's field errors of a rejection (redacted). */
   readonly fields?: readonly FieldError[];
   /** `sha256:` of the canonical, redacted request params. */
   readonly requestFingerprint: string;
