@@ -3,31 +3,26 @@ import { canonicalJson, sha256Hex } from './canonical.js';
 import { InvalidIdError, InvalidIntentError } from './errors.js';
 
 declare const brand: unique symbol;
-/** A string that the type system keeps apart from every other kind of id. */
-export type Brand<T, B extends string> = T & { readonly [brand]: B };
+type Brand<B extends string> = string & { readonly [brand]: B };
 
 /** One business intent; stable across every retry, run and process. */
-export type BusinessOperationId = Brand<string, 'BusinessOperationId'>;
-/** One orchestration run; new each time; only in receipts. */
-export type RunId = Brand<string, 'RunId'>;
-/** One call to the provider; new each time; only in receipts. */
-export type AttemptId = Brand<string, 'AttemptId'>;
-/** The value the provider uses to fold re-sends together; derived from the business-operation id. */
-export type ProviderKey = Brand<string, 'ProviderKey'>;
+export type BusinessOperationId = Brand<'BusinessOperationId'>;
+/** New for each run; only in receipts. */
+export type RunId = Brand<'RunId'>;
+/** New for each call to the provider; only in receipts. */
+export type AttemptId = Brand<'AttemptId'>;
+/** The value the provider folds re-sends by; derived from the business-operation id. */
+export type ProviderKey = Brand<'ProviderKey'>;
 
-/** Characters allowed in a caller-supplied business-operation id. */
-const BOID_PATTERN = /^[A-Za-z0-9][A-Za-z0-9._:\-/]*$/;
-const BUSINESS_OPERATION_ID_MAX_LENGTH = 200;
 const OPERATION_PATTERN = /^[A-Za-z][A-Za-z0-9_-]*(\.[A-Za-z][A-Za-z0-9_-]*)*$/;
 
-/** Validates a caller-supplied business-operation id (1–200 chars of `A-Z a-z 0-9 . _ : - /`, starting alphanumeric). */
 export function asBusinessOperationId(value: string): BusinessOperationId {
   const problem =
     typeof value !== 'string' || value.length === 0
       ? 'must be a non-empty string'
-      : value.length > BUSINESS_OPERATION_ID_MAX_LENGTH
-        ? `longer than ${BUSINESS_OPERATION_ID_MAX_LENGTH} characters`
-        : BOID_PATTERN.test(value)
+      : value.length > 200
+        ? 'longer than 200 characters'
+        : /^[A-Za-z0-9][A-Za-z0-9._:\-/]*$/.test(value)
           ? null
           : 'only A-Z a-z 0-9 . _ : - / are allowed, starting with a letter or digit';
   if (problem) throw new InvalidIdError('business-operation id', String(value), problem);
@@ -42,7 +37,7 @@ export function businessOperationId(operation: string, intent: Record<string, un
   return intentIdentity(operation, intent).id;
 }
 
-/** The derived id and the intent's fingerprint (`sha256:` + the digest the id is cut from): one digest for both. */
+/** The derived id and the intent's fingerprint: one digest for both. */
 export function intentIdentity(
   operation: string,
   intent: Record<string, unknown>,
@@ -89,26 +84,21 @@ export function newAttemptId(): AttemptId {
 }
 
 /** A run or attempt id given back to us (e.g. read from a receipt). */
-function recordedId<T>(kind: string, value: string): T {
-  if (typeof value !== 'string' || !/^[A-Za-z0-9._:-]{1,128}$/.test(value))
-    throw new InvalidIdError(kind, String(value), 'expected 1–128 chars of A-Z a-z 0-9 . _ : -');
-  return value as T;
-}
-
-export function asRunId(value: string): RunId {
-  return recordedId('run id', value);
-}
-
-export function asAttemptId(value: string): AttemptId {
-  return recordedId('attempt id', value);
-}
+const recordedId =
+  <T>(kind: string) =>
+  (value: string): T => {
+    if (typeof value !== 'string' || !/^[A-Za-z0-9._:-]{1,128}$/.test(value))
+      throw new InvalidIdError(kind, String(value), 'expected 1–128 chars of A-Z a-z 0-9 . _ : -');
+    return value as T;
+  };
+export const asRunId = recordedId<RunId>('run id');
+export const asAttemptId = recordedId<AttemptId>('attempt id');
 
 export interface ProviderKeyRule {
-  /** Maximum length the provider accepts. */
   maxLength: number;
-  /** Characters the provider accepts, as a character-class body, e.g. `A-Za-z0-9_-`. */
+  /** A character-class body, e.g. `A-Za-z0-9_-`. */
   charset: string;
-  /** Prefix added in front, e.g. `rs-`. Counted in maxLength. */
+  /** Counted in maxLength. */
   prefix?: string;
 }
 
@@ -138,7 +128,7 @@ export function revisionKeySource(id: BusinessOperationId, revision = 1): Busine
   return (revision <= 1 ? id : `${id}#r${revision}`) as BusinessOperationId;
 }
 
-/** Marks a string that an adapter has already validated against its provider's key rules. */
+/** A string an adapter has already checked against its provider's key rules. */
 export function asProviderKey(value: string): ProviderKey {
   if (typeof value !== 'string' || value.length === 0)
     throw new InvalidIdError('provider key', String(value), 'must be a non-empty string');

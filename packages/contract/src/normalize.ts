@@ -1,36 +1,32 @@
 import { canonicalJson } from './canonical.js';
 import { InvalidIntentError } from './errors.js';
 
-/**
- * One declared normalisation step, run in order on every string (and number, for `canonical-number`) at or
- * below the declared path. Identity and comparison only: the params sent are the caller's, unchanged.
- */
-export type NormalizationStep = 'trim' | 'collapse-whitespace' | 'nfkc' | 'case-fold' | 'canonical-number';
-
-const STEP: Readonly<Record<NormalizationStep, (s: string) => string>> = {
-  trim: (s) => s.trim(),
-  'collapse-whitespace': (s) => s.replace(/\s+/gu, ' '),
-  nfkc: (s) => s.normalize('NFKC'),
-  'case-fold': (s) => s.toUpperCase().toLowerCase(),
-  'canonical-number': (s) => canonicalDecimal(s) ?? s,
+// Steps run in order on every string (and number, for `canonical-number`) at or below the declared path, for
+// identity and comparison only: the params sent are the caller's, unchanged.
+const STEP = {
+  trim: (s: string) => s.trim(),
+  'collapse-whitespace': (s: string) => s.replace(/\s+/gu, ' '),
+  nfkc: (s: string) => s.normalize('NFKC'),
+  'case-fold': (s: string) => s.toUpperCase().toLowerCase(),
+  'canonical-number': (s: string) => canonicalDecimal(s) ?? s,
 };
+export type NormalizationStep = keyof typeof STEP;
 
 export const NORMALIZATION_STEPS = Object.keys(STEP) as readonly NormalizationStep[];
 
 /** The steps that can merge values a provider may keep apart (`Ref` and `ref`): declared only with its `evidence`. */
 export const MERGING_STEPS: readonly NormalizationStep[] = NORMALIZATION_STEPS.filter((step) => step !== 'trim');
 
-/** The declaration for one field (dot path into params): its steps and why they do not matter. */
+/** The steps for one field (dot path into params) and why they do not matter to the provider. */
 export interface FieldNormalization {
   readonly field: string;
   readonly steps: readonly NormalizationStep[];
-  /** Why these steps are safe for this field (a public page or a shipped document). */
   readonly source: string;
-  /** Required when a step is one of MERGING_STEPS: the provider's https page that treats such values as one. */
+  /** Required with one of MERGING_STEPS: the provider's https page that treats such values as one. */
   readonly evidence?: string;
 }
 
-/** How a param (not an intent field) is compared with the stored one on a repeat call: `exact` (default) or `normalized`. */
+/** How a param (not an intent field) is compared with the stored one on a repeat call. */
 export interface ParamComparison extends Omit<FieldNormalization, 'steps'> {
   readonly compare: 'exact' | 'normalized';
   readonly steps?: readonly NormalizationStep[];
@@ -85,11 +81,10 @@ function applySteps(value: unknown, steps: readonly NormalizationStep[]): unknow
   return value;
 }
 
+type Rules = readonly Pick<FieldNormalization, 'field' | 'steps'>[];
+
 /** The steps declared for `path`: its own and those of every declared ancestor (outermost first). */
-function stepsFor(
-  path: string,
-  rules: readonly { field: string; steps: readonly NormalizationStep[] }[],
-): NormalizationStep[] {
+function stepsFor(path: string, rules: Rules): NormalizationStep[] {
   const out: NormalizationStep[] = [];
   for (const r of rules) if (path === r.field || path.startsWith(r.field + '.')) out.push(...r.steps);
   return out;
@@ -110,10 +105,7 @@ export function normalizeIntent(
 }
 
 /** Normalises whole params for comparison: each declared dot path gets its steps beneath it. A deep copy when anything applies. */
-export function normalizeParams(
-  params: unknown,
-  rules: readonly { field: string; steps: readonly NormalizationStep[] }[],
-): unknown {
+export function normalizeParams(params: unknown, rules: Rules): unknown {
   if (rules.length === 0 || typeof params !== 'object' || params === null) return params;
   const root = applySteps(params, []); // a deep copy
   for (const rule of rules) if (rule.steps.length > 0) applyAt(root, rule.field.split('.'), rule.steps);
@@ -155,7 +147,7 @@ function same(a: unknown, b: unknown): boolean {
 
 /** A readable description of a declaration, for cards and tool descriptions: `orderRef: trim, collapse-whitespace`. */
 export function describeNormalization(
-  rules: readonly { field: string; steps?: readonly NormalizationStep[]; compare?: string }[] | undefined,
+  rules: readonly (Partial<ParamComparison> & { field: string })[] | undefined,
 ): string {
   if (!rules || rules.length === 0) return 'none: compared exactly as written';
   return rules
