@@ -1,9 +1,8 @@
 import type { RetrySafetyCard } from './card.js';
 
-/** The name every adapter's root entry exports its cards under: `<vendor>Cards` (stripeCards, hubSpotCards, msGraphCards, …). */
 const ENTRY_CARDS_NAME = /^[a-z][A-Za-z]*Cards$/;
 
-/** The cards an adapter's root entry exports (its one `<vendor>Cards` value), in order; throws unless exactly one. */
+/** The cards of an adapter's root entry: its one `<vendor>Cards` export (stripeCards, …), in order. */
 export function entryCards(entry: Readonly<Record<string, unknown>>): RetrySafetyCard[] {
   const found = Object.keys(entry).filter((name) => ENTRY_CARDS_NAME.test(name));
   if (found.length !== 1)

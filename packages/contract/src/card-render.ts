@@ -1,7 +1,7 @@
 import { DEFAULT_CLOCK_SKEW_MARGIN, type RetrySafetyCard, UNKNOWN } from './card.js';
 import { describeNormalization, type FieldNormalization, type ParamComparison } from './normalize.js';
 
-/** Human labels for card fields, in the order of the card type (`RetrySafetyCard` in card.ts); optional sections too. */
+/** Card fields in the order of the card type, with their labels. */
 const LABELS: ReadonlyArray<readonly [path: string, label: string]> = [
   ['operation', 'Operation'],
   ['provider', 'Provider'],
@@ -50,7 +50,6 @@ const LABELS: ReadonlyArray<readonly [path: string, label: string]> = [
   ['receipts', 'Receipts go to'],
 ];
 
-/** The human label of a card field (`lookup.consistencyDelay` → "Lookup consistency delay"), or the path itself. */
 export function cardFieldLabel(path: string): string {
   return LABELS.find(([p]) => p === path)?.[1] ?? path;
 }
@@ -110,7 +109,6 @@ const VIEW: Readonly<Record<string, (declared: never) => unknown>> = {
   }),
 };
 
-/** The card as rows, one per field, in the order of the card type. */
 export function cardRows(card: RetrySafetyCard): CardRow[] {
   return LABELS.flatMap(([path, label]) => {
     const declared = get(card, path);
@@ -126,10 +124,7 @@ function sources(rules: Rules): string | null {
   );
 }
 
-/**
- * Renders a card. `markdown`: a table with one row per field, unknown values in bold with a warning
- * sign, the source of every provider fact, then the unverified conditions. `json`: stable, 2-space JSON.
- */
+/** `markdown`: one row per field with its source, unknown values flagged, then the unverified conditions. */
 export function renderCard(card: RetrySafetyCard, format: 'markdown' | 'json'): string {
   if (format === 'json') return JSON.stringify(card, null, 2) + '\n';
   const lines: string[] = [];
@@ -153,7 +148,6 @@ export function renderCard(card: RetrySafetyCard, format: 'markdown' | 'json'): 
 const SECTION_START = '<!-- cards:start';
 const SECTION_END = '<!-- cards:end -->';
 
-/** The Markdown of several cards, one after another, as READMEs and docs show them. */
 export function renderCards(cards: readonly RetrySafetyCard[]): string {
   return cards.map((c) => renderCard(c, 'markdown')).join('\n');
 }
@@ -167,13 +161,13 @@ function sectionBounds(text: string): { bodyStart: number; end: number } {
   return { bodyStart: open + 3, end };
 }
 
-/** The generated card section of a README (between `<!-- cards:start … -->` and `<!-- cards:end -->`), trimmed. */
+/** The generated card section of a README, between `<!-- cards:start … -->` and `<!-- cards:end -->`. */
 export function readCardSection(text: string): string {
   const { bodyStart, end } = sectionBounds(text);
   return text.slice(bodyStart, end).trim();
 }
 
-/** The README with its card section replaced by `body` (markers kept). Pure: the caller reads and writes the file. */
+/** The README with its card section replaced by `body` (markers kept). */
 export function replaceCardSection(text: string, body: string): string {
   const { bodyStart, end } = sectionBounds(text);
   return `${text.slice(0, bodyStart)}\n\n${body.trim()}\n\n${text.slice(end)}`;

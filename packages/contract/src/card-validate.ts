@@ -4,7 +4,6 @@ import { CardValidationError, type FieldError } from './errors.js';
 import { MERGING_STEPS, NORMALIZATION_STEPS } from './normalize.js';
 import { type SchemaWording, schemaProblems } from './schema-problems.js';
 
-/** One problem of a card: the field's dotted path (e.g. `lookup.consistencyDelay.value`) and what is wrong. */
 export type CardProblem = FieldError;
 
 type Schema = JsonSchema;
@@ -199,11 +198,9 @@ function unknownsOf(s: Schema, v: unknown, path: string, out: string[]): string[
 export interface CardValidation {
   readonly ok: boolean;
   readonly problems: readonly CardProblem[];
-  /** Paths of facts whose value is 'unknown'. */
   readonly unknowns: readonly string[];
 }
 
-/** Validates a card and returns every problem at once, each with its field path. */
 export function validateCard(card: unknown): CardValidation {
   const problems = schemaProblems(CARD, card, WORDING);
   const unknowns = unknownsOf(CARD, card, '', []);
@@ -220,7 +217,7 @@ function eachRule(list: unknown, path: string, check: (rule: Record<string, unkn
   for (const [i, r] of list.entries()) if (typeof r === 'object' && r !== null) check(r, `${path}[${i}]`);
 }
 
-/** What the schema cannot say: the operation's prefix, unknown facts listed in unverified[], rules under intent fields with steps. */
+/** What the schema cannot say: the operation's prefix, unknown facts listed, rules under intent fields. */
 function checkBeyondSchema(card: Record<string, unknown>, problems: CardProblem[], unknowns: string[]): void {
   const { operation, provider, unverified } = card;
   if (typeof operation === 'string' && typeof provider === 'string' && !operation.startsWith(`${provider}.`))
@@ -248,7 +245,7 @@ function checkBeyondSchema(card: Record<string, unknown>, problems: CardProblem[
   });
 }
 
-/** Validates and returns the card deep-frozen; throws CardValidationError listing every problem. */
+/** The card deep-frozen, or a CardValidationError listing every problem. */
 export function defineCard<const C extends RetrySafetyCard>(card: C): C {
   const result = validateCard(card);
   if (!result.ok)
@@ -264,15 +261,10 @@ export function deepFreeze<T>(value: T): T {
   return value;
 }
 
-/** The version of the published card schema; it follows `cardVersion`. */
 export const CARD_SCHEMA_VERSION = 1 as const;
-/** The `$id` of the published card schema (also the file name under `@retrysafe/contract/schema/`). */
 export const CARD_SCHEMA_ID = `urn:retrysafe:retry-safety-card:v${CARD_SCHEMA_VERSION}`;
 
-/**
- * The JSON Schema (draft 2020-12) of a retry safety card: the one `validateCard` checks, which also checks
- * that unknown facts are listed, `operation`'s prefix, and that normalisation rules sit under intent fields.
- */
+/** The published JSON Schema (draft 2020-12) of a card: the one `validateCard` checks. */
 export function cardJsonSchema(): Readonly<Record<string, unknown>> {
   return structuredClone({
     $schema: 'https://json-schema.org/draft/2020-12/schema',

@@ -8,7 +8,6 @@ export function isDuration(value: unknown): value is Duration {
   return typeof value === 'string' && PATTERN.test(value);
 }
 
-/** Milliseconds in a Duration. Throws a RangeError for a malformed one. */
 export function durationMs(value: Duration): number {
   const m = PATTERN.exec(value);
   if (!m) throw new RangeError(`not a duration: ${JSON.stringify(value)} (expected e.g. 500ms, 30s, 5m, 24h, 7d)`);

@@ -3,7 +3,6 @@ const baseMarker = Symbol.for('retrysafe.error');
 /** Base class of every retrysafe error; `isInstance` checks a `Symbol.for` marker, so it works across duplicate installs. */
 export class RetrysafeError extends Error {
   readonly [baseMarker] = true;
-  /** Stable machine-readable code, e.g. `RETRYSAFE_CONFLICT`. */
   readonly code: string;
 
   constructor(code: string, message: string, options?: { cause?: unknown }) {
@@ -20,7 +19,6 @@ export class RetrysafeError extends Error {
   }
 }
 
-/** Builds the `isInstance` guard for a subclass from its own `Symbol.for` marker. */
 export function markerGuard<T>(symbol: symbol) {
   return (value: unknown): value is T =>
     typeof value === 'object' && value !== null && (value as Record<symbol, unknown>)[symbol] === true;

@@ -3,7 +3,6 @@ import { errorClass, markerGuard, RetrysafeError } from './error-class.js';
 type Build = (...args: never[]) => { message: string };
 type ErrorClass<B extends Build> = ReturnType<typeof errorClass<Parameters<B>, ReturnType<B>>>;
 
-/** The classes of a table `Name: [code, build]`, each built by `errorClass` under its key. */
 function errorClasses<const T extends Record<string, readonly [code: string, build: Build]>>(table: T) {
   const out: Record<string, unknown> = {};
   for (const [name, [code, build]] of Object.entries(table)) out[name] = errorClass(name, code, build as () => never);
@@ -190,10 +189,7 @@ export type UnsupportedSpecificationVersionError = InstanceType<typeof Unsupport
 
 const ledgerMarker = Symbol.for('retrysafe.error.LedgerError');
 
-/**
- * The ledger could not write or read. `providerMayHaveBeenCalled` true: the effect may exist — run the same id
- * again or `recover()` (both look up first). Ledgers raise it with false; the runner re-raises it with what it did.
- */
+/** `providerMayHaveBeenCalled`: the effect may exist, so run the same id again or `recover()` (both look up first). */
 export class LedgerError extends RetrysafeError {
   readonly [ledgerMarker] = true;
   readonly providerMayHaveBeenCalled: boolean;

@@ -9,7 +9,6 @@ export type HandoffReason =
   | 'in-progress-window-exhausted'
   | 'key-past-retention'
   | 'crash-recovery-inconclusive'
-  /** recover() could not drive this record (the error is in the packet's explanation and the recover report). */
   | 'recovery-failed';
 
 /** `resend-with`: send corrected params as a new revision; offered only when every attempt is known not applied. */
@@ -21,7 +20,6 @@ export interface SafeAction {
   readonly why: string;
 }
 
-/** One attempt as the packet lists it: its receipt's outcome fields. */
 export interface HandoffAttempt
   extends Pick<Receipt, 'kind' | 'outcome' | 'status' | 'code' | 'providerRef' | 'requestId' | 'created'> {
   readonly attemptId: string;
@@ -45,7 +43,6 @@ export interface HandoffPacket {
   readonly createdAt: string;
 }
 
-/** Where packets go (callback, JSONL file, queue…). */
 export interface HandoffSink {
   send(packet: HandoffPacket): Promise<void> | void;
 }

@@ -15,7 +15,7 @@ import type { Receipt } from './receipt.js';
 // The ledger's state machine as pure functions on records, so every ledger applies the same rules
 // inside its own atomic section: read the record, call the rule, write what it returns.
 
-/** Parses stored JSON text; a cut or corrupt value becomes a LedgerError naming the ledger (`where`) and the value. */
+/** A cut or corrupt stored value becomes a LedgerError naming the ledger (`where`) and the value. */
 export function parseStored<T>(text: string, what: string, where: string): T {
   try {
     return JSON.parse(text) as T;
@@ -34,7 +34,6 @@ export function leaseLive(record: OperationRecord, now: number): boolean {
   return record.leaseOwner !== null && record.leaseExpiresAt !== null && record.leaseExpiresAt > now;
 }
 
-/** A record before its first attempt. */
 const NO_ATTEMPTS = {
   firstDispatchedAt: null,
   attemptCount: 0,
@@ -45,10 +44,7 @@ const NO_ATTEMPTS = {
   handoff: null,
 } as const;
 
-/**
- * What a claim does to the record that exists (or not); `write` is the record to store, if any. `leaseNow`
- * judges the lease (a ledger on the database clock passes its reading); every other timestamp is `input.now`.
- */
+/** `write`: the record to store, if any. `leaseNow` judges the lease (a ledger on the database clock passes its own). */
 export function claimTransition(
   existing: OperationRecord | null,
   input: ClaimInput,
@@ -123,14 +119,13 @@ export function claimTransition(
   return { result: { kind: 'claimed', record, takenOver: true }, write: record };
 }
 
-/** Every fenced write: the record must exist and carry the same fencing token. */
 export function checkFence(record: OperationRecord | null, ref: Fenced): OperationRecord {
   if (record === null) throw new LedgerError(`no operation ${ref.businessOperationId} in the ledger`);
   if (record.fence !== ref.fence) throw new LeaseLostError(ref.businessOperationId, ref.fence);
   return record;
 }
 
-/** Extends the holder's lease: a no-op when terminal; a released lease stays released (claim again). */
+/** A no-op when terminal; a released lease stays released (claim again). */
 export function renewTransition(record: OperationRecord, ref: Fenced, leaseMs: number, now: number): OperationRecord {
   checkFence(record, ref);
   if (isTerminal(record)) return record;
@@ -161,7 +156,6 @@ export function setStateTransition(record: OperationRecord, patch: StatePatch): 
       `cannot move a terminal operation to ${patch.state}`,
     );
   const terminal = TERMINAL_STATES.includes(patch.state);
-  // An unset patch field keeps the stored value.
   return {
     ...record,
     state: patch.state,
@@ -226,12 +220,11 @@ export function resolveTransition(
   };
 }
 
-/** The record after `receipt` joined its chain: the anchor every ledger writes with the receipt. */
+/** The chain's anchor every ledger writes with the receipt. */
 export function chainedTransition(record: OperationRecord, receipt: Receipt | undefined): OperationRecord {
   return receipt === undefined ? record : { ...record, receiptChain: { head: receipt.hash, length: receipt.seq } };
 }
 
-/** A receipt may be appended only as the next seq of its own operation. */
 export function checkReceipt(ref: Fenced, receipt: Receipt, lastSeq: number): void {
   if (receipt.businessOperationId !== ref.businessOperationId)
     throw new LedgerError(`receipt for ${receipt.businessOperationId} appended to ${ref.businessOperationId}`);
@@ -239,7 +232,6 @@ export function checkReceipt(ref: Fenced, receipt: Receipt, lastSeq: number): vo
     throw new LedgerError(`receipt seq ${receipt.seq} for ${ref.businessOperationId}: expected ${lastSeq + 1}`);
 }
 
-/** Whether a prune with these states and cutoff deletes `record`. */
 export function isPrunable(record: OperationRecord, states: readonly OperationState[], before: number): boolean {
   return states.includes(record.state) && record.updatedAt < before;
 }

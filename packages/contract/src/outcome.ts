@@ -53,15 +53,8 @@ export type Outcome =
       readonly retryAfterMs?: number;
     } & ProviderRefs);
 
-export type OutcomeKind = Outcome['kind'];
-export const OUTCOME_KINDS: readonly OutcomeKind[] = [
-  'succeeded',
-  'replayed',
-  'in-progress',
-  'rejected',
-  'not-applied',
-  'unknown',
-];
+export const OUTCOME_KINDS = ['succeeded', 'replayed', 'in-progress', 'rejected', 'not-applied', 'unknown'] as const;
+export type OutcomeKind = (typeof OUTCOME_KINDS)[number];
 
 /** What `doLookup` learned about an earlier dispatch. */
 export type LookupResult =

@@ -17,10 +17,7 @@ export function isLoopbackHost(hostname: string): boolean {
   return hex ? parseInt(hex[1]!, 16) >> 8 === 127 : false;
 }
 
-/**
- * The base-URL rule for every adapter: `https:`, or `http:` only to a loopback sandbox; no user-info. The
- * error never repeats the URL (it may carry a secret).
- */
+/** `https:`, or `http:` only to a loopback sandbox; no user-info. The error never repeats the URL (a secret). */
 export function checkBaseUrl(provider: string, value: unknown, what = 'baseUrl'): URL {
   if (typeof value !== 'string' || value.trim() === '')
     throw new AdapterConfigurationError(provider, `${what} must be an absolute URL string`);

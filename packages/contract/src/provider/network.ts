@@ -1,9 +1,7 @@
 import type { UnknownCause } from '../outcome.js';
 
-/**
- * Error codes that prove the request never reached the provider's HTTP layer, so a retry is safe. Not here:
- * ETIMEDOUT (also raised on an established socket), ECONNRESET/EPIPE, ECONNABORTED — those are `unknown`.
- */
+// Codes that prove the request never reached the provider's HTTP layer. Not ETIMEDOUT: an established socket
+// raises it too.
 export const NEVER_SENT_CODES: ReadonlySet<string> = new Set([
   // name resolution
   'ENOTFOUND',
@@ -49,7 +47,6 @@ const TRUNCATED_CODES: ReadonlySet<string> = new Set([
   'UND_ERR_RES_CONTENT_LENGTH_MISMATCH',
 ]);
 
-/** What a failure without a response says about the request. */
 export type TransportFailure =
   | { readonly sent: 'never'; readonly code: string }
   | { readonly sent: 'maybe'; readonly cause: UnknownCause; readonly code?: string };

@@ -1,7 +1,4 @@
-/**
- * Retry-After (RFC 9110) as a wait in ms, or `undefined` for no hint: seconds (fractions rounded up, as some
- * providers send them), or an HTTP-date only when it has a letter: `Date.parse` also reads a bare `1.5` as a date.
- */
+/** Retry-After in ms, or `undefined`: fractions of seconds round up; a date needs a letter (`Date.parse('1.5')` is one). */
 export function parseRetryAfter(
   value: string | readonly string[] | null | undefined,
   now: number = Date.now(),
