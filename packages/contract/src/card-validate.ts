@@ -246,14 +246,30 @@ function checkBeyondSchema(card: Record<string, unknown>, problems: CardProblem[
 }
 
 /** The card deep-frozen, or a CardValidationError listing every problem. */
-export function defineCard<const C extends RetrySafetyCard>(card: C): C {
-  const result = validateCard(card);
-  if (!result.ok)
-    throw new CardValidationError(String((card as { operation?: unknown }).operation ?? '(unnamed)'), result.problems);
+export function defineCard<const C extends RetrySafetyCard>(card: C, name = String(card.operation ?? '(unnamed)')): C {
+  const { ok, problems } = validateCard(card);
+  if (!ok) throw new CardValidationError(name, problems);
   return deepFreeze(card);
 }
 
-export function deepFreeze<T>(value: T): T {
+/** A card read from JSON or YAML data, without its editor `$schema`. */
+export function parseCard(data: unknown, origin = '(card data)'): RetrySafetyCard {
+  const refuse = (path: string, message: string) => new CardValidationError(origin, [{ path, message }]);
+  if (typeof data !== 'object' || data === null || Array.isArray(data))
+    throw refuse('(card)', 'expected an object (a retry safety card)');
+  const { $schema: _schema, ...rest } = data as Record<string, unknown>;
+  const version = rest.cardVersion;
+  if (version === undefined) throw refuse('cardVersion', `missing: write cardVersion: ${CARD_SCHEMA_VERSION}`);
+  if (version !== CARD_SCHEMA_VERSION)
+    throw refuse(
+      'cardVersion',
+      `cardVersion ${JSON.stringify(version)} is not supported here (this retrysafe reads version ${CARD_SCHEMA_VERSION})`,
+    );
+  const card = structuredClone(rest) as unknown as RetrySafetyCard;
+  return defineCard(card, typeof rest.operation === 'string' ? rest.operation : origin);
+}
+
+function deepFreeze<T>(value: T): T {
   if (typeof value === 'object' && value !== null && !Object.isFrozen(value)) {
     Object.freeze(value);
     for (const v of Object.values(value)) deepFreeze(v);
