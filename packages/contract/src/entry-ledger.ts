@@ -1,4 +1,3 @@
 // `@retrysafe/contract/ledger`: the rules every ledger applies (states, transitions, prune, payload limits).
 
-export { checkPruneOptions, PAYLOAD_LIMITS, PRUNABLE_STATES, RECOVERABLE_STATES, TERMINAL_STATES } from './ledger.js';
-export * from './ledger-transitions.js';
+export * from './ledger.js';
