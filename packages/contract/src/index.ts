@@ -1,8 +1,7 @@
 // The contract's root: what a user of retrysafe, an adapter or a card calls. Authors' plumbing is on
 // subpaths: ./provider (adapters), ./ledger (ledgers), ./rules (what a card implies), ./render (card pages).
 
-export type * from './adapter.js';
-export { SPECIFICATION_VERSION } from './adapter.js';
+export * from './adapter.js';
 export type {
   AdapterDefinition,
   FramedAdapter,
@@ -20,7 +19,6 @@ export type * from './drill.js';
 export type { Duration } from './duration.js';
 export { RetrysafeError } from './error-class.js';
 export * from './errors.js';
-export type * from './handoff.js';
 export type * from './ids.js';
 export {
   asAttemptId,
@@ -36,7 +34,5 @@ export {
 } from './ids.js';
 export type * from './ledger.js';
 export type { FieldNormalization, NormalizationStep, ParamComparison } from './normalize.js';
-export type * from './outcome.js';
-export { OUTCOME_KINDS } from './outcome.js';
+export * from './outcome.js';
 export type * from './receipt.js';
-export type * from './typed-operations.js';

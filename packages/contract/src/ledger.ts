@@ -1,7 +1,6 @@
 import { InvalidStateError, LeaseLostError, LedgerError } from './errors.js';
-import type { HandoffPacket } from './handoff.js';
 import type { BusinessOperationId, ProviderKey } from './ids.js';
-import type { Receipt } from './receipt.js';
+import type { HandoffPacket, Receipt } from './receipt.js';
 
 // claimed → dispatched → succeeded | rejected | unknown | in-progress → reconciling → … | handed-off; only a
 // person abandons, or resumes a handed-off operation. A crashed worker may have left an effect in any open state.

@@ -1,4 +1,4 @@
-import type { UnknownCause } from '../outcome.js';
+import type { LookupResult, Outcome, UnknownCause } from '../outcome.js';
 
 // Codes that prove the request never reached the provider's HTTP layer. Not ETIMEDOUT: an established socket
 // raises it too.
@@ -82,4 +82,44 @@ export function classifyTransportFailure(error: unknown): TransportFailure {
   else if (codes.some((c) => TRUNCATED_CODES.has(c)) || /premature|terminated/i.test(text))
     cause = 'truncated-response';
   return code !== undefined ? { sent: 'maybe', cause, code } : { sent: 'maybe', cause };
+}
+
+/** Retry-After in ms, or `undefined`: fractions of seconds round up; a date needs a letter (`Date.parse('1.5')` is one). */
+export function parseRetryAfter(
+  value: string | readonly string[] | null | undefined,
+  now: number = Date.now(),
+): number | undefined {
+  const raw = Array.isArray(value) ? value[0] : value;
+  if (typeof raw !== 'string') return undefined;
+  const v = raw.trim();
+  if (v === '') return undefined;
+  if (/^\d+(\.\d+)?$/.test(v)) {
+    const ms = Math.ceil(Number(v) * 1000);
+    return Number.isFinite(ms) ? ms : undefined;
+  }
+  if (!/[a-z]/i.test(v)) return undefined;
+  const at = Date.parse(v);
+  if (Number.isNaN(at)) return undefined;
+  return Math.max(0, at - now);
+}
+
+/** An outcome seen while reconciling, as a lookup result: never `not-found` (the runner decides absence from the card). */
+export function lookupFromOutcome(outcome: Outcome, how: string): LookupResult {
+  switch (outcome.kind) {
+    case 'succeeded':
+    case 'replayed':
+    case 'in-progress':
+    case 'rejected':
+      return { kind: 'found', outcome };
+    case 'not-applied':
+    case 'unknown': {
+      const refs = {
+        ...(outcome.status !== undefined ? { status: outcome.status } : {}),
+        ...(outcome.code !== undefined ? { code: outcome.code } : {}),
+        ...(outcome.requestId !== undefined ? { requestId: outcome.requestId } : {}),
+        ...(outcome.retryAfterMs !== undefined ? { retryAfterMs: outcome.retryAfterMs } : {}),
+      };
+      return { kind: 'cannot-tell', reason: `${how}: ${outcome.message}`, ...refs };
+    }
+  }
 }
