@@ -1,3 +1,4 @@
+// `@retrysafe/contract/render`: a card as a page (Markdown or JSON), for the CLI and the adapters' READMEs.
 import { DEFAULT_CLOCK_SKEW_MARGIN, type RetrySafetyCard, UNKNOWN } from './card.js';
 import { describeNormalization, type FieldNormalization, type ParamComparison } from './normalize.js';
 

@@ -1,3 +1,5 @@
+// `@retrysafe/contract/ledger`: the record every ledger stores and the rules it applies (states, transitions,
+// prune, payload limits).
 import { InvalidStateError, LeaseLostError, LedgerError } from './errors.js';
 import type { BusinessOperationId, ProviderKey } from './ids.js';
 import type { HandoffPacket, Receipt } from './receipt.js';
