@@ -1,7 +1,9 @@
 import type { RetrySafetyCard } from './card.js';
 import type { FieldError } from './errors.js';
-import type { AttemptId, BusinessOperationId, ProviderKey, RunId } from './ids.js';
+import type { BusinessOperationId, ProviderKey } from './ids.js';
+import type { OperationRecord } from './ledger.js';
 import type { LookupResult, Outcome } from './outcome.js';
+import type { Receipt } from './receipt.js';
 
 export const SPECIFICATION_VERSION = 'v1' as const;
 
@@ -21,16 +23,13 @@ export interface OperationSpec {
   readonly checkParams?: (params: unknown) => readonly FieldError[];
 }
 
-export interface ExecuteContext {
-  readonly businessOperationId: BusinessOperationId;
-  readonly providerKey: ProviderKey | null;
-  readonly runId: RunId;
-  readonly attemptId: AttemptId;
+export interface ExecuteContext
+  extends Pick<OperationRecord, 'businessOperationId' | 'providerKey' | 'statusRef'>,
+    Pick<Receipt, 'runId' | 'attemptId'> {
   /** Set (≥ 2) for a superseded operation: its key is derived from `revisionKeySource(id, keyRevision)`. */
   readonly keyRevision?: number;
   /** 1-based, across the operation's whole life (all runs). */
   readonly attempt: number;
-  readonly statusRef: string | null;
   readonly signal?: AbortSignal;
 }
 

@@ -1,5 +1,6 @@
 // Every reading of a card that decides what may happen after an unknown outcome, so the runner, the policy,
 // agent tools and adapters never read those fields themselves. Pure: times are passed in.
+import type { LookupContext } from './adapter.js';
 import { DEFAULT_CLOCK_SKEW_MARGIN, type RetrySafetyCard } from './card.js';
 import { durationMs } from './duration.js';
 
@@ -106,12 +107,8 @@ export function lookupSettleMs(card: RetrySafetyCard): number | null {
   return durationMs(late) + (delay === null ? 0 : durationMs(delay));
 }
 
-/** When the operation was sent (a DecisionState and a LookupContext both have this shape). */
-export interface DispatchTimes {
-  readonly firstDispatchedAt: number | null;
-  /** Latest dispatch, or an upper bound of it (a takeover). */
-  readonly lastDispatchedAt?: number | null;
-  /** A stopped worker's lease end, written by another clock: it counts the margin later. */
+/** `takenOverLeaseEnd`: a stopped worker's lease end, written by another clock, so it counts the margin later. */
+export interface DispatchTimes extends Pick<LookupContext, 'firstDispatchedAt' | 'lastDispatchedAt'> {
   readonly takenOverLeaseEnd?: number | null;
 }
 
@@ -137,8 +134,7 @@ export function absenceProvenFrom(
 }
 
 /** `observedAt`: when the lookup was asked (default `now`). */
-export interface LookupTiming extends DispatchTimes {
-  readonly now: number;
+export interface LookupTiming extends DispatchTimes, Pick<LookupContext, 'now'> {
   readonly observedAt?: number;
 }
 

@@ -82,12 +82,9 @@ export interface Fenced {
   readonly fence: number;
 }
 
-export interface StatePatch {
+export interface StatePatch
+  extends Partial<Pick<OperationRecord, 'lastOutcome' | 'result' | 'providerRef' | 'statusRef'>> {
   readonly state: OperationState;
-  readonly lastOutcome?: OperationRecord['lastOutcome'];
-  readonly result?: unknown;
-  readonly providerRef?: string | null;
-  readonly statusRef?: string | null;
   readonly now: number;
   /** Written in the same transaction as the state (`capabilities.receiptWithState`). */
   readonly receipt?: Receipt;
@@ -136,10 +133,8 @@ export interface PruneReport {
   readonly dryRun: boolean;
 }
 
-export interface ListFilter {
+export interface ListFilter extends Partial<Pick<OperationRecord, 'provider' | 'operation'>> {
   readonly states?: readonly OperationState[];
-  readonly provider?: string;
-  readonly operation?: string;
   readonly limit?: number;
   /** Latest createdAt first, so `limit` keeps the newest. */
   readonly newestFirst?: boolean;

@@ -1,23 +1,22 @@
 import type { FieldError } from './errors.js';
-import type { AttemptId, BusinessOperationId, ProviderKey, RunId } from './ids.js';
+import type { AttemptId, RunId } from './ids.js';
+import type { OperationRecord } from './ledger.js';
 import type { OutcomeKind, ProviderRefs, RejectReason } from './outcome.js';
 
 export type ReceiptKind = 'dispatch' | 'resend' | 'lookup' | 'poll' | 'resolve' | 'recover';
 
 /** One receipt per attempt, lookup or resolution: redacted (a request fingerprint, no bodies), hash-chained per operation. */
-export interface Receipt extends ProviderRefs {
-  readonly businessOperationId: BusinessOperationId;
+export interface Receipt
+  extends ProviderRefs,
+    Pick<OperationRecord, 'businessOperationId' | 'provider' | 'operation' | 'providerKey'> {
   readonly seq: number;
   readonly runId: RunId;
   readonly attemptId: AttemptId;
-  readonly provider: string;
-  readonly operation: string;
   readonly kind: ReceiptKind;
   readonly startedAt: string;
   readonly finishedAt: string;
   readonly outcome: OutcomeKind | 'found' | 'not-found' | 'cannot-tell' | null;
   readonly decision: { readonly action: string; readonly reason: string; readonly delayMs?: number };
-  readonly providerKey: ProviderKey | null;
   readonly message?: string;
   /** `conflict`: the key is stored with other params, so something was applied under it. */
   readonly rejectReason?: RejectReason;
@@ -57,12 +56,11 @@ export interface HandoffAttempt
 }
 
 /** Everything a person needs to finish the operation by hand. No secrets, no PII. */
-export interface HandoffPacket {
-  readonly businessOperationId: BusinessOperationId;
-  readonly provider: string;
-  readonly operation: string;
-  readonly intentFingerprint: string;
-  readonly providerKey: ProviderKey | null;
+export interface HandoffPacket
+  extends Pick<
+    OperationRecord,
+    'businessOperationId' | 'provider' | 'operation' | 'intentFingerprint' | 'providerKey'
+  > {
   readonly reason: HandoffReason;
   readonly explanation: string;
   readonly attempts: readonly HandoffAttempt[];
