@@ -37,7 +37,6 @@ export interface FramedExecuteContext extends ExecuteContext {
 
 export type FramedLookupContext = LookupContext & Pick<FramedExecuteContext, 'providerKey' | 'signal'>;
 
-/** The provider-specific part of an adapter; `defineAdapter` adds the rest. */
 export interface AdapterDefinition<P extends string, O extends FrameOperation> {
   readonly provider: P;
   readonly operations: Readonly<Record<string, O>>;
@@ -119,11 +118,7 @@ function checkDefinition(provider: string, operations: Readonly<Record<string, F
   }
 }
 
-/**
- * Builds an adapter from its provider-specific part; the frame owns the rules shared by every provider: operation
- * names, params checked on every attempt (a failure is `rejected`, nothing sent), the provider key, card/declaration
- * agreement, the abort signal raced mid-call.
- */
+/** The frame owns the rules shared by every provider: names, params, keys, card agreement, the abort signal. */
 export function defineAdapter<const P extends string, O extends FrameOperation, X extends object = {}>(
   definition: AdapterDefinition<P, O>,
   extras?: X,

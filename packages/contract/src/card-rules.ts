@@ -15,9 +15,7 @@ export function lookupAvailable(card: RetrySafetyCard): boolean {
 }
 
 /** A lost final `succeeded` write is recovered by looking the `dispatched` row up; without a lookup, a handoff. */
-export function completionRecoverable(card: RetrySafetyCard): boolean {
-  return lookupAvailable(card);
-}
+export const completionRecoverable = lookupAvailable;
 
 /** A key travels and the provider replays or rejects a same-key duplicate. */
 export function keyFoldsResends(card: RetrySafetyCard): boolean {

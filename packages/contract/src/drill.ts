@@ -19,13 +19,11 @@ export type DrillFault =
       readonly forward?: boolean;
     };
 
-/** The runner's virtual clock, handed to sandboxes that keep time. */
 export interface DrillClock {
   now(): number;
   sleep(ms: number): Promise<void>;
 }
 
-/** A sandbox server started fresh for one scenario. */
 export interface DrillSandbox {
   readonly url: string;
   /** Records the provider holds for this operation. */

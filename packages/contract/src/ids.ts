@@ -29,10 +29,7 @@ export function asBusinessOperationId(value: string): BusinessOperationId {
   return value as BusinessOperationId;
 }
 
-/**
- * A stable business-operation id from an operation name and its intent: `<operation>:<32 hex of SHA-256 of the
- * canonical intent>`. Never derive it from an LLM tool-call id or a run id.
- */
+/** `<operation>:<32 hex of SHA-256 of the canonical intent>`; never from an LLM tool-call id or a run id. */
 export function businessOperationId(operation: string, intent: Record<string, unknown>): BusinessOperationId {
   return intentIdentity(operation, intent).id;
 }
@@ -59,7 +56,7 @@ export function intentIdentity(
   return { id: asBusinessOperationId(`${operation}:${digest.slice(0, 32)}`), intentFingerprint: `sha256:${digest}` };
 }
 
-/** Picks the declared intent fields (dot paths) out of the params; a missing one is an error (it would fold intents). */
+/** A missing intent field is an error: it would fold distinct intents into one operation. */
 export function pickIntent(params: unknown, fields: readonly string[]): Record<string, unknown> {
   const out: Record<string, unknown> = {};
   for (const field of fields) {
@@ -102,7 +99,7 @@ export interface ProviderKeyRule {
   prefix?: string;
 }
 
-/** The provider key for an id under the provider's rule: the id itself when it fits, else prefix + SHA-256 digest, cut to fit. */
+/** The id itself when it fits the provider's rule, else prefix + SHA-256 digest, cut to fit. */
 export function deriveProviderKey(id: BusinessOperationId, rule: ProviderKeyRule): ProviderKey {
   const prefix = rule.prefix ?? '';
   const allowed = new RegExp(`^[${rule.charset}]*$`);

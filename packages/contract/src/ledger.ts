@@ -76,7 +76,6 @@ export type ClaimResult =
   | { readonly kind: 'busy' | 'terminal'; readonly record: OperationRecord }
   | { readonly kind: 'conflict'; readonly record: OperationRecord; readonly field: 'intent' | 'operation' };
 
-/** A write permission: the fencing token obtained at claim time. */
 export interface Fenced {
   readonly businessOperationId: BusinessOperationId;
   readonly fence: number;
@@ -112,7 +111,6 @@ export interface PruneOptions {
   readonly batchSize?: number;
 }
 
-/** The states a prune may delete for these options: never an open or handed-off one. */
 export function checkPruneOptions(options: PruneOptions): readonly OperationState[] {
   if (!options || typeof options.before !== 'number' || !Number.isFinite(options.before))
     throw new LedgerError('prune: before must be epoch ms');
@@ -133,6 +131,8 @@ export interface PruneReport {
   readonly dryRun: boolean;
 }
 
+export type Resolution = { action: 'mark-done' | 'abandon'; providerRef?: string; by?: string };
+
 export interface ListFilter extends Partial<Pick<OperationRecord, 'provider' | 'operation'>> {
   readonly states?: readonly OperationState[];
   readonly limit?: number;
@@ -143,7 +143,6 @@ export interface ListFilter extends Partial<Pick<OperationRecord, 'provider' | '
 /** The durable record of business operations. Every write but `claim` and `resolve` carries a `Fenced` token (LeaseLostError when stale). */
 export interface Ledger {
   readonly capabilities?: LedgerCapabilities;
-  /** Creates the operation or takes the lease on it atomically. */
   claim(input: ClaimInput): Promise<ClaimResult>;
   renewLease(ref: Fenced, leaseMs: number, now: number): Promise<void>;
   /** Durably records `dispatched` BEFORE the provider is called. */
@@ -153,11 +152,7 @@ export interface Ledger {
   appendReceipt(ref: Fenced, receipt: Receipt): Promise<void>;
   release(ref: Fenced): Promise<void>;
   /** A person's mark-done or abandon of a handed-off operation (resume is `claim({ resume: true })`). */
-  resolve(
-    id: BusinessOperationId,
-    resolution: { action: 'mark-done' | 'abandon'; providerRef?: string; by?: string },
-    now: number,
-  ): Promise<OperationRecord>;
+  resolve(id: BusinessOperationId, resolution: Resolution, now: number): Promise<OperationRecord>;
   get(id: BusinessOperationId): Promise<OperationRecord | null>;
   list(filter?: ListFilter): Promise<OperationRecord[]>;
   receipts(id: BusinessOperationId): Promise<Receipt[]>;
@@ -345,7 +340,7 @@ export function releaseTransition(record: OperationRecord): OperationRecord {
 export function resolveTransition(
   record: OperationRecord | null,
   id: BusinessOperationId,
-  resolution: { action: 'mark-done' | 'abandon'; providerRef?: string; by?: string },
+  resolution: Resolution,
   now: number,
 ): OperationRecord {
   const { action, providerRef, by } = resolution;

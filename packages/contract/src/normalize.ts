@@ -33,7 +33,7 @@ export interface ParamComparison extends Omit<FieldNormalization, 'steps'> {
 }
 
 const DECIMAL = /^([+-]?)(\d*)(?:\.(\d*))?(?:[eE]([+-]?\d+))?$/;
-/** Exponents within this reach are written out in plain digits; beyond it the canonical text keeps `e`. */
+// Exponents within this reach are written out in plain digits; beyond it the canonical text keeps `e`.
 const PLAIN_REACH = 40n;
 
 /** The exact decimal a numeral spells in one canonical text (`"+1.5e0"` is `"1.5"`), or null; no float on the way. */
@@ -83,14 +83,14 @@ function applySteps(value: unknown, steps: readonly NormalizationStep[]): unknow
 
 type Rules = readonly Pick<FieldNormalization, 'field' | 'steps'>[];
 
-/** The steps declared for `path`: its own and those of every declared ancestor (outermost first). */
+/** Its own steps and those of every declared ancestor, outermost first. */
 function stepsFor(path: string, rules: Rules): NormalizationStep[] {
   const out: NormalizationStep[] = [];
   for (const r of rules) if (path === r.field || path.startsWith(r.field + '.')) out.push(...r.steps);
   return out;
 }
 
-/** Normalises the picked intent (`{ "<dot path>": value }`, as `pickIntent` returns it) per the declaration. Pure. */
+/** The picked intent (as `pickIntent` returns it) in normal form. */
 export function normalizeIntent(
   intent: Record<string, unknown>,
   rules: readonly FieldNormalization[] | undefined,
@@ -104,7 +104,7 @@ export function normalizeIntent(
   return out;
 }
 
-/** Normalises whole params for comparison: each declared dot path gets its steps beneath it. A deep copy when anything applies. */
+/** Whole params in normal form for comparison: a deep copy when anything applies. */
 export function normalizeParams(params: unknown, rules: Rules): unknown {
   if (rules.length === 0 || typeof params !== 'object' || params === null) return params;
   const root = applySteps(params, []); // a deep copy
@@ -112,7 +112,7 @@ export function normalizeParams(params: unknown, rules: Rules): unknown {
   return root;
 }
 
-/** Applies `steps` to what `parts` reaches inside `holder`, in place; a path that is not there is skipped. */
+/** In place; a path that is not there is skipped. */
 function applyAt(holder: unknown, parts: readonly string[], steps: readonly NormalizationStep[]): void {
   const [part, ...rest] = parts as [string, ...string[]];
   if (typeof holder !== 'object' || holder === null || !(part in holder)) return;
@@ -145,7 +145,7 @@ function same(a: unknown, b: unknown): boolean {
   }
 }
 
-/** A readable description of a declaration, for cards and tool descriptions: `orderRef: trim, collapse-whitespace`. */
+/** For cards and tool descriptions: `orderRef: trim, collapse-whitespace`. */
 export function describeNormalization(
   rules: readonly (Partial<ParamComparison> & { field: string })[] | undefined,
 ): string {

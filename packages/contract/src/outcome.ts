@@ -21,7 +21,7 @@ export type RejectReason =
   | 'other';
 export type UnknownCause = 'timeout' | 'connection-reset' | 'server-error' | 'truncated-response' | 'other';
 
-/** Exactly one per attempt (docs/concepts.md, "Outcomes and the decision table"). */
+/** Exactly one per attempt (docs/concepts.md). */
 export type Outcome =
   | ({ readonly kind: 'succeeded'; readonly result: unknown } & ProviderRefs)
   /** The provider returned its stored result for this key (e.g. `Idempotent-Replayed: true`). */
@@ -56,7 +56,6 @@ export type Outcome =
 export const OUTCOME_KINDS = ['succeeded', 'replayed', 'in-progress', 'rejected', 'not-applied', 'unknown'] as const;
 export type OutcomeKind = (typeof OUTCOME_KINDS)[number];
 
-/** What `doLookup` learned about an earlier dispatch. */
 export type LookupResult =
   | {
       readonly kind: 'found';

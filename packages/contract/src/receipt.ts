@@ -5,7 +5,7 @@ import type { OutcomeKind, ProviderRefs, RejectReason } from './outcome.js';
 
 export type ReceiptKind = 'dispatch' | 'resend' | 'lookup' | 'poll' | 'resolve' | 'recover';
 
-/** One receipt per attempt, lookup or resolution: redacted (a request fingerprint, no bodies), hash-chained per operation. */
+/** One per attempt, lookup or resolution: redacted (no bodies), hash-chained per operation. */
 export interface Receipt
   extends ProviderRefs,
     Pick<OperationRecord, 'businessOperationId' | 'provider' | 'operation' | 'providerKey'> {

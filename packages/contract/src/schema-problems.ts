@@ -32,7 +32,6 @@ export const AJV_WORDS = {
 
 /** How one caller reads a JSON Schema: it reads exactly the keywords it words, so each caller keeps its own subset. */
 export interface SchemaWording {
-  /** The path of the value itself, e.g. `(root)`. */
   readonly root: string;
   readonly say: Readonly<Partial<Record<keyof typeof AJV_WORDS, Say>>>;
   /** `#/$defs/<name>` targets; without them `$ref` is not read. */
