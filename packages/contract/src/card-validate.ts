@@ -1,7 +1,7 @@
 import type { JsonSchema } from './adapter.js';
 import { CARD_VALUES, type RetrySafetyCard, UNKNOWN } from './card.js';
 import { CardValidationError, type FieldError } from './errors.js';
-import { MERGING_STEPS, NORMALIZATION_STEPS } from './normalize.js';
+import { MERGING_STEPS, NORMALIZATION_STEPS } from './intent.js';
 import { type SchemaWording, schemaProblems } from './schema-problems.js';
 
 export type CardProblem = FieldError;

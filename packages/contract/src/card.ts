@@ -1,5 +1,5 @@
 import type { Duration } from './duration.js';
-import type { FieldNormalization, ParamComparison } from './normalize.js';
+import type { FieldNormalization, ParamComparison } from './intent.js';
 
 /** The explicit "we do not know" value. A decision that needs an unknown fact never auto-resends. */
 export const UNKNOWN = 'unknown' as const;

@@ -4,5 +4,4 @@
 export { DEFAULT_CLOCK_SKEW_MARGIN } from './card.js';
 export * from './card-rules.js';
 export * from './duration.js';
-export { intentIdentity } from './ids.js';
-export * from './normalize.js';
+export * from './intent.js';

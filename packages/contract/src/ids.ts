@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
-import { canonicalJson, sha256Hex } from './canonical.js';
-import { InvalidIdError, InvalidIntentError } from './errors.js';
+import { sha256Hex } from './canonical.js';
+import { InvalidIdError } from './errors.js';
 
 declare const brand: unique symbol;
 type Brand<B extends string> = string & { readonly [brand]: B };
@@ -14,8 +14,6 @@ export type AttemptId = Brand<'AttemptId'>;
 /** The value the provider folds re-sends by; derived from the business-operation id. */
 export type ProviderKey = Brand<'ProviderKey'>;
 
-const OPERATION_PATTERN = /^[A-Za-z][A-Za-z0-9_-]*(\.[A-Za-z][A-Za-z0-9_-]*)*$/;
-
 export function asBusinessOperationId(value: string): BusinessOperationId {
   const problem =
     typeof value !== 'string' || value.length === 0
@@ -27,49 +25,6 @@ export function asBusinessOperationId(value: string): BusinessOperationId {
           : 'only A-Z a-z 0-9 . _ : - / are allowed, starting with a letter or digit';
   if (problem) throw new InvalidIdError('business-operation id', String(value), problem);
   return value as BusinessOperationId;
-}
-
-/** `<operation>:<32 hex of SHA-256 of the canonical intent>`; never from an LLM tool-call id or a run id. */
-export function businessOperationId(operation: string, intent: Record<string, unknown>): BusinessOperationId {
-  return intentIdentity(operation, intent).id;
-}
-
-/** The derived id and the intent's fingerprint: one digest for both. */
-export function intentIdentity(
-  operation: string,
-  intent: Record<string, unknown>,
-): { id: BusinessOperationId; intentFingerprint: string } {
-  if (!OPERATION_PATTERN.test(operation))
-    throw new InvalidIdError(
-      'operation name',
-      operation,
-      'expected dotted identifiers such as stripe.paymentIntents.create',
-    );
-  if (typeof intent !== 'object' || intent === null || Array.isArray(intent))
-    throw new InvalidIntentError('', 'intent must be a plain object of the declared intent fields');
-  if (Object.keys(intent).length === 0)
-    throw new InvalidIntentError(
-      '',
-      'intent is empty: an id derived from no fields would fold every call into one operation',
-    );
-  const digest = sha256Hex(canonicalJson({ operation, intent }));
-  return { id: asBusinessOperationId(`${operation}:${digest.slice(0, 32)}`), intentFingerprint: `sha256:${digest}` };
-}
-
-/** A missing intent field is an error: it would fold distinct intents into one operation. */
-export function pickIntent(params: unknown, fields: readonly string[]): Record<string, unknown> {
-  const out: Record<string, unknown> = {};
-  for (const field of fields) {
-    let cur: unknown = params;
-    for (const part of field.split('.')) {
-      if (typeof cur !== 'object' || cur === null || !(part in (cur as object)))
-        throw new InvalidIntentError(field, 'declared intent field is missing from params');
-      cur = (cur as Record<string, unknown>)[part];
-    }
-    if (cur === undefined) throw new InvalidIntentError(field, 'declared intent field is undefined');
-    out[field] = cur;
-  }
-  return out;
 }
 
 export function newRunId(): RunId {

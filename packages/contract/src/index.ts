@@ -2,13 +2,7 @@
 // subpaths: ./provider (adapters), ./ledger (ledgers), ./rules (what a card implies), ./render (card pages).
 
 export * from './adapter.js';
-export type {
-  AdapterDefinition,
-  FramedAdapter,
-  FramedExecuteContext,
-  FramedLookupContext,
-  FrameOperation,
-} from './adapter-frame.js';
+export type * from './adapter-frame.js';
 export { defineAdapter } from './adapter-frame.js';
 export { canonicalJson, fingerprint, sha256Hex } from './canonical.js';
 export type * from './card.js';
@@ -19,20 +13,9 @@ export type * from './drill.js';
 export type { Duration } from './duration.js';
 export { RetrysafeError } from './error-class.js';
 export * from './errors.js';
-export type * from './ids.js';
-export {
-  asAttemptId,
-  asBusinessOperationId,
-  asProviderKey,
-  asRunId,
-  businessOperationId,
-  deriveProviderKey,
-  newAttemptId,
-  newRunId,
-  pickIntent,
-  revisionKeySource,
-} from './ids.js';
+export * from './ids.js';
+export type { FieldNormalization, NormalizationStep, ParamComparison } from './intent.js';
+export { businessOperationId, pickIntent } from './intent.js';
 export type * from './ledger.js';
-export type { FieldNormalization, NormalizationStep, ParamComparison } from './normalize.js';
 export * from './outcome.js';
 export type * from './receipt.js';

@@ -1,5 +1,53 @@
-import { canonicalJson } from './canonical.js';
-import { InvalidIntentError } from './errors.js';
+// An operation's intent: picked from its params, put in normal form, turned into the business-operation id,
+// and compared with a stored one.
+import { canonicalJson, sha256Hex } from './canonical.js';
+import { InvalidIdError, InvalidIntentError } from './errors.js';
+import { asBusinessOperationId, type BusinessOperationId } from './ids.js';
+
+const OPERATION_PATTERN = /^[A-Za-z][A-Za-z0-9_-]*(\.[A-Za-z][A-Za-z0-9_-]*)*$/;
+
+/** `<operation>:<32 hex of SHA-256 of the canonical intent>`; never from an LLM tool-call id or a run id. */
+export function businessOperationId(operation: string, intent: Record<string, unknown>): BusinessOperationId {
+  return intentIdentity(operation, intent).id;
+}
+
+/** The derived id and the intent's fingerprint: one digest for both. */
+export function intentIdentity(
+  operation: string,
+  intent: Record<string, unknown>,
+): { id: BusinessOperationId; intentFingerprint: string } {
+  if (!OPERATION_PATTERN.test(operation))
+    throw new InvalidIdError(
+      'operation name',
+      operation,
+      'expected dotted identifiers such as stripe.paymentIntents.create',
+    );
+  if (typeof intent !== 'object' || intent === null || Array.isArray(intent))
+    throw new InvalidIntentError('', 'intent must be a plain object of the declared intent fields');
+  if (Object.keys(intent).length === 0)
+    throw new InvalidIntentError(
+      '',
+      'intent is empty: an id derived from no fields would fold every call into one operation',
+    );
+  const digest = sha256Hex(canonicalJson({ operation, intent }));
+  return { id: asBusinessOperationId(`${operation}:${digest.slice(0, 32)}`), intentFingerprint: `sha256:${digest}` };
+}
+
+/** A missing intent field is an error: it would fold distinct intents into one operation. */
+export function pickIntent(params: unknown, fields: readonly string[]): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  for (const field of fields) {
+    let cur: unknown = params;
+    for (const part of field.split('.')) {
+      if (typeof cur !== 'object' || cur === null || !(part in (cur as object)))
+        throw new InvalidIntentError(field, 'declared intent field is missing from params');
+      cur = (cur as Record<string, unknown>)[part];
+    }
+    if (cur === undefined) throw new InvalidIntentError(field, 'declared intent field is undefined');
+    out[field] = cur;
+  }
+  return out;
+}
 
 // Steps run in order on every string (and number, for `canonical-number`) at or below the declared path, for
 // identity and comparison only: the params sent are the caller's, unchanged.
