@@ -79,12 +79,9 @@ export type OperationsOf<A> = A extends { readonly '~operations'?: infer O exten
 /** The operation names a call may use: the declared literals, or any string for an untyped adapter. */
 export type OperationName<A> = [OperationsOf<A>] extends [never] ? string : Extract<keyof OperationsOf<A>, string>;
 
-type Member<A, N extends string, K extends keyof OperationTypes> = [OperationsOf<A>] extends [never]
+// An undeclared name is `never`; an untyped adapter's params and results are `unknown`.
+type Member<A, N, K extends keyof OperationTypes> = [OperationsOf<A>] extends [never]
   ? unknown
-  : N extends keyof OperationsOf<A>
-    ? OperationsOf<A>[N][K]
-    : never;
-
+  : OperationsOf<A>[N & keyof OperationsOf<A>][K];
 export type OperationParams<A, N extends string> = Member<A, N, 'params'>;
-
 export type OperationResult<A, N extends string> = Member<A, N, 'result'>;

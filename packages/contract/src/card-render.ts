@@ -1,5 +1,6 @@
 // `@retrysafe/contract/render`: a card as a page (Markdown or JSON), for the CLI and the adapters' READMEs.
-import { DEFAULT_CLOCK_SKEW_MARGIN, type RetrySafetyCard, UNKNOWN } from './card.js';
+import { type RetrySafetyCard, UNKNOWN } from './card.js';
+import { DEFAULT_CLOCK_SKEW_MARGIN } from './card-rules.js';
 import { describeNormalization, type FieldNormalization, type ParamComparison } from './intent.js';
 
 /** Card fields in the order of the card type, with their labels. */

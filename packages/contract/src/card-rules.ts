@@ -1,8 +1,10 @@
 // Every reading of a card that decides what may happen after an unknown outcome, so the runner, the policy,
 // agent tools and adapters never read those fields themselves. Pure: times are passed in.
 import type { LookupContext } from './adapter.js';
-import { DEFAULT_CLOCK_SKEW_MARGIN, type RetrySafetyCard } from './card.js';
-import { durationMs } from './duration.js';
+import type { RetrySafetyCard } from './card.js';
+import { type Duration, durationMs } from './duration.js';
+
+export const DEFAULT_CLOCK_SKEW_MARGIN: Duration = '1m';
 
 export function cardMargin(card: RetrySafetyCard): number {
   return durationMs(card.limits.clockSkewMargin ?? DEFAULT_CLOCK_SKEW_MARGIN);

@@ -115,8 +115,6 @@ export interface RetrySafetyCard {
   readonly unverified: readonly { readonly field: string; readonly condition: string; readonly source: string }[];
 }
 
-export const DEFAULT_CLOCK_SKEW_MARGIN: Duration = '1m';
-
 export function fact<T>(value: T | Unknown, source: string): Fact<T> {
   return { value, source };
 }

@@ -1,7 +1,6 @@
 // `@retrysafe/contract/rules`: what a card implies, each rule with one owner (re-send and look-up timing,
 // normalisation, durations), for everything that decides from a card.
 
-export { DEFAULT_CLOCK_SKEW_MARGIN } from './card.js';
 export * from './card-rules.js';
 export * from './duration.js';
 export * from './intent.js';
