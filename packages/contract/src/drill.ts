@@ -19,10 +19,7 @@ export type DrillFault =
       readonly forward?: boolean;
     };
 
-export interface DrillClock {
-  now(): number;
-  sleep(ms: number): Promise<void>;
-}
+export type DrillClock = { now(): number; sleep(ms: number): Promise<void> };
 
 export interface DrillSandbox {
   readonly url: string;

@@ -10,10 +10,7 @@ function errorClasses<const T extends Record<string, readonly [code: string, bui
 }
 
 /** One field that failed a check (params, a card): its dot path (`(root)` for the object itself) and why, never its value. */
-export interface FieldError {
-  readonly path: string;
-  readonly message: string;
-}
+export type FieldError = { readonly path: string; readonly message: string };
 
 export const {
   AdapterConfigurationError,

@@ -42,11 +42,7 @@ export type HandoffReason =
 /** `resend-with`: send corrected params as a new revision; offered only when every attempt is known not applied. */
 export type SafeActionName = 'resume' | 'mark-done' | 'abandon' | 'resend-with';
 
-export interface SafeAction {
-  readonly action: SafeActionName;
-  readonly safe: boolean;
-  readonly why: string;
-}
+export type SafeAction = { readonly action: SafeActionName; readonly safe: boolean; readonly why: string };
 
 export interface HandoffAttempt
   extends Pick<Receipt, 'kind' | 'outcome' | 'status' | 'code' | 'providerRef' | 'requestId' | 'created'> {
@@ -70,6 +66,4 @@ export interface HandoffPacket
   readonly createdAt: string;
 }
 
-export interface HandoffSink {
-  send(packet: HandoffPacket): Promise<void> | void;
-}
+export type HandoffSink = { send(packet: HandoffPacket): Promise<void> | void };
