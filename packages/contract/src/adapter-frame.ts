@@ -94,27 +94,24 @@ function checkDefinition(provider: string, operations: Readonly<Record<string, F
   if (typeof operations !== 'object' || operations === null || Object.keys(operations).length === 0)
     fail('declare at least one operation');
   for (const [name, op] of Object.entries(operations)) {
-    const card = op.card;
+    const { card, keyRule } = op;
+    const bad = (why: string) => fail(`operation ${name}: ${why}`);
     if (op.name !== name) fail(`operation ${name} is named ${JSON.stringify(op.name)}`);
-    if (card.provider !== provider)
-      fail(`operation ${name}: its card is for provider ${JSON.stringify(card.provider)}`);
+    if (card.provider !== provider) bad(`its card is for provider ${JSON.stringify(card.provider)}`);
     if (card.operation !== `${provider}.${name}`)
-      fail(`operation ${name}: its card is for ${JSON.stringify(card.operation)}, expected "${provider}.${name}"`);
+      bad(`its card is for ${JSON.stringify(card.operation)}, expected "${provider}.${name}"`);
     if (typeof op.paramsSchema !== 'object' || op.paramsSchema === null)
-      fail(`operation ${name}: paramsSchema must be a JSON Schema object`);
-    if (JSON.stringify(op.intentFields) !== JSON.stringify(card.businessOperationId.intentFields))
-      fail(
-        `operation ${name}: intentFields ${JSON.stringify(op.intentFields)} differ from the card's ${JSON.stringify(card.businessOperationId.intentFields)}`,
-      );
-    // Capabilities: the adapter sends a key exactly when the card says one travels, within the card's length.
+      bad('paramsSchema must be a JSON Schema object');
+    const [declared, carded] = [op.intentFields, card.businessOperationId.intentFields].map((f) => JSON.stringify(f));
+    if (declared !== carded) bad(`intentFields ${declared} differ from the card's ${carded}`);
+    // The adapter sends a key exactly when the card says one travels, within the card's length.
     const travels = card.providerKey.travels.value;
-    if (travels === 'none' && op.keyRule !== null)
-      fail(`operation ${name}: the card says no key travels but the adapter declares a key rule`);
-    if (travels !== 'none' && op.keyRule === null)
-      fail(`operation ${name}: the card says a key travels (${travels}) but the adapter declares no key rule`);
+    if (travels === 'none' && keyRule !== null) bad('the card says no key travels but the adapter declares a key rule');
+    if (travels !== 'none' && keyRule === null)
+      bad(`the card says a key travels (${travels}) but the adapter declares no key rule`);
     const max = card.providerKey.maxLength.value;
-    if (op.keyRule && typeof max === 'number' && op.keyRule.maxLength > max)
-      fail(`operation ${name}: the key rule allows ${op.keyRule.maxLength} characters, the card's provider ${max}`);
+    if (keyRule && typeof max === 'number' && keyRule.maxLength > max)
+      bad(`the key rule allows ${keyRule.maxLength} characters, the card's provider ${max}`);
   }
 }
 

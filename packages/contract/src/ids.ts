@@ -62,17 +62,11 @@ export function deriveProviderKey(id: BusinessOperationId, rule: ProviderKeyRule
     throw new InvalidIdError('provider key prefix', prefix, `not within charset [${rule.charset}]`);
   const readable = prefix + id;
   if (readable.length <= rule.maxLength && allowed.test(readable)) return readable as ProviderKey;
-  const digest = sha256Hex(id);
+  const refuse = (why: string) => new InvalidIdError('provider key', readable, why);
   const room = rule.maxLength - prefix.length;
-  if (room < 16)
-    throw new InvalidIdError(
-      'provider key',
-      readable,
-      `maxLength ${rule.maxLength} leaves under 16 characters for the digest`,
-    );
-  if (!allowed.test('0123456789abcdef'))
-    throw new InvalidIdError('provider key', readable, `charset [${rule.charset}] cannot carry a hex digest`);
-  return (prefix + digest.slice(0, Math.min(room, 64))) as ProviderKey;
+  if (room < 16) throw refuse(`maxLength ${rule.maxLength} leaves under 16 characters for the digest`);
+  if (!allowed.test('0123456789abcdef')) throw refuse(`charset [${rule.charset}] cannot carry a hex digest`);
+  return (prefix + sha256Hex(id).slice(0, Math.min(room, 64))) as ProviderKey;
 }
 
 /** What revision `n`'s provider key is derived from: the id, or the id plus `#r<n>` (`#` is never in an id). */

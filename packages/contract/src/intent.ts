@@ -6,6 +6,8 @@ import { asBusinessOperationId, type BusinessOperationId } from './ids.js';
 
 const OPERATION_PATTERN = /^[A-Za-z][A-Za-z0-9_-]*(\.[A-Za-z][A-Za-z0-9_-]*)*$/;
 
+const badIntent = (why: string) => new InvalidIntentError('', why);
+
 /** `<operation>:<32 hex of SHA-256 of the canonical intent>`; never from an LLM tool-call id or a run id. */
 export function businessOperationId(operation: string, intent: Record<string, unknown>): BusinessOperationId {
   return intentIdentity(operation, intent).id;
@@ -23,12 +25,9 @@ export function intentIdentity(
       'expected dotted identifiers such as stripe.paymentIntents.create',
     );
   if (typeof intent !== 'object' || intent === null || Array.isArray(intent))
-    throw new InvalidIntentError('', 'intent must be a plain object of the declared intent fields');
+    throw badIntent('intent must be a plain object of the declared intent fields');
   if (Object.keys(intent).length === 0)
-    throw new InvalidIntentError(
-      '',
-      'intent is empty: an id derived from no fields would fold every call into one operation',
-    );
+    throw badIntent('intent is empty: an id derived from no fields would fold every call into one operation');
   const digest = sha256Hex(canonicalJson({ operation, intent }));
   return { id: asBusinessOperationId(`${operation}:${digest.slice(0, 32)}`), intentFingerprint: `sha256:${digest}` };
 }

@@ -297,8 +297,12 @@ export function setStateTransition(record: OperationRecord, patch: StatePatch): 
   if (patch.state === 'handed-off') throw new LedgerError('setState cannot hand off: use handOff(ref, packet)');
   if (patch.state === 'abandoned')
     throw new LedgerError('setState cannot abandon: a person does that through resolve()');
-  const { businessOperationId: id, state } = record;
-  if (isTerminal(record)) throw new InvalidStateError(id, state, `cannot move a terminal operation to ${patch.state}`);
+  if (isTerminal(record))
+    throw new InvalidStateError(
+      record.businessOperationId,
+      record.state,
+      `cannot move a terminal operation to ${patch.state}`,
+    );
   const terminal = TERMINAL_STATES.includes(patch.state);
   return {
     ...record,
@@ -328,7 +332,7 @@ export function handOffTransition(record: OperationRecord, packet: HandoffPacket
 }
 
 export function releaseTransition(record: OperationRecord): OperationRecord {
-  return { ...record, ...RELEASED };
+  return { ...record, leaseOwner: null, leaseExpiresAt: null };
 }
 
 export function resolveTransition(

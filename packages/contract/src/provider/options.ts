@@ -27,29 +27,17 @@ export function isLoopbackHost(hostname: string): boolean {
 
 /** `https:`, or `http:` only to a loopback sandbox; no user-info. The error never repeats the URL (a secret). */
 export function checkBaseUrl(provider: string, value: unknown, what = 'baseUrl'): URL {
-  if (typeof value !== 'string' || value.trim() === '')
-    throw new AdapterConfigurationError(provider, `${what} must be an absolute URL string`);
-  let url: URL;
-  try {
-    url = new URL(value);
-  } catch {
-    throw new AdapterConfigurationError(provider, `${what} is not a URL (it is not an absolute URL)`);
-  }
+  const refuse = (why: string) => new AdapterConfigurationError(provider, `${what} ${why}`);
+  if (typeof value !== 'string' || value.trim() === '') throw refuse('must be an absolute URL string');
+  if (!URL.canParse(value)) throw refuse('is not a URL (it is not an absolute URL)');
+  const url = new URL(value);
   if (url.protocol !== 'https:' && url.protocol !== 'http:')
-    throw new AdapterConfigurationError(
-      provider,
-      `${what} must be https (or http to a loopback sandbox), got ${url.protocol}`,
-    );
+    throw refuse(`must be https (or http to a loopback sandbox), got ${url.protocol}`);
   if (url.username !== '' || url.password !== '')
-    throw new AdapterConfigurationError(
-      provider,
-      `${what} must not carry user-info (user:password@): pass credentials through the adapter's options`,
+    throw refuse("must not carry user-info (user:password@): pass credentials through the adapter's options");
+  if (url.protocol === 'http:' && !isLoopbackHost(url.hostname))
+    throw refuse(
+      'may use plain http only for a loopback sandbox (127.0.0.0/8, ::1, localhost): credentials would travel in clear',
     );
-  if (url.protocol === 'http:' && !isLoopbackHost(url.hostname)) {
-    throw new AdapterConfigurationError(
-      provider,
-      `${what} may use plain http only for a loopback sandbox (127.0.0.0/8, ::1, localhost): credentials would travel in clear`,
-    );
-  }
   return url;
 }
