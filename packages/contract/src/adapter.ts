@@ -33,10 +33,10 @@ export interface ExecuteContext
   readonly signal?: AbortSignal;
 }
 
-export interface LookupContext extends Omit<ExecuteContext, 'attempt'> {
-  /** The original request's params (some lookups re-send them with the same key). */
-  readonly params: unknown;
-  readonly firstDispatchedAt: number | null;
+/** `params`: the original request's (some lookups re-send them with the same key). */
+export interface LookupContext
+  extends Omit<ExecuteContext, 'attempt'>,
+    Pick<OperationRecord, 'params' | 'firstDispatchedAt'> {
   readonly lastDispatchedAt?: number | null;
   readonly now: number;
   /** The runner's `resendSafety` judgement, for lookups that re-send. */

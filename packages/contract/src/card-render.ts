@@ -95,6 +95,7 @@ function row(path: string, label: string, raw: unknown): CardRow {
 }
 
 type Rules = readonly (FieldNormalization | ParamComparison)[];
+type Replay = NonNullable<RetrySafetyCard['storedResult']['replayIndicator']>;
 const rulesView = (rules: Rules) => ({ value: describeNormalization(rules), source: sources(rules) });
 
 /** How a row shows an optional section (absent: no row). */
@@ -102,10 +103,7 @@ const VIEW: Readonly<Record<string, (declared: never) => unknown>> = {
   'sideEffect.rejectionMayCreate': (f: unknown) => f,
   'businessOperationId.normalize': rulesView,
   paramComparison: rulesView,
-  'storedResult.replayIndicator': ({
-    value,
-    source,
-  }: NonNullable<RetrySafetyCard['storedResult']['replayIndicator']>) => ({
+  'storedResult.replayIndicator': ({ value, source }: Replay) => ({
     value: value === null ? 'none' : value === UNKNOWN ? UNKNOWN : `${value.header}: ${value.value}`,
     source,
   }),
@@ -129,22 +127,16 @@ function sources(rules: Rules): string | null {
 /** `markdown`: one row per field with its source, unknown values flagged, then the unverified conditions. */
 export function renderCard(card: RetrySafetyCard, format: 'markdown' | 'json'): string {
   if (format === 'json') return JSON.stringify(card, null, 2) + '\n';
-  const lines: string[] = [];
-  lines.push(`### \`${card.operation}\``, '');
-  lines.push('| field | value | source |', '|---|---|---|');
+  const lines = [`### \`${card.operation}\``, '', '| field | value | source |', '|---|---|---|'];
   for (const row of cardRows(card)) {
     const value = row.unknown ? '**⚠ unknown**' : cell(show(row.value));
     lines.push(`| ${row.label} | ${value} | ${row.source === null ? 'retrysafe policy' : cell(row.source)} |`);
   }
-  lines.push('');
-  if (card.unverified.length) {
-    lines.push('Unverified provider conditions:', '');
-    for (const u of card.unverified) lines.push(`- \`${u.field}\`: ${cell(u.condition)} (source: ${cell(u.source)})`);
-  } else {
-    lines.push('Unverified provider conditions: none.');
-  }
-  lines.push('');
-  return lines.join('\n');
+  const unverified = card.unverified.map((u) => `- \`${u.field}\`: ${cell(u.condition)} (source: ${cell(u.source)})`);
+  const heading = unverified.length
+    ? ['Unverified provider conditions:', '']
+    : ['Unverified provider conditions: none.'];
+  return [...lines, '', ...heading, ...unverified, ''].join('\n');
 }
 
 const SECTION_START = '<!-- cards:start';

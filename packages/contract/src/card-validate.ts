@@ -27,7 +27,6 @@ const obj = (properties: Record<string, Schema>, ...optional: string[]): Schema 
   properties,
 });
 
-/** A provider fact: `{ value, source }` where value matches `value` or is "unknown", and source is cited. */
 const fact = (value: Schema): Schema => ({
   ...obj({
     value: { anyOf: [value, { const: UNKNOWN }] },

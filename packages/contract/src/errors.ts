@@ -1,12 +1,11 @@
 import { errorClass, markerGuard, RetrysafeError } from './error-class.js';
 
 type Build = (...args: never[]) => { message: string };
-type ErrorClass<B extends Build> = ReturnType<typeof errorClass<Parameters<B>, ReturnType<B>>>;
 
 function errorClasses<const T extends Record<string, readonly [code: string, build: Build]>>(table: T) {
   const out: Record<string, unknown> = {};
   for (const [name, [code, build]] of Object.entries(table)) out[name] = errorClass(name, code, build as () => never);
-  return out as { [K in keyof T]: ErrorClass<T[K][1]> };
+  return out as { [K in keyof T]: ReturnType<typeof errorClass<Parameters<T[K][1]>, ReturnType<T[K][1]>>> };
 }
 
 /** One field that failed a check (params, a card): its dot path (`(root)` for the object itself) and why, never its value. */

@@ -137,7 +137,6 @@ function stepsFor(path: string, rules: Rules): NormalizationStep[] {
   return out;
 }
 
-/** The picked intent (as `pickIntent` returns it) in normal form. */
 export function normalizeIntent(
   intent: Record<string, unknown>,
   rules: readonly FieldNormalization[] | undefined,

@@ -90,17 +90,13 @@ export function parseRetryAfter(
   now: number = Date.now(),
 ): number | undefined {
   const raw = Array.isArray(value) ? value[0] : value;
-  if (typeof raw !== 'string') return undefined;
-  const v = raw.trim();
-  if (v === '') return undefined;
+  const v = typeof raw === 'string' ? raw.trim() : '';
   if (/^\d+(\.\d+)?$/.test(v)) {
     const ms = Math.ceil(Number(v) * 1000);
     return Number.isFinite(ms) ? ms : undefined;
   }
-  if (!/[a-z]/i.test(v)) return undefined;
-  const at = Date.parse(v);
-  if (Number.isNaN(at)) return undefined;
-  return Math.max(0, at - now);
+  const at = /[a-z]/i.test(v) ? Date.parse(v) : Number.NaN;
+  return Number.isNaN(at) ? undefined : Math.max(0, at - now);
 }
 
 /** An outcome seen while reconciling, as a lookup result: never `not-found` (the runner decides absence from the card). */
