@@ -1,12 +1,10 @@
-import type { JsonSchema } from './adapter.js';
+import type { JsonSchema as Schema } from './adapter.js';
 import { CARD_VALUES, type RetrySafetyCard, UNKNOWN } from './card.js';
 import { CardValidationError, type FieldError } from './errors.js';
 import { MERGING_STEPS, NORMALIZATION_STEPS } from './intent.js';
 import { type SchemaWording, schemaProblems } from './schema-problems.js';
 
 export type CardProblem = FieldError;
-
-type Schema = JsonSchema;
 
 const text = { type: 'string', minLength: 1 };
 const str = { type: 'string', pattern: '\\S' };
@@ -290,7 +288,7 @@ export function cardJsonSchema(): Readonly<Record<string, unknown>> {
     ...CARD,
     properties: {
       $schema: { type: 'string', description: 'the schema this card follows (for editors); ignored by the loader' },
-      ...(CARD.properties as JsonSchema),
+      ...(CARD.properties as Schema),
     },
   });
 }
