@@ -122,7 +122,6 @@ export function defineAdapter<const P extends string, O extends FrameOperation, 
 ): FramedAdapter<P> & Readonly<X> {
   const { provider, operations: declared } = definition;
   checkDefinition(provider, declared);
-  const names = Object.keys(declared);
   // The public spec of each operation: the adapter's own fields (key rule, request builders) stay inside.
   const operations: Record<string, OperationSpec> = {};
   for (const [name, op] of Object.entries(declared)) {
@@ -134,7 +133,7 @@ export function defineAdapter<const P extends string, O extends FrameOperation, 
 
   const resolve = (name: string): O => {
     if (typeof name === 'string' && Object.hasOwn(declared, name)) return declared[name]!;
-    throw new UnknownOperationError(provider, String(name), names);
+    throw new UnknownOperationError(provider, String(name), Object.keys(declared));
   };
 
   // A recorded key is sent as recorded when it has the rule's shape, so a changed rule never strands an operation.
