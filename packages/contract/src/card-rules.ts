@@ -27,7 +27,7 @@ export function keyFoldsResends(card: RetrySafetyCard): boolean {
 }
 
 /** How long after it goes out a same-key request may still land: lookup.lateApplyBound, or one more margin when unknown. */
-export function lateApplyAllowanceMs(card: RetrySafetyCard, clockSkewMarginMs: number = cardMargin(card)): number {
+export function lateApplyAllowanceMs(card: RetrySafetyCard, clockSkewMarginMs = cardMargin(card)): number {
   const late = card.lookup.lateApplyBound?.value ?? 'unknown';
   return late === 'unknown' ? clockSkewMarginMs : durationMs(late);
 }
@@ -48,7 +48,7 @@ export function retentionPassed(
   card: RetrySafetyCard,
   firstDispatchedAt: number | null,
   at: number,
-  clockSkewMarginMs: number = cardMargin(card),
+  clockSkewMarginMs = cardMargin(card),
 ): boolean {
   return readRetention(card, firstDispatchedAt, at, clockSkewMarginMs).passed;
 }
@@ -63,7 +63,7 @@ export function resendSafety(
   card: RetrySafetyCard,
   firstDispatchedAt: number | null,
   now: number,
-  clockSkewMarginMs: number = cardMargin(card),
+  clockSkewMarginMs = cardMargin(card),
 ): ResendSafety {
   if (card.sideEffect.idempotentByNature.value === true)
     return verdict(true, 'the operation is idempotent by nature (card sideEffect.idempotentByNature)');
@@ -112,7 +112,7 @@ export interface DispatchTimes extends Pick<LookupContext, 'firstDispatchedAt' |
 export function absenceProvenFrom(
   card: RetrySafetyCard,
   times: DispatchTimes,
-  clockSkewMarginMs: number = cardMargin(card),
+  clockSkewMarginMs = cardMargin(card),
 ): { readonly at: number } | { readonly never: string } {
   if (card.lookup.consistencyDelay.value === 'unknown')
     return { never: 'its consistency delay is unknown (card lookup.consistencyDelay)' };
@@ -138,13 +138,13 @@ export interface LookupTiming extends DispatchTimes, Pick<LookupContext, 'now'> 
 export function notFoundIsAuthoritative(
   card: RetrySafetyCard,
   timing: LookupTiming,
-  clockSkewMarginMs: number = cardMargin(card),
+  clockSkewMarginMs = cardMargin(card),
 ): boolean {
   const proof = absenceProvenFrom(card, timing, clockSkewMarginMs);
   return 'at' in proof && (timing.observedAt ?? timing.now) >= proof.at;
 }
 
 /** An agent tool's `idempotentHint`: the re-send rule for a key sent just now. */
-export function agentIdempotentHint(card: RetrySafetyCard, clockSkewMarginMs: number = cardMargin(card)): boolean {
+export function agentIdempotentHint(card: RetrySafetyCard, clockSkewMarginMs = cardMargin(card)): boolean {
   return resendSafety(card, 0, 0, clockSkewMarginMs).safe;
 }

@@ -14,10 +14,7 @@ export function businessOperationId(operation: string, intent: Record<string, un
 }
 
 /** The derived id and the intent's fingerprint: one digest for both. */
-export function intentIdentity(
-  operation: string,
-  intent: Record<string, unknown>,
-): { id: BusinessOperationId; intentFingerprint: string } {
+export function intentIdentity(operation: string, intent: Record<string, unknown>) {
   if (!OPERATION_PATTERN.test(operation))
     throw new InvalidIdError(
       'operation name',
@@ -137,10 +134,7 @@ function stepsFor(path: string, rules: Rules): NormalizationStep[] {
   return out;
 }
 
-export function normalizeIntent(
-  intent: Record<string, unknown>,
-  rules: readonly FieldNormalization[] | undefined,
-): Record<string, unknown> {
+export function normalizeIntent(intent: Record<string, unknown>, rules: Rules | undefined): Record<string, unknown> {
   if (!rules || rules.length === 0) return intent;
   const out: Record<string, unknown> = {};
   for (const [field, value] of Object.entries(intent)) {
@@ -192,9 +186,7 @@ function same(a: unknown, b: unknown): boolean {
 }
 
 /** For cards and tool descriptions: `orderRef: trim, collapse-whitespace`. */
-export function describeNormalization(
-  rules: readonly (Partial<ParamComparison> & { field: string })[] | undefined,
-): string {
+export function describeNormalization(rules: readonly (Partial<ParamComparison> & { field: string })[] | undefined) {
   if (!rules || rules.length === 0) return 'none: compared exactly as written';
   return rules
     .map((r) => `${r.field}: ${r.compare === 'exact' ? 'exact' : (r.steps ?? []).join(', ') || 'exact'}`)

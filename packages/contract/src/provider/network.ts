@@ -85,10 +85,7 @@ export function classifyTransportFailure(error: unknown): TransportFailure {
 }
 
 /** Retry-After in ms, or `undefined`: fractions of seconds round up; a date needs a letter (`Date.parse('1.5')` is one). */
-export function parseRetryAfter(
-  value: string | readonly string[] | null | undefined,
-  now: number = Date.now(),
-): number | undefined {
+export function parseRetryAfter(value: string | readonly string[] | null | undefined, now = Date.now()) {
   const raw = Array.isArray(value) ? value[0] : value;
   const v = typeof raw === 'string' ? raw.trim() : '';
   if (/^\d+(\.\d+)?$/.test(v)) {
