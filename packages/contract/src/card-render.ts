@@ -119,9 +119,8 @@ export function cardRows(card: RetrySafetyCard): CardRow[] {
 
 function sources(rules: Rules): string | null {
   if (rules.length === 0) return null;
-  return [...new Set(rules.flatMap((r) => (r.evidence ? [r.source, `evidence: ${r.evidence}`] : [r.source])))].join(
-    '; ',
-  );
+  const cited = rules.flatMap((r) => (r.evidence ? [r.source, `evidence: ${r.evidence}`] : [r.source]));
+  return [...new Set(cited)].join('; ');
 }
 
 /** `markdown`: one row per field with its source, unknown values flagged, then the unverified conditions. */
