@@ -1,5 +1,5 @@
-// `@retrysafe/contract/ledger`: the record every ledger stores and the rules it applies (states, transitions,
-// prune, payload limits).
+// `@retrysafe/contract/ledger`: the record every ledger stores, and its state machine as pure functions that each
+// ledger applies inside its own atomic section: read the record, call the rule, write what it returns.
 import { InvalidStateError, LeaseLostError, LedgerError } from './errors.js';
 import type { BusinessOperationId, ProviderKey } from './ids.js';
 import type { HandoffPacket, Receipt } from './receipt.js';
@@ -158,9 +158,6 @@ export interface Ledger {
 
 /** What every ledger stores: SQLite's JSON functions refuse nesting deeper than 1000, and params sit inside the record. */
 export const PAYLOAD_LIMITS = Object.freeze({ maxDepth: 100, maxBytes: 1024 * 1024 });
-
-// The ledger's state machine as pure functions on records, so every ledger applies the same rules
-// inside its own atomic section: read the record, call the rule, write what it returns.
 
 /** A cut or corrupt stored value becomes a LedgerError naming the ledger (`where`) and the value. */
 export function parseStored<T>(text: string, what: string, where: string): T {
