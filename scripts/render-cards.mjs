@@ -11,7 +11,7 @@ const load = (file) => import(pathToFileURL(join(root, file)).href);
 
 /** Every adapter's README: its text now, and the text with the card section rendered from its cards. */
 export async function adapterReadmes() {
-  const { entryCards, renderCards, replaceCardSection } = await load('packages/contract/dist/entry-render.js');
+  const { entryCards, renderCards, replaceCardSection } = await load('packages/contract/dist/card-render.js');
   const adapters = readdirSync(join(root, 'adapters')).filter((a) =>
     existsSync(join(root, 'adapters', a, 'package.json')),
   );

@@ -24,41 +24,32 @@ import {
 import type { LookupResult, Outcome } from './outcome.js';
 import { AJV_WORDS, schemaProblems } from './schema-problems.js';
 
-/** One operation as an adapter declares it to the frame: the public spec plus the provider's key rule. */
+/** `keyRule`: null exactly when the card says no key travels. */
 export interface FrameOperation extends OperationSpec {
-  /** The provider's constraints on the key; null exactly when the card says no key travels. */
   readonly keyRule: ProviderKeyRule | null;
 }
 
-/** What the frame hands the adapter for one attempt: params already checked, the key checked, a signal always present. */
+/** One attempt as the adapter gets it: params and key checked, a signal always present (pass it to the SDK call). */
 export interface FramedExecuteContext extends ExecuteContext {
-  /** The key to send: the recorded one when it has the rule's shape (derived only when none was recorded); null when none travels. */
   readonly providerKey: ProviderKey | null;
-  /** The caller's signal (a never-aborting one without it): pass it to the SDK call so an abort cancels the request. */
   readonly signal: AbortSignal;
 }
 
 export type FramedLookupContext = LookupContext & Pick<FramedExecuteContext, 'providerKey' | 'signal'>;
 
-/** The provider-specific part of an adapter; `defineAdapter` adds the rest. */
 export interface AdapterDefinition<P extends string, O extends FrameOperation> {
   readonly provider: P;
-  /** Keyed by the short operation name (the card's operation is `<provider>.<name>`). */
   readonly operations: Readonly<Record<string, O>>;
-  /** One attempt, classified into exactly one outcome. Called only with valid params and a key of the right shape, not yet aborted. */
+  /** One attempt, classified into exactly one outcome. */
   execute(op: O, params: unknown, ctx: FramedExecuteContext): Promise<Outcome>;
-  /** The provider's stored status for the operation. Never called for an operation whose card says `lookup.method: none`. */
+  /** Never called for an operation whose card says `lookup.method: none`. */
   lookup(op: O, ctx: FramedLookupContext): Promise<LookupResult>;
   close?(): Promise<void>;
 }
 
-/** An adapter built by `defineAdapter`: a frozen AdapterV1 whose `provider` is the literal given. */
-export type FramedAdapter<P extends string> = AdapterV1 & {
-  readonly provider: P;
-  readonly operations: Readonly<Record<string, OperationSpec>>;
-};
+export type FramedAdapter<P extends string> = AdapterV1 & { readonly provider: P };
 
-/** Why `key` cannot be sent under `rule` (length and charset, what the provider accepts), or null when it can. */
+/** Why `key` cannot be sent under `rule`, or null when it can. */
 export function providerKeyShapeProblem(key: string, rule: ProviderKeyRule): string | null {
   if (typeof key !== 'string' || key.length === 0) return 'is empty';
   if (key.length > rule.maxLength) return `is ${key.length} characters, over the provider's ${rule.maxLength}`;
@@ -68,14 +59,11 @@ export function providerKeyShapeProblem(key: string, rule: ProviderKeyRule): str
 
 const PARAMS = { root: '(root)', say: AJV_WORDS };
 
-/**
- * The frame's params check without a schema compiler (the contract has no dependencies): it reads the keywords
- * ajv's words name and passes every other ($ref, if/then, …), so it never rejects what the runner's full check allows.
- */
+/** The frame's params check without a schema compiler: it passes every keyword ajv's words do not name ($ref, if/then, …). */
 export const schemaErrors = (schema: JsonSchema, params: unknown): FieldError[] =>
   schemaProblems(schema, params, PARAMS);
 
-/** Every field error of `params` for `spec`: its JSON Schema (the frame's subset), then the adapter's own checks. */
+/** The schema's field errors, then the adapter's own checks. */
 export function operationParamsErrors(spec: OperationSpec, params: unknown): FieldError[] {
   const errors = schemaErrors(spec.paramsSchema, params);
   if (errors.length > 0 || !spec.checkParams) return errors;
@@ -84,7 +72,7 @@ export function operationParamsErrors(spec: OperationSpec, params: unknown): Fie
 
 const NEVER = new AbortController().signal;
 
-/** Resolves with `onAbort()` as soon as `signal` aborts, else with the adapter's answer (whose late answer is then dropped). */
+/** Resolves with `onAbort()` as soon as `signal` aborts (a late answer is dropped), else with the adapter's answer. */
 function raceAbort<T>(run: () => Promise<T>, signal: AbortSignal, onAbort: () => T): Promise<T> {
   if (signal === NEVER) return run();
   return new Promise<T>((resolve, reject) => {
@@ -106,64 +94,49 @@ function checkDefinition(provider: string, operations: Readonly<Record<string, F
   if (typeof operations !== 'object' || operations === null || Object.keys(operations).length === 0)
     fail('declare at least one operation');
   for (const [name, op] of Object.entries(operations)) {
-    const card = op.card;
+    const { card, keyRule } = op;
+    const bad = (why: string) => fail(`operation ${name}: ${why}`);
     if (op.name !== name) fail(`operation ${name} is named ${JSON.stringify(op.name)}`);
-    if (card.provider !== provider)
-      fail(`operation ${name}: its card is for provider ${JSON.stringify(card.provider)}`);
+    if (card.provider !== provider) bad(`its card is for provider ${JSON.stringify(card.provider)}`);
     if (card.operation !== `${provider}.${name}`)
-      fail(`operation ${name}: its card is for ${JSON.stringify(card.operation)}, expected "${provider}.${name}"`);
+      bad(`its card is for ${JSON.stringify(card.operation)}, expected "${provider}.${name}"`);
     if (typeof op.paramsSchema !== 'object' || op.paramsSchema === null)
-      fail(`operation ${name}: paramsSchema must be a JSON Schema object`);
-    if (JSON.stringify(op.intentFields) !== JSON.stringify(card.businessOperationId.intentFields))
-      fail(
-        `operation ${name}: intentFields ${JSON.stringify(op.intentFields)} differ from the card's ${JSON.stringify(card.businessOperationId.intentFields)}`,
-      );
-    // Capabilities: the adapter sends a key exactly when the card says one travels, within the card's length.
+      bad('paramsSchema must be a JSON Schema object');
+    const [declared, carded] = [op.intentFields, card.businessOperationId.intentFields].map((f) => JSON.stringify(f));
+    if (declared !== carded) bad(`intentFields ${declared} differ from the card's ${carded}`);
+    // The adapter sends a key exactly when the card says one travels, within the card's length.
     const travels = card.providerKey.travels.value;
-    if (travels === 'none' && op.keyRule !== null)
-      fail(`operation ${name}: the card says no key travels but the adapter declares a key rule`);
-    if (travels !== 'none' && op.keyRule === null)
-      fail(`operation ${name}: the card says a key travels (${travels}) but the adapter declares no key rule`);
+    if (travels === 'none' && keyRule !== null) bad('the card says no key travels but the adapter declares a key rule');
+    if (travels !== 'none' && keyRule === null)
+      bad(`the card says a key travels (${travels}) but the adapter declares no key rule`);
     const max = card.providerKey.maxLength.value;
-    if (op.keyRule && typeof max === 'number' && op.keyRule.maxLength > max)
-      fail(`operation ${name}: the key rule allows ${op.keyRule.maxLength} characters, the card's provider ${max}`);
+    if (keyRule && typeof max === 'number' && keyRule.maxLength > max)
+      bad(`the key rule allows ${keyRule.maxLength} characters, the card's provider ${max}`);
   }
 }
 
-/**
- * Builds an adapter from its provider-specific part; the frame owns every rule that is the same for all
- * providers: operation names (unknown: UnknownOperationError), params checked on every attempt (a failure is
- * `rejected`, never a throw, nothing sent), the provider key (derived, or a recorded one checked by shape and
- * sent as recorded), card/declaration agreement (AdapterConfigurationError), the abort signal raced mid-call,
- * and a frozen result carrying `specificationVersion`.
- */
+/** The frame owns the rules shared by every provider: names, params, keys, card agreement, the abort signal. */
 export function defineAdapter<const P extends string, O extends FrameOperation, X extends object = {}>(
   definition: AdapterDefinition<P, O>,
   extras?: X,
 ): FramedAdapter<P> & Readonly<X> {
   const { provider, operations: declared } = definition;
   checkDefinition(provider, declared);
-  const names = Object.keys(declared);
+  // The public spec of each operation: the adapter's own fields (key rule, request builders) stay inside.
   const operations: Record<string, OperationSpec> = {};
   for (const [name, op] of Object.entries(declared)) {
-    operations[name] = Object.freeze({
-      name,
-      description: op.description,
-      card: op.card,
-      intentFields: op.intentFields,
-      ...(op.sensitiveFields !== undefined ? { sensitiveFields: op.sensitiveFields } : {}),
-      paramsSchema: op.paramsSchema,
-      ...(op.checkParams !== undefined ? { checkParams: op.checkParams } : {}),
-    });
+    const { description, card, intentFields, sensitiveFields, paramsSchema, checkParams } = op;
+    const optional = { ...(sensitiveFields && { sensitiveFields }), ...(checkParams && { checkParams }) };
+    operations[name] = Object.freeze({ name, description, card, intentFields, paramsSchema, ...optional });
   }
   Object.freeze(operations);
 
   const resolve = (name: string): O => {
     if (typeof name === 'string' && Object.hasOwn(declared, name)) return declared[name]!;
-    throw new UnknownOperationError(provider, String(name), names);
+    throw new UnknownOperationError(provider, String(name), Object.keys(declared));
   };
 
-  /** The key to use, or why the recorded one cannot be sent (a changed key rule never strands an old operation). */
+  // A recorded key is sent as recorded when it has the rule's shape, so a changed rule never strands an operation.
   function keyFor(op: O, ctx: ExecuteContext | LookupContext): { key: ProviderKey | null } | { problem: string } {
     if (op.keyRule === null) return { key: null };
     const recorded = ctx.providerKey;
@@ -214,7 +187,7 @@ export function defineAdapter<const P extends string, O extends FrameOperation, 
           }),
         );
       } catch (error) {
-        // A typed input error the adapter found while building the request: nothing was sent.
+        // The adapter found bad input while building the request: nothing was sent.
         if (InvalidParamsError.isInstance(error)) return invalid(op.name, error.fields);
         if (InvalidIntentError.isInstance(error))
           return invalid(op.name, [{ path: error.path || '(root)', message: error.message }]);

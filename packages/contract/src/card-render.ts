@@ -1,7 +1,9 @@
-import { DEFAULT_CLOCK_SKEW_MARGIN, type RetrySafetyCard, UNKNOWN } from './card.js';
-import { describeNormalization, type FieldNormalization, type ParamComparison } from './normalize.js';
+// `@retrysafe/contract/render`: a card as a page (Markdown or JSON), for the CLI and the adapters' READMEs.
+import { type RetrySafetyCard, UNKNOWN } from './card.js';
+import { DEFAULT_CLOCK_SKEW_MARGIN } from './card-rules.js';
+import { describeNormalization, type FieldNormalization, type ParamComparison } from './intent.js';
 
-/** Human labels for card fields, in the order of the card type (`RetrySafetyCard` in card.ts); optional sections too. */
+/** Card fields in the order of the card type, with their labels. */
 const LABELS: ReadonlyArray<readonly [path: string, label: string]> = [
   ['operation', 'Operation'],
   ['provider', 'Provider'],
@@ -50,7 +52,6 @@ const LABELS: ReadonlyArray<readonly [path: string, label: string]> = [
   ['receipts', 'Receipts go to'],
 ];
 
-/** The human label of a card field (`lookup.consistencyDelay` → "Lookup consistency delay"), or the path itself. */
 export function cardFieldLabel(path: string): string {
   return LABELS.find(([p]) => p === path)?.[1] ?? path;
 }
@@ -94,6 +95,7 @@ function row(path: string, label: string, raw: unknown): CardRow {
 }
 
 type Rules = readonly (FieldNormalization | ParamComparison)[];
+type Replay = NonNullable<RetrySafetyCard['storedResult']['replayIndicator']>;
 const rulesView = (rules: Rules) => ({ value: describeNormalization(rules), source: sources(rules) });
 
 /** How a row shows an optional section (absent: no row). */
@@ -101,16 +103,12 @@ const VIEW: Readonly<Record<string, (declared: never) => unknown>> = {
   'sideEffect.rejectionMayCreate': (f: unknown) => f,
   'businessOperationId.normalize': rulesView,
   paramComparison: rulesView,
-  'storedResult.replayIndicator': ({
-    value,
-    source,
-  }: NonNullable<RetrySafetyCard['storedResult']['replayIndicator']>) => ({
+  'storedResult.replayIndicator': ({ value, source }: Replay) => ({
     value: value === null ? 'none' : value === UNKNOWN ? UNKNOWN : `${value.header}: ${value.value}`,
     source,
   }),
 };
 
-/** The card as rows, one per field, in the order of the card type. */
 export function cardRows(card: RetrySafetyCard): CardRow[] {
   return LABELS.flatMap(([path, label]) => {
     const declared = get(card, path);
@@ -121,39 +119,28 @@ export function cardRows(card: RetrySafetyCard): CardRow[] {
 
 function sources(rules: Rules): string | null {
   if (rules.length === 0) return null;
-  return [...new Set(rules.flatMap((r) => (r.evidence ? [r.source, `evidence: ${r.evidence}`] : [r.source])))].join(
-    '; ',
-  );
+  const cited = rules.flatMap((r) => (r.evidence ? [r.source, `evidence: ${r.evidence}`] : [r.source]));
+  return [...new Set(cited)].join('; ');
 }
 
-/**
- * Renders a card. `markdown`: a table with one row per field, unknown values in bold with a warning
- * sign, the source of every provider fact, then the unverified conditions. `json`: stable, 2-space JSON.
- */
+/** `markdown`: one row per field with its source, unknown values flagged, then the unverified conditions. */
 export function renderCard(card: RetrySafetyCard, format: 'markdown' | 'json'): string {
   if (format === 'json') return JSON.stringify(card, null, 2) + '\n';
-  const lines: string[] = [];
-  lines.push(`### \`${card.operation}\``, '');
-  lines.push('| field | value | source |', '|---|---|---|');
+  const lines = [`### \`${card.operation}\``, '', '| field | value | source |', '|---|---|---|'];
   for (const row of cardRows(card)) {
     const value = row.unknown ? '**⚠ unknown**' : cell(show(row.value));
     lines.push(`| ${row.label} | ${value} | ${row.source === null ? 'retrysafe policy' : cell(row.source)} |`);
   }
-  lines.push('');
-  if (card.unverified.length) {
-    lines.push('Unverified provider conditions:', '');
-    for (const u of card.unverified) lines.push(`- \`${u.field}\`: ${cell(u.condition)} (source: ${cell(u.source)})`);
-  } else {
-    lines.push('Unverified provider conditions: none.');
-  }
-  lines.push('');
-  return lines.join('\n');
+  const unverified = card.unverified.map((u) => `- \`${u.field}\`: ${cell(u.condition)} (source: ${cell(u.source)})`);
+  const heading = unverified.length
+    ? ['Unverified provider conditions:', '']
+    : ['Unverified provider conditions: none.'];
+  return [...lines, '', ...heading, ...unverified, ''].join('\n');
 }
 
 const SECTION_START = '<!-- cards:start';
 const SECTION_END = '<!-- cards:end -->';
 
-/** The Markdown of several cards, one after another, as READMEs and docs show them. */
 export function renderCards(cards: readonly RetrySafetyCard[]): string {
   return cards.map((c) => renderCard(c, 'markdown')).join('\n');
 }
@@ -167,14 +154,24 @@ function sectionBounds(text: string): { bodyStart: number; end: number } {
   return { bodyStart: open + 3, end };
 }
 
-/** The generated card section of a README (between `<!-- cards:start … -->` and `<!-- cards:end -->`), trimmed. */
+/** The generated card section of a README, between `<!-- cards:start … -->` and `<!-- cards:end -->`. */
 export function readCardSection(text: string): string {
   const { bodyStart, end } = sectionBounds(text);
   return text.slice(bodyStart, end).trim();
 }
 
-/** The README with its card section replaced by `body` (markers kept). Pure: the caller reads and writes the file. */
+/** The README with its card section replaced by `body` (markers kept). */
 export function replaceCardSection(text: string, body: string): string {
   const { bodyStart, end } = sectionBounds(text);
   return `${text.slice(0, bodyStart)}\n\n${body.trim()}\n\n${text.slice(end)}`;
+}
+
+const ENTRY_CARDS_NAME = /^[a-z][A-Za-z]*Cards$/;
+
+/** The cards of an adapter's root entry: its one `<vendor>Cards` export (stripeCards, …), in order. */
+export function entryCards(entry: Readonly<Record<string, unknown>>): RetrySafetyCard[] {
+  const found = Object.keys(entry).filter((name) => ENTRY_CARDS_NAME.test(name));
+  if (found.length !== 1)
+    throw new TypeError(`expected one <vendor>Cards export, found: ${found.join(', ') || 'none'}`);
+  return Object.values(entry[found[0]!] as Record<string, RetrySafetyCard>);
 }

@@ -1,28 +1,25 @@
-// Every reading of a card that decides what may happen after an unknown outcome, in one place, so the
-// runner, the policy, agent tools and adapters never read those fields themselves. Pure: times are passed in.
-import { DEFAULT_CLOCK_SKEW_MARGIN, type RetrySafetyCard } from './card.js';
-import { durationMs } from './duration.js';
+// Every reading of a card that decides what may happen after an unknown outcome, so the runner, the policy,
+// agent tools and adapters never read those fields themselves. Pure: times are passed in.
+import type { LookupContext } from './adapter.js';
+import type { RetrySafetyCard } from './card.js';
+import { type Duration, durationMs } from './duration.js';
 
-/** The policy's clock-skew margin as the card sets it (limits.clockSkewMargin, default DEFAULT_CLOCK_SKEW_MARGIN). */
+export const DEFAULT_CLOCK_SKEW_MARGIN: Duration = '1m';
+
 export function cardMargin(card: RetrySafetyCard): number {
   return durationMs(card.limits.clockSkewMargin ?? DEFAULT_CLOCK_SKEW_MARGIN);
 }
 
-/** A lookup of what the provider stored exists (any lookup.method but none and unknown; a same-key re-send counts). */
+/** A same-key re-send counts as a lookup. */
 export function lookupAvailable(card: RetrySafetyCard): boolean {
   const m = card.lookup.method.value;
   return m !== 'none' && m !== 'unknown';
 }
 
-/**
- * Whether a lost final `succeeded` write is recovered without a second effect or a person: the `dispatched`
- * row left behind is looked up at the provider and adopted. Without a lookup it would end in a handoff.
- */
-export function completionRecoverable(card: RetrySafetyCard): boolean {
-  return lookupAvailable(card);
-}
+/** A lost final `succeeded` write is recovered by looking the `dispatched` row up; without a lookup, a handoff. */
+export const completionRecoverable = lookupAvailable;
 
-/** A key travels and the provider folds a same-key duplicate into the first request (replays it or rejects the duplicate). */
+/** A key travels and the provider replays or rejects a same-key duplicate. */
 export function keyFoldsResends(card: RetrySafetyCard): boolean {
   const t = card.providerKey.travels.value;
   const sem = card.storedResult.semantics.value;
@@ -30,7 +27,7 @@ export function keyFoldsResends(card: RetrySafetyCard): boolean {
 }
 
 /** How long after it goes out a same-key request may still land: lookup.lateApplyBound, or one more margin when unknown. */
-export function lateApplyAllowanceMs(card: RetrySafetyCard, clockSkewMarginMs: number = cardMargin(card)): number {
+export function lateApplyAllowanceMs(card: RetrySafetyCard, clockSkewMarginMs = cardMargin(card)): number {
   const late = card.lookup.lateApplyBound?.value ?? 'unknown';
   return late === 'unknown' ? clockSkewMarginMs : durationMs(late);
 }
@@ -46,44 +43,30 @@ function readRetention(card: RetrySafetyCard, firstDispatchedAt: number | null, 
   return { passed: ageMs + clockSkewMarginMs + lateMs >= durationMs(retention), ageMs, lateMs };
 }
 
-/**
- * Whether the provider may no longer hold the key when a same-key request sent at `at` lands: the key's age
- * from the FIRST dispatch, plus the margin and the late-apply allowance, reaches retention.minimum (unknown or none: passed).
- */
+/** The provider may no longer hold the key when a request sent at `at` lands (retention unknown or none: passed). */
 export function retentionPassed(
   card: RetrySafetyCard,
   firstDispatchedAt: number | null,
   at: number,
-  clockSkewMarginMs: number = cardMargin(card),
+  clockSkewMarginMs = cardMargin(card),
 ): boolean {
   return readRetention(card, firstDispatchedAt, at, clockSkewMarginMs).passed;
 }
 
-export interface ResendSafety {
-  readonly safe: boolean;
-  /** The key is older than the provider's retention (with the margin and the late-apply allowance): never rely on it. */
-  readonly pastRetention: boolean;
-  readonly why: string;
-}
+export type ResendSafety = { readonly safe: boolean; readonly pastRetention: boolean; readonly why: string };
 
-/**
- * Whether re-sending at `now` with the same provider key cannot create a second effect: idempotent by nature, or
- * a key travels and is folded, retention known and not passed, parameter matching known, concurrent duplicates folded.
- */
-const unsafe = (why: string): ResendSafety => ({ safe: false, pastRetention: false, why });
+const verdict = (safe: boolean, why: string, pastRetention = false): ResendSafety => ({ safe, pastRetention, why });
+const unsafe = (why: string) => verdict(false, why);
 
+/** Whether a same-key re-send at `now` cannot create a second effect. */
 export function resendSafety(
   card: RetrySafetyCard,
   firstDispatchedAt: number | null,
   now: number,
-  clockSkewMarginMs: number = cardMargin(card),
+  clockSkewMarginMs = cardMargin(card),
 ): ResendSafety {
   if (card.sideEffect.idempotentByNature.value === true)
-    return {
-      safe: true,
-      pastRetention: false,
-      why: 'the operation is idempotent by nature (card sideEffect.idempotentByNature)',
-    };
+    return verdict(true, 'the operation is idempotent by nature (card sideEffect.idempotentByNature)');
   const travels = card.providerKey.travels.value;
   if (travels === 'unknown' || travels === 'none')
     return unsafe(`no provider key travels (card providerKey.travels = ${travels})`);
@@ -102,17 +85,14 @@ export function resendSafety(
   const r = readRetention(card, firstDispatchedAt, now, clockSkewMarginMs);
   if (r.passed) {
     const late = card.lookup.lateApplyBound?.value ?? 'unknown';
-    return {
-      safe: false,
-      pastRetention: true,
-      why: `the key is ${r.ageMs} ms old; with the ${clockSkewMarginMs} ms clock-skew margin and ${r.lateMs} ms for a late apply (lateApplyBound ${late}) that is past the provider's ${retention} retention: a re-send could be a new operation`,
-    };
+    return verdict(
+      false,
+      `the key is ${r.ageMs} ms old; with the ${clockSkewMarginMs} ms clock-skew margin and ${r.lateMs} ms for a late apply (lateApplyBound ${late}) that is past the provider's ${retention} retention: a re-send could be a new operation`,
+      true,
+    );
   }
-  return {
-    safe: true,
-    pastRetention: false,
-    why: `same key, inside the ${retention} retention, provider ${sem === 'replays' ? 'replays its stored result' : 'rejects the duplicate'}`,
-  };
+  const fold = sem === 'replays' ? 'replays its stored result' : 'rejects the duplicate';
+  return verdict(true, `same key, inside the ${retention} retention, provider ${fold}`);
 }
 
 /** How long after the last dispatch a "not found" proves absence: lateApplyBound + consistencyDelay; null when either is unknown. */
@@ -123,24 +103,16 @@ export function lookupSettleMs(card: RetrySafetyCard): number | null {
   return durationMs(late) + (delay === null ? 0 : durationMs(delay));
 }
 
-/** When the operation was sent, as the runner knows it (a DecisionState and a LookupContext both have this shape). */
-export interface DispatchTimes {
-  /** First dispatch; null = never dispatched. */
-  readonly firstDispatchedAt: number | null;
-  /** Latest dispatch, or an upper bound of it (a takeover). Absent or null: firstDispatchedAt. */
-  readonly lastDispatchedAt?: number | null;
-  /** Taken over from a stopped worker: the end of its lease, written by another clock (counts the margin later). */
+/** `takenOverLeaseEnd`: a stopped worker's lease end, written by another clock, so it counts the margin later. */
+export interface DispatchTimes extends Pick<LookupContext, 'firstDispatchedAt' | 'lastDispatchedAt'> {
   readonly takenOverLeaseEnd?: number | null;
 }
 
-/**
- * From when a "not found" proves absence: the last dispatch (for a takeover, the dead owner's lease end plus the
- * margin, since another clock wrote it) + lookupSettleMs. `never` when the card leaves a bound unknown.
- */
+/** From when a "not found" proves absence: the last dispatch + lookupSettleMs; `never` when a bound is unknown. */
 export function absenceProvenFrom(
   card: RetrySafetyCard,
   times: DispatchTimes,
-  clockSkewMarginMs: number = cardMargin(card),
+  clockSkewMarginMs = cardMargin(card),
 ): { readonly at: number } | { readonly never: string } {
   if (card.lookup.consistencyDelay.value === 'unknown')
     return { never: 'its consistency delay is unknown (card lookup.consistencyDelay)' };
@@ -157,23 +129,22 @@ export function absenceProvenFrom(
   return { at: last + settle };
 }
 
-/** Dispatch times plus when the lookup was asked (`observedAt`, default `now`). */
-export interface LookupTiming extends DispatchTimes {
-  readonly now: number;
+/** `observedAt`: when the lookup was asked (default `now`). */
+export interface LookupTiming extends DispatchTimes, Pick<LookupContext, 'now'> {
   readonly observedAt?: number;
 }
 
-/** Whether a lookup's "not found" proves the effect was not applied (see absenceProvenFrom); judged when the lookup was asked. */
+/** Whether a lookup's "not found" proves the effect was not applied. */
 export function notFoundIsAuthoritative(
   card: RetrySafetyCard,
   timing: LookupTiming,
-  clockSkewMarginMs: number = cardMargin(card),
+  clockSkewMarginMs = cardMargin(card),
 ): boolean {
   const proof = absenceProvenFrom(card, timing, clockSkewMarginMs);
   return 'at' in proof && (timing.observedAt ?? timing.now) >= proof.at;
 }
 
-/** An agent tool's `idempotentHint`: whether the PROVIDER also folds a duplicate — the re-send rule for a key sent just now. */
-export function agentIdempotentHint(card: RetrySafetyCard, clockSkewMarginMs: number = cardMargin(card)): boolean {
+/** An agent tool's `idempotentHint`: the re-send rule for a key sent just now. */
+export function agentIdempotentHint(card: RetrySafetyCard, clockSkewMarginMs = cardMargin(card)): boolean {
   return resendSafety(card, 0, 0, clockSkewMarginMs).safe;
 }

@@ -1,8 +1,8 @@
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { sampleCard } from './__fixtures__/sample-card.js';
+import { cardRows } from './card-render.js';
 import { CARD_SCHEMA_ID } from './card-validate.js';
-import { cardRows } from './entry-render.js';
 import { CARD_SCHEMA_VERSION, CardValidationError, cardJsonSchema, parseCard, type RetrySafetyCard } from './index.js';
 
 const validCard = () => sampleCard as unknown as RetrySafetyCard;

@@ -1,13 +1,10 @@
-import type { JsonSchema } from './adapter.js';
-import { type RetrySafetyCard, UNKNOWN } from './card.js';
+import type { JsonSchema as Schema } from './adapter.js';
+import { CARD_VALUES, type RetrySafetyCard, UNKNOWN } from './card.js';
 import { CardValidationError, type FieldError } from './errors.js';
-import { MERGING_STEPS, NORMALIZATION_STEPS } from './normalize.js';
+import { MERGING_STEPS, NORMALIZATION_STEPS } from './intent.js';
 import { type SchemaWording, schemaProblems } from './schema-problems.js';
 
-/** One problem of a card: the field's dotted path (e.g. `lookup.consistencyDelay.value`) and what is wrong. */
 export type CardProblem = FieldError;
-
-type Schema = JsonSchema;
 
 const text = { type: 'string', minLength: 1 };
 const str = { type: 'string', pattern: '\\S' };
@@ -28,7 +25,6 @@ const obj = (properties: Record<string, Schema>, ...optional: string[]): Schema 
   properties,
 });
 
-/** A provider fact: `{ value, source }` where value matches `value` or is "unknown", and source is cited. */
 const fact = (value: Schema): Schema => ({
   ...obj({
     value: { anyOf: [value, { const: UNKNOWN }] },
@@ -73,7 +69,7 @@ const CARD = obj(
     operation: str,
     sideEffect: obj(
       {
-        kind: fact(oneOf('create', 'send', 'set', 'upsert', 'delete', 'charge', 'async-job', 'none')),
+        kind: fact(oneOf(...CARD_VALUES.sideEffect)),
         idempotentByNature: fact(bool),
         rejectionMayCreate: fact(bool),
       },
@@ -89,17 +85,17 @@ const CARD = obj(
     ),
     ids: obj({ run: str, attempt: str, request: fact(str) }),
     providerKey: obj({
-      travels: fact(oneOf('header', 'body', 'query', 'none')),
+      travels: fact(oneOf(...CARD_VALUES.travels)),
       name: fact(nullable(str)),
       maxLength: fact(nullable(posInt)),
       charset: fact(nullable(str)),
       scope: fact(str),
     }),
     keyReuse: fact(str),
-    parameterMatching: fact(oneOf('mismatch-error', 'replay-anyway', 'none')),
+    parameterMatching: fact(oneOf(...CARD_VALUES.parameterMatching)),
     storedResult: obj(
       {
-        semantics: fact(oneOf('replays', 'rejects-duplicate', 'none')),
+        semantics: fact(oneOf(...CARD_VALUES.storedResult)),
         includesErrors: fact(bool),
         replayIndicator,
       },
@@ -107,14 +103,14 @@ const CARD = obj(
     ),
     lookup: obj(
       {
-        method: fact(oneOf('get-by-key', 'status-url', 'search', 'resend-same-key', 'none')),
+        method: fact(oneOf(...CARD_VALUES.lookup)),
         consistencyDelay: fact(nullable(duration)),
         lateApplyBound: fact(duration),
       },
       'lateApplyBound',
     ),
     retention: obj({ minimum: fact(nullable(duration)) }),
-    concurrency: fact(oneOf('rejects-in-progress', 'waits-then-replays', 'duplicates', 'last-write-wins')),
+    concurrency: fact(oneOf(...CARD_VALUES.concurrency)),
     retryableErrors: fact(strings),
     nonRetryableErrors: fact(strings),
     backoff: obj({
@@ -199,11 +195,9 @@ function unknownsOf(s: Schema, v: unknown, path: string, out: string[]): string[
 export interface CardValidation {
   readonly ok: boolean;
   readonly problems: readonly CardProblem[];
-  /** Paths of facts whose value is 'unknown'. */
   readonly unknowns: readonly string[];
 }
 
-/** Validates a card and returns every problem at once, each with its field path. */
 export function validateCard(card: unknown): CardValidation {
   const problems = schemaProblems(CARD, card, WORDING);
   const unknowns = unknownsOf(CARD, card, '', []);
@@ -220,7 +214,7 @@ function eachRule(list: unknown, path: string, check: (rule: Record<string, unkn
   for (const [i, r] of list.entries()) if (typeof r === 'object' && r !== null) check(r, `${path}[${i}]`);
 }
 
-/** What the schema cannot say: the operation's prefix, unknown facts listed in unverified[], rules under intent fields with steps. */
+/** What the schema cannot say: the operation's prefix, unknown facts listed, rules under intent fields. */
 function checkBeyondSchema(card: Record<string, unknown>, problems: CardProblem[], unknowns: string[]): void {
   const { operation, provider, unverified } = card;
   if (typeof operation === 'string' && typeof provider === 'string' && !operation.startsWith(`${provider}.`))
@@ -248,15 +242,31 @@ function checkBeyondSchema(card: Record<string, unknown>, problems: CardProblem[
   });
 }
 
-/** Validates and returns the card deep-frozen; throws CardValidationError listing every problem. */
-export function defineCard<const C extends RetrySafetyCard>(card: C): C {
-  const result = validateCard(card);
-  if (!result.ok)
-    throw new CardValidationError(String((card as { operation?: unknown }).operation ?? '(unnamed)'), result.problems);
+/** The card deep-frozen, or a CardValidationError listing every problem. */
+export function defineCard<const C extends RetrySafetyCard>(card: C, name = String(card.operation ?? '(unnamed)')): C {
+  const { ok, problems } = validateCard(card);
+  if (!ok) throw new CardValidationError(name, problems);
   return deepFreeze(card);
 }
 
-export function deepFreeze<T>(value: T): T {
+/** A card read from JSON or YAML data, without its editor `$schema`. */
+export function parseCard(data: unknown, origin = '(card data)'): RetrySafetyCard {
+  const refuse = (path: string, message: string) => new CardValidationError(origin, [{ path, message }]);
+  if (typeof data !== 'object' || data === null || Array.isArray(data))
+    throw refuse('(card)', 'expected an object (a retry safety card)');
+  const { $schema: _schema, ...rest } = data as Record<string, unknown>;
+  const version = rest.cardVersion;
+  if (version === undefined) throw refuse('cardVersion', `missing: write cardVersion: ${CARD_SCHEMA_VERSION}`);
+  if (version !== CARD_SCHEMA_VERSION)
+    throw refuse(
+      'cardVersion',
+      `cardVersion ${JSON.stringify(version)} is not supported here (this retrysafe reads version ${CARD_SCHEMA_VERSION})`,
+    );
+  const card = structuredClone(rest) as unknown as RetrySafetyCard;
+  return defineCard(card, typeof rest.operation === 'string' ? rest.operation : origin);
+}
+
+function deepFreeze<T>(value: T): T {
   if (typeof value === 'object' && value !== null && !Object.isFrozen(value)) {
     Object.freeze(value);
     for (const v of Object.values(value)) deepFreeze(v);
@@ -264,15 +274,10 @@ export function deepFreeze<T>(value: T): T {
   return value;
 }
 
-/** The version of the published card schema; it follows `cardVersion`. */
 export const CARD_SCHEMA_VERSION = 1 as const;
-/** The `$id` of the published card schema (also the file name under `@retrysafe/contract/schema/`). */
 export const CARD_SCHEMA_ID = `urn:retrysafe:retry-safety-card:v${CARD_SCHEMA_VERSION}`;
 
-/**
- * The JSON Schema (draft 2020-12) of a retry safety card: the one `validateCard` checks, which also checks
- * that unknown facts are listed, `operation`'s prefix, and that normalisation rules sit under intent fields.
- */
+/** The published JSON Schema (draft 2020-12) of a card: the one `validateCard` checks. */
 export function cardJsonSchema(): Readonly<Record<string, unknown>> {
   return structuredClone({
     $schema: 'https://json-schema.org/draft/2020-12/schema',
@@ -283,7 +288,7 @@ export function cardJsonSchema(): Readonly<Record<string, unknown>> {
     ...CARD,
     properties: {
       $schema: { type: 'string', description: 'the schema this card follows (for editors); ignored by the loader' },
-      ...(CARD.properties as JsonSchema),
+      ...(CARD.properties as Schema),
     },
   });
 }

@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { sampleCard } from './__fixtures__/sample-card.js';
-import { renderCard } from './entry-render.js';
+import { renderCard } from './card-render.js';
 import { durationMs, formatDuration } from './entry-rules.js';
 import { CardValidationError, defineCard, type RetrySafetyCard, validateCard } from './index.js';
 
@@ -147,7 +147,7 @@ describe('card sections in READMEs', () => {
   const doc = (body: string) =>
     `# Adapter\n\nintro\n\n<!-- cards:start (generated; do not edit) -->\n\n${body}\n\n<!-- cards:end -->\n\nafter\n`;
   it('replaces only the section between the markers and reads it back', async () => {
-    const { readCardSection, renderCards, replaceCardSection } = await import('./entry-render.js');
+    const { readCardSection, renderCards, replaceCardSection } = await import('./card-render.js');
     const body = renderCards([sampleCard, sampleCard]);
     const out = replaceCardSection(doc('stale table'), body);
     expect(out.startsWith('# Adapter\n\nintro\n\n<!-- cards:start (generated; do not edit) -->\n\n')).toBe(true);
@@ -156,7 +156,7 @@ describe('card sections in READMEs', () => {
     expect(replaceCardSection(out, body)).toBe(out);
   });
   it('refuses a document without both markers', async () => {
-    const { readCardSection, replaceCardSection } = await import('./entry-render.js');
+    const { readCardSection, replaceCardSection } = await import('./card-render.js');
     expect(() => readCardSection('# no markers')).toThrow(RangeError);
     expect(() => replaceCardSection('<!-- cards:end --> <!-- cards:start -->', 'x')).toThrow(/no card section/);
   });

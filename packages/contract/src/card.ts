@@ -1,69 +1,51 @@
 import type { Duration } from './duration.js';
-import type { FieldNormalization, ParamComparison } from './normalize.js';
+import type { FieldNormalization, ParamComparison } from './intent.js';
 
 /** The explicit "we do not know" value. A decision that needs an unknown fact never auto-resends. */
 export const UNKNOWN = 'unknown' as const;
 export type Unknown = typeof UNKNOWN;
 
-/**
- * One provider fact with where it comes from (a documentation URL, an SDK source path, or
- * "loopback test: …"). `value` may be `'unknown'`: that is a statement, not an omission.
- */
-export interface Fact<T> {
-  readonly value: T | Unknown;
-  readonly source: string;
-}
+/** A provider fact and where it comes from; `'unknown'` is a statement, not an omission. */
+export type Fact<T> = { readonly value: T | Unknown; readonly source: string };
 
-export type SideEffectKind = 'create' | 'send' | 'set' | 'upsert' | 'delete' | 'charge' | 'async-job' | 'none';
-export type KeyTravels = 'header' | 'body' | 'query' | 'none';
-/**
- * A second request with the same key and params: `replays` the first's stored answer, `rejects-duplicate`
- * recognisably (naming the existing object), or `none` is stored and it is a second effect.
- */
-export type StoredResultSemantics = 'replays' | 'rejects-duplicate' | 'none';
-/** What the provider does when the same key arrives with different params. */
-export type ParameterMatching = 'mismatch-error' | 'replay-anyway' | 'none';
-/** How `doLookup` finds a prior result. */
-export type LookupMethod = 'get-by-key' | 'status-url' | 'search' | 'resend-same-key' | 'none';
-/**
- * A concurrent duplicate (same key, first still running): a recognisable "in progress" answer, a wait for the
- * first one's result, a second effect, or the same value written twice (set-value PATCH).
- */
-export type ConcurrencyBehaviour = 'rejects-in-progress' | 'waits-then-replays' | 'duplicates' | 'last-write-wins';
+/** The closed value sets of the card: its types below and its schema (card-validate.ts) both read them. */
+export const CARD_VALUES = {
+  sideEffect: ['create', 'send', 'set', 'upsert', 'delete', 'charge', 'async-job', 'none'],
+  travels: ['header', 'body', 'query', 'none'],
+  // A same-key re-send: replays the stored answer, is rejected recognisably, or is a second effect.
+  storedResult: ['replays', 'rejects-duplicate', 'none'],
+  parameterMatching: ['mismatch-error', 'replay-anyway', 'none'],
+  lookup: ['get-by-key', 'status-url', 'search', 'resend-same-key', 'none'],
+  // A duplicate while the first still runs; `last-write-wins`: the same value written twice (set-value PATCH).
+  concurrency: ['rejects-in-progress', 'waits-then-replays', 'duplicates', 'last-write-wins'],
+} as const;
+type Of<K extends keyof typeof CARD_VALUES> = (typeof CARD_VALUES)[K][number];
+export type StoredResultSemantics = Of<'storedResult'>;
+export type ParameterMatching = Of<'parameterMatching'>;
+export type ConcurrencyBehaviour = Of<'concurrency'>;
 
-/** A response header whose value marks a replay of the stored result (compared case-insensitively). */
-export interface ReplayIndicator {
-  readonly header: string;
-  readonly value: string;
-}
-
-/**
- * The retry safety card: what one provider operation guarantees about re-sends, as data.
- * Every field is required; provider facts are `Fact`s with a source and may be `'unknown'`.
- * The runner decides from this object and never from the adapter's name.
- */
+/** What one provider operation guarantees about re-sends, as data: the runner decides from it, never from a name. */
 export interface RetrySafetyCard {
   readonly cardVersion: 1;
   readonly provider: string;
-  /** Fully qualified, e.g. `stripe.paymentIntents.create`. */
+  /** `<provider>.<name>`, e.g. `stripe.paymentIntents.create`. */
   readonly operation: string;
   readonly sideEffect: {
-    readonly kind: Fact<SideEffectKind>;
-    /** True when performing the operation twice has the effect of performing it once (set-value PATCH, upsert by unique id). */
+    readonly kind: Fact<Of<'sideEffect'>>;
+    /** Performing it twice has the effect of performing it once (set-value PATCH, upsert by unique id). */
     readonly idempotentByNature: Fact<boolean>;
-    /** Optional: whether a call the provider rejects can still leave an object behind (a declined create+confirm). */
+    /** A call the provider rejects can still leave an object behind (a declined create+confirm). */
     readonly rejectionMayCreate?: Fact<boolean>;
   };
   readonly businessOperationId: {
     /** In words, e.g. "derived from intent fields customer, amount, currency, orderRef". */
     readonly rule: string;
     readonly intentFields: readonly string[];
-    /** Optional, per intent field (and what is beneath it): the steps under which the provider treats values as the same. */
+    /** Per intent field: the steps under which the provider treats values as the same. */
     readonly normalize?: readonly FieldNormalization[];
   };
-  /** Optional: how params that are not intent fields are compared on a repeat call (unlisted: exactly). */
+  /** How params that are not intent fields are compared on a repeat call (unlisted: exactly). */
   readonly paramComparison?: readonly ParamComparison[];
-  /** Where the run, attempt and provider request ids go. */
   readonly ids: {
     readonly run: string;
     readonly attempt: string;
@@ -71,8 +53,7 @@ export interface RetrySafetyCard {
     readonly request: Fact<string>;
   };
   readonly providerKey: {
-    readonly travels: Fact<KeyTravels>;
-    /** Header or field name; null when the key does not travel. */
+    readonly travels: Fact<Of<'travels'>>;
     readonly name: Fact<string | null>;
     readonly maxLength: Fact<number | null>;
     /** Character class body, e.g. `A-Za-z0-9_:-`. */
@@ -80,28 +61,23 @@ export interface RetrySafetyCard {
     /** What the key is unique within (account, endpoint, user…). */
     readonly scope: Fact<string>;
   };
-  /** When the same key may be reused, in words. */
   readonly keyReuse: Fact<string>;
   readonly parameterMatching: Fact<ParameterMatching>;
   readonly storedResult: {
     readonly semantics: Fact<StoredResultSemantics>;
-    /** Whether errors (e.g. 500s) are stored and replayed too. */
     readonly includesErrors: Fact<boolean>;
-    /** Optional: how a response says it is a replay (e.g. `Idempotent-Replayed: true`); null = it sends none. */
-    readonly replayIndicator?: Fact<ReplayIndicator | null>;
+    /** A response header that marks a replay (compared case-insensitively); null = the provider sends none. */
+    readonly replayIndicator?: Fact<{ readonly header: string; readonly value: string } | null>;
   };
   readonly lookup: {
-    readonly method: Fact<LookupMethod>;
+    readonly method: Fact<Of<'lookup'>>;
     /** Worst-case delay before a committed effect is visible to the lookup; null = immediate. */
     readonly consistencyDelay: Fact<Duration | null>;
-    /**
-     * How long after a send the provider may still apply a request the client gave up on (server timeout plus
-     * network hold). A "not found" proves absence only after it plus the consistency delay; unknown/absent: never.
-     */
+    /** How long after a send the provider may still apply a request the client gave up on; absent: unknown. */
     readonly lateApplyBound?: Fact<Duration>;
   };
   readonly retention: {
-    /** Minimum time the provider keeps the key and its stored result; null = nothing is stored. */
+    /** How long the provider keeps the key and its stored result; null = nothing is stored. */
     readonly minimum: Fact<Duration | null>;
   };
   readonly concurrency: Fact<ConcurrencyBehaviour>;
@@ -111,7 +87,7 @@ export interface RetrySafetyCard {
     readonly strategy: 'exponential-full-jitter';
     readonly base: Duration;
     readonly cap: Duration;
-    /** Retry-After is honoured, capped at this, and counted against maxElapsed. */
+    /** Retry-After is honoured up to this, and counted against maxElapsed. */
     readonly retryAfterCap: Duration;
   };
   readonly limits: {
@@ -119,7 +95,7 @@ export interface RetrySafetyCard {
     readonly maxElapsed: Duration;
     /** How long the runner keeps polling a lookup or an in-progress status before handing off. */
     readonly lookupWindow: Duration;
-    /** Policy: how far apart the clocks (workers, ledger, provider) may be; keys count this much older. Default 1m. */
+    /** How far apart the clocks (workers, ledger, provider) may be; keys count this much older. */
     readonly clockSkewMargin?: Duration;
   };
   readonly retryLayer: {
@@ -128,24 +104,14 @@ export interface RetrySafetyCard {
     /** How the SDK's own retries are turned off, and how the drill proves it. */
     readonly how: string;
   };
-  /** Who reconciles an unknown outcome, in words. */
   readonly reconciler: string;
-  readonly handoff: {
-    readonly condition: string;
-    readonly destination: string;
-  };
-  /** How duplicates are tested without a live system. */
+  readonly handoff: { readonly condition: string; readonly destination: string };
   readonly duplicateTest: string;
-  /** Where receipts go. */
   readonly receipts: string;
-  /** Provider conditions not verified, each with its source. Every `'unknown'` fact must be listed here. */
+  /** Every `'unknown'` fact is listed here with its source. */
   readonly unverified: readonly { readonly field: string; readonly condition: string; readonly source: string }[];
 }
 
-/** The clock-skew margin a card's policy gets when it does not set `limits.clockSkewMargin`. */
-export const DEFAULT_CLOCK_SKEW_MARGIN: Duration = '1m';
-
-/** Shorthand for writing facts in cards. */
 export function fact<T>(value: T | Unknown, source: string): Fact<T> {
   return { value, source };
 }

@@ -12,7 +12,6 @@ export type DrillFault =
       readonly kind: 'status';
       readonly status: number;
       readonly headers?: Readonly<Record<string, string>>;
-      /** Sets a `Retry-After: <seconds>` header. */
       readonly retryAfterS?: number;
       /** A string is sent as is; anything else as JSON. */
       readonly body?: unknown;
@@ -20,41 +19,30 @@ export type DrillFault =
       readonly forward?: boolean;
     };
 
-/** The drill's clock: the runner's virtual clock, handed to sandboxes that keep time. */
-export interface DrillClock {
-  now(): number;
-  sleep(ms: number): Promise<void>;
-}
+export type DrillClock = { now(): number; sleep(ms: number): Promise<void> };
 
-/** A sandbox server started fresh for one scenario. */
 export interface DrillSandbox {
-  /** Loopback base URL of the sandbox server (`http://127.0.0.1:PORT`). */
   readonly url: string;
-  /** Records the provider holds for this operation (a key of `operations`). */
+  /** Records the provider holds for this operation. */
   count(operation: string): number | Promise<number>;
   close(): void | Promise<void>;
-  /** Makes the provider forget every stored idempotency key, as if they aged past retention. */
+  /** Forget every stored idempotency key, as if they aged past retention. */
   expireKeys?(): void | Promise<void>;
 }
 
-/** What the drill needs to know about one operation. */
 export interface DrillOperation {
-  /** Params of the i-th distinct business operation (0-based). */
+  /** Params of the i-th distinct business operation. */
   params(i: number): unknown;
   /** The same params with at least one intent field changed. */
   changeIntent(params: unknown): unknown;
-  /** Provider-shaped answers the proxy gives instead of forwarding (only the adapter knows its provider's wire format). */
+  /** Provider-shaped answers the proxy gives instead of forwarding: `permanent` is rejected, `rateLimited` a 429. */
   readonly faults: {
-    /** Classified as `rejected`. */
     readonly permanent: DrillFault;
-    /** Classified as `not-applied`. */
     readonly transient?: DrillFault;
-    /** A 429 with Retry-After, classified as `not-applied` with `retryAfterMs`. */
     readonly rateLimited?: DrillFault;
-    /** Classified as `in-progress`. */
     readonly inProgress?: DrillFault;
   };
-  /** When the card says a rejected call can leave an object: params the provider rejects after creating one, and a correction. */
+  /** When a rejected call can leave an object: params the provider rejects after creating one, and a correction. */
   readonly rejectedCreates?: { params(i: number): unknown; corrected(params: unknown): unknown };
 }
 
@@ -62,13 +50,11 @@ export interface DrillOperation {
 export interface DrillSetup {
   /** Names the suite and its receipts folder, e.g. `stripe`. */
   readonly name: string;
-  /** A fresh adapter whose SDK points at `baseUrl` (the fault proxy), with this client timeout and its own retries off. */
+  /** A fresh adapter whose SDK points at `baseUrl` (the fault proxy), with its own retries off. */
   createAdapter(ctx: { readonly baseUrl: string; readonly timeoutMs: number }): AdapterV1 | Promise<AdapterV1>;
-  /** A fresh sandbox server (one per scenario) on the drill's clock. */
   startSandbox(ctx: { readonly clock: DrillClock }): Promise<DrillSandbox>;
-  /** Operations to drill, keyed by the adapter's operation name. */
   readonly operations: Readonly<Record<string, DrillOperation>>;
-  /** The client timeout handed to `createAdapter` (the testkit's default is 1500 ms); the `delay` fault holds responses longer than this. */
+  /** The client timeout (default 1500 ms); the `delay` fault holds responses longer than this. */
   readonly timeoutMs?: number;
   /** Request headers the proxy records besides Idempotency-Key. */
   readonly recordHeaders?: readonly string[];

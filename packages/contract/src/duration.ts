@@ -8,7 +8,6 @@ export function isDuration(value: unknown): value is Duration {
   return typeof value === 'string' && PATTERN.test(value);
 }
 
-/** Milliseconds in a Duration. Throws a RangeError for a malformed one. */
 export function durationMs(value: Duration): number {
   const m = PATTERN.exec(value);
   if (!m) throw new RangeError(`not a duration: ${JSON.stringify(value)} (expected e.g. 500ms, 30s, 5m, 24h, 7d)`);
@@ -17,8 +16,6 @@ export function durationMs(value: Duration): number {
 
 /** The largest whole unit that represents `ms` exactly, e.g. 86_400_000 → `1d`. */
 export function formatDuration(ms: number): Duration {
-  for (const unit of ['d', 'h', 'm', 's'] as const) {
-    if (ms >= UNIT_MS[unit] && ms % UNIT_MS[unit] === 0) return `${ms / UNIT_MS[unit]}${unit}` as Duration;
-  }
-  return `${ms}ms` as Duration;
+  const unit = (['d', 'h', 'm', 's'] as const).find((u) => ms >= UNIT_MS[u] && ms % UNIT_MS[u] === 0);
+  return (unit ? `${ms / UNIT_MS[unit]}${unit}` : `${ms}ms`) as Duration;
 }

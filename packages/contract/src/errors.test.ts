@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { errorClass } from './errors.js';
+import { errorClass } from './error-class.js';
 import * as contract from './index.js';
 import { ConflictError, LeaseLostError, RetrysafeError } from './index.js';
 

@@ -1,62 +1,21 @@
 // The contract's root: what a user of retrysafe, an adapter or a card calls. Authors' plumbing is on
 // subpaths: ./provider (adapters), ./ledger (ledgers), ./rules (what a card implies), ./render (card pages).
 
-export type * from './adapter.js';
-export { SPECIFICATION_VERSION } from './adapter.js';
-export type {
-  AdapterDefinition,
-  FramedAdapter,
-  FramedExecuteContext,
-  FramedLookupContext,
-  FrameOperation,
-} from './adapter-frame.js';
+export * from './adapter.js';
+export type * from './adapter-frame.js';
 export { defineAdapter } from './adapter-frame.js';
 export { canonicalJson, fingerprint, sha256Hex } from './canonical.js';
 export type * from './card.js';
 export { fact, isUnknown, UNKNOWN } from './card.js';
-export { parseCard } from './card-parse.js';
 export type { CardProblem, CardValidation } from './card-validate.js';
-export { CARD_SCHEMA_VERSION, cardJsonSchema, defineCard, validateCard } from './card-validate.js';
+export { CARD_SCHEMA_VERSION, cardJsonSchema, defineCard, parseCard, validateCard } from './card-validate.js';
 export type * from './drill.js';
 export type { Duration } from './duration.js';
-export type * from './errors.js';
-export {
-  AdapterConfigurationError,
-  CardValidationError,
-  ClockSkewError,
-  ConflictError,
-  InvalidIdError,
-  InvalidIntentError,
-  InvalidParamsError,
-  InvalidStateError,
-  LeaseExpiredError,
-  LeaseLostError,
-  LedgerError,
-  PayloadLimitError,
-  RetryExhaustedError,
-  RetrysafeError,
-  UnknownOperationError,
-  UnsafeResumeError,
-  UnsupportedCapabilityError,
-  UnsupportedSpecificationVersionError,
-} from './errors.js';
-export type * from './handoff.js';
-export type * from './ids.js';
-export {
-  asAttemptId,
-  asBusinessOperationId,
-  asProviderKey,
-  asRunId,
-  businessOperationId,
-  deriveProviderKey,
-  newAttemptId,
-  newRunId,
-  pickIntent,
-  revisionKeySource,
-} from './ids.js';
+export { RetrysafeError } from './error-class.js';
+export * from './errors.js';
+export * from './ids.js';
+export type { FieldNormalization, NormalizationStep, ParamComparison } from './intent.js';
+export { businessOperationId, pickIntent } from './intent.js';
 export type * from './ledger.js';
-export type { FieldNormalization, NormalizationStep, ParamComparison } from './normalize.js';
-export type * from './outcome.js';
-export { OUTCOME_KINDS } from './outcome.js';
+export * from './outcome.js';
 export type * from './receipt.js';
-export type * from './typed-operations.js';

@@ -1,63 +1,42 @@
-import { LedgerError } from './errors.js';
-import type { HandoffPacket } from './handoff.js';
+// `@retrysafe/contract/ledger`: the record every ledger stores, and its state machine as pure functions that each
+// ledger applies inside its own atomic section: read the record, call the rule, write what it returns.
+import { InvalidStateError, LeaseLostError, LedgerError } from './errors.js';
 import type { BusinessOperationId, ProviderKey } from './ids.js';
-import type { Receipt } from './receipt.js';
+import type { HandoffPacket, Receipt } from './receipt.js';
 
-/**
- * claimed → dispatched → succeeded | rejected | unknown | in-progress → reconciling → … | handed-off.
- * `abandoned` is set only by a person. `succeeded`, `rejected`, `handed-off`, `abandoned` are terminal
- * for the runner (a person may resume a handed-off operation).
- */
-const OPERATION_STATES = [
-  'claimed',
-  'dispatched',
-  'unknown',
-  'in-progress',
-  'reconciling',
-  'succeeded',
-  'rejected',
-  'handed-off',
-  'abandoned',
-] as const;
-export type OperationState = (typeof OPERATION_STATES)[number];
-
-export const TERMINAL_STATES: readonly OperationState[] = ['succeeded', 'rejected', 'handed-off', 'abandoned'];
-/** States in which a crashed worker may have left an effect at the provider: every one not terminal. */
-export const RECOVERABLE_STATES: readonly OperationState[] = OPERATION_STATES.filter(
-  (state) => !TERMINAL_STATES.includes(state),
-);
+// claimed → dispatched → succeeded | rejected | unknown | in-progress → reconciling → … | handed-off; only a
+// person abandons, or resumes a handed-off operation. A crashed worker may have left an effect in any open state.
+const OPEN = ['claimed', 'dispatched', 'unknown', 'in-progress', 'reconciling'] as const;
+const ENDED = ['succeeded', 'rejected', 'handed-off', 'abandoned'] as const;
+export type OperationState = (typeof OPEN | typeof ENDED)[number];
+export const RECOVERABLE_STATES: readonly OperationState[] = OPEN;
+export const TERMINAL_STATES: readonly OperationState[] = ENDED;
 
 export interface OperationRecord {
   readonly businessOperationId: BusinessOperationId;
   readonly provider: string;
-  /** Fully qualified, e.g. `stripe.paymentIntents.create`. */
   readonly operation: string;
   readonly intentFingerprint: string;
   readonly paramsFingerprint: string;
-  /** The request params, kept so a resume or a crash recovery can re-send the same request with the same key. Never copied into receipts or packets. */
+  /** Kept so a resume or a crash recovery re-sends the same request; never copied into receipts or packets. */
   readonly params: unknown;
   readonly providerKey: ProviderKey | null;
   readonly state: OperationState;
-  /** Fencing token: increases by one on every claim; every write must carry the current one. */
+  /** Fencing token: one more on every claim; every write must carry the current one. */
   readonly fence: number;
   readonly leaseOwner: string | null;
-  /** Epoch ms; null when no lease is held. */
   readonly leaseExpiresAt: number | null;
-  /** Epoch ms. */
   readonly createdAt: number;
   readonly updatedAt: number;
-  /** Epoch ms of the first `dispatched` write: the provider key's age is measured from here. */
+  /** The provider key's age is measured from here. */
   readonly firstDispatchedAt: number | null;
-  /** Provider calls made (dispatches and resends; lookups are not counted). */
+  /** Provider calls made (lookups are not counted). */
   readonly attemptCount: number;
   readonly lastOutcome: Receipt['outcome'];
-  /** JSON result of the provider, kept so later callers adopt it. */
   readonly result: unknown;
   readonly providerRef: string | null;
-  /** Status reference from an in-progress outcome (e.g. status URL). */
   readonly statusRef: string | null;
   readonly handoff: HandoffPacket | null;
-  /** How a person resolved it, if they did. */
   readonly resolution: {
     readonly action: 'resume' | 'mark-done' | 'abandon' | 'supersede';
     readonly providerRef?: string;
@@ -65,7 +44,7 @@ export interface OperationRecord {
     readonly by?: string;
     readonly revision?: number;
   } | null;
-  /** The receipt chain's head hash and length, written with each receipt so a deleted or re-sealed tail is seen. */
+  /** Written with each receipt, so a deleted or re-sealed tail of the chain is seen. */
   readonly receiptChain: { readonly head: string | null; readonly length: number };
 }
 
@@ -80,82 +59,52 @@ export interface ClaimInput
     | 'params'
     | 'providerKey'
   > {
-  /** Worker identity (e.g. `host:pid:uuid`). */
   readonly owner: string;
   readonly leaseMs: number;
   readonly now: number;
-  /** Allow re-claiming a `handed-off` operation (a person chose "resume"). */
+  /** Re-claim a `handed-off` operation (a person chose "resume"). */
   readonly resume?: boolean;
-  /**
-   * The caller calls the provider right after: a NEW operation is created as `dispatched` in the claim's own
-   * write (an existing one is claimed as without it). Only with `capabilities.claimDispatch`.
-   */
+  /** A NEW operation is born `dispatched` in the claim's own write (`capabilities.claimDispatch`). */
   readonly dispatch?: boolean;
-  /**
-   * Re-open a `rejected` or `handed-off` operation as `claimed` with this input's params and key and no
-   * attempts (a new revision), only while the stored fence still equals `fence`. The caller decides it is allowed.
-   */
+  /** Re-open a `rejected` or `handed-off` operation as a new revision while the stored fence still equals `fence`. */
   readonly supersede?: { readonly fence: number; readonly revision: number };
 }
 
+/** `busy`: another worker holds a live lease; `conflict`: another operation or intent, nothing written. */
 export type ClaimResult =
-  /** This caller now holds the lease. `record.state` tells whether it is new (`claimed`) or taken over from a dead worker (`dispatched`, `unknown`, …). */
   | { readonly kind: 'claimed'; readonly record: OperationRecord; readonly takenOver: boolean }
-  /** Another worker holds a live lease: do not dispatch; wait or report in-progress. */
-  | { readonly kind: 'busy'; readonly record: OperationRecord }
-  /** Already terminal: adopt the result / report the handoff. */
-  | { readonly kind: 'terminal'; readonly record: OperationRecord }
-  /** Exists with a different operation or intent fingerprint: a conflict, nothing written. */
+  | { readonly kind: 'busy' | 'terminal'; readonly record: OperationRecord }
   | { readonly kind: 'conflict'; readonly record: OperationRecord; readonly field: 'intent' | 'operation' };
 
-/** A write permission: the id plus the fencing token obtained at claim time. */
-export interface Fenced {
-  readonly businessOperationId: BusinessOperationId;
-  readonly fence: number;
-}
+export type Fenced = { readonly businessOperationId: BusinessOperationId; readonly fence: number };
 
-export interface StatePatch {
+export interface StatePatch
+  extends Partial<Pick<OperationRecord, 'lastOutcome' | 'result' | 'providerRef' | 'statusRef'>> {
   readonly state: OperationState;
-  readonly lastOutcome?: OperationRecord['lastOutcome'];
-  readonly result?: unknown;
-  readonly providerRef?: string | null;
-  readonly statusRef?: string | null;
   readonly now: number;
-  /** A receipt written in the same transaction as this state (rules of `appendReceipt`); only with `capabilities.receiptWithState`. */
+  /** Written in the same transaction as the state (`capabilities.receiptWithState`). */
   readonly receipt?: Receipt;
-  /**
-   * `deferrable`: the runner can recover this write from the provider, so a ledger may commit it without
-   * waiting for the disk (durable with its next durable commit). Ignoring it is always correct.
-   */
+  /** The runner can recover this write from the provider, so it may commit without waiting for the disk. */
   readonly durability?: 'deferrable';
 }
 
 /** Optional ledger features; without a flag the runner falls back to separate writes. */
-export interface LedgerCapabilities {
-  /** `claim({ dispatch: true })` creates a new operation as `dispatched` in the claim's write. */
-  readonly claimDispatch?: boolean;
-  /** `setState(ref, { receipt })` and `handOff(ref, packet, now, receipt)` write the receipt atomically with the state. */
-  readonly receiptWithState?: boolean;
-}
+export type LedgerCapabilities = { readonly claimDispatch?: boolean; readonly receiptWithState?: boolean };
 
-/** States `prune` may delete: terminal and closed. `handed-off` waits for a person and is never pruned. */
+/** `handed-off` waits for a person and is never pruned. */
 export const PRUNABLE_STATES: readonly OperationState[] = ['succeeded', 'rejected', 'abandoned'];
 
-/** What `Ledger.prune` deletes: closed operations (PRUNABLE_STATES) whose last change is older than `before`. */
+/** Closed operations (`states`, default PRUNABLE_STATES) whose `updatedAt` is before `before`. */
 export interface PruneOptions {
-  /** Epoch ms: operations whose `updatedAt` is before this. */
   readonly before: number;
-  /** A subset of PRUNABLE_STATES (default all of them). */
   readonly states?: readonly OperationState[];
-  /** Count what would be deleted, delete nothing (`onPrune` is not called). */
   readonly dryRun?: boolean;
-  /** Called with each operation and its receipts BEFORE it is deleted; a rejection stops the prune, that batch kept. */
+  /** Called BEFORE each operation is deleted; a rejection stops the prune and keeps that batch. */
   readonly onPrune?: (record: OperationRecord, receipts: readonly Receipt[]) => void | Promise<void>;
   /** Operations per delete transaction (default 500): keeps each write lock short. */
   readonly batchSize?: number;
 }
 
-/** The states a prune may delete for these options, checked: never an open or handed-off one. Throws LedgerError. */
 export function checkPruneOptions(options: PruneOptions): readonly OperationState[] {
   if (!options || typeof options.before !== 'number' || !Number.isFinite(options.before))
     throw new LedgerError('prune: before must be epoch ms');
@@ -171,51 +120,254 @@ export function checkPruneOptions(options: PruneOptions): readonly OperationStat
 }
 
 export interface PruneReport {
-  /** Operations deleted (with dryRun: that would be deleted), with their receipts. */
   readonly pruned: number;
   readonly byState: Readonly<Partial<Record<OperationState, number>>>;
   readonly dryRun: boolean;
 }
 
-export interface ListFilter {
+export type Resolution = { action: 'mark-done' | 'abandon'; providerRef?: string; by?: string };
+
+export interface ListFilter extends Partial<Pick<OperationRecord, 'provider' | 'operation'>> {
   readonly states?: readonly OperationState[];
-  readonly provider?: string;
-  readonly operation?: string;
   readonly limit?: number;
-  /** Newest (latest createdAt) first, so `limit` keeps the newest. Default: oldest first. */
+  /** Latest createdAt first, so `limit` keeps the newest. */
   readonly newestFirst?: boolean;
 }
 
 /** The durable record of business operations. Every write but `claim` and `resolve` carries a `Fenced` token (LeaseLostError when stale). */
 export interface Ledger {
-  /** Optional features this ledger supports; see LedgerCapabilities. */
   readonly capabilities?: LedgerCapabilities;
-  /** Creates the operation or takes the lease on it atomically; see ClaimResult. */
   claim(input: ClaimInput): Promise<ClaimResult>;
-  /** Extends the lease; a no-op on a terminal operation; LeaseLostError once the lease was released (claim again). */
   renewLease(ref: Fenced, leaseMs: number, now: number): Promise<void>;
-  /** Durably records `dispatched` (attemptCount+1, firstDispatchedAt set once) BEFORE the provider is called. */
+  /** Durably records `dispatched` BEFORE the provider is called. */
   markDispatched(ref: Fenced, now: number): Promise<OperationRecord>;
-  /** Moves to a non-terminal or terminal state other than handed-off. */
   setState(ref: Fenced, patch: StatePatch): Promise<OperationRecord>;
-  /** Terminal handoff with its packet; releases the lease. `receipt`, if given, is written in the same transaction (capabilities.receiptWithState). */
   handOff(ref: Fenced, packet: HandoffPacket, now: number, receipt?: Receipt): Promise<OperationRecord>;
-  /** Appends a receipt; seq must be the next one for the operation. */
   appendReceipt(ref: Fenced, receipt: Receipt): Promise<void>;
-  /** Drops the lease without changing state. */
   release(ref: Fenced): Promise<void>;
-  /** A person's resolution of a handed-off operation: mark-done (succeeded with providerRef) or abandon. `resume` is done through claim({ resume: true }). */
-  resolve(
-    id: BusinessOperationId,
-    resolution: { action: 'mark-done' | 'abandon'; providerRef?: string; by?: string },
-    now: number,
-  ): Promise<OperationRecord>;
+  /** A person's mark-done or abandon of a handed-off operation (resume is `claim({ resume: true })`). */
+  resolve(id: BusinessOperationId, resolution: Resolution, now: number): Promise<OperationRecord>;
   get(id: BusinessOperationId): Promise<OperationRecord | null>;
   list(filter?: ListFilter): Promise<OperationRecord[]>;
   receipts(id: BusinessOperationId): Promise<Receipt[]>;
-  /** Non-terminal operations (RECOVERABLE_STATES) whose lease is absent or expired at `now`. */
+  /** Operations in RECOVERABLE_STATES whose lease is absent or expired at `now`. */
   recoverCandidates(now: number, limit?: number): Promise<OperationRecord[]>;
-  /** Optional (retention): deletes closed operations and their receipts, see PruneOptions. */
   prune?(options: PruneOptions): Promise<PruneReport>;
   close(): Promise<void>;
+}
+
+/** What every ledger stores: SQLite's JSON functions refuse nesting deeper than 1000, and params sit inside the record. */
+export const PAYLOAD_LIMITS = Object.freeze({ maxDepth: 100, maxBytes: 1024 * 1024 });
+
+/** A cut or corrupt stored value becomes a LedgerError naming the ledger (`where`) and the value. */
+export function parseStored<T>(text: string, what: string, where: string): T {
+  try {
+    return JSON.parse(text) as T;
+  } catch (cause) {
+    throw new LedgerError(`${where}: ${what} is not valid JSON (cut or corrupt): ${(cause as Error).message}`, {
+      cause,
+    });
+  }
+}
+
+export function isTerminal(record: OperationRecord): boolean {
+  return TERMINAL_STATES.includes(record.state);
+}
+
+export function leaseLive(record: OperationRecord, now: number): boolean {
+  return record.leaseOwner !== null && record.leaseExpiresAt !== null && record.leaseExpiresAt > now;
+}
+
+const RELEASED = { leaseOwner: null, leaseExpiresAt: null } as const;
+const NO_ATTEMPTS = {
+  firstDispatchedAt: null,
+  attemptCount: 0,
+  lastOutcome: null,
+  result: null,
+  providerRef: null,
+  statusRef: null,
+  handoff: null,
+} as const;
+
+/** `write`: the record to store, if any. `leaseNow` judges the lease (a ledger on the database clock passes its own). */
+export function claimTransition(
+  existing: OperationRecord | null,
+  input: ClaimInput,
+  leaseNow: number = input.now,
+): { result: ClaimResult; write: OperationRecord | null } {
+  if (!Number.isFinite(input.leaseMs) || input.leaseMs <= 0)
+    throw new LedgerError(`claim: leaseMs must be > 0, got ${input.leaseMs}`);
+  if (!Number.isFinite(input.now)) throw new LedgerError('claim: now must be epoch ms');
+  if (typeof input.owner !== 'string' || input.owner.length === 0)
+    throw new LedgerError('claim: owner must be a non-empty string');
+  if (!Number.isFinite(leaseNow)) throw new LedgerError('claim: the lease clock must be epoch ms');
+  const lease = { leaseOwner: input.owner, leaseExpiresAt: leaseNow + input.leaseMs, updatedAt: input.now };
+  if (existing === null) {
+    const dispatch = input.dispatch === true; // the caller calls the provider next: born `dispatched` in this one write
+    const record: OperationRecord = {
+      businessOperationId: input.businessOperationId,
+      provider: input.provider,
+      operation: input.operation,
+      intentFingerprint: input.intentFingerprint,
+      paramsFingerprint: input.paramsFingerprint,
+      params: input.params,
+      providerKey: input.providerKey,
+      state: dispatch ? 'dispatched' : 'claimed',
+      fence: 1,
+      ...lease,
+      createdAt: input.now,
+      ...NO_ATTEMPTS,
+      firstDispatchedAt: dispatch ? input.now : null,
+      attemptCount: dispatch ? 1 : 0,
+      resolution: null,
+      receiptChain: { head: null, length: 0 },
+    };
+    return { result: { kind: 'claimed', record, takenOver: false }, write: record };
+  }
+  if (existing.operation !== input.operation)
+    return { result: { kind: 'conflict', record: existing, field: 'operation' }, write: null };
+  if (existing.intentFingerprint !== input.intentFingerprint)
+    return { result: { kind: 'conflict', record: existing, field: 'intent' }, write: null };
+  if (isTerminal(existing)) {
+    if (input.resume && existing.state === 'handed-off') {
+      const record: OperationRecord = {
+        ...existing,
+        ...lease,
+        state: 'claimed',
+        fence: existing.fence + 1,
+        resolution: { action: 'resume', at: input.now, by: input.owner },
+      };
+      return { result: { kind: 'claimed', record, takenOver: true }, write: record };
+    }
+    if (
+      input.supersede &&
+      (existing.state === 'rejected' || existing.state === 'handed-off') &&
+      existing.fence === input.supersede.fence
+    ) {
+      const record: OperationRecord = {
+        ...existing,
+        ...lease,
+        params: input.params,
+        paramsFingerprint: input.paramsFingerprint,
+        providerKey: input.providerKey,
+        ...NO_ATTEMPTS, // a new revision: its own attempts, its own key age
+        state: 'claimed',
+        fence: existing.fence + 1,
+        resolution: { action: 'supersede', at: input.now, by: input.owner, revision: input.supersede.revision },
+      };
+      return { result: { kind: 'claimed', record, takenOver: false }, write: record };
+    }
+    return { result: { kind: 'terminal', record: existing }, write: null };
+  }
+  if (leaseLive(existing, leaseNow)) return { result: { kind: 'busy', record: existing }, write: null };
+  const record: OperationRecord = { ...existing, ...lease, fence: existing.fence + 1 };
+  return { result: { kind: 'claimed', record, takenOver: true }, write: record };
+}
+
+export function checkFence(record: OperationRecord | null, ref: Fenced): OperationRecord {
+  if (record === null) throw new LedgerError(`no operation ${ref.businessOperationId} in the ledger`);
+  if (record.fence !== ref.fence) throw new LeaseLostError(ref.businessOperationId, ref.fence);
+  return record;
+}
+
+/** A no-op when terminal; a released lease stays released (claim again). */
+export function renewTransition(record: OperationRecord, ref: Fenced, leaseMs: number, now: number): OperationRecord {
+  checkFence(record, ref);
+  if (isTerminal(record)) return record;
+  if (record.leaseOwner === null) throw new LeaseLostError(ref.businessOperationId, ref.fence);
+  return { ...record, leaseExpiresAt: now + leaseMs, updatedAt: now };
+}
+
+export function dispatchedTransition(record: OperationRecord, now: number): OperationRecord {
+  if (isTerminal(record))
+    throw new InvalidStateError(record.businessOperationId, record.state, 'cannot dispatch a terminal operation');
+  return {
+    ...record,
+    state: 'dispatched',
+    attemptCount: record.attemptCount + 1,
+    firstDispatchedAt: record.firstDispatchedAt ?? now,
+    updatedAt: now,
+  };
+}
+
+export function setStateTransition(record: OperationRecord, patch: StatePatch): OperationRecord {
+  if (patch.state === 'handed-off') throw new LedgerError('setState cannot hand off: use handOff(ref, packet)');
+  if (patch.state === 'abandoned')
+    throw new LedgerError('setState cannot abandon: a person does that through resolve()');
+  if (isTerminal(record))
+    throw new InvalidStateError(
+      record.businessOperationId,
+      record.state,
+      `cannot move a terminal operation to ${patch.state}`,
+    );
+  const terminal = TERMINAL_STATES.includes(patch.state);
+  return {
+    ...record,
+    state: patch.state,
+    lastOutcome: patch.lastOutcome !== undefined ? patch.lastOutcome : record.lastOutcome,
+    result: patch.result !== undefined ? patch.result : record.result,
+    providerRef: patch.providerRef !== undefined ? patch.providerRef : record.providerRef,
+    statusRef: patch.statusRef !== undefined ? patch.statusRef : record.statusRef,
+    leaseOwner: terminal ? null : record.leaseOwner,
+    leaseExpiresAt: terminal ? null : record.leaseExpiresAt,
+    updatedAt: patch.now,
+  };
+}
+
+export function handOffTransition(record: OperationRecord, packet: HandoffPacket, now: number): OperationRecord {
+  if (record.state === 'succeeded' || record.state === 'abandoned' || record.state === 'handed-off')
+    throw new InvalidStateError(record.businessOperationId, record.state, 'cannot hand off');
+  return {
+    ...record,
+    state: 'handed-off',
+    handoff: packet,
+    lastOutcome: packet.lastKnown.outcome ?? record.lastOutcome,
+    providerRef: packet.lastKnown.providerRef ?? record.providerRef,
+    ...RELEASED,
+    updatedAt: now,
+  };
+}
+
+export function releaseTransition(record: OperationRecord): OperationRecord {
+  return { ...record, leaseOwner: null, leaseExpiresAt: null };
+}
+
+export function resolveTransition(
+  record: OperationRecord | null,
+  id: BusinessOperationId,
+  resolution: Resolution,
+  now: number,
+): OperationRecord {
+  const { action, providerRef, by } = resolution;
+  if (record === null) throw new LedgerError(`no operation ${id} in the ledger`);
+  if (action !== 'mark-done' && action !== 'abandon')
+    throw new LedgerError(`unknown resolution ${JSON.stringify(action)}`);
+  if (record.state !== 'handed-off')
+    throw new InvalidStateError(id, record.state, `only a handed-off operation can be resolved (${action})`);
+  if (action === 'mark-done' && !providerRef)
+    throw new InvalidStateError(id, record.state, 'mark-done needs the provider reference of the effect you confirmed');
+  return {
+    ...record,
+    state: action === 'mark-done' ? 'succeeded' : 'abandoned',
+    providerRef: action === 'mark-done' ? providerRef! : record.providerRef,
+    resolution: { action, at: now, ...(providerRef && { providerRef }), ...(by && { by }) },
+    ...RELEASED,
+    updatedAt: now,
+  };
+}
+
+/** The chain's anchor every ledger writes with the receipt. */
+export function chainedTransition(record: OperationRecord, receipt: Receipt | undefined): OperationRecord {
+  return receipt === undefined ? record : { ...record, receiptChain: { head: receipt.hash, length: receipt.seq } };
+}
+
+export function checkReceipt(ref: Fenced, receipt: Receipt, lastSeq: number): void {
+  if (receipt.businessOperationId !== ref.businessOperationId)
+    throw new LedgerError(`receipt for ${receipt.businessOperationId} appended to ${ref.businessOperationId}`);
+  if (receipt.seq !== lastSeq + 1)
+    throw new LedgerError(`receipt seq ${receipt.seq} for ${ref.businessOperationId}: expected ${lastSeq + 1}`);
+}
+
+export function isPrunable(record: OperationRecord, states: readonly OperationState[], before: number): boolean {
+  return states.includes(record.state) && record.updatedAt < before;
 }

@@ -2,11 +2,9 @@ import type { FieldError } from './errors.js';
 
 /** What the provider said about one attempt, kept for receipts and packets (no secrets, no bodies). */
 export interface ProviderRefs {
-  /** HTTP status, when there was a response. */
   readonly status?: number;
   /** The provider's error code or type, e.g. `idempotency_key_in_use`. */
   readonly code?: string;
-  /** The provider's request id (e.g. Stripe `Request-Id`, Graph `request-id`, HubSpot `correlationId`). */
   readonly requestId?: string;
   /** The id of the object the provider created or changed (e.g. `pi_123`). */
   readonly providerRef?: string;
@@ -23,7 +21,7 @@ export type RejectReason =
   | 'other';
 export type UnknownCause = 'timeout' | 'connection-reset' | 'server-error' | 'truncated-response' | 'other';
 
-/** Exactly one per attempt (docs/concepts.md, "Outcomes and the decision table"). */
+/** Exactly one per attempt (docs/concepts.md). */
 export type Outcome =
   | ({ readonly kind: 'succeeded'; readonly result: unknown } & ProviderRefs)
   /** The provider returned its stored result for this key (e.g. `Idempotent-Replayed: true`). */
@@ -40,7 +38,7 @@ export type Outcome =
       readonly kind: 'rejected';
       readonly reason: RejectReason;
       readonly message: string;
-      /** The provider's per-field errors, when it names them (e.g. Stripe `param`, problem+json `invalid-params`): what to correct. */
+      /** The provider's per-field errors, when it names them: what to correct. */
       readonly fields?: readonly FieldError[];
       /** An object this rejected call still created (a declined create+confirm); a correction must not make a second. */
       readonly created?: string;
@@ -55,24 +53,15 @@ export type Outcome =
       readonly retryAfterMs?: number;
     } & ProviderRefs);
 
-export type OutcomeKind = Outcome['kind'];
-export const OUTCOME_KINDS: readonly OutcomeKind[] = [
-  'succeeded',
-  'replayed',
-  'in-progress',
-  'rejected',
-  'not-applied',
-  'unknown',
-];
+export const OUTCOME_KINDS = ['succeeded', 'replayed', 'in-progress', 'rejected', 'not-applied', 'unknown'] as const;
+export type OutcomeKind = (typeof OUTCOME_KINDS)[number];
 
-/** What `doLookup` learned about an earlier dispatch. */
 export type LookupResult =
-  /** The provider holds a status or result for this operation: succeeded/replayed (adopt), in-progress (poll), rejected (persisted error). */
   | {
       readonly kind: 'found';
       readonly outcome: Extract<Outcome, { kind: 'succeeded' | 'replayed' | 'in-progress' | 'rejected' }>;
     }
-  /** Definitively absent: the lookup is authoritative and past its consistency delay. Means "not applied". */
+  /** Definitely absent: the lookup is authoritative and past its consistency delay. */
   | ({ readonly kind: 'not-found'; readonly reason: string } & ProviderRefs)
   /** Cannot tell (inside the consistency delay, lookup throttled or failing): neither absent nor present. */
   | ({ readonly kind: 'cannot-tell'; readonly reason: string; readonly retryAfterMs?: number } & ProviderRefs);

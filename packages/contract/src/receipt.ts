@@ -1,33 +1,69 @@
 import type { FieldError } from './errors.js';
-import type { AttemptId, BusinessOperationId, ProviderKey, RunId } from './ids.js';
+import type { AttemptId, RunId } from './ids.js';
+import type { OperationRecord } from './ledger.js';
 import type { OutcomeKind, ProviderRefs, RejectReason } from './outcome.js';
 
 export type ReceiptKind = 'dispatch' | 'resend' | 'lookup' | 'poll' | 'resolve' | 'recover';
 
-/** One receipt per attempt, lookup or resolution: redacted (a request fingerprint, no bodies), hash-chained per operation. */
-export interface Receipt extends ProviderRefs {
-  readonly businessOperationId: BusinessOperationId;
+/** One per attempt, lookup or resolution: redacted (no bodies), hash-chained per operation. */
+export interface Receipt
+  extends ProviderRefs,
+    Pick<OperationRecord, 'businessOperationId' | 'provider' | 'operation' | 'providerKey'> {
   readonly seq: number;
   readonly runId: RunId;
   readonly attemptId: AttemptId;
-  readonly provider: string;
-  readonly operation: string;
   readonly kind: ReceiptKind;
   readonly startedAt: string;
   readonly finishedAt: string;
   readonly outcome: OutcomeKind | 'found' | 'not-found' | 'cannot-tell' | null;
   readonly decision: { readonly action: string; readonly reason: string; readonly delayMs?: number };
-  readonly providerKey: ProviderKey | null;
-  /** Redacted message from the provider or the network, if any. */
   readonly message?: string;
-  /** Why the provider rejected the attempt (outcome `rejected`). `conflict` means the key is stored with other params: something was applied under it. */
+  /** `conflict`: the key is stored with other params, so something was applied under it. */
   readonly rejectReason?: RejectReason;
-  /** What a rejected attempt still created at the provider (its reference): a corrected request may not go out as a new one. */
+  /** What a rejected attempt still created: a corrected request may not go out as a new one. */
   readonly created?: string;
-  /** The provider's field errors of a rejection (redacted). */
   readonly fields?: readonly FieldError[];
   /** `sha256:` of the canonical, redacted request params. */
   readonly requestFingerprint: string;
   readonly prevHash: string | null;
   readonly hash: string;
 }
+
+export type HandoffReason =
+  | 'rejected'
+  | 'retry-exhausted'
+  | 'unknown-no-safe-resend'
+  | 'lookup-window-exhausted'
+  | 'in-progress-window-exhausted'
+  | 'key-past-retention'
+  | 'crash-recovery-inconclusive'
+  | 'recovery-failed';
+
+/** `resend-with`: send corrected params as a new revision; offered only when every attempt is known not applied. */
+export type SafeActionName = 'resume' | 'mark-done' | 'abandon' | 'resend-with';
+
+export type SafeAction = { readonly action: SafeActionName; readonly safe: boolean; readonly why: string };
+
+export interface HandoffAttempt
+  extends Pick<Receipt, 'kind' | 'outcome' | 'status' | 'code' | 'providerRef' | 'requestId' | 'created'> {
+  readonly attemptId: string;
+  readonly runId: string;
+  readonly at: string;
+}
+
+/** Everything a person needs to finish the operation by hand. No secrets, no PII. */
+export interface HandoffPacket
+  extends Pick<
+    OperationRecord,
+    'businessOperationId' | 'provider' | 'operation' | 'intentFingerprint' | 'providerKey'
+  > {
+  readonly reason: HandoffReason;
+  readonly explanation: string;
+  readonly attempts: readonly HandoffAttempt[];
+  /** The last attempt's outcome; `fields` say what a corrected request must change, `created` what to finish or cancel. */
+  readonly lastKnown: Pick<Receipt, 'outcome' | 'status' | 'code' | 'providerRef' | 'message' | 'fields' | 'created'>;
+  readonly safeNextActions: readonly SafeAction[];
+  readonly createdAt: string;
+}
+
+export type HandoffSink = { send(packet: HandoffPacket): Promise<void> | void };

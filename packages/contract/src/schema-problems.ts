@@ -1,7 +1,7 @@
 import type { JsonSchema } from './adapter.js';
 import type { FieldError } from './errors.js';
 
-/** A failed keyword's message; `node` holds the keyword, `value` is the value checked (for `required`, `propertyNames` and `additionalProperties`: the key). */
+/** A failed keyword's message; `value` is the value checked (for `required`, `propertyNames`, `additionalProperties`: the key). */
 export type Say = (node: JsonSchema, value: unknown) => string;
 
 /** ajv's words (the runner's full check), which the frame's params check shares; a caller may word a keyword its own way. */
@@ -32,14 +32,12 @@ export const AJV_WORDS = {
 
 /** How one caller reads a JSON Schema: it reads exactly the keywords it words, so each caller keeps its own subset. */
 export interface SchemaWording {
-  /** The path of the value itself, e.g. `(root)`. */
   readonly root: string;
   readonly say: Readonly<Partial<Record<keyof typeof AJV_WORDS, Say>>>;
   /** `#/$defs/<name>` targets; without them `$ref` is not read. */
   readonly defs?: Readonly<Record<string, JsonSchema>>;
-  /** Reads `if` / `then`. */
   readonly conditionals?: boolean;
-  /** The problems of a failed anyOf / oneOf from each branch's (in order); without it, the keyword's message. */
+  /** The problems of a failed anyOf / oneOf from each branch's; without it, the keyword's message. */
   readonly branches?: (node: JsonSchema, value: unknown, path: string, results: FieldError[][]) => FieldError[];
 }
 
@@ -62,8 +60,7 @@ function hasType(v: unknown, t: unknown): boolean {
   return typeof v === t;
 }
 
-function problemsAt(schema: unknown, value: unknown, path: string, w: SchemaWording): FieldError[] {
-  const out: FieldError[] = [];
+function problemsAt(schema: unknown, value: unknown, path: string, w: SchemaWording, out: FieldError[] = []) {
   walk(schema, value, path, w, out);
   return out;
 }
@@ -109,7 +106,7 @@ function walk(schema: unknown, v: unknown, path: string, w: SchemaWording, out: 
           s,
           v,
           path,
-          branches.map((b) => problemsAt(b, v, path, w)),
+          branches.map((sub: unknown) => problemsAt(sub, v, path, w)),
         ),
       );
   }

@@ -1,9 +1,7 @@
-import type { UnknownCause } from '../outcome.js';
+import type { LookupResult, Outcome, UnknownCause } from '../outcome.js';
 
-/**
- * Error codes that prove the request never reached the provider's HTTP layer, so a retry is safe. Not here:
- * ETIMEDOUT (also raised on an established socket), ECONNRESET/EPIPE, ECONNABORTED — those are `unknown`.
- */
+// Codes that prove the request never reached the provider's HTTP layer. Not ETIMEDOUT: an established socket
+// raises it too.
 export const NEVER_SENT_CODES: ReadonlySet<string> = new Set([
   // name resolution
   'ENOTFOUND',
@@ -49,7 +47,6 @@ const TRUNCATED_CODES: ReadonlySet<string> = new Set([
   'UND_ERR_RES_CONTENT_LENGTH_MISMATCH',
 ]);
 
-/** What a failure without a response says about the request. */
 export type TransportFailure =
   | { readonly sent: 'never'; readonly code: string }
   | { readonly sent: 'maybe'; readonly cause: UnknownCause; readonly code?: string };
@@ -85,4 +82,37 @@ export function classifyTransportFailure(error: unknown): TransportFailure {
   else if (codes.some((c) => TRUNCATED_CODES.has(c)) || /premature|terminated/i.test(text))
     cause = 'truncated-response';
   return code !== undefined ? { sent: 'maybe', cause, code } : { sent: 'maybe', cause };
+}
+
+/** Retry-After in ms, or `undefined`: fractions of seconds round up; a date needs a letter (`Date.parse('1.5')` is one). */
+export function parseRetryAfter(value: string | readonly string[] | null | undefined, now = Date.now()) {
+  const raw = Array.isArray(value) ? value[0] : value;
+  const v = typeof raw === 'string' ? raw.trim() : '';
+  if (/^\d+(\.\d+)?$/.test(v)) {
+    const ms = Math.ceil(Number(v) * 1000);
+    return Number.isFinite(ms) ? ms : undefined;
+  }
+  const at = /[a-z]/i.test(v) ? Date.parse(v) : Number.NaN;
+  return Number.isNaN(at) ? undefined : Math.max(0, at - now);
+}
+
+/** An outcome seen while reconciling, as a lookup result: never `not-found` (the runner decides absence from the card). */
+export function lookupFromOutcome(outcome: Outcome, how: string): LookupResult {
+  switch (outcome.kind) {
+    case 'succeeded':
+    case 'replayed':
+    case 'in-progress':
+    case 'rejected':
+      return { kind: 'found', outcome };
+    case 'not-applied':
+    case 'unknown': {
+      const refs = {
+        ...(outcome.status !== undefined ? { status: outcome.status } : {}),
+        ...(outcome.code !== undefined ? { code: outcome.code } : {}),
+        ...(outcome.requestId !== undefined ? { requestId: outcome.requestId } : {}),
+        ...(outcome.retryAfterMs !== undefined ? { retryAfterMs: outcome.retryAfterMs } : {}),
+      };
+      return { kind: 'cannot-tell', reason: `${how}: ${outcome.message}`, ...refs };
+    }
+  }
 }

@@ -1,8 +1,4 @@
-/**
- * The TypeScript type of a params JSON Schema written `as const`, for the keywords adapters use: one
- * definition of each operation's params (the schema the frame checks), its type derived from it.
- * An object keeps the fields it names (required or optional) and, as its schema allows, any other.
- */
+/** The type of a params JSON Schema written `as const`, so an operation's params are declared once. */
 export type SchemaType<S> = S extends { readonly enum: readonly (infer E)[] }
   ? E
   : S extends { readonly not: object }

@@ -4,14 +4,14 @@ import { sampleCard } from './__fixtures__/sample-card.js';
 import type { RetrySafetyCard } from './card.js';
 import { cardRows, renderCard } from './card-render.js';
 import { validateCard } from './card-validate.js';
-import { businessOperationId } from './ids.js';
 import {
+  businessOperationId,
   canonicalDecimal,
   describeNormalization,
   differingPaths,
   normalizeIntent,
   normalizeParams,
-} from './normalize.js';
+} from './intent.js';
 
 const base = sampleCard as unknown as RetrySafetyCard;
 const withBo = (bo: Record<string, unknown>, extra: Record<string, unknown> = {}) =>

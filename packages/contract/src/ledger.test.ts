@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { LedgerError } from './errors.js';
 import type { ClaimInput, OperationRecord, StatePatch } from './ledger.js';
-import { claimTransition, parseStored, setStateTransition } from './ledger-transitions.js';
+import { claimTransition, parseStored, setStateTransition } from './ledger.js';
 
 // A claim of a new operation; the tests override what they look at.
 function claimInput(overrides: Partial<ClaimInput> = {}): ClaimInput {

@@ -1,43 +1,83 @@
-import { canonicalJson } from './canonical.js';
-import { InvalidIntentError } from './errors.js';
+// An operation's intent: picked from its params, put in normal form, turned into the business-operation id,
+// and compared with a stored one.
+import { canonicalJson, sha256Hex } from './canonical.js';
+import { InvalidIdError, InvalidIntentError } from './errors.js';
+import { asBusinessOperationId, type BusinessOperationId } from './ids.js';
 
-/**
- * One declared normalisation step, run in order on every string (and number, for `canonical-number`) at or
- * below the declared path. Identity and comparison only: the params sent are the caller's, unchanged.
- */
-export type NormalizationStep = 'trim' | 'collapse-whitespace' | 'nfkc' | 'case-fold' | 'canonical-number';
+const OPERATION_PATTERN = /^[A-Za-z][A-Za-z0-9_-]*(\.[A-Za-z][A-Za-z0-9_-]*)*$/;
 
-const STEP: Readonly<Record<NormalizationStep, (s: string) => string>> = {
-  trim: (s) => s.trim(),
-  'collapse-whitespace': (s) => s.replace(/\s+/gu, ' '),
-  nfkc: (s) => s.normalize('NFKC'),
-  'case-fold': (s) => s.toUpperCase().toLowerCase(),
-  'canonical-number': (s) => canonicalDecimal(s) ?? s,
+const badIntent = (why: string) => new InvalidIntentError('', why);
+
+/** `<operation>:<32 hex of SHA-256 of the canonical intent>`; never from an LLM tool-call id or a run id. */
+export function businessOperationId(operation: string, intent: Record<string, unknown>): BusinessOperationId {
+  return intentIdentity(operation, intent).id;
+}
+
+/** The derived id and the intent's fingerprint: one digest for both. */
+export function intentIdentity(operation: string, intent: Record<string, unknown>) {
+  if (!OPERATION_PATTERN.test(operation))
+    throw new InvalidIdError(
+      'operation name',
+      operation,
+      'expected dotted identifiers such as stripe.paymentIntents.create',
+    );
+  if (typeof intent !== 'object' || intent === null || Array.isArray(intent))
+    throw badIntent('intent must be a plain object of the declared intent fields');
+  if (Object.keys(intent).length === 0)
+    throw badIntent('intent is empty: an id derived from no fields would fold every call into one operation');
+  const digest = sha256Hex(canonicalJson({ operation, intent }));
+  return { id: asBusinessOperationId(`${operation}:${digest.slice(0, 32)}`), intentFingerprint: `sha256:${digest}` };
+}
+
+/** A missing intent field is an error: it would fold distinct intents into one operation. */
+export function pickIntent(params: unknown, fields: readonly string[]): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  for (const field of fields) {
+    let cur: unknown = params;
+    for (const part of field.split('.')) {
+      if (typeof cur !== 'object' || cur === null || !(part in (cur as object)))
+        throw new InvalidIntentError(field, 'declared intent field is missing from params');
+      cur = (cur as Record<string, unknown>)[part];
+    }
+    if (cur === undefined) throw new InvalidIntentError(field, 'declared intent field is undefined');
+    out[field] = cur;
+  }
+  return out;
+}
+
+// Steps run in order on every string (and number, for `canonical-number`) at or below the declared path, for
+// identity and comparison only: the params sent are the caller's, unchanged.
+const STEP = {
+  trim: (s: string) => s.trim(),
+  'collapse-whitespace': (s: string) => s.replace(/\s+/gu, ' '),
+  nfkc: (s: string) => s.normalize('NFKC'),
+  'case-fold': (s: string) => s.toUpperCase().toLowerCase(),
+  'canonical-number': (s: string) => canonicalDecimal(s) ?? s,
 };
+export type NormalizationStep = keyof typeof STEP;
 
 export const NORMALIZATION_STEPS = Object.keys(STEP) as readonly NormalizationStep[];
 
 /** The steps that can merge values a provider may keep apart (`Ref` and `ref`): declared only with its `evidence`. */
 export const MERGING_STEPS: readonly NormalizationStep[] = NORMALIZATION_STEPS.filter((step) => step !== 'trim');
 
-/** The declaration for one field (dot path into params): its steps and why they do not matter. */
+/** The steps for one field (dot path into params) and why they do not matter to the provider. */
 export interface FieldNormalization {
   readonly field: string;
   readonly steps: readonly NormalizationStep[];
-  /** Why these steps are safe for this field (a public page or a shipped document). */
   readonly source: string;
-  /** Required when a step is one of MERGING_STEPS: the provider's https page that treats such values as one. */
+  /** Required with one of MERGING_STEPS: the provider's https page that treats such values as one. */
   readonly evidence?: string;
 }
 
-/** How a param (not an intent field) is compared with the stored one on a repeat call: `exact` (default) or `normalized`. */
+/** How a param (not an intent field) is compared with the stored one on a repeat call. */
 export interface ParamComparison extends Omit<FieldNormalization, 'steps'> {
   readonly compare: 'exact' | 'normalized';
   readonly steps?: readonly NormalizationStep[];
 }
 
 const DECIMAL = /^([+-]?)(\d*)(?:\.(\d*))?(?:[eE]([+-]?\d+))?$/;
-/** Exponents within this reach are written out in plain digits; beyond it the canonical text keeps `e`. */
+// Exponents within this reach are written out in plain digits; beyond it the canonical text keeps `e`.
 const PLAIN_REACH = 40n;
 
 /** The exact decimal a numeral spells in one canonical text (`"+1.5e0"` is `"1.5"`), or null; no float on the way. */
@@ -85,21 +125,16 @@ function applySteps(value: unknown, steps: readonly NormalizationStep[]): unknow
   return value;
 }
 
-/** The steps declared for `path`: its own and those of every declared ancestor (outermost first). */
-function stepsFor(
-  path: string,
-  rules: readonly { field: string; steps: readonly NormalizationStep[] }[],
-): NormalizationStep[] {
+type Rules = readonly Pick<FieldNormalization, 'field' | 'steps'>[];
+
+/** Its own steps and those of every declared ancestor, outermost first. */
+function stepsFor(path: string, rules: Rules): NormalizationStep[] {
   const out: NormalizationStep[] = [];
   for (const r of rules) if (path === r.field || path.startsWith(r.field + '.')) out.push(...r.steps);
   return out;
 }
 
-/** Normalises the picked intent (`{ "<dot path>": value }`, as `pickIntent` returns it) per the declaration. Pure. */
-export function normalizeIntent(
-  intent: Record<string, unknown>,
-  rules: readonly FieldNormalization[] | undefined,
-): Record<string, unknown> {
+export function normalizeIntent(intent: Record<string, unknown>, rules: Rules | undefined): Record<string, unknown> {
   if (!rules || rules.length === 0) return intent;
   const out: Record<string, unknown> = {};
   for (const [field, value] of Object.entries(intent)) {
@@ -109,18 +144,15 @@ export function normalizeIntent(
   return out;
 }
 
-/** Normalises whole params for comparison: each declared dot path gets its steps beneath it. A deep copy when anything applies. */
-export function normalizeParams(
-  params: unknown,
-  rules: readonly { field: string; steps: readonly NormalizationStep[] }[],
-): unknown {
+/** Whole params in normal form for comparison: a deep copy when anything applies. */
+export function normalizeParams(params: unknown, rules: Rules): unknown {
   if (rules.length === 0 || typeof params !== 'object' || params === null) return params;
   const root = applySteps(params, []); // a deep copy
   for (const rule of rules) if (rule.steps.length > 0) applyAt(root, rule.field.split('.'), rule.steps);
   return root;
 }
 
-/** Applies `steps` to what `parts` reaches inside `holder`, in place; a path that is not there is skipped. */
+/** In place; a path that is not there is skipped. */
 function applyAt(holder: unknown, parts: readonly string[], steps: readonly NormalizationStep[]): void {
   const [part, ...rest] = parts as [string, ...string[]];
   if (typeof holder !== 'object' || holder === null || !(part in holder)) return;
@@ -153,10 +185,8 @@ function same(a: unknown, b: unknown): boolean {
   }
 }
 
-/** A readable description of a declaration, for cards and tool descriptions: `orderRef: trim, collapse-whitespace`. */
-export function describeNormalization(
-  rules: readonly { field: string; steps?: readonly NormalizationStep[]; compare?: string }[] | undefined,
-): string {
+/** For cards and tool descriptions: `orderRef: trim, collapse-whitespace`. */
+export function describeNormalization(rules: readonly (Partial<ParamComparison> & { field: string })[] | undefined) {
   if (!rules || rules.length === 0) return 'none: compared exactly as written';
   return rules
     .map((r) => `${r.field}: ${r.compare === 'exact' ? 'exact' : (r.steps ?? []).join(', ') || 'exact'}`)
