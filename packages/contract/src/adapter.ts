@@ -58,7 +58,10 @@ export interface AdapterV1 {
 }
 
 /** One operation's params and `done` result, at compile time only, so `runner.run()` can check a call. */
-export type OperationTypes<P = unknown, R = unknown> = { readonly params: P; readonly result: R };
+export interface OperationTypes<P = unknown, R = unknown> {
+  readonly params: P;
+  readonly result: R;
+}
 
 export type OperationTypeMap = { readonly [name: string]: OperationTypes };
 

@@ -53,7 +53,11 @@ export function retentionPassed(
   return readRetention(card, firstDispatchedAt, at, clockSkewMarginMs).passed;
 }
 
-export type ResendSafety = { readonly safe: boolean; readonly pastRetention: boolean; readonly why: string };
+export interface ResendSafety {
+  readonly safe: boolean;
+  readonly pastRetention: boolean;
+  readonly why: string;
+}
 
 const verdict = (safe: boolean, why: string, pastRetention = false): ResendSafety => ({ safe, pastRetention, why });
 const unsafe = (why: string) => verdict(false, why);

@@ -6,7 +6,10 @@ export const UNKNOWN = 'unknown' as const;
 export type Unknown = typeof UNKNOWN;
 
 /** A provider fact and where it comes from; `'unknown'` is a statement, not an omission. */
-export type Fact<T> = { readonly value: T | Unknown; readonly source: string };
+export interface Fact<T> {
+  readonly value: T | Unknown;
+  readonly source: string;
+}
 
 /** The closed value sets of the card: its types below and its schema (card-validate.ts) both read them. */
 export const CARD_VALUES = {

@@ -19,7 +19,10 @@ export type DrillFault =
       readonly forward?: boolean;
     };
 
-export type DrillClock = { now(): number; sleep(ms: number): Promise<void> };
+export interface DrillClock {
+  now(): number;
+  sleep(ms: number): Promise<void>;
+}
 
 export interface DrillSandbox {
   readonly url: string;

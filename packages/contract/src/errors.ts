@@ -9,7 +9,10 @@ function errorClasses<const T extends Record<string, readonly [code: string, bui
 }
 
 /** One field that failed a check (params, a card): its dot path (`(root)` for the object itself) and why, never its value. */
-export type FieldError = { readonly path: string; readonly message: string };
+export interface FieldError {
+  readonly path: string;
+  readonly message: string;
+}
 
 export const {
   AdapterConfigurationError,

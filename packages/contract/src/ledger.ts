@@ -76,7 +76,10 @@ export type ClaimResult =
   | { readonly kind: 'busy' | 'terminal'; readonly record: OperationRecord }
   | { readonly kind: 'conflict'; readonly record: OperationRecord; readonly field: 'intent' | 'operation' };
 
-export type Fenced = { readonly businessOperationId: BusinessOperationId; readonly fence: number };
+export interface Fenced {
+  readonly businessOperationId: BusinessOperationId;
+  readonly fence: number;
+}
 
 export interface StatePatch
   extends Partial<Pick<OperationRecord, 'lastOutcome' | 'result' | 'providerRef' | 'statusRef'>> {
@@ -89,7 +92,10 @@ export interface StatePatch
 }
 
 /** Optional ledger features; without a flag the runner falls back to separate writes. */
-export type LedgerCapabilities = { readonly claimDispatch?: boolean; readonly receiptWithState?: boolean };
+export interface LedgerCapabilities {
+  readonly claimDispatch?: boolean;
+  readonly receiptWithState?: boolean;
+}
 
 /** `handed-off` waits for a person and is never pruned. */
 export const PRUNABLE_STATES: readonly OperationState[] = ['succeeded', 'rejected', 'abandoned'];

@@ -42,7 +42,11 @@ export type HandoffReason =
 /** `resend-with`: send corrected params as a new revision; offered only when every attempt is known not applied. */
 export type SafeActionName = 'resume' | 'mark-done' | 'abandon' | 'resend-with';
 
-export type SafeAction = { readonly action: SafeActionName; readonly safe: boolean; readonly why: string };
+export interface SafeAction {
+  readonly action: SafeActionName;
+  readonly safe: boolean;
+  readonly why: string;
+}
 
 export interface HandoffAttempt
   extends Pick<Receipt, 'kind' | 'outcome' | 'status' | 'code' | 'providerRef' | 'requestId' | 'created'> {
@@ -66,4 +70,6 @@ export interface HandoffPacket
   readonly createdAt: string;
 }
 
-export type HandoffSink = { send(packet: HandoffPacket): Promise<void> | void };
+export interface HandoffSink {
+  send(packet: HandoffPacket): Promise<void> | void;
+}
