@@ -19,25 +19,22 @@ export const CRASH_POINTS = [
 export type CrashPoint = (typeof CRASH_POINTS)[number];
 
 export interface CrashDrillSandbox extends Omit<DrillSandbox, 'expireKeys'> {
-  /**
-   * Records the provider holds for one run's business operation, by params or by key: names each duplicate
-   * and loss. Count by params when you can: a duplicate made under another key is invisible to a per-key count.
-   */
+  /** Records the provider holds for one run, by params if you can: a per-key count misses a duplicate made under another key. */
   countFor?(run: { readonly providerKey: string | null; readonly params: unknown }): number | Promise<number>;
 }
 
 export interface CrashDrillOptions {
-  /** Seeded runs, each killed with SIGKILL at its point (or finishing if it never reaches it). */
+  /** Seeded runs, each SIGKILLed at its point (or finishing if it never reaches it). */
   readonly runs: number;
   readonly seed?: number;
   /** Kill points to draw from (default all four). */
   readonly points?: readonly CrashPoint[];
-  /** Absolute path of an ESM module exporting `createAdapter({ baseUrl, timeoutMs, options })`; it runs in the child. */
+  /** Absolute path of an ESM module exporting `createAdapter({ baseUrl, timeoutMs, options })`, loaded in the child. */
   readonly adapterModule: string;
-  /** JSON-serialisable options handed to that `createAdapter`. */
+  /** JSON options handed to that `createAdapter`. */
   readonly adapterOptions?: unknown;
   readonly operation: string;
-  /** Params of run i (each run is a distinct business operation). */
+  /** Params of run i, a business operation of its own. */
   params(i: number): unknown;
   startSandbox(): Promise<CrashDrillSandbox>;
   /** Runs killed before one recovery process takes over the batch (default 50). */
@@ -48,19 +45,15 @@ export interface CrashDrillOptions {
   readonly leaseMs?: number;
   readonly timeoutMs?: number;
   readonly policy?: PolicyOverrides;
-  /** Where the report goes (JSON); default a temp dir. */
+  /** Where the JSON report goes; default a temp dir. */
   readonly outFile?: string;
-  /**
-   * Slow network: a fault proxy holds a seeded `share` (0–1) of the first create requests past the client
-   * timeout and the lease (`holdMs`, default lease + timeout + 500 ms) and applies them late. A "not found"
-   * asked meanwhile must not lead to a second record.
-   */
+  /** A proxy holds a seeded `share` (0–1) of first creates past timeout and lease (`holdMs`), then applies them late. */
   readonly slowNetwork?: { readonly share: number; readonly holdMs?: number };
 }
 
 function workerPath(): string {
   const here = fileURLToPath(import.meta.url);
-  // Built: dist/crash-drill.js beside dist/crash-worker.js. From source (vitest): the built worker.
+  // From source (vitest), the built worker: a child process cannot load TypeScript.
   const sibling = join(dirname(here), 'crash-worker.js');
   if (here.endsWith('.js') && existsSync(sibling)) return sibling;
   const built = join(dirname(here), '..', 'dist', 'crash-worker.js');
@@ -96,16 +89,15 @@ type RunEnd = { killed: boolean; exit: string };
 type Recovered = Extract<CrashWorkerMessage, { type: 'recovered' }>;
 type WorkerBase = ReturnType<typeof workerBase>;
 
-/** Passed to the child in the RETRYSAFE_CRASH_WORKER environment variable (JSON). */
+/** Passed to the child as JSON in RETRYSAFE_CRASH_WORKER. */
 export type CrashWorkerConfig = WorkerBase & {
   readonly mode: 'run' | 'recover';
-  /** mode `run`: every job runs concurrently (distinct business operations) and stops at its own point. */
   readonly jobs: readonly (Omit<PlannedRun, 'point'> & { readonly point: CrashPoint | null })[];
   /** Added to the recovering process's clock so the dead workers' leases have expired. */
   readonly clockSkewMs?: number;
 };
 
-/** What every worker process of one batch is told: its adapter, the sandbox (or slow proxy), the batch's ledger. */
+/** What every worker process of one batch is told. */
 function workerBase(o: CrashDrillOptions, baseUrl: string, ledgerPath: string, leaseMs: number, timeoutMs: number) {
   const { adapterModule, adapterOptions, operation, policy } = o;
   return { adapterModule, adapterOptions, operation, policy, baseUrl, ledgerPath, leaseMs, timeoutMs };
@@ -114,7 +106,6 @@ function workerBase(o: CrashDrillOptions, baseUrl: string, ledgerPath: string, l
 const errorIn = (messages: readonly CrashWorkerMessage[]) =>
   messages.find((m): m is Extract<CrashWorkerMessage, { type: 'error' }> => m.type === 'error');
 
-/** What the batches add up to while the drill runs. */
 const newTally = () => ({
   problems: [] as string[],
   results: [] as CrashRunResult[],
@@ -124,10 +115,7 @@ const newTally = () => ({
 });
 type Tally = ReturnType<typeof newTally>;
 
-/**
- * One worker process runs the group's jobs concurrently; once every job has stopped at its own point
- * (or finished), the process is SIGKILLed. Records each job's end in `runs`; true when the kill landed.
- */
+/** One process runs the group's jobs at once, SIGKILLed once each stopped at its point or finished; true if killed. */
 async function runGroupToItsPoints(
   base: WorkerBase,
   group: readonly PlannedRun[],
@@ -180,7 +168,6 @@ function planRuns(options: CrashDrillOptions, seed: number) {
   }));
 }
 
-/** Slow network: the first create request of a seeded share of the operations is held and applied late. */
 async function startSlowProxy(target: string, share: number, holdMs: number, seed: number) {
   const random = seededRandom(seed ^ 0x5eed);
   const seenKeys = new Set<string>();
@@ -229,9 +216,8 @@ function runResult(
   return {
     index: job.index,
     point: job.point,
-    /** True when the run stopped at its point and its process was then SIGKILLed. */
     killed: run.killed,
-    /** How the worker exited: `SIGKILL`, or `exit 0` when it finished before the point. */
+    /** `SIGKILL`, or `exit 0` when it finished before its point. */
     exit: run.exit,
     businessOperationId: res?.businessOperationId ?? job.businessOperationId,
     finalStatus: res?.status ?? null,
@@ -244,16 +230,14 @@ function runResult(
 
 export type CrashRunResult = ReturnType<typeof runResult>;
 
-/** Runs, kills, duplicates and losses among these results. */
 function countRuns(rs: readonly CrashRunResult[]) {
   const n = (f: (r: CrashRunResult) => boolean) => rs.filter(f).length;
   return { runs: rs.length, killed: n((r) => r.killed), duplicates: n((r) => r.duplicate), lost: n((r) => r.lost) };
 }
 
 /**
- * The crash drill: each run executes the operation in a child process SIGKILLed at a seeded point (CRASH_POINTS);
- * after each batch a fresh process recovers the ledger and re-runs every job as its caller would. Reports
- * duplicates (more than one provider record for one business operation) and losses (none, or not done).
+ * Each run executes in a child process SIGKILLed at a seeded point; after each batch a fresh process recovers
+ * the ledger and re-runs every job as its caller would. Reports duplicates and losses (no record, or not done).
  */
 export async function runCrashDrill(options: CrashDrillOptions) {
   const seed = options.seed ?? 1;
@@ -269,8 +253,7 @@ export async function runCrashDrill(options: CrashDrillOptions) {
   const holdMs = slow?.holdMs ?? leaseMs + timeoutMs + 500;
   const sandbox = await options.startSandbox();
   const late = slow ? await startSlowProxy(sandbox.url, slow.share, holdMs, seed) : null;
-  // Scratch for the batches' ledgers (each removed after its batch). Removed at the end too, unless the
-  // report was written into it (no outFile given): report.outFile then points inside it.
+  // The batches' ledgers; kept at the end only when the report was written into it (no outFile given).
   const work = mkdtempSync(join(tmpdir(), 'retrysafe-crash-'));
   const outFile = options.outFile ?? join(work, 'crash-report.json');
   let reportInWork = false;
@@ -286,7 +269,7 @@ export async function runCrashDrill(options: CrashDrillOptions) {
         timeoutMs,
       );
       const runs = new Map<number, RunEnd>();
-      // Worker processes, two at a time, each running `perProcess` jobs and SIGKILLed once all stopped.
+      // Two worker processes at a time.
       const t0 = Date.now();
       const groups: PlannedRun[][] = [];
       for (let g = 0; g < batch.length; g += perProcess) groups.push(batch.slice(g, g + perProcess));
@@ -299,7 +282,6 @@ export async function runCrashDrill(options: CrashDrillOptions) {
       await Promise.all([nextGroup(), nextGroup()]);
       tally.timings.workersMs += Date.now() - t0;
       const recovered = await recoverBatch(base, batch, tally, b);
-      // The provider applies every request still held (late), before anything is counted.
       if (late) await late.proxy.flushLate();
       for (const job of batch) {
         const res = recovered?.results.find((x) => x.index === job.index);
@@ -321,17 +303,14 @@ export async function runCrashDrill(options: CrashDrillOptions) {
       ok: duplicates === 0 && all.lost === 0 && problems.length === 0,
       runs: options.runs,
       seed,
-      /** Runs that stopped at their point inside a process that was then SIGKILLed. */
       killed: all.killed,
       workersKilled: tally.workersKilled,
       duplicates,
       lost: all.lost,
       byPoint: Object.fromEntries(byPoint) as Record<CrashPoint, ReturnType<typeof countRuns>>,
-      /** Records the sandbox holds for the operation at the end (expected: `runs`). */
       providerRecords,
       recoveries: Math.ceil(plan.length / batchSize),
       recoverActions: tally.recoverActions,
-      /** Wall time in the killed workers and in the recovery processes (informational). */
       timings: tally.timings,
       problems,
       results,

@@ -50,22 +50,16 @@ const setOp = (w: World, i: number, patch: Partial<OpState>, pc?: WorkerState['p
 const holds = (w: World, i: number) =>
   w.rec !== null && w.ws[i]!.op !== null && w.rec.fence === w.ws[i]!.op!.fence && w.rec.leaseOwner === w.ws[i]!.name;
 
-/** What decide() is told; a claim that wrote `dispatched` is still deciding its first send. */
+/** What decide() is told (it ignores the op's own fields); a claim that wrote `dispatched` is still deciding its first send. */
 function stateOf(w: World, i: number, observedAt?: number): DecisionState {
   const op = w.ws[i]!.op!;
+  const firstDispatchedAt = op.dispatchWritten ? null : w.rec!.firstDispatchedAt;
   return {
+    ...op,
     observedAt,
     ledgerState: op.dispatchWritten ? 'claimed' : w.rec!.state,
     now: now(w, i),
-    firstDispatchedAt: op.dispatchWritten ? null : w.rec!.firstDispatchedAt,
-    lastDispatchedAt: op.lastDispatchedAt,
-    takenOverLeaseEnd: op.takenOverLeaseEnd,
-    maybeApplied: op.maybeApplied,
-    notBefore: op.notBefore,
-    runAttempts: op.runAttempts,
-    runStartedAt: op.startedAt,
-    windowStartedAt: op.windowStartedAt,
-    polls: op.polls,
+    firstDispatchedAt,
   };
 }
 
@@ -213,7 +207,7 @@ function newOp(rec: OperationRecord, dispatchWritten: boolean, takenOver: boolea
     runAttempts: 0,
     polls: 0,
     windowStartedAt: null as number | null,
-    startedAt: n,
+    runStartedAt: n,
     lastDispatchedAt:
       dispatchWritten || rec.firstDispatchedAt === null ? null : Math.max(rec.firstDispatchedAt, rec.updatedAt),
     takenOverLeaseEnd: leaseEnd,
