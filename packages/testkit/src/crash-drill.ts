@@ -110,7 +110,6 @@ const newTally = () => ({
   problems: [] as string[],
   results: [] as CrashRunResult[],
   recoverActions: {} as Record<string, number>,
-  timings: { workersMs: 0, recoveryMs: 0 },
   workersKilled: 0,
 });
 type Tally = ReturnType<typeof newTally>;
@@ -189,11 +188,9 @@ async function startSlowProxy(target: string, share: number, holdMs: number, see
 
 /** A fresh process, its clock past the dead workers' leases, recovers the batch and re-runs every job. */
 async function recoverBatch(base: WorkerBase, batch: readonly PlannedRun[], tally: Tally, b: number) {
-  const t1 = Date.now();
   const jobs = batch.map((r) => ({ ...r, point: null }));
   const r = spawnWorker({ ...base, mode: 'recover', clockSkewMs: base.leaseMs + 1_000, jobs }, () => {});
   const exit = await r.exit;
-  tally.timings.recoveryMs += Date.now() - t1;
   const recovered = r.messages.find((m): m is Recovered => m.type === 'recovered');
   if (!recovered) {
     const why = errorIn(r.messages)?.message.split('\n').slice(0, 3).join(' | ') ?? r.stderr.split('\n')[0];
@@ -269,8 +266,6 @@ export async function runCrashDrill(options: CrashDrillOptions) {
         timeoutMs,
       );
       const runs = new Map<number, RunEnd>();
-      // Two worker processes at a time.
-      const t0 = Date.now();
       const groups: PlannedRun[][] = [];
       for (let g = 0; g < batch.length; g += perProcess) groups.push(batch.slice(g, g + perProcess));
       const nextGroup = async (): Promise<void> => {
@@ -279,8 +274,7 @@ export async function runCrashDrill(options: CrashDrillOptions) {
         if (await runGroupToItsPoints(base, group, runs, tally.problems)) tally.workersKilled += 1;
         await nextGroup();
       };
-      await Promise.all([nextGroup(), nextGroup()]);
-      tally.timings.workersMs += Date.now() - t0;
+      await Promise.all([nextGroup(), nextGroup()]); // two worker processes at a time
       const recovered = await recoverBatch(base, batch, tally, b);
       if (late) await late.proxy.flushLate();
       for (const job of batch) {
@@ -311,7 +305,6 @@ export async function runCrashDrill(options: CrashDrillOptions) {
       providerRecords,
       recoveries: Math.ceil(plan.length / batchSize),
       recoverActions: tally.recoverActions,
-      timings: tally.timings,
       problems,
       results,
       outFile,
