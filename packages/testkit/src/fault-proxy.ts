@@ -1,14 +1,15 @@
 import { createHash } from 'node:crypto';
+import { once } from 'node:events';
 import {
   Agent,
   createServer,
   request as httpRequest,
   type IncomingHttpHeaders,
   type IncomingMessage,
-  type Server,
   type ServerResponse,
 } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
+import { buffer } from 'node:stream/consumers';
 import type { DrillFault } from '@retrysafe/contract';
 
 /** The contract's `DrillFault`, or `'truncate-response'`: status, headers and half the body, then a reset. */
@@ -181,7 +182,7 @@ function resetSocket(socket: Socket): void {
 type Upstream = { status: number; headers: IncomingHttpHeaders; body: Buffer };
 
 /** Sends the request on to the sandbox and reads its whole answer. */
-function forwardTo(
+async function forwardTo(
   up: { target: URL; basePath: string; agent: Agent },
   req: IncomingMessage,
   body: Buffer,
@@ -189,28 +190,18 @@ function forwardTo(
   const headers = endToEnd(req.headers, 'host');
   headers.host = up.target.host;
   headers['content-length'] = String(body.length);
-  return new Promise((resolve, reject) => {
-    const request = httpRequest(
-      {
-        hostname: up.target.hostname.replace(/^\[|\]$/g, ''),
-        port: up.target.port || 80,
-        method: req.method,
-        path: up.basePath + (req.url ?? '/'),
-        headers,
-        agent: up.agent,
-      },
-      (res) => {
-        const chunks: Buffer[] = [];
-        res.on('data', (c: Buffer) => chunks.push(c));
-        res.on('end', () =>
-          resolve({ status: res.statusCode ?? 502, headers: res.headers, body: Buffer.concat(chunks) }),
-        );
-        res.on('error', reject);
-      },
-    );
-    request.on('error', reject);
-    request.end(body);
+  const request = httpRequest({
+    hostname: up.target.hostname.replace(/^\[|\]$/g, ''),
+    port: up.target.port || 80,
+    method: req.method,
+    path: up.basePath + (req.url ?? '/'),
+    headers,
+    agent: up.agent,
   });
+  request.on('error', () => {}); // before the response, `once` rejects with it; after, the body read does
+  request.end(body);
+  const [res] = (await once(request, 'response')) as [IncomingMessage];
+  return { status: res.statusCode ?? 502, headers: res.headers, body: await buffer(res) };
 }
 
 function relay(res: ServerResponse, upstream: Upstream): void {
@@ -262,24 +253,6 @@ function holdUntilClientGivesUp(req: IncomingMessage, ms: number, holds: Set<() 
   });
 }
 
-/** A loopback server on a free port that keeps track of its sockets (close destroys them). */
-async function listen(
-  sockets: Set<Socket>,
-  handler: (req: IncomingMessage, res: ServerResponse) => void,
-): Promise<Server> {
-  const server = createServer(handler);
-  server.keepAliveTimeout = 5_000;
-  server.on('connection', (s) => {
-    sockets.add(s);
-    s.on('close', () => sockets.delete(s));
-  });
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => resolve());
-  });
-  return server;
-}
-
 /**
  * Starts a loopback HTTP proxy between an SDK and a sandbox server that injects faults per request
  * and records every request. Real TCP: the SDK sees real resets, timeouts and status codes.
@@ -292,7 +265,6 @@ export async function startFaultProxy(options: FaultProxyOptions) {
   const requests: ProxyRequest[] = [];
   const waiters = new Set<{ count: number; resolve: () => void }>();
   const scriptErrors: string[] = [];
-  const sockets = new Set<Socket>();
   const holds = new Set<() => void>();
   const upstreamAgent = new Agent({ keepAlive: true });
   const upstreamOf = { target, basePath, agent: upstreamAgent };
@@ -300,9 +272,7 @@ export async function startFaultProxy(options: FaultProxyOptions) {
   const late = createLateQueue(options.clock ?? { now: () => Date.now() });
 
   async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
-    const chunks: Buffer[] = [];
-    for await (const c of req) chunks.push(c as Buffer);
-    const body = Buffer.concat(chunks);
+    const body = await buffer(req);
     // A late commit that is due lands before this request reaches the provider.
     await late.applyDue(false).catch(() => undefined);
     const n = ++calls;
@@ -373,11 +343,11 @@ export async function startFaultProxy(options: FaultProxyOptions) {
   }
 
   let calls = 0;
-  const server = await listen(sockets, (req, res) => {
-    handle(req, res).catch(() => {
-      if (!req.socket.destroyed) resetSocket(req.socket);
-    });
+  const server = createServer((req, res) => {
+    handle(req, res).catch(() => resetSocket(req.socket));
   });
+  server.keepAliveTimeout = 5_000;
+  await once(server.listen(0, '127.0.0.1'), 'listening');
   const proxy = {
     /** `http://127.0.0.1:PORT` — point the SDK here. */
     url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
@@ -406,7 +376,7 @@ export async function startFaultProxy(options: FaultProxyOptions) {
       if (closed) return;
       closed = true;
       for (const stop of [...holds, ...late.holds]) stop();
-      for (const s of sockets) s.destroy();
+      server.closeAllConnections();
       upstreamAgent.destroy();
       await new Promise<void>((resolve) => server.close(() => resolve()));
     },
