@@ -3,10 +3,10 @@ import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:
 import { tmpdir } from 'node:os';
 import { dirname, isAbsolute, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import type { DrillSandbox } from '@retrysafe/contract';
-import type { PolicyOverrides } from '@retrysafe/core';
+import type { DrillOperation, DrillSandbox } from '@retrysafe/contract';
 import type { CrashWorkerMessage } from './crash-worker.js';
 import { seededRandom } from './drill-clock.js';
+import type { ConformanceOptions } from './drill-types.js';
 import { startFaultProxy } from './fault-proxy.js';
 
 /** Where the crash drill kills the worker (SIGKILL). */
@@ -23,10 +23,11 @@ export interface CrashDrillSandbox extends Omit<DrillSandbox, 'expireKeys'> {
   countFor?(run: { readonly providerKey: string | null; readonly params: unknown }): number | Promise<number>;
 }
 
-export interface CrashDrillOptions {
+export interface CrashDrillOptions
+  extends Pick<ConformanceOptions, 'policy' | 'seed' | 'timeoutMs'>,
+    Pick<DrillOperation, 'params'> {
   /** Seeded runs, each SIGKILLed at its point (or finishing if it never reaches it). */
   readonly runs: number;
-  readonly seed?: number;
   /** Kill points to draw from (default all four). */
   readonly points?: readonly CrashPoint[];
   /** Absolute path of an ESM module exporting `createAdapter({ baseUrl, timeoutMs, options })`, loaded in the child. */
@@ -34,8 +35,6 @@ export interface CrashDrillOptions {
   /** JSON options handed to that `createAdapter`. */
   readonly adapterOptions?: unknown;
   readonly operation: string;
-  /** Params of run i, a business operation of its own. */
-  params(i: number): unknown;
   startSandbox(): Promise<CrashDrillSandbox>;
   /** Runs killed before one recovery process takes over the batch (default 50). */
   readonly batchSize?: number;
@@ -43,8 +42,6 @@ export interface CrashDrillOptions {
   readonly perProcess?: number;
   /** Lease of the killed workers; the recovering process's clock runs this far ahead (default 5000). */
   readonly leaseMs?: number;
-  readonly timeoutMs?: number;
-  readonly policy?: PolicyOverrides;
   /** Where the JSON report goes; default a temp dir. */
   readonly outFile?: string;
   /** A proxy holds a seeded `share` (0–1) of first creates past timeout and lease (`holdMs`), then applies them late. */
@@ -148,7 +145,7 @@ async function runGroupToItsPoints(
 }
 
 /** The runs of one seed: a kill point drawn for each, and its params. */
-function planRuns(options: CrashDrillOptions, seed: number) {
+function planRuns(options: CrashDrillOptions, seed: number, perProcess: number) {
   if (!Number.isInteger(options.runs) || options.runs <= 0) throw new TypeError('runs must be a positive integer');
   if (typeof options.adapterModule !== 'string' || !isAbsolute(options.adapterModule))
     throw new TypeError('adapterModule must be an absolute path to an ESM module exporting createAdapter');
@@ -156,7 +153,6 @@ function planRuns(options: CrashDrillOptions, seed: number) {
   for (const p of points)
     if (!CRASH_POINTS.includes(p))
       throw new TypeError(`unknown crash point '${String(p)}'; known: ${CRASH_POINTS.join(', ')}`);
-  const perProcess = options.perProcess ?? 10;
   if (!Number.isInteger(perProcess) || perProcess <= 0) throw new TypeError('perProcess must be a positive integer');
   const random = seededRandom(seed);
   return Array.from({ length: options.runs }, (_, index) => ({
@@ -237,14 +233,9 @@ function countRuns(rs: readonly CrashRunResult[]) {
  * the ledger and re-runs every job as its caller would. Reports duplicates and losses (no record, or not done).
  */
 export async function runCrashDrill(options: CrashDrillOptions) {
-  const seed = options.seed ?? 1;
-  const plan = planRuns(options, seed);
-  const leaseMs = options.leaseMs ?? 5_000;
-  const batchSize = options.batchSize ?? 50;
-  const perProcess = options.perProcess ?? 10;
-  const timeoutMs = options.timeoutMs ?? 5_000;
+  const { seed = 1, leaseMs = 5_000, batchSize = 50, perProcess = 10, timeoutMs = 5_000, slowNetwork: slow } = options;
+  const plan = planRuns(options, seed, perProcess);
   if (options.outFile !== undefined) mkdirSync(dirname(options.outFile), { recursive: true });
-  const slow = options.slowNetwork;
   if (slow !== undefined && !(typeof slow.share === 'number' && slow.share >= 0 && slow.share <= 1))
     throw new TypeError('slowNetwork.share must be a number from 0 to 1');
   const holdMs = slow?.holdMs ?? leaseMs + timeoutMs + 500;
