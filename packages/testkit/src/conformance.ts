@@ -14,7 +14,7 @@ import {
 } from '@retrysafe/contract';
 import { afterAll, describe, expect, it } from 'vitest';
 import { disposeDrillContext, runScenario, writeSummary } from './drill.js';
-import { createDrillContext, DEFAULT_DRILL_TIMEOUT_MS, type DrillContext, startHarness } from './drill-harness.js';
+import { createDrillContext, type DrillContext, startHarness } from './drill-harness.js';
 import { type ConformanceOptions, SCENARIO_TITLES, SCENARIOS } from './drill-types.js';
 import type { FaultProxy, FaultScript } from './fault-proxy.js';
 
@@ -119,8 +119,7 @@ function frameCases(options: ConformanceOptions, context: () => DrillContext): v
   type Case = (h: { adapter: AdapterV1; proxy: FaultProxy }) => Promise<void>;
   const test = (title: string, fn: Case, run: { faults?: FaultScript; timeoutMs?: number } = {}) =>
     it(title, async () => {
-      const timeoutMs = run.timeoutMs ?? options.timeoutMs ?? DEFAULT_DRILL_TIMEOUT_MS;
-      const h = await startHarness(context(), run.faults ?? [], timeoutMs);
+      const h = await startHarness(context(), run.faults ?? [], run.timeoutMs);
       try {
         await fn(h);
       } finally {

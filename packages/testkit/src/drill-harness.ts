@@ -80,7 +80,8 @@ export function createDrillContext(options: ConformanceOptions) {
   const outDir = options.outDir ?? mkdtempSync(join(tmpdir(), `retrysafe-drill-${options.name}-`));
   mkdirSync(outDir, { recursive: true });
   const workDir = mkdtempSync(join(tmpdir(), `retrysafe-drill-ledgers-`));
-  return { options, outDir, workDir, nextIndex: 0, results: [] as ScenarioResult[] };
+  const timeoutMs = options.timeoutMs ?? DEFAULT_DRILL_TIMEOUT_MS;
+  return { options, timeoutMs, outDir, workDir, nextIndex: 0, results: [] as ScenarioResult[] };
 }
 
 export type DrillContext = ReturnType<typeof createDrillContext>;
@@ -93,10 +94,7 @@ export async function startHarness(ctx: DrillContext, faults: FaultScript, timeo
   let inner: AdapterV1;
   try {
     proxy = await startFaultProxy({ target: sandbox.url, faults, clock, recordHeaders: o.recordHeaders });
-    inner = await o.createAdapter({
-      baseUrl: proxy.url,
-      timeoutMs: timeoutOverrideMs ?? o.timeoutMs ?? DEFAULT_DRILL_TIMEOUT_MS,
-    });
+    inner = await o.createAdapter({ baseUrl: proxy.url, timeoutMs: timeoutOverrideMs ?? ctx.timeoutMs });
   } catch (err) {
     await proxy?.close();
     await sandbox.close();

@@ -9,13 +9,7 @@ import {
 import { durationMs } from '@retrysafe/contract/rules';
 import { criteriaFor, readCard, skipReason } from './criteria.js';
 import { CONCURRENCY, type Drive, driveScenario } from './drill-drive.js';
-import {
-  createDrillContext,
-  DEFAULT_DRILL_TIMEOUT_MS,
-  type DrillContext,
-  type Harness,
-  startHarness,
-} from './drill-harness.js';
+import { createDrillContext, type DrillContext, type Harness, startHarness } from './drill-harness.js';
 import type {
   CountCriterion,
   DrillOptions,
@@ -112,7 +106,7 @@ export async function planScenario(ctx: DrillContext, operation: string, scenari
     const why = `the card says this scenario applies (${criteria.why.at(-1)})`;
     return failed(`operations['${operation}'].faults.${needed} is required: ${why}`, criteria);
   }
-  const timeoutMs = o.timeoutMs ?? DEFAULT_DRILL_TIMEOUT_MS;
+  const { timeoutMs } = ctx;
   return {
     scenario,
     operation,
@@ -228,11 +222,7 @@ function unmet(
 
 /** The operation's card, read from a throwaway adapter that never sends anything. */
 async function readDrillCard(ctx: DrillContext, operation: string): Promise<RetrySafetyCard> {
-  const o = ctx.options;
-  const probe = await o.createAdapter({
-    baseUrl: 'http://127.0.0.1:9',
-    timeoutMs: o.timeoutMs ?? DEFAULT_DRILL_TIMEOUT_MS,
-  });
+  const probe = await ctx.options.createAdapter({ baseUrl: 'http://127.0.0.1:9', timeoutMs: ctx.timeoutMs });
   const spec = probe.operations[operation];
   await probe.close?.();
   if (!spec)
