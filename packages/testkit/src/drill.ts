@@ -272,7 +272,6 @@ async function observe(h: Harness, operation: string, d: Drive) {
 
 export type ObservedValues = Awaited<ReturnType<typeof observe>>['observed'];
 
-/** Writes `summary.json` for the results so far and returns it. */
 export function writeSummary(ctx: DrillContext) {
   const results = ctx.results;
   const count = (status: ScenarioResult['status']) => results.filter((r) => r.status === status).length;

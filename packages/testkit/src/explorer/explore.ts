@@ -210,13 +210,9 @@ function successors(ctx: Ctx, g: Graph, w: World): Succ[] | null {
     return null;
   }
   // Computation and ledger writes take no time: time passes only while no live worker has work now.
+  const acting = ['decided', 'observing', 'calling'];
   const computing = w.ws.some(
-    (x) =>
-      !x.paused &&
-      (x.pc === 'decided' ||
-        x.pc === 'observing' ||
-        x.pc === 'calling' ||
-        (x.pc === 'waiting' && w.t + x.offset >= x.op!.wakeAt)),
+    (x) => !x.paused && (x.pc === 'waiting' ? w.t + x.offset >= x.op!.wakeAt : acting.includes(x.pc)),
   );
   const tk = computing ? null : tick(ctx, w);
   if (tk) succ.push(tk);

@@ -121,7 +121,6 @@ function decided(w: World, i: number): Succ {
   if (d.action === 'complete' || d.action === 'handoff') {
     if (!holds(w, i)) return refused(w, i);
     const rec = w.rec!;
-    /** The worker is done, having written `next` (or nothing). */
     const end = (next: OperationRecord, text: string): Succ => ({
       w: setW({ ...w, rec: next }, i, { pc: 'done' }),
       text: `${tag}: ${text}`,
@@ -198,7 +197,6 @@ function refused(w: World, i: number): Succ {
 /** A refused fenced write or a run-out lease: the runner waits for the holder, then takes over (waitForOther → claim). */
 const lostLease = (w: World, i: number) => setW(w, i, { pc: 'idle', role: 'recover', op: null });
 
-/** What a worker knows of the operation it just claimed. */
 function newOp(rec: OperationRecord, dispatchWritten: boolean, takenOver: boolean, leaseEnd: number | null, n: number) {
   const inFlight = ['dispatched', 'unknown', 'reconciling', 'in-progress'].includes(rec.state);
   return {
@@ -287,6 +285,7 @@ function call(ctx: Ctx, w: World, i: number): Succ[] {
 }
 
 const TIMEOUT: Outcome = { kind: 'unknown', cause: 'timeout', message: 'timed out' };
+const REFUSED: Outcome = { kind: 'not-applied', message: 'connection refused' };
 
 /** One call under one network fate: the provider afterwards, the answer the client sees, in words; null if moot. */
 function network(ctx: Ctx, fate: Fate, prov: ProviderState, t: number): [ProviderState, Outcome, string] | null {
@@ -297,11 +296,7 @@ function network(ctx: Ctx, fate: Fate, prov: ProviderState, t: number): [Provide
       return [r.p, r.answer, `delivered → ${describeObs(r.answer)}`];
     }
     case 'refused':
-      return [
-        prov,
-        { kind: 'not-applied', message: 'connection refused' },
-        'connection refused (never reached the provider)',
-      ];
+      return [prov, REFUSED, 'connection refused (never reached the provider)'];
     case 'lost-before':
       return [prov, TIMEOUT, 'lost before the provider → client times out'];
     case 'lost-after': {
