@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { once } from 'node:events';
+import { EventEmitter, once } from 'node:events';
 import {
   Agent,
   createServer,
@@ -263,7 +263,7 @@ export async function startFaultProxy(options: FaultProxyOptions) {
   let script = validateScript(options.faults ?? []);
   const recordHeaders = new Set(['idempotency-key', ...(options.recordHeaders ?? []).map((h) => h.toLowerCase())]);
   const requests: ProxyRequest[] = [];
-  const waiters = new Set<{ count: number; resolve: () => void }>();
+  const arrivals = new EventEmitter();
   const scriptErrors: string[] = [];
   const holds = new Set<() => void>();
   const upstreamAgent = new Agent({ keepAlive: true });
@@ -290,11 +290,7 @@ export async function startFaultProxy(options: FaultProxyOptions) {
     }
     const index = requests.length;
     requests.push(requestEntry(n, info, recordHeaders, body, fault, proxy.label));
-    for (const w of waiters) {
-      if (requests.length < w.count) continue;
-      waiters.delete(w);
-      w.resolve();
-    }
+    arrivals.emit('request');
     const note = (patch: Partial<ProxyRequest>) => {
       requests[index] = { ...requests[index]!, ...patch };
     };
@@ -362,9 +358,8 @@ export async function startFaultProxy(options: FaultProxyOptions) {
     /** A label recorded on requests arriving from now on (the drill attributes requests to adapter calls with it). */
     label: undefined as string | undefined,
     /** Resolves once `count` requests have arrived (and been recorded). */
-    waitForRequests(count: number): Promise<void> {
-      if (requests.length >= count) return Promise.resolve();
-      return new Promise((resolve) => waiters.add({ count, resolve }));
+    async waitForRequests(count: number): Promise<void> {
+      while (requests.length < count) await once(arrivals, 'request');
     },
     /** Lets the provider apply every request a `late-commit` still holds (before counting records). */
     flushLate: () => late.applyDue(true),

@@ -84,11 +84,7 @@ export function claimDispatchCases(test: Test): void {
     await l.setState(ref, { state: 'succeeded', now: T0 + 5002 });
     const terminal = await l.claim(claimInput('dispatch-existing', { owner: 'w3', dispatch: true, now: T0 + 5003 }));
     expect(terminal.kind).toBe('terminal');
-    expect(await l.get(id('dispatch-existing'))).toMatchObject({
-      state: 'succeeded',
-      fence: 2,
-      attemptCount: 0,
-    });
+    expect(await l.get(id('dispatch-existing'))).toMatchObject({ state: 'succeeded', fence: 2, attemptCount: 0 });
   });
 }
 

@@ -97,12 +97,7 @@ function writeCases(test: Test): void {
   test('setState stores result, refs and releases the lease on a terminal state; a terminal record answers terminal', async (l) => {
     const { ref } = await claimed(l, 'done');
     await l.markDispatched(ref, T0 + 1);
-    await l.setState(ref, {
-      state: 'in-progress',
-      statusRef: '/status/1',
-      lastOutcome: 'in-progress',
-      now: T0 + 2,
-    });
+    await l.setState(ref, { state: 'in-progress', statusRef: '/status/1', lastOutcome: 'in-progress', now: T0 + 2 });
     const done = await l.setState(ref, {
       state: 'succeeded',
       result: { id: 'rec_1', deep: [1, 2] },
