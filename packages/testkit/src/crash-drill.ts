@@ -103,14 +103,6 @@ function workerBase(o: CrashDrillOptions, baseUrl: string, ledgerPath: string, l
 const errorIn = (messages: readonly CrashWorkerMessage[]) =>
   messages.find((m): m is Extract<CrashWorkerMessage, { type: 'error' }> => m.type === 'error');
 
-const newTally = () => ({
-  problems: [] as string[],
-  results: [] as CrashRunResult[],
-  recoverActions: {} as Record<string, number>,
-  workersKilled: 0,
-});
-type Tally = ReturnType<typeof newTally>;
-
 /** One process runs the group's jobs at once, SIGKILLed once each stopped at its point or finished; true if killed. */
 async function runGroupToItsPoints(
   base: WorkerBase,
@@ -182,23 +174,6 @@ async function startSlowProxy(target: string, share: number, holdMs: number, see
   return Object.assign(slow, { proxy });
 }
 
-/** A fresh process, its clock past the dead workers' leases, recovers the batch and re-runs every job. */
-async function recoverBatch(base: WorkerBase, batch: readonly PlannedRun[], tally: Tally, b: number) {
-  const jobs = batch.map((r) => ({ ...r, point: null }));
-  const r = spawnWorker({ ...base, mode: 'recover', clockSkewMs: base.leaseMs + 1_000, jobs }, () => {});
-  const exit = await r.exit;
-  const recovered = r.messages.find((m): m is Recovered => m.type === 'recovered');
-  if (!recovered) {
-    const why = errorIn(r.messages)?.message.split('\n').slice(0, 3).join(' | ') ?? r.stderr.split('\n')[0];
-    tally.problems.push(`batch ${b}: recovery process failed (${exit.signal ?? exit.code}): ${why}`);
-  }
-  for (const rep of recovered?.reports ?? []) {
-    const action = `${rep.from}→${rep.to} (${rep.action})`;
-    tally.recoverActions[action] = (tally.recoverActions[action] ?? 0) + 1;
-  }
-  return recovered;
-}
-
 /** One run's end: how its worker died, where recovery left it, and the records the provider holds for it. */
 function runResult(
   job: PlannedRun,
@@ -245,38 +220,45 @@ export async function runCrashDrill(options: CrashDrillOptions) {
   const work = mkdtempSync(join(tmpdir(), 'retrysafe-crash-'));
   const outFile = options.outFile ?? join(work, 'crash-report.json');
   let reportInWork = false;
-  const tally = newTally();
+  const url = late?.proxy.url ?? sandbox.url;
+  const problems: string[] = [];
+  const results: CrashRunResult[] = [];
+  const recoverActions: Record<string, number> = {};
+  let workersKilled = 0;
   try {
     for (let b = 0; b * batchSize < plan.length; b += 1) {
       const batch = plan.slice(b * batchSize, (b + 1) * batchSize);
-      const base = workerBase(
-        options,
-        late?.proxy.url ?? sandbox.url,
-        join(work, `ledger-${b}.db`),
-        leaseMs,
-        timeoutMs,
-      );
+      const base = workerBase(options, url, join(work, `ledger-${b}.db`), leaseMs, timeoutMs);
       const runs = new Map<number, RunEnd>();
       const groups: PlannedRun[][] = [];
       for (let g = 0; g < batch.length; g += perProcess) groups.push(batch.slice(g, g + perProcess));
-      const nextGroup = async (): Promise<void> => {
-        const group = groups.shift();
-        if (!group) return;
-        if (await runGroupToItsPoints(base, group, runs, tally.problems)) tally.workersKilled += 1;
-        await nextGroup();
+      const nextGroups = async () => {
+        for (let group = groups.shift(); group; group = groups.shift())
+          if (await runGroupToItsPoints(base, group, runs, problems)) workersKilled += 1;
       };
-      await Promise.all([nextGroup(), nextGroup()]); // two worker processes at a time
-      const recovered = await recoverBatch(base, batch, tally, b);
+      await Promise.all([nextGroups(), nextGroups()]); // two worker processes at a time
+      // A fresh process, its clock past the dead workers' leases, recovers the batch and re-runs every job.
+      const jobs = batch.map((r) => ({ ...r, point: null }));
+      const r = spawnWorker({ ...base, mode: 'recover', clockSkewMs: base.leaseMs + 1_000, jobs }, () => {});
+      const exit = await r.exit;
+      const recovered = r.messages.find((m): m is Recovered => m.type === 'recovered');
+      if (!recovered) {
+        const why = errorIn(r.messages)?.message.split('\n').slice(0, 3).join(' | ') ?? r.stderr.split('\n')[0];
+        problems.push(`batch ${b}: recovery process failed (${exit.signal ?? exit.code}): ${why}`);
+      }
+      for (const { from, to, action } of recovered?.reports ?? []) {
+        const key = `${from}→${to} (${action})`;
+        recoverActions[key] = (recoverActions[key] ?? 0) + 1;
+      }
       if (late) await late.proxy.flushLate();
       for (const job of batch) {
         const res = recovered?.results.find((x) => x.index === job.index);
         const providerKey = res?.providerKey ?? null;
         const records = sandbox.countFor ? await sandbox.countFor({ providerKey, params: job.params }) : null;
-        tally.results.push(runResult(job, runs.get(job.index)!, res, records));
+        results.push(runResult(job, runs.get(job.index)!, res, records));
       }
       for (const suffix of ['', '-wal', '-shm']) rmSync(base.ledgerPath + suffix, { force: true });
     }
-    const { problems, results } = tally;
     const providerRecords = await sandbox.count(options.operation);
     // Also catches a duplicate made under another key, which a per-key count cannot see.
     if (providerRecords !== options.runs)
@@ -289,13 +271,13 @@ export async function runCrashDrill(options: CrashDrillOptions) {
       runs: options.runs,
       seed,
       killed: all.killed,
-      workersKilled: tally.workersKilled,
+      workersKilled,
       duplicates,
       lost: all.lost,
       byPoint: Object.fromEntries(byPoint) as Record<CrashPoint, ReturnType<typeof countRuns>>,
       providerRecords,
       recoveries: Math.ceil(plan.length / batchSize),
-      recoverActions: tally.recoverActions,
+      recoverActions,
       problems,
       results,
       outFile,
