@@ -94,7 +94,6 @@ export type CrashWorkerConfig = WorkerBase & {
   readonly clockSkewMs?: number;
 };
 
-/** What every worker process of one batch is told. */
 function workerBase(o: CrashDrillOptions, baseUrl: string, ledgerPath: string, leaseMs: number, timeoutMs: number) {
   const { adapterModule, adapterOptions, operation, policy } = o;
   return { adapterModule, adapterOptions, operation, policy, baseUrl, ledgerPath, leaseMs, timeoutMs };

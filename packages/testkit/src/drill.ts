@@ -240,22 +240,16 @@ async function observe(h: Harness, operation: string, d: Drive) {
     return -1;
   });
   const proxyRequests = h.proxy.requests.map((r) => ({ ...r, phase: phaseOf(r) }));
+  const total = proxyRequests.length;
   const duringExecute = proxyRequests.filter((r) => r.phase === 'execute').length;
   const duringLookup = proxyRequests.filter((r) => r.phase === 'lookup').length;
-  const perExecute = new Map<string, number>();
-  for (const r of proxyRequests)
-    if (r.label?.startsWith('execute#')) perExecute.set(r.label, (perExecute.get(r.label) ?? 0) + 1);
-  const maxRequestsInOneExecute = Math.max(0, ...perExecute.values());
+  const calls = proxyRequests.flatMap(({ label }) => (label?.startsWith('execute#') ? [label] : []));
+  const maxRequestsInOneExecute = Math.max(0, ...calls.map((call) => calls.filter((c) => c === call).length));
   const observed = {
     providerRecords,
     attemptsAtProxy: duringExecute,
     /** Requests at the proxy during `doExecute` calls / `doLookup` calls / outside either. */
-    requests: {
-      total: proxyRequests.length,
-      duringExecute,
-      duringLookup,
-      other: proxyRequests.length - duringExecute - duringLookup,
-    },
+    requests: { total, duringExecute, duringLookup, other: total - duringExecute - duringLookup },
     executeCalls: h.tracker.executeCalls,
     lookupCalls: h.tracker.lookupCalls,
     /** The largest number of proxy requests seen inside one `doExecute` call. */

@@ -174,14 +174,12 @@ function endToEnd(from: IncomingHttpHeaders, also?: string): Record<string, stri
   return headers;
 }
 
-/** Resets the client's TCP connection (RST). */
 function resetSocket(socket: Socket): void {
   if (!socket.destroyed) socket.resetAndDestroy();
 }
 
 type Upstream = { status: number; headers: IncomingHttpHeaders; body: Buffer };
 
-/** Sends the request on to the sandbox and reads its whole answer. */
 async function forwardTo(
   up: { target: URL; basePath: string; agent: Agent },
   req: IncomingMessage,
@@ -345,9 +343,7 @@ export async function startFaultProxy(options: FaultProxyOptions) {
   server.keepAliveTimeout = 5_000;
   await once(server.listen(0, '127.0.0.1'), 'listening');
   const proxy = {
-    /** `http://127.0.0.1:PORT` — point the SDK here. */
     url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
-    /** Every request seen, in arrival order. */
     requests: requests as readonly ProxyRequest[],
     /** Errors thrown by (or invalid faults returned from) a fault script; such calls were answered 500. */
     scriptErrors: scriptErrors as readonly string[],

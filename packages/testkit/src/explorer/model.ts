@@ -138,7 +138,6 @@ export function lookupAt(pm: ProviderModel, p: ProviderState, t: number): { p: P
   return { p, result: { kind: 'not-found', reason: 'no record for this operation' } };
 }
 
-/** What every step reads. */
 export function contextFor(options: ExploreOptions) {
   const card = options.card;
   const policy = resolvePolicy(card, options.policy);

@@ -253,9 +253,7 @@ function claim(ctx: Ctx, w: World, i: number, dispatch: boolean, text: string): 
 }
 
 function call(ctx: Ctx, w: World, i: number): Succ[] {
-  const me = w.ws[i]!;
-  const op = me.op!;
-  const tag = me.name;
+  const { name: tag, op } = w.ws[i]! as WorkerState & { op: OpState };
   const n = now(w, i);
   // The runner checks its own lease immediately before every provider call.
   const leaseLive = holds(w, i) && w.rec!.leaseExpiresAt! > w.t;
@@ -323,9 +321,7 @@ function network(ctx: Ctx, fate: Fate, prov: ProviderState, t: number): [Provide
 }
 
 function observe(ctx: Ctx, w: World, i: number): Succ {
-  const me = w.ws[i]!;
-  const op = me.op!;
-  const tag = me.name;
+  const { name: tag, op } = w.ws[i]! as WorkerState & { op: OpState };
   const n = now(w, i);
   if (!holds(w, i)) return refused(w, i);
   const obs = op.obs!;
