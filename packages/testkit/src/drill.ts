@@ -1,35 +1,24 @@
 import { rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import {
-  AdapterConfigurationError,
-  type DrillFault,
-  type DrillOperation,
-  type RetrySafetyCard,
-} from '@retrysafe/contract';
+import { AdapterConfigurationError, type DrillOperation, type RetrySafetyCard } from '@retrysafe/contract';
 import { durationMs } from '@retrysafe/contract/rules';
 import { criteriaFor, readCard, skipReason } from './criteria.js';
 import { CONCURRENCY, type Drive, driveScenario } from './drill-drive.js';
 import { createDrillContext, type DrillContext, type Harness, startHarness } from './drill-harness.js';
-import type {
-  CountCriterion,
-  DrillOptions,
-  DrillOutcome,
-  PassCriteria,
-  ScenarioId,
-  ScenarioResult,
-} from './drill-types.js';
+import type { DrillOptions, PassCriteria, ScenarioId, ScenarioResult } from './drill-types.js';
 import { SCENARIO_TITLES, SCENARIOS } from './drill-types.js';
 import type { FaultScript, ProxyRequest } from './fault-proxy.js';
 
 /** The client timeout of the late-commit scenario (the request is held until the client gives up). */
 const LATE_COMMIT_TIMEOUT_MS = 400;
-const DEFAULT_RATE_LIMITED: DrillFault = { kind: 'status', status: 429, retryAfterS: 2 };
+const DEFAULT_RATE_LIMITED = { kind: 'status', status: 429, retryAfterS: 2 } as const;
 
 const phaseOf = (r: ProxyRequest): 'execute' | 'lookup' | 'other' =>
   r.label?.startsWith('execute') ? 'execute' : r.label === 'lookup' ? 'lookup' : 'other';
 
-const meets = (c: CountCriterion, n: number) => ('exact' in c ? n === c.exact : n <= c.max && n >= (c.min ?? 0));
-const describeCount = (c: CountCriterion) =>
+type Count = PassCriteria['attemptsAtProxy'];
+const meets = (c: Count, n: number) => ('exact' in c ? n === c.exact : n <= c.max && n >= (c.min ?? 0));
+const describeCount = (c: Count) =>
   'exact' in c ? `exactly ${c.exact}` : c.min !== undefined ? `${c.min}–${c.max}` : `at most ${c.max}`;
 const safeName = (s: string) => s.replace(/[^A-Za-z0-9._-]+/g, '_');
 
@@ -40,7 +29,7 @@ function lateApplyMs(card: RetrySafetyCard): number {
   return value === undefined || value === 'unknown' ? 10 * 60_000 : durationMs(value);
 }
 
-type ScriptInput = DrillOperation['faults'] & { card: RetrySafetyCard; timeoutMs: number; rateLimited: DrillFault };
+type ScriptInput = DrillOperation['faults'] & { card: RetrySafetyCard; timeoutMs: number };
 
 /** The faults the proxy plays for each scenario, in order (a function: the same fault every time); none otherwise. */
 const FAULT_SCRIPTS: Partial<Record<ScenarioId, (f: ScriptInput) => FaultScript>> = {
@@ -54,7 +43,7 @@ const FAULT_SCRIPTS: Partial<Record<ScenarioId, (f: ScriptInput) => FaultScript>
     ({ transient }) =>
     () =>
       transient!,
-  'rate-limited': ({ rateLimited }) => [rateLimited],
+  'rate-limited': ({ rateLimited }) => [rateLimited!],
   // the provider has the work (forwarded, committed); the caller is told "in progress"
   'in-progress': ({ inProgress: f }) => [typeof f === 'object' && f.kind === 'status' ? { ...f, forward: true } : f!],
 };
@@ -254,12 +243,12 @@ async function observe(h: Harness, operation: string, d: Drive) {
     lookupCalls: h.tracker.lookupCalls,
     /** The largest number of proxy requests seen inside one `doExecute` call. */
     maxRequestsInOneExecute,
-    outcomes: d.outcomes as readonly DrillOutcome[],
+    outcomes: d.outcomes,
     handoffs: h.packets.length,
-    handoffReasons: h.packets.map((p) => p.reason) as readonly string[],
+    handoffReasons: h.packets.map((p) => p.reason),
     /** For `rate-limited`: virtual time between the end of attempt 1 and the start of attempt 2. */
     ...(d.waitedMs !== undefined ? { waitedMs: d.waitedMs } : {}),
-    errors: d.errors as readonly string[],
+    errors: d.errors,
   };
   return { observed, proxyRequests };
 }

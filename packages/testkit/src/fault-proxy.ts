@@ -1,13 +1,6 @@
 import { createHash } from 'node:crypto';
 import { EventEmitter, once } from 'node:events';
-import {
-  Agent,
-  createServer,
-  request as httpRequest,
-  type IncomingHttpHeaders,
-  type IncomingMessage,
-  type ServerResponse,
-} from 'node:http';
+import { Agent, createServer, request as httpRequest, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
 import { buffer } from 'node:stream/consumers';
 import type { DrillFault } from '@retrysafe/contract';
@@ -18,7 +11,7 @@ export type Fault = DrillFault | 'truncate-response';
 export type FaultRequestInfo = {
   readonly method: string;
   readonly path: string;
-  readonly headers: IncomingHttpHeaders;
+  readonly headers: IncomingMessage['headers'];
 };
 
 /** One entry per call (1-based; past the end every call is `'pass'`), or a function of the call number. */
@@ -167,7 +160,7 @@ const HOP_BY_HOP = new Set(
 );
 
 /** The headers worth relaying: neither hop-by-hop nor content-length (set anew), nor `also`. */
-function endToEnd(from: IncomingHttpHeaders, also?: string): Record<string, string | string[]> {
+function endToEnd(from: IncomingMessage['headers'], also?: string): Record<string, string | string[]> {
   const headers: Record<string, string | string[]> = {};
   for (const [k, v] of Object.entries(from))
     if (v !== undefined && !HOP_BY_HOP.has(k) && k !== 'content-length' && k !== also) headers[k] = v;
@@ -178,7 +171,7 @@ function resetSocket(socket: Socket): void {
   if (!socket.destroyed) socket.resetAndDestroy();
 }
 
-type Upstream = { status: number; headers: IncomingHttpHeaders; body: Buffer };
+type Upstream = { status: number; headers: IncomingMessage['headers']; body: Buffer };
 
 async function forwardTo(
   up: { target: URL; basePath: string; agent: Agent },

@@ -1,11 +1,4 @@
-import {
-  type ClaimInput,
-  type ClaimResult,
-  type Fenced,
-  type Ledger,
-  LedgerError,
-  type ProviderKey,
-} from '@retrysafe/contract';
+import { type ClaimInput, type ClaimResult, type Fenced, type Ledger, LedgerError } from '@retrysafe/contract';
 import { claimTransition } from '@retrysafe/contract/ledger';
 import { expect } from 'vitest';
 import { claimed, claimInput, id, packet, refused, T0, type Test } from './fixtures.js';
@@ -43,7 +36,7 @@ export function claimTableCases(test: Test): void {
   const revised = {
     params: { fixed: true },
     paramsFingerprint: 'sha256:params-b',
-    providerKey: 'rs-revised' as ProviderKey,
+    providerKey: 'rs-revised' as ClaimInput['providerKey'],
   };
   /** The claim's fields, or a function of the existing record's fence. */
   type Over = Partial<ClaimInput> | ((ref: Fenced | null) => Partial<ClaimInput>);

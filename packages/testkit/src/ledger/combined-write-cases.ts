@@ -1,25 +1,6 @@
-import {
-  type Fenced,
-  InvalidStateError,
-  LeaseLostError,
-  LedgerError,
-  type ProviderKey,
-  type StatePatch,
-} from '@retrysafe/contract';
+import { InvalidStateError, LeaseLostError, LedgerError, type ProviderKey } from '@retrysafe/contract';
 import { expect } from 'vitest';
-import {
-  claimed,
-  claimInput,
-  expectClaimed,
-  id,
-  idsOf,
-  packet,
-  receipt,
-  refused,
-  T0,
-  type Test,
-  type TypedError,
-} from './fixtures.js';
+import { claimed, claimInput, expectClaimed, id, idsOf, packet, receipt, refused, T0, type Test } from './fixtures.js';
 
 /** The combined writes of a two-write clean run: claim with dispatch. */
 export function claimDispatchCases(test: Test): void {
@@ -116,7 +97,7 @@ export function receiptCases(test: Test): void {
     const second = await claimed(l, 'atomic', { owner: 'worker-2', now: T0 + 1000 });
     const before = await l.get(id('atomic'));
     const done = { state: 'succeeded', result: { id: 'x' } } as const;
-    const writes: [Fenced, StatePatch, TypedError][] = [
+    const writes: [...Parameters<typeof l.setState>, Parameters<typeof refused>[1]][] = [
       [first.ref, { ...done, now: T0 + 1001, receipt: receipt('atomic', 1, null) }, LeaseLostError], // stale fence
       [second.ref, { ...done, now: T0 + 1002, receipt: receipt('atomic', 2, null) }, LedgerError], // wrong seq
       [second.ref, { state: 'unknown', now: T0 + 1003, receipt: receipt('other', 1, null) }, LedgerError], // another op's
