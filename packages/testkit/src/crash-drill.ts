@@ -174,12 +174,7 @@ async function startSlowProxy(target: string, share: number, holdMs: number, see
 }
 
 /** One run's end: how its worker died, where recovery left it, and the records the provider holds for it. */
-function runResult(
-  job: PlannedRun,
-  run: RunEnd,
-  res: Recovered['results'][number] | undefined,
-  records: number | null,
-) {
+function runResult(job: PlannedRun, run: RunEnd, records: number | null, res?: Recovered['results'][number]) {
   return {
     index: job.index,
     point: job.point,
@@ -254,7 +249,7 @@ export async function runCrashDrill(options: CrashDrillOptions) {
         const res = recovered?.results.find((x) => x.index === job.index);
         const providerKey = res?.providerKey ?? null;
         const records = sandbox.countFor ? await sandbox.countFor({ providerKey, params: job.params }) : null;
-        results.push(runResult(job, runs.get(job.index)!, res, records));
+        results.push(runResult(job, runs.get(job.index)!, records, res));
       }
       for (const suffix of ['', '-wal', '-shm']) rmSync(base.ledgerPath + suffix, { force: true });
     }

@@ -133,12 +133,7 @@ function createLateQueue(clock: { now(): number }) {
     while (held.length > 0 && (all || held[0]!.dueAt <= now)) await held.shift()!.apply();
   }
   /** The client times out (or, if its timeout does not work, is reset after a long hold); then it is queued. */
-  function hold(
-    req: IncomingMessage,
-    afterMs: number,
-    onGaveUp: (gaveUp: boolean) => void,
-    apply: () => Promise<void>,
-  ) {
+  function hold(req: IncomingMessage, afterMs: number, onGaveUp: (yes: boolean) => void, apply: () => Promise<void>) {
     const arrivedAt = clock.now();
     const q = holdUntilClientGivesUp(req, 30_000, holds).then((gaveUp) => {
       onGaveUp(gaveUp);
@@ -173,21 +168,17 @@ function resetSocket(socket: Socket): void {
 
 type Upstream = { status: number; headers: IncomingMessage['headers']; body: Buffer };
 
-async function forwardTo(
-  up: { target: URL; basePath: string; agent: Agent },
-  req: IncomingMessage,
-  body: Buffer,
-): Promise<Upstream> {
+async function forwardTo(target: URL, agent: Agent, req: IncomingMessage, body: Buffer): Promise<Upstream> {
   const headers = endToEnd(req.headers, 'host');
-  headers.host = up.target.host;
+  headers.host = target.host;
   headers['content-length'] = String(body.length);
   const request = httpRequest({
-    hostname: up.target.hostname.replace(/^\[|\]$/g, ''),
-    port: up.target.port || 80,
+    hostname: target.hostname.replace(/^\[|\]$/g, ''),
+    port: target.port || 80,
     method: req.method,
-    path: up.basePath + (req.url ?? '/'),
+    path: target.pathname.replace(/\/$/, '') + (req.url ?? '/'),
     headers,
-    agent: up.agent,
+    agent,
   });
   request.on('error', () => {}); // before the response, `once` rejects with it; after, the body read does
   request.end(body);
@@ -250,7 +241,6 @@ function holdUntilClientGivesUp(req: IncomingMessage, ms: number, holds: Set<() 
  */
 export async function startFaultProxy(options: FaultProxyOptions) {
   const target = assertLoopbackTarget(options.target);
-  const basePath = target.pathname.replace(/\/$/, '');
   let script = validateScript(options.faults ?? []);
   const recordHeaders = new Set(['idempotency-key', ...(options.recordHeaders ?? []).map((h) => h.toLowerCase())]);
   const requests: ProxyRequest[] = [];
@@ -258,7 +248,6 @@ export async function startFaultProxy(options: FaultProxyOptions) {
   const scriptErrors: string[] = [];
   const holds = new Set<() => void>();
   const upstreamAgent = new Agent({ keepAlive: true });
-  const upstreamOf = { target, basePath, agent: upstreamAgent };
   let closed = false;
   const late = createLateQueue(options.clock ?? { now: () => Date.now() });
 
@@ -288,7 +277,7 @@ export async function startFaultProxy(options: FaultProxyOptions) {
     /** Forwards the request and notes the upstream's status; the error when the upstream failed. */
     const send = async (): Promise<Upstream | Error> => {
       try {
-        const up = await forwardTo(upstreamOf, req, body);
+        const up = await forwardTo(target, upstreamAgent, req, body);
         note({ forwarded: true, upstreamStatus: up.status });
         return up;
       } catch (err) {
