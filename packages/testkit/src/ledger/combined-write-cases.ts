@@ -122,24 +122,19 @@ export function receiptCases(test: Test): void {
     const r1 = receipt('handoff-receipt', 1, null);
     await l.appendReceipt(first.ref, r1);
     const r2 = receipt('handoff-receipt', 2, r1.hash);
+    const p = packet('handoff-receipt');
     // wrong seq, then a stale fence: nothing written
-    await refused(
-      l.handOff(first.ref, packet('handoff-receipt'), T0 + 2, receipt('handoff-receipt', 3, r1.hash)),
-      LedgerError,
-    );
+    await refused(l.handOff(first.ref, p, T0 + 2, receipt('handoff-receipt', 3, r1.hash)), LedgerError);
     const second = await claimed(l, 'handoff-receipt', { owner: 'worker-2', now: T0 + 1000 });
-    await refused(l.handOff(first.ref, packet('handoff-receipt'), T0 + 1001, r2), LeaseLostError);
+    await refused(l.handOff(first.ref, p, T0 + 1001, r2), LeaseLostError);
     expect(await l.get(id('handoff-receipt'))).toMatchObject({ state: 'dispatched', handoff: null, fence: 2 });
     expect(await l.receipts(id('handoff-receipt'))).toEqual([r1]);
-    const h = await l.handOff(second.ref, packet('handoff-receipt'), T0 + 1002, r2);
+    const h = await l.handOff(second.ref, p, T0 + 1002, r2);
     expect(h).toMatchObject({ state: 'handed-off', leaseOwner: null, lastOutcome: 'unknown', updatedAt: T0 + 1002 });
     expect(h.handoff?.reason).toBe('unknown-no-safe-resend');
     expect(await l.receipts(id('handoff-receipt'))).toEqual([r1, r2]);
     // already handed off: refused, and the receipt with it
-    await refused(
-      l.handOff(second.ref, packet('handoff-receipt'), T0 + 1003, receipt('handoff-receipt', 3, r2.hash)),
-      InvalidStateError,
-    );
+    await refused(l.handOff(second.ref, p, T0 + 1003, receipt('handoff-receipt', 3, r2.hash)), InvalidStateError);
     expect(await l.receipts(id('handoff-receipt'))).toEqual([r1, r2]);
   });
 

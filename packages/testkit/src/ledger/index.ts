@@ -164,18 +164,10 @@ function writeCases(test: Test): void {
     await l.handOff(ref, packet('after-resolve'), T0 + 1);
     const done = await l.resolve(id('after-resolve'), { action: 'abandon' }, T0 + 2);
     expect(done.fence).toBe(ref.fence);
-    await l.appendReceipt(
-      { businessOperationId: id('after-resolve'), fence: done.fence },
-      receipt('after-resolve', 1, null),
-    );
+    const at = (fence: number) => ({ businessOperationId: id('after-resolve'), fence });
+    await l.appendReceipt(at(done.fence), receipt('after-resolve', 1, null));
     expect(await l.receipts(id('after-resolve'))).toHaveLength(1);
-    await refused(
-      l.appendReceipt(
-        { businessOperationId: id('after-resolve'), fence: done.fence + 1 },
-        receipt('after-resolve', 2, null),
-      ),
-      LeaseLostError,
-    );
+    await refused(l.appendReceipt(at(done.fence + 1), receipt('after-resolve', 2, null)), LeaseLostError);
   });
 
   test('lists recover candidates: non-terminal with no live lease, never terminal ones', async (l) => {
