@@ -115,7 +115,7 @@ async function crashAndRecover(h: Harness, input: DriveInput, d: Drive): Promise
   for (let waited = 0; !h.tracker.died && waited < 20_000; waited += 5) await new Promise((r) => setTimeout(r, 5));
   if (!h.tracker.died) throw new Error('worker A never reached the provider');
   h.tracker.dieAfterExecute = false;
-  const callsBefore = h.tracker.executeCalls;
+  const callsBefore = h.tracker.calls.execute;
   d.notes.push(`before recovery: ${callsBefore} doExecute call(s), ${h.proxy.requests.length} proxy request(s)`);
   const pastRetention = scenario === 'key-past-retention';
   const retention = card.retention.minimum.value;
@@ -139,7 +139,7 @@ async function crashAndRecover(h: Harness, input: DriveInput, d: Drive): Promise
     d.errors.push(`recover() threw ${(err as Error).name}: ${(err as Error).message}`);
     d.outcomes.push('error');
   }
-  const resent = h.tracker.executeCalls - callsBefore;
+  const resent = h.tracker.calls.execute - callsBefore;
   if (pastRetention && card.sideEffect.idempotentByNature.value !== true && resent > 0)
     d.failures.push(
       `${label}: recovery resent the request ${resent} time(s) on a key past retention.minimum; expected lookup or handoff only`,

@@ -239,8 +239,8 @@ async function observe(h: Harness, operation: string, d: Drive) {
     attemptsAtProxy: duringExecute,
     /** Requests at the proxy during `doExecute` calls / `doLookup` calls / outside either. */
     requests: { total, duringExecute, duringLookup, other: total - duringExecute - duringLookup },
-    executeCalls: h.tracker.executeCalls,
-    lookupCalls: h.tracker.lookupCalls,
+    executeCalls: h.tracker.calls.execute,
+    lookupCalls: h.tracker.calls.lookup,
     /** The largest number of proxy requests seen inside one `doExecute` call. */
     maxRequestsInOneExecute,
     outcomes: d.outcomes,
