@@ -295,9 +295,8 @@ export async function runDrill(options: DrillOptions) {
     if (!SCENARIOS.includes(s)) throw new TypeError(`unknown scenario '${String(s)}'; known: ${SCENARIOS.join(', ')}`);
   const ctx = createDrillContext(options);
   try {
-    for (const operation of Object.keys(options.operations)) {
+    for (const operation of Object.keys(options.operations))
       for (const scenario of scenarios) await runScenario(ctx, operation, scenario);
-    }
   } finally {
     disposeDrillContext(ctx);
   }

@@ -200,9 +200,8 @@ function answerWithStatus(res: ServerResponse, fault: Extract<Fault, { kind: 'st
   let payload = '';
   if (fault.body !== undefined) {
     payload = typeof fault.body === 'string' ? fault.body : JSON.stringify(fault.body);
-    if (!Object.keys(headers).some((h) => h.toLowerCase() === 'content-type')) {
+    if (!Object.keys(headers).some((h) => h.toLowerCase() === 'content-type'))
       headers['content-type'] = typeof fault.body === 'string' ? 'text/plain' : 'application/json';
-    }
   }
   headers['content-length'] = String(Buffer.byteLength(payload));
   res.writeHead(fault.status, headers);

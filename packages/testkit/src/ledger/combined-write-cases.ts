@@ -147,15 +147,13 @@ export function receiptCases(test: Test): void {
       paramsFingerprint: 'sha256:params-b',
       providerKey: 'rs-supersede-r2' as ProviderKey,
     };
+    const supersede = (name: string, fence: number, over: Parameters<typeof claimInput>[1] = {}) =>
+      l.claim(claimInput(name, { ...next, now: T0 + 3, supersede: { fence, revision: 2 }, ...over }));
     // a stale fence (someone changed it since the check) answers as without supersede: nothing written
-    const stale = await l.claim(
-      claimInput('supersede', { ...next, now: T0 + 3, supersede: { fence: ref.fence + 7, revision: 2 } }),
-    );
+    const stale = await supersede('supersede', ref.fence + 7);
     expect(stale.kind).toBe('terminal');
     expect((await l.get(id('supersede')))?.paramsFingerprint).toBe('sha256:params-a');
-    const s = await l.claim(
-      claimInput('supersede', { ...next, owner: 'w2', now: T0 + 3, supersede: { fence: ref.fence, revision: 2 } }),
-    );
+    const s = await supersede('supersede', ref.fence, { owner: 'w2' });
     expectClaimed(s);
     expect(s.record).toMatchObject({
       state: 'claimed',
@@ -172,10 +170,7 @@ export function receiptCases(test: Test): void {
     await refused(l.markDispatched(ref, T0 + 4), LeaseLostError);
     // never on a live or succeeded operation
     const live = await claimed(l, 'supersede-live');
-    const supersedeLive = (now: number) =>
-      l.claim(
-        claimInput('supersede-live', { ...next, owner: 'w2', now, supersede: { fence: live.ref.fence, revision: 2 } }),
-      );
+    const supersedeLive = (now: number) => supersede('supersede-live', live.ref.fence, { owner: 'w2', now });
     expect((await supersedeLive(T0)).kind).toBe('busy');
     await l.setState(live.ref, { state: 'succeeded', now: T0 + 1 });
     expect((await supersedeLive(T0 + 2)).kind).toBe('terminal');
