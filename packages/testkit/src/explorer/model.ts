@@ -165,3 +165,5 @@ export function contextFor(options: ExploreOptions) {
     checksLease: options.runnerChecksLease ?? true,
   };
 }
+
+export type Ctx = ReturnType<typeof contextFor>;

@@ -11,19 +11,9 @@ import {
 import * as T from '@retrysafe/contract/ledger';
 import { resendSafety } from '@retrysafe/contract/rules';
 import type { Decision, DecisionState } from '@retrysafe/core';
-import {
-  type contextFor,
-  type Fate,
-  liveKey,
-  lookupAt,
-  type ProviderState,
-  process,
-  STORED_500,
-  type WorkerState,
-  type World,
-} from './model.js';
+import { type Ctx, type Fate, liveKey, lookupAt, process, STORED_500, type WorkerState, type World } from './model.js';
 
-export type Ctx = ReturnType<typeof contextFor>;
+export type { Ctx } from './model.js';
 
 export type Succ = { readonly w: World; readonly text: string };
 
@@ -152,11 +142,8 @@ function waiting(ctx: Ctx, w: World, i: number): Succ[] {
   if (n < op.wakeAt) return [];
   if (w.rec === null || op.fence !== w.rec.fence) return [refused(w, i)];
   const d = op.decision;
-  if (
-    d.action === 'send' &&
-    (reliesOnKey(op.obs) || op.maybeApplied) &&
-    !resendSafety(ctx.card, w.rec.firstDispatchedAt, n, ctx.marginMs).safe
-  ) {
+  const keyMayBeGone = !resendSafety(ctx.card, w.rec.firstDispatchedAt, n, ctx.marginMs).safe;
+  if (d.action === 'send' && (reliesOnKey(op.obs) || op.maybeApplied) && keyMayBeGone) {
     const again = ctx.decide(ctx.card, stateOf(w, i), op.obs, { policy: ctx.policy, random });
     const text = `${tag}: the wait outlasted the key's retention; decides again → ${describeDecision(again)}`;
     return [{ w: setOp(w, i, { decision: again }, 'decided'), text }];
@@ -286,7 +273,7 @@ const TIMEOUT: Outcome = { kind: 'unknown', cause: 'timeout', message: 'timed ou
 const REFUSED: Outcome = { kind: 'not-applied', message: 'connection refused' };
 
 /** One call under one network fate: the provider afterwards, the answer the client sees, in words; null if moot. */
-function network(ctx: Ctx, fate: Fate, prov: ProviderState, t: number): [ProviderState, Outcome, string] | null {
+function network(ctx: Ctx, fate: Fate, prov: World['prov'], t: number): [World['prov'], Outcome, string] | null {
   const processed = () => process(ctx.pm, prov, t);
   switch (fate) {
     case 'delivered': {
