@@ -8,11 +8,7 @@ import type { DrillFault } from '@retrysafe/contract';
 /** The contract's `DrillFault`, or `'truncate-response'`: status, headers and half the body, then a reset. */
 export type Fault = DrillFault | 'truncate-response';
 
-export type FaultRequestInfo = {
-  readonly method: string;
-  readonly path: string;
-  readonly headers: IncomingMessage['headers'];
-};
+export type FaultRequestInfo = Readonly<{ method: string; path: string; headers: IncomingMessage['headers'] }>;
 
 /** One entry per call (1-based; past the end every call is `'pass'`), or a function of the call number. */
 export type FaultScript = readonly Fault[] | ((call: number, request: FaultRequestInfo) => Fault);
@@ -34,17 +30,14 @@ const isMs = (v: unknown) => typeof v === 'number' && Number.isFinite(v) && v >=
 const isStatus = (v: unknown) => Number.isInteger(v) && (v as number) >= 100 && (v as number) <= 599;
 const isRetryAfter = (v: unknown) => v === undefined || isMs(v);
 /** What each object fault's fields must be. */
-const FIELD_RULES = new Map<unknown, readonly (readonly [string, (v: unknown) => boolean, string])[]>([
-  ['delay', [['ms', isMs, 'ms >= 0']]],
-  ['late-commit', [['afterMs', isMs, 'afterMs >= 0']]],
-  [
-    'status',
-    [
-      ['status', isStatus, 'an HTTP status 100–599'],
-      ['retryAfterS', isRetryAfter, 'retryAfterS >= 0'],
-    ],
-  ],
-]);
+type Rules = Record<string, readonly [ok: (v: unknown) => boolean, want: string]>;
+const FIELD_RULES = new Map<unknown, Rules>(
+  Object.entries<Rules>({
+    delay: { ms: [isMs, 'ms >= 0'] },
+    'late-commit': { afterMs: [isMs, 'afterMs >= 0'] },
+    status: { status: [isStatus, 'an HTTP status 100–599'], retryAfterS: [isRetryAfter, 'retryAfterS >= 0'] },
+  }),
+);
 
 /** A script is the caller's code: a bad fault is a TypeError naming the problem. */
 function validateFault(fault: unknown, where = 'fault'): asserts fault is Fault {
@@ -55,7 +48,7 @@ function validateFault(fault: unknown, where = 'fault'): asserts fault is Fault 
     throw new TypeError(
       `${where}: expected 'pass' | 'drop-response' | 'reset-before' | 'truncate-response' | { kind: 'delay', ms } | { kind: 'status', status }, got ${JSON.stringify(fault)}`,
     );
-  for (const [field, ok, want] of rules)
+  for (const [field, [ok, want]] of Object.entries(rules))
     if (!ok(f[field])) throw new TypeError(`${where}: ${f.kind} needs ${want}, got ${JSON.stringify(f[field])}`);
 }
 
