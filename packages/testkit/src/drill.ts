@@ -256,25 +256,20 @@ async function observe(h: Harness, operation: string, d: Drive) {
 export type ObservedValues = Awaited<ReturnType<typeof observe>>['observed'];
 
 export function writeSummary(ctx: DrillContext) {
-  const results = ctx.results;
-  const count = (status: ScenarioResult['status']) => results.filter((r) => r.status === status).length;
+  const rs = ctx.results;
+  const count = (status: ScenarioResult['status']) => rs.filter((r) => r.status === status).length;
   const summary = {
     drill: ctx.options.name,
     outDir: ctx.outDir,
-    total: results.length,
+    total: rs.length,
     passed: count('passed'),
     failed: count('failed'),
     skipped: count('skipped'),
-    skips: results.flatMap((r) => (r.skip ? [{ operation: r.operation, scenario: r.scenario, ...r.skip }] : [])),
-    failures: results.flatMap(({ operation, scenario, status, failures }) =>
+    skips: rs.flatMap((r) => (r.skip ? [{ operation: r.operation, scenario: r.scenario, ...r.skip }] : [])),
+    failures: rs.flatMap(({ operation, scenario, status, failures }) =>
       status === 'failed' ? [{ operation, scenario, failures }] : [],
     ),
-    results: results.map(({ operation, scenario, status, receiptFile }) => ({
-      operation,
-      scenario,
-      status,
-      receiptFile,
-    })),
+    results: rs.map(({ operation, scenario, status, receiptFile }) => ({ operation, scenario, status, receiptFile })),
   };
   writeFileSync(join(ctx.outDir, 'summary.json'), JSON.stringify(summary, null, 2) + '\n');
   return summary;
