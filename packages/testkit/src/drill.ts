@@ -3,11 +3,11 @@ import { join } from 'node:path';
 import { AdapterConfigurationError, type DrillOperation, type RetrySafetyCard } from '@retrysafe/contract';
 import { durationMs } from '@retrysafe/contract/rules';
 import { criteriaFor, readCard, skipReason } from './criteria.js';
-import { CONCURRENCY, type Drive, driveScenario } from './drill-drive.js';
+import { CONCURRENCY, type Drive, type DriveInput, driveScenario } from './drill-drive.js';
 import { createDrillContext, type DrillContext, type Harness, startHarness } from './drill-harness.js';
 import type { DrillOptions, PassCriteria, ScenarioId, ScenarioResult } from './drill-types.js';
 import { SCENARIO_TITLES, SCENARIOS } from './drill-types.js';
-import type { FaultScript, ProxyRequest } from './fault-proxy.js';
+import type { FaultProxy, FaultScript, ProxyRequest } from './fault-proxy.js';
 
 /** The client timeout of the late-commit scenario (the request is held until the client gives up). */
 const LATE_COMMIT_TIMEOUT_MS = 400;
@@ -150,7 +150,7 @@ export async function runScenario(ctx: DrillContext, operation: string, scenario
   const { observed, proxyRequests } = await observe(h, operation, d);
   const handoffPackets = [...h.packets];
   await h.close().catch((err: Error) => notes.push(`cleanup: ${err.message}`));
-  failures.push(...unmet(plan, observed, proxyRequests, h.proxy.scriptErrors));
+  failures.push(...unmet(plan, observed, h.proxy));
   return finish({
     status: failures.length === 0 ? 'passed' : 'failed',
     criteria,
@@ -164,12 +164,7 @@ export async function runScenario(ctx: DrillContext, operation: string, scenario
 }
 
 /** Each criterion written before the run that the run did not meet, as a sentence. */
-function unmet(
-  run: { label: string; scenario: ScenarioId; criteria: PassCriteria; timeoutMs: number },
-  observed: ObservedValues,
-  proxyRequests: readonly ProxyRequest[],
-  scriptErrors: readonly string[],
-): string[] {
+function unmet(run: DriveInput, observed: ObservedValues, { requests, scriptErrors }: FaultProxy): string[] {
   const { label, scenario, criteria, timeoutMs } = run;
   const { providerRecords, outcomes, errors, maxRequestsInOneExecute, waitedMs } = observed;
   const duringExecute = observed.attemptsAtProxy;
@@ -179,7 +174,7 @@ function unmet(
     out.push(`${label}: providerRecords expected ${criteria.providerRecords}, observed ${providerRecords}`);
   if (!meets(criteria.attemptsAtProxy, duringExecute))
     out.push(
-      `${label}: attemptsAtProxy expected ${describeCount(criteria.attemptsAtProxy)}, observed ${duringExecute} (doExecute calls ${calls}, requests ${proxyRequests.length})`,
+      `${label}: attemptsAtProxy expected ${describeCount(criteria.attemptsAtProxy)}, observed ${duringExecute} (doExecute calls ${calls}, requests ${requests.length})`,
     );
   if (maxRequestsInOneExecute > 1 || (scenario !== 'concurrent-duplicates' && duringExecute > calls)) {
     const many = maxRequestsInOneExecute > 1;
@@ -201,7 +196,7 @@ function unmet(
     out.push(
       `${label}: Retry-After not honoured: expected a wait of at least ${criteria.minWaitMs} ms before attempt 2, observed ${waitedMs ?? 'no second attempt'}`,
     );
-  if (scenario === 'lost-response-timeout' && proxyRequests[0]?.clientGaveUp === false)
+  if (scenario === 'lost-response-timeout' && requests[0]?.clientGaveUp === false)
     out.push(
       `${label}: the client did not time out: the proxy held the response ${timeoutMs * 5 + 1000} ms and dropped it itself; createAdapter must pass timeoutMs (${timeoutMs} ms) to the SDK`,
     );
