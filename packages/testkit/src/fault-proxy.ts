@@ -340,8 +340,7 @@ export async function startFaultProxy(options: FaultProxyOptions) {
     async close(): Promise<void> {
       if (closed) return;
       closed = true;
-      for (const stop of [...holds, ...late.holds]) stop();
-      server.closeAllConnections();
+      server.closeAllConnections(); // a held request's client is gone: its hold ends
       upstreamAgent.destroy();
       await new Promise<void>((resolve) => server.close(() => resolve()));
     },
