@@ -137,7 +137,7 @@ function createLateQueue(clock: { now(): number }) {
     queued.add(q);
     return q;
   }
-  return { held, holds, applyDue, hold };
+  return { held, applyDue, hold };
 }
 
 /** Hop-by-hop headers that must not be relayed (RFC 9110 §7.6.1). */
@@ -211,18 +211,18 @@ function truncateResponse(req: IncomingMessage, res: ServerResponse, upstream: U
   res.write(upstream.body.subarray(0, Math.floor(upstream.body.length / 2)), () => resetSocket(req.socket));
 }
 
-/** Holds the request until its client gives up (true) or `ms` pass (false); `holds` has a way to end it early. */
-function holdUntilClientGivesUp(req: IncomingMessage, ms: number, holds: Set<() => void>): Promise<boolean> {
+/** Holds the request until its client gives up (true) or `ms` pass (false); `holds` gets a way to end it early. */
+function holdUntilClientGivesUp(req: IncomingMessage, ms: number, holds?: Set<() => void>): Promise<boolean> {
   return new Promise<boolean>((resolve) => {
     if (req.socket.destroyed) return resolve(true);
     const end = (gaveUp: boolean) => {
       clearTimeout(t);
-      holds.delete(stop);
+      holds?.delete(stop);
       resolve(gaveUp);
     };
     const stop = () => end(req.socket.destroyed);
     const t = setTimeout(() => end(false), ms);
-    holds.add(stop);
+    holds?.add(stop);
     req.socket.once('close', () => end(true));
   });
 }
@@ -238,7 +238,6 @@ export async function startFaultProxy(options: FaultProxyOptions) {
   const requests: ProxyRequest[] = [];
   const arrivals = new EventEmitter();
   const scriptErrors: string[] = [];
-  const holds = new Set<() => void>();
   const upstreamAgent = new Agent({ keepAlive: true });
   let closed = false;
   const late = createLateQueue(options.clock ?? { now: () => Date.now() });
@@ -306,7 +305,7 @@ export async function startFaultProxy(options: FaultProxyOptions) {
     if (fault === 'drop-response') return resetSocket(req.socket);
     if (fault === 'truncate-response') return truncateResponse(req, res, upstream);
     // delay: the provider committed; hold the answer past the client's timeout, then drop it.
-    note({ clientGaveUp: await holdUntilClientGivesUp(req, fault.ms, holds) });
+    note({ clientGaveUp: await holdUntilClientGivesUp(req, fault.ms) });
     resetSocket(req.socket);
   }
 
