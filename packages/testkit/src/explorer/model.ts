@@ -82,10 +82,7 @@ export function providerFromCard(card: RetrySafetyCard, stand: { unknownLateAppl
     lateApplyMs: typeof late === 'string' && late !== 'unknown' ? durationMs(late) : stand.unknownLateApplyMs,
     async: card.sideEffect.kind.value === 'async-job',
     storesErrors: card.storedResult.includesErrors.value === true && folds,
-    lookup: (m === 'none' || m === 'unknown' ? 'none' : m === 'resend-same-key' ? m : 'read') as
-      | 'none'
-      | 'read'
-      | 'resend-same-key',
+    lookup: m === 'none' || m === 'unknown' ? ('none' as const) : m === 'resend-same-key' ? m : ('read' as const),
   };
 }
 
