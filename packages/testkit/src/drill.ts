@@ -39,10 +39,7 @@ const FAULT_SCRIPTS: Partial<Record<ScenarioId, (f: ScriptInput) => FaultScript>
   // Applied as late as the card allows (lookup.lateApplyBound), or much later when the card cannot say.
   'late-commit': ({ card }) => [{ kind: 'late-commit', afterMs: lateApplyMs(card) }],
   'permanent-error': ({ permanent }) => [permanent],
-  'transient-beyond-limit':
-    ({ transient }) =>
-    () =>
-      transient!,
+  'transient-beyond-limit': (f) => () => f.transient!,
   'rate-limited': ({ rateLimited }) => [rateLimited!],
   // the provider has the work (forwarded, committed); the caller is told "in progress"
   'in-progress': ({ inProgress: f }) => [typeof f === 'object' && f.kind === 'status' ? { ...f, forward: true } : f!],
