@@ -14,7 +14,7 @@ import {
 } from '@retrysafe/contract';
 import { afterAll, describe, expect, it } from 'vitest';
 import { disposeDrillContext, runScenario, writeSummary } from './drill.js';
-import { createDrillContext, DEFAULT_DRILL_TIMEOUT_MS, type DrillContext, startHarness } from './drill-harness.js';
+import { createDrillContext, type DrillContext, startHarness } from './drill-harness.js';
 import { type ConformanceOptions, SCENARIO_TITLES, SCENARIOS } from './drill-types.js';
 import type { FaultProxy, FaultScript } from './fault-proxy.js';
 
@@ -68,21 +68,6 @@ export function runConformance(options: ConformanceOptions): void {
   });
 }
 
-/** The drill's harness (adapter, sandbox and fault proxy) for one frame case, real loopback HTTP all the way. */
-async function withHarness<T>(
-  ctx: DrillContext,
-  faults: FaultScript,
-  timeoutMs: number,
-  fn: (adapter: AdapterV1, proxy: FaultProxy) => Promise<T>,
-): Promise<T> {
-  const h = await startHarness(ctx, faults, timeoutMs);
-  try {
-    return await fn(h.adapter, h.proxy);
-  } finally {
-    await h.close();
-  }
-}
-
 /** The business-operation id the runner derives from these params' intent fields. */
 export function operationIdFor(adapter: AdapterV1, operation: string, params: Record<string, unknown>) {
   const spec = adapter.operations[operation]!;
@@ -129,83 +114,91 @@ const frameId = (operation: string): BusinessOperationId =>
  * every adapter runs these through the one suite instead of restating them in its own tests.
  */
 function frameCases(options: ConformanceOptions, context: () => DrillContext): void {
-  const timeoutMs = options.timeoutMs ?? DEFAULT_DRILL_TIMEOUT_MS;
   const operations = Object.entries(options.operations ?? {});
-
-  it('an unknown operation name is a typed error from every method (no provider prefix either), and nothing is sent', async () => {
-    await withHarness(context(), [], timeoutMs, async (adapter, proxy) => {
-      const [name, drill] = operations[0]!;
-      const id = frameId(name);
-      const isUnknown = (e: unknown) => UnknownOperationError.isInstance(e);
-      for (const bad of ['no.such.operation', `${adapter.provider}.${name}`]) {
-        expect(() => adapter.deriveProviderKey(bad, id)).toThrow(/no operation/);
-        await expect(adapter.doExecute(bad, drill.params(0), executeContext(adapter, name, id))).rejects.toSatisfy(
-          isUnknown,
-        );
-        await expect(
-          adapter.doLookup(bad, lookupContext(adapter, name, id, drill.params(0), { firstDispatchedAt: null })),
-        ).rejects.toSatisfy(isUnknown);
+  /** One case on the drill's harness (adapter, sandbox and fault proxy): real loopback HTTP all the way. */
+  type Case = (h: { adapter: AdapterV1; proxy: FaultProxy }) => Promise<void>;
+  const test = (title: string, fn: Case, run: { faults?: FaultScript; timeoutMs?: number } = {}) =>
+    it(title, async () => {
+      const h = await startHarness(context(), run.faults ?? [], run.timeoutMs);
+      try {
+        await fn(h);
+      } finally {
+        await h.close();
       }
-      expect(proxy.requests.length).toBe(0);
     });
+
+  test('an unknown operation name is a typed error from every method (no provider prefix either), and nothing is sent', async (h) => {
+    const { adapter, proxy } = h;
+    const [name, drill] = operations[0]!;
+    const id = frameId(name);
+    const isUnknown = (e: unknown) => UnknownOperationError.isInstance(e);
+    for (const bad of ['no.such.operation', `${adapter.provider}.${name}`]) {
+      expect(() => adapter.deriveProviderKey(bad, id)).toThrow(/no operation/);
+      await expect(adapter.doExecute(bad, drill.params(0), executeContext(adapter, name, id))).rejects.toSatisfy(
+        isUnknown,
+      );
+      await expect(
+        adapter.doLookup(bad, lookupContext(adapter, name, id, drill.params(0), { firstDispatchedAt: null })),
+      ).rejects.toSatisfy(isUnknown);
+    }
+    expect(proxy.requests.length).toBe(0);
   });
 
   for (const [name, drill] of operations) {
-    it(`${name}: params the schema refuses are rejected (validation), never thrown, with no request sent`, async () => {
-      await withHarness(context(), [], timeoutMs, async (adapter, proxy) => {
-        const spec = adapter.operations[name]!;
-        const required = Array.isArray(spec.paramsSchema.required) ? (spec.paramsSchema.required as string[]) : [];
-        const valid = drill.params(900) as Record<string, unknown>;
-        const invalid: unknown[] = ['not an object', null, [valid]];
-        if (required.length > 0 && typeof valid === 'object' && valid !== null) {
-          const { [required[0]!]: _dropped, ...rest } = valid;
-          invalid.push(rest);
-        }
-        for (const params of invalid) {
-          const id = frameId(name);
-          const o = await adapter.doExecute(name, params, executeContext(adapter, name, id));
-          expect(o, `${name} with ${JSON.stringify(params)}`).toMatchObject({ kind: 'rejected', reason: 'validation' });
-        }
-        expect(proxy.requests.length, 'requests that reached the provider').toBe(0);
-      });
-    });
-
-    it(`${name}: a recorded key is checked by its shape, not by equality with a re-derivation`, async () => {
-      await withHarness(context(), [], timeoutMs, async (adapter, proxy) => {
+    test(`${name}: params the schema refuses are rejected (validation), never thrown, with no request sent`, async (h) => {
+      const { adapter, proxy } = h;
+      const spec = adapter.operations[name]!;
+      const required = Array.isArray(spec.paramsSchema.required) ? (spec.paramsSchema.required as string[]) : [];
+      const valid = drill.params(900) as Record<string, unknown>;
+      const invalid: unknown[] = ['not an object', null, [valid]];
+      if (required.length > 0 && typeof valid === 'object' && valid !== null) {
+        const { [required[0]!]: _dropped, ...rest } = valid;
+        invalid.push(rest);
+      }
+      for (const params of invalid) {
         const id = frameId(name);
-        const derived = adapter.deriveProviderKey(name, id);
-        if (derived === null) {
-          expect(adapter.operations[name]!.card.providerKey.travels.value).toBe('none');
-          return;
-        }
-        // A key no provider rule accepts: refused before sending.
-        const tooLong = `${derived}${'x'.repeat(4096)}` as ProviderKey;
-        expect(
-          await adapter.doExecute(name, drill.params(901), executeContext(adapter, name, id, { providerKey: tooLong })),
-        ).toMatchObject({ kind: 'rejected', code: 'retrysafe_provider_key_shape' });
-        expect(proxy.requests.length).toBe(0);
-        // A key of the right shape that today's rule would not derive (an older release's rule): sent as recorded.
-        const other = adapter.deriveProviderKey(name, frameId(name))!;
-        const o = await adapter.doExecute(
-          name,
-          drill.params(902),
-          executeContext(adapter, name, id, { providerKey: other }),
-        );
-        expect(o.kind === 'rejected' && o.code === 'retrysafe_provider_key_shape', JSON.stringify(o)).toBe(false);
-        expect(proxy.requests.length).toBeGreaterThanOrEqual(1);
-        const seen = proxy.requests.map((r) => r.headers['idempotency-key']).filter((k) => k !== undefined);
-        // (as sent: a Structured Field string quotes it)
-        if (seen.length > 0)
-          expect(
-            seen.some((k) => k.includes(other)),
-            `keys seen: ${seen.join(', ')}`,
-          ).toBe(true);
-      });
+        const o = await adapter.doExecute(name, params, executeContext(adapter, name, id));
+        expect(o, `${name} with ${JSON.stringify(params)}`).toMatchObject({ kind: 'rejected', reason: 'validation' });
+      }
+      expect(proxy.requests.length, 'requests that reached the provider').toBe(0);
     });
 
-    it(`${name}: an abort acts mid-call (unknown, well before the client timeout), and an earlier abort sends nothing`, async () => {
-      const clientTimeoutMs = 20_000;
-      await withHarness(context(), [{ kind: 'delay', ms: 15_000 }], clientTimeoutMs, async (adapter, proxy) => {
+    test(`${name}: a recorded key is checked by its shape, not by equality with a re-derivation`, async (h) => {
+      const { adapter, proxy } = h;
+      const id = frameId(name);
+      const derived = adapter.deriveProviderKey(name, id);
+      if (derived === null) {
+        expect(adapter.operations[name]!.card.providerKey.travels.value).toBe('none');
+        return;
+      }
+      // A key no provider rule accepts: refused before sending.
+      const tooLong = `${derived}${'x'.repeat(4096)}` as ProviderKey;
+      expect(
+        await adapter.doExecute(name, drill.params(901), executeContext(adapter, name, id, { providerKey: tooLong })),
+      ).toMatchObject({ kind: 'rejected', code: 'retrysafe_provider_key_shape' });
+      expect(proxy.requests.length).toBe(0);
+      // A key of the right shape that today's rule would not derive (an older release's rule): sent as recorded.
+      const other = adapter.deriveProviderKey(name, frameId(name))!;
+      const o = await adapter.doExecute(
+        name,
+        drill.params(902),
+        executeContext(adapter, name, id, { providerKey: other }),
+      );
+      expect(o.kind === 'rejected' && o.code === 'retrysafe_provider_key_shape', JSON.stringify(o)).toBe(false);
+      expect(proxy.requests.length).toBeGreaterThanOrEqual(1);
+      const seen = proxy.requests.map((r) => r.headers['idempotency-key']).filter((k) => k !== undefined);
+      // (as sent: a Structured Field string quotes it)
+      if (seen.length > 0)
+        expect(
+          seen.some((k) => k.includes(other)),
+          `keys seen: ${seen.join(', ')}`,
+        ).toBe(true);
+    });
+
+    test(
+      `${name}: an abort acts mid-call (unknown, well before the client timeout), and an earlier abort sends nothing`,
+      async (h) => {
+        const { adapter, proxy } = h;
         const before = await adapter.doExecute(
           name,
           drill.params(903),
@@ -225,7 +218,8 @@ function frameCases(options: ConformanceOptions, context: () => DrillContext): v
         const o = await pending;
         expect(o).toMatchObject({ kind: 'unknown' });
         expect(Date.now() - started, 'ms until the aborted call returned').toBeLessThan(5_000);
-      });
-    });
+      },
+      { faults: [{ kind: 'delay', ms: 15_000 }], timeoutMs: 20_000 },
+    );
   }
 }

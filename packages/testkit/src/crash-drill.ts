@@ -3,10 +3,10 @@ import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:
 import { tmpdir } from 'node:os';
 import { dirname, isAbsolute, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import type { DrillSandbox } from '@retrysafe/contract';
-import type { PolicyOverrides } from '@retrysafe/core';
+import type { DrillOperation, DrillSandbox } from '@retrysafe/contract';
 import type { CrashWorkerMessage } from './crash-worker.js';
 import { seededRandom } from './drill-clock.js';
+import type { ConformanceOptions } from './drill-types.js';
 import { startFaultProxy } from './fault-proxy.js';
 
 /** Where the crash drill kills the worker (SIGKILL). */
@@ -19,26 +19,22 @@ export const CRASH_POINTS = [
 export type CrashPoint = (typeof CRASH_POINTS)[number];
 
 export interface CrashDrillSandbox extends Omit<DrillSandbox, 'expireKeys'> {
-  /**
-   * Records the provider holds for one run's business operation, by params or by key: names each duplicate
-   * and loss. Count by params when you can: a duplicate made under another key is invisible to a per-key count.
-   */
+  /** Records the provider holds for one run, by params if you can: a per-key count misses a duplicate made under another key. */
   countFor?(run: { readonly providerKey: string | null; readonly params: unknown }): number | Promise<number>;
 }
 
-export interface CrashDrillOptions {
-  /** Seeded runs, each killed with SIGKILL at its point (or finishing if it never reaches it). */
+export interface CrashDrillOptions
+  extends Pick<ConformanceOptions, 'policy' | 'seed' | 'timeoutMs'>,
+    Pick<DrillOperation, 'params'> {
+  /** Seeded runs, each SIGKILLed at its point (or finishing if it never reaches it). */
   readonly runs: number;
-  readonly seed?: number;
   /** Kill points to draw from (default all four). */
   readonly points?: readonly CrashPoint[];
-  /** Absolute path of an ESM module exporting `createAdapter({ baseUrl, timeoutMs, options })`; it runs in the child. */
+  /** Absolute path of an ESM module exporting `createAdapter({ baseUrl, timeoutMs, options })`, loaded in the child. */
   readonly adapterModule: string;
-  /** JSON-serialisable options handed to that `createAdapter`. */
+  /** JSON options handed to that `createAdapter`. */
   readonly adapterOptions?: unknown;
   readonly operation: string;
-  /** Params of run i (each run is a distinct business operation). */
-  params(i: number): unknown;
   startSandbox(): Promise<CrashDrillSandbox>;
   /** Runs killed before one recovery process takes over the batch (default 50). */
   readonly batchSize?: number;
@@ -46,21 +42,15 @@ export interface CrashDrillOptions {
   readonly perProcess?: number;
   /** Lease of the killed workers; the recovering process's clock runs this far ahead (default 5000). */
   readonly leaseMs?: number;
-  readonly timeoutMs?: number;
-  readonly policy?: PolicyOverrides;
-  /** Where the report goes (JSON); default a temp dir. */
+  /** Where the JSON report goes; default a temp dir. */
   readonly outFile?: string;
-  /**
-   * Slow network: a fault proxy holds a seeded `share` (0–1) of the first create requests past the client
-   * timeout and the lease (`holdMs`, default lease + timeout + 500 ms) and applies them late. A "not found"
-   * asked meanwhile must not lead to a second record.
-   */
+  /** A proxy holds a seeded `share` (0–1) of first creates past timeout and lease (`holdMs`), then applies them late. */
   readonly slowNetwork?: { readonly share: number; readonly holdMs?: number };
 }
 
 function workerPath(): string {
   const here = fileURLToPath(import.meta.url);
-  // Built: dist/crash-drill.js beside dist/crash-worker.js. From source (vitest): the built worker.
+  // From source (vitest), the built worker: a child process cannot load TypeScript.
   const sibling = join(dirname(here), 'crash-worker.js');
   if (here.endsWith('.js') && existsSync(sibling)) return sibling;
   const built = join(dirname(here), '..', 'dist', 'crash-worker.js');
@@ -96,16 +86,14 @@ type RunEnd = { killed: boolean; exit: string };
 type Recovered = Extract<CrashWorkerMessage, { type: 'recovered' }>;
 type WorkerBase = ReturnType<typeof workerBase>;
 
-/** Passed to the child in the RETRYSAFE_CRASH_WORKER environment variable (JSON). */
+/** Passed to the child as JSON in RETRYSAFE_CRASH_WORKER. */
 export type CrashWorkerConfig = WorkerBase & {
   readonly mode: 'run' | 'recover';
-  /** mode `run`: every job runs concurrently (distinct business operations) and stops at its own point. */
   readonly jobs: readonly (Omit<PlannedRun, 'point'> & { readonly point: CrashPoint | null })[];
   /** Added to the recovering process's clock so the dead workers' leases have expired. */
   readonly clockSkewMs?: number;
 };
 
-/** What every worker process of one batch is told: its adapter, the sandbox (or slow proxy), the batch's ledger. */
 function workerBase(o: CrashDrillOptions, baseUrl: string, ledgerPath: string, leaseMs: number, timeoutMs: number) {
   const { adapterModule, adapterOptions, operation, policy } = o;
   return { adapterModule, adapterOptions, operation, policy, baseUrl, ledgerPath, leaseMs, timeoutMs };
@@ -114,20 +102,7 @@ function workerBase(o: CrashDrillOptions, baseUrl: string, ledgerPath: string, l
 const errorIn = (messages: readonly CrashWorkerMessage[]) =>
   messages.find((m): m is Extract<CrashWorkerMessage, { type: 'error' }> => m.type === 'error');
 
-/** What the batches add up to while the drill runs. */
-const newTally = () => ({
-  problems: [] as string[],
-  results: [] as CrashRunResult[],
-  recoverActions: {} as Record<string, number>,
-  timings: { workersMs: 0, recoveryMs: 0 },
-  workersKilled: 0,
-});
-type Tally = ReturnType<typeof newTally>;
-
-/**
- * One worker process runs the group's jobs concurrently; once every job has stopped at its own point
- * (or finished), the process is SIGKILLed. Records each job's end in `runs`; true when the kill landed.
- */
+/** One process runs the group's jobs at once, SIGKILLed once each stopped at its point or finished; true if killed. */
 async function runGroupToItsPoints(
   base: WorkerBase,
   group: readonly PlannedRun[],
@@ -161,7 +136,7 @@ async function runGroupToItsPoints(
 }
 
 /** The runs of one seed: a kill point drawn for each, and its params. */
-function planRuns(options: CrashDrillOptions, seed: number) {
+function planRuns(options: CrashDrillOptions, seed: number, perProcess: number) {
   if (!Number.isInteger(options.runs) || options.runs <= 0) throw new TypeError('runs must be a positive integer');
   if (typeof options.adapterModule !== 'string' || !isAbsolute(options.adapterModule))
     throw new TypeError('adapterModule must be an absolute path to an ESM module exporting createAdapter');
@@ -169,7 +144,6 @@ function planRuns(options: CrashDrillOptions, seed: number) {
   for (const p of points)
     if (!CRASH_POINTS.includes(p))
       throw new TypeError(`unknown crash point '${String(p)}'; known: ${CRASH_POINTS.join(', ')}`);
-  const perProcess = options.perProcess ?? 10;
   if (!Number.isInteger(perProcess) || perProcess <= 0) throw new TypeError('perProcess must be a positive integer');
   const random = seededRandom(seed);
   return Array.from({ length: options.runs }, (_, index) => ({
@@ -180,7 +154,6 @@ function planRuns(options: CrashDrillOptions, seed: number) {
   }));
 }
 
-/** Slow network: the first create request of a seeded share of the operations is held and applied late. */
 async function startSlowProxy(target: string, share: number, holdMs: number, seed: number) {
   const random = seededRandom(seed ^ 0x5eed);
   const seenKeys = new Set<string>();
@@ -200,38 +173,13 @@ async function startSlowProxy(target: string, share: number, holdMs: number, see
   return Object.assign(slow, { proxy });
 }
 
-/** A fresh process, its clock past the dead workers' leases, recovers the batch and re-runs every job. */
-async function recoverBatch(base: WorkerBase, batch: readonly PlannedRun[], tally: Tally, b: number) {
-  const t1 = Date.now();
-  const jobs = batch.map((r) => ({ ...r, point: null }));
-  const r = spawnWorker({ ...base, mode: 'recover', clockSkewMs: base.leaseMs + 1_000, jobs }, () => {});
-  const exit = await r.exit;
-  tally.timings.recoveryMs += Date.now() - t1;
-  const recovered = r.messages.find((m): m is Recovered => m.type === 'recovered');
-  if (!recovered) {
-    const why = errorIn(r.messages)?.message.split('\n').slice(0, 3).join(' | ') ?? r.stderr.split('\n')[0];
-    tally.problems.push(`batch ${b}: recovery process failed (${exit.signal ?? exit.code}): ${why}`);
-  }
-  for (const rep of recovered?.reports ?? []) {
-    const action = `${rep.from}→${rep.to} (${rep.action})`;
-    tally.recoverActions[action] = (tally.recoverActions[action] ?? 0) + 1;
-  }
-  return recovered;
-}
-
 /** One run's end: how its worker died, where recovery left it, and the records the provider holds for it. */
-function runResult(
-  job: PlannedRun,
-  run: RunEnd,
-  res: Recovered['results'][number] | undefined,
-  records: number | null,
-) {
+function runResult(job: PlannedRun, run: RunEnd, records: number | null, res?: Recovered['results'][number]) {
   return {
     index: job.index,
     point: job.point,
-    /** True when the run stopped at its point and its process was then SIGKILLed. */
     killed: run.killed,
-    /** How the worker exited: `SIGKILL`, or `exit 0` when it finished before the point. */
+    /** `SIGKILL`, or `exit 0` when it finished before its point. */
     exit: run.exit,
     businessOperationId: res?.businessOperationId ?? job.businessOperationId,
     finalStatus: res?.status ?? null,
@@ -244,72 +192,67 @@ function runResult(
 
 export type CrashRunResult = ReturnType<typeof runResult>;
 
-/** Runs, kills, duplicates and losses among these results. */
 function countRuns(rs: readonly CrashRunResult[]) {
   const n = (f: (r: CrashRunResult) => boolean) => rs.filter(f).length;
   return { runs: rs.length, killed: n((r) => r.killed), duplicates: n((r) => r.duplicate), lost: n((r) => r.lost) };
 }
 
 /**
- * The crash drill: each run executes the operation in a child process SIGKILLed at a seeded point (CRASH_POINTS);
- * after each batch a fresh process recovers the ledger and re-runs every job as its caller would. Reports
- * duplicates (more than one provider record for one business operation) and losses (none, or not done).
+ * Each run executes in a child process SIGKILLed at a seeded point; after each batch a fresh process recovers
+ * the ledger and re-runs every job as its caller would. Reports duplicates and losses (no record, or not done).
  */
 export async function runCrashDrill(options: CrashDrillOptions) {
-  const seed = options.seed ?? 1;
-  const plan = planRuns(options, seed);
-  const leaseMs = options.leaseMs ?? 5_000;
-  const batchSize = options.batchSize ?? 50;
-  const perProcess = options.perProcess ?? 10;
-  const timeoutMs = options.timeoutMs ?? 5_000;
+  const { seed = 1, leaseMs = 5_000, batchSize = 50, perProcess = 10, timeoutMs = 5_000, slowNetwork: slow } = options;
+  const plan = planRuns(options, seed, perProcess);
   if (options.outFile !== undefined) mkdirSync(dirname(options.outFile), { recursive: true });
-  const slow = options.slowNetwork;
   if (slow !== undefined && !(typeof slow.share === 'number' && slow.share >= 0 && slow.share <= 1))
     throw new TypeError('slowNetwork.share must be a number from 0 to 1');
   const holdMs = slow?.holdMs ?? leaseMs + timeoutMs + 500;
   const sandbox = await options.startSandbox();
   const late = slow ? await startSlowProxy(sandbox.url, slow.share, holdMs, seed) : null;
-  // Scratch for the batches' ledgers (each removed after its batch). Removed at the end too, unless the
-  // report was written into it (no outFile given): report.outFile then points inside it.
+  // The batches' ledgers; kept at the end only when the report was written into it (no outFile given).
   const work = mkdtempSync(join(tmpdir(), 'retrysafe-crash-'));
   const outFile = options.outFile ?? join(work, 'crash-report.json');
   let reportInWork = false;
-  const tally = newTally();
+  const url = late?.proxy.url ?? sandbox.url;
+  const problems: string[] = [];
+  const results: CrashRunResult[] = [];
+  const recoverActions: Record<string, number> = {};
+  let workersKilled = 0;
   try {
     for (let b = 0; b * batchSize < plan.length; b += 1) {
       const batch = plan.slice(b * batchSize, (b + 1) * batchSize);
-      const base = workerBase(
-        options,
-        late?.proxy.url ?? sandbox.url,
-        join(work, `ledger-${b}.db`),
-        leaseMs,
-        timeoutMs,
-      );
+      const base = workerBase(options, url, join(work, `ledger-${b}.db`), leaseMs, timeoutMs);
       const runs = new Map<number, RunEnd>();
-      // Worker processes, two at a time, each running `perProcess` jobs and SIGKILLed once all stopped.
-      const t0 = Date.now();
       const groups: PlannedRun[][] = [];
       for (let g = 0; g < batch.length; g += perProcess) groups.push(batch.slice(g, g + perProcess));
-      const nextGroup = async (): Promise<void> => {
-        const group = groups.shift();
-        if (!group) return;
-        if (await runGroupToItsPoints(base, group, runs, tally.problems)) tally.workersKilled += 1;
-        await nextGroup();
+      const nextGroups = async () => {
+        for (let group = groups.shift(); group; group = groups.shift())
+          if (await runGroupToItsPoints(base, group, runs, problems)) workersKilled += 1;
       };
-      await Promise.all([nextGroup(), nextGroup()]);
-      tally.timings.workersMs += Date.now() - t0;
-      const recovered = await recoverBatch(base, batch, tally, b);
-      // The provider applies every request still held (late), before anything is counted.
+      await Promise.all([nextGroups(), nextGroups()]); // two worker processes at a time
+      // A fresh process, its clock past the dead workers' leases, recovers the batch and re-runs every job.
+      const jobs = batch.map((r) => ({ ...r, point: null }));
+      const r = spawnWorker({ ...base, mode: 'recover', clockSkewMs: base.leaseMs + 1_000, jobs }, () => {});
+      const exit = await r.exit;
+      const recovered = r.messages.find((m): m is Recovered => m.type === 'recovered');
+      if (!recovered) {
+        const why = errorIn(r.messages)?.message.split('\n').slice(0, 3).join(' | ') ?? r.stderr.split('\n')[0];
+        problems.push(`batch ${b}: recovery process failed (${exit.signal ?? exit.code}): ${why}`);
+      }
+      for (const { from, to, action } of recovered?.reports ?? []) {
+        const key = `${from}→${to} (${action})`;
+        recoverActions[key] = (recoverActions[key] ?? 0) + 1;
+      }
       if (late) await late.proxy.flushLate();
       for (const job of batch) {
         const res = recovered?.results.find((x) => x.index === job.index);
         const providerKey = res?.providerKey ?? null;
         const records = sandbox.countFor ? await sandbox.countFor({ providerKey, params: job.params }) : null;
-        tally.results.push(runResult(job, runs.get(job.index)!, res, records));
+        results.push(runResult(job, runs.get(job.index)!, records, res));
       }
       for (const suffix of ['', '-wal', '-shm']) rmSync(base.ledgerPath + suffix, { force: true });
     }
-    const { problems, results } = tally;
     const providerRecords = await sandbox.count(options.operation);
     // Also catches a duplicate made under another key, which a per-key count cannot see.
     if (providerRecords !== options.runs)
@@ -321,18 +264,14 @@ export async function runCrashDrill(options: CrashDrillOptions) {
       ok: duplicates === 0 && all.lost === 0 && problems.length === 0,
       runs: options.runs,
       seed,
-      /** Runs that stopped at their point inside a process that was then SIGKILLed. */
       killed: all.killed,
-      workersKilled: tally.workersKilled,
+      workersKilled,
       duplicates,
       lost: all.lost,
       byPoint: Object.fromEntries(byPoint) as Record<CrashPoint, ReturnType<typeof countRuns>>,
-      /** Records the sandbox holds for the operation at the end (expected: `runs`). */
       providerRecords,
       recoveries: Math.ceil(plan.length / batchSize),
-      recoverActions: tally.recoverActions,
-      /** Wall time in the killed workers and in the recovery processes (informational). */
-      timings: tally.timings,
+      recoverActions,
       problems,
       results,
       outFile,

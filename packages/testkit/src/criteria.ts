@@ -3,11 +3,8 @@ import { durationMs } from '@retrysafe/contract/rules';
 import type { PolicyOverrides } from '@retrysafe/core';
 import type { CountCriterion, DrillOutcome, ScenarioId, ScenarioSkip } from './drill-types.js';
 
-/*
- * An independent oracle on purpose: the drill judges the runner, so its criteria restate the card's meaning here
- * instead of asking contract's card rules (a wrong rule would then expect its own mistake and pass).
- * packages/cli/test/card-rules-oracle.test.ts checks that this oracle and the rules agree on every shipped card.
- */
+// An independent oracle on purpose: asking the contract's card rules, a wrong rule would expect its own mistake
+// and pass. packages/cli/test/card-rules-oracle.test.ts checks that both agree on every shipped card.
 
 const KEY_TRAVELS: readonly unknown[] = ['header', 'body', 'query'];
 const FOLDING: readonly unknown[] = ['replays', 'rejects-duplicate'];
@@ -16,10 +13,8 @@ const IN_PROGRESS_FOLDED: readonly unknown[] = ['rejects-in-progress', 'waits-th
 const isDuration = (v: unknown): v is Duration => typeof v === 'string' && v !== 'unknown';
 
 /**
- * Oracle: a same-key re-send of a key `keyAgeMs` old (null: a fresh key, as a drill's re-send is) cannot make a
- * second effect. Idempotent by nature; or the key travels, the provider folds duplicates (also while the first
- * runs), knows how it matches params, and still holds the key when the re-send lands: the provider may see the key
- * `marginMs` older, and the re-send may land up to lookup.lateApplyBound after it leaves (unknown: one more margin).
+ * Oracle: a same-key re-send of a key `keyAgeMs` old (null: fresh) cannot make a second effect: idempotent by
+ * nature, or the provider folds duplicates and still holds the key, `marginMs` older, when the re-send lands.
  */
 export function oracleResendSafe(card: RetrySafetyCard, keyAgeMs: number | null, marginMs: number): boolean {
   if (card.sideEffect.idempotentByNature.value === true) return true;
@@ -37,11 +32,7 @@ export function oracleResendSafe(card: RetrySafetyCard, keyAgeMs: number | null,
   return keyAgeMs + marginMs + landsWithin < durationMs(retention as Duration);
 }
 
-/**
- * Oracle: how long after the LAST dispatch a lookup's "not found" proves absence — the last request can no longer
- * land (lookup.lateApplyBound) and a landed one would show (lookup.consistencyDelay, null = at once) — or null when
- * the card leaves either unknown (a not-found then never proves anything).
- */
+/** Oracle: how long after the last dispatch a "not found" proves absence (late-apply bound + delay); null: never. */
 export function oracleAbsenceProvenAfterMs(card: RetrySafetyCard): number | null {
   const late = card.lookup.lateApplyBound?.value;
   const delay = card.lookup.consistencyDelay.value;
@@ -49,7 +40,7 @@ export function oracleAbsenceProvenAfterMs(card: RetrySafetyCard): number | null
   return durationMs(late) + (delay === null ? 0 : durationMs(delay));
 }
 
-/** What the card lets the runner do after an unknown outcome, read once from the card's facts. */
+/** What the card lets the runner do after an unknown outcome. */
 export function readCard(card: RetrySafetyCard, policy: PolicyOverrides = {}) {
   const why: string[] = [];
   const travels = card.providerKey.travels.value;
@@ -59,14 +50,12 @@ export function readCard(card: RetrySafetyCard, policy: PolicyOverrides = {}) {
   const delay = card.lookup.consistencyDelay.value;
   const lookupWindowMs = policy.lookupWindowMs ?? durationMs(card.limits.lookupWindow);
   const byNature = card.sideEffect.idempotentByNature.value === true;
-  // The oracle above (not the runner's rule: see the note at the top), for a fresh key, as a drill's re-send is.
   const safeResend = oracleResendSafe(card, null, 0);
   const key = `providerKey.travels=${travels}, storedResult.semantics=${semantics}, retention.minimum=${retention}`;
   if (byNature) why.push('safe resend: sideEffect.idempotentByNature=true (a second call has the effect of one)');
   else why.push(safeResend ? `safe same-key resend: ${key}` : `no safe resend: ${key}`);
-  // A lookup other than a same-key resend; authoritative when its "not found" can be believed in the window.
+  // Authoritative when its "not found" can be believed within the window.
   const lookup = method !== 'unknown' && method !== 'none' && method !== 'resend-same-key';
-  // decide's late-apply row, restated: a not-found proves absence only after the late-apply bound plus the delay.
   const late = card.lookup.lateApplyBound?.value ?? 'unknown';
   const settleMs = oracleAbsenceProvenAfterMs(card);
   const authoritativeLookup = lookup && settleMs !== null && settleMs < lookupWindowMs;
@@ -90,7 +79,7 @@ export function readCard(card: RetrySafetyCard, policy: PolicyOverrides = {}) {
 
 export type CardAbilities = ReturnType<typeof readCard>;
 
-/** The scenarios a card can rule out, each with the card field and the reason. */
+/** The scenarios a card can rule out, with the card field and the reason. */
 const SKIPS: Partial<Record<ScenarioId, (card: RetrySafetyCard) => ScenarioSkip | null>> = {
   'transient-beyond-limit': (card) => {
     const v = card.retryableErrors.value;
@@ -137,8 +126,7 @@ function worstBackoffMs(a: CardAbilities, attempts: number): number {
   return sum;
 }
 
-/** How a run may end: the acceptable outcomes (of every run, for the concurrent scenario) and whether a handoff
- * packet must follow (`'with-outcome'`: exactly when the outcome is `handed-off`). */
+/** The acceptable outcomes, and whether a handoff must follow (`'with-outcome'`: exactly when handed off). */
 type Ending = { readonly outcome: readonly DrillOutcome[]; readonly handoff: boolean | 'with-outcome' };
 const ENDINGS = {
   done: { outcome: ['done'], handoff: false },
@@ -157,7 +145,6 @@ const ONE: CountCriterion = { exact: 1 };
 const TWO: CountCriterion = { exact: 2 };
 const ONE_OR_TWO: CountCriterion = { min: 1, max: 2 };
 
-/** The fixed sentences of the rules below, in the receipt's words. */
 const WHY = {
   lostFindable:
     'committed + findable ⇒ 1 record, adopted, no handoff; a same-key resend may follow a lookup that cannot tell yet',
@@ -191,7 +178,6 @@ const WHY = {
 };
 
 function lostResponse(a: CardAbilities): Rule {
-  // The provider committed; the runner must find it (lookup) or resend with the same key (replay).
   if (a.authoritativeLookup || (a.lookup && a.safeResend))
     return [1, a.safeResend ? ONE_OR_TWO : ONE, 'done', WHY.lostFindable];
   if (a.safeResend) return [1, ONE_OR_TWO, 'done', WHY.lostReplays];
@@ -226,7 +212,6 @@ function keyPastRetention(a: CardAbilities): Rule {
 }
 
 function inProgress(a: CardAbilities): Rule {
-  // The proxy forwards the first request (the provider has it) and answers "in progress" instead.
   if (!a.safeResend && !a.lookup) return [1, ONE, 'handed-off', WHY.inProgressNothing];
   const why = `in progress at the provider ⇒ poll (lookup or same-key resend) honouring Retry-After, never a second work item: 1 record within maxAttempts=${a.maxAttempts}`;
   return [1, { min: 1, max: a.maxAttempts }, 'done', why];
@@ -241,7 +226,6 @@ function crashAfterDispatch(a: CardAbilities): Rule {
 const RULES: Record<ScenarioId, (a: CardAbilities, extra: Extra) => Rule> = {
   'lost-response': lostResponse,
   'lost-response-timeout': lostResponse,
-  // Whatever the runner does (adopt, same-key resend, hand off), the provider ends with the one record.
   'late-commit': (a) => [1, { min: 1, max: Math.max(1, a.maxAttempts) }, 'either', WHY.lateCommit],
   'lost-request': (a) =>
     a.safeResend || a.authoritativeLookup
@@ -263,10 +247,7 @@ const RULES: Record<ScenarioId, (a: CardAbilities, extra: Extra) => Rule> = {
   'crash-after-dispatch': crashAfterDispatch,
 };
 
-/**
- * The pass criteria of one scenario, computed from the card's abilities before anything runs.
- * `retryAfterS` is the Retry-After of the rate-limited fault.
- */
+/** The pass criteria of one scenario, from the card's abilities before anything runs. */
 export function criteriaFor(scenario: ScenarioId, a: CardAbilities, extra: Extra = {}) {
   const [providerRecords, attemptsAtProxy, ending, because, minWaitMs] = RULES[scenario](a, extra);
   return {

@@ -16,7 +16,6 @@ export interface Drive {
   waitedMs?: number;
 }
 
-/** Callers of the concurrent-duplicates scenario. */
 export const CONCURRENCY = 16;
 
 /** A scenario's plan: the operation, its card and params, and who runs it. */
@@ -116,21 +115,19 @@ async function crashAndRecover(h: Harness, input: DriveInput, d: Drive): Promise
   for (let waited = 0; !h.tracker.died && waited < 20_000; waited += 5) await new Promise((r) => setTimeout(r, 5));
   if (!h.tracker.died) throw new Error('worker A never reached the provider');
   h.tracker.dieAfterExecute = false;
-  const callsBefore = h.tracker.executeCalls;
+  const callsBefore = h.tracker.calls.execute;
   d.notes.push(`before recovery: ${callsBefore} doExecute call(s), ${h.proxy.requests.length} proxy request(s)`);
-  if (scenario === 'key-past-retention') {
-    const retention = card.retention.minimum.value;
-    // unknown retention: a week, well past any retention providers publish
-    const retentionMs = retention === 'unknown' || retention === null ? 7 * 86_400_000 : durationMs(retention);
-    h.clock.advance(retentionMs + leaseMs + 1000);
-    if (h.sandbox.expireKeys) await h.sandbox.expireKeys();
-    else
-      d.notes.push(
-        "the sandbox has no expireKeys(): the provider still holds the key, so only the runner's clock is past retention",
-      );
-  } else {
-    h.clock.advance(leaseMs + 1000);
-  }
+  const pastRetention = scenario === 'key-past-retention';
+  const retention = card.retention.minimum.value;
+  // past the lease, and for key-past-retention past retention too (unknown: a week, past any a provider publishes)
+  const known = typeof retention === 'string' && retention !== 'unknown';
+  const retentionMs = !pastRetention ? 0 : known ? durationMs(retention) : 7 * 86_400_000;
+  h.clock.advance(retentionMs + leaseMs + 1000);
+  if (pastRetention && h.sandbox.expireKeys) await h.sandbox.expireKeys();
+  else if (pastRetention)
+    d.notes.push(
+      "the sandbox has no expireKeys(): the provider still holds the key, so only the runner's clock is past retention",
+    );
   // Worker B: a fresh runner on a fresh ledger connection (SQLite: same file) recovers.
   const runnerB = h.makeRunner(h.makeLedger(), h.clock, 'drill-worker-B');
   try {
@@ -142,18 +139,13 @@ async function crashAndRecover(h: Harness, input: DriveInput, d: Drive): Promise
     d.errors.push(`recover() threw ${(err as Error).name}: ${(err as Error).message}`);
     d.outcomes.push('error');
   }
-  if (
-    scenario === 'key-past-retention' &&
-    card.sideEffect.idempotentByNature.value !== true &&
-    h.tracker.executeCalls > callsBefore
-  ) {
+  const resent = h.tracker.calls.execute - callsBefore;
+  if (pastRetention && card.sideEffect.idempotentByNature.value !== true && resent > 0)
     d.failures.push(
-      `${label}: recovery resent the request ${h.tracker.executeCalls - callsBefore} time(s) on a key past retention.minimum; expected lookup or handoff only`,
+      `${label}: recovery resent the request ${resent} time(s) on a key past retention.minimum; expected lookup or handoff only`,
     );
-  }
 }
 
-/** A run's result as the drill counts it. */
 const outcomeOf = ({ status }: { status: string }): DrillOutcome =>
   status === 'done' || status === 'handed-off' || status === 'in-progress' ? status : 'error';
 

@@ -1,7 +1,7 @@
 import { mkdirSync, mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import type { AdapterV1, HandoffPacket, Ledger, Outcome } from '@retrysafe/contract';
+import type { AdapterV1, HandoffPacket, Ledger } from '@retrysafe/contract';
 import { type Clock, callbackHandoffSink, createRunner } from '@retrysafe/core';
 import { createSqliteLedger } from '@retrysafe/ledger-sqlite';
 import { createDrillClock, seededRandom } from './drill-clock.js';
@@ -15,10 +15,8 @@ export const DEFAULT_DRILL_TIMEOUT_MS = 1500;
 /** Counts and labels the adapter's doExecute/doLookup calls, so every proxy request is attributed to the call that made it. */
 function instrument(inner: AdapterV1, proxy: FaultProxy, clock: { now(): number }) {
   const t = {
-    executeCalls: 0,
-    lookupCalls: 0,
-    activeExecute: 0,
-    activeLookup: 0,
+    calls: { execute: 0, lookup: 0 },
+    active: { execute: 0, lookup: 0 },
     /** Virtual-clock times of each doExecute call. */
     executeSpans: [] as { start: number; end?: number }[],
     /** After the provider answered, never return (the worker "dies" before recording the outcome). */
@@ -26,45 +24,38 @@ function instrument(inner: AdapterV1, proxy: FaultProxy, clock: { now(): number 
     died: false,
   };
   const relabel = () => {
-    if (t.activeExecute > 0 && t.activeLookup > 0) proxy.label = 'ambiguous';
-    else if (t.activeExecute === 1) proxy.label = `execute#${t.executeCalls}`;
-    else if (t.activeExecute > 1) proxy.label = 'execute*';
-    else if (t.activeLookup > 0) proxy.label = 'lookup';
-    else proxy.label = undefined;
+    const { execute, lookup } = t.active;
+    if (execute > 0 && lookup > 0) proxy.label = 'ambiguous';
+    else if (execute === 1) proxy.label = `execute#${t.calls.execute}`;
+    else if (execute > 1) proxy.label = 'execute*';
+    else proxy.label = lookup > 0 ? 'lookup' : undefined;
+  };
+  const during = async <R>(kind: 'execute' | 'lookup', call: () => Promise<R>, onEnd = () => {}): Promise<R> => {
+    t.calls[kind] += 1;
+    t.active[kind] += 1;
+    relabel();
+    try {
+      return await call();
+    } finally {
+      onEnd();
+      t.active[kind] -= 1;
+      relabel();
+    }
   };
   const adapter = wrapAdapter(inner, {
     async doExecute(op, params, ctx) {
-      t.executeCalls += 1;
-      t.activeExecute += 1;
       const span: { start: number; end?: number } = { start: clock.now() };
       t.executeSpans.push(span);
-      relabel();
-      let outcome: Outcome;
-      try {
-        outcome = await inner.doExecute(op, params, ctx);
-      } finally {
-        span.end = clock.now();
-        t.activeExecute -= 1;
-        relabel();
-      }
-      if (t.dieAfterExecute) {
-        // The worker "dies" here: the provider answered, the runner never hears of it.
-        t.died = true;
-        return await new Promise<never>(() => {});
-      }
-      return outcome;
+      const outcome = await during(
+        'execute',
+        () => inner.doExecute(op, params, ctx),
+        () => (span.end = clock.now()),
+      );
+      if (!t.dieAfterExecute) return outcome;
+      t.died = true; // the provider answered; the runner never hears of it
+      return await new Promise<never>(() => {});
     },
-    async doLookup(op, ctx) {
-      t.lookupCalls += 1;
-      t.activeLookup += 1;
-      relabel();
-      try {
-        return await inner.doLookup(op, ctx);
-      } finally {
-        t.activeLookup -= 1;
-        relabel();
-      }
-    },
+    doLookup: (op, ctx) => during('lookup', () => inner.doLookup(op, ctx)),
   });
   return { adapter, tracker: t };
 }
@@ -80,7 +71,8 @@ export function createDrillContext(options: ConformanceOptions) {
   const outDir = options.outDir ?? mkdtempSync(join(tmpdir(), `retrysafe-drill-${options.name}-`));
   mkdirSync(outDir, { recursive: true });
   const workDir = mkdtempSync(join(tmpdir(), `retrysafe-drill-ledgers-`));
-  return { options, outDir, workDir, nextIndex: 0, results: [] as ScenarioResult[] };
+  const timeoutMs = options.timeoutMs ?? DEFAULT_DRILL_TIMEOUT_MS;
+  return { options, timeoutMs, outDir, workDir, nextIndex: 0, results: [] as ScenarioResult[] };
 }
 
 export type DrillContext = ReturnType<typeof createDrillContext>;
@@ -93,10 +85,7 @@ export async function startHarness(ctx: DrillContext, faults: FaultScript, timeo
   let inner: AdapterV1;
   try {
     proxy = await startFaultProxy({ target: sandbox.url, faults, clock, recordHeaders: o.recordHeaders });
-    inner = await o.createAdapter({
-      baseUrl: proxy.url,
-      timeoutMs: timeoutOverrideMs ?? o.timeoutMs ?? DEFAULT_DRILL_TIMEOUT_MS,
-    });
+    inner = await o.createAdapter({ baseUrl: proxy.url, timeoutMs: timeoutOverrideMs ?? ctx.timeoutMs });
   } catch (err) {
     await proxy?.close();
     await sandbox.close();

@@ -1,41 +1,24 @@
 import { rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import {
-  AdapterConfigurationError,
-  type DrillFault,
-  type DrillOperation,
-  type RetrySafetyCard,
-} from '@retrysafe/contract';
+import { AdapterConfigurationError, type DrillOperation, type RetrySafetyCard } from '@retrysafe/contract';
 import { durationMs } from '@retrysafe/contract/rules';
 import { criteriaFor, readCard, skipReason } from './criteria.js';
-import { CONCURRENCY, type Drive, driveScenario } from './drill-drive.js';
-import {
-  createDrillContext,
-  DEFAULT_DRILL_TIMEOUT_MS,
-  type DrillContext,
-  type Harness,
-  startHarness,
-} from './drill-harness.js';
-import type {
-  CountCriterion,
-  DrillOptions,
-  DrillOutcome,
-  PassCriteria,
-  ScenarioId,
-  ScenarioResult,
-} from './drill-types.js';
+import { CONCURRENCY, type Drive, type DriveInput, driveScenario } from './drill-drive.js';
+import { createDrillContext, type DrillContext, type Harness, startHarness } from './drill-harness.js';
+import type { DrillOptions, PassCriteria, ScenarioId, ScenarioResult } from './drill-types.js';
 import { SCENARIO_TITLES, SCENARIOS } from './drill-types.js';
-import type { FaultScript, ProxyRequest } from './fault-proxy.js';
+import type { FaultProxy, FaultScript, ProxyRequest } from './fault-proxy.js';
 
 /** The client timeout of the late-commit scenario (the request is held until the client gives up). */
 const LATE_COMMIT_TIMEOUT_MS = 400;
-const DEFAULT_RATE_LIMITED: DrillFault = { kind: 'status', status: 429, retryAfterS: 2 };
+const DEFAULT_RATE_LIMITED = { kind: 'status', status: 429, retryAfterS: 2 } as const;
 
 const phaseOf = (r: ProxyRequest): 'execute' | 'lookup' | 'other' =>
   r.label?.startsWith('execute') ? 'execute' : r.label === 'lookup' ? 'lookup' : 'other';
 
-const meets = (c: CountCriterion, n: number) => ('exact' in c ? n === c.exact : n <= c.max && n >= (c.min ?? 0));
-const describeCount = (c: CountCriterion) =>
+type Count = PassCriteria['attemptsAtProxy'];
+const meets = (c: Count, n: number) => ('exact' in c ? n === c.exact : n <= c.max && n >= (c.min ?? 0));
+const describeCount = (c: Count) =>
   'exact' in c ? `exactly ${c.exact}` : c.min !== undefined ? `${c.min}–${c.max}` : `at most ${c.max}`;
 const safeName = (s: string) => s.replace(/[^A-Za-z0-9._-]+/g, '_');
 
@@ -46,7 +29,7 @@ function lateApplyMs(card: RetrySafetyCard): number {
   return value === undefined || value === 'unknown' ? 10 * 60_000 : durationMs(value);
 }
 
-type ScriptInput = DrillOperation['faults'] & { card: RetrySafetyCard; timeoutMs: number; rateLimited: DrillFault };
+type ScriptInput = DrillOperation['faults'] & { card: RetrySafetyCard; timeoutMs: number };
 
 /** The faults the proxy plays for each scenario, in order (a function: the same fault every time); none otherwise. */
 const FAULT_SCRIPTS: Partial<Record<ScenarioId, (f: ScriptInput) => FaultScript>> = {
@@ -56,11 +39,8 @@ const FAULT_SCRIPTS: Partial<Record<ScenarioId, (f: ScriptInput) => FaultScript>
   // Applied as late as the card allows (lookup.lateApplyBound), or much later when the card cannot say.
   'late-commit': ({ card }) => [{ kind: 'late-commit', afterMs: lateApplyMs(card) }],
   'permanent-error': ({ permanent }) => [permanent],
-  'transient-beyond-limit':
-    ({ transient }) =>
-    () =>
-      transient!,
-  'rate-limited': ({ rateLimited }) => [rateLimited],
+  'transient-beyond-limit': (f) => () => f.transient!,
+  'rate-limited': ({ rateLimited }) => [rateLimited!],
   // the provider has the work (forwarded, committed); the caller is told "in progress"
   'in-progress': ({ inProgress: f }) => [typeof f === 'object' && f.kind === 'status' ? { ...f, forward: true } : f!],
 };
@@ -112,7 +92,7 @@ export async function planScenario(ctx: DrillContext, operation: string, scenari
     const why = `the card says this scenario applies (${criteria.why.at(-1)})`;
     return failed(`operations['${operation}'].faults.${needed} is required: ${why}`, criteria);
   }
-  const timeoutMs = o.timeoutMs ?? DEFAULT_DRILL_TIMEOUT_MS;
+  const { timeoutMs } = ctx;
   return {
     scenario,
     operation,
@@ -167,7 +147,7 @@ export async function runScenario(ctx: DrillContext, operation: string, scenario
   const { observed, proxyRequests } = await observe(h, operation, d);
   const handoffPackets = [...h.packets];
   await h.close().catch((err: Error) => notes.push(`cleanup: ${err.message}`));
-  failures.push(...unmet(plan, observed, proxyRequests, h.proxy.scriptErrors));
+  failures.push(...unmet(plan, observed, h.proxy));
   return finish({
     status: failures.length === 0 ? 'passed' : 'failed',
     criteria,
@@ -181,12 +161,7 @@ export async function runScenario(ctx: DrillContext, operation: string, scenario
 }
 
 /** Each criterion written before the run that the run did not meet, as a sentence. */
-function unmet(
-  run: { label: string; scenario: ScenarioId; criteria: PassCriteria; timeoutMs: number },
-  observed: ObservedValues,
-  proxyRequests: readonly ProxyRequest[],
-  scriptErrors: readonly string[],
-): string[] {
+function unmet(run: DriveInput, observed: ObservedValues, { requests, scriptErrors }: FaultProxy): string[] {
   const { label, scenario, criteria, timeoutMs } = run;
   const { providerRecords, outcomes, errors, maxRequestsInOneExecute, waitedMs } = observed;
   const duringExecute = observed.attemptsAtProxy;
@@ -196,7 +171,7 @@ function unmet(
     out.push(`${label}: providerRecords expected ${criteria.providerRecords}, observed ${providerRecords}`);
   if (!meets(criteria.attemptsAtProxy, duringExecute))
     out.push(
-      `${label}: attemptsAtProxy expected ${describeCount(criteria.attemptsAtProxy)}, observed ${duringExecute} (doExecute calls ${calls}, requests ${proxyRequests.length})`,
+      `${label}: attemptsAtProxy expected ${describeCount(criteria.attemptsAtProxy)}, observed ${duringExecute} (doExecute calls ${calls}, requests ${requests.length})`,
     );
   if (maxRequestsInOneExecute > 1 || (scenario !== 'concurrent-duplicates' && duringExecute > calls)) {
     const many = maxRequestsInOneExecute > 1;
@@ -218,7 +193,7 @@ function unmet(
     out.push(
       `${label}: Retry-After not honoured: expected a wait of at least ${criteria.minWaitMs} ms before attempt 2, observed ${waitedMs ?? 'no second attempt'}`,
     );
-  if (scenario === 'lost-response-timeout' && proxyRequests[0]?.clientGaveUp === false)
+  if (scenario === 'lost-response-timeout' && requests[0]?.clientGaveUp === false)
     out.push(
       `${label}: the client did not time out: the proxy held the response ${timeoutMs * 5 + 1000} ms and dropped it itself; createAdapter must pass timeoutMs (${timeoutMs} ms) to the SDK`,
     );
@@ -228,11 +203,7 @@ function unmet(
 
 /** The operation's card, read from a throwaway adapter that never sends anything. */
 async function readDrillCard(ctx: DrillContext, operation: string): Promise<RetrySafetyCard> {
-  const o = ctx.options;
-  const probe = await o.createAdapter({
-    baseUrl: 'http://127.0.0.1:9',
-    timeoutMs: o.timeoutMs ?? DEFAULT_DRILL_TIMEOUT_MS,
-  });
+  const probe = await ctx.options.createAdapter({ baseUrl: 'http://127.0.0.1:9', timeoutMs: ctx.timeoutMs });
   const spec = probe.operations[operation];
   await probe.close?.();
   if (!spec)
@@ -250,59 +221,47 @@ async function observe(h: Harness, operation: string, d: Drive) {
     return -1;
   });
   const proxyRequests = h.proxy.requests.map((r) => ({ ...r, phase: phaseOf(r) }));
+  const total = proxyRequests.length;
   const duringExecute = proxyRequests.filter((r) => r.phase === 'execute').length;
   const duringLookup = proxyRequests.filter((r) => r.phase === 'lookup').length;
-  const perExecute = new Map<string, number>();
-  for (const r of proxyRequests)
-    if (r.label?.startsWith('execute#')) perExecute.set(r.label, (perExecute.get(r.label) ?? 0) + 1);
-  const maxRequestsInOneExecute = Math.max(0, ...perExecute.values());
+  const calls = proxyRequests.flatMap(({ label }) => (label?.startsWith('execute#') ? [label] : []));
+  const maxRequestsInOneExecute = Math.max(0, ...calls.map((call) => calls.filter((c) => c === call).length));
   const observed = {
     providerRecords,
     attemptsAtProxy: duringExecute,
     /** Requests at the proxy during `doExecute` calls / `doLookup` calls / outside either. */
-    requests: {
-      total: proxyRequests.length,
-      duringExecute,
-      duringLookup,
-      other: proxyRequests.length - duringExecute - duringLookup,
-    },
-    executeCalls: h.tracker.executeCalls,
-    lookupCalls: h.tracker.lookupCalls,
+    requests: { total, duringExecute, duringLookup, other: total - duringExecute - duringLookup },
+    executeCalls: h.tracker.calls.execute,
+    lookupCalls: h.tracker.calls.lookup,
     /** The largest number of proxy requests seen inside one `doExecute` call. */
     maxRequestsInOneExecute,
-    outcomes: d.outcomes as readonly DrillOutcome[],
+    outcomes: d.outcomes,
     handoffs: h.packets.length,
-    handoffReasons: h.packets.map((p) => p.reason) as readonly string[],
+    handoffReasons: h.packets.map((p) => p.reason),
     /** For `rate-limited`: virtual time between the end of attempt 1 and the start of attempt 2. */
     ...(d.waitedMs !== undefined ? { waitedMs: d.waitedMs } : {}),
-    errors: d.errors as readonly string[],
+    errors: d.errors,
   };
   return { observed, proxyRequests };
 }
 
 export type ObservedValues = Awaited<ReturnType<typeof observe>>['observed'];
 
-/** Writes `summary.json` for the results so far and returns it. */
 export function writeSummary(ctx: DrillContext) {
-  const results = ctx.results;
-  const count = (status: ScenarioResult['status']) => results.filter((r) => r.status === status).length;
+  const rs = ctx.results;
+  const count = (status: ScenarioResult['status']) => rs.filter((r) => r.status === status).length;
   const summary = {
     drill: ctx.options.name,
     outDir: ctx.outDir,
-    total: results.length,
+    total: rs.length,
     passed: count('passed'),
     failed: count('failed'),
     skipped: count('skipped'),
-    skips: results.flatMap((r) => (r.skip ? [{ operation: r.operation, scenario: r.scenario, ...r.skip }] : [])),
-    failures: results.flatMap(({ operation, scenario, status, failures }) =>
+    skips: rs.flatMap((r) => (r.skip ? [{ operation: r.operation, scenario: r.scenario, ...r.skip }] : [])),
+    failures: rs.flatMap(({ operation, scenario, status, failures }) =>
       status === 'failed' ? [{ operation, scenario, failures }] : [],
     ),
-    results: results.map(({ operation, scenario, status, receiptFile }) => ({
-      operation,
-      scenario,
-      status,
-      receiptFile,
-    })),
+    results: rs.map(({ operation, scenario, status, receiptFile }) => ({ operation, scenario, status, receiptFile })),
   };
   writeFileSync(join(ctx.outDir, 'summary.json'), JSON.stringify(summary, null, 2) + '\n');
   return summary;
@@ -323,9 +282,8 @@ export async function runDrill(options: DrillOptions) {
     if (!SCENARIOS.includes(s)) throw new TypeError(`unknown scenario '${String(s)}'; known: ${SCENARIOS.join(', ')}`);
   const ctx = createDrillContext(options);
   try {
-    for (const operation of Object.keys(options.operations)) {
+    for (const operation of Object.keys(options.operations))
       for (const scenario of scenarios) await runScenario(ctx, operation, scenario);
-    }
   } finally {
     disposeDrillContext(ctx);
   }

@@ -1,28 +1,14 @@
 import { createHash } from 'node:crypto';
-import {
-  Agent,
-  createServer,
-  request as httpRequest,
-  type IncomingHttpHeaders,
-  type IncomingMessage,
-  type Server,
-  type ServerResponse,
-} from 'node:http';
+import { EventEmitter, once } from 'node:events';
+import { Agent, createServer, request as httpRequest, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
+import { buffer } from 'node:stream/consumers';
 import type { DrillFault } from '@retrysafe/contract';
 
-/**
- * A network fault: the contract's `DrillFault` (pass, drop-response, reset-before, delay, status, late-commit),
- * or `'truncate-response'`: the status line, headers and half the body, then a reset (committed, body unreadable).
- */
+/** The contract's `DrillFault`, or `'truncate-response'`: status, headers and half the body, then a reset. */
 export type Fault = DrillFault | 'truncate-response';
 
-/** What the script is told about the request it decides for. */
-export type FaultRequestInfo = {
-  readonly method: string;
-  readonly path: string;
-  readonly headers: IncomingHttpHeaders;
-};
+export type FaultRequestInfo = Readonly<{ method: string; path: string; headers: IncomingMessage['headers'] }>;
 
 /** One entry per call (1-based; past the end every call is `'pass'`), or a function of the call number. */
 export type FaultScript = readonly Fault[] | ((call: number, request: FaultRequestInfo) => Fault);
@@ -42,20 +28,18 @@ const LOOPBACK = new Set(['127.0.0.1', 'localhost', '[::1]', '::1']);
 const SIMPLE_FAULTS: readonly unknown[] = ['pass', 'drop-response', 'reset-before', 'truncate-response'];
 const isMs = (v: unknown) => typeof v === 'number' && Number.isFinite(v) && v >= 0;
 const isStatus = (v: unknown) => Number.isInteger(v) && (v as number) >= 100 && (v as number) <= 599;
+const isRetryAfter = (v: unknown) => v === undefined || isMs(v);
 /** What each object fault's fields must be. */
-const FIELD_RULES = new Map<unknown, readonly (readonly [string, (v: unknown) => boolean, string])[]>([
-  ['delay', [['ms', isMs, 'ms >= 0']]],
-  ['late-commit', [['afterMs', isMs, 'afterMs >= 0']]],
-  [
-    'status',
-    [
-      ['status', isStatus, 'an HTTP status 100–599'],
-      ['retryAfterS', (v) => v === undefined || isMs(v), 'retryAfterS >= 0'],
-    ],
-  ],
-]);
+type Rules = Record<string, readonly [ok: (v: unknown) => boolean, want: string]>;
+const FIELD_RULES = new Map<unknown, Rules>(
+  Object.entries<Rules>({
+    delay: { ms: [isMs, 'ms >= 0'] },
+    'late-commit': { afterMs: [isMs, 'afterMs >= 0'] },
+    status: { status: [isStatus, 'an HTTP status 100–599'], retryAfterS: [isRetryAfter, 'retryAfterS >= 0'] },
+  }),
+);
 
-/** Throws a TypeError naming the problem when `fault` is not a valid Fault (a script is the caller's code). */
+/** A script is the caller's code: a bad fault is a TypeError naming the problem. */
 function validateFault(fault: unknown, where = 'fault'): asserts fault is Fault {
   if (SIMPLE_FAULTS.includes(fault)) return;
   const f = (typeof fault === 'object' && fault !== null ? fault : {}) as Record<string, unknown>;
@@ -64,19 +48,14 @@ function validateFault(fault: unknown, where = 'fault'): asserts fault is Fault 
     throw new TypeError(
       `${where}: expected 'pass' | 'drop-response' | 'reset-before' | 'truncate-response' | { kind: 'delay', ms } | { kind: 'status', status }, got ${JSON.stringify(fault)}`,
     );
-  for (const [field, ok, want] of rules)
+  for (const [field, [ok, want]] of Object.entries(rules))
     if (!ok(f[field])) throw new TypeError(`${where}: ${f.kind} needs ${want}, got ${JSON.stringify(f[field])}`);
 }
 
-function validateScript(script: FaultScript): void {
+function validateScript(script: FaultScript): FaultScript {
   if (typeof script !== 'function')
     for (const [i, f] of script.entries()) validateFault(f, `faults[${i}] (call ${i + 1})`);
-}
-
-function pick(script: FaultScript, n: number, info: FaultRequestInfo): Fault {
-  const fault = typeof script === 'function' ? script(n, info) : (script[n - 1] ?? 'pass');
-  validateFault(fault, `fault for call ${n}`);
-  return fault;
+  return script;
 }
 
 function assertLoopbackTarget(target: string): URL {
@@ -108,9 +87,8 @@ function requestEntry(
     /** 1-based call number at this proxy. */
     n,
     method: info.method,
-    /** Path and query. */
     path: info.path,
-    /** `idempotency-key` plus the headers listed in `recordHeaders` (lower-case names). */
+    /** `idempotency-key` plus `recordHeaders` (lower-case names). */
     headers: recorded as Readonly<Record<string, string>>,
     bodyHash: 'sha256:' + createHash('sha256').update(body).digest('hex'),
     bodyBytes: body.length,
@@ -122,7 +100,6 @@ function requestEntry(
         : fault.kind === 'status'
           ? fault.forward === true
           : fault.kind !== 'late-commit',
-    /** Epoch ms the request arrived (complete body). */
     at: Date.now(),
     /** `proxy.label` when the request arrived. */
     ...(label !== undefined ? { label } : {}),
@@ -137,101 +114,69 @@ export type ProxyRequest = Readonly<
 /** late-commit: requests held until their client gives up, then applied in arrival order once due (or on flush). */
 function createLateQueue(clock: { now(): number }) {
   const held: { readonly dueAt: number; readonly apply: () => Promise<void> }[] = [];
-  /** Requests still waiting for the client to give up: a flush ends that wait. */
-  const holding = new Set<{ readonly stop: () => void; readonly queued: Promise<void> }>();
+  /** Holds still waiting for their client to give up (a flush ends them), and their follow-ups. */
+  const holds = new Set<() => void>();
+  const queued = new Set<Promise<void>>();
   async function applyDue(all: boolean): Promise<void> {
     if (all) {
-      const waiting = [...holding];
-      for (const w of waiting) w.stop();
-      await Promise.all(waiting.map((w) => w.queued));
+      for (const stop of [...holds]) stop();
+      await Promise.all(queued);
     }
     const now = clock.now();
     while (held.length > 0 && (all || held[0]!.dueAt <= now)) await held.shift()!.apply();
   }
-  /** Holds the request; the client times out (or, if its timeout does not work, is reset after a long hold). */
-  async function hold(
-    req: IncomingMessage,
-    afterMs: number,
-    timers: Set<NodeJS.Timeout>,
-    onGaveUp: (gaveUp: boolean) => void,
-    apply: () => Promise<void>,
-  ): Promise<void> {
+  /** The client times out (or, if its timeout does not work, is reset after a long hold); then it is queued. */
+  function hold(req: IncomingMessage, afterMs: number, onGaveUp: (yes: boolean) => void, apply: () => Promise<void>) {
     const arrivedAt = clock.now();
-    let stop = () => {};
-    const queued = holdUntilClientGivesUp(req, 30_000, timers, (end) => (stop = end)).then((gaveUp) => {
+    const q = holdUntilClientGivesUp(req, 30_000, holds).then((gaveUp) => {
       onGaveUp(gaveUp);
       resetSocket(req.socket);
-      holding.delete(entry);
+      queued.delete(q);
       held.push({ dueAt: arrivedAt + afterMs, apply });
     });
-    const entry = { stop: () => stop(), queued };
-    holding.add(entry);
-    await queued;
+    queued.add(q);
+    return q;
   }
   return { held, applyDue, hold };
 }
 
-// The HTTP plumbing: forwarding to the sandbox, relaying or cutting its answer, resets and holds.
-
 /** Hop-by-hop headers that must not be relayed (RFC 9110 §7.6.1). */
-const HOP_BY_HOP = new Set([
-  'connection',
-  'keep-alive',
-  'proxy-connection',
-  'transfer-encoding',
-  'upgrade',
-  'te',
-  'trailer',
-  'proxy-authorization',
-  'proxy-authenticate',
-]);
+const HOP_BY_HOP = new Set(
+  'connection keep-alive proxy-connection transfer-encoding upgrade te trailer proxy-authorization proxy-authenticate'.split(
+    ' ',
+  ),
+);
 
 /** The headers worth relaying: neither hop-by-hop nor content-length (set anew), nor `also`. */
-function endToEnd(from: IncomingHttpHeaders, also?: string): Record<string, string | string[]> {
+function endToEnd(from: IncomingMessage['headers'], also?: string): Record<string, string | string[]> {
   const headers: Record<string, string | string[]> = {};
   for (const [k, v] of Object.entries(from))
     if (v !== undefined && !HOP_BY_HOP.has(k) && k !== 'content-length' && k !== also) headers[k] = v;
   return headers;
 }
 
-/** Resets the client's TCP connection (RST). */
 function resetSocket(socket: Socket): void {
   if (!socket.destroyed) socket.resetAndDestroy();
 }
 
-type Upstream = { status: number; headers: IncomingHttpHeaders; body: Buffer };
+type Upstream = { status: number; headers: IncomingMessage['headers']; body: Buffer };
 
-/** Sends the request on to the sandbox and reads its whole answer. */
-function forwardTo(
-  up: { target: URL; basePath: string; agent: Agent },
-  req: IncomingMessage,
-  body: Buffer,
-): Promise<Upstream> {
+async function forwardTo(target: URL, agent: Agent, req: IncomingMessage, body: Buffer): Promise<Upstream> {
   const headers = endToEnd(req.headers, 'host');
-  headers.host = up.target.host;
+  headers.host = target.host;
   headers['content-length'] = String(body.length);
-  return new Promise((resolve, reject) => {
-    const request = httpRequest(
-      {
-        hostname: up.target.hostname.replace(/^\[|\]$/g, ''),
-        port: up.target.port || 80,
-        method: req.method,
-        path: up.basePath + (req.url ?? '/'),
-        headers,
-        agent: up.agent,
-      },
-      (res) => {
-        const chunks: Buffer[] = [];
-        res.on('data', (c: Buffer) => chunks.push(c));
-        res.on('end', () =>
-          resolve({ status: res.statusCode ?? 502, headers: res.headers, body: Buffer.concat(chunks) }),
-        );
-        res.on('error', reject);
-      },
-    );
-    request.on('error', reject);
-    request.end(body);
+  const request = httpRequest({
+    hostname: target.hostname.replace(/^\[|\]$/g, ''),
+    port: target.port || 80,
+    method: req.method,
+    path: target.pathname.replace(/\/$/, '') + (req.url ?? '/'),
+    headers,
+    agent,
   });
+  request.on('error', () => {}); // before the response, `once` rejects with it; after, the body read does
+  request.end(body);
+  const [res] = (await once(request, 'response')) as [IncomingMessage];
+  return { status: res.statusCode ?? 502, headers: res.headers, body: await buffer(res) };
 }
 
 function relay(res: ServerResponse, upstream: Upstream): void {
@@ -248,9 +193,8 @@ function answerWithStatus(res: ServerResponse, fault: Extract<Fault, { kind: 'st
   let payload = '';
   if (fault.body !== undefined) {
     payload = typeof fault.body === 'string' ? fault.body : JSON.stringify(fault.body);
-    if (!Object.keys(headers).some((h) => h.toLowerCase() === 'content-type')) {
+    if (!Object.keys(headers).some((h) => h.toLowerCase() === 'content-type'))
       headers['content-type'] = typeof fault.body === 'string' ? 'text/plain' : 'application/json';
-    }
   }
   headers['content-length'] = String(Buffer.byteLength(payload));
   res.writeHead(fault.status, headers);
@@ -267,43 +211,20 @@ function truncateResponse(req: IncomingMessage, res: ServerResponse, upstream: U
   res.write(upstream.body.subarray(0, Math.floor(upstream.body.length / 2)), () => resetSocket(req.socket));
 }
 
-/** Holds the request until its client gives up (true) or `ms` pass (false); `onStop` gets a way to end the hold early. */
-function holdUntilClientGivesUp(
-  req: IncomingMessage,
-  ms: number,
-  timers: Set<NodeJS.Timeout>,
-  onStop?: (stop: () => void) => void,
-): Promise<boolean> {
+/** Holds the request until its client gives up (true) or `ms` pass (false); `holds` gets a way to end it early. */
+function holdUntilClientGivesUp(req: IncomingMessage, ms: number, holds?: Set<() => void>): Promise<boolean> {
   return new Promise<boolean>((resolve) => {
     if (req.socket.destroyed) return resolve(true);
     const end = (gaveUp: boolean) => {
       clearTimeout(t);
-      timers.delete(t);
+      holds?.delete(stop);
       resolve(gaveUp);
     };
+    const stop = () => end(req.socket.destroyed);
     const t = setTimeout(() => end(false), ms);
-    timers.add(t);
-    onStop?.(() => end(req.socket.destroyed));
+    holds?.add(stop);
     req.socket.once('close', () => end(true));
   });
-}
-
-/** A loopback server on a free port that keeps track of its sockets (close destroys them). */
-async function listen(
-  sockets: Set<Socket>,
-  handler: (req: IncomingMessage, res: ServerResponse) => void,
-): Promise<Server> {
-  const server = createServer(handler);
-  server.keepAliveTimeout = 5_000;
-  server.on('connection', (s) => {
-    sockets.add(s);
-    s.on('close', () => sockets.delete(s));
-  });
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => resolve());
-  });
-  return server;
 }
 
 /**
@@ -312,31 +233,25 @@ async function listen(
  */
 export async function startFaultProxy(options: FaultProxyOptions) {
   const target = assertLoopbackTarget(options.target);
-  const basePath = target.pathname.replace(/\/$/, '');
-  let script: FaultScript = options.faults ?? [];
-  validateScript(script);
+  let script = validateScript(options.faults ?? []);
   const recordHeaders = new Set(['idempotency-key', ...(options.recordHeaders ?? []).map((h) => h.toLowerCase())]);
   const requests: ProxyRequest[] = [];
-  const waiters = new Set<{ count: number; resolve: () => void }>();
+  const arrivals = new EventEmitter();
   const scriptErrors: string[] = [];
-  const sockets = new Set<Socket>();
-  const timers = new Set<NodeJS.Timeout>();
   const upstreamAgent = new Agent({ keepAlive: true });
-  const upstreamOf = { target, basePath, agent: upstreamAgent };
   let closed = false;
   const late = createLateQueue(options.clock ?? { now: () => Date.now() });
 
   async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
-    const chunks: Buffer[] = [];
-    for await (const c of req) chunks.push(c as Buffer);
-    const body = Buffer.concat(chunks);
+    const body = await buffer(req);
     // A late commit that is due lands before this request reaches the provider.
     await late.applyDue(false).catch(() => undefined);
     const n = ++calls;
     const info: FaultRequestInfo = { method: req.method ?? 'GET', path: req.url ?? '/', headers: req.headers };
     let fault: Fault;
     try {
-      fault = pick(script, n, info);
+      fault = typeof script === 'function' ? script(n, info) : (script[n - 1] ?? 'pass');
+      validateFault(fault, `fault for call ${n}`);
     } catch (err) {
       // A broken script is the test author's bug: answer 500 with the reason and keep it for assertions.
       scriptErrors.push(`call ${n}: ${(err as Error).message}`);
@@ -346,19 +261,15 @@ export async function startFaultProxy(options: FaultProxyOptions) {
     }
     const index = requests.length;
     requests.push(requestEntry(n, info, recordHeaders, body, fault, proxy.label));
-    for (const w of waiters) {
-      if (requests.length < w.count) continue;
-      waiters.delete(w);
-      w.resolve();
-    }
+    arrivals.emit('request');
     const note = (patch: Partial<ProxyRequest>) => {
       requests[index] = { ...requests[index]!, ...patch };
     };
     /** Forwards the request and notes the upstream's status; the error when the upstream failed. */
-    const send = async (patch: Partial<ProxyRequest> = {}): Promise<Upstream | Error> => {
+    const send = async (): Promise<Upstream | Error> => {
       try {
-        const up = await forwardTo(upstreamOf, req, body);
-        note({ ...patch, upstreamStatus: up.status });
+        const up = await forwardTo(target, upstreamAgent, req, body);
+        note({ forwarded: true, upstreamStatus: up.status });
         return up;
       } catch (err) {
         note({ forwarded: false });
@@ -368,18 +279,17 @@ export async function startFaultProxy(options: FaultProxyOptions) {
 
     if (fault === 'reset-before') return resetSocket(req.socket);
     if (typeof fault === 'object' && fault.kind === 'status') {
-      if (fault.forward === true) {
-        await send();
-        if (req.socket.destroyed) return;
-      }
-      return answerWithStatus(res, fault);
+      if (fault.forward === true) await send();
+      if (!req.socket.destroyed) answerWithStatus(res, fault);
+      return;
     }
-    if (typeof fault === 'object' && fault.kind === 'late-commit') {
-      const onGaveUp = (clientGaveUp: boolean) => note({ clientGaveUp });
-      return late.hold(req, fault.afterMs, timers, onGaveUp, async () => {
-        await send({ forwarded: true });
-      });
-    }
+    if (typeof fault === 'object' && fault.kind === 'late-commit')
+      return late.hold(
+        req,
+        fault.afterMs,
+        (clientGaveUp) => note({ clientGaveUp }),
+        async () => void (await send()),
+      );
     const upstream = await send();
     if (upstream instanceof Error) {
       if (!res.headersSent && !req.socket.destroyed) {
@@ -395,34 +305,30 @@ export async function startFaultProxy(options: FaultProxyOptions) {
     if (fault === 'drop-response') return resetSocket(req.socket);
     if (fault === 'truncate-response') return truncateResponse(req, res, upstream);
     // delay: the provider committed; hold the answer past the client's timeout, then drop it.
-    note({ clientGaveUp: await holdUntilClientGivesUp(req, fault.ms, timers) });
+    note({ clientGaveUp: await holdUntilClientGivesUp(req, fault.ms) });
     resetSocket(req.socket);
   }
 
   let calls = 0;
-  const server = await listen(sockets, (req, res) => {
-    handle(req, res).catch(() => {
-      if (!req.socket.destroyed) resetSocket(req.socket);
-    });
+  const server = createServer((req, res) => {
+    handle(req, res).catch(() => resetSocket(req.socket));
   });
+  server.keepAliveTimeout = 5_000;
+  await once(server.listen(0, '127.0.0.1'), 'listening');
   const proxy = {
-    /** `http://127.0.0.1:PORT` — point the SDK here. */
     url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
-    /** Every request seen, in arrival order. */
     requests: requests as readonly ProxyRequest[],
     /** Errors thrown by (or invalid faults returned from) a fault script; such calls were answered 500. */
     scriptErrors: scriptErrors as readonly string[],
     /** Replaces the fault script; call numbering continues. */
     setFaults(next: FaultScript): void {
-      validateScript(next);
-      script = next;
+      script = validateScript(next);
     },
     /** A label recorded on requests arriving from now on (the drill attributes requests to adapter calls with it). */
     label: undefined as string | undefined,
     /** Resolves once `count` requests have arrived (and been recorded). */
-    waitForRequests(count: number): Promise<void> {
-      if (requests.length >= count) return Promise.resolve();
-      return new Promise((resolve) => waiters.add({ count, resolve }));
+    async waitForRequests(count: number): Promise<void> {
+      while (requests.length < count) await once(arrivals, 'request');
     },
     /** Lets the provider apply every request a `late-commit` still holds (before counting records). */
     flushLate: () => late.applyDue(true),
@@ -433,9 +339,7 @@ export async function startFaultProxy(options: FaultProxyOptions) {
     async close(): Promise<void> {
       if (closed) return;
       closed = true;
-      for (const t of timers) clearTimeout(t);
-      timers.clear();
-      for (const s of sockets) s.destroy();
+      server.closeAllConnections(); // a held request's client is gone: its hold ends
       upstreamAgent.destroy();
       await new Promise<void>((resolve) => server.close(() => resolve()));
     },

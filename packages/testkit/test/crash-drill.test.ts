@@ -30,7 +30,7 @@ describe('crash drill', () => {
   }, async () => {
     const report = await runCrashDrill(options(200, 7, { perProcess: 20, batchSize: 100 }));
     console.log(
-      `crash drill: ${report.runs} runs (seed ${report.seed}), ${report.killed} stopped at their point and SIGKILLed (${report.workersKilled} processes), ${report.duplicates} duplicates, ${report.lost} lost, ${report.providerRecords} records; by point ${JSON.stringify(report.byPoint)}; recover ${JSON.stringify(report.recoverActions)}; wall ${JSON.stringify(report.timings)}; report ${report.outFile}`,
+      `crash drill: ${report.runs} runs (seed ${report.seed}), ${report.killed} stopped at their point and SIGKILLed (${report.workersKilled} processes), ${report.duplicates} duplicates, ${report.lost} lost, ${report.providerRecords} records; by point ${JSON.stringify(report.byPoint)}; recover ${JSON.stringify(report.recoverActions)}; report ${report.outFile}`,
     );
     expect(report.problems).toEqual([]);
     expect(report.duplicates).toBe(0);

@@ -10,22 +10,21 @@ export type { DecideFn, Fate } from './model.js';
 export interface ExploreOptions {
   readonly card: RetrySafetyCard;
   readonly policy?: PolicyOverrides;
-  /** The decision table under test (default: the real `decide` of @retrysafe/core). */
+  /** Default: core's real `decide`. */
   readonly decide?: DecideFn;
-  /** 1: one worker that runs and, once restarted after a crash, recovers. 2: plus a separate recover process. */
+  /** 2 adds a separate recover process to the worker that runs (and recovers after its own crash). */
   readonly workers?: 1 | 2;
-  /** The second worker's clock runs this far ahead and behind (default: the policy's clock-skew margin). */
+  /** How far the second worker's clock runs ahead and behind (default: the policy's clock-skew margin). */
   readonly clockSkewMs?: number;
-  /** Network fates tried on each provider call (default: all that the card makes meaningful). */
   readonly fates?: readonly Fate[];
-  /** At most this many calls get a fate other than `delivered` (default 2). */
+  /** Calls whose fate is not `delivered` (default 2). */
   readonly maxNetworkFaults?: number;
   readonly maxCrashes?: number;
-  /** Worker pauses past the lease (GC, suspended VM) (default 0). */
+  /** Pauses past the lease (GC, suspended VM); default 0. */
   readonly maxPauses?: number;
-  /** False models a runner that does not check its lease before each call (the lease invariant then fires). */
+  /** False models a runner that does not check its lease before each call. */
   readonly runnerChecksLease?: boolean;
-  /** Stop after this many states (the report says truncated). Default 300 000. */
+  /** Default 300 000; the report says truncated. */
   readonly maxStates?: number;
 }
 
@@ -38,13 +37,12 @@ type Found = {
 /** A broken invariant, the shortest path to it, and that path as a readable story. */
 export type Violation = Found & { readonly trace: readonly TraceStep[]; readonly story: string };
 
-/** Faults that are not the network's: crash, pause, resume; and the provider applying a held request. */
+/** Crash, pause, resume; and the provider applying a held request. */
 function worldSteps(ctx: Ctx, w: World): Succ[] {
   const out: Succ[] = [];
   w.ws.forEach((me, i) => {
     const active = busy(me) && !me.paused;
     if (active && w.crashes < ctx.maxCrashes) {
-      // The process dies; a restarted process runs recover() with the same clock.
       const restarted = setW(w, i, { pc: 'idle', role: 'recover', op: null, paused: false, name: `${me.name}'` });
       const text = `${me.name} CRASHES (at ${me.pc}); a restarted process will run recover()`;
       out.push({ w: { ...restarted, crashes: w.crashes + 1 }, text });
@@ -68,7 +66,7 @@ function worldSteps(ctx: Ctx, w: World): Succ[] {
   return out;
 }
 
-/** The next meaningful true time: a wake-up, a lease end, a bound of the card or policy (just before, at, just after). */
+/** The next meaningful true time: a wake-up, a lease end, a bound of the card or policy (±1 ms around it). */
 function nextTime(ctx: Ctx, w: World): number | null {
   const pts: number[] = [];
   const around = (x: number) => pts.push(x - 1, x, x + 1);
@@ -81,7 +79,6 @@ function nextTime(ctx: Ctx, w: World): number | null {
   if (w.prov.key !== null && ctx.pm.retentionMs !== null) around(w.prov.key.at + ctx.pm.retentionMs);
   if (w.rec !== null && !T.isTerminal(w.rec)) {
     const offsets = new Set(w.ws.map((x) => x.offset));
-    // Anchors are events, not bookkeeping: the first dispatch, each worker's last dispatch, a dead owner's lease end.
     const anchors = [
       w.rec.firstDispatchedAt,
       ...w.ws.flatMap((x) => (x.op ? [x.op.lastDispatchedAt, x.op.takenOverLeaseEnd] : [])),
@@ -99,14 +96,13 @@ function nextTime(ctx: Ctx, w: World): number | null {
 function tick(ctx: Ctx, w: World): Succ | null {
   const t = nextTime(ctx, w);
   if (t === null) return null;
-  // Live, unpaused workers that hold the lease keep it alive (the runner's heartbeat and sliced waits).
+  // Live holders keep the lease alive (the runner's heartbeat).
   let rec = w.rec;
   for (const me of w.ws) {
     const live = busy(me) && !me.paused;
     if (live && rec !== null && rec.fence === me.op!.fence && rec.leaseOwner === me.name && !T.isTerminal(rec))
       rec = T.renewTransition(rec, { businessOperationId: ID, fence: me.op!.fence }, ctx.policy.leaseMs, t);
   }
-  // Held requests past their bound are never applied.
   const pending = w.prov.pending.filter((p) => p.until > t);
   return { w: { ...w, t, rec, prov: { ...w.prov, pending } }, text: `time passes to ${fmt(t)}` };
 }
@@ -169,12 +165,10 @@ function report(card: RetrySafetyCard, g: Graph, violation: Violation | null) {
   return {
     operation: card.operation,
     states: g.nodes.length,
-    /** Longest shortest path (BFS depth) reached. */
     depth: g.depth,
     truncated: g.truncated,
-    /** First violation found (shortest trace), or null. */
     violation,
-    /** How the explored runs ended: 'succeeded', 'handed-off:<reason>', 'rejected'. */
+    /** 'succeeded', 'handed-off:<reason>', 'rejected': how many runs ended so. */
     endings: g.endings as Readonly<Record<string, number>>,
     /** Some interleaving ends in a handoff: the card cannot promise completion under these faults. */
     handsOff: Object.keys(g.endings).some((k) => k.startsWith('handed-off')),
@@ -184,7 +178,7 @@ function report(card: RetrySafetyCard, g: Graph, violation: Violation | null) {
 
 export type ExploreReport = ReturnType<typeof report>;
 
-/** The report of a violation, with the path that reached it as a trace and as a story. */
+/** The report of a violation, with its path as a trace and as a story. */
 function fail(card: RetrySafetyCard, g: Graph, idx: number, v: Found): ExploreReport {
   const trace: TraceStep[] = [];
   for (let n = g.nodes[idx]!; n.parent >= 0; n = g.nodes[n.parent]!)
@@ -213,17 +207,12 @@ function successors(ctx: Ctx, g: Graph, w: World): Succ[] | null {
   if (terminal && !w.ws.some(busy) && w.prov.pending.length === 0) {
     const end = w.rec!.state === 'handed-off' ? `handed-off:${w.rec!.handoff?.reason ?? '?'}` : w.rec!.state;
     g.endings[end] = (g.endings[end] ?? 0) + 1;
-    return null; // done: nothing else can happen to this operation
+    return null;
   }
-  // Local computation and ledger writes take no time: time passes only while every live worker waits,
-  // is idle or paused (a slow worker is modelled by a pause; a crash can still happen at every step).
+  // Computation and ledger writes take no time: time passes only while no live worker has work now.
+  const acting = ['decided', 'observing', 'calling'];
   const computing = w.ws.some(
-    (x) =>
-      !x.paused &&
-      (x.pc === 'decided' ||
-        x.pc === 'observing' ||
-        x.pc === 'calling' ||
-        (x.pc === 'waiting' && w.t + x.offset >= x.op!.wakeAt)),
+    (x) => !x.paused && (x.pc === 'waiting' ? w.t + x.offset >= x.op!.wakeAt : acting.includes(x.pc)),
   );
   const tk = computing ? null : tick(ctx, w);
   if (tk) succ.push(tk);

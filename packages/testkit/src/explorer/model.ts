@@ -4,26 +4,20 @@ import { decide as realDecide, resolvePolicy } from '@retrysafe/core/internal';
 import type { ExploreOptions } from './explore.js';
 import type { OpState } from './worker.js';
 
-// The bounded world the explorer enumerates: provider, network, clocks and the runner's loop are models;
-// `decide()` and the ledger's transition rules (@retrysafe/contract/ledger) are the real code.
+// Provider, network, clocks and the runner's loop are models; decide() and the ledger transitions are the real code.
 
 export type DecideFn = typeof realDecide;
 
 /** What the network does with one provider call. */
 export const ALL_FATES = [
-  /** The provider processes it and the answer reaches the client. */
   'delivered',
-  /** Connection refused: never reached the provider, and the client knows it (not-applied). */
   'refused',
-  /** Lost on the way to the provider: never processed; the client times out (unknown). */
   'lost-before',
-  /** Processed; the answer is lost; the client times out (unknown). */
   'lost-after',
-  /** Held in the network: the client times out now, the provider processes it later (late apply), or never. */
+  /** The client times out now; the provider processes it later, or never. */
   'late',
-  /** Delivered twice: the provider sees two identical requests; the client gets one answer. */
   'duplicated',
-  /** The provider began executing, answered 500 and stored that answer under the key (card: storedResult.includesErrors). */
+  /** A 500 the provider stored under the key (storedResult.includesErrors), with or without the effect. */
   'stored-error-applied',
   'stored-error-not-applied',
 ] as const;
@@ -31,18 +25,8 @@ export type Fate = (typeof ALL_FATES)[number];
 
 export type ProviderModel = ReturnType<typeof providerFromCard>;
 
-export type Pc =
-  /** Not running (a recover process waiting for a candidate, or a run not started). */
-  | 'idle'
-  /** Decided: about to act on `op.decision` (complete / hand off are written here; send/lookup start waiting). */
-  | 'decided'
-  /** Waiting until `op.wakeAt` (its own clock). */
-  | 'waiting'
-  /** `dispatched` is durable; the provider call goes out next. */
-  | 'calling'
-  /** An answer (or a lookup result) arrived and is about to be decided on. */
-  | 'observing'
-  | 'done';
+/** Where a worker is in the runner's loop; `waiting` until `op.wakeAt` on its own clock. */
+export type Pc = 'idle' | 'decided' | 'waiting' | 'calling' | 'observing' | 'done';
 
 /** A worker whose clock runs `offset` ms off the provider's (true) clock; `paused`: GC or a suspended VM. */
 export const newWorker = (name: string, role: 'run' | 'recover', offset: number) => ({
@@ -61,8 +45,7 @@ export const busy = (x: WorkerState) => x.pc !== 'idle' && x.pc !== 'done';
 export const newWorld = (ws: readonly WorkerState[]) => ({
   t: 0,
   rec: null as OperationRecord | null,
-  /** The provider: effects made (must stay ≤ 1), their true commit times, the key's stored entry (folding
-   * providers only), requests held in the network it may still apply, and calls that reached it. */
+  /** Effects made (must stay ≤ 1), their commit times, the key's entry, requests held in the network, calls. */
   prov: {
     effects: 0,
     commits: [] as readonly number[],
@@ -74,13 +57,13 @@ export const newWorld = (ws: readonly WorkerState[]) => ({
   netFaults: 0,
   crashes: 0,
   pauses: 0,
-  /** Set when a worker called the provider on a run-out lease (only possible with runnerChecksLease false). */
+  /** A worker called on a run-out lease (only with runnerChecksLease false). */
   leaseBreach: undefined as string | undefined,
 });
 export type World = ReturnType<typeof newWorld>;
 export type ProviderState = World['prov'];
 
-/** The true provider: the worst case the card allows. Unknown facts get the explorer's pessimistic stand-ins. */
+/** The true provider: the worst case the card allows, with pessimistic stand-ins for unknown facts. */
 export function providerFromCard(card: RetrySafetyCard, stand: { unknownLateApplyMs: number; unknownDelayMs: number }) {
   const sem = card.storedResult.semantics.value;
   const travels = card.providerKey.travels.value;
@@ -91,21 +74,15 @@ export function providerFromCard(card: RetrySafetyCard, stand: { unknownLateAppl
   const late = card.lookup.lateApplyBound?.value;
   const m = card.lookup.method.value;
   return {
-    /** A second same-key request is folded into the first while the key is retained. */
     folds: folds && retentionMs !== null,
-    /** Applying it twice is one effect (set-value PATCH, upsert). */
     idempotent: card.sideEffect.idempotentByNature.value === true,
-    /** True retention of a key, ms (provider's clock); null = nothing kept. */
+    /** null: nothing kept. */
     retentionMs,
     consistencyDelayMs: delay === 'unknown' ? stand.unknownDelayMs : delay === null ? 0 : durationMs(delay),
     lateApplyMs: typeof late === 'string' && late !== 'unknown' ? durationMs(late) : stand.unknownLateApplyMs,
-    /** The first answer of a processed request is in-progress (202 + status), not the result. */
     async: card.sideEffect.kind.value === 'async-job',
     storesErrors: card.storedResult.includesErrors.value === true && folds,
-    lookup: (m === 'none' || m === 'unknown' ? 'none' : m === 'resend-same-key' ? m : 'read') as
-      | 'none'
-      | 'read'
-      | 'resend-same-key',
+    lookup: m === 'none' || m === 'unknown' ? ('none' as const) : m === 'resend-same-key' ? m : ('read' as const),
   };
 }
 
@@ -117,13 +94,11 @@ export const STORED_500: Outcome = {
   message: 'provider 500 (stored under the key)',
 };
 
-/** The key's entry at time t, if still retained. */
 export function liveKey(pm: ProviderModel, p: ProviderState, t: number): ProviderState['key'] {
   if (!pm.folds || p.key === null || pm.retentionMs === null) return null;
   return t < p.key.at + pm.retentionMs ? p.key : null;
 }
 
-/** The provider processes one request at true time t. */
 export function process(pm: ProviderModel, p: ProviderState, t: number): { p: ProviderState; answer: Outcome } {
   const k = liveKey(pm, p, t);
   if (k !== null) {
@@ -142,7 +117,6 @@ export function process(pm: ProviderModel, p: ProviderState, t: number): { p: Pr
   return { p: next, answer: { kind: 'succeeded', result: { ref }, providerRef: ref } };
 }
 
-/** What the lookup sees at true time t. */
 export function lookupAt(pm: ProviderModel, p: ProviderState, t: number): { p: ProviderState; result: LookupResult } {
   if (pm.lookup === 'none') return { p, result: { kind: 'cannot-tell', reason: 'the card offers no lookup' } };
   if (pm.lookup === 'resend-same-key') {
@@ -161,18 +135,15 @@ export function lookupAt(pm: ProviderModel, p: ProviderState, t: number): { p: P
   return { p, result: { kind: 'not-found', reason: 'no record for this operation' } };
 }
 
-/** What every step reads: the card, the resolved policy, the provider model, the fates and the fault bounds. */
 export function contextFor(options: ExploreOptions) {
   const card = options.card;
   const policy = resolvePolicy(card, options.policy);
   const marginMs = policy.clockSkewMarginMs;
-  // Unknown facts get pessimistic stand-ins: a late apply up to the margin, a delay of two lookup windows.
   const pm = providerFromCard(card, {
     unknownLateApplyMs: Math.max(marginMs, 1000),
     unknownDelayMs: 2 * policy.lookupWindowMs,
   });
-  // A network that delivers a request twice defeats any client when the provider does not fold
-  // same-key requests: it is explored only where the card says the key folds them.
+  // A duplicating network defeats any client unless the provider folds same-key requests.
   const fates = (options.fates ?? ALL_FATES).filter(
     (f) =>
       (pm.storesErrors || !f.startsWith('stored-error')) &&
@@ -191,3 +162,5 @@ export function contextFor(options: ExploreOptions) {
     checksLease: options.runnerChecksLease ?? true,
   };
 }
+
+export type Ctx = ReturnType<typeof contextFor>;

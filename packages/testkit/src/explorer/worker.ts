@@ -11,19 +11,9 @@ import {
 import * as T from '@retrysafe/contract/ledger';
 import { resendSafety } from '@retrysafe/contract/rules';
 import type { Decision, DecisionState } from '@retrysafe/core';
-import {
-  type contextFor,
-  type Fate,
-  liveKey,
-  lookupAt,
-  type ProviderState,
-  process,
-  STORED_500,
-  type WorkerState,
-  type World,
-} from './model.js';
+import { type Ctx, type Fate, liveKey, lookupAt, process, STORED_500, type WorkerState, type World } from './model.js';
 
-export type Ctx = ReturnType<typeof contextFor>;
+export type { Ctx } from './model.js';
 
 export type Succ = { readonly w: World; readonly text: string };
 
@@ -50,22 +40,16 @@ const setOp = (w: World, i: number, patch: Partial<OpState>, pc?: WorkerState['p
 const holds = (w: World, i: number) =>
   w.rec !== null && w.ws[i]!.op !== null && w.rec.fence === w.ws[i]!.op!.fence && w.rec.leaseOwner === w.ws[i]!.name;
 
-/** What decide() is told; a claim that wrote `dispatched` is still deciding its first send. */
+/** What decide() is told (it ignores the op's own fields); a claim that wrote `dispatched` is still deciding its first send. */
 function stateOf(w: World, i: number, observedAt?: number): DecisionState {
   const op = w.ws[i]!.op!;
+  const firstDispatchedAt = op.dispatchWritten ? null : w.rec!.firstDispatchedAt;
   return {
+    ...op,
     observedAt,
     ledgerState: op.dispatchWritten ? 'claimed' : w.rec!.state,
     now: now(w, i),
-    firstDispatchedAt: op.dispatchWritten ? null : w.rec!.firstDispatchedAt,
-    lastDispatchedAt: op.lastDispatchedAt,
-    takenOverLeaseEnd: op.takenOverLeaseEnd,
-    maybeApplied: op.maybeApplied,
-    notBefore: op.notBefore,
-    runAttempts: op.runAttempts,
-    runStartedAt: op.startedAt,
-    windowStartedAt: op.windowStartedAt,
-    polls: op.polls,
+    firstDispatchedAt,
   };
 }
 
@@ -127,7 +111,6 @@ function decided(w: World, i: number): Succ {
   if (d.action === 'complete' || d.action === 'handoff') {
     if (!holds(w, i)) return refused(w, i);
     const rec = w.rec!;
-    /** The worker is done, having written `next` (or nothing). */
     const end = (next: OperationRecord, text: string): Succ => ({
       w: setW({ ...w, rec: next }, i, { pc: 'done' }),
       text: `${tag}: ${text}`,
@@ -159,11 +142,8 @@ function waiting(ctx: Ctx, w: World, i: number): Succ[] {
   if (n < op.wakeAt) return [];
   if (w.rec === null || op.fence !== w.rec.fence) return [refused(w, i)];
   const d = op.decision;
-  if (
-    d.action === 'send' &&
-    (reliesOnKey(op.obs) || op.maybeApplied) &&
-    !resendSafety(ctx.card, w.rec.firstDispatchedAt, n, ctx.marginMs).safe
-  ) {
+  const keyMayBeGone = !resendSafety(ctx.card, w.rec.firstDispatchedAt, n, ctx.marginMs).safe;
+  if (d.action === 'send' && (reliesOnKey(op.obs) || op.maybeApplied) && keyMayBeGone) {
     const again = ctx.decide(ctx.card, stateOf(w, i), op.obs, { policy: ctx.policy, random });
     const text = `${tag}: the wait outlasted the key's retention; decides again → ${describeDecision(again)}`;
     return [{ w: setOp(w, i, { decision: again }, 'decided'), text }];
@@ -204,7 +184,6 @@ function refused(w: World, i: number): Succ {
 /** A refused fenced write or a run-out lease: the runner waits for the holder, then takes over (waitForOther → claim). */
 const lostLease = (w: World, i: number) => setW(w, i, { pc: 'idle', role: 'recover', op: null });
 
-/** What a worker knows of the operation it just claimed. */
 function newOp(rec: OperationRecord, dispatchWritten: boolean, takenOver: boolean, leaseEnd: number | null, n: number) {
   const inFlight = ['dispatched', 'unknown', 'reconciling', 'in-progress'].includes(rec.state);
   return {
@@ -213,7 +192,7 @@ function newOp(rec: OperationRecord, dispatchWritten: boolean, takenOver: boolea
     runAttempts: 0,
     polls: 0,
     windowStartedAt: null as number | null,
-    startedAt: n,
+    runStartedAt: n,
     lastDispatchedAt:
       dispatchWritten || rec.firstDispatchedAt === null ? null : Math.max(rec.firstDispatchedAt, rec.updatedAt),
     takenOverLeaseEnd: leaseEnd,
@@ -261,9 +240,7 @@ function claim(ctx: Ctx, w: World, i: number, dispatch: boolean, text: string): 
 }
 
 function call(ctx: Ctx, w: World, i: number): Succ[] {
-  const me = w.ws[i]!;
-  const op = me.op!;
-  const tag = me.name;
+  const { name: tag, op } = w.ws[i]! as WorkerState & { op: OpState };
   const n = now(w, i);
   // The runner checks its own lease immediately before every provider call.
   const leaseLive = holds(w, i) && w.rec!.leaseExpiresAt! > w.t;
@@ -293,9 +270,10 @@ function call(ctx: Ctx, w: World, i: number): Succ[] {
 }
 
 const TIMEOUT: Outcome = { kind: 'unknown', cause: 'timeout', message: 'timed out' };
+const REFUSED: Outcome = { kind: 'not-applied', message: 'connection refused' };
 
 /** One call under one network fate: the provider afterwards, the answer the client sees, in words; null if moot. */
-function network(ctx: Ctx, fate: Fate, prov: ProviderState, t: number): [ProviderState, Outcome, string] | null {
+function network(ctx: Ctx, fate: Fate, prov: World['prov'], t: number): [World['prov'], Outcome, string] | null {
   const processed = () => process(ctx.pm, prov, t);
   switch (fate) {
     case 'delivered': {
@@ -303,11 +281,7 @@ function network(ctx: Ctx, fate: Fate, prov: ProviderState, t: number): [Provide
       return [r.p, r.answer, `delivered → ${describeObs(r.answer)}`];
     }
     case 'refused':
-      return [
-        prov,
-        { kind: 'not-applied', message: 'connection refused' },
-        'connection refused (never reached the provider)',
-      ];
+      return [prov, REFUSED, 'connection refused (never reached the provider)'];
     case 'lost-before':
       return [prov, TIMEOUT, 'lost before the provider → client times out'];
     case 'lost-after': {
@@ -334,9 +308,7 @@ function network(ctx: Ctx, fate: Fate, prov: ProviderState, t: number): [Provide
 }
 
 function observe(ctx: Ctx, w: World, i: number): Succ {
-  const me = w.ws[i]!;
-  const op = me.op!;
-  const tag = me.name;
+  const { name: tag, op } = w.ws[i]! as WorkerState & { op: OpState };
   const n = now(w, i);
   if (!holds(w, i)) return refused(w, i);
   const obs = op.obs!;

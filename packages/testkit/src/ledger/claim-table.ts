@@ -1,11 +1,4 @@
-import {
-  type ClaimInput,
-  type ClaimResult,
-  type Fenced,
-  type Ledger,
-  LedgerError,
-  type ProviderKey,
-} from '@retrysafe/contract';
+import { type ClaimInput, type ClaimResult, type Fenced, type Ledger, LedgerError } from '@retrysafe/contract';
 import { claimTransition } from '@retrysafe/contract/ledger';
 import { expect } from 'vitest';
 import { claimed, claimInput, id, packet, refused, T0, type Test } from './fixtures.js';
@@ -43,7 +36,7 @@ export function claimTableCases(test: Test): void {
   const revised = {
     params: { fixed: true },
     paramsFingerprint: 'sha256:params-b',
-    providerKey: 'rs-revised' as ProviderKey,
+    providerKey: 'rs-revised' as ClaimInput['providerKey'],
   };
   /** The claim's fields, or a function of the existing record's fence. */
   type Over = Partial<ClaimInput> | ((ref: Fenced | null) => Partial<ClaimInput>);
@@ -56,6 +49,8 @@ export function claimTableCases(test: Test): void {
       supersede: { fence: ref!.fence + delta, revision: 2 },
       ...over,
     });
+  const otherIntent = { intentFingerprint: 'sha256:intent-b', now: T0 + 5000 };
+  const resume = { resume: true };
   const claimTable: ReadonlyArray<readonly [string, Existing, Over, ClaimResult['kind'], boolean?]> = [
     ['new operation', async () => null, {}, 'claimed', false],
     ['new operation, dispatch', async () => null, { dispatch: true }, 'claimed', false],
@@ -72,14 +67,9 @@ export function claimTableCases(test: Test): void {
     ['released lease: takeover before expiry', released, { owner: 'w2', now: T0 + 1 }, 'claimed', true],
     ['live lease, resume', live, { owner: 'w2', resume: true, now: T0 + 10 }, 'busy'],
     ['expired lease, supersede ignored', live, supersedeAt(0, { owner: 'w2', now: T0 + 5000 }), 'claimed', true],
-    ['intent conflict', live, { intentFingerprint: 'sha256:intent-b', now: T0 + 5000 }, 'conflict'],
+    ['intent conflict', live, otherIntent, 'conflict'],
     ['operation conflict', live, { operation: 'sandbox.other', now: T0 + 5000 }, 'conflict'],
-    [
-      'intent conflict on a terminal op',
-      succeeded,
-      { intentFingerprint: 'sha256:intent-b', now: T0 + 5000 },
-      'conflict',
-    ],
+    ['intent conflict on a terminal op', succeeded, otherIntent, 'conflict'],
     ['succeeded: terminal', succeeded, { owner: 'w2', now: T0 + 5000 }, 'terminal'],
     ['succeeded, resume: terminal', succeeded, { owner: 'w2', resume: true, now: T0 + 5000 }, 'terminal'],
     ['succeeded, supersede at its fence: terminal', succeeded, supersedeAt(0, { now: T0 + 5000 }), 'terminal'],
@@ -91,20 +81,8 @@ export function claimTableCases(test: Test): void {
     ['handed-off, resume', handedOff, { owner: 'person', resume: true, now: T0 + 3 }, 'claimed', true],
     ['handed-off, supersede with a stale fence: terminal', handedOff, supersedeAt(-1), 'terminal'],
     ['handed-off, supersede at its fence', handedOff, supersedeAt(0), 'claimed', false],
-    [
-      'handed-off, resume and supersede at its fence: resume wins',
-      handedOff,
-      supersedeAt(0, { resume: true }),
-      'claimed',
-      true,
-    ],
-    [
-      'handed-off, resume and supersede with a stale fence: resume',
-      handedOff,
-      supersedeAt(1, { resume: true }),
-      'claimed',
-      true,
-    ],
+    ['handed-off, resume and supersede at its fence: resume wins', handedOff, supersedeAt(0, resume), 'claimed', true],
+    ['handed-off, resume and supersede with a stale fence: resume', handedOff, supersedeAt(1, resume), 'claimed', true],
   ];
   for (const [what, existing, over, kind, takenOver] of claimTable) {
     test(`claim decision table: ${what} → ${kind}${takenOver === undefined ? '' : takenOver ? ' (taken over)' : ' (new)'}, as the contract's claimTransition says`, async (l) => {

@@ -1,25 +1,6 @@
-import {
-  type Fenced,
-  InvalidStateError,
-  LeaseLostError,
-  LedgerError,
-  type ProviderKey,
-  type StatePatch,
-} from '@retrysafe/contract';
+import { InvalidStateError, LeaseLostError, LedgerError, type ProviderKey } from '@retrysafe/contract';
 import { expect } from 'vitest';
-import {
-  claimed,
-  claimInput,
-  expectClaimed,
-  id,
-  idsOf,
-  packet,
-  receipt,
-  refused,
-  T0,
-  type Test,
-  type TypedError,
-} from './fixtures.js';
+import { claimed, claimInput, expectClaimed, id, idsOf, packet, receipt, refused, T0, type Test } from './fixtures.js';
 
 /** The combined writes of a two-write clean run: claim with dispatch. */
 export function claimDispatchCases(test: Test): void {
@@ -84,11 +65,7 @@ export function claimDispatchCases(test: Test): void {
     await l.setState(ref, { state: 'succeeded', now: T0 + 5002 });
     const terminal = await l.claim(claimInput('dispatch-existing', { owner: 'w3', dispatch: true, now: T0 + 5003 }));
     expect(terminal.kind).toBe('terminal');
-    expect(await l.get(id('dispatch-existing'))).toMatchObject({
-      state: 'succeeded',
-      fence: 2,
-      attemptCount: 0,
-    });
+    expect(await l.get(id('dispatch-existing'))).toMatchObject({ state: 'succeeded', fence: 2, attemptCount: 0 });
   });
 }
 
@@ -120,7 +97,7 @@ export function receiptCases(test: Test): void {
     const second = await claimed(l, 'atomic', { owner: 'worker-2', now: T0 + 1000 });
     const before = await l.get(id('atomic'));
     const done = { state: 'succeeded', result: { id: 'x' } } as const;
-    const writes: [Fenced, StatePatch, TypedError][] = [
+    const writes: [...Parameters<typeof l.setState>, Parameters<typeof refused>[1]][] = [
       [first.ref, { ...done, now: T0 + 1001, receipt: receipt('atomic', 1, null) }, LeaseLostError], // stale fence
       [second.ref, { ...done, now: T0 + 1002, receipt: receipt('atomic', 2, null) }, LedgerError], // wrong seq
       [second.ref, { state: 'unknown', now: T0 + 1003, receipt: receipt('other', 1, null) }, LedgerError], // another op's
@@ -145,24 +122,19 @@ export function receiptCases(test: Test): void {
     const r1 = receipt('handoff-receipt', 1, null);
     await l.appendReceipt(first.ref, r1);
     const r2 = receipt('handoff-receipt', 2, r1.hash);
+    const p = packet('handoff-receipt');
     // wrong seq, then a stale fence: nothing written
-    await refused(
-      l.handOff(first.ref, packet('handoff-receipt'), T0 + 2, receipt('handoff-receipt', 3, r1.hash)),
-      LedgerError,
-    );
+    await refused(l.handOff(first.ref, p, T0 + 2, receipt('handoff-receipt', 3, r1.hash)), LedgerError);
     const second = await claimed(l, 'handoff-receipt', { owner: 'worker-2', now: T0 + 1000 });
-    await refused(l.handOff(first.ref, packet('handoff-receipt'), T0 + 1001, r2), LeaseLostError);
+    await refused(l.handOff(first.ref, p, T0 + 1001, r2), LeaseLostError);
     expect(await l.get(id('handoff-receipt'))).toMatchObject({ state: 'dispatched', handoff: null, fence: 2 });
     expect(await l.receipts(id('handoff-receipt'))).toEqual([r1]);
-    const h = await l.handOff(second.ref, packet('handoff-receipt'), T0 + 1002, r2);
+    const h = await l.handOff(second.ref, p, T0 + 1002, r2);
     expect(h).toMatchObject({ state: 'handed-off', leaseOwner: null, lastOutcome: 'unknown', updatedAt: T0 + 1002 });
     expect(h.handoff?.reason).toBe('unknown-no-safe-resend');
     expect(await l.receipts(id('handoff-receipt'))).toEqual([r1, r2]);
     // already handed off: refused, and the receipt with it
-    await refused(
-      l.handOff(second.ref, packet('handoff-receipt'), T0 + 1003, receipt('handoff-receipt', 3, r2.hash)),
-      InvalidStateError,
-    );
+    await refused(l.handOff(second.ref, p, T0 + 1003, receipt('handoff-receipt', 3, r2.hash)), InvalidStateError);
     expect(await l.receipts(id('handoff-receipt'))).toEqual([r1, r2]);
   });
 
@@ -175,15 +147,13 @@ export function receiptCases(test: Test): void {
       paramsFingerprint: 'sha256:params-b',
       providerKey: 'rs-supersede-r2' as ProviderKey,
     };
+    const supersede = (name: string, fence: number, over: Parameters<typeof claimInput>[1] = {}) =>
+      l.claim(claimInput(name, { ...next, now: T0 + 3, supersede: { fence, revision: 2 }, ...over }));
     // a stale fence (someone changed it since the check) answers as without supersede: nothing written
-    const stale = await l.claim(
-      claimInput('supersede', { ...next, now: T0 + 3, supersede: { fence: ref.fence + 7, revision: 2 } }),
-    );
+    const stale = await supersede('supersede', ref.fence + 7);
     expect(stale.kind).toBe('terminal');
     expect((await l.get(id('supersede')))?.paramsFingerprint).toBe('sha256:params-a');
-    const s = await l.claim(
-      claimInput('supersede', { ...next, owner: 'w2', now: T0 + 3, supersede: { fence: ref.fence, revision: 2 } }),
-    );
+    const s = await supersede('supersede', ref.fence, { owner: 'w2' });
     expectClaimed(s);
     expect(s.record).toMatchObject({
       state: 'claimed',
@@ -200,10 +170,7 @@ export function receiptCases(test: Test): void {
     await refused(l.markDispatched(ref, T0 + 4), LeaseLostError);
     // never on a live or succeeded operation
     const live = await claimed(l, 'supersede-live');
-    const supersedeLive = (now: number) =>
-      l.claim(
-        claimInput('supersede-live', { ...next, owner: 'w2', now, supersede: { fence: live.ref.fence, revision: 2 } }),
-      );
+    const supersedeLive = (now: number) => supersede('supersede-live', live.ref.fence, { owner: 'w2', now });
     expect((await supersedeLive(T0)).kind).toBe('busy');
     await l.setState(live.ref, { state: 'succeeded', now: T0 + 1 });
     expect((await supersedeLive(T0 + 2)).kind).toBe('terminal');

@@ -99,12 +99,10 @@ export function expectClaimed(
 /** The suite's `it`: each test gets the ledger under test, fresh for it. */
 export type Test = (name: string, fn: (ledger: Ledger) => Promise<void> | void) => void;
 
-/** The ids of the records a listing answered, in its order. */
 export const idsOf = async (records: Promise<readonly { businessOperationId: string }[]>) =>
   (await records).map((r) => r.businessOperationId);
 
 export type TypedError = { isInstance(e: unknown): boolean };
 
-/** Asserts the write is refused with the given typed error. */
 export const refused = (write: Promise<unknown>, error: TypedError) =>
   expect(write).rejects.toSatisfy(error.isInstance);

@@ -97,12 +97,7 @@ function writeCases(test: Test): void {
   test('setState stores result, refs and releases the lease on a terminal state; a terminal record answers terminal', async (l) => {
     const { ref } = await claimed(l, 'done');
     await l.markDispatched(ref, T0 + 1);
-    await l.setState(ref, {
-      state: 'in-progress',
-      statusRef: '/status/1',
-      lastOutcome: 'in-progress',
-      now: T0 + 2,
-    });
+    await l.setState(ref, { state: 'in-progress', statusRef: '/status/1', lastOutcome: 'in-progress', now: T0 + 2 });
     const done = await l.setState(ref, {
       state: 'succeeded',
       result: { id: 'rec_1', deep: [1, 2] },
@@ -169,18 +164,10 @@ function writeCases(test: Test): void {
     await l.handOff(ref, packet('after-resolve'), T0 + 1);
     const done = await l.resolve(id('after-resolve'), { action: 'abandon' }, T0 + 2);
     expect(done.fence).toBe(ref.fence);
-    await l.appendReceipt(
-      { businessOperationId: id('after-resolve'), fence: done.fence },
-      receipt('after-resolve', 1, null),
-    );
+    const at = (fence: number) => ({ businessOperationId: id('after-resolve'), fence });
+    await l.appendReceipt(at(done.fence), receipt('after-resolve', 1, null));
     expect(await l.receipts(id('after-resolve'))).toHaveLength(1);
-    await refused(
-      l.appendReceipt(
-        { businessOperationId: id('after-resolve'), fence: done.fence + 1 },
-        receipt('after-resolve', 2, null),
-      ),
-      LeaseLostError,
-    );
+    await refused(l.appendReceipt(at(done.fence + 1), receipt('after-resolve', 2, null)), LeaseLostError);
   });
 
   test('lists recover candidates: non-terminal with no live lease, never terminal ones', async (l) => {
