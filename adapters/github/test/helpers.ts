@@ -1,11 +1,9 @@
 import type { HandoffPacket } from '@retrysafe/contract';
 import { createMemoryLedger, createRunner, createVirtualClock, type PolicyOverrides } from '@retrysafe/core';
 import { type Fault, startFaultProxy } from '@retrysafe/testkit';
-import { closeAfterTest } from '../../../packages/testkit/test/adapter-helpers.js';
+import { closeAfterTest } from '@retrysafe/testkit/close-after-test';
 import { createGitHubAdapter } from '../src/index.js';
 import { type GitHubSandboxOptions, startGitHubSandbox } from '../src/sandbox/index.js';
-
-export { closeAfterTest, execCtx, lookupCtx } from '../../../packages/testkit/test/adapter-helpers.js';
 
 export const TOKEN = 'test-token-not-a-secret';
 export const OWNER = 'acme';
