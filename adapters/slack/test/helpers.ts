@@ -1,5 +1,3 @@
-export { closeAfterTest, execCtx, lookupCtx } from '../../../packages/testkit/test/adapter-helpers.js';
-
 export const TOKEN = 'xoxb-test-token-not-a-secret';
 export const CHANNEL = 'C0TEST0001';
 

@@ -1,11 +1,15 @@
 // The real @slack/web-api WebClient (inside the adapter) → the testkit fault proxy → the loopback Slack
 // sandbox, driven by the runner on one virtual clock: a lost answer ends with exactly one message.
+
+import { asBusinessOperationId } from '@retrysafe/contract';
 import { createMemoryLedger, createRunner, createVirtualClock } from '@retrysafe/core';
 import { startFaultProxy } from '@retrysafe/testkit';
+import { closeAfterTest } from '@retrysafe/testkit/close-after-test';
+import { executeContext, lookupContext } from '@retrysafe/testkit/conformance';
 import { describe, expect, it } from 'vitest';
 import { createSlackAdapter } from '../src/index.js';
 import { type SlackSandboxOptions, startSlackSandbox } from '../src/sandbox/index.js';
-import { CHANNEL, closeAfterTest, execCtx, lookupCtx, postParams, TOKEN } from './helpers.js';
+import { CHANNEL, postParams, TOKEN } from './helpers.js';
 
 const MIN = 60_000;
 
@@ -56,10 +60,11 @@ describe('a lost answer to chat.postMessage', () => {
   it('another message in the channel (other metadata, none at all) is not taken for this one', async () => {
     const { sandbox, adapter, runner } = await setup({ historyDelayMs: 0 });
     // someone else's message before ours, with and without metadata
-    await createSlackAdapter({ token: TOKEN, baseUrl: sandbox.url }).doExecute(
+    const other = createSlackAdapter({ token: TOKEN, baseUrl: sandbox.url });
+    await other.doExecute(
       'chat.postMessage',
       postParams(3),
-      execCtx('someone-else'),
+      executeContext(other, 'chat.postMessage', asBusinessOperationId('someone-else')),
     );
     const result = await runner.run(adapter, 'chat.postMessage', {
       params: postParams(3),
@@ -79,17 +84,29 @@ describe('the history lookup window and its page bound', () => {
     const sandbox = closeAfterTest(await startSlackSandbox({ token: TOKEN, channels: [CHANNEL], now: clock.now }));
     const direct = createSlackAdapter({ token: TOKEN, baseUrl: sandbox.url });
     const t0 = clock.now();
-    await direct.doExecute('chat.postMessage', postParams(9), execCtx('ours'));
+    await direct.doExecute(
+      'chat.postMessage',
+      postParams(9),
+      executeContext(direct, 'chat.postMessage', asBusinessOperationId('ours')),
+    );
     for (let i = 0; i < others; i++)
-      await direct.doExecute('chat.postMessage', postParams(100 + i), execCtx(`other-${i}`));
+      await direct.doExecute(
+        'chat.postMessage',
+        postParams(100 + i),
+        executeContext(direct, 'chat.postMessage', asBusinessOperationId(`other-${i}`)),
+      );
     return { clock, sandbox, t0 };
   }
 
   it('ours under 20 newer messages: found on the second page of 15', async () => {
     const { clock, sandbox, t0 } = await busyChannel(20);
-    const out = await createSlackAdapter({ token: TOKEN, baseUrl: sandbox.url }).doLookup(
+    const adapter = createSlackAdapter({ token: TOKEN, baseUrl: sandbox.url });
+    const out = await adapter.doLookup(
       'chat.postMessage',
-      lookupCtx('ours', postParams(9), t0, clock.now()),
+      lookupContext(adapter, 'chat.postMessage', asBusinessOperationId('ours'), postParams(9), {
+        firstDispatchedAt: t0,
+        now: clock.now(),
+      }),
     );
     expect(out).toMatchObject({
       kind: 'found',
@@ -100,9 +117,13 @@ describe('the history lookup window and its page bound', () => {
 
   it('more messages than the page bound: cannot tell (never not-found), asking again in a minute', async () => {
     const { clock, sandbox, t0 } = await busyChannel(20);
-    const out = await createSlackAdapter({ token: TOKEN, baseUrl: sandbox.url, lookupPages: 1 }).doLookup(
+    const adapter = createSlackAdapter({ token: TOKEN, baseUrl: sandbox.url, lookupPages: 1 });
+    const out = await adapter.doLookup(
       'chat.postMessage',
-      lookupCtx('ours', postParams(9), t0, clock.now()),
+      lookupContext(adapter, 'chat.postMessage', asBusinessOperationId('ours'), postParams(9), {
+        firstDispatchedAt: t0,
+        now: clock.now(),
+      }),
     );
     expect(out).toMatchObject({ kind: 'cannot-tell', retryAfterMs: MIN });
     expect(sandbox.calls('conversations.history')).toBe(1);
@@ -111,9 +132,13 @@ describe('the history lookup window and its page bound', () => {
   it('a post applied long after the last dispatch is outside the window: cannot tell, never not-found', async () => {
     const { clock, sandbox } = await busyChannel(0);
     const dispatchedAt = clock.now() - 60 * MIN;
-    const out = await createSlackAdapter({ token: TOKEN, baseUrl: sandbox.url }).doLookup(
+    const adapter = createSlackAdapter({ token: TOKEN, baseUrl: sandbox.url });
+    const out = await adapter.doLookup(
       'chat.postMessage',
-      lookupCtx('ours', postParams(9), dispatchedAt, clock.now()),
+      lookupContext(adapter, 'chat.postMessage', asBusinessOperationId('ours'), postParams(9), {
+        firstDispatchedAt: dispatchedAt,
+        now: clock.now(),
+      }),
     );
     expect(out.kind).toBe('cannot-tell');
   });
