@@ -1,9 +1,12 @@
+import { asBusinessOperationId } from '@retrysafe/contract';
 import { createMemoryLedger, createRunner, createVirtualClock } from '@retrysafe/core';
+import { closeAfterTest } from '@retrysafe/testkit/close-after-test';
+import { executeContext } from '@retrysafe/testkit/conformance';
 import { describe, expect, it } from 'vitest';
 import { createResendAdapter } from '../src/index.js';
 import { classifyAnswer, fieldsOf } from '../src/resend-errors.js';
 import { startResendSandbox } from '../src/sandbox/index.js';
-import { API_KEY, closeAfterTest, emailParams, execCtx } from './helpers.js';
+import { API_KEY, emailParams } from './helpers.js';
 
 async function setup(apiKey = API_KEY) {
   const sandbox = closeAfterTest(await startResendSandbox());
@@ -17,7 +20,11 @@ describe('rate limit: retried by the runner only', () => {
   it('429 rate_limit_exceeded with Retry-After 3 ⇒ not-applied, the runner waits at least 3 s, one more request, one email', async () => {
     const { sandbox, clock, adapter, runner } = await setup();
     sandbox.failNext({ status: 429, name: 'rate_limit_exceeded', message: 'Too many requests.', retryAfterS: 3 });
-    const direct = await adapter.doExecute('emails.send', emailParams('rl/0'), execCtx('rl-0', adapter, 'emails.send'));
+    const direct = await adapter.doExecute(
+      'emails.send',
+      emailParams('rl/0'),
+      executeContext(adapter, 'emails.send', asBusinessOperationId('rl-0')),
+    );
     expect(direct).toMatchObject({ kind: 'not-applied', status: 429, code: 'rate_limit_exceeded', retryAfterMs: 3000 });
     expect(sandbox.requestCount({ method: 'POST' })).toBe(1); // the SDK did not retry it
 
@@ -49,7 +56,7 @@ describe('permanent errors are rejections naming the field', () => {
     const out = await adapter.doExecute(
       'emails.send',
       emailParams('bad-to', { to: 'nobody' }),
-      execCtx('bad-to', adapter, 'emails.send'),
+      executeContext(adapter, 'emails.send', asBusinessOperationId('bad-to')),
     );
     expect(out).toMatchObject({ kind: 'rejected', reason: 'validation', status: 422, code: 'validation_error' });
     expect((out as { fields?: { path: string }[] }).fields?.map((f) => f.path)).toEqual(['to']);
@@ -65,7 +72,11 @@ describe('permanent errors are rejections naming the field', () => {
       batchRef: 'bad-batch',
       emails: [emailParams('x'), { ...emailParams('y'), to: 'nobody' }].map(({ emailRef: _r, ...e }) => e),
     };
-    const out = await adapter.doExecute('batch.send', params, execCtx('bad-batch', adapter, 'batch.send'));
+    const out = await adapter.doExecute(
+      'batch.send',
+      params,
+      executeContext(adapter, 'batch.send', asBusinessOperationId('bad-batch')),
+    );
     expect(out).toMatchObject({ kind: 'rejected', reason: 'validation', status: 422 });
     expect((out as { message: string }).message).toContain('emails[1]');
     expect(sandbox.count()).toBe(0);
@@ -73,14 +84,22 @@ describe('permanent errors are rejections naming the field', () => {
 
   it('a bad API key ⇒ rejected (authentication)', async () => {
     const { adapter } = await setup('not-a-resend-key');
-    const out = await adapter.doExecute('emails.send', emailParams('auth'), execCtx('auth', adapter, 'emails.send'));
+    const out = await adapter.doExecute(
+      'emails.send',
+      emailParams('auth'),
+      executeContext(adapter, 'emails.send', asBusinessOperationId('auth')),
+    );
     expect(out).toMatchObject({ kind: 'rejected', reason: 'authentication', status: 403, code: 'invalid_api_key' });
   });
 
   it('params the schema refuses never reach Resend: the frame names the field', async () => {
     const { sandbox, adapter } = await setup();
     const { text: _text, ...noBody } = emailParams('no-body');
-    const out = await adapter.doExecute('emails.send', noBody, execCtx('no-body', adapter, 'emails.send'));
+    const out = await adapter.doExecute(
+      'emails.send',
+      noBody,
+      executeContext(adapter, 'emails.send', asBusinessOperationId('no-body')),
+    );
     expect(out).toMatchObject({
       kind: 'rejected',
       code: 'retrysafe_invalid_params',
@@ -89,7 +108,7 @@ describe('permanent errors are rejections naming the field', () => {
     const extra = await adapter.doExecute(
       'emails.send',
       emailParams('extra', { attachments: [] }),
-      execCtx('extra', adapter, 'emails.send'),
+      executeContext(adapter, 'emails.send', asBusinessOperationId('extra')),
     );
     expect(extra).toMatchObject({ kind: 'rejected', fields: [{ path: 'attachments' }] });
     expect(sandbox.requestCount()).toBe(0);

@@ -1,7 +1,5 @@
 import type { BatchSendParams, EmailsSendParams } from '../src/index.js';
 
-export { closeAfterTest, execCtx, lookupCtx } from '../../../packages/testkit/test/adapter-helpers.js';
-
 export const API_KEY = 're_test_sandbox';
 
 /** Valid params, or invalid ones through `overrides` (typed as the operation's params, as a caller would pass them). */

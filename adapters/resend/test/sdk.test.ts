@@ -1,10 +1,12 @@
-import { UnsupportedCapabilityError } from '@retrysafe/contract';
+import { asBusinessOperationId, UnsupportedCapabilityError } from '@retrysafe/contract';
 import { createMemoryLedger, createRunner, createVirtualClock } from '@retrysafe/core';
 import { startFaultProxy } from '@retrysafe/testkit';
+import { closeAfterTest } from '@retrysafe/testkit/close-after-test';
+import { executeContext, lookupContext } from '@retrysafe/testkit/conformance';
 import { describe, expect, it } from 'vitest';
 import { createResendAdapter } from '../src/index.js';
 import { RESEND_RETENTION_MS, startResendSandbox } from '../src/sandbox/index.js';
-import { API_KEY, batchParams, closeAfterTest, emailParams, execCtx, lookupCtx } from './helpers.js';
+import { API_KEY, batchParams, emailParams } from './helpers.js';
 
 // The runner (@retrysafe/core) + the real resend SDK + the fault proxy + the loopback sandbox.
 
@@ -60,7 +62,7 @@ describe('one request per attempt: the SDK never retries', () => {
     const out = await adapter.doExecute(
       'emails.send',
       emailParams('five-hundred/1'),
-      execCtx('five-hundred-1', adapter, 'emails.send'),
+      executeContext(adapter, 'emails.send', asBusinessOperationId('five-hundred-1')),
     );
     expect(out).toMatchObject({ kind: 'unknown', cause: 'server-error', status: 500, code: 'internal_server_error' });
     expect(sandbox.requestCount({ method: 'POST' })).toBe(1);
@@ -71,7 +73,7 @@ describe('one request per attempt: the SDK never retries', () => {
     const out = await adapter.doExecute(
       'emails.send',
       emailParams('reset/1'),
-      execCtx('reset-1', adapter, 'emails.send'),
+      executeContext(adapter, 'emails.send', asBusinessOperationId('reset-1')),
     );
     expect(out).toMatchObject({ kind: 'unknown', cause: 'other', code: 'application_error' });
     expect(proxy.requests).toHaveLength(1);
@@ -102,7 +104,7 @@ describe("Resend's key store", () => {
 
   it('the same key with another payload: 409 invalid_idempotent_request is a rejection (conflict), no second email', async () => {
     const { sandbox, adapter } = await setup();
-    const ctx = execCtx('reused-key', adapter, 'emails.send');
+    const ctx = executeContext(adapter, 'emails.send', asBusinessOperationId('reused-key'));
     expect((await adapter.doExecute('emails.send', emailParams('reused'), ctx)).kind).toBe('succeeded');
     const out = await adapter.doExecute('emails.send', emailParams('reused', { subject: 'another subject' }), ctx);
     expect(out).toMatchObject({
@@ -120,7 +122,10 @@ describe("Resend's key store", () => {
     await expect(
       adapter.doLookup(
         'emails.send',
-        lookupCtx('no-lookup', emailParams('no-lookup'), now - 60_000, now, adapter, 'emails.send'),
+        lookupContext(adapter, 'emails.send', asBusinessOperationId('no-lookup'), emailParams('no-lookup'), {
+          firstDispatchedAt: now - 60_000,
+          now,
+        }),
       ),
     ).rejects.toSatisfy((e: unknown) => UnsupportedCapabilityError.isInstance(e));
     expect(sandbox.requestCount()).toBe(0);
@@ -128,7 +133,7 @@ describe("Resend's key store", () => {
 
   it('the sandbox forgets a key after 24 h: the same key then sends again (why the adapter never relies on it past retention)', async () => {
     const { sandbox, adapter } = await setup();
-    const ctx = execCtx('forgotten', adapter, 'emails.send');
+    const ctx = executeContext(adapter, 'emails.send', asBusinessOperationId('forgotten'));
     await adapter.doExecute('emails.send', emailParams('forgotten'), ctx);
     sandbox.advance(RESEND_RETENTION_MS);
     await adapter.doExecute('emails.send', emailParams('forgotten'), ctx);
