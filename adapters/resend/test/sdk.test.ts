@@ -6,7 +6,7 @@ import { executeContext, lookupContext } from '@retrysafe/testkit/conformance';
 import { describe, expect, it } from 'vitest';
 import { createResendAdapter } from '../src/index.js';
 import { RESEND_RETENTION_MS, startResendSandbox } from '../src/sandbox/index.js';
-import { API_KEY, batchParams, emailParams } from './helpers.js';
+import { API_KEY, batchParams, emailParams, execute } from './helpers.js';
 
 // The runner (@retrysafe/core) + the real resend SDK + the fault proxy + the loopback sandbox.
 
@@ -59,22 +59,14 @@ describe('one request per attempt: the SDK never retries', () => {
   it('a 500 from Resend: one request, outcome unknown (the email may be out), nothing re-sent by the SDK', async () => {
     const { sandbox, adapter } = await setup();
     sandbox.failNext({ status: 500, name: 'internal_server_error', message: 'Unexpected error' });
-    const out = await adapter.doExecute(
-      'emails.send',
-      emailParams('five-hundred/1'),
-      executeContext(adapter, 'emails.send', asBusinessOperationId('five-hundred-1')),
-    );
+    const out = await execute(adapter, 'emails.send', emailParams('five-hundred/1'), 'five-hundred-1');
     expect(out).toMatchObject({ kind: 'unknown', cause: 'server-error', status: 500, code: 'internal_server_error' });
     expect(sandbox.requestCount({ method: 'POST' })).toBe(1);
   });
 
   it('a reset before anything arrived: the SDK answers statusCode null, one request, outcome unknown', async () => {
     const { sandbox, proxy, adapter } = await setup(['reset-before']);
-    const out = await adapter.doExecute(
-      'emails.send',
-      emailParams('reset/1'),
-      executeContext(adapter, 'emails.send', asBusinessOperationId('reset-1')),
-    );
+    const out = await execute(adapter, 'emails.send', emailParams('reset/1'), 'reset-1');
     expect(out).toMatchObject({ kind: 'unknown', cause: 'other', code: 'application_error' });
     expect(proxy.requests).toHaveLength(1);
     expect(sandbox.requestCount()).toBe(0);

@@ -1,14 +1,12 @@
 // Every Slack answer the adapter can get, through the real WebClient against the sandbox, mapped into
 // one outcome: refusals name the field, a 429 is retried by the runner only, one request per attempt.
 
-import { asBusinessOperationId } from '@retrysafe/contract';
 import { createMemoryLedger, createRunner, createVirtualClock } from '@retrysafe/core';
 import { closeAfterTest } from '@retrysafe/testkit/close-after-test';
-import { executeContext, lookupContext } from '@retrysafe/testkit/conformance';
 import { describe, expect, it } from 'vitest';
 import { createSlackAdapter } from '../src/index.js';
 import { type SandboxFault, type SlackSandbox, startSlackSandbox } from '../src/sandbox/index.js';
-import { CHANNEL, postParams, TOKEN } from './helpers.js';
+import { CHANNEL, execute, lookup, postParams, TOKEN } from './helpers.js';
 
 let sandbox: SlackSandbox;
 
@@ -17,11 +15,7 @@ async function postWith(fault: SandboxFault, params: unknown = postParams(1)) {
     await startSlackSandbox({ token: TOKEN, channels: [CHANNEL], faults: { 'chat.postMessage': [fault] } }),
   );
   const adapter = createSlackAdapter({ token: TOKEN, baseUrl: sandbox.url, timeoutMs: 2000 });
-  return adapter.doExecute(
-    'chat.postMessage',
-    params,
-    executeContext(adapter, 'chat.postMessage', asBusinessOperationId('op-1')),
-  );
+  return execute(adapter, 'chat.postMessage', params, 'op-1');
 }
 
 describe('refusals are rejected outcomes that name the field', () => {
@@ -48,25 +42,13 @@ describe('refusals are rejected outcomes that name the field', () => {
   it('the sandbox itself refuses an unknown channel and a wrong token the same way', async () => {
     sandbox = closeAfterTest(await startSlackSandbox({ token: TOKEN, channels: [CHANNEL] }));
     const good = createSlackAdapter({ token: TOKEN, baseUrl: sandbox.url });
-    expect(
-      await good.doExecute(
-        'chat.postMessage',
-        { channel: 'C0NOPE', text: 'hi' },
-        executeContext(good, 'chat.postMessage', asBusinessOperationId('a')),
-      ),
-    ).toMatchObject({
+    expect(await execute(good, 'chat.postMessage', { channel: 'C0NOPE', text: 'hi' }, 'a')).toMatchObject({
       kind: 'rejected',
       reason: 'not-found',
       fields: [{ path: 'channel' }],
     });
     const bad = createSlackAdapter({ token: 'xoxb-wrong', baseUrl: sandbox.url });
-    expect(
-      await bad.doExecute(
-        'chat.postMessage',
-        postParams(1),
-        executeContext(bad, 'chat.postMessage', asBusinessOperationId('b')),
-      ),
-    ).toMatchObject({
+    expect(await execute(bad, 'chat.postMessage', postParams(1), 'b')).toMatchObject({
       kind: 'rejected',
       reason: 'authentication',
     });
@@ -77,11 +59,7 @@ describe('refusals are rejected outcomes that name the field', () => {
     const out = await postWith('pass', { channel: CHANNEL, text: '' });
     expect(out).toMatchObject({ kind: 'rejected', reason: 'validation', fields: [{ path: 'text' }] });
     const adapter = createSlackAdapter({ token: TOKEN, baseUrl: sandbox.url });
-    const extra = await adapter.doExecute(
-      'chat.postMessage',
-      { ...postParams(1), metadata: {} },
-      executeContext(adapter, 'chat.postMessage', asBusinessOperationId('c')),
-    );
+    const extra = await execute(adapter, 'chat.postMessage', { ...postParams(1), metadata: {} }, 'c');
     expect(extra).toMatchObject({ kind: 'rejected', fields: [{ path: 'metadata' }] });
     expect(sandbox.calls('chat.postMessage')).toBe(0);
   });
@@ -109,11 +87,7 @@ describe('what may have happened is unknown, never rejected', () => {
     const url = closed.url;
     await closed.close();
     const adapter = createSlackAdapter({ token: TOKEN, baseUrl: url });
-    const out = await adapter.doExecute(
-      'chat.postMessage',
-      postParams(1),
-      executeContext(adapter, 'chat.postMessage', asBusinessOperationId('d')),
-    );
+    const out = await execute(adapter, 'chat.postMessage', postParams(1), 'd');
     expect(out.kind).toBe('not-applied');
   });
 });
@@ -157,12 +131,9 @@ describe('rate limits: the runner is the only retrying layer', () => {
       }),
     );
     const adapter = createSlackAdapter({ token: TOKEN, baseUrl: sandbox.url });
-    const out = await adapter.doLookup(
-      'chat.postMessage',
-      lookupContext(adapter, 'chat.postMessage', asBusinessOperationId('op-1'), postParams(1), {
-        firstDispatchedAt: Date.now() - 1000,
-      }),
-    );
+    const out = await lookup(adapter, 'chat.postMessage', postParams(1), 'op-1', {
+      firstDispatchedAt: Date.now() - 1000,
+    });
     expect(out).toMatchObject({ kind: 'cannot-tell', status: 429, retryAfterMs: 60_000 });
   });
 });
@@ -179,13 +150,7 @@ describe('chat.update', () => {
     const adapter = createSlackAdapter({ token: TOKEN, baseUrl: sandbox.url });
     const params = { channel: CHANNEL, ts: '1700000000.000001', text: 'new' };
     for (let i = 0; i < 2; i++)
-      expect(
-        await adapter.doExecute(
-          'chat.update',
-          params,
-          executeContext(adapter, 'chat.update', asBusinessOperationId('u')),
-        ),
-      ).toMatchObject({
+      expect(await execute(adapter, 'chat.update', params, 'u')).toMatchObject({
         kind: 'succeeded',
         result: { channel: CHANNEL, ts: '1700000000.000001' },
       });
@@ -196,11 +161,7 @@ describe('chat.update', () => {
   it('message_not_found ⇒ rejected, naming ts', async () => {
     sandbox = closeAfterTest(await startSlackSandbox({ token: TOKEN, channels: [CHANNEL] }));
     const adapter = createSlackAdapter({ token: TOKEN, baseUrl: sandbox.url });
-    const out = await adapter.doExecute(
-      'chat.update',
-      { channel: CHANNEL, ts: '1.000001', text: 'x' },
-      executeContext(adapter, 'chat.update', asBusinessOperationId('v')),
-    );
+    const out = await execute(adapter, 'chat.update', { channel: CHANNEL, ts: '1.000001', text: 'x' }, 'v');
     expect(out).toMatchObject({ kind: 'rejected', reason: 'not-found', fields: [{ path: 'ts' }] });
   });
 });

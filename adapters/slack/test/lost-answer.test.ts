@@ -1,15 +1,13 @@
 // The real @slack/web-api WebClient (inside the adapter) → the testkit fault proxy → the loopback Slack
 // sandbox, driven by the runner on one virtual clock: a lost answer ends with exactly one message.
 
-import { asBusinessOperationId } from '@retrysafe/contract';
 import { createMemoryLedger, createRunner, createVirtualClock } from '@retrysafe/core';
 import { startFaultProxy } from '@retrysafe/testkit';
 import { closeAfterTest } from '@retrysafe/testkit/close-after-test';
-import { executeContext, lookupContext } from '@retrysafe/testkit/conformance';
 import { describe, expect, it } from 'vitest';
 import { createSlackAdapter } from '../src/index.js';
 import { type SlackSandboxOptions, startSlackSandbox } from '../src/sandbox/index.js';
-import { CHANNEL, postParams, TOKEN } from './helpers.js';
+import { CHANNEL, execute, lookup, postParams, TOKEN } from './helpers.js';
 
 const MIN = 60_000;
 
@@ -61,11 +59,7 @@ describe('a lost answer to chat.postMessage', () => {
     const { sandbox, adapter, runner } = await setup({ historyDelayMs: 0 });
     // someone else's message before ours, with and without metadata
     const other = createSlackAdapter({ token: TOKEN, baseUrl: sandbox.url });
-    await other.doExecute(
-      'chat.postMessage',
-      postParams(3),
-      executeContext(other, 'chat.postMessage', asBusinessOperationId('someone-else')),
-    );
+    await execute(other, 'chat.postMessage', postParams(3), 'someone-else');
     const result = await runner.run(adapter, 'chat.postMessage', {
       params: postParams(3),
       businessOperationId: 'ours',
@@ -84,30 +78,18 @@ describe('the history lookup window and its page bound', () => {
     const sandbox = closeAfterTest(await startSlackSandbox({ token: TOKEN, channels: [CHANNEL], now: clock.now }));
     const direct = createSlackAdapter({ token: TOKEN, baseUrl: sandbox.url });
     const t0 = clock.now();
-    await direct.doExecute(
-      'chat.postMessage',
-      postParams(9),
-      executeContext(direct, 'chat.postMessage', asBusinessOperationId('ours')),
-    );
-    for (let i = 0; i < others; i++)
-      await direct.doExecute(
-        'chat.postMessage',
-        postParams(100 + i),
-        executeContext(direct, 'chat.postMessage', asBusinessOperationId(`other-${i}`)),
-      );
+    await execute(direct, 'chat.postMessage', postParams(9), 'ours');
+    for (let i = 0; i < others; i++) await execute(direct, 'chat.postMessage', postParams(100 + i), `other-${i}`);
     return { clock, sandbox, t0 };
   }
 
   it('ours under 20 newer messages: found on the second page of 15', async () => {
     const { clock, sandbox, t0 } = await busyChannel(20);
     const adapter = createSlackAdapter({ token: TOKEN, baseUrl: sandbox.url });
-    const out = await adapter.doLookup(
-      'chat.postMessage',
-      lookupContext(adapter, 'chat.postMessage', asBusinessOperationId('ours'), postParams(9), {
-        firstDispatchedAt: t0,
-        now: clock.now(),
-      }),
-    );
+    const out = await lookup(adapter, 'chat.postMessage', postParams(9), 'ours', {
+      firstDispatchedAt: t0,
+      now: clock.now(),
+    });
     expect(out).toMatchObject({
       kind: 'found',
       outcome: { kind: 'succeeded', providerRef: sandbox.messages()[0]!.ts },
@@ -118,13 +100,10 @@ describe('the history lookup window and its page bound', () => {
   it('more messages than the page bound: cannot tell (never not-found), asking again in a minute', async () => {
     const { clock, sandbox, t0 } = await busyChannel(20);
     const adapter = createSlackAdapter({ token: TOKEN, baseUrl: sandbox.url, lookupPages: 1 });
-    const out = await adapter.doLookup(
-      'chat.postMessage',
-      lookupContext(adapter, 'chat.postMessage', asBusinessOperationId('ours'), postParams(9), {
-        firstDispatchedAt: t0,
-        now: clock.now(),
-      }),
-    );
+    const out = await lookup(adapter, 'chat.postMessage', postParams(9), 'ours', {
+      firstDispatchedAt: t0,
+      now: clock.now(),
+    });
     expect(out).toMatchObject({ kind: 'cannot-tell', retryAfterMs: MIN });
     expect(sandbox.calls('conversations.history')).toBe(1);
   });
@@ -133,13 +112,10 @@ describe('the history lookup window and its page bound', () => {
     const { clock, sandbox } = await busyChannel(0);
     const dispatchedAt = clock.now() - 60 * MIN;
     const adapter = createSlackAdapter({ token: TOKEN, baseUrl: sandbox.url });
-    const out = await adapter.doLookup(
-      'chat.postMessage',
-      lookupContext(adapter, 'chat.postMessage', asBusinessOperationId('ours'), postParams(9), {
-        firstDispatchedAt: dispatchedAt,
-        now: clock.now(),
-      }),
-    );
+    const out = await lookup(adapter, 'chat.postMessage', postParams(9), 'ours', {
+      firstDispatchedAt: dispatchedAt,
+      now: clock.now(),
+    });
     expect(out.kind).toBe('cannot-tell');
   });
 });

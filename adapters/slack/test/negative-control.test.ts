@@ -3,18 +3,17 @@
 // 2. The same operation without the history lookup, believing a re-post is harmless (what a retry loop
 //    around chat.postMessage assumes): the runner re-posts and Slack holds two messages. With the shipped
 //    card the lookup finds the first one. The explorer finds no second message under the shipped cards.
-import { asBusinessOperationId, defineAdapter, defineCard, fact } from '@retrysafe/contract';
+import { defineAdapter, defineCard, fact } from '@retrysafe/contract';
 import { createMemoryLedger, createRunner, createVirtualClock } from '@retrysafe/core';
 import { startFaultProxy } from '@retrysafe/testkit';
 import { closeAfterTest } from '@retrysafe/testkit/close-after-test';
-import { executeContext } from '@retrysafe/testkit/conformance';
 import { explore } from '@retrysafe/testkit/explorer';
 import { LogLevel, WebClient } from '@slack/web-api';
 import { describe, expect, it } from 'vitest';
 import { createSlackAdapter } from '../src/index.js';
 import { type SlackSandbox, startSlackSandbox } from '../src/sandbox/index.js';
 import { postMessageCard, updateCard } from '../src/slack-cards.js';
-import { CHANNEL, postParams, TOKEN } from './helpers.js';
+import { CHANNEL, execute, postParams, TOKEN } from './helpers.js';
 
 async function behindLostAnswer(): Promise<{ sandbox: SlackSandbox; url: string }> {
   const sandbox = closeAfterTest(await startSlackSandbox({ token: TOKEN, channels: [CHANNEL] }));
@@ -39,11 +38,7 @@ describe('negative control: the SDK default re-posts', () => {
   it('the adapter on the same lost answer ⇒ 1 post, 1 message, outcome unknown (look it up, do not re-post)', async () => {
     const { sandbox, url } = await behindLostAnswer();
     const adapter = createSlackAdapter({ token: TOKEN, baseUrl: url, timeoutMs: 2000 });
-    const out = await adapter.doExecute(
-      'chat.postMessage',
-      postParams(1),
-      executeContext(adapter, 'chat.postMessage', asBusinessOperationId('op-1')),
-    );
+    const out = await execute(adapter, 'chat.postMessage', postParams(1), 'op-1');
     expect(out.kind).toBe('unknown');
     expect(sandbox.calls('chat.postMessage')).toBe(1);
     expect(sandbox.count('chat.postMessage')).toBe(1);
