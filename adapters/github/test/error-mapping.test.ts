@@ -1,23 +1,15 @@
 // Every GitHub answer the adapter can meet, classified into one outcome; rate limits retried by the
 // runner only (one request per attempt, the documented wait honoured); permanent errors are rejections
 // naming the field; the lookup walks the list newest first and stops where the card says.
+import { asBusinessOperationId } from '@retrysafe/contract';
+import { closeAfterTest } from '@retrysafe/testkit/close-after-test';
+import { lookupContext } from '@retrysafe/testkit/conformance';
 import { describe, expect, it } from 'vitest';
 import { outcomeFromAnswer, rateLimitWaitMs } from '../src/github-errors.js';
 import { markerFor } from '../src/github-operations.js';
 import { createGitHubAdapter } from '../src/index.js';
 import { type GitHubSandboxOptions, startGitHubSandbox } from '../src/sandbox/index.js';
-import {
-  closeAfterTest,
-  commentParams,
-  execCtx,
-  issueParams,
-  lookupCtx,
-  OWNER,
-  REPO,
-  SEED,
-  startRig,
-  TOKEN,
-} from './helpers.js';
+import { commentParams, execute, issueParams, OWNER, REPO, SEED, startRig, TOKEN } from './helpers.js';
 
 async function adapterOn(options: GitHubSandboxOptions = {}) {
   const sandbox = closeAfterTest(await startGitHubSandbox({ token: TOKEN, seed: SEED, ...options }));
@@ -29,7 +21,7 @@ describe('rate limits (403/429) are not-applied with the documented wait', () =>
     const { sandbox, adapter } = await adapterOn({
       faults: { 'issues.create': [{ kind: 'rate-limited', status: 403, retryAfterS: 7 }] },
     });
-    const out = await adapter.doExecute('issues.create', issueParams(1), execCtx('op-ra'));
+    const out = await execute(adapter, 'issues.create', issueParams(1), 'op-ra');
     expect(out).toMatchObject({ kind: 'not-applied', retryAfterMs: 7_000, status: 403 });
     expect(out.requestId).toMatch(/^[0-9A-F-]{36}$/);
     expect(sandbox.count('issues.create')).toBe(0);
@@ -53,7 +45,7 @@ describe('rate limits (403/429) are not-applied with the documented wait', () =>
 
   it('a 403 without any rate-limit sign is a permission rejection', async () => {
     const { adapter } = await adapterOn({ faults: { 'issues.create': [{ kind: 'status', status: 403 }] } });
-    expect(await adapter.doExecute('issues.create', issueParams(2), execCtx('op-403'))).toMatchObject({
+    expect(await execute(adapter, 'issues.create', issueParams(2), 'op-403')).toMatchObject({
       kind: 'rejected',
       reason: 'permission',
       status: 403,
@@ -105,12 +97,12 @@ describe('permanent errors are rejections', () => {
   it('bad credentials ⇒ authentication; a missing issue ⇒ not-found; issues disabled (410) ⇒ other', async () => {
     const { sandbox, adapter } = await adapterOn();
     const wrong = createGitHubAdapter({ auth: 'wrong', baseUrl: sandbox.url });
-    expect(await wrong.doExecute('issues.create', issueParams(5), execCtx('op-401'))).toMatchObject({
+    expect(await execute(wrong, 'issues.create', issueParams(5), 'op-401')).toMatchObject({
       kind: 'rejected',
       reason: 'authentication',
       status: 401,
     });
-    expect(await adapter.doExecute('issues.createComment', commentParams(5, 99), execCtx('op-404'))).toMatchObject({
+    expect(await execute(adapter, 'issues.createComment', commentParams(5, 99), 'op-404')).toMatchObject({
       kind: 'rejected',
       reason: 'not-found',
       status: 404,
@@ -122,12 +114,13 @@ describe('permanent errors are rejections', () => {
 
   it('params the schema refuses are rejected by the frame, naming the field, and nothing is sent', async () => {
     const { sandbox, adapter } = await adapterOn();
-    const out = await adapter.doExecute('issues.create', { ...issueParams(6), title: '' }, execCtx('op-bad'));
+    const out = await execute(adapter, 'issues.create', { ...issueParams(6), title: '' }, 'op-bad');
     expect(out).toMatchObject({ kind: 'rejected', reason: 'validation', fields: [{ path: 'title' }] });
-    const marked = await adapter.doExecute(
+    const marked = await execute(
+      adapter,
       'issues.createComment',
       { ...commentParams(6), body: `x ${markerFor('other' as never)}` },
-      execCtx('op-marker'),
+      'op-marker',
     );
     expect(marked).toMatchObject({ kind: 'rejected', fields: [{ path: 'body' }] });
     expect(sandbox.requestCount('issues.create') + sandbox.requestCount('issues.createComment')).toBe(0);
@@ -142,7 +135,7 @@ describe('permanent errors are rejections', () => {
     const url = closed.url;
     await closed.close();
     const adapter = createGitHubAdapter({ auth: TOKEN, baseUrl: url });
-    expect(await adapter.doExecute('issues.create', issueParams(7), execCtx('op-refused'))).toMatchObject({
+    expect(await execute(adapter, 'issues.create', issueParams(7), 'op-refused')).toMatchObject({
       kind: 'not-applied',
     });
   });
@@ -151,12 +144,13 @@ describe('permanent errors are rejections', () => {
 describe('the lookup lists, newest first, back to the first dispatch', () => {
   it('skips pull requests carrying the marker; finds the issue; reports how many carry it', async () => {
     const { sandbox, adapter } = await adapterOn();
-    const id = 'op-pr-and-two';
-    sandbox.addPullRequest(OWNER, REPO, 'pr', `x ${markerFor(id as never)}`);
-    expect(await adapter.doLookup('issues.create', lookupCtx(id, issueParams(8)))).toMatchObject({ kind: 'not-found' });
-    await adapter.doExecute('issues.create', issueParams(8), execCtx(id));
-    await adapter.doExecute('issues.create', issueParams(8), execCtx(id));
-    const found = await adapter.doLookup('issues.create', lookupCtx(id, issueParams(8)));
+    const id = asBusinessOperationId('op-pr-and-two');
+    sandbox.addPullRequest(OWNER, REPO, 'pr', `x ${markerFor(id)}`);
+    const ctx = lookupContext(adapter, 'issues.create', id, issueParams(8));
+    expect(await adapter.doLookup('issues.create', ctx)).toMatchObject({ kind: 'not-found' });
+    await execute(adapter, 'issues.create', issueParams(8), id);
+    await execute(adapter, 'issues.create', issueParams(8), id);
+    const found = await adapter.doLookup('issues.create', ctx);
     expect(found).toMatchObject({
       kind: 'found',
       outcome: { kind: 'succeeded', result: { number: 3, matches: 2 }, providerRef: '3' },
@@ -165,26 +159,31 @@ describe('the lookup lists, newest first, back to the first dispatch', () => {
 
   it('stops at the first issue created before the first dispatch minus the clock-skew margin, though `since` (updated_at) lets older ones through', async () => {
     const { sandbox, adapter } = await adapterOn();
-    for (let i = 0; i < 150; i++) await adapter.doExecute('issues.create', issueParams(100 + i), execCtx(`old-${i}`));
+    for (let i = 0; i < 150; i++) await execute(adapter, 'issues.create', issueParams(100 + i), `old-${i}`);
     sandbox.advance(10 * 60_000);
     for (let n = 2; n <= 151; n++) sandbox.touch(OWNER, REPO, n); // labelled by a bot: updated now, created long ago
     const dispatched = Date.now() + 10 * 60_000;
-    await adapter.doExecute('issues.create', issueParams(9), execCtx('op-new'));
+    await execute(adapter, 'issues.create', issueParams(9), 'op-new');
     const before = sandbox.requestCount('issues.list');
-    expect(await adapter.doLookup('issues.create', lookupCtx('op-new', issueParams(9), dispatched))).toMatchObject({
-      kind: 'found',
-    });
-    expect(await adapter.doLookup('issues.create', lookupCtx('op-absent', issueParams(9), dispatched))).toMatchObject({
-      kind: 'not-found',
-    });
+    const lookup = (id: string) =>
+      adapter.doLookup(
+        'issues.create',
+        lookupContext(adapter, 'issues.create', asBusinessOperationId(id), issueParams(9), {
+          firstDispatchedAt: dispatched,
+        }),
+      );
+    expect(await lookup('op-new')).toMatchObject({ kind: 'found' });
+    expect(await lookup('op-absent')).toMatchObject({ kind: 'not-found' });
     expect(sandbox.requestCount('issues.list') - before).toBe(2);
   });
 
   it('cannot tell when the page bound is reached before the first dispatch, or when the list is rate limited', async () => {
     const { sandbox } = await adapterOn();
     const bounded = createGitHubAdapter({ auth: TOKEN, baseUrl: sandbox.url, lookupPages: 1 });
-    for (let i = 0; i < 101; i++) await bounded.doExecute('issues.create', issueParams(200 + i), execCtx(`new-${i}`));
-    const ctx = lookupCtx('op-x', issueParams(10), Date.now() - 1_000);
+    for (let i = 0; i < 101; i++) await execute(bounded, 'issues.create', issueParams(200 + i), `new-${i}`);
+    const ctx = lookupContext(bounded, 'issues.create', asBusinessOperationId('op-x'), issueParams(10), {
+      firstDispatchedAt: Date.now() - 1_000,
+    });
     expect(await bounded.doLookup('issues.create', ctx)).toMatchObject({ kind: 'cannot-tell' });
     sandbox.setFaults('issues.list', [{ kind: 'rate-limited', status: 429, retryAfterS: 5 }]);
     expect(await bounded.doLookup('issues.create', ctx)).toMatchObject({

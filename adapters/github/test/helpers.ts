@@ -1,11 +1,10 @@
-import type { HandoffPacket } from '@retrysafe/contract';
+import { asBusinessOperationId, type HandoffPacket, type OperationName } from '@retrysafe/contract';
 import { createMemoryLedger, createRunner, createVirtualClock, type PolicyOverrides } from '@retrysafe/core';
 import { type Fault, startFaultProxy } from '@retrysafe/testkit';
-import { closeAfterTest } from '../../../packages/testkit/test/adapter-helpers.js';
-import { createGitHubAdapter } from '../src/index.js';
+import { closeAfterTest } from '@retrysafe/testkit/close-after-test';
+import { executeContext } from '@retrysafe/testkit/conformance';
+import { createGitHubAdapter, type GitHubAdapter } from '../src/index.js';
 import { type GitHubSandboxOptions, startGitHubSandbox } from '../src/sandbox/index.js';
-
-export { closeAfterTest, execCtx, lookupCtx } from '../../../packages/testkit/test/adapter-helpers.js';
 
 export const TOKEN = 'test-token-not-a-secret';
 export const OWNER = 'acme';
@@ -24,6 +23,10 @@ export const commentParams = (i = 0, issue_number = 1) => ({
   body: `Still failing in run ${i}.`,
 });
 export const SEED = [{ owner: OWNER, repo: REPO, title: 'Nightly build failures' }];
+
+/** One doExecute with the context the runner would build for the business-operation id `id`. */
+export const execute = (adapter: GitHubAdapter, operation: OperationName<GitHubAdapter>, params: unknown, id: string) =>
+  adapter.doExecute(operation, params, executeContext(adapter, operation, asBusinessOperationId(id)));
 
 /** Network faults for the creates (POST), one per call; other requests pass. */
 function startPostFaultProxy(target: string, posts: readonly Fault[]) {

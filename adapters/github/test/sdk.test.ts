@@ -3,11 +3,12 @@
 // exactly one request per attempt (it has no retry of its own).
 import { Octokit } from '@octokit/rest';
 import { AdapterConfigurationError } from '@retrysafe/contract';
+import { closeAfterTest } from '@retrysafe/testkit/close-after-test';
 import { describe, expect, it } from 'vitest';
 import { markerFor } from '../src/github-operations.js';
 import { createGitHubAdapter } from '../src/index.js';
 import { startGitHubSandbox } from '../src/sandbox/index.js';
-import { closeAfterTest, commentParams, execCtx, issueParams, OWNER, REPO, SEED, startRig, TOKEN } from './helpers.js';
+import { commentParams, execute, issueParams, OWNER, REPO, SEED, startRig, TOKEN } from './helpers.js';
 
 /** A sandbox whose first create answers 502 after it is applied. */
 const start502 = async () =>
@@ -97,7 +98,7 @@ describe('the SDK sends one request per attempt', () => {
   it('through the adapter: a 502 after the create is unknown, one request, one issue', async () => {
     const sandbox = await start502();
     const adapter = createGitHubAdapter({ auth: TOKEN, baseUrl: sandbox.url });
-    const out = await adapter.doExecute('issues.create', issueParams(3), execCtx('op-502'));
+    const out = await execute(adapter, 'issues.create', issueParams(3), 'op-502');
     expect(out).toMatchObject({ kind: 'unknown', cause: 'server-error', status: 502 });
     expect(sandbox.requestCount('issues.create')).toBe(1);
     expect(sandbox.count('issues.create')).toBe(1);
@@ -105,7 +106,7 @@ describe('the SDK sends one request per attempt', () => {
 
   it('a lost answer reaches the adapter as a RequestError without a response (status 500 made up by the SDK) and maps to unknown', async () => {
     const rig = await startRig(['drop-response']);
-    const out = await rig.adapter.doExecute('issues.create', issueParams(4), execCtx('op-lost'));
+    const out = await execute(rig.adapter, 'issues.create', issueParams(4), 'op-lost');
     expect(out).toMatchObject({ kind: 'unknown', cause: 'connection-reset' });
     expect(out.status).toBeUndefined();
     expect(rig.sandbox.requestCount('issues.create')).toBe(1);
@@ -113,7 +114,7 @@ describe('the SDK sends one request per attempt', () => {
 
   it('a 201 cut off mid-body reaches the adapter with its status and no object: unknown (truncated-response)', async () => {
     const rig = await startRig(['truncate-response']);
-    const out = await rig.adapter.doExecute('issues.create', issueParams(6), execCtx('op-cut'));
+    const out = await execute(rig.adapter, 'issues.create', issueParams(6), 'op-cut');
     expect(out).toMatchObject({ kind: 'unknown', cause: 'truncated-response', status: 201 });
   });
 

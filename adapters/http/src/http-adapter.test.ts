@@ -6,8 +6,8 @@ import {
   UnknownOperationError,
   UnsupportedCapabilityError,
 } from '@retrysafe/contract';
+import { executeContext, lookupContext, operationIdFor } from '@retrysafe/testkit/conformance';
 import { describe, expect, it } from 'vitest';
-import { execCtx, lookupCtx } from '../test/helpers.js';
 import { ordersCreateCard } from './http-cards.js';
 import { createHttpAdapter, etagDocumentsUpdate, type HttpOperationSpec, ietfOrdersCreate } from './index.js';
 
@@ -98,7 +98,8 @@ describe('createHttpAdapter: declarations are checked against the card', () => {
   it('unknown operation ⇒ UnknownOperationError; lookup "none" ⇒ UnsupportedCapabilityError (never a silent no-op)', async () => {
     const c = { ...card, lookup: { ...card.lookup, method: { value: 'none', source: 'test' } } } as RetrySafetyCard;
     const a = createHttpAdapter(withOp({ ...spec, card: c, lookup: { method: 'none' } }));
-    const ctx = lookupCtx(a, 'orders.create', { customer: 'c', sku: 's', quantity: 1, orderRef: 'r' });
+    const params = { customer: 'c', sku: 's', quantity: 1, orderRef: 'r' };
+    const ctx = lookupContext(a, 'orders.create', operationIdFor(a, 'orders.create', params), params);
     await expect(a.doLookup('orders.create', ctx)).rejects.toThrow(UnsupportedCapabilityError);
     await expect(a.doLookup('orders.nope', ctx)).rejects.toThrow(UnknownOperationError);
     expect(() => a.deriveProviderKey('orders.nope', ctx.businessOperationId)).toThrow(UnknownOperationError);
@@ -120,7 +121,8 @@ describe('createHttpAdapter: declarations are checked against the card', () => {
       operations: { 'documents.update': etagDocumentsUpdate('acme-docs') },
     });
     // The context of a valid edit; the params below lack the precondition value.
-    const ctx = execCtx(a, 'documents.update', { id: 'doc-1', etag: '"g1"', title: 't', body: 'b' });
+    const edit = { id: 'doc-1', etag: '"g1"', title: 't', body: 'b' };
+    const ctx = executeContext(a, 'documents.update', operationIdFor(a, 'documents.update', edit));
     // The schema requires etag; with a schema that does not, the operation's own check still refuses it.
     expect(await a.doExecute('documents.update', { id: 'doc-1', title: 't', body: 'b' }, ctx)).toMatchObject({
       kind: 'rejected',

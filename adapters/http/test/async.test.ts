@@ -1,8 +1,9 @@
+import { executeContext, operationIdFor } from '@retrysafe/testkit/conformance';
 import { describe, expect, it } from 'vitest';
 import { exportsCreateCard } from '../src/http-cards.js';
 import { asyncExportsCreate, type HttpAdapter } from '../src/index.js';
 import { startAsyncReplySandbox } from '../src/sandbox/index.js';
-import { execCtx, executeOn, lookupOn, paramsWith, rejected, sandboxPerTest, withAdapter } from './helpers.js';
+import { executeOn, lookupOn, paramsWith, rejected, sandboxPerTest, withAdapter } from './helpers.js';
 
 const OP = 'exports.create';
 const job = paramsWith({ dataset: 'sales-2026', format: 'csv', requestRef: 'R-1' });
@@ -16,7 +17,7 @@ describe('async request-reply: SDK → sandbox', () => {
   );
 
   it('202 + Location + Retry-After ⇒ in-progress with the absolute status URL; polling: 200 running ⇒ in-progress, then 303 ⇒ GET the resource ⇒ succeeded; never a second POST', async () => {
-    const ctx = execCtx(env.adapter, OP, job());
+    const ctx = executeContext(env.adapter, OP, operationIdFor(env.adapter, OP, job()));
     const out = await env.adapter.doExecute(OP, job(), ctx);
     expect(out).toMatchObject({
       kind: 'in-progress',
@@ -53,7 +54,7 @@ describe('async request-reply: SDK → sandbox', () => {
   });
 
   it('same Idempotency-Key ⇒ 202 with the EXISTING status URL, one work item; other payload ⇒ 422 ⇒ rejected (conflict)', async () => {
-    const ctx = execCtx(env.adapter, OP, job());
+    const ctx = executeContext(env.adapter, OP, operationIdFor(env.adapter, OP, job()));
     const a = await env.adapter.doExecute(OP, job(), ctx);
     const b = await env.adapter.doExecute(OP, job(), { ...ctx, attempt: 2 });
     expect((b as { statusRef: string }).statusRef).toBe((a as { statusRef: string }).statusRef);
@@ -77,7 +78,7 @@ describe('async request-reply: SDK → sandbox', () => {
   });
 
   it('the 202 was lost (no status URL): lookup finds the work item by clientRequestId and polls its status URL — no POST, one work item', async () => {
-    const ctx = execCtx(env.adapter, OP, job());
+    const ctx = executeContext(env.adapter, OP, operationIdFor(env.adapter, OP, job()));
     await env.adapter.doExecute(OP, job(), ctx); // pretend this response never arrived
     const posts = () => env.sb.requests.filter((r) => r.method === 'POST').length;
     const found = await env.lookup(job());
@@ -110,7 +111,7 @@ describe('async request-reply: SDK → sandbox', () => {
 
     it('inside retention: the re-send with the same key returns the EXISTING status resource — one work item', async () => {
       await withResendVariant(async (a) => {
-        const ctx = execCtx(a, OP, job());
+        const ctx = executeContext(a, OP, operationIdFor(a, OP, job()));
         const first = await a.doExecute(OP, job(), ctx); // lost
         const found = await lookupOn(a, OP, job());
         expect(found).toMatchObject({

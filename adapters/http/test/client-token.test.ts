@@ -1,8 +1,9 @@
 import { asBusinessOperationId } from '@retrysafe/contract';
+import { executeContext, operationIdFor } from '@retrysafe/testkit/conformance';
 import { describe, expect, it } from 'vitest';
 import { clientTokenInstancesRun } from '../src/index.js';
 import { startClientTokenSandbox } from '../src/sandbox/index.js';
-import { execCtx, expectFoundOnlyAfterExecute, paramsWith, sandboxPerTest } from './helpers.js';
+import { expectFoundOnlyAfterExecute, paramsWith, sandboxPerTest } from './helpers.js';
 
 const OP = 'instances.run';
 const launch = paramsWith({ imageId: 'ami-0abcdef12', instanceType: 't3.micro', launchRef: 'L-1' });
@@ -11,7 +12,7 @@ describe('AWS-style ClientToken: SDK → sandbox', () => {
   const env = sandboxPerTest(() => startClientTokenSandbox({ port: 0 }), 'acme-compute', OP, clientTokenInstancesRun);
 
   it('200 ⇒ succeeded with the instance id; the token travels in the body field ClientToken', async () => {
-    const ctx = execCtx(env.adapter, OP, launch());
+    const ctx = executeContext(env.adapter, OP, operationIdFor(env.adapter, OP, launch()));
     expect(await env.adapter.doExecute(OP, launch(), ctx)).toMatchObject({
       kind: 'succeeded',
       status: 200,
@@ -22,7 +23,7 @@ describe('AWS-style ClientToken: SDK → sandbox', () => {
   });
 
   it('same token, same params ⇒ the identical first response even after the instance changed; one instance', async () => {
-    const ctx = execCtx(env.adapter, OP, launch());
+    const ctx = executeContext(env.adapter, OP, operationIdFor(env.adapter, OP, launch()));
     const a = await env.adapter.doExecute(OP, launch(), ctx);
     env.sb.terminate('i-00000000000000001');
     const b = await env.adapter.doExecute(OP, launch(), { ...ctx, attempt: 2 });
@@ -31,7 +32,7 @@ describe('AWS-style ClientToken: SDK → sandbox', () => {
   });
 
   it('same token, changed params ⇒ IdempotentParameterMismatch ⇒ rejected (conflict)', async () => {
-    const ctx = execCtx(env.adapter, OP, launch());
+    const ctx = executeContext(env.adapter, OP, operationIdFor(env.adapter, OP, launch()));
     await env.adapter.doExecute(OP, launch(), ctx);
     expect(await env.adapter.doExecute(OP, launch({ instanceType: 't3.small' }), { ...ctx, attempt: 2 })).toMatchObject(
       { kind: 'rejected', reason: 'conflict', status: 400, code: 'IdempotentParameterMismatch' },

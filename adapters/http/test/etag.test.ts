@@ -1,7 +1,8 @@
+import { operationIdFor } from '@retrysafe/testkit/conformance';
 import { describe, expect, it } from 'vitest';
 import { etagDocumentsUpdate } from '../src/index.js';
 import { startEtagSandbox } from '../src/sandbox/index.js';
-import { adapterAt, execCtx, executeOn, lookupOn, rejected, sandboxPerTest, withAdapter } from './helpers.js';
+import { adapterAt, executeOn, lookupOn, rejected, sandboxPerTest, withAdapter } from './helpers.js';
 
 const OP = 'documents.update';
 
@@ -17,7 +18,7 @@ describe('conditional idempotency (If-Match / ETag): SDK → sandbox', () => {
 
   it('matching If-Match ⇒ 200 ⇒ succeeded; no key travels; the precondition is sent as declared', async () => {
     const p = edit();
-    expect(env.adapter.deriveProviderKey(OP, execCtx(env.adapter, OP, p).businessOperationId)).toBeNull();
+    expect(env.adapter.deriveProviderKey(OP, operationIdFor(env.adapter, OP, p))).toBeNull();
     expect(await env.execute(p)).toMatchObject({
       kind: 'succeeded',
       status: 200,

@@ -1,5 +1,5 @@
 import net from 'node:net';
-import type { ExecuteContext, LookupContext } from '@retrysafe/contract';
+import type { LookupContext } from '@retrysafe/contract';
 import { executeContext, lookupContext, operationIdFor } from '@retrysafe/testkit/conformance';
 import { afterEach, beforeEach, expect } from 'vitest';
 import { createHttpAdapter, type HttpAdapter, type HttpOperationSpec } from '../src/index.js';
@@ -85,35 +85,25 @@ export async function expectFoundOnlyAfterExecute(
   expect(await env.lookup(params)).toMatchObject({ kind: 'found', outcome: { kind: 'succeeded', providerRef } });
 }
 
-/** The ExecuteContext the runner would hand the adapter for these params. */
-export const execCtx = (
-  adapter: HttpAdapter,
-  operation: string,
-  params: Record<string, unknown>,
-  attempt = 1,
-  overrides: Partial<ExecuteContext> = {},
-): ExecuteContext =>
-  executeContext(adapter, operation, operationIdFor(adapter, operation, params), { attempt, ...overrides });
-
-/** The LookupContext the runner would build for these params, first dispatched now. */
-export const lookupCtx = (
-  adapter: HttpAdapter,
-  operation: string,
-  params: Record<string, unknown>,
-  overrides: Partial<LookupContext> = {},
-): LookupContext => lookupContext(adapter, operation, operationIdFor(adapter, operation, params), params, overrides);
-
 /** The operation executed with the context the runner would give this attempt. */
 export const executeOn = (adapter: HttpAdapter, operation: string, params: Record<string, unknown>, attempt = 1) =>
-  adapter.doExecute(operation, params, execCtx(adapter, operation, params, attempt));
+  adapter.doExecute(
+    operation,
+    params,
+    executeContext(adapter, operation, operationIdFor(adapter, operation, params), { attempt }),
+  );
 
 /** The operation looked up with the context the runner would give it. */
 export const lookupOn = (
   adapter: HttpAdapter,
   operation: string,
   params: Record<string, unknown>,
-  overrides: Partial<LookupContext> = {},
-) => adapter.doLookup(operation, lookupCtx(adapter, operation, params, overrides));
+  over: Partial<LookupContext> = {},
+) =>
+  adapter.doLookup(
+    operation,
+    lookupContext(adapter, operation, operationIdFor(adapter, operation, params), params, over),
+  );
 
 /** A loopback TCP server that accepts and reads but never answers (client timeout) or resets after reading (reset). */
 export async function startSilentServer(

@@ -1,4 +1,5 @@
 import { notFoundIsAuthoritative } from '@retrysafe/contract/rules';
+import { executeContext, operationIdFor } from '@retrysafe/testkit/conformance';
 import { describe, expect, it } from 'vitest';
 import { ordersCreateCard } from '../src/http-cards.js';
 import { ietfOrdersCreate } from '../src/index.js';
@@ -6,7 +7,6 @@ import { startIetfKeySandbox } from '../src/sandbox/index.js';
 import {
   adapterAt,
   closedPort,
-  execCtx,
   executeOn,
   expectFoundOnlyAfterExecute,
   lookupOn,
@@ -24,7 +24,7 @@ describe('IETF Idempotency-Key: SDK → sandbox, one row per mapping', () => {
   const env = sandboxPerTest(() => startIetfKeySandbox({ port: 0 }), 'acme-orders', OP, ietfOrdersCreate);
 
   it('201 ⇒ succeeded with the order id and request id; the key travels as a Structured Field string derived from the business-operation id', async () => {
-    const ctx = execCtx(env.adapter, OP, order());
+    const ctx = executeContext(env.adapter, OP, operationIdFor(env.adapter, OP, order()));
     const out = await env.adapter.doExecute(OP, order(), ctx);
     expect(out).toMatchObject({ kind: 'succeeded', status: 201, providerRef: 'ord_1', requestId: 'req_1' });
     expect(env.sb.requests[0]!.headers['idempotency-key']).toBe(`"${ctx.providerKey}"`);
@@ -33,7 +33,7 @@ describe('IETF Idempotency-Key: SDK → sandbox, one row per mapping', () => {
   });
 
   it('same key, same payload after completion ⇒ the stored result is replayed: one order', async () => {
-    const ctx = execCtx(env.adapter, OP, order());
+    const ctx = executeContext(env.adapter, OP, operationIdFor(env.adapter, OP, order()));
     const a = await env.adapter.doExecute(OP, order(), ctx);
     const b = await env.adapter.doExecute(OP, order(), { ...ctx, attempt: 2 });
     expect(b).toMatchObject({ kind: 'succeeded', providerRef: 'ord_1' });
@@ -42,7 +42,7 @@ describe('IETF Idempotency-Key: SDK → sandbox, one row per mapping', () => {
   });
 
   it('same key, other payload ⇒ 422 ⇒ rejected (conflict), nothing created', async () => {
-    const ctx = execCtx(env.adapter, OP, order());
+    const ctx = executeContext(env.adapter, OP, operationIdFor(env.adapter, OP, order()));
     await env.adapter.doExecute(OP, order(), ctx);
     const out = await env.adapter.doExecute(OP, order({ quantity: 3 }), { ...ctx, attempt: 2 });
     expect(out).toMatchObject(rejected('conflict', 422, 'https://retrysafe.invalid/problems/idempotency-key-reused'));
@@ -53,7 +53,7 @@ describe('IETF Idempotency-Key: SDK → sandbox, one row per mapping', () => {
     const slow = await startIetfKeySandbox({ port: 0, processingMs: 300 });
     const a2 = adapterAt(slow.url, OP, ietfOrdersCreate('acme-orders'), 5000);
     try {
-      const ctx = execCtx(a2, OP, order());
+      const ctx = executeContext(a2, OP, operationIdFor(a2, OP, order()));
       const first = a2.doExecute(OP, order(), ctx);
       await new Promise((r) => setTimeout(r, 50));
       const second = await a2.doExecute(OP, order(), { ...ctx, attempt: 2 });
@@ -114,7 +114,7 @@ describe('IETF Idempotency-Key: SDK → sandbox, one row per mapping', () => {
     // The declared schema (quantity ≥ 1) refuses it before anything is sent; past it, the provider's 400 is
     // rejected and replayed on the same key.
     await env.expectRefused(bad, async (loose) => {
-      const ctx = execCtx(loose, OP, bad);
+      const ctx = executeContext(loose, OP, operationIdFor(loose, OP, bad));
       expect(await loose.doExecute(OP, bad, ctx)).toMatchObject(rejected('validation', 400));
       expect(await loose.doExecute(OP, bad, { ...ctx, attempt: 2 })).toMatchObject(rejected('validation', 400));
     });
@@ -128,7 +128,7 @@ describe('IETF Idempotency-Key: SDK → sandbox, one row per mapping', () => {
 
   it('a stored 500 ⇒ unknown (server-error), and the same key replays the 500 without creating anything', async () => {
     env.sb.failNext(1);
-    const ctx = execCtx(env.adapter, OP, order());
+    const ctx = executeContext(env.adapter, OP, operationIdFor(env.adapter, OP, order()));
     expect(await env.adapter.doExecute(OP, order(), ctx)).toMatchObject({
       kind: 'unknown',
       cause: 'server-error',
@@ -142,7 +142,7 @@ describe('IETF Idempotency-Key: SDK → sandbox, one row per mapping', () => {
   });
 
   it('past the published expiry the same key is a new request: a second order (why the card states retention)', async () => {
-    const ctx = execCtx(env.adapter, OP, order());
+    const ctx = executeContext(env.adapter, OP, operationIdFor(env.adapter, OP, order()));
     await env.adapter.doExecute(OP, order(), ctx);
     env.sb.advance(env.sb.retentionMs);
     await env.adapter.doExecute(OP, order(), { ...ctx, attempt: 2 });

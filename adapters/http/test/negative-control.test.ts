@@ -1,9 +1,9 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { executeContext, operationIdFor } from '@retrysafe/testkit/conformance';
 import axios from 'axios';
 import { afterEach, describe, expect, it } from 'vitest';
 import { createHttpAdapter, ietfOrdersCreate } from '../src/index.js';
-import { execCtx } from './helpers.js';
 
 /**
  * Negative control for "one retrying layer": axios has no retry, but by default it follows up to 21
@@ -51,7 +51,11 @@ describe('negative control: the SDK default would have re-sent', () => {
     });
     closers.push(() => adapter.close());
     const params = { customer: 'cus_1', sku: 'sku_1', quantity: 1, orderRef: 'A-1' };
-    const out = await adapter.doExecute('orders.create', params, execCtx(adapter, 'orders.create', params));
+    const out = await adapter.doExecute(
+      'orders.create',
+      params,
+      executeContext(adapter, 'orders.create', operationIdFor(adapter, 'orders.create', params)),
+    );
     expect(out).toMatchObject({ kind: 'unknown', status: 307 });
     expect(srv.posts).toEqual(['/orders']);
   });

@@ -3,7 +3,7 @@ import type { AddressInfo } from 'node:net';
 import { fact, type RetrySafetyCard } from '@retrysafe/contract';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createHttpAdapter, type HttpOperationSpec, ietfOrdersCreate } from '../src/index.js';
-import { lookupCtx } from './helpers.js';
+import { lookupOn } from './helpers.js';
 
 // A lookup that re-sends with the same key asks the card rule resendSafety (contract card-rules.ts), the rule
 // the runner uses, instead of an age check of its own (issue 17 item 3).
@@ -39,9 +39,9 @@ function adapterWith(edit: (c: RetrySafetyCard) => RetrySafetyCard = (c) => c) {
   });
 }
 
-async function lookupCounting(a: ReturnType<typeof adapterWith>, over: Parameters<typeof lookupCtx>[3]) {
+async function lookupCounting(a: ReturnType<typeof adapterWith>, over: Parameters<typeof lookupOn>[3]) {
   const before = requests;
-  const r = await a.doLookup('orders.create', lookupCtx(a, 'orders.create', params, over));
+  const r = await lookupOn(a, 'orders.create', params, over);
   return { r, sent: requests - before };
 }
 

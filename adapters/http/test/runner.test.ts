@@ -1,7 +1,8 @@
 import { type HandoffPacket, InvalidParamsError, type RetrySafetyCard, UnsafeResumeError } from '@retrysafe/contract';
 import { callbackHandoffSink, createMemoryLedger, createRunner, createVirtualClock } from '@retrysafe/core';
 import { type FaultProxy, startFaultProxy } from '@retrysafe/testkit';
-import { afterEach, describe, expect, it } from 'vitest';
+import { closeAfterTest } from '@retrysafe/testkit/close-after-test';
+import { describe, expect, it } from 'vitest';
 import { ordersCreateCard } from '../src/http-cards.js';
 import {
   asyncExportsCreate,
@@ -13,23 +14,15 @@ import {
 import { startAsyncReplySandbox, startEtagSandbox, startIetfKeySandbox } from '../src/sandbox/index.js';
 import { adapterAt } from './helpers.js';
 
-/** Everything one scenario starts, closed afterwards. */
-const open: { close(): Promise<void> }[] = [];
-afterEach(async () => {
-  while (open.length) await open.pop()!.close();
-});
-
 async function harness(
   op: string,
   spec: HttpOperationSpec,
   sandbox: { url: string; close(): Promise<void> },
   timeoutMs = 1000,
 ) {
-  open.push(sandbox);
-  const proxy: FaultProxy = await startFaultProxy({ target: sandbox.url, recordHeaders: ['if-match'] });
-  open.push(proxy);
-  const adapter: HttpAdapter = adapterAt(proxy.url, op, spec, timeoutMs);
-  open.push(adapter);
+  closeAfterTest(sandbox);
+  const proxy: FaultProxy = closeAfterTest(await startFaultProxy({ target: sandbox.url, recordHeaders: ['if-match'] }));
+  const adapter: HttpAdapter = closeAfterTest(adapterAt(proxy.url, op, spec, timeoutMs));
   const packets: HandoffPacket[] = [];
   const runner = createRunner({
     ledger: createMemoryLedger(),

@@ -1,17 +1,13 @@
 import { createMemoryLedger, createRunner, createVirtualClock, type RunResult } from '@retrysafe/core';
 import { type Fault, type FaultProxy, startFaultProxy } from '@retrysafe/testkit';
-import { afterEach, describe, expect, it } from 'vitest';
+import { closeAfterTest } from '@retrysafe/testkit/close-after-test';
+import { describe, expect, it } from 'vitest';
 import type { HubSpotAdapterOptions } from '../src/index.js';
 import type { HubSpotSandbox, HubSpotSandboxOptions } from '../src/sandbox/index.js';
-import { adapter, order, sandbox, seen, ticket } from './helpers.js';
+import { adapter, order, sb, seen, ticket } from './helpers.js';
 
 // The runner (@retrysafe/core) + the real SDK + the fault proxy + the sandbox, on one virtual clock:
 // lost responses, resets, 5xx after commit, indexing delays. Pass criteria are stated before each run.
-
-const open: { close(): Promise<void> }[] = [];
-afterEach(async () => {
-  while (open.length) await open.pop()!.close();
-});
 
 async function rig(
   faults: Fault[],
@@ -19,10 +15,8 @@ async function rig(
   adapterOptions: Partial<HubSpotAdapterOptions> = {},
 ) {
   const clock = createVirtualClock(Date.now());
-  const s: HubSpotSandbox = await sandbox({ clock, ...sandboxOptions });
-  open.push(s);
-  const proxy: FaultProxy = await startFaultProxy({ target: s.url, faults });
-  open.push(proxy);
+  const s: HubSpotSandbox = await sb({ clock, ...sandboxOptions });
+  const proxy: FaultProxy = closeAfterTest(await startFaultProxy({ target: s.url, faults }));
   // a generous client timeout: the suite runs files in parallel on 2 cores, and only the delay fault should time out
   const a = adapter(proxy.url, { timeoutMs: 1500, ...adapterOptions });
   const runner = createRunner({ ledger: createMemoryLedger(), clock, random: () => 0.5 });

@@ -1,17 +1,18 @@
 import { createServer } from 'node:net';
 import { AdapterConfigurationError, UnknownOperationError } from '@retrysafe/contract';
 import { startFaultProxy } from '@retrysafe/testkit';
-import { afterEach, describe, expect, it } from 'vitest';
+import { closeAfterTest } from '@retrysafe/testkit/close-after-test';
+import { executeContext, operationIdFor } from '@retrysafe/testkit/conformance';
+import { describe, expect, it } from 'vitest';
 import { createHubSpotAdapter } from '../src/index.js';
 import { defaultObjectTypes, type HubSpotSandbox, type HubSpotSandboxOptions } from '../src/sandbox/index.js';
-import { adapter, closeAfter, closeOpened, execCtx, execute, order, rig, sb, seen, TOKEN, ticket } from './helpers.js';
+import { adapter, execute, order, rig, sb, seen, TOKEN, ticket } from './helpers.js';
 
 // Every case of the error mapping in src/hubspot-errors.ts, through the real SDK (generated API classes)
 // against the loopback sandbox, directly through doExecute — no runner in between.
 
-afterEach(closeOpened);
 const proxy = async (target: string, faults: Parameters<typeof startFaultProxy>[0]['faults']) =>
-  closeAfter(await startFaultProxy({ target, faults }));
+  closeAfterTest(await startFaultProxy({ target, faults }));
 
 describe('whole exchanges with the sandbox', () => {
   it('contacts.update: 200 ⇒ succeeded with the contact, its id and the correlation id', async () => {
@@ -33,7 +34,7 @@ describe('whole exchanges with the sandbox', () => {
   it('objects.upsert: new: true ⇒ succeeded; the same operation again ⇒ new: false, replayed, still one record', async () => {
     const { s, a } = await rig();
     const params = order('A-17');
-    const ctx = execCtx(a, 'objects.upsert', params);
+    const ctx = executeContext(a, 'objects.upsert', operationIdFor(a, 'objects.upsert', params));
     const first = await a.doExecute('objects.upsert', params, ctx);
     const second = await a.doExecute('objects.upsert', params, ctx);
     expect(first).toMatchObject({
@@ -53,7 +54,7 @@ describe('whole exchanges with the sandbox', () => {
   it('tickets.create: 201 ⇒ succeeded; the business-operation key is written to the unique property', async () => {
     const { s, a } = await rig();
     const params = ticket('order-A-17');
-    const ctx = execCtx(a, 'tickets.create', params);
+    const ctx = executeContext(a, 'tickets.create', operationIdFor(a, 'tickets.create', params));
     const o = await a.doExecute('tickets.create', params, ctx);
     expect(o).toMatchObject({ kind: 'succeeded', status: 201 });
     expect(s.records('tickets')).toEqual([
@@ -82,7 +83,7 @@ describe('whole exchanges with the sandbox', () => {
     const p = await proxy(s.url, [multi('VALIDATION_ERROR'), multi('INTERNAL_ERROR')]);
     const a = adapter(p.url);
     const params = order('A-207');
-    const ctx = execCtx(a, 'objects.upsert', params);
+    const ctx = executeContext(a, 'objects.upsert', operationIdFor(a, 'objects.upsert', params));
     expect(await a.doExecute('objects.upsert', params, ctx)).toMatchObject({
       kind: 'rejected',
       reason: 'validation',
@@ -128,7 +129,7 @@ describe('409 unique-value conflict on tickets.create', () => {
   it('the same operation again ⇒ HubSpot refuses the duplicate, the adapter reads the existing ticket back and adopts it (replayed)', async () => {
     const { s, a } = await rig();
     const params = ticket('t-dup');
-    const ctx = execCtx(a, 'tickets.create', params);
+    const ctx = executeContext(a, 'tickets.create', operationIdFor(a, 'tickets.create', params));
     const first = await a.doExecute('tickets.create', params, ctx);
     const second = await a.doExecute('tickets.create', params, { ...ctx, attempt: 2 });
     expect(second).toMatchObject({
@@ -163,7 +164,7 @@ describe('409 unique-value conflict on tickets.create', () => {
 
 interface Case {
   readonly op?: 'contacts.update' | 'objects.upsert' | 'tickets.create';
-  readonly params: unknown;
+  readonly params: Record<string, unknown>;
   readonly sandbox?: HubSpotSandboxOptions;
   readonly setup?: (s: HubSpotSandbox) => void;
   readonly faults?: Parameters<typeof startFaultProxy>[0]['faults'];
@@ -303,7 +304,7 @@ describe('one answer ⇒ one outcome', () => {
     c.setup?.(s);
     const a = adapter(c.faults ? (await proxy(s.url, c.faults)).url : s.url, c.options);
     const op = c.op ?? 'tickets.create';
-    const o = await a.doExecute(op, c.params, execCtx(a, op, c.params));
+    const o = await a.doExecute(op, c.params, executeContext(a, op, operationIdFor(a, op, c.params)));
     expect(o).toMatchObject(c.expect);
     if (c.message) expect(o.kind === 'rejected' && o.message).toMatch(c.message);
     if (c.tickets !== undefined) expect(s.count('tickets')).toBe(c.tickets);
@@ -328,10 +329,11 @@ describe('one answer ⇒ one outcome', () => {
   it("the caller's signal aborted before sending ⇒ not-applied, nothing reaches the sandbox", async () => {
     const { s, a } = await rig();
     const params = ticket('t-abort');
-    const o = await a.doExecute('tickets.create', params, {
-      ...execCtx(a, 'tickets.create', params),
-      signal: AbortSignal.abort(),
-    });
+    const o = await a.doExecute(
+      'tickets.create',
+      params,
+      executeContext(a, 'tickets.create', operationIdFor(a, 'tickets.create', params), { signal: AbortSignal.abort() }),
+    );
     expect(o).toMatchObject({ kind: 'not-applied', code: 'ABORTED_BEFORE_SEND' });
     expect(s.requests).toHaveLength(0);
   });
@@ -372,9 +374,12 @@ describe('bad input gets a typed answer and sends nothing', () => {
     ],
   ] as const)('%s %j ⇒ rejected / validation', async (op, params, message) => {
     const { s, a } = await rig();
-    const o = await a.doExecute(op, params, {
-      ...execCtx(a, 'contacts.update', { contactId: '1', properties: { x: 1 } }),
-    });
+    const update = { contactId: '1', properties: { x: 1 } };
+    const o = await a.doExecute(
+      op,
+      params,
+      executeContext(a, 'contacts.update', operationIdFor(a, 'contacts.update', update)),
+    );
     expect(o).toMatchObject({ kind: 'rejected', reason: 'validation' });
     expect(o.kind === 'rejected' && o.message).toMatch(message);
     expect(s.requests).toHaveLength(0);
@@ -382,7 +387,11 @@ describe('bad input gets a typed answer and sends nothing', () => {
 
   it('an operation the adapter does not declare ⇒ UnknownOperationError', async () => {
     const a = adapter('http://127.0.0.1:9');
-    const ctx = execCtx(a, 'contacts.update', { contactId: '1', properties: { x: 1 } });
+    const ctx = executeContext(
+      a,
+      'contacts.update',
+      operationIdFor(a, 'contacts.update', { contactId: '1', properties: { x: 1 } }),
+    );
     await expect(a.doExecute('deals.create', {}, ctx)).rejects.toSatisfy((e) => UnknownOperationError.isInstance(e));
     expect(() => a.deriveProviderKey('deals.create', ctx.businessOperationId)).toThrow(/no operation "deals.create"/);
   });
@@ -408,13 +417,25 @@ describe('bad input gets a typed answer and sends nothing', () => {
 describe('provider key', () => {
   it('derived from the business-operation id (same id ⇒ same key); none for the set-value PATCH', () => {
     const a = adapter('http://127.0.0.1:9');
-    const c1 = execCtx(a, 'tickets.create', ticket('same'));
-    const c2 = execCtx(a, 'tickets.create', ticket('same', { content: 'reworded description' }));
+    const c1 = executeContext(a, 'tickets.create', operationIdFor(a, 'tickets.create', ticket('same')));
+    const c2 = executeContext(
+      a,
+      'tickets.create',
+      operationIdFor(a, 'tickets.create', ticket('same', { content: 'reworded description' })),
+    );
     expect(c1.businessOperationId).toBe(c2.businessOperationId);
     expect(c1.providerKey).toBe(c2.providerKey);
     expect(c1.providerKey).toBe(c1.businessOperationId);
-    expect(execCtx(a, 'tickets.create', ticket('other')).providerKey).not.toBe(c1.providerKey);
-    expect(execCtx(a, 'contacts.update', { contactId: '1', properties: { a: 1 } }).providerKey).toBeNull();
+    expect(
+      executeContext(a, 'tickets.create', operationIdFor(a, 'tickets.create', ticket('other'))).providerKey,
+    ).not.toBe(c1.providerKey);
+    expect(
+      executeContext(
+        a,
+        'contacts.update',
+        operationIdFor(a, 'contacts.update', { contactId: '1', properties: { a: 1 } }),
+      ).providerKey,
+    ).toBeNull();
   });
 
   it('a caller-supplied id too long for the key rule becomes a stable 64-hex digest', async () => {
@@ -429,7 +450,7 @@ describe('provider key', () => {
   it('the request the sandbox receives carries the key, never the run or attempt id', async () => {
     const { s, a } = await rig();
     const params = order('A-keys');
-    const ctx = execCtx(a, 'objects.upsert', params);
+    const ctx = executeContext(a, 'objects.upsert', operationIdFor(a, 'objects.upsert', params));
     await a.doExecute('objects.upsert', params, ctx);
     const rec = s.records('objects.upsert')[0]!;
     expect(rec.properties.retrysafe_operation_id).toBe(ctx.providerKey);

@@ -1,11 +1,6 @@
-import {
-  type AttemptId,
-  businessOperationId,
-  type ExecuteContext,
-  type LookupContext,
-  pickIntent,
-  type RunId,
-} from '@retrysafe/contract';
+import type { LookupContext } from '@retrysafe/contract';
+import { closeAfterTest } from '@retrysafe/testkit/close-after-test';
+import { executeContext, lookupContext, operationIdFor } from '@retrysafe/testkit/conformance';
 import { createHubSpotAdapter, type HubSpotAdapter, type HubSpotAdapterOptions } from '../src/index.js';
 import { drillOrder, drillTicket } from '../src/sandbox/hubspot-drills.js';
 import { type HubSpotSandbox, type HubSpotSandboxOptions, startHubSpotSandbox } from '../src/sandbox/index.js';
@@ -16,16 +11,7 @@ export async function sandbox(options: HubSpotSandboxOptions = {}): Promise<HubS
   return startHubSpotSandbox({ accessToken: TOKEN, ...options });
 }
 
-const opened: { close(): Promise<void> }[] = [];
-/** Closes what the test opened through closeAfter (an afterEach hook). */
-export async function closeOpened() {
-  while (opened.length) await opened.pop()!.close();
-}
-export function closeAfter<T extends { close(): Promise<void> }>(thing: T): T {
-  opened.push(thing);
-  return thing;
-}
-export const sb = async (options: HubSpotSandboxOptions = {}) => closeAfter(await sandbox(options));
+export const sb = async (options: HubSpotSandboxOptions = {}) => closeAfterTest(await sandbox(options));
 
 /** A fresh sandbox and an adapter pointed at it. */
 export async function rig(options: HubSpotSandboxOptions = {}, adapterOptions: Partial<HubSpotAdapterOptions> = {}) {
@@ -39,54 +25,17 @@ export function adapter(baseUrl: string, options: Partial<HubSpotAdapterOptions>
 
 type Op = keyof HubSpotAdapter['operations'];
 
-/** The ExecuteContext the runner would build: id derived from the operation's intent fields, key from the adapter. */
-export function execCtx(
-  a: HubSpotAdapter,
-  op: Op,
-  params: unknown,
-  extra: Partial<ExecuteContext> = {},
-): ExecuteContext {
-  const spec = a.operations[op]!;
-  const id = businessOperationId(spec.card.operation, pickIntent(params, spec.intentFields));
-  return {
-    businessOperationId: id,
-    providerKey: a.deriveProviderKey(op, id),
-    runId: 'run_test' as RunId,
-    attemptId: 'att_test' as AttemptId,
-    attempt: 1,
-    statusRef: null,
-    ...extra,
-  };
-}
-
-export function lookupCtx(
-  a: HubSpotAdapter,
-  op: Op,
-  params: unknown,
-  extra: Partial<LookupContext> = {},
-): LookupContext {
-  const { businessOperationId, providerKey, runId, attemptId } = execCtx(a, op, params);
-  const now = Date.now();
-  return {
-    businessOperationId,
-    providerKey,
-    params,
-    runId,
-    attemptId,
-    statusRef: null,
-    firstDispatchedAt: now,
-    now,
-    ...extra,
-  };
-}
-
 /** One doExecute with the context the runner would build. */
-export const execute = (a: HubSpotAdapter, operation: Op, params: unknown) =>
-  a.doExecute(operation, params, execCtx(a, operation, params));
+export const execute = (a: HubSpotAdapter, operation: Op, params: Record<string, unknown>) =>
+  a.doExecute(operation, params, executeContext(a, operation, operationIdFor(a, operation, params)));
 
-/** One doLookup with the context the runner would build (extra: dispatch times and the like). */
-export const lookup = (a: HubSpotAdapter, operation: Op, params: unknown, extra: Partial<LookupContext> = {}) =>
-  a.doLookup(operation, lookupCtx(a, operation, params, extra));
+/** One doLookup with the context the runner would build (over: dispatch times and the like). */
+export const lookup = (
+  a: HubSpotAdapter,
+  operation: Op,
+  params: Record<string, unknown>,
+  over: Partial<LookupContext> = {},
+) => a.doLookup(operation, lookupContext(a, operation, operationIdFor(a, operation, params), params, over));
 
 /** A ticket the default sandbox accepts, with extra properties. */
 export const ticket = (ref: string, extra: Record<string, string> = {}) => {

@@ -1,10 +1,8 @@
-import { afterEach, describe, expect, it } from 'vitest';
-import { adapter, closeOpened, execute, lookup, order, rig, sb, ticket } from './helpers.js';
+import { describe, expect, it } from 'vitest';
+import { adapter, execute, lookup, order, rig, sb, ticket } from './helpers.js';
 
 // doLookup against the sandbox: CRM search with an indexing delay for tickets.create and
 // objects.upsert, GET-and-compare for contacts.update. A miss is "absent" only when it can prove it.
-
-afterEach(closeOpened);
 
 describe('tickets.create lookup: CRM search on the id property', () => {
   it('finds the committed ticket once the index has it (found / succeeded, its id)', async () => {

@@ -1,22 +1,15 @@
 // The real Graph SDK → the loopback sandbox, straight through doExecute/doLookup: one test per
 // case of the error mapping in src/msgraph-errors.ts, for each operation.
 
-import { businessOperationId, UnknownOperationError } from '@retrysafe/contract';
+import { asBusinessOperationId, businessOperationId, UnknownOperationError } from '@retrysafe/contract';
 import { startFaultProxy } from '@retrysafe/testkit';
+import { closeAfterTest } from '@retrysafe/testkit/close-after-test';
+import { executeContext, lookupContext } from '@retrysafe/testkit/conformance';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { createMsGraphAdapter, type MsGraphAdapter } from '../src/index.js';
 import { DEFAULT_EXTENDED_PROPERTY_ID } from '../src/msgraph-operations.js';
 import { type MsGraphSandbox, type SandboxFault, type SandboxKind, startMsGraphSandbox } from '../src/sandbox/index.js';
-import {
-  closedPortUrl,
-  eventParams,
-  execCtx,
-  lookupCtx,
-  mailParams,
-  startGraphFaultProxy,
-  TOKEN,
-  taskParams,
-} from './helpers.js';
+import { closedPortUrl, eventParams, mailParams, startGraphFaultProxy, TOKEN, taskParams } from './helpers.js';
 
 let sandbox: MsGraphSandbox;
 let adapter: MsGraphAdapter;
@@ -36,23 +29,16 @@ const OPS = [
 ] as const;
 
 async function exec(op: string, params: unknown, id = `${op}-op-1`, a = adapter) {
-  const key = a.deriveProviderKey(op, execCtx(id).businessOperationId);
-  return a.doExecute(op, params, execCtx(id, key));
+  return a.doExecute(op, params, executeContext(a, op, asBusinessOperationId(id)));
+}
+
+async function lookup(op: string, id: string, params: unknown, a = adapter) {
+  return a.doLookup(op, lookupContext(a, op, asBusinessOperationId(id), params));
 }
 
 /** An adapter pointed elsewhere (a fault proxy, a closed port), with its own timeout. */
 const adapterAt = (baseUrl: string, timeoutMs = 5_000) =>
   createMsGraphAdapter({ accessToken: TOKEN, baseUrl, timeoutMs });
-
-const proxies: { close(): Promise<void> }[] = [];
-afterEach(async () => {
-  while (proxies.length) await proxies.pop()!.close();
-});
-/** A fault proxy closed after the test. */
-function track<P extends { close(): Promise<void> }>(proxy: P): P {
-  proxies.push(proxy);
-  return proxy;
-}
 
 describe('success', () => {
   it('mail.send: 202 ⇒ succeeded (accepted), the message carries the business-operation id tag and goes to Sent Items', async () => {
@@ -76,15 +62,15 @@ describe('success', () => {
   });
 
   it('events.create: 201 ⇒ succeeded with the event id as providerRef and transactionId derived from the business-operation id', async () => {
-    const id = 'meeting-42';
-    const key = adapter.deriveProviderKey('events.create', execCtx(id).businessOperationId);
+    const id = asBusinessOperationId('meeting-42');
+    const key = adapter.deriveProviderKey('events.create', id);
     expect(key).toBe('rs-meeting-42'); // fits the rule: readable
     const derived = businessOperationId('msgraph.events.create', { subject: 'Review 1' }); // has '.' and ':' ⇒ digest
     expect(adapter.deriveProviderKey('events.create', derived)).toMatch(/^rs-[0-9a-f]{61}$/);
     expect(adapter.deriveProviderKey('events.create', derived)).toBe(
       adapter.deriveProviderKey('events.create', derived),
     );
-    const out = await adapter.doExecute('events.create', eventParams(1), execCtx(id, key));
+    const out = await adapter.doExecute('events.create', eventParams(1), executeContext(adapter, 'events.create', id));
     expect(out).toMatchObject({ kind: 'succeeded', status: 201, result: { transactionId: key } });
     expect(out.providerRef).toBe((out as { result: { id: string } }).result.id);
   });
@@ -98,7 +84,7 @@ describe('success', () => {
   });
 
   it('mail.send and todo.tasks.create derive no provider key (none travels)', () => {
-    const id = execCtx('x').businessOperationId;
+    const id = asBusinessOperationId('x');
     expect(adapter.deriveProviderKey('mail.send', id)).toBeNull();
     expect(adapter.deriveProviderKey('todo.tasks.create', id)).toBeNull();
   });
@@ -160,7 +146,7 @@ describe.each(OPS)(
 
     it('lost response (effect applied, socket reset) ⇒ unknown (connection-reset), one record', async () => {
       // A network fault: the fault proxy forwards the request, waits for Graph's answer, then resets the connection.
-      const proxy = track(await startGraphFaultProxy(sandbox.url, { [kind]: ['drop-response'] }));
+      const proxy = closeAfterTest(await startGraphFaultProxy(sandbox.url, { [kind]: ['drop-response'] }));
       const lost = adapterAt(`${proxy.url}/`);
       const out = await exec(op, params(), 'lost-1', lost);
       expect(out).toMatchObject({ kind: 'unknown', cause: 'connection-reset' });
@@ -174,7 +160,7 @@ describe.each(OPS)(
 
     it('status line arrives, body cut off ⇒ unknown (truncated-response), one record', async () => {
       // A network fault: the fault proxy cuts the sandbox's answer after its status line.
-      const proxy = track(await startFaultProxy({ target: sandbox.url, faults: ['truncate-response'] }));
+      const proxy = closeAfterTest(await startFaultProxy({ target: sandbox.url, faults: ['truncate-response'] }));
       const cut = adapterAt(`${proxy.url}/`);
       const out = await exec(op, params(), 'cut-1', cut);
       expect(out).toMatchObject({
@@ -187,7 +173,7 @@ describe.each(OPS)(
     });
 
     it('answer held past the client timeout ⇒ unknown (timeout), one record', async () => {
-      const proxy = track(await startGraphFaultProxy(sandbox.url, { [kind]: [{ kind: 'delay', ms: 3_000 }] }));
+      const proxy = closeAfterTest(await startGraphFaultProxy(sandbox.url, { [kind]: [{ kind: 'delay', ms: 3_000 }] }));
       const fast = adapterAt(`${proxy.url}/`, 150);
       const out = await exec(op, params(), 'slow-1', fast);
       expect(out).toMatchObject({ kind: 'unknown', cause: 'timeout' });
@@ -251,10 +237,10 @@ describe('provider validation errors come back as rejected with the Graph code',
     expect(out).toMatchObject({ kind: 'rejected', reason: 'validation' });
   });
   it('an unknown operation throws UnknownOperationError', async () => {
-    await expect(adapter.doExecute('mail.delete', mailParams(1), execCtx('x'))).rejects.toSatisfy((e) =>
-      UnknownOperationError.isInstance(e),
-    );
-    expect(() => adapter.deriveProviderKey('nope', execCtx('x').businessOperationId)).toThrow(/no operation "nope"/);
+    await expect(
+      adapter.doExecute('mail.delete', mailParams(1), executeContext(adapter, 'mail.send', asBusinessOperationId('x'))),
+    ).rejects.toSatisfy((e) => UnknownOperationError.isInstance(e));
+    expect(() => adapter.deriveProviderKey('nope', asBusinessOperationId('x'))).toThrow(/no operation "nope"/);
   });
 });
 
@@ -266,16 +252,28 @@ describe('access token', () => {
       },
       baseUrl: sandbox.url,
     });
-    const out = await broken.doExecute('mail.send', mailParams(1), execCtx('tok-1'));
+    const out = await broken.doExecute(
+      'mail.send',
+      mailParams(1),
+      executeContext(broken, 'mail.send', asBusinessOperationId('tok-1')),
+    );
     expect(out).toMatchObject({ kind: 'not-applied' });
     expect((out as { message: string }).message).toMatch(/nothing was sent: token endpoint unreachable/);
     expect(sandbox.requests()).toHaveLength(0);
-    expect((await broken.doLookup('mail.send', lookupCtx('tok-1', mailParams(1)))).kind).toBe('cannot-tell');
+    expect((await lookup('mail.send', 'tok-1', mailParams(1), broken)).kind).toBe('cannot-tell');
   });
   it('the token is sent as a Bearer header on plain-http loopback (the SDK default chain would strip it)', async () => {
     const calls: number[] = [];
     const counting = createMsGraphAdapter({ accessToken: () => (calls.push(1), TOKEN), baseUrl: sandbox.url });
-    expect((await counting.doExecute('mail.send', mailParams(1), execCtx('tok-2'))).kind).toBe('succeeded');
+    expect(
+      (
+        await counting.doExecute(
+          'mail.send',
+          mailParams(1),
+          executeContext(counting, 'mail.send', asBusinessOperationId('tok-2')),
+        )
+      ).kind,
+    ).toBe('succeeded');
     expect(calls).toHaveLength(1); // asked once per request, so it may refresh
   });
 });
@@ -284,10 +282,10 @@ describe('lookup', () => {
   it('mail: found in Sent Items once visible; before that "cannot tell", never "not found"', async () => {
     sandbox.setSentItemsDelay(60_000);
     await exec('mail.send', mailParams(1), 'mail-lookup-1');
-    const before = await adapter.doLookup('mail.send', lookupCtx('mail-lookup-1', mailParams(1)));
+    const before = await lookup('mail.send', 'mail-lookup-1', mailParams(1));
     expect(before.kind).toBe('cannot-tell');
     sandbox.advance(60_000);
-    const after = await adapter.doLookup('mail.send', lookupCtx('mail-lookup-1', mailParams(1)));
+    const after = await lookup('mail.send', 'mail-lookup-1', mailParams(1));
     expect(after).toMatchObject({ kind: 'found', outcome: { kind: 'succeeded', result: { state: 'in-sent-items' } } });
     if (after.kind !== 'found') throw new Error('unreachable');
     expect(after.outcome.providerRef).toMatch(/^AAMkMsg/);
@@ -295,27 +293,27 @@ describe('lookup', () => {
 
   it("mail: another operation's mail is not a match", async () => {
     await exec('mail.send', mailParams(1), 'mail-a');
-    expect((await adapter.doLookup('mail.send', lookupCtx('mail-b', mailParams(1)))).kind).toBe('cannot-tell');
+    expect((await lookup('mail.send', 'mail-b', mailParams(1))).kind).toBe('cannot-tell');
   });
 
   it('events and tasks: found by their tag', async () => {
     await exec('events.create', eventParams(1), 'ev-1');
     await exec('todo.tasks.create', taskParams(1), 'task-1');
-    expect(await adapter.doLookup('events.create', lookupCtx('ev-1', eventParams(1)))).toMatchObject({
+    expect(await lookup('events.create', 'ev-1', eventParams(1))).toMatchObject({
       kind: 'found',
       outcome: { kind: 'succeeded' },
     });
-    expect(await adapter.doLookup('todo.tasks.create', lookupCtx('task-1', taskParams(1)))).toMatchObject({
+    expect(await lookup('todo.tasks.create', 'task-1', taskParams(1))).toMatchObject({
       kind: 'found',
       outcome: { kind: 'succeeded' },
     });
-    expect((await adapter.doLookup('todo.tasks.create', lookupCtx('task-2', taskParams(1)))).kind).toBe('cannot-tell');
+    expect((await lookup('todo.tasks.create', 'task-2', taskParams(1))).kind).toBe('cannot-tell');
   });
 
   it('more than one match (a duplicate already exists) is still found, with the count shown', async () => {
     await exec('todo.tasks.create', taskParams(1), 'task-dup');
     await exec('todo.tasks.create', taskParams(1), 'task-dup');
-    const found = await adapter.doLookup('todo.tasks.create', lookupCtx('task-dup', taskParams(1)));
+    const found = await lookup('todo.tasks.create', 'task-dup', taskParams(1));
     expect(found).toMatchObject({ kind: 'found', outcome: { result: { matches: 2 } } });
   });
 
@@ -328,18 +326,18 @@ describe('lookup', () => {
     'lookup answered %i (%s) ⇒ cannot-tell, with status and Retry-After kept',
     async (status, kind, op, params) => {
       sandbox.setFaults(kind, [{ kind: 'status', status, retryAfterS: 3 }]);
-      const out = await adapter.doLookup(op, lookupCtx('l-1', params));
+      const out = await lookup(op, 'l-1', params);
       expect(out).toMatchObject({ kind: 'cannot-tell', status, retryAfterMs: 3_000 });
     },
   );
 
   it('lookup with no answer (connection refused) ⇒ cannot-tell', async () => {
     const nowhere = createMsGraphAdapter({ accessToken: TOKEN, baseUrl: await closedPortUrl() });
-    expect((await nowhere.doLookup('mail.send', lookupCtx('l-2', mailParams(1)))).kind).toBe('cannot-tell');
+    expect((await lookup('mail.send', 'l-2', mailParams(1), nowhere)).kind).toBe('cannot-tell');
   });
 
   it('lookup sends the documented $filter on the extended property', async () => {
-    await adapter.doLookup('mail.send', lookupCtx('order-1', mailParams(1)));
+    await lookup('mail.send', 'order-1', mailParams(1));
     const req = sandbox.requests().at(-1);
     expect(req?.path).toBe('/v1.0/me/mailFolders/sentitems/messages');
     const q = new URLSearchParams(req?.query ?? '');

@@ -1,13 +1,5 @@
 import type { AddressInfo } from 'node:net';
 import { createServer } from 'node:net';
-import {
-  asAttemptId,
-  asBusinessOperationId,
-  asRunId,
-  type ExecuteContext,
-  type LookupContext,
-  type ProviderKey,
-} from '@retrysafe/contract';
 import { type Fault, type FaultProxy, startFaultProxy } from '@retrysafe/testkit';
 import { graphRequestKind, type SandboxKind } from '../src/sandbox/index.js';
 
@@ -37,30 +29,6 @@ export function eventParams(i = 0, mailbox = 'me') {
 
 export function taskParams(i = 0, listId = 'tasks', mailbox = 'me') {
   return { mailbox, listId, task: { title: `Call customer ${i}` } };
-}
-
-export function execCtx(id: string, providerKey: ProviderKey | null = null): ExecuteContext {
-  return {
-    businessOperationId: asBusinessOperationId(id),
-    providerKey,
-    runId: asRunId('run_test'),
-    attemptId: asAttemptId('att_test'),
-    attempt: 1,
-    statusRef: null,
-  };
-}
-
-export function lookupCtx(id: string, params: unknown, providerKey: ProviderKey | null = null): LookupContext {
-  return {
-    businessOperationId: asBusinessOperationId(id),
-    providerKey,
-    params,
-    runId: asRunId('run_test'),
-    attemptId: asAttemptId('att_lookup'),
-    statusRef: null,
-    firstDispatchedAt: Date.now(),
-    now: Date.now(),
-  };
 }
 
 /** A loopback URL on which nothing listens (connection refused). */

@@ -4,12 +4,13 @@
 
 import { Client, RetryHandler } from '@microsoft/microsoft-graph-client';
 import { AdapterConfigurationError, asBusinessOperationId } from '@retrysafe/contract';
+import { executeContext } from '@retrysafe/testkit/conformance';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { createGraphClient, createMsGraphAdapter } from '../src/index.js';
 import { middlewareChain } from '../src/msgraph-client.js';
 import { DEFAULT_APPLICATION_NAME, DEFAULT_EXTENDED_PROPERTY_ID, mailSend } from '../src/msgraph-operations.js';
 import { type MsGraphSandbox, type SandboxFault, startMsGraphSandbox } from '../src/sandbox/index.js';
-import { execCtx, mailParams, TOKEN } from './helpers.js';
+import { mailParams, TOKEN } from './helpers.js';
 
 // Graph answered 503/504 after it had already accepted the mail (docs/evidence/msgraph.md, "Retrying
 // is NOT safe"). Retry-After: 0 keeps the SDK's own wait at zero.
@@ -57,7 +58,11 @@ describe('negative control: the SDK default RetryHandler resends sendMail', () =
 
   it('adapter chain: the same answers ⇒ 1 POST, 1 mail, outcome unknown (reconcile, do not resend)', async () => {
     const adapter = createMsGraphAdapter({ accessToken: TOKEN, baseUrl: sandbox.url });
-    const out = await adapter.doExecute('mail.send', mailParams(1), execCtx('invoice-17-reminder'));
+    const out = await adapter.doExecute(
+      'mail.send',
+      mailParams(1),
+      executeContext(adapter, 'mail.send', asBusinessOperationId('invoice-17-reminder')),
+    );
     expect(out).toMatchObject({ kind: 'unknown', cause: 'server-error', status: 503 });
     expect(sandbox.requestCount('mail.send')).toBe(1);
     expect(sandbox.count('mail.send')).toBe(1);

@@ -1,9 +1,10 @@
 import { createMemoryLedger, createRunner } from '@retrysafe/core';
 import { agentTools, callAgentTool } from '@retrysafe/core/agent';
+import { closeAfterTest } from '@retrysafe/testkit/close-after-test';
 import { describe, expect, it } from 'vitest';
 import { createResendAdapter } from '../src/index.js';
 import { startResendSandbox } from '../src/sandbox/index.js';
-import { API_KEY, closeAfterTest, emailParams } from './helpers.js';
+import { API_KEY, emailParams } from './helpers.js';
 
 // The agent surface (MCP server and AI SDK tools are built from core's agentTools): tool names, the schema
 // the model sees and the field errors it gets, as for every other adapter.

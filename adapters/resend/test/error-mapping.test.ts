@@ -1,9 +1,10 @@
 import { createMemoryLedger, createRunner, createVirtualClock } from '@retrysafe/core';
+import { closeAfterTest } from '@retrysafe/testkit/close-after-test';
 import { describe, expect, it } from 'vitest';
 import { createResendAdapter } from '../src/index.js';
 import { classifyAnswer, fieldsOf } from '../src/resend-errors.js';
 import { startResendSandbox } from '../src/sandbox/index.js';
-import { API_KEY, closeAfterTest, emailParams, execCtx } from './helpers.js';
+import { API_KEY, emailParams, execute } from './helpers.js';
 
 async function setup(apiKey = API_KEY) {
   const sandbox = closeAfterTest(await startResendSandbox());
@@ -17,7 +18,7 @@ describe('rate limit: retried by the runner only', () => {
   it('429 rate_limit_exceeded with Retry-After 3 ⇒ not-applied, the runner waits at least 3 s, one more request, one email', async () => {
     const { sandbox, clock, adapter, runner } = await setup();
     sandbox.failNext({ status: 429, name: 'rate_limit_exceeded', message: 'Too many requests.', retryAfterS: 3 });
-    const direct = await adapter.doExecute('emails.send', emailParams('rl/0'), execCtx('rl-0', adapter, 'emails.send'));
+    const direct = await execute(adapter, 'emails.send', emailParams('rl/0'), 'rl-0');
     expect(direct).toMatchObject({ kind: 'not-applied', status: 429, code: 'rate_limit_exceeded', retryAfterMs: 3000 });
     expect(sandbox.requestCount({ method: 'POST' })).toBe(1); // the SDK did not retry it
 
@@ -46,11 +47,7 @@ describe('rate limit: retried by the runner only', () => {
 describe('permanent errors are rejections naming the field', () => {
   it('Resend refuses the `to` address ⇒ rejected (validation) with the field `to`, one request, handed off', async () => {
     const { sandbox, runner, adapter } = await setup();
-    const out = await adapter.doExecute(
-      'emails.send',
-      emailParams('bad-to', { to: 'nobody' }),
-      execCtx('bad-to', adapter, 'emails.send'),
-    );
+    const out = await execute(adapter, 'emails.send', emailParams('bad-to', { to: 'nobody' }), 'bad-to');
     expect(out).toMatchObject({ kind: 'rejected', reason: 'validation', status: 422, code: 'validation_error' });
     expect((out as { fields?: { path: string }[] }).fields?.map((f) => f.path)).toEqual(['to']);
     const result = await runner.run(adapter, 'emails.send', { params: emailParams('bad-to/2', { to: 'nobody' }) });
@@ -65,7 +62,7 @@ describe('permanent errors are rejections naming the field', () => {
       batchRef: 'bad-batch',
       emails: [emailParams('x'), { ...emailParams('y'), to: 'nobody' }].map(({ emailRef: _r, ...e }) => e),
     };
-    const out = await adapter.doExecute('batch.send', params, execCtx('bad-batch', adapter, 'batch.send'));
+    const out = await execute(adapter, 'batch.send', params, 'bad-batch');
     expect(out).toMatchObject({ kind: 'rejected', reason: 'validation', status: 422 });
     expect((out as { message: string }).message).toContain('emails[1]');
     expect(sandbox.count()).toBe(0);
@@ -73,24 +70,20 @@ describe('permanent errors are rejections naming the field', () => {
 
   it('a bad API key ⇒ rejected (authentication)', async () => {
     const { adapter } = await setup('not-a-resend-key');
-    const out = await adapter.doExecute('emails.send', emailParams('auth'), execCtx('auth', adapter, 'emails.send'));
+    const out = await execute(adapter, 'emails.send', emailParams('auth'), 'auth');
     expect(out).toMatchObject({ kind: 'rejected', reason: 'authentication', status: 403, code: 'invalid_api_key' });
   });
 
   it('params the schema refuses never reach Resend: the frame names the field', async () => {
     const { sandbox, adapter } = await setup();
     const { text: _text, ...noBody } = emailParams('no-body');
-    const out = await adapter.doExecute('emails.send', noBody, execCtx('no-body', adapter, 'emails.send'));
+    const out = await execute(adapter, 'emails.send', noBody, 'no-body');
     expect(out).toMatchObject({
       kind: 'rejected',
       code: 'retrysafe_invalid_params',
       fields: [{ path: 'html', message: 'html or text is required' }],
     });
-    const extra = await adapter.doExecute(
-      'emails.send',
-      emailParams('extra', { attachments: [] }),
-      execCtx('extra', adapter, 'emails.send'),
-    );
+    const extra = await execute(adapter, 'emails.send', emailParams('extra', { attachments: [] }), 'extra');
     expect(extra).toMatchObject({ kind: 'rejected', fields: [{ path: 'attachments' }] });
     expect(sandbox.requestCount()).toBe(0);
   });

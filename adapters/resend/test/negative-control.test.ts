@@ -3,13 +3,17 @@
 // is a second email. Through the adapter the same lost answer is one email. In the explorer, the same card
 // with the key and the lookup removed makes the runner hand off: it never turns the lost answer into that
 // second email (the explorer's provider follows the card, so the duplicate itself is shown at the sandbox).
+
+import { asBusinessOperationId } from '@retrysafe/contract';
 import { startFaultProxy } from '@retrysafe/testkit';
+import { closeAfterTest } from '@retrysafe/testkit/close-after-test';
+import { executeContext } from '@retrysafe/testkit/conformance';
 import { explore } from '@retrysafe/testkit/explorer';
 import { Resend } from 'resend';
 import { describe, expect, it } from 'vitest';
 import { createResendAdapter, resendCards } from '../src/index.js';
 import { startResendSandbox } from '../src/sandbox/index.js';
-import { API_KEY, closeAfterTest, emailParams, execCtx } from './helpers.js';
+import { API_KEY, emailParams } from './helpers.js';
 
 async function lostFirstAnswer() {
   const sandbox = closeAfterTest(await startResendSandbox());
@@ -38,7 +42,7 @@ describe('negative control: a lost answer without the key', () => {
   it('the adapter, the same lost answer ⇒ 1 email: the re-send carries the same key and Resend answers from its store', async () => {
     const { sandbox, proxy } = await lostFirstAnswer();
     const adapter = createResendAdapter({ apiKey: API_KEY, baseUrl: proxy.url, timeoutMs: 2000 });
-    const ctx = execCtx('invoice-ready/A-17', adapter, 'emails.send');
+    const ctx = executeContext(adapter, 'emails.send', asBusinessOperationId('invoice-ready/A-17'));
     expect((await adapter.doExecute('emails.send', emailParams('invoice-ready/A-17'), ctx)).kind).toBe('unknown');
     expect((await adapter.doExecute('emails.send', emailParams('invoice-ready/A-17'), ctx)).kind).toBe('succeeded');
     expect(sandbox.count('emails.send')).toBe(1);

@@ -1,10 +1,12 @@
-import { UnsupportedCapabilityError } from '@retrysafe/contract';
+import { asBusinessOperationId, UnsupportedCapabilityError } from '@retrysafe/contract';
 import { createMemoryLedger, createRunner, createVirtualClock } from '@retrysafe/core';
 import { startFaultProxy } from '@retrysafe/testkit';
+import { closeAfterTest } from '@retrysafe/testkit/close-after-test';
+import { executeContext, lookupContext } from '@retrysafe/testkit/conformance';
 import { describe, expect, it } from 'vitest';
 import { createResendAdapter } from '../src/index.js';
 import { RESEND_RETENTION_MS, startResendSandbox } from '../src/sandbox/index.js';
-import { API_KEY, batchParams, closeAfterTest, emailParams, execCtx, lookupCtx } from './helpers.js';
+import { API_KEY, batchParams, emailParams, execute } from './helpers.js';
 
 // The runner (@retrysafe/core) + the real resend SDK + the fault proxy + the loopback sandbox.
 
@@ -57,22 +59,14 @@ describe('one request per attempt: the SDK never retries', () => {
   it('a 500 from Resend: one request, outcome unknown (the email may be out), nothing re-sent by the SDK', async () => {
     const { sandbox, adapter } = await setup();
     sandbox.failNext({ status: 500, name: 'internal_server_error', message: 'Unexpected error' });
-    const out = await adapter.doExecute(
-      'emails.send',
-      emailParams('five-hundred/1'),
-      execCtx('five-hundred-1', adapter, 'emails.send'),
-    );
+    const out = await execute(adapter, 'emails.send', emailParams('five-hundred/1'), 'five-hundred-1');
     expect(out).toMatchObject({ kind: 'unknown', cause: 'server-error', status: 500, code: 'internal_server_error' });
     expect(sandbox.requestCount({ method: 'POST' })).toBe(1);
   });
 
   it('a reset before anything arrived: the SDK answers statusCode null, one request, outcome unknown', async () => {
     const { sandbox, proxy, adapter } = await setup(['reset-before']);
-    const out = await adapter.doExecute(
-      'emails.send',
-      emailParams('reset/1'),
-      execCtx('reset-1', adapter, 'emails.send'),
-    );
+    const out = await execute(adapter, 'emails.send', emailParams('reset/1'), 'reset-1');
     expect(out).toMatchObject({ kind: 'unknown', cause: 'other', code: 'application_error' });
     expect(proxy.requests).toHaveLength(1);
     expect(sandbox.requestCount()).toBe(0);
@@ -102,7 +96,7 @@ describe("Resend's key store", () => {
 
   it('the same key with another payload: 409 invalid_idempotent_request is a rejection (conflict), no second email', async () => {
     const { sandbox, adapter } = await setup();
-    const ctx = execCtx('reused-key', adapter, 'emails.send');
+    const ctx = executeContext(adapter, 'emails.send', asBusinessOperationId('reused-key'));
     expect((await adapter.doExecute('emails.send', emailParams('reused'), ctx)).kind).toBe('succeeded');
     const out = await adapter.doExecute('emails.send', emailParams('reused', { subject: 'another subject' }), ctx);
     expect(out).toMatchObject({
@@ -120,7 +114,10 @@ describe("Resend's key store", () => {
     await expect(
       adapter.doLookup(
         'emails.send',
-        lookupCtx('no-lookup', emailParams('no-lookup'), now - 60_000, now, adapter, 'emails.send'),
+        lookupContext(adapter, 'emails.send', asBusinessOperationId('no-lookup'), emailParams('no-lookup'), {
+          firstDispatchedAt: now - 60_000,
+          now,
+        }),
       ),
     ).rejects.toSatisfy((e: unknown) => UnsupportedCapabilityError.isInstance(e));
     expect(sandbox.requestCount()).toBe(0);
@@ -128,7 +125,7 @@ describe("Resend's key store", () => {
 
   it('the sandbox forgets a key after 24 h: the same key then sends again (why the adapter never relies on it past retention)', async () => {
     const { sandbox, adapter } = await setup();
-    const ctx = execCtx('forgotten', adapter, 'emails.send');
+    const ctx = executeContext(adapter, 'emails.send', asBusinessOperationId('forgotten'));
     await adapter.doExecute('emails.send', emailParams('forgotten'), ctx);
     sandbox.advance(RESEND_RETENTION_MS);
     await adapter.doExecute('emails.send', emailParams('forgotten'), ctx);

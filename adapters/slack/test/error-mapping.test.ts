@@ -1,10 +1,12 @@
 // Every Slack answer the adapter can get, through the real WebClient against the sandbox, mapped into
 // one outcome: refusals name the field, a 429 is retried by the runner only, one request per attempt.
+
 import { createMemoryLedger, createRunner, createVirtualClock } from '@retrysafe/core';
+import { closeAfterTest } from '@retrysafe/testkit/close-after-test';
 import { describe, expect, it } from 'vitest';
 import { createSlackAdapter } from '../src/index.js';
 import { type SandboxFault, type SlackSandbox, startSlackSandbox } from '../src/sandbox/index.js';
-import { CHANNEL, closeAfterTest, execCtx, lookupCtx, postParams, TOKEN } from './helpers.js';
+import { CHANNEL, execute, lookup, postParams, TOKEN } from './helpers.js';
 
 let sandbox: SlackSandbox;
 
@@ -13,7 +15,7 @@ async function postWith(fault: SandboxFault, params: unknown = postParams(1)) {
     await startSlackSandbox({ token: TOKEN, channels: [CHANNEL], faults: { 'chat.postMessage': [fault] } }),
   );
   const adapter = createSlackAdapter({ token: TOKEN, baseUrl: sandbox.url, timeoutMs: 2000 });
-  return adapter.doExecute('chat.postMessage', params, execCtx('op-1'));
+  return execute(adapter, 'chat.postMessage', params, 'op-1');
 }
 
 describe('refusals are rejected outcomes that name the field', () => {
@@ -40,13 +42,13 @@ describe('refusals are rejected outcomes that name the field', () => {
   it('the sandbox itself refuses an unknown channel and a wrong token the same way', async () => {
     sandbox = closeAfterTest(await startSlackSandbox({ token: TOKEN, channels: [CHANNEL] }));
     const good = createSlackAdapter({ token: TOKEN, baseUrl: sandbox.url });
-    expect(await good.doExecute('chat.postMessage', { channel: 'C0NOPE', text: 'hi' }, execCtx('a'))).toMatchObject({
+    expect(await execute(good, 'chat.postMessage', { channel: 'C0NOPE', text: 'hi' }, 'a')).toMatchObject({
       kind: 'rejected',
       reason: 'not-found',
       fields: [{ path: 'channel' }],
     });
     const bad = createSlackAdapter({ token: 'xoxb-wrong', baseUrl: sandbox.url });
-    expect(await bad.doExecute('chat.postMessage', postParams(1), execCtx('b'))).toMatchObject({
+    expect(await execute(bad, 'chat.postMessage', postParams(1), 'b')).toMatchObject({
       kind: 'rejected',
       reason: 'authentication',
     });
@@ -56,11 +58,8 @@ describe('refusals are rejected outcomes that name the field', () => {
   it('params the schema refuses are rejected by the frame, naming the field, and nothing is sent', async () => {
     const out = await postWith('pass', { channel: CHANNEL, text: '' });
     expect(out).toMatchObject({ kind: 'rejected', reason: 'validation', fields: [{ path: 'text' }] });
-    const extra = await createSlackAdapter({ token: TOKEN, baseUrl: sandbox.url }).doExecute(
-      'chat.postMessage',
-      { ...postParams(1), metadata: {} },
-      execCtx('c'),
-    );
+    const adapter = createSlackAdapter({ token: TOKEN, baseUrl: sandbox.url });
+    const extra = await execute(adapter, 'chat.postMessage', { ...postParams(1), metadata: {} }, 'c');
     expect(extra).toMatchObject({ kind: 'rejected', fields: [{ path: 'metadata' }] });
     expect(sandbox.calls('chat.postMessage')).toBe(0);
   });
@@ -87,11 +86,8 @@ describe('what may have happened is unknown, never rejected', () => {
     const closed = await startSlackSandbox({ token: TOKEN });
     const url = closed.url;
     await closed.close();
-    const out = await createSlackAdapter({ token: TOKEN, baseUrl: url }).doExecute(
-      'chat.postMessage',
-      postParams(1),
-      execCtx('d'),
-    );
+    const adapter = createSlackAdapter({ token: TOKEN, baseUrl: url });
+    const out = await execute(adapter, 'chat.postMessage', postParams(1), 'd');
     expect(out.kind).toBe('not-applied');
   });
 });
@@ -135,7 +131,9 @@ describe('rate limits: the runner is the only retrying layer', () => {
       }),
     );
     const adapter = createSlackAdapter({ token: TOKEN, baseUrl: sandbox.url });
-    const out = await adapter.doLookup('chat.postMessage', lookupCtx('op-1', postParams(1), Date.now() - 1000));
+    const out = await lookup(adapter, 'chat.postMessage', postParams(1), 'op-1', {
+      firstDispatchedAt: Date.now() - 1000,
+    });
     expect(out).toMatchObject({ kind: 'cannot-tell', status: 429, retryAfterMs: 60_000 });
   });
 });
@@ -152,7 +150,7 @@ describe('chat.update', () => {
     const adapter = createSlackAdapter({ token: TOKEN, baseUrl: sandbox.url });
     const params = { channel: CHANNEL, ts: '1700000000.000001', text: 'new' };
     for (let i = 0; i < 2; i++)
-      expect(await adapter.doExecute('chat.update', params, execCtx('u'))).toMatchObject({
+      expect(await execute(adapter, 'chat.update', params, 'u')).toMatchObject({
         kind: 'succeeded',
         result: { channel: CHANNEL, ts: '1700000000.000001' },
       });
@@ -163,7 +161,7 @@ describe('chat.update', () => {
   it('message_not_found ⇒ rejected, naming ts', async () => {
     sandbox = closeAfterTest(await startSlackSandbox({ token: TOKEN, channels: [CHANNEL] }));
     const adapter = createSlackAdapter({ token: TOKEN, baseUrl: sandbox.url });
-    const out = await adapter.doExecute('chat.update', { channel: CHANNEL, ts: '1.000001', text: 'x' }, execCtx('v'));
+    const out = await execute(adapter, 'chat.update', { channel: CHANNEL, ts: '1.000001', text: 'x' }, 'v');
     expect(out).toMatchObject({ kind: 'rejected', reason: 'not-found', fields: [{ path: 'ts' }] });
   });
 });

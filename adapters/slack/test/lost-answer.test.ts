@@ -1,11 +1,13 @@
 // The real @slack/web-api WebClient (inside the adapter) → the testkit fault proxy → the loopback Slack
 // sandbox, driven by the runner on one virtual clock: a lost answer ends with exactly one message.
+
 import { createMemoryLedger, createRunner, createVirtualClock } from '@retrysafe/core';
 import { startFaultProxy } from '@retrysafe/testkit';
+import { closeAfterTest } from '@retrysafe/testkit/close-after-test';
 import { describe, expect, it } from 'vitest';
 import { createSlackAdapter } from '../src/index.js';
 import { type SlackSandboxOptions, startSlackSandbox } from '../src/sandbox/index.js';
-import { CHANNEL, closeAfterTest, execCtx, lookupCtx, postParams, TOKEN } from './helpers.js';
+import { CHANNEL, execute, lookup, postParams, TOKEN } from './helpers.js';
 
 const MIN = 60_000;
 
@@ -56,11 +58,8 @@ describe('a lost answer to chat.postMessage', () => {
   it('another message in the channel (other metadata, none at all) is not taken for this one', async () => {
     const { sandbox, adapter, runner } = await setup({ historyDelayMs: 0 });
     // someone else's message before ours, with and without metadata
-    await createSlackAdapter({ token: TOKEN, baseUrl: sandbox.url }).doExecute(
-      'chat.postMessage',
-      postParams(3),
-      execCtx('someone-else'),
-    );
+    const other = createSlackAdapter({ token: TOKEN, baseUrl: sandbox.url });
+    await execute(other, 'chat.postMessage', postParams(3), 'someone-else');
     const result = await runner.run(adapter, 'chat.postMessage', {
       params: postParams(3),
       businessOperationId: 'ours',
@@ -79,18 +78,18 @@ describe('the history lookup window and its page bound', () => {
     const sandbox = closeAfterTest(await startSlackSandbox({ token: TOKEN, channels: [CHANNEL], now: clock.now }));
     const direct = createSlackAdapter({ token: TOKEN, baseUrl: sandbox.url });
     const t0 = clock.now();
-    await direct.doExecute('chat.postMessage', postParams(9), execCtx('ours'));
-    for (let i = 0; i < others; i++)
-      await direct.doExecute('chat.postMessage', postParams(100 + i), execCtx(`other-${i}`));
+    await execute(direct, 'chat.postMessage', postParams(9), 'ours');
+    for (let i = 0; i < others; i++) await execute(direct, 'chat.postMessage', postParams(100 + i), `other-${i}`);
     return { clock, sandbox, t0 };
   }
 
   it('ours under 20 newer messages: found on the second page of 15', async () => {
     const { clock, sandbox, t0 } = await busyChannel(20);
-    const out = await createSlackAdapter({ token: TOKEN, baseUrl: sandbox.url }).doLookup(
-      'chat.postMessage',
-      lookupCtx('ours', postParams(9), t0, clock.now()),
-    );
+    const adapter = createSlackAdapter({ token: TOKEN, baseUrl: sandbox.url });
+    const out = await lookup(adapter, 'chat.postMessage', postParams(9), 'ours', {
+      firstDispatchedAt: t0,
+      now: clock.now(),
+    });
     expect(out).toMatchObject({
       kind: 'found',
       outcome: { kind: 'succeeded', providerRef: sandbox.messages()[0]!.ts },
@@ -100,10 +99,11 @@ describe('the history lookup window and its page bound', () => {
 
   it('more messages than the page bound: cannot tell (never not-found), asking again in a minute', async () => {
     const { clock, sandbox, t0 } = await busyChannel(20);
-    const out = await createSlackAdapter({ token: TOKEN, baseUrl: sandbox.url, lookupPages: 1 }).doLookup(
-      'chat.postMessage',
-      lookupCtx('ours', postParams(9), t0, clock.now()),
-    );
+    const adapter = createSlackAdapter({ token: TOKEN, baseUrl: sandbox.url, lookupPages: 1 });
+    const out = await lookup(adapter, 'chat.postMessage', postParams(9), 'ours', {
+      firstDispatchedAt: t0,
+      now: clock.now(),
+    });
     expect(out).toMatchObject({ kind: 'cannot-tell', retryAfterMs: MIN });
     expect(sandbox.calls('conversations.history')).toBe(1);
   });
@@ -111,10 +111,11 @@ describe('the history lookup window and its page bound', () => {
   it('a post applied long after the last dispatch is outside the window: cannot tell, never not-found', async () => {
     const { clock, sandbox } = await busyChannel(0);
     const dispatchedAt = clock.now() - 60 * MIN;
-    const out = await createSlackAdapter({ token: TOKEN, baseUrl: sandbox.url }).doLookup(
-      'chat.postMessage',
-      lookupCtx('ours', postParams(9), dispatchedAt, clock.now()),
-    );
+    const adapter = createSlackAdapter({ token: TOKEN, baseUrl: sandbox.url });
+    const out = await lookup(adapter, 'chat.postMessage', postParams(9), 'ours', {
+      firstDispatchedAt: dispatchedAt,
+      now: clock.now(),
+    });
     expect(out.kind).toBe('cannot-tell');
   });
 });

@@ -6,13 +6,14 @@
 import { defineAdapter, defineCard, fact } from '@retrysafe/contract';
 import { createMemoryLedger, createRunner, createVirtualClock } from '@retrysafe/core';
 import { startFaultProxy } from '@retrysafe/testkit';
+import { closeAfterTest } from '@retrysafe/testkit/close-after-test';
 import { explore } from '@retrysafe/testkit/explorer';
 import { LogLevel, WebClient } from '@slack/web-api';
 import { describe, expect, it } from 'vitest';
 import { createSlackAdapter } from '../src/index.js';
 import { type SlackSandbox, startSlackSandbox } from '../src/sandbox/index.js';
 import { postMessageCard, updateCard } from '../src/slack-cards.js';
-import { CHANNEL, closeAfterTest, execCtx, postParams, TOKEN } from './helpers.js';
+import { CHANNEL, execute, postParams, TOKEN } from './helpers.js';
 
 async function behindLostAnswer(): Promise<{ sandbox: SlackSandbox; url: string }> {
   const sandbox = closeAfterTest(await startSlackSandbox({ token: TOKEN, channels: [CHANNEL] }));
@@ -36,11 +37,8 @@ describe('negative control: the SDK default re-posts', () => {
 
   it('the adapter on the same lost answer ⇒ 1 post, 1 message, outcome unknown (look it up, do not re-post)', async () => {
     const { sandbox, url } = await behindLostAnswer();
-    const out = await createSlackAdapter({ token: TOKEN, baseUrl: url, timeoutMs: 2000 }).doExecute(
-      'chat.postMessage',
-      postParams(1),
-      execCtx('op-1'),
-    );
+    const adapter = createSlackAdapter({ token: TOKEN, baseUrl: url, timeoutMs: 2000 });
+    const out = await execute(adapter, 'chat.postMessage', postParams(1), 'op-1');
     expect(out.kind).toBe('unknown');
     expect(sandbox.calls('chat.postMessage')).toBe(1);
     expect(sandbox.count('chat.postMessage')).toBe(1);

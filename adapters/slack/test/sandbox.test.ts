@@ -1,9 +1,11 @@
 // The sandbox answers as Slack documents, seen through the real WebClient (retries off).
+
+import { closeAfterTest } from '@retrysafe/testkit/close-after-test';
 import type { WebClient } from '@slack/web-api';
 import { expect, it } from 'vitest';
 import { createSlackClient } from '../src/index.js';
 import { type SlackSandbox, startSlackSandbox } from '../src/sandbox/index.js';
-import { CHANNEL, closeAfterTest, TOKEN } from './helpers.js';
+import { CHANNEL, TOKEN } from './helpers.js';
 
 let sandbox: SlackSandbox;
 
