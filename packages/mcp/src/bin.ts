@@ -18,7 +18,9 @@ if (first === '--help' || first === '-h' || first === 'help') {
     process.stderr.write(`retrysafe-mcp${name === 'serve' ? '' : ` ${name}`}: ${(e as Error).message}\n`);
     const usage =
       e instanceof UsageError ||
-      ['RETRYSAFE_FENCE_CONFIG', 'RETRYSAFE_CONFIG'].includes(String((e as { code?: unknown }).code));
+      ['RETRYSAFE_FENCE_CONFIG', 'RETRYSAFE_CONFIG', 'RETRYSAFE_FILE_LIMIT'].includes(
+        String((e as { code?: unknown }).code),
+      );
     process.exit(usage ? 2 : 1);
   }
 }
