@@ -12,7 +12,7 @@ if (first === '--help' || first === '-h' || first === 'help') {
     // Loaded on use: --help and usage errors answer without loading the ledgers and adapters.
     const commands = await import('./commands.js');
     if (name === 'wrap') await commands.runWrap(rest);
-    else if (name === 'probe') process.exitCode = await commands.runProbe(rest);
+    else if (name === 'probe') process.exitCode = (await commands.runProbe(rest)).exit;
     else await commands.runServe(args);
   } catch (e) {
     process.stderr.write(`retrysafe-mcp${name === 'serve' ? '' : ` ${name}`}: ${(e as Error).message}\n`);
