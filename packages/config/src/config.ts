@@ -2,7 +2,6 @@ import { existsSync, statSync } from 'node:fs';
 import { dirname, isAbsolute, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import type { AdapterV1, Ledger } from '@retrysafe/contract';
-import { errorClass } from '@retrysafe/contract/provider';
 import type { HttpAdapterDeclaration } from '@retrysafe/http';
 import type {
   HttpAdapterConfig,
@@ -12,17 +11,10 @@ import type {
   ModuleAdapterConfig,
   RetrysafeConfig,
 } from './config-types.js';
-import { findInlineCredentials, looksLikeEnvName, safeMessage } from './credentials.js';
-import { DataSyntaxError, FileLimitError, readDataFile } from './read-file.js';
+import { findInlineCredentials, looksLikeEnvName } from './credentials.js';
+import { ConfigError, readDataFile } from './read-file.js';
 import { suggest } from './schema-check.js';
 import { checkConfig, DEFAULT_LEDGER, ledgerProblem, POSTGRES_URL } from './validate.js';
-
-/** The config file is missing, malformed, names an unknown adapter, or carries a credential inline. */
-export const ConfigError = errorClass('ConfigError', 'RETRYSAFE_CONFIG', (path: string, message: string) => ({
-  path,
-  message: `${path ? path + ': ' : ''}${message}`,
-}));
-export type ConfigError = InstanceType<typeof ConfigError>;
 
 /** Parses and checks a config object against the published schema; every problem is reported at once. */
 export function parseConfig(raw: unknown, baseDir = process.cwd(), source = 'config'): RetrysafeConfig {
@@ -69,27 +61,7 @@ export async function loadConfigFile(file: string): Promise<RetrysafeConfig> {
 export function loadConfig(file: string): RetrysafeConfig {
   if (MODULE_CONFIG.test(file))
     throw new ConfigError(file, 'a JavaScript/TypeScript config is read with loadConfigFile() (async)');
-  return parseConfig(readData(file, file, ''), dirname(resolve(file)), file);
-}
-
-/** A file over the limits is refused as it is; any other failure is a ConfigError at `where`. */
-function readData(path: string, where: string, what: string): unknown {
-  try {
-    return readDataFile(path);
-  } catch (e) {
-    if (FileLimitError.isInstance(e)) throw e;
-    const message = safeMessage((e as Error).message);
-    if (e instanceof DataSyntaxError)
-      throw new ConfigError(
-        where,
-        `${what ? `${what} is ` : ''}not valid ${/\.ya?ml$/i.test(path) ? 'YAML' : 'JSON'}: ${message}`,
-      );
-    const code = (e as NodeJS.ErrnoException).code;
-    throw new ConfigError(
-      where,
-      `cannot read${what ? ` ${what}` : ''}: ${code === 'ENOENT' ? 'no such file' : message}`,
-    );
-  }
+  return parseConfig(readDataFile(file), dirname(resolve(file)), file);
 }
 
 function env(name: string, path: string, environment: NodeJS.ProcessEnv): string {
@@ -224,14 +196,13 @@ export function httpDeclarationOf(
     headers[header] = env(variable, `${path}.headersFromEnv.${header}`, environment);
   const operations: Record<string, HttpOperationConfig> = {};
   for (const [op, d] of Object.entries(c.operations)) {
-    const where = `${path}.operations.${op}.card`;
-    operations[op] = {
-      ...d,
-      card:
-        typeof d.card === 'string'
-          ? (readData(resolve(baseDir, d.card), where, `card file ${d.card}`) as Record<string, unknown>)
-          : d.card,
-    };
+    let card = d.card;
+    try {
+      if (typeof card === 'string') card = readDataFile(resolve(baseDir, card)) as Record<string, unknown>;
+    } catch (e) {
+      throw ConfigError.isInstance(e) ? new ConfigError(`${path}.operations.${op}.card`, e.message) : e;
+    }
+    operations[op] = { ...d, card };
   }
   return {
     provider: c.provider ?? name,

@@ -161,7 +161,7 @@ describe('an HTTP API declared in the config, no code (fails on main: no http ad
     const raw3 = example();
     raw3.adapters.acme.operations['orders.create']!.card = './missing.card.yaml';
     await expect(createAdapters(parseConfig(raw3, exampleDir), { ACME_AUTH: 'x' })).rejects.toThrow(
-      /cannot read card file \.\/missing\.card\.yaml: no such file/,
+      `adapters.acme.operations.orders.create.card: ${join(exampleDir, 'missing.card.yaml')}: cannot read: no such file`,
     );
     await expect(createAdapters(parseConfig(example(), exampleDir), {})).rejects.toThrow(
       /headersFromEnv\.Authorization: environment variable ACME_AUTH is not set/,

@@ -1,6 +1,5 @@
 export type { RetrysafeConfigInput } from './config.js';
 export {
-  ConfigError,
   createAdapters,
   defineConfig,
   exposedOperations,
@@ -12,7 +11,7 @@ export {
 } from './config.js';
 export type * from './config-types.js';
 export {
-  DataSyntaxError,
+  ConfigError,
   FILE_LIMITS,
   FileLimitError,
   parseDataText,

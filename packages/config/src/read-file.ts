@@ -1,6 +1,14 @@
 import { closeSync, fstatSync, openSync, readSync } from 'node:fs';
 import { errorClass } from '@retrysafe/contract/provider';
 import { parseDocument } from 'yaml';
+import { safeMessage } from './credentials.js';
+
+/** A config or data file is missing, malformed, names an unknown adapter, or carries a credential inline. */
+export const ConfigError = errorClass('ConfigError', 'RETRYSAFE_CONFIG', (path: string, message: string) => ({
+  path,
+  message: `${path ? path + ': ' : ''}${message}`,
+}));
+export type ConfigError = InstanceType<typeof ConfigError>;
 
 /** Far above a real file's needs, low enough to refuse a hostile one cheaply. maxAliasCount counts YAML aliases by
  * the nodes they stand for (the `yaml` package's measure); maxDepth, objects and arrays nested inside each other. */
@@ -88,16 +96,13 @@ function closingQuote(text: string, start: number): number {
   return text.length;
 }
 
-/** A parse error of the text itself. */
-export class DataSyntaxError extends Error {
-  override name = 'DataSyntaxError';
-}
-
-/** Parses JSON or YAML (unique keys) within the limits: FileLimitError over one, DataSyntaxError if it won't parse. */
+/** Parses JSON or YAML (unique keys) within the limits: FileLimitError over one, ConfigError if it won't parse. */
 export function parseDataText(
   text: string,
   { path, yaml }: { readonly path: string; readonly yaml: boolean },
 ): unknown {
+  const invalid = (message: string) =>
+    new ConfigError(path, `not valid ${yaml ? 'YAML' : 'JSON'}: ${safeMessage(message)}`);
   const overDepth = (what = `it nests objects and arrays more than ${maxDepth} levels deep`) =>
     new FileLimitError(path, 'maxDepth', maxDepth, what);
   let value: unknown;
@@ -107,22 +112,34 @@ export function parseDataText(
       const doc = parseDocument(text, { prettyErrors: true, uniqueKeys: true });
       const error = doc.errors[0];
       if (error && /call stack/i.test(error.message)) throw overDepth('it nests too deep to parse');
-      if (error) throw new DataSyntaxError(error.message);
+      if (error) throw invalid(error.message);
       value = doc.toJS({ maxAliasCount });
     } else value = JSON.parse(text);
   } catch (e) {
-    if (e instanceof DataSyntaxError || FileLimitError.isInstance(e)) throw e;
+    if (ConfigError.isInstance(e) || FileLimitError.isInstance(e)) throw e;
     if (e instanceof ReferenceError && /alias count/i.test(e.message))
       throw new FileLimitError(path, 'maxAliasCount', maxAliasCount, 'its aliases expand too far');
     // A stack exhausted by nesting is over any depth limit.
     if (e instanceof RangeError) throw overDepth('it nests too deep to parse');
-    throw new DataSyntaxError((e as Error).message);
+    throw invalid((e as Error).message);
   }
   if (tooDeep(value, maxDepth)) throw overDepth();
   return value;
 }
 
-/** By default `.yaml`/`.yml` are YAML, everything else JSON. */
+/** By default `.yaml`/`.yml` are YAML, everything else JSON. A file that cannot be read or parsed is a ConfigError
+ * naming `path`. */
 export function readDataFile(path: string, yaml = /\.ya?ml$/i.test(path)): unknown {
-  return parseDataText(readTextFile(path), { path, yaml });
+  let text: string;
+  try {
+    text = readTextFile(path);
+  } catch (e) {
+    if (FileLimitError.isInstance(e)) throw e;
+    const code = (e as NodeJS.ErrnoException).code;
+    throw new ConfigError(
+      path,
+      `cannot read: ${code === 'ENOENT' ? 'no such file' : safeMessage((e as Error).message)}`,
+    );
+  }
+  return parseDataText(text, { path, yaml });
 }

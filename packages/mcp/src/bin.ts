@@ -12,13 +12,15 @@ if (first === '--help' || first === '-h' || first === 'help') {
     // Loaded on use: --help and usage errors answer without loading the ledgers and adapters.
     const commands = await import('./commands.js');
     if (name === 'wrap') await commands.runWrap(rest);
-    else if (name === 'probe') process.exitCode = await commands.runProbe(rest);
+    else if (name === 'probe') process.exitCode = (await commands.runProbe(rest)).exit;
     else await commands.runServe(args);
   } catch (e) {
     process.stderr.write(`retrysafe-mcp${name === 'serve' ? '' : ` ${name}`}: ${(e as Error).message}\n`);
     const usage =
       e instanceof UsageError ||
-      ['RETRYSAFE_FENCE_CONFIG', 'RETRYSAFE_CONFIG'].includes(String((e as { code?: unknown }).code));
+      ['RETRYSAFE_FENCE_CONFIG', 'RETRYSAFE_CONFIG', 'RETRYSAFE_FILE_LIMIT'].includes(
+        String((e as { code?: unknown }).code),
+      );
     process.exit(usage ? 2 : 1);
   }
 }

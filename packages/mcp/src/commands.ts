@@ -117,8 +117,8 @@ export async function runWrap(argv: readonly string[], log = toStderr): Promise<
   return serve(o, make, 'retrysafe fence', log);
 }
 
-/** `retrysafe-mcp probe …` (PROBE_COMMAND). Exit 0: at most once; 1: duplicates; 3: no effect seen. */
-export async function runProbe(argv: readonly string[], out = toStdout): Promise<number> {
+/** `retrysafe-mcp probe …` (PROBE_COMMAND): the receipt, and the exit code (0 at most once, 1 duplicates, 3 no effect seen). */
+export async function runProbe(argv: readonly string[], out = toStdout) {
   const { values: o, rest } = parseOptions(argv, PROBE_COMMAND);
   const { tool, countTool, countPath } = o;
   if (tool === undefined || countTool === undefined || countPath === undefined)
@@ -131,7 +131,7 @@ export async function runProbe(argv: readonly string[], out = toStdout): Promise
     out(
       `calls: ${receipt.calls.map((c) => `${c.phase}=${c.answer}`).join(' ')}; effects counted by ${countTool}: ${receipt.before} → ${receipt.after}`,
     );
-    return receipt.verdict === 'at-most-once' ? 0 : receipt.verdict === 'duplicates' ? 1 : 3;
+    return { receipt, exit: receipt.verdict === 'at-most-once' ? 0 : receipt.verdict === 'duplicates' ? 1 : 3 };
   } finally {
     await upstream.close();
   }

@@ -312,7 +312,7 @@ describe('retrysafe probe', () => {
     const receiptFile = join(dir, 'probe.json');
     const lines: string[] = [];
     const ref = `PO-${randomBytes(3).toString('hex')}`;
-    const code = await runProbe(
+    const { exit: code } = await runProbe(
       [
         '--tool',
         'create_order',

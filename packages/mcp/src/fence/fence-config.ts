@@ -1,5 +1,5 @@
 import { dirname, resolve } from 'node:path';
-import { checkSchema, configSchema, DataSyntaxError, FileLimitError, readDataFile } from '@retrysafe/config';
+import { checkSchema, configSchema, readDataFile } from '@retrysafe/config';
 import type { JsonSchema } from '@retrysafe/contract';
 import type { PolicyOverrides } from '@retrysafe/core';
 
@@ -131,18 +131,5 @@ export function parseFenceConfig(raw: unknown, baseDir = process.cwd()): FenceCo
 
 /** Reads a fence file (JSON, else YAML), within the config package's file limits. */
 export function loadFenceConfig(path: string): FenceConfig {
-  const yaml = !/\.json$/i.test(path);
-  let raw: unknown;
-  try {
-    raw = readDataFile(path, yaml);
-  } catch (e) {
-    throw new FenceConfigError(
-      e instanceof DataSyntaxError
-        ? `${path} is not valid ${yaml ? 'YAML' : 'JSON'}: ${e.message.split('\n')[0]}`
-        : FileLimitError.isInstance(e)
-          ? e.message
-          : `cannot read ${path}: ${(e as NodeJS.ErrnoException).code ?? 'error'}`,
-    );
-  }
-  return parseFenceConfig(raw, dirname(resolve(path)));
+  return parseFenceConfig(readDataFile(path, !/\.json$/i.test(path)), dirname(resolve(path)));
 }

@@ -1,7 +1,6 @@
-import { FileLimitError } from '@retrysafe/config';
+import { ConfigError, FileLimitError } from '@retrysafe/config';
 import { CardValidationError, validateCard } from '@retrysafe/contract';
 import { defineCommand, EXIT } from '../../../command.js';
-import { UsageError } from '../../../errors.js';
 import { readCardFile } from '../../../files.js';
 import { refusals } from '../refusals.js';
 
@@ -21,11 +20,11 @@ export function validateCardFiles(files: readonly string[]) {
     } catch (e) {
       if (CardValidationError.isInstance(e))
         return { file, ok: false, problems: e.problems, unknowns: [], refusals: [] };
-      if (e instanceof UsageError || FileLimitError.isInstance(e))
+      if (ConfigError.isInstance(e) || FileLimitError.isInstance(e))
         return {
           file,
           ok: false,
-          problems: [{ path: '(file)', message: (e as Error).message }],
+          problems: [{ path: '(file)', message: e.message }],
           unknowns: [],
           refusals: [],
           unreadable: true, // exit 2, as for any unreadable file

@@ -1,5 +1,5 @@
 import { resolve } from 'node:path';
-import { createAdapters, loadConfigFile } from '@retrysafe/config';
+import { ConfigError, createAdapters, loadConfigFile } from '@retrysafe/config';
 import { asBusinessOperationId, type HandoffReason, InvalidStateError, UnsafeResumeError } from '@retrysafe/contract';
 import {
   BrokenReceiptChainError,
@@ -121,7 +121,9 @@ function readParams(file: string): Record<string, unknown> {
   try {
     return readObjectFile(file, `${file} must hold a JSON object of params`);
   } catch (err) {
-    throw err instanceof UsageError ? new UsageError(`--resend-with: ${err.message}`) : err;
+    throw err instanceof UsageError || ConfigError.isInstance(err)
+      ? new UsageError(`--resend-with: ${(err as Error).message}`)
+      : err;
   }
 }
 
