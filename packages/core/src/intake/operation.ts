@@ -1,12 +1,7 @@
-/**
- * The operation object: everything the runner knows about one operation before it is claimed, built
- * once here (for a new call, a stored operation, or a corrected request) and never changed after.
- */
+/** The operation object: all the runner knows of one operation before its claim, built once here, never changed. */
 import {
   type AdapterV1,
-  type AttemptId,
   asRunId,
-  type BusinessOperationId,
   ConflictError,
   InvalidIntentError,
   InvalidStateError,
@@ -14,37 +9,18 @@ import {
   type OperationRecord,
   type OperationSpec,
   type ProviderKey,
-  type RetrySafetyCard,
-  type RunId,
 } from '@retrysafe/contract';
 import { createRedactor, type RedactOptions, type Redactor } from '../redact.js';
-import type { PolicyOverrides, RetryPolicy } from '../retry-policy.js';
+import type { PolicyOverrides } from '../retry-policy.js';
 import type { RunInput } from '../runner/types.js';
 import type { RunScope } from '../telemetry.js';
 import { callerAttemptIds, checkAdapter, derivedProviderKey } from './adapter.js';
-import { type Comparison, comparisonFor, identityOf } from './identity.js';
+import { comparisonFor, identityOf } from './identity.js';
 import { assertParams } from './params-schema.js';
 import { type CheckedPayload, checkedPayload } from './payload.js';
 import { cachedPolicy } from './policy.js';
 
-export interface Operation extends Pick<CheckedPayload, 'redactor' | 'requestFingerprint'>, Pick<RunInput, 'signal'> {
-  /** A new attempt id per provider call or lookup (the caller's, when given). */
-  readonly attemptIds: () => AttemptId;
-  readonly adapter: AdapterV1;
-  readonly opName: string;
-  readonly card: RetrySafetyCard;
-  readonly policy: RetryPolicy;
-  /** How params are compared with the stored ones (the card's declaration). */
-  readonly comparison: Comparison;
-  readonly id: BusinessOperationId;
-  readonly providerKey: ProviderKey | null;
-  readonly runId: RunId;
-  readonly params: unknown;
-  readonly intentFingerprint: string;
-  readonly paramsFingerprint: string;
-  /** The telemetry scope of the run() driving it (none for recover and resolve). */
-  readonly scope: RunScope | undefined;
-}
+export type Operation = Readonly<ReturnType<typeof newOperation>>;
 
 /** What intake needs of the runner: its options and its cache of redactors per operation spec. */
 interface IntakeContext {
@@ -52,10 +28,7 @@ interface IntakeContext {
   readonly redactors: WeakMap<OperationSpec, Redactor>;
 }
 
-/**
- * The params checked against the schema, the intent normalised and its id derived, and the params'
- * fingerprint as compared (`rawParamsFingerprint`, of the params as written, unless the card normalises params).
- */
+/** The params checked against the schema, the id derived from the intent, and the params' fingerprint as compared. */
 function identify(
   spec: OperationSpec,
   input: Pick<RunInput, 'params' | 'businessOperationId' | 'intent'>,
@@ -68,7 +41,7 @@ function identify(
   return { id, intentFingerprint, paramsFingerprint, comparison };
 }
 
-/** The caller's redaction options plus the operation's sensitive fields, also blanking the sensitive values held in `valuesFrom`. */
+/** The payload checked, with a redactor that also blanks the sensitive values held in `valuesFrom`. */
 function payloadOf(
   ctx: IntakeContext,
   spec: OperationSpec,
@@ -88,7 +61,7 @@ function payloadOf(
 }
 
 /** A new call: every check that can refuse it before anything is claimed (a refusal throws), then the operation. */
-export function newOperation(ctx: IntakeContext, adapter: AdapterV1, opName: string, input: RunInput): Operation {
+export function newOperation(ctx: IntakeContext, adapter: AdapterV1, opName: string, input: RunInput) {
   const spec = checkAdapter(adapter, opName);
   if (typeof input !== 'object' || input === null)
     throw new InvalidIntentError('', 'run input must be an object with params');
@@ -103,7 +76,7 @@ export function newOperation(ctx: IntakeContext, adapter: AdapterV1, opName: str
     id,
     providerKey: derivedProviderKey(adapter, opName, spec.card, id),
     runId: input.runId !== undefined ? asRunId(input.runId) : newRunId(),
-    params,
+    params: params as unknown,
     intentFingerprint,
     paramsFingerprint,
     redactor: payload.redactor,
@@ -111,14 +84,14 @@ export function newOperation(ctx: IntakeContext, adapter: AdapterV1, opName: str
     signal: input.signal,
     attemptIds: callerAttemptIds(input.attemptIds),
     policy: cachedPolicy(spec.card, ctx.options.policy),
-    scope: undefined,
+    // The telemetry scope of the run() driving it (none for recover and resolve).
+    scope: undefined as RunScope | undefined,
   };
 }
 
 /**
- * A stored operation driven again (recover, resume): its params as stored, its recorded provider key.
- * With `corrected`, a person's corrected request instead (resolve resend-with): the same pre-claim checks as
- * a new call, the same intent, and params that differ from the stored ones.
+ * A stored operation driven again (recover, resume) with its stored params and key; or with `corrected`, a
+ * person's corrected request (resend-with): checked as a new call, the same intent, and other params.
  */
 export function storedOperation(
   ctx: IntakeContext,
@@ -173,7 +146,7 @@ export function withProviderKey(op: Operation, providerKey: ProviderKey | null):
   return op.providerKey === providerKey ? op : { ...op, providerKey };
 }
 
-/** Other params than stored, where the declaration compares them: a conflict naming the differing paths (never the values). */
+/** Other params than stored: a conflict naming the differing paths (never the values). */
 export function paramsConflict(
   op: Pick<Operation, 'comparison' | 'redactor' | 'params'>,
   record: OperationRecord,
