@@ -10,23 +10,15 @@ import {
   type OperationSpec,
   type ProviderKey,
 } from '@retrysafe/contract';
-import { createRedactor, type RedactOptions, type Redactor } from '../redact.js';
-import type { PolicyOverrides } from '../retry-policy.js';
 import type { RunInput } from '../runner/types.js';
 import type { RunScope } from '../telemetry.js';
 import { callerAttemptIds, checkAdapter, derivedProviderKey } from './adapter.js';
 import { comparisonFor, identityOf } from './identity.js';
 import { assertParams } from './params-schema.js';
-import { type CheckedPayload, checkedPayload } from './payload.js';
+import { checkedPayload, type IntakeContext } from './payload.js';
 import { cachedPolicy } from './policy.js';
 
 export type Operation = Readonly<ReturnType<typeof newOperation>>;
-
-/** What intake needs of the runner: its options and its cache of redactors per operation spec. */
-interface IntakeContext {
-  readonly options: { readonly redact?: RedactOptions | undefined; readonly policy?: PolicyOverrides | undefined };
-  readonly redactors: WeakMap<OperationSpec, Redactor>;
-}
 
 /** The params checked against the schema, the id derived from the intent, and the params' fingerprint as compared. */
 function identify(
@@ -41,32 +33,13 @@ function identify(
   return { id, intentFingerprint, paramsFingerprint, comparison };
 }
 
-/** The payload checked, with a redactor that also blanks the sensitive values held in `valuesFrom`. */
-function payloadOf(
-  ctx: IntakeContext,
-  spec: OperationSpec,
-  params: unknown,
-  intent: unknown,
-  valuesFrom: readonly unknown[],
-): CheckedPayload {
-  return checkedPayload(params, intent, () => {
-    let redactor = ctx.redactors.get(spec);
-    if (redactor === undefined) {
-      redactor = createRedactor(ctx.options.redact ?? {}, spec.sensitiveFields ?? []);
-      ctx.redactors.set(spec, redactor);
-    }
-    for (const v of valuesFrom) redactor = redactor.withValuesFrom(v);
-    return redactor;
-  });
-}
-
 /** A new call: every check that can refuse it before anything is claimed (a refusal throws), then the operation. */
 export function newOperation(ctx: IntakeContext, adapter: AdapterV1, opName: string, input: RunInput) {
   const spec = checkAdapter(adapter, opName);
   if (typeof input !== 'object' || input === null)
     throw new InvalidIntentError('', 'run input must be an object with params');
   const params = input.params ?? null;
-  const payload = payloadOf(ctx, spec, params, input.intent ?? null, [input.params]);
+  const payload = checkedPayload(ctx, spec, params, input.intent ?? null, [input.params]);
   const { id, intentFingerprint, paramsFingerprint, comparison } = identify(spec, input, payload.paramsFingerprint);
   return {
     adapter,
@@ -103,7 +76,7 @@ export function storedOperation(
   const { adapter, opName } = found;
   const spec = checkAdapter(adapter, opName);
   const params = corrected ? corrected.params : record.params;
-  const payload = payloadOf(ctx, spec, params, null, corrected ? [params, record.params] : [params]);
+  const payload = checkedPayload(ctx, spec, params, null, corrected ? [params, record.params] : [params]);
   let paramsFingerprint = record.paramsFingerprint;
   if (corrected) {
     const next = identify(spec, { params, businessOperationId: record.businessOperationId }, payload.paramsFingerprint);
