@@ -1,6 +1,5 @@
-/** Time as the runner sees it. Injected so tests run on a virtual clock. */
+/** Time as the runner sees it (epoch ms). Injected so tests run on a virtual clock. */
 export interface Clock {
-  /** Epoch ms. */
   now(): number;
   sleep(ms: number): Promise<void>;
 }
@@ -26,7 +25,7 @@ export function createVirtualClock(start = Date.UTC(2026, 0, 1)) {
     advance: (ms: number) => {
       t += Math.max(0, ms);
     },
-    /** Every sleep requested, in order (what the runner waited; for assertions on waits, not on speed). */
+    /** Every sleep requested, in order. */
     sleeps: sleeps as readonly number[],
   };
 }

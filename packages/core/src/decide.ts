@@ -58,7 +58,7 @@ export type Decision =
   /** Stop; a person takes over. */
   | { readonly action: 'handoff'; readonly reason: HandoffReason; readonly why: string };
 
-/** Ledger states in which an attempt may have been applied: dispatched, and not known since to have failed or succeeded. */
+/** Ledger states in which an attempt may have been applied. */
 export const MAYBE_APPLIED_STATES: readonly OperationState[] = ['dispatched', 'unknown', 'reconciling', 'in-progress'];
 
 /** What an observation writes to the ledger before the next decision (complete/handoff write the terminal states). */

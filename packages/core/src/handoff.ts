@@ -17,11 +17,10 @@ interface PacketInput {
   readonly record: OperationRecord;
   readonly reason: HandoffReason;
   readonly explanation: string;
-  /** Receipts of the operation so far (already redacted). The packet is built from these only, never from params. */
+  /** The operation's receipts so far, already redacted: the packet is built from these, never from params. */
   readonly receipts: readonly Receipt[];
-  /** Whether a re-send with the same key is safe per the card (see resendSafety). */
   readonly resendSafe: boolean;
-  /** What a resume would actually do, when that is not what resendSafe alone says (e.g. the key replays a stored error). */
+  /** What a resume would do, when resendSafe alone does not say it (e.g. the key replays a stored error). */
   readonly resumeNote?: string;
   readonly now: number;
 }
@@ -77,7 +76,7 @@ function nextActions(input: PacketInput, created: string | undefined): SafeActio
   return actions;
 }
 
-/** A handoff packet (docs/concepts.md, "Handoff and receipts"): built from receipts only, so no params, secrets or PII. */
+/** A handoff packet (docs/concepts.md, "Handoff and receipts"): from receipts only, so no params, secrets or PII. */
 export function buildPacket(input: PacketInput): HandoffPacket {
   const { record, receipts } = input;
   const last = receipts.at(-1);

@@ -13,11 +13,7 @@ export interface RetryPolicy {
   readonly leaseMs: number;
   /** How long a second caller waits for the worker holding the operation. */
   readonly waitForOtherMs: number;
-  /**
-   * How far apart the clocks involved may be (card `limits.clockSkewMargin`, default 1m). Wherever a key's
-   * age is compared with its retention the key counts as this much older; a dead owner's lease end counts
-   * as this much later.
-   */
+  /** How far apart clocks may be (card `limits.clockSkewMargin`): a key counts this much older, a lease end this much later. */
   readonly clockSkewMarginMs: number;
 }
 
@@ -47,9 +43,8 @@ interface PlanInput {
 const positive = (ms: number | undefined): ms is number => ms !== undefined && Number.isFinite(ms) && ms > 0;
 
 /**
- * Whether to make another provider call, and after how long. Never more than maxAttempts calls,
- * never a call after maxElapsed, never sooner than Retry-After (a Retry-After beyond its cap stops).
- * `attemptsMade`: provider calls made so far in this run.
+ * Whether to make another provider call (`attemptsMade` so far in this run), and after how long: never more than
+ * maxAttempts calls, never after maxElapsed, never sooner than Retry-After (one beyond its cap stops).
  */
 export function planRetry(
   input: PlanInput & { readonly attemptsMade: number },
@@ -73,9 +68,8 @@ export function planRetry(
 }
 
 /**
- * When to poll a lookup or an in-progress status next. Equal jitter (half fixed, half random) so polls
- * always make progress; Retry-After honoured up to its cap; bounded by the lookup window and maxElapsed.
- * `polls`: lookups/polls made so far in the window that started at `windowStartedAt`.
+ * When to poll a lookup or an in-progress status next (`polls` so far in the window from `windowStartedAt`):
+ * equal jitter, so polls always make progress; Retry-After honoured up to its cap; bounded by window and maxElapsed.
  */
 export function planPoll(
   input: PlanInput & { readonly polls: number; readonly windowStartedAt: number },

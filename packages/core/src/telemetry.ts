@@ -2,8 +2,8 @@
 import { createRequire } from 'node:module';
 import type { Attributes, MeterProvider, Span, TracerProvider } from '@opentelemetry/api';
 
-// @opentelemetry/api is loaded when a runner is created, not when core is imported (cold-import cost).
-// Its globals live on a versioned global symbol, so this copy sees the SDK a user registered.
+// Loaded when a runner is created, not when core is imported; its globals sit on a versioned global
+// symbol, so this copy sees the SDK a user registered.
 const require = createRequire(import.meta.url);
 
 /** The structured part of an event (also on every LogEntry that has it). No params, keys or secrets. */

@@ -13,10 +13,7 @@ import { cardMargin, durationMs, formatDuration } from '@retrysafe/contract/rule
 import { RunnerConfigurationError } from '../errors/runner-configuration-error.js';
 import { receiptLines } from '../receipts.js';
 
-/**
- * How long a closed operation must stay at least: the cards' longest key retention plus that card's
- * clock-skew margin. Pruned earlier, a repeat is a fresh claim and loses the adopt path.
- */
+/** The cards' longest key retention plus its clock-skew margin: pruned earlier, a repeat would lose the adopt path. */
 function retentionFloor(cards: readonly RetrySafetyCard[]) {
   let floor = { ms: 0, card: null as string | null };
   for (const card of cards) {
@@ -36,10 +33,7 @@ export interface PruneLedgerOptions extends Pick<PruneOptions, 'states' | 'dryRu
   readonly cards?: readonly RetrySafetyCard[];
   /** Prune below the floor the cards set (you know no repeat of these operations can come). */
   readonly force?: boolean;
-  /**
-   * Append each pruned operation's receipts and chain head to this JSON Lines file BEFORE it is
-   * deleted, in the format of `ledger export` (so `ledger verify --file` checks it offline).
-   */
+  /** Append each pruned operation's receipts and chain head here before deleting it (as `ledger export` writes). */
   readonly exportPath?: string;
   /** Epoch ms the age is counted from (default Date.now()). */
   readonly now?: number;
@@ -49,7 +43,7 @@ export interface PruneLedgerReport extends PruneReport {
   /** Epoch ms: closed operations last changed before this were pruned. */
   readonly before: number;
   readonly olderThanMs: number;
-  /** The cards' floor (`card`: the one that sets it, null when none stores keys) and whether `force` pruned below it. */
+  /** The cards' floor (`card`: the one that sets it) and whether `force` pruned below it. */
   readonly floor: ReturnType<typeof retentionFloor> & { readonly forced: boolean };
   /** Operations whose receipts were written to exportPath. */
   readonly exported: number;
