@@ -15,7 +15,7 @@ import {
   resendSafety,
 } from '@retrysafe/contract/rules';
 import { defined } from './defined.js';
-import { planPoll, planRetry, type RetryPolicy } from './retry-policy.js';
+import { type Budget, planPoll, planRetry } from './retry-policy.js';
 
 /** What the runner knows about the operation when it decides. All times epoch ms. */
 export interface DecisionState {
@@ -41,9 +41,6 @@ export interface DecisionState {
   readonly windowStartedAt: number | null;
   readonly polls: number;
 }
-
-/** The retry policy, and the jitter source (in [0, 1)) its delays draw from. */
-export type Budget = { readonly policy: RetryPolicy; readonly random: () => number };
 
 /** One observation: an attempt's outcome, a lookup's result, or null (decide from the ledger state alone). */
 export type Observation = Outcome | LookupResult | null;
@@ -189,17 +186,8 @@ function honoured(state: DecisionState, retryAfterMs: number | undefined): numbe
   return ms > 0 ? ms : undefined;
 }
 
-function retryPlan({ state, budget }: Case, retryAfterMs: number | undefined) {
-  const { runAttempts: attemptsMade, runStartedAt: startedAt, now } = state;
-  const wait = honoured(state, retryAfterMs);
-  return planRetry({ attemptsMade, startedAt, now, retryAfterMs: wait }, budget.policy, budget.random);
-}
-
-function pollPlan({ state, budget }: Case, retryAfterMs: number | undefined) {
-  const { polls, runStartedAt: startedAt, now } = state;
-  const windowStartedAt = state.windowStartedAt ?? now;
-  return planPoll({ polls, windowStartedAt, startedAt, now, retryAfterMs }, budget.policy, budget.random);
-}
+const retryPlan = ({ state, budget }: Case, retryAfterMs: number | undefined) =>
+  planRetry(state, honoured(state, retryAfterMs), budget);
 
 const safetyAt = ({ card, state, budget }: Case, at = state.now) =>
   resendSafety(card, state.firstDispatchedAt, at, budget.policy.clockSkewMarginMs);
@@ -239,7 +227,7 @@ function afterUnknown(c: Case, retryAfterMs: number | undefined): Decision {
 }
 
 function keepLooking(c: Case, retryAfterMs: number | undefined, what: string): Decision {
-  const plan = pollPlan(c, retryAfterMs);
+  const plan = planPoll(c.state, retryAfterMs, c.budget);
   if (plan.poll) return { action: 'lookup', delayMs: plan.delayMs, why: what };
   const pastRetention = safetyAt(c).pastRetention && c.state.polls === 0;
   return handoff(pastRetention ? 'key-past-retention' : 'lookup-window-exhausted', `${what}; ${plan.detail}`);
@@ -249,7 +237,7 @@ function inProgress(c: Case, retryAfterMs: number | undefined, what: string): De
   const { card, state, budget } = c;
   const { policy } = budget;
   // Even the first poll after an in-progress answer waits: the provider's hint, else one base delay.
-  const plan = pollPlan(c, retryAfterMs ?? (state.polls === 0 ? policy.baseMs : undefined));
+  const plan = planPoll(state, retryAfterMs ?? (state.polls === 0 ? policy.baseMs : undefined), budget);
   const exhausted = (why: string) => handoff('in-progress-window-exhausted', `${what}${why}`);
   if (!plan.poll) return exhausted(`; ${plan.detail}`);
   if (lookupAvailable(card)) return { action: 'lookup', delayMs: plan.delayMs, why: `${what}: poll its status` };

@@ -15,6 +15,7 @@ import {
   resolveTransition,
   setStateTransition,
 } from '@retrysafe/contract/ledger';
+import { memo } from '../defined.js';
 
 const clone = structuredClone;
 
@@ -32,10 +33,9 @@ export function createMemoryLedger(): Ledger {
   /** Appends a copy of the receipt after checking it is the next; the record then carries the chain's head. */
   const chain = (ref: Fenced, next: OperationRecord, receipt: Receipt | undefined) => {
     if (receipt !== undefined) {
-      const list = receipts.get(ref.businessOperationId);
-      checkReceipt(ref, receipt, list?.at(-1)?.seq ?? 0);
-      if (list !== undefined) list.push(clone(receipt));
-      else receipts.set(ref.businessOperationId, [clone(receipt)]);
+      const list = memo(receipts, ref.businessOperationId, () => []);
+      checkReceipt(ref, receipt, list.at(-1)?.seq ?? 0);
+      list.push(clone(receipt));
     }
     return put(chainedTransition(next, receipt));
   };

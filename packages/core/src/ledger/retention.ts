@@ -55,21 +55,20 @@ export async function pruneLedger(ledger: Ledger, options: PruneLedgerOptions): 
     throw new LedgerError(
       'this ledger has no prune(): retention needs a ledger that implements Ledger.prune (memory, SQLite, PostgreSQL)',
     );
+  const refuse = (why: string) => new RunnerConfigurationError('prune.olderThan', why);
   let olderThanMs: number;
   try {
     olderThanMs = typeof options.olderThan === 'number' ? options.olderThan : durationMs(options.olderThan);
   } catch (err) {
-    throw new RunnerConfigurationError('prune.olderThan', (err as Error).message);
+    throw refuse((err as Error).message);
   }
   if (!Number.isFinite(olderThanMs) || olderThanMs < 0)
-    throw new RunnerConfigurationError('prune.olderThan', `expected a duration ≥ 0, got ${String(options.olderThan)}`);
+    throw refuse(`expected a duration ≥ 0, got ${String(options.olderThan)}`);
   const floor = retentionFloor(options.cards ?? []);
-  if (olderThanMs < floor.ms && options.force !== true) {
-    throw new RunnerConfigurationError(
-      'prune.olderThan',
+  if (olderThanMs < floor.ms && options.force !== true)
+    throw refuse(
       `${formatDuration(olderThanMs)} is younger than the key retention of ${floor.card} plus its clock-skew margin (${formatDuration(floor.ms)}): a record pruned while the provider still holds its key loses the adopt path. Use at least ${formatDuration(floor.ms)}, or force`,
     );
-  }
   const before = (options.now ?? Date.now()) - olderThanMs;
   let exported = 0;
   const exportPath = options.exportPath;
