@@ -28,7 +28,7 @@ export interface DecisionState {
   readonly lastDispatchedAt?: number | null;
   /** When the observation was asked for: a lookup's "not found" is judged then, not now. Defaults to now. */
   readonly observedAt?: number;
-  /** An earlier attempt may have been applied, so a later "not applied" speaks only for that attempt. Defaults to false. */
+  /** An earlier attempt may have been applied, so a later "not applied" speaks only for that attempt. */
   readonly maybeApplied?: boolean;
   /** Takeover: the dead worker's lease end, the last moment it could have called the provider (on its clock). */
   readonly takenOverLeaseEnd?: number | null;
@@ -61,10 +61,7 @@ export const MAYBE_APPLIED_STATES: readonly OperationState[] = ['dispatched', 'u
 /** What an observation writes to the ledger before the next decision (complete/handoff write the terminal states). */
 type ObservedPatch = Pick<StatePatch, 'state' | 'lastOutcome' | 'statusRef' | 'providerRef'>;
 
-/**
- * What an observation, judged in `state`, means for the ledger: whether an earlier attempt may now have
- * been applied, and the state to write now (null: the terminal write follows).
- */
+/** An observation judged in `state`: whether an earlier attempt may now have applied, and the state to write. */
 export function observationPatch(
   card: RetrySafetyCard,
   state: DecisionState,
@@ -103,10 +100,7 @@ const handoff = (reason: HandoffReason, why: string): Decision => ({ action: 'ha
 const complete = (adopted: boolean, why: string): Decision => ({ action: 'complete', adopted, why });
 const send = (delayMs: number, why: string): Decision => ({ action: 'send', delayMs, why });
 
-/**
- * The decision table of docs/concepts.md ("Outcomes and the decision table"): a pure function of the card, what
- * the ledger knows, the latest observation and the budget. It never looks at which provider it is.
- */
+/** The decision table of docs/concepts.md: pure in card, ledger state, observation and budget; blind to provider. */
 export function decide(card: RetrySafetyCard, state: DecisionState, obs: Observation, budget: Budget): Decision {
   const c: Case = { card, state, budget };
   if (obs === null) {

@@ -63,7 +63,7 @@ export function findAdapter(adapters: readonly AdapterV1[], record: OperationRec
   return null;
 }
 
-/** New random attempt ids, or the caller's (RunInput.attemptIds): the first drawn and checked before anything is written. */
+/** New random attempt ids, or the caller's (RunInput.attemptIds), the first drawn before anything is written. */
 export function callerAttemptIds(fn: (() => string) | undefined): () => AttemptId {
   if (fn === undefined) return newAttemptId;
   if (typeof fn !== 'function')
@@ -76,10 +76,7 @@ export function callerAttemptIds(fn: (() => string) | undefined): () => AttemptI
   };
 }
 
-/**
- * The provider key the adapter derives, checked like user input: a non-empty string within the card's maxLength,
- * or null only when the card does not say the key travels. A derivation that throws is an AdapterContractError.
- */
+/** The adapter's provider key, checked like user input (non-empty, within maxLength, null only if no key travels). */
 export function derivedProviderKey(
   adapter: AdapterV1,
   opName: string,

@@ -62,10 +62,7 @@ export function newOperation(ctx: IntakeContext, adapter: AdapterV1, opName: str
   };
 }
 
-/**
- * A stored operation driven again (recover, resume) with its stored params and key; or with `corrected`, a
- * person's corrected request (resend-with): checked as a new call, the same intent, and other params.
- */
+/** A stored operation driven again (recover, resume), or with `corrected` a corrected request (resend-with). */
 export function storedOperation(
   ctx: IntakeContext,
   found: { readonly adapter: AdapterV1; readonly opName: string },
