@@ -25,6 +25,15 @@ interface PacketInput {
   readonly now: number;
 }
 
+const RESUME_WHY = {
+  rejected:
+    'the provider rejected this request; sending it again as is will be rejected again — fix the cause (or start a new operation) first',
+  folded: 'a re-send with the same provider key cannot create a second effect (the provider folds it into the first)',
+  notApplied: 'the last thing known is that the effect was not applied',
+  mayExist:
+    'the effect may already exist and the provider does not fold re-sends together: check the provider before resuming, or it may happen twice',
+};
+
 /** Whether resuming is safe, and why; `created`: an object a rejected attempt left at the provider. */
 function resumeAction(input: PacketInput, created: string | undefined): SafeAction {
   const resume = (safe: boolean, why: string): SafeAction => ({ action: 'resume', safe, why });
@@ -33,24 +42,13 @@ function resumeAction(input: PacketInput, created: string | undefined): SafeActi
       false,
       `the rejected attempt left ${created} at the provider: a new request (corrected or not) would make a second one — continue on ${created} there`,
     );
-  if (input.reason === 'rejected')
-    return resume(
-      false,
-      'the provider rejected this request; sending it again as is will be rejected again — fix the cause (or start a new operation) first',
-    );
+  if (input.reason === 'rejected') return resume(false, RESUME_WHY.rejected);
   if (input.resumeNote !== undefined) return resume(false, input.resumeNote);
-  if (input.resendSafe)
-    return resume(
-      true,
-      'a re-send with the same provider key cannot create a second effect (the provider folds it into the first)',
-    );
+  if (input.resendSafe) return resume(true, RESUME_WHY.folded);
   // `claimed` after dispatches is written only when every attempt so far is known not to have applied.
   if (input.record.firstDispatchedAt === null || input.record.state === 'claimed')
-    return resume(true, 'the last thing known is that the effect was not applied');
-  return resume(
-    false,
-    'the effect may already exist and the provider does not fold re-sends together: check the provider before resuming, or it may happen twice',
-  );
+    return resume(true, RESUME_WHY.notApplied);
+  return resume(false, RESUME_WHY.mayExist);
 }
 
 /** The actions a person can take, each marked safe or not with the reason. */

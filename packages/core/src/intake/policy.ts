@@ -23,20 +23,19 @@ export function resolvePolicy(card: RetrySafetyCard, overrides: PolicyOverrides 
     clockSkewMarginMs: cardMargin(card),
     ...defined(overrides),
   };
+  const refuse = (k: keyof RetryPolicy, why: string) => new RunnerConfigurationError(`policy.${k}`, why);
   for (const [k, v] of Object.entries(p) as [keyof RetryPolicy, number][]) {
     if (typeof v !== 'number' || !Number.isFinite(v) || v < 0)
-      throw new RunnerConfigurationError(`policy.${k}`, `expected a finite number ≥ 0, got ${String(v)}`);
-    if (POSITIVE.includes(k) && v <= 0) throw new RunnerConfigurationError(`policy.${k}`, 'must be greater than 0');
+      throw refuse(k, `expected a finite number ≥ 0, got ${String(v)}`);
+    if (POSITIVE.includes(k) && v <= 0) throw refuse(k, 'must be greater than 0');
   }
-  if (!Number.isInteger(p.maxAttempts))
-    throw new RunnerConfigurationError('policy.maxAttempts', 'must be a whole number');
-  if (p.capMs < p.baseMs)
-    throw new RunnerConfigurationError('policy.capMs', `cap (${p.capMs}) is below base (${p.baseMs})`);
+  if (!Number.isInteger(p.maxAttempts)) throw refuse('maxAttempts', 'must be a whole number');
+  if (p.capMs < p.baseMs) throw refuse('capMs', `cap (${p.capMs}) is below base (${p.baseMs})`);
   // A lookup window shorter than the time a "not found" takes to prove absence would hand off every lost answer.
   const needed = lookupAvailable(card) ? lookupSettleMs(card) : null;
   if (needed !== null && p.lookupWindowMs < needed)
-    throw new RunnerConfigurationError(
-      'policy.lookupWindowMs',
+    throw refuse(
+      'lookupWindowMs',
       `${p.lookupWindowMs} ms is shorter than ${card.operation}'s lookup.consistencyDelay (${String(card.lookup.consistencyDelay.value)}) + lookup.lateApplyBound (${String(card.lookup.lateApplyBound?.value)}) = ${needed} ms: a lookup could never prove the effect absent; give a lookup window of at least ${needed} ms`,
     );
   return p;
