@@ -16,13 +16,9 @@ export interface EncryptParamsOptions {
   readonly previous?: readonly ParamsKey[];
 }
 
-interface Envelope {
-  readonly $retrysafeEncrypted: 'aes-256-gcm/v1';
-  readonly kid: string;
-  readonly iv: string;
-  readonly tag: string;
-  readonly data: string;
-}
+type Envelope = { readonly $retrysafeEncrypted: 'aes-256-gcm/v1' } & Readonly<
+  Record<'kid' | 'iv' | 'tag' | 'data', string>
+>;
 
 const KEY_ID = /^[A-Za-z0-9_.-]{1,64}$/;
 const isEnvelope = (v: unknown): v is Envelope =>

@@ -5,7 +5,6 @@ import {
   LedgerError,
   type OperationRecord,
   type PruneOptions,
-  type PruneReport,
   type Receipt,
   type RetrySafetyCard,
 } from '@retrysafe/contract';
@@ -39,18 +38,11 @@ export interface PruneLedgerOptions extends Pick<PruneOptions, 'states' | 'dryRu
   readonly now?: number;
 }
 
-export interface PruneLedgerReport extends PruneReport {
-  /** Epoch ms: closed operations last changed before this were pruned. */
-  readonly before: number;
-  readonly olderThanMs: number;
-  /** The cards' floor (`card`: the one that sets it) and whether `force` pruned below it. */
-  readonly floor: ReturnType<typeof retentionFloor> & { readonly forced: boolean };
-  /** Operations whose receipts were written to exportPath. */
-  readonly exported: number;
-}
+/** The ledger's report, the cut-off (`before`, epoch ms), the cards' floor and whether `force` went below it. */
+export type PruneLedgerReport = Awaited<ReturnType<typeof pruneLedger>>;
 
 /** Deletes closed operations older than `olderThan` (never below the cards' floor unless `force`), exporting first if asked. */
-export async function pruneLedger(ledger: Ledger, options: PruneLedgerOptions): Promise<PruneLedgerReport> {
+export async function pruneLedger(ledger: Ledger, options: PruneLedgerOptions) {
   if (typeof ledger.prune !== 'function')
     throw new LedgerError(
       'this ledger has no prune(): retention needs a ledger that implements Ledger.prune (memory, SQLite, PostgreSQL)',
