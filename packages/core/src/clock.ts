@@ -1,12 +1,9 @@
 /** Time as the runner sees it (epoch ms). Injected so tests run on a virtual clock. */
-export interface Clock {
-  now(): number;
-  sleep(ms: number): Promise<void>;
-}
+export type Clock = typeof systemClock;
 
-export const systemClock: Clock = {
-  now: () => Date.now(),
-  sleep: (ms) => new Promise((resolve) => setTimeout(resolve, Math.max(0, ms))),
+export const systemClock = {
+  now: (): number => Date.now(),
+  sleep: (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, Math.max(0, ms))),
 };
 
 /** A clock whose `sleep` advances `now` at once: backoffs of minutes take no real time. */
