@@ -27,14 +27,11 @@ export type AgentToolResult = ReturnType<typeof toAgentResult> | NonNullable<Ret
 
 /** The answer to a refusal the agent's arguments met before the claim, else null (not the agent's to answer). */
 export function refusalAnswer(err: unknown, idOf: () => string | null) {
-  if (ConflictError.isInstance(err))
-    return {
-      status: 'conflict' as const,
-      businessOperationId: err.businessOperationId,
-      field: err.field,
-      paths: err.paths,
-      message: `${err.message}. If you meant a different operation, change an intent field; otherwise call again with the original arguments.`,
-    };
+  if (ConflictError.isInstance(err)) {
+    const { businessOperationId, field, paths } = err;
+    const message = `${err.message}. If you meant a different operation, change an intent field; otherwise call again with the original arguments.`;
+    return { status: 'conflict' as const, businessOperationId, field, paths, message };
+  }
   const invalid = (fields: readonly FieldError[], message: string, id = idOf()) => ({
     status: 'invalid-input' as const,
     businessOperationId: id,
