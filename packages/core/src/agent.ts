@@ -1,5 +1,4 @@
 /** @retrysafe/core/agent: operations as agent tools and their structured answers, for @retrysafe/mcp and @retrysafe/ai-sdk. */
-import { createHash } from 'node:crypto';
 import {
   type AdapterV1,
   asBusinessOperationId,
@@ -14,6 +13,7 @@ import {
   type OperationSpec,
   PayloadLimitError,
   type RetrySafetyCard,
+  sha256Hex,
   validateCard,
 } from '@retrysafe/contract';
 import { agentIdempotentHint, describeNormalization, lookupAvailable, resendSafety } from '@retrysafe/contract/rules';
@@ -63,7 +63,7 @@ export function safeToolName(provider: string, operation: string): string {
   const full = `${provider}.${operation}`;
   const safe = full.replace(/[^A-Za-z0-9_-]/g, '_');
   if (safe.length <= 64) return safe;
-  return `${safe.slice(0, 55)}_${createHash('sha256').update(full).digest('hex').slice(0, 8)}`;
+  return `${safe.slice(0, 55)}_${sha256Hex(full).slice(0, 8)}`;
 }
 
 /** The normalisation the tool's id and comparison apply, in words for a model. */

@@ -8,12 +8,12 @@ import {
 } from '@retrysafe/contract';
 import { PAYLOAD_LIMITS } from '@retrysafe/contract/ledger';
 import { memo } from '../defined.js';
-import { createRedactor, type RedactOptions, type Redactor } from '../redact.js';
-import type { PolicyOverrides } from '../retry-policy.js';
+import { createRedactor, type Redactor } from '../redact.js';
+import type { RunnerOptions } from '../runner/types.js';
 
 /** What intake needs of the runner: its options and its cache of redactors per operation spec. */
 export interface IntakeContext {
-  readonly options: { readonly redact?: RedactOptions | undefined; readonly policy?: PolicyOverrides | undefined };
+  readonly options: Pick<RunnerOptions, 'redact' | 'policy'>;
   readonly redactors: WeakMap<OperationSpec, Redactor>;
 }
 
