@@ -23,16 +23,18 @@ function newAjv(dialect: string): Ajv {
   return (formats.default ?? (formats as unknown as (ajv: Ajv) => Ajv))(new Ajv(OPTIONS));
 }
 
+function compile(schema: JsonSchema): ValidateFunction {
+  const dialect = /json-schema\.org\/draft\/(2019-09|2020-12)\//.exec(String(schema.$schema ?? ''))?.[1];
+  return memo(dialects, dialect ?? 'draft-07', newAjv).compile(schema as object);
+}
+
 function validatorFor(schema: JsonSchema, operation: string): ValidateFunction {
-  return memo(compiled, schema, () => {
-    const dialect = /json-schema\.org\/draft\/(2019-09|2020-12)\//.exec(String(schema.$schema ?? ''))?.[1];
-    try {
-      return memo(dialects, dialect ?? 'draft-07', newAjv).compile(schema as object);
-    } catch (err) {
-      const why = `the params schema of ${operation} does not compile: ${(err as Error).message}`;
-      throw new RunnerConfigurationError('paramsSchema', why);
-    }
-  });
+  try {
+    return memo(compiled, schema, compile);
+  } catch (err) {
+    const why = `the params schema of ${operation} does not compile: ${(err as Error).message}`;
+    throw new RunnerConfigurationError('paramsSchema', why);
+  }
 }
 
 /** `/items/0/name` → `items[0].name`; the object itself is `(root)`. */
