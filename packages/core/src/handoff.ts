@@ -60,15 +60,12 @@ function nextActions(input: PacketInput, created: string | undefined): SafeActio
       safe: true,
       why: 'every attempt was rejected or not applied: corrected params under the same intent are sent as a new revision (--resend-with <params.json>, or the caller calls again with them)',
     });
+  const done =
+    created === undefined
+      ? 'once you have confirmed at the provider that the effect exists; record its reference'
+      : `once ${created} is finished at the provider (or another reference you confirmed there); record it`;
   actions.push(
-    {
-      action: 'mark-done',
-      safe: true,
-      why:
-        created === undefined
-          ? 'once you have confirmed at the provider that the effect exists; record its reference'
-          : `once ${created} is finished at the provider (or another reference you confirmed there); record it`,
-    },
+    { action: 'mark-done', safe: true, why: done },
     { action: 'abandon', safe: true, why: 'retrysafe stops; nothing at the provider is undone' },
   );
   return actions;
