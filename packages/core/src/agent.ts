@@ -1,9 +1,4 @@
-/**
- * @retrysafe/core/agent: operations as agent tools and their structured answers, shared by @retrysafe/mcp and
- * @retrysafe/ai-sdk. A refusal before the claim (nothing claimed, nothing sent) is an answer too, mapped in one
- * place (refusalAnswer).
- */
-import { createHash } from 'node:crypto';
+/** @retrysafe/core/agent: operations as agent tools and their structured answers, for @retrysafe/mcp and @retrysafe/ai-sdk. */
 import {
   type AdapterV1,
   asBusinessOperationId,
@@ -18,6 +13,7 @@ import {
   type OperationSpec,
   PayloadLimitError,
   type RetrySafetyCard,
+  sha256Hex,
   validateCard,
 } from '@retrysafe/contract';
 import { agentIdempotentHint, describeNormalization, lookupAvailable, resendSafety } from '@retrysafe/contract/rules';
@@ -26,25 +22,16 @@ import { RunnerConfigurationError } from './errors/runner-configuration-error.js
 import { identityOf } from './intake/identity.js';
 import type { Runner, RunResult } from './runner/types.js';
 
-/** The structured answer of a tool call: the runner's result without its receipts and with a message for the model, or a refusal. */
-export type AgentToolResult = ReturnType<typeof toAgentResult> | RefusalAnswer;
+/** The runner's result without its receipts and with a message for the model, or a refusal before the claim. */
+export type AgentToolResult = ReturnType<typeof toAgentResult> | NonNullable<ReturnType<typeof refusalAnswer>>;
 
-/** Refused before anything was claimed or sent: `conflict`, or `invalid-input` with the id these arguments would have (null when the intent fields cannot give one). */
-export type RefusalAnswer = NonNullable<ReturnType<typeof refusalAnswer>>;
-
-/**
- * The answer to `err` when it is a refusal an agent's arguments can meet before the claim, else null
- * (then it is not the agent's to answer). `idOf` gives the id the arguments would have, if known.
- */
+/** The answer to a refusal the agent's arguments met before the claim, else null (not the agent's to answer). */
 export function refusalAnswer(err: unknown, idOf: () => string | null) {
-  if (ConflictError.isInstance(err))
-    return {
-      status: 'conflict' as const,
-      businessOperationId: err.businessOperationId,
-      field: err.field,
-      paths: err.paths,
-      message: `${err.message}. If you meant a different operation, change an intent field; otherwise call again with the original arguments.`,
-    };
+  if (ConflictError.isInstance(err)) {
+    const { businessOperationId, field, paths } = err;
+    const message = `${err.message}. If you meant a different operation, change an intent field; otherwise call again with the original arguments.`;
+    return { status: 'conflict' as const, businessOperationId, field, paths, message };
+  }
   const invalid = (fields: readonly FieldError[], message: string, id = idOf()) => ({
     status: 'invalid-input' as const,
     businessOperationId: id,
@@ -71,16 +58,12 @@ export function refusalAnswer(err: unknown, idOf: () => string | null) {
 /** Side-effect kinds an agent host should treat as destructive (an unknown kind is one too). */
 const DESTRUCTIVE = new Set(['send', 'charge', 'delete', 'create', 'async-job', 'set', 'upsert', 'unknown']);
 
-/**
- * The one tool name used by MCP and the AI SDK: `<provider>_<operation>` with every character outside
- * `[A-Za-z0-9_-]` as `_` (`stripe.paymentIntents.create` → `stripe_paymentIntents_create`); longer
- * than 64 characters, it is cut and ends in 8 hex characters of a digest of the full name.
- */
+/** `<provider>_<operation>` with `_` for every character outside `[A-Za-z0-9_-]`; over 64 characters, cut and ended by a digest. */
 export function safeToolName(provider: string, operation: string): string {
   const full = `${provider}.${operation}`;
   const safe = full.replace(/[^A-Za-z0-9_-]/g, '_');
   if (safe.length <= 64) return safe;
-  return `${safe.slice(0, 55)}_${createHash('sha256').update(full).digest('hex').slice(0, 8)}`;
+  return `${safe.slice(0, 55)}_${sha256Hex(full).slice(0, 8)}`;
 }
 
 /** The normalisation the tool's id and comparison apply, in words for a model. */
@@ -97,32 +80,23 @@ function normalisationText(card: RetrySafetyCard): string {
   ].join(' ');
 }
 
-/** The card facts a host or a calling agent may want without reading the card whole (MCP tool `_meta`). */
-function cardFacts(card: RetrySafetyCard) {
-  return {
-    /** `sha256:` + hex of the card's canonical JSON: which card (and version of it) the tool runs under. */
+/** What an agent sees of one operation: tool name, description, input schema, and the card's facts (MCP `_meta`). */
+function toolOf(adapter: AdapterV1, operation: string, spec: OperationSpec) {
+  const card = spec.card;
+  const facts = {
     digest: fingerprint(card),
     cardVersion: card.cardVersion,
     operation: card.operation,
     sideEffect: String(card.sideEffect.kind.value),
     idempotentByNature: card.sideEffect.idempotentByNature.value,
-    /** The intent fields: calls that agree on them are one business operation. */
     intentFields: card.businessOperationId.intentFields,
-    /** After an unknown outcome the runner may re-send with the same key (inside `keyRetention`). */
     sameKeyResend: resendSafety(card, null, 0).safe,
     keyRetention: card.retention.minimum.value,
-    /** The runner can look up what the provider stored after an unknown outcome. */
     lookup: lookupAvailable(card),
     lookupDelay: card.lookup.consistencyDelay.value,
-    /** Facts the card does not know: the runner will not rely on them. */
+    // Facts the card does not know: the runner will not rely on them.
     unknowns: validateCard(card).unknowns,
   } as const;
-}
-
-/** What an agent sees of one operation: tool name, description, input schema and hints from the card. */
-function toolOf(adapter: AdapterV1, operation: string, spec: OperationSpec) {
-  const card = spec.card;
-  const facts = cardFacts(card);
   const description = [
     spec.description,
     `Retry-safe: the business-operation id is derived from the intent fields (${spec.intentFields.join(', ')}), not from this call's id. If you got no answer, or an error that is not a conflict, call again with the same arguments: the retry maps to the same operation and returns its result instead of doing it twice.`,
@@ -136,9 +110,7 @@ function toolOf(adapter: AdapterV1, operation: string, spec: OperationSpec) {
   ];
   const title = `${adapter.provider}: ${operation}`;
   return {
-    /** Safe for every model API and MCP: `^[a-zA-Z0-9_-]{1,64}$` (see safeToolName). */
     name: safeToolName(adapter.provider, operation),
-    /** `<provider>.<operation>`, as the card names it without the provider prefix. */
     qualifiedName: `${adapter.provider}.${operation}`,
     adapter,
     operation,
@@ -158,7 +130,7 @@ function toolOf(adapter: AdapterV1, operation: string, spec: OperationSpec) {
 
 export type AgentToolDefinition = ReturnType<typeof toolOf>;
 
-/** Tool definitions for the given operations of the given adapters (default: all of them), by tool name or `<provider>.<operation>`. */
+/** Tool definitions for the operations named in `only` (tool name or `<provider>.<operation>`; default all). */
 export function agentTools(adapters: readonly AdapterV1[], only?: readonly string[]): AgentToolDefinition[] {
   const tools: AgentToolDefinition[] = [];
   for (const adapter of adapters) {
@@ -173,7 +145,8 @@ export function agentTools(adapters: readonly AdapterV1[], only?: readonly strin
   return tools;
 }
 
-function summarizeHandoff(p: HandoffPacket) {
+function summarizeHandoff(p: HandoffPacket | null) {
+  if (p === null) return null;
   const { reason, explanation, lastKnown, safeNextActions } = p;
   return { reason, explanation, attempts: p.attempts.length, lastKnown, safeNextActions };
 }
@@ -187,14 +160,12 @@ export function toAgentResult(r: RunResult) {
         : 'Done.';
       return { ...done, message };
     }
-    case 'in-progress':
-      return {
-        status: 'in-progress' as const,
-        businessOperationId: r.businessOperationId,
-        retryAfterMs: r.retryAfterMs,
-        message:
-          'The operation is in progress elsewhere. Check back with retrysafe_status; do not start it another way.',
-      };
+    case 'in-progress': {
+      const { status, businessOperationId, retryAfterMs } = r;
+      const message =
+        'The operation is in progress elsewhere. Check back with retrysafe_status; do not start it another way.';
+      return { status, businessOperationId, retryAfterMs, message };
+    }
     case 'handed-off': {
       const fields = r.packet.lastKnown.fields;
       const fix = fields?.length
@@ -210,7 +181,7 @@ export function toAgentResult(r: RunResult) {
   }
 }
 
-/** Runs one tool call and maps every answer, a refusal before the claim included (refusalAnswer), to a structured result. */
+/** Runs one tool call and maps every answer, a refusal before the claim included, to a structured result. */
 export async function callAgentTool(
   runner: Runner,
   tool: AgentToolDefinition,
@@ -245,7 +216,7 @@ export async function operationStatus(ledger: Ledger, id: string) {
     attempts: r.attemptCount,
     providerRef: r.providerRef,
     result: r.state === 'succeeded' ? r.result : null,
-    handoff: r.handoff ? summarizeHandoff(r.handoff) : null,
+    handoff: summarizeHandoff(r.handoff),
   };
 }
 
@@ -254,6 +225,6 @@ export async function pendingHandoffs(ledger: Ledger) {
   return rows.map((r) => ({
     businessOperationId: r.businessOperationId,
     operation: r.operation,
-    handoff: r.handoff ? summarizeHandoff(r.handoff) : null,
+    handoff: summarizeHandoff(r.handoff),
   }));
 }

@@ -1,13 +1,9 @@
-/** Time as the runner sees it. Injected so tests run on a virtual clock. */
-export interface Clock {
-  /** Epoch ms. */
-  now(): number;
-  sleep(ms: number): Promise<void>;
-}
+/** Time as the runner sees it (epoch ms). Injected so tests run on a virtual clock. */
+export type Clock = typeof systemClock;
 
-export const systemClock: Clock = {
-  now: () => Date.now(),
-  sleep: (ms) => new Promise((resolve) => setTimeout(resolve, Math.max(0, ms))),
+export const systemClock = {
+  now: (): number => Date.now(),
+  sleep: (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, Math.max(0, ms))),
 };
 
 /** A clock whose `sleep` advances `now` at once: backoffs of minutes take no real time. */
@@ -26,7 +22,7 @@ export function createVirtualClock(start = Date.UTC(2026, 0, 1)) {
     advance: (ms: number) => {
       t += Math.max(0, ms);
     },
-    /** Every sleep requested, in order (what the runner waited; for assertions on waits, not on speed). */
+    /** Every sleep requested, in order. */
     sleeps: sleeps as readonly number[],
   };
 }

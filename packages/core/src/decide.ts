@@ -15,7 +15,7 @@ import {
   resendSafety,
 } from '@retrysafe/contract/rules';
 import { defined } from './defined.js';
-import { planPoll, planRetry, type RetryPolicy } from './retry-policy.js';
+import { type Budget, planPoll, planRetry } from './retry-policy.js';
 
 /** What the runner knows about the operation when it decides. All times epoch ms. */
 export interface DecisionState {
@@ -24,27 +24,23 @@ export interface DecisionState {
   readonly now: number;
   /** First `dispatched` write: the provider key's age counts from here. Null = never dispatched. */
   readonly firstDispatchedAt: number | null;
-  /** Latest dispatch (or an upper bound, after a takeover): a lookup's consistency delay runs from here. Defaults to firstDispatchedAt. */
+  /** Latest dispatch (or an upper bound, after a takeover): a lookup's consistency delay runs from here. */
   readonly lastDispatchedAt?: number | null;
   /** When the observation was asked for: a lookup's "not found" is judged then, not now. Defaults to now. */
   readonly observedAt?: number;
-  /** An earlier attempt may have been applied, so a later "not applied" speaks only for that attempt. Defaults to false. */
+  /** An earlier attempt may have been applied, so a later "not applied" speaks only for that attempt. */
   readonly maybeApplied?: boolean;
-  /** Takeover: the dead worker's lease end, the last moment it could have called the provider (its clock: skew margin applies). */
+  /** Takeover: the dead worker's lease end, the last moment it could have called the provider (on its clock). */
   readonly takenOverLeaseEnd?: number | null;
   /** The provider's last Retry-After, as an epoch ms: no provider call goes out before it. */
   readonly notBefore?: number;
   /** Provider calls made in this run (the budget counts these). */
   readonly runAttempts: number;
   readonly runStartedAt: number;
-  /** Start of this run's current lookup / in-progress window; null = none yet. */
+  /** This run's current lookup / in-progress window (null: none yet) and the lookups made in it. */
   readonly windowStartedAt: number | null;
-  /** Lookups/polls made in the current window. */
   readonly polls: number;
 }
-
-/** The retry policy, and the jitter source (in [0, 1)) its delays draw from. */
-export type Budget = { readonly policy: RetryPolicy; readonly random: () => number };
 
 /** One observation: an attempt's outcome, a lookup's result, or null (decide from the ledger state alone). */
 export type Observation = Outcome | LookupResult | null;
@@ -59,65 +55,36 @@ export type Decision =
   /** Stop; a person takes over. */
   | { readonly action: 'handoff'; readonly reason: HandoffReason; readonly why: string };
 
-/** Ledger states in which an attempt may have been applied: dispatched, and not known since to have failed or succeeded. */
+/** Ledger states in which an attempt may have been applied. */
 export const MAYBE_APPLIED_STATES: readonly OperationState[] = ['dispatched', 'unknown', 'reconciling', 'in-progress'];
 
-/** What an observation writes to the ledger before the next decision (the terminal states are written by complete/handoff). */
+/** What an observation writes to the ledger before the next decision (complete/handoff write the terminal states). */
 type ObservedPatch = Pick<StatePatch, 'state' | 'lastOutcome' | 'statusRef' | 'providerRef'>;
 
-/**
- * What an observation, judged in `state`, means for the ledger: whether an earlier attempt may now have
- * been applied, and the state to write now (null: the terminal write follows).
- */
+/** An observation judged in `state`: whether an earlier attempt may now have applied, and the state to write. */
 export function observationPatch(
   card: RetrySafetyCard,
   state: DecisionState,
   obs: Exclude<Observation, null>,
   clockSkewMarginMs: number = cardMargin(card),
-): { readonly maybeApplied: boolean; readonly patch: ObservedPatch | null } {
+) {
   const inner = obs.kind === 'found' ? obs.outcome : obs;
   let maybeApplied = state.maybeApplied ?? false;
   if (inner.kind === 'unknown' || inner.kind === 'in-progress') maybeApplied = true;
   // Only an authoritative "not found" clears it: one asked too early proves nothing, so a recovery looks again.
   if (inner.kind === 'not-found' && notFoundIsAuthoritative(card, state, clockSkewMarginMs)) maybeApplied = false;
-  return { maybeApplied, patch: patchFor(obs, inner, state.ledgerState, maybeApplied) };
-}
-
-function patchFor(
-  obs: Exclude<Observation, null>,
-  inner: Outcome | Exclude<LookupResult, { kind: 'found' }>,
-  ledgerState: OperationState,
-  maybeApplied: boolean,
-): ObservedPatch | null {
-  switch (inner.kind) {
-    case 'in-progress': {
-      const lastOutcome = obs.kind === 'found' ? 'found' : 'in-progress';
-      const { statusRef, providerRef } = inner;
-      return defined<ObservedPatch>({ state: 'in-progress', lastOutcome, statusRef, providerRef });
-    }
-    case 'unknown':
-      return { state: 'unknown', lastOutcome: 'unknown' };
-    case 'not-applied':
-    case 'not-found':
-      // Nothing applied so far: a recovery may simply send it, unless an earlier attempt may have applied.
-      return { state: maybeApplied ? 'unknown' : 'claimed', lastOutcome: inner.kind };
-    case 'cannot-tell': {
-      const state = ledgerState === 'in-progress' ? 'in-progress' : 'reconciling';
-      return { state, lastOutcome: 'cannot-tell' };
-    }
-    default:
-      return null; // succeeded / replayed / rejected: the terminal state is written next
-  }
-}
-
-/** The answer is a 5xx that the provider stored under the key (card storedResult.includesErrors): a same-key re-send only replays it. */
-function storedError(card: RetrySafetyCard, o: Outcome): boolean {
-  return (
-    o.kind === 'unknown' &&
-    o.cause === 'server-error' &&
-    card.storedResult.includesErrors.value === true &&
-    keyFoldsResends(card)
-  );
+  let patch: ObservedPatch | null = null; // succeeded / replayed / rejected: the terminal state is written next
+  if (inner.kind === 'in-progress') {
+    const { statusRef, providerRef } = inner;
+    const lastOutcome = obs.kind === 'found' ? 'found' : 'in-progress';
+    patch = defined<ObservedPatch>({ state: 'in-progress', lastOutcome, statusRef, providerRef });
+  } else if (inner.kind === 'unknown') patch = { state: 'unknown', lastOutcome: 'unknown' };
+  // Nothing applied so far: a recovery may simply send it, unless an earlier attempt may have applied.
+  else if (inner.kind === 'not-applied' || inner.kind === 'not-found')
+    patch = { state: maybeApplied ? 'unknown' : 'claimed', lastOutcome: inner.kind };
+  else if (inner.kind === 'cannot-tell')
+    patch = { state: state.ledgerState === 'in-progress' ? 'in-progress' : 'reconciling', lastOutcome: 'cannot-tell' };
+  return { maybeApplied, patch };
 }
 
 const UNKNOWN_FROM_LEDGER: Outcome = {
@@ -133,10 +100,7 @@ const handoff = (reason: HandoffReason, why: string): Decision => ({ action: 'ha
 const complete = (adopted: boolean, why: string): Decision => ({ action: 'complete', adopted, why });
 const send = (delayMs: number, why: string): Decision => ({ action: 'send', delayMs, why });
 
-/**
- * The decision table of docs/concepts.md, "Outcomes and the decision table", as one pure function of the card, what the ledger knows, the
- * latest observation and the budget. It never looks at which provider it is.
- */
+/** The decision table of docs/concepts.md: pure in card, ledger state, observation and budget; blind to provider. */
 export function decide(card: RetrySafetyCard, state: DecisionState, obs: Observation, budget: Budget): Decision {
   const c: Case = { card, state, budget };
   if (obs === null) {
@@ -175,8 +139,9 @@ export function decide(card: RetrySafetyCard, state: DecisionState, obs: Observa
     case 'in-progress':
       return inProgress(c, obs.retryAfterMs, 'the provider has it in progress: never a second work item');
     case 'unknown': {
-      if (!storedError(card, obs)) return afterUnknown(c, obs.retryAfterMs);
-      // A same-key re-send can only replay the stored error until the key expires: not an attempt worth making.
+      // A 5xx the provider stored under the key: a same-key re-send would only replay it until the key expires.
+      const stored = obs.cause === 'server-error' && card.storedResult.includesErrors.value === true;
+      if (!stored || !keyFoldsResends(card)) return afterUnknown(c, obs.retryAfterMs);
       const what = `the provider stored this ${obs.status ?? '5xx'} under the key (card storedResult.includesErrors): a same-key re-send would only replay it until the key expires`;
       if (!lookupAvailable(card)) return handoff('unknown-no-safe-resend', `${what}, and the card offers no lookup`);
       return keepLooking(c, obs.retryAfterMs, `${what}; look up the provider's stored status instead`);
@@ -215,17 +180,8 @@ function honoured(state: DecisionState, retryAfterMs: number | undefined): numbe
   return ms > 0 ? ms : undefined;
 }
 
-function retryPlan({ state, budget }: Case, retryAfterMs: number | undefined) {
-  const { runAttempts: attemptsMade, runStartedAt: startedAt, now } = state;
-  const wait = honoured(state, retryAfterMs);
-  return planRetry({ attemptsMade, startedAt, now, retryAfterMs: wait }, budget.policy, budget.random);
-}
-
-function pollPlan({ state, budget }: Case, retryAfterMs: number | undefined) {
-  const { polls, runStartedAt: startedAt, now } = state;
-  const windowStartedAt = state.windowStartedAt ?? now;
-  return planPoll({ polls, windowStartedAt, startedAt, now, retryAfterMs }, budget.policy, budget.random);
-}
+const retryPlan = ({ state, budget }: Case, retryAfterMs: number | undefined) =>
+  planRetry(state, honoured(state, retryAfterMs), budget);
 
 const safetyAt = ({ card, state, budget }: Case, at = state.now) =>
   resendSafety(card, state.firstDispatchedAt, at, budget.policy.clockSkewMarginMs);
@@ -265,7 +221,7 @@ function afterUnknown(c: Case, retryAfterMs: number | undefined): Decision {
 }
 
 function keepLooking(c: Case, retryAfterMs: number | undefined, what: string): Decision {
-  const plan = pollPlan(c, retryAfterMs);
+  const plan = planPoll(c.state, retryAfterMs, c.budget);
   if (plan.poll) return { action: 'lookup', delayMs: plan.delayMs, why: what };
   const pastRetention = safetyAt(c).pastRetention && c.state.polls === 0;
   return handoff(pastRetention ? 'key-past-retention' : 'lookup-window-exhausted', `${what}; ${plan.detail}`);
@@ -275,33 +231,24 @@ function inProgress(c: Case, retryAfterMs: number | undefined, what: string): De
   const { card, state, budget } = c;
   const { policy } = budget;
   // Even the first poll after an in-progress answer waits: the provider's hint, else one base delay.
-  const plan = pollPlan(c, retryAfterMs ?? (state.polls === 0 ? policy.baseMs : undefined));
-  if (!plan.poll) return handoff('in-progress-window-exhausted', `${what}; ${plan.detail}`);
+  const plan = planPoll(state, retryAfterMs ?? (state.polls === 0 ? policy.baseMs : undefined), budget);
+  const exhausted = (why: string) => handoff('in-progress-window-exhausted', `${what}${why}`);
+  if (!plan.poll) return exhausted(`; ${plan.detail}`);
   if (lookupAvailable(card)) return { action: 'lookup', delayMs: plan.delayMs, why: `${what}: poll its status` };
   const safety = safetyAt(c);
-  if (!safety.safe)
-    return handoff(
-      'in-progress-window-exhausted',
-      `${what}, but there is no lookup and ${safety.why}: nothing safe to poll with`,
-    );
+  if (!safety.safe) return exhausted(`, but there is no lookup and ${safety.why}: nothing safe to poll with`);
   if (state.runAttempts >= policy.maxAttempts)
     return handoff('retry-exhausted', `${what}; polling by re-send would exceed ${policy.maxAttempts} attempts`);
   // A re-send is a provider call: it never goes out before the provider's Retry-After, nor past the budget.
   const floor = honoured(state, retryAfterMs) ?? 0;
   if (floor > policy.retryAfterCapMs)
-    return handoff(
-      'in-progress-window-exhausted',
-      `${what}; the provider asks to wait ${floor} ms, more than the ${policy.retryAfterCapMs} ms cap`,
-    );
+    return exhausted(`; the provider asks to wait ${floor} ms, more than the ${policy.retryAfterCapMs} ms cap`);
   const sendDelay = Math.max(plan.delayMs, floor);
   const at = state.now + sendDelay;
   if (
     at - (state.windowStartedAt ?? state.now) > policy.lookupWindowMs ||
     at - state.runStartedAt > policy.maxElapsedMs
   )
-    return handoff(
-      'in-progress-window-exhausted',
-      `${what}; waiting ${sendDelay} ms for the provider would outlast the window or the budget`,
-    );
+    return exhausted(`; waiting ${sendDelay} ms for the provider would outlast the window or the budget`);
   return send(sendDelay, `${what}: poll by re-sending the same key (${safety.why})`);
 }

@@ -17,14 +17,22 @@ interface PacketInput {
   readonly record: OperationRecord;
   readonly reason: HandoffReason;
   readonly explanation: string;
-  /** Receipts of the operation so far (already redacted). The packet is built from these only, never from params. */
+  /** The operation's receipts so far, already redacted: the packet is built from these, never from params. */
   readonly receipts: readonly Receipt[];
-  /** Whether a re-send with the same key is safe per the card (see resendSafety). */
   readonly resendSafe: boolean;
-  /** What a resume would actually do, when that is not what resendSafe alone says (e.g. the key replays a stored error). */
+  /** What a resume would do, when resendSafe alone does not say it (e.g. the key replays a stored error). */
   readonly resumeNote?: string;
   readonly now: number;
 }
+
+const RESUME_WHY = {
+  rejected:
+    'the provider rejected this request; sending it again as is will be rejected again — fix the cause (or start a new operation) first',
+  folded: 'a re-send with the same provider key cannot create a second effect (the provider folds it into the first)',
+  notApplied: 'the last thing known is that the effect was not applied',
+  mayExist:
+    'the effect may already exist and the provider does not fold re-sends together: check the provider before resuming, or it may happen twice',
+};
 
 /** Whether resuming is safe, and why; `created`: an object a rejected attempt left at the provider. */
 function resumeAction(input: PacketInput, created: string | undefined): SafeAction {
@@ -34,24 +42,13 @@ function resumeAction(input: PacketInput, created: string | undefined): SafeActi
       false,
       `the rejected attempt left ${created} at the provider: a new request (corrected or not) would make a second one — continue on ${created} there`,
     );
-  if (input.reason === 'rejected')
-    return resume(
-      false,
-      'the provider rejected this request; sending it again as is will be rejected again — fix the cause (or start a new operation) first',
-    );
+  if (input.reason === 'rejected') return resume(false, RESUME_WHY.rejected);
   if (input.resumeNote !== undefined) return resume(false, input.resumeNote);
-  if (input.resendSafe)
-    return resume(
-      true,
-      'a re-send with the same provider key cannot create a second effect (the provider folds it into the first)',
-    );
+  if (input.resendSafe) return resume(true, RESUME_WHY.folded);
   // `claimed` after dispatches is written only when every attempt so far is known not to have applied.
   if (input.record.firstDispatchedAt === null || input.record.state === 'claimed')
-    return resume(true, 'the last thing known is that the effect was not applied');
-  return resume(
-    false,
-    'the effect may already exist and the provider does not fold re-sends together: check the provider before resuming, or it may happen twice',
-  );
+    return resume(true, RESUME_WHY.notApplied);
+  return resume(false, RESUME_WHY.mayExist);
 }
 
 /** The actions a person can take, each marked safe or not with the reason. */
@@ -63,21 +60,18 @@ function nextActions(input: PacketInput, created: string | undefined): SafeActio
       safe: true,
       why: 'every attempt was rejected or not applied: corrected params under the same intent are sent as a new revision (--resend-with <params.json>, or the caller calls again with them)',
     });
+  const done =
+    created === undefined
+      ? 'once you have confirmed at the provider that the effect exists; record its reference'
+      : `once ${created} is finished at the provider (or another reference you confirmed there); record it`;
   actions.push(
-    {
-      action: 'mark-done',
-      safe: true,
-      why:
-        created === undefined
-          ? 'once you have confirmed at the provider that the effect exists; record its reference'
-          : `once ${created} is finished at the provider (or another reference you confirmed there); record it`,
-    },
+    { action: 'mark-done', safe: true, why: done },
     { action: 'abandon', safe: true, why: 'retrysafe stops; nothing at the provider is undone' },
   );
   return actions;
 }
 
-/** A handoff packet (docs/concepts.md, "Handoff and receipts"): built from receipts only, so no params, secrets or PII. */
+/** A handoff packet (docs/concepts.md, "Handoff and receipts"): from receipts only, so no params, secrets or PII. */
 export function buildPacket(input: PacketInput): HandoffPacket {
   const { record, receipts } = input;
   const last = receipts.at(-1);

@@ -26,6 +26,5 @@ export {
 export type { RedactOptions } from './redact.js';
 export type { PolicyOverrides, RetryPolicy } from './retry-policy.js';
 export { createRunner } from './runner/index.js';
-// runner/types.ts holds the runner's public types only: all of them are the root's.
 export type * from './runner/types.js';
 export { type EventFields, TELEMETRY, type TelemetryOptions } from './telemetry.js';

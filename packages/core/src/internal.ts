@@ -1,7 +1,4 @@
-/**
- * @retrysafe/core/internal: the runner's parts, for the packages built on it (the CLI, the config,
- * the testkit's explorer). Not a user API: it changes with the runner.
- */
+/** @retrysafe/core/internal: the runner's parts for the packages built on it. Not a user API. */
 export { decide } from './decide.js';
 export { assertParams, paramsErrors } from './intake/params-schema.js';
 export { resolvePolicy } from './intake/policy.js';

@@ -1,9 +1,6 @@
-// Which keys name secrets or personal data: the key rules of redaction, matched by a key's parts.
+// Which keys name secrets or personal data, matched by a key's parts.
 
-/**
- * A key's parts: `X-Auth-Token` → x, auth, token; `dbPassword` → db, password; `db_password`,
- * `"apiKey "` → api, key. Letters of any script count (`пароль`, `contraseña`).
- */
+/** A key's parts: `X-Auth-Token` → x, auth, token; `dbPassword` → db, password. Letters of any script count. */
 export function keyParts(key: string): string[] {
   return key
     .replace(/([\p{Ll}\p{N}])(\p{Lu})/gu, '$1 $2')
@@ -46,8 +43,7 @@ function partsMatch(parts: readonly string[], singles: ReadonlySet<string>, pair
   return pairs.has(parts.join(''));
 }
 
-// The same key names come back on every operation (one params shape per endpoint): each verdict is
-// worked out once. Bounded, so params with endless distinct keys cannot grow it.
+// The same key names come back on every operation: each verdict is worked out once, in a bounded cache.
 const verdicts = new Map<string, { readonly secret: boolean; readonly pii: boolean }>();
 
 /** Whether a key names a secret (whatever the caller declares) and whether it names personal data (off with `pii: false`). */

@@ -13,15 +13,14 @@ export interface RetryPolicy {
   readonly leaseMs: number;
   /** How long a second caller waits for the worker holding the operation. */
   readonly waitForOtherMs: number;
-  /**
-   * How far apart the clocks involved may be (card `limits.clockSkewMargin`, default 1m). Wherever a key's
-   * age is compared with its retention the key counts as this much older; a dead owner's lease end counts
-   * as this much later.
-   */
+  /** How far apart clocks may be (card `limits.clockSkewMargin`): a key counts this much older, a lease end this much later. */
   readonly clockSkewMarginMs: number;
 }
 
 export type PolicyOverrides = Partial<RetryPolicy>;
+
+/** The retry policy, and the jitter source (in [0, 1)) its delays draw from. */
+export type Budget = { readonly policy: RetryPolicy; readonly random: () => number };
 
 /** The backoff ceiling after `n` failures (or polls): min(cap, base · 2^(n−1)). */
 function ceiling(n: number, policy: Pick<RetryPolicy, 'baseMs' | 'capMs'>): number {
@@ -37,61 +36,52 @@ export function backoffMs(failures: number, policy: Pick<RetryPolicy, 'baseMs' |
   return Math.floor(clamp01(random()) * ceiling(failures, policy));
 }
 
-interface PlanInput {
-  readonly startedAt: number;
+/** Where the run stands (a DecisionState has these fields). */
+interface RunSoFar {
+  readonly runStartedAt: number;
   readonly now: number;
-  /** What the provider asked for, if anything. */
-  readonly retryAfterMs?: number | undefined;
 }
 
 const positive = (ms: number | undefined): ms is number => ms !== undefined && Number.isFinite(ms) && ms > 0;
 
 /**
- * Whether to make another provider call, and after how long. Never more than maxAttempts calls,
- * never a call after maxElapsed, never sooner than Retry-After (a Retry-After beyond its cap stops).
- * `attemptsMade`: provider calls made so far in this run.
+ * Whether to make another provider call (`runAttempts` so far in this run), and after how long: never more than
+ * maxAttempts calls, never after maxElapsed, never sooner than Retry-After `ra` (one beyond its cap stops).
  */
-export function planRetry(
-  input: PlanInput & { readonly attemptsMade: number },
-  policy: RetryPolicy,
-  random: () => number,
-) {
+export function planRetry(run: RunSoFar & { readonly runAttempts: number }, ra: number | undefined, budget: Budget) {
+  const { policy } = budget;
   const stop = (detail: string) => ({ retry: false as const, detail });
-  if (input.attemptsMade >= policy.maxAttempts)
-    return stop(`${input.attemptsMade} of ${policy.maxAttempts} attempts used`);
-  let delay = backoffMs(Math.max(1, input.attemptsMade), policy, random);
-  const ra = input.retryAfterMs;
+  if (run.runAttempts >= policy.maxAttempts) return stop(`${run.runAttempts} of ${policy.maxAttempts} attempts used`);
+  let delay = backoffMs(Math.max(1, run.runAttempts), policy, budget.random);
   if (positive(ra)) {
     if (ra > policy.retryAfterCapMs)
       return stop(`provider asked to wait ${ra} ms, more than the ${policy.retryAfterCapMs} ms cap`);
     delay = Math.max(delay, Math.ceil(ra));
   }
-  const elapsed = input.now + delay - input.startedAt;
+  const elapsed = run.now + delay - run.runStartedAt;
   if (elapsed > policy.maxElapsedMs)
     return stop(`the next call would come ${elapsed} ms into a ${policy.maxElapsedMs} ms budget`);
   return { retry: true as const, delayMs: delay };
 }
 
 /**
- * When to poll a lookup or an in-progress status next. Equal jitter (half fixed, half random) so polls
- * always make progress; Retry-After honoured up to its cap; bounded by the lookup window and maxElapsed.
- * `polls`: lookups/polls made so far in the window that started at `windowStartedAt`.
+ * When to poll a lookup or an in-progress status next (`polls` so far in the window from `windowStartedAt`, or
+ * now): equal jitter, so polls always progress; Retry-After honoured up to its cap; bounded by window and maxElapsed.
  */
 export function planPoll(
-  input: PlanInput & { readonly polls: number; readonly windowStartedAt: number },
-  policy: RetryPolicy,
-  random: () => number,
+  run: RunSoFar & { readonly polls: number; readonly windowStartedAt: number | null },
+  ra: number | undefined,
+  { policy, random }: Budget,
 ) {
-  const ra = input.retryAfterMs;
-  if (input.polls === 0 && !(ra && ra > 0)) return { poll: true as const, delayMs: 0 };
-  const top = ceiling(input.polls, policy);
+  if (run.polls === 0 && !(ra && ra > 0)) return { poll: true as const, delayMs: 0 };
+  const top = ceiling(run.polls, policy);
   let delay = Math.max(1, Math.floor(top / 2 + (clamp01(random()) * top) / 2));
   if (positive(ra)) delay = Math.max(delay, Math.min(Math.ceil(ra), policy.retryAfterCapMs));
   const stop = (detail: string) => ({ poll: false as const, detail });
-  const inWindow = input.now + delay - input.windowStartedAt;
+  const inWindow = run.now + delay - (run.windowStartedAt ?? run.now);
   if (inWindow > policy.lookupWindowMs)
     return stop(`the next poll would come ${inWindow} ms into a ${policy.lookupWindowMs} ms window`);
-  const elapsed = input.now + delay - input.startedAt;
+  const elapsed = run.now + delay - run.runStartedAt;
   if (elapsed > policy.maxElapsedMs)
     return stop(`the next poll would come ${elapsed} ms into a ${policy.maxElapsedMs} ms budget`);
   return { poll: true as const, delayMs: delay };

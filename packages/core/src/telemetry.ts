@@ -1,13 +1,9 @@
-/**
- * Structured runner events and OpenTelemetry spans and metrics, through `@opentelemetry/api` only:
- * without an SDK registered (globally or in `RunnerOptions.telemetry`) every call is the API's no-op.
- * The runner calls it around `run()` and from its one `log` function, so decisions know nothing of it.
- */
+/** OpenTelemetry spans and metrics through `@opentelemetry/api` only: without an SDK registered, every call is a no-op. */
 import { createRequire } from 'node:module';
 import type { Attributes, MeterProvider, Span, TracerProvider } from '@opentelemetry/api';
 
-// @opentelemetry/api is loaded when a runner is created, not when core is imported (cold-import cost).
-// Its globals live on a versioned global symbol, so this copy sees the SDK a user registered.
+// Loaded when a runner is created, not when core is imported; its globals sit on a versioned global
+// symbol, so this copy sees the SDK a user registered.
 const require = createRequire(import.meta.url);
 
 /** The structured part of an event (also on every LogEntry that has it). No params, keys or secrets. */
@@ -16,22 +12,17 @@ export interface EventFields {
   readonly attempt?: number;
   /** The attempt's outcome kind, or the lookup's result kind. */
   readonly outcome?: string;
-  /** HTTP status of the provider's answer, when there was one. */
   readonly status?: number;
-  /** The runner's next action (`send`, `lookup`, `wait`, `complete`, `handoff`, …). */
+  /** The runner's next action (`send`, `lookup`, `wait`, `complete`, `handoff`, …) and the wait before it. */
   readonly decision?: string;
-  /** The wait the runner chose before that action (backoff, Retry-After, poll interval). */
   readonly delayMs?: number;
-  /** Why the operation went to a person. */
   readonly handoffReason?: string;
-  /** A done result that came from a replay, a lookup or an earlier run. */
   readonly adopted?: boolean;
 }
 
+/** Default: the global providers of `@opentelemetry/api` (no-ops until an SDK registers one). */
 export interface TelemetryOptions {
-  /** Default: the global provider of `@opentelemetry/api` (a no-op until an SDK registers one). */
   readonly tracerProvider?: TracerProvider;
-  /** Default: the global meter provider of `@opentelemetry/api`. */
   readonly meterProvider?: MeterProvider;
 }
 
@@ -47,7 +38,7 @@ export const TELEMETRY = {
   retryDelay: 'retrysafe.retry.delay',
 } as const;
 
-/** One run's span and its open attempt span: handed to the function `run` runs, for its events. */
+/** One run's span and its open attempt span. */
 export interface RunScope {
   readonly span: Span;
   attempt: Span | null;
@@ -65,10 +56,7 @@ export function createTelemetry(options: TelemetryOptions | undefined, now: () =
   const tracer = (options?.tracerProvider ?? api.trace.getTracerProvider()).getTracer(TELEMETRY.scope);
   const meter = (options?.meterProvider ?? api.metrics.getMeterProvider()).getMeter(TELEMETRY.scope);
   const counter = (name: string, description: string) => meter.createCounter(name, { description });
-  const operations = counter(
-    TELEMETRY.operations,
-    'runner.run() calls, by how they ended (done, adopted, in-progress, handed-off, error)',
-  );
+  const operations = counter(TELEMETRY.operations, 'runner.run() calls, by how they ended');
   const attempts = counter(TELEMETRY.attempts, 'provider calls (dispatches and same-key re-sends), by outcome');
   const lookups = counter(TELEMETRY.lookups, 'lookups of what the provider stored, by result');
   const handoffs = counter(TELEMETRY.handoffs, 'operations handed to a person, by reason');
@@ -78,7 +66,7 @@ export function createTelemetry(options: TelemetryOptions | undefined, now: () =
   });
 
   return {
-    /** Runs one `runner.run()` inside its span (`fn` gets the scope to pass to `event`); counts the operation by how it ended. */
+    /** Runs one `runner.run()` inside its span and counts it by how it ended. */
     async run<T extends { readonly status: string; readonly adopted?: boolean }>(
       info: { readonly operation: string; readonly provider: string; readonly businessOperationId: string },
       fn: (scope: RunScope) => Promise<T>,
@@ -112,7 +100,7 @@ export function createTelemetry(options: TelemetryOptions | undefined, now: () =
       }
     },
 
-    /** One runner event (the same entry the logger gets); `s` is the scope of the operation's run, if any. */
+    /** One runner event (the entry the logger gets); `s`: the scope of the operation's run, if any. */
     event(
       event: string,
       level: 'info' | 'warn',

@@ -34,11 +34,10 @@ function simulate(policy: RetryPolicy, retryAfters: (number | undefined)[], rand
   const waits: { waited: number; asked: number | undefined }[] = [];
   for (let i = 0; ; i++) {
     const asked = retryAfters[i % retryAfters.length];
-    const plan = planRetry(
-      { attemptsMade: calls.length, startedAt: start, now, retryAfterMs: asked },
+    const plan = planRetry({ runAttempts: calls.length, runStartedAt: start, now }, asked, {
       policy,
-      () => randoms[i % randoms.length]!,
-    );
+      random: () => randoms[i % randoms.length]!,
+    });
     if (!plan.retry) return { calls, waits, start, stop: plan.detail };
     waits.push({ waited: plan.delayMs, asked });
     now += plan.delayMs;

@@ -1,9 +1,6 @@
 import { errorClass } from '@retrysafe/contract/provider';
 
-/**
- * An adapter handed the runner something its contract does not allow (a provider key that is not a
- * non-empty string, a derivation that threw). Raised before the claim: nothing was written or sent.
- */
+/** An adapter broke its contract (e.g. a derivation threw), found before the claim: nothing was written or sent. */
 export const AdapterContractError = errorClass(
   'AdapterContractError',
   'RETRYSAFE_ADAPTER_CONTRACT',

@@ -1,9 +1,8 @@
 import { errorClass } from '@retrysafe/contract/provider';
 
 /**
- * The operation's receipt chain does not verify (edited, removed or reordered receipts outside retrysafe):
- * resolve() refuses to act on it, and nothing is sent or written. Find out who edited the ledger first.
- * `index`: the first receipt (0-based) where the chain breaks.
+ * The receipt chain does not verify (receipts edited, removed or reordered outside retrysafe; `index`: the
+ * first broken one): resolve() refuses to act on it. Find out who edited the ledger first.
  */
 export const BrokenReceiptChainError = errorClass(
   'BrokenReceiptChainError',

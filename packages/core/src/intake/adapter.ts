@@ -1,4 +1,4 @@
-/** The adapter before the claim: what the runner checks of an adapter and its operation before using them. */
+/** What the runner checks of an adapter and its operation before using them. */
 import {
   AdapterConfigurationError,
   type AdapterV1,
@@ -23,14 +23,15 @@ import { RunnerConfigurationError } from '../errors/runner-configuration-error.j
 // A card is validated once per card object: cards do not change.
 const validatedCards = new WeakSet<object>();
 
-/** The shape the runner relies on, checked before anything else, so a garbage adapter is a typed error and never a TypeError. */
+/** The shape the runner relies on, checked first, so a garbage adapter is a typed error and never a TypeError. */
 export function checkAdapterShape(adapter: AdapterV1): void {
   if (typeof adapter !== 'object' || adapter === null)
     throw new RunnerConfigurationError('adapter', 'expected an adapter object');
-  if (adapter.specificationVersion !== SPECIFICATION_VERSION)
-    throw new UnsupportedSpecificationVersionError(String(adapter.provider), adapter.specificationVersion);
-  const provider = typeof adapter.provider === 'string' && adapter.provider.length > 0 ? adapter.provider : null;
-  if (provider === null) throw new RunnerConfigurationError('adapter', 'adapter.provider must be a non-empty string');
+  const { provider, specificationVersion } = adapter;
+  if (specificationVersion !== SPECIFICATION_VERSION)
+    throw new UnsupportedSpecificationVersionError(String(provider), specificationVersion);
+  if (typeof provider !== 'string' || provider.length === 0)
+    throw new RunnerConfigurationError('adapter', 'adapter.provider must be a non-empty string');
   if (typeof adapter.operations !== 'object' || adapter.operations === null)
     throw new AdapterConfigurationError(provider, 'adapter.operations must be an object of operation specs');
   for (const m of ['deriveProviderKey', 'doExecute', 'doLookup'] as const)
@@ -62,25 +63,20 @@ export function findAdapter(adapters: readonly AdapterV1[], record: OperationRec
   return null;
 }
 
-/** Where attempt ids come from: new random ones, or the caller's (RunInput.attemptIds), the first drawn and validated before anything is written. */
+/** New random attempt ids, or the caller's (RunInput.attemptIds), the first drawn before anything is written. */
 export function callerAttemptIds(fn: (() => string) | undefined): () => AttemptId {
   if (fn === undefined) return newAttemptId;
   if (typeof fn !== 'function')
     throw new RunnerConfigurationError('attemptIds', 'expected a function returning a new attempt id per call');
   let first: AttemptId | null = asAttemptId(fn());
   return () => {
-    if (first === null) return asAttemptId(fn());
-    const id = first;
+    const id = first ?? asAttemptId(fn());
     first = null;
     return id;
   };
 }
 
-/**
- * The provider key the adapter derives for an operation id, checked like user input: a non-empty
- * string within the card's maxLength, or null only when the card does not say the key travels.
- * A derivation that throws (other than a typed retrysafe error) is an AdapterContractError.
- */
+/** The adapter's provider key, checked like user input (non-empty, within maxLength, null only if no key travels). */
 export function derivedProviderKey(
   adapter: AdapterV1,
   opName: string,

@@ -7,21 +7,13 @@ import {
   type RetrySafetyCard,
 } from '@retrysafe/contract';
 import { differingPaths, intentIdentity, normalizeIntent, normalizeParams } from '@retrysafe/contract/rules';
+import { memo } from '../defined.js';
 
 /** How the card compares intents (businessOperationId.normalize) and params (plus paramComparison; the rest exactly). */
 export type Comparison = ReturnType<typeof buildComparison>;
 
-// Built once per card object: cards do not change.
 const comparisons = new WeakMap<RetrySafetyCard, Comparison>();
-
-export function comparisonFor(card: RetrySafetyCard): Comparison {
-  let c = comparisons.get(card);
-  if (c === undefined) {
-    c = buildComparison(card);
-    comparisons.set(card, c);
-  }
-  return c;
-}
+export const comparisonFor = (card: RetrySafetyCard): Comparison => memo(comparisons, card, buildComparison);
 
 function buildComparison(card: RetrySafetyCard) {
   const rules: { field: string; steps: readonly NormalizationStep[] }[] = [

@@ -1,12 +1,7 @@
-/**
- * The operation object: everything the runner knows about one operation before it is claimed, built
- * once here (for a new call, a stored operation, or a corrected request) and never changed after.
- */
+/** The operation object: all the runner knows of one operation before its claim, built once here, never changed. */
 import {
   type AdapterV1,
-  type AttemptId,
   asRunId,
-  type BusinessOperationId,
   ConflictError,
   InvalidIntentError,
   InvalidStateError,
@@ -14,48 +9,18 @@ import {
   type OperationRecord,
   type OperationSpec,
   type ProviderKey,
-  type RetrySafetyCard,
-  type RunId,
 } from '@retrysafe/contract';
-import { createRedactor, type RedactOptions, type Redactor } from '../redact.js';
-import type { PolicyOverrides, RetryPolicy } from '../retry-policy.js';
 import type { RunInput } from '../runner/types.js';
 import type { RunScope } from '../telemetry.js';
 import { callerAttemptIds, checkAdapter, derivedProviderKey } from './adapter.js';
-import { type Comparison, comparisonFor, identityOf } from './identity.js';
+import { comparisonFor, identityOf } from './identity.js';
 import { assertParams } from './params-schema.js';
-import { type CheckedPayload, checkedPayload } from './payload.js';
+import { checkedPayload, type IntakeContext } from './payload.js';
 import { cachedPolicy } from './policy.js';
 
-export interface Operation extends Pick<CheckedPayload, 'redactor' | 'requestFingerprint'>, Pick<RunInput, 'signal'> {
-  /** A new attempt id per provider call or lookup (the caller's, when given). */
-  readonly attemptIds: () => AttemptId;
-  readonly adapter: AdapterV1;
-  readonly opName: string;
-  readonly card: RetrySafetyCard;
-  readonly policy: RetryPolicy;
-  /** How params are compared with the stored ones (the card's declaration). */
-  readonly comparison: Comparison;
-  readonly id: BusinessOperationId;
-  readonly providerKey: ProviderKey | null;
-  readonly runId: RunId;
-  readonly params: unknown;
-  readonly intentFingerprint: string;
-  readonly paramsFingerprint: string;
-  /** The telemetry scope of the run() driving it (none for recover and resolve). */
-  readonly scope: RunScope | undefined;
-}
+export type Operation = Readonly<ReturnType<typeof newOperation>>;
 
-/** What intake needs of the runner: its options and its cache of redactors per operation spec. */
-interface IntakeContext {
-  readonly options: { readonly redact?: RedactOptions | undefined; readonly policy?: PolicyOverrides | undefined };
-  readonly redactors: WeakMap<OperationSpec, Redactor>;
-}
-
-/**
- * The params checked against the schema, the intent normalised and its id derived, and the params'
- * fingerprint as compared (`rawParamsFingerprint`, of the params as written, unless the card normalises params).
- */
+/** The params checked against the schema, the id derived from the intent, and the params' fingerprint as compared. */
 function identify(
   spec: OperationSpec,
   input: Pick<RunInput, 'params' | 'businessOperationId' | 'intent'>,
@@ -68,32 +33,13 @@ function identify(
   return { id, intentFingerprint, paramsFingerprint, comparison };
 }
 
-/** The caller's redaction options plus the operation's sensitive fields, also blanking the sensitive values held in `valuesFrom`. */
-function payloadOf(
-  ctx: IntakeContext,
-  spec: OperationSpec,
-  params: unknown,
-  intent: unknown,
-  valuesFrom: readonly unknown[],
-): CheckedPayload {
-  return checkedPayload(params, intent, () => {
-    let redactor = ctx.redactors.get(spec);
-    if (redactor === undefined) {
-      redactor = createRedactor(ctx.options.redact ?? {}, spec.sensitiveFields ?? []);
-      ctx.redactors.set(spec, redactor);
-    }
-    for (const v of valuesFrom) redactor = redactor.withValuesFrom(v);
-    return redactor;
-  });
-}
-
 /** A new call: every check that can refuse it before anything is claimed (a refusal throws), then the operation. */
-export function newOperation(ctx: IntakeContext, adapter: AdapterV1, opName: string, input: RunInput): Operation {
+export function newOperation(ctx: IntakeContext, adapter: AdapterV1, opName: string, input: RunInput) {
   const spec = checkAdapter(adapter, opName);
   if (typeof input !== 'object' || input === null)
     throw new InvalidIntentError('', 'run input must be an object with params');
   const params = input.params ?? null;
-  const payload = payloadOf(ctx, spec, params, input.intent ?? null, [input.params]);
+  const payload = checkedPayload(ctx, spec, params, input.intent ?? null, [input.params]);
   const { id, intentFingerprint, paramsFingerprint, comparison } = identify(spec, input, payload.paramsFingerprint);
   return {
     adapter,
@@ -103,7 +49,7 @@ export function newOperation(ctx: IntakeContext, adapter: AdapterV1, opName: str
     id,
     providerKey: derivedProviderKey(adapter, opName, spec.card, id),
     runId: input.runId !== undefined ? asRunId(input.runId) : newRunId(),
-    params,
+    params: params as unknown,
     intentFingerprint,
     paramsFingerprint,
     redactor: payload.redactor,
@@ -111,15 +57,12 @@ export function newOperation(ctx: IntakeContext, adapter: AdapterV1, opName: str
     signal: input.signal,
     attemptIds: callerAttemptIds(input.attemptIds),
     policy: cachedPolicy(spec.card, ctx.options.policy),
-    scope: undefined,
+    // The telemetry scope of the run() driving it (none for recover and resolve).
+    scope: undefined as RunScope | undefined,
   };
 }
 
-/**
- * A stored operation driven again (recover, resume): its params as stored, its recorded provider key.
- * With `corrected`, a person's corrected request instead (resolve resend-with): the same pre-claim checks as
- * a new call, the same intent, and params that differ from the stored ones.
- */
+/** A stored operation driven again (recover, resume), or with `corrected` a corrected request (resend-with). */
 export function storedOperation(
   ctx: IntakeContext,
   found: { readonly adapter: AdapterV1; readonly opName: string },
@@ -130,7 +73,7 @@ export function storedOperation(
   const { adapter, opName } = found;
   const spec = checkAdapter(adapter, opName);
   const params = corrected ? corrected.params : record.params;
-  const payload = payloadOf(ctx, spec, params, null, corrected ? [params, record.params] : [params]);
+  const payload = checkedPayload(ctx, spec, params, null, corrected ? [params, record.params] : [params]);
   let paramsFingerprint = record.paramsFingerprint;
   if (corrected) {
     const next = identify(spec, { params, businessOperationId: record.businessOperationId }, payload.paramsFingerprint);
@@ -173,7 +116,7 @@ export function withProviderKey(op: Operation, providerKey: ProviderKey | null):
   return op.providerKey === providerKey ? op : { ...op, providerKey };
 }
 
-/** Other params than stored, where the declaration compares them: a conflict naming the differing paths (never the values). */
+/** Other params than stored: a conflict naming the differing paths (never the values). */
 export function paramsConflict(
   op: Pick<Operation, 'comparison' | 'redactor' | 'params'>,
   record: OperationRecord,

@@ -1,55 +1,40 @@
 import { createRequire } from 'node:module';
 import { type FieldError, InvalidParamsError, type JsonSchema, type OperationSpec } from '@retrysafe/contract';
 import type { Ajv, ErrorObject, Options, ValidateFunction } from 'ajv';
+import { memo } from '../defined.js';
 import { RunnerConfigurationError } from '../errors/runner-configuration-error.js';
 
-// ajv and ajv-formats are loaded on the first validation, not when core is imported: together they cost
-// more than the rest of core's cold import (the footprint bench measures it). Both are CommonJS.
+// ajv and ajv-formats (CommonJS) load on the first validation: they cost more than the rest of core's cold import.
 const require = createRequire(import.meta.url);
-const addFormats = (a: Ajv): Ajv => {
-  const mod = require('ajv-formats') as { default?: unknown };
-  return ((mod.default ?? mod) as (ajv: Ajv) => Ajv)(a);
+type AjvClass = new (options: Options) => Ajv;
+const DIALECTS: Record<string, () => AjvClass> = {
+  'draft-07': () => (require('ajv') as { Ajv: AjvClass }).Ajv,
+  '2019-09': () => (require('ajv/dist/2019.js') as { Ajv2019: AjvClass }).Ajv2019,
+  '2020-12': () => (require('ajv/dist/2020.js') as { Ajv2020: AjvClass }).Ajv2020,
 };
-
-/**
- * One ajv instance per dialect for every operation's params schema (compiled once per schema object). Ajv's
- * defaults leave the params untouched (no coercion, no defaults filled in, nothing removed): they are sent as given.
- */
+// Ajv's defaults leave the params untouched (no coercion, no defaults filled in): they are sent as given.
 const OPTIONS: Options = { allErrors: true, strict: false, logger: false };
 const dialects = new Map<string, Ajv>();
 const compiled = new WeakMap<object, ValidateFunction>();
 
-function instanceFor(schema: JsonSchema): Ajv {
-  const $schema = typeof schema.$schema === 'string' ? schema.$schema : '';
-  const dialect = /json-schema\.org\/draft\/(2019-09|2020-12)\//.exec($schema)?.[1] ?? 'draft-07';
-  let a = dialects.get(dialect);
-  if (!a) {
-    const make =
-      dialect === '2019-09'
-        ? (require('ajv/dist/2019.js') as typeof import('ajv/dist/2019.js')).Ajv2019
-        : dialect === '2020-12'
-          ? (require('ajv/dist/2020.js') as typeof import('ajv/dist/2020.js')).Ajv2020
-          : (require('ajv') as typeof import('ajv')).Ajv;
-    a = addFormats(new make(OPTIONS) as unknown as Ajv);
-    dialects.set(dialect, a);
-  }
-  return a;
+function newAjv(dialect: string): Ajv {
+  const formats = require('ajv-formats') as { default?: (ajv: Ajv) => Ajv };
+  const Ajv = DIALECTS[dialect]!();
+  return (formats.default ?? (formats as unknown as (ajv: Ajv) => Ajv))(new Ajv(OPTIONS));
+}
+
+function compile(schema: JsonSchema): ValidateFunction {
+  const dialect = /json-schema\.org\/draft\/(2019-09|2020-12)\//.exec(String(schema.$schema ?? ''))?.[1];
+  return memo(dialects, dialect ?? 'draft-07', newAjv).compile(schema as object);
 }
 
 function validatorFor(schema: JsonSchema, operation: string): ValidateFunction {
-  let v = compiled.get(schema);
-  if (!v) {
-    try {
-      v = instanceFor(schema).compile(schema as object);
-    } catch (err) {
-      throw new RunnerConfigurationError(
-        'paramsSchema',
-        `the params schema of ${operation} does not compile: ${(err as Error).message}`,
-      );
-    }
-    compiled.set(schema, v);
+  try {
+    return memo(compiled, schema, compile);
+  } catch (err) {
+    const why = `the params schema of ${operation} does not compile: ${(err as Error).message}`;
+    throw new RunnerConfigurationError('paramsSchema', why);
   }
-  return v;
 }
 
 /** `/items/0/name` → `items[0].name`; the object itself is `(root)`. */

@@ -1,8 +1,21 @@
-import { canonicalJson, InvalidIntentError, PayloadLimitError, RetrysafeError, sha256Hex } from '@retrysafe/contract';
+import {
+  canonicalJson,
+  InvalidIntentError,
+  type OperationSpec,
+  PayloadLimitError,
+  RetrysafeError,
+  sha256Hex,
+} from '@retrysafe/contract';
 import { PAYLOAD_LIMITS } from '@retrysafe/contract/ledger';
-import type { Redactor } from '../redact.js';
+import { memo } from '../defined.js';
+import { createRedactor, type Redactor } from '../redact.js';
+import type { RunnerOptions } from '../runner/types.js';
 
-export type CheckedPayload = ReturnType<typeof checkedPayload>;
+/** What intake needs of the runner: its options and its cache of redactors per operation spec. */
+export interface IntakeContext {
+  readonly options: Pick<RunnerOptions, 'redact' | 'policy'>;
+  readonly redactors: WeakMap<OperationSpec, Redactor>;
+}
 
 /** The limits every ledger can store, then canonical JSON; returns that JSON. */
 function checkPayload(part: 'params' | 'intent', value: unknown): string {
@@ -15,17 +28,23 @@ function checkPayload(part: 'params' | 'intent', value: unknown): string {
 }
 
 /**
- * The payload checks run before the claim (a refusal after it would leave a row that never finishes) of
- * an operation's params and intent (null when not derived here): the ledgers' depth and size limits,
- * canonical JSON, then the redactor and the redacted copy's fingerprint, as receipts carry it.
+ * Params and intent (null when not derived here) checked before the claim, where a refusal leaves no row: the
+ * ledgers' limits, canonical JSON, then a redactor that also blanks the sensitive values held in `valuesFrom`.
  */
-export function checkedPayload(params: unknown, intent: unknown, makeRedactor: () => Redactor) {
+export function checkedPayload(
+  ctx: IntakeContext,
+  spec: OperationSpec,
+  params: unknown,
+  intent: unknown,
+  valuesFrom: readonly unknown[],
+) {
   if (intent !== null) checkPayload('intent', intent);
   const json = checkPayload('params', params);
   let redactor: Redactor;
   let redactedJson: string;
   try {
-    redactor = makeRedactor();
+    redactor = memo(ctx.redactors, spec, (s) => createRedactor(ctx.options.redact ?? {}, s.sensitiveFields ?? []));
+    for (const v of valuesFrom) redactor = redactor.withValuesFrom(v);
     const redacted = redactor.params(params);
     redactedJson = redacted === params ? json : canonicalJson(redacted);
   } catch (err) {
@@ -41,25 +60,20 @@ export function checkedPayload(params: unknown, intent: unknown, makeRedactor: (
   return { paramsFingerprint, requestFingerprint, redactor };
 }
 
-/**
- * The first nesting level above `max`, or null when within it. Recursion stops at `max + 1`, so even a
- * value nested 100 000 deep costs at most that many frames. A cycle is left to canonicalJson (it names it).
- */
+/** The first nesting level above `max`, or null; recursion stops at `max + 1`. A cycle is left to canonicalJson. */
 function depthOver(value: unknown, max: number): number | null {
   const ancestors = new Set<object>();
   const visit = (v: unknown, level: number): number | null => {
     if (typeof v !== 'object' || v === null || v instanceof Date || ancestors.has(v)) return null;
     if (level > max) return level;
     ancestors.add(v);
-    try {
-      for (const child of Array.isArray(v) ? v : Object.values(v)) {
-        const over = visit(child, level + 1);
-        if (over !== null) return over;
-      }
-      return null;
-    } finally {
-      ancestors.delete(v);
+    let over: number | null = null;
+    for (const child of Array.isArray(v) ? v : Object.values(v)) {
+      over = visit(child, level + 1);
+      if (over !== null) break;
     }
+    ancestors.delete(v);
+    return over;
   };
   return visit(value, 1);
 }

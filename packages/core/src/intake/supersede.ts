@@ -31,9 +31,8 @@ export function everyAttemptNotApplied(receipts: readonly Receipt[]): Verdict {
       return refused('an earlier outcome was uncertain (it was looked up): an attempt may have been applied');
     if ((r.kind === 'dispatch' || r.kind === 'resend') && !NOT_APPLIED.has(String(r.outcome)))
       return refused(`attempt ${r.attemptId} ended ${r.outcome ?? 'without an outcome'}: it may have been applied`);
-    // A rejection that still created something (a declined create+confirm leaves its PaymentIntent) would
-    // be made twice by a corrected request. A `conflict` rejection (same key, other params) says the key
-    // already holds something else, and a rejection of no recorded reason proves nothing either.
+    // A rejection that created something (a declined create+confirm leaves its PaymentIntent) would be made
+    // twice; a `conflict` rejection says the key already holds something, and no recorded reason proves nothing.
     if (r.created !== undefined)
       return refused(
         `attempt ${r.attemptId} was rejected but left ${r.created} at the provider: a corrected request would make a second one (finish or cancel ${r.created} there, then mark-done or abandon)`,
@@ -52,10 +51,7 @@ export function currentRevisionNumber(receipts: readonly Receipt[]): number {
   return 1 + receipts.filter(isSupersede).length;
 }
 
-/**
- * Whether the new revision needs a provider key of its own: yes unless the card says the provider
- * does not store errors (then the rejected request left nothing under its key). Unknown ⇒ yes.
- */
+/** Whether a new revision needs its own provider key: yes unless the provider stores no errors under a key. */
 export function needsFreshKey(card: RetrySafetyCard): boolean {
   return card.providerKey.travels.value !== 'none' && card.storedResult.includesErrors.value !== false;
 }

@@ -2,11 +2,7 @@ import { createCipheriv, createDecipheriv, hkdfSync, randomBytes } from 'node:cr
 import { type ClaimResult, type Ledger, LedgerError, type OperationRecord } from '@retrysafe/contract';
 import { RunnerConfigurationError } from '../errors/runner-configuration-error.js';
 
-/**
- * Params at rest as AES-256-GCM ciphertext under a key you supply: the ledger keeps them so a resume or a
- * recovery can re-send the same request, and only a process holding the key can read (or re-send) them.
- * Wrap any ledger: `encryptParams(createSqliteLedger(…), { key })`.
- */
+/** Params at rest as AES-256-GCM ciphertext: only a process holding the key can read (or re-send) them. */
 export interface ParamsKey {
   /** Names the key in each stored envelope, so old rows stay readable after a rotation. */
   readonly id: string;
@@ -15,19 +11,14 @@ export interface ParamsKey {
 }
 
 export interface EncryptParamsOptions {
-  /** Encrypts new params, and decrypts envelopes with its id. */
   readonly key: ParamsKey;
   /** Older keys, to read rows written before a rotation. */
   readonly previous?: readonly ParamsKey[];
 }
 
-interface Envelope {
-  readonly $retrysafeEncrypted: 'aes-256-gcm/v1';
-  readonly kid: string;
-  readonly iv: string;
-  readonly tag: string;
-  readonly data: string;
-}
+type Envelope = { readonly $retrysafeEncrypted: 'aes-256-gcm/v1' } & Readonly<
+  Record<'kid' | 'iv' | 'tag' | 'data', string>
+>;
 
 const KEY_ID = /^[A-Za-z0-9_.-]{1,64}$/;
 const isEnvelope = (v: unknown): v is Envelope =>
@@ -42,7 +33,7 @@ function derive(key: ParamsKey): Buffer {
   return Buffer.from(hkdfSync('sha256', secret, Buffer.from('retrysafe'), Buffer.from(`params-at-rest:${key.id}`), 32));
 }
 
-/** A ledger that stores params encrypted and hands them back decrypted. */
+/** A ledger that stores params encrypted and hands them back decrypted: `encryptParams(createSqliteLedger(…), { key })`. */
 export function encryptParams(inner: Ledger, options: EncryptParamsOptions): Ledger {
   const current = { id: options.key.id, bytes: derive(options.key) };
   const ring = new Map<string, Buffer>([[current.id, current.bytes]]);

@@ -15,6 +15,7 @@ import {
   resolveTransition,
   setStateTransition,
 } from '@retrysafe/contract/ledger';
+import { memo } from '../defined.js';
 
 const clone = structuredClone;
 
@@ -23,30 +24,25 @@ export function createMemoryLedger(): Ledger {
   const records = new Map<string, OperationRecord>();
   const receipts = new Map<string, Receipt[]>();
   let closed = false;
-  const open = () => {
-    if (closed) throw new Error('memory ledger is closed');
-  };
   const fenced = (ref: Fenced) => checkFence(records.get(ref.businessOperationId) ?? null, ref);
   // The copy is what stays; the transition's own object, which nobody else holds, is handed out.
   const put = (r: OperationRecord) => {
     records.set(r.businessOperationId, clone(r));
     return r;
   };
-  /** Appends a copy of the receipt after checking it is the operation's next; the record then carries the chain's head. */
+  /** Appends a copy of the receipt after checking it is the next; the record then carries the chain's head. */
   const chain = (ref: Fenced, next: OperationRecord, receipt: Receipt | undefined) => {
     if (receipt !== undefined) {
-      const list = receipts.get(ref.businessOperationId);
-      checkReceipt(ref, receipt, list?.at(-1)?.seq ?? 0);
-      if (list !== undefined) list.push(clone(receipt));
-      else receipts.set(ref.businessOperationId, [clone(receipt)]);
+      const list = memo(receipts, ref.businessOperationId, () => []);
+      checkReceipt(ref, receipt, list.at(-1)?.seq ?? 0);
+      list.push(clone(receipt));
     }
     return put(chainedTransition(next, receipt));
   };
 
-  return {
+  const ledger: Ledger = {
     capabilities: { claimDispatch: true, receiptWithState: true },
     async claim(input) {
-      open();
       const { result, write } = claimTransition(records.get(input.businessOperationId) ?? null, clone(input));
       if (write === null) return clone(result); // it holds the stored record
       // Written: the result holds the new record and the caller's copied input, which nobody else holds (as in put).
@@ -54,41 +50,32 @@ export function createMemoryLedger(): Ledger {
       return result;
     },
     async renewLease(ref, leaseMs, now) {
-      open();
       put(renewTransition(fenced(ref), ref, leaseMs, now));
     },
     async markDispatched(ref, now) {
-      open();
       return put(dispatchedTransition(fenced(ref), now));
     },
     async setState(ref, patch) {
-      open();
       const { receipt, durability: _durability, ...fields } = patch;
       return chain(ref, setStateTransition(fenced(ref), clone(fields)), receipt);
     },
     async handOff(ref, packet, now, receipt) {
-      open();
       return chain(ref, handOffTransition(fenced(ref), clone(packet), now), receipt);
     },
     async appendReceipt(ref, receipt) {
-      open();
       chain(ref, fenced(ref), receipt);
     },
     async release(ref) {
-      open();
       put(releaseTransition(fenced(ref)));
     },
     async resolve(id, resolution, now) {
-      open();
       return put(resolveTransition(records.get(id) ?? null, id, resolution, now));
     },
     async get(id) {
-      open();
       const r = records.get(id);
       return r ? clone(r) : null;
     },
     async list(filter = {}) {
-      open();
       let out = [...records.values()];
       if (filter.states) out = out.filter((r) => filter.states!.includes(r.state));
       if (filter.provider) out = out.filter((r) => r.provider === filter.provider);
@@ -98,18 +85,15 @@ export function createMemoryLedger(): Ledger {
       return clone(out.slice(0, filter.limit));
     },
     async receipts(id) {
-      open();
       return clone(receipts.get(id) ?? []);
     },
     async recoverCandidates(now, limit) {
-      open();
       const out = [...records.values()]
         .filter((r) => RECOVERABLE_STATES.includes(r.state) && !leaseLive(r, now))
         .sort((a, b) => a.updatedAt - b.updatedAt);
       return clone(out.slice(0, limit));
     },
     async prune(options) {
-      open();
       const states = checkPruneOptions(options);
       const byState: Partial<Record<OperationState, number>> = {};
       let pruned = 0;
@@ -132,4 +116,12 @@ export function createMemoryLedger(): Ledger {
       closed = true;
     },
   };
+  // Every method but close refuses once the ledger is closed.
+  for (const [name, method] of Object.entries(ledger))
+    if (typeof method === 'function' && name !== 'close')
+      Object.assign(ledger, {
+        [name]: (...args: unknown[]) =>
+          closed ? Promise.reject(new Error('memory ledger is closed')) : method(...args),
+      });
+  return ledger;
 }

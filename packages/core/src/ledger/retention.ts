@@ -5,7 +5,6 @@ import {
   LedgerError,
   type OperationRecord,
   type PruneOptions,
-  type PruneReport,
   type Receipt,
   type RetrySafetyCard,
 } from '@retrysafe/contract';
@@ -13,10 +12,7 @@ import { cardMargin, durationMs, formatDuration } from '@retrysafe/contract/rule
 import { RunnerConfigurationError } from '../errors/runner-configuration-error.js';
 import { receiptLines } from '../receipts.js';
 
-/**
- * How long a closed operation must stay at least: the cards' longest key retention plus that card's
- * clock-skew margin. Pruned earlier, a repeat is a fresh claim and loses the adopt path.
- */
+/** The cards' longest key retention plus its clock-skew margin: pruned earlier, a repeat would lose the adopt path. */
 function retentionFloor(cards: readonly RetrySafetyCard[]) {
   let floor = { ms: 0, card: null as string | null };
   for (const card of cards) {
@@ -36,46 +32,35 @@ export interface PruneLedgerOptions extends Pick<PruneOptions, 'states' | 'dryRu
   readonly cards?: readonly RetrySafetyCard[];
   /** Prune below the floor the cards set (you know no repeat of these operations can come). */
   readonly force?: boolean;
-  /**
-   * Append each pruned operation's receipts and chain head to this JSON Lines file BEFORE it is
-   * deleted, in the format of `ledger export` (so `ledger verify --file` checks it offline).
-   */
+  /** Append each pruned operation's receipts and chain head here before deleting it (as `ledger export` writes). */
   readonly exportPath?: string;
   /** Epoch ms the age is counted from (default Date.now()). */
   readonly now?: number;
 }
 
-export interface PruneLedgerReport extends PruneReport {
-  /** Epoch ms: closed operations last changed before this were pruned. */
-  readonly before: number;
-  readonly olderThanMs: number;
-  /** The cards' floor (`card`: the one that sets it, null when none stores keys) and whether `force` pruned below it. */
-  readonly floor: ReturnType<typeof retentionFloor> & { readonly forced: boolean };
-  /** Operations whose receipts were written to exportPath. */
-  readonly exported: number;
-}
+/** The ledger's report, the cut-off (`before`, epoch ms), the cards' floor and whether `force` went below it. */
+export type PruneLedgerReport = Awaited<ReturnType<typeof pruneLedger>>;
 
 /** Deletes closed operations older than `olderThan` (never below the cards' floor unless `force`), exporting first if asked. */
-export async function pruneLedger(ledger: Ledger, options: PruneLedgerOptions): Promise<PruneLedgerReport> {
+export async function pruneLedger(ledger: Ledger, options: PruneLedgerOptions) {
   if (typeof ledger.prune !== 'function')
     throw new LedgerError(
       'this ledger has no prune(): retention needs a ledger that implements Ledger.prune (memory, SQLite, PostgreSQL)',
     );
+  const refuse = (why: string) => new RunnerConfigurationError('prune.olderThan', why);
   let olderThanMs: number;
   try {
     olderThanMs = typeof options.olderThan === 'number' ? options.olderThan : durationMs(options.olderThan);
   } catch (err) {
-    throw new RunnerConfigurationError('prune.olderThan', (err as Error).message);
+    throw refuse((err as Error).message);
   }
   if (!Number.isFinite(olderThanMs) || olderThanMs < 0)
-    throw new RunnerConfigurationError('prune.olderThan', `expected a duration ≥ 0, got ${String(options.olderThan)}`);
+    throw refuse(`expected a duration ≥ 0, got ${String(options.olderThan)}`);
   const floor = retentionFloor(options.cards ?? []);
-  if (olderThanMs < floor.ms && options.force !== true) {
-    throw new RunnerConfigurationError(
-      'prune.olderThan',
+  if (olderThanMs < floor.ms && options.force !== true)
+    throw refuse(
       `${formatDuration(olderThanMs)} is younger than the key retention of ${floor.card} plus its clock-skew margin (${formatDuration(floor.ms)}): a record pruned while the provider still holds its key loses the adopt path. Use at least ${formatDuration(floor.ms)}, or force`,
     );
-  }
   const before = (options.now ?? Date.now()) - olderThanMs;
   let exported = 0;
   const exportPath = options.exportPath;
