@@ -74,8 +74,10 @@ async function scenario(url: string, name: string): Promise<string[]> {
   );
 }
 
-const passes = (checks: string[]) =>
-  expect(checks.length).toBeGreaterThan(0) && expect(checks.filter((c) => !c.endsWith(': SUCCESS'))).toEqual([]);
+const passes = (checks: string[]) => {
+  expect(checks.length).toBeGreaterThan(0);
+  expect(checks.filter((c) => !c.endsWith(': SUCCESS'))).toEqual([]);
+};
 
 describe('MCP conformance suite, applicable server scenarios', () => {
   it('retrysafe-mcp --http: initialize, ping, tools/list, DNS-rebinding protection', async () => {
