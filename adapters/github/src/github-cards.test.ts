@@ -18,7 +18,7 @@ it.each(Object.entries(gitHubCards))(
     expect(card.storedResult.semantics.value).toBe('none');
     expect(card.concurrency.value).toBe('duplicates');
     expect(card.lookup.consistencyDelay.value).toBe('unknown');
-    expect(card.lookup.lateApplyBound.value).toBe('unknown');
+    expect(card.lookup.lateApplyBound?.value).toBe('unknown');
     expect(card.reconciler).not.toMatch(/search\/issues/);
     const sources = JSON.stringify(card).match(/"source":"[^"]*"/g) ?? [];
     for (const s of sources) expect(s).toMatch(/docs\.github\.com|@octokit/);

@@ -14,12 +14,15 @@ afterEach(async () => {
   close = undefined;
 });
 
-function readmeParams(): Record<string, unknown> {
+/** The example's params; the test checks their values before using them. */
+type ReadmeParams = { customer: string; amount: number; currency: string; orderRef: string };
+
+function readmeParams(): ReadmeParams {
   const readme = readFileSync(new URL('../../../README.md', import.meta.url), 'utf8');
   const m = /runner\.run\(stripe, 'paymentIntents\.create', \{ params: (\{[^}]*\}) \}\)/.exec(readme);
   if (!m) throw new Error('the README no longer has the paymentIntents.create example');
   // the params are a plain object literal: make it JSON
-  return JSON.parse(m[1]!.replace(/(\w+):/g, '"$1":').replace(/'/g, '"')) as Record<string, unknown>;
+  return JSON.parse(m[1]!.replace(/(\w+):/g, '"$1":').replace(/'/g, '"')) as ReadmeParams;
 }
 
 it('the README example charges the sandbox customer it names, once, and a re-run adopts it', async () => {

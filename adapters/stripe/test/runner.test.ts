@@ -53,17 +53,15 @@ describe('two workers without a shared ledger', () => {
     const adapter = createStripeAdapter({ apiKey: API_KEY, baseUrl: sandbox.url, timeoutMs: 5000 });
     const params = { customer: 'cus_fixture', amount: 4200, currency: 'eur', orderRef: 'two-workers' };
     const policy = { baseMs: 50, capMs: 200, lookupWindowMs: 30_000 };
-    const runs = Promise.all(
-      ['machine-a', 'machine-b'].map((owner) =>
-        createRunner({ ledger: createMemoryLedger(), policy, owner }).run(adapter, 'paymentIntents.create', { params }),
-      ),
-    );
+    const run = (owner: string) =>
+      createRunner({ ledger: createMemoryLedger(), policy, owner }).run(adapter, 'paymentIntents.create', { params });
+    const runs = Promise.all([run('machine-a'), run('machine-b')]);
     await sandbox.waitFor((log) => log.some((r) => r.result === 'in-progress'));
     release();
     const [a, b] = await runs;
     expect(a.status).toBe('done');
     expect(b.status).toBe('done');
-    if (a.status !== 'done' || b.status !== 'done') return;
+    if (a.status !== 'done' || b.status !== 'done') throw new Error('both runs must be done');
     expect(a.providerRef).toBe(b.providerRef);
     expect(sandbox.count('paymentIntents.create')).toBe(1);
     const results = sandbox.requests().map((r) => r.result);

@@ -140,12 +140,12 @@ export async function workflowStepRecipe(): Promise<void> {
     const execute = tools[name]!.execute!;
     const charge = stepRetriesOff(
       async (input: unknown, opts: { toolCallId: string; messages: [] }) =>
-        execute(input, opts as never) as Promise<{
+        (await execute(input, opts as never)) as {
           status: string;
           adopted?: boolean;
           businessOperationId?: string;
           providerRef?: string;
-        }>,
+        },
     );
     expect(charge.maxRetries).toBe(0);
 

@@ -27,7 +27,8 @@ describe('typed errors', () => {
 
   it('every exported error class has its own marker and isInstance', () => {
     const classes = Object.entries(contract).filter(
-      ([name, v]) => typeof v === 'function' && name.endsWith('Error') && name !== 'RetrysafeError',
+      (e): e is [string, typeof contract.RetrysafeError] =>
+        typeof e[1] === 'function' && e[0].endsWith('Error') && e[0] !== 'RetrysafeError',
     );
     expect(classes.length).toBeGreaterThanOrEqual(13);
     for (const [name, cls] of classes) {

@@ -46,6 +46,9 @@ function fenceFile(overrides: Record<string, unknown> = {}, tool: Record<string,
   return file;
 }
 
+/** An order as the orders server's `list_orders` answers it. */
+type Order = { id: string; customer: string; ref: string; sku: string; quantity: number };
+
 const orders = async (client: Client, customer?: string) =>
   (
     (await client.callTool({ name: 'list_orders', arguments: customer ? { customer } : {} })).structuredContent as {

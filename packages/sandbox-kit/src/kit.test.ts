@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { createSandboxClock } from './clock.js';
+import { type ClockSource, createSandboxClock } from './clock.js';
 import { type CallScript, createFaultQueue, createFaultScripts, faultAt } from './faults.js';
 import { createKeyStore, type KeyAnswers } from './key-store.js';
 import { createCounts, createRequestLog } from './request-log.js';
@@ -13,11 +13,11 @@ import {
 } from './server.js';
 
 describe('sandbox clock', () => {
-  it.each([
-    ['starts at the base source (function)', () => 1_000, [] as number[], 1_000],
+  it.each<[name: string, base: ClockSource, steps: number[], expected: number]>([
+    ['starts at the base source (function)', () => 1_000, [], 1_000],
     ['starts at the base source (object)', { now: () => 5 }, [], 5],
     ['advance adds up', () => 1_000, [10, 0, 2.5], 1_012.5],
-  ] as const)('%s', (_name, base, steps, expected) => {
+  ])('%s', (_name, base, steps, expected) => {
     const clock = createSandboxClock(base);
     for (const s of steps) clock.advance(s);
     expect(clock.now()).toBe(expected);

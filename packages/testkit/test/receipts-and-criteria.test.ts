@@ -102,7 +102,7 @@ describe('pass criteria come from the card', () => {
   it('no stored result and a lookup with an unknown delay: never a second request; adopt if found, else hand off', () => {
     const card: RetrySafetyCard = {
       ...forgetCard,
-      lookup: { method: fact('search', 'test'), consistencyDelay: fact('unknown', 'test') },
+      lookup: { method: fact('search', 'test'), consistencyDelay: { value: 'unknown', source: 'test' } },
     };
     const c = criteriaFor('lost-response', readCard(card));
     expect(c).toMatchObject({
