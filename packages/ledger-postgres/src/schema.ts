@@ -71,15 +71,25 @@ export interface MigrateReport {
   readonly current: number;
 }
 
-/** Brings `schema` up to date under an advisory lock, so many workers may run it at once; refuses a newer one. */
+/**
+ * Brings `schema` up to date under an advisory lock, so many workers may run it at once; refuses a newer one.
+ * A client you pass stays yours; on a pool (yours or the ledger's own), a connection that failed is closed.
+ */
 export async function migrate(pool: pg.Pool | pg.Client | Connections, schema = 'public'): Promise<MigrateReport> {
   const quoted = quoteSchema(schema);
-  const client = 'totalCount' in pool || pool instanceof Connections ? await pool.connect() : pool;
+  const pooled = 'totalCount' in pool || pool instanceof Connections;
+  const client: Pick<Connections, 'query'> & { release?(err?: Error): void } = pooled ? await pool.connect() : pool;
+  let failed: Error | undefined;
   try {
-    return await transaction(client, () => applyMigrations(client, schema, quoted));
+    // The session without `release`: the transaction must not hand back a client it did not take.
+    const session = { query: (q: pg.QueryConfig) => client.query(q) };
+    return await transaction(session, () => applyMigrations(client, schema, quoted));
   } catch (err) {
+    failed = err as Error;
     if (LedgerError.isInstance(err)) throw err;
     throw new LedgerError(`migrating schema ${schema} failed: ${(err as Error).message}`, { cause: err });
+  } finally {
+    if (pooled) client.release!(failed);
   }
 }
 

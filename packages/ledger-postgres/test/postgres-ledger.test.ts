@@ -101,6 +101,20 @@ describe('migrations', () => {
     });
   });
 
+  it("a client the caller checked out stays the caller's: migrate neither releases it nor closes it", async () => {
+    await withSchemaPool('migrate-client', 2, async (pool, s) => {
+      const client = await pool.connect();
+      try {
+        expect((await migrate(client, s)).applied).toEqual([1]);
+        await migrate(client, `${s}_missing_!`).catch(() => undefined); // refused before any statement
+        expect((await client.query('SELECT 1 AS one')).rows).toEqual([{ one: 1 }]);
+        expect(pool.idleCount).toBe(0);
+      } finally {
+        client.release();
+      }
+    });
+  });
+
   it('a hand-written statement cannot store a state no rule knows, a fence below 1 or half a lease', async () => {
     await withSchemaPool('rules', 2, async (pool, s) => {
       await migrate(pool, s);
