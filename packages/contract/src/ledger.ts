@@ -350,7 +350,7 @@ export function resolveTransition(
     throw new LedgerError(`unknown resolution ${JSON.stringify(action)}`);
   if (record.state !== 'handed-off')
     throw new InvalidStateError(id, record.state, `only a handed-off operation can be resolved (${action})`);
-  if (action === 'mark-done' && !providerRef)
+  if (action === 'mark-done' && (typeof providerRef !== 'string' || providerRef.length === 0))
     throw new InvalidStateError(id, record.state, 'mark-done needs the provider reference of the effect you confirmed');
   return {
     ...record,

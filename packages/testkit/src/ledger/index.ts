@@ -136,6 +136,7 @@ function writeCases(test: Test): void {
     await refused(l.resolve(id('mark'), { action: 'abandon' }, T0), InvalidStateError);
     await l.handOff(a.ref, packet('mark'), T0 + 1);
     await refused(l.resolve(id('mark'), { action: 'mark-done' }, T0 + 2), InvalidStateError);
+    await refused(l.resolve(id('mark'), { action: 'mark-done', providerRef: 123 as never }, T0 + 2), InvalidStateError);
     const done = await l.resolve(id('mark'), { action: 'mark-done', providerRef: 'rec_9', by: 'alice' }, T0 + 2);
     expect(done).toMatchObject({ state: 'succeeded', providerRef: 'rec_9' });
     expect(done.resolution).toMatchObject({ action: 'mark-done', providerRef: 'rec_9', by: 'alice', at: T0 + 2 });
