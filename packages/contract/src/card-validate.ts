@@ -243,7 +243,12 @@ function checkBeyondSchema(card: Record<string, unknown>, problems: CardProblem[
 }
 
 /** The card deep-frozen, or a CardValidationError listing every problem. */
-export function defineCard<const C extends RetrySafetyCard>(card: C, name = String(card.operation ?? '(unnamed)')): C {
+export function defineCard<const C extends RetrySafetyCard>(card: C): C {
+  return checkedCard(card, String(card.operation ?? '(unnamed)'));
+}
+
+/** `card` validated (refused under `name`) and frozen. */
+function checkedCard<C extends RetrySafetyCard>(card: C, name: string): C {
   const { ok, problems } = validateCard(card);
   if (!ok) throw new CardValidationError(name, problems);
   return deepFreeze(card);
@@ -263,7 +268,7 @@ export function parseCard(data: unknown, origin = '(card data)'): RetrySafetyCar
       `cardVersion ${JSON.stringify(version)} is not supported here (this retrysafe reads version ${CARD_SCHEMA_VERSION})`,
     );
   const card = structuredClone(rest) as unknown as RetrySafetyCard;
-  return defineCard(card, typeof rest.operation === 'string' ? rest.operation : origin);
+  return checkedCard(card, typeof rest.operation === 'string' ? rest.operation : origin);
 }
 
 function deepFreeze<T>(value: T): T {
