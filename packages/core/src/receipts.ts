@@ -213,7 +213,8 @@ export function verifyReceiptsJsonl(text: string, options: Omit<VerifyChainOptio
       throw new TypeError(`line ${n + 1}: not JSON`);
     }
     const head = (v as { chainHead?: { businessOperationId?: unknown; head?: unknown; length?: unknown } }).chainHead;
-    if (head && typeof head.businessOperationId === 'string' && typeof head.length === 'number') {
+    if (head && typeof head.businessOperationId === 'string') {
+      if (typeof head.length !== 'number') throw new TypeError(`line ${n + 1}: a chain head without its length`);
       entry(head.businessOperationId).anchor = {
         head: typeof head.head === 'string' ? head.head : null,
         length: head.length,

@@ -180,6 +180,9 @@ describe('receipt chain: anchored on the row, keyed with an HMAC, verifiable off
     expect(
       verifyReceiptsJsonl(headless).find((x) => x.businessOperationId === b.businessOperationId)!.check,
     ).toMatchObject({ ok: false, reason: expect.stringMatching(/no chain head/) });
+    expect(() => verifyReceiptsJsonl('{"chainHead":{"businessOperationId":"x","head":null}}\n')).toThrow(
+      /line 1: a chain head without its length/,
+    );
     // The default export is unchanged: receipts only.
     expect(await exportReceiptsJsonl(ledger)).not.toContain('chainHead');
     expect(asBusinessOperationId(a.businessOperationId)).toBe(a.businessOperationId);
