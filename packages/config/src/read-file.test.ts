@@ -115,3 +115,18 @@ try { loadConfig(${JSON.stringify(file)}); console.log('loaded'); } catch (e) { 
     });
   });
 });
+
+describe('a file that does not parse', () => {
+  it("is named with the parser's first line only: a YAML code frame would quote lines of the file", () => {
+    const file = join(dir, 'dup.yaml');
+    writeFileSync(file, 'token: one\nother: x\ntoken: two\n');
+    let message = '';
+    try {
+      readDataFile(file);
+    } catch (e) {
+      message = (e as Error).message;
+    }
+    expect(message).toMatch(/dup\.yaml: not valid YAML: .*unique/);
+    expect(message).not.toContain('\n');
+  });
+});

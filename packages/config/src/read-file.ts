@@ -101,8 +101,9 @@ export function parseDataText(
   text: string,
   { path, yaml }: { readonly path: string; readonly yaml: boolean },
 ): unknown {
+  // The parser's first line only: a YAML code frame would quote lines of the file.
   const invalid = (message: string) =>
-    new ConfigError(path, `not valid ${yaml ? 'YAML' : 'JSON'}: ${safeMessage(message)}`);
+    new ConfigError(path, `not valid ${yaml ? 'YAML' : 'JSON'}: ${safeMessage(message.split('\n')[0]!)}`);
   const overDepth = (what = `it nests objects and arrays more than ${maxDepth} levels deep`) =>
     new FileLimitError(path, 'maxDepth', maxDepth, what);
   let value: unknown;
