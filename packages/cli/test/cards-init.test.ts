@@ -139,6 +139,11 @@ describe('retrysafe cards init --from', () => {
     expect(bad.stderr).toMatch(/operation: required/);
     expect(bad.stderr).toMatch(/sideEffect\.kind\.value: expected one of/);
     expect(() => readFileSync(out)).toThrow();
+    // An empty --from names no file: refused, never an empty non-interactive card.
+    const empty = await cli(['cards', 'init', '--from', '', '--out', out]);
+    expect(empty.code).toBe(2);
+    expect(empty.stderr).toMatch(/cannot read/);
+    expect(() => readFileSync(out)).toThrow();
   });
 
   it('interactive on a closed stdin: nothing to ask, so the fields that cannot be unknown are named, once each (exit 2)', async () => {

@@ -135,7 +135,10 @@ export async function cardsInit(
     readonly prompt?: (text: string) => void;
   },
 ) {
-  const seed = opts.from ? readObjectFile(opts.from, `--from ${opts.from}: expected an object (a partial card)`) : {};
+  const seed =
+    opts.from !== undefined
+      ? readObjectFile(opts.from, `--from ${opts.from}: expected an object (a partial card)`)
+      : {};
   const { $schema: _s, unverified: seedUnverified, ...given } = seed;
   const card: Record<string, unknown> = { cardVersion: CARD_SCHEMA_VERSION };
   const origin =
