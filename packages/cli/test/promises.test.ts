@@ -198,3 +198,10 @@ describe('after fixing the cause of a rejection, the next step the CLI gives wor
     expect(sandbox.provider.count()).toBe(1);
   });
 });
+
+describe('drillCommand called from a script', () => {
+  it.each([-1, 1.5, Number.NaN])('refuses seed %s as the command line does, before loading anything', async (seed) => {
+    const { drillCommand } = await import('../src/commands/drill/index.js');
+    await expect(drillCommand({ seed } as never, null)).rejects.toThrow(/--seed must be a non-negative integer/);
+  });
+});

@@ -10,7 +10,7 @@ import {
 } from '@retrysafe/testkit';
 import type { Options, Parsed } from '../../command.js';
 import { defineCommand } from '../../command.js';
-import { InterruptedError, pickKnown, wanted } from '../../errors.js';
+import { InterruptedError, pickKnown, UsageError, wanted } from '../../errors.js';
 import { createProgress, humanMs, paint, pick, useColor } from '../../output.js';
 import { type AdapterEntry, loadAdapters } from '../../registry.js';
 import { renderHtmlReport } from '../../report/html.js';
@@ -89,6 +89,8 @@ export async function drillCommand(
 ) {
   const scenarios = opts.scenario?.length ? pickKnown('scenario', SCENARIOS, opts.scenario) : [...SCENARIOS];
   const seed = opts.seed ?? 1;
+  if (!Number.isSafeInteger(seed) || seed < 0)
+    throw new UsageError(`--seed must be a non-negative integer, got ${String(opts.seed)}`);
   const entries = await loadAdapters(opts.adapter, opts.module, opts.config);
   const problems = entries.filter((e) => e.missing).map((e) => `${e.name}: ${e.missing}`);
   const drills = entries.flatMap((e) => e.drills);
