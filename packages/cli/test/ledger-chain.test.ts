@@ -148,6 +148,13 @@ describe('retrysafe ledger verify / export, and show and resolve on a broken cha
     });
     expect(bad.code).toBe(2);
     expect(bad.stderr).not.toContain('tooShortSecret');
+    // Refused before any operation is read: an empty ledger does not let a malformed key pass.
+    const empty = join(dir, 'empty.db');
+    createSqliteLedger({ path: empty }).close();
+    const none = await cli(['ledger', 'verify', '--all', '--db', empty], {
+      env: { RETRYSAFE_RECEIPT_KEYS: 'k1:tooShortSecret' },
+    });
+    expect(none.code).toBe(2);
   });
 
   it('an error message that quotes a credential or an address is scrubbed before it is printed', async () => {

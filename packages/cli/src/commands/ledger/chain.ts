@@ -63,11 +63,12 @@ export async function verifyChains(
   ids: readonly string[] | 'all',
   allowUnkeyed?: boolean,
 ): Promise<VerifyRow[]> {
+  const opts = checkOptions(allowUnkeyed); // a malformed key is refused even on an empty ledger
   const out: VerifyRow[] = [];
   const list =
     ids === 'all' ? (await ledger.list()).map((r) => r.businessOperationId) : ids.map((i) => asBusinessOperationId(i));
   for (const id of list) {
-    const check = await verifyOperation(ledger, id, checkOptions(allowUnkeyed));
+    const check = await verifyOperation(ledger, id, opts);
     const record = await ledger.get(id);
     if (!check || !record) throw new UsageError(`no operation ${id} in the ledger`);
     out.push(rowOf(id, record.state, (await ledger.receipts(id)).length, check));
