@@ -89,7 +89,8 @@ export async function cardsCommand(opts: Partial<Parsed<typeof CARDS_OPTIONS>>) 
   const complete = !opts.adapter?.length && !opts.module?.length && !opts.config && entries.every((e) => !e.missing);
   if (complete) expected.set('README.md', indexPage(cards));
   const current = (file: string) => (existsSync(join(dir, file)) ? readFileSync(join(dir, file), 'utf8') : null);
-  const stale = [...expected.keys()].filter((file) => current(file) !== expected.get(file));
+  // Only --write and --check compare with the folder: a listing reads no file.
+  const stale = opts.write || opts.check ? [...expected.keys()].filter((f) => current(f) !== expected.get(f)) : [];
   if (opts.write) {
     mkdirSync(dir, { recursive: true });
     // an invalid card is reported, never published
