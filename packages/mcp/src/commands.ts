@@ -175,7 +175,8 @@ async function probeTool(
   await sleep(o.settleMs ?? 1500);
   const after = await count();
   const effects = after - before;
-  const verdict = effects > 1 ? 'duplicates' : effects === 1 ? 'at-most-once' : 'no-effect-seen';
+  const verdict: 'at-most-once' | 'duplicates' | 'no-effect-seen' =
+    effects > 1 ? 'duplicates' : effects === 1 ? 'at-most-once' : 'no-effect-seen';
   const summary = {
     duplicates: `DUPLICATES: ${effects} effects for one intent after ${calls.length} identical calls`,
     'at-most-once': `at most once: 1 effect for one intent after ${calls.length} identical calls`,
