@@ -142,8 +142,9 @@ function waiting(ctx: Ctx, w: World, i: number): Succ[] {
   if (n < op.wakeAt) return [];
   if (w.rec === null || op.fence !== w.rec.fence) return [refused(w, i)];
   const d = op.decision;
-  const keyMayBeGone = !resendSafety(ctx.card, w.rec.firstDispatchedAt, n, ctx.marginMs).safe;
-  if (d.action === 'send' && (reliesOnKey(op.obs) || op.maybeApplied) && keyMayBeGone) {
+  const keyMayBeGone = () => !resendSafety(ctx.card, w.rec!.firstDispatchedAt, n, ctx.marginMs).safe;
+  // Asked last: the explorer reaches this step hundreds of thousands of times, mostly not to send.
+  if (d.action === 'send' && (reliesOnKey(op.obs) || op.maybeApplied) && keyMayBeGone()) {
     const again = ctx.decide(ctx.card, stateOf(w, i), op.obs, { policy: ctx.policy, random });
     const text = `${tag}: the wait outlasted the key's retention; decides again → ${describeDecision(again)}`;
     return [{ w: setOp(w, i, { decision: again }, 'decided'), text }];
