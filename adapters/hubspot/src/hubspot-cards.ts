@@ -91,6 +91,7 @@ type Spec = Omit<
   | 'handoff'
   | 'duplicateTest'
   | 'receipts'
+  | 'paramComparison'
 > & { readonly lookup: Omit<RetrySafetyCard['lookup'], 'lateApplyBound'>; readonly lookupWindow: Duration };
 
 /** The facts and policy all three cards share; the operation's own facts come in `spec`. */
