@@ -2,7 +2,13 @@
 // subpaths: ./provider (adapters), ./ledger (ledgers), ./rules (what a card implies), ./render (card pages).
 
 export * from './adapter.js';
-export type * from './adapter-frame.js';
+export type {
+  AdapterDefinition,
+  FramedAdapter,
+  FramedExecuteContext,
+  FramedLookupContext,
+  FrameOperation,
+} from './adapter-frame.js';
 export { defineAdapter } from './adapter-frame.js';
 export { canonicalJson, fingerprint, sha256Hex } from './canonical.js';
 export type * from './card.js';
