@@ -335,7 +335,7 @@ export function handOffTransition(record: OperationRecord, packet: HandoffPacket
 }
 
 export function releaseTransition(record: OperationRecord): OperationRecord {
-  return { ...record, leaseOwner: null, leaseExpiresAt: null };
+  return { ...record, ...RELEASED };
 }
 
 export function resolveTransition(
