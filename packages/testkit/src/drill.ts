@@ -224,8 +224,10 @@ async function observe(h: Harness, operation: string, d: Drive) {
   const total = proxyRequests.length;
   const duringExecute = proxyRequests.filter((r) => r.phase === 'execute').length;
   const duringLookup = proxyRequests.filter((r) => r.phase === 'lookup').length;
-  const calls = proxyRequests.flatMap(({ label }) => (label?.startsWith('execute#') ? [label] : []));
-  const maxRequestsInOneExecute = Math.max(0, ...calls.map((call) => calls.filter((c) => c === call).length));
+  const perCall = new Map<string, number>();
+  for (const { label } of proxyRequests)
+    if (label?.startsWith('execute#')) perCall.set(label, (perCall.get(label) ?? 0) + 1);
+  const maxRequestsInOneExecute = Math.max(0, ...perCall.values());
   const observed = {
     providerRecords,
     attemptsAtProxy: duringExecute,
