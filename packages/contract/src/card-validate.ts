@@ -192,13 +192,9 @@ function unknownsOf(s: Schema, v: unknown, path: string, out: string[]): string[
   return out;
 }
 
-export interface CardValidation {
-  readonly ok: boolean;
-  readonly problems: readonly CardProblem[];
-  readonly unknowns: readonly string[];
-}
+export type CardValidation = Readonly<ReturnType<typeof validateCard>>;
 
-export function validateCard(card: unknown): CardValidation {
+export function validateCard(card: unknown) {
   const problems = schemaProblems(CARD, card, WORDING);
   const unknowns = unknownsOf(CARD, card, '', []);
   if (typeof card === 'object' && card !== null) checkBeyondSchema(card as Record<string, unknown>, problems, unknowns);
