@@ -2,7 +2,7 @@ import type { JsonSchema as Schema } from './adapter.js';
 import { CARD_VALUES, type RetrySafetyCard, UNKNOWN } from './card.js';
 import { CardValidationError, type FieldError } from './errors.js';
 import { MERGING_STEPS, NORMALIZATION_STEPS } from './intent.js';
-import { type SchemaWording, schemaProblems } from './schema-problems.js';
+import { join, type SchemaWording, schemaProblems } from './schema-problems.js';
 
 export type CardProblem = FieldError;
 
@@ -142,7 +142,6 @@ const TYPES: Record<string, string> = {
   string: 'a string',
   integer: 'an integer',
   boolean: 'true or false',
-  null: 'null',
   array: 'an array',
   object: 'an object',
 };
@@ -152,7 +151,6 @@ const PATTERNS: Record<string, string> = {
 };
 const MISSING = 'every field is required; write "unknown" with a source when it is not known';
 const show = (values: readonly unknown[]) => values.map((x) => JSON.stringify(x)).join(', ');
-const join = (path: string, key: string) => (path ? `${path}.${key}` : key);
 const schemas = (list: unknown) => (Array.isArray(list) ? (list as Schema[]) : []);
 
 const WORDING: SchemaWording = {
@@ -243,7 +241,6 @@ export function defineCard<const C extends RetrySafetyCard>(card: C): C {
   return checkedCard(card, String(card.operation ?? '(unnamed)'));
 }
 
-/** `card` validated (refused under `name`) and frozen. */
 function checkedCard<C extends RetrySafetyCard>(card: C, name: string): C {
   const { ok, problems } = validateCard(card);
   if (!ok) throw new CardValidationError(name, problems);

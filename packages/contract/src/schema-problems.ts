@@ -48,7 +48,7 @@ export function schemaProblems(schema: unknown, value: unknown, wording: SchemaW
 }
 
 const isNode = (s: unknown): s is JsonSchema => typeof s === 'object' && s !== null && !Array.isArray(s);
-const join = (path: string, key: string | number) =>
+export const join = (path: string, key: string | number) =>
   typeof key === 'number' ? `${path}[${key}]` : path ? `${path}.${key}` : key;
 const same = (a: unknown, b: unknown) => a === b || (typeof a === 'object' && JSON.stringify(a) === JSON.stringify(b));
 
