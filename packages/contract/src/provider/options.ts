@@ -14,10 +14,8 @@ export function isLoopbackHost(hostname: string): boolean {
     .toLowerCase()
     .replace(/^\[|\]$/g, '')
     .replace(/\.$/, '');
-  if (h === 'localhost' || h.endsWith('.localhost')) return true;
-  if (h === '::1' || h === '0:0:0:0:0:0:0:1') return true;
-  const m = /^(\d{1,3})\.(\d{1,3})\.(\d{1,3})\.(\d{1,3})$/.exec(h);
-  if (m) return m.slice(1).every((p) => Number(p) <= 255) && Number(m[1]) === 127;
+  if (h === 'localhost' || h.endsWith('.localhost') || h === '::1' || h === '0:0:0:0:0:0:0:1') return true;
+  if (/^127(\.\d{1,3}){3}$/.test(h)) return h.split('.').every((p) => Number(p) <= 255);
   // IPv4-mapped IPv6, dotted or as WHATWG URL prints it (::ffff:7f00:1)
   const mapped = /^::ffff:(\d{1,3}(?:\.\d{1,3}){3})$/.exec(h);
   if (mapped) return isLoopbackHost(mapped[1]!);
