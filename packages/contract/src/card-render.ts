@@ -56,10 +56,6 @@ export function cardFieldLabel(path: string): string {
   return LABELS.find(([p]) => p === path)?.[1] ?? path;
 }
 
-function get(obj: unknown, path: string): unknown {
-  return path.split('.').reduce<unknown>((o, k) => (o as Record<string, unknown> | undefined)?.[k], obj);
-}
-
 function show(v: unknown): string {
   if (v === null) return '—';
   if (Array.isArray(v)) return v.length ? v.map((x) => `\`${String(x)}\``).join(', ') : '—';
@@ -105,7 +101,7 @@ const VIEW: Readonly<Record<string, (declared: never) => unknown>> = {
 
 export function cardRows(card: RetrySafetyCard): CardRow[] {
   return LABELS.flatMap(([path, label]) => {
-    const declared = get(card, path);
+    const declared = path.split('.').reduce<unknown>((o, k) => (o as Record<string, unknown> | undefined)?.[k], card);
     if (declared === undefined) return path in VIEW ? [] : [row(path, label, ABSENT[path])];
     return [row(path, label, path in VIEW ? VIEW[path]!(declared as never) : declared)];
   });
@@ -160,11 +156,9 @@ export function replaceCardSection(text: string, body: string): string {
   return `${text.slice(0, bodyStart)}\n\n${body.trim()}\n\n${text.slice(end)}`;
 }
 
-const ENTRY_CARDS_NAME = /^[a-z][A-Za-z]*Cards$/;
-
 /** The cards of an adapter's root entry: its one `<vendor>Cards` export (stripeCards, …), in order. */
 export function entryCards(entry: Readonly<Record<string, unknown>>): RetrySafetyCard[] {
-  const found = Object.keys(entry).filter((name) => ENTRY_CARDS_NAME.test(name));
+  const found = Object.keys(entry).filter((name) => /^[a-z][A-Za-z]*Cards$/.test(name));
   if (found.length !== 1)
     throw new TypeError(`expected one <vendor>Cards export, found: ${found.join(', ') || 'none'}`);
   return Object.values(entry[found[0]!] as Record<string, RetrySafetyCard>);
