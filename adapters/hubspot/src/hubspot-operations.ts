@@ -268,16 +268,21 @@ async function adoptDuplicateTicket(
   };
 }
 
-/** objects.upsert and tickets.create: a CRM search for the key in the id property. */
-export async function lookupBySearch(
+export const lookupObjectsUpsert = (rt: Runtime, p: ObjectsUpsertParams, ctx: LookupContext) =>
+  searchByKey(rt, ctx, p.objectType, Object.keys(p.properties));
+
+export const lookupTicketsCreate = (rt: Runtime, _p: TicketsCreateParams, ctx: LookupContext) =>
+  searchByKey(rt, ctx, 'tickets', TICKET_PROPERTIES);
+
+/** A CRM search in `objectType` for the key in the id property, showing the `shown` properties of a hit. */
+async function searchByKey(
   rt: Runtime,
-  p: ObjectsUpsertParams | TicketsCreateParams,
   ctx: LookupContext,
+  objectType: string,
+  shown: readonly string[],
 ): Promise<LookupResult> {
   const key = ctx.providerKey!; // the frame's: these operations' key rule is never null
   const wire: WireRecord = { started: false };
-  const objectType = 'ref' in p ? 'tickets' : p.objectType;
-  const shown = 'ref' in p ? TICKET_PROPERTIES : Object.keys(p.properties);
   const request = {
     filterGroups: [{ filters: [{ propertyName: rt.idProperty, operator: FilterOperator.Eq, value: key }] }],
     properties: [rt.idProperty, ...shown],

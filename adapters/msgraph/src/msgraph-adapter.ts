@@ -191,7 +191,7 @@ export function createMsGraphAdapter(options: MsGraphAdapterOptions): MsGraphAda
   const operations: Record<string, GraphOperation & FrameOperation> = {};
   for (const [name, o] of Object.entries(msGraphOperations)) {
     const keyRule = o.card.providerKey.travels.value === 'none' ? null : TRANSACTION_ID_RULE;
-    operations[name] = { ...o, intentFields: o.card.businessOperationId.intentFields, keyRule };
+    operations[name] = { ...o, keyRule };
   }
   // close: the Graph client holds no sockets of its own (global fetch); nothing to release.
   return defineAdapter(

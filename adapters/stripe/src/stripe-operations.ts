@@ -66,7 +66,6 @@ function stripeOperation<const R extends Record<string, JsonSchema>, const O ext
     object: snake(spec.resource).slice(0, -1),
     description: spec.description,
     card: card as RetrySafetyCard,
-    intentFields: card.businessOperationId.intentFields,
     sensitiveFields: spec.sensitiveFields ?? [],
     paramsSchema: {
       type: 'object',
