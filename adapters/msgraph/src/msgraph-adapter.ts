@@ -151,12 +151,11 @@ async function lookup(rt: Runtime, o: GraphOperation, ctx: FramedLookupContext):
       ...refsOf(answer),
     };
   const { result, providerRef } = o.read(first, true);
-  const matches = items.length;
   return {
     kind: 'found',
     outcome: {
       kind: 'succeeded',
-      result: matches > 1 ? { ...(result as object), matches } : result,
+      result: items.length > 1 ? { ...(result as object), matches: items.length } : result,
       ...refsOf(answer),
       ...(providerRef ? { providerRef } : {}),
     },
