@@ -109,7 +109,6 @@ export const issuesCreate: GitHubOperation = {
   description:
     "Open an issue in a GitHub repository (POST /repos/{owner}/{repo}/issues). No provider idempotency: the body carries a hidden marker with the business-operation id, and an unknown outcome is reconciled by listing the repository's newest issues — never resent blindly.",
   card: issuesCreateCard,
-  intentFields: issuesCreateCard.businessOperationId.intentFields,
   sensitiveFields: ['title', 'body'],
   keyRule: null,
   paramsSchema: inRepo(['title', 'body'], {
@@ -148,7 +147,6 @@ export const issuesCreateComment: GitHubOperation = {
   description:
     "Comment on a GitHub issue or pull request (POST /repos/{owner}/{repo}/issues/{issue_number}/comments). No provider idempotency: the body carries a hidden marker with the business-operation id, and an unknown outcome is reconciled by listing the issue's comments since the first dispatch — never resent blindly.",
   card: issuesCreateCommentCard,
-  intentFields: issuesCreateCommentCard.businessOperationId.intentFields,
   sensitiveFields: ['body'],
   keyRule: null,
   paramsSchema: inRepo(['issue_number', 'body'], {

@@ -11,7 +11,7 @@ import {
   type Outcome,
   type TypedAdapter,
 } from '@retrysafe/contract';
-import { checkBaseUrl, lookupFromOutcome } from '@retrysafe/contract/provider';
+import { checkBaseUrl, lookupFromOutcome, retryAfterOf } from '@retrysafe/contract/provider';
 import { resendSafety } from '@retrysafe/contract/rules';
 import axios, { type AxiosRequestConfig } from 'axios';
 import {
@@ -22,7 +22,6 @@ import {
   providerRefAt,
   readHeader,
   requestIdOf,
-  retryAfterOf,
 } from './http-errors.js';
 import {
   buildOperation,
@@ -184,7 +183,7 @@ const cannotTell = (res: HttpResponseView, reason: string): LookupResult => ({
   kind: 'cannot-tell',
   reason,
   status: res.status,
-  ...retryAfterOf(res.headers),
+  ...retryAfterOf(readHeader(res.headers, 'retry-after')),
 });
 /** The request id comes from `res`, the answer that said so. */
 const succeeded = (a: Ask, res: HttpResponseView, data: unknown, refPath = a.o.http.refPath) =>
@@ -323,7 +322,7 @@ async function pollStatus(a: Ask, reading: StatusReading, statusRef: string): Pr
         statusRef,
         status: 200,
         ...rid,
-        ...retryAfterOf(res.headers),
+        ...retryAfterOf(readHeader(res.headers, 'retry-after')),
         message: `status ${s}`,
       });
     if (reading.done.includes(s)) return succeeded(a, res, res.data);

@@ -1,5 +1,5 @@
 import type { Outcome, ProviderRefs } from '@retrysafe/contract';
-import { classifyTransportFailure, parseRetryAfter } from '@retrysafe/contract/provider';
+import { classifyTransportFailure, retryAfterOf } from '@retrysafe/contract/provider';
 import { type HttpErrorRule, type HttpOperationSpec, readPath, scalarText } from './http-operations.js';
 
 /** `url`: the request's absolute URL, to resolve a relative `Location`. */
@@ -25,11 +25,6 @@ function ruleMatches({ status: m, code: codes }: HttpErrorRule, status: number, 
 export function requestIdOf(spec: HttpOperationSpec, headers: HttpResponseView['headers']): { requestId?: string } {
   const requestId = spec.requestIdHeader ? readHeader(headers, spec.requestIdHeader) : undefined;
   return requestId !== undefined ? { requestId } : {};
-}
-
-export function retryAfterOf(headers: HttpResponseView['headers']): { retryAfterMs?: number } {
-  const retryAfterMs = parseRetryAfter(readHeader(headers, 'retry-after'));
-  return retryAfterMs !== undefined ? { retryAfterMs } : {};
 }
 
 export function providerRefAt(data: unknown, path: string | undefined): { providerRef?: string } {
@@ -72,7 +67,7 @@ export function classifyResponse(spec: HttpOperationSpec, res: HttpResponseView,
     ...(code !== undefined ? { code } : {}),
     ...requestIdOf(spec, res.headers),
   };
-  const ra = retryAfterOf(res.headers);
+  const ra = retryAfterOf(readHeader(res.headers, 'retry-after'));
 
   if (res.status >= 200 && res.status < 300) {
     if (res.status === 202 && spec.asyncReply) {

@@ -197,7 +197,6 @@ export function buildOperation(provider: string, name: string, spec: HttpOperati
     name,
     description: spec.description,
     card,
-    intentFields,
     ...(spec.sensitiveFields ? { sensitiveFields: spec.sensitiveFields } : {}),
     paramsSchema: spec.paramsSchema ?? { type: 'object' },
     checkParams: (params: unknown) => requestProblems(spec, params),

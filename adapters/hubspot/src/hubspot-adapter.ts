@@ -13,8 +13,9 @@ import {
   executeTicketsCreate,
   type HubSpotOperationTypes,
   KEY_RULE,
-  lookupBySearch,
   lookupContactsUpdate,
+  lookupObjectsUpsert,
+  lookupTicketsCreate,
   PARAMS_SCHEMAS,
 } from './hubspot-operations.js';
 
@@ -55,14 +56,14 @@ const OPERATIONS = {
       'Create or update one CRM record, keyed by a unique property that holds the business-operation id (batch upsert).',
     sensitiveFields: [],
     execute: executeObjectsUpsert,
-    lookup: lookupBySearch,
+    lookup: lookupObjectsUpsert,
   },
   'tickets.create': {
     description:
       'Create a HubSpot ticket once: the business-operation id goes into a unique-value property, so a re-send is refused and the existing ticket adopted.',
     sensitiveFields: ['properties.content'],
     execute: executeTicketsCreate,
-    lookup: lookupBySearch,
+    lookup: lookupTicketsCreate,
   },
 } as const;
 
@@ -108,7 +109,6 @@ export function createHubSpotAdapter(options: HubSpotAdapterOptions): HubSpotAda
       ...op,
       name,
       card: cards[name],
-      intentFields: cards[name].businessOperationId.intentFields,
       paramsSchema: PARAMS_SCHEMAS[name],
       keyRule: keyed ? KEY_RULE : null,
       // The id property is an option, so the schema cannot reserve it; runs after the schema (properties is an object).

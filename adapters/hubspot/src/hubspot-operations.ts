@@ -127,11 +127,22 @@ function hasId<T>(r: T | null | undefined): r is T {
   return typeof id === 'string' && id.length > 0;
 }
 
-/** One write that answers a record: succeeded, or unknown when the record has no id. */
-async function write(wire: WireRecord, call: () => Promise<SdkRecord>): Promise<Outcome> {
-  const r = await call();
-  return hasId(r) ? recordOutcome('succeeded', r, wire) : truncated('HubSpot answered without a record id', wire);
+/** One SDK call on a fresh wire record; what it throws is classified by `failed` from what reached the wire. */
+async function attempt(
+  call: (wire: WireRecord) => Promise<Outcome>,
+  failed: (err: unknown, wire: WireRecord) => Outcome | Promise<Outcome> = outcomeFromFailure,
+): Promise<Outcome> {
+  const wire: WireRecord = { started: false };
+  try {
+    return await call(wire);
+  } catch (err) {
+    return failed(err, wire);
+  }
 }
+
+/** A write that answered a record: succeeded, or unknown when the record has no id. */
+const written = (r: SdkRecord, wire: WireRecord): Outcome =>
+  hasId(r) ? recordOutcome('succeeded', r, wire) : truncated('HubSpot answered without a record id', wire);
 
 function recordOutcome(kind: 'succeeded' | 'replayed', r: SdkRecord, wire: WireRecord, extra?: object) {
   return { kind, result: { ...plain(r), ...extra }, providerRef: String(r.id), ...wireRefs(wire) } satisfies Outcome;
@@ -142,21 +153,11 @@ function wireRefs(wire: WireRecord): { status?: number; requestId?: string } {
   return { ...(wire.status !== undefined ? { status: wire.status } : {}), ...(requestId ? { requestId } : {}) };
 }
 
-export async function executeContactsUpdate(
-  rt: Runtime,
-  p: ContactsUpdateParams,
-  ctx: ExecuteContext,
-): Promise<Outcome> {
-  const wire: WireRecord = { started: false };
-  try {
+export const executeContactsUpdate = (rt: Runtime, p: ContactsUpdateParams, ctx: ExecuteContext) =>
+  attempt(async (wire) => {
     const api = contactsApi({ ...rt, signal: ctx.signal }, wire);
-    return await write(wire, () =>
-      api.basic.update(p.contactId, { properties: asStrings(p.properties) }, p.idProperty),
-    );
-  } catch (err) {
-    return outcomeFromFailure(err, wire);
-  }
-}
+    return written(await api.basic.update(p.contactId, { properties: asStrings(p.properties) }, p.idProperty), wire);
+  });
 
 export async function lookupContactsUpdate(
   rt: Runtime,
@@ -192,10 +193,9 @@ export async function lookupContactsUpdate(
   };
 }
 
-export async function executeObjectsUpsert(rt: Runtime, p: ObjectsUpsertParams, ctx: ExecuteContext): Promise<Outcome> {
-  const key = ctx.providerKey!; // the frame's: these operations' key rule is never null
-  const wire: WireRecord = { started: false };
-  try {
+export const executeObjectsUpsert = (rt: Runtime, p: ObjectsUpsertParams, ctx: ExecuteContext) =>
+  attempt(async (wire) => {
+    const key = ctx.providerKey!; // the frame's: these operations' key rule is never null
     const r = await objectsApi({ ...rt, signal: ctx.signal }, wire).batch.upsert(p.objectType, {
       inputs: [{ id: key, idProperty: rt.idProperty, properties: asStrings(p.properties) }],
     });
@@ -211,26 +211,25 @@ export async function executeObjectsUpsert(rt: Runtime, p: ObjectsUpsertParams, 
       return { kind: 'unknown', cause: 'other', message, ...(code ? { code } : {}), ...wireRefs(wire) };
     }
     return recordOutcome(item._new === false ? 'replayed' : 'succeeded', item, wire, { new: item._new === true });
-  } catch (err) {
-    return outcomeFromFailure(err, wire);
-  }
-}
+  });
 
 const TICKET_PROPERTIES = ['subject', 'hs_pipeline', 'hs_pipeline_stage'];
 
-export async function executeTicketsCreate(rt: Runtime, p: TicketsCreateParams, ctx: ExecuteContext): Promise<Outcome> {
+export function executeTicketsCreate(rt: Runtime, p: TicketsCreateParams, ctx: ExecuteContext): Promise<Outcome> {
   const key = ctx.providerKey!; // the frame's: these operations' key rule is never null
-  const wire: WireRecord = { started: false };
-  try {
-    const api = ticketsApi({ ...rt, signal: ctx.signal }, wire);
-    const properties = { ...asStrings(p.properties), [rt.idProperty]: key };
-    return await write(wire, () => api.basic.create({ properties, associations: [] }));
-  } catch (err) {
-    const res = responseOf(wire);
-    const duplicate = res && uniqueConflictOf(res);
-    if (res && duplicate) return adoptDuplicateTicket(rt, key, res, duplicate.existingId, ctx.signal);
-    return outcomeFromFailure(err, wire);
-  }
+  const properties = { ...asStrings(p.properties), [rt.idProperty]: key };
+  return attempt(
+    async (wire) => {
+      const api = ticketsApi({ ...rt, signal: ctx.signal }, wire);
+      return written(await api.basic.create({ properties, associations: [] }), wire);
+    },
+    (err, wire) => {
+      const res = responseOf(wire);
+      const duplicate = res && uniqueConflictOf(res);
+      if (res && duplicate) return adoptDuplicateTicket(rt, key, res, duplicate.existingId, ctx.signal);
+      return outcomeFromFailure(err, wire);
+    },
+  );
 }
 
 /** A unique value is taken: adopt the existing ticket only when a GET shows it holds this operation's key. */
@@ -268,16 +267,21 @@ async function adoptDuplicateTicket(
   };
 }
 
-/** objects.upsert and tickets.create: a CRM search for the key in the id property. */
-export async function lookupBySearch(
+export const lookupObjectsUpsert = (rt: Runtime, p: ObjectsUpsertParams, ctx: LookupContext) =>
+  searchByKey(rt, ctx, p.objectType, Object.keys(p.properties));
+
+export const lookupTicketsCreate = (rt: Runtime, _p: TicketsCreateParams, ctx: LookupContext) =>
+  searchByKey(rt, ctx, 'tickets', TICKET_PROPERTIES);
+
+/** A CRM search in `objectType` for the key in the id property, showing the `shown` properties of a hit. */
+async function searchByKey(
   rt: Runtime,
-  p: ObjectsUpsertParams | TicketsCreateParams,
   ctx: LookupContext,
+  objectType: string,
+  shown: readonly string[],
 ): Promise<LookupResult> {
   const key = ctx.providerKey!; // the frame's: these operations' key rule is never null
   const wire: WireRecord = { started: false };
-  const objectType = 'ref' in p ? 'tickets' : p.objectType;
-  const shown = 'ref' in p ? TICKET_PROPERTIES : Object.keys(p.properties);
   const request = {
     filterGroups: [{ filters: [{ propertyName: rt.idProperty, operator: FilterOperator.Eq, value: key }] }],
     properties: [rt.idProperty, ...shown],

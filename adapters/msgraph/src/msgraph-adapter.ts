@@ -4,7 +4,6 @@ import {
   defineAdapter,
   type FramedExecuteContext,
   type FramedLookupContext,
-  type FrameOperation,
   type LookupResult,
   type Outcome,
   type TypedAdapter,
@@ -28,7 +27,6 @@ import {
   isObj,
   type MsGraphOperationTypes,
   msGraphOperations,
-  TRANSACTION_ID_RULE,
 } from './msgraph-operations.js';
 
 export interface MsGraphAdapterOptions {
@@ -78,11 +76,7 @@ function buildClient(options: MsGraphAdapterOptions): Client {
   }
   if (options.accessToken === undefined || options.accessToken === '')
     configError('accessToken (a token or a function returning one) is required when no client is given');
-  return createGraphClient({
-    token: options.accessToken,
-    ...(options.baseUrl !== undefined ? { baseUrl: options.baseUrl } : {}),
-    ...(options.version !== undefined ? { version: options.version } : {}),
-  });
+  return createGraphClient({ token: options.accessToken, baseUrl: options.baseUrl, version: options.version });
 }
 
 /** Sends `request` with the timeout and a transport probe; RAW, so a non-2xx is an answer, not a throw. */
@@ -127,11 +121,7 @@ async function execute(rt: Runtime, o: GraphOperation, params: unknown, ctx: Fra
   return { kind: 'succeeded', result, ...refsOf(answer), ...(providerRef ? { providerRef } : {}) };
 }
 
-async function lookup(
-  rt: Runtime,
-  o: GraphOperation & FrameOperation,
-  ctx: FramedLookupContext,
-): Promise<LookupResult> {
+async function lookup(rt: Runtime, o: GraphOperation, ctx: FramedLookupContext): Promise<LookupResult> {
   const what = `${o.name} lookup`;
   if (operationParamsErrors(o, ctx.params).length > 0)
     return {
@@ -161,12 +151,11 @@ async function lookup(
       ...refsOf(answer),
     };
   const { result, providerRef } = o.read(first, true);
-  const matches = items.length;
   return {
     kind: 'found',
     outcome: {
       kind: 'succeeded',
-      result: matches > 1 ? { ...(result as object), matches } : result,
+      result: items.length > 1 ? { ...(result as object), matches: items.length } : result,
       ...refsOf(answer),
       ...(providerRef ? { providerRef } : {}),
     },
@@ -188,16 +177,11 @@ export function createMsGraphAdapter(options: MsGraphAdapterOptions): MsGraphAda
     extendedPropertyId,
     applicationName: options.applicationName ?? DEFAULT_APPLICATION_NAME,
   };
-  const operations: Record<string, GraphOperation & FrameOperation> = {};
-  for (const [name, o] of Object.entries(msGraphOperations)) {
-    const keyRule = o.card.providerKey.travels.value === 'none' ? null : TRANSACTION_ID_RULE;
-    operations[name] = { ...o, intentFields: o.card.businessOperationId.intentFields, keyRule };
-  }
   // close: the Graph client holds no sockets of its own (global fetch); nothing to release.
   return defineAdapter(
     {
       provider: PROVIDER,
-      operations,
+      operations: msGraphOperations,
       execute: (o, params, ctx) => execute(rt, o, params, ctx),
       lookup: (o, ctx) => lookup(rt, o, ctx),
     },

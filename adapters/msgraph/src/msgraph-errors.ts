@@ -1,5 +1,5 @@
 import type { LookupResult, Outcome, ProviderRefs } from '@retrysafe/contract';
-import { classifyTransportFailure, errorCodes, parseRetryAfter } from '@retrysafe/contract/provider';
+import { classifyTransportFailure, errorCodes, retryAfterOf } from '@retrysafe/contract/provider';
 
 // Graph has delivered mail after a 503/504, so a 5xx is unknown; throttled requests fail, so a 429 is not-applied.
 
@@ -41,11 +41,6 @@ function messageOf(answer: GraphHttpAnswer): string {
   return scrubMessage(msg);
 }
 
-const retryAfterOf = (answer: GraphHttpAnswer) => {
-  const retryAfterMs = parseRetryAfter(answer.headers.get('retry-after'));
-  return retryAfterMs !== undefined ? { retryAfterMs } : {};
-};
-
 /** The rejection reason of a refused status (any other 4xx is 'other'); 507 is the mailbox quota. */
 const REJECTED: Partial<Record<number, Extract<Outcome, { kind: 'rejected' }>['reason']>> = {
   ...Object.fromEntries([400, 405, 413, 415, 422].map((s) => [s, 'validation' as const])),
@@ -63,7 +58,7 @@ export function outcomeFromErrorAnswer(
 ): Outcome {
   const refs = refsOf(answer);
   const message = messageOf(answer);
-  const ra = retryAfterOf(answer);
+  const ra = retryAfterOf(answer.headers.get('retry-after'));
   const s = answer.status;
   if (s === 429) return { kind: 'not-applied', message: `throttled: ${message}`, ...ra, ...refs };
   if (s === 409 && options.conflictMayMeanApplied) {
@@ -116,7 +111,7 @@ export function outcomeFromNetworkError(error: unknown): Outcome {
 /** A lookup that failed or could not decide: never "not-found" (absence proves nothing while the delay is unknown). */
 export function cannotTellFromAnswer(answer: GraphHttpAnswer, what: string): LookupResult {
   const reason = `${what} failed with HTTP ${answer.status}: ${messageOf(answer)}`;
-  return { kind: 'cannot-tell', reason, ...retryAfterOf(answer), ...refsOf(answer) };
+  return { kind: 'cannot-tell', reason, ...retryAfterOf(answer.headers.get('retry-after')), ...refsOf(answer) };
 }
 
 export function cannotTellFromNetworkError(

@@ -1,4 +1,4 @@
-import type { FramedLookupContext, JsonSchema, OperationSpec, ProviderKeyRule } from '@retrysafe/contract';
+import type { FramedLookupContext, FrameOperation, JsonSchema, ProviderKeyRule } from '@retrysafe/contract';
 import type { SchemaType } from '@retrysafe/contract/provider';
 import { eventsCreateCard, mailSendCard, todoTasksCreateCard } from './msgraph-cards.js';
 
@@ -8,7 +8,7 @@ export const DEFAULT_EXTENDED_PROPERTY_ID =
 export const DEFAULT_APPLICATION_NAME = 'retrysafe';
 
 /** Graph documents no length or charset for `transactionId`: a conservative 64-character key. */
-export const TRANSACTION_ID_RULE: ProviderKeyRule = { maxLength: 64, charset: 'A-Za-z0-9-', prefix: 'rs-' };
+const TRANSACTION_ID_RULE: ProviderKeyRule = { maxLength: 64, charset: 'A-Za-z0-9-', prefix: 'rs-' };
 
 /** What `mail.send` yields: accepted (a 202, no id) or found in Sent Items by the lookup. */
 export type MailSendResult = Readonly<ReturnType<typeof mailResult>>;
@@ -41,8 +41,8 @@ export type BuildContext = Pick<FramedLookupContext, 'businessOperationId' | 'pr
   readonly applicationName: string;
 };
 
-/** An operation as the adapter runs it: the contract spec plus its one POST, its lookup query and how it reads an item. */
-export interface GraphOperation<P = unknown> extends Omit<OperationSpec, 'intentFields'> {
+/** An operation as the adapter runs it: the frame's spec plus its one POST, its lookup query and how it reads an item. */
+export interface GraphOperation<P = unknown> extends FrameOperation {
   build(params: P, ctx: BuildContext): { readonly path: string; readonly body: Record<string, unknown> };
   lookup(
     params: P,
@@ -135,6 +135,7 @@ export const mailSend: GraphOperation<MailSendParams> = {
   description:
     'Send an email from a mailbox (POST /me/sendMail or /users/{id}/sendMail). No provider idempotency: the message is tagged with the business-operation id and reconciled from Sent Items; never resent after an unknown outcome.',
   card: mailSendCard,
+  keyRule: null,
   sensitiveFields: [
     'message.body',
     'message.toRecipients',
@@ -180,6 +181,7 @@ const eventsCreate: GraphOperation<EventsCreateParams> = {
   description:
     "Create a calendar event in a mailbox's default calendar (POST /me/events or /users/{id}/events) with a transactionId derived from the business-operation id; reconciled by an extended-property lookup.",
   card: eventsCreateCard,
+  keyRule: TRANSACTION_ID_RULE,
   sensitiveFields: ['event.body', 'event.attendees', 'event.subject', 'event.location'],
   paramsSchema: EVENTS_CREATE_PARAMS,
   conflictMayMeanApplied: true,
@@ -203,6 +205,7 @@ const todoTasksCreate: GraphOperation<TodoTasksCreateParams> = {
   description:
     'Create a Microsoft To Do task in a list (POST /me/todo/lists/{listId}/tasks). No provider idempotency: the task carries a linkedResource whose externalId is the business-operation id, and an unknown outcome is reconciled by a lookup on it or handed off.',
   card: todoTasksCreateCard,
+  keyRule: null,
   sensitiveFields: ['task.body', 'task.title'],
   paramsSchema: TODO_TASKS_CREATE_PARAMS,
   build(p, ctx) {

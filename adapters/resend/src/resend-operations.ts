@@ -102,7 +102,6 @@ export const emailsSend: ResendOperation = {
   description:
     'Send one email through Resend (POST /emails) with an Idempotency-Key derived from emailRef: a re-send inside 24 h returns the first answer (the same email id) instead of a second email.',
   card: emailsSendCard,
-  intentFields: emailsSendCard.businessOperationId.intentFields,
   sensitiveFields: ['to', 'cc', 'bcc', 'replyTo', 'subject', 'html', 'text', 'headers'],
   paramsSchema: {
     ...emailSchema,
@@ -121,7 +120,6 @@ export const batchSend: ResendOperation = {
   description:
     'Send up to 100 emails in one Resend request (POST /emails/batch, strict validation: all or none) with an Idempotency-Key derived from batchRef: a re-send inside 24 h returns the first answer (the same email ids).',
   card: batchSendCard,
-  intentFields: batchSendCard.businessOperationId.intentFields,
   sensitiveFields: ['emails'],
   paramsSchema: {
     type: 'object',

@@ -8,7 +8,7 @@ import {
   type Outcome,
   type TypedAdapter,
 } from '@retrysafe/contract';
-import { checkBaseUrl, classifyTransportFailure, parseRetryAfter } from '@retrysafe/contract/provider';
+import { checkBaseUrl, classifyTransportFailure, retryAfterOf } from '@retrysafe/contract/provider';
 import { SANDBOX_KEY_RULE, SANDBOX_PROVIDER, type SandboxLimits, sandboxCreateCard } from './sandbox-cards.js';
 import type { SandboxBehaviour, SandboxProvider, SandboxRecord, SandboxResponse } from './sandbox-provider.js';
 
@@ -107,12 +107,11 @@ export function classifySandboxResponse(res: SandboxResponse): Outcome {
 /** Maps an HTTP answer of the sandbox server into one outcome. */
 function classifyHttp(status: number, headers: Headers, body: unknown): Outcome {
   const requestId = headers.get('x-request-id') ?? undefined;
-  const retryAfterMs = parseRetryAfter(headers.get('retry-after'));
   const rec = (body as { record?: SandboxRecord } | null)?.record;
   const errCode = (body as { error?: { code?: string; message?: string } } | null)?.error;
   const message = errCode?.message ?? `HTTP ${status}`;
   const base = { status, ...(requestId ? { requestId } : {}) };
-  const ra = retryAfterMs !== undefined ? { retryAfterMs } : {};
+  const ra = retryAfterOf(headers.get('retry-after'));
   if (status === 201 && rec) {
     const kind = headers.get('idempotent-replayed') === 'true' ? 'replayed' : 'succeeded';
     return { kind, result: toResult(rec), providerRef: rec.id, ...base };
@@ -187,7 +186,6 @@ export function createSandboxAdapter(options: SandboxAdapterOptions): SandboxAda
     name: SANDBOX_OPERATION,
     description: 'Creates one sandbox record (a no-op stand-in for any create operation).',
     card,
-    intentFields,
     sensitiveFields: options.sensitiveFields ?? [],
     paramsSchema: {
       type: 'object',
@@ -306,9 +304,7 @@ export function createSandboxAdapter(options: SandboxAdapterOptions): SandboxAda
         reason: `lookup answered ${res.status}`,
         status: res.status,
         ...(requestId ? { requestId } : {}),
-        ...(parseRetryAfter(res.headers.get('retry-after')) !== undefined
-          ? { retryAfterMs: parseRetryAfter(res.headers.get('retry-after'))! }
-          : {}),
+        ...retryAfterOf(res.headers.get('retry-after')),
       };
     };
   }

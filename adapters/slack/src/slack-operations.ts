@@ -74,7 +74,6 @@ export const postMessage: SlackOperation = {
   description:
     'Post a message to a Slack conversation (tagged with the business-operation id in its metadata, so a lost answer is found in the history, never re-posted).',
   card: postMessageCard,
-  intentFields: postMessageCard.businessOperationId.intentFields,
   sensitiveFields: ['text', 'blocks'],
   keyRule: null,
   paramsSchema: {
@@ -98,7 +97,6 @@ export const update: SlackOperation = {
   method: 'chat.update',
   description: "Set a Slack message's text (and blocks). Idempotent: the same content set twice is one edit.",
   card: updateCard,
-  intentFields: updateCard.businessOperationId.intentFields,
   sensitiveFields: ['text', 'blocks'],
   keyRule: null,
   paramsSchema: {

@@ -9,7 +9,7 @@ import {
 import { checkBaseUrl, lookupFromOutcome, operationParamsErrors, positiveInteger } from '@retrysafe/contract/provider';
 import { resendSafety } from '@retrysafe/contract/rules';
 import Stripe from 'stripe';
-import { STRIPE_KEY_RETENTION_MS, STRIPE_KEY_RULE, STRIPE_SEARCH_DELAY_MS } from './stripe-cards.js';
+import { STRIPE_KEY_RETENTION_MS, STRIPE_SEARCH_DELAY_MS } from './stripe-cards.js';
 import { classifyStripeError, classifyStripeResult, isReplayedHeaders } from './stripe-errors.js';
 import { ClosedConnectionGuard } from './stripe-http-client.js';
 import {
@@ -202,13 +202,10 @@ export function createStripeAdapter(options: StripeAdapterOptions): StripeAdapte
   if (typeof options !== 'object' || options === null) configError('options are required');
   const timeoutMs = positiveInteger(PROVIDER, 'timeoutMs', options.timeoutMs, 30_000);
   const rt: Runtime = { client: buildClient(options, timeoutMs), timeoutMs, replaysServerError: new Set() };
-  const operations = Object.fromEntries(
-    Object.values(stripeOperations).map((op) => [op.name, { ...op, keyRule: STRIPE_KEY_RULE }]),
-  );
   // close: the guarded Node client uses the SDK's shared keep-alive agent; nothing of ours to release.
   return defineAdapter({
     provider: PROVIDER,
-    operations,
+    operations: stripeOperations,
     execute: (op, params, ctx) => send(rt, op, params, ctx),
     lookup: (op, ctx) => lookup(rt, op, ctx),
   });

@@ -1,5 +1,5 @@
 import type { Outcome, ProviderRefs, RejectReason, UnknownCause } from '@retrysafe/contract';
-import { NEVER_SENT_CODES, parseRetryAfter } from '@retrysafe/contract/provider';
+import { NEVER_SENT_CODES, retryAfterOf } from '@retrysafe/contract/provider';
 import type Stripe from 'stripe';
 import { CONNECTION_CLOSED_CODE } from './stripe-http-client.js';
 
@@ -73,8 +73,7 @@ export function classifyStripeError(error: unknown, creates?: string): Outcome {
   const msg = (fallback: string) => short(e.message, fallback);
   const unknown = (cause: UnknownCause, message: string, extra: ProviderRefs & { retryAfterMs?: number } = {}) =>
     ({ kind: 'unknown', cause, message, ...r, ...extra }) as const;
-  const wait = parseRetryAfter(header(e.headers, 'retry-after'));
-  const waitRef = wait !== undefined ? { retryAfterMs: wait } : {};
+  const waitRef = retryAfterOf(header(e.headers, 'retry-after'));
 
   if (
     type === 'StripeConnectionError' ||

@@ -1,3 +1,4 @@
+import { markerGuard } from '@retrysafe/contract/provider';
 import Stripe from 'stripe';
 
 /** Error code the guard gives a closed connection, so stripe-node's closed-connection retry does not fire. */
@@ -33,9 +34,7 @@ export class ClosedConnectionGuard extends Stripe.HttpClient {
   }
 
   /** True for a guard from any copy of this package (checks a Symbol.for marker). */
-  static isInstance(value: unknown): value is ClosedConnectionGuard {
-    return typeof value === 'object' && value !== null && (value as Record<symbol, unknown>)[GUARD] === true;
-  }
+  static isInstance = markerGuard<ClosedConnectionGuard>(GUARD);
 }
 
 /** The HttpClient to give a Stripe client you build yourself and pass to `createStripeAdapter({ client })`. */

@@ -1,7 +1,7 @@
 import type { BusinessOperationId, JsonSchema, RetrySafetyCard } from '@retrysafe/contract';
 import type { SchemaType } from '@retrysafe/contract/provider';
 import type Stripe from 'stripe';
-import { STRIPE_OPERATION_METADATA_KEY, stripeCards } from './stripe-cards.js';
+import { STRIPE_KEY_RULE, STRIPE_OPERATION_METADATA_KEY, stripeCards } from './stripe-cards.js';
 
 /** A Stripe object as the SDK returns it (with its non-enumerable `lastResponse`). */
 export type StripeObject = { id?: string; metadata?: Record<string, string> | null; created?: number } & Record<
@@ -66,7 +66,7 @@ function stripeOperation<const R extends Record<string, JsonSchema>, const O ext
     object: snake(spec.resource).slice(0, -1),
     description: spec.description,
     card: card as RetrySafetyCard,
-    intentFields: card.businessOperationId.intentFields,
+    keyRule: STRIPE_KEY_RULE,
     sensitiveFields: spec.sensitiveFields ?? [],
     paramsSchema: {
       type: 'object',

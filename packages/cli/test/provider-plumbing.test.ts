@@ -17,7 +17,7 @@ import { createStripeAdapter } from '@retrysafe/stripe';
 import { describe, expect, it } from 'vitest';
 // Each adapter's own classifier, read from source: the root entries export only what a user needs
 // (factory, options, cards), not these internals. The sandbox reads Retry-After with the contract's parser itself.
-import { classifyNetworkError as httpNetwork, retryAfterOf } from '../../../adapters/http/src/http-errors.js';
+import { classifyResponse, classifyNetworkError as httpNetwork } from '../../../adapters/http/src/http-errors.js';
 import {
   outcomeFromNetworkError as hubspotNetwork,
   rateLimitWaitMs,
@@ -58,7 +58,14 @@ const classifiers: Record<string, (code: string) => Outcome> = {
 /** The wait an outcome carries, where the adapter's own classifier read the header. */
 const waitOf = (o: Outcome) => (o as { retryAfterMs?: number }).retryAfterMs;
 const retryAfterReaders: Record<string, (v: string) => number | undefined> = {
-  http: (v) => retryAfterOf({ 'retry-after': v }).retryAfterMs,
+  http: (v) =>
+    waitOf(
+      classifyResponse(
+        ietfOrdersCreate('acme'),
+        { status: 429, headers: { 'retry-after': v }, data: null, url: '' },
+        1,
+      ),
+    ),
   sandbox: (v) => sandboxRetryAfter(v),
   msgraph: (v) => waitOf(graphAnswer({ status: 429, headers: new Headers({ 'retry-after': v }), body: null })),
   // stripe-node's headers are a plain object.

@@ -36,7 +36,6 @@ const op = (over: Partial<FrameOperation> = {}): FrameOperation => ({
   name: 'orders.create',
   description: 'd',
   card: sampleCard as RetrySafetyCard,
-  intentFields: sampleCard.businessOperationId.intentFields,
   paramsSchema: schema,
   keyRule: RULE,
   ...over,
@@ -119,6 +118,7 @@ describe('defineAdapter', () => {
     expect(Object.isFrozen(adapter.operations)).toBe(true);
     expect(Object.isFrozen(adapter.operations['orders.create'])).toBe(true);
     expect(Object.keys(adapter.operations['orders.create']!)).not.toContain('keyRule');
+    expect(adapter.operations['orders.create']!.intentFields).toBe(sampleCard.businessOperationId.intentFields);
   });
 
   it('operation names: exactly the declared keys; anything else (a provider prefix too) is UnknownOperationError from every method', async () => {
@@ -233,7 +233,6 @@ describe('defineAdapter', () => {
     ],
     ['no key rule for a card whose key travels', { keyRule: null }, /declares no key rule/],
     ['a key longer than the card allows', { keyRule: { ...RULE, maxLength: 300 } }, /allows 300/],
-    ['intent fields other than the card’s', { intentFields: ['customer'] }, /intentFields/],
   ] as const)('refuses %s (AdapterConfigurationError at construction)', (_what, over, message) => {
     expect(() => framed(over as Partial<FrameOperation>)).toThrow(AdapterConfigurationError);
     expect(() => framed(over as Partial<FrameOperation>)).toThrow(message);

@@ -24,8 +24,8 @@ import {
 import type { LookupResult, Outcome } from './outcome.js';
 import { AJV_WORDS, schemaProblems } from './schema-problems.js';
 
-/** `keyRule`: null exactly when the card says no key travels. */
-export interface FrameOperation extends OperationSpec {
+/** `keyRule`: null exactly when the card says no key travels. The intent fields are the card's (`defineAdapter` sets them). */
+export interface FrameOperation extends Omit<OperationSpec, 'intentFields'> {
   readonly keyRule: ProviderKeyRule | null;
 }
 
@@ -64,7 +64,10 @@ export const schemaErrors = (schema: JsonSchema, params: unknown): FieldError[] 
   schemaProblems(schema, params, PARAMS);
 
 /** The schema's field errors, then the adapter's own checks. */
-export function operationParamsErrors(spec: OperationSpec, params: unknown): FieldError[] {
+export function operationParamsErrors(
+  spec: Pick<OperationSpec, 'paramsSchema' | 'checkParams'>,
+  params: unknown,
+): FieldError[] {
   const errors = schemaErrors(spec.paramsSchema, params);
   if (errors.length > 0 || !spec.checkParams) return errors;
   return [...spec.checkParams(params)].map((f) => ({ path: String(f.path), message: String(f.message) }));
@@ -102,8 +105,6 @@ function checkDefinition(provider: string, operations: Readonly<Record<string, F
       bad(`its card is for ${JSON.stringify(card.operation)}, expected "${provider}.${name}"`);
     if (typeof op.paramsSchema !== 'object' || op.paramsSchema === null)
       bad('paramsSchema must be a JSON Schema object');
-    const [declared, carded] = [op.intentFields, card.businessOperationId.intentFields].map((f) => JSON.stringify(f));
-    if (declared !== carded) bad(`intentFields ${declared} differ from the card's ${carded}`);
     // The adapter sends a key exactly when the card says one travels, within the card's length.
     const travels = card.providerKey.travels.value;
     if (travels === 'none' && keyRule !== null) bad('the card says no key travels but the adapter declares a key rule');
@@ -125,7 +126,8 @@ export function defineAdapter<const P extends string, O extends FrameOperation, 
   // The public spec of each operation: the adapter's own fields (key rule, request builders) stay inside.
   const operations: Record<string, OperationSpec> = {};
   for (const [name, op] of Object.entries(declared)) {
-    const { description, card, intentFields, sensitiveFields, paramsSchema, checkParams } = op;
+    const { description, card, sensitiveFields, paramsSchema, checkParams } = op;
+    const { intentFields } = card.businessOperationId;
     const optional = { ...(sensitiveFields && { sensitiveFields }), ...(checkParams && { checkParams }) };
     operations[name] = Object.freeze({ name, description, card, intentFields, paramsSchema, ...optional });
   }

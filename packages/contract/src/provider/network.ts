@@ -96,6 +96,12 @@ export function parseRetryAfter(value: string | readonly string[] | null | undef
   return Number.isNaN(at) ? undefined : Math.max(0, at - now);
 }
 
+/** The Retry-After header as the `retryAfterMs` field of an outcome or lookup result (`{}` when it gives no wait). */
+export function retryAfterOf(value: string | readonly string[] | null | undefined): { retryAfterMs?: number } {
+  const retryAfterMs = parseRetryAfter(value);
+  return retryAfterMs === undefined ? {} : { retryAfterMs };
+}
+
 /** An outcome seen while reconciling, as a lookup result: never `not-found` (the runner decides absence from the card). */
 export function lookupFromOutcome(outcome: Outcome, how: string): LookupResult {
   switch (outcome.kind) {

@@ -8,6 +8,7 @@ import {
   NEVER_SENT_CODES,
   parseRetryAfter,
   positiveInteger,
+  retryAfterOf,
 } from './index.js';
 
 const NOW = Date.parse('2026-12-01T10:00:00Z');
@@ -41,6 +42,11 @@ describe('parseRetryAfter: one reading for every adapter', () => {
 
   it('takes the first of repeated header values', () => {
     expect(parseRetryAfter(['2', '9'], NOW)).toBe(2000);
+  });
+
+  it('retryAfterOf gives the field to spread into an outcome, or nothing', () => {
+    expect(retryAfterOf('2')).toEqual({ retryAfterMs: 2000 });
+    expect(retryAfterOf('soon')).toEqual({});
   });
 });
 

@@ -148,7 +148,6 @@ export function createFenceAdapter(options: {
       name,
       description: upstream.description ?? name,
       card: fenceCard(config, name, t),
-      intentFields: t.intent,
       paramsSchema: upstream.inputSchema,
       keyRule: t.key ? { maxLength: t.key.maxLength ?? 64, charset: KEY_CHARSET, prefix: 'rs-' } : null,
       tool: t,
