@@ -5,7 +5,6 @@ import type { AdapterV1, Ledger } from '@retrysafe/contract';
 import type { HttpAdapterDeclaration } from '@retrysafe/http';
 import type {
   HttpAdapterConfig,
-  HttpDeclarationData,
   HttpOperationConfig,
   LedgerLocation,
   ModuleAdapterConfig,
@@ -141,7 +140,7 @@ export async function createAdapters(
       out[name] = (await factory(options)) as AdapterV1;
     }
   }
-  checkOperations(config, out);
+  exposedOperations(config, out);
   return out;
 }
 
@@ -160,10 +159,11 @@ function setPath(target: Record<string, unknown>, dotted: string, value: string,
   cur[parts.at(-1)!] = value;
 }
 
-/** Each `operations` entry must name an operation of its adapter (a typo is an error, not zero tools). */
-function checkOperations(config: RetrysafeConfig, adapters: Record<string, AdapterV1>): string[] {
+/** The `operations` entries as `<provider>.<operation>` (undefined: every operation is exposed); each must name an
+ * operation of its adapter (a typo is an error, not zero tools). */
+export function exposedOperations(config: RetrysafeConfig, adapters: Record<string, AdapterV1>): string[] | undefined {
   const problems: string[] = [];
-  const names = (config.operations ?? []).map((entry, i) => {
+  const names = config.operations?.map((entry, i) => {
     const name = entry.split('.')[0]!;
     const op = entry.slice(name.length + 1);
     const adapter = adapters[name];
@@ -178,18 +178,13 @@ function checkOperations(config: RetrysafeConfig, adapters: Record<string, Adapt
   return names;
 }
 
-/** The `operations` entries as `<provider>.<operation>`, or undefined when every operation is exposed. */
-export function exposedOperations(config: RetrysafeConfig, adapters: Record<string, AdapterV1>): string[] | undefined {
-  return config.operations && checkOperations(config, adapters);
-}
-
 /** The declaration `@retrysafe/http` takes: cards read, header credentials from the environment. */
 export function httpDeclarationOf(
   name: string,
   c: HttpAdapterConfig,
   baseDir: string,
   environment: NodeJS.ProcessEnv = process.env,
-): HttpDeclarationData {
+) {
   const path = `adapters.${name}`;
   const headers: Record<string, string> = { ...(c.headers ?? {}) };
   for (const [header, variable] of Object.entries(c.headersFromEnv ?? {}))

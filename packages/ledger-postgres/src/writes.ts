@@ -88,7 +88,6 @@ export function createWrites(db: Db, st: Statements, defers: boolean) {
   }
 
   async function fenced(ref: Fenced, c: FencedCall): Promise<OperationRecord | null> {
-    checkRef(ref, c.what);
     const texts = st.fenced(c.write, c.values.length, c.receipt !== undefined, c.deferred === true && defers);
     const args = [...c.values, ref.businessOperationId, ref.fence];
     if (c.receipt !== undefined) {
@@ -121,12 +120,6 @@ export function createWrites(db: Db, st: Statements, defers: boolean) {
     writeLocked,
     remember,
   };
-}
-
-function checkRef(ref: Fenced, what: string): void {
-  if (!ref || typeof ref.businessOperationId !== 'string' || !Number.isInteger(ref.fence)) {
-    throw new LedgerError(`${what}: a fenced reference { businessOperationId, fence } is required`);
-  }
 }
 
 /** A receipt of the operation it is appended to (the UPDATE's guard checks its seq). */
