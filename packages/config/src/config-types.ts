@@ -84,9 +84,6 @@ export interface HttpOperationConfig {
   };
 }
 
-/** A `type: http` entry resolved for `@retrysafe/http`'s createHttpAdapterFromDeclaration: cards read, header credentials from the environment. */
-export type HttpDeclarationData = Required<Pick<HttpAdapterConfig, 'provider'>> &
-  Pick<HttpAdapterConfig, 'baseUrl' | 'timeoutMs' | 'headers' | 'operations'>;
 export type AdapterConfig =
   | VendorConfig<'apiKeyEnv'>
   | VendorConfig<'accessTokenEnv'>

@@ -1,11 +1,10 @@
-import { existsSync, statSync } from 'node:fs';
+import { existsSync, readFileSync, statSync } from 'node:fs';
 import { dirname, isAbsolute, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
-import type { AdapterV1, Ledger } from '@retrysafe/contract';
+import type { AdapterV1, JsonSchema, Ledger } from '@retrysafe/contract';
 import type { HttpAdapterDeclaration } from '@retrysafe/http';
 import type {
   HttpAdapterConfig,
-  HttpDeclarationData,
   HttpOperationConfig,
   LedgerLocation,
   ModuleAdapterConfig,
@@ -13,8 +12,45 @@ import type {
 } from './config-types.js';
 import { findInlineCredentials, looksLikeEnvName } from './credentials.js';
 import { ConfigError, readDataFile } from './read-file.js';
-import { suggest } from './schema-check.js';
-import { checkConfig, DEFAULT_LEDGER, ledgerProblem, POSTGRES_URL } from './validate.js';
+import { checkSchema, suggest } from './schema-check.js';
+
+/** The config file's JSON Schema: the published schema.json is the one definition, and what `parseConfig` checks. */
+export const configSchema = JSON.parse(readFileSync(new URL('../schema.json', import.meta.url), 'utf8')) as JsonSchema;
+
+const DEFAULT_LEDGER = './retrysafe.db';
+const POSTGRES_URL = /^postgres(ql)?:\/\/[^/]/i;
+
+/** Why a ledger location is neither a postgres:// URL nor a SQLite file path, or undefined when it is one. */
+function ledgerProblem(location: string): string | undefined {
+  if (POSTGRES_URL.test(location)) return undefined;
+  const scheme = /^([A-Za-z][A-Za-z0-9+.-]+):/.exec(location)?.[1];
+  // One letter before a colon is a Windows drive (C:\ledgers\a.db), not a scheme.
+  if (scheme && scheme.length > 1)
+    return `${JSON.stringify(location)} is a ${scheme}: URL; a ledger is a postgres:// URL or a SQLite file path${suggest(scheme.toLowerCase(), ['postgres', 'postgresql'])}`;
+  if (!location.trim()) return 'the ledger location is empty';
+  if (/[\\/]$/.test(location)) return `${JSON.stringify(location)} names a directory, not a SQLite file`;
+}
+
+/** Problems beyond the schema's shape; operation names are checked once the adapters are built (`createAdapters`). */
+function checkConfig(o: Record<string, unknown>): string[] {
+  const problems = checkSchema(o, configSchema);
+  const ledger = typeof o.ledger === 'string' && o.ledger ? ledgerProblem(o.ledger) : undefined;
+  if (ledger) problems.push(`ledger: ${ledger}`);
+  const policy = o.policy as Record<string, unknown> | undefined;
+  if (policy && typeof policy.capMs === 'number' && typeof policy.baseMs === 'number' && policy.capMs < policy.baseMs)
+    problems.push(`policy.capMs: the backoff cap (${policy.capMs}) is below its base (${policy.baseMs})`);
+  const adapters =
+    o.adapters && typeof o.adapters === 'object' && !Array.isArray(o.adapters) ? Object.keys(o.adapters) : [];
+  if (o.adapters !== undefined && adapters.length === 0) problems.push('adapters: name at least one adapter');
+  for (const [i, entry] of (Array.isArray(o.operations) ? o.operations : []).entries()) {
+    const name = String(entry).split('.')[0]!;
+    if (typeof entry === 'string' && !adapters.includes(name))
+      problems.push(
+        `operations[${i}]: "${entry}" starts with "${name}", which is not an adapter in this file${suggest(name, adapters)} (entries are "<adapter name>.<operation>"; adapters: ${adapters.join(', ') || 'none'})`,
+      );
+  }
+  return problems;
+}
 
 /** Parses and checks a config object against the published schema; every problem is reported at once. */
 export function parseConfig(raw: unknown, baseDir = process.cwd(), source = 'config'): RetrysafeConfig {
@@ -141,7 +177,7 @@ export async function createAdapters(
       out[name] = (await factory(options)) as AdapterV1;
     }
   }
-  checkOperations(config, out);
+  exposedOperations(config, out);
   return out;
 }
 
@@ -160,10 +196,11 @@ function setPath(target: Record<string, unknown>, dotted: string, value: string,
   cur[parts.at(-1)!] = value;
 }
 
-/** Each `operations` entry must name an operation of its adapter (a typo is an error, not zero tools). */
-function checkOperations(config: RetrysafeConfig, adapters: Record<string, AdapterV1>): string[] {
+/** The `operations` entries as `<provider>.<operation>` (undefined: every operation is exposed); each must name an
+ * operation of its adapter (a typo is an error, not zero tools). */
+export function exposedOperations(config: RetrysafeConfig, adapters: Record<string, AdapterV1>): string[] | undefined {
   const problems: string[] = [];
-  const names = (config.operations ?? []).map((entry, i) => {
+  const names = config.operations?.map((entry, i) => {
     const name = entry.split('.')[0]!;
     const op = entry.slice(name.length + 1);
     const adapter = adapters[name];
@@ -178,18 +215,13 @@ function checkOperations(config: RetrysafeConfig, adapters: Record<string, Adapt
   return names;
 }
 
-/** The `operations` entries as `<provider>.<operation>`, or undefined when every operation is exposed. */
-export function exposedOperations(config: RetrysafeConfig, adapters: Record<string, AdapterV1>): string[] | undefined {
-  return config.operations && checkOperations(config, adapters);
-}
-
 /** The declaration `@retrysafe/http` takes: cards read, header credentials from the environment. */
 export function httpDeclarationOf(
   name: string,
   c: HttpAdapterConfig,
   baseDir: string,
   environment: NodeJS.ProcessEnv = process.env,
-): HttpDeclarationData {
+) {
   const path = `adapters.${name}`;
   const headers: Record<string, string> = { ...(c.headers ?? {}) };
   for (const [header, variable] of Object.entries(c.headersFromEnv ?? {}))

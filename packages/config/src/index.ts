@@ -1,5 +1,6 @@
 export type { RetrysafeConfigInput } from './config.js';
 export {
+  configSchema,
   createAdapters,
   defineConfig,
   exposedOperations,
@@ -18,4 +19,3 @@ export {
   readDataFile,
 } from './read-file.js';
 export { checkSchema } from './schema-check.js';
-export { configSchema } from './validate.js';

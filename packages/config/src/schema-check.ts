@@ -20,21 +20,16 @@ function editDistance(a: string, b: string): number {
   return d[a.length]![b.length]!;
 }
 
-/** The closest candidate, when it is close enough to be a typo (case differences count as none). */
-export function didYouMean(word: string, candidates: Iterable<string>): string | null {
+/** ` (did you mean "…"?)` with the closest candidate, when it is close enough to be a typo (case counts as none). */
+export const suggest = (word: string, candidates: Iterable<string>): string => {
   let best: { c: string; score: number } | null = null;
   for (const c of candidates) {
     const score = editDistance(word.toLowerCase(), c.toLowerCase());
     if (best === null || score < best.score) best = { c, score };
   }
-  if (best === null) return null;
+  if (best === null) return '';
   const limit = Math.max(1, Math.min(3, Math.floor(Math.max(word.length, best.c.length) / 3)));
-  return best.score <= limit ? best.c : null;
-}
-
-export const suggest = (word: string, candidates: Iterable<string>): string => {
-  const s = didYouMean(word, candidates);
-  return s ? ` (did you mean "${s}"?)` : '';
+  return best.score <= limit ? ` (did you mean "${best.c}"?)` : '';
 };
 
 const typeOf = (v: unknown): string =>

@@ -5,7 +5,7 @@ import { Ajv2020 } from 'ajv/dist/2020.js';
 import { describe, expect, it } from 'vitest';
 import { parse as parseYaml } from 'yaml';
 import { checkSchema, configSchema } from './index.js';
-import { didYouMean } from './schema-check.js';
+import { suggest } from './schema-check.js';
 
 // The published schema is checked by a real JSON Schema 2020-12 validator (what editors run) and by
 // parseConfig's own checker: on every sample they must agree on valid / invalid.
@@ -121,9 +121,9 @@ describe('schema.json is a real JSON Schema and agrees with parseConfig’s chec
   });
 
   it('suggests only close keys', () => {
-    expect(didYouMean('ledgr', ['ledger', 'adapters'])).toBe('ledger');
-    expect(didYouMean('Ledger', ['ledger'])).toBe('ledger');
-    expect(didYouMean('xyz', ['ledger', 'adapters', 'policy'])).toBeNull();
-    expect(didYouMean('maxAtempts', ['maxAttempts', 'maxElapsedMs'])).toBe('maxAttempts');
+    expect(suggest('ledgr', ['ledger', 'adapters'])).toBe(' (did you mean "ledger"?)');
+    expect(suggest('Ledger', ['ledger'])).toBe(' (did you mean "ledger"?)');
+    expect(suggest('xyz', ['ledger', 'adapters', 'policy'])).toBe('');
+    expect(suggest('maxAtempts', ['maxAttempts', 'maxElapsedMs'])).toBe(' (did you mean "maxAttempts"?)');
   });
 });

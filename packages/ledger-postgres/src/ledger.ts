@@ -1,6 +1,7 @@
 import {
   type ClaimInput,
   type ClaimResult,
+  ClockSkewError,
   type Ledger,
   LedgerError,
   type OperationRecord,
@@ -21,8 +22,7 @@ import {
   TERMINAL_STATES,
 } from '@retrysafe/contract/ledger';
 import type pg from 'pg';
-import { createSkewCheck } from './clock.js';
-import { jsonParam, type OperationRow, parseJson, toReceipts, toRecord } from './rows.js';
+import { createWrites, jsonParam, type OperationRow, parseJson, toReceipts, toRecord } from './rows.js';
 import { type MigrateReport, quoteSchema } from './schema.js';
 import {
   APPEND,
@@ -32,10 +32,10 @@ import {
   RELEASE,
   RENEW,
   SET_STATE_FIELDS,
+  type Statements,
   setStateWrite,
 } from './statements.js';
-import { createDb } from './tx.js';
-import { createWrites } from './writes.js';
+import { createDb, type Db } from './tx.js';
 
 /** The README's table says what each option does and why its default is what it is. */
 export interface PostgresLedgerOptions {
@@ -173,7 +173,6 @@ function fencedWrites({ writes, dbClock }: Parts): Pick<Ledger, FencedMethod> {
       }))!;
     },
     async handOff(ref, packet, now, receipt) {
-      if (!packet || typeof packet !== 'object') throw new LedgerError('handOff: a handoff packet is required');
       const handoff = jsonParam(packet);
       const { outcome = null, providerRef = null } = packet.lastKnown ?? {};
       return (await writes.fenced(ref, {
@@ -256,7 +255,36 @@ function checkPatch(patch: StatePatch): void {
   if (patch.state === 'handed-off') throw new LedgerError('setState cannot hand off: use handOff(ref, packet)');
   if (patch.state === 'abandoned')
     throw new LedgerError('setState cannot abandon: a person does that through resolve()');
-  if (!ALL_STATES.has(patch.state)) throw new LedgerError(`setState: unknown state ${JSON.stringify(patch.state)}`);
+}
+
+/** How long a probe of the database clock is trusted. */
+const PROBE_EVERY_MS = 10_000;
+
+/** Refuses a claim whose `now` is surely more than `maxSkew` ms off the database's clock: a probe brackets that clock
+ * between two local readings, so a slow round trip widens the interval instead of looking like skew. */
+function createSkewCheck(db: Db, st: Statements, maxSkew: number) {
+  let probedAt = -Infinity;
+  /** This process's clock minus the database's, bracketed: [lo, hi] ms. */
+  let offset = { lo: 0, hi: 0 };
+
+  async function probe(): Promise<void> {
+    const t0 = Date.now();
+    const { rows } = await db.query<{ db: string }>('clock', st.clockProbe, []);
+    const t1 = Date.now();
+    const dbNow = Number(rows[0]!.db);
+    offset = { lo: t0 - dbNow, hi: t1 - dbNow };
+    probedAt = t1;
+  }
+
+  return async function checkSkew(now: number, claimOf: string): Promise<void> {
+    const entry = Date.now();
+    if (entry - probedAt >= PROBE_EVERY_MS || entry < probedAt) await probe();
+    const caller = now - entry; // the caller's clock may differ from this process's
+    const lo = offset.lo + caller;
+    const hi = offset.hi + caller;
+    if (lo > maxSkew) throw new ClockSkewError(Math.round(lo), maxSkew, `claim of ${claimOf}`);
+    if (hi < -maxSkew) throw new ClockSkewError(Math.round(hi), maxSkew, `claim of ${claimOf}`);
+  };
 }
 
 function numberOption(value: number | undefined, fallback: number, name: string, min: number, integer = false): number {

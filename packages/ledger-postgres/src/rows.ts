@@ -1,5 +1,7 @@
-import type { OperationRecord, Receipt } from '@retrysafe/contract';
-import { parseStored } from '@retrysafe/contract/ledger';
+import { type Fenced, LeaseLostError, LedgerError, type OperationRecord, type Receipt } from '@retrysafe/contract';
+import { chainedTransition, checkReceipt, isTerminal, parseStored } from '@retrysafe/contract/ledger';
+import type { FencedWrite, Sql, Statements } from './statements.js';
+import type { Db, Run } from './tx.js';
 
 /** Each record field and its column ('int8' comes back from pg as a string, 'json' as a parsed value). */
 const FIELDS = [
@@ -66,24 +68,143 @@ export function jsonParam(value: unknown): string | null {
 
 export const parseJson = (text: string | null | undefined): unknown => (text == null ? null : JSON.parse(text));
 
-/** A record's json columns as the text they hold (null: SQL NULL or JSON null, both read back as null). */
-export type JsonTexts = Readonly<Record<'params' | 'result' | 'handoff' | 'resolution', string | null>>;
+const JSON_FIELDS = ['params', 'result', 'handoff', 'resolution'] as const;
 
-export const jsonTextsOf = (record: OperationRecord): JsonTexts => ({
-  params: jsonParam(record.params),
-  result: jsonParam(record.result),
-  handoff: jsonParam(record.handoff),
-  resolution: jsonParam(record.resolution),
-});
+/** A record's json columns as the text they hold (null: SQL NULL or JSON null, both read back as null). */
+export type JsonTexts = Readonly<Record<(typeof JSON_FIELDS)[number], string | null>>;
+
+export const jsonTextsOf = (record: OperationRecord) =>
+  Object.fromEntries(JSON_FIELDS.map((f) => [f, jsonParam(record[f])])) as JsonTexts;
 
 /** The record as a read of its row would give it: its own json values and chain anchor, shared with nobody. */
-export function handOut(record: OperationRecord, json: JsonTexts): OperationRecord {
+export const handOut = (record: OperationRecord, json: JsonTexts): OperationRecord => ({
+  ...record,
+  ...Object.fromEntries(JSON_FIELDS.map((f) => [f, parseJson(json[f])])),
+  receiptChain: { ...record.receiptChain },
+});
+
+interface FencedCall {
+  readonly what: string;
+  readonly write: FencedWrite;
+  readonly values: readonly unknown[];
+  /** The contract's transition; the record unchanged: nothing to do. Absent (release): nothing returned. */
+  readonly rule?: (r: OperationRecord) => OperationRecord;
+  /** The json columns the write sets, as the text they will hold. */
+  readonly json?: Partial<JsonTexts>;
+  readonly receipt?: Receipt | undefined;
+  /** The commit need not wait for the WAL flush (deferrableWrites). */
+  readonly deferred?: boolean;
+}
+
+interface Known {
+  readonly xmin: string;
+  readonly record: OperationRecord;
+  readonly json: JsonTexts;
+}
+
+/** A runner's operations in flight, with room. */
+const KNOWN_MAX = 4096;
+
+/** One UPDATE guarded by the token (READ COMMITTED re-checks the WHERE after a takeover), its receipt in it. A
+ * remembered operation's write also requires the remembered xmin and returns only the new one: any other write
+ * makes another xmin, so a match means the computed record is the row's; no match, and it is sent in full. */
+export function createWrites(db: Db, st: Statements, defers: boolean) {
+  const known = new Map<string, Known>();
+
+  function remember(record: OperationRecord, xmin: string, json: JsonTexts): void {
+    const id = record.businessOperationId;
+    known.delete(id);
+    if (isTerminal(record)) return;
+    if (known.size >= KNOWN_MAX) known.delete(known.keys().next().value!);
+    // A copy: the caller may change the one it was handed.
+    known.set(id, { xmin, record: { ...record, receiptChain: { ...record.receiptChain } }, json });
+  }
+
+  function fromRow(row: OperationRow & { xmin: string }): OperationRecord {
+    const record = toRecord(row);
+    remember(record, row.xmin, jsonTextsOf(record));
+    return record;
+  }
+
+  async function refused(ref: Fenced, c: FencedCall): Promise<null> {
+    const { rows } = await db.query<OperationRow>(c.what, st.get, [ref.businessOperationId]);
+    if (rows.length === 0) throw new LedgerError(`no operation ${ref.businessOperationId} in the ledger`);
+    const current = toRecord(rows[0]!);
+    if (current.fence !== ref.fence) throw new LeaseLostError(ref.businessOperationId, ref.fence);
+    // The rule says why (it throws), or that there is nothing to do; else the receipt's seq is why.
+    if (c.rule?.(current) === current) return null;
+    if (c.receipt !== undefined) checkReceipt(ref, c.receipt, rows[0]!.receipt_count);
+    // The row now passes the guard, so it changed between the write and this read.
+    throw new LedgerError(`${c.what}: ${ref.businessOperationId} changed concurrently; write refused`);
+  }
+
+  /** The write of a remembered operation; null when not remembered, refused by the rule, or the row changed. */
+  async function knownWrite(
+    ref: Fenced,
+    c: FencedCall & { rule: NonNullable<FencedCall['rule']> },
+    sql: Sql,
+    args: unknown[],
+  ): Promise<OperationRecord | null> {
+    const k = known.get(ref.businessOperationId);
+    if (k === undefined || k.record.fence !== ref.fence) return null;
+    let next: OperationRecord;
+    try {
+      next = c.rule(k.record);
+    } catch {
+      return null; // the full write says why
+    }
+    const { rows } = await db.query<{ xmin: string; lease_expires_at: string | null }>(c.what, sql, [...args, k.xmin]);
+    if (rows.length === 0) {
+      known.delete(ref.businessOperationId);
+      return null;
+    }
+    // The lease's end as the database wrote it (its clock, with leaseClock: 'database').
+    const lease = rows[0]!.lease_expires_at;
+    const record = { ...chainedTransition(next, c.receipt), leaseExpiresAt: lease === null ? null : Number(lease) };
+    const json = { ...k.json, ...c.json };
+    remember(record, rows[0]!.xmin, json);
+    return handOut(record, json);
+  }
+
+  async function fenced(ref: Fenced, c: FencedCall): Promise<OperationRecord | null> {
+    const texts = st.fenced(c.write, c.values.length, c.receipt !== undefined, c.deferred === true && defers);
+    const args = [...c.values, ref.businessOperationId, ref.fence];
+    if (c.receipt !== undefined) {
+      checkReceiptShape(ref, c.receipt, c.what);
+      args.push(c.receipt.seq, jsonParam(c.receipt), c.receipt.hash);
+    }
+    if (c.rule === undefined) {
+      known.delete(ref.businessOperationId); // the row becomes another version
+      const { rows } = await db.query(c.what, texts.bare, args);
+      if (rows.length === 0) await refused(ref, c);
+      return null;
+    }
+    const fast = await knownWrite(ref, { ...c, rule: c.rule }, texts.known, args);
+    if (fast !== null) return fast;
+    const { rows } = await db.query<OperationRow & { xmin: string }>(c.what, texts.full, args);
+    if (rows.length === 0) return refused(ref, c);
+    return fromRow(rows[0]!);
+  }
+
+  /** Stores a transition's record over a row this transaction holds FOR UPDATE, with the fence read under the lock. */
+  async function writeLocked(run: Run, what: string, fence: unknown, r: OperationRecord): Promise<OperationRecord> {
+    const { rows } = await run<OperationRow & { xmin: string }>(what, st.writeLocked, [fence, ...recordValues(r)]);
+    if (rows.length === 0)
+      throw new LedgerError(`${what}: ${r.businessOperationId} changed under its row lock; nothing written`);
+    return fromRow(rows[0]!);
+  }
+
   return {
-    ...record,
-    params: parseJson(json.params),
-    result: parseJson(json.result),
-    handoff: parseJson(json.handoff) as OperationRecord['handoff'],
-    resolution: parseJson(json.resolution) as OperationRecord['resolution'],
-    receiptChain: { ...record.receiptChain },
+    fenced,
+    writeLocked,
+    remember,
   };
+}
+
+/** A receipt of the operation it is appended to (the UPDATE's guard checks its seq). */
+function checkReceiptShape(ref: Fenced, receipt: Receipt, what: string): void {
+  if (receipt?.businessOperationId !== ref.businessOperationId)
+    throw new LedgerError(
+      `${what}: receipt belongs to ${receipt?.businessOperationId}, not ${ref.businessOperationId}`,
+    );
 }

@@ -19,6 +19,7 @@ const clock = (flag: string, callerNow: string) =>
   `(CASE WHEN ${flag}::boolean THEN ${DB_NOW} ELSE ${callerNow}::bigint END)`;
 /** In a RETURNING: this transaction alone commits without waiting for the WAL flush. */
 const DEFER_COMMIT = `set_config('synchronous_commit', 'off', true) AS deferred_commit`;
+const RELEASED = 'lease_owner = NULL, lease_expires_at = NULL';
 /** Appends a receipt's JSON to the array kept as text: the server parses neither. */
 const appendReceipt = (param: string) => `receipts = coalesce(left(receipts, -1) || ',', '[') || ${param}::text || ']'`;
 
@@ -45,16 +46,12 @@ export const DISPATCHED: FencedWrite = {
 export const HAND_OFF: FencedWrite = {
   name: 'hand-off',
   set: `state = 'handed-off', handoff = $1::json, last_outcome = coalesce($3, last_outcome), provider_ref = coalesce($4, provider_ref),
-         updated_at = $2, lease_owner = NULL, lease_expires_at = NULL`,
+         updated_at = $2, ${RELEASED}`,
   guard: `state NOT IN ('succeeded', 'abandoned', 'handed-off')`,
 };
 /** Only the receipt the fenced write appends. */
 export const APPEND: FencedWrite = { name: 'append', set: '', guard: null };
-export const RELEASE: FencedWrite = {
-  name: 'release',
-  set: 'lease_owner = NULL, lease_expires_at = NULL',
-  guard: null,
-};
+export const RELEASE: FencedWrite = { name: 'release', set: RELEASED, guard: null };
 
 /** setState's optional fields in parameter order: field, column, cast, letter in the statement's name. */
 export const SET_STATE_FIELDS = [
@@ -74,7 +71,7 @@ export function setStateWrite(fields: readonly string[], terminal: boolean): Fen
     set += `, ${column} = $${++n}${cast}`;
     letters += letter;
   }
-  if (terminal) set += ', lease_owner = NULL, lease_expires_at = NULL';
+  if (terminal) set += `, ${RELEASED}`;
   return { name: `set-state${terminal ? '-terminal' : ''}${letters ? `.${letters}` : ''}`, set, guard: NOT_TERMINAL };
 }
 

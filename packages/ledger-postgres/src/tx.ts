@@ -5,14 +5,9 @@ import { type ConnectionOptions, Connections, transaction } from './connections.
 import { type MigrateReport, migrate } from './schema.js';
 import type { Sql } from './statements.js';
 
-/** Runs one statement; inside `tx` on the transaction's connection. */
-export type Run = <R extends pg.QueryResultRow>(
-  what: string,
-  sql: Sql,
-  values: unknown[],
-) => Promise<pg.QueryResult<R>>;
-
 export type Db = ReturnType<typeof createDb>;
+/** Runs one statement; inside `tx` on the transaction's connection. */
+export type Run = Db['query'];
 
 /** Your pool or connections of its own, migrated before the first statement; every failure is a LedgerError. */
 export function createDb(
@@ -65,12 +60,12 @@ export function createDb(
     }
   }
 
-  async function tx<T>(what: string, fn: (run: Run) => Promise<T>): Promise<T> {
+  async function tx<T>(what: string, fn: (run: typeof query) => Promise<T>): Promise<T> {
     try {
       if (closed) throw new LedgerError(`ledger is closed (${what})`);
       await ready();
       const client = await pool.connect();
-      const run: Run = async (w, sql, values) => {
+      const run: typeof query = async (w, sql, values) => {
         try {
           return await client.query(configOf(sql, values));
         } catch (err) {

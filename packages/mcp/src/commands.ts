@@ -2,6 +2,7 @@ import { writeFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Server } from '@modelcontextprotocol/sdk/server/index.js';
+import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
 import { createAdapters, exposedOperations, loadConfig, openLedger, type RetrysafeConfig } from '@retrysafe/config';
 import { canonicalJson, sha256Hex } from '@retrysafe/contract';
 import { createRunner, encryptParams, jsonlHandoffSink, type PolicyOverrides, parseReceiptKeys } from '@retrysafe/core';
@@ -11,7 +12,7 @@ import { answerValue, createFenceAdapter, readPath } from './fence/fence-adapter
 import { loadFenceConfig } from './fence/fence-config.js';
 import { createFenceServer } from './fence/fence-server.js';
 import { connectUpstream, type UpstreamClient, type UpstreamTarget } from './fence/upstream.js';
-import { createRetrysafeMcpServer, LOOPBACK_NAMES, serveHttp, serveStdio } from './server.js';
+import { createRetrysafeMcpServer, LOOPBACK_NAMES, serveHttp } from './server.js';
 
 /** Where the commands print by default: a line to stderr (logs) or stdout (results). */
 const toStderr = (line: string): void => void process.stderr.write(`${line}\n`);
@@ -48,7 +49,7 @@ async function serve(
   what: string,
   log: (line: string) => void,
 ): Promise<void> {
-  if (!o.http) return serveStdio(make());
+  if (!o.http) return make().connect(new StdioServerTransport());
   const configured = process.env.RETRYSAFE_MCP_TOKEN;
   const h = await serveHttp(make, {
     port: o.port ?? 0,

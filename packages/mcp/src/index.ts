@@ -3,4 +3,4 @@ export { type ProbeReceipt, runProbe } from './commands.js';
 export { createFenceAdapter } from './fence/fence-adapter.js';
 export { FenceConfigError, parseFenceConfig } from './fence/fence-config.js';
 export { UNFENCED_NOTE } from './fence/fence-server.js';
-export { createRetrysafeMcpServer, type McpServerOptions, serveHttp, serveStdio } from './server.js';
+export { createRetrysafeMcpServer, type McpServerOptions, serveHttp } from './server.js';

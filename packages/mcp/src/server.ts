@@ -3,7 +3,6 @@ import { once } from 'node:events';
 import { createServer as createHttpServer, type IncomingMessage } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { Server } from '@modelcontextprotocol/sdk/server/index.js';
-import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import {
   type CallToolRequest,
@@ -156,10 +155,6 @@ export function createRetrysafeMcpServer(options: McpServerOptions): Server {
     },
   );
   return server;
-}
-
-export async function serveStdio(server: Server): Promise<void> {
-  await server.connect(new StdioServerTransport());
 }
 
 /** Loopback with the bound port is always allowed; `allowedHosts` adds `name:port`, or a bare name for any port.

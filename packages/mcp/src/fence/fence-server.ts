@@ -1,11 +1,5 @@
 import { Server } from '@modelcontextprotocol/sdk/server/index.js';
-import {
-  ErrorCode,
-  McpError,
-  ResultSchema,
-  type ServerCapabilities,
-  type Tool,
-} from '@modelcontextprotocol/sdk/types.js';
+import { ErrorCode, McpError, ResultSchema, type Tool } from '@modelcontextprotocol/sdk/types.js';
 import { AjvJsonSchemaValidator } from '@modelcontextprotocol/sdk/validation/ajv';
 import { type AdapterV1, validateCard } from '@retrysafe/contract';
 import { agentIdempotentHint } from '@retrysafe/contract/rules';
@@ -67,20 +61,14 @@ const unavailable = (e: unknown): never => {
     : e;
 };
 
-/** What the fence forwards besides tools: the upstream's own capabilities for them. */
-const passedCapabilities = (upstream: ServerCapabilities): ServerCapabilities =>
-  Object.fromEntries(
-    (['resources', 'prompts', 'completions', 'logging'] as const)
-      .filter((k) => upstream[k])
-      .map((k) => [k, upstream[k]]),
-  );
-
 // The fence: fenced tools run through the runner with their cards, every other tool and request passes through as the
 // upstream offers it (and says so), and the upstream's notifications are forwarded.
 export function createFenceServer(options: ServingOptions & { adapter: AdapterV1; upstream: Upstream }): Server {
   const { adapter, upstream } = options;
   const fenced = new Set(Object.keys(adapter.operations));
-  const capabilities = { ...passedCapabilities(upstream.capabilities), tools: { listChanged: true } };
+  // Besides tools, the fence forwards what the upstream offers of these.
+  const { resources, prompts, completions, logging } = upstream.capabilities;
+  const capabilities = { resources, prompts, completions, logging, tools: { listChanged: true } };
   const server = new Server({ name: `retrysafe-fence(${adapter.provider})`, version: '0.1.0' }, { capabilities });
   const listed = () =>
     upstream.tools.map((t) =>
