@@ -9,8 +9,6 @@ import type { DrillOptions, PassCriteria, ScenarioId, ScenarioResult } from './d
 import { SCENARIO_TITLES, SCENARIOS } from './drill-types.js';
 import type { FaultProxy, FaultScript, ProxyRequest } from './fault-proxy.js';
 
-/** The client timeout of the late-commit scenario (the request is held until the client gives up). */
-const LATE_COMMIT_TIMEOUT_MS = 400;
 const DEFAULT_RATE_LIMITED = { kind: 'status', status: 429, retryAfterS: 2 } as const;
 
 const phaseOf = (r: ProxyRequest): 'execute' | 'lookup' | 'other' =>
@@ -36,7 +34,6 @@ const FAULT_SCRIPTS: Partial<Record<ScenarioId, (f: ScriptInput) => FaultScript>
   'lost-response': () => ['drop-response'],
   'lost-response-timeout': ({ timeoutMs }) => [{ kind: 'delay', ms: timeoutMs * 5 + 1000 }],
   'lost-request': () => ['reset-before'],
-  // Applied as late as the card allows (lookup.lateApplyBound), or much later when the card cannot say.
   'late-commit': ({ card }) => [{ kind: 'late-commit', afterMs: lateApplyMs(card) }],
   'permanent-error': ({ permanent }) => [permanent],
   'transient-beyond-limit': (f) => () => f.transient!,
@@ -92,7 +89,6 @@ export async function planScenario(ctx: DrillContext, operation: string, scenari
     const why = `the card says this scenario applies (${criteria.why.at(-1)})`;
     return failed(`operations['${operation}'].faults.${needed} is required: ${why}`, criteria);
   }
-  const { timeoutMs } = ctx;
   return {
     scenario,
     operation,
@@ -100,9 +96,9 @@ export async function planScenario(ctx: DrillContext, operation: string, scenari
     card,
     label,
     criteria,
-    timeoutMs,
+    timeoutMs: ctx.timeoutMs,
     params: scenario === 'rejection-left-object' ? op.rejectedCreates!.params(i) : op.params(i),
-    script: FAULT_SCRIPTS[scenario]?.({ ...op.faults, card, timeoutMs, rateLimited }) ?? [],
+    script: FAULT_SCRIPTS[scenario]?.({ ...op.faults, card, timeoutMs: ctx.timeoutMs, rateLimited }) ?? [],
     businessOperationId: `drill-${safeName(operation)}-${i}`,
     leaseMs: o.policy?.leaseMs ?? 30_000,
   };
@@ -135,7 +131,7 @@ export async function runScenario(ctx: DrillContext, operation: string, scenario
   let h: Harness;
   try {
     // late-commit only needs the client to give up: a short client timeout keeps the whole drill under a minute.
-    const clientTimeoutMs = scenario === 'late-commit' ? Math.min(LATE_COMMIT_TIMEOUT_MS, plan.timeoutMs) : undefined;
+    const clientTimeoutMs = scenario === 'late-commit' ? Math.min(400, plan.timeoutMs) : undefined;
     h = await startHarness(ctx, plan.script, clientTimeoutMs);
   } catch (err) {
     const failures = [`${label}: could not start sandbox/proxy/adapter: ${(err as Error).message}`];
