@@ -142,7 +142,6 @@ function frameCases(options: ConformanceOptions, context: () => DrillContext): v
   });
 
   for (const [name, drill] of operations) {
-    /** `doExecute` of this operation as attempt 1 of `id`. */
     const execute = (adapter: AdapterV1, params: unknown, over: Partial<ExecuteContext> = {}, id = frameId(name)) =>
       adapter.doExecute(name, params, executeContext(adapter, name, id, over));
     test(`${name}: params the schema refuses are rejected (validation), never thrown, with no request sent`, async (adapter, proxy) => {

@@ -51,9 +51,7 @@ export interface CrashDrillOptions
 function workerPath(): string {
   const here = fileURLToPath(import.meta.url);
   // From source (vitest), the built worker: a child process cannot load TypeScript.
-  const sibling = join(dirname(here), 'crash-worker.js');
-  if (here.endsWith('.js') && existsSync(sibling)) return sibling;
-  const built = join(dirname(here), '..', 'dist', 'crash-worker.js');
+  const built = join(dirname(here), here.endsWith('.js') ? '' : '../dist', 'crash-worker.js');
   if (existsSync(built)) return built;
   throw new Error(`crash drill: the worker script is not built (${built}); run tsc -b packages/testkit`);
 }

@@ -49,7 +49,6 @@ type ResultFields = Omit<
 
 const NOTHING_RAN = { runnerReceipts: [], handoffPackets: [], proxyRequests: [] } as const;
 
-/** The provider-shaped fault a scenario cannot run without. */
 const NEEDED_FAULT: Partial<Record<ScenarioId, 'transient' | 'inProgress'>> = {
   'transient-beyond-limit': 'transient',
   'in-progress': 'inProgress',
@@ -220,10 +219,9 @@ async function observe(h: Harness, operation: string, d: Drive) {
   const total = proxyRequests.length;
   const duringExecute = proxyRequests.filter((r) => r.phase === 'execute').length;
   const duringLookup = proxyRequests.filter((r) => r.phase === 'lookup').length;
-  const perCall = new Map<string, number>();
-  for (const { label } of proxyRequests)
-    if (label?.startsWith('execute#')) perCall.set(label, (perCall.get(label) ?? 0) + 1);
-  const maxRequestsInOneExecute = Math.max(0, ...perCall.values());
+  const perCall: Record<string, number> = {};
+  for (const { label } of proxyRequests) if (label?.startsWith('execute#')) perCall[label] = (perCall[label] ?? 0) + 1;
+  const maxRequestsInOneExecute = Math.max(0, ...Object.values(perCall));
   const observed = {
     providerRecords,
     attemptsAtProxy: duringExecute,

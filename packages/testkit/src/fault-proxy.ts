@@ -68,7 +68,6 @@ function assertLoopbackTarget(target: string): URL {
   return url;
 }
 
-/** The record of one request as the proxy saw it, before its fault is played. */
 function requestEntry(n: number, info: FaultRequestInfo, body: Buffer, fault: Fault, keep: ReadonlySet<string>) {
   const recorded: Record<string, string> = {};
   for (const name of keep) {
