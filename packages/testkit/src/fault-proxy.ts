@@ -134,11 +134,11 @@ const HOP_BY_HOP = new Set(
   ),
 );
 
-/** The headers worth relaying: neither hop-by-hop nor content-length (set anew), nor `also`. */
-function endToEnd(from: IncomingMessage['headers'], also?: string): Record<string, string | string[]> {
+/** The headers worth relaying: neither hop-by-hop nor content-length (set anew). */
+function endToEnd(from: IncomingMessage['headers']): Record<string, string | string[]> {
   const headers: Record<string, string | string[]> = {};
   for (const [k, v] of Object.entries(from))
-    if (v !== undefined && !HOP_BY_HOP.has(k) && k !== 'content-length' && k !== also) headers[k] = v;
+    if (v !== undefined && !HOP_BY_HOP.has(k) && k !== 'content-length') headers[k] = v;
   return headers;
 }
 
@@ -149,7 +149,7 @@ function resetSocket(socket: Socket): void {
 type Upstream = { status: number; headers: IncomingMessage['headers']; body: Buffer };
 
 async function forwardTo(target: URL, agent: Agent, req: IncomingMessage, body: Buffer): Promise<Upstream> {
-  const headers = endToEnd(req.headers, 'host');
+  const headers = endToEnd(req.headers);
   headers.host = target.host;
   headers['content-length'] = String(body.length);
   const request = httpRequest({
