@@ -109,10 +109,7 @@ let frameIds = 0;
 const frameId = (operation: string): BusinessOperationId =>
   asBusinessOperationId(`frame-${operation}-${process.pid}-${Date.now()}-${++frameIds}`);
 
-/**
- * The rules `defineAdapter` (in the contract) owns, asserted on the real adapter over its real SDK:
- * every adapter runs these through the one suite instead of restating them in its own tests.
- */
+/** The rules the contract's `defineAdapter` owns, asserted once for every adapter, over its real SDK. */
 function frameCases(options: ConformanceOptions, context: () => DrillContext): void {
   const operations = Object.entries(options.operations ?? {});
   /** One case on the drill's harness (adapter, sandbox and fault proxy): real loopback HTTP all the way. */

@@ -143,10 +143,7 @@ async function crashAndRecover(h: Harness, input: DriveInput, d: Drive): Promise
 const outcomeOf = (status: string): DrillOutcome =>
   status === 'done' || status === 'handed-off' || status === 'in-progress' ? status : 'error';
 
-/**
- * The provider rejects the call but keeps what it created (a declined create+confirm); the packet must
- * name it, and neither a corrected call of the same intent nor `resend-with` may send anything.
- */
+/** A rejected call that left an object: the packet must name it; a corrected call and `resend-with` send nothing. */
 async function rejectionLeftObject(h: Harness, input: DriveInput, d: Drive): Promise<void> {
   const { operation, params, label } = input;
   const corrected = input.op.rejectedCreates!.corrected(params);

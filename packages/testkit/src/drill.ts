@@ -268,10 +268,7 @@ export function disposeDrillContext(ctx: DrillContext): void {
   rmSync(ctx.workDir, { recursive: true, force: true });
 }
 
-/**
- * Runs the whole drill without vitest (for the CLI's `retrysafe drill`): every declared operation ×
- * every scenario, sequentially. Returns the results; `ok` is false when any scenario failed.
- */
+/** The whole drill without vitest (`retrysafe drill`): every operation × every scenario in turn; `ok`: none failed. */
 export async function runDrill(options: DrillOptions) {
   const scenarios = options.scenarios ?? SCENARIOS;
   for (const s of scenarios)

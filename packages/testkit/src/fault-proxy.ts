@@ -207,10 +207,7 @@ function holdUntilClientGivesUp(req: IncomingMessage, ms: number, holds?: Set<()
   });
 }
 
-/**
- * Starts a loopback HTTP proxy between an SDK and a sandbox server that injects faults per request
- * and records every request. Real TCP: the SDK sees real resets, timeouts and status codes.
- */
+/** A loopback HTTP proxy between an SDK and a sandbox: a fault per request over real TCP, every request recorded. */
 export async function startFaultProxy(options: FaultProxyOptions) {
   const target = assertLoopbackTarget(options.target);
   let script = validateScript(options.faults ?? []);
