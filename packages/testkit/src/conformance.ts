@@ -109,44 +109,39 @@ let frameIds = 0;
 const frameId = (operation: string): BusinessOperationId =>
   asBusinessOperationId(`frame-${operation}-${process.pid}-${Date.now()}-${++frameIds}`);
 
-/**
- * The rules `defineAdapter` (in the contract) owns, asserted on the real adapter over its real SDK:
- * every adapter runs these through the one suite instead of restating them in its own tests.
- */
+/** The rules the contract's `defineAdapter` owns, asserted once for every adapter, over its real SDK. */
 function frameCases(options: ConformanceOptions, context: () => DrillContext): void {
   const operations = Object.entries(options.operations ?? {});
   /** One case on the drill's harness (adapter, sandbox and fault proxy): real loopback HTTP all the way. */
-  type Case = (h: { adapter: AdapterV1; proxy: FaultProxy }) => Promise<void>;
+  type Case = (adapter: AdapterV1, proxy: FaultProxy) => Promise<void>;
   const test = (title: string, fn: Case, run: { faults?: FaultScript; timeoutMs?: number } = {}) =>
     it(title, async () => {
       const h = await startHarness(context(), run.faults ?? [], run.timeoutMs);
       try {
-        await fn(h);
+        await fn(h.adapter, h.proxy);
       } finally {
         await h.close();
       }
     });
 
-  test('an unknown operation name is a typed error from every method (no provider prefix either), and nothing is sent', async (h) => {
-    const { adapter, proxy } = h;
+  test('an unknown operation name is a typed error from every method (no provider prefix either), and nothing is sent', async (adapter, proxy) => {
     const [name, drill] = operations[0]!;
     const id = frameId(name);
     const isUnknown = (e: unknown) => UnknownOperationError.isInstance(e);
+    const execute = executeContext(adapter, name, id);
+    const lookup = lookupContext(adapter, name, id, drill.params(0), { firstDispatchedAt: null });
     for (const bad of ['no.such.operation', `${adapter.provider}.${name}`]) {
       expect(() => adapter.deriveProviderKey(bad, id)).toThrow(/no operation/);
-      await expect(adapter.doExecute(bad, drill.params(0), executeContext(adapter, name, id))).rejects.toSatisfy(
-        isUnknown,
-      );
-      await expect(
-        adapter.doLookup(bad, lookupContext(adapter, name, id, drill.params(0), { firstDispatchedAt: null })),
-      ).rejects.toSatisfy(isUnknown);
+      await expect(adapter.doExecute(bad, drill.params(0), execute)).rejects.toSatisfy(isUnknown);
+      await expect(adapter.doLookup(bad, lookup)).rejects.toSatisfy(isUnknown);
     }
     expect(proxy.requests.length).toBe(0);
   });
 
   for (const [name, drill] of operations) {
-    test(`${name}: params the schema refuses are rejected (validation), never thrown, with no request sent`, async (h) => {
-      const { adapter, proxy } = h;
+    const execute = (adapter: AdapterV1, params: unknown, over: Partial<ExecuteContext> = {}, id = frameId(name)) =>
+      adapter.doExecute(name, params, executeContext(adapter, name, id, over));
+    test(`${name}: params the schema refuses are rejected (validation), never thrown, with no request sent`, async (adapter, proxy) => {
       const spec = adapter.operations[name]!;
       const required = Array.isArray(spec.paramsSchema.required) ? (spec.paramsSchema.required as string[]) : [];
       const valid = drill.params(900) as Record<string, unknown>;
@@ -156,15 +151,13 @@ function frameCases(options: ConformanceOptions, context: () => DrillContext): v
         invalid.push(rest);
       }
       for (const params of invalid) {
-        const id = frameId(name);
-        const o = await adapter.doExecute(name, params, executeContext(adapter, name, id));
+        const o = await execute(adapter, params);
         expect(o, `${name} with ${JSON.stringify(params)}`).toMatchObject({ kind: 'rejected', reason: 'validation' });
       }
       expect(proxy.requests.length, 'requests that reached the provider').toBe(0);
     });
 
-    test(`${name}: a recorded key is checked by its shape, not by equality with a re-derivation`, async (h) => {
-      const { adapter, proxy } = h;
+    test(`${name}: a recorded key is checked by its shape, not by equality with a re-derivation`, async (adapter, proxy) => {
       const id = frameId(name);
       const derived = adapter.deriveProviderKey(name, id);
       if (derived === null) {
@@ -173,17 +166,12 @@ function frameCases(options: ConformanceOptions, context: () => DrillContext): v
       }
       // A key no provider rule accepts: refused before sending.
       const tooLong = `${derived}${'x'.repeat(4096)}` as ProviderKey;
-      expect(
-        await adapter.doExecute(name, drill.params(901), executeContext(adapter, name, id, { providerKey: tooLong })),
-      ).toMatchObject({ kind: 'rejected', code: 'retrysafe_provider_key_shape' });
+      const refused = await execute(adapter, drill.params(901), { providerKey: tooLong }, id);
+      expect(refused).toMatchObject({ kind: 'rejected', code: 'retrysafe_provider_key_shape' });
       expect(proxy.requests.length).toBe(0);
       // A key of the right shape that today's rule would not derive (an older release's rule): sent as recorded.
       const other = adapter.deriveProviderKey(name, frameId(name))!;
-      const o = await adapter.doExecute(
-        name,
-        drill.params(902),
-        executeContext(adapter, name, id, { providerKey: other }),
-      );
+      const o = await execute(adapter, drill.params(902), { providerKey: other }, id);
       expect(o.kind === 'rejected' && o.code === 'retrysafe_provider_key_shape', JSON.stringify(o)).toBe(false);
       expect(proxy.requests.length).toBeGreaterThanOrEqual(1);
       const seen = proxy.requests.map((r) => r.headers['idempotency-key']).filter((k) => k !== undefined);
@@ -197,22 +185,13 @@ function frameCases(options: ConformanceOptions, context: () => DrillContext): v
 
     test(
       `${name}: an abort acts mid-call (unknown, well before the client timeout), and an earlier abort sends nothing`,
-      async (h) => {
-        const { adapter, proxy } = h;
-        const before = await adapter.doExecute(
-          name,
-          drill.params(903),
-          executeContext(adapter, name, frameId(name), { signal: AbortSignal.abort() }),
-        );
+      async (adapter, proxy) => {
+        const before = await execute(adapter, drill.params(903), { signal: AbortSignal.abort() });
         expect(before).toMatchObject({ kind: 'not-applied' });
         expect(proxy.requests.length).toBe(0);
         const controller = new AbortController();
         const started = Date.now();
-        const pending = adapter.doExecute(
-          name,
-          drill.params(904),
-          executeContext(adapter, name, frameId(name), { signal: controller.signal }),
-        );
+        const pending = execute(adapter, drill.params(904), { signal: controller.signal });
         await proxy.waitForRequests(1);
         controller.abort();
         const o = await pending;

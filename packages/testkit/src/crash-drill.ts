@@ -51,9 +51,7 @@ export interface CrashDrillOptions
 function workerPath(): string {
   const here = fileURLToPath(import.meta.url);
   // From source (vitest), the built worker: a child process cannot load TypeScript.
-  const sibling = join(dirname(here), 'crash-worker.js');
-  if (here.endsWith('.js') && existsSync(sibling)) return sibling;
-  const built = join(dirname(here), '..', 'dist', 'crash-worker.js');
+  const built = join(dirname(here), here.endsWith('.js') ? '' : '../dist', 'crash-worker.js');
   if (existsSync(built)) return built;
   throw new Error(`crash drill: the worker script is not built (${built}); run tsc -b packages/testkit`);
 }
@@ -103,12 +101,7 @@ const errorIn = (messages: readonly CrashWorkerMessage[]) =>
   messages.find((m): m is Extract<CrashWorkerMessage, { type: 'error' }> => m.type === 'error');
 
 /** One process runs the group's jobs at once, SIGKILLed once each stopped at its point or finished; true if killed. */
-async function runGroupToItsPoints(
-  base: WorkerBase,
-  group: readonly PlannedRun[],
-  runs: Map<number, RunEnd>,
-  problems: string[],
-): Promise<boolean> {
+async function runGroup(base: WorkerBase, group: readonly PlannedRun[], runs: Map<number, RunEnd>, problems: string[]) {
   const reached = new Map<number, string>();
   const finished = new Set<number>();
   let killed = false;
@@ -228,7 +221,7 @@ export async function runCrashDrill(options: CrashDrillOptions) {
       for (let g = 0; g < batch.length; g += perProcess) groups.push(batch.slice(g, g + perProcess));
       const nextGroups = async () => {
         for (let group = groups.shift(); group; group = groups.shift())
-          if (await runGroupToItsPoints(base, group, runs, problems)) workersKilled += 1;
+          if (await runGroup(base, group, runs, problems)) workersKilled += 1;
       };
       await Promise.all([nextGroups(), nextGroups()]); // two worker processes at a time
       // A fresh process, its clock past the dead workers' leases, recovers the batch and re-runs every job.

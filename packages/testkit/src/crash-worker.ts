@@ -32,38 +32,29 @@ function stopperFor(cfg: CrashWorkerConfig): StopIf {
   };
 }
 
-type ClaimAnswer = { kind: string; takenOver?: boolean; record: { businessOperationId: string; state: string } };
-
 /** The ledger, stopping a job right after the writes that end at a crash point. */
 function hookLedger(ledger: Ledger, stopIf: StopIf): Ledger {
-  const after: Record<string, (r: never) => Promise<void>> = {
-    claim: async (r: ClaimAnswer) => {
-      if (r.kind !== 'claimed') return;
+  return {
+    ...ledger,
+    async claim(input) {
+      const r = await ledger.claim(input);
+      if (r.kind !== 'claimed') return r;
       await stopIf(r.record.businessOperationId, 'after-claim');
-      // A ledger with capabilities.claimDispatch creates a new operation already `dispatched`: the
-      // claim is then the durable dispatched write, so "after dispatched" is right after it.
-      if (!r.takenOver && r.record.state === 'dispatched')
-        await stopIf(r.record.businessOperationId, 'after-dispatched');
+      // A claim that creates the operation already `dispatched` is the durable dispatched write.
+      if (!r.takenOver && r.record.state === 'dispatched') await stopIf(input.businessOperationId, 'after-dispatched');
+      return r;
     },
-    markDispatched: (r: { businessOperationId: string }) => stopIf(r.businessOperationId, 'after-dispatched'),
-    setState: async (r: { businessOperationId: string; state: string }) => {
+    async markDispatched(ref, now) {
+      const r = await ledger.markDispatched(ref, now);
+      await stopIf(r.businessOperationId, 'after-dispatched');
+      return r;
+    },
+    async setState(ref, patch) {
+      const r = await ledger.setState(ref, patch);
       if (r.state === 'succeeded') await stopIf(r.businessOperationId, 'after-result-recorded');
+      return r;
     },
   };
-  return new Proxy(ledger, {
-    get(target, prop, receiver) {
-      const value = Reflect.get(target, prop, receiver) as unknown;
-      if (typeof value !== 'function') return value;
-      const fn = value as (...args: unknown[]) => Promise<unknown>;
-      const hook = typeof prop === 'string' ? after[prop] : undefined;
-      if (!hook) return fn.bind(target);
-      return async (...args: unknown[]) => {
-        const r = await fn.apply(target, args);
-        await hook(r as never);
-        return r;
-      };
-    },
-  });
 }
 
 /** The adapter, stopping a job once the provider answered (it committed unless it refused). */

@@ -70,7 +70,7 @@ export async function driveScenario(h: Harness, input: DriveInput, d: Drive): Pr
 async function settle<R extends { status: string }>(d: Drive, call: () => Promise<R>, what = '') {
   try {
     const r = await call();
-    return { outcome: outcomeOf(r), r };
+    return { outcome: outcomeOf(r.status), r };
   } catch (err) {
     const { name, message } = err as Error;
     if (ConflictError.isInstance(err)) return { outcome: 'conflict' as const, message };
@@ -98,12 +98,6 @@ async function runConcurrent(h: Harness, input: DriveInput, d: Drive): Promise<v
       `${label}: concurrent runs finished with ${refs.size} different provider references: ${[...refs].join(', ')}`,
     );
 }
-
-const RECOVERED_TO: Readonly<Record<string, DrillOutcome>> = {
-  succeeded: 'done',
-  'handed-off': 'handed-off',
-  'in-progress': 'in-progress',
-};
 
 /** Worker A dispatches; the provider commits; A dies before recording the outcome; worker B recovers. */
 async function crashAndRecover(h: Harness, input: DriveInput, d: Drive): Promise<void> {
@@ -134,7 +128,7 @@ async function crashAndRecover(h: Harness, input: DriveInput, d: Drive): Promise
     const reports = await runnerB.recover({ adapters: [h.adapter] });
     d.notes.push(`recover(): ${JSON.stringify(reports.map(({ from, to, action }) => ({ from, to, action })))}`);
     if (reports.length === 0) d.outcomes.push('error'), d.errors.push('recover() found nothing to recover');
-    for (const r of reports) d.outcomes.push(RECOVERED_TO[r.to] ?? 'error');
+    for (const { to } of reports) d.outcomes.push(outcomeOf(to === 'succeeded' ? 'done' : to));
   } catch (err) {
     d.errors.push(`recover() threw ${(err as Error).name}: ${(err as Error).message}`);
     d.outcomes.push('error');
@@ -146,13 +140,10 @@ async function crashAndRecover(h: Harness, input: DriveInput, d: Drive): Promise
     );
 }
 
-const outcomeOf = ({ status }: { status: string }): DrillOutcome =>
+const outcomeOf = (status: string): DrillOutcome =>
   status === 'done' || status === 'handed-off' || status === 'in-progress' ? status : 'error';
 
-/**
- * The provider rejects the call but keeps what it created (a declined create+confirm); the packet must
- * name it, and neither a corrected call of the same intent nor `resend-with` may send anything.
- */
+/** A rejected call that left an object: the packet must name it; a corrected call and `resend-with` send nothing. */
 async function rejectionLeftObject(h: Harness, input: DriveInput, d: Drive): Promise<void> {
   const { operation, params, label } = input;
   const corrected = input.op.rejectedCreates!.corrected(params);

@@ -30,27 +30,23 @@ function instrument(inner: AdapterV1, proxy: FaultProxy, clock: { now(): number 
     else if (execute > 1) proxy.label = 'execute*';
     else proxy.label = lookup > 0 ? 'lookup' : undefined;
   };
-  const during = async <R>(kind: 'execute' | 'lookup', call: () => Promise<R>, onEnd = () => {}): Promise<R> => {
+  const during = async <R>(kind: 'execute' | 'lookup', call: () => Promise<R>): Promise<R> => {
+    const span: { start: number; end?: number } = { start: clock.now() };
+    if (kind === 'execute') t.executeSpans.push(span);
     t.calls[kind] += 1;
     t.active[kind] += 1;
     relabel();
     try {
       return await call();
     } finally {
-      onEnd();
+      span.end = clock.now();
       t.active[kind] -= 1;
       relabel();
     }
   };
   const adapter = wrapAdapter(inner, {
     async doExecute(op, params, ctx) {
-      const span: { start: number; end?: number } = { start: clock.now() };
-      t.executeSpans.push(span);
-      const outcome = await during(
-        'execute',
-        () => inner.doExecute(op, params, ctx),
-        () => (span.end = clock.now()),
-      );
+      const outcome = await during('execute', () => inner.doExecute(op, params, ctx));
       if (!t.dieAfterExecute) return outcome;
       t.died = true; // the provider answered; the runner never hears of it
       return await new Promise<never>(() => {});

@@ -4,8 +4,6 @@ import type { criteriaFor } from './criteria.js';
 import type { ObservedValues } from './drill.js';
 import type { ProxyRequest } from './fault-proxy.js';
 
-export type { ObservedValues } from './drill.js';
-
 /** A drill setup (the contract's `DrillSetup`, from an adapter's `./sandbox`) plus how this run should go. */
 export interface ConformanceOptions extends DrillSetup {
   /** Runner policy overrides; unset fields come from the operation's card. */

@@ -9,8 +9,6 @@ import type { DrillOptions, PassCriteria, ScenarioId, ScenarioResult } from './d
 import { SCENARIO_TITLES, SCENARIOS } from './drill-types.js';
 import type { FaultProxy, FaultScript, ProxyRequest } from './fault-proxy.js';
 
-/** The client timeout of the late-commit scenario (the request is held until the client gives up). */
-const LATE_COMMIT_TIMEOUT_MS = 400;
 const DEFAULT_RATE_LIMITED = { kind: 'status', status: 429, retryAfterS: 2 } as const;
 
 const phaseOf = (r: ProxyRequest): 'execute' | 'lookup' | 'other' =>
@@ -36,7 +34,6 @@ const FAULT_SCRIPTS: Partial<Record<ScenarioId, (f: ScriptInput) => FaultScript>
   'lost-response': () => ['drop-response'],
   'lost-response-timeout': ({ timeoutMs }) => [{ kind: 'delay', ms: timeoutMs * 5 + 1000 }],
   'lost-request': () => ['reset-before'],
-  // Applied as late as the card allows (lookup.lateApplyBound), or much later when the card cannot say.
   'late-commit': ({ card }) => [{ kind: 'late-commit', afterMs: lateApplyMs(card) }],
   'permanent-error': ({ permanent }) => [permanent],
   'transient-beyond-limit': (f) => () => f.transient!,
@@ -52,7 +49,6 @@ type ResultFields = Omit<
 
 const NOTHING_RAN = { runnerReceipts: [], handoffPackets: [], proxyRequests: [] } as const;
 
-/** The provider-shaped fault a scenario cannot run without. */
 const NEEDED_FAULT: Partial<Record<ScenarioId, 'transient' | 'inProgress'>> = {
   'transient-beyond-limit': 'transient',
   'in-progress': 'inProgress',
@@ -92,7 +88,6 @@ export async function planScenario(ctx: DrillContext, operation: string, scenari
     const why = `the card says this scenario applies (${criteria.why.at(-1)})`;
     return failed(`operations['${operation}'].faults.${needed} is required: ${why}`, criteria);
   }
-  const { timeoutMs } = ctx;
   return {
     scenario,
     operation,
@@ -100,9 +95,9 @@ export async function planScenario(ctx: DrillContext, operation: string, scenari
     card,
     label,
     criteria,
-    timeoutMs,
+    timeoutMs: ctx.timeoutMs,
     params: scenario === 'rejection-left-object' ? op.rejectedCreates!.params(i) : op.params(i),
-    script: FAULT_SCRIPTS[scenario]?.({ ...op.faults, card, timeoutMs, rateLimited }) ?? [],
+    script: FAULT_SCRIPTS[scenario]?.({ ...op.faults, card, timeoutMs: ctx.timeoutMs, rateLimited }) ?? [],
     businessOperationId: `drill-${safeName(operation)}-${i}`,
     leaseMs: o.policy?.leaseMs ?? 30_000,
   };
@@ -135,7 +130,7 @@ export async function runScenario(ctx: DrillContext, operation: string, scenario
   let h: Harness;
   try {
     // late-commit only needs the client to give up: a short client timeout keeps the whole drill under a minute.
-    const clientTimeoutMs = scenario === 'late-commit' ? Math.min(LATE_COMMIT_TIMEOUT_MS, plan.timeoutMs) : undefined;
+    const clientTimeoutMs = scenario === 'late-commit' ? Math.min(400, plan.timeoutMs) : undefined;
     h = await startHarness(ctx, plan.script, clientTimeoutMs);
   } catch (err) {
     const failures = [`${label}: could not start sandbox/proxy/adapter: ${(err as Error).message}`];
@@ -224,10 +219,9 @@ async function observe(h: Harness, operation: string, d: Drive) {
   const total = proxyRequests.length;
   const duringExecute = proxyRequests.filter((r) => r.phase === 'execute').length;
   const duringLookup = proxyRequests.filter((r) => r.phase === 'lookup').length;
-  const perCall = new Map<string, number>();
-  for (const { label } of proxyRequests)
-    if (label?.startsWith('execute#')) perCall.set(label, (perCall.get(label) ?? 0) + 1);
-  const maxRequestsInOneExecute = Math.max(0, ...perCall.values());
+  const perCall: Record<string, number> = {};
+  for (const { label } of proxyRequests) if (label?.startsWith('execute#')) perCall[label] = (perCall[label] ?? 0) + 1;
+  const maxRequestsInOneExecute = Math.max(0, ...Object.values(perCall));
   const observed = {
     providerRecords,
     attemptsAtProxy: duringExecute,
@@ -274,10 +268,7 @@ export function disposeDrillContext(ctx: DrillContext): void {
   rmSync(ctx.workDir, { recursive: true, force: true });
 }
 
-/**
- * Runs the whole drill without vitest (for the CLI's `retrysafe drill`): every declared operation ×
- * every scenario, sequentially. Returns the results; `ok` is false when any scenario failed.
- */
+/** The whole drill without vitest (`retrysafe drill`): every operation × every scenario in turn; `ok`: none failed. */
 export async function runDrill(options: DrillOptions) {
   const scenarios = options.scenarios ?? SCENARIOS;
   for (const s of scenarios)

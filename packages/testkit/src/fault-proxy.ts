@@ -28,22 +28,21 @@ const LOOPBACK = new Set(['127.0.0.1', 'localhost', '[::1]', '::1']);
 const SIMPLE_FAULTS: readonly unknown[] = ['pass', 'drop-response', 'reset-before', 'truncate-response'];
 const isMs = (v: unknown) => typeof v === 'number' && Number.isFinite(v) && v >= 0;
 const isStatus = (v: unknown) => Number.isInteger(v) && (v as number) >= 100 && (v as number) <= 599;
-const isRetryAfter = (v: unknown) => v === undefined || isMs(v);
 /** What each object fault's fields must be. */
-type Rules = Record<string, readonly [ok: (v: unknown) => boolean, want: string]>;
-const FIELD_RULES = new Map<unknown, Rules>(
-  Object.entries<Rules>({
-    delay: { ms: [isMs, 'ms >= 0'] },
-    'late-commit': { afterMs: [isMs, 'afterMs >= 0'] },
-    status: { status: [isStatus, 'an HTTP status 100–599'], retryAfterS: [isRetryAfter, 'retryAfterS >= 0'] },
-  }),
-);
+const FIELD_RULES: Record<string, Record<string, [ok: (v: unknown) => boolean, want: string]>> = {
+  delay: { ms: [isMs, 'ms >= 0'] },
+  'late-commit': { afterMs: [isMs, 'afterMs >= 0'] },
+  status: {
+    status: [isStatus, 'an HTTP status 100–599'],
+    retryAfterS: [(v) => v === undefined || isMs(v), 'retryAfterS >= 0'],
+  },
+};
 
 /** A script is the caller's code: a bad fault is a TypeError naming the problem. */
 function validateFault(fault: unknown, where = 'fault'): asserts fault is Fault {
   if (SIMPLE_FAULTS.includes(fault)) return;
   const f = (typeof fault === 'object' && fault !== null ? fault : {}) as Record<string, unknown>;
-  const rules = FIELD_RULES.get(f.kind);
+  const rules = typeof f.kind === 'string' && Object.hasOwn(FIELD_RULES, f.kind) ? FIELD_RULES[f.kind] : undefined;
   if (!rules)
     throw new TypeError(
       `${where}: expected 'pass' | 'drop-response' | 'reset-before' | 'truncate-response' | { kind: 'delay', ms } | { kind: 'status', status }, got ${JSON.stringify(fault)}`,
@@ -69,17 +68,9 @@ function assertLoopbackTarget(target: string): URL {
   return url;
 }
 
-/** The record of one request as the proxy saw it, before its fault is played. */
-function requestEntry(
-  n: number,
-  info: FaultRequestInfo,
-  recordHeaders: ReadonlySet<string>,
-  body: Buffer,
-  fault: Fault,
-  label: string | undefined,
-) {
+function requestEntry(n: number, info: FaultRequestInfo, body: Buffer, fault: Fault, keep: ReadonlySet<string>) {
   const recorded: Record<string, string> = {};
-  for (const name of recordHeaders) {
+  for (const name of keep) {
     const v = info.headers[name];
     if (v !== undefined) recorded[name] = Array.isArray(v) ? v.join(', ') : v;
   }
@@ -97,26 +88,22 @@ function requestEntry(
     forwarded:
       typeof fault === 'string'
         ? fault !== 'reset-before'
-        : fault.kind === 'status'
-          ? fault.forward === true
-          : fault.kind !== 'late-commit',
+        : fault.kind === 'delay' || (fault.kind === 'status' && fault.forward === true),
     at: Date.now(),
-    /** `proxy.label` when the request arrived. */
-    ...(label !== undefined ? { label } : {}),
   };
 }
 
-/** One request as the proxy saw it; `clientGaveUp`, for a held request: the client's own timeout fired first. */
+/** One request as the proxy saw it, with `proxy.label` when it arrived; `clientGaveUp`: a held request's client timed out first. */
 export type ProxyRequest = Readonly<
-  ReturnType<typeof requestEntry> & { upstreamStatus?: number; clientGaveUp?: boolean }
+  ReturnType<typeof requestEntry> & { label?: string; upstreamStatus?: number; clientGaveUp?: boolean }
 >;
 
 /** late-commit: requests held until their client gives up, then applied in arrival order once due (or on flush). */
 function createLateQueue(clock: { now(): number }) {
-  const held: { readonly dueAt: number; readonly apply: () => Promise<void> }[] = [];
+  const held: { readonly dueAt: number; readonly apply: () => Promise<unknown> }[] = [];
   /** Holds still waiting for their client to give up (a flush ends them), and their follow-ups. */
   const holds = new Set<() => void>();
-  const queued = new Set<Promise<void>>();
+  const queued = new Set<Promise<boolean>>();
   async function applyDue(all: boolean): Promise<void> {
     if (all) {
       for (const stop of [...holds]) stop();
@@ -126,13 +113,13 @@ function createLateQueue(clock: { now(): number }) {
     while (held.length > 0 && (all || held[0]!.dueAt <= now)) await held.shift()!.apply();
   }
   /** The client times out (or, if its timeout does not work, is reset after a long hold); then it is queued. */
-  function hold(req: IncomingMessage, afterMs: number, onGaveUp: (yes: boolean) => void, apply: () => Promise<void>) {
-    const arrivedAt = clock.now();
+  function hold(req: IncomingMessage, afterMs: number, apply: () => Promise<unknown>): Promise<boolean> {
+    const dueAt = clock.now() + afterMs;
     const q = holdUntilClientGivesUp(req, 30_000, holds).then((gaveUp) => {
-      onGaveUp(gaveUp);
       resetSocket(req.socket);
       queued.delete(q);
-      held.push({ dueAt: arrivedAt + afterMs, apply });
+      held.push({ dueAt, apply });
+      return gaveUp;
     });
     queued.add(q);
     return q;
@@ -147,11 +134,11 @@ const HOP_BY_HOP = new Set(
   ),
 );
 
-/** The headers worth relaying: neither hop-by-hop nor content-length (set anew), nor `also`. */
-function endToEnd(from: IncomingMessage['headers'], also?: string): Record<string, string | string[]> {
+/** The headers worth relaying: neither hop-by-hop nor content-length (set anew). */
+function endToEnd(from: IncomingMessage['headers']): Record<string, string | string[]> {
   const headers: Record<string, string | string[]> = {};
   for (const [k, v] of Object.entries(from))
-    if (v !== undefined && !HOP_BY_HOP.has(k) && k !== 'content-length' && k !== also) headers[k] = v;
+    if (v !== undefined && !HOP_BY_HOP.has(k) && k !== 'content-length') headers[k] = v;
   return headers;
 }
 
@@ -162,7 +149,7 @@ function resetSocket(socket: Socket): void {
 type Upstream = { status: number; headers: IncomingMessage['headers']; body: Buffer };
 
 async function forwardTo(target: URL, agent: Agent, req: IncomingMessage, body: Buffer): Promise<Upstream> {
-  const headers = endToEnd(req.headers, 'host');
+  const headers = endToEnd(req.headers);
   headers.host = target.host;
   headers['content-length'] = String(body.length);
   const request = httpRequest({
@@ -179,11 +166,14 @@ async function forwardTo(target: URL, agent: Agent, req: IncomingMessage, body: 
   return { status: res.statusCode ?? 502, headers: res.headers, body: await buffer(res) };
 }
 
-function relay(res: ServerResponse, upstream: Upstream): void {
-  const headers = endToEnd(upstream.headers);
-  headers['content-length'] = String(upstream.body.length);
-  res.writeHead(upstream.status, headers);
-  res.end(upstream.body);
+/** The provider's answer; `truncated`: half the body under its full length, then a reset (an empty body never ends). */
+function relay(req: IncomingMessage, res: ServerResponse, up: Upstream, truncated: boolean): void {
+  if (req.socket.destroyed) return;
+  const headers = endToEnd(up.headers);
+  if (!truncated || up.body.length > 0) headers['content-length'] = String(up.body.length);
+  res.writeHead(up.status, headers);
+  if (!truncated) res.end(up.body);
+  else res.write(up.body.subarray(0, Math.floor(up.body.length / 2)), () => resetSocket(req.socket));
 }
 
 /** The fault's own answer (status, headers, body) in place of the provider's. */
@@ -199,16 +189,6 @@ function answerWithStatus(res: ServerResponse, fault: Extract<Fault, { kind: 'st
   headers['content-length'] = String(Buffer.byteLength(payload));
   res.writeHead(fault.status, headers);
   res.end(payload);
-}
-
-function truncateResponse(req: IncomingMessage, res: ServerResponse, upstream: Upstream): void {
-  if (req.socket.destroyed) return;
-  const headers = endToEnd(upstream.headers);
-  // A body is cut to its first half under its full content-length; an empty one is announced as a
-  // chunked body that never ends (there is nothing to cut): either way the client cannot finish reading.
-  if (upstream.body.length > 0) headers['content-length'] = String(upstream.body.length);
-  res.writeHead(upstream.status, headers);
-  res.write(upstream.body.subarray(0, Math.floor(upstream.body.length / 2)), () => resetSocket(req.socket));
 }
 
 /** Holds the request until its client gives up (true) or `ms` pass (false); `holds` gets a way to end it early. */
@@ -227,10 +207,7 @@ function holdUntilClientGivesUp(req: IncomingMessage, ms: number, holds?: Set<()
   });
 }
 
-/**
- * Starts a loopback HTTP proxy between an SDK and a sandbox server that injects faults per request
- * and records every request. Real TCP: the SDK sees real resets, timeouts and status codes.
- */
+/** A loopback HTTP proxy between an SDK and a sandbox: a fault per request over real TCP, every request recorded. */
 export async function startFaultProxy(options: FaultProxyOptions) {
   const target = assertLoopbackTarget(options.target);
   let script = validateScript(options.faults ?? []);
@@ -260,7 +237,8 @@ export async function startFaultProxy(options: FaultProxyOptions) {
       return;
     }
     const index = requests.length;
-    requests.push(requestEntry(n, info, recordHeaders, body, fault, proxy.label));
+    const { label } = proxy;
+    requests.push({ ...requestEntry(n, info, body, fault, recordHeaders), ...(label !== undefined ? { label } : {}) });
     arrivals.emit('request');
     const note = (patch: Partial<ProxyRequest>) => {
       requests[index] = { ...requests[index]!, ...patch };
@@ -284,12 +262,7 @@ export async function startFaultProxy(options: FaultProxyOptions) {
       return;
     }
     if (typeof fault === 'object' && fault.kind === 'late-commit')
-      return late.hold(
-        req,
-        fault.afterMs,
-        (clientGaveUp) => note({ clientGaveUp }),
-        async () => void (await send()),
-      );
+      return note({ clientGaveUp: await late.hold(req, fault.afterMs, send) });
     const upstream = await send();
     if (upstream instanceof Error) {
       if (!res.headersSent && !req.socket.destroyed) {
@@ -298,12 +271,8 @@ export async function startFaultProxy(options: FaultProxyOptions) {
       }
       return;
     }
-    if (fault === 'pass') {
-      if (!req.socket.destroyed) relay(res, upstream);
-      return;
-    }
+    if (fault === 'pass' || fault === 'truncate-response') return relay(req, res, upstream, fault !== 'pass');
     if (fault === 'drop-response') return resetSocket(req.socket);
-    if (fault === 'truncate-response') return truncateResponse(req, res, upstream);
     // delay: the provider committed; hold the answer past the client's timeout, then drop it.
     note({ clientGaveUp: await holdUntilClientGivesUp(req, fault.ms) });
     resetSocket(req.socket);

@@ -43,13 +43,12 @@ const holds = (w: World, i: number) =>
 /** What decide() is told (it ignores the op's own fields); a claim that wrote `dispatched` is still deciding its first send. */
 function stateOf(w: World, i: number, observedAt?: number): DecisionState {
   const op = w.ws[i]!.op!;
-  const firstDispatchedAt = op.dispatchWritten ? null : w.rec!.firstDispatchedAt;
   return {
     ...op,
     observedAt,
     ledgerState: op.dispatchWritten ? 'claimed' : w.rec!.state,
     now: now(w, i),
-    firstDispatchedAt,
+    firstDispatchedAt: op.dispatchWritten ? null : w.rec!.firstDispatchedAt,
   };
 }
 
@@ -154,9 +153,8 @@ function waiting(ctx: Ctx, w: World, i: number): Succ[] {
   const renewed = T.renewTransition(w.rec, { businessOperationId: ID, fence: op.fence }, ctx.policy.leaseMs, w.t);
   if (d.action === 'send') {
     const rec = T.dispatchedTransition(renewed, n);
-    return [
-      { w: setOp({ ...w, rec }, i, {}, 'calling'), text: `${tag}: ledger ← dispatched (attempt ${rec.attemptCount})` },
-    ];
+    const text = `${tag}: ledger ← dispatched (attempt ${rec.attemptCount})`;
+    return [{ w: setOp({ ...w, rec }, i, {}, 'calling'), text }];
   }
   const rec =
     renewed.state === 'reconciling' || renewed.state === 'in-progress'
