@@ -28,8 +28,8 @@ export async function main(argv: readonly string[], io: Io = defaultIo): Promise
     .addHelpText('after', HELP_AFTER);
   const ctx: Context = {
     io,
-    color: io.color ?? useColor(process.stdout),
-    errColor: errTTY && useColor(process.stderr),
+    color: io.color ?? useColor(process.stdout.isTTY),
+    errColor: errTTY && useColor(process.stderr.isTTY),
     errTTY,
     json,
     print(o, value, text, ok = true) {

@@ -125,7 +125,7 @@ async function runStep(
     proxy = await startFaultProxy({
       target: sandbox.url,
       faults: step.faults(op),
-      ...(drill.recordHeaders ? { recordHeaders: drill.recordHeaders } : {}),
+      recordHeaders: drill.recordHeaders,
     });
     adapter = await drill.createAdapter({ baseUrl: proxy.url, timeoutMs: drill.timeoutMs ?? DEFAULT_DRILL_TIMEOUT_MS });
     const runner = createRunner({
@@ -133,7 +133,7 @@ async function runStep(
       clock,
       random: seededRandom(7),
       handoff: callbackHandoffSink(() => {}),
-      ...(drill.policy ? { policy: drill.policy } : {}),
+      policy: drill.policy,
     });
     const params = op.params(1000 + index);
     const first = await runner.run(adapter, step.operation, { params });

@@ -28,34 +28,19 @@ export function withParamsKeys(ledger: Ledger): Ledger {
   return encryptParams(ledger, { key: keys.current, previous });
 }
 
-/** `state` is absent for an export checked offline; `index` (0-based) and `reason` say where a chain breaks and why. */
-export interface VerifyRow {
-  readonly businessOperationId: string;
-  readonly state?: OperationState;
-  readonly receipts: number;
-  readonly ok: boolean;
-  readonly index?: number;
-  readonly reason?: string;
-  readonly warnings?: readonly string[];
-}
-
 export const checkOptions = (allowUnkeyed: boolean | undefined) => ({
   keys: receiptKeysFromEnv().keyring,
   allowUnkeyed,
 });
 
-export const rowOf = (
-  id: string,
-  state: OperationState | undefined,
-  receipts: number,
-  check: ChainCheck,
-): VerifyRow => ({
+/** `state` is absent for an export checked offline; `index` (0-based) and `reason` say where a chain breaks and why. */
+export const rowOf = (id: string, state: OperationState | undefined, receipts: number, check: ChainCheck) => ({
   businessOperationId: id,
-  ...(state ? { state } : {}),
+  state,
   receipts,
-  ok: check.ok,
-  ...(check.ok ? (check.warnings ? { warnings: check.warnings } : {}) : { index: check.index, reason: check.reason }),
+  ...check,
 });
+export type VerifyRow = ReturnType<typeof rowOf>;
 
 /** Checks one operation's chain, or every operation's, against the rows' anchors (and keys, when set). */
 export async function verifyChains(

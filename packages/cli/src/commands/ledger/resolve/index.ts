@@ -59,11 +59,11 @@ export async function ledgerResolve(opts: ResolveOptions, id: string): Promise<R
         const { current, keyring } = receiptKeysFromEnv();
         const runner = createRunner({
           ledger: withParamsKeys(ledger),
-          ...(config?.handoffs ? { handoff: jsonlHandoffSink(resolve(config.baseDir, config.handoffs)) } : {}),
-          ...(config?.policy ? { policy: config.policy } : {}),
-          ...(config?.redact?.fields ? { redact: { fields: [...config.redact.fields] } } : {}),
-          ...(current ? { receiptKey: current } : {}),
-          ...(keyring ? { receiptKeyring: keyring } : {}),
+          handoff: config?.handoffs ? jsonlHandoffSink(resolve(config.baseDir, config.handoffs)) : undefined,
+          policy: config?.policy,
+          redact: config?.redact,
+          receiptKey: current,
+          receiptKeyring: keyring,
         });
         const by = opts.by ?? process.env.USER ?? 'operator';
         const reason = (await ledger.get(asBusinessOperationId(id)))?.handoff?.reason;
@@ -86,7 +86,7 @@ export async function ledgerResolve(opts: ResolveOptions, id: string): Promise<R
           throw err;
         });
       },
-      { config },
+      { config, writes: true },
     );
   } finally {
     for (const a of adapters) await a.close?.();
