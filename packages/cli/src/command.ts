@@ -79,20 +79,12 @@ export function defineCommand<const O extends Options = Record<never, OptionConf
   return c as CommandConfig;
 }
 
-/** `markDone` ⇒ `mark-done`: an option's key as its flag. */
 export const kebab = (key: string) => key.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`);
 
 /** An option's value as `parse` says; a value that is itself an option (`--mark-done --db x`) means it was left out. */
 function parseValue(o: OptionConfig, v: string, prev: string[] = []): string | string[] | number {
   if (v.startsWith('--')) throw new InvalidArgumentError(`it needs a value, but the next word is the option ${v}.`);
-  if (o.parse === 'list')
-    return [
-      ...prev,
-      ...v
-        .trim()
-        .split(/\s*,\s*/)
-        .filter(Boolean),
-    ];
+  if (o.parse === 'list') return [...prev, ...v.trim().split(/\s*,\s*/)].filter(Boolean);
   if (o.parse !== 'integer') return v;
   if (!/^\d+$/.test(v) || !Number.isSafeInteger(Number(v)))
     throw new InvalidArgumentError('expected a non-negative integer.');
