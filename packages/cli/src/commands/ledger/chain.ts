@@ -6,7 +6,7 @@ import { UsageError } from '../../errors.js';
 export const RECEIPT_KEYS_ENV = 'RETRYSAFE_RECEIPT_KEYS';
 
 /** Keys from an environment variable, if set (a malformed value is a usage error that never shows the secret). */
-function keysFromEnv(name: string) {
+export function keysFromEnv(name: string) {
   const text = process.env[name];
   try {
     return text ? parseReceiptKeys(text) : null;
@@ -14,9 +14,6 @@ function keysFromEnv(name: string) {
     throw new UsageError(`${name}: ${(e as Error).message}`);
   }
 }
-
-export const receiptKeysFromEnv = (): Partial<ReturnType<typeof parseReceiptKeys>> =>
-  keysFromEnv(RECEIPT_KEYS_ENV) ?? {};
 
 /** `ledger` with its params encrypted at rest with the first key of RETRYSAFE_PARAMS_KEYS (`id:secret[,…]`) when set. */
 export function withParamsKeys(ledger: Ledger): Ledger {
@@ -29,7 +26,7 @@ export function withParamsKeys(ledger: Ledger): Ledger {
 }
 
 export const checkOptions = (allowUnkeyed: boolean | undefined) => ({
-  keys: receiptKeysFromEnv().keyring,
+  keys: keysFromEnv(RECEIPT_KEYS_ENV)?.keyring,
   allowUnkeyed,
 });
 
