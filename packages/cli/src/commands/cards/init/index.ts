@@ -48,11 +48,11 @@ export function cardLeaves(): Leaf[] {
     } else leaves.push({ path, schema: s, fact: false });
   };
   walk(cardJsonSchema() as Schema, '');
-  // the intent fields first: the id rule's default is written from them
+  // the intent fields first (the sort is stable): the id rule's default is written from them
   const rank = (l: Leaf) => (l.path === 'businessOperationId.intentFields' ? -1 : 0);
   return leaves
     .filter((l) => !['$schema', 'cardVersion', 'unverified'].includes(l.path))
-    .sort((a, b) => rank(a) - rank(b) || leaves.indexOf(a) - leaves.indexOf(b));
+    .sort((a, b) => rank(a) - rank(b));
 }
 
 /** Plain fields a card needs that `init` can fill with retrysafe's conservative defaults (marked as such). */
