@@ -1,6 +1,6 @@
 import type { AdapterV1 } from '@retrysafe/contract';
 import type { Runner } from '@retrysafe/core';
-import { type AgentToolResult, agentTools, callAgentTool } from '@retrysafe/core/agent';
+import { type AgentToolDefinition, type AgentToolResult, agentTools, callAgentTool } from '@retrysafe/core/agent';
 import { jsonSchema, type Tool, tool } from 'ai';
 
 export interface RetrysafeToolsOptions {
@@ -21,9 +21,8 @@ export function stepRetriesOff<F extends (...args: never[]) => unknown>(step: F)
 /** AI SDK tools that run through the runner, so a model re-issuing a call gets the same business operation back,
  * not a second effect; arguments are checked against the operation's JSON Schema before anything is claimed. */
 export function retrysafeTools(options: RetrysafeToolsOptions): Record<string, Tool<unknown, AgentToolResult>> {
-  const out: Record<string, Tool<unknown, AgentToolResult>> = {};
-  for (const def of agentTools(options.adapters, options.operations)) {
-    out[def.name] = tool<unknown, AgentToolResult>({
+  const toolOf = (def: AgentToolDefinition) =>
+    tool<unknown, AgentToolResult>({
       description: def.description,
       inputSchema: jsonSchema<unknown>(def.inputSchema as Parameters<typeof jsonSchema>[0]),
       execute: async (args, ctx) => {
@@ -31,8 +30,7 @@ export function retrysafeTools(options: RetrysafeToolsOptions): Record<string, T
         return callAgentTool(options.runner, def, args, { runId: options.runId?.({ toolName: def.name, toolCallId }) });
       },
     });
-  }
-  return out;
+  return Object.fromEntries(agentTools(options.adapters, options.operations).map((def) => [def.name, toolOf(def)]));
 }
 
 export type { AgentToolResult };

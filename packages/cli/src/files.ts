@@ -1,5 +1,4 @@
 import { readDataFile } from '@retrysafe/config';
-import { parseCard, type RetrySafetyCard } from '@retrysafe/contract';
 import { UsageError } from './errors.js';
 
 /** A JSON or YAML file that must hold one object; `notObject` is the refusal when it does not. */
@@ -7,9 +6,4 @@ export function readObjectFile(path: string, notObject: string): Record<string, 
   const value = readDataFile(path);
   if (typeof value !== 'object' || value === null || Array.isArray(value)) throw new UsageError(notObject);
   return value as Record<string, unknown>;
-}
-
-/** A card from a JSON or YAML file; CardValidationError lists every problem. */
-export function readCardFile(path: string): RetrySafetyCard {
-  return parseCard(readDataFile(path), path);
 }

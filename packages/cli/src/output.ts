@@ -1,16 +1,15 @@
 /** Terminal output helpers: colour only on a TTY and never when NO_COLOR is set (https://no-color.org). */
-export function useColor(stream: { readonly isTTY?: boolean } = process.stdout): boolean {
+export function useColor(tty: boolean | undefined): boolean {
   const { NO_COLOR, FORCE_COLOR } = process.env;
   if (NO_COLOR) return false;
-  return (Boolean(FORCE_COLOR) && FORCE_COLOR !== '0') || Boolean(stream.isTTY);
+  return (Boolean(FORCE_COLOR) && FORCE_COLOR !== '0') || Boolean(tty);
 }
 
 const codes = { red: 31, green: 32, yellow: 33, cyan: 36, dim: 2, bold: 1 } as const;
-export function paint(color: keyof typeof codes, text: string, enabled = useColor()): string {
+export function paint(color: keyof typeof codes, text: string, enabled: boolean): string {
   return enabled ? `\u001b[${codes[color]}m${text}\u001b[0m` : text;
 }
 
-// eslint-disable-next-line no-control-regex
 const ANSI = /\u001b\[[0-9;]*[A-Za-z]/g;
 /** Printed width of a string (escape codes do not count). */
 const visibleLength = (s: string): number => s.replace(ANSI, '').length;
@@ -37,8 +36,7 @@ export function table(
 }
 
 /** Progress: on a TTY one status line redrawn in place, notes and important lines above it; elsewhere one line per finished unit. */
-export function createProgress(total: number, write: (text: string) => void, tty: boolean) {
-  const color = tty && useColor({ isTTY: true });
+export function createProgress(total: number, write: (text: string) => void, tty: boolean, color: boolean) {
   let finished = 0;
   let current = '';
   const width = String(total).length;
@@ -85,7 +83,6 @@ export const escapeXml = (s: unknown) =>
 export const pick = <T, K extends keyof T>(o: T, ...keys: K[]) =>
   Object.fromEntries(keys.map((k) => [k, o[k]])) as Pick<T, K>;
 
-/** `1 chain`, `2 chains`. */
 export const plural = (n: number, word: string) => `${n} ${word}${n === 1 ? '' : 's'}`;
 
 /** Milliseconds as a short human duration: `850 ms`, `12.4 s`, `3 min 05 s`. */

@@ -76,12 +76,8 @@ async function configEntries(file: string): Promise<AdapterEntry[]> {
     const { headersFromEnv: _skipped, ...http } = c as HttpAdapterConfig;
     const declaration = httpDeclarationOf(name, http, config.baseDir, {});
     try {
-      const drills = drillsForDeclaration({
-        name,
-        provider: declaration.provider,
-        ...(declaration.headers ? { headers: declaration.headers } : {}),
-        operations: declaration.operations as unknown as Record<string, HttpOperationDeclaration>,
-      });
+      const operations = declaration.operations as unknown as Record<string, HttpOperationDeclaration>;
+      const drills = drillsForDeclaration({ ...declaration, name, operations });
       // Build each once now, so a declaration the adapter refuses is a usage error before anything runs.
       for (const d of drills) await (await adapterFor(d)).close?.();
       out.push({ name, from: `${file} (adapters.${name})`, drills, missing: null });

@@ -7,9 +7,8 @@ import { Ajv2020 } from 'ajv/dist/2020.js';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { cardsInit } from '../src/commands/cards/init/index.js';
 import { refusals } from '../src/commands/cards/refusals.js';
-import { readCardFile } from '../src/files.js';
 import { cardsOf, loadAdapters } from '../src/registry.js';
-import { cli, REPO } from './helpers.js';
+import { cli, REPO, readCardFile } from './helpers.js';
 
 const schemaFile = join(REPO, 'packages/contract/schema/retry-safety-card.v1.schema.json');
 const validate = new Ajv2020({ allErrors: true, strict: true }).compile(

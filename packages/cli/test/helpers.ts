@@ -5,13 +5,17 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
 import { fileURLToPath } from 'node:url';
-import { asBusinessOperationId, type ProviderKey } from '@retrysafe/contract';
+import { readDataFile } from '@retrysafe/config';
+import { asBusinessOperationId, type ProviderKey, parseCard, type RetrySafetyCard } from '@retrysafe/contract';
 import { createSqliteLedger } from '@retrysafe/ledger-sqlite';
 import { afterAll } from 'vitest';
 
 /** The built `retrysafe` bin (tests run after the build, as in `pnpm test`). */
 export const BIN = fileURLToPath(new URL('../dist/bin.js', import.meta.url));
 export const REPO = fileURLToPath(new URL('../../../', import.meta.url));
+
+/** A card from a JSON or YAML file, read as `cards validate` reads it; CardValidationError lists every problem. */
+export const readCardFile = (path: string): RetrySafetyCard => parseCard(readDataFile(path), path);
 
 export interface CliRun {
   readonly code: number | null;

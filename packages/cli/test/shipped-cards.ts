@@ -3,9 +3,8 @@ import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import type { RetrySafetyCard } from '@retrysafe/contract';
 import { expect } from 'vitest';
-import { readCardFile } from '../src/files.js';
 import { cardsOf, loadAdapters } from '../src/registry.js';
-import { REPO } from './helpers.js';
+import { REPO, readCardFile } from './helpers.js';
 
 // By shape, not by validateCard: a shipped card that stopped validating must show up (and fail), not drop out of the walk.
 const isCard = (v: unknown): v is RetrySafetyCard =>

@@ -76,7 +76,6 @@ export async function cardsCommand(opts: Partial<Parsed<typeof CARDS_OPTIONS>>) 
     cards.push(...(await cardsOf(e)).sort((a, b) => a.name.localeCompare(b.name)));
   }
   const dir = resolve(opts.dir ?? 'docs/cards');
-  const written: string[] = [];
   const invalid = new Set<string>();
   const expected = new Map<string, string>();
   for (const c of cards) {
@@ -91,14 +90,10 @@ export async function cardsCommand(opts: Partial<Parsed<typeof CARDS_OPTIONS>>) 
   const current = (file: string) => (existsSync(join(dir, file)) ? readFileSync(join(dir, file), 'utf8') : null);
   // Only --write and --check compare with the folder: a listing reads no file.
   const stale = opts.write || opts.check ? [...expected.keys()].filter((f) => current(f) !== expected.get(f)) : [];
-  if (opts.write) {
-    mkdirSync(dir, { recursive: true });
-    // an invalid card is reported, never published
-    for (const file of stale.filter((f) => !invalid.has(f))) {
-      writeFileSync(join(dir, file), expected.get(file)!);
-      written.push(join(dir, file));
-    }
-  }
+  // an invalid card is reported, never published
+  const written = opts.write ? stale.filter((f) => !invalid.has(f)) : [];
+  if (opts.write) mkdirSync(dir, { recursive: true });
+  for (const file of written) writeFileSync(join(dir, file), expected.get(file)!);
   if (opts.check) {
     if (!existsSync(dir))
       problems.push({ file: dir, problem: 'the cards folder does not exist: run `retrysafe cards --write`' });
@@ -122,7 +117,7 @@ export async function cardsCommand(opts: Partial<Parsed<typeof CARDS_OPTIONS>>) 
     format === 'json'
       ? `${JSON.stringify(objects, null, 2)}\n`
       : objects.map((card) => renderCard(card, 'markdown')).join('\n');
-  return { ok: problems.length === 0, cards, output, problems, written, dir };
+  return { ok: problems.length === 0, cards, output, problems, written: written.map((f) => join(dir, f)), dir };
 }
 
 export const cards = defineCommand({

@@ -9,7 +9,6 @@ import {
   createDrillClock,
   DEFAULT_DRILL_TIMEOUT_MS,
   type FaultProxy,
-  type FaultScript,
   seededRandom,
   startFaultProxy,
 } from '@retrysafe/testkit';
@@ -19,16 +18,13 @@ import { paint, pick, plural } from '../../output.js';
 import { loadAdapters } from '../../registry.js';
 import { actionNames, receiptText } from '../ledger/packet-text.js';
 
-type DrillOperation = ConformanceOptions['operations'][string];
-
-/** `faults`: for the calls reaching the provider, in order; `agentRetries`: the agent calls the tool a second time. */
+/** `fault`: what the first call reaching the provider meets; after a lost response the agent calls the tool again. */
 interface Step {
   readonly title: string;
   readonly why: string;
   readonly adapter: string;
   readonly operation: string;
-  readonly faults: (d: DrillOperation) => FaultScript;
-  readonly agentRetries: boolean;
+  readonly fault: 'drop-response' | 'rateLimited' | 'permanent';
   readonly expect: { readonly records: number; readonly status: readonly RunResult['status'][] };
 }
 
@@ -38,8 +34,7 @@ const STEPS: readonly Step[] = [
     why: 'the 202 is lost after Graph accepted the mail. sendMail has no idempotency key, so a resend could deliver it twice: retrysafe looks for the mail in Sent Items (it tagged it with the business-operation id) instead of resending.',
     adapter: 'msgraph',
     operation: 'mail.send',
-    faults: () => ['drop-response'],
-    agentRetries: true,
+    fault: 'drop-response',
     expect: { records: 1, status: ['done', 'handed-off'] },
   },
   {
@@ -47,8 +42,7 @@ const STEPS: readonly Step[] = [
     why: 'HubSpot answers 429 with Retry-After. The request was refused before processing, and a set-value PATCH is idempotent by nature: the runner waits as told, then retries.',
     adapter: 'hubspot',
     operation: 'contacts.update',
-    faults: (d) => [d.faults.rateLimited ?? { kind: 'status', status: 429, retryAfterS: 2 }],
-    agentRetries: false,
+    fault: 'rateLimited',
     expect: { records: 1, status: ['done'] },
   },
   {
@@ -56,8 +50,7 @@ const STEPS: readonly Step[] = [
     why: 'the create response is lost. Ticket creation has no idempotency key; retrysafe reconciles through the unique property that carries the business-operation id rather than creating a second ticket.',
     adapter: 'hubspot',
     operation: 'tickets.create',
-    faults: () => ['drop-response'],
-    agentRetries: true,
+    fault: 'drop-response',
     expect: { records: 1, status: ['done', 'handed-off'] },
   },
   {
@@ -65,8 +58,7 @@ const STEPS: readonly Step[] = [
     why: 'the response is lost after Stripe committed. The resend carries the same Idempotency-Key (derived from the business-operation id), so Stripe replays the stored invoice.',
     adapter: 'stripe',
     operation: 'invoices.create',
-    faults: () => ['drop-response'],
-    agentRetries: true,
+    fault: 'drop-response',
     expect: { records: 1, status: ['done'] },
   },
   {
@@ -74,8 +66,7 @@ const STEPS: readonly Step[] = [
     why: 'Stripe rejects the request as invalid. A rejection is never retried: the operation is handed to a person with a packet saying what is safe next.',
     adapter: 'stripe',
     operation: 'paymentIntents.create',
-    faults: (d) => [d.faults.permanent],
-    agentRetries: false,
+    fault: 'permanent',
     expect: { records: 0, status: ['handed-off'] },
   },
 ];
@@ -99,16 +90,6 @@ const sameOperation = (a: RunResult, b: RunResult) =>
   a.status === b.status &&
   (a.status !== 'done' || b.status !== 'done' || JSON.stringify(a.result) === JSON.stringify(b.result));
 
-/** Opens the demo's ledger, or says why the path cannot hold one (exit 2), before any server starts. */
-function openLedger(dbPath: string): Ledger {
-  try {
-    mkdirSync(dirname(dbPath), { recursive: true });
-    return createSqliteLedger({ path: dbPath });
-  } catch (e) {
-    throw new UsageError(`--db ${dbPath}: cannot hold a SQLite ledger there (${(e as Error).message})`);
-  }
-}
-
 /** One step: the real adapter → fault proxy → sandbox; every server it starts is closed again. */
 async function runStep(
   step: Step,
@@ -124,8 +105,12 @@ async function runStep(
   try {
     proxy = await startFaultProxy({
       target: sandbox.url,
-      faults: step.faults(op),
-      ...(drill.recordHeaders ? { recordHeaders: drill.recordHeaders } : {}),
+      faults: [
+        step.fault === 'drop-response'
+          ? step.fault
+          : (op.faults[step.fault] ?? { kind: 'status', status: 429, retryAfterS: 2 }),
+      ],
+      recordHeaders: drill.recordHeaders,
     });
     adapter = await drill.createAdapter({ baseUrl: proxy.url, timeoutMs: drill.timeoutMs ?? DEFAULT_DRILL_TIMEOUT_MS });
     const runner = createRunner({
@@ -133,18 +118,17 @@ async function runStep(
       clock,
       random: seededRandom(7),
       handoff: callbackHandoffSink(() => {}),
-      ...(drill.policy ? { policy: drill.policy } : {}),
+      policy: drill.policy,
     });
     const params = op.params(1000 + index);
     const first = await runner.run(adapter, step.operation, { params });
-    let second: RunResult | null = null;
-    let requestsOnRetry: number | null = null;
-    if (step.agentRetries) {
-      // The agent never saw an answer it trusted and calls the tool again: a new run id, the arguments in another order.
-      const before = proxy.requests.length;
-      second = await runner.run(adapter, step.operation, { params: reorderKeys(params) });
-      requestsOnRetry = proxy.requests.length - before;
-    }
+    // After a lost response the agent calls the tool again: a new run id, the arguments in another order.
+    const before = proxy.requests.length;
+    const second =
+      step.fault === 'drop-response'
+        ? await runner.run(adapter, step.operation, { params: reorderKeys(params) })
+        : null;
+    const requestsOnRetry = second ? proxy.requests.length - before : null;
     const records = await sandbox.count(step.operation);
     const receipts = first.status === 'in-progress' ? [] : first.receipts;
     const t0 = receipts.length ? Date.parse(receipts[0]!.startedAt) : 0;
@@ -203,7 +187,14 @@ async function runStep(
 /** `retrysafe demo`: real adapters → fault proxy → sandboxes on a virtual clock, each step saying what happened and why. */
 export async function demoCommand(opts: { db?: string }, log: (line: string) => void, color = false) {
   const dbPath = opts.db ? resolve(opts.db) : join(mkdtempSync(join(tmpdir(), 'retrysafe-demo-')), 'demo.db');
-  const ledger = openLedger(dbPath);
+  let ledger: Ledger;
+  try {
+    mkdirSync(dirname(dbPath), { recursive: true });
+    ledger = createSqliteLedger({ path: dbPath });
+  } catch (e) {
+    // before any server starts
+    throw new UsageError(`--db ${dbPath}: cannot hold a SQLite ledger there (${(e as Error).message})`);
+  }
   try {
     const entries = await loadAdapters([...new Set(STEPS.map((s) => s.adapter))]);
     const steps: Awaited<ReturnType<typeof runStep>>[] = [];

@@ -99,14 +99,14 @@ export async function drillCommand(
   mkdirSync(outDir, { recursive: true });
 
   const planned = drills.reduce((n, d) => n + operationsOf(d, opts.operation).length * scenarios.length, 0);
-  const progress = progressSink ? createProgress(planned, progressSink.write, progressSink.tty) : null;
   // progress colour follows the same rule as stdout: a terminal, and never under NO_COLOR
-  const color = (progressSink?.tty ?? false) && useColor({ isTTY: true });
+  const color = progressSink?.tty === true && useColor(true);
+  const progress = progressSink ? createProgress(planned, progressSink.write, progressSink.tty, color) : null;
   const results: { adapter: string; result: ScenarioResult; durationMs: number }[] = [];
   const started = Date.now();
   for (const p of problems) progress?.note(`${paint('red', '✗', color)} ${p}`);
 
-  for (const entry of entries) {
+  for (const entry of entries)
     for (const drill of entry.drills) {
       const ops = operationsOf(drill, opts.operation);
       if (ops.length === 0) continue;
@@ -137,7 +137,6 @@ export async function drillCommand(
         disposeDrillContext(ctx);
       }
     }
-  }
   progress?.end();
   const durationMs = Date.now() - started;
   const rows = results.map((x) => toRow(x.adapter, x.result, x.durationMs));

@@ -29,7 +29,7 @@ export function showCount(c: CountCriterion): string {
 
 /** Per-drill count lines and totals; the scenario table too when something failed (failing rows only) or `details`. */
 export function drillText(report: DrillCommandReport, color = false, details = false): string {
-  if (details) return drillTable(report, color);
+  if (details) return `${drillTable(report, color)}\n\n${footer(report, color)}`;
   const failing = report.rows.filter((r) => r.status === 'failed');
   const summary = table(
     ['adapter', 'operation', 'passed', 'failed', 'skipped', 'result'],
@@ -45,7 +45,7 @@ export function drillText(report: DrillCommandReport, color = false, details = f
     { right: [2, 3, 4] },
   );
   const parts = [summary, '', paint('dim', `scenarios: ${report.scenarios.join(', ')}`, color)];
-  if (failing.length) parts.push('', drillTable({ ...report, rows: failing }, color, false));
+  if (failing.length) parts.push('', drillTable({ ...report, rows: failing }, color));
   parts.push('', footer(report, color));
   if (!failing.length) parts.push(paint('dim', 'every row: retrysafe drill --details, or the report', color));
   return parts.join('\n');
@@ -63,8 +63,7 @@ function footer(report: DrillCommandReport, color: boolean): string {
 }
 
 /** The full table: one line per scenario × operation, observed count next to what the card made the drill expect. */
-function drillTable(report: DrillCommandReport, color = false, withFooter = true): string {
-  // a blank line between operations
+function drillTable(report: DrillCommandReport, color: boolean): string {
   const group = (i: number) => `${report.rows[i]!.drill} ${report.rows[i]!.operation}`;
   const breaks = report.rows.map((_, i) => i).filter((i) => i > 0 && group(i) !== group(i - 1));
   const body = table(
@@ -97,7 +96,6 @@ function drillTable(report: DrillCommandReport, color = false, withFooter = true
     for (const r of failed) for (const f of r.failures) lines.push(`  ${f}`);
     lines.push('');
   }
-  if (withFooter) lines.push(footer(report, color));
   return lines.join('\n').trimEnd();
 }
 

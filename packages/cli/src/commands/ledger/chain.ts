@@ -6,7 +6,7 @@ import { UsageError } from '../../errors.js';
 export const RECEIPT_KEYS_ENV = 'RETRYSAFE_RECEIPT_KEYS';
 
 /** Keys from an environment variable, if set (a malformed value is a usage error that never shows the secret). */
-function keysFromEnv(name: string) {
+export function keysFromEnv(name: string) {
   const text = process.env[name];
   try {
     return text ? parseReceiptKeys(text) : null;
@@ -14,9 +14,6 @@ function keysFromEnv(name: string) {
     throw new UsageError(`${name}: ${(e as Error).message}`);
   }
 }
-
-export const receiptKeysFromEnv = (): Partial<ReturnType<typeof parseReceiptKeys>> =>
-  keysFromEnv(RECEIPT_KEYS_ENV) ?? {};
 
 /** `ledger` with its params encrypted at rest with the first key of RETRYSAFE_PARAMS_KEYS (`id:secret[,…]`) when set. */
 export function withParamsKeys(ledger: Ledger): Ledger {
@@ -28,34 +25,19 @@ export function withParamsKeys(ledger: Ledger): Ledger {
   return encryptParams(ledger, { key: keys.current, previous });
 }
 
-/** `state` is absent for an export checked offline; `index` (0-based) and `reason` say where a chain breaks and why. */
-export interface VerifyRow {
-  readonly businessOperationId: string;
-  readonly state?: OperationState;
-  readonly receipts: number;
-  readonly ok: boolean;
-  readonly index?: number;
-  readonly reason?: string;
-  readonly warnings?: readonly string[];
-}
-
 export const checkOptions = (allowUnkeyed: boolean | undefined) => ({
-  keys: receiptKeysFromEnv().keyring,
+  keys: keysFromEnv(RECEIPT_KEYS_ENV)?.keyring,
   allowUnkeyed,
 });
 
-export const rowOf = (
-  id: string,
-  state: OperationState | undefined,
-  receipts: number,
-  check: ChainCheck,
-): VerifyRow => ({
+/** `state` is absent for an export checked offline; `index` (0-based) and `reason` say where a chain breaks and why. */
+export const rowOf = (id: string, state: OperationState | undefined, receipts: number, check: ChainCheck) => ({
   businessOperationId: id,
-  ...(state ? { state } : {}),
+  state,
   receipts,
-  ok: check.ok,
-  ...(check.ok ? (check.warnings ? { warnings: check.warnings } : {}) : { index: check.index, reason: check.reason }),
+  ...check,
 });
+export type VerifyRow = ReturnType<typeof rowOf>;
 
 /** Checks one operation's chain, or every operation's, against the rows' anchors (and keys, when set). */
 export async function verifyChains(

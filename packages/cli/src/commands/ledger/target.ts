@@ -23,18 +23,18 @@ function openSqlite(path: string, readOnly: boolean): Ledger {
   }
 }
 
-/** `config`: the config already read, or null for none (default: read target.config); `readOnly`: the command only
- * reads, so a SQLite file in a folder the operator may not write is opened read-only. */
+/** `config`: the config already read, or null for none (default: read target.config); unless the command `writes`,
+ * a SQLite file in a folder the operator may not write is opened read-only. */
 async function openTarget(
   target: LedgerTarget,
-  options: { readonly config?: RetrysafeConfig | null; readonly readOnly?: boolean },
+  options: { readonly config?: RetrysafeConfig | null; readonly writes?: boolean },
 ): Promise<Ledger> {
   const config =
     options.config !== undefined ? options.config : target.config ? await loadConfigFile(target.config) : null;
   const location = target.db ?? config?.ledger ?? './retrysafe.db';
   if (typeof location === 'string' && /^postgres(ql)?:\/\//.test(location)) {
     const { createPostgresLedger } = await import('@retrysafe/ledger-postgres');
-    return createPostgresLedger({ connectionString: location, ...(target.schema ? { schema: target.schema } : {}) });
+    return createPostgresLedger({ connectionString: location, schema: target.schema });
   }
   if (target.schema) throw new UsageError('--schema applies to a postgres:// ledger only');
   // A DynamoDB table is named in a config file only: the config opens it.
@@ -47,7 +47,7 @@ async function openTarget(
       `no SQLite ledger at ${path} (pass --db <file> or a postgres:// URL, or --config naming the ledger)`,
     );
   try {
-    return openSqlite(path, options.readOnly === true);
+    return openSqlite(path, options.writes !== true);
   } catch (e) {
     // A folder, a file that is not SQLite, a file that cannot be opened: the path given is wrong (exit 2).
     throw new UsageError(
@@ -66,20 +66,13 @@ export async function withLedger<T>(
     ledger = await openTarget(target, options);
     return await fn(ledger);
   } catch (err) {
-    throw unreadable(err);
+    // A record the driver cannot parse (cut JSON) is a typed LedgerError, not a raw stack; the ledgers type the rest.
+    throw err instanceof SyntaxError
+      ? new LedgerError(`the ledger cannot be read: ${err.message}`, { cause: err })
+      : err;
   } finally {
     await ledger?.close().catch(() => undefined);
   }
-}
-
-/** A ledger file or record the driver cannot read (cut JSON, a corrupt SQLite file) is a typed LedgerError, not a raw stack. */
-function unreadable(err: unknown): unknown {
-  const e = err as { name?: unknown; code?: unknown; message?: unknown } | null;
-  const raw =
-    err instanceof SyntaxError ||
-    e?.name === 'SqliteError' ||
-    (typeof e?.code === 'string' && e.code.startsWith('SQLITE_'));
-  return raw ? new LedgerError(`the ledger cannot be read: ${String(e?.message ?? err)}`, { cause: err }) : err;
 }
 
 /** A record as shown to an operator: no params (they may hold PII), no stored result body. */

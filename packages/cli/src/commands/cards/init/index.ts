@@ -48,11 +48,11 @@ export function cardLeaves(): Leaf[] {
     } else leaves.push({ path, schema: s, fact: false });
   };
   walk(cardJsonSchema() as Schema, '');
-  // the intent fields first: the id rule's default is written from them
+  // the intent fields first (the sort is stable): the id rule's default is written from them
   const rank = (l: Leaf) => (l.path === 'businessOperationId.intentFields' ? -1 : 0);
   return leaves
     .filter((l) => !['$schema', 'cardVersion', 'unverified'].includes(l.path))
-    .sort((a, b) => rank(a) - rank(b) || leaves.indexOf(a) - leaves.indexOf(b));
+    .sort((a, b) => rank(a) - rank(b));
 }
 
 /** Plain fields a card needs that `init` can fill with retrysafe's conservative defaults (marked as such). */
@@ -154,7 +154,6 @@ export async function cardsInit(
   const ask = interactive ? lineReader(opts.input ?? process.stdin, prompt) : null;
   try {
     for (const leaf of cardLeaves()) {
-      const label = cardFieldLabel(leaf.path);
       const present = get(given, leaf.path);
       if (present !== undefined) {
         const value = get(present, 'value');
@@ -169,12 +168,10 @@ export async function cardsInit(
         continue;
       }
       const fallback = defaults(card)[leaf.path];
-      if (ask) {
-        const answer = await askLeaf(ask, prompt, leaf, label, fallback);
-        if (answer) {
-          set(card, leaf.path, answer.value);
-          continue;
-        }
+      const answer = ask && (await askLeaf(ask, leaf, fallback));
+      if (answer) {
+        set(card, leaf.path, answer.value);
+        continue;
       }
       if (leaf.fact) {
         set(card, leaf.path, { value: UNKNOWN, source: `not filled in (${origin})` });
@@ -183,7 +180,7 @@ export async function cardsInit(
         set(card, leaf.path, fallback);
         defaulted.push(leaf.path);
       } else {
-        problems.push({ path: leaf.path, message: `required: ${label} cannot be unknown` });
+        problems.push({ path: leaf.path, message: `required: ${cardFieldLabel(leaf.path)} cannot be unknown` });
       }
     }
   } finally {
@@ -249,34 +246,27 @@ function lineReader(input: NodeJS.ReadableStream, prompt: (t: string) => void) {
       ended = r.done === true;
       return r.done ? null : r.value;
     },
+    say: prompt,
     close: () => rl.close(),
   };
 }
 
 /** Asks for one field until the answer fits; an empty answer (or end of input) leaves a fact unknown and a plain field at its default. */
-async function askLeaf(
-  ask: ReturnType<typeof lineReader>,
-  say: (t: string) => void,
-  leaf: Leaf,
-  label: string,
-  fallback: unknown,
-): Promise<{ value: unknown } | null> {
+async function askLeaf(ask: ReturnType<typeof lineReader>, leaf: Leaf, fallback: unknown) {
   const rule = answerRule(leaf);
   const dflt = leaf.fact ? 'enter = unknown' : fallback !== undefined ? `enter = ${String(fallback)}` : 'required';
   for (;;) {
-    const answer = (await ask.next(`${label} (${leaf.path}) [${rule.hint}; ${dflt}]: `))?.trim();
+    const answer = (await ask.next(`${cardFieldLabel(leaf.path)} (${leaf.path}) [${rule.hint}; ${dflt}]: `))?.trim();
     if (!answer || (leaf.fact && answer === UNKNOWN)) return null;
     const value = rule.read(answer);
-    if (value === undefined) {
-      say(`  expected ${rule.expected}\n`);
-      continue;
-    }
-    if (!leaf.fact) return { value };
-    for (;;) {
-      const source = await ask.next('  source (a public URL or a file of your project): ');
-      if (source === null) return null;
-      if (source.trim()) return { value: { value, source: source.trim() } };
-    }
+    if (value === undefined) ask.say(`  expected ${rule.expected}\n`);
+    else if (!leaf.fact) return { value };
+    else
+      for (;;) {
+        const source = await ask.next('  source (a public URL or a file of your project): ');
+        if (source === null) return null;
+        if (source.trim()) return { value: { value, source: source.trim() } };
+      }
   }
 }
 

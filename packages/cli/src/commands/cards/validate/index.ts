@@ -1,34 +1,28 @@
-import { ConfigError, FileLimitError } from '@retrysafe/config';
-import { CardValidationError, validateCard } from '@retrysafe/contract';
+import { ConfigError, FileLimitError, readDataFile } from '@retrysafe/config';
+import { type CardProblem, CardValidationError, parseCard, validateCard } from '@retrysafe/contract';
 import { defineCommand, EXIT } from '../../../command.js';
-import { readCardFile } from '../../../files.js';
 import { refusals } from '../refusals.js';
 
 /** `retrysafe cards validate <file…>`: each JSON/YAML card file read as the runner would, with what it will refuse. */
 export function validateCardFiles(files: readonly string[]) {
   return files.map((file) => {
+    const failed = (problems: readonly CardProblem[], unreadable?: true) => ({
+      file,
+      ok: false as const,
+      problems,
+      unknowns: [],
+      refusals: [],
+      unreadable,
+    });
     try {
-      const card = readCardFile(file);
-      return {
-        file,
-        ok: true,
-        operation: card.operation,
-        problems: [],
-        unknowns: validateCard(card).unknowns,
-        refusals: refusals(card),
-      };
+      const card = parseCard(readDataFile(file), file);
+      const { unknowns } = validateCard(card);
+      return { file, ok: true as const, operation: card.operation, problems: [], unknowns, refusals: refusals(card) };
     } catch (e) {
-      if (CardValidationError.isInstance(e))
-        return { file, ok: false, problems: e.problems, unknowns: [], refusals: [] };
+      if (CardValidationError.isInstance(e)) return failed(e.problems);
+      // exit 2, as for any unreadable file
       if (ConfigError.isInstance(e) || FileLimitError.isInstance(e))
-        return {
-          file,
-          ok: false,
-          problems: [{ path: '(file)', message: e.message }],
-          unknowns: [],
-          refusals: [],
-          unreadable: true, // exit 2, as for any unreadable file
-        };
+        return failed([{ path: '(file)', message: e.message }], true);
       throw e;
     }
   });
@@ -43,8 +37,8 @@ export const cardsValidate = defineCommand({
   async run({ io, json }, o, [files]: [string[]]) {
     const results = validateCardFiles(files);
     if (o.json) json({ ok: results.every((r) => r.ok), results });
-    else {
-      for (const r of results) {
+    else
+      for (const r of results)
         if (r.ok)
           io.out(
             `✓ ${r.file}: ${r.operation} (${r.unknowns.length} unknown fact(s))${r.refusals.length ? `\n  the runner will refuse:\n${r.refusals.map((x) => `  - ${x}`).join('\n')}` : ''}`,
@@ -53,9 +47,7 @@ export const cardsValidate = defineCommand({
           io.err(
             `✗ ${r.file}: ${r.problems.length} problem(s)\n${r.problems.map((p) => `  - ${p.path}: ${p.message}`).join('\n')}`,
           );
-      }
-    }
-    if (results.some((r) => r.unreadable)) return EXIT.usage;
+    if (results.some((r) => !r.ok && r.unreadable)) return EXIT.usage;
     return results.every((r) => r.ok) ? EXIT.ok : EXIT.failed;
   },
 });

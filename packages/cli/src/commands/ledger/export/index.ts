@@ -16,14 +16,10 @@ export const ledgerExportCommand = defineCommand({
   },
   async run({ io }, o) {
     const filter = o.state?.length ? { states: o.state as OperationState[] } : {};
-    const { ids, text } = await withLedger(
-      o,
-      async (ledger) => {
-        const ids = (await ledger.list(filter)).map((r) => r.businessOperationId);
-        return { ids, text: await exportReceiptsJsonl(ledger, { ids, heads: true }) };
-      },
-      { readOnly: true },
-    );
+    const { ids, text } = await withLedger(o, async (ledger) => {
+      const ids = (await ledger.list(filter)).map((r) => r.businessOperationId);
+      return { ids, text: await exportReceiptsJsonl(ledger, { ids, heads: true }) };
+    });
     if (o.out) {
       await writeFile(o.out, text, 'utf8');
       io.err(`wrote ${plural(ids.length, 'operation')} to ${o.out}`);

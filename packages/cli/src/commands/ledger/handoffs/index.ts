@@ -7,26 +7,22 @@ import { type LedgerTarget, summarize, TARGET_OPTIONS, withLedger } from '../tar
 type HandoffRow = Awaited<ReturnType<typeof ledgerHandoffs>>[number];
 
 export async function ledgerHandoffs(target: LedgerTarget) {
-  return withLedger(
-    target,
-    async (ledger) => {
-      const rows = await ledger.list({ states: ['handed-off'], limit: 1000 });
-      const ids = rows.map((r) => r.businessOperationId);
-      const chains = await verifyChains(ledger, ids, true); // one per id, in order
-      return rows.map((r, i) => {
-        const chain = chains[i]!;
-        return {
-          ...summarize(r),
-          explanation: r.handoff?.explanation ?? '',
-          safeNextActions: r.handoff?.safeNextActions ?? [],
-          lastKnown: r.handoff?.lastKnown ?? null,
-          // a broken receipt chain: do not act on it before finding out why
-          ...(!chain.ok ? { chainBroken: chain.reason ?? 'broken' } : {}),
-        };
-      });
-    },
-    { readOnly: true },
-  );
+  return withLedger(target, async (ledger) => {
+    const rows = await ledger.list({ states: ['handed-off'], limit: 1000 });
+    const ids = rows.map((r) => r.businessOperationId);
+    const chains = await verifyChains(ledger, ids, true); // one per id, in order
+    return rows.map((r, i) => {
+      const chain = chains[i]!;
+      return {
+        ...summarize(r),
+        explanation: r.handoff?.explanation ?? '',
+        safeNextActions: r.handoff?.safeNextActions ?? [],
+        lastKnown: r.handoff?.lastKnown ?? null,
+        // a broken receipt chain: do not act on it before finding out why
+        chainBroken: chain.ok ? undefined : chain.reason,
+      };
+    });
+  });
 }
 
 export function handoffsText(rows: readonly HandoffRow[], color = false): string {

@@ -10,18 +10,14 @@ export async function ledgerLs(
   for (const s of target.state ?? [])
     if (!STATES.includes(s as OperationState))
       throw new UsageError(`--state '${s}' is not a state (${STATES.join(', ')})`);
-  return withLedger(
-    target,
-    async (ledger) => {
-      const rows = await ledger.list({
-        ...(target.state?.length ? { states: target.state as OperationState[] } : {}),
-        limit: target.limit ?? 100,
-        newestFirst: true,
-      });
-      return rows.map(summarize);
-    },
-    { readOnly: true },
-  );
+  return withLedger(target, async (ledger) => {
+    const rows = await ledger.list({
+      states: target.state?.length ? (target.state as OperationState[]) : undefined,
+      limit: target.limit ?? 100,
+      newestFirst: true,
+    });
+    return rows.map(summarize);
+  });
 }
 
 export function lsTable(rows: readonly OperationSummary[]): string {

@@ -1,5 +1,5 @@
 import { existsSync } from 'node:fs';
-import type { Duration, OperationState } from '@retrysafe/contract';
+import type { Duration, Ledger, OperationState } from '@retrysafe/contract';
 import { PRUNABLE_STATES } from '@retrysafe/contract/ledger';
 import { type PruneLedgerReport, pruneLedger, RunnerConfigurationError } from '@retrysafe/core';
 import type { Options, Parsed } from '../../../command.js';
@@ -45,21 +45,18 @@ export async function ledgerPrune(opts: Parsed<typeof PRUNE_OPTIONS>): Promise<P
   const entries = await loadAdapters();
   if (opts.config) entries.push(...(await loadAdapters([], [], opts.config).catch(() => [])));
   const cards = (await Promise.all(entries.map(cardsOf))).flat().map((c) => c.card);
-  return withLedger(opts, async (ledger) => {
-    try {
-      return await pruneLedger(ledger, {
-        olderThan: opts.olderThan as Duration,
-        cards,
-        ...(opts.force ? { force: true } : {}),
-        ...(opts.dryRun ? { dryRun: true } : {}),
-        ...(opts.export && !opts.dryRun ? { exportPath: opts.export } : {}),
-        ...(opts.state?.length ? { states: opts.state as OperationState[] } : {}),
-      });
-    } catch (err) {
-      if (RunnerConfigurationError.isInstance(err))
-        throw new UsageError(`--older-than: ${err.message.replace(/^prune\.olderThan: /, '')}`);
-      throw err;
-    }
+  const prune = (ledger: Ledger) =>
+    pruneLedger(ledger, {
+      olderThan: opts.olderThan as Duration,
+      cards,
+      force: opts.force,
+      dryRun: opts.dryRun,
+      exportPath: opts.dryRun ? undefined : opts.export,
+      states: opts.state?.length ? (opts.state as OperationState[]) : undefined,
+    });
+  return withLedger(opts, prune, { writes: true }).catch((err: unknown) => {
+    if (!RunnerConfigurationError.isInstance(err)) throw err;
+    throw new UsageError(`--older-than: ${err.message.replace(/^prune\.olderThan: /, '')}`);
   });
 }
 

@@ -36,7 +36,10 @@ export async function ledgerResolveAll(opts: ResolveAllOptions) {
   for (const i of opts.id ?? []) asBusinessOperationId(i);
   const action = opts.resume ? 'resume' : 'abandon';
   const config = opts.config ? await loadConfigFile(opts.config) : null;
-  const handedOff = await withLedger(opts, (ledger) => ledger.list({ states: ['handed-off'] }), { config });
+  const handedOff = await withLedger(opts, (ledger) => ledger.list({ states: ['handed-off'] }), {
+    config,
+    writes: true,
+  });
   const matched = handedOff.filter(
     (r) =>
       wanted(opts.operation, r.operation) &&

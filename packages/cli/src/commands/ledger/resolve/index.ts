@@ -13,7 +13,7 @@ import { defineCommand } from '../../../command.js';
 import { exactlyOne, RefusedError, UsageError } from '../../../errors.js';
 import { readObjectFile } from '../../../files.js';
 import { paint, plural } from '../../../output.js';
-import { receiptKeysFromEnv, withParamsKeys } from '../chain.js';
+import { keysFromEnv, RECEIPT_KEYS_ENV, withParamsKeys } from '../chain.js';
 import { packetText } from '../packet-text.js';
 import { TARGET_OPTIONS, withLedger } from '../target.js';
 
@@ -56,14 +56,14 @@ export async function ledgerResolve(opts: ResolveOptions, id: string): Promise<R
     return await withLedger(
       opts,
       async (ledger) => {
-        const { current, keyring } = receiptKeysFromEnv();
+        const keys = keysFromEnv(RECEIPT_KEYS_ENV);
         const runner = createRunner({
           ledger: withParamsKeys(ledger),
-          ...(config?.handoffs ? { handoff: jsonlHandoffSink(resolve(config.baseDir, config.handoffs)) } : {}),
-          ...(config?.policy ? { policy: config.policy } : {}),
-          ...(config?.redact?.fields ? { redact: { fields: [...config.redact.fields] } } : {}),
-          ...(current ? { receiptKey: current } : {}),
-          ...(keyring ? { receiptKeyring: keyring } : {}),
+          handoff: config?.handoffs ? jsonlHandoffSink(resolve(config.baseDir, config.handoffs)) : undefined,
+          policy: config?.policy,
+          redact: config?.redact,
+          receiptKey: keys?.current,
+          receiptKeyring: keys?.keyring,
         });
         const by = opts.by ?? process.env.USER ?? 'operator';
         const reason = (await ledger.get(asBusinessOperationId(id)))?.handoff?.reason;
@@ -86,7 +86,7 @@ export async function ledgerResolve(opts: ResolveOptions, id: string): Promise<R
           throw err;
         });
       },
-      { config },
+      { config, writes: true },
     );
   } finally {
     for (const a of adapters) await a.close?.();

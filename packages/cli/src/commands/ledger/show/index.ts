@@ -10,31 +10,27 @@ type ShowResult = NonNullable<Awaited<ReturnType<typeof ledgerShow>>>;
 
 export async function ledgerShow(target: LedgerTarget & { readonly showBy?: boolean }, id: string) {
   const bid = asBusinessOperationId(id);
-  return withLedger(
-    target,
-    async (ledger) => {
-      const r = await ledger.get(bid);
-      if (!r) return null;
-      return {
-        record: {
-          ...summarize(r),
-          intentFingerprint: r.intentFingerprint,
-          paramsFingerprint: r.paramsFingerprint,
-          firstDispatchedAt: r.firstDispatchedAt === null ? null : new Date(r.firstDispatchedAt).toISOString(),
-          handoff: r.handoff,
-          // `resolve --by` is stored as given; shown as a pseudonym (`person#…`) unless the operator asks (`--show-by`)
-          resolution:
-            r.resolution?.by === undefined || target.showBy
-              ? r.resolution
-              : { ...r.resolution, by: personRef(r.resolution.by) },
-        },
-        receipts: await ledger.receipts(bid), // never the params
-        // Unkeyed chains from before a key was set pass here (a keyed-then-unkeyed chain never does); `verify` is the strict check.
-        chain: (await verifyChains(ledger, [bid], true))[0]!,
-      };
-    },
-    { readOnly: true },
-  );
+  return withLedger(target, async (ledger) => {
+    const r = await ledger.get(bid);
+    if (!r) return null;
+    return {
+      record: {
+        ...summarize(r),
+        intentFingerprint: r.intentFingerprint,
+        paramsFingerprint: r.paramsFingerprint,
+        firstDispatchedAt: r.firstDispatchedAt === null ? null : new Date(r.firstDispatchedAt).toISOString(),
+        handoff: r.handoff,
+        // `resolve --by` is stored as given; shown as a pseudonym (`person#…`) unless the operator asks (`--show-by`)
+        resolution:
+          r.resolution?.by === undefined || target.showBy
+            ? r.resolution
+            : { ...r.resolution, by: personRef(r.resolution.by) },
+      },
+      receipts: await ledger.receipts(bid), // never the params
+      // Unkeyed chains from before a key was set pass here (a keyed-then-unkeyed chain never does); `verify` is the strict check.
+      chain: (await verifyChains(ledger, [bid], true))[0]!,
+    };
+  });
 }
 
 const kv = (pairs: readonly (readonly [string, unknown])[]) =>
@@ -44,7 +40,6 @@ export function showText(r: ShowResult, color = false): string {
   const rec = r.record;
   const res = rec.resolution;
   const by = res && ` by ${res.by ?? '?'} at ${new Date(res.at).toISOString()}`;
-  const broken = `✗ receipt chain broken at #${(r.chain.index ?? 0) + 1}: ${r.chain.reason} — the ledger was edited outside retrysafe; do not act on these receipts before finding out why`;
   const out = [
     kv([
       ['operation', rec.operation],
@@ -62,7 +57,10 @@ export function showText(r: ShowResult, color = false): string {
     ]),
   ];
   if (rec.handoff) out.push('', packetText(rec.handoff, color));
-  if (!r.chain.ok) out.push('', paint('red', broken, color));
+  if (!r.chain.ok) {
+    const broken = `✗ receipt chain broken at #${r.chain.index + 1}: ${r.chain.reason} — the ledger was edited outside retrysafe; do not act on these receipts before finding out why`;
+    out.push('', paint('red', broken, color));
+  }
   out.push('', `Receipts (${r.receipts.length}):`);
   for (const x of r.receipts)
     out.push(`  #${String(x.seq).padEnd(3)} ${x.startedAt}  ${receiptText(x, (t) => paint('dim', t, color))}`);
@@ -88,9 +86,7 @@ export const ledgerShowCommand = defineCommand({
     if (o.json) json(r);
     else io.out(showText(r, color));
     if (r.chain.ok) return EXIT.ok;
-    io.err(
-      `retrysafe: the receipt chain of ${id} is broken at receipt #${(r.chain.index ?? 0) + 1}: ${r.chain.reason}`,
-    );
+    io.err(`retrysafe: the receipt chain of ${id} is broken at receipt #${r.chain.index + 1}: ${r.chain.reason}`);
     return EXIT.failed;
   },
 });

@@ -28,7 +28,7 @@ function verifyText(rows: readonly VerifyRow[], color = false): string {
   const lines = rows.map((r) =>
     r.ok
       ? `${paint('green', '✓', color)} ${r.businessOperationId}  ${plural(r.receipts, 'receipt')}${r.warnings ? paint('dim', `  (${r.warnings.join('; ')})`, color) : ''}`
-      : `${paint('red', '✗', color)} ${r.businessOperationId}  broken at receipt #${(r.index ?? 0) + 1}: ${r.reason}`,
+      : `${paint('red', '✗', color)} ${r.businessOperationId}  broken at receipt #${r.index + 1}: ${r.reason}`,
   );
   lines.push(
     '',
@@ -58,7 +58,7 @@ export const ledgerVerifyCommand = defineCommand({
     exactlyOne([id, o.all, o.file], 'choose one of <id>, --all, --file <export.jsonl>');
     const rows = o.file
       ? verifyExportFile(o.file, o.allowUnkeyed)
-      : await withLedger(o, (l) => verifyChains(l, o.all ? 'all' : [id!], o.allowUnkeyed), { readOnly: true });
+      : await withLedger(o, (l) => verifyChains(l, o.all ? 'all' : [id!], o.allowUnkeyed));
     const ok = rows.every((r) => r.ok);
     return print(o, { ok, operations: rows }, () => verifyText(rows, color), ok);
   },
