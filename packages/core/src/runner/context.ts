@@ -5,7 +5,7 @@ import type { OperationSpec } from '@retrysafe/contract';
 import { systemClock } from '../clock.js';
 import { RunnerConfigurationError } from '../errors/runner-configuration-error.js';
 import type { Operation } from '../intake/operation.js';
-import { checkReceiptKey } from '../receipts.js';
+import { checkKey } from '../receipts.js';
 import { createRedactor, type Redactor } from '../redact.js';
 import { createTelemetry, type EventFields } from '../telemetry.js';
 import { createHeartbeat } from './heartbeat.js';
@@ -41,7 +41,7 @@ export function createContext(options: RunnerOptions) {
   const clock = options.clock ?? systemClock;
   const baseRedactor = createRedactor(options.redact ?? {});
   if (options.receiptKey !== undefined)
-    checkReceiptKey(options.receiptKey, (why) => new RunnerConfigurationError('receiptKey', why));
+    checkKey(options.receiptKey, (why) => new RunnerConfigurationError('receiptKey', why));
   const tele = createTelemetry(options.telemetry, () => clock.now());
   const log: Log = (level, event, message, op, fields) => {
     try {
@@ -82,7 +82,6 @@ export function createContext(options: RunnerOptions) {
     heartbeat,
     random: options.random ?? Math.random,
     owner: options.owner ?? `${hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`,
-    sink: options.handoff,
     // Optional ledger features (LedgerCapabilities): with both, a clean run is two durable writes.
     claimDispatches: ledger.capabilities?.claimDispatch === true,
     receiptWithState: ledger.capabilities?.receiptWithState === true,
