@@ -48,14 +48,11 @@ function isLookupResult(o: unknown): o is LookupResult {
   return outcomeProblem(x.outcome) === null && FOUND_KINDS.includes(x.outcome!.kind as string);
 }
 
-/** What one call needs of the operation's current state. */
-type CallInput = Pick<DriveState, 'record' | 'keyRevision' | 'lastDispatchedAt' | 'lease'>;
-
 /** The request itself, once the operation is durably `dispatched`: its answer classified. */
 export async function callProvider(
   ctx: RunnerContext,
   op: Operation,
-  c: CallInput,
+  c: DriveState,
   attemptId: AttemptId,
 ): Promise<Outcome> {
   const callCtx: ExecuteContext = {
@@ -101,7 +98,7 @@ export async function callProvider(
 export async function lookupProvider(
   ctx: RunnerContext,
   op: Operation,
-  c: CallInput,
+  c: DriveState,
   attemptId: AttemptId,
 ): Promise<LookupResult> {
   const now = ctx.clock.now();

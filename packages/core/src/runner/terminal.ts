@@ -122,7 +122,7 @@ export async function sendPacket(
   op: LogSubject,
 ): Promise<void> {
   try {
-    await ctx.sink?.send(packet);
+    await ctx.options.handoff?.send(packet);
   } catch (err) {
     ctx.log('warn', 'handoff-sink-failed', `the packet is in the ledger; the sink failed: ${errText(err)}`, op);
   }
