@@ -49,12 +49,7 @@ function isLookupResult(o: unknown): o is LookupResult {
 }
 
 /** The request itself, once the operation is durably `dispatched`: its answer classified. */
-export async function callProvider(
-  ctx: RunnerContext,
-  op: Operation,
-  c: DriveState,
-  attemptId: AttemptId,
-): Promise<Outcome> {
+export async function callProvider(ctx: RunnerContext, op: Operation, c: DriveState, attemptId: AttemptId) {
   const callCtx: ExecuteContext = {
     businessOperationId: op.id,
     providerKey: op.providerKey,
@@ -95,12 +90,7 @@ export async function callProvider(
 }
 
 /** One lookup of what the provider stored. */
-export async function lookupProvider(
-  ctx: RunnerContext,
-  op: Operation,
-  c: DriveState,
-  attemptId: AttemptId,
-): Promise<LookupResult> {
+export async function lookupProvider(ctx: RunnerContext, op: Operation, c: DriveState, attemptId: AttemptId) {
   const now = ctx.clock.now();
   let result: LookupResult;
   try {
