@@ -40,9 +40,7 @@ export function claimInput(
     owner: ctx.owner,
     leaseMs: op.policy.leaseMs,
     now,
-    dispatch: how?.dispatch,
-    resume: how?.resume,
-    supersede: how?.supersede,
+    ...how,
   };
 }
 
