@@ -40,7 +40,9 @@ export function claimInput(
     owner: ctx.owner,
     leaseMs: op.policy.leaseMs,
     now,
-    ...how,
+    dispatch: how?.dispatch,
+    resume: how?.resume,
+    supersede: how?.supersede,
   };
 }
 
