@@ -14,15 +14,6 @@ import type { LogEntry, RunnerOptions } from './types.js';
 /** What a log line names of an operation. */
 export type LogSubject = Pick<Operation, 'id' | 'card' | 'redactor'> & { readonly scope?: Operation['scope'] };
 
-/** One runner event. `message` may be a function: it is called only when a logger is set. */
-export type Log = (
-  level: LogEntry['level'],
-  event: string,
-  message: string | (() => string),
-  op?: LogSubject,
-  fields?: EventFields,
-) => void;
-
 /** A lease held by this worker: renewed between steps and by the heartbeat while a call is in flight. */
 export interface Lease {
   readonly ref: { readonly businessOperationId: Operation['id']; readonly fence: number };
@@ -43,7 +34,14 @@ export function createContext(options: RunnerOptions) {
   if (options.receiptKey !== undefined)
     checkKey(options.receiptKey, (why) => new RunnerConfigurationError('receiptKey', why));
   const tele = createTelemetry(options.telemetry, () => clock.now());
-  const log: Log = (level, event, message, op, fields) => {
+  /** One runner event. `message` may be a function: it is called only when a logger is set. */
+  const log = (
+    level: LogEntry['level'],
+    event: string,
+    message: string | (() => string),
+    op?: LogSubject,
+    fields?: EventFields,
+  ): void => {
     try {
       tele.event(event, level, fields, op?.card.operation, op?.scope);
     } catch {
