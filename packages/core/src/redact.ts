@@ -9,9 +9,8 @@ export interface RedactOptions {
   /** Patterns to blank out of any string (params values and messages). */
   readonly patterns?: readonly RegExp[];
   /**
-   * PII detectors (email addresses in any string; `email`, `phone`, `dob`… keys) are on by default.
-   * `false` turns them off, e.g. when an email address is the operation's public reference. Secret
-   * detectors (credentials, card numbers) cannot be turned off.
+   * `false` turns the PII detectors off (email addresses; `email`, `phone`, `dob`… keys), e.g. when an email is the
+   * operation's public reference. Secret detectors (credentials, card numbers) cannot be turned off.
    */
   readonly pii?: boolean;
 }
@@ -22,11 +21,10 @@ interface Detector {
   readonly pii?: true;
   /** A cheap test a string must pass before `blank` runs (most strings are short and plain). */
   readonly hint: (text: string) => boolean;
-  /** The text with this detector's matches blanked. */
   readonly blank: (text: string) => string;
 }
 
-/** Blanks the matches of `pattern` (global) that pass `accept` (e.g. a Luhn check). */
+/** Blanks the matches of `pattern` that pass `accept` (e.g. a Luhn check). */
 function matches(pattern: RegExp, accept?: (match: string) => boolean) {
   return (t: string) => t.replace(pattern, (m) => (accept && !accept(m) ? m : REDACTED));
 }
@@ -35,11 +33,7 @@ function has(...parts: string[]) {
   return (t: string) => parts.some((p) => t.includes(p));
 }
 
-/**
- * A card number: Luhn-valid, with a card network's leading digits (Visa 4, Mastercard 2/5, Amex,
- * Diners and JCB 3, Discover 6) and a card's length. Numeric ids and epoch-ms timestamps (13 digits
- * starting with 1) are left alone.
- */
+/** Luhn-valid with a card network's leading digits and length: numeric ids and epoch-ms timestamps are left alone. */
 function looksLikeCardNumber(text: string): boolean {
   const d = text.replace(/[ -]/g, '');
   if (!/^\d{13,19}$/.test(d) || /^(\d)\1+$/.test(d)) return false;
@@ -230,13 +224,8 @@ export function createRedactor(options: RedactOptions = {}, sensitiveFields: rea
         if (v instanceof Date) return v.toISOString();
         const entries = Object.entries(v).map(([k, x]) => [k, text(k), walk(x, [...path, k], seen)] as const);
         if (entries.every(([k, key, x]) => key === k && x === (v as Record<string, unknown>)[k])) return v;
-        const out: Record<string, unknown> = {};
-        // An own `__proto__` key stays data (a plain assignment would set the prototype).
-        for (const [, key, value] of entries)
-          if (key === '__proto__')
-            Object.defineProperty(out, key, { value, enumerable: true, writable: true, configurable: true });
-          else out[key] = value;
-        return out;
+        // fromEntries defines each key, so an own `__proto__` key stays data (an assignment would set the prototype).
+        return Object.fromEntries(entries.map(([, key, x]) => [key, x]));
       } finally {
         seen.delete(v);
       }

@@ -101,15 +101,7 @@ export function createTelemetry(options: TelemetryOptions | undefined, now: () =
     },
 
     /** One runner event (the entry the logger gets); `s`: the scope of the operation's run, if any. */
-    event(
-      event: string,
-      level: 'info' | 'warn',
-      fields: EventFields | undefined,
-      operation: string | undefined,
-      s?: RunScope,
-    ): void {
-      const op = operation ?? '';
-      const f = fields ?? {};
+    event(event: string, level: 'info' | 'warn', f: EventFields = {}, op = '', s?: RunScope): void {
       switch (event) {
         case 'dispatch': {
           if (!s) break;

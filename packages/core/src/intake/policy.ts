@@ -47,9 +47,5 @@ const newCache = () => new WeakMap<PolicyOverrides, RetryPolicy>();
 
 /** resolvePolicy once per card and overrides object (neither changes); a refused policy is not cached. */
 export function cachedPolicy(card: RetrySafetyCard, overrides: PolicyOverrides = NO_OVERRIDES): RetryPolicy {
-  const byOverrides = memo(resolved, card, newCache);
-  let policy = byOverrides.get(overrides);
-  // Written out, not through memo: a closure over `card` would be allocated on every run().
-  if (policy === undefined) byOverrides.set(overrides, (policy = Object.freeze(resolvePolicy(card, overrides))));
-  return policy;
+  return memo(memo(resolved, card, newCache), overrides, (o) => Object.freeze(resolvePolicy(card, o)));
 }

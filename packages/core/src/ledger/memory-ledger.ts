@@ -24,7 +24,12 @@ export function createMemoryLedger(): Ledger {
   const records = new Map<string, OperationRecord>();
   const receipts = new Map<string, Receipt[]>();
   let closed = false;
-  const fenced = (ref: Fenced) => checkFence(records.get(ref.businessOperationId) ?? null, ref);
+  // Every method but close reads the store through this first, so it refuses once the ledger is closed.
+  const rows = () => {
+    if (closed) throw new Error('memory ledger is closed');
+    return records;
+  };
+  const fenced = (ref: Fenced) => checkFence(rows().get(ref.businessOperationId) ?? null, ref);
   // The copy is what stays; the transition's own object, which nobody else holds, is handed out.
   const put = (r: OperationRecord) => {
     records.set(r.businessOperationId, clone(r));
@@ -40,10 +45,10 @@ export function createMemoryLedger(): Ledger {
     return put(chainedTransition(next, receipt));
   };
 
-  const ledger: Ledger = {
+  return {
     capabilities: { claimDispatch: true, receiptWithState: true },
     async claim(input) {
-      const { result, write } = claimTransition(records.get(input.businessOperationId) ?? null, clone(input));
+      const { result, write } = claimTransition(rows().get(input.businessOperationId) ?? null, clone(input));
       if (write === null) return clone(result); // it holds the stored record
       // Written: the result holds the new record and the caller's copied input, which nobody else holds (as in put).
       records.set(write.businessOperationId, clone(write));
@@ -69,14 +74,14 @@ export function createMemoryLedger(): Ledger {
       put(releaseTransition(fenced(ref)));
     },
     async resolve(id, resolution, now) {
-      return put(resolveTransition(records.get(id) ?? null, id, resolution, now));
+      return put(resolveTransition(rows().get(id) ?? null, id, resolution, now));
     },
     async get(id) {
-      const r = records.get(id);
+      const r = rows().get(id);
       return r ? clone(r) : null;
     },
     async list(filter = {}) {
-      let out = [...records.values()];
+      let out = [...rows().values()];
       if (filter.states) out = out.filter((r) => filter.states!.includes(r.state));
       if (filter.provider) out = out.filter((r) => r.provider === filter.provider);
       if (filter.operation) out = out.filter((r) => r.operation === filter.operation);
@@ -85,10 +90,11 @@ export function createMemoryLedger(): Ledger {
       return clone(out.slice(0, filter.limit));
     },
     async receipts(id) {
+      rows();
       return clone(receipts.get(id) ?? []);
     },
     async recoverCandidates(now, limit) {
-      const out = [...records.values()]
+      const out = [...rows().values()]
         .filter((r) => RECOVERABLE_STATES.includes(r.state) && !leaseLive(r, now))
         .sort((a, b) => a.updatedAt - b.updatedAt);
       return clone(out.slice(0, limit));
@@ -97,7 +103,7 @@ export function createMemoryLedger(): Ledger {
       const states = checkPruneOptions(options);
       const byState: Partial<Record<OperationState, number>> = {};
       let pruned = 0;
-      for (const r of [...records.values()]) {
+      for (const r of [...rows().values()]) {
         if (!isPrunable(r, states, options.before)) continue;
         if (!options.dryRun) {
           await options.onPrune?.(clone(r), clone(receipts.get(r.businessOperationId) ?? []));
@@ -116,12 +122,4 @@ export function createMemoryLedger(): Ledger {
       closed = true;
     },
   };
-  // Every method but close refuses once the ledger is closed.
-  for (const [name, method] of Object.entries(ledger))
-    if (typeof method === 'function' && name !== 'close')
-      Object.assign(ledger, {
-        [name]: (...args: unknown[]) =>
-          closed ? Promise.reject(new Error('memory ledger is closed')) : method(...args),
-      });
-  return ledger;
 }

@@ -63,14 +63,13 @@ export async function pruneLedger(ledger: Ledger, options: PruneLedgerOptions) {
     );
   const before = (options.now ?? Date.now()) - olderThanMs;
   let exported = 0;
-  const exportPath = options.exportPath;
+  const { states, dryRun, batchSize, exportPath } = options;
   const onPrune = exportPath
     ? async (record: OperationRecord, receipts: readonly Receipt[]) => {
         appendFileSync(exportPath, receiptLines(record.businessOperationId, receipts, record), 'utf8');
         exported++;
       }
     : undefined;
-  const { states, dryRun, batchSize } = options;
   const report = await ledger.prune({ before, states, dryRun, onPrune, batchSize });
   return { ...report, before, olderThanMs, floor: { ...floor, forced: olderThanMs < floor.ms }, exported };
 }

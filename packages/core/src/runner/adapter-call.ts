@@ -48,16 +48,8 @@ function isLookupResult(o: unknown): o is LookupResult {
   return outcomeProblem(x.outcome) === null && FOUND_KINDS.includes(x.outcome!.kind as string);
 }
 
-/** What one call needs of the operation's current state. */
-type CallInput = Pick<DriveState, 'record' | 'keyRevision' | 'lastDispatchedAt' | 'lease'>;
-
 /** The request itself, once the operation is durably `dispatched`: its answer classified. */
-export async function callProvider(
-  ctx: RunnerContext,
-  op: Operation,
-  c: CallInput,
-  attemptId: AttemptId,
-): Promise<Outcome> {
+export async function callProvider(ctx: RunnerContext, op: Operation, c: DriveState, attemptId: AttemptId) {
   const callCtx: ExecuteContext = {
     businessOperationId: op.id,
     providerKey: op.providerKey,
@@ -98,12 +90,7 @@ export async function callProvider(
 }
 
 /** One lookup of what the provider stored. */
-export async function lookupProvider(
-  ctx: RunnerContext,
-  op: Operation,
-  c: CallInput,
-  attemptId: AttemptId,
-): Promise<LookupResult> {
+export async function lookupProvider(ctx: RunnerContext, op: Operation, c: DriveState, attemptId: AttemptId) {
   const now = ctx.clock.now();
   let result: LookupResult;
   try {

@@ -5,7 +5,7 @@ import type { OperationSpec } from '@retrysafe/contract';
 import { systemClock } from '../clock.js';
 import { RunnerConfigurationError } from '../errors/runner-configuration-error.js';
 import type { Operation } from '../intake/operation.js';
-import { checkReceiptKey } from '../receipts.js';
+import { checkKey } from '../receipts.js';
 import { createRedactor, type Redactor } from '../redact.js';
 import { createTelemetry, type EventFields } from '../telemetry.js';
 import { createHeartbeat } from './heartbeat.js';
@@ -13,15 +13,6 @@ import type { LogEntry, RunnerOptions } from './types.js';
 
 /** What a log line names of an operation. */
 export type LogSubject = Pick<Operation, 'id' | 'card' | 'redactor'> & { readonly scope?: Operation['scope'] };
-
-/** One runner event. `message` may be a function: it is called only when a logger is set. */
-export type Log = (
-  level: LogEntry['level'],
-  event: string,
-  message: string | (() => string),
-  op?: LogSubject,
-  fields?: EventFields,
-) => void;
 
 /** A lease held by this worker: renewed between steps and by the heartbeat while a call is in flight. */
 export interface Lease {
@@ -41,9 +32,16 @@ export function createContext(options: RunnerOptions) {
   const clock = options.clock ?? systemClock;
   const baseRedactor = createRedactor(options.redact ?? {});
   if (options.receiptKey !== undefined)
-    checkReceiptKey(options.receiptKey, (why) => new RunnerConfigurationError('receiptKey', why));
+    checkKey(options.receiptKey, (why) => new RunnerConfigurationError('receiptKey', why));
   const tele = createTelemetry(options.telemetry, () => clock.now());
-  const log: Log = (level, event, message, op, fields) => {
+  /** One runner event. `message` may be a function: it is called only when a logger is set. */
+  const log = (
+    level: LogEntry['level'],
+    event: string,
+    message: string | (() => string),
+    op?: LogSubject,
+    fields?: EventFields,
+  ): void => {
     try {
       tele.event(event, level, fields, op?.card.operation, op?.scope);
     } catch {
@@ -82,7 +80,6 @@ export function createContext(options: RunnerOptions) {
     heartbeat,
     random: options.random ?? Math.random,
     owner: options.owner ?? `${hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`,
-    sink: options.handoff,
     // Optional ledger features (LedgerCapabilities): with both, a clean run is two durable writes.
     claimDispatches: ledger.capabilities?.claimDispatch === true,
     receiptWithState: ledger.capabilities?.receiptWithState === true,

@@ -42,10 +42,6 @@ export function createHeartbeat<T>(renew: (item: T) => void) {
     delete(beat: Beat<T>) {
       calls.delete(beat);
     },
-    /** Calls in flight (tests). */
-    get size() {
-      return calls.size;
-    },
     /** Whether the timer is armed (tests). */
     get running() {
       return timer !== null;

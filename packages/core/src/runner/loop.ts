@@ -59,7 +59,6 @@ async function attemptLoop(ctx: RunnerContext, op: Operation, s: DriveState): Pr
     if (decision.action === 'complete') return complete(ctx, op, s, { obs, adopted: decision.adopted, pending });
     if (decision.action === 'handoff') return handOff(ctx, op, s, { decided: decision, pending });
     if (op.signal?.aborted) {
-      // drive() releases the lease.
       ctx.log(
         'warn',
         'aborted',

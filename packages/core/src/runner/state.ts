@@ -1,4 +1,4 @@
-/** What the attempt loop knows of one claimed operation as it drives it: its mutable state, owned by loop.ts. */
+/** What the attempt loop knows of one claimed operation: its mutable state, owned by loop.ts. */
 import type { ClaimResult, Fenced, OperationRecord, Receipt, StatePatch } from '@retrysafe/contract';
 import { type DecisionState, MAYBE_APPLIED_STATES } from '../decide.js';
 import type { Operation } from '../intake/operation.js';
@@ -21,7 +21,7 @@ export interface Claimed extends Pick<Extract<ClaimResult, { kind: 'claimed' }>,
 
 export interface DriveState {
   record: OperationRecord;
-  /** The operation's receipts as written (earlier ones, then this worker's own): the result's list at the end. */
+  /** The operation's receipts as written (earlier ones, then this worker's own). */
   readonly receipts: Receipt[];
   readonly lease: Lease;
   dispatchWritten: boolean;
@@ -46,17 +46,14 @@ export function startState(ctx: RunnerContext, op: Operation, c: Claimed, receip
   return {
     record,
     receipts,
-    // This worker's own view of its lease, measured on its own clock from before it asked: never later than the
-    // ledger's (which may judge on its own clock, e.g. PostgreSQL's), whatever the offset between the two clocks.
+    // On this worker's clock from before it asked: never later than the ledger's view, whatever the clock offset.
     lease: {
       ref: fenceOf(record),
       leaseMs: op.policy.leaseMs,
       expiresAt: Math.min(record.leaseExpiresAt ?? 0, c.claimedAt + op.policy.leaseMs),
     },
     dispatchWritten: c.dispatchWritten,
-    // Taken over: the dead owner could send until its lease ended (never after: checkOwnLease), and this
-    // claim's write (record.updatedAt) happened once that lease had run out, so it bounds the dead owner's
-    // last dispatch from above. Otherwise: the last write.
+    // After a takeover, this claim's write came after the dead owner's lease ended, its last chance to send.
     lastDispatchedAt:
       c.dispatchWritten || record.firstDispatchedAt === null
         ? null

@@ -1,5 +1,11 @@
 /** Terminal writes: a result recorded, an operation handed to a person, or an answer from what another worker finished. */
-import { InvalidStateError, type OperationRecord, type Receipt, RetryExhaustedError } from '@retrysafe/contract';
+import {
+  type HandoffPacket,
+  InvalidStateError,
+  type OperationRecord,
+  type Receipt,
+  RetryExhaustedError,
+} from '@retrysafe/contract';
 import { completionRecoverable, resendSafety } from '@retrysafe/contract/rules';
 import type { Decision, Observation } from '../decide.js';
 import { buildPacket } from '../handoff.js';
@@ -116,13 +122,9 @@ export async function handOff(
 }
 
 /** The packet, already in the ledger, to the sink: a failing sink is logged, never the operation's failure. */
-export async function sendPacket(
-  ctx: RunnerContext,
-  packet: ReturnType<typeof buildPacket>,
-  op: LogSubject,
-): Promise<void> {
+export async function sendPacket(ctx: RunnerContext, packet: HandoffPacket, op: LogSubject): Promise<void> {
   try {
-    await ctx.sink?.send(packet);
+    await ctx.options.handoff?.send(packet);
   } catch (err) {
     ctx.log('warn', 'handoff-sink-failed', `the packet is in the ledger; the sink failed: ${errText(err)}`, op);
   }

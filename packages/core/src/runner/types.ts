@@ -1,4 +1,3 @@
-/** The runner's public types (re-exported from the package root). */
 import type {
   AdapterV1,
   BusinessOperationId,
@@ -59,11 +58,7 @@ export interface RunInput {
   readonly intent?: Record<string, unknown>;
   /** Default: a new run id. */
   readonly runId?: string;
-  /**
-   * Where this run's attempt ids come from (default: a new random id per provider call or lookup). A
-   * durable-execution engine passes ids made from its own step ids; each call must return a new id
-   * (validated like a run id).
-   */
+  /** A new attempt id on each call, one per provider call or lookup (default random); engines pass their step ids. */
   readonly attemptIds?: () => string;
   readonly signal?: AbortSignal;
 }
@@ -121,8 +116,8 @@ export interface RecoverReport {
 }
 
 /**
- * `resume` is refused (UnsafeResumeError) when the packet marks it not safe, unless `force: true` (you checked at the provider).
- * `resend-with` sends a corrected request as a new revision (only when every attempt is known not applied; see docs/concepts.md).
+ * `resume` is refused (UnsafeResumeError) where the packet marks it not safe, unless `force: true`. `resend-with`
+ * sends a corrected request as a new revision (only when every attempt is known not applied; docs/concepts.md).
  */
 export type Resolution =
   | { readonly action: 'resume'; readonly force?: boolean }
