@@ -11,6 +11,7 @@ const ENDED = ['succeeded', 'rejected', 'handed-off', 'abandoned'] as const;
 export type OperationState = (typeof OPEN | typeof ENDED)[number];
 export const RECOVERABLE_STATES: readonly OperationState[] = OPEN;
 export const TERMINAL_STATES: readonly OperationState[] = ENDED;
+const STATES: readonly OperationState[] = [...OPEN, ...ENDED];
 
 export interface OperationRecord {
   readonly businessOperationId: BusinessOperationId;
@@ -267,6 +268,29 @@ export function claimTransition(
   return { result: { kind: 'claimed', record, takenOver: true }, write: record };
 }
 
+/**
+ * What a fenced write is given, checked before anything is read or written. A ledger whose SQL or conditional
+ * write does the rule's work still calls these, so every ledger refuses the same bad input with the same error.
+ */
+export function checkRef(ref: Fenced): void {
+  if (typeof ref?.businessOperationId !== 'string' || !Number.isSafeInteger(ref.fence))
+    throw new LedgerError('a fenced reference { businessOperationId, fence } is required');
+}
+
+export function checkStatePatch(patch: StatePatch): void {
+  if (typeof patch?.state !== 'string') throw new LedgerError('setState: patch.state is required');
+  if (patch.state === 'handed-off') throw new LedgerError('setState cannot hand off: use handOff(ref, packet)');
+  if (patch.state === 'abandoned')
+    throw new LedgerError('setState cannot abandon: a person does that through resolve()');
+  if (!(STATES as readonly string[]).includes(patch.state))
+    throw new LedgerError(`setState: unknown state ${JSON.stringify(patch.state)}`);
+}
+
+export function checkPacket(packet: HandoffPacket): void {
+  if (typeof packet?.lastKnown !== 'object' || packet.lastKnown === null)
+    throw new LedgerError('handOff: a handoff packet { lastKnown, … } is required');
+}
+
 export function checkFence(record: OperationRecord | null, ref: Fenced): OperationRecord {
   if (record === null) throw new LedgerError(`no operation ${ref.businessOperationId} in the ledger`);
   if (record.fence !== ref.fence) throw new LeaseLostError(ref.businessOperationId, ref.fence);
@@ -294,9 +318,7 @@ export function dispatchedTransition(record: OperationRecord, now: number): Oper
 }
 
 export function setStateTransition(record: OperationRecord, patch: StatePatch): OperationRecord {
-  if (patch.state === 'handed-off') throw new LedgerError('setState cannot hand off: use handOff(ref, packet)');
-  if (patch.state === 'abandoned')
-    throw new LedgerError('setState cannot abandon: a person does that through resolve()');
+  checkStatePatch(patch);
   if (isTerminal(record))
     throw new InvalidStateError(
       record.businessOperationId,
@@ -318,6 +340,7 @@ export function setStateTransition(record: OperationRecord, patch: StatePatch): 
 }
 
 export function handOffTransition(record: OperationRecord, packet: HandoffPacket, now: number): OperationRecord {
+  checkPacket(packet);
   if (record.state === 'succeeded' || record.state === 'abandoned' || record.state === 'handed-off')
     throw new InvalidStateError(record.businessOperationId, record.state, 'cannot hand off');
   return {

@@ -17,6 +17,7 @@ import {
   checkFence,
   checkPruneOptions,
   checkReceipt,
+  checkRef,
   claimTransition,
   dispatchedTransition,
   handOffTransition,
@@ -180,6 +181,7 @@ export function createDynamoDbLedger(options: DynamoDbLedgerOptions): Ledger {
     next: (r: OperationRecord) => OperationRecord,
     receipt?: Receipt,
   ): Promise<OperationRecord> {
+    checkRef(ref);
     const id = ref.businessOperationId;
     const cached = known.get(id);
     const start = cached ? { current: cached, known: true } : { current: await t.load(id, what), known: false };

@@ -8,10 +8,11 @@ import {
   type OperationState,
   type PruneOptions,
   type PruneReport,
-  type StatePatch,
 } from '@retrysafe/contract';
 import {
+  checkPacket,
   checkPruneOptions,
+  checkStatePatch,
   claimTransition,
   dispatchedTransition,
   handOffTransition,
@@ -159,7 +160,7 @@ function fencedWrites({ writes, dbClock }: Parts): Pick<Ledger, FencedMethod> {
       return (await writes.fenced(ref, { what: 'markDispatched', write: DISPATCHED, values: [now], rule }))!;
     },
     async setState(ref, patch) {
-      checkPatch(patch);
+      checkStatePatch(patch);
       const result = patch.result === undefined ? undefined : jsonParam(patch.result);
       const fields = SET_STATE_FIELDS.map(([field]) => field).filter((f) => patch[f] !== undefined);
       return (await writes.fenced(ref, {
@@ -173,8 +174,9 @@ function fencedWrites({ writes, dbClock }: Parts): Pick<Ledger, FencedMethod> {
       }))!;
     },
     async handOff(ref, packet, now, receipt) {
+      checkPacket(packet);
       const handoff = jsonParam(packet);
-      const { outcome = null, providerRef = null } = packet.lastKnown ?? {};
+      const { outcome = null, providerRef = null } = packet.lastKnown;
       return (await writes.fenced(ref, {
         what: 'handOff',
         write: HAND_OFF,
@@ -248,13 +250,6 @@ async function prune(c: Parts, options: PruneOptions): Promise<PruneReport> {
   }
   const pruned = Object.values(byState).reduce((a, n) => a + n, 0);
   return { pruned, byState, dryRun: options.dryRun === true };
-}
-
-function checkPatch(patch: StatePatch): void {
-  if (!patch || typeof patch.state !== 'string') throw new LedgerError('setState: patch.state is required');
-  if (patch.state === 'handed-off') throw new LedgerError('setState cannot hand off: use handOff(ref, packet)');
-  if (patch.state === 'abandoned')
-    throw new LedgerError('setState cannot abandon: a person does that through resolve()');
 }
 
 /** How long a probe of the database clock is trusted. */

@@ -1,5 +1,5 @@
 import { type Fenced, LeaseLostError, LedgerError, type OperationRecord, type Receipt } from '@retrysafe/contract';
-import { chainedTransition, checkReceipt, isTerminal, parseStored } from '@retrysafe/contract/ledger';
+import { chainedTransition, checkReceipt, checkRef, isTerminal, parseStored } from '@retrysafe/contract/ledger';
 import type { FencedWrite, Sql, Statements } from './statements.js';
 import type { Db, Run } from './tx.js';
 
@@ -167,6 +167,7 @@ export function createWrites(db: Db, st: Statements, defers: boolean) {
   }
 
   async function fenced(ref: Fenced, c: FencedCall): Promise<OperationRecord | null> {
+    checkRef(ref);
     const texts = st.fenced(c.write, c.values.length, c.receipt !== undefined, c.deferred === true && defers);
     const args = [...c.values, ref.businessOperationId, ref.fence];
     if (c.receipt !== undefined) {

@@ -1,6 +1,13 @@
 import type { StatementSync } from 'node:sqlite';
 import type { Fenced, OperationRecord, Receipt } from '@retrysafe/contract';
-import { chainedTransition, checkFence, checkReceipt, isTerminal, parseStored } from '@retrysafe/contract/ledger';
+import {
+  chainedTransition,
+  checkFence,
+  checkReceipt,
+  checkRef,
+  isTerminal,
+  parseStored,
+} from '@retrysafe/contract/ledger';
 import { type Connection, tx } from './tx.js';
 
 /** The record's JSON and its receipts' JSON array (null: none yet). */
@@ -115,6 +122,7 @@ export function createRows(c: Connection) {
 
   /** The known row's lone UPDATE when it applies; else read, check the token and store in one transaction. */
   const fenced = async (ref: Fenced, what: string, next: Next, receipt?: Receipt, deferred = false) => {
+    checkRef(ref);
     const fast = knownWrite(ref, next, receipt);
     if (fast !== undefined && (await tx(c, what, fast.run, { deferred, alone: true }))) return fast.record;
     const write = () => {

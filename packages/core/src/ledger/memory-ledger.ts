@@ -4,6 +4,7 @@ import {
   checkFence,
   checkPruneOptions,
   checkReceipt,
+  checkRef,
   claimTransition,
   dispatchedTransition,
   handOffTransition,
@@ -29,7 +30,10 @@ export function createMemoryLedger(): Ledger {
     if (closed) throw new Error('memory ledger is closed');
     return records;
   };
-  const fenced = (ref: Fenced) => checkFence(rows().get(ref.businessOperationId) ?? null, ref);
+  const fenced = (ref: Fenced) => {
+    checkRef(ref);
+    return checkFence(rows().get(ref.businessOperationId) ?? null, ref);
+  };
   // The copy is what stays; the transition's own object, which nobody else holds, is handed out.
   const put = (r: OperationRecord) => {
     records.set(r.businessOperationId, clone(r));

@@ -131,6 +131,19 @@ function writeCases(test: Test): void {
     expect(resumed.record.resolution?.action).toBe('resume');
   });
 
+  test('refuses a malformed reference, an unknown state or a hand-off without its packet alike (LedgerError), writing nothing', async (l) => {
+    const { ref, record } = await claimed(l, 'bad');
+    const asText = { ...ref, fence: String(ref.fence) } as unknown as typeof ref;
+    const bad = (v: unknown) => v as never;
+    await refused(l.markDispatched(asText, T0 + 1), LedgerError);
+    await refused(l.markDispatched(bad(undefined), T0 + 1), LedgerError);
+    await refused(l.setState(asText, { state: 'succeeded', now: T0 + 1 }), LedgerError);
+    await refused(l.setState(ref, { state: bad('done'), now: T0 + 1 }), LedgerError);
+    await refused(l.handOff(ref, bad(undefined), T0 + 1), LedgerError);
+    await refused(l.handOff(ref, bad({}), T0 + 1), LedgerError);
+    expect(await l.get(id('bad'))).toEqual(record);
+  });
+
   test('resolves a handed-off operation: mark-done needs a provider ref; abandon; anything else is refused', async (l) => {
     const a = await claimed(l, 'mark');
     await refused(l.resolve(id('mark'), { action: 'abandon' }, T0), InvalidStateError);
