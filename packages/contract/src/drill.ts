@@ -19,6 +19,11 @@ export type DrillFault =
       readonly forward?: boolean;
     };
 
+export interface DrillClock {
+  now(): number;
+  sleep(ms: number): Promise<void>;
+}
+
 export interface DrillSandbox {
   readonly url: string;
   /** Records the provider holds for this operation. */
@@ -50,7 +55,7 @@ export interface DrillSetup {
   readonly name: string;
   /** A fresh adapter whose SDK points at `baseUrl` (the fault proxy), with its own retries off. */
   createAdapter(ctx: { readonly baseUrl: string; readonly timeoutMs: number }): AdapterV1 | Promise<AdapterV1>;
-  startSandbox(ctx: { readonly clock: { now(): number; sleep(ms: number): Promise<void> } }): Promise<DrillSandbox>;
+  startSandbox(ctx: { readonly clock: DrillClock }): Promise<DrillSandbox>;
   readonly operations: Readonly<Record<string, DrillOperation>>;
   /** The client timeout (default 1500 ms); the `delay` fault holds responses longer than this. */
   readonly timeoutMs?: number;

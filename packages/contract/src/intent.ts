@@ -153,12 +153,14 @@ function applyAt(holder: unknown, parts: readonly string[], steps: readonly Norm
 
 /** The dot paths (`[i]` for items) where two JSON-like values differ as canonical JSON; never the values. */
 export function differingPaths(a: unknown, b: unknown, path = ''): string[] {
-  const plain = (v: unknown): v is Record<string, unknown> =>
-    typeof v === 'object' && v !== null && !Array.isArray(v) && !(v instanceof Date);
+  const plain = (v: unknown) => typeof v === 'object' && v !== null && !Array.isArray(v) && !(v instanceof Date);
   if (plain(a) && plain(b)) {
-    // a key missing on one side and undefined on the other reads as null on both: no difference
-    const keys = [...new Set([...Object.keys(a), ...Object.keys(b)])].sort();
-    return keys.flatMap((k) => differingPaths(a[k], b[k], path ? `${path}.${k}` : k));
+    const ao = a as Record<string, unknown>;
+    const bo = b as Record<string, unknown>;
+    const keys = [...new Set([...Object.keys(ao), ...Object.keys(bo)])]
+      .filter((k) => ao[k] !== undefined || bo[k] !== undefined)
+      .sort();
+    return keys.flatMap((k) => differingPaths(ao[k], bo[k], path ? `${path}.${k}` : k));
   }
   if (Array.isArray(a) && Array.isArray(b) && a.length === b.length)
     return a.flatMap((x, i) => differingPaths(x, b[i], `${path}[${i}]`));

@@ -39,9 +39,11 @@ export type HandoffReason =
   | 'crash-recovery-inconclusive'
   | 'recovery-failed';
 
+/** `resend-with`: send corrected params as a new revision; offered only when every attempt is known not applied. */
+export type SafeActionName = 'resume' | 'mark-done' | 'abandon' | 'resend-with';
+
 export interface SafeAction {
-  /** `resend-with`: send corrected params as a new revision; offered only when every attempt is known not applied. */
-  readonly action: 'resume' | 'mark-done' | 'abandon' | 'resend-with';
+  readonly action: SafeActionName;
   readonly safe: boolean;
   readonly why: string;
 }

@@ -105,9 +105,12 @@ function walk(s: unknown, v: unknown, path: string, w: SchemaWording, out: Field
   if (w.conditionals && s.if !== undefined && valid(s.if, v, path, w)) walk(s.then, v, path, w, out);
 
   if (typeof v === 'string') {
-    if (typeof s.minLength === 'number' && [...v].length < s.minLength) fail(out, say.minLength, s, v, at);
-    if (typeof s.maxLength === 'number' && [...v].length > s.maxLength) fail(out, say.maxLength, s, v, at);
-    if (typeof s.pattern === 'string' && !new RegExp(s.pattern, 'u').test(v)) fail(out, say.pattern, s, v, at);
+    if (typeof s.minLength === 'number' && say.minLength && [...v].length < s.minLength)
+      fail(out, say.minLength, s, v, at);
+    if (typeof s.maxLength === 'number' && say.maxLength && [...v].length > s.maxLength)
+      fail(out, say.maxLength, s, v, at);
+    if (typeof s.pattern === 'string' && say.pattern && !new RegExp(s.pattern, 'u').test(v))
+      fail(out, say.pattern, s, v, at);
   } else if (typeof v === 'number') {
     if (typeof s.minimum === 'number' && v < s.minimum) fail(out, say.minimum, s, v, at);
     if (typeof s.maximum === 'number' && v > s.maximum) fail(out, say.maximum, s, v, at);
@@ -116,7 +119,8 @@ function walk(s: unknown, v: unknown, path: string, w: SchemaWording, out: Field
   } else if (Array.isArray(v)) {
     if (typeof s.minItems === 'number' && v.length < s.minItems) fail(out, say.minItems, s, v, at);
     if (typeof s.maxItems === 'number' && v.length > s.maxItems) fail(out, say.maxItems, s, v, at);
-    if (s.contains !== undefined && !v.some((x) => valid(s.contains, x, path, w))) fail(out, say.contains, s, v, at);
+    if (s.contains !== undefined && say.contains && !v.some((x) => valid(s.contains, x, path, w)))
+      fail(out, say.contains, s, v, at);
     if (isNode(s.items)) for (let i = 0; i < v.length; i++) walk(s.items, v[i], join(path, i), w, out);
   } else if (isNode(v)) {
     // Keys in the value's order, then the required ones it lacks (an undefined value counts as absent).
