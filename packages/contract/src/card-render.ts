@@ -67,7 +67,13 @@ function cell(text: string): string {
   return text.replace(/\|/g, '\\|').replace(/\r?\n/g, ' ');
 }
 
-export type CardRow = Readonly<ReturnType<typeof row>>;
+export interface CardRow {
+  readonly path: string;
+  readonly label: string;
+  readonly value: unknown;
+  readonly unknown: boolean;
+  readonly source: string | null;
+}
 
 /** What an absent optional field means. */
 const ABSENT: Readonly<Record<string, unknown>> = {
@@ -78,7 +84,7 @@ const ABSENT: Readonly<Record<string, unknown>> = {
   'limits.clockSkewMargin': `${DEFAULT_CLOCK_SKEW_MARGIN} (default)`,
 };
 
-function row(path: string, label: string, raw: unknown) {
+function row(path: string, label: string, raw: unknown): CardRow {
   const isFact = typeof raw === 'object' && raw !== null && !Array.isArray(raw) && 'source' in raw && 'value' in raw;
   const value = isFact ? (raw as { value: unknown }).value : raw;
   return { path, label, value, unknown: value === UNKNOWN, source: isFact ? (raw as { source: string }).source : null };

@@ -32,6 +32,17 @@ export function lateApplyAllowanceMs(card: RetrySafetyCard, clockSkewMarginMs = 
   return late === 'unknown' ? clockSkewMarginMs : durationMs(late);
 }
 
+function readRetention(card: RetrySafetyCard, firstDispatchedAt: number | null, at: number, clockSkewMarginMs: number) {
+  const retention = card.retention.minimum.value;
+  const lateMs = lateApplyAllowanceMs(card, clockSkewMarginMs);
+  if (retention === 'unknown' || retention === null) return { passed: true, ageMs: 0, lateMs };
+  if (firstDispatchedAt === null) return { passed: false, ageMs: 0, lateMs };
+  const ageMs = at - firstDispatchedAt;
+  // The provider's clock may run ahead of ours: the key counts as the margin older. And the request sent at `at`
+  // may itself land late: it must still find the key when it lands.
+  return { passed: ageMs + clockSkewMarginMs + lateMs >= durationMs(retention), ageMs, lateMs };
+}
+
 /** The provider may no longer hold the key when a request sent at `at` lands (retention unknown or none: passed). */
 export function retentionPassed(
   card: RetrySafetyCard,
@@ -39,18 +50,16 @@ export function retentionPassed(
   at: number,
   clockSkewMarginMs = cardMargin(card),
 ): boolean {
-  const retention = card.retention.minimum.value;
-  if (retention === 'unknown' || retention === null) return true;
-  if (firstDispatchedAt === null) return false;
-  // The provider's clock may run ahead of ours: the key counts as the margin older. And the request sent at `at`
-  // may itself land late: it must still find the key when it lands.
-  const lateMs = lateApplyAllowanceMs(card, clockSkewMarginMs);
-  return at - firstDispatchedAt + clockSkewMarginMs + lateMs >= durationMs(retention);
+  return readRetention(card, firstDispatchedAt, at, clockSkewMarginMs).passed;
 }
 
-export type ResendSafety = Readonly<ReturnType<typeof verdict>>;
+export interface ResendSafety {
+  readonly safe: boolean;
+  readonly pastRetention: boolean;
+  readonly why: string;
+}
 
-const verdict = (safe: boolean, why: string, pastRetention = false) => ({ safe, pastRetention, why });
+const verdict = (safe: boolean, why: string, pastRetention = false): ResendSafety => ({ safe, pastRetention, why });
 const unsafe = (why: string) => verdict(false, why);
 
 /** Whether a same-key re-send at `now` cannot create a second effect. */
@@ -77,12 +86,12 @@ export function resendSafety(
   const conc = card.concurrency.value;
   if (conc !== 'rejects-in-progress' && conc !== 'waits-then-replays')
     return unsafe(`a re-send while the first request may still be running is not folded (card concurrency = ${conc})`);
-  if (firstDispatchedAt !== null && retentionPassed(card, firstDispatchedAt, now, clockSkewMarginMs)) {
+  const r = readRetention(card, firstDispatchedAt, now, clockSkewMarginMs);
+  if (r.passed) {
     const late = card.lookup.lateApplyBound?.value ?? 'unknown';
-    const lateMs = lateApplyAllowanceMs(card, clockSkewMarginMs);
     return verdict(
       false,
-      `the key is ${now - firstDispatchedAt} ms old; with the ${clockSkewMarginMs} ms clock-skew margin and ${lateMs} ms for a late apply (lateApplyBound ${late}) that is past the provider's ${retention} retention: a re-send could be a new operation`,
+      `the key is ${r.ageMs} ms old; with the ${clockSkewMarginMs} ms clock-skew margin and ${r.lateMs} ms for a late apply (lateApplyBound ${late}) that is past the provider's ${retention} retention: a re-send could be a new operation`,
       true,
     );
   }

@@ -190,9 +190,13 @@ function unknownsOf(s: Schema, v: unknown, path: string, out: string[]): string[
   return out;
 }
 
-export type CardValidation = Readonly<ReturnType<typeof validateCard>>;
+export interface CardValidation {
+  readonly ok: boolean;
+  readonly problems: readonly CardProblem[];
+  readonly unknowns: readonly string[];
+}
 
-export function validateCard(card: unknown) {
+export function validateCard(card: unknown): CardValidation {
   const problems = schemaProblems(CARD, card, WORDING);
   const unknowns = unknownsOf(CARD, card, '', []);
   if (typeof card === 'object' && card !== null) checkBeyondSchema(card as Record<string, unknown>, problems, unknowns);

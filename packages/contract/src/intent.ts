@@ -117,18 +117,28 @@ function applySteps(value: unknown, steps: readonly NormalizationStep[]): unknow
       ? stepString(String(value), ['canonical-number'])
       : value;
   if (Array.isArray(value)) return value.map((v) => applySteps(v, steps));
-  if (typeof value !== 'object' || value === null || Object.getPrototypeOf(value) !== Object.prototype) return value;
-  return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, applySteps(v, steps)]));
+  if (typeof value === 'object' && value !== null && Object.getPrototypeOf(value) === Object.prototype) {
+    const out: Record<string, unknown> = {};
+    for (const [k, v] of Object.entries(value)) out[k] = applySteps(v, steps);
+    return out;
+  }
+  return value;
 }
 
 type Rules = readonly Pick<FieldNormalization, 'field' | 'steps'>[];
+
+/** Its own steps and those of every declared ancestor, outermost first. */
+function stepsFor(path: string, rules: Rules): NormalizationStep[] {
+  const out: NormalizationStep[] = [];
+  for (const r of rules) if (path === r.field || path.startsWith(r.field + '.')) out.push(...r.steps);
+  return out;
+}
 
 export function normalizeIntent(intent: Record<string, unknown>, rules: Rules | undefined): Record<string, unknown> {
   if (!rules || rules.length === 0) return intent;
   const out: Record<string, unknown> = {};
   for (const [field, value] of Object.entries(intent)) {
-    // its own steps and those of every declared ancestor, outermost first
-    const steps = rules.filter((r) => field === r.field || field.startsWith(`${r.field}.`)).flatMap((r) => r.steps);
+    const steps = stepsFor(field, rules);
     out[field] = steps.length ? applySteps(value, steps) : value;
   }
   return out;

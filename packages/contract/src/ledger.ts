@@ -77,7 +77,10 @@ export type ClaimResult =
   | { readonly kind: 'busy' | 'terminal'; readonly record: OperationRecord }
   | { readonly kind: 'conflict'; readonly record: OperationRecord; readonly field: 'intent' | 'operation' };
 
-export type Fenced = Pick<OperationRecord, 'businessOperationId' | 'fence'>;
+export interface Fenced {
+  readonly businessOperationId: BusinessOperationId;
+  readonly fence: number;
+}
 
 export interface StatePatch
   extends Partial<Pick<OperationRecord, 'lastOutcome' | 'result' | 'providerRef' | 'statusRef'>> {

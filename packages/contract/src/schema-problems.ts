@@ -73,11 +73,12 @@ function fail(out: FieldError[], say: Say | undefined, node: JsonSchema, value: 
 
 const COMBINED = ['anyOf', 'oneOf'] as const;
 
-function walk(s: unknown, v: unknown, path: string, w: SchemaWording, out: FieldError[]): void {
+function walk(schema: unknown, v: unknown, path: string, w: SchemaWording, out: FieldError[]): void {
   const { say } = w;
   const at = path || w.root;
-  if (s === false) return void fail(out, say.false, {}, v, at);
-  if (!isNode(s)) return;
+  if (schema === false) return void fail(out, say.false, {}, v, at);
+  if (!isNode(schema)) return;
+  const s = schema;
   if (typeof s.$ref === 'string' && w.defs) {
     const target = w.defs[s.$ref.replace(/^#\/\$defs\//, '')];
     if (!target) throw new Error(`schema: unresolved $ref ${s.$ref}`);
@@ -98,9 +99,16 @@ function walk(s: unknown, v: unknown, path: string, w: SchemaWording, out: Field
     if (!Array.isArray(branches) || !(say[kind] || w.branches)) continue;
     const ok = (b: unknown) => valid(b, v, path, w);
     if (kind === 'anyOf' ? branches.some(ok) : branches.filter(ok).length === 1) continue;
-    const problems = (b: unknown) => problemsAt(b, v, path, w);
     if (!w.branches) fail(out, say[kind], s, v, at);
-    else out.push(...w.branches(s, v, path, branches.map(problems)));
+    else
+      out.push(
+        ...w.branches(
+          s,
+          v,
+          path,
+          branches.map((sub: unknown) => problemsAt(sub, v, path, w)),
+        ),
+      );
   }
   if (w.conditionals && s.if !== undefined && valid(s.if, v, path, w)) walk(s.then, v, path, w, out);
 
