@@ -224,8 +224,13 @@ export function createRedactor(options: RedactOptions = {}, sensitiveFields: rea
         if (v instanceof Date) return v.toISOString();
         const entries = Object.entries(v).map(([k, x]) => [k, text(k), walk(x, [...path, k], seen)] as const);
         if (entries.every(([k, key, x]) => key === k && x === (v as Record<string, unknown>)[k])) return v;
-        // fromEntries defines each key, so an own `__proto__` key stays data (an assignment would set the prototype).
-        return Object.fromEntries(entries.map(([, key, x]) => [key, x]));
+        const out: Record<string, unknown> = {};
+        // An own `__proto__` key stays data (a plain assignment would set the prototype).
+        for (const [, key, value] of entries)
+          if (key === '__proto__')
+            Object.defineProperty(out, key, { value, enumerable: true, writable: true, configurable: true });
+          else out[key] = value;
+        return out;
       } finally {
         seen.delete(v);
       }

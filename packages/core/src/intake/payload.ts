@@ -61,15 +61,19 @@ export function checkedPayload(
 }
 
 /** The first nesting level above `max`, or null; recursion stops at `max + 1`. A cycle is left to canonicalJson. */
-function depthOver(v: unknown, max: number, level = 1, ancestors = new Set<object>()): number | null {
-  if (typeof v !== 'object' || v === null || v instanceof Date || ancestors.has(v)) return null;
-  if (level > max) return level;
-  ancestors.add(v);
-  for (const child of Array.isArray(v) ? v : Object.values(v)) {
-    const over = depthOver(child, max, level + 1, ancestors);
-    // Found: every caller returns at once, so the set is not needed again.
-    if (over !== null) return over;
-  }
-  ancestors.delete(v);
-  return null;
+function depthOver(value: unknown, max: number): number | null {
+  const ancestors = new Set<object>();
+  const visit = (v: unknown, level: number): number | null => {
+    if (typeof v !== 'object' || v === null || v instanceof Date || ancestors.has(v)) return null;
+    if (level > max) return level;
+    ancestors.add(v);
+    let over: number | null = null;
+    for (const child of Array.isArray(v) ? v : Object.values(v)) {
+      over = visit(child, level + 1);
+      if (over !== null) break;
+    }
+    ancestors.delete(v);
+    return over;
+  };
+  return visit(value, 1);
 }

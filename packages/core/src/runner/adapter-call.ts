@@ -49,7 +49,12 @@ function isLookupResult(o: unknown): o is LookupResult {
 }
 
 /** The request itself, once the operation is durably `dispatched`: its answer classified. */
-export async function callProvider(ctx: RunnerContext, op: Operation, c: DriveState, attemptId: AttemptId) {
+export async function callProvider(
+  ctx: RunnerContext,
+  op: Operation,
+  c: DriveState,
+  attemptId: AttemptId,
+): Promise<Outcome> {
   const callCtx: ExecuteContext = {
     businessOperationId: op.id,
     providerKey: op.providerKey,
@@ -90,7 +95,12 @@ export async function callProvider(ctx: RunnerContext, op: Operation, c: DriveSt
 }
 
 /** One lookup of what the provider stored. */
-export async function lookupProvider(ctx: RunnerContext, op: Operation, c: DriveState, attemptId: AttemptId) {
+export async function lookupProvider(
+  ctx: RunnerContext,
+  op: Operation,
+  c: DriveState,
+  attemptId: AttemptId,
+): Promise<LookupResult> {
   const now = ctx.clock.now();
   let result: LookupResult;
   try {

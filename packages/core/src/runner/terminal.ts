@@ -1,11 +1,5 @@
 /** Terminal writes: a result recorded, an operation handed to a person, or an answer from what another worker finished. */
-import {
-  type HandoffPacket,
-  InvalidStateError,
-  type OperationRecord,
-  type Receipt,
-  RetryExhaustedError,
-} from '@retrysafe/contract';
+import { InvalidStateError, type OperationRecord, type Receipt, RetryExhaustedError } from '@retrysafe/contract';
 import { completionRecoverable, resendSafety } from '@retrysafe/contract/rules';
 import type { Decision, Observation } from '../decide.js';
 import { buildPacket } from '../handoff.js';
@@ -122,7 +116,11 @@ export async function handOff(
 }
 
 /** The packet, already in the ledger, to the sink: a failing sink is logged, never the operation's failure. */
-export async function sendPacket(ctx: RunnerContext, packet: HandoffPacket, op: LogSubject): Promise<void> {
+export async function sendPacket(
+  ctx: RunnerContext,
+  packet: ReturnType<typeof buildPacket>,
+  op: LogSubject,
+): Promise<void> {
   try {
     await ctx.options.handoff?.send(packet);
   } catch (err) {
