@@ -13,8 +13,9 @@ import {
 export type UnsealedReceipt = Omit<Receipt, 'hash'>;
 
 /**
- * An HMAC key for receipt hashes (`hmac-sha256:<id>:<hex>`): without it, nobody who can write the ledger can
- * re-seal an edited chain. The id keeps chains verifiable across a rotation (keep old keys in the keyring).
+ * An HMAC key for receipt hashes. With one, a receipt's hash is `hmac-sha256:<id>:<hex>`, so
+ * someone who can write the ledger but does not hold the key cannot re-seal an edited chain. The id
+ * names the key, so chains stay verifiable across a rotation (keep old keys in the keyring).
  */
 export interface ReceiptKey {
   readonly id: string;
@@ -27,12 +28,12 @@ const KEY_ID = /^[A-Za-z0-9_.-]{1,64}$/;
 const KEYED = /^hmac-sha256:([A-Za-z0-9_.-]{1,64}):([0-9a-f]{64})$/;
 
 /** Throws (a TypeError, or what `error` builds) when the key id or secret is unusable. Never echoes the secret. */
-export function checkKey(key: ReceiptKey, error = (why: string): Error => new TypeError(why), what = 'receipt key') {
+export function checkReceiptKey(key: ReceiptKey, error: (why: string) => Error = (why) => new TypeError(why)): void {
   if (!key || typeof key.id !== 'string' || !KEY_ID.test(key.id))
-    throw error(`${what} id: 1-64 characters of A-Z a-z 0-9 _ . -`);
+    throw error('receipt key id: 1-64 characters of A-Z a-z 0-9 _ . -');
   const { secret } = key;
   const len = typeof secret === 'string' || secret instanceof Uint8Array ? Buffer.byteLength(secret) : 0;
-  if (len < 16) throw error(`${what} secret: at least 16 bytes`);
+  if (len < 16) throw error('receipt key secret: at least 16 bytes');
 }
 
 /** Parses `RETRYSAFE_RECEIPT_KEY`-style text: `id:secret` (one key, for writing) or `id:secret,id2:secret2` (a keyring). Never echoes a secret. */
@@ -42,18 +43,21 @@ export function parseReceiptKeys(text: string): { readonly current: ReceiptKey; 
     const at = part.indexOf(':');
     if (at <= 0) throw new TypeError('receipt keys: expected id:secret[,id:secret…]');
     const key = { id: part.slice(0, at), secret: part.slice(at + 1) };
-    checkKey(key);
+    checkReceiptKey(key);
     return key;
   });
   if (keys.length === 0) throw new TypeError('receipt keys: expected id:secret[,id:secret…]');
   return { current: keys[0]!, keyring: Object.fromEntries(keys.map((k) => [k.id, k.secret])) };
 }
 
-/** sha256 hex of prevHash + the canonical JSON of the receipt without its hash; with a key, `hmac-sha256:<id>:<hmac>`. */
+/**
+ * `hash = sha256(prevHash + canonical JSON of the receipt without its hash)`, lowercase hex; with a
+ * key, `hmac-sha256:<id>:` + HMAC-SHA256 of the same text.
+ */
 export function receiptHash(body: UnsealedReceipt, key?: ReceiptKey): string {
   const text = (body.prevHash ?? '') + canonicalJson(body);
   if (key === undefined) return sha256Hex(text);
-  checkKey(key);
+  checkReceiptKey(key);
   return `hmac-sha256:${key.id}:${createHmac('sha256', key.secret).update(text, 'utf8').digest('hex')}`;
 }
 
@@ -62,7 +66,7 @@ export function sealReceipt(body: UnsealedReceipt, key?: ReceiptKey): Receipt {
   return Object.assign(rest, { hash: receiptHash(rest, key) });
 }
 
-/** The head hash and length of an operation's receipts, as its row records them. */
+/** What the operation row records about its receipts (head hash and length), written with each receipt. */
 export type ReceiptChainAnchor = OperationRecord['receiptChain'];
 
 export type ChainCheck =
@@ -82,8 +86,9 @@ const sameBytes = (a: string, b: string) => a.length === b.length && timingSafeE
 const broken = (index: number, reason: string): ChainCheck => ({ ok: false, index, reason });
 
 /**
- * Checks one operation's receipts in order (seq 1, 2, 3…, each prevHash the hash before it, each hash recomputed)
- * and, with an anchor, the chain's head and length: any edited, removed or reordered receipt fails.
+ * Checks one operation's receipts, in order: seq 1, 2, 3…, each `prevHash` equal to the hash before
+ * it, and each hash recomputed from the content (with its key when keyed). With an anchor, the chain
+ * must end at the anchored head and length. Any edited, removed or reordered receipt fails.
  */
 export function verifyReceiptChain(receipts: readonly Receipt[], options: VerifyChainOptions = {}): ChainCheck {
   const warnings: string[] = [];
@@ -138,7 +143,8 @@ export async function verifyOperation(
   id: BusinessOperationId,
   options: Omit<VerifyChainOptions, 'anchor'> = {},
 ): Promise<ChainCheck | null> {
-  // A receipt written between the two reads looks like a break: a mismatch is read again (a real break stays).
+  // The row and the receipts are two reads: a receipt written between them looks like a break, so an
+  // anchor mismatch is read again (a real break stays one).
   let check: ChainCheck | null = null;
   for (let tries = 0; tries < 3; tries++) {
     const record = await ledger.get(id);
@@ -157,7 +163,10 @@ export interface ExportReceiptsOptions {
   readonly filter?: ListFilter;
   /** Also write the JSONL to this file. */
   readonly path?: string;
-  /** After each operation's receipts, a `{"chainHead":{businessOperationId, head, length}}` line (verifyReceiptsJsonl). */
+  /**
+   * After each operation's receipts, one `{"chainHead":{businessOperationId, head, length}}` line:
+   * the row's anchor, so the export can be verified offline (verifyReceiptsJsonl). Default false.
+   */
   readonly heads?: boolean;
 }
 
@@ -181,10 +190,18 @@ export function receiptLines(id: string, receipts: readonly Receipt[], record: O
   return lines.map((l) => `${l}\n`).join('');
 }
 
-export type ExportCheck = ReturnType<typeof verifyReceiptsJsonl>[number];
+export interface ExportCheck {
+  readonly businessOperationId: string;
+  readonly receipts: number;
+  readonly check: ChainCheck;
+}
 
-/** Verifies an export written with `heads: true`, offline: each operation's receipts against its head line (none: fails). */
-export function verifyReceiptsJsonl(text: string, options: Omit<VerifyChainOptions, 'anchor'> = {}) {
+/**
+ * Verifies an export written with `heads: true`, offline: every operation's receipts against the
+ * head line that follows them. An operation whose head line is missing (or whose receipts are missing
+ * while its head line is there) fails.
+ */
+export function verifyReceiptsJsonl(text: string, options: Omit<VerifyChainOptions, 'anchor'> = {}): ExportCheck[] {
   const byId = new Map<string, { receipts: Receipt[]; anchor?: ReceiptChainAnchor }>();
   const entry = (id: string) => byId.get(id) ?? byId.set(id, { receipts: [] }).get(id)!;
   text.split('\n').forEach((line, n) => {

@@ -1,7 +1,6 @@
 import { createCipheriv, createDecipheriv, hkdfSync, randomBytes } from 'node:crypto';
 import { type ClaimResult, type Ledger, LedgerError, type OperationRecord } from '@retrysafe/contract';
 import { RunnerConfigurationError } from '../errors/runner-configuration-error.js';
-import { checkKey } from '../receipts.js';
 
 /** Params at rest as AES-256-GCM ciphertext: only a process holding the key can read (or re-send) them. */
 export interface ParamsKey {
@@ -21,12 +20,16 @@ type Envelope = { readonly $retrysafeEncrypted: 'aes-256-gcm/v1' } & Readonly<
   Record<'kid' | 'iv' | 'tag' | 'data', string>
 >;
 
+const KEY_ID = /^[A-Za-z0-9_.-]{1,64}$/;
 const isEnvelope = (v: unknown): v is Envelope =>
   typeof v === 'object' && v !== null && (v as Envelope).$retrysafeEncrypted === 'aes-256-gcm/v1';
 
 function derive(key: ParamsKey): Buffer {
-  checkKey(key, (why) => new RunnerConfigurationError('encryptParams.key', why), 'params key');
+  if (!KEY_ID.test(key.id))
+    throw new RunnerConfigurationError('encryptParams.key.id', '1-64 characters of A-Z a-z 0-9 _ . -');
   const secret = typeof key.secret === 'string' ? Buffer.from(key.secret, 'utf8') : Buffer.from(key.secret);
+  if (secret.length < 16)
+    throw new RunnerConfigurationError('encryptParams.key.secret', 'at least 16 bytes (the value is not shown)');
   return Buffer.from(hkdfSync('sha256', secret, Buffer.from('retrysafe'), Buffer.from(`params-at-rest:${key.id}`), 32));
 }
 

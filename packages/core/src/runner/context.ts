@@ -5,7 +5,7 @@ import type { OperationSpec } from '@retrysafe/contract';
 import { systemClock } from '../clock.js';
 import { RunnerConfigurationError } from '../errors/runner-configuration-error.js';
 import type { Operation } from '../intake/operation.js';
-import { checkKey } from '../receipts.js';
+import { checkReceiptKey } from '../receipts.js';
 import { createRedactor, type Redactor } from '../redact.js';
 import { createTelemetry, type EventFields } from '../telemetry.js';
 import { createHeartbeat } from './heartbeat.js';
@@ -32,7 +32,7 @@ export function createContext(options: RunnerOptions) {
   const clock = options.clock ?? systemClock;
   const baseRedactor = createRedactor(options.redact ?? {});
   if (options.receiptKey !== undefined)
-    checkKey(options.receiptKey, (why) => new RunnerConfigurationError('receiptKey', why));
+    checkReceiptKey(options.receiptKey, (why) => new RunnerConfigurationError('receiptKey', why));
   const tele = createTelemetry(options.telemetry, () => clock.now());
   /** One runner event. `message` may be a function: it is called only when a logger is set. */
   const log = (
@@ -80,6 +80,7 @@ export function createContext(options: RunnerOptions) {
     heartbeat,
     random: options.random ?? Math.random,
     owner: options.owner ?? `${hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`,
+    sink: options.handoff,
     // Optional ledger features (LedgerCapabilities): with both, a clean run is two durable writes.
     claimDispatches: ledger.capabilities?.claimDispatch === true,
     receiptWithState: ledger.capabilities?.receiptWithState === true,
