@@ -47,5 +47,11 @@ const newCache = () => new WeakMap<PolicyOverrides, RetryPolicy>();
 
 /** resolvePolicy once per card and overrides object (neither changes); a refused policy is not cached. */
 export function cachedPolicy(card: RetrySafetyCard, overrides: PolicyOverrides = NO_OVERRIDES): RetryPolicy {
-  return memo(memo(resolved, card, newCache), overrides, (o) => Object.freeze(resolvePolicy(card, o)));
+  const byOverrides = memo(resolved, card, newCache);
+  const cached = byOverrides.get(overrides);
+  if (cached !== undefined) return cached;
+  // Written out, not through memo: a closure over `card` would be allocated on every run().
+  const policy = Object.freeze(resolvePolicy(card, overrides));
+  byOverrides.set(overrides, policy);
+  return policy;
 }

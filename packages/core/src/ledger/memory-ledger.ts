@@ -26,8 +26,11 @@ export function createMemoryLedger(): Ledger {
   const receipts = new Map<string, Receipt[]>();
   let closed = false;
   // Every method but close reads the store through this first, so it refuses once the ledger is closed.
-  const rows = () => {
+  const open = () => {
     if (closed) throw new Error('memory ledger is closed');
+  };
+  const rows = () => {
+    open();
     return records;
   };
   const fenced = (ref: Fenced) => {
@@ -94,7 +97,7 @@ export function createMemoryLedger(): Ledger {
       return clone(out.slice(0, filter.limit));
     },
     async receipts(id) {
-      rows();
+      open();
       return clone(receipts.get(id) ?? []);
     },
     async recoverCandidates(now, limit) {

@@ -58,7 +58,11 @@ export interface RunInput {
   readonly intent?: Record<string, unknown>;
   /** Default: a new run id. */
   readonly runId?: string;
-  /** A new attempt id on each call, one per provider call or lookup (default random); engines pass their step ids. */
+  /**
+   * Where this run's attempt ids come from (default: a new random id per provider call or lookup). A
+   * durable-execution engine passes ids made from its own step ids; each call must return a new id
+   * (validated like a run id).
+   */
   readonly attemptIds?: () => string;
   readonly signal?: AbortSignal;
 }
