@@ -34,6 +34,15 @@ describe('normalisation steps (issue 16)', () => {
     });
   });
 
+  it('an own __proto__ key under a normalised field stays part of the intent: two intents that differ in it keep two ids', () => {
+    const rules = [{ field: 'customer', steps: ['trim'] as const }];
+    const [a, b] = ['a', 'b'].map((v) =>
+      normalizeIntent({ customer: JSON.parse(`{"__proto__":"${v}","id":" 1 "}`) }, rules),
+    );
+    expect(Object.keys(a!.customer as object)).toEqual(['__proto__', 'id']);
+    expect(a).not.toEqual(b);
+  });
+
   it('normalizeParams applies dot-path rules to a copy; differingPaths names paths, never values, ignoring key order and number spelling', () => {
     const p = { a: { note: ' hi ' }, n: 1 };
     const out = normalizeParams(p, [

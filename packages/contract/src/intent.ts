@@ -119,7 +119,16 @@ function applySteps(value: unknown, steps: readonly NormalizationStep[]): unknow
   if (Array.isArray(value)) return value.map((v) => applySteps(v, steps));
   if (typeof value === 'object' && value !== null && Object.getPrototypeOf(value) === Object.prototype) {
     const out: Record<string, unknown> = {};
-    for (const [k, v] of Object.entries(value)) out[k] = applySteps(v, steps);
+    // An own `__proto__` key stays data: a plain assignment would drop it, and two intents would become one.
+    for (const [k, v] of Object.entries(value))
+      if (k === '__proto__')
+        Object.defineProperty(out, k, {
+          value: applySteps(v, steps),
+          enumerable: true,
+          writable: true,
+          configurable: true,
+        });
+      else out[k] = applySteps(v, steps);
     return out;
   }
   return value;
