@@ -1,11 +1,12 @@
 import { RetrysafeError } from '@retrysafe/contract';
 import { createRedactor } from '@retrysafe/core/internal';
-import { UsageError } from '@retrysafe/mcp/cli-options';
 import { CommanderError } from 'commander';
 import { EXIT, type Io } from './command.js';
 
-// Bad command-line input (exit 2): the class retrysafe-mcp's parser throws too, so a probe's usage error is one.
-export { UsageError };
+/** Bad command-line input: exit code 2. */
+export class UsageError extends Error {
+  override name = 'UsageError';
+}
 
 /** A usage error with `message` unless exactly one of the choices is made (neither undefined nor false). */
 export function exactlyOne(choices: readonly unknown[], message: string): void {

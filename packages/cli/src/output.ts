@@ -10,6 +10,7 @@ export function paint(color: keyof typeof codes, text: string, enabled: boolean)
   return enabled ? `\u001b[${codes[color]}m${text}\u001b[0m` : text;
 }
 
+// eslint-disable-next-line no-control-regex
 const ANSI = /\u001b\[[0-9;]*[A-Za-z]/g;
 /** Printed width of a string (escape codes do not count). */
 const visibleLength = (s: string): number => s.replace(ANSI, '').length;
@@ -83,6 +84,7 @@ export const escapeXml = (s: unknown) =>
 export const pick = <T, K extends keyof T>(o: T, ...keys: K[]) =>
   Object.fromEntries(keys.map((k) => [k, o[k]])) as Pick<T, K>;
 
+/** `1 chain`, `2 chains`. */
 export const plural = (n: number, word: string) => `${n} ${word}${n === 1 ? '' : 's'}`;
 
 /** Milliseconds as a short human duration: `850 ms`, `12.4 s`, `3 min 05 s`. */

@@ -106,7 +106,7 @@ export async function drillCommand(
   const started = Date.now();
   for (const p of problems) progress?.note(`${paint('red', '✗', color)} ${p}`);
 
-  for (const entry of entries)
+  for (const entry of entries) {
     for (const drill of entry.drills) {
       const ops = operationsOf(drill, opts.operation);
       if (ops.length === 0) continue;
@@ -137,6 +137,7 @@ export async function drillCommand(
         disposeDrillContext(ctx);
       }
     }
+  }
   progress?.end();
   const durationMs = Date.now() - started;
   const rows = results.map((x) => toRow(x.adapter, x.result, x.durationMs));

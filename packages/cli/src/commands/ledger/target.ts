@@ -66,13 +66,20 @@ export async function withLedger<T>(
     ledger = await openTarget(target, options);
     return await fn(ledger);
   } catch (err) {
-    // A record the driver cannot parse (cut JSON) is a typed LedgerError, not a raw stack; the ledgers type the rest.
-    throw err instanceof SyntaxError
-      ? new LedgerError(`the ledger cannot be read: ${err.message}`, { cause: err })
-      : err;
+    throw unreadable(err);
   } finally {
     await ledger?.close().catch(() => undefined);
   }
+}
+
+/** A ledger file or record the driver cannot read (cut JSON, a corrupt SQLite file) is a typed LedgerError, not a raw stack. */
+function unreadable(err: unknown): unknown {
+  const e = err as { name?: unknown; code?: unknown; message?: unknown } | null;
+  const raw =
+    err instanceof SyntaxError ||
+    e?.name === 'SqliteError' ||
+    (typeof e?.code === 'string' && e.code.startsWith('SQLITE_'));
+  return raw ? new LedgerError(`the ledger cannot be read: ${String(e?.message ?? err)}`, { cause: err }) : err;
 }
 
 /** A record as shown to an operator: no params (they may hold PII), no stored result body. */

@@ -1,5 +1,6 @@
 import { PROBE_COMMAND } from '@retrysafe/mcp/cli-options';
 import { defineCommand, kebab, type OptionConfig } from '../../command.js';
+import { UsageError } from '../../errors.js';
 
 // retrysafe-mcp probe's options: every one takes a value, which its own parser reads.
 const PROBE_OPTIONS: Record<string, OptionConfig> = Object.fromEntries(
@@ -17,8 +18,12 @@ export const probe = defineCommand({
   async run({ io, json }, { json: asJson, ...o }, [server]: [string[]]) {
     const flags = Object.entries(o).flatMap(([key, v]) => (v === undefined ? [] : [`--${kebab(key)}`, String(v)]));
     const { runProbe } = await import('@retrysafe/mcp');
-    const { receipt, exit } = await runProbe([...flags, '--', ...server], asJson ? () => {} : io.out);
-    if (asJson) json(receipt);
-    return exit;
+    try {
+      const { receipt, exit } = await runProbe([...flags, '--', ...server], asJson ? () => {} : io.out);
+      if (asJson) json(receipt);
+      return exit;
+    } catch (e) {
+      throw (e as Error)?.name === 'UsageError' ? new UsageError((e as Error).message) : e;
+    }
   },
 });
