@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { Command } from 'commander';
 import { COMMANDS, DESCRIPTION, HELP_AFTER } from './cli-config.js';
-import { EXIT, type Io, register } from './command.js';
+import { type Context, EXIT, type Io, register } from './command.js';
 import { reportError } from './errors.js';
 import { useColor } from './output.js';
 
@@ -10,36 +10,11 @@ const defaultIo: Io = { out: (t) => process.stdout.write(line(t)), err: (t) => p
 
 const pkg = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { version: string };
 
-/** What every command's `run` gets: where to print, and whether in colour. */
-function contextOf(io: Io, program: Command) {
-  const errTTY = io.errIsTTY ?? (io === defaultIo && Boolean(process.stderr.isTTY));
-  const json = (value: unknown) => io.out(JSON.stringify(value, null, 2));
-  return {
-    io,
-    color: io.color ?? useColor(process.stdout.isTTY),
-    errColor: errTTY && useColor(process.stderr.isTTY),
-    errTTY,
-    json,
-    /** Prints `value` as JSON with `--json`, else `text()`; returns exit 0, or 1 when not `ok`. */
-    print(o: { readonly json?: boolean }, value: unknown, text: () => string, ok = true): number {
-      if (o.json) json(value);
-      else io.out(text());
-      return ok ? EXIT.ok : EXIT.failed;
-    },
-    /** Prints the help of the command these words name (the program's for none); false when there is none. */
-    help(words: readonly string[]): boolean {
-      let cmd: Command | undefined = program;
-      for (const w of words) cmd = cmd?.commands.find((c) => c.name() === w);
-      cmd?.outputHelp();
-      return cmd !== undefined;
-    },
-  };
-}
-export type Context = Readonly<ReturnType<typeof contextOf>>;
-
 /** Runs the CLI with `argv` (without node and script) and returns the exit code; never calls process.exit. */
 export async function main(argv: readonly string[], io: Io = defaultIo): Promise<number> {
   let code: number = EXIT.ok;
+  const errTTY = io.errIsTTY ?? (io === defaultIo && Boolean(process.stderr.isTTY));
+  const json = (value: unknown) => io.out(JSON.stringify(value, null, 2));
   const program = new Command('retrysafe')
     .description(DESCRIPTION)
     .version(pkg.version, '-V, --version')
@@ -51,7 +26,24 @@ export async function main(argv: readonly string[], io: Io = defaultIo): Promise
     .enablePositionalOptions()
     .helpCommand(false)
     .addHelpText('after', HELP_AFTER);
-  const ctx = contextOf(io, program);
+  const ctx: Context = {
+    io,
+    color: io.color ?? useColor(process.stdout.isTTY),
+    errColor: errTTY && useColor(process.stderr.isTTY),
+    errTTY,
+    json,
+    print(o, value, text, ok = true) {
+      if (o.json) json(value);
+      else io.out(text());
+      return ok ? EXIT.ok : EXIT.failed;
+    },
+    help(words) {
+      let cmd: Command | undefined = program;
+      for (const w of words) cmd = cmd?.commands.find((c) => c.name() === w);
+      cmd?.outputHelp();
+      return cmd !== undefined;
+    },
+  };
   for (const c of COMMANDS) register(program, c, ctx, (n) => (code = n));
 
   if (argv.length === 0) {
@@ -62,6 +54,6 @@ export async function main(argv: readonly string[], io: Io = defaultIo): Promise
     await program.parseAsync([...argv], { from: 'user' });
     return code;
   } catch (e) {
-    return reportError(e, io, argv.includes('--json') ? ctx.json : null);
+    return reportError(e, io, argv.includes('--json') ? json : null);
   }
 }

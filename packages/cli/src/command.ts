@@ -1,5 +1,4 @@
 import { type Command, InvalidArgumentError, Option } from 'commander';
-import type { Context } from './cli.js';
 
 /** 0 held · 1 a drill/check/step failed · 2 bad usage or unreadable file · 3 probe saw no effect · 130 Ctrl-C. */
 export const EXIT = { ok: 0, failed: 1, usage: 2, noEffect: 3, interrupted: 130 } as const;
@@ -11,6 +10,19 @@ export interface Io {
   readonly errIsTTY?: boolean;
   /** Colour on stdout. Default: a TTY and NO_COLOR unset (FORCE_COLOR forces it). */
   readonly color?: boolean;
+}
+
+/** What every command's `run` gets: where to print, and whether in colour. */
+export interface Context {
+  readonly io: Io;
+  readonly color: boolean;
+  readonly errColor: boolean;
+  readonly errTTY: boolean;
+  readonly json: (value: unknown) => void;
+  /** Prints `value` as JSON with `--json`, else `text()`; returns exit 0, or 1 when not `ok`. */
+  readonly print: (o: { readonly json?: boolean }, value: unknown, text: () => string, ok?: boolean) => number;
+  /** Prints the help of the command these words name (the program's for none); false when there is none. */
+  readonly help: (words: readonly string[]) => boolean;
 }
 
 /** One option, as data (the flag is the key in kebab case: `markDone` is `--mark-done`). */

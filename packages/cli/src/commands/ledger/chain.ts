@@ -6,7 +6,7 @@ import { UsageError } from '../../errors.js';
 export const RECEIPT_KEYS_ENV = 'RETRYSAFE_RECEIPT_KEYS';
 
 /** Keys from an environment variable, if set (a malformed value is a usage error that never shows the secret). */
-export function keysFromEnv(name: string) {
+function keysFromEnv(name: string) {
   const text = process.env[name];
   try {
     return text ? parseReceiptKeys(text) : null;
@@ -14,6 +14,9 @@ export function keysFromEnv(name: string) {
     throw new UsageError(`${name}: ${(e as Error).message}`);
   }
 }
+
+export const receiptKeysFromEnv = (): Partial<ReturnType<typeof parseReceiptKeys>> =>
+  keysFromEnv(RECEIPT_KEYS_ENV) ?? {};
 
 /** `ledger` with its params encrypted at rest with the first key of RETRYSAFE_PARAMS_KEYS (`id:secret[,…]`) when set. */
 export function withParamsKeys(ledger: Ledger): Ledger {
@@ -26,7 +29,7 @@ export function withParamsKeys(ledger: Ledger): Ledger {
 }
 
 export const checkOptions = (allowUnkeyed: boolean | undefined) => ({
-  keys: keysFromEnv(RECEIPT_KEYS_ENV)?.keyring,
+  keys: receiptKeysFromEnv().keyring,
   allowUnkeyed,
 });
 

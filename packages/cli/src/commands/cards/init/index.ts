@@ -154,6 +154,7 @@ export async function cardsInit(
   const ask = interactive ? lineReader(opts.input ?? process.stdin, prompt) : null;
   try {
     for (const leaf of cardLeaves()) {
+      const label = cardFieldLabel(leaf.path);
       const present = get(given, leaf.path);
       if (present !== undefined) {
         const value = get(present, 'value');
@@ -168,10 +169,12 @@ export async function cardsInit(
         continue;
       }
       const fallback = defaults(card)[leaf.path];
-      const answer = ask && (await askLeaf(ask, leaf, fallback));
-      if (answer) {
-        set(card, leaf.path, answer.value);
-        continue;
+      if (ask) {
+        const answer = await askLeaf(ask, prompt, leaf, label, fallback);
+        if (answer) {
+          set(card, leaf.path, answer.value);
+          continue;
+        }
       }
       if (leaf.fact) {
         set(card, leaf.path, { value: UNKNOWN, source: `not filled in (${origin})` });
@@ -180,7 +183,7 @@ export async function cardsInit(
         set(card, leaf.path, fallback);
         defaulted.push(leaf.path);
       } else {
-        problems.push({ path: leaf.path, message: `required: ${cardFieldLabel(leaf.path)} cannot be unknown` });
+        problems.push({ path: leaf.path, message: `required: ${label} cannot be unknown` });
       }
     }
   } finally {
@@ -246,27 +249,34 @@ function lineReader(input: NodeJS.ReadableStream, prompt: (t: string) => void) {
       ended = r.done === true;
       return r.done ? null : r.value;
     },
-    say: prompt,
     close: () => rl.close(),
   };
 }
 
 /** Asks for one field until the answer fits; an empty answer (or end of input) leaves a fact unknown and a plain field at its default. */
-async function askLeaf(ask: ReturnType<typeof lineReader>, leaf: Leaf, fallback: unknown) {
+async function askLeaf(
+  ask: ReturnType<typeof lineReader>,
+  say: (t: string) => void,
+  leaf: Leaf,
+  label: string,
+  fallback: unknown,
+): Promise<{ value: unknown } | null> {
   const rule = answerRule(leaf);
   const dflt = leaf.fact ? 'enter = unknown' : fallback !== undefined ? `enter = ${String(fallback)}` : 'required';
   for (;;) {
-    const answer = (await ask.next(`${cardFieldLabel(leaf.path)} (${leaf.path}) [${rule.hint}; ${dflt}]: `))?.trim();
+    const answer = (await ask.next(`${label} (${leaf.path}) [${rule.hint}; ${dflt}]: `))?.trim();
     if (!answer || (leaf.fact && answer === UNKNOWN)) return null;
     const value = rule.read(answer);
-    if (value === undefined) ask.say(`  expected ${rule.expected}\n`);
-    else if (!leaf.fact) return { value };
-    else
-      for (;;) {
-        const source = await ask.next('  source (a public URL or a file of your project): ');
-        if (source === null) return null;
-        if (source.trim()) return { value: { value, source: source.trim() } };
-      }
+    if (value === undefined) {
+      say(`  expected ${rule.expected}\n`);
+      continue;
+    }
+    if (!leaf.fact) return { value };
+    for (;;) {
+      const source = await ask.next('  source (a public URL or a file of your project): ');
+      if (source === null) return null;
+      if (source.trim()) return { value: { value, source: source.trim() } };
+    }
   }
 }
 

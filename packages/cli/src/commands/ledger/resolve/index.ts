@@ -13,7 +13,7 @@ import { defineCommand } from '../../../command.js';
 import { exactlyOne, RefusedError, UsageError } from '../../../errors.js';
 import { readObjectFile } from '../../../files.js';
 import { paint, plural } from '../../../output.js';
-import { keysFromEnv, RECEIPT_KEYS_ENV, withParamsKeys } from '../chain.js';
+import { receiptKeysFromEnv, withParamsKeys } from '../chain.js';
 import { packetText } from '../packet-text.js';
 import { TARGET_OPTIONS, withLedger } from '../target.js';
 
@@ -56,14 +56,14 @@ export async function ledgerResolve(opts: ResolveOptions, id: string): Promise<R
     return await withLedger(
       opts,
       async (ledger) => {
-        const keys = keysFromEnv(RECEIPT_KEYS_ENV);
+        const { current, keyring } = receiptKeysFromEnv();
         const runner = createRunner({
           ledger: withParamsKeys(ledger),
           handoff: config?.handoffs ? jsonlHandoffSink(resolve(config.baseDir, config.handoffs)) : undefined,
           policy: config?.policy,
           redact: config?.redact,
-          receiptKey: keys?.current,
-          receiptKeyring: keys?.keyring,
+          receiptKey: current,
+          receiptKeyring: keyring,
         });
         const by = opts.by ?? process.env.USER ?? 'operator';
         const reason = (await ledger.get(asBusinessOperationId(id)))?.handoff?.reason;
