@@ -34,7 +34,7 @@ export class ClosedConnectionGuard extends Stripe.HttpClient {
   }
 
   /** True for a guard from any copy of this package (checks a Symbol.for marker). */
-  static isInstance = markerGuard<ClosedConnectionGuard>(GUARD);
+  static readonly isInstance = markerGuard<ClosedConnectionGuard>(GUARD);
 }
 
 /** The HttpClient to give a Stripe client you build yourself and pass to `createStripeAdapter({ client })`. */

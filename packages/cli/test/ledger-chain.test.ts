@@ -4,6 +4,7 @@ import { createSqliteLedger } from '@retrysafe/ledger-sqlite';
 import { createDrillClock } from '@retrysafe/testkit';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { editStored, readStored } from '../../ledger-sqlite/test/sqlite-tamper.js';
+import { ledgerHandoffs } from '../src/commands/ledger/handoffs/index.js';
 import { type FaultySandbox, startFaultySandbox } from './faulty-sandbox.js';
 import { cli, openRawSqlite, tempDir } from './helpers.js';
 
@@ -83,6 +84,9 @@ describe('retrysafe ledger verify / export, and show and resolve on a broken cha
       [ids.intact]: false,
     });
     expect((await cli(['ledger', 'handoffs', '--db', db])).stdout).toMatch(/receipt chain broken/);
+    // In code, an intact chain's row has no chainBroken key at all (not one set to undefined).
+    const intact = (await ledgerHandoffs({ db })).find((r) => r.businessOperationId === ids.intact)!;
+    expect(Object.hasOwn(intact, 'chainBroken')).toBe(false);
   });
 
   it('resolve refuses a broken chain and appends nothing; an intact one resolves', async () => {

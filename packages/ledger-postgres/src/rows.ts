@@ -68,18 +68,23 @@ export function jsonParam(value: unknown): string | null {
 
 export const parseJson = (text: string | null | undefined): unknown => (text == null ? null : JSON.parse(text));
 
-const JSON_FIELDS = ['params', 'result', 'handoff', 'resolution'] as const;
-
 /** A record's json columns as the text they hold (null: SQL NULL or JSON null, both read back as null). */
-export type JsonTexts = Readonly<Record<(typeof JSON_FIELDS)[number], string | null>>;
+export type JsonTexts = Readonly<Record<'params' | 'result' | 'handoff' | 'resolution', string | null>>;
 
-export const jsonTextsOf = (record: OperationRecord) =>
-  Object.fromEntries(JSON_FIELDS.map((f) => [f, jsonParam(record[f])])) as JsonTexts;
+export const jsonTextsOf = (record: OperationRecord): JsonTexts => ({
+  params: jsonParam(record.params),
+  result: jsonParam(record.result),
+  handoff: jsonParam(record.handoff),
+  resolution: jsonParam(record.resolution),
+});
 
 /** The record as a read of its row would give it: its own json values and chain anchor, shared with nobody. */
 export const handOut = (record: OperationRecord, json: JsonTexts): OperationRecord => ({
   ...record,
-  ...Object.fromEntries(JSON_FIELDS.map((f) => [f, parseJson(json[f])])),
+  params: parseJson(json.params),
+  result: parseJson(json.result),
+  handoff: parseJson(json.handoff) as OperationRecord['handoff'],
+  resolution: parseJson(json.resolution) as OperationRecord['resolution'],
   receiptChain: { ...record.receiptChain },
 });
 

@@ -32,7 +32,7 @@ function stopperFor(cfg: CrashWorkerConfig): StopIf {
   };
 }
 
-/** The ledger, stopping a job right after the writes that end at a crash point. */
+/** The ledger, stopping a job right after the writes that end at a crash point (the crash drill's ledgers are plain objects, so a spread keeps every method). */
 function hookLedger(ledger: Ledger, stopIf: StopIf): Ledger {
   return {
     ...ledger,

@@ -20,6 +20,9 @@ const describeCount = (c: Count) =>
   'exact' in c ? `exactly ${c.exact}` : c.min !== undefined ? `${c.min}–${c.max}` : `at most ${c.max}`;
 const safeName = (s: string) => s.replace(/[^A-Za-z0-9._-]+/g, '_');
 
+/** The client timeout of the late-commit scenario (the request is held until the client gives up). */
+const LATE_COMMIT_TIMEOUT_MS = 400;
+
 /** When the late-commit fault applies a request: as late as `lookup.lateApplyBound` allows, else after 10 minutes. */
 function lateApplyMs(card: RetrySafetyCard): number {
   const value = card.lookup.lateApplyBound?.value;
@@ -130,7 +133,7 @@ export async function runScenario(ctx: DrillContext, operation: string, scenario
   let h: Harness;
   try {
     // late-commit only needs the client to give up: a short client timeout keeps the whole drill under a minute.
-    const clientTimeoutMs = scenario === 'late-commit' ? Math.min(400, plan.timeoutMs) : undefined;
+    const clientTimeoutMs = scenario === 'late-commit' ? Math.min(LATE_COMMIT_TIMEOUT_MS, plan.timeoutMs) : undefined;
     h = await startHarness(ctx, plan.script, clientTimeoutMs);
   } catch (err) {
     const failures = [`${label}: could not start sandbox/proxy/adapter: ${(err as Error).message}`];

@@ -68,6 +68,7 @@ function assertLoopbackTarget(target: string): URL {
   return url;
 }
 
+/** The record of one request as the proxy saw it, before its fault is played. */
 function requestEntry(n: number, info: FaultRequestInfo, body: Buffer, fault: Fault, keep: ReadonlySet<string>) {
   const recorded: Record<string, string> = {};
   for (const name of keep) {
@@ -271,7 +272,8 @@ export async function startFaultProxy(options: FaultProxyOptions) {
       }
       return;
     }
-    if (fault === 'pass' || fault === 'truncate-response') return relay(req, res, upstream, fault !== 'pass');
+    if (fault === 'pass' || fault === 'truncate-response')
+      return relay(req, res, upstream, fault === 'truncate-response');
     if (fault === 'drop-response') return resetSocket(req.socket);
     // delay: the provider committed; hold the answer past the client's timeout, then drop it.
     note({ clientGaveUp: await holdUntilClientGivesUp(req, fault.ms) });

@@ -1,7 +1,6 @@
 import { dirname, resolve } from 'node:path';
 import { checkSchema, configSchema, readDataFile } from '@retrysafe/config';
 import type { JsonSchema } from '@retrysafe/contract';
-import type { SchemaType } from '@retrysafe/contract/provider';
 import type { PolicyOverrides } from '@retrysafe/core';
 
 /** A fence file that cannot be used; the message names the path and, for an unknown key, the nearest known one. */
@@ -18,47 +17,28 @@ const duration = (example: string) =>
 const closed = <const P, const R extends readonly string[] = []>(properties: P, required?: R) =>
   ({ type: 'object', additionalProperties: false, properties, required: (required ?? []) as R }) as const;
 
-/** One fenced tool: what is known of it (the rest is `unknown`). */
-const TOOL_SCHEMA = closed(
-  {
-    kind: { enum: ['create', 'send', 'set', 'upsert', 'delete', 'charge', 'async-job'] },
-    idempotentByNature: { type: 'boolean' },
-    intent: { ...strings, minItems: 1, description: 'argument paths that name the business intent' },
-    key: closed(
-      {
-        argument: str,
-        maxLength: posInt,
-        semantics: { enum: ['replays', 'rejects-duplicate', 'none'] },
-        retention: duration('24h, 30m or 90s'),
-        concurrency: { enum: ['rejects-in-progress', 'waits-then-replays', 'duplicates'] },
-        parameterMatching: { enum: ['mismatch-error', 'replay-anyway', 'none'] },
-        source: str,
-      },
-      ['argument'],
-    ),
-    lookup: closed(
-      {
-        tool: str,
-        arguments: { type: 'object' },
-        items: { type: 'string' },
-        match: { type: 'object', minProperties: 1, additionalProperties: str },
-        consistencyDelay: { anyOf: [{ enum: [null, 0, '0'] }, duration('2s')] },
-        lateApplyBound: duration('30s'),
-        source: str,
-      },
-      ['tool', 'items', 'match'],
-    ),
-    toolErrors: { enum: ['rejected', 'unknown'] },
-    rejectWhen: strings,
-    resultRef: str,
-    source: str,
-  },
-  ['kind', 'intent'],
-);
-/** The schema's map types as their values' (`match` maps item paths to argument paths). */
-export type FenceToolConfig = SchemaType<typeof TOOL_SCHEMA> & {
-  readonly lookup?: { readonly match: Readonly<Record<string, string>> };
-};
+/** The type of what a schema below accepts, for the keywords it uses. */
+type Infer<S> = S extends { enum: readonly (infer E)[] }
+  ? E
+  : S extends { anyOf: readonly (infer A)[] }
+    ? Infer<A>
+    : S extends { type: 'integer' }
+      ? number
+      : S extends { type: 'boolean' }
+        ? boolean
+        : S extends { type: 'string' }
+          ? string
+          : S extends { type: 'array'; items: infer I }
+            ? readonly Infer<I>[]
+            : S extends { properties: infer P; required: readonly (infer R)[] }
+              ? { readonly [K in keyof P as K extends R ? K : never]: Infer<P[K]> } & {
+                  readonly [K in keyof P as K extends R ? never : K]?: Infer<P[K]>;
+                }
+              : S extends { additionalProperties: infer A extends object }
+                ? Readonly<Record<string, Infer<A>>>
+                : S extends { type: readonly ['string', 'null'] }
+                  ? string | null
+                  : Readonly<Record<string, unknown>>;
 
 /** The fence file's shape; `parseFenceConfig` adds the checks a schema cannot say. */
 const FENCE_SCHEMA = closed(
@@ -68,26 +48,64 @@ const FENCE_SCHEMA = closed(
     handoffs: str,
     timeoutMs: posInt,
     policy: (configSchema.properties as JsonSchema).policy as JsonSchema,
-    tools: { type: 'object', minProperties: 1, additionalProperties: TOOL_SCHEMA },
+    tools: {
+      type: 'object',
+      minProperties: 1,
+      additionalProperties: closed(
+        {
+          kind: { enum: ['create', 'send', 'set', 'upsert', 'delete', 'charge', 'async-job'] },
+          idempotentByNature: { type: 'boolean' },
+          intent: { ...strings, minItems: 1, description: 'argument paths that name the business intent' },
+          key: closed(
+            {
+              argument: str,
+              maxLength: posInt,
+              semantics: { enum: ['replays', 'rejects-duplicate', 'none'] },
+              retention: duration('24h, 30m or 90s'),
+              concurrency: { enum: ['rejects-in-progress', 'waits-then-replays', 'duplicates'] },
+              parameterMatching: { enum: ['mismatch-error', 'replay-anyway', 'none'] },
+              source: str,
+            },
+            ['argument'],
+          ),
+          lookup: closed(
+            {
+              tool: str,
+              arguments: { type: 'object' },
+              items: { type: 'string' },
+              match: { type: 'object', minProperties: 1, additionalProperties: str },
+              consistencyDelay: { anyOf: [{ enum: [null, 0, '0'] }, duration('2s')] },
+              lateApplyBound: duration('30s'),
+              source: str,
+            },
+            ['tool', 'items', 'match'],
+          ),
+          toolErrors: { enum: ['rejected', 'unknown'] },
+          rejectWhen: strings,
+          resultRef: str,
+          source: str,
+        },
+        ['kind', 'intent'],
+      ),
+    },
     env: { type: 'object', additionalProperties: { type: ['string', 'null'] } },
   },
   ['name', 'ledger', 'tools'],
 );
 
-/** The fence file: which upstream tools run through the runner, and what is known of each; `baseDir` is the folder
- * it was read from (relative paths resolve against it). */
-export type FenceConfig = SchemaType<typeof FENCE_SCHEMA> & {
+/** The fence file: which upstream tools run through the runner, and what is known of each (the rest is `unknown`);
+ * `baseDir` is the folder it was read from (relative paths resolve against it). */
+export type FenceConfig = Omit<Infer<typeof FENCE_SCHEMA>, 'timeoutMs' | 'policy'> & {
   readonly timeoutMs: number;
   readonly policy?: PolicyOverrides;
-  readonly tools: Readonly<Record<string, FenceToolConfig>>;
-  readonly env?: Readonly<Record<string, string | null>>;
   readonly baseDir: string;
 };
+export type FenceToolConfig = FenceConfig['tools'][string];
 
 /** Checks a parsed fence file strictly (unknown keys are errors) and fills its defaults. */
 export function parseFenceConfig(raw: unknown, baseDir = process.cwd()): FenceConfig {
   const problems = checkSchema(raw, FENCE_SCHEMA);
-  const c = raw as FenceConfig;
+  const c = raw as Omit<FenceConfig, 'baseDir' | 'timeoutMs'> & { timeoutMs?: number };
   if (problems.length === 0) {
     for (const k of Object.keys(c.env ?? {}))
       if (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(k)) problems.push(`env: "${k}" is not a variable name`);

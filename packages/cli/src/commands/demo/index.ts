@@ -90,6 +90,14 @@ const sameOperation = (a: RunResult, b: RunResult) =>
   a.status === b.status &&
   (a.status !== 'done' || b.status !== 'done' || JSON.stringify(a.result) === JSON.stringify(b.result));
 
+/** The step's fault at the provider: the drill's own, or a 429 for a drill without a rate limit. */
+function faultOf(step: Step, op: ConformanceOptions['operations'][string]) {
+  if (step.fault === 'drop-response') return step.fault;
+  if (step.fault === 'rateLimited')
+    return op.faults.rateLimited ?? { kind: 'status' as const, status: 429, retryAfterS: 2 };
+  return op.faults.permanent;
+}
+
 /** One step: the real adapter → fault proxy → sandbox; every server it starts is closed again. */
 async function runStep(
   step: Step,
@@ -105,11 +113,7 @@ async function runStep(
   try {
     proxy = await startFaultProxy({
       target: sandbox.url,
-      faults: [
-        step.fault === 'drop-response'
-          ? step.fault
-          : (op.faults[step.fault] ?? { kind: 'status', status: 429, retryAfterS: 2 }),
-      ],
+      faults: [faultOf(step, op)],
       recordHeaders: drill.recordHeaders,
     });
     adapter = await drill.createAdapter({ baseUrl: proxy.url, timeoutMs: drill.timeoutMs ?? DEFAULT_DRILL_TIMEOUT_MS });

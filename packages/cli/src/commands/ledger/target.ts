@@ -34,7 +34,7 @@ async function openTarget(
   const location = target.db ?? config?.ledger ?? './retrysafe.db';
   if (typeof location === 'string' && /^postgres(ql)?:\/\//.test(location)) {
     const { createPostgresLedger } = await import('@retrysafe/ledger-postgres');
-    return createPostgresLedger({ connectionString: location, schema: target.schema });
+    return createPostgresLedger({ connectionString: location, schema: target.schema || undefined });
   }
   if (target.schema) throw new UsageError('--schema applies to a postgres:// ledger only');
   // A DynamoDB table is named in a config file only: the config opens it.

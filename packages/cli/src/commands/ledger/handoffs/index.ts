@@ -19,7 +19,7 @@ export async function ledgerHandoffs(target: LedgerTarget) {
         safeNextActions: r.handoff?.safeNextActions ?? [],
         lastKnown: r.handoff?.lastKnown ?? null,
         // a broken receipt chain: do not act on it before finding out why
-        chainBroken: chain.ok ? undefined : chain.reason,
+        ...(chain.ok ? {} : { chainBroken: chain.reason }),
       };
     });
   });

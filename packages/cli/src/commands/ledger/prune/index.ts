@@ -53,11 +53,12 @@ export async function ledgerPrune(opts: Parsed<typeof PRUNE_OPTIONS>): Promise<P
       dryRun: opts.dryRun,
       exportPath: opts.dryRun ? undefined : opts.export,
       states: opts.state?.length ? (opts.state as OperationState[]) : undefined,
+    }).catch((err: unknown) => {
+      // Only the retention check's refusal is about --older-than (opening the ledger has its own errors).
+      if (!RunnerConfigurationError.isInstance(err)) throw err;
+      throw new UsageError(`--older-than: ${err.message.replace(/^prune\.olderThan: /, '')}`);
     });
-  return withLedger(opts, prune, { writes: true }).catch((err: unknown) => {
-    if (!RunnerConfigurationError.isInstance(err)) throw err;
-    throw new UsageError(`--older-than: ${err.message.replace(/^prune\.olderThan: /, '')}`);
-  });
+  return withLedger(opts, prune, { writes: true });
 }
 
 export function pruneText(r: PruneLedgerReport, exportPath?: string): string {
