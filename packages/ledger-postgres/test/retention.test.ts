@@ -25,7 +25,7 @@ describe('PostgreSQL retention and index layout', () => {
         ledger.setState(ref, { state: 'rejected', lastOutcome: 'rejected', now: Date.now() }),
       );
       await closeBy(ledger, 'op-handed-off', (ref) =>
-        ledger.handOff(ref, { reason: 'retry-exhausted' } as never, Date.now()),
+        ledger.handOff(ref, { reason: 'retry-exhausted', lastKnown: {} } as never, Date.now()),
       );
       await closeBy(ledger, 'op-open', async () => undefined);
       const next = await createRunner({ ledger }).run(adapter, 'records.create', {
