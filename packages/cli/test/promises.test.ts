@@ -128,7 +128,7 @@ describe('help runbook: the runbook the handoff list points to ships with the CL
   });
 });
 
-describe('a ledger the operator may only read is listed and verified, read-only', () => {
+describe('a ledger the operator may only read is listed, verified and dry-run, read-only', () => {
   const dir = tempDir('read-only');
   const db = join(dir, 'retrysafe.db');
   // root writes anywhere: the CLI then runs without the capabilities that override file permissions
@@ -141,13 +141,17 @@ describe('a ledger the operator may only read is listed and verified, read-only'
   });
   afterAll(() => chmodSync(dir, 0o755));
 
-  it('ls, show, handoffs, verify and export read it; nothing is written beside it', async () => {
+  it('ls, show, handoffs, verify, export and the dry runs of prune and resolve-all read it; nothing is written beside it', async () => {
     const before = readFileSync(db);
     const opts = { ...BOUND, withoutDacOverride: asRoot };
     const ls = await cli(['ledger', 'ls', '--db', db, '--json'], opts);
     expect(ls.stderr).toBe('');
     expect(JSON.parse(ls.stdout).map((r: { businessOperationId: string }) => r.businessOperationId)).toEqual(['ro-1']);
-    for (const args of [['show', 'ro-1'], ['handoffs'], ['verify', '--all'], ['export']]) {
+    const dryRuns = [
+      ['prune', '--older-than', '30d', '--dry-run'],
+      ['resolve-all', '--abandon', '--dry-run'],
+    ];
+    for (const args of [['show', 'ro-1'], ['handoffs'], ['verify', '--all'], ['export'], ...dryRuns]) {
       const r = await cli(['ledger', ...args, '--db', db], opts);
       expect(r.code, `ledger ${args.join(' ')}: ${r.stderr}`).toBe(0);
     }

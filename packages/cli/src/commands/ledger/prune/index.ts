@@ -58,7 +58,7 @@ export async function ledgerPrune(opts: Parsed<typeof PRUNE_OPTIONS>): Promise<P
       if (!RunnerConfigurationError.isInstance(err)) throw err;
       throw new UsageError(`--older-than: ${err.message.replace(/^prune\.olderThan: /, '')}`);
     });
-  return withLedger(opts, prune, { writes: true });
+  return withLedger(opts, prune, { writes: !opts.dryRun });
 }
 
 export function pruneText(r: PruneLedgerReport, exportPath?: string): string {

@@ -38,7 +38,7 @@ export async function ledgerResolveAll(opts: ResolveAllOptions) {
   const config = opts.config ? await loadConfigFile(opts.config) : null;
   const handedOff = await withLedger(opts, (ledger) => ledger.list({ states: ['handed-off'] }), {
     config,
-    writes: true,
+    writes: !opts.dryRun,
   });
   const matched = handedOff.filter(
     (r) =>
