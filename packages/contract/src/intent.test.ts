@@ -11,6 +11,7 @@ import {
   differingPaths,
   normalizeIntent,
   normalizeParams,
+  pickIntent,
 } from './intent.js';
 
 const base = sampleCard as unknown as RetrySafetyCard;
@@ -41,6 +42,16 @@ describe('normalisation steps (issue 16)', () => {
     );
     expect(Object.keys(a!.customer as object)).toEqual(['__proto__', 'id']);
     expect(a).not.toEqual(b);
+  });
+
+  it('an intent field is picked only from the params themselves: `__proto__` keeps two ids, an inherited name is missing', () => {
+    const idOf = (text: string) => {
+      const intent = pickIntent(JSON.parse(text), ['__proto__']);
+      return businessOperationId('a.b', normalizeIntent(intent, [{ field: '__proto__', steps: ['trim'] }]));
+    };
+    expect(idOf('{"__proto__":"a"}')).not.toBe(idOf('{"__proto__":"b"}'));
+    expect(() => pickIntent({}, ['toString'])).toThrow(/toString.*missing from params|missing from params/);
+    expect(() => pickIntent({ a: {} }, ['a.constructor'])).toThrow(/missing from params/);
   });
 
   it('normalizeParams applies dot-path rules to a copy; differingPaths names paths, never values, ignoring key order and number spelling', () => {

@@ -29,18 +29,28 @@ export function intentIdentity(operation: string, intent: Record<string, unknown
   return { id: asBusinessOperationId(`${operation}:${digest.slice(0, 32)}`), intentFingerprint: `sha256:${digest}` };
 }
 
+/**
+ * `out[key] = value`, keeping an own `__proto__` key as data: a plain assignment drops it (or sets the
+ * prototype), and two intents the provider keeps apart would become one.
+ */
+function put(out: Record<string, unknown>, key: string, value: unknown): void {
+  if (key === '__proto__')
+    Object.defineProperty(out, key, { value, enumerable: true, writable: true, configurable: true });
+  else out[key] = value;
+}
+
 /** A missing intent field is an error: it would fold distinct intents into one operation. */
 export function pickIntent(params: unknown, fields: readonly string[]): Record<string, unknown> {
   const out: Record<string, unknown> = {};
   for (const field of fields) {
     let cur: unknown = params;
     for (const part of field.split('.')) {
-      if (typeof cur !== 'object' || cur === null || !(part in (cur as object)))
+      if (typeof cur !== 'object' || cur === null || !Object.hasOwn(cur, part))
         throw new InvalidIntentError(field, 'declared intent field is missing from params');
       cur = (cur as Record<string, unknown>)[part];
     }
     if (cur === undefined) throw new InvalidIntentError(field, 'declared intent field is undefined');
-    out[field] = cur;
+    put(out, field, cur);
   }
   return out;
 }
@@ -119,16 +129,7 @@ function applySteps(value: unknown, steps: readonly NormalizationStep[]): unknow
   if (Array.isArray(value)) return value.map((v) => applySteps(v, steps));
   if (typeof value === 'object' && value !== null && Object.getPrototypeOf(value) === Object.prototype) {
     const out: Record<string, unknown> = {};
-    // An own `__proto__` key stays data: a plain assignment would drop it, and two intents would become one.
-    for (const [k, v] of Object.entries(value))
-      if (k === '__proto__')
-        Object.defineProperty(out, k, {
-          value: applySteps(v, steps),
-          enumerable: true,
-          writable: true,
-          configurable: true,
-        });
-      else out[k] = applySteps(v, steps);
+    for (const [k, v] of Object.entries(value)) put(out, k, applySteps(v, steps));
     return out;
   }
   return value;
@@ -148,7 +149,7 @@ export function normalizeIntent(intent: Record<string, unknown>, rules: Rules | 
   const out: Record<string, unknown> = {};
   for (const [field, value] of Object.entries(intent)) {
     const steps = stepsFor(field, rules);
-    out[field] = steps.length ? applySteps(value, steps) : value;
+    put(out, field, steps.length ? applySteps(value, steps) : value);
   }
   return out;
 }
@@ -164,7 +165,7 @@ export function normalizeParams(params: unknown, rules: Rules): unknown {
 /** In place; a path that is not there is skipped. */
 function applyAt(holder: unknown, parts: readonly string[], steps: readonly NormalizationStep[]): void {
   const [part, ...rest] = parts as [string, ...string[]];
-  if (typeof holder !== 'object' || holder === null || !(part in holder)) return;
+  if (typeof holder !== 'object' || holder === null || !Object.hasOwn(holder, part)) return;
   const h = holder as Record<string, unknown>;
   if (rest.length === 0) h[part] = applySteps(h[part], steps);
   else applyAt(h[part], rest, steps);
