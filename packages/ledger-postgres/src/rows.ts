@@ -207,10 +207,15 @@ export function createWrites(db: Db, st: Statements, defers: boolean) {
   };
 }
 
-/** A receipt of the operation it is appended to (the UPDATE's guard checks its seq). */
+/** A receipt of the operation it is appended to, with a whole-number seq: the UPDATE's guard checks which one, and
+ * its integer cast would take the text '2' for the contract's 2. */
 function checkReceiptShape(ref: Fenced, receipt: Receipt, what: string): void {
   if (receipt?.businessOperationId !== ref.businessOperationId)
     throw new LedgerError(
       `${what}: receipt belongs to ${receipt?.businessOperationId}, not ${ref.businessOperationId}`,
+    );
+  if (!Number.isSafeInteger(receipt.seq))
+    throw new LedgerError(
+      `${what}: receipt seq ${JSON.stringify(receipt.seq)} for ${ref.businessOperationId} is not a whole number`,
     );
 }

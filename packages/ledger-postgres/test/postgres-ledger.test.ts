@@ -596,6 +596,28 @@ describe('receipts', () => {
     );
     expect((await ledger.receipts(id)).map((r) => r.seq)).toEqual([1, 2]);
   });
+
+  it('a receipt whose seq is not a number is refused by every write that carries one, as the contract refuses it, and nothing is written', async () => {
+    const { record } = await claimed();
+    const id = record.businessOperationId;
+    const ref = { businessOperationId: id, fence: 1 };
+    const asText = { ...receipt(id, 1), seq: '1' } as unknown as Receipt;
+    // The remembered operation's write, then the same writes sent in full (another ledger has no memory of it).
+    const other = createPostgresLedger({ connectionString: url, schema, leaseClock: 'caller' });
+    try {
+      for (const l of [ledger, other]) {
+        await expect(l.appendReceipt(ref, asText)).rejects.toThrow(LedgerError);
+        await expect(l.setState(ref, { state: 'succeeded', now: T0 + 1, receipt: asText })).rejects.toThrow(
+          LedgerError,
+        );
+        await expect(l.handOff(ref, packet(id), T0 + 1, asText)).rejects.toThrow(LedgerError);
+      }
+    } finally {
+      await other.close();
+    }
+    expect(await ledger.receipts(id)).toEqual([]);
+    expect(await ledger.get(id)).toMatchObject({ state: 'claimed', receiptChain: { head: null, length: 0 } });
+  });
 });
 
 describe('recovery and listing', () => {
