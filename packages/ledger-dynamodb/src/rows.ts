@@ -28,10 +28,24 @@ export const OPTIONAL_ATTRIBUTES = ['leaseExpiresAt', 'receipts', 'openState', T
 const s = (v: string): AttributeValue => ({ S: v });
 const n = (v: number): AttributeValue => ({ N: String(v) });
 
+/** A BigInt or a cycle is refused as every ledger failure is, before anything is sent. */
+function json(value: unknown): string {
+  try {
+    return JSON.stringify(value);
+  } catch (cause) {
+    throw new LedgerError(
+      `DynamoDB ledger: a value to store is not JSON (${(cause as Error).message}); nothing written`,
+      {
+        cause,
+      },
+    );
+  }
+}
+
 /** The receipts' JSON with `added` appended, the stored ones kept as they are (not parsed). */
 function appendReceipt(receipts: string | null, added: Receipt | undefined): string | null {
   if (added === undefined) return receipts;
-  const text = JSON.stringify(added);
+  const text = json(added);
   return receipts === null ? `[${text}]` : `${receipts.slice(0, -1)},${text}]`;
 }
 
@@ -39,7 +53,7 @@ function appendReceipt(receipts: string | null, added: Receipt | undefined): str
 export function nextStored(record: OperationRecord, before: Stored | null, added?: Receipt): Stored {
   return {
     record,
-    recordText: JSON.stringify(record),
+    recordText: json(record),
     receipts: appendReceipt(before?.receipts ?? null, added),
     lastSeq: added?.seq ?? before?.lastSeq ?? 0,
     version: (before?.version ?? 0) + 1,

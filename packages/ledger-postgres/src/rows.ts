@@ -63,7 +63,18 @@ export function toReceipts(text: string | null, id: string): Receipt[] {
 
 /** JSON text for a json column (pg would send an array as a PostgreSQL array); undefined: SQL NULL. */
 export function jsonParam(value: unknown): string | null {
-  return value === undefined ? null : JSON.stringify(value);
+  if (value === undefined) return null;
+  try {
+    return JSON.stringify(value);
+  } catch (cause) {
+    // A BigInt or a cycle: refused as every ledger failure is, before anything is sent.
+    throw new LedgerError(
+      `PostgreSQL ledger: a value to store is not JSON (${(cause as Error).message}); nothing written`,
+      {
+        cause,
+      },
+    );
+  }
 }
 
 export const parseJson = (text: string | null | undefined): unknown => (text == null ? null : JSON.parse(text));
