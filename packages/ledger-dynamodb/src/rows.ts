@@ -33,12 +33,8 @@ function json(value: unknown): string {
   try {
     return JSON.stringify(value);
   } catch (cause) {
-    throw new LedgerError(
-      `DynamoDB ledger: a value to store is not JSON (${(cause as Error).message}); nothing written`,
-      {
-        cause,
-      },
-    );
+    const why = (cause as Error).message;
+    throw new LedgerError(`DynamoDB ledger: a value to store is not JSON (${why}); nothing written`, { cause });
   }
 }
 

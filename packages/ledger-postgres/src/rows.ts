@@ -68,12 +68,8 @@ export function jsonParam(value: unknown): string | null {
     return JSON.stringify(value);
   } catch (cause) {
     // A BigInt or a cycle: refused as every ledger failure is, before anything is sent.
-    throw new LedgerError(
-      `PostgreSQL ledger: a value to store is not JSON (${(cause as Error).message}); nothing written`,
-      {
-        cause,
-      },
-    );
+    const why = (cause as Error).message;
+    throw new LedgerError(`PostgreSQL ledger: a value to store is not JSON (${why}); nothing written`, { cause });
   }
 }
 
