@@ -130,11 +130,18 @@ export const isSame = (seen: Stored | null, st: Stored) =>
 /** Open operations whose last stored state this process keeps (a runner has a few in flight). */
 const KNOWN_MAX = 256;
 
-/** What this process last wrote of each open operation: its next write starts there, without a read. */
+/**
+ * What this process last wrote of each open operation: its next write starts there, without a read. It starts from
+ * the text written, parsed again: the record written shares objects with the caller (its params, the record handed
+ * back), and what a caller changes in them must not reach the next write.
+ */
 export function createKnown() {
   const known = new Map<string, Stored>();
   return {
-    get: (id: string) => known.get(id),
+    get(id: string): Stored | undefined {
+      const st = known.get(id);
+      return st && { ...st, record: JSON.parse(st.recordText) as OperationRecord };
+    },
     forget: (id: string) => known.delete(id),
     remember(st: Stored) {
       const id = st.record.businessOperationId;

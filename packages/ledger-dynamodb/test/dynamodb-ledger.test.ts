@@ -147,6 +147,30 @@ describe('the DynamoDB ledger', () => {
     await l.close();
   });
 
+  it('a caller changing the params it claimed with, or a record it was handed, changes nothing the next write stores', async () => {
+    const l = await ledgers(1);
+    const id = newId('shared');
+    const params = { ref: id, lines: [{ sku: 'A', qty: 1 }] };
+    const c = await l.first.claim(claimOf(id, { params, dispatch: true }));
+    if (c.kind !== 'claimed') throw new Error(c.kind);
+    // The caller's own object (an SDK may add to it), then the record the claim handed back.
+    params.lines.push({ sku: 'B', qty: 9 });
+    (c.record as { operation: string }).operation = 'changed.by.caller';
+    const ref = { businessOperationId: id, fence: 1 };
+    const unknown = await l.first.setState(ref, { state: 'unknown', result: { list: [1] }, now: T0 + 1 });
+    (unknown.result as { list: number[] }).list.push(2);
+    (unknown as { attemptCount: number }).attemptCount = 99;
+    await l.first.setState(ref, { state: 'succeeded', providerRef: 'rec_1', now: T0 + 2 });
+    expect(await l.first.get(id)).toMatchObject({
+      operation: 'sandbox.records.create',
+      params: { ref: id, lines: [{ sku: 'A', qty: 1 }] },
+      result: { list: [1] },
+      attemptCount: 1,
+      state: 'succeeded',
+    });
+    await l.close();
+  });
+
   it('a write applied whose answer was lost is recognised on the read that follows, not claimed twice', async () => {
     const table = await db.table('lost');
     const client = db.client();
