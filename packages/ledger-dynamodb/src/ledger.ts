@@ -276,6 +276,7 @@ export function createDynamoDbLedger(options: DynamoDbLedgerOptions): Ledger {
     recoverCandidates: (now, limit) => recoverCandidates(t, o.table, now, limit),
     prune: (options) => prune(t, o.table, options),
     async close() {
+      t.close();
       known.clear();
       if (own) client.destroy();
     },

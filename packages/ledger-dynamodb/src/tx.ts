@@ -21,7 +21,12 @@ const conditionFailed = (err: unknown) => (err as { name?: string } | null)?.nam
  * LedgerError naming the request; retrysafe's own errors pass through.
  */
 export function createTable(client: DynamoDBClient, table: string) {
+  let closed = false;
+  const refuseClosed = (what: string) => {
+    if (closed) throw new LedgerError(`DynamoDB ledger ${what} on table ${table}: the ledger is closed`);
+  };
   async function send<T>(what: string, run: () => Promise<T>): Promise<T> {
+    refuseClosed(what);
     try {
       return await run();
     } catch (err) {
@@ -33,6 +38,7 @@ export function createTable(client: DynamoDBClient, table: string) {
     }
   }
   async function conditional(what: string, run: () => Promise<unknown>): Promise<boolean> {
+    refuseClosed(what);
     try {
       await run();
       return true;
@@ -75,6 +81,10 @@ export function createTable(client: DynamoDBClient, table: string) {
     open: (state: string, what: string) =>
       all(what, (start) => client.send(new QueryCommand(queryOpen(table, state, start)))),
     scan: (what: string) => all(what, (start) => client.send(new ScanCommand(scanPage(table, start)))),
+    /** Every request from now on is refused; those already sent finish. */
+    close() {
+      closed = true;
+    },
   };
 }
 export type Table = ReturnType<typeof createTable>;

@@ -240,4 +240,23 @@ describe('the DynamoDB ledger', () => {
     });
     await l.close();
   });
+
+  it('a closed ledger refuses work with a LedgerError and writes nothing; your client stays open for others', async () => {
+    const table = await db.table('closed');
+    const client = db.client();
+    const mine = createDynamoDbLedger({ table, client });
+    const id = newId('closed');
+    const c = await mine.claim(claimOf(id));
+    if (c.kind !== 'claimed') throw new Error(c.kind);
+    await mine.close();
+    const ref = { businessOperationId: id, fence: 1 };
+    await expect(mine.claim(claimOf(newId('closed')))).rejects.toSatisfy(LedgerError.isInstance);
+    await expect(mine.markDispatched(ref, T0 + 1)).rejects.toSatisfy(LedgerError.isInstance);
+    await expect(mine.get(id)).rejects.toThrow(/closed/);
+    const other = createDynamoDbLedger({ table, client });
+    expect(await other.get(id)).toEqual(c.record);
+    expect((await other.list()).length).toBe(1);
+    await other.close();
+    client.destroy();
+  });
 });
