@@ -164,8 +164,9 @@ function listStatement(ops: string, filter: ListFilter): { sql: Sql; values: unk
     where.push(`state = ANY(${param([...filter.states])}::text[])`);
     if (filter.states.every((st) => !PRUNABLE_STATES.includes(st))) where.push(OPEN_STATES);
   }
-  if (filter.provider !== undefined) where.push(`provider = ${param(filter.provider)}`);
-  if (filter.operation !== undefined) where.push(`operation = ${param(filter.operation)}`);
+  // An empty value filters nothing, as on the other ledgers.
+  if (filter.provider) where.push(`provider = ${param(filter.provider)}`);
+  if (filter.operation) where.push(`operation = ${param(filter.operation)}`);
   const limit = filter.limit !== undefined ? ` LIMIT ${param(filter.limit)}` : '';
   const order = filter.newestFirst
     ? 'created_at DESC, business_operation_id DESC'

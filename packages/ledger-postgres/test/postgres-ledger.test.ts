@@ -665,6 +665,9 @@ describe('recovery and listing', () => {
       expect(await l.list({ provider: 'nobody' })).toEqual([]);
       expect(await l.list({ operation: 'sandbox.orders.create', limit: 2 })).toHaveLength(2);
       expect(await l.list()).toHaveLength(5);
+      // An empty or null provider or operation filters nothing, as on the memory, SQLite and DynamoDB ledgers.
+      expect(await l.list({ provider: '', operation: '' })).toHaveLength(5);
+      expect(await l.list({ provider: null as never, operation: null as never })).toHaveLength(5);
       await expect(l.list({ states: ['bogus' as never] })).rejects.toThrow(LedgerError);
     } finally {
       await l.close();
