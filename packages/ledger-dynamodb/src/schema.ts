@@ -73,10 +73,13 @@ async function waitActive(client: DynamoDBClient, table: string, timeoutMs: numb
 
 /** Turns TTL on for the table; a service without the TTL API (dynalite) answers that it does not know it. */
 async function enableTtl(client: DynamoDBClient, table: string): Promise<EnsureTableReport['ttl']> {
-  try {
+  const isOn = async () => {
     const seen = await client.send(new DescribeTimeToLiveCommand({ TableName: table }));
     const status = seen.TimeToLiveDescription?.TimeToLiveStatus;
-    if (status === 'ENABLED' || status === 'ENABLING') return 'enabled';
+    return status === 'ENABLED' || status === 'ENABLING';
+  };
+  try {
+    if (await isOn()) return 'enabled';
     await client.send(
       new UpdateTimeToLiveCommand({
         TableName: table,
@@ -86,6 +89,8 @@ async function enableTtl(client: DynamoDBClient, table: string): Promise<EnsureT
     return 'enabled';
   } catch (err) {
     if (errorName(err) === 'UnknownOperationException') return 'unsupported';
+    // Another process turned it on since we looked: DynamoDB refuses a second UpdateTimeToLive.
+    if (errorName(err) === 'ValidationException' && (await isOn())) return 'enabled';
     throw err;
   }
 }

@@ -44,6 +44,37 @@ describe('the DynamoDB ledger', () => {
     client.destroy();
   });
 
+  it('ensureTable run by two processes at once on a service with the TTL API: both succeed (TTL is turned on once)', async () => {
+    // DynamoDB answers an UpdateTimeToLive on a table whose TTL is already on with a ValidationException.
+    let ttl = 'DISABLED';
+    let updates = 0;
+    const service = {
+      async send(command: object) {
+        await new Promise((resolve) => setImmediate(resolve));
+        switch (command.constructor.name) {
+          case 'DescribeTableCommand':
+            return { Table: { TableStatus: 'ACTIVE', GlobalSecondaryIndexes: [{ IndexStatus: 'ACTIVE' }] } };
+          case 'DescribeTimeToLiveCommand':
+            return { TimeToLiveDescription: { TimeToLiveStatus: ttl } };
+          case 'UpdateTimeToLiveCommand':
+            updates++;
+            if (ttl !== 'DISABLED')
+              throw Object.assign(new Error('TimeToLive is already enabled'), { name: 'ValidationException' });
+            ttl = 'ENABLED';
+            return {};
+          default:
+            throw new Error(`unexpected ${command.constructor.name}`);
+        }
+      },
+    } as unknown as Parameters<typeof ensureTable>[0];
+    const both = await Promise.all([ensureTable(service, 'raced'), ensureTable(service, 'raced')]);
+    expect(both).toEqual([
+      { created: false, ttl: 'enabled' },
+      { created: false, ttl: 'enabled' },
+    ]);
+    expect(updates).toBeGreaterThanOrEqual(1);
+  });
+
   it('16 racing claims of a new operation from 16 clients: one wins; 16 racing takeovers after expiry: one wins, fence 2', async () => {
     const l = await ledgers(16);
     const id = newId('race');
