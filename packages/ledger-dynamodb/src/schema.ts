@@ -64,8 +64,15 @@ async function waitActive(client: DynamoDBClient, table: string, timeoutMs: numb
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     const t = await describe(client, table);
-    if (t?.TableStatus === 'ACTIVE' && (t.GlobalSecondaryIndexes ?? []).every((i) => i.IndexStatus === 'ACTIVE'))
+    const indexes = t?.GlobalSecondaryIndexes ?? [];
+    if (t?.TableStatus === 'ACTIVE' && indexes.every((i) => i.IndexStatus === 'ACTIVE')) {
+      // A table made elsewhere without it would take writes, but recovery and handoff listings could never read.
+      if (!indexes.some((i) => i.IndexName === OPEN_INDEX))
+        throw new LedgerError(
+          `DynamoDB table ${table} has no index ${OPEN_INDEX} (partition openState, sort createdAt): add it as tableDefinition(table) declares it`,
+        );
       return;
+    }
     if (Date.now() >= deadline) throw new LedgerError(`DynamoDB table ${table} is not ACTIVE after ${timeoutMs} ms`);
     await sleep(100);
   }

@@ -1,11 +1,11 @@
 // What the DynamoDB ledger adds to the shared suite: many processes' clients racing one item, the item
 // size limit, leases and fences across ledger instances (each starts its writes from what it last
 // wrote), a write whose answer is lost, TTL retention and the sparse index of open operations.
-import { GetItemCommand } from '@aws-sdk/client-dynamodb';
+import { CreateTableCommand, GetItemCommand } from '@aws-sdk/client-dynamodb';
 import { type BusinessOperationId, LeaseLostError, LedgerError } from '@retrysafe/contract';
 import { claimOf, packetOf } from '@retrysafe/testkit/ledger';
 import { afterAll, describe, expect, it } from 'vitest';
-import { createDynamoDbLedger, ensureTable } from '../src/index.js';
+import { createDynamoDbLedger, ensureTable, tableDefinition } from '../src/index.js';
 import { startDynalite } from './dynalite.js';
 
 const db = await startDynalite();
@@ -44,6 +44,19 @@ describe('the DynamoDB ledger', () => {
     client.destroy();
   });
 
+  it('ensureTable refuses a table that exists without the index of open operations (recovery could never read it)', async () => {
+    const client = db.client();
+    const table = `no-index-${++n}`;
+    const { GlobalSecondaryIndexes: _index, ...bare } = tableDefinition(table);
+    await client.send(
+      new CreateTableCommand({ ...bare, AttributeDefinitions: [{ AttributeName: 'id', AttributeType: 'S' }] }),
+    );
+    const err = await ensureTable(client, table).catch((e: unknown) => e);
+    expect(LedgerError.isInstance(err), String(err)).toBe(true);
+    expect((err as Error).message).toMatch(/index open/);
+    client.destroy();
+  });
+
   it('ensureTable run by two processes at once on a service with the TTL API: both succeed (TTL is turned on once)', async () => {
     // DynamoDB answers an UpdateTimeToLive on a table whose TTL is already on with a ValidationException.
     let ttl = 'DISABLED';
@@ -53,7 +66,9 @@ describe('the DynamoDB ledger', () => {
         await new Promise((resolve) => setImmediate(resolve));
         switch (command.constructor.name) {
           case 'DescribeTableCommand':
-            return { Table: { TableStatus: 'ACTIVE', GlobalSecondaryIndexes: [{ IndexStatus: 'ACTIVE' }] } };
+            return {
+              Table: { TableStatus: 'ACTIVE', GlobalSecondaryIndexes: [{ IndexName: 'open', IndexStatus: 'ACTIVE' }] },
+            };
           case 'DescribeTimeToLiveCommand':
             return { TimeToLiveDescription: { TimeToLiveStatus: ttl } };
           case 'UpdateTimeToLiveCommand':
