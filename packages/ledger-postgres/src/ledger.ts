@@ -103,7 +103,8 @@ function parts(options: PostgresLedgerOptions) {
 }
 type Parts = ReturnType<typeof parts>;
 
-/** A new operation is one INSERT; its record is what was sent, not read back, with the lease's end the database wrote. */
+/** A new operation is one INSERT; its record is what was sent, not read back, with the lease's end the database wrote.
+ * Lease lengths are rounded up to whole ms for the bigint columns (the runner's own lease, unrounded, ends first). */
 async function claim(c: Parts, input: ClaimInput): Promise<ClaimResult> {
   const params = jsonParam(input.params);
   const stored = { ...input, params: parseJson(params), providerKey: input.providerKey ?? null };
@@ -121,7 +122,7 @@ async function claim(c: Parts, input: ClaimInput): Promise<ClaimResult> {
       params,
       input.providerKey,
       input.owner,
-      input.leaseMs,
+      Math.ceil(input.leaseMs),
       input.now,
     ],
   );
@@ -141,7 +142,8 @@ function claimExisting(c: Parts, input: ClaimInput): Promise<ClaimResult> {
     ]);
     if (rows.length === 0)
       throw new LedgerError(`claim: ${input.businessOperationId} was neither inserted nor found; nothing written`);
-    const { result, write } = claimTransition(toRecord(rows[0]!), input, Number(rows[0]!.lease_now));
+    const whole = Number.isInteger(input.leaseMs) ? input : { ...input, leaseMs: Math.ceil(input.leaseMs) };
+    const { result, write } = claimTransition(toRecord(rows[0]!), whole, Number(rows[0]!.lease_now));
     if (write === null) return result;
     const record = await c.writes.writeLocked(run, 'claim', rows[0]!.fence, write);
     return { ...result, record } as ClaimResult;
@@ -153,7 +155,8 @@ function fencedWrites({ writes, dbClock }: Parts): Pick<Ledger, FencedMethod> {
   return {
     async renewLease(ref, leaseMs, now) {
       const rule = (r: OperationRecord) => renewTransition(r, ref, leaseMs, now);
-      await writes.fenced(ref, { what: 'renewLease', write: RENEW, values: [now, leaseMs, dbClock], rule });
+      const values = [now, Math.ceil(leaseMs), dbClock];
+      await writes.fenced(ref, { what: 'renewLease', write: RENEW, values, rule });
     },
     async markDispatched(ref, now) {
       const rule = (r: OperationRecord) => dispatchedTransition(r, now);

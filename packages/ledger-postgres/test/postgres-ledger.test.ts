@@ -248,6 +248,19 @@ describe('claim', () => {
     });
   });
 
+  it('a lease length that is not a whole number of ms (45 s × 1.1) claims, renews and is taken over as on the other ledgers', async () => {
+    const leaseMs = 45_000 * 1.1; // 49500.00000000001: a policy computed this way passes the runner's checks
+    const first = await claimed({ leaseMs });
+    const id = first.record.businessOperationId;
+    expect(first.record.leaseExpiresAt).toBeGreaterThanOrEqual(T0 + leaseMs);
+    const ref = { businessOperationId: id, fence: 1 };
+    await ledger.renewLease(ref, leaseMs, T0 + 1_000);
+    expect((await ledger.get(id))!.leaseExpiresAt).toBeGreaterThanOrEqual(T0 + 1_000 + leaseMs);
+    const taken = await ledger.claim(input({ businessOperationId: id, owner: 'w2', leaseMs, now: T0 + 60_000 }));
+    expect(taken).toMatchObject({ kind: 'claimed', takenOver: true, record: { fence: 2, leaseOwner: 'w2' } });
+    expect(taken.record.leaseExpiresAt).toBeGreaterThanOrEqual(T0 + 60_000 + leaseMs);
+  });
+
   it('lets exactly one of many concurrent claimers win, for a new operation and for a takeover', async () => {
     const id = `race-${++n}` as BusinessOperationId;
     const first = await Promise.all(
