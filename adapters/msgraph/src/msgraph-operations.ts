@@ -209,7 +209,10 @@ const todoTasksCreate: GraphOperation<TodoTasksCreateParams> = {
   sensitiveFields: ['task.body', 'task.title'],
   paramsSchema: TODO_TASKS_CREATE_PARAMS,
   build(p, ctx) {
-    const existing = Array.isArray(p.task.linkedResources) ? (p.task.linkedResources as unknown[]) : [];
+    // A link in the adapter's name given in the params would tag the task with another operation's id.
+    const existing = Array.isArray(p.task.linkedResources)
+      ? (p.task.linkedResources as unknown[]).filter((l) => !(isObj(l) && l.applicationName === ctx.applicationName))
+      : [];
     const link = {
       applicationName: ctx.applicationName,
       displayName: 'retrysafe business operation',
@@ -219,7 +222,8 @@ const todoTasksCreate: GraphOperation<TodoTasksCreateParams> = {
   },
   lookup: (p, ctx) => ({
     path: tasksPath(p),
-    filter: `linkedResources/any(r: r/externalId eq ${odataString(ctx.businessOperationId)})`,
+    // Both: a caller's own link (another application) may carry an externalId equal to this id.
+    filter: `linkedResources/any(r: r/applicationName eq ${odataString(ctx.applicationName)} and r/externalId eq ${odataString(ctx.businessOperationId)})`,
     select: TASK_FIELDS,
   }),
   read: readItem(TASK_FIELDS),
