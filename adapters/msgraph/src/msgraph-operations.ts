@@ -85,8 +85,9 @@ const object = <const R extends readonly string[], const P extends Record<string
   properties: P,
 ) => ({ type: 'object', required, properties }) as const;
 const text = { type: 'string', pattern: '\\S' } as const;
-/** A path segment Graph gets as is: no "/", "?", "#" or white space. */
-const segment = (description: string) => ({ type: 'string', pattern: '^[^/?#\\s]+$', description }) as const;
+/** A path segment Graph gets as is: no "/", "?", "#" or white space, and not a dot segment (`..` resolves to another path). */
+const segment = (description: string) =>
+  ({ type: 'string', pattern: '^(?!\\.\\.?$)[^/?#\\s]+$', description }) as const;
 /** A field the adapter owns: setting it is refused. */
 const owned = (description: string) => ({ not: {}, description }) as const;
 
