@@ -246,9 +246,10 @@ function keyRuleOf(
 function requestProblems(spec: HttpOperationSpec, params: unknown): FieldError[] {
   if (typeof params !== 'object' || params === null || Array.isArray(params))
     return [{ path: '(root)', message: 'must be an object' }];
+  // `.` and `..` pass encodeURIComponent as they are, and a dot segment resolves to another path.
   const out: FieldError[] = paramPlaceholders(spec.path)
-    .filter((p) => scalarText(readPath(params, p)) === undefined)
-    .map((p) => ({ path: p, message: `is needed by the path ${spec.path} as a string or number` }));
+    .filter((p) => ['.', '..', undefined].includes(scalarText(readPath(params, p))))
+    .map((p) => ({ path: p, message: `is needed by the path ${spec.path} as a string or number, not . or ..` }));
   const pc = spec.precondition;
   if (pc && scalarText((params as Record<string, unknown>)[pc.param]) === undefined)
     out.push({ path: pc.param, message: 'is the precondition value and must be a string or number' });
