@@ -133,6 +133,18 @@ describe('createHttpAdapter: declarations are checked against the card', () => {
     },
   );
 
+  it('a dot segment in a lookup path placeholder is refused too: the lookup would read another resource as this one', async () => {
+    const search = { ...spec.lookup, path: '/orders/by-ref/{orderRef}' } as HttpOperationSpec['lookup'];
+    const a = createHttpAdapter(withOp({ ...spec, lookup: search, paramsSchema: { type: 'object' } }));
+    const params = { customer: 'c', sku: 's', quantity: 1, orderRef: '..' };
+    const ctx = executeContext(a, 'orders.create', operationIdFor(a, 'orders.create', params));
+    expect(await a.doExecute('orders.create', params, ctx)).toMatchObject({
+      kind: 'rejected',
+      reason: 'validation',
+      fields: [{ path: 'orderRef' }],
+    });
+  });
+
   it('a precondition operation never sends without its precondition value (rejected, nothing sent: never a throw the runner would read as unknown)', async () => {
     const a = createHttpAdapter({
       ...base,
