@@ -83,7 +83,8 @@ export function carriesMarker(item: ListedItem, id: BusinessOperationId): boolea
 const isObj = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
 const str = (v: unknown): string | null => (typeof v === 'string' ? v : null);
 
-const name: JsonSchema = { type: 'string', minLength: 1, maxLength: 100, pattern: '^[A-Za-z0-9_.-]+$' };
+// Not `.` or `..`: a dot segment in the URL path resolves to another path.
+const name: JsonSchema = { type: 'string', minLength: 1, maxLength: 100, pattern: '^(?!\\.\\.?$)[A-Za-z0-9_.-]+$' };
 const body: JsonSchema = {
   type: 'string',
   description: 'Markdown; a hidden marker carrying the business-operation id is appended',

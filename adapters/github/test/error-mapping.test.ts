@@ -2,6 +2,7 @@
 // runner only (one request per attempt, the documented wait honoured); permanent errors are rejections
 // naming the field; the lookup walks the list newest first and stops where the card says.
 import { asBusinessOperationId } from '@retrysafe/contract';
+import { startFaultProxy } from '@retrysafe/testkit';
 import { closeAfterTest } from '@retrysafe/testkit/close-after-test';
 import { lookupContext } from '@retrysafe/testkit/conformance';
 import { describe, expect, it } from 'vitest';
@@ -125,6 +126,24 @@ describe('permanent errors are rejections', () => {
     expect(marked).toMatchObject({ kind: 'rejected', fields: [{ path: 'body' }] });
     expect(sandbox.requestCount('issues.create') + sandbox.requestCount('issues.createComment')).toBe(0);
   });
+
+  it.each([
+    ['repo', '..'],
+    ['owner', '.'],
+  ])(
+    'a dot segment as %s (%s) is refused before anything is sent: the URL would resolve to another path',
+    async (field, value) => {
+      const { sandbox } = await adapterOn();
+      const paths: string[] = [];
+      const proxy = closeAfterTest(
+        await startFaultProxy({ target: sandbox.url, faults: (_n, req) => (paths.push(req.path), 'pass') }),
+      );
+      const adapter = createGitHubAdapter({ auth: TOKEN, baseUrl: proxy.url });
+      const out = await execute(adapter, 'issues.create', { ...issueParams(7), [field]: value }, 'op-dots');
+      expect(out).toMatchObject({ kind: 'rejected', reason: 'validation', fields: [{ path: field }] });
+      expect(paths).toEqual([]);
+    },
+  );
 
   it('a 5xx is unknown, a refused connection not-applied', async () => {
     expect(outcomeFromAnswer({ status: 503, headers: {}, data: {} })).toMatchObject({

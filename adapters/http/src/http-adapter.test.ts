@@ -114,6 +114,37 @@ describe('createHttpAdapter: declarations are checked against the card', () => {
     expect(a.deriveProviderKey('orders.create', long)!.length).toBeLessThanOrEqual(64);
   });
 
+  it.each(['.', '..'])(
+    'a path placeholder value %j (a dot segment: the URL would resolve to another path) is refused, nothing sent',
+    async (id) => {
+      const spec = etagDocumentsUpdate('acme-docs');
+      const a = createHttpAdapter({
+        ...base,
+        provider: 'acme-docs',
+        operations: { 'documents.update': { ...spec, paramsSchema: { type: 'object' } } },
+      });
+      const params = { id, etag: '"g1"', title: 't', body: 'b' };
+      const ctx = executeContext(a, 'documents.update', operationIdFor(a, 'documents.update', params));
+      expect(await a.doExecute('documents.update', params, ctx)).toMatchObject({
+        kind: 'rejected',
+        reason: 'validation',
+        fields: [{ path: 'id' }],
+      });
+    },
+  );
+
+  it('a dot segment in a lookup path placeholder is refused too: the lookup would read another resource as this one', async () => {
+    const search = { ...spec.lookup, path: '/orders/by-ref/{orderRef}' } as HttpOperationSpec['lookup'];
+    const a = createHttpAdapter(withOp({ ...spec, lookup: search, paramsSchema: { type: 'object' } }));
+    const params = { customer: 'c', sku: 's', quantity: 1, orderRef: '..' };
+    const ctx = executeContext(a, 'orders.create', operationIdFor(a, 'orders.create', params));
+    expect(await a.doExecute('orders.create', params, ctx)).toMatchObject({
+      kind: 'rejected',
+      reason: 'validation',
+      fields: [{ path: 'orderRef' }],
+    });
+  });
+
   it('a precondition operation never sends without its precondition value (rejected, nothing sent: never a throw the runner would read as unknown)', async () => {
     const a = createHttpAdapter({
       ...base,

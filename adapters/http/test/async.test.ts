@@ -1,3 +1,5 @@
+import { startFaultProxy } from '@retrysafe/testkit';
+import { closeAfterTest } from '@retrysafe/testkit/close-after-test';
 import { executeContext, operationIdFor } from '@retrysafe/testkit/conformance';
 import { describe, expect, it } from 'vitest';
 import { exportsCreateCard } from '../src/http-cards.js';
@@ -76,6 +78,27 @@ describe('async request-reply: SDK → sandbox', () => {
       });
     }
   });
+
+  it.each([401, 403])(
+    "a %i on the status poll refuses this adapter's credentials, not the work item: cannot-tell, never a rejection",
+    async (status) => {
+      const proxy = closeAfterTest(
+        await startFaultProxy({
+          target: env.sb.url,
+          faults: (_n, req) =>
+            req.method === 'GET' && req.path.startsWith('/exports/status/')
+              ? { kind: 'status', status, body: { error: { code: status === 401 ? 'Unauthorized' : 'Forbidden' } } }
+              : 'pass',
+        }),
+      );
+      await withAdapter(proxy.url, OP, asyncExportsCreate('acme-exports'), async (a) => {
+        const out = await executeOn(a, OP, job());
+        const statusRef = (out as { statusRef: string }).statusRef;
+        expect(await lookupOn(a, OP, job(), { statusRef })).toMatchObject({ kind: 'cannot-tell', status });
+      });
+      expect(env.sb.records()[0]!.state).toBe('running');
+    },
+  );
 
   it('the 202 was lost (no status URL): lookup finds the work item by clientRequestId and polls its status URL — no POST, one work item', async () => {
     const ctx = executeContext(env.adapter, OP, operationIdFor(env.adapter, OP, job()));

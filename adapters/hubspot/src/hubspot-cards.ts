@@ -49,6 +49,9 @@ const IDS = {
   request: fact('correlationId of the error body, else the X-HubSpot-Correlation-Id response header', S.errors),
 };
 
+/** Refusals the error page says to retry: a lock lasts 2 s; a migrating account sends Retry-After. */
+const LOCKED = '423 Locked (at least 2 s) and 477 Migration in Progress (Retry-After honoured): refused, not applied';
+
 const RATE_LIMITED =
   'HubSpot answers 429 from its rate limiters (policyName TEN_SECONDLY_ROLLING, SECONDLY, DAILY; X-HubSpot-RateLimit-* headers)';
 
@@ -214,8 +217,8 @@ const contactsUpdateCard = (o: HubSpotCardOptions) =>
     retention: { minimum: fact(null, NOT_STORED) },
     concurrency: fact('last-write-wins', `${S.providers}: PATCH set-values with no precondition/ETag`),
     retryableErrors: fact(
-      ['429', '5xx', 'timeout', 'connection reset', 'connection refused'],
-      `${S.providers} (429, 5xx retryable); ${S.limits}`,
+      ['429', LOCKED, '5xx', 'timeout', 'connection reset', 'connection refused'],
+      `${S.providers} (429, 5xx retryable); ${S.limits}; 423, 477: ${S.errors}`,
     ),
     nonRetryableErrors: fact(
       ['400', '401', '403', '404', '409 (a unique value such as email is held by another contact)'],
@@ -270,8 +273,8 @@ const objectsUpsertCard = (o: HubSpotCardOptions) =>
       `${S.providers} does not say what two concurrent upserts of one new id value do`,
     ),
     retryableErrors: fact(
-      ['429', '5xx', 'timeout', 'connection reset', 'connection refused'],
-      `${S.providers} (429, 5xx retryable); ${RATE_LIMITED}: ${S.limits}`,
+      ['429', LOCKED, '5xx', 'timeout', 'connection reset', 'connection refused'],
+      `${S.providers} (429, 5xx retryable); ${RATE_LIMITED}: ${S.limits}; 423, 477: ${S.errors}`,
     ),
     nonRetryableErrors: fact(['400', '401', '403', '404', '409 (another unique property collides)'], S.errors),
     reconciler:
@@ -320,10 +323,11 @@ const ticketsCreateCard = (o: HubSpotCardOptions) =>
     retryableErrors: fact(
       [
         '429',
+        LOCKED,
         'connection refused',
         '5xx, timeout, connection reset: unknown, so lookup first; a re-send carries the same unique value',
       ],
-      `${S.providers} (429, 5xx retryable; create not idempotent); ${RATE_LIMITED}: ${S.limits}`,
+      `${S.providers} (429, 5xx retryable; create not idempotent); ${RATE_LIMITED}: ${S.limits}; 423, 477: ${S.errors}`,
     ),
     nonRetryableErrors: fact(['400', '401', '403', '404', '409 on another unique property'], S.errors),
     reconciler:

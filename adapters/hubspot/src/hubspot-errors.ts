@@ -14,6 +14,7 @@ export interface HubSpotResponse {
 
 const MESSAGE_MAX = 300;
 const DAY_MS = 86_400_000;
+const LOCK_MS = 2_000;
 
 function field(body: unknown, name: string): string | undefined {
   if (typeof body !== 'object' || body === null) return undefined;
@@ -71,6 +72,17 @@ function outcomeFromResponse(res: HubSpotResponse): Outcome {
   if (s === 429) {
     const code = field(res.body, 'policyName') ?? field(res.body, 'errorType') ?? 'RATE_LIMIT';
     return { kind: 'not-applied', message, retryAfterMs: rateLimitWaitMs(res), ...refs(res, code) };
+  }
+  // Refusals HubSpot's error page tells callers to retry: a 423 lock "will last for 2 seconds"; a 477 sends Retry-After.
+  if (s === 423 || s === 477) {
+    const retryAfter = parseRetryAfter(res.headers['retry-after']);
+    const wait = s === 423 ? Math.max(retryAfter ?? 0, LOCK_MS) : retryAfter;
+    return {
+      kind: 'not-applied',
+      message,
+      ...(wait !== undefined ? { retryAfterMs: wait } : {}),
+      ...refs(res, category),
+    };
   }
   const conflict = uniqueConflictOf(res);
   if (conflict) {

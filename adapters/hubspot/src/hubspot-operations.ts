@@ -69,7 +69,12 @@ const object = <const R extends readonly string[], const P extends Record<string
 /** The one definition of each operation's params: the runner checks it before the claim, the frame on every attempt. */
 export const PARAMS_SCHEMAS = {
   'contacts.update': object(['contactId', 'properties'], {
-    contactId: { ...text, description: 'Contact record id, or the value of idProperty' },
+    // Not `.` or `..`: the SDK puts it in the URL path, where a dot segment resolves to another path.
+    contactId: {
+      ...text,
+      pattern: '^(?!\\.\\.?$)[\\s\\S]*\\S',
+      description: 'Contact record id, or the value of idProperty',
+    },
     properties: { ...propertiesSchema, description: 'Property values to set; an empty string clears one' },
     idProperty: {
       type: 'string',
@@ -81,7 +86,7 @@ export const PARAMS_SCHEMAS = {
     objectType: {
       type: 'string',
       minLength: 1,
-      pattern: '^(?=.*\\S)[^/]+$',
+      pattern: '^(?!\\.\\.?$)(?=.*\\S)[^/]+$',
       description: 'Object type id or name, e.g. 2-1234567 or p1234567_orders',
     },
     properties: { ...propertiesSchema, description: 'The record’s properties' },

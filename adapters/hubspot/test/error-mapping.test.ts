@@ -224,6 +224,21 @@ const CASES: Record<string, Case> = {
     ],
     expect: { kind: 'not-applied', retryAfterMs: 3000, requestId: 'c-1' },
   },
+  // https://developers.hubspot.com/docs/api-reference/error-handling: "Locks will last for 2 seconds"; 477 sends Retry-After.
+  '423 Locked (a large sync holds the lock) ⇒ not-applied, at least the documented 2 s; nothing written': {
+    op: 'objects.upsert',
+    params: order('A-423'),
+    faults: [{ kind: 'status', status: 423, body: gatewayBody({ message: 'Locked' }) }],
+    expect: { kind: 'not-applied', status: 423, retryAfterMs: 2000 },
+  },
+  '477 Migration in Progress ⇒ not-applied, its Retry-After honoured': {
+    params: ticket('t-477'),
+    faults: [
+      { kind: 'status', status: 477, retryAfterS: 600, body: gatewayBody({ message: 'Migration in progress' }) },
+    ],
+    expect: { kind: 'not-applied', status: 477, retryAfterMs: 600_000 },
+    tickets: 0,
+  },
   '400 unknown property ⇒ rejected / validation, category kept': {
     params: ticket('t-400', { no_such_property: 'x' }),
     expect: { kind: 'rejected', reason: 'validation', status: 400, code: 'VALIDATION_ERROR' },

@@ -21,6 +21,13 @@ const cases: [operation: keyof typeof valid, why: string, params: unknown][] = [
   ['contacts.update', 'a property name HubSpot does not have', { contactId: '1', properties: { 'first name': 'Ada' } }],
   ['objects.upsert', 'object type with a path', { objectType: '2-100/x', properties: { amount: 3 } }],
   ['objects.upsert', 'blank object type', { objectType: ' ', properties: { amount: 3 } }],
+  [
+    'objects.upsert',
+    'object type a dot segment (the URL would resolve to another path)',
+    { objectType: '..', properties: { amount: 3 } },
+  ],
+  ['contacts.update', 'contact id a dot segment', { contactId: '..', properties: { firstname: 'Ada' } }],
+  ['contacts.update', 'contact id a single dot', { contactId: '.', properties: { firstname: 'Ada' } }],
   ['objects.upsert', 'a nested property value', { objectType: '2-100', properties: { amount: { n: 1 } } }],
   [
     'objects.upsert',

@@ -267,7 +267,7 @@ export const todoTasksCreateCard = msGraphCard({
   lookup: {
     method: fact(
       'search',
-      `${S.listTasks} with $filter=linkedResources/any(r: r/externalId eq '<business-operation id>')`,
+      `${S.listTasks} with $filter=linkedResources/any(r: r/applicationName eq 'retrysafe' and r/externalId eq '<business-operation id>')`,
     ),
     consistencyDelay: fact<Duration | null>('unknown', `${S.listTasks}: not documented`),
     lateApplyBound: fact<Duration>('unknown', `${S.createTask} documents no server-side request deadline`),
@@ -281,7 +281,7 @@ export const todoTasksCreateCard = msGraphCard({
   ],
   limits: { maxAttempts: 3, maxElapsed: '5m', lookupWindow: '2m' },
   reconciler:
-    'the runner, through doLookup: GET /{mailbox}/todo/lists/{listId}/tasks?$filter=linkedResources/any(r: r/externalId eq \'<business-operation id>\'); a match is adopted; an empty or refused answer is "cannot tell"',
+    "the runner, through doLookup: GET /{mailbox}/todo/lists/{listId}/tasks?$filter=linkedResources/any(r: r/applicationName eq 'retrysafe' and r/externalId eq '<business-operation id>') (a link the caller gives in retrysafe’s name is dropped, so only this adapter’s tag matches); a match is adopted; an empty or refused answer is \"cannot tell\"",
   handoff:
     'rejected; or an unknown outcome whose task is not found within the lookup window; or not-applied beyond max attempts / max elapsed',
   unverified: [

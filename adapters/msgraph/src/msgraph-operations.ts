@@ -85,8 +85,9 @@ const object = <const R extends readonly string[], const P extends Record<string
   properties: P,
 ) => ({ type: 'object', required, properties }) as const;
 const text = { type: 'string', pattern: '\\S' } as const;
-/** A path segment Graph gets as is: no "/", "?", "#" or white space. */
-const segment = (description: string) => ({ type: 'string', pattern: '^[^/?#\\s]+$', description }) as const;
+/** A path segment Graph gets as is: no "/", "?", "#" or white space, and not a dot segment (`..` resolves to another path). */
+const segment = (description: string) =>
+  ({ type: 'string', pattern: '^(?!\\.\\.?$)[^/?#\\s]+$', description }) as const;
 /** A field the adapter owns: setting it is refused. */
 const owned = (description: string) => ({ not: {}, description }) as const;
 
@@ -209,7 +210,10 @@ const todoTasksCreate: GraphOperation<TodoTasksCreateParams> = {
   sensitiveFields: ['task.body', 'task.title'],
   paramsSchema: TODO_TASKS_CREATE_PARAMS,
   build(p, ctx) {
-    const existing = Array.isArray(p.task.linkedResources) ? (p.task.linkedResources as unknown[]) : [];
+    // A link in the adapter's name given in the params would tag the task with another operation's id.
+    const existing = Array.isArray(p.task.linkedResources)
+      ? (p.task.linkedResources as unknown[]).filter((l) => !(isObj(l) && l.applicationName === ctx.applicationName))
+      : [];
     const link = {
       applicationName: ctx.applicationName,
       displayName: 'retrysafe business operation',
@@ -219,7 +223,8 @@ const todoTasksCreate: GraphOperation<TodoTasksCreateParams> = {
   },
   lookup: (p, ctx) => ({
     path: tasksPath(p),
-    filter: `linkedResources/any(r: r/externalId eq ${odataString(ctx.businessOperationId)})`,
+    // Both: a caller's own link (another application) may carry an externalId equal to this id.
+    filter: `linkedResources/any(r: r/applicationName eq ${odataString(ctx.applicationName)} and r/externalId eq ${odataString(ctx.businessOperationId)})`,
     select: TASK_FIELDS,
   }),
   read: readItem(TASK_FIELDS),

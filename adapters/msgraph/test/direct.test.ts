@@ -310,6 +310,24 @@ describe('lookup', () => {
     expect((await lookup('todo.tasks.create', 'task-2', taskParams(1))).kind).toBe('cannot-tell');
   });
 
+  it("tasks: a caller's own linkedResource whose externalId equals this operation's id is not a match", async () => {
+    // Task A links to the caller's ticket PROJ-1; task B's business-operation id is PROJ-1 and its POST never arrived.
+    const linked = {
+      ...taskParams(1),
+      task: { title: 'Call customer 1', linkedResources: [{ applicationName: 'Jira', externalId: 'PROJ-1' }] },
+    };
+    expect((await exec('todo.tasks.create', linked, 'task-a')).kind).toBe('succeeded');
+    expect((await lookup('todo.tasks.create', 'PROJ-1', taskParams(2))).kind).toBe('cannot-tell');
+  });
+
+  it("tasks: a linkedResource in retrysafe's name given in the params does not tag the task with another operation's id", async () => {
+    const copied = { applicationName: 'retrysafe', displayName: 'retrysafe business operation', externalId: 'task-b' };
+    const params = { ...taskParams(1), task: { title: 'Call customer 1', linkedResources: [copied] } };
+    expect((await exec('todo.tasks.create', params, 'task-a')).kind).toBe('succeeded');
+    expect((await lookup('todo.tasks.create', 'task-b', taskParams(2))).kind).toBe('cannot-tell');
+    expect(await lookup('todo.tasks.create', 'task-a', params)).toMatchObject({ kind: 'found' });
+  });
+
   it('more than one match (a duplicate already exists) is still found, with the count shown', async () => {
     await exec('todo.tasks.create', taskParams(1), 'task-dup');
     await exec('todo.tasks.create', taskParams(1), 'task-dup');

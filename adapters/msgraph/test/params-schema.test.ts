@@ -40,6 +40,9 @@ const cases: [operation: string, why: string, params: unknown][] = [
   ],
   ['events.create', 'blank end time', { ...event, event: { ...event.event, end: { dateTime: '', timeZone: 'UTC' } } }],
   ['todo.tasks.create', 'list id with a path', { ...task, listId: 'a/b' }],
+  ['mail.send', 'mailbox a dot segment (the URL would resolve to /v1.0/sendMail)', { ...mail, mailbox: '..' }],
+  ['events.create', 'mailbox a dot segment', { ...event, mailbox: '.' }],
+  ['todo.tasks.create', 'list id a dot segment', { ...task, listId: '..' }],
   ['todo.tasks.create', 'blank title', { ...task, task: { title: ' ' } }],
   [
     'todo.tasks.create',

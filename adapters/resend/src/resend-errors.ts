@@ -63,6 +63,9 @@ export function classifyAnswer(
       message: `no answer from Resend (${timedOut ? 'timed out' : error.message}): the email may have been sent`,
     };
   }
+  // An error body that is not Resend's (a gateway's `{ message }`): the SDK keeps no HTTP status, so it may be a 5xx.
+  if (typeof status !== 'number')
+    return { kind: 'unknown', cause: 'other', code, message: `${code}: an error answer without Resend's statusCode` };
   const retryAfterMs = retryAfterMsOf(answer.headers);
   const wait = retryAfterMs !== undefined ? { retryAfterMs } : {};
   if (status === 409 && code === 'concurrent_idempotent_requests')

@@ -1,3 +1,5 @@
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { createMemoryLedger, createRunner, createVirtualClock } from '@retrysafe/core';
 import { closeAfterTest } from '@retrysafe/testkit/close-after-test';
 import { describe, expect, it } from 'vitest';
@@ -86,6 +88,29 @@ describe('permanent errors are rejections naming the field', () => {
     const extra = await execute(adapter, 'emails.send', emailParams('extra', { attachments: [] }), 'extra');
     expect(extra).toMatchObject({ kind: 'rejected', fields: [{ path: 'attachments' }] });
     expect(sandbox.requestCount()).toBe(0);
+  });
+});
+
+describe("an error body without Resend's statusCode (a gateway in front of the API)", () => {
+  /** A loopback server answering every request with `status` and this JSON body, as a gateway does. */
+  async function gateway(status: number, body: unknown) {
+    const server = createServer((_req, res) => {
+      res.writeHead(status, { 'content-type': 'application/json' });
+      res.end(JSON.stringify(body));
+    });
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', () => r()));
+    closeAfterTest({ close: () => new Promise<void>((r) => server.close(() => r())) });
+    return `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  }
+
+  it.each([
+    [504, { message: 'Endpoint request timed out' }],
+    [502, { message: 'Internal server error' }],
+    [503, { error: 'upstream unavailable' }],
+  ])('HTTP %i with %j ⇒ unknown (the email may have been sent), never a rejection', async (status, body) => {
+    const adapter = createResendAdapter({ apiKey: API_KEY, baseUrl: await gateway(status, body), timeoutMs: 2000 });
+    const out = await execute(adapter, 'emails.send', emailParams('gw'), 'gw');
+    expect(out).toMatchObject({ kind: 'unknown' });
   });
 });
 

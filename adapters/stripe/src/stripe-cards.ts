@@ -206,7 +206,7 @@ function searchLookup(resource: string) {
   return {
     lookup: { delay: '1h', delaySource: SEARCH_DELAY_SOURCE },
     reconciler: reconcileByKeyThen(
-      `runs ${resource}.search with metadata['${STRIPE_OPERATION_METADATA_KEY}']:'<business-operation id>'`,
+      `runs ${resource}.search with metadata['${STRIPE_OPERATION_METADATA_KEY}']:'<business-operation id>' and keeps only the objects whose value is that id exactly (https://docs.stripe.com/search#search-query-language: a string match is case insensitive and matches a value holding the query's words)`,
     ),
     unverified: SEARCH_OUTAGE_BOUND,
   } as const;

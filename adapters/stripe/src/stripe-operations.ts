@@ -40,11 +40,18 @@ const metadataQuery = (id: BusinessOperationId) =>
 
 type Resource = 'customers' | 'paymentIntents' | 'invoices';
 
+// Stripe's string match is word-based and case insensitive (`order-1` also finds `Order-1-b`): only the exact id is ours.
 const searchIn = (resource: Resource): PastRetentionLookup => ({
   kind: 'search',
-  find: async (client, ctx) =>
-    (await client[resource].search({ query: metadataQuery(ctx.businessOperationId), limit: 10 }))
-      .data as unknown as StripeObject[],
+  async find(client, { businessOperationId: id }) {
+    const page = await client[resource].search({ query: metadataQuery(id), limit: 100 });
+    const ours = (page.data as unknown as StripeObject[]).filter(
+      (o) => o.metadata?.[STRIPE_OPERATION_METADATA_KEY] === id,
+    );
+    if (ours.length === 0 && page.has_more)
+      throw new Error('more than 100 objects match the id loosely and none of them exactly: the search cannot tell');
+    return ours;
+  },
 });
 
 /** One create from its data: params go to Stripe snake_cased, the caller's `…Ref` to metadata beside the id. */

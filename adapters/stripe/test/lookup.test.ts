@@ -1,3 +1,4 @@
+import { asBusinessOperationId } from '@retrysafe/contract';
 import { executeContext, lookupContext, operationIdFor } from '@retrysafe/testkit/conformance';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { createStripeAdapter, type StripeAdapter } from '../src/index.js';
@@ -150,6 +151,29 @@ describe('past retention: never rely on the key', () => {
     expect(sandbox.count('paymentIntents.create')).toBe(1);
     expect(sandbox.requests().filter((r) => r.method === 'POST')).toHaveLength(1);
   });
+
+  it.each([
+    ['crm-acct-7', 'crm-acct-7-eu'],
+    ['crm-acct-8', 'CRM-ACCT-8'],
+  ])(
+    "Stripe's search matches words case-insensitively: operation %s never adopts the customer of operation %s",
+    async (mine, other) => {
+      // https://docs.stripe.com/search: a string "exact match" is case insensitive and matches a value that contains the words.
+      const params = { customerRef: 'shared-ref' };
+      const otherId = asBusinessOperationId(other);
+      await adapter.doExecute('customers.create', params, executeContext(adapter, 'customers.create', otherId));
+      const at = t0 + STRIPE_KEY_RETENTION_MS + STRIPE_SEARCH_DELAY_MS;
+      sandbox.advance(at - t0);
+      const result = await adapter.doLookup(
+        'customers.create',
+        lookupContext(adapter, 'customers.create', asBusinessOperationId(mine), params, {
+          firstDispatchedAt: t0,
+          now: at,
+        }),
+      );
+      expect(result.kind).toBe('not-found');
+    },
+  );
 
   it('nothing there: cannot-tell inside 24 h + 1 h of the first dispatch, not-found after it', async () => {
     const params = { customer: 'cus_fixture', invoiceRef: 'INV-9' };

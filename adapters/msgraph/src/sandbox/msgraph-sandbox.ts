@@ -176,7 +176,8 @@ export function graphRequestKind(method: string, path: string): SandboxKind | nu
 
 const EXT_FILTER =
   /^singleValueExtendedProperties\/Any\(\s*(\w+)\s*:\s*\1\/id eq '((?:[^']|'')*)' and \1\/value eq '((?:[^']|'')*)'\s*\)$/i;
-const LINK_FILTER = /^linkedResources\/any\(\s*(\w+)\s*:\s*\1\/externalId eq '((?:[^']|'')*)'\s*\)$/i;
+const LINK_FILTER =
+  /^linkedResources\/any\(\s*(\w+)\s*:\s*(?:\1\/applicationName eq '((?:[^']|'')*)' and )?\1\/externalId eq '((?:[^']|'')*)'\s*\)$/i;
 const unquote = (s: string) => s.replace(/''/g, "'");
 
 class HttpError extends Error {
@@ -321,14 +322,18 @@ function lookup(state: GraphState, route: Route, query: URLSearchParams): { stat
       throw new HttpError(404, 'ErrorItemNotFound', 'The specified object was not found in the store.');
     const m = LINK_FILTER.exec(filter.trim());
     if (!m) throw new HttpError(400, 'invalidRequest', `Unsupported $filter: ${filter}`);
-    const externalId = unquote(m[2]!);
+    const applicationName = m[2] === undefined ? undefined : unquote(m[2]);
+    const externalId = unquote(m[3]!);
     items = state.records
       .filter(
         (r): r is SandboxTask =>
           r.kind === 'todo.tasks.create' &&
           r.mailbox === route.mailbox &&
           r.listId === route.listId &&
-          r.linkedResources.some((l) => l.externalId === externalId),
+          r.linkedResources.some(
+            (l) =>
+              l.externalId === externalId && (applicationName === undefined || l.applicationName === applicationName),
+          ),
       )
       .map(taskJson);
   }

@@ -67,11 +67,26 @@ export function parseSearchQuery(query: string): ParsedQuery {
   return { join: joins.has('OR') ? 'OR' : 'AND', clauses };
 }
 
+/** Lower-case words: Stripe's string match is case insensitive and word-based. */
+const words = (s: string) =>
+  s
+    .toLowerCase()
+    .split(/[^\p{L}\p{N}]+/u)
+    .filter(Boolean);
+
+/** Stripe's string "exact match": the value holds all the query's words, in the same order (`one two` matches `one two three`). */
+function stringMatch(value: string, query: string): boolean {
+  const v = words(value).join(' ');
+  const q = words(query).join(' ');
+  return q === '' ? v === '' : ` ${v} `.includes(` ${q} `);
+}
+
 export function matches(record: Record<string, unknown>, q: ParsedQuery): boolean {
   const test = (c: Clause): boolean => {
     if (c.field.startsWith('metadata.')) {
       const md = record.metadata as Record<string, string> | undefined;
-      return md?.[c.field.slice('metadata.'.length)] === c.value;
+      const v = md?.[c.field.slice('metadata.'.length)];
+      return v !== undefined && stringMatch(v, c.value);
     }
     const v = record[c.field];
     return v !== undefined && v !== null && String(v) === c.value;
