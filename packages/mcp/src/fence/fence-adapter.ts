@@ -1,3 +1,4 @@
+import { isDeepStrictEqual } from 'node:util';
 import type { Tool } from '@modelcontextprotocol/sdk/types.js';
 import {
   defineAdapter,
@@ -64,6 +65,9 @@ export function answerValue(answer: ToolAnswer): unknown {
     return text;
   }
 }
+
+/** Equal as data: an object or array argument too (key order aside), never after normalisation. */
+const same = (a: unknown, b: unknown) => a === b || (typeof a === 'object' && a !== null && isDeepStrictEqual(a, b));
 
 const clip = (s: string) => (s.length > 200 ? `${s.slice(0, 200)}…` : s);
 
@@ -175,9 +179,18 @@ export function createFenceAdapter(options: {
     // Never called for a tool without a lookup: its card says lookup.method none.
     async lookup({ tool: t }, ctx) {
       const l = t.lookup!;
+      // The arguments as sent upstream (the fence's key included): the lookup fills and matches from them.
+      const sent =
+        t.key && ctx.providerKey
+          ? withPath((ctx.params ?? {}) as Record<string, unknown>, t.key.argument, ctx.providerKey)
+          : ctx.params;
+      const wanted = Object.entries(l.match).map(([itemPath, argPath]) => [itemPath, readPath(sent, argPath)] as const);
+      const absent = wanted.filter(([, want]) => want === undefined).map(([itemPath]) => l.match[itemPath]);
+      // No value to match by: an item that is there would not be found, and "not found" could send the call again.
+      if (absent.length > 0) return { kind: 'cannot-tell', reason: `the call has no ${absent.join(', ')} to match by` };
       let answer: ToolAnswer;
       try {
-        answer = (await send(l.tool, fill(l.arguments ?? {}, ctx.params), ctx.signal)) as ToolAnswer;
+        answer = (await send(l.tool, fill(l.arguments ?? {}, sent), ctx.signal)) as ToolAnswer;
       } catch (error) {
         return {
           kind: 'cannot-tell',
@@ -188,12 +201,7 @@ export function createFenceAdapter(options: {
       const items = readPath(answerValue(answer), l.items);
       if (!Array.isArray(items))
         return { kind: 'cannot-tell', reason: `lookup tool ${l.tool}: no list at "${l.items}" in its answer` };
-      const match = items.find((item) =>
-        Object.entries(l.match).every(([itemPath, argPath]) => {
-          const want = readPath(ctx.params, argPath);
-          return want !== undefined && readPath(item, itemPath) === want;
-        }),
-      );
+      const match = items.find((item) => wanted.every(([itemPath, want]) => same(readPath(item, itemPath), want)));
       if (match === undefined)
         return { kind: 'not-found', reason: `no item of ${l.tool} matches ${Object.keys(l.match).join(', ')}` };
       const result = { content: [{ type: 'text', text: JSON.stringify(match) }], structuredContent: match };
