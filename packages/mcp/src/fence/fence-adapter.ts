@@ -39,6 +39,12 @@ export function withPath(target: Record<string, unknown>, path: string, value: u
   return { ...target, [head]: withPath((next ?? {}) as Record<string, unknown>, rest.join('.'), value) };
 }
 
+/** The input schema without a top-level argument (the fence's key: the fence sets it, the caller never does). */
+export function hideProperty(schema: Tool['inputSchema'], name: string): Tool['inputSchema'] {
+  const { [name]: _, ...properties } = schema.properties ?? {};
+  return { ...schema, properties, ...(schema.required ? { required: schema.required.filter((r) => r !== name) } : {}) };
+}
+
 /** `{{path}}` strings are replaced by that argument of the call (whole-string templates keep the value's type). */
 function fill(template: unknown, args: unknown): unknown {
   if (typeof template === 'string') {
@@ -152,7 +158,11 @@ export function createFenceAdapter(options: {
       name,
       description: upstream.description ?? name,
       card: fenceCard(config, name, t),
-      paramsSchema: upstream.inputSchema,
+      // The caller's arguments are checked against the schema it is shown: without the key the fence sets.
+      paramsSchema:
+        t.key && !t.key.argument.includes('.')
+          ? hideProperty(upstream.inputSchema, t.key.argument)
+          : upstream.inputSchema,
       keyRule: t.key ? { maxLength: t.key.maxLength ?? 64, charset: KEY_CHARSET, prefix: 'rs-' } : null,
       tool: t,
     };

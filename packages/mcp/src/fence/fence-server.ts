@@ -5,7 +5,7 @@ import { type AdapterV1, validateCard } from '@retrysafe/contract';
 import { agentIdempotentHint } from '@retrysafe/contract/rules';
 import type { AgentToolDefinition, AgentToolResult } from '@retrysafe/core/agent';
 import { ANSWER_PROPERTIES, reply, type ServingOptions, serveTools } from '../server.js';
-import { answerValue, withPath } from './fence-adapter.js';
+import { answerValue, hideProperty, withPath } from './fence-adapter.js';
 import { type Upstream, UpstreamUnavailableError } from './upstream.js';
 
 export const UNFENCED_NOTE = '[not fenced by retrysafe: a re-issued call may repeat its effect]';
@@ -48,11 +48,6 @@ function fencedListing(adapter: AdapterV1, t: Tool) {
       },
     },
   };
-}
-
-function hideProperty(schema: Tool['inputSchema'], name: string): Tool['inputSchema'] {
-  const { [name]: _, ...properties } = schema.properties ?? {};
-  return { ...schema, properties, ...(schema.required ? { required: schema.required.filter((r) => r !== name) } : {}) };
 }
 
 const unavailable = (e: unknown): never => {
