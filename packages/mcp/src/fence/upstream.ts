@@ -33,10 +33,19 @@ export class UpstreamUnavailableError extends Error {
 /** Restarts of a dead upstream: tries, and the first delay, doubled each try. */
 const RESTART = { tries: 5, baseMs: 100 };
 
-/** The fence's own environment with the fence file's changes applied (`null` removes a variable). */
+/** The fence's own secrets: the upstream is someone else's code, so it gets them only if the fence file says so. */
+const FENCE_SECRETS: Readonly<Record<string, null>> = {
+  RETRYSAFE_PARAMS_KEYS: null,
+  RETRYSAFE_RECEIPT_KEYS: null,
+  RETRYSAFE_MCP_TOKEN: null,
+};
+
+/** The fence's own environment, without its secrets, with the fence file's changes applied (`null` removes one). */
 const upstreamEnv = (changes: Readonly<Record<string, string | null>> = {}) =>
   Object.fromEntries(
-    Object.entries({ ...process.env, ...changes }).filter((e): e is [string, string] => typeof e[1] === 'string'),
+    Object.entries({ ...process.env, ...FENCE_SECRETS, ...changes }).filter(
+      (e): e is [string, string] => typeof e[1] === 'string',
+    ),
   );
 
 async function listAllTools(client: Client): Promise<Tool[]> {
