@@ -48,14 +48,21 @@ const upstreamEnv = (changes: Readonly<Record<string, string | null>> = {}) =>
     ),
   );
 
+/** Pages of tools/list read before the listing is taken to never end (a cursor that repeats, or a runaway one). */
+const MAX_TOOL_PAGES = 1000;
+
 async function listAllTools(client: Client): Promise<Tool[]> {
   const tools: Tool[] = [];
   let cursor: string | undefined;
-  do {
+  for (let pages = 0; pages === 0 || cursor; pages++) {
+    if (pages === MAX_TOOL_PAGES)
+      throw new Error(
+        `the upstream's tools/list did not end after ${MAX_TOOL_PAGES} pages (its cursor never runs out)`,
+      );
     const page = await client.listTools(cursor ? { cursor } : undefined);
     tools.push(...page.tools);
     cursor = page.nextCursor;
-  } while (cursor);
+  }
   return tools;
 }
 
@@ -89,7 +96,11 @@ export async function connectUpstream(target: UpstreamTarget, name = 'retrysafe-
       void ready().catch(() => undefined); // restart now, so notifications flow again before the next call
     };
     await c.connect(transport);
-    tools = await listAllTools(c);
+    // A start that fails after connecting closes what it started (a stdio upstream is its child process).
+    tools = await listAllTools(c).catch(async (e) => {
+      await c.close().catch(() => undefined);
+      throw e;
+    });
     capabilities = c.getServerCapabilities() ?? {};
     client = c;
   };
