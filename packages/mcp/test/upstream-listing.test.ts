@@ -1,21 +1,29 @@
 /**
  * The upstream's tool list as the fence reads it, in process: a real SDK server on streamable HTTP (loopback) as
- * the upstream and the fence's own connection to it. A listing that never ends must end the start with a clear
- * error, not hang it.
+ * the upstream and the fence's own connection to it. What the upstream says at initialize (its instructions) reaches
+ * the host; a listing that never ends must end the start with a clear error, not hang it.
  */
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { InMemoryTransport } from '@modelcontextprotocol/sdk/inMemory.js';
 import { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import { ListToolsRequestSchema, type ListToolsResult } from '@modelcontextprotocol/sdk/types.js';
+import { createMemoryLedger, createRunner } from '@retrysafe/core';
 import { describe, expect, it } from 'vitest';
+import { createFenceServer } from '../src/fence/fence-server.js';
 import { connectUpstream } from '../src/fence/upstream.js';
+import { createFenceAdapter, parseFenceConfig } from '../src/index.js';
 import { onCleanup } from './fence-helpers.js';
 
 /** A stateless streamable HTTP upstream whose tools/list answers `page(cursor)`; resolves to its URL. */
-async function upstreamListing(page: (cursor: string | undefined) => ListToolsResult): Promise<string> {
+async function upstreamListing(page: (cursor: string | undefined) => ListToolsResult, instructions?: string) {
   const http = createServer(async (req, res) => {
-    const server = new Server({ name: 'paging', version: '1.0.0' }, { capabilities: { tools: {} } });
+    const server = new Server(
+      { name: 'paging', version: '1.0.0' },
+      { capabilities: { tools: {} }, ...(instructions ? { instructions } : {}) },
+    );
     server.setRequestHandler(ListToolsRequestSchema, async (r) => page(r.params?.cursor));
     const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true });
     res.on('close', () => void transport.close());
@@ -28,6 +36,29 @@ async function upstreamListing(page: (cursor: string | undefined) => ListToolsRe
 }
 
 const tool = (name: string) => ({ name, inputSchema: { type: 'object' as const } });
+
+describe("the upstream's initialize answer", () => {
+  it('its instructions reach the host through the fence', async () => {
+    const instructions = 'Call list_orders before create_order; amounts are in cents.';
+    const url = await upstreamListing(() => ({ tools: [tool('create_order'), tool('list_orders')] }), instructions);
+    const upstream = await connectUpstream({ url });
+    onCleanup(() => upstream.close());
+    const config = parseFenceConfig({
+      name: 'orders',
+      ledger: './unused.db',
+      tools: { create_order: { kind: 'create', intent: ['ref'] } },
+    });
+    const adapter = createFenceAdapter({ config, client: upstream, tools: upstream.tools });
+    const ledger = createMemoryLedger();
+    const fence = createFenceServer({ runner: createRunner({ ledger }), ledger, adapter, upstream });
+    const [a, b] = InMemoryTransport.createLinkedPair();
+    await fence.connect(a);
+    const host = new Client({ name: 'agent', version: '1.0.0' });
+    await host.connect(b);
+    onCleanup(() => host.close());
+    expect(host.getInstructions()).toBe(instructions);
+  });
+});
 
 describe("the upstream's tool list", () => {
   it('is read page by page to its end', async () => {

@@ -64,7 +64,11 @@ export function createFenceServer(options: ServingOptions & { adapter: AdapterV1
   // Besides tools, the fence forwards what the upstream offers of these.
   const { resources, prompts, completions, logging } = upstream.capabilities;
   const capabilities = { resources, prompts, completions, logging, tools: { listChanged: true } };
-  const server = new Server({ name: `retrysafe-fence(${adapter.provider})`, version: '0.1.0' }, { capabilities });
+  const { instructions } = upstream;
+  const server = new Server(
+    { name: `retrysafe-fence(${adapter.provider})`, version: '0.1.0' },
+    { capabilities, ...(instructions ? { instructions } : {}) },
+  );
   const listed = () =>
     upstream.tools.map((t) =>
       fenced.has(t.name)

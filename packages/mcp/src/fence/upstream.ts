@@ -72,6 +72,7 @@ export async function connectUpstream(target: UpstreamTarget, name = 'retrysafe-
   let client: Client | undefined;
   let tools: Tool[] = [];
   let capabilities: ServerCapabilities = {};
+  let instructions: string | undefined;
   let closing = false;
   let starting: Promise<void> | undefined;
 
@@ -102,6 +103,7 @@ export async function connectUpstream(target: UpstreamTarget, name = 'retrysafe-
       throw e;
     });
     capabilities = c.getServerCapabilities() ?? {};
+    instructions = c.getInstructions();
     client = c;
   };
   const startWithBackoff = async (): Promise<void> => {
@@ -141,6 +143,10 @@ export async function connectUpstream(target: UpstreamTarget, name = 'retrysafe-
     },
     get capabilities() {
       return capabilities;
+    },
+    /** What the upstream told its client at initialize about how to use it. */
+    get instructions() {
+      return instructions;
     },
     /** Resolves once the upstream is connected, restarting it if it died; throws UpstreamUnavailableError if it cannot. */
     ready,
