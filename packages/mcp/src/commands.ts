@@ -81,6 +81,7 @@ export async function runServe(argv: readonly string[], log = toStderr): Promise
       adapters: Object.values(byName),
       ...(operations ? { operations } : {}),
     });
+  make(); // a tool set it refuses (two tools of one name) is refused at start, not on the first HTTP request
   return serve(o, make, 'retrysafe MCP server', log);
 }
 

@@ -78,3 +78,22 @@ describe("the fence's key argument", () => {
     ]);
   });
 });
+
+describe("an upstream tool named like one of the fence's own tools", () => {
+  const own = (name: string): Tool => ({ name, inputSchema: { type: 'object' } });
+  const create: Tool = { name: 'create', inputSchema: { type: 'object' } };
+
+  it("passed through: listed once (as the fence's own, which answers it), so the listing a host relays stays valid", async () => {
+    const { client } = await host([create, own('retrysafe_status'), own('retrysafe_handoffs')], {
+      create: { kind: 'create', intent: ['title'] },
+    });
+    const names = (await client.listTools()).tools.map((t) => t.name);
+    expect(names.sort()).toEqual(['create', 'retrysafe_handoffs', 'retrysafe_status']);
+  });
+
+  it("fenced: refused at start, since its calls would reach the fence's lookup and never the upstream", async () => {
+    await expect(
+      host([own('retrysafe_handoffs')], { retrysafe_handoffs: { kind: 'create', intent: ['title'] } }),
+    ).rejects.toThrow(/retrysafe_handoffs/);
+  });
+});

@@ -10,7 +10,8 @@ import {
   UnknownOperationError,
 } from '@retrysafe/contract';
 import { classifyTransportFailure } from '@retrysafe/contract/provider';
-import type { FenceConfig, FenceToolConfig } from './fence-config.js';
+import { LOOKUP_TOOLS } from '../server.js';
+import { type FenceConfig, FenceConfigError, type FenceToolConfig } from './fence-config.js';
 import { type UpstreamClient, UpstreamUnavailableError } from './upstream.js';
 
 interface ToolAnswer {
@@ -150,6 +151,8 @@ export function createFenceAdapter(options: {
   const listed = new Map(options.tools.map((t) => [t.name, t]));
   const operations: Record<string, FrameOperation & { readonly tool: FenceToolConfig }> = {};
   for (const [name, t] of Object.entries(config.tools)) {
+    if (LOOKUP_TOOLS.includes(name))
+      throw new FenceConfigError(`tools.${name}: the fence's own tool has this name, so it cannot be fenced`);
     const upstream = listed.get(name);
     if (!upstream) throw new UnknownOperationError(config.name, name, [...listed.keys()]);
     if (t.lookup && !listed.has(t.lookup.tool))
