@@ -1,15 +1,21 @@
 /**
  * The upstream's tool list as the fence reads it, in process: a real SDK server on streamable HTTP (loopback) as
  * the upstream and the fence's own connection to it. What the upstream says at initialize (its instructions) reaches
- * the host; a listing that never ends must end the start with a clear error, not hang it.
+ * the host; a listing that never ends must end the start with a clear error, not hang it; a session the upstream
+ * ended is one the fence starts again, not one every later call is lost in.
  */
+import { randomUUID } from 'node:crypto';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { InMemoryTransport } from '@modelcontextprotocol/sdk/inMemory.js';
 import { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
-import { ListToolsRequestSchema, type ListToolsResult } from '@modelcontextprotocol/sdk/types.js';
+import {
+  CallToolRequestSchema,
+  ListToolsRequestSchema,
+  type ListToolsResult,
+} from '@modelcontextprotocol/sdk/types.js';
 import { createMemoryLedger, createRunner } from '@retrysafe/core';
 import { describe, expect, it } from 'vitest';
 import { createFenceServer } from '../src/fence/fence-server.js';
@@ -79,4 +85,62 @@ describe("the upstream's tool list", () => {
     await expect(connectUpstream({ url })).rejects.toThrow(/tools\/list/);
     expect(pages).toBeLessThanOrEqual(1000);
   }, 20_000);
+});
+
+/** A streamable HTTP upstream with sessions (as most are) whose create tool counts its calls; `endSessions()` forgets
+ * every session, as a restarted server does, and a request of a forgotten session gets the spec's 404. */
+async function sessionUpstream() {
+  const sessions = new Map<string, StreamableHTTPServerTransport>();
+  const created: string[] = [];
+  const http = createServer(async (req, res) => {
+    const id = req.headers['mcp-session-id'];
+    let transport = typeof id === 'string' ? sessions.get(id) : undefined;
+    if (typeof id === 'string' && !transport) {
+      res
+        .writeHead(404, { 'content-type': 'application/json' })
+        .end('{"jsonrpc":"2.0","error":{"code":-32001,"message":"Session not found"},"id":null}');
+      return;
+    }
+    if (!transport) {
+      const t = new StreamableHTTPServerTransport({
+        sessionIdGenerator: () => randomUUID(),
+        enableJsonResponse: true,
+        onsessioninitialized: (sid) => void sessions.set(sid, t),
+      });
+      const server = new Server({ name: 'sessions', version: '1.0.0' }, { capabilities: { tools: {} } });
+      server.setRequestHandler(ListToolsRequestSchema, async () => ({ tools: [tool('create')] }));
+      server.setRequestHandler(CallToolRequestSchema, async (r) => {
+        created.push(String(r.params.arguments?.ref));
+        return { content: [{ type: 'text', text: 'created' }] };
+      });
+      await server.connect(t);
+      transport = t;
+    }
+    await transport.handleRequest(req, res);
+  });
+  await new Promise<void>((resolve) => http.listen(0, '127.0.0.1', resolve));
+  onCleanup(() => new Promise((resolve) => http.close(resolve)));
+  const url = `http://127.0.0.1:${(http.address() as AddressInfo).port}/mcp`;
+  return { url, created, endSessions: () => sessions.clear() };
+}
+
+describe('an HTTP upstream that ended its session (restarted)', () => {
+  it('answers 404, which is not applied: the fence starts a new session and the call is sent once — done, not handed off', async () => {
+    const up = await sessionUpstream();
+    const upstream = await connectUpstream({ url: up.url });
+    onCleanup(() => upstream.close());
+    const config = parseFenceConfig({
+      name: 'things',
+      ledger: './unused.db',
+      policy: { baseMs: 5, capMs: 10 },
+      tools: { create: { kind: 'create', intent: ['ref'] } },
+    });
+    const adapter = createFenceAdapter({ config, client: upstream, tools: upstream.tools });
+    const runner = createRunner({ ledger: createMemoryLedger(), policy: { baseMs: 5, capMs: 10 } });
+    expect((await runner.run(adapter, 'create', { params: { ref: 'a' } })).status).toBe('done');
+    up.endSessions();
+    expect((await runner.run(adapter, 'create', { params: { ref: 'b' } })).status).toBe('done');
+    expect((await runner.run(adapter, 'create', { params: { ref: 'c' } })).status).toBe('done');
+    expect(up.created).toEqual(['a', 'b', 'c']);
+  });
 });

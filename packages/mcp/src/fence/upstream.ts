@@ -1,7 +1,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
-import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { StreamableHTTPClientTransport, StreamableHTTPError } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import type { RequestOptions } from '@modelcontextprotocol/sdk/shared/protocol.js';
 import {
   CallToolResultSchema,
@@ -131,8 +131,19 @@ export async function connectUpstream(target: UpstreamTarget, name = 'retrysafe-
   /** Any request, forwarded as is; without a connected client it would never leave, so it is refused as not sent. */
   const request = async (req: Request, schema: Parameters<Client['request']>[1], opts?: RequestOptions) => {
     await ready();
-    if (!client?.transport) throw new UpstreamUnavailableError('the upstream MCP server is not connected');
-    return (await client.request(req, schema, opts)) as Record<string, unknown>;
+    const c = client;
+    if (!c?.transport) throw new UpstreamUnavailableError('the upstream MCP server is not connected');
+    try {
+      return (await c.request(req, schema, opts)) as Record<string, unknown>;
+    } catch (e) {
+      // HTTP 404 to a request of a session is the spec's answer once the server ended that session (it restarted):
+      // the request was not processed. The next call starts a new session.
+      const session = (c.transport as { sessionId?: string } | undefined)?.sessionId;
+      if (!(e instanceof StreamableHTTPError && e.code === 404 && session)) throw e;
+      if (client === c) client = undefined;
+      void c.close().catch(() => undefined);
+      throw new UpstreamUnavailableError(`the upstream MCP server ended its session: ${e.message}`);
+    }
   };
 
   await start();
