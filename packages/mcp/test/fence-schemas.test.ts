@@ -14,14 +14,15 @@ import type { Upstream } from '../src/fence/upstream.js';
 import { createFenceAdapter, parseFenceConfig } from '../src/index.js';
 import type { Answer } from './fence-helpers.js';
 
-/** An upstream listing `tools`, whose every call is recorded and answered with its arguments. */
+/** An upstream listing `tools`, whose every call is recorded and answered with its arguments (also as structured content). */
 async function upstreamOf(tools: Tool[]) {
   const calls: { name: string; arguments?: Record<string, unknown> }[] = [];
   const server = new Server({ name: 'odd', version: '1.0.0' }, { capabilities: { tools: {} } });
   server.setRequestHandler(ListToolsRequestSchema, async () => ({ tools }));
   server.setRequestHandler(CallToolRequestSchema, async (req) => {
     calls.push(req.params);
-    return { content: [{ type: 'text', text: JSON.stringify(req.params.arguments ?? {}) }] };
+    const args = req.params.arguments ?? {};
+    return { content: [{ type: 'text', text: JSON.stringify(args) }], structuredContent: args };
   });
   const [a, b] = InMemoryTransport.createLinkedPair();
   await server.connect(a);
@@ -95,5 +96,23 @@ describe("an upstream tool named like one of the fence's own tools", () => {
     await expect(
       host([own('retrysafe_handoffs')], { retrysafe_handoffs: { kind: 'create', intent: ['title'] } }),
     ).rejects.toThrow(/retrysafe_handoffs/);
+  });
+});
+
+describe('an upstream outputSchema the fence cannot compile', () => {
+  it("the applied call's answer still reaches the host (the fence's own answer), once, and so does its re-issue", async () => {
+    const create: Tool = {
+      name: 'create',
+      inputSchema: { type: 'object' },
+      outputSchema: { type: 'object', properties: { id: { $ref: '#/$defs/Missing' } } },
+    };
+    const { call, calls } = await host([create], { create: { kind: 'create', intent: ['title'] } });
+    for (const adopted of [false, true]) {
+      const a = await call('create', { title: 'Q3 report' });
+      expect(a.isError).toBeFalsy();
+      expect(a._meta?.retrysafe).toMatchObject({ status: 'done', adopted });
+      expect(a.structuredContent).toMatchObject({ retrysafe: { status: 'done' }, result: { title: 'Q3 report' } });
+    }
+    expect(calls).toHaveLength(1);
   });
 });

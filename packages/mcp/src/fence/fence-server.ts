@@ -134,6 +134,15 @@ function fencedOutputSchema({ $schema, $defs, definitions, ...own }: Schema): Sc
 // The validator the official SDK client uses; Ajv caches what it compiled by schema object.
 const validator = new AjvJsonSchemaValidator();
 
+/** Whether `value` fits `schema`; a schema that does not compile fits nothing (the call was applied: never throw). */
+function fits(schema: Schema, value: unknown): boolean {
+  try {
+    return validator.getValidator(schema as never)(value).valid;
+  } catch {
+    return false;
+  }
+}
+
 // `done` whose answer fits the upstream's outputSchema (if any): that answer unchanged; other `done`: the fence's
 // answer with the value under `result`; any other status: the fence's answer as an error result.
 function fencedReply(r: AgentToolResult, schema: Schema | undefined) {
@@ -146,7 +155,7 @@ function fencedReply(r: AgentToolResult, schema: Schema | undefined) {
   if (r.status !== 'done') return { ...reply({ retrysafe: r }), isError: true, _meta };
   const stored = (r.result ?? {}) as { content?: { type: string; text?: string }[]; structuredContent?: unknown };
   const value = stored.structuredContent;
-  if (!schema || (value !== undefined && validator.getValidator(schema as never)(value).valid))
+  if (!schema || (value !== undefined && fits(schema, value)))
     return { content: stored.content ?? [], ...(value !== undefined ? { structuredContent: value } : {}), _meta };
   const answer = {
     retrysafe: { ...retrysafe, providerRef: r.providerRef, message: r.message },
