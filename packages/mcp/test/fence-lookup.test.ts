@@ -2,7 +2,7 @@
  * The fence's lookup after a lost answer, in process: an upstream whose create tool commits and then never answers
  * (the fence's call times out), reconciled through its list tool. A "not found" the runner may trust sends the call
  * again, so the lookup must find what is there: by the arguments as sent (the fence's key included), by object and
- * array values, and it cannot tell when the call has no value to match by.
+ * array values, and it cannot tell when the call has no value to ask or match by.
  */
 import { createMemoryLedger, createRunner } from '@retrysafe/core';
 import { describe, expect, it } from 'vitest';
@@ -14,12 +14,18 @@ const tools = [
   { name: 'list', inputSchema: { type: 'object' as const } },
 ];
 
-/** An upstream without an idempotency guard whose create answer is always lost after it committed. */
+/** An upstream without an idempotency guard whose create answer is always lost after it committed; its list is a
+ * search by the words of `q`. */
 function losingUpstream() {
   const items: Record<string, unknown>[] = [];
   const client = {
     async callTool(p: { name: string; arguments?: Record<string, unknown> }) {
-      if (p.name === 'list') return { content: [], structuredContent: { items } };
+      // A search: the items whose JSON holds every word of `q` (all items without one).
+      const words = String(p.arguments?.q ?? '')
+        .split(' ')
+        .filter(Boolean);
+      const found = items.filter((i) => words.every((w) => JSON.stringify(i).includes(w)));
+      if (p.name === 'list') return { content: [], structuredContent: { items: found } };
       items.push({ id: `it_${items.length + 1}`, ...structuredClone(p.arguments) }); // as it arrives: a copy
       throw Object.assign(new Error('Request timed out'), { code: -32001 });
     },
@@ -57,6 +63,12 @@ describe('the lookup after a lost answer never reads "not found" for an item tha
       lookup: { match: { request_id: 'request_id' } },
     };
     expect(await runOnce(tool, { title: 'Q3 report' })).toEqual({ status: 'done', effects: 1 });
+  });
+
+  it('a lookup argument made from an argument the call left out: the lookup cannot tell — one effect and a handoff', async () => {
+    const lookup = { arguments: { q: 'owner {{owner}} {{title}}' }, match: { title: 'title' } };
+    expect(await runOnce({ lookup }, { title: 'Q3' })).toEqual({ status: 'handed-off', effects: 1 });
+    expect(await runOnce({ lookup }, { title: 'Q3', owner: 'ann' })).toEqual({ status: 'done', effects: 1 });
   });
 
   it('a match on an array argument compares its items: found, one effect', async () => {

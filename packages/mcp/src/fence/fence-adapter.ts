@@ -46,16 +46,22 @@ export function hideProperty(schema: Tool['inputSchema'], name: string): Tool['i
   return { ...schema, properties, ...(schema.required ? { required: schema.required.filter((r) => r !== name) } : {}) };
 }
 
-/** `{{path}}` strings are replaced by that argument of the call (whole-string templates keep the value's type). */
-function fill(template: unknown, args: unknown): unknown {
+/** `{{path}}` strings are replaced by that argument of the call (whole-string templates keep the value's type); the
+ * paths the call has no value for are pushed to `missing`. */
+function fill(template: unknown, args: unknown, missing: string[]): unknown {
+  const value = (p: string) => {
+    const v = readPath(args, p);
+    if (v === undefined) missing.push(p);
+    return v;
+  };
   if (typeof template === 'string') {
     const whole = /^\{\{\s*([\w.]+)\s*\}\}$/.exec(template);
-    if (whole) return readPath(args, whole[1]!);
-    return template.replace(/\{\{\s*([\w.]+)\s*\}\}/g, (_m, p: string) => String(readPath(args, p) ?? ''));
+    if (whole) return value(whole[1]!);
+    return template.replace(/\{\{\s*([\w.]+)\s*\}\}/g, (_m, p: string) => String(value(p) ?? ''));
   }
-  if (Array.isArray(template)) return template.map((t) => fill(t, args));
+  if (Array.isArray(template)) return template.map((t) => fill(t, args, missing));
   if (template !== null && typeof template === 'object')
-    return Object.fromEntries(Object.entries(template).map(([k, v]) => [k, fill(v, args)]));
+    return Object.fromEntries(Object.entries(template).map(([k, v]) => [k, fill(v, args, missing)]));
   return template;
 }
 
@@ -198,12 +204,14 @@ export function createFenceAdapter(options: {
           ? withPath((ctx.params ?? {}) as Record<string, unknown>, t.key.argument, ctx.providerKey)
           : ctx.params;
       const wanted = Object.entries(l.match).map(([itemPath, argPath]) => [itemPath, readPath(sent, argPath)] as const);
-      const absent = wanted.filter(([, want]) => want === undefined).map(([itemPath]) => l.match[itemPath]);
-      // No value to match by: an item that is there would not be found, and "not found" could send the call again.
-      if (absent.length > 0) return { kind: 'cannot-tell', reason: `the call has no ${absent.join(', ')} to match by` };
+      const absent = wanted.filter(([, want]) => want === undefined).map(([itemPath]) => l.match[itemPath]!);
+      const args = fill(l.arguments ?? {}, sent, absent);
+      // No value to ask or match by: an item that is there would not be found, and "not found" could send it again.
+      if (absent.length > 0)
+        return { kind: 'cannot-tell', reason: `the call has no ${[...new Set(absent)].join(', ')} to look it up by` };
       let answer: ToolAnswer;
       try {
-        answer = (await send(l.tool, fill(l.arguments ?? {}, sent), ctx.signal)) as ToolAnswer;
+        answer = (await send(l.tool, args, ctx.signal)) as ToolAnswer;
       } catch (error) {
         return {
           kind: 'cannot-tell',
