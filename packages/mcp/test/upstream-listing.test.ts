@@ -5,8 +5,10 @@
  * ended is one the fence starts again, not one every later call is lost in.
  */
 import { randomUUID } from 'node:crypto';
+import { readFileSync } from 'node:fs';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { join } from 'node:path';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { InMemoryTransport } from '@modelcontextprotocol/sdk/inMemory.js';
 import { Server } from '@modelcontextprotocol/sdk/server/index.js';
@@ -21,7 +23,7 @@ import { describe, expect, it } from 'vitest';
 import { createFenceServer } from '../src/fence/fence-server.js';
 import { connectUpstream } from '../src/fence/upstream.js';
 import { createFenceAdapter, parseFenceConfig } from '../src/index.js';
-import { onCleanup } from './fence-helpers.js';
+import { onCleanup, ordersServer, tempDir } from './fence-helpers.js';
 
 /** A stateless streamable HTTP upstream whose tools/list answers `page(cursor)`; resolves to its URL. */
 async function upstreamListing(page: (cursor: string | undefined) => ListToolsResult, instructions?: string) {
@@ -85,6 +87,27 @@ describe("the upstream's tool list", () => {
     await expect(connectUpstream({ url })).rejects.toThrow(/tools\/list/);
     expect(pages).toBeLessThanOrEqual(1000);
   }, 20_000);
+
+  it('that never ends, from a stdio upstream: the start fails and the process it started is stopped', async () => {
+    const pidFile = join(tempDir('retrysafe-endless-'), 'pid');
+    const started = connectUpstream({
+      command: process.execPath,
+      args: [ordersServer, '--endless-tools', '--pid-file', pidFile],
+    });
+    await expect(started).rejects.toThrow(/tools\/list/);
+    const pid = Number(readFileSync(pidFile, 'utf8'));
+    const alive = () => {
+      try {
+        process.kill(pid, 0);
+        return true;
+      } catch {
+        return false;
+      }
+    };
+    for (let i = 0; i < 100 && alive(); i++) await new Promise((r) => setTimeout(r, 20));
+    onCleanup(() => alive() && process.kill(pid, 'SIGKILL'));
+    expect(alive()).toBe(false);
+  }, 30_000);
 });
 
 /** A streamable HTTP upstream with sessions (as most are) whose create tool counts its calls; `endSessions()` forgets
