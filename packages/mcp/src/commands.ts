@@ -108,15 +108,20 @@ export async function runWrap(argv: readonly string[], log = toStderr): Promise<
   if (o.config === undefined) throw new UsageError('wrap needs --config <fence.yaml>');
   const config = loadFenceConfig(o.config);
   const upstream = await connectUpstream(target(o.url, rest, config.env));
-  const adapter = createFenceAdapter({ config, client: upstream, tools: upstream.tools });
-  const parts = await servingParts(config, config.handoffs && resolve(config.baseDir, config.handoffs));
-  const make = () => createFenceServer({ ...parts, adapter, upstream });
-  const fenced = Object.keys(config.tools);
-  const passed = upstream.tools.map((t) => t.name).filter((n) => !fenced.includes(n));
-  log(
-    `retrysafe fence: ${fenced.length} fenced (${fenced.join(', ')}), ${passed.length} passed through${passed.length ? ` (${passed.join(', ')})` : ''}`,
-  );
-  return serve(o, make, 'retrysafe fence', log);
+  try {
+    const adapter = createFenceAdapter({ config, client: upstream, tools: upstream.tools });
+    const parts = await servingParts(config, config.handoffs && resolve(config.baseDir, config.handoffs));
+    const make = () => createFenceServer({ ...parts, adapter, upstream });
+    const fenced = Object.keys(config.tools);
+    const passed = upstream.tools.map((t) => t.name).filter((n) => !fenced.includes(n));
+    log(
+      `retrysafe fence: ${fenced.length} fenced (${fenced.join(', ')}), ${passed.length} passed through${passed.length ? ` (${passed.join(', ')})` : ''}`,
+    );
+    return await serve(o, make, 'retrysafe fence', log);
+  } catch (e) {
+    await upstream.close(); // a fence that cannot start leaves no upstream running
+    throw e;
+  }
 }
 
 /** `retrysafe-mcp probe …` (PROBE_COMMAND): the receipt, and the exit code (0 at most once, 1 duplicates, 3 no effect seen). */

@@ -20,10 +20,11 @@ import {
 } from '@modelcontextprotocol/sdk/types.js';
 import { createMemoryLedger, createRunner } from '@retrysafe/core';
 import { describe, expect, it } from 'vitest';
+import { runWrap } from '../src/commands.js';
 import { createFenceServer } from '../src/fence/fence-server.js';
 import { connectUpstream } from '../src/fence/upstream.js';
 import { createFenceAdapter, parseFenceConfig } from '../src/index.js';
-import { onCleanup, ordersServer, tempDir } from './fence-helpers.js';
+import { onCleanup, ordersServer, tempDir, writeFence } from './fence-helpers.js';
 
 /** A stateless streamable HTTP upstream whose tools/list answers `page(cursor)`; resolves to its URL. */
 async function upstreamListing(page: (cursor: string | undefined) => ListToolsResult, instructions?: string) {
@@ -166,4 +167,30 @@ describe('an HTTP upstream that ended its session (restarted)', () => {
     expect((await runner.run(adapter, 'create', { params: { ref: 'c' } })).status).toBe('done');
     expect(up.created).toEqual(['a', 'b', 'c']);
   });
+});
+
+describe('retrysafe-mcp wrap that cannot start', () => {
+  it('a ledger it cannot open: a ConfigError, and the upstream it had started is stopped', async () => {
+    const dir = tempDir('retrysafe-wrap-fail-');
+    const pidFile = join(dir, 'pid');
+    const fence = writeFence(dir, {
+      name: 'orders',
+      ledger: './no-such-dir/fence.db',
+      tools: { create_order: { kind: 'create', intent: ['customer', 'ref'] } },
+    });
+    const wrap = runWrap(['--config', fence, '--', process.execPath, ordersServer, '--pid-file', pidFile], () => {});
+    await expect(wrap).rejects.toMatchObject({ code: 'RETRYSAFE_CONFIG' });
+    const pid = Number(readFileSync(pidFile, 'utf8'));
+    const alive = () => {
+      try {
+        process.kill(pid, 0);
+        return true;
+      } catch {
+        return false;
+      }
+    };
+    for (let i = 0; i < 100 && alive(); i++) await new Promise((r) => setTimeout(r, 20));
+    onCleanup(() => alive() && process.kill(pid, 'SIGKILL'));
+    expect(alive()).toBe(false);
+  }, 30_000);
 });
