@@ -5,10 +5,11 @@
  * ended is one the fence starts again, not one every later call is lost in.
  */
 import { randomUUID } from 'node:crypto';
-import { readFileSync } from 'node:fs';
+import { copyFileSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { InMemoryTransport } from '@modelcontextprotocol/sdk/inMemory.js';
 import { Server } from '@modelcontextprotocol/sdk/server/index.js';
@@ -20,11 +21,12 @@ import {
 } from '@modelcontextprotocol/sdk/types.js';
 import { createMemoryLedger, createRunner } from '@retrysafe/core';
 import { describe, expect, it } from 'vitest';
-import { runWrap } from '../src/commands.js';
+import { parse as parseYaml, stringify as stringifyYaml } from 'yaml';
+import { runServe, runWrap } from '../src/commands.js';
 import { createFenceServer } from '../src/fence/fence-server.js';
 import { connectUpstream } from '../src/fence/upstream.js';
 import { createFenceAdapter, parseFenceConfig } from '../src/index.js';
-import { onCleanup, ordersServer, tempDir, writeFence } from './fence-helpers.js';
+import { onCleanup, ordersServer, ordersTool, tempDir, writeFence } from './fence-helpers.js';
 
 /** A stateless streamable HTTP upstream whose tools/list answers `page(cursor)`; resolves to its URL. */
 async function upstreamListing(page: (cursor: string | undefined) => ListToolsResult, instructions?: string) {
@@ -96,18 +98,7 @@ describe("the upstream's tool list", () => {
       args: [ordersServer, '--endless-tools', '--pid-file', pidFile],
     });
     await expect(started).rejects.toThrow(/tools\/list/);
-    const pid = Number(readFileSync(pidFile, 'utf8'));
-    const alive = () => {
-      try {
-        process.kill(pid, 0);
-        return true;
-      } catch {
-        return false;
-      }
-    };
-    for (let i = 0; i < 100 && alive(); i++) await new Promise((r) => setTimeout(r, 20));
-    onCleanup(() => alive() && process.kill(pid, 'SIGKILL'));
-    expect(alive()).toBe(false);
+    await expectStopped(pidFile);
   }, 30_000);
 });
 
@@ -180,17 +171,67 @@ describe('retrysafe-mcp wrap that cannot start', () => {
     });
     const wrap = runWrap(['--config', fence, '--', process.execPath, ordersServer, '--pid-file', pidFile], () => {});
     await expect(wrap).rejects.toMatchObject({ code: 'RETRYSAFE_CONFIG' });
-    const pid = Number(readFileSync(pidFile, 'utf8'));
-    const alive = () => {
-      try {
-        process.kill(pid, 0);
-        return true;
-      } catch {
-        return false;
-      }
-    };
-    for (let i = 0; i < 100 && alive(); i++) await new Promise((r) => setTimeout(r, 20));
-    onCleanup(() => alive() && process.kill(pid, 'SIGKILL'));
-    expect(alive()).toBe(false);
+    await expectStopped(pidFile);
+  }, 30_000);
+
+  it('a policy that cannot work for a fenced tool: refused at start (not on its every call), the upstream stopped', async () => {
+    const dir = tempDir('retrysafe-wrap-policy-');
+    const pidFile = join(dir, 'pid');
+    const fence = writeFence(dir, {
+      name: 'orders',
+      // a lookup window shorter than the 30 s a "not found" needs to prove absence (lateApplyBound)
+      policy: { lookupWindowMs: 1000 },
+      tools: { create_order: ordersTool({ lateApplyBound: '30s' }) },
+    });
+    const argv = ['--config', fence, '--http', '--', process.execPath, ordersServer, '--pid-file', pidFile];
+    await expect(runWrap(argv, () => {})).rejects.toMatchObject({
+      code: 'RETRYSAFE_RUNNER_CONFIG',
+      message: expect.stringMatching(/lookupWindowMs/),
+    });
+    await expectStopped(pidFile);
   }, 30_000);
 });
+
+describe('retrysafe-mcp (serve) that cannot start', () => {
+  it('a policy that cannot work for an exposed operation: refused at start, not on its every call', async () => {
+    // The docs' HTTP API example, with a card whose lookup needs 30 s to prove absence and a 1 s lookup window.
+    const example = fileURLToPath(new URL('../../../docs/examples/http-api/', import.meta.url));
+    const dir = tempDir('retrysafe-serve-policy-');
+    for (const f of readdirSync(example)) copyFileSync(join(example, f), join(dir, f));
+    const card = parseYaml(readFileSync(join(dir, 'orders.card.yaml'), 'utf8')) as {
+      lookup: Record<string, unknown>;
+      unverified: { field: string }[];
+    };
+    card.lookup.lateApplyBound = { value: '30s', source: 'test' };
+    card.unverified = card.unverified.filter((u) => u.field !== 'lookup.lateApplyBound');
+    writeFileSync(join(dir, 'orders.card.yaml'), stringifyYaml(card));
+    const config = parseYaml(readFileSync(join(dir, 'retrysafe.yaml'), 'utf8')) as Record<string, unknown>;
+    const file = join(dir, 'retrysafe.yaml');
+    writeFileSync(
+      file,
+      stringifyYaml({ ...config, policy: { lookupWindowMs: 1000 }, operations: ['acme.orders.create'] }),
+    );
+    process.env.ACME_AUTH = 'Bearer test';
+    onCleanup(() => delete process.env.ACME_AUTH);
+    await expect(runServe(['--config', file, '--http'], () => {})).rejects.toMatchObject({
+      code: 'RETRYSAFE_RUNNER_CONFIG',
+      message: expect.stringMatching(/lookupWindowMs/),
+    });
+  });
+});
+
+/** The process whose id is in `pidFile` exits (within 2 s). */
+async function expectStopped(pidFile: string) {
+  const pid = Number(readFileSync(pidFile, 'utf8'));
+  const alive = () => {
+    try {
+      process.kill(pid, 0);
+      return true;
+    } catch {
+      return false;
+    }
+  };
+  for (let i = 0; i < 100 && alive(); i++) await new Promise((r) => setTimeout(r, 20));
+  onCleanup(() => alive() && process.kill(pid, 'SIGKILL'));
+  expect(alive()).toBe(false);
+}
