@@ -30,7 +30,12 @@ export function createCoalescer(ledger: Ledger, defaultWaitMs = 30_000) {
       const v = (meta as Record<string, unknown> | undefined)?.['retrysafe/waitMs'];
       const waitMs = typeof v === 'number' && Number.isInteger(v) && v >= 0 ? Math.min(v, MAX_WAIT_MS) : defaultWaitMs;
       const deadline = Date.now() + waitMs;
-      const key = `${tool}\n${canonicalJson(args)}`;
+      let key: string;
+      try {
+        key = `${tool}\n${canonicalJson(args)}`;
+      } catch {
+        return run(); // arguments JSON cannot carry (nested too deep): the runner refuses them with its typed answer
+      }
       const first = inflight.get(key);
       if (first) {
         let timer: NodeJS.Timeout | undefined;

@@ -4,8 +4,9 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import type { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
 import { createAdapters, exposedOperations, loadConfig, openLedger, type RetrysafeConfig } from '@retrysafe/config';
-import { canonicalJson, sha256Hex } from '@retrysafe/contract';
+import { type AdapterV1, canonicalJson, sha256Hex } from '@retrysafe/contract';
 import { createRunner, encryptParams, jsonlHandoffSink, type PolicyOverrides, parseReceiptKeys } from '@retrysafe/core';
+import { resolvePolicy } from '@retrysafe/core/internal';
 import { PROBE_COMMAND, parseOptions, SERVE_COMMAND, UsageError, type Values, WRAP_COMMAND } from './cli-options.js';
 import { createCoalescer } from './coalesce.js';
 import { answerValue, createFenceAdapter, readPath } from './fence/fence-adapter.js';
@@ -42,6 +43,14 @@ async function servingParts(
   return { ledger, runner, coalescer: createCoalescer(ledger, c.policy?.waitForOtherMs) };
 }
 
+/** A policy that cannot work for an exposed operation (`only`: `<provider>.<operation>`, default all) is refused at
+ * start (RunnerConfigurationError), not on its every call. */
+function refusedPolicy(adapters: readonly AdapterV1[], policy: PolicyOverrides | undefined, only?: string[]): void {
+  for (const adapter of adapters)
+    for (const [name, op] of Object.entries(adapter.operations))
+      if (!only || only.includes(`${adapter.provider}.${name}`)) resolvePolicy(op.card, policy);
+}
+
 /** Serves on stdio, or with `--http` on loopback behind the Host/Origin allow-lists and a bearer token. */
 async function serve(
   o: Values<typeof SERVE_COMMAND.options>,
@@ -74,6 +83,7 @@ export async function runServe(argv: readonly string[], log = toStderr): Promise
   const byName = await createAdapters(config);
   // the config names operations by its adapter keys; tools are named by provider
   const operations = exposedOperations(config, byName);
+  refusedPolicy(Object.values(byName), config.policy, operations);
   const parts = await servingParts(config, config.handoffs);
   const make = () =>
     createRetrysafeMcpServer({
@@ -81,6 +91,7 @@ export async function runServe(argv: readonly string[], log = toStderr): Promise
       adapters: Object.values(byName),
       ...(operations ? { operations } : {}),
     });
+  make(); // a tool set it refuses (two tools of one name) is refused at start, not on the first HTTP request
   return serve(o, make, 'retrysafe MCP server', log);
 }
 
@@ -107,15 +118,21 @@ export async function runWrap(argv: readonly string[], log = toStderr): Promise<
   if (o.config === undefined) throw new UsageError('wrap needs --config <fence.yaml>');
   const config = loadFenceConfig(o.config);
   const upstream = await connectUpstream(target(o.url, rest, config.env));
-  const adapter = createFenceAdapter({ config, client: upstream, tools: upstream.tools });
-  const parts = await servingParts(config, config.handoffs && resolve(config.baseDir, config.handoffs));
-  const make = () => createFenceServer({ ...parts, adapter, upstream });
-  const fenced = Object.keys(config.tools);
-  const passed = upstream.tools.map((t) => t.name).filter((n) => !fenced.includes(n));
-  log(
-    `retrysafe fence: ${fenced.length} fenced (${fenced.join(', ')}), ${passed.length} passed through${passed.length ? ` (${passed.join(', ')})` : ''}`,
-  );
-  return serve(o, make, 'retrysafe fence', log);
+  try {
+    const adapter = createFenceAdapter({ config, client: upstream, tools: upstream.tools });
+    refusedPolicy([adapter], config.policy);
+    const parts = await servingParts(config, config.handoffs && resolve(config.baseDir, config.handoffs));
+    const make = () => createFenceServer({ ...parts, adapter, upstream });
+    const fenced = Object.keys(config.tools);
+    const passed = upstream.tools.map((t) => t.name).filter((n) => !fenced.includes(n));
+    log(
+      `retrysafe fence: ${fenced.length} fenced (${fenced.join(', ')}), ${passed.length} passed through${passed.length ? ` (${passed.join(', ')})` : ''}`,
+    );
+    return await serve(o, make, 'retrysafe fence', log);
+  } catch (e) {
+    await upstream.close(); // a fence that cannot start leaves no upstream running
+    throw e;
+  }
 }
 
 /** `retrysafe-mcp probe …` (PROBE_COMMAND): the receipt, and the exit code (0 at most once, 1 duplicates, 3 no effect seen). */

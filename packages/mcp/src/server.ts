@@ -13,7 +13,7 @@ import {
   type Tool,
 } from '@modelcontextprotocol/sdk/types.js';
 import type { AdapterV1, Ledger } from '@retrysafe/contract';
-import type { Runner } from '@retrysafe/core';
+import { type Runner, RunnerConfigurationError } from '@retrysafe/core';
 import {
   type AgentToolDefinition,
   type AgentToolResult,
@@ -39,6 +39,8 @@ export interface McpServerOptions extends ServingOptions {
 
 const STATUS_TOOL = 'retrysafe_status';
 const HANDOFFS_TOOL = 'retrysafe_handoffs';
+/** The lookups' names: a call by one of them reaches the lookup, so no operation or fenced tool may take one. */
+export const LOOKUP_TOOLS: readonly string[] = [STATUS_TOOL, HANDOFFS_TOOL];
 const READ_ONLY = { readOnlyHint: true, idempotentHint: true, destructiveHint: false, openWorldHint: false };
 
 /** The status and handoff tools both servers list; `from` says where a business-operation id comes from. */
@@ -91,8 +93,9 @@ export function serveTools(
   const coalescer = options.coalescer ?? createCoalescer(options.ledger);
   const run: Run = (tool, params, meta) =>
     coalescer.call(tool.name, params, meta, () => callAgentTool(options.runner, tool, params));
+  // A listed tool of a lookup's name (an upstream's, passed through) is the lookup's: tool names are unique.
   server.setRequestHandler(ListToolsRequestSchema, async () => ({
-    tools: [...listed(), ...lookupTools(...lookups)] as Tool[],
+    tools: [...listed().filter((t) => !LOOKUP_TOOLS.includes((t as Tool).name)), ...lookupTools(...lookups)] as Tool[],
   }));
   server.setRequestHandler(CallToolRequestSchema, async (req, extra) => {
     const { name, arguments: args = {} } = req.params;
@@ -138,6 +141,12 @@ export function reply(structured: Record<string, unknown>, isError = false) {
 /** An MCP server whose tools are retrysafe operations (plus status and handoff lookups). */
 export function createRetrysafeMcpServer(options: McpServerOptions): Server {
   const tools = agentTools(options.adapters, options.operations);
+  const taken = tools.find((t) => LOOKUP_TOOLS.includes(t.name));
+  if (taken)
+    throw new RunnerConfigurationError(
+      'agentTools',
+      `${taken.qualifiedName} maps to the tool name ${taken.name}, the server's own lookup`,
+    );
   const listed = tools.map(({ adapter, operation, qualifiedName, ...t }) => ({ ...t, outputSchema: RESULT_SCHEMA }));
   const server = new Server({ name: 'retrysafe', version: '0.1.0' }, { capabilities: { tools: {} } });
   serveTools(

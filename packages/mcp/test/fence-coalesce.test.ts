@@ -7,7 +7,9 @@
 import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { createMemoryLedger } from '@retrysafe/core';
 import { describe, expect, it } from 'vitest';
+import { createCoalescer } from '../src/index.js';
 import { type Answer, onCleanup, ordersServer, tempDir, wrapped, writeFence } from './fence-helpers.js';
 
 const fence = (dir: string, extra: Record<string, unknown> = {}) =>
@@ -67,5 +69,22 @@ describe('a duplicate in flight waits for the first call', () => {
     const answers = await Promise.all([call(a, args), call(b, { ...args })]);
     expectOneAnswer(answers);
     expect(await count(a, args.ref)).toBe(1);
+  });
+});
+
+describe('arguments too deep to compare', () => {
+  it("are not coalesced but run, so the runner refuses them with its typed answer (not the compare's stack overflow)", async () => {
+    let deep: unknown = 1;
+    for (let i = 0; i < 20_000; i++) deep = { d: deep };
+    const refusal = {
+      status: 'invalid-input',
+      businessOperationId: null,
+      fields: [],
+      message: 'nests too deep',
+    } as const;
+    const coalescer = createCoalescer(createMemoryLedger());
+    await expect(coalescer.call('create_order', { ref: 'PO-1', deep }, undefined, async () => refusal)).resolves.toBe(
+      refusal,
+    );
   });
 });

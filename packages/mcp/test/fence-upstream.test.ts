@@ -143,4 +143,22 @@ describe('the upstream environment', () => {
       null,
     ]);
   });
+
+  it("the fence's own secrets (params and receipt keys, its bearer token) do not reach the upstream", async () => {
+    const secrets = {
+      RETRYSAFE_PARAMS_KEYS: 'p1:params-key-of-the-fence-0123456789',
+      RETRYSAFE_RECEIPT_KEYS: 'r1:receipt-key-of-the-fence-0123456789',
+      RETRYSAFE_MCP_TOKEN: 'bearer-token-of-the-fence-0123456789',
+    };
+    const seen = async (name: string) => {
+      const dir = tempDir('retrysafe-env-secret-');
+      const client = await wrapped(
+        ordersFence(dir, 2000),
+        ['--', process.execPath, ordersServer, '--echo-env', name],
+        secrets,
+      );
+      return ((await call(client, 'list_orders', {})).structuredContent as { env: string | null }).env;
+    };
+    expect(await Promise.all(Object.keys(secrets).map(seen))).toEqual([null, null, null]);
+  });
 });

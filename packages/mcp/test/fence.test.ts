@@ -109,6 +109,18 @@ describe('fence file', () => {
     expect(() => parseFenceConfig({ ...base, env: { TOKEN: 3 } })).toThrow(/env\.TOKEN: expected string or null/);
   });
 
+  it('a tool whose name cannot name a business operation is refused at start, not on every call', () => {
+    const base = JSON.parse(readFileSync(fenceFile(), 'utf8')) as Record<string, unknown>;
+    const named = (name: string) => ({ ...base, tools: { [name]: { kind: 'create', intent: ['ref'] } } });
+    for (const name of ['github:create_issue', 'repo/create', 'créer', 'create order', '2fa_enable', 'x'.repeat(161)])
+      expect(() => parseFenceConfig(named(name)), name).toThrow(FenceConfigError);
+    expect(() => parseFenceConfig(named('github:create_issue'))).toThrow(
+      /tools\.github:create_issue: .*business operation/,
+    );
+    for (const name of ['create_order', 'create-issue', 'issues.create', 'x'.repeat(160)])
+      expect(() => parseFenceConfig(named(name)), name).not.toThrow();
+  });
+
   it('a fenced tool the upstream does not list is refused at start, with the tools it has', () => {
     const config = parseFenceConfig(JSON.parse(readFileSync(fenceFile(), 'utf8')));
     const client = { callTool: async () => ({}) };

@@ -16,7 +16,7 @@ import { createSandboxAdapter, createSandboxProvider, REPLAYING_BEHAVIOUR } from
 import { createSlackAdapter } from '@retrysafe/slack';
 import { createStripeAdapter } from '@retrysafe/stripe';
 import { describe, expect, it } from 'vitest';
-import { createRetrysafeMcpServer } from '../src/index.js';
+import { createFenceAdapter, createRetrysafeMcpServer, parseFenceConfig } from '../src/index.js';
 
 /** Function/tool names every big model API and MCP client accepts. */
 const SAFE_TOOL_NAME = /^[a-zA-Z0-9_-]{1,64}$/;
@@ -86,6 +86,24 @@ describe('one safe tool naming for MCP and the AI SDK (issue 16)', () => {
         }
       }
     }
+  });
+
+  it("an operation whose tool name is one of the server's own lookups is refused at start, never listed twice", () => {
+    // An adapter of provider "retrysafe" with an operation "status" (a fence's, for brevity).
+    const adapter = createFenceAdapter({
+      config: parseFenceConfig({
+        name: 'retrysafe',
+        ledger: 'x.db',
+        tools: { status: { kind: 'set', intent: ['id'] } },
+      }),
+      client: { callTool: async () => ({}) },
+      tools: [{ name: 'status', inputSchema: { type: 'object' } }],
+    });
+    expect(agentTools([adapter]).map((t) => t.name)).toEqual(['retrysafe_status']);
+    const ledger = createMemoryLedger();
+    expect(() => createRetrysafeMcpServer({ runner: createRunner({ ledger }), ledger, adapters: [adapter] })).toThrow(
+      /retrysafe_status/,
+    );
   });
 
   it('a name past 64 characters is cut and keeps a digest, so two long names stay apart', () => {

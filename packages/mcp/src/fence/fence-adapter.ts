@@ -1,3 +1,4 @@
+import { isDeepStrictEqual } from 'node:util';
 import type { Tool } from '@modelcontextprotocol/sdk/types.js';
 import {
   defineAdapter,
@@ -9,7 +10,8 @@ import {
   UnknownOperationError,
 } from '@retrysafe/contract';
 import { classifyTransportFailure } from '@retrysafe/contract/provider';
-import type { FenceConfig, FenceToolConfig } from './fence-config.js';
+import { LOOKUP_TOOLS } from '../server.js';
+import { type FenceConfig, FenceConfigError, type FenceToolConfig } from './fence-config.js';
 import { type UpstreamClient, UpstreamUnavailableError } from './upstream.js';
 
 interface ToolAnswer {
@@ -38,16 +40,28 @@ export function withPath(target: Record<string, unknown>, path: string, value: u
   return { ...target, [head]: withPath((next ?? {}) as Record<string, unknown>, rest.join('.'), value) };
 }
 
-/** `{{path}}` strings are replaced by that argument of the call (whole-string templates keep the value's type). */
-function fill(template: unknown, args: unknown): unknown {
+/** The input schema without a top-level argument (the fence's key: the fence sets it, the caller never does). */
+export function hideProperty(schema: Tool['inputSchema'], name: string): Tool['inputSchema'] {
+  const { [name]: _, ...properties } = schema.properties ?? {};
+  return { ...schema, properties, ...(schema.required ? { required: schema.required.filter((r) => r !== name) } : {}) };
+}
+
+/** `{{path}}` strings are replaced by that argument of the call (whole-string templates keep the value's type); the
+ * paths the call has no value for are pushed to `missing`. */
+function fill(template: unknown, args: unknown, missing: string[]): unknown {
+  const value = (p: string) => {
+    const v = readPath(args, p);
+    if (v === undefined) missing.push(p);
+    return v;
+  };
   if (typeof template === 'string') {
     const whole = /^\{\{\s*([\w.]+)\s*\}\}$/.exec(template);
-    if (whole) return readPath(args, whole[1]!);
-    return template.replace(/\{\{\s*([\w.]+)\s*\}\}/g, (_m, p: string) => String(readPath(args, p) ?? ''));
+    if (whole) return value(whole[1]!);
+    return template.replace(/\{\{\s*([\w.]+)\s*\}\}/g, (_m, p: string) => String(value(p) ?? ''));
   }
-  if (Array.isArray(template)) return template.map((t) => fill(t, args));
+  if (Array.isArray(template)) return template.map((t) => fill(t, args, missing));
   if (template !== null && typeof template === 'object')
-    return Object.fromEntries(Object.entries(template).map(([k, v]) => [k, fill(v, args)]));
+    return Object.fromEntries(Object.entries(template).map(([k, v]) => [k, fill(v, args, missing)]));
   return template;
 }
 
@@ -64,6 +78,9 @@ export function answerValue(answer: ToolAnswer): unknown {
     return text;
   }
 }
+
+/** Equal as data: an object or array argument too (key order aside), never after normalisation. */
+const same = (a: unknown, b: unknown) => a === b || (typeof a === 'object' && a !== null && isDeepStrictEqual(a, b));
 
 const clip = (s: string) => (s.length > 200 ? `${s.slice(0, 200)}…` : s);
 
@@ -140,6 +157,8 @@ export function createFenceAdapter(options: {
   const listed = new Map(options.tools.map((t) => [t.name, t]));
   const operations: Record<string, FrameOperation & { readonly tool: FenceToolConfig }> = {};
   for (const [name, t] of Object.entries(config.tools)) {
+    if (LOOKUP_TOOLS.includes(name))
+      throw new FenceConfigError(`tools.${name}: the fence's own tool has this name, so it cannot be fenced`);
     const upstream = listed.get(name);
     if (!upstream) throw new UnknownOperationError(config.name, name, [...listed.keys()]);
     if (t.lookup && !listed.has(t.lookup.tool))
@@ -148,7 +167,11 @@ export function createFenceAdapter(options: {
       name,
       description: upstream.description ?? name,
       card: fenceCard(config, name, t),
-      paramsSchema: upstream.inputSchema,
+      // The caller's arguments are checked against the schema it is shown: without the key the fence sets.
+      paramsSchema:
+        t.key && !t.key.argument.includes('.')
+          ? hideProperty(upstream.inputSchema, t.key.argument)
+          : upstream.inputSchema,
       keyRule: t.key ? { maxLength: t.key.maxLength ?? 64, charset: KEY_CHARSET, prefix: 'rs-' } : null,
       tool: t,
     };
@@ -175,9 +198,20 @@ export function createFenceAdapter(options: {
     // Never called for a tool without a lookup: its card says lookup.method none.
     async lookup({ tool: t }, ctx) {
       const l = t.lookup!;
+      // The arguments as sent upstream (the fence's key included): the lookup fills and matches from them.
+      const sent =
+        t.key && ctx.providerKey
+          ? withPath((ctx.params ?? {}) as Record<string, unknown>, t.key.argument, ctx.providerKey)
+          : ctx.params;
+      const wanted = Object.entries(l.match).map(([itemPath, argPath]) => [itemPath, readPath(sent, argPath)] as const);
+      const absent = wanted.filter(([, want]) => want === undefined).map(([itemPath]) => l.match[itemPath]!);
+      const args = fill(l.arguments ?? {}, sent, absent);
+      // No value to ask or match by: an item that is there would not be found, and "not found" could send it again.
+      if (absent.length > 0)
+        return { kind: 'cannot-tell', reason: `the call has no ${[...new Set(absent)].join(', ')} to look it up by` };
       let answer: ToolAnswer;
       try {
-        answer = (await send(l.tool, fill(l.arguments ?? {}, ctx.params), ctx.signal)) as ToolAnswer;
+        answer = (await send(l.tool, args, ctx.signal)) as ToolAnswer;
       } catch (error) {
         return {
           kind: 'cannot-tell',
@@ -188,12 +222,7 @@ export function createFenceAdapter(options: {
       const items = readPath(answerValue(answer), l.items);
       if (!Array.isArray(items))
         return { kind: 'cannot-tell', reason: `lookup tool ${l.tool}: no list at "${l.items}" in its answer` };
-      const match = items.find((item) =>
-        Object.entries(l.match).every(([itemPath, argPath]) => {
-          const want = readPath(ctx.params, argPath);
-          return want !== undefined && readPath(item, itemPath) === want;
-        }),
-      );
+      const match = items.find((item) => wanted.every(([itemPath, want]) => same(readPath(item, itemPath), want)));
       if (match === undefined)
         return { kind: 'not-found', reason: `no item of ${l.tool} matches ${Object.keys(l.match).join(', ')}` };
       const result = { content: [{ type: 'text', text: JSON.stringify(match) }], structuredContent: match };

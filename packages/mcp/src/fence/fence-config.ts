@@ -102,6 +102,9 @@ export type FenceConfig = Omit<Infer<typeof FENCE_SCHEMA>, 'timeoutMs' | 'policy
 };
 export type FenceToolConfig = FenceConfig['tools'][string];
 
+/** A tool name that can stand in a business operation's name (the contract's dotted identifiers). */
+const OPERATION_PART = /^[A-Za-z][A-Za-z0-9_-]*(\.[A-Za-z][A-Za-z0-9_-]*)*$/;
+
 /** Checks a parsed fence file strictly (unknown keys are errors) and fills its defaults. */
 export function parseFenceConfig(raw: unknown, baseDir = process.cwd()): FenceConfig {
   const problems = checkSchema(raw, FENCE_SCHEMA);
@@ -110,6 +113,11 @@ export function parseFenceConfig(raw: unknown, baseDir = process.cwd()): FenceCo
     for (const k of Object.keys(c.env ?? {}))
       if (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(k)) problems.push(`env: "${k}" is not a variable name`);
     for (const [name, t] of Object.entries(c.tools)) {
+      // `<name>.<tool>` is the business operation, and `<operation>:<32 hex>` its ids (at most 200 characters).
+      if (!OPERATION_PART.test(name) || c.name.length + name.length > 166)
+        problems.push(
+          `tools.${name}: cannot name the business operation ${c.name}.<tool> (letters, digits, _ and -, dotted parts starting with a letter, ${166 - c.name.length} characters at most)`,
+        );
       for (const [i, r] of (t.rejectWhen ?? []).entries()) {
         try {
           new RegExp(r);

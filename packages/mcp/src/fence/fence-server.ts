@@ -5,7 +5,7 @@ import { type AdapterV1, validateCard } from '@retrysafe/contract';
 import { agentIdempotentHint } from '@retrysafe/contract/rules';
 import type { AgentToolDefinition, AgentToolResult } from '@retrysafe/core/agent';
 import { ANSWER_PROPERTIES, reply, type ServingOptions, serveTools } from '../server.js';
-import { answerValue, withPath } from './fence-adapter.js';
+import { answerValue, hideProperty, withPath } from './fence-adapter.js';
 import { type Upstream, UpstreamUnavailableError } from './upstream.js';
 
 export const UNFENCED_NOTE = '[not fenced by retrysafe: a re-issued call may repeat its effect]';
@@ -50,11 +50,6 @@ function fencedListing(adapter: AdapterV1, t: Tool) {
   };
 }
 
-function hideProperty(schema: Tool['inputSchema'], name: string): Tool['inputSchema'] {
-  const { [name]: _, ...properties } = schema.properties ?? {};
-  return { ...schema, properties, ...(schema.required ? { required: schema.required.filter((r) => r !== name) } : {}) };
-}
-
 const unavailable = (e: unknown): never => {
   throw e instanceof UpstreamUnavailableError
     ? new McpError(ErrorCode.InternalError, `${e.message}; nothing was sent: call again later`)
@@ -69,7 +64,11 @@ export function createFenceServer(options: ServingOptions & { adapter: AdapterV1
   // Besides tools, the fence forwards what the upstream offers of these.
   const { resources, prompts, completions, logging } = upstream.capabilities;
   const capabilities = { resources, prompts, completions, logging, tools: { listChanged: true } };
-  const server = new Server({ name: `retrysafe-fence(${adapter.provider})`, version: '0.1.0' }, { capabilities });
+  const { instructions } = upstream;
+  const server = new Server(
+    { name: `retrysafe-fence(${adapter.provider})`, version: '0.1.0' },
+    { capabilities, ...(instructions ? { instructions } : {}) },
+  );
   const listed = () =>
     upstream.tools.map((t) =>
       fenced.has(t.name)
@@ -135,6 +134,15 @@ function fencedOutputSchema({ $schema, $defs, definitions, ...own }: Schema): Sc
 // The validator the official SDK client uses; Ajv caches what it compiled by schema object.
 const validator = new AjvJsonSchemaValidator();
 
+/** Whether `value` fits `schema`; a schema that does not compile fits nothing (the call was applied: never throw). */
+function fits(schema: Schema, value: unknown): boolean {
+  try {
+    return validator.getValidator(schema as never)(value).valid;
+  } catch {
+    return false;
+  }
+}
+
 // `done` whose answer fits the upstream's outputSchema (if any): that answer unchanged; other `done`: the fence's
 // answer with the value under `result`; any other status: the fence's answer as an error result.
 function fencedReply(r: AgentToolResult, schema: Schema | undefined) {
@@ -147,7 +155,7 @@ function fencedReply(r: AgentToolResult, schema: Schema | undefined) {
   if (r.status !== 'done') return { ...reply({ retrysafe: r }), isError: true, _meta };
   const stored = (r.result ?? {}) as { content?: { type: string; text?: string }[]; structuredContent?: unknown };
   const value = stored.structuredContent;
-  if (!schema || (value !== undefined && validator.getValidator(schema as never)(value).valid))
+  if (!schema || (value !== undefined && fits(schema, value)))
     return { content: stored.content ?? [], ...(value !== undefined ? { structuredContent: value } : {}), _meta };
   const answer = {
     retrysafe: { ...retrysafe, providerRef: r.providerRef, message: r.message },

@@ -1,7 +1,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
-import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { StreamableHTTPClientTransport, StreamableHTTPError } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import type { RequestOptions } from '@modelcontextprotocol/sdk/shared/protocol.js';
 import {
   CallToolResultSchema,
@@ -33,20 +33,36 @@ export class UpstreamUnavailableError extends Error {
 /** Restarts of a dead upstream: tries, and the first delay, doubled each try. */
 const RESTART = { tries: 5, baseMs: 100 };
 
-/** The fence's own environment with the fence file's changes applied (`null` removes a variable). */
+/** The fence's own secrets: the upstream is someone else's code, so it gets them only if the fence file says so. */
+const FENCE_SECRETS: Readonly<Record<string, null>> = {
+  RETRYSAFE_PARAMS_KEYS: null,
+  RETRYSAFE_RECEIPT_KEYS: null,
+  RETRYSAFE_MCP_TOKEN: null,
+};
+
+/** The fence's own environment, without its secrets, with the fence file's changes applied (`null` removes one). */
 const upstreamEnv = (changes: Readonly<Record<string, string | null>> = {}) =>
   Object.fromEntries(
-    Object.entries({ ...process.env, ...changes }).filter((e): e is [string, string] => typeof e[1] === 'string'),
+    Object.entries({ ...process.env, ...FENCE_SECRETS, ...changes }).filter(
+      (e): e is [string, string] => typeof e[1] === 'string',
+    ),
   );
+
+/** Pages of tools/list read before the listing is taken to never end (a cursor that repeats, or a runaway one). */
+const MAX_TOOL_PAGES = 1000;
 
 async function listAllTools(client: Client): Promise<Tool[]> {
   const tools: Tool[] = [];
   let cursor: string | undefined;
-  do {
+  for (let pages = 0; pages === 0 || cursor; pages++) {
+    if (pages === MAX_TOOL_PAGES)
+      throw new Error(
+        `the upstream's tools/list did not end after ${MAX_TOOL_PAGES} pages (its cursor never runs out)`,
+      );
     const page = await client.listTools(cursor ? { cursor } : undefined);
     tools.push(...page.tools);
     cursor = page.nextCursor;
-  } while (cursor);
+  }
   return tools;
 }
 
@@ -56,6 +72,7 @@ export async function connectUpstream(target: UpstreamTarget, name = 'retrysafe-
   let client: Client | undefined;
   let tools: Tool[] = [];
   let capabilities: ServerCapabilities = {};
+  let instructions: string | undefined;
   let closing = false;
   let starting: Promise<void> | undefined;
 
@@ -80,8 +97,13 @@ export async function connectUpstream(target: UpstreamTarget, name = 'retrysafe-
       void ready().catch(() => undefined); // restart now, so notifications flow again before the next call
     };
     await c.connect(transport);
-    tools = await listAllTools(c);
+    // A start that fails after connecting closes what it started (a stdio upstream is its child process).
+    tools = await listAllTools(c).catch(async (e) => {
+      await c.close().catch(() => undefined);
+      throw e;
+    });
     capabilities = c.getServerCapabilities() ?? {};
+    instructions = c.getInstructions();
     client = c;
   };
   const startWithBackoff = async (): Promise<void> => {
@@ -109,8 +131,19 @@ export async function connectUpstream(target: UpstreamTarget, name = 'retrysafe-
   /** Any request, forwarded as is; without a connected client it would never leave, so it is refused as not sent. */
   const request = async (req: Request, schema: Parameters<Client['request']>[1], opts?: RequestOptions) => {
     await ready();
-    if (!client?.transport) throw new UpstreamUnavailableError('the upstream MCP server is not connected');
-    return (await client.request(req, schema, opts)) as Record<string, unknown>;
+    const c = client;
+    if (!c?.transport) throw new UpstreamUnavailableError('the upstream MCP server is not connected');
+    try {
+      return (await c.request(req, schema, opts)) as Record<string, unknown>;
+    } catch (e) {
+      // HTTP 404 to a request of a session is the spec's answer once the server ended that session (it restarted):
+      // the request was not processed. The next call starts a new session.
+      const session = (c.transport as { sessionId?: string } | undefined)?.sessionId;
+      if (!(e instanceof StreamableHTTPError && e.code === 404 && session)) throw e;
+      if (client === c) client = undefined;
+      void c.close().catch(() => undefined);
+      throw new UpstreamUnavailableError(`the upstream MCP server ended its session: ${e.message}`);
+    }
   };
 
   await start();
@@ -121,6 +154,10 @@ export async function connectUpstream(target: UpstreamTarget, name = 'retrysafe-
     },
     get capabilities() {
       return capabilities;
+    },
+    /** What the upstream told its client at initialize about how to use it. */
+    get instructions() {
+      return instructions;
     },
     /** Resolves once the upstream is connected, restarting it if it died; throws UpstreamUnavailableError if it cannot. */
     ready,

@@ -1,0 +1,84 @@
+/**
+ * The fence's lookup after a lost answer, in process: an upstream whose create tool commits and then never answers
+ * (the fence's call times out), reconciled through its list tool. A "not found" the runner may trust sends the call
+ * again, so the lookup must find what is there: by the arguments as sent (the fence's key included), by object and
+ * array values, and it cannot tell when the call has no value to ask or match by.
+ */
+import { createMemoryLedger, createRunner } from '@retrysafe/core';
+import { describe, expect, it } from 'vitest';
+import { createFenceAdapter, parseFenceConfig } from '../src/index.js';
+
+const policy = { lookupWindowMs: 300, baseMs: 5, capMs: 10, maxAttempts: 3 };
+const tools = [
+  { name: 'create', inputSchema: { type: 'object' as const } },
+  { name: 'list', inputSchema: { type: 'object' as const } },
+];
+
+/** An upstream without an idempotency guard whose create answer is always lost after it committed; its list is a
+ * search by the words of `q`. */
+function losingUpstream() {
+  const items: Record<string, unknown>[] = [];
+  const client = {
+    async callTool(p: { name: string; arguments?: Record<string, unknown> }) {
+      // A search: the items whose JSON holds every word of `q` (all items without one).
+      const words = String(p.arguments?.q ?? '')
+        .split(' ')
+        .filter(Boolean);
+      const found = items.filter((i) => words.every((w) => JSON.stringify(i).includes(w)));
+      if (p.name === 'list') return { content: [], structuredContent: { items: found } };
+      items.push({ id: `it_${items.length + 1}`, ...structuredClone(p.arguments) }); // as it arrives: a copy
+      throw Object.assign(new Error('Request timed out'), { code: -32001 });
+    },
+  };
+  return { client, items };
+}
+
+/** Runs one call of `create` through a fence whose tool is `tool` (its lookup declared authoritative). */
+async function runOnce(tool: Record<string, unknown>, params: Record<string, unknown>) {
+  const lookup = { tool: 'list', items: 'items', consistencyDelay: 0, lateApplyBound: '1ms' };
+  const config = parseFenceConfig({
+    name: 'things',
+    ledger: './unused.db',
+    timeoutMs: 100,
+    policy,
+    tools: {
+      create: { kind: 'create', intent: ['title'], ...tool, lookup: { ...lookup, ...(tool.lookup as object) } },
+    },
+  });
+  const upstream = losingUpstream();
+  const adapter = createFenceAdapter({ config, client: upstream.client, tools });
+  const result = await createRunner({ ledger: createMemoryLedger(), policy }).run(adapter, 'create', { params });
+  return { status: result.status, effects: upstream.items.length };
+}
+
+describe('the lookup after a lost answer never reads "not found" for an item that is there', () => {
+  it('a match argument the call left out: the lookup cannot tell — one effect and a handoff, never a re-send', async () => {
+    const r = await runOnce({ lookup: { match: { title: 'title', owner: 'owner' } } }, { title: 'Q3 report' });
+    expect(r).toEqual({ status: 'handed-off', effects: 1 });
+  });
+
+  it("a match on the fence's key argument reads the key that was sent: found, one effect", async () => {
+    const tool = {
+      key: { argument: 'request_id', semantics: 'none' },
+      lookup: { match: { request_id: 'request_id' } },
+    };
+    expect(await runOnce(tool, { title: 'Q3 report' })).toEqual({ status: 'done', effects: 1 });
+  });
+
+  it('a lookup argument made from an argument the call left out: the lookup cannot tell — one effect and a handoff', async () => {
+    const lookup = { arguments: { q: 'owner {{owner}} {{title}}' }, match: { title: 'title' } };
+    expect(await runOnce({ lookup }, { title: 'Q3' })).toEqual({ status: 'handed-off', effects: 1 });
+    expect(await runOnce({ lookup }, { title: 'Q3', owner: 'ann' })).toEqual({ status: 'done', effects: 1 });
+  });
+
+  it('a match on an array argument compares its items: found, one effect', async () => {
+    const r = await runOnce(
+      { lookup: { match: { title: 'title', labels: 'labels' } } },
+      {
+        title: 'Q3 report',
+        labels: ['finance', 'q3'],
+      },
+    );
+    expect(r).toEqual({ status: 'done', effects: 1 });
+  });
+});

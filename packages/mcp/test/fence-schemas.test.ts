@@ -1,0 +1,118 @@
+/**
+ * Upstream tools with input schemas of every shape a server may list, fenced in process: a real SDK server as the
+ * upstream, the fence server, and the real SDK client as the host. A schema the fence cannot use for one tool must
+ * not take the others down, and the key argument the fence sets is never one the caller must send.
+ */
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { InMemoryTransport } from '@modelcontextprotocol/sdk/inMemory.js';
+import { Server } from '@modelcontextprotocol/sdk/server/index.js';
+import { CallToolRequestSchema, ListToolsRequestSchema, type Tool } from '@modelcontextprotocol/sdk/types.js';
+import { createMemoryLedger, createRunner } from '@retrysafe/core';
+import { describe, expect, it } from 'vitest';
+import { createFenceServer } from '../src/fence/fence-server.js';
+import type { Upstream } from '../src/fence/upstream.js';
+import { createFenceAdapter, parseFenceConfig } from '../src/index.js';
+import type { Answer } from './fence-helpers.js';
+
+/** An upstream listing `tools`, whose every call is recorded and answered with its arguments (also as structured content). */
+async function upstreamOf(tools: Tool[]) {
+  const calls: { name: string; arguments?: Record<string, unknown> }[] = [];
+  const server = new Server({ name: 'odd', version: '1.0.0' }, { capabilities: { tools: {} } });
+  server.setRequestHandler(ListToolsRequestSchema, async () => ({ tools }));
+  server.setRequestHandler(CallToolRequestSchema, async (req) => {
+    calls.push(req.params);
+    const args = req.params.arguments ?? {};
+    return { content: [{ type: 'text', text: JSON.stringify(args) }], structuredContent: args };
+  });
+  const [a, b] = InMemoryTransport.createLinkedPair();
+  await server.connect(a);
+  const client = new Client({ name: 'fence', version: '1.0.0' });
+  await client.connect(b);
+  const upstream = {
+    tools,
+    capabilities: client.getServerCapabilities() ?? {},
+    ready: async () => undefined,
+    request: (req: never, schema: never, opts: never) => client.request(req, schema, opts),
+    callTool: (p: never, _: undefined, opts: never) => client.callTool(p, undefined, opts),
+    onNotification: () => () => true,
+    close: () => client.close(),
+  } as unknown as Upstream;
+  return { upstream, calls };
+}
+
+/** The host's client to a fence over `tools` with `fenced` as the fence file's tools. */
+async function host(tools: Tool[], fenced: Record<string, unknown>) {
+  const { upstream, calls } = await upstreamOf(tools);
+  const config = parseFenceConfig({ name: 'odd', ledger: './unused.db', tools: fenced });
+  const adapter = createFenceAdapter({ config, client: upstream, tools });
+  const ledger = createMemoryLedger();
+  const fence = createFenceServer({ runner: createRunner({ ledger }), ledger, adapter, upstream });
+  const [a, b] = InMemoryTransport.createLinkedPair();
+  await fence.connect(a);
+  const client = new Client({ name: 'agent', version: '1.0.0' });
+  await client.connect(b);
+  const call = (name: string, args: Record<string, unknown>) =>
+    client.callTool({ name, arguments: args }) as Promise<Answer>;
+  return { client, call, calls };
+}
+
+describe("the fence's key argument", () => {
+  it('an upstream tool that requires its idempotency key: a call without it is sent, with the key the fence derived', async () => {
+    const create: Tool = {
+      name: 'create',
+      inputSchema: {
+        type: 'object',
+        properties: { title: { type: 'string' }, idempotency_key: { type: 'string' } },
+        required: ['title', 'idempotency_key'],
+        additionalProperties: false,
+      },
+    };
+    const { client, call, calls } = await host([create], {
+      create: { kind: 'create', intent: ['title'], key: { argument: 'idempotency_key' } },
+    });
+    const listed = (await client.listTools()).tools.find((t) => t.name === 'create')!;
+    expect(listed.inputSchema.required).toEqual(['title']);
+    const a = await call('create', { title: 'Q3 report' });
+    expect(a._meta?.retrysafe?.status).toBe('done');
+    expect(calls).toEqual([
+      { name: 'create', arguments: { title: 'Q3 report', idempotency_key: expect.stringMatching(/^rs-/) } },
+    ]);
+  });
+});
+
+describe("an upstream tool named like one of the fence's own tools", () => {
+  const own = (name: string): Tool => ({ name, inputSchema: { type: 'object' } });
+  const create: Tool = { name: 'create', inputSchema: { type: 'object' } };
+
+  it("passed through: listed once (as the fence's own, which answers it), so the listing a host relays stays valid", async () => {
+    const { client } = await host([create, own('retrysafe_status'), own('retrysafe_handoffs')], {
+      create: { kind: 'create', intent: ['title'] },
+    });
+    const names = (await client.listTools()).tools.map((t) => t.name);
+    expect(names.sort()).toEqual(['create', 'retrysafe_handoffs', 'retrysafe_status']);
+  });
+
+  it("fenced: refused at start, since its calls would reach the fence's lookup and never the upstream", async () => {
+    await expect(
+      host([own('retrysafe_handoffs')], { retrysafe_handoffs: { kind: 'create', intent: ['title'] } }),
+    ).rejects.toThrow(/retrysafe_handoffs/);
+  });
+});
+
+describe('an upstream outputSchema the fence cannot compile', () => {
+  it("the applied call's answer still reaches the host (the fence's own answer), once, and so does its re-issue", async () => {
+    const create: Tool = {
+      name: 'create',
+      inputSchema: { type: 'object' },
+      outputSchema: { type: 'object', properties: { id: { $ref: '#/$defs/Missing' } } },
+    };
+    const { call, calls } = await host([create], { create: { kind: 'create', intent: ['title'] } });
+    for (const adopted of [false, true]) {
+      const a = await call('create', { title: 'Q3 report' });
+      expect(a.isError).toBeFalsy();
+      expect(a._meta?.retrysafe).toMatchObject({ status: 'done', adopted });
+      expect(a.structuredContent).toMatchObject({ retrysafe: { status: 'done' }, result: { title: 'Q3 report' } });
+    }
+    expect(calls).toHaveLength(1);
+  });
+});

@@ -1,0 +1,237 @@
+/**
+ * The upstream's tool list as the fence reads it, in process: a real SDK server on streamable HTTP (loopback) as
+ * the upstream and the fence's own connection to it. What the upstream says at initialize (its instructions) reaches
+ * the host; a listing that never ends must end the start with a clear error, not hang it; a session the upstream
+ * ended is one the fence starts again, not one every later call is lost in.
+ */
+import { randomUUID } from 'node:crypto';
+import { copyFileSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { InMemoryTransport } from '@modelcontextprotocol/sdk/inMemory.js';
+import { Server } from '@modelcontextprotocol/sdk/server/index.js';
+import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
+import {
+  CallToolRequestSchema,
+  ListToolsRequestSchema,
+  type ListToolsResult,
+} from '@modelcontextprotocol/sdk/types.js';
+import { createMemoryLedger, createRunner } from '@retrysafe/core';
+import { describe, expect, it } from 'vitest';
+import { parse as parseYaml, stringify as stringifyYaml } from 'yaml';
+import { runServe, runWrap } from '../src/commands.js';
+import { createFenceServer } from '../src/fence/fence-server.js';
+import { connectUpstream } from '../src/fence/upstream.js';
+import { createFenceAdapter, parseFenceConfig } from '../src/index.js';
+import { onCleanup, ordersServer, ordersTool, tempDir, writeFence } from './fence-helpers.js';
+
+/** A stateless streamable HTTP upstream whose tools/list answers `page(cursor)`; resolves to its URL. */
+async function upstreamListing(page: (cursor: string | undefined) => ListToolsResult, instructions?: string) {
+  const http = createServer(async (req, res) => {
+    const server = new Server(
+      { name: 'paging', version: '1.0.0' },
+      { capabilities: { tools: {} }, ...(instructions ? { instructions } : {}) },
+    );
+    server.setRequestHandler(ListToolsRequestSchema, async (r) => page(r.params?.cursor));
+    const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true });
+    res.on('close', () => void transport.close());
+    await server.connect(transport);
+    await transport.handleRequest(req, res);
+  });
+  await new Promise<void>((resolve) => http.listen(0, '127.0.0.1', resolve));
+  onCleanup(() => new Promise((resolve) => http.close(resolve)));
+  return `http://127.0.0.1:${(http.address() as AddressInfo).port}/mcp`;
+}
+
+const tool = (name: string) => ({ name, inputSchema: { type: 'object' as const } });
+
+describe("the upstream's initialize answer", () => {
+  it('its instructions reach the host through the fence', async () => {
+    const instructions = 'Call list_orders before create_order; amounts are in cents.';
+    const url = await upstreamListing(() => ({ tools: [tool('create_order'), tool('list_orders')] }), instructions);
+    const upstream = await connectUpstream({ url });
+    onCleanup(() => upstream.close());
+    const config = parseFenceConfig({
+      name: 'orders',
+      ledger: './unused.db',
+      tools: { create_order: { kind: 'create', intent: ['ref'] } },
+    });
+    const adapter = createFenceAdapter({ config, client: upstream, tools: upstream.tools });
+    const ledger = createMemoryLedger();
+    const fence = createFenceServer({ runner: createRunner({ ledger }), ledger, adapter, upstream });
+    const [a, b] = InMemoryTransport.createLinkedPair();
+    await fence.connect(a);
+    const host = new Client({ name: 'agent', version: '1.0.0' });
+    await host.connect(b);
+    onCleanup(() => host.close());
+    expect(host.getInstructions()).toBe(instructions);
+  });
+});
+
+describe("the upstream's tool list", () => {
+  it('is read page by page to its end', async () => {
+    const url = await upstreamListing((cursor) =>
+      cursor === undefined ? { tools: [tool('a')], nextCursor: 'p2' } : { tools: [tool('b')] },
+    );
+    const upstream = await connectUpstream({ url });
+    onCleanup(() => upstream.close());
+    expect(upstream.tools.map((t) => t.name)).toEqual(['a', 'b']);
+  });
+
+  it('that never ends (the same cursor again and again) is refused at start, not followed forever', async () => {
+    let pages = 0;
+    const url = await upstreamListing(() => {
+      pages++;
+      return { tools: [tool(`t${pages}`)], nextCursor: 'again' };
+    });
+    await expect(connectUpstream({ url })).rejects.toThrow(/tools\/list/);
+    expect(pages).toBeLessThanOrEqual(1000);
+  }, 20_000);
+
+  it('that never ends, from a stdio upstream: the start fails and the process it started is stopped', async () => {
+    const pidFile = join(tempDir('retrysafe-endless-'), 'pid');
+    const started = connectUpstream({
+      command: process.execPath,
+      args: [ordersServer, '--endless-tools', '--pid-file', pidFile],
+    });
+    await expect(started).rejects.toThrow(/tools\/list/);
+    await expectStopped(pidFile);
+  }, 30_000);
+});
+
+/** A streamable HTTP upstream with sessions (as most are) whose create tool counts its calls; `endSessions()` forgets
+ * every session, as a restarted server does, and a request of a forgotten session gets the spec's 404. */
+async function sessionUpstream() {
+  const sessions = new Map<string, StreamableHTTPServerTransport>();
+  const created: string[] = [];
+  const http = createServer(async (req, res) => {
+    const id = req.headers['mcp-session-id'];
+    let transport = typeof id === 'string' ? sessions.get(id) : undefined;
+    if (typeof id === 'string' && !transport) {
+      res
+        .writeHead(404, { 'content-type': 'application/json' })
+        .end('{"jsonrpc":"2.0","error":{"code":-32001,"message":"Session not found"},"id":null}');
+      return;
+    }
+    if (!transport) {
+      const t = new StreamableHTTPServerTransport({
+        sessionIdGenerator: () => randomUUID(),
+        enableJsonResponse: true,
+        onsessioninitialized: (sid) => void sessions.set(sid, t),
+      });
+      const server = new Server({ name: 'sessions', version: '1.0.0' }, { capabilities: { tools: {} } });
+      server.setRequestHandler(ListToolsRequestSchema, async () => ({ tools: [tool('create')] }));
+      server.setRequestHandler(CallToolRequestSchema, async (r) => {
+        created.push(String(r.params.arguments?.ref));
+        return { content: [{ type: 'text', text: 'created' }] };
+      });
+      await server.connect(t);
+      transport = t;
+    }
+    await transport.handleRequest(req, res);
+  });
+  await new Promise<void>((resolve) => http.listen(0, '127.0.0.1', resolve));
+  onCleanup(() => new Promise((resolve) => http.close(resolve)));
+  const url = `http://127.0.0.1:${(http.address() as AddressInfo).port}/mcp`;
+  return { url, created, endSessions: () => sessions.clear() };
+}
+
+describe('an HTTP upstream that ended its session (restarted)', () => {
+  it('answers 404, which is not applied: the fence starts a new session and the call is sent once — done, not handed off', async () => {
+    const up = await sessionUpstream();
+    const upstream = await connectUpstream({ url: up.url });
+    onCleanup(() => upstream.close());
+    const config = parseFenceConfig({
+      name: 'things',
+      ledger: './unused.db',
+      policy: { baseMs: 5, capMs: 10 },
+      tools: { create: { kind: 'create', intent: ['ref'] } },
+    });
+    const adapter = createFenceAdapter({ config, client: upstream, tools: upstream.tools });
+    const runner = createRunner({ ledger: createMemoryLedger(), policy: { baseMs: 5, capMs: 10 } });
+    expect((await runner.run(adapter, 'create', { params: { ref: 'a' } })).status).toBe('done');
+    up.endSessions();
+    expect((await runner.run(adapter, 'create', { params: { ref: 'b' } })).status).toBe('done');
+    expect((await runner.run(adapter, 'create', { params: { ref: 'c' } })).status).toBe('done');
+    expect(up.created).toEqual(['a', 'b', 'c']);
+  });
+});
+
+describe('retrysafe-mcp wrap that cannot start', () => {
+  it('a ledger it cannot open: a ConfigError, and the upstream it had started is stopped', async () => {
+    const dir = tempDir('retrysafe-wrap-fail-');
+    const pidFile = join(dir, 'pid');
+    const fence = writeFence(dir, {
+      name: 'orders',
+      ledger: './no-such-dir/fence.db',
+      tools: { create_order: { kind: 'create', intent: ['customer', 'ref'] } },
+    });
+    const wrap = runWrap(['--config', fence, '--', process.execPath, ordersServer, '--pid-file', pidFile], () => {});
+    await expect(wrap).rejects.toMatchObject({ code: 'RETRYSAFE_CONFIG' });
+    await expectStopped(pidFile);
+  }, 30_000);
+
+  it('a policy that cannot work for a fenced tool: refused at start (not on its every call), the upstream stopped', async () => {
+    const dir = tempDir('retrysafe-wrap-policy-');
+    const pidFile = join(dir, 'pid');
+    const fence = writeFence(dir, {
+      name: 'orders',
+      // a lookup window shorter than the 30 s a "not found" needs to prove absence (lateApplyBound)
+      policy: { lookupWindowMs: 1000 },
+      tools: { create_order: ordersTool({ lateApplyBound: '30s' }) },
+    });
+    const argv = ['--config', fence, '--http', '--', process.execPath, ordersServer, '--pid-file', pidFile];
+    await expect(runWrap(argv, () => {})).rejects.toMatchObject({
+      code: 'RETRYSAFE_RUNNER_CONFIG',
+      message: expect.stringMatching(/lookupWindowMs/),
+    });
+    await expectStopped(pidFile);
+  }, 30_000);
+});
+
+describe('retrysafe-mcp (serve) that cannot start', () => {
+  it('a policy that cannot work for an exposed operation: refused at start, not on its every call', async () => {
+    // The docs' HTTP API example, with a card whose lookup needs 30 s to prove absence and a 1 s lookup window.
+    const example = fileURLToPath(new URL('../../../docs/examples/http-api/', import.meta.url));
+    const dir = tempDir('retrysafe-serve-policy-');
+    for (const f of readdirSync(example)) copyFileSync(join(example, f), join(dir, f));
+    const card = parseYaml(readFileSync(join(dir, 'orders.card.yaml'), 'utf8')) as {
+      lookup: Record<string, unknown>;
+      unverified: { field: string }[];
+    };
+    card.lookup.lateApplyBound = { value: '30s', source: 'test' };
+    card.unverified = card.unverified.filter((u) => u.field !== 'lookup.lateApplyBound');
+    writeFileSync(join(dir, 'orders.card.yaml'), stringifyYaml(card));
+    const config = parseYaml(readFileSync(join(dir, 'retrysafe.yaml'), 'utf8')) as Record<string, unknown>;
+    const file = join(dir, 'retrysafe.yaml');
+    writeFileSync(
+      file,
+      stringifyYaml({ ...config, policy: { lookupWindowMs: 1000 }, operations: ['acme.orders.create'] }),
+    );
+    process.env.ACME_AUTH = 'Bearer test';
+    onCleanup(() => delete process.env.ACME_AUTH);
+    await expect(runServe(['--config', file, '--http'], () => {})).rejects.toMatchObject({
+      code: 'RETRYSAFE_RUNNER_CONFIG',
+      message: expect.stringMatching(/lookupWindowMs/),
+    });
+  });
+});
+
+/** The process whose id is in `pidFile` exits (within 2 s). */
+async function expectStopped(pidFile: string) {
+  const pid = Number(readFileSync(pidFile, 'utf8'));
+  const alive = () => {
+    try {
+      process.kill(pid, 0);
+      return true;
+    } catch {
+      return false;
+    }
+  };
+  for (let i = 0; i < 100 && alive(); i++) await new Promise((r) => setTimeout(r, 20));
+  onCleanup(() => alive() && process.kill(pid, 'SIGKILL'));
+  expect(alive()).toBe(false);
+}
