@@ -39,7 +39,17 @@ function gitHubCard(spec: {
       kind: fact('create', create),
       idempotentByNature: fact(false, `${create}: ${spec.idempotentByNature}`),
     },
-    businessOperationId: { rule: spec.intentRule, intentFields: spec.intentFields },
+    businessOperationId: {
+      rule: spec.intentRule,
+      intentFields: spec.intentFields,
+      // GitHub resolves Octo/Repo and octo/repo to one repository, so an agent's respelling is the same intent.
+      normalize: (['owner', 'repo'] as const).map((field) => ({
+        field,
+        steps: ['case-fold'],
+        source: `${create}: ${field}, "The name is not case sensitive."`,
+        evidence: create,
+      })),
+    },
     ids: {
       run: 'receipts only',
       attempt: 'receipts only',

@@ -80,6 +80,19 @@ describe('a lost answer, through the runner and the real SDK', () => {
   });
 });
 
+describe('one intent', () => {
+  it('owner and repo respelt in another case name the same repository (GitHub: "not case sensitive"): one issue, one id', async () => {
+    const rig = await startRig([]);
+    const first = await rig.runner.run(rig.adapter, 'issues.create', { params: issueParams(6) });
+    const respelt = { ...issueParams(6), owner: OWNER.toUpperCase(), repo: REPO.toUpperCase() };
+    const again = await rig.runner.run(rig.adapter, 'issues.create', { params: respelt });
+    expect(first.status).toBe('done');
+    expect(again).toMatchObject({ status: 'done', businessOperationId: first.businessOperationId });
+    expect(rig.sandbox.requestCount('issues.create')).toBe(1);
+    expect(rig.sandbox.count('issues.create')).toBe(1);
+  });
+});
+
 describe('the SDK sends one request per attempt', () => {
   it('plain @octokit/rest on a 502: one request, the RequestError carries the answer', async () => {
     const sandbox = await start502();
