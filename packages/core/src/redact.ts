@@ -51,7 +51,8 @@ function looksLikeCardNumber(text: string): boolean {
   return /^(?:4|5[1-5]|2[2-7]|3[0-9]|6)/.test(d);
 }
 
-const KEY_CHAR = /[\p{L}\p{N}_\-.]/u;
+// Combining marks belong to the key: a decomposed `contraseña` is one key.
+const KEY_CHAR = /[\p{L}\p{M}\p{N}_\-.]/u;
 const VALUE_AFTER = /^(\s*)(["']?)([^\s"'&,;)}\]]+)/u;
 
 /** Blanks the value after every `key:`/`key=` whose key is secret-named (scanning back from each separator, not from every position). */

@@ -267,3 +267,17 @@ describe('redactor.text: a remembered answer is the same answer', () => {
     expect(redactor.text('said hunter22')).toBe('said hunter22');
   });
 });
+
+describe('secret-named keys in other unicode forms, and whole values after them in free text', () => {
+  it('a key typed decomposed (NFD) or in full-width letters is the same secret-named key, in params and in text', () => {
+    const r = createRedactor();
+    for (const key of ['contraseña', 'パスワード', '비밀번호', 'ｐａｓｓｗｏｒｄ', 'ＡＰＩ＿ＫＥＹ', 'ｅｍａｉｌ']) {
+      for (const form of [key, key.normalize('NFD')]) {
+        expect(r.params({ [form]: 'hunter2-kept?' }), form).toEqual({ [form]: REDACTED });
+        expect(r.withValuesFrom({ [form]: 'hunter2-kept?' }).text('echo hunter2-kept?'), form).toBe(`echo ${REDACTED}`);
+      }
+    }
+    for (const key of ['contraseña'.normalize('NFD'), 'ｐａｓｓｗｏｒｄ', '비밀번호'.normalize('NFD')])
+      expect(r.text(`{"${key}":"hunter2-kept?"}`), key).toBe(`{"${key}":"${REDACTED}"}`);
+  });
+});
