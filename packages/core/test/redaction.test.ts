@@ -280,4 +280,22 @@ describe('secret-named keys in other unicode forms, and whole values after them 
     for (const key of ['contraseña'.normalize('NFD'), 'ｐａｓｓｗｏｒｄ', '비밀번호'.normalize('NFD')])
       expect(r.text(`{"${key}":"hunter2-kept?"}`), key).toBe(`{"${key}":"${REDACTED}"}`);
   });
+
+  it('a quoted value is blanked whole (spaces, commas, escaped quotes), and an object or array value whole', () => {
+    const r = createRedactor();
+    const samples: [string, string][] = [
+      ['{"password":"correct horse battery staple"}', `{"password":"${REDACTED}"}`],
+      ["password='correct horse' rejected", `password='${REDACTED}' rejected`],
+      ['{"apiKey": "a,b;c d", "ok": 1}', `{"apiKey": "${REDACTED}", "ok": 1}`],
+      ['{"token":"ab\\"cd ef","n":2}', `{"token":"${REDACTED}","n":2}`],
+      ['{"credentials":{"user":"bob","pass":"x y"},"n":2}', `{"credentials":${REDACTED},"n":2}`],
+      ['{"secrets":["abc def","ghi"]} rejected', `{"secrets":${REDACTED}} rejected`],
+      ['body {"auth":{"user":"bob"', `body {"auth":${REDACTED}`],
+      ['password: correct horse', `password: ${REDACTED} horse`],
+      ['{"password":""}', '{"password":""}'],
+    ];
+    for (const [input, expected] of samples) expect(r.text(input), input).toBe(expected);
+    for (const leak of ['battery', 'correct', 'a,b', 'cd ef', 'bob', 'x y', 'abc def', 'ghi'])
+      expect(samples.map(([input]) => r.text(input)).join(' '), leak).not.toContain(leak);
+  });
 });
