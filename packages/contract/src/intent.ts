@@ -127,9 +127,11 @@ function applySteps(value: unknown, steps: readonly NormalizationStep[]): unknow
       ? stepString(String(value), ['canonical-number'])
       : value;
   if (Array.isArray(value)) return value.map((v) => applySteps(v, steps));
-  if (typeof value === 'object' && value !== null && Object.getPrototypeOf(value) === Object.prototype) {
+  // Copied as canonical JSON reads them (a prototype-less object too): normalizeParams changes only its copy.
+  const proto = typeof value === 'object' && value !== null ? Object.getPrototypeOf(value) : undefined;
+  if (proto === Object.prototype || proto === null) {
     const out: Record<string, unknown> = {};
-    for (const [k, v] of Object.entries(value)) put(out, k, applySteps(v, steps));
+    for (const [k, v] of Object.entries(value as object)) put(out, k, applySteps(v, steps));
     return out;
   }
   return value;

@@ -115,6 +115,41 @@ describe('declared intent normalisation (issue 16)', () => {
   });
 });
 
+describe("normalisation is for identity and comparison only: the params sent are the caller's", () => {
+  it('params (or a part of them) without a prototype are neither changed in place nor sent normalised', async () => {
+    const { provider, adapter, runner } = setup();
+    const seen: unknown[] = [];
+    const spy = {
+      ...adapter,
+      doExecute: (op: string, params: unknown, ctx: never) => {
+        seen.push(JSON.parse(JSON.stringify(params)));
+        return adapter.doExecute(op, params, ctx);
+      },
+    } as AdapterV1;
+    const noteRule: ParamComparison = {
+      field: 'meta.note',
+      compare: 'normalized',
+      steps: ['trim', 'case-fold'],
+      source: 'test: free text, case and white space ignored',
+      evidence: 'https://provider.example/docs/notes',
+    };
+    const a = declared(spy, { normalize: [REF_RULE], paramComparison: [noteRule] });
+    const params = Object.assign(Object.create(null), {
+      ref: ' PO-9 ',
+      meta: Object.assign(Object.create(null), { note: ' Leave At Door ' }),
+    });
+    const r = await runner.run(a, OP, { params });
+    expect(r.status).toBe('done');
+    expect(seen).toEqual([{ ref: ' PO-9 ', meta: { note: ' Leave At Door ' } }]);
+    expect({ ...params, meta: { ...params.meta } }).toEqual({ ref: ' PO-9 ', meta: { note: ' Leave At Door ' } });
+    expect(r.businessOperationId).toBe(businessOperationId('sandbox.records.create', { ref: 'po-9' }));
+    // and the declared steps still apply inside such objects: a re-formatted note is the same request
+    const again = await runner.run(a, OP, { params: { ref: 'PO-9', meta: { note: 'leave at door' } } });
+    expect(again.status === 'done' && again.adopted).toBe(true);
+    expect(provider.count()).toBe(1);
+  });
+});
+
 describe('params validated against the schema before the claim (issue 16)', () => {
   it('InvalidParamsError names each field and why; no row, no provider call', async () => {
     const { provider, adapter, ledger, runner } = setup();
