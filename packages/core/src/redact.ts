@@ -278,7 +278,8 @@ export function createRedactor(options: RedactOptions = {}, sensitiveFields: rea
           const here = inSensitive || (path.length > 0 && isSensitive(path));
           if (here && (typeof v === 'string' || typeof v === 'number' || typeof v === 'bigint')) {
             const s = String(v);
-            if (s.length >= 3) found.add(s);
+            // Both normal forms: a provider may echo it composed or decomposed (canonical JSON holds them one value).
+            if (s.length >= 3) found.add(s).add(s.normalize('NFC')).add(s.normalize('NFD'));
           }
           if (typeof v !== 'object' || v === null || seen.has(v)) return;
           seen.add(v);

@@ -299,3 +299,16 @@ describe('secret-named keys in other unicode forms, and whole values after them 
       expect(samples.map(([input]) => r.text(input)).join(' '), leak).not.toContain(leak);
   });
 });
+
+describe('a sensitive value echoed in another unicode normal form', () => {
+  it('is blanked in text whether it was given composed (NFC) or decomposed (NFD)', () => {
+    for (const [given, echoed] of [
+      ['José Pérez'.normalize('NFD'), 'José Pérez'.normalize('NFC')],
+      ['Zoë Åkesson'.normalize('NFC'), 'Zoë Åkesson'.normalize('NFD')],
+    ] as const) {
+      const r = createRedactor({ fields: ['name'] }).withValuesFrom({ name: given, ref: 'o-1' });
+      expect(r.text(`customer ${echoed} already exists`), echoed).toBe(`customer ${REDACTED} already exists`);
+      expect(r.text(`customer ${given} already exists`), given).toBe(`customer ${REDACTED} already exists`);
+    }
+  });
+});
