@@ -212,6 +212,19 @@ describe('supersede: a corrected request after a rejection nothing applied (issu
     expect(again.status === 'done' && again.adopted).toBe(true);
   });
 
+  it('the same corrected call made twice at once: one revision, one effect, and both callers get its result', async () => {
+    const { provider, adapter, runner } = setup();
+    provider.failNext({ kind: 'rejected' });
+    const first = await runner.run(adapter, OP, { params: { ref: 'o-11', note: 'bad' } });
+    expect(first.status).toBe('handed-off');
+    const both = await Promise.allSettled([
+      runner.run(adapter, OP, { params: { ref: 'o-11', note: 'good' } }),
+      runner.run(adapter, OP, { params: { ref: 'o-11', note: 'good' } }),
+    ]);
+    expect(both.map((r) => (r.status === 'fulfilled' ? r.value.status : String(r.reason)))).toEqual(['done', 'done']);
+    expect(provider.count()).toBe(1);
+  });
+
   it('keeps the key when the card says the provider stores no errors', async () => {
     const { provider, adapter, ledger, runner } = setup();
     provider.failNext({ kind: 'rejected' });
