@@ -48,3 +48,31 @@ describe('runner.resolve(id, { action: "resume" }) and an unsafe packet', () => 
     expect(provider.count()).toBe(1);
   });
 });
+
+describe('a packet that marked resume safe because the key folds re-sends', () => {
+  it('is judged again at resume: past the key retention a resume is refused, nothing sent, one record', async () => {
+    const { provider, adapter, runner, clock } = setup({ lookup: 'none' }, { policy: { maxAttempts: 1 } });
+    provider.failNext({ kind: 'unknown-after-commit' });
+    const r = await runner.run(adapter, OP, { params: { ref: 'aged-1' } });
+    expect(r.status === 'handed-off' && r.packet.reason).toBe('retry-exhausted');
+    expect(r.status === 'handed-off' && r.packet.safeNextActions.find((a) => a.action === 'resume')?.safe).toBe(true);
+    clock.advance(25 * 3_600_000); // the sandbox keeps keys 24 h
+    const callsBefore = provider.calls();
+    const err = await runner
+      .resolve(r.businessOperationId, { action: 'resume' }, { adapters: [adapter] })
+      .catch((e: unknown) => e);
+    expect(provider.count()).toBe(1);
+    expect(provider.calls()).toBe(callsBefore);
+    expect(UnsafeResumeError.isInstance(err) && err.why).toMatch(/retention/);
+  });
+
+  it('inside the retention the same resume goes ahead and adopts the stored result', async () => {
+    const { provider, adapter, runner, clock } = setup({ lookup: 'none' }, { policy: { maxAttempts: 1 } });
+    provider.failNext({ kind: 'unknown-after-commit' });
+    const r = await runner.run(adapter, OP, { params: { ref: 'aged-2' } });
+    clock.advance(3_600_000);
+    const resumed = await runner.resolve(r.businessOperationId, { action: 'resume' }, { adapters: [adapter] });
+    expect(resumed.status).toBe('done');
+    expect(provider.count()).toBe(1);
+  });
+});

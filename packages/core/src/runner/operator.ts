@@ -18,9 +18,10 @@ import {
   type RunId,
   UnsafeResumeError,
 } from '@retrysafe/contract';
+import { resendSafety } from '@retrysafe/contract/rules';
 import { BrokenReceiptChainError } from '../errors/broken-receipt-chain-error.js';
 import { RunnerConfigurationError } from '../errors/runner-configuration-error.js';
-import { buildPacket } from '../handoff.js';
+import { buildPacket, resumeSafeByKey } from '../handoff.js';
 import { callerAttemptIds, checkAdapterShape, findAdapter } from '../intake/adapter.js';
 import { type Operation, paramsConflict, storedOperation } from '../intake/operation.js';
 import { DEFAULT_LEASE_MS } from '../intake/policy.js';
@@ -232,6 +233,12 @@ async function resume(
   }
   const op = storedOperation(ctx, adapterFor(adapters, record, 'resume'), record, p);
   const claimedAt = clock.now();
+  // "The provider folds the re-send" held when the packet was written; the key may have expired since.
+  const safety = resendSafety(op.card, record.firstDispatchedAt, claimedAt, op.policy.clockSkewMarginMs);
+  if (!force && resumeSafeByKey(resumeAction) && !safety.safe) {
+    log('warn', 'resume-refused', `resume refused: no longer safe (${safety.why})`, op);
+    throw new UnsafeResumeError(id, safety.why);
+  }
   const claim = await ledger.claim(claimInput(ctx, op, claimedAt, { resume: true }));
   if (claim.kind === 'busy') return heldElsewhere(claim.record, clock.now());
   if (claim.kind !== 'claimed') return fromTerminal(ctx, claim.record, null, op);
