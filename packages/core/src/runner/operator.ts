@@ -256,7 +256,7 @@ async function resume(
       last: (await ledger.receipts(id)).at(-1),
       attemptId: p.attemptIds(),
       action: 'resume',
-      reason: `a person (${personRef(p.by)}) chose resume: same provider key, fresh budget`,
+      reason: `a person (${p.by}) chose resume: same provider key, fresh budget`,
     },
   );
 }
