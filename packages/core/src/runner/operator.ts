@@ -18,7 +18,7 @@ import {
   type RunId,
   UnsafeResumeError,
 } from '@retrysafe/contract';
-import { resendSafety } from '@retrysafe/contract/rules';
+import { lookupAvailable, resendSafety } from '@retrysafe/contract/rules';
 import { BrokenReceiptChainError } from '../errors/broken-receipt-chain-error.js';
 import { RunnerConfigurationError } from '../errors/runner-configuration-error.js';
 import { buildPacket, resumeSafeByKey } from '../handoff.js';
@@ -233,15 +233,20 @@ async function resume(
   }
   const op = storedOperation(ctx, adapterFor(adapters, record, 'resume'), record, p);
   const claimedAt = clock.now();
-  // "The provider folds the re-send" held when the packet was written; the key may have expired since.
+  // "The provider folds the re-send" held when the packet was written; the key may have expired since: then
+  // the resumed run looks the operation up before any send (state `unknown`), and without a lookup it is refused.
   const safety = resendSafety(op.card, record.firstDispatchedAt, claimedAt, op.policy.clockSkewMarginMs);
-  if (!force && resumeSafeByKey(resumeAction) && !safety.safe) {
+  const keyMayBeGone = !force && resumeSafeByKey(resumeAction) && !safety.safe;
+  if (keyMayBeGone && !lookupAvailable(op.card)) {
     log('warn', 'resume-refused', `resume refused: no longer safe (${safety.why})`, op);
     throw new UnsafeResumeError(id, safety.why);
   }
   const claim = await ledger.claim(claimInput(ctx, op, claimedAt, { resume: true }));
   if (claim.kind === 'busy') return heldElsewhere(claim.record, clock.now());
   if (claim.kind !== 'claimed') return fromTerminal(ctx, claim.record, null, op);
+  const resumed = keyMayBeGone
+    ? await ledger.setState(fenceOf(claim.record), { state: 'unknown', now: clock.now() })
+    : claim.record;
   log(
     'info',
     'resume',
@@ -251,7 +256,7 @@ async function resume(
   return restartClaimed(
     ctx,
     op,
-    { record: claim.record, claimedAt },
+    { record: resumed, claimedAt },
     {
       last: (await ledger.receipts(id)).at(-1),
       attemptId: p.attemptIds(),
