@@ -147,7 +147,9 @@ function stepsFor(path: string, rules: Rules): NormalizationStep[] {
 }
 
 export function normalizeIntent(intent: Record<string, unknown>, rules: Rules | undefined): Record<string, unknown> {
-  if (!rules || rules.length === 0) return intent;
+  // Not a plain object (a string, an array): left as given, for intentIdentity to refuse as it does without rules.
+  if (!rules || rules.length === 0 || typeof intent !== 'object' || intent === null || Array.isArray(intent))
+    return intent;
   const out: Record<string, unknown> = {};
   for (const [field, value] of Object.entries(intent)) {
     const steps = stepsFor(field, rules);

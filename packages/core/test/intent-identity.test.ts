@@ -3,6 +3,7 @@ import {
   businessOperationId,
   ConflictError,
   type FieldNormalization,
+  InvalidIntentError,
   InvalidParamsError,
   type ParamComparison,
   type RetrySafetyCard,
@@ -147,6 +148,21 @@ describe("normalisation is for identity and comparison only: the params sent are
     const again = await runner.run(a, OP, { params: { ref: 'PO-9', meta: { note: 'leave at door' } } });
     expect(again.status === 'done' && again.adopted).toBe(true);
     expect(provider.count()).toBe(1);
+  });
+});
+
+describe('a caller intent that is not a plain object', () => {
+  it('is refused with or without a declared normalisation, never turned into an object of its characters or items', async () => {
+    const { provider, adapter, runner, ledger } = setup();
+    const a = declared(adapter, { normalize: [REF_RULE] });
+    for (const card of [adapter, a])
+      for (const intent of [['PO-1'], 'PO-1'])
+        await expect(
+          runner.run(card, OP, { params: { ref: 'PO-1' }, intent: intent as unknown as Record<string, unknown> }),
+          JSON.stringify(intent),
+        ).rejects.toSatisfy(InvalidIntentError.isInstance);
+    expect(provider.calls()).toBe(0);
+    expect(await ledger.list()).toEqual([]);
   });
 });
 
