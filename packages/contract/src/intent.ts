@@ -127,9 +127,11 @@ function applySteps(value: unknown, steps: readonly NormalizationStep[]): unknow
       ? stepString(String(value), ['canonical-number'])
       : value;
   if (Array.isArray(value)) return value.map((v) => applySteps(v, steps));
-  if (typeof value === 'object' && value !== null && Object.getPrototypeOf(value) === Object.prototype) {
+  // Copied as canonical JSON reads them (a prototype-less object too): normalizeParams changes only its copy.
+  const proto = typeof value === 'object' && value !== null ? Object.getPrototypeOf(value) : undefined;
+  if (proto === Object.prototype || proto === null) {
     const out: Record<string, unknown> = {};
-    for (const [k, v] of Object.entries(value)) put(out, k, applySteps(v, steps));
+    for (const [k, v] of Object.entries(value as object)) put(out, k, applySteps(v, steps));
     return out;
   }
   return value;
@@ -145,7 +147,9 @@ function stepsFor(path: string, rules: Rules): NormalizationStep[] {
 }
 
 export function normalizeIntent(intent: Record<string, unknown>, rules: Rules | undefined): Record<string, unknown> {
-  if (!rules || rules.length === 0) return intent;
+  // Not a plain object (a string, an array): left as given, for intentIdentity to refuse as it does without rules.
+  if (!rules || rules.length === 0 || typeof intent !== 'object' || intent === null || Array.isArray(intent))
+    return intent;
   const out: Record<string, unknown> = {};
   for (const [field, value] of Object.entries(intent)) {
     const steps = stepsFor(field, rules);

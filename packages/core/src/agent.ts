@@ -167,10 +167,17 @@ export function toAgentResult(r: RunResult) {
       return { status, businessOperationId, retryAfterMs, message };
     }
     case 'handed-off': {
-      const fields = r.packet.lastKnown.fields;
-      const fix = fields?.length
-        ? ` The provider named these fields: ${fields.map((f) => `${f.path} (${f.message})`).join(', ')}; a call with them corrected and the same intent is sent as a corrected request.`
+      const { fields, created } = r.packet.lastKnown;
+      const named = fields?.length
+        ? ` The provider named these fields: ${fields.map((f) => `${f.path} (${f.message})`).join(', ')}`
         : '';
+      // The corrected call is promised only where the runner will send it (the packet offers resend-with).
+      const correctable = r.packet.safeNextActions.some((a) => a.action === 'resend-with' && a.safe);
+      const fix = !named
+        ? ''
+        : correctable
+          ? `${named}; a call with them corrected and the same intent is sent as a corrected request.`
+          : `${named}.${created ? ` The provider kept ${created} from this call: a new call would make a second one.` : ''}`;
       return {
         status: 'needs-human' as const,
         businessOperationId: r.businessOperationId,

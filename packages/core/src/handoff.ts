@@ -34,6 +34,11 @@ const RESUME_WHY = {
     'the effect may already exist and the provider does not fold re-sends together: check the provider before resuming, or it may happen twice',
 };
 
+/** A packet's resume marked safe only because the provider folds a same-key re-send: true while the key is kept, so judged again at resume. */
+export function resumeSafeByKey(action: SafeAction | undefined): boolean {
+  return action?.safe === true && action.why === RESUME_WHY.folded;
+}
+
 /** Whether resuming is safe, and why; `created`: an object a rejected attempt left at the provider. */
 function resumeAction(input: PacketInput, created: string | undefined): SafeAction {
   const resume = (safe: boolean, why: string): SafeAction => ({ action: 'resume', safe, why });

@@ -1,8 +1,12 @@
 // Which keys name secrets or personal data, matched by a key's parts.
 
-/** A key's parts: `X-Auth-Token` → x, auth, token; `dbPassword` → db, password. Letters of any script count. */
+/**
+ * A key's parts: `X-Auth-Token` → x, auth, token; `dbPassword` → db, password. Letters of any script count, in
+ * compatibility normal form (a decomposed `ñ` or a full-width `ｐ` is the letter the lists hold).
+ */
 export function keyParts(key: string): string[] {
   return key
+    .normalize('NFKC')
     .replace(/([\p{Ll}\p{N}])(\p{Lu})/gu, '$1 $2')
     .replace(/(\p{Lu})(\p{Lu}\p{Ll})/gu, '$1 $2')
     .split(/[^\p{L}\p{N}]+/u)

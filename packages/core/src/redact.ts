@@ -51,8 +51,43 @@ function looksLikeCardNumber(text: string): boolean {
   return /^(?:4|5[1-5]|2[2-7]|3[0-9]|6)/.test(d);
 }
 
-const KEY_CHAR = /[\p{L}\p{N}_\-.]/u;
+// Combining marks belong to the key: a decomposed `contraseña` is one key.
+const KEY_CHAR = /[\p{L}\p{M}\p{N}_\-.]/u;
 const VALUE_AFTER = /^(\s*)(["']?)([^\s"'&,;)}\]]+)/u;
+/** A quoted value up to its closing quote (escaped quotes inside), whatever it holds. */
+const QUOTED_AFTER = /^(\s*)(["'])((?:\\.|[^\\])*?)\2/u;
+
+/** Where the value after a secret-named key's separator starts and ends in `rest`, or null when there is none to blank. */
+function valueSpan(rest: string): readonly [number, number] | null {
+  const lead = rest.length - rest.trimStart().length;
+  // An object or array (JSON echoed in a message): all of it, to its closing bracket or the end of the text.
+  if (rest[lead] === '{' || rest[lead] === '[') return [lead, bracketEnd(rest, lead)];
+  const quoted = QUOTED_AFTER.exec(rest);
+  if (quoted) {
+    const from = quoted[1]!.length + 1;
+    return quoted[3] === '' || quoted[3] === REDACTED ? null : [from, from + quoted[3]!.length];
+  }
+  const after = VALUE_AFTER.exec(rest);
+  if (!after || after[3]!.startsWith(REDACTED.slice(0, -1))) return null;
+  const from = after[1]!.length + after[2]!.length;
+  return [from, from + after[3]!.length];
+}
+
+/** The index after the bracket that closes the one at `start` (brackets inside strings do not count), or the text's end. */
+function bracketEnd(t: string, start: number): number {
+  let depth = 0;
+  let quote = '';
+  for (let k = start; k < t.length; k++) {
+    const c = t[k];
+    if (quote !== '') {
+      if (c === '\\') k++;
+      else if (c === quote) quote = '';
+    } else if (c === '"') quote = c;
+    else if (c === '{' || c === '[') depth++;
+    else if ((c === '}' || c === ']') && --depth === 0) return k + 1;
+  }
+  return t.length;
+}
 
 /** Blanks the value after every `key:`/`key=` whose key is secret-named (scanning back from each separator, not from every position). */
 function redactSecretAssignments(s: string): string {
@@ -68,11 +103,10 @@ function redactSecretAssignments(s: string): string {
     while (k >= last && j - k < 40 && KEY_CHAR.test(s[k]!)) k--;
     const key = s.slice(k + 1, j + 1);
     if (key.length < 2 || !isSecretKey(key)) continue;
-    const after = VALUE_AFTER.exec(s.slice(i + 1));
-    if (!after || after[3]!.startsWith(REDACTED.slice(0, -1))) continue;
-    const from = i + 1 + after[1]!.length + after[2]!.length;
-    out += s.slice(last, from) + REDACTED;
-    last = from + after[3]!.length;
+    const span = valueSpan(s.slice(i + 1));
+    if (span === null) continue;
+    out += s.slice(last, i + 1 + span[0]) + REDACTED;
+    last = i + 1 + span[1];
     i = last - 1;
   }
   return last === 0 ? s : out + s.slice(last);
@@ -244,7 +278,8 @@ export function createRedactor(options: RedactOptions = {}, sensitiveFields: rea
           const here = inSensitive || (path.length > 0 && isSensitive(path));
           if (here && (typeof v === 'string' || typeof v === 'number' || typeof v === 'bigint')) {
             const s = String(v);
-            if (s.length >= 3) found.add(s);
+            // Both normal forms: a provider may echo it composed or decomposed (canonical JSON holds them one value).
+            if (s.length >= 3) found.add(s).add(s.normalize('NFC')).add(s.normalize('NFD'));
           }
           if (typeof v !== 'object' || v === null || seen.has(v)) return;
           seen.add(v);

@@ -3,7 +3,7 @@
 // outcome. The call is wrapped by the runner's heartbeat (lease.ts: not an async function), so each of
 // these must still reach the runner's classification and never escape as a TypeError or hang the run.
 
-import type { AdapterV1, Outcome } from '@retrysafe/contract';
+import { type AdapterV1, ConflictError, type Outcome } from '@retrysafe/contract';
 import { describe, expect, it } from 'vitest';
 import { setup } from './helpers.js';
 
@@ -56,5 +56,23 @@ describe('an adapter call that is not a promise of an outcome', () => {
       outcome: 'unknown',
       message: 'adapter returned something that is not an outcome',
     });
+  });
+});
+
+describe('a rejection whose `created` the runner cannot read', () => {
+  it('is not taken as "nothing created": a corrected call sends nothing, the first object stays the only one', async () => {
+    const { adapter, runner } = setup();
+    let sent = 0;
+    const leaves = wrapped(adapter, (async () => {
+      sent++;
+      // What a JavaScript adapter can return for a provider whose ids are numbers (the contract says a string).
+      return { kind: 'rejected', reason: 'card-declined', message: 'declined', created: 4711 };
+    }) as unknown as AdapterV1['doExecute']);
+    const first = await runner.run(leaves, OP, { params: { ref: 'left-1', note: 'card a' } });
+    expect(first.status).toBe('handed-off');
+    const before = sent;
+    const corrected = await runner.run(leaves, OP, { params: { ref: 'left-1', note: 'card b' } }).catch((e) => e);
+    expect(sent).toBe(before);
+    expect(ConflictError.isInstance(corrected)).toBe(true);
   });
 });

@@ -72,3 +72,30 @@ describe('the refusal mapping', () => {
     expect(refusalAnswer(new Error('ledger down'), () => null)).toBeNull();
   });
 });
+
+describe('the needs-human answer offers a corrected call only where the runner will send one', () => {
+  it('a rejection that left an object at the provider: no "corrected request" promise, and the corrected call sends nothing', async () => {
+    const { adapter, runner } = setup();
+    let sent = 0;
+    const declines = {
+      ...adapter,
+      doExecute: async () => {
+        sent++;
+        return {
+          kind: 'rejected',
+          reason: 'card-declined',
+          message: 'declined',
+          created: 'pi_1',
+          fields: [{ path: 'card', message: 'was declined' }],
+        } as const;
+      },
+    };
+    const [tool] = agentTools([declines], ['sandbox_records_create']);
+    const first = await callAgentTool(runner, tool!, { ref: 'o-12', note: 'card a' });
+    expect(first.status).toBe('needs-human');
+    expect(first.message).not.toMatch(/sent as a corrected request/);
+    const corrected = await callAgentTool(runner, tool!, { ref: 'o-12', note: 'card b' });
+    expect(corrected.status).toBe('conflict');
+    expect(sent).toBe(1);
+  });
+});

@@ -3,6 +3,7 @@ import {
   businessOperationId,
   ConflictError,
   type FieldNormalization,
+  InvalidIntentError,
   InvalidParamsError,
   type ParamComparison,
   type RetrySafetyCard,
@@ -115,6 +116,56 @@ describe('declared intent normalisation (issue 16)', () => {
   });
 });
 
+describe("normalisation is for identity and comparison only: the params sent are the caller's", () => {
+  it('params (or a part of them) without a prototype are neither changed in place nor sent normalised', async () => {
+    const { provider, adapter, runner } = setup();
+    const seen: unknown[] = [];
+    const spy = {
+      ...adapter,
+      doExecute: (op: string, params: unknown, ctx: never) => {
+        seen.push(JSON.parse(JSON.stringify(params)));
+        return adapter.doExecute(op, params, ctx);
+      },
+    } as AdapterV1;
+    const noteRule: ParamComparison = {
+      field: 'meta.note',
+      compare: 'normalized',
+      steps: ['trim', 'case-fold'],
+      source: 'test: free text, case and white space ignored',
+      evidence: 'https://provider.example/docs/notes',
+    };
+    const a = declared(spy, { normalize: [REF_RULE], paramComparison: [noteRule] });
+    const params = Object.assign(Object.create(null), {
+      ref: ' PO-9 ',
+      meta: Object.assign(Object.create(null), { note: ' Leave At Door ' }),
+    });
+    const r = await runner.run(a, OP, { params });
+    expect(r.status).toBe('done');
+    expect(seen).toEqual([{ ref: ' PO-9 ', meta: { note: ' Leave At Door ' } }]);
+    expect({ ...params, meta: { ...params.meta } }).toEqual({ ref: ' PO-9 ', meta: { note: ' Leave At Door ' } });
+    expect(r.businessOperationId).toBe(businessOperationId('sandbox.records.create', { ref: 'po-9' }));
+    // and the declared steps still apply inside such objects: a re-formatted note is the same request
+    const again = await runner.run(a, OP, { params: { ref: 'PO-9', meta: { note: 'leave at door' } } });
+    expect(again.status === 'done' && again.adopted).toBe(true);
+    expect(provider.count()).toBe(1);
+  });
+});
+
+describe('a caller intent that is not a plain object', () => {
+  it('is refused with or without a declared normalisation, never turned into an object of its characters or items', async () => {
+    const { provider, adapter, runner, ledger } = setup();
+    const a = declared(adapter, { normalize: [REF_RULE] });
+    for (const card of [adapter, a])
+      for (const intent of [['PO-1'], 'PO-1'])
+        await expect(
+          runner.run(card, OP, { params: { ref: 'PO-1' }, intent: intent as unknown as Record<string, unknown> }),
+          JSON.stringify(intent),
+        ).rejects.toSatisfy(InvalidIntentError.isInstance);
+    expect(provider.calls()).toBe(0);
+    expect(await ledger.list()).toEqual([]);
+  });
+});
+
 describe('params validated against the schema before the claim (issue 16)', () => {
   it('InvalidParamsError names each field and why; no row, no provider call', async () => {
     const { provider, adapter, ledger, runner } = setup();
@@ -175,6 +226,19 @@ describe('supersede: a corrected request after a rejection nothing applied (issu
     );
     const again = await runner.run(a, OP, { params: { ref: 'o-3', note: 'short' } });
     expect(again.status === 'done' && again.adopted).toBe(true);
+  });
+
+  it('the same corrected call made twice at once: one revision, one effect, and both callers get its result', async () => {
+    const { provider, adapter, runner } = setup();
+    provider.failNext({ kind: 'rejected' });
+    const first = await runner.run(adapter, OP, { params: { ref: 'o-11', note: 'bad' } });
+    expect(first.status).toBe('handed-off');
+    const both = await Promise.allSettled([
+      runner.run(adapter, OP, { params: { ref: 'o-11', note: 'good' } }),
+      runner.run(adapter, OP, { params: { ref: 'o-11', note: 'good' } }),
+    ]);
+    expect(both.map((r) => (r.status === 'fulfilled' ? r.value.status : String(r.reason)))).toEqual(['done', 'done']);
+    expect(provider.count()).toBe(1);
   });
 
   it('keeps the key when the card says the provider stores no errors', async () => {

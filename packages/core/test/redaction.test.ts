@@ -267,3 +267,48 @@ describe('redactor.text: a remembered answer is the same answer', () => {
     expect(redactor.text('said hunter22')).toBe('said hunter22');
   });
 });
+
+describe('secret-named keys in other unicode forms, and whole values after them in free text', () => {
+  it('a key typed decomposed (NFD) or in full-width letters is the same secret-named key, in params and in text', () => {
+    const r = createRedactor();
+    for (const key of ['contraseña', 'パスワード', '비밀번호', 'ｐａｓｓｗｏｒｄ', 'ＡＰＩ＿ＫＥＹ', 'ｅｍａｉｌ']) {
+      for (const form of [key, key.normalize('NFD')]) {
+        expect(r.params({ [form]: 'hunter2-kept?' }), form).toEqual({ [form]: REDACTED });
+        expect(r.withValuesFrom({ [form]: 'hunter2-kept?' }).text('echo hunter2-kept?'), form).toBe(`echo ${REDACTED}`);
+      }
+    }
+    for (const key of ['contraseña'.normalize('NFD'), 'ｐａｓｓｗｏｒｄ', '비밀번호'.normalize('NFD')])
+      expect(r.text(`{"${key}":"hunter2-kept?"}`), key).toBe(`{"${key}":"${REDACTED}"}`);
+  });
+
+  it('a quoted value is blanked whole (spaces, commas, escaped quotes), and an object or array value whole', () => {
+    const r = createRedactor();
+    const samples: [string, string][] = [
+      ['{"password":"correct horse battery staple"}', `{"password":"${REDACTED}"}`],
+      ["password='correct horse' rejected", `password='${REDACTED}' rejected`],
+      ['{"apiKey": "a,b;c d", "ok": 1}', `{"apiKey": "${REDACTED}", "ok": 1}`],
+      ['{"token":"ab\\"cd ef","n":2}', `{"token":"${REDACTED}","n":2}`],
+      ['{"credentials":{"user":"bob","pass":"x y"},"n":2}', `{"credentials":${REDACTED},"n":2}`],
+      ['{"secrets":["abc def","ghi"]} rejected', `{"secrets":${REDACTED}} rejected`],
+      ['body {"auth":{"user":"bob"', `body {"auth":${REDACTED}`],
+      ['password: correct horse', `password: ${REDACTED} horse`],
+      ['{"password":""}', '{"password":""}'],
+    ];
+    for (const [input, expected] of samples) expect(r.text(input), input).toBe(expected);
+    for (const leak of ['battery', 'correct', 'a,b', 'cd ef', 'bob', 'x y', 'abc def', 'ghi'])
+      expect(samples.map(([input]) => r.text(input)).join(' '), leak).not.toContain(leak);
+  });
+});
+
+describe('a sensitive value echoed in another unicode normal form', () => {
+  it('is blanked in text whether it was given composed (NFC) or decomposed (NFD)', () => {
+    for (const [given, echoed] of [
+      ['José Pérez'.normalize('NFD'), 'José Pérez'.normalize('NFC')],
+      ['Zoë Åkesson'.normalize('NFC'), 'Zoë Åkesson'.normalize('NFD')],
+    ] as const) {
+      const r = createRedactor({ fields: ['name'] }).withValuesFrom({ name: given, ref: 'o-1' });
+      expect(r.text(`customer ${echoed} already exists`), echoed).toBe(`customer ${REDACTED} already exists`);
+      expect(r.text(`customer ${given} already exists`), given).toBe(`customer ${REDACTED} already exists`);
+    }
+  });
+});

@@ -48,3 +48,55 @@ describe('runner.resolve(id, { action: "resume" }) and an unsafe packet', () => 
     expect(provider.count()).toBe(1);
   });
 });
+
+describe('a packet that marked resume safe because the key folds re-sends', () => {
+  it('is judged again at resume: past the key retention a resume is refused, nothing sent, one record', async () => {
+    const { provider, adapter, runner, clock } = setup({ lookup: 'none' }, { policy: { maxAttempts: 1 } });
+    provider.failNext({ kind: 'unknown-after-commit' });
+    const r = await runner.run(adapter, OP, { params: { ref: 'aged-1' } });
+    expect(r.status === 'handed-off' && r.packet.reason).toBe('retry-exhausted');
+    expect(r.status === 'handed-off' && r.packet.safeNextActions.find((a) => a.action === 'resume')?.safe).toBe(true);
+    clock.advance(25 * 3_600_000); // the sandbox keeps keys 24 h
+    const callsBefore = provider.calls();
+    const err = await runner
+      .resolve(r.businessOperationId, { action: 'resume' }, { adapters: [adapter] })
+      .catch((e: unknown) => e);
+    expect(provider.count()).toBe(1);
+    expect(provider.calls()).toBe(callsBefore);
+    expect(UnsafeResumeError.isInstance(err) && err.why).toMatch(/retention/);
+  });
+
+  it('past the key retention, with a lookup: the resumed run looks the operation up first and adopts it, one record', async () => {
+    const s = setup({}, { policy: { maxAttempts: 1 } });
+    const { provider, runner, clock, ledger } = s;
+    // The provider's lookup is down during the first run: the run hands off with resume marked safe (same key).
+    let lookupDown = true;
+    const adapter = {
+      ...s.adapter,
+      doLookup: (...a: Parameters<typeof s.adapter.doLookup>) =>
+        lookupDown
+          ? Promise.resolve({ kind: 'cannot-tell', reason: 'lookup down' } as const)
+          : s.adapter.doLookup(...a),
+    };
+    provider.failNext({ kind: 'unknown-after-commit' });
+    const r = await runner.run(adapter, OP, { params: { ref: 'aged-3' } });
+    lookupDown = false;
+    expect(r.status === 'handed-off' && r.packet.safeNextActions.find((a) => a.action === 'resume')?.safe).toBe(true);
+    clock.advance(25 * 3_600_000); // the sandbox keeps keys 24 h; its lookup finds records for ever
+    const resumed = await runner.resolve(r.businessOperationId, { action: 'resume' }, { adapters: [adapter] });
+    expect(provider.count()).toBe(1);
+    expect(resumed).toMatchObject({ status: 'done', adopted: true });
+    const kinds = (await ledger.receipts(r.businessOperationId)).map((x) => x.kind);
+    expect(kinds.slice(kinds.lastIndexOf('resolve'))).toEqual(['resolve', 'lookup']);
+  });
+
+  it('inside the retention the same resume goes ahead and adopts the stored result', async () => {
+    const { provider, adapter, runner, clock } = setup({ lookup: 'none' }, { policy: { maxAttempts: 1 } });
+    provider.failNext({ kind: 'unknown-after-commit' });
+    const r = await runner.run(adapter, OP, { params: { ref: 'aged-2' } });
+    clock.advance(3_600_000);
+    const resumed = await runner.resolve(r.businessOperationId, { action: 'resume' }, { adapters: [adapter] });
+    expect(resumed.status).toBe('done');
+    expect(provider.count()).toBe(1);
+  });
+});

@@ -34,7 +34,8 @@ function outcomeProblem(o: unknown): string | null {
   )
     return 'retryAfterMs must be a finite number ≥ 0';
   if (x.status !== undefined && !Number.isInteger(x.status)) return 'status must be an integer';
-  for (const k of ['code', 'requestId', 'providerRef', 'statusRef'] as const)
+  // `created` too: a rejection's object the runner cannot record would let a correction make a second one.
+  for (const k of ['code', 'requestId', 'providerRef', 'statusRef', 'created'] as const)
     if (x[k] !== undefined && typeof x[k] !== 'string') return `${k} must be a string`;
   if (x.fields !== undefined && !Array.isArray(x.fields)) return 'fields must be an array';
   return null;

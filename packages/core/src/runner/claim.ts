@@ -159,6 +159,8 @@ export async function supersede(
   if (claim.kind !== 'claimed') {
     // Someone else changed it between the check and the claim: answer from what is there now.
     if (claim.kind === 'terminal') return fromTerminal(ctx, claim.record, op.paramsFingerprint, op);
+    // The same corrected request, made by another call a moment earlier: wait for its result, as for any call in flight.
+    if (claim.kind === 'busy' && claim.record.paramsFingerprint === op.paramsFingerprint) return waitForOther(ctx, op);
     throw paramsConflict(
       op,
       claim.record,

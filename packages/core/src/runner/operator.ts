@@ -18,9 +18,10 @@ import {
   type RunId,
   UnsafeResumeError,
 } from '@retrysafe/contract';
+import { lookupAvailable, resendSafety } from '@retrysafe/contract/rules';
 import { BrokenReceiptChainError } from '../errors/broken-receipt-chain-error.js';
 import { RunnerConfigurationError } from '../errors/runner-configuration-error.js';
-import { buildPacket } from '../handoff.js';
+import { buildPacket, resumeSafeByKey } from '../handoff.js';
 import { callerAttemptIds, checkAdapterShape, findAdapter } from '../intake/adapter.js';
 import { type Operation, paramsConflict, storedOperation } from '../intake/operation.js';
 import { DEFAULT_LEASE_MS } from '../intake/policy.js';
@@ -232,9 +233,20 @@ async function resume(
   }
   const op = storedOperation(ctx, adapterFor(adapters, record, 'resume'), record, p);
   const claimedAt = clock.now();
+  // "The provider folds the re-send" held when the packet was written; the key may have expired since: then
+  // the resumed run looks the operation up before any send (state `unknown`), and without a lookup it is refused.
+  const safety = resendSafety(op.card, record.firstDispatchedAt, claimedAt, op.policy.clockSkewMarginMs);
+  const keyMayBeGone = !force && resumeSafeByKey(resumeAction) && !safety.safe;
+  if (keyMayBeGone && !lookupAvailable(op.card)) {
+    log('warn', 'resume-refused', `resume refused: no longer safe (${safety.why})`, op);
+    throw new UnsafeResumeError(id, safety.why);
+  }
   const claim = await ledger.claim(claimInput(ctx, op, claimedAt, { resume: true }));
   if (claim.kind === 'busy') return heldElsewhere(claim.record, clock.now());
   if (claim.kind !== 'claimed') return fromTerminal(ctx, claim.record, null, op);
+  const resumed = keyMayBeGone
+    ? await ledger.setState(fenceOf(claim.record), { state: 'unknown', now: clock.now() })
+    : claim.record;
   log(
     'info',
     'resume',
@@ -244,7 +256,7 @@ async function resume(
   return restartClaimed(
     ctx,
     op,
-    { record: claim.record, claimedAt },
+    { record: resumed, claimedAt },
     {
       last: (await ledger.receipts(id)).at(-1),
       attemptId: p.attemptIds(),
