@@ -8,6 +8,7 @@ import {
   createRunner,
   createVirtualClock,
   encryptParams,
+  pruneLedger,
   RunnerConfigurationError,
 } from '@retrysafe/core';
 import { createSqliteLedger } from '@retrysafe/ledger-sqlite';
@@ -108,5 +109,40 @@ describe('params encrypted at rest', () => {
     expect(() => encryptParams(createMemoryLedger(), { key: { id: 'bad id', secret: '0123456789abcdef' } })).toThrow(
       RunnerConfigurationError,
     );
+  });
+
+  it('retention works through the wrapper: pruneLedger prunes an encrypted SQLite ledger, without needing a key that was rotated away', async () => {
+    const path = join(dir, 'enc-prune.db');
+    const old = encryptParams(createSqliteLedger({ path }), {
+      key: { id: 'p0', secret: 'an-old-secret-rotated-away-long' },
+    });
+    const c = await old.claim({
+      businessOperationId: 'enc-prune-1' as never,
+      provider: 'p',
+      operation: 'p.op',
+      intentFingerprint: 'i',
+      paramsFingerprint: 'f',
+      params: { secret: 'x' },
+      providerKey: null,
+      owner: 'w',
+      leaseMs: 1000,
+      now: 1,
+      dispatch: true,
+    });
+    if (c.kind !== 'claimed') throw new Error(c.kind);
+    await old.setState(c.record, { state: 'succeeded', lastOutcome: 'succeeded', now: 2 });
+    await old.close();
+    // Only the new key: finished operations need not decrypt to be pruned.
+    const ledger = encryptParams(createSqliteLedger({ path }), { key: KEY });
+    try {
+      expect(await pruneLedger(ledger, { olderThan: 1000, now: 5000, dryRun: true })).toMatchObject({ pruned: 1 });
+      const seen: string[] = [];
+      const report = await ledger.prune!({ before: 10, onPrune: (r) => void seen.push(r.businessOperationId) });
+      expect(report).toEqual({ pruned: 1, byState: { succeeded: 1 }, dryRun: false });
+      expect(seen).toEqual(['enc-prune-1']);
+      expect(await ledger.get('enc-prune-1' as never)).toBeNull();
+    } finally {
+      await ledger.close();
+    }
   });
 });

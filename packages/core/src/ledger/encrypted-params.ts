@@ -93,6 +93,8 @@ export function encryptParams(inner: Ledger, options: EncryptParamsOptions): Led
     list: async (filter) => (await inner.list(filter)).map(open),
     receipts: (id) => inner.receipts(id),
     recoverCandidates: async (now, limit) => (await inner.recoverCandidates(now, limit)).map(open),
+    // onPrune gets the records as stored: a closed operation's params may be under a key rotated away.
+    ...(inner.prune ? { prune: (options) => inner.prune!(options) } : {}),
     close: () => inner.close(),
   };
 }
