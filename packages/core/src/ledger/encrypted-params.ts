@@ -43,7 +43,7 @@ export function encryptParams(inner: Ledger, options: EncryptParamsOptions): Led
     const iv = randomBytes(12);
     const cipher = createCipheriv('aes-256-gcm', current.bytes, iv);
     // The operation id is authenticated too: an envelope moved to another row does not decrypt.
-    cipher.setAAD(Buffer.from(id, 'utf8'));
+    cipher.setAAD(Buffer.from(String(id), 'utf8')); // an id that is no string is the inner claim's to refuse
     const data = Buffer.concat([cipher.update(JSON.stringify(params ?? null), 'utf8'), cipher.final()]);
     return {
       $retrysafeEncrypted: 'aes-256-gcm/v1',
