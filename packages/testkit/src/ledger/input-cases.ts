@@ -2,7 +2,7 @@ import { type ClaimInput, LedgerError } from '@retrysafe/contract';
 import { expect } from 'vitest';
 import { claimed, claimInput, id, packet, receipt, refused, T0, type Test } from './fixtures.js';
 
-/** Bad input to any method is a LedgerError with nothing written, on every ledger alike. */
+/** Bad input to any method is a LedgerError with nothing written, on every ledger alike; and listings in one order. */
 export function inputCases(test: Test): void {
   test('refuses a claim whose id, provider, operation or fingerprints are not strings (LedgerError), storing nothing', async (l) => {
     const bad = (over: Record<string, unknown>) => l.claim(claimInput('bad-claim', over as Partial<ClaimInput>));
@@ -45,5 +45,16 @@ export function inputCases(test: Test): void {
     expect(await l.receipts(id('bad-receipt'))).toEqual([]);
     await l.appendReceipt(ref, receipt('bad-receipt', 1, null));
     expect(await l.receipts(id('bad-receipt'))).toHaveLength(1);
+  });
+
+  test('lists operations created in the same millisecond by id in code-unit order (case and punctuation as stored), with or without a limit', async (l) => {
+    const names = ['Zeta', 'alpha', 'a_b', 'a-b', 'aB', 'ab', 'a:b', 'a/b', 'a.b', 'e', 'A9'];
+    for (const name of names) await claimed(l, `same-ms-${name}`, { now: T0 + 7 });
+    const ids = names.map((n) => id(`same-ms-${n}`)).sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
+    expect((await l.list()).map((r) => r.businessOperationId)).toEqual(ids);
+    expect((await l.list({ newestFirst: true, limit: 3 })).map((r) => r.businessOperationId)).toEqual(
+      ids.slice().reverse().slice(0, 3),
+    );
+    expect((await l.list({ limit: 4 })).map((r) => r.businessOperationId)).toEqual(ids.slice(0, 4));
   });
 }
