@@ -1,4 +1,11 @@
-import type { Fenced, Ledger, OperationRecord, OperationState, Receipt } from '@retrysafe/contract';
+import {
+  type Fenced,
+  type Ledger,
+  LedgerError,
+  type OperationRecord,
+  type OperationState,
+  type Receipt,
+} from '@retrysafe/contract';
 import {
   chainedTransition,
   checkFence,
@@ -29,7 +36,7 @@ export function createMemoryLedger(): Ledger {
   let closed = false;
   // Every method but close reads the store through this first, so it refuses once the ledger is closed.
   const open = () => {
-    if (closed) throw new Error('memory ledger is closed');
+    if (closed) throw new LedgerError('memory ledger is closed');
   };
   const rows = () => {
     open();
