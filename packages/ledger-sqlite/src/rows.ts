@@ -1,5 +1,5 @@
 import type { StatementSync } from 'node:sqlite';
-import type { Fenced, OperationRecord, Receipt } from '@retrysafe/contract';
+import { type Fenced, LedgerError, type OperationRecord, type Receipt } from '@retrysafe/contract';
 import {
   chainedTransition,
   checkFence,
@@ -24,8 +24,13 @@ type Next = (r: OperationRecord) => OperationRecord;
 /** A runner has a few operations in flight. */
 const KNOWN_MAX = 256;
 
-export const toRecord = (text: string, path: string): OperationRecord =>
-  parseStored<OperationRecord>(text, 'a stored record', `SQLite ledger at ${path}`);
+export function toRecord(text: string, path: string): OperationRecord {
+  const record = parseStored<OperationRecord | null>(text, 'a stored record', `SQLite ledger at ${path}`);
+  // JSON null would read as "no such operation", and a claim would write a new one over the row.
+  if (typeof record !== 'object' || record === null)
+    throw new LedgerError(`SQLite ledger at ${path}: a stored record is ${String(record)}, not an operation record`);
+  return record;
+}
 
 export const toReceipts = (receipts: string | null, id: string, path: string): Receipt[] =>
   receipts === null ? [] : parseStored<Receipt[]>(receipts, `the receipts of ${id}`, `SQLite ledger at ${path}`);
