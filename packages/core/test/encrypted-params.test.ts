@@ -145,4 +145,31 @@ describe('params encrypted at rest', () => {
       await ledger.close();
     }
   });
+
+  it('a finished operation whose params key was dropped after a rotation still answers a repeat with its stored result, and lists', async () => {
+    const path = join(dir, 'enc-dropped.db');
+    const clock = createVirtualClock();
+    const provider = createSandboxProvider({ ...REPLAYING_BEHAVIOUR, clock: clock.now, sleep: clock.sleep });
+    const adapter = createSandboxAdapter({ provider });
+    const params = { ref: 'enc-dropped-1', amount: 1 };
+    const first = encryptParams(createSqliteLedger({ path }), { key: KEY });
+    const done = await createRunner({ ledger: first, clock }).run(adapter, 'records.create', { params });
+    expect(done.status).toBe('done');
+    await first.close();
+    // "Drop p1 only once no unfinished operation uses it": this one is finished.
+    const next = encryptParams(createSqliteLedger({ path }), {
+      key: { id: 'p2', secret: 'the-next-key-after-rotation-0000' },
+    });
+    try {
+      const again = await createRunner({ ledger: next, clock }).run(adapter, 'records.create', { params });
+      expect(again).toMatchObject({ status: 'done', businessOperationId: done.businessOperationId });
+      expect(provider.count()).toBe(1);
+      expect((await next.list()).map((r) => [r.businessOperationId, r.state])).toEqual([
+        [done.businessOperationId, 'succeeded'],
+      ]);
+      expect(await next.get(done.businessOperationId)).toMatchObject({ state: 'succeeded' });
+    } finally {
+      await next.close();
+    }
+  });
 });

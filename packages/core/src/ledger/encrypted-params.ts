@@ -1,5 +1,6 @@
 import { createCipheriv, createDecipheriv, hkdfSync, randomBytes } from 'node:crypto';
 import { type ClaimResult, type Ledger, LedgerError, type OperationRecord } from '@retrysafe/contract';
+import { PRUNABLE_STATES } from '@retrysafe/contract/ledger';
 import { RunnerConfigurationError } from '../errors/runner-configuration-error.js';
 
 /** Params at rest as AES-256-GCM ciphertext: only a process holding the key can read (or re-send) them. */
@@ -57,6 +58,8 @@ export function encryptParams(inner: Ledger, options: EncryptParamsOptions): Led
     if (!isEnvelope(record.params)) return record; // written before encryption was turned on
     const env = record.params;
     const key = ring.get(env.kid);
+    // A closed operation is never re-sent: its params may stay sealed under a key dropped after a rotation.
+    if (!key && PRUNABLE_STATES.includes(record.state)) return record;
     if (!key)
       throw new LedgerError(
         `params of ${record.businessOperationId} are encrypted with key '${env.kid}', which this process does not hold (add it to previous keys)`,
