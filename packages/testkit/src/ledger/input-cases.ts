@@ -57,4 +57,13 @@ export function inputCases(test: Test): void {
     );
     expect((await l.list({ limit: 4 })).map((r) => r.businessOperationId)).toEqual(ids.slice(0, 4));
   });
+
+  test('refuses prune options that are not what they say (states not a list, onPrune not a function) with LedgerError, deleting nothing', async (l) => {
+    if (typeof l.prune !== 'function') return; // optional: a ledger without retention keeps everything
+    const { ref } = await claimed(l, 'bad-prune', { dispatch: true });
+    await l.setState(ref, { state: 'succeeded', now: T0 + 1 });
+    await refused(l.prune({ before: T0 + 100, states: 'succeeded' as never }), LedgerError);
+    await refused(l.prune({ before: T0 + 100, onPrune: 'export' as never }), LedgerError);
+    expect(await l.get(id('bad-prune'))).toMatchObject({ state: 'succeeded' });
+  });
 }
