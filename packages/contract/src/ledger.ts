@@ -117,7 +117,10 @@ export function checkPruneOptions(options: PruneOptions): readonly OperationStat
     throw new LedgerError('prune: before must be epoch ms');
   if (options.batchSize !== undefined && !(Number.isInteger(options.batchSize) && options.batchSize >= 1))
     throw new LedgerError('prune: batchSize must be an integer ≥ 1');
+  if (options.onPrune !== undefined && typeof options.onPrune !== 'function')
+    throw new LedgerError('prune: onPrune must be a function');
   const states = options.states ?? PRUNABLE_STATES;
+  if (!Array.isArray(states)) throw new LedgerError('prune: states must be a list of states');
   const refused = states.find((st) => !PRUNABLE_STATES.includes(st));
   if (refused !== undefined)
     throw new LedgerError(
@@ -186,6 +189,14 @@ export function leaseLive(record: OperationRecord, now: number): boolean {
 }
 
 const RELEASED = { leaseOwner: null, leaseExpiresAt: null } as const;
+
+/** A time a write stores: NaN or undefined would be kept by one ledger, turned to null or refused by another. */
+function checkNow(now: number, what: string): void {
+  if (!Number.isFinite(now)) throw new LedgerError(`${what}: now must be epoch ms, got ${String(now)}`);
+}
+
+/** The claim's fields a record is found, listed and compared by: one ledger would store a number, another refuse it. */
+const CLAIM_TEXTS = ['provider', 'operation', 'intentFingerprint', 'paramsFingerprint'] as const;
 const NO_ATTEMPTS = {
   firstDispatchedAt: null,
   attemptCount: 0,
@@ -208,6 +219,10 @@ export function claimTransition(
   if (typeof input.owner !== 'string' || input.owner.length === 0)
     throw new LedgerError('claim: owner must be a non-empty string');
   if (!Number.isFinite(leaseNow)) throw new LedgerError('claim: the lease clock must be epoch ms');
+  if (typeof input.businessOperationId !== 'string' || input.businessOperationId.length === 0)
+    throw new LedgerError('claim: businessOperationId must be a non-empty string');
+  for (const field of CLAIM_TEXTS)
+    if (typeof input[field] !== 'string') throw new LedgerError(`claim: ${field} must be a string`);
   const lease = { leaseOwner: input.owner, leaseExpiresAt: leaseNow + input.leaseMs, updatedAt: input.now };
   if (existing === null) {
     const dispatch = input.dispatch === true; // the caller calls the provider next: born `dispatched` in this one write
@@ -282,6 +297,7 @@ export function checkRef(ref: Fenced): void {
 
 export function checkStatePatch(patch: StatePatch): void {
   if (typeof patch?.state !== 'string') throw new LedgerError('setState: patch.state is required');
+  checkNow(patch.now, 'setState');
   if (patch.state === 'handed-off') throw new LedgerError('setState cannot hand off: use handOff(ref, packet)');
   if (patch.state === 'abandoned')
     throw new LedgerError('setState cannot abandon: a person does that through resolve()');
@@ -302,6 +318,8 @@ export function checkFence(record: OperationRecord | null, ref: Fenced): Operati
 
 /** A no-op when terminal; a released lease stays released (claim again). */
 export function renewTransition(record: OperationRecord, ref: Fenced, leaseMs: number, now: number): OperationRecord {
+  checkNow(now, 'renewLease');
+  if (!Number.isFinite(leaseMs)) throw new LedgerError(`renewLease: leaseMs must be a number, got ${String(leaseMs)}`);
   checkFence(record, ref);
   if (isTerminal(record)) return record;
   if (record.leaseOwner === null) throw new LeaseLostError(ref.businessOperationId, ref.fence);
@@ -309,6 +327,7 @@ export function renewTransition(record: OperationRecord, ref: Fenced, leaseMs: n
 }
 
 export function dispatchedTransition(record: OperationRecord, now: number): OperationRecord {
+  checkNow(now, 'markDispatched');
   if (isTerminal(record))
     throw new InvalidStateError(record.businessOperationId, record.state, 'cannot dispatch a terminal operation');
   return {
@@ -344,6 +363,7 @@ export function setStateTransition(record: OperationRecord, patch: StatePatch): 
 
 export function handOffTransition(record: OperationRecord, packet: HandoffPacket, now: number): OperationRecord {
   checkPacket(packet);
+  checkNow(now, 'handOff');
   if (record.state === 'succeeded' || record.state === 'abandoned' || record.state === 'handed-off')
     throw new InvalidStateError(record.businessOperationId, record.state, 'cannot hand off');
   return {
@@ -367,6 +387,9 @@ export function resolveTransition(
   resolution: Resolution,
   now: number,
 ): OperationRecord {
+  if (typeof resolution !== 'object' || resolution === null)
+    throw new LedgerError('resolve: a resolution { action, … } is required');
+  checkNow(now, 'resolve');
   const { action, providerRef, by } = resolution;
   if (record === null) throw new LedgerError(`no operation ${id} in the ledger`);
   if (action !== 'mark-done' && action !== 'abandon')
@@ -391,6 +414,8 @@ export function chainedTransition(record: OperationRecord, receipt: Receipt | un
 }
 
 export function checkReceipt(ref: Fenced, receipt: Receipt, lastSeq: number): void {
+  if (typeof receipt !== 'object' || receipt === null)
+    throw new LedgerError(`a receipt { businessOperationId, seq, … } is required, got ${String(receipt)}`);
   if (receipt.businessOperationId !== ref.businessOperationId)
     throw new LedgerError(`receipt for ${receipt.businessOperationId} appended to ${ref.businessOperationId}`);
   if (receipt.seq !== lastSeq + 1)

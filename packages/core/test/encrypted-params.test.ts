@@ -8,6 +8,7 @@ import {
   createRunner,
   createVirtualClock,
   encryptParams,
+  pruneLedger,
   RunnerConfigurationError,
 } from '@retrysafe/core';
 import { createSqliteLedger } from '@retrysafe/ledger-sqlite';
@@ -108,5 +109,67 @@ describe('params encrypted at rest', () => {
     expect(() => encryptParams(createMemoryLedger(), { key: { id: 'bad id', secret: '0123456789abcdef' } })).toThrow(
       RunnerConfigurationError,
     );
+  });
+
+  it('retention works through the wrapper: pruneLedger prunes an encrypted SQLite ledger, without needing a key that was rotated away', async () => {
+    const path = join(dir, 'enc-prune.db');
+    const old = encryptParams(createSqliteLedger({ path }), {
+      key: { id: 'p0', secret: 'an-old-secret-rotated-away-long' },
+    });
+    const c = await old.claim({
+      businessOperationId: 'enc-prune-1' as never,
+      provider: 'p',
+      operation: 'p.op',
+      intentFingerprint: 'i',
+      paramsFingerprint: 'f',
+      params: { secret: 'x' },
+      providerKey: null,
+      owner: 'w',
+      leaseMs: 1000,
+      now: 1,
+      dispatch: true,
+    });
+    if (c.kind !== 'claimed') throw new Error(c.kind);
+    await old.setState(c.record, { state: 'succeeded', lastOutcome: 'succeeded', now: 2 });
+    await old.close();
+    // Only the new key: finished operations need not decrypt to be pruned.
+    const ledger = encryptParams(createSqliteLedger({ path }), { key: KEY });
+    try {
+      expect(await pruneLedger(ledger, { olderThan: 1000, now: 5000, dryRun: true })).toMatchObject({ pruned: 1 });
+      const seen: string[] = [];
+      const report = await ledger.prune!({ before: 10, onPrune: (r) => void seen.push(r.businessOperationId) });
+      expect(report).toEqual({ pruned: 1, byState: { succeeded: 1 }, dryRun: false });
+      expect(seen).toEqual(['enc-prune-1']);
+      expect(await ledger.get('enc-prune-1' as never)).toBeNull();
+    } finally {
+      await ledger.close();
+    }
+  });
+
+  it('a finished operation whose params key was dropped after a rotation still answers a repeat with its stored result, and lists', async () => {
+    const path = join(dir, 'enc-dropped.db');
+    const clock = createVirtualClock();
+    const provider = createSandboxProvider({ ...REPLAYING_BEHAVIOUR, clock: clock.now, sleep: clock.sleep });
+    const adapter = createSandboxAdapter({ provider });
+    const params = { ref: 'enc-dropped-1', amount: 1 };
+    const first = encryptParams(createSqliteLedger({ path }), { key: KEY });
+    const done = await createRunner({ ledger: first, clock }).run(adapter, 'records.create', { params });
+    expect(done.status).toBe('done');
+    await first.close();
+    // "Drop p1 only once no unfinished operation uses it": this one is finished.
+    const next = encryptParams(createSqliteLedger({ path }), {
+      key: { id: 'p2', secret: 'the-next-key-after-rotation-0000' },
+    });
+    try {
+      const again = await createRunner({ ledger: next, clock }).run(adapter, 'records.create', { params });
+      expect(again).toMatchObject({ status: 'done', businessOperationId: done.businessOperationId });
+      expect(provider.count()).toBe(1);
+      expect((await next.list()).map((r) => [r.businessOperationId, r.state])).toEqual([
+        [done.businessOperationId, 'succeeded'],
+      ]);
+      expect(await next.get(done.businessOperationId)).toMatchObject({ state: 'succeeded' });
+    } finally {
+      await next.close();
+    }
   });
 });

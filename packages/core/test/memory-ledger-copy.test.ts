@@ -1,4 +1,5 @@
 // The memory ledger keeps and hands out copies nobody else holds.
+import { LedgerError } from '@retrysafe/contract';
 import { createMemoryLedger } from '@retrysafe/core';
 import { describe, expect, it } from 'vitest';
 
@@ -26,5 +27,20 @@ describe('memory ledger copy', () => {
     expect((stored?.params as typeof params).lines[0]!.sku).toBe('a');
     (stored!.params as typeof params).lines.push({ sku: 'pushed' });
     expect(((await ledger.get('op:1' as never))?.params as typeof params).lines).toEqual([{ sku: 'a' }]);
+  });
+
+  it('a closed memory ledger refuses every call with a LedgerError, as the SQLite and PostgreSQL ledgers do', async () => {
+    const ledger = createMemoryLedger();
+    await ledger.close();
+    const ref = { businessOperationId: 'op:1' as never, fence: 1 };
+    const calls = [
+      ledger.get('op:1' as never),
+      ledger.list(),
+      ledger.receipts('op:1' as never),
+      ledger.recoverCandidates(1),
+      ledger.markDispatched(ref, 1),
+      ledger.prune!({ before: 1 }),
+    ];
+    for (const call of calls) await expect(call).rejects.toSatisfy(LedgerError.isInstance);
   });
 });

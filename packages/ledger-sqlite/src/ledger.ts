@@ -31,7 +31,7 @@ export interface SqliteLedgerOptions {
   readonly deferrableWrites?: 'defer' | 'sync';
 }
 
-type StoredRow = StoredText & { id: string };
+type StoredRow = StoredText & { id: string; created_at: number | bigint };
 
 function checkOptions(options: SqliteLedgerOptions) {
   if (typeof options?.path !== 'string' || options.path.length === 0)
@@ -58,13 +58,18 @@ async function prune(c: Connection, rows: Rows, options: PruneOptions): Promise<
     pruned++;
     byState[s] = (byState[s] ?? 0) + 1;
   };
-  for (let after: [number, string] = [-Number.MAX_VALUE, '']; ; ) {
+  for (let after: [number | bigint, string] = [-Number.MAX_VALUE, '']; ; ) {
     const args = [options.before, ...after, options.before, ...states, options.batchSize ?? 500];
-    const found = await read(c, 'prune', () => rows.prepared(sql.page).all(...args) as unknown as StoredRow[]);
+    const found = await read(c, 'prune', () => {
+      // Each page starts after the last row's own column, read exactly (past 2^53 as a bigint): a record whose
+      // createdAt disagrees with it (written from outside) would otherwise be paged again and again.
+      const page = rows.prepared(sql.page);
+      page.setReadBigInts(true);
+      return page.all(...args) as unknown as StoredRow[];
+    });
     if (found.length === 0) break;
     const records = found.map((row) => toRecord(row.record, c.path));
-    // The record's createdAt, not the column: a time past 2^53 reads back as a number only from the JSON.
-    after = [records[records.length - 1]!.createdAt, found[found.length - 1]!.id];
+    after = [found[found.length - 1]!.created_at, found[found.length - 1]!.id];
     if (options.dryRun) {
       for (const r of records) count(r.state);
       continue;

@@ -1,5 +1,5 @@
 import type { StatementSync } from 'node:sqlite';
-import type { Fenced, OperationRecord, Receipt } from '@retrysafe/contract';
+import { type Fenced, LedgerError, type OperationRecord, type Receipt } from '@retrysafe/contract';
 import {
   chainedTransition,
   checkFence,
@@ -24,11 +24,24 @@ type Next = (r: OperationRecord) => OperationRecord;
 /** A runner has a few operations in flight. */
 const KNOWN_MAX = 256;
 
-export const toRecord = (text: string, path: string): OperationRecord =>
-  parseStored<OperationRecord>(text, 'a stored record', `SQLite ledger at ${path}`);
+export function toRecord(text: string, path: string): OperationRecord {
+  const record = parseStored<OperationRecord | null>(text, 'a stored record', `SQLite ledger at ${path}`);
+  // JSON null would read as "no such operation", and a claim would write a new one over the row.
+  if (typeof record !== 'object' || record === null)
+    throw new LedgerError(`SQLite ledger at ${path}: a stored record is ${String(record)}, not an operation record`);
+  return record;
+}
 
-export const toReceipts = (receipts: string | null, id: string, path: string): Receipt[] =>
-  receipts === null ? [] : parseStored<Receipt[]>(receipts, `the receipts of ${id}`, `SQLite ledger at ${path}`);
+export function toReceipts(receipts: string | null, id: string, path: string): Receipt[] {
+  if (receipts === null) return [];
+  const list = parseStored<Receipt[]>(receipts, `the receipts of ${id}`, `SQLite ledger at ${path}`);
+  if (!Array.isArray(list)) throw notAList(id, path);
+  return list;
+}
+
+/** Receipts text edited from outside into another JSON value; a receipt appended to it would be cut JSON. */
+const notAList = (id: string, path: string) =>
+  new LedgerError(`SQLite ledger at ${path}: the receipts of ${id} are not a JSON array (edited from outside?)`);
 
 /** The stored receipts are not parsed to append one. */
 function appendReceipt(receipts: string | null, added: Receipt | undefined): string | null {
@@ -70,7 +83,10 @@ export function createRows(c: Connection) {
   const get = (id: string): StoredText | undefined => st.select.get(id) as StoredText | undefined;
   const load = (id: string): Loaded | null => {
     const row = st.selectForWrite.get(id) as (StoredText & { last_seq: number | null }) | undefined;
-    return row ? { ...row, current: toRecord(row.record, c.path), lastSeq: row.last_seq ?? 0 } : null;
+    if (!row) return null;
+    if (row.receipts !== null && !(row.receipts.startsWith('[') && row.receipts.endsWith(']')))
+      throw notAList(id, c.path);
+    return { ...row, current: toRecord(row.record, c.path), lastSeq: row.last_seq ?? 0 };
   };
   /** Stores `r` over the row `before` (null: a new row), with `added` after its receipts. */
   const store = (r: OperationRecord, before: Loaded | null, added?: Receipt): OperationRecord => {

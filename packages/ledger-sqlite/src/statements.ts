@@ -58,7 +58,7 @@ export const RECOVER_SQL = `SELECT record FROM retrysafe_operations WHERE ${OPEN
 export function pruneSql(states: number): { page: string; remove: string } {
   const closed = `updated_at < ? AND state IN (${marks(states)})`;
   return {
-    page: `SELECT id, record, receipts FROM retrysafe_operations
+    page: `SELECT id, record, receipts, created_at FROM retrysafe_operations
       WHERE created_at < ? AND (created_at, id) > (?, ?) AND ${closed} ORDER BY created_at, id LIMIT ?`,
     remove: `DELETE FROM retrysafe_operations WHERE id = ? AND ${closed}`,
   };

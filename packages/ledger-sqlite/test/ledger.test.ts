@@ -397,6 +397,66 @@ describe('sqlite ledger', () => {
     await a.close();
   });
 
+  it('a stored record that is JSON null is a LedgerError for get, claim and recover, never an absent row a new claim writes over', async () => {
+    const path = file('null-record');
+    const a = createSqliteLedger({ path });
+    try {
+      const c = await a.claim(claim('null-1', { dispatch: true }));
+      if (c.kind !== 'claimed') throw new Error(c.kind);
+      const other = raw(path);
+      editStored(other, 'null-1', (l) => ({ ...l, record: 'null' }));
+      other.exec(`UPDATE retrysafe_operations SET lease_expires_at = NULL WHERE id = 'null-1'`);
+      other.close();
+      const errors = await Promise.all([
+        a.get(asBusinessOperationId('null-1')).catch((e: unknown) => e),
+        a.claim(claim('null-1', { now: 10_000 })).catch((e: unknown) => e),
+        a.list().catch((e: unknown) => e),
+        createRunner({ ledger: a })
+          .recover({ adapters: [] })
+          .catch((e: unknown) => e),
+      ]);
+      for (const e of errors) expect(typedLedgerError(e), String(e)).toBe(true);
+      const left = raw(path);
+      const row = left.prepare('SELECT record FROM retrysafe_operations WHERE id = ?').get('null-1') as {
+        record: string;
+      };
+      left.close();
+      expect(row.record).toBe('null');
+    } finally {
+      await a.close();
+    }
+  });
+
+  it('receipts stored as JSON that is not an array (an edit from outside) are a LedgerError for reads and appends, and no append is written onto them', async () => {
+    const path = file('receipts-not-array');
+    const a = createSqliteLedger({ path });
+    try {
+      for (const text of ['null', '{}', '"x"']) {
+        const name = `rna-${text.length}`;
+        const c = await a.claim(claim(name, { dispatch: true }));
+        if (c.kind !== 'claimed') throw new Error(c.kind);
+        await a.appendReceipt(c.record, receiptOf(name, 1));
+        const other = raw(path);
+        other.prepare('UPDATE retrysafe_operations SET receipts = ? WHERE id = ?').run(text, name);
+        const errors = await Promise.all([
+          a.receipts(asBusinessOperationId(name)).catch((e: unknown) => e),
+          a.appendReceipt(c.record, receiptOf(name, 2, '1'.repeat(64))).catch((e: unknown) => e),
+          a
+            .setState(c.record, { state: 'unknown', now: 2, receipt: receiptOf(name, 2, '1'.repeat(64)) })
+            .catch((e: unknown) => e),
+        ]);
+        for (const e of errors) expect(typedLedgerError(e), `${text}: ${String(e)}`).toBe(true);
+        const row = other.prepare('SELECT receipts FROM retrysafe_operations WHERE id = ?').get(name) as {
+          receipts: string;
+        };
+        other.close();
+        expect(row.receipts).toBe(text);
+      }
+    } finally {
+      await a.close();
+    }
+  });
+
   // A claim tries the INSERT first, and a fenced write computes on the row this connection last stored,
   // written only while the row holds that text (else the row is read first).
   const id = asBusinessOperationId;

@@ -2,6 +2,10 @@
 // for any clocks: many operations in one millisecond, fractional, negative and far-future times,
 // claims whose clocks go back.
 
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { DatabaseSync } from 'node:sqlite';
 import type { Ledger, ListFilter, OperationState } from '@retrysafe/contract';
 import { createMemoryLedger } from '@retrysafe/core';
 import fc from 'fast-check';
@@ -107,5 +111,49 @@ describe('SQLite ledger: listings and retention in creation order', () => {
       ),
       { numRuns: 150 },
     );
+  });
+
+  it('a row whose created_at column and record disagree (written from outside) is paged once: a dry run ends and counts it once', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'rs-prune-keyset-'));
+    const path = join(dir, 'ledger.db');
+    // Each page read counted; past 20 pages it fails instead of spinning (its loop yields no macrotask).
+    type Proto = { prepare(this: unknown, sql: string): Record<string, (...a: unknown[]) => unknown> };
+    const proto = DatabaseSync.prototype as unknown as Proto;
+    const { prepare } = proto;
+    let pages = 0;
+    proto.prepare = function (sql) {
+      const st = prepare.call(this, sql);
+      if (!sql.includes('(created_at, id) >')) return st;
+      const all = st.all!.bind(st);
+      st.all = (...a: unknown[]) => {
+        if (++pages > 20) throw new Error('still paging after 20 pages');
+        return all(...a);
+      };
+      return st;
+    };
+    const ledger = createSqliteLedger({ path });
+    try {
+      await fill(ledger, [
+        { label: 'a', at: T, operation: 'sandbox.a', close: { after: 1, state: 'succeeded' } },
+        { label: 'b', at: T + 1, operation: 'sandbox.a', close: { after: 1, state: 'succeeded' } },
+      ]);
+      const raw = new DatabaseSync(path);
+      raw.prepare('UPDATE retrysafe_operations SET created_at = ? WHERE id = ?').run(T + 2, 'op-a');
+      raw.close();
+      expect(await ledger.prune!({ before: T + 100, dryRun: true, batchSize: 1 })).toEqual({
+        pruned: 2,
+        byState: { succeeded: 2 },
+        dryRun: true,
+      });
+      expect(await ledger.prune!({ before: T + 100, batchSize: 1 })).toEqual({
+        pruned: 2,
+        byState: { succeeded: 2 },
+        dryRun: false,
+      });
+    } finally {
+      proto.prepare = prepare;
+      await ledger.close();
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });

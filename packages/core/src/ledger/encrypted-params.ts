@@ -1,5 +1,6 @@
 import { createCipheriv, createDecipheriv, hkdfSync, randomBytes } from 'node:crypto';
 import { type ClaimResult, type Ledger, LedgerError, type OperationRecord } from '@retrysafe/contract';
+import { PRUNABLE_STATES } from '@retrysafe/contract/ledger';
 import { RunnerConfigurationError } from '../errors/runner-configuration-error.js';
 
 /** Params at rest as AES-256-GCM ciphertext: only a process holding the key can read (or re-send) them. */
@@ -43,7 +44,7 @@ export function encryptParams(inner: Ledger, options: EncryptParamsOptions): Led
     const iv = randomBytes(12);
     const cipher = createCipheriv('aes-256-gcm', current.bytes, iv);
     // The operation id is authenticated too: an envelope moved to another row does not decrypt.
-    cipher.setAAD(Buffer.from(id, 'utf8'));
+    cipher.setAAD(Buffer.from(String(id), 'utf8')); // an id that is no string is the inner claim's to refuse
     const data = Buffer.concat([cipher.update(JSON.stringify(params ?? null), 'utf8'), cipher.final()]);
     return {
       $retrysafeEncrypted: 'aes-256-gcm/v1',
@@ -57,6 +58,8 @@ export function encryptParams(inner: Ledger, options: EncryptParamsOptions): Led
     if (!isEnvelope(record.params)) return record; // written before encryption was turned on
     const env = record.params;
     const key = ring.get(env.kid);
+    // A closed operation is never re-sent: its params may stay sealed under a key dropped after a rotation.
+    if (!key && PRUNABLE_STATES.includes(record.state)) return record;
     if (!key)
       throw new LedgerError(
         `params of ${record.businessOperationId} are encrypted with key '${env.kid}', which this process does not hold (add it to previous keys)`,
@@ -93,6 +96,8 @@ export function encryptParams(inner: Ledger, options: EncryptParamsOptions): Led
     list: async (filter) => (await inner.list(filter)).map(open),
     receipts: (id) => inner.receipts(id),
     recoverCandidates: async (now, limit) => (await inner.recoverCandidates(now, limit)).map(open),
+    // onPrune gets the records as stored: a closed operation's params may be under a key rotated away.
+    ...(inner.prune ? { prune: (options) => inner.prune!(options) } : {}),
     close: () => inner.close(),
   };
 }

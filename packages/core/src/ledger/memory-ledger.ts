@@ -1,4 +1,11 @@
-import type { Fenced, Ledger, OperationRecord, OperationState, Receipt } from '@retrysafe/contract';
+import {
+  type Fenced,
+  type Ledger,
+  LedgerError,
+  type OperationRecord,
+  type OperationState,
+  type Receipt,
+} from '@retrysafe/contract';
 import {
   chainedTransition,
   checkFence,
@@ -19,6 +26,8 @@ import {
 import { memo } from '../defined.js';
 
 const clone = structuredClone;
+/** Ids by code unit, as the other ledgers order them (localeCompare would put `a_b` before `A9`). */
+const byId = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0);
 
 /** A ledger in this process's memory: for tests and single-process scripts. Lost when the process exits. */
 export function createMemoryLedger(): Ledger {
@@ -27,7 +36,7 @@ export function createMemoryLedger(): Ledger {
   let closed = false;
   // Every method but close reads the store through this first, so it refuses once the ledger is closed.
   const open = () => {
-    if (closed) throw new Error('memory ledger is closed');
+    if (closed) throw new LedgerError('memory ledger is closed');
   };
   const rows = () => {
     open();
@@ -92,7 +101,7 @@ export function createMemoryLedger(): Ledger {
       if (filter.states) out = out.filter((r) => filter.states!.includes(r.state));
       if (filter.provider) out = out.filter((r) => r.provider === filter.provider);
       if (filter.operation) out = out.filter((r) => r.operation === filter.operation);
-      out.sort((a, b) => a.createdAt - b.createdAt || a.businessOperationId.localeCompare(b.businessOperationId));
+      out.sort((a, b) => a.createdAt - b.createdAt || byId(a.businessOperationId, b.businessOperationId));
       if (filter.newestFirst) out.reverse();
       return clone(out.slice(0, filter.limit));
     },

@@ -4,6 +4,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { claimTableCases } from './claim-table.js';
 import { claimDispatchCases, receiptCases } from './combined-write-cases.js';
 import { claimed, claimInput, expectClaimed, id, idsOf, packet, receipt, refused, T0, type Test } from './fixtures.js';
+import { inputCases } from './input-cases.js';
 
 /** Claim inputs and handoff packets for a ledger's own tests, of the suite's shape. */
 export { claimOf, packetOf } from './fixtures.js';
@@ -322,7 +323,15 @@ export function ledgerSuite(options: { readonly name: string; readonly create: (
     });
     afterEach(() => ledger.close());
     const test: Test = (name, fn) => it(name, () => fn(ledger));
-    const cases = [claimCases, writeCases, claimDispatchCases, receiptCases, chainAndPruneCases, claimTableCases];
+    const cases = [
+      claimCases,
+      writeCases,
+      claimDispatchCases,
+      receiptCases,
+      chainAndPruneCases,
+      claimTableCases,
+      inputCases,
+    ];
     for (const add of cases) add(test);
   });
 }

@@ -1,0 +1,69 @@
+import { type ClaimInput, LedgerError } from '@retrysafe/contract';
+import { expect } from 'vitest';
+import { claimed, claimInput, id, packet, receipt, refused, T0, type Test } from './fixtures.js';
+
+/** Bad input to any method is a LedgerError with nothing written, on every ledger alike; and listings in one order. */
+export function inputCases(test: Test): void {
+  test('refuses a claim whose id, provider, operation or fingerprints are not strings (LedgerError), storing nothing', async (l) => {
+    const bad = (over: Record<string, unknown>) => l.claim(claimInput('bad-claim', over as Partial<ClaimInput>));
+    for (const over of [
+      { businessOperationId: 123 },
+      { businessOperationId: '' },
+      { provider: 5 },
+      { operation: undefined },
+      { intentFingerprint: undefined },
+      { paramsFingerprint: null },
+    ])
+      await refused(bad(over), LedgerError);
+    expect(await l.list()).toEqual([]);
+    expect(await l.get(id('bad-claim'))).toBeNull();
+  });
+
+  test('refuses fenced writes and resolve at a time that is not a number, and a lease of no finite length (LedgerError), writing nothing', async (l) => {
+    const { ref, record } = await claimed(l, 'bad-time');
+    for (const now of [Number.NaN, Number.POSITIVE_INFINITY, undefined as unknown as number]) {
+      await refused(l.markDispatched(ref, now), LedgerError);
+      await refused(l.renewLease(ref, 1000, now), LedgerError);
+      await refused(l.setState(ref, { state: 'unknown', now }), LedgerError);
+      await refused(l.handOff(ref, packet('bad-time'), now), LedgerError);
+    }
+    await refused(l.renewLease(ref, Number.NaN, T0 + 1), LedgerError);
+    await refused(l.renewLease(ref, Number.POSITIVE_INFINITY, T0 + 1), LedgerError);
+    expect(await l.get(id('bad-time'))).toEqual(record);
+    const h = await l.handOff(ref, packet('bad-time'), T0 + 2);
+    await refused(l.resolve(id('bad-time'), { action: 'abandon' }, Number.NaN), LedgerError);
+    await refused(l.resolve(id('bad-time'), null as never, T0 + 3), LedgerError);
+    expect(await l.get(id('bad-time'))).toEqual(h);
+  });
+
+  test('refuses a receipt that is not one (LedgerError), writing neither it nor the state', async (l) => {
+    const { ref, record } = await claimed(l, 'bad-receipt');
+    await refused(l.appendReceipt(ref, null as never), LedgerError);
+    await refused(l.setState(ref, { state: 'unknown', now: T0 + 1, receipt: null as never }), LedgerError);
+    await refused(l.handOff(ref, packet('bad-receipt'), T0 + 1, 'r1' as never), LedgerError);
+    expect(await l.get(id('bad-receipt'))).toEqual(record);
+    expect(await l.receipts(id('bad-receipt'))).toEqual([]);
+    await l.appendReceipt(ref, receipt('bad-receipt', 1, null));
+    expect(await l.receipts(id('bad-receipt'))).toHaveLength(1);
+  });
+
+  test('lists operations created in the same millisecond by id in code-unit order (case and punctuation as stored), with or without a limit', async (l) => {
+    const names = ['Zeta', 'alpha', 'a_b', 'a-b', 'aB', 'ab', 'a:b', 'a/b', 'a.b', 'e', 'A9'];
+    for (const name of names) await claimed(l, `same-ms-${name}`, { now: T0 + 7 });
+    const ids = names.map((n) => id(`same-ms-${n}`)).sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
+    expect((await l.list()).map((r) => r.businessOperationId)).toEqual(ids);
+    expect((await l.list({ newestFirst: true, limit: 3 })).map((r) => r.businessOperationId)).toEqual(
+      ids.slice().reverse().slice(0, 3),
+    );
+    expect((await l.list({ limit: 4 })).map((r) => r.businessOperationId)).toEqual(ids.slice(0, 4));
+  });
+
+  test('refuses prune options that are not what they say (states not a list, onPrune not a function) with LedgerError, deleting nothing', async (l) => {
+    if (typeof l.prune !== 'function') return; // optional: a ledger without retention keeps everything
+    const { ref } = await claimed(l, 'bad-prune', { dispatch: true });
+    await l.setState(ref, { state: 'succeeded', now: T0 + 1 });
+    await refused(l.prune({ before: T0 + 100, states: 'succeeded' as never }), LedgerError);
+    await refused(l.prune({ before: T0 + 100, onPrune: 'export' as never }), LedgerError);
+    expect(await l.get(id('bad-prune'))).toMatchObject({ state: 'succeeded' });
+  });
+}
