@@ -100,6 +100,16 @@ describe('retrysafe ledger prune', () => {
     expect((await cli(['ledger', 'prune', '--older-than', '30d', '--export', out, '--db', db])).code).toBe(2);
   });
 
+  it('--export when nothing is old enough says the file was not written (it does not exist)', async () => {
+    const out = join(dir, 'nothing.jsonl');
+    const r = await cli(['ledger', 'prune', '--older-than', '30d', '--export', out, '--db', db]);
+    expect(r.code, r.stderr).toBe(0);
+    expect(r.stdout).toMatch(/pruned 0 operations/);
+    expect(existsSync(out)).toBe(false);
+    expect(r.stdout).not.toMatch(/written to/);
+    expect(r.stdout).toContain(`nothing to export: ${out} was not written`);
+  });
+
   it('--force prunes below the floor (the two-hour-old success), still never the open or handed-off ones', async () => {
     const r = await cli(['ledger', 'prune', '--older-than', '1h', '--force', '--db', db, '--json']);
     expect(r.code, r.stderr).toBe(0);

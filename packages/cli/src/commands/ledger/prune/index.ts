@@ -67,7 +67,9 @@ export function pruneText(r: PruneLedgerReport, exportPath?: string): string {
   const lines = [r.dryRun ? `would prune ${what}; nothing deleted (--dry-run)` : `pruned ${what}`];
   if (!r.dryRun && exportPath)
     lines.push(
-      `receipts of ${plural(r.exported, 'operation')} written to ${exportPath} first (verify offline: retrysafe ledger verify --file ${exportPath})`,
+      r.exported === 0
+        ? `nothing to export: ${exportPath} was not written`
+        : `receipts of ${plural(r.exported, 'operation')} written to ${exportPath} first (verify offline: retrysafe ledger verify --file ${exportPath})`,
     );
   if (r.floor.card)
     lines.push(
