@@ -2,6 +2,7 @@ import { writeFile } from 'node:fs/promises';
 import type { OperationState } from '@retrysafe/contract';
 import { exportReceiptsJsonl } from '@retrysafe/core';
 import { defineCommand, EXIT } from '../../../command.js';
+import { UsageError } from '../../../errors.js';
 import { plural } from '../../../output.js';
 import { STATES, TARGET_OPTIONS, withLedger } from '../target.js';
 
@@ -15,6 +16,9 @@ export const ledgerExportCommand = defineCommand({
     state: { argument: '<state>', parse: 'list', description: `only these states (${STATES.join(', ')})` },
   },
   async run({ io }, o) {
+    for (const s of o.state ?? [])
+      if (!STATES.includes(s as OperationState))
+        throw new UsageError(`--state '${s}' is not a state (${STATES.join(', ')})`);
     const filter = o.state?.length ? { states: o.state as OperationState[] } : {};
     const { ids, text } = await withLedger(o, async (ledger) => {
       const ids = (await ledger.list(filter)).map((r) => r.businessOperationId);
