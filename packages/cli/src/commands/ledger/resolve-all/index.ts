@@ -4,7 +4,7 @@ import type { Options, Parsed } from '../../../command.js';
 import { defineCommand } from '../../../command.js';
 import { exactlyOne, RefusedError, scrubbed, UsageError, wanted } from '../../../errors.js';
 import { paint, pick, plural } from '../../../output.js';
-import { ledgerResolve, resolved, resolveText } from '../resolve/index.js';
+import { ledgerResolve, printable, resolved, resolveText } from '../resolve/index.js';
 import { TARGET_OPTIONS, withLedger } from '../target.js';
 
 export const RESOLVE_ALL_OPTIONS = {
@@ -104,6 +104,7 @@ export const ledgerResolveAllCommand = defineCommand({
   options: RESOLVE_ALL_OPTIONS,
   async run({ print, color }, o) {
     const r = await ledgerResolveAll(o);
-    return print(o, r, () => resolveAllText(r, color), r.ok);
+    const shown = { ...r, rows: r.rows.map((x) => ({ ...x, result: x.result && printable(x.result) })) };
+    return print(o, shown, () => resolveAllText(r, color), r.ok);
   },
 });
