@@ -73,6 +73,16 @@ describe('retrysafe ledger prune', () => {
     expect(await ids()).toEqual(['old-done', 'old-handed', 'old-open', 'recent-done']);
   });
 
+  it('an --older-than further back than any date is a one-line usage error (exit 2), no stack, nothing deleted', async () => {
+    for (const args of [['--dry-run'], []]) {
+      const r = await cli(['ledger', 'prune', '--older-than', '99999999999d', '--db', db, ...args]);
+      expect(r.code, r.stderr).toBe(2);
+      expect(r.stderr).toMatch(/^retrysafe: --older-than 99999999999d: /);
+      expect(r.stderr).not.toMatch(/\n\s+at /);
+    }
+    expect(await ids()).toEqual(['old-done', 'old-handed', 'old-open', 'recent-done']);
+  });
+
   it('explains the retention floor in its help', async () => {
     const r = await cli(['ledger', 'prune', '--help']);
     expect(r.stdout).toMatch(/retention\.minimum/);
