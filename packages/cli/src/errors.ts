@@ -60,6 +60,9 @@ function fileSystemError(e: unknown): string | null {
 
 const errorScrub = createRedactor();
 
+/** A message for the terminal, scrubbed as receipts are (a driver's message may quote a credential). */
+export const scrubbed = (text: string): string => errorScrub.text(text);
+
 /** Prints what went wrong (on stderr; as JSON on stdout too with `--json`) and returns the exit code. */
 export function reportError(e: unknown, io: Io, json: ((value: unknown) => void) | null): number {
   // Commander printed its own message or help; help asked for exits 0, a bare `retrysafe ledger` is usage.

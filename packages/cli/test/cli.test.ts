@@ -1,3 +1,5 @@
+import { existsSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { ANSI, cli, lyingDrill, tempDir } from './helpers.js';
 
@@ -49,6 +51,23 @@ describe('retrysafe: exit codes and usage errors', () => {
     const r = await cli(args, { cwd: tempDir('usage') });
     expect(r.stderr).toMatch(message);
     expect(r.code).toBe(2);
+  });
+
+  it('a --module with nothing to drill (no drill setup, or one without operations) exits 2 and writes no report', async () => {
+    const dir = tempDir('nothing-to-drill');
+    const cases = {
+      'empty.mjs': 'export const drills = [];\n',
+      'no-ops.mjs':
+        "export const drills = [{ name: 'no-ops', createAdapter: async () => ({}), startSandbox: async () => ({}), operations: {} }];\n",
+    };
+    for (const [file, text] of Object.entries(cases)) {
+      writeFileSync(join(dir, file), text);
+      const out = join(dir, `out-${file}`);
+      const r = await cli(['drill', '--module', join(dir, file), '--out', out]);
+      expect(r.code, file).toBe(2);
+      expect(r.stderr, file).toMatch(/nothing to drill/);
+      expect(existsSync(out), file).toBe(false);
+    }
   });
 
   it('--json turns a usage error into a JSON error on stdout as well', async () => {

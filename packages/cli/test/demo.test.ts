@@ -72,4 +72,18 @@ describe('retrysafe demo', () => {
       by['paymentIntents.create'].businessOperationId,
     ]);
   });
+
+  it('--db of a ledger that already holds operations (a second demo run) is refused with exit 2, the ledger unchanged', async () => {
+    const dir = tempDir('demo-twice');
+    const db = join(dir, 'demo.db');
+    expect((await cli(['demo', '--db', db])).code).toBe(0);
+    const before = (await cli(['ledger', 'ls', '--db', db, '--json'])).stdout;
+    const again = await cli(['demo', '--db', db]);
+    expect(again.code).toBe(2);
+    expect(again.stdout).not.toMatch(/did not hold/);
+    expect(again.stderr.trim().split('\n')[0]).toBe(
+      `retrysafe: --db ${db}: this ledger already holds operations; the demo needs a new file (or leave out --db)`,
+    );
+    expect((await cli(['ledger', 'ls', '--db', db, '--json'])).stdout).toBe(before);
+  });
 });

@@ -6,7 +6,7 @@ import {
   type SandboxProvider,
   startSandboxServer,
 } from '@retrysafe/sandbox';
-import { type FaultProxy, startFaultProxy } from '@retrysafe/testkit';
+import { type FaultProxy, type FaultRequestInfo, startFaultProxy } from '@retrysafe/testkit';
 import { afterAll } from 'vitest';
 
 /** What the proxy does to the next request: a 400 rejection, a lost response, or nothing. */
@@ -18,6 +18,8 @@ export interface FaultySandbox {
   /** The sandbox adapter, pointed at the proxy. */
   readonly adapter: ReturnType<typeof createSandboxAdapter>;
   setFault(fault: Fault): void;
+  /** Runs before the proxy answers each request (another process acting on the ledger meanwhile); null for none. */
+  onRequest(hook: ((request: FaultRequestInfo) => void) | null): void;
   /** Writes the config file `--resume` builds its adapter from: the same adapter, through the proxy. */
   writeConfig(path: string, ledger: string): void;
   close(): Promise<void>;
@@ -38,14 +40,17 @@ export async function startFaultySandbox(fault: Fault, rejection = 'amount must 
   const provider = createSandboxProvider({ ...REPLAYING_BEHAVIOUR });
   const server = await startSandboxServer({ provider, port: 0 });
   let current = fault;
+  let hook: ((request: FaultRequestInfo) => void) | null = null;
   const proxy = await startFaultProxy({
     target: server.url,
-    faults: () =>
-      current === 'reject'
+    faults: (_n, request) => {
+      hook?.(request);
+      return current === 'reject'
         ? { kind: 'status', status: 400, body: { error: { code: 'invalid_request', message: rejection } } }
         : current === 'lose'
           ? 'drop-response'
-          : 'pass',
+          : 'pass';
+    },
   });
   const settings = { baseUrl: proxy.url, timeoutMs: 2000, behaviour: REPLAYING_BEHAVIOUR };
   const sandbox: FaultySandbox = {
@@ -54,6 +59,9 @@ export async function startFaultySandbox(fault: Fault, rejection = 'amount must 
     adapter: createSandboxAdapter(settings),
     setFault: (next) => {
       current = next;
+    },
+    onRequest: (next) => {
+      hook = next;
     },
     writeConfig: (path, ledger) =>
       writeFileSync(path, JSON.stringify({ ledger, adapters: { sandbox: settings } }, null, 2)),

@@ -73,6 +73,16 @@ describe('retrysafe ledger prune', () => {
     expect(await ids()).toEqual(['old-done', 'old-handed', 'old-open', 'recent-done']);
   });
 
+  it('an --older-than further back than any date is a one-line usage error (exit 2), no stack, nothing deleted', async () => {
+    for (const args of [['--dry-run'], []]) {
+      const r = await cli(['ledger', 'prune', '--older-than', '99999999999d', '--db', db, ...args]);
+      expect(r.code, r.stderr).toBe(2);
+      expect(r.stderr).toMatch(/^retrysafe: --older-than 99999999999d: /);
+      expect(r.stderr).not.toMatch(/\n\s+at /);
+    }
+    expect(await ids()).toEqual(['old-done', 'old-handed', 'old-open', 'recent-done']);
+  });
+
   it('explains the retention floor in its help', async () => {
     const r = await cli(['ledger', 'prune', '--help']);
     expect(r.stdout).toMatch(/retention\.minimum/);
@@ -98,6 +108,16 @@ describe('retrysafe ledger prune', () => {
     expect(await ids()).toEqual(['old-handed', 'old-open', 'recent-done']);
     // An existing export file is never overwritten or appended to.
     expect((await cli(['ledger', 'prune', '--older-than', '30d', '--export', out, '--db', db])).code).toBe(2);
+  });
+
+  it('--export when nothing is old enough says the file was not written (it does not exist)', async () => {
+    const out = join(dir, 'nothing.jsonl');
+    const r = await cli(['ledger', 'prune', '--older-than', '30d', '--export', out, '--db', db]);
+    expect(r.code, r.stderr).toBe(0);
+    expect(r.stdout).toMatch(/pruned 0 operations/);
+    expect(existsSync(out)).toBe(false);
+    expect(r.stdout).not.toMatch(/written to/);
+    expect(r.stdout).toContain(`nothing to export: ${out} was not written`);
   });
 
   it('--force prunes below the floor (the two-hour-old success), still never the open or handed-off ones', async () => {

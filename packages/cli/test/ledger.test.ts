@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto';
+import { copyFileSync, existsSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { join } from 'node:path';
 import { createRunner, type RunResult } from '@retrysafe/core';
@@ -69,6 +70,33 @@ describe('retrysafe ledger on a SQLite file', () => {
     const text = await cli(['ledger', 'ls', '--db', db], { cwd: dir });
     expect(text.stdout).toMatch(/business-operation id\s+state\s+attempts/);
     expect(text.stdout).toContain(ids.D);
+  });
+
+  it('export --state of a state that does not exist is a usage error that writes nothing (as ls and prune refuse it)', async () => {
+    const out = join(dir, 'typo.jsonl');
+    const r = await cli(['ledger', 'export', '--db', db, '--state', 'handed_off', '--out', out]);
+    expect(r.code).toBe(2);
+    expect(r.stderr.split('\n')[0]).toBe(
+      "retrysafe: --state 'handed_off' is not a state (claimed, dispatched, unknown, in-progress, reconciling, succeeded, rejected, handed-off, abandoned)",
+    );
+    expect(existsSync(out)).toBe(false);
+    const good = await cli(['ledger', 'export', '--db', db, '--state', 'handed-off']);
+    expect(good.code).toBe(0);
+    expect(good.stdout).toContain(ids.A);
+  });
+
+  it('export --out naming the ledger file itself is refused (exit 2): the ledger is not overwritten', async () => {
+    const copy = join(dir, 'export-over-itself.db');
+    copyFileSync(db, copy);
+    const before = await cliJson(['ledger', 'ls', '--db', copy], dir);
+    const r = await cli(['ledger', 'export', '--db', copy, '--out', copy]);
+    expect(r.code).toBe(2);
+    expect(r.stderr.split('\n')[0]).toMatch(
+      /^retrysafe: --out .*: a SQLite database \(the ledger\?\): not overwritten/,
+    );
+    const after = await cliJson(['ledger', 'ls', '--db', copy], dir);
+    expect(after.code).toBe(0);
+    expect(after.body).toEqual(before.body);
   });
 
   it('the default ledger is ./retrysafe.db in the working directory', async () => {

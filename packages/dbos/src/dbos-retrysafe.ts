@@ -82,7 +82,9 @@ export async function sendResolution(
       'resolution must be { action: "resume", force? } | { action: "mark-done", providerRef } | { action: "abandon" }',
     );
   const providerRef = 'providerRef' in resolution ? resolution.providerRef : null;
-  const digest = hash(JSON.stringify([businessOperationId, resolution.action, providerRef])).slice(0, 32);
+  // A forced resume is another decision than the refused unforced one before it: it must not be folded into it.
+  const force = 'force' in resolution && resolution.force === true;
+  const digest = hash(JSON.stringify([businessOperationId, resolution.action, providerRef, force])).slice(0, 32);
   await sender.send(workflowId, resolution, resolutionTopic(businessOperationId), `retrysafe-resolution-${digest}`);
 }
 

@@ -199,6 +199,20 @@ describe('a handoff is an outcome the workflow waits on, resolved by a person', 
     expect(receipts.filter((r) => r.kind === 'resolve').map((r) => r.runId)).toEqual([wfId]);
   });
 
+  it('a resume refused as not safe keeps it waiting; the person then forces it and it completes (one record)', async () => {
+    const before = provider.count();
+    provider.failNext({ kind: 'rejected', message: 'amount must be positive' });
+    const wfId = `handoff-force-${tag}`;
+    const h = await start(withHandoff, wfId, 'order-handoff-3');
+    const bo = await handedOff('order-handoff-3');
+    await waitFor(async () => DBOS.getEvent<DbosOperationOutcome>(wfId, handoffEventKey(bo), 1));
+    await sendResolution(DBOS, wfId, bo, { action: 'resume', by: 'erin' }); // refused: resume is not safe
+    await sendResolution(DBOS, wfId, bo, { action: 'resume', force: true, by: 'erin' });
+    const { final } = await h.getResult();
+    expect(final).toMatchObject({ status: 'done', businessOperationId: bo });
+    expect(provider.count() - before).toBe(1);
+  });
+
   it('a resolution made in the ledger directly (as `retrysafe ledger resolve` does) reaches the waiting workflow', async () => {
     provider.failNext({ kind: 'rejected' });
     const wfId = `handoff-abandon-${tag}`;
@@ -217,6 +231,17 @@ describe('sendResolution', () => {
     await sendResolution(DBOS, wfId, 'bo-x', { action: 'abandon', by: 'carol' });
     await sendResolution(DBOS, wfId, 'bo-x', { action: 'abandon', by: 'carol' });
     expect(await h.getResult()).toEqual([{ action: 'abandon', by: 'carol' }, null]);
+  });
+
+  it('a forced resume after a refused unforced one reaches the workflow (two decisions, not one repeated)', async () => {
+    const wfId = `recv-force-${tag}`;
+    const h = await start(receiveTwice, wfId, 'bo-f');
+    await sendResolution(DBOS, wfId, 'bo-f', { action: 'resume', by: 'dave' });
+    await sendResolution(DBOS, wfId, 'bo-f', { action: 'resume', force: true, by: 'dave' });
+    expect(await h.getResult()).toEqual([
+      { action: 'resume', by: 'dave' },
+      { action: 'resume', force: true, by: 'dave' },
+    ]);
   });
 
   it('refuses a decision that is not one', async () => {

@@ -274,6 +274,7 @@ export function disposeDrillContext(ctx: DrillContext): void {
 /** The whole drill without vitest (`retrysafe drill`): every operation × every scenario in turn; `ok`: none failed. */
 export async function runDrill(options: DrillOptions) {
   const scenarios = options.scenarios ?? SCENARIOS;
+  if (scenarios.length === 0) throw new TypeError('scenarios must name at least one scenario (leave it out for all)');
   for (const s of scenarios)
     if (!SCENARIOS.includes(s)) throw new TypeError(`unknown scenario '${String(s)}'; known: ${SCENARIOS.join(', ')}`);
   const ctx = createDrillContext(options);

@@ -18,6 +18,13 @@ describe('drill receipts', () => {
     expect(existsSync(outDir)).toBe(false);
   });
 
+  it('an empty scenario list is refused, not a drill that passes with nothing run', async () => {
+    const outDir = join(tempDir('drill-empty-'), 'out');
+    const drill = sandboxDrill('empty', forgetful, { outDir, scenarios: [] });
+    await expect(runDrill(drill)).rejects.toThrow(/at least one scenario/);
+    expect(existsSync(outDir)).toBe(false);
+  });
+
   it('one valid JSON receipt per scenario with criteria and observed values, and a summary listing every skip with its card field', async () => {
     const outDir = tempDir('drill-receipts-');
     const report = await runDrill(sandboxDrill('receipts', forgetful, { outDir }));

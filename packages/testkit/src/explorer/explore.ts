@@ -116,6 +116,11 @@ function violations(ctx: Ctx, w: World): Found | null {
       invariant: 'durable-dispatch',
       message: `${w.prov.calls} provider calls but the ledger records ${w.rec?.attemptCount ?? 0} dispatches`,
     };
+  // A run the policy bounds (attempts, elapsed) that goes on past them never ends: the state bound would hide it.
+  if (w.overrun) return { invariant: 'stuck', message: w.overrun };
+  for (const { name, op } of w.ws)
+    if (op !== null && op.runAttempts > ctx.policy.maxAttempts)
+      return { invariant: 'stuck', message: `${name} made ${op.runAttempts} calls in one run, past maxAttempts` };
   if (w.rec?.state === 'succeeded' && w.prov.effects === 0 && !ctx.pm.idempotent)
     return { invariant: 'honest-terminal', message: 'succeeded, but the provider holds no effect' };
   if (w.rec?.state === 'rejected' && w.prov.effects > 0)
@@ -124,10 +129,22 @@ function violations(ctx: Ctx, w: World): Found | null {
 }
 
 function key(w: World): string {
-  const { t, rec: r, prov, netFaults, crashes, pauses, leaseBreach = null } = w;
+  const { t, rec: r, prov, netFaults, crashes, pauses, leaseBreach = null, overrun = null } = w;
   const rec = r && [r.state, r.fence, r.leaseOwner, r.leaseExpiresAt, r.firstDispatchedAt, r.attemptCount];
   const ws = w.ws.map((x) => [x.name, x.role, x.pc, x.paused, x.op]);
-  return JSON.stringify([t, rec, r?.lastOutcome, r?.updatedAt, prov, ws, netFaults, crashes, pauses, leaseBreach]);
+  return JSON.stringify([
+    t,
+    rec,
+    r?.lastOutcome,
+    r?.updatedAt,
+    prov,
+    ws,
+    netFaults,
+    crashes,
+    pauses,
+    leaseBreach,
+    overrun,
+  ]);
 }
 
 /** The states seen so far, each with the step that reached it first (a BFS tree). */

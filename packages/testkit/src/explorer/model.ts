@@ -59,6 +59,8 @@ export const newWorld = (ws: readonly WorkerState[]) => ({
   pauses: 0,
   /** A worker called on a run-out lease (only with runnerChecksLease false). */
   leaseBreach: undefined as string | undefined,
+  /** A decision that waits past the run's maxElapsed (a rule that never gives up). */
+  overrun: undefined as string | undefined,
 });
 export type World = ReturnType<typeof newWorld>;
 export type ProviderState = World['prov'];

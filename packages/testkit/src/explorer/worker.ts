@@ -146,7 +146,7 @@ function waiting(ctx: Ctx, w: World, i: number): Succ[] {
   if (d.action === 'send' && (reliesOnKey(op.obs) || op.maybeApplied) && keyMayBeGone()) {
     const again = ctx.decide(ctx.card, stateOf(w, i), op.obs, { policy: ctx.policy, random });
     const text = `${tag}: the wait outlasted the key's retention; decides again → ${describeDecision(again)}`;
-    return [{ w: setOp(w, i, { decision: again }, 'decided'), text }];
+    return [{ w: setOp({ ...w, ...overrun(ctx, w, i, again) }, i, { decision: again }, 'decided'), text }];
   }
   if (d.action === 'send' && op.dispatchWritten)
     return [{ w: setOp(w, i, {}, 'calling'), text: `${tag}: (the claim already wrote dispatched)` }];
@@ -332,9 +332,18 @@ function observe(ctx: Ctx, w: World, i: number): Succ {
       ? T.setStateTransition(w.rec!, { state, lastOutcome: inner.kind, now: n } as StatePatch)
       : w.rec!;
   return {
-    w: setOp({ ...w0, rec }, i, { decision: d, maybeApplied }, 'decided'),
+    w: setOp({ ...w0, rec, ...overrun(ctx, w0, i, d) }, i, { decision: d, maybeApplied }, 'decided'),
     text: `${tag}: decides → ${describeDecision(d)}`,
   };
+}
+
+/** A wait the decision asks for that ends past the run's maxElapsed (the runner bounds each wait by it); {} if none. */
+function overrun(ctx: Ctx, w: World, i: number, d: Decision): Partial<World> {
+  const { name, op } = w.ws[i]!;
+  const into = now(w, i) + (d.action === 'send' || d.action === 'lookup' ? d.delayMs : 0) - op!.runStartedAt;
+  if (d.action === 'complete' || d.action === 'handoff' || d.delayMs === 0 || into <= ctx.policy.maxElapsedMs)
+    return {};
+  return { overrun: `${name} decides to ${d.action} ${into} ms into its run, past maxElapsed` };
 }
 
 /** Whether decide treated the not-found as authoritative: it then moves on as if nothing were applied. */

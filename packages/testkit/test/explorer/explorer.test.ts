@@ -67,4 +67,39 @@ describe('explorer', () => {
     expect(r.violation?.invariant).toBe('honest-terminal');
     expect(r.violation!.story).toMatch(/lost before the provider/);
   });
+
+  it('catches a rule that never gives up: polling on past maxElapsed is a stuck operation, not "no violation"', () => {
+    const keepsLooking: DecideFn = (card, state, obs, budget) => {
+      const d = decide(card, state, obs, budget);
+      return d.action === 'handoff' && d.reason !== 'rejected'
+        ? { action: 'lookup', delayMs: 1000, why: 'BROKEN: never stops looking' }
+        : d;
+    };
+    const r = explore({ card: lookupOnly, decide: keepsLooking, workers: 1, maxCrashes: 0, maxNetworkFaults: 1 });
+    console.log(r.summary);
+    expect(r.violation?.invariant).toBe('stuck');
+    expect(r.violation!.message).toMatch(/maxElapsed/);
+    expect(r.violation!.story).toMatch(/BROKEN: never stops looking/);
+  });
+
+  it('catches a rule that re-sends past maxAttempts', () => {
+    const sendsOnAndOn: DecideFn = (card, state, obs, budget) => {
+      const d = decide(card, state, obs, budget);
+      return d.action === 'handoff' && d.reason !== 'rejected'
+        ? { action: 'send', delayMs: 0, why: 'BROKEN: one more try' }
+        : d;
+    };
+    const card = sandboxCreateCard(REPLAYING_BEHAVIOUR);
+    const r = explore({
+      card,
+      decide: sendsOnAndOn,
+      policy: { maxAttempts: 2 },
+      workers: 1,
+      maxCrashes: 0,
+      maxNetworkFaults: 2,
+    });
+    console.log(r.summary);
+    expect(r.violation?.invariant).toBe('stuck');
+    expect(r.violation!.message).toMatch(/maxAttempts/);
+  });
 });

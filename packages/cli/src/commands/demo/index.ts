@@ -200,6 +200,11 @@ export async function demoCommand(opts: { db?: string }, log: (line: string) => 
     throw new UsageError(`--db ${dbPath}: cannot hold a SQLite ledger there (${(e as Error).message})`);
   }
   try {
+    // The steps count what reaches the provider: on a ledger that already has them, each would adopt and "not hold".
+    if ((await ledger.list({ limit: 1 })).length > 0)
+      throw new UsageError(
+        `--db ${dbPath}: this ledger already holds operations; the demo needs a new file (or leave out --db)`,
+      );
     const entries = await loadAdapters([...new Set(STEPS.map((s) => s.adapter))]);
     const steps: Awaited<ReturnType<typeof runStep>>[] = [];
     log(

@@ -1,7 +1,9 @@
+import { closeSync, openSync, readSync } from 'node:fs';
 import { writeFile } from 'node:fs/promises';
 import type { OperationState } from '@retrysafe/contract';
 import { exportReceiptsJsonl } from '@retrysafe/core';
 import { defineCommand, EXIT } from '../../../command.js';
+import { UsageError } from '../../../errors.js';
 import { plural } from '../../../output.js';
 import { STATES, TARGET_OPTIONS, withLedger } from '../target.js';
 
@@ -15,6 +17,11 @@ export const ledgerExportCommand = defineCommand({
     state: { argument: '<state>', parse: 'list', description: `only these states (${STATES.join(', ')})` },
   },
   async run({ io }, o) {
+    for (const s of o.state ?? [])
+      if (!STATES.includes(s as OperationState))
+        throw new UsageError(`--state '${s}' is not a state (${STATES.join(', ')})`);
+    if (o.out && isSqlite(o.out))
+      throw new UsageError(`--out ${o.out}: a SQLite database (the ledger?): not overwritten`);
     const filter = o.state?.length ? { states: o.state as OperationState[] } : {};
     const { ids, text } = await withLedger(o, async (ledger) => {
       const ids = (await ledger.list(filter)).map((r) => r.businessOperationId);
@@ -27,3 +34,17 @@ export const ledgerExportCommand = defineCommand({
     return EXIT.ok;
   },
 });
+
+/** Whether `path` is a SQLite database file (its 16-byte header): an export written over it would destroy a ledger. */
+function isSqlite(path: string): boolean {
+  let fd: number | undefined;
+  try {
+    fd = openSync(path, 'r');
+    const head = Buffer.alloc(16);
+    return readSync(fd, head, 0, 16, 0) === 16 && head.toString('latin1') === 'SQLite format 3\u0000';
+  } catch {
+    return false; // absent or unreadable: writeFile says why if it cannot write
+  } finally {
+    if (fd !== undefined) closeSync(fd);
+  }
+}

@@ -8,7 +8,7 @@ type HandoffRow = Awaited<ReturnType<typeof ledgerHandoffs>>[number];
 
 export async function ledgerHandoffs(target: LedgerTarget) {
   return withLedger(target, async (ledger) => {
-    const rows = await ledger.list({ states: ['handed-off'], limit: 1000 });
+    const rows = await ledger.list({ states: ['handed-off'] });
     const ids = rows.map((r) => r.businessOperationId);
     const chains = await verifyChains(ledger, ids, true); // one per id, in order
     return rows.map((r, i) => {

@@ -1,6 +1,7 @@
 import { existsSync } from 'node:fs';
 import type { Duration, Ledger, OperationState } from '@retrysafe/contract';
 import { PRUNABLE_STATES } from '@retrysafe/contract/ledger';
+import { durationMs, isDuration } from '@retrysafe/contract/rules';
 import { type PruneLedgerReport, pruneLedger, RunnerConfigurationError } from '@retrysafe/core';
 import type { Options, Parsed } from '../../../command.js';
 import { defineCommand } from '../../../command.js';
@@ -37,6 +38,9 @@ export async function ledgerPrune(opts: Parsed<typeof PRUNE_OPTIONS>): Promise<P
   for (const s of opts.state ?? [])
     if (!PRUNABLE_STATES.includes(s as OperationState))
       throw new UsageError(`--state '${s}': only closed operations are pruned (${PRUNABLE_STATES.join(', ')})`);
+  // A well-formed duration can still reach back past any date (the cut-off must be one).
+  if (isDuration(opts.olderThan) && Number.isNaN(new Date(Date.now() - durationMs(opts.olderThan)).getTime()))
+    throw new UsageError(`--older-than ${opts.olderThan}: reaches back past any date; nothing can be that old`);
   if (opts.export && existsSync(opts.export))
     throw new UsageError(
       `--export ${opts.export}: the file exists (prune appends receipts to a new file; move it away first)`,
@@ -67,7 +71,9 @@ export function pruneText(r: PruneLedgerReport, exportPath?: string): string {
   const lines = [r.dryRun ? `would prune ${what}; nothing deleted (--dry-run)` : `pruned ${what}`];
   if (!r.dryRun && exportPath)
     lines.push(
-      `receipts of ${plural(r.exported, 'operation')} written to ${exportPath} first (verify offline: retrysafe ledger verify --file ${exportPath})`,
+      r.exported === 0
+        ? `nothing to export: ${exportPath} was not written`
+        : `receipts of ${plural(r.exported, 'operation')} written to ${exportPath} first (verify offline: retrysafe ledger verify --file ${exportPath})`,
     );
   if (r.floor.card)
     lines.push(

@@ -1,10 +1,10 @@
 import { loadConfigFile } from '@retrysafe/config';
-import { asBusinessOperationId } from '@retrysafe/contract';
+import { asBusinessOperationId, LedgerError, RetrysafeError } from '@retrysafe/contract';
 import type { Options, Parsed } from '../../../command.js';
 import { defineCommand } from '../../../command.js';
-import { exactlyOne, UsageError, wanted } from '../../../errors.js';
+import { exactlyOne, RefusedError, scrubbed, UsageError, wanted } from '../../../errors.js';
 import { paint, pick, plural } from '../../../output.js';
-import { ledgerResolve, resolved, resolveText } from '../resolve/index.js';
+import { ledgerResolve, printable, resolved, resolveText } from '../resolve/index.js';
 import { TARGET_OPTIONS, withLedger } from '../target.js';
 
 export const RESOLVE_ALL_OPTIONS = {
@@ -51,7 +51,9 @@ export async function ledgerResolveAll(opts: ResolveAllOptions) {
     const a = r.handoff?.safeNextActions.find((x) => x.action === action);
     // refused: the packet marks the action not safe (without --force); result: null on a dry run or when refused
     const plan = a && !a.safe && !opts.force ? ('refused' as const) : action;
-    const resolve = { ...opts, resume: action === 'resume', abandon: action === 'abandon', force: true };
+    // force only as asked: the runner checks the packet as it is now, which someone may have changed since the list
+    const resolve = { ...opts, resume: action === 'resume', abandon: action === 'abandon' };
+    const done = opts.dryRun || plan === 'refused' ? null : await settle(ledgerResolve(resolve, r.businessOperationId));
     rows.push({
       ...pick(r, 'businessOperationId', 'operation'),
       handoffReason: r.handoff?.reason ?? null,
@@ -59,16 +61,29 @@ export async function ledgerResolveAll(opts: ResolveAllOptions) {
       why: a
         ? `${a.safe ? 'safe' : opts.force ? 'not safe, forced' : 'not safe'}: ${a.why}`
         : 'the packet names no such action',
-      result: opts.dryRun || plan === 'refused' ? null : await ledgerResolve(resolve, r.businessOperationId),
+      result: done?.result ?? null,
+      ...(done?.error !== undefined ? { error: done.error } : {}),
     });
   }
-  const ok = rows.every((r) => r.plan !== 'refused' && (r.result === null || resolved(r.result)));
+  const ok = rows.every((r) => r.plan !== 'refused' && !r.error && (r.result === null || resolved(r.result)));
   return { dryRun: opts.dryRun === true, action, matched: matched.length, rows, ok };
+}
+
+/** One operation's resolution, or why it was not resolved: a refusal or a changed record does not stop the others. */
+async function settle(resolving: ReturnType<typeof ledgerResolve>) {
+  try {
+    return { result: await resolving };
+  } catch (err) {
+    const own = err instanceof RefusedError || (RetrysafeError.isInstance(err) && !LedgerError.isInstance(err));
+    if (!own) throw err;
+    return { result: null, error: scrubbed((err as Error).message) };
+  }
 }
 
 export function resolveAllText(r: ResolveAllReport, color = false): string {
   if (r.matched === 0) return 'No handed-off operation matches: nothing to resolve.';
   const lines = r.rows.map((x) => {
+    if (x.error !== undefined) return `${paint('red', '✗', color)} ${x.businessOperationId}  not resolved: ${x.error}`;
     if (x.plan === 'refused')
       return `${paint('red', '✗', color)} ${x.businessOperationId}  refused: ${x.why} (check at the provider; --force if you are sure)`;
     if (r.dryRun)
@@ -89,6 +104,7 @@ export const ledgerResolveAllCommand = defineCommand({
   options: RESOLVE_ALL_OPTIONS,
   async run({ print, color }, o) {
     const r = await ledgerResolveAll(o);
-    return print(o, r, () => resolveAllText(r, color), r.ok);
+    const shown = { ...r, rows: r.rows.map((x) => ({ ...x, result: x.result && printable(x.result) })) };
+    return print(o, shown, () => resolveAllText(r, color), r.ok);
   },
 });

@@ -127,6 +127,13 @@ function readParams(file: string): Record<string, unknown> {
   }
 }
 
+/** The answer as printed: without the provider's result body, which may hold personal data (`ledger show` leaves it out too). */
+export const printable = (r: ResolveResult) => {
+  if (r.status !== 'done') return r;
+  const { result: _body, ...shown } = r;
+  return shown;
+};
+
 /** The operation is closed: resolved by hand, or resumed and done. */
 export const resolved = (r: ResolveResult) => r.status === 'resolved' || r.status === 'done';
 
@@ -150,6 +157,6 @@ export const ledgerResolveCommand = defineCommand({
   options: RESOLVE_OPTIONS,
   async run({ print, color }, o, [id]: [string]) {
     const r = await ledgerResolve(o, id);
-    return print(o, r, () => resolveText(r, color), resolved(r));
+    return print(o, printable(r), () => resolveText(r, color), resolved(r));
   },
 });

@@ -1,0 +1,99 @@
+import { join } from 'node:path';
+import { createRunner } from '@retrysafe/core';
+import { createSqliteLedger } from '@retrysafe/ledger-sqlite';
+import { createDrillClock } from '@retrysafe/testkit';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { editStored } from '../../ledger-sqlite/test/sqlite-tamper.js';
+import { type FaultySandbox, startFaultySandbox } from './faulty-sandbox.js';
+import { cliJson, openRawSqlite, tempDir } from './helpers.js';
+
+// `ledger resolve-all` works through a list it read once, on a ledger other people and processes write meanwhile.
+let sandbox: FaultySandbox;
+
+/** A ledger in its own dir with `n` handed-off operations, oldest first (the list shows them newest first). */
+async function handoffs(label: string, fault: 'reject' | 'lose', n: number) {
+  const dir = tempDir(label);
+  const db = join(dir, 'retrysafe.db');
+  const config = join(dir, 'retrysafe.json');
+  const clock = createDrillClock(Date.UTC(2026, 10, 1));
+  const ledger = createSqliteLedger({ path: db });
+  const runner = createRunner({ ledger, clock });
+  const ids: string[] = [];
+  sandbox.setFault(fault);
+  for (let i = 0; i < n; i++) {
+    clock.advance(60_000);
+    const r = await runner.run(sandbox.adapter, 'records.create', { params: { ref: `${label}-${i}`, amount: 5 } });
+    expect(r.status).toBe('handed-off');
+    ids.push(r.businessOperationId);
+  }
+  await ledger.close();
+  sandbox.setFault('pass');
+  sandbox.writeConfig(config, db);
+  return { dir, db, config, ids };
+}
+
+const rowsOf = (body: { rows: { businessOperationId: string }[] }) =>
+  Object.fromEntries(body.rows.map((r) => [r.businessOperationId, r])) as Record<string, any>;
+
+beforeAll(async () => {
+  sandbox = await startFaultySandbox('pass');
+});
+
+describe('ledger resolve-all on a ledger that changes under it', () => {
+  it('one operation it cannot resolve does not stop the others: each row says what happened, exit 1', async () => {
+    const { dir, db, ids } = await handoffs('one-bad', 'reject', 3);
+    const [older, middle, newer] = ids as [string, string, string];
+    // The middle one's receipt chain was edited outside retrysafe: resolving it is refused.
+    const raw = openRawSqlite(db);
+    editStored(raw, middle, (l) => ({
+      ...l,
+      receipts: [JSON.stringify({ ...JSON.parse(l.receipts[0]!), outcome: 'succeeded' }), ...l.receipts.slice(1)],
+    }));
+    raw.close();
+
+    const r = await cliJson(['ledger', 'resolve-all', '--db', db, '--abandon'], dir);
+    expect(r.code).toBe(1);
+    expect(r.body).toMatchObject({ ok: false, matched: 3 });
+    const rows = rowsOf(r.body);
+    expect(rows[newer].result).toMatchObject({ status: 'resolved', state: 'abandoned' });
+    expect(rows[older].result).toMatchObject({ status: 'resolved', state: 'abandoned' });
+    expect(rows[middle]).toMatchObject({
+      plan: 'abandon',
+      result: null,
+      error: expect.stringMatching(/chain is broken/),
+    });
+    const left = await cliJson(['ledger', 'handoffs', '--db', db], dir);
+    expect(left.body.map((x: { businessOperationId: string }) => x.businessOperationId)).toEqual([middle]);
+  });
+
+  it('an operation handed off again meanwhile with resume marked not safe is refused, not forced (nothing sent for it)', async () => {
+    const { dir, db, config, ids } = await handoffs('re-handed', 'lose', 2);
+    // While the first is resumed, someone else resumed the other one, and it came back as not safe to resume.
+    let first = '';
+    let other = '';
+    sandbox.onRequest((request) => {
+      sandbox.onRequest(null);
+      first = ids.find((id) => String(request.headers['idempotency-key']).endsWith(id.split(':')[1]!))!;
+      other = ids.find((id) => id !== first)!;
+      const raw = openRawSqlite(db);
+      editStored(raw, other, (l) => {
+        const record = JSON.parse(l.record);
+        for (const a of record.handoff.safeNextActions)
+          if (a.action === 'resume') Object.assign(a, { safe: false, why: 'the outcome is unknown now' });
+        return { ...l, record: JSON.stringify(record) };
+      });
+      raw.close();
+    });
+    const before = sandbox.proxy.requests.length;
+    const r = await cliJson(['ledger', 'resolve-all', '--config', config, '--resume'], dir);
+    sandbox.onRequest(null);
+    const rows = rowsOf(r.body);
+    expect(rows[first].result).toMatchObject({ status: 'done' });
+    expect(sandbox.proxy.requests.length - before).toBe(1); // the first one's resend only
+    expect(rows[other].result).toBeNull();
+    expect(rows[other].error).toMatch(/not safe/);
+    expect(r.code).toBe(1);
+    const left = await cliJson(['ledger', 'handoffs', '--db', db], dir);
+    expect(left.body.map((x: { businessOperationId: string }) => x.businessOperationId)).toEqual([other]);
+  });
+});
