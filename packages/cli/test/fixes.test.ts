@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { createRunner, type RunResult } from '@retrysafe/core';
@@ -137,7 +138,7 @@ describe('ledger resolve-all: bulk resolution with filters and a dry run (new)',
 });
 
 describe('ledger resolve --resume --by (fails on main: the resume receipt did not say who)', () => {
-  it('records the person in the resume receipt', async () => {
+  it('records the person in the resume receipt, as the pseudonym docs/security.md promises, never the name', async () => {
     const r = await cliJson(['ledger', 'resolve', byName.L, '--resume', '--config', config, '--by', 'alice'], dir);
     expect(r.code).toBe(0);
     expect(r.body).toMatchObject({ status: 'done' });
@@ -145,7 +146,9 @@ describe('ledger resolve --resume --by (fails on main: the resume receipt did no
     const resume = shown.body.receipts.find(
       (x: { kind: string; decision: { action: string } }) => x.kind === 'resolve' && x.decision.action === 'resume',
     );
-    expect(resume.decision.reason).toContain('alice');
+    const alice = `person#${createHash('sha256').update('alice').digest('hex').slice(0, 12)}`;
+    expect(resume.decision.reason).toContain(alice);
+    expect(JSON.stringify(shown.body.receipts)).not.toContain('alice');
   });
 });
 

@@ -170,7 +170,7 @@ async function resendWith(
   const receipts = await ctx.ledger.receipts(record.businessOperationId);
   const check = supersedeCheck(record, receipts);
   if (!check.ok) throw paramsConflict(op, record, `a new revision is not allowed: ${check.why}`);
-  return supersede(ctx, op, record, receipts, `resend-with by ${by}`);
+  return supersede(ctx, op, record, receipts, `resend-with by ${personRef(by)}`);
 }
 
 /** A person's decision on a handed-off operation: refused on a broken receipt chain, then by the resolution's own rules. */
@@ -261,7 +261,7 @@ async function resume(
       last: (await ledger.receipts(id)).at(-1),
       attemptId: p.attemptIds(),
       action: 'resume',
-      reason: `a person (${p.by}) chose resume: same provider key, fresh budget`,
+      reason: `a person (${personRef(p.by)}) chose resume: same provider key, fresh budget`,
     },
   );
 }
