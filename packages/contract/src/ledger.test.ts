@@ -1,7 +1,13 @@
 import { describe, expect, it } from 'vitest';
 import { LedgerError } from './errors.js';
 import type { ClaimInput, OperationRecord, StatePatch } from './ledger.js';
-import { claimTransition, parseStored, setStateTransition } from './ledger.js';
+import {
+  appendStoredReceipt,
+  claimTransition,
+  parseStoredReceipts,
+  parseStoredRecord,
+  setStateTransition,
+} from './ledger.js';
 
 // A claim of a new operation; the tests override what they look at.
 function claimInput(overrides: Partial<ClaimInput> = {}): ClaimInput {
@@ -118,15 +124,38 @@ describe('setStateTransition', () => {
   });
 });
 
-describe('parseStored', () => {
+describe('parseStoredRecord, parseStoredReceipts, appendStoredReceipt', () => {
   it('returns the parsed value', () => {
-    expect(parseStored<{ a: number }>('{"a":1}', 'a record', 'Test ledger')).toEqual({ a: 1 });
+    expect(parseStoredRecord('{"a":1}', 'Test ledger')).toEqual({ a: 1 });
+    expect(parseStoredReceipts('[{"a":1}]', 'x:1', 'Test ledger')).toEqual([{ a: 1 }]);
+    expect(parseStoredReceipts(null, 'x:1', 'Test ledger')).toEqual([]);
+  });
+
+  it('refuses a record or receipts stored as another kind of JSON (null would read as no operation)', () => {
+    for (const text of ['null', '1', '"x"', '[]'])
+      expect(() => parseStoredRecord(text, 'Test ledger')).toThrow(
+        /^Test ledger: a stored record is .*, not an operation record/,
+      );
+    for (const text of ['null', '{}', '"[x]"'])
+      expect(() => parseStoredReceipts(text, 'x:1', 'Test ledger')).toThrow(/the receipts of x:1 are not a JSON array/);
+  });
+
+  it('appends a receipt to the stored text, and refuses text that is not an array (it would write cut JSON)', () => {
+    const receipt = { businessOperationId: 'x:1', seq: 2 } as never;
+    expect(appendStoredReceipt('[{"seq":1}]', receipt, 'Test ledger')).toBe(
+      '[{"seq":1},{"businessOperationId":"x:1","seq":2}]',
+    );
+    expect(appendStoredReceipt(null, receipt, 'Test ledger')).toBe('[{"businessOperationId":"x:1","seq":2}]');
+    expect(appendStoredReceipt('null', undefined, 'Test ledger')).toBe('null');
+    expect(() => appendStoredReceipt('null', receipt, 'Test ledger')).toThrow(
+      /the receipts of x:1 are not a JSON array/,
+    );
   });
 
   it('turns cut or corrupt JSON into a LedgerError naming the ledger and the value', () => {
     let caught: unknown;
     try {
-      parseStored('{"a":', 'the receipts of x:1', 'Test ledger at /db');
+      parseStoredReceipts('{"a":', 'x:1', 'Test ledger at /db');
     } catch (e) {
       caught = e;
     }

@@ -170,14 +170,51 @@ export interface Ledger {
 export const PAYLOAD_LIMITS = Object.freeze({ maxDepth: 100, maxBytes: 1024 * 1024 });
 
 /** A cut or corrupt stored value becomes a LedgerError naming the ledger (`where`) and the value. */
-export function parseStored<T>(text: string, what: string, where: string): T {
+function parseStored(text: string, what: string, where: string): unknown {
   try {
-    return JSON.parse(text) as T;
+    return JSON.parse(text);
   } catch (cause) {
     throw new LedgerError(`${where}: ${what} is not valid JSON (cut or corrupt): ${(cause as Error).message}`, {
       cause,
     });
   }
+}
+
+/** A stored record; any JSON but an object (`null` would read as "no such operation") is a LedgerError. */
+export function parseStoredRecord(text: string, where: string): OperationRecord {
+  const record = parseStored(text, 'a stored record', where);
+  if (typeof record !== 'object' || record === null || Array.isArray(record))
+    throw new LedgerError(`${where}: a stored record is ${text.slice(0, 20)}, not an operation record`);
+  return record as OperationRecord;
+}
+
+const notAList = (id: string, where: string) =>
+  new LedgerError(`${where}: the receipts of ${id} are not a JSON array (edited from outside?)`);
+
+/** Stored receipts (null: none yet); any JSON but an array is a LedgerError. */
+export function parseStoredReceipts(text: string | null, id: string, where: string): Receipt[] {
+  if (text === null) return [];
+  const list = parseStored(text, `the receipts of ${id}`, where);
+  if (!Array.isArray(list)) throw notAList(id, where);
+  return list as Receipt[];
+}
+
+/**
+ * The stored receipts' JSON with `added` after them, the stored ones kept as text (not parsed); text that is not
+ * an array is refused, or the append would write cut JSON.
+ */
+export function appendStoredReceipt(text: string | null, added: Receipt | undefined, where: string): string | null {
+  if (added === undefined) return text;
+  if (text !== null && !(text.startsWith('[') && text.endsWith(']'))) throw notAList(added.businessOperationId, where);
+  let receipt: string;
+  try {
+    receipt = JSON.stringify(added);
+  } catch (cause) {
+    throw new LedgerError(`${where}: a receipt to store is not JSON (${(cause as Error).message}); nothing written`, {
+      cause,
+    });
+  }
+  return text === null ? `[${receipt}]` : `${text.slice(0, -1)},${receipt}]`;
 }
 
 export function isTerminal(record: OperationRecord): boolean {

@@ -1,6 +1,12 @@
 import type { AttributeValue } from '@aws-sdk/client-dynamodb';
 import { LedgerError, type OperationRecord, type Receipt } from '@retrysafe/contract';
-import { isTerminal, PRUNABLE_STATES, parseStored } from '@retrysafe/contract/ledger';
+import {
+  appendStoredReceipt,
+  isTerminal,
+  PRUNABLE_STATES,
+  parseStoredReceipts,
+  parseStoredRecord,
+} from '@retrysafe/contract/ledger';
 import { TTL_ATTRIBUTE } from './schema.js';
 
 export type Item = Record<string, AttributeValue>;
@@ -38,19 +44,12 @@ function json(value: unknown): string {
   }
 }
 
-/** The receipts' JSON with `added` appended, the stored ones kept as they are (not parsed). */
-function appendReceipt(receipts: string | null, added: Receipt | undefined): string | null {
-  if (added === undefined) return receipts;
-  const text = json(added);
-  return receipts === null ? `[${text}]` : `${receipts.slice(0, -1)},${text}]`;
-}
-
 /** What `record` (with `added` after the receipts of `before`) stores as. */
 export function nextStored(record: OperationRecord, before: Stored | null, added?: Receipt): Stored {
   return {
     record,
     recordText: json(record),
-    receipts: appendReceipt(before?.receipts ?? null, added),
+    receipts: appendStoredReceipt(before?.receipts ?? null, added, 'DynamoDB ledger'),
     lastSeq: added?.seq ?? before?.lastSeq ?? 0,
     version: (before?.version ?? 0) + 1,
   };
@@ -85,7 +84,7 @@ export function fromItem(item: Item, table: string): Stored {
   if (recordText === undefined)
     throw new LedgerError(`DynamoDB ledger table ${table}: item ${item.id?.S} has no record`);
   return {
-    record: parseStored<OperationRecord>(recordText, 'a stored record', `DynamoDB ledger table ${table}`),
+    record: parseStoredRecord(recordText, `DynamoDB ledger table ${table}`),
     recordText,
     receipts: item.receipts?.S ?? null,
     lastSeq: Number(item.lastSeq?.N ?? 0),
@@ -94,13 +93,7 @@ export function fromItem(item: Item, table: string): Stored {
 }
 
 export const toReceipts = (st: Stored, table: string): Receipt[] =>
-  st.receipts === null
-    ? []
-    : parseStored<Receipt[]>(
-        st.receipts,
-        `the receipts of ${st.record.businessOperationId}`,
-        `DynamoDB ledger table ${table}`,
-      );
+  parseStoredReceipts(st.receipts, st.record.businessOperationId, `DynamoDB ledger table ${table}`);
 
 /** Past its TTL: DynamoDB deletes it some time later; reads treat it as gone already. */
 export const expired = (item: Item, nowMs: number) =>

@@ -1,7 +1,7 @@
 // What the DynamoDB ledger adds to the shared suite: many processes' clients racing one item, the item
 // size limit, leases and fences across ledger instances (each starts its writes from what it last
 // wrote), a write whose answer is lost, TTL retention and the sparse index of open operations.
-import { CreateTableCommand, GetItemCommand } from '@aws-sdk/client-dynamodb';
+import { CreateTableCommand, GetItemCommand, UpdateItemCommand } from '@aws-sdk/client-dynamodb';
 import { type BusinessOperationId, LeaseLostError, LedgerError } from '@retrysafe/contract';
 import { claimOf, packetOf } from '@retrysafe/testkit/ledger';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -32,7 +32,65 @@ async function rawItem(table: string, id: string) {
   }
 }
 
+/** An edit from outside the ledger: one attribute of the item set to `text`. */
+async function editItem(table: string, id: string, attribute: 'record' | 'receipts', text: string) {
+  const client = db.client();
+  try {
+    await client.send(
+      new UpdateItemCommand({
+        TableName: table,
+        Key: { id: { S: id } },
+        UpdateExpression: 'SET #a = :t',
+        ExpressionAttributeNames: { '#a': attribute },
+        ExpressionAttributeValues: { ':t': { S: text } },
+      }),
+    );
+  } finally {
+    client.destroy();
+  }
+}
+
 describe('the DynamoDB ledger', () => {
+  it('a stored record that is JSON null is a LedgerError, never an absent operation a new claim writes over', async () => {
+    const l = await ledgers(2);
+    const [a, b] = l.all as [typeof l.first, typeof l.first];
+    const id = newId('null-record');
+    expect((await a.claim(claimOf(id, { dispatch: true }))).kind).toBe('claimed');
+    await editItem(l.table, id, 'record', 'null');
+    const errors = await Promise.all([
+      b.get(id).catch((e: unknown) => e),
+      b.claim(claimOf(id, { owner: 'w2', now: T0 + 60_000 })).catch((e: unknown) => e),
+      b.list().catch((e: unknown) => e),
+    ]);
+    for (const e of errors) expect(LedgerError.isInstance(e), String(e)).toBe(true);
+    expect((await rawItem(l.table, id))?.record?.S).toBe('null');
+    await l.close();
+  });
+
+  it('receipts stored as JSON that is not an array are a LedgerError for reads and appends, and no append is written onto them', async () => {
+    const l = await ledgers(2);
+    const [a, b] = l.all as [typeof l.first, typeof l.first];
+    for (const text of ['null', '{}']) {
+      const id = newId('receipts-not-array');
+      const c = await a.claim(claimOf(id, { dispatch: true }));
+      if (c.kind !== 'claimed') throw new Error(c.kind);
+      // The ledger stores the chain it is given; it does not check the hashes.
+      const receipt = (seq: number) =>
+        ({ businessOperationId: id, seq, kind: 'dispatch', prevHash: null, hash: `${seq}`.repeat(64) }) as never;
+      const first = receipt(1);
+      await a.appendReceipt(c.record, first);
+      await editItem(l.table, id, 'receipts', text);
+      const second = receipt(2);
+      const errors = await Promise.all([
+        b.receipts(id).catch((e: unknown) => e),
+        b.appendReceipt(c.record, second).catch((e: unknown) => e),
+      ]);
+      for (const e of errors) expect(LedgerError.isInstance(e), `${text}: ${String(e)}`).toBe(true);
+      expect((await rawItem(l.table, id))?.receipts?.S).toBe(text);
+    }
+    await l.close();
+  });
+
   it('ensureTable creates the table and its index once, and says when the service has no TTL API (dynalite)', async () => {
     const client = db.client();
     const table = `ensure-${++n}`;

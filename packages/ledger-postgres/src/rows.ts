@@ -1,5 +1,5 @@
 import { type Fenced, LeaseLostError, LedgerError, type OperationRecord, type Receipt } from '@retrysafe/contract';
-import { chainedTransition, checkReceipt, checkRef, isTerminal, parseStored } from '@retrysafe/contract/ledger';
+import { chainedTransition, checkReceipt, checkRef, isTerminal, parseStoredReceipts } from '@retrysafe/contract/ledger';
 import type { FencedWrite, Sql, Statements } from './statements.js';
 import type { Db, Run } from './tx.js';
 
@@ -58,7 +58,7 @@ export const recordValues = (r: OperationRecord): unknown[] =>
 
 /** The receipts of a row, in seq order (NULL: none yet). */
 export function toReceipts(text: string | null, id: string): Receipt[] {
-  return text === null ? [] : parseStored<Receipt[]>(text, `the receipts of ${id}`, 'PostgreSQL ledger');
+  return parseStoredReceipts(text, id, 'PostgreSQL ledger');
 }
 
 /** JSON text for a json column (pg would send an array as a PostgreSQL array); undefined: SQL NULL. */

@@ -1,12 +1,14 @@
 import type { StatementSync } from 'node:sqlite';
-import { type Fenced, LedgerError, type OperationRecord, type Receipt } from '@retrysafe/contract';
+import type { Fenced, OperationRecord, Receipt } from '@retrysafe/contract';
 import {
+  appendStoredReceipt,
   chainedTransition,
   checkFence,
   checkReceipt,
   checkRef,
   isTerminal,
-  parseStored,
+  parseStoredReceipts,
+  parseStoredRecord,
 } from '@retrysafe/contract/ledger';
 import { type Connection, tx } from './tx.js';
 
@@ -24,31 +26,12 @@ type Next = (r: OperationRecord) => OperationRecord;
 /** A runner has a few operations in flight. */
 const KNOWN_MAX = 256;
 
-export function toRecord(text: string, path: string): OperationRecord {
-  const record = parseStored<OperationRecord | null>(text, 'a stored record', `SQLite ledger at ${path}`);
-  // JSON null would read as "no such operation", and a claim would write a new one over the row.
-  if (typeof record !== 'object' || record === null)
-    throw new LedgerError(`SQLite ledger at ${path}: a stored record is ${String(record)}, not an operation record`);
-  return record;
-}
+const where = (path: string) => `SQLite ledger at ${path}`;
 
-export function toReceipts(receipts: string | null, id: string, path: string): Receipt[] {
-  if (receipts === null) return [];
-  const list = parseStored<Receipt[]>(receipts, `the receipts of ${id}`, `SQLite ledger at ${path}`);
-  if (!Array.isArray(list)) throw notAList(id, path);
-  return list;
-}
+export const toRecord = (text: string, path: string): OperationRecord => parseStoredRecord(text, where(path));
 
-/** Receipts text edited from outside into another JSON value; a receipt appended to it would be cut JSON. */
-const notAList = (id: string, path: string) =>
-  new LedgerError(`SQLite ledger at ${path}: the receipts of ${id} are not a JSON array (edited from outside?)`);
-
-/** The stored receipts are not parsed to append one. */
-function appendReceipt(receipts: string | null, added: Receipt | undefined): string | null {
-  if (added === undefined) return receipts;
-  const text = JSON.stringify(added);
-  return receipts === null ? `[${text}]` : `${receipts.slice(0, -1)},${text}]`;
-}
+export const toReceipts = (receipts: string | null, id: string, path: string): Receipt[] =>
+  parseStoredReceipts(receipts, id, where(path));
 
 /** The columns an UPDATE writes, then the id (statements.ts order). */
 const updateArgs = (r: OperationRecord, t: StoredText) => [
@@ -83,14 +66,14 @@ export function createRows(c: Connection) {
   const get = (id: string): StoredText | undefined => st.select.get(id) as StoredText | undefined;
   const load = (id: string): Loaded | null => {
     const row = st.selectForWrite.get(id) as (StoredText & { last_seq: number | null }) | undefined;
-    if (!row) return null;
-    if (row.receipts !== null && !(row.receipts.startsWith('[') && row.receipts.endsWith(']')))
-      throw notAList(id, c.path);
-    return { ...row, current: toRecord(row.record, c.path), lastSeq: row.last_seq ?? 0 };
+    return row ? { ...row, current: toRecord(row.record, c.path), lastSeq: row.last_seq ?? 0 } : null;
   };
   /** Stores `r` over the row `before` (null: a new row), with `added` after its receipts. */
   const store = (r: OperationRecord, before: Loaded | null, added?: Receipt): OperationRecord => {
-    const text = { record: JSON.stringify(r), receipts: appendReceipt(before?.receipts ?? null, added) };
+    const text = {
+      record: JSON.stringify(r),
+      receipts: appendStoredReceipt(before?.receipts ?? null, added, where(c.path)),
+    };
     if (before === null) st.insert.run(...insertArgs(r, text));
     else st.update.run(...updateArgs(r, text));
     remember(r, text, added?.seq ?? before?.lastSeq ?? 0);
@@ -122,7 +105,7 @@ export function createRows(c: Connection) {
         checkReceipt(ref, receipt, k.lastSeq);
         r = chainedTransition(r, receipt);
       }
-      const text = { record: JSON.stringify(r), receipts: appendReceipt(k.receipts, receipt) };
+      const text = { record: JSON.stringify(r), receipts: appendStoredReceipt(k.receipts, receipt, where(c.path)) };
       const record = r;
       const run = () => {
         const changed = Number(st.updateKnown.run(...updateArgs(record, text), k.record, k.receipts).changes) === 1;
