@@ -15,7 +15,8 @@ async function handoffs(label: string, fault: 'reject' | 'lose', n: number) {
   const dir = tempDir(label);
   const db = join(dir, 'retrysafe.db');
   const config = join(dir, 'retrysafe.json');
-  const clock = createDrillClock(Date.UTC(2026, 10, 1));
+  // Minutes before the CLI runs: a resume within the provider key's retention re-sends under the same key.
+  const clock = createDrillClock(Date.now() - 10 * 60_000);
   const ledger = createSqliteLedger({ path: db });
   const runner = createRunner({ ledger, clock });
   const ids: string[] = [];
