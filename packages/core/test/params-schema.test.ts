@@ -50,4 +50,17 @@ describe('params validated with ajv against the operation schema (issue 16)', ()
       RunnerConfigurationError,
     );
   });
+
+  it("checks each operation against its own schema: another operation's schema of the same $id neither breaks it nor stands in for a $ref", () => {
+    const order = spec({ $id: 'params', type: 'object', required: ['qty'], properties: { qty: { type: 'integer' } } });
+    const mail = spec({ $id: 'params', type: 'object', required: ['to'], properties: { to: { type: 'string' } } });
+    expect(paramsErrors(order, { qty: 1 })).toEqual([]);
+    expect(paramsErrors(mail, { to: 'a' })).toEqual([]);
+    expect(paramsErrors(mail, { qty: 1 })).toEqual([{ path: 'to', message: 'is required' }]);
+    // A $ref to a schema this operation does not hold does not compile, whatever other operations were checked before.
+    const shared = { $id: 'https://example.com/order.json', type: 'object', required: ['qty'] };
+    const refers = spec({ $ref: 'https://example.com/order.json' });
+    expect(paramsErrors(spec(shared), {})).toEqual([{ path: 'qty', message: 'is required' }]);
+    expect(() => paramsErrors(refers, {})).toThrow(RunnerConfigurationError);
+  });
 });

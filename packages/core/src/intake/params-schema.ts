@@ -12,8 +12,9 @@ const DIALECTS: Record<string, () => AjvClass> = {
   '2019-09': () => (require('ajv/dist/2019.js') as { Ajv2019: AjvClass }).Ajv2019,
   '2020-12': () => (require('ajv/dist/2020.js') as { Ajv2020: AjvClass }).Ajv2020,
 };
-// Ajv's defaults leave the params untouched (no coercion, no defaults filled in): they are sent as given.
-const OPTIONS: Options = { allErrors: true, strict: false, logger: false };
+// Ajv's defaults leave the params untouched (no coercion, no defaults filled in): they are sent as given. A compiled
+// schema is not added by its $id (addUsedSchema), so operations sharing an $id neither collide nor resolve each other's.
+const OPTIONS: Options = { allErrors: true, strict: false, logger: false, addUsedSchema: false };
 const dialects = new Map<string, Ajv>();
 const compiled = new WeakMap<object, ValidateFunction>();
 
