@@ -6,7 +6,7 @@ import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js'
 import { createAdapters, exposedOperations, loadConfig, openLedger, type RetrysafeConfig } from '@retrysafe/config';
 import { type AdapterV1, canonicalJson, sha256Hex } from '@retrysafe/contract';
 import { createRunner, encryptParams, jsonlHandoffSink, type PolicyOverrides, parseReceiptKeys } from '@retrysafe/core';
-import { resolvePolicy } from '@retrysafe/core/internal';
+import { checkParamsSchema, resolvePolicy } from '@retrysafe/core/internal';
 import { PROBE_COMMAND, parseOptions, SERVE_COMMAND, UsageError, type Values, WRAP_COMMAND } from './cli-options.js';
 import { createCoalescer } from './coalesce.js';
 import { answerValue, createFenceAdapter, readPath } from './fence/fence-adapter.js';
@@ -43,12 +43,15 @@ async function servingParts(
   return { ledger, runner, coalescer: createCoalescer(ledger, c.policy?.waitForOtherMs) };
 }
 
-/** A policy that cannot work for an exposed operation (`only`: `<provider>.<operation>`, default all) is refused at
- * start (RunnerConfigurationError), not on its every call. */
+/** A policy or a params schema that cannot work for an exposed operation (`only`: `<provider>.<operation>`, default
+ * all) is refused at start (RunnerConfigurationError), not on its every call. */
 function refusedPolicy(adapters: readonly AdapterV1[], policy: PolicyOverrides | undefined, only?: string[]): void {
   for (const adapter of adapters)
-    for (const [name, op] of Object.entries(adapter.operations))
-      if (!only || only.includes(`${adapter.provider}.${name}`)) resolvePolicy(op.card, policy);
+    for (const [name, op] of Object.entries(adapter.operations)) {
+      if (only && !only.includes(`${adapter.provider}.${name}`)) continue;
+      resolvePolicy(op.card, policy);
+      checkParamsSchema(op);
+    }
 }
 
 /** Serves on stdio, or with `--http` on loopback behind the Host/Origin allow-lists and a bearer token. */

@@ -190,6 +190,20 @@ describe('retrysafe-mcp wrap that cannot start', () => {
     });
     await expectStopped(pidFile);
   }, 30_000);
+  it('a fenced tool whose input schema cannot be compiled (draft-04): refused at start naming it, not on its every call', async () => {
+    const draft04 = { $schema: 'http://json-schema.org/draft-04/schema#', type: 'object' as const };
+    const url = await upstreamListing(() => ({
+      tools: [{ name: 'create_order', inputSchema: draft04 }, tool('list_orders')],
+    }));
+    const fence = writeFence(tempDir('retrysafe-wrap-schema-'), {
+      name: 'orders',
+      tools: { create_order: { kind: 'create', intent: ['customer', 'ref'] } },
+    });
+    await expect(runWrap(['--config', fence, '--http', '--url', url], () => {})).rejects.toMatchObject({
+      code: 'RETRYSAFE_RUNNER_CONFIG',
+      message: expect.stringMatching(/orders\.create_order does not compile/),
+    });
+  });
 });
 
 describe('retrysafe-mcp (serve) that cannot start', () => {
@@ -216,6 +230,27 @@ describe('retrysafe-mcp (serve) that cannot start', () => {
     await expect(runServe(['--config', file, '--http'], () => {})).rejects.toMatchObject({
       code: 'RETRYSAFE_RUNNER_CONFIG',
       message: expect.stringMatching(/lookupWindowMs/),
+    });
+  });
+
+  it('an exposed operation whose params schema cannot be compiled ($ref to nothing): refused at start', async () => {
+    const example = fileURLToPath(new URL('../../../docs/examples/http-api/', import.meta.url));
+    const dir = tempDir('retrysafe-serve-schema-');
+    for (const f of readdirSync(example)) copyFileSync(join(example, f), join(dir, f));
+    const config = parseYaml(readFileSync(join(dir, 'retrysafe.yaml'), 'utf8')) as {
+      adapters: { acme: { operations: Record<string, { paramsSchema?: unknown }> } };
+    };
+    config.adapters.acme.operations['orders.create']!.paramsSchema = {
+      type: 'object',
+      properties: { customer: { $ref: '#/$defs/Customer' } },
+    };
+    const file = join(dir, 'retrysafe.yaml');
+    writeFileSync(file, stringifyYaml(config));
+    process.env.ACME_AUTH = 'Bearer test';
+    onCleanup(() => delete process.env.ACME_AUTH);
+    await expect(runServe(['--config', file, '--http'], () => {})).rejects.toMatchObject({
+      code: 'RETRYSAFE_RUNNER_CONFIG',
+      message: expect.stringMatching(/acme\.orders\.create does not compile/),
     });
   });
 });

@@ -38,6 +38,12 @@ function validatorFor(schema: JsonSchema, operation: string): ValidateFunction {
   }
 }
 
+/** Compiles the operation's params schema, else throws the RunnerConfigurationError its every call would: a server
+ * checks this at start. */
+export function checkParamsSchema(spec: OperationSpec): void {
+  validatorFor(spec.paramsSchema, spec.card.operation);
+}
+
 /** `/items/0/name` → `items[0].name`; the object itself is `(root)`. */
 function dotPath(pointer: string, child?: string): string {
   const parts = pointer
