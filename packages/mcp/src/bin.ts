@@ -16,11 +16,17 @@ if (first === '--help' || first === '-h' || first === 'help') {
     else await commands.runServe(args);
   } catch (e) {
     process.stderr.write(`retrysafe-mcp${name === 'serve' ? '' : ` ${name}`}: ${(e as Error).message}\n`);
+    // At start a runner's refusal (a policy or params schema that cannot work) or a fenced tool the upstream does
+    // not list is bad config too.
     const usage =
       e instanceof UsageError ||
-      ['RETRYSAFE_FENCE_CONFIG', 'RETRYSAFE_CONFIG', 'RETRYSAFE_FILE_LIMIT'].includes(
-        String((e as { code?: unknown }).code),
-      );
+      [
+        'RETRYSAFE_FENCE_CONFIG',
+        'RETRYSAFE_CONFIG',
+        'RETRYSAFE_FILE_LIMIT',
+        'RETRYSAFE_RUNNER_CONFIG',
+        'RETRYSAFE_UNKNOWN_OPERATION',
+      ].includes(String((e as { code?: unknown }).code));
     process.exit(usage ? 2 : 1);
   }
 }

@@ -1,9 +1,17 @@
 import { spawnSync } from 'node:child_process';
+import { copyFileSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
-import { bin } from './fence-helpers.js';
+import { parse as parseYaml, stringify as stringifyYaml } from 'yaml';
+import { bin, ordersServer, tempDir, writeFence } from './fence-helpers.js';
 
 const run = (...args: string[]) =>
-  spawnSync(process.execPath, [bin, ...args], { encoding: 'utf8', env: { PATH: process.env.PATH ?? '' } });
+  spawnSync(process.execPath, [bin, ...args], {
+    encoding: 'utf8',
+    env: { PATH: process.env.PATH ?? '', ACME_AUTH: 'Bearer test' },
+    timeout: 20_000,
+  });
 
 describe('retrysafe-mcp command line', () => {
   it('--help exits 0 and lists every command with its options', () => {
@@ -38,5 +46,24 @@ describe('retrysafe-mcp command line', () => {
     const r = run();
     expect(r.status).toBe(2);
     expect(r.stderr).toMatch(/--config/);
+  });
+
+  it('a config the runner refuses at start, or a fence file naming a tool the upstream lacks: exit 2, as any bad config', () => {
+    // The docs' HTTP API example with a params schema whose $ref names nothing: a RunnerConfigurationError at start.
+    const example = fileURLToPath(new URL('../../../docs/examples/http-api/', import.meta.url));
+    const dir = tempDir('retrysafe-bin-config-');
+    for (const f of readdirSync(example)) copyFileSync(join(example, f), join(dir, f));
+    const config = parseYaml(readFileSync(join(dir, 'retrysafe.yaml'), 'utf8')) as {
+      adapters: { acme: { operations: Record<string, { paramsSchema?: unknown }> } };
+    };
+    config.adapters.acme.operations['orders.create']!.paramsSchema = { $ref: '#/$defs/Missing' };
+    writeFileSync(join(dir, 'retrysafe.yaml'), stringifyYaml(config));
+    const refused = run('--config', join(dir, 'retrysafe.yaml'), '--http');
+    expect(refused.stderr).toMatch(/^retrysafe-mcp: paramsSchema: the params schema of acme\.orders\.create/);
+    expect(refused.status).toBe(2);
+    const fence = writeFence(dir, { name: 'orders', tools: { create_ordr: { kind: 'create', intent: ['ref'] } } });
+    const unknown = run('wrap', '--config', fence, '--', process.execPath, ordersServer);
+    expect(unknown.stderr).toMatch(/create_ordr/);
+    expect(unknown.status).toBe(2);
   });
 });
