@@ -11,6 +11,7 @@ export {
   parseConfig,
 } from './config.js';
 export type * from './config-types.js';
+export { findInlineCredentials } from './credentials.js';
 export {
   ConfigError,
   FILE_LIMITS,

@@ -109,6 +109,24 @@ describe('fence file', () => {
     expect(() => parseFenceConfig({ ...base, env: { TOKEN: 3 } })).toThrow(/env\.TOKEN: expected string or null/);
   });
 
+  it('refuses a credential written in it, as the config file does, never repeating it', () => {
+    const base = JSON.parse(readFileSync(fenceFile(), 'utf8')) as Record<string, unknown>;
+    const token = `ghp_${'a1B2'.repeat(9)}`;
+    const refused = (raw: Record<string, unknown>, path: RegExp) => {
+      expect(() => parseFenceConfig(raw)).toThrow(FenceConfigError);
+      expect(() => parseFenceConfig(raw)).toThrow(path);
+      expect(() => parseFenceConfig(raw)).not.toThrow(/hunter2|a1B2/);
+    };
+    refused({ ...base, ledger: 'postgres://fence:hunter2@db.internal/ledger' }, /ledger: the URL carries a password/);
+    refused({ ...base, env: { GITHUB_TOKEN: token, DEBUG: null } }, /env\.GITHUB_TOKEN: looks like a credential/);
+    const tools = base.tools as Record<string, Record<string, unknown>>;
+    const lookup = { ...tools.create_order!.lookup!, arguments: { customer: '{{customer}}', auth: token } };
+    refused({ ...base, tools: { create_order: { ...tools.create_order, lookup } } }, /lookup\.arguments\.auth/);
+    // A setting, a variable removed, a user name in a PostgreSQL URL and templates hold no credential.
+    const env = { ORDERS_LOG_LEVEL: 'debug', GITHUB_TOKEN: null, API_KEY_FILE: '/run/secrets/orders' };
+    expect(() => parseFenceConfig({ ...base, env, ledger: 'postgres://fence@db.internal/ledger' })).not.toThrow();
+  });
+
   it('a tool whose name cannot name a business operation is refused at start, not on every call', () => {
     const base = JSON.parse(readFileSync(fenceFile(), 'utf8')) as Record<string, unknown>;
     const named = (name: string) => ({ ...base, tools: { [name]: { kind: 'create', intent: ['ref'] } } });

@@ -1,5 +1,5 @@
 import { dirname, resolve } from 'node:path';
-import { checkSchema, configSchema, readDataFile } from '@retrysafe/config';
+import { checkSchema, configSchema, findInlineCredentials, readDataFile } from '@retrysafe/config';
 import type { JsonSchema } from '@retrysafe/contract';
 import type { PolicyOverrides } from '@retrysafe/core';
 
@@ -105,11 +105,22 @@ export type FenceToolConfig = FenceConfig['tools'][string];
 /** A tool name that can stand in a business operation's name (the contract's dotted identifiers). */
 const OPERATION_PART = /^[A-Za-z][A-Za-z0-9_-]*(\.[A-Za-z][A-Za-z0-9_-]*)*$/;
 
+/** The config file's credential rule where a fence file holds values (not argument names or paths). A variable's
+ * name says nothing here (AUTH_MODE is a setting): its value is checked; null removes it. */
+function inlineCredentials(c: Omit<FenceConfig, 'baseDir' | 'timeoutMs'>): string[] {
+  const tools = Object.entries(c.tools).map(([name, t]) => [name, { lookup: { arguments: t.lookup?.arguments } }]);
+  const problems = findInlineCredentials({ ledger: c.ledger, handoffs: c.handoffs, tools: Object.fromEntries(tools) });
+  for (const [name, value] of Object.entries(c.env ?? {}))
+    if (typeof value === 'string') problems.push(...findInlineCredentials(value).map((p) => `env.${name}${p}`));
+  return problems;
+}
+
 /** Checks a parsed fence file strictly (unknown keys are errors) and fills its defaults. */
 export function parseFenceConfig(raw: unknown, baseDir = process.cwd()): FenceConfig {
   const problems = checkSchema(raw, FENCE_SCHEMA);
   const c = raw as Omit<FenceConfig, 'baseDir' | 'timeoutMs'> & { timeoutMs?: number };
   if (problems.length === 0) {
+    problems.push(...inlineCredentials(c));
     for (const k of Object.keys(c.env ?? {}))
       if (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(k)) problems.push(`env: "${k}" is not a variable name`);
     for (const [name, t] of Object.entries(c.tools)) {
