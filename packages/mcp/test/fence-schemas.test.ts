@@ -80,6 +80,45 @@ describe("the fence's key argument", () => {
   });
 });
 
+describe("the fence's key argument at a nested path", () => {
+  it('is hidden from the listing and from the check of the arguments, and sent with the key the fence derived', async () => {
+    const create: Tool = {
+      name: 'create',
+      inputSchema: {
+        type: 'object',
+        properties: {
+          title: { type: 'string' },
+          options: {
+            type: 'object',
+            properties: { idempotency_key: { type: 'string' }, notify: { type: 'boolean' } },
+            required: ['idempotency_key'],
+            additionalProperties: false,
+          },
+        },
+        required: ['title', 'options'],
+      },
+    };
+    const { client, call, calls } = await host([create], {
+      create: { kind: 'create', intent: ['title'], key: { argument: 'options.idempotency_key' } },
+    });
+    const listed = (await client.listTools()).tools.find((t) => t.name === 'create')!;
+    expect(listed.inputSchema.properties?.options).toEqual({
+      type: 'object',
+      properties: { notify: { type: 'boolean' } },
+      required: [],
+      additionalProperties: false,
+    });
+    const a = await call('create', { title: 'Q3 report', options: { notify: true } });
+    expect(a._meta?.retrysafe?.status).toBe('done');
+    expect(calls).toEqual([
+      {
+        name: 'create',
+        arguments: { title: 'Q3 report', options: { notify: true, idempotency_key: expect.stringMatching(/^rs-/) } },
+      },
+    ]);
+  });
+});
+
 describe("an upstream tool named like one of the fence's own tools", () => {
   const own = (name: string): Tool => ({ name, inputSchema: { type: 'object' } });
   const create: Tool = { name: 'create', inputSchema: { type: 'object' } };

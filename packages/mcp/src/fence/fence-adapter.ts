@@ -40,9 +40,17 @@ export function withPath(target: Record<string, unknown>, path: string, value: u
   return { ...target, [head]: withPath((next ?? {}) as Record<string, unknown>, rest.join('.'), value) };
 }
 
-/** The input schema without a top-level argument (the fence's key: the fence sets it, the caller never does). */
-export function hideProperty(schema: Tool['inputSchema'], name: string): Tool['inputSchema'] {
-  const { [name]: _, ...properties } = schema.properties ?? {};
+type ObjectSchema = { readonly properties?: Record<string, object>; readonly required?: readonly string[] };
+
+/** The input schema without the argument at `path` (the fence's key: the fence sets it, the caller never does); a
+ * nested one is hidden inside the object schemas its path names. */
+export function hideProperty<S extends ObjectSchema>(schema: S, path: string): S {
+  const [name = '', ...rest] = path.split('.');
+  const { [name]: inner, ...properties } = schema.properties ?? {};
+  if (rest.length > 0)
+    return inner && typeof inner === 'object'
+      ? { ...schema, properties: { ...schema.properties, [name]: hideProperty(inner, rest.join('.')) } }
+      : schema;
   return { ...schema, properties, ...(schema.required ? { required: schema.required.filter((r) => r !== name) } : {}) };
 }
 
@@ -168,10 +176,7 @@ export function createFenceAdapter(options: {
       description: upstream.description ?? name,
       card: fenceCard(config, name, t),
       // The caller's arguments are checked against the schema it is shown: without the key the fence sets.
-      paramsSchema:
-        t.key && !t.key.argument.includes('.')
-          ? hideProperty(upstream.inputSchema, t.key.argument)
-          : upstream.inputSchema,
+      paramsSchema: t.key ? hideProperty(upstream.inputSchema, t.key.argument) : upstream.inputSchema,
       keyRule: t.key ? { maxLength: t.key.maxLength ?? 64, charset: KEY_CHARSET, prefix: 'rs-' } : null,
       tool: t,
     };

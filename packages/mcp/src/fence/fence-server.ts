@@ -32,7 +32,7 @@ function fencedListing(adapter: AdapterV1, t: Tool) {
   return {
     ...t,
     description: description.filter(Boolean).join('\n'),
-    inputSchema: key && !key.includes('.') ? hideProperty(t.inputSchema, key) : t.inputSchema,
+    inputSchema: key ? hideProperty(t.inputSchema, key) : t.inputSchema,
     ...(t.outputSchema ? { outputSchema: fencedOutputSchema(t.outputSchema) } : {}),
     // Through the fence a re-issued call with the same intent is the same operation: that is the hint's meaning
     // for the caller. Whether the upstream itself folds re-sends is the card's business (shown in _meta).
