@@ -10,8 +10,11 @@ import {
   type PruneReport,
 } from '@retrysafe/contract';
 import {
+  checkLimit,
+  checkNow,
   checkPacket,
   checkPruneOptions,
+  checkRenewal,
   checkStatePatch,
   claimTransition,
   dispatchedTransition,
@@ -154,6 +157,7 @@ function claimExisting(c: Parts, input: ClaimInput): Promise<ClaimResult> {
 function fencedWrites({ writes, dbClock }: Parts): Pick<Ledger, FencedMethod> {
   return {
     async renewLease(ref, leaseMs, now) {
+      checkRenewal(leaseMs, now); // the SQL would renew for 0 ms or less
       const rule = (r: OperationRecord) => renewTransition(r, ref, leaseMs, now);
       const values = [now, Math.ceil(leaseMs), dbClock];
       await writes.fenced(ref, { what: 'renewLease', write: RENEW, values, rule });
@@ -206,6 +210,7 @@ function reads({ db, st, dbClock }: Parts): Pick<Ledger, 'get' | 'list' | 'recei
       return rows[0] ? toRecord(rows[0]) : null;
     },
     async list(filter = {}) {
+      checkLimit(filter.limit, 'list');
       for (const s of filter.states ?? [])
         if (!ALL_STATES.has(s)) throw new LedgerError(`list: unknown state ${JSON.stringify(s)}`);
       const { sql, values } = st.list(filter);
@@ -216,6 +221,8 @@ function reads({ db, st, dbClock }: Parts): Pick<Ledger, 'get' | 'list' | 'recei
       return rows[0] ? toReceipts(rows[0].receipts, id) : [];
     },
     async recoverCandidates(now, limit) {
+      checkNow(now, 'recoverCandidates');
+      checkLimit(limit, 'recoverCandidates');
       const { rows } = await db.query<OperationRow>('recoverCandidates', st.recover, [now, limit ?? null, dbClock]);
       return rows.map(toRecord);
     },

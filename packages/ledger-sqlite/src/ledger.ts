@@ -6,6 +6,8 @@ import {
   type PruneReport,
 } from '@retrysafe/contract';
 import {
+  checkLimit,
+  checkNow,
   checkPruneOptions,
   claimTransition,
   dispatchedTransition,
@@ -142,6 +144,7 @@ export function createSqliteLedger(options: SqliteLedgerOptions): Ledger {
         return row ? toRecord(row.record, o.path) : null;
       }),
     async list(filter = {}) {
+      checkLimit(filter.limit, 'list');
       const q = listSql(filter);
       return q === null ? [] : read(c, 'list', () => records(q.sql, q.args));
     },
@@ -150,7 +153,11 @@ export function createSqliteLedger(options: SqliteLedgerOptions): Ledger {
         const row = rows.get(id);
         return row ? toReceipts(row.receipts, id, o.path) : [];
       }),
-    recoverCandidates: (now, limit) => read(c, 'recoverCandidates', () => records(RECOVER_SQL, [now, limit ?? -1])),
+    async recoverCandidates(now, limit) {
+      checkNow(now, 'recoverCandidates');
+      checkLimit(limit, 'recoverCandidates');
+      return read(c, 'recoverCandidates', () => records(RECOVER_SQL, [now, limit ?? -1]));
+    },
     prune: (options) => prune(c, rows, options),
     async close() {
       rows.forget();

@@ -9,6 +9,8 @@ import {
 import {
   chainedTransition,
   checkFence,
+  checkLimit,
+  checkNow,
   checkPruneOptions,
   checkReceipt,
   checkRef,
@@ -97,6 +99,7 @@ export function createMemoryLedger(): Ledger {
       return r ? clone(r) : null;
     },
     async list(filter = {}) {
+      checkLimit(filter.limit, 'list');
       let out = [...rows().values()];
       if (filter.states) out = out.filter((r) => filter.states!.includes(r.state));
       if (filter.provider) out = out.filter((r) => r.provider === filter.provider);
@@ -110,6 +113,8 @@ export function createMemoryLedger(): Ledger {
       return clone(receipts.get(id) ?? []);
     },
     async recoverCandidates(now, limit) {
+      checkNow(now, 'recoverCandidates');
+      checkLimit(limit, 'recoverCandidates');
       const out = [...rows().values()]
         .filter((r) => RECOVERABLE_STATES.includes(r.state) && !leaseLive(r, now))
         .sort((a, b) => a.updatedAt - b.updatedAt);
