@@ -22,6 +22,8 @@ const DEFER_COMMIT = `set_config('synchronous_commit', 'off', true) AS deferred_
 const RELEASED = 'lease_owner = NULL, lease_expires_at = NULL';
 /** Appends a receipt's JSON to the array kept as text: the server parses neither. */
 const appendReceipt = (param: string) => `receipts = coalesce(left(receipts, -1) || ',', '[') || ${param}::text || ']'`;
+/** Only onto an array, as appendStoredReceipt checks it: text edited into other JSON would be appended to as cut JSON. */
+const RECEIPTS_ARRAY = `(receipts IS NULL OR (left(receipts, 1) = '[' AND right(receipts, 1) = ']'))`;
 
 /** A fenced write's SET (parameters from $1) and the state guard its rule implies. */
 export interface FencedWrite {
@@ -135,7 +137,7 @@ export function createStatements(ops: string, dbClock: boolean) {
       const where = `business_operation_id = $${n + 1} AND fence = $${n + 2}${write.guard ? ` AND ${write.guard}` : ''}`;
       const sql = withReceipt
         ? `UPDATE ${ops} SET ${write.set ? `${write.set}, ` : ''}${appendReceipt(`$${n + 4}`)}, receipt_head = $${n + 5}, receipt_count = $${n + 3}
-       WHERE ${where} AND receipt_count + 1 = $${n + 3}::integer`
+       WHERE ${where} AND receipt_count + 1 = $${n + 3}::integer AND ${RECEIPTS_ARRAY}`
         : `UPDATE ${ops} SET ${write.set} WHERE ${where}`;
       const extra = defer ? `, ${DEFER_COMMIT}` : '';
       const xmin = (withReceipt ? n + 5 : n + 2) + 1;

@@ -648,6 +648,39 @@ describe('receipts', () => {
   });
 });
 
+describe('receipts edited from outside', () => {
+  it('receipts stored as JSON that is not an array are a LedgerError for reads and appends, and no append is written onto them', async () => {
+    const other = createPostgresLedger({ connectionString: url, schema, leaseClock: 'caller' });
+    try {
+      for (const text of ['null', '{}', '{"seq":1}']) {
+        const { record } = await claimed();
+        const id = record.businessOperationId;
+        const ref = { businessOperationId: id, fence: 1 };
+        await ledger.appendReceipt(ref, receipt(id, 1));
+        await admin.query(
+          `UPDATE "${schema}".retrysafe_operations SET receipts = $2 WHERE business_operation_id = $1`,
+          [id, text],
+        );
+        // The remembered operation's write, then the same write sent in full.
+        for (const l of [ledger, other]) {
+          await expect(l.receipts(id)).rejects.toThrow(LedgerError);
+          await expect(l.appendReceipt(ref, receipt(id, 2))).rejects.toThrow(/not a JSON array/);
+          await expect(l.setState(ref, { state: 'succeeded', now: T0 + 1, receipt: receipt(id, 2) })).rejects.toThrow(
+            /not a JSON array/,
+          );
+        }
+        const { rows } = await admin.query(
+          `SELECT receipts, state FROM "${schema}".retrysafe_operations WHERE business_operation_id = $1`,
+          [id],
+        );
+        expect(rows[0]).toEqual({ receipts: text, state: 'claimed' });
+      }
+    } finally {
+      await other.close();
+    }
+  });
+});
+
 describe('recovery and listing', () => {
   it('recoverCandidates lists non-terminal operations whose lease is absent or expired, and nothing else', async () => {
     const s = freshSchema('recover');
