@@ -170,9 +170,10 @@ function listStatement(ops: string, filter: ListFilter): { sql: Sql; values: unk
   if (filter.provider) where.push(`provider = ${param(filter.provider)}`);
   if (filter.operation) where.push(`operation = ${param(filter.operation)}`);
   const limit = filter.limit !== undefined ? ` LIMIT ${param(filter.limit)}` : '';
+  // Ties by code unit, as on the other ledgers, whatever collation the database or column has.
   const order = filter.newestFirst
-    ? 'created_at DESC, business_operation_id DESC'
-    : 'created_at, business_operation_id';
+    ? 'created_at DESC, business_operation_id COLLATE "C" DESC'
+    : 'created_at, business_operation_id COLLATE "C"';
   const text = `SELECT ${RECORD_COLUMNS} FROM ${ops}${where.length ? ` WHERE ${where.join(' AND ')}` : ''} ORDER BY ${order}${limit}`;
   return { sql: { name: null, text }, values };
 }

@@ -682,6 +682,28 @@ describe('receipts edited from outside', () => {
 });
 
 describe('recovery and listing', () => {
+  it('a database whose collation is not C (ICU) still lists operations of one millisecond by id in code-unit order, as the other ledgers do', async () => {
+    const own = freshSchema('collation');
+    const l = createPostgresLedger({ connectionString: url, schema: own, leaseClock: 'caller' });
+    try {
+      await l.ready();
+      // As on a database created with a language's collation (the usual en_US.UTF-8 or an ICU locale).
+      await admin.query(
+        `ALTER TABLE "${own}".retrysafe_operations ALTER COLUMN business_operation_id TYPE text COLLATE "und-x-icu"`,
+      );
+      const names = ['Zeta', 'alpha', 'a_b', 'a-b', 'aB', 'ab', 'A9'];
+      for (const name of names) await l.claim(input({ businessOperationId: `same-${name}` as BusinessOperationId }));
+      const ids = names.map((name) => `same-${name}`).sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
+      expect((await l.list()).map((r) => r.businessOperationId)).toEqual(ids);
+      expect((await l.list({ newestFirst: true, limit: 3 })).map((r) => r.businessOperationId)).toEqual(
+        ids.slice().reverse().slice(0, 3),
+      );
+    } finally {
+      await l.close();
+      await dropSchema(own);
+    }
+  });
+
   it('recoverCandidates lists non-terminal operations whose lease is absent or expired, and nothing else', async () => {
     const s = freshSchema('recover');
     const l = createPostgresLedger({ connectionString: url, schema: s, leaseClock: 'caller', poolSize: 2 });
