@@ -76,9 +76,12 @@ async function prune(c: Connection, rows: Rows, options: PruneOptions): Promise<
       for (const r of records) count(r.state);
       continue;
     }
-    if (options.onPrune)
+    if (options.onPrune) {
+      // The write lock is waited for first: on a ledger held locked, fail before exporting what would not be deleted.
+      await tx(c, 'prune', () => undefined);
       for (const [i, r] of records.entries())
         await options.onPrune(r, toReceipts(found[i]!.receipts, r.businessOperationId, c.path));
+    }
     await tx(c, 'prune', () => {
       for (const [i, r] of records.entries()) {
         if (Number(rows.prepared(sql.remove).run(found[i]!.id, options.before, ...states).changes) > 0) count(r.state);
