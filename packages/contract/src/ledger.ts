@@ -245,6 +245,15 @@ export function checkLimit(limit: number | undefined, what: string): void {
     throw new LedgerError(`${what}: limit must be a whole number ≥ 0, got ${String(limit)}`);
 }
 
+/** A listing's filter: its limit as checkLimit says, its states a list of states (a string or an unknown state
+ * was matched by substring on one ledger, refused on another, thrown on as a bare TypeError by a third). */
+export function checkListFilter(filter: ListFilter): void {
+  checkLimit(filter.limit, 'list');
+  const { states } = filter;
+  if (states !== undefined && !(Array.isArray(states) && states.every((s) => STATES.includes(s))))
+    throw new LedgerError(`list: states must be a list of states, got ${JSON.stringify(states)}`);
+}
+
 /** The claim's fields a record is found, listed and compared by: one ledger would store a number, another refuse it. */
 const CLAIM_TEXTS = ['provider', 'operation', 'intentFingerprint', 'paramsFingerprint'] as const;
 const NO_ATTEMPTS = {

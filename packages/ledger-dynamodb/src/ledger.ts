@@ -16,6 +16,7 @@ import {
   chainedTransition,
   checkFence,
   checkLimit,
+  checkListFilter,
   checkNow,
   checkPruneOptions,
   checkReceipt,
@@ -111,7 +112,7 @@ async function prune(t: Table, table: string, options: PruneOptions): Promise<Pr
 
 /** A listing: the sparse index when only open states are asked for, else a consistent scan. */
 async function list(t: Table, table: string, filter: ListFilter = {}): Promise<OperationRecord[]> {
-  checkLimit(filter.limit, 'list');
+  checkListFilter(filter);
   if (filter.states?.length === 0) return [];
   const now = Date.now();
   // Only open states: the sparse index holds them, the history is not read.

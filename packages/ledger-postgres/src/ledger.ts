@@ -11,6 +11,7 @@ import {
 } from '@retrysafe/contract';
 import {
   checkLimit,
+  checkListFilter,
   checkNow,
   checkPacket,
   checkPruneOptions,
@@ -19,7 +20,6 @@ import {
   claimTransition,
   dispatchedTransition,
   handOffTransition,
-  RECOVERABLE_STATES,
   renewTransition,
   resolveTransition,
   setStateTransition,
@@ -82,8 +82,6 @@ export function createPostgresLedger(options: PostgresLedgerOptions): PostgresLe
     close: c.db.close,
   };
 }
-
-const ALL_STATES = new Set<string>([...RECOVERABLE_STATES, ...TERMINAL_STATES]);
 
 function parts(options: PostgresLedgerOptions) {
   if (!options || (!options.connectionString && !options.pool))
@@ -210,9 +208,7 @@ function reads({ db, st, dbClock }: Parts): Pick<Ledger, 'get' | 'list' | 'recei
       return rows[0] ? toRecord(rows[0]) : null;
     },
     async list(filter = {}) {
-      checkLimit(filter.limit, 'list');
-      for (const s of filter.states ?? [])
-        if (!ALL_STATES.has(s)) throw new LedgerError(`list: unknown state ${JSON.stringify(s)}`);
+      checkListFilter(filter);
       const { sql, values } = st.list(filter);
       return (await db.query<OperationRow>('list', sql, values)).rows.map(toRecord);
     },

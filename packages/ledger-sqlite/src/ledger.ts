@@ -7,6 +7,7 @@ import {
 } from '@retrysafe/contract';
 import {
   checkLimit,
+  checkListFilter,
   checkNow,
   checkPruneOptions,
   claimTransition,
@@ -147,7 +148,7 @@ export function createSqliteLedger(options: SqliteLedgerOptions): Ledger {
         return row ? toRecord(row.record, o.path) : null;
       }),
     async list(filter = {}) {
-      checkLimit(filter.limit, 'list');
+      checkListFilter(filter);
       const q = listSql(filter);
       return q === null ? [] : read(c, 'list', () => records(q.sql, q.args));
     },

@@ -10,6 +10,7 @@ import {
   chainedTransition,
   checkFence,
   checkLimit,
+  checkListFilter,
   checkNow,
   checkPruneOptions,
   checkReceipt,
@@ -99,7 +100,7 @@ export function createMemoryLedger(): Ledger {
       return r ? clone(r) : null;
     },
     async list(filter = {}) {
-      checkLimit(filter.limit, 'list');
+      checkListFilter(filter);
       let out = [...rows().values()];
       if (filter.states) out = out.filter((r) => filter.states!.includes(r.state));
       if (filter.provider) out = out.filter((r) => r.provider === filter.provider);

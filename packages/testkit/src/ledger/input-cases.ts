@@ -82,6 +82,13 @@ export function boundCases(test: Test): void {
     expect(await l.recoverCandidates(T0 + 5000)).toHaveLength(2);
   });
 
+  test('refuses a list filter whose states are no list of states (LedgerError), as prune refuses them', async (l) => {
+    await claimed(l, 'states-1');
+    for (const states of ['claimed', ['done'], [null], { 0: 'claimed', length: 1 }])
+      await refused(l.list({ states: states as never }), LedgerError);
+    expect((await l.list({ states: ['claimed'] })).map((r) => r.businessOperationId)).toEqual([id('states-1')]);
+  });
+
   test('refuses to renew a lease for 0 ms or less, as claim refuses it (LedgerError), writing nothing', async (l) => {
     const { ref, record } = await claimed(l, 'renew-zero');
     await refused(l.claim(claimInput('renew-zero-claim', { leaseMs: 0 })), LedgerError);
