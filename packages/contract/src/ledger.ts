@@ -188,6 +188,8 @@ export function parseStoredRecord(text: string, where: string): OperationRecord 
   return record as OperationRecord;
 }
 
+const EMPTY_ARRAY = /^\[\s*\]$/;
+
 const notAList = (id: string, where: string) =>
   new LedgerError(`${where}: the receipts of ${id} are not a JSON array (edited from outside?)`);
 
@@ -214,7 +216,8 @@ export function appendStoredReceipt(text: string | null, added: Receipt | undefi
       cause,
     });
   }
-  return text === null ? `[${receipt}]` : `${text.slice(0, -1)},${receipt}]`;
+  // An empty array (emptied from outside) takes the receipt as none would: '[,' is cut JSON.
+  return text === null || EMPTY_ARRAY.test(text) ? `[${receipt}]` : `${text.slice(0, -1)},${receipt}]`;
 }
 
 export function isTerminal(record: OperationRecord): boolean {

@@ -20,8 +20,9 @@ const clock = (flag: string, callerNow: string) =>
 /** In a RETURNING: this transaction alone commits without waiting for the WAL flush. */
 const DEFER_COMMIT = `set_config('synchronous_commit', 'off', true) AS deferred_commit`;
 const RELEASED = 'lease_owner = NULL, lease_expires_at = NULL';
-/** Appends a receipt's JSON to the array kept as text: the server parses neither. */
-const appendReceipt = (param: string) => `receipts = coalesce(left(receipts, -1) || ',', '[') || ${param}::text || ']'`;
+/** Appends a receipt's JSON to the array kept as text (an empty one, emptied from outside, as none): the server parses neither. */
+const appendReceipt = (param: string) =>
+  `receipts = (CASE WHEN receipts IS NULL OR receipts ~ '^[[][[:space:]]*[]]$' THEN '[' ELSE left(receipts, -1) || ',' END) || ${param}::text || ']'`;
 /** Only onto an array, as appendStoredReceipt checks it: text edited into other JSON would be appended to as cut JSON. */
 const RECEIPTS_ARRAY = `(receipts IS NULL OR (left(receipts, 1) = '[' AND right(receipts, 1) = ']'))`;
 

@@ -681,6 +681,24 @@ describe('receipts edited from outside', () => {
   });
 });
 
+describe('receipts emptied from outside', () => {
+  it('a receipt appended to receipts stored as an empty array is stored as valid JSON', async () => {
+    const { record } = await claimed();
+    const id = record.businessOperationId;
+    const ref = { businessOperationId: id, fence: 1 };
+    await ledger.appendReceipt(ref, receipt(id, 1));
+    for (const text of ['[]', '[ ]']) {
+      await admin.query(`UPDATE "${schema}".retrysafe_operations SET receipts = $2 WHERE business_operation_id = $1`, [
+        id,
+        text,
+      ]);
+      const seq = (await ledger.get(id))!.receiptChain.length + 1;
+      await ledger.appendReceipt(ref, receipt(id, seq));
+      expect((await ledger.receipts(id)).map((r) => r.seq)).toEqual([seq]);
+    }
+  });
+});
+
 describe('recovery and listing', () => {
   it('a database whose collation is not C (ICU) still lists operations of one millisecond by id in code-unit order, as the other ledgers do', async () => {
     const own = freshSchema('collation');
