@@ -152,6 +152,14 @@ describe('parseStoredRecord, parseStoredReceipts, appendStoredReceipt', () => {
     );
   });
 
+  it('appends to an empty array (receipts emptied from outside) as to none, never writing "[,"', () => {
+    const receipt = { businessOperationId: 'x:1', seq: 2 } as never;
+    for (const text of ['[]', '[ ]', '[\n]']) {
+      const stored = appendStoredReceipt(text, receipt, 'Test ledger')!;
+      expect(parseStoredReceipts(stored, 'x:1', 'Test ledger')).toEqual([receipt]);
+    }
+  });
+
   it('turns cut or corrupt JSON into a LedgerError naming the ledger and the value', () => {
     let caught: unknown;
     try {

@@ -188,6 +188,8 @@ export function parseStoredRecord(text: string, where: string): OperationRecord 
   return record as OperationRecord;
 }
 
+const EMPTY_ARRAY = /^\[\s*\]$/;
+
 const notAList = (id: string, where: string) =>
   new LedgerError(`${where}: the receipts of ${id} are not a JSON array (edited from outside?)`);
 
@@ -214,7 +216,8 @@ export function appendStoredReceipt(text: string | null, added: Receipt | undefi
       cause,
     });
   }
-  return text === null ? `[${receipt}]` : `${text.slice(0, -1)},${receipt}]`;
+  // An empty array (emptied from outside) takes the receipt as none would: '[,' is cut JSON.
+  return text === null || EMPTY_ARRAY.test(text) ? `[${receipt}]` : `${text.slice(0, -1)},${receipt}]`;
 }
 
 export function isTerminal(record: OperationRecord): boolean {
@@ -227,9 +230,31 @@ export function leaseLive(record: OperationRecord, now: number): boolean {
 
 const RELEASED = { leaseOwner: null, leaseExpiresAt: null } as const;
 
-/** A time a write stores: NaN or undefined would be kept by one ledger, turned to null or refused by another. */
-function checkNow(now: number, what: string): void {
+/** A time a write stores or a read compares: NaN or undefined would be kept by one ledger, turned to null or refused by another. */
+export function checkNow(now: number, what: string): void {
   if (!Number.isFinite(now)) throw new LedgerError(`${what}: now must be epoch ms, got ${String(now)}`);
+}
+
+/** A lease length of claim and renewLease: a finite number of ms > 0 (a fraction is rounded up where stored whole). */
+function checkLease(leaseMs: number, what: string): void {
+  if (!(Number.isFinite(leaseMs) && leaseMs > 0))
+    throw new LedgerError(`${what}: leaseMs must be a number > 0, got ${String(leaseMs)}`);
+}
+
+/** A listing's limit (list, recoverCandidates): absent, or a whole number ≥ 0; -1 or 1.5 would be sliced by one
+ * ledger, read as "all" by another, refused by a third. */
+export function checkLimit(limit: number | undefined, what: string): void {
+  if (limit !== undefined && !(Number.isSafeInteger(limit) && limit >= 0))
+    throw new LedgerError(`${what}: limit must be a whole number ≥ 0, got ${String(limit)}`);
+}
+
+/** A listing's filter: its limit as checkLimit says, its states a list of states (a string or an unknown state
+ * was matched by substring on one ledger, refused on another, thrown on as a bare TypeError by a third). */
+export function checkListFilter(filter: ListFilter): void {
+  checkLimit(filter.limit, 'list');
+  const { states } = filter;
+  if (states !== undefined && !(Array.isArray(states) && states.every((s) => STATES.includes(s))))
+    throw new LedgerError(`list: states must be a list of states, got ${JSON.stringify(states)}`);
 }
 
 /** The claim's fields a record is found, listed and compared by: one ledger would store a number, another refuse it. */
@@ -250,9 +275,8 @@ export function claimTransition(
   input: ClaimInput,
   leaseNow: number = input.now,
 ): { result: ClaimResult; write: OperationRecord | null } {
-  if (!Number.isFinite(input.leaseMs) || input.leaseMs <= 0)
-    throw new LedgerError(`claim: leaseMs must be > 0, got ${input.leaseMs}`);
-  if (!Number.isFinite(input.now)) throw new LedgerError('claim: now must be epoch ms');
+  checkLease(input.leaseMs, 'claim');
+  checkNow(input.now, 'claim');
   if (typeof input.owner !== 'string' || input.owner.length === 0)
     throw new LedgerError('claim: owner must be a non-empty string');
   if (!Number.isFinite(leaseNow)) throw new LedgerError('claim: the lease clock must be epoch ms');
@@ -353,10 +377,15 @@ export function checkFence(record: OperationRecord | null, ref: Fenced): Operati
   return record;
 }
 
+/** renewLease's input, as claim checks its own (a ledger whose SQL renews checks it first). */
+export function checkRenewal(leaseMs: number, now: number): void {
+  checkNow(now, 'renewLease');
+  checkLease(leaseMs, 'renewLease');
+}
+
 /** A no-op when terminal; a released lease stays released (claim again). */
 export function renewTransition(record: OperationRecord, ref: Fenced, leaseMs: number, now: number): OperationRecord {
-  checkNow(now, 'renewLease');
-  if (!Number.isFinite(leaseMs)) throw new LedgerError(`renewLease: leaseMs must be a number, got ${String(leaseMs)}`);
+  checkRenewal(leaseMs, now);
   checkFence(record, ref);
   if (isTerminal(record)) return record;
   if (record.leaseOwner === null) throw new LeaseLostError(ref.businessOperationId, ref.fence);

@@ -15,6 +15,9 @@ import {
 import {
   chainedTransition,
   checkFence,
+  checkLimit,
+  checkListFilter,
+  checkNow,
   checkPruneOptions,
   checkReceipt,
   checkRef,
@@ -109,6 +112,7 @@ async function prune(t: Table, table: string, options: PruneOptions): Promise<Pr
 
 /** A listing: the sparse index when only open states are asked for, else a consistent scan. */
 async function list(t: Table, table: string, filter: ListFilter = {}): Promise<OperationRecord[]> {
+  checkListFilter(filter);
   if (filter.states?.length === 0) return [];
   const now = Date.now();
   // Only open states: the sparse index holds them, the history is not read.
@@ -130,6 +134,8 @@ async function list(t: Table, table: string, filter: ListFilter = {}): Promise<O
 
 /** Open operations with no live lease at `now`, from the sparse index, oldest change first. */
 async function recoverCandidates(t: Table, table: string, now: number, limit?: number): Promise<OperationRecord[]> {
+  checkNow(now, 'recoverCandidates');
+  checkLimit(limit, 'recoverCandidates');
   const items = (await Promise.all(RECOVERABLE_STATES.map((s) => t.open(s, 'recoverCandidates')))).flat();
   const found = live(items, table, Date.now())
     .map((st) => st.record)

@@ -82,8 +82,14 @@ async function waitActive(client: DynamoDBClient, table: string, timeoutMs: numb
 async function enableTtl(client: DynamoDBClient, table: string): Promise<EnsureTableReport['ttl']> {
   const isOn = async () => {
     const seen = await client.send(new DescribeTimeToLiveCommand({ TableName: table }));
-    const status = seen.TimeToLiveDescription?.TimeToLiveStatus;
-    return status === 'ENABLED' || status === 'ENABLING';
+    const { TimeToLiveStatus: status, AttributeName: on } = seen.TimeToLiveDescription ?? {};
+    if (status !== 'ENABLED' && status !== 'ENABLING') return false;
+    // A table has one TTL attribute: on another, closed operations never expire, and turning ours on is refused.
+    if (on !== undefined && on !== TTL_ATTRIBUTE)
+      throw new LedgerError(
+        `DynamoDB table ${table} has TTL on attribute ${on}, not ${TTL_ATTRIBUTE}: turn it off first`,
+      );
+    return true;
   };
   try {
     if (await isOn()) return 'enabled';

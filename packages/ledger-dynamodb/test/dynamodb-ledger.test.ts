@@ -148,6 +148,29 @@ describe('the DynamoDB ledger', () => {
     expect(updates).toBeGreaterThanOrEqual(1);
   });
 
+  it('ensureTable refuses a table whose TTL is on for another attribute (closed operations would never expire), turning nothing on', async () => {
+    const sent: string[] = [];
+    const service = {
+      async send(command: object) {
+        sent.push(command.constructor.name);
+        switch (command.constructor.name) {
+          case 'DescribeTableCommand':
+            return {
+              Table: { TableStatus: 'ACTIVE', GlobalSecondaryIndexes: [{ IndexName: 'open', IndexStatus: 'ACTIVE' }] },
+            };
+          case 'DescribeTimeToLiveCommand':
+            return { TimeToLiveDescription: { TimeToLiveStatus: 'ENABLED', AttributeName: 'ttl' } };
+          default:
+            throw new Error(`unexpected ${command.constructor.name}`);
+        }
+      },
+    } as unknown as Parameters<typeof ensureTable>[0];
+    const err = await ensureTable(service, 'other-ttl').catch((e: unknown) => e);
+    expect(LedgerError.isInstance(err), String(err)).toBe(true);
+    expect((err as Error).message).toMatch(/ttl.*expiresAt/);
+    expect(sent).not.toContain('UpdateTimeToLiveCommand');
+  });
+
   it('16 racing claims of a new operation from 16 clients: one wins; 16 racing takeovers after expiry: one wins, fence 2', async () => {
     const l = await ledgers(16);
     const id = newId('race');

@@ -10,13 +10,16 @@ import {
   type PruneReport,
 } from '@retrysafe/contract';
 import {
+  checkLimit,
+  checkListFilter,
+  checkNow,
   checkPacket,
   checkPruneOptions,
+  checkRenewal,
   checkStatePatch,
   claimTransition,
   dispatchedTransition,
   handOffTransition,
-  RECOVERABLE_STATES,
   renewTransition,
   resolveTransition,
   setStateTransition,
@@ -79,8 +82,6 @@ export function createPostgresLedger(options: PostgresLedgerOptions): PostgresLe
     close: c.db.close,
   };
 }
-
-const ALL_STATES = new Set<string>([...RECOVERABLE_STATES, ...TERMINAL_STATES]);
 
 function parts(options: PostgresLedgerOptions) {
   if (!options || (!options.connectionString && !options.pool))
@@ -154,6 +155,7 @@ function claimExisting(c: Parts, input: ClaimInput): Promise<ClaimResult> {
 function fencedWrites({ writes, dbClock }: Parts): Pick<Ledger, FencedMethod> {
   return {
     async renewLease(ref, leaseMs, now) {
+      checkRenewal(leaseMs, now); // the SQL would renew for 0 ms or less
       const rule = (r: OperationRecord) => renewTransition(r, ref, leaseMs, now);
       const values = [now, Math.ceil(leaseMs), dbClock];
       await writes.fenced(ref, { what: 'renewLease', write: RENEW, values, rule });
@@ -206,8 +208,7 @@ function reads({ db, st, dbClock }: Parts): Pick<Ledger, 'get' | 'list' | 'recei
       return rows[0] ? toRecord(rows[0]) : null;
     },
     async list(filter = {}) {
-      for (const s of filter.states ?? [])
-        if (!ALL_STATES.has(s)) throw new LedgerError(`list: unknown state ${JSON.stringify(s)}`);
+      checkListFilter(filter);
       const { sql, values } = st.list(filter);
       return (await db.query<OperationRow>('list', sql, values)).rows.map(toRecord);
     },
@@ -216,6 +217,8 @@ function reads({ db, st, dbClock }: Parts): Pick<Ledger, 'get' | 'list' | 'recei
       return rows[0] ? toReceipts(rows[0].receipts, id) : [];
     },
     async recoverCandidates(now, limit) {
+      checkNow(now, 'recoverCandidates');
+      checkLimit(limit, 'recoverCandidates');
       const { rows } = await db.query<OperationRow>('recoverCandidates', st.recover, [now, limit ?? null, dbClock]);
       return rows.map(toRecord);
     },

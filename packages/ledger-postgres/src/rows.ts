@@ -1,5 +1,12 @@
 import { type Fenced, LeaseLostError, LedgerError, type OperationRecord, type Receipt } from '@retrysafe/contract';
-import { chainedTransition, checkReceipt, checkRef, isTerminal, parseStoredReceipts } from '@retrysafe/contract/ledger';
+import {
+  appendStoredReceipt,
+  chainedTransition,
+  checkReceipt,
+  checkRef,
+  isTerminal,
+  parseStoredReceipts,
+} from '@retrysafe/contract/ledger';
 import type { FencedWrite, Sql, Statements } from './statements.js';
 import type { Db, Run } from './tx.js';
 
@@ -145,7 +152,12 @@ export function createWrites(db: Db, st: Statements, defers: boolean) {
     if (current.fence !== ref.fence) throw new LeaseLostError(ref.businessOperationId, ref.fence);
     // The rule says why (it throws), or that there is nothing to do; else the receipt's seq is why.
     if (c.rule?.(current) === current) return null;
-    if (c.receipt !== undefined) checkReceipt(ref, c.receipt, rows[0]!.receipt_count);
+    if (c.receipt !== undefined) {
+      checkReceipt(ref, c.receipt, rows[0]!.receipt_count);
+      // Refused when the stored receipts are no array (the UPDATE's guard would not append to them).
+      const stored = await db.query<{ receipts: string | null }>(c.what, st.receipts, [ref.businessOperationId]);
+      appendStoredReceipt(stored.rows[0]?.receipts ?? null, c.receipt, 'PostgreSQL ledger');
+    }
     // The row now passes the guard, so it changed between the write and this read.
     throw new LedgerError(`${c.what}: ${ref.businessOperationId} changed concurrently; write refused`);
   }

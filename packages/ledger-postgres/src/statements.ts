@@ -20,8 +20,11 @@ const clock = (flag: string, callerNow: string) =>
 /** In a RETURNING: this transaction alone commits without waiting for the WAL flush. */
 const DEFER_COMMIT = `set_config('synchronous_commit', 'off', true) AS deferred_commit`;
 const RELEASED = 'lease_owner = NULL, lease_expires_at = NULL';
-/** Appends a receipt's JSON to the array kept as text: the server parses neither. */
-const appendReceipt = (param: string) => `receipts = coalesce(left(receipts, -1) || ',', '[') || ${param}::text || ']'`;
+/** Appends a receipt's JSON to the array kept as text (an empty one, emptied from outside, as none): the server parses neither. */
+const appendReceipt = (param: string) =>
+  `receipts = (CASE WHEN receipts IS NULL OR receipts ~ '^[[][[:space:]]*[]]$' THEN '[' ELSE left(receipts, -1) || ',' END) || ${param}::text || ']'`;
+/** Only onto an array, as appendStoredReceipt checks it: text edited into other JSON would be appended to as cut JSON. */
+const RECEIPTS_ARRAY = `(receipts IS NULL OR (left(receipts, 1) = '[' AND right(receipts, 1) = ']'))`;
 
 /** A fenced write's SET (parameters from $1) and the state guard its rule implies. */
 export interface FencedWrite {
@@ -135,7 +138,7 @@ export function createStatements(ops: string, dbClock: boolean) {
       const where = `business_operation_id = $${n + 1} AND fence = $${n + 2}${write.guard ? ` AND ${write.guard}` : ''}`;
       const sql = withReceipt
         ? `UPDATE ${ops} SET ${write.set ? `${write.set}, ` : ''}${appendReceipt(`$${n + 4}`)}, receipt_head = $${n + 5}, receipt_count = $${n + 3}
-       WHERE ${where} AND receipt_count + 1 = $${n + 3}::integer`
+       WHERE ${where} AND receipt_count + 1 = $${n + 3}::integer AND ${RECEIPTS_ARRAY}`
         : `UPDATE ${ops} SET ${write.set} WHERE ${where}`;
       const extra = defer ? `, ${DEFER_COMMIT}` : '';
       const xmin = (withReceipt ? n + 5 : n + 2) + 1;
@@ -168,9 +171,10 @@ function listStatement(ops: string, filter: ListFilter): { sql: Sql; values: unk
   if (filter.provider) where.push(`provider = ${param(filter.provider)}`);
   if (filter.operation) where.push(`operation = ${param(filter.operation)}`);
   const limit = filter.limit !== undefined ? ` LIMIT ${param(filter.limit)}` : '';
+  // Ties by code unit, as on the other ledgers, whatever collation the database or column has.
   const order = filter.newestFirst
-    ? 'created_at DESC, business_operation_id DESC'
-    : 'created_at, business_operation_id';
+    ? 'created_at DESC, business_operation_id COLLATE "C" DESC'
+    : 'created_at, business_operation_id COLLATE "C"';
   const text = `SELECT ${RECORD_COLUMNS} FROM ${ops}${where.length ? ` WHERE ${where.join(' AND ')}` : ''} ORDER BY ${order}${limit}`;
   return { sql: { name: null, text }, values };
 }

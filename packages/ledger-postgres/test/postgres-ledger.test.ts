@@ -648,7 +648,80 @@ describe('receipts', () => {
   });
 });
 
+describe('receipts edited from outside', () => {
+  it('receipts stored as JSON that is not an array are a LedgerError for reads and appends, and no append is written onto them', async () => {
+    const other = createPostgresLedger({ connectionString: url, schema, leaseClock: 'caller' });
+    try {
+      for (const text of ['null', '{}', '{"seq":1}']) {
+        const { record } = await claimed();
+        const id = record.businessOperationId;
+        const ref = { businessOperationId: id, fence: 1 };
+        await ledger.appendReceipt(ref, receipt(id, 1));
+        await admin.query(
+          `UPDATE "${schema}".retrysafe_operations SET receipts = $2 WHERE business_operation_id = $1`,
+          [id, text],
+        );
+        // The remembered operation's write, then the same write sent in full.
+        for (const l of [ledger, other]) {
+          await expect(l.receipts(id)).rejects.toThrow(LedgerError);
+          await expect(l.appendReceipt(ref, receipt(id, 2))).rejects.toThrow(/not a JSON array/);
+          await expect(l.setState(ref, { state: 'succeeded', now: T0 + 1, receipt: receipt(id, 2) })).rejects.toThrow(
+            /not a JSON array/,
+          );
+        }
+        const { rows } = await admin.query(
+          `SELECT receipts, state FROM "${schema}".retrysafe_operations WHERE business_operation_id = $1`,
+          [id],
+        );
+        expect(rows[0]).toEqual({ receipts: text, state: 'claimed' });
+      }
+    } finally {
+      await other.close();
+    }
+  });
+});
+
+describe('receipts emptied from outside', () => {
+  it('a receipt appended to receipts stored as an empty array is stored as valid JSON', async () => {
+    const { record } = await claimed();
+    const id = record.businessOperationId;
+    const ref = { businessOperationId: id, fence: 1 };
+    await ledger.appendReceipt(ref, receipt(id, 1));
+    for (const text of ['[]', '[ ]']) {
+      await admin.query(`UPDATE "${schema}".retrysafe_operations SET receipts = $2 WHERE business_operation_id = $1`, [
+        id,
+        text,
+      ]);
+      const seq = (await ledger.get(id))!.receiptChain.length + 1;
+      await ledger.appendReceipt(ref, receipt(id, seq));
+      expect((await ledger.receipts(id)).map((r) => r.seq)).toEqual([seq]);
+    }
+  });
+});
+
 describe('recovery and listing', () => {
+  it('a database whose collation is not C (ICU) still lists operations of one millisecond by id in code-unit order, as the other ledgers do', async () => {
+    const own = freshSchema('collation');
+    const l = createPostgresLedger({ connectionString: url, schema: own, leaseClock: 'caller' });
+    try {
+      await l.ready();
+      // As on a database created with a language's collation (the usual en_US.UTF-8 or an ICU locale).
+      await admin.query(
+        `ALTER TABLE "${own}".retrysafe_operations ALTER COLUMN business_operation_id TYPE text COLLATE "und-x-icu"`,
+      );
+      const names = ['Zeta', 'alpha', 'a_b', 'a-b', 'aB', 'ab', 'A9'];
+      for (const name of names) await l.claim(input({ businessOperationId: `same-${name}` as BusinessOperationId }));
+      const ids = names.map((name) => `same-${name}`).sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
+      expect((await l.list()).map((r) => r.businessOperationId)).toEqual(ids);
+      expect((await l.list({ newestFirst: true, limit: 3 })).map((r) => r.businessOperationId)).toEqual(
+        ids.slice().reverse().slice(0, 3),
+      );
+    } finally {
+      await l.close();
+      await dropSchema(own);
+    }
+  });
+
   it('recoverCandidates lists non-terminal operations whose lease is absent or expired, and nothing else', async () => {
     const s = freshSchema('recover');
     const l = createPostgresLedger({ connectionString: url, schema: s, leaseClock: 'caller', poolSize: 2 });

@@ -6,6 +6,9 @@ import {
   type PruneReport,
 } from '@retrysafe/contract';
 import {
+  checkLimit,
+  checkListFilter,
+  checkNow,
   checkPruneOptions,
   claimTransition,
   dispatchedTransition,
@@ -74,9 +77,12 @@ async function prune(c: Connection, rows: Rows, options: PruneOptions): Promise<
       for (const r of records) count(r.state);
       continue;
     }
-    if (options.onPrune)
+    if (options.onPrune) {
+      // The write lock is waited for first: on a ledger held locked, fail before exporting what would not be deleted.
+      await tx(c, 'prune', () => undefined);
       for (const [i, r] of records.entries())
         await options.onPrune(r, toReceipts(found[i]!.receipts, r.businessOperationId, c.path));
+    }
     await tx(c, 'prune', () => {
       for (const [i, r] of records.entries()) {
         if (Number(rows.prepared(sql.remove).run(found[i]!.id, options.before, ...states).changes) > 0) count(r.state);
@@ -142,6 +148,7 @@ export function createSqliteLedger(options: SqliteLedgerOptions): Ledger {
         return row ? toRecord(row.record, o.path) : null;
       }),
     async list(filter = {}) {
+      checkListFilter(filter);
       const q = listSql(filter);
       return q === null ? [] : read(c, 'list', () => records(q.sql, q.args));
     },
@@ -150,7 +157,11 @@ export function createSqliteLedger(options: SqliteLedgerOptions): Ledger {
         const row = rows.get(id);
         return row ? toReceipts(row.receipts, id, o.path) : [];
       }),
-    recoverCandidates: (now, limit) => read(c, 'recoverCandidates', () => records(RECOVER_SQL, [now, limit ?? -1])),
+    async recoverCandidates(now, limit) {
+      checkNow(now, 'recoverCandidates');
+      checkLimit(limit, 'recoverCandidates');
+      return read(c, 'recoverCandidates', () => records(RECOVER_SQL, [now, limit ?? -1]));
+    },
     prune: (options) => prune(c, rows, options),
     async close() {
       rows.forget();

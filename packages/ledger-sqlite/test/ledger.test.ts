@@ -134,6 +134,38 @@ describe('sqlite ledger', () => {
     }
   });
 
+  it('prune with an export on a ledger another connection holds locked past busyTimeoutMs: a LedgerError before anything is exported, nothing deleted', async () => {
+    const path = file('prune-locked');
+    const ledger = createSqliteLedger({ path, busyTimeoutMs: 40 });
+    const other = raw(path);
+    try {
+      const c = await ledger.claim(claim('prune-l1', { dispatch: true }));
+      if (c.kind !== 'claimed') throw new Error(c.kind);
+      await ledger.setState(c.record, { state: 'succeeded', lastOutcome: 'succeeded', now: 2 });
+      const exported: string[] = [];
+      other.exec('BEGIN IMMEDIATE');
+      try {
+        const err = await ledger.prune!({
+          before: 100,
+          onPrune: (r) => void exported.push(r.businessOperationId),
+        }).catch((e: unknown) => e);
+        expect(typedLedgerError(err), String(err)).toBe(true);
+        // An export of what was then not deleted would be written again by the next prune, to another file.
+        expect(exported).toEqual([]);
+      } finally {
+        other.exec('ROLLBACK');
+      }
+      expect(await ledger.get(c.record.businessOperationId)).toMatchObject({ state: 'succeeded' });
+      expect(
+        (await ledger.prune!({ before: 100, onPrune: (r) => void exported.push(r.businessOperationId) })).pruned,
+      ).toBe(1);
+      expect(exported).toEqual(['prune-l1']);
+    } finally {
+      other.close();
+      await ledger.close();
+    }
+  });
+
   it("a known row's write waits for another connection's lock asynchronously, then stores; past busyTimeoutMs it is a LedgerError with nothing written", async () => {
     const path = file('busy-known');
     const ledger = createSqliteLedger({ path, busyTimeoutMs: 30_000 });

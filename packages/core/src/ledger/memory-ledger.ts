@@ -9,6 +9,9 @@ import {
 import {
   chainedTransition,
   checkFence,
+  checkLimit,
+  checkListFilter,
+  checkNow,
   checkPruneOptions,
   checkReceipt,
   checkRef,
@@ -97,6 +100,7 @@ export function createMemoryLedger(): Ledger {
       return r ? clone(r) : null;
     },
     async list(filter = {}) {
+      checkListFilter(filter);
       let out = [...rows().values()];
       if (filter.states) out = out.filter((r) => filter.states!.includes(r.state));
       if (filter.provider) out = out.filter((r) => r.provider === filter.provider);
@@ -110,6 +114,8 @@ export function createMemoryLedger(): Ledger {
       return clone(receipts.get(id) ?? []);
     },
     async recoverCandidates(now, limit) {
+      checkNow(now, 'recoverCandidates');
+      checkLimit(limit, 'recoverCandidates');
       const out = [...rows().values()]
         .filter((r) => RECOVERABLE_STATES.includes(r.state) && !leaseLive(r, now))
         .sort((a, b) => a.updatedAt - b.updatedAt);

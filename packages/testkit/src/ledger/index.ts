@@ -4,7 +4,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { claimTableCases } from './claim-table.js';
 import { claimDispatchCases, receiptCases } from './combined-write-cases.js';
 import { claimed, claimInput, expectClaimed, id, idsOf, packet, receipt, refused, T0, type Test } from './fixtures.js';
-import { inputCases } from './input-cases.js';
+import { boundCases, inputCases } from './input-cases.js';
 
 /** Claim inputs and handoff packets for a ledger's own tests, of the suite's shape. */
 export { claimOf, packetOf } from './fixtures.js';
@@ -331,6 +331,7 @@ export function ledgerSuite(options: { readonly name: string; readonly create: (
       chainAndPruneCases,
       claimTableCases,
       inputCases,
+      boundCases,
     ];
     for (const add of cases) add(test);
   });

@@ -67,3 +67,32 @@ export function inputCases(test: Test): void {
     expect(await l.get(id('bad-prune'))).toMatchObject({ state: 'succeeded' });
   });
 }
+
+/** Limits and lease lengths every ledger takes or refuses alike. */
+export function boundCases(test: Test): void {
+  test('refuses a list or recover limit that is not a whole number ≥ 0, and a recover time that is no number (LedgerError); 0 lists nothing', async (l) => {
+    for (const name of ['lim-1', 'lim-2']) await claimed(l, name);
+    for (const limit of [-1, 1.5, Number.NaN, Number.POSITIVE_INFINITY, null as unknown as number]) {
+      await refused(l.list({ limit }), LedgerError);
+      await refused(l.recoverCandidates(T0 + 5000, limit), LedgerError);
+    }
+    await refused(l.recoverCandidates(Number.NaN), LedgerError);
+    expect(await l.list({ limit: 0 })).toEqual([]);
+    expect(await l.recoverCandidates(T0 + 5000, 0)).toEqual([]);
+    expect(await l.recoverCandidates(T0 + 5000)).toHaveLength(2);
+  });
+
+  test('refuses a list filter whose states are no list of states (LedgerError), as prune refuses them', async (l) => {
+    await claimed(l, 'states-1');
+    for (const states of ['claimed', ['done'], [null], { 0: 'claimed', length: 1 }])
+      await refused(l.list({ states: states as never }), LedgerError);
+    expect((await l.list({ states: ['claimed'] })).map((r) => r.businessOperationId)).toEqual([id('states-1')]);
+  });
+
+  test('refuses to renew a lease for 0 ms or less, as claim refuses it (LedgerError), writing nothing', async (l) => {
+    const { ref, record } = await claimed(l, 'renew-zero');
+    await refused(l.claim(claimInput('renew-zero-claim', { leaseMs: 0 })), LedgerError);
+    for (const leaseMs of [0, -1000]) await refused(l.renewLease(ref, leaseMs, T0 + 1), LedgerError);
+    expect(await l.get(id('renew-zero'))).toEqual(record);
+  });
+}
