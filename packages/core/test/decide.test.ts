@@ -238,6 +238,22 @@ describe('decision table (docs/concepts.md, "Outcomes and the decision table"), 
     ).toMatchObject({ action: 'handoff', reason: 'lookup-window-exhausted' });
   });
 
+  it('a lookup or status poll never goes out sooner than a Retry-After beyond its cap: it hands off instead', () => {
+    // RetryPolicy.retryAfterCapMs: "the runner stops instead of calling sooner than asked".
+    const b = budget(noReplayLookup, { retryAfterCapMs: 5000, lookupWindowMs: 120_000, maxElapsedMs: 600_000 });
+    const s = state({ windowStartedAt: T0, polls: 1 });
+    const ct: LookupResult = { kind: 'cannot-tell', reason: 'throttled', retryAfterMs: 60_000 };
+    expect(decide(noReplayLookup, s, ct, b)).toMatchObject({ action: 'handoff', reason: 'lookup-window-exhausted' });
+    const busy: Outcome = { ...inProgress, retryAfterMs: 60_000 };
+    expect(decide(noReplayLookup, s, busy, b)).toMatchObject({
+      action: 'handoff',
+      reason: 'in-progress-window-exhausted',
+    });
+    // Within the cap the wait is honoured in full.
+    const d = decide(noReplayLookup, s, { ...ct, retryAfterMs: 4000 }, b);
+    expect(d.action === 'lookup' && d.delayMs).toBeGreaterThanOrEqual(4000);
+  });
+
   it('recovered from the ledger: claimed ⇒ send; dispatched ⇒ treated as unknown; in-progress ⇒ poll', () => {
     expect(
       decide(
