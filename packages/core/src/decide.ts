@@ -221,7 +221,8 @@ function afterUnknown(c: Case, retryAfterMs: number | undefined): Decision {
 }
 
 function keepLooking(c: Case, retryAfterMs: number | undefined, what: string): Decision {
-  const plan = planPoll(c.state, retryAfterMs, c.budget);
+  // A lookup is a provider call too: never before a Retry-After still running from an earlier send.
+  const plan = planPoll(c.state, honoured(c.state, retryAfterMs), c.budget);
   if (plan.poll) return { action: 'lookup', delayMs: plan.delayMs, why: what };
   const pastRetention = safetyAt(c).pastRetention && c.state.polls === 0;
   return handoff(pastRetention ? 'key-past-retention' : 'lookup-window-exhausted', `${what}; ${plan.detail}`);

@@ -254,6 +254,15 @@ describe('decision table (docs/concepts.md, "Outcomes and the decision table"), 
     expect(d.action === 'lookup' && d.delayMs).toBeGreaterThanOrEqual(4000);
   });
 
+  it('a throttled answer after a maybe-applied attempt is looked up, but not before the Retry-After', () => {
+    // The runner keeps a send's Retry-After as notBefore: it "holds back every later call", lookups included.
+    const na: Outcome = { kind: 'not-applied', message: '429', retryAfterMs: 4000 };
+    const throttled = state({ maybeApplied: true, notBefore: T0 + 1000 + 4000 });
+    const d = decide(noReplayLookup, throttled, na, budget(noReplayLookup));
+    expect(d.action).toBe('lookup');
+    expect(d.action === 'lookup' && d.delayMs).toBeGreaterThanOrEqual(4000);
+  });
+
   it('recovered from the ledger: claimed ⇒ send; dispatched ⇒ treated as unknown; in-progress ⇒ poll', () => {
     expect(
       decide(
