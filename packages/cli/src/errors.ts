@@ -66,7 +66,11 @@ export const scrubbed = (text: string): string => errorScrub.text(text);
 /** Prints what went wrong (on stderr; as JSON on stdout too with `--json`) and returns the exit code. */
 export function reportError(e: unknown, io: Io, json: ((value: unknown) => void) | null): number {
   // Commander printed its own message or help; help asked for exits 0, a bare `retrysafe ledger` is usage.
-  if (e instanceof CommanderError) return e.exitCode === 0 ? EXIT.ok : EXIT.usage;
+  if (e instanceof CommanderError) {
+    if (e.exitCode === 0) return EXIT.ok;
+    json?.({ ok: false, error: { code: 'USAGE', message: errorScrub.text(e.message.replace(/^error: /, '')) } });
+    return EXIT.usage;
+  }
   if (e instanceof InterruptedError) {
     json?.({ ok: false, error: { code: 'INTERRUPTED', message: e.message } });
     io.err(`retrysafe: ${e.message}`);

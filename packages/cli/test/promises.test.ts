@@ -77,6 +77,18 @@ describe('--json everywhere the help promises it', () => {
     expect(unknown.code).toBe(2);
     expect(JSON.parse(unknown.stdout)).toMatchObject({ ok: false, error: { code: 'USAGE' } });
   });
+
+  it('a usage error the option parser finds is JSON on stdout with --json too, as any other usage error', async () => {
+    for (const args of [
+      ['ledger', 'ls', '--bogus', '--json'],
+      ['ledger', 'ls', '--limit', 'x', '--json'],
+    ]) {
+      const r = await cli(args, BOUND);
+      expect(r.code).toBe(2);
+      expect(JSON.parse(r.stdout)).toMatchObject({ ok: false, error: { code: 'USAGE', message: expect.any(String) } });
+      expect(r.stderr).toMatch(/^error: /);
+    }
+  });
 });
 
 describe('exit code 2 for a file that cannot be read (as the help says)', () => {
