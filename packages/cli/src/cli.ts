@@ -40,8 +40,7 @@ export async function main(argv: readonly string[], io: Io = defaultIo): Promise
     help(words) {
       let cmd: Command | undefined = program;
       for (const w of words) cmd = cmd?.commands.find((c) => c.name() === w);
-      cmd?.outputHelp();
-      return cmd !== undefined;
+      return cmd?.helpInformation();
     },
   };
   for (const c of COMMANDS) register(program, c, ctx, (n) => (code = n));

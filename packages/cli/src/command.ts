@@ -21,8 +21,8 @@ export interface Context {
   readonly json: (value: unknown) => void;
   /** Prints `value` as JSON with `--json`, else `text()`; returns exit 0, or 1 when not `ok`. */
   readonly print: (o: { readonly json?: boolean }, value: unknown, text: () => string, ok?: boolean) => number;
-  /** Prints the help of the command these words name (the program's for none); false when there is none. */
-  readonly help: (words: readonly string[]) => boolean;
+  /** The help text of the command these words name (the program's for none); undefined when there is none. */
+  readonly help: (words: readonly string[]) => string | undefined;
 }
 
 /** One option, as data (the flag is the key in kebab case: `markDone` is `--mark-done`). */

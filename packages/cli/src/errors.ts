@@ -66,7 +66,11 @@ export const scrubbed = (text: string): string => errorScrub.text(text);
 /** Prints what went wrong (on stderr; as JSON on stdout too with `--json`) and returns the exit code. */
 export function reportError(e: unknown, io: Io, json: ((value: unknown) => void) | null): number {
   // Commander printed its own message or help; help asked for exits 0, a bare `retrysafe ledger` is usage.
-  if (e instanceof CommanderError) return e.exitCode === 0 ? EXIT.ok : EXIT.usage;
+  if (e instanceof CommanderError) {
+    if (e.exitCode === 0) return EXIT.ok;
+    json?.({ ok: false, error: { code: 'USAGE', message: errorScrub.text(e.message.replace(/^error: /, '')) } });
+    return EXIT.usage;
+  }
   if (e instanceof InterruptedError) {
     json?.({ ok: false, error: { code: 'INTERRUPTED', message: e.message } });
     io.err(`retrysafe: ${e.message}`);
@@ -75,8 +79,10 @@ export function reportError(e: unknown, io: Io, json: ((value: unknown) => void)
   const fsError = fileSystemError(e);
   const usage =
     fsError !== null || e instanceof UsageError || (RetrysafeError.isInstance(e) && USAGE_CODES.includes(e.code));
-  // A driver's or the system's message may quote a credential or an address: scrubbed like receipts.
-  const message = errorScrub.text(fsError ?? (e instanceof Error ? e.message : String(e)));
+  // A driver's or the system's message may quote a credential or an address: scrubbed like receipts. Not config's own:
+  // it names places, never values (it scrubs what it quotes), and scrubbing its advice garbles it ("password: drop it").
+  const own = RetrysafeError.isInstance(e) && e.code === 'RETRYSAFE_CONFIG';
+  const message = own ? e.message : errorScrub.text(fsError ?? (e instanceof Error ? e.message : String(e)));
   if (usage) {
     json?.({ ok: false, error: { code: fsError ? 'FILE_SYSTEM' : 'USAGE', message } });
     io.err(`retrysafe: ${message}${fsError ? '' : '\n(run with --help for usage)'}`);

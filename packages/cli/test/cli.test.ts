@@ -121,3 +121,41 @@ describe('retrysafe: colour', () => {
     expect(r.stdout + r.stderr).not.toMatch(ANSI);
   });
 });
+
+describe("config's own messages reach the operator readable, and never with the credential", () => {
+  const dir = tempDir('config-secrets');
+  const run = async (config: Record<string, unknown>) => {
+    const file = join(dir, `c${Math.random().toString(36).slice(2)}.json`);
+    writeFileSync(file, JSON.stringify(config));
+    const r = await cli(['ledger', 'ls', '--config', file]);
+    expect(r.code).toBe(2);
+    expect(r.stderr).not.toContain('hunter2');
+    expect(r.stderr).not.toContain('[redacted]');
+    return r.stderr;
+  };
+  const adapters = { shop: { type: 'module', module: './shop.mjs' } };
+
+  it('a postgres URL with a password: the advice is printed whole', async () => {
+    expect(await run({ ledger: 'postgres://app:hunter2@db.internal/rs', adapters })).toContain(
+      'ledger: the URL carries a password: drop it (postgres://user@host/db) and set PGPASSWORD in the environment',
+    );
+  });
+
+  it('a ledger URL of another scheme with user-info or a secret query parameter is not quoted back', async () => {
+    const userInfo = await run({ ledger: 'mysql://app:hunter2@db.internal/rs', adapters });
+    expect(userInfo).toContain('the URL carries user:password: drop it');
+    expect(userInfo).toMatch(/is a mysql: URL; a ledger is a postgres:\/\/ URL or a SQLite file path/);
+    const query = await run({ ledger: 'mysql://db.internal/rs?password=hunter2', adapters });
+    expect(query).toContain("the URL's query parameter 'password' carries a credential: pass it through");
+  });
+
+  it('a credential under a secret-named key: the place and the advice, not the value', async () => {
+    const stderr = await run({ adapters: { shop: { ...adapters.shop, options: { password: 'hunter2' } } } });
+    expect(stderr).toContain('adapters.shop.options.password: credentials come from environment variables only');
+  });
+
+  it('a key pasted where a short word is expected is not echoed by the schema check either', async () => {
+    const stderr = await run({ adapters: { shop: { type: 'sk_test_hunter2hunter2' } } });
+    expect(stderr).toMatch(/adapters\.shop\.type: expected one of .*, got the value \(not shown\)/);
+  });
+});

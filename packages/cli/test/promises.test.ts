@@ -62,6 +62,33 @@ describe('--json everywhere the help promises it', () => {
       unknowns: expect.any(Array),
     });
   });
+
+  it('help --json prints a topic or a command help as JSON', async () => {
+    const topic = await cli(['help', 'runbook', '--json'], BOUND);
+    expect(topic.code).toBe(0);
+    expect(JSON.parse(topic.stdout)).toMatchObject({ topic: 'runbook', text: expect.stringMatching(/^# Operator's/) });
+    const command = await cli(['help', 'ledger', 'resolve', '--json'], BOUND);
+    expect(command.code).toBe(0);
+    expect(JSON.parse(command.stdout)).toMatchObject({
+      command: 'ledger resolve',
+      text: expect.stringContaining('--resend-with'),
+    });
+    const unknown = await cli(['help', 'nothing', '--json'], BOUND);
+    expect(unknown.code).toBe(2);
+    expect(JSON.parse(unknown.stdout)).toMatchObject({ ok: false, error: { code: 'USAGE' } });
+  });
+
+  it('a usage error the option parser finds is JSON on stdout with --json too, as any other usage error', async () => {
+    for (const args of [
+      ['ledger', 'ls', '--bogus', '--json'],
+      ['ledger', 'ls', '--limit', 'x', '--json'],
+    ]) {
+      const r = await cli(args, BOUND);
+      expect(r.code).toBe(2);
+      expect(JSON.parse(r.stdout)).toMatchObject({ ok: false, error: { code: 'USAGE', message: expect.any(String) } });
+      expect(r.stderr).toMatch(/^error: /);
+    }
+  });
 });
 
 describe('exit code 2 for a file that cannot be read (as the help says)', () => {

@@ -98,3 +98,17 @@ describe('ledger resolve-all on a ledger that changes under it', () => {
     expect(left.body.map((x: { businessOperationId: string }) => x.businessOperationId)).toEqual([other]);
   });
 });
+
+describe('ledger resolve-all --reason', () => {
+  it('a reason that is no handoff reason is a usage error naming the known ones, not "nothing to do"', async () => {
+    const { dir, db, ids } = await handoffs('reason-typo', 'reject', 1);
+    const r = await cliJson(['ledger', 'resolve-all', '--db', db, '--abandon', '--reason', 'rejectd'], dir);
+    expect(r.code).toBe(2);
+    expect(r.body).toMatchObject({ ok: false, error: { code: 'USAGE' } });
+    expect(r.body.error.message).toMatch(/unknown handoff reason 'rejectd' \(known: rejected, retry-exhausted, /);
+    const left = await cliJson(['ledger', 'handoffs', '--db', db], dir);
+    expect(left.body.map((x: { businessOperationId: string }) => x.businessOperationId)).toEqual(ids);
+    const known = await cliJson(['ledger', 'resolve-all', '--db', db, '--abandon', '--reason', 'rejected'], dir);
+    expect(known.body).toMatchObject({ ok: true, matched: 1 });
+  });
+});

@@ -10,7 +10,7 @@ import type {
   ModuleAdapterConfig,
   RetrysafeConfig,
 } from './config-types.js';
-import { findInlineCredentials, looksLikeEnvName } from './credentials.js';
+import { findInlineCredentials, looksLikeEnvName, safeMessage } from './credentials.js';
 import { ConfigError, readDataFile } from './read-file.js';
 import { checkSchema, suggest } from './schema-check.js';
 
@@ -24,11 +24,12 @@ const POSTGRES_URL = /^postgres(ql)?:\/\/[^/]/i;
 function ledgerProblem(location: string): string | undefined {
   if (POSTGRES_URL.test(location)) return undefined;
   const scheme = /^([A-Za-z][A-Za-z0-9+.-]+):/.exec(location)?.[1];
-  // One letter before a colon is a Windows drive (C:\ledgers\a.db), not a scheme.
+  // One letter before a colon is a Windows drive (C:\ledgers\a.db), not a scheme. A URL carrying a credential is
+  // not quoted back (its own problem says where the credential is).
   if (scheme && scheme.length > 1)
-    return `${JSON.stringify(location)} is a ${scheme}: URL; a ledger is a postgres:// URL or a SQLite file path${suggest(scheme.toLowerCase(), ['postgres', 'postgresql'])}`;
+    return `${findInlineCredentials(location).length ? 'the location' : JSON.stringify(location)} is a ${scheme}: URL; a ledger is a postgres:// URL or a SQLite file path${suggest(scheme.toLowerCase(), ['postgres', 'postgresql'])}`;
   if (!location.trim()) return 'the ledger location is empty';
-  if (/[\\/]$/.test(location)) return `${JSON.stringify(location)} names a directory, not a SQLite file`;
+  if (/[\\/]$/.test(location)) return `${safeMessage(JSON.stringify(location))} names a directory, not a SQLite file`;
 }
 
 /** Problems beyond the schema's shape; operation names are checked once the adapters are built (`createAdapters`). */
@@ -88,7 +89,7 @@ export async function loadConfigFile(file: string): Promise<RetrysafeConfig> {
     const hint = /\.[mc]?ts$/i.test(file)
       ? ' (this Node cannot import TypeScript directly: compile it, or run under a loader such as tsx, or Node ≥ 22.18)'
       : '';
-    throw new ConfigError(file, `cannot import: ${(e as Error).message}${hint}`);
+    throw new ConfigError(file, `cannot import: ${safeMessage((e as Error).message)}${hint}`);
   }
   return parseConfig(mod.default ?? mod.config, dirname(path), file);
 }
@@ -157,7 +158,7 @@ export async function createAdapters(
       try {
         out[name] = http.createHttpAdapterFromDeclaration(declaration as unknown as HttpAdapterDeclaration);
       } catch (e) {
-        throw new ConfigError(path, (e as Error).message);
+        throw new ConfigError(path, safeMessage((e as Error).message));
       }
     } else {
       const m = c as ModuleAdapterConfig;
@@ -286,6 +287,6 @@ export async function openLedger(location: LedgerLocation, baseDir = process.cwd
   try {
     return createSqliteLedger({ path });
   } catch (e) {
-    throw new ConfigError('ledger', `cannot open the SQLite ledger ${path}: ${(e as Error).message}`);
+    throw new ConfigError('ledger', `cannot open the SQLite ledger ${path}: ${safeMessage((e as Error).message)}`);
   }
 }

@@ -1,5 +1,6 @@
 import type { FieldError, JsonSchema } from '@retrysafe/contract';
 import { type SchemaWording, schemaProblems } from '@retrysafe/contract/provider';
+import { detectSensitive } from '@retrysafe/core/internal';
 
 // The config's JSON Schema check in its words: an unknown key or value gets a "did you mean" when a known one is
 // close, and a value is echoed only when it is short and plain.
@@ -37,7 +38,8 @@ const typeOf = (v: unknown): string =>
 const typesOf = (n: JsonSchema) => [n.type ?? []].flat() as string[];
 const show = (v: unknown): string => {
   // Only a short, plain token is echoed (an enum typo like "FULLL"); anything else may be a credential.
-  if (typeof v === 'string' && !/^[A-Za-z0-9_.:-]{0,32}$/.test(v)) return 'the value (not shown)';
+  if (typeof v === 'string' && (!/^[A-Za-z0-9_.:-]{0,32}$/.test(v) || detectSensitive(v) !== null))
+    return 'the value (not shown)';
   const s = JSON.stringify(v);
   return s === undefined ? String(v) : s.length > 60 ? s.slice(0, 57) + '…' : s;
 };

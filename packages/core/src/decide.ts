@@ -221,7 +221,8 @@ function afterUnknown(c: Case, retryAfterMs: number | undefined): Decision {
 }
 
 function keepLooking(c: Case, retryAfterMs: number | undefined, what: string): Decision {
-  const plan = planPoll(c.state, retryAfterMs, c.budget);
+  // A lookup is a provider call too: never before a Retry-After still running from an earlier send.
+  const plan = planPoll(c.state, honoured(c.state, retryAfterMs), c.budget);
   if (plan.poll) return { action: 'lookup', delayMs: plan.delayMs, why: what };
   const pastRetention = safetyAt(c).pastRetention && c.state.polls === 0;
   return handoff(pastRetention ? 'key-past-retention' : 'lookup-window-exhausted', `${what}; ${plan.detail}`);
@@ -230,8 +231,10 @@ function keepLooking(c: Case, retryAfterMs: number | undefined, what: string): D
 function inProgress(c: Case, retryAfterMs: number | undefined, what: string): Decision {
   const { card, state, budget } = c;
   const { policy } = budget;
-  // Even the first poll after an in-progress answer waits: the provider's hint, else one base delay.
-  const plan = planPoll(state, retryAfterMs ?? (state.polls === 0 ? policy.baseMs : undefined), budget);
+  // Even the first poll after an in-progress answer waits: the provider's hint, else one base delay (not the
+  // provider's word, so never beyond the Retry-After cap, which would stop the run).
+  const base = Math.min(policy.baseMs, policy.retryAfterCapMs);
+  const plan = planPoll(state, retryAfterMs ?? (state.polls === 0 ? base : undefined), budget);
   const exhausted = (why: string) => handoff('in-progress-window-exhausted', `${what}${why}`);
   if (!plan.poll) return exhausted(`; ${plan.detail}`);
   if (lookupAvailable(card)) return { action: 'lookup', delayMs: plan.delayMs, why: `${what}: poll its status` };

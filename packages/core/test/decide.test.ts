@@ -238,6 +238,31 @@ describe('decision table (docs/concepts.md, "Outcomes and the decision table"), 
     ).toMatchObject({ action: 'handoff', reason: 'lookup-window-exhausted' });
   });
 
+  it('a lookup or status poll never goes out sooner than a Retry-After beyond its cap: it hands off instead', () => {
+    // RetryPolicy.retryAfterCapMs: "the runner stops instead of calling sooner than asked".
+    const b = budget(noReplayLookup, { retryAfterCapMs: 5000, lookupWindowMs: 120_000, maxElapsedMs: 600_000 });
+    const s = state({ windowStartedAt: T0, polls: 1 });
+    const ct: LookupResult = { kind: 'cannot-tell', reason: 'throttled', retryAfterMs: 60_000 };
+    expect(decide(noReplayLookup, s, ct, b)).toMatchObject({ action: 'handoff', reason: 'lookup-window-exhausted' });
+    const busy: Outcome = { ...inProgress, retryAfterMs: 60_000 };
+    expect(decide(noReplayLookup, s, busy, b)).toMatchObject({
+      action: 'handoff',
+      reason: 'in-progress-window-exhausted',
+    });
+    // Within the cap the wait is honoured in full.
+    const d = decide(noReplayLookup, s, { ...ct, retryAfterMs: 4000 }, b);
+    expect(d.action === 'lookup' && d.delayMs).toBeGreaterThanOrEqual(4000);
+  });
+
+  it('a throttled answer after a maybe-applied attempt is looked up, but not before the Retry-After', () => {
+    // The runner keeps a send's Retry-After as notBefore: it "holds back every later call", lookups included.
+    const na: Outcome = { kind: 'not-applied', message: '429', retryAfterMs: 4000 };
+    const throttled = state({ maybeApplied: true, notBefore: T0 + 1000 + 4000 });
+    const d = decide(noReplayLookup, throttled, na, budget(noReplayLookup));
+    expect(d.action).toBe('lookup');
+    expect(d.action === 'lookup' && d.delayMs).toBeGreaterThanOrEqual(4000);
+  });
+
   it('recovered from the ledger: claimed ⇒ send; dispatched ⇒ treated as unknown; in-progress ⇒ poll', () => {
     expect(
       decide(

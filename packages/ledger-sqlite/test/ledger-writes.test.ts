@@ -235,7 +235,8 @@ describe('what a dying worker leaves behind', () => {
           }) as typeof sandbox)
         : sandbox;
       const ledger = createMemoryLedger();
-      const policy = { maxAttempts: 2, maxElapsedMs: 3700, retryAfterCapMs: 1500, lookupWindowMs: 3700, leaseMs: 5000 };
+      // The sandbox's lookup asks to wait out its 3 s delay: a cap below that would stop the run (never poll sooner).
+      const policy = { maxAttempts: 2, maxElapsedMs: 3700, retryAfterCapMs: 3000, lookupWindowMs: 3700, leaseMs: 5000 };
       // The worker's handoff never lands (the process is gone from there on).
       const dying = new Proxy(ledger, {
         get(target, prop) {

@@ -9,14 +9,16 @@ export const help = defineCommand({
   name: 'help',
   description: `help for a command (retrysafe help ledger resolve), or a topic: ${Object.keys(TOPICS).join(', ')}`,
   arguments: [['[command...]', 'a command, or a topic']],
-  async run({ io, help: showHelp }, _o, [words]: [string[]]) {
+  options: { json: { description: 'print { topic, text } or { command, text } as JSON' } },
+  async run({ help: helpOf, print }, o, [words]: [string[]]) {
     const topic = words.length === 1 ? TOPICS[words[0]!] : undefined;
     if (topic) {
-      io.out(readFileSync(new URL(`../../${topic}`, import.meta.url), 'utf8'));
-      return EXIT.ok;
+      const text = readFileSync(new URL(`../../${topic}`, import.meta.url), 'utf8');
+      return print(o, { topic: words[0], text }, () => text);
     }
-    if (!showHelp(words))
+    const text = helpOf(words);
+    if (text === undefined)
       throw new UsageError(`no command or topic '${words.join(' ')}' (topics: ${Object.keys(TOPICS).join(', ')})`);
-    return EXIT.ok;
+    return print(o, { command: words.join(' '), text }, () => text);
   },
 });

@@ -1,16 +1,28 @@
 import { loadConfigFile } from '@retrysafe/config';
-import { asBusinessOperationId, LedgerError, RetrysafeError } from '@retrysafe/contract';
+import { asBusinessOperationId, type HandoffReason, LedgerError, RetrysafeError } from '@retrysafe/contract';
 import type { Options, Parsed } from '../../../command.js';
 import { defineCommand } from '../../../command.js';
-import { exactlyOne, RefusedError, scrubbed, UsageError, wanted } from '../../../errors.js';
+import { exactlyOne, pickKnown, RefusedError, scrubbed, UsageError, wanted } from '../../../errors.js';
 import { paint, pick, plural } from '../../../output.js';
 import { ledgerResolve, printable, resolved, resolveText } from '../resolve/index.js';
 import { TARGET_OPTIONS, withLedger } from '../target.js';
 
+/** Every handoff reason, so a typo in --reason is refused rather than matching nothing (the type keeps it whole). */
+const REASONS = Object.keys({
+  rejected: 0,
+  'retry-exhausted': 0,
+  'unknown-no-safe-resend': 0,
+  'lookup-window-exhausted': 0,
+  'in-progress-window-exhausted': 0,
+  'key-past-retention': 0,
+  'crash-recovery-inconclusive': 0,
+  'recovery-failed': 0,
+} satisfies Record<HandoffReason, 0>);
+
 export const RESOLVE_ALL_OPTIONS = {
   ...TARGET_OPTIONS,
   operation: { argument: '<name>', parse: 'list', description: 'only this operation, e.g. stripe.invoices.create' },
-  reason: { argument: '<reason>', parse: 'list', description: 'only this handoff reason, e.g. rejected' },
+  reason: { argument: '<reason>', parse: 'list', description: `only this handoff reason (${REASONS.join(', ')})` },
   id: { argument: '<id>', parse: 'list', description: 'only these business-operation ids' },
   resume: { description: 're-send each with the SAME provider key through the adapters named in --config' },
   abandon: { description: 'give each up (nothing more is sent)' },
@@ -34,6 +46,7 @@ export async function ledgerResolveAll(opts: ResolveAllOptions) {
       '--resume re-sends through the adapters: pass --config <file> naming them (credentials come from environment variables)',
     );
   for (const i of opts.id ?? []) asBusinessOperationId(i);
+  pickKnown('handoff reason', REASONS, opts.reason ?? []);
   const action = opts.resume ? 'resume' : 'abandon';
   const config = opts.config ? await loadConfigFile(opts.config) : null;
   const handedOff = await withLedger(opts, (ledger) => ledger.list({ states: ['handed-off'] }), {
