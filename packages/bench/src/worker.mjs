@@ -21,7 +21,9 @@ async function run(works, sliceMs, start, until) {
   const next = works.map(() => WARMUP_OPS);
   const spent = works.map(() => ({ ops: 0, ms: 0, cpuUs: 0 }));
   for (let t = now(); t < until; t = now()) {
-    const k = Math.floor((t - start) / sliceMs) % works.length;
+    // The parent's Date.now() and this process's performance clock can be a millisecond apart: before `start`
+    // is slice 0, not slice -1.
+    const k = Math.floor(Math.max(0, t - start) / sliceMs) % works.length;
     const cpu0 = process.cpuUsage();
     await works[k].op(next[k]++);
     const cpu = process.cpuUsage(cpu0);
