@@ -201,6 +201,17 @@ export function parseStoredReceipts(text: string | null, id: string, where: stri
   return list as Receipt[];
 }
 
+/** JSON text to store: a value JSON cannot carry (a BigInt, a cycle) is a LedgerError before anything is written. */
+export function storedJson(value: unknown, where: string): string {
+  try {
+    return JSON.stringify(value);
+  } catch (cause) {
+    throw new LedgerError(`${where}: a value to store is not JSON (${(cause as Error).message}); nothing written`, {
+      cause,
+    });
+  }
+}
+
 /**
  * The stored receipts' JSON with `added` after them, the stored ones kept as text (not parsed); text that is not
  * an array is refused, or the append would write cut JSON.
@@ -208,14 +219,7 @@ export function parseStoredReceipts(text: string | null, id: string, where: stri
 export function appendStoredReceipt(text: string | null, added: Receipt | undefined, where: string): string | null {
   if (added === undefined) return text;
   if (text !== null && !(text.startsWith('[') && text.endsWith(']'))) throw notAList(added.businessOperationId, where);
-  let receipt: string;
-  try {
-    receipt = JSON.stringify(added);
-  } catch (cause) {
-    throw new LedgerError(`${where}: a receipt to store is not JSON (${(cause as Error).message}); nothing written`, {
-      cause,
-    });
-  }
+  const receipt = storedJson(added, where);
   // An empty array (emptied from outside) takes the receipt as none would: '[,' is cut JSON.
   return text === null || EMPTY_ARRAY.test(text) ? `[${receipt}]` : `${text.slice(0, -1)},${receipt}]`;
 }
@@ -231,7 +235,7 @@ export function leaseLive(record: OperationRecord, now: number): boolean {
 const RELEASED = { leaseOwner: null, leaseExpiresAt: null } as const;
 
 /** A time a write stores or a read compares: NaN or undefined would be kept by one ledger, turned to null or refused by another. */
-export function checkNow(now: number, what: string): void {
+function checkNow(now: number, what: string): void {
   if (!Number.isFinite(now)) throw new LedgerError(`${what}: now must be epoch ms, got ${String(now)}`);
 }
 
@@ -243,9 +247,15 @@ function checkLease(leaseMs: number, what: string): void {
 
 /** A listing's limit (list, recoverCandidates): absent, or a whole number ≥ 0; -1 or 1.5 would be sliced by one
  * ledger, read as "all" by another, refused by a third. */
-export function checkLimit(limit: number | undefined, what: string): void {
+function checkLimit(limit: number | undefined, what: string): void {
   if (limit !== undefined && !(Number.isSafeInteger(limit) && limit >= 0))
     throw new LedgerError(`${what}: limit must be a whole number ≥ 0, got ${String(limit)}`);
+}
+
+/** recoverCandidates' input: a time to compare leases with, and a limit as a listing's. */
+export function checkRecoverCandidates(now: number, limit: number | undefined): void {
+  checkNow(now, 'recoverCandidates');
+  checkLimit(limit, 'recoverCandidates');
 }
 
 /** A listing's filter: its limit as checkLimit says, its states a list of states (a string or an unknown state

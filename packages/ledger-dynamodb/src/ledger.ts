@@ -15,11 +15,10 @@ import {
 import {
   chainedTransition,
   checkFence,
-  checkLimit,
   checkListFilter,
-  checkNow,
   checkPruneOptions,
   checkReceipt,
+  checkRecoverCandidates,
   checkRef,
   claimTransition,
   dispatchedTransition,
@@ -134,8 +133,7 @@ async function list(t: Table, table: string, filter: ListFilter = {}): Promise<O
 
 /** Open operations with no live lease at `now`, from the sparse index, oldest change first. */
 async function recoverCandidates(t: Table, table: string, now: number, limit?: number): Promise<OperationRecord[]> {
-  checkNow(now, 'recoverCandidates');
-  checkLimit(limit, 'recoverCandidates');
+  checkRecoverCandidates(now, limit);
   const items = (await Promise.all(RECOVERABLE_STATES.map((s) => t.open(s, 'recoverCandidates')))).flat();
   const found = live(items, table, Date.now())
     .map((st) => st.record)

@@ -6,6 +6,7 @@ import {
   PRUNABLE_STATES,
   parseStoredReceipts,
   parseStoredRecord,
+  storedJson,
 } from '@retrysafe/contract/ledger';
 import { TTL_ATTRIBUTE } from './schema.js';
 
@@ -34,21 +35,11 @@ export const OPTIONAL_ATTRIBUTES = ['leaseExpiresAt', 'receipts', 'openState', T
 const s = (v: string): AttributeValue => ({ S: v });
 const n = (v: number): AttributeValue => ({ N: String(v) });
 
-/** A BigInt or a cycle is refused as every ledger failure is, before anything is sent. */
-function json(value: unknown): string {
-  try {
-    return JSON.stringify(value);
-  } catch (cause) {
-    const why = (cause as Error).message;
-    throw new LedgerError(`DynamoDB ledger: a value to store is not JSON (${why}); nothing written`, { cause });
-  }
-}
-
 /** What `record` (with `added` after the receipts of `before`) stores as. */
 export function nextStored(record: OperationRecord, before: Stored | null, added?: Receipt): Stored {
   return {
     record,
-    recordText: json(record),
+    recordText: storedJson(record, 'DynamoDB ledger'),
     receipts: appendStoredReceipt(before?.receipts ?? null, added, 'DynamoDB ledger'),
     lastSeq: added?.seq ?? before?.lastSeq ?? 0,
     version: (before?.version ?? 0) + 1,

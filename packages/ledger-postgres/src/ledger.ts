@@ -10,11 +10,10 @@ import {
   type PruneReport,
 } from '@retrysafe/contract';
 import {
-  checkLimit,
   checkListFilter,
-  checkNow,
   checkPacket,
   checkPruneOptions,
+  checkRecoverCandidates,
   checkRenewal,
   checkStatePatch,
   claimTransition,
@@ -217,8 +216,7 @@ function reads({ db, st, dbClock }: Parts): Pick<Ledger, 'get' | 'list' | 'recei
       return rows[0] ? toReceipts(rows[0].receipts, id) : [];
     },
     async recoverCandidates(now, limit) {
-      checkNow(now, 'recoverCandidates');
-      checkLimit(limit, 'recoverCandidates');
+      checkRecoverCandidates(now, limit);
       const { rows } = await db.query<OperationRow>('recoverCandidates', st.recover, [now, limit ?? null, dbClock]);
       return rows.map(toRecord);
     },

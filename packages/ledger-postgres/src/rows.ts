@@ -6,6 +6,7 @@ import {
   checkRef,
   isTerminal,
   parseStoredReceipts,
+  storedJson,
 } from '@retrysafe/contract/ledger';
 import type { FencedWrite, Sql, Statements } from './statements.js';
 import type { Db, Run } from './tx.js';
@@ -70,14 +71,7 @@ export function toReceipts(text: string | null, id: string): Receipt[] {
 
 /** JSON text for a json column (pg would send an array as a PostgreSQL array); undefined: SQL NULL. */
 export function jsonParam(value: unknown): string | null {
-  if (value === undefined) return null;
-  try {
-    return JSON.stringify(value);
-  } catch (cause) {
-    // A BigInt or a cycle: refused as every ledger failure is, before anything is sent.
-    const why = (cause as Error).message;
-    throw new LedgerError(`PostgreSQL ledger: a value to store is not JSON (${why}); nothing written`, { cause });
-  }
+  return value === undefined ? null : storedJson(value, 'PostgreSQL ledger');
 }
 
 export const parseJson = (text: string | null | undefined): unknown => (text == null ? null : JSON.parse(text));

@@ -6,10 +6,9 @@ import {
   type PruneReport,
 } from '@retrysafe/contract';
 import {
-  checkLimit,
   checkListFilter,
-  checkNow,
   checkPruneOptions,
+  checkRecoverCandidates,
   claimTransition,
   dispatchedTransition,
   handOffTransition,
@@ -158,8 +157,7 @@ export function createSqliteLedger(options: SqliteLedgerOptions): Ledger {
         return row ? toReceipts(row.receipts, id, o.path) : [];
       }),
     async recoverCandidates(now, limit) {
-      checkNow(now, 'recoverCandidates');
-      checkLimit(limit, 'recoverCandidates');
+      checkRecoverCandidates(now, limit);
       return read(c, 'recoverCandidates', () => records(RECOVER_SQL, [now, limit ?? -1]));
     },
     prune: (options) => prune(c, rows, options),

@@ -9,11 +9,10 @@ import {
 import {
   chainedTransition,
   checkFence,
-  checkLimit,
   checkListFilter,
-  checkNow,
   checkPruneOptions,
   checkReceipt,
+  checkRecoverCandidates,
   checkRef,
   claimTransition,
   dispatchedTransition,
@@ -114,8 +113,7 @@ export function createMemoryLedger(): Ledger {
       return clone(receipts.get(id) ?? []);
     },
     async recoverCandidates(now, limit) {
-      checkNow(now, 'recoverCandidates');
-      checkLimit(limit, 'recoverCandidates');
+      checkRecoverCandidates(now, limit);
       const out = [...rows().values()]
         .filter((r) => RECOVERABLE_STATES.includes(r.state) && !leaseLive(r, now))
         .sort((a, b) => a.updatedAt - b.updatedAt);
