@@ -68,7 +68,7 @@ export function reportError(e: unknown, io: Io, json: ((value: unknown) => void)
   // Commander printed its own message or help; help asked for exits 0, a bare `retrysafe ledger` is usage.
   if (e instanceof CommanderError) {
     if (e.exitCode === 0) return EXIT.ok;
-    json?.({ ok: false, error: { code: 'USAGE', message: errorScrub.text(e.message.replace(/^error: /, '')) } });
+    json?.({ ok: false, error: { code: 'USAGE', message: scrubbed(e.message.replace(/^error: /, '')) } });
     return EXIT.usage;
   }
   if (e instanceof InterruptedError) {
@@ -82,7 +82,7 @@ export function reportError(e: unknown, io: Io, json: ((value: unknown) => void)
   // A driver's or the system's message may quote a credential or an address: scrubbed like receipts. Not config's own:
   // it names places, never values (it scrubs what it quotes), and scrubbing its advice garbles it ("password: drop it").
   const own = RetrysafeError.isInstance(e) && e.code === 'RETRYSAFE_CONFIG';
-  const message = own ? e.message : errorScrub.text(fsError ?? (e instanceof Error ? e.message : String(e)));
+  const message = own ? e.message : scrubbed(fsError ?? (e instanceof Error ? e.message : String(e)));
   if (usage) {
     json?.({ ok: false, error: { code: fsError ? 'FILE_SYSTEM' : 'USAGE', message } });
     io.err(`retrysafe: ${message}${fsError ? '' : '\n(run with --help for usage)'}`);
@@ -91,6 +91,6 @@ export function reportError(e: unknown, io: Io, json: ((value: unknown) => void)
   const code = RetrysafeError.isInstance(e) ? e.code : e instanceof RefusedError ? 'REFUSED' : undefined;
   json?.({ ok: false, error: { code: code ?? 'ERROR', message } });
   // Typed errors carry a message written for the reader; anything else is a bug: show the stack.
-  io.err(`retrysafe: ${code || !(e instanceof Error) ? message : errorScrub.text(e.stack ?? message)}`);
+  io.err(`retrysafe: ${code || !(e instanceof Error) ? message : scrubbed(e.stack ?? message)}`);
   return EXIT.failed;
 }

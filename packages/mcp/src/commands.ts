@@ -45,7 +45,7 @@ async function servingParts(
 
 /** A policy or a params schema that cannot work for an exposed operation (`only`: `<provider>.<operation>`, default
  * all) is refused at start (RunnerConfigurationError), not on its every call. */
-function refusedPolicy(adapters: readonly AdapterV1[], policy: PolicyOverrides | undefined, only?: string[]): void {
+function checkAtStart(adapters: readonly AdapterV1[], policy: PolicyOverrides | undefined, only?: string[]): void {
   for (const adapter of adapters)
     for (const [name, op] of Object.entries(adapter.operations)) {
       if (only && !only.includes(`${adapter.provider}.${name}`)) continue;
@@ -86,7 +86,7 @@ export async function runServe(argv: readonly string[], log = toStderr): Promise
   const byName = await createAdapters(config);
   // the config names operations by its adapter keys; tools are named by provider
   const operations = exposedOperations(config, byName);
-  refusedPolicy(Object.values(byName), config.policy, operations);
+  checkAtStart(Object.values(byName), config.policy, operations);
   const parts = await servingParts(config, config.handoffs);
   const make = () =>
     createRetrysafeMcpServer({
@@ -123,7 +123,7 @@ export async function runWrap(argv: readonly string[], log = toStderr): Promise<
   const upstream = await connectUpstream(target(o.url, rest, config.env));
   try {
     const adapter = createFenceAdapter({ config, client: upstream, tools: upstream.tools });
-    refusedPolicy([adapter], config.policy);
+    checkAtStart([adapter], config.policy);
     const parts = await servingParts(config, config.handoffs && resolve(config.baseDir, config.handoffs));
     const make = () => createFenceServer({ ...parts, adapter, upstream });
     const fenced = Object.keys(config.tools);
