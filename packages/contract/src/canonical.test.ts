@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { canonicalJson, fingerprint, sha256Hex } from './canonical.js';
 
 describe('canonicalJson', () => {
-  it('writes every string as JSON.stringify of its NFC form, and every key as JSON.stringify of itself', () => {
+  it('writes every string and every key as JSON.stringify of itself', () => {
     // Every code unit 0..0x7f alone and inside text, plus quotes, backslashes, controls, U+2028/9, lone
     // surrogates and combining marks.
     const samples = [
@@ -21,7 +21,7 @@ describe('canonicalJson', () => {
     ];
     for (let c = 0; c < 0x80; c++) samples.push(String.fromCharCode(c), `x${String.fromCharCode(c)}y`);
     for (const t of samples) {
-      expect(canonicalJson(t)).toBe(JSON.stringify(t.normalize('NFC')));
+      expect(canonicalJson(t)).toBe(JSON.stringify(t));
       expect(canonicalJson({ [t]: 1 })).toBe(`{${JSON.stringify(t)}:1}`);
     }
   });
@@ -30,8 +30,8 @@ describe('canonicalJson', () => {
       '{"a":[true,null,0],"b":1,"d":{"y":1.5,"z":"x"}}',
     );
   });
-  it('normalises strings to NFC so the same text typed two ways is one value', () => {
-    expect(canonicalJson('e\u0301')).toBe(canonicalJson('\u00e9'));
+  it('keeps a string composed and decomposed apart: only a card declares a folding', () => {
+    expect(canonicalJson('e\u0301')).not.toBe(canonicalJson('\u00e9'));
   });
   it('writes dates as ISO strings', () => {
     expect(canonicalJson({ at: new Date(Date.UTC(2026, 7, 5)) })).toBe('{"at":"2026-08-05T00:00:00.000Z"}');
@@ -49,7 +49,7 @@ function reference(value: unknown, path = '', seen = new Set<object>()): string 
   if (value === null) return 'null';
   switch (typeof value) {
     case 'string':
-      return JSON.stringify(value.normalize('NFC'));
+      return JSON.stringify(value);
     case 'boolean':
       return value ? 'true' : 'false';
     case 'number':

@@ -2,7 +2,8 @@ import { hash } from 'node:crypto';
 import { InvalidIntentError } from './errors.js';
 
 /**
- * Canonical JSON: sorted keys, no whitespace, shortest round-trip numbers, NFC strings. What JSON cannot carry
+ * Canonical JSON: sorted keys, no whitespace, shortest round-trip numbers, strings as given (never normalised:
+ * a provider may keep `café` composed and decomposed apart; a card declares any folding). What JSON cannot carry
  * faithfully (functions, NaN, cycles, class instances but Date, undefined items) is an InvalidIntentError with its path.
  */
 export function canonicalJson(value: unknown): string {
@@ -44,11 +45,11 @@ function write(value: unknown, seen: Set<object>): string {
       throw new InvalidIntentError('', `${proto?.constructor?.name ?? 'exotic'} objects cannot be part of an intent`);
     }
     const record = obj as Record<string, unknown>;
-    // Keys are written as given (not normalised): they are names, not values. Undefined members are left out.
+    // Undefined members are left out.
     let out = '{';
     for (const k of Object.keys(record).sort()) {
       const v = record[k];
-      if (v !== undefined) out += (out === '{' ? '' : ',') + stringKey(k) + ':' + member(k, v, seen);
+      if (v !== undefined) out += (out === '{' ? '' : ',') + stringText(k) + ':' + member(k, v, seen);
     }
     return out + '}';
   } finally {
@@ -68,17 +69,12 @@ function member(name: string, value: unknown, seen: Set<object>): string {
   }
 }
 
-/** Printable ASCII without a quote or backslash: its own NFC form, and its JSON text is itself in quotes. */
+/** Printable ASCII without a quote or backslash: its JSON text is itself in quotes. */
 const PLAIN = /^[ !#-[\]-~]*$/;
 
-/** A string's canonical text: JSON of its NFC form. Plain ASCII (most ids, times and hashes) is already both. */
+/** A string's or key's canonical text: JSON of it as given. Plain ASCII (most ids, times and hashes) needs no escaping. */
 function stringText(s: string): string {
-  return PLAIN.test(s) ? `"${s}"` : JSON.stringify(s.normalize('NFC'));
-}
-
-/** A key's text: JSON of the key as given. */
-function stringKey(k: string): string {
-  return PLAIN.test(k) ? `"${k}"` : JSON.stringify(k);
+  return PLAIN.test(s) ? `"${s}"` : JSON.stringify(s);
 }
 
 /** SHA-256 of a UTF-8 string, lowercase hex. */

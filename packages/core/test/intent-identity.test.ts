@@ -73,6 +73,21 @@ describe('declared intent normalisation (issue 16)', () => {
     expect(provider.count()).toBe(2);
   });
 
+  it('without a declaration, the same letters in two Unicode forms are two operations, and two requests', async () => {
+    // A Linux file name, a Stripe metadata value or a Slack text keeps 'café' composed and decomposed apart:
+    // one id for both would leave the second never performed.
+    const { provider, adapter, runner } = setup();
+    const composed = await runner.run(adapter, OP, { params: { ref: 'caf\u00e9' } });
+    const decomposed = await runner.run(adapter, OP, { params: { ref: 'cafe\u0301' } });
+    expect(decomposed.businessOperationId).not.toBe(composed.businessOperationId);
+    expect(provider.count()).toBe(2);
+    await runner.run(adapter, OP, { params: { ref: 'o-3', note: 'caf\u00e9' } });
+    await expect(runner.run(adapter, OP, { params: { ref: 'o-3', note: 'cafe\u0301' } })).rejects.toSatisfy(
+      (e) => ConflictError.isInstance(e) && e.paths.join() === 'note',
+    );
+    expect(provider.count()).toBe(3);
+  });
+
   it("the id is the contract's digest of the intent, normalised as declared", async () => {
     const { adapter, runner } = setup();
     const clean = await runner.run(adapter, OP, { params: { ref: 'po-7' } });
