@@ -155,3 +155,32 @@ describe('an upstream outputSchema the fence cannot compile', () => {
     expect(calls).toHaveLength(1);
   });
 });
+
+describe('an input schema that names no dialect', () => {
+  const route = (items: unknown): Tool => ({
+    name: 'route',
+    inputSchema: {
+      type: 'object',
+      properties: { ref: { type: 'string' }, at: { type: 'array', minItems: 2, maxItems: 2, ...(items as object) } },
+      required: ['ref', 'at'],
+    },
+  });
+  it("is read as JSON Schema 2020-12, MCP's default: a closed tuple (prefixItems, items: false) is sent", async () => {
+    const tuple = { prefixItems: [{ type: 'number' }, { type: 'number' }], items: false };
+    const { call, calls } = await host([route(tuple)], { route: { kind: 'create', intent: ['ref'] } });
+    const a = await call('route', { ref: 'r-1', at: [52.5, 13.4] });
+    expect(a._meta?.retrysafe?.status).toBe('done');
+    expect(calls).toHaveLength(1);
+    const refused = await call('route', { ref: 'r-2', at: [52.5, 'north'] });
+    expect(refused.isError).toBe(true);
+    expect(calls).toHaveLength(1);
+  });
+  it('written for draft-07 before (an array of items), it still works as draft-07', async () => {
+    const { call, calls } = await host([route({ items: [{ type: 'number' }, { type: 'number' }] })], {
+      route: { kind: 'create', intent: ['ref'] },
+    });
+    expect((await call('route', { ref: 'r-1', at: [52.5, 13.4] }))._meta?.retrysafe?.status).toBe('done');
+    expect((await call('route', { ref: 'r-2', at: [52.5, 'north'] })).isError).toBe(true);
+    expect(calls).toHaveLength(1);
+  });
+});

@@ -5,11 +5,13 @@ import {
   defineCard,
   type FrameOperation,
   fact,
+  type OperationSpec,
   type Outcome,
   type RetrySafetyCard,
   UnknownOperationError,
 } from '@retrysafe/contract';
 import { classifyTransportFailure } from '@retrysafe/contract/provider';
+import { checkParamsSchema } from '@retrysafe/core/internal';
 import { LOOKUP_TOOLS } from '../server.js';
 import { type FenceConfig, FenceConfigError, type FenceToolConfig } from './fence-config.js';
 import { type UpstreamClient, UpstreamUnavailableError } from './upstream.js';
@@ -52,6 +54,21 @@ export function hideProperty<S extends ObjectSchema>(schema: S, path: string): S
       ? { ...schema, properties: { ...schema.properties, [name]: hideProperty(inner, rest.join('.')) } }
       : schema;
   return { ...schema, properties, ...(schema.required ? { required: schema.required.filter((r) => r !== name) } : {}) };
+}
+
+/**
+ * MCP reads a tool schema that names no dialect as JSON Schema 2020-12 (specification 2025-11-25, SEP-1613). One that
+ * does not compile so was written for draft-07 before (an array of `items`) and keeps that reading.
+ */
+function inMcpDialect(schema: Tool['inputSchema'], card: RetrySafetyCard): Tool['inputSchema'] {
+  if (schema.$schema !== undefined) return schema;
+  const named = { $schema: 'https://json-schema.org/draft/2020-12/schema', ...schema };
+  try {
+    checkParamsSchema({ card, paramsSchema: named } as unknown as OperationSpec);
+    return named;
+  } catch {
+    return schema;
+  }
 }
 
 /** `{{path}}` strings are replaced by that argument of the call (whole-string templates keep the value's type); the
@@ -171,12 +188,14 @@ export function createFenceAdapter(options: {
     if (!upstream) throw new UnknownOperationError(config.name, name, [...listed.keys()]);
     if (t.lookup && !listed.has(t.lookup.tool))
       throw new UnknownOperationError(config.name, t.lookup.tool, [...listed.keys()]);
+    const card = fenceCard(config, name, t);
+    // The caller's arguments are checked against the schema it is shown: without the key the fence sets.
+    const shown = t.key ? hideProperty(upstream.inputSchema, t.key.argument) : upstream.inputSchema;
     operations[name] = {
       name,
       description: upstream.description ?? name,
-      card: fenceCard(config, name, t),
-      // The caller's arguments are checked against the schema it is shown: without the key the fence sets.
-      paramsSchema: t.key ? hideProperty(upstream.inputSchema, t.key.argument) : upstream.inputSchema,
+      card,
+      paramsSchema: inMcpDialect(shown, card),
       keyRule: t.key ? { maxLength: t.key.maxLength ?? 64, charset: KEY_CHARSET, prefix: 'rs-' } : null,
       tool: t,
     };
