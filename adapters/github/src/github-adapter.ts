@@ -116,11 +116,13 @@ export function createGitHubAdapter(options: GitHubAdapterOptions): GitHubAdapte
           try {
             const answer = await op.list(octokit, ctx.params, since, page, callOptions(ctx.signal));
             if (!Array.isArray(answer.data))
-              return {
-                kind: 'cannot-tell',
-                reason: `${what}: HTTP ${answer.status} without a list`,
-                ...refsOf(answer),
-              };
+              return (
+                found(op, matches) ?? {
+                  kind: 'cannot-tell',
+                  reason: `${what}: HTTP ${answer.status} without a list`,
+                  ...refsOf(answer),
+                }
+              );
             items = answer.data as ListedItem[];
           } catch (error) {
             // A match on an earlier page is the answer already; a failed page only proves nothing about the rest.

@@ -1,6 +1,7 @@
 // Every GitHub answer the adapter can meet, classified into one outcome; rate limits retried by the
 // runner only (one request per attempt, the documented wait honoured); permanent errors are rejections
 // naming the field; the lookup walks the list newest first and stops where the card says.
+import { Octokit } from '@octokit/rest';
 import { asBusinessOperationId } from '@retrysafe/contract';
 import { startFaultProxy } from '@retrysafe/testkit';
 import { closeAfterTest } from '@retrysafe/testkit/close-after-test';
@@ -194,6 +195,28 @@ describe('the lookup lists, newest first, back to the first dispatch', () => {
     expect(await lookup('op-new')).toMatchObject({ kind: 'found' });
     expect(await lookup('op-absent')).toMatchObject({ kind: 'not-found' });
     expect(sandbox.requestCount('issues.list') - before).toBe(2);
+  });
+
+  it('a match on the first page is adopted when a later page is not a list, as when it fails', async () => {
+    const { sandbox } = await adapterOn();
+    const octokit = new Octokit({ auth: TOKEN, baseUrl: sandbox.url });
+    // a 200 whose body is no list (a proxy's page): the SDK hands it over as text
+    octokit.hook.wrap('request', async (request, options) =>
+      options.page === 2
+        ? { status: 200, url: '', headers: {}, data: 'Service temporarily unavailable' }
+        : request(options),
+    );
+    const adapter = createGitHubAdapter({ octokit });
+    const dispatched = Date.now();
+    await execute(adapter, 'issues.create', issueParams(11), 'op-first-page');
+    for (let i = 0; i < 99; i++) await execute(adapter, 'issues.create', issueParams(300 + i), `newer-${i}`);
+    const ctx = lookupContext(adapter, 'issues.create', asBusinessOperationId('op-first-page'), issueParams(11), {
+      firstDispatchedAt: dispatched,
+    });
+    expect(await adapter.doLookup('issues.create', ctx)).toMatchObject({
+      kind: 'found',
+      outcome: { kind: 'succeeded', result: { number: 2 } },
+    });
   });
 
   it('cannot tell when the page bound is reached before the first dispatch, or when the list is rate limited', async () => {

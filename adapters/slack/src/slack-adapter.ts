@@ -117,6 +117,8 @@ export function createSlackAdapter(options: SlackAdapterOptions): SlackAdapter {
           ...(cursor ? { cursor } : {}),
         })) as HistoryPage;
       } catch (error) {
+        // A match on an earlier page is the answer already (the next page is often refused by the history limit).
+        if (found.length > 0) break;
         return cannotTellFrom(error, 'conversations.history');
       }
       for (const m of answer.messages ?? []) {

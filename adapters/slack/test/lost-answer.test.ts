@@ -47,6 +47,15 @@ describe('a lost answer to chat.postMessage', () => {
     });
   });
 
+  it('a busy channel under the once-a-minute history limit: the post found on the first page is adopted, not handed off', async () => {
+    const { sandbox, adapter, runner } = await setup({ historyCallsPerMinute: 1 });
+    const direct = createSlackAdapter({ token: TOKEN, baseUrl: sandbox.url });
+    for (let i = 0; i < 20; i++) await execute(direct, 'chat.postMessage', postParams(100 + i), `other-${i}`);
+    const result = await runner.run(adapter, 'chat.postMessage', { params: postParams(4) });
+    expect(result).toMatchObject({ status: 'done', adopted: true });
+    expect(sandbox.calls('chat.postMessage')).toBe(21);
+  });
+
   it('the post never shows within the lookup window: handed off, still one message, never re-posted', async () => {
     const { sandbox, adapter, runner } = await setup({ historyDelayMs: 60 * MIN });
     const result = await runner.run(adapter, 'chat.postMessage', { params: postParams(2) });
@@ -95,6 +104,29 @@ describe('the history lookup window and its page bound', () => {
       outcome: { kind: 'succeeded', providerRef: sandbox.messages()[0]!.ts },
     });
     expect(sandbox.calls('conversations.history')).toBe(2);
+  });
+
+  it('ours on the first page and the next page refused by the once-a-minute history limit: found, as the page bound would', async () => {
+    const clock = createVirtualClock(Date.UTC(2026, 11, 4));
+    const sandbox = closeAfterTest(
+      await startSlackSandbox({ token: TOKEN, channels: [CHANNEL], now: clock.now, historyCallsPerMinute: 1 }),
+    );
+    const direct = createSlackAdapter({ token: TOKEN, baseUrl: sandbox.url });
+    const t0 = clock.now();
+    for (let i = 0; i < 20; i++) await execute(direct, 'chat.postMessage', postParams(100 + i), `other-${i}`);
+    await execute(direct, 'chat.postMessage', postParams(9), 'ours');
+    const out = await lookup(direct, 'chat.postMessage', postParams(9), 'ours', {
+      firstDispatchedAt: t0,
+      now: clock.now(),
+    });
+    const ours = sandbox.messages().find((m) => m.metadata?.event_payload.op === 'ours')!;
+    expect(out).toMatchObject({ kind: 'found', outcome: { kind: 'succeeded', providerRef: ours.ts } });
+    expect(
+      sandbox
+        .requests()
+        .filter((r) => r.method === 'conversations.history')
+        .map((r) => r.status),
+    ).toEqual([200, 429]);
   });
 
   it('more messages than the page bound: cannot tell (never not-found), asking again in a minute', async () => {
