@@ -91,6 +91,26 @@ describe("the upstream's tool list", () => {
     expect(pages).toBeLessThanOrEqual(1000);
   }, 20_000);
 
+  it('whose cursor comes back: refused when it does, not after reading the bound of pages', async () => {
+    let pages = 0;
+    const url = await upstreamListing(() => {
+      pages++;
+      return { tools: [tool(`t${pages}`)], nextCursor: pages % 2 ? 'odd' : 'even' };
+    });
+    await expect(connectUpstream({ url })).rejects.toThrow(/tools\/list.*cursor/);
+    expect(pages).toBe(3);
+  });
+
+  it('whose cursor is new on every page: refused after its bound of pages', async () => {
+    let pages = 0;
+    const url = await upstreamListing(() => {
+      pages++;
+      return { tools: [tool(`t${pages}`)], nextCursor: `page-${pages}` };
+    });
+    await expect(connectUpstream({ url })).rejects.toThrow(/tools\/list/);
+    expect(pages).toBe(1000);
+  }, 30_000);
+
   it('that never ends, from a stdio upstream: the start fails and the process it started is stopped', async () => {
     const pidFile = join(tempDir('retrysafe-endless-'), 'pid');
     const started = connectUpstream({

@@ -48,11 +48,12 @@ const upstreamEnv = (changes: Readonly<Record<string, string | null>> = {}) =>
     ),
   );
 
-/** Pages of tools/list read before the listing is taken to never end (a cursor that repeats, or a runaway one). */
+/** Pages of tools/list read before a listing whose cursor is new on every page is taken to never end. */
 const MAX_TOOL_PAGES = 1000;
 
 async function listAllTools(client: Client): Promise<Tool[]> {
   const tools: Tool[] = [];
+  const seen = new Set<string>();
   let cursor: string | undefined;
   for (let pages = 0; pages === 0 || cursor; pages++) {
     if (pages === MAX_TOOL_PAGES)
@@ -62,6 +63,9 @@ async function listAllTools(client: Client): Promise<Tool[]> {
     const page = await client.listTools(cursor ? { cursor } : undefined);
     tools.push(...page.tools);
     cursor = page.nextCursor;
+    if (cursor && seen.has(cursor))
+      throw new Error("the upstream's tools/list never ends: it gave a cursor it had given before");
+    if (cursor) seen.add(cursor);
   }
   return tools;
 }
