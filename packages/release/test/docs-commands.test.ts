@@ -57,6 +57,8 @@ function commandsIn(markdown: string, bin = 'retrysafe'): string[] {
   return (
     found
       .map((l) => l.replace(/\s+#.*$/, '').trim())
+      // In a checkout the docs run the CLI as its built bin.
+      .map((l) => l.replace(/\bnode packages\/cli\/dist\/bin\.js(?=\s)/g, 'retrysafe'))
       // A command, maybe after `&&`, variables set for it, npx or pnpm; a pipe into another program ends it.
       .flatMap((l) => l.split(/\s*(?:&&|\|\||;|\|(?=\s+[a-z]))\s*/))
       .map((l) => new RegExp(`^(?:[A-Z_]+=\\S*\\s+)*(?:npx |pnpm )?(${bin}(?:\\s.*)?)$`).exec(l)?.[1])
@@ -158,6 +160,11 @@ describe('the retrysafe commands the docs show exist as written', () => {
     for (const page of ['README.md', 'docs/getting-started.md', 'docs/runbook.md']) {
       expect(commandsIn(readFileSync(join(repoRoot, page), 'utf8')).length, page).toBeGreaterThan(0);
     }
+  });
+  it('reads the built bin of a checkout as the retrysafe command', () => {
+    expect(commandsIn('```sh\nnode packages/cli/dist/bin.js drill --module m.js   # note\n```\n')).toEqual([
+      'retrysafe drill --module m.js',
+    ]);
   });
   it('catches a command that does not exist and an option that does not', () => {
     expect(problemOf('retrysafe resolve x --resume')).toMatch(/"resolve" is not a command/);
