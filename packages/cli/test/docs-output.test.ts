@@ -1,8 +1,9 @@
-// What the runbook shows `ledger handoffs` and `ledger show` printing must be what they print: the
-// runbook's two handed-off operations (one rejected, one whose lookup never could tell) are made on a
-// SQLite ledger, and each console block's output is matched line by line. Ids, times and millisecond
-// counts are the run's own; `…` in a block stands for text (or, alone on a line, lines) left out.
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+// What the docs show the CLI printing must be what it prints. The runbook's `ledger handoffs` and
+// `ledger show`: its two handed-off operations (one rejected, one whose lookup never could tell) are
+// made on a SQLite ledger. The CLI README's `cards init`: run on a partial card. Each console block's
+// output is matched line by line. Ids, times and millisecond counts are the run's own; `…` in a block
+// stands for text (or, alone on a line, lines) left out.
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createRunner, createVirtualClock } from '@retrysafe/core';
@@ -11,9 +12,9 @@ import { createSandboxAdapter, createSandboxProvider } from '@retrysafe/sandbox'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { cli, REPO } from './helpers.js';
 
-/** The console block that follows `heading` in the runbook: its command and what it prints. */
-function consoleBlock(heading: string): { command: string; output: string } {
-  const page = readFileSync(join(REPO, 'docs/runbook.md'), 'utf8');
+/** The console block that follows `heading` in a page: its command and what it prints. */
+function consoleBlock(heading: string, file = 'docs/runbook.md'): { command: string; output: string } {
+  const page = readFileSync(join(REPO, file), 'utf8');
   const at = page.indexOf(heading);
   const m = /```console\n\$ ([^\n]*)\n([\s\S]*?)```/.exec(page.slice(at));
   if (at < 0 || !m) throw new Error(`no console block after ${heading}`);
@@ -94,5 +95,35 @@ describe('the runbook shows what the CLI prints', () => {
     expect(command).toMatch(/^retrysafe ledger show sandbox\.records\.create:[0-9a-f]{32}$/);
     const r = await cli(['ledger', 'show', rejectedId, '--db', db], { env: { NO_COLOR: '1' } });
     expect(shows(output, r.stdout), `the runbook shows\n${output}\nthe CLI prints\n${r.stdout}`).toBe(true);
+  });
+});
+
+describe('the CLI README shows what cards init prints', () => {
+  it('retrysafe cards init --from partial.yaml --out …', async () => {
+    const { command, output } = consoleBlock('## `retrysafe cards init', 'packages/cli/README.md');
+    expect(command).toBe('retrysafe cards init --from partial.yaml --out acme.orders.create.yaml');
+    // A partial card: the intent, the side effect, where the key travels, and that the provider replays.
+    writeFileSync(
+      join(dir, 'partial.yaml'),
+      `provider: acme
+operation: acme.orders.create
+businessOperationId:
+  intentFields: [customer, orderRef]
+sideEffect:
+  kind: { value: create, source: https://docs.acme.example/api/orders }
+  idempotentByNature: { value: false, source: https://docs.acme.example/api/orders }
+providerKey:
+  travels: { value: header, source: https://docs.acme.example/api/idempotency }
+  name: { value: Idempotency-Key, source: https://docs.acme.example/api/idempotency }
+storedResult:
+  semantics: { value: replays, source: https://docs.acme.example/api/idempotency }
+`,
+    );
+    const r = await cli(['cards', 'init', '--from', 'partial.yaml', '--out', 'acme.orders.create.yaml'], {
+      cwd: dir,
+      env: { NO_COLOR: '1' },
+    });
+    expect(r.code).toBe(0);
+    expect(shows(output, r.stdout), `the README shows\n${output}\nthe CLI prints\n${r.stdout}`).toBe(true);
   });
 });
