@@ -15,6 +15,8 @@ import {
 import { builtinModules, createRequire } from 'node:module';
 import { dirname, join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { parseConfig, parseDataText } from '@retrysafe/config';
+import { parseFenceConfig } from '@retrysafe/mcp';
 import { describe, expect, it } from 'vitest';
 import { cardsOf, loadAdapters } from '../src/registry.js';
 
@@ -239,6 +241,24 @@ describe('code blocks in README.md and docs/', () => {
         if (!installed.has(name) && !builtinModules.includes(name)) missing.push(`${file}:${line}: ${name}`);
     }
     expect(missing).toEqual([]);
+  });
+
+  it('every config or fence file a page shows is one its loader accepts (as written, schema and credentials rules)', () => {
+    const files = allBlocks
+      .filter((b) => !b.file.startsWith('docs/decisions/') && (lang(b) === 'yaml' || lang(b) === 'json'))
+      .map((b) => ({ b, raw: parseDataText(b.code, { path: `${b.file}:${b.line}`, yaml: lang(b) === 'yaml' }) }))
+      .filter(({ raw }) => typeof raw === 'object' && raw !== null && ('adapters' in raw || 'tools' in raw));
+    expect(files.length).toBeGreaterThanOrEqual(5);
+    const problems: string[] = [];
+    for (const { b, raw } of files) {
+      try {
+        if ('tools' in (raw as object)) parseFenceConfig(raw);
+        else parseConfig(raw, join(repo, 'docs/examples/http-api'), `${b.file}:${b.line}`);
+      } catch (e) {
+        problems.push(`${b.file}:${b.line}: ${(e as Error).message}`);
+      }
+    }
+    expect(problems).toEqual([]);
   });
 
   it('the card example of docs/writing-an-adapter.md is a card defineCard accepts when it runs', async () => {
