@@ -5,7 +5,7 @@ import { execFileSync } from 'node:child_process';
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { repoRoot } from '../scripts/workspace.mjs';
+import { listWorkspacePackages, repoRoot } from '../scripts/workspace.mjs';
 
 const bin = join(repoRoot, 'packages/cli/dist/bin.js');
 
@@ -151,6 +151,55 @@ describe('the retrysafe-mcp commands the docs show parse as written', () => {
     if (commands.length === 0) continue;
     it(page, () => {
       expect(commands.map(mcpProblemOf).filter((p) => p !== undefined)).toEqual([]);
+    });
+  }
+});
+
+/** pnpm's own commands; any other name is a script (or a bin of node_modules/.bin, which pnpm runs as well). */
+const PNPM_COMMANDS = new Set([
+  'add',
+  'i',
+  'install',
+  'exec',
+  'dlx',
+  'run',
+  'publish',
+  'pack',
+  'remove',
+  'update',
+  'list',
+  'why',
+]);
+const scriptsOf = (dir: string) =>
+  Object.keys((JSON.parse(readFileSync(join(dir, 'package.json'), 'utf8')) as { scripts?: object }).scripts ?? {});
+
+/** What is wrong with one `pnpm …` command, or undefined: a script it names that the root (or the --filter package) lacks. */
+function pnpmProblemOf(command: string): string | undefined {
+  const words = command.split(/\s+/).slice(1);
+  const filter = words[0] === '--filter' ? words[1] : undefined;
+  const name = words[filter ? 2 : 0];
+  if (!name || !/^[a-z]/.test(name) || PNPM_COMMANDS.has(name)) return undefined;
+  if (filter) {
+    const pkg = listWorkspacePackages().find((p) => p.name === filter);
+    if (!pkg) return `${command}: no workspace package ${filter}`;
+    return scriptsOf(pkg.dir).includes(name) ? undefined : `${command}: ${filter} has no script ${name}`;
+  }
+  if (scriptsOf(repoRoot).includes(name) || existsSync(join(repoRoot, 'node_modules/.bin', name))) return undefined;
+  return `${command}: the root package.json has no script ${name}`;
+}
+
+describe('the pnpm scripts the docs run exist', () => {
+  it('catches a script that does not exist', () => {
+    expect(pnpmProblemOf('pnpm cards')).toMatch(/no script cards/);
+    expect(pnpmProblemOf('pnpm --filter @retrysafe/bench bench:nope')).toMatch(/has no script bench:nope/);
+    expect(pnpmProblemOf('pnpm --filter @retrysafe/bench bench:dynamodb-cold-start')).toBeUndefined();
+    expect(pnpmProblemOf('pnpm exec vitest run --project core')).toBeUndefined();
+  });
+  for (const page of pages) {
+    const commands = commandsIn(readFileSync(join(repoRoot, page), 'utf8'), 'pnpm');
+    if (commands.length === 0) continue;
+    it(page, () => {
+      expect(commands.map(pnpmProblemOf).filter((p) => p !== undefined)).toEqual([]);
     });
   }
 });
