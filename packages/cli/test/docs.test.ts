@@ -408,6 +408,20 @@ describe('references', () => {
     expect(hits).toEqual([]);
   });
 
+  it('every file of the repository a page names in code (`docs/…`, `packages/…`, `adapters/…`) exists', () => {
+    const missing: string[] = [];
+    for (const f of DOCS.filter((d) => !d.startsWith('docs/decisions/'))) {
+      const text = readFileSync(join(repo, f), 'utf8');
+      for (const m of text.matchAll(/(?<![\w./-])((?:docs|packages|adapters|scripts)\/[\w./-]+\.[a-z]{1,5})\b/g)) {
+        // `acme` is the adapter the guides write; a path under it is the reader's own.
+        if (/\bacme\b/.test(m[1]!) || existsSync(join(repo, m[1]!)) || existsSync(join(repo, dirname(f), m[1]!)))
+          continue;
+        missing.push(`${f}: ${m[1]}`);
+      }
+    }
+    expect(missing).toEqual([]);
+  });
+
   it('every relative Markdown link in README.md and docs/ resolves to a file', () => {
     const broken: string[] = [];
     for (const f of DOCS) {
