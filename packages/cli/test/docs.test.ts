@@ -2,10 +2,21 @@
 // every card source cites a public URL or a file that ships with the project, and nothing points at
 // a design document that does not ship.
 import { execFileSync } from 'node:child_process';
-import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { createRequire } from 'node:module';
+import {
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  symlinkSync,
+  writeFileSync,
+} from 'node:fs';
+import { builtinModules, createRequire } from 'node:module';
 import { dirname, join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { parseConfig, parseDataText } from '@retrysafe/config';
+import { parseFenceConfig } from '@retrysafe/mcp';
 import { describe, expect, it } from 'vitest';
 import { cardsOf, loadAdapters } from '../src/registry.js';
 
@@ -18,7 +29,53 @@ function markdownFiles(dir: string): string[] {
     d.isDirectory() ? markdownFiles(join(dir, d.name)) : d.name.endsWith('.md') ? [join(dir, d.name)] : [],
   );
 }
-const DOCS = ['README.md', ...markdownFiles('docs')];
+/** Each package's and adapter's README: what a user reads on the registry. */
+const READMES = ['packages', 'adapters']
+  .flatMap((group) => readdirSync(join(repo, group)).map((d) => join(group, d, 'README.md')))
+  .filter((f) => existsSync(join(repo, f)));
+const DOCS = ['README.md', ...markdownFiles('docs'), ...READMES];
+
+/** The folder of every workspace package, and of every package installed beside one, by name. */
+function installedPackages(): Map<string, string> {
+  const found = new Map<string, string>();
+  const groups = ['packages', 'adapters'].flatMap((g) => readdirSync(join(repo, g)).map((d) => join(repo, g, d)));
+  for (const dir of groups.filter((d) => existsSync(join(d, 'package.json')))) {
+    found.set((JSON.parse(readFileSync(join(dir, 'package.json'), 'utf8')) as { name: string }).name, dir);
+  }
+  for (const dir of [cliDir, repo, ...groups]) {
+    const modules = join(dir, 'node_modules');
+    if (!existsSync(modules)) continue;
+    for (const d of readdirSync(modules).filter((n) => !n.startsWith('.'))) {
+      const names = d.startsWith('@') ? readdirSync(join(modules, d)).map((n) => `${d}/${n}`) : [d];
+      for (const n of names) if (!found.has(n)) found.set(n, join(modules, n));
+    }
+  }
+  return found;
+}
+
+/** The packages a block imports (`@scope/name` or `name`; node: built-ins and relative paths left out). */
+function importedPackages(code: string): string[] {
+  const specifiers = [...code.matchAll(/^\s*(?:import|export)\b[^;'"]*?from\s*['"]([^'"]+)['"]/gm)].map((m) => m[1]!);
+  return [
+    ...new Set(
+      specifiers
+        .filter((s) => !s.startsWith('.') && !s.startsWith('/') && !s.startsWith('node:'))
+        .map((s) =>
+          s
+            .split('/')
+            .slice(0, s.startsWith('@') ? 2 : 1)
+            .join('/'),
+        ),
+    ),
+  ];
+}
+
+/** A block's import statements that name a retrysafe package (what a `nocheck` or JavaScript block still promises). */
+function retrysafeImports(code: string): string {
+  return [...code.matchAll(/^\s*import\b[^;'"]*?from\s*['"](@retrysafe\/[^'"]+)['"];?/gm)]
+    .map((m) => m[0].trim())
+    .join('\n');
+}
 
 interface Block {
   readonly file: string;
@@ -43,6 +100,10 @@ export function codeBlocks(file: string, text: string): Block[] {
 }
 
 const TS = new Set(['ts', 'typescript', 'tsx', 'mts']);
+const JS = new Set(['js', 'javascript', 'mjs']);
+const SHELL = new Set(['sh', 'bash', 'shell', 'console']);
+/** An install command; what follows it names the packages. */
+const INSTALL = /\b(?:npm (?:i|install)|pnpm (?:add|i)|yarn add)\s(.*)/;
 const lang = (b: Block) => b.info.split(/\s+/)[0] ?? '';
 const flags = (b: Block) => new Set(b.info.split(/\s+/).slice(1));
 
@@ -85,6 +146,13 @@ function compileBlocks(blocks: readonly Block[]): { errors: string[]; files: num
         .join('\n');
       origin.set(u.name, ranges);
       writeFileSync(join(dir, u.name), `${text}\nexport {};\n`);
+    }
+    // What packages/cli does not depend on itself (ai-sdk, dbos, a provider SDK) is linked in beside the blocks.
+    const installed = installedPackages();
+    for (const name of new Set(blocks.flatMap((b) => importedPackages(b.code)))) {
+      if (existsSync(join(cliDir, 'node_modules', name)) || !installed.has(name)) continue;
+      mkdirSync(dirname(join(dir, 'node_modules', name)), { recursive: true });
+      symlinkSync(installed.get(name)!, join(dir, 'node_modules', name));
     }
     writeFileSync(join(dir, 'package.json'), JSON.stringify({ type: 'module', private: true }));
     writeFileSync(
@@ -132,8 +200,65 @@ describe('code blocks in README.md and docs/', () => {
   it('every TypeScript block compiles against the packages (except a block marked `nocheck`)', () => {
     const ts = allBlocks.filter((b) => TS.has(lang(b)) && !flags(b).has('nocheck'));
     expect(ts.length).toBeGreaterThanOrEqual(3);
+    expect(ts.some((b) => READMES.includes(b.file))).toBe(true);
     const { errors } = compileBlocks(ts);
     expect(errors).toEqual([]);
+  });
+
+  it('every name a `nocheck` or JavaScript block imports from a retrysafe package is exported there', () => {
+    const rest = allBlocks
+      .filter((b) => !b.file.startsWith('docs/decisions/'))
+      .filter((b) => (TS.has(lang(b)) && flags(b).has('nocheck')) || JS.has(lang(b)))
+      .map((b) => ({ ...b, info: 'ts', code: retrysafeImports(b.code) }))
+      .filter((b) => b.code !== '');
+    expect(rest.length).toBeGreaterThanOrEqual(5);
+    const { errors } = compileBlocks(rest);
+    expect(errors).toEqual([]);
+  });
+
+  it("a package's README installs every package its examples import (pnpm refuses what is not installed directly)", () => {
+    const missing: string[] = [];
+    // Each package's README stands alone on the registry; a guide that says what to install is held to it too.
+    const installs = (b: Block) => SHELL.has(lang(b)) && INSTALL.test(b.code);
+    const pages = DOCS.filter(
+      (f) => READMES.includes(f) || (f.startsWith('docs/') && allBlocks.some((b) => b.file === f && installs(b))),
+    );
+    expect(pages).toContain('docs/getting-started.md');
+    for (const file of pages) {
+      const blocks = allBlocks.filter((b) => b.file === file);
+      const installed = new Set(
+        blocks
+          .filter((b) => SHELL.has(lang(b)))
+          .flatMap((b) => b.code.split('\n'))
+          .flatMap((l) => INSTALL.exec(l)?.[1]?.split(/\s+/) ?? [])
+          .filter((w) => /^@?[a-z]/.test(w))
+          .map((w) => w.replace(/(?<=.)@[^/]*$/, '')),
+      );
+      const imported = blocks
+        .filter((b) => TS.has(lang(b)) || JS.has(lang(b)))
+        .flatMap((b) => importedPackages(b.code).map((name) => ({ name, line: b.line })));
+      for (const { name, line } of imported)
+        if (!installed.has(name) && !builtinModules.includes(name)) missing.push(`${file}:${line}: ${name}`);
+    }
+    expect(missing).toEqual([]);
+  });
+
+  it('every config or fence file a page shows is one its loader accepts (as written, schema and credentials rules)', () => {
+    const files = allBlocks
+      .filter((b) => !b.file.startsWith('docs/decisions/') && (lang(b) === 'yaml' || lang(b) === 'json'))
+      .map((b) => ({ b, raw: parseDataText(b.code, { path: `${b.file}:${b.line}`, yaml: lang(b) === 'yaml' }) }))
+      .filter(({ raw }) => typeof raw === 'object' && raw !== null && ('adapters' in raw || 'tools' in raw));
+    expect(files.length).toBeGreaterThanOrEqual(5);
+    const problems: string[] = [];
+    for (const { b, raw } of files) {
+      try {
+        if ('tools' in (raw as object)) parseFenceConfig(raw);
+        else parseConfig(raw, join(repo, 'docs/examples/http-api'), `${b.file}:${b.line}`);
+      } catch (e) {
+        problems.push(`${b.file}:${b.line}: ${(e as Error).message}`);
+      }
+    }
+    expect(problems).toEqual([]);
   });
 
   it('the card example of docs/writing-an-adapter.md is a card defineCard accepts when it runs', async () => {
@@ -281,6 +406,20 @@ describe('references', () => {
       .filter(({ l }) => /DESIGN\.md|shared\/providers\.md/.test(l))
       .map(({ f, i }) => `${f}:${i + 1}`);
     expect(hits).toEqual([]);
+  });
+
+  it('every file of the repository a page names in code (`docs/…`, `packages/…`, `adapters/…`) exists', () => {
+    const missing: string[] = [];
+    for (const f of DOCS.filter((d) => !d.startsWith('docs/decisions/'))) {
+      const text = readFileSync(join(repo, f), 'utf8');
+      for (const m of text.matchAll(/(?<![\w./-])((?:docs|packages|adapters|scripts)\/[\w./-]+\.[a-z]{1,5})\b/g)) {
+        // `acme` is the adapter the guides write; a path under it is the reader's own.
+        if (/\bacme\b/.test(m[1]!) || existsSync(join(repo, m[1]!)) || existsSync(join(repo, dirname(f), m[1]!)))
+          continue;
+        missing.push(`${f}: ${m[1]}`);
+      }
+    }
+    expect(missing).toEqual([]);
   });
 
   it('every relative Markdown link in README.md and docs/ resolves to a file', () => {

@@ -270,6 +270,20 @@ describe('retrysafe drill --config: an HTTP API declared in YAML, drilled agains
       ['documents.update', 1],
       ['instances.run', 1],
     ]);
+    // docs/declaring-an-http-api.md shows this drill's table and totals: they must be this run's.
+    const page = readFileSync(join(REPO, 'docs/declaring-an-http-api.md'), 'utf8');
+    const shown = /\$ retrysafe drill --config docs\/examples\/http-api\/retrysafe\.yaml\n([\s\S]*?)```/.exec(
+      page,
+    )![1]!;
+    const counted = report.adapters[0].drills.map((drill: string) => {
+      const of = report.rows.filter((x: { drill: string }) => x.drill === drill);
+      const n = (s: string) => of.filter((x: { status: string }) => x.status === s).length;
+      return `${drill} ${of[0].operation} ${n('passed')} ${n('failed')} ${n('skipped')} pass`;
+    });
+    const rows = shown.split('\n').filter((l) => l.startsWith('acme--'));
+    expect(rows.map((l) => l.split(/\s+/).join(' '))).toEqual(counted);
+    const { scenarios, passed, failed, skipped } = report.totals;
+    expect(shown).toContain(`${passed} passed, ${failed} failed, ${skipped} skipped (${scenarios} scenario runs in `);
   });
 
   it('catches a declaration mistake: a body that drops the reference the lookup searches by duplicates the order once the key has expired', async () => {

@@ -129,8 +129,12 @@ it('the README first example runs in a fresh folder as pasted and prints what th
   const { stdout } = await run(process.execPath, [fileName!], { cwd: project, env: { PATH: process.env.PATH ?? '' } });
   expect(stdout).toBe(blockAfter(readme, 'first-example-output'));
 
-  // Getting started then reads that ledger with the CLI (the workspace's build stands in for `npx retrysafe`).
+  // Getting started runs it again: a new, empty sandbox, and the ledger answers both runs.
   const page = readFileSync(join(repoRoot, 'docs/getting-started.md'), 'utf8');
+  const again = await run(process.execPath, [fileName!], { cwd: project, env: { PATH: process.env.PATH ?? '' } });
+  expect(again.stdout).toBe(blockAfter(page, 'first-example-again-output'));
+
+  // Getting started then reads that ledger with the CLI (the workspace's build stands in for `npx retrysafe`).
   const commands = blockAfter(page, 'look-at-the-ledger')
     .split('\n')
     .filter((l) => l.startsWith('npx retrysafe '));
