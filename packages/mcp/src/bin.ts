@@ -4,7 +4,9 @@ import { helpText, PROBE_COMMAND, SERVE_COMMAND, UsageError, WRAP_COMMAND } from
 // The entry only picks the command; each command parses its own options table (cli-options.ts).
 const args = process.argv.slice(2);
 const [first, ...rest] = args;
-if (first === '--help' || first === '-h' || first === 'help') {
+// What follows `--` is the upstream server's command line, its own --help included.
+const ours = args.includes('--') ? args.slice(0, args.indexOf('--')) : args;
+if (first === 'help' || ours.includes('--help') || ours.includes('-h')) {
   process.stdout.write(`${helpText([SERVE_COMMAND, WRAP_COMMAND, PROBE_COMMAND])}\n`);
 } else {
   const name = first === 'wrap' || first === 'probe' ? first : 'serve';

@@ -28,6 +28,22 @@ describe('retrysafe-mcp command line', () => {
     expect(listed.filter((s) => !r.stdout.includes(s))).toEqual([]);
   });
 
+  it("wrap --help and probe --help (or -h, anywhere before --) print the help and exit 0; after -- it is the server's", () => {
+    for (const argv of [
+      ['wrap', '--help'],
+      ['probe', '-h'],
+      ['wrap', '--config', 'f.yaml', '--help'],
+      ['--http', '--help'],
+    ]) {
+      const r = run(...argv);
+      expect(r.status, argv.join(' ')).toBe(0);
+      expect(r.stdout).toContain('retrysafe-mcp wrap --config fence.yaml');
+    }
+    const upstreams = run('wrap', '--config', 'missing.yaml', '--', process.execPath, ordersServer, '--help');
+    expect(upstreams.status).toBe(2);
+    expect(upstreams.stdout).toBe('');
+  });
+
   it('wrap and probe refuse an unknown option or a missing value the same way: one line, exit 2', () => {
     for (const cmd of ['wrap', 'probe']) {
       const unknown = run(cmd, '--bogus');
