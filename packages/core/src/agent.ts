@@ -142,6 +142,13 @@ export function agentTools(adapters: readonly AdapterV1[], only?: readonly strin
       tools.push(toolOf(adapter, name, spec));
     }
   }
+  // A misspelt name is an error, not a tool the agent silently lacks (as the config's `operations` refuses one).
+  const unknown = only?.filter((n) => !tools.some((t) => t.name === n || t.qualifiedName === n));
+  if (unknown?.length)
+    throw new RunnerConfigurationError(
+      'agentTools',
+      `no operation is named ${unknown.map((n) => JSON.stringify(n)).join(', ')} (known: ${adapters.flatMap((a) => Object.keys(a.operations).map((o) => `${a.provider}.${o}`)).join(', ') || 'none'}; by tool name or <provider>.<operation>)`,
+    );
   return tools;
 }
 

@@ -99,3 +99,14 @@ describe('the needs-human answer offers a corrected call only where the runner w
     expect(sent).toBe(1);
   });
 });
+
+describe('agentTools: the operations to expose', () => {
+  it('a name in `only` that matches no operation is refused (RunnerConfigurationError), not dropped to fewer tools', () => {
+    const { adapter } = setup();
+    expect(agentTools([adapter], ['sandbox_records_create']).map((t) => t.name)).toEqual(['sandbox_records_create']);
+    for (const typo of ['sandbox.record.create', 'sandbox_records_creat', 'Sandbox.records.create'])
+      expect(() => agentTools([adapter], ['sandbox.records.create', typo]), typo).toThrow(
+        expect.objectContaining({ name: 'RunnerConfigurationError', message: expect.stringContaining(typo) }),
+      );
+  });
+});
