@@ -103,7 +103,7 @@ function toolOf(adapter: AdapterV1, operation: string, spec: OperationSpec) {
     'Changing an intent field makes it a different operation; changing other arguments of an operation already started is refused as a conflict (the answer names the differing paths). After a rejection that nothing applied (needs-human with field errors), calling again with corrected arguments and the same intent sends the corrected request.',
     normalisationText(card),
     'Every answer carries the businessOperationId; after a timeout of your own, calling again with the same arguments is the way back to it.',
-    'Answers: status "done" (with the provider reference; adopted=true if it had already happened), "in-progress" (check back later with retrysafe_status), "needs-human" (a person must decide; do not retry as is), "conflict", "invalid-input" (with field errors; nothing was sent).',
+    'Answers: status "done" (with the provider reference; adopted=true if it had already happened), "in-progress" (call again later with the same arguments, or check retrysafe_status where the host offers it), "needs-human" (a person must decide; do not retry as is), "conflict", "invalid-input" (with field errors; nothing was sent).',
     facts.unknowns.length
       ? `Provider facts not verified: ${facts.unknowns.join(', ')} — retrysafe will not resend where they matter.`
       : '',
@@ -170,7 +170,7 @@ export function toAgentResult(r: RunResult) {
     case 'in-progress': {
       const { status, businessOperationId, retryAfterMs } = r;
       const message =
-        'The operation is in progress elsewhere. Check back with retrysafe_status; do not start it another way.';
+        'The operation is in progress elsewhere. Call again later with the same arguments (or check retrysafe_status where the host offers it); do not start it another way.';
       return { status, businessOperationId, retryAfterMs, message };
     }
     case 'handed-off': {
