@@ -152,10 +152,17 @@ export function agentTools(adapters: readonly AdapterV1[], only?: readonly strin
   return tools;
 }
 
-function summarizeHandoff(p: HandoffPacket | null) {
+/** `closed`: a person abandoned it, so none of the packet's next actions is open any more. */
+function summarizeHandoff(p: HandoffPacket | null, closed = false) {
   if (p === null) return null;
   const { reason, explanation, lastKnown, safeNextActions } = p;
-  return { reason, explanation, attempts: p.attempts.length, lastKnown, safeNextActions };
+  return {
+    reason,
+    explanation,
+    attempts: p.attempts.length,
+    lastKnown,
+    safeNextActions: closed ? [] : safeNextActions,
+  };
 }
 
 export function toAgentResult(r: RunResult) {
@@ -174,6 +181,16 @@ export function toAgentResult(r: RunResult) {
       return { status, businessOperationId, retryAfterMs, message };
     }
     case 'handed-off': {
+      // An abandoned operation answers with the packet it was handed off with; its last receipt is the abandon.
+      const last = r.receipts.at(-1);
+      if (last?.kind === 'resolve' && last.decision.action === 'abandon')
+        return {
+          status: 'needs-human' as const,
+          businessOperationId: r.businessOperationId,
+          handoff: summarizeHandoff(r.packet, true),
+          message:
+            'A person abandoned this operation: nothing more is done for it, and a call with other arguments for the same intent is refused. Do not retry it.',
+        };
       const { fields, created } = r.packet.lastKnown;
       const named = fields?.length
         ? ` The provider named these fields: ${fields.map((f) => `${f.path} (${f.message})`).join(', ')}`
@@ -230,7 +247,7 @@ export async function operationStatus(ledger: Ledger, id: string) {
     attempts: r.attemptCount,
     providerRef: r.providerRef,
     result: r.state === 'succeeded' ? r.result : null,
-    handoff: summarizeHandoff(r.handoff),
+    handoff: summarizeHandoff(r.handoff, r.state === 'abandoned'),
   };
 }
 

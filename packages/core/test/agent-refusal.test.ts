@@ -9,7 +9,7 @@ import {
   PayloadLimitError,
 } from '@retrysafe/contract';
 import { PAYLOAD_LIMITS } from '@retrysafe/contract/ledger';
-import { agentTools, callAgentTool, refusalAnswer } from '@retrysafe/core/agent';
+import { agentTools, callAgentTool, operationStatus, refusalAnswer } from '@retrysafe/core/agent';
 import { describe, expect, it } from 'vitest';
 import { setup } from './helpers.js';
 
@@ -108,5 +108,39 @@ describe('agentTools: the operations to expose', () => {
       expect(() => agentTools([adapter], ['sandbox.records.create', typo]), typo).toThrow(
         expect.objectContaining({ name: 'RunnerConfigurationError', message: expect.stringContaining(typo) }),
       );
+  });
+});
+
+describe('the answer for an operation a person closed', () => {
+  it('abandoned after a rejection with field errors: no "corrected request" promise and no waiting for a person; a corrected call sends nothing', async () => {
+    const { provider, adapter, runner, ledger } = setup();
+    let sent = 0;
+    const rejects = {
+      ...adapter,
+      doExecute: async () => {
+        sent++;
+        return {
+          kind: 'rejected',
+          reason: 'validation',
+          message: 'note is too long',
+          fields: [{ path: 'note', message: 'is too long' }],
+        } as const;
+      },
+    };
+    const [tool] = agentTools([rejects], ['sandbox_records_create']);
+    const first = await callAgentTool(runner, tool!, { ref: 'o-13', note: 'long' });
+    expect(first.message).toMatch(/sent as a corrected request/); // the packet offers resend-with
+    await runner.resolve(first.businessOperationId!, { action: 'abandon' }, { by: 'ops' });
+    const again = await callAgentTool(runner, tool!, { ref: 'o-13', note: 'long' });
+    expect(again.message).not.toMatch(/sent as a corrected request/);
+    expect(again.message).toMatch(/abandoned/);
+    expect(again).toMatchObject({ handoff: { safeNextActions: [] } });
+    expect(await operationStatus(ledger, first.businessOperationId!)).toMatchObject({
+      state: 'abandoned',
+      handoff: { safeNextActions: [] },
+    });
+    expect(await callAgentTool(runner, tool!, { ref: 'o-13', note: 'short' })).toMatchObject({ status: 'conflict' });
+    expect(sent).toBe(1);
+    expect(provider.count()).toBe(0);
   });
 });
