@@ -104,8 +104,9 @@ export function loadConfig(file: string): RetrysafeConfig {
 function env(name: string, path: string, environment: NodeJS.ProcessEnv): string {
   if (!looksLikeEnvName(name))
     throw new ConfigError(path, 'expected the NAME of an environment variable (the value given is not shown)');
-  const v = environment[name];
-  if (!v) throw new ConfigError(path, `environment variable ${name} is not set`);
+  // Own keys only: `constructor` or `toString` would read the object's inherited function as the secret.
+  const v = Object.hasOwn(environment, name) ? environment[name] : undefined;
+  if (typeof v !== 'string' || !v) throw new ConfigError(path, `environment variable ${name} is not set`);
   return v;
 }
 

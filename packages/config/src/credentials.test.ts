@@ -149,3 +149,15 @@ describe('createAdapters: a factory that fails never passes on the secrets it wa
     expect(ConfigError.isInstance(err)).toBe(true);
   });
 });
+
+describe('createAdapters: a variable name that is an inherited property of the environment object', () => {
+  it.each(['constructor', 'toString', 'valueOf', '__proto__'])(
+    '%s, unset, is "not set" (ConfigError), never a function passed on as the secret',
+    async (name) => {
+      const cfg = parseConfig({ adapters: { stripe: { apiKeyEnv: name } } }, dir);
+      const err = await createAdapters(cfg, { ...process.env }).catch((e: unknown) => e);
+      expect(ConfigError.isInstance(err)).toBe(true);
+      expect((err as Error).message).toMatch(new RegExp(`environment variable ${name} is not set`));
+    },
+  );
+});
