@@ -197,11 +197,12 @@ export function toAgentResult(r: RunResult) {
         : '';
       // The corrected call is promised only where the runner will send it (the packet offers resend-with).
       const correctable = r.packet.safeNextActions.some((a) => a.action === 'resend-with' && a.safe);
-      const fix = !named
-        ? ''
-        : correctable
+      // What the rejection left is named whether or not the provider named fields (a declined charge names none).
+      const kept = created ? ` The provider kept ${created} from this call: a new call would make a second one.` : '';
+      const fix =
+        named && correctable
           ? `${named}; a call with them corrected and the same intent is sent as a corrected request.`
-          : `${named}.${created ? ` The provider kept ${created} from this call: a new call would make a second one.` : ''}`;
+          : `${named}${named ? '.' : ''}${kept}`;
       return {
         status: 'needs-human' as const,
         businessOperationId: r.businessOperationId,

@@ -144,3 +144,19 @@ describe('the answer for an operation a person closed', () => {
     expect(provider.count()).toBe(0);
   });
 });
+
+describe('the needs-human answer names what a rejection left at the provider', () => {
+  it('also when the provider named no field: the object is named and a new call is said to make a second one', async () => {
+    const { adapter, runner } = setup();
+    const declines = {
+      ...adapter,
+      doExecute: async () =>
+        ({ kind: 'rejected', reason: 'card-declined', message: 'declined', created: 'pi_2' }) as const,
+    };
+    const [tool] = agentTools([declines], ['sandbox_records_create']);
+    const first = await callAgentTool(runner, tool!, { ref: 'o-14' });
+    expect(first.status).toBe('needs-human');
+    expect(first.message).toMatch(/pi_2/);
+    expect(first.message).toMatch(/a new call would make a second one/);
+  });
+});
