@@ -20,6 +20,7 @@ import { agentIdempotentHint, describeNormalization, lookupAvailable, resendSafe
 import { AdapterContractError } from './errors/adapter-contract-error.js';
 import { RunnerConfigurationError } from './errors/runner-configuration-error.js';
 import { identityOf } from './intake/identity.js';
+import { NOT_SUPERSEDED } from './intake/supersede.js';
 import type { Runner, RunResult } from './runner/types.js';
 
 /** The runner's result without its receipts and with a message for the model, or a refusal before the claim. */
@@ -29,7 +30,10 @@ export type AgentToolResult = ReturnType<typeof toAgentResult> | NonNullable<Ret
 export function refusalAnswer(err: unknown, idOf: () => string | null) {
   if (ConflictError.isInstance(err)) {
     const { businessOperationId, field, paths } = err;
-    const message = `${err.message}. If you meant a different operation, change an intent field; otherwise call again with the original arguments.`;
+    // Redone under other intent fields, an operation that waits for a person (or left something) would happen twice.
+    const message = err.message.includes(NOT_SUPERSEDED)
+      ? `${err.message}. A person must resolve this operation: do not redo it under other intent fields, and do not retry it.`
+      : `${err.message}. If you meant a different operation, change an intent field; otherwise call again with the original arguments.`;
     return { status: 'conflict' as const, businessOperationId, field, paths, message };
   }
   const invalid = (fields: readonly FieldError[], message: string, id = idOf()) => ({

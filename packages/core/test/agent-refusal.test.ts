@@ -160,3 +160,29 @@ describe('the needs-human answer names what a rejection left at the provider', (
     expect(first.message).toMatch(/a new call would make a second one/);
   });
 });
+
+describe('the conflict answer to a correction the runner refuses', () => {
+  it('a rejection that left an object: the answer does not send the agent to other intent fields', async () => {
+    const { adapter, runner } = setup();
+    const declines = {
+      ...adapter,
+      doExecute: async () =>
+        ({ kind: 'rejected', reason: 'card-declined', message: 'declined', created: 'pi_3' }) as const,
+    };
+    const [tool] = agentTools([declines], ['sandbox_records_create']);
+    expect((await callAgentTool(runner, tool!, { ref: 'o-15', note: 'card a' })).status).toBe('needs-human');
+    const corrected = await callAgentTool(runner, tool!, { ref: 'o-15', note: 'card b' });
+    expect(corrected.status).toBe('conflict');
+    expect(corrected.message).toMatch(/pi_3/);
+    expect(corrected.message).not.toMatch(/change an intent field/);
+    expect(corrected.message).toMatch(/a person must resolve/i);
+  });
+
+  it('an operation that succeeded with other params: a different operation is still a change of an intent field', async () => {
+    const { adapter, runner } = setup();
+    const [tool] = agentTools([adapter], ['sandbox_records_create']);
+    expect((await callAgentTool(runner, tool!, { ref: 'o-16', note: 'a' })).status).toBe('done');
+    const other = await callAgentTool(runner, tool!, { ref: 'o-16', note: 'b' });
+    expect(other).toMatchObject({ status: 'conflict', message: expect.stringMatching(/change an intent field/) });
+  });
+});
