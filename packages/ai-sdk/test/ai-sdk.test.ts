@@ -1,4 +1,5 @@
 import { createMemoryLedger, createRunner } from '@retrysafe/core';
+import { toAgentResult } from '@retrysafe/core/agent';
 import { createStripeAdapter } from '@retrysafe/stripe';
 import { type StripeSandbox, startStripeSandbox } from '@retrysafe/stripe/sandbox';
 import { type FaultProxy, startFaultProxy } from '@retrysafe/testkit';
@@ -128,6 +129,23 @@ describe('retrysafeTools for the Vercel AI SDK', () => {
     expect(typeof (r as { businessOperationId: unknown }).businessOperationId).toBe('string');
     expect(proxy.requests).toHaveLength(0);
     expect(await ledger.list()).toEqual([]);
+  });
+});
+
+describe('what the answers tell the model', () => {
+  it('sends the model to no tool the AI SDK tool set lacks (retrysafe_status is an MCP lookup, not one of these tools)', () => {
+    const runner = createRunner({ ledger: createMemoryLedger() });
+    const adapter = createStripeAdapter({ apiKey: 'sk_test_ai_sdk', baseUrl: 'http://127.0.0.1:9', timeoutMs: 500 });
+    const tools = retrysafeTools({ runner, adapters: [adapter] });
+    const inProgress = toAgentResult({ status: 'in-progress', businessOperationId: 'x', retryAfterMs: 1000 } as never);
+    const texts = [
+      ...Object.values(tools).map((t) => t.description ?? ''),
+      (inProgress as { message: string }).message,
+    ];
+    for (const text of texts)
+      for (const m of text.matchAll(/\bretrysafe_\w+/g))
+        if (!Object.hasOwn(tools, m[0])) expect(text.slice(m.index), text).toMatch(/^\w+ where the host offers it/);
+    expect((inProgress as { message: string }).message).toMatch(/call again .*same arguments/i);
   });
 });
 

@@ -105,7 +105,7 @@ export type LedgerLocation = string | { readonly dynamodb: DynamoDbLedgerConfig 
 export interface RetrysafeConfig {
   /** A SQLite file path (default `./retrysafe.db`), a `postgres://` URL or `{ dynamodb: { table } }`. */
   readonly ledger: LedgerLocation;
-  /** JSONL file for handoff packets (optional). */
+  /** JSONL file for handoff packets (optional; a relative path is read next to the config file, as the ledger's). */
   readonly handoffs?: string;
   readonly policy?: PolicyOverrides;
   readonly redact?: { readonly fields?: readonly string[] };

@@ -104,8 +104,9 @@ export function loadConfig(file: string): RetrysafeConfig {
 function env(name: string, path: string, environment: NodeJS.ProcessEnv): string {
   if (!looksLikeEnvName(name))
     throw new ConfigError(path, 'expected the NAME of an environment variable (the value given is not shown)');
-  const v = environment[name];
-  if (!v) throw new ConfigError(path, `environment variable ${name} is not set`);
+  // Own keys only: `constructor` or `toString` would read the object's inherited function as the secret.
+  const v = Object.hasOwn(environment, name) ? environment[name] : undefined;
+  if (typeof v !== 'string' || !v) throw new ConfigError(path, `environment variable ${name} is not set`);
   return v;
 }
 
@@ -168,14 +169,20 @@ export async function createAdapters(
       if (typeof factory !== 'function')
         throw new ConfigError(path, `${m.module} does not export a factory named ${m.export ?? 'default'}`);
       const options = structuredClone(m.options ?? {}) as Record<string, unknown>;
-      for (const [option, variable] of Object.entries(m.secretsFromEnv ?? {}))
-        setPath(
-          options,
-          option,
-          env(variable, `${path}.secretsFromEnv.${option}`, environment),
-          `${path}.secretsFromEnv`,
-        );
-      out[name] = (await factory(options)) as AdapterV1;
+      const secrets: string[] = [];
+      for (const [option, variable] of Object.entries(m.secretsFromEnv ?? {})) {
+        const secret = env(variable, `${path}.secretsFromEnv.${option}`, environment);
+        secrets.push(secret);
+        setPath(options, option, secret, `${path}.secretsFromEnv`);
+      }
+      try {
+        out[name] = (await factory(options)) as AdapterV1;
+      } catch (e) {
+        // The factory was handed the secrets: what it says is passed on without them, scrubbed as foreign text is.
+        let said = e instanceof Error ? e.message : String(e);
+        for (const secret of secrets) said = said.split(secret).join('[redacted]');
+        throw new ConfigError(path, `the factory of ${m.module} failed: ${safeMessage(said)}`);
+      }
     }
   }
   exposedOperations(config, out);

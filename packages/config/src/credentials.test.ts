@@ -127,3 +127,37 @@ describe('config: inline credentials are refused by key, by value and inside URL
     await createAdapters(cfg, {}).catch((e: Error) => expect(e.message).not.toContain(SECRET));
   });
 });
+
+describe('createAdapters: a factory that fails never passes on the secrets it was given', () => {
+  it('a module factory quoting its token (from secretsFromEnv) in its error: a ConfigError without the token', async () => {
+    const TOKEN = 'acme-tok-91f3c7d2e8';
+    writeFileSync(
+      join(dir, 'quoting.mjs'),
+      'export default (o) => { throw new Error("acme: token " + o.auth.token + " was refused (region " + o.region + ")"); };\n',
+    );
+    const cfg = parseConfig(
+      {
+        adapters: {
+          acme: { module: './quoting.mjs', options: { region: 'eu' }, secretsFromEnv: { 'auth.token': 'ACME_TOKEN' } },
+        },
+      },
+      dir,
+    );
+    const err = (await createAdapters(cfg, { ACME_TOKEN: TOKEN }).catch((e: unknown) => e)) as Error;
+    expect(err.message).toMatch(/adapters\.acme: .*was refused \(region eu\)/);
+    expect(err.message).not.toContain(TOKEN);
+    expect(ConfigError.isInstance(err)).toBe(true);
+  });
+});
+
+describe('createAdapters: a variable name that is an inherited property of the environment object', () => {
+  it.each(['constructor', 'toString', 'valueOf', '__proto__'])(
+    '%s, unset, is "not set" (ConfigError), never a function passed on as the secret',
+    async (name) => {
+      const cfg = parseConfig({ adapters: { stripe: { apiKeyEnv: name } } }, dir);
+      const err = await createAdapters(cfg, { ...process.env }).catch((e: unknown) => e);
+      expect(ConfigError.isInstance(err)).toBe(true);
+      expect((err as Error).message).toMatch(new RegExp(`environment variable ${name} is not set`));
+    },
+  );
+});

@@ -20,6 +20,7 @@ import { agentIdempotentHint, describeNormalization, lookupAvailable, resendSafe
 import { AdapterContractError } from './errors/adapter-contract-error.js';
 import { RunnerConfigurationError } from './errors/runner-configuration-error.js';
 import { identityOf } from './intake/identity.js';
+import { NOT_SUPERSEDED } from './intake/supersede.js';
 import type { Runner, RunResult } from './runner/types.js';
 
 /** The runner's result without its receipts and with a message for the model, or a refusal before the claim. */
@@ -29,7 +30,10 @@ export type AgentToolResult = ReturnType<typeof toAgentResult> | NonNullable<Ret
 export function refusalAnswer(err: unknown, idOf: () => string | null) {
   if (ConflictError.isInstance(err)) {
     const { businessOperationId, field, paths } = err;
-    const message = `${err.message}. If you meant a different operation, change an intent field; otherwise call again with the original arguments.`;
+    // Redone under other intent fields, an operation that waits for a person (or left something) would happen twice.
+    const message = err.message.includes(NOT_SUPERSEDED)
+      ? `${err.message}. A person must resolve this operation: do not redo it under other intent fields, and do not retry it.`
+      : `${err.message}. If you meant a different operation, change an intent field; otherwise call again with the original arguments.`;
     return { status: 'conflict' as const, businessOperationId, field, paths, message };
   }
   const invalid = (fields: readonly FieldError[], message: string, id = idOf()) => ({
@@ -103,7 +107,7 @@ function toolOf(adapter: AdapterV1, operation: string, spec: OperationSpec) {
     'Changing an intent field makes it a different operation; changing other arguments of an operation already started is refused as a conflict (the answer names the differing paths). After a rejection that nothing applied (needs-human with field errors), calling again with corrected arguments and the same intent sends the corrected request.',
     normalisationText(card),
     'Every answer carries the businessOperationId; after a timeout of your own, calling again with the same arguments is the way back to it.',
-    'Answers: status "done" (with the provider reference; adopted=true if it had already happened), "in-progress" (check back later with retrysafe_status), "needs-human" (a person must decide; do not retry as is), "conflict", "invalid-input" (with field errors; nothing was sent).',
+    'Answers: status "done" (with the provider reference; adopted=true if it had already happened), "in-progress" (call again later with the same arguments, or check retrysafe_status where the host offers it), "needs-human" (a person must decide; do not retry as is), "conflict", "invalid-input" (with field errors; nothing was sent).',
     facts.unknowns.length
       ? `Provider facts not verified: ${facts.unknowns.join(', ')} — retrysafe will not resend where they matter.`
       : '',
@@ -142,13 +146,27 @@ export function agentTools(adapters: readonly AdapterV1[], only?: readonly strin
       tools.push(toolOf(adapter, name, spec));
     }
   }
+  // A misspelt name is an error, not a tool the agent silently lacks (as the config's `operations` refuses one).
+  const unknown = only?.filter((n) => !tools.some((t) => t.name === n || t.qualifiedName === n));
+  if (unknown?.length)
+    throw new RunnerConfigurationError(
+      'agentTools',
+      `no operation is named ${unknown.map((n) => JSON.stringify(n)).join(', ')} (known: ${adapters.flatMap((a) => Object.keys(a.operations).map((o) => `${a.provider}.${o}`)).join(', ') || 'none'}; by tool name or <provider>.<operation>)`,
+    );
   return tools;
 }
 
-function summarizeHandoff(p: HandoffPacket | null) {
+/** `closed`: a person abandoned it, so none of the packet's next actions is open any more. */
+function summarizeHandoff(p: HandoffPacket | null, closed = false) {
   if (p === null) return null;
   const { reason, explanation, lastKnown, safeNextActions } = p;
-  return { reason, explanation, attempts: p.attempts.length, lastKnown, safeNextActions };
+  return {
+    reason,
+    explanation,
+    attempts: p.attempts.length,
+    lastKnown,
+    safeNextActions: closed ? [] : safeNextActions,
+  };
 }
 
 export function toAgentResult(r: RunResult) {
@@ -163,21 +181,32 @@ export function toAgentResult(r: RunResult) {
     case 'in-progress': {
       const { status, businessOperationId, retryAfterMs } = r;
       const message =
-        'The operation is in progress elsewhere. Check back with retrysafe_status; do not start it another way.';
+        'The operation is in progress elsewhere. Call again later with the same arguments (or check retrysafe_status where the host offers it); do not start it another way.';
       return { status, businessOperationId, retryAfterMs, message };
     }
     case 'handed-off': {
+      // An abandoned operation answers with the packet it was handed off with; its last receipt is the abandon.
+      const last = r.receipts.at(-1);
+      if (last?.kind === 'resolve' && last.decision.action === 'abandon')
+        return {
+          status: 'needs-human' as const,
+          businessOperationId: r.businessOperationId,
+          handoff: summarizeHandoff(r.packet, true),
+          message:
+            'A person abandoned this operation: nothing more is done for it, and a call with other arguments for the same intent is refused. Do not retry it.',
+        };
       const { fields, created } = r.packet.lastKnown;
       const named = fields?.length
         ? ` The provider named these fields: ${fields.map((f) => `${f.path} (${f.message})`).join(', ')}`
         : '';
       // The corrected call is promised only where the runner will send it (the packet offers resend-with).
       const correctable = r.packet.safeNextActions.some((a) => a.action === 'resend-with' && a.safe);
-      const fix = !named
-        ? ''
-        : correctable
+      // What the rejection left is named whether or not the provider named fields (a declined charge names none).
+      const kept = created ? ` The provider kept ${created} from this call: a new call would make a second one.` : '';
+      const fix =
+        named && correctable
           ? `${named}; a call with them corrected and the same intent is sent as a corrected request.`
-          : `${named}.${created ? ` The provider kept ${created} from this call: a new call would make a second one.` : ''}`;
+          : `${named}${named ? '.' : ''}${kept}`;
       return {
         status: 'needs-human' as const,
         businessOperationId: r.businessOperationId,
@@ -223,7 +252,7 @@ export async function operationStatus(ledger: Ledger, id: string) {
     attempts: r.attemptCount,
     providerRef: r.providerRef,
     result: r.state === 'succeeded' ? r.result : null,
-    handoff: summarizeHandoff(r.handoff),
+    handoff: summarizeHandoff(r.handoff, r.state === 'abandoned'),
   };
 }
 

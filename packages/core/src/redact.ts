@@ -21,12 +21,18 @@ interface Detector {
   readonly pii?: true;
   /** A cheap test a string must pass before `blank` runs (most strings are short and plain). */
   readonly hint: (text: string) => boolean;
-  readonly blank: (text: string) => string;
+  /** The text with its matches blanked; each blanked part is pushed to `found` when given. */
+  readonly blank: (text: string, found?: string[]) => string;
 }
 
 /** Blanks the matches of `pattern` that pass `accept` (e.g. a Luhn check). */
 function matches(pattern: RegExp, accept?: (match: string) => boolean) {
-  return (t: string) => t.replace(pattern, (m) => (accept && !accept(m) ? m : REDACTED));
+  return (t: string, found?: string[]) =>
+    t.replace(pattern, (m) => {
+      if (accept && !accept(m)) return m;
+      found?.push(m);
+      return REDACTED;
+    });
 }
 
 function has(...parts: string[]) {
@@ -90,7 +96,7 @@ function bracketEnd(t: string, start: number): number {
 }
 
 /** Blanks the value after every `key:`/`key=` whose key is secret-named (scanning back from each separator, not from every position). */
-function redactSecretAssignments(s: string): string {
+function redactSecretAssignments(s: string, found?: string[]): string {
   let out = '';
   let last = 0;
   for (let i = 0; i < s.length; i++) {
@@ -105,6 +111,7 @@ function redactSecretAssignments(s: string): string {
     if (key.length < 2 || !isSecretKey(key)) continue;
     const span = valueSpan(s.slice(i + 1));
     if (span === null) continue;
+    found?.push(s.slice(i + 1 + span[0], i + 1 + span[1]));
     out += s.slice(last, i + 1 + span[0]) + REDACTED;
     last = i + 1 + span[1];
     i = last - 1;
@@ -199,6 +206,12 @@ export interface Redactor {
   withValuesFrom(params: unknown): Redactor;
 }
 
+function blankEach(text: string, parts: readonly string[]): string {
+  let out = text;
+  for (const part of parts) if (part !== '') out = out.split(part).join(REDACTED);
+  return out;
+}
+
 /** The texts a redactor remembers the answer for: how many, and how long each may be. */
 const SCANNED_MAX = 1024;
 const SCANNED_MAX_LENGTH = 256;
@@ -229,11 +242,24 @@ export function createRedactor(options: RedactOptions = {}, sensitiveFields: rea
   function build(values: readonly string[]): Redactor {
     // Short texts repeat from one operation to the next (params keys, decision reasons): each is scanned once.
     const scanned = new Map<string, string>();
+    /** What the detectors and patterns blank in `t` as given. */
+    const credentialsIn = (t: string): string[] => {
+      const found: string[] = [];
+      for (const d of DETECTORS) if ((pii || !d.pii) && d.hint(t)) d.blank(t, found);
+      for (const p of patterns) found.push(...(t.match(p) ?? []));
+      return found;
+    };
     const text = (s: string): string => {
       const known = scanned.get(s);
       if (known !== undefined) return known;
-      let out = s;
-      for (const v of values) out = out.split(v).join(REDACTED);
+      let out = blankEach(s, values);
+      // A known value inside a credential cuts it apart before a detector sees it: what the detectors find in the
+      // text as given is blanked whole, with the values, longest first.
+      if (out !== s)
+        out = blankEach(
+          s,
+          [...credentialsIn(s), ...values].sort((a, b) => b.length - a.length),
+        );
       for (const d of DETECTORS) if ((pii || !d.pii) && d.hint(out)) out = d.blank(out);
       for (const p of patterns) out = out.replace(p, REDACTED);
       if (s.length <= SCANNED_MAX_LENGTH) {

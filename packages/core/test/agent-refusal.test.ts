@@ -9,7 +9,7 @@ import {
   PayloadLimitError,
 } from '@retrysafe/contract';
 import { PAYLOAD_LIMITS } from '@retrysafe/contract/ledger';
-import { agentTools, callAgentTool, refusalAnswer } from '@retrysafe/core/agent';
+import { agentTools, callAgentTool, operationStatus, refusalAnswer } from '@retrysafe/core/agent';
 import { describe, expect, it } from 'vitest';
 import { setup } from './helpers.js';
 
@@ -97,5 +97,92 @@ describe('the needs-human answer offers a corrected call only where the runner w
     const corrected = await callAgentTool(runner, tool!, { ref: 'o-12', note: 'card b' });
     expect(corrected.status).toBe('conflict');
     expect(sent).toBe(1);
+  });
+});
+
+describe('agentTools: the operations to expose', () => {
+  it('a name in `only` that matches no operation is refused (RunnerConfigurationError), not dropped to fewer tools', () => {
+    const { adapter } = setup();
+    expect(agentTools([adapter], ['sandbox_records_create']).map((t) => t.name)).toEqual(['sandbox_records_create']);
+    for (const typo of ['sandbox.record.create', 'sandbox_records_creat', 'Sandbox.records.create'])
+      expect(() => agentTools([adapter], ['sandbox.records.create', typo]), typo).toThrow(
+        expect.objectContaining({ name: 'RunnerConfigurationError', message: expect.stringContaining(typo) }),
+      );
+  });
+});
+
+describe('the answer for an operation a person closed', () => {
+  it('abandoned after a rejection with field errors: no "corrected request" promise and no waiting for a person; a corrected call sends nothing', async () => {
+    const { provider, adapter, runner, ledger } = setup();
+    let sent = 0;
+    const rejects = {
+      ...adapter,
+      doExecute: async () => {
+        sent++;
+        return {
+          kind: 'rejected',
+          reason: 'validation',
+          message: 'note is too long',
+          fields: [{ path: 'note', message: 'is too long' }],
+        } as const;
+      },
+    };
+    const [tool] = agentTools([rejects], ['sandbox_records_create']);
+    const first = await callAgentTool(runner, tool!, { ref: 'o-13', note: 'long' });
+    expect(first.message).toMatch(/sent as a corrected request/); // the packet offers resend-with
+    await runner.resolve(first.businessOperationId!, { action: 'abandon' }, { by: 'ops' });
+    const again = await callAgentTool(runner, tool!, { ref: 'o-13', note: 'long' });
+    expect(again.message).not.toMatch(/sent as a corrected request/);
+    expect(again.message).toMatch(/abandoned/);
+    expect(again).toMatchObject({ handoff: { safeNextActions: [] } });
+    expect(await operationStatus(ledger, first.businessOperationId!)).toMatchObject({
+      state: 'abandoned',
+      handoff: { safeNextActions: [] },
+    });
+    expect(await callAgentTool(runner, tool!, { ref: 'o-13', note: 'short' })).toMatchObject({ status: 'conflict' });
+    expect(sent).toBe(1);
+    expect(provider.count()).toBe(0);
+  });
+});
+
+describe('the needs-human answer names what a rejection left at the provider', () => {
+  it('also when the provider named no field: the object is named and a new call is said to make a second one', async () => {
+    const { adapter, runner } = setup();
+    const declines = {
+      ...adapter,
+      doExecute: async () =>
+        ({ kind: 'rejected', reason: 'card-declined', message: 'declined', created: 'pi_2' }) as const,
+    };
+    const [tool] = agentTools([declines], ['sandbox_records_create']);
+    const first = await callAgentTool(runner, tool!, { ref: 'o-14' });
+    expect(first.status).toBe('needs-human');
+    expect(first.message).toMatch(/pi_2/);
+    expect(first.message).toMatch(/a new call would make a second one/);
+  });
+});
+
+describe('the conflict answer to a correction the runner refuses', () => {
+  it('a rejection that left an object: the answer does not send the agent to other intent fields', async () => {
+    const { adapter, runner } = setup();
+    const declines = {
+      ...adapter,
+      doExecute: async () =>
+        ({ kind: 'rejected', reason: 'card-declined', message: 'declined', created: 'pi_3' }) as const,
+    };
+    const [tool] = agentTools([declines], ['sandbox_records_create']);
+    expect((await callAgentTool(runner, tool!, { ref: 'o-15', note: 'card a' })).status).toBe('needs-human');
+    const corrected = await callAgentTool(runner, tool!, { ref: 'o-15', note: 'card b' });
+    expect(corrected.status).toBe('conflict');
+    expect(corrected.message).toMatch(/pi_3/);
+    expect(corrected.message).not.toMatch(/change an intent field/);
+    expect(corrected.message).toMatch(/a person must resolve/i);
+  });
+
+  it('an operation that succeeded with other params: a different operation is still a change of an intent field', async () => {
+    const { adapter, runner } = setup();
+    const [tool] = agentTools([adapter], ['sandbox_records_create']);
+    expect((await callAgentTool(runner, tool!, { ref: 'o-16', note: 'a' })).status).toBe('done');
+    const other = await callAgentTool(runner, tool!, { ref: 'o-16', note: 'b' });
+    expect(other).toMatchObject({ status: 'conflict', message: expect.stringMatching(/change an intent field/) });
   });
 });

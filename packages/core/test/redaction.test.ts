@@ -312,3 +312,37 @@ describe('a sensitive value echoed in another unicode normal form', () => {
     }
   });
 });
+
+describe('a sensitive value that occurs inside a credential in the same text', () => {
+  // Blanking the value first cut the credential apart, so no detector matched what was left of it.
+  const KEY = 'sk_live_51Hq9Zs4242EcReTvAlUe0xyz';
+  const JWT = 'eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiI0MjQyIn0.c2lnbmF0dXJlNDI0Mg';
+
+  it('leaves no part of the credential in a handoff packet, receipts or logs', async () => {
+    const logs: LogEntry[] = [];
+    const { provider, adapter, runner, ledger, packets } = setup(
+      {},
+      { logger: (e) => logs.push(e) },
+      { sensitiveFields: ['customer.pin'] },
+    );
+    provider.failNext({ kind: 'rejected', message: `key ${KEY} may not charge (session ${JWT})` });
+    const b = await runner.run(adapter, 'records.create', { params: { ref: 'r-9', customer: { pin: '4242' } } });
+    expect(b.status).toBe('handed-off');
+    const everything = [JSON.stringify(packets), await exportReceiptsJsonl(ledger), JSON.stringify(logs)].join('\n');
+    expect(everything).toContain('may not charge');
+    for (const piece of ['4242', 'EcReTvAlUe0xyz', 'sk_live_51Hq9Zs', 'eyJzdWIiOiI0', 'c2lnbmF0dXJl'])
+      expect(everything).not.toContain(piece);
+  });
+
+  it('blanks the credential whole, and a value that holds a credential whole as well', () => {
+    const r = createRedactor({ fields: ['pin', 'contact'], patterns: [/ACCT-\d+/] }).withValuesFrom({
+      pin: '4242',
+      contact: 'Jane Roe <jane.roe@example.test>',
+    });
+    expect(r.text(`key ${KEY} refused`)).toBe(`key ${REDACTED} refused`);
+    expect(r.text(`session ${JWT}.`)).toBe(`session ${REDACTED}.`);
+    expect(r.text('account ACCT-1424249 closed')).toBe(`account ${REDACTED} closed`);
+    expect(r.text('pin 4242 wrong')).toBe(`pin ${REDACTED} wrong`);
+    expect(r.text('to Jane Roe <jane.roe@example.test> failed')).toBe(`to ${REDACTED} failed`);
+  });
+});

@@ -100,3 +100,23 @@ describe('a packet that marked resume safe because the key folds re-sends', () =
     expect(provider.count()).toBe(1);
   });
 });
+
+describe('a resume allowed because the key folds re-sends, near the end of the key retention', () => {
+  it("the resumed run's own retries do not go out past the retention: no second record", async () => {
+    const { provider, adapter, runner, clock } = setup(
+      { lookup: 'none' },
+      { policy: { maxAttempts: 5, maxElapsedMs: 600_000 } },
+    );
+    provider.failNext({ kind: 'unknown-after-commit' }); // the provider made it; the answer was lost
+    provider.failNext({ kind: 'unknown-before-commit' }, 4);
+    const r = await runner.run(adapter, OP, { params: { ref: 'aged-3' } });
+    const resume = r.status === 'handed-off' && r.packet.safeNextActions.find((a) => a.action === 'resume');
+    expect(resume).toMatchObject({ safe: true, why: expect.stringMatching(/folds/) });
+    expect(provider.count()).toBe(1);
+    clock.advance(24 * 3_600_000 - 130_000); // inside the sandbox's 24 h key retention, margins included
+    provider.failNext({ kind: 'not-applied', retryAfterMs: 50_000 }, 4); // throttled until the key has expired
+    const out = await runner.resolve(r.businessOperationId, { action: 'resume' }, { adapters: [adapter] });
+    expect(out.status).toBe('handed-off');
+    expect(provider.count()).toBe(1);
+  });
+});

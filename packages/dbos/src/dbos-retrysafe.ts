@@ -2,11 +2,13 @@ import { createHash, randomBytes } from 'node:crypto';
 import { DBOS, type DBOSClient } from '@dbos-inc/dbos-sdk';
 import {
   type AdapterV1,
+  ConflictError,
   type HandoffPacket,
   InvalidStateError,
   type OperationRecord,
   UnsafeResumeError,
 } from '@retrysafe/contract';
+import { isTerminal } from '@retrysafe/contract/ledger';
 import {
   createRunner,
   type Resolution,
@@ -239,7 +241,21 @@ async function awaitResolution(
         }
       }
       const rec = await ledger.get(id);
-      return rec ? fromRecord(rec) : null;
+      if (!rec || isTerminal(rec)) return rec ? fromRecord(rec) : null;
+      // Open: a resume under way, or one whose worker died (this step's own execution before a crash). A run of the
+      // stored request waits for a live holder and takes a dead one's place from the ledger, as rs.run's step does.
+      const opName = Object.keys(adapter.operations).find(
+        (n) => adapter.operations[n]?.card.operation === rec.operation,
+      );
+      if (opName === undefined) return null;
+      try {
+        return fromRunResult(
+          await runner.run(adapter, opName, { params: rec.params, businessOperationId: id, runId, attemptIds }),
+        );
+      } catch (err) {
+        if (ConflictError.isInstance(err) || (err as { code?: unknown }).code === LEASE_EXPIRED) return null;
+        throw err;
+      }
     });
     if (next === null || next.status === 'in-progress') continue;
     await DBOS.setEvent(handoffEventKey(id), next);

@@ -63,6 +63,14 @@ const withHandoff = DBOS.registerWorkflow(
   { name: 'withHandoff' },
 );
 
+const withShortWait = DBOS.registerWorkflow(
+  async (ref: string): Promise<DbosOperationOutcome> => {
+    const first = await rs.run(adapter, OP, { params: { ref } });
+    return rs.awaitResolution(adapter, first, { timeoutSeconds: 8, pollSeconds: 1 });
+  },
+  { name: 'withShortWait' },
+);
+
 const receiveTwice = DBOS.registerWorkflow(
   async (id: string) => [await DBOS.recv(resolutionTopic(id), 20), await DBOS.recv(resolutionTopic(id), 1)],
   { name: 'receiveTwice' },
@@ -222,6 +230,31 @@ describe('a handoff is an outcome the workflow waits on, resolved by a person', 
     const { final } = await h.getResult();
     expect(final).toEqual({ status: 'resolved', businessOperationId: bo, state: 'abandoned', providerRef: null });
   });
+});
+
+describe('a resume whose worker died mid-way (the resolve step re-executed after a crash)', () => {
+  it('is driven on by the waiting workflow once the dead lease runs out: done, one record', async () => {
+    const before = provider.count();
+    provider.failNext({ kind: 'rejected', message: 'amount must be positive' });
+    const wfId = `resume-crash-${tag}`;
+    const h = await start(withShortWait, wfId, 'order-resume-crash');
+    const bo = await handedOff('order-resume-crash');
+    await waitFor(async () => DBOS.getEvent<DbosOperationOutcome>(wfId, handoffEventKey(bo), 1));
+    // What the step's first execution left when its process died: the resume claimed and dispatched, nothing sent.
+    const rec = (await rs.ledger.get(bo))!;
+    const { provider: p, operation, intentFingerprint, paramsFingerprint, params, providerKey } = rec;
+    const claim = await rs.ledger.claim({
+      ...{ businessOperationId: bo, provider: p, operation, intentFingerprint, paramsFingerprint, params, providerKey },
+      ...{ owner: 'dead-worker', leaseMs: 300, now: Date.now(), resume: true },
+    });
+    expect(claim.kind).toBe('claimed');
+    await rs.ledger.markDispatched({ businessOperationId: bo, fence: claim.record.fence }, Date.now());
+    // The re-executed step receives the same (checkpointed) decision.
+    await sendResolution(DBOS, wfId, bo, { action: 'resume', force: true, by: 'alice' });
+    expect(await h.getResult()).toMatchObject({ status: 'done', businessOperationId: bo });
+    expect((await rs.ledger.get(bo))!.state).toBe('succeeded');
+    expect(provider.count() - before).toBe(1);
+  }, 30_000);
 });
 
 describe('sendResolution', () => {

@@ -87,7 +87,8 @@ export async function runServe(argv: readonly string[], log = toStderr): Promise
   // the config names operations by its adapter keys; tools are named by provider
   const operations = exposedOperations(config, byName);
   checkAtStart(Object.values(byName), config.policy, operations);
-  const parts = await servingParts(config, config.handoffs);
+  // Next to the config file, as the ledger is (and as the fence file's handoffs are), not in the working directory.
+  const parts = await servingParts(config, config.handoffs && resolve(config.baseDir, config.handoffs));
   const make = () =>
     createRetrysafeMcpServer({
       ...parts,

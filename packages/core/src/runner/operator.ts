@@ -236,7 +236,8 @@ async function resume(
   // "The provider folds the re-send" held when the packet was written; the key may have expired since: then
   // the resumed run looks the operation up before any send (state `unknown`), and without a lookup it is refused.
   const safety = resendSafety(op.card, record.firstDispatchedAt, claimedAt, op.policy.clockSkewMarginMs);
-  const keyMayBeGone = !force && resumeSafeByKey(resumeAction) && !safety.safe;
+  const byKey = !force && resumeSafeByKey(resumeAction);
+  const keyMayBeGone = byKey && !safety.safe;
   if (keyMayBeGone && !lookupAvailable(op.card)) {
     log('warn', 'resume-refused', `resume refused: no longer safe (${safety.why})`, op);
     throw new UnsafeResumeError(id, safety.why);
@@ -244,7 +245,9 @@ async function resume(
   const claim = await ledger.claim(claimInput(ctx, op, claimedAt, { resume: true }));
   if (claim.kind === 'busy') return heldElsewhere(claim.record, clock.now());
   if (claim.kind !== 'claimed') return fromTerminal(ctx, claim.record, null, op);
-  const resumed = keyMayBeGone
+  // Safe only by the key, the effect may exist: from `unknown`, every re-send of the resumed run is held to the key's
+  // retention (a `claimed` run would retry a throttled send past it as a new request).
+  const resumed = byKey
     ? await ledger.setState(fenceOf(claim.record), { state: 'unknown', now: clock.now() })
     : claim.record;
   log(

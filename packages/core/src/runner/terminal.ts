@@ -4,7 +4,7 @@ import { completionRecoverable, resendSafety } from '@retrysafe/contract/rules';
 import type { Decision, Observation } from '../decide.js';
 import { buildPacket } from '../handoff.js';
 import { type Operation, paramsConflict } from '../intake/operation.js';
-import { supersedeCheck } from '../intake/supersede.js';
+import { NOT_SUPERSEDED, supersedeCheck } from '../intake/supersede.js';
 import { errText, type LogSubject, type RunnerContext } from './context.js';
 import { type DriveState, writeWith } from './state.js';
 import type { RunResult } from './types.js';
@@ -144,7 +144,7 @@ export async function fromTerminal(
     const detail =
       check === null || check.ok
         ? `the operation is ${record.state} with other params`
-        : `the operation is ${record.state} with other params and cannot be superseded: ${check.why}`;
+        : `the operation is ${record.state} with other params and ${NOT_SUPERSEDED}: ${check.why}`;
     throw paramsConflict(op, record, detail);
   }
   const { businessOperationId, result, providerRef, attemptCount: attempts, handoff: packet } = record;
