@@ -109,6 +109,16 @@ function refuseEngineRetries(options: object = {}): void {
       'engine-timeout',
       'DBOS step option timeoutMS is not accepted: a timed-out attempt keeps running; bound the provider call with the adapter timeout instead',
     );
+  bound(options, 'inProgressRounds', 0);
+}
+
+/** A round count or a wait in seconds: a finite number ≥ 0, since NaN or Infinity would never end the loop it bounds. */
+function bound(options: object | undefined, name: string, fallback: number): number {
+  const value = (options as Record<string, unknown> | undefined)?.[name];
+  if (value === undefined) return fallback;
+  if (typeof value !== 'number' || !Number.isFinite(value) || value < 0)
+    throw new DbosStepConfigurationError('bad-option', `${name} must be a finite number ≥ 0, got ${String(value)}`);
+  return value;
 }
 
 function isResolution(r: unknown): r is DbosResolutionMessage {
@@ -185,7 +195,7 @@ async function runOperation(
   const { runId, inStep } = dbosIds();
   const spec = Object.hasOwn(adapter?.operations ?? {}, operation) ? adapter.operations[operation] : undefined;
   const name = stepOptions?.name ?? `retrysafe:${spec?.card.operation ?? operation}`;
-  const rounds = inStep ? 0 : Math.max(0, stepOptions?.inProgressRounds ?? 20);
+  const rounds = inStep ? 0 : bound(stepOptions, 'inProgressRounds', 20);
   for (let round = 0; ; round++) {
     let outcome: DbosOperationOutcome;
     try {
@@ -211,6 +221,8 @@ async function awaitResolution(
   outcome: DbosOperationOutcome,
   waitOptions: AwaitResolutionOptions = {},
 ): Promise<DbosOperationOutcome> {
+  const pollSeconds = Math.max(1, bound(waitOptions, 'pollSeconds', 60));
+  const timeoutSeconds = bound(waitOptions, 'timeoutSeconds', 7 * 86_400);
   if (outcome.status !== 'handed-off') return outcome;
   const { runId, inStep } = dbosIds();
   if (inStep)
@@ -219,9 +231,8 @@ async function awaitResolution(
       'awaitResolution waits with DBOS.recv, which runs in the workflow itself, not inside a step',
     );
   const id = outcome.businessOperationId;
-  const pollSeconds = Math.max(1, waitOptions.pollSeconds ?? 60);
   await DBOS.setEvent(handoffEventKey(id), outcome);
-  const deadline = (await DBOS.now()) + Math.max(0, waitOptions.timeoutSeconds ?? 7 * 86_400) * 1000;
+  const deadline = (await DBOS.now()) + timeoutSeconds * 1000;
   for (;;) {
     const left = deadline - (await DBOS.now());
     if (left <= 0) return outcome;

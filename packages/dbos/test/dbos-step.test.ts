@@ -175,6 +175,21 @@ describe('DBOS step retries stay off for wrapped operations (enforced)', () => {
     expect(receipts[0]!.attemptId.startsWith(`in-plain-${tag}:s0.`)).toBe(true);
   });
 
+  it('refuses a round count or wait that is not a finite number ≥ 0: NaN or Infinity would never end the loop', async () => {
+    const bad = (e: unknown) =>
+      DbosStepConfigurationError.isInstance(e) && (e as DbosStepConfigurationError).problem === 'bad-option';
+    for (const inProgressRounds of [Number.NaN, Number.POSITIVE_INFINITY, -1, '3' as unknown as number])
+      expect(() => rs.step(adapter, OP, { inProgressRounds })).toThrow(
+        expect.objectContaining({ problem: 'bad-option' }),
+      );
+    await expect(
+      rs.run(adapter, OP, { params: { ref: 'order-nan' } }, { inProgressRounds: Number.NaN }),
+    ).rejects.toSatisfy(bad);
+    const handedOff = { status: 'handed-off' } as DbosOperationOutcome;
+    for (const options of [{ timeoutSeconds: Number.NaN }, { pollSeconds: Number.NaN }, { pollSeconds: Infinity }])
+      await expect(rs.awaitResolution(adapter, handedOff, options)).rejects.toSatisfy(bad);
+  });
+
   it('refuses to run outside a DBOS workflow', async () => {
     await expect(rs.run(adapter, OP, { params: { ref: 'order-outside' } })).rejects.toSatisfy(
       (e: unknown) =>
