@@ -1,10 +1,17 @@
 import { Server } from '@modelcontextprotocol/sdk/server/index.js';
-import { ErrorCode, McpError, ResultSchema, type Tool } from '@modelcontextprotocol/sdk/types.js';
+import {
+  ErrorCode,
+  McpError,
+  type Progress,
+  type ProgressToken,
+  ResultSchema,
+  type Tool,
+} from '@modelcontextprotocol/sdk/types.js';
 import { AjvJsonSchemaValidator } from '@modelcontextprotocol/sdk/validation/ajv';
 import { type AdapterV1, validateCard } from '@retrysafe/contract';
 import { agentIdempotentHint } from '@retrysafe/contract/rules';
 import type { AgentToolDefinition, AgentToolResult } from '@retrysafe/core/agent';
-import { ANSWER_PROPERTIES, reply, type ServingOptions, serveTools } from '../server.js';
+import { ANSWER_PROPERTIES, type Extra, reply, type ServingOptions, serveTools } from '../server.js';
 import { answerValue, hideProperty, withPath } from './fence-adapter.js';
 import { type Upstream, UpstreamUnavailableError } from './upstream.js';
 
@@ -50,6 +57,11 @@ function fencedListing(adapter: AdapterV1, t: Tool) {
   };
 }
 
+const relayProgress = (extra: Pick<Extra, 'sendNotification'>, progressToken: ProgressToken) => (p: Progress) =>
+  void extra
+    .sendNotification({ method: 'notifications/progress', params: { ...p, progressToken } })
+    .catch(() => undefined);
+
 const unavailable = (e: unknown): never => {
   throw e instanceof UpstreamUnavailableError
     ? new McpError(ErrorCode.InternalError, `${e.message}; nothing was sent: call again later`)
@@ -89,9 +101,14 @@ export function createFenceServer(options: ServingOptions & { adapter: AdapterV1
       const result = await run(definition, params, _meta);
       return fencedReply(result, tool.outputSchema as Record<string, unknown> | undefined);
     }
-    // Pass-through: unchanged, with the caller's cancellation.
+    // Pass-through: unchanged (its _meta too), with the caller's cancellation, and the upstream's progress relayed
+    // under the caller's token (which keeps a caller that resets its timeout on progress waiting, as it would direct).
+    const token = _meta?.progressToken;
+    const progress =
+      token === undefined ? {} : { onprogress: relayProgress(extra, token), resetTimeoutOnProgress: true };
+    const params = { name, ...(req.params.arguments ? { arguments: args } : {}), ...(_meta ? { _meta } : {}) };
     return (await upstream
-      .callTool({ name, ...(req.params.arguments ? { arguments: args } : {}) }, undefined, { signal: extra.signal })
+      .callTool(params, undefined, { signal: extra.signal, ...progress })
       .catch(unavailable)) as Record<string, unknown>;
   });
 
