@@ -4,15 +4,20 @@
  * (tools, content kinds, structured content, resources, prompts, completions, notifications), progress reaches the
  * host, and a fenced create-like tool whose answer is lost or late is never sent twice.
  */
-import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { spawn } from 'node:child_process';
+import { once } from 'node:events';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { AjvJsonSchemaValidator } from '@modelcontextprotocol/sdk/validation/ajv';
 import { describe, expect, it } from 'vitest';
 import {
   type Answer,
+  bin,
   connect,
   everythingServer,
   lookupPolicy,
   lossyRelay,
+  onCleanup,
   tempDir,
   wrapped,
   writeFence,
@@ -103,12 +108,14 @@ describe('server-everything behind the fence', () => {
     await call(client, 'toggle-subscriber-updates', {});
     await expect.poll(() => seen.map((n) => n.method), { timeout: 8000 }).toContain('notifications/message');
     await expect.poll(() => seen.map((n) => n.method), { timeout: 8000 }).toContain('notifications/resources/updated');
+    // the host gives up on a long pass-through call at its first progress: the fence cancels it upstream, stays up
     const abort = new AbortController();
-    const cancelled = client.callTool({ name: 'echo', arguments: { message: 'x' } }, undefined, {
-      signal: abort.signal,
-    });
-    abort.abort('the host gave up');
-    await expect(cancelled).rejects.toThrow();
+    const cancelled = client.callTool(
+      { name: 'trigger-long-running-operation', arguments: { duration: 2, steps: 4 } },
+      undefined,
+      { signal: abort.signal, onprogress: () => abort.abort('the host gave up') },
+    );
+    await expect(cancelled).rejects.toThrow(/the host gave up/);
     expect((await call(client, 'echo', { message: 'after' })).content?.[0]?.text).toMatch(/after/);
   });
 
@@ -138,5 +145,44 @@ describe('server-everything behind the fence', () => {
     const started = Date.now();
     expect((await call(client, 'trigger-long-running-operation', slow))._meta?.retrysafe?.status).toBe('needs-human');
     expect(Date.now() - started).toBeLessThan(700);
+  });
+
+  it('over HTTP (`wrap --http`): the same answers as direct, and a fenced create replayed', async () => {
+    const TOKEN = 'everything-token-0123456789';
+    const fence = everythingFence(tempDir('retrysafe-everything-http-'));
+    const child = spawn(node, [bin, 'wrap', '--config', fence, '--http', '--', node, everythingServer], {
+      env: { PATH: process.env.PATH ?? '', RETRYSAFE_MCP_TOKEN: TOKEN },
+      stdio: ['ignore', 'ignore', 'pipe'],
+    });
+    onCleanup(async () => {
+      child.kill();
+      if (child.exitCode === null) await once(child, 'exit');
+    });
+    let err = '';
+    const url = await new Promise<string>((resolve, reject) => {
+      child.stderr.on('data', (d) => {
+        err += String(d);
+        const m = /retrysafe fence on (http:\/\/\S+)/.exec(err);
+        if (m) resolve(m[1]!);
+      });
+      child.on('exit', (code) => reject(new Error(`wrap --http exited ${code}: ${err}`)));
+    });
+    const client = new Client({ name: 'http-host', version: '1.0.0' });
+    const headers = { authorization: `Bearer ${TOKEN}` };
+    await client.connect(new StreamableHTTPClientTransport(new URL(url), { requestInit: { headers } }));
+    onCleanup(() => client.close());
+    const direct = await connect(node, [everythingServer, 'stdio']);
+    for (const [name, args] of [
+      ['get-structured-content', { location: 'Los Angeles' }],
+      ['get-resource-links', { count: 2 }],
+    ] as const)
+      expect(await call(client, name, args)).toEqual(await call(direct, name, args));
+    expect(await client.listPrompts()).toEqual(await direct.listPrompts());
+    const args = { name: 'h.gz', data: 'data:text/plain;base64,aGVsbG8=' };
+    const first = await call(client, 'gzip-file-as-resource', args);
+    expect(first._meta?.retrysafe).toMatchObject({ status: 'done', adopted: false });
+    const again = await call(client, 'gzip-file-as-resource', args);
+    expect(again._meta?.retrysafe).toMatchObject({ status: 'done', adopted: true });
+    expect(again.content).toEqual(first.content);
   });
 });
