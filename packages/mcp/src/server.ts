@@ -4,12 +4,15 @@ import { createServer as createHttpServer, type IncomingMessage } from 'node:htt
 import type { AddressInfo } from 'node:net';
 import { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
+import type { RequestHandlerExtra } from '@modelcontextprotocol/sdk/shared/protocol.js';
 import {
   type CallToolRequest,
   CallToolRequestSchema,
   ErrorCode,
   ListToolsRequestSchema,
   McpError,
+  type ServerNotification,
+  type ServerRequest,
   type Tool,
 } from '@modelcontextprotocol/sdk/types.js';
 import type { AdapterV1, Ledger } from '@retrysafe/contract';
@@ -82,13 +85,16 @@ async function answerLookupTool(ledger: Ledger, name: string, args: unknown) {
 /** The runner's answer to a tool call; an identical call in flight answers with the first one's. */
 type Run = (tool: AgentToolDefinition, params: unknown, meta: unknown) => Promise<AgentToolResult>;
 
+/** What a request handler is given besides the request: the caller's cancellation, and its notifications channel. */
+export type Extra = Pick<RequestHandlerExtra<ServerRequest, ServerNotification>, 'signal' | 'sendNotification'>;
+
 /** Both servers: `listed` plus the status and handoff lookups; `call` answers the rest, undefined for a name it does not list. */
 export function serveTools(
   server: Server,
   options: ServingOptions,
   lookups: [string, string],
   listed: () => object[],
-  call: (req: CallToolRequest, extra: { signal: AbortSignal }, run: Run) => Promise<object | undefined>,
+  call: (req: CallToolRequest, extra: Extra, run: Run) => Promise<object | undefined>,
 ) {
   const coalescer = options.coalescer ?? createCoalescer(options.ledger);
   const run: Run = (tool, params, meta) =>

@@ -16,6 +16,8 @@ const serverDir = (name: string) => dirname(require.resolve(`@modelcontextprotoc
 /** The real third-party servers, installed as dev dependencies. */
 export const memoryServer = join(serverDir('server-memory'), 'dist/index.js');
 export const filesystemServer = join(serverDir('server-filesystem'), 'dist/index.js');
+/** The official reference server that exercises every protocol feature; started as `node <it> stdio`. */
+export const everythingServer = join(serverDir('server-everything'), 'dist/index.js');
 
 export type Answer = {
   isError?: boolean;

@@ -102,8 +102,15 @@ describe('what the fence does not fence passes through', () => {
     const dir = tempDir('retrysafe-extras-');
     const client = await wrapped(ordersFence(dir, 2000), ['--', process.execPath, ordersServer, '--extras']);
     expect((await client.listPrompts()).prompts.map((p) => p.name)).toEqual(['order_summary']);
-    const prompt = await client.getPrompt({ name: 'order_summary', arguments: { customer: 'cus_1' } });
+    const progress: number[] = [];
+    const prompt = await client.getPrompt(
+      { name: 'order_summary', arguments: { customer: 'cus_1' } },
+      {
+        onprogress: (p) => progress.push(p.progress),
+      },
+    );
     expect(JSON.stringify(prompt.messages)).toContain('cus_1');
+    expect(progress).toEqual([1]); // the upstream's progress, under the host's token
     const done = await client.complete({
       ref: { type: 'ref/prompt', name: 'order_summary' },
       argument: { name: 'customer', value: 'cus_' },

@@ -1,10 +1,18 @@
 import { Server } from '@modelcontextprotocol/sdk/server/index.js';
-import { ErrorCode, McpError, ResultSchema, type Tool } from '@modelcontextprotocol/sdk/types.js';
+import type { RequestOptions } from '@modelcontextprotocol/sdk/shared/protocol.js';
+import {
+  ErrorCode,
+  McpError,
+  type Progress,
+  type ProgressToken,
+  ResultSchema,
+  type Tool,
+} from '@modelcontextprotocol/sdk/types.js';
 import { AjvJsonSchemaValidator } from '@modelcontextprotocol/sdk/validation/ajv';
 import { type AdapterV1, validateCard } from '@retrysafe/contract';
 import { agentIdempotentHint } from '@retrysafe/contract/rules';
 import type { AgentToolDefinition, AgentToolResult } from '@retrysafe/core/agent';
-import { ANSWER_PROPERTIES, reply, type ServingOptions, serveTools } from '../server.js';
+import { ANSWER_PROPERTIES, type Extra, reply, type ServingOptions, serveTools } from '../server.js';
 import { answerValue, hideProperty, withPath } from './fence-adapter.js';
 import { type Upstream, UpstreamUnavailableError } from './upstream.js';
 
@@ -50,6 +58,18 @@ function fencedListing(adapter: AdapterV1, t: Tool) {
   };
 }
 
+/** A request forwarded upstream with the host's cancellation; when it carries the host's progressToken, the upstream's
+ * progress is relayed under that token (resetting the fence's own timeout, as the host's does). The SDK sends its own
+ * token upstream, and drops progress it did not ask for. */
+function forward<T>(extra: Extra, token: ProgressToken | undefined, send: (o: RequestOptions) => Promise<T>) {
+  const onprogress = (p: Progress) =>
+    void extra
+      .sendNotification({ method: 'notifications/progress', params: { ...p, progressToken: token as ProgressToken } })
+      .catch(() => undefined);
+  const progress = token === undefined ? {} : { resetTimeoutOnProgress: true, onprogress };
+  return send({ signal: extra.signal, ...progress }).catch(unavailable);
+}
+
 const unavailable = (e: unknown): never => {
   throw e instanceof UpstreamUnavailableError
     ? new McpError(ErrorCode.InternalError, `${e.message}; nothing was sent: call again later`)
@@ -89,17 +109,18 @@ export function createFenceServer(options: ServingOptions & { adapter: AdapterV1
       const result = await run(definition, params, _meta);
       return fencedReply(result, tool.outputSchema as Record<string, unknown> | undefined);
     }
-    // Pass-through: unchanged, with the caller's cancellation.
-    return (await upstream
-      .callTool({ name, ...(req.params.arguments ? { arguments: args } : {}) }, undefined, { signal: extra.signal })
-      .catch(unavailable)) as Record<string, unknown>;
+    // Pass-through: unchanged (its _meta too), with the caller's cancellation and the upstream's progress.
+    const params = { name, ...(req.params.arguments ? { arguments: args } : {}), ...(_meta ? { _meta } : {}) };
+    return forward(extra, _meta?.progressToken, (o) => upstream.callTool(params, undefined, o));
   });
 
   // Every other request (resources, prompts, completions, logging) goes to the upstream as it is. The SDK answers
   // logging/setLevel itself when logging is declared, but the upstream is the one that logs.
   server.removeRequestHandler('logging/setLevel');
   server.fallbackRequestHandler = async ({ method, params }, extra) =>
-    (await upstream.request({ method, params }, ResultSchema, { signal: extra.signal }).catch(unavailable)) as never;
+    (await forward(extra, params?._meta?.progressToken, (o) =>
+      upstream.request({ method, params }, ResultSchema, o),
+    )) as never;
   const unsubscribe = upstream.onNotification((n) => void server.notification(n).catch(() => undefined));
   const onclose = server.onclose;
   server.onclose = () => {

@@ -167,8 +167,11 @@ export async function connectUpstream(target: UpstreamTarget, name = 'retrysafe-
     ready,
     request,
     /** No client-side output validation: an applied call must never turn into an error on its way back. */
-    callTool: (params: { name: string; arguments?: Record<string, unknown> }, _?: undefined, opts?: RequestOptions) =>
-      request({ method: 'tools/call', params }, CallToolResultSchema, opts),
+    callTool: (
+      params: { name: string; arguments?: Record<string, unknown>; _meta?: Record<string, unknown> },
+      _?: undefined,
+      opts?: RequestOptions,
+    ) => request({ method: 'tools/call', params }, CallToolResultSchema, opts),
     /** Every notification the upstream sends (after the fence has acted on a tool list change). */
     onNotification(listener: (n: Notification) => void) {
       listeners.add(listener);

@@ -1,0 +1,188 @@
+/**
+ * The fence in front of `@modelcontextprotocol/server-everything`, the official reference server that exercises every
+ * protocol feature, driven by the official SDK client: what passes through answers as the server answers directly
+ * (tools, content kinds, structured content, resources, prompts, completions, notifications), progress reaches the
+ * host, and a fenced create-like tool whose answer is lost or late is never sent twice.
+ */
+import { spawn } from 'node:child_process';
+import { once } from 'node:events';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { AjvJsonSchemaValidator } from '@modelcontextprotocol/sdk/validation/ajv';
+import { describe, expect, it } from 'vitest';
+import {
+  type Answer,
+  bin,
+  connect,
+  everythingServer,
+  lookupPolicy,
+  lossyRelay,
+  onCleanup,
+  tempDir,
+  wrapped,
+  writeFence,
+} from './fence-helpers.js';
+
+const node = process.execPath;
+const LOOKUPS = ['retrysafe_status', 'retrysafe_handoffs'];
+
+/** gzip-file-as-resource registers a session resource under its `name`: a create; `slow` fences the long-running one too. */
+const everythingFence = (dir: string, slow = false) =>
+  writeFence(dir, {
+    name: 'everything',
+    timeoutMs: 700,
+    policy: lookupPolicy,
+    tools: {
+      'gzip-file-as-resource': { kind: 'create', intent: ['name'] },
+      ...(slow ? { 'trigger-long-running-operation': { kind: 'create', intent: ['duration', 'steps'] } } : {}),
+    },
+  });
+
+const call = (client: Client, name: string, args: Record<string, unknown>, timeout = 20_000) =>
+  client.callTool({ name, arguments: args }, undefined, { timeout }) as Promise<Answer>;
+
+/** Notifications of `method` the client has received so far. */
+function collect(client: Client) {
+  const seen: { method: string; params?: unknown }[] = [];
+  client.fallbackNotificationHandler = async (n) => void seen.push(n);
+  return seen;
+}
+
+describe('server-everything behind the fence', () => {
+  it('passed-through tools, resources, prompts and completions answer as the server does directly', async () => {
+    const direct = await connect(node, [everythingServer, 'stdio']);
+    const client = await wrapped(everythingFence(tempDir('retrysafe-everything-')), ['--', node, everythingServer]);
+    const [mine, theirs] = [(await client.listTools()).tools, (await direct.listTools()).tools];
+    // nothing dropped, nothing doubled, every schema usable by the client
+    expect(mine.map((t) => t.name).sort()).toEqual([...theirs.map((t) => t.name), ...LOOKUPS].sort());
+    const ajv = new AjvJsonSchemaValidator();
+    for (const t of mine) {
+      if (t.outputSchema) expect(() => ajv.getValidator(t.outputSchema as never)).not.toThrow();
+      const upstream = theirs.find((u) => u.name === t.name);
+      if (!upstream || t._meta?.retrysafe) continue;
+      expect({ ...t, description: upstream.description }).toEqual(upstream);
+    }
+    const calls: [string, Record<string, unknown>][] = [
+      ['echo', { message: 'hi' }],
+      ['get-annotated-message', { messageType: 'error', includeImage: true }],
+      ['get-resource-links', { count: 3 }],
+      ['get-resource-reference', { resourceType: 'blob', resourceId: 2 }],
+      ['get-structured-content', { location: 'Chicago' }],
+      ['get-sum', { a: 1, b: 2 }],
+      ['get-tiny-image', {}],
+      ['get-sum', { a: 'one' }],
+    ];
+    for (const [name, args] of calls) expect(await call(client, name, args)).toEqual(await call(direct, name, args));
+    expect(await client.listResources()).toEqual(await direct.listResources());
+    expect(await client.listResourceTemplates()).toEqual(await direct.listResourceTemplates());
+    const uri = 'demo://resource/dynamic/text/1';
+    expect(await client.readResource({ uri })).toEqual(await direct.readResource({ uri }));
+    expect(await client.listPrompts()).toEqual(await direct.listPrompts());
+    const prompt = { name: 'args-prompt', arguments: { city: 'Oslo' } };
+    expect(await client.getPrompt(prompt)).toEqual(await direct.getPrompt(prompt));
+    const complete = {
+      ref: { type: 'ref/prompt' as const, name: 'completable-prompt' },
+      argument: { name: 'department', value: 'E' },
+    };
+    expect(await client.complete(complete)).toEqual(await direct.complete(complete));
+  });
+
+  it('a pass-through call with a progressToken: its progress reaches the host, which keeps it alive', async () => {
+    const client = await wrapped(everythingFence(tempDir('retrysafe-everything-')), ['--', node, everythingServer]);
+    const progress: number[] = [];
+    const answer = (await client.callTool(
+      { name: 'trigger-long-running-operation', arguments: { duration: 1.5, steps: 5 } },
+      undefined,
+      { timeout: 800, resetTimeoutOnProgress: true, onprogress: (p) => progress.push(p.progress) },
+    )) as Answer;
+    expect(answer.content?.[0]?.text).toMatch(/Long running operation completed/);
+    expect(progress.length).toBeGreaterThanOrEqual(3);
+  });
+
+  it('logging and resource updates are relayed, and a cancelled call leaves the fence answering', async () => {
+    const client = await wrapped(everythingFence(tempDir('retrysafe-everything-')), ['--', node, everythingServer]);
+    const seen = collect(client);
+    await client.setLoggingLevel('debug');
+    await client.subscribeResource({ uri: 'demo://resource/dynamic/text/1' });
+    await call(client, 'toggle-simulated-logging', {});
+    await call(client, 'toggle-subscriber-updates', {});
+    await expect.poll(() => seen.map((n) => n.method), { timeout: 8000 }).toContain('notifications/message');
+    await expect.poll(() => seen.map((n) => n.method), { timeout: 8000 }).toContain('notifications/resources/updated');
+    // the host gives up on a long pass-through call at its first progress: the fence cancels it upstream, stays up
+    const abort = new AbortController();
+    const cancelled = client.callTool(
+      { name: 'trigger-long-running-operation', arguments: { duration: 2, steps: 4 } },
+      undefined,
+      { signal: abort.signal, onprogress: () => abort.abort('the host gave up') },
+    );
+    await expect(cancelled).rejects.toThrow(/the host gave up/);
+    expect((await call(client, 'echo', { message: 'after' })).content?.[0]?.text).toMatch(/after/);
+  });
+
+  it('a fenced create whose answer is lost or late: one effect, and the same valid answer on the re-issue', async () => {
+    const upstream = ['--', node, lossyRelay, '--drop-answer', 'gzip-file-as-resource', '--', node, everythingServer];
+    const client = await wrapped(everythingFence(tempDir('retrysafe-everything-'), true), upstream);
+    await client.listTools();
+    const args = { name: 'a.gz', data: 'data:text/plain;base64,aGVsbG8=' };
+    const lost = await call(client, 'gzip-file-as-resource', args);
+    // no lookup declared and no key travels: a person decides, nothing is re-sent
+    expect(lost._meta?.retrysafe?.status).toBe('needs-human');
+    const again = await call(client, 'gzip-file-as-resource', args);
+    expect(again._meta?.retrysafe).toEqual(lost._meta?.retrysafe);
+    const made = (await client.listResources()).resources.filter((r) => r.uri.startsWith('demo://resource/session/'));
+    expect(made.map((r) => r.name)).toEqual(['a.gz']);
+    // an answer that arrives: the upstream's embedded resource, unchanged, and the same on the re-issue
+    const b = { ...args, name: 'b.gz', outputType: 'resource' };
+    const first = await call(client, 'gzip-file-as-resource', b);
+    expect(first._meta?.retrysafe).toMatchObject({ status: 'done', adopted: false });
+    expect(first.content?.[0]).toMatchObject({ type: 'resource', resource: { uri: 'demo://resource/session/b.gz' } });
+    const replay = await call(client, 'gzip-file-as-resource', b);
+    expect(replay.content).toEqual(first.content);
+    // longer than the fence's timeoutMs: unknown, handed to a person, not sent again on the re-issue
+    const slow = { duration: 1.5, steps: 3 };
+    const late = await call(client, 'trigger-long-running-operation', slow);
+    expect(late._meta?.retrysafe?.status).toBe('needs-human');
+    const started = Date.now();
+    expect((await call(client, 'trigger-long-running-operation', slow))._meta?.retrysafe?.status).toBe('needs-human');
+    expect(Date.now() - started).toBeLessThan(700);
+  });
+
+  it('over HTTP (`wrap --http`): the same answers as direct, and a fenced create replayed', async () => {
+    const TOKEN = 'everything-token-0123456789';
+    const fence = everythingFence(tempDir('retrysafe-everything-http-'));
+    const child = spawn(node, [bin, 'wrap', '--config', fence, '--http', '--', node, everythingServer], {
+      env: { PATH: process.env.PATH ?? '', RETRYSAFE_MCP_TOKEN: TOKEN },
+      stdio: ['ignore', 'ignore', 'pipe'],
+    });
+    onCleanup(async () => {
+      child.kill();
+      if (child.exitCode === null) await once(child, 'exit');
+    });
+    let err = '';
+    const url = await new Promise<string>((resolve, reject) => {
+      child.stderr.on('data', (d) => {
+        err += String(d);
+        const m = /retrysafe fence on (http:\/\/\S+)/.exec(err);
+        if (m) resolve(m[1]!);
+      });
+      child.on('exit', (code) => reject(new Error(`wrap --http exited ${code}: ${err}`)));
+    });
+    const client = new Client({ name: 'http-host', version: '1.0.0' });
+    const headers = { authorization: `Bearer ${TOKEN}` };
+    await client.connect(new StreamableHTTPClientTransport(new URL(url), { requestInit: { headers } }));
+    onCleanup(() => client.close());
+    const direct = await connect(node, [everythingServer, 'stdio']);
+    for (const [name, args] of [
+      ['get-structured-content', { location: 'Los Angeles' }],
+      ['get-resource-links', { count: 2 }],
+    ] as const)
+      expect(await call(client, name, args)).toEqual(await call(direct, name, args));
+    expect(await client.listPrompts()).toEqual(await direct.listPrompts());
+    const args = { name: 'h.gz', data: 'data:text/plain;base64,aGVsbG8=' };
+    const first = await call(client, 'gzip-file-as-resource', args);
+    expect(first._meta?.retrysafe).toMatchObject({ status: 'done', adopted: false });
+    const again = await call(client, 'gzip-file-as-resource', args);
+    expect(again._meta?.retrysafe).toMatchObject({ status: 'done', adopted: true });
+    expect(again.content).toEqual(first.content);
+  });
+});
