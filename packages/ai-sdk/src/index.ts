@@ -25,9 +25,11 @@ export function retrysafeTools(options: RetrysafeToolsOptions): Record<string, T
     tool<unknown, AgentToolResult>({
       description: def.description,
       inputSchema: jsonSchema<unknown>(def.inputSchema as Parameters<typeof jsonSchema>[0]),
+      // The agent loop's abort stops the runner between steps; the operation stays for a later call or recover().
       execute: async (args, ctx) => {
-        const toolCallId = (ctx as { toolCallId?: string } | undefined)?.toolCallId;
-        return callAgentTool(options.runner, def, args, { runId: options.runId?.({ toolName: def.name, toolCallId }) });
+        const { toolCallId, abortSignal } = (ctx ?? {}) as { toolCallId?: string; abortSignal?: AbortSignal };
+        const runId = options.runId?.({ toolName: def.name, toolCallId });
+        return callAgentTool(options.runner, def, args, { runId, signal: abortSignal });
       },
     });
   return Object.fromEntries(agentTools(options.adapters, options.operations).map((def) => [def.name, toolOf(def)]));

@@ -68,6 +68,24 @@ describe('retrysafeTools for the Vercel AI SDK', () => {
     expect(new Set(proxy.requests.map((r) => r.headers['idempotency-key'])).size).toBe(1);
   });
 
+  it("the agent loop's abortSignal stops the runner: no re-send after the caller gave up, the operation kept for later", async () => {
+    const ledger = createMemoryLedger();
+    const runner = createRunner({ ledger, policy: { baseMs: 300, capMs: 300 } });
+    const adapter = createStripeAdapter({ apiKey: 'sk_test_ai_sdk', baseUrl: proxy.url, timeoutMs: 400 });
+    const tools = retrysafeTools({ runner, adapters: [adapter], operations: ['stripe.paymentIntents.create'] });
+    const posts = () => proxy.requests.filter((r) => r.method === 'POST').length;
+    const aborting = new AbortController();
+    const args = { customer: 'cus_fixture', amount: 900, currency: 'eur', orderRef: 'AI-ABORT' };
+    const execute = tools.stripe_paymentIntents_create!.execute!;
+    const call = Promise.resolve(execute(args, { toolCallId: 'c1', messages: [], abortSignal: aborting.signal }));
+    while (posts() === 0) await new Promise((r) => setTimeout(r, 10));
+    aborting.abort(new Error('the user stopped the agent'));
+    await expect(call).rejects.toThrow();
+    await new Promise((r) => setTimeout(r, 1000));
+    expect(posts()).toBe(1);
+    expect((await ledger.list())[0]?.state).not.toBe('succeeded');
+  });
+
   it('describes the retry contract to the model', () => {
     const runner = createRunner({ ledger: createMemoryLedger() });
     const adapter = createStripeAdapter({ apiKey: 'sk_test_ai_sdk', baseUrl: 'http://127.0.0.1:9', timeoutMs: 500 });

@@ -222,11 +222,12 @@ export async function callAgentTool(
   runner: Runner,
   tool: AgentToolDefinition,
   args: unknown,
-  call: { readonly runId?: string } = {},
+  call: { readonly runId?: string; readonly signal?: AbortSignal } = {},
 ): Promise<AgentToolResult> {
   const params = args ?? {};
   try {
-    return toAgentResult(await runner.run(tool.adapter, tool.operation, { params, runId: call.runId }));
+    const { runId, signal } = call;
+    return toAgentResult(await runner.run(tool.adapter, tool.operation, { params, runId, signal }));
   } catch (e) {
     const answer = refusalAnswer(e, () => {
       try {
