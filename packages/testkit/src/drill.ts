@@ -1,6 +1,11 @@
 import { rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { AdapterConfigurationError, type DrillOperation, type RetrySafetyCard } from '@retrysafe/contract';
+import {
+  AdapterConfigurationError,
+  type DrillFault,
+  type DrillOperation,
+  type RetrySafetyCard,
+} from '@retrysafe/contract';
 import { durationMs } from '@retrysafe/contract/rules';
 import { criteriaFor, readCard, skipReason } from './criteria.js';
 import { CONCURRENCY, type Drive, type DriveInput, driveScenario } from './drill-drive.js';
@@ -28,6 +33,15 @@ function lateApplyMs(card: RetrySafetyCard): number {
   const value = card.lookup.lateApplyBound?.value;
   if (value === null) return 0;
   return value === undefined || value === 'unknown' ? 10 * 60_000 : durationMs(value);
+}
+
+/** The Retry-After seconds a fault puts on the wire (`retryAfterS`, else its own header; 0: none); unreadable: the header. */
+function retryAfterOf(f: DrillFault): number | string {
+  if (typeof f !== 'object' || f.kind !== 'status') return 0;
+  if (f.retryAfterS !== undefined) return f.retryAfterS;
+  const header = Object.entries(f.headers ?? {}).find(([name]) => name.toLowerCase() === 'retry-after')?.[1];
+  if (header === undefined) return 0;
+  return /^\s*\d+\s*$/.test(header) ? Number(header) : header;
 }
 
 type ScriptInput = DrillOperation['faults'] & { card: RetrySafetyCard; timeoutMs: number };
@@ -77,8 +91,12 @@ export async function planScenario(ctx: DrillContext, operation: string, scenari
   const skip = skipReason(scenario, card);
   if (skip) return { status: 'skipped', skip, failures: [], ...NOTHING_RAN } as const;
   const rateLimited = op.faults.rateLimited ?? DEFAULT_RATE_LIMITED;
-  const retryAfterS =
-    typeof rateLimited === 'object' && rateLimited.kind === 'status' ? (rateLimited.retryAfterS ?? 0) : 0;
+  const retryAfter = retryAfterOf(rateLimited);
+  const retryAfterS = typeof retryAfter === 'number' ? retryAfter : 0;
+  if (typeof retryAfter === 'string' && scenario === 'rate-limited')
+    return failed(
+      `operations['${operation}'].faults.rateLimited: its Retry-After header ${JSON.stringify(retryAfter)} is not a number of seconds, so the drill cannot tell the wait it must see (use retryAfterS)`,
+    );
   const criteria = criteriaFor(scenario, readCard(card, o.policy), { retryAfterS, concurrency: CONCURRENCY });
   const i = ctx.nextIndex++;
   if (scenario === 'rejection-left-object' && !op.rejectedCreates) {

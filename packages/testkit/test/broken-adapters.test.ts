@@ -33,6 +33,19 @@ function retriesInternally(inner: AdapterV1): AdapterV1 {
   });
 }
 
+/** Broken: drops the provider's Retry-After from every outcome, so the runner only backs off. */
+function dropsRetryAfter(inner: AdapterV1): AdapterV1 {
+  return wrapAdapter(inner, {
+    async doExecute(op, params, ctx) {
+      const outcome = await inner.doExecute(op, params, ctx);
+      if (!('retryAfterMs' in outcome)) return outcome;
+      const { retryAfterMs: _dropped, ...rest } = outcome;
+      return rest as typeof outcome;
+    },
+    doLookup: (op, ctx) => inner.doLookup(op, ctx),
+  });
+}
+
 function broken(name: string, wrap: (a: AdapterV1) => AdapterV1, outDir: string): ConformanceOptions {
   const base = sandboxDrill(name, replaying, { outDir });
   return { ...base, createAdapter: async (ctx) => wrap(await base.createAdapter(ctx)) };
@@ -98,6 +111,46 @@ describe('the drill fails broken adapters', () => {
     expect(report.ok).toBe(false);
     expect(report.results[0]!.failures.join('\n')).toMatch(
       /no-timeout records\.create lost-response-timeout: the client did not time out: the proxy held the response 1500 ms and dropped it itself; createAdapter must pass timeoutMs \(100 ms\)/,
+    );
+  });
+
+  it('an adapter that drops Retry-After fails rate-limited whether the fault sends it as retryAfterS or as its own header', async () => {
+    const base = broken('no-retry-after', dropsRetryAfter, tempDir('drill-noretryafter-'));
+    const op = base.operations['records.create']!;
+    const body = { error: { code: 'rate_limited', message: 'slow down' } };
+    const faults = [
+      { kind: 'status', status: 429, retryAfterS: 2, body },
+      { kind: 'status', status: 429, headers: { 'Retry-After': '2' }, body },
+    ] as const;
+    for (const rateLimited of faults) {
+      const report = await runDrill({
+        ...base,
+        operations: { 'records.create': { ...op, faults: { ...op.faults, rateLimited } } },
+        scenarios: ['rate-limited'],
+      });
+      expect(report.ok, JSON.stringify(rateLimited)).toBe(false);
+      expect(report.results[0]!.failures.join('\n')).toMatch(
+        /no-retry-after records\.create rate-limited: Retry-After not honoured: expected a wait of at least 2000 ms/,
+      );
+    }
+  });
+
+  it('a Retry-After header the drill cannot read as seconds fails the scenario instead of expecting no wait', async () => {
+    const base = sandboxDrill('date-retry-after', replaying, { outDir: tempDir('drill-dateretryafter-') });
+    const op = base.operations['records.create']!;
+    const rateLimited = {
+      kind: 'status',
+      status: 429,
+      headers: { 'retry-after': 'Wed, 21 Oct 2026 07:28:00 GMT' },
+    } as const;
+    const report = await runDrill({
+      ...base,
+      operations: { 'records.create': { ...op, faults: { ...op.faults, rateLimited } } },
+      scenarios: ['rate-limited'],
+    });
+    expect(report.ok).toBe(false);
+    expect(report.results[0]!.failures[0]).toMatch(
+      /date-retry-after records\.create rate-limited: operations\['records\.create'\]\.faults\.rateLimited: its Retry-After header .* is not a number of seconds/,
     );
   });
 
