@@ -178,7 +178,7 @@ export async function runScenario(ctx: DrillContext, operation: string, scenario
 
 /** Each criterion written before the run that the run did not meet, as a sentence. */
 function unmet(run: DriveInput, observed: ObservedValues, { requests, scriptErrors }: FaultProxy): string[] {
-  const { label, scenario, criteria, timeoutMs } = run;
+  const { label, scenario, criteria, timeoutMs, script } = run;
   const { providerRecords, outcomes, errors, maxRequestsInOneExecute, waitedMs } = observed;
   const duringExecute = observed.attemptsAtProxy;
   const calls = observed.executeCalls;
@@ -212,6 +212,12 @@ function unmet(run: DriveInput, observed: ObservedValues, { requests, scriptErro
   if (scenario === 'lost-response-timeout' && requests[0]?.clientGaveUp === false)
     out.push(
       `${label}: the client did not time out: the proxy held the response ${timeoutMs * 5 + 1000} ms and dropped it itself; createAdapter must pass timeoutMs (${timeoutMs} ms) to the SDK`,
+    );
+  // A fault that never met a doExecute request (a 'pass', or a request outside the run) leaves a fault-free run.
+  const scripted = typeof script === 'function' || script.length > 0;
+  if (scripted && !requests.some((r) => r.fault !== 'pass' && phaseOf(r) === 'execute'))
+    out.push(
+      `${label}: the scenario's fault (${typeof script === 'function' ? 'scripted per call' : JSON.stringify(script[0])}) was never played on a request doExecute sent: the run tested no fault`,
     );
   if (scriptErrors.length > 0) out.push(`${label}: fault script errors: ${scriptErrors.join('; ')}`);
   return out;

@@ -154,6 +154,21 @@ describe('the drill fails broken adapters', () => {
     );
   });
 
+  it('a scenario whose fault never reaches a doExecute request fails instead of passing a fault-free run', async () => {
+    const base = sandboxDrill('no-play', replaying, { outDir: tempDir('drill-noplay-') });
+    const op = base.operations['records.create']!;
+    const report = await runDrill({
+      ...base,
+      // 'pass' is a fault the proxy accepts, but the in-progress scenario then drills an ordinary success
+      operations: { 'records.create': { ...op, faults: { ...op.faults, inProgress: 'pass' } } },
+      scenarios: ['in-progress'],
+    });
+    expect(report.ok).toBe(false);
+    expect(report.results[0]!.failures.join('\n')).toMatch(
+      /no-play records\.create in-progress: the scenario's fault \("pass"\) was never played on a request doExecute sent/,
+    );
+  });
+
   it('a missing provider-shaped fault for a scenario the card says applies is a failure, not a skip', async () => {
     const outDir = tempDir('drill-nofault-');
     const base = sandboxDrill('no-fault', replaying, { outDir });
