@@ -160,6 +160,7 @@ export async function runScenario(ctx: DrillContext, operation: string, scenario
   const failures: string[] = [];
   const d: Drive = { outcomes: [], errors: [], failures, notes, runnerReceipts: [] };
   await driveScenario(h, plan, d);
+  await untilQuiet(h.proxy);
   const { observed, proxyRequests } = await observe(h, operation, d);
   const handoffPackets = [...h.packets];
   await h.close().catch((err: Error) => notes.push(`cleanup: ${err.message}`));
@@ -174,6 +175,18 @@ export async function runScenario(ctx: DrillContext, operation: string, scenario
     proxyRequests,
     notes,
   });
+}
+
+/** Real time without a new request that ends a run: what a detached layer sends a moment later is counted too. */
+const QUIET_MS = 100;
+
+/** Waits until no request has arrived at the proxy for QUIET_MS (at most 20 times that). */
+async function untilQuiet(proxy: FaultProxy): Promise<void> {
+  let seen = -1;
+  for (let turns = 0; seen !== proxy.requests.length && turns < 20; turns += 1) {
+    seen = proxy.requests.length;
+    await new Promise((resolve) => setTimeout(resolve, QUIET_MS));
+  }
 }
 
 /** Each criterion written before the run that the run did not meet, as a sentence. */
@@ -212,6 +225,11 @@ function unmet(run: DriveInput, observed: ObservedValues, { requests, scriptErro
   if (scenario === 'lost-response-timeout' && requests[0]?.clientGaveUp === false)
     out.push(
       `${label}: the client did not time out: the proxy held the response ${timeoutMs * 5 + 1000} ms and dropped it itself; createAdapter must pass timeoutMs (${timeoutMs} ms) to the SDK`,
+    );
+  const outside = requests.filter((r) => r.label === undefined).length;
+  if (outside > 0)
+    out.push(
+      `${label}: ${outside} request(s) reached the provider outside any doExecute or doLookup call: something beside the runner sends on its own`,
     );
   // A fault that never met a doExecute request (a 'pass', or a request outside the run) leaves a fault-free run.
   const scripted = typeof script === 'function' || script.length > 0;

@@ -8,7 +8,7 @@ import type { AdapterV1, ProviderKey } from '@retrysafe/contract';
 import { describe, expect, it } from 'vitest';
 import { type ConformanceOptions, runDrill } from '../src/conformance.js';
 import { wrapAdapter } from '../src/wrap-adapter.js';
-import { replaying, sandboxDrill } from './fixtures/sandbox-drill.js';
+import { forgetful, replaying, sandboxDrill } from './fixtures/sandbox-drill.js';
 import { tempDir } from './fixtures/temp-dir.js';
 
 /** Broken: ignores the runner's provider key and sends a new one on every attempt. */
@@ -41,6 +41,18 @@ function dropsRetryAfter(inner: AdapterV1): AdapterV1 {
       if (!('retryAfterMs' in outcome)) return outcome;
       const { retryAfterMs: _dropped, ...rest } = outcome;
       return rest as typeof outcome;
+    },
+    doLookup: (op, ctx) => inner.doLookup(op, ctx),
+  });
+}
+
+/** Broken: answers "unknown" at once and sends again on its own a moment later (a detached second layer). */
+function resendsInBackground(inner: AdapterV1): AdapterV1 {
+  return wrapAdapter(inner, {
+    async doExecute(op, params, ctx) {
+      const outcome = await inner.doExecute(op, params, ctx);
+      if (outcome.kind === 'unknown') setTimeout(() => void inner.doExecute(op, params, ctx).catch(() => {}), 20);
+      return outcome;
     },
     doLookup: (op, ctx) => inner.doLookup(op, ctx),
   });
@@ -166,6 +178,21 @@ describe('the drill fails broken adapters', () => {
     expect(report.ok).toBe(false);
     expect(report.results[0]!.failures.join('\n')).toMatch(
       /no-play records\.create in-progress: the scenario's fault \("pass"\) was never played on a request doExecute sent/,
+    );
+  });
+
+  it('an adapter that re-sends in the background after answering unknown fails: its late request is seen, not missed', async () => {
+    const base = sandboxDrill('background', forgetful, { outDir: tempDir('drill-background-') });
+    const report = await runDrill({
+      ...base,
+      createAdapter: async (ctx) => resendsInBackground(await base.createAdapter(ctx)),
+      scenarios: ['lost-response'],
+    });
+    expect(report.ok).toBe(false);
+    const failures = report.results[0]!.failures.join('\n');
+    expect(failures).toMatch(/background records\.create lost-response: providerRecords expected 1, observed 2/);
+    expect(failures).toMatch(
+      /background records\.create lost-response: 1 request\(s\) reached the provider outside any doExecute or doLookup call/,
     );
   });
 
