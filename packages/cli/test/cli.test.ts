@@ -70,6 +70,24 @@ describe('retrysafe: exit codes and usage errors', () => {
     }
   });
 
+  it('a --module with nothing to drill is refused beside another adapter too, not skipped while the other passes', async () => {
+    const dir = tempDir('nothing-beside');
+    const cases = {
+      'empty.mjs': 'export const drills = [];\n',
+      'no-ops.mjs':
+        "export const drills = [{ name: 'no-ops', createAdapter: async () => ({}), startSandbox: async () => ({}), operations: {} }];\n",
+    };
+    for (const [file, text] of Object.entries(cases)) {
+      writeFileSync(join(dir, file), text);
+      const out = join(dir, `out-${file}`);
+      const args = ['drill', '--adapter', 'sandbox', '--scenario', 'permanent-error', '--module', join(dir, file)];
+      const r = await cli([...args, '--out', out]);
+      expect(r.code, file).toBe(2);
+      expect(r.stderr, file).toMatch(/nothing to drill/);
+      expect(existsSync(out), file).toBe(false);
+    }
+  });
+
   it('--json turns a usage error into a JSON error on stdout as well', async () => {
     const r = await cli(['drill', '--scenario', 'nope', '--json']);
     expect(r.code).toBe(2);
