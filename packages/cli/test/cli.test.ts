@@ -97,6 +97,21 @@ describe('retrysafe: exit codes and usage errors', () => {
     });
   });
 
+  it("an operation whose every scenario the card skipped reads 'skip' in the summary, not 'pass'", async () => {
+    const out = tempDir('all-skipped');
+    const r = await cli(['drill', '--adapter', 'sandbox', '--scenario', 'key-past-retention', '--out', out]);
+    expect(r.code).toBe(0);
+    const row = (drill: string) =>
+      r.stdout
+        .split('\n')
+        .find((l) => l.startsWith(`${drill} `))
+        ?.trim()
+        .split(/\s+/);
+    expect(row('sandbox-replaying')).toEqual(['sandbox-replaying', 'records.create', '1', '0', '0', 'pass']);
+    expect(row('sandbox-forgetful')).toEqual(['sandbox-forgetful', 'records.create', '0', '0', '1', 'skip']);
+    expect(r.stderr).not.toMatch(/✓ sandbox-forgetful: 0 passed/);
+  });
+
   it('a failing drill exits 1 and names the scenario and the counts (an adapter whose card lies)', async () => {
     const out = tempDir('lying');
     const r = await lyingDrill(out, ['--json']);

@@ -146,7 +146,7 @@ export async function drillCommand(
         }
         const s = writeSummary(ctx);
         progress?.note(
-          `${s.failed ? paint('red', '✗', color) : paint('green', '✓', color)} ${drill.name}: ${s.passed} passed, ${s.failed} failed, ${s.skipped} skipped in ${humanMs(Date.now() - drillStarted)}`,
+          `${s.failed ? paint('red', '✗', color) : s.passed ? paint('green', '✓', color) : statusMark('skipped', color)} ${drill.name}: ${s.passed} passed, ${s.failed} failed, ${s.skipped} skipped in ${humanMs(Date.now() - drillStarted)}`,
         );
       } finally {
         disposeDrillContext(ctx);
