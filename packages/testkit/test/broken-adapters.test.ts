@@ -5,6 +5,7 @@ import { randomUUID } from 'node:crypto';
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { AdapterV1, ProviderKey } from '@retrysafe/contract';
+import { createSandboxAdapter } from '@retrysafe/sandbox';
 import { describe, expect, it } from 'vitest';
 import { type ConformanceOptions, runDrill } from '../src/conformance.js';
 import { wrapAdapter } from '../src/wrap-adapter.js';
@@ -193,6 +194,21 @@ describe('the drill fails broken adapters', () => {
     expect(failures).toMatch(/background records\.create lost-response: providerRecords expected 1, observed 2/);
     expect(failures).toMatch(
       /background records\.create lost-response: 1 request\(s\) reached the provider outside any doExecute or doLookup call/,
+    );
+  });
+
+  it('an adapter whose intent leaves out a field changeIntent changes fails changed-intent: a params conflict is not the intent conflict it names', async () => {
+    const base = sandboxDrill('narrow-intent', replaying, { outDir: tempDir('drill-narrowintent-') });
+    const report = await runDrill({
+      ...base,
+      // broken: amount is not part of the intent, so two charges of another amount share one business-operation id
+      createAdapter: ({ baseUrl, timeoutMs }) =>
+        createSandboxAdapter({ baseUrl, timeoutMs, behaviour: replaying, intentFields: ['ref'] }),
+      scenarios: ['changed-intent'],
+    });
+    expect(report.ok).toBe(false);
+    expect(report.results[0]!.failures.join('\n')).toMatch(
+      /narrow-intent records\.create changed-intent: the conflict is on params, not on the intent/,
     );
   });
 
