@@ -216,6 +216,9 @@ function unmet(run: DriveInput, observed: ObservedValues, { requests, scriptErro
   const wantHandoff = criteria.handoff === 'with-outcome' ? outcomes.includes('handed-off') : criteria.handoff;
   const { handoffs, handoffReasons } = observed;
   if (wantHandoff && handoffs === 0) out.push(`${label}: handoff expected, observed no handoff packet`);
+  // A permanent refusal handed off as "maybe applied" passes the counts where nothing can look it up: the reason tells.
+  if (scenario === 'permanent-error' && handoffs > 0 && !handoffReasons.includes('rejected'))
+    out.push(`${label}: handoff reason expected rejected, observed ${handoffReasons.join(', ')}`);
   if (!wantHandoff && handoffs > 0)
     out.push(`${label}: no handoff expected, observed ${handoffs} packet(s) (${handoffReasons.join(', ')})`);
   if (criteria.minWaitMs !== undefined && !(waitedMs !== undefined && waitedMs >= criteria.minWaitMs))

@@ -59,6 +59,18 @@ function resendsInBackground(inner: AdapterV1): AdapterV1 {
   });
 }
 
+/** Broken: reads the provider's permanent refusal as "unknown" (maybe applied). */
+function unknownForRejected(inner: AdapterV1): AdapterV1 {
+  return wrapAdapter(inner, {
+    async doExecute(op, params, ctx) {
+      const outcome = await inner.doExecute(op, params, ctx);
+      if (outcome.kind !== 'rejected') return outcome;
+      return { kind: 'unknown', cause: 'server-error', status: 400, message: 'read as unknown' } as const;
+    },
+    doLookup: (op, ctx) => inner.doLookup(op, ctx),
+  });
+}
+
 function broken(name: string, wrap: (a: AdapterV1) => AdapterV1, outDir: string): ConformanceOptions {
   const base = sandboxDrill(name, replaying, { outDir });
   return { ...base, createAdapter: async (ctx) => wrap(await base.createAdapter(ctx)) };
@@ -209,6 +221,19 @@ describe('the drill fails broken adapters', () => {
     expect(report.ok).toBe(false);
     expect(report.results[0]!.failures.join('\n')).toMatch(
       /narrow-intent records\.create changed-intent: the conflict is on params, not on the intent/,
+    );
+  });
+
+  it('an adapter that reads a permanent refusal as unknown fails permanent-error even where nothing can look it up', async () => {
+    const base = sandboxDrill('misread', forgetful, { outDir: tempDir('drill-misread-') });
+    const report = await runDrill({
+      ...base,
+      createAdapter: async (ctx) => unknownForRejected(await base.createAdapter(ctx)),
+      scenarios: ['permanent-error'],
+    });
+    expect(report.ok).toBe(false);
+    expect(report.results[0]!.failures.join('\n')).toMatch(
+      /misread records\.create permanent-error: handoff reason expected rejected, observed unknown-no-safe-resend/,
     );
   });
 
