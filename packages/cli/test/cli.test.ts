@@ -70,6 +70,24 @@ describe('retrysafe: exit codes and usage errors', () => {
     }
   });
 
+  it('a --module with nothing to drill is refused beside another adapter too, not skipped while the other passes', async () => {
+    const dir = tempDir('nothing-beside');
+    const cases = {
+      'empty.mjs': 'export const drills = [];\n',
+      'no-ops.mjs':
+        "export const drills = [{ name: 'no-ops', createAdapter: async () => ({}), startSandbox: async () => ({}), operations: {} }];\n",
+    };
+    for (const [file, text] of Object.entries(cases)) {
+      writeFileSync(join(dir, file), text);
+      const out = join(dir, `out-${file}`);
+      const args = ['drill', '--adapter', 'sandbox', '--scenario', 'permanent-error', '--module', join(dir, file)];
+      const r = await cli([...args, '--out', out]);
+      expect(r.code, file).toBe(2);
+      expect(r.stderr, file).toMatch(/nothing to drill/);
+      expect(existsSync(out), file).toBe(false);
+    }
+  });
+
   it('--json turns a usage error into a JSON error on stdout as well', async () => {
     const r = await cli(['drill', '--scenario', 'nope', '--json']);
     expect(r.code).toBe(2);
@@ -77,6 +95,21 @@ describe('retrysafe: exit codes and usage errors', () => {
       ok: false,
       error: { code: 'USAGE', message: expect.stringContaining("unknown scenario 'nope'") },
     });
+  });
+
+  it("an operation whose every scenario the card skipped reads 'skip' in the summary, not 'pass'", async () => {
+    const out = tempDir('all-skipped');
+    const r = await cli(['drill', '--adapter', 'sandbox', '--scenario', 'key-past-retention', '--out', out]);
+    expect(r.code).toBe(0);
+    const row = (drill: string) =>
+      r.stdout
+        .split('\n')
+        .find((l) => l.startsWith(`${drill} `))
+        ?.trim()
+        .split(/\s+/);
+    expect(row('sandbox-replaying')).toEqual(['sandbox-replaying', 'records.create', '1', '0', '0', 'pass']);
+    expect(row('sandbox-forgetful')).toEqual(['sandbox-forgetful', 'records.create', '0', '0', '1', 'skip']);
+    expect(r.stderr).not.toMatch(/✓ sandbox-forgetful: 0 passed/);
   });
 
   it('a failing drill exits 1 and names the scenario and the counts (an adapter whose card lies)', async () => {

@@ -129,7 +129,7 @@ async function runGroup(base: WorkerBase, group: readonly PlannedRun[], runs: Ma
 }
 
 /** The runs of one seed: a kill point drawn for each, and its params. */
-function planRuns(options: CrashDrillOptions, seed: number, perProcess: number) {
+function planRuns(options: CrashDrillOptions, seed: number, perProcess: number, batchSize: number) {
   if (!Number.isInteger(options.runs) || options.runs <= 0) throw new TypeError('runs must be a positive integer');
   if (typeof options.adapterModule !== 'string' || !isAbsolute(options.adapterModule))
     throw new TypeError('adapterModule must be an absolute path to an ESM module exporting createAdapter');
@@ -138,6 +138,7 @@ function planRuns(options: CrashDrillOptions, seed: number, perProcess: number) 
     if (!CRASH_POINTS.includes(p))
       throw new TypeError(`unknown crash point '${String(p)}'; known: ${CRASH_POINTS.join(', ')}`);
   if (!Number.isInteger(perProcess) || perProcess <= 0) throw new TypeError('perProcess must be a positive integer');
+  if (!Number.isInteger(batchSize) || batchSize <= 0) throw new TypeError('batchSize must be a positive integer');
   const random = seededRandom(seed);
   return Array.from({ length: options.runs }, (_, index) => ({
     index,
@@ -196,7 +197,7 @@ function countRuns(rs: readonly CrashRunResult[]) {
  */
 export async function runCrashDrill(options: CrashDrillOptions) {
   const { seed = 1, leaseMs = 5_000, batchSize = 50, perProcess = 10, timeoutMs = 5_000, slowNetwork: slow } = options;
-  const plan = planRuns(options, seed, perProcess);
+  const plan = planRuns(options, seed, perProcess, batchSize);
   if (options.outFile !== undefined) mkdirSync(dirname(options.outFile), { recursive: true });
   if (slow !== undefined && !(typeof slow.share === 'number' && slow.share >= 0 && slow.share <= 1))
     throw new TypeError('slowNetwork.share must be a number from 0 to 1');

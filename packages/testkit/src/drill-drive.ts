@@ -36,7 +36,13 @@ export async function driveScenario(h: Harness, input: DriveInput, d: Drive): Pr
       d.notes.push(`first run with businessOperationId ${id}: ${first}`);
       if (first !== 'done') d.failures.push(`${label}: setup run should finish 'done' but was '${first}'`);
       const requestsBefore = h.proxy.requests.length;
-      d.outcomes.push((await run(input.op.changeIntent(params))).outcome);
+      const second = await run(input.op.changeIntent(params));
+      d.outcomes.push(second.outcome);
+      // A params conflict means the changed field is no part of the intent: two intents would share one id.
+      if ('field' in second && second.field !== 'intent')
+        d.failures.push(
+          `${label}: the conflict is on ${second.field}, not on the intent: the field changeIntent changes is not among the adapter's intent fields, so two different intents share one business-operation id`,
+        );
       const sent = h.proxy.requests.length - requestsBefore;
       if (sent !== 0)
         d.failures.push(`${label}: the conflicting call sent ${sent} request(s) to the provider; expected none`);
@@ -73,7 +79,7 @@ async function settle<R extends { status: string }>(d: Drive, call: () => Promis
     return { outcome: outcomeOf(r.status), r };
   } catch (err) {
     const { name, message } = err as Error;
-    if (ConflictError.isInstance(err)) return { outcome: 'conflict' as const, message };
+    if (ConflictError.isInstance(err)) return { outcome: 'conflict' as const, message, field: err.field };
     d.errors.push(`${what}${name}: ${message}`);
     return { outcome: 'error' as const, message };
   }

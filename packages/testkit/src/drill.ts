@@ -1,6 +1,11 @@
 import { rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { AdapterConfigurationError, type DrillOperation, type RetrySafetyCard } from '@retrysafe/contract';
+import {
+  AdapterConfigurationError,
+  type DrillFault,
+  type DrillOperation,
+  type RetrySafetyCard,
+} from '@retrysafe/contract';
 import { durationMs } from '@retrysafe/contract/rules';
 import { criteriaFor, readCard, skipReason } from './criteria.js';
 import { CONCURRENCY, type Drive, type DriveInput, driveScenario } from './drill-drive.js';
@@ -28,6 +33,15 @@ function lateApplyMs(card: RetrySafetyCard): number {
   const value = card.lookup.lateApplyBound?.value;
   if (value === null) return 0;
   return value === undefined || value === 'unknown' ? 10 * 60_000 : durationMs(value);
+}
+
+/** The Retry-After seconds a fault puts on the wire (`retryAfterS`, else its own header; 0: none); unreadable: the header. */
+function retryAfterOf(f: DrillFault): number | string {
+  if (typeof f !== 'object' || f.kind !== 'status') return 0;
+  if (f.retryAfterS !== undefined) return f.retryAfterS;
+  const header = Object.entries(f.headers ?? {}).find(([name]) => name.toLowerCase() === 'retry-after')?.[1];
+  if (header === undefined) return 0;
+  return /^\s*\d+\s*$/.test(header) ? Number(header) : header;
 }
 
 type ScriptInput = DrillOperation['faults'] & { card: RetrySafetyCard; timeoutMs: number };
@@ -77,8 +91,12 @@ export async function planScenario(ctx: DrillContext, operation: string, scenari
   const skip = skipReason(scenario, card);
   if (skip) return { status: 'skipped', skip, failures: [], ...NOTHING_RAN } as const;
   const rateLimited = op.faults.rateLimited ?? DEFAULT_RATE_LIMITED;
-  const retryAfterS =
-    typeof rateLimited === 'object' && rateLimited.kind === 'status' ? (rateLimited.retryAfterS ?? 0) : 0;
+  const retryAfter = retryAfterOf(rateLimited);
+  const retryAfterS = typeof retryAfter === 'number' ? retryAfter : 0;
+  if (typeof retryAfter === 'string' && scenario === 'rate-limited')
+    return failed(
+      `operations['${operation}'].faults.rateLimited: its Retry-After header ${JSON.stringify(retryAfter)} is not a number of seconds, so the drill cannot tell the wait it must see (use retryAfterS)`,
+    );
   const criteria = criteriaFor(scenario, readCard(card, o.policy), { retryAfterS, concurrency: CONCURRENCY });
   const i = ctx.nextIndex++;
   if (scenario === 'rejection-left-object' && !op.rejectedCreates) {
@@ -142,6 +160,7 @@ export async function runScenario(ctx: DrillContext, operation: string, scenario
   const failures: string[] = [];
   const d: Drive = { outcomes: [], errors: [], failures, notes, runnerReceipts: [] };
   await driveScenario(h, plan, d);
+  await untilQuiet(h.proxy);
   const { observed, proxyRequests } = await observe(h, operation, d);
   const handoffPackets = [...h.packets];
   await h.close().catch((err: Error) => notes.push(`cleanup: ${err.message}`));
@@ -158,9 +177,21 @@ export async function runScenario(ctx: DrillContext, operation: string, scenario
   });
 }
 
+/** Real time without a new request that ends a run: what a detached layer sends a moment later is counted too. */
+const QUIET_MS = 100;
+
+/** Waits until no request has arrived at the proxy for QUIET_MS (at most 20 times that). */
+async function untilQuiet(proxy: FaultProxy): Promise<void> {
+  let seen = -1;
+  for (let turns = 0; seen !== proxy.requests.length && turns < 20; turns += 1) {
+    seen = proxy.requests.length;
+    await new Promise((resolve) => setTimeout(resolve, QUIET_MS));
+  }
+}
+
 /** Each criterion written before the run that the run did not meet, as a sentence. */
 function unmet(run: DriveInput, observed: ObservedValues, { requests, scriptErrors }: FaultProxy): string[] {
-  const { label, scenario, criteria, timeoutMs } = run;
+  const { label, scenario, criteria, timeoutMs, script } = run;
   const { providerRecords, outcomes, errors, maxRequestsInOneExecute, waitedMs } = observed;
   const duringExecute = observed.attemptsAtProxy;
   const calls = observed.executeCalls;
@@ -185,6 +216,9 @@ function unmet(run: DriveInput, observed: ObservedValues, { requests, scriptErro
   const wantHandoff = criteria.handoff === 'with-outcome' ? outcomes.includes('handed-off') : criteria.handoff;
   const { handoffs, handoffReasons } = observed;
   if (wantHandoff && handoffs === 0) out.push(`${label}: handoff expected, observed no handoff packet`);
+  // A permanent refusal handed off as "maybe applied" passes the counts where nothing can look it up: the reason tells.
+  if (scenario === 'permanent-error' && handoffs > 0 && !handoffReasons.includes('rejected'))
+    out.push(`${label}: handoff reason expected rejected, observed ${handoffReasons.join(', ')}`);
   if (!wantHandoff && handoffs > 0)
     out.push(`${label}: no handoff expected, observed ${handoffs} packet(s) (${handoffReasons.join(', ')})`);
   if (criteria.minWaitMs !== undefined && !(waitedMs !== undefined && waitedMs >= criteria.minWaitMs))
@@ -194,6 +228,17 @@ function unmet(run: DriveInput, observed: ObservedValues, { requests, scriptErro
   if (scenario === 'lost-response-timeout' && requests[0]?.clientGaveUp === false)
     out.push(
       `${label}: the client did not time out: the proxy held the response ${timeoutMs * 5 + 1000} ms and dropped it itself; createAdapter must pass timeoutMs (${timeoutMs} ms) to the SDK`,
+    );
+  const outside = requests.filter((r) => r.label === undefined).length;
+  if (outside > 0)
+    out.push(
+      `${label}: ${outside} request(s) reached the provider outside any doExecute or doLookup call: something beside the runner sends on its own`,
+    );
+  // A fault that never met a doExecute request (a 'pass', or a request outside the run) leaves a fault-free run.
+  const scripted = typeof script === 'function' || script.length > 0;
+  if (scripted && !requests.some((r) => r.fault !== 'pass' && phaseOf(r) === 'execute'))
+    out.push(
+      `${label}: the scenario's fault (${typeof script === 'function' ? 'scripted per call' : JSON.stringify(script[0])}) was never played on a request doExecute sent: the run tested no fault`,
     );
   if (scriptErrors.length > 0) out.push(`${label}: fault script errors: ${scriptErrors.join('; ')}`);
   return out;

@@ -179,13 +179,14 @@ function relay(req: IncomingMessage, res: ServerResponse, up: Upstream, truncate
 
 /** The fault's own answer (status, headers, body) in place of the provider's. */
 function answerWithStatus(res: ServerResponse, fault: Extract<Fault, { kind: 'status' }>): void {
-  const headers: Record<string, string> = { ...(fault.headers ?? {}) };
+  // Lower-case names: the fault's own Retry-After and length replace a header of that name instead of doubling it.
+  const headers: Record<string, string> = {};
+  for (const [name, value] of Object.entries(fault.headers ?? {})) headers[name.toLowerCase()] = value;
   if (fault.retryAfterS !== undefined) headers['retry-after'] = String(fault.retryAfterS);
   let payload = '';
   if (fault.body !== undefined) {
     payload = typeof fault.body === 'string' ? fault.body : JSON.stringify(fault.body);
-    if (!Object.keys(headers).some((h) => h.toLowerCase() === 'content-type'))
-      headers['content-type'] = typeof fault.body === 'string' ? 'text/plain' : 'application/json';
+    headers['content-type'] ??= typeof fault.body === 'string' ? 'text/plain' : 'application/json';
   }
   headers['content-length'] = String(Buffer.byteLength(payload));
   res.writeHead(fault.status, headers);

@@ -5,10 +5,11 @@ import { randomUUID } from 'node:crypto';
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { AdapterV1, ProviderKey } from '@retrysafe/contract';
+import { createSandboxAdapter } from '@retrysafe/sandbox';
 import { describe, expect, it } from 'vitest';
 import { type ConformanceOptions, runDrill } from '../src/conformance.js';
 import { wrapAdapter } from '../src/wrap-adapter.js';
-import { replaying, sandboxDrill } from './fixtures/sandbox-drill.js';
+import { forgetful, replaying, sandboxDrill } from './fixtures/sandbox-drill.js';
 import { tempDir } from './fixtures/temp-dir.js';
 
 /** Broken: ignores the runner's provider key and sends a new one on every attempt. */
@@ -28,6 +29,43 @@ function retriesInternally(inner: AdapterV1): AdapterV1 {
       for (let i = 1; i < 3 && (outcome.kind === 'unknown' || outcome.kind === 'not-applied'); i += 1)
         outcome = await inner.doExecute(op, params, ctx);
       return outcome;
+    },
+    doLookup: (op, ctx) => inner.doLookup(op, ctx),
+  });
+}
+
+/** Broken: drops the provider's Retry-After from every outcome, so the runner only backs off. */
+function dropsRetryAfter(inner: AdapterV1): AdapterV1 {
+  return wrapAdapter(inner, {
+    async doExecute(op, params, ctx) {
+      const outcome = await inner.doExecute(op, params, ctx);
+      if (!('retryAfterMs' in outcome)) return outcome;
+      const { retryAfterMs: _dropped, ...rest } = outcome;
+      return rest as typeof outcome;
+    },
+    doLookup: (op, ctx) => inner.doLookup(op, ctx),
+  });
+}
+
+/** Broken: answers "unknown" at once and sends again on its own a moment later (a detached second layer). */
+function resendsInBackground(inner: AdapterV1): AdapterV1 {
+  return wrapAdapter(inner, {
+    async doExecute(op, params, ctx) {
+      const outcome = await inner.doExecute(op, params, ctx);
+      if (outcome.kind === 'unknown') setTimeout(() => void inner.doExecute(op, params, ctx).catch(() => {}), 20);
+      return outcome;
+    },
+    doLookup: (op, ctx) => inner.doLookup(op, ctx),
+  });
+}
+
+/** Broken: reads the provider's permanent refusal as "unknown" (maybe applied). */
+function unknownForRejected(inner: AdapterV1): AdapterV1 {
+  return wrapAdapter(inner, {
+    async doExecute(op, params, ctx) {
+      const outcome = await inner.doExecute(op, params, ctx);
+      if (outcome.kind !== 'rejected') return outcome;
+      return { kind: 'unknown', cause: 'server-error', status: 400, message: 'read as unknown' } as const;
     },
     doLookup: (op, ctx) => inner.doLookup(op, ctx),
   });
@@ -98,6 +136,104 @@ describe('the drill fails broken adapters', () => {
     expect(report.ok).toBe(false);
     expect(report.results[0]!.failures.join('\n')).toMatch(
       /no-timeout records\.create lost-response-timeout: the client did not time out: the proxy held the response 1500 ms and dropped it itself; createAdapter must pass timeoutMs \(100 ms\)/,
+    );
+  });
+
+  it('an adapter that drops Retry-After fails rate-limited whether the fault sends it as retryAfterS or as its own header', async () => {
+    const base = broken('no-retry-after', dropsRetryAfter, tempDir('drill-noretryafter-'));
+    const op = base.operations['records.create']!;
+    const body = { error: { code: 'rate_limited', message: 'slow down' } };
+    const faults = [
+      { kind: 'status', status: 429, retryAfterS: 2, body },
+      { kind: 'status', status: 429, headers: { 'Retry-After': '2' }, body },
+    ] as const;
+    for (const rateLimited of faults) {
+      const report = await runDrill({
+        ...base,
+        operations: { 'records.create': { ...op, faults: { ...op.faults, rateLimited } } },
+        scenarios: ['rate-limited'],
+      });
+      expect(report.ok, JSON.stringify(rateLimited)).toBe(false);
+      expect(report.results[0]!.failures.join('\n')).toMatch(
+        /no-retry-after records\.create rate-limited: Retry-After not honoured: expected a wait of at least 2000 ms/,
+      );
+    }
+  });
+
+  it('a Retry-After header the drill cannot read as seconds fails the scenario instead of expecting no wait', async () => {
+    const base = sandboxDrill('date-retry-after', replaying, { outDir: tempDir('drill-dateretryafter-') });
+    const op = base.operations['records.create']!;
+    const rateLimited = {
+      kind: 'status',
+      status: 429,
+      headers: { 'retry-after': 'Wed, 21 Oct 2026 07:28:00 GMT' },
+    } as const;
+    const report = await runDrill({
+      ...base,
+      operations: { 'records.create': { ...op, faults: { ...op.faults, rateLimited } } },
+      scenarios: ['rate-limited'],
+    });
+    expect(report.ok).toBe(false);
+    expect(report.results[0]!.failures[0]).toMatch(
+      /date-retry-after records\.create rate-limited: operations\['records\.create'\]\.faults\.rateLimited: its Retry-After header .* is not a number of seconds/,
+    );
+  });
+
+  it('a scenario whose fault never reaches a doExecute request fails instead of passing a fault-free run', async () => {
+    const base = sandboxDrill('no-play', replaying, { outDir: tempDir('drill-noplay-') });
+    const op = base.operations['records.create']!;
+    const report = await runDrill({
+      ...base,
+      // 'pass' is a fault the proxy accepts, but the in-progress scenario then drills an ordinary success
+      operations: { 'records.create': { ...op, faults: { ...op.faults, inProgress: 'pass' } } },
+      scenarios: ['in-progress'],
+    });
+    expect(report.ok).toBe(false);
+    expect(report.results[0]!.failures.join('\n')).toMatch(
+      /no-play records\.create in-progress: the scenario's fault \("pass"\) was never played on a request doExecute sent/,
+    );
+  });
+
+  it('an adapter that re-sends in the background after answering unknown fails: its late request is seen, not missed', async () => {
+    const base = sandboxDrill('background', forgetful, { outDir: tempDir('drill-background-') });
+    const report = await runDrill({
+      ...base,
+      createAdapter: async (ctx) => resendsInBackground(await base.createAdapter(ctx)),
+      scenarios: ['lost-response'],
+    });
+    expect(report.ok).toBe(false);
+    const failures = report.results[0]!.failures.join('\n');
+    expect(failures).toMatch(/background records\.create lost-response: providerRecords expected 1, observed 2/);
+    expect(failures).toMatch(
+      /background records\.create lost-response: 1 request\(s\) reached the provider outside any doExecute or doLookup call/,
+    );
+  });
+
+  it('an adapter whose intent leaves out a field changeIntent changes fails changed-intent: a params conflict is not the intent conflict it names', async () => {
+    const base = sandboxDrill('narrow-intent', replaying, { outDir: tempDir('drill-narrowintent-') });
+    const report = await runDrill({
+      ...base,
+      // broken: amount is not part of the intent, so two charges of another amount share one business-operation id
+      createAdapter: ({ baseUrl, timeoutMs }) =>
+        createSandboxAdapter({ baseUrl, timeoutMs, behaviour: replaying, intentFields: ['ref'] }),
+      scenarios: ['changed-intent'],
+    });
+    expect(report.ok).toBe(false);
+    expect(report.results[0]!.failures.join('\n')).toMatch(
+      /narrow-intent records\.create changed-intent: the conflict is on params, not on the intent/,
+    );
+  });
+
+  it('an adapter that reads a permanent refusal as unknown fails permanent-error even where nothing can look it up', async () => {
+    const base = sandboxDrill('misread', forgetful, { outDir: tempDir('drill-misread-') });
+    const report = await runDrill({
+      ...base,
+      createAdapter: async (ctx) => unknownForRejected(await base.createAdapter(ctx)),
+      scenarios: ['permanent-error'],
+    });
+    expect(report.ok).toBe(false);
+    expect(report.results[0]!.failures.join('\n')).toMatch(
+      /misread records\.create permanent-error: handoff reason expected rejected, observed unknown-no-safe-resend/,
     );
   });
 

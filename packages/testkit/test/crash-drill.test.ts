@@ -115,6 +115,15 @@ describe('crash drill', () => {
       /unknown crash point 'after-lunch'/,
     );
   });
+
+  it('refuses a batch size that is not a positive integer (0 or less never ends, NaN runs nothing)', {
+    timeout: 10_000,
+  }, async () => {
+    for (const batchSize of [0, -1, Number.NaN, 1.5])
+      await expect(runCrashDrill(options(1, 1, { batchSize })), String(batchSize)).rejects.toThrow(
+        /batchSize must be a positive integer/,
+      );
+  });
 });
 
 // The crash drill on the embedded ledger (node:sqlite), with more runs than the quick cases above.

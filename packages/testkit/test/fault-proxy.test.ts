@@ -213,6 +213,27 @@ describe('fault proxy', () => {
     expect(proxy.requests.map((r) => r.forwarded)).toEqual([false, false]);
   });
 
+  it("status: the fault's own Retry-After and the body's length replace a header of that name in any case (one of each on the wire)", async () => {
+    proxy = await startFaultProxy({
+      target: up.url,
+      faults: [
+        { kind: 'status', status: 429, retryAfterS: 5, headers: { 'Retry-After': '1' } },
+        {
+          kind: 'status',
+          status: 429,
+          headers: { 'Content-Length': '0', 'Content-Type': 'application/problem+json' },
+          body: { a: 1 },
+        },
+      ],
+    });
+    const a = await send(proxy.url, 'POST', '/x', '{}');
+    expect(a.status).toBe(429);
+    expect(a.headers!['retry-after']).toBe('5');
+    const b = await send(proxy.url, 'POST', '/x', '{}');
+    expect(b).toMatchObject({ status: 429, body: '{"a":1}' });
+    expect(b.headers!['content-type']).toBe('application/problem+json');
+  });
+
   it('status with forward: the upstream commits, the client gets the scripted answer instead', async () => {
     proxy = await startFaultProxy({
       target: up.url,

@@ -137,7 +137,22 @@ export function lookupAt(pm: ProviderModel, p: ProviderState, t: number): { p: P
   return { p, result: { kind: 'not-found', reason: 'no record for this operation' } };
 }
 
+/** A misspelt fate or a bound that is no count would explore less and still say "no violation": refused. */
+function checkOptions(o: ExploreOptions): void {
+  for (const f of o.fates ?? [])
+    if (!ALL_FATES.includes(f)) throw new TypeError(`unknown fate '${String(f)}'; known: ${ALL_FATES.join(', ')}`);
+  const bounds = { maxNetworkFaults: 0, maxCrashes: 0, maxPauses: 0, maxStates: 1 } as const;
+  for (const [name, min] of Object.entries(bounds)) {
+    const v = o[name as keyof typeof bounds];
+    if (v !== undefined && !(Number.isInteger(v) && v >= min))
+      throw new TypeError(`${name} must be an integer >= ${min}, got ${JSON.stringify(v)}`);
+  }
+  if (o.workers !== undefined && o.workers !== 1 && o.workers !== 2)
+    throw new TypeError(`workers must be 1 or 2, got ${JSON.stringify(o.workers)}`);
+}
+
 export function contextFor(options: ExploreOptions) {
+  checkOptions(options);
   const card = options.card;
   const policy = resolvePolicy(card, options.policy);
   const marginMs = policy.clockSkewMarginMs;

@@ -103,3 +103,19 @@ describe('explorer', () => {
     expect(r.violation!.message).toMatch(/maxAttempts/);
   });
 });
+
+describe('explorer options', () => {
+  it('a misspelt fate or a bound that is not a count is a TypeError, not fewer interleavings reported as no violation', () => {
+    // control: with the real fate the broken rule is caught
+    const base = { card: lookupOnly, decide: trustsEveryNotFound, workers: 1, maxCrashes: 0 } as const;
+    expect(explore({ ...base, fates: ['delivered', 'late'] }).violation?.invariant).toBe('at-most-once');
+    expect(() => explore({ ...base, fates: ['delivered', 'lates' as never] })).toThrow(TypeError);
+    expect(() => explore({ ...base, fates: ['delivered', 'lates' as never] })).toThrow(/unknown fate 'lates'/);
+    for (const bad of [Number.NaN, -1, 1.5, '2' as never])
+      expect(() => explore({ ...base, maxNetworkFaults: bad }), String(bad)).toThrow(/maxNetworkFaults/);
+    expect(() => explore({ ...base, maxCrashes: Number.NaN })).toThrow(/maxCrashes/);
+    expect(() => explore({ ...base, maxPauses: -1 })).toThrow(/maxPauses/);
+    expect(() => explore({ ...base, maxStates: 0 })).toThrow(/maxStates/);
+    expect(() => explore({ ...base, workers: 3 as never })).toThrow(/workers/);
+  });
+});

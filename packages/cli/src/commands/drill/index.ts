@@ -93,6 +93,16 @@ export async function drillCommand(
     throw new UsageError(`--seed must be a non-negative integer, got ${String(opts.seed)}`);
   const entries = await loadAdapters(opts.adapter, opts.module, opts.config);
   const problems = entries.filter((e) => e.missing).map((e) => `${e.name}: ${e.missing}`);
+  // Nothing to drill in one adapter is bad input even beside others: skipped, it would leave their green alone.
+  const idle = entries.flatMap((e) =>
+    e.missing
+      ? []
+      : e.drills.length === 0
+        ? [e.from]
+        : e.drills.filter((d) => !Object.keys(d.operations).length).map((d) => `${e.from} (drill setup '${d.name}')`),
+  );
+  if (idle.length > 0)
+    throw new UsageError(`nothing to drill in ${idle.join(', ')}: every drill setup needs an operation`);
   const drills = entries.flatMap((e) => e.drills);
   pickKnown('operation', [...new Set(drills.flatMap((d) => Object.keys(d.operations)))], opts.operation ?? []);
   const planned = drills.reduce((n, d) => n + operationsOf(d, opts.operation).length * scenarios.length, 0);
@@ -136,7 +146,7 @@ export async function drillCommand(
         }
         const s = writeSummary(ctx);
         progress?.note(
-          `${s.failed ? paint('red', '✗', color) : paint('green', '✓', color)} ${drill.name}: ${s.passed} passed, ${s.failed} failed, ${s.skipped} skipped in ${humanMs(Date.now() - drillStarted)}`,
+          `${s.failed ? paint('red', '✗', color) : s.passed ? paint('green', '✓', color) : statusMark('skipped', color)} ${drill.name}: ${s.passed} passed, ${s.failed} failed, ${s.skipped} skipped in ${humanMs(Date.now() - drillStarted)}`,
         );
       } finally {
         disposeDrillContext(ctx);

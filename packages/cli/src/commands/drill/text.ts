@@ -39,7 +39,7 @@ export function drillText(report: DrillCommandReport, color = false, details = f
         rows[0]!.drill,
         rows[0]!.operation,
         ...(['passed', 'failed', 'skipped'] as const).map((s) => String(n[s])),
-        statusMark(n.failed ? 'failed' : 'passed', color),
+        statusMark(n.failed ? 'failed' : n.passed ? 'passed' : 'skipped', color),
       ];
     }),
     { right: [2, 3, 4] },
