@@ -19,8 +19,9 @@ export const CRASH_POINTS = [
 export type CrashPoint = (typeof CRASH_POINTS)[number];
 
 export interface CrashDrillSandbox extends Omit<DrillSandbox, 'expireKeys'> {
-  /** Records the provider holds for one run, by params if you can: a per-key count misses a duplicate made under another key. */
-  countFor?(run: { readonly providerKey: string | null; readonly params: unknown }): number | Promise<number>;
+  /** Records the provider holds for one run, by params if you can: a per-key count misses a duplicate made under another
+   * key. Required: with the total alone, a duplicate in one run and a loss in another cancel out. */
+  countFor(run: { readonly providerKey: string | null; readonly params: unknown }): number | Promise<number>;
 }
 
 export interface CrashDrillOptions
@@ -168,7 +169,7 @@ async function startSlowProxy(target: string, share: number, holdMs: number, see
 }
 
 /** One run's end: how its worker died, where recovery left it, and the records the provider holds for it. */
-function runResult(job: PlannedRun, run: RunEnd, records: number | null, res?: Recovered['results'][number]) {
+function runResult(job: PlannedRun, run: RunEnd, records: number, res?: Recovered['results'][number]) {
   return {
     index: job.index,
     point: job.point,
@@ -179,7 +180,7 @@ function runResult(job: PlannedRun, run: RunEnd, records: number | null, res?: R
     finalStatus: res?.status ?? null,
     adopted: res?.adopted ?? false,
     providerRecords: records,
-    duplicate: records !== null && records > 1,
+    duplicate: records > 1,
     lost: res?.status !== 'done' || records === 0,
   };
 }
@@ -203,6 +204,12 @@ export async function runCrashDrill(options: CrashDrillOptions) {
     throw new TypeError('slowNetwork.share must be a number from 0 to 1');
   const holdMs = slow?.holdMs ?? leaseMs + timeoutMs + 500;
   const sandbox = await options.startSandbox();
+  if (typeof sandbox?.countFor !== 'function') {
+    await sandbox?.close?.();
+    throw new TypeError(
+      'startSandbox must return countFor: with the total alone, a duplicate in one run and a loss in another cancel out',
+    );
+  }
   const late = slow ? await startSlowProxy(sandbox.url, slow.share, holdMs, seed) : null;
   // The batches' ledgers; kept at the end only when the report was written into it (no outFile given).
   const work = mkdtempSync(join(tmpdir(), 'retrysafe-crash-'));
@@ -242,7 +249,7 @@ export async function runCrashDrill(options: CrashDrillOptions) {
       for (const job of batch) {
         const res = recovered?.results.find((x) => x.index === job.index);
         const providerKey = res?.providerKey ?? null;
-        const records = sandbox.countFor ? await sandbox.countFor({ providerKey, params: job.params }) : null;
+        const records = await sandbox.countFor({ providerKey, params: job.params });
         results.push(runResult(job, runs.get(job.index)!, records, res));
       }
       for (const suffix of ['', '-wal', '-shm']) rmSync(base.ledgerPath + suffix, { force: true });

@@ -126,6 +126,28 @@ describe('crash drill', () => {
   });
 });
 
+describe('crash drill: a sandbox that cannot count one run', () => {
+  it('is refused before any run: a duplicate in one run and a loss in another would cancel out in the total', {
+    timeout: 10_000,
+  }, async () => {
+    let closed = false;
+    const startSandbox = async () => {
+      const { countFor: _countFor, ...rest } = await startCrashDrillSandbox(replaying);
+      return {
+        ...rest,
+        close: async () => {
+          closed = true;
+          await rest.close();
+        },
+      };
+    };
+    await expect(runCrashDrill(options(2, 3, { startSandbox } as Partial<CrashDrillOptions>))).rejects.toThrow(
+      /countFor/,
+    );
+    expect(closed).toBe(true);
+  });
+});
+
 // The crash drill on the embedded ledger (node:sqlite), with more runs than the quick cases above.
 describe('crash drill on the SQLite ledger', () => {
   it('40 seeded runs, 0 duplicates, 0 lost', { timeout: 120_000 }, async () => {
