@@ -112,6 +112,23 @@ describe('retrysafe: exit codes and usage errors', () => {
     expect(r.stderr).not.toMatch(/✓ sandbox-forgetful: 0 passed/);
   });
 
+  it('a drill whose every scenario the cards skipped tested nothing: it says so and exits 1, never green', async () => {
+    const r = await cli([
+      'drill',
+      '--adapter',
+      'sandbox',
+      '--scenario',
+      'rejection-left-object',
+      '--json',
+      '--out',
+      tempDir('none-ran'),
+    ]);
+    expect(r.code).toBe(1);
+    const report = JSON.parse(r.stdout);
+    expect(report).toMatchObject({ ok: false, totals: { passed: 0, failed: 0, skipped: 2 } });
+    expect(report.problems.join('\n')).toMatch(/every scenario was skipped by the cards: nothing was drilled/);
+  });
+
   it('a failing drill exits 1 and names the scenario and the counts (an adapter whose card lies)', async () => {
     const out = tempDir('lying');
     const r = await lyingDrill(out, ['--json']);

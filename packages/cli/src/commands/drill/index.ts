@@ -157,6 +157,9 @@ export async function drillCommand(
   const durationMs = Date.now() - started;
   const rows = results.map((x) => toRow(x.adapter, x.result, x.durationMs));
   const totals = { scenarios: rows.length, ...count(rows) };
+  // A run that tested nothing is no green (a card may skip a scenario; not every one of them).
+  if (totals.failed === 0 && totals.passed === 0)
+    problems.push('every scenario was skipped by the cards: nothing was drilled');
   const adapters = entries.map((e) => ({
     name: e.name,
     from: e.from,
