@@ -8,7 +8,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { cardsInit } from '../src/commands/cards/init/index.js';
 import { refusals } from '../src/commands/cards/refusals.js';
 import { cardsOf, loadAdapters } from '../src/registry.js';
-import { cli, REPO, readCardFile } from './helpers.js';
+import { cli, PARTIAL_CARD, REPO, readCardFile } from './helpers.js';
 
 const schemaFile = join(REPO, 'packages/contract/schema/retry-safety-card.v1.schema.json');
 const validate = new Ajv2020({ allErrors: true, strict: true }).compile(
@@ -20,20 +20,6 @@ beforeEach(() => {
   dir = mkdtempSync(join(tmpdir(), 'rs-cards-init-'));
 });
 afterEach(() => rmSync(dir, { recursive: true, force: true }));
-
-const PARTIAL = `provider: acme
-operation: acme.orders.create
-businessOperationId:
-  intentFields: [customer, orderRef]
-sideEffect:
-  kind: { value: create, source: https://docs.acme.example/api/orders }
-  idempotentByNature: { value: false, source: https://docs.acme.example/api/orders }
-providerKey:
-  travels: { value: header, source: https://docs.acme.example/api/idempotency }
-  name: { value: Idempotency-Key, source: https://docs.acme.example/api/idempotency }
-storedResult:
-  semantics: { value: replays, source: https://docs.acme.example/api/idempotency }
-`;
 
 describe('the published JSON Schema, read by a real validator (ajv, draft 2020-12)', () => {
   it('accepts every card the adapters ship', async () => {
@@ -72,7 +58,7 @@ describe('the published JSON Schema, read by a real validator (ajv, draft 2020-1
 describe('retrysafe cards init --from', () => {
   it('fills what the file has, leaves every other fact unknown (listed in unverified), and says what the runner will refuse', async () => {
     const from = join(dir, 'partial.yaml');
-    writeFileSync(from, PARTIAL);
+    writeFileSync(from, PARTIAL_CARD);
     const r = await cardsInit({ from, out: join(dir, 'card.yaml') });
     expect(validateCard(r.card).problems).toEqual([]);
     expect(r.card.providerKey.name.value).toBe('Idempotency-Key');
@@ -123,14 +109,17 @@ describe('retrysafe cards init --from', () => {
 
   it('through the CLI: prints the card on stdout and the refusals on stderr; a file missing the operation is refused (exit 2), nothing written', async () => {
     const from = join(dir, 'partial.yaml');
-    writeFileSync(from, PARTIAL);
+    writeFileSync(from, PARTIAL_CARD);
     const ok = await cli(['cards', 'init', '--from', from]);
     expect(ok.code).toBe(0);
     expect(ok.stdout).toMatch(/operation: acme\.orders\.create/);
     expect(ok.stderr).toMatch(/the runner will refuse:\n {2}- no re-send/);
     writeFileSync(
       from,
-      PARTIAL.replace('operation: acme.orders.create\n', '').replace('kind: { value: create', 'kind: { value: creat'),
+      PARTIAL_CARD.replace('operation: acme.orders.create\n', '').replace(
+        'kind: { value: create',
+        'kind: { value: creat',
+      ),
     );
     const out = join(dir, 'never.json');
     const bad = await cli(['cards', 'init', '--from', from, '--out', out]);
@@ -185,7 +174,7 @@ describe('retrysafe cards init (interactive)', () => {
 describe('retrysafe cards validate', () => {
   it('reads card files as the runner would: a good YAML card passes with its refusals, a typo fails with its path (exit 1)', async () => {
     const from = join(dir, 'partial.yaml');
-    writeFileSync(from, PARTIAL);
+    writeFileSync(from, PARTIAL_CARD);
     await cardsInit({ from, out: join(dir, 'good.yaml') });
     writeFileSync(join(dir, 'bad.json'), JSON.stringify({ ...readCardFile(join(dir, 'good.yaml')), concurency: 'x' }));
     const r = await cli(['cards', 'validate', join(dir, 'good.yaml'), join(dir, 'bad.json')]);

@@ -53,40 +53,31 @@ describe('retrysafe: exit codes and usage errors', () => {
     expect(r.code).toBe(2);
   });
 
-  it('a --module with nothing to drill (no drill setup, or one without operations) exits 2 and writes no report', async () => {
-    const dir = tempDir('nothing-to-drill');
-    const cases = {
-      'empty.mjs': 'export const drills = [];\n',
-      'no-ops.mjs':
-        "export const drills = [{ name: 'no-ops', createAdapter: async () => ({}), startSandbox: async () => ({}), operations: {} }];\n",
-    };
-    for (const [file, text] of Object.entries(cases)) {
-      writeFileSync(join(dir, file), text);
-      const out = join(dir, `out-${file}`);
-      const r = await cli(['drill', '--module', join(dir, file), '--out', out]);
-      expect(r.code, file).toBe(2);
-      expect(r.stderr, file).toMatch(/nothing to drill/);
-      expect(existsSync(out), file).toBe(false);
-    }
-  });
-
-  it('a --module with nothing to drill is refused beside another adapter too, not skipped while the other passes', async () => {
-    const dir = tempDir('nothing-beside');
-    const cases = {
-      'empty.mjs': 'export const drills = [];\n',
-      'no-ops.mjs':
-        "export const drills = [{ name: 'no-ops', createAdapter: async () => ({}), startSandbox: async () => ({}), operations: {} }];\n",
-    };
-    for (const [file, text] of Object.entries(cases)) {
-      writeFileSync(join(dir, file), text);
-      const out = join(dir, `out-${file}`);
-      const args = ['drill', '--adapter', 'sandbox', '--scenario', 'permanent-error', '--module', join(dir, file)];
-      const r = await cli([...args, '--out', out]);
-      expect(r.code, file).toBe(2);
-      expect(r.stderr, file).toMatch(/nothing to drill/);
-      expect(existsSync(out), file).toBe(false);
-    }
-  });
+  const NOTHING_TO_DRILL = {
+    'empty.mjs': 'export const drills = [];\n',
+    'no-ops.mjs':
+      "export const drills = [{ name: 'no-ops', createAdapter: async () => ({}), startSandbox: async () => ({}), operations: {} }];\n",
+  };
+  it.each([
+    ['alone', []],
+    [
+      'beside another adapter too, not skipped while the other passes',
+      ['--adapter', 'sandbox', '--scenario', 'permanent-error'],
+    ],
+  ])(
+    'a --module with nothing to drill (no drill setup, or one without operations), %s: exits 2 and writes no report',
+    async (_, beside) => {
+      const dir = tempDir('nothing-to-drill');
+      for (const [file, text] of Object.entries(NOTHING_TO_DRILL)) {
+        writeFileSync(join(dir, file), text);
+        const out = join(dir, `out-${file}`);
+        const r = await cli(['drill', ...beside, '--module', join(dir, file), '--out', out]);
+        expect(r.code, file).toBe(2);
+        expect(r.stderr, file).toMatch(/nothing to drill/);
+        expect(existsSync(out), file).toBe(false);
+      }
+    },
+  );
 
   it('--json turns a usage error into a JSON error on stdout as well', async () => {
     const r = await cli(['drill', '--scenario', 'nope', '--json']);
@@ -113,16 +104,8 @@ describe('retrysafe: exit codes and usage errors', () => {
   });
 
   it('a drill whose every scenario the cards skipped tested nothing: it says so and exits 1, never green', async () => {
-    const r = await cli([
-      'drill',
-      '--adapter',
-      'sandbox',
-      '--scenario',
-      'rejection-left-object',
-      '--json',
-      '--out',
-      tempDir('none-ran'),
-    ]);
+    const skipped = ['--adapter', 'sandbox', '--scenario', 'rejection-left-object', '--json'];
+    const r = await cli(['drill', ...skipped, '--out', tempDir('none-ran')]);
     expect(r.code).toBe(1);
     const report = JSON.parse(r.stdout);
     expect(report).toMatchObject({ ok: false, totals: { passed: 0, failed: 0, skipped: 2 } });

@@ -10,7 +10,7 @@ import { createRunner, createVirtualClock } from '@retrysafe/core';
 import { createSqliteLedger } from '@retrysafe/ledger-sqlite';
 import { createSandboxAdapter, createSandboxProvider } from '@retrysafe/sandbox';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { cli, REPO } from './helpers.js';
+import { cli, PARTIAL_CARD, REPO } from './helpers.js';
 
 /** The console block that follows `heading` in a page: its command and what it prints. */
 function consoleBlock(heading: string, file = 'docs/runbook.md'): { command: string; output: string } {
@@ -102,23 +102,7 @@ describe('the CLI README shows what cards init prints', () => {
   it('retrysafe cards init --from partial.yaml --out …', async () => {
     const { command, output } = consoleBlock('## `retrysafe cards init', 'packages/cli/README.md');
     expect(command).toBe('retrysafe cards init --from partial.yaml --out acme.orders.create.yaml');
-    // A partial card: the intent, the side effect, where the key travels, and that the provider replays.
-    writeFileSync(
-      join(dir, 'partial.yaml'),
-      `provider: acme
-operation: acme.orders.create
-businessOperationId:
-  intentFields: [customer, orderRef]
-sideEffect:
-  kind: { value: create, source: https://docs.acme.example/api/orders }
-  idempotentByNature: { value: false, source: https://docs.acme.example/api/orders }
-providerKey:
-  travels: { value: header, source: https://docs.acme.example/api/idempotency }
-  name: { value: Idempotency-Key, source: https://docs.acme.example/api/idempotency }
-storedResult:
-  semantics: { value: replays, source: https://docs.acme.example/api/idempotency }
-`,
-    );
+    writeFileSync(join(dir, 'partial.yaml'), PARTIAL_CARD);
     const r = await cli(['cards', 'init', '--from', 'partial.yaml', '--out', 'acme.orders.create.yaml'], {
       cwd: dir,
       env: { NO_COLOR: '1' },

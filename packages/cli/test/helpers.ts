@@ -170,3 +170,19 @@ export interface RawSqlite {
 export function openRawSqlite(path: string, opts: { readonly?: boolean } = {}): RawSqlite {
   return new DatabaseSync(path, { readOnly: opts.readonly === true }) as unknown as RawSqlite;
 }
+
+/** A partial card, as `cards init --from` takes it: the intent, the side effect, where the key travels, and that the
+ * provider replays. */
+export const PARTIAL_CARD = `provider: acme
+operation: acme.orders.create
+businessOperationId:
+  intentFields: [customer, orderRef]
+sideEffect:
+  kind: { value: create, source: https://docs.acme.example/api/orders }
+  idempotentByNature: { value: false, source: https://docs.acme.example/api/orders }
+providerKey:
+  travels: { value: header, source: https://docs.acme.example/api/idempotency }
+  name: { value: Idempotency-Key, source: https://docs.acme.example/api/idempotency }
+storedResult:
+  semantics: { value: replays, source: https://docs.acme.example/api/idempotency }
+`;

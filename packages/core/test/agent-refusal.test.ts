@@ -13,6 +13,18 @@ import { agentTools, callAgentTool, operationStatus, refusalAnswer } from '@retr
 import { describe, expect, it } from 'vitest';
 import { setup } from './helpers.js';
 
+/** The sandbox operation as an agent tool whose provider rejects every call with `rejection`; `sent()` counts calls. */
+function rejectingTool(rejection: { reason: string; message: string; created?: string; fields?: object[] }) {
+  const { adapter, ...rest } = setup();
+  let sent = 0;
+  const doExecute = async () => {
+    sent++;
+    return { kind: 'rejected', ...rejection } as const;
+  };
+  const [tool] = agentTools([{ ...adapter, doExecute } as typeof adapter], ['sandbox_records_create']);
+  return { ...rest, adapter, tool: tool!, sent: () => sent };
+}
+
 function nested(depth: number): unknown {
   let v: unknown = 'leaf';
   for (let i = 0; i < depth; i++) v = { v };
@@ -75,28 +87,18 @@ describe('the refusal mapping', () => {
 
 describe('the needs-human answer offers a corrected call only where the runner will send one', () => {
   it('a rejection that left an object at the provider: no "corrected request" promise, and the corrected call sends nothing', async () => {
-    const { adapter, runner } = setup();
-    let sent = 0;
-    const declines = {
-      ...adapter,
-      doExecute: async () => {
-        sent++;
-        return {
-          kind: 'rejected',
-          reason: 'card-declined',
-          message: 'declined',
-          created: 'pi_1',
-          fields: [{ path: 'card', message: 'was declined' }],
-        } as const;
-      },
-    };
-    const [tool] = agentTools([declines], ['sandbox_records_create']);
+    const { runner, tool, sent } = rejectingTool({
+      reason: 'card-declined',
+      message: 'declined',
+      created: 'pi_1',
+      fields: [{ path: 'card', message: 'was declined' }],
+    });
     const first = await callAgentTool(runner, tool!, { ref: 'o-12', note: 'card a' });
     expect(first.status).toBe('needs-human');
     expect(first.message).not.toMatch(/sent as a corrected request/);
     const corrected = await callAgentTool(runner, tool!, { ref: 'o-12', note: 'card b' });
     expect(corrected.status).toBe('conflict');
-    expect(sent).toBe(1);
+    expect(sent()).toBe(1);
   });
 });
 
@@ -113,21 +115,11 @@ describe('agentTools: the operations to expose', () => {
 
 describe('the answer for an operation a person closed', () => {
   it('abandoned after a rejection with field errors: no "corrected request" promise and no waiting for a person; a corrected call sends nothing', async () => {
-    const { provider, adapter, runner, ledger } = setup();
-    let sent = 0;
-    const rejects = {
-      ...adapter,
-      doExecute: async () => {
-        sent++;
-        return {
-          kind: 'rejected',
-          reason: 'validation',
-          message: 'note is too long',
-          fields: [{ path: 'note', message: 'is too long' }],
-        } as const;
-      },
-    };
-    const [tool] = agentTools([rejects], ['sandbox_records_create']);
+    const { provider, runner, ledger, tool, sent } = rejectingTool({
+      reason: 'validation',
+      message: 'note is too long',
+      fields: [{ path: 'note', message: 'is too long' }],
+    });
     const first = await callAgentTool(runner, tool!, { ref: 'o-13', note: 'long' });
     expect(first.message).toMatch(/sent as a corrected request/); // the packet offers resend-with
     await runner.resolve(first.businessOperationId!, { action: 'abandon' }, { by: 'ops' });
@@ -140,20 +132,14 @@ describe('the answer for an operation a person closed', () => {
       handoff: { safeNextActions: [] },
     });
     expect(await callAgentTool(runner, tool!, { ref: 'o-13', note: 'short' })).toMatchObject({ status: 'conflict' });
-    expect(sent).toBe(1);
+    expect(sent()).toBe(1);
     expect(provider.count()).toBe(0);
   });
 });
 
 describe('the needs-human answer names what a rejection left at the provider', () => {
   it('also when the provider named no field: the object is named and a new call is said to make a second one', async () => {
-    const { adapter, runner } = setup();
-    const declines = {
-      ...adapter,
-      doExecute: async () =>
-        ({ kind: 'rejected', reason: 'card-declined', message: 'declined', created: 'pi_2' }) as const,
-    };
-    const [tool] = agentTools([declines], ['sandbox_records_create']);
+    const { runner, tool } = rejectingTool({ reason: 'card-declined', message: 'declined', created: 'pi_2' });
     const first = await callAgentTool(runner, tool!, { ref: 'o-14' });
     expect(first.status).toBe('needs-human');
     expect(first.message).toMatch(/pi_2/);
@@ -163,13 +149,7 @@ describe('the needs-human answer names what a rejection left at the provider', (
 
 describe('the conflict answer to a correction the runner refuses', () => {
   it('a rejection that left an object: the answer does not send the agent to other intent fields', async () => {
-    const { adapter, runner } = setup();
-    const declines = {
-      ...adapter,
-      doExecute: async () =>
-        ({ kind: 'rejected', reason: 'card-declined', message: 'declined', created: 'pi_3' }) as const,
-    };
-    const [tool] = agentTools([declines], ['sandbox_records_create']);
+    const { runner, tool } = rejectingTool({ reason: 'card-declined', message: 'declined', created: 'pi_3' });
     expect((await callAgentTool(runner, tool!, { ref: 'o-15', note: 'card a' })).status).toBe('needs-human');
     const corrected = await callAgentTool(runner, tool!, { ref: 'o-15', note: 'card b' });
     expect(corrected.status).toBe('conflict');

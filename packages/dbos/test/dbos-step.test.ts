@@ -94,6 +94,16 @@ afterAll(async () => {
 const start = async <A extends unknown[], R>(wf: (...a: A) => Promise<R>, workflowID: string, ...args: A) =>
   DBOS.startWorkflow(wf, { workflowID })(...args);
 
+/** Starts `wf` on `ref` with its first call rejected; resolves once the workflow has published the hand-off. */
+async function rejectedAndPublished<R>(wf: (ref: string) => Promise<R>, name: string, ref: string) {
+  provider.failNext({ kind: 'rejected', message: 'amount must be positive' });
+  const wfId = `${name}-${tag}`;
+  const h = await start(wf, wfId, ref);
+  const bo = await handedOff(ref);
+  const published = await waitFor(async () => DBOS.getEvent<DbosOperationOutcome>(wfId, handoffEventKey(bo), 1));
+  return { wfId, h, bo, published };
+}
+
 describe('ids: business id from the intent; DBOS workflow and step ids only as run and attempt ids', () => {
   it('a workflow id the contract cannot carry as a run id is hashed, stably', () => {
     expect(runIdForWorkflow('0f7c7f4e-2a1b-4c55-9a43-7b1f6a2d9e10')).toBe('0f7c7f4e-2a1b-4c55-9a43-7b1f6a2d9e10');
@@ -185,9 +195,9 @@ describe('DBOS step retries stay off for wrapped operations (enforced)', () => {
     await expect(
       rs.run(adapter, OP, { params: { ref: 'order-nan' } }, { inProgressRounds: Number.NaN }),
     ).rejects.toSatisfy(bad);
-    const handedOff = { status: 'handed-off' } as DbosOperationOutcome;
+    const outcome = { status: 'handed-off' } as DbosOperationOutcome;
     for (const options of [{ timeoutSeconds: Number.NaN }, { pollSeconds: Number.NaN }, { pollSeconds: Infinity }])
-      await expect(rs.awaitResolution(adapter, handedOff, options)).rejects.toSatisfy(bad);
+      await expect(rs.awaitResolution(adapter, outcome, options)).rejects.toSatisfy(bad);
   });
 
   it('refuses to run outside a DBOS workflow', async () => {
@@ -202,11 +212,7 @@ describe('a handoff is an outcome the workflow waits on, resolved by a person', 
   it('rejected → handed-off outcome (one provider call, no DBOS retry) → a person resumes through DBOS messages → one record', async () => {
     const before = provider.count();
     const calls = provider.calls();
-    provider.failNext({ kind: 'rejected', message: 'amount must be positive' });
-    const wfId = `handoff-resume-${tag}`;
-    const h = await start(withHandoff, wfId, 'order-handoff-1');
-    const bo = await handedOff('order-handoff-1');
-    const published = await waitFor(async () => DBOS.getEvent<DbosOperationOutcome>(wfId, handoffEventKey(bo), 1));
+    const { wfId, h, bo, published } = await rejectedAndPublished(withHandoff, 'handoff-resume', 'order-handoff-1');
     expect(published).toMatchObject({ status: 'handed-off', reason: 'rejected' });
     expect(provider.calls()).toBe(calls + 1);
     // A rejected request's packet marks resume unsafe (it would be rejected again): the person fixed the
@@ -224,11 +230,7 @@ describe('a handoff is an outcome the workflow waits on, resolved by a person', 
 
   it('a resume refused as not safe keeps it waiting; the person then forces it and it completes (one record)', async () => {
     const before = provider.count();
-    provider.failNext({ kind: 'rejected', message: 'amount must be positive' });
-    const wfId = `handoff-force-${tag}`;
-    const h = await start(withHandoff, wfId, 'order-handoff-3');
-    const bo = await handedOff('order-handoff-3');
-    await waitFor(async () => DBOS.getEvent<DbosOperationOutcome>(wfId, handoffEventKey(bo), 1));
+    const { wfId, h, bo } = await rejectedAndPublished(withHandoff, 'handoff-force', 'order-handoff-3');
     await sendResolution(DBOS, wfId, bo, { action: 'resume', by: 'erin' }); // refused: resume is not safe
     await sendResolution(DBOS, wfId, bo, { action: 'resume', force: true, by: 'erin' });
     const { final } = await h.getResult();
@@ -250,11 +252,7 @@ describe('a handoff is an outcome the workflow waits on, resolved by a person', 
 describe('a resume whose worker died mid-way (the resolve step re-executed after a crash)', () => {
   it('is driven on by the waiting workflow once the dead lease runs out: done, one record', async () => {
     const before = provider.count();
-    provider.failNext({ kind: 'rejected', message: 'amount must be positive' });
-    const wfId = `resume-crash-${tag}`;
-    const h = await start(withShortWait, wfId, 'order-resume-crash');
-    const bo = await handedOff('order-resume-crash');
-    await waitFor(async () => DBOS.getEvent<DbosOperationOutcome>(wfId, handoffEventKey(bo), 1));
+    const { wfId, h, bo } = await rejectedAndPublished(withShortWait, 'resume-crash', 'order-resume-crash');
     // What the step's first execution left when its process died: the resume claimed and dispatched, nothing sent.
     const rec = (await rs.ledger.get(bo))!;
     const { provider: p, operation, intentFingerprint, paramsFingerprint, params, providerKey } = rec;

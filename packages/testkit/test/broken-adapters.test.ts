@@ -4,7 +4,7 @@
 import { randomUUID } from 'node:crypto';
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import type { AdapterV1, ProviderKey } from '@retrysafe/contract';
+import type { AdapterV1, Outcome, ProviderKey } from '@retrysafe/contract';
 import { createSandboxAdapter } from '@retrysafe/sandbox';
 import { describe, expect, it } from 'vitest';
 import { type ConformanceOptions, runDrill } from '../src/conformance.js';
@@ -34,46 +34,42 @@ function retriesInternally(inner: AdapterV1): AdapterV1 {
   });
 }
 
-/** Broken: drops the provider's Retry-After from every outcome, so the runner only backs off. */
-function dropsRetryAfter(inner: AdapterV1): AdapterV1 {
+/** `inner` whose every doExecute answer is changed by `change` (`again` sends the same call once more). */
+function afterExecute(inner: AdapterV1, change: (outcome: Outcome, again: () => Promise<Outcome>) => Outcome) {
   return wrapAdapter(inner, {
     async doExecute(op, params, ctx) {
-      const outcome = await inner.doExecute(op, params, ctx);
-      if (!('retryAfterMs' in outcome)) return outcome;
-      const { retryAfterMs: _dropped, ...rest } = outcome;
-      return rest as typeof outcome;
+      return change(await inner.doExecute(op, params, ctx), () => inner.doExecute(op, params, ctx));
     },
     doLookup: (op, ctx) => inner.doLookup(op, ctx),
   });
 }
+
+/** Broken: drops the provider's Retry-After from every outcome, so the runner only backs off. */
+const dropsRetryAfter = (inner: AdapterV1) =>
+  afterExecute(inner, (outcome) => {
+    if (!('retryAfterMs' in outcome)) return outcome;
+    const { retryAfterMs: _dropped, ...rest } = outcome;
+    return rest as typeof outcome;
+  });
 
 /** Broken: answers "unknown" at once and sends again on its own a moment later (a detached second layer). */
-function resendsInBackground(inner: AdapterV1): AdapterV1 {
-  return wrapAdapter(inner, {
-    async doExecute(op, params, ctx) {
-      const outcome = await inner.doExecute(op, params, ctx);
-      if (outcome.kind === 'unknown') setTimeout(() => void inner.doExecute(op, params, ctx).catch(() => {}), 20);
-      return outcome;
-    },
-    doLookup: (op, ctx) => inner.doLookup(op, ctx),
+const resendsInBackground = (inner: AdapterV1) =>
+  afterExecute(inner, (outcome, again) => {
+    if (outcome.kind === 'unknown') setTimeout(() => void again().catch(() => {}), 20);
+    return outcome;
   });
-}
 
 /** Broken: reads the provider's permanent refusal as "unknown" (maybe applied). */
-function unknownForRejected(inner: AdapterV1): AdapterV1 {
-  return wrapAdapter(inner, {
-    async doExecute(op, params, ctx) {
-      const outcome = await inner.doExecute(op, params, ctx);
-      if (outcome.kind !== 'rejected') return outcome;
-      return { kind: 'unknown', cause: 'server-error', status: 400, message: 'read as unknown' } as const;
-    },
-    doLookup: (op, ctx) => inner.doLookup(op, ctx),
-  });
-}
+const unknownForRejected = (inner: AdapterV1) =>
+  afterExecute(inner, (outcome) =>
+    outcome.kind === 'rejected'
+      ? ({ kind: 'unknown', cause: 'server-error', status: 400, message: 'read as unknown' } as const)
+      : outcome,
+  );
 
-function broken(name: string, wrap: (a: AdapterV1) => AdapterV1, outDir: string): ConformanceOptions {
-  const base = sandboxDrill(name, replaying, { outDir });
-  return { ...base, createAdapter: async (ctx) => wrap(await base.createAdapter(ctx)) };
+function broken(name: string, wrap: (a: AdapterV1) => AdapterV1, outDir: string, behaviour = replaying) {
+  const base = sandboxDrill(name, behaviour, { outDir });
+  return { ...base, createAdapter: async (ctx) => wrap(await base.createAdapter(ctx)) } as ConformanceOptions;
 }
 
 describe('the drill fails broken adapters', () => {
@@ -195,10 +191,8 @@ describe('the drill fails broken adapters', () => {
   });
 
   it('an adapter that re-sends in the background after answering unknown fails: its late request is seen, not missed', async () => {
-    const base = sandboxDrill('background', forgetful, { outDir: tempDir('drill-background-') });
     const report = await runDrill({
-      ...base,
-      createAdapter: async (ctx) => resendsInBackground(await base.createAdapter(ctx)),
+      ...broken('background', resendsInBackground, tempDir('drill-background-'), forgetful),
       scenarios: ['lost-response'],
     });
     expect(report.ok).toBe(false);
@@ -225,10 +219,8 @@ describe('the drill fails broken adapters', () => {
   });
 
   it('an adapter that reads a permanent refusal as unknown fails permanent-error even where nothing can look it up', async () => {
-    const base = sandboxDrill('misread', forgetful, { outDir: tempDir('drill-misread-') });
     const report = await runDrill({
-      ...base,
-      createAdapter: async (ctx) => unknownForRejected(await base.createAdapter(ctx)),
+      ...broken('misread', unknownForRejected, tempDir('drill-misread-'), forgetful),
       scenarios: ['permanent-error'],
     });
     expect(report.ok).toBe(false);
