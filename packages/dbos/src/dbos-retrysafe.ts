@@ -72,9 +72,10 @@ const hash = (s: string) => createHash('sha256').update(s).digest('hex');
 export const resolutionTopic = (businessOperationId: string): string => `retrysafe.resolution:${businessOperationId}`;
 export const handoffEventKey = (businessOperationId: string): string => `retrysafe.handoff:${businessOperationId}`;
 
-/** Delivers a person's decision to the workflow in `awaitResolution`; a repeat carries the same DBOS idempotency key. */
+/** Delivers a person's decision to the workflow in `awaitResolution`; a repeat for the same hand-off carries the same DBOS
+ * idempotency key (`sender`: `DBOS` inside the app, a `DBOSClient` outside it). */
 export async function sendResolution(
-  sender: Pick<DBOSClient, 'send'>,
+  sender: Pick<DBOSClient, 'send' | 'getEvent'>,
   workflowId: string,
   businessOperationId: string,
   resolution: DbosResolutionMessage,
@@ -86,7 +87,14 @@ export async function sendResolution(
   const providerRef = 'providerRef' in resolution ? resolution.providerRef : null;
   // A forced resume is another decision than the refused unforced one before it: it must not be folded into it.
   const force = 'force' in resolution && resolution.force === true;
-  const digest = hash(JSON.stringify([businessOperationId, resolution.action, providerRef, force])).slice(0, 32);
+  // The same decision for a later hand-off of the operation is another decision: the published hand-off names which.
+  const handoff = await sender.getEvent<{ packet?: { createdAt?: unknown } }>(
+    workflowId,
+    handoffEventKey(businessOperationId),
+    0,
+  );
+  const at = handoff?.packet?.createdAt ?? null;
+  const digest = hash(JSON.stringify([businessOperationId, resolution.action, providerRef, force, at])).slice(0, 32);
   await sender.send(workflowId, resolution, resolutionTopic(businessOperationId), `retrysafe-resolution-${digest}`);
 }
 

@@ -71,6 +71,16 @@ const withShortWait = DBOS.registerWorkflow(
   { name: 'withShortWait' },
 );
 
+const handedOffTwice = DBOS.registerWorkflow(
+  async (ref: string): Promise<DbosOperationOutcome> => {
+    let outcome = await rs.run(adapter, OP, { params: { ref } });
+    for (let round = 0; round < 2 && outcome.status === 'handed-off'; round++)
+      outcome = await rs.awaitResolution(adapter, outcome, { timeoutSeconds: 10, pollSeconds: 1 });
+    return outcome;
+  },
+  { name: 'handedOffTwice' },
+);
+
 const receiveTwice = DBOS.registerWorkflow(
   async (id: string) => [await DBOS.recv(resolutionTopic(id), 20), await DBOS.recv(resolutionTopic(id), 1)],
   { name: 'receiveTwice' },
@@ -289,6 +299,23 @@ describe('sendResolution', () => {
       { action: 'resume', force: true, by: 'dave' },
     ]);
   });
+
+  it('the same decision for a later hand-off of the operation reaches the workflow: it is another decision', async () => {
+    const before = provider.count();
+    provider.failNext({ kind: 'rejected', message: 'amount must be positive' }, 2);
+    const wfId = `twice-${tag}`;
+    const h = await start(handedOffTwice, wfId, 'order-twice');
+    const bo = await handedOff('order-twice');
+    const packetOf = async () =>
+      (await DBOS.getEvent<Extract<DbosOperationOutcome, { status: 'handed-off' }>>(wfId, handoffEventKey(bo), 1))
+        ?.packet.createdAt;
+    const first = await waitFor(packetOf);
+    await sendResolution(DBOS, wfId, bo, { action: 'resume', force: true, by: 'frank' });
+    await waitFor(async () => ((await packetOf()) !== first ? true : null));
+    await sendResolution(DBOS, wfId, bo, { action: 'resume', force: true, by: 'frank' });
+    expect(await h.getResult()).toMatchObject({ status: 'done', businessOperationId: bo });
+    expect(provider.count() - before).toBe(1);
+  }, 30_000);
 
   it('refuses a decision that is not one', async () => {
     await expect(sendResolution(DBOS, 'any', 'bo-y', { action: 'mark-done' } as never)).rejects.toThrow(TypeError);
