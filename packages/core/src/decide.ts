@@ -132,7 +132,12 @@ export function decide(card: RetrySafetyCard, state: DecisionState, obs: Observa
     case 'replayed':
       return complete(true, 'the provider returned its stored result for this key: adopt it');
     case 'rejected':
-      return handoff('rejected', `rejected by the provider (${obs.reason}): not applied and will not succeed as is`);
+      return handoff(
+        'rejected',
+        obs.created
+          ? `rejected by the provider (${obs.reason}), which still created ${obs.created}: a new call would make a second one`
+          : `rejected by the provider (${obs.reason}): not applied and will not succeed as is`,
+      );
     case 'not-applied':
       if (state.maybeApplied) return afterUnknown(c, obs.retryAfterMs);
       return retryNotApplied(c, obs.retryAfterMs, 'definitely not applied (transient)');

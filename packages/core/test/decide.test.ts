@@ -141,6 +141,14 @@ describe('decision table (docs/concepts.md, "Outcomes and the decision table"), 
     });
   });
 
+  it('rejected leaving an object ⇒ the hand-off names it and never says "not applied" (a person would send a second)', () => {
+    const left: Outcome = { kind: 'rejected', reason: 'card-declined', message: 'declined', created: 'pi_9' };
+    const d = decide(replaying, state(), left, budget(replaying));
+    expect(d).toMatchObject({ action: 'handoff', reason: 'rejected' });
+    expect(d.why).not.toMatch(/not applied/);
+    expect(d.why).toMatch(/pi_9/);
+  });
+
   it('not-applied ⇒ bounded retry with backoff; at max attempts ⇒ hand off retry-exhausted', () => {
     const na: Outcome = { kind: 'not-applied', message: '429', retryAfterMs: 3000 };
     const d = decide(noReplayNoLookup, state({ runAttempts: 1 }), na, budget(noReplayNoLookup));
