@@ -257,11 +257,15 @@ export async function operationStatus(ledger: Ledger, id: string) {
   };
 }
 
+const HANDOFFS_SHOWN = 100;
+
 export async function pendingHandoffs(ledger: Ledger) {
-  const rows = await ledger.list({ states: ['handed-off'], limit: 100 });
-  return rows.map((r) => ({
+  const rows = await ledger.list({ states: ['handed-off'], limit: HANDOFFS_SHOWN + 1 });
+  const handoffs = rows.slice(0, HANDOFFS_SHOWN).map((r) => ({
     businessOperationId: r.businessOperationId,
     operation: r.operation,
     handoff: summarizeHandoff(r.handoff),
   }));
+  // More wait than are shown: an agent must not read the list as all of them.
+  return { handoffs, truncated: rows.length > HANDOFFS_SHOWN };
 }

@@ -9,7 +9,7 @@ import {
   PayloadLimitError,
 } from '@retrysafe/contract';
 import { PAYLOAD_LIMITS } from '@retrysafe/contract/ledger';
-import { agentTools, callAgentTool, operationStatus, refusalAnswer } from '@retrysafe/core/agent';
+import { agentTools, callAgentTool, operationStatus, pendingHandoffs, refusalAnswer } from '@retrysafe/core/agent';
 import { describe, expect, it } from 'vitest';
 import { setup } from './helpers.js';
 
@@ -164,5 +164,17 @@ describe('the conflict answer to a correction the runner refuses', () => {
     expect((await callAgentTool(runner, tool!, { ref: 'o-16', note: 'a' })).status).toBe('done');
     const other = await callAgentTool(runner, tool!, { ref: 'o-16', note: 'b' });
     expect(other).toMatchObject({ status: 'conflict', message: expect.stringMatching(/change an intent field/) });
+  });
+});
+
+describe('the pending hand-offs an agent is shown', () => {
+  it('say when there are more than the list holds, so 100 is never read as all of them', async () => {
+    const { runner, ledger, tool } = rejectingTool({ reason: 'validation', message: 'no' });
+    for (let i = 0; i < 101; i++) await callAgentTool(runner, tool, { ref: `h-${i}` });
+    const some = await pendingHandoffs(ledger);
+    expect(some.handoffs).toHaveLength(100);
+    expect(some.truncated).toBe(true);
+    await runner.resolve(some.handoffs[0]!.businessOperationId, { action: 'abandon' }, { by: 'ops' });
+    expect(await pendingHandoffs(ledger)).toMatchObject({ truncated: false });
   });
 });

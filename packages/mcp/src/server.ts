@@ -62,7 +62,7 @@ const lookupTools = (from: string, what: string) => [
   {
     name: HANDOFFS_TOOL,
     title: 'retrysafe: pending handoffs',
-    description: `Lists ${what} waiting for a person, with why they stopped and which next actions are safe.`,
+    description: `Lists ${what} waiting for a person (the oldest 100; truncated says there are more), with why they stopped and which next actions are safe.`,
     inputSchema: { type: 'object' as const, properties: {} },
     annotations: READ_ONLY,
   },
@@ -70,7 +70,7 @@ const lookupTools = (from: string, what: string) => [
 
 /** The answer of a status or handoff tool call; undefined for any other tool. */
 async function answerLookupTool(ledger: Ledger, name: string, args: unknown) {
-  if (name === HANDOFFS_TOOL) return reply({ handoffs: await pendingHandoffs(ledger) });
+  if (name === HANDOFFS_TOOL) return reply(await pendingHandoffs(ledger));
   if (name !== STATUS_TOOL) return undefined;
   const id = (args as { businessOperationId?: unknown } | undefined)?.businessOperationId;
   if (typeof id !== 'string')
