@@ -161,8 +161,13 @@ const OPERATIONS = {
         const found: StripeObject[] = [];
         // Refunds have no Search API; the list filtered by payment_intent is not delayed.
         const paymentIntent = String((params as { paymentIntent?: unknown } | null)?.paymentIntent);
-        for await (const refund of client.refunds.list({ payment_intent: paymentIntent, limit: 100 })) {
-          if (refund.metadata?.[STRIPE_OPERATION_METADATA_KEY] === id) found.push(refund as unknown as StripeObject);
+        try {
+          for await (const refund of client.refunds.list({ payment_intent: paymentIntent, limit: 100 })) {
+            if (refund.metadata?.[STRIPE_OPERATION_METADATA_KEY] === id) found.push(refund as unknown as StripeObject);
+          }
+        } catch (error) {
+          // A match on an earlier page is the answer; a later page can only add an older duplicate.
+          if (found.length === 0) throw error;
         }
         return found;
       },

@@ -4,7 +4,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { createStripeAdapter, type StripeAdapter } from '../src/index.js';
 import { type StripeSandbox, startStripeSandbox } from '../src/sandbox/index.js';
 import { STRIPE_KEY_RETENTION_MS, STRIPE_SEARCH_DELAY_MS } from '../src/stripe-cards.js';
-import { API_KEY } from './helpers.js';
+import { API_KEY, startScriptedServer } from './helpers.js';
 
 // doLookup through the real SDK against the sandbox, on the sandbox's clock.
 // Inside retention: re-send with the same key (Stripe replays). Past it: metadata search (refunds: list).
@@ -278,5 +278,47 @@ describe('a declined create+confirm is found as the rejection it was, naming the
       outcome: { kind: 'rejected', reason: 'card-declined', code: 'card_declined', created: left },
     });
     expect(sandbox.count('paymentIntents.create')).toBe(1);
+  });
+});
+
+describe('refunds past retention: a match on an earlier list page is the answer, whatever a later page does', () => {
+  it.each([
+    ['a 500', 500, { error: { type: 'api_error', message: 'An unknown error occurred.' } }],
+    ['a 429', 429, { error: { type: 'invalid_request_error', code: 'rate_limit', message: 'Too many requests.' } }],
+  ])('page 1 holds the refund, page 2 answers %s ⇒ found, never cannot-tell', async (_name, status, body) => {
+    const params = { paymentIntent: 'pi_fixture', refundRef: 'RF-P', amount: 100 };
+    const id = operationIdFor(adapter, 'refunds.create', params);
+    const refund = (n: number, opId: string) => ({
+      id: `re_${n}`,
+      object: 'refund',
+      amount: 100,
+      created: 1_800_000_000 - n,
+      payment_intent: 'pi_fixture',
+      status: 'succeeded',
+      metadata: { refund_ref: `RF-${n}`, retrysafe_operation_id: opId },
+    });
+    const server = await startScriptedServer((req, res, n) => {
+      res.setHeader('content-type', 'application/json');
+      res.setHeader('request-id', `req_${n}`);
+      if (!req.url?.includes('starting_after')) {
+        const data = [refund(1, 'other-op'), refund(2, id), refund(3, 'another-op')];
+        res.end(JSON.stringify({ object: 'list', url: '/v1/refunds', has_more: true, data }));
+        return;
+      }
+      res.statusCode = status;
+      res.end(JSON.stringify(body));
+    });
+    try {
+      const scripted = createStripeAdapter({ apiKey: API_KEY, baseUrl: server.url, timeoutMs: 2000 });
+      const at = t0 + STRIPE_KEY_RETENTION_MS + HOUR;
+      const result = await scripted.doLookup(
+        'refunds.create',
+        lookupContext(scripted, 'refunds.create', id, params, { firstDispatchedAt: t0, now: at }),
+      );
+      expect(result).toMatchObject({ kind: 'found', outcome: { kind: 'succeeded', providerRef: 're_2' } });
+      expect(server.count()).toBe(2);
+    } finally {
+      await server.close();
+    }
   });
 });
