@@ -322,3 +322,38 @@ describe('refunds past retention: a match on an earlier list page is the answer,
     }
   });
 });
+
+describe('past retention: a PaymentIntent created without confirm whose later confirmation failed', () => {
+  it('is the create that succeeded (as the key would have replayed it), not a card decline of this operation', async () => {
+    const params = { customer: 'cus_fixture', amount: 700, currency: 'eur', orderRef: 'NC-1' };
+    const id = operationIdFor(adapter, 'paymentIntents.create', params);
+    const server = await startScriptedServer((_req, res) => {
+      res.setHeader('content-type', 'application/json');
+      const pi = {
+        id: 'pi_later_declined',
+        object: 'payment_intent',
+        amount: 700,
+        currency: 'eur',
+        created: 1_800_000_000,
+        status: 'requires_payment_method',
+        // Set by a confirmation made later, e.g. by the customer in the browser with Stripe.js.
+        last_payment_error: { code: 'card_declined', message: 'Your card was declined.' },
+        metadata: { order_ref: 'NC-1', retrysafe_operation_id: id },
+      };
+      res.end(
+        JSON.stringify({ object: 'search_result', url: '/v1/payment_intents/search', has_more: false, data: [pi] }),
+      );
+    });
+    try {
+      const scripted = createStripeAdapter({ apiKey: API_KEY, baseUrl: server.url, timeoutMs: 2000 });
+      const at = t0 + STRIPE_KEY_RETENTION_MS + STRIPE_SEARCH_DELAY_MS + HOUR;
+      const result = await scripted.doLookup(
+        'paymentIntents.create',
+        lookupContext(scripted, 'paymentIntents.create', id, params, { firstDispatchedAt: t0, now: at }),
+      );
+      expect(result).toMatchObject({ kind: 'found', outcome: { kind: 'succeeded', providerRef: 'pi_later_declined' } });
+    } finally {
+      await server.close();
+    }
+  });
+});
