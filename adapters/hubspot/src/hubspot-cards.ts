@@ -210,7 +210,7 @@ const contactsUpdateCard = (o: HubSpotCardOptions) =>
     lookup: {
       method: fact(
         'get-by-key',
-        `${S.contacts}: GET /crm/v3/objects/contacts/{contactId}?properties=… (basicApi.getById); the adapter compares the values, and reports a mismatch as not-found because re-sending a set-value PATCH is harmless`,
+        `${S.contacts}: GET /crm/v3/objects/contacts/{contactId}?properties=… (basicApi.getById), and by the new value when the PATCH sets the idProperty it addresses the contact by; the adapter compares the values, and reports a mismatch as not-found because re-sending a set-value PATCH is harmless`,
       ),
       consistencyDelay: fact<null>('unknown', `${S.contacts} does not say how soon GET by id reflects a PATCH`),
     },
@@ -336,7 +336,7 @@ const ticketsCreateCard = (o: HubSpotCardOptions) =>
       ...keyUnverified(o),
       note(
         'storedResult.semantics',
-        'the status HubSpot answers for a ticket whose unique-value property collides: 409 is documented for the contact email collision only; the adapter recognises 409 or category CONFLICT, reads "Existing ID: N", and adopts only after a GET shows that ticket holds this operation’s value (else lookup by search)',
+        'the status HubSpot answers for a ticket whose unique-value property collides: 409 is documented for the contact email collision only; the adapter recognises 409, category CONFLICT, or a 400 saying "N already has that value." (a body HubSpot sends for a taken unique value), reads "Existing ID: N" or that N, and adopts only after a GET shows that ticket holds this operation’s value (else lookup by search)',
         `${S.providers}; ${S.contactConflict}`,
       ),
       concurrencyNote('creates with one unique value can both succeed'),

@@ -45,13 +45,17 @@ export function rateLimitWaitMs(res: HubSpotResponse): number {
   return Number.isFinite(interval) && interval > 0 ? interval : 10_000;
 }
 
-/** A unique-value collision: the status and shape HubSpot documents for contacts (409, category CONFLICT, "… already exists. Existing ID: N"). */
+/**
+ * A unique-value collision: the shape HubSpot documents for contacts (409, category CONFLICT, "… already exists.
+ * Existing ID: N"), or the 400 it also answers ("Cannot set PropertyValueCoordinates{…} on M. N already has that value.").
+ */
 export function uniqueConflictOf(res: HubSpotResponse): { readonly existingId: string | null } | null {
   if (res.status < 400 || res.status >= 500) return null;
   const category = field(res.body, 'category');
   const message = field(res.body, 'message') ?? '';
-  if (res.status !== 409 && category !== 'CONFLICT') return null;
-  const m = /Existing ID:\s*(\d+)/i.exec(message);
+  const taken = /(\d+) already has that value/i.exec(message);
+  if (res.status !== 409 && category !== 'CONFLICT' && !taken) return null;
+  const m = /Existing ID:\s*(\d+)/i.exec(message) ?? taken;
   return { existingId: m ? m[1]! : null };
 }
 

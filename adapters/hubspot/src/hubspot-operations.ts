@@ -169,22 +169,24 @@ export async function lookupContactsUpdate(
   p: ContactsUpdateParams,
   ctx: LookupContext,
 ): Promise<LookupResult> {
-  const wire: WireRecord = { started: false };
+  let wire: WireRecord = { started: false };
   const wanted = asStrings(p.properties);
-  let r: SdkRecord;
-  try {
-    r = await contactsApi({ ...rt, signal: ctx.signal }, wire).basic.getById(
-      p.contactId,
-      Object.keys(wanted),
-      undefined,
-      undefined,
-      false,
-      p.idProperty,
-    );
-  } catch (err) {
-    const outcome = outcomeFromFailure(err, wire);
-    if (outcome.kind === 'rejected' && outcome.reason === 'not-found') return { kind: 'found', outcome };
-    return cannotTellFromFailure(err, wire, 'GET contact');
+  // A PATCH that sets the unique property it is addressed by moves the contact to the new value: look there too.
+  const moved = p.idProperty === undefined ? undefined : wanted[p.idProperty];
+  const ids = moved === undefined || moved === p.contactId ? [p.contactId] : [p.contactId, moved];
+  let r!: SdkRecord;
+  for (const id of ids) {
+    wire = { started: false };
+    try {
+      const api = contactsApi({ ...rt, signal: ctx.signal }, wire);
+      r = await api.basic.getById(id, Object.keys(wanted), undefined, undefined, false, p.idProperty);
+      break;
+    } catch (err) {
+      const outcome = outcomeFromFailure(err, wire);
+      if (outcome.kind !== 'rejected' || outcome.reason !== 'not-found')
+        return cannotTellFromFailure(err, wire, 'GET contact');
+      if (id === ids.at(-1)) return { kind: 'found', outcome };
+    }
   }
   const differing = Object.entries(wanted)
     .filter(([name, value]) => (r.properties[name] ?? '') !== value)

@@ -147,6 +147,45 @@ describe('409 unique-value conflict on tickets.create', () => {
     ]);
   });
 
+  // A unique value taken is also answered 400 VALIDATION_ERROR "Cannot set PropertyValueCoordinates{…} on <new id>.
+  // <existing id> already has that value." (bodies HubSpot sent, quoted in public integration tests).
+  const taken = (propertyName: string, value: string, existingId: string) => ({
+    kind: 'status' as const,
+    status: 400,
+    body: {
+      status: 'error',
+      message: `Cannot set PropertyValueCoordinates{portalId=44956899, objectTypeId=ObjectTypeId{legacyObjectType=TICKET}, propertyName=${propertyName}, value=${value}} on 552148386511. ${existingId} already has that value.`,
+      correlationId: 'c-400',
+      category: 'VALIDATION_ERROR',
+    },
+  });
+
+  it('the 400 "<id> already has that value." answer to the same operation again ⇒ the existing ticket is read back and adopted (replayed)', async () => {
+    const s = await sb();
+    const params = ticket('t-dup-400');
+    const a0 = adapter(s.url);
+    const ctx = executeContext(a0, 'tickets.create', operationIdFor(a0, 'tickets.create', params));
+    const first = await a0.doExecute('tickets.create', params, ctx);
+    const p = await proxy(s.url, [taken('retrysafe_operation_id', ctx.providerKey!, first.providerRef!)]);
+    const second = await adapter(p.url).doExecute('tickets.create', params, { ...ctx, attempt: 2 });
+    expect(second).toMatchObject({
+      kind: 'replayed',
+      providerRef: first.providerRef,
+      result: { id: first.providerRef },
+    });
+    expect(s.count('tickets')).toBe(1);
+  });
+
+  it('the 400 "already has that value." answer naming a ticket that holds another operation\'s value ⇒ rejected / conflict, never adopted', async () => {
+    const s = await sb();
+    const a = adapter(s.url);
+    const other = await execute(a, 'tickets.create', ticket('t-other'));
+    const p = await proxy(s.url, [taken('external_ref', 'EXT-1', other.providerRef!)]);
+    const second = await execute(adapter(p.url), 'tickets.create', ticket('t-mine'));
+    expect(second).toMatchObject({ kind: 'rejected', reason: 'conflict', providerRef: other.providerRef });
+    expect(s.count('tickets')).toBe(1);
+  });
+
   it('a collision on ANOTHER unique property ⇒ rejected / conflict, never adopted', async () => {
     const tickets = defaultObjectTypes().find((t) => t.names.includes('tickets'))!;
     const withRef = (list: readonly string[]) => [...list, 'external_ref'];

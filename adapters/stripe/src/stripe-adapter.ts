@@ -120,10 +120,16 @@ async function send(
   }
 }
 
-/** The oldest object carrying the id: a PaymentIntent whose confirmation failed is the 402 it was, not a success. */
-function adoptFound(op: StripeOperation, found: StripeObject[]): LookupResult {
+/**
+ * The oldest object carrying the id: a PaymentIntent this create confirmed, whose confirmation failed, is the 402 it
+ * was, not a success; one created unconfirmed was created, whatever a later confirmation (Stripe.js) did.
+ */
+function adoptFound(op: StripeOperation, found: StripeObject[], params: unknown): LookupResult {
   const oldest = [...found].sort((a, b) => (a.created ?? 0) - (b.created ?? 0))[0]!;
-  const failed = oldest.last_payment_error as { code?: string; message?: string } | null | undefined;
+  const confirmed = (params as { confirm?: unknown } | null)?.confirm === true;
+  const failed = confirmed
+    ? (oldest.last_payment_error as { code?: string; message?: string } | null | undefined)
+    : undefined;
   if (failed && typeof oldest.id === 'string') {
     const code = typeof failed.code === 'string' ? { code: failed.code } : {};
     const message = failed.message ?? 'the payment failed';
@@ -153,7 +159,7 @@ async function findByMetadata(
     const reason = `${why}; the metadata ${how} failed (${o.kind}): ${o.message ?? ''}`.trim();
     return { kind: 'cannot-tell', reason, ...refsOf(o) };
   }
-  if (found.length > 0) return adoptFound(op, found);
+  if (found.length > 0) return adoptFound(op, found, ctx.params);
   if (missIsCannotTell)
     return { kind: 'cannot-tell', reason: `${why}; not found by metadata ${how}`, retryAfterMs: SEARCH_POLL_MS };
   return {

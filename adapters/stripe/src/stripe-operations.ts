@@ -23,13 +23,14 @@ export type StripeOperation = Omit<ReturnType<typeof stripeOperation>, '~params'
 // The one definition of each operation's params: the runner checks it before the claim (nothing claimed,
 // nothing sent) and the frame on every attempt.
 const S_STRING = { type: 'string', minLength: 1, maxLength: 500 } as const;
-const S_METADATA = {
+// Stripe takes 50 keys in all: the adapter adds two (the ref and retrysafe_operation_id) and owns their names.
+const S_METADATA = (refKey: string) => ({
   type: 'object',
-  maxProperties: 49,
-  propertyNames: { maxLength: 40, not: { const: STRIPE_OPERATION_METADATA_KEY } },
+  maxProperties: 48,
+  propertyNames: { maxLength: 40, not: { enum: [STRIPE_OPERATION_METADATA_KEY, refKey] } },
   additionalProperties: { type: 'string', maxLength: 500 },
-  description: 'extra metadata (at most 49 keys of ≤ 40 characters); retrysafe_operation_id is added by the adapter',
-};
+  description: `extra metadata (at most 48 keys of ≤ 40 characters); ${refKey} and ${STRIPE_OPERATION_METADATA_KEY} are added by the adapter`,
+});
 const S_ID = (prefix: string) => ({ type: 'string', pattern: `^${prefix}`, maxLength: 255 }) as const;
 const S_POS_INT = { type: 'integer', minimum: 1, maximum: Number.MAX_SAFE_INTEGER } as const;
 
@@ -79,7 +80,7 @@ function stripeOperation<const R extends Record<string, JsonSchema>, const O ext
       type: 'object',
       additionalProperties: false,
       required: Object.keys(spec.required),
-      properties: { ...spec.required, ...spec.optional, metadata: S_METADATA },
+      properties: { ...spec.required, ...spec.optional, metadata: S_METADATA(snake(ref)) },
     } as JsonSchema,
     toStripe(p: Record<string, unknown>, id: BusinessOperationId) {
       const out: Record<string, unknown> = {};
@@ -161,8 +162,13 @@ const OPERATIONS = {
         const found: StripeObject[] = [];
         // Refunds have no Search API; the list filtered by payment_intent is not delayed.
         const paymentIntent = String((params as { paymentIntent?: unknown } | null)?.paymentIntent);
-        for await (const refund of client.refunds.list({ payment_intent: paymentIntent, limit: 100 })) {
-          if (refund.metadata?.[STRIPE_OPERATION_METADATA_KEY] === id) found.push(refund as unknown as StripeObject);
+        try {
+          for await (const refund of client.refunds.list({ payment_intent: paymentIntent, limit: 100 })) {
+            if (refund.metadata?.[STRIPE_OPERATION_METADATA_KEY] === id) found.push(refund as unknown as StripeObject);
+          }
+        } catch (error) {
+          // A match on an earlier page is the answer; a later page can only add an older duplicate.
+          if (found.length === 0) throw error;
         }
         return found;
       },

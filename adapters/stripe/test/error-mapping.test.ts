@@ -195,6 +195,47 @@ describe('rejections (card, validation, auth, permission)', () => {
   });
 });
 
+describe('metadata the adapter adds beside your own', () => {
+  const own = (n: number) => Object.fromEntries(Array.from({ length: n }, (_, i) => [`k${i}`, 'v']));
+  const cases: [string, Record<string, unknown>, string][] = [
+    ['customers.create', { customerRef: 'u-md' }, 'customer_ref'],
+    ['paymentIntents.create', pi('A-md'), 'order_ref'],
+    ['invoices.create', { customer: 'cus_fixture', invoiceRef: 'I-md' }, 'invoice_ref'],
+    ['refunds.create', { paymentIntent: 'pi_fixture', refundRef: 'R-md', amount: 1 }, 'refund_ref'],
+  ];
+
+  it.each(cases)(
+    '%s: 49 own keys (Stripe allows 50 in all; the adapter adds the ref and the id) ⇒ refused before anything is sent',
+    async (operation, params) => {
+      const outcome = await adapter.doExecute(
+        operation,
+        { ...params, metadata: own(49) },
+        executeContext(adapter, operation, asBusinessOperationId('op-md-49')),
+      );
+      expect(outcome).toMatchObject({ kind: 'rejected', reason: 'validation', code: 'retrysafe_invalid_params' });
+      expect(sandbox.requests()).toEqual([]);
+    },
+  );
+
+  it.each(cases)('%s: 48 own keys fit and are stored', async (operation, params) => {
+    const { outcome } = await execute(operation, { ...params, metadata: own(48) });
+    expect(outcome.kind).toBe('succeeded');
+  });
+
+  it.each(cases)(
+    '%s: an own key named as the one the adapter writes the ref under would be overwritten ⇒ refused before anything is sent',
+    async (operation, params, refKey) => {
+      const outcome = await adapter.doExecute(
+        operation,
+        { ...params, metadata: { [refKey]: 'mine' } },
+        executeContext(adapter, operation, asBusinessOperationId('op-md-ref')),
+      );
+      expect(outcome).toMatchObject({ kind: 'rejected', reason: 'validation', code: 'retrysafe_invalid_params' });
+      expect(sandbox.requests()).toEqual([]);
+    },
+  );
+});
+
 describe('transport', () => {
   it('connection refused (never sent) ⇒ not-applied', async () => {
     const closed = await startScriptedServer(() => {});

@@ -4,7 +4,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { createStripeAdapter, type StripeAdapter } from '../src/index.js';
 import { type StripeSandbox, startStripeSandbox } from '../src/sandbox/index.js';
 import { STRIPE_KEY_RETENTION_MS, STRIPE_SEARCH_DELAY_MS } from '../src/stripe-cards.js';
-import { API_KEY } from './helpers.js';
+import { API_KEY, startScriptedServer } from './helpers.js';
 
 // doLookup through the real SDK against the sandbox, on the sandbox's clock.
 // Inside retention: re-send with the same key (Stripe replays). Past it: metadata search (refunds: list).
@@ -278,5 +278,82 @@ describe('a declined create+confirm is found as the rejection it was, naming the
       outcome: { kind: 'rejected', reason: 'card-declined', code: 'card_declined', created: left },
     });
     expect(sandbox.count('paymentIntents.create')).toBe(1);
+  });
+});
+
+describe('refunds past retention: a match on an earlier list page is the answer, whatever a later page does', () => {
+  it.each([
+    ['a 500', 500, { error: { type: 'api_error', message: 'An unknown error occurred.' } }],
+    ['a 429', 429, { error: { type: 'invalid_request_error', code: 'rate_limit', message: 'Too many requests.' } }],
+  ])('page 1 holds the refund, page 2 answers %s ⇒ found, never cannot-tell', async (_name, status, body) => {
+    const params = { paymentIntent: 'pi_fixture', refundRef: 'RF-P', amount: 100 };
+    const id = operationIdFor(adapter, 'refunds.create', params);
+    const refund = (n: number, opId: string) => ({
+      id: `re_${n}`,
+      object: 'refund',
+      amount: 100,
+      created: 1_800_000_000 - n,
+      payment_intent: 'pi_fixture',
+      status: 'succeeded',
+      metadata: { refund_ref: `RF-${n}`, retrysafe_operation_id: opId },
+    });
+    const server = await startScriptedServer((req, res, n) => {
+      res.setHeader('content-type', 'application/json');
+      res.setHeader('request-id', `req_${n}`);
+      if (!req.url?.includes('starting_after')) {
+        const data = [refund(1, 'other-op'), refund(2, id), refund(3, 'another-op')];
+        res.end(JSON.stringify({ object: 'list', url: '/v1/refunds', has_more: true, data }));
+        return;
+      }
+      res.statusCode = status;
+      res.end(JSON.stringify(body));
+    });
+    try {
+      const scripted = createStripeAdapter({ apiKey: API_KEY, baseUrl: server.url, timeoutMs: 2000 });
+      const at = t0 + STRIPE_KEY_RETENTION_MS + HOUR;
+      const result = await scripted.doLookup(
+        'refunds.create',
+        lookupContext(scripted, 'refunds.create', id, params, { firstDispatchedAt: t0, now: at }),
+      );
+      expect(result).toMatchObject({ kind: 'found', outcome: { kind: 'succeeded', providerRef: 're_2' } });
+      expect(server.count()).toBe(2);
+    } finally {
+      await server.close();
+    }
+  });
+});
+
+describe('past retention: a PaymentIntent created without confirm whose later confirmation failed', () => {
+  it('is the create that succeeded (as the key would have replayed it), not a card decline of this operation', async () => {
+    const params = { customer: 'cus_fixture', amount: 700, currency: 'eur', orderRef: 'NC-1' };
+    const id = operationIdFor(adapter, 'paymentIntents.create', params);
+    const server = await startScriptedServer((_req, res) => {
+      res.setHeader('content-type', 'application/json');
+      const pi = {
+        id: 'pi_later_declined',
+        object: 'payment_intent',
+        amount: 700,
+        currency: 'eur',
+        created: 1_800_000_000,
+        status: 'requires_payment_method',
+        // Set by a confirmation made later, e.g. by the customer in the browser with Stripe.js.
+        last_payment_error: { code: 'card_declined', message: 'Your card was declined.' },
+        metadata: { order_ref: 'NC-1', retrysafe_operation_id: id },
+      };
+      res.end(
+        JSON.stringify({ object: 'search_result', url: '/v1/payment_intents/search', has_more: false, data: [pi] }),
+      );
+    });
+    try {
+      const scripted = createStripeAdapter({ apiKey: API_KEY, baseUrl: server.url, timeoutMs: 2000 });
+      const at = t0 + STRIPE_KEY_RETENTION_MS + STRIPE_SEARCH_DELAY_MS + HOUR;
+      const result = await scripted.doLookup(
+        'paymentIntents.create',
+        lookupContext(scripted, 'paymentIntents.create', id, params, { firstDispatchedAt: t0, now: at }),
+      );
+      expect(result).toMatchObject({ kind: 'found', outcome: { kind: 'succeeded', providerRef: 'pi_later_declined' } });
+    } finally {
+      await server.close();
+    }
   });
 });
