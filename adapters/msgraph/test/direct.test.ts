@@ -328,6 +328,17 @@ describe('lookup', () => {
     expect(await lookup('todo.tasks.create', 'task-a', params)).toMatchObject({ kind: 'found' });
   });
 
+  // Graph: "Filtering the value property of an extended property is case-insensitive" (singlevaluelegacyextendedproperty-get).
+  it.each([
+    ['mail.send', mailParams(1)],
+    ['events.create', eventParams(1)],
+    ['todo.tasks.create', taskParams(1)],
+  ] as const)("%s: another operation's item whose id differs only by case is not a match", async (op, params) => {
+    expect((await exec(op, params, 'Invoice-A')).kind).toBe('succeeded');
+    expect((await lookup(op, 'invoice-a', params)).kind).toBe('cannot-tell');
+    expect(await lookup(op, 'Invoice-A', params)).toMatchObject({ kind: 'found', outcome: { kind: 'succeeded' } });
+  });
+
   it('more than one match (a duplicate already exists) is still found, with the count shown', async () => {
     await exec('todo.tasks.create', taskParams(1), 'task-dup');
     await exec('todo.tasks.create', taskParams(1), 'task-dup');
@@ -363,6 +374,7 @@ describe('lookup', () => {
       `singleValueExtendedProperties/Any(ep: ep/id eq '${DEFAULT_EXTENDED_PROPERTY_ID}' and ep/value eq 'order-1')`,
     );
     expect(q.get('$select')).toBe('id,internetMessageId,sentDateTime');
+    expect(q.get('$expand')).toBe(`singleValueExtendedProperties($filter=id eq '${DEFAULT_EXTENDED_PROPERTY_ID}')`);
   });
 });
 
