@@ -330,8 +330,13 @@ async function pollStatus(a: Ask, reading: StatusReading, statusRef: string): Pr
       return found({ kind: 'rejected', reason: 'other', message: `status ${s}`, status: 200, ...rid });
     return cannotTell(res, `status field ${reading.field} is ${JSON.stringify(s)}, not a declared value`);
   }
-  // 401/403 refuse this adapter's credentials for the poll, which says nothing about the work item.
-  if (res.status >= 400 && res.status < 500 && ![401, 403, 404, 408, 429].includes(res.status)) {
+  // These refuse the poll itself (credentials, method, Accept, routing, headers, rate) or say the status resource is
+  // missing or expired (404, 410), which says nothing about the work item.
+  if (
+    res.status >= 400 &&
+    res.status < 500 &&
+    ![401, 403, 404, 405, 406, 408, 410, 421, 429, 431].includes(res.status)
+  ) {
     // An error persisted at the status resource: the work item failed for good.
     const outcome = classifyResponse(spec, res, 1);
     return found({

@@ -100,6 +100,26 @@ describe('async request-reply: SDK → sandbox', () => {
     },
   );
 
+  // RFC 9110: these answer the poll request (its method, Accept, routing, headers) or the status resource's own
+  // existence, not the work item; 410 is a status monitor that expired, so the work may well have completed.
+  it.each([404, 405, 406, 410, 421, 431])(
+    'a %i on the status poll says nothing about the work item: cannot-tell, never a rejection',
+    async (status) => {
+      const proxy = closeAfterTest(
+        await startFaultProxy({
+          target: env.sb.url,
+          faults: (_n, req) =>
+            req.method === 'GET' && req.path.startsWith('/exports/status/') ? { kind: 'status', status } : 'pass',
+        }),
+      );
+      await withAdapter(proxy.url, OP, asyncExportsCreate('acme-exports'), async (a) => {
+        const out = await executeOn(a, OP, job());
+        const statusRef = (out as { statusRef: string }).statusRef;
+        expect(await lookupOn(a, OP, job(), { statusRef })).toMatchObject({ kind: 'cannot-tell', status });
+      });
+    },
+  );
+
   it('the 202 was lost (no status URL): lookup finds the work item by clientRequestId and polls its status URL — no POST, one work item', async () => {
     const ctx = executeContext(env.adapter, OP, operationIdFor(env.adapter, OP, job()));
     await env.adapter.doExecute(OP, job(), ctx); // pretend this response never arrived
