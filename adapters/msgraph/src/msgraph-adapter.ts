@@ -90,7 +90,8 @@ async function send(
   const timeout = AbortSignal.timeout(rt.timeoutMs);
   let raw: Response;
   try {
-    const r = request.responseType(ResponseType.RAW).middlewareOptions([probe]);
+    // fetch follows 307/308 by itself (no RedirectHandler in the chain): a POST body would go to any Location.
+    const r = request.responseType(ResponseType.RAW).middlewareOptions([probe]).option('redirect', 'manual');
     raw = (await call(r.option('signal', signal ? AbortSignal.any([signal, timeout]) : timeout))) as Response;
   } catch (error) {
     return { kind: 'no-answer', error: probe.error ?? error, stage: probe.stage };

@@ -1,6 +1,8 @@
 // The real Graph SDK → the loopback sandbox, straight through doExecute/doLookup: one test per
 // case of the error mapping in src/msgraph-errors.ts, for each operation.
 
+import { createServer as createHttpServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { asBusinessOperationId, businessOperationId, UnknownOperationError } from '@retrysafe/contract';
 import { startFaultProxy } from '@retrysafe/testkit';
 import { closeAfterTest } from '@retrysafe/testkit/close-after-test';
@@ -179,6 +181,24 @@ describe.each(OPS)(
       expect(out).toMatchObject({ kind: 'unknown', cause: 'timeout' });
       expect(sandbox.count(kind)).toBe(1);
     });
+
+    it.each([307, 308])(
+      'a %i redirect is not followed: the POST body is never re-sent to the Location (here another origin)',
+      async (status) => {
+        const redirector = createHttpServer((req, res) => {
+          res.writeHead(status, { location: new URL(req.url ?? '/', sandbox.url).toString() }).end();
+        });
+        await new Promise<void>((r) => redirector.listen(0, '127.0.0.1', () => r()));
+        try {
+          const { port } = redirector.address() as AddressInfo;
+          const out = await exec(op, params(), 'redirected-1', adapterAt(`http://127.0.0.1:${port}/`));
+          expect(out).toMatchObject({ kind: 'unknown', status });
+          expect(sandbox.requests()).toHaveLength(0);
+        } finally {
+          await new Promise((r) => redirector.close(r));
+        }
+      },
+    );
 
     it('connection refused ⇒ not-applied (the request never left)', async () => {
       const nowhere = adapterAt(await closedPortUrl());
