@@ -135,6 +135,62 @@ describe('async request-reply: SDK → sandbox', () => {
     expect(env.sb.count(OP)).toBe(1);
   });
 
+  // A step that found the work item (a 303: done; a search match) is not undone by a later request that fails:
+  // the work item exists, so it is in-progress at its status URL (polled again), never "cannot tell".
+  it('303 See Other (done), then the finished resource fails to load ⇒ found in-progress at the status URL', async () => {
+    const proxy = closeAfterTest(
+      await startFaultProxy({
+        target: env.sb.url,
+        faults: (_n, req) =>
+          req.method === 'GET' && /^\/exports\/exp_/.test(req.path) ? { kind: 'status', status: 503 } : 'pass',
+      }),
+    );
+    await withAdapter(proxy.url, OP, asyncExportsCreate('acme-exports'), async (a) => {
+      const statusRef = ((await executeOn(a, OP, job())) as { statusRef: string }).statusRef;
+      await lookupOn(a, OP, job(), { statusRef }); // running
+      expect(await lookupOn(a, OP, job(), { statusRef })).toMatchObject({
+        kind: 'found',
+        outcome: { kind: 'in-progress', statusRef },
+      });
+    });
+  });
+
+  it('303 See Other (done) to another origin ⇒ not fetched with these headers, and found in-progress at the status URL', async () => {
+    const proxy = closeAfterTest(
+      await startFaultProxy({
+        target: env.sb.url,
+        faults: (_n, req) =>
+          req.method === 'GET' && req.path.startsWith('/exports/status/')
+            ? { kind: 'status', status: 303, headers: { location: 'http://127.0.0.2:9/exports/exp_1' } }
+            : 'pass',
+      }),
+    );
+    await withAdapter(proxy.url, OP, asyncExportsCreate('acme-exports'), async (a) => {
+      const statusRef = ((await executeOn(a, OP, job())) as { statusRef: string }).statusRef;
+      expect(await lookupOn(a, OP, job(), { statusRef })).toMatchObject({
+        kind: 'found',
+        outcome: { kind: 'in-progress', statusRef, status: 303 },
+      });
+    });
+  });
+
+  it('the 202 was lost; the search finds the work item, then its status poll fails ⇒ found in-progress at that status URL', async () => {
+    const proxy = closeAfterTest(
+      await startFaultProxy({
+        target: env.sb.url,
+        faults: (_n, req) =>
+          req.method === 'GET' && req.path.startsWith('/exports/status/') ? { kind: 'status', status: 503 } : 'pass',
+      }),
+    );
+    await withAdapter(proxy.url, OP, asyncExportsCreate('acme-exports'), async (a) => {
+      await executeOn(a, OP, job()); // pretend this response never arrived
+      expect(await lookupOn(a, OP, job())).toMatchObject({
+        kind: 'found',
+        outcome: { kind: 'in-progress', statusRef: `${proxy.url}/exports/status/exp_1` },
+      });
+    });
+  });
+
   describe('fallback "resend-same-key" (an API without a list endpoint)', () => {
     const withResendVariant = (use: (a: HttpAdapter) => Promise<void>, card = exportsCreateCard('acme-exports')) =>
       withAdapter(
