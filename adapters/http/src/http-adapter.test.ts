@@ -173,6 +173,22 @@ describe('createHttpAdapter: declarations are checked against the card', () => {
     });
   });
 
+  it('an empty precondition value is refused like an absent one: If-Match with no validator is no precondition', async () => {
+    const spec = etagDocumentsUpdate('acme-docs');
+    const a = createHttpAdapter({
+      ...base,
+      provider: 'acme-docs',
+      operations: { 'documents.update': { ...spec, paramsSchema: { type: 'object' } } },
+    });
+    const params = { id: 'doc-1', etag: '', title: 't', body: 'b' };
+    const ctx = executeContext(a, 'documents.update', operationIdFor(a, 'documents.update', params));
+    expect(await a.doExecute('documents.update', params, ctx)).toMatchObject({
+      kind: 'rejected',
+      reason: 'validation',
+      fields: [{ path: 'etag', message: expect.stringMatching(/precondition value/) }],
+    });
+  });
+
   it('a precondition operation never sends without its precondition value (rejected, nothing sent: never a throw the runner would read as unknown)', async () => {
     const a = createHttpAdapter({
       ...base,

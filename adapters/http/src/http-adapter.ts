@@ -143,10 +143,10 @@ async function send(
   const pc = spec.precondition;
   if (pc) {
     const v = scalarText(params[pc.param]);
-    if (v === undefined)
+    if (!v)
       throw new InvalidIntentError(
         pc.param,
-        'the precondition value must be a string or number; an operation declared with a precondition is never sent without it',
+        'the precondition value must be a non-empty string or number; an operation declared with a precondition is never sent without it',
       );
     if ('header' in pc) headers[pc.header] = v;
     else query[pc.query] = v;

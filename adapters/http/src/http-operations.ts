@@ -263,8 +263,9 @@ function requestProblems(spec: HttpOperationSpec, params: unknown): FieldError[]
       out.push({ path: p, message: `is in the lookup path ${lookupPath} and must not be empty, . or ..` });
   }
   const pc = spec.precondition;
-  if (pc && scalarText((params as Record<string, unknown>)[pc.param]) === undefined)
-    out.push({ path: pc.param, message: 'is the precondition value and must be a string or number' });
+  // An empty validator (`If-Match: `) names no version: a server may read it as absent and write unconditionally.
+  if (pc && !scalarText((params as Record<string, unknown>)[pc.param]))
+    out.push({ path: pc.param, message: 'is the precondition value and must be a non-empty string or number' });
   return out;
 }
 
