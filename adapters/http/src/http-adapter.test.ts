@@ -145,6 +145,50 @@ describe('createHttpAdapter: declarations are checked against the card', () => {
     });
   });
 
+  it('an empty path placeholder value is refused, nothing sent: PUT /documents/{id} with id "" is PUT /documents/', async () => {
+    const spec = etagDocumentsUpdate('acme-docs');
+    const a = createHttpAdapter({
+      ...base,
+      provider: 'acme-docs',
+      operations: { 'documents.update': { ...spec, paramsSchema: { type: 'object' } } },
+    });
+    const params = { id: '', etag: '"g1"', title: 't', body: 'b' };
+    const ctx = executeContext(a, 'documents.update', operationIdFor(a, 'documents.update', params));
+    expect(await a.doExecute('documents.update', params, ctx)).toMatchObject({
+      kind: 'rejected',
+      reason: 'validation',
+      fields: [{ path: 'id' }],
+    });
+  });
+
+  it('an empty lookup path placeholder value is refused too: /orders/by-ref/{orderRef} would read /orders/by-ref/', async () => {
+    const search = { ...spec.lookup, path: '/orders/by-ref/{orderRef}' } as HttpOperationSpec['lookup'];
+    const a = createHttpAdapter(withOp({ ...spec, lookup: search, paramsSchema: { type: 'object' } }));
+    const params = { customer: 'c', sku: 's', quantity: 1, orderRef: '' };
+    const ctx = executeContext(a, 'orders.create', operationIdFor(a, 'orders.create', params));
+    expect(await a.doExecute('orders.create', params, ctx)).toMatchObject({
+      kind: 'rejected',
+      reason: 'validation',
+      fields: [{ path: 'orderRef' }],
+    });
+  });
+
+  it('an empty precondition value is refused like an absent one: If-Match with no validator is no precondition', async () => {
+    const spec = etagDocumentsUpdate('acme-docs');
+    const a = createHttpAdapter({
+      ...base,
+      provider: 'acme-docs',
+      operations: { 'documents.update': { ...spec, paramsSchema: { type: 'object' } } },
+    });
+    const params = { id: 'doc-1', etag: '', title: 't', body: 'b' };
+    const ctx = executeContext(a, 'documents.update', operationIdFor(a, 'documents.update', params));
+    expect(await a.doExecute('documents.update', params, ctx)).toMatchObject({
+      kind: 'rejected',
+      reason: 'validation',
+      fields: [{ path: 'etag', message: expect.stringMatching(/precondition value/) }],
+    });
+  });
+
   it('a precondition operation never sends without its precondition value (rejected, nothing sent: never a throw the runner would read as unknown)', async () => {
     const a = createHttpAdapter({
       ...base,

@@ -143,10 +143,10 @@ async function send(
   const pc = spec.precondition;
   if (pc) {
     const v = scalarText(params[pc.param]);
-    if (v === undefined)
+    if (!v)
       throw new InvalidIntentError(
         pc.param,
-        'the precondition value must be a string or number; an operation declared with a precondition is never sent without it',
+        'the precondition value must be a non-empty string or number; an operation declared with a precondition is never sent without it',
       );
     if ('header' in pc) headers[pc.header] = v;
     else query[pc.query] = v;
@@ -185,6 +185,12 @@ const cannotTell = (res: HttpResponseView, reason: string): LookupResult => ({
   status: res.status,
   ...retryAfterOf(readHeader(res.headers, 'retry-after')),
 });
+/** The work item exists (a 303 said done, a search matched it): a later request that cannot tell leaves it in progress. */
+const exists = (r: LookupResult, statusRef: string): LookupResult => {
+  if (r.kind !== 'cannot-tell') return r;
+  const { kind: _, reason, ...refs } = r;
+  return found({ kind: 'in-progress', statusRef, ...refs, message: `the work item exists; ${reason}` });
+};
 /** The request id comes from `res`, the answer that said so. */
 const succeeded = (a: Ask, res: HttpResponseView, data: unknown, refPath = a.o.http.refPath) =>
   found({
@@ -290,7 +296,8 @@ async function findStatus(a: Ask, l: Lookup<'status-url'>): Promise<LookupResult
   if (match == null) return absent(res, 'no work item carries this operation in the status search');
   const url = readPath(match, w.statusUrlPath);
   if (typeof url !== 'string') return cannotTell(res, `the matched work item has no status URL at ${w.statusUrlPath}`);
-  return pollStatus(a, l.status, new URL(url, res.url).toString());
+  const statusRef = new URL(url, res.url).toString();
+  return exists(await pollStatus(a, l.status, statusRef), statusRef);
 }
 
 async function pollStatus(a: Ask, reading: StatusReading, statusRef: string): Promise<LookupResult> {
@@ -308,10 +315,12 @@ async function pollStatus(a: Ask, reading: StatusReading, statusRef: string): Pr
   const rid = requestIdOf(spec, res.headers);
   if (res.status === 303) {
     const target = absoluteLocation(res);
-    if (!target || !sameOrigin(target)) return cannotTell(res, '303 See Other without a same-origin Location');
+    if (!target || !sameOrigin(target))
+      return exists(cannotTell(res, '303 See Other without a same-origin Location'), statusRef);
     const done = await get(a, target, 'fetching the finished resource');
-    if ('kind' in done) return done;
-    if (done.status !== 200) return cannotTell(done, `finished resource answered HTTP ${done.status}`);
+    if ('kind' in done) return exists(done, statusRef);
+    if (done.status !== 200)
+      return exists(cannotTell(done, `finished resource answered HTTP ${done.status}`), statusRef);
     return succeeded(a, res, done.data);
   }
   if (res.status === 200) {
@@ -330,8 +339,13 @@ async function pollStatus(a: Ask, reading: StatusReading, statusRef: string): Pr
       return found({ kind: 'rejected', reason: 'other', message: `status ${s}`, status: 200, ...rid });
     return cannotTell(res, `status field ${reading.field} is ${JSON.stringify(s)}, not a declared value`);
   }
-  // 401/403 refuse this adapter's credentials for the poll, which says nothing about the work item.
-  if (res.status >= 400 && res.status < 500 && ![401, 403, 404, 408, 429].includes(res.status)) {
+  // These refuse the poll itself (credentials, method, Accept, routing, headers, rate) or say the status resource is
+  // missing or expired (404, 410), which says nothing about the work item.
+  if (
+    res.status >= 400 &&
+    res.status < 500 &&
+    ![401, 403, 404, 405, 406, 408, 410, 421, 429, 431].includes(res.status)
+  ) {
     // An error persisted at the status resource: the work item failed for good.
     const outcome = classifyResponse(spec, res, 1);
     return found({

@@ -246,20 +246,26 @@ function keyRuleOf(
 function requestProblems(spec: HttpOperationSpec, params: unknown): FieldError[] {
   if (typeof params !== 'object' || params === null || Array.isArray(params))
     return [{ path: '(root)', message: 'must be an object' }];
-  // `.` and `..` pass encodeURIComponent as they are, and a dot segment resolves to another path.
-  const dots = ['.', '..'];
+  // `.` and `..` pass encodeURIComponent as they are, and a dot segment resolves to another path; so does an empty one.
+  const dots = ['.', '..', ''];
   const out: FieldError[] = paramPlaceholders(spec.path)
     .filter((p) => [...dots, undefined].includes(scalarText(readPath(params, p))))
-    .map((p) => ({ path: p, message: `is needed by the path ${spec.path} as a string or number, not . or ..` }));
+    .map((p) => ({
+      path: p,
+      message: `is needed by the path ${spec.path} as a non-empty string or number, not . or ..`,
+    }));
   const l = spec.lookup;
   const lookupPath =
     'path' in l ? l.path : l.method === 'status-url' ? (l.withoutStatusRef as { path?: string })?.path : '';
-  for (const p of paramPlaceholders(lookupPath ?? ''))
-    if (dots.includes(scalarText(readPath(params, p)) ?? '') && !out.some((f) => f.path === p))
-      out.push({ path: p, message: `is in the lookup path ${lookupPath} and must not be . or ..` });
+  for (const p of paramPlaceholders(lookupPath ?? '')) {
+    const v = scalarText(readPath(params, p));
+    if (v !== undefined && dots.includes(v) && !out.some((f) => f.path === p))
+      out.push({ path: p, message: `is in the lookup path ${lookupPath} and must not be empty, . or ..` });
+  }
   const pc = spec.precondition;
-  if (pc && scalarText((params as Record<string, unknown>)[pc.param]) === undefined)
-    out.push({ path: pc.param, message: 'is the precondition value and must be a string or number' });
+  // An empty validator (`If-Match: `) names no version: a server may read it as absent and write unconditionally.
+  if (pc && !scalarText((params as Record<string, unknown>)[pc.param]))
+    out.push({ path: pc.param, message: 'is the precondition value and must be a non-empty string or number' });
   return out;
 }
 

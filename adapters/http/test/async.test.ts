@@ -100,6 +100,26 @@ describe('async request-reply: SDK → sandbox', () => {
     },
   );
 
+  // RFC 9110: these answer the poll request (its method, Accept, routing, headers) or the status resource's own
+  // existence, not the work item; 410 is a status monitor that expired, so the work may well have completed.
+  it.each([404, 405, 406, 410, 421, 431])(
+    'a %i on the status poll says nothing about the work item: cannot-tell, never a rejection',
+    async (status) => {
+      const proxy = closeAfterTest(
+        await startFaultProxy({
+          target: env.sb.url,
+          faults: (_n, req) =>
+            req.method === 'GET' && req.path.startsWith('/exports/status/') ? { kind: 'status', status } : 'pass',
+        }),
+      );
+      await withAdapter(proxy.url, OP, asyncExportsCreate('acme-exports'), async (a) => {
+        const out = await executeOn(a, OP, job());
+        const statusRef = (out as { statusRef: string }).statusRef;
+        expect(await lookupOn(a, OP, job(), { statusRef })).toMatchObject({ kind: 'cannot-tell', status });
+      });
+    },
+  );
+
   it('the 202 was lost (no status URL): lookup finds the work item by clientRequestId and polls its status URL — no POST, one work item', async () => {
     const ctx = executeContext(env.adapter, OP, operationIdFor(env.adapter, OP, job()));
     await env.adapter.doExecute(OP, job(), ctx); // pretend this response never arrived
@@ -113,6 +133,62 @@ describe('async request-reply: SDK → sandbox', () => {
     expect(env.sb.records()[0]!.clientRequestId).toBe(ctx.businessOperationId);
     expect(await env.lookup(job({ requestRef: 'never-sent' }))).toMatchObject({ kind: 'not-found' });
     expect(env.sb.count(OP)).toBe(1);
+  });
+
+  // A step that found the work item (a 303: done; a search match) is not undone by a later request that fails:
+  // the work item exists, so it is in-progress at its status URL (polled again), never "cannot tell".
+  it('303 See Other (done), then the finished resource fails to load ⇒ found in-progress at the status URL', async () => {
+    const proxy = closeAfterTest(
+      await startFaultProxy({
+        target: env.sb.url,
+        faults: (_n, req) =>
+          req.method === 'GET' && /^\/exports\/exp_/.test(req.path) ? { kind: 'status', status: 503 } : 'pass',
+      }),
+    );
+    await withAdapter(proxy.url, OP, asyncExportsCreate('acme-exports'), async (a) => {
+      const statusRef = ((await executeOn(a, OP, job())) as { statusRef: string }).statusRef;
+      await lookupOn(a, OP, job(), { statusRef }); // running
+      expect(await lookupOn(a, OP, job(), { statusRef })).toMatchObject({
+        kind: 'found',
+        outcome: { kind: 'in-progress', statusRef },
+      });
+    });
+  });
+
+  it('303 See Other (done) to another origin ⇒ not fetched with these headers, and found in-progress at the status URL', async () => {
+    const proxy = closeAfterTest(
+      await startFaultProxy({
+        target: env.sb.url,
+        faults: (_n, req) =>
+          req.method === 'GET' && req.path.startsWith('/exports/status/')
+            ? { kind: 'status', status: 303, headers: { location: 'http://127.0.0.2:9/exports/exp_1' } }
+            : 'pass',
+      }),
+    );
+    await withAdapter(proxy.url, OP, asyncExportsCreate('acme-exports'), async (a) => {
+      const statusRef = ((await executeOn(a, OP, job())) as { statusRef: string }).statusRef;
+      expect(await lookupOn(a, OP, job(), { statusRef })).toMatchObject({
+        kind: 'found',
+        outcome: { kind: 'in-progress', statusRef, status: 303 },
+      });
+    });
+  });
+
+  it('the 202 was lost; the search finds the work item, then its status poll fails ⇒ found in-progress at that status URL', async () => {
+    const proxy = closeAfterTest(
+      await startFaultProxy({
+        target: env.sb.url,
+        faults: (_n, req) =>
+          req.method === 'GET' && req.path.startsWith('/exports/status/') ? { kind: 'status', status: 503 } : 'pass',
+      }),
+    );
+    await withAdapter(proxy.url, OP, asyncExportsCreate('acme-exports'), async (a) => {
+      await executeOn(a, OP, job()); // pretend this response never arrived
+      expect(await lookupOn(a, OP, job())).toMatchObject({
+        kind: 'found',
+        outcome: { kind: 'in-progress', statusRef: `${proxy.url}/exports/status/exp_1` },
+      });
+    });
   });
 
   describe('fallback "resend-same-key" (an API without a list endpoint)', () => {

@@ -90,7 +90,8 @@ async function send(
   const timeout = AbortSignal.timeout(rt.timeoutMs);
   let raw: Response;
   try {
-    const r = request.responseType(ResponseType.RAW).middlewareOptions([probe]);
+    // fetch follows 307/308 by itself (no RedirectHandler in the chain): a POST body would go to any Location.
+    const r = request.responseType(ResponseType.RAW).middlewareOptions([probe]).option('redirect', 'manual');
     raw = (await call(r.option('signal', signal ? AbortSignal.any([signal, timeout]) : timeout))) as Response;
   } catch (error) {
     return { kind: 'no-answer', error: probe.error ?? error, stage: probe.stage };
@@ -128,11 +129,13 @@ async function lookup(rt: Runtime, o: GraphOperation, ctx: FramedLookupContext):
       kind: 'cannot-tell',
       reason: `${what}: the recorded params are not valid for this operation, so there is nothing to search by`,
     };
-  const q = o.lookup(ctx.params, { ...ctx, ...rt });
+  const b = { ...ctx, ...rt };
+  const q = o.lookup(ctx.params, b);
   const request = rt.client
     .api(q.path)
     .filter(q.filter)
     .select([...q.select])
+    .expand(q.expand)
     .top(5);
   const sent = await send(rt, ctx.signal, request, (r) => r.get());
   if (sent.kind === 'no-answer') return cannotTellFromNetworkError(sent.error, what, sent.stage);
@@ -143,11 +146,12 @@ async function lookup(rt: Runtime, o: GraphOperation, ctx: FramedLookupContext):
   const items = (answer.body as { value?: unknown } | null)?.value;
   if (!Array.isArray(items))
     return { kind: 'cannot-tell', reason: `${what}: HTTP 200 without a value array`, ...refsOf(answer) };
-  const first = items.find((i): i is Record<string, unknown> => typeof i === 'object' && i !== null);
+  const own = items.filter((i): i is Record<string, unknown> => isObj(i) && o.owns(i, b));
+  const first = own[0];
   if (!first)
     return {
       kind: 'cannot-tell',
-      reason: `${what}: nothing tagged with this business-operation id is visible yet; Graph documents no bound on that delay, so absence does not prove it was not applied`,
+      reason: `${what}: nothing tagged with exactly this business-operation id is visible yet (${items.length} matched ignoring case); Graph documents no bound on that delay, so absence does not prove it was not applied`,
       ...refsOf(answer),
     };
   const { result, providerRef } = o.read(first, true);
@@ -155,7 +159,7 @@ async function lookup(rt: Runtime, o: GraphOperation, ctx: FramedLookupContext):
     kind: 'found',
     outcome: {
       kind: 'succeeded',
-      result: items.length > 1 ? { ...(result as object), matches: items.length } : result,
+      result: own.length > 1 ? { ...(result as object), matches: own.length } : result,
       ...refsOf(answer),
       ...(providerRef ? { providerRef } : {}),
     },

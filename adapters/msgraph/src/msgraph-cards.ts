@@ -147,7 +147,7 @@ export const mailSendCard = msGraphCard({
   ],
   limits: { maxAttempts: 3, maxElapsed: '10m', lookupWindow: '5m' },
   reconciler:
-    'the runner, through doLookup: GET /{mailbox}/mailFolders/sentitems/messages?$filter=singleValueExtendedProperties/Any(ep: ep/id eq \'<tag>\' and ep/value eq \'<business-operation id>\'); a match is adopted, an empty answer is "cannot tell" (never "not sent") because the delay is unknown',
+    "the runner, through doLookup: GET /{mailbox}/mailFolders/sentitems/messages?$filter=singleValueExtendedProperties/Any(ep: ep/id eq '<tag>' and ep/value eq '<business-operation id>')&$expand=singleValueExtendedProperties($filter=id eq '<tag>'); a match whose tag carries exactly this id is adopted (Graph's filter ignores case), an empty answer is \"cannot tell\" (never \"not sent\") because the delay is unknown",
   handoff:
     'rejected; or an unknown outcome (timeout, reset, 5xx, lost 202) whose mail is not found in Sent Items within the lookup window — the runner never resends blindly; or not-applied beyond max attempts / max elapsed',
   unverified: [
@@ -210,7 +210,7 @@ export const eventsCreateCard = msGraphCard({
   ],
   limits: { maxAttempts: 3, maxElapsed: '5m', lookupWindow: '2m' },
   reconciler:
-    "the runner, through doLookup: GET /{mailbox}/events?$filter=singleValueExtendedProperties/Any(ep: ep/id eq '<tag>' and ep/value eq '<business-operation id>'); a match is adopted, an empty answer is \"cannot tell\"",
+    "the runner, through doLookup: GET /{mailbox}/events?$filter=singleValueExtendedProperties/Any(ep: ep/id eq '<tag>' and ep/value eq '<business-operation id>')&$expand=singleValueExtendedProperties($filter=id eq '<tag>'); a match whose tag carries exactly this id is adopted (Graph's filter ignores case), an empty answer is \"cannot tell\"",
   handoff:
     'rejected; or an unknown outcome whose event is not found within the lookup window (a resend with the same transactionId is not relied on: its effect is unknown); or not-applied beyond max attempts / max elapsed',
   unverified: [
@@ -281,7 +281,7 @@ export const todoTasksCreateCard = msGraphCard({
   ],
   limits: { maxAttempts: 3, maxElapsed: '5m', lookupWindow: '2m' },
   reconciler:
-    "the runner, through doLookup: GET /{mailbox}/todo/lists/{listId}/tasks?$filter=linkedResources/any(r: r/applicationName eq 'retrysafe' and r/externalId eq '<business-operation id>') (a link the caller gives in retrysafe’s name is dropped, so only this adapter’s tag matches); a match is adopted; an empty or refused answer is \"cannot tell\"",
+    "the runner, through doLookup: GET /{mailbox}/todo/lists/{listId}/tasks?$filter=linkedResources/any(r: r/applicationName eq 'retrysafe' and r/externalId eq '<business-operation id>') (a link the caller gives in retrysafe’s name is dropped, so only this adapter’s tag matches), with $expand=linkedResources; a match whose link carries exactly this id is adopted; an empty or refused answer is \"cannot tell\"",
   handoff:
     'rejected; or an unknown outcome whose task is not found within the lookup window; or not-applied beyond max attempts / max elapsed',
   unverified: [
@@ -289,7 +289,7 @@ export const todoTasksCreateCard = msGraphCard({
     note('lookup.consistencyDelay', 'how soon a created task is visible to a list query', S.listTasks),
     note(
       'lookup.method',
-      'Graph documents linkedResources on a task, not a $filter on linkedResources/externalId; a live tenant may refuse the filter (400), which the adapter reads as "cannot tell" ⇒ handoff, never a resend',
+      'Graph documents linkedResources on a task, not a $filter on linkedResources/externalId nor its $expand on a task list; a live tenant may refuse either (400), which the adapter reads as "cannot tell" ⇒ handoff, never a resend',
       S.linkedResource,
     ),
   ],

@@ -92,6 +92,12 @@ export function middlewareChain(client: Client): unknown[] {
   return chain;
 }
 
+/** The SDK's RetryHandler, also from another copy of the SDK (another version, a bundle), where instanceof fails. */
+function isRetryHandler(m: unknown): boolean {
+  const r = m as { isRetry?: unknown; executeWithRetry?: unknown };
+  return m instanceof RetryHandler || (typeof r.isRetry === 'function' && typeof r.executeWithRetry === 'function');
+}
+
 /** With the SDK's RetryHandler a 503/504 on sendMail is resent by the SDK: the runner must be the one retrying layer. */
 export function assertNoSdkRetries(client: Client): void {
   const chain = middlewareChain(client);
@@ -100,7 +106,7 @@ export function assertNoSdkRetries(client: Client): void {
       'msgraph',
       'cannot inspect the injected client middleware chain; build it with createGraphClient() or Client.initWithMiddleware({ middleware: [...] })',
     );
-  if (chain.some((m) => m instanceof RetryHandler))
+  if (chain.some(isRetryHandler))
     throw new AdapterConfigurationError(
       'msgraph',
       'the injected Graph client has the SDK RetryHandler in its middleware chain (it resends POST /sendMail on 429/503/504); build it without one, e.g. createGraphClient({ token, baseUrl })',

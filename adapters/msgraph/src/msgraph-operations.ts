@@ -47,7 +47,9 @@ export interface GraphOperation<P = unknown> extends FrameOperation {
   lookup(
     params: P,
     ctx: BuildContext,
-  ): { readonly path: string; readonly filter: string; readonly select: readonly string[] };
+  ): { readonly path: string; readonly filter: string; readonly select: readonly string[]; readonly expand: string };
+  /** Whether a listed item carries this operation's tag exactly: Graph's filter compares the value ignoring case. */
+  owns(item: Record<string, unknown>, ctx: BuildContext): boolean;
   read(item: Record<string, unknown>, found: boolean): { result: unknown; providerRef?: string };
   /** True when a 409 may mean "already created by the first request" (unknown, not rejected). */
   readonly conflictMayMeanApplied?: boolean;
@@ -65,7 +67,18 @@ const taggedLookup = (path: string, select: readonly string[], ctx: BuildContext
   path,
   filter: `singleValueExtendedProperties/Any(ep: ep/id eq ${odataString(ctx.extendedPropertyId)} and ep/value eq ${odataString(ctx.businessOperationId)})`,
   select,
+  expand: `singleValueExtendedProperties($filter=id eq ${odataString(ctx.extendedPropertyId)})`,
 });
+
+const ownsTag = (item: Record<string, unknown>, ctx: BuildContext) =>
+  Array.isArray(item.singleValueExtendedProperties) &&
+  item.singleValueExtendedProperties.some(
+    (p) =>
+      isObj(p) &&
+      typeof p.id === 'string' &&
+      p.id.toLowerCase() === ctx.extendedPropertyId.toLowerCase() &&
+      p.value === ctx.businessOperationId,
+  );
 
 /** The item's single-value extended properties with the business-operation id's tag in place of any of its id. */
 function withTag(existing: unknown, ctx: BuildContext): unknown[] {
@@ -158,6 +171,7 @@ export const mailSend: GraphOperation<MailSendParams> = {
       ['id', 'internetMessageId', 'sentDateTime'],
       ctx,
     ),
+  owns: ownsTag,
   // sendMail answers 202 without a body: only the lookup finds the message.
   read(item, found) {
     const result = found ? mailResult('in-sent-items', item) : mailResult('accepted', {});
@@ -195,6 +209,7 @@ const eventsCreate: GraphOperation<EventsCreateParams> = {
     },
   }),
   lookup: (p, ctx) => taggedLookup(`${mailboxPath(p.mailbox)}/events`, EVENT_FIELDS, ctx),
+  owns: ownsTag,
   read: readItem(EVENT_FIELDS),
 };
 
@@ -226,7 +241,13 @@ const todoTasksCreate: GraphOperation<TodoTasksCreateParams> = {
     // Both: a caller's own link (another application) may carry an externalId equal to this id.
     filter: `linkedResources/any(r: r/applicationName eq ${odataString(ctx.applicationName)} and r/externalId eq ${odataString(ctx.businessOperationId)})`,
     select: TASK_FIELDS,
+    expand: 'linkedResources',
   }),
+  owns: (item, ctx) =>
+    Array.isArray(item.linkedResources) &&
+    item.linkedResources.some(
+      (l) => isObj(l) && l.applicationName === ctx.applicationName && l.externalId === ctx.businessOperationId,
+    ),
   read: readItem(TASK_FIELDS),
 };
 

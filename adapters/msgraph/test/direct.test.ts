@@ -1,6 +1,8 @@
 // The real Graph SDK → the loopback sandbox, straight through doExecute/doLookup: one test per
 // case of the error mapping in src/msgraph-errors.ts, for each operation.
 
+import { createServer as createHttpServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { asBusinessOperationId, businessOperationId, UnknownOperationError } from '@retrysafe/contract';
 import { startFaultProxy } from '@retrysafe/testkit';
 import { closeAfterTest } from '@retrysafe/testkit/close-after-test';
@@ -180,6 +182,24 @@ describe.each(OPS)(
       expect(sandbox.count(kind)).toBe(1);
     });
 
+    it.each([307, 308])(
+      'a %i redirect is not followed: the POST body is never re-sent to the Location (here another origin)',
+      async (status) => {
+        const redirector = createHttpServer((req, res) => {
+          res.writeHead(status, { location: new URL(req.url ?? '/', sandbox.url).toString() }).end();
+        });
+        await new Promise<void>((r) => redirector.listen(0, '127.0.0.1', () => r()));
+        try {
+          const { port } = redirector.address() as AddressInfo;
+          const out = await exec(op, params(), 'redirected-1', adapterAt(`http://127.0.0.1:${port}/`));
+          expect(out).toMatchObject({ kind: 'unknown', status });
+          expect(sandbox.requests()).toHaveLength(0);
+        } finally {
+          await new Promise((r) => redirector.close(r));
+        }
+      },
+    );
+
     it('connection refused ⇒ not-applied (the request never left)', async () => {
       const nowhere = adapterAt(await closedPortUrl());
       const out = await exec(op, params(), 'refused-1', nowhere);
@@ -328,6 +348,17 @@ describe('lookup', () => {
     expect(await lookup('todo.tasks.create', 'task-a', params)).toMatchObject({ kind: 'found' });
   });
 
+  // Graph: "Filtering the value property of an extended property is case-insensitive" (singlevaluelegacyextendedproperty-get).
+  it.each([
+    ['mail.send', mailParams(1)],
+    ['events.create', eventParams(1)],
+    ['todo.tasks.create', taskParams(1)],
+  ] as const)("%s: another operation's item whose id differs only by case is not a match", async (op, params) => {
+    expect((await exec(op, params, 'Invoice-A')).kind).toBe('succeeded');
+    expect((await lookup(op, 'invoice-a', params)).kind).toBe('cannot-tell');
+    expect(await lookup(op, 'Invoice-A', params)).toMatchObject({ kind: 'found', outcome: { kind: 'succeeded' } });
+  });
+
   it('more than one match (a duplicate already exists) is still found, with the count shown', async () => {
     await exec('todo.tasks.create', taskParams(1), 'task-dup');
     await exec('todo.tasks.create', taskParams(1), 'task-dup');
@@ -363,6 +394,7 @@ describe('lookup', () => {
       `singleValueExtendedProperties/Any(ep: ep/id eq '${DEFAULT_EXTENDED_PROPERTY_ID}' and ep/value eq 'order-1')`,
     );
     expect(q.get('$select')).toBe('id,internetMessageId,sentDateTime');
+    expect(q.get('$expand')).toBe(`singleValueExtendedProperties($filter=id eq '${DEFAULT_EXTENDED_PROPERTY_ID}')`);
   });
 });
 

@@ -2,6 +2,7 @@
 // is resent on 503/504, and every resend is one more delivered mail. Through the adapter's chain
 // (no RetryHandler) the same answers give one request and one mail.
 
+import { createRequire } from 'node:module';
 import { Client, RetryHandler } from '@microsoft/microsoft-graph-client';
 import { AdapterConfigurationError, asBusinessOperationId } from '@retrysafe/contract';
 import { executeContext } from '@retrysafe/testkit/conformance';
@@ -79,6 +80,25 @@ describe('negative control: the SDK default RetryHandler resends sendMail', () =
     expect((error as Error).message).toMatch(/RetryHandler/);
     const ok = createMsGraphAdapter({ client: createGraphClient({ token: TOKEN, baseUrl: sandbox.url }) });
     expect(ok.specificationVersion).toBe('v1');
+  });
+
+  it('a client built with another copy of the SDK (another version in the app, a bundle) is refused too', () => {
+    // A second copy's RetryHandler is another class: instanceof the adapter's own RetryHandler is false.
+    const require = createRequire(import.meta.url);
+    const entry = require.resolve('@microsoft/microsoft-graph-client');
+    const dir = entry.slice(0, entry.lastIndexOf('/lib/') + 1);
+    const kept = Object.keys(require.cache).filter((k) => k.startsWith(dir));
+    const saved = new Map(kept.map((k) => [k, require.cache[k]]));
+    for (const k of kept) delete require.cache[k];
+    let other: typeof import('@microsoft/microsoft-graph-client');
+    try {
+      other = require('@microsoft/microsoft-graph-client');
+    } finally {
+      for (const [k, m] of saved) require.cache[k] = m;
+    }
+    expect(other.RetryHandler).not.toBe(RetryHandler);
+    const client = other.Client.init({ authProvider: (done) => done(null, TOKEN), baseUrl: sandbox.url });
+    expect(() => createMsGraphAdapter({ client: client as unknown as Client })).toThrow(/RetryHandler/);
   });
 
   it('configuration errors are typed', () => {

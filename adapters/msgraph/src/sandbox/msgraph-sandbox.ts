@@ -179,6 +179,8 @@ const EXT_FILTER =
 const LINK_FILTER =
   /^linkedResources\/any\(\s*(\w+)\s*:\s*(?:\1\/applicationName eq '((?:[^']|'')*)' and )?\1\/externalId eq '((?:[^']|'')*)'\s*\)$/i;
 const unquote = (s: string) => s.replace(/''/g, "'");
+/** Relations Graph returns only when `$expand`ed. */
+const EXPANDABLE = new Set(['singleValueExtendedProperties', 'linkedResources']);
 
 class HttpError extends Error {
   constructor(
@@ -298,9 +300,11 @@ function lookup(state: GraphState, route: Route, query: URLSearchParams): { stat
     const m = EXT_FILTER.exec(filter.trim());
     if (!m) throw new HttpError(400, 'ErrorInvalidUrlQueryFilter', `Unsupported $filter: ${filter}`);
     const id = unquote(m[2]!).toLowerCase();
-    const value = unquote(m[3]!);
+    // Graph documents the value comparison as case-insensitive.
+    const value = unquote(m[3]!).toLowerCase();
     const tagged = (props: readonly { id: string; value: string }[]) =>
-      props.some((p) => p.id.toLowerCase() === id && p.value === value);
+      props.some((p) => p.id.toLowerCase() === id && p.value.toLowerCase() === value);
+    const tagOf = (props: readonly { id: string; value: string }[]) => props.filter((p) => p.id.toLowerCase() === id);
     if (route.kind === 'mail.lookup') {
       const t = state.now();
       items = state.records
@@ -308,14 +312,14 @@ function lookup(state: GraphState, route: Route, query: URLSearchParams): { stat
           (r): r is SandboxMessage =>
             r.kind === 'mail.send' && r.mailbox === route.mailbox && r.visibleAt <= t && tagged(r.extendedProperties),
         )
-        .map(messageJson);
+        .map((r) => ({ ...messageJson(r), singleValueExtendedProperties: tagOf(r.extendedProperties) }));
     } else {
       items = state.records
         .filter(
           (r): r is SandboxEvent =>
             r.kind === 'events.create' && r.mailbox === route.mailbox && tagged(r.extendedProperties),
         )
-        .map(eventJson);
+        .map((r) => ({ ...eventJson(r), singleValueExtendedProperties: tagOf(r.extendedProperties) }));
     }
   } else {
     if (!route.listId || !state.todoLists.has(route.listId))
@@ -330,16 +334,22 @@ function lookup(state: GraphState, route: Route, query: URLSearchParams): { stat
           r.kind === 'todo.tasks.create' &&
           r.mailbox === route.mailbox &&
           r.listId === route.listId &&
+          // Case-sensitivity of this filter is not documented: the sandbox takes the case-insensitive worst case.
           r.linkedResources.some(
             (l) =>
-              l.externalId === externalId && (applicationName === undefined || l.applicationName === applicationName),
+              l.externalId?.toLowerCase() === externalId.toLowerCase() &&
+              (applicationName === undefined || l.applicationName?.toLowerCase() === applicationName.toLowerCase()),
           ),
       )
       .map(taskJson);
   }
   return {
     status: 200,
-    body: { value: items.slice(0, Number.isFinite(top) && top > 0 ? top : 10).map((i) => select(i, fields)) },
+    body: {
+      value: items
+        .slice(0, Number.isFinite(top) && top > 0 ? top : 10)
+        .map((i) => select(i, fields, query.get('$expand'))),
+    },
   };
 }
 
@@ -401,15 +411,13 @@ function messageJson(m: SandboxMessage) {
   };
 }
 
-function select<T extends Record<string, unknown>>(item: T, fields: string | null): Record<string, unknown> {
-  if (!fields) return item;
-  const keep = new Set(
-    fields
-      .split(',')
-      .map((f) => f.trim())
-      .filter(Boolean),
-  );
-  return Object.fromEntries(Object.entries(item).filter(([k]) => keep.has(k) || k === 'id'));
+/** The selected fields and the expanded relations (`$expand=name(...)`, whose own options the sandbox ignores). */
+function select(item: Record<string, unknown>, fields: string | null, expand: string | null): Record<string, unknown> {
+  const expanded = new Set((expand ?? '').split(',').map((e) => e.split('(')[0]!.trim()));
+  const shown = Object.fromEntries(Object.entries(item).filter(([k]) => !EXPANDABLE.has(k) || expanded.has(k)));
+  if (!fields) return shown;
+  const keep = new Set([...fields.split(','), ...expanded].map((f) => f.trim()).filter(Boolean));
+  return Object.fromEntries(Object.entries(shown).filter(([k]) => keep.has(k) || k === 'id'));
 }
 
 /** Starts the sandbox on 127.0.0.1 (port 0 = any free port). */
