@@ -4,6 +4,14 @@ import { InvalidStateError, LeaseLostError, LedgerError } from './errors.js';
 import type { BusinessOperationId, ProviderKey } from './ids.js';
 import type { HandoffPacket, Receipt } from './receipt.js';
 
+export {
+  appendStoredReceipt,
+  PAYLOAD_LIMITS,
+  parseStoredReceipts,
+  parseStoredRecord,
+  storedJson,
+} from './ledger-stored.js';
+
 // claimed → dispatched → succeeded | rejected | unknown | in-progress → reconciling → … | handed-off; only a
 // person abandons, or resumes a handed-off operation. A crashed worker may have left an effect in any open state.
 const OPEN = ['claimed', 'dispatched', 'unknown', 'in-progress', 'reconciling'] as const;
@@ -164,64 +172,6 @@ export interface Ledger {
   recoverCandidates(now: number, limit?: number): Promise<OperationRecord[]>;
   prune?(options: PruneOptions): Promise<PruneReport>;
   close(): Promise<void>;
-}
-
-/** What every ledger stores: SQLite's JSON functions refuse nesting deeper than 1000, and params sit inside the record. */
-export const PAYLOAD_LIMITS = Object.freeze({ maxDepth: 100, maxBytes: 1024 * 1024 });
-
-/** A cut or corrupt stored value becomes a LedgerError naming the ledger (`where`) and the value. */
-function parseStored(text: string, what: string, where: string): unknown {
-  try {
-    return JSON.parse(text);
-  } catch (cause) {
-    throw new LedgerError(`${where}: ${what} is not valid JSON (cut or corrupt): ${(cause as Error).message}`, {
-      cause,
-    });
-  }
-}
-
-/** A stored record; any JSON but an object (`null` would read as "no such operation") is a LedgerError. */
-export function parseStoredRecord(text: string, where: string): OperationRecord {
-  const record = parseStored(text, 'a stored record', where);
-  if (typeof record !== 'object' || record === null || Array.isArray(record))
-    throw new LedgerError(`${where}: a stored record is ${text.slice(0, 20)}, not an operation record`);
-  return record as OperationRecord;
-}
-
-const EMPTY_ARRAY = /^\[\s*\]$/;
-
-const notAList = (id: string, where: string) =>
-  new LedgerError(`${where}: the receipts of ${id} are not a JSON array (edited from outside?)`);
-
-/** Stored receipts (null: none yet); any JSON but an array is a LedgerError. */
-export function parseStoredReceipts(text: string | null, id: string, where: string): Receipt[] {
-  if (text === null) return [];
-  const list = parseStored(text, `the receipts of ${id}`, where);
-  if (!Array.isArray(list)) throw notAList(id, where);
-  return list as Receipt[];
-}
-
-/** JSON text to store: a value JSON cannot carry (a BigInt, a cycle) is a LedgerError before anything is written. */
-export function storedJson(value: unknown, where: string): string {
-  try {
-    return JSON.stringify(value);
-  } catch (cause) {
-    throw new LedgerError(`${where}: a value to store is not JSON (${(cause as Error).message}); nothing written`, {
-      cause,
-    });
-  }
-}
-
-/**
- * The stored receipts' JSON with `added` after them, the stored ones kept as text (not parsed); text that is not
- * an array is refused, or the append would write cut JSON.
- */
-export function appendStoredReceipt(text: string | null, added: Receipt | undefined, where: string): string | null {
-  if (added === undefined) return text;
-  if (text !== null && !(text.startsWith('[') && text.endsWith(']'))) throw notAList(added.businessOperationId, where);
-  const receipt = storedJson(added, where);
-  // An empty array (emptied from outside) takes the receipt as none would: '[,' is cut JSON.
-  return text === null || EMPTY_ARRAY.test(text) ? `[${receipt}]` : `${text.slice(0, -1)},${receipt}]`;
 }
 
 export function isTerminal(record: OperationRecord): boolean {
