@@ -79,23 +79,28 @@ describe('async request-reply: SDK → sandbox', () => {
     }
   });
 
+  /** A job created, then its status poll answered `status` (with `body`) by the proxy: the lookup's answer. */
+  async function pollAnswered(status: number, body?: object) {
+    const proxy = closeAfterTest(
+      await startFaultProxy({
+        target: env.sb.url,
+        faults: (_n, req) =>
+          req.method === 'GET' && req.path.startsWith('/exports/status/') ? { kind: 'status', status, body } : 'pass',
+      }),
+    );
+    let answer: unknown;
+    await withAdapter(proxy.url, OP, asyncExportsCreate('acme-exports'), async (a) => {
+      const out = await executeOn(a, OP, job());
+      answer = await lookupOn(a, OP, job(), { statusRef: (out as { statusRef: string }).statusRef });
+    });
+    return answer;
+  }
+
   it.each([401, 403])(
     "a %i on the status poll refuses this adapter's credentials, not the work item: cannot-tell, never a rejection",
     async (status) => {
-      const proxy = closeAfterTest(
-        await startFaultProxy({
-          target: env.sb.url,
-          faults: (_n, req) =>
-            req.method === 'GET' && req.path.startsWith('/exports/status/')
-              ? { kind: 'status', status, body: { error: { code: status === 401 ? 'Unauthorized' : 'Forbidden' } } }
-              : 'pass',
-        }),
-      );
-      await withAdapter(proxy.url, OP, asyncExportsCreate('acme-exports'), async (a) => {
-        const out = await executeOn(a, OP, job());
-        const statusRef = (out as { statusRef: string }).statusRef;
-        expect(await lookupOn(a, OP, job(), { statusRef })).toMatchObject({ kind: 'cannot-tell', status });
-      });
+      const body = { error: { code: status === 401 ? 'Unauthorized' : 'Forbidden' } };
+      expect(await pollAnswered(status, body)).toMatchObject({ kind: 'cannot-tell', status });
       expect(env.sb.records()[0]!.state).toBe('running');
     },
   );
@@ -105,18 +110,7 @@ describe('async request-reply: SDK → sandbox', () => {
   it.each([404, 405, 406, 410, 421, 431])(
     'a %i on the status poll says nothing about the work item: cannot-tell, never a rejection',
     async (status) => {
-      const proxy = closeAfterTest(
-        await startFaultProxy({
-          target: env.sb.url,
-          faults: (_n, req) =>
-            req.method === 'GET' && req.path.startsWith('/exports/status/') ? { kind: 'status', status } : 'pass',
-        }),
-      );
-      await withAdapter(proxy.url, OP, asyncExportsCreate('acme-exports'), async (a) => {
-        const out = await executeOn(a, OP, job());
-        const statusRef = (out as { statusRef: string }).statusRef;
-        expect(await lookupOn(a, OP, job(), { statusRef })).toMatchObject({ kind: 'cannot-tell', status });
-      });
+      expect(await pollAnswered(status)).toMatchObject({ kind: 'cannot-tell', status });
     },
   );
 
