@@ -1,6 +1,6 @@
 // Issue 40 item 5: what an adapter hands the runner is checked like user input. A provider key that
 // is not a provider key (a derivation that throws, 42, '', an object, null where the card says the key
-// travels, longer than the card allows) is an AdapterContractError before the claim: no row, no call.
+// travels, longer than the card allows, outside its charset) is an AdapterContractError before the claim: no row, no call.
 // An answer to a call that is not an outcome (the request went out) is an unknown outcome, looked up
 // before anything else: never a rejection or a handoff on the adapter's word alone.
 
@@ -33,6 +33,8 @@ const badKeys: readonly (readonly [string, (original: (...a: never[]) => unknown
   ['an object', () => () => ({ key: 'k' })],
   ['null where the card says the key travels', () => () => null],
   ['a key longer than the card allows', () => () => 'k'.repeat(10_000)],
+  ["a key with characters outside the card's charset (a space)", () => () => 'rs-order 17'],
+  ["a key with characters outside the card's charset (non-ASCII)", () => () => 'rs-commande-é'],
 ];
 
 describe('the provider key an adapter derives', () => {

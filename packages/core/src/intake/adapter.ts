@@ -17,6 +17,7 @@ import {
   UnsupportedSpecificationVersionError,
   validateCard,
 } from '@retrysafe/contract';
+import { memo } from '../defined.js';
 import { AdapterContractError } from '../errors/adapter-contract-error.js';
 import { RunnerConfigurationError } from '../errors/runner-configuration-error.js';
 
@@ -107,5 +108,22 @@ export function derivedProviderKey(
   const max = card.providerKey.maxLength.value;
   if (typeof max === 'number' && key.length > max)
     throw broken(`deriveProviderKey returned a key of ${key.length} characters, over the card's maxLength ${max}`);
+  const charset = memo(charsets, card, charsetOf);
+  if (charset !== null && !charset.test(key))
+    throw broken(
+      `deriveProviderKey returned a key with characters outside the card's charset [${card.providerKey.charset.value}]`,
+    );
   return key as ProviderKey;
+}
+
+// The card's providerKey.charset as a pattern, once per card; null when unknown, none or not a character class.
+const charsets = new WeakMap<RetrySafetyCard, RegExp | null>();
+function charsetOf(card: RetrySafetyCard): RegExp | null {
+  const body = card.providerKey.charset.value;
+  if (typeof body !== 'string' || body === 'unknown') return null;
+  try {
+    return new RegExp(`^[${body}]*$`);
+  } catch {
+    return null;
+  }
 }
