@@ -35,7 +35,10 @@ function rig(behaviour: Partial<SandboxBehaviour>, edit: (card: Card) => void) {
   const spec = sandbox.operations[OP]!;
   const card = structuredClone(spec.card) as unknown as Card;
   edit(card);
-  const adapter = { ...sandbox, operations: { [OP]: { ...spec, card: defineCard(card as unknown as RetrySafetyCard) } } };
+  const adapter = {
+    ...sandbox,
+    operations: { [OP]: { ...spec, card: defineCard(card as unknown as RetrySafetyCard) } },
+  };
   const sent: unknown[] = [];
   const doExecute: typeof sandbox.doExecute = (op, params, ctx) => {
     sent.push(params);
