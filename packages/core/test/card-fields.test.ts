@@ -93,3 +93,20 @@ describe('a later run of an operation that may be at the provider sends what the
         expect(s.sent.at(-1)).toEqual(first);
       });
 });
+
+describe('lookup.consistencyDelay longer than backoff.retryAfterCap', () => {
+  it("a not-found waits out the card's own settle time (not a provider's Retry-After), then proves absence and sends once", async () => {
+    // Nothing folds a re-send; the lookup's answers may lag by up to 90 s (the sandbox's lag 0 is within that).
+    const s = rig(
+      { replays: false, retentionMs: null, parameterMatching: 'none', concurrency: 'duplicates', lateApplyMs: 0 },
+      (c) => {
+        put(c, 'lookup.consistencyDelay', { value: '90s', source: 'the provider indexes within 90 s' });
+        put(c, 'limits', { maxAttempts: 4, maxElapsed: '10m', lookupWindow: '5m' });
+      },
+    );
+    s.provider.failNext({ kind: 'unknown-before-commit' });
+    const r = await s.runner.run(s.adapter, OP, { params: { ref: 'r-settle' } });
+    expect(r.status, JSON.stringify(r.status === 'handed-off' ? r.packet.explanation : r)).toBe('done');
+    expect(s.provider.count()).toBe(1);
+  });
+});
