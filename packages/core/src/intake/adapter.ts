@@ -21,8 +21,8 @@ import { memo } from '../defined.js';
 import { AdapterContractError } from '../errors/adapter-contract-error.js';
 import { RunnerConfigurationError } from '../errors/runner-configuration-error.js';
 
-// A card is validated once per card object: cards do not change.
-const validatedCards = new WeakSet<object>();
+// A spec (its card, its intent fields) is checked once: specs and cards do not change.
+const checkedSpecs = new WeakSet<object>();
 
 /** The shape the runner relies on, checked first, so a garbage adapter is a typed error and never a TypeError. */
 export function checkAdapterShape(adapter: AdapterV1): void {
@@ -46,10 +46,17 @@ export function checkAdapter(adapter: AdapterV1, operation: string): OperationSp
   if (!spec) throw new UnknownOperationError(adapter.provider, operation, Object.keys(adapter.operations));
   if (typeof spec.card !== 'object' || spec.card === null || !Array.isArray(spec.intentFields))
     throw new AdapterConfigurationError(adapter.provider, `operation ${operation}: expected { card, intentFields, … }`);
-  if (!validatedCards.has(spec.card)) {
+  if (!checkedSpecs.has(spec)) {
     const v = validateCard(spec.card);
     if (!v.ok) throw new CardValidationError(String(spec.card?.operation ?? operation), v.problems);
-    validatedCards.add(spec.card);
+    // The id is derived from spec.intentFields: they must be the fields the card names (in any order).
+    const fields = spec.card.businessOperationId.intentFields;
+    if (spec.intentFields.length !== fields.length || !spec.intentFields.every((f) => fields.includes(f)))
+      throw new AdapterConfigurationError(
+        adapter.provider,
+        `operation ${operation}: intentFields [${spec.intentFields.join(', ')}] are not its card's businessOperationId.intentFields [${fields.join(', ')}]`,
+      );
+    checkedSpecs.add(spec);
   }
   return spec;
 }
