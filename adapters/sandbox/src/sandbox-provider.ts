@@ -162,8 +162,7 @@ export function createSandboxProvider(behaviour: SandboxBehaviour): SandboxProvi
 
   const view = (r: SandboxRecord): SandboxRecord => ({ ...r, status: now() >= r.completesAt ? 'done' : 'processing' });
 
-  function create(key: string | null, paramsFingerprint: string): SandboxRecord {
-    const t = now();
+  function create(key: string | null, paramsFingerprint: string, t: number): SandboxRecord {
     const rec: SandboxRecord = {
       id: `rec_${String(records.length + 1).padStart(4, '0')}`,
       key,
@@ -189,10 +188,13 @@ export function createSandboxProvider(behaviour: SandboxBehaviour): SandboxProvi
   }
 
   const late: { readonly dueAt: number; readonly req: SandboxExecuteRequest }[] = [];
-  /** Late commits whose time has come are applied before anything else is answered. */
+  /** Late commits whose time has come are applied before anything else is answered, each at its own time. */
   function applyLate(all: boolean): void {
     // Only the state effect matters here (nobody is waiting for this answer).
-    while (late.length > 0 && (all || late[0]!.dueAt <= now())) void apply(late.shift()!.req);
+    while (late.length > 0 && (all || late[0]!.dueAt <= now())) {
+      const { req, dueAt } = late.shift()!;
+      void apply(req, Math.min(dueAt, now()));
+    }
   }
 
   async function execute(req: SandboxExecuteRequest): Promise<SandboxResponse> {
@@ -218,29 +220,29 @@ export function createSandboxProvider(behaviour: SandboxBehaviour): SandboxProvi
   }
 
   /** The request's effect and answer (a promise only while waiting for an in-flight first request). */
-  function apply(req: SandboxExecuteRequest): SandboxResponse | Promise<SandboxResponse> {
+  function apply(req: SandboxExecuteRequest, at = now()): SandboxResponse | Promise<SandboxResponse> {
     const fp = fingerprint(req.params ?? null);
     const key = req.key;
     let stored = key === null ? undefined : keys.get(key);
-    if (stored && b.retentionMs !== null && now() - stored.storedAt >= b.retentionMs) {
+    if (stored && b.retentionMs !== null && at - stored.storedAt >= b.retentionMs) {
       keys.delete(key!);
       stored = undefined;
     }
 
     let response: SandboxResponse;
     if (!stored) {
-      response = fresh(create(key, fp));
+      response = fresh(create(key, fp, at));
     } else {
       const first = view(byId.get(stored.recordId)!);
       const mismatch = stored.paramsFingerprint !== fp;
       if (mismatch && b.parameterMatching === 'mismatch-error') {
         response = { type: 'mismatch', message: 'idempotency key reused with different parameters' };
       } else if (mismatch && b.parameterMatching === 'none') {
-        response = fresh(create(key, fp));
+        response = fresh(create(key, fp, at));
       } else if (first.status === 'processing') {
         if (b.concurrency === 'rejects-in-progress')
           response = { type: 'in-progress', retryAfterMs: first.completesAt - now() };
-        else if (b.concurrency === 'duplicates') response = fresh(create(key, fp));
+        else if (b.concurrency === 'duplicates') response = fresh(create(key, fp, at));
         else
           return sleep(Math.max(0, first.completesAt - now())).then(
             (): SandboxResponse => ({ type: 'replayed', record: view(first) }),

@@ -174,3 +174,19 @@ describe('the card is computed from the behaviour', () => {
     expect(Object.isFrozen(adapter.operations['records.create']!.card)).toBe(true);
   });
 });
+
+describe('a late commit takes effect at its time, not at the next request that finds it due', () => {
+  it('its record is created (and its key stored) when it was due: lookups see it after the consistency delay from then', async () => {
+    const { provider, advance } = make({ lookupDelayMs: 5_000 });
+    const dueAt = provider.now() + 2_000;
+    provider.failNext({ kind: 'late-commit', afterMs: 2_000 });
+    expect((await provider.execute({ key: 'k-late', params: { ref: 'late' } })).type).toBe('server-error');
+    // Nobody asks until 7.5 s on: the request was applied at 2 s, so it is visible from 7 s.
+    advance(7_500);
+    expect(provider.lookup('k-late')?.createdAt).toBe(dueAt);
+    // Its key was stored at 2 s too: past the 60 s retention a re-send is a new record.
+    advance(60_000 - 7_500 + 2_000);
+    expect((await provider.execute({ key: 'k-late', params: { ref: 'late' } })).type).toBe('created');
+    expect(provider.count()).toBe(2);
+  });
+});

@@ -167,8 +167,9 @@ export function decide(card: RetrySafetyCard, state: DecisionState, obs: Observa
         const late = card.lookup.lateApplyBound?.value;
         return keepLooking(
           c,
-          Math.max(1, proof.at - state.now),
+          undefined,
           `lookup found nothing, but it asked before the last attempt could no longer land and show (last dispatch + late-apply bound ${String(late)} + consistency delay ${String(card.lookup.consistencyDelay.value)})`,
+          Math.max(1, proof.at - state.now),
         );
       }
       return retryNotApplied(c, undefined, 'authoritative lookup found nothing: the effect was not applied');
@@ -225,9 +226,10 @@ function afterUnknown(c: Case, retryAfterMs: number | undefined): Decision {
   return handoff('unknown-no-safe-resend', `outcome unknown, ${safety.why}, and the card offers no lookup`);
 }
 
-function keepLooking(c: Case, retryAfterMs: number | undefined, what: string): Decision {
+/** `settleMs`: how long the card says a not-found needs before it proves absence (the card's wait, not the provider's). */
+function keepLooking(c: Case, retryAfterMs: number | undefined, what: string, settleMs?: number): Decision {
   // A lookup is a provider call too: never before a Retry-After still running from an earlier send.
-  const plan = planPoll(c.state, honoured(c.state, retryAfterMs), c.budget);
+  const plan = planPoll(c.state, honoured(c.state, retryAfterMs), c.budget, settleMs);
   if (plan.poll) return { action: 'lookup', delayMs: plan.delayMs, why: what };
   const pastRetention = safetyAt(c).pastRetention && c.state.polls === 0;
   return handoff(pastRetention ? 'key-past-retention' : 'lookup-window-exhausted', `${what}; ${plan.detail}`);

@@ -66,21 +66,23 @@ export function planRetry(run: RunSoFar & { readonly runAttempts: number }, ra: 
 
 /**
  * When to poll a lookup or an in-progress status next (`polls` so far in the window from `windowStartedAt`, or
- * now): equal jitter, so polls always progress; never sooner than Retry-After (one beyond its cap stops); bounded by
- * window and maxElapsed.
+ * now): equal jitter, so polls always progress; never sooner than Retry-After (one beyond its cap stops) nor than
+ * `settleMs` (a wait the card sets, not the provider: not capped); bounded by window and maxElapsed.
  */
 export function planPoll(
   run: RunSoFar & { readonly polls: number; readonly windowStartedAt: number | null },
   ra: number | undefined,
   { policy, random }: Budget,
+  settleMs = 0,
 ) {
-  if (run.polls === 0 && !(ra && ra > 0)) return { poll: true as const, delayMs: 0 };
+  if (run.polls === 0 && !(ra && ra > 0) && !(settleMs > 0)) return { poll: true as const, delayMs: 0 };
   const stop = (detail: string) => ({ poll: false as const, detail });
   if (positive(ra) && ra > policy.retryAfterCapMs)
     return stop(`provider asked to wait ${ra} ms, more than the ${policy.retryAfterCapMs} ms cap`);
   const top = ceiling(run.polls, policy);
   let delay = Math.max(1, Math.floor(top / 2 + (clamp01(random()) * top) / 2));
   if (positive(ra)) delay = Math.max(delay, Math.ceil(ra));
+  if (positive(settleMs)) delay = Math.max(delay, Math.ceil(settleMs));
   const inWindow = run.now + delay - (run.windowStartedAt ?? run.now);
   if (inWindow > policy.lookupWindowMs)
     return stop(`the next poll would come ${inWindow} ms into a ${policy.lookupWindowMs} ms window`);

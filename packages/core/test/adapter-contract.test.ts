@@ -1,10 +1,10 @@
 // Issue 40 item 5: what an adapter hands the runner is checked like user input. A provider key that
 // is not a provider key (a derivation that throws, 42, '', an object, null where the card says the key
-// travels, longer than the card allows) is an AdapterContractError before the claim: no row, no call.
+// travels, longer than the card allows, outside its charset) is an AdapterContractError before the claim: no row, no call.
 // An answer to a call that is not an outcome (the request went out) is an unknown outcome, looked up
 // before anything else: never a rejection or a handoff on the adapter's word alone.
 
-import type { AdapterV1 } from '@retrysafe/contract';
+import { AdapterConfigurationError, type AdapterV1 } from '@retrysafe/contract';
 import { AdapterContractError } from '@retrysafe/core';
 import { describe, expect, it } from 'vitest';
 import { setup } from './helpers.js';
@@ -33,6 +33,8 @@ const badKeys: readonly (readonly [string, (original: (...a: never[]) => unknown
   ['an object', () => () => ({ key: 'k' })],
   ['null where the card says the key travels', () => () => null],
   ['a key longer than the card allows', () => () => 'k'.repeat(10_000)],
+  ["a key with characters outside the card's charset (a space)", () => () => 'rs-order 17'],
+  ["a key with characters outside the card's charset (non-ASCII)", () => () => 'rs-commande-é'],
 ];
 
 describe('the provider key an adapter derives', () => {
@@ -79,6 +81,33 @@ describe('an answer that is not an outcome, after the request went out', () => {
       outcome: 'unknown',
       message: 'adapter returned something that is not an outcome',
     });
+    expect(provider.count()).toBe(1);
+  });
+});
+
+describe("an operation's intent fields are its card's", () => {
+  it('a spec whose intentFields differ from card.businessOperationId.intentFields: AdapterConfigurationError before the claim, no row, no call', async () => {
+    const { provider, adapter, ledger, runner } = setup();
+    const spec = adapter.operations[OP]!;
+    // The card says the intent is `ref`; this spec would derive the id from `ref` and `amount`.
+    const drifting = Object.create(adapter, {
+      operations: { value: { [OP]: { ...spec, intentFields: ['ref', 'amount'] } } },
+    }) as AdapterV1;
+    for (const amount of [1, 2]) {
+      const err = await runner.run(drifting, OP, { params: { ref: 'order-9', amount } }).catch((e: unknown) => e);
+      expect(AdapterConfigurationError.isInstance(err), String(err)).toBe(true);
+    }
+    expect(await ledger.list()).toEqual([]);
+    expect(provider.calls()).toBe(0);
+  });
+
+  it('the same fields in another order still run', async () => {
+    const { provider, adapter, runner } = setup({}, {}, { intentFields: ['ref', 'amount'] } as never);
+    const spec = adapter.operations[OP]!;
+    const reordered = Object.create(adapter, {
+      operations: { value: { [OP]: { ...spec, intentFields: ['amount', 'ref'] } } },
+    }) as AdapterV1;
+    expect((await runner.run(reordered, OP, { params: { ref: 'order-10', amount: 1 } })).status).toBe('done');
     expect(provider.count()).toBe(1);
   });
 });

@@ -17,11 +17,12 @@ import {
   UnsupportedSpecificationVersionError,
   validateCard,
 } from '@retrysafe/contract';
+import { memo } from '../defined.js';
 import { AdapterContractError } from '../errors/adapter-contract-error.js';
 import { RunnerConfigurationError } from '../errors/runner-configuration-error.js';
 
-// A card is validated once per card object: cards do not change.
-const validatedCards = new WeakSet<object>();
+// A spec (its card, its intent fields) is checked once: specs and cards do not change.
+const checkedSpecs = new WeakSet<object>();
 
 /** The shape the runner relies on, checked first, so a garbage adapter is a typed error and never a TypeError. */
 export function checkAdapterShape(adapter: AdapterV1): void {
@@ -45,10 +46,17 @@ export function checkAdapter(adapter: AdapterV1, operation: string): OperationSp
   if (!spec) throw new UnknownOperationError(adapter.provider, operation, Object.keys(adapter.operations));
   if (typeof spec.card !== 'object' || spec.card === null || !Array.isArray(spec.intentFields))
     throw new AdapterConfigurationError(adapter.provider, `operation ${operation}: expected { card, intentFields, … }`);
-  if (!validatedCards.has(spec.card)) {
+  if (!checkedSpecs.has(spec)) {
     const v = validateCard(spec.card);
     if (!v.ok) throw new CardValidationError(String(spec.card?.operation ?? operation), v.problems);
-    validatedCards.add(spec.card);
+    // The id is derived from spec.intentFields: they must be the fields the card names (in any order).
+    const fields = spec.card.businessOperationId.intentFields;
+    if (spec.intentFields.length !== fields.length || !spec.intentFields.every((f) => fields.includes(f)))
+      throw new AdapterConfigurationError(
+        adapter.provider,
+        `operation ${operation}: intentFields [${spec.intentFields.join(', ')}] are not its card's businessOperationId.intentFields [${fields.join(', ')}]`,
+      );
+    checkedSpecs.add(spec);
   }
   return spec;
 }
@@ -107,5 +115,22 @@ export function derivedProviderKey(
   const max = card.providerKey.maxLength.value;
   if (typeof max === 'number' && key.length > max)
     throw broken(`deriveProviderKey returned a key of ${key.length} characters, over the card's maxLength ${max}`);
+  const charset = memo(charsets, card, charsetOf);
+  if (charset !== null && !charset.test(key))
+    throw broken(
+      `deriveProviderKey returned a key with characters outside the card's charset [${card.providerKey.charset.value}]`,
+    );
   return key as ProviderKey;
+}
+
+// The card's providerKey.charset as a pattern, once per card; null when unknown, none or not a character class.
+const charsets = new WeakMap<RetrySafetyCard, RegExp | null>();
+function charsetOf(card: RetrySafetyCard): RegExp | null {
+  const body = card.providerKey.charset.value;
+  if (typeof body !== 'string' || body === 'unknown') return null;
+  try {
+    return new RegExp(`^[${body}]*$`);
+  } catch {
+    return null;
+  }
 }

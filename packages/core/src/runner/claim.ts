@@ -13,7 +13,7 @@ import {
 } from '@retrysafe/contract';
 import { leaseLive, TERMINAL_STATES } from '@retrysafe/contract/ledger';
 import { derivedProviderKey } from '../intake/adapter.js';
-import { type Operation, paramsConflict, withProviderKey } from '../intake/operation.js';
+import { type Operation, paramsConflict, storedOperation, withProviderKey } from '../intake/operation.js';
 import { currentRevisionNumber, needsFreshKey, SUPERSEDE_ACTION, supersedeCheck } from '../intake/supersede.js';
 import type { RunnerContext } from './context.js';
 import { drive } from './loop.js';
@@ -88,9 +88,13 @@ export async function claimAndDrive(ctx: RunnerContext, op: Operation): Promise<
       }
       const { takenOver } = claim;
       if (takenOver) log('info', 'takeover', `took over from state ${record.state} (fence ${record.fence})`, op);
-      // The key that may already be at the provider is the one recorded: keep using it.
+      // The key that may already be at the provider is the one recorded: keep using it, and the params recorded
+      // with it (the caller's equal them only as the card compares: the provider may take ' A-17' for another body).
       const dispatchWritten = dispatch && !takenOver && record.state === 'dispatched';
-      return execute(ctx, withProviderKey(op, record.providerKey), { record, claimedAt, takenOver, dispatchWritten });
+      const driven = takenOver
+        ? { ...storedOperation(ctx, op, record, op), signal: op.signal, scope: op.scope }
+        : withProviderKey(op, record.providerKey);
+      return execute(ctx, driven, { record, claimedAt, takenOver, dispatchWritten });
     }
   }
 }
