@@ -1,14 +1,9 @@
 // Card fields flipped one at a time on the sandbox (a virtual clock): what the runner then does.
 
 import { defineCard, type RetrySafetyCard } from '@retrysafe/contract';
-import { createMemoryLedger, createRunner, createVirtualClock } from '@retrysafe/core';
-import {
-  createSandboxAdapter,
-  createSandboxProvider,
-  REPLAYING_BEHAVIOUR,
-  type SandboxBehaviour,
-} from '@retrysafe/sandbox';
+import type { SandboxBehaviour } from '@retrysafe/sandbox';
 import { describe, expect, it } from 'vitest';
+import { setup } from './helpers.js';
 
 const OP = 'records.create';
 type Card = Record<string, unknown>;
@@ -24,14 +19,7 @@ function put(card: Card, path: string, value: unknown): void {
 
 /** The sandbox behind an adapter whose card is the sandbox's with `edit` applied (validated again by defineCard). */
 function rig(behaviour: Partial<SandboxBehaviour>, edit: (card: Card) => void) {
-  const clock = createVirtualClock();
-  const provider = createSandboxProvider({
-    ...REPLAYING_BEHAVIOUR,
-    ...behaviour,
-    clock: clock.now,
-    sleep: clock.sleep,
-  });
-  const sandbox = createSandboxAdapter({ provider });
+  const { provider, adapter: sandbox, runner } = setup(behaviour);
   const spec = sandbox.operations[OP]!;
   const card = structuredClone(spec.card) as unknown as Card;
   edit(card);
@@ -44,7 +32,6 @@ function rig(behaviour: Partial<SandboxBehaviour>, edit: (card: Card) => void) {
     sent.push(params);
     return sandbox.doExecute(op, params, ctx);
   };
-  const runner = createRunner({ ledger: createMemoryLedger(), clock, random: () => 0.5 });
   return { provider, adapter: { ...adapter, doExecute }, runner, sent };
 }
 
