@@ -212,7 +212,19 @@ function eachRule(list: unknown, path: string, check: (rule: Record<string, unkn
   for (const [i, r] of list.entries()) if (typeof r === 'object' && r !== null) check(r, `${path}[${i}]`);
 }
 
-/** What the schema cannot say: the operation's prefix, unknown facts listed, rules under intent fields. */
+/** A key charset as the runner and adapters read it (`^[body]*$`): a class body that compiles, neither negated nor
+ * closed early by an unescaped `]`. */
+function isClassBody(body: string): boolean {
+  if (body === '' || body.startsWith('^') || /(^|[^\\])(\\\\)*\]/.test(body)) return false;
+  try {
+    new RegExp(`[${body}]`);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** What the schema cannot say: the operation's prefix, unknown facts listed, a key charset, rules under intent fields. */
 function checkBeyondSchema(card: Record<string, unknown>, problems: CardProblem[], unknowns: string[]): void {
   const { operation, provider, unverified } = card;
   if (typeof operation === 'string' && typeof provider === 'string' && !operation.startsWith(`${provider}.`))
@@ -225,6 +237,12 @@ function checkBeyondSchema(card: Record<string, unknown>, problems: CardProblem[
         message: 'value is "unknown" but the field is not listed in unverified[] with its source',
       });
   }
+  const charset = (card.providerKey as { charset?: { value?: unknown } } | undefined)?.charset?.value;
+  if (typeof charset === 'string' && charset !== UNKNOWN && !isClassBody(charset))
+    problems.push({
+      path: 'providerKey.charset.value',
+      message: 'expected the body of a character class, e.g. A-Za-z0-9_- (ranges in order, not negated, ] escaped)',
+    });
   const bo = (card.businessOperationId ?? {}) as { intentFields?: unknown; normalize?: unknown };
   const intentFields: unknown[] = Array.isArray(bo.intentFields) ? bo.intentFields : [];
   eachRule(bo.normalize, 'businessOperationId.normalize', (r, p) => {
@@ -286,7 +304,7 @@ export function cardJsonSchema(): Readonly<Record<string, unknown>> {
     $id: CARD_SCHEMA_ID,
     title: `retrysafe retry safety card, version ${CARD_SCHEMA_VERSION}`,
     description:
-      'What one provider operation guarantees about re-sends, as data. Every field is required; a provider fact may be "unknown" (listed in unverified[] with its source), and the runner then does not rely on it. Also checked by validateCard: every unknown fact is listed in unverified[], and operation starts with "<provider>.".',
+      'What one provider operation guarantees about re-sends, as data. Every field is required; a provider fact may be "unknown" (listed in unverified[] with its source), and the runner then does not rely on it. Also checked by validateCard: every unknown fact is listed in unverified[], operation starts with "<provider>.", and providerKey.charset is the body of a character class.',
     ...CARD,
     properties: {
       $schema: { type: 'string', description: 'the schema this card follows (for editors); ignored by the loader' },

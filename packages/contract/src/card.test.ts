@@ -98,6 +98,20 @@ describe('validateCard', () => {
     );
   });
 
+  it('refuses a key charset that is no character class body: every key derivation would fail or read it another way', () => {
+    const withCharset = (value: string) => ({
+      ...sampleCard,
+      providerKey: { ...sampleCard.providerKey, charset: { value, source: 'https://example.invalid/docs/keys' } },
+    });
+    for (const value of ['z-a', '^A-Z', 'A-Z]x[', '', '\\'])
+      expect(
+        validateCard(withCharset(value)).problems.map((p) => p.path),
+        JSON.stringify(value),
+      ).toContain('providerKey.charset.value');
+    for (const value of ['A-Za-z0-9_:.-', '\\x20-\\x7e', 'a-z\\]'])
+      expect(validateCard(withCharset(value)).problems, JSON.stringify(value)).toEqual([]);
+  });
+
   it('round-trips through JSON unchanged', () => {
     const json = renderCard(sampleCard, 'json');
     const back = JSON.parse(json) as RetrySafetyCard;
