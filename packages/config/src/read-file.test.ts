@@ -129,4 +129,16 @@ describe('a file that does not parse', () => {
     expect(message).toMatch(/dup\.yaml: not valid YAML: .*unique/);
     expect(message).not.toContain('\n');
   });
+
+  it('a JSON file with one key twice in an object is refused as YAML refuses it, never read as its last value', () => {
+    const twice = '{ "ledger": "./a.db", "adapters": { "sandbox": {} }, "ledger": "./b.db" }';
+    expect(() => parseDataText(twice, { path: 'retrysafe.json', yaml: false })).toThrow(
+      /retrysafe\.json: the key "ledger" appears twice in one object/,
+    );
+    const nested = '{ "adapters": { "sandbox": { "baseUrl": "x", "b\\u0061seUrl": "y" } }, "t": "\\"baseUrl\\": 1" }';
+    expect(() => parseDataText(nested, { path: 'n.json', yaml: false })).toThrow(/"baseUrl" appears twice/);
+    // The same key in two objects, or as a value, is no repeat.
+    const fine = '[{ "a": 1 }, { "a": 2, "b": { "a": "a" } }, "a"]';
+    expect(parseDataText(fine, { path: 'f.json', yaml: false })).toEqual(JSON.parse(fine));
+  });
 });

@@ -96,6 +96,31 @@ function closingQuote(text: string, start: number): number {
   return text.length;
 }
 
+/** The first key of `text` (valid JSON) that one object holds twice, compared as decoded; null when none. */
+function repeatedKey(text: string): string | null {
+  const objects: Array<Set<string> | null> = []; // null: an array
+  for (let i = 0; i < text.length; i++) {
+    const c = text[i];
+    if (c === '{') objects.push(new Set());
+    else if (c === '[') objects.push(null);
+    else if (c === '}' || c === ']') objects.pop();
+    else if (c === '"') {
+      let end = i + 1;
+      while (text[end] !== '"') end += text[end] === '\\' ? 2 : 1;
+      let after = end + 1;
+      while (after < text.length && ' \t\n\r'.includes(text[after]!)) after++;
+      const keys = objects.at(-1);
+      if (keys && text[after] === ':') {
+        const key = JSON.parse(text.slice(i, end + 1)) as string;
+        if (keys.has(key)) return key;
+        keys.add(key);
+      }
+      i = end;
+    }
+  }
+  return null;
+}
+
 /** Parses JSON or YAML (unique keys) within the limits: FileLimitError over one, ConfigError if it won't parse. */
 export function parseDataText(
   text: string,
@@ -115,7 +140,12 @@ export function parseDataText(
       if (error && /call stack/i.test(error.message)) throw overDepth('it nests too deep to parse');
       if (error) throw invalid(error.message);
       value = doc.toJS({ maxAliasCount });
-    } else value = JSON.parse(text);
+    } else {
+      value = JSON.parse(text);
+      const twice = repeatedKey(text);
+      // JSON.parse keeps the last of two; YAML refuses them: which one the operator meant is not ours to guess.
+      if (twice !== null) throw new ConfigError(path, `the key ${JSON.stringify(twice)} appears twice in one object`);
+    }
   } catch (e) {
     if (ConfigError.isInstance(e) || FileLimitError.isInstance(e)) throw e;
     if (e instanceof ReferenceError && /alias count/i.test(e.message))
