@@ -7,10 +7,16 @@ import { asBusinessOperationId, businessOperationId, UnknownOperationError } fro
 import { startFaultProxy } from '@retrysafe/testkit';
 import { closeAfterTest } from '@retrysafe/testkit/close-after-test';
 import { executeContext, lookupContext } from '@retrysafe/testkit/conformance';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { afterEach, beforeEach, describe, expect, it, onTestFinished } from 'vitest';
 import { createMsGraphAdapter, type MsGraphAdapter } from '../src/index.js';
 import { DEFAULT_EXTENDED_PROPERTY_ID } from '../src/msgraph-operations.js';
-import { type MsGraphSandbox, type SandboxFault, type SandboxKind, startMsGraphSandbox } from '../src/sandbox/index.js';
+import {
+  type MsGraphSandbox,
+  msGraphDrill,
+  type SandboxFault,
+  type SandboxKind,
+  startMsGraphSandbox,
+} from '../src/sandbox/index.js';
 import { closedPortUrl, eventParams, mailParams, startGraphFaultProxy, TOKEN, taskParams } from './helpers.js';
 
 let sandbox: MsGraphSandbox;
@@ -309,6 +315,21 @@ describe('lookup', () => {
     expect(after).toMatchObject({ kind: 'found', outcome: { kind: 'succeeded', result: { state: 'in-sent-items' } } });
     if (after.kind !== 'found') throw new Error('unreachable');
     expect(after.outcome.providerRef).toMatch(/^AAMkMsg/);
+  });
+
+  it("the drill's sandbox shows a sent mail in Sent Items only after transport, as Graph documents: a lookup right after cannot tell", async () => {
+    let t = Date.UTC(2026, 11, 1);
+    const clock = {
+      now: () => t,
+      sleep: async (ms: number) => {
+        t += ms;
+      },
+    };
+    const drillSandbox = await msGraphDrill.startSandbox({ clock });
+    onTestFinished(() => drillSandbox.close());
+    const a = msGraphDrill.createAdapter({ baseUrl: drillSandbox.url, timeoutMs: 5_000 }) as MsGraphAdapter;
+    expect((await exec('mail.send', mailParams(1), 'drill-mail-1', a)).kind).toBe('succeeded');
+    expect((await lookup('mail.send', 'drill-mail-1', mailParams(1), a)).kind).toBe('cannot-tell');
   });
 
   it("mail: another operation's mail is not a match", async () => {

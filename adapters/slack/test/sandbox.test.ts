@@ -2,9 +2,9 @@
 
 import { closeAfterTest } from '@retrysafe/testkit/close-after-test';
 import type { WebClient } from '@slack/web-api';
-import { expect, it } from 'vitest';
+import { expect, it, onTestFinished } from 'vitest';
 import { createSlackClient } from '../src/index.js';
-import { type SlackSandbox, startSlackSandbox } from '../src/sandbox/index.js';
+import { type SlackSandbox, slackDrill, startSlackSandbox } from '../src/sandbox/index.js';
 import { CHANNEL, TOKEN } from './helpers.js';
 
 let sandbox: SlackSandbox;
@@ -52,4 +52,30 @@ it('refusals are HTTP 200 with ok: false', async () => {
     data: { ok: false, error: 'channel_not_found' },
   });
   expect(sandbox.requests().at(-1)).toMatchObject({ status: 200, error: 'channel_not_found' });
+});
+
+it("the drill's sandbox keeps conversations.history to Slack's non-Marketplace limit: one call a minute", async () => {
+  let t = 0;
+  const clock = {
+    now: () => t,
+    sleep: async (ms: number) => {
+      t += ms;
+    },
+  };
+  const drillSandbox = await slackDrill.startSandbox({ clock });
+  onTestFinished(() => drillSandbox.close());
+  const history = () =>
+    fetch(`${drillSandbox.url}/api/conversations.history`, {
+      method: 'POST',
+      headers: {
+        authorization: 'Bearer xoxb-drill-token-not-a-secret',
+        'content-type': 'application/x-www-form-urlencoded',
+      },
+      body: 'channel=C0DRILL001',
+    });
+  expect((await history()).status).toBe(200);
+  const second = await history();
+  expect([second.status, second.headers.get('retry-after')]).toEqual([429, '60']);
+  t += 60_000;
+  expect((await history()).status).toBe(200);
 });

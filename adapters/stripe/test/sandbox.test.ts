@@ -1,6 +1,12 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { paramsFingerprint, parseForm } from '../src/sandbox/form.js';
-import { parseSearchQuery, SearchQueryError, type StripeSandbox, startStripeSandbox } from '../src/sandbox/index.js';
+import {
+  parseSearchQuery,
+  SearchQueryError,
+  type StripeSandbox,
+  startStripeDrillSandbox,
+  startStripeSandbox,
+} from '../src/sandbox/index.js';
 
 // The sandbox on its own, over plain HTTP (no SDK): the documented behaviour it emulates.
 
@@ -115,5 +121,34 @@ describe('over HTTP', () => {
     const replay = await post('/v1/refunds', 'payment_intent=pi_fixture&amount=20000', 'r2');
     expect(replay.headers.get('idempotent-replayed')).toBe('true');
     expect(sandbox.count('refund')).toBe(0);
+  });
+});
+
+describe("the drill's sandbox", () => {
+  it('lags search a minute behind writes, as Stripe documents (docs.stripe.com/search#data-freshness)', async () => {
+    let t = Date.UTC(2026, 10, 30);
+    const clock = {
+      now: () => t,
+      sleep: async (ms: number) => {
+        t += ms;
+      },
+    };
+    const drillSandbox = await startStripeDrillSandbox({ clock });
+    try {
+      const headers = { authorization: 'Bearer sk_test_1' };
+      await fetch(`${drillSandbox.url}/v1/customers`, {
+        method: 'POST',
+        headers: { ...headers, 'content-type': 'application/x-www-form-urlencoded', 'idempotency-key': 'd1' },
+        body: 'name=a&metadata[k]=v',
+      });
+      const q = `${drillSandbox.url}/v1/customers/search?query=${encodeURIComponent("metadata['k']:'v'")}`;
+      const found = async () => ((await (await fetch(q, { headers })).json()) as { data: unknown[] }).data.length;
+      t += 59_999;
+      expect(await found()).toBe(0);
+      t += 1;
+      expect(await found()).toBe(1);
+    } finally {
+      await drillSandbox.close();
+    }
   });
 });

@@ -9,6 +9,9 @@ import { startMsGraphSandbox } from './msgraph-sandbox.js';
 export type MsGraphDrill = DrillSetup;
 export type MsGraphDrillOperation = DrillOperation;
 
+/** How long the drill's sandbox keeps a sent mail out of Sent Items: the lookup must wait for it, never re-send. */
+const DRILL_SENT_ITEMS_DELAY_MS = 90_000;
+
 /** A token the sandbox checks; not a secret. */
 export const DRILL_TOKEN = 'drill-token-not-a-secret';
 
@@ -54,7 +57,14 @@ export const msGraphDrill: MsGraphDrill = {
   timeoutMs: 2_000,
   createAdapter: ({ baseUrl, timeoutMs }) => createMsGraphAdapter({ accessToken: DRILL_TOKEN, baseUrl, timeoutMs }),
   startSandbox: async ({ clock }) => {
-    const s = await startMsGraphSandbox({ port: 0, accessToken: DRILL_TOKEN, now: () => clock.now() });
+    // sendMail's 202 is "accepted", the mail shows in Sent Items only after transport, with no figure
+    // given (learn.microsoft.com/en-us/graph/api/user-sendmail): a lookup right after it must not see it.
+    const s = await startMsGraphSandbox({
+      port: 0,
+      accessToken: DRILL_TOKEN,
+      now: () => clock.now(),
+      sentItemsDelayMs: DRILL_SENT_ITEMS_DELAY_MS,
+    });
     return { url: s.url, count: (op) => s.count(op), close: () => s.close(), expireKeys: () => s.expireKeys() };
   },
   operations: {

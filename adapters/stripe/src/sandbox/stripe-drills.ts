@@ -82,9 +82,13 @@ export const stripeDrillOperations: Readonly<Record<string, StripeDrillOperation
   },
 };
 
-/** A fresh sandbox on the runner's clock, as the drill wants it. */
+/**
+ * A fresh sandbox on the runner's clock, as the drill wants it. Its Search API lags a minute behind
+ * writes, the delay Stripe calls normal (docs.stripe.com/search#data-freshness: "less than 1 minute",
+ * up to an hour in outages): a lookup that trusted an immediate search miss would re-create.
+ */
 export const startStripeDrillSandbox: StripeDrill['startSandbox'] = async ({ clock }) => {
-  const s = await startStripeSandbox({ port: 0, now: clock.now, sleep: clock.sleep });
+  const s = await startStripeSandbox({ port: 0, now: clock.now, sleep: clock.sleep, searchDelayMs: 60_000 });
   return { url: s.url, count: (op) => s.count(op), close: () => s.close(), expireKeys: () => void s.expireKeys() };
 };
 
