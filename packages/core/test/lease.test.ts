@@ -131,6 +131,63 @@ describe('leases and fencing inside the runner', () => {
     expect(provider.count()).toBe(1);
   });
 
+  it('a signal aborted during the backoff before a re-send: nothing more is sent, the lease is freed', async () => {
+    const clock = createVirtualClock();
+    const ledger = createMemoryLedger();
+    const provider = createSandboxProvider({ ...REPLAYING_BEHAVIOUR, clock: clock.now });
+    const inner = createSandboxAdapter({ provider });
+    // A hand-written adapter need not read ctx.signal: the runner itself sends nothing once aborted.
+    const adapter: AdapterV1 = {
+      ...inner,
+      doExecute: (op, params, { signal: _ignored, ...ctx }) => inner.doExecute(op, params, ctx),
+    };
+    const controller = new AbortController();
+    // The caller gives up while the runner waits out the provider's Retry-After.
+    const aborting = {
+      now: clock.now,
+      async sleep(ms: number) {
+        controller.abort(new Error('caller gave up'));
+        await clock.sleep(ms);
+      },
+    };
+    provider.failNext({ kind: 'not-applied', retryAfterMs: 10 });
+    const runner = createRunner({ ledger, clock: aborting, random: () => 0.5 });
+    await expect(
+      runner.run(adapter, OP, { params: { ref: 'abort-in-wait' }, signal: controller.signal }),
+    ).rejects.toThrow('caller gave up');
+    expect(provider.calls()).toBe(1);
+    const [rec] = await ledger.list();
+    expect(rec).toMatchObject({ leaseOwner: null, attemptCount: 1 });
+  });
+
+  it('a signal aborted while dispatched is being written: the request does not go out', async () => {
+    const clock = createVirtualClock();
+    const inner = createMemoryLedger();
+    const controller = new AbortController();
+    const ledger = {
+      ...inner,
+      // The caller gives up while the ledger writes `dispatched` for the re-send.
+      markDispatched: async (...a: Parameters<typeof inner.markDispatched>) => {
+        controller.abort(new Error('caller gave up'));
+        return inner.markDispatched(...a);
+      },
+    };
+    const provider = createSandboxProvider({ ...REPLAYING_BEHAVIOUR, clock: clock.now });
+    const sandbox = createSandboxAdapter({ provider });
+    const adapter: AdapterV1 = {
+      ...sandbox,
+      doExecute: (op, params, { signal: _ignored, ...ctx }) => sandbox.doExecute(op, params, ctx),
+    };
+    provider.failNext({ kind: 'not-applied', retryAfterMs: 10 });
+    const runner = createRunner({ ledger, clock, random: () => 0.5 });
+    await expect(
+      runner.run(adapter, OP, { params: { ref: 'abort-in-write' }, signal: controller.signal }),
+    ).rejects.toThrow('caller gave up');
+    expect(provider.calls()).toBe(1);
+    const [rec] = await inner.list();
+    expect(rec).toMatchObject({ leaseOwner: null });
+  });
+
   it('a provider call slower than the lease keeps its lease (heartbeat): a second worker waits instead of taking over and sending again', async () => {
     const ledger = createMemoryLedger();
     const provider = createSandboxProvider({
