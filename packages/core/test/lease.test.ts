@@ -1,7 +1,7 @@
 import type { AdapterV1, BusinessOperationId, ClaimResult } from '@retrysafe/contract';
 import { createMemoryLedger, createRunner, createVirtualClock } from '@retrysafe/core';
 import { createSandboxAdapter, createSandboxProvider, REPLAYING_BEHAVIOUR } from '@retrysafe/sandbox';
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 
 const OP = 'records.create';
 
@@ -186,6 +186,38 @@ describe('leases and fencing inside the runner', () => {
     expect(provider.calls()).toBe(1);
     const [rec] = await inner.list();
     expect(rec).toMatchObject({ leaseOwner: null });
+  });
+
+  it('a lease shorter than 100 ms is kept through a slow call too: at no moment of the call could another worker take over', async () => {
+    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout', 'setInterval', 'clearInterval', 'performance', 'Date'] });
+    try {
+      const ledger = createMemoryLedger();
+      const provider = createSandboxProvider({ ...REPLAYING_BEHAVIOUR });
+      const inner = createSandboxAdapter({ provider });
+      let inCall = false;
+      const slow: AdapterV1 = {
+        ...inner,
+        doExecute: async (op, params, ctx) => {
+          inCall = true;
+          await new Promise((r) => setTimeout(r, 400));
+          inCall = false;
+          return inner.doExecute(op, params, ctx);
+        },
+      };
+      const runner = createRunner({ ledger, owner: 'a', policy: { leaseMs: 60 } });
+      const run = runner.run(slow, OP, { params: { ref: 'short-lease' } });
+      const lapses: number[] = []; // moments of the call when the row's lease had run out
+      for (let t = 5; t <= 400; t += 5) {
+        await vi.advanceTimersByTimeAsync(5);
+        const [rec] = await ledger.list();
+        if (inCall && !((rec?.leaseExpiresAt ?? 0) > Date.now())) lapses.push(t);
+      }
+      await vi.advanceTimersByTimeAsync(100);
+      expect(await run).toMatchObject({ status: 'done' });
+      expect(lapses).toEqual([]);
+    } finally {
+      vi.useRealTimers();
+    }
   });
 
   it('a provider call slower than the lease keeps its lease (heartbeat): a second worker waits instead of taking over and sending again', async () => {
