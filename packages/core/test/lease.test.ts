@@ -100,6 +100,34 @@ describe('leases and fencing inside the runner', () => {
     expect(provider.count()).toBe(1);
   });
 
+  it("a waiter whose clock runs ahead of the ledger's takes over once the ledger lets it, without a claim storm", async () => {
+    const clock = createVirtualClock();
+    const inner = createMemoryLedger();
+    let claims = 0;
+    // The ledger judges leases 500 ms behind this worker's clock (a database clock within the skew it accepts).
+    const lagging = {
+      ...inner,
+      claim: (input: Parameters<typeof inner.claim>[0]) => {
+        if (++claims > 100) throw new Error('claim storm: asked the ledger again without waiting');
+        return inner.claim({ ...input, now: input.now - 500 });
+      },
+    };
+    // The holder dies after its claim, before it writes `dispatched`: nothing was sent.
+    const dying = { ...lagging, capabilities: {}, markDispatched: () => new Promise<never>(() => {}) };
+    const provider = createSandboxProvider({ ...REPLAYING_BEHAVIOUR, clock: clock.now });
+    const adapter = createSandboxAdapter({ provider });
+    const policy = { leaseMs: 5000, waitForOtherMs: 30_000 };
+    const holder = createRunner({ ledger: dying, clock, random: () => 0.5, owner: 'holder', policy });
+    void holder.run(adapter, OP, { params: { ref: 'skewed-wait' } });
+    await new Promise((r) => setImmediate(r));
+    expect((await inner.list())[0]).toMatchObject({ state: 'claimed', leaseOwner: 'holder' });
+    const waiter = createRunner({ ledger: lagging, clock, random: () => 0.5, owner: 'waiter', policy });
+    const r = await waiter.run(adapter, OP, { params: { ref: 'skewed-wait' } });
+    expect(r).toMatchObject({ status: 'done', attempts: 1 });
+    expect(provider.calls()).toBe(1);
+    expect(claims).toBeLessThan(20);
+  });
+
   it('an aborted run stops, keeps the state and frees the lease; recover() then reconciles it', async () => {
     const clock = createVirtualClock();
     const ledger = createMemoryLedger();
