@@ -86,4 +86,13 @@ describe('heartbeat', () => {
     expect(slow[0]).toBeGreaterThanOrEqual(8000 - 50);
     expect(slow[0]).toBeLessThanOrEqual(8000);
   });
+
+  it('a call whose renewal period is under the 25 ms tick still renews within every period', () => {
+    const { hb, renewals, beat } = recorded();
+    hb.add(beat('tiny', 15)); // a 60 ms lease renewed every quarter of it
+    vi.advanceTimersByTime(300);
+    const ts = renewals.map((r) => r[1]);
+    expect(ts.length).toBeGreaterThanOrEqual(19);
+    for (let i = 0; i < ts.length; i++) expect(ts[i]! - (i === 0 ? 0 : ts[i - 1]!)).toBeLessThanOrEqual(15);
+  });
 });

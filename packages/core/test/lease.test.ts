@@ -1,7 +1,7 @@
 import type { AdapterV1, BusinessOperationId, ClaimResult } from '@retrysafe/contract';
 import { createMemoryLedger, createRunner, createVirtualClock } from '@retrysafe/core';
 import { createSandboxAdapter, createSandboxProvider, REPLAYING_BEHAVIOUR } from '@retrysafe/sandbox';
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 
 const OP = 'records.create';
 
@@ -100,6 +100,34 @@ describe('leases and fencing inside the runner', () => {
     expect(provider.count()).toBe(1);
   });
 
+  it("a waiter whose clock runs ahead of the ledger's takes over once the ledger lets it, without a claim storm", async () => {
+    const clock = createVirtualClock();
+    const inner = createMemoryLedger();
+    let claims = 0;
+    // The ledger judges leases 500 ms behind this worker's clock (a database clock within the skew it accepts).
+    const lagging = {
+      ...inner,
+      claim: (input: Parameters<typeof inner.claim>[0]) => {
+        if (++claims > 100) throw new Error('claim storm: asked the ledger again without waiting');
+        return inner.claim({ ...input, now: input.now - 500 });
+      },
+    };
+    // The holder dies after its claim, before it writes `dispatched`: nothing was sent.
+    const dying = { ...lagging, capabilities: {}, markDispatched: () => new Promise<never>(() => {}) };
+    const provider = createSandboxProvider({ ...REPLAYING_BEHAVIOUR, clock: clock.now });
+    const adapter = createSandboxAdapter({ provider });
+    const policy = { leaseMs: 5000, waitForOtherMs: 30_000 };
+    const holder = createRunner({ ledger: dying, clock, random: () => 0.5, owner: 'holder', policy });
+    void holder.run(adapter, OP, { params: { ref: 'skewed-wait' } });
+    await new Promise((r) => setImmediate(r));
+    expect((await inner.list())[0]).toMatchObject({ state: 'claimed', leaseOwner: 'holder' });
+    const waiter = createRunner({ ledger: lagging, clock, random: () => 0.5, owner: 'waiter', policy });
+    const r = await waiter.run(adapter, OP, { params: { ref: 'skewed-wait' } });
+    expect(r).toMatchObject({ status: 'done', attempts: 1 });
+    expect(provider.calls()).toBe(1);
+    expect(claims).toBeLessThan(20);
+  });
+
   it('an aborted run stops, keeps the state and frees the lease; recover() then reconciles it', async () => {
     const clock = createVirtualClock();
     const ledger = createMemoryLedger();
@@ -129,6 +157,95 @@ describe('leases and fencing inside the runner', () => {
     const reports = await runner.recover({ adapters: [inner] });
     expect(reports).toMatchObject([{ from: 'unknown', to: 'succeeded', action: 'adopted' }]);
     expect(provider.count()).toBe(1);
+  });
+
+  it('a signal aborted during the backoff before a re-send: nothing more is sent, the lease is freed', async () => {
+    const clock = createVirtualClock();
+    const ledger = createMemoryLedger();
+    const provider = createSandboxProvider({ ...REPLAYING_BEHAVIOUR, clock: clock.now });
+    const inner = createSandboxAdapter({ provider });
+    // A hand-written adapter need not read ctx.signal: the runner itself sends nothing once aborted.
+    const adapter: AdapterV1 = {
+      ...inner,
+      doExecute: (op, params, { signal: _ignored, ...ctx }) => inner.doExecute(op, params, ctx),
+    };
+    const controller = new AbortController();
+    // The caller gives up while the runner waits out the provider's Retry-After.
+    const aborting = {
+      now: clock.now,
+      async sleep(ms: number) {
+        controller.abort(new Error('caller gave up'));
+        await clock.sleep(ms);
+      },
+    };
+    provider.failNext({ kind: 'not-applied', retryAfterMs: 10 });
+    const runner = createRunner({ ledger, clock: aborting, random: () => 0.5 });
+    await expect(
+      runner.run(adapter, OP, { params: { ref: 'abort-in-wait' }, signal: controller.signal }),
+    ).rejects.toThrow('caller gave up');
+    expect(provider.calls()).toBe(1);
+    const [rec] = await ledger.list();
+    expect(rec).toMatchObject({ leaseOwner: null, attemptCount: 1 });
+  });
+
+  it('a signal aborted while dispatched is being written: the request does not go out', async () => {
+    const clock = createVirtualClock();
+    const inner = createMemoryLedger();
+    const controller = new AbortController();
+    const ledger = {
+      ...inner,
+      // The caller gives up while the ledger writes `dispatched` for the re-send.
+      markDispatched: async (...a: Parameters<typeof inner.markDispatched>) => {
+        controller.abort(new Error('caller gave up'));
+        return inner.markDispatched(...a);
+      },
+    };
+    const provider = createSandboxProvider({ ...REPLAYING_BEHAVIOUR, clock: clock.now });
+    const sandbox = createSandboxAdapter({ provider });
+    const adapter: AdapterV1 = {
+      ...sandbox,
+      doExecute: (op, params, { signal: _ignored, ...ctx }) => sandbox.doExecute(op, params, ctx),
+    };
+    provider.failNext({ kind: 'not-applied', retryAfterMs: 10 });
+    const runner = createRunner({ ledger, clock, random: () => 0.5 });
+    await expect(
+      runner.run(adapter, OP, { params: { ref: 'abort-in-write' }, signal: controller.signal }),
+    ).rejects.toThrow('caller gave up');
+    expect(provider.calls()).toBe(1);
+    const [rec] = await inner.list();
+    expect(rec).toMatchObject({ leaseOwner: null });
+  });
+
+  it('a lease shorter than 100 ms is kept through a slow call too: at no moment of the call could another worker take over', async () => {
+    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout', 'setInterval', 'clearInterval', 'performance', 'Date'] });
+    try {
+      const ledger = createMemoryLedger();
+      const provider = createSandboxProvider({ ...REPLAYING_BEHAVIOUR });
+      const inner = createSandboxAdapter({ provider });
+      let inCall = false;
+      const slow: AdapterV1 = {
+        ...inner,
+        doExecute: async (op, params, ctx) => {
+          inCall = true;
+          await new Promise((r) => setTimeout(r, 400));
+          inCall = false;
+          return inner.doExecute(op, params, ctx);
+        },
+      };
+      const runner = createRunner({ ledger, owner: 'a', policy: { leaseMs: 60 } });
+      const run = runner.run(slow, OP, { params: { ref: 'short-lease' } });
+      const lapses: number[] = []; // moments of the call when the row's lease had run out
+      for (let t = 5; t <= 400; t += 5) {
+        await vi.advanceTimersByTimeAsync(5);
+        const [rec] = await ledger.list();
+        if (inCall && !((rec?.leaseExpiresAt ?? 0) > Date.now())) lapses.push(t);
+      }
+      await vi.advanceTimersByTimeAsync(100);
+      expect(await run).toMatchObject({ status: 'done' });
+      expect(lapses).toEqual([]);
+    } finally {
+      vi.useRealTimers();
+    }
   });
 
   it('a provider call slower than the lease keeps its lease (heartbeat): a second worker waits instead of taking over and sending again', async () => {

@@ -94,6 +94,35 @@ describe('a worker whose clock is off from the database', () => {
   });
 });
 
+describe('waiting for another worker on the database clock', () => {
+  it('a waiter 800 ms ahead of the database takes over once the database lets it, without a claim storm', async () => {
+    let claims = 0;
+    // Every claim of this test, counted; the holder's ledger cannot write `dispatched` (it dies after its claim).
+    const wrap = (over: Record<string, unknown>) =>
+      new Proxy(strict, {
+        get: (t, p) => (p in over ? over[p as string] : (Reflect.get(t, p) as unknown)),
+      });
+    const claim: typeof strict.claim = (input) => (claims++, strict.claim(input));
+    const dying = wrap({ claim, capabilities: {}, markDispatched: () => new Promise<never>(() => {}) });
+    const counted = wrap({ claim });
+    const provider = createSandboxProvider(REPLAYING_BEHAVIOUR);
+    const adapter = createSandboxAdapter({ provider });
+    const policy = { leaseMs: 1500, waitForOtherMs: 30_000 };
+    void createRunner({ ledger: dying, owner: 'w-dies', policy }).run(adapter, 'records.create', {
+      params: { ref: 'storm-1' },
+    });
+    await new Promise((r) => setTimeout(r, 100));
+    const r = await createRunner({ ledger: counted, clock: skewed(800), owner: 'w-waits', policy }).run(
+      adapter,
+      'records.create',
+      { params: { ref: 'storm-1' } },
+    );
+    expect(r).toMatchObject({ status: 'done', attempts: 1 });
+    expect(provider.calls()).toBe(1);
+    expect(claims).toBeLessThan(10);
+  });
+});
+
 describe('the clock probe', () => {
   it('probes once, then judges from the cached offset: a skewed claim is refused as a rejected promise either way, and writes nothing', async () => {
     const ledger = createPostgresLedger({ connectionString: databaseUrl(), schema, poolSize: 2 });

@@ -48,7 +48,8 @@ export function claimInput(
 
 const BORN_DISPATCHED = { dispatch: true } as const;
 
-export async function claimAndDrive(ctx: RunnerContext, op: Operation): Promise<RunResult> {
+/** `waitUntil`: the deadline of the wait for another worker this claim is part of (waitForOther). */
+export async function claimAndDrive(ctx: RunnerContext, op: Operation, waitUntil?: number): Promise<RunResult> {
   const { clock, ledger, log } = ctx;
   // A new operation's first decision is always "send now" (decide: claimed, nothing observed), so the claim
   // may create it already `dispatched` (where the ledger can). An existing one is decided from its state.
@@ -80,7 +81,7 @@ export async function claimAndDrive(ctx: RunnerContext, op: Operation): Promise<
       if (record.paramsFingerprint !== op.paramsFingerprint)
         throw paramsConflict(op, record, 'another worker is performing this operation with other params');
       log('info', 'busy', `another worker (${record.leaseOwner}) holds the operation: waiting for its result`, op);
-      return waitForOther(ctx, op);
+      return waitForOther(ctx, op, waitUntil);
     case 'claimed': {
       if (record.paramsFingerprint !== op.paramsFingerprint) {
         await ledger.release(fenceOf(record)).catch(() => undefined);
@@ -115,16 +116,19 @@ export async function execute(ctx: RunnerContext, op: Operation, claimed: Claime
 }
 
 /** Waits (bounded) for the worker that holds the operation: its result, or the claim once its lease has run out. */
-export async function waitForOther(ctx: RunnerContext, op: Operation): Promise<RunResult> {
+export async function waitForOther(ctx: RunnerContext, op: Operation, until?: number): Promise<RunResult> {
   const { clock, ledger, log } = ctx;
-  const deadline = clock.now() + op.policy.waitForOtherMs;
-  let delay = Math.min(20, op.policy.baseMs || 20);
+  const deadline = until ?? clock.now() + op.policy.waitForOtherMs;
+  // Back from a claim the ledger (judging by its own clock) refused as busy: sleep, at the longest poll, before claiming again.
+  let refused = until !== undefined;
+  let delay = refused ? 500 : Math.min(20, op.policy.baseMs || 20);
   for (;;) {
     const rec = await ledger.get(op.id);
     if (!rec) throw new InvalidStateError(op.id, 'absent', 'the operation disappeared from the ledger');
     if (TERMINAL_STATES.includes(rec.state)) return fromTerminal(ctx, rec, op.paramsFingerprint, op);
     const now = clock.now();
-    if (!leaseLive(rec, now)) return claimAndDrive(ctx, op);
+    if (!refused && !leaseLive(rec, now)) return claimAndDrive(ctx, op, deadline);
+    refused = false;
     if (now >= deadline) {
       log('info', 'in-progress', `another worker still holds it after ${op.policy.waitForOtherMs} ms`, op);
       return heldElsewhere(rec, now);

@@ -32,7 +32,7 @@ export function createHeartbeat<T>(renew: (item: T) => void) {
   return {
     add(beat: Beat<T>) {
       calls.add(beat);
-      const p = Math.max(25, Math.floor(beat.every / 4));
+      const p = Math.max(Math.min(25, beat.every), Math.floor(beat.every / 4)); // never slower than `every`
       if (timer !== null && period <= p) return;
       if (timer !== null) clearInterval(timer);
       period = p;

@@ -58,20 +58,15 @@ async function attemptLoop(ctx: RunnerContext, op: Operation, s: DriveState): Pr
     );
     if (decision.action === 'complete') return complete(ctx, op, s, { obs, adopted: decision.adopted, pending });
     if (decision.action === 'handoff') return handOff(ctx, op, s, { decided: decision, pending });
-    if (op.signal?.aborted) {
-      ctx.log(
-        'warn',
-        'aborted',
-        `the caller aborted; state ${s.record.state} is kept for a later run or recover()`,
-        op,
-      );
-      throw op.signal.reason ?? new Error('aborted');
-    }
+    stopIfAborted(ctx, op, s);
     if (decision.action === 'lookup' || isInProgress(obs)) {
       s.windowStartedAt ??= ctx.clock.now();
       s.polls++;
     }
-    if (decision.delayMs > 0) await wait(ctx, s.lease, decision.delayMs);
+    if (decision.delayMs > 0) {
+      await wait(ctx, s.lease, decision.delayMs);
+      stopIfAborted(ctx, op, s); // the caller may give up during the wait: nothing goes out after that
+    }
     if (
       decision.action === 'send' &&
       (reliesOnKey(obs) || s.maybeApplied) &&
@@ -123,6 +118,13 @@ async function attemptLoop(ctx: RunnerContext, op: Operation, s: DriveState): Pr
   }
 }
 
+/** The caller aborted: stop before the next provider call; the state is kept (drive releases the lease). */
+function stopIfAborted(ctx: RunnerContext, op: Operation, s: DriveState): void {
+  if (!op.signal?.aborted) return;
+  ctx.log('warn', 'aborted', `the caller aborted; state ${s.record.state} is kept for a later run or recover()`, op);
+  throw op.signal.reason ?? new Error('aborted');
+}
+
 /** One provider call: `dispatched` written first (unless the claim already wrote it), the lease checked, then the request. */
 async function send(ctx: RunnerContext, op: Operation, s: DriveState, attemptId: AttemptId): Promise<Outcome> {
   if (s.dispatchWritten) {
@@ -133,6 +135,7 @@ async function send(ctx: RunnerContext, op: Operation, s: DriveState, attemptId:
     // Durably `dispatched` BEFORE the provider is called: a crash from here on is found and reconciled.
     s.record = await ctx.ledger.markDispatched(s.lease.ref, ctx.clock.now());
   }
+  stopIfAborted(ctx, op, s); // aborted during the write: `dispatched` is what a crash here leaves, looked up later
   checkOwnLease(ctx, s.lease, op);
   // The late-apply window runs from the moment the request goes out, not from the write before it.
   s.lastDispatchedAt = Math.max(s.record.updatedAt, ctx.clock.now());
