@@ -66,10 +66,14 @@ describe('report.html in headless Chromium', () => {
       const page = await open(width);
       const d = details(page, 'msgraph', 'mail.send', 'lost-response');
       await d.locator('summary').click();
+      // The send, then the lookups: the drill's Sent Items shows a mail only after transport, as Graph documents,
+      // so the lookup asks until it shows.
       const urls = d.locator('table.wire code.url');
-      expect(await urls.count()).toBe(2);
+      const [send, ...lookups] = await urls.allInnerTexts();
+      expect(send).toMatch(/sendMail/);
+      expect(lookups.length).toBeGreaterThanOrEqual(1);
+      for (const text of lookups) expect(text).toMatch(/sentitems\/messages\?\$filter=singleValueExtendedProperties/);
       const lookup = urls.nth(1);
-      expect(await lookup.innerText()).toMatch(/sentitems\/messages\?\$filter=singleValueExtendedProperties/);
       const fit = await lookup.evaluate((el) => {
         const cell = el.closest('td')!.getBoundingClientRect();
         const box = el.getBoundingClientRect();
