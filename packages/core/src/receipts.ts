@@ -151,7 +151,12 @@ export async function verifyOperation(
     if (!record) return null;
     const receipts = await ledger.receipts(id);
     const again = await ledger.get(id);
-    check = verifyReceiptChain(receipts, { ...options, anchor: record.receiptChain });
+    // A receipt seals the id it was written for: another operation's chain (copied with its anchor) is no proof for this one.
+    const foreign = receipts.findIndex((r) => r.businessOperationId !== id);
+    check =
+      foreign >= 0
+        ? broken(foreign, `a receipt of another operation (${String(receipts[foreign]!.businessOperationId)})`)
+        : verifyReceiptChain(receipts, { ...options, anchor: record.receiptChain });
     if (check.ok || JSON.stringify(again?.receiptChain) === JSON.stringify(record.receiptChain)) return check;
   }
   return check;

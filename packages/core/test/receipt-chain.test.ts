@@ -188,3 +188,38 @@ describe('receipt chain: anchored on the row, keyed with an HMAC, verifiable off
     expect(asBusinessOperationId(a.businessOperationId)).toBe(a.businessOperationId);
   });
 });
+
+describe('receipt chain: the receipts belong to the operation they are checked for', () => {
+  it("SQLite: another operation's whole keyed chain, copied with its anchor onto an operation's row, is a break", async () => {
+    const keys = parseReceiptKeys('k2026:0123456789abcdef-secret');
+    const path = join(dir, 'spliced.db');
+    const clock = createVirtualClock();
+    const provider = createSandboxProvider({ ...REPLAYING_BEHAVIOUR, clock: clock.now, sleep: clock.sleep });
+    const adapter = createSandboxAdapter({ provider });
+    let ledger = createSqliteLedger({ path });
+    const runner = createRunner({ ledger, clock, receiptKey: keys.current });
+    const a = await runner.run(adapter, OP, { params: { ref: 'splice-a' } });
+    provider.failNext({ kind: 'unknown-before-commit' });
+    const b = await runner.run(adapter, OP, { params: { ref: 'splice-b' } });
+    expect(await verifyOperation(ledger, a.businessOperationId, { keys: keys.keyring })).toEqual({ ok: true });
+    await ledger.close();
+
+    // Someone without the key gives A the receipts of B (an operation that went another way), anchor included.
+    const db = rawSqlite(path);
+    db.prepare(
+      `UPDATE retrysafe_operations SET
+         receipts = (SELECT receipts FROM retrysafe_operations WHERE id = ?),
+         record = json_set(record, '$.receiptChain', (SELECT json_extract(record, '$.receiptChain') FROM retrysafe_operations WHERE id = ?))
+       WHERE id = ?`,
+    ).run(b.businessOperationId, b.businessOperationId, a.businessOperationId);
+    db.close();
+    ledger = createSqliteLedger({ path });
+    const receipts = await ledger.receipts(a.businessOperationId);
+    expect(receipts[0]!.businessOperationId).toBe(b.businessOperationId);
+    expect(await verifyOperation(ledger, a.businessOperationId, { keys: keys.keyring })).toMatchObject({
+      ok: false,
+      index: 0,
+    });
+    await ledger.close();
+  });
+});
