@@ -179,12 +179,24 @@ export interface ExportReceiptsOptions {
 export async function exportReceiptsJsonl(ledger: Ledger, options: ExportReceiptsOptions = {}): Promise<string> {
   const ids = options.ids ?? (await ledger.list(options.filter)).map((r) => r.businessOperationId);
   let text = '';
-  for (const id of ids) {
-    const record = options.heads ? await ledger.get(id) : null;
-    text += receiptLines(id, await ledger.receipts(id), record);
-  }
+  for (const id of ids)
+    text += options.heads
+      ? receiptLines(id, ...(await anchoredReceipts(ledger, id)))
+      : receiptLines(id, await ledger.receipts(id), null);
   if (options.path) await writeFile(options.path, text, 'utf8');
   return text;
+}
+
+/** The receipts and the row that anchors them: a receipt written between the two reads reads both again (as verifyOperation). */
+async function anchoredReceipts(ledger: Ledger, id: BusinessOperationId): Promise<[Receipt[], OperationRecord | null]> {
+  let read: [Receipt[], OperationRecord | null] = [[], null];
+  for (let tries = 0; tries < 3; tries++) {
+    const record = await ledger.get(id);
+    read = [await ledger.receipts(id), record];
+    const again = await ledger.get(id);
+    if (JSON.stringify(again?.receiptChain) === JSON.stringify(record?.receiptChain)) return read;
+  }
+  return read;
 }
 
 /** One operation's export lines: its receipts, then (given its row) the row's chain head. */

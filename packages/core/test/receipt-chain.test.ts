@@ -222,4 +222,25 @@ describe('receipt chain: the receipts belong to the operation they are checked f
     });
     await ledger.close();
   });
+  it('an export taken while a receipt is written reads the row again, so an intact ledger exports a chain that verifies', async () => {
+    const { provider, adapter, runner, ledger } = setup({ replays: false, retentionMs: null });
+    provider.failNext({ kind: 'unknown-before-commit' });
+    const r = await runner.run(adapter, OP, { params: { ref: 'race-1' } });
+    const id = r.businessOperationId;
+    const receipts = await ledger.receipts(id);
+    expect(receipts.length).toBeGreaterThan(1);
+    // The row is read, then the last receipt is written (with its anchor), then the receipts are read.
+    let gets = 0;
+    const racing = {
+      ...ledger,
+      get: async (x: typeof id) => {
+        const record = await ledger.get(x);
+        if (gets++ > 0 || !record) return record;
+        const prev = receipts[receipts.length - 2]!;
+        return { ...record, receiptChain: { head: prev.hash, length: prev.seq } };
+      },
+    };
+    const text = await exportReceiptsJsonl(racing, { ids: [id], heads: true });
+    expect(verifyReceiptsJsonl(text).map((x) => x.check)).toEqual([{ ok: true }]);
+  });
 });
