@@ -97,6 +97,7 @@ export function verifyReceiptChain(receipts: readonly Receipt[], options: Verify
   let uncheckedKeyed = 0;
   for (let i = 0; i < receipts.length; i++) {
     const r = receipts[i]!;
+    if (typeof r !== 'object' || r === null) return broken(i, `not a receipt: ${r === null ? 'null' : typeof r}`);
     if (r.seq !== i + 1) return broken(i, `seq ${r.seq} where ${i + 1} was expected`);
     if (r.prevHash !== prev) return broken(i, 'prevHash does not match the previous receipt');
     const { hash, ...rest } = r;
@@ -151,12 +152,11 @@ export async function verifyOperation(
     if (!record) return null;
     const receipts = await ledger.receipts(id);
     const again = await ledger.get(id);
+    check = verifyReceiptChain(receipts, { ...options, anchor: record.receiptChain });
     // A receipt seals the id it was written for: another operation's chain (copied with its anchor) is no proof for this one.
-    const foreign = receipts.findIndex((r) => r.businessOperationId !== id);
-    check =
-      foreign >= 0
-        ? broken(foreign, `a receipt of another operation (${String(receipts[foreign]!.businessOperationId)})`)
-        : verifyReceiptChain(receipts, { ...options, anchor: record.receiptChain });
+    const foreign = check.ok ? receipts.findIndex((r) => r.businessOperationId !== id) : -1;
+    if (foreign >= 0)
+      check = broken(foreign, `a receipt of another operation (${String(receipts[foreign]!.businessOperationId)})`);
     if (check.ok || JSON.stringify(again?.receiptChain) === JSON.stringify(record.receiptChain)) return check;
   }
   return check;

@@ -243,4 +243,12 @@ describe('receipt chain: the receipts belong to the operation they are checked f
     const text = await exportReceiptsJsonl(racing, { ids: [id], heads: true });
     expect(verifyReceiptsJsonl(text).map((x) => x.check)).toEqual([{ ok: true }]);
   });
+  it('a stored receipt that is not an object is a break at its index, never a TypeError', () => {
+    for (const bad of [null, 7, 'x'])
+      expect(verifyReceiptChain([bad as unknown as Receipt])).toEqual({
+        ok: false,
+        index: 0,
+        reason: expect.stringMatching(/not a receipt/),
+      });
+  });
 });
