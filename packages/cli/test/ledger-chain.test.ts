@@ -171,4 +171,34 @@ describe('retrysafe ledger verify / export, and show and resolve on a broken cha
     const j = await cli(['ledger', 'ls', '--db', path, '--json']);
     expect(j.stdout).not.toContain('sk_live_51HqLeakedKey0000');
   });
+
+  it('verify of a keyed chain without RETRYSAFE_RECEIPT_KEYS is not a pass: an outcome edited in place is found with the key, and without it verify exits 1 naming the key', async () => {
+    const keyed = join(dir, 'keyed.db');
+    const ledger = createSqliteLedger({ path: keyed });
+    const runner = createRunner({ ledger, clock: createDrillClock(), receiptKey: { id: 'k1', secret: KEYS.slice(3) } });
+    const id = (await runner.run(sandbox.adapter, 'records.create', { params: { ref: 'keyed-1', amount: -1 } }))
+      .businessOperationId;
+    await ledger.close();
+    const raw = openRawSqlite(keyed);
+    editStored(raw, id, (l) => ({
+      ...l,
+      receipts: [JSON.stringify({ ...JSON.parse(l.receipts[0]!), outcome: 'succeeded' }), ...l.receipts.slice(1)],
+    }));
+    raw.close();
+    const withKey = await cli(['ledger', 'verify', id, '--db', keyed], { env: { RETRYSAFE_RECEIPT_KEYS: KEYS } });
+    expect(withKey.code).toBe(1);
+    expect(withKey.stdout).toMatch(/does not match its keyed hash/);
+    const out = join(dir, 'keyed.jsonl');
+    expect((await cli(['ledger', 'export', '--db', keyed, '--out', out])).code).toBe(0);
+    for (const args of [
+      ['ledger', 'verify', id, '--db', keyed],
+      ['ledger', 'verify', '--all', '--db', keyed],
+      ['ledger', 'verify', '--file', out],
+    ]) {
+      const r = await cli(args, { env: { RETRYSAFE_RECEIPT_KEYS: '' } });
+      expect(r.code).toBe(1);
+      expect(r.stdout).toMatch(/key k1/);
+      expect(r.stdout).not.toMatch(/intact/);
+    }
+  });
 });
