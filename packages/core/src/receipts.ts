@@ -47,6 +47,9 @@ export function parseReceiptKeys(text: string): { readonly current: ReceiptKey; 
     return key;
   });
   if (keys.length === 0) throw new TypeError('receipt keys: expected id:secret[,id:secret…]');
+  // One id, two secrets: the first would seal and the last verify. A rotation takes a new id.
+  const twice = keys.find((k, i) => keys.findIndex((x) => x.id === k.id) !== i);
+  if (twice) throw new TypeError(`receipt keys: key id ${twice.id} is given twice (a new secret takes a new id)`);
   return { current: keys[0]!, keyring: Object.fromEntries(keys.map((k) => [k.id, k.secret])) };
 }
 

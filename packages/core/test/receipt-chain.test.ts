@@ -251,4 +251,14 @@ describe('receipt chain: the receipts belong to the operation they are checked f
         reason: expect.stringMatching(/not a receipt/),
       });
   });
+  it('a key id given twice in a keyring is refused: the first secret sealed and the last one verified, so every new receipt read as a break', () => {
+    const text = 'k1:new-secret-0123456789,k1:old-secret-0123456789';
+    expect(() => parseReceiptKeys(text)).toThrow(TypeError);
+    expect(() => parseReceiptKeys(text)).toThrow(/k1/);
+    try {
+      parseReceiptKeys(text);
+    } catch (e) {
+      expect((e as Error).message).not.toMatch(/secret-0123456789/);
+    }
+  });
 });
