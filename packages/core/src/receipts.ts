@@ -155,7 +155,11 @@ export async function verifyOperation(
     if (!record) return null;
     const receipts = await ledger.receipts(id);
     const again = await ledger.get(id);
-    check = verifyReceiptChain(receipts, { ...options, anchor: record.receiptChain });
+    const anchor = record.receiptChain as ReceiptChainAnchor | undefined; // a row edited from outside may lack it
+    check =
+      typeof anchor?.length === 'number'
+        ? verifyReceiptChain(receipts, { ...options, anchor })
+        : broken(receipts.length, 'the row holds no chain anchor (receiptChain), so a cut tail cannot be told');
     // A receipt seals the id it was written for: another operation's chain (copied with its anchor) is no proof for this one.
     const foreign = check.ok ? receipts.findIndex((r) => r.businessOperationId !== id) : -1;
     if (foreign >= 0)

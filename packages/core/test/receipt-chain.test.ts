@@ -261,4 +261,23 @@ describe('receipt chain: the receipts belong to the operation they are checked f
       expect((e as Error).message).not.toMatch(/secret-0123456789/);
     }
   });
+  it('SQLite: a row whose anchor was removed is a break, not a chain checked without one (its tail could be cut)', async () => {
+    const path = join(dir, 'unanchored.db');
+    const clock = createVirtualClock();
+    const provider = createSandboxProvider({ ...REPLAYING_BEHAVIOUR, clock: clock.now, sleep: clock.sleep });
+    const adapter = createSandboxAdapter({ provider });
+    let ledger = createSqliteLedger({ path });
+    provider.failNext({ kind: 'unknown-before-commit' });
+    const id = (await createRunner({ ledger, clock }).run(adapter, OP, { params: { ref: 'unanchored-1' } }))
+      .businessOperationId;
+    await ledger.close();
+    const db = rawSqlite(path);
+    db.prepare(
+      `UPDATE retrysafe_operations SET receipts = json_remove(receipts, '$[#-1]'), record = json_remove(record, '$.receiptChain') WHERE id = ?`,
+    ).run(id);
+    db.close();
+    ledger = createSqliteLedger({ path });
+    expect(await verifyOperation(ledger, id)).toMatchObject({ ok: false, reason: expect.stringMatching(/anchor/) });
+    await ledger.close();
+  });
 });
