@@ -280,4 +280,20 @@ describe('receipt chain: the receipts belong to the operation they are checked f
     expect(await verifyOperation(ledger, id)).toMatchObject({ ok: false, reason: expect.stringMatching(/anchor/) });
     await ledger.close();
   });
+  it('resolve by a runner without the receipt key on a keyed chain is a RunnerConfigurationError that writes nothing (an unkeyed receipt would break the chain for good)', async () => {
+    const keys = parseReceiptKeys('k2026:0123456789abcdef-secret');
+    const { provider, adapter, runner, ledger, clock } = setup({}, { receiptKey: keys.current });
+    provider.failNext({ kind: 'rejected' });
+    const r = await runner.run(adapter, OP, { params: { ref: 'keyless-resolve' } });
+    expect(r.status).toBe('handed-off');
+    const before = await ledger.receipts(r.businessOperationId);
+    const keyless = createRunner({ ledger, clock });
+    const err = await keyless.resolve(r.businessOperationId, { action: 'abandon' }).catch((e: unknown) => e);
+    expect(RunnerConfigurationError.isInstance(err)).toBe(true);
+    expect((err as Error).message).toMatch(/sealed with key k2026/);
+    expect(await ledger.receipts(r.businessOperationId)).toEqual(before);
+    expect((await ledger.get(r.businessOperationId))!.state).toBe('handed-off');
+    await runner.resolve(r.businessOperationId, { action: 'abandon' });
+    expect(await verifyOperation(ledger, r.businessOperationId, { keys: keys.keyring })).toEqual({ ok: true });
+  });
 });
