@@ -171,4 +171,66 @@ describe('retrysafe ledger verify / export, and show and resolve on a broken cha
     const j = await cli(['ledger', 'ls', '--db', path, '--json']);
     expect(j.stdout).not.toContain('sk_live_51HqLeakedKey0000');
   });
+
+  it('verify of a keyed chain without RETRYSAFE_RECEIPT_KEYS is not a pass: an outcome edited in place is found with the key, and without it verify exits 1 naming the key', async () => {
+    const keyed = join(dir, 'keyed.db');
+    const ledger = createSqliteLedger({ path: keyed });
+    const runner = createRunner({ ledger, clock: createDrillClock(), receiptKey: { id: 'k1', secret: KEYS.slice(3) } });
+    const id = (await runner.run(sandbox.adapter, 'records.create', { params: { ref: 'keyed-1', amount: -1 } }))
+      .businessOperationId;
+    await ledger.close();
+    const raw = openRawSqlite(keyed);
+    editStored(raw, id, (l) => ({
+      ...l,
+      receipts: [JSON.stringify({ ...JSON.parse(l.receipts[0]!), outcome: 'succeeded' }), ...l.receipts.slice(1)],
+    }));
+    raw.close();
+    const withKey = await cli(['ledger', 'verify', id, '--db', keyed], { env: { RETRYSAFE_RECEIPT_KEYS: KEYS } });
+    expect(withKey.code).toBe(1);
+    expect(withKey.stdout).toMatch(/does not match its keyed hash/);
+    const out = join(dir, 'keyed.jsonl');
+    expect((await cli(['ledger', 'export', '--db', keyed, '--out', out])).code).toBe(0);
+    for (const args of [
+      ['ledger', 'verify', id, '--db', keyed],
+      ['ledger', 'verify', '--all', '--db', keyed],
+      ['ledger', 'verify', '--file', out],
+    ]) {
+      const r = await cli(args, { env: { RETRYSAFE_RECEIPT_KEYS: '' } });
+      expect(r.code).toBe(1);
+      expect(r.stdout).toMatch(/key k1/);
+      expect(r.stdout).not.toMatch(/intact/);
+    }
+  });
+
+  it('resolve of a keyed chain without RETRYSAFE_RECEIPT_KEYS is refused and appends nothing: an unkeyed receipt after keyed ones would break the chain for good', async () => {
+    const keyed = join(dir, 'keyed-resolve.db');
+    const ledger = createSqliteLedger({ path: keyed });
+    const runner = createRunner({ ledger, clock: createDrillClock(), receiptKey: { id: 'k1', secret: KEYS.slice(3) } });
+    const id = (await runner.run(sandbox.adapter, 'records.create', { params: { ref: 'keyed-r', amount: -1 } }))
+      .businessOperationId;
+    await ledger.close();
+    const count = () => {
+      const raw = openRawSqlite(keyed, { readonly: true });
+      try {
+        return readStored(raw, id).receipts.length;
+      } finally {
+        raw.close();
+      }
+    };
+    const before = count();
+    const r = await cli(['ledger', 'resolve', id, '--abandon', '--db', keyed], { env: { RETRYSAFE_RECEIPT_KEYS: '' } });
+    expect(r.code).not.toBe(0);
+    expect(r.stderr).toMatch(/sealed with key k1.*nothing was written/);
+    expect(r.stderr).not.toMatch(/\n\s+at /);
+    expect(count()).toBe(before);
+    const verified = await cli(['ledger', 'verify', id, '--db', keyed], { env: { RETRYSAFE_RECEIPT_KEYS: KEYS } });
+    expect(verified.code).toBe(0);
+    const fine = await cli(['ledger', 'resolve', id, '--abandon', '--db', keyed], {
+      env: { RETRYSAFE_RECEIPT_KEYS: KEYS },
+    });
+    expect(fine.code).toBe(0);
+    expect((await cli(['ledger', 'verify', id, '--db', keyed], { env: { RETRYSAFE_RECEIPT_KEYS: KEYS } })).code).toBe(
+      0,
+    );
+  });
 });

@@ -1,7 +1,11 @@
 // Issue 15 item 6: `retrysafe ledger ls --json` on a record that cannot be read prints a typed code, no stack.
 import { join } from 'node:path';
+import { createRunner } from '@retrysafe/core';
+import { createSqliteLedger } from '@retrysafe/ledger-sqlite';
+import { createDrillClock } from '@retrysafe/testkit';
 import { describe, expect, it } from 'vitest';
 import { editStored } from '../../ledger-sqlite/test/sqlite-tamper.js';
+import { startFaultySandbox } from './faulty-sandbox.js';
 import { cli, ledgerWithOneClaim, openRawSqlite, tempDir } from './helpers.js';
 
 describe('retrysafe ledger on a record it cannot read', () => {
@@ -19,5 +23,50 @@ describe('retrysafe ledger on a record it cannot read', () => {
     expect(out.ok).toBe(false);
     expect(out.error.code).toMatch(/^RETRYSAFE_/);
     expect(r.stderr).not.toMatch(/\n\s+at /);
+  });
+
+  it('a stored receipt that is not an object (null, a number) is a break of its operation: verify --all, handoffs and show name it and go on', async () => {
+    const sandbox = await startFaultySandbox('reject');
+    const db = join(tempDir('unreadable-receipt'), 'retrysafe.db');
+    const ledger = createSqliteLedger({ path: db });
+    const runner = createRunner({ ledger, clock: createDrillClock() });
+    const ids: string[] = [];
+    for (const k of ['null', 'number', 'intact'])
+      ids.push(
+        (await runner.run(sandbox.adapter, 'records.create', { params: { ref: `r-${k}`, amount: -1 } }))
+          .businessOperationId,
+      );
+    await ledger.close();
+    const raw = openRawSqlite(db);
+    editStored(raw, ids[0]!, (l) => ({ ...l, receipts: ['null', ...l.receipts.slice(1)] }));
+    editStored(raw, ids[1]!, (l) => ({ ...l, receipts: [...l.receipts.slice(0, -1), '7'] }));
+    raw.close();
+
+    const all = await cli(['ledger', 'verify', '--all', '--db', db, '--json']);
+    expect(all.stderr).toBe('');
+    expect(all.code).toBe(1);
+    const rows = (
+      JSON.parse(all.stdout) as { operations: { businessOperationId: string; ok: boolean; reason?: string }[] }
+    ).operations;
+    expect(Object.fromEntries(rows.map((o) => [o.businessOperationId, o.ok]))).toEqual({
+      [ids[0]!]: false,
+      [ids[1]!]: false,
+      [ids[2]!]: true,
+    });
+    expect(rows.find((o) => o.businessOperationId === ids[0])!.reason).toMatch(/not a receipt/);
+    const h = await cli(['ledger', 'handoffs', '--db', db, '--json']);
+    expect(h.code).toBe(1);
+    expect(
+      Object.fromEntries(
+        (JSON.parse(h.stdout) as { businessOperationId: string; chainBroken?: string }[]).map((r) => [
+          r.businessOperationId,
+          r.chainBroken !== undefined,
+        ]),
+      ),
+    ).toEqual({ [ids[0]!]: true, [ids[1]!]: true, [ids[2]!]: false });
+    const shown = await cli(['ledger', 'show', ids[1]!, '--db', db]);
+    expect(shown.code).toBe(1);
+    expect(shown.stdout).toMatch(/receipt chain broken at #\d+: not a receipt/);
+    expect(shown.stderr).not.toMatch(/TypeError|\n\s+at /);
   });
 });

@@ -47,6 +47,9 @@ export function parseReceiptKeys(text: string): { readonly current: ReceiptKey; 
     return key;
   });
   if (keys.length === 0) throw new TypeError('receipt keys: expected id:secret[,id:secret…]');
+  // One id, two secrets: the first would seal and the last verify. A rotation takes a new id.
+  const twice = keys.find((k, i) => keys.findIndex((x) => x.id === k.id) !== i);
+  if (twice) throw new TypeError(`receipt keys: key id ${twice.id} is given twice (a new secret takes a new id)`);
   return { current: keys[0]!, keyring: Object.fromEntries(keys.map((k) => [k.id, k.secret])) };
 }
 
@@ -97,6 +100,7 @@ export function verifyReceiptChain(receipts: readonly Receipt[], options: Verify
   let uncheckedKeyed = 0;
   for (let i = 0; i < receipts.length; i++) {
     const r = receipts[i]!;
+    if (typeof r !== 'object' || r === null) return broken(i, `not a receipt: ${r === null ? 'null' : typeof r}`);
     if (r.seq !== i + 1) return broken(i, `seq ${r.seq} where ${i + 1} was expected`);
     if (r.prevHash !== prev) return broken(i, 'prevHash does not match the previous receipt');
     const { hash, ...rest } = r;
@@ -151,7 +155,15 @@ export async function verifyOperation(
     if (!record) return null;
     const receipts = await ledger.receipts(id);
     const again = await ledger.get(id);
-    check = verifyReceiptChain(receipts, { ...options, anchor: record.receiptChain });
+    const anchor = record.receiptChain as ReceiptChainAnchor | undefined; // a row edited from outside may lack it
+    check =
+      typeof anchor?.length === 'number'
+        ? verifyReceiptChain(receipts, { ...options, anchor })
+        : broken(receipts.length, 'the row holds no chain anchor (receiptChain), so a cut tail cannot be told');
+    // A receipt seals the id it was written for: another operation's chain (copied with its anchor) is no proof for this one.
+    const foreign = check.ok ? receipts.findIndex((r) => r.businessOperationId !== id) : -1;
+    if (foreign >= 0)
+      check = broken(foreign, `a receipt of another operation (${String(receipts[foreign]!.businessOperationId)})`);
     if (check.ok || JSON.stringify(again?.receiptChain) === JSON.stringify(record.receiptChain)) return check;
   }
   return check;
@@ -174,12 +186,24 @@ export interface ExportReceiptsOptions {
 export async function exportReceiptsJsonl(ledger: Ledger, options: ExportReceiptsOptions = {}): Promise<string> {
   const ids = options.ids ?? (await ledger.list(options.filter)).map((r) => r.businessOperationId);
   let text = '';
-  for (const id of ids) {
-    const record = options.heads ? await ledger.get(id) : null;
-    text += receiptLines(id, await ledger.receipts(id), record);
-  }
+  for (const id of ids)
+    text += options.heads
+      ? receiptLines(id, ...(await anchoredReceipts(ledger, id)))
+      : receiptLines(id, await ledger.receipts(id), null);
   if (options.path) await writeFile(options.path, text, 'utf8');
   return text;
+}
+
+/** The receipts and the row that anchors them: a receipt written between the two reads reads both again (as verifyOperation). */
+async function anchoredReceipts(ledger: Ledger, id: BusinessOperationId): Promise<[Receipt[], OperationRecord | null]> {
+  let read: [Receipt[], OperationRecord | null] = [[], null];
+  for (let tries = 0; tries < 3; tries++) {
+    const record = await ledger.get(id);
+    read = [await ledger.receipts(id), record];
+    const again = await ledger.get(id);
+    if (JSON.stringify(again?.receiptChain) === JSON.stringify(record?.receiptChain)) return read;
+  }
+  return read;
 }
 
 /** One operation's export lines: its receipts, then (given its row) the row's chain head. */

@@ -188,3 +188,112 @@ describe('receipt chain: anchored on the row, keyed with an HMAC, verifiable off
     expect(asBusinessOperationId(a.businessOperationId)).toBe(a.businessOperationId);
   });
 });
+
+describe('receipt chain: the receipts belong to the operation they are checked for', () => {
+  it("SQLite: another operation's whole keyed chain, copied with its anchor onto an operation's row, is a break", async () => {
+    const keys = parseReceiptKeys('k2026:0123456789abcdef-secret');
+    const path = join(dir, 'spliced.db');
+    const clock = createVirtualClock();
+    const provider = createSandboxProvider({ ...REPLAYING_BEHAVIOUR, clock: clock.now, sleep: clock.sleep });
+    const adapter = createSandboxAdapter({ provider });
+    let ledger = createSqliteLedger({ path });
+    const runner = createRunner({ ledger, clock, receiptKey: keys.current });
+    const a = await runner.run(adapter, OP, { params: { ref: 'splice-a' } });
+    provider.failNext({ kind: 'unknown-before-commit' });
+    const b = await runner.run(adapter, OP, { params: { ref: 'splice-b' } });
+    expect(await verifyOperation(ledger, a.businessOperationId, { keys: keys.keyring })).toEqual({ ok: true });
+    await ledger.close();
+
+    // Someone without the key gives A the receipts of B (an operation that went another way), anchor included.
+    const db = rawSqlite(path);
+    db.prepare(
+      `UPDATE retrysafe_operations SET
+         receipts = (SELECT receipts FROM retrysafe_operations WHERE id = ?),
+         record = json_set(record, '$.receiptChain', (SELECT json_extract(record, '$.receiptChain') FROM retrysafe_operations WHERE id = ?))
+       WHERE id = ?`,
+    ).run(b.businessOperationId, b.businessOperationId, a.businessOperationId);
+    db.close();
+    ledger = createSqliteLedger({ path });
+    const receipts = await ledger.receipts(a.businessOperationId);
+    expect(receipts[0]!.businessOperationId).toBe(b.businessOperationId);
+    expect(await verifyOperation(ledger, a.businessOperationId, { keys: keys.keyring })).toMatchObject({
+      ok: false,
+      index: 0,
+    });
+    await ledger.close();
+  });
+  it('an export taken while a receipt is written reads the row again, so an intact ledger exports a chain that verifies', async () => {
+    const { provider, adapter, runner, ledger } = setup({ replays: false, retentionMs: null });
+    provider.failNext({ kind: 'unknown-before-commit' });
+    const r = await runner.run(adapter, OP, { params: { ref: 'race-1' } });
+    const id = r.businessOperationId;
+    const receipts = await ledger.receipts(id);
+    expect(receipts.length).toBeGreaterThan(1);
+    // The row is read, then the last receipt is written (with its anchor), then the receipts are read.
+    let gets = 0;
+    const racing = {
+      ...ledger,
+      get: async (x: typeof id) => {
+        const record = await ledger.get(x);
+        if (gets++ > 0 || !record) return record;
+        const prev = receipts[receipts.length - 2]!;
+        return { ...record, receiptChain: { head: prev.hash, length: prev.seq } };
+      },
+    };
+    const text = await exportReceiptsJsonl(racing, { ids: [id], heads: true });
+    expect(verifyReceiptsJsonl(text).map((x) => x.check)).toEqual([{ ok: true }]);
+  });
+  it('a stored receipt that is not an object is a break at its index, never a TypeError', () => {
+    for (const bad of [null, 7, 'x'])
+      expect(verifyReceiptChain([bad as unknown as Receipt])).toEqual({
+        ok: false,
+        index: 0,
+        reason: expect.stringMatching(/not a receipt/),
+      });
+  });
+  it('a key id given twice in a keyring is refused: the first secret sealed and the last one verified, so every new receipt read as a break', () => {
+    const text = 'k1:new-secret-0123456789,k1:old-secret-0123456789';
+    expect(() => parseReceiptKeys(text)).toThrow(TypeError);
+    expect(() => parseReceiptKeys(text)).toThrow(/k1/);
+    try {
+      parseReceiptKeys(text);
+    } catch (e) {
+      expect((e as Error).message).not.toMatch(/secret-0123456789/);
+    }
+  });
+  it('SQLite: a row whose anchor was removed is a break, not a chain checked without one (its tail could be cut)', async () => {
+    const path = join(dir, 'unanchored.db');
+    const clock = createVirtualClock();
+    const provider = createSandboxProvider({ ...REPLAYING_BEHAVIOUR, clock: clock.now, sleep: clock.sleep });
+    const adapter = createSandboxAdapter({ provider });
+    let ledger = createSqliteLedger({ path });
+    provider.failNext({ kind: 'unknown-before-commit' });
+    const id = (await createRunner({ ledger, clock }).run(adapter, OP, { params: { ref: 'unanchored-1' } }))
+      .businessOperationId;
+    await ledger.close();
+    const db = rawSqlite(path);
+    db.prepare(
+      `UPDATE retrysafe_operations SET receipts = json_remove(receipts, '$[#-1]'), record = json_remove(record, '$.receiptChain') WHERE id = ?`,
+    ).run(id);
+    db.close();
+    ledger = createSqliteLedger({ path });
+    expect(await verifyOperation(ledger, id)).toMatchObject({ ok: false, reason: expect.stringMatching(/anchor/) });
+    await ledger.close();
+  });
+  it('resolve by a runner without the receipt key on a keyed chain is a RunnerConfigurationError that writes nothing (an unkeyed receipt would break the chain for good)', async () => {
+    const keys = parseReceiptKeys('k2026:0123456789abcdef-secret');
+    const { provider, adapter, runner, ledger, clock } = setup({}, { receiptKey: keys.current });
+    provider.failNext({ kind: 'rejected' });
+    const r = await runner.run(adapter, OP, { params: { ref: 'keyless-resolve' } });
+    expect(r.status).toBe('handed-off');
+    const before = await ledger.receipts(r.businessOperationId);
+    const keyless = createRunner({ ledger, clock });
+    const err = await keyless.resolve(r.businessOperationId, { action: 'abandon' }).catch((e: unknown) => e);
+    expect(RunnerConfigurationError.isInstance(err)).toBe(true);
+    expect((err as Error).message).toMatch(/sealed with key k2026/);
+    expect(await ledger.receipts(r.businessOperationId)).toEqual(before);
+    expect((await ledger.get(r.businessOperationId))!.state).toBe('handed-off');
+    await runner.resolve(r.businessOperationId, { action: 'abandon' });
+    expect(await verifyOperation(ledger, r.businessOperationId, { keys: keys.keyring })).toEqual({ ok: true });
+  });
+});

@@ -184,6 +184,13 @@ export async function resolve(
   const record = await ctx.ledger.get(id);
   if (!record) throw new InvalidStateError(id, 'absent', 'no such operation in the ledger');
   await checkChain(ctx, id);
+  // A receipt sealed without the key after keyed ones would break the chain for good: refused before anything is written.
+  const sealedWith = /^hmac-sha256:([^:]+):/.exec(record.receiptChain?.head ?? '')?.[1];
+  if (sealedWith !== undefined && !ctx.options.receiptKey)
+    throw new RunnerConfigurationError(
+      'receiptKey',
+      `the receipts of ${id} are sealed with key ${sealedWith}: give the receipt key (RETRYSAFE_RECEIPT_KEYS) to resolve it; nothing was written`,
+    );
   const by = opts.by ?? ctx.owner;
   const action = resolution?.action;
   if (action === 'resend-with') return resendWith(ctx, record, resolution.params, opts.adapters ?? [], by);

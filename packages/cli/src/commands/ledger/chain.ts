@@ -28,10 +28,11 @@ export function withParamsKeys(ledger: Ledger): Ledger {
   return encryptParams(ledger, { key: keys.current, previous });
 }
 
-export const checkOptions = (allowUnkeyed: boolean | undefined) => ({
-  keys: receiptKeysFromEnv().keyring,
-  allowUnkeyed,
-});
+/** `strict` (verify): with no keys set, a keyed receipt is a break (its content cannot be checked), never a pass. */
+export const checkOptions = (allowUnkeyed: boolean | undefined, strict = false) => {
+  const keys = receiptKeysFromEnv().keyring;
+  return keys || !strict ? { keys, allowUnkeyed } : { keys: {}, allowUnkeyed: true };
+};
 
 /** `state` is absent for an export checked offline; `index` (0-based) and `reason` say where a chain breaks and why. */
 export const rowOf = (id: string, state: OperationState | undefined, receipts: number, check: ChainCheck) => ({
@@ -47,8 +48,9 @@ export async function verifyChains(
   ledger: Ledger,
   ids: readonly string[] | 'all',
   allowUnkeyed?: boolean,
+  strict?: boolean,
 ): Promise<VerifyRow[]> {
-  const opts = checkOptions(allowUnkeyed); // a malformed key is refused even on an empty ledger
+  const opts = checkOptions(allowUnkeyed, strict); // a malformed key is refused even on an empty ledger
   const out: VerifyRow[] = [];
   const list =
     ids === 'all' ? (await ledger.list()).map((r) => r.businessOperationId) : ids.map((i) => asBusinessOperationId(i));

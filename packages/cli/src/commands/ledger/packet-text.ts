@@ -3,6 +3,8 @@ import { paint } from '../../output.js';
 
 /** A receipt in one line, as `ledger show` and the demo print it: kind → outcome, the decision, then its details. */
 export function receiptText(x: Receipt, dim: (text: string) => string = (t) => t): string {
+  // A stored entry edited from outside (the chain check says so): shown as such, the others still listed.
+  if (typeof x?.kind !== 'string' || typeof x.decision !== 'object' || x.decision === null) return '(not a receipt)';
   const extra = [
     x.status && `HTTP ${x.status}`,
     x.code,

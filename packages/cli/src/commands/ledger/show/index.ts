@@ -63,7 +63,7 @@ export function showText(r: ShowResult, color = false): string {
   }
   out.push('', `Receipts (${r.receipts.length}):`);
   for (const x of r.receipts)
-    out.push(`  #${String(x.seq).padEnd(3)} ${x.startedAt}  ${receiptText(x, (t) => paint('dim', t, color))}`);
+    out.push(`  #${String(x?.seq).padEnd(3)} ${x?.startedAt}  ${receiptText(x, (t) => paint('dim', t, color))}`);
   return out.join('\n');
 }
 

@@ -15,7 +15,7 @@ function verifyExportFile(file: string, allowUnkeyed?: boolean): VerifyRow[] {
     throw new UsageError(`cannot read ${file}: ${(e as Error).message}`);
   }
   try {
-    const checked = verifyReceiptsJsonl(text, checkOptions(allowUnkeyed));
+    const checked = verifyReceiptsJsonl(text, checkOptions(allowUnkeyed, true));
     return checked.map((x) => rowOf(x.businessOperationId, undefined, x.receipts, x.check));
   } catch (e) {
     throw new UsageError(`${file}: ${(e as Error).message}`);
@@ -58,7 +58,7 @@ export const ledgerVerifyCommand = defineCommand({
     exactlyOne([id, o.all, o.file], 'choose one of <id>, --all, --file <export.jsonl>');
     const rows = o.file
       ? verifyExportFile(o.file, o.allowUnkeyed)
-      : await withLedger(o, (l) => verifyChains(l, o.all ? 'all' : [id!], o.allowUnkeyed));
+      : await withLedger(o, (l) => verifyChains(l, o.all ? 'all' : [id!], o.allowUnkeyed, true));
     const ok = rows.every((r) => r.ok);
     return print(o, { ok, operations: rows }, () => verifyText(rows, color), ok);
   },
