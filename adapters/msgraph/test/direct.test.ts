@@ -4,6 +4,7 @@
 import { createServer as createHttpServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { asBusinessOperationId, businessOperationId, UnknownOperationError } from '@retrysafe/contract';
+import { createVirtualClock } from '@retrysafe/core';
 import { startFaultProxy } from '@retrysafe/testkit';
 import { closeAfterTest } from '@retrysafe/testkit/close-after-test';
 import { executeContext, lookupContext } from '@retrysafe/testkit/conformance';
@@ -318,13 +319,7 @@ describe('lookup', () => {
   });
 
   it("the drill's sandbox shows a sent mail in Sent Items only after transport, as Graph documents: a lookup right after cannot tell", async () => {
-    let t = Date.UTC(2026, 11, 1);
-    const clock = {
-      now: () => t,
-      sleep: async (ms: number) => {
-        t += ms;
-      },
-    };
+    const clock = createVirtualClock(Date.UTC(2026, 11, 1));
     const drillSandbox = await msGraphDrill.startSandbox({ clock });
     onTestFinished(() => drillSandbox.close());
     const a = msGraphDrill.createAdapter({ baseUrl: drillSandbox.url, timeoutMs: 5_000 }) as MsGraphAdapter;

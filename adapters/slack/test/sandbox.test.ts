@@ -1,5 +1,6 @@
 // The sandbox answers as Slack documents, seen through the real WebClient (retries off).
 
+import { createVirtualClock } from '@retrysafe/core';
 import { closeAfterTest } from '@retrysafe/testkit/close-after-test';
 import type { WebClient } from '@slack/web-api';
 import { expect, it, onTestFinished } from 'vitest';
@@ -55,13 +56,7 @@ it('refusals are HTTP 200 with ok: false', async () => {
 });
 
 it("the drill's sandbox keeps conversations.history to Slack's non-Marketplace limit: one call a minute", async () => {
-  let t = 0;
-  const clock = {
-    now: () => t,
-    sleep: async (ms: number) => {
-      t += ms;
-    },
-  };
+  const clock = createVirtualClock(0);
   const drillSandbox = await slackDrill.startSandbox({ clock });
   onTestFinished(() => drillSandbox.close());
   const history = () =>
@@ -76,6 +71,6 @@ it("the drill's sandbox keeps conversations.history to Slack's non-Marketplace l
   expect((await history()).status).toBe(200);
   const second = await history();
   expect([second.status, second.headers.get('retry-after')]).toEqual([429, '60']);
-  t += 60_000;
+  clock.advance(60_000);
   expect((await history()).status).toBe(200);
 });

@@ -1,3 +1,4 @@
+import { createVirtualClock } from '@retrysafe/core';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { paramsFingerprint, parseForm } from '../src/sandbox/form.js';
 import {
@@ -126,13 +127,7 @@ describe('over HTTP', () => {
 
 describe("the drill's sandbox", () => {
   it('lags search a minute behind writes, as Stripe documents (docs.stripe.com/search#data-freshness)', async () => {
-    let t = Date.UTC(2026, 10, 30);
-    const clock = {
-      now: () => t,
-      sleep: async (ms: number) => {
-        t += ms;
-      },
-    };
+    const clock = createVirtualClock(Date.UTC(2026, 10, 30));
     const drillSandbox = await startStripeDrillSandbox({ clock });
     try {
       const headers = { authorization: 'Bearer sk_test_1' };
@@ -143,9 +138,9 @@ describe("the drill's sandbox", () => {
       });
       const q = `${drillSandbox.url}/v1/customers/search?query=${encodeURIComponent("metadata['k']:'v'")}`;
       const found = async () => ((await (await fetch(q, { headers })).json()) as { data: unknown[] }).data.length;
-      t += 59_999;
+      clock.advance(59_999);
       expect(await found()).toBe(0);
-      t += 1;
+      clock.advance(1);
       expect(await found()).toBe(1);
     } finally {
       await drillSandbox.close();

@@ -174,11 +174,7 @@ describe('retrysafe ledger verify / export, and show and resolve on a broken cha
 
   it('verify of a keyed chain without RETRYSAFE_RECEIPT_KEYS is not a pass: an outcome edited in place is found with the key, and without it verify exits 1 naming the key', async () => {
     const keyed = join(dir, 'keyed.db');
-    const ledger = createSqliteLedger({ path: keyed });
-    const runner = createRunner({ ledger, clock: createDrillClock(), receiptKey: { id: 'k1', secret: KEYS.slice(3) } });
-    const id = (await runner.run(sandbox.adapter, 'records.create', { params: { ref: 'keyed-1', amount: -1 } }))
-      .businessOperationId;
-    await ledger.close();
+    const id = await keyedHandOff(keyed, 'keyed-1');
     const raw = openRawSqlite(keyed);
     editStored(raw, id, (l) => ({
       ...l,
@@ -204,11 +200,7 @@ describe('retrysafe ledger verify / export, and show and resolve on a broken cha
 
   it('resolve of a keyed chain without RETRYSAFE_RECEIPT_KEYS is refused and appends nothing: an unkeyed receipt after keyed ones would break the chain for good', async () => {
     const keyed = join(dir, 'keyed-resolve.db');
-    const ledger = createSqliteLedger({ path: keyed });
-    const runner = createRunner({ ledger, clock: createDrillClock(), receiptKey: { id: 'k1', secret: KEYS.slice(3) } });
-    const id = (await runner.run(sandbox.adapter, 'records.create', { params: { ref: 'keyed-r', amount: -1 } }))
-      .businessOperationId;
-    await ledger.close();
+    const id = await keyedHandOff(keyed, 'keyed-r');
     const count = () => {
       const raw = openRawSqlite(keyed, { readonly: true });
       try {
@@ -234,3 +226,12 @@ describe('retrysafe ledger verify / export, and show and resolve on a broken cha
     );
   });
 });
+
+/** A ledger at `path` holding one operation handed off (a rejection) with receipts sealed by key k1; its id. */
+async function keyedHandOff(path: string, ref: string): Promise<string> {
+  const ledger = createSqliteLedger({ path });
+  const runner = createRunner({ ledger, clock: createDrillClock(), receiptKey: { id: 'k1', secret: KEYS.slice(3) } });
+  const { businessOperationId } = await runner.run(sandbox.adapter, 'records.create', { params: { ref, amount: -1 } });
+  await ledger.close();
+  return businessOperationId;
+}

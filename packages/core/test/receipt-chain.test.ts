@@ -40,6 +40,13 @@ function reseal(receipts: readonly Receipt[], from: number, edit: (r: Receipt) =
   return out;
 }
 
+/** The sandbox on a virtual clock, and a SQLite ledger at `path`. */
+function sqliteRig(path: string) {
+  const clock = createVirtualClock();
+  const provider = createSandboxProvider({ ...REPLAYING_BEHAVIOUR, clock: clock.now, sleep: clock.sleep });
+  return { clock, provider, adapter: createSandboxAdapter({ provider }), ledger: createSqliteLedger({ path }) };
+}
+
 describe('receipt chain: anchored on the row, keyed with an HMAC, verifiable offline', () => {
   it('without a key a re-sealed chain verifies (the limit), with one it does not; rotation keeps old chains verifiable', async () => {
     const keys = parseReceiptKeys('k2026:0123456789abcdef-secret,k2025:older-secret-0123456789');
@@ -126,10 +133,8 @@ describe('receipt chain: anchored on the row, keyed with an HMAC, verifiable off
 
   it('SQLite: a deleted tail, or every receipt deleted, is a break', async () => {
     const path = join(dir, 'tampered.db');
-    const clock = createVirtualClock();
-    const provider = createSandboxProvider({ ...REPLAYING_BEHAVIOUR, clock: clock.now, sleep: clock.sleep });
-    const adapter = createSandboxAdapter({ provider });
-    let ledger = createSqliteLedger({ path });
+    const { clock, provider, adapter, ...rig } = sqliteRig(path);
+    let ledger = rig.ledger;
     const r = await createRunner({ ledger, clock }).run(adapter, OP, { params: { ref: 'tail-1' } });
     expect(r.status).toBe('done');
     const id = r.businessOperationId;
@@ -193,10 +198,8 @@ describe('receipt chain: the receipts belong to the operation they are checked f
   it("SQLite: another operation's whole keyed chain, copied with its anchor onto an operation's row, is a break", async () => {
     const keys = parseReceiptKeys('k2026:0123456789abcdef-secret');
     const path = join(dir, 'spliced.db');
-    const clock = createVirtualClock();
-    const provider = createSandboxProvider({ ...REPLAYING_BEHAVIOUR, clock: clock.now, sleep: clock.sleep });
-    const adapter = createSandboxAdapter({ provider });
-    let ledger = createSqliteLedger({ path });
+    const { clock, provider, adapter, ...rig } = sqliteRig(path);
+    let ledger = rig.ledger;
     const runner = createRunner({ ledger, clock, receiptKey: keys.current });
     const a = await runner.run(adapter, OP, { params: { ref: 'splice-a' } });
     provider.failNext({ kind: 'unknown-before-commit' });
@@ -263,10 +266,8 @@ describe('receipt chain: the receipts belong to the operation they are checked f
   });
   it('SQLite: a row whose anchor was removed is a break, not a chain checked without one (its tail could be cut)', async () => {
     const path = join(dir, 'unanchored.db');
-    const clock = createVirtualClock();
-    const provider = createSandboxProvider({ ...REPLAYING_BEHAVIOUR, clock: clock.now, sleep: clock.sleep });
-    const adapter = createSandboxAdapter({ provider });
-    let ledger = createSqliteLedger({ path });
+    const { clock, provider, adapter, ...rig } = sqliteRig(path);
+    let ledger = rig.ledger;
     provider.failNext({ kind: 'unknown-before-commit' });
     const id = (await createRunner({ ledger, clock }).run(adapter, OP, { params: { ref: 'unanchored-1' } }))
       .businessOperationId;
