@@ -188,6 +188,31 @@ describe('leases and fencing inside the runner', () => {
     expect(rec).toMatchObject({ leaseOwner: null, attemptCount: 1 });
   });
 
+  it('a signal aborted early in a long Retry-After wait ends the wait at its next slice, not after all of it', async () => {
+    const clock = createVirtualClock();
+    const ledger = createMemoryLedger();
+    const provider = createSandboxProvider({ ...REPLAYING_BEHAVIOUR, clock: clock.now });
+    const adapter = createSandboxAdapter({ provider });
+    const controller = new AbortController();
+    let slept = 0;
+    const aborting = {
+      now: clock.now,
+      async sleep(ms: number) {
+        slept += ms;
+        controller.abort(new Error('caller gave up'));
+        await clock.sleep(ms);
+      },
+    };
+    provider.failNext({ kind: 'not-applied', retryAfterMs: 50_000 });
+    const runner = createRunner({ ledger, clock: aborting, random: () => 0.5, policy: { leaseMs: 30_000 } });
+    await expect(
+      runner.run(adapter, OP, { params: { ref: 'abort-long-wait' }, signal: controller.signal }),
+    ).rejects.toThrow('caller gave up');
+    // The wait is slept in slices of a third of the lease (renewed between): one slice, not all 50 s.
+    expect(slept).toBeLessThanOrEqual(10_000);
+    expect(provider.calls()).toBe(1);
+  });
+
   it('a signal aborted while dispatched is being written: the request does not go out', async () => {
     const clock = createVirtualClock();
     const inner = createMemoryLedger();

@@ -22,11 +22,12 @@ export async function withHeartbeat<T>(ctx: RunnerContext, lease: Lease, fn: () 
   }
 }
 
-/** Sleeps in slices shorter than the lease, renewing it, so a long backoff never loses the claim. */
-export async function wait(ctx: RunnerContext, lease: Lease, ms: number): Promise<void> {
+/** Sleeps in slices shorter than the lease, renewing it, so a long backoff never loses the claim; a caller's abort
+ * ends it at the next slice. */
+export async function wait(ctx: RunnerContext, lease: Lease, ms: number, signal?: AbortSignal): Promise<void> {
   let remaining = Math.max(0, ms);
   const slice = Math.max(1, Math.floor(lease.leaseMs / 3));
-  while (remaining > 0) {
+  while (remaining > 0 && !signal?.aborted) {
     const step = Math.min(remaining, slice);
     await ctx.clock.sleep(step);
     remaining -= step;

@@ -64,7 +64,7 @@ async function attemptLoop(ctx: RunnerContext, op: Operation, s: DriveState): Pr
       s.polls++;
     }
     if (decision.delayMs > 0) {
-      await wait(ctx, s.lease, decision.delayMs);
+      await wait(ctx, s.lease, decision.delayMs, op.signal);
       stopIfAborted(ctx, op, s); // the caller may give up during the wait: nothing goes out after that
     }
     if (
