@@ -297,4 +297,34 @@ describe('receipt chain: the receipts belong to the operation they are checked f
     await runner.resolve(r.businessOperationId, { action: 'abandon' });
     expect(await verifyOperation(ledger, r.businessOperationId, { keys: keys.keyring })).toEqual({ ok: true });
   });
+  it('recover() or a takeover by a runner without the receipt key leaves a keyed open chain as it is: no unkeyed receipt after keyed ones', async () => {
+    const keys = parseReceiptKeys('k2026:0123456789abcdef-secret');
+    const { provider, adapter, ledger, clock } = setup();
+    // A keyed runner's caller gives up in a Retry-After wait: the row stays open (dispatched) with keyed receipts.
+    const controller = new AbortController();
+    const aborting = { now: clock.now, sleep: async (ms: number) => (controller.abort(), clock.sleep(ms)) };
+    const keyed = createRunner({ ledger, clock: aborting, receiptKey: keys.current });
+    provider.failNext({ kind: 'not-applied', retryAfterMs: 10 });
+    const params = { ref: 'keyless-recover' };
+    await expect(keyed.run(adapter, OP, { params, signal: controller.signal })).rejects.toThrow();
+    const [open] = await ledger.list();
+    const before = await ledger.receipts(open!.businessOperationId);
+    expect(before.at(-1)!.hash).toMatch(/^hmac-sha256:k2026:/);
+    const keyless = createRunner({ ledger, clock });
+    const [report] = await keyless.recover({ adapters: [adapter] });
+    expect(report).toMatchObject({
+      action: 'failed',
+      error: { message: expect.stringMatching(/sealed with key k2026/) },
+    });
+    const err = await keyless.run(adapter, OP, { params }).catch((e: unknown) => e);
+    expect(RunnerConfigurationError.isInstance(err)).toBe(true);
+    expect(await ledger.receipts(open!.businessOperationId)).toEqual(before);
+    expect(await ledger.get(open!.businessOperationId)).toMatchObject({ state: open!.state, leaseOwner: null });
+    expect(provider.calls()).toBe(1);
+    // With the key, the same operation is driven on, and its chain still verifies.
+    expect((await createRunner({ ledger, clock, receiptKey: keys.current }).run(adapter, OP, { params })).status).toBe(
+      'done',
+    );
+    expect(await verifyOperation(ledger, open!.businessOperationId, { keys: keys.keyring })).toEqual({ ok: true });
+  });
 });

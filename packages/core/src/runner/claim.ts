@@ -17,7 +17,7 @@ import { type Operation, paramsConflict, storedOperation, withProviderKey } from
 import { currentRevisionNumber, needsFreshKey, SUPERSEDE_ACTION, supersedeCheck } from '../intake/supersede.js';
 import type { RunnerContext } from './context.js';
 import { drive } from './loop.js';
-import { resolveReceipt } from './receipt-chain.js';
+import { checkSealable, resolveReceipt } from './receipt-chain.js';
 import { type Claimed, fenceOf } from './state.js';
 import { fromTerminal } from './terminal.js';
 import type { RunResult } from './types.js';
@@ -74,7 +74,10 @@ export async function claimAndDrive(ctx: RunnerContext, op: Operation, waitUntil
       if (record.paramsFingerprint !== op.paramsFingerprint) {
         // A corrected request for an operation none of whose attempts was applied: a new revision.
         const receipts = await ledger.receipts(record.businessOperationId);
-        if (supersedeCheck(record, receipts).ok) return supersede(ctx, op, record, receipts, 'a corrected request');
+        if (supersedeCheck(record, receipts).ok) {
+          checkSealable(ctx, record, 'send a corrected request');
+          return supersede(ctx, op, record, receipts, 'a corrected request');
+        }
       }
       return fromTerminal(ctx, record, op.paramsFingerprint, op);
     case 'busy':
@@ -88,7 +91,15 @@ export async function claimAndDrive(ctx: RunnerContext, op: Operation, waitUntil
         throw paramsConflict(op, record, 'a re-send with the same key and other params would be a different request');
       }
       const { takenOver } = claim;
-      if (takenOver) log('info', 'takeover', `took over from state ${record.state} (fence ${record.fence})`, op);
+      if (takenOver) {
+        try {
+          checkSealable(ctx, record, 'take it over');
+        } catch (err) {
+          await ledger.release(fenceOf(record)).catch(() => undefined);
+          throw err;
+        }
+        log('info', 'takeover', `took over from state ${record.state} (fence ${record.fence})`, op);
+      }
       // The key that may already be at the provider is the one recorded: keep using it, and the params recorded
       // with it (the caller's equal them only as the card compares: the provider may take ' A-17' for another body).
       const dispatchWritten = dispatch && !takenOver && record.state === 'dispatched';

@@ -30,7 +30,7 @@ import { verifyOperation } from '../receipts.js';
 import { personRef } from '../redact.js';
 import { claimInput, execute, heldElsewhere, restartClaimed, supersede } from './claim.js';
 import { errText, type RunnerContext } from './context.js';
-import { resolveReceipt } from './receipt-chain.js';
+import { checkSealable, resolveReceipt } from './receipt-chain.js';
 import { fenceOf } from './state.js';
 import { fromTerminal, sendPacket } from './terminal.js';
 import type { RecoverReport, Resolution, ResolveOptions, ResolveResult, Runner, RunResult } from './types.js';
@@ -46,6 +46,16 @@ export async function recover(ctx: RunnerContext, opts: Parameters<Runner['recov
   const runId = newRunId();
   for (const record of await ctx.ledger.recoverCandidates(ctx.clock.now(), opts.limit)) {
     // Each record on its own: one that cannot be driven is handed off, and the healthy ones behind it proceed.
+    try {
+      checkSealable(ctx, record, 'recover it');
+    } catch (err) {
+      // Not handed off either: that would append an unkeyed receipt. It stays for a pass with the key.
+      const { name, code, message } = err as RunnerConfigurationError;
+      const card = { operation: record.operation } as RetrySafetyCard;
+      ctx.log('warn', 'recover-failed', message, { id: record.businessOperationId, card, redactor: ctx.baseRedactor });
+      reports.push(reportOf(record, record.state, 'failed', { error: { name, code, message } }));
+      continue;
+    }
     try {
       reports.push(await recoverOne(ctx, record, opts.adapters, runId));
     } catch (err) {
@@ -184,13 +194,7 @@ export async function resolve(
   const record = await ctx.ledger.get(id);
   if (!record) throw new InvalidStateError(id, 'absent', 'no such operation in the ledger');
   await checkChain(ctx, id);
-  // A receipt sealed without the key after keyed ones would break the chain for good: refused before anything is written.
-  const sealedWith = /^hmac-sha256:([^:]+):/.exec(record.receiptChain?.head ?? '')?.[1];
-  if (sealedWith !== undefined && !ctx.options.receiptKey)
-    throw new RunnerConfigurationError(
-      'receiptKey',
-      `the receipts of ${id} are sealed with key ${sealedWith}: give the receipt key (RETRYSAFE_RECEIPT_KEYS) to resolve it; nothing was written`,
-    );
+  checkSealable(ctx, record, 'resolve it');
   const by = opts.by ?? ctx.owner;
   const action = resolution?.action;
   if (action === 'resend-with') return resendWith(ctx, record, resolution.params, opts.adapters ?? [], by);

@@ -1,6 +1,7 @@
 /** The receipt chain: each receipt sealed onto the one before it. */
 import type { OperationRecord, Receipt } from '@retrysafe/contract';
 import type { Decision, Observation } from '../decide.js';
+import { RunnerConfigurationError } from '../errors/runner-configuration-error.js';
 import type { Operation } from '../intake/operation.js';
 import { sealReceipt, type UnsealedReceipt } from '../receipts.js';
 import type { Redactor } from '../redact.js';
@@ -96,4 +97,14 @@ export function resolveReceipt(
     ...fields,
   };
   return sealReceipt(body, ctx.options.receiptKey);
+}
+
+/** A receipt sealed without the key after keyed ones breaks the chain for good: refused before anything is written. */
+export function checkSealable(ctx: RunnerContext, record: OperationRecord, what: string): void {
+  const sealedWith = /^hmac-sha256:([^:]+):/.exec(record.receiptChain?.head ?? '')?.[1];
+  if (sealedWith !== undefined && !ctx.options.receiptKey)
+    throw new RunnerConfigurationError(
+      'receiptKey',
+      `the receipts of ${record.businessOperationId} are sealed with key ${sealedWith}: give the receipt key (RETRYSAFE_RECEIPT_KEYS) to ${what}; nothing was written`,
+    );
 }
