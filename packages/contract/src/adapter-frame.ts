@@ -16,6 +16,7 @@ import {
 } from './errors.js';
 import {
   type BusinessOperationId,
+  charsetPattern,
   deriveProviderKey,
   type ProviderKey,
   type ProviderKeyRule,
@@ -53,7 +54,7 @@ export type FramedAdapter<P extends string> = AdapterV1 & { readonly provider: P
 export function providerKeyShapeProblem(key: string, rule: ProviderKeyRule): string | null {
   if (typeof key !== 'string' || key.length === 0) return 'is empty';
   if (key.length > rule.maxLength) return `is ${key.length} characters, over the provider's ${rule.maxLength}`;
-  if (!new RegExp(`^[${rule.charset}]*$`).test(key)) return `has characters outside [${rule.charset}]`;
+  if (!charsetPattern(rule.charset).test(key)) return `has characters outside [${rule.charset}]`;
   return null;
 }
 

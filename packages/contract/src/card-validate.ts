@@ -1,6 +1,7 @@
 import type { JsonSchema as Schema } from './adapter.js';
 import { CARD_VALUES, type RetrySafetyCard, UNKNOWN } from './card.js';
 import { CardValidationError, type FieldError } from './errors.js';
+import { charsetPattern } from './ids.js';
 import { MERGING_STEPS, NORMALIZATION_STEPS } from './intent.js';
 import { join, type SchemaWording, schemaProblems } from './schema-problems.js';
 
@@ -217,7 +218,7 @@ function eachRule(list: unknown, path: string, check: (rule: Record<string, unkn
 function isClassBody(body: string): boolean {
   if (body === '' || body.startsWith('^') || /(^|[^\\])(\\\\)*\]/.test(body)) return false;
   try {
-    new RegExp(`[${body}]`);
+    charsetPattern(body);
     return true;
   } catch {
     return false;

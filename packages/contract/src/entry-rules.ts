@@ -19,6 +19,7 @@ export {
   retentionPassed,
 } from './card-rules.js';
 export { durationMs, formatDuration, isDuration } from './duration.js';
+export { charsetPattern } from './ids.js';
 export {
   canonicalDecimal,
   describeNormalization,

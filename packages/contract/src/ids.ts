@@ -54,10 +54,15 @@ export interface ProviderKeyRule {
   prefix?: string;
 }
 
+/** The keys a charset (a character-class body) allows; throws a SyntaxError when the body does not compile. */
+export function charsetPattern(charset: string): RegExp {
+  return new RegExp(`^[${charset}]*$`);
+}
+
 /** The id itself when it fits the provider's rule, else prefix + SHA-256 digest, cut to fit. */
 export function deriveProviderKey(id: BusinessOperationId, rule: ProviderKeyRule): ProviderKey {
   const prefix = rule.prefix ?? '';
-  const allowed = new RegExp(`^[${rule.charset}]*$`);
+  const allowed = charsetPattern(rule.charset);
   if (!allowed.test(prefix))
     throw new InvalidIdError('provider key prefix', prefix, `not within charset [${rule.charset}]`);
   const readable = prefix + id;

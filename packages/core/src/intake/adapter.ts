@@ -17,6 +17,7 @@ import {
   UnsupportedSpecificationVersionError,
   validateCard,
 } from '@retrysafe/contract';
+import { charsetPattern } from '@retrysafe/contract/rules';
 import { memo } from '../defined.js';
 import { AdapterContractError } from '../errors/adapter-contract-error.js';
 import { RunnerConfigurationError } from '../errors/runner-configuration-error.js';
@@ -123,14 +124,9 @@ export function derivedProviderKey(
   return key as ProviderKey;
 }
 
-// The card's providerKey.charset as a pattern, once per card; null when unknown, none or not a character class.
+// The card's providerKey.charset as a pattern, once per card (validateCard made sure it compiles); null when unknown or none.
 const charsets = new WeakMap<RetrySafetyCard, RegExp | null>();
 function charsetOf(card: RetrySafetyCard): RegExp | null {
   const body = card.providerKey.charset.value;
-  if (typeof body !== 'string' || body === 'unknown') return null;
-  try {
-    return new RegExp(`^[${body}]*$`);
-  } catch {
-    return null;
-  }
+  return typeof body === 'string' && body !== 'unknown' ? charsetPattern(body) : null;
 }
