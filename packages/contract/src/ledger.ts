@@ -81,7 +81,13 @@ export interface ClaimInput
 
 /** `busy`: another worker holds a live lease; `conflict`: another operation or intent, nothing written. */
 export type ClaimResult =
-  | { readonly kind: 'claimed'; readonly record: OperationRecord; readonly takenOver: boolean }
+  | {
+      readonly kind: 'claimed';
+      readonly record: OperationRecord;
+      readonly takenOver: boolean;
+      /** Taken over from an expired lease: when it ended, on the clock that judged it (its owner may read another). */
+      readonly previousLeaseExpiresAt?: number | null;
+    }
   | { readonly kind: 'busy' | 'terminal'; readonly record: OperationRecord }
   | { readonly kind: 'conflict'; readonly record: OperationRecord; readonly field: 'intent' | 'operation' };
 
@@ -104,6 +110,12 @@ export interface StatePatch
 export interface LedgerCapabilities {
   readonly claimDispatch?: boolean;
   readonly receiptWithState?: boolean;
+  /**
+   * One clock writes and judges every lease (the database's, or the one machine's), never clocks that may
+   * disagree: a worker then stops sending before the lease end the ledger judges, and a takeover need not wait
+   * out the clock-skew margin.
+   */
+  readonly sharedLeaseClock?: boolean;
 }
 
 /** `handed-off` waits for a person and is never pruned. */
@@ -304,7 +316,10 @@ export function claimTransition(
   }
   if (leaseLive(existing, leaseNow)) return { result: { kind: 'busy', record: existing }, write: null };
   const record: OperationRecord = { ...existing, ...lease, fence: existing.fence + 1 };
-  return { result: { kind: 'claimed', record, takenOver: true }, write: record };
+  return {
+    result: { kind: 'claimed', record, takenOver: true, previousLeaseExpiresAt: existing.leaseExpiresAt },
+    write: record,
+  };
 }
 
 /**

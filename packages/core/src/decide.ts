@@ -168,7 +168,7 @@ export function decide(card: RetrySafetyCard, state: DecisionState, obs: Observa
         return keepLooking(
           c,
           undefined,
-          `lookup found nothing, but it asked before the last attempt could no longer land and show (last dispatch + late-apply bound ${String(late)} + consistency delay ${String(card.lookup.consistencyDelay.value)})`,
+          `lookup found nothing, but it asked before the last attempt could no longer land and show (last dispatch, or a taken-over lease's end + the clock-skew margin, + late-apply bound ${String(late)} + consistency delay ${String(card.lookup.consistencyDelay.value)})`,
           Math.max(1, proof.at - state.now),
         );
       }

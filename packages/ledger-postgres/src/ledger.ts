@@ -67,7 +67,7 @@ export function createPostgresLedger(options: PostgresLedgerOptions): PostgresLe
   return {
     schema: c.schema,
     ready: c.db.ready,
-    capabilities: { claimDispatch: true, receiptWithState: true },
+    capabilities: { claimDispatch: true, receiptWithState: true, sharedLeaseClock: c.dbClock },
     claim: (input) => claim(c, input),
     ...fencedWrites(c),
     resolve: (id, resolution, now) =>

@@ -3,7 +3,12 @@
 // a typed error (ClockSkewError) and a log line, and writes nothing.
 import { asBusinessOperationId, ClockSkewError } from '@retrysafe/contract';
 import { type Clock, createRunner, type LogEntry } from '@retrysafe/core';
-import { createSandboxAdapter, createSandboxProvider, REPLAYING_BEHAVIOUR } from '@retrysafe/sandbox';
+import {
+  createSandboxAdapter,
+  createSandboxProvider,
+  FORGETFUL_BEHAVIOUR,
+  REPLAYING_BEHAVIOUR,
+} from '@retrysafe/sandbox';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createPostgresLedger, type PostgresLedger } from '../src/index.js';
 import { claimOf, databaseUrl, readyLedger, testSchema } from './pg-test-db.js';
@@ -121,6 +126,35 @@ describe('waiting for another worker on the database clock', () => {
     expect(provider.calls()).toBe(1);
     expect(claims).toBeLessThan(10);
   });
+});
+
+describe('a takeover on the database clock', () => {
+  it('a worker that died after its `dispatched` write: the taker looks up and sends at once, with no clock-skew margin to wait out', async () => {
+    // The holder wrote `dispatched`, then stopped before sending. It judged its lease from its own reading taken
+    // before it asked, and the database judged it from a later one: it cannot be sending past the database's end.
+    const dying = new Proxy(strict, {
+      get: (t, p) =>
+        p === 'capabilities'
+          ? {}
+          : p === 'markDispatched'
+            ? (...a: Parameters<typeof strict.markDispatched>) =>
+                t.markDispatched(...a).then(() => new Promise(() => {}))
+            : (Reflect.get(t, p) as unknown),
+    });
+    const provider = createSandboxProvider({ ...FORGETFUL_BEHAVIOUR, lookup: 'get-by-key', lateApplyMs: 0 });
+    const adapter = createSandboxAdapter({ provider });
+    const policy = { leaseMs: 1500, waitForOtherMs: 30_000 };
+    void createRunner({ ledger: dying, owner: 'w-dies', policy }).run(adapter, 'records.create', {
+      params: { ref: 'taken-1' },
+    });
+    await new Promise((r) => setTimeout(r, 100));
+    // The card's clock-skew margin is a minute: a taker that waited it out would outlast this test's 20 s.
+    const r = await createRunner({ ledger: strict, owner: 'w-takes', policy }).run(adapter, 'records.create', {
+      params: { ref: 'taken-1' },
+    });
+    expect(r).toMatchObject({ status: 'done', adopted: false });
+    expect(provider.count()).toBe(1);
+  }, 20_000);
 });
 
 describe('the clock probe', () => {

@@ -169,7 +169,12 @@ describe('the runner on a PostgreSQL ledger whose connection is lost', () => {
         expect(await find()).toMatchObject({ state: 'dispatched', attemptCount: 1 });
 
         await new Promise((r) => setTimeout(r, 400)); // the lease (300 ms) expires
-        const recovery = createRunner({ ledger: direct, owner: 'recovery', policy: { leaseMs: 300 } });
+        // One process, one clock: no skew to wait out after the dead worker's lease (leases on the caller's clock).
+        const recovery = createRunner({
+          ledger: direct,
+          owner: 'recovery',
+          policy: { leaseMs: 300, clockSkewMarginMs: 0 },
+        });
         const report = await recovery.recover({ adapters: [adapter] });
         const { businessOperationId, providerKey } = await find();
         expect(report.map((r) => r.businessOperationId)).toContain(businessOperationId);

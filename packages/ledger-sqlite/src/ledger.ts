@@ -105,7 +105,7 @@ export function createSqliteLedger(options: SqliteLedgerOptions): Ledger {
     (rows.prepared(sql).all(...args) as unknown as StoredText[]).map((row) => toRecord(row.record, o.path));
 
   return {
-    capabilities: { claimDispatch: true, receiptWithState: true },
+    capabilities: { claimDispatch: true, receiptWithState: true, sharedLeaseClock: true },
     async claim(input) {
       const fresh = claimTransition(null, input); // the rule checks the input before anything is written
       if (await tx(c, 'claim', () => rows.insertNew(fresh.write!), { alone: true })) return fresh.result;

@@ -106,7 +106,8 @@ export async function claimAndDrive(ctx: RunnerContext, op: Operation, waitUntil
       const driven = takenOver
         ? { ...storedOperation(ctx, op, record, op), signal: op.signal, scope: op.scope }
         : withProviderKey(op, record.providerKey);
-      return execute(ctx, driven, { record, claimedAt, takenOver, dispatchWritten });
+      const { previousLeaseExpiresAt } = claim;
+      return execute(ctx, driven, { record, claimedAt, takenOver, previousLeaseExpiresAt, dispatchWritten });
     }
   }
 }

@@ -12,7 +12,8 @@ export const fenceOf = (record: OperationRecord): Fenced => ({
 });
 
 /** The ledger's claim (`takenOver`: from a worker whose lease expired), as this worker holds it. */
-export interface Claimed extends Pick<Extract<ClaimResult, { kind: 'claimed' }>, 'record' | 'takenOver'> {
+export interface Claimed
+  extends Pick<Extract<ClaimResult, { kind: 'claimed' }>, 'record' | 'takenOver' | 'previousLeaseExpiresAt'> {
   /** When this worker asked for the claim (its lease runs from there, on its own clock). */
   readonly claimedAt: number;
   /** The claim wrote `dispatched` for the first send, not made yet: decisions see a fresh claim until then. */
@@ -36,6 +37,8 @@ export interface DriveState {
   readonly keyRevision: number;
   /** Taken over from a worker that died after dispatching: an inconclusive end is a crash-recovery handoff. */
   readonly recovering: boolean;
+  /** Taken over while maybe applied: when the stopped owner's lease ended on the ledger's clock. */
+  readonly takenOverLeaseEnd: number | null;
   readonly startedAt: number;
 }
 
@@ -43,6 +46,14 @@ export interface DriveState {
 export function startState(ctx: RunnerContext, op: Operation, c: Claimed, receipts: Receipt[]): DriveState {
   const { record } = c;
   const maybeApplied = MAYBE_APPLIED_STATES.includes(record.state);
+  // Taken over from an owner that may still be sending: where workers' clocks judge leases, the owner's may
+  // lag the taker's by the margin. A "not found" proves nothing before that (decide), so the lookup window opens
+  // then. A released lease (null) has no owner left sending; a ledger that does not say: this claim's time, later.
+  const skewed = c.takenOver && maybeApplied && ctx.ledger.capabilities?.sharedLeaseClock !== true;
+  const leaseEnd = c.previousLeaseExpiresAt === undefined ? record.updatedAt : c.previousLeaseExpiresAt;
+  const takenOverLeaseEnd = skewed ? leaseEnd : null;
+  const now = ctx.clock.now();
+  const windowOpensAt = takenOverLeaseEnd === null ? null : takenOverLeaseEnd + op.policy.clockSkewMarginMs;
   return {
     record,
     receipts,
@@ -63,11 +74,12 @@ export function startState(ctx: RunnerContext, op: Operation, c: Claimed, receip
     maybeApplied: !c.dispatchWritten && maybeApplied,
     notBefore: undefined,
     runAttempts: 0,
-    windowStartedAt: null,
+    windowStartedAt: windowOpensAt !== null && windowOpensAt > now ? windowOpensAt : null,
     polls: 0,
     keyRevision: needsFreshKey(op.card) ? currentRevisionNumber(receipts) : 1,
     recovering: c.takenOver && maybeApplied,
-    startedAt: ctx.clock.now(),
+    takenOverLeaseEnd,
+    startedAt: now,
   };
 }
 
@@ -79,6 +91,7 @@ export function decisionState(ctx: RunnerContext, s: DriveState, observedAt?: nu
     now: ctx.clock.now(),
     firstDispatchedAt: s.dispatchWritten ? null : s.record.firstDispatchedAt,
     lastDispatchedAt: s.lastDispatchedAt,
+    takenOverLeaseEnd: s.takenOverLeaseEnd,
     maybeApplied: s.maybeApplied,
     notBefore: s.notBefore,
     runAttempts: s.runAttempts,

@@ -1,0 +1,91 @@
+import type { Ledger } from '@retrysafe/contract';
+import { createMemoryLedger, createRunner, createVirtualClock } from '@retrysafe/core';
+import { createSandboxAdapter, createSandboxProvider } from '@retrysafe/sandbox';
+import { describe, expect, it } from 'vitest';
+
+const OP = 'records.create';
+
+/** A promise and the function that settles it. */
+function signal() {
+  let fire = () => {};
+  const fired = new Promise<void>((r) => {
+    fire = r;
+  });
+  return { fire, fired };
+}
+
+/** `inner`, whose markDispatched is written at once but answered only when `answer` fires. */
+function lateDispatchAnswer(inner: Ledger, written: () => void, answer: Promise<void>): Ledger {
+  return new Proxy(inner, {
+    get(target, prop) {
+      if (prop === 'capabilities') return undefined; // every dispatch is its own markDispatched
+      const v = Reflect.get(target, prop) as unknown;
+      if (typeof v !== 'function') return v;
+      if (prop !== 'markDispatched') return v.bind(target);
+      return async (...a: unknown[]) => {
+        const record = await v.apply(target, a);
+        written();
+        await answer;
+        return record;
+      };
+    },
+  });
+}
+
+describe('a takeover and an owner whose clock lags (limits.clockSkewMargin)', () => {
+  it("the owner may still send after its lease ran out on the taker's clock: the taker's not-found waits the margin, then adopts its record", async () => {
+    const real = createVirtualClock();
+    // No key folds re-sends, so a second send is a second record; the lookup sees a record at once.
+    const provider = createSandboxProvider({
+      replays: false,
+      retentionMs: null,
+      parameterMatching: 'none',
+      concurrency: 'duplicates',
+      lookup: 'get-by-key',
+      lateApplyMs: 0,
+      clock: real.now,
+      sleep: real.sleep,
+    });
+    const adapter = createSandboxAdapter({ provider });
+    const ledger = createMemoryLedger();
+    // Worker A: its clock 20 s behind (the card's margin is 1 min); the ledger answers its dispatched write late.
+    const answer = signal();
+    const written = signal();
+    const sentByA = signal();
+    const aAdapter = {
+      ...adapter,
+      doExecute: async (...a: Parameters<typeof adapter.doExecute>) => {
+        const outcome = await adapter.doExecute(...a);
+        sentByA.fire();
+        return outcome;
+      },
+    };
+    const lagging = { now: () => real.now() - 20_000, sleep: real.sleep };
+    const a = createRunner({ ledger: lateDispatchAnswer(ledger, written.fire, answer.fired), clock: lagging });
+    const runA = a.run(aAdapter, OP, { params: { ref: 'r-skew' } }).catch((e: unknown) => e);
+    await written.fired;
+    // 11 s on: A's lease (30 s from its clock's reading) ended 1 s ago on the ledger's; A still holds it on its own.
+    real.advance(11_000);
+    let lookups = 0;
+    const bAdapter = {
+      ...adapter,
+      doLookup: async (...l: Parameters<typeof adapter.doLookup>) => {
+        const found = await adapter.doLookup(...l);
+        // A's request goes out just after B's first lookup found nothing.
+        if (++lookups === 1) {
+          answer.fire();
+          await sentByA.fired;
+        }
+        return found;
+      },
+    };
+    // B keeps the card's 30 s lookup window: it opens once A can no longer send.
+    const rb = await createRunner({ ledger, clock: real, random: () => 0.5 }).run(bAdapter, OP, {
+      params: { ref: 'r-skew' },
+    });
+    answer.fire();
+    await runA;
+    expect(provider.count()).toBe(1);
+    expect(rb).toMatchObject({ status: 'done', adopted: true });
+  });
+});
