@@ -174,13 +174,28 @@ function frameCases(options: ConformanceOptions, context: () => DrillContext): v
       const o = await execute(adapter, drill.params(902), { providerKey: other }, id);
       expect(o.kind === 'rejected' && o.code === 'retrysafe_provider_key_shape', JSON.stringify(o)).toBe(false);
       expect(proxy.requests.length).toBeGreaterThanOrEqual(1);
-      const seen = proxy.requests.map((r) => r.headers['idempotency-key']).filter((k) => k !== undefined);
-      // (as sent: a Structured Field string quotes it)
-      if (seen.length > 0)
+      const { travels, name: keyName } = adapter.operations[name]!.card.providerKey;
+      if (travels.value === 'header') {
+        const header = String(keyName.value).toLowerCase();
+        const seen = proxy.requests.map((r) => r.headers[header]).filter((k) => k !== undefined);
+        // (as sent: a Structured Field string quotes it)
         expect(
           seen.some((k) => k.includes(other)),
-          `keys seen: ${seen.join(', ')}`,
+          `${header} headers seen (the drill records idempotency-key and its recordHeaders): ${seen.join(', ')}`,
         ).toBe(true);
+        return;
+      }
+      // In the body (the proxy keeps its hash only): the same request under the derived key must send other
+      // bytes, and the recorded key again the same bytes, or the key was re-derived, or never sent. (Only the
+      // first request of each call: what follows depends on the provider's answer.)
+      const firstBody = async (providerKey: ProviderKey) => {
+        const from = proxy.requests.length;
+        await execute(adapter, drill.params(902), { providerKey }, id);
+        return proxy.requests[from]?.bodyHash;
+      };
+      const sent = proxy.requests[0]!.bodyHash;
+      expect(await firstBody(other), 'the recorded key again: the same body').toBe(sent);
+      expect(await firstBody(derived), 'another key: another body').not.toBe(sent);
     });
 
     test(
