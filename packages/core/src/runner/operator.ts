@@ -173,10 +173,10 @@ async function resendWith(
   record: OperationRecord,
   params: unknown,
   adapters: readonly AdapterV1[],
-  by: string,
+  { by, runId, attemptIds }: PersonRun,
 ): Promise<RunResult> {
   const found = adapterFor(adapters, record, 'resend-with');
-  const op = storedOperation(ctx, found, record, { runId: newRunId(), attemptIds: newAttemptId }, { params });
+  const op = storedOperation(ctx, found, record, { runId, attemptIds }, { params });
   const receipts = await ctx.ledger.receipts(record.businessOperationId);
   const check = supersedeCheck(record, receipts);
   if (!check.ok) throw paramsConflict(op, record, `a new revision is not allowed: ${check.why}`);
@@ -197,11 +197,12 @@ export async function resolve(
   checkSealable(ctx, record, 'resolve it');
   const by = opts.by ?? ctx.owner;
   const action = resolution?.action;
-  if (action === 'resend-with') return resendWith(ctx, record, resolution.params, opts.adapters ?? [], by);
-  const refused = (why: string) => new InvalidStateError(id, record.state, why);
-  if (record.state !== 'handed-off') throw refused(`only a handed-off operation can be resolved (${action})`);
+  // The caller's run and attempt ids (an engine's step), checked before anything is written, on every receipt.
   const runId = opts.runId !== undefined ? asRunId(opts.runId) : newRunId();
   const person = { by, runId, attemptIds: callerAttemptIds(opts.attemptIds) };
+  if (action === 'resend-with') return resendWith(ctx, record, resolution.params, opts.adapters ?? [], person);
+  const refused = (why: string) => new InvalidStateError(id, record.state, why);
+  if (record.state !== 'handed-off') throw refused(`only a handed-off operation can be resolved (${action})`);
   if (action === 'resume') return resume(ctx, record, resolution.force === true, opts.adapters ?? [], person);
   if (action !== 'mark-done' && action !== 'abandon') throw refused(`unknown resolution ${JSON.stringify(action)}`);
   return close(ctx, record, resolution, person);
