@@ -130,6 +130,23 @@ describe('a file that does not parse', () => {
     expect(message).not.toContain('\n');
   });
 
+  it("JSON too: the parser's quote of the text around the error (V8's '\"…\" is not valid JSON') is left out, so no value of the file is printed", () => {
+    for (const text of [
+      '{"password": hunter2hunter2}',
+      'password=hunter2hunter2',
+      '{"ok": 1} {"token": "hunter2hunter2"}',
+    ]) {
+      let message = '';
+      try {
+        parseDataText(text, { path: 'bad.json', yaml: false });
+      } catch (e) {
+        message = (e as Error).message;
+      }
+      expect(message).toMatch(/^bad\.json: not valid JSON: /);
+      expect(message).not.toMatch(/hunter|assword|"ok"/);
+    }
+  });
+
   it('a JSON file with one key twice in an object is refused as YAML refuses it, never read as its last value', () => {
     const twice = '{ "ledger": "./a.db", "adapters": { "sandbox": {} }, "ledger": "./b.db" }';
     expect(() => parseDataText(twice, { path: 'retrysafe.json', yaml: false })).toThrow(

@@ -126,9 +126,13 @@ export function parseDataText(
   text: string,
   { path, yaml }: { readonly path: string; readonly yaml: boolean },
 ): unknown {
-  // The parser's first line only: a YAML code frame would quote lines of the file.
+  // The parser's first line only: a YAML code frame would quote lines of the file; so would V8's JSON message
+  // (`Unexpected token 'h', ..."assword": hunter2hun"... is not valid JSON`), whose quote is left out.
   const invalid = (message: string) =>
-    new ConfigError(path, `not valid ${yaml ? 'YAML' : 'JSON'}: ${safeMessage(message.split('\n')[0]!)}`);
+    new ConfigError(
+      path,
+      `not valid ${yaml ? 'YAML' : 'JSON'}: ${safeMessage(message.split('\n')[0]!.replace(/, (?:\.\.\.)?".*"(?:\.\.\.)? is not valid JSON$/, ''))}`,
+    );
   const overDepth = (what = `it nests objects and arrays more than ${maxDepth} levels deep`) =>
     new FileLimitError(path, 'maxDepth', maxDepth, what);
   let value: unknown;

@@ -65,13 +65,11 @@ export function createTelemetry(options: TelemetryOptions | undefined, now: () =
     unit: 'ms',
   });
 
-  return {
-    /** Runs one `runner.run()` inside its span and counts it by how it ended. */
-    async run<T extends { readonly status: string; readonly adopted?: boolean }>(
-      info: { readonly operation: string; readonly provider: string; readonly businessOperationId: string },
-      fn: (scope: RunScope) => Promise<T>,
-    ): Promise<T> {
-      const span = tracer.startSpan(TELEMETRY.runSpan, {
+  // A throwing SDK, span processor or exporter must not change what happens to an operation (as a logger cannot):
+  // the run's own span calls are guarded like the events (RunnerContext.log).
+  function startRunSpan(info: { operation: string; provider: string; businessOperationId: string }): Span {
+    try {
+      return tracer.startSpan(TELEMETRY.runSpan, {
         kind: api.SpanKind.INTERNAL,
         startTime: now(),
         attributes: attrs(info.operation, {
@@ -79,25 +77,55 @@ export function createTelemetry(options: TelemetryOptions | undefined, now: () =
           'retrysafe.business_operation_id': info.businessOperationId,
         }),
       });
-      const s: RunScope = { span, attempt: null };
+    } catch {
+      return api.trace.wrapSpanContext(api.INVALID_SPAN_CONTEXT); // records nothing
+    }
+  }
+  function endQuietly(span: Span | null): void {
+    try {
+      span?.end(now());
+    } catch {
+      // ignored: see above
+    }
+  }
+  /** The run's end: its status on the span, the count, the spans ended. */
+  function finish(s: RunScope, operation: string, status: string, errorType?: string): void {
+    try {
+      s.span.setAttribute('retrysafe.status', status);
+      if (status === 'handed-off')
+        s.span.setStatus({ code: api.SpanStatusCode.ERROR, message: 'handed off to a person' });
+      if (errorType !== undefined) s.span.setStatus({ code: api.SpanStatusCode.ERROR, message: errorType });
+      operations.add(
+        1,
+        attrs(
+          operation,
+          errorType === undefined
+            ? { 'retrysafe.status': status }
+            : { 'retrysafe.status': status, 'error.type': errorType },
+        ),
+      );
+    } catch {
+      // ignored: see above
+    }
+    endQuietly(s.attempt);
+    endQuietly(s.span);
+  }
+  return {
+    /** Runs one `runner.run()` inside its span and counts it by how it ended. */
+    async run<T extends { readonly status: string; readonly adopted?: boolean }>(
+      info: { readonly operation: string; readonly provider: string; readonly businessOperationId: string },
+      fn: (scope: RunScope) => Promise<T>,
+    ): Promise<T> {
+      const s: RunScope = { span: startRunSpan(info), attempt: null };
+      let result: T;
       try {
-        const result = await fn(s);
-        const status = result.status === 'done' && result.adopted ? 'adopted' : result.status;
-        span.setAttribute('retrysafe.status', status);
-        if (result.status === 'handed-off')
-          span.setStatus({ code: api.SpanStatusCode.ERROR, message: 'handed off to a person' });
-        operations.add(1, attrs(info.operation, { 'retrysafe.status': status }));
-        return result;
+        result = await fn(s);
       } catch (err) {
-        const name = err instanceof Error ? err.name : 'Error';
-        span.setAttribute('retrysafe.status', 'error');
-        span.setStatus({ code: api.SpanStatusCode.ERROR, message: name });
-        operations.add(1, attrs(info.operation, { 'retrysafe.status': 'error', 'error.type': name }));
+        finish(s, info.operation, 'error', err instanceof Error ? err.name : 'Error');
         throw err;
-      } finally {
-        s.attempt?.end(now());
-        span.end(now());
       }
+      finish(s, info.operation, result.status === 'done' && result.adopted ? 'adopted' : result.status);
+      return result;
     },
 
     /** One runner event (the entry the logger gets); `s`: the scope of the operation's run, if any. */

@@ -123,6 +123,21 @@ describe('the attempt loop on the clean path', () => {
 });
 
 describe('run() on the clean path', () => {
+  it('a signal aborted before run(): the claim is not born dispatched, the row stays claimed and never dispatched', async () => {
+    const clock = createVirtualClock();
+    const provider = createSandboxProvider({ ...REPLAYING_BEHAVIOUR, clock: clock.now, sleep: clock.sleep });
+    const adapter = createSandboxAdapter({ provider });
+    const ledger = createMemoryLedger();
+    const runner = createRunner({ ledger, clock, random: () => 0.5 });
+    const reason = new Error('gave up before calling');
+    await expect(
+      runner.run(adapter, OP, { params: { ref: 'abort-first', amount: 1 }, signal: AbortSignal.abort(reason) }),
+    ).rejects.toBe(reason);
+    expect(provider.calls()).toBe(0);
+    const [record] = await ledger.list();
+    expect(record).toMatchObject({ state: 'claimed', attemptCount: 0, firstDispatchedAt: null, leaseOwner: null });
+  });
+
   it('logs the first decision before it checks the signal: a caller that aborts on that entry sends nothing', async () => {
     const clock = createVirtualClock();
     const provider = createSandboxProvider({ ...REPLAYING_BEHAVIOUR, clock: clock.now, sleep: clock.sleep });

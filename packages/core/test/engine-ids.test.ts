@@ -55,4 +55,51 @@ describe('run and attempt ids supplied by the caller (engine step ids)', () => {
     ]);
     expect(provider.count()).toBe(1);
   });
+
+  it('a corrected request (a new revision) writes the given ids on its supersede receipt too, not a random one', async () => {
+    const { provider, adapter, runner, ledger } = setup();
+    provider.failNext({ kind: 'rejected' });
+    const first = await runner.run(adapter, OP, { params: { ref: 'order-4', note: 'bad' } });
+    expect(first.status).toBe('handed-off');
+    let n = 0;
+    const fixed = await runner.run(adapter, OP, {
+      params: { ref: 'order-4', note: 'good' },
+      runId: 'wf-3',
+      attemptIds: () => `wf-3:step-7:${++n}`,
+    });
+    expect(fixed.status).toBe('done');
+    const mine = (await ledger.receipts(first.businessOperationId)).slice(1);
+    expect(mine.map((x) => [x.kind, x.decision.action === 'supersede', x.runId, x.attemptId])).toEqual([
+      ['resolve', true, 'wf-3', 'wf-3:step-7:1'],
+      ['dispatch', false, 'wf-3', 'wf-3:step-7:2'],
+    ]);
+    expect(provider.count()).toBe(1);
+  });
+
+  it("resolve's resend-with writes the given run id and attempt ids, and refuses a bad one before anything is written", async () => {
+    const { provider, adapter, runner, ledger } = setup();
+    provider.failNext({ kind: 'rejected' });
+    const first = await runner.run(adapter, OP, { params: { ref: 'order-5', note: 'bad' } });
+    expect(first.status).toBe('handed-off');
+    const id = first.businessOperationId;
+    const resendWith = { action: 'resend-with', params: { ref: 'order-5', note: 'good' } } as const;
+    await expect(
+      runner.resolve(id, resendWith, { adapters: [adapter], attemptIds: () => 'has spaces' }),
+    ).rejects.toSatisfy(InvalidIdError.isInstance);
+    expect(await ledger.receipts(id)).toHaveLength(1);
+    expect(provider.calls()).toBe(1);
+    let n = 0;
+    const r = await runner.resolve(id, resendWith, {
+      adapters: [adapter],
+      runId: 'wf-4',
+      attemptIds: () => `wf-4:step-2:${++n}`,
+    });
+    expect(r.status).toBe('done');
+    const mine = (await ledger.receipts(id)).slice(1);
+    expect(mine.map((x) => [x.kind, x.runId, x.attemptId])).toEqual([
+      ['resolve', 'wf-4', 'wf-4:step-2:1'],
+      ['dispatch', 'wf-4', 'wf-4:step-2:2'],
+    ]);
+    expect(provider.count()).toBe(1);
+  });
 });

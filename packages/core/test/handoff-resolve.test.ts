@@ -47,6 +47,24 @@ describe('handoff packets and sinks', () => {
     expect(b.status === 'handed-off' && b.packet.safeNextActions.find((x) => x.action === 'resume')?.safe).toBe(false);
   });
 
+  it('a 5xx the provider stored under the key (storedResult.includesErrors): resume is unsafe, saying it would only replay the error', async () => {
+    const { provider, adapter, runner } = setup({ lookup: 'none' });
+    const spec = adapter.operations[OP]!;
+    const includesErrors = { value: true, source: 'test: the provider stores errors under the key' };
+    const card = { ...spec.card, storedResult: { ...spec.card.storedResult, includesErrors } };
+    const storing = { ...adapter, operations: { ...adapter.operations, [OP]: { ...spec, card } } };
+    provider.failNext({ kind: 'unknown-before-commit' });
+    const r = await runner.run(storing, OP, { params: { ref: 'p-5xx' } });
+    expect(r.status).toBe('handed-off');
+    if (r.status !== 'handed-off') return;
+    expect(provider.calls()).toBe(1);
+    expect(r.packet.reason).toBe('unknown-no-safe-resend');
+    // The same key re-sent would get the stored 503 back until it expires: not a safe resume, and the packet says why.
+    const resume = r.packet.safeNextActions.find((a) => a.action === 'resume');
+    expect(resume?.safe).toBe(false);
+    expect(resume?.why).toMatch(/stored 503: it would only replay that error until the key expires/);
+  });
+
   it('the JSONL sink appends one packet per line', async () => {
     const file = join(dir, 'nested', 'packets.jsonl');
     const { provider, adapter, runner } = setup({}, { handoff: jsonlHandoffSink(file) });

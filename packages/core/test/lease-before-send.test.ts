@@ -75,4 +75,29 @@ describe('own lease checked before every provider call', () => {
     expect(r.status).toBe('done');
     expect(provider.count()).toBe(1);
   });
+
+  it('the check keeps a margin: a tenth of the lease, at most 2 s (a send that would start inside it is refused)', async () => {
+    // [lease, pause after the claim, sent?]: 30 s lease → 2 s margin (not 3 s); 1 s lease → 100 ms margin.
+    const cases = [
+      [30_000, 27_900, true],
+      [30_000, 28_100, false],
+      [1_000, 850, true],
+      [1_000, 950, false],
+    ] as const;
+    for (const [leaseMs, pause, sent] of cases) {
+      const clock = createVirtualClock();
+      const provider = createSandboxProvider({ ...REPLAYING_BEHAVIOUR, clock: clock.now, sleep: clock.sleep });
+      const adapter = createSandboxAdapter({ provider });
+      const ledger = pauseAfter(createMemoryLedger(), 'claim', clock, pause);
+      const out = await createRunner({ ledger, clock, random: () => 0.5, policy: { leaseMs } })
+        .run(adapter, 'records.create', { params: { ref: `margin-${leaseMs}-${pause}` } })
+        .catch((e: unknown) => e);
+      expect([leaseMs, pause, provider.calls(), LeaseExpiredError.isInstance(out)]).toEqual([
+        leaseMs,
+        pause,
+        sent ? 1 : 0,
+        !sent,
+      ]);
+    }
+  });
 });

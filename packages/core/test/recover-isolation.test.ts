@@ -123,4 +123,34 @@ describe('recover() isolates each record', () => {
     expect((await ledger.get(good))?.state).toBe('succeeded');
     expect(provider.records().some((r) => JSON.stringify(r).includes('deep-old'))).toBe(false);
   });
+
+  it('a runner whose own configuration cannot drive a record (a policy its card refuses, an adapter whose card is invalid) leaves it as it is, reported failed: run() refuses the same before its claim, and the record is not at fault', async () => {
+    const clock = createVirtualClock();
+    const behaviour = { ...REPLAYING_BEHAVIOUR, lookup: 'get-by-key' as const, lookupDelayMs: 10, lateApplyMs: 10 };
+    const provider = createSandboxProvider({ ...behaviour, clock: clock.now, sleep: clock.sleep });
+    const adapter = createSandboxAdapter({ provider });
+    const ledger = createMemoryLedger();
+    const id = await leftDispatched(ledger, 'misconfigured', clock.now());
+    clock.advance(5000);
+    const before = await ledger.get(id);
+    const spec = adapter.operations['records.create']!;
+    const brokenCard = { ...spec.card, cardVersion: 99 } as unknown as typeof spec.card;
+    const broken = { ...adapter, operations: { 'records.create': { ...spec, card: brokenCard } } };
+    const misconfigured = [
+      { policy: { lookupWindowMs: 5 }, adapters: [adapter], error: 'RunnerConfigurationError' },
+      { policy: {}, adapters: [broken], error: 'CardValidationError' },
+    ];
+    for (const m of misconfigured) {
+      const runner = createRunner({ ledger, clock, random: () => 0.5, policy: m.policy });
+      const reports = await runner.recover({ adapters: m.adapters });
+      expect(reports).toMatchObject([{ businessOperationId: id, action: 'failed', error: { name: m.error } }]);
+      expect(await ledger.get(id)).toEqual(before); // not handed off: nothing written
+      expect(await ledger.receipts(id)).toEqual([]);
+    }
+    // Configured as it should be, the next pass reconciles it: one record at the provider.
+    const fixed = await createRunner({ ledger, clock, random: () => 0.5 }).recover({ adapters: [adapter] });
+    expect(fixed.map((r) => r.action)).toEqual(['completed']);
+    expect((await ledger.get(id))?.state).toBe('succeeded');
+    expect(provider.count()).toBe(1);
+  });
 });

@@ -11,6 +11,7 @@ import {
   InMemorySpanExporter,
   type ReadableSpan,
   SimpleSpanProcessor,
+  type SpanProcessor,
 } from '@opentelemetry/sdk-trace-base';
 import { type LogEntry, TELEMETRY } from '@retrysafe/core';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
@@ -173,5 +174,50 @@ describe('telemetry through an in-memory exporter', () => {
     expect(runs).toHaveLength(2);
     expect(attempts.map((a) => a.parentSpanContext?.spanId)).toEqual(runs.map((r) => r.spanContext().spanId));
     for (const r of runs) expect(r.events.map((e) => e.name)).toEqual(['retrysafe.dispatch', 'retrysafe.outcome']);
+  });
+});
+
+describe('a broken SDK or exporter changes nothing about the operation (the telemetry record: guarded like the logger)', () => {
+  const broken = (where: 'onStart' | 'onEnd'): SpanProcessor => ({
+    onStart: () => {
+      if (where === 'onStart') throw new Error('span processor broke on start');
+    },
+    onEnd: () => {
+      if (where === 'onEnd') throw new Error('span processor broke on end');
+    },
+    forceFlush: async () => undefined,
+    shutdown: async () => undefined,
+  });
+  const throwingMeters = {
+    getMeter: () => ({
+      createCounter: () => ({
+        add: () => {
+          throw new Error('meter broke');
+        },
+      }),
+      createHistogram: () => ({
+        record: () => {
+          throw new Error('meter broke');
+        },
+      }),
+    }),
+  } as unknown as MeterProvider;
+
+  for (const where of ['onStart', 'onEnd'] as const)
+    it(`a span processor that throws ${where}: a lost response still ends done, one effect (run() threw it before)`, async () => {
+      const tracer = new BasicTracerProvider({ spanProcessors: [broken(where)] });
+      const { provider, adapter, runner } = setup({}, { telemetry: { tracerProvider: tracer } });
+      provider.failNext({ kind: 'unknown-after-commit' });
+      const r = await runner.run(adapter, OP, { params: { ref: `broken-${where}`, amount: 1 } });
+      expect(r.status).toBe('done');
+      expect(provider.count()).toBe(1);
+    });
+
+  it('a meter whose instruments throw: a handoff is still returned as one', async () => {
+    const { provider, adapter, runner } = setup({}, { telemetry: { meterProvider: throwingMeters } });
+    provider.failNext({ kind: 'rejected' });
+    const r = await runner.run(adapter, OP, { params: { ref: 'broken-meter', amount: 1 } });
+    expect(r.status).toBe('handed-off');
+    expect(provider.calls()).toBe(1);
   });
 });

@@ -184,3 +184,38 @@ describe('an input schema that names no dialect', () => {
     expect(calls).toHaveLength(1);
   });
 });
+
+describe("a fenced tool's listing (mcp-fence and card-rules records)", () => {
+  it('idempotentHint is true through the fence; _meta.retrysafe.upstreamFoldsResends is the card rule: only a key the upstream folds', async () => {
+    const tool = (name: string): Tool => ({
+      name,
+      inputSchema: { type: 'object', properties: { title: { type: 'string' }, key: { type: 'string' } } },
+      annotations: { idempotentHint: false },
+    });
+    const folding = {
+      argument: 'key',
+      semantics: 'replays',
+      retention: '24h',
+      concurrency: 'rejects-in-progress',
+      parameterMatching: 'mismatch-error',
+      source: 'test: the upstream replays a same-key call',
+    };
+    const { client } = await host([tool('plain'), tool('keyed'), tool('unsure')], {
+      plain: { kind: 'create', intent: ['title'] },
+      keyed: { kind: 'create', intent: ['title'], key: folding },
+      // Concurrency not declared: a duplicate that arrives while the first runs may be a second effect.
+      unsure: { kind: 'create', intent: ['title'], key: { ...folding, concurrency: undefined } },
+    });
+    const { tools } = await client.listTools();
+    const meta = (name: string) => {
+      const t = tools.find((x) => x.name === name)!;
+      const r = (t._meta as { retrysafe: { upstreamFoldsResends: boolean } }).retrysafe;
+      return [t.annotations?.idempotentHint, r.upstreamFoldsResends];
+    };
+    expect([meta('plain'), meta('keyed'), meta('unsure')]).toEqual([
+      [true, false],
+      [true, true],
+      [true, false],
+    ]);
+  });
+});

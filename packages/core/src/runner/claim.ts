@@ -6,7 +6,6 @@ import {
   ConflictError,
   InvalidStateError,
   LeaseLostError,
-  newAttemptId,
   type OperationRecord,
   type Receipt,
   revisionKeySource,
@@ -190,7 +189,7 @@ export async function supersede(
   const paths = op.comparison.differences(record.params, op.params);
   const why = `revision ${revision} (${by}) replaces revision ${revision - 1}, whose every attempt was known not applied; changed: ${paths.join(', ') || '(none)'}; ${freshKey ? 'new provider key (the provider may have stored the rejection under the old one)' : 'same provider key (the provider stores no errors)'}`;
   log('info', 'supersede', why, op);
-  const receipt = { last: receipts.at(-1), attemptId: newAttemptId(), action: SUPERSEDE_ACTION, reason: why };
+  const receipt = { last: receipts.at(-1), attemptId: op.attemptIds(), action: SUPERSEDE_ACTION, reason: why };
   return restartClaimed(ctx, revised, { record: claim.record, claimedAt }, receipt);
 }
 

@@ -1,9 +1,11 @@
 /** Operator actions: recover() for operations a dead worker left open, and a person's resolve(). */
 import {
+  AdapterConfigurationError,
   type AdapterV1,
   asBusinessOperationId,
   asRunId,
   type BusinessOperationId,
+  CardValidationError,
   type ClaimInput,
   type ClaimResult,
   fingerprint,
@@ -50,19 +52,30 @@ export async function recover(ctx: RunnerContext, opts: Parameters<Runner['recov
       checkSealable(ctx, record, 'recover it');
     } catch (err) {
       // Not handed off either: that would append an unkeyed receipt. It stays for a pass with the key.
-      const { name, code, message } = err as RunnerConfigurationError;
-      const card = { operation: record.operation } as RetrySafetyCard;
-      ctx.log('warn', 'recover-failed', message, { id: record.businessOperationId, card, redactor: ctx.baseRedactor });
-      reports.push(reportOf(record, record.state, 'failed', { error: { name, code, message } }));
+      reports.push(leftAsItIs(ctx, record, err));
       continue;
     }
     try {
       reports.push(await recoverOne(ctx, record, opts.adapters, runId));
     } catch (err) {
-      reports.push(await recoveryFailed(ctx, record, err));
+      // This process's configuration (its policy, an adapter it was given) cannot drive it, as run() would refuse
+      // before its claim: the record is not at fault, so it stays as it is for a pass that can, not handed off.
+      const configuration =
+        RunnerConfigurationError.isInstance(err) ||
+        AdapterConfigurationError.isInstance(err) ||
+        CardValidationError.isInstance(err);
+      reports.push(configuration ? leftAsItIs(ctx, record, err) : await recoveryFailed(ctx, record, err));
     }
   }
   return reports;
+}
+
+/** A record recover() leaves untouched for a later pass: reported `failed` with the error, nothing written. */
+function leftAsItIs(ctx: RunnerContext, record: OperationRecord, err: unknown): RecoverReport {
+  const { name, code, message } = err as RunnerConfigurationError;
+  const card = { operation: record.operation } as RetrySafetyCard;
+  ctx.log('warn', 'recover-failed', message, { id: record.businessOperationId, card, redactor: ctx.baseRedactor });
+  return reportOf(record, record.state, 'failed', { error: { name, code, message } });
 }
 
 const reportOf = (
@@ -173,10 +186,10 @@ async function resendWith(
   record: OperationRecord,
   params: unknown,
   adapters: readonly AdapterV1[],
-  by: string,
+  { by, runId, attemptIds }: PersonRun,
 ): Promise<RunResult> {
   const found = adapterFor(adapters, record, 'resend-with');
-  const op = storedOperation(ctx, found, record, { runId: newRunId(), attemptIds: newAttemptId }, { params });
+  const op = storedOperation(ctx, found, record, { runId, attemptIds }, { params });
   const receipts = await ctx.ledger.receipts(record.businessOperationId);
   const check = supersedeCheck(record, receipts);
   if (!check.ok) throw paramsConflict(op, record, `a new revision is not allowed: ${check.why}`);
@@ -197,11 +210,12 @@ export async function resolve(
   checkSealable(ctx, record, 'resolve it');
   const by = opts.by ?? ctx.owner;
   const action = resolution?.action;
-  if (action === 'resend-with') return resendWith(ctx, record, resolution.params, opts.adapters ?? [], by);
-  const refused = (why: string) => new InvalidStateError(id, record.state, why);
-  if (record.state !== 'handed-off') throw refused(`only a handed-off operation can be resolved (${action})`);
+  // The caller's run and attempt ids (an engine's step), checked before anything is written, on every receipt.
   const runId = opts.runId !== undefined ? asRunId(opts.runId) : newRunId();
   const person = { by, runId, attemptIds: callerAttemptIds(opts.attemptIds) };
+  if (action === 'resend-with') return resendWith(ctx, record, resolution.params, opts.adapters ?? [], person);
+  const refused = (why: string) => new InvalidStateError(id, record.state, why);
+  if (record.state !== 'handed-off') throw refused(`only a handed-off operation can be resolved (${action})`);
   if (action === 'resume') return resume(ctx, record, resolution.force === true, opts.adapters ?? [], person);
   if (action !== 'mark-done' && action !== 'abandon') throw refused(`unknown resolution ${JSON.stringify(action)}`);
   return close(ctx, record, resolution, person);

@@ -99,7 +99,7 @@ export interface RecoverReport {
   readonly businessOperationId: BusinessOperationId;
   readonly from: OperationState;
   readonly to: OperationState;
-  /** `failed`: the record could not be driven nor handed off (see `error`); it stays for the next pass. */
+  /** `failed`: the record could not be driven nor handed off, or this runner's configuration cannot drive it (see `error`); it stays for the next pass. */
   readonly action:
     | 'completed'
     | 'adopted'
