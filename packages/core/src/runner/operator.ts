@@ -256,6 +256,13 @@ async function resume(
   const claim = await ledger.claim(claimInput(ctx, op, claimedAt, { resume: true }));
   if (claim.kind === 'busy') return heldElsewhere(claim.record, clock.now());
   if (claim.kind !== 'claimed') return fromTerminal(ctx, claim.record, null, op);
+  // Resumed and handed off again between the read above and this claim: the packet judged is stale. Handed back as it
+  // is, then judged on its packet now; a forced resume was forced against the old one.
+  if (claim.record.fence !== record.fence + 1 && claim.record.handoff) {
+    const current = await ledger.handOff(fenceOf(claim.record), claim.record.handoff, clock.now());
+    if (force) throw new UnsafeResumeError(id, 'it was handed off again after you read it: read the new packet first');
+    return resume(ctx, current, false, adapters, p);
+  }
   // Safe only by the key, the effect may exist: from `unknown`, every re-send of the resumed run is held to the key's
   // retention (a `claimed` run would retry a throttled send past it as a new request).
   const resumed = byKey
