@@ -112,7 +112,7 @@ describe('runbook, --abandon: later calls with the same business operation get t
     provider.failNext({ kind: 'rejected' });
     const first = await runner.run(adapter, OP, { params: { ref: 'abandoned-1' } });
     expect(first.status).toBe('handed-off');
-    await runner.resolve(first.businessOperationId, { action: 'abandon', by: 'alice' });
+    await runner.resolve(first.businessOperationId, { action: 'abandon' }, { by: 'alice' });
     const again = await runner.run(adapter, OP, { params: { ref: 'abandoned-1' } });
     expect(again.status).toBe('handed-off');
     expect(again.status === 'handed-off' && again.packet.reason).toBe('rejected');
