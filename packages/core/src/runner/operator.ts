@@ -26,6 +26,7 @@ import { callerAttemptIds, checkAdapterShape, findAdapter } from '../intake/adap
 import { type Operation, paramsConflict, storedOperation } from '../intake/operation.js';
 import { DEFAULT_LEASE_MS } from '../intake/policy.js';
 import { supersedeCheck } from '../intake/supersede.js';
+import { checkParamsOpen } from '../ledger/encrypted-params.js';
 import { verifyOperation } from '../receipts.js';
 import { personRef } from '../redact.js';
 import { claimInput, execute, heldElsewhere, restartClaimed, supersede } from './claim.js';
@@ -48,8 +49,10 @@ export async function recover(ctx: RunnerContext, opts: Parameters<Runner['recov
     // Each record on its own: one that cannot be driven is handed off, and the healthy ones behind it proceed.
     try {
       checkSealable(ctx, record, 'recover it');
+      checkParamsOpen(record);
     } catch (err) {
-      // Not handed off either: that would append an unkeyed receipt. It stays for a pass with the key.
+      // Not handed off either: that would append an unkeyed receipt (or hand off what a process with the params
+      // key can finish). It stays for a pass with the key.
       const { name, code, message } = err as RunnerConfigurationError;
       const card = { operation: record.operation } as RetrySafetyCard;
       ctx.log('warn', 'recover-failed', message, { id: record.businessOperationId, card, redactor: ctx.baseRedactor });
