@@ -1,6 +1,6 @@
 // Round 14: behaviours docs/concepts.md and docs/runbook.md promise, each held to a test of the whole runner.
 
-import { type AdapterV1, LeaseExpiredError, type Ledger, type RetrySafetyCard } from '@retrysafe/contract';
+import { type AdapterV1, LeaseExpiredError, type Ledger, LedgerError, type RetrySafetyCard } from '@retrysafe/contract';
 import { createMemoryLedger, createRunner, createVirtualClock, type LogEntry } from '@retrysafe/core';
 import { createSandboxAdapter, createSandboxProvider, REPLAYING_BEHAVIOUR } from '@retrysafe/sandbox';
 import { describe, expect, it } from 'vitest';
@@ -118,5 +118,37 @@ describe('runbook, --abandon: later calls with the same business operation get t
     expect(again.status === 'handed-off' && again.packet.reason).toBe('rejected');
     expect(again.businessOperationId).toBe(first.businessOperationId);
     expect(provider.calls()).toBe(1);
+  });
+});
+
+describe('runbook section 8, providerMayHaveBeenCalled false: fix the ledger, run the same operation again', () => {
+  it('the failed dispatched write left no lease behind: the same call at once proceeds normally, one record', async () => {
+    const clock = createVirtualClock();
+    const provider = createSandboxProvider({ ...REPLAYING_BEHAVIOUR, clock: clock.now, sleep: clock.sleep });
+    const adapter = createSandboxAdapter({ provider });
+    const inner = createMemoryLedger();
+    let failed = false;
+    // A ledger without the combined claim+dispatch write whose first `dispatched` write fails (a full disk).
+    const flaky = new Proxy(inner, {
+      get(target, prop) {
+        if (prop === 'capabilities') return {};
+        const v = Reflect.get(target, prop) as unknown;
+        if (typeof v !== 'function') return v;
+        return (...args: unknown[]) => {
+          if (prop === 'markDispatched' && !failed) {
+            failed = true;
+            return Promise.reject(new LedgerError('markDispatched: disk full (injected)'));
+          }
+          return (v as (...a: unknown[]) => unknown).apply(target, args);
+        };
+      },
+    }) as Ledger;
+    const runner = createRunner({ ledger: flaky, clock, random: () => 0.5, policy: { waitForOtherMs: 0 } });
+    const err = await runner.run(adapter, OP, { params: { ref: 'ledger-back' } }).catch((e: unknown) => e);
+    expect(LedgerError.isInstance(err) && err.providerMayHaveBeenCalled).toBe(false);
+    expect(provider.calls()).toBe(0);
+    const again = await runner.run(adapter, OP, { params: { ref: 'ledger-back' } });
+    expect(again).toMatchObject({ status: 'done', adopted: false });
+    expect(provider.count()).toBe(1);
   });
 });
