@@ -1,8 +1,21 @@
 // Round 14: behaviours docs/concepts.md and docs/runbook.md promise, each held to a test of the whole runner.
 
-import { type AdapterV1, LeaseExpiredError, type Ledger, LedgerError, type RetrySafetyCard } from '@retrysafe/contract';
-import { createMemoryLedger, createRunner, createVirtualClock, type LogEntry } from '@retrysafe/core';
-import { createSandboxAdapter, createSandboxProvider, REPLAYING_BEHAVIOUR } from '@retrysafe/sandbox';
+import {
+  type AdapterV1,
+  type Duration,
+  fact,
+  LeaseExpiredError,
+  type Ledger,
+  LedgerError,
+  type RetrySafetyCard,
+} from '@retrysafe/contract';
+import { createMemoryLedger, createRunner, createVirtualClock, type LogEntry, pruneLedger } from '@retrysafe/core';
+import {
+  createSandboxAdapter,
+  createSandboxProvider,
+  REPLAYING_BEHAVIOUR,
+  sandboxCreateCard,
+} from '@retrysafe/sandbox';
 import { describe, expect, it } from 'vitest';
 import { setup } from './helpers.js';
 
@@ -150,5 +163,33 @@ describe('runbook section 8, providerMayHaveBeenCalled false: fix the ledger, ru
     const again = await runner.run(adapter, OP, { params: { ref: 'ledger-back' } });
     expect(again).toMatchObject({ status: 'done', adopted: false });
     expect(provider.count()).toBe(1);
+  });
+});
+
+describe("retention.md: prune's floor is the longest key retention plus that card's clock-skew margin", () => {
+  const card = (retention: Duration | null | 'unknown', operation: string, margin?: Duration): RetrySafetyCard => {
+    const base = sandboxCreateCard(REPLAYING_BEHAVIOUR);
+    const limits = margin ? { ...base.limits, clockSkewMargin: margin } : base.limits;
+    return { ...base, operation, limits, retention: { minimum: fact(retention as Duration, 'test') } };
+  };
+  const H = 3_600_000;
+  const cards = [
+    card('24h', 'a.day'),
+    card('48h', 'b.two-days', '10m'),
+    card(null, 'c.none'),
+    card('unknown', 'd.unknown'),
+  ];
+
+  it('refuses below it (naming the card), accepts at it; a null or unknown retention sets none', async () => {
+    const ledger = createMemoryLedger();
+    const floor = 48 * H + 10 * 60_000;
+    await expect(pruneLedger(ledger, { olderThan: floor - 1, cards })).rejects.toThrow(/b\.two-days/);
+    expect(await pruneLedger(ledger, { olderThan: floor, cards })).toMatchObject({
+      floor: { ms: floor, card: 'b.two-days', forced: false },
+    });
+    expect((await pruneLedger(ledger, { olderThan: 0, cards: cards.slice(2) })).floor).toMatchObject({
+      ms: 0,
+      card: null,
+    });
   });
 });
