@@ -1,5 +1,5 @@
 // Issue 23: `retrysafe ledger prune` — retention of closed operations, on a real SQLite ledger file.
-import { existsSync, readFileSync } from 'node:fs';
+import { cpSync, existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { asBusinessOperationId, type ProviderKey } from '@retrysafe/contract';
 import { sealReceipt } from '@retrysafe/core/internal';
@@ -81,6 +81,23 @@ describe('retrysafe ledger prune', () => {
       expect(r.stderr).not.toMatch(/\n\s+at /);
     }
     expect(await ids()).toEqual(['old-done', 'old-handed', 'old-open', 'recent-done']);
+  });
+
+  it("with --config, the floor counts its `type: http` operations' cards too (retention.md)", async () => {
+    // The docs' HTTP example, with its orders card keeping keys for 30 days: longer than any built-in card.
+    const http = join(dir, 'http-api');
+    cpSync(join(import.meta.dirname, '..', '..', '..', 'docs', 'examples', 'http-api'), http, { recursive: true });
+    const card = join(http, 'orders.card.yaml');
+    const text = readFileSync(card, 'utf8');
+    const at = text.indexOf('value:', text.indexOf('\nretention:'));
+    writeFileSync(card, `${text.slice(0, at)}value: 30d${text.slice(text.indexOf('\n', at))}`);
+    const config = join(http, 'retrysafe.yaml');
+    const r = await cli(['ledger', 'prune', '--older-than', '10d', '--config', config, '--db', db]);
+    expect(r.code, r.stderr).toBe(2);
+    expect(r.stderr).toMatch(/key retention of acme\.orders\.create plus its clock-skew margin/);
+    expect(await ids()).toEqual(['old-done', 'old-handed', 'old-open', 'recent-done']);
+    // Without the config only the built-in cards set the floor: the same age is accepted (dry run).
+    expect((await cli(['ledger', 'prune', '--older-than', '10d', '--dry-run', '--db', db])).code).toBe(0);
   });
 
   it('explains the retention floor in its help', async () => {

@@ -59,7 +59,10 @@ function resumeAction(input: PacketInput, created: string | undefined): SafeActi
 /** The actions a person can take, each marked safe or not with the reason. */
 function nextActions(input: PacketInput, created: string | undefined): SafeAction[] {
   const actions = [resumeAction(input, created)];
-  if ((input.reason === 'rejected' || input.reason === 'retry-exhausted') && everyAttemptNotApplied(input.receipts).ok)
+  if (
+    (input.reason === 'rejected' || input.reason === 'retry-exhausted') &&
+    everyAttemptNotApplied(input.receipts, input.record.attemptCount).ok
+  )
     actions.push({
       action: 'resend-with',
       safe: true,

@@ -2,7 +2,7 @@ import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
-import { LedgerError } from '@retrysafe/contract';
+import { asBusinessOperationId, fingerprint, LedgerError, type ProviderKey } from '@retrysafe/contract';
 import {
   createMemoryLedger,
   createRunner,
@@ -171,5 +171,78 @@ describe('params encrypted at rest', () => {
     } finally {
       await next.close();
     }
+  });
+});
+
+describe('a process without the params key (docs/security.md: it cannot resume or recover those operations)', () => {
+  async function leftOpen(dispatch: boolean, inner = createMemoryLedger(), key = KEY, ref = `keyless-${dispatch}`) {
+    const clock = createVirtualClock();
+    const provider = createSandboxProvider({ ...REPLAYING_BEHAVIOUR, clock: clock.now, sleep: clock.sleep });
+    const adapter = createSandboxAdapter({ provider });
+    const params = { ref };
+    const id = asBusinessOperationId(`sandbox.records.create:${ref}`);
+    const c = await encryptParams(inner, { key }).claim({
+      businessOperationId: id,
+      provider: 'sandbox',
+      operation: 'sandbox.records.create',
+      intentFingerprint: fingerprint(params),
+      paramsFingerprint: fingerprint(params),
+      params,
+      providerKey: `rs-${ref}` as ProviderKey,
+      owner: 'dead-worker',
+      leaseMs: 1000,
+      now: clock.now(),
+      dispatch,
+    });
+    if (c.kind !== 'claimed') throw new Error('setup');
+    clock.advance(5000);
+    return { clock, provider, adapter, inner, id, before: await inner.get(id) };
+  }
+
+  for (const dispatch of [false, true]) {
+    it(`recover() sends nothing (never the ciphertext as params) and leaves the ${dispatch ? 'dispatched' : 'claimed'} row for a process with the key`, async () => {
+      const { clock, provider, adapter, inner, id, before } = await leftOpen(dispatch);
+      const reports = await createRunner({ ledger: inner, clock, random: () => 0.5 }).recover({ adapters: [adapter] });
+      expect(provider.calls()).toBe(0);
+      expect(reports).toMatchObject([
+        { businessOperationId: id, action: 'failed', error: { name: 'LedgerError', code: 'RETRYSAFE_LEDGER' } },
+      ]);
+      expect(await inner.get(id)).toEqual(before);
+      // The process with the key recovers it: one record, with the params the caller gave.
+      const keyed = createRunner({ ledger: encryptParams(inner, { key: KEY }), clock, random: () => 0.5 });
+      expect((await keyed.recover({ adapters: [adapter] })).map((r) => r.action)).toEqual(['completed']);
+      expect(provider.records().map((r) => r.paramsFingerprint)).toEqual([fingerprint({ ref: `keyless-${dispatch}` })]);
+    });
+  }
+
+  it('resolve(resume) is refused with a typed error, nothing sent or written', async () => {
+    const { clock, provider, adapter, inner, id } = await leftOpen(true);
+    const keyed = createRunner({ ledger: encryptParams(inner, { key: KEY }), clock, random: () => 0.5 });
+    provider.failNext({ kind: 'rejected' });
+    await keyed.recover({ adapters: [adapter] });
+    const handed = await inner.get(id);
+    expect(handed?.state).toBe('handed-off');
+    const calls = provider.calls();
+    const err = await createRunner({ ledger: inner, clock })
+      .resolve(id, { action: 'resume', force: true }, { adapters: [adapter] })
+      .catch((e: unknown) => e);
+    expect(LedgerError.isInstance(err) && (err as Error).message).toMatch(/encrypted with key 'p1'.*cannot open/);
+    expect(provider.calls()).toBe(calls);
+    expect(await inner.get(id)).toEqual(handed);
+  });
+
+  it('one open row under a key this process does not hold: recover() drives the others and reports it; list() lists it', async () => {
+    const inner = createMemoryLedger();
+    const old = await leftOpen(true, inner, { id: 'p0', secret: 'an-older-key-that-was-dropped!!!' }, 'sealed-p0');
+    const { clock, provider, adapter, id } = await leftOpen(true, inner, KEY, 'sealed-p1');
+    const ledger = encryptParams(inner, { key: KEY });
+    const reports = await createRunner({ ledger, clock, random: () => 0.5 }).recover({ adapters: [adapter] });
+    expect(reports.map((r) => [r.businessOperationId, r.action])).toEqual([
+      [old.id, 'failed'],
+      [id, 'completed'],
+    ]);
+    expect(provider.records().map((r) => r.paramsFingerprint)).toEqual([fingerprint({ ref: 'sealed-p1' })]);
+    expect(await inner.get(old.id)).toEqual(old.before);
+    expect((await ledger.list()).map((r) => r.businessOperationId).sort()).toEqual([old.id, id].sort());
   });
 });

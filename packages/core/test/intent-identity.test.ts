@@ -5,6 +5,8 @@ import {
   type FieldNormalization,
   InvalidIntentError,
   InvalidParamsError,
+  type Ledger,
+  LedgerError,
   type ParamComparison,
   type RetrySafetyCard,
 } from '@retrysafe/contract';
@@ -289,6 +291,41 @@ describe('supersede: a corrected request after a rejection nothing applied (issu
         { adapters: [adapter] },
       ),
     ).rejects.toSatisfy(ConflictError.isInstance);
+    expect(provider.count()).toBe(1);
+  });
+
+  it('never after a provider call that left no outcome on record (its worker stopped after sending): resend-with is not offered, the corrected call is a conflict, one effect', async () => {
+    const { provider, adapter: plain, ledger, clock } = setup({ lookup: 'none' });
+    const adapter = declared(plain, { includesErrors: true });
+    // The provider applies the first request; the write of its outcome fails, as a crash there would leave it.
+    let failed = false;
+    const dying = new Proxy(ledger, {
+      get(target, prop) {
+        const v = Reflect.get(target, prop) as unknown;
+        if (typeof v !== 'function') return v;
+        return (...args: unknown[]) => {
+          if (prop === 'setState' && !failed) {
+            failed = true;
+            return Promise.reject(new LedgerError('setState: disk full (injected)'));
+          }
+          return (v as (...a: unknown[]) => unknown).apply(target, args);
+        };
+      },
+    }) as Ledger;
+    const params = { ref: 'o-12', note: 'a' };
+    await expect(
+      createRunner({ ledger: dying, clock, random: () => 0.5 }).run(adapter, OP, { params }),
+    ).rejects.toSatisfy(LedgerError.isInstance);
+    expect(provider.count()).toBe(1);
+    // The next run re-sends with the same key and is throttled until its budget is spent: retry-exhausted.
+    clock.advance(60_000);
+    provider.failNext({ kind: 'not-applied', retryAfterMs: 10 }, 2);
+    const runner = createRunner({ ledger, clock, random: () => 0.5, policy: { maxAttempts: 2 } });
+    const r = await runner.run(adapter, OP, { params });
+    expect(r.status === 'handed-off' && r.packet.reason).toBe('retry-exhausted');
+    expect(r.status === 'handed-off' && r.packet.safeNextActions.map((x) => x.action)).not.toContain('resend-with');
+    const err = await runner.run(adapter, OP, { params: { ref: 'o-12', note: 'b' } }).catch((e: unknown) => e);
+    expect(ConflictError.isInstance(err) && err.message).toMatch(/cannot be superseded/);
     expect(provider.count()).toBe(1);
   });
 

@@ -1,7 +1,8 @@
 // Issue 15 item 7: the API refuses what the CLI refuses. resume on a packet that marks it unsafe is an
 // UnsafeResumeError (nothing sent) unless { force: true }.
 
-import { UnsafeResumeError } from '@retrysafe/contract';
+import { type Ledger, UnsafeResumeError } from '@retrysafe/contract';
+import { createRunner } from '@retrysafe/core';
 import { describe, expect, it } from 'vitest';
 import { expectForcedResume, setup } from './helpers.js';
 
@@ -119,4 +120,44 @@ describe('a resume allowed because the key folds re-sends, near the end of the k
     expect(out.status).toBe('handed-off');
     expect(provider.count()).toBe(1);
   });
+});
+
+describe('two people resume one handoff at once (runbook: the CLI refuses a resume the packet marks not safe)', () => {
+  for (const force of [false, true]) {
+    it(`the later claim, judged on a packet the first resume replaced, sends nothing${force ? ' (forced too)' : ''}: one record`, async () => {
+      const { provider, adapter, runner, ledger, clock } = setup(FORGETFUL, { policy: { maxAttempts: 2 } });
+      provider.failNext({ kind: 'not-applied', retryAfterMs: 10 }, 2);
+      const r = await runner.run(adapter, OP, { params: { ref: `both-${force}` } });
+      expect(r.status === 'handed-off' && r.packet.safeNextActions[0]).toMatchObject({ action: 'resume', safe: true });
+      const id = r.businessOperationId;
+      // Bob's resume reads the operation; before it claims it, Alice's resume runs whole: the provider applies her
+      // request, the answer is lost, and the operation is handed off again with resume not safe.
+      let alice: Promise<unknown> | null = null;
+      const bobsLedger = new Proxy(ledger, {
+        get(target, prop) {
+          const v = Reflect.get(target, prop) as unknown;
+          if (typeof v !== 'function') return v;
+          return async (...args: unknown[]) => {
+            const out = await (v as (...a: unknown[]) => Promise<unknown>).apply(target, args);
+            if (prop === 'get' && alice === null) {
+              provider.failNext({ kind: 'unknown-after-commit' });
+              alice = runner.resolve(id, { action: 'resume' }, { adapters: [adapter], by: 'alice' });
+              await alice;
+            }
+            return out;
+          };
+        },
+      }) as Ledger;
+      const bob = createRunner({ ledger: bobsLedger, clock, random: () => 0.5 });
+      const err = await bob
+        .resolve(id, { action: 'resume', ...(force ? { force } : {}) }, { adapters: [adapter], by: 'bob' })
+        .catch((e: unknown) => e);
+      await expect(alice).resolves.toMatchObject({ status: 'handed-off' });
+      expect(UnsafeResumeError.isInstance(err)).toBe(true);
+      expect(provider.count()).toBe(1);
+      const after = await ledger.get(id);
+      expect(after?.state).toBe('handed-off');
+      expect(after?.handoff?.safeNextActions[0]).toMatchObject({ action: 'resume', safe: false });
+    });
+  }
 });

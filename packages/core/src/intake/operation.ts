@@ -10,6 +10,7 @@ import {
   type OperationSpec,
   type ProviderKey,
 } from '@retrysafe/contract';
+import { checkParamsOpen } from '../ledger/encrypted-params.js';
 import type { RunInput } from '../runner/types.js';
 import type { RunScope } from '../telemetry.js';
 import { callerAttemptIds, checkAdapter, derivedProviderKey } from './adapter.js';
@@ -72,6 +73,7 @@ export function storedOperation(
 ): Operation {
   const { adapter, opName } = found;
   const spec = checkAdapter(adapter, opName);
+  checkParamsOpen(record);
   const params = corrected ? corrected.params : record.params;
   const payload = checkedPayload(ctx, spec, params, null, corrected ? [params, record.params] : [params]);
   let paramsFingerprint = record.paramsFingerprint;

@@ -22,11 +22,11 @@ export function supersedeCheck(record: OperationRecord, receipts: readonly Recei
   const reason = record.handoff?.reason;
   if (record.state === 'handed-off' && reason && reason !== 'rejected' && reason !== 'retry-exhausted')
     return refused(`it was handed off as ${reason}: an attempt may have been applied`);
-  return everyAttemptNotApplied(receipts);
+  return everyAttemptNotApplied(receipts, record.attemptCount);
 }
 
-/** The receipts' half of supersedeCheck: every provider call of the current revision known not applied. */
-export function everyAttemptNotApplied(receipts: readonly Receipt[]): Verdict {
+/** The receipts' half of supersedeCheck: every provider call of the current revision (`attemptCount`) known not applied. */
+export function everyAttemptNotApplied(receipts: readonly Receipt[], attemptCount: number): Verdict {
   // The current revision: after the last supersede.
   const mine = receipts.slice(receipts.findLastIndex(isSupersede) + 1);
   for (const r of mine) {
@@ -45,7 +45,11 @@ export function everyAttemptNotApplied(receipts: readonly Receipt[]): Verdict {
         `attempt ${r.attemptId} was rejected ${r.rejectReason === 'conflict' ? 'as a conflict with what the provider already holds under the key' : 'for a reason not on record'}: an effect may exist`,
       );
   }
-  if (!mine.some((r) => r.kind === 'dispatch' || r.kind === 'resend')) return refused('no attempt of it is on record');
+  const sends = mine.filter((r) => r.kind === 'dispatch' || r.kind === 'resend').length;
+  if (sends === 0) return refused('no attempt of it is on record');
+  // A call counted on the record with no receipt (its worker stopped after sending) may have been applied.
+  if (attemptCount > sends)
+    return refused(`${attemptCount - sends} provider call(s) left no outcome on record: it may have been applied`);
   return { ok: true };
 }
 

@@ -25,6 +25,14 @@ const KEY_ID = /^[A-Za-z0-9_.-]{1,64}$/;
 const isEnvelope = (v: unknown): v is Envelope =>
   typeof v === 'object' && v !== null && (v as Envelope).$retrysafeEncrypted === 'aes-256-gcm/v1';
 
+/** Refuses a record whose params are still sealed (no key, or not this one): re-sending it would send the ciphertext. */
+export function checkParamsOpen(record: OperationRecord): void {
+  if (isEnvelope(record.params))
+    throw new LedgerError(
+      `params of ${record.businessOperationId} are encrypted with key '${record.params.kid}', which this process cannot open (encryptParams with that key, RETRYSAFE_PARAMS_KEYS); nothing sent`,
+    );
+}
+
 function derive(key: ParamsKey): Buffer {
   if (!KEY_ID.test(key.id))
     throw new RunnerConfigurationError('encryptParams.key.id', '1-64 characters of A-Z a-z 0-9 _ . -');
@@ -77,6 +85,13 @@ export function encryptParams(inner: Ledger, options: EncryptParamsOptions): Led
     }
   };
   const openClaim = (r: ClaimResult): ClaimResult => ({ ...r, record: open(r.record) }) as ClaimResult;
+  const openIfAble = (record: OperationRecord): OperationRecord => {
+    try {
+      return open(record);
+    } catch {
+      return record;
+    }
+  };
 
   return {
     ...(inner.capabilities ? { capabilities: inner.capabilities } : {}),
@@ -93,9 +108,10 @@ export function encryptParams(inner: Ledger, options: EncryptParamsOptions): Led
       const r = await inner.get(id);
       return r ? open(r) : null;
     },
-    list: async (filter) => (await inner.list(filter)).map(open),
+    // A listing is not failed whole by one row this process cannot open: that row stays sealed (refused if driven).
+    list: async (filter) => (await inner.list(filter)).map(openIfAble),
     receipts: (id) => inner.receipts(id),
-    recoverCandidates: async (now, limit) => (await inner.recoverCandidates(now, limit)).map(open),
+    recoverCandidates: async (now, limit) => (await inner.recoverCandidates(now, limit)).map(openIfAble),
     // onPrune gets the records as stored: a closed operation's params may be under a key rotated away.
     ...(inner.prune ? { prune: (options) => inner.prune!(options) } : {}),
     close: () => inner.close(),

@@ -28,6 +28,7 @@ import { callerAttemptIds, checkAdapterShape, findAdapter } from '../intake/adap
 import { type Operation, paramsConflict, storedOperation } from '../intake/operation.js';
 import { DEFAULT_LEASE_MS } from '../intake/policy.js';
 import { supersedeCheck } from '../intake/supersede.js';
+import { checkParamsOpen } from '../ledger/encrypted-params.js';
 import { verifyOperation } from '../receipts.js';
 import { personRef } from '../redact.js';
 import { claimInput, execute, heldElsewhere, restartClaimed, supersede } from './claim.js';
@@ -50,8 +51,10 @@ export async function recover(ctx: RunnerContext, opts: Parameters<Runner['recov
     // Each record on its own: one that cannot be driven is handed off, and the healthy ones behind it proceed.
     try {
       checkSealable(ctx, record, 'recover it');
+      checkParamsOpen(record);
     } catch (err) {
-      // Not handed off either: that would append an unkeyed receipt. It stays for a pass with the key.
+      // Not handed off either: that would append an unkeyed receipt (or hand off what a process with the params
+      // key can finish). It stays for a pass with the key.
       reports.push(leftAsItIs(ctx, record, err));
       continue;
     }
@@ -270,6 +273,13 @@ async function resume(
   const claim = await ledger.claim(claimInput(ctx, op, claimedAt, { resume: true }));
   if (claim.kind === 'busy') return heldElsewhere(claim.record, clock.now());
   if (claim.kind !== 'claimed') return fromTerminal(ctx, claim.record, null, op);
+  // Resumed and handed off again between the read above and this claim: the packet judged is stale. Handed back as it
+  // is, then judged on its packet now; a forced resume was forced against the old one.
+  if (claim.record.fence !== record.fence + 1 && claim.record.handoff) {
+    const current = await ledger.handOff(fenceOf(claim.record), claim.record.handoff, clock.now());
+    if (force) throw new UnsafeResumeError(id, 'it was handed off again after you read it: read the new packet first');
+    return resume(ctx, current, false, adapters, p);
+  }
   // Safe only by the key, the effect may exist: from `unknown`, every re-send of the resumed run is held to the key's
   // retention (a `claimed` run would retry a throttled send past it as a new request).
   const resumed = byKey

@@ -309,6 +309,24 @@ function chainAndPruneCases(test: Test): void {
       record: { fence: 1 },
     });
   });
+
+  test('prune (optional) checks state and age again in the delete: an operation superseded while its batch was exported stays', async (l) => {
+    if (typeof l.prune !== 'function') return;
+    const { ref } = await claimed(l, 'p-sup', { dispatch: true });
+    await l.setState(ref, { state: 'rejected', now: T0 + 10, receipt: receipt('p-sup', 1, null) });
+    const revised = { params: { fixed: true }, paramsFingerprint: 'sha256:params-b', now: T0 + 20_000 };
+    const report = await l.prune({
+      before: T0 + 100,
+      onPrune: async (r) => {
+        // A corrected request supersedes it between the export and the delete.
+        const c = await l.claim(claimInput('p-sup', { ...revised, supersede: { fence: r.fence, revision: 2 } }));
+        expectClaimed(c, false);
+      },
+    });
+    expect(report).toEqual({ pruned: 0, byState: {}, dryRun: false });
+    expect(await l.get(id('p-sup'))).toMatchObject({ state: 'claimed', params: { fixed: true } });
+    expect(await l.receipts(id('p-sup'))).toHaveLength(1);
+  });
 }
 
 /**
