@@ -1,6 +1,6 @@
 import type { DecisionState } from '@retrysafe/core';
 import { decide } from '@retrysafe/core/internal';
-import { REPLAYING_BEHAVIOUR, sandboxCreateCard } from '@retrysafe/sandbox';
+import { FORGETFUL_BEHAVIOUR, REPLAYING_BEHAVIOUR, sandboxCreateCard } from '@retrysafe/sandbox';
 import { type DecideFn, explore } from '@retrysafe/testkit/explorer';
 import { describe, expect, it } from 'vitest';
 
@@ -56,6 +56,18 @@ describe('explorer', () => {
     expect(r.violation!.story).toMatch(/PAUSES/);
     const checked = explore({ card, workers: 1, maxCrashes: 0, maxPauses: 1, maxNetworkFaults: 0 });
     expect(checked.violation).toBeNull();
+  });
+
+  it("catches a runner that drops takenOverLeaseEnd: the old owner judges its lease on its own clock and still sends after the takeover's not-found", () => {
+    // Leases are written and judged on the workers' clocks (no sharedLeaseClock); B's runs 20 s ahead of A's.
+    const card = sandboxCreateCard({ ...FORGETFUL_BEHAVIOUR, lookup: 'get-by-key', lateApplyMs: 0 });
+    const world = { card, workers: 2, clockSkewMs: 20_000, maxCrashes: 0, maxPauses: 1, maxNetworkFaults: 0 } as const;
+    const dropsLeaseEnd: DecideFn = (c, state, obs, budget) =>
+      decide(c, { ...state, takenOverLeaseEnd: null }, obs, budget);
+    const r = explore({ ...world, decide: dropsLeaseEnd });
+    expect(r.violation?.invariant, r.summary).toBe('at-most-once');
+    expect(r.violation!.story).toMatch(/takes it over[\s\S]*not-found[\s\S]*A resumes\n.*A: calls the provider/);
+    expect(explore(world).violation).toBeNull();
   });
 
   it('catches a dishonest terminal state: a rule that calls a not-found a success', () => {
