@@ -131,7 +131,8 @@ function violations(ctx: Ctx, w: World): Found | null {
       return { invariant: 'stuck', message: `${name} made ${op.runAttempts} calls in one run, past maxAttempts` };
   if (w.rec?.state === 'succeeded' && w.prov.effects === 0 && !ctx.pm.idempotent)
     return { invariant: 'honest-terminal', message: 'succeeded, but the provider holds no effect' };
-  if (w.rec?.state === 'rejected' && w.prov.effects > 0)
+  const rejected = w.rec?.state === 'rejected' || w.rec?.handoff?.reason === 'rejected';
+  if (rejected && w.prov.effects > 0)
     return { invariant: 'honest-terminal', message: 'rejected, but the provider holds the effect' };
   return null;
 }
@@ -193,7 +194,7 @@ function report(card: RetrySafetyCard, g: Graph, violation: Violation | null) {
     depth: g.depth,
     truncated: g.truncated,
     violation,
-    /** 'succeeded', 'handed-off:<reason>', 'rejected': how many runs ended so. */
+    /** 'succeeded', 'handed-off:<reason>' (a rejection: 'handed-off:rejected'): how many runs ended so. */
     endings: g.endings as Readonly<Record<string, number>>,
     /** Some interleaving ends in a handoff: the card cannot promise completion under these faults. */
     handsOff: Object.keys(g.endings).some((k) => k.startsWith('handed-off')),

@@ -122,8 +122,7 @@ function decided(w: World, i: number): Succ {
     }
     const reason = op.recovering && d.reason === 'unknown-no-safe-resend' ? 'crash-recovery-inconclusive' : d.reason;
     if (rec.state === 'handed-off' || rec.state === 'succeeded') return end(rec, `already ${rec.state}`);
-    if (reason === 'rejected' && rec.state !== 'rejected')
-      return end(T.setStateTransition(rec, { state: 'rejected', now: n } as StatePatch), 'ledger ← rejected');
+    // A rejection too is a handoff (runner/terminal.ts handOff): the runner never writes the state `rejected`.
     return end(T.handOffTransition(rec, packet(reason, rec), n), `ledger ← handed-off (${reason})`);
   }
   // send / lookup: the runner counts the poll, then waits (renewing its lease).

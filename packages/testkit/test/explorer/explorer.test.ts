@@ -80,6 +80,21 @@ describe('explorer', () => {
     expect(r.violation!.story).toMatch(/lost before the provider/);
   });
 
+  it('a rejection ends handed off, as the runner writes it, and one while the effect exists is a dishonest terminal state', () => {
+    const rejectsNotFound: DecideFn = (card, state, obs, budget) =>
+      obs !== null && obs.kind === 'not-found'
+        ? { action: 'handoff', reason: 'rejected', why: 'BROKEN: not-found means rejected' }
+        : decide(card, state, obs, budget);
+    const world = { card: lookupOnly, decide: rejectsNotFound, workers: 1, maxCrashes: 0 } as const;
+    const lost = explore({ ...world, maxNetworkFaults: 1, fates: ['delivered', 'lost-before'] });
+    expect(lost.violation).toBeNull();
+    expect(lost.endings).toHaveProperty('handed-off:rejected');
+    expect(lost.endings).not.toHaveProperty('rejected');
+    const r = explore({ ...world, maxNetworkFaults: 1, fates: ['delivered', 'late'] });
+    expect(r.violation?.invariant, r.summary).toBe('honest-terminal');
+    expect(r.violation!.story).toMatch(/handed-off \(rejected\)/);
+  });
+
   it('catches a rule that never gives up: polling on past maxElapsed is a stuck operation, not "no violation"', () => {
     const keepsLooking: DecideFn = (card, state, obs, budget) => {
       const d = decide(card, state, obs, budget);
