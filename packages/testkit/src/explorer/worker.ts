@@ -253,8 +253,10 @@ function call(ctx: Ctx, w: World, i: number): Succ[] {
   const leaseLive = n < op.leaseEnd;
   if (n >= op.leaseEnd - ctx.leaseCheckMs && ctx.checksLease) {
     // LeaseExpiredError: the run releases its lease (a fenced write) and ends; a later run() or recover() reconciles.
-    const rec = holds(w, i) ? T.releaseTransition(w.rec!) : w.rec;
-    const text = `${tag}: its lease runs out before the call: does not send; releases it, a later recover() reconciles`;
+    // Not while an owner it took over from may still send: the lease then lapses (runner/state.ts releaseLease).
+    const keep = op.takenOverLeaseEnd !== null && n < op.takenOverLeaseEnd + ctx.marginMs;
+    const rec = holds(w, i) && !keep ? T.releaseTransition(w.rec!) : w.rec;
+    const text = `${tag}: its lease runs out before the call: does not send; ${keep ? 'lets it lapse' : 'releases it'}, a later recover() reconciles`;
     return [{ w: lostLease({ ...w, rec }, i), text }];
   }
   const rec = w.rec!;
