@@ -88,4 +88,64 @@ describe('a takeover and an owner whose clock lags (limits.clockSkewMargin)', ()
     expect(provider.count()).toBe(1);
     expect(rb).toMatchObject({ status: 'done', adopted: true });
   });
+
+  it("a taker that stops before the old owner's lease end + the margin keeps its lease: a release would erase that end, and the next claim's not-found would re-send", async () => {
+    const real = createVirtualClock();
+    const provider = createSandboxProvider({
+      replays: false,
+      retentionMs: null,
+      parameterMatching: 'none',
+      concurrency: 'duplicates',
+      lookup: 'get-by-key',
+      lateApplyMs: 0,
+      clock: real.now,
+      sleep: real.sleep,
+    });
+    const adapter = createSandboxAdapter({ provider });
+    const ledger = createMemoryLedger();
+    // Worker A, 20 s behind, is held between its dispatched write and its request, as above.
+    const answer = signal();
+    const written = signal();
+    const lagging = { now: () => real.now() - 20_000, sleep: real.sleep };
+    const a = createRunner({ ledger: lateDispatchAnswer(ledger, written.fire, answer.fired), clock: lagging });
+    const runA = a.run(adapter, OP, { params: { ref: 'r-release' } }).catch((e: unknown) => e);
+    await written.fired;
+    real.advance(11_000);
+    // B takes over, finds nothing yet (too early to prove anything), and its caller gives up.
+    const stop = new AbortController();
+    const bAdapter = {
+      ...adapter,
+      doLookup: async (...l: Parameters<typeof adapter.doLookup>) => {
+        const found = await adapter.doLookup(...l);
+        stop.abort(new Error('caller timed out'));
+        return found;
+      },
+    };
+    const rb = await createRunner({ ledger, clock: real, random: () => 0.5 })
+      .run(bAdapter, OP, { params: { ref: 'r-release' }, signal: stop.signal })
+      .catch((e: unknown) => e);
+    expect(rb).toMatchObject({ message: 'caller timed out' });
+    // The caller runs it again; A's request goes out just after that run's first lookup found nothing.
+    let lookups = 0;
+    const cAdapter = {
+      ...adapter,
+      doLookup: async (...l: Parameters<typeof adapter.doLookup>) => {
+        const found = await adapter.doLookup(...l);
+        if (++lookups === 1) {
+          answer.fire();
+          await runA;
+        }
+        return found;
+      },
+    };
+    const rc = await createRunner({ ledger, clock: real, random: () => 0.5, policy: { waitForOtherMs: 60_000 } }).run(
+      cAdapter,
+      OP,
+      { params: { ref: 'r-release' } },
+    );
+    answer.fire();
+    await runA;
+    expect(provider.count()).toBe(1);
+    expect(rc).toMatchObject({ status: 'done' });
+  });
 });

@@ -17,7 +17,7 @@ import { currentRevisionNumber, needsFreshKey, SUPERSEDE_ACTION, supersedeCheck 
 import type { RunnerContext } from './context.js';
 import { drive } from './loop.js';
 import { checkSealable, resolveReceipt } from './receipt-chain.js';
-import { type Claimed, fenceOf } from './state.js';
+import { type Claimed, fenceOf, releaseLease, takenOverLeaseEnd } from './state.js';
 import { fromTerminal } from './terminal.js';
 import type { RunResult } from './types.js';
 
@@ -86,7 +86,7 @@ export async function claimAndDrive(ctx: RunnerContext, op: Operation, waitUntil
       return waitForOther(ctx, op, waitUntil);
     case 'claimed': {
       if (record.paramsFingerprint !== op.paramsFingerprint) {
-        await ledger.release(fenceOf(record)).catch(() => undefined);
+        await releaseLease(ctx, fenceOf(record), takenOverLeaseEnd(ctx, claim), op.policy.clockSkewMarginMs);
         throw paramsConflict(op, record, 'a re-send with the same key and other params would be a different request');
       }
       const { takenOver } = claim;
@@ -94,7 +94,7 @@ export async function claimAndDrive(ctx: RunnerContext, op: Operation, waitUntil
         try {
           checkSealable(ctx, record, 'take it over');
         } catch (err) {
-          await ledger.release(fenceOf(record)).catch(() => undefined);
+          await releaseLease(ctx, fenceOf(record), takenOverLeaseEnd(ctx, claim), op.policy.clockSkewMarginMs);
           throw err;
         }
         log('info', 'takeover', `took over from state ${record.state} (fence ${record.fence})`, op);

@@ -16,7 +16,7 @@ import { callProvider, lookupProvider } from './adapter-call.js';
 import { errText, type RunnerContext } from './context.js';
 import { checkOwnLease, renew, wait } from './lease.js';
 import { attemptReceipt } from './receipt-chain.js';
-import { type Claimed, type DriveState, decisionState, startState, writeWith } from './state.js';
+import { type Claimed, type DriveState, decisionState, releaseLease, startState, writeWith } from './state.js';
 import { complete, handOff } from './terminal.js';
 import type { RunResult } from './types.js';
 
@@ -38,7 +38,7 @@ export async function drive(ctx: RunnerContext, op: Operation, c: Claimed, recei
     return await attemptLoop(ctx, op, s);
   } catch (err) {
     if (LeaseLostError.isInstance(err)) throw err;
-    await ctx.ledger.release(s.lease.ref).catch(() => undefined);
+    await releaseLease(ctx, s.lease.ref, s.takenOverLeaseEnd, op.policy.clockSkewMarginMs);
     throw ledgerFailure(ctx, err, s.runAttempts > 0, op);
   }
 }

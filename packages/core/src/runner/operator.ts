@@ -135,7 +135,9 @@ async function recoveryFailed(ctx: RunnerContext, record: OperationRecord, err: 
   log('warn', 'recover-failed', `could not drive it: ${error.name}: ${error.message}`, logAs);
   try {
     const claim = await ledger.claim(storedClaim(ctx, record, ctx.options.policy?.leaseMs ?? DEFAULT_LEASE_MS));
-    if (claim.kind !== 'claimed') return notClaimed(record, claim, { error });
+    // The failed run kept its lease while an owner it took over from may still be sending (releaseLease).
+    const kept = claim.kind === 'busy' && claim.record.leaseOwner === ctx.owner;
+    if (claim.kind !== 'claimed' && !kept) return notClaimed(record, claim, { error });
     const now = clock.now();
     const packet = buildPacket({
       record: claim.record,

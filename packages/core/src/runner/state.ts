@@ -42,18 +42,37 @@ export interface DriveState {
   readonly startedAt: number;
 }
 
+/**
+ * Taken over from an owner that may still be sending: where workers' clocks judge leases, the owner's may lag the
+ * taker's by the margin, so it may send until its lease end + the margin. A released lease (null) has no owner left
+ * sending; a ledger that does not say: this claim's time, later. Null otherwise.
+ */
+export function takenOverLeaseEnd(
+  ctx: RunnerContext,
+  c: Pick<Claimed, 'record' | 'takenOver' | 'previousLeaseExpiresAt'>,
+): number | null {
+  const skewed = c.takenOver && MAYBE_APPLIED_STATES.includes(c.record.state);
+  if (!skewed || ctx.ledger.capabilities?.sharedLeaseClock === true) return null;
+  return c.previousLeaseExpiresAt === undefined ? c.record.updatedAt : c.previousLeaseExpiresAt;
+}
+
+/**
+ * Gives the lease back, unless an owner it was taken over from may still be sending (`leaseEnd` + the margin not
+ * passed): a release erases that lease end, and the next claim would trust a "not found" at once. It lapses instead.
+ */
+export async function releaseLease(ctx: RunnerContext, ref: Fenced, leaseEnd: number | null, marginMs: number) {
+  if (leaseEnd !== null && ctx.clock.now() < leaseEnd + marginMs) return;
+  await ctx.ledger.release(ref).catch(() => undefined);
+}
+
 /** `receipts`: the operation's receipts written before this claim (the state owns the array from here). */
 export function startState(ctx: RunnerContext, op: Operation, c: Claimed, receipts: Receipt[]): DriveState {
   const { record } = c;
   const maybeApplied = MAYBE_APPLIED_STATES.includes(record.state);
-  // Taken over from an owner that may still be sending: where workers' clocks judge leases, the owner's may
-  // lag the taker's by the margin. A "not found" proves nothing before that (decide), so the lookup window opens
-  // then. A released lease (null) has no owner left sending; a ledger that does not say: this claim's time, later.
-  const skewed = c.takenOver && maybeApplied && ctx.ledger.capabilities?.sharedLeaseClock !== true;
-  const leaseEnd = c.previousLeaseExpiresAt === undefined ? record.updatedAt : c.previousLeaseExpiresAt;
-  const takenOverLeaseEnd = skewed ? leaseEnd : null;
+  // A "not found" proves nothing before the old owner's lease end + the margin (decide): the lookup window opens then.
+  const leaseEnd = takenOverLeaseEnd(ctx, c);
   const now = ctx.clock.now();
-  const windowOpensAt = takenOverLeaseEnd === null ? null : takenOverLeaseEnd + op.policy.clockSkewMarginMs;
+  const windowOpensAt = leaseEnd === null ? null : leaseEnd + op.policy.clockSkewMarginMs;
   return {
     record,
     receipts,
@@ -78,7 +97,7 @@ export function startState(ctx: RunnerContext, op: Operation, c: Claimed, receip
     polls: 0,
     keyRevision: needsFreshKey(op.card) ? currentRevisionNumber(receipts) : 1,
     recovering: c.takenOver && maybeApplied,
-    takenOverLeaseEnd,
+    takenOverLeaseEnd: leaseEnd,
     startedAt: now,
   };
 }

@@ -73,7 +73,12 @@ function nextTime(ctx: Ctx, w: World): number | null {
   for (const me of w.ws) if (me.pc === 'waiting' && !me.paused) pts.push(me.op!.wakeAt - me.offset);
   // A live worker holding the record's fence keeps renewing the lease: its end is then no event.
   const held = w.rec !== null && w.ws.some((x) => busy(x) && !x.paused && x.op!.fence === w.rec!.fence);
-  if (w.rec !== null && w.rec.leaseExpiresAt !== null && !held) around(w.rec.leaseExpiresAt);
+  // Each worker judges the ledger's lease on its own clock, and its own lease before a call (checkOwnLease).
+  const lease = w.rec?.leaseExpiresAt ?? null;
+  for (const x of w.ws) {
+    if (lease !== null && !held && x.pc === 'idle') around(lease - x.offset);
+    if (x.op !== null && x.paused) around(x.op.leaseEnd - ctx.leaseCheckMs - x.offset);
+  }
   for (const pd of w.prov.pending) around(pd.until);
   for (const c of w.prov.commits) around(c + ctx.pm.consistencyDelayMs);
   if (w.prov.key !== null && ctx.pm.retentionMs !== null) around(w.prov.key.at + ctx.pm.retentionMs);
@@ -96,15 +101,18 @@ function nextTime(ctx: Ctx, w: World): number | null {
 function tick(ctx: Ctx, w: World): Succ | null {
   const t = nextTime(ctx, w);
   if (t === null) return null;
-  // Live holders keep the lease alive (the runner's heartbeat).
+  // Live holders keep the lease alive (the runner's heartbeat), on their own clocks.
   let rec = w.rec;
-  for (const me of w.ws) {
+  const ws = w.ws.map((me) => {
     const live = busy(me) && !me.paused;
-    if (live && rec !== null && rec.fence === me.op!.fence && rec.leaseOwner === me.name && !T.isTerminal(rec))
-      rec = T.renewTransition(rec, { businessOperationId: ID, fence: me.op!.fence }, ctx.policy.leaseMs, t);
-  }
+    if (!live || rec === null || rec.fence !== me.op!.fence || rec.leaseOwner !== me.name || T.isTerminal(rec))
+      return me;
+    const at = t + me.offset;
+    rec = T.renewTransition(rec, { businessOperationId: ID, fence: me.op!.fence }, ctx.policy.leaseMs, at);
+    return { ...me, op: { ...me.op!, leaseEnd: at + ctx.policy.leaseMs } };
+  });
   const pending = w.prov.pending.filter((p) => p.until > t);
-  return { w: { ...w, t, rec, prov: { ...w.prov, pending } }, text: `time passes to ${fmt(t)}` };
+  return { w: { ...w, t, rec, ws, prov: { ...w.prov, pending } }, text: `time passes to ${fmt(t)}` };
 }
 
 function violations(ctx: Ctx, w: World): Found | null {
@@ -123,7 +131,8 @@ function violations(ctx: Ctx, w: World): Found | null {
       return { invariant: 'stuck', message: `${name} made ${op.runAttempts} calls in one run, past maxAttempts` };
   if (w.rec?.state === 'succeeded' && w.prov.effects === 0 && !ctx.pm.idempotent)
     return { invariant: 'honest-terminal', message: 'succeeded, but the provider holds no effect' };
-  if (w.rec?.state === 'rejected' && w.prov.effects > 0)
+  const rejected = w.rec?.state === 'rejected' || w.rec?.handoff?.reason === 'rejected';
+  if (rejected && w.prov.effects > 0)
     return { invariant: 'honest-terminal', message: 'rejected, but the provider holds the effect' };
   return null;
 }
@@ -185,7 +194,7 @@ function report(card: RetrySafetyCard, g: Graph, violation: Violation | null) {
     depth: g.depth,
     truncated: g.truncated,
     violation,
-    /** 'succeeded', 'handed-off:<reason>', 'rejected': how many runs ended so. */
+    /** 'succeeded', 'handed-off:<reason>' (a rejection: 'handed-off:rejected'): how many runs ended so. */
     endings: g.endings as Readonly<Record<string, number>>,
     /** Some interleaving ends in a handoff: the card cannot promise completion under these faults. */
     handsOff: Object.keys(g.endings).some((k) => k.startsWith('handed-off')),

@@ -176,6 +176,8 @@ export function contextFor(options: ExploreOptions) {
     maxCrashes: options.maxCrashes ?? 1,
     maxPauses: options.maxPauses ?? 0,
     marginMs,
+    /** How long before its lease end the runner stops sending (runner/lease.ts checkOwnLease). */
+    leaseCheckMs: Math.min(2000, Math.floor(policy.leaseMs / 10)),
     checksLease: options.runnerChecksLease ?? true,
   };
 }

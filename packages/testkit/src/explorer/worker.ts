@@ -2,6 +2,7 @@
 import {
   asBusinessOperationId,
   type ClaimInput,
+  type ClaimResult,
   type HandoffPacket,
   type LookupResult,
   type OperationRecord,
@@ -85,8 +86,8 @@ export function workerSteps(ctx: Ctx, w: World, i: number): Succ[] {
   switch (me.pc) {
     case 'idle':
       if (me.role === 'run') return [claim(ctx, w, i, true, `${me.name} run(): claims the operation`)];
-      // recover(): a candidate is a non-terminal record whose lease is absent or expired (ledger clock).
-      if (w.rec === null || T.isTerminal(w.rec) || T.leaseLive(w.rec, w.t)) return [];
+      // recover(): a candidate is a non-terminal record whose lease is absent or expired on this worker's clock.
+      if (w.rec === null || T.isTerminal(w.rec) || T.leaseLive(w.rec, now(w, i))) return [];
       return [
         claim(ctx, w, i, false, `${me.name} recover(): finds it ${w.rec.state} with the lease expired, takes it over`),
       ];
@@ -121,8 +122,7 @@ function decided(w: World, i: number): Succ {
     }
     const reason = op.recovering && d.reason === 'unknown-no-safe-resend' ? 'crash-recovery-inconclusive' : d.reason;
     if (rec.state === 'handed-off' || rec.state === 'succeeded') return end(rec, `already ${rec.state}`);
-    if (reason === 'rejected' && rec.state !== 'rejected')
-      return end(T.setStateTransition(rec, { state: 'rejected', now: n } as StatePatch), 'ledger ← rejected');
+    // A rejection too is a handoff (runner/terminal.ts handOff): the runner never writes the state `rejected`.
     return end(T.handOffTransition(rec, packet(reason, rec), n), `ledger ← handed-off (${reason})`);
   }
   // send / lookup: the runner counts the poll, then waits (renewing its lease).
@@ -139,8 +139,11 @@ function waiting(ctx: Ctx, w: World, i: number): Succ[] {
   const { name: tag, op } = w.ws[i]! as WorkerState & { op: OpState };
   const n = now(w, i);
   if (n < op.wakeAt) return [];
-  if (w.rec === null || op.fence !== w.rec.fence) return [refused(w, i)];
   const d = op.decision;
+  // The claim wrote dispatched: the runner calls without another ledger write (its own lease checked next).
+  if (d.action === 'send' && op.dispatchWritten)
+    return [{ w: setOp(w, i, {}, 'calling'), text: `${tag}: (the claim already wrote dispatched)` }];
+  if (w.rec === null || op.fence !== w.rec.fence) return [refused(w, i)];
   const keyMayBeGone = () => !resendSafety(ctx.card, w.rec!.firstDispatchedAt, n, ctx.marginMs).safe;
   // Asked last: the explorer reaches this step hundreds of thousands of times, mostly not to send.
   if (d.action === 'send' && (reliesOnKey(op.obs) || op.maybeApplied) && keyMayBeGone()) {
@@ -148,13 +151,12 @@ function waiting(ctx: Ctx, w: World, i: number): Succ[] {
     const text = `${tag}: the wait outlasted the key's retention; decides again → ${describeDecision(again)}`;
     return [{ w: setOp({ ...w, ...overrun(ctx, w, i, again) }, i, { decision: again }, 'decided'), text }];
   }
-  if (d.action === 'send' && op.dispatchWritten)
-    return [{ w: setOp(w, i, {}, 'calling'), text: `${tag}: (the claim already wrote dispatched)` }];
-  const renewed = T.renewTransition(w.rec, { businessOperationId: ID, fence: op.fence }, ctx.policy.leaseMs, w.t);
+  const renewed = T.renewTransition(w.rec, { businessOperationId: ID, fence: op.fence }, ctx.policy.leaseMs, n);
+  const leaseEnd = n + ctx.policy.leaseMs;
   if (d.action === 'send') {
     const rec = T.dispatchedTransition(renewed, n);
     const text = `${tag}: ledger ← dispatched (attempt ${rec.attemptCount})`;
-    return [{ w: setOp({ ...w, rec }, i, {}, 'calling'), text }];
+    return [{ w: setOp({ ...w, rec }, i, { leaseEnd }, 'calling'), text }];
   }
   const rec =
     renewed.state === 'reconciling' || renewed.state === 'in-progress'
@@ -164,7 +166,7 @@ function waiting(ctx: Ctx, w: World, i: number): Succ[] {
   const sent = r.p !== w.prov ? ' (the lookup re-sends with the same key)' : '';
   const made = r.p.effects > w.prov.effects ? ` — the provider makes effect #${r.p.effects}` : '';
   const looked = (next: World, obs: LookupResult, text: string): Succ => ({
-    w: setOp({ ...next, rec }, i, { obs, observedAt: n }, 'observing'),
+    w: setOp({ ...next, rec }, i, { obs, observedAt: n, leaseEnd }, 'observing'),
     text: `${tag}: looks up${text}`,
   });
   const out = [looked({ ...w, prov: r.p }, r.result, `${sent} → ${describeObs(r.result)}${made}`)];
@@ -183,18 +185,26 @@ function refused(w: World, i: number): Succ {
 /** A refused fenced write or a run-out lease: the runner waits for the holder, then takes over (waitForOther → claim). */
 const lostLease = (w: World, i: number) => setW(w, i, { pc: 'idle', role: 'recover', op: null });
 
-function newOp(rec: OperationRecord, dispatchWritten: boolean, takenOver: boolean, leaseEnd: number | null, n: number) {
+function newOp(ctx: Ctx, rec: OperationRecord, dispatchWritten: boolean, claim: ClaimResult, n: number) {
   const inFlight = ['dispatched', 'unknown', 'reconciling', 'in-progress'].includes(rec.state);
+  const takenOver = claim.kind === 'claimed' && claim.takenOver;
+  // As runner/state.ts on a ledger without sharedLeaseClock (workers' clocks judge leases, as here): taken over
+  // while maybe applied, the old owner may send until its lease end + the margin; the lookup window opens then.
+  const previous = claim.kind === 'claimed' ? claim.previousLeaseExpiresAt : undefined;
+  const takenOverLeaseEnd = takenOver && inFlight ? (previous === undefined ? rec.updatedAt : previous) : null;
+  const opens = takenOverLeaseEnd === null ? null : takenOverLeaseEnd + ctx.marginMs;
   return {
     fence: rec.fence,
+    /** The lease's end as this worker knows it, on its own clock (runner/context.ts Lease.expiresAt). */
+    leaseEnd: Math.min(rec.leaseExpiresAt ?? 0, n + ctx.policy.leaseMs),
     maybeApplied: !dispatchWritten && inFlight,
     runAttempts: 0,
     polls: 0,
-    windowStartedAt: null as number | null,
+    windowStartedAt: opens !== null && opens > n ? opens : (null as number | null),
     runStartedAt: n,
     lastDispatchedAt:
       dispatchWritten || rec.firstDispatchedAt === null ? null : Math.max(rec.firstDispatchedAt, rec.updatedAt),
-    takenOverLeaseEnd: leaseEnd,
+    takenOverLeaseEnd,
     notBefore: undefined as number | undefined,
     recovering: takenOver && inFlight,
     dispatchWritten,
@@ -208,6 +218,7 @@ export type OpState = ReturnType<typeof newOp>;
 
 function claim(ctx: Ctx, w: World, i: number, dispatch: boolean, text: string): Succ {
   const me = w.ws[i]!;
+  const n = now(w, i);
   const input: ClaimInput = {
     businessOperationId: ID,
     provider: ctx.card.provider,
@@ -218,18 +229,14 @@ function claim(ctx: Ctx, w: World, i: number, dispatch: boolean, text: string): 
     providerKey: ctx.pm.folds || ctx.card.providerKey.travels.value !== 'none' ? ('rs-key' as never) : null,
     owner: me.name,
     leaseMs: ctx.policy.leaseMs,
-    now: w.t,
+    now: n,
     ...(dispatch ? { dispatch: true } : {}),
   };
-  const before = w.rec;
-  const { result, write } = T.claimTransition(before, input);
+  const { result, write } = T.claimTransition(w.rec, input);
   if (result.kind !== 'claimed') return { w: setW(w, i, { pc: 'done' }), text: `${text}: ${result.kind}` };
   const rec = write!;
   const dispatchWritten = dispatch && !result.takenOver && rec.state === 'dispatched';
-  // The dead owner could have sent until its lease ran out (it checks its lease before each call).
-  const takenOverLeaseEnd =
-    result.takenOver && rec.firstDispatchedAt !== null ? (before?.leaseExpiresAt ?? null) : null;
-  const op = newOp(rec, dispatchWritten, result.takenOver, takenOverLeaseEnd, now(w, i));
+  const op = newOp(ctx, rec, dispatchWritten, result, n);
   const w1 = setW({ ...w, rec }, i, { op, pc: 'decided' });
   const first = ctx.decide(ctx.card, stateOf(w1, i), null, { policy: ctx.policy, random });
   return {
@@ -241,14 +248,19 @@ function claim(ctx: Ctx, w: World, i: number, dispatch: boolean, text: string): 
 function call(ctx: Ctx, w: World, i: number): Succ[] {
   const { name: tag, op } = w.ws[i]! as WorkerState & { op: OpState };
   const n = now(w, i);
-  // The runner checks its own lease immediately before every provider call.
-  const leaseLive = holds(w, i) && w.rec!.leaseExpiresAt! > w.t;
-  if (!leaseLive && ctx.checksLease) {
-    const text = `${tag}: its lease ran out before the call: does not send; waits, and takes over once the lease lapses`;
-    return [{ w: lostLease(w, i), text }];
+  // The runner checks the lease it knows, on its own clock, immediately before every provider call
+  // (runner/lease.ts checkOwnLease): it does not read the ledger, which another worker may have written since.
+  const leaseLive = n < op.leaseEnd;
+  if (n >= op.leaseEnd - ctx.leaseCheckMs && ctx.checksLease) {
+    // LeaseExpiredError: the run releases its lease (a fenced write) and ends; a later run() or recover() reconciles.
+    // Not while an owner it took over from may still send: the lease then lapses (runner/state.ts releaseLease).
+    const keep = op.takenOverLeaseEnd !== null && n < op.takenOverLeaseEnd + ctx.marginMs;
+    const rec = holds(w, i) && !keep ? T.releaseTransition(w.rec!) : w.rec;
+    const text = `${tag}: its lease runs out before the call: does not send; ${keep ? 'lets it lapse' : 'releases it'}, a later recover() reconciles`;
+    return [{ w: lostLease({ ...w, rec }, i), text }];
   }
   const rec = w.rec!;
-  const breach = `${tag} called the provider with its lease run out (fence ${op.fence}, ledger fence ${rec.fence})`;
+  const breach = `${tag} called the provider with its lease run out on its own clock (lease end ${fmt(op.leaseEnd)})`;
   const calls = w.prov.calls + 1;
   return ctx.fates.flatMap((fate) => {
     const fault = fate !== 'delivered';

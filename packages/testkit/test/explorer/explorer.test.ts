@@ -1,6 +1,6 @@
 import type { DecisionState } from '@retrysafe/core';
 import { decide } from '@retrysafe/core/internal';
-import { REPLAYING_BEHAVIOUR, sandboxCreateCard } from '@retrysafe/sandbox';
+import { FORGETFUL_BEHAVIOUR, REPLAYING_BEHAVIOUR, sandboxCreateCard } from '@retrysafe/sandbox';
 import { type DecideFn, explore } from '@retrysafe/testkit/explorer';
 import { describe, expect, it } from 'vitest';
 
@@ -58,6 +58,18 @@ describe('explorer', () => {
     expect(checked.violation).toBeNull();
   });
 
+  it("catches a runner that drops takenOverLeaseEnd: the old owner judges its lease on its own clock and still sends after the takeover's not-found", () => {
+    // Leases are written and judged on the workers' clocks (no sharedLeaseClock); B's runs 20 s ahead of A's.
+    const card = sandboxCreateCard({ ...FORGETFUL_BEHAVIOUR, lookup: 'get-by-key', lateApplyMs: 0 });
+    const world = { card, workers: 2, clockSkewMs: 20_000, maxCrashes: 0, maxPauses: 1, maxNetworkFaults: 0 } as const;
+    const dropsLeaseEnd: DecideFn = (c, state, obs, budget) =>
+      decide(c, { ...state, takenOverLeaseEnd: null }, obs, budget);
+    const r = explore({ ...world, decide: dropsLeaseEnd });
+    expect(r.violation?.invariant, r.summary).toBe('at-most-once');
+    expect(r.violation!.story).toMatch(/takes it over[\s\S]*not-found[\s\S]*A resumes\n.*A: calls the provider/);
+    expect(explore(world).violation).toBeNull();
+  });
+
   it('catches a dishonest terminal state: a rule that calls a not-found a success', () => {
     const claimsSuccess: DecideFn = (card, state, obs, budget) =>
       obs !== null && obs.kind === 'not-found'
@@ -66,6 +78,21 @@ describe('explorer', () => {
     const r = explore({ card: lookupOnly, decide: claimsSuccess, workers: 1, maxCrashes: 0, maxNetworkFaults: 1 });
     expect(r.violation?.invariant).toBe('honest-terminal');
     expect(r.violation!.story).toMatch(/lost before the provider/);
+  });
+
+  it('a rejection ends handed off, as the runner writes it, and one while the effect exists is a dishonest terminal state', () => {
+    const rejectsNotFound: DecideFn = (card, state, obs, budget) =>
+      obs !== null && obs.kind === 'not-found'
+        ? { action: 'handoff', reason: 'rejected', why: 'BROKEN: not-found means rejected' }
+        : decide(card, state, obs, budget);
+    const world = { card: lookupOnly, decide: rejectsNotFound, workers: 1, maxCrashes: 0 } as const;
+    const lost = explore({ ...world, maxNetworkFaults: 1, fates: ['delivered', 'lost-before'] });
+    expect(lost.violation).toBeNull();
+    expect(lost.endings).toHaveProperty('handed-off:rejected');
+    expect(lost.endings).not.toHaveProperty('rejected');
+    const r = explore({ ...world, maxNetworkFaults: 1, fates: ['delivered', 'late'] });
+    expect(r.violation?.invariant, r.summary).toBe('honest-terminal');
+    expect(r.violation!.story).toMatch(/handed-off \(rejected\)/);
   });
 
   it('catches a rule that never gives up: polling on past maxElapsed is a stuck operation, not "no violation"', () => {
