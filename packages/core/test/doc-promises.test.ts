@@ -17,7 +17,7 @@ import {
   sandboxCreateCard,
 } from '@retrysafe/sandbox';
 import { describe, expect, it } from 'vitest';
-import { setup } from './helpers.js';
+import { failingOnce, pauseAfter, setup } from './helpers.js';
 
 const OP = 'records.create';
 
@@ -34,25 +34,6 @@ function storingErrors(adapter: AdapterV1, value: boolean | 'unknown'): AdapterV
   return { ...adapter, operations: { ...adapter.operations, [OP]: { ...spec, card } } } as AdapterV1;
 }
 
-/** The process "pauses" for `ms` right after the ledger's first claim. */
-function pauseAfterClaim(inner: Ledger, clock: { advance(ms: number): void }, ms: number): Ledger {
-  let paused = false;
-  return new Proxy(inner, {
-    get(target, prop) {
-      const v = Reflect.get(target, prop) as unknown;
-      if (typeof v !== 'function') return v;
-      return async (...args: unknown[]) => {
-        const r = await (v as (...a: unknown[]) => Promise<unknown>).apply(target, args);
-        if (prop === 'claim' && !paused) {
-          paused = true;
-          clock.advance(ms);
-        }
-        return r;
-      };
-    },
-  });
-}
-
 describe('runbook, paused workers: no send with less than a tenth of the lease (at most 2 s) left', () => {
   const cases: ReadonlyArray<readonly [string, number, number, boolean]> = [
     ['30 s lease, 1.5 s left (under the 2 s cap)', 30_000, 28_500, false],
@@ -66,7 +47,7 @@ describe('runbook, paused workers: no send with less than a tenth of the lease (
       const provider = createSandboxProvider({ ...REPLAYING_BEHAVIOUR, clock: clock.now, sleep: clock.sleep });
       const logs: LogEntry[] = [];
       const runner = createRunner({
-        ledger: pauseAfterClaim(createMemoryLedger(), clock, pauseMs),
+        ledger: pauseAfter(createMemoryLedger(), 'claim', clock, pauseMs),
         clock,
         random: () => 0.5,
         logger: (e) => void logs.push(e),
@@ -136,26 +117,9 @@ describe('runbook, --abandon: later calls with the same business operation get t
 
 describe('runbook section 8, providerMayHaveBeenCalled false: fix the ledger, run the same operation again', () => {
   it('the failed dispatched write left no lease behind: the same call at once proceeds normally, one record', async () => {
-    const clock = createVirtualClock();
-    const provider = createSandboxProvider({ ...REPLAYING_BEHAVIOUR, clock: clock.now, sleep: clock.sleep });
-    const adapter = createSandboxAdapter({ provider });
-    const inner = createMemoryLedger();
-    let failed = false;
+    const { clock, provider, adapter, ledger } = setup();
     // A ledger without the combined claim+dispatch write whose first `dispatched` write fails (a full disk).
-    const flaky = new Proxy(inner, {
-      get(target, prop) {
-        if (prop === 'capabilities') return {};
-        const v = Reflect.get(target, prop) as unknown;
-        if (typeof v !== 'function') return v;
-        return (...args: unknown[]) => {
-          if (prop === 'markDispatched' && !failed) {
-            failed = true;
-            return Promise.reject(new LedgerError('markDispatched: disk full (injected)'));
-          }
-          return (v as (...a: unknown[]) => unknown).apply(target, args);
-        };
-      },
-    }) as Ledger;
+    const flaky = failingOnce(ledger, 'markDispatched', {});
     const runner = createRunner({ ledger: flaky, clock, random: () => 0.5, policy: { waitForOtherMs: 0 } });
     const err = await runner.run(adapter, OP, { params: { ref: 'ledger-back' } }).catch((e: unknown) => e);
     expect(LedgerError.isInstance(err) && err.providerMayHaveBeenCalled).toBe(false);

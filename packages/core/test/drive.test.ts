@@ -6,6 +6,7 @@ import type { Ledger } from '@retrysafe/contract';
 import { createMemoryLedger, createRunner, createVirtualClock, type LogEntry } from '@retrysafe/core';
 import { createSandboxAdapter, createSandboxProvider, REPLAYING_BEHAVIOUR } from '@retrysafe/sandbox';
 import { describe, expect, it } from 'vitest';
+import { setup } from './helpers.js';
 
 const OP = 'records.create';
 
@@ -124,11 +125,7 @@ describe('the attempt loop on the clean path', () => {
 
 describe('run() on the clean path', () => {
   it('a signal aborted before run(): the claim is not born dispatched, the row stays claimed and never dispatched', async () => {
-    const clock = createVirtualClock();
-    const provider = createSandboxProvider({ ...REPLAYING_BEHAVIOUR, clock: clock.now, sleep: clock.sleep });
-    const adapter = createSandboxAdapter({ provider });
-    const ledger = createMemoryLedger();
-    const runner = createRunner({ ledger, clock, random: () => 0.5 });
+    const { provider, adapter, ledger, runner } = setup();
     const reason = new Error('gave up before calling');
     await expect(
       runner.run(adapter, OP, { params: { ref: 'abort-first', amount: 1 }, signal: AbortSignal.abort(reason) }),

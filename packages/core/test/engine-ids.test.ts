@@ -6,6 +6,15 @@ import { setup } from './helpers.js';
 // able to write those names as the run and attempt ids of its receipts, and nothing else.
 const OP = 'records.create';
 
+/** A runner whose first run of `params` was rejected and handed off, with that run's id. */
+async function handedOff(params: Record<string, unknown>) {
+  const env = setup();
+  env.provider.failNext({ kind: 'rejected' });
+  const first = await env.runner.run(env.adapter, OP, { params });
+  expect(first.status).toBe('handed-off');
+  return { ...env, id: first.businessOperationId };
+}
+
 describe('run and attempt ids supplied by the caller (engine step ids)', () => {
   it('every receipt carries the given run id and the next id from attemptIds, in order', async () => {
     const { provider, adapter, runner } = setup();
@@ -35,14 +44,11 @@ describe('run and attempt ids supplied by the caller (engine step ids)', () => {
   });
 
   it('resolve writes the given run id and attempt ids on the resolution and on the resumed attempt', async () => {
-    const { provider, adapter, runner } = setup();
-    provider.failNext({ kind: 'rejected' });
-    const r = await runner.run(adapter, OP, { params: { ref: 'order-3' } });
-    expect(r.status).toBe('handed-off');
+    const { provider, adapter, runner, id } = await handedOff({ ref: 'order-3' });
     let n = 0;
     // resume after a rejection is unsafe by the packet: forced, as a person who fixed the cause would
     const resumed = await runner.resolve(
-      r.businessOperationId,
+      id,
       { action: 'resume', force: true },
       { adapters: [adapter], runId: 'wf-2', attemptIds: () => `wf-2:step-5:${++n}` },
     );
@@ -57,10 +63,7 @@ describe('run and attempt ids supplied by the caller (engine step ids)', () => {
   });
 
   it('a corrected request (a new revision) writes the given ids on its supersede receipt too, not a random one', async () => {
-    const { provider, adapter, runner, ledger } = setup();
-    provider.failNext({ kind: 'rejected' });
-    const first = await runner.run(adapter, OP, { params: { ref: 'order-4', note: 'bad' } });
-    expect(first.status).toBe('handed-off');
+    const { provider, adapter, runner, ledger, id } = await handedOff({ ref: 'order-4', note: 'bad' });
     let n = 0;
     const fixed = await runner.run(adapter, OP, {
       params: { ref: 'order-4', note: 'good' },
@@ -68,7 +71,7 @@ describe('run and attempt ids supplied by the caller (engine step ids)', () => {
       attemptIds: () => `wf-3:step-7:${++n}`,
     });
     expect(fixed.status).toBe('done');
-    const mine = (await ledger.receipts(first.businessOperationId)).slice(1);
+    const mine = (await ledger.receipts(id)).slice(1);
     expect(mine.map((x) => [x.kind, x.decision.action === 'supersede', x.runId, x.attemptId])).toEqual([
       ['resolve', true, 'wf-3', 'wf-3:step-7:1'],
       ['dispatch', false, 'wf-3', 'wf-3:step-7:2'],
@@ -77,11 +80,7 @@ describe('run and attempt ids supplied by the caller (engine step ids)', () => {
   });
 
   it("resolve's resend-with writes the given run id and attempt ids, and refuses a bad one before anything is written", async () => {
-    const { provider, adapter, runner, ledger } = setup();
-    provider.failNext({ kind: 'rejected' });
-    const first = await runner.run(adapter, OP, { params: { ref: 'order-5', note: 'bad' } });
-    expect(first.status).toBe('handed-off');
-    const id = first.businessOperationId;
+    const { provider, adapter, runner, ledger, id } = await handedOff({ ref: 'order-5', note: 'bad' });
     const resendWith = { action: 'resend-with', params: { ref: 'order-5', note: 'good' } } as const;
     await expect(
       runner.resolve(id, resendWith, { adapters: [adapter], attemptIds: () => 'has spaces' }),

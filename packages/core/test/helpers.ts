@@ -1,3 +1,4 @@
+import { type Ledger, type LedgerCapabilities, LedgerError } from '@retrysafe/contract';
 import {
   createMemoryLedger,
   createRunner,
@@ -61,4 +62,45 @@ export async function expectForcedResume(
   const resumed = await s.runner.resolve(id, { action: 'resume', force: true }, { adapters: [s.adapter], by: 'alice' });
   expect(resumed.status).toBe('done');
   expect(s.provider.count()).toBe(1);
+}
+
+/** `inner`, whose process "pauses" for `ms` (the clock moves on) right after the ledger answers the n-th call of `method`. */
+export function pauseAfter(
+  inner: Ledger,
+  method: string,
+  clock: { advance(ms: number): void },
+  ms: number,
+  nth = 1,
+): Ledger {
+  let calls = 0;
+  return new Proxy(inner, {
+    get(target, prop) {
+      const v = Reflect.get(target, prop) as unknown;
+      if (typeof v !== 'function') return v;
+      return async (...args: unknown[]) => {
+        const r = await (v as (...a: unknown[]) => Promise<unknown>).apply(target, args);
+        if (prop === method && ++calls === nth) clock.advance(ms);
+        return r;
+      };
+    },
+  });
+}
+
+/** `inner`, whose first call of `method` fails (a full disk), with `capabilities` in place of its own when given. */
+export function failingOnce(inner: Ledger, method: string, capabilities?: LedgerCapabilities): Ledger {
+  let failed = false;
+  return new Proxy(inner, {
+    get(target, prop) {
+      if (prop === 'capabilities' && capabilities !== undefined) return capabilities;
+      const v = Reflect.get(target, prop) as unknown;
+      if (typeof v !== 'function') return v;
+      return (...args: unknown[]) => {
+        if (prop === method && !failed) {
+          failed = true;
+          return Promise.reject(new LedgerError(`${method}: disk full (injected)`));
+        }
+        return (v as (...a: unknown[]) => unknown).apply(target, args);
+      };
+    },
+  });
 }

@@ -12,7 +12,7 @@ import {
 } from '@retrysafe/contract';
 import { createMemoryLedger, createRunner, createVirtualClock } from '@retrysafe/core';
 import { describe, expect, it } from 'vitest';
-import { setup } from './helpers.js';
+import { failingOnce, setup } from './helpers.js';
 
 const OP = 'records.create';
 
@@ -298,20 +298,7 @@ describe('supersede: a corrected request after a rejection nothing applied (issu
     const { provider, adapter: plain, ledger, clock } = setup({ lookup: 'none' });
     const adapter = declared(plain, { includesErrors: true });
     // The provider applies the first request; the write of its outcome fails, as a crash there would leave it.
-    let failed = false;
-    const dying = new Proxy(ledger, {
-      get(target, prop) {
-        const v = Reflect.get(target, prop) as unknown;
-        if (typeof v !== 'function') return v;
-        return (...args: unknown[]) => {
-          if (prop === 'setState' && !failed) {
-            failed = true;
-            return Promise.reject(new LedgerError('setState: disk full (injected)'));
-          }
-          return (v as (...a: unknown[]) => unknown).apply(target, args);
-        };
-      },
-    }) as Ledger;
+    const dying = failingOnce(ledger, 'setState');
     const params = { ref: 'o-12', note: 'a' };
     await expect(
       createRunner({ ledger: dying, clock, random: () => 0.5 }).run(adapter, OP, { params }),

@@ -6,22 +6,7 @@ import { LeaseExpiredError, type Ledger } from '@retrysafe/contract';
 import { createMemoryLedger, createRunner, createVirtualClock, type LogEntry } from '@retrysafe/core';
 import { createSandboxAdapter, createSandboxProvider, REPLAYING_BEHAVIOUR } from '@retrysafe/sandbox';
 import { describe, expect, it } from 'vitest';
-
-/** The process "pauses" for `ms` right after the ledger answers the n-th call of `method`. */
-function pauseAfter(inner: Ledger, method: string, clock: { advance(ms: number): void }, ms: number, nth = 1): Ledger {
-  let calls = 0;
-  return new Proxy(inner, {
-    get(target, prop) {
-      const v = Reflect.get(target, prop) as unknown;
-      if (typeof v !== 'function') return v;
-      return async (...args: unknown[]) => {
-        const r = await (v as (...a: unknown[]) => Promise<unknown>).apply(target, args);
-        if (prop === method && ++calls === nth) clock.advance(ms);
-        return r;
-      };
-    },
-  });
-}
+import { pauseAfter } from './helpers.js';
 
 describe('own lease checked before every provider call', () => {
   it('a pause longer than the lease between the claim and the first send: LeaseExpiredError, nothing sent, a log line', async () => {

@@ -32,53 +32,64 @@ function lateDispatchAnswer(inner: Ledger, written: () => void, answer: Promise<
   });
 }
 
-describe('a takeover and an owner whose clock lags (limits.clockSkewMargin)', () => {
-  it("the owner may still send after its lease ran out on the taker's clock: the taker's not-found waits the margin, then adopts its record", async () => {
-    const real = createVirtualClock();
-    // No key folds re-sends, so a second send is a second record; the lookup sees a record at once.
-    const provider = createSandboxProvider({
-      replays: false,
-      retentionMs: null,
-      parameterMatching: 'none',
-      concurrency: 'duplicates',
-      lookup: 'get-by-key',
-      lateApplyMs: 0,
-      clock: real.now,
-      sleep: real.sleep,
-    });
-    const adapter = createSandboxAdapter({ provider });
-    const ledger = createMemoryLedger();
-    // Worker A: its clock 20 s behind (the card's margin is 1 min); the ledger answers its dispatched write late.
-    const answer = signal();
-    const written = signal();
-    const sentByA = signal();
-    const aAdapter = {
-      ...adapter,
-      doExecute: async (...a: Parameters<typeof adapter.doExecute>) => {
-        const outcome = await adapter.doExecute(...a);
-        sentByA.fire();
-        return outcome;
-      },
-    };
-    const lagging = { now: () => real.now() - 20_000, sleep: real.sleep };
-    const a = createRunner({ ledger: lateDispatchAnswer(ledger, written.fire, answer.fired), clock: lagging });
-    const runA = a.run(aAdapter, OP, { params: { ref: 'r-skew' } }).catch((e: unknown) => e);
-    await written.fired;
-    // 11 s on: A's lease (30 s from its clock's reading) ended 1 s ago on the ledger's; A still holds it on its own.
-    real.advance(11_000);
+/**
+ * Worker A, its clock 20 s behind (the card's margin is 1 min), held between its durable `dispatched` write and
+ * its request (the ledger answers late) on a sandbox where every send is a record of its own and the lookup sees
+ * one at once; then 11 s on: A's lease (30 s from its clock's reading) ended 1 s ago on the ledger's clock, while
+ * A still holds it on its own.
+ */
+async function laggingOwner(ref: string) {
+  const real = createVirtualClock();
+  const provider = createSandboxProvider({
+    replays: false,
+    retentionMs: null,
+    parameterMatching: 'none',
+    concurrency: 'duplicates',
+    lookup: 'get-by-key',
+    lateApplyMs: 0,
+    clock: real.now,
+    sleep: real.sleep,
+  });
+  const adapter = createSandboxAdapter({ provider });
+  const ledger = createMemoryLedger();
+  const answer = signal();
+  const written = signal();
+  const sent = signal();
+  const aAdapter = {
+    ...adapter,
+    doExecute: async (...a: Parameters<typeof adapter.doExecute>) => {
+      const outcome = await adapter.doExecute(...a);
+      sent.fire();
+      return outcome;
+    },
+  };
+  const lagging = { now: () => real.now() - 20_000, sleep: real.sleep };
+  const a = createRunner({ ledger: lateDispatchAnswer(ledger, written.fire, answer.fired), clock: lagging });
+  const runA = a.run(aAdapter, OP, { params: { ref } }).catch((e: unknown) => e);
+  await written.fired;
+  real.advance(11_000);
+  /** A taker's adapter: A goes on just after the taker's first lookup found nothing, until it has sent or stopped. */
+  const sendsAfterFirstLookup = () => {
     let lookups = 0;
-    const bAdapter = {
+    return {
       ...adapter,
       doLookup: async (...l: Parameters<typeof adapter.doLookup>) => {
         const found = await adapter.doLookup(...l);
-        // A's request goes out just after B's first lookup found nothing.
         if (++lookups === 1) {
           answer.fire();
-          await sentByA.fired;
+          await Promise.race([sent.fired, runA]);
         }
         return found;
       },
     };
+  };
+  return { real, provider, adapter, ledger, answer, runA, sendsAfterFirstLookup };
+}
+
+describe('a takeover and an owner whose clock lags (limits.clockSkewMargin)', () => {
+  it("the owner may still send after its lease ran out on the taker's clock: the taker's not-found waits the margin, then adopts its record", async () => {
+    const { real, provider, ledger, answer, runA, sendsAfterFirstLookup } = await laggingOwner('r-skew');
+    const bAdapter = sendsAfterFirstLookup();
     // B keeps the card's 30 s lookup window: it opens once A can no longer send.
     const rb = await createRunner({ ledger, clock: real, random: () => 0.5 }).run(bAdapter, OP, {
       params: { ref: 'r-skew' },
@@ -90,27 +101,7 @@ describe('a takeover and an owner whose clock lags (limits.clockSkewMargin)', ()
   });
 
   it("a taker that stops before the old owner's lease end + the margin keeps its lease: a release would erase that end, and the next claim's not-found would re-send", async () => {
-    const real = createVirtualClock();
-    const provider = createSandboxProvider({
-      replays: false,
-      retentionMs: null,
-      parameterMatching: 'none',
-      concurrency: 'duplicates',
-      lookup: 'get-by-key',
-      lateApplyMs: 0,
-      clock: real.now,
-      sleep: real.sleep,
-    });
-    const adapter = createSandboxAdapter({ provider });
-    const ledger = createMemoryLedger();
-    // Worker A, 20 s behind, is held between its dispatched write and its request, as above.
-    const answer = signal();
-    const written = signal();
-    const lagging = { now: () => real.now() - 20_000, sleep: real.sleep };
-    const a = createRunner({ ledger: lateDispatchAnswer(ledger, written.fire, answer.fired), clock: lagging });
-    const runA = a.run(adapter, OP, { params: { ref: 'r-release' } }).catch((e: unknown) => e);
-    await written.fired;
-    real.advance(11_000);
+    const { real, provider, adapter, ledger, answer, runA, sendsAfterFirstLookup } = await laggingOwner('r-release');
     // B takes over, finds nothing yet (too early to prove anything), and its caller gives up.
     const stop = new AbortController();
     const bAdapter = {
@@ -126,18 +117,7 @@ describe('a takeover and an owner whose clock lags (limits.clockSkewMargin)', ()
       .catch((e: unknown) => e);
     expect(rb).toMatchObject({ message: 'caller timed out' });
     // The caller runs it again; A's request goes out just after that run's first lookup found nothing.
-    let lookups = 0;
-    const cAdapter = {
-      ...adapter,
-      doLookup: async (...l: Parameters<typeof adapter.doLookup>) => {
-        const found = await adapter.doLookup(...l);
-        if (++lookups === 1) {
-          answer.fire();
-          await runA;
-        }
-        return found;
-      },
-    };
+    const cAdapter = sendsAfterFirstLookup();
     const rc = await createRunner({ ledger, clock: real, random: () => 0.5, policy: { waitForOtherMs: 60_000 } }).run(
       cAdapter,
       OP,
