@@ -175,8 +175,12 @@ export interface Ledger {
   handOff(ref: Fenced, packet: HandoffPacket, now: number, receipt?: Receipt): Promise<OperationRecord>;
   appendReceipt(ref: Fenced, receipt: Receipt): Promise<void>;
   release(ref: Fenced): Promise<void>;
-  /** A person's mark-done or abandon of a handed-off operation (resume is `claim({ resume: true })`). */
-  resolve(id: BusinessOperationId, resolution: Resolution, now: number): Promise<OperationRecord>;
+  /**
+   * A person's mark-done or abandon of a handed-off operation (resume is `claim({ resume: true })`). `receipt`, the
+   * resolve receipt, is written in the same transaction as the state (`capabilities.receiptWithState`): one that is
+   * not the chain's next is a LedgerError, and nothing is written.
+   */
+  resolve(id: BusinessOperationId, resolution: Resolution, now: number, receipt?: Receipt): Promise<OperationRecord>;
   get(id: BusinessOperationId): Promise<OperationRecord | null>;
   list(filter?: ListFilter): Promise<OperationRecord[]>;
   receipts(id: BusinessOperationId): Promise<Receipt[]>;
@@ -422,11 +426,14 @@ export function releaseTransition(record: OperationRecord): OperationRecord {
   return { ...record, ...RELEASED };
 }
 
+/** The resolved record; `receipt`, if given, must follow `lastSeq` (the stored chain's last seq) and is anchored. */
 export function resolveTransition(
   record: OperationRecord | null,
   id: BusinessOperationId,
   resolution: Resolution,
   now: number,
+  receipt?: Receipt,
+  lastSeq = 0,
 ): OperationRecord {
   if (typeof resolution !== 'object' || resolution === null)
     throw new LedgerError('resolve: a resolution { action, … } is required');
@@ -439,14 +446,18 @@ export function resolveTransition(
     throw new InvalidStateError(id, record.state, `only a handed-off operation can be resolved (${action})`);
   if (action === 'mark-done' && (typeof providerRef !== 'string' || providerRef.length === 0))
     throw new InvalidStateError(id, record.state, 'mark-done needs the provider reference of the effect you confirmed');
-  return {
-    ...record,
-    state: action === 'mark-done' ? 'succeeded' : 'abandoned',
-    providerRef: action === 'mark-done' ? providerRef! : record.providerRef,
-    resolution: { action, at: now, ...(providerRef && { providerRef }), ...(by && { by }) },
-    ...RELEASED,
-    updatedAt: now,
-  };
+  if (receipt !== undefined) checkReceipt({ businessOperationId: id, fence: record.fence }, receipt, lastSeq);
+  return chainedTransition(
+    {
+      ...record,
+      state: action === 'mark-done' ? 'succeeded' : 'abandoned',
+      providerRef: action === 'mark-done' ? providerRef! : record.providerRef,
+      resolution: { action, at: now, ...(providerRef && { providerRef }), ...(by && { by }) },
+      ...RELEASED,
+      updatedAt: now,
+    },
+    receipt,
+  );
 }
 
 /** The chain's anchor every ledger writes with the receipt. */

@@ -91,8 +91,11 @@ export function createMemoryLedger(): Ledger {
     async release(ref) {
       put(releaseTransition(fenced(ref)));
     },
-    async resolve(id, resolution, now) {
-      return put(resolveTransition(rows().get(id) ?? null, id, resolution, now));
+    async resolve(id, resolution, now, receipt) {
+      const list = receipts.get(id);
+      const next = resolveTransition(rows().get(id) ?? null, id, resolution, now, receipt, list?.at(-1)?.seq ?? 0);
+      if (receipt !== undefined) memo(receipts, id, () => []).push(clone(receipt));
+      return put(next);
     },
     async get(id) {
       const r = rows().get(id);
