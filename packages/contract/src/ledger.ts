@@ -335,9 +335,20 @@ export function checkRef(ref: Fenced): void {
     throw new LedgerError('a fenced reference { businessOperationId, fence } is required');
 }
 
+/** A reference a provider or person gave: PostgreSQL's text columns cannot hold U+0000, so no ledger takes one. */
+const hasNul = (value: unknown): boolean => typeof value === 'string' && value.includes('\u0000');
+
+const REF_TEXTS = ['providerRef', 'statusRef', 'lastOutcome', 'outcome'] as const;
+
+function checkRefTexts(values: { readonly [F in (typeof REF_TEXTS)[number]]?: unknown }, what: string): void {
+  for (const field of REF_TEXTS)
+    if (hasNul(values[field])) throw new LedgerError(`${what}: ${field} holds U+0000, which a ledger cannot store`);
+}
+
 export function checkStatePatch(patch: StatePatch): void {
   if (typeof patch?.state !== 'string') throw new LedgerError('setState: patch.state is required');
   checkNow(patch.now, 'setState');
+  checkRefTexts(patch, 'setState');
   if (patch.state === 'handed-off') throw new LedgerError('setState cannot hand off: use handOff(ref, packet)');
   if (patch.state === 'abandoned')
     throw new LedgerError('setState cannot abandon: a person does that through resolve()');
@@ -348,6 +359,7 @@ export function checkStatePatch(patch: StatePatch): void {
 export function checkPacket(packet: HandoffPacket): void {
   if (typeof packet?.lastKnown !== 'object' || packet.lastKnown === null)
     throw new LedgerError('handOff: a handoff packet { lastKnown, … } is required');
+  checkRefTexts(packet.lastKnown, 'handOff');
 }
 
 export function checkFence(record: OperationRecord | null, ref: Fenced): OperationRecord {
@@ -444,7 +456,7 @@ export function resolveTransition(
     throw new LedgerError(`unknown resolution ${JSON.stringify(action)}`);
   if (record.state !== 'handed-off')
     throw new InvalidStateError(id, record.state, `only a handed-off operation can be resolved (${action})`);
-  if (action === 'mark-done' && (typeof providerRef !== 'string' || providerRef.length === 0))
+  if (action === 'mark-done' && (typeof providerRef !== 'string' || providerRef.trim() === '' || hasNul(providerRef)))
     throw new InvalidStateError(id, record.state, 'mark-done needs the provider reference of the effect you confirmed');
   if (receipt !== undefined) checkReceipt({ businessOperationId: id, fence: record.fence }, receipt, lastSeq);
   return chainedTransition(

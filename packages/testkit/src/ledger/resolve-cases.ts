@@ -1,4 +1,4 @@
-import { LedgerError } from '@retrysafe/contract';
+import { InvalidStateError, LedgerError } from '@retrysafe/contract';
 import { verifyReceiptChain } from '@retrysafe/core';
 import { expect } from 'vitest';
 import { claimed, id, packet, receipt, refused, T0, type Test } from './fixtures.js';
@@ -50,5 +50,32 @@ export function resolveCases(test: Test): void {
     const r2 = receipt('res-refused', 2, r1.hash);
     expect((await l.resolve(id('res-refused'), { action: 'abandon' }, T0 + 3, r2)).state).toBe('abandoned');
     expect(await l.receipts(id('res-refused'))).toEqual([r1, r2]);
+  });
+
+  test('mark-done refuses a provider reference that is blank after trimming or holds U+0000 (InvalidStateError), writing nothing', async (l) => {
+    const { ref } = await claimed(l, 'res-blank');
+    const handed = await l.handOff(ref, packet('res-blank'), T0 + 1);
+    for (const providerRef of [' ', '\t\n ', '\u0000', 'rec_\u00001']) {
+      const resolution = { action: 'mark-done', providerRef } as const;
+      await refused(l.resolve(id('res-blank'), resolution, T0 + 2), InvalidStateError);
+      await refused(l.resolve(id('res-blank'), resolution, T0 + 2, receipt('res-blank', 1, null)), InvalidStateError);
+    }
+    expect(await l.get(id('res-blank'))).toEqual(handed);
+    expect(await l.receipts(id('res-blank'))).toEqual([]);
+  });
+
+  test('setState and handOff refuse a provider or status reference holding U+0000 (LedgerError), writing nothing', async (l) => {
+    const { ref, record } = await claimed(l, 'nul-ref');
+    const nul = 'ref_\u0000x';
+    await refused(l.setState(ref, { state: 'succeeded', providerRef: nul, now: T0 + 1 }), LedgerError);
+    await refused(l.setState(ref, { state: 'in-progress', statusRef: nul, now: T0 + 1 }), LedgerError);
+    await refused(
+      l.setState(ref, { state: 'succeeded', providerRef: nul, now: T0 + 1, receipt: receipt('nul-ref', 1, null) }),
+      LedgerError,
+    );
+    const lastKnown = { ...packet('nul-ref').lastKnown, providerRef: nul };
+    await refused(l.handOff(ref, { ...packet('nul-ref'), lastKnown }, T0 + 1), LedgerError);
+    expect(await l.get(id('nul-ref'))).toEqual(record);
+    expect(await l.receipts(id('nul-ref'))).toEqual([]);
   });
 }
