@@ -3,7 +3,7 @@
 // closed the row and the receipt was a second write: a crash or a failing write between the two left the operation
 // succeeded or abandoned with no receipt saying who closed it or why.
 
-import { type Ledger, LedgerError } from '@retrysafe/contract';
+import { InvalidStateError, type Ledger, LedgerError } from '@retrysafe/contract';
 import { createMemoryLedger, createRunner } from '@retrysafe/core';
 import { describe, expect, it } from 'vitest';
 import { setup } from './helpers.js';
@@ -47,4 +47,26 @@ describe('runner.resolve(): mark-done and abandon close the operation with its r
       expect(row.receiptChain).toEqual({ head: receipts.at(-1)!.hash, length: receipts.length });
     }
   });
+
+  it.each([
+    ['blank', ' \t'],
+    ['U+0000', 'rec_\u00001'],
+  ])(
+    'mark-done with a %s provider reference is refused (InvalidStateError) on the API as the CLI refuses it: nothing written',
+    async (_name, providerRef) => {
+      const { provider, adapter, runner, ledger } = setup(FORGETFUL);
+      provider.failNext({ kind: 'unknown-before-commit' });
+      const r = await runner.run(adapter, 'records.create', { params: { ref: 'rr-blank', amount: 1 } });
+      const before = {
+        row: await ledger.get(r.businessOperationId),
+        receipts: await ledger.receipts(r.businessOperationId),
+      };
+      const err = await runner
+        .resolve(r.businessOperationId, { action: 'mark-done', providerRef }, { by: 'alice' })
+        .catch((e: unknown) => e);
+      expect(InvalidStateError.isInstance(err)).toBe(true);
+      expect(await ledger.get(r.businessOperationId)).toEqual(before.row);
+      expect(await ledger.receipts(r.businessOperationId)).toEqual(before.receipts);
+    },
+  );
 });
