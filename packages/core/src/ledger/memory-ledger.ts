@@ -92,10 +92,19 @@ export function createMemoryLedger(): Ledger {
       put(releaseTransition(fenced(ref)));
     },
     async resolve(id, resolution, now, receipt) {
-      const list = receipts.get(id);
-      const next = resolveTransition(rows().get(id) ?? null, id, resolution, now, receipt, list?.at(-1)?.seq ?? 0);
-      if (receipt !== undefined) memo(receipts, id, () => []).push(clone(receipt));
-      return put(next);
+      const next = resolveTransition(
+        rows().get(id) ?? null,
+        id,
+        resolution,
+        now,
+        receipt,
+        receipts.get(id)?.at(-1)?.seq,
+      );
+      // Both copies are made before either is stored: a value that cannot be copied leaves nothing written.
+      const copy = receipt === undefined ? undefined : clone(receipt);
+      put(next);
+      if (copy !== undefined) memo(receipts, id, () => []).push(copy);
+      return next;
     },
     async get(id) {
       const r = rows().get(id);
