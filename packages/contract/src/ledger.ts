@@ -175,8 +175,12 @@ export interface Ledger {
   handOff(ref: Fenced, packet: HandoffPacket, now: number, receipt?: Receipt): Promise<OperationRecord>;
   appendReceipt(ref: Fenced, receipt: Receipt): Promise<void>;
   release(ref: Fenced): Promise<void>;
-  /** A person's mark-done or abandon of a handed-off operation (resume is `claim({ resume: true })`). */
-  resolve(id: BusinessOperationId, resolution: Resolution, now: number): Promise<OperationRecord>;
+  /**
+   * A person's mark-done or abandon of a handed-off operation (resume is `claim({ resume: true })`). `receipt`, the
+   * resolve receipt, is written in the same transaction as the state (`capabilities.receiptWithState`): one that is
+   * not the chain's next is a LedgerError, and nothing is written.
+   */
+  resolve(id: BusinessOperationId, resolution: Resolution, now: number, receipt?: Receipt): Promise<OperationRecord>;
   get(id: BusinessOperationId): Promise<OperationRecord | null>;
   list(filter?: ListFilter): Promise<OperationRecord[]>;
   receipts(id: BusinessOperationId): Promise<Receipt[]>;
@@ -331,9 +335,20 @@ export function checkRef(ref: Fenced): void {
     throw new LedgerError('a fenced reference { businessOperationId, fence } is required');
 }
 
+/** A reference a provider or person gave: PostgreSQL's text columns cannot hold U+0000, so no ledger takes one. */
+const hasNul = (value: unknown): boolean => typeof value === 'string' && value.includes('\u0000');
+
+const REF_TEXTS = ['providerRef', 'statusRef', 'lastOutcome', 'outcome'] as const;
+
+function checkRefTexts(values: { readonly [F in (typeof REF_TEXTS)[number]]?: unknown }, what: string): void {
+  for (const field of REF_TEXTS)
+    if (hasNul(values[field])) throw new LedgerError(`${what}: ${field} holds U+0000, which a ledger cannot store`);
+}
+
 export function checkStatePatch(patch: StatePatch): void {
   if (typeof patch?.state !== 'string') throw new LedgerError('setState: patch.state is required');
   checkNow(patch.now, 'setState');
+  checkRefTexts(patch, 'setState');
   if (patch.state === 'handed-off') throw new LedgerError('setState cannot hand off: use handOff(ref, packet)');
   if (patch.state === 'abandoned')
     throw new LedgerError('setState cannot abandon: a person does that through resolve()');
@@ -344,6 +359,7 @@ export function checkStatePatch(patch: StatePatch): void {
 export function checkPacket(packet: HandoffPacket): void {
   if (typeof packet?.lastKnown !== 'object' || packet.lastKnown === null)
     throw new LedgerError('handOff: a handoff packet { lastKnown, … } is required');
+  checkRefTexts(packet.lastKnown, 'handOff');
 }
 
 export function checkFence(record: OperationRecord | null, ref: Fenced): OperationRecord {
@@ -422,11 +438,14 @@ export function releaseTransition(record: OperationRecord): OperationRecord {
   return { ...record, ...RELEASED };
 }
 
+/** The resolved record; `receipt`, if given, must follow `lastSeq` (the stored chain's last seq) and is anchored. */
 export function resolveTransition(
   record: OperationRecord | null,
   id: BusinessOperationId,
   resolution: Resolution,
   now: number,
+  receipt?: Receipt,
+  lastSeq = 0,
 ): OperationRecord {
   if (typeof resolution !== 'object' || resolution === null)
     throw new LedgerError('resolve: a resolution { action, … } is required');
@@ -437,16 +456,20 @@ export function resolveTransition(
     throw new LedgerError(`unknown resolution ${JSON.stringify(action)}`);
   if (record.state !== 'handed-off')
     throw new InvalidStateError(id, record.state, `only a handed-off operation can be resolved (${action})`);
-  if (action === 'mark-done' && (typeof providerRef !== 'string' || providerRef.length === 0))
+  if (action === 'mark-done' && (typeof providerRef !== 'string' || providerRef.trim() === '' || hasNul(providerRef)))
     throw new InvalidStateError(id, record.state, 'mark-done needs the provider reference of the effect you confirmed');
-  return {
-    ...record,
-    state: action === 'mark-done' ? 'succeeded' : 'abandoned',
-    providerRef: action === 'mark-done' ? providerRef! : record.providerRef,
-    resolution: { action, at: now, ...(providerRef && { providerRef }), ...(by && { by }) },
-    ...RELEASED,
-    updatedAt: now,
-  };
+  if (receipt !== undefined) checkReceipt({ businessOperationId: id, fence: record.fence }, receipt, lastSeq);
+  return chainedTransition(
+    {
+      ...record,
+      state: action === 'mark-done' ? 'succeeded' : 'abandoned',
+      providerRef: action === 'mark-done' ? providerRef! : record.providerRef,
+      resolution: { action, at: now, ...(providerRef && { providerRef }), ...(by && { by }) },
+      ...RELEASED,
+      updatedAt: now,
+    },
+    receipt,
+  );
 }
 
 /** The chain's anchor every ledger writes with the receipt. */

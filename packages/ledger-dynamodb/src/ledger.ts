@@ -237,6 +237,7 @@ export function createDynamoDbLedger(options: DynamoDbLedgerOptions): Ledger {
     id: OperationRecord['businessOperationId'],
     resolution: Parameters<Ledger['resolve']>[1],
     now: number,
+    receipt?: Receipt,
   ): Promise<OperationRecord> {
     const start = { current: await t.load(id, 'resolve'), known: false };
     const { answer } = await optimistic(
@@ -245,7 +246,8 @@ export function createDynamoDbLedger(options: DynamoDbLedgerOptions): Ledger {
       'resolve',
       start,
       (current) => {
-        const write = nextStored(resolveTransition(current?.record ?? null, id, resolution, now), current);
+        const next = resolveTransition(current?.record ?? null, id, resolution, now, receipt, current?.lastSeq);
+        const write = nextStored(next, current, receipt);
         return { write, answer: write.record };
       },
       (write, current) => store('resolve', write, current),

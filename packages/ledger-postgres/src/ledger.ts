@@ -70,11 +70,12 @@ export function createPostgresLedger(options: PostgresLedgerOptions): PostgresLe
     capabilities: { claimDispatch: true, receiptWithState: true, sharedLeaseClock: c.dbClock },
     claim: (input) => claim(c, input),
     ...fencedWrites(c),
-    resolve: (id, resolution, now) =>
+    resolve: (id, resolution, now, receipt) =>
       c.db.tx('resolve', async (run) => {
         const { rows } = await run<OperationRow>('resolve', c.st.resolveLock, [id]);
-        const next = resolveTransition(rows[0] ? toRecord(rows[0]) : null, id, resolution, now);
-        return c.writes.writeLocked(run, 'resolve', rows[0]!.fence, next);
+        const row = rows[0];
+        const next = resolveTransition(row ? toRecord(row) : null, id, resolution, now, receipt, row?.receipt_count);
+        return c.writes.writeLocked(run, 'resolve', row!.fence, next, receipt);
       }),
     ...reads(c),
     prune: (opts) => prune(c, opts),

@@ -56,6 +56,8 @@ export function toRecord(row: OperationRow): OperationRecord {
   return record as unknown as OperationRecord;
 }
 
+export const RECORD_FIELD_COUNT = FIELDS.length;
+
 /** UPDATE … SET of every column from $2 on, as `recordValues` gives them ($1 is left to the caller). */
 export const SET_EVERY_COLUMN = FIELDS.map(
   ([, column, kind], i) => `${column} = $${i + 2}${kind === 'json' ? '::json' : ''}`,
@@ -205,9 +207,19 @@ export function createWrites(db: Db, st: Statements, defers: boolean) {
     return fromRow(rows[0]!);
   }
 
-  /** Stores a transition's record over a row this transaction holds FOR UPDATE, with the fence read under the lock. */
-  async function writeLocked(run: Run, what: string, fence: unknown, r: OperationRecord): Promise<OperationRecord> {
-    const { rows } = await run<OperationRow & { xmin: string }>(what, st.writeLocked, [fence, ...recordValues(r)]);
+  /** Stores a transition's record over a row this transaction holds FOR UPDATE, with the fence read under the lock,
+   * and the receipt the transition anchored. */
+  async function writeLocked(
+    run: Run,
+    what: string,
+    fence: unknown,
+    r: OperationRecord,
+    receipt?: Receipt,
+  ): Promise<OperationRecord> {
+    const values = [fence, ...recordValues(r)];
+    if (receipt !== undefined) values.push(receipt.seq, jsonParam(receipt), receipt.hash);
+    const sql = receipt === undefined ? st.writeLocked : st.writeLockedReceipt;
+    const { rows } = await run<OperationRow & { xmin: string }>(what, sql, values);
     if (rows.length === 0)
       throw new LedgerError(`${what}: ${r.businessOperationId} changed under its row lock; nothing written`);
     return fromRow(rows[0]!);

@@ -1,6 +1,6 @@
 import type { ListFilter } from '@retrysafe/contract';
 import { PRUNABLE_STATES, RECOVERABLE_STATES, TERMINAL_STATES } from '@retrysafe/contract/ledger';
-import { RECORD_COLUMNS, SET_EVERY_COLUMN } from './rows.js';
+import { RECORD_COLUMNS, RECORD_FIELD_COUNT, SET_EVERY_COLUMN } from './rows.js';
 
 /** Prepared once per connection under `name`, or sent unnamed (`null`) when its text varies. */
 export interface Sql {
@@ -110,6 +110,12 @@ export function createStatements(ops: string, dbClock: boolean) {
     writeLocked: named(
       'write-locked',
       `UPDATE ${ops} SET ${SET_EVERY_COLUMN} WHERE business_operation_id = $2 AND fence = $1 ${returning}`,
+    ),
+    /** The same with a receipt after the record's parameters (seq, JSON, hash), which must be the chain's next. */
+    writeLockedReceipt: named(
+      'write-locked+receipt',
+      `UPDATE ${ops} SET ${SET_EVERY_COLUMN}, ${appendReceipt(`$${RECORD_FIELD_COUNT + 3}`)}, receipt_head = $${RECORD_FIELD_COUNT + 4}, receipt_count = $${RECORD_FIELD_COUNT + 2}
+         WHERE business_operation_id = $2 AND fence = $1 AND receipt_count + 1 = $${RECORD_FIELD_COUNT + 2}::integer AND ${RECEIPTS_ARRAY} ${returning}`,
     ),
     /** $1 caller's now, $2 limit, $3 database clock?: served by the partial index of open rows. */
     recover: named(

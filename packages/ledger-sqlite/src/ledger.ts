@@ -136,10 +136,11 @@ export function createSqliteLedger(options: SqliteLedgerOptions): Ledger {
     async release(ref) {
       await write(ref, 'release', (r) => releaseTransition(r));
     },
-    resolve: (id, resolution, now) =>
+    resolve: (id, resolution, now, receipt) =>
       tx(c, 'resolve', () => {
         const row = rows.load(id);
-        return rows.store(resolveTransition(row?.current ?? null, id, resolution, now), row);
+        const next = resolveTransition(row?.current ?? null, id, resolution, now, receipt, row?.lastSeq);
+        return rows.store(next, row, receipt);
       }),
     get: (id) =>
       read(c, 'get', () => {

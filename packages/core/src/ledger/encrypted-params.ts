@@ -103,7 +103,7 @@ export function encryptParams(inner: Ledger, options: EncryptParamsOptions): Led
     handOff: async (ref, packet, now, receipt) => open(await inner.handOff(ref, packet, now, receipt)),
     appendReceipt: (ref, receipt) => inner.appendReceipt(ref, receipt),
     release: (ref) => inner.release(ref),
-    resolve: async (id, resolution, now) => open(await inner.resolve(id, resolution, now)),
+    resolve: async (id, resolution, now, receipt) => open(await inner.resolve(id, resolution, now, receipt)),
     get: async (id) => {
       const r = await inner.get(id);
       return r ? open(r) : null;

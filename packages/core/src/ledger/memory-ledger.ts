@@ -91,8 +91,20 @@ export function createMemoryLedger(): Ledger {
     async release(ref) {
       put(releaseTransition(fenced(ref)));
     },
-    async resolve(id, resolution, now) {
-      return put(resolveTransition(rows().get(id) ?? null, id, resolution, now));
+    async resolve(id, resolution, now, receipt) {
+      const next = resolveTransition(
+        rows().get(id) ?? null,
+        id,
+        resolution,
+        now,
+        receipt,
+        receipts.get(id)?.at(-1)?.seq,
+      );
+      // Both copies are made before either is stored: a value that cannot be copied leaves nothing written.
+      const copy = receipt === undefined ? undefined : clone(receipt);
+      put(next);
+      if (copy !== undefined) memo(receipts, id, () => []).push(copy);
+      return next;
     },
     async get(id) {
       const r = rows().get(id);

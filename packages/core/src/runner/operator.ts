@@ -316,12 +316,6 @@ async function close(
   const { baseRedactor, clock, ledger, log } = ctx;
   const id = record.businessOperationId;
   const providerRef = resolution.action === 'mark-done' ? resolution.providerRef : undefined;
-  const now = clock.now();
-  const after = await ledger.resolve(
-    id,
-    { action: resolution.action, ...(providerRef !== undefined ? { providerRef } : {}), by: p.by },
-    now,
-  );
   const last = (await ledger.receipts(id)).at(-1);
   const redactor = baseRedactor.withValuesFrom(record.params);
   const receipt = resolveReceipt(ctx, record, last, {
@@ -330,10 +324,16 @@ async function close(
     action: resolution.action,
     reason: redactor.text(`resolved by a person (${personRef(p.by)})`),
     providerKey: record.providerKey,
-    ...(providerRef !== undefined ? { providerRef: redactor.text(providerRef) } : {}),
+    // Not a string: the ledger refuses the mark-done (InvalidStateError) before anything is written.
+    ...(typeof providerRef === 'string' ? { providerRef: redactor.text(providerRef) } : {}),
     requestFingerprint: last?.requestFingerprint ?? fingerprint(redactor.params(record.params)),
   });
-  await ledger.appendReceipt(fenceOf(after), receipt);
+  const resolved = { action: resolution.action, ...(providerRef !== undefined ? { providerRef } : {}), by: p.by };
+  // One write with its receipt: a crash between two would leave it closed without the receipt the runbook promises.
+  const after = ctx.receiptWithState
+    ? await ledger.resolve(id, resolved, clock.now(), receipt)
+    : await ledger.resolve(id, resolved, clock.now());
+  if (!ctx.receiptWithState) await ledger.appendReceipt(fenceOf(after), receipt);
   log('info', 'resolve', `${resolution.action} by ${personRef(p.by)}`);
   const state = after.state as 'succeeded' | 'abandoned';
   return { status: 'resolved', businessOperationId: id, state, providerRef: after.providerRef };

@@ -5,6 +5,7 @@ import { claimTableCases } from './claim-table.js';
 import { claimDispatchCases, receiptCases } from './combined-write-cases.js';
 import { claimed, claimInput, expectClaimed, id, idsOf, packet, receipt, refused, T0, type Test } from './fixtures.js';
 import { boundCases, inputCases } from './input-cases.js';
+import { resolveCases } from './resolve-cases.js';
 
 /** Claim inputs and handoff packets for a ledger's own tests, of the suite's shape. */
 export { claimOf, packetOf } from './fixtures.js';
@@ -347,6 +348,7 @@ export function ledgerSuite(options: { readonly name: string; readonly create: (
       claimDispatchCases,
       receiptCases,
       chainAndPruneCases,
+      resolveCases,
       claimTableCases,
       inputCases,
       boundCases,
