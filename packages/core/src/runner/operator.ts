@@ -104,10 +104,14 @@ async function recoverOne(
     log('warn', 'recover-skip', `no adapter given for ${record.operation}`);
     return reportOf(record, record.state, 'skipped-no-adapter');
   }
-  const op = storedOperation(ctx, found, record, { runId, attemptIds: newAttemptId });
+  const run = { runId, attemptIds: newAttemptId };
+  const listed = storedOperation(ctx, found, record, run);
   const claimedAt = ctx.clock.now();
-  const claim = await ledger.claim(claimInput(ctx, op, claimedAt));
+  const claim = await ledger.claim(claimInput(ctx, listed, claimedAt));
   if (claim.kind !== 'claimed') return notClaimed(record, claim);
+  // Claimed by another since the listing (a person's new revision: other params, another key): what this claim holds
+  // is the operation now, and no revision can replace it while the fence is this one's.
+  const op = claim.record.fence === record.fence + 1 ? listed : storedOperation(ctx, found, claim.record, run);
   log('info', 'recover', `reconciling from ${claim.record.state}`, op);
   const result = await execute(ctx, op, { ...claim, claimedAt, dispatchWritten: false });
   const after = await ledger.get(record.businessOperationId);
