@@ -1,7 +1,7 @@
 // Issue 15 item 7: the API refuses what the CLI refuses. resume on a packet that marks it unsafe is an
 // UnsafeResumeError (nothing sent) unless { force: true }.
 
-import { type Ledger, UnsafeResumeError } from '@retrysafe/contract';
+import { fingerprint, type Ledger, LedgerError, UnsafeResumeError } from '@retrysafe/contract';
 import { createRunner } from '@retrysafe/core';
 import { describe, expect, it } from 'vitest';
 import { expectForcedResume, setup } from './helpers.js';
@@ -160,4 +160,108 @@ describe('two people resume one handoff at once (runbook: the CLI refuses a resu
       expect(after?.handoff?.safeNextActions[0]).toMatchObject({ action: 'resume', safe: false });
     });
   }
+});
+
+/** `inner`, whose `method` fails once (a worker that stops there); everything else as it is. */
+function failingOnce(inner: Ledger, method: string): Ledger {
+  let failed = false;
+  return new Proxy(inner, {
+    get(target, prop) {
+      if (prop === 'capabilities') return undefined; // every dispatch is its own markDispatched
+      const v = Reflect.get(target, prop) as unknown;
+      if (typeof v !== 'function') return v;
+      return (...args: unknown[]) => {
+        if (prop === method && !failed) {
+          failed = true;
+          return Promise.reject(new LedgerError(`${method}: the worker stopped here (injected)`));
+        }
+        return (v as (...a: unknown[]) => unknown).apply(target, args);
+      };
+    },
+  }) as Ledger;
+}
+
+/** `ledger` for a person whose resolve reads the operation, then waits for `meanwhile` before anything else. */
+function actsAfterRead(ledger: Ledger, meanwhile: () => Promise<void>): Ledger {
+  let done = false;
+  return new Proxy(ledger, {
+    get(target, prop) {
+      const v = Reflect.get(target, prop) as unknown;
+      if (typeof v !== 'function') return v;
+      return async (...args: unknown[]) => {
+        const out = await (v as (...a: unknown[]) => Promise<unknown>).apply(target, args);
+        if (prop === 'get' && !done) {
+          done = true;
+          await meanwhile();
+        }
+        return out;
+      };
+    },
+  }) as Ledger;
+}
+
+describe('a resume whose operation another person drove after it was read, and whose worker stopped mid-flight', () => {
+  it('resumed by another, applied, its worker stopped before writing the outcome: the later resume takes it over as it is, never re-sends on the packet it read: one record', async () => {
+    const { provider, adapter, ledger, clock } = setup(FORGETFUL, { policy: { maxAttempts: 2 } });
+    provider.failNext({ kind: 'not-applied', retryAfterMs: 10 }, 2);
+    const r = await createRunner({ ledger, clock, random: () => 0.5, policy: { maxAttempts: 2 } }).run(adapter, OP, {
+      params: { ref: 'stopped-1' },
+    });
+    expect(r.status === 'handed-off' && r.packet.safeNextActions[0]).toMatchObject({ action: 'resume', safe: true });
+    const id = r.businessOperationId;
+    // Bob reads it; Alice's resume runs meanwhile: the provider applies her request, her worker stops before writing
+    // the outcome, and her lease runs out.
+    const bob = createRunner({
+      ledger: actsAfterRead(ledger, async () => {
+        const alice = createRunner({ ledger: failingOnce(ledger, 'setState'), clock, random: () => 0.5 });
+        await expect(alice.resolve(id, { action: 'resume' }, { adapters: [adapter], by: 'alice' })).rejects.toSatisfy(
+          LedgerError.isInstance,
+        );
+        expect(provider.count()).toBe(1);
+        clock.advance(600_000);
+      }),
+      clock,
+      random: () => 0.5,
+    });
+    const out = await bob
+      .resolve(id, { action: 'resume' }, { adapters: [adapter], by: 'bob' })
+      .catch((e: unknown) => e);
+    expect(provider.count()).toBe(1);
+    expect(out).toMatchObject({ status: 'handed-off' });
+  });
+
+  it('a corrected request (resend-with) made meanwhile, its worker stopped before sending: the resume sends the corrected request, never the replaced one', async () => {
+    const { provider, adapter, ledger, clock } = setup();
+    const bad = { ref: 'stopped-2', note: 'bad' };
+    const good = { ref: 'stopped-2', note: 'good' };
+    // Throttled until its budget ran out: handed off, nothing applied (resume and resend-with both offered).
+    provider.failNext({ kind: 'not-applied', retryAfterMs: 10 }, 2);
+    const r = await createRunner({ ledger, clock, random: () => 0.5, policy: { maxAttempts: 2 } }).run(adapter, OP, {
+      params: bad,
+    });
+    expect(r.status === 'handed-off' && r.packet.safeNextActions.map((a) => a.action)).toContain('resend-with');
+    const id = r.businessOperationId;
+    const bob = createRunner({
+      ledger: actsAfterRead(ledger, async () => {
+        // Carol sends the corrected request; her worker stops before sending it (nothing at the provider).
+        const carol = createRunner({ ledger: failingOnce(ledger, 'markDispatched'), clock, random: () => 0.5 });
+        await expect(
+          carol.resolve(id, { action: 'resend-with', params: good }, { adapters: [adapter], by: 'carol' }),
+        ).rejects.toSatisfy(LedgerError.isInstance);
+        expect(provider.calls()).toBe(2);
+        clock.advance(600_000);
+      }),
+      clock,
+      random: () => 0.5,
+    });
+    const out = await bob.resolve(id, { action: 'resume' }, { adapters: [adapter], by: 'bob' });
+    expect(out).toMatchObject({ status: 'done' });
+    expect(provider.count()).toBe(1);
+    const sent = provider.records()[0]!;
+    const after = await ledger.get(id);
+    expect(after?.params).toEqual(good);
+    expect(sent.paramsFingerprint).not.toBe(fingerprint(bad));
+    expect(sent.paramsFingerprint).toBe(fingerprint(good));
+    expect(sent.key).toBe(after?.providerKey);
+  });
 });

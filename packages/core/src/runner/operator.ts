@@ -21,6 +21,7 @@ import {
   UnsafeResumeError,
 } from '@retrysafe/contract';
 import { lookupAvailable, resendSafety } from '@retrysafe/contract/rules';
+import { MAYBE_APPLIED_STATES } from '../decide.js';
 import { BrokenReceiptChainError } from '../errors/broken-receipt-chain-error.js';
 import { RunnerConfigurationError } from '../errors/runner-configuration-error.js';
 import { buildPacket, resumeSafeByKey } from '../handoff.js';
@@ -279,12 +280,18 @@ async function resume(
   const claim = await ledger.claim(claimInput(ctx, op, claimedAt, { resume: true }));
   if (claim.kind === 'busy') return heldElsewhere(claim.record, clock.now());
   if (claim.kind !== 'claimed') return fromTerminal(ctx, claim.record, null, op);
-  // Resumed and handed off again between the read above and this claim: the packet judged is stale. Handed back as it
-  // is, then judged on its packet now; a forced resume was forced against the old one.
-  if (claim.record.fence !== record.fence + 1 && claim.record.handoff) {
-    const current = await ledger.handOff(fenceOf(claim.record), claim.record.handoff, clock.now());
-    if (force) throw new UnsafeResumeError(id, 'it was handed off again after you read it: read the new packet first');
-    return resume(ctx, current, false, adapters, p);
+  if (claim.record.fence !== record.fence + 1) {
+    // Resumed and handed off again between the read above and this claim: the packet judged is stale. Handed back as
+    // it is, then judged on its packet now; a forced resume was forced against the old one.
+    if (claim.record.handoff && !MAYBE_APPLIED_STATES.includes(claim.record.state)) {
+      const current = await ledger.handOff(fenceOf(claim.record), claim.record.handoff, clock.now());
+      if (force)
+        throw new UnsafeResumeError(id, 'it was handed off again after you read it: read the new packet first');
+      return resume(ctx, current, false, adapters, p);
+    }
+    // Or another's run of it (a resume, a new revision) stopped mid-flight: taken over as run() would, as stored now.
+    const stored = storedOperation(ctx, adapterFor(adapters, claim.record, 'resume'), claim.record, p);
+    return execute(ctx, stored, { ...claim, claimedAt, dispatchWritten: false });
   }
   // Safe only by the key, the effect may exist: from `unknown`, every re-send of the resumed run is held to the key's
   // retention (a `claimed` run would retry a throttled send past it as a new request).
