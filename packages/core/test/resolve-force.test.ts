@@ -265,3 +265,39 @@ describe('a resume whose operation another person drove after it was read, and w
     expect(sent.key).toBe(after?.providerKey);
   });
 });
+
+describe('a mark-done whose operation a person corrected (resend-with) after it was read', () => {
+  it('its receipt names the provider key of the revision it closed, not the one read before', async () => {
+    const { provider, adapter: plain, ledger, clock } = setup();
+    const spec = plain.operations[OP]!;
+    const includesErrors = { value: true, source: 'test: the provider stores rejections' };
+    const card = { ...spec.card, storedResult: { ...spec.card.storedResult, includesErrors } };
+    const adapter = { ...plain, operations: { ...plain.operations, [OP]: { ...spec, card } } };
+    const policy = { maxAttempts: 1 };
+    provider.failNext({ kind: 'not-applied', retryAfterMs: 10 });
+    const r = await createRunner({ ledger, clock, random: () => 0.5, policy }).run(adapter, OP, {
+      params: { ref: 'closed-1', note: 'bad' },
+    });
+    expect(r.status).toBe('handed-off');
+    const id = r.businessOperationId;
+    const bob = createRunner({
+      ledger: actsAfterRead(ledger, async () => {
+        // Carol's corrected request, a revision with a key of its own, is throttled and handed off again.
+        provider.failNext({ kind: 'not-applied', retryAfterMs: 10 });
+        const carol = createRunner({ ledger, clock, random: () => 0.5, policy });
+        const params = { ref: 'closed-1', note: 'good' };
+        await expect(
+          carol.resolve(id, { action: 'resend-with', params }, { adapters: [adapter], by: 'carol' }),
+        ).resolves.toMatchObject({ status: 'handed-off' });
+      }),
+      clock,
+      random: () => 0.5,
+    });
+    await bob.resolve(id, { action: 'mark-done', providerRef: 'rec_checked' }, { by: 'bob' });
+    const after = await ledger.get(id);
+    expect(after?.state).toBe('succeeded');
+    const last = (await ledger.receipts(id)).at(-1)!;
+    expect(last.decision.action).toBe('mark-done');
+    expect(last.providerKey).toBe(after?.providerKey);
+  });
+});

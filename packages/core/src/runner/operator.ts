@@ -334,15 +334,16 @@ async function close(
     now,
   );
   const last = (await ledger.receipts(id)).at(-1);
-  const redactor = baseRedactor.withValuesFrom(record.params);
-  const receipt = resolveReceipt(ctx, record, last, {
+  // As closed: a person may have sent a corrected request (another key, other params) since `record` was read.
+  const redactor = baseRedactor.withValuesFrom(after.params);
+  const receipt = resolveReceipt(ctx, after, last, {
     runId: p.runId,
     attemptId: p.attemptIds(),
     action: resolution.action,
     reason: redactor.text(`resolved by a person (${personRef(p.by)})`),
-    providerKey: record.providerKey,
+    providerKey: after.providerKey,
     ...(providerRef !== undefined ? { providerRef: redactor.text(providerRef) } : {}),
-    requestFingerprint: last?.requestFingerprint ?? fingerprint(redactor.params(record.params)),
+    requestFingerprint: last?.requestFingerprint ?? fingerprint(redactor.params(after.params)),
   });
   await ledger.appendReceipt(fenceOf(after), receipt);
   log('info', 'resolve', `${resolution.action} by ${personRef(p.by)}`);
