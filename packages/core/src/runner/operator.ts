@@ -35,7 +35,7 @@ import { personRef } from '../redact.js';
 import { claimInput, execute, heldElsewhere, restartClaimed, supersede } from './claim.js';
 import { errText, type RunnerContext } from './context.js';
 import { checkSealable, resolveReceipt } from './receipt-chain.js';
-import { fenceOf } from './state.js';
+import { fenceOf, releaseLease, takenOverLeaseEnd } from './state.js';
 import { fromTerminal, sendPacket } from './terminal.js';
 import type { RecoverReport, Resolution, ResolveOptions, ResolveResult, Runner, RunResult } from './types.js';
 
@@ -110,9 +110,17 @@ async function recoverOne(
   const claimedAt = ctx.clock.now();
   const claim = await ledger.claim(claimInput(ctx, listed, claimedAt));
   if (claim.kind !== 'claimed') return notClaimed(record, claim);
-  // Claimed by another since the listing (a person's new revision: other params, another key): what this claim holds
-  // is the operation now, and no revision can replace it while the fence is this one's.
-  const op = claim.record.fence === record.fence + 1 ? listed : storedOperation(ctx, found, claim.record, run);
+  let op = listed;
+  try {
+    // Written since the listing by a worker with a receipt key this one lacks: left as it is (checked as listed).
+    checkSealable(ctx, claim.record, 'recover it');
+    // Claimed by another since the listing (a person's new revision: other params, another key): what this claim
+    // holds is the operation now, and no revision can replace it while the fence is this one's.
+    if (claim.record.fence !== record.fence + 1) op = storedOperation(ctx, found, claim.record, run);
+  } catch (err) {
+    await releaseLease(ctx, fenceOf(claim.record), takenOverLeaseEnd(ctx, claim), listed.policy.clockSkewMarginMs);
+    throw err;
+  }
   log('info', 'recover', `reconciling from ${claim.record.state}`, op);
   const result = await execute(ctx, op, { ...claim, claimedAt, dispatchWritten: false });
   const after = await ledger.get(record.businessOperationId);
