@@ -2,7 +2,7 @@
 // UnsafeResumeError (nothing sent) unless { force: true }.
 
 import { fingerprint, type Ledger, LedgerError, UnsafeResumeError } from '@retrysafe/contract';
-import { createRunner } from '@retrysafe/core';
+import { createRunner, parseReceiptKeys, RunnerConfigurationError, verifyOperation } from '@retrysafe/core';
 import { describe, expect, it } from 'vitest';
 import { expectForcedResume, setup } from './helpers.js';
 
@@ -300,4 +300,49 @@ describe('a mark-done whose operation a person corrected (resend-with) after it 
     expect(last.decision.action).toBe('mark-done');
     expect(last.providerKey).toBe(after?.providerKey);
   });
+});
+
+describe('a resume without the receipt key, whose operation a person with the key resumed after it was read', () => {
+  const variants = [
+    { how: 'handed off again', fault: 'not-applied', stops: false, lookup: 'none' },
+    { how: 'her worker stopped, nothing applied', fault: 'not-applied', stops: 'handOff', lookup: 'none' },
+    {
+      how: 'her worker stopped, maybe applied',
+      fault: 'unknown-after-commit',
+      stops: 'setState',
+      lookup: 'get-by-key',
+    },
+  ] as const;
+  for (const { how, fault, stops, lookup } of variants) {
+    it(`${how}: a RunnerConfigurationError, and her keyed chain stays whole`, async () => {
+      const keys = parseReceiptKeys('k2026:0123456789abcdef-secret');
+      const { provider, adapter, ledger, clock } = setup({ ...FORGETFUL, lookup }, { policy: { maxAttempts: 2 } });
+      const policy = { maxAttempts: 2 };
+      provider.failNext({ kind: 'not-applied', retryAfterMs: 10 }, 2);
+      const r = await createRunner({ ledger, clock, policy }).run(adapter, OP, { params: { ref: `keyless-${how}` } });
+      expect(r.status).toBe('handed-off');
+      const id = r.businessOperationId;
+      let sent = 0;
+      const bob = createRunner({
+        ledger: actsAfterRead(ledger, async () => {
+          // Alice, with the key, resumes: handed off again, or her worker stops before handing it off.
+          provider.failNext(fault === 'not-applied' ? { kind: fault, retryAfterMs: 10 } : { kind: fault }, 2);
+          const aliceLedger = stops ? failingOnce(ledger, stops) : ledger;
+          const alice = createRunner({ ledger: aliceLedger, clock, policy, receiptKey: keys.current });
+          const resumed = alice.resolve(id, { action: 'resume' }, { adapters: [adapter], by: 'alice' });
+          if (stops) await expect(resumed).rejects.toSatisfy(LedgerError.isInstance);
+          else await expect(resumed).resolves.toMatchObject({ status: 'handed-off' });
+          sent = provider.calls();
+          clock.advance(600_000);
+        }),
+        clock,
+        policy,
+      });
+      const err = await bob.resolve(id, { action: 'resume' }, { adapters: [adapter], by: 'bob' }).catch((e) => e);
+      expect(await verifyOperation(ledger, id, { keys: keys.keyring, allowUnkeyed: true })).toEqual({ ok: true });
+      expect(RunnerConfigurationError.isInstance(err)).toBe(true);
+      expect(provider.calls()).toBe(sent);
+      expect((await ledger.get(id))?.leaseOwner).toBeNull();
+    });
+  }
 });

@@ -295,9 +295,16 @@ async function resume(
       const current = await ledger.handOff(fenceOf(claim.record), claim.record.handoff, clock.now());
       if (force)
         throw new UnsafeResumeError(id, 'it was handed off again after you read it: read the new packet first');
+      checkSealable(ctx, current, 'resume it'); // its receipts may now be sealed with a key this runner lacks
       return resume(ctx, current, false, adapters, p);
     }
     // Or another's run of it (a resume, a new revision) stopped mid-flight: taken over as run() would, as stored now.
+    try {
+      checkSealable(ctx, claim.record, 'resume it');
+    } catch (err) {
+      await releaseLease(ctx, fenceOf(claim.record), takenOverLeaseEnd(ctx, claim), op.policy.clockSkewMarginMs);
+      throw err;
+    }
     const stored = storedOperation(ctx, adapterFor(adapters, claim.record, 'resume'), claim.record, p);
     return execute(ctx, stored, { ...claim, claimedAt, dispatchWritten: false });
   }
