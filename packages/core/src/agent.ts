@@ -253,7 +253,8 @@ export async function operationStatus(ledger: Ledger, id: string) {
     attempts: r.attemptCount,
     providerRef: r.providerRef,
     result: r.state === 'succeeded' ? r.result : null,
-    handoff: summarizeHandoff(r.handoff, r.state === 'abandoned'),
+    // Resumed, marked done or abandoned since, the packet's actions are no longer open to anyone.
+    handoff: summarizeHandoff(r.handoff, r.state !== 'handed-off'),
   };
 }
 

@@ -137,6 +137,21 @@ describe('the answer for an operation a person closed', () => {
   });
 });
 
+describe('retrysafe_status for an operation handed off once and no longer waiting for a person', () => {
+  for (const how of ['resume', 'mark-done'] as const) {
+    it(`${how === 'resume' ? 'resumed and done' : 'marked done'}: it offers none of the old packet's next actions`, async () => {
+      const { provider, adapter, runner, ledger } = setup({}, { policy: { maxAttempts: 1 } });
+      provider.failNext({ kind: 'not-applied', retryAfterMs: 10 });
+      const first = await runner.run(adapter, 'records.create', { params: { ref: `o-st-${how}` } });
+      expect(first.status === 'handed-off' && first.packet.safeNextActions.length).toBeGreaterThan(0);
+      const id = first.businessOperationId;
+      const resolution = how === 'resume' ? { action: how } : { action: how, providerRef: 'rec_checked' };
+      await runner.resolve(id, resolution, { adapters: [adapter], by: 'ops' });
+      expect(await operationStatus(ledger, id)).toMatchObject({ state: 'succeeded', handoff: { safeNextActions: [] } });
+    });
+  }
+});
+
 describe('the needs-human answer names what a rejection left at the provider', () => {
   it('also when the provider named no field: the object is named and a new call is said to make a second one', async () => {
     const { runner, tool } = rejectingTool({ reason: 'card-declined', message: 'declined', created: 'pi_2' });

@@ -2,7 +2,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
-import { asBusinessOperationId, type Receipt } from '@retrysafe/contract';
+import { asBusinessOperationId, type Ledger, type Receipt } from '@retrysafe/contract';
 import {
   createRunner,
   createVirtualClock,
@@ -326,5 +326,56 @@ describe('receipt chain: the receipts belong to the operation they are checked f
       'done',
     );
     expect(await verifyOperation(ledger, open!.businessOperationId, { keys: keys.keyring })).toEqual({ ok: true });
+  });
+  it('recover() without the key, whose listed row a keyed runner drove before its claim, leaves the keyed chain as it is', async () => {
+    const keys = parseReceiptKeys('k2026:0123456789abcdef-secret');
+    const { provider, adapter, ledger, clock } = setup();
+    const params = { ref: 'keyless-listed' };
+    // A keyless worker claims it and stops before sending: `claimed`, no receipt yet.
+    const stopping = new Proxy(ledger, {
+      get(target, prop) {
+        if (prop === 'capabilities') return undefined;
+        if (prop === 'markDispatched') return () => Promise.reject(new Error('the worker stopped here (injected)'));
+        const v = Reflect.get(target, prop) as unknown;
+        return typeof v === 'function' ? v.bind(target) : v;
+      },
+    }) as Ledger;
+    await expect(createRunner({ ledger: stopping, clock }).run(adapter, OP, { params })).rejects.toThrow();
+    clock.advance(120_000);
+    // The keyless recover() lists it; before its claim, a keyed runner drives it and its caller gives up in a
+    // Retry-After wait: the row stays open with keyed receipts.
+    let id = '';
+    let before: Receipt[] = [];
+    const listing = new Proxy(ledger, {
+      get(target, prop) {
+        const v = Reflect.get(target, prop) as unknown;
+        if (typeof v !== 'function') return v;
+        return async (...args: unknown[]) => {
+          const out = await (v as (...a: unknown[]) => Promise<unknown>).apply(target, args);
+          if (prop === 'recoverCandidates' && id === '') {
+            const controller = new AbortController();
+            const aborting = { now: clock.now, sleep: async (ms: number) => (controller.abort(), clock.sleep(ms)) };
+            const keyed = createRunner({ ledger, clock: aborting, receiptKey: keys.current });
+            provider.failNext({ kind: 'not-applied', retryAfterMs: 10 });
+            await expect(keyed.run(adapter, OP, { params, signal: controller.signal })).rejects.toThrow();
+            id = (out as { businessOperationId: string }[])[0]!.businessOperationId;
+            before = await ledger.receipts(asBusinessOperationId(id));
+            expect(before.at(-1)!.hash).toMatch(/^hmac-sha256:k2026:/);
+            clock.advance(120_000);
+          }
+          return out;
+        };
+      },
+    }) as Ledger;
+    const [report] = await createRunner({ ledger: listing, clock }).recover({ adapters: [adapter] });
+    expect(await verifyOperation(ledger, asBusinessOperationId(id), { keys: keys.keyring })).toEqual({ ok: true });
+    expect(report).toMatchObject({
+      action: 'failed',
+      error: { message: expect.stringMatching(/sealed with key k2026/) },
+    });
+    expect(await ledger.receipts(asBusinessOperationId(id))).toEqual(before);
+    expect(await ledger.get(asBusinessOperationId(id))).toMatchObject({ state: 'claimed', leaseOwner: null });
+    expect(provider.calls()).toBe(1);
+    expect(await verifyOperation(ledger, asBusinessOperationId(id), { keys: keys.keyring })).toEqual({ ok: true });
   });
 });

@@ -1,8 +1,8 @@
 // Issue 15 item 7: the API refuses what the CLI refuses. resume on a packet that marks it unsafe is an
 // UnsafeResumeError (nothing sent) unless { force: true }.
 
-import { type Ledger, UnsafeResumeError } from '@retrysafe/contract';
-import { createRunner } from '@retrysafe/core';
+import { fingerprint, type Ledger, LedgerError, UnsafeResumeError } from '@retrysafe/contract';
+import { createRunner, parseReceiptKeys, RunnerConfigurationError, verifyOperation } from '@retrysafe/core';
 import { describe, expect, it } from 'vitest';
 import { expectForcedResume, setup } from './helpers.js';
 
@@ -158,6 +158,191 @@ describe('two people resume one handoff at once (runbook: the CLI refuses a resu
       const after = await ledger.get(id);
       expect(after?.state).toBe('handed-off');
       expect(after?.handoff?.safeNextActions[0]).toMatchObject({ action: 'resume', safe: false });
+    });
+  }
+});
+
+/** `inner`, whose `method` fails once (a worker that stops there); everything else as it is. */
+function failingOnce(inner: Ledger, method: string): Ledger {
+  let failed = false;
+  return new Proxy(inner, {
+    get(target, prop) {
+      if (prop === 'capabilities') return undefined; // every dispatch is its own markDispatched
+      const v = Reflect.get(target, prop) as unknown;
+      if (typeof v !== 'function') return v;
+      return (...args: unknown[]) => {
+        if (prop === method && !failed) {
+          failed = true;
+          return Promise.reject(new LedgerError(`${method}: the worker stopped here (injected)`));
+        }
+        return (v as (...a: unknown[]) => unknown).apply(target, args);
+      };
+    },
+  }) as Ledger;
+}
+
+/** `ledger` for a person whose resolve reads the operation, then waits for `meanwhile` before anything else. */
+function actsAfterRead(ledger: Ledger, meanwhile: () => Promise<void>): Ledger {
+  let done = false;
+  return new Proxy(ledger, {
+    get(target, prop) {
+      const v = Reflect.get(target, prop) as unknown;
+      if (typeof v !== 'function') return v;
+      return async (...args: unknown[]) => {
+        const out = await (v as (...a: unknown[]) => Promise<unknown>).apply(target, args);
+        if (prop === 'get' && !done) {
+          done = true;
+          await meanwhile();
+        }
+        return out;
+      };
+    },
+  }) as Ledger;
+}
+
+describe('a resume whose operation another person drove after it was read, and whose worker stopped mid-flight', () => {
+  it('resumed by another, applied, its worker stopped before writing the outcome: the later resume takes it over as it is, never re-sends on the packet it read: one record', async () => {
+    const { provider, adapter, ledger, clock } = setup(FORGETFUL, { policy: { maxAttempts: 2 } });
+    provider.failNext({ kind: 'not-applied', retryAfterMs: 10 }, 2);
+    const r = await createRunner({ ledger, clock, random: () => 0.5, policy: { maxAttempts: 2 } }).run(adapter, OP, {
+      params: { ref: 'stopped-1' },
+    });
+    expect(r.status === 'handed-off' && r.packet.safeNextActions[0]).toMatchObject({ action: 'resume', safe: true });
+    const id = r.businessOperationId;
+    // Bob reads it; Alice's resume runs meanwhile: the provider applies her request, her worker stops before writing
+    // the outcome, and her lease runs out.
+    const bob = createRunner({
+      ledger: actsAfterRead(ledger, async () => {
+        const alice = createRunner({ ledger: failingOnce(ledger, 'setState'), clock, random: () => 0.5 });
+        await expect(alice.resolve(id, { action: 'resume' }, { adapters: [adapter], by: 'alice' })).rejects.toSatisfy(
+          LedgerError.isInstance,
+        );
+        expect(provider.count()).toBe(1);
+        clock.advance(600_000);
+      }),
+      clock,
+      random: () => 0.5,
+    });
+    const out = await bob
+      .resolve(id, { action: 'resume' }, { adapters: [adapter], by: 'bob' })
+      .catch((e: unknown) => e);
+    expect(provider.count()).toBe(1);
+    expect(out).toMatchObject({ status: 'handed-off' });
+  });
+
+  it('a corrected request (resend-with) made meanwhile, its worker stopped before sending: the resume sends the corrected request, never the replaced one', async () => {
+    const { provider, adapter, ledger, clock } = setup();
+    const bad = { ref: 'stopped-2', note: 'bad' };
+    const good = { ref: 'stopped-2', note: 'good' };
+    // Throttled until its budget ran out: handed off, nothing applied (resume and resend-with both offered).
+    provider.failNext({ kind: 'not-applied', retryAfterMs: 10 }, 2);
+    const r = await createRunner({ ledger, clock, random: () => 0.5, policy: { maxAttempts: 2 } }).run(adapter, OP, {
+      params: bad,
+    });
+    expect(r.status === 'handed-off' && r.packet.safeNextActions.map((a) => a.action)).toContain('resend-with');
+    const id = r.businessOperationId;
+    const bob = createRunner({
+      ledger: actsAfterRead(ledger, async () => {
+        // Carol sends the corrected request; her worker stops before sending it (nothing at the provider).
+        const carol = createRunner({ ledger: failingOnce(ledger, 'markDispatched'), clock, random: () => 0.5 });
+        await expect(
+          carol.resolve(id, { action: 'resend-with', params: good }, { adapters: [adapter], by: 'carol' }),
+        ).rejects.toSatisfy(LedgerError.isInstance);
+        expect(provider.calls()).toBe(2);
+        clock.advance(600_000);
+      }),
+      clock,
+      random: () => 0.5,
+    });
+    const out = await bob.resolve(id, { action: 'resume' }, { adapters: [adapter], by: 'bob' });
+    expect(out).toMatchObject({ status: 'done' });
+    expect(provider.count()).toBe(1);
+    const sent = provider.records()[0]!;
+    const after = await ledger.get(id);
+    expect(after?.params).toEqual(good);
+    expect(sent.paramsFingerprint).not.toBe(fingerprint(bad));
+    expect(sent.paramsFingerprint).toBe(fingerprint(good));
+    expect(sent.key).toBe(after?.providerKey);
+  });
+});
+
+describe('a mark-done whose operation a person corrected (resend-with) after it was read', () => {
+  it('its receipt names the provider key of the revision it closed, not the one read before', async () => {
+    const { provider, adapter: plain, ledger, clock } = setup();
+    const spec = plain.operations[OP]!;
+    const includesErrors = { value: true, source: 'test: the provider stores rejections' };
+    const card = { ...spec.card, storedResult: { ...spec.card.storedResult, includesErrors } };
+    const adapter = { ...plain, operations: { ...plain.operations, [OP]: { ...spec, card } } };
+    const policy = { maxAttempts: 1 };
+    provider.failNext({ kind: 'not-applied', retryAfterMs: 10 });
+    const r = await createRunner({ ledger, clock, random: () => 0.5, policy }).run(adapter, OP, {
+      params: { ref: 'closed-1', note: 'bad' },
+    });
+    expect(r.status).toBe('handed-off');
+    const id = r.businessOperationId;
+    const bob = createRunner({
+      ledger: actsAfterRead(ledger, async () => {
+        // Carol's corrected request, a revision with a key of its own, is throttled and handed off again.
+        provider.failNext({ kind: 'not-applied', retryAfterMs: 10 });
+        const carol = createRunner({ ledger, clock, random: () => 0.5, policy });
+        const params = { ref: 'closed-1', note: 'good' };
+        await expect(
+          carol.resolve(id, { action: 'resend-with', params }, { adapters: [adapter], by: 'carol' }),
+        ).resolves.toMatchObject({ status: 'handed-off' });
+      }),
+      clock,
+      random: () => 0.5,
+    });
+    await bob.resolve(id, { action: 'mark-done', providerRef: 'rec_checked' }, { by: 'bob' });
+    const after = await ledger.get(id);
+    expect(after?.state).toBe('succeeded');
+    const last = (await ledger.receipts(id)).at(-1)!;
+    expect(last.decision.action).toBe('mark-done');
+    expect(last.providerKey).toBe(after?.providerKey);
+  });
+});
+
+describe('a resume without the receipt key, whose operation a person with the key resumed after it was read', () => {
+  const variants = [
+    { how: 'handed off again', fault: 'not-applied', stops: false, lookup: 'none' },
+    { how: 'her worker stopped, nothing applied', fault: 'not-applied', stops: 'handOff', lookup: 'none' },
+    {
+      how: 'her worker stopped, maybe applied',
+      fault: 'unknown-after-commit',
+      stops: 'setState',
+      lookup: 'get-by-key',
+    },
+  ] as const;
+  for (const { how, fault, stops, lookup } of variants) {
+    it(`${how}: a RunnerConfigurationError, and her keyed chain stays whole`, async () => {
+      const keys = parseReceiptKeys('k2026:0123456789abcdef-secret');
+      const { provider, adapter, ledger, clock } = setup({ ...FORGETFUL, lookup }, { policy: { maxAttempts: 2 } });
+      const policy = { maxAttempts: 2 };
+      provider.failNext({ kind: 'not-applied', retryAfterMs: 10 }, 2);
+      const r = await createRunner({ ledger, clock, policy }).run(adapter, OP, { params: { ref: `keyless-${how}` } });
+      expect(r.status).toBe('handed-off');
+      const id = r.businessOperationId;
+      let sent = 0;
+      const bob = createRunner({
+        ledger: actsAfterRead(ledger, async () => {
+          // Alice, with the key, resumes: handed off again, or her worker stops before handing it off.
+          provider.failNext(fault === 'not-applied' ? { kind: fault, retryAfterMs: 10 } : { kind: fault }, 2);
+          const aliceLedger = stops ? failingOnce(ledger, stops) : ledger;
+          const alice = createRunner({ ledger: aliceLedger, clock, policy, receiptKey: keys.current });
+          const resumed = alice.resolve(id, { action: 'resume' }, { adapters: [adapter], by: 'alice' });
+          if (stops) await expect(resumed).rejects.toSatisfy(LedgerError.isInstance);
+          else await expect(resumed).resolves.toMatchObject({ status: 'handed-off' });
+          sent = provider.calls();
+          clock.advance(600_000);
+        }),
+        clock,
+        policy,
+      });
+      const err = await bob.resolve(id, { action: 'resume' }, { adapters: [adapter], by: 'bob' }).catch((e) => e);
+      expect(await verifyOperation(ledger, id, { keys: keys.keyring, allowUnkeyed: true })).toEqual({ ok: true });
+      expect(RunnerConfigurationError.isInstance(err)).toBe(true);
+      expect(provider.calls()).toBe(sent);
+      expect((await ledger.get(id))?.leaseOwner).toBeNull();
     });
   }
 });

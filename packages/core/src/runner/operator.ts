@@ -21,6 +21,7 @@ import {
   UnsafeResumeError,
 } from '@retrysafe/contract';
 import { lookupAvailable, resendSafety } from '@retrysafe/contract/rules';
+import { MAYBE_APPLIED_STATES } from '../decide.js';
 import { BrokenReceiptChainError } from '../errors/broken-receipt-chain-error.js';
 import { RunnerConfigurationError } from '../errors/runner-configuration-error.js';
 import { buildPacket, resumeSafeByKey } from '../handoff.js';
@@ -34,7 +35,7 @@ import { personRef } from '../redact.js';
 import { claimInput, execute, heldElsewhere, restartClaimed, supersede } from './claim.js';
 import { errText, type RunnerContext } from './context.js';
 import { checkSealable, resolveReceipt } from './receipt-chain.js';
-import { fenceOf } from './state.js';
+import { fenceOf, releaseLease, takenOverLeaseEnd } from './state.js';
 import { fromTerminal, sendPacket } from './terminal.js';
 import type { RecoverReport, Resolution, ResolveOptions, ResolveResult, Runner, RunResult } from './types.js';
 
@@ -104,10 +105,22 @@ async function recoverOne(
     log('warn', 'recover-skip', `no adapter given for ${record.operation}`);
     return reportOf(record, record.state, 'skipped-no-adapter');
   }
-  const op = storedOperation(ctx, found, record, { runId, attemptIds: newAttemptId });
+  const run = { runId, attemptIds: newAttemptId };
+  const listed = storedOperation(ctx, found, record, run);
   const claimedAt = ctx.clock.now();
-  const claim = await ledger.claim(claimInput(ctx, op, claimedAt));
+  const claim = await ledger.claim(claimInput(ctx, listed, claimedAt));
   if (claim.kind !== 'claimed') return notClaimed(record, claim);
+  let op = listed;
+  try {
+    // Written since the listing by a worker with a receipt key this one lacks: left as it is (checked as listed).
+    checkSealable(ctx, claim.record, 'recover it');
+    // Claimed by another since the listing (a person's new revision: other params, another key): what this claim
+    // holds is the operation now, and no revision can replace it while the fence is this one's.
+    if (claim.record.fence !== record.fence + 1) op = storedOperation(ctx, found, claim.record, run);
+  } catch (err) {
+    await releaseLease(ctx, fenceOf(claim.record), takenOverLeaseEnd(ctx, claim), listed.policy.clockSkewMarginMs);
+    throw err;
+  }
   log('info', 'recover', `reconciling from ${claim.record.state}`, op);
   const result = await execute(ctx, op, { ...claim, claimedAt, dispatchWritten: false });
   const after = await ledger.get(record.businessOperationId);
@@ -275,12 +288,25 @@ async function resume(
   const claim = await ledger.claim(claimInput(ctx, op, claimedAt, { resume: true }));
   if (claim.kind === 'busy') return heldElsewhere(claim.record, clock.now());
   if (claim.kind !== 'claimed') return fromTerminal(ctx, claim.record, null, op);
-  // Resumed and handed off again between the read above and this claim: the packet judged is stale. Handed back as it
-  // is, then judged on its packet now; a forced resume was forced against the old one.
-  if (claim.record.fence !== record.fence + 1 && claim.record.handoff) {
-    const current = await ledger.handOff(fenceOf(claim.record), claim.record.handoff, clock.now());
-    if (force) throw new UnsafeResumeError(id, 'it was handed off again after you read it: read the new packet first');
-    return resume(ctx, current, false, adapters, p);
+  if (claim.record.fence !== record.fence + 1) {
+    // Resumed and handed off again between the read above and this claim: the packet judged is stale. Handed back as
+    // it is, then judged on its packet now; a forced resume was forced against the old one.
+    if (claim.record.handoff && !MAYBE_APPLIED_STATES.includes(claim.record.state)) {
+      const current = await ledger.handOff(fenceOf(claim.record), claim.record.handoff, clock.now());
+      if (force)
+        throw new UnsafeResumeError(id, 'it was handed off again after you read it: read the new packet first');
+      checkSealable(ctx, current, 'resume it'); // its receipts may now be sealed with a key this runner lacks
+      return resume(ctx, current, false, adapters, p);
+    }
+    // Or another's run of it (a resume, a new revision) stopped mid-flight: taken over as run() would, as stored now.
+    try {
+      checkSealable(ctx, claim.record, 'resume it');
+    } catch (err) {
+      await releaseLease(ctx, fenceOf(claim.record), takenOverLeaseEnd(ctx, claim), op.policy.clockSkewMarginMs);
+      throw err;
+    }
+    const stored = storedOperation(ctx, adapterFor(adapters, claim.record, 'resume'), claim.record, p);
+    return execute(ctx, stored, { ...claim, claimedAt, dispatchWritten: false });
   }
   // Safe only by the key, the effect may exist: from `unknown`, every re-send of the resumed run is held to the key's
   // retention (a `claimed` run would retry a throttled send past it as a new request).
@@ -316,17 +342,20 @@ async function close(
   const { baseRedactor, clock, ledger, log } = ctx;
   const id = record.businessOperationId;
   const providerRef = resolution.action === 'mark-done' ? resolution.providerRef : undefined;
+  // As it will be closed: a person may have sent a corrected request (another key, other params) since `record` was
+  // read. A write in between adds a receipt, and the ledger then refuses this one's seq, writing nothing.
+  const current = (await ledger.get(id)) ?? record;
   const last = (await ledger.receipts(id)).at(-1);
-  const redactor = baseRedactor.withValuesFrom(record.params);
-  const receipt = resolveReceipt(ctx, record, last, {
+  const redactor = baseRedactor.withValuesFrom(current.params);
+  const receipt = resolveReceipt(ctx, current, last, {
     runId: p.runId,
     attemptId: p.attemptIds(),
     action: resolution.action,
     reason: redactor.text(`resolved by a person (${personRef(p.by)})`),
-    providerKey: record.providerKey,
+    providerKey: current.providerKey,
     // Not a string: the ledger refuses the mark-done (InvalidStateError) before anything is written.
     ...(typeof providerRef === 'string' ? { providerRef: redactor.text(providerRef) } : {}),
-    requestFingerprint: last?.requestFingerprint ?? fingerprint(redactor.params(record.params)),
+    requestFingerprint: last?.requestFingerprint ?? fingerprint(redactor.params(current.params)),
   });
   const resolved = { action: resolution.action, ...(providerRef !== undefined ? { providerRef } : {}), by: p.by };
   // One write with its receipt: a crash between two would leave it closed without the receipt the runbook promises.
