@@ -5,7 +5,6 @@ import {
   type Duration,
   fact,
   LeaseExpiredError,
-  type Ledger,
   LedgerError,
   type RetrySafetyCard,
 } from '@retrysafe/contract';

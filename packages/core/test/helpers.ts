@@ -65,25 +65,8 @@ export async function expectForcedResume(
 }
 
 /** `inner`, whose process "pauses" for `ms` (the clock moves on) right after the ledger answers the n-th call of `method`. */
-export function pauseAfter(
-  inner: Ledger,
-  method: string,
-  clock: { advance(ms: number): void },
-  ms: number,
-  nth = 1,
-): Ledger {
-  let calls = 0;
-  return new Proxy(inner, {
-    get(target, prop) {
-      const v = Reflect.get(target, prop) as unknown;
-      if (typeof v !== 'function') return v;
-      return async (...args: unknown[]) => {
-        const r = await (v as (...a: unknown[]) => Promise<unknown>).apply(target, args);
-        if (prop === method && ++calls === nth) clock.advance(ms);
-        return r;
-      };
-    },
-  });
+export function pauseAfter(inner: Ledger, method: string, clock: { advance(ms: number): void }, ms: number, nth = 1) {
+  return afterCall(inner, method, async () => clock.advance(ms), nth);
 }
 
 /** `inner`, whose first call of `method` fails (a full disk), with `capabilities` in place of its own when given. */
@@ -100,6 +83,22 @@ export function failingOnce(inner: Ledger, method: string, capabilities?: Ledger
           return Promise.reject(new LedgerError(`${method}: disk full (injected)`));
         }
         return (v as (...a: unknown[]) => unknown).apply(target, args);
+      };
+    },
+  });
+}
+
+/** `inner`, which runs `act` once, right after its n-th answer to `method`: another actor between a read and what follows. */
+export function afterCall(inner: Ledger, method: string, act: (answer: unknown) => Promise<void>, nth = 1): Ledger {
+  let calls = 0;
+  return new Proxy(inner, {
+    get(target, prop) {
+      const v = Reflect.get(target, prop) as unknown;
+      if (typeof v !== 'function') return v;
+      return async (...args: unknown[]) => {
+        const out = await (v as (...a: unknown[]) => Promise<unknown>).apply(target, args);
+        if (prop === method && ++calls === nth) await act(out);
+        return out;
       };
     },
   });

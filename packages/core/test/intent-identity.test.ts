@@ -5,7 +5,6 @@ import {
   type FieldNormalization,
   InvalidIntentError,
   InvalidParamsError,
-  type Ledger,
   LedgerError,
   type ParamComparison,
   type RetrySafetyCard,

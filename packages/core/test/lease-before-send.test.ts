@@ -2,7 +2,7 @@
 // and never sends once it has run out — a paused worker (GC, suspended VM) whose operation another
 // worker may have taken over does not add a late second send.
 
-import { LeaseExpiredError, type Ledger } from '@retrysafe/contract';
+import { LeaseExpiredError } from '@retrysafe/contract';
 import { createMemoryLedger, createRunner, createVirtualClock, type LogEntry } from '@retrysafe/core';
 import { createSandboxAdapter, createSandboxProvider, REPLAYING_BEHAVIOUR } from '@retrysafe/sandbox';
 import { describe, expect, it } from 'vitest';

@@ -17,7 +17,7 @@ import { receiptHash, sealReceipt } from '@retrysafe/core/internal';
 import { createSqliteLedger } from '@retrysafe/ledger-sqlite';
 import { createSandboxAdapter, createSandboxProvider, REPLAYING_BEHAVIOUR } from '@retrysafe/sandbox';
 import { afterAll, describe, expect, it } from 'vitest';
-import { setup } from './helpers.js';
+import { afterCall, setup } from './helpers.js';
 
 /** A connection of its own to the ledger file, to edit it from outside. */
 const rawSqlite = (path: string) => new DatabaseSync(path);
@@ -346,27 +346,17 @@ describe('receipt chain: the receipts belong to the operation they are checked f
     // Retry-After wait: the row stays open with keyed receipts.
     let id = '';
     let before: Receipt[] = [];
-    const listing = new Proxy(ledger, {
-      get(target, prop) {
-        const v = Reflect.get(target, prop) as unknown;
-        if (typeof v !== 'function') return v;
-        return async (...args: unknown[]) => {
-          const out = await (v as (...a: unknown[]) => Promise<unknown>).apply(target, args);
-          if (prop === 'recoverCandidates' && id === '') {
-            const controller = new AbortController();
-            const aborting = { now: clock.now, sleep: async (ms: number) => (controller.abort(), clock.sleep(ms)) };
-            const keyed = createRunner({ ledger, clock: aborting, receiptKey: keys.current });
-            provider.failNext({ kind: 'not-applied', retryAfterMs: 10 });
-            await expect(keyed.run(adapter, OP, { params, signal: controller.signal })).rejects.toThrow();
-            id = (out as { businessOperationId: string }[])[0]!.businessOperationId;
-            before = await ledger.receipts(asBusinessOperationId(id));
-            expect(before.at(-1)!.hash).toMatch(/^hmac-sha256:k2026:/);
-            clock.advance(120_000);
-          }
-          return out;
-        };
-      },
-    }) as Ledger;
+    const listing = afterCall(ledger, 'recoverCandidates', async (out) => {
+      const controller = new AbortController();
+      const aborting = { now: clock.now, sleep: async (ms: number) => (controller.abort(), clock.sleep(ms)) };
+      const keyed = createRunner({ ledger, clock: aborting, receiptKey: keys.current });
+      provider.failNext({ kind: 'not-applied', retryAfterMs: 10 });
+      await expect(keyed.run(adapter, OP, { params, signal: controller.signal })).rejects.toThrow();
+      id = (out as { businessOperationId: string }[])[0]!.businessOperationId;
+      before = await ledger.receipts(asBusinessOperationId(id));
+      expect(before.at(-1)!.hash).toMatch(/^hmac-sha256:k2026:/);
+      clock.advance(120_000);
+    });
     const [report] = await createRunner({ ledger: listing, clock }).recover({ adapters: [adapter] });
     expect(await verifyOperation(ledger, asBusinessOperationId(id), { keys: keys.keyring })).toEqual({ ok: true });
     expect(report).toMatchObject({

@@ -2,10 +2,10 @@
 // it, a person sent a corrected request as a new revision) is in the claimed record, not in the listed one: recover
 // drives what it claimed, never a request the person replaced.
 
-import { type AdapterV1, type Ledger, LedgerError, type RetrySafetyCard } from '@retrysafe/contract';
+import { type AdapterV1, LedgerError, type RetrySafetyCard } from '@retrysafe/contract';
 import { createRunner } from '@retrysafe/core';
 import { describe, expect, it } from 'vitest';
-import { setup } from './helpers.js';
+import { afterCall, failingOnce, setup } from './helpers.js';
 
 const OP = 'records.create';
 
@@ -22,25 +22,6 @@ function storingErrors(adapter: AdapterV1): AdapterV1 {
   return { ...adapter, operations: { ...adapter.operations, [OP]: { ...spec, card } } };
 }
 
-/** `inner`, whose `method` fails once (a worker that stops there); everything else as it is. */
-function failingOnce(inner: Ledger, method: string): Ledger {
-  let failed = false;
-  return new Proxy(inner, {
-    get(target, prop) {
-      if (prop === 'capabilities') return undefined; // every dispatch is its own markDispatched
-      const v = Reflect.get(target, prop) as unknown;
-      if (typeof v !== 'function') return v;
-      return (...args: unknown[]) => {
-        if (prop === method && !failed) {
-          failed = true;
-          return Promise.reject(new LedgerError(`${method}: the worker stopped here (injected)`));
-        }
-        return (v as (...a: unknown[]) => unknown).apply(target, args);
-      };
-    },
-  }) as Ledger;
-}
-
 describe('recover() and a row that changed between its listing and its claim', () => {
   it('a corrected request (resend-with) made meanwhile, applied, its worker stopped: recover adopts it under its own key, never re-sends the replaced request: one record', async () => {
     const { provider, adapter: plain, ledger, clock } = setup();
@@ -49,7 +30,7 @@ describe('recover() and a row that changed between its listing and its claim', (
     const good = { ref: 'rc-1', note: 'good' };
     // A worker claims the operation and stops before sending anything: `claimed`, nothing at the provider.
     await expect(
-      createRunner({ ledger: failingOnce(ledger, 'markDispatched'), clock, random: () => 0.5 }).run(adapter, OP, {
+      createRunner({ ledger: failingOnce(ledger, 'markDispatched', {}), clock, random: () => 0.5 }).run(adapter, OP, {
         params: bad,
       }),
     ).rejects.toSatisfy(LedgerError.isInstance);
@@ -58,33 +39,17 @@ describe('recover() and a row that changed between its listing and its claim', (
     // recover() lists it; before its claim, another worker drives it (the provider rejects it), a person sends the
     // corrected request, the provider applies it under the new revision's key, and that worker stops before writing
     // the outcome. Its lease runs out.
-    let acted = false;
-    const listing = new Proxy(ledger, {
-      get(target, prop) {
-        const v = Reflect.get(target, prop) as unknown;
-        if (typeof v !== 'function') return v;
-        return async (...args: unknown[]) => {
-          const out = await (v as (...a: unknown[]) => Promise<unknown>).apply(target, args);
-          if (prop === 'recoverCandidates' && !acted) {
-            acted = true;
-            provider.failNext({ kind: 'rejected', message: 'note not accepted' });
-            const other = await createRunner({ ledger, clock, random: () => 0.5 }).run(adapter, OP, { params: bad });
-            expect(other.status).toBe('handed-off');
-            const person = createRunner({ ledger: failingOnce(ledger, 'setState'), clock, random: () => 0.5 });
-            await expect(
-              person.resolve(
-                other.businessOperationId,
-                { action: 'resend-with', params: good },
-                { adapters: [adapter] },
-              ),
-            ).rejects.toSatisfy(LedgerError.isInstance);
-            expect(provider.count()).toBe(1);
-            clock.advance(300_000);
-          }
-          return out;
-        };
-      },
-    }) as Ledger;
+    const listing = afterCall(ledger, 'recoverCandidates', async () => {
+      provider.failNext({ kind: 'rejected', message: 'note not accepted' });
+      const other = await createRunner({ ledger, clock, random: () => 0.5 }).run(adapter, OP, { params: bad });
+      expect(other.status).toBe('handed-off');
+      const person = createRunner({ ledger: failingOnce(ledger, 'setState', {}), clock, random: () => 0.5 });
+      await expect(
+        person.resolve(other.businessOperationId, { action: 'resend-with', params: good }, { adapters: [adapter] }),
+      ).rejects.toSatisfy(LedgerError.isInstance);
+      expect(provider.count()).toBe(1);
+      clock.advance(300_000);
+    });
     const recoverer = createRunner({ ledger: listing, clock, random: () => 0.5 });
     const reports = await recoverer.recover({ adapters: [adapter] });
     expect(reports).toHaveLength(1);

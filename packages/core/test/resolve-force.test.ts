@@ -1,10 +1,10 @@
 // Issue 15 item 7: the API refuses what the CLI refuses. resume on a packet that marks it unsafe is an
 // UnsafeResumeError (nothing sent) unless { force: true }.
 
-import { fingerprint, type Ledger, LedgerError, UnsafeResumeError } from '@retrysafe/contract';
+import { fingerprint, LedgerError, UnsafeResumeError } from '@retrysafe/contract';
 import { createRunner, parseReceiptKeys, RunnerConfigurationError, verifyOperation } from '@retrysafe/core';
 import { describe, expect, it } from 'vitest';
-import { expectForcedResume, setup } from './helpers.js';
+import { afterCall, expectForcedResume, failingOnce, setup } from './helpers.js';
 
 const OP = 'records.create';
 const FORGETFUL = { replays: false, retentionMs: null, lookup: 'none' } as const;
@@ -133,21 +133,11 @@ describe('two people resume one handoff at once (runbook: the CLI refuses a resu
       // Bob's resume reads the operation; before it claims it, Alice's resume runs whole: the provider applies her
       // request, the answer is lost, and the operation is handed off again with resume not safe.
       let alice: Promise<unknown> | null = null;
-      const bobsLedger = new Proxy(ledger, {
-        get(target, prop) {
-          const v = Reflect.get(target, prop) as unknown;
-          if (typeof v !== 'function') return v;
-          return async (...args: unknown[]) => {
-            const out = await (v as (...a: unknown[]) => Promise<unknown>).apply(target, args);
-            if (prop === 'get' && alice === null) {
-              provider.failNext({ kind: 'unknown-after-commit' });
-              alice = runner.resolve(id, { action: 'resume' }, { adapters: [adapter], by: 'alice' });
-              await alice;
-            }
-            return out;
-          };
-        },
-      }) as Ledger;
+      const bobsLedger = afterCall(ledger, 'get', async () => {
+        provider.failNext({ kind: 'unknown-after-commit' });
+        alice = runner.resolve(id, { action: 'resume' }, { adapters: [adapter], by: 'alice' });
+        await alice;
+      });
       const bob = createRunner({ ledger: bobsLedger, clock, random: () => 0.5 });
       const err = await bob
         .resolve(id, { action: 'resume', ...(force ? { force } : {}) }, { adapters: [adapter], by: 'bob' })
@@ -162,44 +152,6 @@ describe('two people resume one handoff at once (runbook: the CLI refuses a resu
   }
 });
 
-/** `inner`, whose `method` fails once (a worker that stops there); everything else as it is. */
-function failingOnce(inner: Ledger, method: string): Ledger {
-  let failed = false;
-  return new Proxy(inner, {
-    get(target, prop) {
-      if (prop === 'capabilities') return undefined; // every dispatch is its own markDispatched
-      const v = Reflect.get(target, prop) as unknown;
-      if (typeof v !== 'function') return v;
-      return (...args: unknown[]) => {
-        if (prop === method && !failed) {
-          failed = true;
-          return Promise.reject(new LedgerError(`${method}: the worker stopped here (injected)`));
-        }
-        return (v as (...a: unknown[]) => unknown).apply(target, args);
-      };
-    },
-  }) as Ledger;
-}
-
-/** `ledger` for a person whose resolve reads the operation, then waits for `meanwhile` before anything else. */
-function actsAfterRead(ledger: Ledger, meanwhile: () => Promise<void>): Ledger {
-  let done = false;
-  return new Proxy(ledger, {
-    get(target, prop) {
-      const v = Reflect.get(target, prop) as unknown;
-      if (typeof v !== 'function') return v;
-      return async (...args: unknown[]) => {
-        const out = await (v as (...a: unknown[]) => Promise<unknown>).apply(target, args);
-        if (prop === 'get' && !done) {
-          done = true;
-          await meanwhile();
-        }
-        return out;
-      };
-    },
-  }) as Ledger;
-}
-
 describe('a resume whose operation another person drove after it was read, and whose worker stopped mid-flight', () => {
   it('resumed by another, applied, its worker stopped before writing the outcome: the later resume takes it over as it is, never re-sends on the packet it read: one record', async () => {
     const { provider, adapter, ledger, clock } = setup(FORGETFUL, { policy: { maxAttempts: 2 } });
@@ -212,8 +164,8 @@ describe('a resume whose operation another person drove after it was read, and w
     // Bob reads it; Alice's resume runs meanwhile: the provider applies her request, her worker stops before writing
     // the outcome, and her lease runs out.
     const bob = createRunner({
-      ledger: actsAfterRead(ledger, async () => {
-        const alice = createRunner({ ledger: failingOnce(ledger, 'setState'), clock, random: () => 0.5 });
+      ledger: afterCall(ledger, 'get', async () => {
+        const alice = createRunner({ ledger: failingOnce(ledger, 'setState', {}), clock, random: () => 0.5 });
         await expect(alice.resolve(id, { action: 'resume' }, { adapters: [adapter], by: 'alice' })).rejects.toSatisfy(
           LedgerError.isInstance,
         );
@@ -242,9 +194,9 @@ describe('a resume whose operation another person drove after it was read, and w
     expect(r.status === 'handed-off' && r.packet.safeNextActions.map((a) => a.action)).toContain('resend-with');
     const id = r.businessOperationId;
     const bob = createRunner({
-      ledger: actsAfterRead(ledger, async () => {
+      ledger: afterCall(ledger, 'get', async () => {
         // Carol sends the corrected request; her worker stops before sending it (nothing at the provider).
-        const carol = createRunner({ ledger: failingOnce(ledger, 'markDispatched'), clock, random: () => 0.5 });
+        const carol = createRunner({ ledger: failingOnce(ledger, 'markDispatched', {}), clock, random: () => 0.5 });
         await expect(
           carol.resolve(id, { action: 'resend-with', params: good }, { adapters: [adapter], by: 'carol' }),
         ).rejects.toSatisfy(LedgerError.isInstance);
@@ -281,7 +233,7 @@ describe('a mark-done whose operation a person corrected (resend-with) after it 
     expect(r.status).toBe('handed-off');
     const id = r.businessOperationId;
     const bob = createRunner({
-      ledger: actsAfterRead(ledger, async () => {
+      ledger: afterCall(ledger, 'get', async () => {
         // Carol's corrected request, a revision with a key of its own, is throttled and handed off again.
         provider.failNext({ kind: 'not-applied', retryAfterMs: 10 });
         const carol = createRunner({ ledger, clock, random: () => 0.5, policy });
@@ -324,10 +276,10 @@ describe('a resume without the receipt key, whose operation a person with the ke
       const id = r.businessOperationId;
       let sent = 0;
       const bob = createRunner({
-        ledger: actsAfterRead(ledger, async () => {
+        ledger: afterCall(ledger, 'get', async () => {
           // Alice, with the key, resumes: handed off again, or her worker stops before handing it off.
           provider.failNext(fault === 'not-applied' ? { kind: fault, retryAfterMs: 10 } : { kind: fault }, 2);
-          const aliceLedger = stops ? failingOnce(ledger, stops) : ledger;
+          const aliceLedger = stops ? failingOnce(ledger, stops, {}) : ledger;
           const alice = createRunner({ ledger: aliceLedger, clock, policy, receiptKey: keys.current });
           const resumed = alice.resolve(id, { action: 'resume' }, { adapters: [adapter], by: 'alice' });
           if (stops) await expect(resumed).rejects.toSatisfy(LedgerError.isInstance);
