@@ -2,6 +2,7 @@
 // ledger applies inside its own atomic section: read the record, call the rule, write what it returns.
 import { InvalidStateError, LeaseLostError, LedgerError } from './errors.js';
 import type { BusinessOperationId, ProviderKey } from './ids.js';
+import { chainedTransition, checkReceipt } from './ledger-receipt.js';
 import type { HandoffPacket, Receipt } from './receipt.js';
 
 export {
@@ -11,6 +12,7 @@ export {
   parseStoredRecord,
   storedJson,
 } from './ledger-stored.js';
+export { chainedTransition, checkReceipt };
 
 // claimed → dispatched → succeeded | rejected | unknown | in-progress → reconciling → … | handed-off; only a
 // person abandons, or resumes a handed-off operation. A crashed worker may have left an effect in any open state.
@@ -77,9 +79,13 @@ export interface ClaimInput
   readonly dispatch?: boolean;
   /** Re-open a `rejected` or `handed-off` operation as a new revision while the stored fence still equals `fence`. */
   readonly supersede?: { readonly fence: number; readonly revision: number };
+  /** Only a stored row (recover, a person's resume or revision): none there (finished, pruned) is `gone`. */
+  readonly existing?: true;
+  /** Its resolve receipt, in the claim's write: refused (LedgerError) unless the chain's next on a resume or revision. */
+  readonly receipt?: Receipt;
 }
 
-/** `busy`: another worker holds a live lease; `conflict`: another operation or intent, nothing written. */
+/** `busy`: another worker holds a live lease; `conflict`: another operation or intent; `gone`: `existing`, no row. */
 export type ClaimResult =
   | {
       readonly kind: 'claimed';
@@ -89,7 +95,8 @@ export type ClaimResult =
       readonly previousLeaseExpiresAt?: number | null;
     }
   | { readonly kind: 'busy' | 'terminal'; readonly record: OperationRecord }
-  | { readonly kind: 'conflict'; readonly record: OperationRecord; readonly field: 'intent' | 'operation' };
+  | { readonly kind: 'conflict'; readonly record: OperationRecord; readonly field: 'intent' | 'operation' }
+  | { readonly kind: 'gone' };
 
 export interface Fenced {
   readonly businessOperationId: BusinessOperationId;
@@ -245,6 +252,16 @@ const NO_ATTEMPTS = {
   handoff: null,
 } as const;
 
+const misplaced = (what: string) =>
+  new LedgerError(`claim: a receipt goes with a resume or a new revision, not ${what}; nothing written`);
+
+/** A resume or a revision: its receipt, if given, must follow the stored chain, and is anchored in the same write. */
+function restarted(existing: OperationRecord, receipt: Receipt | undefined, takenOver: boolean, next: OperationRecord) {
+  if (receipt !== undefined) checkReceipt(existing, receipt, existing.receiptChain.length);
+  const record = chainedTransition(next, receipt);
+  return { result: { kind: 'claimed', record, takenOver } as const, write: record };
+}
+
 /** `write`: the record to store, if any. `leaseNow` judges the lease (a ledger on the database clock passes its own). */
 export function claimTransition(
   existing: OperationRecord | null,
@@ -260,6 +277,10 @@ export function claimTransition(
     throw new LedgerError('claim: businessOperationId must be a non-empty string');
   for (const field of CLAIM_TEXTS)
     if (typeof input[field] !== 'string') throw new LedgerError(`claim: ${field} must be a string`);
+  if (existing === null && input.existing) return { result: { kind: 'gone' }, write: null };
+  const { receipt } = input;
+  if (receipt !== undefined && (existing === null || !(input.resume || input.supersede)))
+    throw misplaced('a plain claim');
   const lease = { leaseOwner: input.owner, leaseExpiresAt: leaseNow + input.leaseMs, updatedAt: input.now };
   if (existing === null) {
     const dispatch = input.dispatch === true; // the caller calls the provider next: born `dispatched` in this one write
@@ -289,21 +310,20 @@ export function claimTransition(
     return { result: { kind: 'conflict', record: existing, field: 'intent' }, write: null };
   if (isTerminal(existing)) {
     if (input.resume && existing.state === 'handed-off') {
-      const record: OperationRecord = {
+      return restarted(existing, receipt, true, {
         ...existing,
         ...lease,
         state: 'claimed',
         fence: existing.fence + 1,
         resolution: { action: 'resume', at: input.now, by: input.owner },
-      };
-      return { result: { kind: 'claimed', record, takenOver: true }, write: record };
+      });
     }
     if (
       input.supersede &&
       (existing.state === 'rejected' || existing.state === 'handed-off') &&
       existing.fence === input.supersede.fence
     ) {
-      const record: OperationRecord = {
+      return restarted(existing, receipt, false, {
         ...existing,
         ...lease,
         params: input.params,
@@ -313,12 +333,12 @@ export function claimTransition(
         state: 'claimed',
         fence: existing.fence + 1,
         resolution: { action: 'supersede', at: input.now, by: input.owner, revision: input.supersede.revision },
-      };
-      return { result: { kind: 'claimed', record, takenOver: false }, write: record };
+      });
     }
     return { result: { kind: 'terminal', record: existing }, write: null };
   }
   if (leaseLive(existing, leaseNow)) return { result: { kind: 'busy', record: existing }, write: null };
+  if (receipt !== undefined) throw misplaced('a takeover');
   const record: OperationRecord = { ...existing, ...lease, fence: existing.fence + 1 };
   return {
     result: { kind: 'claimed', record, takenOver: true, previousLeaseExpiresAt: existing.leaseExpiresAt },
@@ -470,20 +490,6 @@ export function resolveTransition(
     },
     receipt,
   );
-}
-
-/** The chain's anchor every ledger writes with the receipt. */
-export function chainedTransition(record: OperationRecord, receipt: Receipt | undefined): OperationRecord {
-  return receipt === undefined ? record : { ...record, receiptChain: { head: receipt.hash, length: receipt.seq } };
-}
-
-export function checkReceipt(ref: Fenced, receipt: Receipt, lastSeq: number): void {
-  if (typeof receipt !== 'object' || receipt === null)
-    throw new LedgerError(`a receipt { businessOperationId, seq, … } is required, got ${String(receipt)}`);
-  if (receipt.businessOperationId !== ref.businessOperationId)
-    throw new LedgerError(`receipt for ${receipt.businessOperationId} appended to ${ref.businessOperationId}`);
-  if (receipt.seq !== lastSeq + 1)
-    throw new LedgerError(`receipt seq ${receipt.seq} for ${ref.businessOperationId}: expected ${lastSeq + 1}`);
 }
 
 export function isPrunable(record: OperationRecord, states: readonly OperationState[], before: number): boolean {

@@ -19,6 +19,7 @@ describe('memory ledger copy', () => {
       leaseMs: 30_000,
       now: 1_000,
     });
+    if (claim.kind === 'gone') throw new Error('a new claim always holds a record');
     params.lines[0]!.sku = 'changed-after-claim';
     (claim.record.params as typeof params).lines[0]!.sku = 'changed-in-answer';
     (claim.record as { state: string }).state = 'succeeded';

@@ -60,3 +60,28 @@ describe('recover() and a row that changed between its listing and its claim', (
     expect(after?.params).toEqual(good);
   });
 });
+
+describe('recover() and a row finished and pruned between its listing and its claim', () => {
+  it('is not created again as a new operation and sent a second time: reported already-terminal, nothing written', async () => {
+    const { provider, adapter, ledger, clock } = setup({ replays: false, retentionMs: null, lookup: 'none' });
+    // A worker claims the operation and stops before sending anything: `claimed`, nothing at the provider.
+    await expect(
+      createRunner({ ledger: failingOnce(ledger, 'markDispatched', {}), clock, random: () => 0.5 }).run(adapter, OP, {
+        params: { ref: 'rc-pruned' },
+      }),
+    ).rejects.toSatisfy(LedgerError.isInstance);
+    clock.advance(120_000);
+    // recover() lists it; before its claim, another worker finishes it and a prune deletes the closed row.
+    const listing = afterCall(ledger, 'recoverCandidates', async () => {
+      const other = await createRunner({ ledger, clock, random: () => 0.5 }).run(adapter, OP, {
+        params: { ref: 'rc-pruned' },
+      });
+      expect(other.status).toBe('done');
+      expect((await ledger.prune!({ before: clock.now() + 1 })).pruned).toBe(1);
+    });
+    const reports = await createRunner({ ledger: listing, clock, random: () => 0.5 }).recover({ adapters: [adapter] });
+    expect(provider.count()).toBe(1);
+    expect(reports).toMatchObject([{ action: 'already-terminal' }]);
+    expect(await ledger.list()).toEqual([]);
+  });
+});

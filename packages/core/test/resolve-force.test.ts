@@ -1,7 +1,7 @@
 // Issue 15 item 7: the API refuses what the CLI refuses. resume on a packet that marks it unsafe is an
 // UnsafeResumeError (nothing sent) unless { force: true }.
 
-import { fingerprint, LedgerError, UnsafeResumeError } from '@retrysafe/contract';
+import { fingerprint, InvalidStateError, LedgerError, UnsafeResumeError } from '@retrysafe/contract';
 import { createRunner, parseReceiptKeys, RunnerConfigurationError, verifyOperation } from '@retrysafe/core';
 import { describe, expect, it } from 'vitest';
 import { afterCall, expectForcedResume, failingOnce, setup } from './helpers.js';
@@ -297,4 +297,31 @@ describe('a resume without the receipt key, whose operation a person with the ke
       expect((await ledger.get(id))?.leaseOwner).toBeNull();
     });
   }
+});
+
+describe('a resume whose operation another person closed, and a prune deleted, after it was read', () => {
+  it('is refused (the operation is gone), never created again as a new operation and sent: one record', async () => {
+    const { provider, adapter, ledger, clock } = setup(FORGETFUL, { policy: { maxAttempts: 2 } });
+    provider.failNext({ kind: 'not-applied', retryAfterMs: 10 }, 2);
+    const r = await createRunner({ ledger, clock, random: () => 0.5, policy: { maxAttempts: 2 } }).run(adapter, OP, {
+      params: { ref: 'pruned-1' },
+    });
+    expect(r.status === 'handed-off' && r.packet.safeNextActions[0]).toMatchObject({ action: 'resume', safe: true });
+    const id = r.businessOperationId;
+    // Bob reads it; meanwhile Alice abandons it and a prune deletes the closed row.
+    const bob = createRunner({
+      ledger: afterCall(ledger, 'get', async () => {
+        await createRunner({ ledger, clock }).resolve(id, { action: 'abandon' }, { by: 'alice' });
+        expect((await ledger.prune!({ before: clock.now() + 1 })).pruned).toBe(1);
+      }),
+      clock,
+      random: () => 0.5,
+    });
+    const out = await bob
+      .resolve(id, { action: 'resume' }, { adapters: [adapter], by: 'bob' })
+      .catch((e: unknown) => e);
+    expect(InvalidStateError.isInstance(out)).toBe(true);
+    expect(provider.calls()).toBe(2);
+    expect(await ledger.get(id)).toBeNull();
+  });
 });

@@ -271,6 +271,7 @@ describe('a resume whose worker died mid-way (the resolve step re-executed after
       ...{ owner: 'dead-worker', leaseMs: 300, now: Date.now(), resume: true },
     });
     expect(claim.kind).toBe('claimed');
+    if (claim.kind !== 'claimed') throw new Error(claim.kind);
     await rs.ledger.markDispatched({ businessOperationId: bo, fence: claim.record.fence }, Date.now());
     // The re-executed step receives the same (checkpointed) decision.
     await sendResolution(DBOS, wfId, bo, { action: 'resume', force: true, by: 'alice' });

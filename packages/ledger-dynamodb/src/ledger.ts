@@ -224,7 +224,9 @@ export function createDynamoDbLedger(options: DynamoDbLedgerOptions): Ledger {
       start,
       (current) => {
         const { result, write } = claimTransition(current?.record ?? null, input);
-        return write === null ? { answer: result } : { write: nextStored(write, current), answer: result };
+        return write === null
+          ? { answer: result }
+          : { write: nextStored(write, current, input.receipt), answer: result };
       },
       (write, current) => store('claim', write, current),
     );

@@ -109,8 +109,10 @@ type Parts = ReturnType<typeof parts>;
 async function claim(c: Parts, input: ClaimInput): Promise<ClaimResult> {
   const params = jsonParam(input.params);
   const stored = { ...input, params: parseJson(params), providerKey: input.providerKey ?? null };
-  const claimed = claimTransition(null, stored).result;
+  // A claim of a stored row (`existing`, or with its receipt) is decided on that row only.
+  const claimed = input.existing || input.receipt !== undefined ? null : claimTransition(null, stored).result;
   if (c.dbClock) await c.checkSkew(input.now, input.businessOperationId);
+  if (claimed?.kind !== 'claimed') return claimExisting(c, input);
   const { rows } = await c.db.query<{ lease_expires_at: string; xmin: string }>(
     'claim',
     input.dispatch === true ? c.st.claimInsertDispatched : c.st.claimInsert,
@@ -141,12 +143,13 @@ function claimExisting(c: Parts, input: ClaimInput): Promise<ClaimResult> {
       c.dbClock,
       input.now,
     ]);
+    if (rows.length === 0 && input.existing) return claimTransition(null, input).result; // gone
     if (rows.length === 0)
       throw new LedgerError(`claim: ${input.businessOperationId} was neither inserted nor found; nothing written`);
     const whole = Number.isInteger(input.leaseMs) ? input : { ...input, leaseMs: Math.ceil(input.leaseMs) };
     const { result, write } = claimTransition(toRecord(rows[0]!), whole, Number(rows[0]!.lease_now));
     if (write === null) return result;
-    const record = await c.writes.writeLocked(run, 'claim', rows[0]!.fence, write);
+    const record = await c.writes.writeLocked(run, 'claim', rows[0]!.fence, write, input.receipt);
     return { ...result, record } as ClaimResult;
   });
 }

@@ -1,6 +1,7 @@
 import {
   type BusinessOperationId,
   type ClaimInput,
+  type ClaimResult,
   type HandoffPacket,
   InvalidStateError,
   LeaseLostError,
@@ -12,6 +13,12 @@ import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createPostgresLedger, migrate, type PostgresLedger, type PostgresLedgerOptions } from '../src/index.js';
 import { databaseUrl, dropSchema, freshSchema, startPgRelay, withSchemaPool } from './pg-test-db.js';
+
+/** A claim's answer that holds a record (every kind but `gone`, which only an `existing` claim gets). */
+function held(r: ClaimResult): Exclude<ClaimResult, { kind: 'gone' }> {
+  if (r.kind === 'gone') throw new Error('claim: the row is gone');
+  return r;
+}
 
 const url = databaseUrl();
 const schema = freshSchema('ledger');
@@ -171,7 +178,7 @@ describe('statement names', () => {
     const s = `${freshSchema('long_name')}_`.padEnd(63, 'x');
     const l = createPostgresLedger({ connectionString: url, schema: s, poolSize: 1, leaseClock: 'caller' });
     try {
-      const c = await l.claim(input());
+      const c = held(await l.claim(input()));
       const ref = { businessOperationId: c.record.businessOperationId, fence: c.record.fence };
       await l.markDispatched(ref, T0 + 1);
       await l.renewLease(ref, 1_000, T0 + 2);
@@ -195,7 +202,7 @@ describe('statement names', () => {
 describe('claim', () => {
   it('creates a new operation with fence 1 and a lease, and keeps the params intact', async () => {
     const i = input();
-    const res = await ledger.claim(i);
+    const res = held(await ledger.claim(i));
     expect(res).toMatchObject({ kind: 'claimed', takenOver: false });
     expect(res.record).toMatchObject({
       businessOperationId: i.businessOperationId,
@@ -256,7 +263,7 @@ describe('claim', () => {
     const ref = { businessOperationId: id, fence: 1 };
     await ledger.renewLease(ref, leaseMs, T0 + 1_000);
     expect((await ledger.get(id))!.leaseExpiresAt).toBeGreaterThanOrEqual(T0 + 1_000 + leaseMs);
-    const taken = await ledger.claim(input({ businessOperationId: id, owner: 'w2', leaseMs, now: T0 + 60_000 }));
+    const taken = held(await ledger.claim(input({ businessOperationId: id, owner: 'w2', leaseMs, now: T0 + 60_000 })));
     expect(taken).toMatchObject({ kind: 'claimed', takenOver: true, record: { fence: 2, leaseOwner: 'w2' } });
     expect(taken.record.leaseExpiresAt).toBeGreaterThanOrEqual(T0 + 60_000 + leaseMs);
   });
@@ -727,7 +734,7 @@ describe('recovery and listing', () => {
     const l = createPostgresLedger({ connectionString: url, schema: s, leaseClock: 'caller', poolSize: 2 });
     try {
       const mk = async (id: string, leaseMs: number) => {
-        const r = await l.claim(input({ businessOperationId: id as BusinessOperationId, leaseMs }));
+        const r = held(await l.claim(input({ businessOperationId: id as BusinessOperationId, leaseMs })));
         return { businessOperationId: r.record.businessOperationId, fence: r.record.fence };
       };
       const expired = await mk('expired', 100);
@@ -786,7 +793,7 @@ async function behindRelay(
 describe('connection loss fails closed', () => {
   it('a markDispatched whose connection is cut rejects with LedgerError and leaves no dispatched row', async () => {
     await behindRelay({ migrate: false, queryTimeoutMs: 3_000 }, async (l, relay) => {
-      const res = await l.claim(input());
+      const res = held(await l.claim(input()));
       const ref = { businessOperationId: res.record.businessOperationId, fence: res.record.fence };
       relay.cut();
       const err = await l.markDispatched(ref, T0 + 1).catch((e) => e);
@@ -797,7 +804,7 @@ describe('connection loss fails closed', () => {
 
   it('a markDispatched whose answer is lost rejects (so nothing is sent), while the durable row lets recovery find it', async () => {
     await behindRelay({ migrate: false, queryTimeoutMs: 1_500 }, async (l, relay) => {
-      const res = await l.claim(input({ leaseMs: 100 }));
+      const res = held(await l.claim(input({ leaseMs: 100 })));
       const ref = { businessOperationId: res.record.businessOperationId, fence: res.record.fence };
       relay.dropResponses();
       const err = await l.markDispatched(ref, T0 + 1).catch((e) => e);

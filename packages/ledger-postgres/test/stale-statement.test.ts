@@ -28,6 +28,7 @@ describe('a prepared statement whose result type changed', () => {
     const c = await ledger.claim(claimOf('stale-1', 'w', Date.now()));
 
     expect(c.kind).toBe('claimed');
+    if (c.kind !== 'claimed') throw new Error(c.kind);
     const before = await ledger.get(id); // prepares `get` on the connection in use
     expect(before?.state).toBe(c.record.state);
     // A column `get` returns changes type: the prepared statement's result type no longer matches.

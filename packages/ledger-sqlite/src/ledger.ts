@@ -107,12 +107,15 @@ export function createSqliteLedger(options: SqliteLedgerOptions): Ledger {
   return {
     capabilities: { claimDispatch: true, receiptWithState: true, sharedLeaseClock: true },
     async claim(input) {
-      const fresh = claimTransition(null, input); // the rule checks the input before anything is written
-      if (await tx(c, 'claim', () => rows.insertNew(fresh.write!), { alone: true })) return fresh.result;
+      // A claim of a stored row (`existing`, or with its receipt) reads it first; a new one tries the INSERT.
+      if (!input.existing && input.receipt === undefined) {
+        const fresh = claimTransition(null, input); // the rule checks the input before anything is written
+        if (await tx(c, 'claim', () => rows.insertNew(fresh.write!), { alone: true })) return fresh.result;
+      }
       return tx(c, 'claim', () => {
         const row = rows.load(input.businessOperationId);
         const { result, write: w } = claimTransition(row?.current ?? null, input);
-        if (w) rows.store(w, row);
+        if (w) rows.store(w, row, input.receipt);
         return result;
       });
     },

@@ -84,7 +84,8 @@ export function encryptParams(inner: Ledger, options: EncryptParamsOptions): Led
       );
     }
   };
-  const openClaim = (r: ClaimResult): ClaimResult => ({ ...r, record: open(r.record) }) as ClaimResult;
+  const openClaim = (r: ClaimResult): ClaimResult =>
+    r.kind === 'gone' ? r : ({ ...r, record: open(r.record) } as ClaimResult);
   const openIfAble = (record: OperationRecord): OperationRecord => {
     try {
       return open(record);

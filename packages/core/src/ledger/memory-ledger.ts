@@ -66,10 +66,12 @@ export function createMemoryLedger(): Ledger {
   return {
     capabilities: { claimDispatch: true, receiptWithState: true },
     async claim(input) {
-      const { result, write } = claimTransition(rows().get(input.businessOperationId) ?? null, clone(input));
+      const copy = clone(input);
+      const { result, write } = claimTransition(rows().get(input.businessOperationId) ?? null, copy);
       if (write === null) return clone(result); // it holds the stored record
       // Written: the result holds the new record and the caller's copied input, which nobody else holds (as in put).
       records.set(write.businessOperationId, clone(write));
+      if (copy.receipt !== undefined) memo(receipts, write.businessOperationId, () => []).push(copy.receipt);
       return result;
     },
     async renewLease(ref, leaseMs, now) {

@@ -26,7 +26,7 @@ export function claimInput(
   ctx: RunnerContext,
   op: Operation,
   now: number,
-  how?: Pick<ClaimInput, 'dispatch' | 'resume' | 'supersede'>,
+  how?: Pick<ClaimInput, 'dispatch' | 'resume' | 'supersede' | 'existing' | 'receipt'>,
 ): ClaimInput {
   return {
     businessOperationId: op.id,
@@ -42,6 +42,8 @@ export function claimInput(
     dispatch: how?.dispatch,
     resume: how?.resume,
     supersede: how?.supersede,
+    existing: how?.existing,
+    receipt: how?.receipt,
   };
 }
 
@@ -60,6 +62,7 @@ export async function claimAndDrive(ctx: RunnerContext, op: Operation, waitUntil
       if (ClockSkewError.isInstance(err)) log('warn', 'clock-skew', `claim refused: ${err.message}`, op);
       throw err;
     });
+  if (claim.kind === 'gone') throw gone(op.id); // never: run() claims no `existing` row
   const record = claim.record;
   switch (claim.kind) {
     case 'conflict':
@@ -156,6 +159,10 @@ export function heldElsewhere(record: OperationRecord, now: number): RunResult {
   return { status: 'in-progress', businessOperationId, statusRef, retryAfterMs };
 }
 
+/** A stored operation a claim no longer found (finished and pruned meanwhile): nothing written, nothing sent. */
+export const gone = (id: Operation['id']) =>
+  new InvalidStateError(id, 'absent', 'the operation is no longer in the ledger (finished and pruned?): nothing sent');
+
 /** The corrected request `op` as a new revision of a row none of whose attempts applied (key of its own if errors are stored). */
 export async function supersede(
   ctx: RunnerContext,
@@ -171,10 +178,23 @@ export async function supersede(
     ? derivedProviderKey(op.adapter, op.opName, op.card, revisionKeySource(record.businessOperationId, revision))
     : record.providerKey;
   const revised = withProviderKey(op, providerKey);
+  const paths = op.comparison.differences(record.params, op.params);
+  const why = `revision ${revision} (${by}) replaces revision ${revision - 1}, whose every attempt was known not applied; changed: ${paths.join(', ') || '(none)'}; ${freshKey ? 'new provider key (the provider may have stored the rejection under the old one)' : 'same provider key (the provider stores no errors)'}`;
+  const last = receipts.at(-1);
+  const receipt = restartReceipt(ctx, revised, record, {
+    last,
+    attemptId: op.attemptIds(),
+    action: SUPERSEDE_ACTION,
+    reason: why,
+  });
+  // Its receipt in the claim's own write: a crash between two would leave a revision no receipt numbers.
+  const withReceipt = ctx.receiptWithState && (last?.seq ?? 0) === record.receiptChain.length;
   const claimedAt = clock.now();
+  const supersede = { fence: record.fence, revision };
   const claim = await ledger.claim(
-    claimInput(ctx, revised, claimedAt, { supersede: { fence: record.fence, revision } }),
+    claimInput(ctx, revised, claimedAt, { supersede, existing: true, ...(withReceipt ? { receipt } : {}) }),
   );
+  if (claim.kind === 'gone') throw gone(op.id);
   if (claim.kind !== 'claimed') {
     // Someone else changed it between the check and the claim: answer from what is there now.
     if (claim.kind === 'terminal') return fromTerminal(ctx, claim.record, op.paramsFingerprint, op);
@@ -186,21 +206,18 @@ export async function supersede(
       `the operation changed while a new revision was being written (${claim.record.state})`,
     );
   }
-  const paths = op.comparison.differences(record.params, op.params);
-  const why = `revision ${revision} (${by}) replaces revision ${revision - 1}, whose every attempt was known not applied; changed: ${paths.join(', ') || '(none)'}; ${freshKey ? 'new provider key (the provider may have stored the rejection under the old one)' : 'same provider key (the provider stores no errors)'}`;
   log('info', 'supersede', why, op);
-  const receipt = { last: receipts.at(-1), attemptId: op.attemptIds(), action: SUPERSEDE_ACTION, reason: why };
-  return restartClaimed(ctx, revised, { record: claim.record, claimedAt }, receipt);
+  return restartClaimed(ctx, revised, { record: claim.record, claimedAt }, receipt, withReceipt);
 }
 
-/** A stored operation claimed again (a person's resume, a new revision): the `resolve` receipt after `last` saying why, then the drive. */
-export async function restartClaimed(
+/** The `resolve` receipt after `last` saying why a stored operation is claimed again (a person's resume, a new revision). */
+export function restartReceipt(
   ctx: RunnerContext,
   op: Operation,
-  { record, claimedAt }: Pick<Claimed, 'record' | 'claimedAt'>,
+  record: OperationRecord,
   why: { readonly last?: Receipt; readonly attemptId: AttemptId; readonly action: string; readonly reason: string },
-): Promise<RunResult> {
-  const receipt = resolveReceipt(ctx, record, why.last, {
+): Receipt {
+  return resolveReceipt(ctx, record, why.last, {
     attemptId: why.attemptId,
     action: why.action,
     reason: op.redactor.text(why.reason),
@@ -208,6 +225,16 @@ export async function restartClaimed(
     providerKey: op.providerKey,
     requestFingerprint: op.requestFingerprint,
   });
-  await ctx.ledger.appendReceipt(fenceOf(record), receipt);
+}
+
+/** Drives a stored operation claimed again; its receipt is appended first unless the claim already wrote it. */
+export async function restartClaimed(
+  ctx: RunnerContext,
+  op: Operation,
+  { record, claimedAt }: Pick<Claimed, 'record' | 'claimedAt'>,
+  receipt: Receipt,
+  written: boolean,
+): Promise<RunResult> {
+  if (!written) await ctx.ledger.appendReceipt(fenceOf(record), receipt);
   return execute(ctx, op, { record, claimedAt, takenOver: false, dispatchWritten: false });
 }

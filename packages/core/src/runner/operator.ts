@@ -32,7 +32,7 @@ import { supersedeCheck } from '../intake/supersede.js';
 import { checkParamsOpen } from '../ledger/encrypted-params.js';
 import { verifyOperation } from '../receipts.js';
 import { personRef } from '../redact.js';
-import { claimInput, execute, heldElsewhere, restartClaimed, supersede } from './claim.js';
+import { claimInput, execute, gone, heldElsewhere, restartClaimed, restartReceipt, supersede } from './claim.js';
 import { errText, type RunnerContext } from './context.js';
 import { checkSealable, resolveReceipt } from './receipt-chain.js';
 import { fenceOf, releaseLease, takenOverLeaseEnd } from './state.js';
@@ -89,9 +89,13 @@ const reportOf = (
   more?: Pick<RecoverReport, 'result' | 'error'>,
 ): RecoverReport => ({ businessOperationId: record.businessOperationId, from: record.state, to, action, ...more });
 
-/** A claim recover() did not get: the operation is at rest, or another worker holds it. */
+/** A claim recover() did not get: the operation is at rest (or, `gone`, finished and pruned), or another worker holds it. */
 const notClaimed = (record: OperationRecord, claim: ClaimResult, more?: Pick<RecoverReport, 'error'>) =>
-  reportOf(record, claim.record.state, claim.kind === 'terminal' ? 'already-terminal' : 'skipped-busy', more);
+  claim.kind === 'gone'
+    ? reportOf(record, record.state, 'already-terminal', more)
+    : reportOf(record, claim.record.state, claim.kind === 'terminal' ? 'already-terminal' : 'skipped-busy', more);
+
+const EXISTING = { existing: true } as const;
 
 async function recoverOne(
   ctx: RunnerContext,
@@ -108,7 +112,8 @@ async function recoverOne(
   const run = { runId, attemptIds: newAttemptId };
   const listed = storedOperation(ctx, found, record, run);
   const claimedAt = ctx.clock.now();
-  const claim = await ledger.claim(claimInput(ctx, listed, claimedAt));
+  // Only the listed row: one finished and pruned since the listing is not created again as a new operation.
+  const claim = await ledger.claim(claimInput(ctx, listed, claimedAt, EXISTING));
   if (claim.kind !== 'claimed') return notClaimed(record, claim);
   let op = listed;
   try {
@@ -187,6 +192,7 @@ function storedClaim(ctx: RunnerContext, record: OperationRecord, leaseMs: numbe
     owner: ctx.owner,
     leaseMs,
     now: ctx.clock.now(),
+    existing: true,
   };
 }
 
@@ -285,7 +291,14 @@ async function resume(
     log('warn', 'resume-refused', `resume refused: no longer safe (${safety.why})`, op);
     throw new UnsafeResumeError(id, safety.why);
   }
-  const claim = await ledger.claim(claimInput(ctx, op, claimedAt, { resume: true }));
+  const last = (await ledger.receipts(id)).at(-1);
+  const reason = `a person (${personRef(p.by)}) chose resume: same provider key, fresh budget`;
+  const receipt = restartReceipt(ctx, op, record, { last, attemptId: p.attemptIds(), action: 'resume', reason });
+  // Its receipt in the claim's own write, when the chain is still the one read with `record` (else the claim sees why).
+  const withReceipt = ctx.receiptWithState && (last?.seq ?? 0) === record.receiptChain.length;
+  const how = { resume: true, existing: true, ...(withReceipt ? { receipt } : {}) } as const;
+  const claim = await ledger.claim(claimInput(ctx, op, claimedAt, how));
+  if (claim.kind === 'gone') throw gone(id);
   if (claim.kind === 'busy') return heldElsewhere(claim.record, clock.now());
   if (claim.kind !== 'claimed') return fromTerminal(ctx, claim.record, null, op);
   if (claim.record.fence !== record.fence + 1) {
@@ -319,17 +332,7 @@ async function resume(
     `a person resumed it (${personRef(p.by)})${force && resumeAction && !resumeAction.safe ? ', forced past an unsafe packet' : ''}: re-sending with the same key`,
     op,
   );
-  return restartClaimed(
-    ctx,
-    op,
-    { record: resumed, claimedAt },
-    {
-      last: (await ledger.receipts(id)).at(-1),
-      attemptId: p.attemptIds(),
-      action: 'resume',
-      reason: `a person (${personRef(p.by)}) chose resume: same provider key, fresh budget`,
-    },
-  );
+  return restartClaimed(ctx, op, { record: resumed, claimedAt }, receipt, withReceipt);
 }
 
 /** `mark-done` (with the provider reference a person verified) or `abandon`: the operation closed, with a receipt. */

@@ -6,6 +6,7 @@ import { claimDispatchCases, receiptCases } from './combined-write-cases.js';
 import { claimed, claimInput, expectClaimed, id, idsOf, packet, receipt, refused, T0, type Test } from './fixtures.js';
 import { boundCases, inputCases } from './input-cases.js';
 import { resolveCases } from './resolve-cases.js';
+import { restartCases } from './restart-cases.js';
 
 /** Claim inputs and handoff packets for a ledger's own tests, of the suite's shape. */
 export { claimOf, packetOf } from './fixtures.js';
@@ -349,6 +350,7 @@ export function ledgerSuite(options: { readonly name: string; readonly create: (
       receiptCases,
       chainAndPruneCases,
       resolveCases,
+      restartCases,
       claimTableCases,
       inputCases,
       boundCases,

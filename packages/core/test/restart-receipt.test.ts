@@ -1,0 +1,82 @@
+// The runbook promises every resolution appends a resolve receipt, and the ledger never holds a half-written
+// operation: a person's resume and a new revision (resend-with, or run()'s corrected request) are claimed together
+// with their resolve receipt, or not at all. Before, the claim and the receipt were two writes: a crash or a failing
+// write between them left a row resumed, or revised, with no receipt saying who did it or why; and since a revision's
+// number is read from the receipts, the next resend-with would reuse that revision's number and provider key.
+
+import { type Ledger, LedgerError, type Receipt } from '@retrysafe/contract';
+import { createMemoryLedger, createRunner } from '@retrysafe/core';
+import { describe, expect, it } from 'vitest';
+import { setup } from './helpers.js';
+
+const OP = 'records.create';
+const FORGETFUL = { replays: false, retentionMs: null, lookup: 'none' } as const;
+
+/** The memory ledger, whose separate receipt write fails once `failing.on` is set (a crash at that step). */
+function receiptWriteFails(): { ledger: Ledger; failing: { on: boolean } } {
+  const inner = createMemoryLedger();
+  const failing = { on: false };
+  const ledger: Ledger = {
+    ...inner,
+    appendReceipt: (ref, receipt) =>
+      failing.on ? Promise.reject(new LedgerError('disk gone')) : inner.appendReceipt(ref, receipt),
+  };
+  return { ledger, failing };
+}
+
+/** The row as left: untouched (same fence, same receipts), or claimed again with its resolve receipt `action`. */
+async function expectWhole(ledger: Ledger, id: string, before: { fence: number; receipts: Receipt[] }, action: string) {
+  const row = (await ledger.get(id as never))!;
+  const receipts = await ledger.receipts(id as never);
+  expect(row.receiptChain).toEqual({ head: receipts.at(-1)?.hash ?? null, length: receipts.length });
+  if (row.fence === before.fence) {
+    expect(receipts).toEqual(before.receipts); // nothing written
+    return;
+  }
+  const restart = receipts[before.receipts.length];
+  expect(restart).toMatchObject({ kind: 'resolve', decision: { action } });
+}
+
+describe('a resume or a new revision is claimed with its resolve receipt, or not at all', () => {
+  it("a person's resume: a failing receipt write leaves no row resumed without its receipt", async () => {
+    const { ledger, failing } = receiptWriteFails();
+    const { provider, adapter, clock } = setup(FORGETFUL, { ledger, policy: { maxAttempts: 2 } });
+    provider.failNext({ kind: 'not-applied', retryAfterMs: 10 }, 2);
+    const runner = createRunner({ ledger, clock, random: () => 0.5, policy: { maxAttempts: 2 } });
+    const r = await runner.run(adapter, OP, { params: { ref: 'rs-resume' } });
+    expect(r.status).toBe('handed-off');
+    const id = r.businessOperationId;
+    const before = { fence: (await ledger.get(id))!.fence, receipts: await ledger.receipts(id) };
+    failing.on = true;
+    await runner.resolve(id, { action: 'resume' }, { adapters: [adapter], by: 'alice' }).catch(() => undefined);
+    await expectWhole(ledger, id, before, 'resume');
+  });
+
+  it("a person's resend-with: a failing receipt write leaves no new revision without its receipt", async () => {
+    const { ledger, failing } = receiptWriteFails();
+    const { provider, adapter, clock } = setup({}, { ledger });
+    provider.failNext({ kind: 'not-applied', retryAfterMs: 10 });
+    const runner = createRunner({ ledger, clock, random: () => 0.5, policy: { maxAttempts: 1 } });
+    const r = await runner.run(adapter, OP, { params: { ref: 'rs-resend', note: 'bad' } });
+    expect(r.status).toBe('handed-off');
+    const id = r.businessOperationId;
+    const before = { fence: (await ledger.get(id))!.fence, receipts: await ledger.receipts(id) };
+    failing.on = true;
+    const params = { ref: 'rs-resend', note: 'good' };
+    await runner.resolve(id, { action: 'resend-with', params }, { adapters: [adapter] }).catch(() => undefined);
+    await expectWhole(ledger, id, before, 'supersede');
+  });
+
+  it("run()'s corrected request: a failing receipt write leaves no new revision without its receipt", async () => {
+    const { ledger, failing } = receiptWriteFails();
+    const { provider, adapter, runner } = setup({}, { ledger, policy: { maxAttempts: 1 } });
+    provider.failNext({ kind: 'not-applied', retryAfterMs: 10 });
+    const r = await runner.run(adapter, OP, { params: { ref: 'rs-corrected', note: 'bad' } });
+    const id = r.businessOperationId;
+    expect(r.status).toBe('handed-off');
+    const before = { fence: (await ledger.get(id))!.fence, receipts: await ledger.receipts(id) };
+    failing.on = true;
+    await runner.run(adapter, OP, { params: { ref: 'rs-corrected', note: 'good' } }).catch(() => undefined);
+    await expectWhole(ledger, id, before, 'supersede');
+  });
+});
