@@ -99,7 +99,11 @@ export interface RecoverReport {
   readonly businessOperationId: BusinessOperationId;
   readonly from: OperationState;
   readonly to: OperationState;
-  /** `failed`: the record could not be driven nor handed off, or this runner's configuration cannot drive it (see `error`); it stays for the next pass. */
+  /**
+   * `failed`: the record could not be driven nor handed off, or this runner's configuration cannot drive it (see
+   * `error`); it stays for the next pass. `already-terminal`: closed since the listing, or closed and pruned (no
+   * longer in the ledger: `to` is then the state it was listed in); nothing sent.
+   */
   readonly action:
     | 'completed'
     | 'adopted'
