@@ -26,7 +26,7 @@ export function claimInput(
   ctx: RunnerContext,
   op: Operation,
   now: number,
-  how?: Pick<ClaimInput, 'dispatch' | 'resume' | 'supersede' | 'existing' | 'receipt'>,
+  how?: Pick<ClaimInput, 'dispatch' | 'resume' | 'supersede'>,
 ): ClaimInput {
   return {
     businessOperationId: op.id,
@@ -42,8 +42,6 @@ export function claimInput(
     dispatch: how?.dispatch,
     resume: how?.resume,
     supersede: how?.supersede,
-    existing: how?.existing,
-    receipt: how?.receipt,
   };
 }
 
@@ -191,9 +189,9 @@ export async function supersede(
   const withReceipt = ctx.receiptWithState && (last?.seq ?? 0) === record.receiptChain.length;
   const claimedAt = clock.now();
   const supersede = { fence: record.fence, revision };
-  const claim = await ledger.claim(
-    claimInput(ctx, revised, claimedAt, { supersede, existing: true, ...(withReceipt ? { receipt } : {}) }),
-  );
+  // A claim of the stored row only (`existing`): one pruned since it was read is not created again as a new one.
+  const input = { ...claimInput(ctx, revised, claimedAt, { supersede }), existing: true } as const;
+  const claim = await ledger.claim(withReceipt ? { ...input, receipt } : input);
   if (claim.kind === 'gone') throw gone(op.id);
   if (claim.kind !== 'claimed') {
     // Someone else changed it between the check and the claim: answer from what is there now.

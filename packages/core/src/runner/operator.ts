@@ -95,8 +95,6 @@ const notClaimed = (record: OperationRecord, claim: ClaimResult, more?: Pick<Rec
     ? reportOf(record, record.state, 'already-terminal', more)
     : reportOf(record, claim.record.state, claim.kind === 'terminal' ? 'already-terminal' : 'skipped-busy', more);
 
-const EXISTING = { existing: true } as const;
-
 async function recoverOne(
   ctx: RunnerContext,
   record: OperationRecord,
@@ -113,7 +111,7 @@ async function recoverOne(
   const listed = storedOperation(ctx, found, record, run);
   const claimedAt = ctx.clock.now();
   // Only the listed row: one finished and pruned since the listing is not created again as a new operation.
-  const claim = await ledger.claim(claimInput(ctx, listed, claimedAt, EXISTING));
+  const claim = await ledger.claim({ ...claimInput(ctx, listed, claimedAt), existing: true });
   if (claim.kind !== 'claimed') return notClaimed(record, claim);
   let op = listed;
   try {
@@ -296,8 +294,9 @@ async function resume(
   const receipt = restartReceipt(ctx, op, record, { last, attemptId: p.attemptIds(), action: 'resume', reason });
   // Its receipt in the claim's own write, when the chain is still the one read with `record` (else the claim sees why).
   const withReceipt = ctx.receiptWithState && (last?.seq ?? 0) === record.receiptChain.length;
-  const how = { resume: true, existing: true, ...(withReceipt ? { receipt } : {}) } as const;
-  const claim = await ledger.claim(claimInput(ctx, op, claimedAt, how));
+  // Only the stored row (`existing`): one closed and pruned since it was read is not created again as a new one.
+  const input = { ...claimInput(ctx, op, claimedAt, { resume: true }), existing: true } as const;
+  const claim = await ledger.claim(withReceipt ? { ...input, receipt } : input);
   if (claim.kind === 'gone') throw gone(id);
   if (claim.kind === 'busy') return heldElsewhere(claim.record, clock.now());
   if (claim.kind !== 'claimed') return fromTerminal(ctx, claim.record, null, op);
