@@ -103,3 +103,15 @@ export function afterCall(inner: Ledger, method: string, act: (answer: unknown) 
     },
   });
 }
+
+/** The memory ledger, whose separate receipt write fails once `failing.on` is set (a crash at that step). */
+export function receiptWriteFails(): { ledger: Ledger; failing: { on: boolean } } {
+  const inner = createMemoryLedger();
+  const failing = { on: false };
+  const ledger: Ledger = {
+    ...inner,
+    appendReceipt: (ref, receipt) =>
+      failing.on ? Promise.reject(new LedgerError('disk gone')) : inner.appendReceipt(ref, receipt),
+  };
+  return { ledger, failing };
+}

@@ -9,6 +9,15 @@ import { afterCall, expectForcedResume, failingOnce, setup } from './helpers.js'
 const OP = 'records.create';
 const FORGETFUL = { replays: false, retentionMs: null, lookup: 'none' } as const;
 
+/** An operation handed off after its throttled attempts ran out, its packet offering a safe resume. */
+async function resumableHandoff(ref: string) {
+  const env = setup(FORGETFUL, { policy: { maxAttempts: 2 } });
+  env.provider.failNext({ kind: 'not-applied', retryAfterMs: 10 }, 2);
+  const r = await env.runner.run(env.adapter, OP, { params: { ref } });
+  expect(r.status === 'handed-off' && r.packet.safeNextActions[0]).toMatchObject({ action: 'resume', safe: true });
+  return { ...env, id: r.businessOperationId };
+}
+
 describe('runner.resolve(id, { action: "resume" }) and an unsafe packet', () => {
   it('refuses with a typed error, sends nothing, and leaves the operation handed off', async () => {
     const { provider, adapter, runner, ledger } = setup(FORGETFUL);
@@ -154,13 +163,7 @@ describe('two people resume one handoff at once (runbook: the CLI refuses a resu
 
 describe('a resume whose operation another person drove after it was read, and whose worker stopped mid-flight', () => {
   it('resumed by another, applied, its worker stopped before writing the outcome: the later resume takes it over as it is, never re-sends on the packet it read: one record', async () => {
-    const { provider, adapter, ledger, clock } = setup(FORGETFUL, { policy: { maxAttempts: 2 } });
-    provider.failNext({ kind: 'not-applied', retryAfterMs: 10 }, 2);
-    const r = await createRunner({ ledger, clock, random: () => 0.5, policy: { maxAttempts: 2 } }).run(adapter, OP, {
-      params: { ref: 'stopped-1' },
-    });
-    expect(r.status === 'handed-off' && r.packet.safeNextActions[0]).toMatchObject({ action: 'resume', safe: true });
-    const id = r.businessOperationId;
+    const { provider, adapter, ledger, clock, id } = await resumableHandoff('stopped-1');
     // Bob reads it; Alice's resume runs meanwhile: the provider applies her request, her worker stops before writing
     // the outcome, and her lease runs out.
     const bob = createRunner({
@@ -301,13 +304,7 @@ describe('a resume without the receipt key, whose operation a person with the ke
 
 describe('a resume whose operation another person closed, and a prune deleted, after it was read', () => {
   it('is refused (the operation is gone), never created again as a new operation and sent: one record', async () => {
-    const { provider, adapter, ledger, clock } = setup(FORGETFUL, { policy: { maxAttempts: 2 } });
-    provider.failNext({ kind: 'not-applied', retryAfterMs: 10 }, 2);
-    const r = await createRunner({ ledger, clock, random: () => 0.5, policy: { maxAttempts: 2 } }).run(adapter, OP, {
-      params: { ref: 'pruned-1' },
-    });
-    expect(r.status === 'handed-off' && r.packet.safeNextActions[0]).toMatchObject({ action: 'resume', safe: true });
-    const id = r.businessOperationId;
+    const { provider, adapter, ledger, clock, id } = await resumableHandoff('pruned-1');
     // Bob reads it; meanwhile Alice abandons it and a prune deletes the closed row.
     const bob = createRunner({
       ledger: afterCall(ledger, 'get', async () => {

@@ -3,24 +3,12 @@
 // closed the row and the receipt was a second write: a crash or a failing write between the two left the operation
 // succeeded or abandoned with no receipt saying who closed it or why.
 
-import { InvalidStateError, type Ledger, LedgerError } from '@retrysafe/contract';
-import { createMemoryLedger, createRunner } from '@retrysafe/core';
+import { InvalidStateError } from '@retrysafe/contract';
+import { createRunner } from '@retrysafe/core';
 import { describe, expect, it } from 'vitest';
-import { setup } from './helpers.js';
+import { receiptWriteFails, setup } from './helpers.js';
 
 const FORGETFUL = { replays: false, retentionMs: null, lookup: 'none' } as const;
-
-/** The memory ledger, whose separate receipt write fails once `failing.on` is set (a crash at that step). */
-function receiptWriteFails(): { ledger: Ledger; failing: { on: boolean } } {
-  const inner = createMemoryLedger();
-  const failing = { on: false };
-  const ledger: Ledger = {
-    ...inner,
-    appendReceipt: (ref, receipt) =>
-      failing.on ? Promise.reject(new LedgerError('disk gone')) : inner.appendReceipt(ref, receipt),
-  };
-  return { ledger, failing };
-}
 
 describe('runner.resolve(): mark-done and abandon close the operation with its resolve receipt, or not at all', () => {
   it.each([

@@ -4,25 +4,13 @@
 // write between them left a row resumed, or revised, with no receipt saying who did it or why; and since a revision's
 // number is read from the receipts, the next resend-with would reuse that revision's number and provider key.
 
-import { type Ledger, LedgerError, type Receipt } from '@retrysafe/contract';
-import { createMemoryLedger, createRunner } from '@retrysafe/core';
+import type { Ledger, Receipt } from '@retrysafe/contract';
+import { createRunner } from '@retrysafe/core';
 import { describe, expect, it } from 'vitest';
-import { setup } from './helpers.js';
+import { receiptWriteFails, setup } from './helpers.js';
 
 const OP = 'records.create';
 const FORGETFUL = { replays: false, retentionMs: null, lookup: 'none' } as const;
-
-/** The memory ledger, whose separate receipt write fails once `failing.on` is set (a crash at that step). */
-function receiptWriteFails(): { ledger: Ledger; failing: { on: boolean } } {
-  const inner = createMemoryLedger();
-  const failing = { on: false };
-  const ledger: Ledger = {
-    ...inner,
-    appendReceipt: (ref, receipt) =>
-      failing.on ? Promise.reject(new LedgerError('disk gone')) : inner.appendReceipt(ref, receipt),
-  };
-  return { ledger, failing };
-}
 
 /** The row as left: untouched (same fence, same receipts), or claimed again with its resolve receipt `action`. */
 async function expectWhole(ledger: Ledger, id: string, before: { fence: number; receipts: Receipt[] }, action: string) {

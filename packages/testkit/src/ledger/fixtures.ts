@@ -88,6 +88,15 @@ export async function claimed(ledger: Ledger, name: string, over: Partial<ClaimI
   return { ref: { businessOperationId: r.record.businessOperationId, fence: r.record.fence }, record: r.record };
 }
 
+/** A claimed operation with one receipt, then handed off: `ref` (its claim), `r1` (its receipt), `handed` (the record). */
+export async function handedOffWithReceipt(ledger: Ledger, name: string) {
+  const { ref } = await claimed(ledger, name);
+  const r1 = receipt(name, 1, null);
+  await ledger.appendReceipt(ref, r1);
+  const handed = await ledger.handOff(ref, packet(name), T0 + 1);
+  return { ref, r1, handed };
+}
+
 /** Asserts the claim was granted and, when given, whether it took an expired lease over. */
 export function expectClaimed(
   r: ClaimResult,

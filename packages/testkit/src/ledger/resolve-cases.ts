@@ -1,7 +1,7 @@
 import { InvalidStateError, LedgerError } from '@retrysafe/contract';
 import { verifyReceiptChain } from '@retrysafe/core';
 import { expect } from 'vitest';
-import { claimed, id, packet, receipt, refused, T0, type Test } from './fixtures.js';
+import { claimed, handedOffWithReceipt, id, packet, receipt, refused, T0, type Test } from './fixtures.js';
 
 /** A person's resolve: the state and its resolve receipt in one write, or nothing. */
 export function resolveCases(test: Test): void {
@@ -32,10 +32,7 @@ export function resolveCases(test: Test): void {
   });
 
   test('a resolve whose receipt is refused (not the next seq, a stale one, another operation’s, not a receipt) is a LedgerError and writes nothing', async (l) => {
-    const { ref } = await claimed(l, 'res-refused');
-    const r1 = receipt('res-refused', 1, null);
-    await l.appendReceipt(ref, r1);
-    const handed = await l.handOff(ref, packet('res-refused'), T0 + 1);
+    const { r1, handed } = await handedOffWithReceipt(l, 'res-refused');
     const before = await l.receipts(id('res-refused'));
     for (const bad of [
       receipt('res-refused', 3, r1.hash), // a gap

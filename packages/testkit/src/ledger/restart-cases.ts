@@ -1,7 +1,18 @@
 import { LedgerError, type ProviderKey } from '@retrysafe/contract';
 import { verifyReceiptChain } from '@retrysafe/core';
 import { expect } from 'vitest';
-import { claimed, claimInput, expectClaimed, id, packet, receipt, refused, T0, type Test } from './fixtures.js';
+import {
+  claimed,
+  claimInput,
+  expectClaimed,
+  handedOffWithReceipt,
+  id,
+  packet,
+  receipt,
+  refused,
+  T0,
+  type Test,
+} from './fixtures.js';
 
 const REVISED = {
   params: { ref: 'revised', fixed: true },
@@ -39,10 +50,7 @@ export function restartCases(test: Test): void {
   });
 
   test('a claim whose receipt is refused (not the next seq, a stale one, another operation’s, on a plain claim, a takeover or a new operation) is a LedgerError and writes nothing', async (l) => {
-    const { ref } = await claimed(l, 'rs-refused');
-    const r1 = receipt('rs-refused', 1, null);
-    await l.appendReceipt(ref, r1);
-    const handed = await l.handOff(ref, packet('rs-refused'), T0 + 1);
+    const { ref, r1, handed } = await handedOffWithReceipt(l, 'rs-refused');
     const r2 = receipt('rs-refused', 2, r1.hash);
     const supersede = { fence: ref.fence, revision: 2 };
     for (const how of [{ resume: true }, { ...REVISED, supersede }, {}] as const)
