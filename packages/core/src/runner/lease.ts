@@ -36,8 +36,9 @@ export async function wait(ctx: RunnerContext, lease: Lease, ms: number, signal?
 }
 
 /**
- * Immediately before every provider call: never send on a lease run out (or under a tenth left), since a
- * takeover takes the dead owner's lease end as its last possible send (pauses: docs/runbook.md).
+ * Immediately before every send: never send on a lease run out (or under a tenth left), since a takeover takes
+ * the dead owner's lease end as its last possible send (pauses: docs/runbook.md). A lookup only reads: a lost
+ * lease refuses the write after it.
  */
 export function checkOwnLease(ctx: RunnerContext, lease: Lease, op: LogSubject): void {
   const now = ctx.clock.now();

@@ -248,7 +248,7 @@ function claim(ctx: Ctx, w: World, i: number, dispatch: boolean, text: string): 
 function call(ctx: Ctx, w: World, i: number): Succ[] {
   const { name: tag, op } = w.ws[i]! as WorkerState & { op: OpState };
   const n = now(w, i);
-  // The runner checks the lease it knows, on its own clock, immediately before every provider call
+  // The runner checks the lease it knows, on its own clock, immediately before every send
   // (runner/lease.ts checkOwnLease): it does not read the ledger, which another worker may have written since.
   const leaseLive = n < op.leaseEnd;
   if (n >= op.leaseEnd - ctx.leaseCheckMs && ctx.checksLease) {
