@@ -126,8 +126,8 @@ export function parseDataText(
   text: string,
   { path, yaml }: { readonly path: string; readonly yaml: boolean },
 ): unknown {
-  // The parser's first line only: a YAML code frame would quote lines of the file; so would V8's JSON message
-  // (`Unexpected token 'h', ..."assword": hunter2hun"... is not valid JSON`), whose quote is left out.
+  // The parser's first line only, and without V8's quote of the JSON around the error: either would print the
+  // file's own text, a secret cut off from its key among it.
   const invalid = (message: string) =>
     new ConfigError(
       path,

@@ -17,7 +17,7 @@ import { currentRevisionNumber, needsFreshKey, SUPERSEDE_ACTION, supersedeCheck 
 import type { RunnerContext } from './context.js';
 import { drive } from './loop.js';
 import { checkSealable, resolveReceipt } from './receipt-chain.js';
-import { type Claimed, fenceOf, releaseLease, takenOverLeaseEnd } from './state.js';
+import { type Claimed, fenceOf, orRelease, releaseLease, takenOverLeaseEnd } from './state.js';
 import { fromTerminal } from './terminal.js';
 import type { RunResult } from './types.js';
 
@@ -92,12 +92,7 @@ export async function claimAndDrive(ctx: RunnerContext, op: Operation, waitUntil
       }
       const { takenOver } = claim;
       if (takenOver) {
-        try {
-          checkSealable(ctx, record, 'take it over');
-        } catch (err) {
-          await releaseLease(ctx, fenceOf(record), takenOverLeaseEnd(ctx, claim), op.policy.clockSkewMarginMs);
-          throw err;
-        }
+        await orRelease(ctx, claim, op.policy.clockSkewMarginMs, () => checkSealable(ctx, record, 'take it over'));
         log('info', 'takeover', `took over from state ${record.state} (fence ${record.fence})`, op);
       }
       // The key that may already be at the provider is the one recorded: keep using it, and the params recorded

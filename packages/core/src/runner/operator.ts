@@ -35,7 +35,7 @@ import { personRef } from '../redact.js';
 import { claimInput, execute, gone, heldElsewhere, restartClaimed, restartReceipt, supersede } from './claim.js';
 import { errText, type RunnerContext } from './context.js';
 import { checkSealable, resolveReceipt } from './receipt-chain.js';
-import { fenceOf, releaseLease, takenOverLeaseEnd } from './state.js';
+import { fenceOf, orRelease } from './state.js';
 import { fromTerminal, sendPacket } from './terminal.js';
 import type { RecoverReport, Resolution, ResolveOptions, ResolveResult, Runner, RunResult } from './types.js';
 
@@ -113,17 +113,13 @@ async function recoverOne(
   // Only the listed row: one finished and pruned since the listing is not created again as a new operation.
   const claim = await ledger.claim({ ...claimInput(ctx, listed, claimedAt), existing: true });
   if (claim.kind !== 'claimed') return notClaimed(record, claim);
-  let op = listed;
-  try {
+  const op = await orRelease(ctx, claim, listed.policy.clockSkewMarginMs, () => {
     // Written since the listing by a worker with a receipt key this one lacks: left as it is (checked as listed).
     checkSealable(ctx, claim.record, 'recover it');
     // Claimed by another since the listing (a person's new revision: other params, another key): what this claim
     // holds is the operation now, and no revision can replace it while the fence is this one's.
-    if (claim.record.fence !== record.fence + 1) op = storedOperation(ctx, found, claim.record, run);
-  } catch (err) {
-    await releaseLease(ctx, fenceOf(claim.record), takenOverLeaseEnd(ctx, claim), listed.policy.clockSkewMarginMs);
-    throw err;
-  }
+    return claim.record.fence === record.fence + 1 ? listed : storedOperation(ctx, found, claim.record, run);
+  });
   log('info', 'recover', `reconciling from ${claim.record.state}`, op);
   const result = await execute(ctx, op, { ...claim, claimedAt, dispatchWritten: false });
   const after = await ledger.get(record.businessOperationId);
@@ -311,12 +307,7 @@ async function resume(
       return resume(ctx, current, false, adapters, p);
     }
     // Or another's run of it (a resume, a new revision) stopped mid-flight: taken over as run() would, as stored now.
-    try {
-      checkSealable(ctx, claim.record, 'resume it');
-    } catch (err) {
-      await releaseLease(ctx, fenceOf(claim.record), takenOverLeaseEnd(ctx, claim), op.policy.clockSkewMarginMs);
-      throw err;
-    }
+    await orRelease(ctx, claim, op.policy.clockSkewMarginMs, () => checkSealable(ctx, claim.record, 'resume it'));
     const stored = storedOperation(ctx, adapterFor(adapters, claim.record, 'resume'), claim.record, p);
     return execute(ctx, stored, { ...claim, claimedAt, dispatchWritten: false });
   }
@@ -361,9 +352,7 @@ async function close(
   });
   const resolved = { action: resolution.action, ...(providerRef !== undefined ? { providerRef } : {}), by: p.by };
   // One write with its receipt: a crash between two would leave it closed without the receipt the runbook promises.
-  const after = ctx.receiptWithState
-    ? await ledger.resolve(id, resolved, clock.now(), receipt)
-    : await ledger.resolve(id, resolved, clock.now());
+  const after = await ledger.resolve(id, resolved, clock.now(), ctx.receiptWithState ? receipt : undefined);
   if (!ctx.receiptWithState) await ledger.appendReceipt(fenceOf(after), receipt);
   log('info', 'resolve', `${resolution.action} by ${personRef(p.by)}`);
   const state = after.state as 'succeeded' | 'abandoned';

@@ -65,6 +65,21 @@ export async function releaseLease(ctx: RunnerContext, ref: Fenced, leaseEnd: nu
   await ctx.ledger.release(ref).catch(() => undefined);
 }
 
+/** `fn` on a claim this worker holds; should it throw, the lease goes back first (or lapses: releaseLease). */
+export async function orRelease<T>(
+  ctx: RunnerContext,
+  claim: Pick<Claimed, 'record' | 'takenOver' | 'previousLeaseExpiresAt'>,
+  marginMs: number,
+  fn: () => T,
+): Promise<T> {
+  try {
+    return fn();
+  } catch (err) {
+    await releaseLease(ctx, fenceOf(claim.record), takenOverLeaseEnd(ctx, claim), marginMs);
+    throw err;
+  }
+}
+
 /** `receipts`: the operation's receipts written before this claim (the state owns the array from here). */
 export function startState(ctx: RunnerContext, op: Operation, c: Claimed, receipts: Receipt[]): DriveState {
   const { record } = c;
