@@ -35,6 +35,18 @@ describe('normalisation steps (issue 16)', () => {
     });
   });
 
+  it('a rule on a path beneath an intent field (which the card accepts) is applied: one intent keeps one id', () => {
+    const rules = [{ field: 'customer.email', steps: ['trim', 'case-fold'] as const }];
+    const given = { customer: { email: ' A@B.com ', name: ' Ann ' } };
+    expect(normalizeIntent(given, rules)).toEqual({ customer: { email: 'a@b.com', name: ' Ann ' } });
+    expect(given.customer.email).toBe(' A@B.com '); // the caller's params are not changed
+    const idOf = (email: string) => businessOperationId('a.b', normalizeIntent({ customer: { email } }, rules));
+    expect(idOf(' A@B.com ')).toBe(idOf('a@b.com'));
+    expect(idOf('a@b.org')).not.toBe(idOf('a@b.com'));
+    // a declared path that is not there leaves the intent as given
+    expect(normalizeIntent({ customer: 'c-1' }, rules)).toEqual({ customer: 'c-1' });
+  });
+
   it('an own __proto__ key under a normalised field stays part of the intent: two intents that differ in it keep two ids', () => {
     const rules = [{ field: 'customer', steps: ['trim'] as const }];
     const [a, b] = ['a', 'b'].map((v) =>

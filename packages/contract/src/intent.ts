@@ -153,7 +153,11 @@ export function normalizeIntent(intent: Record<string, unknown>, rules: Rules | 
   const out: Record<string, unknown> = {};
   for (const [field, value] of Object.entries(intent)) {
     const steps = stepsFor(field, rules);
-    put(out, field, steps.length ? applySteps(value, steps) : value);
+    // Rules on paths beneath the field (the card accepts them) apply to a copy, as normalizeParams does.
+    const beneath = rules.filter((r) => r.field.startsWith(`${field}.`) && r.steps.length > 0);
+    const normal = steps.length || beneath.length ? applySteps(value, steps) : value;
+    for (const r of beneath) applyAt(normal, r.field.slice(field.length + 1).split('.'), r.steps);
+    put(out, field, normal);
   }
   return out;
 }
