@@ -205,16 +205,16 @@ export function createFenceAdapter(options: {
       timeout: config.timeoutMs,
       signal,
     });
+  /** The arguments as sent upstream: the caller's, with the fence's key at its argument. */
+  const withKey = (t: FenceToolConfig, params: unknown, key: string | null) =>
+    t.key && key ? withPath(params as Record<string, unknown>, t.key.argument, key) : params;
 
   return defineAdapter({
     provider: config.name,
     operations,
     async execute({ name, tool: t }, params, ctx) {
-      const args = params ?? {};
-      const keyed =
-        t.key && ctx.providerKey ? withPath(args as Record<string, unknown>, t.key.argument, ctx.providerKey) : args;
       try {
-        return classifyToolAnswer(t, await send(name, keyed, ctx.signal));
+        return classifyToolAnswer(t, await send(name, withKey(t, params ?? {}, ctx.providerKey), ctx.signal));
       } catch (error) {
         return classifyToolError(error);
       }
@@ -222,11 +222,8 @@ export function createFenceAdapter(options: {
     // Never called for a tool without a lookup: its card says lookup.method none.
     async lookup({ tool: t }, ctx) {
       const l = t.lookup!;
-      // The arguments as sent upstream (the fence's key included): the lookup fills and matches from them.
-      const sent =
-        t.key && ctx.providerKey
-          ? withPath((ctx.params ?? {}) as Record<string, unknown>, t.key.argument, ctx.providerKey)
-          : ctx.params;
+      // The lookup fills and matches from the arguments as sent (the fence's key included).
+      const sent = withKey(t, ctx.params ?? {}, ctx.providerKey);
       const wanted = Object.entries(l.match).map(([itemPath, argPath]) => [itemPath, readPath(sent, argPath)] as const);
       const absent = wanted.filter(([, want]) => want === undefined).map(([itemPath]) => l.match[itemPath]!);
       const args = fill(l.arguments ?? {}, sent, absent);
