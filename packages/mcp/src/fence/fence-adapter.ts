@@ -56,10 +56,8 @@ export function hideProperty<S extends ObjectSchema>(schema: S, path: string): S
   return { ...schema, properties, ...(schema.required ? { required: schema.required.filter((r) => r !== name) } : {}) };
 }
 
-/**
- * MCP reads a tool schema that names no dialect as JSON Schema 2020-12 (specification 2025-11-25, SEP-1613). One that
- * does not compile so was written for draft-07 before (an array of `items`) and keeps that reading.
- */
+/** MCP reads a tool schema that names no dialect as JSON Schema 2020-12 (specification 2025-11-25, SEP-1613). One that
+ * does not compile so was written for draft-07 before (an array of `items`) and keeps that reading. */
 function inMcpDialect(schema: Tool['inputSchema'], card: RetrySafetyCard): Tool['inputSchema'] {
   if (schema.$schema !== undefined) return schema;
   const named = { $schema: 'https://json-schema.org/draft/2020-12/schema', ...schema };
