@@ -56,10 +56,8 @@ export function hideProperty<S extends ObjectSchema>(schema: S, path: string): S
   return { ...schema, properties, ...(schema.required ? { required: schema.required.filter((r) => r !== name) } : {}) };
 }
 
-/**
- * MCP reads a tool schema that names no dialect as JSON Schema 2020-12 (specification 2025-11-25, SEP-1613). One that
- * does not compile so was written for draft-07 before (an array of `items`) and keeps that reading.
- */
+/** MCP reads a tool schema that names no dialect as JSON Schema 2020-12 (specification 2025-11-25, SEP-1613). One that
+ * does not compile so was written for draft-07 before (an array of `items`) and keeps that reading. */
 function inMcpDialect(schema: Tool['inputSchema'], card: RetrySafetyCard): Tool['inputSchema'] {
   if (schema.$schema !== undefined) return schema;
   const named = { $schema: 'https://json-schema.org/draft/2020-12/schema', ...schema };
@@ -205,16 +203,16 @@ export function createFenceAdapter(options: {
       timeout: config.timeoutMs,
       signal,
     });
+  /** The arguments as sent upstream: the caller's, with the fence's key at its argument. */
+  const withKey = (t: FenceToolConfig, params: unknown, key: string | null) =>
+    t.key && key ? withPath(params as Record<string, unknown>, t.key.argument, key) : params;
 
   return defineAdapter({
     provider: config.name,
     operations,
     async execute({ name, tool: t }, params, ctx) {
-      const args = params ?? {};
-      const keyed =
-        t.key && ctx.providerKey ? withPath(args as Record<string, unknown>, t.key.argument, ctx.providerKey) : args;
       try {
-        return classifyToolAnswer(t, await send(name, keyed, ctx.signal));
+        return classifyToolAnswer(t, await send(name, withKey(t, params ?? {}, ctx.providerKey), ctx.signal));
       } catch (error) {
         return classifyToolError(error);
       }
@@ -222,11 +220,8 @@ export function createFenceAdapter(options: {
     // Never called for a tool without a lookup: its card says lookup.method none.
     async lookup({ tool: t }, ctx) {
       const l = t.lookup!;
-      // The arguments as sent upstream (the fence's key included): the lookup fills and matches from them.
-      const sent =
-        t.key && ctx.providerKey
-          ? withPath((ctx.params ?? {}) as Record<string, unknown>, t.key.argument, ctx.providerKey)
-          : ctx.params;
+      // The lookup fills and matches from the arguments as sent (the fence's key included).
+      const sent = withKey(t, ctx.params ?? {}, ctx.providerKey);
       const wanted = Object.entries(l.match).map(([itemPath, argPath]) => [itemPath, readPath(sent, argPath)] as const);
       const absent = wanted.filter(([, want]) => want === undefined).map(([itemPath]) => l.match[itemPath]!);
       const args = fill(l.arguments ?? {}, sent, absent);

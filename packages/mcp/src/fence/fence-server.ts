@@ -122,11 +122,7 @@ export function createFenceServer(options: ServingOptions & { adapter: AdapterV1
       upstream.request({ method, params }, ResultSchema, o),
     )) as never;
   const unsubscribe = upstream.onNotification((n) => void server.notification(n).catch(() => undefined));
-  const onclose = server.onclose;
-  server.onclose = () => {
-    unsubscribe();
-    onclose?.();
-  };
+  server.onclose = () => void unsubscribe();
   return server;
 }
 

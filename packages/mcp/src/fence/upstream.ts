@@ -34,19 +34,13 @@ export class UpstreamUnavailableError extends Error {
 const RESTART = { tries: 5, baseMs: 100 };
 
 /** The fence's own secrets: the upstream is someone else's code, so it gets them only if the fence file says so. */
-const FENCE_SECRETS: Readonly<Record<string, null>> = {
-  RETRYSAFE_PARAMS_KEYS: null,
-  RETRYSAFE_RECEIPT_KEYS: null,
-  RETRYSAFE_MCP_TOKEN: null,
-};
+const FENCE_SECRETS = { RETRYSAFE_PARAMS_KEYS: null, RETRYSAFE_RECEIPT_KEYS: null, RETRYSAFE_MCP_TOKEN: null };
 
 /** The fence's own environment, without its secrets, with the fence file's changes applied (`null` removes one). */
-const upstreamEnv = (changes: Readonly<Record<string, string | null>> = {}) =>
-  Object.fromEntries(
-    Object.entries({ ...process.env, ...FENCE_SECRETS, ...changes }).filter(
-      (e): e is [string, string] => typeof e[1] === 'string',
-    ),
-  );
+function upstreamEnv(changes: Readonly<Record<string, string | null>> = {}): Record<string, string> {
+  const env: [string, string | null | undefined][] = Object.entries({ ...process.env, ...FENCE_SECRETS, ...changes });
+  return Object.fromEntries(env.filter((e): e is [string, string] => typeof e[1] === 'string'));
+}
 
 /** Pages of tools/list read before a listing whose cursor is new on every page is taken to never end. */
 const MAX_TOOL_PAGES = 1000;
@@ -55,19 +49,16 @@ async function listAllTools(client: Client): Promise<Tool[]> {
   const tools: Tool[] = [];
   const seen = new Set<string>();
   let cursor: string | undefined;
-  for (let pages = 0; pages === 0 || cursor; pages++) {
-    if (pages === MAX_TOOL_PAGES)
-      throw new Error(
-        `the upstream's tools/list did not end after ${MAX_TOOL_PAGES} pages (its cursor never runs out)`,
-      );
+  for (let pages = 1; ; pages++) {
     const page = await client.listTools(cursor ? { cursor } : undefined);
     tools.push(...page.tools);
     cursor = page.nextCursor;
-    if (cursor && seen.has(cursor))
-      throw new Error("the upstream's tools/list never ends: it gave a cursor it had given before");
-    if (cursor) seen.add(cursor);
+    if (!cursor) return tools;
+    if (seen.has(cursor)) throw new Error("the upstream's tools/list never ends: it gave a cursor it had given before");
+    if (pages === MAX_TOOL_PAGES)
+      throw new Error(`the upstream's tools/list did not end after ${pages} pages (its cursor never runs out)`);
+    seen.add(cursor);
   }
-  return tools;
 }
 
 // A dead stdio upstream is restarted (bounded, with backoff); a call that cannot be sent fails UpstreamUnavailableError.
