@@ -109,11 +109,8 @@ export interface StatePatch
 export interface LedgerCapabilities {
   readonly claimDispatch?: boolean;
   readonly receiptWithState?: boolean;
-  /**
-   * One clock writes and judges every lease (the database's, or the one machine's), never clocks that may
-   * disagree: a worker then stops sending before the lease end the ledger judges, and a takeover need not wait
-   * out the clock-skew margin.
-   */
+  /** One clock (the database's, or the one machine's) writes and judges every lease: a worker stops sending before
+   * the lease end the ledger judges, and a takeover need not wait out the clock-skew margin. */
   readonly sharedLeaseClock?: boolean;
 }
 
@@ -174,11 +171,8 @@ export interface Ledger {
   handOff(ref: Fenced, packet: HandoffPacket, now: number, receipt?: Receipt): Promise<OperationRecord>;
   appendReceipt(ref: Fenced, receipt: Receipt): Promise<void>;
   release(ref: Fenced): Promise<void>;
-  /**
-   * A person's mark-done or abandon of a handed-off operation (resume is `claim({ resume: true })`). `receipt`, the
-   * resolve receipt, is written in the same transaction as the state (`capabilities.receiptWithState`): one that is
-   * not the chain's next is a LedgerError, and nothing is written.
-   */
+  /** A person's mark-done or abandon (resume is `claim({ resume: true })`); `receipt` as StatePatch's, and only the
+   * chain's next (else a LedgerError, nothing written). */
   resolve(id: BusinessOperationId, resolution: Resolution, now: number, receipt?: Receipt): Promise<OperationRecord>;
   get(id: BusinessOperationId): Promise<OperationRecord | null>;
   list(filter?: ListFilter): Promise<OperationRecord[]>;
