@@ -18,12 +18,12 @@ const bool = { type: 'boolean' };
 const nullable = (s: Schema): Schema => ({ anyOf: [s, { type: 'null' }] });
 const strings = { type: 'array', items: text };
 
-/** An object whose every property is required but the `optional` ones; no other property allowed. */
-const obj = (properties: Record<string, Schema>, ...optional: string[]): Schema => ({
+/** An object of exactly these properties, each required unless its name ends in `?` (as in the card's type). */
+const obj = (fields: Record<string, Schema>): Schema => ({
   type: 'object',
   additionalProperties: false,
-  required: Object.keys(properties).filter((k) => !optional.includes(k)),
-  properties,
+  required: Object.keys(fields).filter((k) => !k.endsWith('?')),
+  properties: Object.fromEntries(Object.entries(fields).map(([k, s]) => [k.replace(/\?$/, ''), s])),
 });
 
 const fact = (value: Schema): Schema => ({
@@ -36,7 +36,7 @@ const fact = (value: Schema): Schema => ({
 });
 
 /** A normalisation or comparison rule: a merging step (case, inner white space, …) needs the provider's evidence. */
-function ruleSchema(extra: Record<string, Schema>, ...optional: string[]): Schema {
+function ruleSchema(extra: Record<string, Schema>, stepsKey: 'steps' | 'steps?'): Schema {
   const evidence = {
     type: 'string',
     pattern: '^https://\\S+$',
@@ -48,7 +48,7 @@ function ruleSchema(extra: Record<string, Schema>, ...optional: string[]): Schem
     description: 'applied in order to every string at or below the field',
   };
   return {
-    ...obj({ field: text, ...extra, steps, source: text, evidence }, ...optional),
+    ...obj({ field: text, ...extra, [stepsKey]: steps, source: text, 'evidence?': evidence }),
     if: { required: ['steps'], properties: { steps: { type: 'array', contains: { enum: [...MERGING_STEPS] } } } },
     then: { required: ['evidence'], properties: { evidence } },
   };
@@ -63,81 +63,63 @@ const replayIndicator = {
 };
 
 /** The card's shape; `validateCard` checks it and `cardJsonSchema` publishes it, so the two cannot drift. */
-const CARD = obj(
-  {
-    cardVersion: oneOf(1),
-    provider: str,
-    operation: str,
-    sideEffect: obj(
-      {
-        kind: fact(oneOf(...CARD_VALUES.sideEffect)),
-        idempotentByNature: fact(bool),
-        rejectionMayCreate: fact(bool),
-      },
-      'rejectionMayCreate',
-    ),
-    businessOperationId: obj(
-      {
-        rule: str,
-        intentFields: { ...strings, minItems: 1 },
-        normalize: { type: 'array', items: ruleSchema({}, 'evidence') },
-      },
-      'normalize',
-    ),
-    ids: obj({ run: str, attempt: str, request: fact(str) }),
-    providerKey: obj({
-      travels: fact(oneOf(...CARD_VALUES.travels)),
-      name: fact(nullable(str)),
-      maxLength: fact(nullable(posInt)),
-      charset: fact(nullable(str)),
-      scope: fact(str),
-    }),
-    keyReuse: fact(str),
-    parameterMatching: fact(oneOf(...CARD_VALUES.parameterMatching)),
-    storedResult: obj(
-      {
-        semantics: fact(oneOf(...CARD_VALUES.storedResult)),
-        includesErrors: fact(bool),
-        replayIndicator,
-      },
-      'replayIndicator',
-    ),
-    lookup: obj(
-      {
-        method: fact(oneOf(...CARD_VALUES.lookup)),
-        consistencyDelay: fact(nullable(duration)),
-        lateApplyBound: fact(duration),
-      },
-      'lateApplyBound',
-    ),
-    retention: obj({ minimum: fact(nullable(duration)) }),
-    concurrency: fact(oneOf(...CARD_VALUES.concurrency)),
-    retryableErrors: fact(strings),
-    nonRetryableErrors: fact(strings),
-    backoff: obj({
-      strategy: oneOf('exponential-full-jitter'),
-      base: duration,
-      cap: duration,
-      retryAfterCap: duration,
-    }),
-    limits: obj(
-      { maxAttempts: posInt, maxElapsed: duration, lookupWindow: duration, clockSkewMargin: duration },
-      'clockSkewMargin',
-    ),
-    retryLayer: obj({ layer: oneOf('runner'), sdkRetries: oneOf('disabled'), how: str }),
-    reconciler: str,
-    handoff: obj({ condition: str, destination: str }),
-    duplicateTest: str,
-    receipts: str,
-    unverified: { type: 'array', items: obj({ field: str, condition: str, source: str }) },
-    paramComparison: {
-      type: 'array',
-      description: 'how params other than the intent are compared with the stored ones (default exact)',
-      items: ruleSchema({ compare: { enum: ['exact', 'normalized'] } }, 'steps', 'evidence'),
-    },
+const CARD = obj({
+  cardVersion: oneOf(1),
+  provider: str,
+  operation: str,
+  sideEffect: obj({
+    kind: fact(oneOf(...CARD_VALUES.sideEffect)),
+    idempotentByNature: fact(bool),
+    'rejectionMayCreate?': fact(bool),
+  }),
+  businessOperationId: obj({
+    rule: str,
+    intentFields: { ...strings, minItems: 1 },
+    'normalize?': { type: 'array', items: ruleSchema({}, 'steps') },
+  }),
+  ids: obj({ run: str, attempt: str, request: fact(str) }),
+  providerKey: obj({
+    travels: fact(oneOf(...CARD_VALUES.travels)),
+    name: fact(nullable(str)),
+    maxLength: fact(nullable(posInt)),
+    charset: fact(nullable(str)),
+    scope: fact(str),
+  }),
+  keyReuse: fact(str),
+  parameterMatching: fact(oneOf(...CARD_VALUES.parameterMatching)),
+  storedResult: obj({
+    semantics: fact(oneOf(...CARD_VALUES.storedResult)),
+    includesErrors: fact(bool),
+    'replayIndicator?': replayIndicator,
+  }),
+  lookup: obj({
+    method: fact(oneOf(...CARD_VALUES.lookup)),
+    consistencyDelay: fact(nullable(duration)),
+    'lateApplyBound?': fact(duration),
+  }),
+  retention: obj({ minimum: fact(nullable(duration)) }),
+  concurrency: fact(oneOf(...CARD_VALUES.concurrency)),
+  retryableErrors: fact(strings),
+  nonRetryableErrors: fact(strings),
+  backoff: obj({
+    strategy: oneOf('exponential-full-jitter'),
+    base: duration,
+    cap: duration,
+    retryAfterCap: duration,
+  }),
+  limits: obj({ maxAttempts: posInt, maxElapsed: duration, lookupWindow: duration, 'clockSkewMargin?': duration }),
+  retryLayer: obj({ layer: oneOf('runner'), sdkRetries: oneOf('disabled'), how: str }),
+  reconciler: str,
+  handoff: obj({ condition: str, destination: str }),
+  duplicateTest: str,
+  receipts: str,
+  unverified: { type: 'array', items: obj({ field: str, condition: str, source: str }) },
+  'paramComparison?': {
+    type: 'array',
+    description: 'how params other than the intent are compared with the stored ones (default exact)',
+    items: ruleSchema({ compare: { enum: ['exact', 'normalized'] } }, 'steps?'),
   },
-  'paramComparison',
-);
+});
 
 const TYPES: Record<string, string> = {
   string: 'a string',

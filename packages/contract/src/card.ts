@@ -118,7 +118,3 @@ export interface RetrySafetyCard {
 export function fact<T>(value: T | Unknown, source: string): Fact<T> {
   return { value, source };
 }
-
-export function isUnknown(f: Fact<unknown>): boolean {
-  return f.value === UNKNOWN;
-}

@@ -1,23 +1,7 @@
 // `@retrysafe/contract/rules`: what a card implies, each rule with one owner (re-send and look-up timing,
 // normalisation, durations), for everything that decides from a card.
 
-export {
-  absenceProvenFrom,
-  agentIdempotentHint,
-  cardMargin,
-  completionRecoverable,
-  DEFAULT_CLOCK_SKEW_MARGIN,
-  type DispatchTimes,
-  keyFoldsResends,
-  type LookupTiming,
-  lateApplyAllowanceMs,
-  lookupAvailable,
-  lookupSettleMs,
-  notFoundIsAuthoritative,
-  type ResendSafety,
-  resendSafety,
-  retentionPassed,
-} from './card-rules.js';
+export * from './card-rules.js';
 export { durationMs, formatDuration, isDuration } from './duration.js';
 export { charsetPattern } from './ids.js';
 export {

@@ -15,15 +15,12 @@ export type AttemptId = Brand<'AttemptId'>;
 export type ProviderKey = Brand<'ProviderKey'>;
 
 export function asBusinessOperationId(value: string): BusinessOperationId {
-  const problem =
-    typeof value !== 'string' || value.length === 0
-      ? 'must be a non-empty string'
-      : value.length > 200
-        ? 'longer than 200 characters'
-        : /^[A-Za-z0-9][A-Za-z0-9._:\-/]*$/.test(value)
-          ? null
-          : 'only A-Z a-z 0-9 . _ : - / are allowed, starting with a letter or digit';
-  if (problem) throw new InvalidIdError('business-operation id', String(value), problem);
+  const kind = 'business-operation id';
+  if (typeof value !== 'string' || value.length === 0)
+    throw new InvalidIdError(kind, String(value), 'must be a non-empty string');
+  if (value.length > 200) throw new InvalidIdError(kind, value, 'longer than 200 characters');
+  if (!/^[A-Za-z0-9][A-Za-z0-9._:\-/]*$/.test(value))
+    throw new InvalidIdError(kind, value, 'only A-Z a-z 0-9 . _ : - / are allowed, starting with a letter or digit');
   return value as BusinessOperationId;
 }
 

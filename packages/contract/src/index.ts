@@ -12,7 +12,7 @@ export type {
 export { defineAdapter } from './adapter-frame.js';
 export { canonicalJson, fingerprint, sha256Hex } from './canonical.js';
 export type * from './card.js';
-export { fact, isUnknown, UNKNOWN } from './card.js';
+export { fact, UNKNOWN } from './card.js';
 export type { CardProblem, CardValidation } from './card-validate.js';
 export { CARD_SCHEMA_VERSION, cardJsonSchema, defineCard, parseCard, validateCard } from './card-validate.js';
 export type * from './drill.js';

@@ -2,17 +2,9 @@
 // ledger applies inside its own atomic section: read the record, call the rule, write what it returns.
 import { InvalidStateError, LeaseLostError, LedgerError } from './errors.js';
 import type { BusinessOperationId, ProviderKey } from './ids.js';
-import { chainedTransition, checkReceipt } from './ledger-receipt.js';
 import type { HandoffPacket, Receipt } from './receipt.js';
 
-export {
-  appendStoredReceipt,
-  PAYLOAD_LIMITS,
-  parseStoredReceipts,
-  parseStoredRecord,
-  storedJson,
-} from './ledger-stored.js';
-export { chainedTransition, checkReceipt };
+export * from './ledger-stored.js';
 
 // claimed → dispatched → succeeded | rejected | unknown | in-progress → reconciling → … | handed-off; only a
 // person abandons, or resumes a handed-off operation. A crashed worker may have left an effect in any open state.
@@ -117,11 +109,8 @@ export interface StatePatch
 export interface LedgerCapabilities {
   readonly claimDispatch?: boolean;
   readonly receiptWithState?: boolean;
-  /**
-   * One clock writes and judges every lease (the database's, or the one machine's), never clocks that may
-   * disagree: a worker then stops sending before the lease end the ledger judges, and a takeover need not wait
-   * out the clock-skew margin.
-   */
+  /** One clock (the database's, or the one machine's) writes and judges every lease: a worker stops sending before
+   * the lease end the ledger judges, and a takeover need not wait out the clock-skew margin. */
   readonly sharedLeaseClock?: boolean;
 }
 
@@ -182,11 +171,8 @@ export interface Ledger {
   handOff(ref: Fenced, packet: HandoffPacket, now: number, receipt?: Receipt): Promise<OperationRecord>;
   appendReceipt(ref: Fenced, receipt: Receipt): Promise<void>;
   release(ref: Fenced): Promise<void>;
-  /**
-   * A person's mark-done or abandon of a handed-off operation (resume is `claim({ resume: true })`). `receipt`, the
-   * resolve receipt, is written in the same transaction as the state (`capabilities.receiptWithState`): one that is
-   * not the chain's next is a LedgerError, and nothing is written.
-   */
+  /** A person's mark-done or abandon (resume is `claim({ resume: true })`); `receipt` as StatePatch's, and only the
+   * chain's next (else a LedgerError, nothing written). */
   resolve(id: BusinessOperationId, resolution: Resolution, now: number, receipt?: Receipt): Promise<OperationRecord>;
   get(id: BusinessOperationId): Promise<OperationRecord | null>;
   list(filter?: ListFilter): Promise<OperationRecord[]>;
@@ -207,32 +193,28 @@ export function leaseLive(record: OperationRecord, now: number): boolean {
 
 const RELEASED = { leaseOwner: null, leaseExpiresAt: null } as const;
 
-/** A time a write stores or a read compares: NaN or undefined would be kept by one ledger, turned to null or refused by another. */
+// The input checks below make every ledger refuse the same bad input with the same LedgerError: NaN, -1 or a
+// string would otherwise be kept by one ledger, turned to null or read as "all" by another, refused by a third.
 function checkNow(now: number, what: string): void {
   if (!Number.isFinite(now)) throw new LedgerError(`${what}: now must be epoch ms, got ${String(now)}`);
 }
 
-/** A lease length of claim and renewLease: a finite number of ms > 0 (a fraction is rounded up where stored whole). */
+/** A fraction is rounded up where a ledger stores whole ms. */
 function checkLease(leaseMs: number, what: string): void {
   if (!(Number.isFinite(leaseMs) && leaseMs > 0))
     throw new LedgerError(`${what}: leaseMs must be a number > 0, got ${String(leaseMs)}`);
 }
 
-/** A listing's limit (list, recoverCandidates): absent, or a whole number ≥ 0; -1 or 1.5 would be sliced by one
- * ledger, read as "all" by another, refused by a third. */
 function checkLimit(limit: number | undefined, what: string): void {
   if (limit !== undefined && !(Number.isSafeInteger(limit) && limit >= 0))
     throw new LedgerError(`${what}: limit must be a whole number ≥ 0, got ${String(limit)}`);
 }
 
-/** recoverCandidates' input: a time to compare leases with, and a limit as a listing's. */
 export function checkRecoverCandidates(now: number, limit: number | undefined): void {
   checkNow(now, 'recoverCandidates');
   checkLimit(limit, 'recoverCandidates');
 }
 
-/** A listing's filter: its limit as checkLimit says, its states a list of states (a string or an unknown state
- * was matched by substring on one ledger, refused on another, thrown on as a bare TypeError by a third). */
 export function checkListFilter(filter: ListFilter): void {
   checkLimit(filter.limit, 'list');
   const { states } = filter;
@@ -240,7 +222,7 @@ export function checkListFilter(filter: ListFilter): void {
     throw new LedgerError(`list: states must be a list of states, got ${JSON.stringify(states)}`);
 }
 
-/** The claim's fields a record is found, listed and compared by: one ledger would store a number, another refuse it. */
+/** The claim's fields a record is found, listed and compared by. */
 const CLAIM_TEXTS = ['provider', 'operation', 'intentFingerprint', 'paramsFingerprint'] as const;
 const NO_ATTEMPTS = {
   firstDispatchedAt: null,
@@ -346,10 +328,7 @@ export function claimTransition(
   };
 }
 
-/**
- * What a fenced write is given, checked before anything is read or written. A ledger whose SQL or conditional
- * write does the rule's work still calls these, so every ledger refuses the same bad input with the same error.
- */
+/** A ledger whose SQL or conditional write does a rule's work still calls its checks, before reading or writing. */
 export function checkRef(ref: Fenced): void {
   if (typeof ref?.businessOperationId !== 'string' || !Number.isSafeInteger(ref.fence))
     throw new LedgerError('a fenced reference { businessOperationId, fence } is required');
@@ -388,7 +367,6 @@ export function checkFence(record: OperationRecord | null, ref: Fenced): Operati
   return record;
 }
 
-/** renewLease's input, as claim checks its own (a ledger whose SQL renews checks it first). */
 export function checkRenewal(leaseMs: number, now: number): void {
   checkNow(now, 'renewLease');
   checkLease(leaseMs, 'renewLease');
@@ -490,6 +468,21 @@ export function resolveTransition(
     },
     receipt,
   );
+}
+
+/** The chain's anchor every ledger writes with the receipt. */
+export function chainedTransition(record: OperationRecord, receipt: Receipt | undefined): OperationRecord {
+  return receipt === undefined ? record : { ...record, receiptChain: { head: receipt.hash, length: receipt.seq } };
+}
+
+/** A write that carries a receipt takes only the chain's next. */
+export function checkReceipt(ref: Fenced, receipt: Receipt, lastSeq: number): void {
+  if (typeof receipt !== 'object' || receipt === null)
+    throw new LedgerError(`a receipt { businessOperationId, seq, … } is required, got ${String(receipt)}`);
+  if (receipt.businessOperationId !== ref.businessOperationId)
+    throw new LedgerError(`receipt for ${receipt.businessOperationId} appended to ${ref.businessOperationId}`);
+  if (receipt.seq !== lastSeq + 1)
+    throw new LedgerError(`receipt seq ${receipt.seq} for ${ref.businessOperationId}: expected ${lastSeq + 1}`);
 }
 
 export function isPrunable(record: OperationRecord, states: readonly OperationState[], before: number): boolean {

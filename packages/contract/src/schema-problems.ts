@@ -53,6 +53,7 @@ export const join = (path: string, key: string | number) =>
 const same = (a: unknown, b: unknown) => a === b || (typeof a === 'object' && JSON.stringify(a) === JSON.stringify(b));
 
 function hasType(v: unknown, t: unknown): boolean {
+  if (Array.isArray(t)) return t.some((one) => hasType(v, one));
   if (t === 'integer') return Number.isInteger(v);
   if (t === 'null') return v === null;
   if (t === 'array') return Array.isArray(v);
@@ -84,12 +85,7 @@ function walk(schema: unknown, v: unknown, path: string, w: SchemaWording, out: 
     if (!target) throw new Error(`schema: unresolved $ref ${s.$ref}`);
     walk(target, v, path, w, out);
   }
-  if (
-    s.type !== undefined &&
-    say.type &&
-    !(Array.isArray(s.type) ? s.type.some((t) => hasType(v, t)) : hasType(v, s.type))
-  )
-    return void fail(out, say.type, s, v, at);
+  if (s.type !== undefined && say.type && !hasType(v, s.type)) return void fail(out, say.type, s, v, at);
   if (s.const !== undefined && say.const && !same(s.const, v)) fail(out, say.const, s, v, at);
   if (Array.isArray(s.enum) && say.enum && !s.enum.some((e) => same(e, v))) fail(out, say.enum, s, v, at);
   if (s.not !== undefined && say.not && valid(s.not, v, path, w)) fail(out, say.not, s, v, at);
@@ -100,15 +96,10 @@ function walk(schema: unknown, v: unknown, path: string, w: SchemaWording, out: 
     const ok = (b: unknown) => valid(b, v, path, w);
     if (kind === 'anyOf' ? branches.some(ok) : branches.filter(ok).length === 1) continue;
     if (!w.branches) fail(out, say[kind], s, v, at);
-    else
-      out.push(
-        ...w.branches(
-          s,
-          v,
-          path,
-          branches.map((sub: unknown) => problemsAt(sub, v, path, w)),
-        ),
-      );
+    else {
+      const results = branches.map((sub: unknown) => problemsAt(sub, v, path, w));
+      out.push(...w.branches(s, v, path, results));
+    }
   }
   if (w.conditionals && s.if !== undefined && valid(s.if, v, path, w)) walk(s.then, v, path, w, out);
 
