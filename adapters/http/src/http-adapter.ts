@@ -169,10 +169,8 @@ async function get(a: Ask, url: string, what: string): Promise<HttpResponseView 
   return 'kind' in res ? lookupFromOutcome(res, what) : res;
 }
 
-const found = (outcome: Extract<LookupResult, { kind: 'found' }>['outcome']): LookupResult => ({
-  kind: 'found',
-  outcome,
-});
+type Found = Extract<LookupResult, { kind: 'found' }>['outcome'];
+const found = (outcome: Found): LookupResult => ({ kind: 'found', outcome });
 // An absence is reported as it is seen; decide's not-found row judges when it proves anything.
 const absent = (res: HttpResponseView, reason: string): LookupResult => ({
   kind: 'not-found',
