@@ -190,14 +190,10 @@ const exists = (r: LookupResult, statusRef: string): LookupResult => {
   return found({ kind: 'in-progress', statusRef, ...refs, message: `the work item exists; ${reason}` });
 };
 /** The request id comes from `res`, the answer that said so. */
-const succeeded = (a: Ask, res: HttpResponseView, data: unknown, refPath = a.o.http.refPath) =>
-  found({
-    kind: 'succeeded',
-    result: data,
-    status: 200,
-    ...requestIdOf(a.o.http, res.headers),
-    ...providerRefAt(data, refPath),
-  });
+const succeeded = (a: Ask, res: HttpResponseView, data: unknown, refPath = a.o.http.refPath) => {
+  const refs = { ...requestIdOf(a.o.http, res.headers), ...providerRefAt(data, refPath) };
+  return found({ kind: 'succeeded', result: data, status: 200, ...refs });
+};
 
 async function lookup(c: Conn, o: HttpOperation, ctx: LookupContext): Promise<LookupResult> {
   const l = o.http.lookup;
@@ -269,13 +265,8 @@ async function getByKey(a: Ask, l: Lookup<'get-by-key'>): Promise<LookupResult> 
       'the validator moved on and the operation declares no way (lookup.applied) to recognise its own write',
     );
   if (l.applied(res.data, a.r)) return succeeded(a, res, res.data);
-  return found({
-    kind: 'rejected',
-    reason: 'conflict',
-    message: 'the validator moved on and the resource does not show this write: another writer changed it',
-    status: 200,
-    ...requestIdOf(a.o.http, res.headers),
-  });
+  const message = 'the validator moved on and the resource does not show this write: another writer changed it';
+  return found({ kind: 'rejected', reason: 'conflict', message, status: 200, ...requestIdOf(a.o.http, res.headers) });
 }
 
 /** Without a status URL (the 202 was lost, or a worker died before recording it): the declared fallback. */
@@ -323,15 +314,9 @@ async function pollStatus(a: Ask, reading: StatusReading, statusRef: string): Pr
   }
   if (res.status === 200) {
     const s = readPath(res.data, reading.field) as string; // only a string can equal a declared value
+    const wait = retryAfterOf(readHeader(res.headers, 'retry-after'));
     if (reading.pending.includes(s))
-      return found({
-        kind: 'in-progress',
-        statusRef,
-        status: 200,
-        ...rid,
-        ...retryAfterOf(readHeader(res.headers, 'retry-after')),
-        message: `status ${s}`,
-      });
+      return found({ kind: 'in-progress', statusRef, status: 200, ...rid, ...wait, message: `status ${s}` });
     if (reading.done.includes(s)) return succeeded(a, res, res.data);
     if (reading.failed?.includes(s))
       return found({ kind: 'rejected', reason: 'other', message: `status ${s}`, status: 200, ...rid });
@@ -346,14 +331,10 @@ async function pollStatus(a: Ask, reading: StatusReading, statusRef: string): Pr
   ) {
     // An error persisted at the status resource: the work item failed for good.
     const outcome = classifyResponse(spec, res, 1);
-    return found({
-      kind: 'rejected',
-      reason: outcome.kind === 'rejected' ? outcome.reason : 'other',
-      message: `persisted ${'message' in outcome && outcome.message ? outcome.message : 'HTTP ' + res.status}`,
-      status: res.status,
-      ...(outcome.code !== undefined ? { code: outcome.code } : {}),
-      ...rid,
-    });
+    const reason = outcome.kind === 'rejected' ? outcome.reason : 'other';
+    const message = `persisted ${'message' in outcome && outcome.message ? outcome.message : 'HTTP ' + res.status}`;
+    const code = outcome.code !== undefined ? { code: outcome.code } : {};
+    return found({ kind: 'rejected', reason, message, status: res.status, ...code, ...rid });
   }
   return cannotTell(res, `status resource answered HTTP ${res.status}`);
 }
