@@ -78,12 +78,8 @@ export function classifyResponse(spec: HttpOperationSpec, res: HttpResponseView,
       typeof ri === 'object' &&
       ri !== null &&
       readHeader(res.headers, ri.header)?.toLowerCase() === ri.value.toLowerCase();
-    return {
-      kind: replayed ? 'replayed' : 'succeeded',
-      result: res.data,
-      ...base,
-      ...providerRefAt(res.data, spec.refPath),
-    };
+    const refs = { ...base, ...providerRefAt(res.data, spec.refPath) };
+    return { kind: replayed ? 'replayed' : 'succeeded', result: res.data, ...refs };
   }
 
   const label = `HTTP ${res.status}${code !== undefined ? ' ' + code : ''}`;
@@ -104,14 +100,8 @@ export function classifyResponse(spec: HttpOperationSpec, res: HttpResponseView,
     const fields = namedFields(res.data);
     const path = spec.errors.createdPath;
     const created = path === undefined ? undefined : scalarText(readPath(res.data, path));
-    return {
-      kind: 'rejected',
-      reason: rule.reason,
-      message: label,
-      ...base,
-      ...(fields.length ? { fields } : {}),
-      ...(created !== undefined ? { created } : {}),
-    };
+    const extra = { ...(fields.length ? { fields } : {}), ...(created !== undefined ? { created } : {}) };
+    return { kind: 'rejected', reason: rule.reason, message: label, ...base, ...extra };
   }
   if (rule?.outcome === 'not-applied' || rule?.outcome === 'in-progress')
     return { kind: rule.outcome, message: label, ...base, ...ra };
