@@ -124,7 +124,7 @@ async function send(
   ids: Ids & Pick<ExecuteContext, 'attempt' | 'signal'>,
 ): Promise<Outcome> {
   const { http: spec } = o;
-  const path = fillPath(spec.path, params, ids);
+  const url = fillPath(spec.path, params, ids);
   const headers: Record<string, string> = {};
   const query: Record<string, string> = {};
   let body = spec.method === 'DELETE' ? undefined : spec.body ? spec.body(params, ids) : defaultBody(spec, params);
@@ -151,14 +151,7 @@ async function send(
     if ('header' in pc) headers[pc.header] = v;
     else query[pc.query] = v;
   }
-  const res = await request(c, {
-    method: spec.method,
-    url: path,
-    params: query,
-    data: body,
-    headers,
-    signal: ids.signal,
-  });
+  const res = await request(c, { method: spec.method, url, params: query, data: body, headers, signal: ids.signal });
   return 'kind' in res ? res : classifyResponse(spec, res, ids.attempt);
 }
 
