@@ -282,6 +282,10 @@ async function findStatus(a: Ask, l: Lookup<'status-url'>): Promise<LookupResult
   return exists(await pollStatus(a, l.status, statusRef), statusRef);
 }
 
+// These refuse the poll itself (credentials, method, Accept, routing, headers, rate) or say the status resource is
+// missing or expired (404, 410), which says nothing about the work item.
+const NOT_ABOUT_THE_ITEM = [401, 403, 404, 405, 406, 408, 410, 421, 429, 431];
+
 async function pollStatus(a: Ask, reading: StatusReading, statusRef: string): Promise<LookupResult> {
   const { c } = a;
   const spec = a.o.http;
@@ -315,13 +319,7 @@ async function pollStatus(a: Ask, reading: StatusReading, statusRef: string): Pr
       return found({ kind: 'rejected', reason: 'other', message: `status ${s}`, status: 200, ...rid });
     return cannotTell(res, `status field ${reading.field} is ${JSON.stringify(s)}, not a declared value`);
   }
-  // These refuse the poll itself (credentials, method, Accept, routing, headers, rate) or say the status resource is
-  // missing or expired (404, 410), which says nothing about the work item.
-  if (
-    res.status >= 400 &&
-    res.status < 500 &&
-    ![401, 403, 404, 405, 406, 408, 410, 421, 429, 431].includes(res.status)
-  ) {
+  if (res.status >= 400 && res.status < 500 && !NOT_ABOUT_THE_ITEM.includes(res.status)) {
     // An error persisted at the status resource: the work item failed for good.
     const outcome = classifyResponse(spec, res, 1);
     const reason = outcome.kind === 'rejected' ? outcome.reason : 'other';
