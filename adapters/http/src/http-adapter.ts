@@ -124,7 +124,7 @@ async function send(
   ids: Ids & Pick<ExecuteContext, 'attempt' | 'signal'>,
 ): Promise<Outcome> {
   const { http: spec } = o;
-  const path = fillPath(spec.path, params, ids);
+  const url = fillPath(spec.path, params, ids);
   const headers: Record<string, string> = {};
   const query: Record<string, string> = {};
   let body = spec.method === 'DELETE' ? undefined : spec.body ? spec.body(params, ids) : defaultBody(spec, params);
@@ -151,14 +151,7 @@ async function send(
     if ('header' in pc) headers[pc.header] = v;
     else query[pc.query] = v;
   }
-  const res = await request(c, {
-    method: spec.method,
-    url: path,
-    params: query,
-    data: body,
-    headers,
-    signal: ids.signal,
-  });
+  const res = await request(c, { method: spec.method, url, params: query, data: body, headers, signal: ids.signal });
   return 'kind' in res ? res : classifyResponse(spec, res, ids.attempt);
 }
 
@@ -169,10 +162,8 @@ async function get(a: Ask, url: string, what: string): Promise<HttpResponseView 
   return 'kind' in res ? lookupFromOutcome(res, what) : res;
 }
 
-const found = (outcome: Extract<LookupResult, { kind: 'found' }>['outcome']): LookupResult => ({
-  kind: 'found',
-  outcome,
-});
+type Found = Extract<LookupResult, { kind: 'found' }>['outcome'];
+const found = (outcome: Found): LookupResult => ({ kind: 'found', outcome });
 // An absence is reported as it is seen; decide's not-found row judges when it proves anything.
 const absent = (res: HttpResponseView, reason: string): LookupResult => ({
   kind: 'not-found',
@@ -192,14 +183,10 @@ const exists = (r: LookupResult, statusRef: string): LookupResult => {
   return found({ kind: 'in-progress', statusRef, ...refs, message: `the work item exists; ${reason}` });
 };
 /** The request id comes from `res`, the answer that said so. */
-const succeeded = (a: Ask, res: HttpResponseView, data: unknown, refPath = a.o.http.refPath) =>
-  found({
-    kind: 'succeeded',
-    result: data,
-    status: 200,
-    ...requestIdOf(a.o.http, res.headers),
-    ...providerRefAt(data, refPath),
-  });
+const succeeded = (a: Ask, res: HttpResponseView, data: unknown, refPath = a.o.http.refPath) => {
+  const refs = { ...requestIdOf(a.o.http, res.headers), ...providerRefAt(data, refPath) };
+  return found({ kind: 'succeeded', result: data, status: 200, ...refs });
+};
 
 async function lookup(c: Conn, o: HttpOperation, ctx: LookupContext): Promise<LookupResult> {
   const l = o.http.lookup;
@@ -271,13 +258,8 @@ async function getByKey(a: Ask, l: Lookup<'get-by-key'>): Promise<LookupResult> 
       'the validator moved on and the operation declares no way (lookup.applied) to recognise its own write',
     );
   if (l.applied(res.data, a.r)) return succeeded(a, res, res.data);
-  return found({
-    kind: 'rejected',
-    reason: 'conflict',
-    message: 'the validator moved on and the resource does not show this write: another writer changed it',
-    status: 200,
-    ...requestIdOf(a.o.http, res.headers),
-  });
+  const message = 'the validator moved on and the resource does not show this write: another writer changed it';
+  return found({ kind: 'rejected', reason: 'conflict', message, status: 200, ...requestIdOf(a.o.http, res.headers) });
 }
 
 /** Without a status URL (the 202 was lost, or a worker died before recording it): the declared fallback. */
@@ -299,6 +281,10 @@ async function findStatus(a: Ask, l: Lookup<'status-url'>): Promise<LookupResult
   const statusRef = new URL(url, res.url).toString();
   return exists(await pollStatus(a, l.status, statusRef), statusRef);
 }
+
+// These refuse the poll itself (credentials, method, Accept, routing, headers, rate) or say the status resource is
+// missing or expired (404, 410), which says nothing about the work item.
+const NOT_ABOUT_THE_ITEM = [401, 403, 404, 405, 406, 408, 410, 421, 429, 431];
 
 async function pollStatus(a: Ask, reading: StatusReading, statusRef: string): Promise<LookupResult> {
   const { c } = a;
@@ -325,37 +311,21 @@ async function pollStatus(a: Ask, reading: StatusReading, statusRef: string): Pr
   }
   if (res.status === 200) {
     const s = readPath(res.data, reading.field) as string; // only a string can equal a declared value
+    const wait = retryAfterOf(readHeader(res.headers, 'retry-after'));
     if (reading.pending.includes(s))
-      return found({
-        kind: 'in-progress',
-        statusRef,
-        status: 200,
-        ...rid,
-        ...retryAfterOf(readHeader(res.headers, 'retry-after')),
-        message: `status ${s}`,
-      });
+      return found({ kind: 'in-progress', statusRef, status: 200, ...rid, ...wait, message: `status ${s}` });
     if (reading.done.includes(s)) return succeeded(a, res, res.data);
     if (reading.failed?.includes(s))
       return found({ kind: 'rejected', reason: 'other', message: `status ${s}`, status: 200, ...rid });
     return cannotTell(res, `status field ${reading.field} is ${JSON.stringify(s)}, not a declared value`);
   }
-  // These refuse the poll itself (credentials, method, Accept, routing, headers, rate) or say the status resource is
-  // missing or expired (404, 410), which says nothing about the work item.
-  if (
-    res.status >= 400 &&
-    res.status < 500 &&
-    ![401, 403, 404, 405, 406, 408, 410, 421, 429, 431].includes(res.status)
-  ) {
+  if (res.status >= 400 && res.status < 500 && !NOT_ABOUT_THE_ITEM.includes(res.status)) {
     // An error persisted at the status resource: the work item failed for good.
     const outcome = classifyResponse(spec, res, 1);
-    return found({
-      kind: 'rejected',
-      reason: outcome.kind === 'rejected' ? outcome.reason : 'other',
-      message: `persisted ${'message' in outcome && outcome.message ? outcome.message : 'HTTP ' + res.status}`,
-      status: res.status,
-      ...(outcome.code !== undefined ? { code: outcome.code } : {}),
-      ...rid,
-    });
+    const reason = outcome.kind === 'rejected' ? outcome.reason : 'other';
+    const message = `persisted ${'message' in outcome && outcome.message ? outcome.message : 'HTTP ' + res.status}`;
+    const code = outcome.code !== undefined ? { code: outcome.code } : {};
+    return found({ kind: 'rejected', reason, message, status: res.status, ...code, ...rid });
   }
   return cannotTell(res, `status resource answered HTTP ${res.status}`);
 }

@@ -24,10 +24,7 @@ export interface MatchDeclaration {
   readonly where: Readonly<Record<string, Template>>;
 }
 
-export type HttpLookupDeclaration = LookupShape<
-  MatchDeclaration,
-  { readonly where: Readonly<Record<string, Template>> }
->;
+export type HttpLookupDeclaration = LookupShape<MatchDeclaration, Pick<MatchDeclaration, 'where'>>;
 
 /** The four server patterns the package ships loopback sandboxes for (what `retrysafe drill --config` runs against). */
 export type HttpPattern = 'ietf-idempotency-key' | 'async-request-reply' | 'etag' | 'client-token';

@@ -42,20 +42,17 @@ function namedFields(data: unknown): { path: string; message: string }[] {
   if (typeof data !== 'object' || data === null) return [];
   const d = data as Record<string, unknown>;
   const list = Array.isArray(d['invalid-params']) ? d['invalid-params'] : Array.isArray(d.errors) ? d.errors : [];
-  const out: { path: string; message: string }[] = [];
-  for (const item of list.slice(0, 20)) {
+  return list.slice(0, 20).flatMap((item) => {
     const r = (item ?? {}) as Record<string, unknown>;
     const raw = [r.name, r.field, r.path, r.pointer].find((v): v is string => typeof v === 'string' && v.length > 0);
-    if (!raw) continue;
-    const path = raw
+    const path = (raw ?? '')
       .replace(/^#?\//, '')
       .split('/')
       .map((p) => (/^\d+$/.test(p) ? `[${p}]` : p))
       .join('.')
       .replace(/\.\[/g, '[');
-    if (path) out.push({ path, message: 'named by the provider as invalid' });
-  }
-  return out;
+    return path ? [{ path, message: 'named by the provider as invalid' }] : [];
+  });
 }
 
 /** One response → one Outcome by the declaration; messages never carry the provider's text (PII). */
@@ -72,13 +69,8 @@ export function classifyResponse(spec: HttpOperationSpec, res: HttpResponseView,
   if (res.status >= 200 && res.status < 300) {
     if (res.status === 202 && spec.asyncReply) {
       const statusRef = absoluteLocation(res);
-      return {
-        kind: 'in-progress',
-        ...base,
-        ...ra,
-        ...(statusRef ? { statusRef } : {}),
-        message: statusRef ? 'accepted; status resource at Location' : 'accepted without a Location header',
-      };
+      const message = statusRef ? 'accepted; status resource at Location' : 'accepted without a Location header';
+      return { kind: 'in-progress', ...base, ...ra, ...(statusRef ? { statusRef } : {}), message };
     }
     // The card's replay indicator (e.g. `Idempotent-Replayed: true`): the provider answered from its stored result.
     const ri = spec.card.storedResult.replayIndicator?.value;
@@ -86,33 +78,21 @@ export function classifyResponse(spec: HttpOperationSpec, res: HttpResponseView,
       typeof ri === 'object' &&
       ri !== null &&
       readHeader(res.headers, ri.header)?.toLowerCase() === ri.value.toLowerCase();
-    return {
-      kind: replayed ? 'replayed' : 'succeeded',
-      result: res.data,
-      ...base,
-      ...providerRefAt(res.data, spec.refPath),
-    };
+    const refs = { ...base, ...providerRefAt(res.data, spec.refPath) };
+    return { kind: replayed ? 'replayed' : 'succeeded', result: res.data, ...refs };
   }
 
   const label = `HTTP ${res.status}${code !== undefined ? ' ' + code : ''}`;
   const pc = spec.precondition;
+  // On the first attempt the caller's validator was stale: nothing of ours was applied. On a re-send our own
+  // earlier attempt may be what moved the validator on, so the runner must look up instead.
   if (pc && res.status === (pc.failedStatus ?? 412)) {
-    // On the first attempt the caller's validator was stale: nothing of ours was applied. On a re-send our own
-    // earlier attempt may be what moved the validator on, so the runner must look up instead.
-    return attempt <= 1
-      ? {
-          kind: 'rejected',
-          reason: 'conflict',
-          message: `${label}: precondition failed (the resource changed since the validator was read)`,
-          ...base,
-        }
-      : {
-          kind: 'unknown',
-          cause: 'other',
-          message: `${label}: precondition failed on a re-send; an earlier attempt may have applied`,
-          ...base,
-          ...ra,
-        };
+    if (attempt <= 1) {
+      const message = `${label}: precondition failed (the resource changed since the validator was read)`;
+      return { kind: 'rejected', reason: 'conflict', message, ...base };
+    }
+    const message = `${label}: precondition failed on a re-send; an earlier attempt may have applied`;
+    return { kind: 'unknown', cause: 'other', message, ...base, ...ra };
   }
 
   const rule = spec.errors.rules.find((r) => ruleMatches(r, res.status, code));
@@ -120,24 +100,14 @@ export function classifyResponse(spec: HttpOperationSpec, res: HttpResponseView,
     const fields = namedFields(res.data);
     const path = spec.errors.createdPath;
     const created = path === undefined ? undefined : scalarText(readPath(res.data, path));
-    return {
-      kind: 'rejected',
-      reason: rule.reason,
-      message: label,
-      ...base,
-      ...(fields.length ? { fields } : {}),
-      ...(created !== undefined ? { created } : {}),
-    };
+    const extra = { ...(fields.length ? { fields } : {}), ...(created !== undefined ? { created } : {}) };
+    return { kind: 'rejected', reason: rule.reason, message: label, ...base, ...extra };
   }
   if (rule?.outcome === 'not-applied' || rule?.outcome === 'in-progress')
     return { kind: rule.outcome, message: label, ...base, ...ra };
-  return {
-    kind: 'unknown',
-    cause: (rule?.outcome === 'unknown' && rule.cause) || (res.status >= 500 ? 'server-error' : 'other'),
-    message: rule ? label : `${label} (not in the operation's error mapping)`,
-    ...base,
-    ...ra,
-  };
+  const cause = (rule?.outcome === 'unknown' && rule.cause) || (res.status >= 500 ? 'server-error' : 'other');
+  const message = rule ? label : `${label} (not in the operation's error mapping)`;
+  return { kind: 'unknown', cause, message, ...base, ...ra };
 }
 
 /** A failure without a response, by the contract's classifier: never sent ⇒ not-applied; maybe sent ⇒ unknown. */

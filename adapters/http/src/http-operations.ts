@@ -248,12 +248,10 @@ function requestProblems(spec: HttpOperationSpec, params: unknown): FieldError[]
     return [{ path: '(root)', message: 'must be an object' }];
   // `.` and `..` pass encodeURIComponent as they are, and a dot segment resolves to another path; so does an empty one.
   const dots = ['.', '..', ''];
+  const needed = `is needed by the path ${spec.path} as a non-empty string or number, not . or ..`;
   const out: FieldError[] = paramPlaceholders(spec.path)
     .filter((p) => [...dots, undefined].includes(scalarText(readPath(params, p))))
-    .map((p) => ({
-      path: p,
-      message: `is needed by the path ${spec.path} as a non-empty string or number, not . or ..`,
-    }));
+    .map((p) => ({ path: p, message: needed }));
   const l = spec.lookup;
   const lookupPath =
     'path' in l ? l.path : l.method === 'status-url' ? (l.withoutStatusRef as { path?: string })?.path : '';

@@ -133,10 +133,8 @@ function adoptFound(op: StripeOperation, found: StripeObject[], params: unknown)
   if (failed && typeof oldest.id === 'string') {
     const code = typeof failed.code === 'string' ? { code: failed.code } : {};
     const message = failed.message ?? 'the payment failed';
-    return {
-      kind: 'found',
-      outcome: { kind: 'rejected', reason: 'card-declined', message, created: oldest.id, ...code },
-    };
+    const outcome = { kind: 'rejected', reason: 'card-declined', message, created: oldest.id, ...code } as const;
+    return { kind: 'found', outcome };
   }
   const outcome = classifyStripeResult(oldest, replayValue(op));
   return { kind: 'found', outcome: { ...(outcome as Extract<Outcome, { kind: 'succeeded' }>), kind: 'succeeded' } };
@@ -170,12 +168,11 @@ async function findByMetadata(
 
 /** Inside retention: re-send the identical request with the same key; Stripe replays what it stored. */
 async function resendWithKey(rt: Runtime, op: StripeOperation, ctx: FramedLookupContext) {
-  const problems = operationParamsErrors(op, ctx.params);
-  if (problems.length > 0)
-    return {
-      kind: 'cannot-tell',
-      reason: `the recorded params are not valid now (${problems.map((f) => `${f.path} ${f.message}`).join('; ')}), so they cannot be re-sent`,
-    } as const;
+  const problems = operationParamsErrors(op, ctx.params).map((f) => `${f.path} ${f.message}`);
+  if (problems.length > 0) {
+    const reason = `the recorded params are not valid now (${problems.join('; ')}), so they cannot be re-sent`;
+    return { kind: 'cannot-tell', reason } as const;
+  }
   const o = await send(rt, op, ctx.params, ctx);
   // The key now holds a 5xx and will replay it: only the metadata lookup can tell whether the object exists.
   if (o.kind === 'unknown' && o.cause === 'server-error')

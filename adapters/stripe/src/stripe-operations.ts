@@ -1,4 +1,4 @@
-import type { BusinessOperationId, JsonSchema, RetrySafetyCard } from '@retrysafe/contract';
+import type { BusinessOperationId, JsonSchema, LookupContext, RetrySafetyCard } from '@retrysafe/contract';
 import type { SchemaType } from '@retrysafe/contract/provider';
 import type Stripe from 'stripe';
 import { STRIPE_KEY_RULE, STRIPE_OPERATION_METADATA_KEY, stripeCards } from './stripe-cards.js';
@@ -12,10 +12,7 @@ export type StripeObject = { id?: string; metadata?: Record<string, string> | nu
 /** How `doLookup` finds an object past the key's retention: the delayed Search API, or a list filtered by a parent. */
 interface PastRetentionLookup {
   readonly kind: 'search' | 'list';
-  find(
-    client: Stripe,
-    ctx: { readonly params: unknown; readonly businessOperationId: BusinessOperationId },
-  ): Promise<StripeObject[]>;
+  find(client: Stripe, ctx: Pick<LookupContext, 'params' | 'businessOperationId'>): Promise<StripeObject[]>;
 }
 
 export type StripeOperation = Omit<ReturnType<typeof stripeOperation>, '~params'>;
