@@ -192,9 +192,8 @@ export async function supersede(
 }
 
 /**
- * Claims a stored row again (a person's resume, a new revision) with the `resolve` receipt saying why, in the claim's
- * own write while the chain is the one read with `record` (a crash between two would leave it unnumbered). Only the
- * stored row (`existing`): one closed and pruned since it was read is not created again as a new operation.
+ * Claims a stored row again (a resume, a revision) with its `resolve` receipt in the claim's own write while the chain
+ * is the one read; only the stored row (`existing`): one pruned since it was read is not created again.
  */
 export async function claimAgain(
   ctx: RunnerContext,

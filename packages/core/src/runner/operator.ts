@@ -54,8 +54,7 @@ export async function recover(ctx: RunnerContext, opts: Parameters<Runner['recov
       checkSealable(ctx, record, 'recover it');
       checkParamsOpen(record);
     } catch (err) {
-      // Not handed off either: that would append an unkeyed receipt (or hand off what a process with the params
-      // key can finish). It stays for a pass with the key.
+      // Not handed off: that would append an unkeyed receipt (or hand off what the params key can finish).
       reports.push(leftAsItIs(ctx, record, err));
       continue;
     }
@@ -284,8 +283,8 @@ async function resume(
   if (claim.kind === 'busy') return heldElsewhere(claim.record, clock.now());
   if (claim.kind !== 'claimed') return fromTerminal(ctx, claim.record, null, op);
   if (claim.record.fence !== record.fence + 1) {
-    // Resumed and handed off again between the read above and this claim: the packet judged is stale. Handed back as
-    // it is, then judged on its packet now; a forced resume was forced against the old one.
+    // Resumed and handed off again since the read: handed back as it is and judged on its packet now (a forced
+    // resume was forced against the old one).
     if (claim.record.handoff && !MAYBE_APPLIED_STATES.includes(claim.record.state)) {
       const current = await ledger.handOff(fenceOf(claim.record), claim.record.handoff, clock.now());
       if (force)
