@@ -66,8 +66,7 @@ const DESTRUCTIVE = new Set(['send', 'charge', 'delete', 'create', 'async-job', 
 export function safeToolName(provider: string, operation: string): string {
   const full = `${provider}.${operation}`;
   const safe = full.replace(/[^A-Za-z0-9_-]/g, '_');
-  if (safe.length <= 64) return safe;
-  return `${safe.slice(0, 55)}_${sha256Hex(full).slice(0, 8)}`;
+  return safe.length <= 64 ? safe : `${safe.slice(0, 55)}_${sha256Hex(full).slice(0, 8)}`;
 }
 
 /** The normalisation the tool's id and comparison apply, in words for a model. */

@@ -13,9 +13,8 @@ import {
 export type UnsealedReceipt = Omit<Receipt, 'hash'>;
 
 /**
- * An HMAC key for receipt hashes. With one, a receipt's hash is `hmac-sha256:<id>:<hex>`, so
- * someone who can write the ledger but does not hold the key cannot re-seal an edited chain. The id
- * names the key, so chains stay verifiable across a rotation (keep old keys in the keyring).
+ * An HMAC key for receipt hashes (`hmac-sha256:<id>:<hex>`): who can write the ledger but lacks the key cannot
+ * re-seal an edited chain. The id keeps chains verifiable across a rotation (old keys go in the keyring).
  */
 export interface ReceiptKey {
   readonly id: string;
@@ -53,10 +52,7 @@ export function parseReceiptKeys(text: string): { readonly current: ReceiptKey; 
   return { current: keys[0]!, keyring: Object.fromEntries(keys.map((k) => [k.id, k.secret])) };
 }
 
-/**
- * `hash = sha256(prevHash + canonical JSON of the receipt without its hash)`, lowercase hex; with a
- * key, `hmac-sha256:<id>:` + HMAC-SHA256 of the same text.
- */
+/** sha256 hex of prevHash + the canonical JSON of the receipt without its hash; with a key, its HMAC-SHA256. */
 export function receiptHash(body: UnsealedReceipt, key?: ReceiptKey): string {
   const text = (body.prevHash ?? '') + canonicalJson(body);
   if (key === undefined) return sha256Hex(text);
@@ -89,9 +85,8 @@ const sameBytes = (a: string, b: string) => a.length === b.length && timingSafeE
 const broken = (index: number, reason: string): ChainCheck => ({ ok: false, index, reason });
 
 /**
- * Checks one operation's receipts, in order: seq 1, 2, 3…, each `prevHash` equal to the hash before
- * it, and each hash recomputed from the content (with its key when keyed). With an anchor, the chain
- * must end at the anchored head and length. Any edited, removed or reordered receipt fails.
+ * Checks one operation's receipts in order: seq 1, 2, 3…, each `prevHash` the hash before it, each hash recomputed
+ * (keyed where sealed so), and the anchor's head and length. Any edited, removed or reordered receipt fails.
  */
 export function verifyReceiptChain(receipts: readonly Receipt[], options: VerifyChainOptions = {}): ChainCheck {
   const warnings: string[] = [];
@@ -147,26 +142,18 @@ export async function verifyOperation(
   id: BusinessOperationId,
   options: Omit<VerifyChainOptions, 'anchor'> = {},
 ): Promise<ChainCheck | null> {
-  // The row and the receipts are two reads: a receipt written between them looks like a break, so an
-  // anchor mismatch is read again (a real break stays one).
-  let check: ChainCheck | null = null;
-  for (let tries = 0; tries < 3; tries++) {
-    const record = await ledger.get(id);
-    if (!record) return null;
-    const receipts = await ledger.receipts(id);
-    const again = await ledger.get(id);
-    const anchor = record.receiptChain as ReceiptChainAnchor | undefined; // a row edited from outside may lack it
-    check =
-      typeof anchor?.length === 'number'
-        ? verifyReceiptChain(receipts, { ...options, anchor })
-        : broken(receipts.length, 'the row holds no chain anchor (receiptChain), so a cut tail cannot be told');
-    // A receipt seals the id it was written for: another operation's chain (copied with its anchor) is no proof for this one.
-    const foreign = check.ok ? receipts.findIndex((r) => r.businessOperationId !== id) : -1;
-    if (foreign >= 0)
-      check = broken(foreign, `a receipt of another operation (${String(receipts[foreign]!.businessOperationId)})`);
-    if (check.ok || JSON.stringify(again?.receiptChain) === JSON.stringify(record.receiptChain)) return check;
-  }
-  return check;
+  const [receipts, record] = await anchoredReceipts(ledger, id);
+  if (!record) return null;
+  const anchor = record.receiptChain as ReceiptChainAnchor | undefined; // a row edited from outside may lack it
+  const check =
+    typeof anchor?.length === 'number'
+      ? verifyReceiptChain(receipts, { ...options, anchor })
+      : broken(receipts.length, 'the row holds no chain anchor (receiptChain), so a cut tail cannot be told');
+  // A receipt seals the id it was written for: another operation's chain (copied with its anchor) is no proof for this one.
+  const foreign = check.ok ? receipts.findIndex((r) => r.businessOperationId !== id) : -1;
+  return foreign >= 0
+    ? broken(foreign, `a receipt of another operation (${String(receipts[foreign]!.businessOperationId)})`)
+    : check;
 }
 
 export interface ExportReceiptsOptions {
@@ -175,10 +162,7 @@ export interface ExportReceiptsOptions {
   readonly filter?: ListFilter;
   /** Also write the JSONL to this file. */
   readonly path?: string;
-  /**
-   * After each operation's receipts, one `{"chainHead":{businessOperationId, head, length}}` line:
-   * the row's anchor, so the export can be verified offline (verifyReceiptsJsonl). Default false.
-   */
+  /** After each operation's receipts, a `{"chainHead":{businessOperationId, head, length}}` line: verifiable offline. */
   readonly heads?: boolean;
 }
 
@@ -194,7 +178,7 @@ export async function exportReceiptsJsonl(ledger: Ledger, options: ExportReceipt
   return text;
 }
 
-/** The receipts and the row that anchors them: a receipt written between the two reads reads both again (as verifyOperation). */
+/** The receipts and the row that anchors them: a receipt written between the two reads (a false break) reads both again. */
 async function anchoredReceipts(ledger: Ledger, id: BusinessOperationId): Promise<[Receipt[], OperationRecord | null]> {
   let read: [Receipt[], OperationRecord | null] = [[], null];
   for (let tries = 0; tries < 3; tries++) {
@@ -220,11 +204,7 @@ export interface ExportCheck {
   readonly check: ChainCheck;
 }
 
-/**
- * Verifies an export written with `heads: true`, offline: every operation's receipts against the
- * head line that follows them. An operation whose head line is missing (or whose receipts are missing
- * while its head line is there) fails.
- */
+/** Verifies an export written with `heads: true` offline: each operation's receipts against its head line (none: a failure). */
 export function verifyReceiptsJsonl(text: string, options: Omit<VerifyChainOptions, 'anchor'> = {}): ExportCheck[] {
   const byId = new Map<string, { receipts: Receipt[]; anchor?: ReceiptChainAnchor }>();
   const entry = (id: string) => byId.get(id) ?? byId.set(id, { receipts: [] }).get(id)!;

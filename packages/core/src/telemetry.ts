@@ -95,15 +95,7 @@ export function createTelemetry(options: TelemetryOptions | undefined, now: () =
       if (status === 'handed-off')
         s.span.setStatus({ code: api.SpanStatusCode.ERROR, message: 'handed off to a person' });
       if (errorType !== undefined) s.span.setStatus({ code: api.SpanStatusCode.ERROR, message: errorType });
-      operations.add(
-        1,
-        attrs(
-          operation,
-          errorType === undefined
-            ? { 'retrysafe.status': status }
-            : { 'retrysafe.status': status, 'error.type': errorType },
-        ),
-      );
+      operations.add(1, attrs(operation, { 'retrysafe.status': status, 'error.type': errorType }));
     } catch {
       // ignored: see above
     }
@@ -131,7 +123,7 @@ export function createTelemetry(options: TelemetryOptions | undefined, now: () =
     /** One runner event (the entry the logger gets); `s`: the scope of the operation's run, if any. */
     event(event: string, level: 'info' | 'warn', f: EventFields = {}, op = '', s?: RunScope): void {
       switch (event) {
-        case 'dispatch': {
+        case 'dispatch':
           if (!s) break;
           s.attempt?.end(now());
           s.attempt = tracer.startSpan(
@@ -140,8 +132,7 @@ export function createTelemetry(options: TelemetryOptions | undefined, now: () =
             api.trace.setSpan(api.context.active(), s.span),
           );
           break;
-        }
-        case 'outcome': {
+        case 'outcome':
           attempts.add(1, attrs(op, { 'retrysafe.outcome': f.outcome }));
           if (s?.attempt) {
             s.attempt.setAttributes(
@@ -153,7 +144,6 @@ export function createTelemetry(options: TelemetryOptions | undefined, now: () =
             s.attempt = null;
           }
           break;
-        }
         case 'lookup':
           lookups.add(1, attrs(op, { 'retrysafe.lookup.result': f.outcome }));
           break;

@@ -38,8 +38,7 @@ function validatorFor(schema: JsonSchema, operation: string): ValidateFunction {
   }
 }
 
-/** Compiles the operation's params schema, else throws the RunnerConfigurationError its every call would: a server
- * checks this at start. */
+/** Compiles the params schema, else throws the RunnerConfigurationError its every call would (a server, at start). */
 export function checkParamsSchema(spec: OperationSpec): void {
   validatorFor(spec.paramsSchema, spec.card.operation);
 }
@@ -87,10 +86,7 @@ export function paramsErrors(spec: OperationSpec, params: unknown): FieldError[]
     : [];
 }
 
-/**
- * Validates params against the operation's JSON Schema before anything is claimed or sent.
- * Throws InvalidParamsError naming every failing field.
- */
+/** Before anything is claimed or sent: InvalidParamsError naming every field that fails the params schema. */
 export function assertParams(spec: OperationSpec, params: unknown): void {
   const errors = paramsErrors(spec, params);
   if (errors.length) throw new InvalidParamsError(spec.card.operation, errors);

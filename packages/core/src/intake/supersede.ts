@@ -14,8 +14,8 @@ type Verdict = { ok: true } | { ok: false; why: string };
 const refused = (why: string): Verdict => ({ ok: false, why });
 
 /**
- * Whether a corrected request may supersede the operation: it is at rest after a rejection or a spent
- * budget, and every provider call of its current revision is known not applied (any doubt: a conflict).
+ * Whether a corrected request may supersede the operation: at rest after a rejection or a spent budget, every
+ * provider call of its current revision known not applied (any doubt: a conflict).
  */
 export function supersedeCheck(record: OperationRecord, receipts: readonly Receipt[]): Verdict {
   if (record.state !== 'rejected' && record.state !== 'handed-off') return refused(`the operation is ${record.state}`);

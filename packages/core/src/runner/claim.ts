@@ -1,6 +1,5 @@
 /** The claim and what its answer means: drive the operation, wait for its holder, answer from its end, or revise it. */
 import {
-  type AttemptId,
   type ClaimInput,
   ClockSkewError,
   ConflictError,
@@ -153,7 +152,7 @@ export function heldElsewhere(record: OperationRecord, now: number): RunResult {
 }
 
 /** A stored operation a claim no longer found (finished and pruned meanwhile): nothing written, nothing sent. */
-export const gone = (id: Operation['id']) =>
+const gone = (id: Operation['id']) =>
   new InvalidStateError(id, 'absent', 'the operation is no longer in the ledger (finished and pruned?): nothing sent');
 
 /** The corrected request `op` as a new revision of a row none of whose attempts applied (key of its own if errors are stored). */
@@ -164,7 +163,7 @@ export async function supersede(
   receipts: readonly Receipt[],
   by: string,
 ): Promise<RunResult> {
-  const { clock, ledger, log } = ctx;
+  const { clock, log } = ctx;
   const revision = currentRevisionNumber(receipts) + 1;
   const freshKey = needsFreshKey(op.card);
   const providerKey = freshKey
@@ -173,21 +172,10 @@ export async function supersede(
   const revised = withProviderKey(op, providerKey);
   const paths = op.comparison.differences(record.params, op.params);
   const why = `revision ${revision} (${by}) replaces revision ${revision - 1}, whose every attempt was known not applied; changed: ${paths.join(', ') || '(none)'}; ${freshKey ? 'new provider key (the provider may have stored the rejection under the old one)' : 'same provider key (the provider stores no errors)'}`;
-  const last = receipts.at(-1);
-  const receipt = restartReceipt(ctx, revised, record, {
-    last,
-    attemptId: op.attemptIds(),
-    action: SUPERSEDE_ACTION,
-    reason: why,
-  });
-  // Its receipt in the claim's own write: a crash between two would leave a revision no receipt numbers.
-  const withReceipt = ctx.receiptWithState && (last?.seq ?? 0) === record.receiptChain.length;
   const claimedAt = clock.now();
   const supersede = { fence: record.fence, revision };
-  // A claim of the stored row only (`existing`): one pruned since it was read is not created again as a new one.
-  const input = { ...claimInput(ctx, revised, claimedAt, { supersede }), existing: true } as const;
-  const claim = await ledger.claim(withReceipt ? { ...input, receipt } : input);
-  if (claim.kind === 'gone') throw gone(op.id);
+  const restartAs = { action: SUPERSEDE_ACTION, reason: why, claimedAt, supersede };
+  const { claim, restart } = await claimAgain(ctx, revised, record, receipts.at(-1), restartAs);
   if (claim.kind !== 'claimed') {
     // Someone else changed it between the check and the claim: answer from what is there now.
     if (claim.kind === 'terminal') return fromTerminal(ctx, claim.record, op.paramsFingerprint, op);
@@ -200,24 +188,36 @@ export async function supersede(
     );
   }
   log('info', 'supersede', why, op);
-  return restartClaimed(ctx, revised, { record: claim.record, claimedAt }, receipt, withReceipt);
+  return restartClaimed(ctx, revised, { record: claim.record, claimedAt }, restart);
 }
 
-/** The `resolve` receipt after `last` saying why a stored operation is claimed again (a person's resume, a new revision). */
-export function restartReceipt(
+/**
+ * Claims a stored row again (a resume, a revision) with its `resolve` receipt in the claim's own write while the chain
+ * is the one read; only the stored row (`existing`): one pruned since it was read is not created again.
+ */
+export async function claimAgain(
   ctx: RunnerContext,
   op: Operation,
   record: OperationRecord,
-  why: { readonly last?: Receipt; readonly attemptId: AttemptId; readonly action: string; readonly reason: string },
-): Receipt {
-  return resolveReceipt(ctx, record, why.last, {
-    attemptId: why.attemptId,
+  last: Receipt | undefined,
+  why: { readonly action: string; readonly reason: string; readonly claimedAt: number } & Pick<
+    ClaimInput,
+    'resume' | 'supersede'
+  >,
+) {
+  const receipt = resolveReceipt(ctx, record, last, {
+    attemptId: op.attemptIds(),
     action: why.action,
     reason: op.redactor.text(why.reason),
     runId: op.runId,
     providerKey: op.providerKey,
     requestFingerprint: op.requestFingerprint,
   });
+  const written = ctx.receiptWithState && (last?.seq ?? 0) === record.receiptChain.length;
+  const input = { ...claimInput(ctx, op, why.claimedAt, why), existing: true } as const;
+  const claim = await ctx.ledger.claim(written ? { ...input, receipt } : input);
+  if (claim.kind === 'gone') throw gone(op.id);
+  return { claim, restart: { receipt, written } };
 }
 
 /** Drives a stored operation claimed again; its receipt is appended first unless the claim already wrote it. */
@@ -225,9 +225,8 @@ export async function restartClaimed(
   ctx: RunnerContext,
   op: Operation,
   { record, claimedAt }: Pick<Claimed, 'record' | 'claimedAt'>,
-  receipt: Receipt,
-  written: boolean,
+  restart: { readonly receipt: Receipt; readonly written: boolean },
 ): Promise<RunResult> {
-  if (!written) await ctx.ledger.appendReceipt(fenceOf(record), receipt);
+  if (!restart.written) await ctx.ledger.appendReceipt(fenceOf(record), restart.receipt);
   return execute(ctx, op, { record, claimedAt, takenOver: false, dispatchWritten: false });
 }

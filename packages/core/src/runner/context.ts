@@ -62,8 +62,7 @@ export function createContext(options: RunnerOptions) {
       // A failing logger must not change what happens to the operation.
     }
   };
-  // A renewal's lease runs from before it was asked, never from its answer; a lost lease shows up at the next fenced write.
-  // The leases of this worker's calls in flight, kept by one timer.
+  // A renewal's lease runs from before it was asked, never from its answer; a lost lease shows at the next fenced write.
   const heartbeat = createHeartbeat<Lease>((lease) => {
     const at = clock.now();
     ledger.renewLease(lease.ref, lease.leaseMs, at).then(
@@ -80,7 +79,6 @@ export function createContext(options: RunnerOptions) {
     heartbeat,
     random: options.random ?? Math.random,
     owner: options.owner ?? `${hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`,
-    sink: options.handoff,
     // Optional ledger features (LedgerCapabilities): with both, a clean run is two durable writes.
     claimDispatches: ledger.capabilities?.claimDispatch === true,
     receiptWithState: ledger.capabilities?.receiptWithState === true,

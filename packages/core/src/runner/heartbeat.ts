@@ -7,10 +7,7 @@ export interface Beat<T> {
   last: number;
 }
 
-/**
- * One unref'd timer per runner renews the leases of every call in flight (most calls end before their
- * first renewal): it ticks at a quarter of the shortest period, and stops when no call is in flight.
- */
+/** One unref'd timer per runner renews every call in flight, at a quarter of the shortest period; idle, it stops. */
 export function createHeartbeat<T>(renew: (item: T) => void) {
   const calls = new Set<Beat<T>>();
   let timer: ReturnType<typeof setInterval> | null = null;

@@ -22,8 +22,7 @@ export async function withHeartbeat<T>(ctx: RunnerContext, lease: Lease, fn: () 
   }
 }
 
-/** Sleeps in slices shorter than the lease, renewing it, so a long backoff never loses the claim; a caller's abort
- * ends it at the next slice. */
+/** Sleeps in slices shorter than the lease, renewing it (a long backoff keeps the claim); an abort ends the next slice. */
 export async function wait(ctx: RunnerContext, lease: Lease, ms: number, signal?: AbortSignal): Promise<void> {
   let remaining = Math.max(0, ms);
   const slice = Math.max(1, Math.floor(lease.leaseMs / 3));
@@ -36,9 +35,8 @@ export async function wait(ctx: RunnerContext, lease: Lease, ms: number, signal?
 }
 
 /**
- * Immediately before every send: never send on a lease run out (or under a tenth left), since a takeover takes
- * the dead owner's lease end as its last possible send (pauses: docs/runbook.md). A lookup only reads: a lost
- * lease refuses the write after it.
+ * Before every send: never on a lease run out (or under a tenth left), as a takeover takes the dead owner's lease end
+ * as its last possible send (docs/runbook.md). A lookup only reads: a lost lease refuses the write after it.
  */
 export function checkOwnLease(ctx: RunnerContext, lease: Lease, op: LogSubject): void {
   const now = ctx.clock.now();

@@ -32,7 +32,7 @@ import { supersedeCheck } from '../intake/supersede.js';
 import { checkParamsOpen } from '../ledger/encrypted-params.js';
 import { verifyOperation } from '../receipts.js';
 import { personRef } from '../redact.js';
-import { claimInput, execute, gone, heldElsewhere, restartClaimed, restartReceipt, supersede } from './claim.js';
+import { claimAgain, claimInput, execute, heldElsewhere, restartClaimed, supersede } from './claim.js';
 import { errText, type RunnerContext } from './context.js';
 import { checkSealable, resolveReceipt } from './receipt-chain.js';
 import { fenceOf, orRelease } from './state.js';
@@ -54,8 +54,7 @@ export async function recover(ctx: RunnerContext, opts: Parameters<Runner['recov
       checkSealable(ctx, record, 'recover it');
       checkParamsOpen(record);
     } catch (err) {
-      // Not handed off either: that would append an unkeyed receipt (or hand off what a process with the params
-      // key can finish). It stays for a pass with the key.
+      // Not handed off: that would append an unkeyed receipt (or hand off what the params key can finish).
       reports.push(leftAsItIs(ctx, record, err));
       continue;
     }
@@ -198,22 +197,6 @@ function adapterFor(adapters: readonly AdapterV1[], record: OperationRecord, act
   throw new RunnerConfigurationError('resolve', `${action} needs the adapter for ${record.operation} in { adapters }`);
 }
 
-/** A person's `resend-with`: the corrected params, same intent, as a new revision (never while an attempt may have been applied). */
-async function resendWith(
-  ctx: RunnerContext,
-  record: OperationRecord,
-  params: unknown,
-  adapters: readonly AdapterV1[],
-  { by, runId, attemptIds }: PersonRun,
-): Promise<RunResult> {
-  const found = adapterFor(adapters, record, 'resend-with');
-  const op = storedOperation(ctx, found, record, { runId, attemptIds }, { params });
-  const receipts = await ctx.ledger.receipts(record.businessOperationId);
-  const check = supersedeCheck(record, receipts);
-  if (!check.ok) throw paramsConflict(op, record, `a new revision is not allowed: ${check.why}`);
-  return supersede(ctx, op, record, receipts, `resend-with by ${personRef(by)}`);
-}
-
 /** A person's decision on a handed-off operation: refused on a broken receipt chain, then by the resolution's own rules. */
 export async function resolve(
   ctx: RunnerContext,
@@ -231,7 +214,15 @@ export async function resolve(
   // The caller's run and attempt ids (an engine's step), checked before anything is written, on every receipt.
   const runId = opts.runId !== undefined ? asRunId(opts.runId) : newRunId();
   const person = { by, runId, attemptIds: callerAttemptIds(opts.attemptIds) };
-  if (action === 'resend-with') return resendWith(ctx, record, resolution.params, opts.adapters ?? [], person);
+  if (action === 'resend-with') {
+    // The corrected params, same intent, as a new revision (never while an attempt may have been applied).
+    const found = adapterFor(opts.adapters ?? [], record, action);
+    const op = storedOperation(ctx, found, record, person, { params: resolution.params });
+    const receipts = await ctx.ledger.receipts(id);
+    const check = supersedeCheck(record, receipts);
+    if (!check.ok) throw paramsConflict(op, record, `a new revision is not allowed: ${check.why}`);
+    return supersede(ctx, op, record, receipts, `resend-with by ${personRef(by)}`);
+  }
   const refused = (why: string) => new InvalidStateError(id, record.state, why);
   if (record.state !== 'handed-off') throw refused(`only a handed-off operation can be resolved (${action})`);
   if (action === 'resume') return resume(ctx, record, resolution.force === true, opts.adapters ?? [], person);
@@ -287,18 +278,13 @@ async function resume(
   }
   const last = (await ledger.receipts(id)).at(-1);
   const reason = `a person (${personRef(p.by)}) chose resume: same provider key, fresh budget`;
-  const receipt = restartReceipt(ctx, op, record, { last, attemptId: p.attemptIds(), action: 'resume', reason });
-  // Its receipt in the claim's own write, when the chain is still the one read with `record` (else the claim sees why).
-  const withReceipt = ctx.receiptWithState && (last?.seq ?? 0) === record.receiptChain.length;
-  // Only the stored row (`existing`): one closed and pruned since it was read is not created again as a new one.
-  const input = { ...claimInput(ctx, op, claimedAt, { resume: true }), existing: true } as const;
-  const claim = await ledger.claim(withReceipt ? { ...input, receipt } : input);
-  if (claim.kind === 'gone') throw gone(id);
+  const restartAs = { action: 'resume', reason, claimedAt, resume: true };
+  const { claim, restart } = await claimAgain(ctx, op, record, last, restartAs);
   if (claim.kind === 'busy') return heldElsewhere(claim.record, clock.now());
   if (claim.kind !== 'claimed') return fromTerminal(ctx, claim.record, null, op);
   if (claim.record.fence !== record.fence + 1) {
-    // Resumed and handed off again between the read above and this claim: the packet judged is stale. Handed back as
-    // it is, then judged on its packet now; a forced resume was forced against the old one.
+    // Resumed and handed off again since the read: handed back as it is and judged on its packet now (a forced
+    // resume was forced against the old one).
     if (claim.record.handoff && !MAYBE_APPLIED_STATES.includes(claim.record.state)) {
       const current = await ledger.handOff(fenceOf(claim.record), claim.record.handoff, clock.now());
       if (force)
@@ -322,7 +308,7 @@ async function resume(
     `a person resumed it (${personRef(p.by)})${force && resumeAction && !resumeAction.safe ? ', forced past an unsafe packet' : ''}: re-sending with the same key`,
     op,
   );
-  return restartClaimed(ctx, op, { record: resumed, claimedAt }, receipt, withReceipt);
+  return restartClaimed(ctx, op, { record: resumed, claimedAt }, restart);
 }
 
 /** `mark-done` (with the provider reference a person verified) or `abandon`: the operation closed, with a receipt. */

@@ -68,10 +68,7 @@ export function attemptReceipt(
   return sealReceipt(body, ctx.options.receiptKey);
 }
 
-/**
- * A person's or a revision's receipt (kind `resolve`: resume, mark-done, abandon, supersede), sealed now
- * after `last`. `reason` and `providerRef` are already redacted.
- */
+/** A `resolve` receipt (resume, mark-done, abandon, supersede) sealed after `last`; `reason`, `providerRef` redacted. */
 export function resolveReceipt(
   ctx: RunnerContext,
   record: OperationRecord,

@@ -98,9 +98,8 @@ export function startState(ctx: RunnerContext, op: Operation, c: Claimed, receip
       expiresAt: Math.min(record.leaseExpiresAt ?? 0, c.claimedAt + op.policy.leaseMs),
     },
     dispatchWritten: c.dispatchWritten,
-    // Taken over: the dead owner could send until its lease ended (never after: checkOwnLease), and this
-    // claim's write (record.updatedAt) happened once that lease had run out, so it bounds the dead owner's
-    // last dispatch from above. Otherwise: the last write.
+    // Taken over: the dead owner could send until its lease ended (checkOwnLease), and this claim's write
+    // (record.updatedAt) came after that, so it bounds the last dispatch from above. Otherwise: the last write.
     lastDispatchedAt:
       c.dispatchWritten || record.firstDispatchedAt === null
         ? null

@@ -9,10 +9,7 @@ import { errText, type LogSubject, type RunnerContext } from './context.js';
 import { type DriveState, writeWith } from './state.js';
 import type { RunResult } from './types.js';
 
-/**
- * The operation succeeded: its result written (with the attempt's `pending` receipt, in one transaction
- * when the ledger can), then the answer.
- */
+/** The operation succeeded: its result written (with the `pending` receipt, in one transaction where it can). */
 export async function complete(
   ctx: RunnerContext,
   op: Operation,
