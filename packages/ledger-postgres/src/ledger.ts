@@ -22,22 +22,11 @@ import {
   renewTransition,
   resolveTransition,
   setStateTransition,
-  TERMINAL_STATES,
 } from '@retrysafe/contract/ledger';
 import type pg from 'pg';
 import { createWrites, jsonParam, type OperationRow, parseJson, toReceipts, toRecord } from './rows.js';
-import { type MigrateReport, quoteSchema } from './schema.js';
-import {
-  APPEND,
-  createStatements,
-  DISPATCHED,
-  HAND_OFF,
-  RELEASE,
-  RENEW,
-  SET_STATE_FIELDS,
-  type Statements,
-  setStateWrite,
-} from './statements.js';
+import type { MigrateReport } from './schema.js';
+import { createStatements, type Statements, setStateWrite, WRITES } from './statements.js';
 import { createDb, type Db } from './tx.js';
 
 /** The README's table says what each option does and why its default is what it is. */
@@ -90,7 +79,7 @@ function parts(options: PostgresLedgerOptions) {
   const defers = oneOf(options.deferrableWrites, ['defer', 'sync'], 'deferrableWrites') === 'defer';
   const maxSkew = numberOption(options.maxClockSkewMs, 1000, 'maxClockSkewMs', 0);
   const schema = options.schema ?? 'public';
-  const st = createStatements(`${quoteSchema(schema)}.retrysafe_operations`, dbClock);
+  const st = createStatements(schema, dbClock);
   const db = createDb({
     connectionString: options.connectionString,
     pool: options.pool ?? null,
@@ -161,20 +150,18 @@ function fencedWrites({ writes, dbClock }: Parts): Pick<Ledger, FencedMethod> {
       checkRenewal(leaseMs, now); // the SQL would renew for 0 ms or less
       const rule = (r: OperationRecord) => renewTransition(r, ref, leaseMs, now);
       const values = [now, Math.ceil(leaseMs), dbClock];
-      await writes.fenced(ref, { what: 'renewLease', write: RENEW, values, rule });
+      await writes.fenced(ref, { what: 'renewLease', write: WRITES.renew, values, rule });
     },
     async markDispatched(ref, now) {
       const rule = (r: OperationRecord) => dispatchedTransition(r, now);
-      return (await writes.fenced(ref, { what: 'markDispatched', write: DISPATCHED, values: [now], rule }))!;
+      return (await writes.fenced(ref, { what: 'markDispatched', write: WRITES.dispatched, values: [now], rule }))!;
     },
     async setState(ref, patch) {
       checkStatePatch(patch);
       const result = patch.result === undefined ? undefined : jsonParam(patch.result);
-      const fields = SET_STATE_FIELDS.map(([field]) => field).filter((f) => patch[f] !== undefined);
       return (await writes.fenced(ref, {
         what: 'setState',
-        write: setStateWrite(fields, TERMINAL_STATES.includes(patch.state)),
-        values: [patch.state, patch.now, ...fields.map((f) => (f === 'result' ? result : patch[f]))],
+        ...setStateWrite(patch, result),
         rule: (r) => setStateTransition(r, patch),
         json: result === undefined ? {} : { result },
         receipt: patch.receipt,
@@ -187,7 +174,7 @@ function fencedWrites({ writes, dbClock }: Parts): Pick<Ledger, FencedMethod> {
       const { outcome = null, providerRef = null } = packet.lastKnown;
       return (await writes.fenced(ref, {
         what: 'handOff',
-        write: HAND_OFF,
+        write: WRITES.handOff,
         values: [handoff, now, outcome, providerRef],
         rule: (r) => handOffTransition(r, packet, now),
         json: { handoff },
@@ -195,10 +182,10 @@ function fencedWrites({ writes, dbClock }: Parts): Pick<Ledger, FencedMethod> {
       }))!;
     },
     async appendReceipt(ref, receipt) {
-      await writes.fenced(ref, { what: 'appendReceipt', write: APPEND, values: [], receipt });
+      await writes.fenced(ref, { what: 'appendReceipt', write: WRITES.append, values: [], receipt });
     },
     async release(ref) {
-      await writes.fenced(ref, { what: 'release', write: RELEASE, values: [] });
+      await writes.fenced(ref, { what: 'release', write: WRITES.release, values: [] });
     },
   };
 }
@@ -234,7 +221,7 @@ async function prune(c: Parts, options: PruneOptions): Promise<PruneReport> {
   const count = (state: OperationState, n: number) => {
     byState[state] = (byState[state] ?? 0) + n;
   };
-  const page = c.st.prunePage(options.onPrune !== undefined && !options.dryRun);
+  const page = options.onPrune !== undefined && !options.dryRun ? c.st.prunePageReceipts : c.st.prunePage;
   for (const state of states) {
     for (let after: unknown[] = [-1, '']; ; ) {
       const values = [state, options.before, ...after, options.batchSize ?? 500];
@@ -270,18 +257,14 @@ function createSkewCheck(db: Db, st: Statements, maxSkew: number) {
   /** This process's clock minus the database's, bracketed: [lo, hi] ms. */
   let offset = { lo: 0, hi: 0 };
 
-  async function probe(): Promise<void> {
-    const t0 = Date.now();
-    const { rows } = await db.query<{ db: string }>('clock', st.clockProbe, []);
-    const t1 = Date.now();
-    const dbNow = Number(rows[0]!.db);
-    offset = { lo: t0 - dbNow, hi: t1 - dbNow };
-    probedAt = t1;
-  }
-
   return async function checkSkew(now: number, claimOf: string): Promise<void> {
     const entry = Date.now();
-    if (entry - probedAt >= PROBE_EVERY_MS || entry < probedAt) await probe();
+    if (entry - probedAt >= PROBE_EVERY_MS || entry < probedAt) {
+      const { rows } = await db.query<{ db: string }>('clock', st.clockProbe, []);
+      probedAt = Date.now();
+      const dbNow = Number(rows[0]!.db);
+      offset = { lo: entry - dbNow, hi: probedAt - dbNow };
+    }
     const caller = now - entry; // the caller's clock may differ from this process's
     const lo = offset.lo + caller;
     const hi = offset.hi + caller;

@@ -1,4 +1,3 @@
-import { createHash } from 'node:crypto';
 import { LedgerError, RetrysafeError } from '@retrysafe/contract';
 import type pg from 'pg';
 import { type ConnectionOptions, Connections, transaction } from './connections.js';
@@ -28,14 +27,7 @@ export function createDb(
     return readyPromise;
   };
 
-  // Statement names are per connection; the schema is part of the text, so it is part of the name.
-  const names = new Map<string, string>();
-  const configOf = (sql: Sql, values: unknown[]): pg.QueryConfig => {
-    if (sql.name === null) return { text: sql.text, values };
-    const name = names.get(sql.name) ?? statementName(options.schema, sql.name);
-    names.set(sql.name, name);
-    return { name, text: sql.text, values };
-  };
+  const configOf = (sql: Sql, values: unknown[]): pg.QueryConfig => ({ name: sql.name, text: sql.text, values });
 
   async function query<R extends pg.QueryResultRow>(
     what: string,
@@ -86,15 +78,6 @@ export function createDb(
   }
 
   return { query, tx, ready, close };
-}
-
-/** `rs:<schema>:<name>`, or past PostgreSQL's 63 bytes `rs:<name>#<schema hash>` (schema names hold no `#`). */
-function statementName(schema: string, name: string): string {
-  const full = `rs:${schema}:${name}`;
-  if (full.length <= 63) return full;
-  const short = `rs:${name}#${createHash('sha256').update(schema).digest('hex').slice(0, 12)}`;
-  if (short.length > 63) throw new LedgerError(`statement name ${name} is too long for PostgreSQL`);
-  return short;
 }
 
 function asLedgerError(err: unknown, what: string): RetrysafeError {
