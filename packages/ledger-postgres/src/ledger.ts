@@ -50,25 +50,84 @@ export interface PostgresLedger extends Ledger {
 }
 
 /** The ledger for many workers: every write carries the claim's fencing token, refused once another worker took
- * over; any failure rejects with LedgerError, so nothing uncommitted lets the runner call the provider. */
+ * over; any failure rejects with LedgerError, so nothing uncommitted lets the runner call the provider. Each fenced
+ * write is one UPDATE guarded by that token; the contract's rule gives the record it leaves. */
 export function createPostgresLedger(options: PostgresLedgerOptions): PostgresLedger {
   const c = parts(options);
+  const { db, st, writes, dbClock } = c;
   return {
     schema: c.schema,
-    ready: c.db.ready,
-    capabilities: { claimDispatch: true, receiptWithState: true, sharedLeaseClock: c.dbClock },
+    ready: db.ready,
+    capabilities: { claimDispatch: true, receiptWithState: true, sharedLeaseClock: dbClock },
     claim: (input) => claim(c, input),
-    ...fencedWrites(c),
+    async renewLease(ref, leaseMs, now) {
+      checkRenewal(leaseMs, now); // the SQL would renew for 0 ms or less
+      const rule = (r: OperationRecord) => renewTransition(r, ref, leaseMs, now);
+      const values = [now, Math.ceil(leaseMs), dbClock];
+      await writes.fenced(ref, { what: 'renewLease', write: WRITES.renew, values, rule });
+    },
+    async markDispatched(ref, now) {
+      const rule = (r: OperationRecord) => dispatchedTransition(r, now);
+      return (await writes.fenced(ref, { what: 'markDispatched', write: WRITES.dispatched, values: [now], rule }))!;
+    },
+    async setState(ref, patch) {
+      checkStatePatch(patch);
+      const result = patch.result === undefined ? undefined : jsonParam(patch.result);
+      return (await writes.fenced(ref, {
+        what: 'setState',
+        ...setStateWrite(patch, result),
+        rule: (r) => setStateTransition(r, patch),
+        json: result === undefined ? {} : { result },
+        receipt: patch.receipt,
+        deferred: patch.durability === 'deferrable',
+      }))!;
+    },
+    async handOff(ref, packet, now, receipt) {
+      checkPacket(packet);
+      const handoff = jsonParam(packet);
+      const { outcome = null, providerRef = null } = packet.lastKnown;
+      return (await writes.fenced(ref, {
+        what: 'handOff',
+        write: WRITES.handOff,
+        values: [handoff, now, outcome, providerRef],
+        rule: (r) => handOffTransition(r, packet, now),
+        json: { handoff },
+        receipt,
+      }))!;
+    },
+    async appendReceipt(ref, receipt) {
+      await writes.fenced(ref, { what: 'appendReceipt', write: WRITES.append, values: [], receipt });
+    },
+    async release(ref) {
+      await writes.fenced(ref, { what: 'release', write: WRITES.release, values: [] });
+    },
     resolve: (id, resolution, now, receipt) =>
-      c.db.tx('resolve', async (run) => {
-        const { rows } = await run<OperationRow>('resolve', c.st.resolveLock, [id]);
+      db.tx('resolve', async (run) => {
+        const { rows } = await run<OperationRow>('resolve', st.resolveLock, [id]);
         const row = rows[0];
         const next = resolveTransition(row ? toRecord(row) : null, id, resolution, now, receipt, row?.receipt_count);
-        return c.writes.writeLocked(run, 'resolve', row!.fence, next, receipt);
+        return writes.writeLocked(run, 'resolve', row!.fence, next, receipt);
       }),
-    ...reads(c),
+    async get(id) {
+      const { rows } = await db.query<OperationRow>('get', st.get, [id]);
+      return rows[0] ? toRecord(rows[0]) : null;
+    },
+    async list(filter = {}) {
+      checkListFilter(filter);
+      const { sql, values } = st.list(filter);
+      return (await db.query<OperationRow>('list', sql, values)).rows.map(toRecord);
+    },
+    async receipts(id) {
+      const { rows } = await db.query<{ receipts: string | null }>('receipts', st.receipts, [id]);
+      return rows[0] ? toReceipts(rows[0].receipts, id) : [];
+    },
+    async recoverCandidates(now, limit) {
+      checkRecoverCandidates(now, limit);
+      const { rows } = await db.query<OperationRow>('recoverCandidates', st.recover, [now, limit ?? null, dbClock]);
+      return rows.map(toRecord);
+    },
     prune: (opts) => prune(c, opts),
-    close: c.db.close,
+    close: db.close,
   };
 }
 
@@ -143,77 +202,6 @@ function claimExisting(c: Parts, input: ClaimInput): Promise<ClaimResult> {
   });
 }
 
-/** Each is one UPDATE fenced by the claim's token; the contract's rule gives the record it leaves. */
-function fencedWrites({ writes, dbClock }: Parts): Pick<Ledger, FencedMethod> {
-  return {
-    async renewLease(ref, leaseMs, now) {
-      checkRenewal(leaseMs, now); // the SQL would renew for 0 ms or less
-      const rule = (r: OperationRecord) => renewTransition(r, ref, leaseMs, now);
-      const values = [now, Math.ceil(leaseMs), dbClock];
-      await writes.fenced(ref, { what: 'renewLease', write: WRITES.renew, values, rule });
-    },
-    async markDispatched(ref, now) {
-      const rule = (r: OperationRecord) => dispatchedTransition(r, now);
-      return (await writes.fenced(ref, { what: 'markDispatched', write: WRITES.dispatched, values: [now], rule }))!;
-    },
-    async setState(ref, patch) {
-      checkStatePatch(patch);
-      const result = patch.result === undefined ? undefined : jsonParam(patch.result);
-      return (await writes.fenced(ref, {
-        what: 'setState',
-        ...setStateWrite(patch, result),
-        rule: (r) => setStateTransition(r, patch),
-        json: result === undefined ? {} : { result },
-        receipt: patch.receipt,
-        deferred: patch.durability === 'deferrable',
-      }))!;
-    },
-    async handOff(ref, packet, now, receipt) {
-      checkPacket(packet);
-      const handoff = jsonParam(packet);
-      const { outcome = null, providerRef = null } = packet.lastKnown;
-      return (await writes.fenced(ref, {
-        what: 'handOff',
-        write: WRITES.handOff,
-        values: [handoff, now, outcome, providerRef],
-        rule: (r) => handOffTransition(r, packet, now),
-        json: { handoff },
-        receipt,
-      }))!;
-    },
-    async appendReceipt(ref, receipt) {
-      await writes.fenced(ref, { what: 'appendReceipt', write: WRITES.append, values: [], receipt });
-    },
-    async release(ref) {
-      await writes.fenced(ref, { what: 'release', write: WRITES.release, values: [] });
-    },
-  };
-}
-type FencedMethod = 'renewLease' | 'markDispatched' | 'setState' | 'handOff' | 'appendReceipt' | 'release';
-
-function reads({ db, st, dbClock }: Parts): Pick<Ledger, 'get' | 'list' | 'receipts' | 'recoverCandidates'> {
-  return {
-    async get(id) {
-      const { rows } = await db.query<OperationRow>('get', st.get, [id]);
-      return rows[0] ? toRecord(rows[0]) : null;
-    },
-    async list(filter = {}) {
-      checkListFilter(filter);
-      const { sql, values } = st.list(filter);
-      return (await db.query<OperationRow>('list', sql, values)).rows.map(toRecord);
-    },
-    async receipts(id) {
-      const { rows } = await db.query<{ receipts: string | null }>('receipts', st.receipts, [id]);
-      return rows[0] ? toReceipts(rows[0].receipts, id) : [];
-    },
-    async recoverCandidates(now, limit) {
-      checkRecoverCandidates(now, limit);
-      const { rows } = await db.query<OperationRow>('recoverCandidates', st.recover, [now, limit ?? null, dbClock]);
-      return rows.map(toRecord);
-    },
-  };
-}
-
 /** Each state's old rows, a keyset page at a time: counted (dry run), or exported if asked, then deleted. */
 async function prune(c: Parts, options: PruneOptions): Promise<PruneReport> {
   const states = [...checkPruneOptions(options)];
@@ -235,11 +223,8 @@ async function prune(c: Parts, options: PruneOptions): Promise<PruneReport> {
       }
       for (const row of options.onPrune ? rows : [])
         await options.onPrune!(toRecord(row), toReceipts(row.receipts ?? null, row.business_operation_id));
-      const gone = await c.db.query<{ state: OperationState }>('prune', c.st.pruneDelete, [
-        ids,
-        states,
-        options.before,
-      ]);
+      const old = [ids, states, options.before];
+      const gone = await c.db.query<{ state: OperationState }>('prune', c.st.pruneDelete, old);
       for (const g of gone.rows) count(g.state, 1);
     }
   }
