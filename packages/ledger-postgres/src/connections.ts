@@ -18,10 +18,8 @@ export class Connections {
   private onEmpty: (() => void) | null = null;
 
   constructor(private readonly options: ConnectionOptions) {
-    this.period = Math.max(
-      5,
-      Math.min(1000, Math.floor(Math.min(options.timeoutMs || Infinity, options.idleMs || Infinity) / 8)),
-    );
+    const shortest = Math.min(options.timeoutMs || Infinity, options.idleMs || Infinity);
+    this.period = Math.max(5, Math.min(1000, Math.floor(shortest / 8)));
     // Ticks to wait, +1: a deadline set just before a tick must not fire early. 0: no limit.
     this.timeoutTicks = options.timeoutMs > 0 ? Math.ceil(options.timeoutMs / this.period) + 1 : Infinity;
     this.idleTicks = options.idleMs > 0 ? Math.ceil(options.idleMs / this.period) + 1 : Infinity;
@@ -50,18 +48,13 @@ export class Connections {
     });
   }
 
-  private send<R extends pg.QueryResultRow>(
-    conn: Conn,
-    config: pg.QueryConfig,
-    release: boolean,
-  ): Promise<pg.QueryResult<R>> {
+  private send<R extends pg.QueryResultRow>(conn: Conn, config: pg.QueryConfig, release: boolean) {
     return new Promise<pg.QueryResult<R>>((resolve, reject) => {
       conn.until = this.tick + this.timeoutTicks;
       conn.fail = reject;
       // A Query is sent as it is; a config object pg would copy on every query.
       const query = new pg.Query<R>(config.text, config.values, (err: Error | undefined, res: unknown) => {
         if (conn.gone) return; // timed out: already rejected, and the connection closed
-        conn.until = 0;
         conn.fail = null;
         if (release) this.release(conn, err);
         if (err) reject(err);
@@ -152,13 +145,10 @@ export class Connections {
   private watch(): void {
     const now = ++this.tick;
     for (const conn of [...this.open]) {
-      if (conn.until !== 0 && conn.until <= now && conn.fail !== null) {
-        const fail = conn.fail;
-        conn.fail = null;
-        conn.until = 0;
-        this.drop(conn);
-        fail(new QueryTimeoutError(this.options.timeoutMs));
-      }
+      if (conn.fail === null || conn.until > now) continue;
+      const fail = conn.fail;
+      this.drop(conn); // the statement's answer, if it comes, is ignored
+      fail(new QueryTimeoutError(this.options.timeoutMs));
     }
     // Waiters queue in the order of their deadlines; the idle list has the oldest first.
     const { timeoutMs, max } = this.options;
@@ -184,9 +174,10 @@ export class QueryTimeoutError extends Error {
 
 interface Conn {
   readonly client: pg.Client;
-  /** The tick by which the running statement must answer (0: none running), and the tick it went idle. */
+  /** The tick by which the running statement must answer, and the tick it went idle. */
   until: number;
   since: number;
+  /** Rejects the running statement (null: none running). */
   fail: ((err: Error) => void) | null;
   gone: boolean;
 }

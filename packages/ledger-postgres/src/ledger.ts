@@ -103,7 +103,7 @@ export function createPostgresLedger(options: PostgresLedgerOptions): PostgresLe
     },
     resolve: (id, resolution, now, receipt) =>
       db.tx('resolve', async (run) => {
-        const { rows } = await run<OperationRow>('resolve', st.resolveLock, [id]);
+        const { rows } = await run<OperationRow>(st.resolveLock, [id]);
         const row = rows[0];
         const next = resolveTransition(row ? toRecord(row) : null, id, resolution, now, receipt, row?.receipt_count);
         return writes.writeLocked(run, 'resolve', row!.fence, next, receipt);
@@ -186,11 +186,8 @@ async function claim(c: Parts, input: ClaimInput): Promise<ClaimResult> {
 /** It exists: claimTransition decides under the row lock, with the lease clock read in the same statement. */
 function claimExisting(c: Parts, input: ClaimInput): Promise<ClaimResult> {
   return c.db.tx('claim', async (run) => {
-    const { rows } = await run<OperationRow & { lease_now: string }>('claim', c.st.claimLock, [
-      input.businessOperationId,
-      c.dbClock,
-      input.now,
-    ]);
+    const values = [input.businessOperationId, c.dbClock, input.now];
+    const { rows } = await run<OperationRow & { lease_now: string }>(c.st.claimLock, values);
     if (rows.length === 0 && input.existing) return claimTransition(null, input).result; // gone
     if (rows.length === 0)
       throw new LedgerError(`claim: ${input.businessOperationId} was neither inserted nor found; nothing written`);

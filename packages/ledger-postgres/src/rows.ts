@@ -200,7 +200,7 @@ export function createWrites(db: Db, st: Statements, defers: boolean) {
     const values = [fence, ...FIELDS.map(([field, , kind]) => (kind === 'json' ? jsonParam(r[field]) : r[field]))];
     if (receipt !== undefined) values.push(receipt.seq, jsonParam(receipt), receipt.hash);
     const sql = receipt === undefined ? st.writeLocked : st.writeLockedReceipt;
-    const { rows } = await run<OperationRow & { xmin: string }>(what, sql, values);
+    const { rows } = await run<OperationRow & { xmin: string }>(sql, values);
     if (rows.length === 0)
       throw new LedgerError(`${what}: ${r.businessOperationId} changed under its row lock; nothing written`);
     return fromRow(rows[0]!);

@@ -5,8 +5,8 @@ import { type MigrateReport, migrate } from './schema.js';
 import type { Sql } from './statements.js';
 
 export type Db = ReturnType<typeof createDb>;
-/** Runs one statement; inside `tx` on the transaction's connection. */
-export type Run = Db['query'];
+/** Runs one statement on a transaction's connection; `tx` reports its failure. */
+export type Run = <R extends pg.QueryResultRow>(sql: Sql, values: unknown[]) => Promise<pg.QueryResult<R>>;
 
 /** Your pool or connections of its own, migrated before the first statement; every failure is a LedgerError. */
 export function createDb(
@@ -52,18 +52,12 @@ export function createDb(
     }
   }
 
-  async function tx<T>(what: string, fn: (run: typeof query) => Promise<T>): Promise<T> {
+  async function tx<T>(what: string, fn: (run: Run) => Promise<T>): Promise<T> {
     try {
       if (closed) throw new LedgerError(`ledger is closed (${what})`);
       await ready();
       const client = await pool.connect();
-      const run: typeof query = async (w, sql, values) => {
-        try {
-          return await client.query(configOf(sql, values));
-        } catch (err) {
-          throw asLedgerError(err, w);
-        }
-      };
+      const run: Run = (sql, values) => client.query(configOf(sql, values));
       return await transaction(client, () => fn(run));
     } catch (err) {
       throw asLedgerError(err, what);
