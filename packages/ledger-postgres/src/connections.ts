@@ -92,13 +92,11 @@ export class Connections {
     });
   }
 
-  private openNew(): Promise<Conn> {
+  private async openNew(): Promise<Conn> {
     this.count++;
     this.timer ??= setInterval(() => this.watch(), this.period).unref();
-    const client = new pg.Client({
-      connectionString: this.options.connectionString,
-      connectionTimeoutMillis: this.options.timeoutMs,
-    });
+    const { connectionString, timeoutMs } = this.options;
+    const client = new pg.Client({ connectionString, connectionTimeoutMillis: timeoutMs });
     const conn: Conn = { client, until: 0, since: 0, fail: null, gone: false };
     // An idle connection that breaks emits 'error', which unhandled would end the process; a busy one's query fails.
     client.on('error', () => {
@@ -108,16 +106,14 @@ export class Connections {
         this.drop(conn);
       }
     });
-    return client.connect().then(
-      () => {
-        this.open.add(conn);
-        return conn;
-      },
-      (err: unknown) => {
-        this.drop(conn);
-        throw err;
-      },
-    );
+    try {
+      await client.connect();
+    } catch (err) {
+      this.drop(conn);
+      throw err;
+    }
+    this.open.add(conn);
+    return conn;
   }
 
   private drop(conn: Conn): void {
@@ -182,11 +178,7 @@ interface Conn {
   gone: boolean;
 }
 
-interface Waiter {
-  readonly resolve: (conn: Conn) => void;
-  readonly reject: (err: Error) => void;
-  readonly until: number;
-}
+type Waiter = { readonly resolve: (conn: Conn) => void; readonly reject: (err: Error) => void; readonly until: number };
 
 /** A connection held for a transaction (a pg.PoolClient, one of the ledger's own, or a bare pg.Client). */
 type Session = { query(config: pg.QueryConfig): Promise<unknown>; release?(err?: Error): void };

@@ -1,14 +1,12 @@
 import { createHash } from 'node:crypto';
 import { LedgerError, type ListFilter, type StatePatch } from '@retrysafe/contract';
 import { PRUNABLE_STATES, RECOVERABLE_STATES, TERMINAL_STATES } from '@retrysafe/contract/ledger';
+import type pg from 'pg';
 import { RECORD_COLUMNS, RECORD_FIELD_COUNT, SET_EVERY_COLUMN } from './rows.js';
 import { quoteSchema } from './schema.js';
 
 /** Prepared once per connection under `name`, or sent unnamed when its text varies. */
-export interface Sql {
-  readonly name?: string;
-  readonly text: string;
-}
+export type Sql = Readonly<Pick<pg.QueryConfig, 'name' | 'text'>>;
 
 const sqlList = (states: readonly string[]) => states.map((s) => `'${s}'`).join(', ');
 /** The partial index's predicate, repeated in a query so the planner can use it. */
@@ -28,11 +26,7 @@ const appendReceipt = (param: string) =>
 const RECEIPTS_ARRAY = `(receipts IS NULL OR (left(receipts, 1) = '[' AND right(receipts, 1) = ']'))`;
 
 /** A fenced write's SET (parameters from $1) and the state guard its rule implies. */
-export interface FencedWrite {
-  readonly name: string;
-  readonly set: string;
-  readonly guard: string | null;
-}
+export type FencedWrite = { readonly name: string; readonly set: string; readonly guard: string | null };
 
 export const WRITES = {
   /** $1 now, $2 lease ms, $3 database clock?: never of a terminal operation or a released lease. */
