@@ -59,7 +59,7 @@ export function toRecord(row: OperationRow): OperationRecord {
 
 export const RECORD_FIELD_COUNT = FIELDS.length;
 
-/** UPDATE … SET of every column from $2 on, as `recordValues` gives them ($1 is left to the caller). */
+/** UPDATE … SET of every column from $2 on, in FIELDS order ($1 is left to the caller). */
 export const SET_EVERY_COLUMN = FIELDS.map(
   ([, column, kind], i) => `${column} = $${i + 2}${kind === 'json' ? '::json' : ''}`,
 ).join(', ');
