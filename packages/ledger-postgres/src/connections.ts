@@ -10,7 +10,7 @@ export class Connections {
   /** Open or opening. */
   private count = 0;
   private tick = 0;
-  private timer: ReturnType<typeof setInterval> | null = null;
+  private timer: ReturnType<typeof setInterval> | undefined;
   private readonly timeoutTicks: number;
   private readonly idleTicks: number;
   private readonly period: number;
@@ -130,10 +130,8 @@ export class Connections {
     const waiter = !this.closed && this.count < this.options.max ? this.waiters.shift() : undefined;
     if (waiter !== undefined) this.openNew().then(waiter.resolve, waiter.reject);
     if (this.count > 0) return;
-    if (this.timer !== null) {
-      clearInterval(this.timer);
-      this.timer = null;
-    }
+    clearInterval(this.timer);
+    this.timer = undefined;
     this.onEmpty?.();
     this.onEmpty = null;
   }

@@ -29,11 +29,7 @@ export function createDb(
 
   const configOf = (sql: Sql, values: unknown[]): pg.QueryConfig => ({ name: sql.name, text: sql.text, values });
 
-  async function query<R extends pg.QueryResultRow>(
-    what: string,
-    sql: Sql,
-    values: unknown[],
-  ): Promise<pg.QueryResult<R>> {
+  async function query<R extends pg.QueryResultRow>(what: string, sql: Sql, values: unknown[]) {
     if (closed) throw new LedgerError(`ledger is closed (${what})`);
     try {
       await ready();
