@@ -77,9 +77,9 @@ export function jsonParam(value: unknown): string | null {
 export const parseJson = (text: string | null | undefined): unknown => (text == null ? null : JSON.parse(text));
 
 /** A record's json columns as the text they hold (null: SQL NULL or JSON null, both read back as null). */
-export type JsonTexts = Readonly<Record<'params' | 'result' | 'handoff' | 'resolution', string | null>>;
+type JsonTexts = Readonly<Record<'params' | 'result' | 'handoff' | 'resolution', string | null>>;
 
-export const jsonTextsOf = (record: OperationRecord): JsonTexts => ({
+const jsonTextsOf = (record: OperationRecord): JsonTexts => ({
   params: jsonParam(record.params),
   result: jsonParam(record.result),
   handoff: jsonParam(record.handoff),
@@ -87,7 +87,7 @@ export const jsonTextsOf = (record: OperationRecord): JsonTexts => ({
 });
 
 /** The record as a read of its row would give it: its own json values and chain anchor, shared with nobody. */
-export const handOut = (record: OperationRecord, json: JsonTexts): OperationRecord => ({
+const handOut = (record: OperationRecord, json: JsonTexts): OperationRecord => ({
   ...record,
   params: parseJson(json.params),
   result: parseJson(json.result),

@@ -181,10 +181,8 @@ function listStatement(ops: string, filter: ListFilter): { sql: Sql; values: unk
   if (filter.operation) where.push(`operation = ${param(filter.operation)}`);
   const limit = filter.limit !== undefined ? ` LIMIT ${param(filter.limit)}` : '';
   // Ties by code unit, as on the other ledgers, whatever collation the database or column has.
-  const order = filter.newestFirst
-    ? 'created_at DESC, business_operation_id COLLATE "C" DESC'
-    : 'created_at, business_operation_id COLLATE "C"';
-  const text = `SELECT ${RECORD_COLUMNS} FROM ${ops}${where.length ? ` WHERE ${where.join(' AND ')}` : ''} ORDER BY ${order}${limit}`;
+  const dir = filter.newestFirst ? ' DESC' : '';
+  const text = `SELECT ${RECORD_COLUMNS} FROM ${ops}${where.length ? ` WHERE ${where.join(' AND ')}` : ''} ORDER BY created_at${dir}, business_operation_id COLLATE "C"${dir}${limit}`;
   return { sql: { text }, values };
 }
 
