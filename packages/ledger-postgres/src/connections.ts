@@ -10,7 +10,7 @@ export class Connections {
   /** Open or opening. */
   private count = 0;
   private tick = 0;
-  private timer: ReturnType<typeof setInterval> | null = null;
+  private timer: ReturnType<typeof setInterval> | undefined;
   private readonly timeoutTicks: number;
   private readonly idleTicks: number;
   private readonly period: number;
@@ -18,10 +18,8 @@ export class Connections {
   private onEmpty: (() => void) | null = null;
 
   constructor(private readonly options: ConnectionOptions) {
-    this.period = Math.max(
-      5,
-      Math.min(1000, Math.floor(Math.min(options.timeoutMs || Infinity, options.idleMs || Infinity) / 8)),
-    );
+    const shortest = Math.min(options.timeoutMs || Infinity, options.idleMs || Infinity);
+    this.period = Math.max(5, Math.min(1000, Math.floor(shortest / 8)));
     // Ticks to wait, +1: a deadline set just before a tick must not fire early. 0: no limit.
     this.timeoutTicks = options.timeoutMs > 0 ? Math.ceil(options.timeoutMs / this.period) + 1 : Infinity;
     this.idleTicks = options.idleMs > 0 ? Math.ceil(options.idleMs / this.period) + 1 : Infinity;
@@ -50,18 +48,13 @@ export class Connections {
     });
   }
 
-  private send<R extends pg.QueryResultRow>(
-    conn: Conn,
-    config: pg.QueryConfig,
-    release: boolean,
-  ): Promise<pg.QueryResult<R>> {
+  private send<R extends pg.QueryResultRow>(conn: Conn, config: pg.QueryConfig, release: boolean) {
     return new Promise<pg.QueryResult<R>>((resolve, reject) => {
       conn.until = this.tick + this.timeoutTicks;
       conn.fail = reject;
       // A Query is sent as it is; a config object pg would copy on every query.
       const query = new pg.Query<R>(config.text, config.values, (err: Error | undefined, res: unknown) => {
         if (conn.gone) return; // timed out: already rejected, and the connection closed
-        conn.until = 0;
         conn.fail = null;
         if (release) this.release(conn, err);
         if (err) reject(err);
@@ -99,13 +92,11 @@ export class Connections {
     });
   }
 
-  private openNew(): Promise<Conn> {
+  private async openNew(): Promise<Conn> {
     this.count++;
     this.timer ??= setInterval(() => this.watch(), this.period).unref();
-    const client = new pg.Client({
-      connectionString: this.options.connectionString,
-      connectionTimeoutMillis: this.options.timeoutMs,
-    });
+    const { connectionString, timeoutMs } = this.options;
+    const client = new pg.Client({ connectionString, connectionTimeoutMillis: timeoutMs });
     const conn: Conn = { client, until: 0, since: 0, fail: null, gone: false };
     // An idle connection that breaks emits 'error', which unhandled would end the process; a busy one's query fails.
     client.on('error', () => {
@@ -115,16 +106,14 @@ export class Connections {
         this.drop(conn);
       }
     });
-    return client.connect().then(
-      () => {
-        this.open.add(conn);
-        return conn;
-      },
-      (err: unknown) => {
-        this.drop(conn);
-        throw err;
-      },
-    );
+    try {
+      await client.connect();
+    } catch (err) {
+      this.drop(conn);
+      throw err;
+    }
+    this.open.add(conn);
+    return conn;
   }
 
   private drop(conn: Conn): void {
@@ -141,10 +130,8 @@ export class Connections {
     const waiter = !this.closed && this.count < this.options.max ? this.waiters.shift() : undefined;
     if (waiter !== undefined) this.openNew().then(waiter.resolve, waiter.reject);
     if (this.count > 0) return;
-    if (this.timer !== null) {
-      clearInterval(this.timer);
-      this.timer = null;
-    }
+    clearInterval(this.timer);
+    this.timer = undefined;
     this.onEmpty?.();
     this.onEmpty = null;
   }
@@ -152,13 +139,10 @@ export class Connections {
   private watch(): void {
     const now = ++this.tick;
     for (const conn of [...this.open]) {
-      if (conn.until !== 0 && conn.until <= now && conn.fail !== null) {
-        const fail = conn.fail;
-        conn.fail = null;
-        conn.until = 0;
-        this.drop(conn);
-        fail(new QueryTimeoutError(this.options.timeoutMs));
-      }
+      if (conn.fail === null || conn.until > now) continue;
+      const fail = conn.fail;
+      this.drop(conn); // the statement's answer, if it comes, is ignored
+      fail(new QueryTimeoutError(this.options.timeoutMs));
     }
     // Waiters queue in the order of their deadlines; the idle list has the oldest first.
     const { timeoutMs, max } = this.options;
@@ -184,18 +168,15 @@ export class QueryTimeoutError extends Error {
 
 interface Conn {
   readonly client: pg.Client;
-  /** The tick by which the running statement must answer (0: none running), and the tick it went idle. */
+  /** The tick by which the running statement must answer, and the tick it went idle. */
   until: number;
   since: number;
+  /** Rejects the running statement (null: none running). */
   fail: ((err: Error) => void) | null;
   gone: boolean;
 }
 
-interface Waiter {
-  readonly resolve: (conn: Conn) => void;
-  readonly reject: (err: Error) => void;
-  readonly until: number;
-}
+type Waiter = { readonly resolve: (conn: Conn) => void; readonly reject: (err: Error) => void; readonly until: number };
 
 /** A connection held for a transaction (a pg.PoolClient, one of the ledger's own, or a bare pg.Client). */
 type Session = { query(config: pg.QueryConfig): Promise<unknown>; release?(err?: Error): void };

@@ -22,22 +22,11 @@ import {
   renewTransition,
   resolveTransition,
   setStateTransition,
-  TERMINAL_STATES,
 } from '@retrysafe/contract/ledger';
 import type pg from 'pg';
 import { createWrites, jsonParam, type OperationRow, parseJson, toReceipts, toRecord } from './rows.js';
-import { type MigrateReport, quoteSchema } from './schema.js';
-import {
-  APPEND,
-  createStatements,
-  DISPATCHED,
-  HAND_OFF,
-  RELEASE,
-  RENEW,
-  SET_STATE_FIELDS,
-  type Statements,
-  setStateWrite,
-} from './statements.js';
+import type { MigrateReport } from './schema.js';
+import { createStatements, type Statements, setStateWrite, WRITES } from './statements.js';
 import { createDb, type Db } from './tx.js';
 
 /** The README's table says what each option does and why its default is what it is. */
@@ -61,25 +50,84 @@ export interface PostgresLedger extends Ledger {
 }
 
 /** The ledger for many workers: every write carries the claim's fencing token, refused once another worker took
- * over; any failure rejects with LedgerError, so nothing uncommitted lets the runner call the provider. */
+ * over; any failure rejects with LedgerError, so nothing uncommitted lets the runner call the provider. Each fenced
+ * write is one UPDATE guarded by that token; the contract's rule gives the record it leaves. */
 export function createPostgresLedger(options: PostgresLedgerOptions): PostgresLedger {
   const c = parts(options);
+  const { db, st, writes, dbClock } = c;
   return {
     schema: c.schema,
-    ready: c.db.ready,
-    capabilities: { claimDispatch: true, receiptWithState: true, sharedLeaseClock: c.dbClock },
+    ready: db.ready,
+    capabilities: { claimDispatch: true, receiptWithState: true, sharedLeaseClock: dbClock },
     claim: (input) => claim(c, input),
-    ...fencedWrites(c),
+    async renewLease(ref, leaseMs, now) {
+      checkRenewal(leaseMs, now); // the SQL would renew for 0 ms or less
+      const rule = (r: OperationRecord) => renewTransition(r, ref, leaseMs, now);
+      const values = [now, Math.ceil(leaseMs), dbClock];
+      await writes.fenced(ref, { what: 'renewLease', write: WRITES.renew, values, rule });
+    },
+    async markDispatched(ref, now) {
+      const rule = (r: OperationRecord) => dispatchedTransition(r, now);
+      return (await writes.fenced(ref, { what: 'markDispatched', write: WRITES.dispatched, values: [now], rule }))!;
+    },
+    async setState(ref, patch) {
+      checkStatePatch(patch);
+      const result = patch.result === undefined ? undefined : jsonParam(patch.result);
+      return (await writes.fenced(ref, {
+        what: 'setState',
+        ...setStateWrite(patch, result),
+        rule: (r) => setStateTransition(r, patch),
+        json: result === undefined ? {} : { result },
+        receipt: patch.receipt,
+        deferred: patch.durability === 'deferrable',
+      }))!;
+    },
+    async handOff(ref, packet, now, receipt) {
+      checkPacket(packet);
+      const handoff = jsonParam(packet);
+      const { outcome = null, providerRef = null } = packet.lastKnown;
+      return (await writes.fenced(ref, {
+        what: 'handOff',
+        write: WRITES.handOff,
+        values: [handoff, now, outcome, providerRef],
+        rule: (r) => handOffTransition(r, packet, now),
+        json: { handoff },
+        receipt,
+      }))!;
+    },
+    async appendReceipt(ref, receipt) {
+      await writes.fenced(ref, { what: 'appendReceipt', write: WRITES.append, values: [], receipt });
+    },
+    async release(ref) {
+      await writes.fenced(ref, { what: 'release', write: WRITES.release, values: [] });
+    },
     resolve: (id, resolution, now, receipt) =>
-      c.db.tx('resolve', async (run) => {
-        const { rows } = await run<OperationRow>('resolve', c.st.resolveLock, [id]);
+      db.tx('resolve', async (run) => {
+        const { rows } = await run<OperationRow>(st.resolveLock, [id]);
         const row = rows[0];
         const next = resolveTransition(row ? toRecord(row) : null, id, resolution, now, receipt, row?.receipt_count);
-        return c.writes.writeLocked(run, 'resolve', row!.fence, next, receipt);
+        return writes.writeLocked(run, 'resolve', row!.fence, next, receipt);
       }),
-    ...reads(c),
+    async get(id) {
+      const { rows } = await db.query<OperationRow>('get', st.get, [id]);
+      return rows[0] ? toRecord(rows[0]) : null;
+    },
+    async list(filter = {}) {
+      checkListFilter(filter);
+      const { sql, values } = st.list(filter);
+      return (await db.query<OperationRow>('list', sql, values)).rows.map(toRecord);
+    },
+    async receipts(id) {
+      const { rows } = await db.query<{ receipts: string | null }>('receipts', st.receipts, [id]);
+      return rows[0] ? toReceipts(rows[0].receipts, id) : [];
+    },
+    async recoverCandidates(now, limit) {
+      checkRecoverCandidates(now, limit);
+      const { rows } = await db.query<OperationRow>('recoverCandidates', st.recover, [now, limit ?? null, dbClock]);
+      return rows.map(toRecord);
+    },
     prune: (opts) => prune(c, opts),
-    close: c.db.close,
+    close: db.close,
   };
 }
 
@@ -90,7 +138,7 @@ function parts(options: PostgresLedgerOptions) {
   const defers = oneOf(options.deferrableWrites, ['defer', 'sync'], 'deferrableWrites') === 'defer';
   const maxSkew = numberOption(options.maxClockSkewMs, 1000, 'maxClockSkewMs', 0);
   const schema = options.schema ?? 'public';
-  const st = createStatements(`${quoteSchema(schema)}.retrysafe_operations`, dbClock);
+  const st = createStatements(schema, dbClock);
   const db = createDb({
     connectionString: options.connectionString,
     pool: options.pool ?? null,
@@ -138,11 +186,8 @@ async function claim(c: Parts, input: ClaimInput): Promise<ClaimResult> {
 /** It exists: claimTransition decides under the row lock, with the lease clock read in the same statement. */
 function claimExisting(c: Parts, input: ClaimInput): Promise<ClaimResult> {
   return c.db.tx('claim', async (run) => {
-    const { rows } = await run<OperationRow & { lease_now: string }>('claim', c.st.claimLock, [
-      input.businessOperationId,
-      c.dbClock,
-      input.now,
-    ]);
+    const values = [input.businessOperationId, c.dbClock, input.now];
+    const { rows } = await run<OperationRow & { lease_now: string }>(c.st.claimLock, values);
     if (rows.length === 0 && input.existing) return claimTransition(null, input).result; // gone
     if (rows.length === 0)
       throw new LedgerError(`claim: ${input.businessOperationId} was neither inserted nor found; nothing written`);
@@ -154,79 +199,6 @@ function claimExisting(c: Parts, input: ClaimInput): Promise<ClaimResult> {
   });
 }
 
-/** Each is one UPDATE fenced by the claim's token; the contract's rule gives the record it leaves. */
-function fencedWrites({ writes, dbClock }: Parts): Pick<Ledger, FencedMethod> {
-  return {
-    async renewLease(ref, leaseMs, now) {
-      checkRenewal(leaseMs, now); // the SQL would renew for 0 ms or less
-      const rule = (r: OperationRecord) => renewTransition(r, ref, leaseMs, now);
-      const values = [now, Math.ceil(leaseMs), dbClock];
-      await writes.fenced(ref, { what: 'renewLease', write: RENEW, values, rule });
-    },
-    async markDispatched(ref, now) {
-      const rule = (r: OperationRecord) => dispatchedTransition(r, now);
-      return (await writes.fenced(ref, { what: 'markDispatched', write: DISPATCHED, values: [now], rule }))!;
-    },
-    async setState(ref, patch) {
-      checkStatePatch(patch);
-      const result = patch.result === undefined ? undefined : jsonParam(patch.result);
-      const fields = SET_STATE_FIELDS.map(([field]) => field).filter((f) => patch[f] !== undefined);
-      return (await writes.fenced(ref, {
-        what: 'setState',
-        write: setStateWrite(fields, TERMINAL_STATES.includes(patch.state)),
-        values: [patch.state, patch.now, ...fields.map((f) => (f === 'result' ? result : patch[f]))],
-        rule: (r) => setStateTransition(r, patch),
-        json: result === undefined ? {} : { result },
-        receipt: patch.receipt,
-        deferred: patch.durability === 'deferrable',
-      }))!;
-    },
-    async handOff(ref, packet, now, receipt) {
-      checkPacket(packet);
-      const handoff = jsonParam(packet);
-      const { outcome = null, providerRef = null } = packet.lastKnown;
-      return (await writes.fenced(ref, {
-        what: 'handOff',
-        write: HAND_OFF,
-        values: [handoff, now, outcome, providerRef],
-        rule: (r) => handOffTransition(r, packet, now),
-        json: { handoff },
-        receipt,
-      }))!;
-    },
-    async appendReceipt(ref, receipt) {
-      await writes.fenced(ref, { what: 'appendReceipt', write: APPEND, values: [], receipt });
-    },
-    async release(ref) {
-      await writes.fenced(ref, { what: 'release', write: RELEASE, values: [] });
-    },
-  };
-}
-type FencedMethod = 'renewLease' | 'markDispatched' | 'setState' | 'handOff' | 'appendReceipt' | 'release';
-
-function reads({ db, st, dbClock }: Parts): Pick<Ledger, 'get' | 'list' | 'receipts' | 'recoverCandidates'> {
-  return {
-    async get(id) {
-      const { rows } = await db.query<OperationRow>('get', st.get, [id]);
-      return rows[0] ? toRecord(rows[0]) : null;
-    },
-    async list(filter = {}) {
-      checkListFilter(filter);
-      const { sql, values } = st.list(filter);
-      return (await db.query<OperationRow>('list', sql, values)).rows.map(toRecord);
-    },
-    async receipts(id) {
-      const { rows } = await db.query<{ receipts: string | null }>('receipts', st.receipts, [id]);
-      return rows[0] ? toReceipts(rows[0].receipts, id) : [];
-    },
-    async recoverCandidates(now, limit) {
-      checkRecoverCandidates(now, limit);
-      const { rows } = await db.query<OperationRow>('recoverCandidates', st.recover, [now, limit ?? null, dbClock]);
-      return rows.map(toRecord);
-    },
-  };
-}
-
 /** Each state's old rows, a keyset page at a time: counted (dry run), or exported if asked, then deleted. */
 async function prune(c: Parts, options: PruneOptions): Promise<PruneReport> {
   const states = [...checkPruneOptions(options)];
@@ -234,7 +206,7 @@ async function prune(c: Parts, options: PruneOptions): Promise<PruneReport> {
   const count = (state: OperationState, n: number) => {
     byState[state] = (byState[state] ?? 0) + n;
   };
-  const page = c.st.prunePage(options.onPrune !== undefined && !options.dryRun);
+  const page = options.onPrune !== undefined && !options.dryRun ? c.st.prunePageReceipts : c.st.prunePage;
   for (const state of states) {
     for (let after: unknown[] = [-1, '']; ; ) {
       const values = [state, options.before, ...after, options.batchSize ?? 500];
@@ -248,11 +220,8 @@ async function prune(c: Parts, options: PruneOptions): Promise<PruneReport> {
       }
       for (const row of options.onPrune ? rows : [])
         await options.onPrune!(toRecord(row), toReceipts(row.receipts ?? null, row.business_operation_id));
-      const gone = await c.db.query<{ state: OperationState }>('prune', c.st.pruneDelete, [
-        ids,
-        states,
-        options.before,
-      ]);
+      const old = [ids, states, options.before];
+      const gone = await c.db.query<{ state: OperationState }>('prune', c.st.pruneDelete, old);
       for (const g of gone.rows) count(g.state, 1);
     }
   }
@@ -270,18 +239,14 @@ function createSkewCheck(db: Db, st: Statements, maxSkew: number) {
   /** This process's clock minus the database's, bracketed: [lo, hi] ms. */
   let offset = { lo: 0, hi: 0 };
 
-  async function probe(): Promise<void> {
-    const t0 = Date.now();
-    const { rows } = await db.query<{ db: string }>('clock', st.clockProbe, []);
-    const t1 = Date.now();
-    const dbNow = Number(rows[0]!.db);
-    offset = { lo: t0 - dbNow, hi: t1 - dbNow };
-    probedAt = t1;
-  }
-
   return async function checkSkew(now: number, claimOf: string): Promise<void> {
     const entry = Date.now();
-    if (entry - probedAt >= PROBE_EVERY_MS || entry < probedAt) await probe();
+    if (entry - probedAt >= PROBE_EVERY_MS || entry < probedAt) {
+      const { rows } = await db.query<{ db: string }>('clock', st.clockProbe, []);
+      probedAt = Date.now();
+      const dbNow = Number(rows[0]!.db);
+      offset = { lo: entry - dbNow, hi: probedAt - dbNow };
+    }
     const caller = now - entry; // the caller's clock may differ from this process's
     const lo = offset.lo + caller;
     const hi = offset.hi + caller;

@@ -1,7 +1,8 @@
-import { type Fenced, LeaseLostError, LedgerError, type OperationRecord, type Receipt } from '@retrysafe/contract';
+import { type Fenced, LedgerError, type OperationRecord, type Receipt } from '@retrysafe/contract';
 import {
   appendStoredReceipt,
   chainedTransition,
+  checkFence,
   checkReceipt,
   checkRef,
   isTerminal,
@@ -58,13 +59,10 @@ export function toRecord(row: OperationRow): OperationRecord {
 
 export const RECORD_FIELD_COUNT = FIELDS.length;
 
-/** UPDATE … SET of every column from $2 on, as `recordValues` gives them ($1 is left to the caller). */
+/** UPDATE … SET of every column from $2 on, in FIELDS order ($1 is left to the caller). */
 export const SET_EVERY_COLUMN = FIELDS.map(
   ([, column, kind], i) => `${column} = $${i + 2}${kind === 'json' ? '::json' : ''}`,
 ).join(', ');
-
-export const recordValues = (r: OperationRecord): unknown[] =>
-  FIELDS.map(([field, , kind]) => (kind === 'json' ? jsonParam(r[field]) : r[field]));
 
 /** The receipts of a row, in seq order (NULL: none yet). */
 export function toReceipts(text: string | null, id: string): Receipt[] {
@@ -79,9 +77,9 @@ export function jsonParam(value: unknown): string | null {
 export const parseJson = (text: string | null | undefined): unknown => (text == null ? null : JSON.parse(text));
 
 /** A record's json columns as the text they hold (null: SQL NULL or JSON null, both read back as null). */
-export type JsonTexts = Readonly<Record<'params' | 'result' | 'handoff' | 'resolution', string | null>>;
+type JsonTexts = Readonly<Record<'params' | 'result' | 'handoff' | 'resolution', string | null>>;
 
-export const jsonTextsOf = (record: OperationRecord): JsonTexts => ({
+const jsonTextsOf = (record: OperationRecord): JsonTexts => ({
   params: jsonParam(record.params),
   result: jsonParam(record.result),
   handoff: jsonParam(record.handoff),
@@ -89,7 +87,7 @@ export const jsonTextsOf = (record: OperationRecord): JsonTexts => ({
 });
 
 /** The record as a read of its row would give it: its own json values and chain anchor, shared with nobody. */
-export const handOut = (record: OperationRecord, json: JsonTexts): OperationRecord => ({
+const handOut = (record: OperationRecord, json: JsonTexts): OperationRecord => ({
   ...record,
   params: parseJson(json.params),
   result: parseJson(json.result),
@@ -98,23 +96,19 @@ export const handOut = (record: OperationRecord, json: JsonTexts): OperationReco
   receiptChain: { ...record.receiptChain },
 });
 
+type Rule = (r: OperationRecord) => OperationRecord;
+
 interface FencedCall {
   readonly what: string;
   readonly write: FencedWrite;
   readonly values: readonly unknown[];
   /** The contract's transition; the record unchanged: nothing to do. Absent (release): nothing returned. */
-  readonly rule?: (r: OperationRecord) => OperationRecord;
+  readonly rule?: Rule;
   /** The json columns the write sets, as the text they will hold. */
   readonly json?: Partial<JsonTexts>;
   readonly receipt?: Receipt | undefined;
   /** The commit need not wait for the WAL flush (deferrableWrites). */
   readonly deferred?: boolean;
-}
-
-interface Known {
-  readonly xmin: string;
-  readonly record: OperationRecord;
-  readonly json: JsonTexts;
 }
 
 /** A runner's operations in flight, with room. */
@@ -124,7 +118,7 @@ const KNOWN_MAX = 4096;
  * remembered operation's write also requires the remembered xmin and returns only the new one: any other write
  * makes another xmin, so a match means the computed record is the row's; no match, and it is sent in full. */
 export function createWrites(db: Db, st: Statements, defers: boolean) {
-  const known = new Map<string, Known>();
+  const known = new Map<string, { xmin: string; record: OperationRecord; json: JsonTexts }>();
 
   function remember(record: OperationRecord, xmin: string, json: JsonTexts): void {
     const id = record.businessOperationId;
@@ -143,9 +137,7 @@ export function createWrites(db: Db, st: Statements, defers: boolean) {
 
   async function refused(ref: Fenced, c: FencedCall): Promise<null> {
     const { rows } = await db.query<OperationRow>(c.what, st.get, [ref.businessOperationId]);
-    if (rows.length === 0) throw new LedgerError(`no operation ${ref.businessOperationId} in the ledger`);
-    const current = toRecord(rows[0]!);
-    if (current.fence !== ref.fence) throw new LeaseLostError(ref.businessOperationId, ref.fence);
+    const current = checkFence(rows[0] ? toRecord(rows[0]) : null, ref);
     // The rule says why (it throws), or that there is nothing to do; else the receipt's seq is why.
     if (c.rule?.(current) === current) return null;
     if (c.receipt !== undefined) {
@@ -159,17 +151,12 @@ export function createWrites(db: Db, st: Statements, defers: boolean) {
   }
 
   /** The write of a remembered operation; null when not remembered, refused by the rule, or the row changed. */
-  async function knownWrite(
-    ref: Fenced,
-    c: FencedCall & { rule: NonNullable<FencedCall['rule']> },
-    sql: Sql,
-    args: unknown[],
-  ): Promise<OperationRecord | null> {
+  async function knownWrite(ref: Fenced, c: FencedCall, rule: Rule, sql: Sql, args: unknown[]) {
     const k = known.get(ref.businessOperationId);
     if (k === undefined || k.record.fence !== ref.fence) return null;
     let next: OperationRecord;
     try {
-      next = c.rule(k.record);
+      next = rule(k.record);
     } catch {
       return null; // the full write says why
     }
@@ -200,7 +187,7 @@ export function createWrites(db: Db, st: Statements, defers: boolean) {
       if (rows.length === 0) await refused(ref, c);
       return null;
     }
-    const fast = await knownWrite(ref, { ...c, rule: c.rule }, texts.known, args);
+    const fast = await knownWrite(ref, c, c.rule, texts.known, args);
     if (fast !== null) return fast;
     const { rows } = await db.query<OperationRow & { xmin: string }>(c.what, texts.full, args);
     if (rows.length === 0) return refused(ref, c);
@@ -209,38 +196,25 @@ export function createWrites(db: Db, st: Statements, defers: boolean) {
 
   /** Stores a transition's record over a row this transaction holds FOR UPDATE, with the fence read under the lock,
    * and the receipt the transition anchored. */
-  async function writeLocked(
-    run: Run,
-    what: string,
-    fence: unknown,
-    r: OperationRecord,
-    receipt?: Receipt,
-  ): Promise<OperationRecord> {
-    const values = [fence, ...recordValues(r)];
+  async function writeLocked(run: Run, what: string, fence: unknown, r: OperationRecord, receipt?: Receipt) {
+    const values = [fence, ...FIELDS.map(([field, , kind]) => (kind === 'json' ? jsonParam(r[field]) : r[field]))];
     if (receipt !== undefined) values.push(receipt.seq, jsonParam(receipt), receipt.hash);
     const sql = receipt === undefined ? st.writeLocked : st.writeLockedReceipt;
-    const { rows } = await run<OperationRow & { xmin: string }>(what, sql, values);
+    const { rows } = await run<OperationRow & { xmin: string }>(sql, values);
     if (rows.length === 0)
       throw new LedgerError(`${what}: ${r.businessOperationId} changed under its row lock; nothing written`);
     return fromRow(rows[0]!);
   }
 
-  return {
-    fenced,
-    writeLocked,
-    remember,
-  };
+  return { fenced, writeLocked, remember };
 }
 
 /** A receipt of the operation it is appended to, with a whole-number seq: the UPDATE's guard checks which one, and
  * its integer cast would take the text '2' for the contract's 2. */
 function checkReceiptShape(ref: Fenced, receipt: Receipt, what: string): void {
-  if (receipt?.businessOperationId !== ref.businessOperationId)
-    throw new LedgerError(
-      `${what}: receipt belongs to ${receipt?.businessOperationId}, not ${ref.businessOperationId}`,
-    );
+  const id = ref.businessOperationId;
+  if (receipt?.businessOperationId !== id)
+    throw new LedgerError(`${what}: receipt belongs to ${receipt?.businessOperationId}, not ${id}`);
   if (!Number.isSafeInteger(receipt.seq))
-    throw new LedgerError(
-      `${what}: receipt seq ${JSON.stringify(receipt.seq)} for ${ref.businessOperationId} is not a whole number`,
-    );
+    throw new LedgerError(`${what}: receipt seq ${JSON.stringify(receipt.seq)} for ${id} is not a whole number`);
 }

@@ -93,11 +93,7 @@ export async function migrate(pool: pg.Pool | pg.Client | Connections, schema = 
   }
 }
 
-async function applyMigrations(
-  client: Pick<Connections, 'query'>,
-  schema: string,
-  quoted: string,
-): Promise<MigrateReport> {
+async function applyMigrations(client: Pick<Connections, 'query'>, schema: string, quoted: string) {
   const run = <R extends pg.QueryResultRow>(text: string, values?: unknown[]) => client.query<R>({ text, values });
   await run('SELECT pg_advisory_xact_lock(hashtext($1))', [`retrysafe.migrate:${schema}`]);
   await run(`CREATE SCHEMA IF NOT EXISTS ${quoted}`);

@@ -1,14 +1,13 @@
-import type { ListFilter } from '@retrysafe/contract';
+import { createHash } from 'node:crypto';
+import { LedgerError, type ListFilter, type StatePatch } from '@retrysafe/contract';
 import { PRUNABLE_STATES, RECOVERABLE_STATES, TERMINAL_STATES } from '@retrysafe/contract/ledger';
+import type pg from 'pg';
 import { RECORD_COLUMNS, RECORD_FIELD_COUNT, SET_EVERY_COLUMN } from './rows.js';
+import { quoteSchema } from './schema.js';
 
-/** Prepared once per connection under `name`, or sent unnamed (`null`) when its text varies. */
-export interface Sql {
-  readonly name: string | null;
-  readonly text: string;
-}
+/** Prepared once per connection under `name`, or sent unnamed when its text varies. */
+export type Sql = Readonly<Pick<pg.QueryConfig, 'name' | 'text'>>;
 
-const named = (name: string, text: string): Sql => ({ name, text });
 const sqlList = (states: readonly string[]) => states.map((s) => `'${s}'`).join(', ');
 /** The partial index's predicate, repeated in a query so the planner can use it. */
 const OPEN_STATES = `state NOT IN (${sqlList(PRUNABLE_STATES)})`;
@@ -27,71 +26,82 @@ const appendReceipt = (param: string) =>
 const RECEIPTS_ARRAY = `(receipts IS NULL OR (left(receipts, 1) = '[' AND right(receipts, 1) = ']'))`;
 
 /** A fenced write's SET (parameters from $1) and the state guard its rule implies. */
-export interface FencedWrite {
-  readonly name: string;
-  readonly set: string;
-  readonly guard: string | null;
-}
+export type FencedWrite = { readonly name: string; readonly set: string; readonly guard: string | null };
 
-/** A lease renewal ($1 now, $2 lease ms, $3 database clock?): never of a terminal operation or a released lease. */
-export const RENEW: FencedWrite = {
-  name: 'renew',
-  set: `lease_expires_at = ${clock('$3', '$1')} + $2::bigint, updated_at = $1`,
-  guard: `${NOT_TERMINAL} AND lease_owner IS NOT NULL`,
-};
-/** $1 now. */
-export const DISPATCHED: FencedWrite = {
-  name: 'dispatched',
-  set: `state = 'dispatched', attempt_count = attempt_count + 1, first_dispatched_at = coalesce(first_dispatched_at, $1), updated_at = $1`,
-  guard: NOT_TERMINAL,
-};
-/** $1 packet, $2 now, $3 last outcome, $4 provider reference (null: keep the record's). */
-export const HAND_OFF: FencedWrite = {
-  name: 'hand-off',
-  set: `state = 'handed-off', handoff = $1::json, last_outcome = coalesce($3, last_outcome), provider_ref = coalesce($4, provider_ref),
+export const WRITES = {
+  /** $1 now, $2 lease ms, $3 database clock?: never of a terminal operation or a released lease. */
+  renew: {
+    name: 'renew',
+    set: `lease_expires_at = ${clock('$3', '$1')} + $2::bigint, updated_at = $1`,
+    guard: `${NOT_TERMINAL} AND lease_owner IS NOT NULL`,
+  },
+  /** $1 now. */
+  dispatched: {
+    name: 'dispatched',
+    set: `state = 'dispatched', attempt_count = attempt_count + 1, first_dispatched_at = coalesce(first_dispatched_at, $1), updated_at = $1`,
+    guard: NOT_TERMINAL,
+  },
+  /** $1 packet, $2 now, $3 last outcome, $4 provider reference (null: keep the record's). */
+  handOff: {
+    name: 'hand-off',
+    set: `state = 'handed-off', handoff = $1::json, last_outcome = coalesce($3, last_outcome), provider_ref = coalesce($4, provider_ref),
          updated_at = $2, ${RELEASED}`,
-  guard: `state NOT IN ('succeeded', 'abandoned', 'handed-off')`,
-};
-/** Only the receipt the fenced write appends. */
-export const APPEND: FencedWrite = { name: 'append', set: '', guard: null };
-export const RELEASE: FencedWrite = { name: 'release', set: RELEASED, guard: null };
+    guard: `state NOT IN ('succeeded', 'abandoned', 'handed-off')`,
+  },
+  /** Only the receipt the fenced write appends. */
+  append: { name: 'append', set: '', guard: null },
+  release: { name: 'release', set: RELEASED, guard: null },
+} as const satisfies Record<string, FencedWrite>;
 
 /** setState's optional fields in parameter order: field, column, cast, letter in the statement's name. */
-export const SET_STATE_FIELDS = [
+const SET_STATE_FIELDS = [
   ['lastOutcome', 'last_outcome', '', 'o'],
   ['result', 'result', '::json', 'r'],
   ['providerRef', 'provider_ref', '', 'p'],
   ['statusRef', 'status_ref', '', 's'],
 ] as const;
 
-/** ($1 state, $2 now, a parameter per field the patch carries): one statement per shape, no CASE. */
-export function setStateWrite(fields: readonly string[], terminal: boolean): FencedWrite {
+/** $1 state, $2 now, a parameter per field the patch carries (`result` as its JSON text): one statement per shape. */
+export function setStateWrite(patch: StatePatch, result: string | null | undefined) {
+  const values: unknown[] = [patch.state, patch.now];
   let set = 'state = $1, updated_at = $2';
   let letters = '';
-  let n = 2;
   for (const [field, column, cast, letter] of SET_STATE_FIELDS) {
-    if (!fields.includes(field)) continue;
-    set += `, ${column} = $${++n}${cast}`;
+    if (patch[field] === undefined) continue;
+    values.push(field === 'result' ? result : patch[field]);
+    set += `, ${column} = $${values.length}${cast}`;
     letters += letter;
   }
+  const terminal = TERMINAL_STATES.includes(patch.state);
   if (terminal) set += `, ${RELEASED}`;
-  return { name: `set-state${terminal ? '-terminal' : ''}${letters ? `.${letters}` : ''}`, set, guard: NOT_TERMINAL };
+  const name = `set-state${terminal ? '-terminal' : ''}${letters ? `.${letters}` : ''}`;
+  return { write: { name, set, guard: NOT_TERMINAL }, values };
 }
 
 /** A fenced write returning the id only, the record and its xmin, or (guarded by the remembered xmin) the new xmin and lease. */
 type FencedTexts = Readonly<Record<'bare' | 'full' | 'known', Sql>>;
 
-/** Every statement the ledger sends, for the quoted table `ops`. */
-export function createStatements(ops: string, dbClock: boolean) {
+/** Every statement the ledger sends, for the table in `schema`; named per schema, as prepared statements are. */
+export function createStatements(schema: string, dbClock: boolean) {
+  const ops = `${quoteSchema(schema)}.retrysafe_operations`;
+  const named = (name: string, text: string): Sql => ({ name: statementName(schema, name), text });
   const returning = `RETURNING ${RECORD_COLUMNS}, xmin`;
-  const claimInsert = (dispatch: boolean): Sql => ({
-    name: `claim-insert${dispatch ? '-dispatched' : ''}${dbClock ? '' : ':caller-clock'}`,
-    // $1 id, $2 provider, $3 operation, $4 intent fp, $5 params fp, $6 params, $7 provider key, $8 owner, $9 lease ms, $10 now.
-    text: `INSERT INTO ${ops} (business_operation_id, provider, operation, intent_fingerprint, params_fingerprint, params, provider_key,
+  const claimInsert = (dispatch: boolean) =>
+    named(
+      `claim-insert${dispatch ? '-dispatched' : ''}${dbClock ? '' : ':caller-clock'}`,
+      // $1 id, $2 provider, $3 operation, $4 intent fp, $5 params fp, $6 params, $7 provider key, $8 owner, $9 lease ms, $10 now.
+      `INSERT INTO ${ops} (business_operation_id, provider, operation, intent_fingerprint, params_fingerprint, params, provider_key,
            state, fence, lease_owner, lease_expires_at, created_at, updated_at, attempt_count, first_dispatched_at)
          VALUES ($1, $2, $3, $4, $5, $6::json, $7, ${dispatch ? `'dispatched'` : `'claimed'`}, 1, $8, ${dbClock ? DB_NOW : '$10::bigint'} + $9::bigint, $10, $10, ${dispatch ? '1, $10' : '0, NULL'})
          ON CONFLICT (business_operation_id) DO NOTHING RETURNING lease_expires_at, xmin`,
-  });
+    );
+  /** $1 state, $2 before, $3/$4 after (created_at, id), $5 page size. */
+  const prunePage = (withReceipts: boolean) =>
+    named(
+      withReceipts ? 'prune-page-receipts' : 'prune-page',
+      `SELECT ${RECORD_COLUMNS}${withReceipts ? ', receipts' : ''} FROM ${ops} WHERE state = $1 AND created_at < $2 AND updated_at < $2 AND (created_at, business_operation_id) > ($3::bigint, $4::text)
+             ORDER BY created_at, business_operation_id LIMIT $5`,
+    );
   const fencedCache = new Map<string, FencedTexts>();
 
   return {
@@ -124,12 +134,8 @@ export function createStatements(ops: string, dbClock: boolean) {
          WHERE state IN (${sqlList(RECOVERABLE_STATES)}) AND ${OPEN_STATES} AND coalesce(lease_expires_at, 0) <= ${clock('$3', '$1')}
          ORDER BY updated_at, business_operation_id LIMIT $2`,
     ),
-    /** $1 state, $2 before, $3/$4 after (created_at, id), $5 page size. */
-    prunePage: (withReceipts: boolean): Sql => ({
-      name: withReceipts ? 'prune-page-receipts' : 'prune-page',
-      text: `SELECT ${RECORD_COLUMNS}${withReceipts ? ', receipts' : ''} FROM ${ops} WHERE state = $1 AND created_at < $2 AND updated_at < $2 AND (created_at, business_operation_id) > ($3::bigint, $4::text)
-             ORDER BY created_at, business_operation_id LIMIT $5`,
-    }),
+    prunePage: prunePage(false),
+    prunePageReceipts: prunePage(true),
     /** Only rows still closed and old (a rejected one may have been superseded meanwhile). */
     pruneDelete: named(
       'prune-delete',
@@ -149,12 +155,9 @@ export function createStatements(ops: string, dbClock: boolean) {
       const extra = defer ? `, ${DEFER_COMMIT}` : '';
       const xmin = (withReceipt ? n + 5 : n + 2) + 1;
       texts = {
-        bare: { name, text: `${sql} RETURNING business_operation_id` },
-        full: { name, text: `${sql} ${returning}${extra}` },
-        known: {
-          name: `${name}:known`,
-          text: `${sql} AND xmin = $${xmin}::xid RETURNING xmin, lease_expires_at${extra}`,
-        },
+        bare: named(name, `${sql} RETURNING business_operation_id`),
+        full: named(name, `${sql} ${returning}${extra}`),
+        known: named(`${name}:known`, `${sql} AND xmin = $${xmin}::xid RETURNING xmin, lease_expires_at${extra}`),
       };
       fencedCache.set(name, texts);
       return texts;
@@ -178,9 +181,16 @@ function listStatement(ops: string, filter: ListFilter): { sql: Sql; values: unk
   if (filter.operation) where.push(`operation = ${param(filter.operation)}`);
   const limit = filter.limit !== undefined ? ` LIMIT ${param(filter.limit)}` : '';
   // Ties by code unit, as on the other ledgers, whatever collation the database or column has.
-  const order = filter.newestFirst
-    ? 'created_at DESC, business_operation_id COLLATE "C" DESC'
-    : 'created_at, business_operation_id COLLATE "C"';
-  const text = `SELECT ${RECORD_COLUMNS} FROM ${ops}${where.length ? ` WHERE ${where.join(' AND ')}` : ''} ORDER BY ${order}${limit}`;
-  return { sql: { name: null, text }, values };
+  const dir = filter.newestFirst ? ' DESC' : '';
+  const text = `SELECT ${RECORD_COLUMNS} FROM ${ops}${where.length ? ` WHERE ${where.join(' AND ')}` : ''} ORDER BY created_at${dir}, business_operation_id COLLATE "C"${dir}${limit}`;
+  return { sql: { text }, values };
+}
+
+/** `rs:<schema>:<name>`, or past PostgreSQL's 63 bytes `rs:<name>#<schema hash>` (schema names hold no `#`). */
+function statementName(schema: string, name: string): string {
+  const full = `rs:${schema}:${name}`;
+  if (full.length <= 63) return full;
+  const short = `rs:${name}#${createHash('sha256').update(schema).digest('hex').slice(0, 12)}`;
+  if (short.length > 63) throw new LedgerError(`statement name ${name} is too long for PostgreSQL`);
+  return short;
 }

@@ -1,4 +1,3 @@
-import { createHash } from 'node:crypto';
 import { LedgerError, RetrysafeError } from '@retrysafe/contract';
 import type pg from 'pg';
 import { type ConnectionOptions, Connections, transaction } from './connections.js';
@@ -6,8 +5,8 @@ import { type MigrateReport, migrate } from './schema.js';
 import type { Sql } from './statements.js';
 
 export type Db = ReturnType<typeof createDb>;
-/** Runs one statement; inside `tx` on the transaction's connection. */
-export type Run = Db['query'];
+/** Runs one statement on a transaction's connection; `tx` reports its failure. */
+export type Run = <R extends pg.QueryResultRow>(sql: Sql, values: unknown[]) => Promise<pg.QueryResult<R>>;
 
 /** Your pool or connections of its own, migrated before the first statement; every failure is a LedgerError. */
 export function createDb(
@@ -28,20 +27,9 @@ export function createDb(
     return readyPromise;
   };
 
-  // Statement names are per connection; the schema is part of the text, so it is part of the name.
-  const names = new Map<string, string>();
-  const configOf = (sql: Sql, values: unknown[]): pg.QueryConfig => {
-    if (sql.name === null) return { text: sql.text, values };
-    const name = names.get(sql.name) ?? statementName(options.schema, sql.name);
-    names.set(sql.name, name);
-    return { name, text: sql.text, values };
-  };
+  const configOf = (sql: Sql, values: unknown[]): pg.QueryConfig => ({ name: sql.name, text: sql.text, values });
 
-  async function query<R extends pg.QueryResultRow>(
-    what: string,
-    sql: Sql,
-    values: unknown[],
-  ): Promise<pg.QueryResult<R>> {
+  async function query<R extends pg.QueryResultRow>(what: string, sql: Sql, values: unknown[]) {
     if (closed) throw new LedgerError(`ledger is closed (${what})`);
     try {
       await ready();
@@ -60,18 +48,12 @@ export function createDb(
     }
   }
 
-  async function tx<T>(what: string, fn: (run: typeof query) => Promise<T>): Promise<T> {
+  async function tx<T>(what: string, fn: (run: Run) => Promise<T>): Promise<T> {
     try {
       if (closed) throw new LedgerError(`ledger is closed (${what})`);
       await ready();
       const client = await pool.connect();
-      const run: typeof query = async (w, sql, values) => {
-        try {
-          return await client.query(configOf(sql, values));
-        } catch (err) {
-          throw asLedgerError(err, w);
-        }
-      };
+      const run: Run = (sql, values) => client.query(configOf(sql, values));
       return await transaction(client, () => fn(run));
     } catch (err) {
       throw asLedgerError(err, what);
@@ -86,15 +68,6 @@ export function createDb(
   }
 
   return { query, tx, ready, close };
-}
-
-/** `rs:<schema>:<name>`, or past PostgreSQL's 63 bytes `rs:<name>#<schema hash>` (schema names hold no `#`). */
-function statementName(schema: string, name: string): string {
-  const full = `rs:${schema}:${name}`;
-  if (full.length <= 63) return full;
-  const short = `rs:${name}#${createHash('sha256').update(schema).digest('hex').slice(0, 12)}`;
-  if (short.length > 63) throw new LedgerError(`statement name ${name} is too long for PostgreSQL`);
-  return short;
 }
 
 function asLedgerError(err: unknown, what: string): RetrysafeError {
