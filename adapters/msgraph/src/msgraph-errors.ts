@@ -83,8 +83,11 @@ function messagesOf(error: unknown): string[] {
   return messages;
 }
 
+/** What a request that got no answer comes to: not applied, or unknown. */
+export type NoAnswerOutcome = Extract<Outcome, { kind: 'not-applied' | 'unknown' }>;
+
 /** Nothing was sent: the token provider failed or returned no token. */
-export function outcomeFromTokenError(error: unknown): Outcome {
+export function outcomeFromTokenError(error: unknown): NoAnswerOutcome {
   return {
     kind: 'not-applied',
     message: `no access token, nothing was sent: ${scrubMessage(messagesOf(error).join(': ') || String(error))}`,
@@ -92,7 +95,7 @@ export function outcomeFromTokenError(error: unknown): Outcome {
 }
 
 /** Classifies a failure with no HTTP answer (the raw fetch error, or the SDK's GraphError when that is all there is). */
-export function outcomeFromNetworkError(error: unknown): Outcome {
+export function outcomeFromNetworkError(error: unknown): NoAnswerOutcome {
   const codes = errorCodes(error);
   const detail = scrubMessage(
     [...new Set(messagesOf(error))].join(': ') + (codes.length ? ` (${codes.join(', ')})` : ''),
@@ -112,13 +115,4 @@ export function outcomeFromNetworkError(error: unknown): Outcome {
 export function cannotTellFromAnswer(answer: GraphHttpAnswer, what: string): LookupResult {
   const reason = `${what} failed with HTTP ${answer.status}: ${messageOf(answer)}`;
   return { kind: 'cannot-tell', reason, ...retryAfterOf(answer.headers.get('retry-after')), ...refsOf(answer) };
-}
-
-export function cannotTellFromNetworkError(
-  error: unknown,
-  what: string,
-  stage: 'token' | 'transport' | undefined = 'transport',
-): LookupResult {
-  const o = stage === 'token' ? outcomeFromTokenError(error) : outcomeFromNetworkError(error);
-  return { kind: 'cannot-tell', reason: `${what} got no answer: ${'message' in o ? o.message : ''}` };
 }
