@@ -24,14 +24,6 @@ export interface CallSettings {
   readonly signal?: AbortSignal | undefined;
 }
 
-/** Thrown by the transport when the caller's signal was aborted before anything was sent. */
-export class NotSentError extends Error {
-  constructor(message: string) {
-    super(message);
-    this.name = 'NotSentError';
-  }
-}
-
 // One generated package's request and response-body types stand for all three (they are generated alike).
 type RequestLike = objectsSdk.RequestContext;
 type ResponseBody = objectsSdk.ResponseBody;
@@ -51,7 +43,6 @@ interface SdkPackage<C> {
 /** A configuration whose transport is our fetch: timeout, abort, and a record of what came back in `wire`. */
 function configuration<C>(sdk: SdkPackage<C>, wire: WireRecord, settings: CallSettings): C {
   const send = async (request: RequestLike) => {
-    if (settings.signal?.aborted) throw new NotSentError('aborted by the caller before the request was sent');
     const timeout = AbortSignal.timeout(settings.timeoutMs);
     const body = request.getBody();
     wire.started = true;

@@ -10,7 +10,7 @@ import type {
 } from '@retrysafe/contract';
 import type { SchemaType } from '@retrysafe/contract/provider';
 import {
-  cannotTellFromFailure,
+  cannotTellFrom,
   type HubSpotResponse,
   outcomeFromFailure,
   refs,
@@ -120,16 +120,12 @@ function plain(r: SdkRecord) {
   };
 }
 
-const truncated = (message: string, wire: WireRecord): Outcome => ({
-  kind: 'unknown',
-  cause: 'truncated-response',
-  message,
-  ...wireRefs(wire),
-});
+function truncated(message: string, wire: WireRecord): Outcome {
+  return { kind: 'unknown', cause: 'truncated-response', message, ...wireRefs(wire) };
+}
 
-function hasId<T>(r: T | null | undefined): r is T {
-  const id = (r as { id?: unknown } | null | undefined)?.id;
-  return typeof id === 'string' && id.length > 0;
+function hasId(r: SdkRecord | null | undefined): r is SdkRecord {
+  return typeof r?.id === 'string' && r.id.length > 0;
 }
 
 /** One SDK call on a fresh wire record; what it throws is classified by `failed` from what reached the wire. */
@@ -169,11 +165,11 @@ export async function lookupContactsUpdate(
   p: ContactsUpdateParams,
   ctx: LookupContext,
 ): Promise<LookupResult> {
-  let wire: WireRecord = { started: false };
   const wanted = asStrings(p.properties);
   // A PATCH that sets the unique property it is addressed by moves the contact to the new value: look there too.
   const moved = p.idProperty === undefined ? undefined : wanted[p.idProperty];
   const ids = moved === undefined || moved === p.contactId ? [p.contactId] : [p.contactId, moved];
+  let wire!: WireRecord;
   let r!: SdkRecord;
   for (const id of ids) {
     wire = { started: false };
@@ -183,8 +179,7 @@ export async function lookupContactsUpdate(
       break;
     } catch (err) {
       const outcome = outcomeFromFailure(err, wire);
-      if (outcome.kind !== 'rejected' || outcome.reason !== 'not-found')
-        return cannotTellFromFailure(err, wire, 'GET contact');
+      if (outcome.kind !== 'rejected' || outcome.reason !== 'not-found') return cannotTellFrom(outcome, 'GET contact');
       if (id === ids.at(-1)) return { kind: 'found', outcome };
     }
   }
@@ -299,7 +294,7 @@ async function searchByKey(
     // The objects search is the tickets search too: POST /crm/v3/objects/{objectType}/search.
     results = (await objectsApi({ ...rt, signal: ctx.signal }, wire).search.doSearch(objectType, request)).results;
   } catch (err) {
-    return cannotTellFromFailure(err, wire, `CRM search in ${objectType}`);
+    return cannotTellFrom(outcomeFromFailure(err, wire), `CRM search in ${objectType}`);
   }
   const hit = results.find((r) => r.properties[rt.idProperty] === key);
   if (hit) return { kind: 'found', outcome: recordOutcome('succeeded', hit, wire) };
