@@ -24,9 +24,8 @@ export interface CallSettings {
   readonly signal?: AbortSignal | undefined;
 }
 
-// One generated package's request and response-body types stand for all three (they are generated alike).
+// One generated package's request type stands for all three (they are generated alike).
 type RequestLike = objectsSdk.RequestContext;
-type ResponseBody = objectsSdk.ResponseBody;
 
 /** The parts of one generated SDK package the adapter uses to build a configuration. */
 interface SdkPackage<C> {
@@ -37,7 +36,7 @@ interface SdkPackage<C> {
   }): C;
   ServerConfiguration: new (url: string, variables: object) => unknown;
   wrapHttpLibrary(lib: { send(request: RequestLike): Promise<unknown> }): unknown;
-  ResponseContext: new (status: number, headers: { [key: string]: string }, body: ResponseBody) => unknown;
+  ResponseContext: new (status: number, headers: { [key: string]: string }, body: objectsSdk.ResponseBody) => unknown;
 }
 
 /** A configuration whose transport is our fetch: timeout, abort, and a record of what came back in `wire`. */

@@ -154,17 +154,13 @@ function wireRefs(wire: WireRecord): { status?: number; requestId?: string } {
   return { ...(wire.status !== undefined ? { status: wire.status } : {}), ...(requestId ? { requestId } : {}) };
 }
 
-export const executeContactsUpdate = (rt: Runtime, p: ContactsUpdateParams, ctx: ExecuteContext) =>
+const executeContactsUpdate = (rt: Runtime, p: ContactsUpdateParams, ctx: ExecuteContext) =>
   attempt(async (wire) => {
     const api = contactsApi({ ...rt, signal: ctx.signal }, wire);
     return written(await api.basic.update(p.contactId, { properties: asStrings(p.properties) }, p.idProperty), wire);
   });
 
-export async function lookupContactsUpdate(
-  rt: Runtime,
-  p: ContactsUpdateParams,
-  ctx: LookupContext,
-): Promise<LookupResult> {
+async function lookupContactsUpdate(rt: Runtime, p: ContactsUpdateParams, ctx: LookupContext): Promise<LookupResult> {
   const wanted = asStrings(p.properties);
   // A PATCH that sets the unique property it is addressed by moves the contact to the new value: look there too.
   const moved = p.idProperty === undefined ? undefined : wanted[p.idProperty];
@@ -195,7 +191,7 @@ export async function lookupContactsUpdate(
   };
 }
 
-export const executeObjectsUpsert = (rt: Runtime, p: ObjectsUpsertParams, ctx: ExecuteContext) =>
+const executeObjectsUpsert = (rt: Runtime, p: ObjectsUpsertParams, ctx: ExecuteContext) =>
   attempt(async (wire) => {
     const key = ctx.providerKey!; // the frame's: these operations' key rule is never null
     const r = await objectsApi({ ...rt, signal: ctx.signal }, wire).batch.upsert(p.objectType, {
@@ -217,7 +213,7 @@ export const executeObjectsUpsert = (rt: Runtime, p: ObjectsUpsertParams, ctx: E
 
 const TICKET_PROPERTIES = ['subject', 'hs_pipeline', 'hs_pipeline_stage'];
 
-export function executeTicketsCreate(rt: Runtime, p: TicketsCreateParams, ctx: ExecuteContext): Promise<Outcome> {
+function executeTicketsCreate(rt: Runtime, p: TicketsCreateParams, ctx: ExecuteContext): Promise<Outcome> {
   const key = ctx.providerKey!; // the frame's: these operations' key rule is never null
   const properties = { ...asStrings(p.properties), [rt.idProperty]: key };
   return attempt(
@@ -269,12 +265,6 @@ async function adoptDuplicateTicket(
   };
 }
 
-export const lookupObjectsUpsert = (rt: Runtime, p: ObjectsUpsertParams, ctx: LookupContext) =>
-  searchByKey(rt, ctx, p.objectType, Object.keys(p.properties));
-
-export const lookupTicketsCreate = (rt: Runtime, _p: TicketsCreateParams, ctx: LookupContext) =>
-  searchByKey(rt, ctx, 'tickets', TICKET_PROPERTIES);
-
 /** A CRM search in `objectType` for the key in the id property, showing the `shown` properties of a hit. */
 async function searchByKey(
   rt: Runtime,
@@ -314,3 +304,29 @@ async function searchByKey(
   const reason = `${miss} yet, ${after}: inside the search settle time (${settle} ms)`;
   return { kind: 'cannot-tell', reason, retryAfterMs: Math.max(1, settle - age), ...refs };
 }
+
+/** What each operation adds to its card: its description, its sensitive params and how it is sent and found. */
+export const OPERATIONS = {
+  'contacts.update': {
+    description: 'Set property values on a HubSpot contact (PATCH; sending it twice sets the same values).',
+    sensitiveFields: ['properties'],
+    execute: executeContactsUpdate,
+    lookup: lookupContactsUpdate,
+  },
+  'objects.upsert': {
+    description:
+      'Create or update one CRM record, keyed by a unique property that holds the business-operation id (batch upsert).',
+    sensitiveFields: [],
+    execute: executeObjectsUpsert,
+    lookup: (rt: Runtime, p: ObjectsUpsertParams, ctx: LookupContext) =>
+      searchByKey(rt, ctx, p.objectType, Object.keys(p.properties)),
+  },
+  'tickets.create': {
+    description:
+      'Create a HubSpot ticket once: the business-operation id goes into a unique-value property, so a re-send is refused and the existing ticket adopted.',
+    sensitiveFields: ['properties.content'],
+    execute: executeTicketsCreate,
+    lookup: (rt: Runtime, _p: TicketsCreateParams, ctx: LookupContext) =>
+      searchByKey(rt, ctx, 'tickets', TICKET_PROPERTIES),
+  },
+} as const;
