@@ -82,9 +82,7 @@ export function createGraphClient(options: GraphClientOptions): Client {
 export function middlewareChain(client: Client): unknown[] {
   const chain: unknown[] = [];
   let node = (client as unknown as { httpClient?: { middleware?: unknown } }).httpClient?.middleware;
-  const seen = new Set<unknown>();
-  while (node && typeof node === 'object' && !seen.has(node)) {
-    seen.add(node);
+  while (node && typeof node === 'object' && !chain.includes(node)) {
     chain.push(node);
     const n = node as Record<string, unknown>;
     node = n.nextMiddleware ?? n.next;

@@ -21,24 +21,18 @@ export function scrubMessage(text: string): string {
   const scrubbed = text.replace(/[^\s@'"<>()[\],;:]+@[^\s@'"<>()[\],;:]+/g, '[email]');
   return scrubbed.length > MAX_MESSAGE ? scrubbed.slice(0, MAX_MESSAGE) + '…' : scrubbed;
 }
+const str = (v: unknown) => (typeof v === 'string' ? v : undefined);
+
 /** Status, Graph error code and request id of an answer (request id from the header, else the error body). */
 export function refsOf(answer: GraphHttpAnswer): ProviderRefs {
   const err = (answer.body as GraphErrorBody | null)?.error;
-  const code = typeof err?.code === 'string' ? err.code : undefined;
-  const inner = err?.innerError;
-  const fromBody = inner && typeof inner['request-id'] === 'string' ? (inner['request-id'] as string) : undefined;
-  const requestId = answer.headers.get('request-id') ?? fromBody;
-  return {
-    status: answer.status,
-    ...(code !== undefined ? { code } : {}),
-    ...(requestId ? { requestId } : {}),
-  };
+  const code = str(err?.code);
+  const requestId = answer.headers.get('request-id') ?? str(err?.innerError?.['request-id']);
+  return { status: answer.status, ...(code !== undefined ? { code } : {}), ...(requestId ? { requestId } : {}) };
 }
 
 function messageOf(answer: GraphHttpAnswer): string {
-  const err = (answer.body as GraphErrorBody | null)?.error;
-  const msg = typeof err?.message === 'string' && err.message ? err.message : `HTTP ${answer.status}`;
-  return scrubMessage(msg);
+  return scrubMessage(str((answer.body as GraphErrorBody | null)?.error?.message) || `HTTP ${answer.status}`);
 }
 
 /** The rejection reason of a refused status (any other 4xx is 'other'); 507 is the mailbox quota. */
