@@ -42,10 +42,8 @@ export class BearerAuthMiddleware implements Middleware {
     } catch (error) {
       throw failed(probe, 'token', error);
     }
-    const options = (context.options ??= {});
-    const headers = (options.headers ?? {}) as Record<string, string>;
-    headers['Authorization'] = `Bearer ${token}`;
-    options.headers = headers;
+    const headers = { ...(context.options?.headers as Record<string, string>), Authorization: `Bearer ${token}` };
+    context.options = { ...context.options, headers };
     if (!this.next) throw new Error('BearerAuthMiddleware must not be the last middleware');
     try {
       await this.next.execute(context);
