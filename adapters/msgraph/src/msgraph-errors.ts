@@ -10,10 +10,9 @@ export interface GraphHttpAnswer {
   readonly body: unknown;
 }
 
-interface GraphErrorBody {
-  error?: { code?: unknown; message?: unknown; innerError?: Record<string, unknown> };
-}
+type GraphErrorBody = { error?: { code?: unknown; message?: unknown; innerError?: Record<string, unknown> } };
 
+const str = (v: unknown) => (typeof v === 'string' ? v : undefined);
 const MAX_MESSAGE = 300;
 
 /** Messages go into receipts and handoff packets: email addresses Graph echoes are replaced, the text cut short. */
@@ -21,7 +20,6 @@ export function scrubMessage(text: string): string {
   const scrubbed = text.replace(/[^\s@'"<>()[\],;:]+@[^\s@'"<>()[\],;:]+/g, '[email]');
   return scrubbed.length > MAX_MESSAGE ? scrubbed.slice(0, MAX_MESSAGE) + '…' : scrubbed;
 }
-const str = (v: unknown) => (typeof v === 'string' ? v : undefined);
 
 /** Status, Graph error code and request id of an answer (request id from the header, else the error body). */
 export function refsOf(answer: GraphHttpAnswer): ProviderRefs {
