@@ -7,17 +7,7 @@ import {
 } from '@retrysafe/contract';
 import { checkBaseUrl, operationParamsErrors, positiveInteger } from '@retrysafe/contract/provider';
 import { type HubSpotOperationName, hubSpotCardsFor } from './hubspot-cards.js';
-import {
-  executeContactsUpdate,
-  executeObjectsUpsert,
-  executeTicketsCreate,
-  type HubSpotOperationTypes,
-  KEY_RULE,
-  lookupContactsUpdate,
-  lookupObjectsUpsert,
-  lookupTicketsCreate,
-  PARAMS_SCHEMAS,
-} from './hubspot-operations.js';
+import { type HubSpotOperationTypes, KEY_RULE, OPERATIONS, PARAMS_SCHEMAS } from './hubspot-operations.js';
 
 export interface HubSpotAdapterOptions {
   /** Private-app or OAuth access token, sent as `Authorization: Bearer …`. */
@@ -42,30 +32,6 @@ export type HubSpotAdapter = TypedAdapter<HubSpotOperationTypes> & {
 const PROVIDER = 'hubspot';
 const MAX_TIMEOUT_MS = 600_000;
 const PROPERTY_NAME = /^[a-z][a-z0-9_]*$/;
-
-/** What each operation adds to its card: its description, its sensitive params and how it is sent and found. */
-const OPERATIONS = {
-  'contacts.update': {
-    description: 'Set property values on a HubSpot contact (PATCH; sending it twice sets the same values).',
-    sensitiveFields: ['properties'],
-    execute: executeContactsUpdate,
-    lookup: lookupContactsUpdate,
-  },
-  'objects.upsert': {
-    description:
-      'Create or update one CRM record, keyed by a unique property that holds the business-operation id (batch upsert).',
-    sensitiveFields: [],
-    execute: executeObjectsUpsert,
-    lookup: lookupObjectsUpsert,
-  },
-  'tickets.create': {
-    description:
-      'Create a HubSpot ticket once: the business-operation id goes into a unique-value property, so a re-send is refused and the existing ticket adopted.',
-    sensitiveFields: ['properties.content'],
-    execute: executeTicketsCreate,
-    lookup: lookupTicketsCreate,
-  },
-} as const;
 
 function configError(message: string): never {
   throw new AdapterConfigurationError(PROVIDER, message);

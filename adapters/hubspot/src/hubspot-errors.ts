@@ -1,6 +1,12 @@
 import type { LookupResult, Outcome, ProviderRefs, RejectReason, UnknownCause } from '@retrysafe/contract';
-import { errorCodes, NEVER_SENT_CODES, parseRetryAfter } from '@retrysafe/contract/provider';
-import { NotSentError, type WireRecord } from './hubspot-http.js';
+import {
+  errorCodes,
+  lookupFromOutcome,
+  NEVER_SENT_CODES,
+  parseRetryAfter,
+  retryAfterOf,
+} from '@retrysafe/contract/provider';
+import type { WireRecord } from './hubspot-http.js';
 
 // HubSpot does not document a 5xx as "not processed", so it is unknown; its rate limiters answer before the write,
 // so a 429 is not-applied.
@@ -78,16 +84,12 @@ function outcomeFromResponse(res: HubSpotResponse): Outcome {
     return { kind: 'not-applied', message, retryAfterMs: rateLimitWaitMs(res), ...refs(res, code) };
   }
   // Refusals HubSpot's error page tells callers to retry: a 423 lock "will last for 2 seconds"; a 477 sends Retry-After.
-  if (s === 423 || s === 477) {
-    const retryAfter = parseRetryAfter(res.headers['retry-after']);
-    const wait = s === 423 ? Math.max(retryAfter ?? 0, LOCK_MS) : retryAfter;
-    return {
-      kind: 'not-applied',
-      message,
-      ...(wait !== undefined ? { retryAfterMs: wait } : {}),
-      ...refs(res, category),
-    };
+  if (s === 423) {
+    const retryAfterMs = Math.max(parseRetryAfter(res.headers['retry-after']) ?? 0, LOCK_MS);
+    return { kind: 'not-applied', message, retryAfterMs, ...refs(res, category) };
   }
+  if (s === 477)
+    return { kind: 'not-applied', message, ...retryAfterOf(res.headers['retry-after']), ...refs(res, category) };
   const conflict = uniqueConflictOf(res);
   if (conflict) {
     return {
@@ -114,8 +116,6 @@ export function outcomeFromNetworkError(err: unknown, wire: WireRecord): Outcome
     message,
     ...(code ? { code } : {}),
   });
-  if (err instanceof NotSentError)
-    return { kind: 'not-applied', message: clip(err.message), code: 'ABORTED_BEFORE_SEND' };
   if (!wire.started) {
     // The SDK refused to build the request: nothing was sent, and the same input would fail the same way.
     return {
@@ -169,20 +169,9 @@ export function outcomeFromFailure(err: unknown, wire: WireRecord): Outcome {
   return outcomeFromNetworkError(err, wire);
 }
 
-/** A lookup that failed: never "absent", only "cannot tell", keeping the wait a 429 implies. */
-export function cannotTellFromFailure(
-  err: unknown,
-  wire: WireRecord,
-  what: string,
-): Extract<LookupResult, { kind: 'cannot-tell' }> {
-  const o = outcomeFromFailure(err, wire);
-  const retryAfterMs = 'retryAfterMs' in o ? o.retryAfterMs : undefined;
-  return {
-    kind: 'cannot-tell',
-    reason: `${what} failed (${o.kind}${'message' in o && o.message ? `: ${o.message}` : ''})`,
-    ...(o.status !== undefined ? { status: o.status } : {}),
-    ...(o.code !== undefined ? { code: o.code } : {}),
-    ...(o.requestId !== undefined ? { requestId: o.requestId } : {}),
-    ...(retryAfterMs !== undefined ? { retryAfterMs } : {}),
-  };
+/** A lookup request that failed (`o`): never "absent", only "cannot tell", keeping the refs and the wait a 429 implies. */
+export function cannotTellFrom(o: Outcome, what: string): LookupResult {
+  // A refusal of the lookup request says nothing about the write: cannot tell, as for any failure.
+  const failure: Outcome = o.kind === 'rejected' ? { ...o, kind: 'unknown', cause: 'other' } : o;
+  return lookupFromOutcome(failure, `${what} failed (${o.kind})`);
 }

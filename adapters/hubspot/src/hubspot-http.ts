@@ -24,17 +24,8 @@ export interface CallSettings {
   readonly signal?: AbortSignal | undefined;
 }
 
-/** Thrown by the transport when the caller's signal was aborted before anything was sent. */
-export class NotSentError extends Error {
-  constructor(message: string) {
-    super(message);
-    this.name = 'NotSentError';
-  }
-}
-
-// One generated package's request and response-body types stand for all three (they are generated alike).
+// One generated package's request type stands for all three (they are generated alike).
 type RequestLike = objectsSdk.RequestContext;
-type ResponseBody = objectsSdk.ResponseBody;
 
 /** The parts of one generated SDK package the adapter uses to build a configuration. */
 interface SdkPackage<C> {
@@ -45,13 +36,12 @@ interface SdkPackage<C> {
   }): C;
   ServerConfiguration: new (url: string, variables: object) => unknown;
   wrapHttpLibrary(lib: { send(request: RequestLike): Promise<unknown> }): unknown;
-  ResponseContext: new (status: number, headers: { [key: string]: string }, body: ResponseBody) => unknown;
+  ResponseContext: new (status: number, headers: { [key: string]: string }, body: objectsSdk.ResponseBody) => unknown;
 }
 
 /** A configuration whose transport is our fetch: timeout, abort, and a record of what came back in `wire`. */
 function configuration<C>(sdk: SdkPackage<C>, wire: WireRecord, settings: CallSettings): C {
   const send = async (request: RequestLike) => {
-    if (settings.signal?.aborted) throw new NotSentError('aborted by the caller before the request was sent');
     const timeout = AbortSignal.timeout(settings.timeoutMs);
     const body = request.getBody();
     wire.started = true;

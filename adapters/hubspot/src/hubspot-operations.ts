@@ -10,7 +10,7 @@ import type {
 } from '@retrysafe/contract';
 import type { SchemaType } from '@retrysafe/contract/provider';
 import {
-  cannotTellFromFailure,
+  cannotTellFrom,
   type HubSpotResponse,
   outcomeFromFailure,
   refs,
@@ -120,16 +120,12 @@ function plain(r: SdkRecord) {
   };
 }
 
-const truncated = (message: string, wire: WireRecord): Outcome => ({
-  kind: 'unknown',
-  cause: 'truncated-response',
-  message,
-  ...wireRefs(wire),
-});
+function truncated(message: string, wire: WireRecord): Outcome {
+  return { kind: 'unknown', cause: 'truncated-response', message, ...wireRefs(wire) };
+}
 
-function hasId<T>(r: T | null | undefined): r is T {
-  const id = (r as { id?: unknown } | null | undefined)?.id;
-  return typeof id === 'string' && id.length > 0;
+function hasId(r: SdkRecord | null | undefined): r is SdkRecord {
+  return typeof r?.id === 'string' && r.id.length > 0;
 }
 
 /** One SDK call on a fresh wire record; what it throws is classified by `failed` from what reached the wire. */
@@ -158,22 +154,18 @@ function wireRefs(wire: WireRecord): { status?: number; requestId?: string } {
   return { ...(wire.status !== undefined ? { status: wire.status } : {}), ...(requestId ? { requestId } : {}) };
 }
 
-export const executeContactsUpdate = (rt: Runtime, p: ContactsUpdateParams, ctx: ExecuteContext) =>
+const executeContactsUpdate = (rt: Runtime, p: ContactsUpdateParams, ctx: ExecuteContext) =>
   attempt(async (wire) => {
     const api = contactsApi({ ...rt, signal: ctx.signal }, wire);
     return written(await api.basic.update(p.contactId, { properties: asStrings(p.properties) }, p.idProperty), wire);
   });
 
-export async function lookupContactsUpdate(
-  rt: Runtime,
-  p: ContactsUpdateParams,
-  ctx: LookupContext,
-): Promise<LookupResult> {
-  let wire: WireRecord = { started: false };
+async function lookupContactsUpdate(rt: Runtime, p: ContactsUpdateParams, ctx: LookupContext): Promise<LookupResult> {
   const wanted = asStrings(p.properties);
   // A PATCH that sets the unique property it is addressed by moves the contact to the new value: look there too.
   const moved = p.idProperty === undefined ? undefined : wanted[p.idProperty];
   const ids = moved === undefined || moved === p.contactId ? [p.contactId] : [p.contactId, moved];
+  let wire!: WireRecord;
   let r!: SdkRecord;
   for (const id of ids) {
     wire = { started: false };
@@ -183,8 +175,7 @@ export async function lookupContactsUpdate(
       break;
     } catch (err) {
       const outcome = outcomeFromFailure(err, wire);
-      if (outcome.kind !== 'rejected' || outcome.reason !== 'not-found')
-        return cannotTellFromFailure(err, wire, 'GET contact');
+      if (outcome.kind !== 'rejected' || outcome.reason !== 'not-found') return cannotTellFrom(outcome, 'GET contact');
       if (id === ids.at(-1)) return { kind: 'found', outcome };
     }
   }
@@ -200,7 +191,7 @@ export async function lookupContactsUpdate(
   };
 }
 
-export const executeObjectsUpsert = (rt: Runtime, p: ObjectsUpsertParams, ctx: ExecuteContext) =>
+const executeObjectsUpsert = (rt: Runtime, p: ObjectsUpsertParams, ctx: ExecuteContext) =>
   attempt(async (wire) => {
     const key = ctx.providerKey!; // the frame's: these operations' key rule is never null
     const r = await objectsApi({ ...rt, signal: ctx.signal }, wire).batch.upsert(p.objectType, {
@@ -222,7 +213,7 @@ export const executeObjectsUpsert = (rt: Runtime, p: ObjectsUpsertParams, ctx: E
 
 const TICKET_PROPERTIES = ['subject', 'hs_pipeline', 'hs_pipeline_stage'];
 
-export function executeTicketsCreate(rt: Runtime, p: TicketsCreateParams, ctx: ExecuteContext): Promise<Outcome> {
+function executeTicketsCreate(rt: Runtime, p: TicketsCreateParams, ctx: ExecuteContext): Promise<Outcome> {
   const key = ctx.providerKey!; // the frame's: these operations' key rule is never null
   const properties = { ...asStrings(p.properties), [rt.idProperty]: key };
   return attempt(
@@ -274,12 +265,6 @@ async function adoptDuplicateTicket(
   };
 }
 
-export const lookupObjectsUpsert = (rt: Runtime, p: ObjectsUpsertParams, ctx: LookupContext) =>
-  searchByKey(rt, ctx, p.objectType, Object.keys(p.properties));
-
-export const lookupTicketsCreate = (rt: Runtime, _p: TicketsCreateParams, ctx: LookupContext) =>
-  searchByKey(rt, ctx, 'tickets', TICKET_PROPERTIES);
-
 /** A CRM search in `objectType` for the key in the id property, showing the `shown` properties of a hit. */
 async function searchByKey(
   rt: Runtime,
@@ -299,7 +284,7 @@ async function searchByKey(
     // The objects search is the tickets search too: POST /crm/v3/objects/{objectType}/search.
     results = (await objectsApi({ ...rt, signal: ctx.signal }, wire).search.doSearch(objectType, request)).results;
   } catch (err) {
-    return cannotTellFromFailure(err, wire, `CRM search in ${objectType}`);
+    return cannotTellFrom(outcomeFromFailure(err, wire), `CRM search in ${objectType}`);
   }
   const hit = results.find((r) => r.properties[rt.idProperty] === key);
   if (hit) return { kind: 'found', outcome: recordOutcome('succeeded', hit, wire) };
@@ -319,3 +304,29 @@ async function searchByKey(
   const reason = `${miss} yet, ${after}: inside the search settle time (${settle} ms)`;
   return { kind: 'cannot-tell', reason, retryAfterMs: Math.max(1, settle - age), ...refs };
 }
+
+/** What each operation adds to its card: its description, its sensitive params and how it is sent and found. */
+export const OPERATIONS = {
+  'contacts.update': {
+    description: 'Set property values on a HubSpot contact (PATCH; sending it twice sets the same values).',
+    sensitiveFields: ['properties'],
+    execute: executeContactsUpdate,
+    lookup: lookupContactsUpdate,
+  },
+  'objects.upsert': {
+    description:
+      'Create or update one CRM record, keyed by a unique property that holds the business-operation id (batch upsert).',
+    sensitiveFields: [],
+    execute: executeObjectsUpsert,
+    lookup: (rt: Runtime, p: ObjectsUpsertParams, ctx: LookupContext) =>
+      searchByKey(rt, ctx, p.objectType, Object.keys(p.properties)),
+  },
+  'tickets.create': {
+    description:
+      'Create a HubSpot ticket once: the business-operation id goes into a unique-value property, so a re-send is refused and the existing ticket adopted.',
+    sensitiveFields: ['properties.content'],
+    execute: executeTicketsCreate,
+    lookup: (rt: Runtime, _p: TicketsCreateParams, ctx: LookupContext) =>
+      searchByKey(rt, ctx, 'tickets', TICKET_PROPERTIES),
+  },
+} as const;

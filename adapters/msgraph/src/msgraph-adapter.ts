@@ -12,8 +12,8 @@ import { operationParamsErrors, positiveInteger } from '@retrysafe/contract/prov
 import { assertNoSdkRetries, createGraphClient, type TokenProvider, TransportProbe } from './msgraph-client.js';
 import {
   cannotTellFromAnswer,
-  cannotTellFromNetworkError,
   type GraphHttpAnswer,
+  type NoAnswerOutcome,
   outcomeFromErrorAnswer,
   outcomeFromNetworkError,
   outcomeFromTokenError,
@@ -55,11 +55,6 @@ export interface MsGraphAdapter extends TypedAdapter<MsGraphOperationTypes> {
 const PROVIDER = 'msgraph';
 const EXTENDED_PROPERTY_ID = /^String \{[0-9a-fA-F-]{36}\} Name [A-Za-z0-9_.-]+$/;
 
-/** An answer (`unreadable`: its status line arrived, its body did not), or no answer at all. */
-type Sent =
-  | { kind: 'answer'; answer: GraphHttpAnswer; unreadable?: true }
-  | { kind: 'no-answer'; error: unknown; stage: 'token' | 'transport' | undefined };
-
 /** What every call needs: the client, the timeout, and where the business-operation id is written. */
 type Runtime = Pick<BuildContext, 'extendedPropertyId' | 'applicationName'> & { client: Client; timeoutMs: number };
 
@@ -85,7 +80,7 @@ async function send(
   signal: AbortSignal | undefined,
   request: GraphRequest,
   call: (r: GraphRequest) => Promise<unknown>,
-): Promise<Sent> {
+): Promise<{ answer: GraphHttpAnswer; unreadable: boolean } | { failed: NoAnswerOutcome }> {
   const probe = new TransportProbe();
   const timeout = AbortSignal.timeout(rt.timeoutMs);
   let raw: Response;
@@ -94,7 +89,8 @@ async function send(
     const r = request.responseType(ResponseType.RAW).middlewareOptions([probe]).option('redirect', 'manual');
     raw = (await call(r.option('signal', signal ? AbortSignal.any([signal, timeout]) : timeout))) as Response;
   } catch (error) {
-    return { kind: 'no-answer', error: probe.error ?? error, stage: probe.stage };
+    const cause = probe.error ?? error;
+    return { failed: probe.stage === 'token' ? outcomeFromTokenError(cause) : outcomeFromNetworkError(cause) };
   }
   const text = await raw.text().catch(() => undefined);
   let body: unknown = null;
@@ -103,23 +99,21 @@ async function send(
   } catch {
     // empty, unreadable or not JSON: no body
   }
-  const answer = { status: raw.status, headers: raw.headers, body };
-  return text === undefined ? { kind: 'answer', answer, unreadable: true } : { kind: 'answer', answer };
+  // unreadable: the status line arrived, the body did not
+  return { answer: { status: raw.status, headers: raw.headers, body }, unreadable: text === undefined };
 }
 
 async function execute(rt: Runtime, o: GraphOperation, params: unknown, ctx: FramedExecuteContext): Promise<Outcome> {
   const req = o.build(params, { ...ctx, ...rt });
   const sent = await send(rt, ctx.signal, rt.client.api(req.path), (r) => r.post(req.body));
-  if (sent.kind === 'no-answer')
-    return sent.stage === 'token' ? outcomeFromTokenError(sent.error) : outcomeFromNetworkError(sent.error);
+  if ('failed' in sent) return sent.failed;
   const { answer } = sent;
   if (answer.status < 200 || answer.status >= 300) return outcomeFromErrorAnswer(answer, o);
   if (sent.unreadable) {
     const message = `HTTP ${answer.status} whose body could not be read: applied, but its id was lost`;
     return { kind: 'unknown', cause: 'truncated-response', message, ...refsOf(answer) };
   }
-  const { result, providerRef } = o.read(isObj(answer.body) ? answer.body : {}, false);
-  return { kind: 'succeeded', result, ...refsOf(answer), ...(providerRef ? { providerRef } : {}) };
+  return { kind: 'succeeded', ...o.read(isObj(answer.body) ? answer.body : {}, false), ...refsOf(answer) };
 }
 
 async function lookup(rt: Runtime, o: GraphOperation, ctx: FramedLookupContext): Promise<LookupResult> {
@@ -138,7 +132,7 @@ async function lookup(rt: Runtime, o: GraphOperation, ctx: FramedLookupContext):
     .expand(q.expand)
     .top(5);
   const sent = await send(rt, ctx.signal, request, (r) => r.get());
-  if (sent.kind === 'no-answer') return cannotTellFromNetworkError(sent.error, what, sent.stage);
+  if ('failed' in sent) return { kind: 'cannot-tell', reason: `${what} got no answer: ${sent.failed.message}` };
   const { answer } = sent;
   if (sent.unreadable)
     return { kind: 'cannot-tell', reason: `${what}: HTTP ${answer.status} whose body could not be read` };
@@ -154,16 +148,9 @@ async function lookup(rt: Runtime, o: GraphOperation, ctx: FramedLookupContext):
       reason: `${what}: nothing tagged with exactly this business-operation id is visible yet (${items.length} matched ignoring case); Graph documents no bound on that delay, so absence does not prove it was not applied`,
       ...refsOf(answer),
     };
-  const { result, providerRef } = o.read(first, true);
-  return {
-    kind: 'found',
-    outcome: {
-      kind: 'succeeded',
-      result: own.length > 1 ? { ...(result as object), matches: own.length } : result,
-      ...refsOf(answer),
-      ...(providerRef ? { providerRef } : {}),
-    },
-  };
+  const { result, ...ref } = o.read(first, true);
+  const all = own.length > 1 ? { ...(result as object), matches: own.length } : result;
+  return { kind: 'found', outcome: { kind: 'succeeded', result: all, ...ref, ...refsOf(answer) } };
 }
 
 /** Microsoft Graph adapter: `mail.send`, `events.create`, `todo.tasks.create`; SDK retries off (the runner retries). */

@@ -27,17 +27,6 @@ const note = (field: string, condition: string, source: string) => ({ field, con
 const lateApplyNote = (effect: string, source: string) =>
   note('lookup.lateApplyBound', `how long after the client gave up Graph may still ${effect}`, source);
 
-/** The key facts of an operation that carries no key: the id travels only as a lookup tag. */
-function noKey(travelsSource: string, source: string, scope: string, scopeSource: string) {
-  return {
-    travels: fact('none', travelsSource),
-    name: fact(null, source),
-    maxLength: fact(null, source),
-    charset: fact(null, source),
-    scope: fact(scope, scopeSource),
-  };
-}
-
 type Spec = Omit<
   RetrySafetyCard,
   | 'cardVersion'
@@ -114,12 +103,16 @@ export const mailSendCard = msGraphCard({
     intentFields: ['mailbox', 'message'],
     // Exact: the message is what is delivered; another spelling is another mail.
   },
-  providerKey: noKey(
-    `${S.providers}: sendMail has no idempotency key`,
-    S.providers,
-    'none: Graph folds no re-sends of sendMail; the business-operation id travels only as a lookup tag (a single-value extended property on the message)',
-    S.providers,
-  ),
+  providerKey: {
+    travels: fact('none', `${S.providers}: sendMail has no idempotency key`),
+    name: fact(null, S.providers),
+    maxLength: fact(null, S.providers),
+    charset: fact(null, S.providers),
+    scope: fact(
+      'none: Graph folds no re-sends of sendMail; the business-operation id travels only as a lookup tag (a single-value extended property on the message)',
+      S.providers,
+    ),
+  },
   keyReuse: fact('no key exists: every sendMail that reaches Graph is one more mail', S.providers),
   parameterMatching: fact('none', S.providers),
   storedResult: {
@@ -252,12 +245,16 @@ export const todoTasksCreateCard = msGraphCard({
       },
     ],
   },
-  providerKey: noKey(
-    `${S.createTask}: no client id or idempotency key in the request`,
-    S.createTask,
-    'none: the business-operation id travels only as a lookup tag (linkedResources[].externalId, applicationName retrysafe)',
-    S.linkedResource,
-  ),
+  providerKey: {
+    travels: fact('none', `${S.createTask}: no client id or idempotency key in the request`),
+    name: fact(null, S.createTask),
+    maxLength: fact(null, S.createTask),
+    charset: fact(null, S.createTask),
+    scope: fact(
+      'none: the business-operation id travels only as a lookup tag (linkedResources[].externalId, applicationName retrysafe)',
+      S.linkedResource,
+    ),
+  },
   keyReuse: fact('no key exists: every POST that reaches Graph is one more task', S.createTask),
   parameterMatching: fact('none', S.createTask),
   storedResult: {

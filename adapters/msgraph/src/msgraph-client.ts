@@ -42,10 +42,8 @@ export class BearerAuthMiddleware implements Middleware {
     } catch (error) {
       throw failed(probe, 'token', error);
     }
-    const options = (context.options ??= {});
-    const headers = (options.headers ?? {}) as Record<string, string>;
-    headers['Authorization'] = `Bearer ${token}`;
-    options.headers = headers;
+    const headers = { ...(context.options?.headers as Record<string, string>), Authorization: `Bearer ${token}` };
+    context.options = { ...context.options, headers };
     if (!this.next) throw new Error('BearerAuthMiddleware must not be the last middleware');
     try {
       await this.next.execute(context);
@@ -82,9 +80,7 @@ export function createGraphClient(options: GraphClientOptions): Client {
 export function middlewareChain(client: Client): unknown[] {
   const chain: unknown[] = [];
   let node = (client as unknown as { httpClient?: { middleware?: unknown } }).httpClient?.middleware;
-  const seen = new Set<unknown>();
-  while (node && typeof node === 'object' && !seen.has(node)) {
-    seen.add(node);
+  while (node && typeof node === 'object' && !chain.includes(node)) {
     chain.push(node);
     const n = node as Record<string, unknown>;
     node = n.nextMiddleware ?? n.next;

@@ -10,10 +10,9 @@ export interface GraphHttpAnswer {
   readonly body: unknown;
 }
 
-interface GraphErrorBody {
-  error?: { code?: unknown; message?: unknown; innerError?: Record<string, unknown> };
-}
+type GraphErrorBody = { error?: { code?: unknown; message?: unknown; innerError?: Record<string, unknown> } };
 
+const str = (v: unknown) => (typeof v === 'string' ? v : undefined);
 const MAX_MESSAGE = 300;
 
 /** Messages go into receipts and handoff packets: email addresses Graph echoes are replaced, the text cut short. */
@@ -21,24 +20,17 @@ export function scrubMessage(text: string): string {
   const scrubbed = text.replace(/[^\s@'"<>()[\],;:]+@[^\s@'"<>()[\],;:]+/g, '[email]');
   return scrubbed.length > MAX_MESSAGE ? scrubbed.slice(0, MAX_MESSAGE) + '…' : scrubbed;
 }
+
 /** Status, Graph error code and request id of an answer (request id from the header, else the error body). */
 export function refsOf(answer: GraphHttpAnswer): ProviderRefs {
   const err = (answer.body as GraphErrorBody | null)?.error;
-  const code = typeof err?.code === 'string' ? err.code : undefined;
-  const inner = err?.innerError;
-  const fromBody = inner && typeof inner['request-id'] === 'string' ? (inner['request-id'] as string) : undefined;
-  const requestId = answer.headers.get('request-id') ?? fromBody;
-  return {
-    status: answer.status,
-    ...(code !== undefined ? { code } : {}),
-    ...(requestId ? { requestId } : {}),
-  };
+  const code = str(err?.code);
+  const requestId = answer.headers.get('request-id') ?? str(err?.innerError?.['request-id']);
+  return { status: answer.status, ...(code !== undefined ? { code } : {}), ...(requestId ? { requestId } : {}) };
 }
 
 function messageOf(answer: GraphHttpAnswer): string {
-  const err = (answer.body as GraphErrorBody | null)?.error;
-  const msg = typeof err?.message === 'string' && err.message ? err.message : `HTTP ${answer.status}`;
-  return scrubMessage(msg);
+  return scrubMessage(str((answer.body as GraphErrorBody | null)?.error?.message) || `HTTP ${answer.status}`);
 }
 
 /** The rejection reason of a refused status (any other 4xx is 'other'); 507 is the mailbox quota. */
@@ -83,8 +75,11 @@ function messagesOf(error: unknown): string[] {
   return messages;
 }
 
+/** What a request that got no answer comes to: not applied, or unknown. */
+export type NoAnswerOutcome = Extract<Outcome, { kind: 'not-applied' | 'unknown' }>;
+
 /** Nothing was sent: the token provider failed or returned no token. */
-export function outcomeFromTokenError(error: unknown): Outcome {
+export function outcomeFromTokenError(error: unknown): NoAnswerOutcome {
   return {
     kind: 'not-applied',
     message: `no access token, nothing was sent: ${scrubMessage(messagesOf(error).join(': ') || String(error))}`,
@@ -92,7 +87,7 @@ export function outcomeFromTokenError(error: unknown): Outcome {
 }
 
 /** Classifies a failure with no HTTP answer (the raw fetch error, or the SDK's GraphError when that is all there is). */
-export function outcomeFromNetworkError(error: unknown): Outcome {
+export function outcomeFromNetworkError(error: unknown): NoAnswerOutcome {
   const codes = errorCodes(error);
   const detail = scrubMessage(
     [...new Set(messagesOf(error))].join(': ') + (codes.length ? ` (${codes.join(', ')})` : ''),
@@ -112,13 +107,4 @@ export function outcomeFromNetworkError(error: unknown): Outcome {
 export function cannotTellFromAnswer(answer: GraphHttpAnswer, what: string): LookupResult {
   const reason = `${what} failed with HTTP ${answer.status}: ${messageOf(answer)}`;
   return { kind: 'cannot-tell', reason, ...retryAfterOf(answer.headers.get('retry-after')), ...refsOf(answer) };
-}
-
-export function cannotTellFromNetworkError(
-  error: unknown,
-  what: string,
-  stage: 'token' | 'transport' | undefined = 'transport',
-): LookupResult {
-  const o = stage === 'token' ? outcomeFromTokenError(error) : outcomeFromNetworkError(error);
-  return { kind: 'cannot-tell', reason: `${what} got no answer: ${'message' in o ? o.message : ''}` };
 }

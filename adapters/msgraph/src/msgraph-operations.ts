@@ -44,10 +44,7 @@ export type BuildContext = Pick<FramedLookupContext, 'businessOperationId' | 'pr
 /** An operation as the adapter runs it: the frame's spec plus its one POST, its lookup query and how it reads an item. */
 export interface GraphOperation<P = unknown> extends FrameOperation {
   build(params: P, ctx: BuildContext): { readonly path: string; readonly body: Record<string, unknown> };
-  lookup(
-    params: P,
-    ctx: BuildContext,
-  ): { readonly path: string; readonly filter: string; readonly select: readonly string[]; readonly expand: string };
+  lookup(params: P, ctx: BuildContext): ReturnType<typeof taggedLookup>;
   /** Whether a listed item carries this operation's tag exactly: Graph's filter compares the value ignoring case. */
   owns(item: Record<string, unknown>, ctx: BuildContext): boolean;
   read(item: Record<string, unknown>, found: boolean): { result: unknown; providerRef?: string };
@@ -70,23 +67,18 @@ const taggedLookup = (path: string, select: readonly string[], ctx: BuildContext
   expand: `singleValueExtendedProperties($filter=id eq ${odataString(ctx.extendedPropertyId)})`,
 });
 
+/** An extended property with the adapter's property id (Graph compares property ids ignoring case). */
+const isTagProperty = (p: unknown, ctx: BuildContext): p is Record<string, unknown> =>
+  isObj(p) && typeof p.id === 'string' && p.id.toLowerCase() === ctx.extendedPropertyId.toLowerCase();
+
 const ownsTag = (item: Record<string, unknown>, ctx: BuildContext) =>
   Array.isArray(item.singleValueExtendedProperties) &&
-  item.singleValueExtendedProperties.some(
-    (p) =>
-      isObj(p) &&
-      typeof p.id === 'string' &&
-      p.id.toLowerCase() === ctx.extendedPropertyId.toLowerCase() &&
-      p.value === ctx.businessOperationId,
-  );
+  item.singleValueExtendedProperties.some((p) => isTagProperty(p, ctx) && p.value === ctx.businessOperationId);
 
 /** The item's single-value extended properties with the business-operation id's tag in place of any of its id. */
 function withTag(existing: unknown, ctx: BuildContext): unknown[] {
-  const tag = { id: ctx.extendedPropertyId, value: ctx.businessOperationId };
-  const others = Array.isArray(existing)
-    ? existing.filter((p) => !(isObj(p) && typeof p.id === 'string' && p.id.toLowerCase() === tag.id.toLowerCase()))
-    : [];
-  return [...others, tag];
+  const others = Array.isArray(existing) ? existing.filter((p) => !isTagProperty(p, ctx)) : [];
+  return [...others, { id: ctx.extendedPropertyId, value: ctx.businessOperationId }];
 }
 
 const str = (v: unknown): string | null => (typeof v === 'string' ? v : null);
