@@ -339,18 +339,15 @@ export function ledgerSuite(options: { readonly name: string; readonly create: (
     });
     afterEach(() => ledger.close());
     const test: Test = (name, fn) => it(name, () => fn(ledger));
-    const cases = [
-      claimCases,
-      writeCases,
-      claimDispatchCases,
-      receiptCases,
-      chainAndPruneCases,
-      resolveCases,
-      restartCases,
-      claimTableCases,
-      inputCases,
-      boundCases,
-    ];
-    for (const add of cases) add(test);
+    claimCases(test);
+    writeCases(test);
+    claimDispatchCases(test);
+    receiptCases(test);
+    chainAndPruneCases(test);
+    resolveCases(test);
+    restartCases(test);
+    claimTableCases(test);
+    inputCases(test);
+    boundCases(test);
   });
 }
