@@ -90,10 +90,7 @@ export function resolveCases(test: Test): void {
 /** A person's resume and a new revision claimed with their resolve receipt, and a claim of a stored row only. */
 export function restartCases(test: Test): void {
   test('a resume or a revision claimed with its receipt writes the claim and the receipt together: the chain anchor moves in the same write', async (l) => {
-    const { ref } = await claimed(l, 'rs-resume');
-    const r1 = receipt('rs-resume', 1, null);
-    await l.appendReceipt(ref, r1);
-    await l.handOff(ref, packet('rs-resume'), T0 + 1);
+    const { ref, r1 } = await handedOffWithReceipt(l, 'rs-resume');
     const r2 = receipt('rs-resume', 2, r1.hash);
     const over = { owner: 'w2', now: T0 + 2, resume: true, existing: true, receipt: r2 } as const;
     const resumed = await l.claim(claimInput('rs-resume', over));
