@@ -23,10 +23,8 @@ export { runDrill } from './drill.js';
 export type { ConformanceOptions } from './drill-types.js';
 
 /**
- * Registers the conformance drill as vitest tests: one `describe` per operation, one `it` per
- * scenario. A scenario the card says cannot apply still registers a test, which asserts that the skip
- * was recorded with the card field that caused it. Receipts: one JSON file per scenario × operation
- * plus `summary.json` in `options.outDir` (default: a new temp dir, kept, and printed after the suite).
+ * The conformance drill as vitest tests: one `it` per operation × scenario; a scenario the card rules out still
+ * asserts that its skip names the card field. Receipts and `summary.json` go to `outDir` (default: a kept temp dir).
  */
 export function runConformance(options: ConformanceOptions): void {
   let ctx: DrillContext | undefined;
@@ -185,9 +183,8 @@ function frameCases(options: ConformanceOptions, context: () => DrillContext): v
         ).toBe(true);
         return;
       }
-      // In the body (the proxy keeps its hash only): the same request under the derived key must send other
-      // bytes, and the recorded key again the same bytes, or the key was re-derived, or never sent. (Only the
-      // first request of each call: what follows depends on the provider's answer.)
+      // In the body (the proxy keeps its hash only): the first request (what follows depends on the answer) must
+      // differ under the derived key and repeat under the recorded key, or the key was re-derived or never sent.
       const firstBody = async (providerKey: ProviderKey) => {
         const from = proxy.requests.length;
         await execute(adapter, drill.params(902), { providerKey }, id);

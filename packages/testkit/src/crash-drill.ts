@@ -131,15 +131,14 @@ async function runGroup(base: WorkerBase, group: readonly PlannedRun[], runs: Ma
 
 /** The runs of one seed: a kill point drawn for each, and its params. */
 function planRuns(options: CrashDrillOptions, seed: number, perProcess: number, batchSize: number) {
-  if (!Number.isInteger(options.runs) || options.runs <= 0) throw new TypeError('runs must be a positive integer');
+  for (const [name, n] of Object.entries({ runs: options.runs, perProcess, batchSize }))
+    if (!Number.isInteger(n) || n <= 0) throw new TypeError(`${name} must be a positive integer`);
   if (typeof options.adapterModule !== 'string' || !isAbsolute(options.adapterModule))
     throw new TypeError('adapterModule must be an absolute path to an ESM module exporting createAdapter');
   const points = options.points ?? CRASH_POINTS;
   for (const p of points)
     if (!CRASH_POINTS.includes(p))
       throw new TypeError(`unknown crash point '${String(p)}'; known: ${CRASH_POINTS.join(', ')}`);
-  if (!Number.isInteger(perProcess) || perProcess <= 0) throw new TypeError('perProcess must be a positive integer');
-  if (!Number.isInteger(batchSize) || batchSize <= 0) throw new TypeError('batchSize must be a positive integer');
   const random = seededRandom(seed);
   return Array.from({ length: options.runs }, (_, index) => ({
     index,

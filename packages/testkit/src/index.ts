@@ -7,6 +7,5 @@ export { createDrillClock, seededRandom } from './drill-clock.js';
 export { createDrillContext, DEFAULT_DRILL_TIMEOUT_MS } from './drill-harness.js';
 export type * from './drill-types.js';
 export { SCENARIOS } from './drill-types.js';
-export type * from './fault-proxy.js';
-export { startFaultProxy } from './fault-proxy.js';
+export * from './fault-proxy.js';
 export { wrapAdapter } from './wrap-adapter.js';

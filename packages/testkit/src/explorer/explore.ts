@@ -138,22 +138,11 @@ function violations(ctx: Ctx, w: World): Found | null {
 }
 
 function key(w: World): string {
-  const { t, rec: r, prov, netFaults, crashes, pauses, leaseBreach = null, overrun = null } = w;
+  const r = w.rec;
   const rec = r && [r.state, r.fence, r.leaseOwner, r.leaseExpiresAt, r.firstDispatchedAt, r.attemptCount];
   const ws = w.ws.map((x) => [x.name, x.role, x.pc, x.paused, x.op]);
-  return JSON.stringify([
-    t,
-    rec,
-    r?.lastOutcome,
-    r?.updatedAt,
-    prov,
-    ws,
-    netFaults,
-    crashes,
-    pauses,
-    leaseBreach,
-    overrun,
-  ]);
+  const faults = [w.netFaults, w.crashes, w.pauses, w.leaseBreach, w.overrun];
+  return JSON.stringify([w.t, rec, r?.lastOutcome, r?.updatedAt, w.prov, ws, faults]);
 }
 
 /** The states seen so far, each with the step that reached it first (a BFS tree). */

@@ -101,12 +101,12 @@ export function liveKey(pm: ProviderModel, p: ProviderState, t: number): Provide
   return t < p.key.at + pm.retentionMs ? p.key : null;
 }
 
+/** The first effect, as a replay or a lookup shows it. */
+const FIRST = { result: { ref: 'obj-1' }, providerRef: 'obj-1' };
+
 export function process(pm: ProviderModel, p: ProviderState, t: number): { p: ProviderState; answer: Outcome } {
   const k = liveKey(pm, p, t);
-  if (k !== null) {
-    if (k.stored === 'error') return { p, answer: STORED_500 };
-    return { p, answer: { kind: 'replayed', result: { ref: 'obj-1' }, providerRef: 'obj-1' } };
-  }
+  if (k !== null) return { p, answer: k.stored === 'error' ? STORED_500 : { kind: 'replayed', ...FIRST } };
   const effects = pm.idempotent ? 1 : p.effects + 1;
   const next: ProviderState = {
     ...p,
@@ -128,12 +128,8 @@ export function lookupAt(pm: ProviderModel, p: ProviderState, t: number): { p: P
       return { p: r.p, result: { kind: 'found', outcome: a } };
     return { p: r.p, result: { kind: 'cannot-tell', reason: 'same-key re-send answered unknown' } };
   }
-  const visible = p.commits.find((c) => c + pm.consistencyDelayMs <= t);
-  if (visible !== undefined)
-    return {
-      p,
-      result: { kind: 'found', outcome: { kind: 'succeeded', result: { ref: 'obj-1' }, providerRef: 'obj-1' } },
-    };
+  if (p.commits.some((c) => c + pm.consistencyDelayMs <= t))
+    return { p, result: { kind: 'found', outcome: { kind: 'succeeded', ...FIRST } } };
   return { p, result: { kind: 'not-found', reason: 'no record for this operation' } };
 }
 

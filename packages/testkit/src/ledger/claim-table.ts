@@ -1,7 +1,7 @@
 import { type ClaimInput, type ClaimResult, type Fenced, type Ledger, LedgerError } from '@retrysafe/contract';
 import { claimTransition } from '@retrysafe/contract/ledger';
 import { expect } from 'vitest';
-import { claimed, claimInput, id, packet, refused, T0, type Test } from './fixtures.js';
+import { claimed, claimInput, id, packet, REVISED, refused, T0, type Test } from './fixtures.js';
 
 /**
  * The claim decision table: every ledger must answer each (existing record, claim input) exactly as the contract's
@@ -33,18 +33,13 @@ export function claimTableCases(test: Test): void {
     await dispatch(l, ref);
     await l.handOff(ref, packet(name), T0 + 2);
   });
-  const revised = {
-    params: { fixed: true },
-    paramsFingerprint: 'sha256:params-b',
-    providerKey: 'rs-revised' as ClaimInput['providerKey'],
-  };
   /** The claim's fields, or a function of the existing record's fence. */
   type Over = Partial<ClaimInput> | ((ref: Fenced | null) => Partial<ClaimInput>);
   /** A revised claim superseding at the record's fence + `delta` (0: the fence the caller checked). */
   const supersedeAt =
     (delta: number, over: Partial<ClaimInput> = {}) =>
     (ref: Fenced | null): Partial<ClaimInput> => ({
-      ...revised,
+      ...REVISED,
       now: T0 + 3,
       supersede: { fence: ref!.fence + delta, revision: 2 },
       ...over,

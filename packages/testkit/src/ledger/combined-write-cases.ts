@@ -26,11 +26,8 @@ export function claimDispatchCases(test: Test): void {
     // It is an ordinary dispatched operation from here on: a second dispatch counts attempt 2, the first time stays.
     const ref = { businessOperationId: r.record.businessOperationId, fence: r.record.fence };
     await l.setState(ref, { state: 'unknown', lastOutcome: 'unknown', now: T0 + 8 });
-    expect(await l.markDispatched(ref, T0 + 9)).toMatchObject({
-      state: 'dispatched',
-      attemptCount: 2,
-      firstDispatchedAt: T0 + 7,
-    });
+    const again = await l.markDispatched(ref, T0 + 9);
+    expect(again).toMatchObject({ state: 'dispatched', attemptCount: 2, firstDispatchedAt: T0 + 7 });
     // and a dead worker's dispatched operation is a recover candidate once its lease is gone
     await l.release(ref);
     expect(await idsOf(l.recoverCandidates(T0 + 10))).toEqual([id('born-dispatched')]);
@@ -44,22 +41,12 @@ export function claimDispatchCases(test: Test): void {
       claimInput('dispatch-existing', { intentFingerprint: 'sha256:intent-b', dispatch: true, now: T0 + 5000 }),
     );
     expect(conflict.kind).toBe('conflict');
-    expect(await l.get(id('dispatch-existing'))).toMatchObject({
-      state: 'claimed',
-      fence: 1,
-      attemptCount: 0,
-      firstDispatchedAt: null,
-    });
+    const undispatched = { state: 'claimed', attemptCount: 0, firstDispatchedAt: null };
+    expect(await l.get(id('dispatch-existing'))).toMatchObject({ ...undispatched, fence: 1 });
     // An expired claim taken over with dispatch: the state stays as it was (the taker decides from it).
     const taken = await l.claim(claimInput('dispatch-existing', { owner: 'w2', dispatch: true, now: T0 + 5000 }));
     expectClaimed(taken, true);
-    expect(taken.record).toMatchObject({
-      state: 'claimed',
-      fence: 2,
-      attemptCount: 0,
-      firstDispatchedAt: null,
-      leaseOwner: 'w2',
-    });
+    expect(taken.record).toMatchObject({ ...undispatched, fence: 2, leaseOwner: 'w2' });
     await refused(l.markDispatched(first.ref, T0 + 5001), LeaseLostError);
     const ref = { businessOperationId: taken.record.businessOperationId, fence: taken.record.fence };
     await l.setState(ref, { state: 'succeeded', now: T0 + 5002 });
@@ -78,14 +65,8 @@ export function receiptCases(test: Test): void {
     expect(u).toMatchObject({ state: 'unknown', lastOutcome: 'unknown', updatedAt: T0 + 1 });
     expect(u).not.toHaveProperty('receipt');
     const r2 = receipt('state-receipt', 2, r1.hash);
-    const done = await l.setState(ref, {
-      state: 'succeeded',
-      result: { id: 'rec_2' },
-      providerRef: 'rec_2',
-      lastOutcome: 'succeeded',
-      now: T0 + 2,
-      receipt: r2,
-    });
+    const result = { result: { id: 'rec_2' }, providerRef: 'rec_2', lastOutcome: 'succeeded' } as const;
+    const done = await l.setState(ref, { state: 'succeeded', ...result, now: T0 + 2, receipt: r2 });
     expect(done).toMatchObject({ state: 'succeeded', providerRef: 'rec_2', leaseOwner: null, leaseExpiresAt: null });
     expect(await l.get(id('state-receipt'))).toMatchObject({ state: 'succeeded', result: { id: 'rec_2' } });
     expect(await l.receipts(id('state-receipt'))).toEqual([r1, r2]);

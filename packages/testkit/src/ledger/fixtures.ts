@@ -60,6 +60,13 @@ export function packetOf(businessOperationId: string, over: Partial<HandoffPacke
   };
 }
 
+/** A corrected request: the params, fingerprint and key of a new revision of a suite claim. */
+export const REVISED = {
+  params: { ref: 'revised', fixed: true },
+  paramsFingerprint: 'sha256:params-b',
+  providerKey: 'rs-revised-r2' as ProviderKey,
+};
+
 export const packet = (name: string): HandoffPacket =>
   packetOf(id(name), { intentFingerprint: 'sha256:intent-a', providerKey: `rs-${name}` as ProviderKey });
 
@@ -95,6 +102,12 @@ export async function handedOffWithReceipt(ledger: Ledger, name: string) {
   await ledger.appendReceipt(ref, r1);
   const handed = await ledger.handOff(ref, packet(name), T0 + 1);
   return { ref, r1, handed };
+}
+
+/** Asserts what the ledger holds for `name`: this record, and these receipts (default none). */
+export async function expectStored(ledger: Ledger, name: string, record: unknown, receipts: readonly Receipt[] = []) {
+  expect(await ledger.get(id(name))).toEqual(record);
+  expect(await ledger.receipts(id(name))).toEqual(receipts);
 }
 
 /** Asserts the claim was granted and, when given, whether it took an expired lease over. */

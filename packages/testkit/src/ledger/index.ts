@@ -5,8 +5,7 @@ import { claimTableCases } from './claim-table.js';
 import { claimDispatchCases, receiptCases } from './combined-write-cases.js';
 import { claimed, claimInput, expectClaimed, id, idsOf, packet, receipt, refused, T0, type Test } from './fixtures.js';
 import { boundCases, inputCases } from './input-cases.js';
-import { resolveCases } from './resolve-cases.js';
-import { restartCases } from './restart-cases.js';
+import { resolveCases, restartCases } from './restart-cases.js';
 
 /** Claim inputs and handoff packets for a ledger's own tests, of the suite's shape. */
 export { claimOf, packetOf } from './fixtures.js';
@@ -305,11 +304,8 @@ function chainAndPruneCases(test: Test): void {
     expect((await idsOf(l.recoverCandidates(T0 + 10_000))).sort()).toEqual([id('p-dispatched'), id('p-open')].sort());
     expect(await l.prune({ before })).toEqual({ pruned: 0, byState: {}, dryRun: false });
     // A pruned id is forgotten: a claim starts it afresh.
-    expect(await l.claim(claimInput('p-ok', { now: T0 + 20_000 }))).toMatchObject({
-      kind: 'claimed',
-      takenOver: false,
-      record: { fence: 1 },
-    });
+    const fresh = await l.claim(claimInput('p-ok', { now: T0 + 20_000 }));
+    expect(fresh).toMatchObject({ kind: 'claimed', takenOver: false, record: { fence: 1 } });
   });
 
   test('prune (optional) checks state and age again in the delete: an operation superseded while its batch was exported stays', async (l) => {
@@ -343,18 +339,15 @@ export function ledgerSuite(options: { readonly name: string; readonly create: (
     });
     afterEach(() => ledger.close());
     const test: Test = (name, fn) => it(name, () => fn(ledger));
-    const cases = [
-      claimCases,
-      writeCases,
-      claimDispatchCases,
-      receiptCases,
-      chainAndPruneCases,
-      resolveCases,
-      restartCases,
-      claimTableCases,
-      inputCases,
-      boundCases,
-    ];
-    for (const add of cases) add(test);
+    claimCases(test);
+    writeCases(test);
+    claimDispatchCases(test);
+    receiptCases(test);
+    chainAndPruneCases(test);
+    resolveCases(test);
+    restartCases(test);
+    claimTableCases(test);
+    inputCases(test);
+    boundCases(test);
   });
 }

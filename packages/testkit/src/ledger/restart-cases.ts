@@ -1,32 +1,96 @@
-import { LedgerError, type ProviderKey } from '@retrysafe/contract';
+import { InvalidStateError, LedgerError } from '@retrysafe/contract';
 import { verifyReceiptChain } from '@retrysafe/core';
 import { expect } from 'vitest';
 import {
   claimed,
   claimInput,
   expectClaimed,
+  expectStored,
   handedOffWithReceipt,
   id,
   packet,
+  REVISED,
   receipt,
   refused,
   T0,
   type Test,
 } from './fixtures.js';
 
-const REVISED = {
-  params: { ref: 'revised', fixed: true },
-  paramsFingerprint: 'sha256:params-b',
-  providerKey: 'rs-revised-r2' as ProviderKey,
-};
+/** A person's resolve: the state and its resolve receipt in one write, or nothing. */
+export function resolveCases(test: Test): void {
+  test('resolve with a receipt writes the state and the receipt together: the chain anchor moves in the same write', async (l) => {
+    const { ref } = await claimed(l, 'res-receipt');
+    const r1 = receipt('res-receipt', 1, null);
+    await l.appendReceipt(ref, r1);
+    const r2 = receipt('res-receipt', 2, r1.hash);
+    await l.handOff(ref, packet('res-receipt'), T0 + 1, r2);
+    const r3 = receipt('res-receipt', 3, r2.hash);
+    const resolution = { action: 'mark-done', providerRef: 'rec_9', by: 'alice' } as const;
+    const done = await l.resolve(id('res-receipt'), resolution, T0 + 2, r3);
+    const anchor = { head: r3.hash, length: 3 };
+    expect(done).toMatchObject({ state: 'succeeded', providerRef: 'rec_9', receiptChain: anchor });
+    expect(await l.get(id('res-receipt'))).toEqual(done);
+    const receipts = await l.receipts(id('res-receipt'));
+    expect(receipts).toEqual([r1, r2, r3]);
+    expect(verifyReceiptChain(receipts, { anchor })).toEqual({ ok: true });
+    // The first receipt of an operation that has none yet.
+    const b = await claimed(l, 'res-first');
+    await l.handOff(b.ref, packet('res-first'), T0 + 1);
+    const first = receipt('res-first', 1, null);
+    expect(await l.resolve(id('res-first'), { action: 'abandon' }, T0 + 2, first)).toMatchObject({
+      state: 'abandoned',
+      receiptChain: { head: first.hash, length: 1 },
+    });
+    expect(await l.receipts(id('res-first'))).toEqual([first]);
+  });
+
+  test('a resolve whose receipt is refused (not the next seq, a stale one, another operation’s, not a receipt) is a LedgerError and writes nothing', async (l) => {
+    const { r1, handed } = await handedOffWithReceipt(l, 'res-refused');
+    const before = await l.receipts(id('res-refused'));
+    for (const bad of [
+      receipt('res-refused', 3, r1.hash), // a gap
+      receipt('res-refused', 1, null), // stale: another write came in between
+      receipt('res-other', 2, r1.hash), // another operation's
+      null,
+    ])
+      for (const resolution of [{ action: 'abandon' }, { action: 'mark-done', providerRef: 'rec_1' }] as const)
+        await refused(l.resolve(id('res-refused'), resolution, T0 + 2, bad as never), LedgerError);
+    await expectStored(l, 'res-refused', handed, before);
+    const r2 = receipt('res-refused', 2, r1.hash);
+    expect((await l.resolve(id('res-refused'), { action: 'abandon' }, T0 + 3, r2)).state).toBe('abandoned');
+    expect(await l.receipts(id('res-refused'))).toEqual([r1, r2]);
+  });
+
+  test('mark-done refuses a provider reference that is blank after trimming or holds U+0000 (InvalidStateError), writing nothing', async (l) => {
+    const { ref } = await claimed(l, 'res-blank');
+    const handed = await l.handOff(ref, packet('res-blank'), T0 + 1);
+    for (const providerRef of [' ', '\t\n ', '\u0000', 'rec_\u00001']) {
+      const resolution = { action: 'mark-done', providerRef } as const;
+      await refused(l.resolve(id('res-blank'), resolution, T0 + 2), InvalidStateError);
+      await refused(l.resolve(id('res-blank'), resolution, T0 + 2, receipt('res-blank', 1, null)), InvalidStateError);
+    }
+    await expectStored(l, 'res-blank', handed);
+  });
+
+  test('setState and handOff refuse a provider or status reference holding U+0000 (LedgerError), writing nothing', async (l) => {
+    const { ref, record } = await claimed(l, 'nul-ref');
+    const nul = 'ref_\u0000x';
+    await refused(l.setState(ref, { state: 'succeeded', providerRef: nul, now: T0 + 1 }), LedgerError);
+    await refused(l.setState(ref, { state: 'in-progress', statusRef: nul, now: T0 + 1 }), LedgerError);
+    await refused(
+      l.setState(ref, { state: 'succeeded', providerRef: nul, now: T0 + 1, receipt: receipt('nul-ref', 1, null) }),
+      LedgerError,
+    );
+    const lastKnown = { ...packet('nul-ref').lastKnown, providerRef: nul };
+    await refused(l.handOff(ref, { ...packet('nul-ref'), lastKnown }, T0 + 1), LedgerError);
+    await expectStored(l, 'nul-ref', record);
+  });
+}
 
 /** A person's resume and a new revision claimed with their resolve receipt, and a claim of a stored row only. */
 export function restartCases(test: Test): void {
   test('a resume or a revision claimed with its receipt writes the claim and the receipt together: the chain anchor moves in the same write', async (l) => {
-    const { ref } = await claimed(l, 'rs-resume');
-    const r1 = receipt('rs-resume', 1, null);
-    await l.appendReceipt(ref, r1);
-    await l.handOff(ref, packet('rs-resume'), T0 + 1);
+    const { ref, r1 } = await handedOffWithReceipt(l, 'rs-resume');
     const r2 = receipt('rs-resume', 2, r1.hash);
     const over = { owner: 'w2', now: T0 + 2, resume: true, existing: true, receipt: r2 } as const;
     const resumed = await l.claim(claimInput('rs-resume', over));
@@ -64,15 +128,13 @@ export function restartCases(test: Test): void {
           l.claim(claimInput('rs-refused', { ...how, owner: 'w2', now: T0 + 2, receipt: bad })),
           LedgerError,
         );
-    expect(await l.get(id('rs-refused'))).toEqual(handed);
-    expect(await l.receipts(id('rs-refused'))).toEqual([r1]);
+    await expectStored(l, 'rs-refused', handed, [r1]);
     // A resume that would be a takeover of an open row whose lease ran out, or a new operation: refused, nothing written.
     await claimed(l, 'rs-open');
     const stored = await l.get(id('rs-open'));
     const late = { owner: 'w2', now: T0 + 5_000, resume: true, receipt: receipt('rs-open', 1, null) } as const;
     await refused(l.claim(claimInput('rs-open', late)), LedgerError);
-    expect(await l.get(id('rs-open'))).toEqual(stored);
-    expect(await l.receipts(id('rs-open'))).toEqual([]);
+    await expectStored(l, 'rs-open', stored);
     await refused(l.claim(claimInput('rs-new', { ...late, receipt: receipt('rs-new', 1, null) })), LedgerError);
     expect(await l.get(id('rs-new'))).toBeNull();
     // The chain's next on the resume itself is taken.
