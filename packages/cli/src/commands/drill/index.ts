@@ -8,8 +8,7 @@ import {
   type ScenarioResult,
   writeSummary,
 } from '@retrysafe/testkit';
-import type { Options, Parsed } from '../../command.js';
-import { defineCommand } from '../../command.js';
+import { defineCommand, type Options, type Parsed } from '../../command.js';
 import { InterruptedError, pickKnown, UsageError, wanted } from '../../errors.js';
 import { createProgress, humanMs, paint, pick, useColor } from '../../output.js';
 import { type AdapterEntry, loadAdapters } from '../../registry.js';
