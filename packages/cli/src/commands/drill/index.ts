@@ -105,11 +105,6 @@ export async function drillCommand(
   const drills = entries.flatMap((e) => e.drills);
   pickKnown('operation', [...new Set(drills.flatMap((d) => Object.keys(d.operations)))], opts.operation ?? []);
   const planned = drills.reduce((n, d) => n + operationsOf(d, opts.operation).length * scenarios.length, 0);
-  // A drill that runs nothing must not pass: a module whose drill setups declare no operation is bad input.
-  if (planned === 0 && problems.length === 0)
-    throw new UsageError(
-      `nothing to drill: ${entries.map((e) => e.from).join(', ')} declare${entries.length === 1 ? 's' : ''} no drill setup with an operation`,
-    );
   const outDir = resolve(opts.out ?? '.drill');
   mkdirSync(outDir, { recursive: true });
 
