@@ -1,3 +1,4 @@
+import { readFileSync } from 'node:fs';
 import type { ScenarioResult } from '@retrysafe/testkit';
 import { count, groupBy, MARKS, showCount } from '../commands/drill/text.js';
 import { escapeXml as esc } from '../output.js';
@@ -249,34 +250,32 @@ const slug = (s: string) => s.replace(/[^A-Za-z0-9_-]+/g, '_');
 
 /** Filters without a script: radio inputs before the table, one CSS rule per choice hiding the rows that do not match. */
 function filters(results: HtmlReportInput['results']): { html: string; css: string } {
-  const statuses = ['all', 'failed', 'passed', 'skipped'] as const;
-  const adapters = ['all', ...new Set(results.map((x) => x.adapter))];
-  const counts = { all: results.length, ...count(results.map((x) => x.result)) };
-  const inputs =
-    statuses
-      .map((st) => `<input type="radio" class="filter" name="status" id="st-${st}"${st === 'all' ? ' checked' : ''}>`)
-      .join('') +
-    adapters
-      .map(
-        (a) => `<input type="radio" class="filter" name="adapter" id="ad-${slug(a)}"${a === 'all' ? ' checked' : ''}>`,
-      )
-      .join('');
-  const labels =
-    `<div class="filters"><span>show</span>${statuses.map((st) => `<label for="st-${st}" class="chip ${st}">${st} (${counts[st]})</label>`).join('')}` +
-    `<span>adapter</span>${adapters.map((a) => `<label for="ad-${slug(a)}" class="chip">${esc(a)}</label>`).join('')}</div>`;
-  const hide = (sel: string) =>
-    `${sel} ~ #results tr.result:not(RULE), ${sel} ~ #results tr.result:not(RULE) + tr.details{display:none}`;
+  const counts: Record<string, number> = { all: results.length, ...count(results.map((x) => x.result)) };
+  // `keep`: the rows a choice shows (none for "all", the choice checked at first)
+  const statuses = ['all', 'failed', 'passed', 'skipped'].map((st) => ({
+    name: 'status',
+    id: `st-${st}`,
+    label: `<label for="st-${st}" class="chip ${st}">${st} (${counts[st]})</label>`,
+    keep: st === 'all' ? null : `.${st}`,
+  }));
+  const adapters = ['all', ...new Set(results.map((x) => x.adapter))].map((a) => ({
+    name: 'adapter',
+    id: `ad-${slug(a)}`,
+    label: `<label for="ad-${slug(a)}" class="chip">${esc(a)}</label>`,
+    keep: a === 'all' ? null : `[data-adapter="${a.replace(/"/g, '')}"]`,
+  }));
+  const choices = [...statuses, ...adapters];
+  const inputs = choices.map(
+    (c) => `<input type="radio" class="filter" name="${c.name}" id="${c.id}"${c.keep ? '' : ' checked'}>`,
+  );
+  const labels = `<div class="filters"><span>show</span>${statuses.map((c) => c.label).join('')}<span>adapter</span>${adapters.map((c) => c.label).join('')}</div>`;
+  const hidden = (c: (typeof choices)[number]) => `#${c.id}:checked ~ #results tr.result:not(${c.keep})`;
   const css = [
-    ...statuses.filter((st) => st !== 'all').map((st) => hide(`#st-${st}:checked`).replaceAll('RULE', `.${st}`)),
-    ...adapters
-      .filter((a) => a !== 'all')
-      .map((a) => hide(`#ad-${slug(a)}:checked`).replaceAll('RULE', `[data-adapter="${a.replace(/"/g, '')}"]`)),
-    statuses
-      .map((st) => `#st-${st}:checked ~ .filters label[for="st-${st}"]`)
-      .concat(adapters.map((a) => `#ad-${slug(a)}:checked ~ .filters label[for="ad-${slug(a)}"]`))
-      .join(',') + '{background:#263238;color:#fff;border-color:#263238}',
+    ...choices.filter((c) => c.keep).map((c) => `${hidden(c)}, ${hidden(c)} + tr.details{display:none}`),
+    choices.map((c) => `#${c.id}:checked ~ .filters label[for="${c.id}"]`).join(',') +
+      '{background:#263238;color:#fff;border-color:#263238}',
   ].join('\n');
-  return { html: inputs + labels, css };
+  return { html: inputs.join('') + labels, css };
 }
 
 /** A self-contained HTML page (no scripts, no external resources): totals, a matrix, then every scenario with its criteria, timeline and wire log. */
@@ -288,45 +287,8 @@ export function renderHtmlReport(input: HtmlReportInput): string {
 <html lang="en"><head><meta charset="utf-8"><title>retrysafe drill report</title>
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <style>
-body{font:14px/1.45 system-ui,sans-serif;margin:2rem;color:#1c1c1c;max-width:1200px}
-h1{margin:0 0 .25rem}h2{margin-top:2rem}h4{margin:.9rem 0 .3rem}.muted{color:#666;font-size:12px}
-table{border-collapse:collapse;margin-top:.5rem}
-#results{width:100%}
-th,td{border-bottom:1px solid #e3e3e3;padding:4px 8px;text-align:left;vertical-align:top}
-td.num{text-align:right;font-variant-numeric:tabular-nums}
-tr.passed td.status{color:#2e7d32;font-weight:600}tr.failed td.status{color:#c62828;font-weight:700}tr.skipped td.status{color:#a67c00}
-tr.failed td{background:#fdecea}
-tr.details td{border-bottom:2px solid #ccc;background:#fafafa}
-details summary{cursor:pointer;color:#333}
-.totals span{display:inline-block;margin-right:1.2rem;font-weight:600;font-size:16px}
-.totals .passed{color:#2e7d32}.totals .failed{color:#c62828}.totals .skipped{color:#a67c00}
-#matrix td.cell{text-align:center;width:1.6rem}#matrix td.cell a{text-decoration:none;color:inherit;display:block}
-#matrix td.passed{background:#e8f5e9;color:#2e7d32}#matrix td.failed{background:#ffcdd2;color:#b71c1c;font-weight:700}#matrix td.skipped{background:#fff8e1;color:#a67c00}
-#matrix th.rot{height:9rem;white-space:nowrap;vertical-align:bottom}#matrix th.rot span{writing-mode:vertical-rl;transform:rotate(180deg)}
-div.tl{overflow-x:auto}svg.timeline{max-width:100%;height:auto}@media (max-width:700px){svg.timeline{max-width:none;width:640px}div.tl{max-width:calc(100vw - 2rem)}}svg.timeline text{font-size:11px;font-family:ui-monospace,monospace}
-svg.timeline .tick{fill:#777;font-size:10px}svg.timeline .grid{stroke:#e6e6e6}svg.timeline .wait{stroke:#999;stroke-width:1.5;stroke-dasharray:4 3}
-table.wire td,table.criteria td{font-size:12px}
-.legend span{display:inline-block;margin-right:.9rem;font-size:12px}.legend i{display:inline-block;width:10px;height:10px;border-radius:2px;margin-right:4px;vertical-align:-1px}
-ul.failures{color:#b71c1c}.problems{color:#b71c1c}
-code,td,li,p{overflow-wrap:anywhere;word-break:normal}
-table.wire{table-layout:fixed;width:100%}table.wire th:nth-child(1){width:2.2rem}table.wire th:nth-child(2){width:4.5rem}table.wire th:nth-child(3){width:34%}table.wire th:nth-child(5){width:7rem}table.wire th:nth-child(6){width:7rem}table.wire th:nth-child(7){width:7rem}
-table.wire code{white-space:pre-wrap;overflow-wrap:anywhere}
-td.key-query code,td.key-body code{background:#fff3e0;border-radius:2px;padding:0 2px}
-table.criteria tr.criterion-failed td{background:#ffcdd2;color:#b71c1c;font-weight:700;border-bottom:2px solid #c62828}
-table.criteria tr.criterion-ok td:first-child{color:#2e7d32}
-svg.timeline .crash-bar{fill:#b71c1c}svg.timeline .crash-cut{stroke:#b71c1c;stroke-width:1.5;stroke-dasharray:2 4}svg.timeline g.crash text{fill:#b71c1c}.crash{color:#b71c1c}
-input.filter{position:absolute;opacity:0;pointer-events:none}
-.filters{margin:.6rem 0;display:flex;flex-wrap:wrap;gap:.35rem;align-items:center}.filters span{color:#666;font-size:12px;margin:0 .2rem 0 .6rem}
-.chip{border:1px solid #b0bec5;border-radius:999px;padding:1px 10px;font-size:12px;cursor:pointer;user-select:none}.chip.failed{border-color:#e57373}
+${readFileSync(new URL('./report.css', import.meta.url), 'utf8')}
 ${f.css}
-@media (max-width:700px){
-body{margin:.6rem}
-#results th:nth-child(1),#results tr.result td:nth-child(1),#results th:nth-child(4),#results tr.result td:nth-child(4),#results th:nth-child(5),#results tr.result td:nth-child(5),#results th:nth-child(7),#results tr.result td:nth-child(7){display:none}
-tr.details td{padding:4px 2px}
-table.wire,table.wire tbody,table.wire tr,table.wire td{display:block;width:auto}table.wire thead{display:none}
-table.wire tr{border-bottom:2px solid #ddd;padding:4px 0}table.wire td{border:0;padding:1px 4px;text-align:left}
-table.wire td::before{content:attr(data-label) ": ";color:#777;font-size:11px}
-}
 </style></head>
 <body>
 <h1>retrysafe duplicate-execution drill</h1>

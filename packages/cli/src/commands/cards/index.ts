@@ -2,8 +2,7 @@ import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 
 import { join, resolve } from 'node:path';
 import { type RetrySafetyCard, validateCard } from '@retrysafe/contract';
 import { renderCard } from '@retrysafe/contract/render';
-import type { Options, Parsed } from '../../command.js';
-import { defineCommand, EXIT } from '../../command.js';
+import { defineCommand, EXIT, type Options, type Parsed } from '../../command.js';
 import { UsageError } from '../../errors.js';
 import { paint } from '../../output.js';
 import { cardsOf, loadAdapters, type NamedCard } from '../../registry.js';

@@ -76,13 +76,9 @@ export type DemoReport = Awaited<ReturnType<typeof demoCommand>>;
 /** The same object with its keys in reverse order, recursively: what an agent's re-issued tool call may look like. */
 function reorderKeys(value: unknown): unknown {
   if (Array.isArray(value)) return value.map(reorderKeys);
-  if (value && typeof value === 'object')
-    return Object.fromEntries(
-      Object.entries(value)
-        .reverse()
-        .map(([k, v]) => [k, reorderKeys(v)]),
-    );
-  return value;
+  if (!value || typeof value !== 'object') return value;
+  const reversed = Object.entries(value).reverse();
+  return Object.fromEntries(reversed.map(([k, v]) => [k, reorderKeys(v)]));
 }
 
 const sameOperation = (a: RunResult, b: RunResult) =>

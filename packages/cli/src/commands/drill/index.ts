@@ -8,8 +8,7 @@ import {
   type ScenarioResult,
   writeSummary,
 } from '@retrysafe/testkit';
-import type { Options, Parsed } from '../../command.js';
-import { defineCommand } from '../../command.js';
+import { defineCommand, type Options, type Parsed } from '../../command.js';
 import { InterruptedError, pickKnown, UsageError, wanted } from '../../errors.js';
 import { createProgress, humanMs, paint, pick, useColor } from '../../output.js';
 import { type AdapterEntry, loadAdapters } from '../../registry.js';
@@ -106,11 +105,6 @@ export async function drillCommand(
   const drills = entries.flatMap((e) => e.drills);
   pickKnown('operation', [...new Set(drills.flatMap((d) => Object.keys(d.operations)))], opts.operation ?? []);
   const planned = drills.reduce((n, d) => n + operationsOf(d, opts.operation).length * scenarios.length, 0);
-  // A drill that runs nothing must not pass: a module whose drill setups declare no operation is bad input.
-  if (planned === 0 && problems.length === 0)
-    throw new UsageError(
-      `nothing to drill: ${entries.map((e) => e.from).join(', ')} declare${entries.length === 1 ? 's' : ''} no drill setup with an operation`,
-    );
   const outDir = resolve(opts.out ?? '.drill');
   mkdirSync(outDir, { recursive: true });
 

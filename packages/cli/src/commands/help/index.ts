@@ -1,5 +1,5 @@
 import { readFileSync } from 'node:fs';
-import { defineCommand, EXIT } from '../../command.js';
+import { defineCommand } from '../../command.js';
 import { UsageError } from '../../errors.js';
 
 /** Documents shipped in the package (copied there from docs/ at build) that `retrysafe help <topic>` prints. */

@@ -12,8 +12,7 @@ import {
 import { cardFieldLabel } from '@retrysafe/contract/render';
 import { DEFAULT_CLOCK_SKEW_MARGIN } from '@retrysafe/contract/rules';
 import { stringify as toYaml } from 'yaml';
-import type { Options, Parsed } from '../../../command.js';
-import { defineCommand, EXIT } from '../../../command.js';
+import { defineCommand, EXIT, type Options, type Parsed } from '../../../command.js';
 import { UsageError } from '../../../errors.js';
 import { readObjectFile } from '../../../files.js';
 import { refusals } from '../refusals.js';

@@ -1,7 +1,6 @@
 import { loadConfigFile } from '@retrysafe/config';
 import { asBusinessOperationId, type HandoffReason, LedgerError, RetrysafeError } from '@retrysafe/contract';
-import type { Options, Parsed } from '../../../command.js';
-import { defineCommand } from '../../../command.js';
+import { defineCommand, type Options, type Parsed } from '../../../command.js';
 import { exactlyOne, pickKnown, RefusedError, scrubbed, UsageError, wanted } from '../../../errors.js';
 import { paint, pick, plural } from '../../../output.js';
 import { ledgerResolve, printable, resolved, resolveText } from '../resolve/index.js';

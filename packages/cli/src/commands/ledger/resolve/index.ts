@@ -8,8 +8,7 @@ import {
   type Resolution,
   type ResolveResult,
 } from '@retrysafe/core';
-import type { Options, Parsed } from '../../../command.js';
-import { defineCommand } from '../../../command.js';
+import { defineCommand, type Options, type Parsed } from '../../../command.js';
 import { exactlyOne, RefusedError, UsageError } from '../../../errors.js';
 import { readObjectFile } from '../../../files.js';
 import { paint, plural } from '../../../output.js';
