@@ -53,8 +53,17 @@ function attrs(operation: string, more: Record<string, string | number | boolean
 
 export function createTelemetry(options: TelemetryOptions | undefined, now: () => number) {
   const api = require('@opentelemetry/api') as typeof import('@opentelemetry/api');
-  const tracer = (options?.tracerProvider ?? api.trace.getTracerProvider()).getTracer(TELEMETRY.scope);
+  const tracerProvider = options?.tracerProvider ?? api.trace.getTracerProvider();
+  const tracer = tracerProvider.getTracer(TELEMETRY.scope);
   const meter = (options?.meterProvider ?? api.metrics.getMeterProvider()).getMeter(TELEMETRY.scope);
+  // Without an SDK the API hands out no-ops: spans that record nothing and instruments that ignore what they
+  // get. Then a run does no telemetry work at all. The global tracer is a proxy that an SDK registered later
+  // fills, so it is asked at each run; a meter taken before an SDK registers stays a no-op.
+  const metered = meter !== api.createNoopMeter();
+  const quietSpan = api.trace.wrapSpanContext(api.INVALID_SPAN_CONTEXT);
+  const isQuiet = () =>
+    tracerProvider instanceof api.ProxyTracerProvider &&
+    tracerProvider.getDelegateTracer(TELEMETRY.scope) === undefined;
   const counter = (name: string, description: string) => meter.createCounter(name, { description });
   const operations = counter(TELEMETRY.operations, 'runner.run() calls, by how they ended');
   const attempts = counter(TELEMETRY.attempts, 'provider calls (dispatches and same-key re-sends), by outcome');
@@ -68,6 +77,7 @@ export function createTelemetry(options: TelemetryOptions | undefined, now: () =
   // A throwing SDK, span processor or exporter must not change what happens to an operation (as a logger cannot):
   // the run's own span calls are guarded like the events (RunnerContext.log).
   function startRunSpan(info: { operation: string; provider: string; businessOperationId: string }): Span {
+    if (isQuiet()) return quietSpan;
     try {
       return tracer.startSpan(TELEMETRY.runSpan, {
         kind: api.SpanKind.INTERNAL,
@@ -78,7 +88,7 @@ export function createTelemetry(options: TelemetryOptions | undefined, now: () =
         }),
       });
     } catch {
-      return api.trace.wrapSpanContext(api.INVALID_SPAN_CONTEXT); // records nothing
+      return quietSpan;
     }
   }
   function endQuietly(span: Span | null): void {
@@ -90,12 +100,13 @@ export function createTelemetry(options: TelemetryOptions | undefined, now: () =
   }
   /** The run's end: its status on the span, the count, the spans ended. */
   function finish(s: RunScope, operation: string, status: string, errorType?: string): void {
+    if (s.span === quietSpan && !metered) return;
     try {
       s.span.setAttribute('retrysafe.status', status);
       if (status === 'handed-off')
         s.span.setStatus({ code: api.SpanStatusCode.ERROR, message: 'handed off to a person' });
       if (errorType !== undefined) s.span.setStatus({ code: api.SpanStatusCode.ERROR, message: errorType });
-      operations.add(1, attrs(operation, { 'retrysafe.status': status, 'error.type': errorType }));
+      if (metered) operations.add(1, attrs(operation, { 'retrysafe.status': status, 'error.type': errorType }));
     } catch {
       // ignored: see above
     }
@@ -122,6 +133,7 @@ export function createTelemetry(options: TelemetryOptions | undefined, now: () =
 
     /** One runner event (the entry the logger gets); `s`: the scope of the operation's run, if any. */
     event(event: string, level: 'info' | 'warn', f: EventFields = {}, op = '', s?: RunScope): void {
+      if (!metered && (s === undefined || s.span === quietSpan)) return;
       switch (event) {
         case 'dispatch':
           if (!s) break;

@@ -1,4 +1,4 @@
-import { metrics, trace } from '@opentelemetry/api';
+import { createNoopMeter, metrics, ProxyTracer, trace } from '@opentelemetry/api';
 import {
   AggregationTemporality,
   InMemoryMetricExporter,
@@ -14,7 +14,7 @@ import {
   type SpanProcessor,
 } from '@opentelemetry/sdk-trace-base';
 import { type LogEntry, TELEMETRY } from '@retrysafe/core';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { createTelemetry } from '../src/telemetry.js';
 import { setup } from './helpers.js';
 
@@ -144,6 +144,22 @@ describe('telemetry through an in-memory exporter', () => {
     const { adapter: a2, runner: r2 } = setup();
     await r2.run(a2, OP, { params: { ref: 'after-sdk', amount: 1 } });
     expect(byName(TELEMETRY.runSpan)).toHaveLength(1);
+  });
+
+  it('without an SDK, a run starts no span and gives the no-op instruments nothing: no telemetry work per operation', async () => {
+    const startSpan = vi.spyOn(ProxyTracer.prototype, 'startSpan');
+    const noopCounter = Object.getPrototypeOf(createNoopMeter().createCounter('probe'));
+    const add = vi.spyOn(noopCounter, 'add');
+    try {
+      const { adapter, runner } = setup();
+      const result = await runner.run(adapter, OP, { params: { ref: 'no-sdk', amount: 1 } });
+      expect(result.status).toBe('done');
+      expect(startSpan).not.toHaveBeenCalled();
+      expect(add).not.toHaveBeenCalled();
+    } finally {
+      startSpan.mockRestore();
+      add.mockRestore();
+    }
   });
 
   it('a runner created before the SDK registers: its runs start recording once one is registered (asked per run, as the proxy tracer asks per span)', async () => {
