@@ -47,6 +47,24 @@ describe('normalisation steps (issue 16)', () => {
     expect(normalizeIntent({ customer: 'c-1' }, rules)).toEqual({ customer: 'c-1' });
   });
 
+  it('a rule on a path that crosses an array applies to every item (or to the one item an index names): one intent keeps one id', () => {
+    const rules = [{ field: 'lines.ref', steps: ['trim', 'case-fold'] as const }];
+    const idOf = (...refs: string[]) =>
+      businessOperationId('a.b', normalizeIntent({ lines: refs.map((ref) => ({ ref, qty: ' 1 ' })) }, rules));
+    expect(idOf(' A-1 ', 'B-2 ')).toBe(idOf('a-1', 'b-2'));
+    expect(idOf('a-1', 'b-3')).not.toBe(idOf('a-1', 'b-2'));
+    expect(normalizeParams({ lines: [{ ref: ' A ', qty: ' 1 ' }] }, rules)).toEqual({
+      lines: [{ ref: 'a', qty: ' 1 ' }],
+    });
+    // an index names one item; `length` is not a value of the intent
+    const first = [{ field: 'lines.0.ref', steps: ['trim'] as const }];
+    expect(normalizeIntent({ lines: [{ ref: ' a ' }, { ref: ' b ' }] }, first)).toEqual({
+      lines: [{ ref: 'a' }, { ref: ' b ' }],
+    });
+    const count = [{ field: 'lines.length', steps: ['canonical-number'] as const }];
+    expect(normalizeParams({ lines: [1.5] }, count)).toEqual({ lines: [1.5] });
+  });
+
   it('an own __proto__ key under a normalised field stays part of the intent: two intents that differ in it keep two ids', () => {
     const rules = [{ field: 'customer', steps: ['trim'] as const }];
     const [a, b] = ['a', 'b'].map((v) =>

@@ -138,12 +138,29 @@ function applySteps(value: unknown, steps: readonly NormalizationStep[]): unknow
 }
 
 type Rules = readonly Pick<FieldNormalization, 'field' | 'steps'>[];
+type PathRule = { readonly parts: readonly string[]; readonly steps: readonly NormalizationStep[] };
 
-/** Its own steps and those of every declared ancestor, outermost first. */
-function stepsFor(path: string, rules: Rules): NormalizationStep[] {
-  const out: NormalizationStep[] = [];
-  for (const r of rules) if (path === r.field || path.startsWith(r.field + '.')) out.push(...r.steps);
+/** One field's rules as paths into its value: a rule at or above it applies to all of it, one beneath at the rest. */
+function rulesWithin(field: string, rules: Rules): PathRule[] {
+  const out: PathRule[] = [];
+  for (const r of rules) {
+    if (field === r.field || field.startsWith(`${r.field}.`)) out.push({ parts: [], steps: r.steps });
+    else if (r.field.startsWith(`${field}.`))
+      out.push({ parts: r.field.slice(field.length + 1).split('.'), steps: r.steps });
+  }
   return out;
+}
+
+/** `value` in normal form: a deep copy when anything applies; rules outermost first, else in the order declared. */
+function normalizeAt(value: unknown, rules: readonly PathRule[]): unknown {
+  const active = rules.filter((r) => r.steps.length > 0);
+  if (active.length === 0) return value;
+  const holder = { value: applySteps(value, []) }; // a deep copy
+  const outermostFirst = active
+    .map((r, i) => ({ r, i }))
+    .sort((a, b) => a.r.parts.length - b.r.parts.length || a.i - b.i);
+  for (const { r } of outermostFirst) applyAt(holder, ['value', ...r.parts], r.steps);
+  return holder.value;
 }
 
 export function normalizeIntent(intent: Record<string, unknown>, rules: Rules | undefined): Record<string, unknown> {
@@ -151,28 +168,31 @@ export function normalizeIntent(intent: Record<string, unknown>, rules: Rules | 
   if (!rules || rules.length === 0 || typeof intent !== 'object' || intent === null || Array.isArray(intent))
     return intent;
   const out: Record<string, unknown> = {};
-  for (const [field, value] of Object.entries(intent)) {
-    const steps = stepsFor(field, rules);
-    // Rules on paths beneath the field (the card accepts them) apply to a copy, as normalizeParams does.
-    const beneath = rules.filter((r) => r.field.startsWith(`${field}.`) && r.steps.length > 0);
-    const normal = steps.length || beneath.length ? applySteps(value, steps) : value;
-    for (const r of beneath) applyAt(normal, r.field.slice(field.length + 1).split('.'), r.steps);
-    put(out, field, normal);
-  }
+  for (const [field, value] of Object.entries(intent)) put(out, field, normalizeAt(value, rulesWithin(field, rules)));
   return out;
 }
 
-/** Whole params in normal form for comparison: a deep copy when anything applies. */
+/** Whole params in normal form for comparison, by the same rules as normalizeIntent: a deep copy when anything applies. */
 export function normalizeParams(params: unknown, rules: Rules): unknown {
-  if (rules.length === 0 || typeof params !== 'object' || params === null) return params;
-  const root = applySteps(params, []); // a deep copy
-  for (const rule of rules) if (rule.steps.length > 0) applyAt(root, rule.field.split('.'), rule.steps);
-  return root;
+  if (typeof params !== 'object' || params === null) return params;
+  return normalizeAt(
+    params,
+    rules.map((r) => ({ parts: r.field.split('.'), steps: r.steps })),
+  );
 }
 
-/** In place; a path that is not there is skipped. */
+const INDEX = /^(0|[1-9]\d*)$/;
+
+/**
+ * In place; a path that is not there is skipped. A path crosses an array at every item (`lines.ref` is each line's
+ * ref) unless it names an index (`lines.0.ref`), as the card's rule reads.
+ */
 function applyAt(holder: unknown, parts: readonly string[], steps: readonly NormalizationStep[]): void {
   const [part, ...rest] = parts as [string, ...string[]];
+  if (Array.isArray(holder) && !INDEX.test(part)) {
+    for (const item of holder) applyAt(item, parts, steps);
+    return;
+  }
   if (typeof holder !== 'object' || holder === null || !Object.hasOwn(holder, part)) return;
   const h = holder as Record<string, unknown>;
   if (rest.length === 0) h[part] = applySteps(h[part], steps);
