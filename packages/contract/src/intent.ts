@@ -138,7 +138,8 @@ function applySteps(value: unknown, steps: readonly NormalizationStep[]): unknow
 }
 
 type Rules = readonly Pick<FieldNormalization, 'field' | 'steps'>[];
-type PathRule = { readonly parts: readonly string[]; readonly steps: readonly NormalizationStep[] };
+/** `steps` null: an `exact` comparison, which keeps its path as written even beneath a normalised one. */
+type PathRule = { readonly parts: readonly string[]; readonly steps: readonly NormalizationStep[] | null };
 
 /** One field's rules as paths into its value: a rule at or above it applies to all of it, one beneath at the rest. */
 function rulesWithin(field: string, rules: Rules): PathRule[] {
@@ -153,13 +154,15 @@ function rulesWithin(field: string, rules: Rules): PathRule[] {
 
 /** `value` in normal form: a deep copy when anything applies; rules outermost first, else in the order declared. */
 function normalizeAt(value: unknown, rules: readonly PathRule[]): unknown {
-  const active = rules.filter((r) => r.steps.length > 0);
+  const active = rules.filter((r) => r.steps === null || r.steps.length > 0);
   if (active.length === 0) return value;
   const holder = { value: applySteps(value, []) }; // a deep copy
   const outermostFirst = active
     .map((r, i) => ({ r, i }))
     .sort((a, b) => a.r.parts.length - b.r.parts.length || a.i - b.i);
-  for (const { r } of outermostFirst) applyAt(holder, ['value', ...r.parts], r.steps);
+  for (const { r } of outermostFirst)
+    if (r.steps === null) restoreAt(holder, { value }, ['value', ...r.parts]);
+    else applyAt(holder, ['value', ...r.parts], r.steps);
   return holder.value;
 }
 
@@ -172,13 +175,17 @@ export function normalizeIntent(intent: Record<string, unknown>, rules: Rules | 
   return out;
 }
 
+/** A rule normalizeParams reads: an intent field's normalisation, or a paramComparison rule (`exact` or its steps). */
+export type ParamsRule = Pick<FieldNormalization, 'field'> & Partial<Pick<ParamComparison, 'steps' | 'compare'>>;
+
 /** Whole params in normal form for comparison, by the same rules as normalizeIntent: a deep copy when anything applies. */
-export function normalizeParams(params: unknown, rules: Rules): unknown {
+export function normalizeParams(params: unknown, rules: readonly ParamsRule[]): unknown {
   if (typeof params !== 'object' || params === null) return params;
-  return normalizeAt(
-    params,
-    rules.map((r) => ({ parts: r.field.split('.'), steps: r.steps })),
-  );
+  const paths = rules.map((r) => ({
+    parts: r.field.split('.'),
+    steps: r.compare === 'exact' ? null : (r.steps ?? []),
+  }));
+  return normalizeAt(params, paths);
 }
 
 const INDEX = /^(0|[1-9]\d*)$/;
@@ -197,6 +204,21 @@ function applyAt(holder: unknown, parts: readonly string[], steps: readonly Norm
   const h = holder as Record<string, unknown>;
   if (rest.length === 0) h[part] = applySteps(h[part], steps);
   else applyAt(h[part], rest, steps);
+}
+
+/** Puts back (a copy of) what `original` holds along the path, in `copy`, its normalised copy. */
+function restoreAt(copy: unknown, original: unknown, parts: readonly string[]): void {
+  const [part, ...rest] = parts as [string, ...string[]];
+  if (typeof copy !== 'object' || copy === null || typeof original !== 'object' || original === null) return;
+  if (Array.isArray(copy) && !INDEX.test(part)) {
+    for (const [i, item] of copy.entries()) restoreAt(item, (original as unknown[])[i], parts);
+    return;
+  }
+  if (!Object.hasOwn(copy, part) || !Object.hasOwn(original, part)) return;
+  const c = copy as Record<string, unknown>;
+  const o = original as Record<string, unknown>;
+  if (rest.length === 0) c[part] = applySteps(o[part], []);
+  else restoreAt(c[part], o[part], rest);
 }
 
 /** The dot paths (`[i]` for items) where two JSON-like values differ as canonical JSON; never the values. */
