@@ -225,6 +225,11 @@ function isClassBody(body: string): boolean {
   }
 }
 
+const PATH = 'expected a dot path such as lines.0.ref (one item) or lines.ref (every item), without [i] or empty parts';
+/** A field path as pickIntent and the normalisation read it: names joined by dots, an item by its index (`lines.0`). */
+const isDotPath = (path: unknown) =>
+  typeof path !== 'string' || path.split('.').every((part) => part !== '' && !/\[\d*\]/.test(part));
+
 /** What the schema cannot say: the operation's prefix, unknown facts listed, a key charset, rules under intent fields. */
 function checkBeyondSchema(card: Record<string, unknown>, problems: CardProblem[], unknowns: string[]): void {
   const { operation, provider, unverified } = card;
@@ -246,14 +251,18 @@ function checkBeyondSchema(card: Record<string, unknown>, problems: CardProblem[
     });
   const bo = (card.businessOperationId ?? {}) as { intentFields?: unknown; normalize?: unknown };
   const intentFields: unknown[] = Array.isArray(bo.intentFields) ? bo.intentFields : [];
+  for (const [i, f] of intentFields.entries())
+    if (!isDotPath(f)) problems.push({ path: `businessOperationId.intentFields[${i}]`, message: PATH });
   eachRule(bo.normalize, 'businessOperationId.normalize', (r, p) => {
     const { field } = r;
-    if (typeof field === 'string' && !intentFields.some((f) => field === f || field.startsWith(`${f}.`)))
+    if (!isDotPath(field)) problems.push({ path: `${p}.field`, message: PATH });
+    else if (typeof field === 'string' && !intentFields.some((f) => field === f || field.startsWith(`${f}.`)))
       problems.push({ path: `${p}.field`, message: 'expected one of the intent fields (or a path beneath one)' });
     if (Array.isArray(r.steps) && !hasSteps(r.steps))
       problems.push({ path: `${p}.steps`, message: `expected ${STEPS}` });
   });
   eachRule(card.paramComparison, 'paramComparison', (r, p) => {
+    if (!isDotPath(r.field)) problems.push({ path: `${p}.field`, message: PATH });
     if (r.compare === 'normalized' && !hasSteps(r.steps))
       problems.push({ path: `${p}.steps`, message: `a normalized comparison lists its steps: ${STEPS}` });
   });
@@ -305,7 +314,7 @@ export function cardJsonSchema(): Readonly<Record<string, unknown>> {
     $id: CARD_SCHEMA_ID,
     title: `retrysafe retry safety card, version ${CARD_SCHEMA_VERSION}`,
     description:
-      'What one provider operation guarantees about re-sends, as data. Every field is required; a provider fact may be "unknown" (listed in unverified[] with its source), and the runner then does not rely on it. Also checked by validateCard: every unknown fact is listed in unverified[], operation starts with "<provider>.", and providerKey.charset is the body of a character class.',
+      'What one provider operation guarantees about re-sends, as data. Every field is required; a provider fact may be "unknown" (listed in unverified[] with its source), and the runner then does not rely on it. Also checked by validateCard: every unknown fact is listed in unverified[], operation starts with "<provider>.", providerKey.charset is the body of a character class, and field paths are dot paths (lines.0.ref for one item, lines.ref for every item; no [i]).',
     ...CARD,
     properties: {
       $schema: { type: 'string', description: 'the schema this card follows (for editors); ignored by the loader' },

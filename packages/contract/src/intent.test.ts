@@ -230,6 +230,23 @@ describe('the optional card sections (issue 16)', () => {
     ).toContain('storedResult.replayIndicator.value');
   });
 
+  it('refuses a path written with [i] or an empty part: the id and the comparison read only dot paths', () => {
+    const problems = (c: RetrySafetyCard) => validateCard(c).problems.map((p) => p.path);
+    const rule = { compare: 'normalized', steps: ['trim'], source: 's' };
+    expect(problems(withBo({}, { paramComparison: [{ field: 'lines.0.note', ...rule }] }))).toEqual([]);
+    for (const path of ['lines[0].note', 'lines[].note', 'meta..note', 'meta.', '.meta'])
+      expect(problems(withBo({}, { paramComparison: [{ field: path, ...rule }] }))).toEqual([
+        'paramComparison[0].field',
+      ]);
+    expect(problems(withBo({ intentFields: ['lines[0]'] }))).toEqual(['businessOperationId.intentFields[0]']);
+    const lines = { intentFields: ['lines'], normalize: [{ field: 'lines.[0]', steps: ['trim'], source: 's' }] };
+    expect(problems(withBo(lines))).toEqual(['businessOperationId.normalize[0].field']);
+    // normalizeParams reads `lines[0].note` as a key named "lines[0]": such a rule would change nothing
+    expect(normalizeParams({ lines: [{ note: ' a ' }] }, [{ field: 'lines[0].note', steps: ['trim'] }])).toEqual({
+      lines: [{ note: ' a ' }],
+    });
+  });
+
   it('refuses a step that can merge distinct values (nfkc, case, inner white space, numbers) without the provider’s https evidence', () => {
     const problems = (c: RetrySafetyCard) => validateCard(c).problems.map((p) => p.path);
     for (const step of ['nfkc', 'case-fold', 'collapse-whitespace', 'canonical-number']) {
