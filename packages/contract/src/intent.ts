@@ -55,6 +55,14 @@ export function pickIntent(params: unknown, fields: readonly string[]): Record<s
   return out;
 }
 
+/** The intent of these params as a card reads it: its intent fields, picked, in normal form (what the id digests). */
+export function intentOf(
+  params: unknown,
+  rule: { readonly intentFields: readonly string[]; readonly normalize?: Rules },
+): Record<string, unknown> {
+  return normalizeIntent(pickIntent(params, rule.intentFields), rule.normalize);
+}
+
 // Steps run in order on every string (and number, for `canonical-number`) at or below the declared path, for
 // identity and comparison only: the params sent are the caller's, unchanged.
 const STEP = {

@@ -1,8 +1,8 @@
 import {
   asBusinessOperationId,
   fingerprint,
+  intentOf,
   type OperationSpec,
-  pickIntent,
   type RetrySafetyCard,
 } from '@retrysafe/contract';
 import { differingPaths, intentIdentity, normalizeIntent, normalizeParams } from '@retrysafe/contract/rules';
@@ -34,10 +34,9 @@ export function identityOf(
   input: { params: unknown; businessOperationId?: string; intent?: Record<string, unknown> },
 ) {
   const card = spec.card;
-  const intent = normalizeIntent(
-    input.intent ?? pickIntent(input.params, spec.intentFields),
-    card.businessOperationId.normalize,
-  );
+  const rule = card.businessOperationId;
+  const given = input.intent ?? null;
+  const intent = given === null ? intentOf(input.params, rule) : normalizeIntent(given, rule.normalize);
   if (input.businessOperationId === undefined) return intentIdentity(card.operation, intent);
   const id = asBusinessOperationId(input.businessOperationId);
   return { id, intentFingerprint: fingerprint({ operation: card.operation, intent }) };
