@@ -57,6 +57,22 @@ describe('createHttpAdapter: declarations are checked against the card', () => {
       /card.providerKey.name/,
     ],
     [
+      'the key in a body field spelt in another case than the card (a body field or query name is case-sensitive)',
+      withOp({
+        ...spec,
+        card: {
+          ...card,
+          providerKey: {
+            ...card.providerKey,
+            travels: { value: 'body', source: 'test' },
+            name: { value: 'clientToken', source: 'test' },
+          },
+        },
+        key: { travels: 'body', name: 'ClientToken', rule: { maxLength: 64 } },
+      }),
+      /card.providerKey.name/,
+    ],
+    [
       'the key in the body while the card says header',
       withOp({ ...spec, key: { travels: 'body', name: 'Idempotency-Key', rule: { maxLength: 64 } } }),
       /card.providerKey.travels says header/,

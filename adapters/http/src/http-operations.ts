@@ -221,7 +221,9 @@ function keyRuleOf(
     );
   if (k.travels === 'none') return null;
   const cardName = pk.name.value;
-  if (cardName !== 'unknown' && (cardName ?? '').toLowerCase() !== k.name.toLowerCase())
+  // A header name is case-insensitive; a body field or query parameter is not.
+  const spelt = (name: string) => (k.travels === 'header' ? name.toLowerCase() : name);
+  if (cardName !== 'unknown' && spelt(cardName ?? '') !== spelt(k.name))
     fail(`key name ${k.name} but card.providerKey.name says ${String(cardName)}`);
   const cardMax = typeof pk.maxLength.value === 'number' ? pk.maxLength.value : undefined;
   const cardCharset = pk.charset.value !== 'unknown' ? (pk.charset.value ?? undefined) : undefined;
