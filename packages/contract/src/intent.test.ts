@@ -9,6 +9,7 @@ import {
   canonicalDecimal,
   describeNormalization,
   differingPaths,
+  intentOf,
   normalizeIntent,
   normalizeParams,
   pickIntent,
@@ -63,6 +64,28 @@ describe('normalisation steps (issue 16)', () => {
     });
     const count = [{ field: 'lines.length', steps: ['canonical-number'] as const }];
     expect(normalizeParams({ lines: [1.5] }, count)).toEqual({ lines: [1.5] });
+  });
+
+  it("an intent field whose path crosses an array is every item's value, in order (as a rule on such a path reads it)", () => {
+    const params = {
+      lines: [
+        { ref: 'a', qty: 1 },
+        { ref: 'b', qty: 2 },
+      ],
+    };
+    expect(pickIntent(params, ['lines.ref'])).toEqual({ 'lines.ref': ['a', 'b'] });
+    expect(pickIntent(params, ['lines.1.ref'])).toEqual({ 'lines.1.ref': 'b' });
+    const rules = [{ field: 'lines.ref', steps: ['trim'] as const }];
+    const idOf = (...refs: string[]) =>
+      businessOperationId(
+        'a.b',
+        intentOf({ lines: refs.map((ref) => ({ ref })) }, { intentFields: ['lines.ref'], normalize: rules }),
+      );
+    expect(idOf(' a ', 'b')).toBe(idOf('a', 'b'));
+    expect(idOf('b', 'a')).not.toBe(idOf('a', 'b'));
+    expect(() => pickIntent({ lines: [{ ref: 'a' }, {}] }, ['lines.ref'])).toThrow(
+      /lines.ref.*missing from params|missing from params/,
+    );
   });
 
   it('an own __proto__ key under a normalised field stays part of the intent: two intents that differ in it keep two ids', () => {

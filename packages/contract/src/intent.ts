@@ -7,6 +7,8 @@ import { asBusinessOperationId, type BusinessOperationId } from './ids.js';
 const OPERATION_PATTERN = /^[A-Za-z][A-Za-z0-9_-]*(\.[A-Za-z][A-Za-z0-9_-]*)*$/;
 
 const badIntent = (why: string) => new InvalidIntentError('', why);
+/** A path part that names an array item by its index (`lines.0`); any other part crosses every item. */
+const INDEX = /^(0|[1-9]\d*)$/;
 
 /** `<operation>:<32 hex of SHA-256 of the canonical intent>`; never from an LLM tool-call id or a run id. */
 export function businessOperationId(operation: string, intent: Record<string, unknown>): BusinessOperationId {
@@ -42,17 +44,21 @@ function put(out: Record<string, unknown>, key: string, value: unknown): void {
 /** A missing intent field is an error: it would fold distinct intents into one operation. */
 export function pickIntent(params: unknown, fields: readonly string[]): Record<string, unknown> {
   const out: Record<string, unknown> = {};
-  for (const field of fields) {
-    let cur: unknown = params;
-    for (const part of field.split('.')) {
-      if (typeof cur !== 'object' || cur === null || !Object.hasOwn(cur, part))
-        throw new InvalidIntentError(field, 'declared intent field is missing from params');
-      cur = (cur as Record<string, unknown>)[part];
-    }
-    if (cur === undefined) throw new InvalidIntentError(field, 'declared intent field is undefined');
-    put(out, field, cur);
-  }
+  for (const field of fields) put(out, field, readAt(params, field.split('.'), field));
   return out;
+}
+
+/** The value at a path; one that crosses an array is every item's, in order (as a rule on that path reads it). */
+function readAt(cur: unknown, parts: readonly string[], field: string): unknown {
+  if (parts.length === 0) {
+    if (cur === undefined) throw new InvalidIntentError(field, 'declared intent field is undefined');
+    return cur;
+  }
+  const [part, ...rest] = parts as [string, ...string[]];
+  if (Array.isArray(cur) && !INDEX.test(part)) return cur.map((item) => readAt(item, parts, field));
+  if (typeof cur !== 'object' || cur === null || !Object.hasOwn(cur, part))
+    throw new InvalidIntentError(field, 'declared intent field is missing from params');
+  return readAt((cur as Record<string, unknown>)[part], rest, field);
 }
 
 /** The intent of these params as a card reads it: its intent fields, picked, in normal form (what the id digests). */
@@ -195,8 +201,6 @@ export function normalizeParams(params: unknown, rules: readonly ParamsRule[]): 
   }));
   return normalizeAt(params, paths);
 }
-
-const INDEX = /^(0|[1-9]\d*)$/;
 
 /**
  * In place; a path that is not there is skipped. A path crosses an array at every item (`lines.ref` is each line's
