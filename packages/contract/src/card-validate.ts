@@ -2,7 +2,7 @@ import type { JsonSchema as Schema } from './adapter.js';
 import { CARD_VALUES, type RetrySafetyCard, UNKNOWN } from './card.js';
 import { CardValidationError, type FieldError } from './errors.js';
 import { charsetPattern } from './ids.js';
-import { MERGING_STEPS, NORMALIZATION_STEPS } from './intent.js';
+import { MERGING_STEPS, NORMALIZATION_STEPS, operationNameProblem } from './intent.js';
 import { join, type SchemaWording, schemaProblems } from './schema-problems.js';
 
 export type CardProblem = FieldError;
@@ -235,6 +235,9 @@ function checkBeyondSchema(card: Record<string, unknown>, problems: CardProblem[
   const { operation, provider, unverified } = card;
   if (typeof operation === 'string' && typeof provider === 'string' && !operation.startsWith(`${provider}.`))
     problems.push({ path: 'operation', message: `must start with the provider name "${provider}."` });
+  // Every id derived for the operation starts with its name.
+  const named = typeof operation === 'string' ? operationNameProblem(operation) : null;
+  if (named) problems.push({ path: 'operation', message: named });
   if (Array.isArray(unverified)) {
     const listed = new Set(unverified.map((u: { field?: unknown } | null) => u?.field));
     for (const path of unknowns.filter((p) => !listed.has(p)))
@@ -314,7 +317,7 @@ export function cardJsonSchema(): Readonly<Record<string, unknown>> {
     $id: CARD_SCHEMA_ID,
     title: `retrysafe retry safety card, version ${CARD_SCHEMA_VERSION}`,
     description:
-      'What one provider operation guarantees about re-sends, as data. Every field is required; a provider fact may be "unknown" (listed in unverified[] with its source), and the runner then does not rely on it. Also checked by validateCard: every unknown fact is listed in unverified[], operation starts with "<provider>.", providerKey.charset is the body of a character class, and field paths are dot paths (lines.0.ref for one item, lines.ref for every item; no [i]).',
+      'What one provider operation guarantees about re-sends, as data. Every field is required; a provider fact may be "unknown" (listed in unverified[] with its source), and the runner then does not rely on it. Also checked by validateCard: every unknown fact is listed in unverified[], operation starts with "<provider>." and is dotted identifiers of at most 167 characters, providerKey.charset is the body of a character class, and field paths are dot paths (lines.0.ref for one item, lines.ref for every item; no [i]).',
     ...CARD,
     properties: {
       $schema: { type: 'string', description: 'the schema this card follows (for editors); ignored by the loader' },

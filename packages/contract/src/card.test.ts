@@ -112,6 +112,21 @@ describe('validateCard', () => {
       expect(validateCard(withCharset(value)).problems, JSON.stringify(value)).toEqual([]);
   });
 
+  it('refuses an operation name no business-operation id can start with: every derived id would be refused', () => {
+    const named = (provider: string, operation: string) => ({ ...sampleCard, provider, operation });
+    for (const [provider, operation] of [
+      ['example', 'example.orders create'],
+      ['example', 'example.1st'],
+      ['ex ample', 'ex ample.orders'],
+      ['example', `example.${'o'.repeat(170)}`],
+    ])
+      expect(
+        validateCard(named(provider!, operation!)).problems.map((p) => p.path),
+        operation,
+      ).toContain('operation');
+    expect(validateCard(named('acme-orders', 'acme-orders.orders.create_v2')).problems).toEqual([]);
+  });
+
   it('round-trips through JSON unchanged', () => {
     const json = renderCard(sampleCard, 'json');
     const back = JSON.parse(json) as RetrySafetyCard;

@@ -10,6 +10,14 @@ const badIntent = (why: string) => new InvalidIntentError('', why);
 /** A path part that names an array item by its index (`lines.0`); any other part crosses every item. */
 const INDEX = /^(0|[1-9]\d*)$/;
 
+/** Why no business-operation id can start with `operation` (`<operation>:` + 32 hex, at most 200 characters), or null. */
+export function operationNameProblem(operation: string): string | null {
+  if (typeof operation !== 'string' || !OPERATION_PATTERN.test(operation))
+    return 'expected dotted identifiers such as stripe.paymentIntents.create';
+  if (operation.length > 167) return 'longer than 167 characters: its ids would pass the 200 an id may have';
+  return null;
+}
+
 /** `<operation>:<32 hex of SHA-256 of the canonical intent>`; never from an LLM tool-call id or a run id. */
 export function businessOperationId(operation: string, intent: Record<string, unknown>): BusinessOperationId {
   return intentIdentity(operation, intent).id;
@@ -17,12 +25,8 @@ export function businessOperationId(operation: string, intent: Record<string, un
 
 /** The derived id and the intent's fingerprint: one digest for both. */
 export function intentIdentity(operation: string, intent: Record<string, unknown>) {
-  if (!OPERATION_PATTERN.test(operation))
-    throw new InvalidIdError(
-      'operation name',
-      operation,
-      'expected dotted identifiers such as stripe.paymentIntents.create',
-    );
+  const problem = operationNameProblem(operation);
+  if (problem) throw new InvalidIdError('operation name', operation, problem);
   if (typeof intent !== 'object' || intent === null || Array.isArray(intent))
     throw badIntent('intent must be a plain object of the declared intent fields');
   if (Object.keys(intent).length === 0)
