@@ -83,7 +83,8 @@ export function providerFromCard(card: RetrySafetyCard, stand: { unknownLateAppl
     consistencyDelayMs: delay === 'unknown' ? stand.unknownDelayMs : delay === null ? 0 : durationMs(delay),
     lateApplyMs: typeof late === 'string' && late !== 'unknown' ? durationMs(late) : stand.unknownLateApplyMs,
     async: card.sideEffect.kind.value === 'async-job',
-    storesErrors: card.storedResult.includesErrors.value === true && folds,
+    // Unknown is the worst case: a 500 may be stored under the key.
+    storesErrors: card.storedResult.includesErrors.value !== false && folds,
     lookup: m === 'none' || m === 'unknown' ? ('none' as const) : m === 'resend-same-key' ? m : ('read' as const),
   };
 }

@@ -146,3 +146,24 @@ describe('explorer options', () => {
     expect(() => explore({ ...base, workers: 3 as never })).toThrow(/workers/);
   });
 });
+
+describe('an unknown fact is explored as its worst case', () => {
+  it('storedResult.includesErrors unknown: the provider may store a 500 under the key, as with true', () => {
+    const base = sandboxCreateCard(REPLAYING_BEHAVIOUR);
+    const withErrors = (value: boolean | 'unknown') =>
+      ({
+        ...base,
+        storedResult: { ...base.storedResult, includesErrors: { value, source: 'test' } },
+        unverified: [...base.unverified, { field: 'storedResult.includesErrors', condition: 'test', source: 'test' }],
+      }) as typeof base;
+    const world = {
+      fates: ['delivered', 'stored-error-applied', 'stored-error-not-applied'],
+      workers: 1,
+      maxCrashes: 0,
+    } as const;
+    const states = (value: boolean | 'unknown') => explore({ card: withErrors(value), ...world }).states;
+    expect(states(true)).toBeGreaterThan(states(false));
+    // the runner decides differently for true and unknown, so their counts differ; both explore the stored 500s
+    expect(states('unknown')).toBeGreaterThan(states(false));
+  });
+});
