@@ -124,6 +124,13 @@ describe('createHttpAdapter: declarations are checked against the card', () => {
       unverified: [...card.unverified, { field: 'providerKey.travels', condition: 'x', source: 'x' }],
     } as RetrySafetyCard;
     expect(() => createHttpAdapter(withOp({ ...spec, card: c }))).toThrow(/travels is unknown/);
+    // as the refusal advises, it is built with key { travels: 'none' }
+    expect(
+      createHttpAdapter(withOp({ ...spec, card: c, key: { travels: 'none' } })).deriveProviderKey(
+        'orders.create',
+        asBusinessOperationId('o-1'),
+      ),
+    ).toBeNull();
   });
 
   it('unknown operation ⇒ UnknownOperationError; lookup "none" ⇒ UnsupportedCapabilityError (never a silent no-op)', async () => {
