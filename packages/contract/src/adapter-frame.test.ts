@@ -220,7 +220,7 @@ describe('defineAdapter', () => {
       ...sampleCard,
       providerKey: { ...sampleCard.providerKey, travels: fact('unknown', 'x') },
       unverified: [...sampleCard.unverified, { field: 'providerKey.travels', condition: 'x', source: 'x' }],
-    } as RetrySafetyCard;
+    } as unknown as RetrySafetyCard;
     const { adapter, calls } = framed({ card: unknownTravel, keyRule: null });
     expect(adapter.deriveProviderKey('orders.create', id)).toBeNull();
     await adapter.doExecute('orders.create', valid, ctx());
