@@ -1,5 +1,7 @@
 import type { JsonSchema as Schema } from './adapter.js';
 import { CARD_VALUES, type RetrySafetyCard, UNKNOWN } from './card.js';
+import { budgetProblems } from './card-rules.js';
+import { durationMs, isDuration } from './duration.js';
 import { CardValidationError, type FieldError } from './errors.js';
 import { charsetPattern } from './ids.js';
 import { MERGING_STEPS, NORMALIZATION_STEPS, operationNameProblem } from './intent.js';
@@ -252,6 +254,7 @@ function checkBeyondSchema(card: Record<string, unknown>, problems: CardProblem[
       path: 'providerKey.charset.value',
       message: 'expected the body of a character class, e.g. A-Za-z0-9_- (ranges in order, not negated, ] escaped)',
     });
+  checkBudget(card, problems);
   const bo = (card.businessOperationId ?? {}) as { intentFields?: unknown; normalize?: unknown };
   const intentFields: unknown[] = Array.isArray(bo.intentFields) ? bo.intentFields : [];
   for (const [i, f] of intentFields.entries())
@@ -269,6 +272,20 @@ function checkBeyondSchema(card: Record<string, unknown>, problems: CardProblem[
     if (r.compare === 'normalized' && !hasSteps(r.steps))
       problems.push({ path: `${p}.steps`, message: `a normalized comparison lists its steps: ${STEPS}` });
   });
+}
+
+const BUDGET_PATHS = { maxElapsedMs: 'limits.maxElapsed', capMs: 'backoff.cap' } as const;
+
+/** The runner's policy starts from the card's backoff and limits: the card must not ask for one it refuses. */
+function checkBudget(card: Record<string, unknown>, problems: CardProblem[]): void {
+  const { backoff, limits } = card as {
+    backoff?: { base?: unknown; cap?: unknown };
+    limits?: { maxElapsed?: unknown };
+  };
+  const [base, cap, maxElapsed] = [backoff?.base, backoff?.cap, limits?.maxElapsed];
+  if (!isDuration(base) || !isDuration(cap) || !isDuration(maxElapsed)) return; // the schema reports those
+  const budget = { baseMs: durationMs(base), capMs: durationMs(cap), maxElapsedMs: durationMs(maxElapsed) };
+  for (const { field, why } of budgetProblems(budget)) problems.push({ path: BUDGET_PATHS[field], message: why });
 }
 
 /** The card deep-frozen, or a CardValidationError listing every problem. */

@@ -127,6 +127,18 @@ describe('validateCard', () => {
     expect(validateCard(named('acme-orders', 'acme-orders.orders.create_v2')).problems).toEqual([]);
   });
 
+  it('refuses a backoff cap below its base, or no time to run at all: the runner could use neither', () => {
+    const paths = (backoff: object, limits: object) =>
+      validateCard({
+        ...sampleCard,
+        backoff: { ...sampleCard.backoff, ...backoff },
+        limits: { ...sampleCard.limits, ...limits },
+      }).problems.map((p) => p.path);
+    expect(paths({ base: '2s', cap: '1s' }, {})).toEqual(['backoff.cap']);
+    expect(paths({}, { maxElapsed: '0s' })).toEqual(['limits.maxElapsed']);
+    expect(paths({ base: '1s', cap: '1s' }, { maxElapsed: '0.5ms' })).toEqual([]);
+  });
+
   it('round-trips through JSON unchanged', () => {
     const json = renderCard(sampleCard, 'json');
     const back = JSON.parse(json) as RetrySafetyCard;

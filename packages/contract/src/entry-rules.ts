@@ -4,6 +4,7 @@
 export {
   absenceProvenFrom,
   agentIdempotentHint,
+  budgetProblems,
   cardMargin,
   completionRecoverable,
   DEFAULT_CLOCK_SKEW_MARGIN,
