@@ -268,7 +268,14 @@ function checkBeyondSchema(card: Record<string, unknown>, problems: CardProblem[
       problems.push({ path: `${p}.steps`, message: `expected ${STEPS}` });
   });
   eachRule(card.paramComparison, 'paramComparison', (r, p) => {
-    if (!isDotPath(r.field)) problems.push({ path: `${p}.field`, message: PATH });
+    const { field } = r;
+    if (!isDotPath(field)) problems.push({ path: `${p}.field`, message: PATH });
+    // The comparison applies the intent's own rules after these, so such a rule could not hold.
+    else if (typeof field === 'string' && intentFields.some((f) => field === f || field.startsWith(`${f}.`)))
+      problems.push({
+        path: `${p}.field`,
+        message: 'is (or is beneath) an intent field: intent fields are compared by businessOperationId.normalize',
+      });
     if (r.compare === 'normalized' && !hasSteps(r.steps))
       problems.push({ path: `${p}.steps`, message: `a normalized comparison lists its steps: ${STEPS}` });
   });

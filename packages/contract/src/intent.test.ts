@@ -270,6 +270,17 @@ describe('the optional card sections (issue 16)', () => {
     });
   });
 
+  it('refuses a paramComparison rule at or beneath an intent field: intent fields are compared as their id reads them', () => {
+    const problems = (c: RetrySafetyCard) => validateCard(c).problems.map((p) => p.path);
+    const exact = (f: string) => ({ paramComparison: [{ field: f, compare: 'exact', source: 's' }] });
+    const bo = { intentFields: ['ref', 'customer.id'] };
+    expect(problems(withBo(bo, exact('ref')))).toEqual(['paramComparison[0].field']);
+    expect(problems(withBo(bo, exact('ref.part')))).toEqual(['paramComparison[0].field']);
+    expect(problems(withBo(bo, exact('customer.id')))).toEqual(['paramComparison[0].field']);
+    for (const f of ['note', 'customer', 'customer.name', 'refs'])
+      expect(problems(withBo(bo, exact(f))), f).toEqual([]);
+  });
+
   it('refuses a step that can merge distinct values (nfkc, case, inner white space, numbers) without the provider’s https evidence', () => {
     const problems = (c: RetrySafetyCard) => validateCard(c).problems.map((p) => p.path);
     for (const step of ['nfkc', 'case-fold', 'collapse-whitespace', 'canonical-number']) {

@@ -140,8 +140,6 @@ describe('an exact comparison beneath a normalised one', () => {
       paramComparison: [
         { field: 'meta', compare: 'normalized', steps: ['trim'], source: 'test: free text, white space ignored' },
         { field: 'meta.code', compare: 'exact', source: 'test: the provider keeps codes apart' },
-        // an intent field stays compared by its normalisation
-        { field: 'ref', compare: 'exact', source: 'test: an exact rule on an intent field' },
       ],
     });
     await runner.run(a, OP, { params: { ref: 'o-1', meta: { note: 'door', code: 'A' } } });
