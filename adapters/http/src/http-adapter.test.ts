@@ -186,6 +186,20 @@ describe('createHttpAdapter: declarations are checked against the card', () => {
     });
   });
 
+  it('a precondition param that is a nested intent field (version.etag) is refused: the request reads a top-level param', () => {
+    const docs = etagDocumentsUpdate('acme-docs');
+    const bo = { ...docs.card.businessOperationId, intentFields: ['id', 'version.etag', 'title', 'body'] };
+    const nested: HttpOperationSpec = {
+      ...docs,
+      card: { ...docs.card, businessOperationId: bo },
+      precondition: { ...docs.precondition!, param: 'version.etag' },
+    };
+    const build = () =>
+      createHttpAdapter({ ...base, provider: 'acme-docs', operations: { 'documents.update': nested } });
+    expect(build).toThrow(AdapterConfigurationError);
+    expect(build).toThrow(/precondition.param version.etag/);
+  });
+
   it('a precondition operation never sends without its precondition value (rejected, nothing sent: never a throw the runner would read as unknown)', async () => {
     const a = createHttpAdapter({
       ...base,

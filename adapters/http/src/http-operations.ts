@@ -187,6 +187,9 @@ export function buildOperation(provider: string, name: string, spec: HttpOperati
     fail(
       `precondition.param ${pc.param} must be one of the card's intent fields, so every re-send carries the same precondition`,
     );
+  // The request, its checks, the default body and the lookup read the precondition as a top-level param.
+  if (pc?.param.includes('.'))
+    fail(`precondition.param ${pc.param} must be a top-level param (the request reads params[${pc.param}])`);
   if (spec.errors.createdPath !== undefined && card.sideEffect.rejectionMayCreate?.value !== true)
     fail(
       'errors.createdPath names what a rejection created: the card must say so (sideEffect.rejectionMayCreate true), so the drill checks it',
