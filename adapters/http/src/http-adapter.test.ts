@@ -57,6 +57,22 @@ describe('createHttpAdapter: declarations are checked against the card', () => {
       /card.providerKey.name/,
     ],
     [
+      'the key in a body field spelt in another case than the card (a body field or query name is case-sensitive)',
+      withOp({
+        ...spec,
+        card: {
+          ...card,
+          providerKey: {
+            ...card.providerKey,
+            travels: { value: 'body', source: 'test' },
+            name: { value: 'clientToken', source: 'test' },
+          },
+        },
+        key: { travels: 'body', name: 'ClientToken', rule: { maxLength: 64 } },
+      }),
+      /card.providerKey.name/,
+    ],
+    [
       'the key in the body while the card says header',
       withOp({ ...spec, key: { travels: 'body', name: 'Idempotency-Key', rule: { maxLength: 64 } } }),
       /card.providerKey.travels says header/,
@@ -108,6 +124,13 @@ describe('createHttpAdapter: declarations are checked against the card', () => {
       unverified: [...card.unverified, { field: 'providerKey.travels', condition: 'x', source: 'x' }],
     } as RetrySafetyCard;
     expect(() => createHttpAdapter(withOp({ ...spec, card: c }))).toThrow(/travels is unknown/);
+    // as the refusal advises, it is built with key { travels: 'none' }
+    expect(
+      createHttpAdapter(withOp({ ...spec, card: c, key: { travels: 'none' } })).deriveProviderKey(
+        'orders.create',
+        asBusinessOperationId('o-1'),
+      ),
+    ).toBeNull();
   });
 
   it('unknown operation ⇒ UnknownOperationError; lookup "none" ⇒ UnsupportedCapabilityError (never a silent no-op)', async () => {
@@ -161,6 +184,20 @@ describe('createHttpAdapter: declarations are checked against the card', () => {
       reason: 'validation',
       fields: [{ path: 'etag', message: expect.stringMatching(/precondition value/) }],
     });
+  });
+
+  it('a precondition param that is a nested intent field (version.etag) is refused: the request reads a top-level param', () => {
+    const docs = etagDocumentsUpdate('acme-docs');
+    const bo = { ...docs.card.businessOperationId, intentFields: ['id', 'version.etag', 'title', 'body'] };
+    const nested: HttpOperationSpec = {
+      ...docs,
+      card: { ...docs.card, businessOperationId: bo },
+      precondition: { ...docs.precondition!, param: 'version.etag' },
+    };
+    const build = () =>
+      createHttpAdapter({ ...base, provider: 'acme-docs', operations: { 'documents.update': nested } });
+    expect(build).toThrow(AdapterConfigurationError);
+    expect(build).toThrow(/precondition.param version.etag/);
   });
 
   it('a precondition operation never sends without its precondition value (rejected, nothing sent: never a throw the runner would read as unknown)', async () => {

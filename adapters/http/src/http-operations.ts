@@ -187,6 +187,9 @@ export function buildOperation(provider: string, name: string, spec: HttpOperati
     fail(
       `precondition.param ${pc.param} must be one of the card's intent fields, so every re-send carries the same precondition`,
     );
+  // The request, its checks, the default body and the lookup read the precondition as a top-level param.
+  if (pc?.param.includes('.'))
+    fail(`precondition.param ${pc.param} must be a top-level param (the request reads params[${pc.param}])`);
   if (spec.errors.createdPath !== undefined && card.sideEffect.rejectionMayCreate?.value !== true)
     fail(
       'errors.createdPath names what a rejection created: the card must say so (sideEffect.rejectionMayCreate true), so the drill checks it',
@@ -221,7 +224,9 @@ function keyRuleOf(
     );
   if (k.travels === 'none') return null;
   const cardName = pk.name.value;
-  if (cardName !== 'unknown' && (cardName ?? '').toLowerCase() !== k.name.toLowerCase())
+  // A header name is case-insensitive; a body field or query parameter is not.
+  const spelt = (name: string) => (k.travels === 'header' ? name.toLowerCase() : name);
+  if (cardName !== 'unknown' && spelt(cardName ?? '') !== spelt(k.name))
     fail(`key name ${k.name} but card.providerKey.name says ${String(cardName)}`);
   const cardMax = typeof pk.maxLength.value === 'number' ? pk.maxLength.value : undefined;
   const cardCharset = pk.charset.value !== 'unknown' ? (pk.charset.value ?? undefined) : undefined;

@@ -215,6 +215,20 @@ describe('defineAdapter', () => {
     await expect(adapter.doLookup('orders.create', lctx())).rejects.toThrow(UnsupportedCapabilityError);
   });
 
+  it('a card that does not know whether a key travels (unknown) is built without a key rule, and sends none', async () => {
+    const unknownTravel = {
+      ...sampleCard,
+      providerKey: { ...sampleCard.providerKey, travels: fact('unknown', 'x') },
+      unverified: [...sampleCard.unverified, { field: 'providerKey.travels', condition: 'x', source: 'x' }],
+    } as unknown as RetrySafetyCard;
+    const { adapter, calls } = framed({ card: unknownTravel, keyRule: null });
+    expect(adapter.deriveProviderKey('orders.create', id)).toBeNull();
+    await adapter.doExecute('orders.create', valid, ctx());
+    expect(calls[0]!.providerKey).toBeNull();
+    // and never with one: a key cannot be sent where the card does not know it travels
+    expect(() => framed({ card: unknownTravel })).toThrow(/travels is unknown/);
+  });
+
   it.each([
     [
       'a card for another operation',

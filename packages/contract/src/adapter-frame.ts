@@ -106,10 +106,12 @@ function checkDefinition(provider: string, operations: Readonly<Record<string, F
       bad(`its card is for ${JSON.stringify(card.operation)}, expected "${provider}.${name}"`);
     if (typeof op.paramsSchema !== 'object' || op.paramsSchema === null)
       bad('paramsSchema must be a JSON Schema object');
-    // The adapter sends a key exactly when the card says one travels, within the card's length.
+    // The adapter sends a key exactly when the card knows one travels (never where it is unknown), within its length.
     const travels = card.providerKey.travels.value;
     if (travels === 'none' && keyRule !== null) bad('the card says no key travels but the adapter declares a key rule');
-    if (travels !== 'none' && keyRule === null)
+    if (travels === 'unknown' && keyRule !== null)
+      bad("the card's providerKey.travels is unknown: a key cannot be sent where the card does not know it travels");
+    if (travels !== 'none' && travels !== 'unknown' && keyRule === null)
       bad(`the card says a key travels (${travels}) but the adapter declares no key rule`);
     const max = card.providerKey.maxLength.value;
     if (keyRule && typeof max === 'number' && keyRule.maxLength > max)

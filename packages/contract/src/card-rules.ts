@@ -10,6 +10,14 @@ export function cardMargin(card: RetrySafetyCard): number {
   return durationMs(card.limits.clockSkewMargin ?? DEFAULT_CLOCK_SKEW_MARGIN);
 }
 
+/** What leaves the runner no usable backoff or time, from a card's or a policy's numbers, each with its policy field. */
+export function budgetProblems(p: { readonly maxElapsedMs: number; readonly baseMs: number; readonly capMs: number }) {
+  const out: { readonly field: 'maxElapsedMs' | 'capMs'; readonly why: string }[] = [];
+  if (!(p.maxElapsedMs > 0)) out.push({ field: 'maxElapsedMs', why: 'must be greater than 0' });
+  if (p.capMs < p.baseMs) out.push({ field: 'capMs', why: `cap (${p.capMs}) is below base (${p.baseMs})` });
+  return out;
+}
+
 /** A same-key re-send counts as a lookup. */
 export function lookupAvailable(card: RetrySafetyCard): boolean {
   const m = card.lookup.method.value;

@@ -1,8 +1,10 @@
 import type { JsonSchema as Schema } from './adapter.js';
 import { CARD_VALUES, type RetrySafetyCard, UNKNOWN } from './card.js';
+import { budgetProblems } from './card-rules.js';
+import { durationMs, isDuration } from './duration.js';
 import { CardValidationError, type FieldError } from './errors.js';
 import { charsetPattern } from './ids.js';
-import { MERGING_STEPS, NORMALIZATION_STEPS } from './intent.js';
+import { MERGING_STEPS, NORMALIZATION_STEPS, operationNameProblem } from './intent.js';
 import { join, type SchemaWording, schemaProblems } from './schema-problems.js';
 
 export type CardProblem = FieldError;
@@ -207,11 +209,19 @@ function isClassBody(body: string): boolean {
   }
 }
 
+const PATH = 'expected a dot path such as lines.0.ref (one item) or lines.ref (every item), without [i] or empty parts';
+/** A field path as pickIntent and the normalisation read it: names joined by dots, an item by its index (`lines.0`). */
+const isDotPath = (path: unknown) =>
+  typeof path !== 'string' || path.split('.').every((part) => part !== '' && !/\[\d*\]/.test(part));
+
 /** What the schema cannot say: the operation's prefix, unknown facts listed, a key charset, rules under intent fields. */
 function checkBeyondSchema(card: Record<string, unknown>, problems: CardProblem[], unknowns: string[]): void {
   const { operation, provider, unverified } = card;
   if (typeof operation === 'string' && typeof provider === 'string' && !operation.startsWith(`${provider}.`))
     problems.push({ path: 'operation', message: `must start with the provider name "${provider}."` });
+  // Every id derived for the operation starts with its name.
+  const named = typeof operation === 'string' ? operationNameProblem(operation) : null;
+  if (named) problems.push({ path: 'operation', message: named });
   if (Array.isArray(unverified)) {
     const listed = new Set(unverified.map((u: { field?: unknown } | null) => u?.field));
     for (const path of unknowns.filter((p) => !listed.has(p)))
@@ -226,19 +236,45 @@ function checkBeyondSchema(card: Record<string, unknown>, problems: CardProblem[
       path: 'providerKey.charset.value',
       message: 'expected the body of a character class, e.g. A-Za-z0-9_- (ranges in order, not negated, ] escaped)',
     });
+  checkBudget(card, problems);
   const bo = (card.businessOperationId ?? {}) as { intentFields?: unknown; normalize?: unknown };
   const intentFields: unknown[] = Array.isArray(bo.intentFields) ? bo.intentFields : [];
+  for (const [i, f] of intentFields.entries())
+    if (!isDotPath(f)) problems.push({ path: `businessOperationId.intentFields[${i}]`, message: PATH });
   eachRule(bo.normalize, 'businessOperationId.normalize', (r, p) => {
     const { field } = r;
-    if (typeof field === 'string' && !intentFields.some((f) => field === f || field.startsWith(`${f}.`)))
+    if (!isDotPath(field)) problems.push({ path: `${p}.field`, message: PATH });
+    else if (typeof field === 'string' && !intentFields.some((f) => field === f || field.startsWith(`${f}.`)))
       problems.push({ path: `${p}.field`, message: 'expected one of the intent fields (or a path beneath one)' });
     if (Array.isArray(r.steps) && !hasSteps(r.steps))
       problems.push({ path: `${p}.steps`, message: `expected ${STEPS}` });
   });
   eachRule(card.paramComparison, 'paramComparison', (r, p) => {
+    const { field } = r;
+    if (!isDotPath(field)) problems.push({ path: `${p}.field`, message: PATH });
+    // The comparison applies the intent's own rules after these, so such a rule could not hold.
+    else if (typeof field === 'string' && intentFields.some((f) => field === f || field.startsWith(`${f}.`)))
+      problems.push({
+        path: `${p}.field`,
+        message: 'is (or is beneath) an intent field: intent fields are compared by businessOperationId.normalize',
+      });
     if (r.compare === 'normalized' && !hasSteps(r.steps))
       problems.push({ path: `${p}.steps`, message: `a normalized comparison lists its steps: ${STEPS}` });
   });
+}
+
+const BUDGET_PATHS = { maxElapsedMs: 'limits.maxElapsed', capMs: 'backoff.cap' } as const;
+
+/** The runner's policy starts from the card's backoff and limits: the card must not ask for one it refuses. */
+function checkBudget(card: Record<string, unknown>, problems: CardProblem[]): void {
+  const { backoff, limits } = card as {
+    backoff?: { base?: unknown; cap?: unknown };
+    limits?: { maxElapsed?: unknown };
+  };
+  const [base, cap, maxElapsed] = [backoff?.base, backoff?.cap, limits?.maxElapsed];
+  if (!isDuration(base) || !isDuration(cap) || !isDuration(maxElapsed)) return; // the schema reports those
+  const budget = { baseMs: durationMs(base), capMs: durationMs(cap), maxElapsedMs: durationMs(maxElapsed) };
+  for (const { field, why } of budgetProblems(budget)) problems.push({ path: BUDGET_PATHS[field], message: why });
 }
 
 /** The card deep-frozen, or a CardValidationError listing every problem. */
@@ -287,7 +323,7 @@ export function cardJsonSchema(): Readonly<Record<string, unknown>> {
     $id: CARD_SCHEMA_ID,
     title: `retrysafe retry safety card, version ${CARD_SCHEMA_VERSION}`,
     description:
-      'What one provider operation guarantees about re-sends, as data. Every field is required; a provider fact may be "unknown" (listed in unverified[] with its source), and the runner then does not rely on it. Also checked by validateCard: every unknown fact is listed in unverified[], operation starts with "<provider>.", and providerKey.charset is the body of a character class.',
+      'What one provider operation guarantees about re-sends, as data. Every field is required; a provider fact may be "unknown" (listed in unverified[] with its source), and the runner then does not rely on it. Also checked by validateCard: every unknown fact is listed in unverified[], operation starts with "<provider>." and is dotted identifiers of at most 167 characters, providerKey.charset is the body of a character class, and field paths are dot paths (lines.0.ref for one item, lines.ref for every item; no [i]).',
     ...CARD,
     properties: {
       $schema: { type: 'string', description: 'the schema this card follows (for editors); ignored by the loader' },

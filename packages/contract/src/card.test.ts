@@ -112,6 +112,33 @@ describe('validateCard', () => {
       expect(validateCard(withCharset(value)).problems, JSON.stringify(value)).toEqual([]);
   });
 
+  it('refuses an operation name no business-operation id can start with: every derived id would be refused', () => {
+    const named = (provider: string, operation: string) => ({ ...sampleCard, provider, operation });
+    for (const [provider, operation] of [
+      ['example', 'example.orders create'],
+      ['example', 'example.1st'],
+      ['ex ample', 'ex ample.orders'],
+      ['example', `example.${'o'.repeat(170)}`],
+    ])
+      expect(
+        validateCard(named(provider!, operation!)).problems.map((p) => p.path),
+        operation,
+      ).toContain('operation');
+    expect(validateCard(named('acme-orders', 'acme-orders.orders.create_v2')).problems).toEqual([]);
+  });
+
+  it('refuses a backoff cap below its base, or no time to run at all: the runner could use neither', () => {
+    const paths = (backoff: object, limits: object) =>
+      validateCard({
+        ...sampleCard,
+        backoff: { ...sampleCard.backoff, ...backoff },
+        limits: { ...sampleCard.limits, ...limits },
+      }).problems.map((p) => p.path);
+    expect(paths({ base: '2s', cap: '1s' }, {})).toEqual(['backoff.cap']);
+    expect(paths({}, { maxElapsed: '0s' })).toEqual(['limits.maxElapsed']);
+    expect(paths({ base: '1s', cap: '1s' }, { maxElapsed: '0.5ms' })).toEqual([]);
+  });
+
   it('round-trips through JSON unchanged', () => {
     const json = renderCard(sampleCard, 'json');
     const back = JSON.parse(json) as RetrySafetyCard;

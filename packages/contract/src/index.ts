@@ -21,7 +21,7 @@ export { RetrysafeError } from './error-class.js';
 export * from './errors.js';
 export * from './ids.js';
 export type { FieldNormalization, NormalizationStep, ParamComparison } from './intent.js';
-export { businessOperationId, pickIntent } from './intent.js';
+export { businessOperationId, intentOf, pickIntent } from './intent.js';
 export type * from './ledger.js';
 export * from './outcome.js';
 export type * from './receipt.js';

@@ -9,6 +9,7 @@ import {
   canonicalDecimal,
   describeNormalization,
   differingPaths,
+  intentOf,
   normalizeIntent,
   normalizeParams,
   pickIntent,
@@ -45,6 +46,46 @@ describe('normalisation steps (issue 16)', () => {
     expect(idOf('a@b.org')).not.toBe(idOf('a@b.com'));
     // a declared path that is not there leaves the intent as given
     expect(normalizeIntent({ customer: 'c-1' }, rules)).toEqual({ customer: 'c-1' });
+  });
+
+  it('a rule on a path that crosses an array applies to every item (or to the one item an index names): one intent keeps one id', () => {
+    const rules = [{ field: 'lines.ref', steps: ['trim', 'case-fold'] as const }];
+    const idOf = (...refs: string[]) =>
+      businessOperationId('a.b', normalizeIntent({ lines: refs.map((ref) => ({ ref, qty: ' 1 ' })) }, rules));
+    expect(idOf(' A-1 ', 'B-2 ')).toBe(idOf('a-1', 'b-2'));
+    expect(idOf('a-1', 'b-3')).not.toBe(idOf('a-1', 'b-2'));
+    expect(normalizeParams({ lines: [{ ref: ' A ', qty: ' 1 ' }] }, rules)).toEqual({
+      lines: [{ ref: 'a', qty: ' 1 ' }],
+    });
+    // an index names one item; `length` is not a value of the intent
+    const first = [{ field: 'lines.0.ref', steps: ['trim'] as const }];
+    expect(normalizeIntent({ lines: [{ ref: ' a ' }, { ref: ' b ' }] }, first)).toEqual({
+      lines: [{ ref: 'a' }, { ref: ' b ' }],
+    });
+    const count = [{ field: 'lines.length', steps: ['canonical-number'] as const }];
+    expect(normalizeParams({ lines: [1.5] }, count)).toEqual({ lines: [1.5] });
+  });
+
+  it("an intent field whose path crosses an array is every item's value, in order (as a rule on such a path reads it)", () => {
+    const params = {
+      lines: [
+        { ref: 'a', qty: 1 },
+        { ref: 'b', qty: 2 },
+      ],
+    };
+    expect(pickIntent(params, ['lines.ref'])).toEqual({ 'lines.ref': ['a', 'b'] });
+    expect(pickIntent(params, ['lines.1.ref'])).toEqual({ 'lines.1.ref': 'b' });
+    const rules = [{ field: 'lines.ref', steps: ['trim'] as const }];
+    const idOf = (...refs: string[]) =>
+      businessOperationId(
+        'a.b',
+        intentOf({ lines: refs.map((ref) => ({ ref })) }, { intentFields: ['lines.ref'], normalize: rules }),
+      );
+    expect(idOf(' a ', 'b')).toBe(idOf('a', 'b'));
+    expect(idOf('b', 'a')).not.toBe(idOf('a', 'b'));
+    expect(() => pickIntent({ lines: [{ ref: 'a' }, {}] }, ['lines.ref'])).toThrow(
+      /lines.ref.*missing from params|missing from params/,
+    );
   });
 
   it('an own __proto__ key under a normalised field stays part of the intent: two intents that differ in it keep two ids', () => {
@@ -210,6 +251,34 @@ describe('the optional card sections (issue 16)', () => {
         withBo({}, { storedResult: { ...base.storedResult, replayIndicator: { value: { header: '' }, source: 's' } } }),
       ),
     ).toContain('storedResult.replayIndicator.value');
+  });
+
+  it('refuses a path written with [i] or an empty part: the id and the comparison read only dot paths', () => {
+    const problems = (c: RetrySafetyCard) => validateCard(c).problems.map((p) => p.path);
+    const rule = { compare: 'normalized', steps: ['trim'], source: 's' };
+    expect(problems(withBo({}, { paramComparison: [{ field: 'lines.0.note', ...rule }] }))).toEqual([]);
+    for (const path of ['lines[0].note', 'lines[].note', 'meta..note', 'meta.', '.meta'])
+      expect(problems(withBo({}, { paramComparison: [{ field: path, ...rule }] }))).toEqual([
+        'paramComparison[0].field',
+      ]);
+    expect(problems(withBo({ intentFields: ['lines[0]'] }))).toEqual(['businessOperationId.intentFields[0]']);
+    const lines = { intentFields: ['lines'], normalize: [{ field: 'lines.[0]', steps: ['trim'], source: 's' }] };
+    expect(problems(withBo(lines))).toEqual(['businessOperationId.normalize[0].field']);
+    // normalizeParams reads `lines[0].note` as a key named "lines[0]": such a rule would change nothing
+    expect(normalizeParams({ lines: [{ note: ' a ' }] }, [{ field: 'lines[0].note', steps: ['trim'] }])).toEqual({
+      lines: [{ note: ' a ' }],
+    });
+  });
+
+  it('refuses a paramComparison rule at or beneath an intent field: intent fields are compared as their id reads them', () => {
+    const problems = (c: RetrySafetyCard) => validateCard(c).problems.map((p) => p.path);
+    const exact = (f: string) => ({ paramComparison: [{ field: f, compare: 'exact', source: 's' }] });
+    const bo = { intentFields: ['ref', 'customer.id'] };
+    expect(problems(withBo(bo, exact('ref')))).toEqual(['paramComparison[0].field']);
+    expect(problems(withBo(bo, exact('ref.part')))).toEqual(['paramComparison[0].field']);
+    expect(problems(withBo(bo, exact('customer.id')))).toEqual(['paramComparison[0].field']);
+    for (const f of ['note', 'customer', 'customer.name', 'refs'])
+      expect(problems(withBo(bo, exact(f))), f).toEqual([]);
   });
 
   it('refuses a step that can merge distinct values (nfkc, case, inner white space, numbers) without the provider’s https evidence', () => {

@@ -7,6 +7,16 @@ import { asBusinessOperationId, type BusinessOperationId } from './ids.js';
 const OPERATION_PATTERN = /^[A-Za-z][A-Za-z0-9_-]*(\.[A-Za-z][A-Za-z0-9_-]*)*$/;
 
 const badIntent = (why: string) => new InvalidIntentError('', why);
+/** A path part that names an array item by its index (`lines.0`); any other part crosses every item. */
+const INDEX = /^(0|[1-9]\d*)$/;
+
+/** Why no business-operation id can start with `operation` (`<operation>:` + 32 hex, at most 200 characters), or null. */
+export function operationNameProblem(operation: string): string | null {
+  if (typeof operation !== 'string' || !OPERATION_PATTERN.test(operation))
+    return 'expected dotted identifiers such as stripe.paymentIntents.create';
+  if (operation.length > 167) return 'longer than 167 characters: its ids would pass the 200 an id may have';
+  return null;
+}
 
 /** `<operation>:<32 hex of SHA-256 of the canonical intent>`; never from an LLM tool-call id or a run id. */
 export function businessOperationId(operation: string, intent: Record<string, unknown>): BusinessOperationId {
@@ -15,12 +25,8 @@ export function businessOperationId(operation: string, intent: Record<string, un
 
 /** The derived id and the intent's fingerprint: one digest for both. */
 export function intentIdentity(operation: string, intent: Record<string, unknown>) {
-  if (!OPERATION_PATTERN.test(operation))
-    throw new InvalidIdError(
-      'operation name',
-      operation,
-      'expected dotted identifiers such as stripe.paymentIntents.create',
-    );
+  const problem = operationNameProblem(operation);
+  if (problem) throw new InvalidIdError('operation name', operation, problem);
   if (typeof intent !== 'object' || intent === null || Array.isArray(intent))
     throw badIntent('intent must be a plain object of the declared intent fields');
   if (Object.keys(intent).length === 0)
@@ -42,17 +48,29 @@ function put(out: Record<string, unknown>, key: string, value: unknown): void {
 /** A missing intent field is an error: it would fold distinct intents into one operation. */
 export function pickIntent(params: unknown, fields: readonly string[]): Record<string, unknown> {
   const out: Record<string, unknown> = {};
-  for (const field of fields) {
-    let cur: unknown = params;
-    for (const part of field.split('.')) {
-      if (typeof cur !== 'object' || cur === null || !Object.hasOwn(cur, part))
-        throw new InvalidIntentError(field, 'declared intent field is missing from params');
-      cur = (cur as Record<string, unknown>)[part];
-    }
-    if (cur === undefined) throw new InvalidIntentError(field, 'declared intent field is undefined');
-    put(out, field, cur);
-  }
+  for (const field of fields) put(out, field, readAt(params, field.split('.'), field));
   return out;
+}
+
+/** The value at a path; one that crosses an array is every item's, in order (as a rule on that path reads it). */
+function readAt(cur: unknown, parts: readonly string[], field: string): unknown {
+  if (parts.length === 0) {
+    if (cur === undefined) throw new InvalidIntentError(field, 'declared intent field is undefined');
+    return cur;
+  }
+  const [part, ...rest] = parts as [string, ...string[]];
+  if (Array.isArray(cur) && !INDEX.test(part)) return cur.map((item) => readAt(item, parts, field));
+  if (typeof cur !== 'object' || cur === null || !Object.hasOwn(cur, part))
+    throw new InvalidIntentError(field, 'declared intent field is missing from params');
+  return readAt((cur as Record<string, unknown>)[part], rest, field);
+}
+
+/** The intent of these params as a card reads it: its intent fields, picked, in normal form (what the id digests). */
+export function intentOf(
+  params: unknown,
+  rule: { readonly intentFields: readonly string[]; readonly normalize?: Rules },
+): Record<string, unknown> {
+  return normalizeIntent(pickIntent(params, rule.intentFields), rule.normalize);
 }
 
 // Steps run in order on every string (and number, for `canonical-number`) at or below the declared path, for
@@ -138,12 +156,32 @@ function applySteps(value: unknown, steps: readonly NormalizationStep[]): unknow
 }
 
 type Rules = readonly Pick<FieldNormalization, 'field' | 'steps'>[];
+/** `steps` null: an `exact` comparison, which keeps its path as written even beneath a normalised one. */
+type PathRule = { readonly parts: readonly string[]; readonly steps: readonly NormalizationStep[] | null };
 
-/** Its own steps and those of every declared ancestor, outermost first. */
-function stepsFor(path: string, rules: Rules): NormalizationStep[] {
-  const out: NormalizationStep[] = [];
-  for (const r of rules) if (path === r.field || path.startsWith(r.field + '.')) out.push(...r.steps);
+/** One field's rules as paths into its value: a rule at or above it applies to all of it, one beneath at the rest. */
+function rulesWithin(field: string, rules: Rules): PathRule[] {
+  const out: PathRule[] = [];
+  for (const r of rules) {
+    if (field === r.field || field.startsWith(`${r.field}.`)) out.push({ parts: [], steps: r.steps });
+    else if (r.field.startsWith(`${field}.`))
+      out.push({ parts: r.field.slice(field.length + 1).split('.'), steps: r.steps });
+  }
   return out;
+}
+
+/** `value` in normal form: a deep copy when anything applies; rules outermost first, else in the order declared. */
+function normalizeAt(value: unknown, rules: readonly PathRule[]): unknown {
+  const active = rules.filter((r) => r.steps === null || r.steps.length > 0);
+  if (active.length === 0) return value;
+  const holder = { value: applySteps(value, []) }; // a deep copy
+  const outermostFirst = active
+    .map((r, i) => ({ r, i }))
+    .sort((a, b) => a.r.parts.length - b.r.parts.length || a.i - b.i);
+  for (const { r } of outermostFirst)
+    if (r.steps === null) restoreAt(holder, { value }, ['value', ...r.parts]);
+    else applyAt(holder, ['value', ...r.parts], r.steps);
+  return holder.value;
 }
 
 export function normalizeIntent(intent: Record<string, unknown>, rules: Rules | undefined): Record<string, unknown> {
@@ -151,32 +189,52 @@ export function normalizeIntent(intent: Record<string, unknown>, rules: Rules | 
   if (!rules || rules.length === 0 || typeof intent !== 'object' || intent === null || Array.isArray(intent))
     return intent;
   const out: Record<string, unknown> = {};
-  for (const [field, value] of Object.entries(intent)) {
-    const steps = stepsFor(field, rules);
-    // Rules on paths beneath the field (the card accepts them) apply to a copy, as normalizeParams does.
-    const beneath = rules.filter((r) => r.field.startsWith(`${field}.`) && r.steps.length > 0);
-    const normal = steps.length || beneath.length ? applySteps(value, steps) : value;
-    for (const r of beneath) applyAt(normal, r.field.slice(field.length + 1).split('.'), r.steps);
-    put(out, field, normal);
-  }
+  for (const [field, value] of Object.entries(intent)) put(out, field, normalizeAt(value, rulesWithin(field, rules)));
   return out;
 }
 
-/** Whole params in normal form for comparison: a deep copy when anything applies. */
-export function normalizeParams(params: unknown, rules: Rules): unknown {
-  if (rules.length === 0 || typeof params !== 'object' || params === null) return params;
-  const root = applySteps(params, []); // a deep copy
-  for (const rule of rules) if (rule.steps.length > 0) applyAt(root, rule.field.split('.'), rule.steps);
-  return root;
+/** A rule normalizeParams reads: an intent field's normalisation, or a paramComparison rule (`exact` or its steps). */
+export type ParamsRule = Pick<FieldNormalization, 'field'> & Partial<Pick<ParamComparison, 'steps' | 'compare'>>;
+
+/** Whole params in normal form for comparison, by the same rules as normalizeIntent: a deep copy when anything applies. */
+export function normalizeParams(params: unknown, rules: readonly ParamsRule[]): unknown {
+  if (typeof params !== 'object' || params === null) return params;
+  const paths = rules.map((r) => ({
+    parts: r.field.split('.'),
+    steps: r.compare === 'exact' ? null : (r.steps ?? []),
+  }));
+  return normalizeAt(params, paths);
 }
 
-/** In place; a path that is not there is skipped. */
+/**
+ * In place; a path that is not there is skipped. A path crosses an array at every item (`lines.ref` is each line's
+ * ref) unless it names an index (`lines.0.ref`), as the card's rule reads.
+ */
 function applyAt(holder: unknown, parts: readonly string[], steps: readonly NormalizationStep[]): void {
   const [part, ...rest] = parts as [string, ...string[]];
+  if (Array.isArray(holder) && !INDEX.test(part)) {
+    for (const item of holder) applyAt(item, parts, steps);
+    return;
+  }
   if (typeof holder !== 'object' || holder === null || !Object.hasOwn(holder, part)) return;
   const h = holder as Record<string, unknown>;
   if (rest.length === 0) h[part] = applySteps(h[part], steps);
   else applyAt(h[part], rest, steps);
+}
+
+/** Puts back (a copy of) what `original` holds along the path, in `copy`, its normalised copy. */
+function restoreAt(copy: unknown, original: unknown, parts: readonly string[]): void {
+  const [part, ...rest] = parts as [string, ...string[]];
+  if (typeof copy !== 'object' || copy === null || typeof original !== 'object' || original === null) return;
+  if (Array.isArray(copy) && !INDEX.test(part)) {
+    for (const [i, item] of copy.entries()) restoreAt(item, (original as unknown[])[i], parts);
+    return;
+  }
+  if (!Object.hasOwn(copy, part) || !Object.hasOwn(original, part)) return;
+  const c = copy as Record<string, unknown>;
+  const o = original as Record<string, unknown>;
+  if (rest.length === 0) c[part] = applySteps(o[part], []);
+  else restoreAt(c[part], o[part], rest);
 }
 
 /** The dot paths (`[i]` for items) where two JSON-like values differ as canonical JSON; never the values. */

@@ -1,9 +1,21 @@
 /** Time as the runner sees it (epoch ms). Injected so tests run on a virtual clock. */
 export type Clock = typeof systemClock;
 
+// setTimeout runs a longer delay after 1 ms; a card's durations (30d) can ask for more.
+const MAX_TIMER_MS = 2 ** 31 - 1;
+
+async function sleep(ms: number): Promise<void> {
+  let left = Math.max(0, ms);
+  do {
+    const step = Math.min(left, MAX_TIMER_MS);
+    await new Promise((resolve) => setTimeout(resolve, step));
+    left -= step;
+  } while (left > 0);
+}
+
 export const systemClock = {
   now: (): number => Date.now(),
-  sleep: (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, Math.max(0, ms))),
+  sleep,
 };
 
 /** A clock whose `sleep` advances `now` at once: backoffs of minutes take no real time. */

@@ -132,6 +132,26 @@ describe('declared intent normalisation (issue 16)', () => {
   });
 });
 
+describe('an exact comparison beneath a normalised one', () => {
+  it('is honoured: a changed reference inside a normalised object is a conflict, a re-formatted note is not', async () => {
+    const { provider, adapter, runner } = setup();
+    const a = declared(adapter, {
+      normalize: [REF_RULE],
+      paramComparison: [
+        { field: 'meta', compare: 'normalized', steps: ['trim'], source: 'test: free text, white space ignored' },
+        { field: 'meta.code', compare: 'exact', source: 'test: the provider keeps codes apart' },
+      ],
+    });
+    await runner.run(a, OP, { params: { ref: 'o-1', meta: { note: 'door', code: 'A' } } });
+    const same = await runner.run(a, OP, { params: { ref: ' O-1 ', meta: { note: ' door ', code: 'A' } } });
+    expect(same.status === 'done' && same.adopted).toBe(true);
+    await expect(runner.run(a, OP, { params: { ref: 'o-1', meta: { note: 'door', code: 'A ' } } })).rejects.toSatisfy(
+      (e) => ConflictError.isInstance(e) && e.paths.join() === 'meta.code',
+    );
+    expect(provider.count()).toBe(1);
+  });
+});
+
 describe("normalisation is for identity and comparison only: the params sent are the caller's", () => {
   it('params (or a part of them) without a prototype are neither changed in place nor sent normalised', async () => {
     const { provider, adapter, runner } = setup();

@@ -1,8 +1,8 @@
-import { type RetryPolicy, RunnerConfigurationError } from '@retrysafe/core';
+import { type RetryPolicy, RunnerConfigurationError, systemClock } from '@retrysafe/core';
 import { resolvePolicy } from '@retrysafe/core/internal';
 import { REPLAYING_BEHAVIOUR, sandboxCreateCard } from '@retrysafe/sandbox';
 import fc from 'fast-check';
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { backoffMs, planRetry } from '../src/retry-policy.js';
 
 const card = sandboxCreateCard(REPLAYING_BEHAVIOUR);
@@ -117,5 +117,26 @@ describe('retry policy properties (fast-check)', () => {
     expect(() => resolvePolicy(card, { maxAttempts: 1.5 })).toThrow(RunnerConfigurationError);
     expect(() => resolvePolicy(card, { baseMs: -1 })).toThrow(RunnerConfigurationError);
     expect(() => resolvePolicy(card, { baseMs: 5000, capMs: 10 })).toThrow(RunnerConfigurationError);
+  });
+});
+
+describe('the system clock sleeps as long as asked', () => {
+  it("a wait past setTimeout's 2^31−1 ms limit (about 24.8 days, within a card's 30d) is not cut to 1 ms", async () => {
+    vi.useFakeTimers();
+    try {
+      let woke = false;
+      const long = 2 ** 31 + 1000;
+      void systemClock.sleep(long).then(() => {
+        woke = true;
+      });
+      await vi.advanceTimersByTimeAsync(1000);
+      expect(woke).toBe(false);
+      await vi.advanceTimersByTimeAsync(long - 1001);
+      expect(woke).toBe(false);
+      await vi.advanceTimersByTimeAsync(1);
+      expect(woke).toBe(true);
+    } finally {
+      vi.useRealTimers();
+    }
   });
 });

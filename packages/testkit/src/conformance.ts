@@ -5,11 +5,11 @@ import {
   type BusinessOperationId,
   businessOperationId,
   type ExecuteContext,
+  intentOf,
   type LookupContext,
   newAttemptId,
   newRunId,
   type ProviderKey,
-  pickIntent,
   UnknownOperationError,
 } from '@retrysafe/contract';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -69,7 +69,7 @@ export function runConformance(options: ConformanceOptions): void {
 /** The business-operation id the runner derives from these params' intent fields. */
 export function operationIdFor(adapter: AdapterV1, operation: string, params: Record<string, unknown>) {
   const spec = adapter.operations[operation]!;
-  return businessOperationId(spec.card.operation, pickIntent(params, spec.intentFields));
+  return businessOperationId(spec.card.operation, intentOf(params, spec.card.businessOperationId));
 }
 
 /** The ExecuteContext the runner hands the adapter for attempt 1 of `id`; `over` replaces any field. */

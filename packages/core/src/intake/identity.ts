@@ -1,9 +1,8 @@
 import {
   asBusinessOperationId,
   fingerprint,
-  type NormalizationStep,
+  intentOf,
   type OperationSpec,
-  pickIntent,
   type RetrySafetyCard,
 } from '@retrysafe/contract';
 import { differingPaths, intentIdentity, normalizeIntent, normalizeParams } from '@retrysafe/contract/rules';
@@ -16,16 +15,13 @@ const comparisons = new WeakMap<RetrySafetyCard, Comparison>();
 export const comparisonFor = (card: RetrySafetyCard): Comparison => memo(comparisons, card, buildComparison);
 
 function buildComparison(card: RetrySafetyCard) {
-  const rules: { field: string; steps: readonly NormalizationStep[] }[] = [
-    ...(card.businessOperationId.normalize ?? []),
-    ...(card.paramComparison ?? [])
-      .filter((p) => p.compare === 'normalized')
-      .map((p) => ({ field: p.field, steps: p.steps ?? [] })),
-  ];
-  const comparable = (params: unknown) => normalizeParams(params ?? null, rules);
+  const intentRules = card.businessOperationId.normalize ?? [];
+  const paramRules = card.paramComparison ?? [];
+  // Intent fields are compared as their id reads them, after any paramComparison rule (an `exact` one too).
+  const comparable = (params: unknown) => normalizeParams(normalizeParams(params ?? null, paramRules), intentRules);
   return {
     /** Whether any rule changes params before they are compared (else their fingerprint is their own). */
-    normalizes: rules.length > 0,
+    normalizes: intentRules.length > 0 || paramRules.some((r) => r.compare === 'normalized'),
     paramsFingerprint: (params: unknown) => fingerprint(comparable(params)),
     /** Where two params differ as compared (paths only). */
     differences: (stored: unknown, next: unknown) => differingPaths(comparable(stored), comparable(next)),
@@ -38,10 +34,9 @@ export function identityOf(
   input: { params: unknown; businessOperationId?: string; intent?: Record<string, unknown> },
 ) {
   const card = spec.card;
-  const intent = normalizeIntent(
-    input.intent ?? pickIntent(input.params, spec.intentFields),
-    card.businessOperationId.normalize,
-  );
+  const rule = card.businessOperationId;
+  const given = input.intent ?? null;
+  const intent = given === null ? intentOf(input.params, rule) : normalizeIntent(given, rule.normalize);
   if (input.businessOperationId === undefined) return intentIdentity(card.operation, intent);
   const id = asBusinessOperationId(input.businessOperationId);
   return { id, intentFingerprint: fingerprint({ operation: card.operation, intent }) };

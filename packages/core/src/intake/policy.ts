@@ -1,6 +1,6 @@
 /** The policy for one operation: the card's backoff and limits overridden field by field, refused when they cannot work. */
 import type { RetrySafetyCard } from '@retrysafe/contract';
-import { cardMargin, durationMs, lookupAvailable, lookupSettleMs } from '@retrysafe/contract/rules';
+import { budgetProblems, cardMargin, durationMs, lookupAvailable, lookupSettleMs } from '@retrysafe/contract/rules';
 import { defined, memo } from '../defined.js';
 import { RunnerConfigurationError } from '../errors/runner-configuration-error.js';
 import type { PolicyOverrides, RetryPolicy } from '../retry-policy.js';
@@ -30,7 +30,8 @@ export function resolvePolicy(card: RetrySafetyCard, overrides: PolicyOverrides 
     if (POSITIVE.includes(k) && v <= 0) throw refuse(k, 'must be greater than 0');
   }
   if (!Number.isInteger(p.maxAttempts)) throw refuse('maxAttempts', 'must be a whole number');
-  if (p.capMs < p.baseMs) throw refuse('capMs', `cap (${p.capMs}) is below base (${p.baseMs})`);
+  const [unusable] = budgetProblems(p);
+  if (unusable) throw refuse(unusable.field, unusable.why);
   // A lookup window shorter than the time a "not found" takes to prove absence would hand off every lost answer.
   const needed = lookupAvailable(card) ? lookupSettleMs(card) : null;
   if (needed !== null && p.lookupWindowMs < needed)

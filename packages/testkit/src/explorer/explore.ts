@@ -57,7 +57,7 @@ function worldSteps(ctx: Ctx, w: World): Succ[] {
   w.prov.pending.forEach((pd, k) => {
     // The bound is exclusive: a request held for the whole bound is never applied.
     if (w.t >= pd.until) return;
-    const r = process(ctx.pm, w.prov, w.t);
+    const r = process(ctx.pm, w.prov, w.t, pd.sentAt);
     const pending = w.prov.pending.filter((_, j) => j !== k);
     const made = r.p.effects > w.prov.effects ? ` — effect #${r.p.effects}` : '';
     const text = `the provider applies the held request sent at ${fmt(pd.sentAt)} (late apply) → ${describeObs(r.answer)}${made}`;

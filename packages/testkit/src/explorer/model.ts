@@ -83,7 +83,10 @@ export function providerFromCard(card: RetrySafetyCard, stand: { unknownLateAppl
     consistencyDelayMs: delay === 'unknown' ? stand.unknownDelayMs : delay === null ? 0 : durationMs(delay),
     lateApplyMs: typeof late === 'string' && late !== 'unknown' ? durationMs(late) : stand.unknownLateApplyMs,
     async: card.sideEffect.kind.value === 'async-job',
-    storesErrors: card.storedResult.includesErrors.value === true && folds,
+    /** A same-key duplicate of a request still running is refused or folded (card concurrency); else a second effect. */
+    foldsInFlight: ['rejects-in-progress', 'waits-then-replays'].includes(card.concurrency.value),
+    // Unknown is the worst case: a 500 may be stored under the key.
+    storesErrors: card.storedResult.includesErrors.value !== false && folds,
     lookup: m === 'none' || m === 'unknown' ? ('none' as const) : m === 'resend-same-key' ? m : ('read' as const),
   };
 }
@@ -104,9 +107,19 @@ export function liveKey(pm: ProviderModel, p: ProviderState, t: number): Provide
 /** The first effect, as a replay or a lookup shows it. */
 const FIRST = { result: { ref: 'obj-1' }, providerRef: 'obj-1' };
 
-export function process(pm: ProviderModel, p: ProviderState, t: number): { p: ProviderState; answer: Outcome } {
+/**
+ * `heldSince`: when a held request was sent. A key stored since (at that instant too) came while it may already have
+ * been running at the provider: only a card whose concurrency folds in-flight duplicates lets that key fold it.
+ */
+export function process(
+  pm: ProviderModel,
+  p: ProviderState,
+  t: number,
+  heldSince?: number,
+): { p: ProviderState; answer: Outcome } {
   const k = liveKey(pm, p, t);
-  if (k !== null) return { p, answer: k.stored === 'error' ? STORED_500 : { kind: 'replayed', ...FIRST } };
+  if (k !== null && (pm.foldsInFlight || heldSince === undefined || k.at < heldSince))
+    return { p, answer: k.stored === 'error' ? STORED_500 : { kind: 'replayed', ...FIRST } };
   const effects = pm.idempotent ? 1 : p.effects + 1;
   const next: ProviderState = {
     ...p,

@@ -3,6 +3,7 @@ import { decide } from '@retrysafe/core/internal';
 import { FORGETFUL_BEHAVIOUR, REPLAYING_BEHAVIOUR, sandboxCreateCard } from '@retrysafe/sandbox';
 import { type DecideFn, explore } from '@retrysafe/testkit/explorer';
 import { describe, expect, it } from 'vitest';
+import { newWorld, process, providerFromCard } from '../../src/explorer/model.js';
 
 /** A provider with a lookup and no key folding: the sandbox-forgetful flow with a get-by-key lookup. */
 const lookupOnly = sandboxCreateCard({
@@ -144,5 +145,42 @@ describe('explorer options', () => {
     expect(() => explore({ ...base, maxPauses: -1 })).toThrow(/maxPauses/);
     expect(() => explore({ ...base, maxStates: 0 })).toThrow(/maxStates/);
     expect(() => explore({ ...base, workers: 3 as never })).toThrow(/workers/);
+  });
+});
+
+describe('an unknown fact is explored as its worst case', () => {
+  it('storedResult.includesErrors unknown: the provider may store a 500 under the key, as with true', () => {
+    const base = sandboxCreateCard(REPLAYING_BEHAVIOUR);
+    const withErrors = (value: boolean | 'unknown') =>
+      ({
+        ...base,
+        storedResult: { ...base.storedResult, includesErrors: { value, source: 'test' } },
+        unverified: [...base.unverified, { field: 'storedResult.includesErrors', condition: 'test', source: 'test' }],
+      }) as typeof base;
+    const world = {
+      fates: ['delivered', 'stored-error-applied', 'stored-error-not-applied'],
+      workers: 1,
+      maxCrashes: 0,
+    } as const;
+    const states = (value: boolean | 'unknown') => explore({ card: withErrors(value), ...world }).states;
+    expect(states(true)).toBeGreaterThan(states(false));
+    // the runner decides differently for true and unknown, so their counts differ; both explore the stored 500s
+    expect(states('unknown')).toBeGreaterThan(states(false));
+  });
+});
+
+describe('the concurrency a card declares, in the provider model', () => {
+  it('duplicates: a held request that was running when a same-key request committed is a second effect', () => {
+    const effectsAfter = (concurrency: 'duplicates' | 'rejects-in-progress' | 'unknown') => {
+      const base = sandboxCreateCard(REPLAYING_BEHAVIOUR);
+      const card = { ...base, concurrency: { value: concurrency, source: 'test' } } as typeof base;
+      const pm = providerFromCard(card, { unknownLateApplyMs: 1000, unknownDelayMs: 1000 });
+      // request 1 is sent at 0 and held; request 2 with the same key is delivered at 10; request 1 lands at 20
+      const second = process(pm, newWorld([]).prov, 10);
+      return process(pm, second.p, 20, 0).p.effects;
+    };
+    expect(effectsAfter('duplicates')).toBe(2);
+    expect(effectsAfter('unknown')).toBe(2);
+    expect(effectsAfter('rejects-in-progress')).toBe(1);
   });
 });
