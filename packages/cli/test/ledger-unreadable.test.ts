@@ -25,6 +25,33 @@ describe('retrysafe ledger on a record it cannot read', () => {
     expect(r.stderr).not.toMatch(/\n\s+at /);
   });
 
+  it('ls with one cut row among others: lists the others, warns by id on stderr (no row content), exits 1', async () => {
+    const db = join(tempDir('unreadable-one'), 'retrysafe.db');
+    for (const id of ['kept-1', 'cut-2', 'kept-3']) await ledgerWithOneClaim(db, id);
+    const raw = openRawSqlite(db);
+    editStored(raw, 'cut-2', (l) => ({ ...l, record: l.record.slice(0, 25) }));
+    raw.close();
+
+    const text = await cli(['ledger', 'ls', '--db', db]);
+    expect(text.code).toBe(1);
+    expect(text.stdout).toMatch(/kept-1/);
+    expect(text.stdout).toMatch(/kept-3/);
+    expect(text.stdout).not.toMatch(/cut-2/);
+    expect(text.stderr.trim().split('\n')).toEqual([expect.stringMatching(/warning: operation cut-2 cannot be read/)]);
+    expect(text.stderr).not.toMatch(/sandbox|businessOperationId|\n\s+at /); // nothing of the row's content
+
+    const json = await cli(['ledger', 'ls', '--db', db, '--json']);
+    expect(json.code).toBe(1);
+    const out = JSON.parse(json.stdout) as {
+      ok: boolean;
+      operations: { businessOperationId: string }[];
+      unreadable: string[];
+    };
+    expect(out.ok).toBe(false);
+    expect(out.operations.map((r) => r.businessOperationId).sort()).toEqual(['kept-1', 'kept-3']);
+    expect(out.unreadable).toEqual(['cut-2']);
+  });
+
   it('a stored receipt that is not an object (null, a number) is a break of its operation: verify --all, handoffs and show name it and go on', async () => {
     const sandbox = await startFaultySandbox('reject');
     const db = join(tempDir('unreadable-receipt'), 'retrysafe.db');
