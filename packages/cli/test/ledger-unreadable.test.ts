@@ -52,6 +52,46 @@ describe('retrysafe ledger on a record it cannot read', () => {
     expect(out.unreadable).toEqual(['cut-2']);
   });
 
+  it('handoffs, resolve-all and export with one cut handed-off row: act on the others, warn by id, exit 1', async () => {
+    const sandbox = await startFaultySandbox('reject');
+    const db = join(tempDir('unreadable-handoffs'), 'retrysafe.db');
+    const ledger = createSqliteLedger({ path: db });
+    const runner = createRunner({ ledger, clock: createDrillClock() });
+    const ids: string[] = [];
+    for (const k of ['cut', 'kept'])
+      ids.push(
+        (await runner.run(sandbox.adapter, 'records.create', { params: { ref: `h-${k}`, amount: -1 } }))
+          .businessOperationId,
+      );
+    await ledger.close();
+    const [cut, kept] = ids as [string, string];
+    const raw = openRawSqlite(db);
+    editStored(raw, cut, (l) => ({ ...l, record: l.record.slice(0, 25) }));
+    raw.close();
+    const warned = new RegExp(`warning: operation ${cut.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')} cannot be read`);
+
+    const h = await cli(['ledger', 'handoffs', '--db', db, '--json']);
+    expect(h.code).toBe(1);
+    expect(h.stderr).toMatch(warned);
+    const listed = JSON.parse(h.stdout) as { operations: { businessOperationId: string }[]; unreadable: string[] };
+    expect(listed.operations.map((r) => r.businessOperationId)).toEqual([kept]);
+    expect(listed.unreadable).toEqual([cut]);
+
+    const e = await cli(['ledger', 'export', '--db', db]);
+    expect(e.code).toBe(1);
+    expect(e.stderr).toMatch(warned);
+    expect(e.stdout).toContain(kept);
+
+    const all = await cli(['ledger', 'resolve-all', '--abandon', '--db', db, '--json']);
+    expect(all.code).toBe(1);
+    expect(all.stderr).toMatch(warned);
+    const report = JSON.parse(all.stdout) as { matched: number; unreadable: string[]; ok: boolean };
+    expect(report).toMatchObject({ matched: 1, unreadable: [cut], ok: false });
+    const after = createSqliteLedger({ path: db });
+    expect((await after.get(kept as never))?.state).toBe('abandoned');
+    await after.close();
+  });
+
   it('a stored receipt that is not an object (null, a number) is a break of its operation: verify --all, handoffs and show name it and go on', async () => {
     const sandbox = await startFaultySandbox('reject');
     const db = join(tempDir('unreadable-receipt'), 'retrysafe.db');
