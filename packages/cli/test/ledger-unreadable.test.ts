@@ -50,6 +50,20 @@ describe('retrysafe ledger on a record it cannot read', () => {
     expect(out.ok).toBe(false);
     expect(out.operations.map((r) => r.businessOperationId).sort()).toEqual(['kept-1', 'kept-3']);
     expect(out.unreadable).toEqual(['cut-2']);
+
+    // verify --all checks the others and names the cut one as broken.
+    const verify = await cli(['ledger', 'verify', '--all', '--db', db, '--json']);
+    expect(verify.code).toBe(1);
+    const rows = (JSON.parse(verify.stdout) as { operations: { businessOperationId: string; ok: boolean }[] })
+      .operations;
+    expect(Object.fromEntries(rows.map((r) => [r.businessOperationId, r.ok]))).toEqual({
+      'kept-1': true,
+      'cut-2': false,
+      'kept-3': true,
+    });
+    expect((await cli(['ledger', 'verify', '--all', '--db', db])).stdout).toMatch(
+      /cut-2 {2}its stored record cannot be read/,
+    );
   });
 
   it('handoffs, resolve-all and export with one cut handed-off row: act on the others, warn by id, exit 1', async () => {
