@@ -25,6 +25,87 @@ describe('retrysafe ledger on a record it cannot read', () => {
     expect(r.stderr).not.toMatch(/\n\s+at /);
   });
 
+  it('ls with one cut row among others: lists the others, warns by id on stderr (no row content), exits 1', async () => {
+    const db = join(tempDir('unreadable-one'), 'retrysafe.db');
+    for (const id of ['kept-1', 'cut-2', 'kept-3']) await ledgerWithOneClaim(db, id);
+    const raw = openRawSqlite(db);
+    editStored(raw, 'cut-2', (l) => ({ ...l, record: l.record.slice(0, 25) }));
+    raw.close();
+
+    const text = await cli(['ledger', 'ls', '--db', db]);
+    expect(text.code).toBe(1);
+    expect(text.stdout).toMatch(/kept-1/);
+    expect(text.stdout).toMatch(/kept-3/);
+    expect(text.stdout).not.toMatch(/cut-2/);
+    expect(text.stderr.trim().split('\n')).toEqual([expect.stringMatching(/warning: operation cut-2 cannot be read/)]);
+    expect(text.stderr).not.toMatch(/sandbox|businessOperationId|\n\s+at /); // nothing of the row's content
+
+    const json = await cli(['ledger', 'ls', '--db', db, '--json']);
+    expect(json.code).toBe(1);
+    const out = JSON.parse(json.stdout) as {
+      ok: boolean;
+      operations: { businessOperationId: string }[];
+      unreadable: string[];
+    };
+    expect(out.ok).toBe(false);
+    expect(out.operations.map((r) => r.businessOperationId).sort()).toEqual(['kept-1', 'kept-3']);
+    expect(out.unreadable).toEqual(['cut-2']);
+
+    // verify --all checks the others and names the cut one as broken.
+    const verify = await cli(['ledger', 'verify', '--all', '--db', db, '--json']);
+    expect(verify.code).toBe(1);
+    const rows = (JSON.parse(verify.stdout) as { operations: { businessOperationId: string; ok: boolean }[] })
+      .operations;
+    expect(Object.fromEntries(rows.map((r) => [r.businessOperationId, r.ok]))).toEqual({
+      'kept-1': true,
+      'cut-2': false,
+      'kept-3': true,
+    });
+    expect((await cli(['ledger', 'verify', '--all', '--db', db])).stdout).toMatch(
+      /cut-2 {2}its stored record cannot be read/,
+    );
+  });
+
+  it('handoffs, resolve-all and export with one cut handed-off row: act on the others, warn by id, exit 1', async () => {
+    const sandbox = await startFaultySandbox('reject');
+    const db = join(tempDir('unreadable-handoffs'), 'retrysafe.db');
+    const ledger = createSqliteLedger({ path: db });
+    const runner = createRunner({ ledger, clock: createDrillClock() });
+    const ids: string[] = [];
+    for (const k of ['cut', 'kept'])
+      ids.push(
+        (await runner.run(sandbox.adapter, 'records.create', { params: { ref: `h-${k}`, amount: -1 } }))
+          .businessOperationId,
+      );
+    await ledger.close();
+    const [cut, kept] = ids as [string, string];
+    const raw = openRawSqlite(db);
+    editStored(raw, cut, (l) => ({ ...l, record: l.record.slice(0, 25) }));
+    raw.close();
+    const warned = new RegExp(`warning: operation ${cut.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')} cannot be read`);
+
+    const h = await cli(['ledger', 'handoffs', '--db', db, '--json']);
+    expect(h.code).toBe(1);
+    expect(h.stderr).toMatch(warned);
+    const listed = JSON.parse(h.stdout) as { operations: { businessOperationId: string }[]; unreadable: string[] };
+    expect(listed.operations.map((r) => r.businessOperationId)).toEqual([kept]);
+    expect(listed.unreadable).toEqual([cut]);
+
+    const e = await cli(['ledger', 'export', '--db', db]);
+    expect(e.code).toBe(1);
+    expect(e.stderr).toMatch(warned);
+    expect(e.stdout).toContain(kept);
+
+    const all = await cli(['ledger', 'resolve-all', '--abandon', '--db', db, '--json']);
+    expect(all.code).toBe(1);
+    expect(all.stderr).toMatch(warned);
+    const report = JSON.parse(all.stdout) as { matched: number; unreadable: string[]; ok: boolean };
+    expect(report).toMatchObject({ matched: 1, unreadable: [cut], ok: false });
+    const after = createSqliteLedger({ path: db });
+    expect((await after.get(kept as never))?.state).toBe('abandoned');
+    await after.close();
+  });
+
   it('a stored receipt that is not an object (null, a number) is a break of its operation: verify --all, handoffs and show name it and go on', async () => {
     const sandbox = await startFaultySandbox('reject');
     const db = join(tempDir('unreadable-receipt'), 'retrysafe.db');

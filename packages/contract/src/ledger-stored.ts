@@ -61,3 +61,31 @@ export function appendStoredReceipt(text: string | null, added: Receipt | undefi
   // An empty array (emptied from outside) takes the receipt as none would: '[,' is cut JSON.
   return text === null || EMPTY_ARRAY.test(text) ? `[${receipt}]` : `${text.slice(0, -1)},${receipt}]`;
 }
+
+/** Told of each row a listing could not read (its id, and why); that row is left out and the others listed. */
+export type OnUnreadable = (id: string, error: LedgerError) => void;
+
+/**
+ * Each row through `read`. One that cannot be read goes to `onUnreadable` and is left out, so one bad row never
+ * fails a whole listing; with no callback the listing rejects, so no row is ever dropped silently.
+ */
+export function readEach<Row, T>(
+  rows: readonly Row[],
+  idOf: (row: Row) => string,
+  read: (row: Row) => T,
+  onUnreadable: OnUnreadable | undefined,
+): T[] {
+  const out: T[] = [];
+  for (const row of rows) {
+    try {
+      out.push(read(row));
+    } catch (err) {
+      if (onUnreadable === undefined) throw err;
+      const error = LedgerError.isInstance(err)
+        ? err
+        : new LedgerError(`the stored row of ${idOf(row)} cannot be read: ${(err as Error).message}`, { cause: err });
+      onUnreadable(idOf(row), error);
+    }
+  }
+  return out;
+}

@@ -2,6 +2,7 @@
 // ledger applies inside its own atomic section: read the record, call the rule, write what it returns.
 import { InvalidStateError, LeaseLostError, LedgerError } from './errors.js';
 import type { BusinessOperationId, ProviderKey } from './ids.js';
+import type { OnUnreadable } from './ledger-stored.js';
 import type { HandoffPacket, Receipt } from './receipt.js';
 
 export * from './ledger-stored.js';
@@ -158,6 +159,8 @@ export interface ListFilter extends Partial<Pick<OperationRecord, 'provider' | '
   readonly limit?: number;
   /** Latest createdAt first, so `limit` keeps the newest. */
   readonly newestFirst?: boolean;
+  /** A row the ledger cannot read (cut or edited from outside) is told here and left out; without it, list rejects. */
+  readonly onUnreadable?: OnUnreadable;
 }
 
 /** The durable record of business operations. Every write but `claim` and `resolve` carries a `Fenced` token (LeaseLostError when stale). */
@@ -177,8 +180,8 @@ export interface Ledger {
   get(id: BusinessOperationId): Promise<OperationRecord | null>;
   list(filter?: ListFilter): Promise<OperationRecord[]>;
   receipts(id: BusinessOperationId): Promise<Receipt[]>;
-  /** Operations in RECOVERABLE_STATES whose lease is absent or expired at `now`. */
-  recoverCandidates(now: number, limit?: number): Promise<OperationRecord[]>;
+  /** Operations in RECOVERABLE_STATES whose lease is absent or expired at `now`; `onUnreadable` as ListFilter's. */
+  recoverCandidates(now: number, limit?: number, onUnreadable?: OnUnreadable): Promise<OperationRecord[]>;
   prune?(options: PruneOptions): Promise<PruneReport>;
   close(): Promise<void>;
 }
@@ -210,13 +213,20 @@ function checkLimit(limit: number | undefined, what: string): void {
     throw new LedgerError(`${what}: limit must be a whole number ≥ 0, got ${String(limit)}`);
 }
 
-export function checkRecoverCandidates(now: number, limit: number | undefined): void {
+function checkOnUnreadable(onUnreadable: unknown, what: string): void {
+  if (onUnreadable !== undefined && typeof onUnreadable !== 'function')
+    throw new LedgerError(`${what}: onUnreadable must be a function`);
+}
+
+export function checkRecoverCandidates(now: number, limit: number | undefined, onUnreadable?: OnUnreadable): void {
   checkNow(now, 'recoverCandidates');
   checkLimit(limit, 'recoverCandidates');
+  checkOnUnreadable(onUnreadable, 'recoverCandidates');
 }
 
 export function checkListFilter(filter: ListFilter): void {
   checkLimit(filter.limit, 'list');
+  checkOnUnreadable(filter.onUnreadable, 'list');
   const { states } = filter;
   if (states !== undefined && !(Array.isArray(states) && states.every((s) => STATES.includes(s))))
     throw new LedgerError(`list: states must be a list of states, got ${JSON.stringify(states)}`);

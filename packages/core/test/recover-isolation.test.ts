@@ -1,8 +1,13 @@
 // Issue 15 item 5: recover() drives each record on its own. One that cannot be driven is handed off with
 // reason `recovery-failed` and its error, listed in the report; the healthy ones behind it proceed.
 
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { DatabaseSync } from 'node:sqlite';
 import { asBusinessOperationId, fingerprint, type Ledger, LedgerError, type ProviderKey } from '@retrysafe/contract';
 import { createMemoryLedger, createRunner, createVirtualClock } from '@retrysafe/core';
+import { createSqliteLedger } from '@retrysafe/ledger-sqlite';
 import { createSandboxAdapter, createSandboxProvider, REPLAYING_BEHAVIOUR } from '@retrysafe/sandbox';
 import { describe, expect, it } from 'vitest';
 
@@ -89,6 +94,40 @@ describe('recover() isolates each record', () => {
       expect(provider.count()).toBeLessThanOrEqual(3);
     });
   }
+
+  it('a row whose stored record is cut (edited from outside) is reported failed, state unknown; the readable stuck one is recovered', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'rs-recover-cut-'));
+    const path = join(dir, 'ledger.db');
+    const ledger = createSqliteLedger({ path });
+    try {
+      const clock = createVirtualClock();
+      const provider = createSandboxProvider({ ...REPLAYING_BEHAVIOUR, clock: clock.now, sleep: clock.sleep });
+      const adapter = createSandboxAdapter({ provider });
+      const cut = await leftDispatched(ledger, 'a-cut', clock.now());
+      const good = await leftDispatched(ledger, 'b-good', clock.now());
+      const raw = new DatabaseSync(path);
+      raw.prepare('UPDATE retrysafe_operations SET record = substr(record, 1, 40) WHERE id = ?').run(cut);
+      raw.close();
+      clock.advance(5000);
+      const logged: Array<{ event: string; message: string }> = [];
+      const runner = createRunner({ ledger, clock, random: () => 0.5, logger: (e) => void logged.push(e) });
+
+      const reports = await runner.recover({ adapters: [adapter] });
+
+      const byId = new Map(reports.map((r) => [r.businessOperationId as string, r]));
+      expect(reports).toHaveLength(2);
+      expect(byId.get(good)?.action).toMatch(/^(completed|adopted)$/);
+      expect((await ledger.get(good))?.state).toBe('succeeded');
+      expect(byId.get(cut)).toMatchObject({ action: 'failed', from: null, to: null });
+      expect(byId.get(cut)?.error).toMatchObject({ name: 'LedgerError', code: 'RETRYSAFE_LEDGER' });
+      expect(byId.get(cut)?.error?.message).toMatch(/cut or corrupt/);
+      expect(logged.find((e) => e.event === 'recover-failed')?.message).toContain(cut);
+      expect(provider.count()).toBe(1); // the readable one only; nothing sent for the cut one
+    } finally {
+      await ledger.close();
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
 
   it('a stored record over the payload limits is handed off (PayloadLimitError), not thrown out of recover()', async () => {
     const clock = createVirtualClock();

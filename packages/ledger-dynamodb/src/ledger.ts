@@ -23,8 +23,10 @@ import {
   claimTransition,
   dispatchedTransition,
   handOffTransition,
+  type OnUnreadable,
   PRUNABLE_STATES,
   RECOVERABLE_STATES,
+  readEach,
   releaseTransition,
   renewTransition,
   resolveTransition,
@@ -77,9 +79,14 @@ const byCreation = (a: OperationRecord, b: OperationRecord) =>
   a.createdAt - b.createdAt ||
   (a.businessOperationId < b.businessOperationId ? -1 : a.businessOperationId > b.businessOperationId ? 1 : 0);
 
-/** The stored records of `items`, those past their TTL left out. */
-const live = (items: Item[], table: string, now: number) =>
-  items.filter((item) => !expired(item, now)).map((item) => fromItem(item, table));
+/** The stored records of `items`, those past their TTL left out; an item that cannot be read goes to `onUnreadable` (readEach). */
+const liveRecords = (items: Item[], table: string, now: number, onUnreadable: OnUnreadable | undefined) =>
+  readEach(
+    items.filter((item) => !expired(item, now)),
+    (item) => item.id?.S ?? '',
+    (item) => fromItem(item, table).record,
+    onUnreadable,
+  );
 
 const isOpen = (s: OperationState) => !PRUNABLE_STATES.includes(s);
 
@@ -118,30 +125,32 @@ async function list(t: Table, table: string, filter: ListFilter = {}): Promise<O
   const items = filter.states?.every(isOpen)
     ? (await Promise.all(filter.states.map((s) => t.open(s, 'list')))).flat()
     : await t.scan('list');
-  const found = live(items, table, now)
-    .map((st) => st.record)
-    .filter(
-      (r) =>
-        (!filter.states || filter.states.includes(r.state)) &&
-        (!filter.provider || r.provider === filter.provider) &&
-        (!filter.operation || r.operation === filter.operation),
-    );
+  const found = liveRecords(items, table, now, filter.onUnreadable).filter(
+    (r) =>
+      (!filter.states || filter.states.includes(r.state)) &&
+      (!filter.provider || r.provider === filter.provider) &&
+      (!filter.operation || r.operation === filter.operation),
+  );
   found.sort(byCreation);
   if (filter.newestFirst) found.reverse();
   return filter.limit === undefined ? found : found.slice(0, filter.limit);
 }
 
 /** Open operations with no live lease at `now`, from the sparse index, oldest change first. */
-async function recoverCandidates(t: Table, table: string, now: number, limit?: number): Promise<OperationRecord[]> {
-  checkRecoverCandidates(now, limit);
+async function recoverCandidates(
+  t: Table,
+  table: string,
+  now: number,
+  limit?: number,
+  onUnreadable?: OnUnreadable,
+): Promise<OperationRecord[]> {
+  checkRecoverCandidates(now, limit, onUnreadable);
   const items = (await Promise.all(RECOVERABLE_STATES.map((s) => t.open(s, 'recoverCandidates')))).flat();
-  const found = live(items, table, Date.now())
-    .map((st) => st.record)
-    .filter(
-      (r) =>
-        RECOVERABLE_STATES.includes(r.state) &&
-        (r.leaseOwner === null || r.leaseExpiresAt === null || r.leaseExpiresAt <= now),
-    );
+  const found = liveRecords(items, table, Date.now(), onUnreadable).filter(
+    (r) =>
+      RECOVERABLE_STATES.includes(r.state) &&
+      (r.leaseOwner === null || r.leaseExpiresAt === null || r.leaseExpiresAt <= now),
+  );
   found.sort((a, b) => a.updatedAt - b.updatedAt);
   return limit === undefined ? found : found.slice(0, limit);
 }
@@ -281,7 +290,7 @@ export function createDynamoDbLedger(options: DynamoDbLedgerOptions): Ledger {
       const st = await t.load(id, 'receipts');
       return st ? toReceipts(st, o.table) : [];
     },
-    recoverCandidates: (now, limit) => recoverCandidates(t, o.table, now, limit),
+    recoverCandidates: (now, limit, onUnreadable) => recoverCandidates(t, o.table, now, limit, onUnreadable),
     prune: (options) => prune(t, o.table, options),
     async close() {
       t.close();

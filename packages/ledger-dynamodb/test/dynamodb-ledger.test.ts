@@ -67,6 +67,25 @@ describe('the DynamoDB ledger', () => {
     await l.close();
   });
 
+  it('an item whose record JSON is cut: list and recoverCandidates return the others and tell its id; without a callback they reject', async () => {
+    const l = await ledgers(1);
+    const ids = [newId('readable'), newId('cut'), newId('readable')];
+    for (const id of ids) await l.first.claim(claimOf(id, { now: T0, leaseMs: 1000 }));
+    await editItem(l.table, ids[1]!, 'record', '{"businessOperationId":');
+    const told: Array<[string, LedgerError]> = [];
+    const onUnreadable = (id: string, e: LedgerError) => told.push([id, e]);
+    const got = (rs: { businessOperationId: string }[]) => rs.map((r) => r.businessOperationId).sort();
+    const readable = [ids[0], ids[2]].sort();
+    expect(got(await l.first.list({ onUnreadable }))).toEqual(readable);
+    expect(got(await l.first.list({ states: ['claimed'], onUnreadable }))).toEqual(readable);
+    expect(got(await l.first.recoverCandidates(T0 + 5000, undefined, onUnreadable))).toEqual(readable);
+    expect(told.map(([id]) => id)).toEqual([ids[1], ids[1], ids[1]]);
+    for (const [, e] of told) expect(LedgerError.isInstance(e) && e.message).toMatch(/cut or corrupt/);
+    await expect(l.first.list()).rejects.toThrow(/cut or corrupt/);
+    await expect(l.first.recoverCandidates(T0 + 5000)).rejects.toThrow(/cut or corrupt/);
+    await l.close();
+  });
+
   it('receipts stored as JSON that is not an array are a LedgerError for reads and appends, and no append is written onto them', async () => {
     const l = await ledgers(2);
     const [a, b] = l.all as [typeof l.first, typeof l.first];

@@ -19,6 +19,7 @@ import {
   claimTransition,
   dispatchedTransition,
   handOffTransition,
+  readEach,
   renewTransition,
   resolveTransition,
   setStateTransition,
@@ -28,6 +29,8 @@ import { createWrites, jsonParam, type OperationRow, parseJson, toReceipts, toRe
 import type { MigrateReport } from './schema.js';
 import { createStatements, type Statements, setStateWrite, WRITES } from './statements.js';
 import { createDb, type Db } from './tx.js';
+
+const idOfRow = (row: OperationRow) => row.business_operation_id;
 
 /** The README's table says what each option does and why its default is what it is. */
 export interface PostgresLedgerOptions {
@@ -115,16 +118,17 @@ export function createPostgresLedger(options: PostgresLedgerOptions): PostgresLe
     async list(filter = {}) {
       checkListFilter(filter);
       const { sql, values } = st.list(filter);
-      return (await db.query<OperationRow>('list', sql, values)).rows.map(toRecord);
+      const { rows } = await db.query<OperationRow>('list', sql, values);
+      return readEach(rows, idOfRow, toRecord, filter.onUnreadable);
     },
     async receipts(id) {
       const { rows } = await db.query<{ receipts: string | null }>('receipts', st.receipts, [id]);
       return rows[0] ? toReceipts(rows[0].receipts, id) : [];
     },
-    async recoverCandidates(now, limit) {
-      checkRecoverCandidates(now, limit);
+    async recoverCandidates(now, limit, onUnreadable) {
+      checkRecoverCandidates(now, limit, onUnreadable);
       const { rows } = await db.query<OperationRow>('recoverCandidates', st.recover, [now, limit ?? null, dbClock]);
-      return rows.map(toRecord);
+      return readEach(rows, idOfRow, toRecord, onUnreadable);
     },
     prune: (opts) => prune(c, opts),
     close: db.close,

@@ -152,6 +152,27 @@ describe('migrations', () => {
     });
   });
 
+  it('a hand-written statement cannot store JSON that does not parse (so no row is unreadable to list or recoverCandidates)', async () => {
+    await withSchemaPool('cutjson', 2, async (pool, s) => {
+      await migrate(pool, s);
+      const t = `"${s}".retrysafe_operations`;
+      await pool.query(`INSERT INTO ${t} (business_operation_id, provider, operation, intent_fingerprint, params_fingerprint, params, state, fence, created_at, updated_at)
+        VALUES ('open', 'p', 'o', 'i', 'f', '{}', 'claimed', 1, 1, 1)`);
+      for (const column of ['params', 'result', 'handoff', 'resolution']) {
+        const e = await pool
+          .query(`UPDATE ${t} SET ${column} = '{"cut":' WHERE business_operation_id = 'open'`)
+          .catch((err: { code?: string }) => err);
+        expect((e as { code?: string }).code).toBe('22P02'); // invalid_text_representation
+      }
+      const l = createPostgresLedger({ pool, schema: s, migrate: false });
+      const told: string[] = [];
+      const onUnreadable = (id: string) => told.push(id);
+      expect((await l.list({ onUnreadable })).map((r) => r.businessOperationId)).toEqual(['open']);
+      expect(await l.recoverCandidates(10, undefined, onUnreadable)).toHaveLength(1);
+      expect(told).toEqual([]);
+    });
+  });
+
   it('refuses a schema written by a newer package version', async () => {
     await withSchemaPool('newer', 2, async (pool, s) => {
       await migrate(pool, s);

@@ -12,6 +12,8 @@ import {
   claimTransition,
   dispatchedTransition,
   handOffTransition,
+  type OnUnreadable,
+  readEach,
   releaseTransition,
   renewTransition,
   resolveTransition,
@@ -101,8 +103,13 @@ export function createSqliteLedger(options: SqliteLedgerOptions): Ledger {
   const c = openConnection(o.path, o.busyMs, o.sync, o.defers);
   const rows = createRows(c);
   const write = rows.fenced;
-  const records = (sql: string, args: Array<string | number>) =>
-    (rows.prepared(sql).all(...args) as unknown as StoredText[]).map((row) => toRecord(row.record, o.path));
+  const records = (sql: string, args: Array<string | number>, onUnreadable: OnUnreadable | undefined) =>
+    readEach(
+      rows.prepared(sql).all(...args) as unknown as StoredRow[],
+      (row) => row.id,
+      (row) => toRecord(row.record, o.path),
+      onUnreadable,
+    );
 
   return {
     capabilities: { claimDispatch: true, receiptWithState: true, sharedLeaseClock: true },
@@ -153,16 +160,16 @@ export function createSqliteLedger(options: SqliteLedgerOptions): Ledger {
     async list(filter = {}) {
       checkListFilter(filter);
       const q = listSql(filter);
-      return q === null ? [] : read(c, 'list', () => records(q.sql, q.args));
+      return q === null ? [] : read(c, 'list', () => records(q.sql, q.args, filter.onUnreadable));
     },
     receipts: (id) =>
       read(c, 'receipts', () => {
         const row = rows.get(id);
         return row ? toReceipts(row.receipts, id, o.path) : [];
       }),
-    async recoverCandidates(now, limit) {
-      checkRecoverCandidates(now, limit);
-      return read(c, 'recoverCandidates', () => records(RECOVER_SQL, [now, limit ?? -1]));
+    async recoverCandidates(now, limit, onUnreadable) {
+      checkRecoverCandidates(now, limit, onUnreadable);
+      return read(c, 'recoverCandidates', () => records(RECOVER_SQL, [now, limit ?? -1], onUnreadable));
     },
     prune: (options) => prune(c, rows, options),
     async close() {

@@ -45,13 +45,13 @@ export function listSql(filter: ListFilter): { sql: string; args: Array<string |
   const dir = filter.newestFirst ? 'DESC' : 'ASC';
   args.push(filter.limit ?? -1); // -1: no limit
   return {
-    sql: `SELECT record FROM retrysafe_operations ${where.length ? `WHERE ${where.join(' AND ')}` : ''} ORDER BY created_at ${dir}, id ${dir} LIMIT ?`,
+    sql: `SELECT id, record FROM retrysafe_operations ${where.length ? `WHERE ${where.join(' AND ')}` : ''} ORDER BY created_at ${dir}, id ${dir} LIMIT ?`,
     args,
   };
 }
 
 /** Open operations whose lease is absent or expired at the first parameter, oldest change first (LIMIT -1: all). */
-export const RECOVER_SQL = `SELECT record FROM retrysafe_operations WHERE ${OPEN_STATES_SQL} AND state IN (${RECOVERABLE_STATES.map((s) => `'${s}'`).join(', ')})
+export const RECOVER_SQL = `SELECT id, record FROM retrysafe_operations WHERE ${OPEN_STATES_SQL} AND state IN (${RECOVERABLE_STATES.map((s) => `'${s}'`).join(', ')})
     AND (lease_expires_at IS NULL OR lease_expires_at <= ?) ORDER BY updated_at LIMIT ?`;
 
 /** A page of closed old rows after (created_at, id), and the delete that re-checks each. */

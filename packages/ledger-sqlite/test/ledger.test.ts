@@ -55,6 +55,9 @@ const claim = (name: string, over: Partial<ClaimInput> = {}): ClaimInput => ({
 /** A driver error escaping the ledger (SqliteError, node:sqlite's ERR_SQLITE_ERROR, a SyntaxError) is not typed. */
 const typedLedgerError = (err: unknown) => LedgerError.isInstance(err) && RetrysafeError.isInstance(err);
 
+/** The error of a recover() report for a row the ledger could not read: a typed LedgerError, never SyntaxError. */
+const unreadableError = expect.objectContaining({ name: 'LedgerError', code: 'RETRYSAFE_LEDGER' });
+
 describe('sqlite ledger', () => {
   const file = (name: string) => join(dir, `${name}-${++n}.db`);
   /** A ledger on a new file with `id` claimed and dispatched; the ledger is closed after `test`. */
@@ -420,12 +423,13 @@ describe('sqlite ledger', () => {
       a.recoverCandidates(10_000).catch((e: unknown) => e),
       a.markDispatched({ businessOperationId: id, fence: 1 }, 5).catch((e: unknown) => e),
       a.claim(claim('cut-1', { now: 10_000 })).catch((e: unknown) => e),
-      createRunner({ ledger: a })
-        .recover({ adapters: [] })
-        .catch((e: unknown) => e),
     ]);
     for (const e of errors) expect(typedLedgerError(e), String(e)).toBe(true);
     expect((errors[0] as Error).message).toMatch(/not valid JSON/);
+    // recover() reports the row it cannot read (the same LedgerError) instead of failing every other row with it.
+    expect(await createRunner({ ledger: a }).recover({ adapters: [] })).toEqual([
+      expect.objectContaining({ businessOperationId: id, action: 'failed', error: unreadableError }),
+    ]);
     await a.close();
   });
 
@@ -443,11 +447,12 @@ describe('sqlite ledger', () => {
         a.get(asBusinessOperationId('null-1')).catch((e: unknown) => e),
         a.claim(claim('null-1', { now: 10_000 })).catch((e: unknown) => e),
         a.list().catch((e: unknown) => e),
-        createRunner({ ledger: a })
-          .recover({ adapters: [] })
-          .catch((e: unknown) => e),
       ]);
       for (const e of errors) expect(typedLedgerError(e), String(e)).toBe(true);
+      // recover() reports the row it cannot read (the same LedgerError) instead of failing every other row with it.
+      expect(await createRunner({ ledger: a }).recover({ adapters: [] })).toEqual([
+        expect.objectContaining({ businessOperationId: 'null-1', action: 'failed', error: unreadableError }),
+      ]);
       const left = raw(path);
       const row = left.prepare('SELECT record FROM retrysafe_operations WHERE id = ?').get('null-1') as {
         record: string;

@@ -146,7 +146,7 @@ async function crashAndRecover(h: Harness, input: DriveInput, d: Drive): Promise
     );
 }
 
-const outcomeOf = (status: string): DrillOutcome =>
+const outcomeOf = (status: string | null): DrillOutcome =>
   status === 'done' || status === 'handed-off' || status === 'in-progress' ? status : 'error';
 
 /** A rejected call that left an object: the packet must name it; a corrected call and `resend-with` send nothing. */

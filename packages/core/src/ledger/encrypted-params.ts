@@ -112,7 +112,8 @@ export function encryptParams(inner: Ledger, options: EncryptParamsOptions): Led
     // A listing is not failed whole by one row this process cannot open: that row stays sealed (refused if driven).
     list: async (filter) => (await inner.list(filter)).map(openIfAble),
     receipts: (id) => inner.receipts(id),
-    recoverCandidates: async (now, limit) => (await inner.recoverCandidates(now, limit)).map(openIfAble),
+    recoverCandidates: async (now, limit, onUnreadable) =>
+      (await inner.recoverCandidates(now, limit, onUnreadable)).map(openIfAble),
     // onPrune gets the records as stored: a closed operation's params may be under a key rotated away.
     ...(inner.prune ? { prune: (options) => inner.prune!(options) } : {}),
     close: () => inner.close(),

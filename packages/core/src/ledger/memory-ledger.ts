@@ -126,8 +126,9 @@ export function createMemoryLedger(): Ledger {
       open();
       return clone(receipts.get(id) ?? []);
     },
-    async recoverCandidates(now, limit) {
-      checkRecoverCandidates(now, limit);
+    // Its rows are objects it cloned in: none is ever unreadable, so `onUnreadable` is only checked.
+    async recoverCandidates(now, limit, onUnreadable) {
+      checkRecoverCandidates(now, limit, onUnreadable);
       const out = [...rows().values()]
         .filter((r) => RECOVERABLE_STATES.includes(r.state) && !leaseLive(r, now))
         .sort((a, b) => a.updatedAt - b.updatedAt);

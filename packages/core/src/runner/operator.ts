@@ -48,7 +48,9 @@ export async function recover(ctx: RunnerContext, opts: Parameters<Runner['recov
   for (const a of opts.adapters) checkAdapterShape(a);
   const reports: RecoverReport[] = [];
   const runId = newRunId();
-  for (const record of await ctx.ledger.recoverCandidates(ctx.clock.now(), opts.limit)) {
+  // A row the ledger cannot read is reported, not driven: the readable ones behind it are still recovered.
+  const unreadable = (id: string, err: LedgerError) => reports.push(unreadableRow(ctx, id, err));
+  for (const record of await ctx.ledger.recoverCandidates(ctx.clock.now(), opts.limit, unreadable)) {
     // Each record on its own: one that cannot be driven is handed off, and the healthy ones behind it proceed.
     try {
       checkSealable(ctx, record, 'recover it');
@@ -79,6 +81,15 @@ function leftAsItIs(ctx: RunnerContext, record: OperationRecord, err: unknown): 
   const card = { operation: record.operation } as RetrySafetyCard;
   ctx.log('warn', 'recover-failed', message, { id: record.businessOperationId, card, redactor: ctx.baseRedactor });
   return reportOf(record, record.state, 'failed', { error: { name, code, message } });
+}
+
+/** A row recover() could not read (cut or edited from outside): reported `failed`, state unknown, nothing written. */
+function unreadableRow(ctx: RunnerContext, key: string, err: LedgerError): RecoverReport {
+  const { name, code, message } = err;
+  const id = key as BusinessOperationId; // the row's stored key, not re-checked: a refusal here would stop recovery
+  // No operation is known to log it under: the id goes in the message.
+  ctx.log('warn', 'recover-failed', `could not read the stored row of ${id}: ${message}`);
+  return { businessOperationId: id, from: null, to: null, action: 'failed', error: { name, code, message } };
 }
 
 const reportOf = (

@@ -97,8 +97,9 @@ export type RunResult =
 
 export interface RecoverReport {
   readonly businessOperationId: BusinessOperationId;
-  readonly from: OperationState;
-  readonly to: OperationState;
+  /** null (with `to`, action `failed`): the ledger could not read this row, so its state is not known. */
+  readonly from: OperationState | null;
+  readonly to: OperationState | null;
   /**
    * `failed`: the record could not be driven nor handed off, or this runner's configuration cannot drive it (see
    * `error`); it stays for the next pass. `already-terminal`: closed since the listing, or closed and pruned (no

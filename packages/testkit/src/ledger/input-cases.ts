@@ -65,6 +65,17 @@ export function inputCases(test: Test): void {
     await refused(l.prune({ before: T0 + 100, onPrune: 'export' as never }), LedgerError);
     expect(await l.get(id('bad-prune'))).toMatchObject({ state: 'succeeded' });
   });
+
+  test('refuses an onUnreadable that is not a function, on list and recoverCandidates (LedgerError); a function lists as before', async (l) => {
+    await claimed(l, 'bad-unreadable');
+    await refused(l.list({ onUnreadable: 'log' as never }), LedgerError);
+    await refused(l.recoverCandidates(T0 + 5000, undefined, {} as never), LedgerError);
+    const told: string[] = [];
+    const onUnreadable = (bad: string) => told.push(bad);
+    expect((await l.list({ onUnreadable })).map((r) => r.businessOperationId)).toEqual([id('bad-unreadable')]);
+    expect(await l.recoverCandidates(T0 + 5000, undefined, onUnreadable)).toHaveLength(1);
+    expect(told).toEqual([]);
+  });
 }
 
 /** Limits and lease lengths every ledger takes or refuses alike. */

@@ -52,8 +52,17 @@ export async function verifyChains(
 ): Promise<VerifyRow[]> {
   const opts = checkOptions(allowUnkeyed, strict); // a malformed key is refused even on an empty ledger
   const out: VerifyRow[] = [];
+  // Under --all a row that cannot be read is a break of its own (index -1: no receipt to point at), not the end of the check.
+  const unreadable: string[] = [];
+  const onUnreadable = (id: string) => void unreadable.push(id);
   const list =
-    ids === 'all' ? (await ledger.list()).map((r) => r.businessOperationId) : ids.map((i) => asBusinessOperationId(i));
+    ids === 'all'
+      ? (await ledger.list({ onUnreadable })).map((r) => r.businessOperationId)
+      : ids.map((i) => asBusinessOperationId(i));
+  for (const id of unreadable)
+    out.push(
+      rowOf(id, undefined, 0, { ok: false, index: -1, reason: 'its stored record cannot be read (cut or corrupt)' }),
+    );
   for (const id of list) {
     const check = await verifyOperation(ledger, id, opts);
     const record = await ledger.get(id);

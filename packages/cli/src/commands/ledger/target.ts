@@ -5,7 +5,7 @@ import { loadConfigFile, openLedger, type RetrysafeConfig } from '@retrysafe/con
 import { type Ledger, LedgerError, type OperationRecord, type OperationState } from '@retrysafe/contract';
 import { RECOVERABLE_STATES, TERMINAL_STATES } from '@retrysafe/contract/ledger';
 import { createSqliteLedger } from '@retrysafe/ledger-sqlite';
-import type { Options, Parsed } from '../../command.js';
+import { type Context, EXIT, type Options, type Parsed } from '../../command.js';
 import { UsageError } from '../../errors.js';
 import { pick } from '../../output.js';
 
@@ -70,6 +70,37 @@ export async function withLedger<T>(
   } finally {
     await ledger?.close().catch(() => undefined);
   }
+}
+
+/** A listing's rows it could not read (cut or edited from outside): their ids, collected by `onUnreadable`. */
+export function unreadableRows(): { readonly ids: string[]; readonly onUnreadable: (id: string) => void } {
+  const ids: string[] = [];
+  return { ids, onUnreadable: (id) => void ids.push(id) };
+}
+
+/** One line per row a listing could not read, on stderr: the id only (the row may hold personal data). */
+export function warnUnreadable(io: Context['io'], unreadable: readonly string[]): void {
+  for (const id of unreadable)
+    io.err(`retrysafe: warning: operation ${id} cannot be read (its stored row is cut or corrupt): left out`);
+}
+
+/**
+ * Prints a listing as `print` does, and a warning per row it could not read (warnUnreadable). Any such row is exit 1, and with --json the listing is `{ ok: false, error,
+ * operations, unreadable }` (a plain listing when there are none).
+ */
+export function printListing<T>(
+  { print, io }: Context,
+  o: { readonly json?: boolean },
+  rows: readonly T[],
+  unreadable: readonly string[],
+  text: () => string,
+  ok = true,
+): number {
+  warnUnreadable(io, unreadable);
+  if (unreadable.length === 0) return print(o, rows, text, ok);
+  const message = `${unreadable.length} stored row(s) could not be read and were left out: ${unreadable.join(', ')}`;
+  print(o, { ok: false, error: { code: 'RETRYSAFE_LEDGER', message }, operations: rows, unreadable }, text);
+  return EXIT.failed;
 }
 
 /** A ledger file or record the driver cannot read (cut JSON, a corrupt SQLite file) is a typed LedgerError, not a raw stack. */

@@ -5,7 +5,7 @@ import { exportReceiptsJsonl } from '@retrysafe/core';
 import { defineCommand, EXIT } from '../../../command.js';
 import { UsageError } from '../../../errors.js';
 import { plural } from '../../../output.js';
-import { STATES, TARGET_OPTIONS, withLedger } from '../target.js';
+import { STATES, TARGET_OPTIONS, unreadableRows, warnUnreadable, withLedger } from '../target.js';
 
 export const ledgerExportCommand = defineCommand({
   name: 'ledger export',
@@ -22,7 +22,8 @@ export const ledgerExportCommand = defineCommand({
         throw new UsageError(`--state '${s}' is not a state (${STATES.join(', ')})`);
     if (o.out && isSqlite(o.out))
       throw new UsageError(`--out ${o.out}: a SQLite database (the ledger?): not overwritten`);
-    const filter = o.state?.length ? { states: o.state as OperationState[] } : {};
+    const { ids: unreadable, onUnreadable } = unreadableRows();
+    const filter = { ...(o.state?.length ? { states: o.state as OperationState[] } : {}), onUnreadable };
     const { ids, text } = await withLedger(o, async (ledger) => {
       const ids = (await ledger.list(filter)).map((r) => r.businessOperationId);
       return { ids, text: await exportReceiptsJsonl(ledger, { ids, heads: true }) };
@@ -31,7 +32,8 @@ export const ledgerExportCommand = defineCommand({
       await writeFile(o.out, text, 'utf8');
       io.err(`wrote ${plural(ids.length, 'operation')} to ${o.out}`);
     } else if (text) io.out(text.trimEnd());
-    return EXIT.ok;
+    warnUnreadable(io, unreadable);
+    return unreadable.length === 0 ? EXIT.ok : EXIT.failed;
   },
 });
 

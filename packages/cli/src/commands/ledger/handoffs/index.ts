@@ -2,13 +2,14 @@ import { defineCommand } from '../../../command.js';
 import { paint, plural } from '../../../output.js';
 import { verifyChains } from '../chain.js';
 import { actionNames } from '../packet-text.js';
-import { type LedgerTarget, summarize, TARGET_OPTIONS, withLedger } from '../target.js';
+import { type LedgerTarget, printListing, summarize, TARGET_OPTIONS, unreadableRows, withLedger } from '../target.js';
 
 type HandoffRow = Awaited<ReturnType<typeof ledgerHandoffs>>[number];
 
-export async function ledgerHandoffs(target: LedgerTarget) {
+/** The handed-off operations; a row the ledger cannot read goes to `onUnreadable` (without it, this rejects). */
+export async function ledgerHandoffs(target: LedgerTarget, onUnreadable?: (id: string) => void) {
   return withLedger(target, async (ledger) => {
-    const rows = await ledger.list({ states: ['handed-off'] });
+    const rows = await ledger.list({ states: ['handed-off'], onUnreadable });
     const ids = rows.map((r) => r.businessOperationId);
     const chains = await verifyChains(ledger, ids, true); // one per id, in order
     return rows.map((r, i) => {
@@ -44,8 +45,10 @@ export const ledgerHandoffsCommand = defineCommand({
   name: 'ledger handoffs',
   description: 'operations waiting for a person, with their safe next actions',
   options: TARGET_OPTIONS,
-  async run({ print, color }, o) {
-    const rows = await ledgerHandoffs(o);
-    return print(o, rows, () => handoffsText(rows, color), !rows.some((r) => r.chainBroken));
+  async run(ctx, o) {
+    const { ids, onUnreadable } = unreadableRows();
+    const rows = await ledgerHandoffs(o, onUnreadable);
+    const ok = !rows.some((r) => r.chainBroken);
+    return printListing(ctx, o, rows, ids, () => handoffsText(rows, ctx.color), ok);
   },
 });

@@ -2,10 +2,21 @@ import type { OperationState } from '@retrysafe/contract';
 import { defineCommand } from '../../../command.js';
 import { UsageError } from '../../../errors.js';
 import { table } from '../../../output.js';
-import { type LedgerTarget, type OperationSummary, STATES, summarize, TARGET_OPTIONS, withLedger } from '../target.js';
+import {
+  type LedgerTarget,
+  type OperationSummary,
+  printListing,
+  STATES,
+  summarize,
+  TARGET_OPTIONS,
+  unreadableRows,
+  withLedger,
+} from '../target.js';
 
+/** The newest operations; a row the ledger cannot read goes to `onUnreadable` (without it, the listing rejects). */
 export async function ledgerLs(
   target: LedgerTarget & { state?: string[]; limit?: number },
+  onUnreadable?: (id: string) => void,
 ): Promise<OperationSummary[]> {
   for (const s of target.state ?? [])
     if (!STATES.includes(s as OperationState))
@@ -15,6 +26,7 @@ export async function ledgerLs(
       states: target.state?.length ? (target.state as OperationState[]) : undefined,
       limit: target.limit ?? 100,
       newestFirst: true,
+      onUnreadable,
     });
     return rows.map(summarize);
   });
@@ -44,8 +56,9 @@ export const ledgerLsCommand = defineCommand({
     limit: { argument: '<n>', parse: 'integer', default: 100, description: 'at most n' },
     ...TARGET_OPTIONS,
   },
-  async run({ print }, o) {
-    const rows = await ledgerLs(o);
-    return print(o, rows, () => lsTable(rows));
+  async run(ctx, o) {
+    const { ids, onUnreadable } = unreadableRows();
+    const rows = await ledgerLs(o, onUnreadable);
+    return printListing(ctx, o, rows, ids, () => lsTable(rows));
   },
 });

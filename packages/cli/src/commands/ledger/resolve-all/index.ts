@@ -4,7 +4,7 @@ import { defineCommand, type Options, type Parsed } from '../../../command.js';
 import { exactlyOne, pickKnown, RefusedError, scrubbed, UsageError, wanted } from '../../../errors.js';
 import { paint, pick, plural } from '../../../output.js';
 import { ledgerResolve, printable, resolved, resolveText } from '../resolve/index.js';
-import { TARGET_OPTIONS, withLedger } from '../target.js';
+import { TARGET_OPTIONS, unreadableRows, warnUnreadable, withLedger } from '../target.js';
 
 /** Every handoff reason, so a typo in --reason is refused rather than matching nothing (the type keeps it whole). */
 const REASONS = Object.keys({
@@ -48,7 +48,9 @@ export async function ledgerResolveAll(opts: ResolveAllOptions) {
   pickKnown('handoff reason', REASONS, opts.reason ?? []);
   const action = opts.resume ? 'resume' : 'abandon';
   const config = opts.config ? await loadConfigFile(opts.config) : null;
-  const handedOff = await withLedger(opts, (ledger) => ledger.list({ states: ['handed-off'] }), {
+  // A handoff whose row cannot be read is left out and reported (`unreadable`), not a reason to resolve none.
+  const { ids: unreadable, onUnreadable } = unreadableRows();
+  const handedOff = await withLedger(opts, (ledger) => ledger.list({ states: ['handed-off'], onUnreadable }), {
     config,
     writes: !opts.dryRun,
   });
@@ -77,8 +79,10 @@ export async function ledgerResolveAll(opts: ResolveAllOptions) {
       ...(done?.error !== undefined ? { error: done.error } : {}),
     });
   }
-  const ok = rows.every((r) => r.plan !== 'refused' && !r.error && (r.result === null || resolved(r.result)));
-  return { dryRun: opts.dryRun === true, action, matched: matched.length, rows, ok };
+  const ok =
+    unreadable.length === 0 &&
+    rows.every((r) => r.plan !== 'refused' && !r.error && (r.result === null || resolved(r.result)));
+  return { dryRun: opts.dryRun === true, action, matched: matched.length, rows, unreadable, ok };
 }
 
 /** One operation's resolution, or why it was not resolved: a refusal or a changed record does not stop the others. */
@@ -114,8 +118,9 @@ export const ledgerResolveAllCommand = defineCommand({
   description:
     'resolve every handed-off operation matching the filters (--resume or --abandon); --dry-run shows what would be done',
   options: RESOLVE_ALL_OPTIONS,
-  async run({ print, color }, o) {
+  async run({ print, color, io }, o) {
     const r = await ledgerResolveAll(o);
+    warnUnreadable(io, r.unreadable);
     const shown = { ...r, rows: r.rows.map((x) => ({ ...x, result: x.result && printable(x.result) })) };
     return print(o, shown, () => resolveAllText(r, color), r.ok);
   },

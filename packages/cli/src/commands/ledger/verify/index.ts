@@ -28,7 +28,7 @@ function verifyText(rows: readonly VerifyRow[], color = false): string {
   const lines = rows.map((r) =>
     r.ok
       ? `${paint('green', '✓', color)} ${r.businessOperationId}  ${plural(r.receipts, 'receipt')}${r.warnings ? paint('dim', `  (${r.warnings.join('; ')})`, color) : ''}`
-      : `${paint('red', '✗', color)} ${r.businessOperationId}  broken at receipt #${r.index + 1}: ${r.reason}`,
+      : `${paint('red', '✗', color)} ${r.businessOperationId}  ${r.index < 0 ? '' : `broken at receipt #${r.index + 1}: `}${r.reason}`,
   );
   lines.push(
     '',

@@ -1,0 +1,50 @@
+// One row cut or edited from outside must not hide the others from a listing or from recovery: it is reported by
+// id to `onUnreadable`, and without a callback the listing still rejects (no row dropped silently).
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { DatabaseSync } from 'node:sqlite';
+import { type LedgerError, RetrysafeError } from '@retrysafe/contract';
+import { afterEach, describe, expect, it } from 'vitest';
+import { createSqliteLedger } from '../src/index.js';
+import { claimInput } from './helpers.js';
+
+const dirs: string[] = [];
+afterEach(() => {
+  for (const d of dirs.splice(0)) rmSync(d, { recursive: true, force: true });
+});
+
+/** A ledger with three open operations (leases out by 20 000), the middle one's record cut from outside. */
+async function withCutRow() {
+  const dir = mkdtempSync(join(tmpdir(), 'rs-unreadable-'));
+  dirs.push(dir);
+  const path = join(dir, 'ledger.db');
+  const ledger = createSqliteLedger({ path });
+  for (const id of ['good-1', 'cut-2', 'good-3']) await ledger.claim(claimInput(id));
+  const raw = new DatabaseSync(path);
+  raw.prepare("UPDATE retrysafe_operations SET record = substr(record, 1, 30) WHERE id = 'cut-2'").run();
+  raw.close();
+  return ledger;
+}
+
+describe('a row whose stored record does not parse', () => {
+  it('list and recoverCandidates return the others and tell its id; without a callback they reject', async () => {
+    const ledger = await withCutRow();
+    try {
+      const told: Array<[string, LedgerError]> = [];
+      const onUnreadable = (id: string, e: LedgerError) => told.push([id, e]);
+      const ids = (rs: { businessOperationId: string }[]) => rs.map((r) => r.businessOperationId);
+      expect(ids(await ledger.list({ onUnreadable }))).toEqual(['good-1', 'good-3']);
+      expect(ids(await ledger.recoverCandidates(20_000, undefined, onUnreadable)).sort()).toEqual(['good-1', 'good-3']);
+      expect(told.map(([id]) => id)).toEqual(['cut-2', 'cut-2']);
+      for (const [, e] of told) {
+        expect(RetrysafeError.isInstance(e) && e.code).toBe('RETRYSAFE_LEDGER');
+        expect(e.message).toMatch(/cut or corrupt/);
+      }
+      await expect(ledger.list()).rejects.toThrow(/cut or corrupt/);
+      await expect(ledger.recoverCandidates(20_000)).rejects.toThrow(/cut or corrupt/);
+    } finally {
+      await ledger.close();
+    }
+  });
+});
