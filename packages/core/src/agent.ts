@@ -259,13 +259,16 @@ export async function operationStatus(ledger: Ledger, id: string) {
 
 const HANDOFFS_SHOWN = 100;
 
+/** The hand-offs waiting for a person; a row the ledger cannot read (cut or edited from outside) is named in `unreadable`. */
 export async function pendingHandoffs(ledger: Ledger) {
-  const rows = await ledger.list({ states: ['handed-off'], limit: HANDOFFS_SHOWN + 1 });
+  const unreadable: string[] = [];
+  const onUnreadable = (id: string) => void unreadable.push(id);
+  const rows = await ledger.list({ states: ['handed-off'], limit: HANDOFFS_SHOWN + 1, onUnreadable });
   const handoffs = rows.slice(0, HANDOFFS_SHOWN).map((r) => ({
     businessOperationId: r.businessOperationId,
     operation: r.operation,
     handoff: summarizeHandoff(r.handoff),
   }));
-  // More wait than are shown: an agent must not read the list as all of them.
-  return { handoffs, truncated: rows.length > HANDOFFS_SHOWN };
+  // More wait than are shown (an unreadable row counts as one): an agent must not read the list as all of them.
+  return { handoffs, unreadable, truncated: rows.length + unreadable.length > HANDOFFS_SHOWN };
 }

@@ -4,6 +4,7 @@ import {
   type BusinessOperationId,
   canonicalJson,
   type Ledger,
+  LedgerError,
   type ListFilter,
   type OperationRecord,
   type Receipt,
@@ -168,7 +169,7 @@ export interface ExportReceiptsOptions {
 
 /** Receipts as JSON Lines (one receipt per line, per operation in seq order). Already redacted when written. */
 export async function exportReceiptsJsonl(ledger: Ledger, options: ExportReceiptsOptions = {}): Promise<string> {
-  const ids = options.ids ?? (await ledger.list(options.filter)).map((r) => r.businessOperationId);
+  const ids = options.ids ?? (await listedIds(ledger, options.filter));
   let text = '';
   for (const id of ids)
     text += options.heads
@@ -176,6 +177,21 @@ export async function exportReceiptsJsonl(ledger: Ledger, options: ExportReceipt
       : receiptLines(id, await ledger.receipts(id), null);
   if (options.path) await writeFile(options.path, text, 'utf8');
   return text;
+}
+
+/**
+ * The ids an export covers. A row the ledger cannot read goes to the filter's onUnreadable if given (the others
+ * exported); without one the export refuses naming every such id, so no operation is left out unnoticed.
+ */
+async function listedIds(ledger: Ledger, filter: ListFilter = {}): Promise<BusinessOperationId[]> {
+  const unreadable: string[] = [];
+  const onUnreadable = filter.onUnreadable ?? ((id: string) => void unreadable.push(id));
+  const ids = (await ledger.list({ ...filter, onUnreadable })).map((r) => r.businessOperationId);
+  if (unreadable.length > 0)
+    throw new LedgerError(
+      `export: ${unreadable.length} stored row(s) could not be read (cut or corrupt), nothing exported: ${unreadable.join(', ')}; pass filter.onUnreadable to export the others`,
+    );
+  return ids;
 }
 
 /** The receipts and the row that anchors them: a receipt written between the two reads (a false break) reads both again. */

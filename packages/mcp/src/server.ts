@@ -62,7 +62,7 @@ const lookupTools = (from: string, what: string) => [
   {
     name: HANDOFFS_TOOL,
     title: 'retrysafe: pending handoffs',
-    description: `Lists ${what} waiting for a person (the oldest 100; truncated says there are more), with why they stopped and which next actions are safe.`,
+    description: `Lists ${what} waiting for a person (the oldest 100; truncated says there are more; unreadable names any the ledger could not read), with why they stopped and which next actions are safe.`,
     inputSchema: { type: 'object' as const, properties: {} },
     annotations: READ_ONLY,
   },

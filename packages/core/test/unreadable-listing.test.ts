@@ -1,0 +1,72 @@
+// One row whose stored record was cut from outside must not hide the others from an agent's hand-off list,
+// nor vanish unnamed from an export: the readable rows are shown and the cut one is named by id.
+
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { DatabaseSync } from 'node:sqlite';
+import { type BusinessOperationId, type Ledger, LedgerError } from '@retrysafe/contract';
+import { exportReceiptsJsonl } from '@retrysafe/core';
+import { agentTools, callAgentTool, pendingHandoffs } from '@retrysafe/core/agent';
+import { createSqliteLedger } from '@retrysafe/ledger-sqlite';
+import { afterEach, describe, expect, it } from 'vitest';
+import { setup } from './helpers.js';
+
+const dirs: string[] = [];
+afterEach(() => {
+  for (const dir of dirs.splice(0)) rmSync(dir, { recursive: true, force: true });
+});
+
+/** A SQLite ledger holding three handed-off operations, the first one's stored record cut by a raw UPDATE. */
+async function withCutHandoff(body: (ledger: Ledger, cut: string, readable: string[]) => Promise<void>) {
+  const dir = mkdtempSync(join(tmpdir(), 'rs-unreadable-'));
+  dirs.push(dir);
+  const path = join(dir, 'ledger.db');
+  const ledger = createSqliteLedger({ path });
+  try {
+    const { adapter, runner } = setup({}, { ledger });
+    const doExecute = async () => ({ kind: 'rejected', reason: 'validation', message: 'no' }) as const;
+    const [tool] = agentTools([{ ...adapter, doExecute } as typeof adapter], ['sandbox_records_create']);
+    const ids: string[] = [];
+    for (const ref of ['a-cut', 'b-good', 'c-good']) {
+      const answer = await callAgentTool(runner, tool!, { ref });
+      ids.push((answer as { businessOperationId: string }).businessOperationId);
+    }
+    const raw = new DatabaseSync(path);
+    raw.prepare('UPDATE retrysafe_operations SET record = substr(record, 1, 40) WHERE id = ?').run(ids[0]!);
+    raw.close();
+    await body(ledger, ids[0]!, ids.slice(1));
+  } finally {
+    await ledger.close();
+  }
+}
+
+describe('a listing with one unreadable row', () => {
+  it('the pending hand-offs shown to an agent hold the readable ones and name the cut one', async () => {
+    await withCutHandoff(async (ledger, cut, readable) => {
+      const shown = await pendingHandoffs(ledger);
+      expect(shown.handoffs.map((h) => h.businessOperationId).sort()).toEqual(readable.sort());
+      expect(shown).toMatchObject({ unreadable: [cut], truncated: false });
+    });
+  });
+
+  it('an export of every operation refuses naming the cut id; with filter.onUnreadable it exports the others', async () => {
+    await withCutHandoff(async (ledger, cut, readable) => {
+      const refused = exportReceiptsJsonl(ledger, { heads: true });
+      await expect(refused).rejects.toThrow(LedgerError);
+      await expect(refused).rejects.toThrow(new RegExp(`could not be read.*${cut}`));
+
+      const told: string[] = [];
+      const text = await exportReceiptsJsonl(ledger, { heads: true, filter: { onUnreadable: (id) => told.push(id) } });
+      expect(told).toEqual([cut]);
+      const exported = new Set(
+        text
+          .trimEnd()
+          .split('\n')
+          .map((l) => JSON.parse(l) as { businessOperationId?: string; chainHead?: { businessOperationId: string } })
+          .map((l) => l.chainHead?.businessOperationId ?? l.businessOperationId),
+      );
+      expect([...exported].sort()).toEqual(readable.sort() as BusinessOperationId[]);
+    });
+  });
+});
