@@ -69,6 +69,9 @@ export async function driveScenario(h: Harness, input: DriveInput, d: Drive): Pr
     d.runnerReceipts = (await Promise.all(records.map((r) => reader.receipts(r.businessOperationId)))).flat();
   } catch (err) {
     d.errors.push(`drill error: ${(err as Error).stack ?? String(err)}`);
+    // A run the drill could not finish (e.g. its own ledger unreadable at the closing read) checked nothing: it fails.
+    const { name, message } = err as Error;
+    d.failures.push(`${label}: the drill could not finish: ${name}: ${message}`);
   }
 }
 
