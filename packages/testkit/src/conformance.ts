@@ -3,15 +3,14 @@ import {
   type AdapterV1,
   asBusinessOperationId,
   type BusinessOperationId,
-  businessOperationId,
   type ExecuteContext,
   type LookupContext,
   newAttemptId,
   newRunId,
   type ProviderKey,
-  pickIntent,
   UnknownOperationError,
 } from '@retrysafe/contract';
+import { identityOf } from '@retrysafe/core/internal';
 import { afterAll, describe, expect, it } from 'vitest';
 import { disposeDrillContext, runScenario, writeSummary } from './drill.js';
 import { createDrillContext, type DrillContext, startHarness } from './drill-harness.js';
@@ -68,10 +67,9 @@ export function runConformance(options: ConformanceOptions): void {
   });
 }
 
-/** The business-operation id the runner derives from these params' intent fields. */
+/** The business-operation id the runner derives from these params' intent fields (the card's normalisation too). */
 export function operationIdFor(adapter: AdapterV1, operation: string, params: Record<string, unknown>) {
-  const spec = adapter.operations[operation]!;
-  return businessOperationId(spec.card.operation, pickIntent(params, spec.intentFields));
+  return identityOf(adapter.operations[operation]!, { params }).id;
 }
 
 /** The ExecuteContext the runner hands the adapter for attempt 1 of `id`; `over` replaces any field. */
