@@ -139,36 +139,39 @@ function applySteps(value: unknown, steps: readonly NormalizationStep[]): unknow
 
 type Rules = readonly Pick<FieldNormalization, 'field' | 'steps'>[];
 
-/** Its own steps and those of every declared ancestor, outermost first. */
-function stepsFor(path: string, rules: Rules): NormalizationStep[] {
-  const out: NormalizationStep[] = [];
-  for (const r of rules) if (path === r.field || path.startsWith(r.field + '.')) out.push(...r.steps);
-  return out;
-}
-
 export function normalizeIntent(intent: Record<string, unknown>, rules: Rules | undefined): Record<string, unknown> {
   // Not a plain object (a string, an array): left as given, for intentIdentity to refuse as it does without rules.
   if (!rules || rules.length === 0 || typeof intent !== 'object' || intent === null || Array.isArray(intent))
     return intent;
   const out: Record<string, unknown> = {};
-  for (const [field, value] of Object.entries(intent)) {
-    const steps = stepsFor(field, rules);
-    // Rules on paths beneath the field (the card accepts them) apply to a copy, as normalizeParams does.
-    const beneath = rules.filter((r) => r.field.startsWith(`${field}.`) && r.steps.length > 0);
-    const normal = steps.length || beneath.length ? applySteps(value, steps) : value;
-    for (const r of beneath) applyAt(normal, r.field.slice(field.length + 1).split('.'), r.steps);
-    put(out, field, normal);
-  }
+  for (const [field, value] of Object.entries(intent)) put(out, field, normalizeAt(value, field.split('.'), rules));
   return out;
 }
 
 /** Whole params in normal form for comparison: a deep copy when anything applies. */
 export function normalizeParams(params: unknown, rules: Rules): unknown {
   if (rules.length === 0 || typeof params !== 'object' || params === null) return params;
-  const root = applySteps(params, []); // a deep copy
-  for (const rule of rules) if (rule.steps.length > 0) applyAt(root, rule.field.split('.'), rule.steps);
-  return root;
+  return normalizeAt(params, [], rules);
 }
+
+/**
+ * A copy of the value found at `path` in params, in normal form: every rule at, above or beneath the path, in
+ * the order declared. The one way both the id (an intent field) and the params comparison (the root) see a value,
+ * so the two never disagree on what is the same.
+ */
+function normalizeAt(value: unknown, path: readonly string[], rules: Rules): unknown {
+  let out = applySteps(value, []); // a deep copy
+  for (const { field, steps } of rules) {
+    if (steps.length === 0) continue;
+    const parts = field.split('.');
+    if (startsWith(path, parts)) out = applySteps(out, steps);
+    else if (startsWith(parts, path)) applyAt(out, parts.slice(path.length), steps);
+  }
+  return out;
+}
+
+const startsWith = (path: readonly string[], head: readonly string[]) =>
+  head.length <= path.length && head.every((part, i) => part === path[i]);
 
 /** In place; a path that is not there is skipped. */
 function applyAt(holder: unknown, parts: readonly string[], steps: readonly NormalizationStep[]): void {
