@@ -1,5 +1,5 @@
 import type { LookupResult, Outcome, ProviderRefs, RejectReason, UnknownCause } from '@retrysafe/contract';
-import { classifyTransportFailure, parseRetryAfter } from '@retrysafe/contract/provider';
+import { cannotTellFrom, classifyTransportFailure, parseRetryAfter } from '@retrysafe/contract/provider';
 import { NotSentError, type WireRecord } from './hubspot-http.js';
 
 // HubSpot does not document a 5xx as "not processed", so it is unknown; its rate limiters answer before the write,
@@ -176,13 +176,5 @@ export function cannotTellFromFailure(
   what: string,
 ): Extract<LookupResult, { kind: 'cannot-tell' }> {
   const o = outcomeFromFailure(err, wire);
-  const retryAfterMs = 'retryAfterMs' in o ? o.retryAfterMs : undefined;
-  return {
-    kind: 'cannot-tell',
-    reason: `${what} failed (${o.kind}${'message' in o && o.message ? `: ${o.message}` : ''})`,
-    ...(o.status !== undefined ? { status: o.status } : {}),
-    ...(o.code !== undefined ? { code: o.code } : {}),
-    ...(o.requestId !== undefined ? { requestId: o.requestId } : {}),
-    ...(retryAfterMs !== undefined ? { retryAfterMs } : {}),
-  };
+  return cannotTellFrom(o, `${what} failed (${o.kind}${'message' in o && o.message ? `: ${o.message}` : ''})`);
 }

@@ -111,14 +111,20 @@ export function lookupFromOutcome(outcome: Outcome, how: string): LookupResult {
     case 'rejected':
       return { kind: 'found', outcome };
     case 'not-applied':
-    case 'unknown': {
-      const refs = {
-        ...(outcome.status !== undefined ? { status: outcome.status } : {}),
-        ...(outcome.code !== undefined ? { code: outcome.code } : {}),
-        ...(outcome.requestId !== undefined ? { requestId: outcome.requestId } : {}),
-        ...(outcome.retryAfterMs !== undefined ? { retryAfterMs: outcome.retryAfterMs } : {}),
-      };
-      return { kind: 'cannot-tell', reason: `${how}: ${outcome.message}`, ...refs };
-    }
+    case 'unknown':
+      return cannotTellFrom(outcome, `${how}: ${outcome.message}`);
   }
+}
+
+/** A lookup that could not decide, keeping what the outcome seen says of the answer: status, code, request id, wait. */
+export function cannotTellFrom(outcome: Outcome, reason: string): Extract<LookupResult, { kind: 'cannot-tell' }> {
+  const o = outcome as Outcome & { readonly retryAfterMs?: number };
+  return {
+    kind: 'cannot-tell',
+    reason,
+    ...(o.status !== undefined ? { status: o.status } : {}),
+    ...(o.code !== undefined ? { code: o.code } : {}),
+    ...(o.requestId !== undefined ? { requestId: o.requestId } : {}),
+    ...(o.retryAfterMs !== undefined ? { retryAfterMs: o.retryAfterMs } : {}),
+  };
 }
