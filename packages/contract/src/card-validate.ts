@@ -1,5 +1,6 @@
 import type { JsonSchema as Schema } from './adapter.js';
 import { CARD_VALUES, type RetrySafetyCard, UNKNOWN } from './card.js';
+import { DURATION_PATTERN } from './duration.js';
 import { CardValidationError, type FieldError } from './errors.js';
 import { charsetPattern } from './ids.js';
 import { MERGING_STEPS, NORMALIZATION_STEPS } from './intent.js';
@@ -11,7 +12,7 @@ const text = { type: 'string', minLength: 1 };
 const str = { type: 'string', pattern: '\\S' };
 const oneOf = (...values: readonly unknown[]): Schema =>
   values.length === 1 ? { const: values[0] } : { enum: values };
-const DURATION = '^\\d+(\\.\\d+)?(ms|s|m|h|d)$';
+const DURATION = DURATION_PATTERN;
 const duration = { type: 'string', pattern: DURATION };
 const posInt = { type: 'integer', minimum: 1 };
 const bool = { type: 'boolean' };

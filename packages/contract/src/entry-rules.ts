@@ -18,7 +18,7 @@ export {
   resendSafety,
   retentionPassed,
 } from './card-rules.js';
-export { durationMs, formatDuration, isDuration } from './duration.js';
+export { DURATION_PATTERN, durationMs, formatDuration, isDuration } from './duration.js';
 export { charsetPattern } from './ids.js';
 export {
   canonicalDecimal,
