@@ -3,7 +3,7 @@ import { CARD_VALUES, type RetrySafetyCard, UNKNOWN } from './card.js';
 import { DURATION_PATTERN } from './duration.js';
 import { CardValidationError, type FieldError } from './errors.js';
 import { charsetPattern } from './ids.js';
-import { MERGING_STEPS, NORMALIZATION_STEPS } from './intent.js';
+import { MERGING_STEPS, NORMALIZATION_STEPS, withinIntent } from './intent.js';
 import { join, type SchemaWording, schemaProblems } from './schema-problems.js';
 
 export type CardProblem = FieldError;
@@ -249,7 +249,7 @@ function checkBeyondSchema(card: Record<string, unknown>, problems: CardProblem[
   const intentFields: unknown[] = Array.isArray(bo.intentFields) ? bo.intentFields : [];
   eachRule(bo.normalize, 'businessOperationId.normalize', (r, p) => {
     const { field } = r;
-    if (typeof field === 'string' && !intentFields.some((f) => field === f || field.startsWith(`${f}.`)))
+    if (typeof field === 'string' && !withinIntent(field, intentFields))
       problems.push({ path: `${p}.field`, message: 'expected one of the intent fields (or a path beneath one)' });
     if (Array.isArray(r.steps) && !hasSteps(r.steps))
       problems.push({ path: `${p}.steps`, message: `expected ${STEPS}` });

@@ -28,4 +28,5 @@ export {
   NORMALIZATION_STEPS,
   normalizeIntent,
   normalizeParams,
+  withinIntent,
 } from './intent.js';
