@@ -95,7 +95,7 @@ export function createSlackAdapter(options: SlackAdapterOptions): SlackAdapter {
     const params = ctx.params as { channel: string };
     if (ctx.firstDispatchedAt === null)
       return { kind: 'not-found', reason: 'never dispatched: nothing was sent to Slack' };
-    const margin = cardMargin(slackOperations['chat.postMessage'].card);
+    const margin = ctx.clockSkewMarginMs ?? cardMargin(slackOperations['chat.postMessage'].card);
     // A post answered within the client timeout carries a ts inside this window; a narrow window keeps the
     // lookup to one page under the history limit. A post applied later is missed: cannot tell, then handoff.
     const oldest = slackTs(ctx.firstDispatchedAt - margin);
