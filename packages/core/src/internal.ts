@@ -6,3 +6,4 @@ export { resolvePolicy } from './intake/policy.js';
 export { receiptHash, sealReceipt } from './receipts.js';
 export { createRedactor, detectSensitive, personRef } from './redact.js';
 export { isSecretKey, keyParts } from './redact-keys.js';
+export { leaseCheckMs } from './runner/lease.js';
