@@ -1,5 +1,5 @@
 /** @retrysafe/core/internal: the runner's parts for the packages built on it. Not a user API. */
-export { decide } from './decide.js';
+export { decide, MAYBE_APPLIED_STATES } from './decide.js';
 export { identityOf } from './intake/identity.js';
 export { assertParams, checkParamsSchema, paramsErrors } from './intake/params-schema.js';
 export { resolvePolicy } from './intake/policy.js';
