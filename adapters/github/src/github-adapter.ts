@@ -107,7 +107,7 @@ export function createGitHubAdapter(options: GitHubAdapterOptions): GitHubAdapte
         const what = `${op.name} lookup`;
         if (ctx.firstDispatchedAt === null)
           return { kind: 'not-found', reason: 'never dispatched: nothing was sent to GitHub' };
-        const cutoff = ctx.firstDispatchedAt - cardMargin(op.card);
+        const cutoff = ctx.firstDispatchedAt - (ctx.clockSkewMarginMs ?? cardMargin(op.card));
         const since = new Date(cutoff).toISOString();
         const matches: ListedItem[] = [];
         let reached = false; // the walk got back to the cutoff

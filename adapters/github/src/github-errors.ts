@@ -1,5 +1,5 @@
 import type { FieldError, LookupResult, Outcome, ProviderRefs } from '@retrysafe/contract';
-import { classifyTransportFailure, errorCodes, parseRetryAfter } from '@retrysafe/contract/provider';
+import { cannotTellFrom, classifyTransportFailure, errorCodes, parseRetryAfter } from '@retrysafe/contract/provider';
 
 /**
  * Maps every GitHub answer and every transport failure into exactly one Outcome, keeping the HTTP
@@ -117,13 +117,5 @@ export function outcomeFromError(error: unknown, now: number = Date.now()): Outc
 /** A lookup call that failed: never "not found" (a failed list proves nothing). */
 export function cannotTell(error: unknown, what: string, now: number = Date.now()): LookupResult {
   const o = outcomeFromError(error, now);
-  const message = 'message' in o ? o.message : o.kind;
-  const wait = 'retryAfterMs' in o ? o.retryAfterMs : undefined;
-  return {
-    kind: 'cannot-tell',
-    reason: `${what}: ${message}`,
-    ...(wait !== undefined ? { retryAfterMs: wait } : {}),
-    ...(o.status !== undefined ? { status: o.status } : {}),
-    ...(o.requestId !== undefined ? { requestId: o.requestId } : {}),
-  };
+  return cannotTellFrom(o, `${what}: ${'message' in o ? o.message : o.kind}`);
 }

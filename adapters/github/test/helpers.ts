@@ -42,10 +42,12 @@ export async function startRig(
   posts: readonly Fault[] = [],
   sandboxOptions: GitHubSandboxOptions = {},
   policy: PolicyOverrides = {},
+  /** How far GitHub's clock runs behind the runner's. */
+  sandboxBehindMs = 0,
 ) {
   const clock = createVirtualClock();
   const sandbox = closeAfterTest(
-    await startGitHubSandbox({ token: TOKEN, now: () => clock.now(), seed: SEED, ...sandboxOptions }),
+    await startGitHubSandbox({ token: TOKEN, now: () => clock.now() - sandboxBehindMs, seed: SEED, ...sandboxOptions }),
   );
   const proxy = closeAfterTest(await startPostFaultProxy(sandbox.url, posts));
   const adapter = createGitHubAdapter({ auth: TOKEN, baseUrl: proxy.url, timeoutMs: 2_000 });

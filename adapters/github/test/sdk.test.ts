@@ -80,6 +80,16 @@ describe('a lost answer, through the runner and the real SDK', () => {
   });
 });
 
+describe("the policy's clock-skew margin", () => {
+  it("reaches the lookup: GitHub's clock 5 min behind ours, a 10 min policy margin ⇒ the lost issue is found, not handed off", async () => {
+    const skew = 5 * 60_000;
+    const rig = await startRig(['drop-response'], {}, { clockSkewMarginMs: 2 * skew, lookupWindowMs: 5 * skew }, skew);
+    const r = await rig.runner.run(rig.adapter, 'issues.create', { params: issueParams(12) });
+    expect(r).toMatchObject({ status: 'done', adopted: true });
+    expect(rig.sandbox.count('issues.create')).toBe(1);
+  });
+});
+
 describe('one intent', () => {
   it('owner and repo respelt in another case name the same repository (GitHub: "not case sensitive"): one issue, one id', async () => {
     const rig = await startRig([]);

@@ -111,6 +111,17 @@ describe('createHttpAdapter: declarations are checked against the card', () => {
     expect(() => createHttpAdapter(options as never)).toThrow(message);
   });
 
+  it('a path placeholder beneath an intent field is within the intent (as the card reads a path); one above it is not', () => {
+    expect(() => createHttpAdapter(withOp({ ...spec, path: '/customers/{customer.id}/orders' }))).not.toThrow();
+    const nested = {
+      ...card,
+      businessOperationId: { ...card.businessOperationId, intentFields: ['customer.id', 'sku', 'orderRef'] },
+    };
+    expect(() => createHttpAdapter(withOp({ ...spec, card: nested, path: '/customers/{customer}/orders' }))).toThrow(
+      /placeholder \{customer\}/,
+    );
+  });
+
   it('an invalid card is a CardValidationError listing the field; an unknown fact not listed in unverified is refused', () => {
     const broken = { ...card, retention: { minimum: { value: 'unknown', source: 'x' } } } as RetrySafetyCard;
     expect(() => createHttpAdapter(withOp({ ...spec, card: broken }))).toThrow(CardValidationError);

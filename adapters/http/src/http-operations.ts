@@ -12,6 +12,7 @@ import {
   type UnknownCause,
   validateCard,
 } from '@retrysafe/contract';
+import { withinIntent } from '@retrysafe/contract/rules';
 
 type NamedKey = { readonly name: string; readonly rule?: Partial<ProviderKeyRule> };
 
@@ -178,12 +179,14 @@ export function buildOperation(provider: string, name: string, spec: HttpOperati
   // A path placeholder outside the intent would let two different targets share one business-operation id.
   const intentFields = card.businessOperationId.intentFields;
   for (const p of placeholders(spec.path)) {
-    if (!RESERVED_PLACEHOLDERS.has(p) && !intentFields.includes(p))
-      fail(`path placeholder {${p}} must be one of the card's intent fields (${intentFields.join(', ')})`);
+    if (!RESERVED_PLACEHOLDERS.has(p) && !withinIntent(p, intentFields))
+      fail(
+        `path placeholder {${p}} must be one of the card's intent fields (${intentFields.join(', ')}) or beneath one`,
+      );
     if (p === 'key' && k.travels === 'none') fail('path uses {key} but no key travels');
   }
   const pc = spec.precondition;
-  if (pc && !intentFields.includes(pc.param))
+  if (pc && !withinIntent(pc.param, intentFields))
     fail(
       `precondition.param ${pc.param} must be one of the card's intent fields, so every re-send carries the same precondition`,
     );

@@ -1,8 +1,7 @@
 import type { LookupResult, Outcome, ProviderRefs, RejectReason, UnknownCause } from '@retrysafe/contract';
 import {
-  errorCodes,
+  classifyTransportFailure,
   lookupFromOutcome,
-  NEVER_SENT_CODES,
   parseRetryAfter,
   retryAfterOf,
 } from '@retrysafe/contract/provider';
@@ -104,12 +103,9 @@ function outcomeFromResponse(res: HubSpotResponse): Outcome {
   return { kind: 'unknown', cause: s >= 500 ? 'server-error' : 'other', message, ...refs(res, category) };
 }
 
-const RESET = new Set(['ECONNRESET', 'EPIPE', 'UND_ERR_SOCKET', 'UND_ERR_CLOSED']);
-
 /** Maps a failure with no HTTP answer (fetch's `TypeError: fetch failed` and its cause, a timeout, an abort). */
 export function outcomeFromNetworkError(err: unknown, wire: WireRecord): Outcome {
   const name = err instanceof Error ? err.name : '';
-  const code = errorCodes(err)[0];
   const unknown = (cause: UnknownCause, message: string, code?: string): Outcome => ({
     kind: 'unknown',
     cause,
@@ -125,12 +121,15 @@ export function outcomeFromNetworkError(err: unknown, wire: WireRecord): Outcome
     };
   }
   if (name === 'TimeoutError') return unknown('timeout', 'no answer from HubSpot within the timeout', 'TIMEOUT');
-  if (code && NEVER_SENT_CODES.has(code))
-    return { kind: 'not-applied', message: `connection not established (${code})`, code };
+  // The contract's rule: never sent only when every code along the chain says so.
+  const t = classifyTransportFailure(err);
+  if (t.sent === 'never')
+    return { kind: 'not-applied', message: `connection not established (${t.code})`, code: t.code };
   if (name === 'AbortError') return unknown('other', 'aborted by the caller after the request was sent', 'ABORTED');
-  if (code && RESET.has(code))
-    return unknown('connection-reset', `connection closed before the answer (${code})`, code);
-  return unknown('other', clip(err instanceof Error ? `${err.message}${code ? ` (${code})` : ''}` : String(err)), code);
+  const { cause, code } = t;
+  if (cause === 'connection-reset')
+    return unknown(cause, `connection closed before the answer${code ? ` (${code})` : ''}`, code);
+  return unknown(cause, clip(err instanceof Error ? `${err.message}${code ? ` (${code})` : ''}` : String(err)), code);
 }
 
 /** The whole HTTP answer behind a failed SDK call, if one arrived: every answer passes our transport, which records it. */

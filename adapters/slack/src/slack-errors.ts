@@ -1,5 +1,5 @@
 import type { LookupResult, Outcome, RejectReason } from '@retrysafe/contract';
-import { classifyTransportFailure } from '@retrysafe/contract/provider';
+import { cannotTellFrom as cannotTellFromOutcome, classifyTransportFailure } from '@retrysafe/contract/provider';
 import { ErrorCode } from '@slack/web-api';
 
 /**
@@ -136,13 +136,5 @@ function outcomeFromTransport(error: unknown): Outcome {
 /** A lookup call that failed: never "not found" (absence proves nothing here). */
 export function cannotTellFrom(error: unknown, what: string): LookupResult {
   const o = outcomeFromError(error);
-  const retryAfterMs = 'retryAfterMs' in o ? o.retryAfterMs : undefined;
-  const message = 'message' in o ? o.message : o.kind;
-  return {
-    kind: 'cannot-tell',
-    reason: `${what} failed: ${message}`,
-    ...(o.status !== undefined ? { status: o.status } : {}),
-    ...(o.code !== undefined ? { code: o.code } : {}),
-    ...(retryAfterMs !== undefined ? { retryAfterMs } : {}),
-  };
+  return cannotTellFromOutcome(o, `${what} failed: ${'message' in o ? o.message : o.kind}`);
 }

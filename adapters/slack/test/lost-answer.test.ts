@@ -11,18 +11,28 @@ import { CHANNEL, execute, lookup, postParams, TOKEN } from './helpers.js';
 
 const MIN = 60_000;
 
-async function setup(sandboxOptions: SlackSandboxOptions = {}) {
+async function setup(sandboxOptions: SlackSandboxOptions = {}, clockSkewMarginMs?: number) {
   const clock = createVirtualClock(Date.UTC(2026, 11, 4));
   const sandbox = closeAfterTest(
     await startSlackSandbox({ token: TOKEN, channels: [CHANNEL], now: clock.now, ...sandboxOptions }),
   );
   const proxy = closeAfterTest(await startFaultProxy({ target: sandbox.url, faults: ['drop-response'] }));
   const adapter = createSlackAdapter({ token: TOKEN, baseUrl: proxy.url, timeoutMs: 2000 });
-  const runner = createRunner({ ledger: createMemoryLedger(), clock, random: () => 0.5 });
+  const policy = clockSkewMarginMs === undefined ? {} : { clockSkewMarginMs };
+  const runner = createRunner({ ledger: createMemoryLedger(), clock, random: () => 0.5, policy });
   return { clock, sandbox, proxy, adapter, runner };
 }
 
 describe('a lost answer to chat.postMessage', () => {
+  it("the policy's clock-skew margin reaches the lookup: Slack's clock 5 min behind ours, a 10 min margin ⇒ adopted, one message", async () => {
+    let now = () => 0;
+    const { clock, sandbox, runner, adapter } = await setup({ now: () => now() }, 10 * MIN);
+    now = () => clock.now() - 5 * MIN;
+    const result = await runner.run(adapter, 'chat.postMessage', { params: postParams(7) });
+    expect(result).toMatchObject({ status: 'done', adopted: true });
+    expect(sandbox.count('chat.postMessage')).toBe(1);
+  });
+
   it('the post is not in history yet: the runner waits a minute per lookup (the history limit) and adopts it: one message, one post', async () => {
     const { clock, sandbox, proxy, adapter, runner } = await setup({
       historyDelayMs: 2 * MIN,

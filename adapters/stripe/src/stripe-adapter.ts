@@ -6,7 +6,13 @@ import {
   type Outcome,
   type TypedAdapter,
 } from '@retrysafe/contract';
-import { checkBaseUrl, lookupFromOutcome, operationParamsErrors, positiveInteger } from '@retrysafe/contract/provider';
+import {
+  cannotTellFrom,
+  checkBaseUrl,
+  lookupFromOutcome,
+  operationParamsErrors,
+  positiveInteger,
+} from '@retrysafe/contract/provider';
 import { resendSafety } from '@retrysafe/contract/rules';
 import Stripe from 'stripe';
 import { STRIPE_KEY_RETENTION_MS, STRIPE_SEARCH_DELAY_MS } from './stripe-cards.js';
@@ -83,15 +89,6 @@ function buildClient(options: StripeAdapterOptions, timeoutMs: number): Stripe {
 /** `replaysServerError`: keys Stripe answered with a replayed 5xx; such a key can only replay it, so a lookup searches. */
 type Runtime = { readonly client: Stripe; readonly timeoutMs: number; readonly replaysServerError: Set<string> };
 
-function refsOf(o: Outcome & { retryAfterMs?: number }) {
-  return {
-    ...(o.status !== undefined ? { status: o.status } : {}),
-    ...(o.code !== undefined ? { code: o.code } : {}),
-    ...(o.requestId !== undefined ? { requestId: o.requestId } : {}),
-    ...(o.retryAfterMs !== undefined ? { retryAfterMs: o.retryAfterMs } : {}),
-  };
-}
-
 const replayValue = (op: StripeOperation) => op.card.storedResult.replayIndicator?.value ?? null;
 
 /** One POST with the key; classified, never thrown. The SDK has no abort option: the frame races the signal. */
@@ -155,7 +152,7 @@ async function findByMetadata(
   } catch (error) {
     const o = classifyStripeError(error) as Outcome & { message?: string };
     const reason = `${why}; the metadata ${how} failed (${o.kind}): ${o.message ?? ''}`.trim();
-    return { kind: 'cannot-tell', reason, ...refsOf(o) };
+    return cannotTellFrom(o, reason);
   }
   if (found.length > 0) return adoptFound(op, found, ctx.params);
   if (missIsCannotTell)

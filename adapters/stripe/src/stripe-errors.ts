@@ -1,5 +1,5 @@
 import type { Outcome, ProviderRefs, RejectReason, UnknownCause } from '@retrysafe/contract';
-import { NEVER_SENT_CODES, retryAfterOf } from '@retrysafe/contract/provider';
+import { classifyTransportFailure, retryAfterOf } from '@retrysafe/contract/provider';
 import type Stripe from 'stripe';
 import { CONNECTION_CLOSED_CODE } from './stripe-http-client.js';
 
@@ -87,8 +87,15 @@ export function classifyStripeError(error: unknown, creates?: string): Outcome {
         : detail?.constructor?.name === 'HttpClientResponseBodyError'
           ? 'BODY'
           : undefined;
-    if (code && NEVER_SENT_CODES.has(code))
-      return { kind: 'not-applied', message: `connection failed before the request was sent (${code})`, ...r, code };
+    // The contract's rule: never sent only when every code along the chain says so.
+    const t = classifyTransportFailure(e.detail);
+    if (t.sent === 'never')
+      return {
+        kind: 'not-applied',
+        message: `connection failed before the request was sent (${t.code})`,
+        ...r,
+        code: t.code,
+      };
     if (code === 'ETIMEDOUT') return unknown('timeout', msg('request timed out after it was sent'), { code });
     if (code === CONNECTION_CLOSED_CODE || code === 'ECONNRESET' || code === 'EPIPE')
       return unknown('connection-reset', 'connection closed after the request may have been sent', {

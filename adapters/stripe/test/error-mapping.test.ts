@@ -319,3 +319,21 @@ describe('transport', () => {
     await server.close();
   });
 });
+
+describe("transport: the contract's one rule", () => {
+  const coded = (code: string) => Object.assign(new Error(code), { code });
+  // Node's happy-eyeballs error: an AggregateError carrying its first error's code.
+  const aggregate = (...codes: string[]) =>
+    Object.assign(new AggregateError(codes.map(coded), 'connect failed'), { code: codes[0] });
+  const connectionError = (detail: Error) =>
+    classifyStripeError({ type: 'StripeConnectionError', message: 'An error occurred with our connection', detail });
+
+  it('not-applied only when every code along the chain says the request was never sent', () => {
+    expect(connectionError(aggregate('ECONNREFUSED', 'ECONNREFUSED'))).toMatchObject({
+      kind: 'not-applied',
+      code: 'ECONNREFUSED',
+    });
+    expect(connectionError(aggregate('ECONNREFUSED', 'ECONNRESET')).kind).toBe('unknown');
+    expect(connectionError(aggregate('ECONNREFUSED', 'ETIMEDOUT')).kind).toBe('unknown');
+  });
+});

@@ -250,3 +250,16 @@ describe('a corrected request after a rejection', () => {
     expect(sandbox.requests().map((r) => r.status)).toEqual([400, 200]);
   });
 });
+
+describe("the testkit's operationIdFor", () => {
+  it("gives the id the runner derives, the card's normalisation included (a padded customerRef)", async () => {
+    const { clock, sandbox, ledger } = await setup();
+    const adapter = createStripeAdapter({ apiKey: API_KEY, baseUrl: sandbox.url, timeoutMs: 2000 });
+    const params = { customerRef: '  pad-1 ', email: 'pad1@example.test' };
+    const result = await createRunner({ ledger, clock }).run(adapter, 'customers.create', { params });
+    expect(result.businessOperationId).toBe(operationIdFor(adapter, 'customers.create', params));
+    expect(operationIdFor(adapter, 'customers.create', { ...params, customerRef: 'pad-1' })).toBe(
+      result.businessOperationId,
+    );
+  });
+});

@@ -95,6 +95,26 @@ describe('schemaErrors: the frame’s subset of JSON Schema', () => {
       schemaErrors({ type: 'object', patternProperties: { '^x': {} }, additionalProperties: false }, { xy: 1 }),
     ).toEqual([]);
   });
+  it('compares const and enum as JSON values, as the runner’s check does: key order aside, never stricter', () => {
+    expect(schemaErrors({ const: { a: 1, b: [2, { c: 3, d: 4 }] } }, { b: [2, { d: 4, c: 3 }], a: 1 })).toEqual([]);
+    expect(schemaErrors({ enum: [{ currency: 'eur', amount: 5 }] }, { amount: 5, currency: 'eur' })).toEqual([]);
+    expect(schemaErrors({ enum: [{ currency: 'eur', amount: 5 }] }, { amount: 6, currency: 'eur' })).toHaveLength(1);
+    expect(schemaErrors({ const: [1, 2] }, [2, 1])).toHaveLength(1);
+  });
+  it('never stricter under not or oneOf: a branch with a keyword it does not read cannot be judged, so it is let through', () => {
+    // ajv: 'a@b.example' is an email and no uri, so exactly one branch matches
+    const recipient = {
+      oneOf: [
+        { type: 'string', format: 'email' },
+        { type: 'string', format: 'uri' },
+      ],
+    };
+    expect(schemaErrors(recipient, 'a@b.example')).toEqual([]);
+    expect(schemaErrors({ not: { type: 'string', format: 'email' } }, 'not an email')).toEqual([]);
+    // fully read branches are still judged
+    expect(schemaErrors({ oneOf: [{ type: 'string' }, { minLength: 1 }] }, 'x')).toHaveLength(1);
+    expect(schemaErrors({ not: { type: 'string' } }, 'x')).toHaveLength(1);
+  });
   it('reads enum, const, items, propertyNames, not, anyOf and oneOf', () => {
     expect(schemaErrors({ enum: ['a'] }, 'b')).toHaveLength(1);
     expect(schemaErrors({ const: 1 }, 1)).toEqual([]);

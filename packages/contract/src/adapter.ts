@@ -41,6 +41,8 @@ export interface LookupContext
   readonly now: number;
   /** The runner's `resendSafety` judgement, for lookups that re-send. */
   readonly keyReusable?: boolean;
+  /** The clock-skew margin the runner decides with (its policy's, else the card's): a lookup window widened by it. */
+  readonly clockSkewMarginMs?: number;
 }
 
 /** A provider adapter, version 1. Only the runner calls the `do*` methods; it never branches on `provider`. */

@@ -1,10 +1,10 @@
 import type { JsonSchema as Schema } from './adapter.js';
 import { CARD_VALUES, type RetrySafetyCard, UNKNOWN } from './card.js';
 import { budgetProblems } from './card-rules.js';
-import { durationMs, isDuration } from './duration.js';
+import { DURATION_PATTERN, durationMs, isDuration } from './duration.js';
 import { CardValidationError, type FieldError } from './errors.js';
 import { charsetPattern } from './ids.js';
-import { MERGING_STEPS, NORMALIZATION_STEPS, operationNameProblem } from './intent.js';
+import { MERGING_STEPS, NORMALIZATION_STEPS, operationNameProblem, withinIntent } from './intent.js';
 import { join, type SchemaWording, schemaProblems } from './schema-problems.js';
 
 export type CardProblem = FieldError;
@@ -13,7 +13,7 @@ const text = { type: 'string', minLength: 1 };
 const str = { type: 'string', pattern: '\\S' };
 const oneOf = (...values: readonly unknown[]): Schema =>
   values.length === 1 ? { const: values[0] } : { enum: values };
-const DURATION = '^\\d+(\\.\\d+)?(ms|s|m|h|d)$';
+const DURATION = DURATION_PATTERN;
 const duration = { type: 'string', pattern: DURATION };
 const posInt = { type: 'integer', minimum: 1 };
 const bool = { type: 'boolean' };
@@ -244,7 +244,7 @@ function checkBeyondSchema(card: Record<string, unknown>, problems: CardProblem[
   eachRule(bo.normalize, 'businessOperationId.normalize', (r, p) => {
     const { field } = r;
     if (!isDotPath(field)) problems.push({ path: `${p}.field`, message: PATH });
-    else if (typeof field === 'string' && !intentFields.some((f) => field === f || field.startsWith(`${f}.`)))
+    else if (typeof field === 'string' && !withinIntent(field, intentFields))
       problems.push({ path: `${p}.field`, message: 'expected one of the intent fields (or a path beneath one)' });
     if (Array.isArray(r.steps) && !hasSteps(r.steps))
       problems.push({ path: `${p}.steps`, message: `expected ${STEPS}` });

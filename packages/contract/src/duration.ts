@@ -2,7 +2,9 @@
 export type Duration = `${number}${'ms' | 's' | 'm' | 'h' | 'd'}`;
 
 const UNIT_MS = { ms: 1, s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 } as const;
-const PATTERN = /^(\d+(?:\.\d+)?)(ms|s|m|h|d)$/;
+/** The one form of a duration, for every schema that accepts one (cards, the fence file). */
+export const DURATION_PATTERN = '^\\d+(\\.\\d+)?(ms|s|m|h|d)$';
+const PATTERN = new RegExp(DURATION_PATTERN);
 
 export function isDuration(value: unknown): value is Duration {
   return typeof value === 'string' && PATTERN.test(value);
@@ -11,7 +13,8 @@ export function isDuration(value: unknown): value is Duration {
 export function durationMs(value: Duration): number {
   const m = PATTERN.exec(value);
   if (!m) throw new RangeError(`not a duration: ${JSON.stringify(value)} (expected e.g. 500ms, 30s, 5m, 24h, 7d)`);
-  return Math.round(Number(m[1]) * UNIT_MS[m[2] as keyof typeof UNIT_MS]);
+  const unit = m[2] as keyof typeof UNIT_MS;
+  return Math.round(Number(value.slice(0, -unit.length)) * UNIT_MS[unit]);
 }
 
 /** The largest whole unit that represents `ms` exactly, e.g. 86_400_000 → `1d`. */

@@ -2,7 +2,7 @@
 // normalisation, durations), for everything that decides from a card.
 
 export * from './card-rules.js';
-export { durationMs, formatDuration, isDuration } from './duration.js';
+export { DURATION_PATTERN, durationMs, formatDuration, isDuration } from './duration.js';
 export { charsetPattern } from './ids.js';
 export {
   canonicalDecimal,
@@ -12,4 +12,5 @@ export {
   NORMALIZATION_STEPS,
   normalizeIntent,
   normalizeParams,
+  withinIntent,
 } from './intent.js';

@@ -36,6 +36,19 @@ describe('normalisation steps (issue 16)', () => {
     });
   });
 
+  it('rules apply in the order declared for the id as for the params comparison: one id never meets a conflict', () => {
+    // NFKC then case-fold makes 'ℌ' 'h'; case-fold then NFKC makes it 'H'.
+    const rules = [
+      { field: 'customer.name', steps: ['case-fold'] as const },
+      { field: 'customer', steps: ['nfkc'] as const },
+    ];
+    for (const name of ['ℌ', 'h', 'H', 'ﬀ', 'İ']) {
+      const params = { customer: { name } };
+      const intent = normalizeIntent(pickIntent(params, ['customer']), rules);
+      expect(intent.customer, name).toEqual((normalizeParams(params, rules) as typeof params).customer);
+    }
+  });
+
   it('a rule on a path beneath an intent field (which the card accepts) is applied: one intent keeps one id', () => {
     const rules = [{ field: 'customer.email', steps: ['trim', 'case-fold'] as const }];
     const given = { customer: { email: ' A@B.com ', name: ' Ann ' } };

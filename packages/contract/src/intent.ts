@@ -45,6 +45,11 @@ function put(out: Record<string, unknown>, key: string, value: unknown): void {
   else out[key] = value;
 }
 
+/** Whether a dot path's value is fixed by the intent: an intent field, or a path beneath one. */
+export function withinIntent(path: string, intentFields: readonly unknown[]): boolean {
+  return intentFields.some((f) => typeof f === 'string' && (path === f || path.startsWith(`${f}.`)));
+}
+
 /** A missing intent field is an error: it would fold distinct intents into one operation. */
 export function pickIntent(params: unknown, fields: readonly string[]): Record<string, unknown> {
   const out: Record<string, unknown> = {};

@@ -1,4 +1,5 @@
 import type { JsonSchema } from './adapter.js';
+import { canonicalJson } from './canonical.js';
 import type { FieldError } from './errors.js';
 
 /** A failed keyword's message; `value` is the value checked (for `required`, `propertyNames`, `additionalProperties`: the key). */
@@ -37,6 +38,9 @@ export interface SchemaWording {
   /** `#/$defs/<name>` targets; without them `$ref` is not read. */
   readonly defs?: Readonly<Record<string, JsonSchema>>;
   readonly conditionals?: boolean;
+  /** Never stricter than a full checker (the frame's params check): a `not` or `oneOf` branch holding a keyword this
+   * wording does not read is not judged, as reading it leniently would turn into a refusal there. */
+  readonly neverStricter?: boolean;
   /** The problems of a failed anyOf / oneOf from each branch's; without it, the keyword's message. */
   readonly branches?: (node: JsonSchema, value: unknown, path: string, results: FieldError[][]) => FieldError[];
 }
@@ -50,7 +54,16 @@ export function schemaProblems(schema: unknown, value: unknown, wording: SchemaW
 const isNode = (s: unknown): s is JsonSchema => typeof s === 'object' && s !== null && !Array.isArray(s);
 export const join = (path: string, key: string | number) =>
   typeof key === 'number' ? `${path}[${key}]` : path ? `${path}.${key}` : key;
-const same = (a: unknown, b: unknown) => a === b || (typeof a === 'object' && JSON.stringify(a) === JSON.stringify(b));
+/** Equal as JSON values (canonical JSON: key order aside), as the runner's ajv compares `const` and `enum`. */
+const same = (a: unknown, b: unknown) => a === b || (typeof a === 'object' && a !== null && canonicalEqual(a, b));
+
+function canonicalEqual(a: unknown, b: unknown): boolean {
+  try {
+    return canonicalJson(a) === canonicalJson(b);
+  } catch {
+    return false; // not JSON: the runner's check has refused it already
+  }
+}
 
 function hasType(v: unknown, t: unknown): boolean {
   if (Array.isArray(t)) return t.some((one) => hasType(v, one));
@@ -74,6 +87,36 @@ function fail(out: FieldError[], say: Say | undefined, node: JsonSchema, value: 
 
 const COMBINED = ['anyOf', 'oneOf'] as const;
 
+// Read by walk whatever the wording, or said about a schema rather than checked.
+const ALWAYS_READ = new Set([
+  ...['properties', 'additionalProperties', 'items', 'allOf', '$schema', '$id', '$comment', '$defs', 'definitions'],
+  ...['title', 'description', 'default', 'examples', 'deprecated', 'readOnly', 'writeOnly'],
+]);
+// The keywords whose values are schemas (`properties`: a map of them), walked in turn.
+const SUBSCHEMAS = new Set([
+  ...['additionalProperties', 'items', 'allOf', 'anyOf', 'oneOf', 'not', 'contains', 'propertyNames', 'if', 'then'],
+]);
+
+const judgedBy = (w: SchemaWording, schema: unknown) => !w.neverStricter || judged(schema, w);
+
+/** Whether walk reads every keyword of `schema` (and of its subschemas) under this wording. */
+function judged(schema: unknown, w: SchemaWording): boolean {
+  if (!isNode(schema)) return true;
+  for (const [k, sub] of Object.entries(schema)) {
+    if (k === '$ref') {
+      if (!w.defs) return false;
+      continue; // a target is judged where it is walked
+    }
+    if (k === 'if' || k === 'then') {
+      if (!w.conditionals) return false;
+    } else if (!ALWAYS_READ.has(k) && !w.say[k as keyof typeof AJV_WORDS]) return false;
+    if (k === 'items' && Array.isArray(sub)) return false; // a draft-07 tuple: not read
+    const subs = k === 'properties' ? Object.values(sub ?? {}) : SUBSCHEMAS.has(k) ? [sub].flat() : [];
+    if (!subs.every((x) => judged(x, w))) return false;
+  }
+  return true;
+}
+
 function walk(schema: unknown, v: unknown, path: string, w: SchemaWording, out: FieldError[]): void {
   const { say } = w;
   const at = path || w.root;
@@ -88,11 +131,12 @@ function walk(schema: unknown, v: unknown, path: string, w: SchemaWording, out: 
   if (s.type !== undefined && say.type && !hasType(v, s.type)) return void fail(out, say.type, s, v, at);
   if (s.const !== undefined && say.const && !same(s.const, v)) fail(out, say.const, s, v, at);
   if (Array.isArray(s.enum) && say.enum && !s.enum.some((e) => same(e, v))) fail(out, say.enum, s, v, at);
-  if (s.not !== undefined && say.not && valid(s.not, v, path, w)) fail(out, say.not, s, v, at);
+  if (s.not !== undefined && say.not && judgedBy(w, s.not) && valid(s.not, v, path, w)) fail(out, say.not, s, v, at);
   if (Array.isArray(s.allOf)) for (const sub of s.allOf) walk(sub, v, path, w, out);
   for (const kind of COMBINED) {
     const branches = s[kind];
     if (!Array.isArray(branches) || !(say[kind] || w.branches)) continue;
+    if (kind === 'oneOf' && !branches.every((b) => judgedBy(w, b))) continue;
     const ok = (b: unknown) => valid(b, v, path, w);
     if (kind === 'anyOf' ? branches.some(ok) : branches.filter(ok).length === 1) continue;
     if (!w.branches) fail(out, say[kind], s, v, at);

@@ -1,7 +1,8 @@
 /** @retrysafe/core/internal: the runner's parts for the packages built on it. Not a user API. */
-export { decide } from './decide.js';
+export { decide, MAYBE_APPLIED_STATES } from './decide.js';
 export { assertParams, checkParamsSchema, paramsErrors } from './intake/params-schema.js';
 export { resolvePolicy } from './intake/policy.js';
 export { receiptHash, sealReceipt } from './receipts.js';
 export { createRedactor, detectSensitive, personRef } from './redact.js';
 export { isSecretKey, keyParts } from './redact-keys.js';
+export { leaseCheckMs } from './runner/lease.js';

@@ -264,6 +264,32 @@ describe('supersede: a corrected request after a rejection nothing applied (issu
     expect(again.status === 'done' && again.adopted).toBe(true);
   });
 
+  it("resend-with reads the intent as run() does: an operation run with the caller's own intent takes a person's corrected params", async () => {
+    const { provider, adapter, runner } = setup();
+    const a = declared(adapter, { includesErrors: true });
+    const rejectedFirst = async (ref: string) => {
+      provider.failNext({ kind: 'rejected', message: 'note too long' });
+      const r = await runner.run(a, OP, { params: { ref, note: 'x'.repeat(20) }, intent: { order: ref } });
+      expect(r.status).toBe('handed-off');
+      return r.businessOperationId;
+    };
+    // run() with the same intent takes the corrected params as a new revision ...
+    await rejectedFirst('o-21');
+    const byRun = await runner.run(a, OP, { params: { ref: 'o-21', note: 'short' }, intent: { order: 'o-21' } });
+    expect(byRun.status).toBe('done');
+    // ... and so does a person's resend-with of the same correction
+    const id = await rejectedFirst('o-22');
+    const fixed = { action: 'resend-with', params: { ref: 'o-22', note: 'short' } } as const;
+    const byPerson = await runner.resolve(id, fixed, { adapters: [a] });
+    expect(byPerson.status).toBe('done');
+    expect(provider.count()).toBe(2);
+    // params naming another intent than the stored ones are still refused
+    const other = await rejectedFirst('o-23');
+    const moved = { action: 'resend-with', params: { ref: 'o-99', note: 'short' } } as const;
+    await expect(runner.resolve(other, moved, { adapters: [a] })).rejects.toSatisfy(ConflictError.isInstance);
+    expect(provider.count()).toBe(2);
+  });
+
   it('the same corrected call made twice at once: one revision, one effect, and both callers get its result', async () => {
     const { provider, adapter, runner } = setup();
     provider.failNext({ kind: 'rejected' });

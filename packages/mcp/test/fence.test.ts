@@ -102,6 +102,9 @@ describe('fence file', () => {
       /key\.retention: the value does not have the expected form \(a duration/,
     );
     expect(() => parseFenceConfig(tool({ rejectWhen: ['('] }))).toThrow(/not a valid regular expression/);
+    // A duration a card accepts (a fraction of a unit) is one the fence file accepts too.
+    const fraction = parseFenceConfig(tool({ key: { argument: 'k', retention: '1.5h' } }));
+    expect(fraction.tools.create_order?.key?.retention).toBe('1.5h');
     expect(() => parseFenceConfig({ ...base, tools: {} })).toThrow(FenceConfigError);
     expect(() => parseFenceConfig(tool({ intent: ['ref', 'request_id'], key: { argument: 'request_id' } }))).toThrow(
       /intent cannot name the key argument request_id/,

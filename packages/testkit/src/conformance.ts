@@ -66,7 +66,7 @@ export function runConformance(options: ConformanceOptions): void {
   });
 }
 
-/** The business-operation id the runner derives from these params' intent fields. */
+/** The business-operation id the runner derives from these params' intent fields (the card's normalisation too). */
 export function operationIdFor(adapter: AdapterV1, operation: string, params: Record<string, unknown>) {
   const spec = adapter.operations[operation]!;
   return businessOperationId(spec.card.operation, intentOf(params, spec.card.businessOperationId));

@@ -105,11 +105,18 @@ export function retryAfterOf(value: string | readonly string[] | null | undefine
 /** An outcome seen while reconciling, as a lookup result: never `not-found` (the runner decides absence from the card). */
 export function lookupFromOutcome(outcome: Outcome, how: string): LookupResult {
   if (outcome.kind !== 'not-applied' && outcome.kind !== 'unknown') return { kind: 'found', outcome };
-  const refs = {
-    ...(outcome.status !== undefined ? { status: outcome.status } : {}),
-    ...(outcome.code !== undefined ? { code: outcome.code } : {}),
-    ...(outcome.requestId !== undefined ? { requestId: outcome.requestId } : {}),
-    ...(outcome.retryAfterMs !== undefined ? { retryAfterMs: outcome.retryAfterMs } : {}),
+  return cannotTellFrom(outcome, `${how}: ${outcome.message}`);
+}
+
+/** A lookup that could not decide, keeping what the outcome seen says of the answer: status, code, request id, wait. */
+export function cannotTellFrom(outcome: Outcome, reason: string): Extract<LookupResult, { kind: 'cannot-tell' }> {
+  const o = outcome as Outcome & { readonly retryAfterMs?: number };
+  return {
+    kind: 'cannot-tell',
+    reason,
+    ...(o.status !== undefined ? { status: o.status } : {}),
+    ...(o.code !== undefined ? { code: o.code } : {}),
+    ...(o.requestId !== undefined ? { requestId: o.requestId } : {}),
+    ...(o.retryAfterMs !== undefined ? { retryAfterMs: o.retryAfterMs } : {}),
   };
-  return { kind: 'cannot-tell', reason: `${how}: ${outcome.message}`, ...refs };
 }

@@ -78,8 +78,13 @@ export function storedOperation(
   const payload = checkedPayload(ctx, spec, params, null, corrected ? [params, record.params] : [params]);
   let paramsFingerprint = record.paramsFingerprint;
   if (corrected) {
-    const next = identify(spec, { params, businessOperationId: record.businessOperationId }, payload.paramsFingerprint);
-    if (next.intentFingerprint !== record.intentFingerprint)
+    const id = record.businessOperationId;
+    const next = identify(spec, { params, businessOperationId: id }, payload.paramsFingerprint);
+    // The intent the stored params name, read as the corrected ones are: the record's own unless run() was given the
+    // caller's intent, which resend-with cannot repeat (run() with it takes the same correction).
+    if (
+      next.intentFingerprint !== identityOf(spec, { params: record.params, businessOperationId: id }).intentFingerprint
+    )
       throw new ConflictError(
         record.businessOperationId,
         'intent',

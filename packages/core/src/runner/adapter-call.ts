@@ -118,6 +118,7 @@ export async function lookupProvider(
         lastDispatchedAt: c.lastDispatchedAt,
         now,
         keyReusable: resendSafety(op.card, c.record.firstDispatchedAt, now, op.policy.clockSkewMarginMs).safe,
+        clockSkewMarginMs: op.policy.clockSkewMarginMs,
         ...(op.signal ? { signal: op.signal } : {}),
       }),
     );

@@ -1,6 +1,7 @@
 import { dirname, resolve } from 'node:path';
 import { checkSchema, configSchema, findInlineCredentials, readDataFile } from '@retrysafe/config';
 import type { JsonSchema } from '@retrysafe/contract';
+import { DURATION_PATTERN } from '@retrysafe/contract/rules';
 import type { PolicyOverrides } from '@retrysafe/core';
 
 /** A fence file that cannot be used; the message names the path and, for an unknown key, the nearest known one. */
@@ -13,7 +14,7 @@ const str = { type: 'string', minLength: 1 } as const;
 const posInt = { type: 'integer', exclusiveMinimum: 0 } as const;
 const strings = { type: 'array', items: str } as const;
 const duration = (example: string) =>
-  ({ type: 'string', pattern: '^\\d+(ms|s|m|h|d)$', description: `a duration such as ${example}` }) as const;
+  ({ type: 'string', pattern: DURATION_PATTERN, description: `a duration such as ${example}` }) as const;
 const closed = <const P, const R extends readonly string[] = []>(properties: P, required?: R) =>
   ({ type: 'object', additionalProperties: false, properties, required: (required ?? []) as R }) as const;
 

@@ -1,6 +1,6 @@
 import type { LookupResult, OperationRecord, Outcome, RetrySafetyCard } from '@retrysafe/contract';
 import { durationMs } from '@retrysafe/contract/rules';
-import { decide as realDecide, resolvePolicy } from '@retrysafe/core/internal';
+import { leaseCheckMs, decide as realDecide, resolvePolicy } from '@retrysafe/core/internal';
 import type { ExploreOptions } from './explore.js';
 import type { OpState } from './worker.js';
 
@@ -186,7 +186,7 @@ export function contextFor(options: ExploreOptions) {
     maxPauses: options.maxPauses ?? 0,
     marginMs,
     /** How long before its lease end the runner stops sending (runner/lease.ts checkOwnLease). */
-    leaseCheckMs: Math.min(2000, Math.floor(policy.leaseMs / 10)),
+    leaseCheckMs: leaseCheckMs(policy.leaseMs),
     checksLease: options.runnerChecksLease ?? true,
   };
 }

@@ -12,6 +12,7 @@ import {
 import * as T from '@retrysafe/contract/ledger';
 import { resendSafety } from '@retrysafe/contract/rules';
 import type { Decision, DecisionState } from '@retrysafe/core';
+import { MAYBE_APPLIED_STATES } from '@retrysafe/core/internal';
 import { type Ctx, type Fate, liveKey, lookupAt, process, STORED_500, type WorkerState, type World } from './model.js';
 
 export type { Ctx } from './model.js';
@@ -186,7 +187,7 @@ function refused(w: World, i: number): Succ {
 const lostLease = (w: World, i: number) => setW(w, i, { pc: 'idle', role: 'recover', op: null });
 
 function newOp(ctx: Ctx, rec: OperationRecord, dispatchWritten: boolean, claim: ClaimResult, n: number) {
-  const inFlight = ['dispatched', 'unknown', 'reconciling', 'in-progress'].includes(rec.state);
+  const inFlight = MAYBE_APPLIED_STATES.includes(rec.state);
   const takenOver = claim.kind === 'claimed' && claim.takenOver;
   // As runner/state.ts on a ledger without sharedLeaseClock (workers' clocks judge leases, as here): taken over
   // while maybe applied, the old owner may send until its lease end + the margin; the lookup window opens then.
