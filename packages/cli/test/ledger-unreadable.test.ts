@@ -67,17 +67,7 @@ describe('retrysafe ledger on a record it cannot read', () => {
   });
 
   it('handoffs, resolve-all and export with one cut handed-off row: act on the others, warn by id, exit 1', async () => {
-    const sandbox = await startFaultySandbox('reject');
-    const db = join(tempDir('unreadable-handoffs'), 'retrysafe.db');
-    const ledger = createSqliteLedger({ path: db });
-    const runner = createRunner({ ledger, clock: createDrillClock() });
-    const ids: string[] = [];
-    for (const k of ['cut', 'kept'])
-      ids.push(
-        (await runner.run(sandbox.adapter, 'records.create', { params: { ref: `h-${k}`, amount: -1 } }))
-          .businessOperationId,
-      );
-    await ledger.close();
+    const { db, ids } = await handedOff('unreadable-handoffs', 'h', ['cut', 'kept']);
     const [cut, kept] = ids as [string, string];
     const raw = openRawSqlite(db);
     editStored(raw, cut, (l) => ({ ...l, record: l.record.slice(0, 25) }));
@@ -107,17 +97,7 @@ describe('retrysafe ledger on a record it cannot read', () => {
   });
 
   it('a stored receipt that is not an object (null, a number) is a break of its operation: verify --all, handoffs and show name it and go on', async () => {
-    const sandbox = await startFaultySandbox('reject');
-    const db = join(tempDir('unreadable-receipt'), 'retrysafe.db');
-    const ledger = createSqliteLedger({ path: db });
-    const runner = createRunner({ ledger, clock: createDrillClock() });
-    const ids: string[] = [];
-    for (const k of ['null', 'number', 'intact'])
-      ids.push(
-        (await runner.run(sandbox.adapter, 'records.create', { params: { ref: `r-${k}`, amount: -1 } }))
-          .businessOperationId,
-      );
-    await ledger.close();
+    const { db, ids } = await handedOff('unreadable-receipt', 'r', ['null', 'number', 'intact']);
     const raw = openRawSqlite(db);
     editStored(raw, ids[0]!, (l) => ({ ...l, receipts: ['null', ...l.receipts.slice(1)] }));
     editStored(raw, ids[1]!, (l) => ({ ...l, receipts: [...l.receipts.slice(0, -1), '7'] }));
@@ -151,3 +131,18 @@ describe('retrysafe ledger on a record it cannot read', () => {
     expect(shown.stderr).not.toMatch(/TypeError|\n\s+at /);
   });
 });
+
+/** A SQLite ledger holding one handed-off operation (a rejected call) per name, closed; their ids in order. */
+async function handedOff(dir: string, prefix: string, names: string[]) {
+  const sandbox = await startFaultySandbox('reject');
+  const db = join(tempDir(dir), 'retrysafe.db');
+  const ledger = createSqliteLedger({ path: db });
+  const runner = createRunner({ ledger, clock: createDrillClock() });
+  const ids: string[] = [];
+  for (const k of names) {
+    const params = { ref: `${prefix}-${k}`, amount: -1 };
+    ids.push((await runner.run(sandbox.adapter, 'records.create', { params })).businessOperationId);
+  }
+  await ledger.close();
+  return { db, ids };
+}
