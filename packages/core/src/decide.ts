@@ -136,7 +136,9 @@ export function decide(card: RetrySafetyCard, state: DecisionState, obs: Observa
         'rejected',
         obs.created
           ? `rejected by the provider (${obs.reason}), which still created ${obs.created}: a new call would make a second one`
-          : `rejected by the provider (${obs.reason}): not applied and will not succeed as is`,
+          : state.maybeApplied
+            ? `rejected by the provider (${obs.reason}) after an attempt whose outcome is unknown: that attempt may have applied, so check the provider before any new call`
+            : `rejected by the provider (${obs.reason}): not applied and will not succeed as is`,
       );
     case 'not-applied':
       if (state.maybeApplied) return afterUnknown(c, obs.retryAfterMs);

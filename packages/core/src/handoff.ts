@@ -30,6 +30,8 @@ const RESUME_WHY = {
     'the provider rejected this request; sending it again as is will be rejected again — fix the cause (or start a new operation) first',
   folded: 'a re-send with the same provider key cannot create a second effect (the provider folds it into the first)',
   notApplied: 'the last thing known is that the effect was not applied',
+  rejectedAfterUnknown:
+    'the provider rejected the last request, but an earlier attempt whose outcome is unknown may have applied: check the provider before any new request (corrected or not), or it may happen twice',
   mayExist:
     'the effect may already exist and the provider does not fold re-sends together: check the provider before resuming, or it may happen twice',
 };
@@ -47,7 +49,10 @@ function resumeAction(input: PacketInput, created: string | undefined): SafeActi
       false,
       `the rejected attempt left ${created} at the provider: a new request (corrected or not) would make a second one — continue on ${created} there`,
     );
-  if (input.reason === 'rejected') return resume(false, RESUME_WHY.rejected);
+  if (input.reason === 'rejected')
+    return everyAttemptNotApplied(input.receipts, input.record.attemptCount).ok
+      ? resume(false, RESUME_WHY.rejected)
+      : resume(false, RESUME_WHY.rejectedAfterUnknown);
   if (input.resumeNote !== undefined) return resume(false, input.resumeNote);
   if (input.resendSafe) return resume(true, RESUME_WHY.folded);
   // `claimed` after dispatches is written only when every attempt so far is known not to have applied.

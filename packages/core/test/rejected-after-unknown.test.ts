@@ -1,0 +1,33 @@
+import type { HandoffPacket } from '@retrysafe/contract';
+import { describe, expect, it } from 'vitest';
+import { setup } from './helpers.js';
+
+// A rejection answers the request it was sent with; an earlier attempt whose outcome is unknown may still have
+// applied. The packet must not tell a person "not applied" or "start a new operation" then: that is a second effect.
+describe('a rejection after an attempt whose outcome is unknown', () => {
+  it('hands off as rejected without saying the effect was not applied, and offers no new operation', async () => {
+    const { provider, adapter, runner, packets } = setup({ lookup: 'none' });
+    provider.failNext({ kind: 'unknown-after-commit' }); // the record IS created; the caller gets a 500
+    provider.failNext({ kind: 'rejected' }); // the same-key re-send is refused
+    const result = await runner.run(adapter, 'records.create', { params: { ref: 'maybe-1', amount: 5 } });
+    expect(result.status).toBe('handed-off');
+    const packet = packets.at(-1) as HandoffPacket;
+    expect(packet.reason).toBe('rejected');
+    expect(packet.explanation).not.toMatch(/not applied/);
+    expect(packet.explanation).toMatch(/may have applied/);
+    const resume = packet.safeNextActions.find((a) => a.action === 'resume')!;
+    expect(resume.safe).toBe(false);
+    expect(resume.why).not.toMatch(/new operation/);
+    expect(resume.why).toMatch(/may already exist|may have applied/);
+    expect(packet.safeNextActions.map((a) => a.action)).not.toContain('resend-with');
+  });
+
+  it('a rejection of the first attempt still says it was not applied', async () => {
+    const { provider, adapter, runner, packets } = setup({ lookup: 'none' });
+    provider.failNext({ kind: 'rejected' });
+    const result = await runner.run(adapter, 'records.create', { params: { ref: 'plain-1', amount: 5 } });
+    expect(result.status).toBe('handed-off');
+    const packet = packets.at(-1) as HandoffPacket;
+    expect(packet.explanation).toMatch(/not applied and will not succeed as is/);
+  });
+});
