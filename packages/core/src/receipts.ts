@@ -10,6 +10,7 @@ import {
   type Receipt,
   sha256Hex,
 } from '@retrysafe/contract';
+import { RunnerConfigurationError } from './errors/runner-configuration-error.js';
 
 export type UnsealedReceipt = Omit<Receipt, 'hash'>;
 
@@ -37,7 +38,11 @@ export function checkReceiptKey(key: ReceiptKey, error: (why: string) => Error =
 }
 
 /** Parses `RETRYSAFE_RECEIPT_KEY`-style text: `id:secret` (one key, for writing) or `id:secret,id2:secret2` (a keyring). Never echoes a secret. */
-export function parseReceiptKeys(text: string): { readonly current: ReceiptKey; readonly keyring: ReceiptKeyring } {
+export function parseReceiptKeys(text: string): {
+  readonly current: ReceiptKey;
+  readonly keyring: ReceiptKeyring;
+  readonly previous: readonly ReceiptKey[];
+} {
   const parts = text.split(',').map((x) => x.trim());
   const keys = parts.filter(Boolean).map((part) => {
     const at = part.indexOf(':');
@@ -50,7 +55,22 @@ export function parseReceiptKeys(text: string): { readonly current: ReceiptKey; 
   // One id, two secrets: the first would seal and the last verify. A rotation takes a new id.
   const twice = keys.find((k, i) => keys.findIndex((x) => x.id === k.id) !== i);
   if (twice) throw new TypeError(`receipt keys: key id ${twice.id} is given twice (a new secret takes a new id)`);
-  return { current: keys[0]!, keyring: Object.fromEntries(keys.map((k) => [k.id, k.secret])) };
+  // `previous`: the keys after the first, as encryptParams takes them (the first encrypts, all decrypt).
+  return { current: keys[0]!, keyring: Object.fromEntries(keys.map((k) => [k.id, k.secret])), previous: keys.slice(1) };
+}
+
+/**
+ * The keys an environment variable holds (`id:secret[,…]`), null when it is unset or empty. A malformed value is a
+ * RunnerConfigurationError naming the variable, never the secret: bad configuration, for every command alike.
+ */
+export function keysFromEnv(name: string, env: Readonly<Record<string, string | undefined>>) {
+  const text = env[name];
+  if (!text) return null;
+  try {
+    return parseReceiptKeys(text);
+  } catch (err) {
+    throw new RunnerConfigurationError(name, (err as Error).message);
+  }
 }
 
 /** sha256 hex of prevHash + the canonical JSON of the receipt without its hash; with a key, its HMAC-SHA256. */

@@ -5,8 +5,8 @@ import type { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
 import { createAdapters, exposedOperations, loadConfig, openLedger, type RetrysafeConfig } from '@retrysafe/config';
 import { type AdapterV1, canonicalJson, sha256Hex } from '@retrysafe/contract';
-import { createRunner, encryptParams, jsonlHandoffSink, type PolicyOverrides, parseReceiptKeys } from '@retrysafe/core';
-import { checkParamsSchema, resolvePolicy } from '@retrysafe/core/internal';
+import { createRunner, encryptParams, jsonlHandoffSink, type PolicyOverrides } from '@retrysafe/core';
+import { checkParamsSchema, keysFromEnv, resolvePolicy } from '@retrysafe/core/internal';
 import { PROBE_COMMAND, parseOptions, SERVE_COMMAND, UsageError, type Values, WRAP_COMMAND } from './cli-options.js';
 import { createCoalescer } from './coalesce.js';
 import { answerValue, createFenceAdapter, readPath } from './fence/fence-adapter.js';
@@ -25,20 +25,17 @@ async function servingParts(
   handoffs: string | undefined,
 ) {
   const env = process.env;
+  // Malformed keys are refused before the ledger is opened.
+  const paramsKeys = keysFromEnv('RETRYSAFE_PARAMS_KEYS', env);
+  const receiptKeys = keysFromEnv('RETRYSAFE_RECEIPT_KEYS', env);
   let ledger = await openLedger(c.ledger, c.baseDir);
-  const keys = env.RETRYSAFE_PARAMS_KEYS ? parseReceiptKeys(env.RETRYSAFE_PARAMS_KEYS) : null;
-  if (keys) {
-    const previous = Object.entries(keys.keyring)
-      .filter(([id]) => id !== keys.current.id)
-      .map(([id, secret]) => ({ id, secret }));
-    ledger = encryptParams(ledger, { key: keys.current, previous });
-  }
+  if (paramsKeys) ledger = encryptParams(ledger, { key: paramsKeys.current, previous: paramsKeys.previous });
   const runner = createRunner({
     ledger,
     ...(handoffs ? { handoff: jsonlHandoffSink(handoffs) } : {}),
     ...(c.policy ? { policy: c.policy } : {}),
     ...(c.redact ? { redact: { fields: [...(c.redact.fields ?? [])] } } : {}),
-    ...(env.RETRYSAFE_RECEIPT_KEYS ? { receiptKey: parseReceiptKeys(env.RETRYSAFE_RECEIPT_KEYS).current } : {}),
+    ...(receiptKeys ? { receiptKey: receiptKeys.current } : {}),
   });
   return { ledger, runner, coalescer: createCoalescer(ledger, c.policy?.waitForOtherMs) };
 }

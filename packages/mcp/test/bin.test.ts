@@ -6,12 +6,13 @@ import { describe, expect, it } from 'vitest';
 import { parse as parseYaml, stringify as stringifyYaml } from 'yaml';
 import { bin, ordersServer, tempDir, writeFence } from './fence-helpers.js';
 
-const run = (...args: string[]) =>
+const runWith = (env: Record<string, string>, ...args: string[]) =>
   spawnSync(process.execPath, [bin, ...args], {
     encoding: 'utf8',
-    env: { PATH: process.env.PATH ?? '', ACME_AUTH: 'Bearer test' },
+    env: { PATH: process.env.PATH ?? '', ACME_AUTH: 'Bearer test', ...env },
     timeout: 20_000,
   });
+const run = (...args: string[]) => runWith({}, ...args);
 
 describe('retrysafe-mcp command line', () => {
   it('--help exits 0 and lists every command with its options', () => {
@@ -77,6 +78,14 @@ describe('retrysafe-mcp command line', () => {
     const refused = run('--config', join(dir, 'retrysafe.yaml'), '--http');
     expect(refused.stderr).toMatch(/^retrysafe-mcp: paramsSchema: the params schema of acme\.orders\.create/);
     expect(refused.status).toBe(2);
+    // A malformed params or receipt key is bad config too: named by its variable, its secret never printed.
+    writeFileSync(join(dir, 'retrysafe.yaml'), readFileSync(join(example, 'retrysafe.yaml')));
+    for (const name of ['RETRYSAFE_PARAMS_KEYS', 'RETRYSAFE_RECEIPT_KEYS']) {
+      const badKey = runWith({ [name]: 'k1:tooShortSecret' }, '--config', join(dir, 'retrysafe.yaml'), '--http');
+      expect(badKey.stderr, name).toMatch(new RegExp(`^retrysafe-mcp: ${name}: `));
+      expect(badKey.stderr).not.toContain('tooShortSecret');
+      expect(badKey.status, name).toBe(2);
+    }
     const fence = writeFence(dir, { name: 'orders', tools: { create_ordr: { kind: 'create', intent: ['ref'] } } });
     const unknown = run('wrap', '--config', fence, '--', process.execPath, ordersServer);
     expect(unknown.stderr).toMatch(/create_ordr/);

@@ -1,5 +1,6 @@
 import { asBusinessOperationId, type Ledger, type OperationState } from '@retrysafe/contract';
-import { type ChainCheck, encryptParams, parseReceiptKeys, verifyOperation } from '@retrysafe/core';
+import { type ChainCheck, encryptParams, type parseReceiptKeys, verifyOperation } from '@retrysafe/core';
+import { keysFromEnv as coreKeysFromEnv } from '@retrysafe/core/internal';
 import { UsageError } from '../../errors.js';
 
 /** `id:secret[,oldId:oldSecret…]`: the first key seals new receipts, every key verifies. */
@@ -7,11 +8,10 @@ export const RECEIPT_KEYS_ENV = 'RETRYSAFE_RECEIPT_KEYS';
 
 /** Keys from an environment variable, if set (a malformed value is a usage error that never shows the secret). */
 function keysFromEnv(name: string) {
-  const text = process.env[name];
   try {
-    return text ? parseReceiptKeys(text) : null;
+    return coreKeysFromEnv(name, process.env);
   } catch (e) {
-    throw new UsageError(`${name}: ${(e as Error).message}`);
+    throw new UsageError((e as Error).message);
   }
 }
 
@@ -21,11 +21,7 @@ export const receiptKeysFromEnv = (): Partial<ReturnType<typeof parseReceiptKeys
 /** `ledger` with its params encrypted at rest with the first key of RETRYSAFE_PARAMS_KEYS (`id:secret[,…]`) when set. */
 export function withParamsKeys(ledger: Ledger): Ledger {
   const keys = keysFromEnv('RETRYSAFE_PARAMS_KEYS');
-  if (!keys) return ledger;
-  const previous = Object.entries(keys.keyring)
-    .filter(([id]) => id !== keys.current.id)
-    .map(([id, secret]) => ({ id, secret }));
-  return encryptParams(ledger, { key: keys.current, previous });
+  return keys ? encryptParams(ledger, { key: keys.current, previous: keys.previous }) : ledger;
 }
 
 /** `strict` (verify): with no keys set, a keyed receipt is a break (its content cannot be checked), never a pass. */
