@@ -17,8 +17,10 @@ export const comparisonFor = (card: RetrySafetyCard): Comparison => memo(compari
 function buildComparison(card: RetrySafetyCard) {
   const intentRules = card.businessOperationId.normalize ?? [];
   const paramRules = card.paramComparison ?? [];
-  // Intent fields are compared as their id reads them, after any paramComparison rule (an `exact` one too).
-  const comparable = (params: unknown) => normalizeParams(normalizeParams(params ?? null, paramRules), intentRules);
+  // One walk and one copy: validateCard keeps paramComparison rules off intent fields and what lies beneath them, and
+  // at one depth the param rules go first, so intent fields are compared as their id reads them.
+  const rules = [...paramRules, ...intentRules];
+  const comparable = (params: unknown) => normalizeParams(params ?? null, rules);
   return {
     /** Whether any rule changes params before they are compared (else their fingerprint is their own). */
     normalizes: intentRules.length > 0 || paramRules.some((r) => r.compare === 'normalized'),
