@@ -1,7 +1,7 @@
 import type { LookupResult, Outcome, ProviderRefs, RejectReason, UnknownCause } from '@retrysafe/contract';
 import {
+  cannotTellFrom as cannotTellFromOutcome,
   classifyTransportFailure,
-  lookupFromOutcome,
   parseRetryAfter,
   retryAfterOf,
 } from '@retrysafe/contract/provider';
@@ -168,9 +168,7 @@ export function outcomeFromFailure(err: unknown, wire: WireRecord): Outcome {
   return outcomeFromNetworkError(err, wire);
 }
 
-/** A lookup request that failed (`o`): never "absent", only "cannot tell", keeping the refs and the wait a 429 implies. */
+/** A lookup request that failed (`o`, a refusal too): never "absent", only "cannot tell", keeping its refs and wait. */
 export function cannotTellFrom(o: Outcome, what: string): LookupResult {
-  // A refusal of the lookup request says nothing about the write: cannot tell, as for any failure.
-  const failure: Outcome = o.kind === 'rejected' ? { ...o, kind: 'unknown', cause: 'other' } : o;
-  return lookupFromOutcome(failure, `${what} failed (${o.kind})`);
+  return cannotTellFromOutcome(o, `${what} failed (${o.kind}): ${'message' in o ? o.message : o.kind}`);
 }
