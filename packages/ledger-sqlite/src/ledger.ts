@@ -35,7 +35,7 @@ export interface SqliteLedgerOptions {
   readonly deferrableWrites?: 'defer' | 'sync';
 }
 
-type StoredRow = StoredText & { id: string; created_at: number | bigint };
+type StoredRow = StoredText & { id: string };
 
 function checkOptions(options: SqliteLedgerOptions) {
   if (typeof options?.path !== 'string' || options.path.length === 0)
@@ -52,7 +52,7 @@ function checkOptions(options: SqliteLedgerOptions) {
   return { path: options.path, busyMs: Math.floor(busyTimeoutMs), sync: synchronous, defers } as const;
 }
 
-/** Keyset pages in creation order, each handed to onPrune, then deleted only where still closed and old. */
+/** Keyset pages in rowid order, each handed to onPrune, then deleted only where still closed and old. */
 async function prune(c: Connection, rows: Rows, options: PruneOptions): Promise<PruneReport> {
   const states = checkPruneOptions(options);
   const sql = pruneSql(states.length);
@@ -62,18 +62,18 @@ async function prune(c: Connection, rows: Rows, options: PruneOptions): Promise<
     pruned++;
     byState[s] = (byState[s] ?? 0) + 1;
   };
-  for (let after: [number | bigint, string] = [-Number.MAX_VALUE, '']; ; ) {
-    const args = [options.before, ...after, options.before, ...states, options.batchSize ?? 500];
+  // Below every rowid SQLite assigns (one given from outside may be negative).
+  for (let after = -(2n ** 63n); ; ) {
+    const args = [after, options.before, options.before, ...states, options.batchSize ?? 500];
     const found = await read(c, 'prune', () => {
-      // Each page starts after the last row's own column, read exactly (past 2^53 as a bigint): a record whose
-      // createdAt disagrees with it (written from outside) would otherwise be paged again and again.
+      // Read exactly: a rowid given from outside may be past 2^53.
       const page = rows.prepared(sql.page);
       page.setReadBigInts(true);
-      return page.all(...args) as unknown as StoredRow[];
+      return page.all(...args) as unknown as Array<StoredRow & { n: bigint }>;
     });
     if (found.length === 0) break;
     const records = found.map((row) => toRecord(row.record, c.path));
-    after = [found[found.length - 1]!.created_at, found[found.length - 1]!.id];
+    after = found[found.length - 1]!.n;
     if (options.dryRun) {
       for (const r of records) count(r.state);
       continue;

@@ -54,12 +54,12 @@ export function listSql(filter: ListFilter): { sql: string; args: Array<string |
 export const RECOVER_SQL = `SELECT id, record FROM retrysafe_operations WHERE ${OPEN_STATES_SQL} AND state IN (${RECOVERABLE_STATES.map((s) => `'${s}'`).join(', ')})
     AND (lease_expires_at IS NULL OR lease_expires_at <= ?) ORDER BY updated_at LIMIT ?`;
 
-/** A page of closed old rows after (created_at, id), and the delete that re-checks each. */
+/** A page of closed old rows after a rowid (one pass over the table), and the delete that re-checks each. */
 export function pruneSql(states: number): { page: string; remove: string } {
   const closed = `updated_at < ? AND state IN (${marks(states)})`;
   return {
-    page: `SELECT id, record, receipts, created_at FROM retrysafe_operations
-      WHERE created_at < ? AND (created_at, id) > (?, ?) AND ${closed} ORDER BY created_at, id LIMIT ?`,
+    page: `SELECT rowid AS n, id, record, receipts FROM retrysafe_operations
+      WHERE rowid > ? AND created_at < ? AND ${closed} ORDER BY rowid LIMIT ?`,
     remove: `DELETE FROM retrysafe_operations WHERE id = ? AND ${closed}`,
   };
 }

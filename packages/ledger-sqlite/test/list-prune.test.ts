@@ -69,6 +69,53 @@ async function fill(ledger: Ledger, ops: readonly Op[]): Promise<void> {
 const ids = (records: ReadonlyArray<{ businessOperationId: string }>) => records.map((r) => r.businessOperationId);
 
 describe('SQLite ledger: listings and retention in creation order', () => {
+  it('keeps no index for listings: a clean operation writes the table, its id index and the open rows index only', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'rs-indexes-'));
+    const path = join(dir, 'ledger.db');
+    const ledger = createSqliteLedger({ path });
+    const raw = new DatabaseSync(path);
+    try {
+      const indexes = raw.prepare('PRAGMA index_list(retrysafe_operations)').all() as Array<{
+        name: string;
+        partial: number;
+      }>;
+      expect(indexes.map((i) => [i.name, i.partial]).sort()).toEqual([
+        ['retrysafe_operations_open', 1],
+        ['sqlite_autoindex_retrysafe_operations_1', 0],
+      ]);
+    } finally {
+      raw.close();
+      await ledger.close();
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('prunes rows whatever their rowid (negative, or past 2^53, given from outside)', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'rs-prune-rowid-'));
+    const path = join(dir, 'ledger.db');
+    const ledger = createSqliteLedger({ path });
+    try {
+      await fill(ledger, [
+        { label: 'a', at: T, operation: 'sandbox.a', close: { after: 1, state: 'succeeded' } },
+        { label: 'b', at: T + 1, operation: 'sandbox.a', close: { after: 1, state: 'rejected' } },
+        { label: 'c', at: T + 2, operation: 'sandbox.a', close: null },
+      ]);
+      const raw = new DatabaseSync(path);
+      raw.prepare('UPDATE retrysafe_operations SET rowid = ? WHERE id = ?').run(2n ** 62n, 'op-a');
+      raw.prepare('UPDATE retrysafe_operations SET rowid = ? WHERE id = ?').run(-5, 'op-b');
+      raw.close();
+      expect(await ledger.prune!({ before: T + 100, batchSize: 1 })).toEqual({
+        pruned: 2,
+        byState: { succeeded: 1, rejected: 1 },
+        dryRun: false,
+      });
+      expect(ids(await ledger.list())).toEqual(['op-c']);
+    } finally {
+      await ledger.close();
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
   it('list answers what the memory ledger answers, for any clocks and any filter (created_at, then id)', async () => {
     await fc.assert(
       fc.asyncProperty(opsArb, fc.array(filterArb, { minLength: 1, maxLength: 6 }), async (ops, filters) => {
@@ -123,7 +170,7 @@ describe('SQLite ledger: listings and retention in creation order', () => {
     let pages = 0;
     proto.prepare = function (sql) {
       const st = prepare.call(this, sql);
-      if (!sql.includes('(created_at, id) >')) return st;
+      if (!sql.includes('rowid > ?')) return st;
       const all = st.all!.bind(st);
       st.all = (...a: unknown[]) => {
         if (++pages > 20) throw new Error('still paging after 20 pages');
