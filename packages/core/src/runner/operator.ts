@@ -10,6 +10,7 @@ import {
   type ClaimResult,
   fingerprint,
   InvalidStateError,
+  LeaseExpiredError,
   LedgerError,
   newAttemptId,
   newRunId,
@@ -64,12 +65,14 @@ export async function recover(ctx: RunnerContext, opts: Parameters<Runner['recov
       reports.push(await recoverOne(ctx, record, opts.adapters, runId));
     } catch (err) {
       // This process's configuration (its policy, an adapter it was given) cannot drive it, as run() would refuse
-      // before its claim: the record is not at fault, so it stays as it is for a pass that can, not handed off.
-      const configuration =
+      // before its claim, or this pass stopped before sending (a pause ran its lease out): the record is not at
+      // fault, so it stays as it is for a pass that can, not handed off.
+      const notTheRecord =
         RunnerConfigurationError.isInstance(err) ||
         AdapterConfigurationError.isInstance(err) ||
-        CardValidationError.isInstance(err);
-      reports.push(configuration ? leftAsItIs(ctx, record, err) : await recoveryFailed(ctx, record, err));
+        CardValidationError.isInstance(err) ||
+        LeaseExpiredError.isInstance(err);
+      reports.push(notTheRecord ? leftAsItIs(ctx, record, err) : await recoveryFailed(ctx, record, err));
     }
   }
   return reports;
