@@ -2,7 +2,6 @@ import { createHash, randomBytes } from 'node:crypto';
 import { DBOS, type DBOSClient } from '@dbos-inc/dbos-sdk';
 import {
   type AdapterV1,
-  ConflictError,
   type HandoffPacket,
   InvalidStateError,
   type OperationRecord,
@@ -261,20 +260,10 @@ async function awaitResolution(
       }
       const rec = await ledger.get(id);
       if (!rec || isTerminal(rec)) return rec ? fromRecord(rec) : null;
-      // Open: a resume under way, or one whose worker died (this step's own execution before a crash). A run of the
-      // stored request waits for a live holder and takes a dead one's place from the ledger, as rs.run's step does.
-      const opName = Object.keys(adapter.operations).find(
-        (n) => adapter.operations[n]?.card.operation === rec.operation,
-      );
-      if (opName === undefined) return null;
-      try {
-        return fromRunResult(
-          await runner.run(adapter, opName, { params: rec.params, businessOperationId: id, runId, attemptIds }),
-        );
-      } catch (err) {
-        if (ConflictError.isInstance(err) || (err as { code?: unknown }).code === LEASE_EXPIRED) return null;
-        throw err;
-      }
+      // Open: a resume under way, or one whose worker died (this step's own execution before a crash). Driven as
+      // stored (its id and intent, which its params need not name) once a dead holder's lease has run out.
+      const [report] = await runner.recover({ adapters: [adapter], businessOperationId: id, runId, attemptIds });
+      return report?.result ? fromRunResult(report.result) : null;
     });
     if (next === null || next.status === 'in-progress') continue;
     await DBOS.setEvent(handoffEventKey(id), next);

@@ -71,6 +71,15 @@ const withShortWait = DBOS.registerWorkflow(
   { name: 'withShortWait' },
 );
 
+// The caller names the business intent itself (RunInput.intent) instead of leaving it to the intent fields.
+const withOwnIntent = DBOS.registerWorkflow(
+  async (ref: string): Promise<DbosOperationOutcome> => {
+    const first = await rs.run(adapter, OP, { params: { ref }, intent: { order: ref, kind: 'own' } });
+    return rs.awaitResolution(adapter, first, { timeoutSeconds: 8, pollSeconds: 1 });
+  },
+  { name: 'withOwnIntent' },
+);
+
 const handedOffTwice = DBOS.registerWorkflow(
   async (ref: string): Promise<DbosOperationOutcome> => {
     let outcome = await rs.run(adapter, OP, { params: { ref } });
@@ -279,7 +288,32 @@ describe('a resume whose worker died mid-way (the resolve step re-executed after
     expect((await rs.ledger.get(bo))!.state).toBe('succeeded');
     expect(provider.count() - before).toBe(1);
   }, 30_000);
+
+  it("is driven on as stored when it was run with the caller's own intent (not re-derived from its params)", async () => {
+    const before = provider.count();
+    const { wfId, h, bo } = await rejectedAndPublished(withOwnIntent, 'resume-crash-intent', 'order-resume-intent');
+    await diedMidResume(bo);
+    await sendResolution(DBOS, wfId, bo, { action: 'resume', force: true, by: 'alice' });
+    expect(await h.getResult()).toMatchObject({ status: 'done', businessOperationId: bo });
+    expect((await rs.ledger.get(bo))!.state).toBe('succeeded');
+    expect(provider.count() - before).toBe(1);
+  }, 30_000);
 });
+
+/** What a resolve step's first execution leaves when its process dies: the resume claimed and dispatched, nothing sent. */
+async function diedMidResume(bo: string) {
+  const rec = (await rs.ledger.get(bo as never))!;
+  const { provider: p, operation, intentFingerprint, paramsFingerprint, params, providerKey } = rec;
+  const claim = await rs.ledger.claim({
+    ...{ businessOperationId: rec.businessOperationId, provider: p, operation, intentFingerprint, paramsFingerprint },
+    ...{ params, providerKey, owner: 'dead-worker', leaseMs: 300, now: Date.now(), resume: true },
+  });
+  if (claim.kind !== 'claimed') throw new Error(claim.kind);
+  await rs.ledger.markDispatched(
+    { businessOperationId: rec.businessOperationId, fence: claim.record.fence },
+    Date.now(),
+  );
+}
 
 describe('sendResolution', () => {
   it('the same decision sent twice reaches the workflow once (DBOS idempotency key from the decision)', async () => {
