@@ -257,6 +257,21 @@ describe('a handoff is an outcome the workflow waits on, resolved by a person', 
     expect(provider.count() - before).toBe(1);
   });
 
+  it('a resume made elsewhere that is handed off again reaches the waiting workflow as the new hand-off, published', async () => {
+    const { wfId, h, bo, published } = await rejectedAndPublished(withShortWait, 'handoff-again', 'order-again');
+    const firstAt = (published as Extract<DbosOperationOutcome, { status: 'handed-off' }>).packet.createdAt;
+    provider.failNext({ kind: 'rejected', message: 'still not accepted' });
+    // A person resumes it from the CLI (`retrysafe ledger resolve`), and the provider rejects it again.
+    const again = await rs.runner.resolve(bo, { action: 'resume', force: true }, { adapters: [adapter], by: 'grace' });
+    expect(again.status).toBe('handed-off');
+    const out = await h.getResult();
+    expect(out).toMatchObject({ status: 'handed-off', businessOperationId: bo, reason: 'rejected' });
+    const nowAt = (out as Extract<DbosOperationOutcome, { status: 'handed-off' }>).packet.createdAt;
+    expect(nowAt).not.toBe(firstAt);
+    // What sendResolution reads to tell this hand-off's decisions from the first one's.
+    expect(await DBOS.getEvent(wfId, handoffEventKey(bo), 1)).toMatchObject({ packet: { createdAt: nowAt } });
+  });
+
   it('a resolution made in the ledger directly (as `retrysafe ledger resolve` does) reaches the waiting workflow', async () => {
     provider.failNext({ kind: 'rejected' });
     const wfId = `handoff-abandon-${tag}`;
