@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { DBOS } from '@dbos-inc/dbos-sdk';
-import { LeaseExpiredError } from '@retrysafe/contract';
+import { type BusinessOperationId, LeaseExpiredError } from '@retrysafe/contract';
 import {
   createDbosRetrysafe,
   type DbosOperationOutcome,
@@ -287,16 +287,7 @@ describe('a resume whose worker died mid-way (the resolve step re-executed after
   it('is driven on by the waiting workflow once the dead lease runs out: done, one record', async () => {
     const before = provider.count();
     const { wfId, h, bo } = await rejectedAndPublished(withShortWait, 'resume-crash', 'order-resume-crash');
-    // What the step's first execution left when its process died: the resume claimed and dispatched, nothing sent.
-    const rec = (await rs.ledger.get(bo))!;
-    const { provider: p, operation, intentFingerprint, paramsFingerprint, params, providerKey } = rec;
-    const claim = await rs.ledger.claim({
-      ...{ businessOperationId: bo, provider: p, operation, intentFingerprint, paramsFingerprint, params, providerKey },
-      ...{ owner: 'dead-worker', leaseMs: 300, now: Date.now(), resume: true },
-    });
-    expect(claim.kind).toBe('claimed');
-    if (claim.kind !== 'claimed') throw new Error(claim.kind);
-    await rs.ledger.markDispatched({ businessOperationId: bo, fence: claim.record.fence }, Date.now());
+    await diedMidResume(bo);
     // The re-executed step receives the same (checkpointed) decision.
     await sendResolution(DBOS, wfId, bo, { action: 'resume', force: true, by: 'alice' });
     expect(await h.getResult()).toMatchObject({ status: 'done', businessOperationId: bo });
@@ -316,18 +307,22 @@ describe('a resume whose worker died mid-way (the resolve step re-executed after
 });
 
 /** What a resolve step's first execution leaves when its process dies: the resume claimed and dispatched, nothing sent. */
-async function diedMidResume(bo: string) {
-  const rec = (await rs.ledger.get(bo as never))!;
-  const { provider: p, operation, intentFingerprint, paramsFingerprint, params, providerKey } = rec;
+async function diedMidResume(bo: BusinessOperationId) {
+  const {
+    provider: p,
+    operation,
+    intentFingerprint,
+    paramsFingerprint,
+    params,
+    providerKey,
+  } = (await rs.ledger.get(bo))!;
   const claim = await rs.ledger.claim({
-    ...{ businessOperationId: rec.businessOperationId, provider: p, operation, intentFingerprint, paramsFingerprint },
-    ...{ params, providerKey, owner: 'dead-worker', leaseMs: 300, now: Date.now(), resume: true },
+    ...{ businessOperationId: bo, provider: p, operation, intentFingerprint, paramsFingerprint, params, providerKey },
+    ...{ owner: 'dead-worker', leaseMs: 300, now: Date.now(), resume: true },
   });
+  expect(claim.kind).toBe('claimed');
   if (claim.kind !== 'claimed') throw new Error(claim.kind);
-  await rs.ledger.markDispatched(
-    { businessOperationId: rec.businessOperationId, fence: claim.record.fence },
-    Date.now(),
-  );
+  await rs.ledger.markDispatched({ businessOperationId: bo, fence: claim.record.fence }, Date.now());
 }
 
 describe('sendResolution', () => {

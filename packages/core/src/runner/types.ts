@@ -102,8 +102,9 @@ export interface RecoverReport {
   readonly to: OperationState | null;
   /**
    * `failed`: the record could not be driven nor handed off, this runner's configuration cannot drive it, or the pass
-   * stopped before sending as its lease ran out (see `error`); it stays for the next pass. `already-terminal`: closed since the listing, or closed and pruned (no
-   * longer in the ledger: `to` is then the state it was listed in); nothing sent.
+   * stopped before sending as its lease ran out (see `error`); it stays for the next pass. `already-terminal`: closed
+   * since the listing, or closed and pruned (no longer in the ledger: `to` is then the state it was listed in);
+   * nothing sent.
    */
   readonly action:
     | 'completed'
