@@ -34,6 +34,33 @@ describe('own lease checked before every provider call', () => {
     expect(provider.count()).toBe(1);
   });
 
+  it('a recover() pass paused past its lease before the send: left open for the next pass, not handed off', async () => {
+    const clock = createVirtualClock();
+    const provider = createSandboxProvider({ ...REPLAYING_BEHAVIOUR, clock: clock.now, sleep: clock.sleep });
+    const adapter = createSandboxAdapter({ provider });
+    const inner = createMemoryLedger();
+    const paused = pauseAfter(inner, 'claim', clock, 45_000);
+    const policy = { leaseMs: 30_000 };
+    const first = await createRunner({ ledger: paused, clock, random: () => 0.5, policy })
+      .run(adapter, 'records.create', { params: { ref: 'paused-3' } })
+      .catch((e: unknown) => e);
+    expect(LeaseExpiredError.isInstance(first)).toBe(true);
+    clock.advance(60_000);
+    // The recover pass pauses between its write of `dispatched` and the send: nothing sent, nothing to hand a person.
+    const again = pauseAfter(inner, 'markDispatched', clock, 45_000);
+    const reports = await createRunner({ ledger: again, clock, random: () => 0.5, policy }).recover({
+      adapters: [adapter],
+    });
+    expect(reports).toMatchObject([{ action: 'failed', error: { code: 'RETRYSAFE_LEASE_EXPIRED' } }]);
+    expect(provider.calls()).toBe(0);
+    clock.advance(60_000);
+    const next = await createRunner({ ledger: inner, clock, random: () => 0.5, policy }).recover({
+      adapters: [adapter],
+    });
+    expect(next.map((r) => r.action)).toEqual(['completed']);
+    expect(provider.count()).toBe(1);
+  });
+
   it('a pause between a 429 and the re-send that outlasts the lease: no re-send', async () => {
     const clock = createVirtualClock();
     const provider = createSandboxProvider({ ...REPLAYING_BEHAVIOUR, clock: clock.now, sleep: clock.sleep });

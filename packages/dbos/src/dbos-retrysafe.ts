@@ -2,7 +2,6 @@ import { createHash, randomBytes } from 'node:crypto';
 import { DBOS, type DBOSClient } from '@dbos-inc/dbos-sdk';
 import {
   type AdapterV1,
-  ConflictError,
   type HandoffPacket,
   InvalidStateError,
   type OperationRecord,
@@ -149,9 +148,20 @@ function fromRunResult(r: RunResult | ResolveResult): DbosOperationOutcome {
   return { status: 'handed-off', businessOperationId, reason, explanation, safeNextActions, packet };
 }
 
-/** A resolution made outside the workflow (CLI, another process), read back from the ledger; null while still open. */
-function fromRecord(rec: OperationRecord): DbosOperationOutcome | null {
+/** A resolution made outside the workflow (CLI, another process), read back from the ledger; null while still open
+ * or still handed off as `published`. */
+function fromRecord(rec: OperationRecord, published: HandoffPacket): DbosOperationOutcome | null {
   const { businessOperationId, providerRef } = rec;
+  // Handed off again since (a resume elsewhere, a recovery that could not drive it): the new hand-off is the outcome,
+  // so it is published and a decision for it is not taken for one sent for the old packet.
+  if (rec.state === 'handed-off' && rec.handoff && rec.handoff.createdAt !== published.createdAt)
+    return fromRunResult({
+      status: 'handed-off',
+      businessOperationId,
+      packet: rec.handoff,
+      attempts: rec.attemptCount,
+      receipts: [],
+    });
   if (rec.state === 'abandoned' || (rec.state === 'succeeded' && rec.resolution?.action === 'mark-done'))
     return { status: 'resolved', businessOperationId, state: rec.state, providerRef };
   if (rec.state === 'succeeded') {
@@ -260,21 +270,11 @@ async function awaitResolution(
         }
       }
       const rec = await ledger.get(id);
-      if (!rec || isTerminal(rec)) return rec ? fromRecord(rec) : null;
-      // Open: a resume under way, or one whose worker died (this step's own execution before a crash). A run of the
-      // stored request waits for a live holder and takes a dead one's place from the ledger, as rs.run's step does.
-      const opName = Object.keys(adapter.operations).find(
-        (n) => adapter.operations[n]?.card.operation === rec.operation,
-      );
-      if (opName === undefined) return null;
-      try {
-        return fromRunResult(
-          await runner.run(adapter, opName, { params: rec.params, businessOperationId: id, runId, attemptIds }),
-        );
-      } catch (err) {
-        if (ConflictError.isInstance(err) || (err as { code?: unknown }).code === LEASE_EXPIRED) return null;
-        throw err;
-      }
+      if (!rec || isTerminal(rec)) return rec ? fromRecord(rec, outcome.packet) : null;
+      // Open: a resume under way, or one whose worker died (this step's own execution before a crash). Driven as
+      // stored (its id and intent, which its params need not name) once a dead holder's lease has run out.
+      const [report] = await runner.recover({ adapters: [adapter], businessOperationId: id, runId, attemptIds });
+      return report?.result ? fromRunResult(report.result) : null;
     });
     if (next === null || next.status === 'in-progress') continue;
     await DBOS.setEvent(handoffEventKey(id), next);

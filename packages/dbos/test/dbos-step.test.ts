@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { DBOS } from '@dbos-inc/dbos-sdk';
-import { LeaseExpiredError } from '@retrysafe/contract';
+import { type BusinessOperationId, LeaseExpiredError } from '@retrysafe/contract';
 import {
   createDbosRetrysafe,
   type DbosOperationOutcome,
@@ -69,6 +69,15 @@ const withShortWait = DBOS.registerWorkflow(
     return rs.awaitResolution(adapter, first, { timeoutSeconds: 8, pollSeconds: 1 });
   },
   { name: 'withShortWait' },
+);
+
+// The caller names the business intent itself (RunInput.intent) instead of leaving it to the intent fields.
+const withOwnIntent = DBOS.registerWorkflow(
+  async (ref: string): Promise<DbosOperationOutcome> => {
+    const first = await rs.run(adapter, OP, { params: { ref }, intent: { order: ref, kind: 'own' } });
+    return rs.awaitResolution(adapter, first, { timeoutSeconds: 8, pollSeconds: 1 });
+  },
+  { name: 'withOwnIntent' },
 );
 
 const handedOffTwice = DBOS.registerWorkflow(
@@ -248,6 +257,21 @@ describe('a handoff is an outcome the workflow waits on, resolved by a person', 
     expect(provider.count() - before).toBe(1);
   });
 
+  it('a resume made elsewhere that is handed off again reaches the waiting workflow as the new hand-off, published', async () => {
+    const { wfId, h, bo, published } = await rejectedAndPublished(withShortWait, 'handoff-again', 'order-again');
+    const firstAt = (published as Extract<DbosOperationOutcome, { status: 'handed-off' }>).packet.createdAt;
+    provider.failNext({ kind: 'rejected', message: 'still not accepted' });
+    // A person resumes it from the CLI (`retrysafe ledger resolve`), and the provider rejects it again.
+    const again = await rs.runner.resolve(bo, { action: 'resume', force: true }, { adapters: [adapter], by: 'grace' });
+    expect(again.status).toBe('handed-off');
+    const out = await h.getResult();
+    expect(out).toMatchObject({ status: 'handed-off', businessOperationId: bo, reason: 'rejected' });
+    const nowAt = (out as Extract<DbosOperationOutcome, { status: 'handed-off' }>).packet.createdAt;
+    expect(nowAt).not.toBe(firstAt);
+    // What sendResolution reads to tell this hand-off's decisions from the first one's.
+    expect(await DBOS.getEvent(wfId, handoffEventKey(bo), 1)).toMatchObject({ packet: { createdAt: nowAt } });
+  });
+
   it('a resolution made in the ledger directly (as `retrysafe ledger resolve` does) reaches the waiting workflow', async () => {
     provider.failNext({ kind: 'rejected' });
     const wfId = `handoff-abandon-${tag}`;
@@ -263,23 +287,43 @@ describe('a resume whose worker died mid-way (the resolve step re-executed after
   it('is driven on by the waiting workflow once the dead lease runs out: done, one record', async () => {
     const before = provider.count();
     const { wfId, h, bo } = await rejectedAndPublished(withShortWait, 'resume-crash', 'order-resume-crash');
-    // What the step's first execution left when its process died: the resume claimed and dispatched, nothing sent.
-    const rec = (await rs.ledger.get(bo))!;
-    const { provider: p, operation, intentFingerprint, paramsFingerprint, params, providerKey } = rec;
-    const claim = await rs.ledger.claim({
-      ...{ businessOperationId: bo, provider: p, operation, intentFingerprint, paramsFingerprint, params, providerKey },
-      ...{ owner: 'dead-worker', leaseMs: 300, now: Date.now(), resume: true },
-    });
-    expect(claim.kind).toBe('claimed');
-    if (claim.kind !== 'claimed') throw new Error(claim.kind);
-    await rs.ledger.markDispatched({ businessOperationId: bo, fence: claim.record.fence }, Date.now());
+    await diedMidResume(bo);
     // The re-executed step receives the same (checkpointed) decision.
     await sendResolution(DBOS, wfId, bo, { action: 'resume', force: true, by: 'alice' });
     expect(await h.getResult()).toMatchObject({ status: 'done', businessOperationId: bo });
     expect((await rs.ledger.get(bo))!.state).toBe('succeeded');
     expect(provider.count() - before).toBe(1);
   }, 30_000);
+
+  it("is driven on as stored when it was run with the caller's own intent (not re-derived from its params)", async () => {
+    const before = provider.count();
+    const { wfId, h, bo } = await rejectedAndPublished(withOwnIntent, 'resume-crash-intent', 'order-resume-intent');
+    await diedMidResume(bo);
+    await sendResolution(DBOS, wfId, bo, { action: 'resume', force: true, by: 'alice' });
+    expect(await h.getResult()).toMatchObject({ status: 'done', businessOperationId: bo });
+    expect((await rs.ledger.get(bo))!.state).toBe('succeeded');
+    expect(provider.count() - before).toBe(1);
+  }, 30_000);
 });
+
+/** What a resolve step's first execution leaves when its process dies: the resume claimed and dispatched, nothing sent. */
+async function diedMidResume(bo: BusinessOperationId) {
+  const {
+    provider: p,
+    operation,
+    intentFingerprint,
+    paramsFingerprint,
+    params,
+    providerKey,
+  } = (await rs.ledger.get(bo))!;
+  const claim = await rs.ledger.claim({
+    ...{ businessOperationId: bo, provider: p, operation, intentFingerprint, paramsFingerprint, params, providerKey },
+    ...{ owner: 'dead-worker', leaseMs: 300, now: Date.now(), resume: true },
+  });
+  expect(claim.kind).toBe('claimed');
+  if (claim.kind !== 'claimed') throw new Error(claim.kind);
+  await rs.ledger.markDispatched({ businessOperationId: bo, fence: claim.record.fence }, Date.now());
+}
 
 describe('sendResolution', () => {
   it('the same decision sent twice reaches the workflow once (DBOS idempotency key from the decision)', async () => {

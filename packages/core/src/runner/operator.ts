@@ -10,16 +10,16 @@ import {
   type ClaimResult,
   fingerprint,
   InvalidStateError,
+  LeaseExpiredError,
   LedgerError,
-  newAttemptId,
   newRunId,
   type OperationRecord,
   type OperationState,
   type RetrySafetyCard,
   RetrysafeError,
-  type RunId,
   UnsafeResumeError,
 } from '@retrysafe/contract';
+import { isTerminal } from '@retrysafe/contract/ledger';
 import { lookupAvailable, resendSafety } from '@retrysafe/contract/rules';
 import { MAYBE_APPLIED_STATES } from '../decide.js';
 import { BrokenReceiptChainError } from '../errors/broken-receipt-chain-error.js';
@@ -37,9 +37,9 @@ import { errText, type RunnerContext } from './context.js';
 import { checkSealable, resolveReceipt } from './receipt-chain.js';
 import { fenceOf, orRelease } from './state.js';
 import { fromTerminal, sendPacket } from './terminal.js';
-import type { RecoverReport, Resolution, ResolveOptions, ResolveResult, Runner, RunResult } from './types.js';
+import type { RecoverOptions, RecoverReport, Resolution, ResolveOptions, ResolveResult, RunResult } from './types.js';
 
-export async function recover(ctx: RunnerContext, opts: Parameters<Runner['recover']>[0]): Promise<RecoverReport[]> {
+export async function recover(ctx: RunnerContext, opts: RecoverOptions): Promise<RecoverReport[]> {
   if (!opts || !Array.isArray(opts.adapters))
     throw new RunnerConfigurationError(
       'recover',
@@ -47,10 +47,14 @@ export async function recover(ctx: RunnerContext, opts: Parameters<Runner['recov
     );
   for (const a of opts.adapters) checkAdapterShape(a);
   const reports: RecoverReport[] = [];
-  const runId = newRunId();
+  const run = callerRun(opts);
   // A row the ledger cannot read is reported, not driven: the readable ones behind it are still recovered.
   const unreadable = (id: string, err: LedgerError) => reports.push(unreadableRow(ctx, id, err));
-  for (const record of await ctx.ledger.recoverCandidates(ctx.clock.now(), opts.limit, unreadable)) {
+  const listed =
+    opts.businessOperationId === undefined
+      ? await ctx.ledger.recoverCandidates(ctx.clock.now(), opts.limit, unreadable)
+      : await openRecord(ctx, asBusinessOperationId(opts.businessOperationId), unreadable);
+  for (const record of listed) {
     // Each record on its own: one that cannot be driven is handed off, and the healthy ones behind it proceed.
     try {
       checkSealable(ctx, record, 'recover it');
@@ -61,18 +65,44 @@ export async function recover(ctx: RunnerContext, opts: Parameters<Runner['recov
       continue;
     }
     try {
-      reports.push(await recoverOne(ctx, record, opts.adapters, runId));
+      reports.push(await recoverOne(ctx, record, opts.adapters, run));
     } catch (err) {
       // This process's configuration (its policy, an adapter it was given) cannot drive it, as run() would refuse
-      // before its claim: the record is not at fault, so it stays as it is for a pass that can, not handed off.
-      const configuration =
+      // before its claim, or this pass stopped before sending (a pause ran its lease out): the record is not at
+      // fault, so it stays as it is for a pass that can, not handed off.
+      const notTheRecord =
         RunnerConfigurationError.isInstance(err) ||
         AdapterConfigurationError.isInstance(err) ||
-        CardValidationError.isInstance(err);
-      reports.push(configuration ? leftAsItIs(ctx, record, err) : await recoveryFailed(ctx, record, err));
+        CardValidationError.isInstance(err) ||
+        LeaseExpiredError.isInstance(err);
+      reports.push(notTheRecord ? leftAsItIs(ctx, record, err) : await recoveryFailed(ctx, record, err));
     }
   }
   return reports;
+}
+
+/** The caller's run and attempt ids (an engine's step) for every receipt, checked before anything is written. */
+function callerRun(opts: Pick<RecoverOptions, 'runId' | 'attemptIds'>): Pick<Operation, 'runId' | 'attemptIds'> {
+  return {
+    runId: opts.runId !== undefined ? asRunId(opts.runId) : newRunId(),
+    attemptIds: callerAttemptIds(opts.attemptIds),
+  };
+}
+
+/** The one operation recover() was asked for, while open: whether its holder still lives is the claim's to judge. */
+async function openRecord(
+  ctx: RunnerContext,
+  id: BusinessOperationId,
+  unreadable: (id: string, err: LedgerError) => void,
+): Promise<OperationRecord[]> {
+  try {
+    const record = await ctx.ledger.get(id);
+    return record && !isTerminal(record) ? [record] : [];
+  } catch (err) {
+    if (!LedgerError.isInstance(err)) throw err;
+    unreadable(id, err);
+    return [];
+  }
 }
 
 /** A record recover() leaves untouched for a later pass: reported `failed` with the error, nothing written. */
@@ -109,7 +139,7 @@ async function recoverOne(
   ctx: RunnerContext,
   record: OperationRecord,
   adapters: readonly AdapterV1[],
-  runId: RunId,
+  run: Pick<Operation, 'runId' | 'attemptIds'>,
 ): Promise<RecoverReport> {
   const { ledger, log } = ctx;
   const found = findAdapter(adapters, record);
@@ -117,7 +147,6 @@ async function recoverOne(
     log('warn', 'recover-skip', `no adapter given for ${record.operation}`);
     return reportOf(record, record.state, 'skipped-no-adapter');
   }
-  const run = { runId, attemptIds: newAttemptId };
   const listed = storedOperation(ctx, found, record, run);
   const claimedAt = ctx.clock.now();
   // Only the listed row: one finished and pruned since the listing is not created again as a new operation.
@@ -222,9 +251,7 @@ export async function resolve(
   checkSealable(ctx, record, 'resolve it');
   const by = opts.by ?? ctx.owner;
   const action = resolution?.action;
-  // The caller's run and attempt ids (an engine's step), checked before anything is written, on every receipt.
-  const runId = opts.runId !== undefined ? asRunId(opts.runId) : newRunId();
-  const person = { by, runId, attemptIds: callerAttemptIds(opts.attemptIds) };
+  const person = { by, ...callerRun(opts) };
   if (action === 'resend-with') {
     // The corrected params, same intent, as a new revision (never while an attempt may have been applied).
     const found = adapterFor(opts.adapters ?? [], record, action);

@@ -101,9 +101,10 @@ export interface RecoverReport {
   readonly from: OperationState | null;
   readonly to: OperationState | null;
   /**
-   * `failed`: the record could not be driven nor handed off, or this runner's configuration cannot drive it (see
-   * `error`); it stays for the next pass. `already-terminal`: closed since the listing, or closed and pruned (no
-   * longer in the ledger: `to` is then the state it was listed in); nothing sent.
+   * `failed`: the record could not be driven nor handed off, this runner's configuration cannot drive it, or the pass
+   * stopped before sending as its lease ran out (see `error`); it stays for the next pass. `already-terminal`: closed
+   * since the listing, or closed and pruned (no longer in the ledger: `to` is then the state it was listed in);
+   * nothing sent.
    */
   readonly action:
     | 'completed'
@@ -164,11 +165,23 @@ export type RunFunction = <A extends AdapterV1, N extends OperationName<A>>(
   input: TypedRunInput<OperationParams<A, N>>,
 ) => Promise<TypedRunResult<OperationResult<A, N>>>;
 
+/** `runId` and `attemptIds` as in RunInput, for the receipts of what it sends or looks up. */
+export interface RecoverOptions extends Pick<RunInput, 'runId' | 'attemptIds'> {
+  readonly adapters: readonly AdapterV1[];
+  /** At most this many operations in one pass (the oldest first). */
+  readonly limit?: number;
+  /**
+   * Only this operation, driven as stored (its id, intent, params and key): an engine waiting on it uses this. Left to a
+   * worker whose lease is live (`skipped-busy`); a closed or absent one is not listed.
+   */
+  readonly businessOperationId?: string;
+}
+
 export interface Runner {
   /** Typed from the adapter when it is a `TypedAdapter` (RunFunction); untyped adapters as before. */
   run: RunFunction;
   /** Reconciles operations left claimed/dispatched/unknown/in-progress by a worker whose lease expired. */
-  recover(options: { readonly adapters: readonly AdapterV1[]; readonly limit?: number }): Promise<RecoverReport[]>;
+  recover(options: RecoverOptions): Promise<RecoverReport[]>;
   /** A person's decision on a handed-off operation. `resume` re-sends with the SAME provider key. */
   resolve(id: string, resolution: Resolution, options?: ResolveOptions): Promise<ResolveResult>;
 }
