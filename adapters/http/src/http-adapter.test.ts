@@ -102,6 +102,16 @@ describe('createHttpAdapter: declarations are checked against the card', () => {
       /placeholder \{tenant\}/,
     ],
     [
+      'a path placeholder on an intent field the id trims (one id, yet `/orders/ a` and `/orders/a` are two objects)',
+      withOp({ ...spec, method: 'PUT', path: '/orders/{orderRef}' }),
+      /path placeholder \{orderRef\}.*normalises/,
+    ],
+    [
+      'a query precondition on an intent field the id trims (one id, two validators on the wire)',
+      withOp({ ...spec, precondition: { param: 'orderRef', query: 'ifMatch' } }),
+      /precondition.param orderRef.*normalises/,
+    ],
+    [
       'a code rule without codePath',
       withOp({ ...spec, errors: { rules: [{ status: 409, code: 'x', outcome: 'in-progress' }] } }),
       /codePath is not declared/,
@@ -120,6 +130,15 @@ describe('createHttpAdapter: declarations are checked against the card', () => {
     expect(() => createHttpAdapter(withOp({ ...spec, card: nested, path: '/customers/{customer}/orders' }))).toThrow(
       /placeholder \{customer\}/,
     );
+  });
+
+  it('a normalised path placeholder is accepted with the provider’s evidence that it treats the spellings as one', () => {
+    const rules = [
+      { field: 'orderRef', steps: ['trim'], source: 'test', evidence: 'https://example.com/refs' },
+    ] as const;
+    const bo = { ...card.businessOperationId, normalize: rules };
+    const put = { ...spec, method: 'PUT', path: '/orders/{orderRef}' } as const;
+    expect(() => createHttpAdapter(withOp({ ...put, card: { ...card, businessOperationId: bo } }))).not.toThrow();
   });
 
   it('an invalid card is a CardValidationError listing the field; an unknown fact not listed in unverified is refused', () => {
