@@ -208,6 +208,26 @@ describe('createHttpAdapter: declarations are checked against the card', () => {
     },
   );
 
+  it('a number in the path is refused unless the schema pins the field to numbers: 5 and "5" name one URL but two ids', async () => {
+    expect(await updateDocument({ id: 5, etag: '"g1"', title: 't', body: 'b' })).toMatchObject({
+      kind: 'rejected',
+      reason: 'validation',
+      fields: [{ path: 'id', message: expect.stringMatching(/send it as a string/) }],
+    });
+    expect(await updateDocument({ id: 'doc-1', etag: 7, title: 't', body: 'b' })).toMatchObject({
+      kind: 'rejected',
+      fields: [{ path: 'etag' }],
+    });
+    const docs = etagDocumentsUpdate('acme-docs');
+    const numeric = { type: 'object', properties: { id: { type: 'integer' } } };
+    const a = createHttpAdapter({
+      ...base,
+      provider: 'acme-docs',
+      operations: { 'documents.update': { ...docs, paramsSchema: numeric } },
+    });
+    expect(a.operations['documents.update']!.checkParams!({ id: 5, etag: '"g1"', title: 't', body: 'b' })).toEqual([]);
+  });
+
   it('an empty precondition value is refused like an absent one: If-Match with no validator is no precondition', async () => {
     expect(await updateDocument({ id: 'doc-1', etag: '', title: 't', body: 'b' })).toMatchObject({
       kind: 'rejected',

@@ -291,7 +291,24 @@ function requestProblems(spec: HttpOperationSpec, params: unknown): FieldError[]
   // An empty validator (`If-Match: `) names no version: a server may read it as absent and write unconditionally.
   if (pc && !scalarText((params as Record<string, unknown>)[pc.param]))
     out.push({ path: pc.param, message: 'is the precondition value and must be a non-empty string or number' });
+  const asText = [...paramPlaceholders(spec.path), ...paramPlaceholders(lookupPath ?? ''), ...(pc ? [pc.param] : [])];
+  for (const p of new Set(asText))
+    if (typeof readPath(params, p) === 'number' && !numbersOnly(spec.paramsSchema, p) && !out.some((f) => f.path === p))
+      out.push({ path: p, message: NUMBER_AS_TEXT });
   return out;
+}
+
+// The id digests 5 and "5" apart, while a path, query or header carries both as the text 5: one target, two operations.
+const NUMBER_AS_TEXT =
+  'travels as text (path, query or header): send it as a string, or declare it an integer or number in paramsSchema, so 5 and "5" are not two operations for one target';
+
+/** Whether paramsSchema admits only numbers at this dot path: then "5" is refused there and 5 has one spelling. */
+function numbersOnly(schema: JsonSchema | undefined, path: string): boolean {
+  let at: unknown = schema;
+  for (const part of path.split('.'))
+    at = (at as { properties?: Record<string, unknown> } | undefined)?.properties?.[part];
+  const type = (at as { type?: unknown } | undefined)?.type;
+  return type === 'integer' || type === 'number';
 }
 
 export function defaultBody(spec: HttpOperationSpec, params: Record<string, unknown>): Record<string, unknown> {
