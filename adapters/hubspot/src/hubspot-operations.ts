@@ -87,11 +87,12 @@ export const PARAMS_SCHEMAS = {
     },
   }),
   'objects.upsert': object(['objectType', 'properties'], {
+    // HubSpot takes a type's id or its name in the path (2-1234567, p1234567_orders): one type, two spellings, two
+    // operations and two records. Only the id is taken (https://developers.hubspot.com/docs/guides/crm/using-object-apis).
     objectType: {
       type: 'string',
-      minLength: 1,
-      pattern: '^(?!\\.\\.?$)(?=.*\\S)[^/]+$',
-      description: 'Object type id or name, e.g. 2-1234567 or p1234567_orders',
+      pattern: '^(0|[1-9]\\d*)-(0|[1-9]\\d*)$',
+      description: 'Object type id, e.g. 2-1234567 (a custom object) or 0-1 (contacts); names are refused',
     },
     properties: { ...propertiesSchema, description: 'The record’s properties' },
   }),

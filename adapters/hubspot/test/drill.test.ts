@@ -138,6 +138,18 @@ describe('objects.upsert', () => {
   });
 });
 
+describe('objects.upsert: one object type, one spelling', () => {
+  it('the object type by its name after its id (one type at HubSpot) never makes a second record', async () => {
+    const { s, a, runner } = await rig([]);
+    const byId = order('drill-D');
+    expect(await runner.run(a, 'objects.upsert', { params: byId })).toMatchObject({ status: 'done' });
+    const byName = { ...byId, objectType: 'p100_orders' };
+    await expect(runner.run(a, 'objects.upsert', { params: byName })).rejects.toThrow(InvalidParamsError);
+    expect(s.count('objects.upsert')).toBe(1);
+    expect(seen(s, 'upsert')).toBe(1);
+  });
+});
+
 describe('contacts.update', () => {
   it('lost response ⇒ re-sent PATCH sets the same values ⇒ done, the contact holds them', async () => {
     const { s, a, runner } = await rig(['drop-response']);

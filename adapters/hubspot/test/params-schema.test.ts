@@ -20,6 +20,12 @@ const cases: [operation: keyof typeof valid, why: string, params: unknown][] = [
   ['contacts.update', 'no properties', { contactId: '1', properties: {} }],
   ['contacts.update', 'a property name HubSpot does not have', { contactId: '1', properties: { 'first name': 'Ada' } }],
   ['objects.upsert', 'object type with a path', { objectType: '2-100/x', properties: { amount: '3' } }],
+  [
+    'objects.upsert',
+    'object type by name (the id is its one spelling)',
+    { objectType: 'p100_orders', properties: { amount: '3' } },
+  ],
+  ['objects.upsert', 'object type id with a leading zero', { objectType: '2-0100', properties: { amount: '3' } }],
   ['objects.upsert', 'blank object type', { objectType: ' ', properties: { amount: '3' } }],
   [
     'objects.upsert',
