@@ -226,6 +226,22 @@ describe('createHttpAdapter: declarations are checked against the card', () => {
       operations: { 'documents.update': { ...docs, paramsSchema: numeric } },
     });
     expect(a.operations['documents.update']!.checkParams!({ id: 5, etag: '"g1"', title: 't', body: 'b' })).toEqual([]);
+    const listed = { type: 'object', properties: { id: { type: ['integer'] } } };
+    const c = createHttpAdapter({
+      ...base,
+      provider: 'acme-docs',
+      operations: { 'documents.update': { ...docs, paramsSchema: listed } },
+    });
+    expect(c.operations['documents.update']!.checkParams!({ id: 5, etag: '"g1"', title: 't', body: 'b' })).toEqual([]);
+    const either = { type: 'object', properties: { id: { type: ['integer', 'string'] } } };
+    const b = createHttpAdapter({
+      ...base,
+      provider: 'acme-docs',
+      operations: { 'documents.update': { ...docs, paramsSchema: either } },
+    });
+    expect(b.operations['documents.update']!.checkParams!({ id: 5, etag: '"g1"', title: 't', body: 'b' })).toEqual([
+      { path: 'id', message: expect.stringMatching(/send it as a string/) },
+    ]);
   });
 
   it('an empty precondition value is refused like an absent one: If-Match with no validator is no precondition', async () => {

@@ -308,7 +308,8 @@ function numbersOnly(schema: JsonSchema | undefined, path: string): boolean {
   for (const part of path.split('.'))
     at = (at as { properties?: Record<string, unknown> } | undefined)?.properties?.[part];
   const type = (at as { type?: unknown } | undefined)?.type;
-  return type === 'integer' || type === 'number';
+  const types = Array.isArray(type) ? type : [type];
+  return types.length > 0 && types.every((t) => t === 'integer' || t === 'number');
 }
 
 export function defaultBody(spec: HttpOperationSpec, params: Record<string, unknown>): Record<string, unknown> {
