@@ -102,6 +102,16 @@ describe('createHttpAdapter: declarations are checked against the card', () => {
       /placeholder \{tenant\}/,
     ],
     [
+      'a path placeholder on an intent field the id trims (one id, yet `/orders/ a` and `/orders/a` are two objects)',
+      withOp({ ...spec, method: 'PUT', path: '/orders/{orderRef}' }),
+      /path placeholder \{orderRef\}.*normalises/,
+    ],
+    [
+      'a query precondition on an intent field the id trims (one id, two validators on the wire)',
+      withOp({ ...spec, precondition: { param: 'orderRef', query: 'ifMatch' } }),
+      /precondition.param orderRef.*normalises/,
+    ],
+    [
       'a code rule without codePath',
       withOp({ ...spec, errors: { rules: [{ status: 409, code: 'x', outcome: 'in-progress' }] } }),
       /codePath is not declared/,
@@ -120,6 +130,15 @@ describe('createHttpAdapter: declarations are checked against the card', () => {
     expect(() => createHttpAdapter(withOp({ ...spec, card: nested, path: '/customers/{customer}/orders' }))).toThrow(
       /placeholder \{customer\}/,
     );
+  });
+
+  it('a normalised path placeholder is accepted with the provider’s evidence that it treats the spellings as one', () => {
+    const rules = [
+      { field: 'orderRef', steps: ['trim'], source: 'test', evidence: 'https://example.com/refs' },
+    ] as const;
+    const bo = { ...card.businessOperationId, normalize: rules };
+    const put = { ...spec, method: 'PUT', path: '/orders/{orderRef}' } as const;
+    expect(() => createHttpAdapter(withOp({ ...put, card: { ...card, businessOperationId: bo } }))).not.toThrow();
   });
 
   it('an invalid card is a CardValidationError listing the field; an unknown fact not listed in unverified is refused', () => {
@@ -188,6 +207,42 @@ describe('createHttpAdapter: declarations are checked against the card', () => {
       });
     },
   );
+
+  it('a number in the path is refused unless the schema pins the field to numbers: 5 and "5" name one URL but two ids', async () => {
+    expect(await updateDocument({ id: 5, etag: '"g1"', title: 't', body: 'b' })).toMatchObject({
+      kind: 'rejected',
+      reason: 'validation',
+      fields: [{ path: 'id', message: expect.stringMatching(/send it as a string/) }],
+    });
+    expect(await updateDocument({ id: 'doc-1', etag: 7, title: 't', body: 'b' })).toMatchObject({
+      kind: 'rejected',
+      fields: [{ path: 'etag' }],
+    });
+    const docs = etagDocumentsUpdate('acme-docs');
+    const numeric = { type: 'object', properties: { id: { type: 'integer' } } };
+    const a = createHttpAdapter({
+      ...base,
+      provider: 'acme-docs',
+      operations: { 'documents.update': { ...docs, paramsSchema: numeric } },
+    });
+    expect(a.operations['documents.update']!.checkParams!({ id: 5, etag: '"g1"', title: 't', body: 'b' })).toEqual([]);
+    const listed = { type: 'object', properties: { id: { type: ['integer'] } } };
+    const c = createHttpAdapter({
+      ...base,
+      provider: 'acme-docs',
+      operations: { 'documents.update': { ...docs, paramsSchema: listed } },
+    });
+    expect(c.operations['documents.update']!.checkParams!({ id: 5, etag: '"g1"', title: 't', body: 'b' })).toEqual([]);
+    const either = { type: 'object', properties: { id: { type: ['integer', 'string'] } } };
+    const b = createHttpAdapter({
+      ...base,
+      provider: 'acme-docs',
+      operations: { 'documents.update': { ...docs, paramsSchema: either } },
+    });
+    expect(b.operations['documents.update']!.checkParams!({ id: 5, etag: '"g1"', title: 't', body: 'b' })).toEqual([
+      { path: 'id', message: expect.stringMatching(/send it as a string/) },
+    ]);
+  });
 
   it('an empty precondition value is refused like an absent one: If-Match with no validator is no precondition', async () => {
     expect(await updateDocument({ id: 'doc-1', etag: '', title: 't', body: 'b' })).toMatchObject({

@@ -184,12 +184,17 @@ export function buildOperation(provider: string, name: string, spec: HttpOperati
         `path placeholder {${p}} must be one of the card's intent fields (${intentFields.join(', ')}) or beneath one`,
       );
     if (p === 'key' && k.travels === 'none') fail('path uses {key} but no key travels');
+    const rule = unprovenNormalization(card, p);
+    if (rule) fail(`path placeholder {${p}} ${NORMALISED_TARGET(rule)}`);
   }
   const pc = spec.precondition;
   if (pc && !withinIntent(pc.param, intentFields))
     fail(
       `precondition.param ${pc.param} must be one of the card's intent fields, so every re-send carries the same precondition`,
     );
+  // A header value loses its surrounding white space on the wire (RFC 9110 §5.5); a query value keeps it.
+  const pcRule = pc && 'query' in pc ? unprovenNormalization(card, pc.param) : undefined;
+  if (pc && pcRule) fail(`precondition.param ${pc.param} ${NORMALISED_TARGET(pcRule)}`);
   // The request, its checks, the default body and the lookup read the precondition as a top-level param.
   if (pc?.param.includes('.'))
     fail(`precondition.param ${pc.param} must be a top-level param (the request reads params[${pc.param}])`);
@@ -210,6 +215,20 @@ export function buildOperation(provider: string, name: string, spec: HttpOperati
     keyRule,
   };
 }
+
+type NormalizeRule = NonNullable<RetrySafetyCard['businessOperationId']['normalize']>[number];
+
+/** The card's normalisation of `field` (or of a field above it) that has no provider evidence, if any. */
+function unprovenNormalization(card: RetrySafetyCard, field: string): NormalizeRule | undefined {
+  return card.businessOperationId.normalize?.find(
+    (r) => r.steps.length > 0 && !r.evidence && (field === r.field || field.startsWith(`${r.field}.`)),
+  );
+}
+
+// The id folds the spellings into one operation, yet the request sends the caller's spelling: each names another object.
+const NORMALISED_TARGET = (rule: NormalizeRule) =>
+  `is an intent field the id normalises (${rule.field}: ${rule.steps.join(', ')}) without the provider's evidence that it treats those spellings as one: ` +
+  `two spellings would get one business-operation id yet name two targets. Drop the rule (and refuse such values in paramsSchema, e.g. a pattern), or give the rule the provider's evidence`;
 
 /** The key rule the declaration and the card agree on, or null when no key travels. */
 function keyRuleOf(
@@ -272,7 +291,25 @@ function requestProblems(spec: HttpOperationSpec, params: unknown): FieldError[]
   // An empty validator (`If-Match: `) names no version: a server may read it as absent and write unconditionally.
   if (pc && !scalarText((params as Record<string, unknown>)[pc.param]))
     out.push({ path: pc.param, message: 'is the precondition value and must be a non-empty string or number' });
+  const asText = [...paramPlaceholders(spec.path), ...paramPlaceholders(lookupPath ?? ''), ...(pc ? [pc.param] : [])];
+  for (const p of new Set(asText))
+    if (typeof readPath(params, p) === 'number' && !numbersOnly(spec.paramsSchema, p) && !out.some((f) => f.path === p))
+      out.push({ path: p, message: NUMBER_AS_TEXT });
   return out;
+}
+
+// The id digests 5 and "5" apart, while a path, query or header carries both as the text 5: one target, two operations.
+const NUMBER_AS_TEXT =
+  'travels as text (path, query or header): send it as a string, or declare it an integer or number in paramsSchema, so 5 and "5" are not two operations for one target';
+
+/** Whether paramsSchema admits only numbers at this dot path: then "5" is refused there and 5 has one spelling. */
+function numbersOnly(schema: JsonSchema | undefined, path: string): boolean {
+  let at: unknown = schema;
+  for (const part of path.split('.'))
+    at = (at as { properties?: Record<string, unknown> } | undefined)?.properties?.[part];
+  const type = (at as { type?: unknown } | undefined)?.type;
+  const types = Array.isArray(type) ? type : [type];
+  return types.length > 0 && types.every((t) => t === 'integer' || t === 'number');
 }
 
 export function defaultBody(spec: HttpOperationSpec, params: Record<string, unknown>): Record<string, unknown> {

@@ -26,8 +26,12 @@ import {
   type WireRecord,
 } from './hubspot-http.js';
 
-/** HubSpot property values are strings on the wire; numbers and booleans are sent as their string form. */
-export type PropertyValue = string | number | boolean;
+/**
+ * HubSpot property values are strings on the wire (the SDK's `properties: { [key: string]: string }`,
+ * https://github.com/HubSpot/hubspot-api-nodejs/blob/master/codegen/crm/objects/models/SimplePublicObjectInput.ts),
+ * so only strings are accepted: a number 5 beside a string "5" would be two business operations for one value sent.
+ */
+export type PropertyValue = string;
 
 /** An operation's params as its schema describes them, with property values typed. */
 type ParamsOf<N extends keyof typeof PARAMS_SCHEMAS> = SchemaType<(typeof PARAMS_SCHEMAS)[N]> & {
@@ -57,7 +61,7 @@ const propertiesSchema = {
   type: 'object',
   minProperties: 1,
   propertyNames: { pattern: PROPERTY_NAME.source },
-  additionalProperties: { type: ['string', 'number', 'boolean'] },
+  additionalProperties: { type: 'string' },
 } as const;
 const text = { type: 'string', minLength: 1, pattern: '\\S' } as const;
 
@@ -83,11 +87,12 @@ export const PARAMS_SCHEMAS = {
     },
   }),
   'objects.upsert': object(['objectType', 'properties'], {
+    // HubSpot takes a type's id or its name in the path (2-1234567, p1234567_orders): one type, two spellings, two
+    // operations and two records. Only the id is taken (https://developers.hubspot.com/docs/guides/crm/using-object-apis).
     objectType: {
       type: 'string',
-      minLength: 1,
-      pattern: '^(?!\\.\\.?$)(?=.*\\S)[^/]+$',
-      description: 'Object type id or name, e.g. 2-1234567 or p1234567_orders',
+      pattern: '^(0|[1-9]\\d*)-(0|[1-9]\\d*)$',
+      description: 'Object type id, e.g. 2-1234567 (a custom object) or 0-1 (contacts); names are refused',
     },
     properties: { ...propertiesSchema, description: 'The record’s properties' },
   }),
@@ -101,9 +106,6 @@ export const PARAMS_SCHEMAS = {
     },
   }),
 } as const satisfies Record<string, JsonSchema>;
-
-const asStrings = (props: Readonly<Record<string, PropertyValue>>): Record<string, string> =>
-  Object.fromEntries(Object.entries(props).map(([k, v]) => [k, String(v)]));
 
 /** A HubSpot record as plain JSON (dates as ISO strings), for the ledger and the caller. */
 export type HubSpotRecord = Readonly<ReturnType<typeof plain>>;
@@ -157,11 +159,11 @@ function wireRefs(wire: WireRecord): { status?: number; requestId?: string } {
 const executeContactsUpdate = (rt: Runtime, p: ContactsUpdateParams, ctx: ExecuteContext) =>
   attempt(async (wire) => {
     const api = contactsApi({ ...rt, signal: ctx.signal }, wire);
-    return written(await api.basic.update(p.contactId, { properties: asStrings(p.properties) }, p.idProperty), wire);
+    return written(await api.basic.update(p.contactId, { properties: { ...p.properties } }, p.idProperty), wire);
   });
 
 async function lookupContactsUpdate(rt: Runtime, p: ContactsUpdateParams, ctx: LookupContext): Promise<LookupResult> {
-  const wanted = asStrings(p.properties);
+  const wanted = p.properties;
   // A PATCH that sets the unique property it is addressed by moves the contact to the new value: look there too.
   const moved = p.idProperty === undefined ? undefined : wanted[p.idProperty];
   const ids = moved === undefined || moved === p.contactId ? [p.contactId] : [p.contactId, moved];
@@ -195,7 +197,7 @@ const executeObjectsUpsert = (rt: Runtime, p: ObjectsUpsertParams, ctx: ExecuteC
   attempt(async (wire) => {
     const key = ctx.providerKey!; // the frame's: these operations' key rule is never null
     const r = await objectsApi({ ...rt, signal: ctx.signal }, wire).batch.upsert(p.objectType, {
-      inputs: [{ id: key, idProperty: rt.idProperty, properties: asStrings(p.properties) }],
+      inputs: [{ id: key, idProperty: rt.idProperty, properties: { ...p.properties } }],
     });
     if (!Array.isArray(r?.results)) return truncated('HubSpot answered the upsert without results', wire);
     const item = r.results.find((x) => x.properties?.[rt.idProperty] === key) ?? r.results[0];
@@ -215,7 +217,7 @@ const TICKET_PROPERTIES = ['subject', 'hs_pipeline', 'hs_pipeline_stage'];
 
 function executeTicketsCreate(rt: Runtime, p: TicketsCreateParams, ctx: ExecuteContext): Promise<Outcome> {
   const key = ctx.providerKey!; // the frame's: these operations' key rule is never null
-  const properties = { ...asStrings(p.properties), [rt.idProperty]: key };
+  const properties = { ...p.properties, [rt.idProperty]: key };
   return attempt(
     async (wire) => {
       const api = ticketsApi({ ...rt, signal: ctx.signal }, wire);

@@ -1,3 +1,4 @@
+import { InvalidParamsError } from '@retrysafe/contract';
 import { createMemoryLedger, createRunner, createVirtualClock, type RunResult } from '@retrysafe/core';
 import { type Fault, type FaultProxy, startFaultProxy } from '@retrysafe/testkit';
 import { closeAfterTest } from '@retrysafe/testkit/close-after-test';
@@ -121,6 +122,29 @@ describe('objects.upsert', () => {
     const second: RunResult = await runner.run(a, 'objects.upsert', { params: order('drill-B') });
     expect(first).toMatchObject({ status: 'done', adopted: false });
     expect(second).toMatchObject({ status: 'done', adopted: true });
+    expect(s.count('objects.upsert')).toBe(1);
+    expect(seen(s, 'upsert')).toBe(1);
+  });
+
+  it('a property as the number 5 and as the string "5" (one value on the wire) never make two records', async () => {
+    const { s, a, runner } = await rig([]);
+    const asText = { objectType: '2-100', properties: { name: 'Order C', amount: '5' } };
+    expect(await runner.run(a, 'objects.upsert', { params: asText })).toMatchObject({ status: 'done' });
+    const asNumber = { ...asText, properties: { ...asText.properties, amount: 5 } };
+    // The type refuses it too; an agent's untyped call reaches the schema.
+    await expect(runner.run(a, 'objects.upsert', { params: asNumber as never })).rejects.toThrow(InvalidParamsError);
+    expect(s.count('objects.upsert')).toBe(1);
+    expect(seen(s, 'upsert')).toBe(1);
+  });
+});
+
+describe('objects.upsert: one object type, one spelling', () => {
+  it('the object type by its name after its id (one type at HubSpot) never makes a second record', async () => {
+    const { s, a, runner } = await rig([]);
+    const byId = order('drill-D');
+    expect(await runner.run(a, 'objects.upsert', { params: byId })).toMatchObject({ status: 'done' });
+    const byName = { ...byId, objectType: 'p100_orders' };
+    await expect(runner.run(a, 'objects.upsert', { params: byName })).rejects.toThrow(InvalidParamsError);
     expect(s.count('objects.upsert')).toBe(1);
     expect(seen(s, 'upsert')).toBe(1);
   });

@@ -46,7 +46,7 @@ export const drillTicket = (ref: string) => ({
 });
 export const drillOrder = (ref: string) => ({
   objectType: '2-100',
-  properties: { name: `Order ${ref}`, order_ref: ref, amount: 1250 },
+  properties: { name: `Order ${ref}`, order_ref: ref, amount: '1250' },
 });
 
 // The sandbox indexes search 2 s after a write (on the drill's virtual clock); the adapter is told a
