@@ -1,6 +1,6 @@
 // Issue 23: `retrysafe ledger prune` — retention of closed operations, on a real SQLite ledger file.
 import { cpSync, existsSync, readFileSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { asBusinessOperationId, type ProviderKey } from '@retrysafe/contract';
 import { sealReceipt } from '@retrysafe/core/internal';
 import { createSqliteLedger } from '@retrysafe/ledger-sqlite';
@@ -98,6 +98,19 @@ describe('retrysafe ledger prune', () => {
     expect(await ids()).toEqual(['old-done', 'old-handed', 'old-open', 'recent-done']);
     // Without the config only the built-in cards set the floor: the same age is accepted (dry run).
     expect((await cli(['ledger', 'prune', '--older-than', '10d', '--dry-run', '--db', db])).code).toBe(0);
+  });
+
+  it("with --config, the policy's clockSkewMarginMs is the margin in force (the runner's), widening the floor", async () => {
+    const config = join(dir, 'wide-margin.yaml');
+    const http = join(import.meta.dirname, '..', '..', '..', 'docs', 'examples', 'http-api', 'retrysafe.yaml');
+    const text = readFileSync(http, 'utf8').replace(/\.\/(\w+\.card\.yaml)/g, (_m, f: string) =>
+      join(dirname(http), f),
+    );
+    writeFileSync(config, `${text}\npolicy:\n  clockSkewMarginMs: ${20 * DAY}\n`);
+    const r = await cli(['ledger', 'prune', '--older-than', '10d', '--dry-run', '--config', config, '--db', db]);
+    expect(r.code, r.stderr).toBe(2);
+    expect(r.stderr).toMatch(/key retention of .* plus its clock-skew margin/);
+    expect(r.stderr).toMatch(/21d/);
   });
 
   it('explains the retention floor in its help', async () => {

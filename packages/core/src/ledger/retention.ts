@@ -8,21 +8,10 @@ import {
   type Receipt,
   type RetrySafetyCard,
 } from '@retrysafe/contract';
-import { cardMargin, durationMs, formatDuration } from '@retrysafe/contract/rules';
+import { durationMs, formatDuration, retentionFloor } from '@retrysafe/contract/rules';
 import { RunnerConfigurationError } from '../errors/runner-configuration-error.js';
 import { receiptLines } from '../receipts.js';
-
-/** The cards' longest key retention plus its clock-skew margin: pruned earlier, a repeat would lose the adopt path. */
-function retentionFloor(cards: readonly RetrySafetyCard[]) {
-  let floor = { ms: 0, card: null as string | null };
-  for (const card of cards) {
-    const keep = card.retention.minimum.value;
-    if (keep === null || keep === 'unknown') continue; // nothing stored, or no bound known: sets no floor
-    const ms = durationMs(keep) + cardMargin(card);
-    if (ms > floor.ms) floor = { ms, card: card.operation };
-  }
-  return floor;
-}
+import type { PolicyOverrides } from '../retry-policy.js';
 
 /** `states`, `dryRun` and `batchSize` go to the ledger's prune as they are. */
 export interface PruneLedgerOptions extends Pick<PruneOptions, 'states' | 'dryRun' | 'batchSize'> {
@@ -30,6 +19,8 @@ export interface PruneLedgerOptions extends Pick<PruneOptions, 'states' | 'dryRu
   readonly olderThan: Duration | number;
   /** The cards whose key retention sets the floor; without cards there is no floor. */
   readonly cards?: readonly RetrySafetyCard[];
+  /** The runner's policy: its `clockSkewMarginMs`, when set, is the margin in force (as for the runner). */
+  readonly policy?: Pick<PolicyOverrides, 'clockSkewMarginMs'>;
   /** Prune below the floor the cards set (you know no repeat of these operations can come). */
   readonly force?: boolean;
   /** Append each pruned operation's receipts and chain head here before deleting it (as `ledger export` writes). */
@@ -56,10 +47,16 @@ export async function pruneLedger(ledger: Ledger, options: PruneLedgerOptions) {
   }
   if (!Number.isFinite(olderThanMs) || olderThanMs < 0)
     throw refuse(`expected a duration ≥ 0, got ${String(options.olderThan)}`);
-  const floor = retentionFloor(options.cards ?? []);
+  const margin = options.policy?.clockSkewMarginMs;
+  if (margin !== undefined && !(Number.isFinite(margin) && margin >= 0))
+    throw new RunnerConfigurationError(
+      'policy.clockSkewMarginMs',
+      `expected a finite number ≥ 0, got ${String(margin)}`,
+    );
+  const floor = retentionFloor(options.cards ?? [], options.policy);
   if (olderThanMs < floor.ms && options.force !== true)
     throw refuse(
-      `${formatDuration(olderThanMs)} is younger than the key retention of ${floor.card} plus its clock-skew margin (${formatDuration(floor.ms)}): a record pruned while the provider still holds its key loses the adopt path. Use at least ${formatDuration(floor.ms)}, or force`,
+      `${formatDuration(olderThanMs)} is younger than the key retention of ${floor.card} plus its clock-skew margin in force (${formatDuration(floor.ms)}): a record pruned while the provider still holds its key loses the adopt path. Use at least ${formatDuration(floor.ms)}, or force`,
     );
   const before = (options.now ?? Date.now()) - olderThanMs;
   let exported = 0;

@@ -1,4 +1,5 @@
 import { existsSync } from 'node:fs';
+import { loadConfigFile } from '@retrysafe/config';
 import type { Duration, Ledger, OperationState } from '@retrysafe/contract';
 import { PRUNABLE_STATES } from '@retrysafe/contract/ledger';
 import { durationMs, isDuration } from '@retrysafe/contract/rules';
@@ -48,10 +49,13 @@ export async function ledgerPrune(opts: Parsed<typeof PRUNE_OPTIONS>): Promise<P
   const entries = await loadAdapters();
   if (opts.config) entries.push(...(await loadAdapters([], [], opts.config).catch(() => [])));
   const cards = (await Promise.all(entries.map(cardsOf))).flat().map((c) => c.card);
+  // The config's policy is what its runners work with: its clock-skew margin is the one in force.
+  const config = opts.config ? await loadConfigFile(opts.config) : null;
   const prune = (ledger: Ledger) =>
     pruneLedger(ledger, {
       olderThan: opts.olderThan as Duration,
       cards,
+      policy: config?.policy,
       force: opts.force,
       dryRun: opts.dryRun,
       exportPath: opts.dryRun ? undefined : opts.export,
@@ -61,7 +65,7 @@ export async function ledgerPrune(opts: Parsed<typeof PRUNE_OPTIONS>): Promise<P
       if (!RunnerConfigurationError.isInstance(err)) throw err;
       throw new UsageError(`--older-than: ${err.message.replace(/^prune\.olderThan: /, '')}`);
     });
-  return withLedger(opts, prune, { writes: !opts.dryRun });
+  return withLedger(opts, prune, { config, writes: !opts.dryRun });
 }
 
 export function pruneText(r: PruneLedgerReport, exportPath?: string): string {
