@@ -113,6 +113,41 @@ describe('retrysafe ledger prune', () => {
     expect(r.stderr).toMatch(/21d/);
   });
 
+  it('refuses while the ledger holds old operations of a card whose key retention is unknown; --unknown-retention gives it', async () => {
+    const other = join(dir, 'unknown-retention.db');
+    const ledger = createSqliteLedger({ path: other });
+    const c = await ledger.claim(
+      claimOf('old-ticket', {
+        now: now - 40 * DAY,
+        dispatch: true,
+        provider: 'hubspot',
+        operation: 'hubspot.tickets.create',
+      }),
+    );
+    if (c.kind !== 'claimed') throw new Error(c.kind);
+    await ledger.setState(c.record, { state: 'succeeded', lastOutcome: 'succeeded', now: now - 40 * DAY });
+    await ledger.close();
+    const count = async () => {
+      const l = createSqliteLedger({ path: other });
+      try {
+        return (await l.list()).length;
+      } finally {
+        await l.close();
+      }
+    };
+    const r = await cli(['ledger', 'prune', '--older-than', '30d', '--db', other]);
+    expect(r.code, r.stderr).toBe(2);
+    expect(r.stderr).toMatch(/hubspot\.tickets\.create/);
+    expect(r.stderr).toMatch(/--unknown-retention/);
+    expect(await count()).toBe(1);
+    const longer = await cli(['ledger', 'prune', '--older-than', '30d', '--unknown-retention', '30d', '--db', other]);
+    expect(longer.code, longer.stderr).toBe(2);
+    expect(await count()).toBe(1);
+    const ok = await cli(['ledger', 'prune', '--older-than', '30d', '--unknown-retention', '7d', '--db', other]);
+    expect(ok.code, ok.stderr).toBe(0);
+    expect(await count()).toBe(0);
+  });
+
   it('explains the retention floor in its help', async () => {
     const r = await cli(['ledger', 'prune', '--help']);
     expect(r.stdout).toMatch(/retention\.minimum/);

@@ -21,20 +21,27 @@ export function marginInForce(
 /**
  * How long a closed record must outlive its last change: pruned earlier, a repeat could meet a key the provider
  * still holds without the record (no adopt path). The longest `retention.minimum` among `cards` plus the margin in
- * force; a card whose retention is null (nothing stored) or unknown sets none.
+ * force; null (nothing stored) sets none. An unknown retention counts as `unknownRetentionMs` when the caller gives
+ * one, else no floor can be known for that card: it is listed in `unknown` for the caller to refuse or skip.
  */
 export function retentionFloor(
   cards: readonly RetrySafetyCard[],
   policy: { readonly clockSkewMarginMs?: number | undefined } = {},
-): { readonly ms: number; readonly card: string | null } {
+  unknownRetentionMs?: number,
+): { readonly ms: number; readonly card: string | null; readonly unknown: readonly RetrySafetyCard[] } {
   let floor = { ms: 0, card: null as string | null };
+  const unknown: RetrySafetyCard[] = [];
   for (const card of cards) {
     const keep = card.retention.minimum.value;
-    if (keep === null || keep === 'unknown') continue;
-    const ms = durationMs(keep) + marginInForce(card, policy);
+    if (keep === null) continue;
+    if (keep === 'unknown' && unknownRetentionMs === undefined) {
+      unknown.push(card);
+      continue;
+    }
+    const ms = (keep === 'unknown' ? unknownRetentionMs! : durationMs(keep)) + marginInForce(card, policy);
     if (ms > floor.ms) floor = { ms, card: card.operation };
   }
-  return floor;
+  return { ...floor, unknown };
 }
 
 /** What leaves the runner no usable backoff or time, from a card's or a policy's numbers, each with its policy field. */

@@ -23,8 +23,14 @@ export const PRUNE_OPTIONS = {
       "write the pruned operations' receipts (with chain heads, as `ledger export`) to this new file before deleting them",
   },
   dryRun: { description: 'count what would be pruned; delete and write nothing' },
+  unknownRetention: {
+    argument: '<duration>',
+    description:
+      'the key retention to count for cards whose retention is unknown (you checked with the provider); without it their operations are never pruned',
+  },
   force: {
-    description: 'prune below the key retention floor of the cards (you know no repeat of these operations can come)',
+    description:
+      'prune below the key retention floor of the cards, and operations of unknown retention (you know no repeat of these operations can come)',
   },
   state: {
     argument: '<state>',
@@ -32,6 +38,9 @@ export const PRUNE_OPTIONS = {
     description: 'only these closed states (succeeded, rejected, abandoned)',
   },
 } as const satisfies Options;
+
+/** pruneLedger's options as the command's flags. */
+const FLAGS = { 'prune.olderThan': '--older-than', 'prune.unknownRetention': '--unknown-retention' } as const;
 
 /** `retrysafe ledger prune`: retention of closed operations (pruneLedger in @retrysafe/core). */
 export async function ledgerPrune(opts: Parsed<typeof PRUNE_OPTIONS>): Promise<PruneLedgerReport> {
@@ -56,14 +65,16 @@ export async function ledgerPrune(opts: Parsed<typeof PRUNE_OPTIONS>): Promise<P
       olderThan: opts.olderThan as Duration,
       cards,
       policy: config?.policy,
+      unknownRetention: opts.unknownRetention as Duration | undefined,
       force: opts.force,
       dryRun: opts.dryRun,
       exportPath: opts.dryRun ? undefined : opts.export,
       states: opts.state?.length ? (opts.state as OperationState[]) : undefined,
     }).catch((err: unknown) => {
-      // Only the retention check's refusal is about --older-than (opening the ledger has its own errors).
-      if (!RunnerConfigurationError.isInstance(err)) throw err;
-      throw new UsageError(`--older-than: ${err.message.replace(/^prune\.olderThan: /, '')}`);
+      // The retention checks' refusals name their option (opening the ledger has its own errors).
+      if (!RunnerConfigurationError.isInstance(err) || !(err.option in FLAGS)) throw err;
+      const flag = FLAGS[err.option as keyof typeof FLAGS];
+      throw new UsageError(`${flag}: ${err.message.slice(err.option.length + 2).replaceAll('unknownRetention', flag)}`);
     });
   return withLedger(opts, prune, { config, writes: !opts.dryRun });
 }
@@ -96,6 +107,7 @@ export const ledgerPruneCommand = defineCommand({
     '\n' +
     "A closed operation must stay in the ledger at least as long as the provider keeps its idempotency key (the card's retention.minimum) plus the clock-skew margin: " +
     "prune refuses a younger --older-than than the longest such retention among the cards it knows (the built-in adapters', and --config's), unless --force. " +
+    'A card whose retention is unknown sets no floor: while the ledger holds old operations of it prune refuses, unless --unknown-retention or --force. ' +
     'After a record is pruned a repeat of the same business operation is a new one. See docs/retention.md.',
   async run({ print }, o) {
     const r = await ledgerPrune(o);
