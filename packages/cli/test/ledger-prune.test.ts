@@ -148,6 +148,22 @@ describe('retrysafe ledger prune', () => {
     expect(await count()).toBe(0);
   });
 
+  it("with --config, a `type: module` adapter's cards set the floor too, without its credentials in the environment", async () => {
+    const config = join(dir, 'module-adapter.json');
+    const module = join(import.meta.dirname, 'fixtures', 'month-keys-adapter.mjs');
+    const adapters = { month: { module, secretsFromEnv: { apiKey: 'MONTH_API_KEY_NOT_SET' } } };
+    writeFileSync(config, JSON.stringify({ ledger: db, adapters }));
+    const r = await cli(['ledger', 'prune', '--older-than', '10d', '--dry-run', '--config', config, '--db', db]);
+    expect(r.code, r.stderr).toBe(2);
+    expect(r.stderr).toMatch(/key retention of month\.records\.create plus its clock-skew margin/);
+    // An adapter that cannot be built is said, not left out of the floor.
+    writeFileSync(config, JSON.stringify({ ledger: db, adapters: { gone: { module: join(dir, 'no-such.mjs') } } }));
+    const gone = await cli(['ledger', 'prune', '--older-than', '10d', '--dry-run', '--config', config, '--db', db]);
+    expect(gone.code, gone.stderr).toBe(2);
+    expect(gone.stderr).toMatch(/cards cannot be read/);
+    expect(gone.stderr).not.toMatch(/\n\s+at /);
+  });
+
   it('explains the retention floor in its help', async () => {
     const r = await cli(['ledger', 'prune', '--help']);
     expect(r.stdout).toMatch(/retention\.minimum/);

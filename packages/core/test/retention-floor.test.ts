@@ -67,6 +67,11 @@ describe('pruneLedger: a card whose key retention is unknown', () => {
     expect((err as Error).message).toMatch(/d\.unknown/);
     expect((err as Error).message).toMatch(/unknownRetention/);
     expect(await ledger.get('old-one' as never)).not.toBeNull();
+    // The same card known twice (built in and from a config) is named once.
+    const twice = await pruneLedger(ledger, { olderThan: '30d', cards: [...cards, ...cards], now: NOW }).catch(
+      (e: unknown) => e,
+    );
+    expect((twice as Error).message.match(/d\.unknown/g)).toHaveLength(1);
   });
 
   it('a retention the caller gives for those cards sets their floor (plus the margin); force prunes regardless', async () => {

@@ -63,9 +63,9 @@ async function checkUnknownRetention(
 ) {
   const closed = checkPruneOptions({ before, states });
   const held: string[] = [];
-  for (const card of unknown) {
-    const [oldest] = await ledger.list({ operation: card.operation, states: closed, limit: 1 });
-    if (oldest !== undefined && oldest.createdAt < before) held.push(card.operation);
+  for (const operation of new Set(unknown.map((c) => c.operation))) {
+    const [oldest] = await ledger.list({ operation, states: closed, limit: 1 });
+    if (oldest !== undefined && oldest.createdAt < before) held.push(operation);
   }
   if (held.length > 0)
     throw new RunnerConfigurationError(

@@ -1,6 +1,6 @@
 import { existsSync } from 'node:fs';
-import { loadConfigFile } from '@retrysafe/config';
-import type { Duration, Ledger, OperationState } from '@retrysafe/contract';
+import { createAdapters, loadConfigFile, type RetrysafeConfig } from '@retrysafe/config';
+import type { Duration, Ledger, OperationState, RetrySafetyCard } from '@retrysafe/contract';
 import { PRUNABLE_STATES } from '@retrysafe/contract/ledger';
 import { durationMs, isDuration } from '@retrysafe/contract/rules';
 import { type PruneLedgerReport, pruneLedger, RunnerConfigurationError } from '@retrysafe/core';
@@ -39,6 +39,29 @@ export const PRUNE_OPTIONS = {
   },
 } as const satisfies Options;
 
+/** An environment where every variable reads as a stand-in: adapters built only for their cards get no secret. */
+const NO_SECRETS: NodeJS.ProcessEnv = new Proxy(
+  {},
+  {
+    get: () => 'stand-in',
+    getOwnPropertyDescriptor: () => ({ value: 'stand-in', configurable: true, enumerable: true, writable: true }),
+  },
+);
+
+/** The cards of every adapter the config names, each built once to read them (never called); none is left out. */
+async function configCards(config: RetrysafeConfig): Promise<RetrySafetyCard[]> {
+  const adapters = Object.values(
+    await createAdapters(config, NO_SECRETS).catch((e: unknown) => {
+      const why = (e instanceof Error ? e.message : String(e)).split('\n')[0];
+      throw new UsageError(
+        `--config: its adapters' cards cannot be read, so their retention floor is not known (${why})`,
+      );
+    }),
+  );
+  await Promise.all(adapters.map((a) => a.close?.()));
+  return adapters.flatMap((a) => Object.values(a.operations).map((o) => o.card));
+}
+
 /** pruneLedger's options as the command's flags. */
 const FLAGS = { 'prune.olderThan': '--older-than', 'prune.unknownRetention': '--unknown-retention' } as const;
 
@@ -54,12 +77,10 @@ export async function ledgerPrune(opts: Parsed<typeof PRUNE_OPTIONS>): Promise<P
     throw new UsageError(
       `--export ${opts.export}: the file exists (prune appends receipts to a new file; move it away first)`,
     );
-  // The cards the CLI knows: every built-in adapter's, and the `type: http` operations of --config.
-  const entries = await loadAdapters();
-  if (opts.config) entries.push(...(await loadAdapters([], [], opts.config).catch(() => [])));
-  const cards = (await Promise.all(entries.map(cardsOf))).flat().map((c) => c.card);
-  // The config's policy is what its runners work with: its clock-skew margin is the one in force.
   const config = opts.config ? await loadConfigFile(opts.config) : null;
+  // The cards the CLI knows: every built-in adapter's, and those of every adapter --config names.
+  const builtIn = (await Promise.all((await loadAdapters()).map(cardsOf))).flat().map((c) => c.card);
+  const cards = [...builtIn, ...(config ? await configCards(config) : [])];
   const prune = (ledger: Ledger) =>
     pruneLedger(ledger, {
       olderThan: opts.olderThan as Duration,
