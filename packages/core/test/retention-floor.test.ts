@@ -95,3 +95,14 @@ describe('pruneLedger: a card whose key retention is unknown', () => {
     expect(await pruneLedger(young, { olderThan: '30d', cards, now: NOW })).toMatchObject({ pruned: 0 });
   });
 });
+
+describe('pruneLedger: no floor only when the caller says so', () => {
+  it('refuses without cards (a forgotten list would prune at any age); `cards: []` is no floor, said', async () => {
+    const ledger = await ledgerWith('a.day', 2 * H);
+    const err = await pruneLedger(ledger, { olderThan: 0, now: NOW } as never).catch((e: unknown) => e);
+    expect(RunnerConfigurationError.isInstance(err)).toBe(true);
+    expect((err as Error).message).toMatch(/cards/);
+    expect(await ledger.get('old-one' as never)).not.toBeNull();
+    expect(await pruneLedger(ledger, { olderThan: 0, cards: [], now: NOW })).toMatchObject({ pruned: 1 });
+  });
+});

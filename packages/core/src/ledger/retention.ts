@@ -18,8 +18,8 @@ import type { PolicyOverrides } from '../retry-policy.js';
 export interface PruneLedgerOptions extends Pick<PruneOptions, 'states' | 'dryRun' | 'batchSize'> {
   /** Closed operations whose last change is at least this old (a Duration like `30d`, or ms). */
   readonly olderThan: Duration | number;
-  /** The cards whose key retention sets the floor; without cards there is no floor. */
-  readonly cards?: readonly RetrySafetyCard[];
+  /** The cards you run with: their key retention sets the floor (`[]`: you know no key outlives a record). */
+  readonly cards: readonly RetrySafetyCard[];
   /** The runner's policy: its `clockSkewMarginMs`, when set, is the margin in force (as for the runner). */
   readonly policy?: Pick<PolicyOverrides, 'clockSkewMarginMs'>;
   /**
@@ -92,7 +92,13 @@ export async function pruneLedger(ledger: Ledger, options: PruneLedgerOptions) {
       'policy.clockSkewMarginMs',
       `expected a finite number ≥ 0, got ${String(margin)}`,
     );
-  const { unknown, ...floor } = retentionFloor(options.cards ?? [], options.policy, unknownMs);
+  // A forgotten list would prune at any age: no floor only when the caller says so.
+  if (!Array.isArray(options.cards))
+    throw new RunnerConfigurationError(
+      'prune.cards',
+      'give the cards you run with (their key retention sets the floor), or [] if you know no key outlives a record',
+    );
+  const { unknown, ...floor } = retentionFloor(options.cards, options.policy, unknownMs);
   const forced = options.force === true;
   if (olderThanMs < floor.ms && !forced)
     throw new RunnerConfigurationError(
