@@ -1,6 +1,6 @@
 // Issue 23: `retrysafe ledger prune` — retention of closed operations, on a real SQLite ledger file.
 import { cpSync, existsSync, readFileSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { asBusinessOperationId, type ProviderKey } from '@retrysafe/contract';
 import { sealReceipt } from '@retrysafe/core/internal';
 import { createSqliteLedger } from '@retrysafe/ledger-sqlite';
@@ -98,6 +98,70 @@ describe('retrysafe ledger prune', () => {
     expect(await ids()).toEqual(['old-done', 'old-handed', 'old-open', 'recent-done']);
     // Without the config only the built-in cards set the floor: the same age is accepted (dry run).
     expect((await cli(['ledger', 'prune', '--older-than', '10d', '--dry-run', '--db', db])).code).toBe(0);
+  });
+
+  it("with --config, the policy's clockSkewMarginMs is the margin in force (the runner's), widening the floor", async () => {
+    const config = join(dir, 'wide-margin.yaml');
+    const http = join(import.meta.dirname, '..', '..', '..', 'docs', 'examples', 'http-api', 'retrysafe.yaml');
+    const text = readFileSync(http, 'utf8').replace(/\.\/(\w+\.card\.yaml)/g, (_m, f: string) =>
+      join(dirname(http), f),
+    );
+    writeFileSync(config, `${text}\npolicy:\n  clockSkewMarginMs: ${20 * DAY}\n`);
+    const r = await cli(['ledger', 'prune', '--older-than', '10d', '--dry-run', '--config', config, '--db', db]);
+    expect(r.code, r.stderr).toBe(2);
+    expect(r.stderr).toMatch(/key retention of .* plus its clock-skew margin/);
+    expect(r.stderr).toMatch(/21d/);
+  });
+
+  it('refuses while the ledger holds old operations of a card whose key retention is unknown; --unknown-retention gives it', async () => {
+    const other = join(dir, 'unknown-retention.db');
+    const ledger = createSqliteLedger({ path: other });
+    const c = await ledger.claim(
+      claimOf('old-ticket', {
+        now: now - 40 * DAY,
+        dispatch: true,
+        provider: 'hubspot',
+        operation: 'hubspot.tickets.create',
+      }),
+    );
+    if (c.kind !== 'claimed') throw new Error(c.kind);
+    await ledger.setState(c.record, { state: 'succeeded', lastOutcome: 'succeeded', now: now - 40 * DAY });
+    await ledger.close();
+    const count = async () => {
+      const l = createSqliteLedger({ path: other });
+      try {
+        return (await l.list()).length;
+      } finally {
+        await l.close();
+      }
+    };
+    const r = await cli(['ledger', 'prune', '--older-than', '30d', '--db', other]);
+    expect(r.code, r.stderr).toBe(2);
+    expect(r.stderr).toMatch(/hubspot\.tickets\.create/);
+    expect(r.stderr).toMatch(/--unknown-retention/);
+    expect(await count()).toBe(1);
+    const longer = await cli(['ledger', 'prune', '--older-than', '30d', '--unknown-retention', '30d', '--db', other]);
+    expect(longer.code, longer.stderr).toBe(2);
+    expect(await count()).toBe(1);
+    const ok = await cli(['ledger', 'prune', '--older-than', '30d', '--unknown-retention', '7d', '--db', other]);
+    expect(ok.code, ok.stderr).toBe(0);
+    expect(await count()).toBe(0);
+  });
+
+  it("with --config, a `type: module` adapter's cards set the floor too, without its credentials in the environment", async () => {
+    const config = join(dir, 'module-adapter.json');
+    const module = join(import.meta.dirname, 'fixtures', 'month-keys-adapter.mjs');
+    const adapters = { month: { module, secretsFromEnv: { apiKey: 'MONTH_API_KEY_NOT_SET' } } };
+    writeFileSync(config, JSON.stringify({ ledger: db, adapters }));
+    const r = await cli(['ledger', 'prune', '--older-than', '10d', '--dry-run', '--config', config, '--db', db]);
+    expect(r.code, r.stderr).toBe(2);
+    expect(r.stderr).toMatch(/key retention of month\.records\.create plus its clock-skew margin/);
+    // An adapter that cannot be built is said, not left out of the floor.
+    writeFileSync(config, JSON.stringify({ ledger: db, adapters: { gone: { module: join(dir, 'no-such.mjs') } } }));
+    const gone = await cli(['ledger', 'prune', '--older-than', '10d', '--dry-run', '--config', config, '--db', db]);
+    expect(gone.code, gone.stderr).toBe(2);
+    expect(gone.stderr).toMatch(/cards cannot be read/);
+    expect(gone.stderr).not.toMatch(/\n\s+at /);
   });
 
   it('explains the retention floor in its help', async () => {

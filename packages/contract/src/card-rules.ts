@@ -10,6 +10,40 @@ export function cardMargin(card: RetrySafetyCard): number {
   return durationMs(card.limits.clockSkewMargin ?? DEFAULT_CLOCK_SKEW_MARGIN);
 }
 
+/** The margin the runner works with for `card`: the policy's when it sets one (it may widen it), else the card's. */
+export function marginInForce(
+  card: RetrySafetyCard,
+  policy: { readonly clockSkewMarginMs?: number | undefined } = {},
+): number {
+  return policy.clockSkewMarginMs ?? cardMargin(card);
+}
+
+/**
+ * How long a closed record must outlive its last change: pruned earlier, a repeat could meet a key the provider
+ * still holds without the record (no adopt path). The longest `retention.minimum` among `cards` plus the margin in
+ * force; null (nothing stored) sets none. An unknown retention counts as `unknownRetentionMs` when the caller gives
+ * one, else no floor can be known for that card: it is listed in `unknown` for the caller to refuse or skip.
+ */
+export function retentionFloor(
+  cards: readonly RetrySafetyCard[],
+  policy: { readonly clockSkewMarginMs?: number | undefined } = {},
+  unknownRetentionMs?: number,
+): { readonly ms: number; readonly card: string | null; readonly unknown: readonly RetrySafetyCard[] } {
+  let floor = { ms: 0, card: null as string | null };
+  const unknown: RetrySafetyCard[] = [];
+  for (const card of cards) {
+    const keep = card.retention.minimum.value;
+    if (keep === null) continue;
+    if (keep === 'unknown' && unknownRetentionMs === undefined) {
+      unknown.push(card);
+      continue;
+    }
+    const ms = (keep === 'unknown' ? unknownRetentionMs! : durationMs(keep)) + marginInForce(card, policy);
+    if (ms > floor.ms) floor = { ms, card: card.operation };
+  }
+  return { ...floor, unknown };
+}
+
 /** What leaves the runner no usable backoff or time, from a card's or a policy's numbers, each with its policy field. */
 export function budgetProblems(p: { readonly maxElapsedMs: number; readonly baseMs: number; readonly capMs: number }) {
   const out: { readonly field: 'maxElapsedMs' | 'capMs'; readonly why: string }[] = [];

@@ -135,7 +135,9 @@ describe('params encrypted at rest', () => {
     // Only the new key: finished operations need not decrypt to be pruned.
     const ledger = encryptParams(createSqliteLedger({ path }), { key: KEY });
     try {
-      expect(await pruneLedger(ledger, { olderThan: 1000, now: 5000, dryRun: true })).toMatchObject({ pruned: 1 });
+      expect(await pruneLedger(ledger, { olderThan: 1000, cards: [], now: 5000, dryRun: true })).toMatchObject({
+        pruned: 1,
+      });
       const seen: string[] = [];
       const report = await ledger.prune!({ before: 10, onPrune: (r) => void seen.push(r.businessOperationId) });
       expect(report).toEqual({ pruned: 1, byState: { succeeded: 1 }, dryRun: false });

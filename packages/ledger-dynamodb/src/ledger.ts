@@ -11,6 +11,7 @@ import {
   type PruneOptions,
   type PruneReport,
   type Receipt,
+  type RetrySafetyCard,
 } from '@retrysafe/contract';
 import {
   chainedTransition,
@@ -32,6 +33,7 @@ import {
   resolveTransition,
   setStateTransition,
 } from '@retrysafe/contract/ledger';
+import { retentionFloor } from '@retrysafe/contract/rules';
 import {
   checkSize,
   createKnown,
@@ -47,7 +49,7 @@ import {
 } from './rows.js';
 import { createTable, optimistic, type Table } from './tx.js';
 
-export interface DynamoDbLedgerOptions {
+interface DynamoDbLedgerBase {
   /** The table (create it with `ensureTable`). */
   readonly table: string;
   /** A client of your own (credentials, retries, region). Without one, a client is made from `region` and `endpoint` with the SDK's default credential chain. */
@@ -55,23 +57,56 @@ export interface DynamoDbLedgerOptions {
   readonly region?: string;
   /** E.g. a local DynamoDB implementation: `http://127.0.0.1:8000`. */
   readonly endpoint?: string;
-  /**
-   * How long a closed operation (succeeded, rejected, abandoned) is kept after its last change: its
-   * item gets the TTL attribute, DynamoDB deletes it later, and reads treat it as gone from then on.
-   * Absent: kept until `prune`. A handed-off operation waits for a person and never expires.
-   */
-  readonly retentionMs?: number;
 }
+
+/** Without `retentionMs`, closed operations are kept until `prune`. */
+export type DynamoDbLedgerOptions = DynamoDbLedgerBase &
+  (
+    | { readonly retentionMs?: undefined }
+    | {
+        /**
+         * How long a closed operation (succeeded, rejected, abandoned) is kept after its last change: its
+         * item gets the TTL attribute, DynamoDB deletes it later, and reads treat it as gone from then on.
+         * A handed-off operation waits for a person and never expires. Refused below the floor `pruneLedger`
+         * keeps (the cards' longest key retention plus the margin in force).
+         */
+        readonly retentionMs: number;
+        /** The cards you run with; an operation whose card's key retention is unknown never expires by itself. */
+        readonly cards: readonly RetrySafetyCard[];
+        /** The runner's policy: its `clockSkewMarginMs`, when set, is the margin in force. */
+        readonly policy?: { readonly clockSkewMarginMs?: number | undefined };
+      }
+  );
 
 const PRUNE_BATCH = 500;
 
+/** The table, and how long after its last change a closed operation expires (null: never by itself). */
 function checkOptions(options: DynamoDbLedgerOptions) {
   if (typeof options?.table !== 'string' || options.table.length < 3)
     throw new LedgerError('createDynamoDbLedger needs { table } (a DynamoDB table name, 3 characters or more)');
-  const retention = options.retentionMs ?? null;
-  if (retention !== null && !(Number.isFinite(retention) && retention > 0))
-    throw new LedgerError(`retentionMs must be a number > 0, got ${String(options.retentionMs)}`);
-  return { table: options.table, retentionMs: retention };
+  if (options.retentionMs === undefined) return { table: options.table, retainFor: () => null };
+  const retention = options.retentionMs;
+  if (!(Number.isFinite(retention) && retention > 0))
+    throw new LedgerError(`retentionMs must be a number > 0, got ${String(retention)}`);
+  return { table: options.table, retainFor: ttlRule(retention, options.cards, options.policy) };
+}
+
+/** DynamoDB's TTL deletes by itself: never below the retention floor (contract/rules), as a prune. */
+function ttlRule(retentionMs: number, cards: readonly RetrySafetyCard[], policy: { clockSkewMarginMs?: unknown } = {}) {
+  if (!Array.isArray(cards))
+    throw new LedgerError(
+      'retentionMs needs the cards you run with ({ cards }): the TTL must not delete a record while the provider may still hold its key ([] if no key outlives a record)',
+    );
+  const margin = policy.clockSkewMarginMs;
+  if (margin !== undefined && !(typeof margin === 'number' && Number.isFinite(margin) && margin >= 0))
+    throw new LedgerError(`policy.clockSkewMarginMs must be a number ≥ 0, got ${String(margin)}`);
+  const floor = retentionFloor(cards, { clockSkewMarginMs: margin });
+  if (retentionMs < floor.ms)
+    throw new LedgerError(
+      `retentionMs ${retentionMs} is below the key retention of ${floor.card} plus its clock-skew margin in force (${floor.ms} ms): DynamoDB would delete a record while the provider may still hold its key. Use at least ${floor.ms}`,
+    );
+  const never = new Set(floor.unknown.map((c) => c.operation));
+  return (r: OperationRecord) => (never.has(r.operation) ? null : retentionMs);
 }
 
 /** Oldest first by creation, the id breaking ties (the other ledgers' order). */
@@ -173,7 +208,7 @@ export function createDynamoDbLedger(options: DynamoDbLedgerOptions): Ledger {
     });
   const t = createTable(client, o.table);
   const known = createKnown();
-  const item = (st: Stored) => toItem(st, o.retentionMs);
+  const item = (st: Stored) => toItem(st, o.retainFor);
 
   /**
    * Writes `next` over `current` (null: a new item, also over one past its TTL as this process's

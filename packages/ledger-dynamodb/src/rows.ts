@@ -49,7 +49,8 @@ export function nextStored(record: OperationRecord, before: Stored | null, added
 /** Closed for good (prunable): out of the open index, and expires after the retention when one is set. */
 const closed = (r: OperationRecord) => PRUNABLE_STATES.includes(r.state);
 
-export function toItem(st: Stored, retentionMs: number | null): Item {
+/** `retainFor`: how long after its last change a closed operation expires (null: never by itself). */
+export function toItem(st: Stored, retainFor: (r: OperationRecord) => number | null): Item {
   const r = st.record;
   const item: Item = {
     id: s(r.businessOperationId),
@@ -66,7 +67,10 @@ export function toItem(st: Stored, retentionMs: number | null): Item {
   if (r.leaseExpiresAt !== null) item.leaseExpiresAt = n(r.leaseExpiresAt);
   if (st.receipts !== null) item.receipts = s(st.receipts);
   if (!closed(r)) item.openState = s(r.state);
-  else if (retentionMs !== null) item[TTL_ATTRIBUTE] = n(Math.ceil((r.updatedAt + retentionMs) / 1000));
+  else {
+    const keep = retainFor(r);
+    if (keep !== null) item[TTL_ATTRIBUTE] = n(Math.ceil((r.updatedAt + keep) / 1000));
+  }
   return item;
 }
 

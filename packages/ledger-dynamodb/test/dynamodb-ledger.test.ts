@@ -5,7 +5,7 @@ import { CreateTableCommand, GetItemCommand, UpdateItemCommand } from '@aws-sdk/
 import { type BusinessOperationId, LeaseLostError, LedgerError } from '@retrysafe/contract';
 import { claimOf, packetOf } from '@retrysafe/testkit/ledger';
 import { afterAll, describe, expect, it } from 'vitest';
-import { createDynamoDbLedger, ensureTable, tableDefinition } from '../src/index.js';
+import { createDynamoDbLedger, type DynamoDbLedgerOptions, ensureTable, tableDefinition } from '../src/index.js';
 import { startDynalite } from './dynalite.js';
 
 const db = await startDynalite();
@@ -16,9 +16,11 @@ let n = 0;
 const newId = (what: string) => `${what}-${++n}` as BusinessOperationId;
 
 /** `count` ledgers on one table, each with its own client (as separate processes would be). */
-async function ledgers(count: number, options: { retentionMs?: number } = {}) {
+async function ledgers(count: number, options: { retentionMs: number; cards: [] } | object = {}) {
   const table = await db.table('ledger');
-  const all = Array.from({ length: count }, () => createDynamoDbLedger({ table, client: db.client(), ...options }));
+  const all = Array.from({ length: count }, () =>
+    createDynamoDbLedger({ table, client: db.client(), ...options } as DynamoDbLedgerOptions),
+  );
   return { table, all, first: all[0]!, close: () => Promise.all(all.map((l) => l.close())) };
 }
 
@@ -358,7 +360,7 @@ describe('the DynamoDB ledger', () => {
   });
 
   it('with a retention, a closed operation gets the TTL attribute and reads treat it as gone once it passes; a handed-off one never expires', async () => {
-    const l = await ledgers(1, { retentionMs: 60_000 });
+    const l = await ledgers(1, { retentionMs: 60_000, cards: [] });
     const now = Date.now();
     const old = newId('ttl-old');
     const fresh = newId('ttl-fresh');

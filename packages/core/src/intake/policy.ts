@@ -1,6 +1,6 @@
 /** The policy for one operation: the card's backoff and limits overridden field by field, refused when they cannot work. */
 import type { RetrySafetyCard } from '@retrysafe/contract';
-import { budgetProblems, cardMargin, durationMs, lookupAvailable, lookupSettleMs } from '@retrysafe/contract/rules';
+import { budgetProblems, durationMs, lookupAvailable, lookupSettleMs, marginInForce } from '@retrysafe/contract/rules';
 import { defined, memo } from '../defined.js';
 import { RunnerConfigurationError } from '../errors/runner-configuration-error.js';
 import type { PolicyOverrides, RetryPolicy } from '../retry-policy.js';
@@ -20,8 +20,8 @@ export function resolvePolicy(card: RetrySafetyCard, overrides: PolicyOverrides 
     lookupWindowMs: durationMs(card.limits.lookupWindow),
     leaseMs: DEFAULT_LEASE_MS,
     waitForOtherMs: 30_000,
-    clockSkewMarginMs: cardMargin(card),
     ...defined(overrides),
+    clockSkewMarginMs: marginInForce(card, overrides),
   };
   const refuse = (k: keyof RetryPolicy, why: string) => new RunnerConfigurationError(`policy.${k}`, why);
   for (const [k, v] of Object.entries(p) as [keyof RetryPolicy, number][]) {

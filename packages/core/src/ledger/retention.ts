@@ -8,29 +8,26 @@ import {
   type Receipt,
   type RetrySafetyCard,
 } from '@retrysafe/contract';
-import { cardMargin, durationMs, formatDuration } from '@retrysafe/contract/rules';
+import { checkPruneOptions } from '@retrysafe/contract/ledger';
+import { durationMs, formatDuration, retentionFloor } from '@retrysafe/contract/rules';
 import { RunnerConfigurationError } from '../errors/runner-configuration-error.js';
 import { receiptLines } from '../receipts.js';
-
-/** The cards' longest key retention plus its clock-skew margin: pruned earlier, a repeat would lose the adopt path. */
-function retentionFloor(cards: readonly RetrySafetyCard[]) {
-  let floor = { ms: 0, card: null as string | null };
-  for (const card of cards) {
-    const keep = card.retention.minimum.value;
-    if (keep === null || keep === 'unknown') continue; // nothing stored, or no bound known: sets no floor
-    const ms = durationMs(keep) + cardMargin(card);
-    if (ms > floor.ms) floor = { ms, card: card.operation };
-  }
-  return floor;
-}
+import type { PolicyOverrides } from '../retry-policy.js';
 
 /** `states`, `dryRun` and `batchSize` go to the ledger's prune as they are. */
 export interface PruneLedgerOptions extends Pick<PruneOptions, 'states' | 'dryRun' | 'batchSize'> {
   /** Closed operations whose last change is at least this old (a Duration like `30d`, or ms). */
   readonly olderThan: Duration | number;
-  /** The cards whose key retention sets the floor; without cards there is no floor. */
-  readonly cards?: readonly RetrySafetyCard[];
-  /** Prune below the floor the cards set (you know no repeat of these operations can come). */
+  /** The cards you run with: their key retention sets the floor (`[]`: you know no key outlives a record). */
+  readonly cards: readonly RetrySafetyCard[];
+  /** The runner's policy: its `clockSkewMarginMs`, when set, is the margin in force (as for the runner). */
+  readonly policy?: Pick<PolicyOverrides, 'clockSkewMarginMs'>;
+  /**
+   * The key retention to count for cards whose `retention.minimum` is unknown (you checked with the provider).
+   * Without it, the operations of such a card are never pruned: the prune is refused while the ledger holds old ones.
+   */
+  readonly unknownRetention?: Duration | number;
+  /** Prune below the floor the cards set, and operations of unknown retention (no repeat of them can come). */
   readonly force?: boolean;
   /** Append each pruned operation's receipts and chain head here before deleting it (as `ledger export` writes). */
   readonly exportPath?: string;
@@ -41,29 +38,77 @@ export interface PruneLedgerOptions extends Pick<PruneOptions, 'states' | 'dryRu
 /** The ledger's report, the cut-off (`before`, epoch ms), the cards' floor and whether `force` went below it. */
 export type PruneLedgerReport = Awaited<ReturnType<typeof pruneLedger>>;
 
-/** Deletes closed operations older than `olderThan` (never below the cards' floor unless `force`), exporting first if asked. */
+/** A duration option in ms (a Duration like `30d`, or ms), refused as `prune.<option>` unless it is ≥ 0. */
+function durationOption(option: string, value: Duration | number): number {
+  const refuse = (why: string) => new RunnerConfigurationError(`prune.${option}`, why);
+  let ms: number;
+  try {
+    ms = typeof value === 'number' ? value : durationMs(value);
+  } catch (err) {
+    throw refuse((err as Error).message);
+  }
+  if (!Number.isFinite(ms) || ms < 0) throw refuse(`expected a duration ≥ 0, got ${String(value)}`);
+  return ms;
+}
+
+/**
+ * Refuses while the ledger may hold prunable operations of a card whose key retention is unknown: no floor can be
+ * known for them. The oldest such operation created before the cut-off is enough (updatedAt ≥ createdAt).
+ */
+async function checkUnknownRetention(
+  ledger: Ledger,
+  unknown: readonly RetrySafetyCard[],
+  before: number,
+  states: PruneOptions['states'],
+) {
+  const closed = checkPruneOptions({ before, states });
+  const held: string[] = [];
+  for (const operation of new Set(unknown.map((c) => c.operation))) {
+    const [oldest] = await ledger.list({ operation, states: closed, limit: 1 });
+    if (oldest !== undefined && oldest.createdAt < before) held.push(operation);
+  }
+  if (held.length > 0)
+    throw new RunnerConfigurationError(
+      'prune.unknownRetention',
+      `the ledger holds closed operations of ${held.join(', ')}, whose card does not know how long the provider keeps its key (retention.minimum unknown): pruned, a repeat could meet a key still held without its record. Give the retention you checked with the provider as unknownRetention, or force`,
+    );
+}
+
+/**
+ * Deletes closed operations older than `olderThan` (never below the cards' floor unless `force`, never those of a
+ * card with an unknown retention unless `unknownRetention` or `force`), exporting first if asked.
+ */
 export async function pruneLedger(ledger: Ledger, options: PruneLedgerOptions) {
   if (typeof ledger.prune !== 'function')
     throw new LedgerError(
       'this ledger has no prune(): retention needs a ledger that implements Ledger.prune (memory, SQLite, PostgreSQL)',
     );
-  const refuse = (why: string) => new RunnerConfigurationError('prune.olderThan', why);
-  let olderThanMs: number;
-  try {
-    olderThanMs = typeof options.olderThan === 'number' ? options.olderThan : durationMs(options.olderThan);
-  } catch (err) {
-    throw refuse((err as Error).message);
-  }
-  if (!Number.isFinite(olderThanMs) || olderThanMs < 0)
-    throw refuse(`expected a duration ≥ 0, got ${String(options.olderThan)}`);
-  const floor = retentionFloor(options.cards ?? []);
-  if (olderThanMs < floor.ms && options.force !== true)
-    throw refuse(
-      `${formatDuration(olderThanMs)} is younger than the key retention of ${floor.card} plus its clock-skew margin (${formatDuration(floor.ms)}): a record pruned while the provider still holds its key loses the adopt path. Use at least ${formatDuration(floor.ms)}, or force`,
+  const olderThanMs = durationOption('olderThan', options.olderThan);
+  const unknownMs =
+    options.unknownRetention === undefined ? undefined : durationOption('unknownRetention', options.unknownRetention);
+  const margin = options.policy?.clockSkewMarginMs;
+  if (margin !== undefined && !(Number.isFinite(margin) && margin >= 0))
+    throw new RunnerConfigurationError(
+      'policy.clockSkewMarginMs',
+      `expected a finite number ≥ 0, got ${String(margin)}`,
+    );
+  // A forgotten list would prune at any age: no floor only when the caller says so.
+  if (!Array.isArray(options.cards))
+    throw new RunnerConfigurationError(
+      'prune.cards',
+      'give the cards you run with (their key retention sets the floor), or [] if you know no key outlives a record',
+    );
+  const { unknown, ...floor } = retentionFloor(options.cards, options.policy, unknownMs);
+  const forced = options.force === true;
+  if (olderThanMs < floor.ms && !forced)
+    throw new RunnerConfigurationError(
+      'prune.olderThan',
+      `${formatDuration(olderThanMs)} is younger than the key retention of ${floor.card} plus its clock-skew margin in force (${formatDuration(floor.ms)}): a record pruned while the provider still holds its key loses the adopt path. Use at least ${formatDuration(floor.ms)}, or force`,
     );
   const before = (options.now ?? Date.now()) - olderThanMs;
-  let exported = 0;
   const { states, dryRun, batchSize, exportPath } = options;
+  if (!forced) await checkUnknownRetention(ledger, unknown, before, states);
+  let exported = 0;
   const onPrune = exportPath
     ? async (record: OperationRecord, receipts: readonly Receipt[]) => {
         appendFileSync(exportPath, receiptLines(record.businessOperationId, receipts, record), 'utf8');

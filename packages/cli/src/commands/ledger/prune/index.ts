@@ -1,5 +1,6 @@
 import { existsSync } from 'node:fs';
-import type { Duration, Ledger, OperationState } from '@retrysafe/contract';
+import { createAdapters, loadConfigFile, type RetrysafeConfig } from '@retrysafe/config';
+import type { Duration, Ledger, OperationState, RetrySafetyCard } from '@retrysafe/contract';
 import { PRUNABLE_STATES } from '@retrysafe/contract/ledger';
 import { durationMs, isDuration } from '@retrysafe/contract/rules';
 import { type PruneLedgerReport, pruneLedger, RunnerConfigurationError } from '@retrysafe/core';
@@ -22,8 +23,14 @@ export const PRUNE_OPTIONS = {
       "write the pruned operations' receipts (with chain heads, as `ledger export`) to this new file before deleting them",
   },
   dryRun: { description: 'count what would be pruned; delete and write nothing' },
+  unknownRetention: {
+    argument: '<duration>',
+    description:
+      'the key retention to count for cards whose retention is unknown (you checked with the provider); without it their operations are never pruned',
+  },
   force: {
-    description: 'prune below the key retention floor of the cards (you know no repeat of these operations can come)',
+    description:
+      'prune below the key retention floor of the cards, and operations of unknown retention (you know no repeat of these operations can come)',
   },
   state: {
     argument: '<state>',
@@ -31,6 +38,32 @@ export const PRUNE_OPTIONS = {
     description: 'only these closed states (succeeded, rejected, abandoned)',
   },
 } as const satisfies Options;
+
+/** An environment where every variable reads as a stand-in: adapters built only for their cards get no secret. */
+const NO_SECRETS: NodeJS.ProcessEnv = new Proxy(
+  {},
+  {
+    get: () => 'stand-in',
+    getOwnPropertyDescriptor: () => ({ value: 'stand-in', configurable: true, enumerable: true, writable: true }),
+  },
+);
+
+/** The cards of every adapter the config names, each built once to read them (never called); none is left out. */
+async function configCards(config: RetrysafeConfig): Promise<RetrySafetyCard[]> {
+  const adapters = Object.values(
+    await createAdapters(config, NO_SECRETS).catch((e: unknown) => {
+      const why = (e instanceof Error ? e.message : String(e)).split('\n')[0];
+      throw new UsageError(
+        `--config: its adapters' cards cannot be read, so their retention floor is not known (${why})`,
+      );
+    }),
+  );
+  await Promise.all(adapters.map((a) => a.close?.()));
+  return adapters.flatMap((a) => Object.values(a.operations).map((o) => o.card));
+}
+
+/** pruneLedger's options as the command's flags. */
+const FLAGS = { 'prune.olderThan': '--older-than', 'prune.unknownRetention': '--unknown-retention' } as const;
 
 /** `retrysafe ledger prune`: retention of closed operations (pruneLedger in @retrysafe/core). */
 export async function ledgerPrune(opts: Parsed<typeof PRUNE_OPTIONS>): Promise<PruneLedgerReport> {
@@ -44,24 +77,27 @@ export async function ledgerPrune(opts: Parsed<typeof PRUNE_OPTIONS>): Promise<P
     throw new UsageError(
       `--export ${opts.export}: the file exists (prune appends receipts to a new file; move it away first)`,
     );
-  // The cards the CLI knows: every built-in adapter's, and the `type: http` operations of --config.
-  const entries = await loadAdapters();
-  if (opts.config) entries.push(...(await loadAdapters([], [], opts.config).catch(() => [])));
-  const cards = (await Promise.all(entries.map(cardsOf))).flat().map((c) => c.card);
+  const config = opts.config ? await loadConfigFile(opts.config) : null;
+  // The cards the CLI knows: every built-in adapter's, and those of every adapter --config names.
+  const builtIn = (await Promise.all((await loadAdapters()).map(cardsOf))).flat().map((c) => c.card);
+  const cards = [...builtIn, ...(config ? await configCards(config) : [])];
   const prune = (ledger: Ledger) =>
     pruneLedger(ledger, {
       olderThan: opts.olderThan as Duration,
       cards,
+      policy: config?.policy,
+      unknownRetention: opts.unknownRetention as Duration | undefined,
       force: opts.force,
       dryRun: opts.dryRun,
       exportPath: opts.dryRun ? undefined : opts.export,
       states: opts.state?.length ? (opts.state as OperationState[]) : undefined,
     }).catch((err: unknown) => {
-      // Only the retention check's refusal is about --older-than (opening the ledger has its own errors).
-      if (!RunnerConfigurationError.isInstance(err)) throw err;
-      throw new UsageError(`--older-than: ${err.message.replace(/^prune\.olderThan: /, '')}`);
+      // The retention checks' refusals name their option (opening the ledger has its own errors).
+      if (!RunnerConfigurationError.isInstance(err) || !(err.option in FLAGS)) throw err;
+      const flag = FLAGS[err.option as keyof typeof FLAGS];
+      throw new UsageError(`${flag}: ${err.message.slice(err.option.length + 2).replaceAll('unknownRetention', flag)}`);
     });
-  return withLedger(opts, prune, { writes: !opts.dryRun });
+  return withLedger(opts, prune, { config, writes: !opts.dryRun });
 }
 
 export function pruneText(r: PruneLedgerReport, exportPath?: string): string {
@@ -92,6 +128,7 @@ export const ledgerPruneCommand = defineCommand({
     '\n' +
     "A closed operation must stay in the ledger at least as long as the provider keeps its idempotency key (the card's retention.minimum) plus the clock-skew margin: " +
     "prune refuses a younger --older-than than the longest such retention among the cards it knows (the built-in adapters', and --config's), unless --force. " +
+    'A card whose retention is unknown sets no floor: while the ledger holds old operations of it prune refuses, unless --unknown-retention or --force. ' +
     'After a record is pruned a repeat of the same business operation is a new one. See docs/retention.md.',
   async run({ print }, o) {
     const r = await ledgerPrune(o);

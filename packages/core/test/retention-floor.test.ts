@@ -1,0 +1,108 @@
+// pruneLedger's floor is the one the runner works with: the policy's clock-skew margin when it sets one, and no
+// silent prune of an operation whose card does not know how long the provider keeps its key.
+import { type Duration, fact, type RetrySafetyCard } from '@retrysafe/contract';
+import { createMemoryLedger, pruneLedger, RunnerConfigurationError } from '@retrysafe/core';
+import { REPLAYING_BEHAVIOUR, sandboxCreateCard } from '@retrysafe/sandbox';
+import { describe, expect, it } from 'vitest';
+
+const H = 3_600_000;
+const DAY = 24 * H;
+const NOW = Date.UTC(2026, 0, 60);
+
+const card = (retention: Duration | 'unknown', operation: string): RetrySafetyCard => {
+  const base = sandboxCreateCard(REPLAYING_BEHAVIOUR);
+  return { ...base, operation, retention: { minimum: fact(retention as Duration, 'test') } };
+};
+
+/** A memory ledger holding one operation of `operation`, succeeded `age` ms before NOW. */
+async function ledgerWith(operation: string, age: number) {
+  const ledger = createMemoryLedger();
+  const c = await ledger.claim({
+    businessOperationId: 'old-one' as never,
+    provider: 'p',
+    operation,
+    intentFingerprint: 'i',
+    paramsFingerprint: 'f',
+    params: {},
+    providerKey: null,
+    owner: 'w',
+    leaseMs: 1000,
+    now: NOW - age,
+    dispatch: true,
+  });
+  if (c.kind !== 'claimed') throw new Error(c.kind);
+  await ledger.setState(c.record, { state: 'succeeded', lastOutcome: 'succeeded', now: NOW - age });
+  return ledger;
+}
+
+describe('pruneLedger: the margin in force is the policy’s, as the runner’s', () => {
+  it('a policy that widens the clock-skew margin widens the floor (refused below it, accepted at it)', async () => {
+    const ledger = createMemoryLedger();
+    const cards = [card('24h', 'a.day')];
+    const policy = { clockSkewMarginMs: 2 * H };
+    await expect(pruneLedger(ledger, { olderThan: 25 * H, cards, policy, now: NOW })).rejects.toThrow(
+      RunnerConfigurationError,
+    );
+    expect(await pruneLedger(ledger, { olderThan: 26 * H, cards, policy, now: NOW })).toMatchObject({
+      floor: { ms: 26 * H, card: 'a.day', forced: false },
+    });
+  });
+
+  it('a policy margin that is not a duration ≥ 0 is refused, as the runner refuses it', async () => {
+    const ledger = createMemoryLedger();
+    const cards = [card('24h', 'a.day')];
+    await expect(
+      pruneLedger(ledger, { olderThan: '30d', cards, policy: { clockSkewMarginMs: -1 }, now: NOW }),
+    ).rejects.toThrow(/clockSkewMarginMs/);
+  });
+});
+
+describe('pruneLedger: a card whose key retention is unknown', () => {
+  const cards = [card('24h', 'a.day'), card('unknown', 'd.unknown')];
+
+  it('refuses (typed, naming the card) while the ledger holds old closed operations of it; nothing is deleted', async () => {
+    const ledger = await ledgerWith('d.unknown', 40 * DAY);
+    const err = await pruneLedger(ledger, { olderThan: '30d', cards, now: NOW }).catch((e: unknown) => e);
+    expect(RunnerConfigurationError.isInstance(err)).toBe(true);
+    expect((err as Error).message).toMatch(/d\.unknown/);
+    expect((err as Error).message).toMatch(/unknownRetention/);
+    expect(await ledger.get('old-one' as never)).not.toBeNull();
+    // The same card known twice (built in and from a config) is named once.
+    const twice = await pruneLedger(ledger, { olderThan: '30d', cards: [...cards, ...cards], now: NOW }).catch(
+      (e: unknown) => e,
+    );
+    expect((twice as Error).message.match(/d\.unknown/g)).toHaveLength(1);
+  });
+
+  it('a retention the caller gives for those cards sets their floor (plus the margin); force prunes regardless', async () => {
+    const ledger = await ledgerWith('d.unknown', 40 * DAY);
+    await expect(pruneLedger(ledger, { olderThan: '30d', cards, unknownRetention: '30d', now: NOW })).rejects.toThrow(
+      /d\.unknown/,
+    );
+    expect(await ledger.get('old-one' as never)).not.toBeNull();
+    expect(await pruneLedger(ledger, { olderThan: '30d', cards, unknownRetention: '7d', now: NOW })).toMatchObject({
+      pruned: 1,
+      floor: { ms: 7 * DAY + 60_000, card: 'd.unknown', forced: false },
+    });
+    const again = await ledgerWith('d.unknown', 40 * DAY);
+    expect(await pruneLedger(again, { olderThan: '30d', cards, force: true, now: NOW })).toMatchObject({ pruned: 1 });
+  });
+
+  it('prunes as before when the ledger holds none of its operations old enough', async () => {
+    const ledger = await ledgerWith('a.day', 40 * DAY);
+    expect(await pruneLedger(ledger, { olderThan: '30d', cards, now: NOW })).toMatchObject({ pruned: 1 });
+    const young = await ledgerWith('d.unknown', 2 * DAY);
+    expect(await pruneLedger(young, { olderThan: '30d', cards, now: NOW })).toMatchObject({ pruned: 0 });
+  });
+});
+
+describe('pruneLedger: no floor only when the caller says so', () => {
+  it('refuses without cards (a forgotten list would prune at any age); `cards: []` is no floor, said', async () => {
+    const ledger = await ledgerWith('a.day', 2 * H);
+    const err = await pruneLedger(ledger, { olderThan: 0, now: NOW } as never).catch((e: unknown) => e);
+    expect(RunnerConfigurationError.isInstance(err)).toBe(true);
+    expect((err as Error).message).toMatch(/cards/);
+    expect(await ledger.get('old-one' as never)).not.toBeNull();
+    expect(await pruneLedger(ledger, { olderThan: 0, cards: [], now: NOW })).toMatchObject({ pruned: 1 });
+  });
+});
