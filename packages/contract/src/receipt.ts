@@ -48,8 +48,9 @@ export interface SafeAction {
   readonly why: string;
 }
 
+/** One provider call or lookup; `message` is what it said (redacted), such as why a lookup could not tell. */
 export interface HandoffAttempt
-  extends Pick<Receipt, 'kind' | 'outcome' | 'status' | 'code' | 'providerRef' | 'requestId' | 'created'> {
+  extends Pick<Receipt, 'kind' | 'outcome' | 'status' | 'code' | 'providerRef' | 'requestId' | 'message' | 'created'> {
   readonly attemptId: string;
   readonly runId: string;
   readonly at: string;

@@ -99,8 +99,20 @@ export function buildPacket(input: PacketInput): HandoffPacket {
     reason: input.reason,
     explanation: input.explanation,
     attempts: receipts.map((r): HandoffAttempt => {
-      const { attemptId, runId, kind, startedAt: at, outcome, status, code, providerRef, requestId, created } = r;
-      return defined({ attemptId, runId, kind, at, outcome, status, code, providerRef, requestId, created });
+      const {
+        attemptId,
+        runId,
+        kind,
+        startedAt: at,
+        outcome,
+        status,
+        code,
+        providerRef,
+        requestId,
+        message,
+        created,
+      } = r;
+      return defined({ attemptId, runId, kind, at, outcome, status, code, providerRef, requestId, message, created });
     }),
     lastKnown: defined({
       outcome: last?.outcome ?? record.lastOutcome,
