@@ -284,26 +284,31 @@ describe('a handoff is an outcome the workflow waits on, resolved by a person', 
 });
 
 describe('a resume whose worker died mid-way (the resolve step re-executed after a crash)', () => {
-  it('is driven on by the waiting workflow once the dead lease runs out: done, one record', async () => {
-    const before = provider.count();
-    const { wfId, h, bo } = await rejectedAndPublished(withShortWait, 'resume-crash', 'order-resume-crash');
-    await diedMidResume(bo);
-    // The re-executed step receives the same (checkpointed) decision.
-    await sendResolution(DBOS, wfId, bo, { action: 'resume', force: true, by: 'alice' });
-    expect(await h.getResult()).toMatchObject({ status: 'done', businessOperationId: bo });
-    expect((await rs.ledger.get(bo))!.state).toBe('succeeded');
-    expect(provider.count() - before).toBe(1);
-  }, 30_000);
-
-  it("is driven on as stored when it was run with the caller's own intent (not re-derived from its params)", async () => {
-    const before = provider.count();
-    const { wfId, h, bo } = await rejectedAndPublished(withOwnIntent, 'resume-crash-intent', 'order-resume-intent');
-    await diedMidResume(bo);
-    await sendResolution(DBOS, wfId, bo, { action: 'resume', force: true, by: 'alice' });
-    expect(await h.getResult()).toMatchObject({ status: 'done', businessOperationId: bo });
-    expect((await rs.ledger.get(bo))!.state).toBe('succeeded');
-    expect(provider.count() - before).toBe(1);
-  }, 30_000);
+  it.each([
+    [
+      'is driven on by the waiting workflow once the dead lease runs out: done, one record',
+      withShortWait,
+      'resume-crash',
+    ],
+    [
+      "is driven on as stored when it was run with the caller's own intent (not re-derived from its params)",
+      withOwnIntent,
+      'resume-crash-intent',
+    ],
+  ] as const)(
+    '%s',
+    async (_, workflow, name) => {
+      const before = provider.count();
+      const { wfId, h, bo } = await rejectedAndPublished(workflow, name, `order-${name}`);
+      await diedMidResume(bo);
+      // The re-executed step receives the same (checkpointed) decision.
+      await sendResolution(DBOS, wfId, bo, { action: 'resume', force: true, by: 'alice' });
+      expect(await h.getResult()).toMatchObject({ status: 'done', businessOperationId: bo });
+      expect((await rs.ledger.get(bo))!.state).toBe('succeeded');
+      expect(provider.count() - before).toBe(1);
+    },
+    30_000,
+  );
 });
 
 /** What a resolve step's first execution leaves when its process dies: the resume claimed and dispatched, nothing sent. */
