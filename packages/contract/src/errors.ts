@@ -43,6 +43,8 @@ export type ClockSkewError = InstanceType<typeof ClockSkewError>;
 /**
  * Same business-operation id with a different intent or operation, or with params that differ where the
  * declaration compares them. Nothing was sent. `paths` lists where the params differ (never the values).
+ * `needsPerson`: the operation is at rest and takes no corrected request (an attempt may have applied): a person
+ * resolves it, and redoing it under other intent fields could make the effect twice.
  */
 export const ConflictError = errorClass(
   'ConflictError',
@@ -52,10 +54,12 @@ export const ConflictError = errorClass(
     field: 'intent' | 'params' | 'operation',
     detail: string,
     paths: readonly string[] = [],
+    needsPerson = false,
   ) => ({
     businessOperationId,
     field,
     paths: Object.freeze([...paths]),
+    needsPerson,
     message: `business operation ${businessOperationId} already exists with a different ${field}${paths.length ? ` at ${paths.join(', ')}` : ''}: ${detail}; nothing was sent`,
   }),
 );

@@ -20,7 +20,6 @@ import { agentIdempotentHint, describeNormalization, lookupAvailable, resendSafe
 import { AdapterContractError } from './errors/adapter-contract-error.js';
 import { RunnerConfigurationError } from './errors/runner-configuration-error.js';
 import { identityOf } from './intake/identity.js';
-import { NOT_SUPERSEDED } from './intake/supersede.js';
 import type { Runner, RunResult } from './runner/types.js';
 
 /** The runner's result without its receipts and with a message for the model, or a refusal before the claim. */
@@ -31,7 +30,7 @@ export function refusalAnswer(err: unknown, idOf: () => string | null) {
   if (ConflictError.isInstance(err)) {
     const { businessOperationId, field, paths } = err;
     // Redone under other intent fields, an operation that waits for a person (or left something) would happen twice.
-    const message = err.message.includes(NOT_SUPERSEDED)
+    const message = err.needsPerson
       ? `${err.message}. A person must resolve this operation: do not redo it under other intent fields, and do not retry it.`
       : `${err.message}. If you meant a different operation, change an intent field; otherwise call again with the original arguments.`;
     return { status: 'conflict' as const, businessOperationId, field, paths, message };

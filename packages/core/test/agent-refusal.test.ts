@@ -180,6 +180,16 @@ describe('the conflict answer to a correction the runner refuses', () => {
     const other = await callAgentTool(runner, tool!, { ref: 'o-16', note: 'b' });
     expect(other).toMatchObject({ status: 'conflict', message: expect.stringMatching(/change an intent field/) });
   });
+
+  it('is told from the conflict itself, not its words: a param named like the refusal changes nothing', async () => {
+    const { adapter, runner } = setup();
+    const [tool] = agentTools([adapter], ['sandbox_records_create']);
+    const field = 'note that cannot be superseded';
+    expect((await callAgentTool(runner, tool!, { ref: 'o-17', [field]: 'a' })).status).toBe('done');
+    const other = await callAgentTool(runner, tool!, { ref: 'o-17', [field]: 'b' });
+    expect(other).toMatchObject({ status: 'conflict', message: expect.stringMatching(/change an intent field/) });
+    expect(other.message).not.toMatch(/a person must resolve/i);
+  });
 });
 
 describe('the pending hand-offs an agent is shown', () => {

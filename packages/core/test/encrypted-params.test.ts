@@ -177,7 +177,13 @@ describe('params encrypted at rest', () => {
 });
 
 describe('a process without the params key (docs/security.md: it cannot resume or recover those operations)', () => {
-  async function leftOpen(dispatch: boolean, inner = createMemoryLedger(), key = KEY, ref = `keyless-${dispatch}`) {
+  async function leftOpen(
+    dispatch: boolean,
+    inner = createMemoryLedger(),
+    key = KEY,
+    ref = `keyless-${dispatch}`,
+    intentFingerprint = fingerprint({ ref }),
+  ) {
     const clock = createVirtualClock();
     const provider = createSandboxProvider({ ...REPLAYING_BEHAVIOUR, clock: clock.now, sleep: clock.sleep });
     const adapter = createSandboxAdapter({ provider });
@@ -187,7 +193,7 @@ describe('a process without the params key (docs/security.md: it cannot resume o
       businessOperationId: id,
       provider: 'sandbox',
       operation: 'sandbox.records.create',
-      intentFingerprint: fingerprint(params),
+      intentFingerprint,
       paramsFingerprint: fingerprint(params),
       params,
       providerKey: `rs-${ref}` as ProviderKey,
@@ -216,6 +222,19 @@ describe('a process without the params key (docs/security.md: it cannot resume o
       expect(provider.records().map((r) => r.paramsFingerprint)).toEqual([fingerprint({ ref: `keyless-${dispatch}` })]);
     });
   }
+
+  it('run() of it takes it over, then refuses with a typed error: nothing sent, and the lease is given back', async () => {
+    // As run() derives it (the intent under its operation), so the same intent takes the row over.
+    const intent = fingerprint({ operation: 'sandbox.records.create', intent: { ref: 'keyless-run' } });
+    const { clock, provider, adapter, inner, id } = await leftOpen(true, undefined, KEY, 'keyless-run', intent);
+    clock.advance(10 * 60_000); // past the dead owner's lease end + the clock-skew margin: nobody may still send
+    const err = await createRunner({ ledger: inner, clock, owner: 'keyless' })
+      .run(adapter, 'records.create', { params: { ref: 'keyless-run' }, businessOperationId: id })
+      .catch((e: unknown) => e);
+    expect(LedgerError.isInstance(err) && (err as Error).message).toMatch(/encrypted with key 'p1'.*cannot open/);
+    expect(provider.calls()).toBe(0);
+    expect(await inner.get(id)).toMatchObject({ state: 'dispatched', leaseOwner: null });
+  });
 
   it('resolve(resume) is refused with a typed error, nothing sent or written', async () => {
     const { clock, provider, adapter, inner, id } = await leftOpen(true);

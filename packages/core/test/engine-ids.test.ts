@@ -1,4 +1,5 @@
 import { InvalidIdError } from '@retrysafe/contract';
+import { RunnerConfigurationError } from '@retrysafe/core';
 import { describe, expect, it } from 'vitest';
 import { setup } from './helpers.js';
 
@@ -99,6 +100,44 @@ describe('run and attempt ids supplied by the caller (engine step ids)', () => {
       ['resolve', 'wf-4', 'wf-4:step-2:1'],
       ['dispatch', 'wf-4', 'wf-4:step-2:2'],
     ]);
+    expect(provider.count()).toBe(1);
+  });
+
+  it('an attempt id repeated within the run is refused before anything is written or sent', async () => {
+    const { provider, adapter, runner, ledger } = setup();
+    await expect(
+      runner.run(adapter, OP, { params: { ref: 'order-6' }, attemptIds: () => 'wf-5:step-1' }),
+    ).rejects.toSatisfy(InvalidIdError.isInstance);
+    expect(provider.calls()).toBe(0);
+    expect(await ledger.list()).toEqual([]);
+  });
+
+  it('a corrected request whose first send would get a bad id is refused before its new revision is written', async () => {
+    const { provider, adapter, runner, ledger, id } = await handedOff({ ref: 'order-7', note: 'bad' });
+    const before = [await ledger.get(id as never), await ledger.receipts(id)];
+    let n = 0;
+    const ids = () => (++n === 1 ? 'wf-6:step-1:1' : 'has spaces');
+    await expect(
+      runner.run(adapter, OP, { params: { ref: 'order-7', note: 'good' }, attemptIds: ids }),
+    ).rejects.toSatisfy(InvalidIdError.isInstance);
+    expect([await ledger.get(id as never), await ledger.receipts(id)]).toEqual(before);
+    expect(provider.calls()).toBe(1);
+  });
+
+  it('a bad id later in the run stops it at rest, lease freed, with an error that does not say nothing was sent', async () => {
+    const { provider, adapter, runner, ledger } = setup();
+    provider.failNext({ kind: 'not-applied' });
+    provider.failNext({ kind: 'not-applied' });
+    let n = 0;
+    const ids = () => (++n <= 2 ? `wf-7:step-1:${n}` : 'has spaces');
+    const err = await runner.run(adapter, OP, { params: { ref: 'order-8' }, attemptIds: ids }).catch((e) => e);
+    expect(RunnerConfigurationError.isInstance(err) && !InvalidIdError.isInstance(err)).toBe(true);
+    expect((err as Error).message).toMatch(/may have reached the provider/);
+    expect(provider.calls()).toBe(2);
+    const [rec] = await ledger.list();
+    expect(rec).toMatchObject({ state: 'claimed', leaseOwner: null });
+    const again = await runner.run(adapter, OP, { params: { ref: 'order-8' } });
+    expect(again.status).toBe('done');
     expect(provider.count()).toBe(1);
   });
 });

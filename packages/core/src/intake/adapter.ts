@@ -6,6 +6,7 @@ import {
   asAttemptId,
   type BusinessOperationId,
   CardValidationError,
+  InvalidIdError,
   newAttemptId,
   type OperationRecord,
   type OperationSpec,
@@ -72,16 +73,32 @@ export function findAdapter(adapters: readonly AdapterV1[], record: OperationRec
   return null;
 }
 
-/** New random attempt ids, or the caller's (RunInput.attemptIds), the first drawn before anything is written. */
+/**
+ * New random attempt ids, or the caller's (RunInput.attemptIds), each checked and new to the run. The first two are
+ * drawn before anything is written: a resume or a new revision writes its resolve receipt and then sends, so both
+ * come before any write. A bad one after those stops the run before the call it was for, which an error must say.
+ */
 export function callerAttemptIds(fn: (() => string) | undefined): () => AttemptId {
   if (fn === undefined) return newAttemptId;
   if (typeof fn !== 'function')
     throw new RunnerConfigurationError('attemptIds', 'expected a function returning a new attempt id per call');
-  let first: AttemptId | null = asAttemptId(fn());
-  return () => {
-    const id = first ?? asAttemptId(fn());
-    first = null;
+  const seen = new Set<string>();
+  const draw = (): AttemptId => {
+    const id = asAttemptId(fn());
+    if (seen.has(id)) throw new InvalidIdError('attempt id', id, 'already used in this run: each call needs a new one');
+    seen.add(id);
     return id;
+  };
+  const ahead = [draw(), draw()];
+  return () => {
+    const next = ahead.shift();
+    if (next !== undefined) return next;
+    try {
+      return draw();
+    } catch (err) {
+      const why = `${(err as Error).message}; the run stopped before the step it was for, and its earlier provider calls may have reached the provider (their outcomes are in the ledger): run the operation again or recover(), both look it up first`;
+      throw new RunnerConfigurationError('attemptIds', why);
+    }
   };
 }
 

@@ -123,12 +123,13 @@ export function withProviderKey(op: Operation, providerKey: ProviderKey | null):
   return op.providerKey === providerKey ? op : { ...op, providerKey };
 }
 
-/** Other params than stored: a conflict naming the differing paths (never the values). */
+/** Other params than stored: a conflict naming the differing paths (never the values); `needsPerson` as ConflictError's. */
 export function paramsConflict(
   op: Pick<Operation, 'comparison' | 'redactor' | 'params'>,
   record: OperationRecord,
   detail: string,
+  needsPerson = false,
 ): ConflictError {
   const paths = op.comparison.differences(record.params, op.params).map((p) => op.redactor.text(p));
-  return new ConflictError(record.businessOperationId, 'params', detail, paths);
+  return new ConflictError(record.businessOperationId, 'params', detail, paths, needsPerson);
 }

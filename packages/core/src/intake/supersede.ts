@@ -1,8 +1,5 @@
 import type { OperationRecord, Receipt, RetrySafetyCard } from '@retrysafe/contract';
 
-/** The words of a conflict whose operation, at rest, may take no corrected request (an agent must not redo it). */
-export const NOT_SUPERSEDED = 'cannot be superseded';
-
 /** The receipt decision that marks a new revision. */
 export const SUPERSEDE_ACTION = 'supersede';
 

@@ -43,6 +43,51 @@ function outcomeProblem(o: unknown): string | null {
 
 const FOUND_KINDS = ['succeeded', 'replayed', 'in-progress', 'rejected'];
 
+// setTimeout runs a longer delay after 1 ms; a card's maxElapsed may ask for more.
+const MAX_TIMER_MS = 2 ** 31 - 1;
+
+/** Why the runner stopped waiting for the adapter: the run's maxElapsed passed in the call, or the caller aborted. */
+type Stop = 'deadline' | 'aborted';
+
+/**
+ * The adapter's answer, or `stopped(why)` once the call has taken the run's whole maxElapsed or the caller aborts: an
+ * adapter that ignores its signal and never answers must not hold the operation (and renew its lease) for ever. A
+ * late answer is dropped. Real time, like the heartbeat: an injected clock's sleep may not wait at all.
+ */
+async function untilStopped<T>(
+  op: Operation,
+  call: (signal: AbortSignal) => Promise<T>,
+  stopped: (why: Stop) => T,
+): Promise<T> {
+  const deadline = new AbortController();
+  const signal = op.signal ? AbortSignal.any([op.signal, deadline.signal]) : deadline.signal;
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  let onAbort = () => {};
+  const stop = new Promise<T>((resolve) => {
+    let left = op.policy.maxElapsedMs;
+    const arm = () => {
+      const step = Math.min(left, MAX_TIMER_MS);
+      left -= step;
+      timer = setTimeout(() => (left > 0 ? arm() : (resolve(stopped('deadline')), deadline.abort())), step);
+      timer.unref?.(); // like the heartbeat's: a worker that otherwise has nothing to do may exit mid-call
+    };
+    arm();
+    onAbort = () => resolve(stopped('aborted'));
+    op.signal?.addEventListener('abort', onAbort, { once: true });
+  });
+  try {
+    return await Promise.race([call(signal), stop]);
+  } finally {
+    clearTimeout(timer);
+    op.signal?.removeEventListener('abort', onAbort);
+  }
+}
+
+const stopText = (op: Operation, why: Stop) =>
+  why === 'deadline'
+    ? `no answer within the run's maxElapsed (${op.policy.maxElapsedMs} ms): the runner stopped waiting`
+    : 'aborted by the caller mid-call';
+
 function isLookupResult(o: unknown): o is LookupResult {
   const x = (o ?? {}) as { kind?: unknown; outcome?: { kind?: unknown } };
   if (x.kind !== 'found') return x.kind === 'not-found' || x.kind === 'cannot-tell';
@@ -64,12 +109,17 @@ export async function callProvider(
     attempt: c.record.attemptCount,
     statusRef: c.record.statusRef,
     ...(c.keyRevision > 1 ? { keyRevision: c.keyRevision } : {}),
-    ...(op.signal ? { signal: op.signal } : {}),
   };
+  const stopped = (why: Stop): Outcome => ({
+    kind: 'unknown',
+    cause: why === 'deadline' ? 'timeout' : 'other',
+    code: why === 'deadline' ? 'RETRYSAFE_CALL_DEADLINE' : 'ABORTED',
+    message: `${stopText(op, why)}; the request may have reached the provider`,
+  });
   let outcome: Outcome;
   try {
     const answer: unknown = await withHeartbeat(ctx, c.lease, () =>
-      op.adapter.doExecute(op.opName, op.params, callCtx),
+      untilStopped(op, (signal) => op.adapter.doExecute(op.opName, op.params, { ...callCtx, signal }), stopped),
     );
     // Sent already: an answer the runner cannot read means the effect may exist (unknown, looked up first).
     const problem = outcomeProblem(answer);
@@ -103,24 +153,34 @@ export async function lookupProvider(
   attemptId: AttemptId,
 ): Promise<LookupResult> {
   const now = ctx.clock.now();
+  const stopped = (why: Stop): LookupResult => ({
+    kind: 'cannot-tell',
+    code: why === 'deadline' ? 'RETRYSAFE_CALL_DEADLINE' : 'ABORTED',
+    reason: `lookup: ${stopText(op, why)}`,
+  });
   let result: LookupResult;
   try {
     const answer: unknown = await withHeartbeat(ctx, c.lease, () =>
-      op.adapter.doLookup(op.opName, {
-        businessOperationId: op.id,
-        providerKey: op.providerKey,
-        ...(c.keyRevision > 1 ? { keyRevision: c.keyRevision } : {}),
-        params: op.params,
-        runId: op.runId,
-        attemptId,
-        statusRef: c.record.statusRef,
-        firstDispatchedAt: c.record.firstDispatchedAt,
-        lastDispatchedAt: c.lastDispatchedAt,
-        now,
-        keyReusable: resendSafety(op.card, c.record.firstDispatchedAt, now, op.policy.clockSkewMarginMs).safe,
-        clockSkewMarginMs: op.policy.clockSkewMarginMs,
-        ...(op.signal ? { signal: op.signal } : {}),
-      }),
+      untilStopped(
+        op,
+        (signal) =>
+          op.adapter.doLookup(op.opName, {
+            businessOperationId: op.id,
+            providerKey: op.providerKey,
+            ...(c.keyRevision > 1 ? { keyRevision: c.keyRevision } : {}),
+            params: op.params,
+            runId: op.runId,
+            attemptId,
+            statusRef: c.record.statusRef,
+            firstDispatchedAt: c.record.firstDispatchedAt,
+            lastDispatchedAt: c.lastDispatchedAt,
+            now,
+            keyReusable: resendSafety(op.card, c.record.firstDispatchedAt, now, op.policy.clockSkewMarginMs).safe,
+            clockSkewMarginMs: op.policy.clockSkewMarginMs,
+            signal,
+          }),
+        stopped,
+      ),
     );
     result = isLookupResult(answer)
       ? answer

@@ -90,16 +90,17 @@ export async function claimAndDrive(ctx: RunnerContext, op: Operation, waitUntil
         throw paramsConflict(op, record, 'a re-send with the same key and other params would be a different request');
       }
       const { takenOver } = claim;
-      if (takenOver) {
-        await orRelease(ctx, claim, op.policy.clockSkewMarginMs, () => checkSealable(ctx, record, 'take it over'));
-        log('info', 'takeover', `took over from state ${record.state} (fence ${record.fence})`, op);
-      }
       // The key that may already be at the provider is the one recorded: keep using it, and the params recorded
       // with it (the caller's equal them only as the card compares: the provider may take ' A-17' for another body).
-      const dispatchWritten = dispatch && !takenOver && record.state === 'dispatched';
+      // Taken over, what the last owner left (its receipts, its stored params) may be refused: the lease goes back.
       const driven = takenOver
-        ? { ...storedOperation(ctx, op, record, op), signal: op.signal, scope: op.scope }
+        ? await orRelease(ctx, claim, op.policy.clockSkewMarginMs, () => {
+            checkSealable(ctx, record, 'take it over');
+            return { ...storedOperation(ctx, op, record, op), signal: op.signal, scope: op.scope };
+          })
         : withProviderKey(op, record.providerKey);
+      if (takenOver) log('info', 'takeover', `took over from state ${record.state} (fence ${record.fence})`, op);
+      const dispatchWritten = dispatch && !takenOver && record.state === 'dispatched';
       const { previousLeaseExpiresAt } = claim;
       return execute(ctx, driven, { record, claimedAt, takenOver, previousLeaseExpiresAt, dispatchWritten });
     }

@@ -331,8 +331,10 @@ async function resume(
       return resume(ctx, current, false, adapters, p);
     }
     // Or another's run of it (a resume, a new revision) stopped mid-flight: taken over as run() would, as stored now.
-    await orRelease(ctx, claim, op.policy.clockSkewMarginMs, () => checkSealable(ctx, claim.record, 'resume it'));
-    const stored = storedOperation(ctx, adapterFor(adapters, claim.record, 'resume'), claim.record, p);
+    const stored = await orRelease(ctx, claim, op.policy.clockSkewMarginMs, () => {
+      checkSealable(ctx, claim.record, 'resume it');
+      return storedOperation(ctx, adapterFor(adapters, claim.record, 'resume'), claim.record, p);
+    });
     return execute(ctx, stored, { ...claim, claimedAt, dispatchWritten: false });
   }
   // Safe only by the key, the effect may exist: from `unknown`, every re-send of the resumed run is held to the key's

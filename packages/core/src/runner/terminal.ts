@@ -4,7 +4,7 @@ import { completionRecoverable, resendSafety } from '@retrysafe/contract/rules';
 import type { Decision, Observation } from '../decide.js';
 import { buildPacket } from '../handoff.js';
 import { type Operation, paramsConflict } from '../intake/operation.js';
-import { NOT_SUPERSEDED, supersedeCheck } from '../intake/supersede.js';
+import { supersedeCheck } from '../intake/supersede.js';
 import { errText, type LogSubject, type RunnerContext } from './context.js';
 import { type DriveState, writeWith } from './state.js';
 import type { RunResult } from './types.js';
@@ -138,11 +138,10 @@ export async function fromTerminal(
   if (paramsFingerprint !== null && record.paramsFingerprint !== paramsFingerprint) {
     const check =
       record.state === 'succeeded' ? null : supersedeCheck(record, await ledger.receipts(record.businessOperationId));
-    const detail =
-      check === null || check.ok
-        ? `the operation is ${record.state} with other params`
-        : `the operation is ${record.state} with other params and ${NOT_SUPERSEDED}: ${check.why}`;
-    throw paramsConflict(op, record, detail);
+    if (check === null || check.ok)
+      throw paramsConflict(op, record, `the operation is ${record.state} with other params`);
+    const detail = `the operation is ${record.state} with other params and cannot be superseded: ${check.why}`;
+    throw paramsConflict(op, record, detail, true);
   }
   const { businessOperationId, result, providerRef, attemptCount: attempts, handoff: packet } = record;
   const receipts = await ledger.receipts(businessOperationId);

@@ -61,7 +61,7 @@ export interface RunInput {
   /**
    * Where this run's attempt ids come from (default: a new random id per provider call or lookup). A
    * durable-execution engine passes ids made from its own step ids; each call must return a new id
-   * (validated like a run id).
+   * (validated like a run id; a repeat within the run is refused). The first two are drawn before anything is written.
    */
   readonly attemptIds?: () => string;
   readonly signal?: AbortSignal;
