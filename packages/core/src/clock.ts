@@ -13,6 +13,20 @@ async function sleep(ms: number): Promise<void> {
   } while (left > 0);
 }
 
+/** Calls `done` after `ms` of real time without keeping the process alive; returns its cancel. */
+export function unrefTimer(ms: number, done: () => void): () => void {
+  let left = Math.max(0, ms);
+  let timer: ReturnType<typeof setTimeout>;
+  const arm = () => {
+    const step = Math.min(left, MAX_TIMER_MS);
+    left -= step;
+    timer = setTimeout(() => (left > 0 ? arm() : done()), step);
+    timer.unref?.();
+  };
+  arm();
+  return () => clearTimeout(timer);
+}
+
 export const systemClock = {
   now: (): number => Date.now(),
   sleep,

@@ -7,6 +7,7 @@ import {
   type Outcome,
 } from '@retrysafe/contract';
 import { resendSafety } from '@retrysafe/contract/rules';
+import { unrefTimer } from '../clock.js';
 import type { Operation } from '../intake/operation.js';
 import { errText, type RunnerContext } from './context.js';
 import { withHeartbeat } from './lease.js';
@@ -43,9 +44,6 @@ function outcomeProblem(o: unknown): string | null {
 
 const FOUND_KINDS = ['succeeded', 'replayed', 'in-progress', 'rejected'];
 
-// setTimeout runs a longer delay after 1 ms; a card's maxElapsed may ask for more.
-const MAX_TIMER_MS = 2 ** 31 - 1;
-
 /** Why the runner stopped waiting for the adapter: the run's maxElapsed passed in the call, or the caller aborted. */
 type Stop = 'deadline' | 'aborted';
 
@@ -61,24 +59,21 @@ async function untilStopped<T>(
 ): Promise<T> {
   const deadline = new AbortController();
   const signal = op.signal ? AbortSignal.any([op.signal, deadline.signal]) : deadline.signal;
-  let timer: ReturnType<typeof setTimeout> | undefined;
+  let cancel = () => {};
   let onAbort = () => {};
   const stop = new Promise<T>((resolve) => {
-    let left = op.policy.maxElapsedMs;
-    const arm = () => {
-      const step = Math.min(left, MAX_TIMER_MS);
-      left -= step;
-      timer = setTimeout(() => (left > 0 ? arm() : (resolve(stopped('deadline')), deadline.abort())), step);
-      timer.unref?.(); // like the heartbeat's: a worker that otherwise has nothing to do may exit mid-call
-    };
-    arm();
+    // Unref'd like the heartbeat: a worker that otherwise has nothing to do may exit mid-call.
+    cancel = unrefTimer(op.policy.maxElapsedMs, () => {
+      resolve(stopped('deadline'));
+      deadline.abort();
+    });
     onAbort = () => resolve(stopped('aborted'));
     op.signal?.addEventListener('abort', onAbort, { once: true });
   });
   try {
     return await Promise.race([call(signal), stop]);
   } finally {
-    clearTimeout(timer);
+    cancel();
     op.signal?.removeEventListener('abort', onAbort);
   }
 }
