@@ -7,7 +7,6 @@ import {
   type TypedAdapter,
 } from '@retrysafe/contract';
 import { checkBaseUrl, positiveInteger } from '@retrysafe/contract/provider';
-import { cardMargin } from '@retrysafe/contract/rules';
 import { LogLevel, WebClient } from '@slack/web-api';
 import { cannotTellFrom, outcomeFromCode, outcomeFromError } from './slack-errors.js';
 import {
@@ -95,7 +94,7 @@ export function createSlackAdapter(options: SlackAdapterOptions): SlackAdapter {
     const params = ctx.params as { channel: string };
     if (ctx.firstDispatchedAt === null)
       return { kind: 'not-found', reason: 'never dispatched: nothing was sent to Slack' };
-    const margin = ctx.clockSkewMarginMs ?? cardMargin(slackOperations['chat.postMessage'].card);
+    const margin = ctx.clockSkewMarginMs;
     // A post answered within the client timeout carries a ts inside this window; a narrow window keeps the
     // lookup to one page under the history limit. A post applied later is missed: cannot tell, then handoff.
     const oldest = slackTs(ctx.firstDispatchedAt - margin);

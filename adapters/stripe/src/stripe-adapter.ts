@@ -13,7 +13,6 @@ import {
   operationParamsErrors,
   positiveInteger,
 } from '@retrysafe/contract/provider';
-import { resendSafety } from '@retrysafe/contract/rules';
 import Stripe from 'stripe';
 import { STRIPE_KEY_RETENTION_MS, STRIPE_SEARCH_DELAY_MS } from './stripe-cards.js';
 import { classifyStripeError, classifyStripeResult, isReplayedHeaders } from './stripe-errors.js';
@@ -180,11 +179,10 @@ async function resendWithKey(rt: Runtime, op: StripeOperation, ctx: FramedLookup
 async function lookup(rt: Runtime, op: StripeOperation, ctx: FramedLookupContext): Promise<LookupResult> {
   if (ctx.firstDispatchedAt === null)
     return { kind: 'not-found', reason: 'never dispatched: nothing was sent to Stripe' };
-  // The runner's answer with its policy's clock-skew margin, else the card rule with the card's margin.
-  const keyReusable = ctx.keyReusable ?? resendSafety(op.card, ctx.firstDispatchedAt, ctx.now).safe;
-  if (keyReusable && rt.replaysServerError.has(ctx.providerKey!))
+  // The frame's answer (the runner's, else the card rule with the caller's margin): never one of our own.
+  if (ctx.keyReusable && rt.replaysServerError.has(ctx.providerKey!))
     return findByMetadata(rt, op, ctx, 'the key replays a stored 5xx', true);
-  if (keyReusable) return resendWithKey(rt, op, ctx);
+  if (ctx.keyReusable) return resendWithKey(rt, op, ctx);
   // Past retention: never rely on the key. The last send under it happened before firstDispatchedAt + 24 h,
   // so a search miss is authoritative only after that plus the search delay.
   const delay = op.pastRetention.kind === 'search' ? STRIPE_SEARCH_DELAY_MS : 0;

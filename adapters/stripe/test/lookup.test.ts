@@ -78,6 +78,24 @@ describe('inside retention: re-send with the same key', () => {
     expect(sandbox.count('customers.create')).toBe(0);
   });
 
+  it("a caller's clock-skew margin without the runner's judgement: a key too old under that margin is never re-sent", async () => {
+    const { id } = await dispatch('customers.create', customer);
+    sandbox.advance(23 * HOUR);
+    const posts = sandbox.requestCount({ method: 'POST' });
+    // 23 h + 1 h margin (+ 1 h for a late apply) is past the 24 h retention: only the metadata search may answer.
+    const result = await adapter.doLookup(
+      'customers.create',
+      lookupContext(adapter, 'customers.create', id, customer, {
+        firstDispatchedAt: t0,
+        now: t0 + 23 * HOUR,
+        clockSkewMarginMs: HOUR,
+      }),
+    );
+    expect(sandbox.requestCount({ method: 'POST' })).toBe(posts);
+    expect(sandbox.requests().at(-1)?.path).toBe('/v1/customers/search');
+    expect(result).toMatchObject({ kind: 'found', outcome: { kind: 'succeeded' } });
+  });
+
   it('a 409 while the first request still runs ⇒ found in-progress', async () => {
     const release = sandbox.hold();
     const id = operationIdFor(adapter, 'customers.create', customer);

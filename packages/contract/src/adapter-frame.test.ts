@@ -7,6 +7,7 @@ import {
   deriveProviderKey,
   type ExecuteContext,
   type FramedExecuteContext,
+  type FramedLookupContext,
   type FrameOperation,
   fact,
   InvalidIntentError,
@@ -227,6 +228,26 @@ describe('defineAdapter', () => {
     expect(calls[1]!.signal.aborted).toBe(false);
     release();
     expect(await free).toMatchObject({ kind: 'succeeded' });
+  });
+
+  it("lookup: the frame fills the caller's key judgement and clock-skew margin, from the card rule with the caller's margin", async () => {
+    const seen: FramedLookupContext[] = [];
+    const adapter = defineAdapter({
+      provider: 'example',
+      operations: { 'orders.create': op() },
+      execute: async () => ({ kind: 'succeeded', result: 1 }),
+      lookup: async (_o, c) => (seen.push(c), { kind: 'not-found', reason: 'none' }),
+    });
+    const hour = 3_600_000;
+    // 23 h after the first dispatch: inside the 24 h retention with the card's 1 min margin, past it with 1 h.
+    await adapter.doLookup('orders.create', lctx({ firstDispatchedAt: 0, now: 23 * hour, clockSkewMarginMs: hour }));
+    await adapter.doLookup('orders.create', lctx({ firstDispatchedAt: 0, now: 23 * hour }));
+    await adapter.doLookup('orders.create', lctx({ firstDispatchedAt: 0, now: 23 * hour, keyReusable: false }));
+    expect(seen.map((c) => [c.keyReusable, c.clockSkewMarginMs])).toEqual([
+      [false, hour],
+      [true, 60_000],
+      [false, 60_000],
+    ]);
   });
 
   it('lookup.method none is refused by the frame', async () => {

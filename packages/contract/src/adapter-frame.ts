@@ -6,6 +6,7 @@ import {
   type OperationSpec,
   SPECIFICATION_VERSION,
 } from './adapter.js';
+import { cardMargin, resendSafety } from './card-rules.js';
 import {
   AdapterConfigurationError,
   type FieldError,
@@ -36,7 +37,10 @@ export interface FramedExecuteContext extends ExecuteContext {
   readonly signal: AbortSignal;
 }
 
-export type FramedLookupContext = LookupContext & Pick<FramedExecuteContext, 'providerKey' | 'signal'>;
+/** A lookup as the adapter gets it: the runner's key judgement and margin, or the card rule's with the caller's margin. */
+export type FramedLookupContext = LookupContext &
+  Pick<FramedExecuteContext, 'providerKey' | 'signal'> &
+  Required<Pick<LookupContext, 'keyReusable' | 'clockSkewMarginMs'>>;
 
 export interface AdapterDefinition<P extends string, O extends FrameOperation> {
   readonly provider: P;
@@ -218,7 +222,12 @@ export function defineAdapter<const P extends string, O extends FrameOperation, 
         reason: `${op.name}: lookup aborted by the caller`,
       });
       if (signal.aborted) return aborted();
-      return raceAbort(() => definition.lookup(op, { ...ctx, providerKey: k.key, signal }), signal, aborted);
+      // One answer to "may the key be re-sent" for every adapter: the caller's, else the card rule with its margin.
+      const clockSkewMarginMs = ctx.clockSkewMarginMs ?? cardMargin(op.card);
+      const keyReusable =
+        ctx.keyReusable ?? resendSafety(op.card, ctx.firstDispatchedAt, ctx.now, clockSkewMarginMs).safe;
+      const framed = { ...ctx, providerKey: k.key, signal, keyReusable, clockSkewMarginMs };
+      return raceAbort(() => definition.lookup(op, framed), signal, aborted);
     },
 
     async close(): Promise<void> {
