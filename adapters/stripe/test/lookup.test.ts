@@ -3,13 +3,15 @@ import { executeContext, lookupContext, operationIdFor } from '@retrysafe/testki
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { createStripeAdapter, type StripeAdapter } from '../src/index.js';
 import { type StripeSandbox, startStripeSandbox } from '../src/sandbox/index.js';
-import { STRIPE_KEY_RETENTION_MS, STRIPE_SEARCH_DELAY_MS } from '../src/stripe-cards.js';
 import { API_KEY, startScriptedServer } from './helpers.js';
 
 // doLookup through the real SDK against the sandbox, on the sandbox's clock.
 // Inside retention: re-send with the same key (Stripe replays). Past it: metadata search (refunds: list).
 
 const HOUR = 60 * 60 * 1000;
+// The card's key retention and search delay (24 h, 1 h), as the adapter reads them.
+const STRIPE_KEY_RETENTION_MS = 24 * HOUR;
+const STRIPE_SEARCH_DELAY_MS = HOUR;
 let sandbox: StripeSandbox;
 let adapter: StripeAdapter;
 const t0 = Date.UTC(2026, 10, 30, 0, 0, 0);
