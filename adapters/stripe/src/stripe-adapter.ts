@@ -16,7 +16,7 @@ import {
 } from '@retrysafe/contract/provider';
 import { durationMs } from '@retrysafe/contract/rules';
 import Stripe from 'stripe';
-import { classifyStripeError, classifyStripeResult, isReplayedHeaders } from './stripe-errors.js';
+import { classifyStripeError, classifyStripeResult, replayedByCard } from './stripe-errors.js';
 import { ClosedConnectionGuard } from './stripe-http-client.js';
 import {
   type StripeObject,
@@ -104,11 +104,11 @@ async function send(
     const options = { idempotencyKey: key, maxNetworkRetries: 0, timeout: rt.timeoutMs } as const;
     return classifyStripeResult(await op.create(rt.client, body, options), replayValue(op));
   } catch (error) {
-    const outcome = classifyStripeError(error, op.object);
+    const outcome = classifyStripeError(error, op.object, replayValue(op));
     if (
       outcome.kind === 'unknown' &&
       outcome.cause === 'server-error' &&
-      isReplayedHeaders((error as { headers?: Record<string, string> }).headers)
+      replayedByCard((error as { headers?: Record<string, string> }).headers, replayValue(op))
     ) {
       if (rt.replaysServerError.size > 10_000) rt.replaysServerError.clear();
       rt.replaysServerError.add(key);
