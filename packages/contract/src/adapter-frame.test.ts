@@ -288,6 +288,11 @@ describe('defineAdapter', () => {
     ],
     ['no key rule for a card whose key travels', { keyRule: null }, /declares no key rule/],
     ['a key longer than the card allows', { keyRule: { ...RULE, maxLength: 300 } }, /allows 300/],
+    [
+      'a key character the card does not allow',
+      { keyRule: { ...RULE, charset: 'A-Za-z0-9_:./-' } },
+      /allows "\/", outside the card's charset/,
+    ],
   ] as const)('refuses %s (AdapterConfigurationError at construction)', (_what, over, message) => {
     expect(() => framed(over as Partial<FrameOperation>)).toThrow(AdapterConfigurationError);
     expect(() => framed(over as Partial<FrameOperation>)).toThrow(message);

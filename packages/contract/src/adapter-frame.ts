@@ -93,6 +93,25 @@ function raceAbort<T>(run: () => Promise<T>, signal: AbortSignal, onAbort: () =>
   });
 }
 
+/**
+ * The first character `rule` allows and `card` does not, over ASCII: a key is the id alphabet, a hex digest and the
+ * prefix (or a recorded key of that shape); a card charset that does not compile counts as allowing nothing.
+ */
+function charOutside(rule: string, card: string): string | null {
+  const mine = charsetPattern(rule);
+  let theirs: RegExp;
+  try {
+    theirs = charsetPattern(card);
+  } catch {
+    theirs = /^$/;
+  }
+  for (let c = 0; c < 128; c++) {
+    const ch = String.fromCharCode(c);
+    if (mine.test(ch) && !theirs.test(ch)) return ch;
+  }
+  return null;
+}
+
 function checkDefinition(provider: string, operations: Readonly<Record<string, FrameOperation>>): void {
   const fail = (message: string): never => {
     throw new AdapterConfigurationError(provider, message);
@@ -120,6 +139,10 @@ function checkDefinition(provider: string, operations: Readonly<Record<string, F
     const max = card.providerKey.maxLength.value;
     if (keyRule && typeof max === 'number' && keyRule.maxLength > max)
       bad(`the key rule allows ${keyRule.maxLength} characters, the card's provider ${max}`);
+    const charset = card.providerKey.charset.value;
+    const known = typeof charset === 'string' && charset !== 'unknown';
+    const extra = keyRule && known ? charOutside(keyRule.charset, charset) : null;
+    if (extra !== null) bad(`the key rule allows ${JSON.stringify(extra)}, outside the card's charset [${charset}]`);
   }
 }
 
