@@ -1,7 +1,6 @@
 import { Octokit } from '@octokit/rest';
 import { AdapterConfigurationError, defineAdapter, type LookupResult, type TypedAdapter } from '@retrysafe/contract';
 import { checkBaseUrl, positiveInteger } from '@retrysafe/contract/provider';
-import { marginInForce } from '@retrysafe/contract/rules';
 import { cannotTell, type GitHubAnswer, outcomeFromError, refsOf } from './github-errors.js';
 import {
   type CallOptions,
@@ -107,7 +106,7 @@ export function createGitHubAdapter(options: GitHubAdapterOptions): GitHubAdapte
         const what = `${op.name} lookup`;
         if (ctx.firstDispatchedAt === null)
           return { kind: 'not-found', reason: 'never dispatched: nothing was sent to GitHub' };
-        const cutoff = ctx.firstDispatchedAt - marginInForce(op.card, ctx);
+        const cutoff = ctx.firstDispatchedAt - ctx.clockSkewMarginMs;
         const since = new Date(cutoff).toISOString();
         const matches: ListedItem[] = [];
         let reached = false; // the walk got back to the cutoff

@@ -5,8 +5,8 @@ import {
   type AdapterV1,
   defineAdapter,
   type ExecuteContext,
+  type FramedLookupContext,
   InvalidIntentError,
-  type LookupContext,
   type LookupResult,
   type Outcome,
   type TypedAdapter,
@@ -155,7 +155,12 @@ async function send(
   return 'kind' in res ? res : classifyResponse(spec, res, ids.attempt);
 }
 
-type Ask = { readonly c: Conn; readonly o: HttpOperation; readonly ctx: LookupContext; readonly r: LookupReadContext };
+type Ask = {
+  readonly c: Conn;
+  readonly o: HttpOperation;
+  readonly ctx: FramedLookupContext;
+  readonly r: LookupReadContext;
+};
 
 async function get(a: Ask, url: string, what: string): Promise<HttpResponseView | LookupResult> {
   const res = await request(a.c, { method: 'GET', url, signal: a.ctx.signal });
@@ -188,7 +193,7 @@ const succeeded = (a: Ask, res: HttpResponseView, data: unknown, refPath = a.o.h
   return found({ kind: 'succeeded', result: data, status: 200, ...refs });
 };
 
-async function lookup(c: Conn, o: HttpOperation, ctx: LookupContext): Promise<LookupResult> {
+async function lookup(c: Conn, o: HttpOperation, ctx: FramedLookupContext): Promise<LookupResult> {
   const l = o.http.lookup;
   if (l.method === 'none') throw new Error('unreachable: the frame refuses lookup.method none');
   if (typeof ctx.params !== 'object' || ctx.params === null || Array.isArray(ctx.params))
@@ -208,13 +213,13 @@ async function lookup(c: Conn, o: HttpOperation, ctx: LookupContext): Promise<Lo
 
 /** Re-sends with the same key, only while re-sending is safe (the card rule resendSafety). */
 async function resendSameKey({ c, o, ctx, r }: Ask): Promise<LookupResult> {
-  // The runner's judgement (with the policy's clock-skew margin) wins; without it, the rule with the card's margin.
-  const own = resendSafety(o.card, ctx.firstDispatchedAt, ctx.now);
-  if (!(ctx.keyReusable ?? own.safe)) {
-    const why = own.safe
+  // The frame's judgement (the runner's, else the card rule with the caller's margin); the rule again only for its why.
+  if (!ctx.keyReusable) {
+    const why = resendSafety(o.card, ctx.firstDispatchedAt, ctx.now, ctx.clockSkewMarginMs);
+    const reason = why.safe
       ? "the key is too old to rely on (past its retention, counting the policy's clock-skew margin)"
-      : own.why;
-    return { kind: 'cannot-tell', reason: `no re-send with the same key: ${why}` };
+      : why.why;
+    return { kind: 'cannot-tell', reason: `no re-send with the same key: ${reason}` };
   }
   if (ctx.firstDispatchedAt === null) return { kind: 'not-found', reason: 'never dispatched' };
   return lookupFromOutcome(await send(c, o, r.params, { ...ctx, attempt: 2 }), 're-send with the same key');

@@ -1,5 +1,6 @@
 import type { Outcome, ProviderRefs } from '@retrysafe/contract';
 import { classifyTransportFailure, retryAfterOf } from '@retrysafe/contract/provider';
+import { isReplayedAnswer } from '@retrysafe/contract/rules';
 import { type HttpErrorRule, type HttpOperationSpec, readPath, scalarText } from './http-operations.js';
 
 /** `url`: the request's absolute URL, to resolve a relative `Location`. */
@@ -74,10 +75,7 @@ export function classifyResponse(spec: HttpOperationSpec, res: HttpResponseView,
     }
     // The card's replay indicator (e.g. `Idempotent-Replayed: true`): the provider answered from its stored result.
     const ri = spec.card.storedResult.replayIndicator?.value;
-    const replayed =
-      typeof ri === 'object' &&
-      ri !== null &&
-      readHeader(res.headers, ri.header)?.toLowerCase() === ri.value.toLowerCase();
+    const replayed = isReplayedAnswer(ri, (name) => readHeader(res.headers, name));
     const refs = { ...base, ...providerRefAt(res.data, spec.refPath) };
     return { kind: replayed ? 'replayed' : 'succeeded', result: res.data, ...refs };
   }

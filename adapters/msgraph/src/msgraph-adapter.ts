@@ -9,6 +9,7 @@ import {
   type TypedAdapter,
 } from '@retrysafe/contract';
 import { operationParamsErrors, positiveInteger } from '@retrysafe/contract/provider';
+import { notFoundIsAuthoritative } from '@retrysafe/contract/rules';
 import { assertNoSdkRetries, createGraphClient, type TokenProvider, TransportProbe } from './msgraph-client.js';
 import {
   cannotTellFromAnswer,
@@ -53,6 +54,8 @@ export interface MsGraphAdapter extends TypedAdapter<MsGraphOperationTypes> {
 }
 
 const PROVIDER = 'msgraph';
+/** One page of the lookup query: a miss proves nothing when a page of case-insensitive near-matches filled it. */
+const LOOKUP_TOP = 5;
 const EXTENDED_PROPERTY_ID = /^String \{[0-9a-fA-F-]{36}\} Name [A-Za-z0-9_.-]+$/;
 
 /** What every call needs: the client, the timeout, and where the business-operation id is written. */
@@ -130,7 +133,7 @@ async function lookup(rt: Runtime, o: GraphOperation, ctx: FramedLookupContext):
     .filter(q.filter)
     .select([...q.select])
     .expand(q.expand)
-    .top(5);
+    .top(LOOKUP_TOP);
   const sent = await send(rt, ctx.signal, request, (r) => r.get());
   if ('failed' in sent) return { kind: 'cannot-tell', reason: `${what} got no answer: ${sent.failed.message}` };
   const { answer } = sent;
@@ -142,12 +145,14 @@ async function lookup(rt: Runtime, o: GraphOperation, ctx: FramedLookupContext):
     return { kind: 'cannot-tell', reason: `${what}: HTTP 200 without a value array`, ...refsOf(answer) };
   const own = items.filter((i): i is Record<string, unknown> => isObj(i) && o.owns(i, b));
   const first = own[0];
-  if (!first)
-    return {
-      kind: 'cannot-tell',
-      reason: `${what}: nothing tagged with exactly this business-operation id is visible yet (${items.length} matched ignoring case); Graph documents no bound on that delay, so absence does not prove it was not applied`,
-      ...refsOf(answer),
-    };
+  if (!first) {
+    const miss = `${what}: nothing tagged with exactly this business-operation id is visible (${items.length} matched ignoring case)`;
+    // Absence is the card's rule: a full answer (less than a page of near-matches) past the card's bounds.
+    if (items.length < LOOKUP_TOP && notFoundIsAuthoritative(o.card, ctx, ctx.clockSkewMarginMs))
+      return { kind: 'not-found', reason: miss, ...refsOf(answer) };
+    const why = "the card's late-apply and visibility bounds do not prove absence yet (Graph documents none)";
+    return { kind: 'cannot-tell', reason: `${miss}; ${why}`, ...refsOf(answer) };
+  }
   const { result, ...ref } = o.read(first, true);
   const all = own.length > 1 ? { ...(result as object), matches: own.length } : result;
   return { kind: 'found', outcome: { kind: 'succeeded', result: all, ...ref, ...refsOf(answer) } };

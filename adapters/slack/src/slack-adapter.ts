@@ -7,7 +7,7 @@ import {
   type TypedAdapter,
 } from '@retrysafe/contract';
 import { checkBaseUrl, positiveInteger } from '@retrysafe/contract/provider';
-import { marginInForce } from '@retrysafe/contract/rules';
+import { durationMs, notFoundIsAuthoritative } from '@retrysafe/contract/rules';
 import { LogLevel, WebClient } from '@slack/web-api';
 import { cannotTellFrom, outcomeFromCode, outcomeFromError } from './slack-errors.js';
 import {
@@ -95,11 +95,14 @@ export function createSlackAdapter(options: SlackAdapterOptions): SlackAdapter {
     const params = ctx.params as { channel: string };
     if (ctx.firstDispatchedAt === null)
       return { kind: 'not-found', reason: 'never dispatched: nothing was sent to Slack' };
-    const margin = marginInForce(slackOperations['chat.postMessage'].card, ctx);
-    // A post answered within the client timeout carries a ts inside this window; a narrow window keeps the
-    // lookup to one page under the history limit. A post applied later is missed: cannot tell, then handoff.
+    const margin = ctx.clockSkewMarginMs;
+    const card = slackOperations['chat.postMessage'].card;
+    // A post answered within the client timeout, or applied within the card's late-apply bound, carries a ts
+    // inside this window; a narrow window keeps the lookup to one page under the history limit.
+    const late = card.lookup.lateApplyBound?.value ?? 'unknown';
+    const landsWithin = late === 'unknown' ? timeoutMs : Math.max(timeoutMs, durationMs(late));
     const oldest = slackTs(ctx.firstDispatchedAt - margin);
-    const latest = slackTs((ctx.lastDispatchedAt ?? ctx.firstDispatchedAt) + timeoutMs + margin);
+    const latest = slackTs((ctx.lastDispatchedAt ?? ctx.firstDispatchedAt) + landsWithin + margin);
     const found: string[] = [];
     let cursor: string | undefined;
     for (let page = 0; page < lookupPages; page++) {
@@ -138,7 +141,8 @@ export function createSlackAdapter(options: SlackAdapterOptions): SlackAdapter {
     const why = cursor
       ? `more than ${lookupPages * HISTORY_PAGE} messages between ${oldest} and ${latest}: the lookup stops at its page bound`
       : 'no message in the channel history carries this business-operation id yet';
-    // Slack documents no delay before a post shows in history, so absence proves nothing: ask again in a minute.
+    // Absence is the card's rule (Slack documents no history delay, so today never): else ask again in a minute.
+    if (!cursor && notFoundIsAuthoritative(card, ctx, margin)) return { kind: 'not-found', reason: why };
     return { kind: 'cannot-tell', reason: why, retryAfterMs: HISTORY_POLL_MS };
   }
 

@@ -4,6 +4,7 @@ import {
   type FramedLookupContext,
   type LookupResult,
   type Outcome,
+  type RetrySafetyCard,
   type TypedAdapter,
 } from '@retrysafe/contract';
 import {
@@ -13,10 +14,9 @@ import {
   operationParamsErrors,
   positiveInteger,
 } from '@retrysafe/contract/provider';
-import { resendSafety } from '@retrysafe/contract/rules';
+import { durationMs } from '@retrysafe/contract/rules';
 import Stripe from 'stripe';
-import { STRIPE_KEY_RETENTION_MS, STRIPE_SEARCH_DELAY_MS } from './stripe-cards.js';
-import { classifyStripeError, classifyStripeResult, isReplayedHeaders } from './stripe-errors.js';
+import { classifyStripeError, classifyStripeResult, replayedByCard } from './stripe-errors.js';
 import { ClosedConnectionGuard } from './stripe-http-client.js';
 import {
   type StripeObject,
@@ -104,11 +104,11 @@ async function send(
     const options = { idempotencyKey: key, maxNetworkRetries: 0, timeout: rt.timeoutMs } as const;
     return classifyStripeResult(await op.create(rt.client, body, options), replayValue(op));
   } catch (error) {
-    const outcome = classifyStripeError(error, op.object);
+    const outcome = classifyStripeError(error, op.object, replayValue(op));
     if (
       outcome.kind === 'unknown' &&
       outcome.cause === 'server-error' &&
-      isReplayedHeaders((error as { headers?: Record<string, string> }).headers)
+      replayedByCard((error as { headers?: Record<string, string> }).headers, replayValue(op))
     ) {
       if (rt.replaysServerError.size > 10_000) rt.replaysServerError.clear();
       rt.replaysServerError.add(key);
@@ -180,21 +180,35 @@ async function resendWithKey(rt: Runtime, op: StripeOperation, ctx: FramedLookup
 async function lookup(rt: Runtime, op: StripeOperation, ctx: FramedLookupContext): Promise<LookupResult> {
   if (ctx.firstDispatchedAt === null)
     return { kind: 'not-found', reason: 'never dispatched: nothing was sent to Stripe' };
-  // The runner's answer with its policy's clock-skew margin, else the card rule with the card's margin.
-  const keyReusable = ctx.keyReusable ?? resendSafety(op.card, ctx.firstDispatchedAt, ctx.now).safe;
-  if (keyReusable && rt.replaysServerError.has(ctx.providerKey!))
+  // The frame's answer (the runner's, else the card rule with the caller's margin): never one of our own.
+  if (ctx.keyReusable && rt.replaysServerError.has(ctx.providerKey!))
     return findByMetadata(rt, op, ctx, 'the key replays a stored 5xx', true);
-  if (keyReusable) return resendWithKey(rt, op, ctx);
-  // Past retention: never rely on the key. The last send under it happened before firstDispatchedAt + 24 h,
-  // so a search miss is authoritative only after that plus the search delay.
-  const delay = op.pastRetention.kind === 'search' ? STRIPE_SEARCH_DELAY_MS : 0;
-  const authoritativeAt = ctx.firstDispatchedAt + STRIPE_KEY_RETENTION_MS + delay;
-  const inWindow = ctx.now < authoritativeAt;
+  if (ctx.keyReusable) return resendWithKey(rt, op, ctx);
+  // Never rely on the key again: only the metadata lookup answers, on the card's window.
+  const settled = missSettledAt(op.card, ctx.firstDispatchedAt);
+  const inWindow = ctx.now < settled;
   const age = Math.round((ctx.now - ctx.firstDispatchedAt) / 60_000);
-  const window = inWindow
-    ? `; inside the ${op.pastRetention.kind} consistency delay until ${new Date(authoritativeAt).toISOString()}`
-    : '';
-  return findByMetadata(rt, op, ctx, `key is ${age} min old (past Stripe's 24 h retention${window})`, inWindow);
+  const until = Number.isFinite(settled) ? ` until ${new Date(settled).toISOString()}` : '';
+  const window = inWindow ? `; inside the ${op.pastRetention.kind} consistency delay${until}` : '';
+  const retention = String(op.card.retention.minimum.value);
+  return findByMetadata(
+    rt,
+    op,
+    ctx,
+    `key is ${age} min old (past the card's ${retention} retention${window})`,
+    inWindow,
+  );
+}
+
+/**
+ * Past retention, when a metadata miss may be called absent: the runner sends nothing under the key once the card's
+ * retention has passed, and what it sent before shows after the card's consistency delay. Never when one is unknown.
+ */
+function missSettledAt(card: RetrySafetyCard, firstDispatchedAt: number): number {
+  const retention = card.retention.minimum.value;
+  const delay = card.lookup.consistencyDelay.value;
+  if (retention === 'unknown' || retention === null || delay === 'unknown') return Number.POSITIVE_INFINITY;
+  return firstDispatchedAt + durationMs(retention) + (delay === null ? 0 : durationMs(delay));
 }
 
 /** Stripe's creates, each with an Idempotency-Key and the business-operation id in metadata; the SDK never retries. */

@@ -15,10 +15,6 @@ const S = {
   providersMd: 'docs/evidence/stripe.md',
 } as const;
 
-/** Retention of a key and its stored response: "keys may be pruned once at least 24 h old". */
-export const STRIPE_KEY_RETENTION_MS = 24 * 60 * 60 * 1000;
-/** Worst-case lag of the Search API: "normally < 1 min behind, up to 1 h in outages". */
-export const STRIPE_SEARCH_DELAY_MS = 60 * 60 * 1000;
 /** The metadata entry that carries the business-operation id, so an object can be found later. */
 export const STRIPE_OPERATION_METADATA_KEY = 'retrysafe_operation_id';
 

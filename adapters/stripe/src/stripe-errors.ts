@@ -1,24 +1,25 @@
 import type { Outcome, ProviderRefs, RejectReason, UnknownCause } from '@retrysafe/contract';
 import { classifyTransportFailure, retryAfterOf } from '@retrysafe/contract/provider';
+import { isReplayedAnswer, type ReplayIndicatorValue } from '@retrysafe/contract/rules';
 import type Stripe from 'stripe';
 import { CONNECTION_CLOSED_CODE } from './stripe-http-client.js';
 
 // A 5xx is stored and replayed by the key, so it is unknown; a 429 is answered before the idempotency layer, so it
 // is not-applied (docs/evidence/stripe.md).
 
-const REPLAYED_HEADER = 'idempotent-replayed';
-
 type Headers = Record<string, string | string[] | undefined>;
 
 type StripeErrorLike = Partial<Stripe.errors.StripeError> & { readonly [field: string]: unknown };
 
+/** Node hands headers over with lower-case names. */
 function header(headers: Headers | undefined, name: string): string | undefined {
-  const v = headers?.[name];
+  const v = headers?.[name.toLowerCase()];
   return Array.isArray(v) ? v[0] : v;
 }
 
-export function isReplayedHeaders(headers: Headers | undefined): boolean {
-  return header(headers, REPLAYED_HEADER) === 'true';
+/** Whether Stripe answered from the key's store: the card's replay indicator, by the contract's rule. */
+export function replayedByCard(headers: Headers | undefined, indicator: ReplayIndicatorValue | null): boolean {
+  return isReplayedAnswer(indicator ?? null, (name) => header(headers, name));
 }
 
 /** Short and single-line; the runner redacts it again before receipts. */
@@ -27,23 +28,16 @@ function short(text: string | undefined, fallback: string): string {
   return (t || fallback).slice(0, 300);
 }
 
-/** A 2xx result: `replayed` when it carries the card's replay indicator (default `Idempotent-Replayed: true`). */
+/** A 2xx result: `replayed` when it carries the card's replay indicator. */
 export function classifyStripeResult(
   result: { id?: unknown; lastResponse?: { headers?: Headers; requestId?: string; statusCode?: number } },
-  indicator: { readonly header: string; readonly value: string } | null | 'unknown' = {
-    header: REPLAYED_HEADER,
-    value: 'true',
-  },
+  indicator: ReplayIndicatorValue | null,
 ): Outcome {
   const last = result.lastResponse;
   const plain = JSON.parse(JSON.stringify(result)) as unknown;
   const requestId = last?.requestId ?? header(last?.headers, 'request-id');
-  const replayed =
-    typeof indicator === 'object' &&
-    indicator !== null &&
-    header(last?.headers, indicator.header.toLowerCase())?.toLowerCase() === indicator.value.toLowerCase();
   return {
-    kind: replayed ? 'replayed' : 'succeeded',
+    kind: replayedByCard(last?.headers, indicator) ? 'replayed' : 'succeeded',
     result: plain,
     status: typeof last?.statusCode === 'number' ? last.statusCode : 200,
     ...(requestId ? { requestId } : {}),
@@ -59,8 +53,15 @@ const REJECTED: Partial<Record<number, RejectReason>> = {
   404: 'not-found',
 };
 
-/** Any error thrown for one attempt; never throws. An error body carrying a `creates` object (a declined confirm's PaymentIntent) names it as created. */
-export function classifyStripeError(error: unknown, creates?: string): Outcome {
+/**
+ * Any error thrown for one attempt; never throws. An error body carrying a `creates` object (a declined confirm's
+ * PaymentIntent) names it as created; a 5xx carrying the card's replay `indicator` is marked as the key's stored one.
+ */
+export function classifyStripeError(
+  error: unknown,
+  creates?: string,
+  indicator: ReplayIndicatorValue | null = null,
+): Outcome {
   const e = (typeof error === 'object' && error !== null ? error : { message: String(error) }) as StripeErrorLike;
   const stripeCode = e.code ?? e.rawType;
   const requestId = e.requestId ?? header(e.headers, 'request-id');
@@ -120,7 +121,7 @@ export function classifyStripeError(error: unknown, creates?: string): Outcome {
     return { kind: 'not-applied', message: msg('rate limited before the idempotency layer'), ...r, ...waitRef };
   if (status === 409) return unknown('other', msg('conflict'));
   if (status >= 500) {
-    const replayed = isReplayedHeaders(e.headers) ? 'stored 5xx replayed for this key: ' : '';
+    const replayed = replayedByCard(e.headers, indicator) ? 'stored 5xx replayed for this key: ' : '';
     return unknown('server-error', `${replayed}${msg(`HTTP ${status}`)}`, waitRef);
   }
   const reason = REJECTED[status] ?? 'other';

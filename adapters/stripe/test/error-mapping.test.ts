@@ -143,6 +143,28 @@ describe('rejections (card, validation, auth, permission)', () => {
     expect(sandbox.requests().map((r) => r.result)).toEqual(['executed', 'replayed']);
   });
 
+  it("a 5xx is marked as the key's stored replay by the card's replay indicator, the same rule as a 2xx", () => {
+    const error = (headers: Record<string, string>) => ({
+      type: 'StripeAPIError',
+      rawType: 'api_error',
+      statusCode: 500,
+      message: 'An unknown error occurred.',
+      headers,
+    });
+    const other = { header: 'X-Replayed-From-Store', value: 'yes' };
+    const marked = /^stored 5xx replayed for this key/;
+    expect(classifyStripeError(error({ 'x-replayed-from-store': 'yes' }), undefined, other)).toMatchObject({
+      kind: 'unknown',
+      cause: 'server-error',
+      message: expect.stringMatching(marked),
+    });
+    for (const indicator of [other, null])
+      expect(classifyStripeError(error({ 'idempotent-replayed': 'true' }), undefined, indicator)).toMatchObject({
+        kind: 'unknown',
+        message: expect.not.stringMatching(marked),
+      });
+  });
+
   it('only the object the operation creates counts as created (a refund error naming its PaymentIntent created nothing)', () => {
     const error = {
       type: 'StripeInvalidRequestError',

@@ -3,13 +3,15 @@ import { executeContext, lookupContext, operationIdFor } from '@retrysafe/testki
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { createStripeAdapter, type StripeAdapter } from '../src/index.js';
 import { type StripeSandbox, startStripeSandbox } from '../src/sandbox/index.js';
-import { STRIPE_KEY_RETENTION_MS, STRIPE_SEARCH_DELAY_MS } from '../src/stripe-cards.js';
 import { API_KEY, startScriptedServer } from './helpers.js';
 
 // doLookup through the real SDK against the sandbox, on the sandbox's clock.
 // Inside retention: re-send with the same key (Stripe replays). Past it: metadata search (refunds: list).
 
 const HOUR = 60 * 60 * 1000;
+// The card's key retention and search delay (24 h, 1 h), as the adapter reads them.
+const STRIPE_KEY_RETENTION_MS = 24 * HOUR;
+const STRIPE_SEARCH_DELAY_MS = HOUR;
 let sandbox: StripeSandbox;
 let adapter: StripeAdapter;
 const t0 = Date.UTC(2026, 10, 30, 0, 0, 0);
@@ -76,6 +78,24 @@ describe('inside retention: re-send with the same key', () => {
     );
     expect(result.kind).toBe('cannot-tell');
     expect(sandbox.count('customers.create')).toBe(0);
+  });
+
+  it("a caller's clock-skew margin without the runner's judgement: a key too old under that margin is never re-sent", async () => {
+    const { id } = await dispatch('customers.create', customer);
+    sandbox.advance(23 * HOUR);
+    const posts = sandbox.requestCount({ method: 'POST' });
+    // 23 h + 1 h margin (+ 1 h for a late apply) is past the 24 h retention: only the metadata search may answer.
+    const result = await adapter.doLookup(
+      'customers.create',
+      lookupContext(adapter, 'customers.create', id, customer, {
+        firstDispatchedAt: t0,
+        now: t0 + 23 * HOUR,
+        clockSkewMarginMs: HOUR,
+      }),
+    );
+    expect(sandbox.requestCount({ method: 'POST' })).toBe(posts);
+    expect(sandbox.requests().at(-1)?.path).toBe('/v1/customers/search');
+    expect(result).toMatchObject({ kind: 'found', outcome: { kind: 'succeeded' } });
   });
 
   it('a 409 while the first request still runs ⇒ found in-progress', async () => {

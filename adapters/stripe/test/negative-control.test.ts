@@ -35,9 +35,10 @@ function adapterWithSdkRetries(baseUrl: string, timeoutMs: number, config: Strip
           await op.create(client, op.toStripe(params as Record<string, unknown>, ctx.businessOperationId), {
             idempotencyKey: ctx.providerKey!,
           } as never),
+          op.card.storedResult.replayIndicator?.value ?? null,
         );
       } catch (e) {
-        return classifyStripeError(e);
+        return classifyStripeError(e, undefined, op.card.storedResult.replayIndicator?.value ?? null);
       }
     },
   };

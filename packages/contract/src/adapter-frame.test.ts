@@ -7,6 +7,7 @@ import {
   deriveProviderKey,
   type ExecuteContext,
   type FramedExecuteContext,
+  type FramedLookupContext,
   type FrameOperation,
   fact,
   InvalidIntentError,
@@ -229,6 +230,26 @@ describe('defineAdapter', () => {
     expect(await free).toMatchObject({ kind: 'succeeded' });
   });
 
+  it("lookup: the frame fills the caller's key judgement and clock-skew margin, from the card rule with the caller's margin", async () => {
+    const seen: FramedLookupContext[] = [];
+    const adapter = defineAdapter({
+      provider: 'example',
+      operations: { 'orders.create': op() },
+      execute: async () => ({ kind: 'succeeded', result: 1 }),
+      lookup: async (_o, c) => (seen.push(c), { kind: 'not-found', reason: 'none' }),
+    });
+    const hour = 3_600_000;
+    // 23 h after the first dispatch: inside the 24 h retention with the card's 1 min margin, past it with 1 h.
+    await adapter.doLookup('orders.create', lctx({ firstDispatchedAt: 0, now: 23 * hour, clockSkewMarginMs: hour }));
+    await adapter.doLookup('orders.create', lctx({ firstDispatchedAt: 0, now: 23 * hour }));
+    await adapter.doLookup('orders.create', lctx({ firstDispatchedAt: 0, now: 23 * hour, keyReusable: false }));
+    expect(seen.map((c) => [c.keyReusable, c.clockSkewMarginMs])).toEqual([
+      [false, hour],
+      [true, 60_000],
+      [false, 60_000],
+    ]);
+  });
+
   it('lookup.method none is refused by the frame', async () => {
     const card = { ...sampleCard, lookup: { ...sampleCard.lookup, method: fact('none', 'x') } } as RetrySafetyCard;
     const { adapter } = framed({ card });
@@ -267,6 +288,11 @@ describe('defineAdapter', () => {
     ],
     ['no key rule for a card whose key travels', { keyRule: null }, /declares no key rule/],
     ['a key longer than the card allows', { keyRule: { ...RULE, maxLength: 300 } }, /allows 300/],
+    [
+      'a key character the card does not allow',
+      { keyRule: { ...RULE, charset: 'A-Za-z0-9_:./-' } },
+      /allows "\/", outside the card's charset/,
+    ],
   ] as const)('refuses %s (AdapterConfigurationError at construction)', (_what, over, message) => {
     expect(() => framed(over as Partial<FrameOperation>)).toThrow(AdapterConfigurationError);
     expect(() => framed(over as Partial<FrameOperation>)).toThrow(message);

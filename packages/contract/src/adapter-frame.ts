@@ -6,6 +6,7 @@ import {
   type OperationSpec,
   SPECIFICATION_VERSION,
 } from './adapter.js';
+import { marginInForce, resendSafety } from './card-rules.js';
 import {
   AdapterConfigurationError,
   type FieldError,
@@ -36,7 +37,10 @@ export interface FramedExecuteContext extends ExecuteContext {
   readonly signal: AbortSignal;
 }
 
-export type FramedLookupContext = LookupContext & Pick<FramedExecuteContext, 'providerKey' | 'signal'>;
+/** A lookup as the adapter gets it: the runner's key judgement and margin, or the card rule's with the caller's margin. */
+export type FramedLookupContext = LookupContext &
+  Pick<FramedExecuteContext, 'providerKey' | 'signal'> &
+  Required<Pick<LookupContext, 'keyReusable' | 'clockSkewMarginMs'>>;
 
 export interface AdapterDefinition<P extends string, O extends FrameOperation> {
   readonly provider: P;
@@ -89,6 +93,25 @@ function raceAbort<T>(run: () => Promise<T>, signal: AbortSignal, onAbort: () =>
   });
 }
 
+/**
+ * The first character `rule` allows and `card` does not, over ASCII: a key is the id alphabet, a hex digest and the
+ * prefix (or a recorded key of that shape); a card charset that does not compile counts as allowing nothing.
+ */
+function charOutside(rule: string, card: string): string | null {
+  const mine = charsetPattern(rule);
+  let theirs: RegExp;
+  try {
+    theirs = charsetPattern(card);
+  } catch {
+    theirs = /^$/;
+  }
+  for (let c = 0; c < 128; c++) {
+    const ch = String.fromCharCode(c);
+    if (mine.test(ch) && !theirs.test(ch)) return ch;
+  }
+  return null;
+}
+
 function checkDefinition(provider: string, operations: Readonly<Record<string, FrameOperation>>): void {
   const fail = (message: string): never => {
     throw new AdapterConfigurationError(provider, message);
@@ -116,6 +139,10 @@ function checkDefinition(provider: string, operations: Readonly<Record<string, F
     const max = card.providerKey.maxLength.value;
     if (keyRule && typeof max === 'number' && keyRule.maxLength > max)
       bad(`the key rule allows ${keyRule.maxLength} characters, the card's provider ${max}`);
+    const charset = card.providerKey.charset.value;
+    const known = typeof charset === 'string' && charset !== 'unknown';
+    const extra = keyRule && known ? charOutside(keyRule.charset, charset) : null;
+    if (extra !== null) bad(`the key rule allows ${JSON.stringify(extra)}, outside the card's charset [${charset}]`);
   }
 }
 
@@ -218,7 +245,12 @@ export function defineAdapter<const P extends string, O extends FrameOperation, 
         reason: `${op.name}: lookup aborted by the caller`,
       });
       if (signal.aborted) return aborted();
-      return raceAbort(() => definition.lookup(op, { ...ctx, providerKey: k.key, signal }), signal, aborted);
+      // One answer to "may the key be re-sent" for every adapter: the caller's, else the card rule with its margin.
+      const clockSkewMarginMs = marginInForce(op.card, ctx);
+      const keyReusable =
+        ctx.keyReusable ?? resendSafety(op.card, ctx.firstDispatchedAt, ctx.now, clockSkewMarginMs).safe;
+      const framed = { ...ctx, providerKey: k.key, signal, keyReusable, clockSkewMarginMs };
+      return raceAbort(() => definition.lookup(op, framed), signal, aborted);
     },
 
     async close(): Promise<void> {

@@ -141,6 +141,18 @@ export function resendSafety(
   return verdict(true, `same key, inside the ${retention} retention, provider ${fold}`);
 }
 
+/** A card's `storedResult.replayIndicator` value: the header and value that mark a replayed answer. */
+export type ReplayIndicatorValue = NonNullable<RetrySafetyCard['storedResult']['replayIndicator']>['value'];
+
+/** Whether an answer is the provider's stored one replayed, by the card's indicator; `header(name)` reads the answer. */
+export function isReplayedAnswer(
+  indicator: ReplayIndicatorValue | undefined,
+  header: (name: string) => string | undefined,
+): boolean {
+  if (typeof indicator !== 'object' || indicator === null) return false;
+  return header(indicator.header)?.toLowerCase() === indicator.value.toLowerCase();
+}
+
 /** How long after the last dispatch a "not found" proves absence: lateApplyBound + consistencyDelay; null when either is unknown. */
 export function lookupSettleMs(card: RetrySafetyCard): number | null {
   const delay = card.lookup.consistencyDelay.value;
