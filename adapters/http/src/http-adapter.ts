@@ -176,6 +176,19 @@ const cannotTell = (res: HttpResponseView, reason: string): LookupResult => ({
   status: res.status,
   ...retryAfterOf(readHeader(res.headers, 'retry-after')),
 });
+/** A list read's miss: absent only when the answer is the whole list; a page with more after it (RFC 8288 `rel="next"`) cannot tell. */
+const missed = (res: HttpResponseView, reason: string): LookupResult =>
+  saysNextPage(readHeader(res.headers, 'link'))
+    ? cannotTell(res, `${reason} on this page, and the provider links a next page (Link rel="next") that was not read`)
+    : absent(res, reason);
+
+function saysNextPage(link: string | undefined): boolean {
+  for (const [, params] of (link ?? '').matchAll(/<[^>]*>([^<]*)/g)) {
+    const rel = /;\s*rel\s*=\s*(?:"([^"]*)"|([^\s;,]+))/i.exec(params!);
+    if ((rel?.[1] ?? rel?.[2])?.toLowerCase().split(/\s+/).includes('next')) return true;
+  }
+  return false;
+}
 /** The work item exists (a 303 said done, a search matched it): a later request that cannot tell leaves it in progress. */
 const exists = (r: LookupResult, statusRef: string): LookupResult => {
   if (r.kind !== 'cannot-tell') return r;
@@ -225,7 +238,7 @@ async function search(a: Ask, l: Lookup<'search'>): Promise<LookupResult> {
   if ('kind' in res) return res;
   if (res.status !== 200) return cannotTell(res, `search answered HTTP ${res.status}`);
   const match = l.match(res.data, a.r);
-  if (match == null) return absent(res, 'no match in the search results');
+  if (match == null) return missed(res, 'no match in the search results');
   return succeeded(a, res, match, l.refPath ?? a.o.http.refPath);
 }
 
@@ -275,7 +288,7 @@ async function findStatus(a: Ask, l: Lookup<'status-url'>): Promise<LookupResult
   if ('kind' in res) return res;
   if (res.status !== 200) return cannotTell(res, `status search answered HTTP ${res.status}`);
   const match = w.match(res.data, a.r);
-  if (match == null) return absent(res, 'no work item carries this operation in the status search');
+  if (match == null) return missed(res, 'no work item carries this operation in the status search');
   const url = readPath(match, w.statusUrlPath);
   if (typeof url !== 'string') return cannotTell(res, `the matched work item has no status URL at ${w.statusUrlPath}`);
   const statusRef = new URL(url, res.url).toString();

@@ -29,6 +29,8 @@ export interface IetfKeySandboxOptions {
   readonly processingMs?: number;
   /** Accept an unquoted key too (a lenient server). Default false: the draft's sf-string is required. */
   readonly acceptRawKey?: boolean;
+  /** Orders per page of `GET /orders`; a page with more after it carries `Link: <…>; rel="next"` (RFC 8288). Default: one page. */
+  readonly pageSize?: number;
 }
 
 export interface SandboxOrder {
@@ -125,7 +127,7 @@ export async function startIetfKeySandbox(options: IetfKeySandboxOptions = {}): 
     {
       method: 'GET',
       path: '/orders',
-      handle: (req) => ({ status: 200, body: { data: filtered(req, 'reference', orders, 'reference') } }),
+      handle: (req) => listPage(req, filtered(req, 'reference', orders, 'reference'), options.pageSize),
     },
     {
       method: 'GET',
@@ -148,4 +150,14 @@ export async function startIetfKeySandbox(options: IetfKeySandboxOptions = {}): 
     retentionMs,
     failNext: (n) => failures.add('internal', n),
   };
+}
+
+/** One page of `list` (`?page=`, from 1), with an RFC 8288 `rel="next"` link while more follow. */
+function listPage(req: SandboxRequestView, list: readonly SandboxOrder[], pageSize = Infinity): SandboxReply {
+  const page = Math.max(1, Number(req.query.get('page') ?? 1));
+  const data = list.slice((page - 1) * pageSize, page * pageSize);
+  if (page * pageSize >= list.length) return { status: 200, body: { data } };
+  const next = new URLSearchParams(req.query);
+  next.set('page', String(page + 1));
+  return { status: 200, headers: { link: `</orders?${next}>; rel="next"` }, body: { data } };
 }
