@@ -4,6 +4,7 @@ import {
   isPlainObject,
   type KeyedSandbox,
   keyedState,
+  listPage,
   type PatternRoute,
   routed,
   type SandboxReply,
@@ -150,14 +151,4 @@ export async function startIetfKeySandbox(options: IetfKeySandboxOptions = {}): 
     retentionMs,
     failNext: (n) => failures.add('internal', n),
   };
-}
-
-/** One page of `list` (`?page=`, from 1), with an RFC 8288 `rel="next"` link while more follow. */
-function listPage(req: SandboxRequestView, list: readonly SandboxOrder[], pageSize = Infinity): SandboxReply {
-  const page = Math.max(1, Number(req.query.get('page') ?? 1));
-  const data = list.slice((page - 1) * pageSize, page * pageSize);
-  if (page * pageSize >= list.length) return { status: 200, body: { data } };
-  const next = new URLSearchParams(req.query);
-  next.set('page', String(page + 1));
-  return { status: 200, headers: { link: `</orders?${next}>; rel="next"` }, body: { data } };
 }
