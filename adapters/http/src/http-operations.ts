@@ -52,10 +52,19 @@ export type LookupShape<M, A> =
       readonly withoutStatusRef?:
         | 'resend-same-key'
         | 'cannot-tell'
-        | { readonly path: string; readonly match: M; readonly statusUrlPath: string };
+        | { readonly path: string; readonly match: M; readonly statusUrlPath: string; readonly more?: string };
     }
-  /** GET a list endpoint and pick the match; `refPath` defaults to the operation's. */
-  | { readonly method: 'search'; readonly path: string; readonly match: M; readonly refPath?: string }
+  /**
+   * GET a list endpoint and pick the match; `refPath` defaults to the operation's. `more`: dot path of the body's
+   * marker that more items follow (`has_more`, `next_cursor`); a miss while it is set, or with `Link: rel="next"`, cannot tell.
+   */
+  | {
+      readonly method: 'search';
+      readonly path: string;
+      readonly match: M;
+      readonly refPath?: string;
+      readonly more?: string;
+    }
   /** Re-send the same request with the same key; the provider returns its stored result. */
   | { readonly method: 'resend-same-key' | 'none' };
 

@@ -182,6 +182,27 @@ describe('IETF Idempotency-Key: SDK → sandbox, one row per mapping', () => {
     }
   });
 
+  it('a miss on a page whose body says more follow (the declared `more`, has_more) is cannot-tell; a last page is not-found', async () => {
+    const paged = await startIetfKeySandbox({ port: 0, pageSize: 1 });
+    const byCustomer = ietfOrdersCreate('acme-orders');
+    const path = '/orders?customer={customer}&linkless=1'; // no Link header: only the body says it
+    const lookup = { ...byCustomer.lookup, path, more: 'has_more' } as HttpOperationSpec['lookup'];
+    const a = adapterAt(paged.url, OP, { ...byCustomer, lookup });
+    try {
+      await executeOn(a, OP, order({ orderRef: 'other' }));
+      expect(await lookupOn(a, OP, order())).toMatchObject({ kind: 'not-found' }); // one order: the whole list
+      await executeOn(a, OP, order());
+      expect(await lookupOn(a, OP, order())).toMatchObject({
+        kind: 'cannot-tell',
+        reason: expect.stringMatching(/has_more/),
+      });
+      expect(paged.count(OP)).toBe(2);
+    } finally {
+      await a.close();
+      await paged.close();
+    }
+  });
+
   it("the adapter reports an absence as not-found, whatever the delay: whether it proves anything is decide's row (late-apply bound + consistency delay), not the adapter's", async () => {
     const spec = ietfOrdersCreate('acme-orders');
     const card = ordersCreateCard('acme-orders');

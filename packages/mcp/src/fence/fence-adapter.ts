@@ -10,7 +10,7 @@ import {
   type RetrySafetyCard,
   UnknownOperationError,
 } from '@retrysafe/contract';
-import { classifyTransportFailure } from '@retrysafe/contract/provider';
+import { classifyTransportFailure, saysMoreFollow } from '@retrysafe/contract/provider';
 import { checkParamsSchema } from '@retrysafe/core/internal';
 import { LOOKUP_TOOLS } from '../server.js';
 import { type FenceConfig, FenceConfigError, type FenceToolConfig } from './fence-config.js';
@@ -244,8 +244,7 @@ export function createFenceAdapter(options: {
         return { kind: 'cannot-tell', reason: `lookup tool ${l.tool}: no list at "${l.items}" in its answer` };
       const match = items.find((item) => wanted.every(([itemPath, want]) => same(readPath(item, itemPath), want)));
       // A page with more after it is not the whole list: the item may be on a page not read.
-      const more = l.more === undefined ? undefined : readPath(value, l.more);
-      if (match === undefined && more !== undefined && ![null, false, '', 0].includes(more as never))
+      if (match === undefined && l.more !== undefined && saysMoreFollow(readPath(value, l.more)))
         return {
           kind: 'cannot-tell',
           reason: `no item on this page of ${l.tool}, and its answer says more follow (${l.more})`,
