@@ -9,7 +9,13 @@ import {
 import { executeContext, lookupContext, operationIdFor } from '@retrysafe/testkit/conformance';
 import { describe, expect, it } from 'vitest';
 import { ordersCreateCard } from './http-cards.js';
-import { createHttpAdapter, etagDocumentsUpdate, type HttpOperationSpec, ietfOrdersCreate } from './index.js';
+import {
+  asyncExportsCreate,
+  createHttpAdapter,
+  etagDocumentsUpdate,
+  type HttpOperationSpec,
+  ietfOrdersCreate,
+} from './index.js';
 
 const base = { provider: 'acme-orders', baseUrl: 'http://127.0.0.1:9', timeoutMs: 1000 };
 const withOp = (spec: HttpOperationSpec) => ({ ...base, operations: { 'orders.create': spec } });
@@ -145,6 +151,21 @@ describe('createHttpAdapter: declarations are checked against the card', () => {
     const broken = { ...card, retention: { minimum: { value: 'unknown', source: 'x' } } } as RetrySafetyCard;
     expect(() => createHttpAdapter(withOp({ ...spec, card: broken }))).toThrow(CardValidationError);
     expect(() => createHttpAdapter(withOp({ ...spec, card: broken }))).toThrow(/retention.minimum/);
+  });
+
+  it('a search path that names nothing of the operation is refused: its miss would be a miss among other operations', () => {
+    const search = (path: string) =>
+      withOp({ ...spec, lookup: { ...spec.lookup, path } as HttpOperationSpec['lookup'] });
+    expect(() => createHttpAdapter(search('/orders'))).toThrow(/lookup path \/orders names nothing of this operation/);
+    expect(() => createHttpAdapter(search('/orders?status={status}'))).toThrow(/names nothing of this operation/);
+    expect(() => createHttpAdapter(search('/orders?customer={customer}'))).not.toThrow();
+    expect(() => createHttpAdapter(search('/orders?token={key}'))).not.toThrow();
+    const exports = asyncExportsCreate('acme-orders');
+    const w = (exports.lookup as { withoutStatusRef: object }).withoutStatusRef;
+    const lookup = { ...exports.lookup, withoutStatusRef: { ...w, path: '/exports' } } as HttpOperationSpec['lookup'];
+    expect(() => createHttpAdapter({ ...base, operations: { 'exports.create': { ...exports, lookup } } })).toThrow(
+      /lookup path \/exports names nothing of this operation/,
+    );
   });
 
   it('a card with unknown travels forbids sending a key', () => {

@@ -11,7 +11,7 @@ import {
   type Outcome,
   type TypedAdapter,
 } from '@retrysafe/contract';
-import { checkBaseUrl, lookupFromOutcome, retryAfterOf } from '@retrysafe/contract/provider';
+import { checkBaseUrl, lookupFromOutcome, retryAfterOf, saysMoreFollow } from '@retrysafe/contract/provider';
 import { resendSafety } from '@retrysafe/contract/rules';
 import axios, { type AxiosRequestConfig } from 'axios';
 import {
@@ -181,6 +181,25 @@ const cannotTell = (res: HttpResponseView, reason: string): LookupResult => ({
   status: res.status,
   ...retryAfterOf(readHeader(res.headers, 'retry-after')),
 });
+/** A list read's miss: absent only when the answer is the whole list; a page with more after it cannot tell. */
+function missed(res: HttpResponseView, reason: string, more: string | undefined): LookupResult {
+  if (saysNextPage(readHeader(res.headers, 'link')))
+    return cannotTell(
+      res,
+      `${reason} on this page, and the provider links a next page (Link rel="next") that was not read`,
+    );
+  if (more !== undefined && saysMoreFollow(readPath(res.data, more)))
+    return cannotTell(res, `${reason} on this page, and its ${more} says more follow, not read`);
+  return absent(res, reason);
+}
+
+function saysNextPage(link: string | undefined): boolean {
+  for (const [, params] of (link ?? '').matchAll(/<[^>]*>([^<]*)/g)) {
+    const rel = /;\s*rel\s*=\s*(?:"([^"]*)"|([^\s;,]+))/i.exec(params!);
+    if ((rel?.[1] ?? rel?.[2])?.toLowerCase().split(/\s+/).includes('next')) return true;
+  }
+  return false;
+}
 /** The work item exists (a 303 said done, a search matched it): a later request that cannot tell leaves it in progress. */
 const exists = (r: LookupResult, statusRef: string): LookupResult => {
   if (r.kind !== 'cannot-tell') return r;
@@ -230,7 +249,7 @@ async function search(a: Ask, l: Lookup<'search'>): Promise<LookupResult> {
   if ('kind' in res) return res;
   if (res.status !== 200) return cannotTell(res, `search answered HTTP ${res.status}`);
   const match = l.match(res.data, a.r);
-  if (match == null) return absent(res, 'no match in the search results');
+  if (match == null) return missed(res, 'no match in the search results', l.more);
   return succeeded(a, res, match, l.refPath ?? a.o.http.refPath);
 }
 
@@ -280,7 +299,7 @@ async function findStatus(a: Ask, l: Lookup<'status-url'>): Promise<LookupResult
   if ('kind' in res) return res;
   if (res.status !== 200) return cannotTell(res, `status search answered HTTP ${res.status}`);
   const match = w.match(res.data, a.r);
-  if (match == null) return absent(res, 'no work item carries this operation in the status search');
+  if (match == null) return missed(res, 'no work item carries this operation in the status search', w.more);
   const url = readPath(match, w.statusUrlPath);
   if (typeof url !== 'string') return cannotTell(res, `the matched work item has no status URL at ${w.statusUrlPath}`);
   const statusRef = new URL(url, res.url).toString();

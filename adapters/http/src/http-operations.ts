@@ -52,10 +52,19 @@ export type LookupShape<M, A> =
       readonly withoutStatusRef?:
         | 'resend-same-key'
         | 'cannot-tell'
-        | { readonly path: string; readonly match: M; readonly statusUrlPath: string };
+        | { readonly path: string; readonly match: M; readonly statusUrlPath: string; readonly more?: string };
     }
-  /** GET a list endpoint and pick the match; `refPath` defaults to the operation's. */
-  | { readonly method: 'search'; readonly path: string; readonly match: M; readonly refPath?: string }
+  /**
+   * GET a list endpoint and pick the match; `refPath` defaults to the operation's. `more`: dot path of the body's
+   * marker that more items follow (`has_more`, `next_cursor`); a miss while it is set, or with `Link: rel="next"`, cannot tell.
+   */
+  | {
+      readonly method: 'search';
+      readonly path: string;
+      readonly match: M;
+      readonly refPath?: string;
+      readonly more?: string;
+    }
   /** Re-send the same request with the same key; the provider returns its stored result. */
   | { readonly method: 'resend-same-key' | 'none' };
 
@@ -175,6 +184,13 @@ export function buildOperation(provider: string, name: string, spec: HttpOperati
   if (resends && k.travels === 'none') fail('a lookup that re-sends with the same key needs a key that travels');
   if (lookup.method === 'status-url' && !spec.asyncReply)
     fail('lookup.method status-url needs asyncReply: true (the status URL comes from the 202 Location)');
+  // A list read that is not filtered to this operation answers with other operations' items: a miss there proves nothing.
+  const list = listPath(lookup);
+  const names = (p: string) => RESERVED_PLACEHOLDERS.has(p) || withinIntent(p, card.businessOperationId.intentFields);
+  if (list !== undefined && !placeholders(list).some(names))
+    fail(
+      `lookup path ${list} names nothing of this operation ({businessOperationId}, {key} or an intent field): a miss in a list not filtered to it is no proof of absence`,
+    );
 
   // A path placeholder outside the intent would let two different targets share one business-operation id.
   const intentFields = card.businessOperationId.intentFields;
@@ -269,6 +285,13 @@ function keyRuleOf(
   return { maxLength, charset, ...(k.rule?.prefix !== undefined ? { prefix: k.rule.prefix } : {}) };
 }
 
+/** The path of a lookup that reads a list and picks this operation's item: a search, or a status search without a status URL. */
+function listPath(l: HttpLookupSpec): string | undefined {
+  if (l.method === 'search') return l.path;
+  if (l.method === 'status-url' && typeof l.withoutStatusRef === 'object') return l.withoutStatusRef.path;
+  return undefined;
+}
+
 /** What the request needs beyond the schema: every path placeholder and the precondition value as a string or number. */
 function requestProblems(spec: HttpOperationSpec, params: unknown): FieldError[] {
   if (typeof params !== 'object' || params === null || Array.isArray(params))
@@ -280,8 +303,7 @@ function requestProblems(spec: HttpOperationSpec, params: unknown): FieldError[]
     .filter((p) => [...dots, undefined].includes(scalarText(readPath(params, p))))
     .map((p) => ({ path: p, message: needed }));
   const l = spec.lookup;
-  const lookupPath =
-    'path' in l ? l.path : l.method === 'status-url' ? (l.withoutStatusRef as { path?: string })?.path : '';
+  const lookupPath = 'path' in l ? l.path : listPath(l);
   for (const p of paramPlaceholders(lookupPath ?? '')) {
     const v = scalarText(readPath(params, p));
     if (v !== undefined && dots.includes(v) && !out.some((f) => f.path === p))

@@ -129,6 +129,28 @@ describe('async request-reply: SDK → sandbox', () => {
     expect(env.sb.count(OP)).toBe(1);
   });
 
+  it('the 202 was lost and the status search misses on a page that links a next one (Link rel="next") ⇒ cannot-tell, never not-found', async () => {
+    const paged = await startAsyncReplySandbox({ port: 0, pageSize: 1 });
+    // The sandbox ignores ?dataset=: every job is listed, one a page, the other job first.
+    const spec = asyncExportsCreate('acme-exports');
+    const w = (spec.lookup as { withoutStatusRef: object }).withoutStatusRef;
+    const lookup = { ...spec.lookup, withoutStatusRef: { ...w, path: '/exports?dataset={dataset}' } };
+    try {
+      await withAdapter(paged.url, OP, { ...spec, lookup } as typeof spec, async (a) => {
+        await executeOn(a, OP, job({ requestRef: 'other' }));
+        await executeOn(a, OP, job());
+        expect(await lookupOn(a, OP, job())).toMatchObject({
+          kind: 'cannot-tell',
+          reason: expect.stringMatching(/next/),
+        });
+        expect(await lookupOn(a, OP, job({ requestRef: 'other' }))).toMatchObject({ kind: 'found' });
+        expect(paged.count(OP)).toBe(2);
+      });
+    } finally {
+      await paged.close();
+    }
+  });
+
   // A step that found the work item (a 303: done; a search match) is not undone by a later request that fails:
   // the work item exists, so it is in-progress at its status URL (polled again), never "cannot tell".
   it('303 See Other (done), then the finished resource fails to load ⇒ found in-progress at the status URL', async () => {

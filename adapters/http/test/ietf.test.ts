@@ -2,7 +2,7 @@ import { notFoundIsAuthoritative } from '@retrysafe/contract/rules';
 import { executeContext, operationIdFor } from '@retrysafe/testkit/conformance';
 import { describe, expect, it } from 'vitest';
 import { ordersCreateCard } from '../src/http-cards.js';
-import { ietfOrdersCreate } from '../src/index.js';
+import { type HttpOperationSpec, ietfOrdersCreate } from '../src/index.js';
 import { startIetfKeySandbox } from '../src/sandbox/index.js';
 import {
   adapterAt,
@@ -154,6 +154,53 @@ describe('IETF Idempotency-Key: SDK → sandbox, one row per mapping', () => {
     expect(await env.lookup(order({ orderRef: 'other' }))).toMatchObject({
       kind: 'not-found',
     });
+  });
+
+  it('a miss on a page the provider says more follow (Link rel="next") is cannot-tell, never not-found', async () => {
+    const paged = await startIetfKeySandbox({ port: 0, pageSize: 1 });
+    // The sandbox ignores ?customer=: every order is listed, one a page, the other order first.
+    const byCustomer = ietfOrdersCreate('acme-orders');
+    const a = adapterAt(paged.url, OP, {
+      ...byCustomer,
+      lookup: { ...byCustomer.lookup, path: '/orders?customer={customer}' } as HttpOperationSpec['lookup'],
+    });
+    try {
+      await executeOn(a, OP, order({ orderRef: 'other' }));
+      await executeOn(a, OP, order());
+      expect(await lookupOn(a, OP, order())).toMatchObject({
+        kind: 'cannot-tell',
+        reason: expect.stringMatching(/next/),
+      });
+      expect(await lookupOn(a, OP, order({ orderRef: 'other' }))).toMatchObject({
+        kind: 'found',
+        outcome: { kind: 'succeeded', providerRef: 'ord_1' },
+      });
+      expect(paged.count(OP)).toBe(2);
+    } finally {
+      await a.close();
+      await paged.close();
+    }
+  });
+
+  it('a miss on a page whose body says more follow (the declared `more`, has_more) is cannot-tell; a last page is not-found', async () => {
+    const paged = await startIetfKeySandbox({ port: 0, pageSize: 1 });
+    const byCustomer = ietfOrdersCreate('acme-orders');
+    const path = '/orders?customer={customer}&linkless=1'; // no Link header: only the body says it
+    const lookup = { ...byCustomer.lookup, path, more: 'has_more' } as HttpOperationSpec['lookup'];
+    const a = adapterAt(paged.url, OP, { ...byCustomer, lookup });
+    try {
+      await executeOn(a, OP, order({ orderRef: 'other' }));
+      expect(await lookupOn(a, OP, order())).toMatchObject({ kind: 'not-found' }); // one order: the whole list
+      await executeOn(a, OP, order());
+      expect(await lookupOn(a, OP, order())).toMatchObject({
+        kind: 'cannot-tell',
+        reason: expect.stringMatching(/has_more/),
+      });
+      expect(paged.count(OP)).toBe(2);
+    } finally {
+      await a.close();
+      await paged.close();
+    }
   });
 
   it("the adapter reports an absence as not-found, whatever the delay: whether it proves anything is decide's row (late-apply bound + consistency delay), not the adapter's", async () => {

@@ -16,8 +16,7 @@ const tools = [
 
 /** An upstream without an idempotency guard whose create answer is always lost after it committed; its list is a
  * search by the words of `q`. */
-function losingUpstream() {
-  const items: Record<string, unknown>[] = [];
+function losingUpstream(pageSize = Infinity, items: Record<string, unknown>[] = []) {
   const client = {
     async callTool(p: { name: string; arguments?: Record<string, unknown> }) {
       // A search: the items whose JSON holds every word of `q` (all items without one).
@@ -25,7 +24,9 @@ function losingUpstream() {
         .split(' ')
         .filter(Boolean);
       const found = items.filter((i) => words.every((w) => JSON.stringify(i).includes(w)));
-      if (p.name === 'list') return { content: [], structuredContent: { items: found } };
+      // A list tool that pages: the oldest items first, and a cursor while more follow.
+      const next = found.length > pageSize ? { next: 'page-2' } : {};
+      if (p.name === 'list') return { content: [], structuredContent: { items: found.slice(0, pageSize), ...next } };
       items.push({ id: `it_${items.length + 1}`, ...structuredClone(p.arguments) }); // as it arrives: a copy
       throw Object.assign(new Error('Request timed out'), { code: -32001 });
     },
@@ -34,7 +35,7 @@ function losingUpstream() {
 }
 
 /** Runs one call of `create` through a fence whose tool is `tool` (its lookup declared authoritative). */
-async function runOnce(tool: Record<string, unknown>, params: Record<string, unknown>) {
+async function runOnce(tool: Record<string, unknown>, params: Record<string, unknown>, upstream = losingUpstream()) {
   const lookup = { tool: 'list', items: 'items', consistencyDelay: 0, lateApplyBound: '1ms' };
   const config = parseFenceConfig({
     name: 'things',
@@ -45,10 +46,9 @@ async function runOnce(tool: Record<string, unknown>, params: Record<string, unk
       create: { kind: 'create', intent: ['title'], ...tool, lookup: { ...lookup, ...(tool.lookup as object) } },
     },
   });
-  const upstream = losingUpstream();
   const adapter = createFenceAdapter({ config, client: upstream.client, tools });
   const result = await createRunner({ ledger: createMemoryLedger(), policy }).run(adapter, 'create', { params });
-  return { status: result.status, effects: upstream.items.length };
+  return { status: result.status, effects: upstream.items.filter((i) => i.title === params.title).length };
 }
 
 describe('the lookup after a lost answer never reads "not found" for an item that is there', () => {
@@ -80,5 +80,14 @@ describe('the lookup after a lost answer never reads "not found" for an item tha
       },
     );
     expect(r).toEqual({ status: 'done', effects: 1 });
+  });
+
+  it('a miss on an answer that says more items follow (the declared `more`) cannot tell: one effect and a handoff, never a re-send', async () => {
+    const lookup = { match: { title: 'title' }, more: 'next' };
+    const paged = () => losingUpstream(1, [{ id: 'it_0', title: 'an older item' }]);
+    expect(await runOnce({ lookup }, { title: 'Q3 report' }, paged())).toEqual({ status: 'handed-off', effects: 1 });
+    // The whole list in one answer (no cursor): the item is found there.
+    const whole = losingUpstream(10, [{ id: 'it_0', title: 'an older item' }]);
+    expect(await runOnce({ lookup }, { title: 'Q3 report' }, whole)).toEqual({ status: 'done', effects: 1 });
   });
 });

@@ -3,6 +3,7 @@ import {
   isPlainObject,
   type KeyedSandbox,
   keyedState,
+  listPage,
   type SandboxReply,
   type SandboxRequestView,
 } from './server.js';
@@ -27,6 +28,8 @@ export interface AsyncReplySandboxOptions {
   readonly retryAfterS?: number;
   /** How long keys are kept. Default 24 h. */
   readonly retentionMs?: number;
+  /** Jobs per page of `GET /exports`; a page with more after it carries `Link: <…>; rel="next"` (RFC 8288). Default: one page. */
+  readonly pageSize?: number;
 }
 
 export interface SandboxExportJob {
@@ -109,7 +112,7 @@ export async function startAsyncReplySandbox(options: AsyncReplySandboxOptions =
         status: j.state,
         statusUrl: `/exports/status/${j.id}`,
       }));
-      return { status: 200, body: { data } };
+      return listPage(req, data, options.pageSize);
     }
     const status = /^\/exports\/status\/([^/]+)$/.exec(req.path);
     if (status) {

@@ -4,6 +4,7 @@ import {
   isPlainObject,
   type KeyedSandbox,
   keyedState,
+  listPage,
   type PatternRoute,
   routed,
   type SandboxReply,
@@ -29,6 +30,8 @@ export interface IetfKeySandboxOptions {
   readonly processingMs?: number;
   /** Accept an unquoted key too (a lenient server). Default false: the draft's sf-string is required. */
   readonly acceptRawKey?: boolean;
+  /** Orders per page of `GET /orders`; a page with more after it carries `Link: <…>; rel="next"` (RFC 8288). Default: one page. */
+  readonly pageSize?: number;
 }
 
 export interface SandboxOrder {
@@ -125,7 +128,7 @@ export async function startIetfKeySandbox(options: IetfKeySandboxOptions = {}): 
     {
       method: 'GET',
       path: '/orders',
-      handle: (req) => ({ status: 200, body: { data: filtered(req, 'reference', orders, 'reference') } }),
+      handle: (req) => listPage(req, filtered(req, 'reference', orders, 'reference'), options.pageSize),
     },
     {
       method: 'GET',

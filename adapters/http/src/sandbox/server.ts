@@ -149,6 +149,18 @@ export function filtered<R>(req: SandboxRequestView, name: string, records: read
   return records.filter((r) => want === null || r[field] === want);
 }
 
+/** One page (`?page=`, from 1) of `list` as `{ data }`, with an RFC 8288 `rel="next"` link while more follow. */
+export function listPage(req: SandboxRequestView, list: readonly unknown[], pageSize = Infinity): SandboxReply {
+  const page = Math.max(1, Number(req.query.get('page') ?? 1));
+  const data = list.slice((page - 1) * pageSize, page * pageSize);
+  if (page * pageSize >= list.length) return { status: 200, body: { data, has_more: false } };
+  const next = new URLSearchParams(req.query);
+  next.set('page', String(page + 1));
+  // Both ways APIs say it: an RFC 8288 link, and a body flag (Stripe-style has_more) for a client that reads no headers.
+  if (req.query.get('linkless') !== null) return { status: 200, body: { data, has_more: true } };
+  return { status: 200, headers: { link: `<${req.path}?${next}>; rel="next"` }, body: { data, has_more: true } };
+}
+
 /** The server-side payload fingerprint: independent of key order and whitespace. */
 function payloadFingerprint(body: unknown): string {
   try {

@@ -102,6 +102,11 @@ export function retryAfterOf(value: string | readonly string[] | null | undefine
   return retryAfterMs === undefined ? {} : { retryAfterMs };
 }
 
+/** Whether a list answer's marker (a next cursor, `has_more`) says more items follow: anything but absent, null, false, '' or 0. */
+export function saysMoreFollow(marker: unknown): boolean {
+  return marker !== undefined && marker !== null && marker !== false && marker !== '' && marker !== 0;
+}
+
 /** An outcome seen while reconciling, as a lookup result: never `not-found` (the runner decides absence from the card). */
 export function lookupFromOutcome(outcome: Outcome, how: string): LookupResult {
   if (outcome.kind !== 'not-applied' && outcome.kind !== 'unknown') return { kind: 'found', outcome };

@@ -9,6 +9,7 @@ import {
   parseRetryAfter,
   positiveInteger,
   retryAfterOf,
+  saysMoreFollow,
 } from './index.js';
 
 const NOW = Date.parse('2026-12-01T10:00:00Z');
@@ -171,6 +172,13 @@ describe('checkBaseUrl: https, or http only to loopback, never user-info', () =>
       false,
       false,
     ]);
+  });
+});
+
+describe('saysMoreFollow', () => {
+  it('a next cursor or has_more says more follow; absent, null, false, empty and 0 do not', () => {
+    expect(['c_2', true, 1, { after: 'x' }].map(saysMoreFollow)).toEqual([true, true, true, true]);
+    expect([undefined, null, false, '', 0].map(saysMoreFollow)).toEqual([false, false, false, false, false]);
   });
 });
 

@@ -10,7 +10,7 @@ import {
   type RetrySafetyCard,
   UnknownOperationError,
 } from '@retrysafe/contract';
-import { classifyTransportFailure } from '@retrysafe/contract/provider';
+import { classifyTransportFailure, saysMoreFollow } from '@retrysafe/contract/provider';
 import { checkParamsSchema } from '@retrysafe/core/internal';
 import { LOOKUP_TOOLS } from '../server.js';
 import { type FenceConfig, FenceConfigError, type FenceToolConfig } from './fence-config.js';
@@ -238,10 +238,17 @@ export function createFenceAdapter(options: {
         };
       }
       if (answer.isError) return { kind: 'cannot-tell', reason: `lookup tool ${l.tool} answered an error` };
-      const items = readPath(answerValue(answer), l.items);
+      const value = answerValue(answer);
+      const items = readPath(value, l.items);
       if (!Array.isArray(items))
         return { kind: 'cannot-tell', reason: `lookup tool ${l.tool}: no list at "${l.items}" in its answer` };
       const match = items.find((item) => wanted.every(([itemPath, want]) => same(readPath(item, itemPath), want)));
+      // A page with more after it is not the whole list: the item may be on a page not read.
+      if (match === undefined && l.more !== undefined && saysMoreFollow(readPath(value, l.more)))
+        return {
+          kind: 'cannot-tell',
+          reason: `no item on this page of ${l.tool}, and its answer says more follow (${l.more})`,
+        };
       if (match === undefined)
         return { kind: 'not-found', reason: `no item of ${l.tool} matches ${Object.keys(l.match).join(', ')}` };
       const result = { content: [{ type: 'text', text: JSON.stringify(match) }], structuredContent: match };

@@ -75,6 +75,7 @@ const FENCE_SCHEMA = closed(
               arguments: { type: 'object' },
               items: { type: 'string' },
               match: { type: 'object', minProperties: 1, additionalProperties: str },
+              more: { ...str, description: 'answer path that says more items follow (a next cursor, has_more)' },
               consistencyDelay: { anyOf: [{ enum: [null, 0, '0'] }, duration('2s')] },
               lateApplyBound: duration('30s'),
               source: str,
