@@ -35,13 +35,16 @@ describe('run and attempt ids supplied by the caller (engine step ids)', () => {
     expect(provider.count()).toBe(1);
   });
 
-  it('an attempt id the contract refuses is a typed error before anything is written or sent', async () => {
+  it.each([
+    ['an attempt id the contract refuses is a typed error', 'order-2', 'has spaces'],
+    ['an attempt id repeated within the run is refused', 'order-6', 'wf-5:step-1'],
+  ])('%s before anything is written or sent', async (_, ref, attemptId) => {
     const { provider, adapter, runner, ledger } = setup();
-    await expect(
-      runner.run(adapter, OP, { params: { ref: 'order-2' }, attemptIds: () => 'has spaces' }),
-    ).rejects.toSatisfy(InvalidIdError.isInstance);
+    await expect(runner.run(adapter, OP, { params: { ref }, attemptIds: () => attemptId })).rejects.toSatisfy(
+      InvalidIdError.isInstance,
+    );
     expect(provider.calls()).toBe(0);
-    expect(await ledger.list({})).toEqual([]);
+    expect(await ledger.list()).toEqual([]);
   });
 
   it('resolve writes the given run id and attempt ids on the resolution and on the resumed attempt', async () => {
@@ -101,15 +104,6 @@ describe('run and attempt ids supplied by the caller (engine step ids)', () => {
       ['dispatch', 'wf-4', 'wf-4:step-2:2'],
     ]);
     expect(provider.count()).toBe(1);
-  });
-
-  it('an attempt id repeated within the run is refused before anything is written or sent', async () => {
-    const { provider, adapter, runner, ledger } = setup();
-    await expect(
-      runner.run(adapter, OP, { params: { ref: 'order-6' }, attemptIds: () => 'wf-5:step-1' }),
-    ).rejects.toSatisfy(InvalidIdError.isInstance);
-    expect(provider.calls()).toBe(0);
-    expect(await ledger.list()).toEqual([]);
   });
 
   it('a corrected request whose first send would get a bad id is refused before its new revision is written', async () => {

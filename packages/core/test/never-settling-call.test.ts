@@ -1,7 +1,7 @@
 import type { AdapterV1, Outcome } from '@retrysafe/contract';
-import { createMemoryLedger, createRunner, createVirtualClock } from '@retrysafe/core';
-import { createSandboxAdapter, createSandboxProvider, REPLAYING_BEHAVIOUR } from '@retrysafe/sandbox';
+import type { SandboxBehaviour } from '@retrysafe/sandbox';
 import { describe, expect, it } from 'vitest';
+import { setup } from './helpers.js';
 
 // An adapter built without the frame that ignores its AbortSignal and never answers: the runner must stop waiting
 // once the run's budget (maxElapsed) is over, as for any unknown outcome, and free the operation.
@@ -9,19 +9,10 @@ const OP = 'records.create';
 const NEVER = () => new Promise<never>(() => {});
 const policy = { maxElapsedMs: 300 };
 
-function env(behaviour: Partial<typeof REPLAYING_BEHAVIOUR> = {}) {
-  const clock = createVirtualClock();
-  const provider = createSandboxProvider({
-    ...REPLAYING_BEHAVIOUR,
-    ...behaviour,
-    clock: clock.now,
-    sleep: clock.sleep,
-  });
-  const inner = createSandboxAdapter({ provider });
-  const ledger = createMemoryLedger();
-  const runner = createRunner({ ledger, clock, random: () => 0.5, policy });
-  return { provider, inner, ledger, runner };
-}
+const env = (behaviour: Partial<SandboxBehaviour>) => {
+  const { adapter: inner, ...rest } = setup(behaviour, { policy });
+  return { inner, ...rest };
+};
 
 /** The request reaches the provider (it commits), then the answer never comes, whatever the signal says. */
 function hangsAfterSending(inner: AdapterV1, late?: { answer: (o: Outcome) => void }): AdapterV1 {
