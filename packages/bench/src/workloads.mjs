@@ -61,7 +61,11 @@ const baselinePostgres = () => baseline('packages/ledger-postgres/dist/index.js'
 
 async function sqliteLedger(mode, path) {
   if (mode === 'before') {
-    const { createRunner, createSqliteLedger } = await baselineCore();
+    // A baseline from before the ledgers were packages has the SQLite ledger in its core.
+    const {
+      createRunner,
+      createSqliteLedger = (await baseline('packages/ledger-sqlite/dist/index.js')).createSqliteLedger,
+    } = await baselineCore();
     return { createRunner, ledger: createSqliteLedger({ path, synchronous: SQLITE_SYNC }) };
   }
   const { createRunner } = await import('@retrysafe/core');
