@@ -27,6 +27,44 @@ export function unrefTimer(ms: number, done: () => void): () => void {
   return () => clearTimeout(timer);
 }
 
+/** Why the runner stopped waiting for a call: its bound (the run's maxElapsed) passed, or the caller aborted. */
+export type Stop = 'deadline' | 'aborted';
+
+/**
+ * `call`'s answer, or `stopped(why)` once it has taken `ms` or `signal` aborts: an adapter or sink that ignores its
+ * signal and never answers must not hold the run for ever. A late answer is dropped. Real time, like the heartbeat:
+ * an injected clock's sleep may not wait at all.
+ */
+export async function untilStopped<T>(
+  ms: number,
+  signal: AbortSignal | undefined,
+  call: (signal: AbortSignal) => Promise<T>,
+  stopped: (why: Stop) => T,
+): Promise<T> {
+  const deadline = new AbortController();
+  const either = signal ? AbortSignal.any([signal, deadline.signal]) : deadline.signal;
+  let cancel = () => {};
+  let onAbort = () => {};
+  const stop = new Promise<T>((resolve) => {
+    // Unref'd like the heartbeat: a worker that otherwise has nothing to do may exit mid-call.
+    cancel = unrefTimer(ms, () => {
+      resolve(stopped('deadline'));
+      deadline.abort();
+    });
+    onAbort = () => resolve(stopped('aborted'));
+    signal?.addEventListener('abort', onAbort, { once: true });
+  });
+  try {
+    return await Promise.race([call(either), stop]);
+  } finally {
+    cancel();
+    signal?.removeEventListener('abort', onAbort);
+  }
+}
+
+export const stopText = (ms: number, why: Stop) =>
+  why === 'deadline' ? `no answer within ${ms} ms: the runner stopped waiting` : 'aborted by the caller mid-call';
+
 export const systemClock = {
   now: (): number => Date.now(),
   sleep,

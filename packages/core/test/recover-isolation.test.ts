@@ -95,6 +95,27 @@ describe('recover() isolates each record', () => {
     });
   }
 
+  it('a sink that never settles does not keep recover() from returning: the recovery-failed packet is in the ledger', async () => {
+    const clock = createVirtualClock();
+    const provider = createSandboxProvider({ ...REPLAYING_BEHAVIOUR, clock: clock.now, sleep: clock.sleep });
+    const inner = createMemoryLedger();
+    const bad = await leftDispatched(inner, 'a-bad', clock.now());
+    clock.advance(5000);
+    const logged: Array<{ event: string }> = [];
+    const runner = createRunner({
+      ledger: poisoned(inner, bad, false),
+      clock,
+      random: () => 0.5,
+      policy: { maxElapsedMs: 300 },
+      handoff: { send: () => new Promise<void>(() => {}) },
+      logger: (e) => void logged.push(e),
+    });
+    const [report] = await runner.recover({ adapters: [createSandboxAdapter({ provider })] });
+    expect(report).toMatchObject({ businessOperationId: bad, action: 'handed-off' });
+    expect((await inner.get(bad))?.handoff?.reason).toBe('recovery-failed');
+    expect(logged.some((e) => e.event === 'handoff-sink-unconfirmed')).toBe(true);
+  }, 5000);
+
   it('a row whose stored record is cut (edited from outside) is reported failed, state unknown; the readable stuck one is recovered', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'rs-recover-cut-'));
     const path = join(dir, 'ledger.db');

@@ -7,7 +7,7 @@ import {
   type Outcome,
 } from '@retrysafe/contract';
 import { resendSafety } from '@retrysafe/contract/rules';
-import { unrefTimer } from '../clock.js';
+import { type Stop, stopText, untilStopped } from '../clock.js';
 import type { Operation } from '../intake/operation.js';
 import { errText, type RunnerContext } from './context.js';
 import { withHeartbeat } from './lease.js';
@@ -44,45 +44,6 @@ function outcomeProblem(o: unknown): string | null {
 
 const FOUND_KINDS = ['succeeded', 'replayed', 'in-progress', 'rejected'];
 
-/** Why the runner stopped waiting for the adapter: the run's maxElapsed passed in the call, or the caller aborted. */
-type Stop = 'deadline' | 'aborted';
-
-/**
- * The adapter's answer, or `stopped(why)` once the call has taken the run's whole maxElapsed or the caller aborts: an
- * adapter that ignores its signal and never answers must not hold the operation (and renew its lease) for ever. A
- * late answer is dropped. Real time, like the heartbeat: an injected clock's sleep may not wait at all.
- */
-async function untilStopped<T>(
-  op: Operation,
-  call: (signal: AbortSignal) => Promise<T>,
-  stopped: (why: Stop) => T,
-): Promise<T> {
-  const deadline = new AbortController();
-  const signal = op.signal ? AbortSignal.any([op.signal, deadline.signal]) : deadline.signal;
-  let cancel = () => {};
-  let onAbort = () => {};
-  const stop = new Promise<T>((resolve) => {
-    // Unref'd like the heartbeat: a worker that otherwise has nothing to do may exit mid-call.
-    cancel = unrefTimer(op.policy.maxElapsedMs, () => {
-      resolve(stopped('deadline'));
-      deadline.abort();
-    });
-    onAbort = () => resolve(stopped('aborted'));
-    op.signal?.addEventListener('abort', onAbort, { once: true });
-  });
-  try {
-    return await Promise.race([call(signal), stop]);
-  } finally {
-    cancel();
-    op.signal?.removeEventListener('abort', onAbort);
-  }
-}
-
-const stopText = (op: Operation, why: Stop) =>
-  why === 'deadline'
-    ? `no answer within the run's maxElapsed (${op.policy.maxElapsedMs} ms): the runner stopped waiting`
-    : 'aborted by the caller mid-call';
-
 function isLookupResult(o: unknown): o is LookupResult {
   const x = (o ?? {}) as { kind?: unknown; outcome?: { kind?: unknown } };
   if (x.kind !== 'found') return x.kind === 'not-found' || x.kind === 'cannot-tell';
@@ -109,12 +70,17 @@ export async function callProvider(
     kind: 'unknown',
     cause: why === 'deadline' ? 'timeout' : 'other',
     code: why === 'deadline' ? 'RETRYSAFE_CALL_DEADLINE' : 'ABORTED',
-    message: `${stopText(op, why)}; the request may have reached the provider`,
+    message: `${stopText(op.policy.maxElapsedMs, why)}; the request may have reached the provider`,
   });
   let outcome: Outcome;
   try {
     const answer: unknown = await withHeartbeat(ctx, c.lease, () =>
-      untilStopped(op, (signal) => op.adapter.doExecute(op.opName, op.params, { ...callCtx, signal }), stopped),
+      untilStopped(
+        op.policy.maxElapsedMs,
+        op.signal,
+        (signal) => op.adapter.doExecute(op.opName, op.params, { ...callCtx, signal }),
+        stopped,
+      ),
     );
     // Sent already: an answer the runner cannot read means the effect may exist (unknown, looked up first).
     const problem = outcomeProblem(answer);
@@ -151,13 +117,14 @@ export async function lookupProvider(
   const stopped = (why: Stop): LookupResult => ({
     kind: 'cannot-tell',
     code: why === 'deadline' ? 'RETRYSAFE_CALL_DEADLINE' : 'ABORTED',
-    reason: `lookup: ${stopText(op, why)}`,
+    reason: `lookup: ${stopText(op.policy.maxElapsedMs, why)}`,
   });
   let result: LookupResult;
   try {
     const answer: unknown = await withHeartbeat(ctx, c.lease, () =>
       untilStopped(
-        op,
+        op.policy.maxElapsedMs,
+        op.signal,
         (signal) =>
           op.adapter.doLookup(op.opName, {
             businessOperationId: op.id,

@@ -199,7 +199,9 @@ async function recoveryFailed(ctx: RunnerContext, record: OperationRecord, err: 
       now,
     });
     const after = await ledger.handOff(fenceOf(claim.record), packet, now);
-    await sendPacket(ctx, packet, logAs);
+    // No operation's policy here (the record could not be driven): the runner's maxElapsed, else one lease.
+    const ms = ctx.options.policy?.maxElapsedMs ?? ctx.options.policy?.leaseMs ?? DEFAULT_LEASE_MS;
+    await sendPacket(ctx, packet, logAs, { ms });
     return reportOf(record, after.state, 'handed-off', { error });
   } catch (again) {
     log(

@@ -1,6 +1,7 @@
 /** Terminal writes: a result recorded, an operation handed to a person, or an answer from what another worker finished. */
 import { InvalidStateError, type OperationRecord, type Receipt, RetryExhaustedError } from '@retrysafe/contract';
 import { completionRecoverable, resendSafety } from '@retrysafe/contract/rules';
+import { type Stop, stopText, untilStopped } from '../clock.js';
 import type { Decision, Observation } from '../decide.js';
 import { buildPacket } from '../handoff.js';
 import { type Operation, paramsConflict } from '../intake/operation.js';
@@ -108,18 +109,32 @@ export async function handOff(
     handoffReason: decision.reason,
     attempt: attempts,
   });
-  await sendPacket(ctx, packet, op);
+  await sendPacket(ctx, packet, op, { ms: op.policy.maxElapsedMs, signal: op.signal });
   return { status: 'handed-off', businessOperationId: op.id, packet, attempts, receipts, ...(error ? { error } : {}) };
 }
 
-/** The packet, already in the ledger, to the sink: a failing sink is logged, never the operation's failure. */
+/**
+ * The packet, already in the ledger, to the sink: a failing sink is logged, never the operation's failure. A sink that
+ * does not settle within `wait.ms` (or before `wait.signal` aborts) is logged too and no longer waited for.
+ */
 export async function sendPacket(
   ctx: RunnerContext,
   packet: ReturnType<typeof buildPacket>,
   op: LogSubject,
+  wait: { readonly ms: number; readonly signal?: AbortSignal },
 ): Promise<void> {
+  const sink = ctx.options.handoff;
+  if (!sink) return;
   try {
-    await ctx.options.handoff?.send(packet);
+    const sent = async () => void (await sink.send(packet));
+    const stopped = await untilStopped<Stop | undefined>(wait.ms, wait.signal, sent, (why) => why);
+    if (stopped !== undefined)
+      ctx.log(
+        'warn',
+        'handoff-sink-unconfirmed',
+        `the packet is in the ledger; the sink did not confirm it: ${stopText(wait.ms, stopped)}`,
+        op,
+      );
   } catch (err) {
     ctx.log('warn', 'handoff-sink-failed', `the packet is in the ledger; the sink failed: ${errText(err)}`, op);
   }
