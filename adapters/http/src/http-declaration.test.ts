@@ -1,7 +1,12 @@
-import type { BusinessOperationId, ProviderKey } from '@retrysafe/contract';
+import type { BusinessOperationId, JsonSchema, ProviderKey } from '@retrysafe/contract';
 import { describe, expect, it } from 'vitest';
 import { ordersCreateCard } from './http-cards.js';
-import { fillTemplate, type HttpOperationDeclaration, operationFromDeclaration } from './http-declaration.js';
+import {
+  createHttpAdapterFromDeclaration,
+  fillTemplate,
+  type HttpOperationDeclaration,
+  operationFromDeclaration,
+} from './http-declaration.js';
 
 const ids = {
   businessOperationId: 'acme.orders.create:abc' as BusinessOperationId,
@@ -72,6 +77,39 @@ describe('data declarations', () => {
         lookup: { method: 'search', path: '/orders', match: { where: {} } },
       }),
     ).toThrow(/needs at least one `where` comparison/);
+  });
+  it('a number, boolean or object interpolated into body text is refused unless the schema pins numbers: 5 and "5" send one body under two ids', () => {
+    const orderMatch = { items: 'data', where: { reference: '{businessOperationId}' } };
+    const checkParams = (paramsSchema?: JsonSchema) =>
+      createHttpAdapterFromDeclaration({
+        provider: 'acme',
+        baseUrl: 'http://127.0.0.1:9',
+        timeoutMs: 1000,
+        operations: {
+          'orders.create': {
+            ...orderDeclaration,
+            lookup: { method: 'search', path: '/orders?ref={businessOperationId}', match: orderMatch },
+            body: { note: 'Order {quantity} of {sku}', quantity: '{quantity}', customer: '{customer}' },
+            ...(paramsSchema ? { paramsSchema } : {}),
+          },
+        },
+      }).operations['orders.create']!.checkParams!;
+    const open = checkParams();
+    const params = { customer: 'cus_1', sku: 'sku_1', orderRef: 'R-1' };
+    expect(open({ ...params, quantity: 5 })).toEqual([
+      { path: 'quantity', message: expect.stringMatching(/send it as a string/) },
+    ]);
+    expect(open({ ...params, quantity: '5' })).toEqual([]);
+    expect(open({ ...params, quantity: '5', sku: true })).toEqual([
+      { path: 'sku', message: expect.stringMatching(/send it as a string/) },
+    ]);
+    expect(open({ ...params, quantity: '5', sku: { a: 1 } })).toEqual([
+      { path: 'sku', message: expect.stringMatching(/send it as a string/) },
+    ]);
+    // A whole-string placeholder keeps the type, so a number there is one spelling: only the interpolated use counts.
+    expect(open({ ...params, quantity: '5', customer: 7 })).toEqual([]);
+    const pinned = checkParams({ type: 'object', properties: { quantity: { type: 'integer' } } });
+    expect(pinned({ ...params, quantity: 5 })).toEqual([]);
   });
 });
 

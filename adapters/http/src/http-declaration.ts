@@ -1,6 +1,7 @@
 import { AdapterConfigurationError } from '@retrysafe/contract';
 import { createHttpAdapter, type HttpAdapter, type HttpAdapterOptions } from './http-adapter.js';
 import {
+  bodyTextParams,
   type HttpLookupSpec,
   type HttpOperationSpec,
   type Ids,
@@ -72,6 +73,14 @@ function templateNames(t: Template | undefined): string[] {
   return [];
 }
 
+/** The param names interpolated inside a longer string (not a whole-string placeholder, which keeps the type). */
+function interpolatedParams(t: Template | undefined): string[] {
+  if (typeof t === 'string')
+    return WHOLE.test(t) ? [] : placeholders(t).filter((n) => n !== 'key' && n !== 'businessOperationId');
+  if (t && typeof t === 'object') return Object.values(t).flatMap((x) => interpolatedParams(x as Template));
+  return [];
+}
+
 const same = (a: unknown, b: unknown) =>
   typeof a === 'number' || typeof b === 'number' ? String(a) === String(b) : JSON.stringify(a) === JSON.stringify(b);
 
@@ -127,7 +136,10 @@ export function operationFromDeclaration(
   check('lookup', where);
   if (where && Object.keys(where).length === 0)
     fail('a lookup match needs at least one `where` comparison (an empty one would match any item)');
-  return { ...rest, lookup, ...(body !== undefined ? { body: (params, ids) => fillTemplate(body, params, ids) } : {}) };
+  if (body === undefined) return { ...rest, lookup };
+  const fill = (params: Record<string, unknown>, ids: Ids) => fillTemplate(body, params, ids);
+  bodyTextParams.set(fill, interpolatedParams(body));
+  return { ...rest, lookup, body: fill };
 }
 
 /** An adapter built from a data declaration (a config file's `type: http` adapter). */

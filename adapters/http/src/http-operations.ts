@@ -313,16 +313,32 @@ function requestProblems(spec: HttpOperationSpec, params: unknown): FieldError[]
   // An empty validator (`If-Match: `) names no version: a server may read it as absent and write unconditionally.
   if (pc && !scalarText((params as Record<string, unknown>)[pc.param]))
     out.push({ path: pc.param, message: 'is the precondition value and must be a non-empty string or number' });
-  const asText = [...paramPlaceholders(spec.path), ...paramPlaceholders(lookupPath ?? ''), ...(pc ? [pc.param] : [])];
-  for (const p of new Set(asText))
-    if (typeof readPath(params, p) === 'number' && !numbersOnly(spec.paramsSchema, p) && !out.some((f) => f.path === p))
-      out.push({ path: p, message: NUMBER_AS_TEXT });
+  const asText = [
+    ...paramPlaceholders(spec.path),
+    ...paramPlaceholders(lookupPath ?? ''),
+    ...(pc ? [pc.param] : []),
+    ...((spec.body && bodyTextParams.get(spec.body)) ?? []),
+  ];
+  for (const p of new Set(asText)) {
+    const v = readPath(params, p);
+    if (out.some((f) => f.path === p)) continue;
+    if (typeof v === 'number' && !numbersOnly(spec.paramsSchema, p)) out.push({ path: p, message: NUMBER_AS_TEXT });
+    else if (typeof v === 'boolean' || (typeof v === 'object' && v !== null)) out.push({ path: p, message: NOT_TEXT });
+  }
   return out;
 }
 
-// The id digests 5 and "5" apart, while a path, query or header carries both as the text 5: one target, two operations.
+/**
+ * The params a declared body interpolates into a longer string (`"Order {n}"`), keyed by the body function the
+ * declaration builds: they travel as text like a path placeholder. A body written as code is opaque here.
+ */
+export const bodyTextParams = new WeakMap<NonNullable<HttpOperationSpec['body']>, readonly string[]>();
+
+// The id digests 5 and "5" apart, while a path, query, header or interpolated body text carries both as 5: one target, two operations.
 const NUMBER_AS_TEXT =
-  'travels as text (path, query or header): send it as a string, or declare it an integer or number in paramsSchema, so 5 and "5" are not two operations for one target';
+  'travels as text (path, query, header or a body template): send it as a string, or declare it an integer or number in paramsSchema, so 5 and "5" are not two operations for one target';
+// true and "true" are one text; two different objects both read "[object Object]".
+const NOT_TEXT = 'travels as text (path, query, header or a body template): send it as a string';
 
 /** Whether paramsSchema admits only numbers at this dot path: then "5" is refused there and 5 has one spelling. */
 function numbersOnly(schema: JsonSchema | undefined, path: string): boolean {

@@ -282,9 +282,12 @@ async function searchByKey(
     limit: 2,
   };
   let results: SdkRecord[];
+  let more: boolean;
   try {
     // The objects search is the tickets search too: POST /crm/v3/objects/{objectType}/search.
-    results = (await objectsApi({ ...rt, signal: ctx.signal }, wire).search.doSearch(objectType, request)).results;
+    const answer = await objectsApi({ ...rt, signal: ctx.signal }, wire).search.doSearch(objectType, request);
+    results = answer.results;
+    more = answer.paging?.next !== undefined;
   } catch (err) {
     return cannotTellFrom(outcomeFromFailure(err, wire), `CRM search in ${objectType}`);
   }
@@ -293,6 +296,8 @@ async function searchByKey(
   const refs = wireRefs(wire);
   if (ctx.firstDispatchedAt === null) return { kind: 'not-found', reason: 'never dispatched', ...refs };
   const miss = `no ${objectType} record with ${rt.idProperty}=${key}`;
+  // EQ may answer other spellings first; this operation's record can sit past the page read.
+  if (more) return { kind: 'cannot-tell', reason: `${miss} on the first page, and more results follow`, ...refs };
   const settle = rt.searchSettleMs;
   if (settle === null) {
     const reason = `${miss} in CRM search yet; HubSpot gives no bound on the indexing delay, so a miss never proves absence`;

@@ -1,4 +1,6 @@
+import { executeContext, operationIdFor } from '@retrysafe/testkit/conformance';
 import { describe, expect, it } from 'vitest';
+import { DEFAULT_ID_PROPERTY } from '../src/sandbox/index.js';
 import { adapter, execute, lookup, order, rig, sb, ticket } from './helpers.js';
 
 // doLookup against the sandbox: CRM search with an indexing delay for tickets.create and
@@ -80,6 +82,20 @@ describe('tickets.create lookup: CRM search on the id property', () => {
     expect(await lookup(a, 'tickets.create', mine)).toMatchObject({
       kind: 'not-found',
     });
+  });
+
+  it('a miss on a page whose paging.next is set is cannot-tell: only the whole answer may say not-found', async () => {
+    const { s, a } = await rig({ searchEqFoldsCase: true, searchPerSecond: null }, { searchSettleMs: 0 });
+    const params = ticket('lk-paged');
+    const key = executeContext(a, 'tickets.create', operationIdFor(a, 'tickets.create', params)).providerKey!;
+    // Three other spellings of the key: the first page of the EQ search (2) is full of them and paging.next is set.
+    const others = [key.toUpperCase(), key.replace('hubspot', 'HubSpot'), key.replace('tickets', 'Tickets')];
+    expect(new Set([key, ...others]).size).toBe(4);
+    for (const other of others)
+      s.seed('tickets', { subject: 'other', hs_pipeline_stage: '1', [DEFAULT_ID_PROPERTY]: other });
+    const r = await lookup(a, 'tickets.create', params);
+    expect(r).toMatchObject({ kind: 'cannot-tell' });
+    expect(r.kind === 'cannot-tell' && r.reason).toMatch(/more results/);
   });
 
   it('search throttled (5 req/s per account) ⇒ cannot-tell with a 1 s wait and the SECONDLY policy', async () => {

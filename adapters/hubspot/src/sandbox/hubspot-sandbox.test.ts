@@ -108,6 +108,17 @@ describe('hubspot sandbox', () => {
     expect((await call('POST', '/crm/v3/objects/tickets/search', { limit: 201 })).status).toBe(400);
   });
 
+  it('search with searchEqFoldsCase: EQ answers every spelling of the value, paged like any search', async () => {
+    await start({ searchEqFoldsCase: true, searchPerSecond: null });
+    for (const subject of ['Ab', 'AB', 'ab'])
+      await call('POST', '/crm/v3/objects/tickets', { properties: { subject, hs_pipeline_stage: '1' } });
+    const eq = { filterGroups: [{ filters: [{ propertyName: 'subject', operator: 'EQ', value: 'ab' }] }] };
+    const page = (await call('POST', '/crm/v3/objects/tickets/search', { ...eq, limit: 2, properties: ['subject'] }))
+      .body;
+    expect(page.results.map((r: { properties: { subject: string } }) => r.properties.subject)).toEqual(['Ab', 'AB']);
+    expect(page.paging.next.after).toBe('2');
+  });
+
   it('search over 5 per second ⇒ 429 SECONDLY with "You have reached your secondly limit."', async () => {
     await start({ clock: { now: () => 5_000 } });
     const statuses = [];

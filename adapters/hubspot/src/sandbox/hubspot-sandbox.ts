@@ -39,6 +39,8 @@ export interface HubSpotSandboxOptions {
   readonly idProperty?: string;
   /** How long after a write the record becomes visible to CRM search (default 0). HubSpot says "a few moments". */
   readonly searchIndexingDelayMs?: number;
+  /** EQ compares strings without letter case, so an EQ search may answer other records and page (default false: exact). */
+  readonly searchEqFoldsCase?: boolean;
   /** CRM search requests allowed per second (default 5, as HubSpot documents); null turns the limit off. */
   readonly searchPerSecond?: number | null;
   /** Requests allowed per rolling 10 s (default 190); null turns it off. */
@@ -302,6 +304,7 @@ export async function startHubSpotSandbox(options: HubSpotSandboxOptions = {}): 
     options.objectTypes ?? defaultObjectTypes(idProperty),
     now,
     nonNegative(options.searchIndexingDelayMs ?? 0, 'searchIndexingDelayMs'),
+    options.searchEqFoldsCase ?? false,
   );
   const searchPerSecond = options.searchPerSecond === undefined ? 5 : options.searchPerSecond;
   const tenSecondlyMax = options.tenSecondlyMax === undefined ? 190 : options.tenSecondlyMax;

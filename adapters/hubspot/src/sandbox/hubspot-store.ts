@@ -73,6 +73,7 @@ interface StoreState {
   readonly now: () => number;
   indexingDelayMs: number;
   nextId: number;
+  readonly eqFoldsCase: boolean;
 }
 
 function write(
@@ -188,7 +189,7 @@ function search(st: StoreState, store: TypeStore, body: Record<string, unknown>)
     let seenVersion: Version | undefined;
     for (const v of rec.versions) if (v.visibleAt <= t) seenVersion = v;
     if (!seenVersion) continue;
-    if (groups.length && !groups.some((g) => matchesGroup(seenVersion!.properties, g))) continue;
+    if (groups.length && !groups.some((g) => matchesGroup(seenVersion!.properties, g, st.eqFoldsCase))) continue;
     visible.push({ rec, props: seenVersion.properties });
   }
   visible.sort((a, b) => Number(a.rec.id) - Number(b.rec.id));
@@ -216,13 +217,14 @@ export function createCrmStore(
   types: readonly SandboxObjectType[],
   now: () => number,
   indexingDelay: number,
+  eqFoldsCase = false,
 ): CrmStore {
   const stores = new Map<string, TypeStore>();
   for (const type of types) {
     const store: TypeStore = { type, records: new Map(), writes: 0 };
     for (const name of type.names) stores.set(name, store);
   }
-  const st: StoreState = { stores, now, indexingDelayMs: indexingDelay, nextId: 1001 };
+  const st: StoreState = { stores, now, indexingDelayMs: indexingDelay, nextId: 1001, eqFoldsCase };
 
   return {
     typeOf: (name) => st.stores.get(name),
@@ -334,14 +336,19 @@ function refuse(reply: Reply): { readonly ok: false; readonly reply: Reply } {
   return { ok: false, reply };
 }
 
-function matchesGroup(props: Readonly<Record<string, string>>, group: { filters?: unknown }): boolean {
+function matchesGroup(
+  props: Readonly<Record<string, string>>,
+  group: { filters?: unknown },
+  eqFoldsCase: boolean,
+): boolean {
+  const fold = (v: string) => (eqFoldsCase ? v.toLowerCase() : v);
   const filters = Array.isArray(group.filters) ? (group.filters as Record<string, unknown>[]) : [];
   return filters.every((f) => {
     const name = String(f.propertyName ?? '');
     const value = props[name];
     switch (f.operator) {
       case 'EQ':
-        return value !== undefined && value === String(f.value);
+        return value !== undefined && fold(value) === fold(String(f.value));
       case 'NEQ':
         return value !== String(f.value);
       case 'IN':
