@@ -265,6 +265,22 @@ describe('createHttpAdapter: declarations are checked against the card', () => {
     ]);
   });
 
+  it('a code body that names the params it puts inside text (bodyTextParams) has them checked as text', () => {
+    const noted = createHttpAdapter(
+      withOp({
+        ...spec,
+        body: (p, ids) => ({ note: `Order ${String(p.quantity)}`, reference: ids.businessOperationId }),
+        bodyTextParams: ['quantity'],
+        paramsSchema: { type: 'object' }, // nothing pins quantity to numbers
+      }),
+    ).operations['orders.create']!.checkParams!;
+    const params = { customer: 'cus_1', sku: 'sku_1', orderRef: 'R-1' };
+    expect(noted({ ...params, quantity: 5 })).toEqual([
+      { path: 'quantity', message: expect.stringMatching(/send it as a string/) },
+    ]);
+    expect(noted({ ...params, quantity: '5' })).toEqual([]);
+  });
+
   it('an empty precondition value is refused like an absent one: If-Match with no validator is no precondition', async () => {
     expect(await updateDocument({ id: 'doc-1', etag: '', title: 't', body: 'b' })).toMatchObject({
       kind: 'rejected',

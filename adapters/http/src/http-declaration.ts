@@ -1,7 +1,6 @@
 import { AdapterConfigurationError } from '@retrysafe/contract';
 import { createHttpAdapter, type HttpAdapter, type HttpAdapterOptions } from './http-adapter.js';
 import {
-  bodyTextParams,
   type HttpLookupSpec,
   type HttpOperationSpec,
   type Ids,
@@ -138,8 +137,7 @@ export function operationFromDeclaration(
     fail('a lookup match needs at least one `where` comparison (an empty one would match any item)');
   if (body === undefined) return { ...rest, lookup };
   const fill = (params: Record<string, unknown>, ids: Ids) => fillTemplate(body, params, ids);
-  bodyTextParams.set(fill, interpolatedParams(body));
-  return { ...rest, lookup, body: fill };
+  return { ...rest, lookup, body: fill, bodyTextParams: interpolatedParams(body) };
 }
 
 /** An adapter built from a data declaration (a config file's `type: http` adapter). */

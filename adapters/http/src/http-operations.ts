@@ -108,6 +108,8 @@ export interface HttpOperationSpec {
   readonly asyncReply?: boolean;
   /** Default: the params minus path placeholders and the precondition param. DELETE sends no body. */
   readonly body?: (params: Record<string, unknown>, ctx: Ids) => unknown;
+  /** Params `body` places inside longer text (`"Order {n}"`): checked as text like path placeholders (a declaration fills it). */
+  readonly bodyTextParams?: readonly string[];
   /** Dot path of the provider's object id in a success body (kept as providerRef), e.g. `id`. */
   readonly refPath?: string;
   /** Response header with the provider's request id, e.g. `x-request-id`. */
@@ -317,7 +319,7 @@ function requestProblems(spec: HttpOperationSpec, params: unknown): FieldError[]
     ...paramPlaceholders(spec.path),
     ...paramPlaceholders(lookupPath ?? ''),
     ...(pc ? [pc.param] : []),
-    ...((spec.body && bodyTextParams.get(spec.body)) ?? []),
+    ...(spec.bodyTextParams ?? []),
   ];
   for (const p of new Set(asText)) {
     const v = readPath(params, p);
@@ -327,12 +329,6 @@ function requestProblems(spec: HttpOperationSpec, params: unknown): FieldError[]
   }
   return out;
 }
-
-/**
- * The params a declared body interpolates into a longer string (`"Order {n}"`), keyed by the body function the
- * declaration builds: they travel as text like a path placeholder. A body written as code is opaque here.
- */
-export const bodyTextParams = new WeakMap<NonNullable<HttpOperationSpec['body']>, readonly string[]>();
 
 // The id digests 5 and "5" apart, while a path, query, header or interpolated body text carries both as 5: one target, two operations.
 const NUMBER_AS_TEXT =
