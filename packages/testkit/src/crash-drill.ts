@@ -25,7 +25,7 @@ export interface CrashDrillSandbox extends Omit<DrillSandbox, 'expireKeys'> {
 }
 
 export interface CrashDrillOptions
-  extends Pick<ConformanceOptions, 'policy' | 'seed' | 'timeoutMs'>,
+  extends Pick<ConformanceOptions, 'seed' | 'timeoutMs'>,
     Pick<DrillOperation, 'params'> {
   /** Seeded runs, each SIGKILLed at its point (or finishing if it never reaches it). */
   readonly runs: number;
@@ -89,13 +89,11 @@ type WorkerBase = ReturnType<typeof workerBase>;
 export type CrashWorkerConfig = WorkerBase & {
   readonly mode: 'run' | 'recover';
   readonly jobs: readonly (Omit<PlannedRun, 'point'> & { readonly point: CrashPoint | null })[];
-  /** Added to the recovering process's clock so the dead workers' leases have expired. */
-  readonly clockSkewMs?: number;
 };
 
 function workerBase(o: CrashDrillOptions, baseUrl: string, ledgerPath: string, leaseMs: number, timeoutMs: number) {
-  const { adapterModule, adapterOptions, operation, policy } = o;
-  return { adapterModule, adapterOptions, operation, policy, baseUrl, ledgerPath, leaseMs, timeoutMs };
+  const { adapterModule, adapterOptions, operation } = o;
+  return { adapterModule, adapterOptions, operation, baseUrl, ledgerPath, leaseMs, timeoutMs };
 }
 
 const errorIn = (messages: readonly CrashWorkerMessage[]) =>
@@ -233,7 +231,7 @@ export async function runCrashDrill(options: CrashDrillOptions) {
       await Promise.all([nextGroups(), nextGroups()]); // two worker processes at a time
       // A fresh process, its clock past the dead workers' leases, recovers the batch and re-runs every job.
       const jobs = batch.map((r) => ({ ...r, point: null }));
-      const r = spawnWorker({ ...base, mode: 'recover', clockSkewMs: base.leaseMs + 1_000, jobs }, () => {});
+      const r = spawnWorker({ ...base, mode: 'recover', jobs }, () => {});
       const exit = await r.exit;
       const recovered = r.messages.find((m): m is Recovered => m.type === 'recovered');
       if (!recovered) {

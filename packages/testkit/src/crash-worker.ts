@@ -92,12 +92,13 @@ async function main(): Promise<void> {
   if (typeof createAdapter !== 'function')
     throw new Error(`crash worker: ${cfg.adapterModule} does not export createAdapter`);
   const adapter = await createAdapter({ baseUrl: cfg.baseUrl, timeoutMs: cfg.timeoutMs, options: cfg.adapterOptions });
-  const skew = cfg.clockSkewMs ?? 0;
+  // The recovering process's clock runs past the dead workers' leases, so it may take them over.
+  const skew = cfg.mode === 'recover' ? cfg.leaseMs + 1_000 : 0;
   const ledger = createSqliteLedger({ path: cfg.ledgerPath });
   const runner = createRunner({
     ledger: hookLedger(ledger, stopIf),
     clock: { ...systemClock, now: () => Date.now() + skew },
-    policy: { leaseMs: cfg.leaseMs, ...(cfg.policy ?? {}) },
+    policy: { leaseMs: cfg.leaseMs },
     owner: `crash-${cfg.mode}-${process.pid}`,
   });
   if (cfg.mode === 'recover') await send(await recoverJobs(cfg, runner, adapter, ledger));

@@ -72,8 +72,9 @@ const NEEDED_FAULT: Partial<Record<ScenarioId, 'transient' | 'inProgress'>> = {
 };
 
 /** Everything a scenario needs, worked out from the card before anything is sent; or why it cannot run. */
-export async function planScenario(ctx: DrillContext, operation: string, scenario: ScenarioId, label: string) {
+export async function planScenario(ctx: DrillContext, operation: string, scenario: ScenarioId) {
   const o = ctx.options;
+  const label = `${o.name} ${operation} ${scenario}`;
   const op: DrillOperation | undefined = o.operations[operation];
   const failed = (failure: string, criteria?: PassCriteria): Omit<ResultFields, 'notes'> => ({
     status: 'failed',
@@ -145,7 +146,7 @@ export async function runScenario(ctx: DrillContext, operation: string, scenario
     ctx.results.push(result);
     return result;
   };
-  const plan = await planScenario(ctx, operation, scenario, `${o.name} ${operation} ${scenario}`);
+  const plan = await planScenario(ctx, operation, scenario);
   if ('status' in plan) return finish({ ...plan, notes });
   const { criteria, label } = plan;
   let h: Harness;

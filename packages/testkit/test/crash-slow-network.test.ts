@@ -1,4 +1,4 @@
-// Issue 15 item 1 (drill part): the crash drill's slow-network mode — a share of first requests held
+// The crash drill's slow-network mode — a share of first requests held
 // past the client timeout and the lease, applied by the provider late — on a key-folding provider and on
 // the negative control (a lookup without key folding, whose card bounds no late apply).
 import { join } from 'node:path';

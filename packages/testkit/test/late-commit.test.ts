@@ -1,4 +1,4 @@
-// Issue 15 item 1 (drill part): the late-commit fault — the provider applies the request after the
+// The late-commit fault — the provider applies the request after the
 // client timed out. A provider with a lookup and no key folding is the negative control: while its card
 // cannot bound how late a request may still land (no lookup.lateApplyBound), a runner that trusts an
 // early "not found" re-sends and the provider ends with two records, and the drill must say so.
