@@ -124,7 +124,5 @@ export type Test = (name: string, fn: (ledger: Ledger) => Promise<void> | void) 
 export const idsOf = async (records: Promise<readonly { businessOperationId: string }[]>) =>
   (await records).map((r) => r.businessOperationId);
 
-export type TypedError = { isInstance(e: unknown): boolean };
-
-export const refused = (write: Promise<unknown>, error: TypedError) =>
+export const refused = (write: Promise<unknown>, error: { isInstance(e: unknown): boolean }) =>
   expect(write).rejects.toSatisfy(error.isInstance);
