@@ -8,6 +8,15 @@ export class UsageError extends Error {
   override name = 'UsageError';
 }
 
+/** What `run` returns; what it throws becomes a usage error: `prefix` and the thrown message. */
+export function orUsageError<T>(prefix: string, run: () => T): T {
+  try {
+    return run();
+  } catch (e) {
+    throw new UsageError(prefix + (e as Error).message);
+  }
+}
+
 /** A usage error with `message` unless exactly one of the choices is made (neither undefined nor false). */
 export function exactlyOne(choices: readonly unknown[], message: string): void {
   if (choices.filter((c) => c !== undefined && c !== false).length !== 1) throw new UsageError(message);

@@ -20,9 +20,9 @@ const toStderr = (line: string): void => void process.stderr.write(`${line}\n`);
 const toStdout = (line: string): void => void process.stdout.write(`${line}\n`);
 
 // RETRYSAFE_PARAMS_KEYS encrypts stored params (first key encrypts, all decrypt); RETRYSAFE_RECEIPT_KEYS seals receipts.
+// The handoffs file lies next to the config file, as the ledger does, not in the working directory.
 async function servingParts(
-  c: Pick<RetrysafeConfig, 'ledger' | 'baseDir' | 'redact'> & { policy?: PolicyOverrides },
-  handoffs: string | undefined,
+  c: Pick<RetrysafeConfig, 'ledger' | 'baseDir' | 'redact' | 'handoffs'> & { policy?: PolicyOverrides },
 ) {
   const env = process.env;
   // Malformed keys are refused before the ledger is opened.
@@ -32,10 +32,10 @@ async function servingParts(
   if (paramsKeys) ledger = encryptParams(ledger, { key: paramsKeys.current, previous: paramsKeys.previous });
   const runner = createRunner({
     ledger,
-    ...(handoffs ? { handoff: jsonlHandoffSink(handoffs) } : {}),
-    ...(c.policy ? { policy: c.policy } : {}),
-    ...(c.redact ? { redact: { fields: [...(c.redact.fields ?? [])] } } : {}),
-    ...(receiptKeys ? { receiptKey: receiptKeys.current } : {}),
+    handoff: c.handoffs ? jsonlHandoffSink(resolve(c.baseDir, c.handoffs)) : undefined,
+    policy: c.policy,
+    redact: c.redact,
+    receiptKey: receiptKeys?.current,
   });
   return { ledger, runner, coalescer: createCoalescer(ledger, c.policy?.waitForOtherMs) };
 }
@@ -84,14 +84,8 @@ export async function runServe(argv: readonly string[], log = toStderr): Promise
   // the config names operations by its adapter keys; tools are named by provider
   const operations = exposedOperations(config, byName);
   checkAtStart(Object.values(byName), config.policy, operations);
-  // Next to the config file, as the ledger is (and as the fence file's handoffs are), not in the working directory.
-  const parts = await servingParts(config, config.handoffs && resolve(config.baseDir, config.handoffs));
-  const make = () =>
-    createRetrysafeMcpServer({
-      ...parts,
-      adapters: Object.values(byName),
-      ...(operations ? { operations } : {}),
-    });
+  const parts = await servingParts(config);
+  const make = () => createRetrysafeMcpServer({ ...parts, adapters: Object.values(byName), operations });
   make(); // a tool set it refuses (two tools of one name) is refused at start, not on the first HTTP request
   return serve(o, make, 'retrysafe MCP server', log);
 }
@@ -122,7 +116,7 @@ export async function runWrap(argv: readonly string[], log = toStderr): Promise<
   try {
     const adapter = createFenceAdapter({ config, client: upstream, tools: upstream.tools });
     checkAtStart([adapter], config.policy);
-    const parts = await servingParts(config, config.handoffs && resolve(config.baseDir, config.handoffs));
+    const parts = await servingParts(config);
     const make = () => createFenceServer({ ...parts, adapter, upstream });
     const fenced = Object.keys(config.tools);
     const passed = upstream.tools.map((t) => t.name).filter((n) => !fenced.includes(n));

@@ -28,7 +28,8 @@ const OUTCOME_COLOR: Readonly<Record<string, string>> = {
 };
 const NO_OUTCOME = '#90a4ae';
 
-const anchor = (r: ScenarioResult) => `r-${r.drill}-${r.operation}-${r.scenario}`.replace(/[^A-Za-z0-9_-]+/g, '_');
+const slug = (s: string) => s.replace(/[^A-Za-z0-9_-]+/g, '_');
+const anchor = (r: ScenarioResult) => slug(`r-${r.drill}-${r.operation}-${r.scenario}`);
 
 function niceStep(span: number): number {
   const raw = span / 6;
@@ -245,8 +246,6 @@ function matrix(results: HtmlReportInput['results']): string {
   );
   return `<table id="matrix"><thead>${head}</thead><tbody>${body.join('')}</tbody></table>`;
 }
-
-const slug = (s: string) => s.replace(/[^A-Za-z0-9_-]+/g, '_');
 
 /** Filters without a script: radio inputs before the table, one CSS rule per choice hiding the rows that do not match. */
 function filters(results: HtmlReportInput['results']): { html: string; css: string } {

@@ -16,7 +16,7 @@ import { LOOKUP_TOOLS } from '../server.js';
 import { type FenceConfig, FenceConfigError, type FenceToolConfig } from './fence-config.js';
 import { type UpstreamClient, UpstreamUnavailableError } from './upstream.js';
 
-interface ToolAnswer {
+export interface ToolAnswer {
   readonly isError?: boolean;
   readonly content?: readonly { readonly type: string; readonly text?: string }[];
   readonly structuredContent?: unknown;
@@ -121,12 +121,14 @@ function classifyToolAnswer(t: FenceToolConfig, answer: unknown): Outcome {
       return { kind: 'rejected', reason: 'validation', message: `tool error: ${text}` };
     return unknownOutcome('server-error', `tool error (may have applied): ${text}`);
   }
-  const result = {
-    content: a.content ?? [],
-    ...(a.structuredContent !== undefined ? { structuredContent: a.structuredContent } : {}),
-  };
-  return succeeded(t, result, answerValue(a));
+  return succeeded(t, toolResult(a), answerValue(a));
 }
+
+/** A tool answer as the fence stores it and gives it back: its content and structured content, nothing else. */
+export const toolResult = (a: ToolAnswer) => ({
+  content: a.content ?? [],
+  ...(a.structuredContent !== undefined ? { structuredContent: a.structuredContent } : {}),
+});
 
 /** A succeeded outcome; its provider reference is read from `value` at the tool's `resultRef`. */
 function succeeded(t: FenceToolConfig, result: unknown, value: unknown): Extract<Outcome, { kind: 'succeeded' }> {

@@ -13,7 +13,7 @@ import { type AdapterV1, validateCard } from '@retrysafe/contract';
 import { agentIdempotentHint } from '@retrysafe/contract/rules';
 import type { AgentToolDefinition, AgentToolResult } from '@retrysafe/core/agent';
 import { ANSWER_PROPERTIES, type Extra, reply, type ServingOptions, serveTools } from '../server.js';
-import { answerValue, hideProperty, withPath } from './fence-adapter.js';
+import { answerValue, hideProperty, type ToolAnswer, toolResult, withPath } from './fence-adapter.js';
 import { type Upstream, UpstreamUnavailableError } from './upstream.js';
 
 export const UNFENCED_NOTE = '[not fenced by retrysafe: a re-issued call may repeat its effect]';
@@ -170,10 +170,9 @@ function fencedReply(r: AgentToolResult, schema: Schema | undefined) {
   };
   const _meta = { retrysafe };
   if (r.status !== 'done') return { ...reply({ retrysafe: r }), isError: true, _meta };
-  const stored = (r.result ?? {}) as { content?: { type: string; text?: string }[]; structuredContent?: unknown };
+  const stored = (r.result ?? {}) as ToolAnswer;
   const value = stored.structuredContent;
-  if (!schema || (value !== undefined && fits(schema, value)))
-    return { content: stored.content ?? [], ...(value !== undefined ? { structuredContent: value } : {}), _meta };
+  if (!schema || (value !== undefined && fits(schema, value))) return { ...toolResult(stored), _meta };
   const answer = {
     retrysafe: { ...retrysafe, providerRef: r.providerRef, message: r.message },
     result: answerValue(stored),

@@ -1,19 +1,14 @@
 import { asBusinessOperationId, type Ledger, type OperationState } from '@retrysafe/contract';
 import { type ChainCheck, encryptParams, type parseReceiptKeys, verifyOperation } from '@retrysafe/core';
 import { keysFromEnv as coreKeysFromEnv } from '@retrysafe/core/internal';
-import { UsageError } from '../../errors.js';
+import { orUsageError, UsageError } from '../../errors.js';
+import { unreadableRows } from './target.js';
 
 /** `id:secret[,oldId:oldSecret…]`: the first key seals new receipts, every key verifies. */
 export const RECEIPT_KEYS_ENV = 'RETRYSAFE_RECEIPT_KEYS';
 
 /** Keys from an environment variable, if set (a malformed value is a usage error that never shows the secret). */
-function keysFromEnv(name: string) {
-  try {
-    return coreKeysFromEnv(name, process.env);
-  } catch (e) {
-    throw new UsageError((e as Error).message);
-  }
-}
+const keysFromEnv = (name: string) => orUsageError('', () => coreKeysFromEnv(name, process.env));
 
 export const receiptKeysFromEnv = (): Partial<ReturnType<typeof parseReceiptKeys>> =>
   keysFromEnv(RECEIPT_KEYS_ENV) ?? {};
@@ -49,8 +44,7 @@ export async function verifyChains(
   const opts = checkOptions(allowUnkeyed, strict); // a malformed key is refused even on an empty ledger
   const out: VerifyRow[] = [];
   // Under --all a row that cannot be read is a break of its own (index -1: no receipt to point at), not the end of the check.
-  const unreadable: string[] = [];
-  const onUnreadable = (id: string) => void unreadable.push(id);
+  const { ids: unreadable, onUnreadable } = unreadableRows();
   const list =
     ids === 'all'
       ? (await ledger.list({ onUnreadable })).map((r) => r.businessOperationId)

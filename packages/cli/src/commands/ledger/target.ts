@@ -5,12 +5,25 @@ import { loadConfigFile, openLedger, type RetrysafeConfig } from '@retrysafe/con
 import { type Ledger, LedgerError, type OperationRecord, type OperationState } from '@retrysafe/contract';
 import { RECOVERABLE_STATES, TERMINAL_STATES } from '@retrysafe/contract/ledger';
 import { createSqliteLedger } from '@retrysafe/ledger-sqlite';
-import { type Context, EXIT, type Options, type Parsed } from '../../command.js';
+import { type Context, EXIT, type OptionConfig, type Options, type Parsed } from '../../command.js';
 import { UsageError } from '../../errors.js';
 import { pick } from '../../output.js';
 
 /** Every state, the open ones first. */
-export const STATES: readonly OperationState[] = [...RECOVERABLE_STATES, ...TERMINAL_STATES];
+const STATES: readonly OperationState[] = [...RECOVERABLE_STATES, ...TERMINAL_STATES];
+
+/** The `--state` option of a listing, and its value as a list filter (undefined: every state). */
+export const STATE_OPTION = {
+  argument: '<state>',
+  parse: 'list',
+  description: `only these states (${STATES.join(', ')})`,
+} as const satisfies OptionConfig;
+export function stateFilter(states: readonly string[] | undefined): OperationState[] | undefined {
+  for (const s of states ?? [])
+    if (!STATES.includes(s as OperationState))
+      throw new UsageError(`--state '${s}' is not a state (${STATES.join(', ')})`);
+  return states?.length ? (states as OperationState[]) : undefined;
+}
 
 // Where SQLite cannot make its -shm file, the file is opened read-only (immutable when no -wal shows a writer).
 function openSqlite(path: string, readOnly: boolean): Ledger {

@@ -1,11 +1,10 @@
 import { closeSync, openSync, readSync } from 'node:fs';
 import { writeFile } from 'node:fs/promises';
-import type { OperationState } from '@retrysafe/contract';
 import { exportReceiptsJsonl } from '@retrysafe/core';
 import { defineCommand, EXIT } from '../../../command.js';
 import { UsageError } from '../../../errors.js';
 import { plural } from '../../../output.js';
-import { STATES, TARGET_OPTIONS, unreadableRows, warnUnreadable, withLedger } from '../target.js';
+import { STATE_OPTION, stateFilter, TARGET_OPTIONS, unreadableRows, warnUnreadable, withLedger } from '../target.js';
 
 export const ledgerExportCommand = defineCommand({
   name: 'ledger export',
@@ -14,18 +13,15 @@ export const ledgerExportCommand = defineCommand({
   options: {
     ...TARGET_OPTIONS,
     out: { argument: '<file>', description: 'write to this file instead of stdout' },
-    state: { argument: '<state>', parse: 'list', description: `only these states (${STATES.join(', ')})` },
+    state: STATE_OPTION,
   },
   async run({ io }, o) {
-    for (const s of o.state ?? [])
-      if (!STATES.includes(s as OperationState))
-        throw new UsageError(`--state '${s}' is not a state (${STATES.join(', ')})`);
+    const states = stateFilter(o.state);
     if (o.out && isSqlite(o.out))
       throw new UsageError(`--out ${o.out}: a SQLite database (the ledger?): not overwritten`);
     const { ids: unreadable, onUnreadable } = unreadableRows();
-    const filter = { ...(o.state?.length ? { states: o.state as OperationState[] } : {}), onUnreadable };
     const { ids, text } = await withLedger(o, async (ledger) => {
-      const ids = (await ledger.list(filter)).map((r) => r.businessOperationId);
+      const ids = (await ledger.list({ states, onUnreadable })).map((r) => r.businessOperationId);
       return { ids, text: await exportReceiptsJsonl(ledger, { ids, heads: true }) };
     });
     if (o.out) {

@@ -1,12 +1,11 @@
-import type { OperationState } from '@retrysafe/contract';
 import { defineCommand } from '../../../command.js';
-import { UsageError } from '../../../errors.js';
 import { table } from '../../../output.js';
 import {
   type LedgerTarget,
   type OperationSummary,
   printListing,
-  STATES,
+  STATE_OPTION,
+  stateFilter,
   summarize,
   TARGET_OPTIONS,
   unreadableRows,
@@ -18,12 +17,10 @@ export async function ledgerLs(
   target: LedgerTarget & { state?: string[]; limit?: number },
   onUnreadable?: (id: string) => void,
 ): Promise<OperationSummary[]> {
-  for (const s of target.state ?? [])
-    if (!STATES.includes(s as OperationState))
-      throw new UsageError(`--state '${s}' is not a state (${STATES.join(', ')})`);
+  const states = stateFilter(target.state);
   return withLedger(target, async (ledger) => {
     const rows = await ledger.list({
-      states: target.state?.length ? (target.state as OperationState[]) : undefined,
+      states,
       limit: target.limit ?? 100,
       newestFirst: true,
       onUnreadable,
@@ -52,7 +49,7 @@ export const ledgerLsCommand = defineCommand({
   name: 'ledger ls',
   description: 'list operations, newest first',
   options: {
-    state: { argument: '<state>', parse: 'list', description: `only these states (${STATES.join(', ')})` },
+    state: STATE_OPTION,
     limit: { argument: '<n>', parse: 'integer', default: 100, description: 'at most n' },
     ...TARGET_OPTIONS,
   },

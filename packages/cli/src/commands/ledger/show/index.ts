@@ -75,7 +75,7 @@ export const ledgerShowCommand = defineCommand({
     ...TARGET_OPTIONS,
     showBy: { description: 'show who resolved it as stored (default: a pseudonym)' },
   },
-  async run({ io, json, color }, o, [id]: [string]) {
+  async run({ io, json, color, print }, o, [id]: [string]) {
     const r = await ledgerShow(o, id);
     if (!r) {
       if (o.json)
@@ -83,10 +83,9 @@ export const ledgerShowCommand = defineCommand({
       io.err(`retrysafe: no operation ${id} in the ledger`);
       return EXIT.failed;
     }
-    if (o.json) json(r);
-    else io.out(showText(r, color));
-    if (r.chain.ok) return EXIT.ok;
-    io.err(`retrysafe: the receipt chain of ${id} is broken at receipt #${r.chain.index + 1}: ${r.chain.reason}`);
-    return EXIT.failed;
+    const code = print(o, r, () => showText(r, color), r.chain.ok);
+    if (!r.chain.ok)
+      io.err(`retrysafe: the receipt chain of ${id} is broken at receipt #${r.chain.index + 1}: ${r.chain.reason}`);
+    return code;
   },
 });

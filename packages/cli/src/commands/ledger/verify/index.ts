@@ -1,25 +1,16 @@
 import { readFileSync } from 'node:fs';
 import { verifyReceiptsJsonl } from '@retrysafe/core';
 import { defineCommand } from '../../../command.js';
-import { exactlyOne, UsageError } from '../../../errors.js';
+import { exactlyOne, orUsageError } from '../../../errors.js';
 import { paint, plural } from '../../../output.js';
 import { checkOptions, RECEIPT_KEYS_ENV, rowOf, type VerifyRow, verifyChains } from '../chain.js';
 import { TARGET_OPTIONS, withLedger } from '../target.js';
 
 /** Verifies an export written by `ledger export` (receipts plus head lines), without the ledger. */
 function verifyExportFile(file: string, allowUnkeyed?: boolean): VerifyRow[] {
-  let text: string;
-  try {
-    text = readFileSync(file, 'utf8');
-  } catch (e) {
-    throw new UsageError(`cannot read ${file}: ${(e as Error).message}`);
-  }
-  try {
-    const checked = verifyReceiptsJsonl(text, checkOptions(allowUnkeyed, true));
-    return checked.map((x) => rowOf(x.businessOperationId, undefined, x.receipts, x.check));
-  } catch (e) {
-    throw new UsageError(`${file}: ${(e as Error).message}`);
-  }
+  const text = orUsageError(`cannot read ${file}: `, () => readFileSync(file, 'utf8'));
+  const checked = orUsageError(`${file}: `, () => verifyReceiptsJsonl(text, checkOptions(allowUnkeyed, true)));
+  return checked.map((x) => rowOf(x.businessOperationId, undefined, x.receipts, x.check));
 }
 
 function verifyText(rows: readonly VerifyRow[], color = false): string {
