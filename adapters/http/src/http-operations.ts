@@ -123,9 +123,11 @@ export type HttpOperation = ReturnType<typeof buildOperation>;
 export const PLACEHOLDER = /\{([A-Za-z0-9_.]+)\}/g;
 const RESERVED_PLACEHOLDERS = new Set(['key', 'businessOperationId']);
 
-export const placeholders = (template: string) => [...template.matchAll(PLACEHOLDER)].map((m) => m[1]!);
+const placeholders = (template: string) => [...template.matchAll(PLACEHOLDER)].map((m) => m[1]!);
 
-const paramPlaceholders = (template: string) => placeholders(template).filter((p) => !RESERVED_PLACEHOLDERS.has(p));
+/** The params a template names: its placeholders but `{key}` and `{businessOperationId}`. */
+export const paramPlaceholders = (template: string) =>
+  placeholders(template).filter((p) => !RESERVED_PLACEHOLDERS.has(p));
 
 export const scalarText = (v: unknown): string | undefined =>
   typeof v === 'string' || typeof v === 'number' ? String(v) : undefined;
