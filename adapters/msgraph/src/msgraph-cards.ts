@@ -19,8 +19,6 @@ const S = {
   listTasks: 'https://learn.microsoft.com/en-us/graph/api/todotasklist-list-tasks',
   throttling: 'https://learn.microsoft.com/en-us/graph/throttling',
   errors: 'https://learn.microsoft.com/en-us/graph/errors',
-  retryHandler:
-    '@microsoft/microsoft-graph-client 3.0.7 lib/src/middleware/RetryHandler.js (RETRY_STATUS_CODES 429, 503, 504; any method)',
 } as const;
 
 const note = (field: string, condition: string, source: string) => ({ field, condition, source });
