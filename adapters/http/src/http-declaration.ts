@@ -7,7 +7,7 @@ import {
   type LookupReadContext,
   type LookupShape,
   PLACEHOLDER,
-  placeholders,
+  paramPlaceholders,
   readPath,
   templateValue,
 } from './http-operations.js';
@@ -46,7 +46,7 @@ export interface HttpAdapterDeclaration extends Omit<HttpAdapterOptions, 'operat
   readonly operations: Readonly<Record<string, HttpOperationDeclaration>>;
 }
 
-const WHOLE = /^\{([A-Za-z0-9_.]+)\}$/;
+const WHOLE = new RegExp(`^${PLACEHOLDER.source}$`);
 
 /** Fills a template (see `Template`). A whole-string placeholder with no value becomes undefined (left out of objects). */
 export function fillTemplate(t: Template, params: Record<string, unknown>, ids: Ids): unknown {
@@ -66,17 +66,10 @@ export function fillTemplate(t: Template, params: Record<string, unknown>, ids: 
   return t;
 }
 
-function templateNames(t: Template | undefined): string[] {
-  if (typeof t === 'string') return placeholders(t);
-  if (t && typeof t === 'object') return Object.values(t).flatMap((x) => templateNames(x as Template));
-  return [];
-}
-
-/** The param names interpolated inside a longer string (not a whole-string placeholder, which keeps the type). */
-function interpolatedParams(t: Template | undefined): string[] {
-  if (typeof t === 'string')
-    return WHOLE.test(t) ? [] : placeholders(t).filter((n) => n !== 'key' && n !== 'businessOperationId');
-  if (t && typeof t === 'object') return Object.values(t).flatMap((x) => interpolatedParams(x as Template));
+/** The params a template names; `inText`: only those inside a longer string (a whole-string placeholder keeps the type). */
+function templateParams(t: Template | undefined, inText = false): string[] {
+  if (typeof t === 'string') return inText && WHOLE.test(t) ? [] : paramPlaceholders(t);
+  if (t && typeof t === 'object') return Object.values(t).flatMap((x) => templateParams(x as Template, inText));
   return [];
 }
 
@@ -125,8 +118,8 @@ export function operationFromDeclaration(
   const declared = (d.paramsSchema as { properties?: object } | undefined)?.properties ?? {};
   const fields = new Set([...(d.card?.businessOperationId?.intentFields ?? []), ...Object.keys(declared)]);
   const check = (what: string, t: Template | undefined) => {
-    for (const n of templateNames(t))
-      if (n !== 'key' && n !== 'businessOperationId' && !fields.has(n.split('.')[0]!))
+    for (const n of templateParams(t))
+      if (!fields.has(n.split('.')[0]!))
         fail(
           `${what} template {${n}} is neither an intent field, a declared param (paramsSchema.properties), {key} nor {businessOperationId}`,
         );
@@ -137,7 +130,7 @@ export function operationFromDeclaration(
     fail('a lookup match needs at least one `where` comparison (an empty one would match any item)');
   if (body === undefined) return { ...rest, lookup };
   const fill = (params: Record<string, unknown>, ids: Ids) => fillTemplate(body, params, ids);
-  return { ...rest, lookup, body: fill, bodyTextParams: interpolatedParams(body) };
+  return { ...rest, lookup, body: fill, bodyTextParams: templateParams(body, true) };
 }
 
 /** An adapter built from a data declaration (a config file's `type: http` adapter). */

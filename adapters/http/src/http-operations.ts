@@ -123,9 +123,11 @@ export type HttpOperation = ReturnType<typeof buildOperation>;
 export const PLACEHOLDER = /\{([A-Za-z0-9_.]+)\}/g;
 const RESERVED_PLACEHOLDERS = new Set(['key', 'businessOperationId']);
 
-export const placeholders = (template: string) => [...template.matchAll(PLACEHOLDER)].map((m) => m[1]!);
+const placeholders = (template: string) => [...template.matchAll(PLACEHOLDER)].map((m) => m[1]!);
 
-const paramPlaceholders = (template: string) => placeholders(template).filter((p) => !RESERVED_PLACEHOLDERS.has(p));
+/** The params a template names: its placeholders but `{key}` and `{businessOperationId}`. */
+export const paramPlaceholders = (template: string) =>
+  placeholders(template).filter((p) => !RESERVED_PLACEHOLDERS.has(p));
 
 export const scalarText = (v: unknown): string | undefined =>
   typeof v === 'string' || typeof v === 'number' ? String(v) : undefined;
@@ -170,6 +172,8 @@ export function buildOperation(provider: string, name: string, spec: HttpOperati
   const { card, key: k, lookup } = spec;
   const validation = validateCard(card);
   if (!validation.ok) throw new CardValidationError(String(card?.operation ?? name), validation.problems);
+  const intentFields = card.businessOperationId.intentFields;
+  const ofOperation = (p: string) => RESERVED_PLACEHOLDERS.has(p) || withinIntent(p, intentFields);
   if (card.provider !== provider)
     fail(`card.provider is ${JSON.stringify(card.provider)}, adapter provider is ${JSON.stringify(provider)}`);
   if (!spec.path.startsWith('/')) fail('path must be a template starting with /');
@@ -188,16 +192,14 @@ export function buildOperation(provider: string, name: string, spec: HttpOperati
     fail('lookup.method status-url needs asyncReply: true (the status URL comes from the 202 Location)');
   // A list read that is not filtered to this operation answers with other operations' items: a miss there proves nothing.
   const list = listPath(lookup);
-  const names = (p: string) => RESERVED_PLACEHOLDERS.has(p) || withinIntent(p, card.businessOperationId.intentFields);
-  if (list !== undefined && !placeholders(list).some(names))
+  if (list !== undefined && !placeholders(list).some(ofOperation))
     fail(
       `lookup path ${list} names nothing of this operation ({businessOperationId}, {key} or an intent field): a miss in a list not filtered to it is no proof of absence`,
     );
 
   // A path placeholder outside the intent would let two different targets share one business-operation id.
-  const intentFields = card.businessOperationId.intentFields;
   for (const p of placeholders(spec.path)) {
-    if (!RESERVED_PLACEHOLDERS.has(p) && !withinIntent(p, intentFields))
+    if (!ofOperation(p))
       fail(
         `path placeholder {${p}} must be one of the card's intent fields (${intentFields.join(', ')}) or beneath one`,
       );

@@ -99,30 +99,25 @@ type Spec = Omit<
 
 /** The facts and policy all three cards share; the operation's own facts come in `spec`. */
 function hubSpotCard(o: HubSpotCardOptions, spec: Spec): RetrySafetyCard {
+  // `facts` are providerKey … nonRetryableErrors, in the order every card below writes them (the card's order).
+  const { operation, sideEffect, businessOperationId, lookupWindow, reconciler, unverified, ...facts } = spec;
   return defineCard({
     cardVersion: 1,
     provider: 'hubspot',
-    operation: spec.operation,
-    sideEffect: spec.sideEffect,
-    businessOperationId: spec.businessOperationId,
+    operation,
+    sideEffect,
+    businessOperationId,
     ids: IDS,
-    providerKey: spec.providerKey,
-    keyReuse: spec.keyReuse,
-    parameterMatching: spec.parameterMatching,
-    storedResult: spec.storedResult,
-    lookup: { ...spec.lookup, lateApplyBound: lateApply(o) },
-    retention: spec.retention,
-    concurrency: spec.concurrency,
-    retryableErrors: spec.retryableErrors,
-    nonRetryableErrors: spec.nonRetryableErrors,
+    ...facts,
+    lookup: { ...facts.lookup, lateApplyBound: lateApply(o) },
     backoff: { strategy: 'exponential-full-jitter', base: '200ms', cap: '10s', retryAfterCap: '60s' },
-    limits: { maxAttempts: 4, maxElapsed: '2m', lookupWindow: spec.lookupWindow },
+    limits: { maxAttempts: 4, maxElapsed: '2m', lookupWindow },
     retryLayer: {
       layer: 'runner',
       sdkRetries: 'disabled',
       how: "the adapter never constructs @hubspot/api-client's Client, whose retry decorator (numberOfApiCallRetries) lives in a process-wide singleton that the last new Client() sets; it builds the SDK's generated API classes (lib/codegen/crm/*) per call with its own configuration and fetch transport, which no decorator wraps. Tests: one request per attempt at the sandbox on 5xx and 429, also with a second Client({ numberOfApiCallRetries: 6 }) in the process",
     },
-    reconciler: spec.reconciler,
+    reconciler,
     handoff: {
       condition:
         'rejected; or the attempt/elapsed budget is spent; or an unknown outcome the lookup cannot settle within the lookup window',
@@ -132,29 +127,31 @@ function hubSpotCard(o: HubSpotCardOptions, spec: Spec): RetrySafetyCard {
       'loopback HubSpot sandbox (@retrysafe/hubspot/sandbox: unique-value properties, batch upsert new: true|false, search with an indexing delay, 429 with X-HubSpot-RateLimit-* headers, record counts) behind the @retrysafe/testkit fault proxy; request counts at the sandbox',
     receipts:
       "runner ledger receipts (JSONL export): HTTP status, HubSpot category or policyName, correlationId, record id and HubSpot's message (clipped to 300 characters; a validation message may quote a value, so list PII patterns in the runner's redact option); never the token or the request body",
-    unverified: [REQUEST_ID_NOTE, ...(o.lateApplyMs == null ? [LATE_APPLY_NOTE] : []), ...spec.unverified],
+    unverified: [REQUEST_ID_NOTE, ...(o.lateApplyMs == null ? [LATE_APPLY_NOTE] : []), ...unverified],
   });
 }
 
-/** What the two writes keyed by a unique-value property share (objects.upsert, tickets.create). */
-function keyedFacts(o: HubSpotCardOptions, where: string, searchPath: string) {
-  return {
-    providerKey: {
-      travels: fact(
-        'body' as const,
-        `${S.providers}: no idempotency key; the business-operation id travels as the value of a unique-value property`,
-      ),
-      name: fact(
-        where,
-        `adapter option idProperty (default retrysafe_operation_id): a property the account defines with hasUniqueValue: true (${S.properties})`,
-      ),
-      maxLength: fact<number>('unknown', `${S.providers} gives no limit for a unique-value property's value`),
-      charset: fact<string>('unknown', `${S.providers} gives no charset for a unique-value property's value`),
-      scope: fact(
-        'one object type in one HubSpot account: a unique-value property is unique among that object type’s records',
-        S.properties,
-      ),
-    },
+/** The key of the two writes keyed by a unique-value property (objects.upsert, tickets.create). */
+const uniqueValueKey = (where: string) => ({
+  travels: fact(
+    'body' as const,
+    `${S.providers}: no idempotency key; the business-operation id travels as the value of a unique-value property`,
+  ),
+  name: fact(
+    where,
+    `adapter option idProperty (default retrysafe_operation_id): a property the account defines with hasUniqueValue: true (${S.properties})`,
+  ),
+  maxLength: fact<number>('unknown', `${S.providers} gives no limit for a unique-value property's value`),
+  charset: fact<string>('unknown', `${S.providers} gives no charset for a unique-value property's value`),
+  scope: fact(
+    'one object type in one HubSpot account: a unique-value property is unique among that object type’s records',
+    S.properties,
+  ),
+});
+
+/** How those two writes are found: a CRM search for the key. */
+const searchFacts = (o: HubSpotCardOptions, searchPath: string) =>
+  ({
     lookup: {
       method: fact(
         'search',
@@ -172,8 +169,7 @@ function keyedFacts(o: HubSpotCardOptions, where: string, searchPath: string) {
       minimum: fact<null>('unknown', `${S.properties}: no retention documented for unique-value properties`),
     },
     lookupWindow: '1m',
-  } as const;
-}
+  }) as const;
 
 const NO_KEY = `${S.providers}: no idempotency key`;
 const NOT_STORED = `${S.providers}: nothing is stored per request`;
@@ -252,7 +248,7 @@ const objectsUpsertCard = (o: HubSpotCardOptions) =>
       rule: 'derived from intent fields objectType and properties: the record this operation writes; its id is the value of the unique id property',
       intentFields: ['objectType', 'properties'],
     },
-    ...keyedFacts(o, `inputs[].id with inputs[].idProperty = ${o.idProperty}`, '<object>'),
+    providerKey: uniqueValueKey(`inputs[].id with inputs[].idProperty = ${o.idProperty}`),
     keyReuse: fact(
       'every attempt of the operation sends the same value; a re-send updates the record holding it (new: false) instead of creating one',
       S.providers,
@@ -268,6 +264,7 @@ const objectsUpsertCard = (o: HubSpotCardOptions) =>
       ),
       includesErrors: ERRORS_NOT_STORED,
     },
+    ...searchFacts(o, '<object>'),
     concurrency: fact<'last-write-wins'>(
       'unknown',
       `${S.providers} does not say what two concurrent upserts of one new id value do`,
@@ -300,7 +297,7 @@ const ticketsCreateCard = (o: HubSpotCardOptions) =>
         },
       ],
     },
-    ...keyedFacts(o, `properties.${o.idProperty}`, 'tickets'),
+    providerKey: uniqueValueKey(`properties.${o.idProperty}`),
     keyReuse: fact(
       'every attempt of the operation sends the same value; HubSpot refuses a second ticket with it while the first exists',
       S.providers,
@@ -316,6 +313,7 @@ const ticketsCreateCard = (o: HubSpotCardOptions) =>
       ),
       includesErrors: ERRORS_NOT_STORED,
     },
+    ...searchFacts(o, 'tickets'),
     concurrency: fact<'duplicates'>(
       'unknown',
       `${S.providers} does not say what two concurrent creates with one unique value do`,

@@ -19,8 +19,6 @@ const S = {
   listTasks: 'https://learn.microsoft.com/en-us/graph/api/todotasklist-list-tasks',
   throttling: 'https://learn.microsoft.com/en-us/graph/throttling',
   errors: 'https://learn.microsoft.com/en-us/graph/errors',
-  retryHandler:
-    '@microsoft/microsoft-graph-client 3.0.7 lib/src/middleware/RetryHandler.js (RETRY_STATUS_CODES 429, 503, 504; any method)',
 } as const;
 
 const note = (field: string, condition: string, source: string) => ({ field, condition, source });
@@ -42,6 +40,7 @@ type Spec = Omit<
 > & {
   /** This operation's refusals beside the ones every Graph create answers alike. */
   readonly refusals: readonly string[];
+  /** The unknown outcomes this operation hands off, beside a rejection and a spent budget. */
   readonly handoff: string;
 };
 
@@ -81,7 +80,7 @@ function msGraphCard({ refusals, handoff, limits, reconciler, unverified, ...spe
     },
     reconciler,
     handoff: {
-      condition: handoff,
+      condition: `rejected; or ${handoff}; or not-applied beyond max attempts / max elapsed`,
       destination: 'the runner handoff sink (JSONL file or callback), resolved by a person from the CLI',
     },
     duplicateTest:
@@ -142,7 +141,7 @@ export const mailSendCard = msGraphCard({
   reconciler:
     "the runner, through doLookup: GET /{mailbox}/mailFolders/sentitems/messages?$filter=singleValueExtendedProperties/Any(ep: ep/id eq '<tag>' and ep/value eq '<business-operation id>')&$expand=singleValueExtendedProperties($filter=id eq '<tag>'); a match whose tag carries exactly this id is adopted (Graph's filter ignores case), an empty answer is \"cannot tell\" (never \"not sent\") because the delay is unknown",
   handoff:
-    'rejected; or an unknown outcome (timeout, reset, 5xx, lost 202) whose mail is not found in Sent Items within the lookup window — the runner never resends blindly; or not-applied beyond max attempts / max elapsed',
+    'an unknown outcome (timeout, reset, 5xx, lost 202) whose mail is not found in Sent Items within the lookup window — the runner never resends blindly',
   unverified: [
     lateApplyNote('send and save the message', S.sendMail),
     note(
@@ -205,7 +204,7 @@ export const eventsCreateCard = msGraphCard({
   reconciler:
     "the runner, through doLookup: GET /{mailbox}/events?$filter=singleValueExtendedProperties/Any(ep: ep/id eq '<tag>' and ep/value eq '<business-operation id>')&$expand=singleValueExtendedProperties($filter=id eq '<tag>'); a match whose tag carries exactly this id is adopted (Graph's filter ignores case), an empty answer is \"cannot tell\"",
   handoff:
-    'rejected; or an unknown outcome whose event is not found within the lookup window (a resend with the same transactionId is not relied on: its effect is unknown); or not-applied beyond max attempts / max elapsed',
+    'an unknown outcome whose event is not found within the lookup window (a resend with the same transactionId is not relied on: its effect is unknown)',
   unverified: [
     lateApplyNote('create the event', S.createEvent),
     note('providerKey.maxLength', 'maximum transactionId length', S.event),
@@ -279,8 +278,7 @@ export const todoTasksCreateCard = msGraphCard({
   limits: { maxAttempts: 3, maxElapsed: '5m', lookupWindow: '2m' },
   reconciler:
     "the runner, through doLookup: GET /{mailbox}/todo/lists/{listId}/tasks?$filter=linkedResources/any(r: r/applicationName eq 'retrysafe' and r/externalId eq '<business-operation id>') (a link the caller gives in retrysafe’s name is dropped, so only this adapter’s tag matches), with $expand=linkedResources; a match whose link carries exactly this id is adopted; an empty or refused answer is \"cannot tell\"",
-  handoff:
-    'rejected; or an unknown outcome whose task is not found within the lookup window; or not-applied beyond max attempts / max elapsed',
+  handoff: 'an unknown outcome whose task is not found within the lookup window',
   unverified: [
     lateApplyNote('create the task', S.createTask),
     note('lookup.consistencyDelay', 'how soon a created task is visible to a list query', S.listTasks),

@@ -76,23 +76,19 @@ export function jsonParam(value: unknown): string | null {
 
 export const parseJson = (text: string | null | undefined): unknown => (text == null ? null : JSON.parse(text));
 
-/** A record's json columns as the text they hold (null: SQL NULL or JSON null, both read back as null). */
-type JsonTexts = Readonly<Record<'params' | 'result' | 'handoff' | 'resolution', string | null>>;
+type JsonField = Extract<(typeof FIELDS)[number], readonly [unknown, unknown, 'json']>[0];
+const JSON_FIELDS = FIELDS.flatMap(([field, , kind]) => (kind === 'json' ? [field as JsonField] : []));
 
-const jsonTextsOf = (record: OperationRecord): JsonTexts => ({
-  params: jsonParam(record.params),
-  result: jsonParam(record.result),
-  handoff: jsonParam(record.handoff),
-  resolution: jsonParam(record.resolution),
-});
+/** A record's json columns as the text they hold (null: SQL NULL or JSON null, both read back as null). */
+type JsonTexts = Readonly<Record<JsonField, string | null>>;
+
+const jsonTextsOf = (record: OperationRecord) =>
+  Object.fromEntries(JSON_FIELDS.map((f) => [f, jsonParam(record[f])])) as JsonTexts;
 
 /** The record as a read of its row would give it: its own json values and chain anchor, shared with nobody. */
 const handOut = (record: OperationRecord, json: JsonTexts): OperationRecord => ({
   ...record,
-  params: parseJson(json.params),
-  result: parseJson(json.result),
-  handoff: parseJson(json.handoff) as OperationRecord['handoff'],
-  resolution: parseJson(json.resolution) as OperationRecord['resolution'],
+  ...Object.fromEntries(JSON_FIELDS.map((f) => [f, parseJson(json[f])])),
   receiptChain: { ...record.receiptChain },
 });
 

@@ -19,11 +19,12 @@ const clock = (flag: string, callerNow: string) =>
 /** In a RETURNING: this transaction alone commits without waiting for the WAL flush. */
 const DEFER_COMMIT = `set_config('synchronous_commit', 'off', true) AS deferred_commit`;
 const RELEASED = 'lease_owner = NULL, lease_expires_at = NULL';
-/** Appends a receipt's JSON to the array kept as text (an empty one, emptied from outside, as none): the server parses neither. */
-const appendReceipt = (param: string) =>
-  `receipts = (CASE WHEN receipts IS NULL OR receipts ~ '^[[][[:space:]]*[]]$' THEN '[' ELSE left(receipts, -1) || ',' END) || ${param}::text || ']'`;
-/** Only onto an array, as appendStoredReceipt checks it: text edited into other JSON would be appended to as cut JSON. */
-const RECEIPTS_ARRAY = `(receipts IS NULL OR (left(receipts, 1) = '[' AND right(receipts, 1) = ']'))`;
+/** `set`, and the receipt in $seq (seq), $seq+1 (JSON), $seq+2 (hash) appended to the array kept as text (an empty one,
+ * emptied from outside, as none: the server parses neither): only the chain's next, and only onto an array, as
+ * appendStoredReceipt checks it (text edited into other JSON would be appended to as cut JSON). */
+const updateWithReceipt = (ops: string, set: string, where: string, seq: number) =>
+  `UPDATE ${ops} SET ${set ? `${set}, ` : ''}receipts = (CASE WHEN receipts IS NULL OR receipts ~ '^[[][[:space:]]*[]]$' THEN '[' ELSE left(receipts, -1) || ',' END) || $${seq + 1}::text || ']', receipt_head = $${seq + 2}, receipt_count = $${seq}
+     WHERE ${where} AND receipt_count + 1 = $${seq}::integer AND (receipts IS NULL OR (left(receipts, 1) = '[' AND right(receipts, 1) = ']'))`;
 
 /** A fenced write's SET (parameters from $1) and the state guard its rule implies. */
 export type FencedWrite = { readonly name: string; readonly set: string; readonly guard: string | null };
@@ -124,8 +125,7 @@ export function createStatements(schema: string, dbClock: boolean) {
     /** The same with a receipt after the record's parameters (seq, JSON, hash), which must be the chain's next. */
     writeLockedReceipt: named(
       'write-locked+receipt',
-      `UPDATE ${ops} SET ${SET_EVERY_COLUMN}, ${appendReceipt(`$${RECORD_FIELD_COUNT + 3}`)}, receipt_head = $${RECORD_FIELD_COUNT + 4}, receipt_count = $${RECORD_FIELD_COUNT + 2}
-         WHERE business_operation_id = $2 AND fence = $1 AND receipt_count + 1 = $${RECORD_FIELD_COUNT + 2}::integer AND ${RECEIPTS_ARRAY} ${returning}`,
+      `${updateWithReceipt(ops, SET_EVERY_COLUMN, 'business_operation_id = $2 AND fence = $1', RECORD_FIELD_COUNT + 2)} ${returning}`,
     ),
     /** $1 caller's now, $2 limit, $3 database clock?: served by the partial index of open rows. */
     recover: named(
@@ -149,8 +149,7 @@ export function createStatements(schema: string, dbClock: boolean) {
       if (texts !== undefined) return texts;
       const where = `business_operation_id = $${n + 1} AND fence = $${n + 2}${write.guard ? ` AND ${write.guard}` : ''}`;
       const sql = withReceipt
-        ? `UPDATE ${ops} SET ${write.set ? `${write.set}, ` : ''}${appendReceipt(`$${n + 4}`)}, receipt_head = $${n + 5}, receipt_count = $${n + 3}
-       WHERE ${where} AND receipt_count + 1 = $${n + 3}::integer AND ${RECEIPTS_ARRAY}`
+        ? updateWithReceipt(ops, write.set, where, n + 3)
         : `UPDATE ${ops} SET ${write.set} WHERE ${where}`;
       const extra = defer ? `, ${DEFER_COMMIT}` : '';
       const xmin = (withReceipt ? n + 5 : n + 2) + 1;

@@ -57,9 +57,7 @@ async function prune(c: Connection, rows: Rows, options: PruneOptions): Promise<
   const states = checkPruneOptions(options);
   const sql = pruneSql(states.length);
   const byState: Partial<Record<OperationState, number>> = {};
-  let pruned = 0;
   const count = (s: OperationState) => {
-    pruned++;
     byState[s] = (byState[s] ?? 0) + 1;
   };
   // Below every rowid SQLite assigns (one given from outside may be negative).
@@ -90,6 +88,7 @@ async function prune(c: Connection, rows: Rows, options: PruneOptions): Promise<
       }
     });
   }
+  const pruned = Object.values(byState).reduce((a, n) => a + n, 0);
   return { pruned, byState, dryRun: options.dryRun === true };
 }
 
@@ -130,15 +129,8 @@ export function createSqliteLedger(options: SqliteLedgerOptions): Ledger {
       await write(ref, 'renewLease', (r) => renewTransition(r, ref, leaseMs, now));
     },
     markDispatched: (ref, now) => write(ref, 'markDispatched', (r) => dispatchedTransition(r, now)),
-    async setState(ref, patch) {
-      return write(
-        ref,
-        'setState',
-        (r) => setStateTransition(r, patch),
-        patch.receipt,
-        patch.durability === 'deferrable',
-      );
-    },
+    setState: async (ref, patch) =>
+      write(ref, 'setState', (r) => setStateTransition(r, patch), patch.receipt, patch.durability === 'deferrable'),
     handOff: (ref, packet, now, receipt) => write(ref, 'handOff', (r) => handOffTransition(r, packet, now), receipt),
     async appendReceipt(ref, receipt) {
       await write(ref, 'appendReceipt', (r) => r, receipt);

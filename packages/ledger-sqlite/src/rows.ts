@@ -33,6 +33,14 @@ export const toRecord = (text: string, path: string): OperationRecord => parseSt
 export const toReceipts = (receipts: string | null, id: string, path: string): Receipt[] =>
   parseStoredReceipts(receipts, id, where(path));
 
+/** What a fenced write leaves (`current` itself: nothing to write); a receipt must be the chain's next after `lastSeq`. */
+function applied(ref: Fenced, current: OperationRecord, next: Next, receipt: Receipt | undefined, lastSeq: number) {
+  const r = next(current);
+  if (receipt === undefined) return r;
+  checkReceipt(ref, receipt, lastSeq);
+  return chainedTransition(r, receipt);
+}
+
 /** The columns an UPDATE writes, then the id (statements.ts order). */
 const updateArgs = (r: OperationRecord, t: StoredText) => [
   r.state,
@@ -98,22 +106,17 @@ export function createRows(c: Connection) {
     if (k === undefined) return undefined;
     try {
       const current = checkFence(JSON.parse(k.record) as OperationRecord, ref);
-      let r = next(current);
+      const r = applied(ref, current, next, receipt, k.lastSeq);
       // A no-op or a refusal: the row must say which.
-      if (r === current && receipt === undefined) return undefined;
-      if (receipt !== undefined) {
-        checkReceipt(ref, receipt, k.lastSeq);
-        r = chainedTransition(r, receipt);
-      }
+      if (r === current) return undefined;
       const text = { record: JSON.stringify(r), receipts: appendStoredReceipt(k.receipts, receipt, where(c.path)) };
-      const record = r;
       const run = () => {
-        const changed = Number(st.updateKnown.run(...updateArgs(record, text), k.record, k.receipts).changes) === 1;
-        if (changed) remember(record, text, receipt?.seq ?? k.lastSeq);
-        else known.delete(record.businessOperationId);
+        const changed = Number(st.updateKnown.run(...updateArgs(r, text), k.record, k.receipts).changes) === 1;
+        if (changed) remember(r, text, receipt?.seq ?? k.lastSeq);
+        else known.delete(r.businessOperationId);
         return changed;
       };
-      return { record, run };
+      return { record: r, run };
     } catch {
       return undefined;
     }
@@ -127,10 +130,8 @@ export function createRows(c: Connection) {
     const write = () => {
       const row = load(ref.businessOperationId);
       const current = checkFence(row?.current ?? null, ref);
-      const updated = next(current);
-      if (receipt === undefined) return updated === current ? current : store(updated, row);
-      checkReceipt(ref, receipt, row!.lastSeq);
-      return store(chainedTransition(updated, receipt), row, receipt);
+      const updated = applied(ref, current, next, receipt, row!.lastSeq);
+      return updated === current ? current : store(updated, row, receipt);
     };
     return tx(c, what, write, { deferred });
   };
