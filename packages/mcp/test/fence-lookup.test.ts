@@ -71,6 +71,13 @@ describe('the lookup after a lost answer never reads "not found" for an item tha
     expect(await runOnce({ lookup }, { title: 'Q3', owner: 'ann' })).toEqual({ status: 'done', effects: 1 });
   });
 
+  it('a lookup argument that puts an object inside text cannot ask for it: the lookup cannot tell — one effect and a handoff', async () => {
+    // "Q3 [object Object]" finds nothing: a "not found" from that search would send the call again.
+    const lookup = { arguments: { q: '{{title}} {{owner}}' }, match: { title: 'title', owner: 'owner' } };
+    const tool = { intent: ['title', 'owner'], lookup };
+    expect(await runOnce(tool, { title: 'Q3', owner: { name: 'ann' } })).toEqual({ status: 'handed-off', effects: 1 });
+  });
+
   it('a match on an array argument compares its items: found, one effect', async () => {
     const r = await runOnce(
       { lookup: { match: { title: 'title', labels: 'labels' } } },

@@ -70,17 +70,18 @@ function inMcpDialect(schema: Tool['inputSchema'], card: RetrySafetyCard): Tool[
 }
 
 /** `{{path}}` strings are replaced by that argument of the call (whole-string templates keep the value's type); the
- * paths the call has no value for are pushed to `missing`. */
+ * paths the call has no value for are pushed to `missing`, and so are those of an object or array put inside text,
+ * which has no spelling the upstream could search by (`[object Object]`). */
 function fill(template: unknown, args: unknown, missing: string[]): unknown {
-  const value = (p: string) => {
+  const value = (p: string, inText: boolean) => {
     const v = readPath(args, p);
-    if (v === undefined) missing.push(p);
+    if (v === undefined || (inText && typeof v === 'object' && v !== null)) missing.push(p);
     return v;
   };
   if (typeof template === 'string') {
     const whole = /^\{\{\s*([\w.]+)\s*\}\}$/.exec(template);
-    if (whole) return value(whole[1]!);
-    return template.replace(/\{\{\s*([\w.]+)\s*\}\}/g, (_m, p: string) => String(value(p) ?? ''));
+    if (whole) return value(whole[1]!, false);
+    return template.replace(/\{\{\s*([\w.]+)\s*\}\}/g, (_m, p: string) => String(value(p, true) ?? ''));
   }
   if (Array.isArray(template)) return template.map((t) => fill(t, args, missing));
   if (template !== null && typeof template === 'object')
@@ -227,7 +228,10 @@ export function createFenceAdapter(options: {
       const args = fill(l.arguments ?? {}, sent, absent);
       // No value to ask or match by: an item that is there would not be found, and "not found" could send it again.
       if (absent.length > 0)
-        return { kind: 'cannot-tell', reason: `the call has no ${[...new Set(absent)].join(', ')} to look it up by` };
+        return {
+          kind: 'cannot-tell',
+          reason: `the call has no ${[...new Set(absent)].join(', ')} to look it up by (absent, or an object or list inside lookup text)`,
+        };
       let answer: ToolAnswer;
       try {
         answer = (await send(l.tool, args, ctx.signal)) as ToolAnswer;
