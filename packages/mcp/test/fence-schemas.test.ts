@@ -249,5 +249,8 @@ describe('an intent argument the upstream tool does not take', () => {
     expect(await effectsOrRefusal(['customer', 'ref'])).toBe(1);
     const open: Tool = { name: 'create', inputSchema: { type: 'object' } };
     expect(await effectsOrRefusal(['customer', 'ref'], [open])).toBe(1);
+    // A schema that takes more through a combinator cannot say: not refused.
+    const composed = { ...create, inputSchema: { ...create.inputSchema, allOf: [{ type: 'object' }] } } as Tool;
+    expect(await effectsOrRefusal(['customer', 'reference'], [composed])).not.toBe('refused');
   });
 });

@@ -57,6 +57,8 @@ export function hideProperty<S extends ObjectSchema>(schema: S, path: string): S
 }
 
 const INDEX = /^(0|[1-9]\d*)$/;
+/** Keywords by which a schema takes properties it does not list itself. */
+const COMPOSED = ['allOf', 'anyOf', 'oneOf', '$ref', '$dynamicRef', 'if', 'dependentSchemas', 'dependencies'];
 
 /**
  * The start of `path` (an intent path: dot parts, an index or each item's field through an array) that `schema` lists
@@ -78,7 +80,8 @@ function undeclaredPart(schema: unknown, path: string): string | null {
       node = node.items as Record<string, unknown>;
     }
     const properties = node.properties;
-    if (typeof properties !== 'object' || properties === null) return null;
+    if (typeof properties !== 'object' || properties === null || COMPOSED.some((k) => Object.hasOwn(node, k)))
+      return null;
     if (Object.hasOwn(properties, part)) {
       at = (properties as Record<string, unknown>)[part];
       continue;
