@@ -6,7 +6,7 @@
  */
 import { createMemoryLedger, createRunner } from '@retrysafe/core';
 import { describe, expect, it } from 'vitest';
-import { createFenceAdapter, parseFenceConfig } from '../src/index.js';
+import { createFenceAdapter, FenceConfigError, parseFenceConfig } from '../src/index.js';
 
 const policy = { lookupWindowMs: 300, baseMs: 5, capMs: 10, maxAttempts: 3 };
 const tools = [
@@ -71,6 +71,13 @@ describe('the lookup after a lost answer never reads "not found" for an item tha
     expect(await runOnce({ lookup }, { title: 'Q3', owner: 'ann' })).toEqual({ status: 'done', effects: 1 });
   });
 
+  it('a lookup argument that puts an object inside text cannot ask for it: the lookup cannot tell — one effect and a handoff', async () => {
+    // "Q3 [object Object]" finds nothing: a "not found" from that search would send the call again.
+    const lookup = { arguments: { q: '{{title}} {{owner}}' }, match: { title: 'title', owner: 'owner' } };
+    const tool = { intent: ['title', 'owner'], lookup };
+    expect(await runOnce(tool, { title: 'Q3', owner: { name: 'ann' } })).toEqual({ status: 'handed-off', effects: 1 });
+  });
+
   it('a match on an array argument compares its items: found, one effect', async () => {
     const r = await runOnce(
       { lookup: { match: { title: 'title', labels: 'labels' } } },
@@ -89,5 +96,32 @@ describe('the lookup after a lost answer never reads "not found" for an item tha
     // The whole list in one answer (no cursor): the item is found there.
     const whole = losingUpstream(10, [{ id: 'it_0', title: 'an older item' }]);
     expect(await runOnce({ lookup }, { title: 'Q3 report' }, whole)).toEqual({ status: 'done', effects: 1 });
+  });
+});
+
+describe("the lookup finds this operation's item: its match names every intent argument, or the fence's key", () => {
+  // Ann's report is another operation than Bob's; her call is lost before it reaches the upstream, and Bob's is there.
+  const bobs = { id: 'it_0', title: 'Q3 report', owner: 'bob' };
+  const lostBeforeSent = () => ({
+    items: [bobs] as Record<string, unknown>[],
+    client: {
+      async callTool(p: { name: string }) {
+        if (p.name === 'list') return { content: [], structuredContent: { items: [bobs] } };
+        throw Object.assign(new Error('Request timed out'), { code: -32001 });
+      },
+    },
+  });
+  const anns = { title: 'Q3 report', owner: 'ann' };
+
+  it("a match that leaves out an intent argument is refused: it would adopt another operation's item as done, and this one would never be made", async () => {
+    const tool = { intent: ['title', 'owner'], lookup: { match: { title: 'title' } } };
+    await expect(runOnce(tool, anns, lostBeforeSent())).rejects.toThrow(FenceConfigError);
+    await expect(runOnce(tool, anns, lostBeforeSent())).rejects.toThrow(/match.*owner/);
+  });
+
+  it('a match on every intent argument does not take the other item: nothing found, a handoff, never "done"', async () => {
+    const tool = { intent: ['title', 'owner'], lookup: { match: { title: 'title', owner: 'owner' } } };
+    // Ann's report was never made (the one item is Bob's): before, the runner answered "done" with Bob's.
+    expect((await runOnce(tool, anns, lostBeforeSent())).status).toBe('handed-off');
   });
 });

@@ -34,7 +34,8 @@ describe('server-memory behind the fence (its tools declare output schemas)', ()
       tools: {
         create_entities: {
           kind: 'create',
-          intent: ['entities'],
+          // server-memory keeps one entity per name: the name is the intent the lookup can match.
+          intent: ['entities.0.name'],
           lookup: {
             tool: 'open_nodes',
             arguments: { names: ['{{entities.0.name}}'] },

@@ -11,7 +11,7 @@ import { createMemoryLedger, createRunner } from '@retrysafe/core';
 import { describe, expect, it } from 'vitest';
 import { createFenceServer } from '../src/fence/fence-server.js';
 import type { Upstream } from '../src/fence/upstream.js';
-import { createFenceAdapter, parseFenceConfig } from '../src/index.js';
+import { createFenceAdapter, FenceConfigError, parseFenceConfig } from '../src/index.js';
 import type { Answer } from './fence-helpers.js';
 
 /** An upstream listing `tools`, whose every call is recorded and answered with its arguments (also as structured content). */
@@ -217,5 +217,40 @@ describe("a fenced tool's listing (mcp-fence and card-rules records)", () => {
       [true, true],
       [true, false],
     ]);
+  });
+});
+
+describe('an intent argument the upstream tool does not take', () => {
+  // The upstream reads customer and ref (a Python tool ignores other arguments); the fence file misspells ref.
+  const create: Tool = {
+    name: 'create',
+    inputSchema: { type: 'object', properties: { customer: { type: 'string' }, ref: { type: 'string' } } },
+  };
+
+  /** The upstream's calls for two requests it reads as one (customer c1, ref PO-1), or 'refused' at start. */
+  async function effectsOrRefusal(intent: string[], tools: Tool[] = [create]): Promise<number | 'refused'> {
+    let fenced: Awaited<ReturnType<typeof host>>;
+    try {
+      fenced = await host(tools, { create: { kind: 'create', intent } });
+    } catch (e) {
+      if (e instanceof FenceConfigError) return 'refused';
+      throw e;
+    }
+    await fenced.call('create', { customer: 'c1', ref: 'PO-1', reference: 'PO-1' });
+    await fenced.call('create', { customer: 'c1', ref: 'PO-1', reference: 'po-1' });
+    return fenced.calls.length;
+  }
+
+  it('is refused at start: two calls the upstream reads as one would be two operations, two effects', async () => {
+    expect(await effectsOrRefusal(['customer', 'reference'])).toBe('refused');
+  });
+
+  it('a declared one, or one beneath a property the schema leaves open, is taken: the repeat is one operation', async () => {
+    expect(await effectsOrRefusal(['customer', 'ref'])).toBe(1);
+    const open: Tool = { name: 'create', inputSchema: { type: 'object' } };
+    expect(await effectsOrRefusal(['customer', 'ref'], [open])).toBe(1);
+    // A schema that takes more through a combinator cannot say: not refused.
+    const composed = { ...create, inputSchema: { ...create.inputSchema, allOf: [{ type: 'object' }] } } as Tool;
+    expect(await effectsOrRefusal(['customer', 'reference'], [composed])).not.toBe('refused');
   });
 });

@@ -199,7 +199,7 @@ describe('fence file', () => {
                 lookup: {
                   tool: 'list_orders',
                   items: 'orders',
-                  match: { ref: 'ref' },
+                  match: { customer: 'customer', ref: 'ref' },
                   consistencyDelay: 0,
                   lateApplyBound: '2s',
                 },

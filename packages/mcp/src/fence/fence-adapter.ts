@@ -56,6 +56,44 @@ export function hideProperty<S extends ObjectSchema>(schema: S, path: string): S
   return { ...schema, properties, ...(schema.required ? { required: schema.required.filter((r) => r !== name) } : {}) };
 }
 
+const INDEX = /^(0|[1-9]\d*)$/;
+/** Keywords by which a schema takes properties it does not list itself. */
+const COMPOSED = ['allOf', 'anyOf', 'oneOf', '$ref', '$dynamicRef', 'if', 'dependentSchemas', 'dependencies'];
+
+/**
+ * The start of `path` (an intent path: dot parts, an index or each item's field through an array) that `schema` lists
+ * no property for, where it lists properties and takes no others by a schema of their own; null where it takes it or
+ * cannot say (no properties listed, a combinator, a reference).
+ */
+function undeclaredPart(schema: unknown, path: string): string | null {
+  const parts = path.split('.');
+  let at = schema;
+  for (const [i, part] of parts.entries()) {
+    if (typeof at !== 'object' || at === null) return null;
+    let node = at as Record<string, unknown>;
+    if (node.type === 'array') {
+      if (typeof node.items !== 'object' || node.items === null || Array.isArray(node.items)) return null;
+      if (INDEX.test(part)) {
+        at = node.items;
+        continue;
+      }
+      node = node.items as Record<string, unknown>;
+    }
+    const properties = node.properties;
+    if (typeof properties !== 'object' || properties === null || COMPOSED.some((k) => Object.hasOwn(node, k)))
+      return null;
+    if (Object.hasOwn(properties, part)) {
+      at = (properties as Record<string, unknown>)[part];
+      continue;
+    }
+    const others = node.additionalProperties;
+    if (others === true || (typeof others === 'object' && others !== null) || node.patternProperties !== undefined)
+      return null;
+    return parts.slice(0, i + 1).join('.');
+  }
+  return null;
+}
+
 /** MCP reads a tool schema that names no dialect as JSON Schema 2020-12 (specification 2025-11-25, SEP-1613). One that
  * does not compile so was written for draft-07 before (an array of `items`) and keeps that reading. */
 function inMcpDialect(schema: Tool['inputSchema'], card: RetrySafetyCard): Tool['inputSchema'] {
@@ -70,17 +108,18 @@ function inMcpDialect(schema: Tool['inputSchema'], card: RetrySafetyCard): Tool[
 }
 
 /** `{{path}}` strings are replaced by that argument of the call (whole-string templates keep the value's type); the
- * paths the call has no value for are pushed to `missing`. */
+ * paths the call has no value for are pushed to `missing`, and so are those of an object or array put inside text,
+ * which has no spelling the upstream could search by (`[object Object]`). */
 function fill(template: unknown, args: unknown, missing: string[]): unknown {
-  const value = (p: string) => {
+  const value = (p: string, inText: boolean) => {
     const v = readPath(args, p);
-    if (v === undefined) missing.push(p);
+    if (v === undefined || (inText && typeof v === 'object' && v !== null)) missing.push(p);
     return v;
   };
   if (typeof template === 'string') {
     const whole = /^\{\{\s*([\w.]+)\s*\}\}$/.exec(template);
-    if (whole) return value(whole[1]!);
-    return template.replace(/\{\{\s*([\w.]+)\s*\}\}/g, (_m, p: string) => String(value(p) ?? ''));
+    if (whole) return value(whole[1]!, false);
+    return template.replace(/\{\{\s*([\w.]+)\s*\}\}/g, (_m, p: string) => String(value(p, true) ?? ''));
   }
   if (Array.isArray(template)) return template.map((t) => fill(t, args, missing));
   if (template !== null && typeof template === 'object')
@@ -188,6 +227,12 @@ export function createFenceAdapter(options: {
     if (!upstream) throw new UnknownOperationError(config.name, name, [...listed.keys()]);
     if (t.lookup && !listed.has(t.lookup.tool))
       throw new UnknownOperationError(config.name, t.lookup.tool, [...listed.keys()]);
+    // An intent argument the upstream does not take would tell apart calls it reads as one: each would be sent.
+    const undeclared = t.intent.map((p) => undeclaredPart(upstream.inputSchema, p)).filter((p) => p !== null);
+    if (undeclared.length > 0)
+      throw new FenceConfigError(
+        `tools.${name}.intent names ${undeclared.join(', ')}, which the upstream tool's input schema does not take: calls that differ only there are one request to it, yet would be two operations, each sent`,
+      );
     const card = fenceCard(config, name, t);
     // The caller's arguments are checked against the schema it is shown: without the key the fence sets.
     const shown = t.key ? hideProperty(upstream.inputSchema, t.key.argument) : upstream.inputSchema;
@@ -229,7 +274,10 @@ export function createFenceAdapter(options: {
       const args = fill(l.arguments ?? {}, sent, absent);
       // No value to ask or match by: an item that is there would not be found, and "not found" could send it again.
       if (absent.length > 0)
-        return { kind: 'cannot-tell', reason: `the call has no ${[...new Set(absent)].join(', ')} to look it up by` };
+        return {
+          kind: 'cannot-tell',
+          reason: `the call has no ${[...new Set(absent)].join(', ')} to look it up by (absent, or an object or list inside lookup text)`,
+        };
       let answer: ToolAnswer;
       try {
         answer = (await send(l.tool, args, ctx.signal)) as ToolAnswer;

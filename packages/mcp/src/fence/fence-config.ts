@@ -117,6 +117,16 @@ function inlineCredentials(c: Omit<FenceConfig, 'baseDir' | 'timeoutMs'>): strin
   return problems;
 }
 
+/**
+ * The intent paths a lookup's match does not compare (none when it compares the key argument, which is this operation's
+ * alone). A match argument covers an intent path at it or beneath it.
+ */
+function unmatchedIntent(intent: readonly string[], matched: readonly string[], key: string | undefined): string[] {
+  const covers = (path: string) => matched.some((m) => path === m || path.startsWith(`${m}.`));
+  if (key !== undefined && covers(key)) return [];
+  return intent.filter((p) => !covers(p));
+}
+
 /** Checks a parsed fence file strictly (unknown keys are errors) and fills its defaults. */
 export function parseFenceConfig(raw: unknown, baseDir = process.cwd()): FenceConfig {
   const problems = checkSchema(raw, FENCE_SCHEMA);
@@ -143,6 +153,11 @@ export function parseFenceConfig(raw: unknown, baseDir = process.cwd()): FenceCo
       if (a && t.intent.some((p) => p === a || p.startsWith(`${a}.`) || a.startsWith(`${p}.`)))
         problems.push(
           `tools.${name}.intent cannot name the key argument ${a}: the fence sets it, the caller's value is dropped`,
+        );
+      const unmatched = t.lookup ? unmatchedIntent(t.intent, Object.values(t.lookup.match), a) : [];
+      if (unmatched.length > 0)
+        problems.push(
+          `tools.${name}.lookup.match leaves out the intent argument ${unmatched.join(', ')}: an item of another operation that differs only there would be taken for this one, which would then never be made; match it too, or match the key argument`,
         );
     }
   }
