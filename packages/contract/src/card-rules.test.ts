@@ -8,8 +8,11 @@ import {
   lateApplyAllowanceMs,
   lookupAvailable,
   lookupSettleMs,
+  marginInForce,
+  marginProblem,
   notFoundIsAuthoritative,
   resendSafety,
+  retentionFloor,
   retentionPassed,
 } from './entry-rules.js';
 import { type Duration, fact, type RetrySafetyCard } from './index.js';
@@ -260,5 +263,26 @@ describe('agentIdempotentHint: the provider folds a same-key re-send of a key se
     expect(agentIdempotentHint(c)).toBe(true);
     expect(agentIdempotentHint(card({ retention: '5m', late: '0s', margin: '5m' }))).toBe(false);
     expect(agentIdempotentHint(c, 5 * MIN)).toBe(false);
+  });
+});
+
+describe('marginProblem: the one check of a policy clock-skew margin, in every rule that takes one', () => {
+  const BAD = [Number.NaN, Number.POSITIVE_INFINITY, -1, '60000', null];
+
+  it('unset or a finite number of ms ≥ 0 works; anything else is refused with the same words', () => {
+    for (const ok of [undefined, 0, 5 * MIN]) expect(marginProblem(ok)).toBeNull();
+    for (const bad of BAD) expect(marginProblem(bad)).toBe(`expected a finite number ≥ 0, got ${String(bad)}`);
+  });
+
+  it('marginInForce and retentionFloor refuse a margin that does not work, even with no card to floor', () => {
+    for (const bad of BAD) {
+      const policy = { clockSkewMarginMs: bad as number };
+      const words = `policy.clockSkewMarginMs: ${marginProblem(bad)}`;
+      expect(() => marginInForce(card(), policy)).toThrow(words);
+      expect(() => retentionFloor([card()], policy)).toThrow(words);
+      expect(() => retentionFloor([], policy)).toThrow(words);
+    }
+    expect(marginInForce(card(), { clockSkewMarginMs: 0 })).toBe(0);
+    expect(retentionFloor([card()], { clockSkewMarginMs: 0 }).ms).toBe(24 * H);
   });
 });

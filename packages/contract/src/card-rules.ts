@@ -10,12 +10,27 @@ export function cardMargin(card: RetrySafetyCard): number {
   return durationMs(card.limits.clockSkewMargin ?? DEFAULT_CLOCK_SKEW_MARGIN);
 }
 
+/**
+ * Why a policy's `clockSkewMarginMs` cannot work, or null: unset (the card's margin) or a finite number of ms ≥ 0.
+ * The one check of it: a margin of NaN would make every key look young enough to re-send.
+ */
+export function marginProblem(ms: unknown): string | null {
+  if (ms === undefined || (typeof ms === 'number' && Number.isFinite(ms) && ms >= 0)) return null;
+  return `expected a finite number ≥ 0, got ${String(ms)}`;
+}
+
 /** The margin the runner works with for `card`: the policy's when it sets one (it may widen it), else the card's. */
 export function marginInForce(
   card: RetrySafetyCard,
   policy: { readonly clockSkewMarginMs?: number | undefined } = {},
 ): number {
+  checkMargin(policy);
   return policy.clockSkewMarginMs ?? cardMargin(card);
+}
+
+function checkMargin(policy: { readonly clockSkewMarginMs?: unknown }) {
+  const why = marginProblem(policy.clockSkewMarginMs);
+  if (why !== null) throw new RangeError(`policy.clockSkewMarginMs: ${why}`);
 }
 
 /**
@@ -29,6 +44,7 @@ export function retentionFloor(
   policy: { readonly clockSkewMarginMs?: number | undefined } = {},
   unknownRetentionMs?: number,
 ): { readonly ms: number; readonly card: string | null; readonly unknown: readonly RetrySafetyCard[] } {
+  checkMargin(policy);
   let floor = { ms: 0, card: null as string | null };
   const unknown: RetrySafetyCard[] = [];
   for (const card of cards) {
