@@ -1,10 +1,11 @@
-import { createHash, randomBytes } from 'node:crypto';
+import { randomBytes } from 'node:crypto';
 import { DBOS, type DBOSClient } from '@dbos-inc/dbos-sdk';
 import {
   type AdapterV1,
   type HandoffPacket,
   InvalidStateError,
   type OperationRecord,
+  sha256Hex,
   UnsafeResumeError,
 } from '@retrysafe/contract';
 import { isTerminal } from '@retrysafe/contract/ledger';
@@ -65,7 +66,6 @@ export type DbosResolutionMessage = Resolution & { readonly by?: string };
 
 const RUN_ID = /^[A-Za-z0-9._:-]{1,96}$/;
 const LEASE_EXPIRED = 'RETRYSAFE_LEASE_EXPIRED';
-const hash = (s: string) => createHash('sha256').update(s).digest('hex');
 
 /** The DBOS message topic and event key of one handed-off operation's resolution and outcome. */
 export const resolutionTopic = (businessOperationId: string): string => `retrysafe.resolution:${businessOperationId}`;
@@ -93,13 +93,14 @@ export async function sendResolution(
     0,
   );
   const at = handoff?.packet?.createdAt ?? null;
-  const digest = hash(JSON.stringify([businessOperationId, resolution.action, providerRef, force, at])).slice(0, 32);
+  const decision = JSON.stringify([businessOperationId, resolution.action, providerRef, force, at]);
+  const digest = sha256Hex(decision).slice(0, 32);
   await sender.send(workflowId, resolution, resolutionTopic(businessOperationId), `retrysafe-resolution-${digest}`);
 }
 
 /** The workflow id as the run id when the contract accepts it (DBOS's UUIDs are), else `dbos-wf-` and its hash. */
 export function runIdForWorkflow(workflowId: string): string {
-  return RUN_ID.test(workflowId) ? workflowId : `dbos-wf-${hash(workflowId).slice(0, 40)}`;
+  return RUN_ID.test(workflowId) ? workflowId : `dbos-wf-${sha256Hex(workflowId).slice(0, 40)}`;
 }
 
 const RETRY_FIELDS = ['retriesAllowed', 'maxAttempts', 'intervalSeconds', 'backoffRate', 'shouldRetry'] as const;
