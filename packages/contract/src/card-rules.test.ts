@@ -283,6 +283,20 @@ describe('marginProblem: the one check of a policy clock-skew margin, in every r
       expect(() => retentionFloor([], policy)).toThrow(words);
     }
     expect(marginInForce(card(), { clockSkewMarginMs: 0 })).toBe(0);
+  });
+
+  it('every rule given a margin refuses one that does not work, rather than judging with it', () => {
+    // NaN would make a key 25 h into a 24 h retention look young enough to re-send; -1 h, likewise.
+    const times = { firstDispatchedAt: T0, lastDispatchedAt: T0, takenOverLeaseEnd: T0, now: T0 + 25 * H };
+    for (const bad of [Number.NaN, -H, null as unknown as number]) {
+      const words = `policy.clockSkewMarginMs: ${marginProblem(bad)}`;
+      expect(() => resendSafety(card(), T0, T0 + 25 * H, bad)).toThrow(words);
+      expect(() => retentionPassed(card(), T0, T0 + 25 * H, bad)).toThrow(words);
+      expect(() => lateApplyAllowanceMs(card({ late: 'unknown' }), bad)).toThrow(words);
+      expect(() => absenceProvenFrom(card(), times, bad)).toThrow(words);
+      expect(() => notFoundIsAuthoritative(card(), times, bad)).toThrow(words);
+      expect(() => agentIdempotentHint(card(), bad)).toThrow(words);
+    }
     expect(retentionFloor([card()], { clockSkewMarginMs: 0 }).ms).toBe(24 * H);
   });
 });

@@ -24,12 +24,13 @@ export function marginInForce(
   card: RetrySafetyCard,
   policy: { readonly clockSkewMarginMs?: number | undefined } = {},
 ): number {
-  checkMargin(policy);
+  checkMargin(policy.clockSkewMarginMs);
   return policy.clockSkewMarginMs ?? cardMargin(card);
 }
 
-function checkMargin(policy: { readonly clockSkewMarginMs?: unknown }) {
-  const why = marginProblem(policy.clockSkewMarginMs);
+/** Every rule that is given a margin refuses one that cannot work rather than judge with it. */
+function checkMargin(ms: unknown) {
+  const why = marginProblem(ms);
   if (why !== null) throw new RangeError(`policy.clockSkewMarginMs: ${why}`);
 }
 
@@ -44,7 +45,7 @@ export function retentionFloor(
   policy: { readonly clockSkewMarginMs?: number | undefined } = {},
   unknownRetentionMs?: number,
 ): { readonly ms: number; readonly card: string | null; readonly unknown: readonly RetrySafetyCard[] } {
-  checkMargin(policy);
+  checkMargin(policy.clockSkewMarginMs);
   let floor = { ms: 0, card: null as string | null };
   const unknown: RetrySafetyCard[] = [];
   for (const card of cards) {
@@ -86,6 +87,7 @@ export function keyFoldsResends(card: RetrySafetyCard): boolean {
 
 /** How long after it goes out a same-key request may still land: lookup.lateApplyBound, or one more margin when unknown. */
 export function lateApplyAllowanceMs(card: RetrySafetyCard, clockSkewMarginMs = cardMargin(card)): number {
+  checkMargin(clockSkewMarginMs);
   const late = card.lookup.lateApplyBound?.value ?? 'unknown';
   return late === 'unknown' ? clockSkewMarginMs : durationMs(late);
 }
@@ -188,6 +190,7 @@ export function absenceProvenFrom(
   times: DispatchTimes,
   clockSkewMarginMs = cardMargin(card),
 ): { readonly at: number } | { readonly never: string } {
+  checkMargin(clockSkewMarginMs);
   if (card.lookup.consistencyDelay.value === 'unknown')
     return { never: 'its consistency delay is unknown (card lookup.consistencyDelay)' };
   let last = times.lastDispatchedAt ?? times.firstDispatchedAt;
