@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { DBOS, type DBOSClient } from '@dbos-inc/dbos-sdk';
 import {
   type AdapterV1,
+  type BusinessOperationId,
   type HandoffPacket,
   InvalidStateError,
   type OperationRecord,
@@ -143,8 +144,10 @@ function fromRunResult(r: RunResult | ResolveResult): DbosOperationOutcome {
     const { receipts: _receipts, ...done } = r;
     return { ...done, result: r.result ?? null };
   }
-  if (r.status !== 'handed-off') return r;
-  const { businessOperationId, packet } = r;
+  return r.status === 'handed-off' ? handedOff(r.businessOperationId, r.packet) : r;
+}
+
+function handedOff(businessOperationId: BusinessOperationId, packet: HandoffPacket): DbosOperationOutcome {
   const { reason, explanation, safeNextActions } = packet;
   return { status: 'handed-off', businessOperationId, reason, explanation, safeNextActions, packet };
 }
@@ -156,13 +159,7 @@ function fromRecord(rec: OperationRecord, published: HandoffPacket): DbosOperati
   // Handed off again since (a resume elsewhere, a recovery that could not drive it): the new hand-off is the outcome,
   // so it is published and a decision for it is not taken for one sent for the old packet.
   if (rec.state === 'handed-off' && rec.handoff && rec.handoff.createdAt !== published.createdAt)
-    return fromRunResult({
-      status: 'handed-off',
-      businessOperationId,
-      packet: rec.handoff,
-      attempts: rec.attemptCount,
-      receipts: [],
-    });
+    return handedOff(businessOperationId, rec.handoff);
   if (rec.state === 'abandoned' || (rec.state === 'succeeded' && rec.resolution?.action === 'mark-done'))
     return { status: 'resolved', businessOperationId, state: rec.state, providerRef };
   if (rec.state === 'succeeded') {
