@@ -45,7 +45,7 @@ export function retentionFloor(
   policy: { readonly clockSkewMarginMs?: number | undefined } = {},
   unknownRetentionMs?: number,
 ): { readonly ms: number; readonly card: string | null; readonly unknown: readonly RetrySafetyCard[] } {
-  checkMargin(policy.clockSkewMarginMs);
+  checkMargin(policy?.clockSkewMarginMs);
   let floor = { ms: 0, card: null as string | null };
   const unknown: RetrySafetyCard[] = [];
   for (const card of cards) {
