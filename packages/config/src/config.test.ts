@@ -73,6 +73,14 @@ describe('config', () => {
     );
   });
 
+  it('a sandbox whose behaviour the file does not describe is the replaying provider of the drills', async () => {
+    const { createSandboxAdapter, REPLAYING_BEHAVIOUR } = await import('@retrysafe/sandbox');
+    const baseUrl = 'http://127.0.0.1:9';
+    const { sandbox } = await createAdapters(parseConfig({ adapters: { sandbox: { baseUrl } } }));
+    const replaying = createSandboxAdapter({ baseUrl, timeoutMs: 5000, behaviour: REPLAYING_BEHAVIOUR });
+    expect(sandbox!.operations['records.create']!.card).toEqual(replaying.operations['records.create']!.card);
+  });
+
   it('opens a SQLite ledger for a path', async () => {
     const ledger = await openLedger('ledger.db', dir);
     expect(await ledger.list()).toEqual([]);

@@ -121,25 +121,15 @@ const BUILT_IN: Record<string, { factory: string; secretEnv?: string; secret?: s
   sandbox: { factory: 'createSandboxAdapter' },
 };
 
-/** The sandbox's behaviour when the config describes none. */
-const SANDBOX_DEFAULTS = {
-  timeoutMs: 5000,
-  behaviour: {
-    replays: true,
-    retentionMs: 86_400_000,
-    parameterMatching: 'mismatch-error',
-    concurrency: 'rejects-in-progress',
-    lookup: 'get-by-key',
-  },
-};
-
 /** The config's own keys (the schema allows only the factory's), the secret read from its variable. */
 async function createBuiltIn(name: string, c: object, path: string, environment: NodeJS.ProcessEnv) {
   const { factory, secretEnv, secret } = BUILT_IN[name]!;
-  const mod = await importOptional<Record<string, (options: unknown) => AdapterV1>>(`@retrysafe/${name}`, path);
-  if (!secretEnv || !secret) return mod[factory]!({ ...SANDBOX_DEFAULTS, ...c });
+  const mod = await importOptional<Record<string, unknown>>(`@retrysafe/${name}`, path);
+  const create = mod[factory] as (options: unknown) => AdapterV1;
+  // A sandbox the config describes no behaviour of is the replaying provider of its drills.
+  if (!secretEnv || !secret) return create({ timeoutMs: 5000, behaviour: mod.REPLAYING_BEHAVIOUR, ...c });
   const { [secretEnv]: variable, ...options } = c as Record<string, unknown>;
-  return mod[factory]!({ ...options, [secret]: env(variable as string, path, environment) });
+  return create({ ...options, [secret]: env(variable as string, path, environment) });
 }
 
 /** Builds the configured adapters, importing only their packages. */

@@ -248,6 +248,12 @@ describe('defineAdapter', () => {
       [true, 60_000],
       [false, 60_000],
     ]);
+    // A margin that cannot work is refused, never judged with: NaN would make a key past its retention look reusable.
+    for (const clockSkewMarginMs of [Number.NaN, -hour])
+      await expect(
+        adapter.doLookup('orders.create', lctx({ firstDispatchedAt: 0, now: 25 * hour, clockSkewMarginMs })),
+      ).rejects.toThrow(/policy\.clockSkewMarginMs: expected a finite number ≥ 0/);
+    expect(seen).toHaveLength(3);
   });
 
   it('lookup.method none is refused by the frame', async () => {

@@ -69,6 +69,15 @@ function member(name: string, value: unknown, seen: Set<object>): string {
   }
 }
 
+/** Equal as canonical JSON (key order aside); a value JSON cannot carry equals nothing. */
+export function sameJson(a: unknown, b: unknown): boolean {
+  try {
+    return canonicalJson(a) === canonicalJson(b);
+  } catch {
+    return false;
+  }
+}
+
 /** Printable ASCII without a quote or backslash: its JSON text is itself in quotes. */
 const PLAIN = /^[ !#-[\]-~]*$/;
 

@@ -8,8 +8,11 @@ import {
   lateApplyAllowanceMs,
   lookupAvailable,
   lookupSettleMs,
+  marginInForce,
+  marginProblem,
   notFoundIsAuthoritative,
   resendSafety,
+  retentionFloor,
   retentionPassed,
 } from './entry-rules.js';
 import { type Duration, fact, type RetrySafetyCard } from './index.js';
@@ -260,5 +263,40 @@ describe('agentIdempotentHint: the provider folds a same-key re-send of a key se
     expect(agentIdempotentHint(c)).toBe(true);
     expect(agentIdempotentHint(card({ retention: '5m', late: '0s', margin: '5m' }))).toBe(false);
     expect(agentIdempotentHint(c, 5 * MIN)).toBe(false);
+  });
+});
+
+describe('marginProblem: the one check of a policy clock-skew margin, in every rule that takes one', () => {
+  const BAD = [Number.NaN, Number.POSITIVE_INFINITY, -1, '60000', null];
+
+  it('unset or a finite number of ms ≥ 0 works; anything else is refused with the same words', () => {
+    for (const ok of [undefined, 0, 5 * MIN]) expect(marginProblem(ok)).toBeNull();
+    for (const bad of BAD) expect(marginProblem(bad)).toBe(`expected a finite number ≥ 0, got ${String(bad)}`);
+  });
+
+  it('marginInForce and retentionFloor refuse a margin that does not work, even with no card to floor', () => {
+    for (const bad of BAD) {
+      const policy = { clockSkewMarginMs: bad as number };
+      const words = `policy.clockSkewMarginMs: ${marginProblem(bad)}`;
+      expect(() => marginInForce(card(), policy)).toThrow(words);
+      expect(() => retentionFloor([card()], policy)).toThrow(words);
+      expect(() => retentionFloor([], policy)).toThrow(words);
+    }
+    expect(marginInForce(card(), { clockSkewMarginMs: 0 })).toBe(0);
+  });
+
+  it('every rule given a margin refuses one that does not work, rather than judging with it', () => {
+    // NaN would make a key 25 h into a 24 h retention look young enough to re-send; -1 h, likewise.
+    const times = { firstDispatchedAt: T0, lastDispatchedAt: T0, takenOverLeaseEnd: T0, now: T0 + 25 * H };
+    for (const bad of [Number.NaN, -H, null as unknown as number]) {
+      const words = `policy.clockSkewMarginMs: ${marginProblem(bad)}`;
+      expect(() => resendSafety(card(), T0, T0 + 25 * H, bad)).toThrow(words);
+      expect(() => retentionPassed(card(), T0, T0 + 25 * H, bad)).toThrow(words);
+      expect(() => lateApplyAllowanceMs(card({ late: 'unknown' }), bad)).toThrow(words);
+      expect(() => absenceProvenFrom(card(), times, bad)).toThrow(words);
+      expect(() => notFoundIsAuthoritative(card(), times, bad)).toThrow(words);
+      expect(() => agentIdempotentHint(card(), bad)).toThrow(words);
+    }
+    expect(retentionFloor([card()], { clockSkewMarginMs: 0 }).ms).toBe(24 * H);
   });
 });

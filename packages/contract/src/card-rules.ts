@@ -10,12 +10,28 @@ export function cardMargin(card: RetrySafetyCard): number {
   return durationMs(card.limits.clockSkewMargin ?? DEFAULT_CLOCK_SKEW_MARGIN);
 }
 
+/**
+ * Why a policy's `clockSkewMarginMs` cannot work, or null: unset (the card's margin) or a finite number of ms ≥ 0.
+ * The one check of it: a margin of NaN would make every key look young enough to re-send.
+ */
+export function marginProblem(ms: unknown): string | null {
+  if (ms === undefined || (typeof ms === 'number' && Number.isFinite(ms) && ms >= 0)) return null;
+  return `expected a finite number ≥ 0, got ${String(ms)}`;
+}
+
 /** The margin the runner works with for `card`: the policy's when it sets one (it may widen it), else the card's. */
 export function marginInForce(
   card: RetrySafetyCard,
   policy: { readonly clockSkewMarginMs?: number | undefined } = {},
 ): number {
+  checkMargin(policy.clockSkewMarginMs);
   return policy.clockSkewMarginMs ?? cardMargin(card);
+}
+
+/** Every rule that is given a margin refuses one that cannot work rather than judge with it. */
+function checkMargin(ms: unknown) {
+  const why = marginProblem(ms);
+  if (why !== null) throw new RangeError(`policy.clockSkewMarginMs: ${why}`);
 }
 
 /**
@@ -29,6 +45,7 @@ export function retentionFloor(
   policy: { readonly clockSkewMarginMs?: number | undefined } = {},
   unknownRetentionMs?: number,
 ): { readonly ms: number; readonly card: string | null; readonly unknown: readonly RetrySafetyCard[] } {
+  checkMargin(policy?.clockSkewMarginMs);
   let floor = { ms: 0, card: null as string | null };
   const unknown: RetrySafetyCard[] = [];
   for (const card of cards) {
@@ -70,6 +87,7 @@ export function keyFoldsResends(card: RetrySafetyCard): boolean {
 
 /** How long after it goes out a same-key request may still land: lookup.lateApplyBound, or one more margin when unknown. */
 export function lateApplyAllowanceMs(card: RetrySafetyCard, clockSkewMarginMs = cardMargin(card)): number {
+  checkMargin(clockSkewMarginMs);
   const late = card.lookup.lateApplyBound?.value ?? 'unknown';
   return late === 'unknown' ? clockSkewMarginMs : durationMs(late);
 }
@@ -172,6 +190,7 @@ export function absenceProvenFrom(
   times: DispatchTimes,
   clockSkewMarginMs = cardMargin(card),
 ): { readonly at: number } | { readonly never: string } {
+  checkMargin(clockSkewMarginMs);
   if (card.lookup.consistencyDelay.value === 'unknown')
     return { never: 'its consistency delay is unknown (card lookup.consistencyDelay)' };
   let last = times.lastDispatchedAt ?? times.firstDispatchedAt;

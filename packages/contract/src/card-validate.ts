@@ -13,8 +13,7 @@ const text = { type: 'string', minLength: 1 };
 const str = { type: 'string', pattern: '\\S' };
 const oneOf = (...values: readonly unknown[]): Schema =>
   values.length === 1 ? { const: values[0] } : { enum: values };
-const DURATION = DURATION_PATTERN;
-const duration = { type: 'string', pattern: DURATION };
+const duration = { type: 'string', pattern: DURATION_PATTERN };
 const posInt = { type: 'integer', minimum: 1 };
 const bool = { type: 'boolean' };
 const nullable = (s: Schema): Schema => ({ anyOf: [s, { type: 'null' }] });
@@ -132,7 +131,7 @@ const TYPES: Record<string, string> = {
 };
 const PATTERNS: Record<string, string> = {
   '\\S': 'a non-empty string',
-  [DURATION]: 'a duration such as 500ms, 30s, 5m, 24h, 7d',
+  [DURATION_PATTERN]: 'a duration such as 500ms, 30s, 5m, 24h, 7d',
 };
 const MISSING = 'every field is required; write "unknown" with a source when it is not known';
 const show = (values: readonly unknown[]) => values.map((x) => JSON.stringify(x)).join(', ');

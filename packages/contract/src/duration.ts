@@ -13,8 +13,7 @@ export function isDuration(value: unknown): value is Duration {
 export function durationMs(value: Duration): number {
   const m = PATTERN.exec(value);
   if (!m) throw new RangeError(`not a duration: ${JSON.stringify(value)} (expected e.g. 500ms, 30s, 5m, 24h, 7d)`);
-  const unit = m[2] as keyof typeof UNIT_MS;
-  return Math.round(Number(value.slice(0, -unit.length)) * UNIT_MS[unit]);
+  return Math.round(Number.parseFloat(value) * UNIT_MS[m[2] as keyof typeof UNIT_MS]);
 }
 
 /** The largest whole unit that represents `ms` exactly, e.g. 86_400_000 → `1d`. */

@@ -1,6 +1,6 @@
 // An operation's intent: picked from its params, put in normal form, turned into the business-operation id,
 // and compared with a stored one.
-import { canonicalJson, sha256Hex } from './canonical.js';
+import { canonicalJson, sameJson, sha256Hex } from './canonical.js';
 import { InvalidIdError, InvalidIntentError } from './errors.js';
 import { asBusinessOperationId, type BusinessOperationId } from './ids.js';
 
@@ -255,15 +255,7 @@ export function differingPaths(a: unknown, b: unknown, path = ''): string[] {
   }
   if (Array.isArray(a) && Array.isArray(b) && a.length === b.length)
     return a.flatMap((x, i) => differingPaths(x, b[i], `${path}[${i}]`));
-  return same(a, b) ? [] : [path || '(root)'];
-}
-
-function same(a: unknown, b: unknown): boolean {
-  try {
-    return canonicalJson(a ?? null) === canonicalJson(b ?? null);
-  } catch {
-    return false;
-  }
+  return sameJson(a ?? null, b ?? null) ? [] : [path || '(root)'];
 }
 
 /** For cards and tool descriptions: `orderRef: trim, collapse-whitespace`. */

@@ -412,7 +412,6 @@ export function setStateTransition(record: OperationRecord, patch: StatePatch): 
       record.state,
       `cannot move a terminal operation to ${patch.state}`,
     );
-  const terminal = TERMINAL_STATES.includes(patch.state);
   return {
     ...record,
     state: patch.state,
@@ -420,8 +419,7 @@ export function setStateTransition(record: OperationRecord, patch: StatePatch): 
     result: patch.result !== undefined ? patch.result : record.result,
     providerRef: patch.providerRef !== undefined ? patch.providerRef : record.providerRef,
     statusRef: patch.statusRef !== undefined ? patch.statusRef : record.statusRef,
-    leaseOwner: terminal ? null : record.leaseOwner,
-    leaseExpiresAt: terminal ? null : record.leaseExpiresAt,
+    ...(TERMINAL_STATES.includes(patch.state) && RELEASED),
     updatedAt: patch.now,
   };
 }

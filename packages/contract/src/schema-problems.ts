@@ -1,5 +1,5 @@
 import type { JsonSchema } from './adapter.js';
-import { canonicalJson } from './canonical.js';
+import { sameJson } from './canonical.js';
 import type { FieldError } from './errors.js';
 
 /** A failed keyword's message; `value` is the value checked (for `required`, `propertyNames`, `additionalProperties`: the key). */
@@ -54,16 +54,8 @@ export function schemaProblems(schema: unknown, value: unknown, wording: SchemaW
 const isNode = (s: unknown): s is JsonSchema => typeof s === 'object' && s !== null && !Array.isArray(s);
 export const join = (path: string, key: string | number) =>
   typeof key === 'number' ? `${path}[${key}]` : path ? `${path}.${key}` : key;
-/** Equal as JSON values (canonical JSON: key order aside), as the runner's ajv compares `const` and `enum`. */
-const same = (a: unknown, b: unknown) => a === b || (typeof a === 'object' && a !== null && canonicalEqual(a, b));
-
-function canonicalEqual(a: unknown, b: unknown): boolean {
-  try {
-    return canonicalJson(a) === canonicalJson(b);
-  } catch {
-    return false; // not JSON: the runner's check has refused it already
-  }
-}
+/** Equal as JSON values, as the runner's ajv compares `const` and `enum` (a value not JSON: refused there already). */
+const same = (a: unknown, b: unknown) => a === b || (typeof a === 'object' && a !== null && sameJson(a, b));
 
 function hasType(v: unknown, t: unknown): boolean {
   if (Array.isArray(t)) return t.some((one) => hasType(v, one));

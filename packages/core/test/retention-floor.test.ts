@@ -2,6 +2,7 @@
 // silent prune of an operation whose card does not know how long the provider keeps its key.
 import { type Duration, fact, type RetrySafetyCard } from '@retrysafe/contract';
 import { createMemoryLedger, pruneLedger, RunnerConfigurationError } from '@retrysafe/core';
+import { resolvePolicy } from '@retrysafe/core/internal';
 import { REPLAYING_BEHAVIOUR, sandboxCreateCard } from '@retrysafe/sandbox';
 import { describe, expect, it } from 'vitest';
 
@@ -54,6 +55,29 @@ describe('pruneLedger: the margin in force is the policy’s, as the runner’s'
     await expect(
       pruneLedger(ledger, { olderThan: '30d', cards, policy: { clockSkewMarginMs: -1 }, now: NOW }),
     ).rejects.toThrow(/clockSkewMarginMs/);
+  });
+
+  it('every margin the runner refuses, prune refuses with the same typed error and words, and no other', async () => {
+    const ledger = createMemoryLedger();
+    const cards = [card('24h', 'a.day')];
+    const runner = (m: unknown) => {
+      try {
+        resolvePolicy(cards[0]!, { clockSkewMarginMs: m as number });
+        return 'accepted';
+      } catch (err) {
+        return RunnerConfigurationError.isInstance(err) ? err.message : `untyped: ${String(err)}`;
+      }
+    };
+    const prune = (m: unknown) =>
+      pruneLedger(ledger, { olderThan: '30d', cards, policy: { clockSkewMarginMs: m as number }, now: NOW }).then(
+        () => 'accepted',
+        (err: unknown) => (RunnerConfigurationError.isInstance(err) ? err.message : `untyped: ${String(err)}`),
+      );
+    for (const m of [Number.NaN, Number.POSITIVE_INFINITY, -1, '60000', null]) {
+      expect(runner(m), String(m)).toMatch(/^policy\.clockSkewMarginMs: expected a finite number ≥ 0/);
+      expect(await prune(m), String(m)).toBe(runner(m));
+    }
+    for (const m of [undefined, 0, H]) expect([runner(m), await prune(m)]).toEqual(['accepted', 'accepted']);
   });
 });
 

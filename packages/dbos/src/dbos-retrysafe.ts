@@ -1,10 +1,12 @@
-import { createHash, randomBytes } from 'node:crypto';
+import { randomBytes } from 'node:crypto';
 import { DBOS, type DBOSClient } from '@dbos-inc/dbos-sdk';
 import {
   type AdapterV1,
+  type BusinessOperationId,
   type HandoffPacket,
   InvalidStateError,
   type OperationRecord,
+  sha256Hex,
   UnsafeResumeError,
 } from '@retrysafe/contract';
 import { isTerminal } from '@retrysafe/contract/ledger';
@@ -65,7 +67,6 @@ export type DbosResolutionMessage = Resolution & { readonly by?: string };
 
 const RUN_ID = /^[A-Za-z0-9._:-]{1,96}$/;
 const LEASE_EXPIRED = 'RETRYSAFE_LEASE_EXPIRED';
-const hash = (s: string) => createHash('sha256').update(s).digest('hex');
 
 /** The DBOS message topic and event key of one handed-off operation's resolution and outcome. */
 export const resolutionTopic = (businessOperationId: string): string => `retrysafe.resolution:${businessOperationId}`;
@@ -93,13 +94,14 @@ export async function sendResolution(
     0,
   );
   const at = handoff?.packet?.createdAt ?? null;
-  const digest = hash(JSON.stringify([businessOperationId, resolution.action, providerRef, force, at])).slice(0, 32);
+  const decision = JSON.stringify([businessOperationId, resolution.action, providerRef, force, at]);
+  const digest = sha256Hex(decision).slice(0, 32);
   await sender.send(workflowId, resolution, resolutionTopic(businessOperationId), `retrysafe-resolution-${digest}`);
 }
 
 /** The workflow id as the run id when the contract accepts it (DBOS's UUIDs are), else `dbos-wf-` and its hash. */
 export function runIdForWorkflow(workflowId: string): string {
-  return RUN_ID.test(workflowId) ? workflowId : `dbos-wf-${hash(workflowId).slice(0, 40)}`;
+  return RUN_ID.test(workflowId) ? workflowId : `dbos-wf-${sha256Hex(workflowId).slice(0, 40)}`;
 }
 
 const RETRY_FIELDS = ['retriesAllowed', 'maxAttempts', 'intervalSeconds', 'backoffRate', 'shouldRetry'] as const;
@@ -142,8 +144,10 @@ function fromRunResult(r: RunResult | ResolveResult): DbosOperationOutcome {
     const { receipts: _receipts, ...done } = r;
     return { ...done, result: r.result ?? null };
   }
-  if (r.status !== 'handed-off') return r;
-  const { businessOperationId, packet } = r;
+  return r.status === 'handed-off' ? handedOff(r.businessOperationId, r.packet) : r;
+}
+
+function handedOff(businessOperationId: BusinessOperationId, packet: HandoffPacket): DbosOperationOutcome {
   const { reason, explanation, safeNextActions } = packet;
   return { status: 'handed-off', businessOperationId, reason, explanation, safeNextActions, packet };
 }
@@ -155,13 +159,7 @@ function fromRecord(rec: OperationRecord, published: HandoffPacket): DbosOperati
   // Handed off again since (a resume elsewhere, a recovery that could not drive it): the new hand-off is the outcome,
   // so it is published and a decision for it is not taken for one sent for the old packet.
   if (rec.state === 'handed-off' && rec.handoff && rec.handoff.createdAt !== published.createdAt)
-    return fromRunResult({
-      status: 'handed-off',
-      businessOperationId,
-      packet: rec.handoff,
-      attempts: rec.attemptCount,
-      receipts: [],
-    });
+    return handedOff(businessOperationId, rec.handoff);
   if (rec.state === 'abandoned' || (rec.state === 'succeeded' && rec.resolution?.action === 'mark-done'))
     return { status: 'resolved', businessOperationId, state: rec.state, providerRef };
   if (rec.state === 'succeeded') {

@@ -33,7 +33,7 @@ import {
   resolveTransition,
   setStateTransition,
 } from '@retrysafe/contract/ledger';
-import { retentionFloor } from '@retrysafe/contract/rules';
+import { marginProblem, retentionFloor } from '@retrysafe/contract/rules';
 import {
   checkSize,
   createKnown,
@@ -92,15 +92,18 @@ function checkOptions(options: DynamoDbLedgerOptions) {
 }
 
 /** DynamoDB's TTL deletes by itself: never below the retention floor (contract/rules), as a prune. */
-function ttlRule(retentionMs: number, cards: readonly RetrySafetyCard[], policy: { clockSkewMarginMs?: unknown } = {}) {
+function ttlRule(
+  retentionMs: number,
+  cards: readonly RetrySafetyCard[],
+  policy: { readonly clockSkewMarginMs?: number | undefined } = {},
+) {
   if (!Array.isArray(cards))
     throw new LedgerError(
       'retentionMs needs the cards you run with ({ cards }): the TTL must not delete a record while the provider may still hold its key ([] if no key outlives a record)',
     );
-  const margin = policy.clockSkewMarginMs;
-  if (margin !== undefined && !(typeof margin === 'number' && Number.isFinite(margin) && margin >= 0))
-    throw new LedgerError(`policy.clockSkewMarginMs must be a number ≥ 0, got ${String(margin)}`);
-  const floor = retentionFloor(cards, { clockSkewMarginMs: margin });
+  const marginRefused = marginProblem(policy.clockSkewMarginMs);
+  if (marginRefused !== null) throw new LedgerError(`policy.clockSkewMarginMs: ${marginRefused}`);
+  const floor = retentionFloor(cards, policy);
   if (retentionMs < floor.ms)
     throw new LedgerError(
       `retentionMs ${retentionMs} is below the key retention of ${floor.card} plus its clock-skew margin in force (${floor.ms} ms): DynamoDB would delete a record while the provider may still hold its key. Use at least ${floor.ms}`,

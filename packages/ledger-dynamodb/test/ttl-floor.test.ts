@@ -41,6 +41,18 @@ describe('the DynamoDB ledger TTL and the retention floor', () => {
     await ok.close();
   });
 
+  it('refuses a policy margin that is not a finite number ≥ 0 in the runner’s words (null, a string, NaN, ∞, < 0)', async () => {
+    const table = await db.table('ttl-floor');
+    const cards = [card('24h', 'a.day')];
+    for (const m of [Number.NaN, Number.POSITIVE_INFINITY, -1, '60000', null]) {
+      const policy = { clockSkewMarginMs: m as number };
+      refused(
+        () => createDynamoDbLedger({ table, retentionMs: 30 * 24 * H, cards, policy }),
+        new RegExp(`^policy\\.clockSkewMarginMs: expected a finite number ≥ 0, got ${String(m)}$`),
+      );
+    }
+  });
+
   it('refuses a retention without the cards it must respect (none given is a floor of nothing, said so with [])', async () => {
     const table = await db.table('ttl-floor');
     refused(() => createDynamoDbLedger({ table, retentionMs: 30 * 24 * H } as never), /cards/);

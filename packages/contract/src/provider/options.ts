@@ -27,8 +27,8 @@ export function isLoopbackHost(hostname: string): boolean {
 export function checkBaseUrl(provider: string, value: unknown, what = 'baseUrl'): URL {
   const refuse = (why: string) => new AdapterConfigurationError(provider, `${what} ${why}`);
   if (typeof value !== 'string' || value.trim() === '') throw refuse('must be an absolute URL string');
-  if (!URL.canParse(value)) throw refuse('is not a URL (it is not an absolute URL)');
-  const url = new URL(value);
+  const url = URL.parse(value);
+  if (url === null) throw refuse('is not a URL (it is not an absolute URL)');
   if (url.protocol !== 'https:' && url.protocol !== 'http:')
     throw refuse(`must be https (or http to a loopback sandbox), got ${url.protocol}`);
   if (url.username !== '' || url.password !== '')

@@ -1,6 +1,13 @@
 /** The policy for one operation: the card's backoff and limits overridden field by field, refused when they cannot work. */
 import type { RetrySafetyCard } from '@retrysafe/contract';
-import { budgetProblems, durationMs, lookupAvailable, lookupSettleMs, marginInForce } from '@retrysafe/contract/rules';
+import {
+  budgetProblems,
+  durationMs,
+  lookupAvailable,
+  lookupSettleMs,
+  marginInForce,
+  marginProblem,
+} from '@retrysafe/contract/rules';
 import { defined, memo } from '../defined.js';
 import { RunnerConfigurationError } from '../errors/runner-configuration-error.js';
 import type { PolicyOverrides, RetryPolicy } from '../retry-policy.js';
@@ -11,6 +18,9 @@ export const DEFAULT_LEASE_MS = 30_000;
 const POSITIVE: readonly (keyof RetryPolicy)[] = ['maxAttempts', 'maxElapsedMs', 'leaseMs'];
 
 export function resolvePolicy(card: RetrySafetyCard, overrides: PolicyOverrides = {}): RetryPolicy {
+  const refuse = (k: keyof RetryPolicy, why: string) => new RunnerConfigurationError(`policy.${k}`, why);
+  const marginRefused = marginProblem(overrides.clockSkewMarginMs);
+  if (marginRefused !== null) throw refuse('clockSkewMarginMs', marginRefused);
   const p: RetryPolicy = {
     maxAttempts: card.limits.maxAttempts,
     maxElapsedMs: durationMs(card.limits.maxElapsed),
@@ -23,7 +33,6 @@ export function resolvePolicy(card: RetrySafetyCard, overrides: PolicyOverrides 
     ...defined(overrides),
     clockSkewMarginMs: marginInForce(card, overrides),
   };
-  const refuse = (k: keyof RetryPolicy, why: string) => new RunnerConfigurationError(`policy.${k}`, why);
   for (const [k, v] of Object.entries(p) as [keyof RetryPolicy, number][]) {
     if (typeof v !== 'number' || !Number.isFinite(v) || v < 0)
       throw refuse(k, `expected a finite number ≥ 0, got ${String(v)}`);

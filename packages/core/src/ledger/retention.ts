@@ -9,7 +9,7 @@ import {
   type RetrySafetyCard,
 } from '@retrysafe/contract';
 import { checkPruneOptions } from '@retrysafe/contract/ledger';
-import { durationMs, formatDuration, retentionFloor } from '@retrysafe/contract/rules';
+import { durationMs, formatDuration, marginProblem, retentionFloor } from '@retrysafe/contract/rules';
 import { RunnerConfigurationError } from '../errors/runner-configuration-error.js';
 import { receiptLines } from '../receipts.js';
 import type { PolicyOverrides } from '../retry-policy.js';
@@ -86,12 +86,8 @@ export async function pruneLedger(ledger: Ledger, options: PruneLedgerOptions) {
   const olderThanMs = durationOption('olderThan', options.olderThan);
   const unknownMs =
     options.unknownRetention === undefined ? undefined : durationOption('unknownRetention', options.unknownRetention);
-  const margin = options.policy?.clockSkewMarginMs;
-  if (margin !== undefined && !(Number.isFinite(margin) && margin >= 0))
-    throw new RunnerConfigurationError(
-      'policy.clockSkewMarginMs',
-      `expected a finite number ≥ 0, got ${String(margin)}`,
-    );
+  const marginRefused = marginProblem(options.policy?.clockSkewMarginMs);
+  if (marginRefused !== null) throw new RunnerConfigurationError('policy.clockSkewMarginMs', marginRefused);
   // A forgotten list would prune at any age: no floor only when the caller says so.
   if (!Array.isArray(options.cards))
     throw new RunnerConfigurationError(
