@@ -13,8 +13,11 @@ async function sleep(ms: number): Promise<void> {
   } while (left > 0);
 }
 
-/** Calls `done` after `ms` of real time without keeping the process alive; returns its cancel. */
-export function unrefTimer(ms: number, done: () => void): () => void {
+/** Calls `done` once after `ms`; returns its cancel. */
+export type Arm = (ms: number, done: () => void) => () => void;
+
+/** Calls `done` after `ms` of real time; unref'd like the heartbeat: a worker with nothing else to do may exit mid-call. */
+function unrefTimer(ms: number, done: () => void): () => void {
   let left = Math.max(0, ms);
   let timer: ReturnType<typeof setTimeout>;
   const arm = () => {
@@ -32,22 +35,22 @@ export type Stop = 'deadline' | 'aborted';
 
 /**
  * `call`'s answer, or `stopped(why)` once it has taken `ms` or `signal` aborts: an adapter or sink that ignores its
- * signal and never answers must not hold the run for ever. A late answer is dropped. Real time, like the heartbeat:
- * an injected clock's sleep may not wait at all.
+ * signal and never answers must not hold the run for ever. A late answer is dropped. Real time (`arm`: an unref'd
+ * timer of its own, or the heartbeat's): an injected clock's sleep may not wait at all.
  */
 export async function untilStopped<T>(
   ms: number,
   signal: AbortSignal | undefined,
   call: (signal: AbortSignal) => Promise<T>,
   stopped: (why: Stop) => T,
+  arm: Arm = unrefTimer,
 ): Promise<T> {
   const deadline = new AbortController();
   const either = signal ? AbortSignal.any([signal, deadline.signal]) : deadline.signal;
   let cancel = () => {};
   let onAbort = () => {};
   const stop = new Promise<T>((resolve) => {
-    // Unref'd like the heartbeat: a worker that otherwise has nothing to do may exit mid-call.
-    cancel = unrefTimer(ms, () => {
+    cancel = arm(ms, () => {
       resolve(stopped('deadline'));
       deadline.abort();
     });
