@@ -1,7 +1,4 @@
-/**
- * The worker's heartbeat: one timer keeping the leases of all its provider calls in flight and ending those that
- * outlive their bound (see lease.ts, withHeartbeat), so a call arms no timer of its own.
- */
+/** The worker's heartbeat: one timer renewing the leases of its provider calls in flight and ending those past their bound (lease.ts). */
 
 /** A call in flight: what to renew (its operation), how often (ms), when it last was and when to stop waiting for it (performance.now()). */
 export interface Beat<T> {
