@@ -8,7 +8,6 @@ import type {
 } from '@retrysafe/contract';
 import {
   absenceProvenFrom,
-  cardMargin,
   keyFoldsResends,
   lookupAvailable,
   notFoundIsAuthoritative,
@@ -69,7 +68,7 @@ export function observationPatch(
   card: RetrySafetyCard,
   state: DecisionState,
   obs: Exclude<Observation, null>,
-  clockSkewMarginMs: number = cardMargin(card),
+  clockSkewMarginMs: number,
 ) {
   const inner = answerOf(obs)!;
   let maybeApplied = state.maybeApplied ?? false;
