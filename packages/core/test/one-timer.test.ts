@@ -5,10 +5,13 @@ import { setup } from './helpers.js';
 
 afterEach(() => {
   vi.restoreAllMocks();
+  vi.useRealTimers();
 });
 
 describe('timers per call', () => {
   it('fifty operations, one provider call each, arm one timer between them', async () => {
+    // Fake timers: the heartbeat does not tick (and stop while idle) between two runs on a slow machine.
+    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout', 'setInterval', 'clearInterval'] });
     const { adapter, runner, provider } = setup();
     const armed = [vi.spyOn(globalThis, 'setTimeout'), vi.spyOn(globalThis, 'setInterval')];
     for (let i = 0; i < 50; i++) {
