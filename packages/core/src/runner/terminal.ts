@@ -5,7 +5,7 @@ import { type Stop, stopText, untilStopped } from '../clock.js';
 import { answerOf, type Decision, type Observation } from '../decide.js';
 import { buildPacket } from '../handoff.js';
 import { type Operation, paramsConflict } from '../intake/operation.js';
-import { supersedeCheck } from '../intake/supersede.js';
+import { isSend, supersedeCheck } from '../intake/supersede.js';
 import { errText, type LogSubject, type RunnerContext } from './context.js';
 import { type DriveState, writeWith } from './state.js';
 import type { RunResult } from './types.js';
@@ -74,7 +74,7 @@ export async function handOff(
       : decided;
   if (pending !== null) s.receipts.push(pending);
   const { receipts } = s;
-  const sends = receipts.filter((r) => r.kind === 'dispatch' || r.kind === 'resend');
+  const sends = receipts.filter(isSend);
   const error =
     decision.reason === 'retry-exhausted'
       ? new RetryExhaustedError(
