@@ -26,9 +26,8 @@ export type Stop = 'deadline' | 'aborted';
 
 /**
  * `call`'s answer, or `stopped(why)` once it has taken `ms` or `signal` aborts: an adapter or sink that ignores its
- * signal and never answers must not hold the run for ever. A late answer is dropped. Real time (`arm`: a timer of its
- * own, unref'd like the heartbeat's so an idle worker may exit mid-call, or the heartbeat): an injected clock's sleep
- * may not wait at all.
+ * signal and never answers must not hold the run for ever. A late answer is dropped. Real time: an injected clock's
+ * sleep may not wait at all. `arm`: the heartbeat's tick, else a timer unref'd like it (an idle worker may exit).
  */
 export async function untilStopped<T>(
   ms: number,
