@@ -20,7 +20,7 @@ import { agentIdempotentHint, describeNormalization, lookupAvailable, resendSafe
 import { AdapterContractError } from './errors/adapter-contract-error.js';
 import { RunnerConfigurationError } from './errors/runner-configuration-error.js';
 import { identityOf } from './intake/identity.js';
-import type { Runner, RunResult } from './runner/types.js';
+import type { RunInput, Runner, RunResult } from './runner/types.js';
 
 /** The runner's result without its receipts and with a message for the model, or a refusal before the claim. */
 export type AgentToolResult = ReturnType<typeof toAgentResult> | NonNullable<ReturnType<typeof refusalAnswer>>;
@@ -220,7 +220,7 @@ export async function callAgentTool(
   runner: Runner,
   tool: AgentToolDefinition,
   args: unknown,
-  call: { readonly runId?: string; readonly signal?: AbortSignal } = {},
+  call: Pick<RunInput, 'runId' | 'signal'> = {},
 ): Promise<AgentToolResult> {
   const params = args ?? {};
   try {

@@ -4,27 +4,21 @@ export type Clock = typeof systemClock;
 // setTimeout runs a longer delay after 1 ms; a card's durations (30d) can ask for more.
 const MAX_TIMER_MS = 2 ** 31 - 1;
 
-async function sleep(ms: number): Promise<void> {
-  let left = Math.max(0, ms);
-  do {
-    const step = Math.min(left, MAX_TIMER_MS);
-    await new Promise((resolve) => setTimeout(resolve, step));
-    left -= step;
-  } while (left > 0);
-}
+/** Calls `done` once after `ms`; returns its cancel. */
+export type Arm = (ms: number, done: () => void) => () => void;
 
-/** Calls `done` after `ms` of real time without keeping the process alive; returns its cancel. */
-export function unrefTimer(ms: number, done: () => void): () => void {
+/** Calls `done` after `ms` of real time, in steps setTimeout can take. `unref`: the process may exit meanwhile. */
+function timer(ms: number, done: () => void, unref = false): () => void {
   let left = Math.max(0, ms);
-  let timer: ReturnType<typeof setTimeout>;
+  let t: ReturnType<typeof setTimeout>;
   const arm = () => {
     const step = Math.min(left, MAX_TIMER_MS);
     left -= step;
-    timer = setTimeout(() => (left > 0 ? arm() : done()), step);
-    timer.unref?.();
+    t = setTimeout(() => (left > 0 ? arm() : done()), step);
+    if (unref) t.unref?.();
   };
   arm();
-  return () => clearTimeout(timer);
+  return () => clearTimeout(t);
 }
 
 /** Why the runner stopped waiting for a call: its bound (the run's maxElapsed) passed, or the caller aborted. */
@@ -32,22 +26,22 @@ export type Stop = 'deadline' | 'aborted';
 
 /**
  * `call`'s answer, or `stopped(why)` once it has taken `ms` or `signal` aborts: an adapter or sink that ignores its
- * signal and never answers must not hold the run for ever. A late answer is dropped. Real time, like the heartbeat:
- * an injected clock's sleep may not wait at all.
+ * signal and never answers must not hold the run for ever. A late answer is dropped. Real time: an injected clock's
+ * sleep may not wait at all. `arm`: the heartbeat's tick, else a timer unref'd like it (an idle worker may exit).
  */
 export async function untilStopped<T>(
   ms: number,
   signal: AbortSignal | undefined,
   call: (signal: AbortSignal) => Promise<T>,
   stopped: (why: Stop) => T,
+  arm: Arm = (ms, done) => timer(ms, done, true),
 ): Promise<T> {
   const deadline = new AbortController();
   const either = signal ? AbortSignal.any([signal, deadline.signal]) : deadline.signal;
   let cancel = () => {};
   let onAbort = () => {};
   const stop = new Promise<T>((resolve) => {
-    // Unref'd like the heartbeat: a worker that otherwise has nothing to do may exit mid-call.
-    cancel = unrefTimer(ms, () => {
+    cancel = arm(ms, () => {
       resolve(stopped('deadline'));
       deadline.abort();
     });
@@ -67,7 +61,7 @@ export const stopText = (ms: number, why: Stop) =>
 
 export const systemClock = {
   now: (): number => Date.now(),
-  sleep,
+  sleep: (ms: number) => new Promise<void>((resolve) => void timer(ms, resolve)),
 };
 
 /** A clock whose `sleep` advances `now` at once: backoffs of minutes take no real time. */

@@ -8,7 +8,6 @@ import type {
 } from '@retrysafe/contract';
 import {
   absenceProvenFrom,
-  cardMargin,
   keyFoldsResends,
   lookupAvailable,
   notFoundIsAuthoritative,
@@ -45,6 +44,9 @@ export interface DecisionState {
 /** One observation: an attempt's outcome, a lookup's result, or null (decide from the ledger state alone). */
 export type Observation = Outcome | LookupResult | null;
 
+/** What an observation says of the provider's side: the outcome a lookup found, else the observation itself. */
+export const answerOf = (obs: Observation) => (obs?.kind === 'found' ? obs.outcome : obs);
+
 export type Decision =
   /** The effect exists: record the result. `adopted` when it came from a replay, a lookup or an earlier run. */
   | { readonly action: 'complete'; readonly adopted: boolean; readonly why: string }
@@ -66,9 +68,9 @@ export function observationPatch(
   card: RetrySafetyCard,
   state: DecisionState,
   obs: Exclude<Observation, null>,
-  clockSkewMarginMs: number = cardMargin(card),
+  clockSkewMarginMs: number,
 ) {
-  const inner = obs.kind === 'found' ? obs.outcome : obs;
+  const inner = answerOf(obs)!;
   let maybeApplied = state.maybeApplied ?? false;
   if (inner.kind === 'unknown' || inner.kind === 'in-progress') maybeApplied = true;
   // Only an authoritative "not found" clears it: one asked too early proves nothing, so a recovery looks again.

@@ -95,4 +95,17 @@ describe('heartbeat', () => {
     expect(ts.length).toBeGreaterThanOrEqual(19);
     for (let i = 0; i < ts.length; i++) expect(ts[i]! - (i === 0 ? 0 : ts[i - 1]!)).toBeLessThanOrEqual(15);
   });
+
+  it('a call with a bound is stopped at the first tick past it, within a quarter of the bound, and no longer renewed', () => {
+    const { hb, renewals, at } = recorded();
+    const stops: number[] = [];
+    const last = performance.now();
+    hb.add({ item: 'bounded', every: 7500, last, stop: { at: last + 300, run: () => stops.push(at()) } });
+    vi.advanceTimersByTime(20_000);
+    expect(stops).toHaveLength(1);
+    expect(stops[0]).toBeGreaterThanOrEqual(300);
+    expect(stops[0]).toBeLessThanOrEqual(375);
+    expect(renewals).toEqual([]);
+    expect(hb.running).toBe(false);
+  });
 });

@@ -74,4 +74,24 @@ describe('a provider call that never settles', () => {
     const [rec] = await ledger.list();
     expect(rec).toMatchObject({ state: 'handed-off', leaseOwner: null });
   }, 5000);
+
+  it("the adapter's signal aborts when the runner stops waiting", async () => {
+    const { inner, runner } = env({ lookup: 'none', replays: false, retentionMs: null });
+    const signals: AbortSignal[] = [];
+    const adapter: AdapterV1 = { ...inner, doExecute: (_op, _params, ctx) => (signals.push(ctx.signal!), NEVER()) };
+    const r = await runner.run(adapter, OP, { params: { ref: 'hang-5' } });
+    expect(r.status).toBe('handed-off');
+    expect(signals.map((x) => x.aborted)).toEqual([true]);
+  }, 5000);
+
+  it("the caller's abort ends the wait at once, long before the budget: the call is unknown, handed off", async () => {
+    const behaviour = { lookup: 'none', replays: false, retentionMs: null } as const;
+    const { adapter: inner, ledger, runner } = setup(behaviour, { policy: { maxElapsedMs: 600_000 } });
+    const controller = new AbortController();
+    setTimeout(() => controller.abort(new Error('the caller gave up')), 20);
+    const r = await runner.run(hangsAfterSending(inner), OP, { params: { ref: 'hang-6' }, signal: controller.signal });
+    expect(r).toMatchObject({ status: 'handed-off', packet: { reason: 'unknown-no-safe-resend' } });
+    const receipts = await ledger.receipts(r.businessOperationId);
+    expect(receipts.map((x) => [x.kind, x.outcome, x.code])).toEqual([['dispatch', 'unknown', 'ABORTED']]);
+  }, 5000);
 });

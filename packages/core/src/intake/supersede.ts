@@ -6,6 +6,8 @@ export const SUPERSEDE_ACTION = 'supersede';
 const NOT_APPLIED = new Set(['rejected', 'not-applied']);
 
 const isSupersede = (r: Receipt) => r.kind === 'resolve' && r.decision.action === SUPERSEDE_ACTION;
+/** A receipt of a provider call (not of a lookup, a poll or a person's decision). */
+export const isSend = (r: Receipt) => r.kind === 'dispatch' || r.kind === 'resend';
 
 type Verdict = { ok: true } | { ok: false; why: string };
 const refused = (why: string): Verdict => ({ ok: false, why });
@@ -29,7 +31,7 @@ export function everyAttemptNotApplied(receipts: readonly Receipt[], attemptCoun
   for (const r of mine) {
     if (r.kind === 'lookup' || r.kind === 'poll' || r.kind === 'recover')
       return refused('an earlier outcome was uncertain (it was looked up): an attempt may have been applied');
-    if ((r.kind === 'dispatch' || r.kind === 'resend') && !NOT_APPLIED.has(String(r.outcome)))
+    if (isSend(r) && !NOT_APPLIED.has(String(r.outcome)))
       return refused(`attempt ${r.attemptId} ended ${r.outcome ?? 'without an outcome'}: it may have been applied`);
     // A rejection that created something (a declined create+confirm leaves its PaymentIntent) would be made
     // twice; a `conflict` rejection says the key already holds something, and no recorded reason proves nothing.
@@ -42,7 +44,7 @@ export function everyAttemptNotApplied(receipts: readonly Receipt[], attemptCoun
         `attempt ${r.attemptId} was rejected ${r.rejectReason === 'conflict' ? 'as a conflict with what the provider already holds under the key' : 'for a reason not on record'}: an effect may exist`,
       );
   }
-  const sends = mine.filter((r) => r.kind === 'dispatch' || r.kind === 'resend').length;
+  const sends = mine.filter(isSend).length;
   if (sends === 0) return refused('no attempt of it is on record');
   // A call counted on the record with no receipt (its worker stopped after sending) may have been applied.
   if (attemptCount > sends)

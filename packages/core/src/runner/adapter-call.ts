@@ -7,7 +7,7 @@ import {
   type Outcome,
 } from '@retrysafe/contract';
 import { resendSafety } from '@retrysafe/contract/rules';
-import { type Stop, stopText, untilStopped } from '../clock.js';
+import { type Stop, stopText } from '../clock.js';
 import type { Operation } from '../intake/operation.js';
 import { errText, type RunnerContext } from './context.js';
 import { withHeartbeat } from './lease.js';
@@ -74,13 +74,12 @@ export async function callProvider(
   });
   let outcome: Outcome;
   try {
-    const answer: unknown = await withHeartbeat(ctx, c.lease, () =>
-      untilStopped(
-        op.policy.maxElapsedMs,
-        op.signal,
-        (signal) => op.adapter.doExecute(op.opName, op.params, { ...callCtx, signal }),
-        stopped,
-      ),
+    const answer: unknown = await withHeartbeat(
+      ctx,
+      op,
+      c.lease,
+      (signal) => op.adapter.doExecute(op.opName, op.params, { ...callCtx, signal }),
+      stopped,
     );
     // Sent already: an answer the runner cannot read means the effect may exist (unknown, looked up first).
     const problem = outcomeProblem(answer);
@@ -121,28 +120,27 @@ export async function lookupProvider(
   });
   let result: LookupResult;
   try {
-    const answer: unknown = await withHeartbeat(ctx, c.lease, () =>
-      untilStopped(
-        op.policy.maxElapsedMs,
-        op.signal,
-        (signal) =>
-          op.adapter.doLookup(op.opName, {
-            businessOperationId: op.id,
-            providerKey: op.providerKey,
-            ...(c.keyRevision > 1 ? { keyRevision: c.keyRevision } : {}),
-            params: op.params,
-            runId: op.runId,
-            attemptId,
-            statusRef: c.record.statusRef,
-            firstDispatchedAt: c.record.firstDispatchedAt,
-            lastDispatchedAt: c.lastDispatchedAt,
-            now,
-            keyReusable: resendSafety(op.card, c.record.firstDispatchedAt, now, op.policy.clockSkewMarginMs).safe,
-            clockSkewMarginMs: op.policy.clockSkewMarginMs,
-            signal,
-          }),
-        stopped,
-      ),
+    const answer: unknown = await withHeartbeat(
+      ctx,
+      op,
+      c.lease,
+      (signal) =>
+        op.adapter.doLookup(op.opName, {
+          businessOperationId: op.id,
+          providerKey: op.providerKey,
+          ...(c.keyRevision > 1 ? { keyRevision: c.keyRevision } : {}),
+          params: op.params,
+          runId: op.runId,
+          attemptId,
+          statusRef: c.record.statusRef,
+          firstDispatchedAt: c.record.firstDispatchedAt,
+          lastDispatchedAt: c.lastDispatchedAt,
+          now,
+          keyReusable: resendSafety(op.card, c.record.firstDispatchedAt, now, op.policy.clockSkewMarginMs).safe,
+          clockSkewMarginMs: op.policy.clockSkewMarginMs,
+          signal,
+        }),
+      stopped,
     );
     result = isLookupResult(answer)
       ? answer

@@ -1,7 +1,7 @@
 /** What every part of the runner shares: the worker's ledger, clock and identity, its options, and its one log function. */
 import { randomUUID } from 'node:crypto';
 import { hostname } from 'node:os';
-import type { OperationSpec } from '@retrysafe/contract';
+import type { Fenced, OperationSpec } from '@retrysafe/contract';
 import { systemClock } from '../clock.js';
 import { RunnerConfigurationError } from '../errors/runner-configuration-error.js';
 import type { Operation } from '../intake/operation.js';
@@ -16,7 +16,7 @@ export type LogSubject = Pick<Operation, 'id' | 'card' | 'redactor'> & { readonl
 
 /** A lease held by this worker: renewed between steps and by the heartbeat while a call is in flight. */
 export interface Lease {
-  readonly ref: { readonly businessOperationId: Operation['id']; readonly fence: number };
+  readonly ref: Fenced;
   readonly leaseMs: number;
   /** When it runs out, as far as this worker knows. */
   expiresAt: number;

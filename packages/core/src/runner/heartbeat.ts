@@ -1,13 +1,14 @@
-/** The worker's heartbeat: one timer keeping the leases of all its provider calls in flight (see lease.ts, withHeartbeat). */
+/** The worker's heartbeat: one timer renewing the leases of its provider calls in flight and ending those past their bound (lease.ts). */
 
-/** A call in flight: what to renew (its operation), how often (ms) and when it last was (performance.now()). */
+/** A call in flight: what to renew (its operation), how often (ms), when it last was and when to stop waiting for it (performance.now()). */
 export interface Beat<T> {
   readonly item: T;
   readonly every: number;
   last: number;
+  readonly stop?: { readonly at: number; readonly run: () => void };
 }
 
-/** One unref'd timer per runner renews every call in flight, at a quarter of the shortest period; idle, it stops. */
+/** One unref'd timer per runner renews or stops every call in flight, at a quarter of the shortest period or bound; idle, it stops. */
 export function createHeartbeat<T>(renew: (item: T) => void) {
   const calls = new Set<Beat<T>>();
   let timer: ReturnType<typeof setInterval> | null = null;
@@ -21,15 +22,20 @@ export function createHeartbeat<T>(renew: (item: T) => void) {
     }
     const t = performance.now();
     for (const b of calls) {
-      if (t - b.last < b.every - period) continue;
-      b.last = t;
-      renew(b.item);
+      if (b.stop && t >= b.stop.at) {
+        calls.delete(b);
+        b.stop.run();
+      } else if (t - b.last >= b.every - period) {
+        b.last = t;
+        renew(b.item);
+      }
     }
   };
   return {
     add(beat: Beat<T>) {
       calls.add(beat);
-      const p = Math.max(Math.min(25, beat.every), Math.floor(beat.every / 4)); // never slower than `every`
+      const shortest = Math.min(beat.every, beat.stop ? beat.stop.at - beat.last : Infinity);
+      const p = Math.max(Math.min(25, shortest), Math.floor(shortest / 4)); // never slower than `every` or the bound
       if (timer !== null && period <= p) return;
       if (timer !== null) clearInterval(timer);
       period = p;

@@ -10,7 +10,7 @@ import {
   RetrysafeError,
 } from '@retrysafe/contract';
 import { resendSafety } from '@retrysafe/contract/rules';
-import { decide, type Observation, observationPatch } from '../decide.js';
+import { answerOf, decide, type Observation, observationPatch } from '../decide.js';
 import type { Operation } from '../intake/operation.js';
 import { callProvider, lookupProvider } from './adapter-call.js';
 import { errText, type RunnerContext } from './context.js';
@@ -22,14 +22,11 @@ import type { RunResult } from './types.js';
 
 /** After these, a send is only allowed because the card says the same key folds it into the first. */
 function reliesOnKey(obs: Observation): boolean {
-  if (obs === null) return false;
-  const inner = obs.kind === 'found' ? obs.outcome : obs;
-  return inner.kind === 'unknown' || inner.kind === 'in-progress' || obs.kind === 'cannot-tell';
+  const kind = answerOf(obs)?.kind;
+  return kind === 'unknown' || kind === 'in-progress' || kind === 'cannot-tell';
 }
 
-function isInProgress(obs: Observation): boolean {
-  return obs !== null && (obs.kind === 'in-progress' || (obs.kind === 'found' && obs.outcome.kind === 'in-progress'));
-}
+const isInProgress = (obs: Observation) => answerOf(obs)?.kind === 'in-progress';
 
 /** Drives one claimed operation to complete or handoff; on a failure other than a lost lease, releases the lease first. */
 export async function drive(ctx: RunnerContext, op: Operation, c: Claimed, receipts: Receipt[]): Promise<RunResult> {

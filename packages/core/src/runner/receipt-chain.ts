@@ -1,6 +1,6 @@
 /** The receipt chain: each receipt sealed onto the one before it. */
 import type { OperationRecord, Receipt } from '@retrysafe/contract';
-import type { Decision, Observation } from '../decide.js';
+import { answerOf, type Decision, type Observation } from '../decide.js';
 import { RunnerConfigurationError } from '../errors/runner-configuration-error.js';
 import type { Operation } from '../intake/operation.js';
 import { sealReceipt, type UnsealedReceipt } from '../receipts.js';
@@ -29,7 +29,7 @@ export function attemptReceipt(
     decision: Decision;
   },
 ): Receipt {
-  const inner = r.obs === null ? null : r.obs.kind === 'found' ? r.obs.outcome : r.obs;
+  const inner = answerOf(r.obs);
   const refs = (inner ?? {}) as {
     [k in 'status' | 'code' | 'providerRef' | 'requestId' | 'message' | 'reason' | 'fields']?: unknown;
   };

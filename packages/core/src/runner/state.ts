@@ -135,7 +135,7 @@ export function decisionState(ctx: RunnerContext, s: DriveState, observedAt?: nu
 }
 
 /** A state and the receipt that led to it: one transaction when the ledger can, else state then receipt. */
-export async function writeWith(ctx: RunnerContext, ref: DriveState['lease']['ref'], patch: StatePatch) {
+export async function writeWith(ctx: RunnerContext, ref: Fenced, patch: StatePatch) {
   if (patch.receipt === undefined || ctx.receiptWithState) return ctx.ledger.setState(ref, patch);
   const { receipt, ...state } = patch;
   const record = await ctx.ledger.setState(ref, state);

@@ -2,10 +2,10 @@
 import { InvalidStateError, type OperationRecord, type Receipt, RetryExhaustedError } from '@retrysafe/contract';
 import { completionRecoverable, resendSafety } from '@retrysafe/contract/rules';
 import { type Stop, stopText, untilStopped } from '../clock.js';
-import type { Decision, Observation } from '../decide.js';
+import { answerOf, type Decision, type Observation } from '../decide.js';
 import { buildPacket } from '../handoff.js';
 import { type Operation, paramsConflict } from '../intake/operation.js';
-import { supersedeCheck } from '../intake/supersede.js';
+import { isSend, supersedeCheck } from '../intake/supersede.js';
 import { errText, type LogSubject, type RunnerContext } from './context.js';
 import { type DriveState, writeWith } from './state.js';
 import type { RunResult } from './types.js';
@@ -18,7 +18,7 @@ export async function complete(
   end: { readonly obs: Observation; readonly adopted: boolean; readonly pending: Receipt | null },
 ): Promise<RunResult> {
   const { obs, adopted, pending } = end;
-  const src = obs === null ? null : obs.kind === 'found' ? obs.outcome : obs;
+  const src = answerOf(obs);
   let result: unknown = s.record.result;
   let providerRef = s.record.providerRef;
   if (src && (src.kind === 'succeeded' || src.kind === 'replayed')) {
@@ -74,7 +74,7 @@ export async function handOff(
       : decided;
   if (pending !== null) s.receipts.push(pending);
   const { receipts } = s;
-  const sends = receipts.filter((r) => r.kind === 'dispatch' || r.kind === 'resend');
+  const sends = receipts.filter(isSend);
   const error =
     decision.reason === 'retry-exhausted'
       ? new RetryExhaustedError(

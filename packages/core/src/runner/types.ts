@@ -178,7 +178,7 @@ export interface RecoverOptions extends Pick<RunInput, 'runId' | 'attemptIds'> {
 }
 
 export interface Runner {
-  /** Typed from the adapter when it is a `TypedAdapter` (RunFunction); untyped adapters as before. */
+  /** Typed from the adapter when it is a `TypedAdapter` (RunFunction); `unknown` params and result for an untyped one. */
   run: RunFunction;
   /** Reconciles operations left claimed/dispatched/unknown/in-progress by a worker whose lease expired. */
   recover(options: RecoverOptions): Promise<RecoverReport[]>;
