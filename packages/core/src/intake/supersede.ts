@@ -6,6 +6,9 @@ export const SUPERSEDE_ACTION = 'supersede';
 const NOT_APPLIED = new Set(['rejected', 'not-applied']);
 
 const isSupersede = (r: Receipt) => r.kind === 'resolve' && r.decision.action === SUPERSEDE_ACTION;
+const isSend = (r: Receipt) => r.kind === 'dispatch' || r.kind === 'resend';
+/** The current revision's receipts: after the last supersede. */
+const currentRevision = (receipts: readonly Receipt[]) => receipts.slice(receipts.findLastIndex(isSupersede) + 1);
 
 type Verdict = { ok: true } | { ok: false; why: string };
 const refused = (why: string): Verdict => ({ ok: false, why });
@@ -24,12 +27,11 @@ export function supersedeCheck(record: OperationRecord, receipts: readonly Recei
 
 /** The receipts' half of supersedeCheck: every provider call of the current revision (`attemptCount`) known not applied. */
 export function everyAttemptNotApplied(receipts: readonly Receipt[], attemptCount: number): Verdict {
-  // The current revision: after the last supersede.
-  const mine = receipts.slice(receipts.findLastIndex(isSupersede) + 1);
+  const mine = currentRevision(receipts);
   for (const r of mine) {
     if (r.kind === 'lookup' || r.kind === 'poll' || r.kind === 'recover')
       return refused('an earlier outcome was uncertain (it was looked up): an attempt may have been applied');
-    if ((r.kind === 'dispatch' || r.kind === 'resend') && !NOT_APPLIED.has(String(r.outcome)))
+    if (isSend(r) && !NOT_APPLIED.has(String(r.outcome)))
       return refused(`attempt ${r.attemptId} ended ${r.outcome ?? 'without an outcome'}: it may have been applied`);
     // A rejection that created something (a declined create+confirm leaves its PaymentIntent) would be made
     // twice; a `conflict` rejection says the key already holds something, and no recorded reason proves nothing.
@@ -42,7 +44,7 @@ export function everyAttemptNotApplied(receipts: readonly Receipt[], attemptCoun
         `attempt ${r.attemptId} was rejected ${r.rejectReason === 'conflict' ? 'as a conflict with what the provider already holds under the key' : 'for a reason not on record'}: an effect may exist`,
       );
   }
-  const sends = mine.filter((r) => r.kind === 'dispatch' || r.kind === 'resend').length;
+  const sends = mine.filter(isSend).length;
   if (sends === 0) return refused('no attempt of it is on record');
   // A call counted on the record with no receipt (its worker stopped after sending) may have been applied.
   if (attemptCount > sends)
@@ -55,7 +57,25 @@ export function currentRevisionNumber(receipts: readonly Receipt[]): number {
   return 1 + receipts.filter(isSupersede).length;
 }
 
-/** Whether a new revision needs its own provider key: yes unless the provider stores no errors under a key. */
-export function needsFreshKey(card: RetrySafetyCard): boolean {
-  return card.providerKey.travels.value !== 'none' && card.storedResult.includesErrors.value !== false;
+/**
+ * Whether the next revision needs a provider key of its own: only when one of the current revision's calls was
+ * rejected and the provider may have stored that answer under the key. After calls that were all not-applied the key
+ * is kept: an adapter may call a 429 not-applied because a same-key re-send folds it even if it had sent, and under
+ * the same key the provider folds or refuses the correction where a key of its own would make a second object.
+ */
+export function needsFreshKey(card: RetrySafetyCard, receipts: readonly Receipt[]): boolean {
+  if (card.providerKey.travels.value === 'none' || card.storedResult.includesErrors.value === false) return false;
+  return currentRevision(receipts).some((r) => isSend(r) && r.outcome === 'rejected');
+}
+
+/** The revision the key in use was derived for: the last whose supersede took a key of its own (1 until then). */
+export function keyRevisionNumber(receipts: readonly Receipt[]): number {
+  let revision = 1;
+  let keyRevision = 1;
+  for (const [i, r] of receipts.entries()) {
+    if (!isSupersede(r)) continue;
+    revision++;
+    if (r.providerKey !== receipts[i - 1]?.providerKey) keyRevision = revision;
+  }
+  return keyRevision;
 }
