@@ -11,7 +11,7 @@ import { API_KEY, emailParams } from './helpers.js';
 
 const RATE_LIMITED = { statusCode: 429, name: 'rate_limit_exceeded', message: 'Too many requests.' };
 
-async function setup() {
+async function setup(maxAttempts = 1) {
   const clock = createVirtualClock(Date.UTC(2026, 11, 6));
   const sandbox = closeAfterTest(await startResendSandbox({ now: clock.now }));
   // The first POST reaches Resend and is sent, but the answer is a 429; every later one passes.
@@ -22,7 +22,7 @@ async function setup() {
     }),
   );
   const adapter = createResendAdapter({ apiKey: API_KEY, baseUrl: proxy.url, timeoutMs: 2000 });
-  const runner = createRunner({ ledger: createMemoryLedger(), clock, random: () => 0.5, policy: { maxAttempts: 1 } });
+  const runner = createRunner({ ledger: createMemoryLedger(), clock, random: () => 0.5, policy: { maxAttempts } });
   return { sandbox, proxy, adapter, runner };
 }
 
@@ -58,6 +58,24 @@ describe('a corrected email after a 429 that had sent', () => {
     expect(corrected).toMatchObject({ status: 'done', adopted: false });
     expect(sandbox.emails().map((e) => e.subject)).toEqual(['Invoice corr/2 (corrected)']);
     expect(new Set(proxy.requests.map((r) => r.headers['idempotency-key'])).size).toBe(1);
+  });
+
+  it('a 401 after it (answered at the door, before the key store) does not prove the first request was not sent', async () => {
+    const { sandbox, proxy, adapter, runner } = await setup(2);
+    const unauthorized = { statusCode: 401, name: 'missing_api_key', message: 'Missing API key.' };
+    proxy.setFaults([
+      { kind: 'status', status: 429, forward: true, body: RATE_LIMITED },
+      { kind: 'status', status: 401, body: unauthorized },
+    ]);
+    const first = await runner.run(adapter, 'emails.send', { params: emailParams('corr/4') });
+    expect(first).toMatchObject({ status: 'handed-off', packet: { reason: 'rejected' } });
+    expect(sandbox.count('emails.send')).toBe(1);
+
+    const corrected = await runner.run(adapter, 'emails.send', {
+      params: emailParams('corr/4', { subject: 'Invoice corr/4 (corrected)' }),
+    });
+    expect(corrected).toMatchObject({ status: 'handed-off' });
+    expect(sandbox.count('emails.send')).toBe(1);
   });
 
   it('a correction after a 422 gets a key of its own (Resend may keep the error under the first)', async () => {

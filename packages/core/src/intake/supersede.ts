@@ -57,15 +57,19 @@ export function currentRevisionNumber(receipts: readonly Receipt[]): number {
   return 1 + receipts.filter(isSupersede).length;
 }
 
+// Refused before the request is processed (credentials, access, the adapter's own check): nothing stored under the key.
+const UNPROCESSED_REJECTIONS = new Set(['authentication', 'permission', 'configuration']);
+
 /**
  * Whether the next revision needs a provider key of its own: only when one of the current revision's calls was
- * rejected and the provider may have stored that answer under the key. After calls that were all not-applied the key
- * is kept: an adapter may call a 429 not-applied because a same-key re-send folds it even if it had sent, and under
- * the same key the provider folds or refuses the correction where a key of its own would make a second object.
+ * rejected after processing and the provider may have stored that answer under the key. Otherwise the key is kept: an
+ * adapter may call a 429 not-applied because a same-key re-send folds it even if it had sent, and under the same key
+ * the provider folds or refuses the correction where a key of its own would make a second object.
  */
 export function needsFreshKey(card: RetrySafetyCard, receipts: readonly Receipt[]): boolean {
   if (card.providerKey.travels.value === 'none' || card.storedResult.includesErrors.value === false) return false;
-  return currentRevision(receipts).some((r) => isSend(r) && r.outcome === 'rejected');
+  const stored = (r: Receipt) => r.outcome === 'rejected' && !UNPROCESSED_REJECTIONS.has(String(r.rejectReason));
+  return currentRevision(receipts).some((r) => isSend(r) && stored(r));
 }
 
 /** The revision the key in use was derived for: the last whose supersede took a key of its own (1 until then). */
