@@ -22,11 +22,19 @@ export function supersedeCheck(record: OperationRecord, receipts: readonly Recei
   const reason = record.handoff?.reason;
   if (record.state === 'handed-off' && reason && reason !== 'rejected' && reason !== 'retry-exhausted')
     return refused(`it was handed off as ${reason}: an attempt may have been applied`);
-  return everyAttemptNotApplied(receipts, record.attemptCount);
+  return everyAttemptNotApplied(receipts, record);
 }
 
-/** The receipts' half of supersedeCheck: every provider call of the current revision (`attemptCount`) known not applied. */
-export function everyAttemptNotApplied(receipts: readonly Receipt[], attemptCount: number): Verdict {
+/** The receipts' half of supersedeCheck: every provider call of the record's current revision known not applied. */
+export function everyAttemptNotApplied(
+  receipts: readonly Receipt[],
+  { attemptCount, resolution }: Pick<OperationRecord, 'attemptCount' | 'resolution'>,
+): Verdict {
+  // A revision claimed without its supersede receipt (a two-write ledger stopped between them): its calls would be
+  // counted with the revision before, whose rejections then vouch for a call of its own that may have applied.
+  const claimed = resolution?.action === SUPERSEDE_ACTION ? (resolution.revision ?? 1) : 1;
+  if (claimed > currentRevisionNumber(receipts))
+    return refused(`revision ${claimed} has no supersede receipt: which provider calls are its own cannot be told`);
   const mine = currentRevision(receipts);
   for (const r of mine) {
     if (r.kind === 'lookup' || r.kind === 'poll' || r.kind === 'recover')
