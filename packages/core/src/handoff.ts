@@ -50,7 +50,7 @@ function resumeAction(input: PacketInput, created: string | undefined): SafeActi
       `the rejected attempt left ${created} at the provider: a new request (corrected or not) would make a second one — continue on ${created} there`,
     );
   if (input.reason === 'rejected')
-    return everyAttemptNotApplied(input.receipts, input.record.attemptCount).ok
+    return everyAttemptNotApplied(input.receipts, input.record).ok
       ? resume(false, RESUME_WHY.rejected)
       : resume(false, RESUME_WHY.rejectedAfterUnknown);
   if (input.resumeNote !== undefined) return resume(false, input.resumeNote);
@@ -66,7 +66,7 @@ function nextActions(input: PacketInput, created: string | undefined): SafeActio
   const actions = [resumeAction(input, created)];
   if (
     (input.reason === 'rejected' || input.reason === 'retry-exhausted') &&
-    everyAttemptNotApplied(input.receipts, input.record.attemptCount).ok
+    everyAttemptNotApplied(input.receipts, input.record).ok
   )
     actions.push({
       action: 'resend-with',

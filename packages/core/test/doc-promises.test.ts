@@ -97,6 +97,35 @@ describe('concepts, supersede: a revision gets a key of its own where the card s
     expect(keys[1]).not.toBe(keys[0]);
     expect(provider.count()).toBe(1);
   });
+
+  it('after calls that were all not-applied the key is kept; the adapter is told the revision its key was derived for', async () => {
+    const { provider, adapter, ledger, runner } = setup({}, { policy: { maxAttempts: 1 } });
+    const a = storingErrors(adapter, 'unknown');
+    const seen: [string | null, number | undefined][] = [];
+    const watched = {
+      ...a,
+      doExecute: (op, params, ctx) => (seen.push([ctx.providerKey, ctx.keyRevision]), a.doExecute(op, params, ctx)),
+    } as AdapterV1;
+    const call = (note: string) => runner.run(watched, OP, { params: { ref: 'rev-kept', note } });
+    provider.failNext({ kind: 'not-applied' });
+    expect((await call('one')).status).toBe('handed-off'); // revision 1: throttled, budget spent
+    provider.failNext({ kind: 'rejected' });
+    expect((await call('two')).status).toBe('handed-off'); // revision 2: the same key, rejected
+    provider.failNext({ kind: 'not-applied' });
+    expect((await call('three')).status).toBe('handed-off'); // revision 3: a key of its own
+    const fourth = await call('four'); // revision 4: revision 3's key
+    expect(fourth.status).toBe('done');
+    const [k1, k2, k3, k4] = seen.map(([key]) => key);
+    expect(k2).toBe(k1);
+    expect(k3).not.toBe(k1);
+    expect(k4).toBe(k3);
+    expect(seen.map(([, revision]) => revision)).toEqual([undefined, undefined, 3, 3]);
+    const reasons = (await ledger.receipts(fourth.businessOperationId))
+      .filter((r) => r.decision.action === 'supersede')
+      .map((r) => r.decision.reason.replace(/^revision (\d).*; (\w+) provider key.*$/, '$1 $2'));
+    expect(reasons).toEqual(['2 same', '3 new', '4 same']);
+    expect(provider.count()).toBe(1);
+  });
 });
 
 describe('runbook, --abandon: later calls with the same business operation get the old handoff back', () => {

@@ -176,6 +176,7 @@ describe('fence file', () => {
       'concurrency',
       'parameterMatching',
       'retention.minimum',
+      'storedResult.includesErrors',
       'storedResult.semantics',
     ]);
     // with a lookup, how late the upstream may still apply a call is unknown until declared
@@ -339,6 +340,25 @@ describe('ids never come from the model', () => {
     expect(made.map((o) => o.ref).sort()).toEqual([ref, `${ref}-2`, `${ref}-3`]);
     // the upstream got the fence's key, derived from the intent, never the model's
     for (const o of made) expect(o.requestId).toMatch(/^rs-/);
+  });
+});
+
+describe('a corrected call after a tool error, where the upstream keeps its answers by the key', () => {
+  it('goes out under a key of its own: the stored error is not given back as the answer to the correction', async () => {
+    const file = fenceFile({}, { key: { argument: 'request_id' } });
+    const upstream = [process.execPath, ordersServer, '--request-id', '--replays-by-request-id'];
+    const client = await wrapped(file, ['--', ...upstream]);
+    const ref = `PO-${randomBytes(3).toString('hex')}`;
+    const call = (sku: string) =>
+      client.callTool({ name: 'create_order', arguments: { customer: 'cus_fix', ref, sku, quantity: 1 } });
+    const bad = (await call('no-such')) as Answer;
+    expect(bad._meta?.retrysafe?.status).toBe('needs-human');
+    const fixed = (await call('sku_1')) as Answer;
+    expect(fixed._meta?.retrysafe).toMatchObject({
+      status: 'done',
+      businessOperationId: bad._meta?.retrysafe?.businessOperationId,
+    });
+    expect((await orders(client, 'cus_fix')).map((o) => o.sku)).toEqual(['sku_1']);
   });
 });
 

@@ -8,6 +8,8 @@ const NOT_APPLIED = new Set(['rejected', 'not-applied']);
 const isSupersede = (r: Receipt) => r.kind === 'resolve' && r.decision.action === SUPERSEDE_ACTION;
 /** A receipt of a provider call (not of a lookup, a poll or a person's decision). */
 export const isSend = (r: Receipt) => r.kind === 'dispatch' || r.kind === 'resend';
+/** The current revision's receipts: after the last supersede. */
+const currentRevision = (receipts: readonly Receipt[]) => receipts.slice(receipts.findLastIndex(isSupersede) + 1);
 
 type Verdict = { ok: true } | { ok: false; why: string };
 const refused = (why: string): Verdict => ({ ok: false, why });
@@ -21,13 +23,20 @@ export function supersedeCheck(record: OperationRecord, receipts: readonly Recei
   const reason = record.handoff?.reason;
   if (record.state === 'handed-off' && reason && reason !== 'rejected' && reason !== 'retry-exhausted')
     return refused(`it was handed off as ${reason}: an attempt may have been applied`);
-  return everyAttemptNotApplied(receipts, record.attemptCount);
+  return everyAttemptNotApplied(receipts, record);
 }
 
-/** The receipts' half of supersedeCheck: every provider call of the current revision (`attemptCount`) known not applied. */
-export function everyAttemptNotApplied(receipts: readonly Receipt[], attemptCount: number): Verdict {
-  // The current revision: after the last supersede.
-  const mine = receipts.slice(receipts.findLastIndex(isSupersede) + 1);
+/** The receipts' half of supersedeCheck: every provider call of the record's current revision known not applied. */
+export function everyAttemptNotApplied(
+  receipts: readonly Receipt[],
+  { attemptCount, resolution }: Pick<OperationRecord, 'attemptCount' | 'resolution'>,
+): Verdict {
+  // A revision claimed without its supersede receipt (a two-write ledger stopped between them): its calls would be
+  // counted with the revision before, whose rejections then vouch for a call of its own that may have applied.
+  const claimed = resolution?.action === SUPERSEDE_ACTION ? (resolution.revision ?? 1) : 1;
+  if (claimed > currentRevisionNumber(receipts))
+    return refused(`revision ${claimed} has no supersede receipt: which provider calls are its own cannot be told`);
+  const mine = currentRevision(receipts);
   for (const r of mine) {
     if (r.kind === 'lookup' || r.kind === 'poll' || r.kind === 'recover')
       return refused('an earlier outcome was uncertain (it was looked up): an attempt may have been applied');
@@ -57,7 +66,29 @@ export function currentRevisionNumber(receipts: readonly Receipt[]): number {
   return 1 + receipts.filter(isSupersede).length;
 }
 
-/** Whether a new revision needs its own provider key: yes unless the provider stores no errors under a key. */
-export function needsFreshKey(card: RetrySafetyCard): boolean {
-  return card.providerKey.travels.value !== 'none' && card.storedResult.includesErrors.value !== false;
+// Refused before the request is processed (credentials, access, the adapter's own check): nothing stored under the key.
+const UNPROCESSED_REJECTIONS = new Set(['authentication', 'permission', 'configuration']);
+
+/**
+ * Whether the next revision needs a provider key of its own: only when one of the current revision's calls was
+ * rejected after processing and the provider may have stored that answer under the key. Otherwise the key is kept: an
+ * adapter may call a 429 not-applied because a same-key re-send folds it even if it had sent, and under the same key
+ * the provider folds or refuses the correction where a key of its own would make a second object.
+ */
+export function needsFreshKey(card: RetrySafetyCard, receipts: readonly Receipt[]): boolean {
+  if (card.providerKey.travels.value === 'none' || card.storedResult.includesErrors.value === false) return false;
+  const stored = (r: Receipt) => r.outcome === 'rejected' && !UNPROCESSED_REJECTIONS.has(String(r.rejectReason));
+  return currentRevision(receipts).some((r) => isSend(r) && stored(r));
+}
+
+/** The revision the key in use was derived for: the last whose supersede took a key of its own (1 until then). */
+export function keyRevisionNumber(receipts: readonly Receipt[]): number {
+  let revision = 1;
+  let keyRevision = 1;
+  for (const [i, r] of receipts.entries()) {
+    if (!isSupersede(r)) continue;
+    revision++;
+    if (r.providerKey !== receipts[i - 1]?.providerKey) keyRevision = revision;
+  }
+  return keyRevision;
 }

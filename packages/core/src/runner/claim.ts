@@ -166,13 +166,13 @@ export async function supersede(
 ): Promise<RunResult> {
   const { clock, log } = ctx;
   const revision = currentRevisionNumber(receipts) + 1;
-  const freshKey = needsFreshKey(op.card);
+  const freshKey = needsFreshKey(op.card, receipts);
   const providerKey = freshKey
     ? derivedProviderKey(op.adapter, op.opName, op.card, revisionKeySource(record.businessOperationId, revision))
     : record.providerKey;
   const revised = withProviderKey(op, providerKey);
   const paths = op.comparison.differences(record.params, op.params);
-  const why = `revision ${revision} (${by}) replaces revision ${revision - 1}, whose every attempt was known not applied; changed: ${paths.join(', ') || '(none)'}; ${freshKey ? 'new provider key (the provider may have stored the rejection under the old one)' : 'same provider key (the provider stores no errors)'}`;
+  const why = `revision ${revision} (${by}) replaces revision ${revision - 1}, whose every attempt was known not applied; changed: ${paths.join(', ') || '(none)'}; ${freshKey ? 'new provider key (the provider may have stored the rejection under the old one)' : 'same provider key (nothing rejected is stored under it, and a call that did land is folded or refused by it)'}`;
   const claimedAt = clock.now();
   const supersede = { fence: record.fence, revision };
   const restartAs = { action: SUPERSEDE_ACTION, reason: why, claimedAt, supersede };

@@ -2,7 +2,7 @@
 import type { ClaimResult, Fenced, OperationRecord, Receipt, StatePatch } from '@retrysafe/contract';
 import { type DecisionState, MAYBE_APPLIED_STATES } from '../decide.js';
 import type { Operation } from '../intake/operation.js';
-import { currentRevisionNumber, needsFreshKey } from '../intake/supersede.js';
+import { keyRevisionNumber } from '../intake/supersede.js';
 import type { Lease, RunnerContext } from './context.js';
 
 /** What a fenced write names: the id and the fence, not the record (a ledger gets no params it did not ask for). */
@@ -109,7 +109,7 @@ export function startState(ctx: RunnerContext, op: Operation, c: Claimed, receip
     runAttempts: 0,
     windowStartedAt: windowOpensAt !== null && windowOpensAt > now ? windowOpensAt : null,
     polls: 0,
-    keyRevision: needsFreshKey(op.card) ? currentRevisionNumber(receipts) : 1,
+    keyRevision: keyRevisionNumber(receipts),
     recovering: c.takenOver && maybeApplied,
     takenOverLeaseEnd: leaseEnd,
     startedAt: now,

@@ -325,6 +325,13 @@ function fenceCard(config: Pick<FenceConfig, 'name' | 'policy'>, toolName: strin
   const { key: k, lookup: l } = t;
   const limits = config.policy ?? {};
   const includesErrors = fact(false, 'fence: an upstream tool error is never assumed to be stored');
+  // An upstream may keep an error under the key and give it back to the same key with other arguments: a corrected
+  // call after a rejection then goes out under a key of its own rather than be answered with the old error.
+  const keptErrors = () => {
+    const condition = 'whether the upstream keeps an error answer under the key and gives it back';
+    unverified.push({ field: 'storedResult.includesErrors', condition, source: declared('key') });
+    return fact<boolean>('unknown', `${declared('key')}: the fence file does not say what the upstream keeps`);
+  };
   const keyFields = k
     ? {
         providerKey: {
@@ -336,7 +343,10 @@ function fenceCard(config: Pick<FenceConfig, 'name' | 'policy'>, toolName: strin
         },
         keyReuse: fact('same call while the upstream keeps the key', declared('key')),
         parameterMatching: maybe('parameterMatching', k.parameterMatching, 'key.parameterMatching'),
-        storedResult: { semantics: maybe('storedResult.semantics', k.semantics, 'key.semantics'), includesErrors },
+        storedResult: {
+          semantics: maybe('storedResult.semantics', k.semantics, 'key.semantics'),
+          includesErrors: keptErrors(),
+        },
         retention: { minimum: maybe('retention.minimum', k.retention, 'key.retention') },
         concurrency: maybe('concurrency', k.concurrency, 'key.concurrency'),
       }

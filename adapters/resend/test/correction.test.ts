@@ -1,0 +1,91 @@
+import { createMemoryLedger, createRunner, createVirtualClock } from '@retrysafe/core';
+import { startFaultProxy } from '@retrysafe/testkit';
+import { closeAfterTest } from '@retrysafe/testkit/close-after-test';
+import { describe, expect, it } from 'vitest';
+import { createResendAdapter } from '../src/index.js';
+import { startResendSandbox } from '../src/sandbox/index.js';
+import { API_KEY, emailParams } from './helpers.js';
+
+// A 429 is not-applied here because a re-send carries the same key, so even a 429 that had sent folds into it
+// (resend-errors.ts). A correction must keep that true: its request may not go out under a key of its own.
+
+const RATE_LIMITED = { statusCode: 429, name: 'rate_limit_exceeded', message: 'Too many requests.' };
+
+async function setup(maxAttempts = 1) {
+  const clock = createVirtualClock(Date.UTC(2026, 11, 6));
+  const sandbox = closeAfterTest(await startResendSandbox({ now: clock.now }));
+  // The first POST reaches Resend and is sent, but the answer is a 429; every later one passes.
+  const proxy = closeAfterTest(
+    await startFaultProxy({
+      target: sandbox.url,
+      faults: [{ kind: 'status', status: 429, forward: true, body: RATE_LIMITED }],
+    }),
+  );
+  const adapter = createResendAdapter({ apiKey: API_KEY, baseUrl: proxy.url, timeoutMs: 2000 });
+  const runner = createRunner({ ledger: createMemoryLedger(), clock, random: () => 0.5, policy: { maxAttempts } });
+  return { sandbox, proxy, adapter, runner };
+}
+
+describe('a corrected email after a 429 that had sent', () => {
+  it("the correction goes out under the first request's key: never a second email", async () => {
+    const { sandbox, proxy, adapter, runner } = await setup();
+    const first = await runner.run(adapter, 'emails.send', { params: emailParams('corr/1') });
+    expect(first).toMatchObject({ status: 'handed-off', packet: { reason: 'retry-exhausted' } });
+    expect(sandbox.count('emails.send')).toBe(1); // the 429 hid a sent email
+
+    const corrected = await runner.run(adapter, 'emails.send', {
+      params: emailParams('corr/1', { subject: 'Invoice corr/1 (corrected)' }),
+    });
+    expect(sandbox.count('emails.send')).toBe(1);
+    expect(new Set(proxy.requests.map((r) => r.headers['idempotency-key'])).size).toBe(1);
+    // Resend refuses the same key with another payload: handed off, saying the first request may have sent
+    expect(corrected).toMatchObject({
+      status: 'handed-off',
+      packet: { lastKnown: { code: 'invalid_idempotent_request' } },
+    });
+  });
+
+  it('a correction after a 429 that had not sent goes out once, under the same key', async () => {
+    const { sandbox, proxy, adapter, runner } = await setup();
+    proxy.setFaults([{ kind: 'status', status: 429, body: RATE_LIMITED }]);
+    const first = await runner.run(adapter, 'emails.send', { params: emailParams('corr/2') });
+    expect(first).toMatchObject({ status: 'handed-off', packet: { reason: 'retry-exhausted' } });
+    expect(sandbox.count('emails.send')).toBe(0);
+
+    const corrected = await runner.run(adapter, 'emails.send', {
+      params: emailParams('corr/2', { subject: 'Invoice corr/2 (corrected)' }),
+    });
+    expect(corrected).toMatchObject({ status: 'done', adopted: false });
+    expect(sandbox.emails().map((e) => e.subject)).toEqual(['Invoice corr/2 (corrected)']);
+    expect(new Set(proxy.requests.map((r) => r.headers['idempotency-key'])).size).toBe(1);
+  });
+
+  it('a 401 after it (answered at the door, before the key store) does not prove the first request was not sent', async () => {
+    const { sandbox, proxy, adapter, runner } = await setup(2);
+    const unauthorized = { statusCode: 401, name: 'missing_api_key', message: 'Missing API key.' };
+    proxy.setFaults([
+      { kind: 'status', status: 429, forward: true, body: RATE_LIMITED },
+      { kind: 'status', status: 401, body: unauthorized },
+    ]);
+    const first = await runner.run(adapter, 'emails.send', { params: emailParams('corr/4') });
+    expect(first).toMatchObject({ status: 'handed-off', packet: { reason: 'rejected' } });
+    expect(sandbox.count('emails.send')).toBe(1);
+
+    const corrected = await runner.run(adapter, 'emails.send', {
+      params: emailParams('corr/4', { subject: 'Invoice corr/4 (corrected)' }),
+    });
+    expect(corrected).toMatchObject({ status: 'handed-off' });
+    expect(sandbox.count('emails.send')).toBe(1);
+  });
+
+  it('a correction after a 422 gets a key of its own (Resend may keep the error under the first)', async () => {
+    const { sandbox, proxy, adapter, runner } = await setup();
+    proxy.setFaults([]);
+    const first = await runner.run(adapter, 'emails.send', { params: emailParams('corr/3', { to: 'nobody' }) });
+    expect(first).toMatchObject({ status: 'handed-off', packet: { reason: 'rejected' } });
+    const corrected = await runner.run(adapter, 'emails.send', { params: emailParams('corr/3') });
+    expect(corrected).toMatchObject({ status: 'done', adopted: false });
+    expect(sandbox.count('emails.send')).toBe(1);
+    expect(new Set(proxy.requests.map((r) => r.headers['idempotency-key'])).size).toBe(2);
+  });
+});
