@@ -72,11 +72,11 @@ function templateNames(t: Template | undefined): string[] {
   return [];
 }
 
-/** The param names interpolated inside a longer string (not a whole-string placeholder, which keeps the type). */
-function interpolatedParams(t: Template | undefined): string[] {
+/** The param names a template places inside a longer string, or (`whole`) as whole-string placeholders, which keep the type. */
+function templateParams(t: Template | undefined, whole = false): string[] {
   if (typeof t === 'string')
-    return WHOLE.test(t) ? [] : placeholders(t).filter((n) => n !== 'key' && n !== 'businessOperationId');
-  if (t && typeof t === 'object') return Object.values(t).flatMap((x) => interpolatedParams(x as Template));
+    return WHOLE.test(t) === whole ? placeholders(t).filter((n) => n !== 'key' && n !== 'businessOperationId') : [];
+  if (t && typeof t === 'object') return Object.values(t).flatMap((x) => templateParams(x as Template, whole));
   return [];
 }
 
@@ -135,9 +135,11 @@ export function operationFromDeclaration(
   check('lookup', where);
   if (where && Object.keys(where).length === 0)
     fail('a lookup match needs at least one `where` comparison (an empty one would match any item)');
-  if (body === undefined) return { ...rest, lookup };
+  // `where` compares params with the provider's item as text (see `same`): one operation must never match another's.
+  const compared = where && { lookupTextParams: { inText: templateParams(where), whole: templateParams(where, true) } };
+  if (body === undefined) return { ...rest, lookup, ...compared };
   const fill = (params: Record<string, unknown>, ids: Ids) => fillTemplate(body, params, ids);
-  return { ...rest, lookup, body: fill, bodyTextParams: interpolatedParams(body) };
+  return { ...rest, lookup, ...compared, body: fill, bodyTextParams: templateParams(body) };
 }
 
 /** An adapter built from a data declaration (a config file's `type: http` adapter). */
