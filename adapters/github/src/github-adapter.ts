@@ -1,6 +1,13 @@
 import { Octokit } from '@octokit/rest';
-import { AdapterConfigurationError, defineAdapter, type LookupResult, type TypedAdapter } from '@retrysafe/contract';
+import {
+  AdapterConfigurationError,
+  defineAdapter,
+  type FramedLookupContext,
+  type LookupResult,
+  type TypedAdapter,
+} from '@retrysafe/contract';
 import { checkBaseUrl, positiveInteger } from '@retrysafe/contract/provider';
+import { absenceProvenFrom, notFoundIsAuthoritative } from '@retrysafe/contract/rules';
 import { cannotTell, type GitHubAnswer, outcomeFromError, refsOf } from './github-errors.js';
 import {
   type CallOptions,
@@ -99,8 +106,8 @@ export function createGitHubAdapter(options: GitHubAdapterOptions): GitHubAdapte
 
       /**
        * Walks the list from the newest item back to the first dispatch minus the clock-skew margin, a bounded
-       * number of pages. A match is adopted (the oldest, the first request's); none is `not-found`, which the
-       * runner weighs against the card (it proves nothing while the consistency delay is unknown).
+       * number of pages. A match is adopted (the oldest, the first request's); none is `not-found` only by the card's
+       * rule, the runner's too (notFoundIsAuthoritative: never while the consistency delay or late-apply bound is unknown).
        */
       async lookup(op, ctx) {
         const what = `${op.name} lookup`;
@@ -136,10 +143,8 @@ export function createGitHubAdapter(options: GitHubAdapterOptions): GitHubAdapte
         }
         if (reached)
           return (
-            found(op, matches) ?? {
-              kind: 'not-found',
-              reason: `${what}: no item since ${since} carries the marker of this business operation`,
-            }
+            found(op, matches) ??
+            judgedMiss(op, ctx, `${what}: no item since ${since} carries the marker of this business operation`)
           );
         return (
           found(op, matches) ?? {
@@ -151,6 +156,16 @@ export function createGitHubAdapter(options: GitHubAdapterOptions): GitHubAdapte
     },
     { octokit },
   ) as GitHubAdapter;
+}
+
+/** A miss on the whole walk: absent only by the card's rule, else cannot-tell with the remaining wait when known. */
+function judgedMiss(op: GitHubOperation, ctx: FramedLookupContext, miss: string): LookupResult {
+  const margin = ctx.clockSkewMarginMs;
+  if (notFoundIsAuthoritative(op.card, ctx, margin)) return { kind: 'not-found', reason: miss };
+  const proof = absenceProvenFrom(op.card, ctx, margin);
+  if ('never' in proof) return { kind: 'cannot-tell', reason: `${miss}; that proves nothing: ${proof.never}` };
+  const reason = `${miss} yet: inside the card's late-apply bound and consistency delay after the last dispatch`;
+  return { kind: 'cannot-tell', reason, retryAfterMs: Math.max(1, proof.at - ctx.now) };
 }
 
 function found(op: GitHubOperation, matches: readonly ListedItem[]): LookupResult | null {

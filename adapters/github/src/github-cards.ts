@@ -147,7 +147,7 @@ export const issuesCreateCard = defineCard(
     intentFields: ['owner', 'repo', 'title', 'body'],
     lookupMethod: `GET /repos/{owner}/{repo}/issues?state=all&sort=created&direction=desc (a list, not the search API, whose index lags: ${SOURCES.search}); pull requests are in the list too and are skipped`,
     reconciler:
-      'the runner, through doLookup: GET /repos/{owner}/{repo}/issues?state=all&sort=created&direction=desc&since=<first dispatch − clock-skew margin>&per_page=100, a bounded number of pages, stopping at the first issue created before that time; an issue whose body carries the marker is adopted; none is "not found", which proves nothing while the consistency delay and late-apply bound are unknown',
+      'the runner, through doLookup: GET /repos/{owner}/{repo}/issues?state=all&sort=created&direction=desc&since=<first dispatch − clock-skew margin>&per_page=100, a bounded number of pages, stopping at the first issue created before that time; an issue whose body carries the marker is adopted; none is "cannot tell" while the consistency delay or late-apply bound is unknown (notFoundIsAuthoritative), "not found" only past both',
     handoff:
       'rejected; or an unknown outcome (timeout, reset, 5xx, lost 201) whose issue is not found within the lookup window — never resent blindly; or not-applied beyond max attempts / max elapsed',
   }),
@@ -168,7 +168,7 @@ export const issuesCreateCommentCard = defineCard(
     lookupMethod:
       'GET /repos/{owner}/{repo}/issues/{issue_number}/comments?since=… (a list ordered by ascending id, not the search API)',
     reconciler:
-      'the runner, through doLookup: GET /repos/{owner}/{repo}/issues/{issue_number}/comments?since=<first dispatch − clock-skew margin>&per_page=100 (since filters on updated_at, which is never before created_at), a bounded number of pages; a comment whose body carries the marker is adopted; none is "not found", which proves nothing while the consistency delay and late-apply bound are unknown',
+      'the runner, through doLookup: GET /repos/{owner}/{repo}/issues/{issue_number}/comments?since=<first dispatch − clock-skew margin>&per_page=100 (since filters on updated_at, which is never before created_at), a bounded number of pages; a comment whose body carries the marker is adopted; none is "cannot tell" while the consistency delay or late-apply bound is unknown (notFoundIsAuthoritative), "not found" only past both',
     handoff:
       'rejected; or an unknown outcome whose comment is not found within the lookup window — never resent blindly; or not-applied beyond max attempts / max elapsed',
   }),

@@ -167,7 +167,8 @@ describe('the lookup lists, newest first, back to the first dispatch', () => {
     const id = asBusinessOperationId('op-pr-and-two');
     sandbox.addPullRequest(OWNER, REPO, 'pr', `x ${markerFor(id)}`);
     const ctx = lookupContext(adapter, 'issues.create', id, issueParams(8));
-    expect(await adapter.doLookup('issues.create', ctx)).toMatchObject({ kind: 'not-found' });
+    // Nothing but the pull request: a miss, which proves nothing while the card bounds no delay (cannot-tell).
+    expect(await adapter.doLookup('issues.create', ctx)).toMatchObject({ kind: 'cannot-tell' });
     await execute(adapter, 'issues.create', issueParams(8), id);
     await execute(adapter, 'issues.create', issueParams(8), id);
     const found = await adapter.doLookup('issues.create', ctx);
@@ -193,7 +194,11 @@ describe('the lookup lists, newest first, back to the first dispatch', () => {
         }),
       );
     expect(await lookup('op-new')).toMatchObject({ kind: 'found' });
-    expect(await lookup('op-absent')).toMatchObject({ kind: 'not-found' });
+    // The walk reached the cutoff (not the page bound): a miss, which proves nothing while the card bounds no delay.
+    expect(await lookup('op-absent')).toMatchObject({
+      kind: 'cannot-tell',
+      reason: expect.stringMatching(/no item since/),
+    });
     expect(sandbox.requestCount('issues.list') - before).toBe(2);
   });
 

@@ -12,7 +12,7 @@ import {
   type TypedAdapter,
 } from '@retrysafe/contract';
 import { checkBaseUrl, lookupFromOutcome, retryAfterOf, saysMoreFollow } from '@retrysafe/contract/provider';
-import { resendSafety } from '@retrysafe/contract/rules';
+import { absenceProvenFrom, notFoundIsAuthoritative, resendSafety } from '@retrysafe/contract/rules';
 import axios, { type AxiosRequestConfig } from 'axios';
 import {
   absoluteLocation,
@@ -169,12 +169,19 @@ async function get(a: Ask, url: string, what: string): Promise<HttpResponseView 
 
 type Found = Extract<LookupResult, { kind: 'found' }>['outcome'];
 const found = (outcome: Found): LookupResult => ({ kind: 'found', outcome });
-// An absence is reported as it is seen; decide's not-found row judges when it proves anything.
-const absent = (res: HttpResponseView, reason: string): LookupResult => ({
-  kind: 'not-found',
-  reason,
-  status: res.status,
-});
+/**
+ * An absence proves the effect was not applied only by the card's rule, the runner's too (notFoundIsAuthoritative):
+ * once the last dispatch can no longer land (lookup.lateApplyBound) and would show (lookup.consistencyDelay).
+ */
+function absent({ o, ctx }: Ask, res: HttpResponseView, reason: string): LookupResult {
+  const margin = ctx.clockSkewMarginMs;
+  if (notFoundIsAuthoritative(o.card, ctx, margin)) return { kind: 'not-found', reason, status: res.status };
+  const proof = absenceProvenFrom(o.card, ctx, margin);
+  if ('never' in proof)
+    return { kind: 'cannot-tell', reason: `${reason}; that proves nothing: ${proof.never}`, status: res.status };
+  const wait = `${reason}, inside the card's late-apply bound and consistency delay after the last dispatch`;
+  return { kind: 'cannot-tell', reason: wait, status: res.status, retryAfterMs: Math.max(1, proof.at - ctx.now) };
+}
 const cannotTell = (res: HttpResponseView, reason: string): LookupResult => ({
   kind: 'cannot-tell',
   reason,
@@ -182,7 +189,7 @@ const cannotTell = (res: HttpResponseView, reason: string): LookupResult => ({
   ...retryAfterOf(readHeader(res.headers, 'retry-after')),
 });
 /** A list read's miss: absent only when the answer is the whole list; a page with more after it cannot tell. */
-function missed(res: HttpResponseView, reason: string, more: string | undefined): LookupResult {
+function missed(a: Ask, res: HttpResponseView, reason: string, more: string | undefined): LookupResult {
   if (saysNextPage(readHeader(res.headers, 'link')))
     return cannotTell(
       res,
@@ -190,7 +197,7 @@ function missed(res: HttpResponseView, reason: string, more: string | undefined)
     );
   if (more !== undefined && saysMoreFollow(readPath(res.data, more)))
     return cannotTell(res, `${reason} on this page, and its ${more} says more follow, not read`);
-  return absent(res, reason);
+  return absent(a, res, reason);
 }
 
 function saysNextPage(link: string | undefined): boolean {
@@ -249,18 +256,18 @@ async function search(a: Ask, l: Lookup<'search'>): Promise<LookupResult> {
   if ('kind' in res) return res;
   if (res.status !== 200) return cannotTell(res, `search answered HTTP ${res.status}`);
   const match = l.match(res.data, a.r);
-  if (match == null) return missed(res, 'no match in the search results', l.more);
+  if (match == null) return missed(a, res, 'no match in the search results', l.more);
   return succeeded(a, res, match, l.refPath ?? a.o.http.refPath);
 }
 
 async function getByKey(a: Ask, l: Lookup<'get-by-key'>): Promise<LookupResult> {
   const res = await get(a, fillPath(l.path, a.r.params, a.r), 'lookup request');
   if ('kind' in res) return res;
-  if (res.status === 404 || res.status === 410) return absent(res, `HTTP ${res.status} for the lookup resource`);
+  if (res.status === 404 || res.status === 410) return absent(a, res, `HTTP ${res.status} for the lookup resource`);
   if (res.status !== 200) return cannotTell(res, `lookup answered HTTP ${res.status}`);
   const pc = a.o.http.precondition;
   if (!pc) {
-    if (l.applied && !l.applied(res.data, a.r)) return absent(res, 'the resource does not show this operation');
+    if (l.applied && !l.applied(res.data, a.r)) return absent(a, res, 'the resource does not show this operation');
     return succeeded(a, res, res.data);
   }
   const current = pc.validatorHeader
@@ -273,6 +280,7 @@ async function getByKey(a: Ask, l: Lookup<'get-by-key'>): Promise<LookupResult> 
   // Still the validator this operation required: nothing (ours or anyone's) has been written.
   if (String(current) === String(a.r.params[pc.param]))
     return absent(
+      a,
       res,
       'the resource still carries the validator this operation was conditioned on, so the write has not applied',
     );
@@ -299,7 +307,7 @@ async function findStatus(a: Ask, l: Lookup<'status-url'>): Promise<LookupResult
   if ('kind' in res) return res;
   if (res.status !== 200) return cannotTell(res, `status search answered HTTP ${res.status}`);
   const match = w.match(res.data, a.r);
-  if (match == null) return missed(res, 'no work item carries this operation in the status search', w.more);
+  if (match == null) return missed(a, res, 'no work item carries this operation in the status search', w.more);
   const url = readPath(match, w.statusUrlPath);
   if (typeof url !== 'string') return cannotTell(res, `the matched work item has no status URL at ${w.statusUrlPath}`);
   const statusRef = new URL(url, res.url).toString();

@@ -66,10 +66,11 @@ export function fillTemplate(t: Template, params: Record<string, unknown>, ids: 
   return t;
 }
 
-/** The params a template names; `inText`: only those inside a longer string (a whole-string placeholder keeps the type). */
-function templateParams(t: Template | undefined, inText = false): string[] {
-  if (typeof t === 'string') return inText && WHOLE.test(t) ? [] : paramPlaceholders(t);
-  if (t && typeof t === 'object') return Object.values(t).flatMap((x) => templateParams(x as Template, inText));
+/** The params a template names: all, or only those inside a longer string, or only whole-string placeholders (which keep the type). */
+function templateParams(t: Template | undefined, which: 'all' | 'inText' | 'whole' = 'all'): string[] {
+  if (typeof t === 'string')
+    return which === 'all' || WHOLE.test(t) === (which === 'whole') ? paramPlaceholders(t) : [];
+  if (t && typeof t === 'object') return Object.values(t).flatMap((x) => templateParams(x as Template, which));
   return [];
 }
 
@@ -128,9 +129,13 @@ export function operationFromDeclaration(
   check('lookup', where);
   if (where && Object.keys(where).length === 0)
     fail('a lookup match needs at least one `where` comparison (an empty one would match any item)');
-  if (body === undefined) return { ...rest, lookup };
+  // `where` compares params with the provider's item as text (see `same`): one operation must never match another's.
+  const compared = where && {
+    lookupTextParams: { inText: templateParams(where, 'inText'), whole: templateParams(where, 'whole') },
+  };
+  if (body === undefined) return { ...rest, lookup, ...compared };
   const fill = (params: Record<string, unknown>, ids: Ids) => fillTemplate(body, params, ids);
-  return { ...rest, lookup, body: fill, bodyTextParams: templateParams(body, true) };
+  return { ...rest, lookup, ...compared, body: fill, bodyTextParams: templateParams(body, 'inText') };
 }
 
 /** An adapter built from a data declaration (a config file's `type: http` adapter). */

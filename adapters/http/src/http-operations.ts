@@ -110,6 +110,12 @@ export interface HttpOperationSpec {
   readonly body?: (params: Record<string, unknown>, ctx: Ids) => unknown;
   /** Params `body` places inside longer text (`"Order {n}"`): checked as text like path placeholders (a declaration fills it). */
   readonly bodyTextParams?: readonly string[];
+  /**
+   * Params a lookup match compares with the provider's item (a declaration's `where` fills it): `inText` placed inside
+   * longer text, checked like `bodyTextParams`; `whole` compared as the whole value, which a number still compares
+   * as text (5 matches "5"), so a number there needs paramsSchema to pin it.
+   */
+  readonly lookupTextParams?: { readonly inText: readonly string[]; readonly whole: readonly string[] };
   /** Dot path of the provider's object id in a success body (kept as providerRef), e.g. `id`. */
   readonly refPath?: string;
   /** Response header with the provider's request id, e.g. `x-request-id`. */
@@ -317,26 +323,29 @@ function requestProblems(spec: HttpOperationSpec, params: unknown): FieldError[]
   // An empty validator (`If-Match: `) names no version: a server may read it as absent and write unconditionally.
   if (pc && !scalarText((params as Record<string, unknown>)[pc.param]))
     out.push({ path: pc.param, message: 'is the precondition value and must be a non-empty string or number' });
-  const asText = [
+  const asText = new Set([
     ...paramPlaceholders(spec.path),
     ...paramPlaceholders(lookupPath ?? ''),
     ...(pc ? [pc.param] : []),
     ...(spec.bodyTextParams ?? []),
-  ];
-  for (const p of new Set(asText)) {
+    ...(spec.lookupTextParams?.inText ?? []),
+  ]);
+  for (const p of new Set([...asText, ...(spec.lookupTextParams?.whole ?? [])])) {
     const v = readPath(params, p);
     if (out.some((f) => f.path === p)) continue;
     if (typeof v === 'number' && !numbersOnly(spec.paramsSchema, p)) out.push({ path: p, message: NUMBER_AS_TEXT });
-    else if (typeof v === 'boolean' || (typeof v === 'object' && v !== null)) out.push({ path: p, message: NOT_TEXT });
+    else if (asText.has(p) && (typeof v === 'boolean' || (typeof v === 'object' && v !== null)))
+      out.push({ path: p, message: NOT_TEXT });
   }
   return out;
 }
 
-// The id digests 5 and "5" apart, while a path, query, header or interpolated body text carries both as 5: one target, two operations.
+// The id digests 5 and "5" apart, while a path, query, header, interpolated body text or a lookup match carries both
+// as 5: one target, two operations (or one operation's lookup adopting the other's item).
 const NUMBER_AS_TEXT =
-  'travels as text (path, query, header or a body template): send it as a string, or declare it an integer or number in paramsSchema, so 5 and "5" are not two operations for one target';
+  'travels as text (path, query, header, a body template or a lookup match): send it as a string, or declare it an integer or number in paramsSchema, so 5 and "5" are not two operations for one target';
 // true and "true" are one text; two different objects both read "[object Object]".
-const NOT_TEXT = 'travels as text (path, query, header or a body template): send it as a string';
+const NOT_TEXT = 'travels as text (path, query, header, a body template or a lookup match): send it as a string';
 
 /** Whether paramsSchema admits only numbers at this dot path: then "5" is refused there and 5 has one spelling. */
 function numbersOnly(schema: JsonSchema | undefined, path: string): boolean {

@@ -62,7 +62,7 @@ describe('AWS-style ClientToken: SDK → sandbox', () => {
     expect(key.startsWith('rs-')).toBe(true);
   });
 
-  it('lookup by token: found with the instance id after a launch, not-found before', async () => {
+  it('lookup by token: found with the instance id after a launch, cannot-tell before', async () => {
     await expectFoundOnlyAfterExecute(env, launch(), 'i-00000000000000001');
   });
 });

@@ -48,9 +48,9 @@ describe('conditional idempotency (If-Match / ETag): SDK → sandbox', () => {
     expect(env.sb.count(OP)).toBe(1);
   });
 
-  it('lookup: the ETag still current ⇒ not-found (authoritative: nothing was written); another writer ⇒ found rejected (conflict)', async () => {
+  it('lookup: the ETag still current ⇒ cannot-tell (nothing written yet, but a held request may still land: the card bounds no late apply); another writer ⇒ found rejected (conflict)', async () => {
     const p = edit();
-    expect(await env.lookup(p)).toMatchObject({ kind: 'not-found' });
+    expect(await env.lookup(p)).toMatchObject({ kind: 'cannot-tell' });
     env.sb.writeAsOther('doc-1', { title: 'Theirs' });
     expect(await env.lookup(p)).toMatchObject({
       kind: 'found',
@@ -112,7 +112,7 @@ describe('conditional idempotency (If-Match / ETag): SDK → sandbox', () => {
       },
       async (gen) => {
         const p = { id: 'doc-1', generation: 1, title: 'Final', body: 'Signed.' };
-        expect(await lookupOn(gen, OP, p)).toMatchObject({ kind: 'not-found' });
+        expect(await lookupOn(gen, OP, p)).toMatchObject({ kind: 'cannot-tell' });
         expect(await executeOn(gen, OP, p)).toMatchObject({ kind: 'succeeded' });
         expect(env.sb.requests.at(-1)!.path).toBe('/documents/doc-1?ifGenerationMatch=1');
         expect(await executeOn(gen, OP, p, 2)).toMatchObject({ kind: 'unknown', status: 412 });

@@ -149,10 +149,10 @@ describe('IETF Idempotency-Key: SDK → sandbox, one row per mapping', () => {
     expect(env.sb.count(OP)).toBe(2);
   });
 
-  it('lookup searches by business-operation id: found after a dispatch, not-found (authoritative) before', async () => {
+  it('lookup searches by business-operation id: found after a dispatch, cannot-tell before (the card bounds no late apply)', async () => {
     await expectFoundOnlyAfterExecute(env, order(), 'ord_1');
     expect(await env.lookup(order({ orderRef: 'other' }))).toMatchObject({
-      kind: 'not-found',
+      kind: 'cannot-tell',
     });
   });
 
@@ -182,7 +182,7 @@ describe('IETF Idempotency-Key: SDK → sandbox, one row per mapping', () => {
     }
   });
 
-  it('a miss on a page whose body says more follow (the declared `more`, has_more) is cannot-tell; a last page is not-found', async () => {
+  it('a miss on a page whose body says more follow (the declared `more`, has_more) is cannot-tell, naming has_more', async () => {
     const paged = await startIetfKeySandbox({ port: 0, pageSize: 1 });
     const byCustomer = ietfOrdersCreate('acme-orders');
     const path = '/orders?customer={customer}&linkless=1'; // no Link header: only the body says it
@@ -190,7 +190,11 @@ describe('IETF Idempotency-Key: SDK → sandbox, one row per mapping', () => {
     const a = adapterAt(paged.url, OP, { ...byCustomer, lookup });
     try {
       await executeOn(a, OP, order({ orderRef: 'other' }));
-      expect(await lookupOn(a, OP, order())).toMatchObject({ kind: 'not-found' }); // one order: the whole list
+      // One order, the whole list: not found, which still proves nothing while the card bounds no late apply.
+      expect(await lookupOn(a, OP, order())).toMatchObject({
+        kind: 'cannot-tell',
+        reason: expect.not.stringMatching(/has_more/),
+      });
       await executeOn(a, OP, order());
       expect(await lookupOn(a, OP, order())).toMatchObject({
         kind: 'cannot-tell',
@@ -203,7 +207,7 @@ describe('IETF Idempotency-Key: SDK → sandbox, one row per mapping', () => {
     }
   });
 
-  it("the adapter reports an absence as not-found, whatever the delay: whether it proves anything is decide's row (late-apply bound + consistency delay), not the adapter's", async () => {
+  it("the adapter judges an absence by the card's rule, as decide's row does (late-apply bound + consistency delay): inside it, or with a bound unknown, cannot-tell", async () => {
     const spec = ietfOrdersCreate('acme-orders');
     const card = ordersCreateCard('acme-orders');
     const withDelay = (value: '1m' | 'unknown') =>
@@ -220,9 +224,9 @@ describe('IETF Idempotency-Key: SDK → sandbox, one row per mapping', () => {
     const u = withDelay('unknown');
     try {
       const early = await lookupOn(a, OP, order(), { firstDispatchedAt: now - 10_000, now });
-      expect(early).toMatchObject({ kind: 'not-found' });
+      expect(early).toMatchObject({ kind: 'cannot-tell' });
       expect(await lookupOn(u, OP, order(), { firstDispatchedAt: now - 86_400_000, now })).toMatchObject({
-        kind: 'not-found',
+        kind: 'cannot-tell',
       });
       // decide judges it: inside the delay (and with the card's late-apply bound unknown) it proves nothing.
       const c = a.operations[OP]!.card;

@@ -18,7 +18,7 @@ export interface HubSpotAdapterOptions {
   readonly timeoutMs?: number;
   /** The unique-value property (hasUniqueValue) the account defines for the key on tickets and upserts. Default `retrysafe_operation_id`. */
   readonly idProperty?: string;
-  /** After how long (ms after the last dispatch) a CRM search miss counts as absent. Default null: HubSpot gives no bound, so a miss stays "cannot tell". */
+  /** How long after a write CRM search shows it (lookup.consistencyDelay); a miss counts as absent only after this plus `lateApplyMs` from the last dispatch. Default null: HubSpot gives no bound, so a miss stays "cannot tell". */
   readonly searchSettleMs?: number | null;
   /** How long after the client gave up HubSpot may still apply a request (lookup.lateApplyBound). Default null: undocumented. */
   readonly lateApplyMs?: number | null;
@@ -95,7 +95,7 @@ export function createHubSpotAdapter(options: HubSpotAdapterOptions): HubSpotAda
           kind: 'cannot-tell',
           reason: `${op.name}: the recorded params are not valid (${problems.map((f) => `${f.path} ${f.message}`).join('; ')}), so there is nothing to look up by`,
         };
-      return op.lookup(o, ctx.params as never, ctx);
+      return op.lookup(o, ctx.params as never, ctx, op.card);
     },
   });
 }

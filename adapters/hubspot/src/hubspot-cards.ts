@@ -206,7 +206,7 @@ const contactsUpdateCard = (o: HubSpotCardOptions) =>
     lookup: {
       method: fact(
         'get-by-key',
-        `${S.contacts}: GET /crm/v3/objects/contacts/{contactId}?properties=… (basicApi.getById), and by the new value when the PATCH sets the idProperty it addresses the contact by; the adapter compares the values, and reports a mismatch as not-found because re-sending a set-value PATCH is harmless`,
+        `${S.contacts}: GET /crm/v3/objects/contacts/{contactId}?properties=… (basicApi.getById), and by the new value when the PATCH sets the idProperty it addresses the contact by; the adapter compares the values; a mismatch is not-found only when notFoundIsAuthoritative says so (lookup.consistencyDelay is unknown, so never: cannot-tell)`,
       ),
       consistencyDelay: fact<null>('unknown', `${S.contacts} does not say how soon GET by id reflects a PATCH`),
     },

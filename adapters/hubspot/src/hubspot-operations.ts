@@ -7,8 +7,10 @@ import type {
   Outcome,
   ProviderKey,
   ProviderKeyRule,
+  RetrySafetyCard,
 } from '@retrysafe/contract';
 import type { SchemaType } from '@retrysafe/contract/provider';
+import { absenceProvenFrom, notFoundIsAuthoritative } from '@retrysafe/contract/rules';
 import {
   cannotTellFrom,
   type HubSpotResponse,
@@ -52,7 +54,6 @@ export const KEY_RULE: ProviderKeyRule = { maxLength: 100, charset: 'A-Za-z0-9._
 /** What the operations need from the adapter's options; a call adds its signal. */
 export interface Runtime extends Omit<CallSettings, 'signal'> {
   readonly idProperty: string;
-  readonly searchSettleMs: number | null;
 }
 
 const PROPERTY_NAME = /^[A-Za-z][A-Za-z0-9_]*$/;
@@ -162,7 +163,12 @@ const executeContactsUpdate = (rt: Runtime, p: ContactsUpdateParams, ctx: Execut
     return written(await api.basic.update(p.contactId, { properties: { ...p.properties } }, p.idProperty), wire);
   });
 
-async function lookupContactsUpdate(rt: Runtime, p: ContactsUpdateParams, ctx: LookupContext): Promise<LookupResult> {
+async function lookupContactsUpdate(
+  rt: Runtime,
+  p: ContactsUpdateParams,
+  ctx: LookupContext,
+  card: RetrySafetyCard,
+): Promise<LookupResult> {
   const wanted = p.properties;
   // A PATCH that sets the unique property it is addressed by moves the contact to the new value: look there too.
   const moved = p.idProperty === undefined ? undefined : wanted[p.idProperty];
@@ -185,12 +191,23 @@ async function lookupContactsUpdate(rt: Runtime, p: ContactsUpdateParams, ctx: L
     .filter(([name, value]) => (r.properties[name] ?? '') !== value)
     .map(([name]) => name);
   if (differing.length === 0) return { kind: 'found', outcome: recordOutcome('succeeded', r, wire) };
-  return {
-    kind: 'not-found',
-    reason: `contact ${r.id} does not hold the requested values of ${differing.join(', ')}; re-sending the set-value PATCH is safe`,
-    providerRef: String(r.id),
-    ...wireRefs(wire),
-  };
+  const miss = `contact ${r.id} does not hold the requested values of ${differing.join(', ')}`;
+  return judgedMiss(card, ctx, miss, { providerRef: String(r.id), ...wireRefs(wire) });
+}
+
+/**
+ * A miss proves absence only by the card's rule, the runner's too (notFoundIsAuthoritative): once the last dispatch
+ * can no longer land (lookup.lateApplyBound) and would show (lookup.consistencyDelay); never while one is unknown.
+ */
+function judgedMiss(card: RetrySafetyCard, ctx: LookupContext, miss: string, extra: object): LookupResult {
+  const margin = ctx.clockSkewMarginMs;
+  if (notFoundIsAuthoritative(card, ctx, margin))
+    return { kind: 'not-found', reason: `${miss}, past the card's late-apply bound and delay`, ...extra };
+  const proof = absenceProvenFrom(card, ctx, margin);
+  if ('never' in proof)
+    return { kind: 'cannot-tell', reason: `${miss}; a miss never proves absence: ${proof.never}`, ...extra };
+  const reason = `${miss} yet: inside the card's late-apply bound and delay after the last dispatch`;
+  return { kind: 'cannot-tell', reason, retryAfterMs: Math.max(1, proof.at - ctx.now), ...extra };
 }
 
 const executeObjectsUpsert = (rt: Runtime, p: ObjectsUpsertParams, ctx: ExecuteContext) =>
@@ -271,6 +288,7 @@ async function adoptDuplicateTicket(
 async function searchByKey(
   rt: Runtime,
   ctx: LookupContext,
+  card: RetrySafetyCard,
   objectType: string,
   shown: readonly string[],
 ): Promise<LookupResult> {
@@ -298,18 +316,7 @@ async function searchByKey(
   const miss = `no ${objectType} record with ${rt.idProperty}=${key}`;
   // EQ may answer other spellings first; this operation's record can sit past the page read.
   if (more) return { kind: 'cannot-tell', reason: `${miss} on the first page, and more results follow`, ...refs };
-  const settle = rt.searchSettleMs;
-  if (settle === null) {
-    const reason = `${miss} in CRM search yet; HubSpot gives no bound on the indexing delay, so a miss never proves absence`;
-    return { kind: 'cannot-tell', reason, ...refs };
-  }
-  // Measured from the LAST dispatch: a later re-send is the request whose record may not be indexed yet.
-  const age = ctx.now - (ctx.lastDispatchedAt ?? ctx.firstDispatchedAt);
-  const after = `${age} ms after the last dispatch`;
-  if (age >= settle)
-    return { kind: 'not-found', reason: `${miss} ${after} (search settle time ${settle} ms)`, ...refs };
-  const reason = `${miss} yet, ${after}: inside the search settle time (${settle} ms)`;
-  return { kind: 'cannot-tell', reason, retryAfterMs: Math.max(1, settle - age), ...refs };
+  return judgedMiss(card, ctx, miss, refs);
 }
 
 /** What each operation adds to its card: its description, its sensitive params and how it is sent and found. */
@@ -325,15 +332,15 @@ export const OPERATIONS = {
       'Create or update one CRM record, keyed by a unique property that holds the business-operation id (batch upsert).',
     sensitiveFields: [],
     execute: executeObjectsUpsert,
-    lookup: (rt: Runtime, p: ObjectsUpsertParams, ctx: LookupContext) =>
-      searchByKey(rt, ctx, p.objectType, Object.keys(p.properties)),
+    lookup: (rt: Runtime, p: ObjectsUpsertParams, ctx: LookupContext, card: RetrySafetyCard) =>
+      searchByKey(rt, ctx, card, p.objectType, Object.keys(p.properties)),
   },
   'tickets.create': {
     description:
       'Create a HubSpot ticket once: the business-operation id goes into a unique-value property, so a re-send is refused and the existing ticket adopted.',
     sensitiveFields: ['properties.content'],
     execute: executeTicketsCreate,
-    lookup: (rt: Runtime, _p: TicketsCreateParams, ctx: LookupContext) =>
-      searchByKey(rt, ctx, 'tickets', TICKET_PROPERTIES),
+    lookup: (rt: Runtime, _p: TicketsCreateParams, ctx: LookupContext, card: RetrySafetyCard) =>
+      searchByKey(rt, ctx, card, 'tickets', TICKET_PROPERTIES),
   },
 } as const;

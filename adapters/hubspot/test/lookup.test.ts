@@ -46,8 +46,9 @@ describe('tickets.create lookup: CRM search on the id property', () => {
       'lk-3b',
       (ago: number) => ({ firstDispatchedAt: 60_000, lastDispatchedAt: ago }),
     ],
-  ])('with searchSettleMs: %s', async (_name, ref, dispatched) => {
-    const { a } = await rig({}, { searchSettleMs: 2000 });
+  ])('with searchSettleMs (and lateApplyMs 0): %s', async (_name, ref, dispatched) => {
+    // Absence needs both card bounds; searchSettleMs alone leaves the late apply unknown (test/card-absence.test.ts).
+    const { a } = await rig({}, { searchSettleMs: 2000, lateApplyMs: 0 });
     const now = Date.now();
     const at = (ago: number) => {
       const times = dispatched(ago) as { firstDispatchedAt: number; lastDispatchedAt?: number };
@@ -75,7 +76,7 @@ describe('tickets.create lookup: CRM search on the id property', () => {
   });
 
   it('another operation’s ticket is not a match', async () => {
-    const { a } = await rig({}, { searchSettleMs: 0 });
+    const { a } = await rig({}, { searchSettleMs: 0, lateApplyMs: 0 });
     const mine = ticket('lk-mine');
     const other = ticket('lk-other');
     await execute(a, 'tickets.create', other);
@@ -146,14 +147,14 @@ describe('contacts.update lookup: GET the contact and compare the values', () =>
     });
   });
 
-  it('values differ ⇒ not-found (re-sending the set-value PATCH is safe)', async () => {
+  it('values differ ⇒ cannot-tell (the card bounds no delay for GET by id, so a mismatch proves nothing)', async () => {
     const s = await sb();
     const c = s.seed('contacts', { email: 'ada@example.test', contract_date: '2025-01-01' });
     const a = adapter(s.url);
     const params = { contactId: c.id, properties: { contract_date: '2026-08-05' } };
     const r = await lookup(a, 'contacts.update', params);
-    expect(r).toMatchObject({ kind: 'not-found', providerRef: c.id });
-    expect(r.kind === 'not-found' && r.reason).toMatch(/contract_date/);
+    expect(r).toMatchObject({ kind: 'cannot-tell', providerRef: c.id });
+    expect(r.kind === 'cannot-tell' && r.reason).toMatch(/contract_date/);
   });
 
   it('by a unique property (idProperty: email)', async () => {

@@ -9,6 +9,7 @@ import {
   type TypedAdapter,
 } from '@retrysafe/contract';
 import { checkBaseUrl, classifyTransportFailure, retryAfterOf } from '@retrysafe/contract/provider';
+import { absenceProvenFrom, notFoundIsAuthoritative } from '@retrysafe/contract/rules';
 import { SANDBOX_KEY_RULE, SANDBOX_PROVIDER, type SandboxLimits, sandboxCreateCard } from './sandbox-cards.js';
 import type { SandboxBehaviour, SandboxProvider, SandboxRecord, SandboxResponse } from './sandbox-provider.js';
 
@@ -194,22 +195,16 @@ export function createSandboxAdapter(options: SandboxAdapterOptions): SandboxAda
     },
     keyRule: SANDBOX_KEY_RULE,
   };
-  const lookupDelayMs = behaviour.lookupDelayMs ?? 0;
-  // Visibility runs from the LAST dispatch: a re-send is the request that may not show yet.
-  const sinceLastDispatch = (ctx: LookupContext) => {
-    const last = ctx.lastDispatchedAt ?? ctx.firstDispatchedAt;
-    return last === null ? null : ctx.now - last;
-  };
   const fromRecord = (rec: SandboxRecord | null, ctx: LookupContext, requestId?: string): LookupResult => {
-    const since = sinceLastDispatch(ctx);
     if (rec === null) {
-      return since !== null && since < lookupDelayMs
-        ? {
-            kind: 'cannot-tell',
-            reason: `inside the lookup consistency delay (${lookupDelayMs} ms)`,
-            retryAfterMs: lookupDelayMs - since,
-          }
-        : { kind: 'not-found', reason: 'no record holds this key', ...(requestId ? { requestId } : {}) };
+      // Absent only by the card's rule, the runner's too: the last dispatch + late-apply bound + consistency delay.
+      const refs = requestId ? { requestId } : {};
+      if (notFoundIsAuthoritative(card, ctx, ctx.clockSkewMarginMs))
+        return { kind: 'not-found', reason: 'no record holds this key', ...refs };
+      const proof = absenceProvenFrom(card, ctx, ctx.clockSkewMarginMs);
+      if ('never' in proof) return { kind: 'cannot-tell', reason: `no record holds this key; ${proof.never}`, ...refs };
+      const reason = "no record holds this key yet: inside the card's late-apply bound and lookup consistency delay";
+      return { kind: 'cannot-tell', reason, retryAfterMs: Math.max(1, proof.at - ctx.now), ...refs };
     }
     if (rec.status === 'processing')
       return {

@@ -104,8 +104,9 @@ describe('sandbox over loopback HTTP', () => {
       kind: 'found',
       outcome: { kind: 'succeeded', providerRef: 'rec_0001' },
     });
+    // Nothing under that key; the card bounds no late apply (lateApplyMs unset), so that proves nothing.
     expect(await adapter.doLookup('records.create', { ...ctx, providerKey: 'rs-nothing' as never })).toMatchObject({
-      kind: 'not-found',
+      kind: 'cannot-tell',
     });
     provider.failNextLookup(1, 3000);
     expect(await adapter.doLookup('records.create', ctx)).toMatchObject({
@@ -116,8 +117,27 @@ describe('sandbox over loopback HTTP', () => {
     expect(provider.count()).toBe(1);
   });
 
+  it('a miss is judged by the card: with no late-apply bound (lateApplyMs unset) never not-found, however late', async () => {
+    const provider = createSandboxProvider(behaviour);
+    server = await startSandboxServer({ provider });
+    const adapter = createSandboxAdapter({ baseUrl: server.url, behaviour });
+    const now = Date.now();
+    const ctx = {
+      businessOperationId: id,
+      providerKey: 'rs-missing' as never,
+      params: { ref: 'a' },
+      runId: newRunId(),
+      attemptId: newAttemptId(),
+      statusRef: null,
+      firstDispatchedAt: now - 86_400_000,
+      now,
+    };
+    expect(await adapter.doLookup('records.create', ctx)).toMatchObject({ kind: 'cannot-tell' });
+  });
+
   it('a miss inside the lookup consistency delay, counted from the LAST dispatch, is cannot-tell; after it, not-found', async () => {
-    const delayed: SandboxBehaviour = { ...behaviour, lookupDelayMs: 2000 };
+    // lateApplyMs 0: the card bounds the late apply, so only the consistency delay is left to wait out.
+    const delayed: SandboxBehaviour = { ...behaviour, lookupDelayMs: 2000, lateApplyMs: 0 };
     const provider = createSandboxProvider(delayed);
     server = await startSandboxServer({ provider });
     const adapter = createSandboxAdapter({ baseUrl: server.url, behaviour: delayed });

@@ -4,7 +4,6 @@ import {
   type FramedLookupContext,
   type LookupResult,
   type Outcome,
-  type RetrySafetyCard,
   type TypedAdapter,
 } from '@retrysafe/contract';
 import {
@@ -14,7 +13,7 @@ import {
   operationParamsErrors,
   positiveInteger,
 } from '@retrysafe/contract/provider';
-import { durationMs } from '@retrysafe/contract/rules';
+import { absenceProvenFrom, notFoundIsAuthoritative } from '@retrysafe/contract/rules';
 import Stripe from 'stripe';
 import { classifyStripeError, classifyStripeResult, replayedByCard } from './stripe-errors.js';
 import { ClosedConnectionGuard } from './stripe-http-client.js';
@@ -159,7 +158,7 @@ async function findByMetadata(
     return { kind: 'cannot-tell', reason: `${why}; not found by metadata ${how}`, retryAfterMs: SEARCH_POLL_MS };
   return {
     kind: 'not-found',
-    reason: `${why}; no ${op.name.split('.')[0]} carries metadata.retrysafe_operation_id = this id (${how} is past its consistency delay)`,
+    reason: `${why}; no ${op.name.split('.')[0]} carries metadata.retrysafe_operation_id = this id (${how} asked past the card's late-apply and consistency bounds)`,
   };
 }
 
@@ -184,31 +183,18 @@ async function lookup(rt: Runtime, op: StripeOperation, ctx: FramedLookupContext
   if (ctx.keyReusable && rt.replaysServerError.has(ctx.providerKey!))
     return findByMetadata(rt, op, ctx, 'the key replays a stored 5xx', true);
   if (ctx.keyReusable) return resendWithKey(rt, op, ctx);
-  // Never rely on the key again: only the metadata lookup answers, on the card's window.
-  const settled = missSettledAt(op.card, ctx.firstDispatchedAt);
-  const inWindow = ctx.now < settled;
+  // Never rely on the key again: only the metadata lookup answers, and whether its miss proves absence is the card's
+  // rule (the runner's too): today's cards bound no late apply, so never.
+  const proof = absenceProvenFrom(op.card, ctx, ctx.clockSkewMarginMs);
+  const settled = notFoundIsAuthoritative(op.card, ctx, ctx.clockSkewMarginMs);
   const age = Math.round((ctx.now - ctx.firstDispatchedAt) / 60_000);
-  const until = Number.isFinite(settled) ? ` until ${new Date(settled).toISOString()}` : '';
-  const window = inWindow ? `; inside the ${op.pastRetention.kind} consistency delay${until}` : '';
   const retention = String(op.card.retention.minimum.value);
-  return findByMetadata(
-    rt,
-    op,
-    ctx,
-    `key is ${age} min old (past the card's ${retention} retention${window})`,
-    inWindow,
-  );
-}
-
-/**
- * Past retention, when a metadata miss may be called absent: the runner sends nothing under the key once the card's
- * retention has passed, and what it sent before shows after the card's consistency delay. Never when one is unknown.
- */
-function missSettledAt(card: RetrySafetyCard, firstDispatchedAt: number): number {
-  const retention = card.retention.minimum.value;
-  const delay = card.lookup.consistencyDelay.value;
-  if (retention === 'unknown' || retention === null || delay === 'unknown') return Number.POSITIVE_INFINITY;
-  return firstDispatchedAt + durationMs(retention) + (delay === null ? 0 : durationMs(delay));
+  const open =
+    'never' in proof
+      ? `; a miss proves nothing: ${proof.never}`
+      : `; a miss proves nothing until ${new Date(proof.at).toISOString()}`;
+  const why = `key is ${age} min old (past the card's ${retention} retention${settled ? '' : open})`;
+  return findByMetadata(rt, op, ctx, why, !settled);
 }
 
 /** Stripe's creates, each with an Idempotency-Key and the business-operation id in metadata; the SDK never retries. */

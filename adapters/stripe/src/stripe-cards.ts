@@ -190,7 +190,7 @@ const SEARCH_OUTAGE_BOUND = [
   },
 ] as const;
 
-const SEARCH_DELAY_SOURCE = `${S.search}: Search API normally < 1 min behind, up to 1 h during outages; the adapter treats a miss as "cannot tell" until 24 h + 1 h after the first dispatch`;
+const SEARCH_DELAY_SOURCE = `${S.search}: Search API normally < 1 min behind, up to 1 h during outages; a miss is "not found" only once notFoundIsAuthoritative says so (lookup.lateApplyBound is unknown, so never: "cannot tell")`;
 const LIST_SOURCE = `${S.refundsList} (refunds have no Search API; list APIs are not delayed, ${S.search})`;
 
 /** How the runner reconciles while the key is reusable, before `past`: what it does once the key has expired. */

@@ -191,11 +191,12 @@ describe('past retention: never rely on the key', () => {
           now: at,
         }),
       );
-      expect(result.kind).toBe('not-found');
+      // Never found; and no miss is "absent" while the card bounds no late apply.
+      expect(result.kind).toBe('cannot-tell');
     },
   );
 
-  it('nothing there: cannot-tell inside 24 h + 1 h of the first dispatch, not-found after it', async () => {
+  it('nothing there: cannot-tell inside 24 h + 1 h of the first dispatch, and after it (the card bounds no late apply)', async () => {
     const params = { customer: 'cus_fixture', invoiceRef: 'INV-9' };
     const id = operationIdFor(adapter, 'invoices.create', params);
     const inside = await adapter.doLookup(
@@ -213,11 +214,11 @@ describe('past retention: never rely on the key', () => {
         now: t0 + STRIPE_KEY_RETENTION_MS + STRIPE_SEARCH_DELAY_MS,
       }),
     );
-    expect(after.kind).toBe('not-found');
+    expect(after.kind).toBe('cannot-tell');
     expect(sandbox.requestCount({ method: 'POST' })).toBe(0);
   });
 
-  it('refunds: no Search API; the list by payment_intent is not delayed, so a match is found and a miss is not-found at once', async () => {
+  it('refunds: no Search API; the list by payment_intent is not delayed, so a match is found at once; a miss is cannot-tell (the card bounds no late apply)', async () => {
     const params = { paymentIntent: 'pi_fixture', refundRef: 'RF-1', amount: 300 };
     const { id } = await dispatch('refunds.create', params);
     const other = { paymentIntent: 'pi_fixture', refundRef: 'RF-2', amount: 200 };
@@ -241,7 +242,7 @@ describe('past retention: never rely on the key', () => {
         { firstDispatchedAt: t0, now: at },
       ),
     );
-    expect(missing.kind).toBe('not-found');
+    expect(missing.kind).toBe('cannot-tell');
     expect(sandbox.count('refunds.create')).toBe(2);
   });
 

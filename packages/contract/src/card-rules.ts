@@ -37,7 +37,8 @@ function checkMargin(ms: unknown) {
 /**
  * How long a closed record must outlive its last change: pruned earlier, a repeat could meet a key the provider
  * still holds without the record (no adopt path). The longest `retention.minimum` among `cards` plus the margin in
- * force; null (nothing stored) sets none. An unknown retention counts as `unknownRetentionMs` when the caller gives
+ * force plus the late-apply allowance (a send just before the record closed may store its key that much later);
+ * null (nothing stored) sets none. An unknown retention counts as `unknownRetentionMs` when the caller gives
  * one, else no floor can be known for that card: it is listed in `unknown` for the caller to refuse or skip.
  */
 export function retentionFloor(
@@ -55,7 +56,9 @@ export function retentionFloor(
       unknown.push(card);
       continue;
     }
-    const ms = (keep === 'unknown' ? unknownRetentionMs! : durationMs(keep)) + marginInForce(card, policy);
+    const margin = marginInForce(card, policy);
+    const ms =
+      (keep === 'unknown' ? unknownRetentionMs! : durationMs(keep)) + margin + lateApplyAllowanceMs(card, margin);
     if (ms > floor.ms) floor = { ms, card: card.operation };
   }
   return { ...floor, unknown };

@@ -44,8 +44,12 @@ describe('pruneLedger: the margin in force is the policy’s, as the runner’s'
     await expect(pruneLedger(ledger, { olderThan: 25 * H, cards, policy, now: NOW })).rejects.toThrow(
       RunnerConfigurationError,
     );
-    expect(await pruneLedger(ledger, { olderThan: 26 * H, cards, policy, now: NOW })).toMatchObject({
-      floor: { ms: 26 * H, card: 'a.day', forced: false },
+    // 24 h + the 2 h margin + the late-apply allowance (unknown on this card: one more margin).
+    await expect(pruneLedger(ledger, { olderThan: 26 * H, cards, policy, now: NOW })).rejects.toThrow(
+      RunnerConfigurationError,
+    );
+    expect(await pruneLedger(ledger, { olderThan: 28 * H, cards, policy, now: NOW })).toMatchObject({
+      floor: { ms: 28 * H, card: 'a.day', forced: false },
     });
   });
 
@@ -81,6 +85,34 @@ describe('pruneLedger: the margin in force is the policy’s, as the runner’s'
   });
 });
 
+describe("pruneLedger: the floor waits out the card's late apply", () => {
+  // Closed right after a send (abandoned, say), the provider may still apply that send, and store its key, up to
+  // lookup.lateApplyBound later: the key's retention runs from then, so the record must outlive it by that much.
+  const late = (bound: Duration | 'unknown') => {
+    const base = card('24h', 'a.late');
+    return { ...base, lookup: { ...base.lookup, lateApplyBound: fact(bound as Duration, 'test') } };
+  };
+
+  it('a 6 h late-apply bound: 24 h + 1 m margin is refused, 24 h + 1 m + 6 h is the floor', async () => {
+    const ledger = createMemoryLedger();
+    const cards = [late('6h')];
+    await expect(pruneLedger(ledger, { olderThan: 24 * H + 60_000, cards, now: NOW })).rejects.toThrow(/a\.late/);
+    expect(await pruneLedger(ledger, { olderThan: 30 * H + 60_000, cards, now: NOW })).toMatchObject({
+      floor: { ms: 30 * H + 60_000, card: 'a.late', forced: false },
+    });
+  });
+
+  it('an unknown bound counts as one more margin, as in the re-send rule (lateApplyAllowanceMs)', async () => {
+    const cards = [late('unknown')];
+    await expect(pruneLedger(createMemoryLedger(), { olderThan: 24 * H + 60_000, cards, now: NOW })).rejects.toThrow(
+      /a\.late/,
+    );
+    expect(await pruneLedger(createMemoryLedger(), { olderThan: 24 * H + 120_000, cards, now: NOW })).toMatchObject({
+      floor: { ms: 24 * H + 120_000 },
+    });
+  });
+});
+
 describe('pruneLedger: a card whose key retention is unknown', () => {
   const cards = [card('24h', 'a.day'), card('unknown', 'd.unknown')];
 
@@ -106,7 +138,7 @@ describe('pruneLedger: a card whose key retention is unknown', () => {
     expect(await ledger.get('old-one' as never)).not.toBeNull();
     expect(await pruneLedger(ledger, { olderThan: '30d', cards, unknownRetention: '7d', now: NOW })).toMatchObject({
       pruned: 1,
-      floor: { ms: 7 * DAY + 60_000, card: 'd.unknown', forced: false },
+      floor: { ms: 7 * DAY + 2 * 60_000, card: 'd.unknown', forced: false },
     });
     const again = await ledgerWith('d.unknown', 40 * DAY);
     expect(await pruneLedger(again, { olderThan: '30d', cards, force: true, now: NOW })).toMatchObject({ pruned: 1 });

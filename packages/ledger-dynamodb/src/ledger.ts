@@ -106,7 +106,7 @@ function ttlRule(
   const floor = retentionFloor(cards, policy);
   if (retentionMs < floor.ms)
     throw new LedgerError(
-      `retentionMs ${retentionMs} is below the key retention of ${floor.card} plus its clock-skew margin in force (${floor.ms} ms): DynamoDB would delete a record while the provider may still hold its key. Use at least ${floor.ms}`,
+      `retentionMs ${retentionMs} is below the key retention of ${floor.card} plus its clock-skew margin in force and late-apply allowance (${floor.ms} ms): DynamoDB would delete a record while the provider may still hold its key. Use at least ${floor.ms}`,
     );
   const never = new Set(floor.unknown.map((c) => c.operation));
   return (r: OperationRecord) => (never.has(r.operation) ? null : retentionMs);

@@ -1,5 +1,5 @@
 // DynamoDB's TTL deletes a closed operation by itself: the same retention floor as `pruneLedger` applies to it
-// (the cards' key retention plus the margin in force), and an operation whose card does not know its key's
+// (the cards' key retention plus the margin in force and the late-apply allowance), and an operation whose card does not know its key's
 // retention never expires by itself.
 import { GetItemCommand } from '@aws-sdk/client-dynamodb';
 import { type BusinessOperationId, type Duration, fact, LedgerError, type RetrySafetyCard } from '@retrysafe/contract';
@@ -34,10 +34,21 @@ describe('the DynamoDB ledger TTL and the retention floor', () => {
     const table = await db.table('ttl-floor');
     const cards = [card('24h', 'a.day')];
     refused(() => createDynamoDbLedger({ table, retentionMs: 60_000, cards }), /a\.day/);
-    // The runner policy's margin is the one in force: 24 h + 1 m passes the card's margin, not a 1 h one.
+    // The runner policy's margin is the one in force: 24 h + 2 m passes the card's margin (and late-apply
+    // allowance: unknown here, one more margin), not a 1 h one.
     const policy = { clockSkewMarginMs: H };
-    refused(() => createDynamoDbLedger({ table, retentionMs: 24 * H + 60_000, cards, policy }), /a\.day/);
-    const ok = createDynamoDbLedger({ table, retentionMs: 25 * H, cards, policy, client: db.client() });
+    refused(() => createDynamoDbLedger({ table, retentionMs: 24 * H + 2 * 60_000, cards, policy }), /a\.day/);
+    refused(() => createDynamoDbLedger({ table, retentionMs: 25 * H, cards, policy }), /a\.day/);
+    const ok = createDynamoDbLedger({ table, retentionMs: 26 * H, cards, policy, client: db.client() });
+    await ok.close();
+  });
+
+  it("counts the card's late-apply bound: a send may be applied, and its key stored, that much after the record closed", async () => {
+    const table = await db.table('ttl-floor');
+    const base = card('24h', 'a.late');
+    const cards = [{ ...base, lookup: { ...base.lookup, lateApplyBound: fact('6h' as Duration, 'test') } }];
+    refused(() => createDynamoDbLedger({ table, retentionMs: 24 * H + 60_000, cards }), /a\.late/);
+    const ok = createDynamoDbLedger({ table, retentionMs: 30 * H + 60_000, cards, client: db.client() });
     await ok.close();
   });
 

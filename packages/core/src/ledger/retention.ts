@@ -99,7 +99,7 @@ export async function pruneLedger(ledger: Ledger, options: PruneLedgerOptions) {
   if (olderThanMs < floor.ms && !forced)
     throw new RunnerConfigurationError(
       'prune.olderThan',
-      `${formatDuration(olderThanMs)} is younger than the key retention of ${floor.card} plus its clock-skew margin in force (${formatDuration(floor.ms)}): a record pruned while the provider still holds its key loses the adopt path. Use at least ${formatDuration(floor.ms)}, or force`,
+      `${formatDuration(olderThanMs)} is younger than the key retention of ${floor.card} plus its clock-skew margin in force and late-apply allowance (${formatDuration(floor.ms)}): a record pruned while the provider still holds its key loses the adopt path. Use at least ${formatDuration(floor.ms)}, or force`,
     );
   const before = (options.now ?? Date.now()) - olderThanMs;
   const { states, dryRun, batchSize, exportPath } = options;

@@ -11,6 +11,7 @@ import {
   UnknownOperationError,
 } from '@retrysafe/contract';
 import { classifyTransportFailure, saysMoreFollow } from '@retrysafe/contract/provider';
+import { absenceProvenFrom, notFoundIsAuthoritative } from '@retrysafe/contract/rules';
 import { checkParamsSchema } from '@retrysafe/core/internal';
 import { LOOKUP_TOOLS } from '../server.js';
 import { type FenceConfig, FenceConfigError, type FenceToolConfig } from './fence-config.js';
@@ -265,7 +266,7 @@ export function createFenceAdapter(options: {
       }
     },
     // Never called for a tool without a lookup: its card says lookup.method none.
-    async lookup({ tool: t }, ctx) {
+    async lookup({ tool: t, card }, ctx) {
       const l = t.lookup!;
       // The lookup fills and matches from the arguments as sent (the fence's key included).
       const sent = withKey(t, ctx.params ?? {}, ctx.providerKey);
@@ -299,8 +300,15 @@ export function createFenceAdapter(options: {
           kind: 'cannot-tell',
           reason: `no item on this page of ${l.tool}, and its answer says more follow (${l.more})`,
         };
-      if (match === undefined)
-        return { kind: 'not-found', reason: `no item of ${l.tool} matches ${Object.keys(l.match).join(', ')}` };
+      if (match === undefined) {
+        // Absent only by the card's rule, the runner's too: once the call can no longer land and would show.
+        const miss = `no item of ${l.tool} matches ${Object.keys(l.match).join(', ')}`;
+        if (notFoundIsAuthoritative(card, ctx, ctx.clockSkewMarginMs)) return { kind: 'not-found', reason: miss };
+        const proof = absenceProvenFrom(card, ctx, ctx.clockSkewMarginMs);
+        if ('never' in proof) return { kind: 'cannot-tell', reason: `${miss}; that proves nothing: ${proof.never}` };
+        const reason = `${miss} yet: inside the late-apply bound and consistency delay after the call`;
+        return { kind: 'cannot-tell', reason, retryAfterMs: Math.max(1, proof.at - ctx.now) };
+      }
       const result = { content: [{ type: 'text', text: JSON.stringify(match) }], structuredContent: match };
       return { kind: 'found', outcome: succeeded(t, result, match) };
     },

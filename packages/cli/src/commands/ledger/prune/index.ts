@@ -126,7 +126,7 @@ export const ledgerPruneCommand = defineCommand({
   options: PRUNE_OPTIONS,
   helpAfter:
     '\n' +
-    "A closed operation must stay in the ledger at least as long as the provider keeps its idempotency key (the card's retention.minimum) plus the clock-skew margin: " +
+    "A closed operation must stay in the ledger at least as long as the provider keeps its idempotency key (the card's retention.minimum) plus the clock-skew margin and the late-apply allowance (lookup.lateApplyBound, one more margin when unknown): " +
     "prune refuses a younger --older-than than the longest such retention among the cards it knows (the built-in adapters', and --config's), unless --force. " +
     'A card whose retention is unknown sets no floor: while the ledger holds old operations of it prune refuses, unless --unknown-retention or --force. ' +
     'After a record is pruned a repeat of the same business operation is a new one. See docs/retention.md.',
