@@ -6,8 +6,10 @@ import {
   type Ids,
   type LookupReadContext,
   type LookupShape,
+  listPath,
   PLACEHOLDER,
   paramPlaceholders,
+  placeholders,
   readPath,
   templateValue,
 } from './http-operations.js';
@@ -66,13 +68,19 @@ export function fillTemplate(t: Template, params: Record<string, unknown>, ids: 
   return t;
 }
 
+/** Every string in a template. */
+const templateTexts = (t: Template | undefined): string[] =>
+  typeof t === 'string'
+    ? [t]
+    : t && typeof t === 'object'
+      ? Object.values(t).flatMap((x) => templateTexts(x as Template))
+      : [];
+
 /** The params a template names: all, or only those inside a longer string, or only whole-string placeholders (which keep the type). */
-function templateParams(t: Template | undefined, which: 'all' | 'inText' | 'whole' = 'all'): string[] {
-  if (typeof t === 'string')
-    return which === 'all' || WHOLE.test(t) === (which === 'whole') ? paramPlaceholders(t) : [];
-  if (t && typeof t === 'object') return Object.values(t).flatMap((x) => templateParams(x as Template, which));
-  return [];
-}
+const templateParams = (t: Template | undefined, which: 'all' | 'inText' | 'whole' = 'all'): string[] =>
+  templateTexts(t)
+    .filter((text) => which === 'all' || WHOLE.test(text) === (which === 'whole'))
+    .flatMap(paramPlaceholders);
 
 const same = (a: unknown, b: unknown) =>
   typeof a === 'number' || typeof b === 'number' ? String(a) === String(b) : JSON.stringify(a) === JSON.stringify(b);
@@ -117,7 +125,8 @@ export function operationFromDeclaration(
   const { body, lookup: l, ...rest } = d;
   const [lookup, where] = lookupSpec(l);
   const declared = (d.paramsSchema as { properties?: object } | undefined)?.properties ?? {};
-  const fields = new Set([...(d.card?.businessOperationId?.intentFields ?? []), ...Object.keys(declared)]);
+  const intentFields = d.card?.businessOperationId?.intentFields ?? [];
+  const fields = new Set([...intentFields, ...Object.keys(declared)]);
   const check = (what: string, t: Template | undefined) => {
     for (const n of templateParams(t))
       if (!fields.has(n.split('.')[0]!))
@@ -129,6 +138,17 @@ export function operationFromDeclaration(
   check('lookup', where);
   if (where && Object.keys(where).length === 0)
     fail('a lookup match needs at least one `where` comparison (an empty one would match any item)');
+  // A list lookup adopts the item its path and `where` select: comparing less than the id covers could take another
+  // operation's item for this one, which would then never be made.
+  const list = listPath(lookup);
+  if (list !== undefined && where) {
+    const named = [list, ...templateTexts(where)].flatMap(placeholders);
+    const missed = intentFields.filter((f) => !named.some((p) => p === f || f.startsWith(`${p}.`)));
+    if (missed.length > 0 && !named.some((p) => p === 'key' || p === 'businessOperationId'))
+      fail(
+        `the lookup compares no {businessOperationId} or {key} and leaves out intent field(s) ${missed.join(', ')}: another operation's item could be taken for this one; name them in the lookup path or \`where\``,
+      );
+  }
   // `where` compares params with the provider's item as text (see `same`): one operation must never match another's.
   const compared = where && {
     lookupTextParams: { inText: templateParams(where, 'inText'), whole: templateParams(where, 'whole') },

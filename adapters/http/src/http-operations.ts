@@ -129,7 +129,7 @@ export type HttpOperation = ReturnType<typeof buildOperation>;
 export const PLACEHOLDER = /\{([A-Za-z0-9_.]+)\}/g;
 const RESERVED_PLACEHOLDERS = new Set(['key', 'businessOperationId']);
 
-const placeholders = (template: string) => [...template.matchAll(PLACEHOLDER)].map((m) => m[1]!);
+export const placeholders = (template: string) => [...template.matchAll(PLACEHOLDER)].map((m) => m[1]!);
 
 /** The params a template names: its placeholders but `{key}` and `{businessOperationId}`. */
 export const paramPlaceholders = (template: string) =>
@@ -296,7 +296,7 @@ function keyRuleOf(
 }
 
 /** The path of a lookup that reads a list and picks this operation's item: a search, or a status search without a status URL. */
-function listPath(l: HttpLookupSpec): string | undefined {
+export function listPath(l: HttpLookupSpec): string | undefined {
   if (l.method === 'search') return l.path;
   if (l.method === 'status-url' && typeof l.withoutStatusRef === 'object') return l.withoutStatusRef.path;
   return undefined;

@@ -20,9 +20,14 @@ const declaration = (where: Record<string, string>): HttpOperationDeclaration =>
   path: '/orders',
   key: { travels: 'header', encoding: 'sf-string', name: 'Idempotency-Key', rule: { maxLength: 64 } },
   card: ordersCreateCard('acme'),
-  lookup: { method: 'search', path: '/orders?customer={customer}', match: { items: 'data', where } },
+  lookup: {
+    method: 'search',
+    path: '/orders?customer={customer}&sku={sku}&quantity={quantity}',
+    match: { items: 'data', where },
+  },
   body: { customer: '{customer}', sku: '{sku}', quantity: '{quantity}', reference: '{orderRef}' },
   refPath: 'id',
+  paramsSchema: { type: 'object', properties: { quantity: { type: 'integer' } } },
   errors: { codePath: 'type', rules: [{ status: 400, outcome: 'rejected', reason: 'validation' }] },
 });
 
@@ -78,7 +83,7 @@ describe('a param the lookup `where` compares as text', () => {
     expect(whole(order({ a: 1 }))).toEqual([]);
     const pinned = check(
       { reference: '{orderRef}' },
-      { type: 'object', properties: { orderRef: { type: 'integer' } } },
+      { type: 'object', properties: { orderRef: { type: 'integer' }, quantity: { type: 'integer' } } },
     );
     expect(pinned(order(5))).toEqual([]);
   });
