@@ -1,5 +1,11 @@
 import { Octokit } from '@octokit/rest';
-import { AdapterConfigurationError, defineAdapter, type LookupResult, type TypedAdapter } from '@retrysafe/contract';
+import {
+  type AccountOption,
+  AdapterConfigurationError,
+  defineAdapter,
+  type LookupResult,
+  type TypedAdapter,
+} from '@retrysafe/contract';
 import { checkBaseUrl, positiveInteger } from '@retrysafe/contract/provider';
 import { cannotTell, type GitHubAnswer, outcomeFromError, refsOf } from './github-errors.js';
 import {
@@ -12,7 +18,7 @@ import {
   PER_PAGE,
 } from './github-operations.js';
 
-export interface GitHubAdapterOptions {
+export interface GitHubAdapterOptions extends AccountOption {
   /** A token (personal access token, GitHub App installation token). Required unless `octokit` is given. */
   readonly auth?: string;
   /** API root, default `https://api.github.com`; the sandbox URL in tests. */
@@ -79,6 +85,7 @@ export function createGitHubAdapter(options: GitHubAdapterOptions): GitHubAdapte
   return defineAdapter(
     {
       provider: PROVIDER,
+      account: options.account,
       operations: gitHubOperations,
       async execute(op, params, ctx) {
         let answer: GitHubAnswer;
