@@ -1,5 +1,6 @@
 import { Octokit } from '@octokit/rest';
 import {
+  type AccountOption,
   AdapterConfigurationError,
   defineAdapter,
   type FramedLookupContext,
@@ -19,7 +20,7 @@ import {
   PER_PAGE,
 } from './github-operations.js';
 
-export interface GitHubAdapterOptions {
+export interface GitHubAdapterOptions extends AccountOption {
   /** A token (personal access token, GitHub App installation token). Required unless `octokit` is given. */
   readonly auth?: string;
   /** API root, default `https://api.github.com`; the sandbox URL in tests. */
@@ -86,6 +87,7 @@ export function createGitHubAdapter(options: GitHubAdapterOptions): GitHubAdapte
   return defineAdapter(
     {
       provider: PROVIDER,
+      account: options.account,
       operations: gitHubOperations,
       async execute(op, params, ctx) {
         let answer: GitHubAnswer;

@@ -1,6 +1,7 @@
 import http from 'node:http';
 import https from 'node:https';
 import {
+  type AccountOption,
   AdapterConfigurationError,
   type AdapterV1,
   defineAdapter,
@@ -38,7 +39,7 @@ import {
   sfString,
 } from './http-operations.js';
 
-export interface HttpAdapterOptions {
+export interface HttpAdapterOptions extends AccountOption {
   /** Provider name; every card's operation is `<provider>.<operation name>`. */
   readonly provider: string;
   /** Origin (and optional base path) of the API, e.g. `https://api.example.com/v1`. */
@@ -70,6 +71,7 @@ export function createHttpAdapter(options: HttpAdapterOptions): HttpAdapter {
   const operations = Object.entries(options.operations).map(([n, spec]) => [n, buildOperation(provider, n, spec)]);
   return defineAdapter({
     provider,
+    account: options.account,
     operations: Object.fromEntries(operations) as Record<string, HttpOperation>,
     execute: (o, params, ctx) => send(c, o, params as Record<string, unknown>, ctx),
     lookup: (o, ctx) => lookup(c, o, ctx),

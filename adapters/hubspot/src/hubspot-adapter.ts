@@ -1,4 +1,5 @@
 import {
+  type AccountOption,
   AdapterConfigurationError,
   defineAdapter,
   type FrameOperation,
@@ -9,7 +10,7 @@ import { checkBaseUrl, operationParamsErrors, positiveInteger } from '@retrysafe
 import { type HubSpotOperationName, hubSpotCardsFor } from './hubspot-cards.js';
 import { type HubSpotOperationTypes, KEY_RULE, OPERATIONS, PARAMS_SCHEMAS } from './hubspot-operations.js';
 
-export interface HubSpotAdapterOptions {
+export interface HubSpotAdapterOptions extends AccountOption {
   /** Private-app or OAuth access token, sent as `Authorization: Bearer …`. */
   readonly accessToken: string;
   /** Default `https://api.hubapi.com`; a loopback sandbox in tests (`http://127.0.0.1:PORT`). */
@@ -86,6 +87,7 @@ export function createHubSpotAdapter(options: HubSpotAdapterOptions): HubSpotAda
   }
   return defineAdapter({
     provider: PROVIDER,
+    account: options.account,
     operations,
     execute: (op, params, ctx) => op.execute(o, params as never, ctx),
     async lookup(op, ctx) {

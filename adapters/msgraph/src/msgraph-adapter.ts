@@ -1,5 +1,6 @@
 import { type Client, type GraphRequest, ResponseType } from '@microsoft/microsoft-graph-client';
 import {
+  type AccountOption,
   AdapterConfigurationError,
   defineAdapter,
   type FramedExecuteContext,
@@ -30,7 +31,7 @@ import {
   msGraphOperations,
 } from './msgraph-operations.js';
 
-export interface MsGraphAdapterOptions {
+export interface MsGraphAdapterOptions extends AccountOption {
   /** Bearer token or a function returning one (called per request). Required unless `client` is given. */
   readonly accessToken?: TokenProvider;
   /** Graph root, default `https://graph.microsoft.com/`; the sandbox URL in tests. */
@@ -177,6 +178,7 @@ export function createMsGraphAdapter(options: MsGraphAdapterOptions): MsGraphAda
   return defineAdapter(
     {
       provider: PROVIDER,
+      account: options.account,
       operations: msGraphOperations,
       execute: (o, params, ctx) => execute(rt, o, params, ctx),
       lookup: (o, ctx) => lookup(rt, o, ctx),

@@ -1,10 +1,16 @@
-import { AdapterConfigurationError, defineAdapter, type Outcome, type TypedAdapter } from '@retrysafe/contract';
+import {
+  type AccountOption,
+  AdapterConfigurationError,
+  defineAdapter,
+  type Outcome,
+  type TypedAdapter,
+} from '@retrysafe/contract';
 import { checkBaseUrl, positiveInteger } from '@retrysafe/contract/provider';
 import { Resend } from 'resend';
 import { classifyAnswer } from './resend-errors.js';
 import { type ResendOperation, type ResendOperationTypes, resendOperations } from './resend-operations.js';
 
-export interface ResendAdapterOptions {
+export interface ResendAdapterOptions extends AccountOption {
   /** A Resend API key (`re_…`). Required: the SDK's fallback to RESEND_API_KEY is not used. */
   readonly apiKey: string;
   /** Where the API lives, e.g. `http://127.0.0.1:4242` for a loopback sandbox. Default https://api.resend.com (RESEND_BASE_URL is not read). */
@@ -48,6 +54,7 @@ export function createResendAdapter(options: ResendAdapterOptions): ResendAdapte
 
   return defineAdapter({
     provider: PROVIDER,
+    account: options.account,
     operations: resendOperations,
 
     execute: (op, params, ctx) => send(op, params, ctx.providerKey!, ctx.signal),

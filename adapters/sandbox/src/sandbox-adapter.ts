@@ -1,4 +1,5 @@
 import {
+  type AccountOption,
   AdapterConfigurationError,
   defineAdapter,
   type ExecuteContext,
@@ -13,7 +14,7 @@ import { absenceProvenFrom, notFoundIsAuthoritative } from '@retrysafe/contract/
 import { SANDBOX_KEY_RULE, SANDBOX_PROVIDER, type SandboxLimits, sandboxCreateCard } from './sandbox-cards.js';
 import type { SandboxBehaviour, SandboxProvider, SandboxRecord, SandboxResponse } from './sandbox-provider.js';
 
-interface CommonOptions {
+interface CommonOptions extends AccountOption {
   /** Card limits and backoff (defaults: 4 attempts, 2m, lookup window 30s, 200ms base, 10s cap, 60s Retry-After cap). */
   readonly limits?: SandboxLimits;
   /** Dot paths of the params naming the business intent (default `['ref']`). */
@@ -306,6 +307,7 @@ export function createSandboxAdapter(options: SandboxAdapterOptions): SandboxAda
 
   return defineAdapter({
     provider: SANDBOX_PROVIDER,
+    account: options.account,
     operations: { [SANDBOX_OPERATION]: spec },
     execute: (_op, params, ctx) => execute(params, ctx),
     lookup: (_op, ctx) => lookup(ctx),

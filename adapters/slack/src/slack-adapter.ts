@@ -1,4 +1,5 @@
 import {
+  type AccountOption,
   AdapterConfigurationError,
   defineAdapter,
   type FramedLookupContext,
@@ -18,7 +19,7 @@ import {
   slackTs,
 } from './slack-operations.js';
 
-export interface SlackAdapterOptions {
+export interface SlackAdapterOptions extends AccountOption {
   /** Bot or user token with chat:write (and channels:history for the lookup). */
   readonly token: string;
   /** Where the Web API lives, e.g. `http://127.0.0.1:PORT` for the loopback sandbox. Default https://slack.com. */
@@ -149,6 +150,7 @@ export function createSlackAdapter(options: SlackAdapterOptions): SlackAdapter {
   return defineAdapter(
     {
       provider: PROVIDER,
+      account: options.account,
       operations: slackOperations,
       async execute(op, params, ctx) {
         return send(op, op.args(params as Record<string, unknown>, ctx.businessOperationId, eventType));

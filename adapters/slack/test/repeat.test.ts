@@ -28,3 +28,18 @@ it('a repeat of the same text answers with the first post; the same text with it
   expect(nextDay).toMatchObject({ status: 'done', adopted: false });
   expect(sandbox.count('chat.postMessage')).toBe(2);
 });
+
+it('one ledger, two workspaces: the same text to the same channel id with another token (its own account) is posted there too', async () => {
+  const workspaces = [
+    closeAfterTest(await startSlackSandbox({ token: TOKEN, channels: [CHANNEL] })),
+    closeAfterTest(await startSlackSandbox({ token: `${TOKEN}-2`, channels: [CHANNEL] })),
+  ];
+  const acme = createSlackAdapter({ token: TOKEN, baseUrl: workspaces[0]!.url, account: 'acme' });
+  const globex = createSlackAdapter({ token: `${TOKEN}-2`, baseUrl: workspaces[1]!.url, account: 'globex' });
+  const runner = createRunner({ ledger: createMemoryLedger() });
+  const params = { channel: CHANNEL, text: 'Backup finished' };
+
+  expect(await runner.run(acme, 'chat.postMessage', { params })).toMatchObject({ status: 'done', adopted: false });
+  expect(await runner.run(globex, 'chat.postMessage', { params })).toMatchObject({ status: 'done', adopted: false });
+  expect(workspaces.map((w) => w.count('chat.postMessage'))).toEqual([1, 1]);
+});

@@ -1,4 +1,5 @@
 import {
+  type AccountOption,
   AdapterConfigurationError,
   defineAdapter,
   type FramedLookupContext,
@@ -24,7 +25,7 @@ import {
   stripeOperations,
 } from './stripe-operations.js';
 
-export interface StripeAdapterOptions {
+export interface StripeAdapterOptions extends AccountOption {
   /** Secret or restricted key. Required unless `client` is given. */
   apiKey?: string;
   /** Where the API lives, e.g. `http://127.0.0.1:4242` for a loopback sandbox. Default: https://api.stripe.com. */
@@ -205,6 +206,7 @@ export function createStripeAdapter(options: StripeAdapterOptions): StripeAdapte
   // close: the guarded Node client uses the SDK's shared keep-alive agent; nothing of ours to release.
   return defineAdapter({
     provider: PROVIDER,
+    account: options.account,
     operations: stripeOperations,
     execute: (op, params, ctx) => send(rt, op, params, ctx),
     lookup: (op, ctx) => lookup(rt, op, ctx),

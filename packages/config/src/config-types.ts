@@ -1,11 +1,15 @@
 // The shapes of a parsed config file: adapters by kind, the ledger's location, the whole config.
 import type { PolicyOverrides } from '@retrysafe/core';
 
+/** The account an adapter acts as (`AdapterV1.account`): set when one ledger serves more than one account of a provider. */
+interface AccountConfig {
+  readonly account?: string;
+}
 /** A first-party adapter's options: `K` names the environment variable holding its credential. */
-type VendorConfig<K extends string> = { readonly baseUrl?: string; readonly timeoutMs?: number } & {
+type VendorConfig<K extends string> = AccountConfig & { readonly baseUrl?: string; readonly timeoutMs?: number } & {
   readonly [key in K]: string;
 };
-export interface SandboxConfig {
+export interface SandboxConfig extends AccountConfig {
   readonly baseUrl: string;
   readonly timeoutMs?: number;
   readonly behaviour?: Record<string, unknown>;
@@ -20,7 +24,7 @@ export interface ModuleAdapterConfig {
   readonly secretsFromEnv?: Record<string, string>;
 }
 /** An HTTP API declared as data (`@retrysafe/http`): operations, cards, body and path mapping, lookup. */
-export interface HttpAdapterConfig {
+export interface HttpAdapterConfig extends AccountConfig {
   readonly type: 'http';
   /** Default: the adapter's name in the config. */
   readonly provider?: string;

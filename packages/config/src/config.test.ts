@@ -81,6 +81,24 @@ describe('config', () => {
     expect(sandbox!.operations['records.create']!.card).toEqual(replaying.operations['records.create']!.card);
   });
 
+  it('passes an adapter entry’s account to the adapter; an empty one is refused', async () => {
+    const cfg = parseConfig(
+      {
+        ledger: 'x.db',
+        adapters: {
+          slack: { tokenEnv: 'RS_TEST_SLACK', account: 'acme-workspace' },
+          sandbox: { baseUrl: 'http://127.0.0.1:9', account: 'sb-2' },
+        },
+      },
+      dir,
+    );
+    const adapters = await createAdapters(cfg, { RS_TEST_SLACK: 'xoxb-test-env' });
+    expect([adapters.slack?.account, adapters.sandbox?.account]).toEqual(['acme-workspace', 'sb-2']);
+    expect(() => parseConfig({ adapters: { slack: { tokenEnv: 'K', account: '' } } })).toThrow(
+      /adapters\.slack\.account/,
+    );
+  });
+
   it('opens a SQLite ledger for a path', async () => {
     const ledger = await openLedger('ledger.db', dir);
     expect(await ledger.list()).toEqual([]);

@@ -236,6 +236,7 @@ export function httpDeclarationOf(
   }
   return {
     provider: c.provider ?? name,
+    ...(c.account !== undefined ? { account: c.account } : {}),
     baseUrl: c.baseUrl,
     timeoutMs: c.timeoutMs,
     ...(Object.keys(headers).length ? { headers } : {}),

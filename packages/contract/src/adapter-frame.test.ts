@@ -142,6 +142,21 @@ describe('defineAdapter', () => {
     expect(adapter.operations['orders.create']!.intentFields).toBe(sampleCard.businessOperationId.intentFields);
   });
 
+  it('account: put on the adapter when given, absent when not; an empty, long or control-character one is refused', () => {
+    const define = (account?: string) =>
+      defineAdapter({
+        provider: 'example',
+        account,
+        operations: { 'orders.create': op() },
+        execute: async () => ({ kind: 'succeeded', result: null }),
+        lookup: async () => ({ kind: 'not-found', reason: 'none' }),
+      });
+    expect(define('acme-eu').account).toBe('acme-eu');
+    expect(Object.hasOwn(define(), 'account')).toBe(false);
+    for (const bad of ['', 'x'.repeat(201), 'a\u0000b', 'tab\there'])
+      expect(() => define(bad)).toThrow(AdapterConfigurationError);
+  });
+
   it('operation names: exactly the declared keys; anything else (a provider prefix too) is UnknownOperationError from every method', async () => {
     const { adapter, calls } = framed();
     for (const bad of ['example.orders.create', 'nope']) {

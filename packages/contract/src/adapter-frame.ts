@@ -1,4 +1,5 @@
 import {
+  type AccountOption,
   type AdapterV1,
   type ExecuteContext,
   type JsonSchema,
@@ -23,6 +24,7 @@ import {
   type ProviderKeyRule,
   revisionKeySource,
 } from './ids.js';
+import { accountProblem } from './intent.js';
 import type { LookupResult, Outcome } from './outcome.js';
 import { AJV_WORDS, schemaProblems } from './schema-problems.js';
 
@@ -42,7 +44,7 @@ export type FramedLookupContext = LookupContext &
   Pick<FramedExecuteContext, 'providerKey' | 'signal'> &
   Required<Pick<LookupContext, 'keyReusable' | 'clockSkewMarginMs'>>;
 
-export interface AdapterDefinition<P extends string, O extends FrameOperation> {
+export interface AdapterDefinition<P extends string, O extends FrameOperation> extends AccountOption {
   readonly provider: P;
   readonly operations: Readonly<Record<string, O>>;
   /** One attempt, classified into exactly one outcome. */
@@ -112,12 +114,18 @@ function charOutside(rule: string, card: string): string | null {
   return null;
 }
 
-function checkDefinition(provider: string, operations: Readonly<Record<string, FrameOperation>>): void {
+function checkDefinition(
+  provider: string,
+  account: string | undefined,
+  operations: Readonly<Record<string, FrameOperation>>,
+): void {
   const fail = (message: string): never => {
     throw new AdapterConfigurationError(provider, message);
   };
   if (typeof provider !== 'string' || !/^[A-Za-z][A-Za-z0-9_-]*$/.test(provider))
     fail('provider must be an identifier such as "acme" (letters, digits, _ and -)');
+  const badAccount = account === undefined ? null : accountProblem(account);
+  if (badAccount !== null) fail(badAccount);
   if (typeof operations !== 'object' || operations === null || Object.keys(operations).length === 0)
     fail('declare at least one operation');
   for (const [name, op] of Object.entries(operations)) {
@@ -151,8 +159,8 @@ export function defineAdapter<const P extends string, O extends FrameOperation, 
   definition: AdapterDefinition<P, O>,
   extras?: X,
 ): FramedAdapter<P> & Readonly<X> {
-  const { provider, operations: declared } = definition;
-  checkDefinition(provider, declared);
+  const { provider, account, operations: declared } = definition;
+  checkDefinition(provider, account, declared);
   // The public spec of each operation: the adapter's own fields (key rule, request builders) stay inside.
   const operations: Record<string, OperationSpec> = {};
   for (const [name, op] of Object.entries(declared)) {
@@ -181,6 +189,7 @@ export function defineAdapter<const P extends string, O extends FrameOperation, 
   const adapter: AdapterV1 = {
     specificationVersion: SPECIFICATION_VERSION,
     provider,
+    ...(account !== undefined && { account }),
     operations,
 
     deriveProviderKey(operation: string, id: BusinessOperationId): ProviderKey | null {

@@ -49,6 +49,12 @@ export interface LookupContext
 export interface AdapterV1 {
   readonly specificationVersion: typeof SPECIFICATION_VERSION;
   readonly provider: string;
+  /**
+   * The account, workspace or tenant it acts as (a short name, never a secret), for a ledger that serves adapters of
+   * more than one account of a provider: the business-operation id covers it, so the same intent from another
+   * account is another operation, and recover() drives a stored one through the adapter of its own account.
+   */
+  readonly account?: string;
   readonly operations: Readonly<Record<string, OperationSpec>>;
   /** Null when no key travels. */
   deriveProviderKey(operation: string, id: BusinessOperationId): ProviderKey | null;
@@ -58,6 +64,9 @@ export interface AdapterV1 {
   doLookup(operation: string, ctx: LookupContext): Promise<LookupResult>;
   close?(): Promise<void>;
 }
+
+/** The `account` option of every adapter factory, passed on to `defineAdapter`. */
+export type AccountOption = Pick<AdapterV1, 'account'>;
 
 /** One operation's params and `done` result, at compile time only, so `runner.run()` can check a call. */
 export interface OperationTypes<P = unknown, R = unknown> {

@@ -5,6 +5,7 @@ export * from './card-rules.js';
 export { DURATION_PATTERN, durationMs, formatDuration, isDuration } from './duration.js';
 export { charsetPattern } from './ids.js';
 export {
+  accountProblem,
   canonicalDecimal,
   describeNormalization,
   differingPaths,

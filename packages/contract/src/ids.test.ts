@@ -107,6 +107,19 @@ describe('businessOperationId', () => {
       }),
     );
   });
+
+  it('an account is digested with the intent: another account, another id; none, the id as without accounts', () => {
+    fc.assert(
+      fc.property(intentArb, (intent) => {
+        const none = intentIdentity('op.create', intent, undefined);
+        expect(none).toEqual(intentIdentity('op.create', intent));
+        const a = intentIdentity('op.create', intent, 'a');
+        expect(a.id).not.toBe(none.id);
+        expect(a.id).not.toBe(intentIdentity('op.create', intent, 'b').id);
+        expect(a.intentFingerprint).toBe(fingerprint({ operation: 'op.create', intent, account: 'a' }));
+      }),
+    );
+  });
 });
 
 describe('caller-supplied ids', () => {

@@ -18,20 +18,37 @@ export function operationNameProblem(operation: string): string | null {
   return null;
 }
 
-/** `<operation>:<32 hex of SHA-256 of the canonical intent>`; never from an LLM tool-call id or a run id. */
-export function businessOperationId(operation: string, intent: Record<string, unknown>): BusinessOperationId {
-  return intentIdentity(operation, intent).id;
+/** Why `account` cannot name an adapter's account, or null: a short name of printable characters. */
+export function accountProblem(account: unknown): string | null {
+  if (typeof account !== 'string' || account.length === 0) return 'account must be a non-empty string';
+  if (account.length > 200) return `account is ${account.length} characters, over 200`;
+  if (/[\u0000-\u001f\u007f]/.test(account)) return 'account has control characters';
+  return null;
 }
 
-/** The derived id and the intent's fingerprint: one digest for both. */
-export function intentIdentity(operation: string, intent: Record<string, unknown>) {
+/** `<operation>:<32 hex of SHA-256 of the canonical intent>`; never from an LLM tool-call id or a run id. */
+export function businessOperationId(
+  operation: string,
+  intent: Record<string, unknown>,
+  account?: string,
+): BusinessOperationId {
+  return intentIdentity(operation, intent, account).id;
+}
+
+/**
+ * The derived id and the intent's fingerprint: one digest for both. An account, when given, is digested with the
+ * intent (the same intent from another account is another operation); without one the digest is as it always was.
+ */
+export function intentIdentity(operation: string, intent: Record<string, unknown>, account?: string) {
   const problem = operationNameProblem(operation);
   if (problem) throw new InvalidIdError('operation name', operation, problem);
   if (typeof intent !== 'object' || intent === null || Array.isArray(intent))
     throw badIntent('intent must be a plain object of the declared intent fields');
   if (Object.keys(intent).length === 0)
     throw badIntent('intent is empty: an id derived from no fields would fold every call into one operation');
-  const digest = sha256Hex(canonicalJson({ operation, intent }));
+  const digest = sha256Hex(
+    canonicalJson(account === undefined ? { operation, intent } : { operation, intent, account }),
+  );
   return { id: asBusinessOperationId(`${operation}:${digest.slice(0, 32)}`), intentFingerprint: `sha256:${digest}` };
 }
 

@@ -19,6 +19,8 @@ const STATES: readonly OperationState[] = [...OPEN, ...ENDED];
 export interface OperationRecord {
   readonly businessOperationId: BusinessOperationId;
   readonly provider: string;
+  /** The adapter's account (AdapterV1.account), when it has one: recover() drives it through that account's adapter. */
+  readonly account?: string;
   readonly operation: string;
   readonly intentFingerprint: string;
   readonly paramsFingerprint: string;
@@ -57,6 +59,7 @@ export interface ClaimInput
     OperationRecord,
     | 'businessOperationId'
     | 'provider'
+    | 'account'
     | 'operation'
     | 'intentFingerprint'
     | 'paramsFingerprint'
@@ -269,6 +272,8 @@ export function claimTransition(
     throw new LedgerError('claim: businessOperationId must be a non-empty string');
   for (const field of CLAIM_TEXTS)
     if (typeof input[field] !== 'string') throw new LedgerError(`claim: ${field} must be a string`);
+  if (input.account !== undefined && typeof input.account !== 'string')
+    throw new LedgerError('claim: account must be a string when given');
   if (existing === null && input.existing) return { result: { kind: 'gone' }, write: null };
   const { receipt } = input;
   if (receipt !== undefined && (existing === null || !(input.resume || input.supersede)))
@@ -279,6 +284,8 @@ export function claimTransition(
     const record: OperationRecord = {
       businessOperationId: input.businessOperationId,
       provider: input.provider,
+      // Absent without an account: a record is stored as it was before accounts existed.
+      ...(input.account !== undefined && { account: input.account }),
       operation: input.operation,
       intentFingerprint: input.intentFingerprint,
       paramsFingerprint: input.paramsFingerprint,

@@ -229,7 +229,7 @@ export async function callAgentTool(
   } catch (e) {
     const answer = refusalAnswer(e, () => {
       try {
-        return identityOf(tool.adapter.operations[tool.operation]!, { params }).id;
+        return identityOf(tool.adapter.operations[tool.operation]!, { params }, tool.adapter.account).id;
       } catch {
         return null; // the intent fields cannot give an id either
       }

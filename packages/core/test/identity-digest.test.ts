@@ -30,9 +30,17 @@ describe("identityOf: one digest, the contract's id and fingerprint", () => {
         fc.constantFrom('sandbox.records.create', 'other.op', 'x'),
         (intent, operation) => {
           const s = withOperation(operation);
-          const got = identityOf(s, { params: {}, intent: intent as Record<string, unknown> });
+          const got = identityOf(s, { params: {}, intent: intent as Record<string, unknown> }, undefined);
           expect(got.id).toBe(businessOperationId(operation, intent as Record<string, unknown>));
           expect(got.intentFingerprint).toBe(fingerprint({ operation, intent }));
+          // An account is another operation: another id, another fingerprint for the caller's own id.
+          const theirs = identityOf(s, { params: {}, intent: intent as Record<string, unknown> }, 'acme');
+          expect(theirs.id).toBe(businessOperationId(operation, intent as Record<string, unknown>, 'acme'));
+          expect(theirs.id).not.toBe(got.id);
+          const given = { params: {}, intent: intent as Record<string, unknown>, businessOperationId: 'mine-1' };
+          expect(identityOf(s, given, 'acme').intentFingerprint).not.toBe(
+            identityOf(s, given, undefined).intentFingerprint,
+          );
         },
       ),
       { numRuns: 300 },
@@ -40,9 +48,15 @@ describe("identityOf: one digest, the contract's id and fingerprint", () => {
   });
 
   it('what the contract refuses stays refused: a bad operation name, an empty intent (also after a good run of that name)', () => {
-    expect(() => identityOf(withOperation('not a name!'), { params: {}, intent: { a: 1 } })).toThrow(InvalidIdError);
-    identityOf(withOperation('seen.before'), { params: {}, intent: { a: 1 } });
-    expect(() => identityOf(withOperation('seen.before'), { params: {}, intent: {} })).toThrow(InvalidIntentError);
-    expect(() => identityOf(withOperation('never.seen'), { params: {}, intent: {} })).toThrow(InvalidIntentError);
+    expect(() => identityOf(withOperation('not a name!'), { params: {}, intent: { a: 1 } }, undefined)).toThrow(
+      InvalidIdError,
+    );
+    identityOf(withOperation('seen.before'), { params: {}, intent: { a: 1 } }, undefined);
+    expect(() => identityOf(withOperation('seen.before'), { params: {}, intent: {} }, undefined)).toThrow(
+      InvalidIntentError,
+    );
+    expect(() => identityOf(withOperation('never.seen'), { params: {}, intent: {} }, undefined)).toThrow(
+      InvalidIntentError,
+    );
   });
 });

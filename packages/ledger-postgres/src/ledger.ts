@@ -179,6 +179,7 @@ async function claim(c: Parts, input: ClaimInput): Promise<ClaimResult> {
       input.owner,
       Math.ceil(input.leaseMs),
       input.now,
+      input.account ?? null,
     ],
   );
   if (rows.length === 0) return claimExisting(c, input);

@@ -35,6 +35,7 @@ const FIELDS = [
   ['statusRef', 'status_ref', ''],
   ['handoff', 'handoff', 'json'],
   ['resolution', 'resolution', 'json'],
+  ['account', 'account', ''],
 ] as const satisfies ReadonlyArray<readonly [keyof OperationRecord, string, '' | 'int8' | 'json']>;
 
 /** Every column but `receipts`, which only `receipts()` and an exporting prune read. */
@@ -53,6 +54,8 @@ export function toRecord(row: OperationRow): OperationRecord {
     const value = row[column];
     record[field] = value == null ? null : kind === 'int8' ? Number(value) : value;
   }
+  // No account is no field at all, as the contract's claim writes it.
+  if (record.account === null) delete record.account;
   record.receiptChain = { head: row.receipt_head, length: row.receipt_count };
   return record as unknown as OperationRecord;
 }

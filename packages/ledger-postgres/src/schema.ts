@@ -20,6 +20,7 @@ CREATE DOMAIN {{schema}}.retrysafe_fence AS bigint CONSTRAINT retrysafe_fence_ch
 CREATE TABLE {{schema}}.retrysafe_operations (
   business_operation_id text PRIMARY KEY,
   provider text NOT NULL,
+  account text,
   operation text NOT NULL,
   intent_fingerprint text NOT NULL,
   params_fingerprint text NOT NULL,

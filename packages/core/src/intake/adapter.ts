@@ -18,7 +18,7 @@ import {
   UnsupportedSpecificationVersionError,
   validateCard,
 } from '@retrysafe/contract';
-import { charsetPattern } from '@retrysafe/contract/rules';
+import { accountProblem, charsetPattern } from '@retrysafe/contract/rules';
 import { memo } from '../defined.js';
 import { AdapterContractError } from '../errors/adapter-contract-error.js';
 import { RunnerConfigurationError } from '../errors/runner-configuration-error.js';
@@ -35,6 +35,8 @@ export function checkAdapterShape(adapter: AdapterV1): void {
     throw new UnsupportedSpecificationVersionError(String(provider), specificationVersion);
   if (typeof provider !== 'string' || provider.length === 0)
     throw new RunnerConfigurationError('adapter', 'adapter.provider must be a non-empty string');
+  const badAccount = adapter.account === undefined ? null : accountProblem(adapter.account);
+  if (badAccount !== null) throw new AdapterConfigurationError(provider, `adapter.${badAccount}`);
   if (typeof adapter.operations !== 'object' || adapter.operations === null)
     throw new AdapterConfigurationError(provider, 'adapter.operations must be an object of operation specs');
   for (const m of ['deriveProviderKey', 'doExecute', 'doLookup'] as const)
@@ -63,14 +65,24 @@ export function checkAdapter(adapter: AdapterV1, operation: string): OperationSp
   return spec;
 }
 
-/** The adapter (and its operation name) that performs a stored operation, from those given. */
+/**
+ * The adapter (and its operation name) that performs a stored operation, from those given: its provider, its card's
+ * operation and its account (none on both is the same). Two that match are refused, never one picked: the stored
+ * operation may be another account's, sent with the wrong token.
+ */
 export function findAdapter(adapters: readonly AdapterV1[], record: OperationRecord) {
-  for (const adapter of adapters) {
-    if (adapter.provider !== record.provider) continue;
+  const found: { adapter: AdapterV1; opName: string }[] = [];
+  for (const adapter of new Set(adapters)) {
+    if (adapter.provider !== record.provider || adapter.account !== record.account) continue;
     for (const [opName, spec] of Object.entries(adapter.operations))
-      if ((spec as OperationSpec | null)?.card?.operation === record.operation) return { adapter, opName };
+      if ((spec as OperationSpec | null)?.card?.operation === record.operation) found.push({ adapter, opName });
   }
-  return null;
+  if (found.length > 1)
+    throw new RunnerConfigurationError(
+      'adapters',
+      `${found.length} adapters given for provider ${record.provider} perform ${record.operation}${record.account === undefined ? '' : ` as account ${JSON.stringify(record.account)}`}: give only one, or give each adapter its own \`account\` (the account it acts as)`,
+    );
+  return found[0] ?? null;
 }
 
 /**

@@ -30,16 +30,24 @@ function buildComparison(card: RetrySafetyCard) {
   };
 }
 
-/** A call's business-operation id (the caller's, or the digest of its normalised intent) and intent fingerprint. */
+/**
+ * A call's business-operation id (the caller's, or the digest of its normalised intent) and intent fingerprint, both
+ * covering the adapter's `account` when it has one: the same caller id from another account is an intent conflict.
+ */
 export function identityOf(
   spec: OperationSpec,
   input: { params: unknown; businessOperationId?: string; intent?: Record<string, unknown> },
+  account: string | undefined,
 ) {
   const card = spec.card;
   const rule = card.businessOperationId;
   const given = input.intent ?? null;
   const intent = given === null ? intentOf(input.params, rule) : normalizeIntent(given, rule.normalize);
-  if (input.businessOperationId === undefined) return intentIdentity(card.operation, intent);
+  if (input.businessOperationId === undefined) return intentIdentity(card.operation, intent, account);
   const id = asBusinessOperationId(input.businessOperationId);
-  return { id, intentFingerprint: fingerprint({ operation: card.operation, intent }) };
+  const operation = card.operation;
+  return {
+    id,
+    intentFingerprint: fingerprint(account === undefined ? { operation, intent } : { operation, intent, account }),
+  };
 }

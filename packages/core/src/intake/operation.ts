@@ -23,6 +23,7 @@ export type Operation = Readonly<ReturnType<typeof newOperation>>;
 
 /** The params checked against the schema, the id derived from the intent, and the params' fingerprint as compared. */
 function identify(
+  adapter: AdapterV1,
   spec: OperationSpec,
   input: Pick<RunInput, 'params' | 'businessOperationId' | 'intent'>,
   rawParamsFingerprint: string,
@@ -30,7 +31,7 @@ function identify(
   assertParams(spec, input.params);
   const comparison = comparisonFor(spec.card);
   const paramsFingerprint = comparison.normalizes ? comparison.paramsFingerprint(input.params) : rawParamsFingerprint;
-  const { id, intentFingerprint } = identityOf(spec, input);
+  const { id, intentFingerprint } = identityOf(spec, input, adapter.account);
   return { id, intentFingerprint, paramsFingerprint, comparison };
 }
 
@@ -41,7 +42,12 @@ export function newOperation(ctx: IntakeContext, adapter: AdapterV1, opName: str
     throw new InvalidIntentError('', 'run input must be an object with params');
   const params = input.params ?? null;
   const payload = checkedPayload(ctx, spec, params, input.intent ?? null, [input.params]);
-  const { id, intentFingerprint, paramsFingerprint, comparison } = identify(spec, input, payload.paramsFingerprint);
+  const { id, intentFingerprint, paramsFingerprint, comparison } = identify(
+    adapter,
+    spec,
+    input,
+    payload.paramsFingerprint,
+  );
   return {
     adapter,
     opName,
@@ -79,11 +85,12 @@ export function storedOperation(
   let paramsFingerprint = record.paramsFingerprint;
   if (corrected) {
     const id = record.businessOperationId;
-    const next = identify(spec, { params, businessOperationId: id }, payload.paramsFingerprint);
+    const next = identify(adapter, spec, { params, businessOperationId: id }, payload.paramsFingerprint);
     // The intent the stored params name, read as the corrected ones are: the record's own unless run() was given the
     // caller's intent, which resend-with cannot repeat (run() with it takes the same correction).
     if (
-      next.intentFingerprint !== identityOf(spec, { params: record.params, businessOperationId: id }).intentFingerprint
+      next.intentFingerprint !==
+      identityOf(spec, { params: record.params, businessOperationId: id }, adapter.account).intentFingerprint
     )
       throw new ConflictError(
         record.businessOperationId,

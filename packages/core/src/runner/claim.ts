@@ -30,6 +30,7 @@ export function claimInput(
   return {
     businessOperationId: op.id,
     provider: op.adapter.provider,
+    account: op.adapter.account,
     operation: op.card.operation,
     intentFingerprint: op.intentFingerprint,
     paramsFingerprint: op.paramsFingerprint,

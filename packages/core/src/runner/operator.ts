@@ -219,6 +219,7 @@ function storedClaim(ctx: RunnerContext, record: OperationRecord, leaseMs: numbe
   return {
     businessOperationId: record.businessOperationId,
     provider: record.provider,
+    account: record.account,
     operation: record.operation,
     intentFingerprint: record.intentFingerprint,
     paramsFingerprint: record.paramsFingerprint,

@@ -257,6 +257,7 @@ export function createFenceAdapter(options: {
 
   return defineAdapter({
     provider: config.name,
+    account: config.account,
     operations,
     async execute({ name, tool: t }, params, ctx) {
       try {

@@ -45,6 +45,11 @@ type Infer<S> = S extends { enum: readonly (infer E)[] }
 const FENCE_SCHEMA = closed(
   {
     name: { ...str, pattern: '^[A-Za-z][A-Za-z0-9_-]*$', description: 'an identifier such as "orders"' },
+    account: {
+      ...str,
+      maxLength: 200,
+      description: 'the account the upstream server acts as, when fences of one name share a ledger (never a secret)',
+    },
     ledger: str,
     handoffs: str,
     timeoutMs: posInt,

@@ -28,6 +28,17 @@ function claimCases(test: Test): void {
     expect(await l.get(id('new'))).toMatchObject({ state: 'claimed', fence: 1 });
   });
 
+  test('keeps a claim’s account through every write; a claim without one stores no account field', async (l) => {
+    const { ref, record } = await claimed(l, 'account', { account: 'acme-eu' });
+    expect(record.account).toBe('acme-eu');
+    await l.markDispatched(ref, T0 + 1);
+    await l.setState(ref, { state: 'succeeded', now: T0 + 2, result: { ok: true } });
+    expect((await l.get(id('account')))!.account).toBe('acme-eu');
+    expect((await l.list({})).find((r) => r.businessOperationId === id('account'))!.account).toBe('acme-eu');
+    await claimed(l, 'no-account');
+    expect(Object.hasOwn((await l.get(id('no-account')))!, 'account')).toBe(false);
+  });
+
   test('answers busy to a second claim while the lease is live, without changing the record', async (l) => {
     await claimed(l, 'busy');
     const second = await l.claim(claimInput('busy', { owner: 'worker-2', now: T0 + 999 }));
