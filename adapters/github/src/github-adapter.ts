@@ -3,12 +3,10 @@ import {
   type AccountOption,
   AdapterConfigurationError,
   defineAdapter,
-  type FramedLookupContext,
   type LookupResult,
   type TypedAdapter,
 } from '@retrysafe/contract';
-import { checkBaseUrl, positiveInteger } from '@retrysafe/contract/provider';
-import { absenceProvenFrom, notFoundIsAuthoritative } from '@retrysafe/contract/rules';
+import { checkBaseUrl, lookupMiss, positiveInteger } from '@retrysafe/contract/provider';
 import { cannotTell, type GitHubAnswer, outcomeFromError, refsOf } from './github-errors.js';
 import {
   type CallOptions,
@@ -146,7 +144,7 @@ export function createGitHubAdapter(options: GitHubAdapterOptions): GitHubAdapte
         if (reached)
           return (
             found(op, matches) ??
-            judgedMiss(op, ctx, `${what}: no item since ${since} carries the marker of this business operation`)
+            lookupMiss(op.card, ctx, `${what}: no item since ${since} carries the marker of this business operation`)
           );
         return (
           found(op, matches) ?? {
@@ -158,16 +156,6 @@ export function createGitHubAdapter(options: GitHubAdapterOptions): GitHubAdapte
     },
     { octokit },
   ) as GitHubAdapter;
-}
-
-/** A miss on the whole walk: absent only by the card's rule, else cannot-tell with the remaining wait when known. */
-function judgedMiss(op: GitHubOperation, ctx: FramedLookupContext, miss: string): LookupResult {
-  const margin = ctx.clockSkewMarginMs;
-  if (notFoundIsAuthoritative(op.card, ctx, margin)) return { kind: 'not-found', reason: miss };
-  const proof = absenceProvenFrom(op.card, ctx, margin);
-  if ('never' in proof) return { kind: 'cannot-tell', reason: `${miss}; that proves nothing: ${proof.never}` };
-  const reason = `${miss} yet: inside the card's late-apply bound and consistency delay after the last dispatch`;
-  return { kind: 'cannot-tell', reason, retryAfterMs: Math.max(1, proof.at - ctx.now) };
 }
 
 function found(op: GitHubOperation, matches: readonly ListedItem[]): LookupResult | null {

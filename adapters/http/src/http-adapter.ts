@@ -12,8 +12,14 @@ import {
   type Outcome,
   type TypedAdapter,
 } from '@retrysafe/contract';
-import { checkBaseUrl, lookupFromOutcome, retryAfterOf, saysMoreFollow } from '@retrysafe/contract/provider';
-import { absenceProvenFrom, notFoundIsAuthoritative, resendSafety } from '@retrysafe/contract/rules';
+import {
+  checkBaseUrl,
+  lookupFromOutcome,
+  lookupMiss,
+  retryAfterOf,
+  saysMoreFollow,
+} from '@retrysafe/contract/provider';
+import { resendSafety } from '@retrysafe/contract/rules';
 import axios, { type AxiosRequestConfig } from 'axios';
 import {
   absoluteLocation,
@@ -171,19 +177,8 @@ async function get(a: Ask, url: string, what: string): Promise<HttpResponseView 
 
 type Found = Extract<LookupResult, { kind: 'found' }>['outcome'];
 const found = (outcome: Found): LookupResult => ({ kind: 'found', outcome });
-/**
- * An absence proves the effect was not applied only by the card's rule, the runner's too (notFoundIsAuthoritative):
- * once the last dispatch can no longer land (lookup.lateApplyBound) and would show (lookup.consistencyDelay).
- */
-function absent({ o, ctx }: Ask, res: HttpResponseView, reason: string): LookupResult {
-  const margin = ctx.clockSkewMarginMs;
-  if (notFoundIsAuthoritative(o.card, ctx, margin)) return { kind: 'not-found', reason, status: res.status };
-  const proof = absenceProvenFrom(o.card, ctx, margin);
-  if ('never' in proof)
-    return { kind: 'cannot-tell', reason: `${reason}; that proves nothing: ${proof.never}`, status: res.status };
-  const wait = `${reason}, inside the card's late-apply bound and consistency delay after the last dispatch`;
-  return { kind: 'cannot-tell', reason: wait, status: res.status, retryAfterMs: Math.max(1, proof.at - ctx.now) };
-}
+const absent = ({ o, ctx }: Ask, res: HttpResponseView, reason: string) =>
+  lookupMiss(o.card, ctx, reason, { status: res.status });
 const cannotTell = (res: HttpResponseView, reason: string): LookupResult => ({
   kind: 'cannot-tell',
   reason,

@@ -9,8 +9,7 @@ import type {
   ProviderKeyRule,
   RetrySafetyCard,
 } from '@retrysafe/contract';
-import type { SchemaType } from '@retrysafe/contract/provider';
-import { absenceProvenFrom, notFoundIsAuthoritative } from '@retrysafe/contract/rules';
+import { lookupMiss, type SchemaType } from '@retrysafe/contract/provider';
 import {
   cannotTellFrom,
   type HubSpotResponse,
@@ -192,22 +191,7 @@ async function lookupContactsUpdate(
     .map(([name]) => name);
   if (differing.length === 0) return { kind: 'found', outcome: recordOutcome('succeeded', r, wire) };
   const miss = `contact ${r.id} does not hold the requested values of ${differing.join(', ')}`;
-  return judgedMiss(card, ctx, miss, { providerRef: String(r.id), ...wireRefs(wire) });
-}
-
-/**
- * A miss proves absence only by the card's rule, the runner's too (notFoundIsAuthoritative): once the last dispatch
- * can no longer land (lookup.lateApplyBound) and would show (lookup.consistencyDelay); never while one is unknown.
- */
-function judgedMiss(card: RetrySafetyCard, ctx: LookupContext, miss: string, extra: object): LookupResult {
-  const margin = ctx.clockSkewMarginMs;
-  if (notFoundIsAuthoritative(card, ctx, margin))
-    return { kind: 'not-found', reason: `${miss}, past the card's late-apply bound and delay`, ...extra };
-  const proof = absenceProvenFrom(card, ctx, margin);
-  if ('never' in proof)
-    return { kind: 'cannot-tell', reason: `${miss}; a miss never proves absence: ${proof.never}`, ...extra };
-  const reason = `${miss} yet: inside the card's late-apply bound and delay after the last dispatch`;
-  return { kind: 'cannot-tell', reason, retryAfterMs: Math.max(1, proof.at - ctx.now), ...extra };
+  return lookupMiss(card, ctx, miss, { providerRef: String(r.id), ...wireRefs(wire) });
 }
 
 const executeObjectsUpsert = (rt: Runtime, p: ObjectsUpsertParams, ctx: ExecuteContext) =>
@@ -316,7 +300,7 @@ async function searchByKey(
   const miss = `no ${objectType} record with ${rt.idProperty}=${key}`;
   // EQ may answer other spellings first; this operation's record can sit past the page read.
   if (more) return { kind: 'cannot-tell', reason: `${miss} on the first page, and more results follow`, ...refs };
-  return judgedMiss(card, ctx, miss, refs);
+  return lookupMiss(card, ctx, miss, refs);
 }
 
 /** What each operation adds to its card: its description, its sensitive params and how it is sent and found. */

@@ -9,8 +9,7 @@ import {
   type Outcome,
   type TypedAdapter,
 } from '@retrysafe/contract';
-import { checkBaseUrl, classifyTransportFailure, retryAfterOf } from '@retrysafe/contract/provider';
-import { absenceProvenFrom, notFoundIsAuthoritative } from '@retrysafe/contract/rules';
+import { checkBaseUrl, classifyTransportFailure, lookupMiss, retryAfterOf } from '@retrysafe/contract/provider';
 import { SANDBOX_KEY_RULE, SANDBOX_PROVIDER, type SandboxLimits, sandboxCreateCard } from './sandbox-cards.js';
 import type { SandboxBehaviour, SandboxProvider, SandboxRecord, SandboxResponse } from './sandbox-provider.js';
 
@@ -198,14 +197,7 @@ export function createSandboxAdapter(options: SandboxAdapterOptions): SandboxAda
   };
   const fromRecord = (rec: SandboxRecord | null, ctx: LookupContext, requestId?: string): LookupResult => {
     if (rec === null) {
-      // Absent only by the card's rule, the runner's too: the last dispatch + late-apply bound + consistency delay.
-      const refs = requestId ? { requestId } : {};
-      if (notFoundIsAuthoritative(card, ctx, ctx.clockSkewMarginMs))
-        return { kind: 'not-found', reason: 'no record holds this key', ...refs };
-      const proof = absenceProvenFrom(card, ctx, ctx.clockSkewMarginMs);
-      if ('never' in proof) return { kind: 'cannot-tell', reason: `no record holds this key; ${proof.never}`, ...refs };
-      const reason = "no record holds this key yet: inside the card's late-apply bound and lookup consistency delay";
-      return { kind: 'cannot-tell', reason, retryAfterMs: Math.max(1, proof.at - ctx.now), ...refs };
+      return lookupMiss(card, ctx, 'no record holds this key', requestId ? { requestId } : {});
     }
     if (rec.status === 'processing')
       return {

@@ -1,3 +1,6 @@
+import type { LookupContext } from '../adapter.js';
+import type { RetrySafetyCard } from '../card.js';
+import { absenceProvenFrom, notFoundIsAuthoritative } from '../card-rules.js';
 import type { LookupResult, Outcome, UnknownCause } from '../outcome.js';
 
 // Codes that prove the request never reached the provider's HTTP layer. Not ETIMEDOUT: an established socket
@@ -124,4 +127,19 @@ export function cannotTellFrom(outcome: Outcome, reason: string): Extract<Lookup
     ...(o.requestId !== undefined ? { requestId: o.requestId } : {}),
     ...(o.retryAfterMs !== undefined ? { retryAfterMs: o.retryAfterMs } : {}),
   };
+}
+
+/**
+ * A lookup that found nothing, judged by the card's rule (the runner's too, notFoundIsAuthoritative): absent once the
+ * last dispatch can no longer land and would show; else cannot-tell, with the wait left when the card bounds it.
+ * `extra`: what the answer says beside (status, request id, a provider ref).
+ */
+export function lookupMiss(card: RetrySafetyCard, ctx: LookupContext, miss: string, extra: object = {}): LookupResult {
+  const margin = ctx.clockSkewMarginMs;
+  if (notFoundIsAuthoritative(card, ctx, margin)) return { kind: 'not-found', reason: miss, ...extra };
+  const proof = absenceProvenFrom(card, ctx, margin);
+  if ('never' in proof)
+    return { kind: 'cannot-tell', reason: `${miss}; a miss never proves absence: ${proof.never}`, ...extra };
+  const reason = `${miss} yet: inside the card's late-apply bound and consistency delay after the last dispatch`;
+  return { kind: 'cannot-tell', reason, retryAfterMs: Math.max(1, proof.at - ctx.now), ...extra };
 }

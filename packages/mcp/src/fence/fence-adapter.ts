@@ -10,8 +10,7 @@ import {
   type RetrySafetyCard,
   UnknownOperationError,
 } from '@retrysafe/contract';
-import { classifyTransportFailure, saysMoreFollow } from '@retrysafe/contract/provider';
-import { absenceProvenFrom, notFoundIsAuthoritative } from '@retrysafe/contract/rules';
+import { classifyTransportFailure, lookupMiss, saysMoreFollow } from '@retrysafe/contract/provider';
 import { checkParamsSchema } from '@retrysafe/core/internal';
 import { LOOKUP_TOOLS } from '../server.js';
 import { type FenceConfig, FenceConfigError, type FenceToolConfig } from './fence-config.js';
@@ -304,11 +303,7 @@ export function createFenceAdapter(options: {
       if (match === undefined) {
         // Absent only by the card's rule, the runner's too: once the call can no longer land and would show.
         const miss = `no item of ${l.tool} matches ${Object.keys(l.match).join(', ')}`;
-        if (notFoundIsAuthoritative(card, ctx, ctx.clockSkewMarginMs)) return { kind: 'not-found', reason: miss };
-        const proof = absenceProvenFrom(card, ctx, ctx.clockSkewMarginMs);
-        if ('never' in proof) return { kind: 'cannot-tell', reason: `${miss}; that proves nothing: ${proof.never}` };
-        const reason = `${miss} yet: inside the late-apply bound and consistency delay after the call`;
-        return { kind: 'cannot-tell', reason, retryAfterMs: Math.max(1, proof.at - ctx.now) };
+        return lookupMiss(card, ctx, miss);
       }
       const result = { content: [{ type: 'text', text: JSON.stringify(match) }], structuredContent: match };
       return { kind: 'found', outcome: succeeded(t, result, match) };
