@@ -16,6 +16,7 @@ export async function ledgerShow(target: LedgerTarget & { readonly showBy?: bool
     return {
       record: {
         ...summarize(r),
+        ...(r.account === undefined ? {} : { account: r.account }),
         intentFingerprint: r.intentFingerprint,
         paramsFingerprint: r.paramsFingerprint,
         firstDispatchedAt: r.firstDispatchedAt === null ? null : new Date(r.firstDispatchedAt).toISOString(),
@@ -43,6 +44,7 @@ export function showText(r: ShowResult, color = false): string {
   const out = [
     kv([
       ['operation', rec.operation],
+      ...('account' in rec ? [['account', rec.account] as const] : []),
       ['business op id', rec.businessOperationId],
       ['state', rec.state],
       ['attempts', rec.attempts],
