@@ -2,9 +2,20 @@
 // ledger applies inside its own atomic section: read the record, call the rule, write what it returns.
 import { InvalidStateError, LeaseLostError, LedgerError } from './errors.js';
 import type { BusinessOperationId, ProviderKey } from './ids.js';
+import {
+  checkLease,
+  checkLimit,
+  checkNow,
+  checkOnUnreadable,
+  checkPacket,
+  checkRefTexts,
+  checkRenewal,
+  hasNul,
+} from './ledger-checks.js';
 import type { OnUnreadable } from './ledger-stored.js';
 import type { HandoffPacket, Receipt } from './receipt.js';
 
+export { checkPacket, checkRecoverCandidates, checkRef, checkRenewal } from './ledger-checks.js';
 export * from './ledger-stored.js';
 
 // claimed → dispatched → succeeded | rejected | unknown | in-progress → reconciling → … | handed-off; only a
@@ -199,34 +210,6 @@ export function leaseLive(record: OperationRecord, now: number): boolean {
 
 const RELEASED = { leaseOwner: null, leaseExpiresAt: null } as const;
 
-// The input checks below make every ledger refuse the same bad input with the same LedgerError: NaN, -1 or a
-// string would otherwise be kept by one ledger, turned to null or read as "all" by another, refused by a third.
-function checkNow(now: number, what: string): void {
-  if (!Number.isFinite(now)) throw new LedgerError(`${what}: now must be epoch ms, got ${String(now)}`);
-}
-
-/** A fraction is rounded up where a ledger stores whole ms. */
-function checkLease(leaseMs: number, what: string): void {
-  if (!(Number.isFinite(leaseMs) && leaseMs > 0))
-    throw new LedgerError(`${what}: leaseMs must be a number > 0, got ${String(leaseMs)}`);
-}
-
-function checkLimit(limit: number | undefined, what: string): void {
-  if (limit !== undefined && !(Number.isSafeInteger(limit) && limit >= 0))
-    throw new LedgerError(`${what}: limit must be a whole number ≥ 0, got ${String(limit)}`);
-}
-
-function checkOnUnreadable(onUnreadable: unknown, what: string): void {
-  if (onUnreadable !== undefined && typeof onUnreadable !== 'function')
-    throw new LedgerError(`${what}: onUnreadable must be a function`);
-}
-
-export function checkRecoverCandidates(now: number, limit: number | undefined, onUnreadable?: OnUnreadable): void {
-  checkNow(now, 'recoverCandidates');
-  checkLimit(limit, 'recoverCandidates');
-  checkOnUnreadable(onUnreadable, 'recoverCandidates');
-}
-
 export function checkListFilter(filter: ListFilter): void {
   checkLimit(filter.limit, 'list');
   checkOnUnreadable(filter.onUnreadable, 'list');
@@ -284,7 +267,6 @@ export function claimTransition(
     const record: OperationRecord = {
       businessOperationId: input.businessOperationId,
       provider: input.provider,
-      // Absent without an account: a record is stored as it was before accounts existed.
       ...(input.account !== undefined && { account: input.account }),
       operation: input.operation,
       intentFingerprint: input.intentFingerprint,
@@ -345,22 +327,6 @@ export function claimTransition(
   };
 }
 
-/** A ledger whose SQL or conditional write does a rule's work still calls its checks, before reading or writing. */
-export function checkRef(ref: Fenced): void {
-  if (typeof ref?.businessOperationId !== 'string' || !Number.isSafeInteger(ref.fence))
-    throw new LedgerError('a fenced reference { businessOperationId, fence } is required');
-}
-
-/** A reference a provider or person gave: PostgreSQL's text columns cannot hold U+0000, so no ledger takes one. */
-const hasNul = (value: unknown): boolean => typeof value === 'string' && value.includes('\u0000');
-
-const REF_TEXTS = ['providerRef', 'statusRef', 'lastOutcome', 'outcome'] as const;
-
-function checkRefTexts(values: { readonly [F in (typeof REF_TEXTS)[number]]?: unknown }, what: string): void {
-  for (const field of REF_TEXTS)
-    if (hasNul(values[field])) throw new LedgerError(`${what}: ${field} holds U+0000, which a ledger cannot store`);
-}
-
 export function checkStatePatch(patch: StatePatch): void {
   if (typeof patch?.state !== 'string') throw new LedgerError('setState: patch.state is required');
   checkNow(patch.now, 'setState');
@@ -372,21 +338,10 @@ export function checkStatePatch(patch: StatePatch): void {
     throw new LedgerError(`setState: unknown state ${JSON.stringify(patch.state)}`);
 }
 
-export function checkPacket(packet: HandoffPacket): void {
-  if (typeof packet?.lastKnown !== 'object' || packet.lastKnown === null)
-    throw new LedgerError('handOff: a handoff packet { lastKnown, … } is required');
-  checkRefTexts(packet.lastKnown, 'handOff');
-}
-
 export function checkFence(record: OperationRecord | null, ref: Fenced): OperationRecord {
   if (record === null) throw new LedgerError(`no operation ${ref.businessOperationId} in the ledger`);
   if (record.fence !== ref.fence) throw new LeaseLostError(ref.businessOperationId, ref.fence);
   return record;
-}
-
-export function checkRenewal(leaseMs: number, now: number): void {
-  checkNow(now, 'renewLease');
-  checkLease(leaseMs, 'renewLease');
 }
 
 /** A no-op when terminal; a released lease stays released (claim again). */

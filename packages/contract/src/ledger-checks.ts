@@ -1,0 +1,59 @@
+// The input checks every ledger applies, so each refuses the same bad input with the same LedgerError: NaN, -1 or a
+// string would otherwise be kept by one ledger, turned to null or read as "all" by another, refused by a third.
+import { LedgerError } from './errors.js';
+import type { Fenced } from './ledger.js';
+import type { OnUnreadable } from './ledger-stored.js';
+import type { HandoffPacket } from './receipt.js';
+
+export function checkNow(now: number, what: string): void {
+  if (!Number.isFinite(now)) throw new LedgerError(`${what}: now must be epoch ms, got ${String(now)}`);
+}
+
+/** A fraction is rounded up where a ledger stores whole ms. */
+export function checkLease(leaseMs: number, what: string): void {
+  if (!(Number.isFinite(leaseMs) && leaseMs > 0))
+    throw new LedgerError(`${what}: leaseMs must be a number > 0, got ${String(leaseMs)}`);
+}
+
+export function checkLimit(limit: number | undefined, what: string): void {
+  if (limit !== undefined && !(Number.isSafeInteger(limit) && limit >= 0))
+    throw new LedgerError(`${what}: limit must be a whole number ≥ 0, got ${String(limit)}`);
+}
+
+export function checkOnUnreadable(onUnreadable: unknown, what: string): void {
+  if (onUnreadable !== undefined && typeof onUnreadable !== 'function')
+    throw new LedgerError(`${what}: onUnreadable must be a function`);
+}
+
+export function checkRecoverCandidates(now: number, limit: number | undefined, onUnreadable?: OnUnreadable): void {
+  checkNow(now, 'recoverCandidates');
+  checkLimit(limit, 'recoverCandidates');
+  checkOnUnreadable(onUnreadable, 'recoverCandidates');
+}
+
+/** A ledger whose SQL or conditional write does a rule's work still calls its checks, before reading or writing. */
+export function checkRef(ref: Fenced): void {
+  if (typeof ref?.businessOperationId !== 'string' || !Number.isSafeInteger(ref.fence))
+    throw new LedgerError('a fenced reference { businessOperationId, fence } is required');
+}
+
+/** A reference a provider or person gave: PostgreSQL's text columns cannot hold U+0000, so no ledger takes one. */
+export const hasNul = (value: unknown): boolean => typeof value === 'string' && value.includes('\u0000');
+
+const REF_TEXTS = ['providerRef', 'statusRef', 'lastOutcome', 'outcome'] as const;
+
+export function checkRefTexts(values: { readonly [F in (typeof REF_TEXTS)[number]]?: unknown }, what: string): void {
+  for (const field of REF_TEXTS)
+    if (hasNul(values[field])) throw new LedgerError(`${what}: ${field} holds U+0000, which a ledger cannot store`);
+}
+
+export function checkPacket(packet: HandoffPacket): void {
+  if (typeof packet?.lastKnown !== 'object' || packet.lastKnown === null)
+    throw new LedgerError('handOff: a handoff packet { lastKnown, … } is required');
+  checkRefTexts(packet.lastKnown, 'handOff');
+}
+
+export function checkRenewal(leaseMs: number, now: number): void {
+  checkNow(now, 'renewLease');
+  checkLease(leaseMs, 'renewLease');
+}
