@@ -1,4 +1,4 @@
-import { asBusinessOperationId, fact, type RetrySafetyCard } from '@retrysafe/contract';
+import { asBusinessOperationId, type RetrySafetyCard } from '@retrysafe/contract';
 import { notFoundIsAuthoritative } from '@retrysafe/contract/rules';
 import { closeAfterTest } from '@retrysafe/testkit/close-after-test';
 import { lookupContext } from '@retrysafe/testkit/conformance';
@@ -13,13 +13,11 @@ import { commentParams, issueParams, SEED, TOKEN } from './helpers.js';
 // bounds both (mocked below) makes a miss past them not-found.
 vi.mock('../src/github-cards.js', async (importOriginal) => {
   const real = await importOriginal<typeof import('../src/github-cards.js')>();
-  const card = real.issuesCreateCommentCard as RetrySafetyCard;
-  const lookup = {
-    ...card.lookup,
-    consistencyDelay: fact('1m', 'test: a bounded delay'),
-    lateApplyBound: fact('1m', 'test: a bounded late apply'),
+  const { boundedLookup } = await import('@retrysafe/testkit/conformance');
+  return {
+    ...real,
+    issuesCreateCommentCard: boundedLookup(real.issuesCreateCommentCard as RetrySafetyCard, '1m', '1m'),
   };
-  return { ...real, issuesCreateCommentCard: { ...card, lookup } };
 });
 
 const MIN = 60_000;

@@ -1,4 +1,4 @@
-import { asBusinessOperationId, fact, type RetrySafetyCard } from '@retrysafe/contract';
+import { asBusinessOperationId, type RetrySafetyCard } from '@retrysafe/contract';
 import { lookupContext } from '@retrysafe/testkit/conformance';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { createMsGraphAdapter, type MsGraphAdapter } from '../src/index.js';
@@ -9,13 +9,8 @@ import { mailParams, TOKEN } from './helpers.js';
 // a mail.send card that bounds its delays makes a miss past them not-found, as the runner would judge it.
 vi.mock('../src/msgraph-cards.js', async (importOriginal) => {
   const real = await importOriginal<typeof import('../src/msgraph-cards.js')>();
-  const card = real.mailSendCard as RetrySafetyCard;
-  const lookup = {
-    ...card.lookup,
-    consistencyDelay: fact('1m', 'test: a bounded delay'),
-    lateApplyBound: fact('1m', 'test: a bounded late apply'),
-  };
-  return { ...real, mailSendCard: { ...card, lookup } };
+  const { boundedLookup } = await import('@retrysafe/testkit/conformance');
+  return { ...real, mailSendCard: boundedLookup(real.mailSendCard as RetrySafetyCard, '1m', '1m') };
 });
 
 const MIN = 60_000;

@@ -1,4 +1,4 @@
-import { fact, type RetrySafetyCard } from '@retrysafe/contract';
+import type { RetrySafetyCard } from '@retrysafe/contract';
 import { closeAfterTest } from '@retrysafe/testkit/close-after-test';
 import { describe, expect, it, vi } from 'vitest';
 import { createSlackAdapter } from '../src/index.js';
@@ -9,13 +9,8 @@ import { CHANNEL, execute, lookup, postParams, TOKEN } from './helpers.js';
 // reaches as far as the card's late-apply bound: a card that bounds both moves the adapter with the runner.
 vi.mock('../src/slack-cards.js', async (importOriginal) => {
   const real = await importOriginal<typeof import('../src/slack-cards.js')>();
-  const card = real.postMessageCard as RetrySafetyCard;
-  const lookup = {
-    ...card.lookup,
-    consistencyDelay: fact('1m', 'test: a bounded delay'),
-    lateApplyBound: fact('5m', 'test: a bounded late apply'),
-  };
-  return { ...real, postMessageCard: { ...card, lookup } };
+  const { boundedLookup } = await import('@retrysafe/testkit/conformance');
+  return { ...real, postMessageCard: boundedLookup(real.postMessageCard as RetrySafetyCard, '1m', '5m') };
 });
 
 const MIN = 60_000;

@@ -4,12 +4,15 @@ import {
   asBusinessOperationId,
   type BusinessOperationId,
   businessOperationId,
+  type Duration,
   type ExecuteContext,
+  fact,
   intentOf,
   type LookupContext,
   newAttemptId,
   newRunId,
   type ProviderKey,
+  type RetrySafetyCard,
   UnknownOperationError,
 } from '@retrysafe/contract';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -88,6 +91,20 @@ export function executeContext(
     statusRef: null,
     ...over,
   };
+}
+
+/** A card whose lookup bounds its consistency delay and late apply: a test that a miss past both is not-found. */
+export function boundedLookup<C extends RetrySafetyCard>(
+  card: C,
+  consistencyDelay: Duration,
+  lateApplyBound: Duration,
+): C {
+  const lookup = {
+    ...card.lookup,
+    consistencyDelay: fact(consistencyDelay, 'test: a bounded delay'),
+    lateApplyBound: fact(lateApplyBound, 'test: a bounded late apply'),
+  };
+  return { ...card, lookup };
 }
 
 /** The LookupContext the runner builds: the execute context's ids, the recorded params and the clock. */
