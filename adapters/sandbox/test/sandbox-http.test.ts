@@ -21,6 +21,17 @@ import { afterEach, describe, expect, it } from 'vitest';
 const behaviour = REPLAYING_BEHAVIOUR;
 const id = asBusinessOperationId('http-op-1');
 let server: SandboxServer | null = null;
+/** The lookup context of a call whose key holds nothing, first dispatched at `firstDispatchedAt`. */
+const missing = (firstDispatchedAt: number, now: number) => ({
+  businessOperationId: id,
+  providerKey: 'rs-missing' as never,
+  params: { ref: 'a' },
+  runId: newRunId(),
+  attemptId: newAttemptId(),
+  statusRef: null,
+  firstDispatchedAt,
+  now,
+});
 afterEach(async () => {
   await server?.close();
   server = null;
@@ -122,16 +133,7 @@ describe('sandbox over loopback HTTP', () => {
     server = await startSandboxServer({ provider });
     const adapter = createSandboxAdapter({ baseUrl: server.url, behaviour });
     const now = Date.now();
-    const ctx = {
-      businessOperationId: id,
-      providerKey: 'rs-missing' as never,
-      params: { ref: 'a' },
-      runId: newRunId(),
-      attemptId: newAttemptId(),
-      statusRef: null,
-      firstDispatchedAt: now - 86_400_000,
-      now,
-    };
+    const ctx = missing(now - 86_400_000, now);
     expect(await adapter.doLookup('records.create', ctx)).toMatchObject({ kind: 'cannot-tell' });
   });
 
@@ -142,16 +144,7 @@ describe('sandbox over loopback HTTP', () => {
     server = await startSandboxServer({ provider });
     const adapter = createSandboxAdapter({ baseUrl: server.url, behaviour: delayed });
     const now = Date.now();
-    const ctx = {
-      businessOperationId: id,
-      providerKey: 'rs-missing' as never,
-      params: { ref: 'a' },
-      runId: newRunId(),
-      attemptId: newAttemptId(),
-      statusRef: null,
-      firstDispatchedAt: now - 60_000,
-      now,
-    };
+    const ctx = missing(now - 60_000, now);
     // The first dispatch is long past, but a re-send went out 500 ms ago: it may not show yet.
     expect(await adapter.doLookup('records.create', { ...ctx, lastDispatchedAt: now - 500 })).toMatchObject({
       kind: 'cannot-tell',
