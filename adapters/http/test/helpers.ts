@@ -1,8 +1,21 @@
 import net from 'node:net';
-import type { LookupContext } from '@retrysafe/contract';
+import type { HandoffPacket, LookupContext } from '@retrysafe/contract';
+import { callbackHandoffSink, createMemoryLedger, createRunner, createVirtualClock } from '@retrysafe/core';
 import { executeContext, lookupContext, operationIdFor } from '@retrysafe/testkit/conformance';
 import { afterEach, beforeEach, expect } from 'vitest';
 import { createHttpAdapter, type HttpAdapter, type HttpOperationSpec } from '../src/index.js';
+
+/** A runner on a memory ledger and a virtual clock, no jitter; the packets it hands off, in order. */
+export function testRunner() {
+  const packets: HandoffPacket[] = [];
+  const runner = createRunner({
+    ledger: createMemoryLedger(),
+    clock: createVirtualClock(),
+    random: () => 0.5,
+    handoff: callbackHandoffSink((p) => void packets.push(p)),
+  });
+  return { runner, packets };
+}
 
 /**
  * For each test of the calling describe: a fresh sandbox and the HTTP adapter of one operation pointed

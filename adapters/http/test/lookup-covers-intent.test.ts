@@ -1,11 +1,11 @@
 import { AdapterConfigurationError } from '@retrysafe/contract';
-import { createMemoryLedger, createRunner, createVirtualClock } from '@retrysafe/core';
 import { closeAfterTest } from '@retrysafe/testkit/close-after-test';
 import { describe, expect, it } from 'vitest';
 import { ordersCreateCard } from '../src/http-cards.js';
 import type { HttpOperationDeclaration } from '../src/http-declaration.js';
 import { createHttpAdapterFromDeclaration } from '../src/index.js';
 import { startIetfKeySandbox } from '../src/sandbox/index.js';
+import { testRunner } from './helpers.js';
 
 // A list lookup adopts the first item its path and `where` select. If they compare less than the id covers, another
 // operation's item (same customer and sku, another orderRef) is taken for this one, which is then never made.
@@ -54,7 +54,7 @@ describe('a declared list lookup compares everything the id covers, or the id or
     const adapter = closeAfterTest(
       build({ sku: '{sku}', quantity: '{quantity}', reference: '{orderRef}' }, undefined, sb.url),
     );
-    const runner = createRunner({ ledger: createMemoryLedger(), clock: createVirtualClock(), random: () => 0.5 });
+    const { runner } = testRunner();
     expect(await runner.run(adapter, OP, { params: order('A-1') })).toMatchObject({
       status: 'done',
       providerRef: 'ord_1',

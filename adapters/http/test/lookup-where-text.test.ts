@@ -1,11 +1,11 @@
-import { type HandoffPacket, InvalidParamsError, type JsonSchema } from '@retrysafe/contract';
-import { callbackHandoffSink, createMemoryLedger, createRunner, createVirtualClock } from '@retrysafe/core';
+import { InvalidParamsError, type JsonSchema } from '@retrysafe/contract';
 import { closeAfterTest } from '@retrysafe/testkit/close-after-test';
 import { describe, expect, it } from 'vitest';
 import { ordersCreateCard } from '../src/http-cards.js';
 import type { HttpOperationDeclaration } from '../src/http-declaration.js';
 import { createHttpAdapterFromDeclaration } from '../src/index.js';
 import { startIetfKeySandbox } from '../src/sandbox/index.js';
+import { testRunner } from './helpers.js';
 
 // A lookup's `where` compares the item with a param as text (a number matches its string, and a template puts it inside
 // text): orderRef 5 and "5" are two business operations, but the lookup of one picks the other's order. Such a param
@@ -41,14 +41,7 @@ async function rig(where: Record<string, string>) {
       operations: { [OP]: declaration(where) },
     }),
   );
-  const packets: HandoffPacket[] = [];
-  const runner = createRunner({
-    ledger: createMemoryLedger(),
-    clock: createVirtualClock(),
-    random: () => 0.5,
-    handoff: callbackHandoffSink((p) => void packets.push(p)),
-  });
-  return { sb, adapter, runner };
+  return { sb, adapter, runner: testRunner().runner };
 }
 
 describe('a param the lookup `where` compares as text', () => {

@@ -1,5 +1,4 @@
-import { type HandoffPacket, InvalidParamsError, type RetrySafetyCard, UnsafeResumeError } from '@retrysafe/contract';
-import { callbackHandoffSink, createMemoryLedger, createRunner, createVirtualClock } from '@retrysafe/core';
+import { InvalidParamsError, type RetrySafetyCard, UnsafeResumeError } from '@retrysafe/contract';
 import { type FaultProxy, startFaultProxy } from '@retrysafe/testkit';
 import { closeAfterTest } from '@retrysafe/testkit/close-after-test';
 import { describe, expect, it } from 'vitest';
@@ -12,7 +11,7 @@ import {
   ietfOrdersCreate,
 } from '../src/index.js';
 import { startAsyncReplySandbox, startEtagSandbox, startIetfKeySandbox } from '../src/sandbox/index.js';
-import { adapterAt } from './helpers.js';
+import { adapterAt, testRunner } from './helpers.js';
 
 async function harness(
   op: string,
@@ -23,14 +22,7 @@ async function harness(
   closeAfterTest(sandbox);
   const proxy: FaultProxy = closeAfterTest(await startFaultProxy({ target: sandbox.url, recordHeaders: ['if-match'] }));
   const adapter: HttpAdapter = closeAfterTest(adapterAt(proxy.url, op, spec, timeoutMs));
-  const packets: HandoffPacket[] = [];
-  const runner = createRunner({
-    ledger: createMemoryLedger(),
-    clock: createVirtualClock(),
-    random: () => 0.5,
-    handoff: callbackHandoffSink((p) => void packets.push(p)),
-  });
-  return { proxy, adapter, runner, packets };
+  return { proxy, adapter, ...testRunner() };
 }
 
 const withUnknownRetention = (card: RetrySafetyCard): RetrySafetyCard => ({
