@@ -1,11 +1,9 @@
 import { asBusinessOperationId, fact, type RetrySafetyCard } from '@retrysafe/contract';
 import { notFoundIsAuthoritative } from '@retrysafe/contract/rules';
 import { lookupContext } from '@retrysafe/testkit/conformance';
-import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
-import { createStripeAdapter, type StripeAdapter } from '../src/index.js';
-import { type StripeSandbox, startStripeSandbox } from '../src/sandbox/index.js';
+import { describe, expect, it, vi } from 'vitest';
 import { stripeCards } from '../src/stripe-cards.js';
-import { API_KEY } from './helpers.js';
+import { adapterPerTest } from './helpers.js';
 
 // Whether a metadata miss proves absence is the card's rule (the contract's notFoundIsAuthoritative), not the
 // adapter's. The real cards bound no late apply, so a miss is never not-found; a test card that bounds it (refunds,
@@ -20,16 +18,7 @@ vi.mock('../src/stripe-cards.js', async (importOriginal) => {
 
 const HOUR = 60 * 60 * 1000;
 const t0 = Date.UTC(2026, 10, 30, 0, 0, 0);
-let sandbox: StripeSandbox;
-let adapter: StripeAdapter;
-
-beforeEach(async () => {
-  sandbox = await startStripeSandbox({ now: () => t0 });
-  adapter = createStripeAdapter({ apiKey: API_KEY, baseUrl: sandbox.url, timeoutMs: 2000 });
-});
-afterEach(async () => {
-  await sandbox.close();
-});
+const rig = adapterPerTest(t0);
 
 const missAt = (
   operation: keyof typeof stripeCards,
@@ -39,7 +28,10 @@ const missAt = (
 ) => {
   const id = asBusinessOperationId(`never-sent-${operation}`);
   const times = { firstDispatchedAt: t0, lastDispatchedAt, now };
-  return adapter.doLookup(operation, lookupContext(adapter, operation, id, params, { ...times, keyReusable: false }));
+  return rig.adapter.doLookup(
+    operation,
+    lookupContext(rig.adapter, operation, id, params, { ...times, keyReusable: false }),
+  );
 };
 
 describe("past retention: a metadata miss is judged by the card's bounds", () => {

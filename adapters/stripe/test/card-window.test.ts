@@ -1,9 +1,7 @@
 import { fact, type RetrySafetyCard } from '@retrysafe/contract';
 import { lookupContext, operationIdFor } from '@retrysafe/testkit/conformance';
-import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
-import { createStripeAdapter, type StripeAdapter } from '../src/index.js';
-import { type StripeSandbox, startStripeSandbox } from '../src/sandbox/index.js';
-import { API_KEY } from './helpers.js';
+import { describe, expect, it, vi } from 'vitest';
+import { adapterPerTest } from './helpers.js';
 
 // The past-retention window is the card's: a card that says 48 h retention or a 2 h search delay moves it.
 vi.mock('../src/stripe-cards.js', async (importOriginal) => {
@@ -26,22 +24,13 @@ vi.mock('../src/stripe-cards.js', async (importOriginal) => {
 
 const HOUR = 60 * 60 * 1000;
 const t0 = Date.UTC(2026, 10, 30, 0, 0, 0);
-let sandbox: StripeSandbox;
-let adapter: StripeAdapter;
-
-beforeEach(async () => {
-  sandbox = await startStripeSandbox({ now: () => t0 });
-  adapter = createStripeAdapter({ apiKey: API_KEY, baseUrl: sandbox.url, timeoutMs: 2000 });
-});
-afterEach(async () => {
-  await sandbox.close();
-});
+const rig = adapterPerTest(t0);
 
 async function missAt(operation: string, params: Record<string, unknown>, now: number) {
-  const id = operationIdFor(adapter, operation, params);
+  const id = operationIdFor(rig.adapter, operation, params);
   // The runner's judgement: the key is no longer reusable.
-  const ctx = lookupContext(adapter, operation, id, params, { firstDispatchedAt: t0, now, keyReusable: false });
-  return adapter.doLookup(operation, ctx);
+  const ctx = lookupContext(rig.adapter, operation, id, params, { firstDispatchedAt: t0, now, keyReusable: false });
+  return rig.adapter.doLookup(operation, ctx);
 }
 
 describe('past retention: the search window comes from the card', () => {

@@ -1,5 +1,8 @@
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { afterEach, beforeEach } from 'vitest';
+import { createStripeAdapter, type StripeAdapter } from '../src/index.js';
+import { type StripeSandbox, startStripeSandbox } from '../src/sandbox/index.js';
 
 export const API_KEY = 'sk_test_retrysafe';
 
@@ -22,4 +25,16 @@ export async function startScriptedServer(handler: (req: IncomingMessage, res: S
         server.closeAllConnections();
       }),
   };
+}
+
+/** For each test: a Stripe sandbox whose clock stands at `t0` and an adapter on it; the sandbox closed after. */
+export function adapterPerTest(t0: number): { readonly adapter: StripeAdapter } {
+  const rig = {} as { adapter: StripeAdapter };
+  let sandbox: StripeSandbox;
+  beforeEach(async () => {
+    sandbox = await startStripeSandbox({ now: () => t0 });
+    rig.adapter = createStripeAdapter({ apiKey: API_KEY, baseUrl: sandbox.url, timeoutMs: 2000 });
+  });
+  afterEach(() => sandbox.close());
+  return rig;
 }
