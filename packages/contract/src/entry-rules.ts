@@ -9,6 +9,7 @@ export {
   canonicalDecimal,
   describeNormalization,
   differingPaths,
+  intentFingerprintOf,
   intentIdentity,
   NORMALIZATION_STEPS,
   normalizeIntent,

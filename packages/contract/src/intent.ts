@@ -1,6 +1,6 @@
 // An operation's intent: picked from its params, put in normal form, turned into the business-operation id,
 // and compared with a stored one.
-import { canonicalJson, sameJson, sha256Hex } from './canonical.js';
+import { fingerprint, sameJson } from './canonical.js';
 import { InvalidIdError, InvalidIntentError } from './errors.js';
 import { asBusinessOperationId, type BusinessOperationId } from './ids.js';
 
@@ -46,10 +46,14 @@ export function intentIdentity(operation: string, intent: Record<string, unknown
     throw badIntent('intent must be a plain object of the declared intent fields');
   if (Object.keys(intent).length === 0)
     throw badIntent('intent is empty: an id derived from no fields would fold every call into one operation');
-  const digest = sha256Hex(
-    canonicalJson(account === undefined ? { operation, intent } : { operation, intent, account }),
-  );
-  return { id: asBusinessOperationId(`${operation}:${digest.slice(0, 32)}`), intentFingerprint: `sha256:${digest}` };
+  const intentFingerprint = intentFingerprintOf(operation, intent, account);
+  const digest = intentFingerprint.slice('sha256:'.length);
+  return { id: asBusinessOperationId(`${operation}:${digest.slice(0, 32)}`), intentFingerprint };
+}
+
+/** The fingerprint of an operation's intent (and account): a derived id's digest, and what a caller's id is held to. */
+export function intentFingerprintOf(operation: string, intent: Record<string, unknown>, account?: string): string {
+  return fingerprint(account === undefined ? { operation, intent } : { operation, intent, account });
 }
 
 /**

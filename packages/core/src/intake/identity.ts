@@ -5,7 +5,13 @@ import {
   type OperationSpec,
   type RetrySafetyCard,
 } from '@retrysafe/contract';
-import { differingPaths, intentIdentity, normalizeIntent, normalizeParams } from '@retrysafe/contract/rules';
+import {
+  differingPaths,
+  intentFingerprintOf,
+  intentIdentity,
+  normalizeIntent,
+  normalizeParams,
+} from '@retrysafe/contract/rules';
 import { memo } from '../defined.js';
 
 /** How the card compares intents (businessOperationId.normalize) and params (plus paramComparison; the rest exactly). */
@@ -45,9 +51,5 @@ export function identityOf(
   const intent = given === null ? intentOf(input.params, rule) : normalizeIntent(given, rule.normalize);
   if (input.businessOperationId === undefined) return intentIdentity(card.operation, intent, account);
   const id = asBusinessOperationId(input.businessOperationId);
-  const operation = card.operation;
-  return {
-    id,
-    intentFingerprint: fingerprint(account === undefined ? { operation, intent } : { operation, intent, account }),
-  };
+  return { id, intentFingerprint: intentFingerprintOf(card.operation, intent, account) };
 }
