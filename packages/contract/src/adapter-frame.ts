@@ -124,7 +124,7 @@ function checkDefinition(
   };
   if (typeof provider !== 'string' || !/^[A-Za-z][A-Za-z0-9_-]*$/.test(provider))
     fail('provider must be an identifier such as "acme" (letters, digits, _ and -)');
-  const badAccount = account === undefined ? null : accountProblem(account);
+  const badAccount = accountProblem(account);
   if (badAccount !== null) fail(badAccount);
   if (typeof operations !== 'object' || operations === null || Object.keys(operations).length === 0)
     fail('declare at least one operation');

@@ -18,8 +18,9 @@ export function operationNameProblem(operation: string): string | null {
   return null;
 }
 
-/** Why `account` cannot name an adapter's account, or null: a short name of printable characters. */
+/** Why `account` cannot name an adapter's account, or null: absent, or a short name of printable characters. */
 export function accountProblem(account: unknown): string | null {
+  if (account === undefined) return null;
   if (typeof account !== 'string' || account.length === 0) return 'account must be a non-empty string';
   if (account.length > 200) return `account is ${account.length} characters, over 200`;
   if (/[\u0000-\u001f\u007f]/.test(account)) return 'account has control characters';

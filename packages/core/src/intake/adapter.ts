@@ -35,7 +35,7 @@ export function checkAdapterShape(adapter: AdapterV1): void {
     throw new UnsupportedSpecificationVersionError(String(provider), specificationVersion);
   if (typeof provider !== 'string' || provider.length === 0)
     throw new RunnerConfigurationError('adapter', 'adapter.provider must be a non-empty string');
-  const badAccount = adapter.account === undefined ? null : accountProblem(adapter.account);
+  const badAccount = accountProblem(adapter.account);
   if (badAccount !== null) throw new AdapterConfigurationError(provider, `adapter.${badAccount}`);
   if (typeof adapter.operations !== 'object' || adapter.operations === null)
     throw new AdapterConfigurationError(provider, 'adapter.operations must be an object of operation specs');
