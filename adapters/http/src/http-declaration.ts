@@ -1,4 +1,5 @@
 import { AdapterConfigurationError } from '@retrysafe/contract';
+import { withinIntent } from '@retrysafe/contract/rules';
 import { createHttpAdapter, type HttpAdapter, type HttpAdapterOptions } from './http-adapter.js';
 import {
   type HttpLookupSpec,
@@ -143,7 +144,8 @@ export function operationFromDeclaration(
   const list = listPath(lookup);
   if (list !== undefined && where) {
     const named = [list, ...templateTexts(where)].flatMap(placeholders);
-    const missed = intentFields.filter((f) => !named.some((p) => p === f || f.startsWith(`${p}.`)));
+    // An intent field is compared when a compared placeholder is it or lies above it.
+    const missed = intentFields.filter((f) => !withinIntent(f, named));
     if (missed.length > 0 && !named.some((p) => p === 'key' || p === 'businessOperationId'))
       fail(
         `the lookup compares no {businessOperationId} or {key} and leaves out intent field(s) ${missed.join(', ')}: another operation's item could be taken for this one; name them in the lookup path or \`where\``,

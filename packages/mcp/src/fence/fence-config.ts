@@ -1,7 +1,7 @@
 import { dirname, resolve } from 'node:path';
 import { checkSchema, configSchema, findInlineCredentials, readDataFile } from '@retrysafe/config';
 import type { JsonSchema } from '@retrysafe/contract';
-import { DURATION_PATTERN } from '@retrysafe/contract/rules';
+import { DURATION_PATTERN, withinIntent } from '@retrysafe/contract/rules';
 import type { PolicyOverrides } from '@retrysafe/core';
 
 /** A fence file that cannot be used; the message names the path and, for an unknown key, the nearest known one. */
@@ -127,7 +127,7 @@ function inlineCredentials(c: Omit<FenceConfig, 'baseDir' | 'timeoutMs'>): strin
  * alone). A match argument covers an intent path at it or beneath it.
  */
 function unmatchedIntent(intent: readonly string[], matched: readonly string[], key: string | undefined): string[] {
-  const covers = (path: string) => matched.some((m) => path === m || path.startsWith(`${m}.`));
+  const covers = (path: string) => withinIntent(path, matched);
   if (key !== undefined && covers(key)) return [];
   return intent.filter((p) => !covers(p));
 }
