@@ -1,3 +1,4 @@
+import { UnsafeResumeError } from '@retrysafe/contract';
 import { createMemoryLedger, createRunner, createVirtualClock } from '@retrysafe/core';
 import { startFaultProxy } from '@retrysafe/testkit';
 import { closeAfterTest } from '@retrysafe/testkit/close-after-test';
@@ -9,6 +10,7 @@ import { API_KEY, emailParams } from './helpers.js';
 // A 429 is not-applied here because a re-send carries the same key, so even a 429 that had sent folds into it
 // (resend-errors.ts). A correction must keep that true: its request may not go out under a key of its own.
 
+const HOUR = 3_600_000;
 const RATE_LIMITED = { statusCode: 429, name: 'rate_limit_exceeded', message: 'Too many requests.' };
 
 async function setup(maxAttempts = 1) {
@@ -23,7 +25,7 @@ async function setup(maxAttempts = 1) {
   );
   const adapter = createResendAdapter({ apiKey: API_KEY, baseUrl: proxy.url, timeoutMs: 2000 });
   const runner = createRunner({ ledger: createMemoryLedger(), clock, random: () => 0.5, policy: { maxAttempts } });
-  return { sandbox, proxy, adapter, runner };
+  return { sandbox, proxy, adapter, runner, clock };
 }
 
 describe('a corrected email after a 429 that had sent', () => {
@@ -87,5 +89,30 @@ describe('a corrected email after a 429 that had sent', () => {
     expect(corrected).toMatchObject({ status: 'done', adopted: false });
     expect(sandbox.count('emails.send')).toBe(1);
     expect(new Set(proxy.requests.map((r) => r.headers['idempotency-key'])).size).toBe(2);
+  });
+});
+
+describe('a correction keeps the age of the key it keeps', () => {
+  it('a resume past the first call’s 24 h is refused: the key the 429 stored is gone, a re-send would be a second email', async () => {
+    const { sandbox, proxy, adapter, runner, clock } = await setup();
+    const first = await runner.run(adapter, 'emails.send', { params: emailParams('corr/5') });
+    expect(first).toMatchObject({ status: 'handed-off', packet: { reason: 'retry-exhausted' } });
+    expect(sandbox.count('emails.send')).toBe(1); // the 429 hid a sent email, under the key, at T0
+
+    clock.advance(23 * HOUR);
+    // Resend refuses the other payload (409), and every answer is lost
+    proxy.setFaults(['drop-response', 'drop-response', 'drop-response', 'drop-response']);
+    const corrected = await runner.run(adapter, 'emails.send', {
+      params: emailParams('corr/5', { subject: 'Invoice corr/5 (corrected)' }),
+    });
+    expect(corrected).toMatchObject({ status: 'handed-off' });
+
+    clock.advance(2 * HOUR); // the key is 25 h old: Resend no longer folds a re-send under it
+    proxy.setFaults([]);
+    const resumed = await runner
+      .resolve(corrected.businessOperationId, { action: 'resume' }, { adapters: [adapter] })
+      .catch((e) => e);
+    expect(sandbox.count('emails.send')).toBe(1);
+    expect(UnsafeResumeError.isInstance(resumed)).toBe(true);
   });
 });

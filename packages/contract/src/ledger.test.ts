@@ -77,6 +77,23 @@ describe('claimTransition', () => {
       fence: 1,
     });
   });
+
+  it('a revision that keeps the provider key keeps its age; one with a key of its own starts it over', () => {
+    const first = claimTransition(null, claimInput({ providerKey: 'k1', dispatch: true })).write!;
+    const stopped: OperationRecord = { ...first, state: 'rejected', leaseOwner: null, leaseExpiresAt: null };
+    const revise = (providerKey: string) =>
+      claimTransition(
+        stopped,
+        claimInput({
+          providerKey,
+          paramsFingerprint: 'sha256:' + 'c'.repeat(64),
+          now: 9000,
+          supersede: { fence: 1, revision: 2 },
+        }),
+      ).write!;
+    expect(revise('k1')).toMatchObject({ firstDispatchedAt: 1000, attemptCount: 0, fence: 2 });
+    expect(revise('k2')).toMatchObject({ firstDispatchedAt: null, attemptCount: 0, fence: 2 });
+  });
 });
 
 describe('setStateTransition', () => {

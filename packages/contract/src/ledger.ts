@@ -310,7 +310,9 @@ export function claimTransition(
         params: input.params,
         paramsFingerprint: input.paramsFingerprint,
         providerKey: input.providerKey,
-        ...NO_ATTEMPTS, // a new revision: its own attempts, its own key age
+        ...NO_ATTEMPTS, // a new revision: its own attempts
+        // A kept key is as old as its first use: a call recorded not applied may have stored it at the provider.
+        ...(input.providerKey === existing.providerKey && { firstDispatchedAt: existing.firstDispatchedAt }),
         state: 'claimed',
         fence: existing.fence + 1,
         resolution: { action: 'supersede', at: input.now, by: input.owner, revision: input.supersede.revision },

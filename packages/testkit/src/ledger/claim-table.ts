@@ -1,4 +1,11 @@
-import { type ClaimInput, type ClaimResult, type Fenced, type Ledger, LedgerError } from '@retrysafe/contract';
+import {
+  type ClaimInput,
+  type ClaimResult,
+  type Fenced,
+  type Ledger,
+  LedgerError,
+  type ProviderKey,
+} from '@retrysafe/contract';
 import { claimTransition } from '@retrysafe/contract/ledger';
 import { expect } from 'vitest';
 import { claimed, claimInput, id, packet, REVISED, refused, T0, type Test } from './fixtures.js';
@@ -34,7 +41,7 @@ export function claimTableCases(test: Test): void {
     await l.handOff(ref, packet(name), T0 + 2);
   });
   /** The claim's fields, or a function of the existing record's fence. */
-  type Over = Partial<ClaimInput> | ((ref: Fenced | null) => Partial<ClaimInput>);
+  type Over = Partial<ClaimInput> | ((ref: Fenced | null, name: string) => Partial<ClaimInput>);
   /** A revised claim superseding at the record's fence + `delta` (0: the fence the caller checked). */
   const supersedeAt =
     (delta: number, over: Partial<ClaimInput> = {}) =>
@@ -44,6 +51,9 @@ export function claimTableCases(test: Test): void {
       supersede: { fence: ref!.fence + delta, revision: 2 },
       ...over,
     });
+  /** A revision that keeps the key of the claim it supersedes (`claimInput`'s), and with it the key's age. */
+  const keptKey = (ref: Fenced | null, name: string) =>
+    supersedeAt(0, { providerKey: `rs-${name}` as ProviderKey })(ref);
   const otherIntent = { intentFingerprint: 'sha256:intent-b', now: T0 + 5000 };
   const resume = { resume: true };
   const claimTable: ReadonlyArray<readonly [string, Existing, Over, ClaimResult['kind'], boolean?]> = [
@@ -76,6 +86,8 @@ export function claimTableCases(test: Test): void {
     ['handed-off, resume', handedOff, { owner: 'person', resume: true, now: T0 + 3 }, 'claimed', true],
     ['handed-off, supersede with a stale fence: terminal', handedOff, supersedeAt(-1), 'terminal'],
     ['handed-off, supersede at its fence', handedOff, supersedeAt(0), 'claimed', false],
+    ['handed-off, supersede at its fence keeping the key', handedOff, keptKey, 'claimed', false],
+    ['rejected, supersede at its fence keeping the key', rejected, keptKey, 'claimed', false],
     ['handed-off, resume and supersede at its fence: resume wins', handedOff, supersedeAt(0, resume), 'claimed', true],
     ['handed-off, resume and supersede with a stale fence: resume', handedOff, supersedeAt(1, resume), 'claimed', true],
   ];
@@ -84,7 +96,7 @@ export function claimTableCases(test: Test): void {
       const name = `table-${what.replace(/[^a-z]+/gi, '-')}`;
       const ref = await existing(l, name);
       const before = await l.get(id(name));
-      const input = claimInput(name, typeof over === 'function' ? over(ref) : over);
+      const input = claimInput(name, typeof over === 'function' ? over(ref, name) : over);
       const rule = claimTransition(before, input);
       expect(rule.result.kind).toBe(kind); // the table's intent, so the rule itself cannot drift unseen
       if (rule.result.kind === 'claimed') expect(rule.result.takenOver).toBe(takenOver);
