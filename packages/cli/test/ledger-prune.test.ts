@@ -149,6 +149,31 @@ describe('retrysafe ledger prune', () => {
     expect(await count()).toBe(0);
   });
 
+  it('--force past the unknown-retention refusal alone says it forced, for which card, in text and JSON', async () => {
+    const seed = async (path: string) => {
+      const ledger = createSqliteLedger({ path });
+      const ticket = { now: now - 40 * DAY, dispatch: true, provider: 'hubspot', operation: 'hubspot.tickets.create' };
+      const c = await ledger.claim(claimOf('old-ticket', ticket));
+      if (c.kind !== 'claimed') throw new Error(c.kind);
+      await ledger.setState(c.record, { state: 'succeeded', lastOutcome: 'succeeded', now: now - 40 * DAY });
+      await ledger.close();
+    };
+    const text = join(dir, 'forced-unknown-text.db');
+    await seed(text);
+    const r = await cli(['ledger', 'prune', '--older-than', '30d', '--force', '--db', text]);
+    expect(r.code, r.stderr).toBe(0);
+    expect(r.stdout).toMatch(/pruned 1 operation/);
+    expect(r.stdout).toMatch(/hubspot\.tickets\.create.*key retention is unknown.*: forced/);
+    const json = join(dir, 'forced-unknown-json.db');
+    await seed(json);
+    const j = await cli(['ledger', 'prune', '--older-than', '30d', '--force', '--db', json, '--json']);
+    expect(j.code, j.stderr).toBe(0);
+    expect(JSON.parse(j.stdout)).toMatchObject({
+      pruned: 1,
+      floor: { forced: true, below: false, unknownHeld: ['hubspot.tickets.create'] },
+    });
+  });
+
   it("with --config, a `type: module` adapter's cards set the floor too, without its credentials in the environment", async () => {
     const config = join(dir, 'module-adapter.json');
     const module = join(import.meta.dirname, 'fixtures', 'month-keys-adapter.mjs');

@@ -2,6 +2,7 @@ import { existsSync, readFileSync, statSync } from 'node:fs';
 import { dirname, isAbsolute, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import type { AdapterV1, JsonSchema, Ledger } from '@retrysafe/contract';
+import { capProblem } from '@retrysafe/contract/rules';
 import type { HttpAdapterDeclaration } from '@retrysafe/http';
 import type {
   HttpAdapterConfig,
@@ -38,8 +39,12 @@ function checkConfig(o: Record<string, unknown>): string[] {
   const ledger = typeof o.ledger === 'string' && o.ledger ? ledgerProblem(o.ledger) : undefined;
   if (ledger) problems.push(`ledger: ${ledger}`);
   const policy = o.policy as Record<string, unknown> | undefined;
-  if (policy && typeof policy.capMs === 'number' && typeof policy.baseMs === 'number' && policy.capMs < policy.baseMs)
-    problems.push(`policy.capMs: the backoff cap (${policy.capMs}) is below its base (${policy.baseMs})`);
+  // The runner's rule and words (a policy giving only one of them is checked against the card's when it runs).
+  const cap =
+    typeof policy?.baseMs === 'number' && typeof policy.capMs === 'number'
+      ? capProblem(policy.baseMs, policy.capMs)
+      : null;
+  if (cap !== null) problems.push(`policy.capMs: ${cap}`);
   const adapters =
     o.adapters && typeof o.adapters === 'object' && !Array.isArray(o.adapters) ? Object.keys(o.adapters) : [];
   if (o.adapters !== undefined && adapters.length === 0) problems.push('adapters: name at least one adapter');

@@ -49,6 +49,20 @@ describe('strict config (fails on main: these were accepted or defaulted)', () =
     );
   });
 
+  it('a backoff cap below its base is refused in the words the runner refuses it with, naming policy.capMs', async () => {
+    const { resolvePolicy } = await import('@retrysafe/core/internal');
+    const { REPLAYING_BEHAVIOUR, sandboxCreateCard } = await import('@retrysafe/sandbox');
+    const policy = { baseMs: 500, capMs: 100 };
+    let runner = '';
+    try {
+      resolvePolicy(sandboxCreateCard(REPLAYING_BEHAVIOUR), policy);
+    } catch (e) {
+      runner = (e as Error).message;
+    }
+    expect(runner).toMatch(/^policy\.capMs: /);
+    expect(problems({ adapters: stripe, policy })).toBe(`config: ${runner}`);
+  });
+
   it('a ledger that is named but unusable is refused, never replaced by ./retrysafe.db', async () => {
     expect(problems({ ledger: 'mysql://db/retrysafe', adapters: stripe })).toMatch(
       /^config: ledger: "mysql:\/\/db\/retrysafe" is a mysql: URL/,

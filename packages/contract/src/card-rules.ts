@@ -64,11 +64,17 @@ export function retentionFloor(
   return { ...floor, unknown };
 }
 
+/** Why a backoff cap cannot work with its base (no usable backoff), or null; a config with both checks it alone. */
+export function capProblem(baseMs: number, capMs: number): string | null {
+  return capMs < baseMs ? `the backoff cap (${capMs}) is below its base (${baseMs})` : null;
+}
+
 /** What leaves the runner no usable backoff or time, from a card's or a policy's numbers, each with its policy field. */
 export function budgetProblems(p: { readonly maxElapsedMs: number; readonly baseMs: number; readonly capMs: number }) {
   const out: { readonly field: 'maxElapsedMs' | 'capMs'; readonly why: string }[] = [];
   if (!(p.maxElapsedMs > 0)) out.push({ field: 'maxElapsedMs', why: 'must be greater than 0' });
-  if (p.capMs < p.baseMs) out.push({ field: 'capMs', why: `cap (${p.capMs}) is below base (${p.baseMs})` });
+  const cap = capProblem(p.baseMs, p.capMs);
+  if (cap !== null) out.push({ field: 'capMs', why: cap });
   return out;
 }
 

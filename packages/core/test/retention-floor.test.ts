@@ -144,6 +144,19 @@ describe('pruneLedger: a card whose key retention is unknown', () => {
     expect(await pruneLedger(again, { olderThan: '30d', cards, force: true, now: NOW })).toMatchObject({ pruned: 1 });
   });
 
+  it('the report says the floor was forced when force only lifts the unknown-retention refusal, and for which operations', async () => {
+    const held = await ledgerWith('d.unknown', 40 * DAY);
+    expect(await pruneLedger(held, { olderThan: '30d', cards, force: true, now: NOW })).toMatchObject({
+      pruned: 1,
+      floor: { card: 'a.day', forced: true, below: false, unknownHeld: ['d.unknown'] },
+    });
+    // Force given but nothing to lift (above the floor, no old operation of unknown retention): not forced.
+    const young = await ledgerWith('d.unknown', 2 * DAY);
+    expect(await pruneLedger(young, { olderThan: '30d', cards, force: true, now: NOW })).toMatchObject({
+      floor: { forced: false, below: false, unknownHeld: [] },
+    });
+  });
+
   it('prunes as before when the ledger holds none of its operations old enough', async () => {
     const ledger = await ledgerWith('a.day', 40 * DAY);
     expect(await pruneLedger(ledger, { olderThan: '30d', cards, now: NOW })).toMatchObject({ pruned: 1 });

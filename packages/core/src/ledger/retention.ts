@@ -35,7 +35,10 @@ export interface PruneLedgerOptions extends Pick<PruneOptions, 'states' | 'dryRu
   readonly now?: number;
 }
 
-/** The ledger's report, the cut-off (`before`, epoch ms), the cards' floor and whether `force` went below it. */
+/**
+ * The ledger's report, the cut-off (`before`, epoch ms) and the cards' floor: `below` (olderThan is below it),
+ * `unknownHeld` (operations of unknown key retention old enough to prune) and `forced` (force let either through).
+ */
 export type PruneLedgerReport = Awaited<ReturnType<typeof pruneLedger>>;
 
 /** A duration option in ms (a Duration like `30d`, or ms), refused as `prune.<option>` unless it is ≥ 0. */
@@ -52,26 +55,22 @@ function durationOption(option: string, value: Duration | number): number {
 }
 
 /**
- * Refuses while the ledger may hold prunable operations of a card whose key retention is unknown: no floor can be
- * known for them. The oldest such operation created before the cut-off is enough (updatedAt ≥ createdAt).
+ * The operations of a card whose key retention is unknown that the ledger may hold prunable (no floor can be known
+ * for them): the oldest such operation created before the cut-off is enough (updatedAt ≥ createdAt).
  */
-async function checkUnknownRetention(
+async function unknownRetentionHeld(
   ledger: Ledger,
   unknown: readonly RetrySafetyCard[],
   before: number,
   states: PruneOptions['states'],
-) {
+): Promise<string[]> {
   const closed = checkPruneOptions({ before, states });
   const held: string[] = [];
   for (const operation of new Set(unknown.map((c) => c.operation))) {
     const [oldest] = await ledger.list({ operation, states: closed, limit: 1 });
     if (oldest !== undefined && oldest.createdAt < before) held.push(operation);
   }
-  if (held.length > 0)
-    throw new RunnerConfigurationError(
-      'prune.unknownRetention',
-      `the ledger holds closed operations of ${held.join(', ')}, whose card does not know how long the provider keeps its key (retention.minimum unknown): pruned, a repeat could meet a key still held without its record. Give the retention you checked with the provider as unknownRetention, or force`,
-    );
+  return held;
 }
 
 /**
@@ -95,15 +94,22 @@ export async function pruneLedger(ledger: Ledger, options: PruneLedgerOptions) {
       'give the cards you run with (their key retention sets the floor), or [] if you know no key outlives a record',
     );
   const { unknown, ...floor } = retentionFloor(options.cards, options.policy, unknownMs);
-  const forced = options.force === true;
-  if (olderThanMs < floor.ms && !forced)
+  const force = options.force === true;
+  const below = olderThanMs < floor.ms;
+  if (below && !force)
     throw new RunnerConfigurationError(
       'prune.olderThan',
       `${formatDuration(olderThanMs)} is younger than the key retention of ${floor.card} plus its clock-skew margin in force and late-apply allowance (${formatDuration(floor.ms)}): a record pruned while the provider still holds its key loses the adopt path. Use at least ${formatDuration(floor.ms)}, or force`,
     );
   const before = (options.now ?? Date.now()) - olderThanMs;
   const { states, dryRun, batchSize, exportPath } = options;
-  if (!forced) await checkUnknownRetention(ledger, unknown, before, states);
+  // Looked up under force too: the report says what force let through.
+  const unknownHeld = await unknownRetentionHeld(ledger, unknown, before, states);
+  if (unknownHeld.length > 0 && !force)
+    throw new RunnerConfigurationError(
+      'prune.unknownRetention',
+      `the ledger holds closed operations of ${unknownHeld.join(', ')}, whose card does not know how long the provider keeps its key (retention.minimum unknown): pruned, a repeat could meet a key still held without its record. Give the retention you checked with the provider as unknownRetention, or force`,
+    );
   let exported = 0;
   const onPrune = exportPath
     ? async (record: OperationRecord, receipts: readonly Receipt[]) => {
@@ -112,5 +118,7 @@ export async function pruneLedger(ledger: Ledger, options: PruneLedgerOptions) {
       }
     : undefined;
   const report = await ledger.prune({ before, states, dryRun, onPrune, batchSize });
-  return { ...report, before, olderThanMs, floor: { ...floor, forced: olderThanMs < floor.ms }, exported };
+  // `forced`: the one answer to "did force let anything through", below the floor or past an unknown retention.
+  const forced = below || unknownHeld.length > 0;
+  return { ...report, before, olderThanMs, floor: { ...floor, forced, below, unknownHeld }, exported };
 }

@@ -129,7 +129,10 @@ function unreadable(err: unknown): unknown {
 /** A record as shown to an operator: no params (they may hold PII), no stored result body. */
 export function summarize(r: OperationRecord) {
   return {
-    ...pick(r, 'businessOperationId', 'provider', 'operation', 'state'),
+    ...pick(r, 'businessOperationId', 'provider', 'operation'),
+    // Only when claimed for an adapter's account: with several accounts on one ledger, whose operation it is.
+    ...(r.account === undefined ? {} : { account: r.account }),
+    state: r.state,
     attempts: r.attemptCount,
     ...pick(r, 'lastOutcome', 'providerRef', 'providerKey'),
     createdAt: new Date(r.createdAt).toISOString(),

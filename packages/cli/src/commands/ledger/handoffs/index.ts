@@ -32,7 +32,7 @@ export function handoffsText(rows: readonly HandoffRow[], color = false): string
     const broken = `  ✗ receipt chain broken (${r.chainBroken}): the ledger was edited outside retrysafe — resolve refuses it`;
     const unsafe = actionNames(r.safeNextActions, false);
     return [
-      `${paint('bold', r.businessOperationId, color)}  ${r.operation}  ${paint('yellow', r.handoffReason ?? '?', color)}  (${plural(r.attempts, 'attempt')}, ${r.updatedAt})`,
+      `${paint('bold', r.businessOperationId, color)}  ${r.operation}${r.account === undefined ? '' : ` (account ${r.account})`}  ${paint('yellow', r.handoffReason ?? '?', color)}  (${plural(r.attempts, 'attempt')}, ${r.updatedAt})`,
       `  ${r.explanation}`,
       ...(r.chainBroken ? [paint('red', broken, color)] : []),
       `  safe: ${actionNames(r.safeNextActions) || 'none known — verify at the provider'}${unsafe ? paint('dim', `   not safe: ${unsafe}`, color) : ''}`,

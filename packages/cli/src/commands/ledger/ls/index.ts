@@ -29,19 +29,30 @@ export async function ledgerLs(
   });
 }
 
+/** The account column only when some operation has one: a ledger of one account reads as before. */
 export function lsTable(rows: readonly OperationSummary[]): string {
   if (rows.length === 0) return 'No operations.';
+  const accounts = rows.some((r) => 'account' in r);
   return table(
-    ['business-operation id', 'state', 'attempts', 'last outcome', 'provider ref', 'updated'],
+    [
+      'business-operation id',
+      ...(accounts ? ['account'] : []),
+      'state',
+      'attempts',
+      'last outcome',
+      'provider ref',
+      'updated',
+    ],
     rows.map((r) => [
       r.businessOperationId,
+      ...(accounts ? [r.account ?? '—'] : []),
       r.state,
       String(r.attempts),
       r.lastOutcome ?? '—',
       r.providerRef ?? '—',
       r.updatedAt,
     ]),
-    { right: [2] },
+    { right: [accounts ? 3 : 2] },
   );
 }
 

@@ -110,12 +110,11 @@ export function pruneText(r: PruneLedgerReport, exportPath?: string): string {
         ? `nothing to export: ${exportPath} was not written`
         : `receipts of ${plural(r.exported, 'operation')} written to ${exportPath} first (verify offline: retrysafe ledger verify --file ${exportPath})`,
     );
-  if (r.floor.card)
-    lines.push(
-      r.floor.forced
-        ? `below the key retention floor of ${r.floor.card} (${Math.round(r.floor.ms / 3_600_000)}h): forced`
-        : `key retention floor: ${Math.round(r.floor.ms / 3_600_000)}h (${r.floor.card})`,
-    );
+  const hours = Math.round(r.floor.ms / 3_600_000);
+  if (r.floor.below) lines.push(`below the key retention floor of ${r.floor.card} (${hours}h): forced`);
+  else if (r.floor.card) lines.push(`key retention floor: ${hours}h (${r.floor.card})`);
+  if (r.floor.unknownHeld.length > 0)
+    lines.push(`operations of ${r.floor.unknownHeld.join(', ')}, whose key retention is unknown: forced`);
   return lines.join('\n');
 }
 

@@ -16,7 +16,6 @@ export async function ledgerShow(target: LedgerTarget & { readonly showBy?: bool
     return {
       record: {
         ...summarize(r),
-        ...(r.account === undefined ? {} : { account: r.account }),
         intentFingerprint: r.intentFingerprint,
         paramsFingerprint: r.paramsFingerprint,
         firstDispatchedAt: r.firstDispatchedAt === null ? null : new Date(r.firstDispatchedAt).toISOString(),
