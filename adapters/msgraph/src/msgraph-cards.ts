@@ -19,7 +19,18 @@ const S = {
   listTasks: 'https://learn.microsoft.com/en-us/graph/api/todotasklist-list-tasks',
   throttling: 'https://learn.microsoft.com/en-us/graph/throttling',
   errors: 'https://learn.microsoft.com/en-us/graph/errors',
+  createMessage: 'https://learn.microsoft.com/en-us/graph/api/user-post-messages',
+  createMessageEarlier:
+    'https://github.com/microsoftgraph/microsoft-graph-docs/blob/86cce287a23b16425940176996b676a034d05ca1/api-reference/v1.0/api/user_post_messages.md',
 } as const;
+
+/** A recipient collection of the message: [] and left out are one mail, as Graph stores a left-out one as []. */
+const emptyRecipients = (field: string, evidence: string) => ({
+  field: `message.${field}`,
+  steps: ['empty-array-as-absent'] as const,
+  source: `${evidence}: the example message created without ${field} is returned with "${field}": [], so [] and none are one mail (a non-empty one and null stay exact)`,
+  evidence,
+});
 
 const note = (field: string, condition: string, source: string) => ({ field, condition, source });
 const lateApplyNote = (effect: string, source: string) =>
@@ -100,7 +111,13 @@ export const mailSendCard = msGraphCard({
   businessOperationId: {
     rule: 'derived from intent fields mailbox and message (the whole message: recipients, subject, body, …), or given by the caller',
     intentFields: ['mailbox', 'message'],
-    // Exact: the message is what is delivered; another spelling is another mail.
+    // Exact otherwise: the message is what is delivered; another spelling is another mail.
+    normalize: [
+      emptyRecipients('toRecipients', S.createMessageEarlier),
+      emptyRecipients('ccRecipients', S.createMessage),
+      emptyRecipients('bccRecipients', S.createMessage),
+      emptyRecipients('replyTo', S.createMessage),
+    ],
   },
   providerKey: {
     travels: fact('none', `${S.providers}: sendMail has no idempotency key`),

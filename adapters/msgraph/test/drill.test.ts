@@ -164,6 +164,39 @@ describe('mail.send: definite answers', () => {
     expect(sandbox.requestCount('mail.send')).toBe(1);
   });
 
+  // Graph stores a recipient collection left out of a message as [] (the card's evidence): one mail either way.
+  it.each(['ccRecipients', 'bccRecipients', 'replyTo'])(
+    'the same mail with %s: [] on one run and left out on the next ⇒ one mail, the second run adopts the first',
+    async (field) => {
+      const runner = await setup();
+      const p = mailParams(11);
+      const withEmpty = { ...p, message: { ...p.message, [field]: [] } };
+      const first = await runner.run(adapter, 'mail.send', { params: withEmpty });
+      const second = await runner.run(adapter, 'mail.send', { params: p });
+      const third = await runner.run(adapter, 'mail.send', { params: withEmpty });
+      expect(first).toMatchObject({ status: 'done', adopted: false });
+      expect(second).toMatchObject({ status: 'done', adopted: true });
+      expect(third).toMatchObject({ status: 'done', adopted: true });
+      expect(second.businessOperationId).toBe(first.businessOperationId);
+      expect(sandbox.requestCount('mail.send')).toBe(1);
+      expect(sandbox.count('mail.send')).toBe(1);
+    },
+  );
+
+  it('a Cc recipient is not the same mail as none ⇒ two mails', async () => {
+    const runner = await setup();
+    const p = mailParams(12);
+    const cc = [{ emailAddress: { address: 'boss@example.test' } }];
+    const first = await runner.run(adapter, 'mail.send', { params: p });
+    const second = await runner.run(adapter, 'mail.send', {
+      params: { ...p, message: { ...p.message, ccRecipients: cc } },
+    });
+    expect(first).toMatchObject({ status: 'done', adopted: false });
+    expect(second).toMatchObject({ status: 'done', adopted: false });
+    expect(second.businessOperationId).not.toBe(first.businessOperationId);
+    expect(sandbox.count('mail.send')).toBe(2);
+  });
+
   it('receipts carry no recipient, subject or body', async () => {
     const runner = await setup({ network: { 'mail.send': ['drop-response'] } });
     const r = await runner.run(adapter, 'mail.send', { params: mailParams(10) });

@@ -13,7 +13,7 @@ import { expectWalked, shippedCards } from './shipped-cards.js';
 // writes strings as given) up to what the card declares; a step that can merge distinct values counts only
 // where the card cites the provider's evidence for it.
 
-const MERGING = new Set(['collapse-whitespace', 'nfkc', 'case-fold', 'canonical-number']);
+const MERGING = new Set(['collapse-whitespace', 'nfkc', 'case-fold', 'canonical-number', 'empty-array-as-absent']);
 
 /** An exact decimal as (sign, digits, exponent), or null when the text is not a decimal numeral. */
 function decimal(text: string): string | null {
@@ -134,7 +134,7 @@ describe('normalisation never merges what the provider keeps apart (every shippe
         normalize: [{ field, steps, source: 'retrysafe policy', ...(evidence ? { evidence } : {}) }],
       },
     });
-    for (const step of ['nfkc', 'case-fold', 'collapse-whitespace', 'canonical-number']) {
+    for (const step of ['nfkc', 'case-fold', 'collapse-whitespace', 'canonical-number', 'empty-array-as-absent']) {
       expect(validate(withSteps(['trim', step])), step).toBe(false);
       expect(validate(withSteps([step], 'docs/policy.md')), step).toBe(false);
       expect(validate(withSteps([step], 'https://provider.example/docs')), step).toBe(true);

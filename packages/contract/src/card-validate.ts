@@ -4,7 +4,14 @@ import { budgetProblems } from './card-rules.js';
 import { DURATION_PATTERN, durationMs, isDuration } from './duration.js';
 import { CardValidationError, type FieldError } from './errors.js';
 import { charsetPattern } from './ids.js';
-import { MERGING_STEPS, NORMALIZATION_STEPS, operationNameProblem, withinIntent } from './intent.js';
+import {
+  AT_PATH_STEPS,
+  INDEX,
+  MERGING_STEPS,
+  NORMALIZATION_STEPS,
+  operationNameProblem,
+  withinIntent,
+} from './intent.js';
 import { join, type SchemaWording, schemaProblems } from './schema-problems.js';
 
 export type CardProblem = FieldError;
@@ -46,7 +53,8 @@ function ruleSchema(extra: Record<string, Schema>, stepsKey: 'steps' | 'steps?')
   const steps = {
     type: 'array',
     items: { enum: [...NORMALIZATION_STEPS] },
-    description: 'applied in order to every string at or below the field',
+    description:
+      'applied in order to every string at or below the field; empty-array-as-absent reads an empty array at the field itself as the field left out',
   };
   return {
     ...obj({ field: text, ...extra, [stepsKey]: steps, source: text, 'evidence?': evidence }),
@@ -247,6 +255,12 @@ function checkBeyondSchema(card: Record<string, unknown>, problems: CardProblem[
       problems.push({ path: `${p}.field`, message: 'expected one of the intent fields (or a path beneath one)' });
     if (Array.isArray(r.steps) && !hasSteps(r.steps))
       problems.push({ path: `${p}.steps`, message: `expected ${STEPS}` });
+    else if (atPath(r) && intentFields.includes(field))
+      problems.push({
+        path: `${p}.steps`,
+        message: `${atPath(r)} is declared beneath an intent field: an intent field left out is refused, so [] cannot mean the same`,
+      });
+    checkItemPath(r, p, problems);
   });
   eachRule(card.paramComparison, 'paramComparison', (r, p) => {
     const { field } = r;
@@ -259,7 +273,19 @@ function checkBeyondSchema(card: Record<string, unknown>, problems: CardProblem[
       });
     if (r.compare === 'normalized' && !hasSteps(r.steps))
       problems.push({ path: `${p}.steps`, message: `a normalized comparison lists its steps: ${STEPS}` });
+    checkItemPath(r, p, problems);
   });
+}
+
+/** The rule's step that acts on the value at its path (empty-array-as-absent), if it has one. */
+const atPath = ({ steps }: Record<string, unknown>) =>
+  Array.isArray(steps) ? AT_PATH_STEPS.find((s) => steps.includes(s)) : undefined;
+
+/** An array item cannot be left out (the items after it would move): such a step never names one (`lines.0`). */
+function checkItemPath(r: Record<string, unknown>, p: string, problems: CardProblem[]): void {
+  const step = atPath(r);
+  if (step && typeof r.field === 'string' && INDEX.test(r.field.split('.').at(-1) ?? ''))
+    problems.push({ path: `${p}.field`, message: `${step} names a field, not an array item (${r.field})` });
 }
 
 const BUDGET_PATHS = { maxElapsedMs: 'limits.maxElapsed', capMs: 'backoff.cap' } as const;

@@ -1,6 +1,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { sampleCard } from './__fixtures__/sample-card.js';
+import { fingerprint } from './canonical.js';
 import type { RetrySafetyCard } from './card.js';
 import { cardRows, renderCard } from './card-render.js';
 import { validateCard } from './card-validate.js';
@@ -202,6 +203,94 @@ describe('normalisation steps (issue 16)', () => {
     const rules = [{ field: 'ref', steps: ['trim'] as const, source: 't' }];
     expect(businessOperationId('a.b', normalizeIntent({ ref: 'x ' }, rules))).toBe(
       businessOperationId('a.b', { ref: 'x' }),
+    );
+  });
+});
+
+describe('empty-array-as-absent: [] at the declared path reads as the field left out', () => {
+  const rules = [{ field: 'message.cc', steps: ['empty-array-as-absent'] as const }];
+  const ABSENT = Symbol('absent');
+  const mail = (cc: unknown) => ({ message: { to: ['a@x.test'], ...(cc === ABSENT ? {} : { cc }) } });
+  const idOf = (cc: unknown) =>
+    businessOperationId('a.b', intentOf(mail(cc), { intentFields: ['message'], normalize: rules }));
+  const paramsOf = (cc: unknown) => fingerprint(normalizeParams(mail(cc), rules));
+
+  it('[] and left out are one id and one params comparison; the caller’s params stay as given', () => {
+    expect(idOf([])).toBe(idOf(ABSENT));
+    expect(paramsOf([])).toBe(paramsOf(ABSENT));
+    const given = mail([]);
+    expect(normalizeIntent(given, rules)).toEqual({ message: { to: ['a@x.test'] } });
+    expect(given.message).toEqual({ to: ['a@x.test'], cc: [] });
+  });
+
+  it.each([
+    ['a non-empty array', ['b@x.test']],
+    ['null', null],
+    ['an array holding []', [[]]],
+    ['an empty object', {}],
+    ['an empty string', ''],
+  ])('%s is not left out: its own id', (_what, cc) => {
+    expect(idOf(cc)).not.toBe(idOf(ABSENT));
+    expect(idOf(cc)).not.toBe(idOf([]));
+    expect(paramsOf(cc)).not.toBe(paramsOf(ABSENT));
+  });
+
+  it('an array item is never dropped, and [] inside a non-empty array stays: items keep their places', () => {
+    const at = (field: string, params: unknown) =>
+      normalizeParams(params, [{ field, steps: ['empty-array-as-absent'] }]);
+    expect(at('lines.0', { lines: [[], [1]] })).toEqual({ lines: [[], [1]] });
+    expect(at('matrix', { matrix: [[], [1]] })).toEqual({ matrix: [[], [1]] });
+    // a path that crosses an array reads every item's field, as a string step does
+    expect(at('lines.tags', { lines: [{ tags: [] }, { tags: [[]] }, { tags: ['t'] }] })).toEqual({
+      lines: [{}, { tags: [[]] }, { tags: ['t'] }],
+    });
+  });
+
+  it('acts at its own path only: not on an intent field itself (refused there), not beneath it, after the string steps', () => {
+    const own = [{ field: 'cc', steps: ['empty-array-as-absent'] as const }];
+    expect(normalizeIntent({ cc: [] }, own)).toEqual({ cc: [] });
+    expect(normalizeIntent({ message: { cc: { list: [] } } }, rules)).toEqual({ message: { cc: { list: [] } } });
+    const trimmed = [{ field: 'message.cc', steps: ['trim', 'empty-array-as-absent'] as const }];
+    expect(normalizeIntent({ message: { cc: [' '] } }, trimmed)).toEqual({ message: { cc: [''] } });
+  });
+
+  it('two values share an id exactly when they are one value, or each is [] or left out (property)', () => {
+    const value = fc.oneof(fc.constant(ABSENT), fc.constant([]), fc.jsonValue({ maxDepth: 3 }));
+    const same = (a: unknown, b: unknown) => {
+      const empty = (v: unknown) => v === ABSENT || (Array.isArray(v) && v.length === 0);
+      if (empty(a) || empty(b)) return empty(a) && empty(b);
+      return fingerprint(a) === fingerprint(b);
+    };
+    fc.assert(
+      fc.property(value, value, (a, b) => {
+        expect(idOf(a) === idOf(b)).toBe(same(a, b));
+        expect(paramsOf(a) === paramsOf(b)).toBe(same(a, b));
+      }),
+      { numRuns: 1000 },
+    );
+  });
+
+  it('is declared only with the provider’s https evidence, beneath an intent field, on a field rather than an item', () => {
+    const problems = (c: RetrySafetyCard) => validateCard(c).problems.map((p) => p.path);
+    const rule = (f: string, evidence?: string) => ({
+      field: f,
+      steps: ['empty-array-as-absent'],
+      source: 's',
+      ...(evidence ? { evidence } : {}),
+    });
+    const bo = (r: object) => withBo({ intentFields: ['message', 'lines'], normalize: [r] });
+    const docs = 'https://provider.example/docs#message';
+    expect(problems(bo(rule('message.cc', docs)))).toEqual([]);
+    expect(problems(bo(rule('message.cc')))).toEqual(['businessOperationId.normalize[0].evidence']);
+    expect(problems(bo(rule('message.cc', 'docs/policy.md')))).toContain('businessOperationId.normalize[0].evidence');
+    expect(problems(bo(rule('message', docs)))).toEqual(['businessOperationId.normalize[0].steps']);
+    expect(problems(bo(rule('lines.0', docs)))).toEqual(['businessOperationId.normalize[0].field']);
+    expect(problems(bo(rule('lines.tags', docs)))).toEqual([]);
+    const compare = (f: string) => ({ paramComparison: [{ ...rule(f, docs), compare: 'normalized' }] });
+    expect(problems(withBo({}, compare('meta.tags')))).toEqual([]);
+    expect(problems(withBo({}, compare('meta.tags.1')))).toEqual(['paramComparison[0].field']);
+    expect(describeNormalization([{ field: 'message.cc', steps: ['empty-array-as-absent'] }])).toBe(
+      'message.cc: empty-array-as-absent',
     );
   });
 });

@@ -8,7 +8,7 @@ const OPERATION_PATTERN = /^[A-Za-z][A-Za-z0-9_-]*(\.[A-Za-z][A-Za-z0-9_-]*)*$/;
 
 const badIntent = (why: string) => new InvalidIntentError('', why);
 /** A path part that names an array item by its index (`lines.0`); any other part crosses every item. */
-const INDEX = /^(0|[1-9]\d*)$/;
+export const INDEX = /^(0|[1-9]\d*)$/;
 
 /** Why no business-operation id can start with `operation` (`<operation>:` + 32 hex, at most 200 characters), or null. */
 export function operationNameProblem(operation: string): string | null {
@@ -109,11 +109,18 @@ const STEP = {
   'case-fold': (s: string) => s.toUpperCase().toLowerCase(),
   'canonical-number': (s: string) => canonicalDecimal(s) ?? s,
 };
-export type NormalizationStep = keyof typeof STEP;
+/**
+ * Steps on the value at the declared path itself (not the strings beneath it): an empty array there is dropped, as if
+ * the field were left out, where the provider stores a left-out collection as []. Null and a non-empty array stay.
+ */
+const AT_PATH_STEP = { 'empty-array-as-absent': (v: unknown) => Array.isArray(v) && v.length === 0 };
+export type NormalizationStep = keyof typeof STEP | keyof typeof AT_PATH_STEP;
 
-export const NORMALIZATION_STEPS = Object.keys(STEP) as readonly NormalizationStep[];
+export const NORMALIZATION_STEPS = [...Object.keys(STEP), ...Object.keys(AT_PATH_STEP)] as readonly NormalizationStep[];
+/** The steps that act on the value at the path, not on strings: only beneath an intent field, never on an array item. */
+export const AT_PATH_STEPS = Object.keys(AT_PATH_STEP) as readonly NormalizationStep[];
 
-/** The steps that can merge values a provider may keep apart (`Ref` and `ref`): declared only with its `evidence`. */
+/** The steps that can merge values a provider may keep apart (`Ref` and `ref`, `[]` and left out): declared only with its `evidence`. */
 export const MERGING_STEPS: readonly NormalizationStep[] = NORMALIZATION_STEPS.filter((step) => step !== 'trim');
 
 /** The steps for one field (dot path into params) and why they do not matter to the provider. */
@@ -158,11 +165,16 @@ export function canonicalDecimal(text: string): string | null {
 
 function stepString(s: string, steps: readonly NormalizationStep[]): string {
   return steps.reduce((out, step) => {
+    if (Object.hasOwn(AT_PATH_STEP, step)) return out;
     if (!Object.hasOwn(STEP, step))
       throw new InvalidIntentError('', `unknown normalisation step ${JSON.stringify(step)}`);
-    return STEP[step](out);
+    return STEP[step as keyof typeof STEP](out);
   }, s);
 }
+
+/** Whether the value at a rule's own path reads as left out under its steps. */
+const readsAsAbsent = (value: unknown, steps: readonly NormalizationStep[]) =>
+  steps.some((step) => Object.hasOwn(AT_PATH_STEP, step) && AT_PATH_STEP[step as keyof typeof AT_PATH_STEP](value));
 
 function applySteps(value: unknown, steps: readonly NormalizationStep[]): unknown {
   if (typeof value === 'string') return stepString(value, steps);
@@ -190,7 +202,10 @@ type PathRule = { readonly parts: readonly string[]; readonly steps: readonly No
 function rulesWithin(field: string, rules: Rules): PathRule[] {
   const out: PathRule[] = [];
   for (const r of rules) {
-    if (field === r.field || field.startsWith(`${r.field}.`)) out.push({ parts: [], steps: r.steps });
+    // At or above the field: its string steps reach all of it; a step at the rule's own path does not (an intent
+    // field left out is refused, so [] cannot read as absent there).
+    if (field === r.field || field.startsWith(`${r.field}.`))
+      out.push({ parts: [], steps: r.steps.filter((s) => !AT_PATH_STEPS.includes(s)) });
     else if (r.field.startsWith(`${field}.`))
       out.push({ parts: r.field.slice(field.length + 1).split('.'), steps: r.steps });
   }
@@ -245,8 +260,14 @@ function applyAt(holder: unknown, parts: readonly string[], steps: readonly Norm
   }
   if (typeof holder !== 'object' || holder === null || !Object.hasOwn(holder, part)) return;
   const h = holder as Record<string, unknown>;
-  if (rest.length === 0) h[part] = applySteps(h[part], steps);
-  else applyAt(h[part], rest, steps);
+  if (rest.length > 0) {
+    applyAt(h[part], rest, steps);
+    return;
+  }
+  const value = applySteps(h[part], steps);
+  // An array item is never dropped: that would shift the items after it.
+  if (!Array.isArray(holder) && readsAsAbsent(value, steps)) delete h[part];
+  else h[part] = value;
 }
 
 /** Puts back (a copy of) what `original` holds along the path, in `copy`, its normalised copy. */
