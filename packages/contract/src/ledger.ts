@@ -65,18 +65,34 @@ export interface OperationRecord {
   readonly receiptChain: { readonly head: string | null; readonly length: number };
 }
 
-export interface ClaimInput
-  extends Pick<
-    OperationRecord,
-    | 'businessOperationId'
-    | 'provider'
-    | 'account'
-    | 'operation'
-    | 'intentFingerprint'
-    | 'paramsFingerprint'
-    | 'params'
-    | 'providerKey'
-  > {
+/** What names an operation and its request: a claim carries it, the record it creates keeps it. */
+export type OperationIdentity = Pick<
+  OperationRecord,
+  | 'businessOperationId'
+  | 'provider'
+  | 'account'
+  | 'operation'
+  | 'intentFingerprint'
+  | 'paramsFingerprint'
+  | 'params'
+  | 'providerKey'
+>;
+
+/** The identity of a record or a claim, as a claim of it or the record it creates carries it: no account, no field. */
+export function identityFields(from: OperationIdentity): OperationIdentity {
+  return {
+    businessOperationId: from.businessOperationId,
+    provider: from.provider,
+    ...(from.account !== undefined && { account: from.account }),
+    operation: from.operation,
+    intentFingerprint: from.intentFingerprint,
+    paramsFingerprint: from.paramsFingerprint,
+    params: from.params,
+    providerKey: from.providerKey,
+  };
+}
+
+export interface ClaimInput extends OperationIdentity {
   readonly owner: string;
   readonly leaseMs: number;
   readonly now: number;
@@ -265,14 +281,7 @@ export function claimTransition(
   if (existing === null) {
     const dispatch = input.dispatch === true; // the caller calls the provider next: born `dispatched` in this one write
     const record: OperationRecord = {
-      businessOperationId: input.businessOperationId,
-      provider: input.provider,
-      ...(input.account !== undefined && { account: input.account }),
-      operation: input.operation,
-      intentFingerprint: input.intentFingerprint,
-      paramsFingerprint: input.paramsFingerprint,
-      params: input.params,
-      providerKey: input.providerKey,
+      ...identityFields(input),
       state: dispatch ? 'dispatched' : 'claimed',
       fence: 1,
       ...lease,
