@@ -415,6 +415,37 @@ export function releaseTransition(record: OperationRecord): OperationRecord {
   return { ...record, ...RELEASED };
 }
 
+/**
+ * A ledger's fenced methods, each its transition through the ledger's one fenced write: the operation read at the
+ * caller's fence, `rule` applied, `receipt` checked and chained, all stored in one atomic section.
+ */
+export function fencedMethods(
+  write: (
+    ref: Fenced,
+    what: string,
+    rule: (r: OperationRecord) => OperationRecord,
+    receipt?: Receipt,
+    deferrable?: boolean,
+  ) => Promise<OperationRecord>,
+): Pick<Ledger, 'renewLease' | 'markDispatched' | 'setState' | 'handOff' | 'appendReceipt' | 'release'> {
+  return {
+    async renewLease(ref, leaseMs, now) {
+      await write(ref, 'renewLease', (r) => renewTransition(r, ref, leaseMs, now));
+    },
+    markDispatched: (ref, now) => write(ref, 'markDispatched', (r) => dispatchedTransition(r, now)),
+    // async: a patch that cannot be read is a rejection, as every ledger method answers, not a throw.
+    setState: async (ref, patch) =>
+      write(ref, 'setState', (r) => setStateTransition(r, patch), patch.receipt, patch.durability === 'deferrable'),
+    handOff: (ref, packet, now, receipt) => write(ref, 'handOff', (r) => handOffTransition(r, packet, now), receipt),
+    async appendReceipt(ref, receipt) {
+      await write(ref, 'appendReceipt', (r) => r, receipt);
+    },
+    async release(ref) {
+      await write(ref, 'release', releaseTransition);
+    },
+  };
+}
+
 /** The resolved record; `receipt`, if given, must follow `lastSeq` (the stored chain's last seq) and is anchored. */
 export function resolveTransition(
   record: OperationRecord | null,

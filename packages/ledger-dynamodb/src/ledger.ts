@@ -22,16 +22,12 @@ import {
   checkRecoverCandidates,
   checkRef,
   claimTransition,
-  dispatchedTransition,
-  handOffTransition,
+  fencedMethods,
   type OnUnreadable,
   PRUNABLE_STATES,
   RECOVERABLE_STATES,
   readEach,
-  releaseTransition,
-  renewTransition,
   resolveTransition,
-  setStateTransition,
 } from '@retrysafe/contract/ledger';
 import { marginProblem, retentionFloor } from '@retrysafe/contract/rules';
 import {
@@ -308,19 +304,7 @@ export function createDynamoDbLedger(options: DynamoDbLedgerOptions): Ledger {
   return {
     capabilities: { claimDispatch: true, receiptWithState: true },
     claim,
-    async renewLease(ref, leaseMs, now) {
-      // A terminal operation holds no lease: renewing it is a no-op (renewTransition returns it unchanged).
-      await fenced(ref, 'renewLease', (r) => renewTransition(r, ref, leaseMs, now));
-    },
-    markDispatched: (ref, now) => fenced(ref, 'markDispatched', (r) => dispatchedTransition(r, now)),
-    setState: (ref, patch) => fenced(ref, 'setState', (r) => setStateTransition(r, patch), patch.receipt),
-    handOff: (ref, packet, now, receipt) => fenced(ref, 'handOff', (r) => handOffTransition(r, packet, now), receipt),
-    async appendReceipt(ref, receipt) {
-      await fenced(ref, 'appendReceipt', (r) => r, receipt);
-    },
-    async release(ref) {
-      await fenced(ref, 'release', (r) => releaseTransition(r));
-    },
+    ...fencedMethods(fenced),
     resolve,
     get: async (id) => (await t.load(id, 'get'))?.record ?? null,
     list: (filter) => list(t, o.table, filter),

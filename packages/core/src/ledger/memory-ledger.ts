@@ -15,15 +15,11 @@ import {
   checkRecoverCandidates,
   checkRef,
   claimTransition,
-  dispatchedTransition,
-  handOffTransition,
+  fencedMethods,
   isPrunable,
   leaseLive,
   RECOVERABLE_STATES,
-  releaseTransition,
-  renewTransition,
   resolveTransition,
-  setStateTransition,
 } from '@retrysafe/contract/ledger';
 import { memo } from '../defined.js';
 
@@ -74,25 +70,8 @@ export function createMemoryLedger(): Ledger {
       if (copy.receipt !== undefined) memo(receipts, write.businessOperationId, () => []).push(copy.receipt);
       return result;
     },
-    async renewLease(ref, leaseMs, now) {
-      put(renewTransition(fenced(ref), ref, leaseMs, now));
-    },
-    async markDispatched(ref, now) {
-      return put(dispatchedTransition(fenced(ref), now));
-    },
-    async setState(ref, patch) {
-      const { receipt, durability: _durability, ...fields } = patch;
-      return chain(ref, setStateTransition(fenced(ref), clone(fields)), receipt);
-    },
-    async handOff(ref, packet, now, receipt) {
-      return chain(ref, handOffTransition(fenced(ref), clone(packet), now), receipt);
-    },
-    async appendReceipt(ref, receipt) {
-      chain(ref, fenced(ref), receipt);
-    },
-    async release(ref) {
-      put(releaseTransition(fenced(ref)));
-    },
+    // A copy of what the rule returns: it may hold the caller's patch or packet.
+    ...fencedMethods(async (ref, _what, rule, receipt) => chain(ref, clone(rule(fenced(ref))), receipt)),
     async resolve(id, resolution, now, receipt) {
       const next = resolveTransition(
         rows().get(id) ?? null,
