@@ -495,6 +495,23 @@ export function checkReceipt(ref: Fenced, receipt: Receipt, lastSeq: number): vo
     throw new LedgerError(`receipt seq ${receipt.seq} for ${ref.businessOperationId}: expected ${lastSeq + 1}`);
 }
 
+/**
+ * What a fenced write stores: `rule` applied to the operation at `ref`'s fence, then `receipt`, if given, checked as
+ * the chain's next after `lastSeq` and anchored. The stored record itself back: nothing to write.
+ */
+export function fencedTransition(
+  stored: OperationRecord | null,
+  ref: Fenced,
+  rule: (r: OperationRecord) => OperationRecord,
+  receipt: Receipt | undefined,
+  lastSeq: number,
+): OperationRecord {
+  const next = rule(checkFence(stored, ref));
+  if (receipt === undefined) return next;
+  checkReceipt(ref, receipt, lastSeq);
+  return chainedTransition(next, receipt);
+}
+
 export function isPrunable(record: OperationRecord, states: readonly OperationState[], before: number): boolean {
   return states.includes(record.state) && record.updatedAt < before;
 }

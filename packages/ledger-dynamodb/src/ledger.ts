@@ -14,15 +14,13 @@ import {
   type RetrySafetyCard,
 } from '@retrysafe/contract';
 import {
-  chainedTransition,
-  checkFence,
   checkListFilter,
   checkPruneOptions,
-  checkReceipt,
   checkRecoverCandidates,
   checkRef,
   claimTransition,
   fencedMethods,
+  fencedTransition,
   type OnUnreadable,
   PRUNABLE_STATES,
   RECOVERABLE_STATES,
@@ -238,15 +236,9 @@ export function createDynamoDbLedger(options: DynamoDbLedgerOptions): Ledger {
       what,
       start,
       (current) => {
-        const record = checkFence(current?.record ?? null, ref);
-        const updated = next(record);
-        if (receipt === undefined && updated === record) return { answer: record };
-        if (receipt !== undefined) checkReceipt(ref, receipt, current!.lastSeq);
-        const write = nextStored(
-          receipt === undefined ? updated : chainedTransition(updated, receipt),
-          current,
-          receipt,
-        );
+        const updated = fencedTransition(current?.record ?? null, ref, next, receipt, current?.lastSeq ?? 0);
+        if (updated === current!.record) return { answer: updated };
+        const write = nextStored(updated, current, receipt);
         return { write, answer: write.record };
       },
       (write, current) => store(what, write, current),

@@ -1,21 +1,12 @@
+import { type Ledger, LedgerError, type OperationRecord, type OperationState, type Receipt } from '@retrysafe/contract';
 import {
-  type Fenced,
-  type Ledger,
-  LedgerError,
-  type OperationRecord,
-  type OperationState,
-  type Receipt,
-} from '@retrysafe/contract';
-import {
-  chainedTransition,
-  checkFence,
   checkListFilter,
   checkPruneOptions,
-  checkReceipt,
   checkRecoverCandidates,
   checkRef,
   claimTransition,
   fencedMethods,
+  fencedTransition,
   isPrunable,
   leaseLive,
   RECOVERABLE_STATES,
@@ -40,23 +31,10 @@ export function createMemoryLedger(): Ledger {
     open();
     return records;
   };
-  const fenced = (ref: Fenced) => {
-    checkRef(ref);
-    return checkFence(rows().get(ref.businessOperationId) ?? null, ref);
-  };
   // The copy is what stays; the transition's own object, which nobody else holds, is handed out.
   const put = (r: OperationRecord) => {
     records.set(r.businessOperationId, clone(r));
     return r;
-  };
-  /** Appends a copy of the receipt after checking it is the next; the record then carries the chain's head. */
-  const chain = (ref: Fenced, next: OperationRecord, receipt: Receipt | undefined) => {
-    if (receipt !== undefined) {
-      const list = memo(receipts, ref.businessOperationId, () => []);
-      checkReceipt(ref, receipt, list.at(-1)?.seq ?? 0);
-      list.push(clone(receipt));
-    }
-    return put(chainedTransition(next, receipt));
   };
 
   return {
@@ -70,8 +48,15 @@ export function createMemoryLedger(): Ledger {
       if (copy.receipt !== undefined) memo(receipts, write.businessOperationId, () => []).push(copy.receipt);
       return result;
     },
-    // A copy of what the rule returns: it may hold the caller's patch or packet.
-    ...fencedMethods(async (ref, _what, rule, receipt) => chain(ref, clone(rule(fenced(ref))), receipt)),
+    ...fencedMethods(async (ref, _what, rule, receipt) => {
+      checkRef(ref);
+      const id = ref.businessOperationId;
+      const stored = rows().get(id) ?? null;
+      // A copy of what the rule returns: it may hold the caller's patch or packet.
+      const next = clone(fencedTransition(stored, ref, rule, receipt, receipts.get(id)?.at(-1)?.seq ?? 0));
+      if (receipt !== undefined) memo(receipts, id, () => []).push(clone(receipt));
+      return put(next);
+    }),
     async resolve(id, resolution, now, receipt) {
       const next = resolveTransition(
         rows().get(id) ?? null,
