@@ -65,18 +65,34 @@ export interface OperationRecord {
   readonly receiptChain: { readonly head: string | null; readonly length: number };
 }
 
-export interface ClaimInput
-  extends Pick<
-    OperationRecord,
-    | 'businessOperationId'
-    | 'provider'
-    | 'account'
-    | 'operation'
-    | 'intentFingerprint'
-    | 'paramsFingerprint'
-    | 'params'
-    | 'providerKey'
-  > {
+/** What names an operation and its request: a claim carries it, the record it creates keeps it. */
+export type OperationIdentity = Pick<
+  OperationRecord,
+  | 'businessOperationId'
+  | 'provider'
+  | 'account'
+  | 'operation'
+  | 'intentFingerprint'
+  | 'paramsFingerprint'
+  | 'params'
+  | 'providerKey'
+>;
+
+/** The identity of a record or a claim, as a claim of it or the record it creates carries it: no account, no field. */
+export function identityFields(from: OperationIdentity): OperationIdentity {
+  return {
+    businessOperationId: from.businessOperationId,
+    provider: from.provider,
+    ...(from.account !== undefined && { account: from.account }),
+    operation: from.operation,
+    intentFingerprint: from.intentFingerprint,
+    paramsFingerprint: from.paramsFingerprint,
+    params: from.params,
+    providerKey: from.providerKey,
+  };
+}
+
+export interface ClaimInput extends OperationIdentity {
   readonly owner: string;
   readonly leaseMs: number;
   readonly now: number;
@@ -265,14 +281,7 @@ export function claimTransition(
   if (existing === null) {
     const dispatch = input.dispatch === true; // the caller calls the provider next: born `dispatched` in this one write
     const record: OperationRecord = {
-      businessOperationId: input.businessOperationId,
-      provider: input.provider,
-      ...(input.account !== undefined && { account: input.account }),
-      operation: input.operation,
-      intentFingerprint: input.intentFingerprint,
-      paramsFingerprint: input.paramsFingerprint,
-      params: input.params,
-      providerKey: input.providerKey,
+      ...identityFields(input),
       state: dispatch ? 'dispatched' : 'claimed',
       fence: 1,
       ...lease,
@@ -408,6 +417,37 @@ export function releaseTransition(record: OperationRecord): OperationRecord {
   return { ...record, ...RELEASED };
 }
 
+/**
+ * A ledger's fenced methods, each its transition through the ledger's one fenced write: the operation read at the
+ * caller's fence, `rule` applied, `receipt` checked and chained, all stored in one atomic section.
+ */
+export function fencedMethods(
+  write: (
+    ref: Fenced,
+    what: string,
+    rule: (r: OperationRecord) => OperationRecord,
+    receipt?: Receipt,
+    deferrable?: boolean,
+  ) => Promise<OperationRecord>,
+): Pick<Ledger, 'renewLease' | 'markDispatched' | 'setState' | 'handOff' | 'appendReceipt' | 'release'> {
+  return {
+    async renewLease(ref, leaseMs, now) {
+      await write(ref, 'renewLease', (r) => renewTransition(r, ref, leaseMs, now));
+    },
+    markDispatched: (ref, now) => write(ref, 'markDispatched', (r) => dispatchedTransition(r, now)),
+    // async: a patch that cannot be read is a rejection, as every ledger method answers, not a throw.
+    setState: async (ref, patch) =>
+      write(ref, 'setState', (r) => setStateTransition(r, patch), patch.receipt, patch.durability === 'deferrable'),
+    handOff: (ref, packet, now, receipt) => write(ref, 'handOff', (r) => handOffTransition(r, packet, now), receipt),
+    async appendReceipt(ref, receipt) {
+      await write(ref, 'appendReceipt', (r) => r, receipt);
+    },
+    async release(ref) {
+      await write(ref, 'release', releaseTransition);
+    },
+  };
+}
+
 /** The resolved record; `receipt`, if given, must follow `lastSeq` (the stored chain's last seq) and is anchored. */
 export function resolveTransition(
   record: OperationRecord | null,
@@ -455,6 +495,23 @@ export function checkReceipt(ref: Fenced, receipt: Receipt, lastSeq: number): vo
     throw new LedgerError(`receipt for ${receipt.businessOperationId} appended to ${ref.businessOperationId}`);
   if (receipt.seq !== lastSeq + 1)
     throw new LedgerError(`receipt seq ${receipt.seq} for ${ref.businessOperationId}: expected ${lastSeq + 1}`);
+}
+
+/**
+ * What a fenced write stores: `rule` applied to the operation at `ref`'s fence, then `receipt`, if given, checked as
+ * the chain's next after `lastSeq` and anchored. The stored record itself back: nothing to write.
+ */
+export function fencedTransition(
+  stored: OperationRecord | null,
+  ref: Fenced,
+  rule: (r: OperationRecord) => OperationRecord,
+  receipt: Receipt | undefined,
+  lastSeq: number,
+): OperationRecord {
+  const next = rule(checkFence(stored, ref));
+  if (receipt === undefined) return next;
+  checkReceipt(ref, receipt, lastSeq);
+  return chainedTransition(next, receipt);
 }
 
 export function isPrunable(record: OperationRecord, states: readonly OperationState[], before: number): boolean {

@@ -3,6 +3,7 @@
 // and intent, never re-derived from its params (which would meet a conflict and never be driven).
 
 import { LedgerError } from '@retrysafe/contract';
+import { identityFields } from '@retrysafe/contract/ledger';
 import { createRunner } from '@retrysafe/core';
 import { describe, expect, it } from 'vitest';
 import { failingOnce, setup } from './helpers.js';
@@ -46,18 +47,11 @@ describe('recover({ businessOperationId }): one stored operation, as stored', ()
     const id = await leftClaimed(env, { ref: 'ro-3' }, { order: 'ro-3' });
     // Another worker holds it now, its lease running.
     const rec = (await ledger.get(id))!;
-    const {
-      businessOperationId,
-      provider: p,
-      operation,
-      intentFingerprint,
-      paramsFingerprint,
-      params,
-      providerKey,
-    } = rec;
     const held = await ledger.claim({
-      ...{ businessOperationId, provider: p, operation, intentFingerprint, paramsFingerprint, params, providerKey },
-      ...{ owner: 'live-worker', leaseMs: 60_000, now: clock.now() },
+      ...identityFields(rec),
+      owner: 'live-worker',
+      leaseMs: 60_000,
+      now: clock.now(),
     });
     expect(held.kind).toBe('claimed');
     const busy = await runner.recover({ adapters: [adapter], businessOperationId: id });

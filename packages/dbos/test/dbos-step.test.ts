@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { DBOS } from '@dbos-inc/dbos-sdk';
 import { type BusinessOperationId, LeaseExpiredError } from '@retrysafe/contract';
+import { identityFields } from '@retrysafe/contract/ledger';
 import {
   createDbosRetrysafe,
   type DbosOperationOutcome,
@@ -313,17 +314,12 @@ describe('a resume whose worker died mid-way (the resolve step re-executed after
 
 /** What a resolve step's first execution leaves when its process dies: the resume claimed and dispatched, nothing sent. */
 async function diedMidResume(bo: BusinessOperationId) {
-  const {
-    provider: p,
-    operation,
-    intentFingerprint,
-    paramsFingerprint,
-    params,
-    providerKey,
-  } = (await rs.ledger.get(bo))!;
   const claim = await rs.ledger.claim({
-    ...{ businessOperationId: bo, provider: p, operation, intentFingerprint, paramsFingerprint, params, providerKey },
-    ...{ owner: 'dead-worker', leaseMs: 300, now: Date.now(), resume: true },
+    ...identityFields((await rs.ledger.get(bo))!),
+    owner: 'dead-worker',
+    leaseMs: 300,
+    now: Date.now(),
+    resume: true,
   });
   expect(claim.kind).toBe('claimed');
   if (claim.kind !== 'claimed') throw new Error(claim.kind);

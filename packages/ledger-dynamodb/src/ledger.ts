@@ -14,24 +14,18 @@ import {
   type RetrySafetyCard,
 } from '@retrysafe/contract';
 import {
-  chainedTransition,
-  checkFence,
   checkListFilter,
   checkPruneOptions,
-  checkReceipt,
   checkRecoverCandidates,
   checkRef,
   claimTransition,
-  dispatchedTransition,
-  handOffTransition,
+  fencedMethods,
+  fencedTransition,
   type OnUnreadable,
   PRUNABLE_STATES,
   RECOVERABLE_STATES,
   readEach,
-  releaseTransition,
-  renewTransition,
   resolveTransition,
-  setStateTransition,
 } from '@retrysafe/contract/ledger';
 import { marginProblem, retentionFloor } from '@retrysafe/contract/rules';
 import {
@@ -242,15 +236,9 @@ export function createDynamoDbLedger(options: DynamoDbLedgerOptions): Ledger {
       what,
       start,
       (current) => {
-        const record = checkFence(current?.record ?? null, ref);
-        const updated = next(record);
-        if (receipt === undefined && updated === record) return { answer: record };
-        if (receipt !== undefined) checkReceipt(ref, receipt, current!.lastSeq);
-        const write = nextStored(
-          receipt === undefined ? updated : chainedTransition(updated, receipt),
-          current,
-          receipt,
-        );
+        const updated = fencedTransition(current?.record ?? null, ref, next, receipt, current?.lastSeq ?? 0);
+        if (updated === current!.record) return { answer: updated };
+        const write = nextStored(updated, current, receipt);
         return { write, answer: write.record };
       },
       (write, current) => store(what, write, current),
@@ -308,19 +296,7 @@ export function createDynamoDbLedger(options: DynamoDbLedgerOptions): Ledger {
   return {
     capabilities: { claimDispatch: true, receiptWithState: true },
     claim,
-    async renewLease(ref, leaseMs, now) {
-      // A terminal operation holds no lease: renewing it is a no-op (renewTransition returns it unchanged).
-      await fenced(ref, 'renewLease', (r) => renewTransition(r, ref, leaseMs, now));
-    },
-    markDispatched: (ref, now) => fenced(ref, 'markDispatched', (r) => dispatchedTransition(r, now)),
-    setState: (ref, patch) => fenced(ref, 'setState', (r) => setStateTransition(r, patch), patch.receipt),
-    handOff: (ref, packet, now, receipt) => fenced(ref, 'handOff', (r) => handOffTransition(r, packet, now), receipt),
-    async appendReceipt(ref, receipt) {
-      await fenced(ref, 'appendReceipt', (r) => r, receipt);
-    },
-    async release(ref) {
-      await fenced(ref, 'release', (r) => releaseTransition(r));
-    },
+    ...fencedMethods(fenced),
     resolve,
     get: async (id) => (await t.load(id, 'get'))?.record ?? null,
     list: (filter) => list(t, o.table, filter),

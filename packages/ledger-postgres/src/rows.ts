@@ -1,10 +1,10 @@
 import { type Fenced, LedgerError, type OperationRecord, type Receipt } from '@retrysafe/contract';
 import {
   appendStoredReceipt,
-  chainedTransition,
   checkFence,
   checkReceipt,
   checkRef,
+  fencedTransition,
   isTerminal,
   parseStoredReceipts,
   storedJson,
@@ -152,10 +152,10 @@ export function createWrites(db: Db, st: Statements, defers: boolean) {
   /** The write of a remembered operation; null when not remembered, refused by the rule, or the row changed. */
   async function knownWrite(ref: Fenced, c: FencedCall, rule: Rule, sql: Sql, args: unknown[]) {
     const k = known.get(ref.businessOperationId);
-    if (k === undefined || k.record.fence !== ref.fence) return null;
+    if (k === undefined) return null;
     let next: OperationRecord;
     try {
-      next = rule(k.record);
+      next = fencedTransition(k.record, ref, rule, c.receipt, k.record.receiptChain.length);
     } catch {
       return null; // the full write says why
     }
@@ -166,7 +166,7 @@ export function createWrites(db: Db, st: Statements, defers: boolean) {
     }
     // The lease's end as the database wrote it (its clock, with leaseClock: 'database').
     const lease = rows[0]!.lease_expires_at;
-    const record = { ...chainedTransition(next, c.receipt), leaseExpiresAt: lease === null ? null : Number(lease) };
+    const record = { ...next, leaseExpiresAt: lease === null ? null : Number(lease) };
     const json = { ...k.json, ...c.json };
     remember(record, rows[0]!.xmin, json);
     return handOut(record, json);

@@ -10,14 +10,10 @@ import {
   checkPruneOptions,
   checkRecoverCandidates,
   claimTransition,
-  dispatchedTransition,
-  handOffTransition,
+  fencedMethods,
   type OnUnreadable,
   readEach,
-  releaseTransition,
-  renewTransition,
   resolveTransition,
-  setStateTransition,
 } from '@retrysafe/contract/ledger';
 import { createRows, type Rows, type StoredText, toReceipts, toRecord } from './rows.js';
 import { listSql, pruneSql, RECOVER_SQL } from './statements.js';
@@ -101,7 +97,6 @@ export function createSqliteLedger(options: SqliteLedgerOptions): Ledger {
   const o = checkOptions(options);
   const c = openConnection(o.path, o.busyMs, o.sync, o.defers);
   const rows = createRows(c);
-  const write = rows.fenced;
   const records = (sql: string, args: Array<string | number>, onUnreadable: OnUnreadable | undefined) =>
     readEach(
       rows.prepared(sql).all(...args) as unknown as StoredRow[],
@@ -125,19 +120,7 @@ export function createSqliteLedger(options: SqliteLedgerOptions): Ledger {
         return result;
       });
     },
-    async renewLease(ref, leaseMs, now) {
-      await write(ref, 'renewLease', (r) => renewTransition(r, ref, leaseMs, now));
-    },
-    markDispatched: (ref, now) => write(ref, 'markDispatched', (r) => dispatchedTransition(r, now)),
-    setState: async (ref, patch) =>
-      write(ref, 'setState', (r) => setStateTransition(r, patch), patch.receipt, patch.durability === 'deferrable'),
-    handOff: (ref, packet, now, receipt) => write(ref, 'handOff', (r) => handOffTransition(r, packet, now), receipt),
-    async appendReceipt(ref, receipt) {
-      await write(ref, 'appendReceipt', (r) => r, receipt);
-    },
-    async release(ref) {
-      await write(ref, 'release', (r) => releaseTransition(r));
-    },
+    ...fencedMethods(rows.fenced),
     resolve: (id, resolution, now, receipt) =>
       tx(c, 'resolve', () => {
         const row = rows.load(id);

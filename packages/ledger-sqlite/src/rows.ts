@@ -2,10 +2,8 @@ import type { StatementSync } from 'node:sqlite';
 import type { Fenced, OperationRecord, Receipt } from '@retrysafe/contract';
 import {
   appendStoredReceipt,
-  chainedTransition,
-  checkFence,
-  checkReceipt,
   checkRef,
+  fencedTransition,
   isTerminal,
   parseStoredReceipts,
   parseStoredRecord,
@@ -32,14 +30,6 @@ export const toRecord = (text: string, path: string): OperationRecord => parseSt
 
 export const toReceipts = (receipts: string | null, id: string, path: string): Receipt[] =>
   parseStoredReceipts(receipts, id, where(path));
-
-/** What a fenced write leaves (`current` itself: nothing to write); a receipt must be the chain's next after `lastSeq`. */
-function applied(ref: Fenced, current: OperationRecord, next: Next, receipt: Receipt | undefined, lastSeq: number) {
-  const r = next(current);
-  if (receipt === undefined) return r;
-  checkReceipt(ref, receipt, lastSeq);
-  return chainedTransition(r, receipt);
-}
 
 /** The columns an UPDATE writes, then the id (statements.ts order). */
 const updateArgs = (r: OperationRecord, t: StoredText) => [
@@ -105,8 +95,8 @@ export function createRows(c: Connection) {
     const k = known.get(ref.businessOperationId);
     if (k === undefined) return undefined;
     try {
-      const current = checkFence(JSON.parse(k.record) as OperationRecord, ref);
-      const r = applied(ref, current, next, receipt, k.lastSeq);
+      const current = JSON.parse(k.record) as OperationRecord;
+      const r = fencedTransition(current, ref, next, receipt, k.lastSeq);
       // A no-op or a refusal: the row must say which.
       if (r === current) return undefined;
       const text = { record: JSON.stringify(r), receipts: appendStoredReceipt(k.receipts, receipt, where(c.path)) };
@@ -129,9 +119,8 @@ export function createRows(c: Connection) {
     if (fast !== undefined && (await tx(c, what, fast.run, { deferred, alone: true }))) return fast.record;
     const write = () => {
       const row = load(ref.businessOperationId);
-      const current = checkFence(row?.current ?? null, ref);
-      const updated = applied(ref, current, next, receipt, row!.lastSeq);
-      return updated === current ? current : store(updated, row, receipt);
+      const updated = fencedTransition(row?.current ?? null, ref, next, receipt, row?.lastSeq ?? 0);
+      return updated === row!.current ? updated : store(updated, row, receipt);
     };
     return tx(c, what, write, { deferred });
   };

@@ -1,29 +1,16 @@
+import { type Ledger, LedgerError, type OperationRecord, type OperationState, type Receipt } from '@retrysafe/contract';
 import {
-  type Fenced,
-  type Ledger,
-  LedgerError,
-  type OperationRecord,
-  type OperationState,
-  type Receipt,
-} from '@retrysafe/contract';
-import {
-  chainedTransition,
-  checkFence,
   checkListFilter,
   checkPruneOptions,
-  checkReceipt,
   checkRecoverCandidates,
   checkRef,
   claimTransition,
-  dispatchedTransition,
-  handOffTransition,
+  fencedMethods,
+  fencedTransition,
   isPrunable,
   leaseLive,
   RECOVERABLE_STATES,
-  releaseTransition,
-  renewTransition,
   resolveTransition,
-  setStateTransition,
 } from '@retrysafe/contract/ledger';
 import { memo } from '../defined.js';
 
@@ -44,23 +31,10 @@ export function createMemoryLedger(): Ledger {
     open();
     return records;
   };
-  const fenced = (ref: Fenced) => {
-    checkRef(ref);
-    return checkFence(rows().get(ref.businessOperationId) ?? null, ref);
-  };
   // The copy is what stays; the transition's own object, which nobody else holds, is handed out.
   const put = (r: OperationRecord) => {
     records.set(r.businessOperationId, clone(r));
     return r;
-  };
-  /** Appends a copy of the receipt after checking it is the next; the record then carries the chain's head. */
-  const chain = (ref: Fenced, next: OperationRecord, receipt: Receipt | undefined) => {
-    if (receipt !== undefined) {
-      const list = memo(receipts, ref.businessOperationId, () => []);
-      checkReceipt(ref, receipt, list.at(-1)?.seq ?? 0);
-      list.push(clone(receipt));
-    }
-    return put(chainedTransition(next, receipt));
   };
 
   return {
@@ -74,25 +48,15 @@ export function createMemoryLedger(): Ledger {
       if (copy.receipt !== undefined) memo(receipts, write.businessOperationId, () => []).push(copy.receipt);
       return result;
     },
-    async renewLease(ref, leaseMs, now) {
-      put(renewTransition(fenced(ref), ref, leaseMs, now));
-    },
-    async markDispatched(ref, now) {
-      return put(dispatchedTransition(fenced(ref), now));
-    },
-    async setState(ref, patch) {
-      const { receipt, durability: _durability, ...fields } = patch;
-      return chain(ref, setStateTransition(fenced(ref), clone(fields)), receipt);
-    },
-    async handOff(ref, packet, now, receipt) {
-      return chain(ref, handOffTransition(fenced(ref), clone(packet), now), receipt);
-    },
-    async appendReceipt(ref, receipt) {
-      chain(ref, fenced(ref), receipt);
-    },
-    async release(ref) {
-      put(releaseTransition(fenced(ref)));
-    },
+    ...fencedMethods(async (ref, _what, rule, receipt) => {
+      checkRef(ref);
+      const id = ref.businessOperationId;
+      const stored = rows().get(id) ?? null;
+      // A copy of what the rule returns: it may hold the caller's patch or packet.
+      const next = clone(fencedTransition(stored, ref, rule, receipt, receipts.get(id)?.at(-1)?.seq ?? 0));
+      if (receipt !== undefined) memo(receipts, id, () => []).push(clone(receipt));
+      return put(next);
+    }),
     async resolve(id, resolution, now, receipt) {
       const next = resolveTransition(
         rows().get(id) ?? null,

@@ -19,7 +19,7 @@ import {
   RetrysafeError,
   UnsafeResumeError,
 } from '@retrysafe/contract';
-import { isTerminal } from '@retrysafe/contract/ledger';
+import { identityFields, isTerminal } from '@retrysafe/contract/ledger';
 import { lookupAvailable, resendSafety } from '@retrysafe/contract/rules';
 import { MAYBE_APPLIED_STATES } from '../decide.js';
 import { BrokenReceiptChainError } from '../errors/broken-receipt-chain-error.js';
@@ -216,20 +216,7 @@ async function recoveryFailed(ctx: RunnerContext, record: OperationRecord, err: 
 
 /** A claim of a stored operation as it is stored, for a record that cannot be driven (no adapter needed). */
 function storedClaim(ctx: RunnerContext, record: OperationRecord, leaseMs: number): ClaimInput {
-  return {
-    businessOperationId: record.businessOperationId,
-    provider: record.provider,
-    account: record.account,
-    operation: record.operation,
-    intentFingerprint: record.intentFingerprint,
-    paramsFingerprint: record.paramsFingerprint,
-    params: record.params,
-    providerKey: record.providerKey,
-    owner: ctx.owner,
-    leaseMs,
-    now: ctx.clock.now(),
-    existing: true,
-  };
+  return { ...identityFields(record), owner: ctx.owner, leaseMs, now: ctx.clock.now(), existing: true };
 }
 
 /** The adapter a resolution needs to send again, from those the person passed. */
