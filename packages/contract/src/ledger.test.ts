@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { LedgerError } from './errors.js';
+import { asProviderKey } from './ids.js';
 import type { ClaimInput, OperationRecord, StatePatch } from './ledger.js';
 import {
   appendStoredReceipt,
@@ -79,13 +80,13 @@ describe('claimTransition', () => {
   });
 
   it('a revision that keeps the provider key keeps its age; one with a key of its own starts it over', () => {
-    const first = claimTransition(null, claimInput({ providerKey: 'k1', dispatch: true })).write!;
+    const first = claimTransition(null, claimInput({ providerKey: asProviderKey('k1'), dispatch: true })).write!;
     const stopped: OperationRecord = { ...first, state: 'rejected', leaseOwner: null, leaseExpiresAt: null };
-    const revise = (providerKey: string) =>
+    const revise = (key: string) =>
       claimTransition(
         stopped,
         claimInput({
-          providerKey,
+          providerKey: asProviderKey(key),
           paramsFingerprint: 'sha256:' + 'c'.repeat(64),
           now: 9000,
           supersede: { fence: 1, revision: 2 },
