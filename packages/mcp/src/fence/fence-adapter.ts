@@ -1,8 +1,10 @@
 import { isDeepStrictEqual } from 'node:util';
 import type { Tool } from '@modelcontextprotocol/sdk/types.js';
 import {
+  CardValidationError,
   defineAdapter,
   defineCard,
+  type FieldNormalization,
   type FrameOperation,
   fact,
   type OperationSpec,
@@ -11,6 +13,7 @@ import {
   UnknownOperationError,
 } from '@retrysafe/contract';
 import { classifyTransportFailure, lookupMiss, saysMoreFollow } from '@retrysafe/contract/provider';
+import { normalizeIntent, withinIntent } from '@retrysafe/contract/rules';
 import { checkParamsSchema } from '@retrysafe/core/internal';
 import { LOOKUP_TOOLS } from '../server.js';
 import { type FenceConfig, FenceConfigError, type FenceToolConfig } from './fence-config.js';
@@ -107,11 +110,12 @@ function inMcpDialect(schema: Tool['inputSchema'], card: RetrySafetyCard): Tool[
   }
 }
 
-/** `{{path}}` strings are replaced by that argument of the call (whole-string templates keep the value's type); the
- * paths the call has no value for are pushed to `missing`, and so are those of an object or array put inside text,
- * which has no spelling the upstream could search by (`[object Object]`). */
-function fill(template: unknown, args: unknown, missing: string[]): unknown {
+/** `{{path}}` strings are replaced by that argument of the call (whole-string templates keep the value's type); every
+ * path read is pushed to `read`. The paths the call has no value for are pushed to `missing`, and so are those of an
+ * object or array put inside text, which has no spelling the upstream could search by (`[object Object]`). */
+function fill(template: unknown, args: unknown, missing: string[], read: string[]): unknown {
   const value = (p: string, inText: boolean) => {
+    read.push(p);
     const v = readPath(args, p);
     if (v === undefined || (inText && typeof v === 'object' && v !== null)) missing.push(p);
     return v;
@@ -121,9 +125,9 @@ function fill(template: unknown, args: unknown, missing: string[]): unknown {
     if (whole) return value(whole[1]!, false);
     return template.replace(/\{\{\s*([\w.]+)\s*\}\}/g, (_m, p: string) => String(value(p, true) ?? ''));
   }
-  if (Array.isArray(template)) return template.map((t) => fill(t, args, missing));
+  if (Array.isArray(template)) return template.map((t) => fill(t, args, missing, read));
   if (template !== null && typeof template === 'object')
-    return Object.fromEntries(Object.entries(template).map(([k, v]) => [k, fill(v, args, missing)]));
+    return Object.fromEntries(Object.entries(template).map(([k, v]) => [k, fill(v, args, missing, read)]));
   return template;
 }
 
@@ -141,8 +145,16 @@ export function answerValue(answer: ToolAnswer): unknown {
   }
 }
 
-/** Equal as data: an object or array argument too (key order aside), never after normalisation. */
+/** Equal as data: an object or array argument too (key order aside). */
 const same = (a: unknown, b: unknown) => a === b || (typeof a === 'object' && a !== null && isDeepStrictEqual(a, b));
+
+/** The value at an argument path as the tool's id reads it (its `normalize` rules at, above or beneath the path). */
+const normalAt = (t: FenceToolConfig, path: string, value: unknown) =>
+  normalizeIntent({ [path]: value }, t.normalize as FieldNormalization[] | undefined)[path];
+
+/** Whether a `normalize` rule reads the value at an argument path (at, above or beneath it). */
+const normalised = (t: FenceToolConfig, path: string) =>
+  (t.normalize ?? []).some((r) => withinIntent(path, [r.field]) || r.field.startsWith(`${path}.`));
 
 const clip = (s: string) => (s.length > 200 ? `${s.slice(0, 200)}…` : s);
 
@@ -233,7 +245,7 @@ export function createFenceAdapter(options: {
       throw new FenceConfigError(
         `tools.${name}.intent names ${undeclared.join(', ')}, which the upstream tool's input schema does not take: calls that differ only there are one request to it, yet would be two operations, each sent`,
       );
-    const card = fenceCard(config, name, t);
+    const card = toolCard(config, name, t);
     // The caller's arguments are checked against the schema it is shown: without the key the fence sets.
     const shown = t.key ? hideProperty(upstream.inputSchema, t.key.argument) : upstream.inputSchema;
     operations[name] = {
@@ -272,7 +284,8 @@ export function createFenceAdapter(options: {
       const sent = withKey(t, ctx.params ?? {}, ctx.providerKey);
       const wanted = Object.entries(l.match).map(([itemPath, argPath]) => [itemPath, readPath(sent, argPath)] as const);
       const absent = wanted.filter(([, want]) => want === undefined).map(([itemPath]) => l.match[itemPath]!);
-      const args = fill(l.arguments ?? {}, sent, absent);
+      const asked: string[] = [];
+      const args = fill(l.arguments ?? {}, sent, absent, asked);
       // No value to ask or match by: an item that is there would not be found, and "not found" could send it again.
       if (absent.length > 0)
         return {
@@ -293,12 +306,27 @@ export function createFenceAdapter(options: {
       const items = readPath(value, l.items);
       if (!Array.isArray(items))
         return { kind: 'cannot-tell', reason: `lookup tool ${l.tool}: no list at "${l.items}" in its answer` };
-      const match = items.find((item) => wanted.every(([itemPath, want]) => same(readPath(item, itemPath), want)));
+      // Another spelling of this intent (one id) may have made the item: it is compared as the id reads it.
+      const normal = wanted.map(([itemPath, want]) => {
+        const argPath = l.match[itemPath]!;
+        return { itemPath, argPath, want: normalAt(t, argPath, want) };
+      });
+      const match = items.find((item) =>
+        normal.every(({ itemPath, argPath, want }) => same(normalAt(t, argPath, readPath(item, itemPath)), want)),
+      );
       // A page with more after it is not the whole list: the item may be on a page not read.
       if (match === undefined && l.more !== undefined && saysMoreFollow(readPath(value, l.more)))
         return {
           kind: 'cannot-tell',
           reason: `no item on this page of ${l.tool}, and its answer says more follow (${l.more})`,
+        };
+      // Asked by this call's spelling of a normalised argument: the upstream may list the item made by another
+      // spelling of the same intent only when asked by that one.
+      const spelled = [...new Set(asked.filter((p) => normalised(t, p)))];
+      if (match === undefined && spelled.length > 0)
+        return {
+          kind: 'cannot-tell',
+          reason: `no item in ${l.tool}'s answer, asked by ${spelled.join(', ')} as this call spells it: normalize reads other spellings as this intent, which ${l.tool} may list only when asked by them`,
         };
       if (match === undefined) {
         // Absent only by the card's rule, the runner's too: once the call can no longer land and would show.
@@ -312,6 +340,21 @@ export function createFenceAdapter(options: {
 }
 
 const KEY_CHARSET = 'A-Za-z0-9_-';
+
+/** The tool's card; its `normalize` is judged by the contract's card validator, and refused naming the fence file's path. */
+function toolCard(config: Pick<FenceConfig, 'name' | 'policy'>, toolName: string, t: FenceToolConfig) {
+  try {
+    return fenceCard(config, toolName, t);
+  } catch (e) {
+    if (!CardValidationError.isInstance(e)) throw e;
+    const where = (path: string) =>
+      path.startsWith(NORMALIZE)
+        ? `tools.${toolName}.normalize${path.slice(NORMALIZE.length)}`
+        : `tools.${toolName} (card ${path})`;
+    throw new FenceConfigError(e.problems.map((p) => `${where(p.path)}: ${p.message}`).join('; '));
+  }
+}
+const NORMALIZE = 'businessOperationId.normalize';
 const CLASSIFY = 'fence: packages/mcp/src/fence/fence-adapter.ts (classify)';
 
 /** What the fence file declares; the rest is `unknown` and listed as unverified. */
@@ -399,6 +442,7 @@ function fenceCard(config: Pick<FenceConfig, 'name' | 'policy'>, toolName: strin
     businessOperationId: {
       rule: `derived from intent fields ${t.intent.join(', ')} of the tool's arguments`,
       intentFields: [...t.intent],
+      ...(t.normalize ? { normalize: t.normalize } : {}),
     },
     ids: {
       run: 'receipts only',

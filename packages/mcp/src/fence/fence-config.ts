@@ -62,6 +62,13 @@ const FENCE_SCHEMA = closed(
           kind: { enum: ['create', 'send', 'set', 'upsert', 'delete', 'charge', 'async-job'] },
           idempotentByNature: { type: 'boolean' },
           intent: { ...strings, minItems: 1, description: 'argument paths that name the business intent' },
+          // Judged with the card it goes onto, by the contract's card validator (evidence, steps, paths).
+          normalize: {
+            type: 'array',
+            items: closed({ field: str, steps: strings, source: str, evidence: str }, ['field', 'steps', 'source']),
+            description:
+              "how intent arguments are put in normal form for the id, as a card's businessOperationId.normalize",
+          },
           key: closed(
             {
               argument: str,

@@ -10,7 +10,7 @@ import {
 } from '@modelcontextprotocol/sdk/types.js';
 import { AjvJsonSchemaValidator } from '@modelcontextprotocol/sdk/validation/ajv';
 import { type AdapterV1, validateCard } from '@retrysafe/contract';
-import { agentIdempotentHint } from '@retrysafe/contract/rules';
+import { agentIdempotentHint, describeNormalization } from '@retrysafe/contract/rules';
 import type { AgentToolDefinition, AgentToolResult } from '@retrysafe/core/agent';
 import { ANSWER_PROPERTIES, type Extra, reply, type ServingOptions, serveTools } from '../server.js';
 import { answerValue, hideProperty, type ToolAnswer, toolResult, withPath } from './fence-adapter.js';
@@ -29,9 +29,10 @@ function fencedListing(adapter: AdapterV1, t: Tool) {
   const card = adapter.operations[t.name]!.card;
   const undeclared = validateCard(card).unknowns;
   const key = keyArgument(adapter, t.name);
+  const { normalize } = card.businessOperationId;
   const description = [
     t.description ?? '',
-    `[fenced by retrysafe] One business operation per intent (${card.businessOperationId.intentFields.join(', ')}): if you got no answer or an error that is not a conflict, call again with the same intent — the call maps to the same operation and returns its result instead of doing it twice.`,
+    `[fenced by retrysafe] One business operation per intent (${card.businessOperationId.intentFields.join(', ')}${normalize ? `; read after ${describeNormalization(normalize)}` : ''}): if you got no answer or an error that is not a conflict, call again with the same intent — the call maps to the same operation and returns its result instead of doing it twice.`,
     'A changed non-intent argument of an operation already started is refused as a conflict. "in-progress": check back with retrysafe_status; "needs-human": a person decides, do not retry.',
     undeclared.length
       ? `Upstream facts not declared: ${undeclared.join(', ')} — retrysafe will not re-send where they matter.`
