@@ -101,6 +101,37 @@ describe('one intent', () => {
     expect(rig.sandbox.requestCount('issues.create')).toBe(1);
     expect(rig.sandbox.count('issues.create')).toBe(1);
   });
+
+  it('a lost 201 in ACME/Widgets is adopted from acme/widgets, one repository as at GitHub; the respelt retry is the same operation: one issue, one POST', async () => {
+    const rig = await startRig(['drop-response']);
+    const first = await rig.runner.run(rig.adapter, 'issues.create', {
+      params: { ...issueParams(7), owner: 'ACME', repo: 'Widgets' },
+    });
+    // The seeded repository's next issue (#2), not #1 of another repository spelt in capitals.
+    expect(first).toMatchObject({ status: 'done', adopted: true, result: { number: 2 } });
+    const again = await rig.runner.run(rig.adapter, 'issues.create', { params: issueParams(7) });
+    expect(again).toMatchObject({
+      status: 'done',
+      businessOperationId: first.businessOperationId,
+      result: { number: 2 },
+    });
+    expect(rig.sandbox.requestCount('issues.create')).toBe(1);
+    expect(rig.sandbox.count('issues.create')).toBe(1);
+    const octokit = new Octokit({ auth: TOKEN, baseUrl: rig.sandbox.url });
+    const listed = await octokit.rest.issues.listForRepo({ owner: OWNER, repo: REPO, state: 'all' });
+    expect(listed.data.map((i) => i.number)).toEqual([2, 1]);
+  });
+
+  it('a comment respelt in another case reaches the issue (GitHub answers 201, not 404) and its retry is the same operation: one comment', async () => {
+    const rig = await startRig(['drop-response']);
+    const respelt = { ...commentParams(8), owner: 'Acme', repo: 'WIDGETS' };
+    const first = await rig.runner.run(rig.adapter, 'issues.createComment', { params: respelt });
+    expect(first).toMatchObject({ status: 'done', adopted: true });
+    const again = await rig.runner.run(rig.adapter, 'issues.createComment', { params: commentParams(8) });
+    expect(again).toMatchObject({ status: 'done', businessOperationId: first.businessOperationId });
+    expect(rig.sandbox.requestCount('issues.createComment')).toBe(1);
+    expect(rig.sandbox.count('issues.createComment')).toBe(1);
+  });
 });
 
 describe('the SDK sends one request per attempt', () => {

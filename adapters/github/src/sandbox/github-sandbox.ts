@@ -23,7 +23,8 @@ import {
  * updated_at, pages) and an issue's comment list show a new item at once; the search endpoint lags
  * behind writes (`searchLagMs`), so a search right after a lost answer misses the issue; scripted
  * rate limits answer 403/429 with `retry-after` or `x-ratelimit-remaining: 0` + `x-ratelimit-reset`,
- * before anything is applied. Network faults are the testkit's fault proxy's, in front of it.
+ * before anything is applied; `owner` and `repo` name one repository in any case, as GitHub reads them.
+ * Network faults are the testkit's fault proxy's, in front of it.
  */
 
 export type SandboxKind = 'issues.create' | 'issues.createComment' | 'issues.list' | 'comments.list' | 'search.issues';
@@ -134,6 +135,11 @@ const sinceOf = (q: URLSearchParams) => (q.get('since') ? new Date(q.get('since'
 
 type Handler = (req: LoopbackRequest, m: RegExpExecArray, fault: SandboxFault) => SandboxReply;
 const repoOf = (m: RegExpExecArray) => `${m[1]}/${m[2]}`;
+/**
+ * GitHub's REST reference says of both `owner` and `repo` "The name is not case sensitive."
+ * (https://docs.github.com/en/rest/issues/issues#create-an-issue): Acme/Widgets is acme/widgets.
+ */
+const sameRepo = (a: string, b: string) => a.toLowerCase() === b.toLowerCase();
 
 const route = (method: string, re: string, kind: SandboxKind): Route<{ kind: SandboxKind; m: RegExpExecArray }> => ({
   method,
@@ -212,7 +218,9 @@ export async function startGitHubSandbox(options: GitHubSandboxOptions = {}): Pr
   let nextId = 1000;
   for (const s of options.seed ?? []) addIssue(`${s.owner}/${s.repo}`, 'seeded', s.title, '');
 
-  function addIssue(repo: string, kind: SandboxIssue['kind'], title: string, body: string): SandboxIssue {
+  function addIssue(spelt: string, kind: SandboxIssue['kind'], title: string, body: string): SandboxIssue {
+    // The repository keeps the name it was first spelt with, as GitHub keeps its own.
+    const repo = issues.find((i) => sameRepo(i.repo, spelt))?.repo ?? spelt;
     const number = issues.filter((i) => i.repo === repo).length + 1;
     const issue: SandboxIssue = { kind, repo, id: nextId++, number, title, body, createdAt: clock.now() };
     issues.push(issue);
@@ -235,7 +243,7 @@ export async function startGitHubSandbox(options: GitHubSandboxOptions = {}): Pr
   }
 
   function findIssue(repo: string, number: string): SandboxIssue {
-    const issue = issues.find((i) => i.repo === repo && String(i.number) === number);
+    const issue = issues.find((i) => sameRepo(i.repo, repo) && String(i.number) === number);
     if (!issue) throw new HttpError(404, 'Not Found');
     return issue;
   }
@@ -269,7 +277,7 @@ export async function startGitHubSandbox(options: GitHubSandboxOptions = {}): Pr
       // Every sandbox issue is open; `since` is on updated_at; `sort` is by creation (ids grow with it).
       const list = issues.filter(
         (i) =>
-          i.repo === repoOf(m) &&
+          sameRepo(i.repo, repoOf(m)) &&
           (state === 'open' || state === 'all') &&
           secondOf(updatedAt.get(i.id) ?? i.createdAt) >= since,
       );
@@ -294,7 +302,7 @@ export async function startGitHubSandbox(options: GitHubSandboxOptions = {}): Pr
       const visible = issues.filter(
         (i) =>
           clock.now() - i.createdAt >= searchLagMs &&
-          (!repo || i.repo === repo) &&
+          (!repo || sameRepo(i.repo, repo)) &&
           terms.every((t) => i.body.includes(t) || i.title.includes(t)),
       );
       return {
@@ -329,7 +337,7 @@ export async function startGitHubSandbox(options: GitHubSandboxOptions = {}): Pr
     requestCount: (kind) => requests.get(kind),
     issues: () => [...issues],
     touch: (owner, repo, number) => {
-      const issue = issues.find((i) => i.repo === `${owner}/${repo}` && i.number === number);
+      const issue = issues.find((i) => sameRepo(i.repo, `${owner}/${repo}`) && i.number === number);
       if (issue) updatedAt.set(issue.id, clock.now());
     },
     addPullRequest: (owner, repo, title, body) => addIssue(`${owner}/${repo}`, 'pull-request', title, body),
