@@ -29,6 +29,20 @@ it('a repeat of the same text answers with the first post; the same text with it
   expect(sandbox.count('chat.postMessage')).toBe(2);
 });
 
+it('a repeat with the channel id respelt in lower case is refused by the params schema before the claim, never a second post (no Slack page says c0… is C0…)', async () => {
+  const sandbox = closeAfterTest(await startSlackSandbox({ token: TOKEN, channels: [CHANNEL] }));
+  const slack = createSlackAdapter({ token: TOKEN, baseUrl: sandbox.url });
+  const runner = createRunner({ ledger: createMemoryLedger() });
+  const params = { channel: CHANNEL, text: 'Backup finished' };
+
+  expect(await runner.run(slack, 'chat.postMessage', { params })).toMatchObject({ status: 'done' });
+  await expect(
+    runner.run(slack, 'chat.postMessage', { params: { ...params, channel: CHANNEL.toLowerCase() } }),
+  ).rejects.toThrow(/channel/);
+  expect(sandbox.calls('chat.postMessage')).toBe(1);
+  expect(sandbox.count('chat.postMessage')).toBe(1);
+});
+
 it('one ledger, two workspaces: the same text to the same channel id with another token (its own account) is posted there too', async () => {
   const workspaces = [
     closeAfterTest(await startSlackSandbox({ token: TOKEN, channels: [CHANNEL] })),
