@@ -4,7 +4,6 @@ import {
   CardValidationError,
   defineAdapter,
   defineCard,
-  type FieldNormalization,
   type FrameOperation,
   fact,
   type OperationSpec,
@@ -13,7 +12,7 @@ import {
   UnknownOperationError,
 } from '@retrysafe/contract';
 import { classifyTransportFailure, lookupMiss, saysMoreFollow } from '@retrysafe/contract/provider';
-import { normalizeIntent, withinIntent } from '@retrysafe/contract/rules';
+import { normalizeParams, withinIntent } from '@retrysafe/contract/rules';
 import { checkParamsSchema } from '@retrysafe/core/internal';
 import { LOOKUP_TOOLS } from '../server.js';
 import { type FenceConfig, FenceConfigError, type FenceToolConfig } from './fence-config.js';
@@ -148,13 +147,18 @@ export function answerValue(answer: ToolAnswer): unknown {
 /** Equal as data: an object or array argument too (key order aside). */
 const same = (a: unknown, b: unknown) => a === b || (typeof a === 'object' && a !== null && isDeepStrictEqual(a, b));
 
-/** The value at an argument path as the tool's id reads it (its `normalize` rules at, above or beneath the path). */
-const normalAt = (t: FenceToolConfig, path: string, value: unknown) =>
-  normalizeIntent({ [path]: value }, t.normalize as FieldNormalization[] | undefined)[path];
+/** The tool's rules as its card compares a repeated call's arguments: `paramComparison` first, then `normalize` (the
+ * card validator keeps the first off the intent, so an intent argument is read as its id reads it). */
+const cardRules = (t: FenceToolConfig) =>
+  [...(t.paramComparison ?? []), ...(t.normalize ?? [])] as Parameters<typeof normalizeParams>[1];
 
-/** Whether a `normalize` rule reads the value at an argument path (at, above or beneath it). */
+/** The value at an argument path as the tool's card reads it (its rules at, above or beneath the path). */
+const normalAt = (t: FenceToolConfig, path: string, value: unknown) =>
+  readPath(normalizeParams(withPath({}, path, value), cardRules(t)), path);
+
+/** Whether a rule that is not an exact comparison reads the value at an argument path (at, above or beneath it). */
 const normalised = (t: FenceToolConfig, path: string) =>
-  (t.normalize ?? []).some((r) => withinIntent(path, [r.field]) || r.field.startsWith(`${path}.`));
+  cardRules(t).some((r) => r.compare !== 'exact' && (withinIntent(path, [r.field]) || r.field.startsWith(`${path}.`)));
 
 const clip = (s: string) => (s.length > 200 ? `${s.slice(0, 200)}…` : s);
 
@@ -306,7 +310,8 @@ export function createFenceAdapter(options: {
       const items = readPath(value, l.items);
       if (!Array.isArray(items))
         return { kind: 'cannot-tell', reason: `lookup tool ${l.tool}: no list at "${l.items}" in its answer` };
-      // Another spelling of this intent (one id) may have made the item: it is compared as the id reads it.
+      // Another spelling of this operation's arguments (one id, the same params) may have made the item: it is
+      // compared as the card reads them.
       const normal = wanted.map(([itemPath, want]) => {
         const argPath = l.match[itemPath]!;
         return { itemPath, argPath, want: normalAt(t, argPath, want) };
@@ -321,12 +326,12 @@ export function createFenceAdapter(options: {
           reason: `no item on this page of ${l.tool}, and its answer says more follow (${l.more})`,
         };
       // Asked by this call's spelling of a normalised argument: the upstream may list the item made by another
-      // spelling of the same intent only when asked by that one.
+      // spelling of the same operation only when asked by that one.
       const spelled = [...new Set(asked.filter((p) => normalised(t, p)))];
       if (match === undefined && spelled.length > 0)
         return {
           kind: 'cannot-tell',
-          reason: `no item in ${l.tool}'s answer, asked by ${spelled.join(', ')} as this call spells it: normalize reads other spellings as this intent, which ${l.tool} may list only when asked by them`,
+          reason: `no item in ${l.tool}'s answer, asked by ${spelled.join(', ')} as this call spells it: the card reads other spellings as this operation's, which ${l.tool} may list only when asked by them`,
         };
       if (match === undefined) {
         // Absent only by the card's rule, the runner's too: once the call can no longer land and would show.
@@ -341,20 +346,22 @@ export function createFenceAdapter(options: {
 
 const KEY_CHARSET = 'A-Za-z0-9_-';
 
-/** The tool's card; its `normalize` is judged by the contract's card validator, and refused naming the fence file's path. */
+/** The tool's card; its `normalize` and `paramComparison` are judged by the contract's card validator, and refused
+ * naming the fence file's path. */
 function toolCard(config: Pick<FenceConfig, 'name' | 'policy'>, toolName: string, t: FenceToolConfig) {
   try {
     return fenceCard(config, toolName, t);
   } catch (e) {
     if (!CardValidationError.isInstance(e)) throw e;
-    const where = (path: string) =>
-      path.startsWith(NORMALIZE)
-        ? `tools.${toolName}.normalize${path.slice(NORMALIZE.length)}`
-        : `tools.${toolName} (card ${path})`;
+    const where = (path: string) => {
+      const [card, key] = Object.entries(FENCE_KEYS).find(([card]) => path.startsWith(card)) ?? [];
+      return card ? `tools.${toolName}.${key}${path.slice(card.length)}` : `tools.${toolName} (card ${path})`;
+    };
     throw new FenceConfigError(e.problems.map((p) => `${where(p.path)}: ${p.message}`).join('; '));
   }
 }
-const NORMALIZE = 'businessOperationId.normalize';
+/** The card paths a fence file declares as they are, by its key. */
+const FENCE_KEYS = { 'businessOperationId.normalize': 'normalize', paramComparison: 'paramComparison' };
 const CLASSIFY = 'fence: packages/mcp/src/fence/fence-adapter.ts (classify)';
 
 /** What the fence file declares; the rest is `unknown` and listed as unverified. */
@@ -444,6 +451,7 @@ function fenceCard(config: Pick<FenceConfig, 'name' | 'policy'>, toolName: strin
       intentFields: [...t.intent],
       ...(t.normalize ? { normalize: t.normalize } : {}),
     },
+    ...(t.paramComparison ? { paramComparison: t.paramComparison } : {}),
     ids: {
       run: 'receipts only',
       attempt: 'receipts only',

@@ -62,12 +62,22 @@ const FENCE_SCHEMA = closed(
           kind: { enum: ['create', 'send', 'set', 'upsert', 'delete', 'charge', 'async-job'] },
           idempotentByNature: { type: 'boolean' },
           intent: { ...strings, minItems: 1, description: 'argument paths that name the business intent' },
-          // Judged with the card it goes onto, by the contract's card validator (evidence, steps, paths).
+          // These two are judged with the card they go onto, by the contract's card validator (evidence, steps, paths).
           normalize: {
             type: 'array',
             items: closed({ field: str, steps: strings, source: str, evidence: str }, ['field', 'steps', 'source']),
             description:
               "how intent arguments are put in normal form for the id, as a card's businessOperationId.normalize",
+          },
+          paramComparison: {
+            type: 'array',
+            items: closed({ field: str, compare: str, steps: strings, source: str, evidence: str }, [
+              'field',
+              'compare',
+              'source',
+            ]),
+            description:
+              "how an argument outside the intent is compared with the stored one on a repeat call, as a card's paramComparison (default exact)",
           },
           key: closed(
             {
