@@ -15,7 +15,11 @@ describe('DBOS awaitResolution under real SIGKILLs: the decision applied once, o
     'resume, killed %s: one record at the provider, one resolve receipt, succeeded, workflow done',
     async (killAt: KillPoint) => {
       const r = await resolutionDrill({ killAt, decision: RESUME, behaviour: LOOKUP_ONLY });
-      expect({ killed: r.killed, status: r.workflowStatus }).toEqual({ killed: 1, status: 'SUCCESS' });
+      expect({ killed: r.killed, status: r.workflowStatus, answer: r.answer }).toEqual({
+        killed: 1,
+        status: 'SUCCESS',
+        answer: 'applied',
+      });
       expect(r.processes).toBe(2); // recovered by DBOS in the replacement process
       expect(r.output).toMatchObject({ status: 'done' });
       expect({ records: r.records, row: r.rowState, lease: r.leaseOwner, decisions: r.resolveReceipts }).toEqual({
@@ -38,10 +42,11 @@ describe('DBOS awaitResolution under real SIGKILLs: the decision applied once, o
     'killed %s, %o: closed once, nothing sent, workflow resolved',
     async (killAt, decision, state) => {
       const r = await resolutionDrill({ killAt, decision, behaviour: LOOKUP_ONLY });
-      expect({ killed: r.killed, status: r.workflowStatus, processes: r.processes }).toEqual({
+      expect({ killed: r.killed, status: r.workflowStatus, processes: r.processes, answer: r.answer }).toEqual({
         killed: 1,
         status: 'SUCCESS',
         processes: 2,
+        answer: 'applied',
       });
       expect(r.output).toMatchObject({ status: 'resolved', state });
       expect({ records: r.records, calls: r.calls, row: r.rowState, lease: r.leaseOwner }).toEqual({

@@ -40,6 +40,8 @@ export interface ResolutionDrillReport {
   /** Worker processes SIGKILLed at the kill point, and OS processes the workflow executed in. */
   readonly killed: number;
   readonly processes: number;
+  /** What `sendResolution(…, { awaitSeconds })` came back with (`applied`), or the refusal it threw. */
+  readonly answer: string;
   readonly workflowStatus: string;
   readonly output: unknown;
   /** Records of this operation at the provider, and create requests it received. */
@@ -184,12 +186,16 @@ export async function resolutionDrill(o: ResolutionDrillOptions): Promise<Resolu
       await ready;
     }
     armed = true;
-    await sendResolution(client, workflowID, bo, o.decision);
+    // The person waits for the workflow's answer: a decision applied before a crash is never answered as refused.
+    const answer = await sendResolution(client, workflowID, bo, o.decision, { awaitSeconds: 60 }).catch(
+      (e: Error) => e.message,
+    );
     const status = await until('the workflow to finish', async () => {
       const s = await client.getWorkflow(workflowID);
       return s && s.status !== 'PENDING' && s.status !== 'ENQUEUED' ? s : null;
     });
-    return await report(o, ledger, provider, bo, ref, { killed, processes: pids.size, status, ms: Date.now() - t0 });
+    const run = { killed, processes: pids.size, status, answer, ms: Date.now() - t0 };
+    return await report(o, ledger, provider, bo, ref, run);
   } finally {
     stopping = true;
     await kill();
@@ -214,7 +220,13 @@ async function report(
   provider: SandboxProvider,
   bo: BusinessOperationId,
   ref: string,
-  run: { killed: number; processes: number; status: { status: string; output?: unknown; error?: unknown }; ms: number },
+  run: {
+    killed: number;
+    processes: number;
+    status: { status: string; output?: unknown; error?: unknown };
+    answer: string;
+    ms: number;
+  },
 ): Promise<ResolutionDrillReport> {
   const row = await ledger.get(bo);
   const receipts = await ledger.receipts(bo);
@@ -224,6 +236,7 @@ async function report(
     action: o.decision.action,
     killed: run.killed,
     processes: run.processes,
+    answer: run.answer,
     workflowStatus: run.status.status,
     output: run.status.output ?? String(run.status.error ?? ''),
     records: mine.length,
