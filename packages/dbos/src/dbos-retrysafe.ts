@@ -85,11 +85,15 @@ export const handoffEventKey = (businessOperationId: string): string => `retrysa
 const decisionsEventKey = (businessOperationId: string): string => `retrysafe.decisions:${businessOperationId}`;
 const answerEventKey = (decisionId: string): string => `retrysafe.answer:${decisionId}`;
 
+/** Who sends a decision: `DBOS` inside the app, a `DBOSClient` outside it. With a workflow status read (both have one),
+ * a decision sent to a workflow that has ended is refused instead of left unread. */
+export type DbosResolutionSender = Pick<DBOSClient, 'send' | 'getEvent'> &
+  Partial<Pick<DBOSClient, 'getWorkflow'> & Pick<typeof DBOS, 'getWorkflowStatus'>>;
+
 /** Delivers a person's decision to the workflow in `awaitResolution`; a repeat for the same hand-off, sent before the
- * workflow took the first, carries the same DBOS idempotency key (`sender`: `DBOS` inside the app, a `DBOSClient`
- * outside it). */
+ * workflow took the first, carries the same DBOS idempotency key. */
 export async function sendResolution(
-  sender: Pick<DBOSClient, 'send' | 'getEvent'>,
+  sender: DbosResolutionSender,
   workflowId: string,
   businessOperationId: string,
   resolution: DbosResolutionMessage,
@@ -112,10 +116,35 @@ export async function sendResolution(
   const decisionId = sha256Hex(decision).slice(0, 32);
   const message = { ...resolution, handoffAt, decisionId };
   await sender.send(workflowId, message, resolutionTopic(businessOperationId), `retrysafe-resolution-${decisionId}`);
-  if (awaitSeconds === 0) return 'sent';
-  const answer = await sender.getEvent<DbosResolutionAnswer>(workflowId, answerEventKey(decisionId), awaitSeconds);
+  const answer = await answerOf(sender, workflowId, decisionId, awaitSeconds);
+  if (answer === 'ended')
+    throw new DbosResolutionRefusedError(businessOperationId, {
+      code: 'workflow-ended',
+      message: `workflow ${workflowId} has ended, so nothing takes this decision: resolve the operation in the ledger (retrysafe ledger resolve)`,
+    });
   if (answer && 'refused' in answer) throw new DbosResolutionRefusedError(businessOperationId, answer.refused);
   return answer ? 'applied' : 'sent';
+}
+
+/** The workflow's answer to a decision, waited for up to `seconds`; `ended` when the workflow ended without taking it
+ * (a message to an ended workflow lies unread in DBOS, a decision lost without a word). */
+async function answerOf(sender: DbosResolutionSender, workflowId: string, decisionId: string, seconds: number) {
+  const key = answerEventKey(decisionId);
+  const ended = await workflowEnded(sender, workflowId);
+  const answer = await sender.getEvent<DbosResolutionAnswer>(workflowId, key, ended ? 0 : seconds);
+  if (answer) return answer;
+  if (ended) return 'ended';
+  if (seconds === 0 || !(await workflowEnded(sender, workflowId))) return null;
+  // It ended while we waited: had it taken the decision, its answer was written before it returned.
+  return (await sender.getEvent<DbosResolutionAnswer>(workflowId, key, 0)) ?? 'ended';
+}
+
+/** SUCCESS or ERROR: DBOS never runs it again (a cancelled one can be resumed). Unknown without a status read. */
+async function workflowEnded(sender: DbosResolutionSender, workflowId: string): Promise<boolean> {
+  const status = sender.getWorkflowStatus
+    ? await sender.getWorkflowStatus(workflowId)
+    : await sender.getWorkflow?.(workflowId);
+  return status?.status === 'SUCCESS' || status?.status === 'ERROR';
 }
 
 async function publishedHandoffAt(sender: Pick<DBOSClient, 'getEvent'>, workflowId: string, id: string) {

@@ -432,6 +432,18 @@ describe('sendResolution', () => {
     expect(provider.calls()).toBe(calls);
   }, 30_000);
 
+  it('a decision sent to a workflow that has ended (it returned the new hand-off) is refused to its sender, not left unread', async () => {
+    const { wfId, h, bo } = await rejectedAndPublished(withShortWait, 'ended', 'order-ended');
+    provider.failNext({ kind: 'rejected', message: 'still not accepted' });
+    await rs.runner.resolve(bo, { action: 'resume', force: true }, { adapters: [adapter], by: 'grace' });
+    expect(await h.getResult()).toMatchObject({ status: 'handed-off', businessOperationId: bo });
+    // A person answers the new hand-off through the workflow, which no longer waits for anything.
+    await expect(sendResolution(DBOS, wfId, bo, { action: 'abandon', by: 'bob' })).rejects.toSatisfy(
+      (e: unknown) => DbosResolutionRefusedError.isInstance(e) && e.refusal.code === 'workflow-ended',
+    );
+    expect((await rs.ledger.get(bo))!.state).toBe('handed-off');
+  }, 30_000);
+
   it('refuses a decision that is not one', async () => {
     await expect(sendResolution(DBOS, 'any', 'bo-y', { action: 'mark-done' } as never)).rejects.toThrow(TypeError);
   });
