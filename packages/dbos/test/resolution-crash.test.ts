@@ -1,4 +1,5 @@
 import type { DbosResolutionMessage } from '@retrysafe/dbos';
+import { REPLAYING_BEHAVIOUR } from '@retrysafe/sandbox';
 import { describe, expect, it } from 'vitest';
 import { LOOKUP_ONLY } from './crash-harness.js';
 import { type KillPoint, resolutionDrill } from './resolution-drill.js';
@@ -21,6 +22,27 @@ describe('DBOS awaitResolution under real SIGKILLs: the decision applied once, o
         answer: 'applied',
       });
       expect(r.processes).toBe(2); // recovered by DBOS in the replacement process
+      expect(r.output).toMatchObject({ status: 'done' });
+      expect({ records: r.records, row: r.rowState, lease: r.leaseOwner, decisions: r.resolveReceipts }).toEqual({
+        records: 1,
+        row: 'succeeded',
+        lease: null,
+        decisions: 1,
+      });
+    },
+    TIMEOUT_MS,
+  );
+
+  // A key-folding card: the resume taken over after the crash re-sends under the same key, and the provider folds it.
+  it.each(['claimed', 'sent'] as const)(
+    'resume on a key-folding card, killed %s: one record, succeeded, workflow done',
+    async (killAt: KillPoint) => {
+      const r = await resolutionDrill({ killAt, decision: RESUME, behaviour: REPLAYING_BEHAVIOUR });
+      expect({ killed: r.killed, status: r.workflowStatus, answer: r.answer }).toEqual({
+        killed: 1,
+        status: 'SUCCESS',
+        answer: 'applied',
+      });
       expect(r.output).toMatchObject({ status: 'done' });
       expect({ records: r.records, row: r.rowState, lease: r.leaseOwner, decisions: r.resolveReceipts }).toEqual({
         records: 1,
