@@ -322,3 +322,33 @@ describe('a resume whose operation another person closed, and a prune deleted, a
     expect(await ledger.get(id)).toBeNull();
   });
 });
+
+describe('a forced resume decided on an earlier packet (ResolveOptions.handoffAt)', () => {
+  it('is refused once the operation was handed off again since: nothing sent; on the current packet it resumes', async () => {
+    const { provider, adapter, runner, ledger, clock } = setup(FORGETFUL);
+    provider.failNext({ kind: 'unknown-before-commit' });
+    const r = await runner.run(adapter, OP, { params: { ref: 'stale-1' } });
+    if (r.status !== 'handed-off') throw new Error(r.status);
+    const id = r.businessOperationId;
+    // Another person forces a resume first, and it is handed off again: a new packet.
+    clock.advance(1_000);
+    provider.failNext({ kind: 'unknown-before-commit' });
+    const again = await runner.resolve(id, { action: 'resume', force: true }, { adapters: [adapter] });
+    if (again.status !== 'handed-off') throw new Error(again.status);
+    expect(again.packet.createdAt).not.toBe(r.packet.createdAt);
+    const calls = provider.calls();
+    const err = await runner
+      .resolve(id, { action: 'resume', force: true }, { adapters: [adapter], handoffAt: r.packet.createdAt })
+      .catch((e: unknown) => e);
+    expect(UnsafeResumeError.isInstance(err) && err.why).toMatch(/handed off again/);
+    expect(provider.calls()).toBe(calls);
+    expect((await ledger.get(id))?.state).toBe('handed-off');
+    const done = await runner.resolve(
+      id,
+      { action: 'resume', force: true },
+      { adapters: [adapter], handoffAt: again.packet.createdAt },
+    );
+    expect(done.status).toBe('done');
+    expect(provider.count()).toBe(1);
+  });
+});

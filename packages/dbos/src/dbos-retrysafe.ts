@@ -21,6 +21,7 @@ import {
 } from '@retrysafe/core';
 import { createPostgresLedger, type PostgresLedger } from '@retrysafe/ledger-postgres';
 import type pg from 'pg';
+import { type DbosResolutionRefusal, DbosResolutionRefusedError } from './errors/dbos-resolution-refused-error.js';
 import { DbosStepConfigurationError } from './errors/dbos-step-configuration-error.js';
 
 /** The runner's options besides its ledger, and where the ledger lives. */
@@ -62,8 +63,18 @@ export interface AwaitResolutionOptions {
   readonly pollSeconds?: number;
 }
 
-/** A person's decision, as sent to the waiting workflow. */
-export type DbosResolutionMessage = Resolution & { readonly by?: string };
+/** A person's decision, as sent to the waiting workflow. `handoffAt`: the `createdAt` of the packet decided on (default
+ * the published one); a forced resume is refused once the operation has been handed off again since. */
+export type DbosResolutionMessage = Resolution & { readonly by?: string; readonly handoffAt?: string | null };
+
+export interface SendResolutionOptions {
+  /** Wait up to this long for the workflow to take the decision: `applied`, or `DbosResolutionRefusedError` for one it
+   * did not apply; `sent` when not taken yet (default 0: return once sent). */
+  readonly awaitSeconds?: number;
+}
+
+/** What the workflow answers a decision it took, under `answerEventKey` of the decision's id. */
+type DbosResolutionAnswer = { readonly applied: true } | { readonly refused: DbosResolutionRefusal };
 
 const RUN_ID = /^[A-Za-z0-9._:-]{1,96}$/;
 const LEASE_EXPIRED = 'RETRYSAFE_LEASE_EXPIRED';
@@ -71,32 +82,74 @@ const LEASE_EXPIRED = 'RETRYSAFE_LEASE_EXPIRED';
 /** The DBOS message topic and event key of one handed-off operation's resolution and outcome. */
 export const resolutionTopic = (businessOperationId: string): string => `retrysafe.resolution:${businessOperationId}`;
 export const handoffEventKey = (businessOperationId: string): string => `retrysafe.handoff:${businessOperationId}`;
+const decisionsEventKey = (businessOperationId: string): string => `retrysafe.decisions:${businessOperationId}`;
+const answerEventKey = (decisionId: string): string => `retrysafe.answer:${decisionId}`;
 
-/** Delivers a person's decision to the workflow in `awaitResolution`; a repeat for the same hand-off carries the same DBOS
- * idempotency key (`sender`: `DBOS` inside the app, a `DBOSClient` outside it). */
+/** Who sends a decision: `DBOS` inside the app, a `DBOSClient` outside it. With a workflow status read (both have one),
+ * a decision sent to a workflow that has ended is refused instead of left unread. */
+export type DbosResolutionSender = Pick<DBOSClient, 'send' | 'getEvent'> &
+  Partial<Pick<DBOSClient, 'getWorkflow'> & Pick<typeof DBOS, 'getWorkflowStatus'>>;
+
+/** Delivers a person's decision to the workflow in `awaitResolution`; a repeat for the same hand-off, sent before the
+ * workflow took the first, carries the same DBOS idempotency key. */
 export async function sendResolution(
-  sender: Pick<DBOSClient, 'send' | 'getEvent'>,
+  sender: DbosResolutionSender,
   workflowId: string,
   businessOperationId: string,
   resolution: DbosResolutionMessage,
-): Promise<void> {
+  options: SendResolutionOptions = {},
+): Promise<'applied' | 'sent'> {
   if (!isResolution(resolution))
     throw new TypeError(
       'resolution must be { action: "resume", force? } | { action: "mark-done", providerRef } | { action: "abandon" }',
     );
+  const awaitSeconds = bound(options, 'awaitSeconds', 0);
   const providerRef = 'providerRef' in resolution ? resolution.providerRef : null;
   // A forced resume is another decision than the refused unforced one before it: it must not be folded into it.
   const force = 'force' in resolution && resolution.force === true;
   // The same decision for a later hand-off of the operation is another decision: the published hand-off names which.
-  const handoff = await sender.getEvent<{ packet?: { createdAt?: unknown } }>(
-    workflowId,
-    handoffEventKey(businessOperationId),
-    0,
-  );
-  const at = handoff?.packet?.createdAt ?? null;
-  const decision = JSON.stringify([businessOperationId, resolution.action, providerRef, force, at]);
-  const digest = sha256Hex(decision).slice(0, 32);
-  await sender.send(workflowId, resolution, resolutionTopic(businessOperationId), `retrysafe-resolution-${digest}`);
+  const handoffAt = resolution.handoffAt ?? (await publishedHandoffAt(sender, workflowId, businessOperationId));
+  // Once the workflow took a decision, the same one sent again is a new message: that one may have found the
+  // operation busy elsewhere, and a hand-off made elsewhere is published only at the workflow's next poll.
+  const taken = (await sender.getEvent<number>(workflowId, decisionsEventKey(businessOperationId), 0)) ?? 0;
+  const decision = JSON.stringify([businessOperationId, resolution.action, providerRef, force, handoffAt, taken]);
+  const decisionId = sha256Hex(decision).slice(0, 32);
+  const message = { ...resolution, handoffAt, decisionId };
+  await sender.send(workflowId, message, resolutionTopic(businessOperationId), `retrysafe-resolution-${decisionId}`);
+  const answer = await answerOf(sender, workflowId, decisionId, awaitSeconds);
+  if (answer === 'ended')
+    throw new DbosResolutionRefusedError(businessOperationId, {
+      code: 'workflow-ended',
+      message: `workflow ${workflowId} has ended, so nothing takes this decision: resolve the operation in the ledger (retrysafe ledger resolve)`,
+    });
+  if (answer && 'refused' in answer) throw new DbosResolutionRefusedError(businessOperationId, answer.refused);
+  return answer ? 'applied' : 'sent';
+}
+
+/** The workflow's answer to a decision, waited for up to `seconds`; `ended` when the workflow ended without taking it
+ * (a message to an ended workflow lies unread in DBOS, a decision lost without a word). */
+async function answerOf(sender: DbosResolutionSender, workflowId: string, decisionId: string, seconds: number) {
+  const key = answerEventKey(decisionId);
+  const ended = await workflowEnded(sender, workflowId);
+  const answer = await sender.getEvent<DbosResolutionAnswer>(workflowId, key, ended ? 0 : seconds);
+  if (answer) return answer;
+  if (ended) return 'ended';
+  if (seconds === 0 || !(await workflowEnded(sender, workflowId))) return null;
+  // It ended while we waited: had it taken the decision, its answer was written before it returned.
+  return (await sender.getEvent<DbosResolutionAnswer>(workflowId, key, 0)) ?? 'ended';
+}
+
+/** SUCCESS or ERROR: DBOS never runs it again (a cancelled one can be resumed). Unknown without a status read. */
+async function workflowEnded(sender: DbosResolutionSender, workflowId: string): Promise<boolean> {
+  const status = sender.getWorkflowStatus
+    ? await sender.getWorkflowStatus(workflowId)
+    : await sender.getWorkflow?.(workflowId);
+  return status?.status === 'SUCCESS' || status?.status === 'ERROR';
+}
+
+async function publishedHandoffAt(sender: Pick<DBOSClient, 'getEvent'>, workflowId: string, id: string) {
+  const handoff = await sender.getEvent<{ packet?: { createdAt?: string } }>(workflowId, handoffEventKey(id), 0);
+  return handoff?.packet?.createdAt ?? null;
 }
 
 /** The workflow id as the run id when the contract accepts it (DBOS's UUIDs are), else `dbos-wf-` and its hash. */
@@ -232,7 +285,7 @@ async function runOperation(
 }
 
 async function awaitResolution(
-  { runner, ledger }: Parts,
+  parts: Parts,
   adapter: AdapterV1,
   outcome: DbosOperationOutcome,
   waitOptions: AwaitResolutionOptions = {},
@@ -249,6 +302,8 @@ async function awaitResolution(
   const id = outcome.businessOperationId;
   await DBOS.setEvent(handoffEventKey(id), outcome);
   const deadline = (await DBOS.now()) + timeoutSeconds * 1000;
+  // Counted across waits on the same operation: a count that started again would fold a new decision into a taken one.
+  let taken = (await DBOS.getEvent<number>(DBOS.workflowID!, decisionsEventKey(id), 0)) ?? 0;
   for (;;) {
     const left = deadline - (await DBOS.now());
     if (left <= 0) return outcome;
@@ -256,28 +311,58 @@ async function awaitResolution(
       resolutionTopic(id),
       Math.max(1, Math.min(pollSeconds, Math.ceil(left / 1000))),
     );
-    const next = await asStep(`retrysafe:resolve:${outcome.packet.operation}`, false, runId, async (attemptIds) => {
-      if (isResolution(message)) {
-        const by = typeof message.by === 'string' ? message.by : undefined;
-        try {
-          return fromRunResult(await runner.resolve(id, message, { adapters: [adapter], runId, attemptIds, by }));
-        } catch (err) {
-          // An unsafe resume without force keeps the workflow waiting; one resolved elsewhere reads the ledger.
-          if (UnsafeResumeError.isInstance(err)) return null;
-          if (!InvalidStateError.isInstance(err)) throw err;
-        }
-      }
-      const rec = await ledger.get(id);
-      if (!rec || isTerminal(rec)) return rec ? fromRecord(rec, outcome.packet) : null;
-      // Open: a resume under way, or one whose worker died (this step's own execution before a crash). Driven as
-      // stored (its id and intent, which its params need not name) once a dead holder's lease has run out.
-      const [report] = await runner.recover({ adapters: [adapter], businessOperationId: id, runId, attemptIds });
-      return report?.result ? fromRunResult(report.result) : null;
-    });
+    // Published before acting: the same decision sent from now on is not folded into this one (sendResolution).
+    if (message !== null) await DBOS.setEvent(decisionsEventKey(id), ++taken);
+    const { next, answer } = await asStep(`retrysafe:resolve:${outcome.packet.operation}`, false, runId, (attemptIds) =>
+      decide(parts, adapter, id, message, outcome.packet, { runId, attemptIds }),
+    );
+    const decisionId = (message as { decisionId?: unknown } | null)?.decisionId;
+    if (answer && typeof decisionId === 'string') await DBOS.setEvent(answerEventKey(decisionId), answer);
     if (next === null || next.status === 'in-progress') continue;
     await DBOS.setEvent(handoffEventKey(id), next);
     return next;
   }
+}
+
+/** In the resolve step: the decision received (or none, a poll) applied through the runner, then the ledger read. The
+ * outcome to return (null: wait on) and, for a decision, the answer its sender may wait for. */
+async function decide(
+  { runner, ledger }: Parts,
+  adapter: AdapterV1,
+  id: BusinessOperationId,
+  message: unknown,
+  published: HandoffPacket,
+  run: { runId: string; attemptIds: () => string },
+): Promise<{ next: DbosOperationOutcome | null; answer: DbosResolutionAnswer | null }> {
+  let answer: DbosResolutionAnswer | null = null;
+  if (isResolution(message)) {
+    const by = typeof message.by === 'string' ? message.by : undefined;
+    const handoffAt = typeof message.handoffAt === 'string' ? message.handoffAt : undefined;
+    try {
+      const r = await runner.resolve(id, message, { adapters: [adapter], ...run, by, handoffAt });
+      if (r.status !== 'in-progress') return { next: fromRunResult(r), answer: { applied: true } };
+      answer = { refused: { code: 'in-progress', message: 'another worker was resuming it: nothing applied' } };
+    } catch (err) {
+      // Not applied (not safe, handed off again since, or no longer handed off): its sender is told, and the ledger
+      // says what the workflow waits on now.
+      if (!UnsafeResumeError.isInstance(err) && !InvalidStateError.isInstance(err)) throw err;
+      const refused = { refused: { code: err.code, message: err.message } };
+      answer = (await appliedBeforeCrash(ledger, id, run.runId)) ? { applied: true } : refused;
+    }
+  }
+  const rec = await ledger.get(id);
+  if (!rec || isTerminal(rec)) return { next: rec ? fromRecord(rec, published) : null, answer };
+  // Open: a resume under way, or one whose worker died (this step's own execution before a crash). Driven as
+  // stored (its id and intent, which its params need not name) once a dead holder's lease has run out.
+  const [report] = await runner.recover({ adapters: [adapter], businessOperationId: id, ...run });
+  return { next: report?.result ? fromRunResult(report.result) : null, answer };
+}
+
+/** Whether this step's own execution before a crash applied the decision (its resolve receipt carries this step's id
+ * in its attempt id): then the operation is no longer as it was, because of this very decision. */
+async function appliedBeforeCrash(ledger: PostgresLedger, id: BusinessOperationId, runId: string): Promise<boolean> {
+  const step = `${runId}:s${DBOS.stepID ?? 0}.`;
+  return (await ledger.receipts(id)).some((r) => r.kind === 'resolve' && r.attemptId.startsWith(step));
 }
 
 /** retrysafe inside DBOS: operations as DBOS steps with DBOS's retries off, ledger on DBOS's PostgreSQL. The ledger

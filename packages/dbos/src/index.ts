@@ -1,3 +1,4 @@
-/** @retrysafe/dbos: retrysafe operations as DBOS steps. Every export of these two modules is public. */
+/** @retrysafe/dbos: retrysafe operations as DBOS steps. Every export of these modules is public. */
 export * from './dbos-retrysafe.js';
+export * from './errors/dbos-resolution-refused-error.js';
 export * from './errors/dbos-step-configuration-error.js';

@@ -40,7 +40,7 @@ export function expectOneRecordEach(r: CrashPhaseReport, workflows: number): voi
   expect(seen).toEqual({ duplicated: 0, missing: 0, records: workflows });
 }
 
-const WORKER = fileURLToPath(new URL('./fixtures/crash-worker.mjs', import.meta.url));
+export const WORKER = fileURLToPath(new URL('./fixtures/crash-worker.mjs', import.meta.url));
 
 /** The tests need a real PostgreSQL (DATABASE_URL, loopback); without it they fail loudly, never skip. */
 export function databaseUrl(): string {

@@ -2,9 +2,11 @@ import { randomBytes } from 'node:crypto';
 import { DBOS } from '@dbos-inc/dbos-sdk';
 import { type BusinessOperationId, LeaseExpiredError } from '@retrysafe/contract';
 import { identityFields } from '@retrysafe/contract/ledger';
+import { createRunner } from '@retrysafe/core';
 import {
   createDbosRetrysafe,
   type DbosOperationOutcome,
+  DbosResolutionRefusedError,
   DbosStepConfigurationError,
   handoffEventKey,
   resolutionTopic,
@@ -89,6 +91,15 @@ const handedOffTwice = DBOS.registerWorkflow(
     return outcome;
   },
   { name: 'handedOffTwice' },
+);
+
+// Polls the ledger seldom: a hand-off made elsewhere stays unpublished for a while.
+const withSlowPoll = DBOS.registerWorkflow(
+  async (ref: string): Promise<DbosOperationOutcome> => {
+    const first = await rs.run(adapter, OP, { params: { ref } });
+    return rs.awaitResolution(adapter, first, { timeoutSeconds: 20, pollSeconds: 6 });
+  },
+  { name: 'withSlowPoll' },
 );
 
 const receiveTwice = DBOS.registerWorkflow(
@@ -327,12 +338,15 @@ async function diedMidResume(bo: BusinessOperationId) {
 }
 
 describe('sendResolution', () => {
+  // What sendResolution adds to a decision: the hand-off it answers (none published here) and the decision's id.
+  const unpublished = { handoffAt: null, decisionId: expect.stringMatching(/^[0-9a-f]{32}$/) };
+
   it('the same decision sent twice reaches the workflow once (DBOS idempotency key from the decision)', async () => {
     const wfId = `recv-twice-${tag}`;
     const h = await start(receiveTwice, wfId, 'bo-x');
     await sendResolution(DBOS, wfId, 'bo-x', { action: 'abandon', by: 'carol' });
     await sendResolution(DBOS, wfId, 'bo-x', { action: 'abandon', by: 'carol' });
-    expect(await h.getResult()).toEqual([{ action: 'abandon', by: 'carol' }, null]);
+    expect(await h.getResult()).toEqual([{ action: 'abandon', by: 'carol', ...unpublished }, null]);
   });
 
   it('a forced resume after a refused unforced one reaches the workflow (two decisions, not one repeated)', async () => {
@@ -341,8 +355,8 @@ describe('sendResolution', () => {
     await sendResolution(DBOS, wfId, 'bo-f', { action: 'resume', by: 'dave' });
     await sendResolution(DBOS, wfId, 'bo-f', { action: 'resume', force: true, by: 'dave' });
     expect(await h.getResult()).toEqual([
-      { action: 'resume', by: 'dave' },
-      { action: 'resume', force: true, by: 'dave' },
+      { action: 'resume', by: 'dave', ...unpublished },
+      { action: 'resume', force: true, by: 'dave', ...unpublished },
     ]);
   });
 
@@ -361,6 +375,69 @@ describe('sendResolution', () => {
     await sendResolution(DBOS, wfId, bo, { action: 'resume', force: true, by: 'frank' });
     expect(await h.getResult()).toMatchObject({ status: 'done', businessOperationId: bo });
     expect(provider.count() - before).toBe(1);
+  }, 30_000);
+
+  it('a decision repeated once the operation was handed off again elsewhere reaches the workflow and is applied, not dropped', async () => {
+    const { wfId, h, bo } = await rejectedAndPublished(withSlowPoll, 'again-elsewhere', 'order-again-elsewhere');
+    // Grace resumes it from the CLI (another process, another lease owner); the provider is slow, then rejects it again.
+    const cli = createRunner({ ledger: rs.ledger, owner: 'cli-grace', policy: { leaseMs: 2_000 } });
+    let answer = () => {};
+    const gate = new Promise<void>((r) => {
+      answer = r;
+    });
+    const slow: typeof adapter = {
+      ...adapter,
+      doExecute: async (...args) => {
+        await gate;
+        return adapter.doExecute(...args);
+      },
+    };
+    provider.failNext({ kind: 'rejected', message: 'still not accepted' });
+    const elsewhere = cli.resolve(bo, { action: 'resume', force: true }, { adapters: [slow], by: 'grace' });
+    await waitFor(async () => ((await rs.ledger.get(bo))?.state === 'dispatched' ? true : null));
+    // Bob abandons it meanwhile: the workflow finds it being resumed elsewhere, applies nothing, tells him and waits on.
+    await expect(
+      sendResolution(DBOS, wfId, bo, { action: 'abandon', by: 'bob' }, { awaitSeconds: 10 }),
+    ).rejects.toSatisfy(
+      (e: unknown) => DbosResolutionRefusedError.isInstance(e) && e.refusal.code === 'RETRYSAFE_INVALID_STATE',
+    );
+    answer();
+    expect(await elsewhere).toMatchObject({ status: 'handed-off' });
+    // Bob reads the new hand-off in the ledger and abandons it: his decision must not be taken for the first one.
+    expect(await sendResolution(DBOS, wfId, bo, { action: 'abandon', by: 'bob' }, { awaitSeconds: 10 })).toBe(
+      'applied',
+    );
+    expect(await h.getResult()).toMatchObject({ status: 'resolved', businessOperationId: bo, state: 'abandoned' });
+    expect((await rs.ledger.get(bo))!.state).toBe('abandoned');
+  }, 30_000);
+
+  it('a forced resume sent for a hand-off replaced elsewhere is not forced past the new packet: nothing sent', async () => {
+    const { wfId, h, bo } = await rejectedAndPublished(withSlowPoll, 'stale-force', 'order-stale-force');
+    // Grace resumes it from the CLI and it is rejected again: a new packet, not yet published by the workflow.
+    provider.failNext({ kind: 'rejected', message: 'still not accepted' });
+    const again = await rs.runner.resolve(bo, { action: 'resume', force: true }, { adapters: [adapter], by: 'grace' });
+    if (again.status !== 'handed-off') throw new Error(again.status);
+    const calls = provider.calls();
+    // Alice fixed the first packet's cause and forces a resume on it; she never read the new one.
+    await expect(
+      sendResolution(DBOS, wfId, bo, { action: 'resume', force: true, by: 'alice' }, { awaitSeconds: 10 }),
+    ).rejects.toSatisfy(
+      (e: unknown) => DbosResolutionRefusedError.isInstance(e) && e.refusal.code === 'RETRYSAFE_UNSAFE_RESUME',
+    );
+    expect(await h.getResult()).toMatchObject({ status: 'handed-off', packet: { createdAt: again.packet.createdAt } });
+    expect(provider.calls()).toBe(calls);
+  }, 30_000);
+
+  it('a decision sent to a workflow that has ended (it returned the new hand-off) is refused to its sender, not left unread', async () => {
+    const { wfId, h, bo } = await rejectedAndPublished(withShortWait, 'ended', 'order-ended');
+    provider.failNext({ kind: 'rejected', message: 'still not accepted' });
+    await rs.runner.resolve(bo, { action: 'resume', force: true }, { adapters: [adapter], by: 'grace' });
+    expect(await h.getResult()).toMatchObject({ status: 'handed-off', businessOperationId: bo });
+    // A person answers the new hand-off through the workflow, which no longer waits for anything.
+    await expect(sendResolution(DBOS, wfId, bo, { action: 'abandon', by: 'bob' })).rejects.toSatisfy(
+      (e: unknown) => DbosResolutionRefusedError.isInstance(e) && e.refusal.code === 'workflow-ended',
+    );
+    expect((await rs.ledger.get(bo))!.state).toBe('handed-off');
   }, 30_000);
 
   it('refuses a decision that is not one', async () => {

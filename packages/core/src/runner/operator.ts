@@ -253,7 +253,13 @@ export async function resolve(
   }
   const refused = (why: string) => new InvalidStateError(id, record.state, why);
   if (record.state !== 'handed-off') throw refused(`only a handed-off operation can be resolved (${action})`);
-  if (action === 'resume') return resume(ctx, record, resolution.force === true, opts.adapters ?? [], person);
+  if (action === 'resume') {
+    const force = resolution.force === true;
+    // Forced past a packet the person never read, as when it is handed off again during the resume (below).
+    if (force && opts.handoffAt !== undefined && record.handoff?.createdAt !== opts.handoffAt)
+      throw new UnsafeResumeError(id, HANDED_OFF_AGAIN);
+    return resume(ctx, record, force, opts.adapters ?? [], person);
+  }
   if (action !== 'mark-done' && action !== 'abandon') throw refused(`unknown resolution ${JSON.stringify(action)}`);
   return close(ctx, record, resolution, person);
 }
@@ -277,6 +283,8 @@ async function checkChain(ctx: RunnerContext, id: BusinessOperationId): Promise<
 }
 
 type PersonRun = Pick<Operation, 'runId' | 'attemptIds'> & { readonly by: string };
+
+const HANDED_OFF_AGAIN = 'it was handed off again after you read it: read the new packet first';
 
 /** `resume`: re-sends with the SAME provider key and a fresh budget, unless the packet marks it unsafe and `force` is not set. */
 async function resume(
@@ -316,7 +324,7 @@ async function resume(
     if (claim.record.handoff && !MAYBE_APPLIED_STATES.includes(claim.record.state)) {
       const current = await ledger.handOff(fenceOf(claim.record), claim.record.handoff, clock.now());
       if (force)
-        throw new UnsafeResumeError(id, 'it was handed off again after you read it: read the new packet first');
+        throw new UnsafeResumeError(id, HANDED_OFF_AGAIN);
       checkSealable(ctx, current, 'resume it'); // its receipts may now be sealed with a key this runner lacks
       return resume(ctx, current, false, adapters, p);
     }

@@ -148,6 +148,9 @@ export type ResolveResult =
 export interface ResolveOptions extends Pick<RunInput, 'runId' | 'attemptIds'> {
   readonly adapters?: readonly AdapterV1[];
   readonly by?: string;
+  /** `createdAt` of the packet the person decided on, when the decision travelled (an engine's message, a queue): a
+   * forced resume is refused (`UnsafeResumeError`) if the operation has been handed off again since. */
+  readonly handoffAt?: string;
 }
 
 /** `RunInput` whose params are the operation's declared params type. */
