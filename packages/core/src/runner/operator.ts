@@ -323,8 +323,7 @@ async function resume(
     // resume was forced against the old one).
     if (claim.record.handoff && !MAYBE_APPLIED_STATES.includes(claim.record.state)) {
       const current = await ledger.handOff(fenceOf(claim.record), claim.record.handoff, clock.now());
-      if (force)
-        throw new UnsafeResumeError(id, HANDED_OFF_AGAIN);
+      if (force) throw new UnsafeResumeError(id, HANDED_OFF_AGAIN);
       checkSealable(ctx, current, 'resume it'); // its receipts may now be sealed with a key this runner lacks
       return resume(ctx, current, false, adapters, p);
     }
