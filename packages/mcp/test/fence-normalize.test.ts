@@ -77,7 +77,12 @@ const upstreamTools = [
     name: 'create_order',
     inputSchema: {
       type: 'object' as const,
-      properties: { customer: { type: 'string' }, ref: { type: 'string' }, tags: { type: 'array' } },
+      properties: {
+        customer: { type: 'string' },
+        ref: { type: 'string' },
+        tags: { type: 'array' },
+        lines: { type: 'array' },
+      },
     },
   },
   { name: 'list_orders', inputSchema: { type: 'object' as const } },
@@ -176,6 +181,27 @@ describe('fence file normalize: the lookup compares the intent as its id reads i
     // the lookup lists the orders of {{customer}}: an upstream that filters exactly would not list "cus_1 "'s
     expect(await lookup({ normalize: [customer] }, [], 'PO-1')).toMatchObject({ kind: 'cannot-tell' });
     expect(await lookup({ normalize: [customer] }, made, 'PO-1')).toMatchObject({ kind: 'found' });
+  });
+});
+
+describe('fence file normalize: a lookup that matches an array item', () => {
+  it('a rule on every item (lines.ref) reads the item the match names (lines.0.ref): found, not made again', async () => {
+    // The upstream keeps line refs trimmed; the call spells one with spaces, which the card compares trimmed.
+    const lines = { field: 'lines.ref', compare: 'normalized', steps: ['trim'], source: 'line refs, spaces aside' };
+    const match = { customer: 'customer', ref: 'ref', 'lines.0.ref': 'lines.0.ref' };
+    const tool = { paramComparison: [lines], lookup: { ...ordersTool({ lateApplyBound: '1s' }).lookup, match } };
+    const made = [{ id: 'ord_7', customer: 'cus_1', ref: 'PO-7', lines: [{ ref: 'L-1' }] }];
+    const adapter = fenceAdapter(tool, listed(made));
+    const now = Date.now();
+    const params = { customer: 'cus_1', ref: 'PO-7', lines: [{ ref: ' L-1 ' }] };
+    const ctx = lookupContext(adapter, 'create_order', asBusinessOperationId('orders.create_order:x'), params, {
+      firstDispatchedAt: now - 60_000,
+      now,
+    });
+    expect(await adapter.doLookup('create_order', ctx)).toMatchObject({
+      kind: 'found',
+      outcome: { providerRef: 'ord_7' },
+    });
   });
 });
 

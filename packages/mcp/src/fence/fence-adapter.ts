@@ -152,9 +152,20 @@ const same = (a: unknown, b: unknown) => a === b || (typeof a === 'object' && a 
 const cardRules = (t: FenceToolConfig) =>
   [...(t.paramComparison ?? []), ...(t.normalize ?? [])] as Parameters<typeof normalizeParams>[1];
 
-/** The value at an argument path as the tool's card reads it (its rules at, above or beneath the path). */
-const normalAt = (t: FenceToolConfig, path: string, value: unknown) =>
-  readPath(normalizeParams(withPath({}, path, value), cardRules(t)), path);
+/** A copy of `holder` with `value` at `parts`; an array stays an array, so a rule on every item reads the one named. */
+function replaced(holder: unknown, parts: readonly string[], value: unknown): unknown {
+  const [head, ...rest] = parts;
+  if (head === undefined) return value;
+  const copy = (
+    Array.isArray(holder) ? [...holder] : { ...(typeof holder === 'object' && holder !== null ? holder : {}) }
+  ) as Record<string, unknown>;
+  copy[head] = replaced(copy[head], rest, value);
+  return copy;
+}
+
+/** `value`, put at an argument path of the call's `args`, as the tool's card reads it (its rules at, above or beneath). */
+const normalAt = (t: FenceToolConfig, args: unknown, path: string, value: unknown) =>
+  readPath(normalizeParams(replaced(args, path.split('.'), value), cardRules(t)), path);
 
 /** Whether a rule that is not an exact comparison reads the value at an argument path (at, above or beneath it). */
 const normalised = (t: FenceToolConfig, path: string) =>
@@ -314,10 +325,10 @@ export function createFenceAdapter(options: {
       // compared as the card reads them.
       const normal = wanted.map(([itemPath, want]) => {
         const argPath = l.match[itemPath]!;
-        return { itemPath, argPath, want: normalAt(t, argPath, want) };
+        return { itemPath, argPath, want: normalAt(t, sent, argPath, want) };
       });
       const match = items.find((item) =>
-        normal.every(({ itemPath, argPath, want }) => same(normalAt(t, argPath, readPath(item, itemPath)), want)),
+        normal.every(({ itemPath, argPath, want }) => same(normalAt(t, sent, argPath, readPath(item, itemPath)), want)),
       );
       // A page with more after it is not the whole list: the item may be on a page not read.
       if (match === undefined && l.more !== undefined && saysMoreFollow(readPath(value, l.more)))
