@@ -1,7 +1,8 @@
 // The input checks every ledger applies, so each refuses the same bad input with the same LedgerError: NaN, -1 or a
 // string would otherwise be kept by one ledger, turned to null or read as "all" by another, refused by a third.
 import { LedgerError } from './errors.js';
-import type { Fenced } from './ledger.js';
+import type { Fenced, ListFilter, PruneOptions } from './ledger.js';
+import { type OperationState, PRUNABLE_STATES, STATES } from './ledger-states.js';
 import type { OnUnreadable } from './ledger-stored.js';
 import type { HandoffPacket } from './receipt.js';
 
@@ -56,4 +57,29 @@ export function checkPacket(packet: HandoffPacket): void {
 export function checkRenewal(leaseMs: number, now: number): void {
   checkNow(now, 'renewLease');
   checkLease(leaseMs, 'renewLease');
+}
+
+export function checkPruneOptions(options: PruneOptions): readonly OperationState[] {
+  if (!options || typeof options.before !== 'number' || !Number.isFinite(options.before))
+    throw new LedgerError('prune: before must be epoch ms');
+  if (options.batchSize !== undefined && !(Number.isInteger(options.batchSize) && options.batchSize >= 1))
+    throw new LedgerError('prune: batchSize must be an integer ≥ 1');
+  if (options.onPrune !== undefined && typeof options.onPrune !== 'function')
+    throw new LedgerError('prune: onPrune must be a function');
+  const states = options.states ?? PRUNABLE_STATES;
+  if (!Array.isArray(states)) throw new LedgerError('prune: states must be a list of states');
+  const refused = states.find((st) => !PRUNABLE_STATES.includes(st));
+  if (refused !== undefined)
+    throw new LedgerError(
+      `prune: ${JSON.stringify(refused)} operations are never pruned (only ${PRUNABLE_STATES.join(', ')})`,
+    );
+  return states;
+}
+
+export function checkListFilter(filter: ListFilter): void {
+  checkLimit(filter.limit, 'list');
+  checkOnUnreadable(filter.onUnreadable, 'list');
+  const { states } = filter;
+  if (states !== undefined && !(Array.isArray(states) && states.every((s) => STATES.includes(s))))
+    throw new LedgerError(`list: states must be a list of states, got ${JSON.stringify(states)}`);
 }

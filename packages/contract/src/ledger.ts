@@ -2,30 +2,26 @@
 // ledger applies inside its own atomic section: read the record, call the rule, write what it returns.
 import { InvalidStateError, LeaseLostError, LedgerError } from './errors.js';
 import type { BusinessOperationId, ProviderKey } from './ids.js';
-import {
-  checkLease,
-  checkLimit,
-  checkNow,
-  checkOnUnreadable,
-  checkPacket,
-  checkRefTexts,
-  checkRenewal,
-  hasNul,
-} from './ledger-checks.js';
+import { checkLease, checkNow, checkPacket, checkRefTexts, checkRenewal, hasNul } from './ledger-checks.js';
+import { type OperationState, STATES, TERMINAL_STATES } from './ledger-states.js';
 import type { OnUnreadable } from './ledger-stored.js';
 import type { HandoffPacket, Receipt } from './receipt.js';
 
-export { checkPacket, checkRecoverCandidates, checkRef, checkRenewal } from './ledger-checks.js';
+export {
+  checkListFilter,
+  checkPacket,
+  checkPruneOptions,
+  checkRecoverCandidates,
+  checkRef,
+  checkRenewal,
+} from './ledger-checks.js';
+export {
+  type OperationState,
+  PRUNABLE_STATES,
+  RECOVERABLE_STATES,
+  TERMINAL_STATES,
+} from './ledger-states.js';
 export * from './ledger-stored.js';
-
-// claimed → dispatched → succeeded | rejected | unknown | in-progress → reconciling → … | handed-off; only a
-// person abandons, or resumes a handed-off operation. A crashed worker may have left an effect in any open state.
-const OPEN = ['claimed', 'dispatched', 'unknown', 'in-progress', 'reconciling'] as const;
-const ENDED = ['succeeded', 'rejected', 'handed-off', 'abandoned'] as const;
-export type OperationState = (typeof OPEN | typeof ENDED)[number];
-export const RECOVERABLE_STATES: readonly OperationState[] = OPEN;
-export const TERMINAL_STATES: readonly OperationState[] = ENDED;
-const STATES: readonly OperationState[] = [...OPEN, ...ENDED];
 
 export interface OperationRecord {
   readonly businessOperationId: BusinessOperationId;
@@ -145,9 +141,6 @@ export interface LedgerCapabilities {
   readonly sharedLeaseClock?: boolean;
 }
 
-/** `handed-off` waits for a person and is never pruned. */
-export const PRUNABLE_STATES: readonly OperationState[] = ['succeeded', 'rejected', 'abandoned'];
-
 /** Closed operations (`states`, default PRUNABLE_STATES) whose `updatedAt` is before `before`. */
 export interface PruneOptions {
   readonly before: number;
@@ -157,23 +150,6 @@ export interface PruneOptions {
   readonly onPrune?: (record: OperationRecord, receipts: readonly Receipt[]) => void | Promise<void>;
   /** Operations per delete transaction (default 500): keeps each write lock short. */
   readonly batchSize?: number;
-}
-
-export function checkPruneOptions(options: PruneOptions): readonly OperationState[] {
-  if (!options || typeof options.before !== 'number' || !Number.isFinite(options.before))
-    throw new LedgerError('prune: before must be epoch ms');
-  if (options.batchSize !== undefined && !(Number.isInteger(options.batchSize) && options.batchSize >= 1))
-    throw new LedgerError('prune: batchSize must be an integer ≥ 1');
-  if (options.onPrune !== undefined && typeof options.onPrune !== 'function')
-    throw new LedgerError('prune: onPrune must be a function');
-  const states = options.states ?? PRUNABLE_STATES;
-  if (!Array.isArray(states)) throw new LedgerError('prune: states must be a list of states');
-  const refused = states.find((st) => !PRUNABLE_STATES.includes(st));
-  if (refused !== undefined)
-    throw new LedgerError(
-      `prune: ${JSON.stringify(refused)} operations are never pruned (only ${PRUNABLE_STATES.join(', ')})`,
-    );
-  return states;
 }
 
 export interface PruneReport {
@@ -225,14 +201,6 @@ export function leaseLive(record: OperationRecord, now: number): boolean {
 }
 
 const RELEASED = { leaseOwner: null, leaseExpiresAt: null } as const;
-
-export function checkListFilter(filter: ListFilter): void {
-  checkLimit(filter.limit, 'list');
-  checkOnUnreadable(filter.onUnreadable, 'list');
-  const { states } = filter;
-  if (states !== undefined && !(Array.isArray(states) && states.every((s) => STATES.includes(s))))
-    throw new LedgerError(`list: states must be a list of states, got ${JSON.stringify(states)}`);
-}
 
 /** The claim's fields a record is found, listed and compared by. */
 const CLAIM_TEXTS = ['provider', 'operation', 'intentFingerprint', 'paramsFingerprint'] as const;
