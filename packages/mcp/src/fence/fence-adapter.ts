@@ -1,11 +1,8 @@
 import { isDeepStrictEqual } from 'node:util';
 import type { Tool } from '@modelcontextprotocol/sdk/types.js';
 import {
-  CardValidationError,
   defineAdapter,
-  defineCard,
   type FrameOperation,
-  fact,
   type OperationSpec,
   type Outcome,
   type RetrySafetyCard,
@@ -15,6 +12,7 @@ import { classifyTransportFailure, lookupMiss, saysMoreFollow } from '@retrysafe
 import { normalizeParams, withinIntent } from '@retrysafe/contract/rules';
 import { checkParamsSchema } from '@retrysafe/core/internal';
 import { LOOKUP_TOOLS } from '../server.js';
+import { KEY_CHARSET, toolCard } from './fence-card.js';
 import { type FenceConfig, FenceConfigError, type FenceToolConfig } from './fence-config.js';
 import { type UpstreamClient, UpstreamUnavailableError } from './upstream.js';
 
@@ -353,161 +351,4 @@ export function createFenceAdapter(options: {
       return { kind: 'found', outcome: succeeded(t, result, match) };
     },
   });
-}
-
-const KEY_CHARSET = 'A-Za-z0-9_-';
-
-/** The tool's card; its `normalize` and `paramComparison` are judged by the contract's card validator, and refused
- * naming the fence file's path. */
-function toolCard(config: Pick<FenceConfig, 'name' | 'policy'>, toolName: string, t: FenceToolConfig) {
-  try {
-    return fenceCard(config, toolName, t);
-  } catch (e) {
-    if (!CardValidationError.isInstance(e)) throw e;
-    const where = (path: string) => {
-      const [card, key] = Object.entries(FENCE_KEYS).find(([card]) => path.startsWith(card)) ?? [];
-      return card ? `tools.${toolName}.${key}${path.slice(card.length)}` : `tools.${toolName} (card ${path})`;
-    };
-    throw new FenceConfigError(e.problems.map((p) => `${where(p.path)}: ${p.message}`).join('; '));
-  }
-}
-/** The card paths a fence file declares as they are, by its key. */
-const FENCE_KEYS = { 'businessOperationId.normalize': 'normalize', paramComparison: 'paramComparison' };
-const CLASSIFY = 'fence: packages/mcp/src/fence/fence-adapter.ts (classify)';
-
-/** What the fence file declares; the rest is `unknown` and listed as unverified. */
-function fenceCard(config: Pick<FenceConfig, 'name' | 'policy'>, toolName: string, t: FenceToolConfig) {
-  const declared = (what: string) => `fence file: tools.${toolName}.${what}${t.source ? ` (${t.source})` : ''}`;
-  const unverified: { field: string; condition: string; source: string }[] = [];
-  const maybe = (field: string, value: unknown, what: string) => {
-    const source = (what.startsWith('key.') ? t.key?.source : t.lookup?.source) ?? t.source ?? declared(what);
-    if (value !== undefined) return fact(value, source);
-    const reason = `not declared in the fence file (tools.${toolName}.${what})`;
-    unverified.push({ field, condition: `${what} is not declared for this upstream tool`, source: reason });
-    return fact('unknown', reason);
-  };
-  const noKey = (value: unknown) => fact(value, 'no key travels');
-  const { key: k, lookup: l } = t;
-  const limits = config.policy ?? {};
-  const includesErrors = fact(false, 'fence: an upstream tool error is never assumed to be stored');
-  // An upstream may keep an error under the key and give it back to the same key with other arguments: a corrected
-  // call after a rejection then goes out under a key of its own rather than be answered with the old error.
-  const keptErrors = () => {
-    const condition = 'whether the upstream keeps an error answer under the key and gives it back';
-    unverified.push({ field: 'storedResult.includesErrors', condition, source: declared('key') });
-    return fact<boolean>('unknown', `${declared('key')}: the fence file does not say what the upstream keeps`);
-  };
-  const keyFields = k
-    ? {
-        providerKey: {
-          travels: fact('body', declared('key.argument')),
-          name: fact(k.argument, declared('key.argument')),
-          maxLength: fact(k.maxLength ?? 64, k.maxLength ? declared('key.maxLength') : 'fence default: 64 characters'),
-          charset: fact(KEY_CHARSET, 'fence: keys are letters, digits, _ and -'),
-          scope: fact('one upstream server', declared('key')),
-        },
-        keyReuse: fact('same call while the upstream keeps the key', declared('key')),
-        parameterMatching: maybe('parameterMatching', k.parameterMatching, 'key.parameterMatching'),
-        storedResult: {
-          semantics: maybe('storedResult.semantics', k.semantics, 'key.semantics'),
-          includesErrors: keptErrors(),
-        },
-        retention: { minimum: maybe('retention.minimum', k.retention, 'key.retention') },
-        concurrency: maybe('concurrency', k.concurrency, 'key.concurrency'),
-      }
-    : {
-        providerKey: {
-          travels: fact('none', `fence file: tools.${toolName} declares no key argument`),
-          name: noKey(null),
-          maxLength: noKey(null),
-          charset: noKey(null),
-          scope: noKey('n/a: no key travels'),
-        },
-        keyReuse: noKey('never: no key travels'),
-        parameterMatching: noKey('none'),
-        storedResult: {
-          semantics: fact('none', 'no key travels: the upstream cannot fold a re-sent call'),
-          includesErrors,
-        },
-        retention: { minimum: fact(null, 'no key travels: nothing is stored') },
-        concurrency: fact('duplicates', 'no key travels: concurrent calls each run the tool'),
-      };
-  const delay = [0, '0'].includes(l?.consistencyDelay as never) ? null : l?.consistencyDelay;
-  const lookup = l
-    ? {
-        method: fact('search', declared('lookup.tool')),
-        consistencyDelay: maybe('lookup.consistencyDelay', delay, 'lookup.consistencyDelay'),
-        // How long the upstream may still apply a call after the fence gave up on it: unknown unless declared.
-        lateApplyBound: maybe('lookup.lateApplyBound', l.lateApplyBound, 'lookup.lateApplyBound'),
-      }
-    : {
-        method: fact('none', `fence file: tools.${toolName} declares no lookup`),
-        consistencyDelay: fact(null, 'no lookup'),
-      };
-  return defineCard({
-    cardVersion: 1,
-    provider: config.name,
-    operation: `${config.name}.${toolName}`,
-    sideEffect: {
-      kind: fact(t.kind, declared('kind')),
-      idempotentByNature: fact(
-        t.idempotentByNature ?? false,
-        t.idempotentByNature === undefined
-          ? `default: a fenced ${t.kind} tool is not idempotent by nature`
-          : declared('idempotentByNature'),
-      ),
-    },
-    businessOperationId: {
-      rule: `derived from intent fields ${t.intent.join(', ')} of the tool's arguments`,
-      intentFields: [...t.intent],
-      ...(t.normalize ? { normalize: t.normalize } : {}),
-    },
-    ...(t.paramComparison ? { paramComparison: t.paramComparison } : {}),
-    ids: {
-      run: 'receipts only',
-      attempt: 'receipts only',
-      request: fact('the MCP JSON-RPC request id (not kept)', 'MCP specification: JSON-RPC request ids'),
-    },
-    ...keyFields,
-    lookup,
-    retryableErrors: fact(
-      ['a transport that never connected (not-applied)', 'a timeout or a closed connection (unknown: look up first)'],
-      CLASSIFY,
-    ),
-    nonRetryableErrors: fact(
-      [
-        'invalid params (-32602)',
-        'unknown tool (-32601)',
-        ...(t.toolErrors === 'rejected' ? ['a tool error result'] : []),
-        ...(t.rejectWhen ?? []).map((r) => `a tool error matching /${r}/`),
-      ],
-      CLASSIFY,
-    ),
-    backoff: {
-      strategy: 'exponential-full-jitter',
-      base: `${limits.baseMs ?? 200}ms`,
-      cap: `${limits.capMs ?? 5000}ms`,
-      retryAfterCap: '60s',
-    },
-    limits: {
-      maxAttempts: limits.maxAttempts ?? 3,
-      maxElapsed: `${limits.maxElapsedMs ?? 60_000}ms`,
-      lookupWindow: `${limits.lookupWindowMs ?? 30_000}ms`,
-    },
-    retryLayer: {
-      layer: 'runner',
-      sdkRetries: 'disabled',
-      how: 'the MCP client sends each tools/call once; the fence is the only layer that re-sends',
-    },
-    reconciler: l
-      ? `the runner, through the upstream tool ${l.tool}`
-      : 'the runner by same-key re-send when the card allows, else a person',
-    handoff: {
-      condition: 'rejected, budget exhausted, or unknown with no safe re-send',
-      destination: "the fence's handoff sink and the ledger",
-    },
-    duplicateTest: 'retrysafe probe against the upstream, unwrapped and wrapped',
-    receipts: 'the fence ledger; JSONL export',
-    unverified,
-  } as RetrySafetyCard);
 }
