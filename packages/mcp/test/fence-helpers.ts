@@ -6,7 +6,10 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
+import { asBusinessOperationId } from '@retrysafe/contract';
+import { lookupContext } from '@retrysafe/testkit/conformance';
 import { afterEach } from 'vitest';
+import { createFenceAdapter, parseFenceConfig } from '../src/index.js';
 
 export const bin = fileURLToPath(new URL('../dist/bin.js', import.meta.url));
 export const ordersServer = fileURLToPath(new URL('./fixtures/orders-server.mjs', import.meta.url));
@@ -88,3 +91,55 @@ export async function connect(command: string, args: string[], env: Record<strin
 
 export const wrapped = (fence: string, upstream: string[], env: Record<string, string> = {}) =>
   connect(process.execPath, [bin, 'wrap', '--config', fence, ...upstream], env);
+
+/** An upstream `callTool` whose every answer lists `orders`. */
+export const listed = (orders: readonly Record<string, unknown>[]) => async () => ({
+  content: [],
+  structuredContent: { orders },
+});
+const ordersUpstreamTools = [
+  {
+    name: 'create_order',
+    inputSchema: {
+      type: 'object' as const,
+      properties: {
+        customer: { type: 'string' },
+        ref: { type: 'string' },
+        tags: { type: 'array' },
+        labels: { type: 'array' },
+        lines: { type: 'array' },
+      },
+    },
+  },
+  { name: 'list_orders', inputSchema: { type: 'object' as const } },
+];
+
+/** The fence adapter over an in-process orders upstream, `create_order` as `ordersTool` declares it and `tool` adds. */
+export function fenceAdapter(tool: Record<string, unknown>, callTool = listed([])) {
+  const config = parseFenceConfig({
+    name: 'orders',
+    ledger: './unused.db',
+    tools: { create_order: { ...ordersTool({ lateApplyBound: '1s' }), ...tool } },
+  });
+  return createFenceAdapter({ config, client: { callTool }, tools: ordersUpstreamTools });
+}
+
+/** Why the fence refuses to start with `tool`. */
+export function startError(tool: Record<string, unknown>): Error {
+  try {
+    fenceAdapter(tool);
+  } catch (e) {
+    return e as Error;
+  }
+  throw new Error('the fence started');
+}
+
+/** `create_order`'s lookup for a call with `params`, its first dispatch a minute ago. */
+export function lookupOrder(adapter: ReturnType<typeof fenceAdapter>, params: Record<string, unknown>) {
+  const now = Date.now();
+  const ctx = lookupContext(adapter, 'create_order', asBusinessOperationId('orders.create_order:x'), params, {
+    firstDispatchedAt: now - 60_000,
+    now,
+  });
+  return adapter.doLookup('create_order', ctx);
+}

@@ -5,17 +5,19 @@
  */
 import { spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { asBusinessOperationId } from '@retrysafe/contract';
 import { createMemoryLedger, createRunner } from '@retrysafe/core';
-import { lookupContext } from '@retrysafe/testkit/conformance';
 import { describe, expect, it } from 'vitest';
 import { createFenceAdapter, FenceConfigError, parseFenceConfig } from '../src/index.js';
 import {
   type Answer,
   bin,
+  fenceAdapter,
+  listed,
+  lookupOrder,
   lookupPolicy,
   ordersServer,
   ordersTool,
+  startError,
   tempDir,
   wrapped,
   writeFence,
@@ -68,44 +70,6 @@ describe('fence file normalize: one intent in two spellings, against the orders 
   });
 });
 
-const listed = (orders: readonly Record<string, unknown>[]) => async () => ({
-  content: [],
-  structuredContent: { orders },
-});
-const upstreamTools = [
-  {
-    name: 'create_order',
-    inputSchema: {
-      type: 'object' as const,
-      properties: {
-        customer: { type: 'string' },
-        ref: { type: 'string' },
-        tags: { type: 'array' },
-        lines: { type: 'array' },
-      },
-    },
-  },
-  { name: 'list_orders', inputSchema: { type: 'object' as const } },
-];
-
-function fenceAdapter(tool: Record<string, unknown>, callTool = listed([])) {
-  const config = parseFenceConfig({
-    name: 'orders',
-    ledger: './unused.db',
-    tools: { create_order: { ...ordersTool({ lateApplyBound: '1s' }), ...tool } },
-  });
-  return createFenceAdapter({ config, client: { callTool }, tools: upstreamTools });
-}
-
-const startError = (tool: Record<string, unknown>) => {
-  try {
-    fenceAdapter(tool);
-  } catch (e) {
-    return e as Error;
-  }
-  throw new Error('the fence started');
-};
-
 describe("fence file normalize: judged by the contract's card validator when the fence starts", () => {
   it('is carried onto the fenced tool card; none declared, none on the card', () => {
     const card = (tool: Record<string, unknown>) => fenceAdapter(tool).operations.create_order!.card;
@@ -156,13 +120,8 @@ describe("fence file normalize: judged by the contract's card validator when the
 describe('fence file normalize: the lookup compares the intent as its id reads it', () => {
   const lookup = (tool: Record<string, unknown>, orders: readonly Record<string, unknown>[], ref: string) => {
     const adapter = fenceAdapter(tool, listed(orders));
-    const now = Date.now();
     const params = { customer: 'cus_1', ref, sku: 'sku_1', quantity: 1 };
-    const ctx = lookupContext(adapter, 'create_order', asBusinessOperationId('orders.create_order:x'), params, {
-      firstDispatchedAt: now - 60_000,
-      now,
-    });
-    return adapter.doLookup('create_order', ctx);
+    return lookupOrder(adapter, params);
   };
   const made = [{ id: 'ord_1', customer: 'cus_1', ref: 'PO-1' }];
 
@@ -192,13 +151,8 @@ describe('fence file normalize: a lookup that matches an array item', () => {
     const tool = { paramComparison: [lines], lookup: { ...ordersTool({ lateApplyBound: '1s' }).lookup, match } };
     const made = [{ id: 'ord_7', customer: 'cus_1', ref: 'PO-7', lines: [{ ref: 'L-1' }] }];
     const adapter = fenceAdapter(tool, listed(made));
-    const now = Date.now();
     const params = { customer: 'cus_1', ref: 'PO-7', lines: [{ ref: ' L-1 ' }] };
-    const ctx = lookupContext(adapter, 'create_order', asBusinessOperationId('orders.create_order:x'), params, {
-      firstDispatchedAt: now - 60_000,
-      now,
-    });
-    expect(await adapter.doLookup('create_order', ctx)).toMatchObject({
+    expect(await lookupOrder(adapter, params)).toMatchObject({
       kind: 'found',
       outcome: { providerRef: 'ord_7' },
     });

@@ -7,16 +7,18 @@
  */
 import { spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { asBusinessOperationId } from '@retrysafe/contract';
-import { lookupContext } from '@retrysafe/testkit/conformance';
 import { describe, expect, it } from 'vitest';
-import { createFenceAdapter, FenceConfigError, parseFenceConfig } from '../src/index.js';
+import { FenceConfigError, parseFenceConfig } from '../src/index.js';
 import {
   type Answer,
   bin,
+  fenceAdapter,
+  listed,
+  lookupOrder,
   lookupPolicy,
   ordersServer,
   ordersTool,
+  startError,
   tempDir,
   wrapped,
   writeFence,
@@ -89,39 +91,6 @@ describe('fence file paramComparison: a retry that spells an optional argument o
   });
 });
 
-const listed = (orders: readonly Record<string, unknown>[]) => async () => ({
-  content: [],
-  structuredContent: { orders },
-});
-const upstreamTools = [
-  {
-    name: 'create_order',
-    inputSchema: {
-      type: 'object' as const,
-      properties: { customer: { type: 'string' }, ref: { type: 'string' }, labels: { type: 'array' } },
-    },
-  },
-  { name: 'list_orders', inputSchema: { type: 'object' as const } },
-];
-
-function fenceAdapter(tool: Record<string, unknown>, callTool = listed([])) {
-  const config = parseFenceConfig({
-    name: 'orders',
-    ledger: './unused.db',
-    tools: { create_order: { ...ordersTool({ lateApplyBound: '1s' }), ...tool } },
-  });
-  return createFenceAdapter({ config, client: { callTool }, tools: upstreamTools });
-}
-
-const startError = (tool: Record<string, unknown>) => {
-  try {
-    fenceAdapter(tool);
-  } catch (e) {
-    return e as Error;
-  }
-  throw new Error('the fence started');
-};
-
 describe("fence file paramComparison: judged by the contract's card validator when the fence starts", () => {
   it('is carried onto the fenced tool card; none declared, none on the card', () => {
     const card = (tool: Record<string, unknown>) => fenceAdapter(tool).operations.create_order!.card;
@@ -178,13 +147,8 @@ describe('fence file paramComparison: the lookup compares an argument as the car
   });
   const lookup = (tool: Record<string, unknown>, orders: readonly Record<string, unknown>[], customer: string) => {
     const adapter = fenceAdapter(tool, listed(orders));
-    const now = Date.now();
     const params = { customer, ref: 'PO-1', sku: 'sku_1', quantity: 1 };
-    const ctx = lookupContext(adapter, 'create_order', asBusinessOperationId('orders.create_order:x'), params, {
-      firstDispatchedAt: now - 60_000,
-      now,
-    });
-    return adapter.doLookup('create_order', ctx);
+    return lookupOrder(adapter, params);
   };
   const made = [{ id: 'ord_1', customer: 'cus_1', ref: 'PO-1' }];
 
@@ -210,12 +174,7 @@ describe('fence file paramComparison: the lookup compares an argument as the car
     const labels = { match: { customer: 'customer', ref: 'ref', labels: 'labels' } };
     const tool = { ...byRef([LABELS]), lookup: { ...ordersTool({ lateApplyBound: '1s' }).lookup, ...labels } };
     const adapter = fenceAdapter(tool, listed([{ id: 'ord_1', customer: 'cus_1', ref: 'PO-1' }]));
-    const now = Date.now();
     const params = { customer: 'cus_1', ref: 'PO-1', sku: 'sku_1', quantity: 1, labels: [] };
-    const ctx = lookupContext(adapter, 'create_order', asBusinessOperationId('orders.create_order:x'), params, {
-      firstDispatchedAt: now - 60_000,
-      now,
-    });
-    expect(await adapter.doLookup('create_order', ctx)).toMatchObject({ kind: 'found' });
+    expect(await lookupOrder(adapter, params)).toMatchObject({ kind: 'found' });
   });
 });
