@@ -369,13 +369,17 @@ export async function runCrashPhase(o: CrashPhaseOptions): Promise<CrashPhaseRep
     await Promise.all([...slots, ...extras].map((s) => s.exited));
     await client.destroy().catch(() => undefined);
     for (const s of [...slots, ...extras]) await s.server?.close().catch(() => undefined);
-    const c = new pg.Client({ connectionString: url });
-    await c.connect();
-    try {
-      await c.query(`DROP SCHEMA IF EXISTS "${dbosSchema}" CASCADE`);
-      await c.query(`DROP SCHEMA IF EXISTS "${ledgerSchema}" CASCADE`);
-    } finally {
-      await c.end();
-    }
+    await dropSchemas(url, dbosSchema, ledgerSchema);
+  }
+}
+
+/** Drops what a drill made in the shared database (DBOS's schema, the ledger's). */
+export async function dropSchemas(url: string, ...schemas: string[]): Promise<void> {
+  const c = new pg.Client({ connectionString: url });
+  await c.connect();
+  try {
+    for (const schema of schemas) await c.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
+  } finally {
+    await c.end();
   }
 }

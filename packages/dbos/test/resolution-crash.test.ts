@@ -12,37 +12,23 @@ const RESUME: DbosResolutionMessage = { action: 'resume', force: true, by: 'alic
 const TIMEOUT_MS = 90_000;
 
 describe('DBOS awaitResolution under real SIGKILLs: the decision applied once, one effect, the row at rest', () => {
-  it.each(['waiting', 'decided', 'claimed', 'sent', 'recorded'] as const)(
-    'resume, killed %s: one record at the provider, one resolve receipt, succeeded, workflow done',
-    async (killAt: KillPoint) => {
-      const r = await resolutionDrill({ killAt, decision: RESUME, behaviour: LOOKUP_ONLY });
+  // On a key-folding card too: the resume taken over after the crash re-sends under the same key, and the provider
+  // folds it.
+  it.each([
+    ...(['waiting', 'decided', 'claimed', 'sent', 'recorded'] as const).map(
+      (k) => [k, 'lookup-only', LOOKUP_ONLY] as const,
+    ),
+    ...(['claimed', 'sent'] as const).map((k) => [k, 'key-folding', REPLAYING_BEHAVIOUR] as const),
+  ])(
+    'resume, killed %s, %s card: one record at the provider, one resolve receipt, succeeded, workflow done',
+    async (killAt: KillPoint, _card, behaviour) => {
+      const r = await resolutionDrill({ killAt, decision: RESUME, behaviour });
       expect({ killed: r.killed, status: r.workflowStatus, answer: r.answer }).toEqual({
         killed: 1,
         status: 'SUCCESS',
         answer: 'applied',
       });
       expect(r.processes).toBe(2); // recovered by DBOS in the replacement process
-      expect(r.output).toMatchObject({ status: 'done' });
-      expect({ records: r.records, row: r.rowState, lease: r.leaseOwner, decisions: r.resolveReceipts }).toEqual({
-        records: 1,
-        row: 'succeeded',
-        lease: null,
-        decisions: 1,
-      });
-    },
-    TIMEOUT_MS,
-  );
-
-  // A key-folding card: the resume taken over after the crash re-sends under the same key, and the provider folds it.
-  it.each(['claimed', 'sent'] as const)(
-    'resume on a key-folding card, killed %s: one record, succeeded, workflow done',
-    async (killAt: KillPoint) => {
-      const r = await resolutionDrill({ killAt, decision: RESUME, behaviour: REPLAYING_BEHAVIOUR });
-      expect({ killed: r.killed, status: r.workflowStatus, answer: r.answer }).toEqual({
-        killed: 1,
-        status: 'SUCCESS',
-        answer: 'applied',
-      });
       expect(r.output).toMatchObject({ status: 'done' });
       expect({ records: r.records, row: r.rowState, lease: r.leaseOwner, decisions: r.resolveReceipts }).toEqual({
         records: 1,

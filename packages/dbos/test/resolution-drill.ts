@@ -14,7 +14,7 @@ import {
   startSandboxServer,
 } from '@retrysafe/sandbox';
 import pg from 'pg';
-import { databaseUrl, WORKER } from './crash-harness.js';
+import { databaseUrl, dropSchemas, WORKER } from './crash-harness.js';
 
 /**
  * Where the worker process dies while a handed-off operation waits for a person (`awaitResolution`):
@@ -203,14 +203,7 @@ export async function resolutionDrill(o: ResolutionDrillOptions): Promise<Resolu
     await server.close().catch(() => undefined);
     await ledger.close().catch(() => undefined);
     rmSync(marker, { force: true });
-    const c = new pg.Client({ connectionString: url });
-    await c.connect();
-    try {
-      await c.query(`DROP SCHEMA IF EXISTS "${dbosSchema}" CASCADE`);
-      await c.query(`DROP SCHEMA IF EXISTS "${ledgerSchema}" CASCADE`);
-    } finally {
-      await c.end();
-    }
+    await dropSchemas(url, dbosSchema, ledgerSchema);
   }
 }
 
