@@ -1,4 +1,5 @@
 /** Shared by the fence tests: temp dirs, fence files, a real MCP client (the host) and `retrysafe-mcp wrap` as a child process. */
+import { spawnSync } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
@@ -143,3 +144,17 @@ export function lookupOrder(adapter: ReturnType<typeof fenceAdapter>, params: Re
   });
   return adapter.doLookup('create_order', ctx);
 }
+
+/** `retrysafe-mcp wrap` over the orders server with `fence`, run to its end (a fence it refuses exits 2). */
+export const wrapOrders = (fence: string, ...serverArgs: string[]) =>
+  spawnSync(process.execPath, [bin, 'wrap', '--config', fence, '--', process.execPath, ordersServer, ...serverArgs], {
+    encoding: 'utf8',
+  });
+
+/** A fence file whose `create_order` declares one rule under `key` (`normalize`, `paramComparison`), read. */
+export const parseWithRule = (key: string, rule: Record<string, unknown>) =>
+  parseFenceConfig({
+    name: 'orders',
+    ledger: './unused.db',
+    tools: { create_order: { kind: 'create', intent: ['ref'], [key]: [rule] } },
+  });

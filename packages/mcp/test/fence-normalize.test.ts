@@ -3,22 +3,22 @@
  * id, as a card's `businessOperationId.normalize`. Without it two spellings of one intent (a trailing space) are two
  * operations, and the upstream makes two items; with it they are one. The contract's card validator judges it.
  */
-import { spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { createMemoryLedger, createRunner } from '@retrysafe/core';
 import { describe, expect, it } from 'vitest';
 import { createFenceAdapter, FenceConfigError, parseFenceConfig } from '../src/index.js';
 import {
   type Answer,
-  bin,
   fenceAdapter,
   listed,
   lookupOrder,
   lookupPolicy,
   ordersServer,
   ordersTool,
+  parseWithRule,
   startError,
   tempDir,
+  wrapOrders,
   wrapped,
   writeFence,
 } from './fence-helpers.js';
@@ -95,25 +95,15 @@ describe("fence file normalize: judged by the contract's card validator when the
       /tools\.create_order\.normalize\[0\]\.evidence/,
     );
     // `wrap` does not start: exit 2, the problem named by the fence file's path
-    const wrap = spawnSync(
-      process.execPath,
-      [bin, 'wrap', '--config', ordersFence([caseFold]), '--', process.execPath, ordersServer],
-      {
-        encoding: 'utf8',
-      },
-    );
+    const wrap = wrapOrders(ordersFence([caseFold]));
     expect(wrap.stderr).toMatch(/^retrysafe-mcp wrap: tools\.create_order\.normalize\[0\]\.evidence: missing/);
     expect(wrap.status).toBe(2);
   });
 
   it('its shape is the fence file’s: an unknown key is refused when the file is read', () => {
-    expect(() =>
-      parseFenceConfig({
-        name: 'orders',
-        ledger: './unused.db',
-        tools: { create_order: { kind: 'create', intent: ['ref'], normalize: [{ ...TRIM, evidense: 'x' }] } },
-      }),
-    ).toThrow(/tools\.create_order\.normalize\[0\]\.evidense: unknown key/);
+    expect(() => parseWithRule('normalize', { ...TRIM, evidense: 'x' })).toThrow(
+      /tools\.create_order\.normalize\[0\]\.evidense: unknown key/,
+    );
   });
 });
 

@@ -5,21 +5,21 @@
  * though the upstream reads both as one request; with it the retry is the first operation, adopted. The contract's
  * card validator judges it.
  */
-import { spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
-import { FenceConfigError, parseFenceConfig } from '../src/index.js';
+import { FenceConfigError } from '../src/index.js';
 import {
   type Answer,
-  bin,
   fenceAdapter,
   listed,
   lookupOrder,
   lookupPolicy,
   ordersServer,
   ordersTool,
+  parseWithRule,
   startError,
   tempDir,
+  wrapOrders,
   wrapped,
   writeFence,
 } from './fence-helpers.js';
@@ -118,23 +118,15 @@ describe("fence file paramComparison: judged by the contract's card validator wh
     );
     expect(() => fenceAdapter({ paramComparison: [{ field: 'labels', compare: 'exact', source: 's' }] })).not.toThrow();
     // `wrap` does not start: exit 2, the problem named by the fence file's path
-    const wrap = spawnSync(
-      process.execPath,
-      [bin, 'wrap', '--config', ordersFence([noEvidence]), '--', process.execPath, ordersServer, '--labels'],
-      { encoding: 'utf8' },
-    );
+    const wrap = wrapOrders(ordersFence([noEvidence]), '--labels');
     expect(wrap.stderr).toMatch(/^retrysafe-mcp wrap: tools\.create_order\.paramComparison\[0\]\.evidence: missing/);
     expect(wrap.status).toBe(2);
   });
 
   it('its shape is the fence file’s: an unknown key is refused when the file is read', () => {
-    expect(() =>
-      parseFenceConfig({
-        name: 'orders',
-        ledger: './unused.db',
-        tools: { create_order: { kind: 'create', intent: ['ref'], paramComparison: [{ ...LABELS, evidense: 'x' }] } },
-      }),
-    ).toThrow(/tools\.create_order\.paramComparison\[0\]\.evidense: unknown key/);
+    expect(() => parseWithRule('paramComparison', { ...LABELS, evidense: 'x' })).toThrow(
+      /tools\.create_order\.paramComparison\[0\]\.evidense: unknown key/,
+    );
   });
 });
 
