@@ -4,6 +4,7 @@ import { type BusinessOperationId, LeaseExpiredError } from '@retrysafe/contract
 import { identityFields } from '@retrysafe/contract/ledger';
 import { createRunner } from '@retrysafe/core';
 import {
+  type AwaitResolutionOptions,
   createDbosRetrysafe,
   type DbosOperationOutcome,
   DbosResolutionRefusedError,
@@ -66,22 +67,20 @@ const withHandoff = DBOS.registerWorkflow(
   { name: 'withHandoff' },
 );
 
-const withShortWait = DBOS.registerWorkflow(
-  async (ref: string): Promise<DbosOperationOutcome> => {
-    const first = await rs.run(adapter, OP, { params: { ref } });
-    return rs.awaitResolution(adapter, first, { timeoutSeconds: 8, pollSeconds: 1 });
-  },
-  { name: 'withShortWait' },
-);
+/** A workflow that runs the operation, then waits (`wait`) for a person's decision on its hand-off. */
+const runThenAwait = (name: string, wait: AwaitResolutionOptions, ownIntent = false) =>
+  DBOS.registerWorkflow(
+    async (ref: string): Promise<DbosOperationOutcome> => {
+      const intent = ownIntent ? { intent: { order: ref, kind: 'own' } } : {};
+      const first = await rs.run(adapter, OP, { params: { ref }, ...intent });
+      return rs.awaitResolution(adapter, first, wait);
+    },
+    { name },
+  );
 
+const withShortWait = runThenAwait('withShortWait', { timeoutSeconds: 8, pollSeconds: 1 });
 // The caller names the business intent itself (RunInput.intent) instead of leaving it to the intent fields.
-const withOwnIntent = DBOS.registerWorkflow(
-  async (ref: string): Promise<DbosOperationOutcome> => {
-    const first = await rs.run(adapter, OP, { params: { ref }, intent: { order: ref, kind: 'own' } });
-    return rs.awaitResolution(adapter, first, { timeoutSeconds: 8, pollSeconds: 1 });
-  },
-  { name: 'withOwnIntent' },
-);
+const withOwnIntent = runThenAwait('withOwnIntent', { timeoutSeconds: 8, pollSeconds: 1 }, true);
 
 const handedOffTwice = DBOS.registerWorkflow(
   async (ref: string): Promise<DbosOperationOutcome> => {
@@ -94,13 +93,7 @@ const handedOffTwice = DBOS.registerWorkflow(
 );
 
 // Polls the ledger seldom: a hand-off made elsewhere stays unpublished for a while.
-const withSlowPoll = DBOS.registerWorkflow(
-  async (ref: string): Promise<DbosOperationOutcome> => {
-    const first = await rs.run(adapter, OP, { params: { ref } });
-    return rs.awaitResolution(adapter, first, { timeoutSeconds: 20, pollSeconds: 6 });
-  },
-  { name: 'withSlowPoll' },
-);
+const withSlowPoll = runThenAwait('withSlowPoll', { timeoutSeconds: 20, pollSeconds: 6 });
 
 const receiveTwice = DBOS.registerWorkflow(
   async (id: string) => [await DBOS.recv(resolutionTopic(id), 20), await DBOS.recv(resolutionTopic(id), 1)],

@@ -109,12 +109,6 @@ describe("fence file normalize: judged by the contract's card validator when the
     expect(wrap.stderr).toMatch(/^retrysafe-mcp wrap: tools\.create_order\.normalize\[0\]\.evidence: missing/);
     expect(wrap.status).toBe(2);
   });
-
-  it('its shape is the fence file’s: an unknown key is refused when the file is read', () => {
-    expect(() => parseWithRule('normalize', { ...TRIM, evidense: 'x' })).toThrow(
-      /tools\.create_order\.normalize\[0\]\.evidense: unknown key/,
-    );
-  });
 });
 
 describe('fence file normalize: the lookup compares the intent as its id reads it', () => {
@@ -279,12 +273,6 @@ describe("fence file paramComparison: judged by the contract's card validator wh
     expect(wrap.stderr).toMatch(/^retrysafe-mcp wrap: tools\.create_order\.paramComparison\[0\]\.evidence: missing/);
     expect(wrap.status).toBe(2);
   });
-
-  it('its shape is the fence file’s: an unknown key is refused when the file is read', () => {
-    expect(() => parseWithRule('paramComparison', { ...LABELS, evidense: 'x' })).toThrow(
-      /tools\.create_order\.paramComparison\[0\]\.evidense: unknown key/,
-    );
-  });
 });
 
 describe('fence file paramComparison: the lookup compares an argument as the card reads it', () => {
@@ -325,5 +313,16 @@ describe('fence file paramComparison: the lookup compares an argument as the car
     const adapter = fenceAdapter(tool, listed([{ id: 'ord_1', customer: 'cus_1', ref: 'PO-1' }]));
     const params = { customer: 'cus_1', ref: 'PO-1', sku: 'sku_1', quantity: 1, labels: [] };
     expect(await lookupOrder(adapter, params)).toMatchObject({ kind: 'found' });
+  });
+});
+
+describe('fence file rules: their shape is the fence file’s', () => {
+  it.each([
+    ['normalize', TRIM],
+    ['paramComparison', LABELS],
+  ])('an unknown key in a %s rule is refused when the file is read', (key, rule) => {
+    expect(() => parseWithRule(key, { ...rule, evidense: 'x' })).toThrow(
+      new RegExp(`tools\\.create_order\\.${key}\\[0\\]\\.evidense: unknown key`),
+    );
   });
 });
