@@ -258,7 +258,7 @@ function checkBeyondSchema(card: Record<string, unknown>, problems: CardProblem[
     else if (atPath(r) && intentFields.includes(field))
       problems.push({
         path: `${p}.steps`,
-        message: `${atPath(r)} is declared beneath an intent field: an intent field left out is refused, so [] cannot mean the same`,
+        message: `${atPath(r)} goes beneath an intent field, not on one: an intent field left out is refused, so [] cannot mean the same`,
       });
     checkItemPath(r, p, problems);
   });

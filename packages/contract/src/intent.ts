@@ -110,15 +110,15 @@ const STEP = {
   'canonical-number': (s: string) => canonicalDecimal(s) ?? s,
 };
 /**
- * Steps on the value at the declared path itself (not the strings beneath it): an empty array there is dropped, as if
- * the field were left out, where the provider stores a left-out collection as []. Null and a non-empty array stay.
+ * The step on the value at the declared path itself (not the strings beneath it): an empty array there is dropped, as
+ * if the field were left out, where the provider stores a left-out collection as []. Null and a non-empty array stay.
  */
-const AT_PATH_STEP = { 'empty-array-as-absent': (v: unknown) => Array.isArray(v) && v.length === 0 };
-export type NormalizationStep = keyof typeof STEP | keyof typeof AT_PATH_STEP;
+const EMPTY_AS_ABSENT = 'empty-array-as-absent';
+export type NormalizationStep = keyof typeof STEP | typeof EMPTY_AS_ABSENT;
 
-export const NORMALIZATION_STEPS = [...Object.keys(STEP), ...Object.keys(AT_PATH_STEP)] as readonly NormalizationStep[];
+export const NORMALIZATION_STEPS = [...Object.keys(STEP), EMPTY_AS_ABSENT] as readonly NormalizationStep[];
 /** The steps that act on the value at the path, not on strings: only beneath an intent field, never on an array item. */
-export const AT_PATH_STEPS = Object.keys(AT_PATH_STEP) as readonly NormalizationStep[];
+export const AT_PATH_STEPS: readonly NormalizationStep[] = [EMPTY_AS_ABSENT];
 
 /** The steps that can merge values a provider may keep apart (`Ref` and `ref`, `[]` and left out): declared only with its `evidence`. */
 export const MERGING_STEPS: readonly NormalizationStep[] = NORMALIZATION_STEPS.filter((step) => step !== 'trim');
@@ -165,16 +165,16 @@ export function canonicalDecimal(text: string): string | null {
 
 function stepString(s: string, steps: readonly NormalizationStep[]): string {
   return steps.reduce((out, step) => {
-    if (Object.hasOwn(AT_PATH_STEP, step)) return out;
+    if (step === EMPTY_AS_ABSENT) return out;
     if (!Object.hasOwn(STEP, step))
       throw new InvalidIntentError('', `unknown normalisation step ${JSON.stringify(step)}`);
-    return STEP[step as keyof typeof STEP](out);
+    return STEP[step](out);
   }, s);
 }
 
 /** Whether the value at a rule's own path reads as left out under its steps. */
 const readsAsAbsent = (value: unknown, steps: readonly NormalizationStep[]) =>
-  steps.some((step) => Object.hasOwn(AT_PATH_STEP, step) && AT_PATH_STEP[step as keyof typeof AT_PATH_STEP](value));
+  steps.includes(EMPTY_AS_ABSENT) && Array.isArray(value) && value.length === 0;
 
 function applySteps(value: unknown, steps: readonly NormalizationStep[]): unknown {
   if (typeof value === 'string') return stepString(value, steps);
