@@ -52,8 +52,7 @@ export function createMemoryLedger(): Ledger {
       checkRef(ref);
       const id = ref.businessOperationId;
       const stored = rows().get(id) ?? null;
-      // A copy of what the rule returns: it may hold the caller's patch or packet.
-      const next = clone(fencedTransition(stored, ref, rule, receipt, receipts.get(id)?.at(-1)?.seq ?? 0));
+      const next = fencedTransition(stored, ref, rule, receipt, receipts.get(id)?.at(-1)?.seq ?? 0);
       if (receipt !== undefined) memo(receipts, id, () => []).push(clone(receipt));
       return put(next);
     }),
