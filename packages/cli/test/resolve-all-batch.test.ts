@@ -11,7 +11,7 @@ import { cliJson, openRawSqlite, tempDir } from './helpers.js';
 let sandbox: FaultySandbox;
 
 /** A ledger in its own dir with `n` handed-off operations, oldest first (the list shows them newest first). */
-async function handoffs(label: string, fault: 'reject' | 'lose', n: number) {
+async function handoffs(label: string, fault: 'reject' | 'lose', n: number, accounts: (string | undefined)[] = []) {
   const dir = tempDir(label);
   const db = join(dir, 'retrysafe.db');
   const config = join(dir, 'retrysafe.json');
@@ -23,7 +23,9 @@ async function handoffs(label: string, fault: 'reject' | 'lose', n: number) {
   sandbox.setFault(fault);
   for (let i = 0; i < n; i++) {
     clock.advance(60_000);
-    const r = await runner.run(sandbox.adapter, 'records.create', { params: { ref: `${label}-${i}`, amount: 5 } });
+    const account = accounts[i];
+    const adapter = account === undefined ? sandbox.adapter : { ...sandbox.adapter, account };
+    const r = await runner.run(adapter, 'records.create', { params: { ref: `${label}-${i}`, amount: 5 } });
     expect(r.status).toBe('handed-off');
     ids.push(r.businessOperationId);
   }
@@ -110,5 +112,19 @@ describe('ledger resolve-all --reason', () => {
     expect(left.body.map((x: { businessOperationId: string }) => x.businessOperationId)).toEqual(ids);
     const known = await cliJson(['ledger', 'resolve-all', '--db', db, '--abandon', '--reason', 'rejected'], dir);
     expect(known.body).toMatchObject({ ok: true, matched: 1 });
+  });
+});
+
+describe('ledger resolve-all --account', () => {
+  it('resolves only the operations claimed for the named account, and each row says whose it is', async () => {
+    const { dir, db, ids } = await handoffs('accounts', 'reject', 3, ['acme', 'globex', undefined]);
+    const [acme, globex, none] = ids as [string, string, string];
+    const r = await cliJson(['ledger', 'resolve-all', '--db', db, '--abandon', '--account', 'acme'], dir);
+    expect(r.body).toMatchObject({ ok: true, matched: 1 });
+    expect(r.body.rows).toEqual([expect.objectContaining({ businessOperationId: acme, account: 'acme' })]);
+    const left = await cliJson(['ledger', 'handoffs', '--db', db], dir);
+    expect(left.body.map((x: { businessOperationId: string }) => x.businessOperationId).sort()).toEqual(
+      [globex, none].sort(),
+    );
   });
 });

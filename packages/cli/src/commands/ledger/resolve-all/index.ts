@@ -23,6 +23,7 @@ export const RESOLVE_ALL_OPTIONS = {
   operation: { argument: '<name>', parse: 'list', description: 'only this operation, e.g. stripe.invoices.create' },
   reason: { argument: '<reason>', parse: 'list', description: `only this handoff reason (${REASONS.join(', ')})` },
   id: { argument: '<id>', parse: 'list', description: 'only these business-operation ids' },
+  account: { argument: '<name>', parse: 'list', description: "only operations claimed for this adapter's account" },
   resume: { description: 're-send each with the SAME provider key through the adapters named in --config' },
   abandon: { description: 'give each up (nothing more is sent)' },
   force: { description: 'also where the packet marks the action not safe (you checked at the provider)' },
@@ -58,7 +59,8 @@ export async function ledgerResolveAll(opts: ResolveAllOptions) {
     (r) =>
       wanted(opts.operation, r.operation) &&
       wanted(opts.reason, r.handoff?.reason ?? '') &&
-      wanted(opts.id, r.businessOperationId),
+      wanted(opts.id, r.businessOperationId) &&
+      (!opts.account?.length || (r.account !== undefined && opts.account.includes(r.account))),
   );
   const rows = [];
   for (const r of matched) {
@@ -70,6 +72,7 @@ export async function ledgerResolveAll(opts: ResolveAllOptions) {
     const done = opts.dryRun || plan === 'refused' ? null : await settle(ledgerResolve(resolve, r.businessOperationId));
     rows.push({
       ...pick(r, 'businessOperationId', 'operation'),
+      ...(r.account === undefined ? {} : { account: r.account }),
       handoffReason: r.handoff?.reason ?? null,
       plan,
       why: a
