@@ -47,3 +47,24 @@ describe('a handoff sink that never settles', () => {
     expect(logs.map((e) => e.event).filter((e) => e.startsWith('handoff-sink'))).toEqual(['handoff-sink-failed']);
   });
 });
+
+describe('a handoff sink, when the caller has already given up', () => {
+  it('run() does not wait for the sink once the caller aborted: the packet is in the ledger and is still sent', async () => {
+    const { sink, late } = hangingSink();
+    const logs: LogEntry[] = [];
+    const caller = new AbortController();
+    // The caller gives up just after the provider's rejection came back: the hand-off comes after the abort.
+    const logger = (e: LogEntry) => {
+      logs.push(e);
+      if (e.event === 'outcome') caller.abort();
+    };
+    const slow = { maxElapsedMs: 60_000 };
+    const { provider, adapter, runner, ledger } = setup({}, { handoff: sink, policy: slow, logger });
+    provider.failNext({ kind: 'rejected' });
+    const r = await runner.run(adapter, OP, { params: { ref: 'sink-3' }, signal: caller.signal });
+    expect(r.status).toBe('handed-off');
+    expect(late.sent).toHaveLength(1);
+    expect(await ledger.get(r.businessOperationId)).toMatchObject({ state: 'handed-off', leaseOwner: null });
+    expect(logs.filter((e) => e.event === 'handoff-sink-unconfirmed')).toHaveLength(1);
+  }, 5000);
+});

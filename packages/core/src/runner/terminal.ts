@@ -125,18 +125,21 @@ export async function sendPacket(
 ): Promise<void> {
   const sink = ctx.options.handoff;
   if (!sink) return;
-  try {
-    const sent = async () => void (await sink.send(packet));
-    const stopped = await untilStopped<Stop | undefined>(wait.ms, wait.signal, sent, (why) => why);
-    if (stopped !== undefined)
-      ctx.log(
-        'warn',
-        'handoff-sink-unconfirmed',
-        `the packet is in the ledger; the sink did not confirm it: ${stopText(wait.ms, stopped)}`,
-        op,
-      );
-  } catch (err) {
+  const failed = (err: unknown) =>
     ctx.log('warn', 'handoff-sink-failed', `the packet is in the ledger; the sink failed: ${errText(err)}`, op);
+  const unconfirmed = (why: string) =>
+    ctx.log('warn', 'handoff-sink-unconfirmed', `the packet is in the ledger; the sink did not confirm it: ${why}`, op);
+  const sent = async () => void (await sink.send(packet));
+  // A caller that has already given up is not kept waiting for the sink (an abort only ends a wait it interrupts).
+  if (wait.signal?.aborted) {
+    sent().catch(failed);
+    return unconfirmed('the caller had given up, so the runner did not wait for it');
+  }
+  try {
+    const stopped = await untilStopped<Stop | undefined>(wait.ms, wait.signal, sent, (why) => why);
+    if (stopped !== undefined) unconfirmed(stopText(wait.ms, stopped));
+  } catch (err) {
+    failed(err);
   }
 }
 
