@@ -24,8 +24,8 @@ const S = {
     'https://github.com/microsoftgraph/microsoft-graph-docs/blob/86cce287a23b16425940176996b676a034d05ca1/api-reference/v1.0/api/user_post_messages.md',
 } as const;
 
-/** A recipient collection of the message: [] and left out are one mail, as Graph stores a left-out one as []. */
-const emptyRecipients = (field: string, evidence: string) => ({
+/** A collection of the message (recipients, categories): [] and left out are one mail, as Graph stores a left-out one as []. */
+const emptyCollection = (field: string, evidence: string) => ({
   field: `message.${field}`,
   steps: ['empty-array-as-absent'] as const,
   source: `${evidence}: the example message created without ${field} is returned with "${field}": [], so [] and none are one mail (a non-empty one and null stay exact)`,
@@ -113,10 +113,11 @@ export const mailSendCard = msGraphCard({
     intentFields: ['mailbox', 'message'],
     // Exact otherwise: the message is what is delivered; another spelling is another mail.
     normalize: [
-      emptyRecipients('toRecipients', S.createMessageEarlier),
-      emptyRecipients('ccRecipients', S.createMessage),
-      emptyRecipients('bccRecipients', S.createMessage),
-      emptyRecipients('replyTo', S.createMessage),
+      emptyCollection('toRecipients', S.createMessageEarlier),
+      emptyCollection('ccRecipients', S.createMessage),
+      emptyCollection('bccRecipients', S.createMessage),
+      emptyCollection('replyTo', S.createMessage),
+      emptyCollection('categories', S.createMessage),
     ],
   },
   providerKey: {

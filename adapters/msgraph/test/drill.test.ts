@@ -164,8 +164,8 @@ describe('mail.send: definite answers', () => {
     expect(sandbox.requestCount('mail.send')).toBe(1);
   });
 
-  // Graph stores a recipient collection left out of a message as [] (the card's evidence): one mail either way.
-  it.each(['ccRecipients', 'bccRecipients', 'replyTo'])(
+  // Graph stores a collection left out of a message as [] (the card's evidence): one mail either way.
+  it.each(['ccRecipients', 'bccRecipients', 'replyTo', 'categories'])(
     'the same mail with %s: [] on one run and left out on the next ⇒ one mail, the second run adopts the first',
     async (field) => {
       const runner = await setup();
