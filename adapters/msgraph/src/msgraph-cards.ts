@@ -118,6 +118,12 @@ export const mailSendCard = msGraphCard({
       emptyCollection('bccRecipients', S.createMessage),
       emptyCollection('replyTo', S.createMessage),
       emptyCollection('categories', S.createMessage),
+      {
+        field: 'message.importance',
+        steps: ['case-fold'],
+        source: `${S.createMessage}: the example request sends "importance": "Low" and the message is returned with "importance": "low", so Low and low are one mail (the params schema takes ASCII letters only)`,
+        evidence: S.createMessage,
+      },
     ],
   },
   providerKey: {

@@ -183,6 +183,36 @@ describe('mail.send: definite answers', () => {
     },
   );
 
+  // Graph's Create message example sends "importance": "Low" and stores "low" (the card's evidence): one mail.
+  it('the same mail with importance Low on one run and low on the next ⇒ one mail, the second run adopts the first', async () => {
+    const runner = await setup();
+    const p = mailParams(13);
+    const first = await runner.run(adapter, 'mail.send', {
+      params: { ...p, message: { ...p.message, importance: 'Low' } },
+    });
+    const second = await runner.run(adapter, 'mail.send', {
+      params: { ...p, message: { ...p.message, importance: 'low' } },
+    });
+    expect(first).toMatchObject({ status: 'done', adopted: false });
+    expect(second).toMatchObject({ status: 'done', adopted: true });
+    expect(second.businessOperationId).toBe(first.businessOperationId);
+    expect(sandbox.requestCount('mail.send')).toBe(1);
+    expect(sandbox.count('mail.send')).toBe(1);
+  });
+
+  it('another importance is another mail ⇒ two mails', async () => {
+    const runner = await setup();
+    const p = mailParams(14);
+    const first = await runner.run(adapter, 'mail.send', {
+      params: { ...p, message: { ...p.message, importance: 'low' } },
+    });
+    const second = await runner.run(adapter, 'mail.send', {
+      params: { ...p, message: { ...p.message, importance: 'high' } },
+    });
+    expect(second.businessOperationId).not.toBe(first.businessOperationId);
+    expect(sandbox.count('mail.send')).toBe(2);
+  });
+
   it('a Cc recipient is not the same mail as none ⇒ two mails', async () => {
     const runner = await setup();
     const p = mailParams(12);
