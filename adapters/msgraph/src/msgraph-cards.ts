@@ -20,6 +20,8 @@ const S = {
   throttling: 'https://learn.microsoft.com/en-us/graph/throttling',
   errors: 'https://learn.microsoft.com/en-us/graph/errors',
   createMessage: 'https://learn.microsoft.com/en-us/graph/api/user-post-messages',
+  createEventExample:
+    'https://github.com/microsoftgraph/microsoft-graph-docs-contrib/blob/007852ace71e63cb76552a3471aa71e7dee5f3e8/api-reference/v1.0/api/user-post-events.md',
   createMessageEarlier:
     'https://github.com/microsoftgraph/microsoft-graph-docs/blob/86cce287a23b16425940176996b676a034d05ca1/api-reference/v1.0/api/user_post_messages.md',
 } as const;
@@ -190,6 +192,13 @@ export const eventsCreateCard = msGraphCard({
   businessOperationId: {
     rule: 'derived from intent fields mailbox, event.subject, event.start, event.end (one meeting slot with one subject in one calendar), or given by the caller',
     intentFields: ['mailbox', 'event.subject', 'event.start', 'event.end'],
+    // An agent may copy a time back from Graph, which returns it with a seven-digit zero fraction.
+    normalize: (['start', 'end'] as const).map((at) => ({
+      field: `event.${at}.dateTime`,
+      steps: ['datetime-zero-fraction'],
+      source: `${S.createEventExample}: Create Event's second example sends "dateTime": "2017-08-30T11:00:00" and the event is returned with "2017-08-30T11:00:00.0000000" in the same time zone, so the two spellings are one time (a fraction that is not zero, a zone suffix or another precision stays exact)`,
+      evidence: S.createEventExample,
+    })),
   },
   providerKey: {
     travels: fact('body', `${S.event}; ${S.providers}`),

@@ -238,6 +238,39 @@ describe('mail.send: definite answers', () => {
   });
 });
 
+describe('events.create: one meeting slot, spelled as the request or as Graph returns it', () => {
+  // Graph's Create event example sends "2017-04-15T12:00:00" and returns "2017-04-15T12:00:00.0000000" (the card's
+  // evidence): an agent that copies the time back from Graph names the same slot.
+  it('start and end with and without the .0000000 fraction ⇒ one event, the second run adopts the first', async () => {
+    const runner = await setup();
+    const p = eventParams(3);
+    const graphSpelling = (t: { dateTime: string; timeZone: string }) => ({ ...t, dateTime: `${t.dateTime}.0000000` });
+    const first = await runner.run(adapter, 'events.create', { params: p });
+    const second = await runner.run(adapter, 'events.create', {
+      params: { ...p, event: { ...p.event, start: graphSpelling(p.event.start), end: graphSpelling(p.event.end) } },
+    });
+    expect(first).toMatchObject({ status: 'done', adopted: false });
+    expect(second).toMatchObject({ status: 'done', adopted: true });
+    expect(second.businessOperationId).toBe(first.businessOperationId);
+    expect(sandbox.requestCount('events.create')).toBe(1);
+    expect(sandbox.count('events.create')).toBe(1);
+  });
+
+  it.each(['2026-12-04T10:00:01', '2026-12-04T10:00:00.5'])(
+    'a start of %s is another slot than 10:00:00 ⇒ two events',
+    async (other) => {
+      const runner = await setup();
+      const p = eventParams(3);
+      const first = await runner.run(adapter, 'events.create', { params: p });
+      const second = await runner.run(adapter, 'events.create', {
+        params: { ...p, event: { ...p.event, start: { ...p.event.start, dateTime: other } } },
+      });
+      expect(second.businessOperationId).not.toBe(first.businessOperationId);
+      expect(sandbox.count('events.create')).toBe(2);
+    },
+  );
+});
+
 describe('events.create and todo.tasks.create: lost responses', () => {
   it.each([
     {
