@@ -134,6 +134,20 @@ describe('one intent', () => {
   });
 });
 
+describe('the case fold goes no further than GitHub', () => {
+  // JavaScript's case mapping folds ſ (long s) to s, K (Kelvin) to k and ı to i; GitHub names are ASCII, so the
+  // schema refuses such a name before anything is claimed instead of the id reading it as the repository it folds to.
+  it.each(['widget\u017f', 'WIDGET\u017f'])('repo %s is refused, never answered with widgets’ issue', async (repo) => {
+    const rig = await startRig([]);
+    const first = await rig.runner.run(rig.adapter, 'issues.create', { params: issueParams(9) });
+    expect(first.status).toBe('done');
+    await expect(
+      rig.runner.run(rig.adapter, 'issues.create', { params: { ...issueParams(9), repo } }),
+    ).rejects.toMatchObject({ name: 'InvalidParamsError' });
+    expect(rig.sandbox.requestCount('issues.create')).toBe(1);
+  });
+});
+
 describe('the SDK sends one request per attempt', () => {
   it('plain @octokit/rest on a 502: one request, the RequestError carries the answer', async () => {
     const sandbox = await start502();

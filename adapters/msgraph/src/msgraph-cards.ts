@@ -20,12 +20,14 @@ const S = {
   throttling: 'https://learn.microsoft.com/en-us/graph/throttling',
   errors: 'https://learn.microsoft.com/en-us/graph/errors',
   createMessage: 'https://learn.microsoft.com/en-us/graph/api/user-post-messages',
+  createEventExample:
+    'https://github.com/microsoftgraph/microsoft-graph-docs-contrib/blob/007852ace71e63cb76552a3471aa71e7dee5f3e8/api-reference/v1.0/api/user-post-events.md',
   createMessageEarlier:
     'https://github.com/microsoftgraph/microsoft-graph-docs/blob/86cce287a23b16425940176996b676a034d05ca1/api-reference/v1.0/api/user_post_messages.md',
 } as const;
 
-/** A recipient collection of the message: [] and left out are one mail, as Graph stores a left-out one as []. */
-const emptyRecipients = (field: string, evidence: string) => ({
+/** A collection of the message (recipients, categories): [] and left out are one mail, as Graph stores a left-out one as []. */
+const emptyCollection = (field: string, evidence: string) => ({
   field: `message.${field}`,
   steps: ['empty-array-as-absent'] as const,
   source: `${evidence}: the example message created without ${field} is returned with "${field}": [], so [] and none are one mail (a non-empty one and null stay exact)`,
@@ -113,10 +115,17 @@ export const mailSendCard = msGraphCard({
     intentFields: ['mailbox', 'message'],
     // Exact otherwise: the message is what is delivered; another spelling is another mail.
     normalize: [
-      emptyRecipients('toRecipients', S.createMessageEarlier),
-      emptyRecipients('ccRecipients', S.createMessage),
-      emptyRecipients('bccRecipients', S.createMessage),
-      emptyRecipients('replyTo', S.createMessage),
+      emptyCollection('toRecipients', S.createMessageEarlier),
+      emptyCollection('ccRecipients', S.createMessage),
+      emptyCollection('bccRecipients', S.createMessage),
+      emptyCollection('replyTo', S.createMessage),
+      emptyCollection('categories', S.createMessage),
+      {
+        field: 'message.importance',
+        steps: ['case-fold'],
+        source: `${S.createMessage}: the example request sends "importance": "Low" and the message is returned with "importance": "low", so Low and low are one mail (the params schema takes ASCII letters only)`,
+        evidence: S.createMessage,
+      },
     ],
   },
   providerKey: {
@@ -183,6 +192,13 @@ export const eventsCreateCard = msGraphCard({
   businessOperationId: {
     rule: 'derived from intent fields mailbox, event.subject, event.start, event.end (one meeting slot with one subject in one calendar), or given by the caller',
     intentFields: ['mailbox', 'event.subject', 'event.start', 'event.end'],
+    // An agent may copy a time back from Graph, which returns it with a seven-digit zero fraction.
+    normalize: (['start', 'end'] as const).map((at) => ({
+      field: `event.${at}.dateTime`,
+      steps: ['datetime-zero-fraction'],
+      source: `${S.createEventExample}: Create Event's second example sends "dateTime": "2017-08-30T11:00:00" and the event is returned with "2017-08-30T11:00:00.0000000" in the same time zone, so the two spellings are one time (a fraction that is not zero, a zone suffix or another precision stays exact)`,
+      evidence: S.createEventExample,
+    })),
   },
   providerKey: {
     travels: fact('body', `${S.event}; ${S.providers}`),

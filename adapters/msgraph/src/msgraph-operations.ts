@@ -116,6 +116,8 @@ const MAIL_SEND_PARAMS = object(['mailbox', 'message'], {
     toRecipients: { ...recipientsSchema, minItems: 1 },
     ccRecipients: recipientsSchema,
     bccRecipients: recipientsSchema,
+    // ASCII letters only: the card case-folds it, as Graph stores "Low" as "low"; a fold beyond ASCII (hıgh) is not Graph's.
+    importance: { type: 'string', pattern: '^[A-Za-z]+$', description: 'low, normal or high, in any case' },
   }),
   saveToSentItems: owned('always true: the Sent Items copy is how an unknown outcome is reconciled'),
 });

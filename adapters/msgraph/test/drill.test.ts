@@ -164,8 +164,8 @@ describe('mail.send: definite answers', () => {
     expect(sandbox.requestCount('mail.send')).toBe(1);
   });
 
-  // Graph stores a recipient collection left out of a message as [] (the card's evidence): one mail either way.
-  it.each(['ccRecipients', 'bccRecipients', 'replyTo'])(
+  // Graph stores a collection left out of a message as [] (the card's evidence): one mail either way.
+  it.each(['ccRecipients', 'bccRecipients', 'replyTo', 'categories'])(
     'the same mail with %s: [] on one run and left out on the next ⇒ one mail, the second run adopts the first',
     async (field) => {
       const runner = await setup();
@@ -182,6 +182,36 @@ describe('mail.send: definite answers', () => {
       expect(sandbox.count('mail.send')).toBe(1);
     },
   );
+
+  // Graph's Create message example sends "importance": "Low" and stores "low" (the card's evidence): one mail.
+  it('the same mail with importance Low on one run and low on the next ⇒ one mail, the second run adopts the first', async () => {
+    const runner = await setup();
+    const p = mailParams(13);
+    const first = await runner.run(adapter, 'mail.send', {
+      params: { ...p, message: { ...p.message, importance: 'Low' } },
+    });
+    const second = await runner.run(adapter, 'mail.send', {
+      params: { ...p, message: { ...p.message, importance: 'low' } },
+    });
+    expect(first).toMatchObject({ status: 'done', adopted: false });
+    expect(second).toMatchObject({ status: 'done', adopted: true });
+    expect(second.businessOperationId).toBe(first.businessOperationId);
+    expect(sandbox.requestCount('mail.send')).toBe(1);
+    expect(sandbox.count('mail.send')).toBe(1);
+  });
+
+  it('another importance is another mail ⇒ two mails', async () => {
+    const runner = await setup();
+    const p = mailParams(14);
+    const first = await runner.run(adapter, 'mail.send', {
+      params: { ...p, message: { ...p.message, importance: 'low' } },
+    });
+    const second = await runner.run(adapter, 'mail.send', {
+      params: { ...p, message: { ...p.message, importance: 'high' } },
+    });
+    expect(second.businessOperationId).not.toBe(first.businessOperationId);
+    expect(sandbox.count('mail.send')).toBe(2);
+  });
 
   it('a Cc recipient is not the same mail as none ⇒ two mails', async () => {
     const runner = await setup();
@@ -206,6 +236,39 @@ describe('mail.send: definite answers', () => {
     for (const pii of ['customer10@example.test', 'Invoice 10 reminder', 'Please pay invoice 10'])
       expect(text).not.toContain(pii);
   });
+});
+
+describe('events.create: one meeting slot, spelled as the request or as Graph returns it', () => {
+  // Graph's Create event example sends "2017-04-15T12:00:00" and returns "2017-04-15T12:00:00.0000000" (the card's
+  // evidence): an agent that copies the time back from Graph names the same slot.
+  it('start and end with and without the .0000000 fraction ⇒ one event, the second run adopts the first', async () => {
+    const runner = await setup();
+    const p = eventParams(3);
+    const graphSpelling = (t: { dateTime: string; timeZone: string }) => ({ ...t, dateTime: `${t.dateTime}.0000000` });
+    const first = await runner.run(adapter, 'events.create', { params: p });
+    const second = await runner.run(adapter, 'events.create', {
+      params: { ...p, event: { ...p.event, start: graphSpelling(p.event.start), end: graphSpelling(p.event.end) } },
+    });
+    expect(first).toMatchObject({ status: 'done', adopted: false });
+    expect(second).toMatchObject({ status: 'done', adopted: true });
+    expect(second.businessOperationId).toBe(first.businessOperationId);
+    expect(sandbox.requestCount('events.create')).toBe(1);
+    expect(sandbox.count('events.create')).toBe(1);
+  });
+
+  it.each(['2026-12-04T10:00:01', '2026-12-04T10:00:00.5'])(
+    'a start of %s is another slot than 10:00:00 ⇒ two events',
+    async (other) => {
+      const runner = await setup();
+      const p = eventParams(3);
+      const first = await runner.run(adapter, 'events.create', { params: p });
+      const second = await runner.run(adapter, 'events.create', {
+        params: { ...p, event: { ...p.event, start: { ...p.event.start, dateTime: other } } },
+      });
+      expect(second.businessOperationId).not.toBe(first.businessOperationId);
+      expect(sandbox.count('events.create')).toBe(2);
+    },
+  );
 });
 
 describe('events.create and todo.tasks.create: lost responses', () => {

@@ -31,6 +31,11 @@ const cases: [operation: string, why: string, params: unknown][] = [
   ],
   ['mail.send', 'cc not an array', { ...mail, message: { ...mail.message, ccRecipients: 'a@example.test' } }],
   ['mail.send', 'saveToSentItems set', { ...mail, saveToSentItems: true }],
+  [
+    'mail.send',
+    'importance beyond ASCII letters (a case fold would read hıgh as high)',
+    { ...mail, message: { ...mail.message, importance: 'h\u0131gh' } },
+  ],
   ['events.create', 'blank subject', { ...event, event: { ...event.event, subject: '  ' } }],
   ['events.create', 'a caller-set transactionId', { ...event, event: { ...event.event, transactionId: 'mine' } }],
   [

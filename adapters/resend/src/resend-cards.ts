@@ -89,6 +89,13 @@ function resendCard(spec: {
     businessOperationId: {
       rule: spec.intentRule,
       intentFields: [spec.intentField],
+      normalize: [
+        {
+          field: spec.intentField,
+          steps: ['trim'],
+          source: `retrysafe policy: the caller’s own name, which reaches Resend only inside the key (${S.idempotency}), so its equality is retrysafe’s; surrounding white space is formatting, while case and inner white space are kept apart (docs/concepts.md, Normalisation)`,
+        },
+      ],
     },
     ids: {
       run: 'receipts only (never sent to Resend)',

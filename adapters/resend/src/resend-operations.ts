@@ -60,7 +60,8 @@ export interface ResendOperation extends FrameOperation {
 const address: JsonSchema = { type: 'string', minLength: 3, maxLength: 320 };
 // Resend: "For multiple addresses, send as an array of strings. Max 50." (send-email reference)
 const addresses: JsonSchema = { anyOf: [address, { type: 'array', items: address, minItems: 1, maxItems: 50 }] };
-const ref: JsonSchema = { type: 'string', minLength: 1, maxLength: 200 };
+// Not blank: the id trims the ref, so a blank one would name nothing.
+const ref: JsonSchema = { type: 'string', minLength: 1, maxLength: 200, pattern: '\\S' };
 
 const emailProperties = {
   from: address,

@@ -55,6 +55,44 @@ describe('a lost answer through the real resend SDK', () => {
   });
 });
 
+describe('one intent', () => {
+  // The ref is the caller's own name, not Resend's (it reaches Resend only inside the key): white space an agent adds
+  // at its ends is formatting, as for every shipped card's caller reference (docs/concepts.md, Normalisation).
+  it.each([
+    ['emails.send', emailParams('welcome-user/123'), 'emailRef', 'welcome-user/123'],
+    ['batch.send', batchParams('invoices/2026-12'), 'batchRef', 'invoices/2026-12'],
+  ] as const)(
+    '%s: the ref with white space at its ends is the same operation ⇒ one send, adopted',
+    async (op, params, ref, value) => {
+      const { sandbox, adapter, runner } = await setup();
+      const first = await runner.run(adapter, op, { params } as never);
+      const padded = { ...params, [ref]: ` ${value}\n` };
+      const again = await runner.run(adapter, op, { params: padded } as never);
+      expect(first).toMatchObject({ status: 'done', adopted: false });
+      expect(again).toMatchObject({ status: 'done', adopted: true, businessOperationId: first.businessOperationId });
+      expect(sandbox.count(op)).toBe(1);
+    },
+  );
+
+  it('a blank ref names nothing: refused before anything is claimed or sent', async () => {
+    const { sandbox, adapter, runner } = await setup();
+    await expect(runner.run(adapter, 'emails.send', { params: emailParams(' \t ') })).rejects.toMatchObject({
+      name: 'InvalidParamsError',
+    });
+    expect(sandbox.requests()).toHaveLength(0);
+  });
+
+  it('another case or inner white space is another ref ⇒ another email', async () => {
+    const { sandbox, adapter, runner } = await setup();
+    const params = emailParams('welcome-user/123');
+    const first = await runner.run(adapter, 'emails.send', { params });
+    const other = await runner.run(adapter, 'emails.send', { params: { ...params, emailRef: 'Welcome-user/123' } });
+    const inner = await runner.run(adapter, 'emails.send', { params: { ...params, emailRef: 'welcome-user /123' } });
+    expect(new Set([first, other, inner].map((r) => r.businessOperationId)).size).toBe(3);
+    expect(sandbox.count('emails.send')).toBe(3);
+  });
+});
+
 describe('one request per attempt: the SDK never retries', () => {
   it('a 500 from Resend: one request, outcome unknown (the email may be out), nothing re-sent by the SDK', async () => {
     const { sandbox, adapter } = await setup();

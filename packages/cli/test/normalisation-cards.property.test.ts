@@ -13,7 +13,14 @@ import { expectWalked, shippedCards } from './shipped-cards.js';
 // writes strings as given) up to what the card declares; a step that can merge distinct values counts only
 // where the card cites the provider's evidence for it.
 
-const MERGING = new Set(['collapse-whitespace', 'nfkc', 'case-fold', 'canonical-number', 'empty-array-as-absent']);
+const MERGING = new Set([
+  'collapse-whitespace',
+  'nfkc',
+  'case-fold',
+  'canonical-number',
+  'datetime-zero-fraction',
+  'empty-array-as-absent',
+]);
 
 /** An exact decimal as (sign, digits, exponent), or null when the text is not a decimal numeral. */
 function decimal(text: string): string | null {
@@ -32,6 +39,7 @@ function oracleStep(s: string, step: string): string {
   if (step === 'nfkc') return s.normalize('NFKC');
   if (step === 'case-fold') return s.toUpperCase().toLowerCase();
   if (step === 'canonical-number') return decimal(s) ?? s;
+  if (step === 'datetime-zero-fraction') return /^(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d)\.0+$/.exec(s)?.[1] ?? s;
   throw new Error(`oracle has no step ${step}`);
 }
 
@@ -134,7 +142,14 @@ describe('normalisation never merges what the provider keeps apart (every shippe
         normalize: [{ field, steps, source: 'retrysafe policy', ...(evidence ? { evidence } : {}) }],
       },
     });
-    for (const step of ['nfkc', 'case-fold', 'collapse-whitespace', 'canonical-number', 'empty-array-as-absent']) {
+    for (const step of [
+      'nfkc',
+      'case-fold',
+      'collapse-whitespace',
+      'canonical-number',
+      'datetime-zero-fraction',
+      'empty-array-as-absent',
+    ]) {
       expect(validate(withSteps(['trim', step])), step).toBe(false);
       expect(validate(withSteps([step], 'docs/policy.md')), step).toBe(false);
       expect(validate(withSteps([step], 'https://provider.example/docs')), step).toBe(true);

@@ -295,6 +295,47 @@ describe('empty-array-as-absent: [] at the declared path reads as the field left
   });
 });
 
+describe('datetime-zero-fraction: a date-time with an all-zero fraction of a second is the one without it', () => {
+  const rules = [{ field: 'event.start.dateTime', steps: ['datetime-zero-fraction'] as const }];
+  const idOf = (dateTime: string) =>
+    businessOperationId('a.b', normalizeIntent({ event: { start: { dateTime, timeZone: 'UTC' } } }, rules));
+
+  it('drops only an all-zero fraction of a date-time written as YYYY-MM-DDThh:mm:ss', () => {
+    for (const zeros of ['.0', '.000', '.0000000'])
+      expect(idOf(`2026-12-04T10:00:00${zeros}`)).toBe(idOf('2026-12-04T10:00:00'));
+    // Another second, a fraction that is not zero, another spelling of the time: never merged.
+    for (const other of [
+      '2026-12-04T10:00:01',
+      '2026-12-04T10:00:00.5',
+      '2026-12-04T10:00:00.50',
+      '2026-12-04T10:00:00.',
+      '2026-12-04T10:00',
+      '2026-12-04T10:00:00Z',
+      '2026-12-04T10:00:00.0Z',
+      '2026-12-04 10:00:00',
+      ' 2026-12-04T10:00:00',
+      '2026-12-04T10:00:00.0000000 ',
+      '２０２６-12-04T10:00:00',
+      '2026-12-04T10:00:00.\u0660',
+    ])
+      expect(idOf(other), other).not.toBe(idOf('2026-12-04T10:00:00'));
+    expect(idOf('2026-12-04T10:00:00.50')).not.toBe(idOf('2026-12-04T10:00:00.5'));
+  });
+
+  it('is declared only with the provider’s https evidence', () => {
+    const problems = (c: RetrySafetyCard) => validateCard(c).problems.map((p) => p.path);
+    const step = 'datetime-zero-fraction';
+    expect(problems(withBo({ normalize: [{ field, steps: [step], source: 's' }] }))).toContain(
+      'businessOperationId.normalize[0].evidence',
+    );
+    expect(
+      problems(
+        withBo({ normalize: [{ field, steps: [step], source: 's', evidence: 'https://provider.example/docs' }] }),
+      ),
+    ).toEqual([]);
+  });
+});
+
 describe('the optional card sections (issue 16)', () => {
   it('accepts a declared normalisation, comparison and replay indicator, and renders them', () => {
     const card = withBo(

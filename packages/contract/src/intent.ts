@@ -100,6 +100,8 @@ export function intentOf(
   return normalizeIntent(pickIntent(params, rule.intentFields), rule.normalize);
 }
 
+const ZERO_FRACTION = /^(\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2})\.0+$/;
+
 // Steps run in order on every string (and number, for `canonical-number`) at or below the declared path, for
 // identity and comparison only: the params sent are the caller's, unchanged.
 const STEP = {
@@ -108,6 +110,9 @@ const STEP = {
   nfkc: (s: string) => s.normalize('NFKC'),
   'case-fold': (s: string) => s.toUpperCase().toLowerCase(),
   'canonical-number': (s: string) => canonicalDecimal(s) ?? s,
+  // Only an all-zero fraction of this one spelling (Graph returns 12:00:00 as 12:00:00.0000000); a zone, another
+  // precision or a fraction that is not zero stays as written.
+  'datetime-zero-fraction': (s: string) => ZERO_FRACTION.exec(s)?.[1] ?? s,
 };
 /**
  * The step on the value at the declared path itself (not the strings beneath it): an empty array there is dropped, as
