@@ -9,7 +9,7 @@ import {
   UnknownOperationError,
 } from '@retrysafe/contract';
 import { classifyTransportFailure, lookupMiss, saysMoreFollow } from '@retrysafe/contract/provider';
-import { normalizeParams, withinIntent } from '@retrysafe/contract/rules';
+import { normalizeParams } from '@retrysafe/contract/rules';
 import { checkParamsSchema } from '@retrysafe/core/internal';
 import { LOOKUP_TOOLS } from '../server.js';
 import { KEY_CHARSET, toolCard } from './fence-card.js';
@@ -145,10 +145,9 @@ export function answerValue(answer: ToolAnswer): unknown {
 /** Equal as data: an object or array argument too (key order aside). */
 const same = (a: unknown, b: unknown) => a === b || (typeof a === 'object' && a !== null && isDeepStrictEqual(a, b));
 
-/** The tool's rules as its card compares a repeated call's arguments: `paramComparison` first, then `normalize` (the
- * card validator keeps the first off the intent, so an intent argument is read as its id reads it). */
-const cardRules = (t: FenceToolConfig) =>
-  [...(t.paramComparison ?? []), ...(t.normalize ?? [])] as Parameters<typeof normalizeParams>[1];
+/** The tool's rules as its card compares a repeated call's arguments: `paramComparison` first, then `normalize`. */
+const cardRules = (t: FenceToolConfig) => [...(t.paramComparison ?? []), ...(t.normalize ?? [])] as Rules;
+type Rules = Parameters<typeof normalizeParams>[1];
 
 /** A copy of `holder` with `value` at `parts`; an array stays an array, so a rule on every item reads the one named. */
 function replaced(holder: unknown, parts: readonly string[], value: unknown): unknown {
@@ -161,13 +160,51 @@ function replaced(holder: unknown, parts: readonly string[], value: unknown): un
   return copy;
 }
 
+/** `into` with what `from` holds at `parts` (through every item where a part crosses an array, as a rule reads). */
+function grafted(into: unknown, from: unknown, parts: readonly string[]): unknown {
+  const [head, ...rest] = parts;
+  if (head === undefined) return from;
+  if (Array.isArray(into) && Array.isArray(from) && !INDEX.test(head))
+    return into.map((item, i) => grafted(item, from[i], parts));
+  if (typeof into !== 'object' || into === null || typeof from !== 'object' || from === null) return into;
+  if (!Object.hasOwn(from, head)) return into;
+  return replaced(
+    into,
+    [head],
+    grafted((into as Record<string, unknown>)[head], (from as Record<string, unknown>)[head], rest),
+  );
+}
+
+/** The call's arguments as its card reads them: each intent argument as its id does (`normalize` alone: a
+ * `paramComparison` rule above it, or on every item of an array it names an item of, compares only calls of one id),
+ * the others as a repeated call's are compared. */
+function comparable(t: FenceToolConfig, args: unknown): unknown {
+  const compared = normalizeParams(args, cardRules(t));
+  if (!t.paramComparison) return compared;
+  const asId = normalizeParams(args, (t.normalize ?? []) as Rules);
+  return t.intent.reduce((out, path) => grafted(out, asId, path.split('.')), compared);
+}
+
 /** `value`, put at an argument path of the call's `args`, as the tool's card reads it (its rules at, above or beneath). */
 const normalAt = (t: FenceToolConfig, args: unknown, path: string, value: unknown) =>
-  readPath(normalizeParams(replaced(args, path.split('.'), value), cardRules(t)), path);
+  readPath(comparable(t, replaced(args, path.split('.'), value)), path);
+
+/** Whether dot paths `a` and `b` name one value or one within the other, where a part that is not an index crosses
+ * every item of an array (`lines.ref` reads `lines.0.ref`), as a rule's path does. */
+function overlaps(a: readonly string[], b: readonly string[]): boolean {
+  const [x, ...restA] = a;
+  const [y, ...restB] = b;
+  if (x === undefined || y === undefined) return true;
+  if (x === y) return overlaps(restA, restB);
+  // An index on one side, a field on the other: the field's path may cross the array there.
+  if (INDEX.test(x) && !INDEX.test(y)) return overlaps(restA, b);
+  if (INDEX.test(y) && !INDEX.test(x)) return overlaps(a, restB);
+  return false;
+}
 
 /** Whether a rule that is not an exact comparison reads the value at an argument path (at, above or beneath it). */
 const normalised = (t: FenceToolConfig, path: string) =>
-  cardRules(t).some((r) => r.compare !== 'exact' && (withinIntent(path, [r.field]) || r.field.startsWith(`${path}.`)));
+  cardRules(t).some((r) => r.compare !== 'exact' && overlaps(r.field.split('.'), path.split('.')));
 
 const clip = (s: string) => (s.length > 200 ? `${s.slice(0, 200)}…` : s);
 
