@@ -6,9 +6,11 @@
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { InMemoryTransport } from '@modelcontextprotocol/sdk/inMemory.js';
 import { Server } from '@modelcontextprotocol/sdk/server/index.js';
+import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { CallToolRequestSchema, ListToolsRequestSchema, type Tool } from '@modelcontextprotocol/sdk/types.js';
 import { createMemoryLedger, createRunner } from '@retrysafe/core';
 import { describe, expect, it } from 'vitest';
+import { z } from 'zod';
 import { createFenceServer } from '../src/fence/fence-server.js';
 import type { Upstream } from '../src/fence/upstream.js';
 import { createFenceAdapter, FenceConfigError, parseFenceConfig } from '../src/index.js';
@@ -24,11 +26,16 @@ async function upstreamOf(tools: Tool[]) {
     const args = req.params.arguments ?? {};
     return { content: [{ type: 'text', text: JSON.stringify(args) }], structuredContent: args };
   });
+  return { upstream: await linked(server, tools), calls };
+}
+
+/** The fence's upstream: a client of `server`, in process. */
+async function linked(server: Pick<Server, 'connect'>, tools: Tool[]) {
   const [a, b] = InMemoryTransport.createLinkedPair();
   await server.connect(a);
   const client = new Client({ name: 'fence', version: '1.0.0' });
   await client.connect(b);
-  const upstream = {
+  return {
     tools,
     capabilities: client.getServerCapabilities() ?? {},
     ready: async () => undefined,
@@ -37,12 +44,12 @@ async function upstreamOf(tools: Tool[]) {
     onNotification: () => () => true,
     close: () => client.close(),
   } as unknown as Upstream;
-  return { upstream, calls };
 }
 
-/** The host's client to a fence over `tools` with `fenced` as the fence file's tools. */
-async function host(tools: Tool[], fenced: Record<string, unknown>) {
-  const { upstream, calls } = await upstreamOf(tools);
+/** The host's client to a fence over `tools` (of `given`, else an upstream that answers its arguments) with `fenced`
+ * as the fence file's tools. */
+async function host(tools: Tool[], fenced: Record<string, unknown>, given?: Upstream) {
+  const { upstream, calls } = given ? { upstream: given, calls: [] } : await upstreamOf(tools);
   const config = parseFenceConfig({ name: 'odd', ledger: './unused.db', tools: fenced });
   const adapter = createFenceAdapter({ config, client: upstream, tools });
   const ledger = createMemoryLedger();
@@ -153,6 +160,38 @@ describe('an upstream outputSchema the fence cannot compile', () => {
       expect(a.structuredContent).toMatchObject({ retrysafe: { status: 'done' }, result: { title: 'Q3 report' } });
     }
     expect(calls).toHaveLength(1);
+  });
+});
+
+describe('an upstream outputSchema whose $ref points into it (the SDK writes #/properties/… for a zod schema used twice)', () => {
+  it("the host lists and calls the fenced tool as directly: the upstream's answer, then its stored copy", async () => {
+    const Address = z.object({ city: z.string() });
+    /** A server written with the official SDK: both schemas use Address twice. */
+    const shipping = () => {
+      const server = new McpServer({ name: 'shipping', version: '1.0.0' });
+      server.registerTool(
+        'ship',
+        { inputSchema: { from: Address, to: Address }, outputSchema: { from: Address, to: Address } },
+        async (args) => ({ content: [], structuredContent: args }),
+      );
+      return server;
+    };
+    const direct = new Client({ name: 'agent', version: '1.0.0' });
+    const [a, b] = InMemoryTransport.createLinkedPair();
+    await shipping().connect(a);
+    await direct.connect(b);
+    const { tools } = await direct.listTools();
+    expect(JSON.stringify(tools[0]?.outputSchema)).toContain('"$ref":"#/properties/from"');
+    const fenced = { ship: { kind: 'create', intent: ['from', 'to'] } };
+    const { client, call } = await host(tools, fenced, await linked(shipping(), tools));
+    const listed = (await client.listTools()).tools.find((t) => t.name === 'ship');
+    expect(listed?.outputSchema).toBeDefined();
+    const shipment = { from: { city: 'Oslo' }, to: { city: 'Bergen' } };
+    for (const adopted of [false, true]) {
+      const answer = await call('ship', shipment);
+      expect(answer._meta?.retrysafe).toMatchObject({ status: 'done', adopted });
+      expect(answer.structuredContent).toEqual(shipment);
+    }
   });
 });
 

@@ -146,10 +146,36 @@ const FENCE_ANSWER_SCHEMA = {
   required: ['retrysafe'],
 } as const;
 
-/** The upstream's outputSchema or the fence's answer; `$defs` and `$schema` stay at the root so `#/…` refs resolve. */
+/** The upstream's outputSchema or the fence's answer. `$defs` and `$schema` stay at the root, and every other `#…`
+ * reference into the upstream's schema (`#/properties/from`, which the SDK writes for a sub-schema used twice) is
+ * rebased onto where it now is, so the host can compile the schema. */
 function fencedOutputSchema({ $schema, $defs, definitions, ...own }: Schema): Schema {
   const root = Object.entries({ $schema, $defs, definitions }).filter(([, v]) => v !== undefined);
-  return { ...Object.fromEntries(root), type: 'object', anyOf: [own, FENCE_ANSWER_SCHEMA] };
+  const rebased = Object.fromEntries(root.map(([k, v]) => [k, k === '$schema' ? v : rebase(v)]));
+  return { ...rebased, type: 'object', anyOf: [rebase(own), FENCE_ANSWER_SCHEMA] };
+}
+
+/** Where the upstream's own schema sits in the fence's (`anyOf[0]`), as a JSON pointer. */
+const OWN = '#/anyOf/0';
+/** Keywords whose values are data, not schemas: a `$ref` inside one is not a reference. */
+const DATA = new Set(['const', 'enum', 'default', 'examples']);
+/** Keywords whose values map names (which may be any word, `default` too) to schemas. */
+const NAMED = new Set(['properties', 'patternProperties', '$defs', 'definitions', 'dependentSchemas', 'dependencies']);
+
+/** `schema` with each local `$ref` (`#`, `#/…`) that does not go to the root's `$defs` or `definitions` rebased under OWN. */
+function rebase(schema: unknown): unknown {
+  if (Array.isArray(schema)) return schema.map(rebase);
+  if (typeof schema !== 'object' || schema === null) return schema;
+  const each = (map: object) => Object.fromEntries(Object.entries(map).map(([k, v]) => [k, rebase(v)]));
+  const out: Record<string, unknown> = {};
+  for (const [k, v] of Object.entries(schema)) {
+    if (k === '$ref' && typeof v === 'string')
+      out[k] = /^#(\/|$)/.test(v) && !/^#\/(\$defs|definitions)(\/|$)/.test(v) ? `${OWN}${v.slice(1)}` : v;
+    else if (DATA.has(k)) out[k] = v;
+    else if (NAMED.has(k) && typeof v === 'object' && v !== null && !Array.isArray(v)) out[k] = each(v);
+    else out[k] = rebase(v);
+  }
+  return out;
 }
 
 // The validator the official SDK client uses; Ajv caches what it compiled by schema object.
