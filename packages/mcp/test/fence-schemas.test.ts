@@ -87,6 +87,35 @@ describe("the fence's key argument", () => {
   });
 });
 
+describe("the fence's key argument that another argument's schema refers to (the SDK's #/properties/… for a zod schema used twice)", () => {
+  it('hidden, its schema stays where the other argument reads it: the call is checked, sent once, with the key', async () => {
+    const Id = z.string().min(1);
+    const calls: unknown[] = [];
+    /** A server written with the official SDK: its input schema uses Id twice. */
+    const crm = () => {
+      const server = new McpServer({ name: 'crm', version: '1.0.0' });
+      server.registerTool('create_contact', { inputSchema: { request_id: Id, customer_id: Id } }, async (args) => {
+        calls.push(args);
+        return { content: [{ type: 'text', text: 'created' }] };
+      });
+      return server;
+    };
+    const direct = new Client({ name: 'agent', version: '1.0.0' });
+    const [a, b] = InMemoryTransport.createLinkedPair();
+    await crm().connect(a);
+    await direct.connect(b);
+    const { tools } = await direct.listTools();
+    expect(tools[0]?.inputSchema.properties?.customer_id).toEqual({ $ref: '#/properties/request_id' });
+    const fenced = { create_contact: { kind: 'create', intent: ['customer_id'], key: { argument: 'request_id' } } };
+    const { client, call } = await host(tools, fenced, await linked(crm(), tools));
+    const listed = (await client.listTools()).tools.find((t) => t.name === 'create_contact')!;
+    expect((await call('create_contact', { customer_id: '' }))._meta?.retrysafe?.status).toBe('invalid-input');
+    expect((await call('create_contact', { customer_id: 'cus_1' }))._meta?.retrysafe?.status).toBe('done');
+    expect(listed.inputSchema.properties).toEqual({ customer_id: { type: 'string', minLength: 1 } });
+    expect(calls).toEqual([{ customer_id: 'cus_1', request_id: expect.stringMatching(/^rs-/) }]);
+  });
+});
+
 describe("the fence's key argument at a nested path", () => {
   it('is hidden from the listing and from the check of the arguments, and sent with the key the fence derived', async () => {
     const create: Tool = {

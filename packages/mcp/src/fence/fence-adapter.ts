@@ -45,15 +45,69 @@ export function withPath(target: Record<string, unknown>, path: string, value: u
 type ObjectSchema = { readonly properties?: Record<string, object>; readonly required?: readonly string[] };
 
 /** The input schema without the argument at `path` (the fence's key: the fence sets it, the caller never does); a
- * nested one is hidden inside the object schemas its path names. */
+ * nested one is hidden inside the object schemas its path names. A `$ref` elsewhere to it (`#/properties/request_id`,
+ * which the SDK writes for a zod schema used twice) is given the schema it pointed at, which is no longer there. */
 export function hideProperty<S extends ObjectSchema>(schema: S, path: string): S {
+  const at = `#${path
+    .split('.')
+    .map((p) => `/properties/${p.replaceAll('~', '~0').replaceAll('/', '~1')}`)
+    .join('')}`;
+  const inline = (s: unknown, seen: ReadonlySet<string>): unknown =>
+    mapRefs(s, (node) => {
+      const { $ref, ...rest } = node;
+      const target = $ref === at || $ref.startsWith(`${at}/`) ? pointedAt(schema, $ref) : undefined;
+      if (target === undefined || seen.has($ref)) return node;
+      const inlined = inline(target, new Set([...seen, $ref]));
+      return Object.keys(rest).length === 0
+        ? inlined
+        : { ...rest, allOf: [...(Array.isArray(rest.allOf) ? rest.allOf : []), inlined] };
+    });
+  return withoutProperty(inline(schema, new Set()) as S, path);
+}
+
+function withoutProperty<S extends ObjectSchema>(schema: S, path: string): S {
   const [name = '', ...rest] = path.split('.');
   const { [name]: inner, ...properties } = schema.properties ?? {};
   if (rest.length > 0)
     return inner && typeof inner === 'object'
-      ? { ...schema, properties: { ...schema.properties, [name]: hideProperty(inner, rest.join('.')) } }
+      ? { ...schema, properties: { ...schema.properties, [name]: withoutProperty(inner, rest.join('.')) } }
       : schema;
   return { ...schema, properties, ...(schema.required ? { required: schema.required.filter((r) => r !== name) } : {}) };
+}
+
+/** Keywords whose values are data, not schemas: a `$ref` inside one is not a reference. */
+const DATA = new Set(['const', 'enum', 'default', 'examples']);
+/** Keywords whose values map names (which may be any word, `default` too) to schemas. */
+const NAMED = new Set(['properties', 'patternProperties', '$defs', 'definitions', 'dependentSchemas', 'dependencies']);
+type RefNode = { readonly $ref: string } & Record<string, unknown>;
+
+/** `schema` with each sub-schema that has a `$ref` replaced by what `f` makes of it (after its own sub-schemas). */
+export function mapRefs(schema: unknown, f: (node: RefNode) => unknown): unknown {
+  if (Array.isArray(schema)) return schema.map((s) => mapRefs(s, f));
+  if (typeof schema !== 'object' || schema === null) return schema;
+  const each = (map: object) => Object.fromEntries(Object.entries(map).map(([k, v]) => [k, mapRefs(v, f)]));
+  const out: Record<string, unknown> = {};
+  for (const [k, v] of Object.entries(schema))
+    out[k] = DATA.has(k)
+      ? v
+      : NAMED.has(k) && typeof v === 'object' && v !== null && !Array.isArray(v)
+        ? each(v)
+        : mapRefs(v, f);
+  return typeof out.$ref === 'string' ? f(out as RefNode) : out;
+}
+
+/** What a local `$ref` (`#/properties/a~1b`) points at in `root`, or undefined. */
+function pointedAt(root: unknown, ref: string): unknown {
+  if (!ref.startsWith('#/')) return undefined;
+  let at = root;
+  for (const part of ref
+    .slice(2)
+    .split('/')
+    .map((p) => p.replaceAll('~1', '/').replaceAll('~0', '~'))) {
+    if (typeof at !== 'object' || at === null || !Object.hasOwn(at, part)) return undefined;
+    at = (at as Record<string, unknown>)[part];
+  }
+  return at;
 }
 
 const INDEX = /^(0|[1-9]\d*)$/;

@@ -13,7 +13,7 @@ import { type AdapterV1, validateCard } from '@retrysafe/contract';
 import { agentIdempotentHint, describeNormalization } from '@retrysafe/contract/rules';
 import type { AgentToolDefinition, AgentToolResult } from '@retrysafe/core/agent';
 import { ANSWER_PROPERTIES, type Extra, reply, type ServingOptions, serveTools } from '../server.js';
-import { answerValue, hideProperty, type ToolAnswer, toolResult, withPath } from './fence-adapter.js';
+import { answerValue, hideProperty, mapRefs, type ToolAnswer, toolResult, withPath } from './fence-adapter.js';
 import { type Upstream, UpstreamUnavailableError } from './upstream.js';
 
 export const UNFENCED_NOTE = '[not fenced by retrysafe: a re-issued call may repeat its effect]';
@@ -157,26 +157,13 @@ function fencedOutputSchema({ $schema, $defs, definitions, ...own }: Schema): Sc
 
 /** Where the upstream's own schema sits in the fence's (`anyOf[0]`), as a JSON pointer. */
 const OWN = '#/anyOf/0';
-/** Keywords whose values are data, not schemas: a `$ref` inside one is not a reference. */
-const DATA = new Set(['const', 'enum', 'default', 'examples']);
-/** Keywords whose values map names (which may be any word, `default` too) to schemas. */
-const NAMED = new Set(['properties', 'patternProperties', '$defs', 'definitions', 'dependentSchemas', 'dependencies']);
-
 /** `schema` with each local `$ref` (`#`, `#/…`) that does not go to the root's `$defs` or `definitions` rebased under OWN. */
-function rebase(schema: unknown): unknown {
-  if (Array.isArray(schema)) return schema.map(rebase);
-  if (typeof schema !== 'object' || schema === null) return schema;
-  const each = (map: object) => Object.fromEntries(Object.entries(map).map(([k, v]) => [k, rebase(v)]));
-  const out: Record<string, unknown> = {};
-  for (const [k, v] of Object.entries(schema)) {
-    if (k === '$ref' && typeof v === 'string')
-      out[k] = /^#(\/|$)/.test(v) && !/^#\/(\$defs|definitions)(\/|$)/.test(v) ? `${OWN}${v.slice(1)}` : v;
-    else if (DATA.has(k)) out[k] = v;
-    else if (NAMED.has(k) && typeof v === 'object' && v !== null && !Array.isArray(v)) out[k] = each(v);
-    else out[k] = rebase(v);
-  }
-  return out;
-}
+const rebase = (schema: unknown) =>
+  mapRefs(schema, (node) =>
+    /^#(\/|$)/.test(node.$ref) && !/^#\/(\$defs|definitions)(\/|$)/.test(node.$ref)
+      ? { ...node, $ref: `${OWN}${node.$ref.slice(1)}` }
+      : node,
+  );
 
 // The validator the official SDK client uses; Ajv caches what it compiled by schema object.
 const validator = new AjvJsonSchemaValidator();
