@@ -161,6 +161,11 @@ function inMcpDialect(schema: Tool['inputSchema'], card: RetrySafetyCard): Tool[
   }
 }
 
+/** `{{path}}`: any argument path (`task-title`, `straße`, `lines.0.ref`). One left as written would ask the upstream for
+ * the text `{{task-title}}`, and its miss could send the call again. */
+const PLACEHOLDER = /\{\{\s*([^{}]+?)\s*\}\}/g;
+const WHOLE = new RegExp(`^${PLACEHOLDER.source}$`);
+
 /** `{{path}}` strings are replaced by that argument of the call (whole-string templates keep the value's type); every
  * path read is pushed to `read`. The paths the call has no value for are pushed to `missing`, and so are those of an
  * object or array put inside text, which has no spelling the upstream could search by (`[object Object]`). */
@@ -172,9 +177,9 @@ function fill(template: unknown, args: unknown, missing: string[], read: string[
     return v;
   };
   if (typeof template === 'string') {
-    const whole = /^\{\{\s*([\w.]+)\s*\}\}$/.exec(template);
+    const whole = WHOLE.exec(template);
     if (whole) return value(whole[1]!, false);
-    return template.replace(/\{\{\s*([\w.]+)\s*\}\}/g, (_m, p: string) => String(value(p, true) ?? ''));
+    return template.replace(PLACEHOLDER, (_m, p: string) => String(value(p, true) ?? ''));
   }
   if (Array.isArray(template)) return template.map((t) => fill(t, args, missing, read));
   if (template !== null && typeof template === 'object')
