@@ -1,5 +1,6 @@
+import { AsyncLocalStorage } from 'node:async_hooks';
 import { isDeepStrictEqual } from 'node:util';
-import type { Tool } from '@modelcontextprotocol/sdk/types.js';
+import type { Progress, Tool } from '@modelcontextprotocol/sdk/types.js';
 import {
   defineAdapter,
   type FrameOperation,
@@ -331,6 +332,10 @@ function classifyToolError(error: unknown): Outcome {
   return unknownOutcome(t.cause, message, t.code);
 }
 
+/** Where the fence server puts the progress relay of a host's call that asked for progress, for the upstream calls
+ * that run it. */
+export const hostProgress = new AsyncLocalStorage<(p: Progress) => void>();
+
 /** The fenced upstream tools as one adapter: the runner decides from their cards. Every fenced tool must be in
  * `tools`, the upstream's list. */
 export function createFenceAdapter(options: {
@@ -366,11 +371,15 @@ export function createFenceAdapter(options: {
       tool: t,
     };
   }
-  const send = (name: string, args: unknown, signal: AbortSignal) =>
-    client.callTool({ name, arguments: args as Record<string, unknown> }, undefined, {
+  const send = (name: string, args: unknown, signal: AbortSignal) => {
+    // The host asked for progress: the upstream's goes to it and, as for the host, restarts the timeout.
+    const onprogress = hostProgress.getStore();
+    return client.callTool({ name, arguments: args as Record<string, unknown> }, undefined, {
       timeout: config.timeoutMs,
       signal,
+      ...(onprogress ? { onprogress, resetTimeoutOnProgress: true } : {}),
     });
+  };
   /** The arguments as sent upstream: the caller's, with the fence's key at its argument. */
   const withKey = (t: FenceToolConfig, params: unknown, key: string | null) =>
     t.key && key ? withPath(params as Record<string, unknown>, t.key.argument, key) : params;

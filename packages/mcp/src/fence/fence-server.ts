@@ -13,7 +13,15 @@ import { type AdapterV1, validateCard } from '@retrysafe/contract';
 import { agentIdempotentHint, describeNormalization } from '@retrysafe/contract/rules';
 import type { AgentToolDefinition, AgentToolResult } from '@retrysafe/core/agent';
 import { ANSWER_PROPERTIES, type Extra, reply, type ServingOptions, serveTools } from '../server.js';
-import { answerValue, hideProperty, mapRefs, type ToolAnswer, toolResult, withPath } from './fence-adapter.js';
+import {
+  answerValue,
+  hideProperty,
+  hostProgress,
+  mapRefs,
+  type ToolAnswer,
+  toolResult,
+  withPath,
+} from './fence-adapter.js';
 import { type Upstream, UpstreamUnavailableError } from './upstream.js';
 
 export const UNFENCED_NOTE = '[not fenced by retrysafe: a re-issued call may repeat its effect]';
@@ -62,15 +70,17 @@ function fencedListing(adapter: AdapterV1, t: Tool) {
   };
 }
 
+/** The upstream's progress, relayed to the host under the host's progressToken. The SDK sends its own token upstream,
+ * and drops progress it did not ask for. */
+const relay = (extra: Extra, token: ProgressToken) => (p: Progress) =>
+  void extra
+    .sendNotification({ method: 'notifications/progress', params: { ...p, progressToken: token } })
+    .catch(() => undefined);
+
 /** A request forwarded upstream with the host's cancellation; when it carries the host's progressToken, the upstream's
- * progress is relayed under that token (resetting the fence's own timeout, as the host's does). The SDK sends its own
- * token upstream, and drops progress it did not ask for. */
+ * progress is relayed (resetting the fence's own timeout, as the host's does). */
 function forward<T>(extra: Extra, token: ProgressToken | undefined, send: (o: RequestOptions) => Promise<T>) {
-  const onprogress = (p: Progress) =>
-    void extra
-      .sendNotification({ method: 'notifications/progress', params: { ...p, progressToken: token as ProgressToken } })
-      .catch(() => undefined);
-  const progress = token === undefined ? {} : { resetTimeoutOnProgress: true, onprogress };
+  const progress = token === undefined ? {} : { resetTimeoutOnProgress: true, onprogress: relay(extra, token) };
   return send({ signal: extra.signal, ...progress }).catch(unavailable);
 }
 
@@ -110,7 +120,10 @@ export function createFenceServer(options: ServingOptions & { adapter: AdapterV1
       const key = keyArgument(adapter, name);
       const params = key ? withPath(args, key, undefined) : args;
       const definition = { name, adapter, operation: name } as unknown as AgentToolDefinition;
-      const result = await run(definition, params, _meta);
+      const token = _meta?.progressToken;
+      const running = () => run(definition, params, _meta);
+      // A host that asks for progress gets the upstream's for the calls that run this one, as for a pass-through call.
+      const result = await (token === undefined ? running() : hostProgress.run(relay(extra, token), running));
       return fencedReply(result, tool.outputSchema as Record<string, unknown> | undefined);
     }
     // Pass-through: unchanged (its _meta too), with the caller's cancellation and the upstream's progress.
