@@ -322,3 +322,60 @@ describe('an intent argument the upstream tool does not take', () => {
     expect(await effectsOrRefusal(['customer', 'reference'], [composed])).not.toBe('refused');
   });
 });
+
+describe('a key argument the upstream tool does not take', () => {
+  // The upstream folds calls by request_id; the fence file misspells it, and declares that the upstream replays.
+  const create: Tool = {
+    name: 'create',
+    inputSchema: {
+      type: 'object',
+      properties: { customer: { type: 'string' }, ref: { type: 'string' }, request_id: { type: 'string' } },
+    },
+  };
+  const replays = {
+    semantics: 'replays',
+    retention: '24h',
+    concurrency: 'waits-then-replays',
+    parameterMatching: 'mismatch-error',
+  };
+
+  /** The upstream's effects for one call whose first answer is lost, or 'refused' at start. */
+  async function effectsOrRefusal(argument: string): Promise<number | 'refused'> {
+    const made = new Map<unknown, number>();
+    let lost = false;
+    const callTool = async (p: { arguments?: Record<string, unknown> }) => {
+      const id = p.arguments?.request_id ?? Symbol('a call without a request_id');
+      if (!made.has(id)) made.set(id, made.size + 1);
+      if (!lost) {
+        lost = true;
+        throw Object.assign(new Error('Request timed out'), { code: -32001 });
+      }
+      return { content: [], structuredContent: { id: made.get(id) } };
+    };
+    const config = parseFenceConfig({
+      name: 'odd',
+      ledger: './unused.db',
+      policy: { baseMs: 1, capMs: 5 },
+      tools: { create: { kind: 'create', intent: ['customer', 'ref'], key: { argument, ...replays } } },
+    });
+    let adapter: ReturnType<typeof createFenceAdapter>;
+    try {
+      adapter = createFenceAdapter({ config, client: { callTool }, tools: [create] });
+    } catch (e) {
+      if (e instanceof FenceConfigError) return 'refused';
+      throw e;
+    }
+    await createRunner({ ledger: createMemoryLedger() }).run(adapter, 'create', {
+      params: { customer: 'c1', ref: 'PO-1' },
+    });
+    return made.size;
+  }
+
+  it('is refused at start: the upstream would ignore the key, and the re-send the card calls safe would be a second effect', async () => {
+    expect(await effectsOrRefusal('requestId')).toBe('refused');
+  });
+
+  it('a declared one is taken: the re-send under the key is folded, one effect', async () => {
+    expect(await effectsOrRefusal('request_id')).toBe(1);
+  });
+});

@@ -359,6 +359,12 @@ export function createFenceAdapter(options: {
       throw new FenceConfigError(
         `tools.${name}.intent names ${undeclared.join(', ')}, which the upstream tool's input schema does not take: calls that differ only there are one request to it, yet would be two operations, each sent`,
       );
+    // A key argument it does not take would be ignored: a re-send the card calls safe by key would be a second effect.
+    const keyUndeclared = t.key ? undeclaredPart(upstream.inputSchema, t.key.argument) : null;
+    if (keyUndeclared !== null)
+      throw new FenceConfigError(
+        `tools.${name}.key.argument names ${keyUndeclared}, which the upstream tool's input schema does not take: the upstream would ignore the key, and a re-send under it would be a second effect`,
+      );
     const card = toolCard(config, name, t);
     // The caller's arguments are checked against the schema it is shown: without the key the fence sets.
     const shown = t.key ? hideProperty(upstream.inputSchema, t.key.argument) : upstream.inputSchema;
