@@ -164,8 +164,7 @@ const FENCE_ANSWER_SCHEMA = {
  * rebased onto where it now is, so the host can compile the schema. */
 function fencedOutputSchema({ $schema, $defs, definitions, ...own }: Schema): Schema {
   const root = Object.entries({ $schema, $defs, definitions }).filter(([, v]) => v !== undefined);
-  const rebased = Object.fromEntries(root.map(([k, v]) => [k, k === '$schema' ? v : rebase(v)]));
-  return { ...rebased, type: 'object', anyOf: [rebase(own), FENCE_ANSWER_SCHEMA] };
+  return rebase({ ...Object.fromEntries(root), type: 'object', anyOf: [own, FENCE_ANSWER_SCHEMA] }) as Schema;
 }
 
 /** Where the upstream's own schema sits in the fence's (`anyOf[0]`), as a JSON pointer. */
