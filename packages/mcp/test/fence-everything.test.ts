@@ -145,6 +145,16 @@ describe('server-everything behind the fence', () => {
     const started = Date.now();
     expect((await call(client, 'trigger-long-running-operation', slow))._meta?.retrysafe?.status).toBe('needs-human');
     expect(Date.now() - started).toBeLessThan(700);
+    // the host asks for progress: the upstream's reaches it, and keeps the fence's call alive as it keeps the host's
+    const progress: number[] = [];
+    const reported = (await client.callTool(
+      { name: 'trigger-long-running-operation', arguments: { duration: 1.4, steps: 4 } },
+      undefined,
+      { timeout: 20_000, onprogress: (p) => progress.push(p.progress) },
+    )) as Answer;
+    expect(reported._meta?.retrysafe).toMatchObject({ status: 'done', adopted: false });
+    expect(reported.content?.[0]?.text).toMatch(/Long running operation completed/);
+    expect(progress.length).toBeGreaterThanOrEqual(3);
   });
 
   it('over HTTP (`wrap --http`): the same answers as direct, and a fenced create replayed', async () => {

@@ -116,7 +116,10 @@ const ordersUpstreamTools = [
 ];
 
 /** The fence adapter over an in-process orders upstream, `create_order` as `ordersTool` declares it and `tool` adds. */
-export function fenceAdapter(tool: Record<string, unknown>, callTool = listed([])) {
+export function fenceAdapter(
+  tool: Record<string, unknown>,
+  callTool: Parameters<typeof createFenceAdapter>[0]['client']['callTool'] = listed([]),
+) {
   const config = parseFenceConfig({
     name: 'orders',
     ledger: './unused.db',

@@ -71,6 +71,15 @@ describe('the lookup after a lost answer never reads "not found" for an item tha
     expect(await runOnce({ lookup }, { title: 'Q3', owner: 'ann' })).toEqual({ status: 'done', effects: 1 });
   });
 
+  it('a lookup argument made from an argument whose name is not a word (task-title, straße): asked by its value, found, one effect', async () => {
+    for (const name of ['task-title', 'straße']) {
+      const lookup = { arguments: { q: `{{${name}}}` }, match: { [name]: name } };
+      const upstream = losingUpstream();
+      const r = await runOnce({ intent: [name], lookup }, { [name]: 'Q3 report' }, upstream);
+      expect({ status: r.status, effects: upstream.items.length }).toEqual({ status: 'done', effects: 1 });
+    }
+  });
+
   it('a lookup argument that puts an object inside text cannot ask for it: the lookup cannot tell — one effect and a handoff', async () => {
     // "Q3 [object Object]" finds nothing: a "not found" from that search would send the call again.
     const lookup = { arguments: { q: '{{title}} {{owner}}' }, match: { title: 'title', owner: 'owner' } };

@@ -326,3 +326,55 @@ describe('fence file rules: their shape is the fence file’s', () => {
     );
   });
 });
+
+describe('fence file rules: the lookup reads each argument as the card does, on any path', () => {
+  const LINE_REFS = { field: 'lines.ref', compare: 'normalized', steps: ['trim'], source: 'line refs, spaces aside' };
+
+  it('asked by an array item (lines.0.ref) that a rule on every item (lines.ref) trims: a miss is cannot-tell', async () => {
+    // The upstream searches by the line ref as asked: the order a retry spelled "L-1" is not listed for " L-1 ".
+    const lookup = {
+      ...ordersTool({ lateApplyBound: '1s' }).lookup,
+      arguments: { customer: '{{customer}}', line: '{{lines.0.ref}}' },
+      match: { customer: 'customer', ref: 'ref', 'lines.0.ref': 'lines.0.ref' },
+    };
+    const adapter = fenceAdapter({ paramComparison: [LINE_REFS], lookup }, listed([]));
+    const params = { customer: 'cus_1', ref: 'PO-7', lines: [{ ref: ' L-1 ' }] };
+    expect(await lookupOrder(adapter, params)).toMatchObject({ kind: 'cannot-tell' });
+  });
+
+  it('a paramComparison rule above an intent argument does not fold two intents: the other order is not this one', async () => {
+    // One operation per customer and first line ref, compared exactly; the lines are otherwise compared trimmed.
+    const lines = { field: 'lines', compare: 'normalized', steps: ['trim'], source: 'line fields, spaces aside' };
+    const crossing = { ...LINE_REFS, field: 'lines.note' };
+    for (const paramComparison of [[lines], [LINE_REFS, crossing]]) {
+      const orders: Record<string, unknown>[] = [];
+      let lose = false;
+      const callTool = async (p: { name: string; arguments?: Record<string, unknown> }) => {
+        if (p.name === 'list_orders') return { content: [], structuredContent: { orders } };
+        // The second operation's first send is lost before it reaches the upstream (the connection closed).
+        if (lose) {
+          lose = false;
+          throw Object.assign(new Error('Connection closed'), { code: -32000 });
+        }
+        orders.push({ id: `ord_${orders.length + 1}`, ...p.arguments });
+        return { content: [], structuredContent: { id: `ord_${orders.length}` } };
+      };
+      const match = { customer: 'customer', 'lines.0.ref': 'lines.0.ref' };
+      const tool = {
+        intent: ['customer', 'lines.0.ref'],
+        paramComparison,
+        lookup: { ...ordersTool({ lateApplyBound: '1ms' }).lookup, match },
+      };
+      const adapter = fenceAdapter(tool, callTool);
+      const runner = createRunner({ ledger: createMemoryLedger(), policy: { ...lookupPolicy, lookupWindowMs: 50 } });
+      const call = (ref: string) =>
+        runner.run(adapter, 'create_order', { params: { customer: 'cus_1', lines: [{ ref, note: 'n' }] } });
+      const first = await call('L-1');
+      lose = true;
+      const second = await call(' L-1');
+      expect(second.businessOperationId).not.toBe(first.businessOperationId);
+      expect(second).toMatchObject({ status: 'done', providerRef: 'ord_2' });
+      expect(orders).toHaveLength(2);
+    }
+  });
+});

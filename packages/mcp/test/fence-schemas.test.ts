@@ -6,9 +6,11 @@
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { InMemoryTransport } from '@modelcontextprotocol/sdk/inMemory.js';
 import { Server } from '@modelcontextprotocol/sdk/server/index.js';
+import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { CallToolRequestSchema, ListToolsRequestSchema, type Tool } from '@modelcontextprotocol/sdk/types.js';
 import { createMemoryLedger, createRunner } from '@retrysafe/core';
 import { describe, expect, it } from 'vitest';
+import { z } from 'zod';
 import { createFenceServer } from '../src/fence/fence-server.js';
 import type { Upstream } from '../src/fence/upstream.js';
 import { createFenceAdapter, FenceConfigError, parseFenceConfig } from '../src/index.js';
@@ -24,11 +26,16 @@ async function upstreamOf(tools: Tool[]) {
     const args = req.params.arguments ?? {};
     return { content: [{ type: 'text', text: JSON.stringify(args) }], structuredContent: args };
   });
+  return { upstream: await linked(server, tools), calls };
+}
+
+/** The fence's upstream: a client of `server`, in process. */
+async function linked(server: Pick<Server, 'connect'>, tools: Tool[]) {
   const [a, b] = InMemoryTransport.createLinkedPair();
   await server.connect(a);
   const client = new Client({ name: 'fence', version: '1.0.0' });
   await client.connect(b);
-  const upstream = {
+  return {
     tools,
     capabilities: client.getServerCapabilities() ?? {},
     ready: async () => undefined,
@@ -37,12 +44,12 @@ async function upstreamOf(tools: Tool[]) {
     onNotification: () => () => true,
     close: () => client.close(),
   } as unknown as Upstream;
-  return { upstream, calls };
 }
 
-/** The host's client to a fence over `tools` with `fenced` as the fence file's tools. */
-async function host(tools: Tool[], fenced: Record<string, unknown>) {
-  const { upstream, calls } = await upstreamOf(tools);
+/** The host's client to a fence over `tools` (of `given`, else an upstream that answers its arguments) with `fenced`
+ * as the fence file's tools. */
+async function host(tools: Tool[], fenced: Record<string, unknown>, given?: Upstream) {
+  const { upstream, calls } = given ? { upstream: given, calls: [] } : await upstreamOf(tools);
   const config = parseFenceConfig({ name: 'odd', ledger: './unused.db', tools: fenced });
   const adapter = createFenceAdapter({ config, client: upstream, tools });
   const ledger = createMemoryLedger();
@@ -77,6 +84,35 @@ describe("the fence's key argument", () => {
     expect(calls).toEqual([
       { name: 'create', arguments: { title: 'Q3 report', idempotency_key: expect.stringMatching(/^rs-/) } },
     ]);
+  });
+});
+
+describe("the fence's key argument that another argument's schema refers to (the SDK's #/properties/… for a zod schema used twice)", () => {
+  it('hidden, its schema stays where the other argument reads it: the call is checked, sent once, with the key', async () => {
+    const Id = z.string().min(1);
+    const calls: unknown[] = [];
+    /** A server written with the official SDK: its input schema uses Id twice. */
+    const crm = () => {
+      const server = new McpServer({ name: 'crm', version: '1.0.0' });
+      server.registerTool('create_contact', { inputSchema: { request_id: Id, customer_id: Id } }, async (args) => {
+        calls.push(args);
+        return { content: [{ type: 'text', text: 'created' }] };
+      });
+      return server;
+    };
+    const direct = new Client({ name: 'agent', version: '1.0.0' });
+    const [a, b] = InMemoryTransport.createLinkedPair();
+    await crm().connect(a);
+    await direct.connect(b);
+    const { tools } = await direct.listTools();
+    expect(tools[0]?.inputSchema.properties?.customer_id).toEqual({ $ref: '#/properties/request_id' });
+    const fenced = { create_contact: { kind: 'create', intent: ['customer_id'], key: { argument: 'request_id' } } };
+    const { client, call } = await host(tools, fenced, await linked(crm(), tools));
+    const listed = (await client.listTools()).tools.find((t) => t.name === 'create_contact')!;
+    expect((await call('create_contact', { customer_id: '' }))._meta?.retrysafe?.status).toBe('invalid-input');
+    expect((await call('create_contact', { customer_id: 'cus_1' }))._meta?.retrysafe?.status).toBe('done');
+    expect(listed.inputSchema.properties).toEqual({ customer_id: { type: 'string', minLength: 1 } });
+    expect(calls).toEqual([{ customer_id: 'cus_1', request_id: expect.stringMatching(/^rs-/) }]);
   });
 });
 
@@ -153,6 +189,38 @@ describe('an upstream outputSchema the fence cannot compile', () => {
       expect(a.structuredContent).toMatchObject({ retrysafe: { status: 'done' }, result: { title: 'Q3 report' } });
     }
     expect(calls).toHaveLength(1);
+  });
+});
+
+describe('an upstream outputSchema whose $ref points into it (the SDK writes #/properties/… for a zod schema used twice)', () => {
+  it("the host lists and calls the fenced tool as directly: the upstream's answer, then its stored copy", async () => {
+    const Address = z.object({ city: z.string() });
+    /** A server written with the official SDK: both schemas use Address twice. */
+    const shipping = () => {
+      const server = new McpServer({ name: 'shipping', version: '1.0.0' });
+      server.registerTool(
+        'ship',
+        { inputSchema: { from: Address, to: Address }, outputSchema: { from: Address, to: Address } },
+        async (args) => ({ content: [], structuredContent: args }),
+      );
+      return server;
+    };
+    const direct = new Client({ name: 'agent', version: '1.0.0' });
+    const [a, b] = InMemoryTransport.createLinkedPair();
+    await shipping().connect(a);
+    await direct.connect(b);
+    const { tools } = await direct.listTools();
+    expect(JSON.stringify(tools[0]?.outputSchema)).toContain('"$ref":"#/properties/from"');
+    const fenced = { ship: { kind: 'create', intent: ['from', 'to'] } };
+    const { client, call } = await host(tools, fenced, await linked(shipping(), tools));
+    const listed = (await client.listTools()).tools.find((t) => t.name === 'ship');
+    expect(listed?.outputSchema).toBeDefined();
+    const shipment = { from: { city: 'Oslo' }, to: { city: 'Bergen' } };
+    for (const adopted of [false, true]) {
+      const answer = await call('ship', shipment);
+      expect(answer._meta?.retrysafe).toMatchObject({ status: 'done', adopted });
+      expect(answer.structuredContent).toEqual(shipment);
+    }
   });
 });
 
@@ -252,5 +320,62 @@ describe('an intent argument the upstream tool does not take', () => {
     // A schema that takes more through a combinator cannot say: not refused.
     const composed = { ...create, inputSchema: { ...create.inputSchema, allOf: [{ type: 'object' }] } } as Tool;
     expect(await effectsOrRefusal(['customer', 'reference'], [composed])).not.toBe('refused');
+  });
+});
+
+describe('a key argument the upstream tool does not take', () => {
+  // The upstream folds calls by request_id; the fence file misspells it, and declares that the upstream replays.
+  const create: Tool = {
+    name: 'create',
+    inputSchema: {
+      type: 'object',
+      properties: { customer: { type: 'string' }, ref: { type: 'string' }, request_id: { type: 'string' } },
+    },
+  };
+  const replays = {
+    semantics: 'replays',
+    retention: '24h',
+    concurrency: 'waits-then-replays',
+    parameterMatching: 'mismatch-error',
+  };
+
+  /** The upstream's effects for one call whose first answer is lost, or 'refused' at start. */
+  async function effectsOrRefusal(argument: string): Promise<number | 'refused'> {
+    const made = new Map<unknown, number>();
+    let lost = false;
+    const callTool = async (p: { arguments?: Record<string, unknown> }) => {
+      const id = p.arguments?.request_id ?? Symbol('a call without a request_id');
+      if (!made.has(id)) made.set(id, made.size + 1);
+      if (!lost) {
+        lost = true;
+        throw Object.assign(new Error('Request timed out'), { code: -32001 });
+      }
+      return { content: [], structuredContent: { id: made.get(id) } };
+    };
+    const config = parseFenceConfig({
+      name: 'odd',
+      ledger: './unused.db',
+      policy: { baseMs: 1, capMs: 5 },
+      tools: { create: { kind: 'create', intent: ['customer', 'ref'], key: { argument, ...replays } } },
+    });
+    let adapter: ReturnType<typeof createFenceAdapter>;
+    try {
+      adapter = createFenceAdapter({ config, client: { callTool }, tools: [create] });
+    } catch (e) {
+      if (e instanceof FenceConfigError) return 'refused';
+      throw e;
+    }
+    await createRunner({ ledger: createMemoryLedger() }).run(adapter, 'create', {
+      params: { customer: 'c1', ref: 'PO-1' },
+    });
+    return made.size;
+  }
+
+  it('is refused at start: the upstream would ignore the key, and the re-send the card calls safe would be a second effect', async () => {
+    expect(await effectsOrRefusal('requestId')).toBe('refused');
+  });
+
+  it('a declared one is taken: the re-send under the key is folded, one effect', async () => {
+    expect(await effectsOrRefusal('request_id')).toBe(1);
   });
 });

@@ -1,5 +1,6 @@
+import { AsyncLocalStorage } from 'node:async_hooks';
 import { isDeepStrictEqual } from 'node:util';
-import type { Tool } from '@modelcontextprotocol/sdk/types.js';
+import type { Progress, Tool } from '@modelcontextprotocol/sdk/types.js';
 import {
   defineAdapter,
   type FrameOperation,
@@ -9,7 +10,7 @@ import {
   UnknownOperationError,
 } from '@retrysafe/contract';
 import { classifyTransportFailure, lookupMiss, saysMoreFollow } from '@retrysafe/contract/provider';
-import { normalizeParams, withinIntent } from '@retrysafe/contract/rules';
+import { normalizeParams } from '@retrysafe/contract/rules';
 import { checkParamsSchema } from '@retrysafe/core/internal';
 import { LOOKUP_TOOLS } from '../server.js';
 import { KEY_CHARSET, toolCard } from './fence-card.js';
@@ -45,15 +46,69 @@ export function withPath(target: Record<string, unknown>, path: string, value: u
 type ObjectSchema = { readonly properties?: Record<string, object>; readonly required?: readonly string[] };
 
 /** The input schema without the argument at `path` (the fence's key: the fence sets it, the caller never does); a
- * nested one is hidden inside the object schemas its path names. */
+ * nested one is hidden inside the object schemas its path names. A `$ref` elsewhere to it (`#/properties/request_id`,
+ * which the SDK writes for a zod schema used twice) is given the schema it pointed at, which is no longer there. */
 export function hideProperty<S extends ObjectSchema>(schema: S, path: string): S {
+  const at = `#${path
+    .split('.')
+    .map((p) => `/properties/${p.replaceAll('~', '~0').replaceAll('/', '~1')}`)
+    .join('')}`;
+  const inline = (s: unknown, seen: ReadonlySet<string>): unknown =>
+    mapRefs(s, (node) => {
+      const { $ref, ...rest } = node;
+      const target = $ref === at || $ref.startsWith(`${at}/`) ? pointedAt(schema, $ref) : undefined;
+      if (target === undefined || seen.has($ref)) return node;
+      const inlined = inline(target, new Set([...seen, $ref]));
+      return Object.keys(rest).length === 0
+        ? inlined
+        : { ...rest, allOf: [...(Array.isArray(rest.allOf) ? rest.allOf : []), inlined] };
+    });
+  return withoutProperty(inline(schema, new Set()) as S, path);
+}
+
+function withoutProperty<S extends ObjectSchema>(schema: S, path: string): S {
   const [name = '', ...rest] = path.split('.');
   const { [name]: inner, ...properties } = schema.properties ?? {};
   if (rest.length > 0)
     return inner && typeof inner === 'object'
-      ? { ...schema, properties: { ...schema.properties, [name]: hideProperty(inner, rest.join('.')) } }
+      ? { ...schema, properties: { ...schema.properties, [name]: withoutProperty(inner, rest.join('.')) } }
       : schema;
   return { ...schema, properties, ...(schema.required ? { required: schema.required.filter((r) => r !== name) } : {}) };
+}
+
+/** Keywords whose values are data, not schemas: a `$ref` inside one is not a reference. */
+const DATA = new Set(['const', 'enum', 'default', 'examples']);
+/** Keywords whose values map names (which may be any word, `default` too) to schemas. */
+const NAMED = new Set(['properties', 'patternProperties', '$defs', 'definitions', 'dependentSchemas', 'dependencies']);
+type RefNode = { readonly $ref: string } & Record<string, unknown>;
+
+/** `schema` with each sub-schema that has a `$ref` replaced by what `f` makes of it (after its own sub-schemas). */
+export function mapRefs(schema: unknown, f: (node: RefNode) => unknown): unknown {
+  if (Array.isArray(schema)) return schema.map((s) => mapRefs(s, f));
+  if (typeof schema !== 'object' || schema === null) return schema;
+  const each = (map: object) => Object.fromEntries(Object.entries(map).map(([k, v]) => [k, mapRefs(v, f)]));
+  const out: Record<string, unknown> = {};
+  for (const [k, v] of Object.entries(schema))
+    out[k] = DATA.has(k)
+      ? v
+      : NAMED.has(k) && typeof v === 'object' && v !== null && !Array.isArray(v)
+        ? each(v)
+        : mapRefs(v, f);
+  return typeof out.$ref === 'string' ? f(out as RefNode) : out;
+}
+
+/** What a local `$ref` (`#/properties/a~1b`) points at in `root`, or undefined. */
+function pointedAt(root: unknown, ref: string): unknown {
+  if (!ref.startsWith('#/')) return undefined;
+  let at = root;
+  for (const part of ref
+    .slice(2)
+    .split('/')
+    .map((p) => p.replaceAll('~1', '/').replaceAll('~0', '~'))) {
+    if (typeof at !== 'object' || at === null || !Object.hasOwn(at, part)) return undefined;
+    at = (at as Record<string, unknown>)[part];
+  }
+  return at;
 }
 
 const INDEX = /^(0|[1-9]\d*)$/;
@@ -107,6 +162,11 @@ function inMcpDialect(schema: Tool['inputSchema'], card: RetrySafetyCard): Tool[
   }
 }
 
+/** `{{path}}`: any argument path (`task-title`, `straße`, `lines.0.ref`). One left as written would ask the upstream for
+ * the text `{{task-title}}`, and its miss could send the call again. */
+const PLACEHOLDER = /\{\{\s*([^{}]+?)\s*\}\}/g;
+const WHOLE = new RegExp(`^${PLACEHOLDER.source}$`);
+
 /** `{{path}}` strings are replaced by that argument of the call (whole-string templates keep the value's type); every
  * path read is pushed to `read`. The paths the call has no value for are pushed to `missing`, and so are those of an
  * object or array put inside text, which has no spelling the upstream could search by (`[object Object]`). */
@@ -118,9 +178,9 @@ function fill(template: unknown, args: unknown, missing: string[], read: string[
     return v;
   };
   if (typeof template === 'string') {
-    const whole = /^\{\{\s*([\w.]+)\s*\}\}$/.exec(template);
+    const whole = WHOLE.exec(template);
     if (whole) return value(whole[1]!, false);
-    return template.replace(/\{\{\s*([\w.]+)\s*\}\}/g, (_m, p: string) => String(value(p, true) ?? ''));
+    return template.replace(PLACEHOLDER, (_m, p: string) => String(value(p, true) ?? ''));
   }
   if (Array.isArray(template)) return template.map((t) => fill(t, args, missing, read));
   if (template !== null && typeof template === 'object')
@@ -145,10 +205,9 @@ export function answerValue(answer: ToolAnswer): unknown {
 /** Equal as data: an object or array argument too (key order aside). */
 const same = (a: unknown, b: unknown) => a === b || (typeof a === 'object' && a !== null && isDeepStrictEqual(a, b));
 
-/** The tool's rules as its card compares a repeated call's arguments: `paramComparison` first, then `normalize` (the
- * card validator keeps the first off the intent, so an intent argument is read as its id reads it). */
-const cardRules = (t: FenceToolConfig) =>
-  [...(t.paramComparison ?? []), ...(t.normalize ?? [])] as Parameters<typeof normalizeParams>[1];
+/** The tool's rules as its card compares a repeated call's arguments: `paramComparison` first, then `normalize`. */
+const cardRules = (t: FenceToolConfig) => [...(t.paramComparison ?? []), ...(t.normalize ?? [])] as Rules;
+type Rules = Parameters<typeof normalizeParams>[1];
 
 /** A copy of `holder` with `value` at `parts`; an array stays an array, so a rule on every item reads the one named. */
 function replaced(holder: unknown, parts: readonly string[], value: unknown): unknown {
@@ -161,13 +220,51 @@ function replaced(holder: unknown, parts: readonly string[], value: unknown): un
   return copy;
 }
 
+/** `into` with what `from` holds at `parts` (through every item where a part crosses an array, as a rule reads). */
+function grafted(into: unknown, from: unknown, parts: readonly string[]): unknown {
+  const [head, ...rest] = parts;
+  if (head === undefined) return from;
+  if (Array.isArray(into) && Array.isArray(from) && !INDEX.test(head))
+    return into.map((item, i) => grafted(item, from[i], parts));
+  if (typeof into !== 'object' || into === null || typeof from !== 'object' || from === null) return into;
+  if (!Object.hasOwn(from, head)) return into;
+  return replaced(
+    into,
+    [head],
+    grafted((into as Record<string, unknown>)[head], (from as Record<string, unknown>)[head], rest),
+  );
+}
+
+/** The call's arguments as its card reads them: each intent argument as its id does (`normalize` alone: a
+ * `paramComparison` rule above it, or on every item of an array it names an item of, compares only calls of one id),
+ * the others as a repeated call's are compared. */
+function comparable(t: FenceToolConfig, args: unknown): unknown {
+  const compared = normalizeParams(args, cardRules(t));
+  if (!t.paramComparison) return compared;
+  const asId = normalizeParams(args, (t.normalize ?? []) as Rules);
+  return t.intent.reduce((out, path) => grafted(out, asId, path.split('.')), compared);
+}
+
 /** `value`, put at an argument path of the call's `args`, as the tool's card reads it (its rules at, above or beneath). */
 const normalAt = (t: FenceToolConfig, args: unknown, path: string, value: unknown) =>
-  readPath(normalizeParams(replaced(args, path.split('.'), value), cardRules(t)), path);
+  readPath(comparable(t, replaced(args, path.split('.'), value)), path);
+
+/** Whether dot paths `a` and `b` name one value or one within the other, where a part that is not an index crosses
+ * every item of an array (`lines.ref` reads `lines.0.ref`), as a rule's path does. */
+function overlaps(a: readonly string[], b: readonly string[]): boolean {
+  const [x, ...restA] = a;
+  const [y, ...restB] = b;
+  if (x === undefined || y === undefined) return true;
+  if (x === y) return overlaps(restA, restB);
+  // An index on one side, a field on the other: the field's path may cross the array there.
+  if (INDEX.test(x) && !INDEX.test(y)) return overlaps(restA, b);
+  if (INDEX.test(y) && !INDEX.test(x)) return overlaps(a, restB);
+  return false;
+}
 
 /** Whether a rule that is not an exact comparison reads the value at an argument path (at, above or beneath it). */
 const normalised = (t: FenceToolConfig, path: string) =>
-  cardRules(t).some((r) => r.compare !== 'exact' && (withinIntent(path, [r.field]) || r.field.startsWith(`${path}.`)));
+  cardRules(t).some((r) => r.compare !== 'exact' && overlaps(r.field.split('.'), path.split('.')));
 
 const clip = (s: string) => (s.length > 200 ? `${s.slice(0, 200)}…` : s);
 
@@ -235,6 +332,10 @@ function classifyToolError(error: unknown): Outcome {
   return unknownOutcome(t.cause, message, t.code);
 }
 
+/** Where the fence server puts the progress relay of a host's call that asked for progress, for the upstream calls
+ * that run it. */
+export const hostProgress = new AsyncLocalStorage<(p: Progress) => void>();
+
 /** The fenced upstream tools as one adapter: the runner decides from their cards. Every fenced tool must be in
  * `tools`, the upstream's list. */
 export function createFenceAdapter(options: {
@@ -258,6 +359,12 @@ export function createFenceAdapter(options: {
       throw new FenceConfigError(
         `tools.${name}.intent names ${undeclared.join(', ')}, which the upstream tool's input schema does not take: calls that differ only there are one request to it, yet would be two operations, each sent`,
       );
+    // A key argument it does not take would be ignored: a re-send the card calls safe by key would be a second effect.
+    const keyUndeclared = t.key ? undeclaredPart(upstream.inputSchema, t.key.argument) : null;
+    if (keyUndeclared !== null)
+      throw new FenceConfigError(
+        `tools.${name}.key.argument names ${keyUndeclared}, which the upstream tool's input schema does not take: the upstream would ignore the key, and a re-send under it would be a second effect`,
+      );
     const card = toolCard(config, name, t);
     // The caller's arguments are checked against the schema it is shown: without the key the fence sets.
     const shown = t.key ? hideProperty(upstream.inputSchema, t.key.argument) : upstream.inputSchema;
@@ -270,11 +377,15 @@ export function createFenceAdapter(options: {
       tool: t,
     };
   }
-  const send = (name: string, args: unknown, signal: AbortSignal) =>
-    client.callTool({ name, arguments: args as Record<string, unknown> }, undefined, {
+  const send = (name: string, args: unknown, signal: AbortSignal) => {
+    // The host asked for progress: the upstream's goes to it and, as for the host, restarts the timeout.
+    const onprogress = hostProgress.getStore();
+    return client.callTool({ name, arguments: args as Record<string, unknown> }, undefined, {
       timeout: config.timeoutMs,
       signal,
+      ...(onprogress ? { onprogress, resetTimeoutOnProgress: true } : {}),
     });
+  };
   /** The arguments as sent upstream: the caller's, with the fence's key at its argument. */
   const withKey = (t: FenceToolConfig, params: unknown, key: string | null) =>
     t.key && key ? withPath(params as Record<string, unknown>, t.key.argument, key) : params;

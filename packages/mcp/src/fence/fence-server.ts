@@ -13,7 +13,15 @@ import { type AdapterV1, validateCard } from '@retrysafe/contract';
 import { agentIdempotentHint, describeNormalization } from '@retrysafe/contract/rules';
 import type { AgentToolDefinition, AgentToolResult } from '@retrysafe/core/agent';
 import { ANSWER_PROPERTIES, type Extra, reply, type ServingOptions, serveTools } from '../server.js';
-import { answerValue, hideProperty, type ToolAnswer, toolResult, withPath } from './fence-adapter.js';
+import {
+  answerValue,
+  hideProperty,
+  hostProgress,
+  mapRefs,
+  type ToolAnswer,
+  toolResult,
+  withPath,
+} from './fence-adapter.js';
 import { type Upstream, UpstreamUnavailableError } from './upstream.js';
 
 export const UNFENCED_NOTE = '[not fenced by retrysafe: a re-issued call may repeat its effect]';
@@ -62,15 +70,17 @@ function fencedListing(adapter: AdapterV1, t: Tool) {
   };
 }
 
+/** The upstream's progress, relayed to the host under the host's progressToken. The SDK sends its own token upstream,
+ * and drops progress it did not ask for. */
+const relay = (extra: Extra, token: ProgressToken) => (p: Progress) =>
+  void extra
+    .sendNotification({ method: 'notifications/progress', params: { ...p, progressToken: token } })
+    .catch(() => undefined);
+
 /** A request forwarded upstream with the host's cancellation; when it carries the host's progressToken, the upstream's
- * progress is relayed under that token (resetting the fence's own timeout, as the host's does). The SDK sends its own
- * token upstream, and drops progress it did not ask for. */
+ * progress is relayed (resetting the fence's own timeout, as the host's does). */
 function forward<T>(extra: Extra, token: ProgressToken | undefined, send: (o: RequestOptions) => Promise<T>) {
-  const onprogress = (p: Progress) =>
-    void extra
-      .sendNotification({ method: 'notifications/progress', params: { ...p, progressToken: token as ProgressToken } })
-      .catch(() => undefined);
-  const progress = token === undefined ? {} : { resetTimeoutOnProgress: true, onprogress };
+  const progress = token === undefined ? {} : { resetTimeoutOnProgress: true, onprogress: relay(extra, token) };
   return send({ signal: extra.signal, ...progress }).catch(unavailable);
 }
 
@@ -110,7 +120,10 @@ export function createFenceServer(options: ServingOptions & { adapter: AdapterV1
       const key = keyArgument(adapter, name);
       const params = key ? withPath(args, key, undefined) : args;
       const definition = { name, adapter, operation: name } as unknown as AgentToolDefinition;
-      const result = await run(definition, params, _meta);
+      const token = _meta?.progressToken;
+      const running = () => run(definition, params, _meta);
+      // A host that asks for progress gets the upstream's for the calls that run this one, as for a pass-through call.
+      const result = await (token === undefined ? running() : hostProgress.run(relay(extra, token), running));
       return fencedReply(result, tool.outputSchema as Record<string, unknown> | undefined);
     }
     // Pass-through: unchanged (its _meta too), with the caller's cancellation and the upstream's progress.
@@ -146,11 +159,23 @@ const FENCE_ANSWER_SCHEMA = {
   required: ['retrysafe'],
 } as const;
 
-/** The upstream's outputSchema or the fence's answer; `$defs` and `$schema` stay at the root so `#/…` refs resolve. */
+/** The upstream's outputSchema or the fence's answer. `$defs` and `$schema` stay at the root, and every other `#…`
+ * reference into the upstream's schema (`#/properties/from`, which the SDK writes for a sub-schema used twice) is
+ * rebased onto where it now is, so the host can compile the schema. */
 function fencedOutputSchema({ $schema, $defs, definitions, ...own }: Schema): Schema {
   const root = Object.entries({ $schema, $defs, definitions }).filter(([, v]) => v !== undefined);
-  return { ...Object.fromEntries(root), type: 'object', anyOf: [own, FENCE_ANSWER_SCHEMA] };
+  return rebase({ ...Object.fromEntries(root), type: 'object', anyOf: [own, FENCE_ANSWER_SCHEMA] }) as Schema;
 }
+
+/** Where the upstream's own schema sits in the fence's (`anyOf[0]`), as a JSON pointer. */
+const OWN = '#/anyOf/0';
+/** `schema` with each local `$ref` (`#`, `#/…`) that does not go to the root's `$defs` or `definitions` rebased under OWN. */
+const rebase = (schema: unknown) =>
+  mapRefs(schema, (node) =>
+    /^#(\/|$)/.test(node.$ref) && !/^#\/(\$defs|definitions)(\/|$)/.test(node.$ref)
+      ? { ...node, $ref: `${OWN}${node.$ref.slice(1)}` }
+      : node,
+  );
 
 // The validator the official SDK client uses; Ajv caches what it compiled by schema object.
 const validator = new AjvJsonSchemaValidator();
