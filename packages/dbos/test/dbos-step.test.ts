@@ -95,6 +95,41 @@ const handedOffTwice = DBOS.registerWorkflow(
 // Polls the ledger seldom: a hand-off made elsewhere stays unpublished for a while.
 const withSlowPoll = runThenAwait('withSlowPoll', { timeoutSeconds: 20, pollSeconds: 6 });
 
+// Test-only topics: the workflow below runs on (or goes on) when the test says so.
+const FINISH = 'test.finish';
+const GO = 'test.go';
+
+// Waits a short while for a decision, then runs on without waiting for one again.
+const waitThenRunOn = DBOS.registerWorkflow(
+  async (ref: string): Promise<DbosOperationOutcome> => {
+    const first = await rs.run(adapter, OP, { params: { ref } });
+    const out = await rs.awaitResolution(adapter, first, { timeoutSeconds: 2, pollSeconds: 1 });
+    await DBOS.recv(FINISH, 30);
+    return out;
+  },
+  { name: 'waitThenRunOn' },
+);
+
+// Takes a decision already sent without waiting for one (timeoutSeconds 0), once told to go on.
+const checkOnce = DBOS.registerWorkflow(
+  async (ref: string): Promise<DbosOperationOutcome> => {
+    const first = await rs.run(adapter, OP, { params: { ref } });
+    await DBOS.recv(GO, 30);
+    return rs.awaitResolution(adapter, first, { timeoutSeconds: 0 });
+  },
+  { name: 'checkOnce' },
+);
+
+// Waits, and when nobody decided, (reminds someone and) waits again on the same hand-off.
+const waitTwice = DBOS.registerWorkflow(
+  async (ref: string): Promise<DbosOperationOutcome> => {
+    const first = await rs.run(adapter, OP, { params: { ref } });
+    const out = await rs.awaitResolution(adapter, first, { timeoutSeconds: 2, pollSeconds: 1 });
+    return rs.awaitResolution(adapter, out, { timeoutSeconds: 4, pollSeconds: 1 });
+  },
+  { name: 'waitTwice' },
+);
+
 const receiveTwice = DBOS.registerWorkflow(
   async (id: string) => [await DBOS.recv(resolutionTopic(id), 20), await DBOS.recv(resolutionTopic(id), 1)],
   { name: 'receiveTwice' },
@@ -331,8 +366,9 @@ async function diedMidResume(bo: BusinessOperationId) {
 }
 
 describe('sendResolution', () => {
-  // What sendResolution adds to a decision: the hand-off it answers (none published here) and the decision's id.
-  const unpublished = { handoffAt: null, decisionId: expect.stringMatching(/^[0-9a-f]{32}$/) };
+  // What sendResolution adds to a decision: the hand-off it answers (none published here), the decision's id and the
+  // wait it is sent to (the first, not begun here).
+  const unpublished = { handoffAt: null, decisionId: expect.stringMatching(/^[0-9a-f]{32}$/), wait: 1 };
 
   it('the same decision sent twice reaches the workflow once (DBOS idempotency key from the decision)', async () => {
     const wfId = `recv-twice-${tag}`;
@@ -431,6 +467,47 @@ describe('sendResolution', () => {
       (e: unknown) => DbosResolutionRefusedError.isInstance(e) && e.refusal.code === 'workflow-ended',
     );
     expect((await rs.ledger.get(bo))!.state).toBe('handed-off');
+  }, 30_000);
+
+  it('a decision sent after the wait timed out, to a workflow that runs on, is refused to its sender (not-waiting), not left unread', async () => {
+    const { wfId, h, bo } = await rejectedAndPublished(waitThenRunOn, 'ran-on', 'order-ran-on');
+    await new Promise((r) => setTimeout(r, 4_000)); // the 2 s wait has timed out; the workflow runs on
+    await expect(
+      sendResolution(DBOS, wfId, bo, { action: 'abandon', by: 'bob' }, { awaitSeconds: 2 }),
+    ).rejects.toSatisfy((e: unknown) => DbosResolutionRefusedError.isInstance(e) && e.refusal.code === 'not-waiting');
+    await DBOS.send(wfId, 'finish', FINISH);
+    expect(await h.getResult()).toMatchObject({ status: 'handed-off', businessOperationId: bo });
+    expect((await rs.ledger.get(bo))!.state).toBe('handed-off');
+  }, 30_000);
+
+  it('a decision answered sent is taken by the wait it reached, even one that does not wait (timeoutSeconds 0)', async () => {
+    provider.failNext({ kind: 'rejected', message: 'amount must be positive' });
+    const wfId = `check-once-${tag}`;
+    const h = await start(checkOnce, wfId, 'order-check-once');
+    const bo = await handedOff('order-check-once');
+    expect(await sendResolution(DBOS, wfId, bo, { action: 'abandon', by: 'bob' })).toBe('sent');
+    await DBOS.send(wfId, 'go', GO);
+    expect(await h.getResult()).toMatchObject({ status: 'resolved', businessOperationId: bo, state: 'abandoned' });
+  }, 30_000);
+
+  it('a decision that reached a wait after it ended is not applied by the next wait: sent again to that one, applied once', async () => {
+    const { wfId, h, bo } = await rejectedAndPublished(waitTwice, 'late-send', 'order-late-send');
+    // A slow network: the message lands once the workflow waits again (its first wait ended meanwhile).
+    const slow = {
+      getEvent: DBOS.getEvent,
+      getWorkflowStatus: DBOS.getWorkflowStatus,
+      send: async (...args: Parameters<typeof DBOS.send>) => {
+        await waitFor(async () => {
+          const state = await DBOS.getEvent<{ wait: number }>(wfId, `retrysafe.wait:${bo}`, 0);
+          return state && state.wait >= 2 ? true : null;
+        });
+        return DBOS.send(...args);
+      },
+    };
+    expect(await sendResolution(slow, wfId, bo, { action: 'abandon', by: 'bob' }, { awaitSeconds: 5 })).toBe('applied');
+    expect(await h.getResult()).toMatchObject({ status: 'resolved', businessOperationId: bo, state: 'abandoned' });
+    expect((await rs.ledger.receipts(bo)).filter((r) => r.kind === 'resolve')).toHaveLength(1);
+    expect(await DBOS.getEvent(wfId, `retrysafe.decisions:${bo}`, 0)).toBe(2); // both copies taken, one applied
   }, 30_000);
 
   it('refuses a decision that is not one', async () => {
