@@ -122,14 +122,16 @@ export async function sendResolution(
   const providerRef = 'providerRef' in resolution ? resolution.providerRef : null;
   // A forced resume is another decision than the refused unforced one before it: it must not be folded into it.
   const force = 'force' in resolution && resolution.force === true;
-  // The same decision for a later hand-off of the operation is another decision: the published hand-off names which.
-  const handoffAt = resolution.handoffAt ?? (await publishedHandoffAt(sender, workflowId, businessOperationId));
+  let handoffAt = resolution.handoffAt;
   for (;;) {
     if (await workflowEnded(sender, workflowId)) throw endedRefusal(workflowId, businessOperationId);
-    // Sent only to a wait that is open (or not begun): one that has ended takes no decision, and nothing may wait
-    // unread for a wait that never comes.
+    // Sent only to a wait that is open: one that has ended takes no decision, and nothing may lie unread for a wait
+    // that never comes (the workflow runs on, or never waits on this operation).
     const wait = await waitToSendTo(sender, workflowId, businessOperationId, awaitSeconds);
     if (wait === null) throw notWaitingRefusal(workflowId, businessOperationId);
+    // The same decision for a later hand-off of the operation is another decision: the published hand-off names
+    // which (the one published when it is first sent, which a wait publishes before it begins).
+    handoffAt ??= await publishedHandoffAt(sender, workflowId, businessOperationId);
     // Once the workflow took a decision, the same one sent again is a new message: that one may have found the
     // operation busy elsewhere, and a hand-off made elsewhere is published only at the workflow's next poll.
     const taken = (await sender.getEvent<number>(workflowId, decisionsEventKey(businessOperationId), 0)) ?? 0;
@@ -146,12 +148,12 @@ export async function sendResolution(
   }
 }
 
-/** The wait a decision is sent to: the open one (the first, before any began), or the next once it has begun; null
- * when none begins within `seconds` (at least `NEXT_WAIT_SECONDS`). */
+/** The wait a decision is sent to: the open one, or the next once it has begun; null when none begins within
+ * `seconds` (at least `NEXT_WAIT_SECONDS`). */
 async function waitToSendTo(sender: Pick<DBOSClient, 'getEvent'>, workflowId: string, id: string, seconds: number) {
   const state = await waitStateOf(sender, workflowId, id);
-  if (!state || state.open) return state?.wait ?? 1;
-  const next = state.wait + 1;
+  if (state?.open) return state.wait;
+  const next = (state?.wait ?? 0) + 1;
   const began = await sender.getEvent<true>(workflowId, waitBeganKey(id, next), Math.max(seconds, NEXT_WAIT_SECONDS));
   return began ? next : null;
 }

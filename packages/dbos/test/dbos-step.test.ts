@@ -95,9 +95,8 @@ const handedOffTwice = DBOS.registerWorkflow(
 // Polls the ledger seldom: a hand-off made elsewhere stays unpublished for a while.
 const withSlowPoll = runThenAwait('withSlowPoll', { timeoutSeconds: 20, pollSeconds: 6 });
 
-// Test-only topics: the workflow below runs on (or goes on) when the test says so.
+// Test-only topic: the workflow below runs on until the test says so.
 const FINISH = 'test.finish';
-const GO = 'test.go';
 
 // Waits a short while for a decision, then runs on without waiting for one again.
 const waitThenRunOn = DBOS.registerWorkflow(
@@ -110,16 +109,6 @@ const waitThenRunOn = DBOS.registerWorkflow(
   { name: 'waitThenRunOn' },
 );
 
-// Takes a decision already sent without waiting for one (timeoutSeconds 0), once told to go on.
-const checkOnce = DBOS.registerWorkflow(
-  async (ref: string): Promise<DbosOperationOutcome> => {
-    const first = await rs.run(adapter, OP, { params: { ref } });
-    await DBOS.recv(GO, 30);
-    return rs.awaitResolution(adapter, first, { timeoutSeconds: 0 });
-  },
-  { name: 'checkOnce' },
-);
-
 // Waits, and when nobody decided, (reminds someone and) waits again on the same hand-off.
 const waitTwice = DBOS.registerWorkflow(
   async (ref: string): Promise<DbosOperationOutcome> => {
@@ -130,8 +119,13 @@ const waitTwice = DBOS.registerWorkflow(
   { name: 'waitTwice' },
 );
 
+// Shows the messages sent to it, waiting as awaitResolution does (its first wait on `id`, begun and open).
 const receiveTwice = DBOS.registerWorkflow(
-  async (id: string) => [await DBOS.recv(resolutionTopic(id), 20), await DBOS.recv(resolutionTopic(id), 1)],
+  async (id: string) => {
+    await DBOS.setEvent(`retrysafe.wait:${id}`, { wait: 1, open: true });
+    await DBOS.setEvent(`retrysafe.began:1:${id}`, true);
+    return [await DBOS.recv(resolutionTopic(id), 20), await DBOS.recv(resolutionTopic(id), 1)];
+  },
   { name: 'receiveTwice' },
 );
 
@@ -480,13 +474,28 @@ describe('sendResolution', () => {
     expect((await rs.ledger.get(bo))!.state).toBe('handed-off');
   }, 30_000);
 
-  it('a decision answered sent is taken by the wait it reached, even one that does not wait (timeoutSeconds 0)', async () => {
-    provider.failNext({ kind: 'rejected', message: 'amount must be positive' });
-    const wfId = `check-once-${tag}`;
-    const h = await start(checkOnce, wfId, 'order-check-once');
-    const bo = await handedOff('order-check-once');
-    expect(await sendResolution(DBOS, wfId, bo, { action: 'abandon', by: 'bob' })).toBe('sent');
-    await DBOS.send(wfId, 'go', GO);
+  it('a decision that arrives while the wait polls the ledger past its timeout is taken, not left unread', async () => {
+    const { wfId, h, bo } = await rejectedAndPublished(waitThenRunOn, 'at-timeout', 'order-at-timeout');
+    const get = rs.ledger.get;
+    let polling = () => {};
+    const polled = new Promise<void>((r) => {
+      polling = r;
+    });
+    // The wait's next poll of the ledger is slow: it ends after the wait's 2 s timeout.
+    rs.ledger.get = (async (...args: Parameters<typeof get>) => {
+      rs.ledger.get = get;
+      polling();
+      await new Promise((r) => setTimeout(r, 3_000));
+      return get(...args);
+    }) as typeof get;
+    try {
+      await polled;
+      const answer = sendResolution(DBOS, wfId, bo, { action: 'abandon', by: 'bob' }, { awaitSeconds: 10 });
+      expect(await answer).toBe('applied');
+    } finally {
+      rs.ledger.get = get;
+    }
+    await DBOS.send(wfId, 'finish', FINISH);
     expect(await h.getResult()).toMatchObject({ status: 'resolved', businessOperationId: bo, state: 'abandoned' });
   }, 30_000);
 
@@ -508,6 +517,16 @@ describe('sendResolution', () => {
     expect(await h.getResult()).toMatchObject({ status: 'resolved', businessOperationId: bo, state: 'abandoned' });
     expect((await rs.ledger.receipts(bo)).filter((r) => r.kind === 'resolve')).toHaveLength(1);
     expect(await DBOS.getEvent(wfId, `retrysafe.decisions:${bo}`, 0)).toBe(2); // both copies taken, one applied
+  }, 30_000);
+
+  it('a decision for an operation the workflow does not wait on is refused (not-waiting), not left unread', async () => {
+    const { wfId, h, bo } = await rejectedAndPublished(waitThenRunOn, 'not-mine', 'order-not-mine');
+    const notMine = `${bo}-not-mine`;
+    await expect(
+      sendResolution(DBOS, wfId, notMine, { action: 'abandon', by: 'bob' }, { awaitSeconds: 1 }),
+    ).rejects.toSatisfy((e: unknown) => DbosResolutionRefusedError.isInstance(e) && e.refusal.code === 'not-waiting');
+    await DBOS.send(wfId, 'finish', FINISH);
+    expect(await h.getResult()).toMatchObject({ status: 'handed-off', businessOperationId: bo });
   }, 30_000);
 
   it('refuses a decision that is not one', async () => {
