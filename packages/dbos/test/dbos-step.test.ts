@@ -529,6 +529,37 @@ describe('sendResolution', () => {
     expect(await h.getResult()).toMatchObject({ status: 'handed-off', businessOperationId: bo });
   }, 30_000);
 
+  it('two people decide at once: one decision applied, the other refused with the reason, nothing applied twice', async () => {
+    const { wfId, h, bo } = await rejectedAndPublished(withHandoff, 'two-senders', 'order-two-senders');
+    const answers = await Promise.allSettled([
+      sendResolution(DBOS, wfId, bo, { action: 'abandon', by: 'bob' }, { awaitSeconds: 10 }),
+      sendResolution(
+        DBOS,
+        wfId,
+        bo,
+        { action: 'mark-done', providerRef: 'rec_by_hand', by: 'carol' },
+        { awaitSeconds: 10 },
+      ),
+    ]);
+    expect(answers.filter((a) => a.status === 'fulfilled').map((a) => a.value)).toEqual(['applied']);
+    const refused = answers.find((a) => a.status === 'rejected')?.reason;
+    expect(DbosResolutionRefusedError.isInstance(refused) && refused.refusal.code).toBe('RETRYSAFE_INVALID_STATE');
+    const { final } = await h.getResult();
+    expect(final).toMatchObject({ status: 'resolved', businessOperationId: bo });
+    expect((await rs.ledger.receipts(bo)).filter((r) => r.kind === 'resolve')).toHaveLength(1);
+  }, 30_000);
+
+  it('a decision sent to a wait cancelled through DBOS is taken once DBOS resumes the workflow, applied once', async () => {
+    const { wfId, bo } = await rejectedAndPublished(withHandoff, 'cancelled', 'order-cancelled');
+    await waitFor(async () => DBOS.getEvent(wfId, `retrysafe.wait:${bo}`, 0));
+    await DBOS.cancelWorkflow(wfId);
+    expect(await sendResolution(DBOS, wfId, bo, { action: 'abandon', by: 'bob' }, { awaitSeconds: 1 })).toBe('sent');
+    expect((await rs.ledger.get(bo))!.state).toBe('handed-off');
+    const resumed = await DBOS.resumeWorkflow<{ final: DbosOperationOutcome }>(wfId);
+    expect((await resumed.getResult()).final).toMatchObject({ status: 'resolved', state: 'abandoned' });
+    expect((await rs.ledger.receipts(bo)).filter((r) => r.kind === 'resolve')).toHaveLength(1);
+  }, 30_000);
+
   it('refuses a decision that is not one', async () => {
     await expect(sendResolution(DBOS, 'any', 'bo-y', { action: 'mark-done' } as never)).rejects.toThrow(TypeError);
   });
