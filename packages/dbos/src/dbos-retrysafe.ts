@@ -70,7 +70,7 @@ export type DbosResolutionMessage = Resolution & { readonly by?: string; readonl
 export interface SendResolutionOptions {
   /** Wait up to this long for the workflow to take the decision: `applied`, or `DbosResolutionRefusedError` for one it
    * did not apply; `sent` when not taken yet (default 0: return once sent). Also how long, at least 5 s, a workflow
-   * between two waits is given to wait again before the decision is refused (`not-waiting`). */
+   * not waiting on the operation is given to begin a wait before the decision is refused (`not-waiting`). */
   readonly awaitSeconds?: number;
 }
 
@@ -105,8 +105,8 @@ const ENDING_WAIT_SECONDS = 60;
 export type DbosResolutionSender = Pick<DBOSClient, 'send' | 'getEvent'> &
   Partial<Pick<DBOSClient, 'getWorkflow'> & Pick<typeof DBOS, 'getWorkflowStatus'>>;
 
-/** Delivers a person's decision to the workflow in `awaitResolution`; a repeat for the same hand-off, sent before the
- * workflow took the first, carries the same DBOS idempotency key. */
+/** Delivers a person's decision to an open wait of `awaitResolution` (none open: refused, nothing sent); a repeat for
+ * the same hand-off, sent before the workflow took the first, carries the same DBOS idempotency key. */
 export async function sendResolution(
   sender: DbosResolutionSender,
   workflowId: string,
