@@ -122,15 +122,16 @@ export async function sendResolution(
   const providerRef = 'providerRef' in resolution ? resolution.providerRef : null;
   // A forced resume is another decision than the refused unforced one before it: it must not be folded into it.
   const force = 'force' in resolution && resolution.force === true;
-  let handoffAt = resolution.handoffAt;
+  // The same decision for a later hand-off of the operation is another decision: the hand-off published now names
+  // which (what the person read), never one published while it is on its way.
+  let handoffAt = resolution.handoffAt ?? (await publishedHandoffAt(sender, workflowId, businessOperationId));
   for (;;) {
     if (await workflowEnded(sender, workflowId)) throw endedRefusal(workflowId, businessOperationId);
     // Sent only to a wait that is open: one that has ended takes no decision, and nothing may lie unread for a wait
     // that never comes (the workflow runs on, or never waits on this operation).
     const wait = await waitToSendTo(sender, workflowId, businessOperationId, awaitSeconds);
     if (wait === null) throw notWaitingRefusal(workflowId, businessOperationId);
-    // The same decision for a later hand-off of the operation is another decision: the published hand-off names
-    // which (the one published when it is first sent, which a wait publishes before it begins).
+    // None published yet: the one the first wait publishes before it begins.
     handoffAt ??= await publishedHandoffAt(sender, workflowId, businessOperationId);
     // Once the workflow took a decision, the same one sent again is a new message: that one may have found the
     // operation busy elsewhere, and a hand-off made elsewhere is published only at the workflow's next poll.

@@ -560,6 +560,41 @@ describe('sendResolution', () => {
     expect((await rs.ledger.receipts(bo)).filter((r) => r.kind === 'resolve')).toHaveLength(1);
   }, 30_000);
 
+  it('a forced resume sent on the published hand-off is not forced past one published while it was on its way', async () => {
+    provider.failNext({ kind: 'rejected', message: 'amount must be positive' }, 2);
+    const wfId = `forced-on-its-way-${tag}`;
+    const h = await start(handedOffTwice, wfId, 'order-forced-on-its-way');
+    const bo = await handedOff('order-forced-on-its-way');
+    await waitFor(async () => DBOS.getEvent(wfId, handoffEventKey(bo), 1));
+    // Bob read the published hand-off and forces a resume; his network stalls until the workflow waits on a new one.
+    let stalled = false;
+    const slow = {
+      send: DBOS.send,
+      getWorkflowStatus: DBOS.getWorkflowStatus,
+      getEvent: async <T>(workflowId: string, key: string, seconds?: number) => {
+        if (key === `retrysafe.wait:${bo}` && !stalled) {
+          stalled = true;
+          await waitFor(async () => {
+            const state = await DBOS.getEvent<{ wait: number }>(wfId, key, 0);
+            return state && state.wait >= 2 ? true : null;
+          });
+        }
+        return DBOS.getEvent<T>(workflowId, key, seconds);
+      },
+    };
+    const bob = sendResolution(slow, wfId, bo, { action: 'resume', force: true, by: 'bob' }, { awaitSeconds: 10 });
+    // Meanwhile Alice forces a resume on it too, and the provider rejects it again: a new hand-off.
+    const alice = { action: 'resume', force: true, by: 'alice' } as const;
+    expect(await sendResolution(DBOS, wfId, bo, alice, { awaitSeconds: 10 })).toBe('applied');
+    const calls = provider.calls();
+    await expect(bob).rejects.toSatisfy(
+      (e: unknown) => DbosResolutionRefusedError.isInstance(e) && e.refusal.code === 'RETRYSAFE_UNSAFE_RESUME',
+    );
+    expect(provider.calls()).toBe(calls);
+    await sendResolution(DBOS, wfId, bo, { action: 'abandon', by: 'bob' }, { awaitSeconds: 10 });
+    expect(await h.getResult()).toMatchObject({ status: 'resolved', businessOperationId: bo, state: 'abandoned' });
+  }, 30_000);
+
   it('refuses a decision that is not one', async () => {
     await expect(sendResolution(DBOS, 'any', 'bo-y', { action: 'mark-done' } as never)).rejects.toThrow(TypeError);
   });
