@@ -465,7 +465,10 @@ describe('sendResolution', () => {
 
   it('a decision sent after the wait timed out, to a workflow that runs on, is refused to its sender (not-waiting), not left unread', async () => {
     const { wfId, h, bo } = await rejectedAndPublished(waitThenRunOn, 'ran-on', 'order-ran-on');
-    await new Promise((r) => setTimeout(r, 4_000)); // the 2 s wait has timed out; the workflow runs on
+    // The 2 s wait has timed out (and says so); the workflow runs on.
+    await waitFor(async () =>
+      (await DBOS.getEvent<{ open: boolean }>(wfId, `retrysafe.wait:${bo}`, 0))?.open === false ? true : null,
+    );
     await expect(
       sendResolution(DBOS, wfId, bo, { action: 'abandon', by: 'bob' }, { awaitSeconds: 2 }),
     ).rejects.toSatisfy((e: unknown) => DbosResolutionRefusedError.isInstance(e) && e.refusal.code === 'not-waiting');
