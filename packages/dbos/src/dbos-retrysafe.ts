@@ -57,7 +57,7 @@ export interface DbosStepOptions {
 }
 
 export interface AwaitResolutionOptions {
-  /** Then the outcome comes back still handed off (default 7 days). */
+  /** Then the outcome comes back still handed off (default 7 days), once decisions sent before are taken. */
   readonly timeoutSeconds?: number;
   /** How often the ledger is read for a resolution made elsewhere (default 60 s). */
   readonly pollSeconds?: number;
@@ -69,12 +69,17 @@ export type DbosResolutionMessage = Resolution & { readonly by?: string; readonl
 
 export interface SendResolutionOptions {
   /** Wait up to this long for the workflow to take the decision: `applied`, or `DbosResolutionRefusedError` for one it
-   * did not apply; `sent` when not taken yet (default 0: return once sent). */
+   * did not apply; `sent` when not taken yet (default 0: return once sent). Also how long, at least 5 s, a workflow
+   * not waiting on the operation is given to begin a wait before the decision is refused (`not-waiting`). */
   readonly awaitSeconds?: number;
 }
 
 /** What the workflow answers a decision it took, under `answerEventKey` of the decision's id. */
 type DbosResolutionAnswer = { readonly applied: true } | { readonly refused: DbosResolutionRefusal };
+
+/** The workflow's latest wait on one operation (they are counted): `open` until it ends, then it takes what was sent
+ * before and no more. */
+type WaitState = { readonly wait: number; readonly open: boolean };
 
 const RUN_ID = /^[A-Za-z0-9._:-]{1,96}$/;
 const LEASE_EXPIRED = 'RETRYSAFE_LEASE_EXPIRED';
@@ -84,14 +89,24 @@ export const resolutionTopic = (businessOperationId: string): string => `retrysa
 export const handoffEventKey = (businessOperationId: string): string => `retrysafe.handoff:${businessOperationId}`;
 const decisionsEventKey = (businessOperationId: string): string => `retrysafe.decisions:${businessOperationId}`;
 const answerEventKey = (decisionId: string): string => `retrysafe.answer:${decisionId}`;
+const waitEventKey = (businessOperationId: string): string => `retrysafe.wait:${businessOperationId}`;
+// Set when wait `wait` begins, and once it has taken every decision sent before it ended (one not answered by then
+// never will be: a later wait refuses it).
+const waitBeganKey = (businessOperationId: string, wait: number) => `retrysafe.began:${wait}:${businessOperationId}`;
+const waitEndedKey = (businessOperationId: string, wait: number) => `retrysafe.ended:${wait}:${businessOperationId}`;
+// How long, at least, a sender gives the workflow to begin its next wait (a loop that waits again), and to finish
+// taking decisions in a wait that was ending as its decision arrived (taking one may call the provider); after
+// that, the workflow is not running and takes the decision, if it arrived in time, when DBOS recovers it.
+const NEXT_WAIT_SECONDS = 5;
+const ENDING_WAIT_SECONDS = 60;
 
 /** Who sends a decision: `DBOS` inside the app, a `DBOSClient` outside it. With a workflow status read (both have one),
  * a decision sent to a workflow that has ended is refused instead of left unread. */
 export type DbosResolutionSender = Pick<DBOSClient, 'send' | 'getEvent'> &
   Partial<Pick<DBOSClient, 'getWorkflow'> & Pick<typeof DBOS, 'getWorkflowStatus'>>;
 
-/** Delivers a person's decision to the workflow in `awaitResolution`; a repeat for the same hand-off, sent before the
- * workflow took the first, carries the same DBOS idempotency key. */
+/** Delivers a person's decision to an open wait of `awaitResolution` (none open: refused, nothing sent); a repeat for
+ * the same hand-off, sent before the workflow took the first, carries the same DBOS idempotency key. */
 export async function sendResolution(
   sender: DbosResolutionSender,
   workflowId: string,
@@ -107,30 +122,84 @@ export async function sendResolution(
   const providerRef = 'providerRef' in resolution ? resolution.providerRef : null;
   // A forced resume is another decision than the refused unforced one before it: it must not be folded into it.
   const force = 'force' in resolution && resolution.force === true;
-  // The same decision for a later hand-off of the operation is another decision: the published hand-off names which.
-  const handoffAt = resolution.handoffAt ?? (await publishedHandoffAt(sender, workflowId, businessOperationId));
-  // Once the workflow took a decision, the same one sent again is a new message: that one may have found the
-  // operation busy elsewhere, and a hand-off made elsewhere is published only at the workflow's next poll.
-  const taken = (await sender.getEvent<number>(workflowId, decisionsEventKey(businessOperationId), 0)) ?? 0;
-  const decision = JSON.stringify([businessOperationId, resolution.action, providerRef, force, handoffAt, taken]);
-  const decisionId = sha256Hex(decision).slice(0, 32);
-  const message = { ...resolution, handoffAt, decisionId };
-  await sender.send(workflowId, message, resolutionTopic(businessOperationId), `retrysafe-resolution-${decisionId}`);
-  const answer = await answerOf(sender, workflowId, decisionId, awaitSeconds);
-  if (answer === 'ended')
-    throw new DbosResolutionRefusedError(businessOperationId, {
-      code: 'workflow-ended',
-      message: `workflow ${workflowId} has ended, so nothing takes this decision: resolve the operation in the ledger (retrysafe ledger resolve)`,
-    });
-  if (answer && 'refused' in answer) throw new DbosResolutionRefusedError(businessOperationId, answer.refused);
-  return answer ? 'applied' : 'sent';
+  // The same decision for a later hand-off of the operation is another decision: the hand-off published now names
+  // which (what the person read), never one published while it is on its way.
+  let handoffAt = resolution.handoffAt ?? (await publishedHandoffAt(sender, workflowId, businessOperationId));
+  for (;;) {
+    if (await workflowEnded(sender, workflowId)) throw endedRefusal(workflowId, businessOperationId);
+    // Sent only to a wait that is open: one that has ended takes no decision, and nothing may lie unread for a wait
+    // that never comes (the workflow runs on, or never waits on this operation).
+    const wait = await waitToSendTo(sender, workflowId, businessOperationId, awaitSeconds);
+    if (wait === null) throw notWaitingRefusal(workflowId, businessOperationId);
+    // None published yet: the one the first wait publishes before it begins.
+    handoffAt ??= await publishedHandoffAt(sender, workflowId, businessOperationId);
+    // Once the workflow took a decision, the same one sent again is a new message: that one may have found the
+    // operation busy elsewhere, and a hand-off made elsewhere is published only at the workflow's next poll.
+    const taken = (await sender.getEvent<number>(workflowId, decisionsEventKey(businessOperationId), 0)) ?? 0;
+    const decision = [businessOperationId, resolution.action, providerRef, force, handoffAt, taken, wait];
+    const decisionId = sha256Hex(JSON.stringify(decision)).slice(0, 32);
+    const message = { ...resolution, handoffAt, decisionId, wait };
+    await sender.send(workflowId, message, resolutionTopic(businessOperationId), `retrysafe-resolution-${decisionId}`);
+    const answer = await answerOf(sender, workflowId, businessOperationId, decisionId, wait, awaitSeconds);
+    if (answer === 'ended') throw endedRefusal(workflowId, businessOperationId);
+    // Its wait ended before taking it, and no other wait applies it: sent again, to the next wait.
+    if (answer === NOT_WAITING || (answer && 'refused' in answer && answer.refused.code === NOT_WAITING)) continue;
+    if (answer && 'refused' in answer) throw new DbosResolutionRefusedError(businessOperationId, answer.refused);
+    return answer ? 'applied' : 'sent';
+  }
 }
 
-/** The workflow's answer to a decision, waited for up to `seconds`; `ended` when the workflow ended without taking it
- * (a message to an ended workflow lies unread in DBOS, a decision lost without a word). */
-async function answerOf(sender: DbosResolutionSender, workflowId: string, decisionId: string, seconds: number) {
+/** The wait a decision is sent to: the open one, or the next once it has begun; null when none begins within
+ * `seconds` (at least `NEXT_WAIT_SECONDS`). */
+async function waitToSendTo(sender: Pick<DBOSClient, 'getEvent'>, workflowId: string, id: string, seconds: number) {
+  const state = await waitStateOf(sender, workflowId, id);
+  if (state?.open) return state.wait;
+  const next = (state?.wait ?? 0) + 1;
+  const began = await sender.getEvent<true>(workflowId, waitBeganKey(id, next), Math.max(seconds, NEXT_WAIT_SECONDS));
+  return began ? next : null;
+}
+
+const endedRefusal = (workflowId: string, id: string) =>
+  new DbosResolutionRefusedError(id, {
+    code: 'workflow-ended',
+    message: `workflow ${workflowId} has ended, so nothing takes this decision: resolve the operation in the ledger (retrysafe ledger resolve)`,
+  });
+
+const NOT_WAITING = 'not-waiting';
+const notWaitingRefusal = (workflowId: string, id: string) =>
+  new DbosResolutionRefusedError(id, {
+    code: NOT_WAITING,
+    message: `workflow ${workflowId} is not waiting for a decision on it, so nothing was sent: send it again when it waits, or resolve the operation in the ledger (retrysafe ledger resolve)`,
+  });
+
+async function waitStateOf(sender: Pick<DBOSClient, 'getEvent'>, workflowId: string, id: string) {
+  return sender.getEvent<WaitState>(workflowId, waitEventKey(id), 0);
+}
+
+/** The workflow's answer to a decision sent to wait `wait`, waited for up to `seconds`; `ended` when the workflow
+ * ended without taking it (a message to an ended workflow lies unread in DBOS, a decision lost without a word);
+ * `not-waiting` when that wait ended without taking it (no later wait takes a decision sent to another). */
+async function answerOf(
+  sender: DbosResolutionSender,
+  workflowId: string,
+  id: string,
+  decisionId: string,
+  wait: number,
+  seconds: number,
+) {
   const key = answerEventKey(decisionId);
   const ended = await workflowEnded(sender, workflowId);
+  const state = await waitStateOf(sender, workflowId, id);
+  if (!ended && state && (state.wait !== wait || !state.open)) {
+    // The wait was ending as the decision arrived: it may still take it, and answers it before it has ended.
+    const waited = await sender.getEvent<true>(
+      workflowId,
+      waitEndedKey(id, wait),
+      Math.max(seconds, ENDING_WAIT_SECONDS),
+    );
+    const answer = await sender.getEvent<DbosResolutionAnswer>(workflowId, key, 0);
+    return answer ?? (waited ? NOT_WAITING : null);
+  }
   const answer = await sender.getEvent<DbosResolutionAnswer>(workflowId, key, ended ? 0 : seconds);
   if (answer) return answer;
   if (ended) return 'ended';
@@ -300,29 +369,53 @@ async function awaitResolution(
       'awaitResolution waits with DBOS.recv, which runs in the workflow itself, not inside a step',
     );
   const id = outcome.businessOperationId;
+  const workflowId = DBOS.workflowID!;
   await DBOS.setEvent(handoffEventKey(id), outcome);
-  const deadline = (await DBOS.now()) + timeoutSeconds * 1000;
   // Counted across waits on the same operation: a count that started again would fold a new decision into a taken one.
-  let taken = (await DBOS.getEvent<number>(DBOS.workflowID!, decisionsEventKey(id), 0)) ?? 0;
+  let taken = (await DBOS.getEvent<number>(workflowId, decisionsEventKey(id), 0)) ?? 0;
+  const wait = ((await DBOS.getEvent<WaitState>(workflowId, waitEventKey(id), 0))?.wait ?? 0) + 1;
+  await DBOS.setEvent(waitEventKey(id), { wait, open: true });
+  await DBOS.setEvent(waitBeganKey(id, wait), true);
+  const deadline = (await DBOS.now()) + timeoutSeconds * 1000;
+  let decided: DbosOperationOutcome | null = null; // what a decision (or one made in the ledger) came to
+  let published = outcome.packet; // the hand-off a decision taken now answers
+  let open = true;
   for (;;) {
     const left = deadline - (await DBOS.now());
-    if (left <= 0) return outcome;
-    const message = await DBOS.recv<unknown>(
-      resolutionTopic(id),
-      Math.max(1, Math.min(pollSeconds, Math.ceil(left / 1000))),
-    );
+    if (open && (left <= 0 || decided)) {
+      // Closed before the last messages are taken: a decision sent while the wait was open is taken, never left
+      // unread; one sent after goes to the next wait, or is refused to its sender (sendResolution).
+      open = false;
+      await DBOS.setEvent(waitEventKey(id), { wait, open });
+    }
+    const timeout = open ? Math.max(1, Math.min(pollSeconds, Math.ceil(left / 1000))) : 0;
+    const message = await DBOS.recv<unknown>(resolutionTopic(id), timeout);
+    if (!open && message === null) {
+      await DBOS.setEvent(waitEndedKey(id, wait), true);
+      return decided ?? outcome;
+    }
     // Published before acting: the same decision sent from now on is not folded into this one (sendResolution).
     if (message !== null) await DBOS.setEvent(decisionsEventKey(id), ++taken);
-    const { next, answer } = await asStep(`retrysafe:resolve:${outcome.packet.operation}`, false, runId, (attemptIds) =>
-      decide(parts, adapter, id, message, outcome.packet, { runId, attemptIds }),
-    );
-    const decisionId = (message as { decisionId?: unknown } | null)?.decisionId;
+    const { decisionId, wait: sentTo } = (message ?? {}) as { decisionId?: unknown; wait?: unknown };
+    // Sent to an earlier wait that ended before it arrived: never applied, as its sender sends it again to this one.
+    const { next, answer }: Decided =
+      typeof sentTo === 'number' && sentTo !== wait
+        ? {
+            next: null,
+            answer: { refused: { code: NOT_WAITING, message: 'it arrived after the wait it was sent to had ended' } },
+          }
+        : await asStep(`retrysafe:resolve:${outcome.packet.operation}`, false, runId, (attemptIds) =>
+            decide(parts, adapter, id, message, published, { runId, attemptIds }),
+          );
     if (answer && typeof decisionId === 'string') await DBOS.setEvent(answerEventKey(decisionId), answer);
     if (next === null || next.status === 'in-progress') continue;
     await DBOS.setEvent(handoffEventKey(id), next);
-    return next;
+    decided = next;
+    if (next.status === 'handed-off') published = next.packet;
   }
 }
+
+type Decided = { next: DbosOperationOutcome | null; answer: DbosResolutionAnswer | null };
 
 /** In the resolve step: the decision received (or none, a poll) applied through the runner, then the ledger read. The
  * outcome to return (null: wait on) and, for a decision, the answer its sender may wait for. */
@@ -333,7 +426,7 @@ async function decide(
   message: unknown,
   published: HandoffPacket,
   run: { runId: string; attemptIds: () => string },
-): Promise<{ next: DbosOperationOutcome | null; answer: DbosResolutionAnswer | null }> {
+): Promise<Decided> {
   let answer: DbosResolutionAnswer | null = null;
   if (isResolution(message)) {
     const by = typeof message.by === 'string' ? message.by : undefined;

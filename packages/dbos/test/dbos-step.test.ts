@@ -95,8 +95,37 @@ const handedOffTwice = DBOS.registerWorkflow(
 // Polls the ledger seldom: a hand-off made elsewhere stays unpublished for a while.
 const withSlowPoll = runThenAwait('withSlowPoll', { timeoutSeconds: 20, pollSeconds: 6 });
 
+// Test-only topic: the workflow below runs on until the test says so.
+const FINISH = 'test.finish';
+
+// Waits a short while for a decision, then runs on without waiting for one again.
+const waitThenRunOn = DBOS.registerWorkflow(
+  async (ref: string): Promise<DbosOperationOutcome> => {
+    const first = await rs.run(adapter, OP, { params: { ref } });
+    const out = await rs.awaitResolution(adapter, first, { timeoutSeconds: 2, pollSeconds: 1 });
+    await DBOS.recv(FINISH, 30);
+    return out;
+  },
+  { name: 'waitThenRunOn' },
+);
+
+// Waits, and when nobody decided, (reminds someone and) waits again on the same hand-off.
+const waitTwice = DBOS.registerWorkflow(
+  async (ref: string): Promise<DbosOperationOutcome> => {
+    const first = await rs.run(adapter, OP, { params: { ref } });
+    const out = await rs.awaitResolution(adapter, first, { timeoutSeconds: 2, pollSeconds: 1 });
+    return rs.awaitResolution(adapter, out, { timeoutSeconds: 4, pollSeconds: 1 });
+  },
+  { name: 'waitTwice' },
+);
+
+// Shows the messages sent to it, waiting as awaitResolution does (its first wait on `id`, begun and open).
 const receiveTwice = DBOS.registerWorkflow(
-  async (id: string) => [await DBOS.recv(resolutionTopic(id), 20), await DBOS.recv(resolutionTopic(id), 1)],
+  async (id: string) => {
+    await DBOS.setEvent(`retrysafe.wait:${id}`, { wait: 1, open: true });
+    await DBOS.setEvent(`retrysafe.began:1:${id}`, true);
+    return [await DBOS.recv(resolutionTopic(id), 20), await DBOS.recv(resolutionTopic(id), 1)];
+  },
   { name: 'receiveTwice' },
 );
 
@@ -331,8 +360,9 @@ async function diedMidResume(bo: BusinessOperationId) {
 }
 
 describe('sendResolution', () => {
-  // What sendResolution adds to a decision: the hand-off it answers (none published here) and the decision's id.
-  const unpublished = { handoffAt: null, decisionId: expect.stringMatching(/^[0-9a-f]{32}$/) };
+  // What sendResolution adds to a decision: the hand-off it answers (none published here), the decision's id and the
+  // wait it is sent to (the first, not begun here).
+  const unpublished = { handoffAt: null, decisionId: expect.stringMatching(/^[0-9a-f]{32}$/), wait: 1 };
 
   it('the same decision sent twice reaches the workflow once (DBOS idempotency key from the decision)', async () => {
     const wfId = `recv-twice-${tag}`;
@@ -431,6 +461,141 @@ describe('sendResolution', () => {
       (e: unknown) => DbosResolutionRefusedError.isInstance(e) && e.refusal.code === 'workflow-ended',
     );
     expect((await rs.ledger.get(bo))!.state).toBe('handed-off');
+  }, 30_000);
+
+  it('a decision sent after the wait timed out, to a workflow that runs on, is refused to its sender (not-waiting), not left unread', async () => {
+    const { wfId, h, bo } = await rejectedAndPublished(waitThenRunOn, 'ran-on', 'order-ran-on');
+    // The 2 s wait has timed out (and says so); the workflow runs on.
+    await waitFor(async () =>
+      (await DBOS.getEvent<{ open: boolean }>(wfId, `retrysafe.wait:${bo}`, 0))?.open === false ? true : null,
+    );
+    await expect(
+      sendResolution(DBOS, wfId, bo, { action: 'abandon', by: 'bob' }, { awaitSeconds: 2 }),
+    ).rejects.toSatisfy((e: unknown) => DbosResolutionRefusedError.isInstance(e) && e.refusal.code === 'not-waiting');
+    await DBOS.send(wfId, 'finish', FINISH);
+    expect(await h.getResult()).toMatchObject({ status: 'handed-off', businessOperationId: bo });
+    expect((await rs.ledger.get(bo))!.state).toBe('handed-off');
+  }, 30_000);
+
+  it('a decision that arrives while the wait polls the ledger past its timeout is taken, not left unread', async () => {
+    const { wfId, h, bo } = await rejectedAndPublished(waitThenRunOn, 'at-timeout', 'order-at-timeout');
+    const get = rs.ledger.get;
+    let polling = () => {};
+    const polled = new Promise<void>((r) => {
+      polling = r;
+    });
+    // The wait's next poll of the ledger is slow: it ends after the wait's 2 s timeout.
+    rs.ledger.get = (async (...args: Parameters<typeof get>) => {
+      rs.ledger.get = get;
+      polling();
+      await new Promise((r) => setTimeout(r, 3_000));
+      return get(...args);
+    }) as typeof get;
+    try {
+      await polled;
+      const answer = sendResolution(DBOS, wfId, bo, { action: 'abandon', by: 'bob' }, { awaitSeconds: 10 });
+      expect(await answer).toBe('applied');
+    } finally {
+      rs.ledger.get = get;
+    }
+    await DBOS.send(wfId, 'finish', FINISH);
+    expect(await h.getResult()).toMatchObject({ status: 'resolved', businessOperationId: bo, state: 'abandoned' });
+  }, 30_000);
+
+  it('a decision that reached a wait after it ended is not applied by the next wait: sent again to that one, applied once', async () => {
+    const { wfId, h, bo } = await rejectedAndPublished(waitTwice, 'late-send', 'order-late-send');
+    // A slow network: the message lands once the workflow waits again (its first wait ended meanwhile).
+    const slow = {
+      getEvent: DBOS.getEvent,
+      getWorkflowStatus: DBOS.getWorkflowStatus,
+      send: async (...args: Parameters<typeof DBOS.send>) => {
+        await waitFor(async () => {
+          const state = await DBOS.getEvent<{ wait: number }>(wfId, `retrysafe.wait:${bo}`, 0);
+          return state && state.wait >= 2 ? true : null;
+        });
+        return DBOS.send(...args);
+      },
+    };
+    expect(await sendResolution(slow, wfId, bo, { action: 'abandon', by: 'bob' }, { awaitSeconds: 5 })).toBe('applied');
+    expect(await h.getResult()).toMatchObject({ status: 'resolved', businessOperationId: bo, state: 'abandoned' });
+    expect((await rs.ledger.receipts(bo)).filter((r) => r.kind === 'resolve')).toHaveLength(1);
+    expect(await DBOS.getEvent(wfId, `retrysafe.decisions:${bo}`, 0)).toBe(2); // both copies taken, one applied
+  }, 30_000);
+
+  it('a decision for an operation the workflow does not wait on is refused (not-waiting), not left unread', async () => {
+    const { wfId, h, bo } = await rejectedAndPublished(waitThenRunOn, 'not-mine', 'order-not-mine');
+    const notMine = `${bo}-not-mine`;
+    await expect(
+      sendResolution(DBOS, wfId, notMine, { action: 'abandon', by: 'bob' }, { awaitSeconds: 1 }),
+    ).rejects.toSatisfy((e: unknown) => DbosResolutionRefusedError.isInstance(e) && e.refusal.code === 'not-waiting');
+    await DBOS.send(wfId, 'finish', FINISH);
+    expect(await h.getResult()).toMatchObject({ status: 'handed-off', businessOperationId: bo });
+  }, 30_000);
+
+  it('two people decide at once: one decision applied, the other refused with the reason, nothing applied twice', async () => {
+    const { wfId, h, bo } = await rejectedAndPublished(withHandoff, 'two-senders', 'order-two-senders');
+    const answers = await Promise.allSettled([
+      sendResolution(DBOS, wfId, bo, { action: 'abandon', by: 'bob' }, { awaitSeconds: 10 }),
+      sendResolution(
+        DBOS,
+        wfId,
+        bo,
+        { action: 'mark-done', providerRef: 'rec_by_hand', by: 'carol' },
+        { awaitSeconds: 10 },
+      ),
+    ]);
+    expect(answers.filter((a) => a.status === 'fulfilled').map((a) => a.value)).toEqual(['applied']);
+    const refused = answers.find((a) => a.status === 'rejected')?.reason;
+    expect(DbosResolutionRefusedError.isInstance(refused) && refused.refusal.code).toBe('RETRYSAFE_INVALID_STATE');
+    const { final } = await h.getResult();
+    expect(final).toMatchObject({ status: 'resolved', businessOperationId: bo });
+    expect((await rs.ledger.receipts(bo)).filter((r) => r.kind === 'resolve')).toHaveLength(1);
+  }, 30_000);
+
+  it('a decision sent to a wait cancelled through DBOS is taken once DBOS resumes the workflow, applied once', async () => {
+    const { wfId, bo } = await rejectedAndPublished(withHandoff, 'cancelled', 'order-cancelled');
+    await waitFor(async () => DBOS.getEvent(wfId, `retrysafe.wait:${bo}`, 0));
+    await DBOS.cancelWorkflow(wfId);
+    expect(await sendResolution(DBOS, wfId, bo, { action: 'abandon', by: 'bob' }, { awaitSeconds: 1 })).toBe('sent');
+    expect((await rs.ledger.get(bo))!.state).toBe('handed-off');
+    const resumed = await DBOS.resumeWorkflow<{ final: DbosOperationOutcome }>(wfId);
+    expect((await resumed.getResult()).final).toMatchObject({ status: 'resolved', state: 'abandoned' });
+    expect((await rs.ledger.receipts(bo)).filter((r) => r.kind === 'resolve')).toHaveLength(1);
+  }, 30_000);
+
+  it('a forced resume sent on the published hand-off is not forced past one published while it was on its way', async () => {
+    provider.failNext({ kind: 'rejected', message: 'amount must be positive' }, 2);
+    const wfId = `forced-on-its-way-${tag}`;
+    const h = await start(handedOffTwice, wfId, 'order-forced-on-its-way');
+    const bo = await handedOff('order-forced-on-its-way');
+    await waitFor(async () => DBOS.getEvent(wfId, handoffEventKey(bo), 1));
+    // Bob read the published hand-off and forces a resume; his network stalls until the workflow waits on a new one.
+    let stalled = false;
+    const slow = {
+      send: DBOS.send,
+      getWorkflowStatus: DBOS.getWorkflowStatus,
+      getEvent: async <T>(workflowId: string, key: string, seconds?: number) => {
+        if (key === `retrysafe.wait:${bo}` && !stalled) {
+          stalled = true;
+          await waitFor(async () => {
+            const state = await DBOS.getEvent<{ wait: number }>(wfId, key, 0);
+            return state && state.wait >= 2 ? true : null;
+          });
+        }
+        return DBOS.getEvent<T>(workflowId, key, seconds);
+      },
+    };
+    const bob = sendResolution(slow, wfId, bo, { action: 'resume', force: true, by: 'bob' }, { awaitSeconds: 10 });
+    // Meanwhile Alice forces a resume on it too, and the provider rejects it again: a new hand-off.
+    const alice = { action: 'resume', force: true, by: 'alice' } as const;
+    expect(await sendResolution(DBOS, wfId, bo, alice, { awaitSeconds: 10 })).toBe('applied');
+    const calls = provider.calls();
+    await expect(bob).rejects.toSatisfy(
+      (e: unknown) => DbosResolutionRefusedError.isInstance(e) && e.refusal.code === 'RETRYSAFE_UNSAFE_RESUME',
+    );
+    expect(provider.calls()).toBe(calls);
+    await sendResolution(DBOS, wfId, bo, { action: 'abandon', by: 'bob' }, { awaitSeconds: 10 });
+    expect(await h.getResult()).toMatchObject({ status: 'resolved', businessOperationId: bo, state: 'abandoned' });
   }, 30_000);
 
   it('refuses a decision that is not one', async () => {

@@ -15,7 +15,7 @@ describe('DBOS awaitResolution under real SIGKILLs: the decision applied once, o
   // On a key-folding card too: the resume taken over after the crash re-sends under the same key, and the provider
   // folds it.
   it.each([
-    ...(['waiting', 'decided', 'claimed', 'sent', 'recorded'] as const).map(
+    ...(['waiting', 'decided', 'claimed', 'sent', 'recorded', 'ending'] as const).map(
       (k) => [k, 'lookup-only', LOOKUP_ONLY] as const,
     ),
     ...(['claimed', 'sent'] as const).map((k) => [k, 'key-folding', REPLAYING_BEHAVIOUR] as const),

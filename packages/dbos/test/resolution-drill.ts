@@ -22,9 +22,11 @@ import { databaseUrl, dropSchemas, WORKER } from './crash-harness.js';
  * - `decided`: the decision received (DBOS checkpointed the recv), before the runner acts on it;
  * - `claimed`: the runner claimed the resume and sent it, the provider has not seen it;
  * - `sent`: the provider applied the resume, its answer never reaches the worker;
- * - `recorded`: the runner wrote the outcome to the ledger, DBOS has not checkpointed the step.
+ * - `recorded`: the runner wrote the outcome to the ledger, DBOS has not checkpointed the step;
+ * - `ending`: the wait timed out while the decision lay in its mailbox (sent during its last poll of the ledger),
+ *   and is closing, before it takes it.
  */
-export type KillPoint = 'waiting' | 'decided' | 'claimed' | 'sent' | 'recorded';
+export type KillPoint = 'waiting' | 'decided' | 'claimed' | 'sent' | 'recorded' | 'ending';
 
 export interface ResolutionDrillOptions {
   readonly killAt: KillPoint;
@@ -82,6 +84,10 @@ export async function resolutionDrill(o: ResolutionDrillOptions): Promise<Resolu
   let ready: Promise<void> = Promise.resolve();
   let killed = 0;
   let stopping = false;
+  let polled = () => {};
+  const polling = new Promise<void>((r) => {
+    polled = r;
+  });
   const pids = new Set<number>();
   const problems: string[] = [];
 
@@ -101,6 +107,7 @@ export async function resolutionDrill(o: ResolutionDrillOptions): Promise<Resolu
           leaseMs: o.leaseMs ?? 1500,
           ...(o.killAt === 'decided' ? { dieAroundResolve: { when: 'before', marker } } : {}),
           ...(o.killAt === 'recorded' ? { dieAroundResolve: { when: 'after', marker } } : {}),
+          ...(o.killAt === 'ending' ? { dieAtWaitEnd: { marker, pollMs: 3_000 }, awaitTimeoutSeconds: 2 } : {}),
         }),
       },
       stdio: ['ignore', 'ignore', 'pipe', 'ipc'],
@@ -115,6 +122,7 @@ export async function resolutionDrill(o: ResolutionDrillOptions): Promise<Resolu
       worker.on('message', (m: { type: string; pid?: number }) => {
         if (m.type === 'ready') resolve();
         if (m.type === 'executing' && m.pid) pids.add(m.pid);
+        if (m.type === 'polling') polled();
       }),
     );
     // A process killed at the kill point is replaced at once by one with its executor id: DBOS recovers there.
@@ -185,6 +193,7 @@ export async function resolutionDrill(o: ResolutionDrillOptions): Promise<Resolu
       await kill();
       await ready;
     }
+    if (o.killAt === 'ending') await polling; // the wait polls the ledger past its timeout: now the decision comes
     armed = true;
     // The person waits for the workflow's answer: a decision applied before a crash is never answered as refused.
     const answer = await sendResolution(client, workflowID, bo, o.decision, { awaitSeconds: 60 }).catch(
