@@ -11,6 +11,7 @@ import { CallToolRequestSchema, ListToolsRequestSchema, type Tool } from '@model
 import { createMemoryLedger, createRunner } from '@retrysafe/core';
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
+import * as z4 from 'zod/v4';
 import { createFenceServer } from '../src/fence/fence-server.js';
 import type { Upstream } from '../src/fence/upstream.js';
 import { createFenceAdapter, FenceConfigError, parseFenceConfig } from '../src/index.js';
@@ -221,6 +222,90 @@ describe('an upstream outputSchema whose $ref points into it (the SDK writes #/p
       expect(answer._meta?.retrysafe).toMatchObject({ status: 'done', adopted });
       expect(answer.structuredContent).toEqual(shipment);
     }
+  });
+});
+
+describe('an upstream outputSchema with its own $id, whose references resolve inside it', () => {
+  /** The host's answers from `server` (made twice: direct, then fenced), each call made twice through the fence. */
+  async function directAndFenced(server: () => Pick<Server, 'connect'>, name: string, args: Record<string, unknown>) {
+    const direct = new Client({ name: 'agent', version: '1.0.0' });
+    const [a, b] = InMemoryTransport.createLinkedPair();
+    await server().connect(a);
+    await direct.connect(b);
+    const { tools } = await direct.listTools();
+    const answer = await direct.callTool({ name, arguments: args });
+    const { client, call } = await host(
+      tools,
+      { [name]: { kind: 'create', intent: Object.keys(args) } },
+      await linked(server(), tools),
+    );
+    await client.listTools();
+    const fenced = [await call(name, args), await call(name, args)];
+    return { tools, answer, fenced };
+  }
+
+  it("the SDK's $id and #/definitions/… (a zod schema that refers to itself): the host lists and calls it as directly", async () => {
+    const Part: z4.ZodType<{ name: string; parts: unknown[] }> = z4.object({
+      name: z4.string(),
+      get parts() {
+        return z4.array(Part);
+      },
+    });
+    const Invoice = z4.object({ total: z4.number(), tree: Part }).meta({ $id: 'https://example.com/invoice' });
+    const billing = () => {
+      const server = new McpServer({ name: 'billing', version: '1.0.0' });
+      server.registerTool('invoice', { inputSchema: { ref: z4.string() }, outputSchema: Invoice }, async () => ({
+        content: [],
+        structuredContent: { total: 3, tree: { name: 'kit', parts: [{ name: 'bolt', parts: [] }] } },
+      }));
+      return server;
+    };
+    const { tools, answer, fenced } = await directAndFenced(billing, 'invoice', { ref: 'INV-1' });
+    expect(tools[0]?.outputSchema).toMatchObject({ $id: 'https://example.com/invoice', definitions: {} });
+    for (const a of fenced) expect(a.structuredContent).toEqual(answer.structuredContent);
+  });
+
+  /** A server listing `quote` with `outputSchema`, whose every call answers `{ net, gross }`. */
+  const quotes = (outputSchema: Tool['outputSchema']) => () => {
+    const quote: Tool = { name: 'quote', inputSchema: { type: 'object', properties: { ref: { type: 'string' } } } };
+    const server = new Server({ name: 'quotes', version: '1.0.0' }, { capabilities: { tools: {} } });
+    server.setRequestHandler(ListToolsRequestSchema, async () => ({ tools: [{ ...quote, outputSchema }] }));
+    server.setRequestHandler(CallToolRequestSchema, async () => ({
+      content: [],
+      structuredContent: { net: { amount: 10 }, gross: { amount: 12 } },
+    }));
+    return server;
+  };
+
+  it('$id and #/$defs/… written by hand: the host lists and calls it as directly', async () => {
+    const Money = { type: 'object', properties: { amount: { type: 'number' } }, required: ['amount'] };
+    const { answer, fenced } = await directAndFenced(
+      quotes({
+        $id: 'urn:example:quote',
+        $defs: { Money },
+        type: 'object',
+        properties: { net: { $ref: '#/$defs/Money' }, gross: { $ref: '#/$defs/Money' } },
+        required: ['net', 'gross'],
+      }),
+      'quote',
+      { ref: 'Q-1' },
+    );
+    for (const a of fenced) expect(a.structuredContent).toEqual(answer.structuredContent);
+  });
+
+  it('a property with its own $id, whose #/properties/… reference is into it: left as it is, listed and called as directly', async () => {
+    const Money = {
+      $id: 'urn:example:money',
+      type: 'object',
+      properties: { amount: { type: 'number' }, shown: { $ref: '#/properties/amount' } },
+      required: ['amount'],
+    };
+    const { answer, fenced } = await directAndFenced(
+      quotes({ type: 'object', properties: { net: Money, gross: { $ref: '#/properties/net' } } }),
+      'quote',
+      { ref: 'Q-1' },
+    );
+    for (const a of fenced) expect(a.structuredContent).toEqual(answer.structuredContent);
   });
 });
 

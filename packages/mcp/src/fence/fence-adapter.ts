@@ -82,18 +82,26 @@ const DATA = new Set(['const', 'enum', 'default', 'examples']);
 const NAMED = new Set(['properties', 'patternProperties', '$defs', 'definitions', 'dependentSchemas', 'dependencies']);
 type RefNode = { readonly $ref: string } & Record<string, unknown>;
 
-/** `schema` with each sub-schema that has a `$ref` replaced by what `f` makes of it (after its own sub-schemas). */
-export function mapRefs(schema: unknown, f: (node: RefNode) => unknown): unknown {
-  if (Array.isArray(schema)) return schema.map((s) => mapRefs(s, f));
-  if (typeof schema !== 'object' || schema === null) return schema;
-  const each = (map: object) => Object.fromEntries(Object.entries(map).map(([k, v]) => [k, mapRefs(v, f)]));
+/** Whether a schema is a resource of its own (an `$id` that is not a draft-07 `#anchor`): its `#…` references resolve
+ * inside it, wherever it sits. */
+export function isResource(schema: unknown): boolean {
+  const id = (schema as { $id?: unknown } | null)?.$id;
+  return typeof id === 'string' && !id.startsWith('#');
+}
+
+/** `schema` with each sub-schema that has a `$ref` replaced by what `f` makes of it (after its own sub-schemas). A
+ * sub-schema with its own `$id` is left as it is: a `#…` reference inside it is into it, not into `schema`. */
+export function mapRefs(schema: unknown, f: (node: RefNode) => unknown, top = true): unknown {
+  if (Array.isArray(schema)) return schema.map((s) => mapRefs(s, f, false));
+  if (typeof schema !== 'object' || schema === null || (!top && isResource(schema))) return schema;
+  const each = (map: object) => Object.fromEntries(Object.entries(map).map(([k, v]) => [k, mapRefs(v, f, false)]));
   const out: Record<string, unknown> = {};
   for (const [k, v] of Object.entries(schema))
     out[k] = DATA.has(k)
       ? v
       : NAMED.has(k) && typeof v === 'object' && v !== null && !Array.isArray(v)
         ? each(v)
-        : mapRefs(v, f);
+        : mapRefs(v, f, false);
   return typeof out.$ref === 'string' ? f(out as RefNode) : out;
 }
 

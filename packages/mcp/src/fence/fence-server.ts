@@ -17,6 +17,7 @@ import {
   answerValue,
   hideProperty,
   hostProgress,
+  isResource,
   mapRefs,
   type ToolAnswer,
   toolResult,
@@ -159,12 +160,19 @@ const FENCE_ANSWER_SCHEMA = {
   required: ['retrysafe'],
 } as const;
 
-/** The upstream's outputSchema or the fence's answer. `$defs` and `$schema` stay at the root, and every other `#…`
- * reference into the upstream's schema (`#/properties/from`, which the SDK writes for a sub-schema used twice) is
- * rebased onto where it now is, so the host can compile the schema. */
-function fencedOutputSchema({ $schema, $defs, definitions, ...own }: Schema): Schema {
-  const root = Object.entries({ $schema, $defs, definitions }).filter(([, v]) => v !== undefined);
-  return rebase({ ...Object.fromEntries(root), type: 'object', anyOf: [own, FENCE_ANSWER_SCHEMA] }) as Schema;
+/** The upstream's outputSchema or the fence's answer. `$schema` stays at the root. A schema with its own `$id` is a
+ * resource of its own: its `#…` references resolve inside it wherever it sits. Otherwise `$defs` stay at the root, and
+ * every other `#…` reference into the upstream's schema (`#/properties/from`, which the SDK writes for a sub-schema
+ * used twice) is rebased onto where it now is, so the host can compile the schema. */
+function fencedOutputSchema({ $schema, ...own }: Schema): Schema {
+  const top = $schema === undefined ? {} : { $schema };
+  if (isResource(own)) return { ...top, type: 'object', anyOf: [own, FENCE_ANSWER_SCHEMA] };
+  const { $defs, definitions, ...rest } = own;
+  const defs = Object.entries({ $defs, definitions }).filter(([, v]) => v !== undefined);
+  return {
+    ...top,
+    ...(rebase({ ...Object.fromEntries(defs), type: 'object', anyOf: [rest, FENCE_ANSWER_SCHEMA] }) as Schema),
+  };
 }
 
 /** Where the upstream's own schema sits in the fence's (`anyOf[0]`), as a JSON pointer. */
