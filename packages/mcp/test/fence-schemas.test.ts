@@ -12,6 +12,7 @@ import { createMemoryLedger, createRunner } from '@retrysafe/core';
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import * as z4 from 'zod/v4';
+import { followUpstream } from '../src/fence/fence-adapter.js';
 import { createFenceServer } from '../src/fence/fence-server.js';
 import type { Upstream } from '../src/fence/upstream.js';
 import { createFenceAdapter, FenceConfigError, parseFenceConfig } from '../src/index.js';
@@ -52,9 +53,13 @@ async function linked(server: Pick<Server, 'connect'>, tools: Tool[]) {
 async function host(tools: Tool[], fenced: Record<string, unknown>, given?: Upstream) {
   const { upstream, calls } = given ? { upstream: given, calls: [] } : await upstreamOf(tools);
   const config = parseFenceConfig({ name: 'odd', ledger: './unused.db', tools: fenced });
-  const adapter = createFenceAdapter({ config, client: upstream, tools });
   const ledger = createMemoryLedger();
-  const fence = createFenceServer({ runner: createRunner({ ledger }), ledger, adapter, upstream });
+  const fence = createFenceServer({
+    runner: createRunner({ ledger }),
+    ledger,
+    fence: followUpstream(config, upstream),
+    upstream,
+  });
   const [a, b] = InMemoryTransport.createLinkedPair();
   await fence.connect(a);
   const client = new Client({ name: 'agent', version: '1.0.0' });
