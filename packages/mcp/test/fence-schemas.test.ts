@@ -314,6 +314,36 @@ describe('an upstream outputSchema with its own $id, whose references resolve in
   });
 });
 
+describe("the upstream answer's _meta (MCP Apps: a result names the UI it is shown in)", () => {
+  it('a fenced answer carries it as the direct one does, with _meta.retrysafe beside it, and so does its stored copy', async () => {
+    /** A server written with the official SDK whose tool answers with _meta, as MCP Apps servers do. */
+    const charts = () => {
+      const server = new McpServer({ name: 'charts', version: '1.0.0' });
+      const ui = { ui: { resourceUri: 'ui://charts/bar' } };
+      server.registerTool('create_chart', { inputSchema: { title: z.string() }, _meta: ui }, async ({ title }) => ({
+        content: [{ type: 'text', text: `chart ${title}`, _meta: { 'example.com/format': 'plain' } }],
+        structuredContent: { id: 'ch_1', title },
+        _meta: { ...ui, 'example.com/view': { width: 640 } },
+      }));
+      return server;
+    };
+    const direct = new Client({ name: 'agent', version: '1.0.0' });
+    const [a, b] = InMemoryTransport.createLinkedPair();
+    await charts().connect(a);
+    await direct.connect(b);
+    const { tools } = await direct.listTools();
+    const { _meta, ...answer } = await direct.callTool({ name: 'create_chart', arguments: { title: 'Q3' } });
+    expect(_meta).toEqual({ ui: { resourceUri: 'ui://charts/bar' }, 'example.com/view': { width: 640 } });
+    const fenced = { create_chart: { kind: 'create', intent: ['title'] } };
+    const { call } = await host(tools, fenced, await linked(charts(), tools));
+    for (const adopted of [false, true]) {
+      const { _meta: meta, ...rest } = await call('create_chart', { title: 'Q3' });
+      expect(rest).toEqual(answer);
+      expect(meta).toEqual({ ..._meta, retrysafe: expect.objectContaining({ status: 'done', adopted }) });
+    }
+  });
+});
+
 describe('an input schema that names no dialect', () => {
   const route = (items: unknown): Tool => ({
     name: 'route',

@@ -21,6 +21,7 @@ export interface ToolAnswer {
   readonly isError?: boolean;
   readonly content?: readonly { readonly type: string; readonly text?: string }[];
   readonly structuredContent?: unknown;
+  readonly _meta?: Readonly<Record<string, unknown>>;
 }
 
 export function readPath(value: unknown, path: string): unknown {
@@ -293,10 +294,13 @@ function classifyToolAnswer(t: FenceToolConfig, answer: unknown): Outcome {
   return succeeded(t, toolResult(a), answerValue(a));
 }
 
-/** A tool answer as the fence stores it and gives it back: its content and structured content, nothing else. */
+/** A tool answer as the fence stores it and gives it back: its content, structured content and `_meta` (what the
+ * host shows it with: an MCP App's `ui`), nothing else. A re-issued call gets them as the first did, as it gets the
+ * content: `_meta` holds nothing the answer did not. */
 export const toolResult = (a: ToolAnswer) => ({
   content: a.content ?? [],
   ...(a.structuredContent !== undefined ? { structuredContent: a.structuredContent } : {}),
+  ...(a._meta !== undefined ? { _meta: a._meta } : {}),
 });
 
 /** A succeeded outcome; its provider reference is read from `value` at the tool's `resultRef`. */

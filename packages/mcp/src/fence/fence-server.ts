@@ -227,9 +227,10 @@ function fencedReply(r: AgentToolResult, schema: Schema | undefined) {
     businessOperationId: r.businessOperationId,
     ...(r.status === 'done' ? { adopted: r.adopted } : {}),
   };
-  const _meta = { retrysafe };
-  if (r.status !== 'done') return { ...reply({ retrysafe: r }), isError: true, _meta };
+  if (r.status !== 'done') return { ...reply({ retrysafe: r }), isError: true, _meta: { retrysafe } };
   const stored = (r.result ?? {}) as ToolAnswer;
+  // The upstream's own _meta comes with its answer, in either form; the fence's `retrysafe` is beside it.
+  const _meta = { ...stored._meta, retrysafe };
   const value = stored.structuredContent;
   if (!schema || (value !== undefined && fits(schema, value))) return { ...toolResult(stored), _meta };
   const answer = {
