@@ -275,6 +275,11 @@ function overlaps(a: readonly string[], b: readonly string[]): boolean {
 const normalised = (t: FenceToolConfig, path: string) =>
   cardRules(t).some((r) => r.compare !== 'exact' && overlaps(r.field.split('.'), path.split('.')));
 
+/** Whether the card reads the argument at `path` left out as `[]` (a rule there with empty-array-as-absent): a call
+ * without it is matched as one with `[]`, an item with `[]` or none being its own. */
+const emptyWhenAbsent = (t: FenceToolConfig, path: string) =>
+  cardRules(t).some((r) => r.field === path && r.compare !== 'exact' && r.steps?.includes('empty-array-as-absent'));
+
 const clip = (s: string) => (s.length > 200 ? `${s.slice(0, 200)}…` : s);
 
 /** A tool error is rejected or unknown as the fence file says; never throws. */
@@ -476,7 +481,9 @@ function adapterOf(config: FenceConfig, client: UpstreamClient, operations: Reco
       // The lookup fills and matches from the arguments as sent (the fence's key included).
       const sent = withKey(t, ctx.params ?? {}, ctx.providerKey);
       const wanted = Object.entries(l.match).map(([itemPath, argPath]) => [itemPath, readPath(sent, argPath)] as const);
-      const absent = wanted.filter(([, want]) => want === undefined).map(([itemPath]) => l.match[itemPath]!);
+      const absent = wanted
+        .filter(([itemPath, want]) => want === undefined && !emptyWhenAbsent(t, l.match[itemPath]!))
+        .map(([itemPath]) => l.match[itemPath]!);
       const asked: string[] = [];
       const args = fill(l.arguments ?? {}, sent, absent, asked);
       // No value to ask or match by: an item that is there would not be found, and "not found" could send it again.
