@@ -499,3 +499,37 @@ describe('a key argument the upstream tool does not take', () => {
     expect(await effectsOrRefusal('request_id')).toBe(1);
   });
 });
+
+describe('the fence over a tool list that changes (followUpstream)', () => {
+  it('a key argument the new schema drops refuses that tool alone; listed as before, it is fenced again', () => {
+    const tool = (name: string, ...args: string[]): Tool => ({
+      name,
+      inputSchema: { type: 'object', properties: Object.fromEntries(args.map((a) => [a, { type: 'string' }])) },
+    });
+    const upstream = {
+      tools: [tool('a', 'title', 'request_id'), tool('b', 'title')],
+      callTool: async () => ({ content: [] }),
+    };
+    const config = parseFenceConfig({
+      name: 'odd',
+      ledger: './unused.db',
+      tools: {
+        a: { kind: 'create', intent: ['title'], key: { argument: 'request_id' } },
+        b: { kind: 'create', intent: ['title'] },
+      },
+    });
+    const fence = followUpstream(config, upstream);
+    const now = () => {
+      const { adapter, refused } = fence.current();
+      return { fenced: Object.keys(adapter.operations), refused: [...refused.keys()] };
+    };
+    expect(now()).toEqual({ fenced: ['a', 'b'], refused: [] });
+    upstream.tools = [tool('a', 'title'), tool('b', 'title')];
+    expect(now()).toEqual({ fenced: ['b'], refused: ['a'] });
+    expect(fence.current().refused.get('a')).toMatch(/tools\.a\.key\.argument names request_id/);
+    upstream.tools = [tool('a', 'title', 'request_id'), tool('b', 'title')];
+    expect(now()).toEqual({ fenced: ['a', 'b'], refused: [] });
+    upstream.tools = [tool('a', 'name'), tool('b', 'name')]; // none it can fence: each is refused
+    expect(now().refused).toEqual(['a', 'b']);
+  });
+});
