@@ -9,7 +9,7 @@ import { createRunner, encryptParams, jsonlHandoffSink, type PolicyOverrides } f
 import { checkParamsSchema, keysFromEnv, resolvePolicy } from '@retrysafe/core/internal';
 import { PROBE_COMMAND, parseOptions, SERVE_COMMAND, UsageError, type Values, WRAP_COMMAND } from './cli-options.js';
 import { createCoalescer } from './coalesce.js';
-import { answerValue, createFenceAdapter, readPath } from './fence/fence-adapter.js';
+import { answerValue, followUpstream, readPath } from './fence/fence-adapter.js';
 import { loadFenceConfig } from './fence/fence-config.js';
 import { createFenceServer } from './fence/fence-server.js';
 import { connectUpstream, type UpstreamClient, type UpstreamTarget } from './fence/upstream.js';
@@ -114,10 +114,10 @@ export async function runWrap(argv: readonly string[], log = toStderr): Promise<
   const config = loadFenceConfig(o.config);
   const upstream = await connectUpstream(target(o.url, rest, config.env));
   try {
-    const adapter = createFenceAdapter({ config, client: upstream, tools: upstream.tools });
-    checkAtStart([adapter], config.policy);
+    const fence = followUpstream(config, upstream);
+    checkAtStart([fence.current().adapter], config.policy);
     const parts = await servingParts(config);
-    const make = () => createFenceServer({ ...parts, adapter, upstream });
+    const make = () => createFenceServer({ ...parts, fence, upstream });
     const fenced = Object.keys(config.tools);
     const passed = upstream.tools.map((t) => t.name).filter((n) => !fenced.includes(n));
     log(

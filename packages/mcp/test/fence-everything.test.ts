@@ -87,6 +87,42 @@ describe('server-everything behind the fence', () => {
     expect(await client.complete(complete)).toEqual(await direct.complete(complete));
   });
 
+  it('fenced tools answer field by field as directly (content, structuredContent, isError, _meta), their stored copy too', async () => {
+    /** Each tool fenced by its arguments, with a call it answers. */
+    const calls: [string, Record<string, unknown>][] = [
+      ['echo', { message: 'hi' }],
+      ['get-annotated-message', { messageType: 'error', includeImage: true }],
+      ['get-resource-links', { count: 3 }],
+      ['get-resource-reference', { resourceType: 'Blob', resourceId: 2 }],
+      ['get-structured-content', { location: 'Chicago' }],
+      ['get-sum', { a: 1, b: 2 }],
+    ];
+    const tools = Object.fromEntries(
+      calls.map(([name, args]) => [name, { kind: 'create', intent: Object.keys(args) }]),
+    );
+    const fence = writeFence(tempDir('retrysafe-everything-'), { name: 'everything', tools });
+    const direct = await connect(node, [everythingServer, 'stdio']);
+    const client = await wrapped(fence, ['--', node, everythingServer]);
+    await Promise.all([direct.listTools(), client.listTools()]); // both clients check structured content
+    for (const [name, args] of calls) {
+      const { _meta, ...answer } = await call(direct, name, args);
+      for (const adopted of [false, true]) {
+        const { _meta: meta, ...fenced } = await call(client, name, args);
+        expect(fenced).toEqual(answer);
+        expect(meta).toEqual({ ..._meta, retrysafe: expect.objectContaining({ status: 'done', adopted }) });
+      }
+    }
+    // Arguments its schema refuses: an error both ways, the fence's (refused before anything is sent) naming the field.
+    const [refused, theirs] = [
+      await call(client, 'get-sum', { a: 'one' }),
+      await call(direct, 'get-sum', { a: 'one' }),
+    ];
+    expect([refused.isError, theirs.isError]).toEqual([true, true]);
+    expect(refused.structuredContent).toMatchObject({
+      retrysafe: { status: 'invalid-input', fields: [{ path: 'b' }, { path: 'a' }] },
+    });
+  });
+
   it('a pass-through call with a progressToken: its progress reaches the host, which keeps it alive', async () => {
     const client = await wrapped(everythingFence(tempDir('retrysafe-everything-')), ['--', node, everythingServer]);
     const progress: number[] = [];

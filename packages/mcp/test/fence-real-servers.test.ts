@@ -11,6 +11,7 @@ import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { describe, expect, it } from 'vitest';
 import {
   type Answer,
+  connect,
   filesystemServer,
   lookupPolicy,
   lossyRelay,
@@ -155,5 +156,49 @@ describe('server-filesystem behind the fence (a writing tool)', () => {
     expect(b._meta?.retrysafe?.status).toBe('done');
     expect(b.structuredContent).toEqual(a.structuredContent);
     expect(readFileSync(path, 'utf8')).toBe('hello');
+  });
+});
+
+describe('server-memory and server-filesystem: a fenced answer field by field against the direct one', () => {
+  it('content, structuredContent, isError and _meta (besides retrysafe) are the same, first and on a re-issue', async () => {
+    const dir = tempDir('retrysafe-compare-');
+    const root = tempDir('retrysafe-compare-root-');
+    const set = { kind: 'set', idempotentByNature: true, intent: ['path'] };
+    const fences = {
+      memory: writeFence(tempDir('retrysafe-compare-memory-'), {
+        name: 'memory',
+        tools: { create_entities: { kind: 'create', intent: ['entities.0.name'] } },
+      }),
+      files: writeFence(tempDir('retrysafe-compare-files-'), {
+        name: 'files',
+        tools: { write_file: set, create_directory: set },
+      }),
+    };
+    const servers = { memory: [memoryServer], files: [filesystemServer, root] };
+    /** Each server's client, direct or through its fence (each with a memory file of its own). */
+    const clients = async (fenced: boolean) => {
+      const env = { MEMORY_FILE_PATH: join(dir, `${fenced}.jsonl`) };
+      const up = (s: keyof typeof servers) =>
+        fenced
+          ? wrapped(fences[s], ['--', process.execPath, ...servers[s]], env)
+          : connect(process.execPath, servers[s], env);
+      const [memory, files] = await Promise.all([up('memory'), up('files')]);
+      await Promise.all([memory.listTools(), files.listTools()]); // both check structured content
+      return { memory, files };
+    };
+    const [direct, fenced] = await Promise.all([clients(false), clients(true)]);
+    const calls: [keyof typeof servers, string, Record<string, unknown>][] = [
+      ['memory', 'create_entities', { entities: [{ name: 'Ada', entityType: 'person', observations: ['math'] }] }],
+      ['files', 'create_directory', { path: join(root, 'notes') }],
+      ['files', 'write_file', { path: join(root, 'notes', 'a.txt'), content: 'hello' }],
+    ];
+    for (const [server, name, args] of calls) {
+      const { _meta, ...answer } = await call(direct[server], name, args);
+      for (const adopted of [false, true]) {
+        const { _meta: meta, ...mine } = await call(fenced[server], name, args);
+        expect(mine).toEqual(answer);
+        expect(meta).toEqual({ ..._meta, retrysafe: expect.objectContaining({ status: 'done', adopted }) });
+      }
+    }
   });
 });

@@ -231,6 +231,25 @@ describe('fence file paramComparison: a retry that spells an optional argument o
     expect(orders).toHaveLength(1);
   });
 
+  it('matched by the lookup and left out of a call whose answer is lost: the order ([] upstream) is found, not handed off', async () => {
+    const match = { customer: 'customer', ref: 'ref', labels: 'labels' };
+    const fence = writeFence(tempDir('retrysafe-fence-rules-'), {
+      name: 'orders',
+      timeoutMs: 300,
+      policy: lookupPolicy,
+      tools: { create_order: { ...ordersTool({ lateApplyBound: '1s', match }), paramComparison: [LABELS] } },
+    });
+    const client = await wrapped(fence, ['--', process.execPath, ordersServer, '--labels', '--reply-delay-ms', '1000']);
+    const args = { customer: 'cus_l', ref: 'PO-lost', sku: 'sku_1', quantity: 1 };
+    const answer = (await client.callTool({ name: 'create_order', arguments: args }, undefined, {
+      timeout: 30_000,
+    })) as Answer;
+    expect(answer._meta?.retrysafe?.status).toBe('done');
+    expect(answer.structuredContent).toMatchObject({ id: 'ord_1', labels: [] }); // the item the lookup found
+    const listed = await client.callTool({ name: 'list_orders', arguments: { customer: 'cus_l' } });
+    expect((listed.structuredContent as { orders: Order[] }).orders).toHaveLength(1);
+  });
+
   it('labels declared trim: [" bug"] after ["bug"] is adopted; a label that differs still conflicts', async () => {
     const trim = { field: 'labels', compare: 'normalized', steps: ['trim'], source: LABELS.source };
     const spaced = await retried(rulesFence({ paramComparison: [trim] }), { labels: ['bug'] }, { labels: [' bug'] });

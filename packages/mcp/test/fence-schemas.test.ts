@@ -11,6 +11,8 @@ import { CallToolRequestSchema, ListToolsRequestSchema, type Tool } from '@model
 import { createMemoryLedger, createRunner } from '@retrysafe/core';
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
+import * as z4 from 'zod/v4';
+import { followUpstream } from '../src/fence/fence-adapter.js';
 import { createFenceServer } from '../src/fence/fence-server.js';
 import type { Upstream } from '../src/fence/upstream.js';
 import { createFenceAdapter, FenceConfigError, parseFenceConfig } from '../src/index.js';
@@ -51,9 +53,13 @@ async function linked(server: Pick<Server, 'connect'>, tools: Tool[]) {
 async function host(tools: Tool[], fenced: Record<string, unknown>, given?: Upstream) {
   const { upstream, calls } = given ? { upstream: given, calls: [] } : await upstreamOf(tools);
   const config = parseFenceConfig({ name: 'odd', ledger: './unused.db', tools: fenced });
-  const adapter = createFenceAdapter({ config, client: upstream, tools });
   const ledger = createMemoryLedger();
-  const fence = createFenceServer({ runner: createRunner({ ledger }), ledger, adapter, upstream });
+  const fence = createFenceServer({
+    runner: createRunner({ ledger }),
+    ledger,
+    fence: followUpstream(config, upstream),
+    upstream,
+  });
   const [a, b] = InMemoryTransport.createLinkedPair();
   await fence.connect(a);
   const client = new Client({ name: 'agent', version: '1.0.0' });
@@ -224,6 +230,120 @@ describe('an upstream outputSchema whose $ref points into it (the SDK writes #/p
   });
 });
 
+describe('an upstream outputSchema with its own $id, whose references resolve inside it', () => {
+  /** The host's answers from `server` (made twice: direct, then fenced), each call made twice through the fence. */
+  async function directAndFenced(server: () => Pick<Server, 'connect'>, name: string, args: Record<string, unknown>) {
+    const direct = new Client({ name: 'agent', version: '1.0.0' });
+    const [a, b] = InMemoryTransport.createLinkedPair();
+    await server().connect(a);
+    await direct.connect(b);
+    const { tools } = await direct.listTools();
+    const answer = await direct.callTool({ name, arguments: args });
+    const { client, call } = await host(
+      tools,
+      { [name]: { kind: 'create', intent: Object.keys(args) } },
+      await linked(server(), tools),
+    );
+    await client.listTools();
+    const fenced = [await call(name, args), await call(name, args)];
+    return { tools, answer, fenced };
+  }
+
+  it("the SDK's $id and #/definitions/… (a zod schema that refers to itself): the host lists and calls it as directly", async () => {
+    const Part: z4.ZodType<{ name: string; parts: unknown[] }> = z4.object({
+      name: z4.string(),
+      get parts() {
+        return z4.array(Part);
+      },
+    });
+    const Invoice = z4.object({ total: z4.number(), tree: Part }).meta({ $id: 'https://example.com/invoice' });
+    const billing = () => {
+      const server = new McpServer({ name: 'billing', version: '1.0.0' });
+      server.registerTool('invoice', { inputSchema: { ref: z4.string() }, outputSchema: Invoice }, async () => ({
+        content: [],
+        structuredContent: { total: 3, tree: { name: 'kit', parts: [{ name: 'bolt', parts: [] }] } },
+      }));
+      return server;
+    };
+    const { tools, answer, fenced } = await directAndFenced(billing, 'invoice', { ref: 'INV-1' });
+    expect(tools[0]?.outputSchema).toMatchObject({ $id: 'https://example.com/invoice', definitions: {} });
+    for (const a of fenced) expect(a.structuredContent).toEqual(answer.structuredContent);
+  });
+
+  /** A server listing `quote` with `outputSchema`, whose every call answers `{ net, gross }`. */
+  const quotes = (outputSchema: Tool['outputSchema']) => () => {
+    const quote: Tool = { name: 'quote', inputSchema: { type: 'object', properties: { ref: { type: 'string' } } } };
+    const server = new Server({ name: 'quotes', version: '1.0.0' }, { capabilities: { tools: {} } });
+    server.setRequestHandler(ListToolsRequestSchema, async () => ({ tools: [{ ...quote, outputSchema }] }));
+    server.setRequestHandler(CallToolRequestSchema, async () => ({
+      content: [],
+      structuredContent: { net: { amount: 10 }, gross: { amount: 12 } },
+    }));
+    return server;
+  };
+
+  it('$id and #/$defs/… written by hand: the host lists and calls it as directly', async () => {
+    const Money = { type: 'object', properties: { amount: { type: 'number' } }, required: ['amount'] };
+    const { answer, fenced } = await directAndFenced(
+      quotes({
+        $id: 'urn:example:quote',
+        $defs: { Money },
+        type: 'object',
+        properties: { net: { $ref: '#/$defs/Money' }, gross: { $ref: '#/$defs/Money' } },
+        required: ['net', 'gross'],
+      }),
+      'quote',
+      { ref: 'Q-1' },
+    );
+    for (const a of fenced) expect(a.structuredContent).toEqual(answer.structuredContent);
+  });
+
+  it('a property with its own $id, whose #/properties/… reference is into it: left as it is, listed and called as directly', async () => {
+    const Money = {
+      $id: 'urn:example:money',
+      type: 'object',
+      properties: { amount: { type: 'number' }, shown: { $ref: '#/properties/amount' } },
+      required: ['amount'],
+    };
+    const { answer, fenced } = await directAndFenced(
+      quotes({ type: 'object', properties: { net: Money, gross: { $ref: '#/properties/net' } } }),
+      'quote',
+      { ref: 'Q-1' },
+    );
+    for (const a of fenced) expect(a.structuredContent).toEqual(answer.structuredContent);
+  });
+});
+
+describe("the upstream answer's _meta (MCP Apps: a result names the UI it is shown in)", () => {
+  it('a fenced answer carries it as the direct one does, with _meta.retrysafe beside it, and so does its stored copy', async () => {
+    /** A server written with the official SDK whose tool answers with _meta, as MCP Apps servers do. */
+    const charts = () => {
+      const server = new McpServer({ name: 'charts', version: '1.0.0' });
+      const ui = { ui: { resourceUri: 'ui://charts/bar' } };
+      server.registerTool('create_chart', { inputSchema: { title: z.string() }, _meta: ui }, async ({ title }) => ({
+        content: [{ type: 'text', text: `chart ${title}`, _meta: { 'example.com/format': 'plain' } }],
+        structuredContent: { id: 'ch_1', title },
+        _meta: { ...ui, 'example.com/view': { width: 640 } },
+      }));
+      return server;
+    };
+    const direct = new Client({ name: 'agent', version: '1.0.0' });
+    const [a, b] = InMemoryTransport.createLinkedPair();
+    await charts().connect(a);
+    await direct.connect(b);
+    const { tools } = await direct.listTools();
+    const { _meta, ...answer } = await direct.callTool({ name: 'create_chart', arguments: { title: 'Q3' } });
+    expect(_meta).toEqual({ ui: { resourceUri: 'ui://charts/bar' }, 'example.com/view': { width: 640 } });
+    const fenced = { create_chart: { kind: 'create', intent: ['title'] } };
+    const { call } = await host(tools, fenced, await linked(charts(), tools));
+    for (const adopted of [false, true]) {
+      const { _meta: meta, ...rest } = await call('create_chart', { title: 'Q3' });
+      expect(rest).toEqual(answer);
+      expect(meta).toEqual({ ..._meta, retrysafe: expect.objectContaining({ status: 'done', adopted }) });
+    }
+  });
+});
+
 describe('an input schema that names no dialect', () => {
   const route = (items: unknown): Tool => ({
     name: 'route',
@@ -377,5 +497,39 @@ describe('a key argument the upstream tool does not take', () => {
 
   it('a declared one is taken: the re-send under the key is folded, one effect', async () => {
     expect(await effectsOrRefusal('request_id')).toBe(1);
+  });
+});
+
+describe('the fence over a tool list that changes (followUpstream)', () => {
+  it('a key argument the new schema drops refuses that tool alone; listed as before, it is fenced again', () => {
+    const tool = (name: string, ...args: string[]): Tool => ({
+      name,
+      inputSchema: { type: 'object', properties: Object.fromEntries(args.map((a) => [a, { type: 'string' }])) },
+    });
+    const upstream = {
+      tools: [tool('a', 'title', 'request_id'), tool('b', 'title')],
+      callTool: async () => ({ content: [] }),
+    };
+    const config = parseFenceConfig({
+      name: 'odd',
+      ledger: './unused.db',
+      tools: {
+        a: { kind: 'create', intent: ['title'], key: { argument: 'request_id' } },
+        b: { kind: 'create', intent: ['title'] },
+      },
+    });
+    const fence = followUpstream(config, upstream);
+    const now = () => {
+      const { adapter, refused } = fence.current();
+      return { fenced: Object.keys(adapter.operations), refused: [...refused.keys()] };
+    };
+    expect(now()).toEqual({ fenced: ['a', 'b'], refused: [] });
+    upstream.tools = [tool('a', 'title'), tool('b', 'title')];
+    expect(now()).toEqual({ fenced: ['b'], refused: ['a'] });
+    expect(fence.current().refused.get('a')).toMatch(/tools\.a\.key\.argument names request_id/);
+    upstream.tools = [tool('a', 'title', 'request_id'), tool('b', 'title')];
+    expect(now()).toEqual({ fenced: ['a', 'b'], refused: [] });
+    upstream.tools = [tool('a', 'name'), tool('b', 'name')]; // none it can fence: each is refused
+    expect(now().refused).toEqual(['a', 'b']);
   });
 });

@@ -12,7 +12,16 @@ import {
   ToolListChangedNotificationSchema,
 } from '@modelcontextprotocol/sdk/types.js';
 import { describe, expect, it } from 'vitest';
-import { type Answer, memoryServer, ordersFence, ordersServer, tempDir, wrapped, writeFence } from './fence-helpers.js';
+import {
+  type Answer,
+  memoryServer,
+  ordersFence,
+  ordersServer,
+  tempDir,
+  ticketsServer,
+  wrapped,
+  writeFence,
+} from './fence-helpers.js';
 
 const call = (client: Client, name: string, args: Record<string, unknown>) =>
   client.callTool({ name, arguments: args }, undefined, { timeout: 30_000 }) as Promise<Answer>;
@@ -130,6 +139,60 @@ describe('what the fence does not fence passes through', () => {
     expect((await call(client, 'refund_order', { id: 'ord_1' })).content).toEqual([
       { type: 'text', text: 'refunded ord_1' },
     ]);
+  });
+});
+
+describe("a fenced tool whose input schema the upstream changes (tools/list_changed, an McpServer's tool.update)", () => {
+  /** The host, through the fence, to the tickets server, create_ticket fenced by its title. */
+  async function tickets() {
+    const dir = tempDir('retrysafe-schema-change-');
+    const fence = writeFence(dir, { name: 'tickets', tools: { create_ticket: { kind: 'create', intent: ['title'] } } });
+    const client = await wrapped(fence, ['--', process.execPath, ticketsServer]);
+    let changes = 0;
+    client.setNotificationHandler(ToolListChangedNotificationSchema, () => void changes++);
+    /** Asks the upstream for its next schema; resolves once the host is told the list changed. */
+    const nextSchema = async () => {
+      const before = changes;
+      await call(client, 'next_schema', {});
+      for (let i = 0; i < 250 && changes === before; i++) await new Promise((r) => setTimeout(r, 20));
+      expect(changes).toBeGreaterThan(before);
+    };
+    const created = async () =>
+      ((await call(client, 'list_tickets', {})).structuredContent as { tickets: unknown[] }).tickets.length;
+    const listed = async () => (await client.listTools()).tools.find((t) => t.name === 'create_ticket')!;
+    return { client, nextSchema, created, listed };
+  }
+  const status = (a: Answer) => a._meta?.retrysafe?.status;
+
+  it('the arguments are checked against the schema it lists now: a call the new one takes is sent, one it refuses is not', async () => {
+    const { client, nextSchema, created, listed } = await tickets();
+    expect(status(await call(client, 'create_ticket', { title: 'Printer', priority: 'high' }))).toBe('done');
+    await nextSchema();
+    expect((await listed()).inputSchema.required).toEqual(['title', 'priority', 'queue']);
+    const urgent = await call(client, 'create_ticket', { title: 'Outage', priority: 'urgent', queue: 'ops' });
+    expect(status(urgent)).toBe('done');
+    // Its answer fits the outputSchema listed now (of the same $id as before): given as the upstream gave it.
+    expect(urgent.structuredContent).toEqual({ id: 't_2', title: 'Outage', priority: 'urgent', queue: 'ops' });
+    // Without the queue the new schema requires: refused before anything is sent, never a tool error handed off.
+    const noQueue = await call(client, 'create_ticket', { title: 'Mouse', priority: 'low' });
+    expect(status(noQueue)).toBe('invalid-input');
+    expect(await created()).toBe(2);
+  });
+
+  it('a new schema without an intent argument: the tool is refused (nothing sent) until the fence file names it and the fence restarts', async () => {
+    const { client, nextSchema, created, listed } = await tickets();
+    await nextSchema();
+    expect(status(await call(client, 'create_ticket', { title: 'Outage', priority: 'urgent', queue: 'ops' }))).toBe(
+      'done',
+    );
+    await nextSchema(); // title is renamed subject: the intent the fence file names is no longer an argument
+    expect((await listed()).description).toMatch(/refused by retrysafe.*tools\.create_ticket\.intent names title/s);
+    for (const args of [
+      { subject: 'Outage', priority: 'urgent', queue: 'ops' },
+      { title: 'Outage', subject: 'Outage', priority: 'urgent', queue: 'ops' },
+    ])
+      await expect(call(client, 'create_ticket', args)).rejects.toThrow(/nothing was sent.*restart/s);
+    expect(await created()).toBe(1);
   });
 });
 

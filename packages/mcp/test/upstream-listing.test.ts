@@ -23,6 +23,7 @@ import { createMemoryLedger, createRunner } from '@retrysafe/core';
 import { describe, expect, it } from 'vitest';
 import { parse as parseYaml, stringify as stringifyYaml } from 'yaml';
 import { runServe, runWrap } from '../src/commands.js';
+import { followUpstream } from '../src/fence/fence-adapter.js';
 import { createFenceServer } from '../src/fence/fence-server.js';
 import { connectUpstream } from '../src/fence/upstream.js';
 import { createFenceAdapter, parseFenceConfig } from '../src/index.js';
@@ -59,9 +60,13 @@ describe("the upstream's initialize answer", () => {
       ledger: './unused.db',
       tools: { create_order: { kind: 'create', intent: ['ref'] } },
     });
-    const adapter = createFenceAdapter({ config, client: upstream, tools: upstream.tools });
     const ledger = createMemoryLedger();
-    const fence = createFenceServer({ runner: createRunner({ ledger }), ledger, adapter, upstream });
+    const fence = createFenceServer({
+      runner: createRunner({ ledger }),
+      ledger,
+      fence: followUpstream(config, upstream),
+      upstream,
+    });
     const [a, b] = InMemoryTransport.createLinkedPair();
     await fence.connect(a);
     const host = new Client({ name: 'agent', version: '1.0.0' });

@@ -21,6 +21,7 @@ export interface ToolAnswer {
   readonly isError?: boolean;
   readonly content?: readonly { readonly type: string; readonly text?: string }[];
   readonly structuredContent?: unknown;
+  readonly _meta?: Readonly<Record<string, unknown>>;
 }
 
 export function readPath(value: unknown, path: string): unknown {
@@ -82,18 +83,26 @@ const DATA = new Set(['const', 'enum', 'default', 'examples']);
 const NAMED = new Set(['properties', 'patternProperties', '$defs', 'definitions', 'dependentSchemas', 'dependencies']);
 type RefNode = { readonly $ref: string } & Record<string, unknown>;
 
-/** `schema` with each sub-schema that has a `$ref` replaced by what `f` makes of it (after its own sub-schemas). */
-export function mapRefs(schema: unknown, f: (node: RefNode) => unknown): unknown {
-  if (Array.isArray(schema)) return schema.map((s) => mapRefs(s, f));
-  if (typeof schema !== 'object' || schema === null) return schema;
-  const each = (map: object) => Object.fromEntries(Object.entries(map).map(([k, v]) => [k, mapRefs(v, f)]));
+/** Whether a schema is a resource of its own (an `$id` that is not a draft-07 `#anchor`): its `#…` references resolve
+ * inside it, wherever it sits. */
+export function isResource(schema: unknown): boolean {
+  const id = (schema as { $id?: unknown } | null)?.$id;
+  return typeof id === 'string' && !id.startsWith('#');
+}
+
+/** `schema` with each sub-schema that has a `$ref` replaced by what `f` makes of it (after its own sub-schemas). A
+ * sub-schema with its own `$id` is left as it is: a `#…` reference inside it is into it, not into `schema`. */
+export function mapRefs(schema: unknown, f: (node: RefNode) => unknown, top = true): unknown {
+  if (Array.isArray(schema)) return schema.map((s) => mapRefs(s, f, false));
+  if (typeof schema !== 'object' || schema === null || (!top && isResource(schema))) return schema;
+  const each = (map: object) => Object.fromEntries(Object.entries(map).map(([k, v]) => [k, mapRefs(v, f, false)]));
   const out: Record<string, unknown> = {};
   for (const [k, v] of Object.entries(schema))
     out[k] = DATA.has(k)
       ? v
       : NAMED.has(k) && typeof v === 'object' && v !== null && !Array.isArray(v)
         ? each(v)
-        : mapRefs(v, f);
+        : mapRefs(v, f, false);
   return typeof out.$ref === 'string' ? f(out as RefNode) : out;
 }
 
@@ -266,6 +275,11 @@ function overlaps(a: readonly string[], b: readonly string[]): boolean {
 const normalised = (t: FenceToolConfig, path: string) =>
   cardRules(t).some((r) => r.compare !== 'exact' && overlaps(r.field.split('.'), path.split('.')));
 
+/** Whether the card reads the argument at `path` left out as `[]` (a rule there with empty-array-as-absent): a call
+ * without it is matched as one with `[]`, an item with `[]` or none being its own. */
+const emptyWhenAbsent = (t: FenceToolConfig, path: string) =>
+  cardRules(t).some((r) => r.field === path && r.compare !== 'exact' && r.steps?.includes('empty-array-as-absent'));
+
 const clip = (s: string) => (s.length > 200 ? `${s.slice(0, 200)}…` : s);
 
 /** A tool error is rejected or unknown as the fence file says; never throws. */
@@ -285,10 +299,13 @@ function classifyToolAnswer(t: FenceToolConfig, answer: unknown): Outcome {
   return succeeded(t, toolResult(a), answerValue(a));
 }
 
-/** A tool answer as the fence stores it and gives it back: its content and structured content, nothing else. */
+/** A tool answer as the fence stores it and gives it back: its content, structured content and `_meta` (what the
+ * host shows it with: an MCP App's `ui`), nothing else. A re-issued call gets them as the first did, as it gets the
+ * content: `_meta` holds nothing the answer did not. */
 export const toolResult = (a: ToolAnswer) => ({
   content: a.content ?? [],
   ...(a.structuredContent !== undefined ? { structuredContent: a.structuredContent } : {}),
+  ...(a._meta !== undefined ? { _meta: a._meta } : {}),
 });
 
 /** A succeeded outcome; its provider reference is read from `value` at the tool's `resultRef`. */
@@ -336,6 +353,42 @@ function classifyToolError(error: unknown): Outcome {
  * that run it. */
 export const hostProgress = new AsyncLocalStorage<(p: Progress) => void>();
 
+type FencedOperation = FrameOperation & { readonly tool: FenceToolConfig };
+
+/** The fence file's tool `name` over the upstream's tools as `listed`; throws why it cannot be fenced so. */
+function fencedOperation(config: FenceConfig, name: string, listed: ReadonlyMap<string, Tool>): FencedOperation {
+  const t = config.tools[name]!;
+  if (LOOKUP_TOOLS.includes(name))
+    throw new FenceConfigError(`tools.${name}: the fence's own tool has this name, so it cannot be fenced`);
+  const upstream = listed.get(name);
+  if (!upstream) throw new UnknownOperationError(config.name, name, [...listed.keys()]);
+  if (t.lookup && !listed.has(t.lookup.tool))
+    throw new UnknownOperationError(config.name, t.lookup.tool, [...listed.keys()]);
+  // An intent argument the upstream does not take would tell apart calls it reads as one: each would be sent.
+  const undeclared = t.intent.map((p) => undeclaredPart(upstream.inputSchema, p)).filter((p) => p !== null);
+  if (undeclared.length > 0)
+    throw new FenceConfigError(
+      `tools.${name}.intent names ${undeclared.join(', ')}, which the upstream tool's input schema does not take: calls that differ only there are one request to it, yet would be two operations, each sent`,
+    );
+  // A key argument it does not take would be ignored: a re-send the card calls safe by key would be a second effect.
+  const keyUndeclared = t.key ? undeclaredPart(upstream.inputSchema, t.key.argument) : null;
+  if (keyUndeclared !== null)
+    throw new FenceConfigError(
+      `tools.${name}.key.argument names ${keyUndeclared}, which the upstream tool's input schema does not take: the upstream would ignore the key, and a re-send under it would be a second effect`,
+    );
+  const card = toolCard(config, name, t);
+  // The caller's arguments are checked against the schema it is shown: without the key the fence sets.
+  const shown = t.key ? hideProperty(upstream.inputSchema, t.key.argument) : upstream.inputSchema;
+  return {
+    name,
+    description: upstream.description ?? name,
+    card,
+    paramsSchema: inMcpDialect(shown, card),
+    keyRule: t.key ? { maxLength: t.key.maxLength ?? 64, charset: KEY_CHARSET, prefix: 'rs-' } : null,
+    tool: t,
+  };
+}
+
 /** The fenced upstream tools as one adapter: the runner decides from their cards. Every fenced tool must be in
  * `tools`, the upstream's list. */
 export function createFenceAdapter(options: {
@@ -343,40 +396,61 @@ export function createFenceAdapter(options: {
   readonly client: UpstreamClient;
   readonly tools: readonly Tool[];
 }) {
-  const { config, client } = options;
+  const { config } = options;
   const listed = new Map(options.tools.map((t) => [t.name, t]));
-  const operations: Record<string, FrameOperation & { readonly tool: FenceToolConfig }> = {};
-  for (const [name, t] of Object.entries(config.tools)) {
-    if (LOOKUP_TOOLS.includes(name))
-      throw new FenceConfigError(`tools.${name}: the fence's own tool has this name, so it cannot be fenced`);
-    const upstream = listed.get(name);
-    if (!upstream) throw new UnknownOperationError(config.name, name, [...listed.keys()]);
-    if (t.lookup && !listed.has(t.lookup.tool))
-      throw new UnknownOperationError(config.name, t.lookup.tool, [...listed.keys()]);
-    // An intent argument the upstream does not take would tell apart calls it reads as one: each would be sent.
-    const undeclared = t.intent.map((p) => undeclaredPart(upstream.inputSchema, p)).filter((p) => p !== null);
-    if (undeclared.length > 0)
-      throw new FenceConfigError(
-        `tools.${name}.intent names ${undeclared.join(', ')}, which the upstream tool's input schema does not take: calls that differ only there are one request to it, yet would be two operations, each sent`,
-      );
-    // A key argument it does not take would be ignored: a re-send the card calls safe by key would be a second effect.
-    const keyUndeclared = t.key ? undeclaredPart(upstream.inputSchema, t.key.argument) : null;
-    if (keyUndeclared !== null)
-      throw new FenceConfigError(
-        `tools.${name}.key.argument names ${keyUndeclared}, which the upstream tool's input schema does not take: the upstream would ignore the key, and a re-send under it would be a second effect`,
-      );
-    const card = toolCard(config, name, t);
-    // The caller's arguments are checked against the schema it is shown: without the key the fence sets.
-    const shown = t.key ? hideProperty(upstream.inputSchema, t.key.argument) : upstream.inputSchema;
-    operations[name] = {
-      name,
-      description: upstream.description ?? name,
-      card,
-      paramsSchema: inMcpDialect(shown, card),
-      keyRule: t.key ? { maxLength: t.key.maxLength ?? 64, charset: KEY_CHARSET, prefix: 'rs-' } : null,
-      tool: t,
-    };
-  }
+  const names = Object.keys(config.tools);
+  return adapterOf(
+    config,
+    options.client,
+    Object.fromEntries(names.map((n) => [n, fencedOperation(config, n, listed)])),
+  );
+}
+
+/**
+ * The fence over the upstream's tools as it lists them now. The adapter is made again when the list changes
+ * (tools/list_changed, a restart), so a fenced tool's arguments are checked against the schema the host is shown.
+ * A tool the fence would refuse at start over the new list (an intent or key argument the schema no longer takes, a
+ * schema that does not compile) is refused alone: its calls are answered that nothing was sent, until the upstream
+ * lists it so again or the fence file is changed and the fence restarted. The operation's id is the fence file's,
+ * never the schema's: a change never gives an operation under way another id, whose re-issued call would be sent again.
+ */
+export function followUpstream(config: FenceConfig, upstream: UpstreamClient & { readonly tools: readonly Tool[] }) {
+  let tools = upstream.tools;
+  let now = { adapter: createFenceAdapter({ config, client: upstream, tools }), refused: new Map<string, string>() };
+  const again = () => {
+    const listed = new Map(tools.map((t) => [t.name, t]));
+    const operations: Record<string, FencedOperation> = {};
+    const refused = new Map<string, string>();
+    // A fenced tool the upstream no longer lists is unknown to the host, and called by none.
+    for (const name of Object.keys(config.tools).filter((n) => listed.has(n)))
+      try {
+        const op = fencedOperation(config, name, listed);
+        checkParamsSchema(op as unknown as OperationSpec);
+        operations[name] = op;
+      } catch (e) {
+        refused.set(name, e instanceof Error ? e.message : String(e));
+      }
+    // With none it can fence, the last adapter stays: each of its tools is refused or no longer listed.
+    const some = Object.keys(operations).length > 0;
+    return { adapter: some ? adapterOf(config, upstream, operations) : now.adapter, refused };
+  };
+  return {
+    /** The fence file's tools: fenced or refused, never passed through. */
+    names: new Set(Object.keys(config.tools)),
+    /** The adapter over the upstream's tools as last listed, and the fenced tools refused over them, with why. */
+    current() {
+      if (upstream.tools !== tools) {
+        tools = upstream.tools;
+        now = again();
+      }
+      return now;
+    },
+  };
+}
+export type Fence = ReturnType<typeof followUpstream>;
+
+/** The fenced tools' `operations` as one adapter, whose calls go to `client`. */
+function adapterOf(config: FenceConfig, client: UpstreamClient, operations: Record<string, FencedOperation>) {
   const send = (name: string, args: unknown, signal: AbortSignal) => {
     // The host asked for progress: the upstream's goes to it and, as for the host, restarts the timeout.
     const onprogress = hostProgress.getStore();
@@ -407,7 +481,9 @@ export function createFenceAdapter(options: {
       // The lookup fills and matches from the arguments as sent (the fence's key included).
       const sent = withKey(t, ctx.params ?? {}, ctx.providerKey);
       const wanted = Object.entries(l.match).map(([itemPath, argPath]) => [itemPath, readPath(sent, argPath)] as const);
-      const absent = wanted.filter(([, want]) => want === undefined).map(([itemPath]) => l.match[itemPath]!);
+      const absent = wanted
+        .filter(([itemPath, want]) => want === undefined && !emptyWhenAbsent(t, l.match[itemPath]!))
+        .map(([itemPath]) => l.match[itemPath]!);
       const asked: string[] = [];
       const args = fill(l.arguments ?? {}, sent, absent, asked);
       // No value to ask or match by: an item that is there would not be found, and "not found" could send it again.

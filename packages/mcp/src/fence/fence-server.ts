@@ -15,8 +15,10 @@ import type { AgentToolDefinition, AgentToolResult } from '@retrysafe/core/agent
 import { ANSWER_PROPERTIES, type Extra, reply, type ServingOptions, serveTools } from '../server.js';
 import {
   answerValue,
+  type Fence,
   hideProperty,
   hostProgress,
+  isResource,
   mapRefs,
   type ToolAnswer,
   toolResult,
@@ -92,23 +94,26 @@ const unavailable = (e: unknown): never => {
 
 // The fence: fenced tools run through the runner with their cards, every other tool and request passes through as the
 // upstream offers it (and says so), and the upstream's notifications are forwarded.
-export function createFenceServer(options: ServingOptions & { adapter: AdapterV1; upstream: Upstream }): Server {
-  const { adapter, upstream } = options;
-  const fenced = new Set(Object.keys(adapter.operations));
+export function createFenceServer(options: ServingOptions & { fence: Fence; upstream: Upstream }): Server {
+  const { fence, upstream } = options;
   // Besides tools, the fence forwards what the upstream offers of these.
   const { resources, prompts, completions, logging } = upstream.capabilities;
   const capabilities = { resources, prompts, completions, logging, tools: { listChanged: true } };
   const { instructions } = upstream;
   const server = new Server(
-    { name: `retrysafe-fence(${adapter.provider})`, version: '0.1.0' },
+    { name: `retrysafe-fence(${fence.current().adapter.provider})`, version: '0.1.0' },
     { capabilities, ...(instructions ? { instructions } : {}) },
   );
-  const listed = () =>
-    upstream.tools.map((t) =>
-      fenced.has(t.name)
-        ? fencedListing(adapter, t)
-        : { ...t, description: `${UNFENCED_NOTE} ${t.description ?? ''}`.trim() },
-    );
+  const listed = () => {
+    const { adapter, refused } = fence.current();
+    return upstream.tools.map((t) => {
+      const why = refused.get(t.name);
+      if (why !== undefined)
+        return { ...t, description: `[refused by retrysafe: ${why}] ${t.description ?? ''}`.trim() };
+      if (fence.names.has(t.name)) return fencedListing(adapter, t);
+      return { ...t, description: `${UNFENCED_NOTE} ${t.description ?? ''}`.trim() };
+    });
+  };
   const lookups: [string, string] = ["from a fenced tool's _meta.retrysafe", 'fenced operations'];
   serveTools(server, options, lookups, listed, async (req, extra, run) => {
     const { name, arguments: args = {}, _meta } = req.params;
@@ -116,7 +121,14 @@ export function createFenceServer(options: ServingOptions & { adapter: AdapterV1
     if (!tool) return undefined;
     // A call that cannot be sent is refused before anything is claimed: it is never handed off.
     await upstream.ready().catch(unavailable);
-    if (fenced.has(name)) {
+    if (fence.names.has(name)) {
+      const { adapter, refused } = fence.current();
+      const why = refused.get(name);
+      if (why !== undefined)
+        throw new McpError(
+          ErrorCode.InternalError,
+          `${name} cannot be fenced as the upstream lists it now (${why}); nothing was sent: change the fence file and restart the fence`,
+        );
       const key = keyArgument(adapter, name);
       const params = key ? withPath(args, key, undefined) : args;
       const definition = { name, adapter, operation: name } as unknown as AgentToolDefinition;
@@ -159,12 +171,19 @@ const FENCE_ANSWER_SCHEMA = {
   required: ['retrysafe'],
 } as const;
 
-/** The upstream's outputSchema or the fence's answer. `$defs` and `$schema` stay at the root, and every other `#…`
- * reference into the upstream's schema (`#/properties/from`, which the SDK writes for a sub-schema used twice) is
- * rebased onto where it now is, so the host can compile the schema. */
-function fencedOutputSchema({ $schema, $defs, definitions, ...own }: Schema): Schema {
-  const root = Object.entries({ $schema, $defs, definitions }).filter(([, v]) => v !== undefined);
-  return rebase({ ...Object.fromEntries(root), type: 'object', anyOf: [own, FENCE_ANSWER_SCHEMA] }) as Schema;
+/** The upstream's outputSchema or the fence's answer. `$schema` stays at the root. A schema with its own `$id` is a
+ * resource of its own: its `#…` references resolve inside it wherever it sits. Otherwise `$defs` stay at the root, and
+ * every other `#…` reference into the upstream's schema (`#/properties/from`, which the SDK writes for a sub-schema
+ * used twice) is rebased onto where it now is, so the host can compile the schema. */
+function fencedOutputSchema({ $schema, ...own }: Schema): Schema {
+  const top = $schema === undefined ? {} : { $schema };
+  if (isResource(own)) return { ...top, type: 'object', anyOf: [own, FENCE_ANSWER_SCHEMA] };
+  const { $defs, definitions, ...rest } = own;
+  const defs = Object.entries({ $defs, definitions }).filter(([, v]) => v !== undefined);
+  return {
+    ...top,
+    ...(rebase({ ...Object.fromEntries(defs), type: 'object', anyOf: [rest, FENCE_ANSWER_SCHEMA] }) as Schema),
+  };
 }
 
 /** Where the upstream's own schema sits in the fence's (`anyOf[0]`), as a JSON pointer. */
@@ -177,16 +196,27 @@ const rebase = (schema: unknown) =>
       : node,
   );
 
-// The validator the official SDK client uses; Ajv caches what it compiled by schema object.
+// The validator the official SDK client uses. It takes a schema with an `$id` at its root from what it compiled
+// before under that `$id`, so each upstream schema is compiled once, as the host reads it: the fenced schema without
+// the fence's own answer (no `$id` at its root). A schema the upstream changed is never judged by the one before.
 const validator = new AjvJsonSchemaValidator();
+const checks = new WeakMap<Schema, (value: unknown) => boolean>();
 
-/** Whether `value` fits `schema`; a schema that does not compile fits nothing (the call was applied: never throw). */
+/** Whether `value` fits the upstream's `schema`; one that does not compile fits nothing (the call was applied: never
+ * throw). */
 function fits(schema: Schema, value: unknown): boolean {
-  try {
-    return validator.getValidator(schema as never)(value).valid;
-  } catch {
-    return false;
+  let check = checks.get(schema);
+  if (!check) {
+    const fenced = fencedOutputSchema(schema);
+    try {
+      const own = validator.getValidator({ ...fenced, anyOf: [(fenced.anyOf as unknown[])[0]] } as never);
+      check = (v) => own(v).valid;
+    } catch {
+      check = () => false;
+    }
+    checks.set(schema, check);
   }
+  return check(value);
 }
 
 // `done` whose answer fits the upstream's outputSchema (if any): that answer unchanged; other `done`: the fence's
@@ -197,9 +227,10 @@ function fencedReply(r: AgentToolResult, schema: Schema | undefined) {
     businessOperationId: r.businessOperationId,
     ...(r.status === 'done' ? { adopted: r.adopted } : {}),
   };
-  const _meta = { retrysafe };
-  if (r.status !== 'done') return { ...reply({ retrysafe: r }), isError: true, _meta };
+  if (r.status !== 'done') return { ...reply({ retrysafe: r }), isError: true, _meta: { retrysafe } };
   const stored = (r.result ?? {}) as ToolAnswer;
+  // The upstream's own _meta comes with its answer, in either form; the fence's `retrysafe` is beside it.
+  const _meta = { ...stored._meta, retrysafe };
   const value = stored.structuredContent;
   if (!schema || (value !== undefined && fits(schema, value))) return { ...toolResult(stored), _meta };
   const answer = {
