@@ -373,6 +373,9 @@ export function createFenceAdapter(options: {
       description: upstream.description ?? name,
       card,
       paramsSchema: inMcpDialect(shown, card),
+      // Which arguments hold personal data is the upstream's secret, and its error text often repeats them: the
+      // values of all of them are blanked wherever the fence keeps or shows that text.
+      sensitiveFields: [...new Set([...Object.keys(shown.properties ?? {}), ...t.intent])],
       keyRule: t.key ? { maxLength: t.key.maxLength ?? 64, charset: KEY_CHARSET, prefix: 'rs-' } : null,
       tool: t,
     };
