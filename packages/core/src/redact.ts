@@ -126,10 +126,12 @@ const DETECTORS: readonly Detector[] = [
     hint: has('PRIVATE KEY'),
     blank: matches(/-----BEGIN [A-Z ]*PRIVATE KEY-----[\s\S]*?(?:-----END [A-Z ]*PRIVATE KEY-----|$)/g),
   },
+  // Each of these also blanks what a message clip (`…`) left of one: user-info cut before its `@`, an address before
+  // its domain's dot, a token before its last part.
   {
     kind: 'URL user-info',
-    hint: (t) => t.includes('://') && t.includes('@'),
-    blank: matches(/(?<=\b[a-z][a-z0-9+.-]*:\/\/)[^\s/?#@]+(?=@)/gi),
+    hint: (t) => t.includes('://') && (t.includes('@') || t.includes('…')),
+    blank: matches(/(?<=\b[a-z][a-z0-9+.-]*:\/\/)(?:[^\s/?#@]+(?=@)|[^\s/?#@:]+:[^\s/?#@]*(?=…))/gi),
   },
   { kind: 'bearer token', hint: (t) => /bearer/i.test(t), blank: matches(/\bBearer\s+[A-Za-z0-9\-._~+/]+=*/gi) },
   {
@@ -155,7 +157,9 @@ const DETECTORS: readonly Detector[] = [
   {
     kind: 'JSON web token',
     hint: has('eyJ'),
-    blank: matches(/\beyJ[A-Za-z0-9_-]{6,}\.[A-Za-z0-9_-]{6,}\.[A-Za-z0-9_-]{6,}/g),
+    blank: matches(
+      /\beyJ[A-Za-z0-9_-]{6,}\.[A-Za-z0-9_-]{6,}\.[A-Za-z0-9_-]{6,}|\beyJ[A-Za-z0-9_-]{6,}(?:\.[A-Za-z0-9_-]*){0,2}(?=…)/g,
+    ),
   },
   {
     kind: 'GitHub or Slack token',
@@ -179,7 +183,7 @@ const DETECTORS: readonly Detector[] = [
     kind: 'email address',
     pii: true,
     hint: has('@'),
-    blank: matches(/[A-Za-z0-9._%+-]+@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*\.[A-Za-z]{2,}/g),
+    blank: matches(/[A-Za-z0-9._%+-]+@(?:[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*\.[A-Za-z]{2,}|[A-Za-z0-9.-]*(?=…))/g),
   },
 ];
 

@@ -371,3 +371,20 @@ describe('a sensitive value a provider echoes in another spelling', () => {
     expect(r.text('nothing of it here…')).toBe('nothing of it here…');
   });
 });
+
+describe('a credential or an email address that a message clip (…) cut short', () => {
+  // Adapters shorten a provider's message before the runner sees it: what is left of a detected value no longer
+  // has the detected shape (an address without its domain's dot, user-info without its @, a token without its end).
+  it('is blanked as far as it goes; a clip elsewhere changes nothing', () => {
+    const r = createRedactor();
+    const samples: [string, string][] = [
+      ['Email address jane.roe@acme-hea… is invalid', `Email address ${REDACTED}… is invalid`],
+      ['cannot reach postgres://app:hunter2@db.inte…', 'cannot reach postgres://[redacted]@db.inte…'],
+      ['cannot reach https://app:hunter2…', `cannot reach https://${REDACTED}…`],
+      ['session eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiJqYW5l…', `session ${REDACTED}…`],
+      ['see https://api.example.test/v1/orders/12…', 'see https://api.example.test/v1/orders/12…'],
+      ['order ord_1234 of cus_9 fail…', 'order ord_1234 of cus_9 fail…'],
+    ];
+    for (const [input, expected] of samples) expect(r.text(input), input).toBe(expected);
+  });
+});
