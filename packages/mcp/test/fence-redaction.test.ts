@@ -5,6 +5,7 @@
  */
 import { createMemoryLedger, createRunner, exportReceiptsJsonl, type LogEntry } from '@retrysafe/core';
 import { describe, expect, it } from 'vitest';
+import { createFenceAdapter, parseFenceConfig } from '../src/index.js';
 import { fenceAdapter } from './fence-helpers.js';
 
 const CUSTOMER = 'Jane Roe';
@@ -34,5 +35,36 @@ describe("a fenced tool's error text that repeats the call's arguments", () => {
     expect(all).toContain('credit hold');
     expect(all).not.toContain(CUSTOMER);
     expect(all).not.toContain('insulin');
+  });
+
+  it('blanks every argument but numbers and flags, which stay readable (the runner writes its own counts and waits)', async () => {
+    const config = parseFenceConfig({
+      name: 'shop',
+      ledger: './unused.db',
+      tools: { ship: { kind: 'send', intent: ['ref'], toolErrors: 'rejected' } },
+    });
+    const properties = {
+      ref: { type: 'string' },
+      quantity: { type: 'integer' },
+      express: { type: 'boolean' },
+      recipient: { type: 'object', properties: { name: { type: 'string' } } },
+    };
+    const adapter = createFenceAdapter({
+      config,
+      client: {
+        callTool: async () => ({
+          isError: true,
+          content: [{ type: 'text', text: `cannot ship 1500 units to ${CUSTOMER} under S-4411` }],
+        }),
+      },
+      tools: [{ name: 'ship', inputSchema: { type: 'object', properties } }],
+    });
+    const ledger = createMemoryLedger();
+    const r = await createRunner({ ledger }).run(adapter, 'ship', {
+      params: { ref: 'S-4411', quantity: 1500, express: true, recipient: { name: CUSTOMER } },
+    });
+    expect(r.status).toBe('handed-off');
+    const receipts = await exportReceiptsJsonl(ledger);
+    expect(receipts).toContain('cannot ship 1500 units to [redacted] under [redacted]');
   });
 });
