@@ -226,7 +226,7 @@ function blankClipped(text: string, values: readonly string[]): string {
     let cut = 0;
     for (const v of values)
       for (let n = Math.min(v.length - 1, at); n > cut && n >= MIN_VALUE; n--)
-        if (out.endsWith(v.slice(0, n), at)) {
+        if (out.charCodeAt(at - n) === v.charCodeAt(0) && out.startsWith(v.slice(0, n), at - n)) {
           cut = n;
           break;
         }
