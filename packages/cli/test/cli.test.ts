@@ -53,6 +53,17 @@ describe('retrysafe: exit codes and usage errors', () => {
     expect(r.code).toBe(2);
   });
 
+  it.each([
+    'postgress://app:hunter2-typo@10.0.0.5:5432/ledger',
+    'pg://app:hunter2-typo@localhost/ledger',
+    'mysql://app:hunter2-typo@db.internal/ledger',
+  ])('--db %s (a URL no ledger opens) exits 2 and never repeats its password', async (url) => {
+    const r = await cli(['ledger', 'ls', '--db', url], { cwd: tempDir('usage') });
+    expect(r.code).toBe(2);
+    expect(r.stderr + r.stdout).not.toContain('hunter2-typo');
+    expect(r.stderr).toMatch(/--db: .*not a SQLite file or a postgres:\/\/ URL/);
+  });
+
   const NOTHING_TO_DRILL = {
     'empty.mjs': 'export const drills = [];\n',
     'no-ops.mjs':

@@ -126,10 +126,12 @@ const DETECTORS: readonly Detector[] = [
     hint: has('PRIVATE KEY'),
     blank: matches(/-----BEGIN [A-Z ]*PRIVATE KEY-----[\s\S]*?(?:-----END [A-Z ]*PRIVATE KEY-----|$)/g),
   },
+  // Each of these also blanks what a message clip (`…`) left of one: user-info cut before its `@`, an address before
+  // its domain's dot, a token before its last part.
   {
     kind: 'URL user-info',
-    hint: (t) => t.includes('://') && t.includes('@'),
-    blank: matches(/(?<=\b[a-z][a-z0-9+.-]*:\/\/)[^\s/?#@]+(?=@)/gi),
+    hint: (t) => t.includes('://') && (t.includes('@') || t.includes('…')),
+    blank: matches(/(?<=\b[a-z][a-z0-9+.-]*:\/\/)(?:[^\s/?#@]+(?=@)|[^\s/?#@:]+:[^\s/?#@]*(?=…))/gi),
   },
   { kind: 'bearer token', hint: (t) => /bearer/i.test(t), blank: matches(/\bBearer\s+[A-Za-z0-9\-._~+/]+=*/gi) },
   {
@@ -155,7 +157,9 @@ const DETECTORS: readonly Detector[] = [
   {
     kind: 'JSON web token',
     hint: has('eyJ'),
-    blank: matches(/\beyJ[A-Za-z0-9_-]{6,}\.[A-Za-z0-9_-]{6,}\.[A-Za-z0-9_-]{6,}/g),
+    blank: matches(
+      /\beyJ[A-Za-z0-9_-]{6,}\.[A-Za-z0-9_-]{6,}\.[A-Za-z0-9_-]{6,}|\beyJ[A-Za-z0-9_-]{6,}(?:\.[A-Za-z0-9_-]*){0,2}(?=…)/g,
+    ),
   },
   {
     kind: 'GitHub or Slack token',
@@ -179,7 +183,7 @@ const DETECTORS: readonly Detector[] = [
     kind: 'email address',
     pii: true,
     hint: has('@'),
-    blank: matches(/[A-Za-z0-9._%+-]+@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*\.[A-Za-z]{2,}/g),
+    blank: matches(/[A-Za-z0-9._%+-]+@(?:[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*\.[A-Za-z]{2,}|[A-Za-z0-9.-]*(?=…))/g),
   },
 ];
 
@@ -210,6 +214,34 @@ function blankEach(text: string, parts: readonly string[]): string {
   let out = text;
   for (const part of parts) if (part !== '') out = out.split(part).join(REDACTED);
   return out;
+}
+
+/** Known values that must not show, shorter than this, are not looked for (nor what a clip left of one). */
+const MIN_VALUE = 3;
+
+/** The start of a known value that a clip (`…`, as adapters shorten a provider's message) cut off, blanked. */
+function blankClipped(text: string, values: readonly string[]): string {
+  let out = text;
+  for (let at = out.indexOf('…'); at !== -1; at = out.indexOf('…', at + 1)) {
+    let cut = 0;
+    for (const v of values)
+      for (let n = Math.min(v.length - 1, at); n > cut && n >= MIN_VALUE; n--)
+        if (out.charCodeAt(at - n) === v.charCodeAt(0) && out.startsWith(v.slice(0, n), at - n)) {
+          cut = n;
+          break;
+        }
+    if (cut === 0) continue;
+    out = out.slice(0, at - cut) + REDACTED + out.slice(at);
+    at += REDACTED.length - cut;
+  }
+  return out;
+}
+
+/** A string as JSON text holds it (quotes, backslashes, line breaks escaped), with or without `\u` escapes for non-ASCII. */
+function jsonSpellings(s: string): string[] {
+  const json = JSON.stringify(s).slice(1, -1);
+  const ascii = json.replace(/[\u0080-\uffff]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`);
+  return [json, ascii, JSON.stringify(json).slice(1, -1)];
 }
 
 /** The texts a redactor remembers the answer for: how many, and how long each may be. */
@@ -260,6 +292,7 @@ export function createRedactor(options: RedactOptions = {}, sensitiveFields: rea
           s,
           [...credentialsIn(s), ...values].sort((a, b) => b.length - a.length),
         );
+      if (values.length > 0) out = blankClipped(out, values);
       for (const d of DETECTORS) if ((pii || !d.pii) && d.hint(out)) out = d.blank(out);
       for (const p of patterns) out = out.replace(p, REDACTED);
       if (s.length <= SCANNED_MAX_LENGTH) {
@@ -304,8 +337,11 @@ export function createRedactor(options: RedactOptions = {}, sensitiveFields: rea
           const here = inSensitive || (path.length > 0 && isSensitive(path));
           if (here && (typeof v === 'string' || typeof v === 'number' || typeof v === 'bigint')) {
             const s = String(v);
-            // Both normal forms: a provider may echo it composed or decomposed (canonical JSON holds them one value).
-            if (s.length >= 3) found.add(s).add(s.normalize('NFC')).add(s.normalize('NFD'));
+            // Both normal forms: a provider may echo it composed or decomposed (canonical JSON holds them one value),
+            // and inside JSON text (a message holding JSON, a raw body), escaped.
+            if (s.length >= MIN_VALUE)
+              for (const form of new Set([s, s.normalize('NFC'), s.normalize('NFD')]))
+                for (const spelling of [form, ...jsonSpellings(form)]) found.add(spelling);
           }
           if (typeof v !== 'object' || v === null || seen.has(v)) return;
           seen.add(v);

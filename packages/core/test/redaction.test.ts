@@ -347,3 +347,44 @@ describe('a sensitive value that occurs inside a credential in the same text', (
     expect(r.text('to Jane Roe <jane.roe@example.test> failed')).toBe(`to ${REDACTED} failed`);
   });
 });
+
+describe('a sensitive value a provider echoes in another spelling', () => {
+  // HubSpot's "Property values were not valid: [...]" holds JSON inside its message; an adapter that keeps a raw
+  // body keeps JSON text; a Python provider escapes every non-ASCII letter (json.dumps).
+  const NOTE = 'Call "Zoë" back\nabout the biopsy';
+  const r = createRedactor({}, ['properties']).withValuesFrom({ properties: { hs_note_body: NOTE } });
+
+  it('is blanked when quoted JSON-escaped, twice escaped, or with \\u escapes', () => {
+    const inner = JSON.stringify([{ isValid: false, message: `${NOTE} is too long`, name: 'hs_note_body' }]);
+    const message = `Property values were not valid: ${inner}`;
+    for (const text of [message, JSON.stringify({ message }), inner.replace(/ë/g, '\\u00eb')]) {
+      const out = r.text(text);
+      expect(out, text).toContain(REDACTED);
+      expect(out, text).not.toContain('biopsy');
+    }
+  });
+
+  it('is blanked as far as it goes when a clip (…) cut it short, and nothing else is', () => {
+    const message = `Property values were not valid: [{"message":"Call \\"Zo…`;
+    expect(r.text(message)).toBe(`Property values were not valid: [{"message":"${REDACTED}…`);
+    expect(r.text(`${NOTE.slice(0, 12)}… and more`)).toBe(`${REDACTED}… and more`);
+    expect(r.text('nothing of it here…')).toBe('nothing of it here…');
+  });
+});
+
+describe('a credential or an email address that a message clip (…) cut short', () => {
+  // Adapters shorten a provider's message before the runner sees it: what is left of a detected value no longer
+  // has the detected shape (an address without its domain's dot, user-info without its @, a token without its end).
+  it('is blanked as far as it goes; a clip elsewhere changes nothing', () => {
+    const r = createRedactor();
+    const samples: [string, string][] = [
+      ['Email address jane.roe@acme-hea… is invalid', `Email address ${REDACTED}… is invalid`],
+      ['cannot reach postgres://app:hunter2@db.inte…', 'cannot reach postgres://[redacted]@db.inte…'],
+      ['cannot reach https://app:hunter2…', `cannot reach https://${REDACTED}…`],
+      ['session eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiJqYW5l…', `session ${REDACTED}…`],
+      ['see https://api.example.test/v1/orders/12…', 'see https://api.example.test/v1/orders/12…'],
+      ['order ord_1234 of cus_9 fail…', 'order ord_1234 of cus_9 fail…'],
+    ];
+    for (const [input, expected] of samples) expect(r.text(input), input).toBe(expected);
+  });
+});

@@ -17,7 +17,13 @@ if (first === 'help' || ours.includes('--help') || ours.includes('-h')) {
     else if (name === 'probe') process.exitCode = (await commands.runProbe(rest)).exit;
     else await commands.runServe(args);
   } catch (e) {
-    process.stderr.write(`retrysafe-mcp${name === 'serve' ? '' : ` ${name}`}: ${(e as Error).message}\n`);
+    const code = String((e as { code?: unknown } | null)?.code);
+    // A driver's or the upstream's message may quote a credential or an address: scrubbed as receipts are. Not the
+    // config checks' own: they name places, never values, and scrubbing their advice garbles it.
+    const own = code === 'RETRYSAFE_FENCE_CONFIG' || code === 'RETRYSAFE_CONFIG';
+    const text = String((e as Error)?.message ?? e);
+    const message = own ? text : await import('./fence/upstream.js').then((m) => m.scrubbed(text));
+    process.stderr.write(`retrysafe-mcp${name === 'serve' ? '' : ` ${name}`}: ${message}\n`);
     // At start a runner's refusal (a policy or params schema that cannot work) or a fenced tool the upstream does
     // not list is bad config too.
     const usage =
@@ -28,7 +34,7 @@ if (first === 'help' || ours.includes('--help') || ours.includes('-h')) {
         'RETRYSAFE_FILE_LIMIT',
         'RETRYSAFE_RUNNER_CONFIG',
         'RETRYSAFE_UNKNOWN_OPERATION',
-      ].includes(String((e as { code?: unknown }).code));
+      ].includes(code);
     process.exit(usage ? 2 : 1);
   }
 }

@@ -46,6 +46,24 @@ export function withPath(target: Record<string, unknown>, path: string, value: u
 
 type ObjectSchema = { readonly properties?: Record<string, object>; readonly required?: readonly string[] };
 
+const NUMBER_OR_FLAG = ['number', 'integer', 'boolean'];
+
+/**
+ * The arguments whose values are blanked in any text the fence keeps or shows (its `sensitiveFields`): which ones hold
+ * personal data only the upstream knows, and its error text often repeats them. All but those that are only numbers
+ * or flags, which say little of a person and would blank the runner's own counts and waits.
+ */
+function textArguments(schema: ObjectSchema, intent: readonly string[]): string[] {
+  const listed = Object.entries(schema.properties ?? {});
+  const numeric = (s: object) => {
+    const types = [(s as { type?: unknown }).type ?? []].flat();
+    return types.length > 0 && types.every((x) => NUMBER_OR_FLAG.includes(x as string));
+  };
+  const names = listed.filter(([, s]) => !numeric(s)).map(([name]) => name);
+  // An intent path the schema does not list (it lists no properties): its value too.
+  return [...new Set([...names, ...intent.filter((p) => !listed.some(([name]) => name === p.split('.')[0]))])];
+}
+
 /** The input schema without the argument at `path` (the fence's key: the fence sets it, the caller never does); a
  * nested one is hidden inside the object schemas its path names. A `$ref` elsewhere to it (`#/properties/request_id`,
  * which the SDK writes for a zod schema used twice) is given the schema it pointed at, which is no longer there. */
@@ -384,6 +402,7 @@ function fencedOperation(config: FenceConfig, name: string, listed: ReadonlyMap<
     description: upstream.description ?? name,
     card,
     paramsSchema: inMcpDialect(shown, card),
+    sensitiveFields: textArguments(shown, t.intent),
     keyRule: t.key ? { maxLength: t.key.maxLength ?? 64, charset: KEY_CHARSET, prefix: 'rs-' } : null,
     tool: t,
   };

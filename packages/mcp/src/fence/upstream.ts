@@ -1,3 +1,5 @@
+import { createInterface } from 'node:readline';
+import type { Readable } from 'node:stream';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
@@ -10,6 +12,7 @@ import {
   type ServerCapabilities,
   type Tool,
 } from '@modelcontextprotocol/sdk/types.js';
+import { createRedactor } from '@retrysafe/core/internal';
 
 /** A command to spawn (stdio, with `env` applied to the fence's environment) or a streamable HTTP URL. */
 export type UpstreamTarget =
@@ -40,6 +43,18 @@ const FENCE_SECRETS = { RETRYSAFE_PARAMS_KEYS: null, RETRYSAFE_RECEIPT_KEYS: nul
 function upstreamEnv(changes: Readonly<Record<string, string | null>> = {}): Record<string, string> {
   const env: [string, string | null | undefined][] = Object.entries({ ...process.env, ...FENCE_SECRETS, ...changes });
   return Object.fromEntries(env.filter((e): e is [string, string] => typeof e[1] === 'string'));
+}
+
+const scrub = createRedactor();
+
+/** A text for the fence's stderr, scrubbed as receipts are: the upstream's output and answers may quote a credential or
+ * an address. */
+export const scrubbed = (text: string): string => scrub.text(text);
+
+/** The upstream's stderr onto the fence's, line by line, scrubbed. */
+function relayStderr(stream: Readable | null): void {
+  if (stream)
+    createInterface({ input: stream, crlfDelay: Infinity }).on('line', (l) => process.stderr.write(`${scrubbed(l)}\n`));
 }
 
 /** Pages of tools/list read before a listing whose cursor is new on every page is taken to never end. */
@@ -80,8 +95,9 @@ export async function connectUpstream(target: UpstreamTarget, name = 'retrysafe-
             command: target.command,
             args: [...(target.args ?? [])],
             env: upstreamEnv(target.env),
-            stderr: 'inherit',
+            stderr: 'pipe',
           });
+    if (transport instanceof StdioClientTransport) relayStderr(transport.stderr as Readable | null);
     c.fallbackNotificationHandler = async (n) => {
       if (n.method === 'notifications/tools/list_changed') tools = await listAllTools(c).catch(() => tools);
       for (const l of listeners) l(n);

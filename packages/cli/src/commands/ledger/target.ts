@@ -50,6 +50,13 @@ async function openTarget(
     return createPostgresLedger({ connectionString: location, schema: target.schema || undefined });
   }
   if (target.schema) throw new UsageError('--schema applies to a postgres:// ledger only');
+  // Any other URL (a mistyped postgres:// one) would be read as a file path, and the message naming that path would
+  // repeat its password: refused by its scheme alone.
+  const scheme = typeof location === 'string' ? /^([a-z][a-z0-9+.-]*):\/\//i.exec(location)?.[1] : undefined;
+  if (scheme !== undefined)
+    throw new UsageError(
+      `${target.db ? '--db' : "the config's ledger"}: a ${scheme}:// URL is not a SQLite file or a postgres:// URL`,
+    );
   // A DynamoDB table is named in a config file only: the config opens it.
   if (typeof location !== 'string') return openLedger(location);
   const base = target.db ? process.cwd() : (config?.baseDir ?? process.cwd());
