@@ -7,11 +7,12 @@ import type {
   HandoffSink,
   OperationRecord,
   Receipt,
+  RetrySafetyCard,
   SafeAction,
 } from '@retrysafe/contract';
 import { defined } from './defined.js';
 import { RunnerConfigurationError } from './errors/runner-configuration-error.js';
-import { everyAttemptNotApplied } from './intake/supersede.js';
+import { correctionCheck, everyAttemptNotApplied } from './intake/supersede.js';
 
 interface PacketInput {
   readonly record: OperationRecord;
@@ -22,6 +23,8 @@ interface PacketInput {
   readonly resendSafe: boolean;
   /** What a resume would do, when resendSafe alone does not say it (e.g. the key replays a stored error). */
   readonly resumeNote?: string;
+  /** The operation's card, which says whether a correction may go out; null: no adapter at hand, no correction offered. */
+  readonly card: RetrySafetyCard | null;
   readonly now: number;
 }
 
@@ -66,7 +69,8 @@ function nextActions(input: PacketInput, created: string | undefined): SafeActio
   const actions = [resumeAction(input, created)];
   if (
     (input.reason === 'rejected' || input.reason === 'retry-exhausted') &&
-    everyAttemptNotApplied(input.receipts, input.record).ok
+    input.card !== null &&
+    correctionCheck(input.receipts, input.record, input.card).ok
   )
     actions.push({
       action: 'resend-with',

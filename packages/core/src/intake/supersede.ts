@@ -18,12 +18,22 @@ const refused = (why: string): Verdict => ({ ok: false, why });
  * Whether a corrected request may supersede the operation: at rest after a rejection or a spent budget, every
  * provider call of its current revision known not applied (any doubt: a conflict).
  */
-export function supersedeCheck(record: OperationRecord, receipts: readonly Receipt[]): Verdict {
+export function supersedeCheck(record: OperationRecord, receipts: readonly Receipt[], card: RetrySafetyCard): Verdict {
   if (record.state !== 'rejected' && record.state !== 'handed-off') return refused(`the operation is ${record.state}`);
   const reason = record.handoff?.reason;
   if (record.state === 'handed-off' && reason && reason !== 'rejected' && reason !== 'retry-exhausted')
     return refused(`it was handed off as ${reason}: an attempt may have been applied`);
-  return everyAttemptNotApplied(receipts, record);
+  return correctionCheck(receipts, record, card);
+}
+
+/** Whether corrected params may go out as a new revision, by the receipts and by the card (supersedeCheck without the state). */
+export function correctionCheck(
+  receipts: readonly Receipt[],
+  record: Pick<OperationRecord, 'attemptCount' | 'resolution'>,
+  card: RetrySafetyCard,
+): Verdict {
+  const attempts = everyAttemptNotApplied(receipts, record);
+  return attempts.ok ? keptKeyCheck(card, receipts) : attempts;
 }
 
 /** The receipts' half of supersedeCheck: every provider call of the record's current revision known not applied. */
@@ -79,6 +89,28 @@ export function needsFreshKey(card: RetrySafetyCard, receipts: readonly Receipt[
   if (card.providerKey.travels.value === 'none' || card.storedResult.includesErrors.value === false) return false;
   const stored = (r: Receipt) => r.outcome === 'rejected' && !UNPROCESSED_REJECTIONS.has(String(r.rejectReason));
   return currentRevision(receipts).some((r) => isSend(r) && stored(r));
+}
+
+/**
+ * The card's half of correctionCheck. An adapter may record a call not-applied only because a same-key re-send folds it
+ * even if it had landed (a 429 answered in front of the key store: Resend's, a declared HTTP operation's). The corrected
+ * request keeps that key, so it is safe only where the provider refuses other params under a stored key (handed off as
+ * a conflict), applies them over the first (a set-value write that matches nothing but the key), or folds nothing under
+ * the key. Elsewhere the key would answer the correction with the first request's result (`replay-anyway`: the
+ * correction is lost, the caller told it was done) or take it as a new request (a second object), and a key of its own
+ * would be a second object too: a person decides.
+ */
+function keptKeyCheck(card: RetrySafetyCard, receipts: readonly Receipt[]): Verdict {
+  const matching = card.parameterMatching.value;
+  const keyFoldsNothing = card.providerKey.travels.value === 'none' || card.storedResult.semantics.value === 'none';
+  const appliedOver = matching === 'none' && card.sideEffect.idempotentByNature.value === true;
+  if (keyFoldsNothing || matching === 'mismatch-error' || appliedOver || needsFreshKey(card, receipts))
+    return { ok: true };
+  const notApplied = currentRevision(receipts).find((r) => isSend(r) && r.outcome === 'not-applied');
+  if (notApplied === undefined) return { ok: true };
+  return refused(
+    `attempt ${notApplied.attemptId} was recorded not applied, which may only mean that a re-send under its key folds into it; the correction would go out under that key, and the provider does not refuse other params under it (card parameterMatching: ${matching}): it could be answered with the first request's result or made a second time`,
+  );
 }
 
 /** The revision the key in use was derived for: the last whose supersede took a key of its own (1 until then). */

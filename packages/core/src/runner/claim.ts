@@ -74,7 +74,7 @@ export async function claimAndDrive(ctx: RunnerContext, op: Operation, waitUntil
       if (record.paramsFingerprint !== op.paramsFingerprint) {
         // A corrected request for an operation none of whose attempts was applied: a new revision.
         const receipts = await ledger.receipts(record.businessOperationId);
-        if (supersedeCheck(record, receipts).ok) {
+        if (supersedeCheck(record, receipts, op.card).ok) {
           checkSealable(ctx, record, 'send a corrected request');
           return supersede(ctx, op, record, receipts, 'a corrected request');
         }

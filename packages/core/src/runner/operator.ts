@@ -196,6 +196,7 @@ async function recoveryFailed(ctx: RunnerContext, record: OperationRecord, err: 
       explanation: `recover() could not drive this operation (${error.name}${error.code ? ` ${error.code}` : ''}: ${error.message}); nothing more was sent. It may have been dispatched before: check the provider, then resolve it.`,
       receipts: await ledger.receipts(id).catch(() => []),
       resendSafe: false,
+      card: null,
       now,
     });
     const after = await ledger.handOff(fenceOf(claim.record), packet, now);
@@ -247,7 +248,7 @@ export async function resolve(
     const found = adapterFor(opts.adapters ?? [], record, action);
     const op = storedOperation(ctx, found, record, person, { params: resolution.params });
     const receipts = await ctx.ledger.receipts(id);
-    const check = supersedeCheck(record, receipts);
+    const check = supersedeCheck(record, receipts, op.card);
     if (!check.ok) throw paramsConflict(op, record, `a new revision is not allowed: ${check.why}`);
     return supersede(ctx, op, record, receipts, `resend-with by ${personRef(by)}`);
   }

@@ -102,6 +102,7 @@ export async function handOff(
     receipts,
     resendSafe: safety.safe && !replaysError,
     resumeNote,
+    card: op.card,
     now,
   });
   const attempts = (await ledger.handOff(s.lease.ref, packet, now, pending ?? undefined)).attemptCount;
@@ -152,7 +153,9 @@ export async function fromTerminal(
   // caller that *their* request (say, another amount for the same order) was performed.
   if (paramsFingerprint !== null && record.paramsFingerprint !== paramsFingerprint) {
     const check =
-      record.state === 'succeeded' ? null : supersedeCheck(record, await ledger.receipts(record.businessOperationId));
+      record.state === 'succeeded'
+        ? null
+        : supersedeCheck(record, await ledger.receipts(record.businessOperationId), op.card);
     if (check === null || check.ok)
       throw paramsConflict(op, record, `the operation is ${record.state} with other params`);
     const detail = `the operation is ${record.state} with other params and cannot be superseded: ${check.why}`;
