@@ -113,6 +113,21 @@ function keptKeyCheck(card: RetrySafetyCard, receipts: readonly Receipt[]): Verd
   );
 }
 
+/**
+ * Whether an effect found under the key (or the id) may be an earlier revision's: the operation was superseded under a
+ * key one of whose calls was recorded not applied, which may only mean that a same-key re-send folds it. The provider
+ * refuses the correction under that key, but a lookup would find the first request's effect and answer the corrected
+ * request with it.
+ */
+export function earlierEffectMayShow(
+  record: Pick<OperationRecord, 'providerKey' | 'resolution'>,
+  receipts: readonly Receipt[],
+): boolean {
+  const revised = currentRevisionNumber(receipts) > 1 || record.resolution?.action === SUPERSEDE_ACTION;
+  const underKey = (r: Receipt) => isSend(r) && r.outcome === 'not-applied' && r.providerKey === record.providerKey;
+  return revised && record.providerKey !== null && receipts.some(underKey);
+}
+
 /** The revision the key in use was derived for: the last whose supersede took a key of its own (1 until then). */
 export function keyRevisionNumber(receipts: readonly Receipt[]): number {
   let revision = 1;
