@@ -178,11 +178,17 @@ export async function supersede(
   const supersede = { fence: record.fence, revision };
   const restartAs = { action: SUPERSEDE_ACTION, reason: why, claimedAt, supersede };
   const { claim, restart } = await claimAgain(ctx, revised, record, receipts.at(-1), restartAs);
-  if (claim.kind !== 'claimed') {
+  if (claim.kind === 'claimed' && claim.takenOver) {
+    // Not a revision: another's run of it (a revision, a resume) stopped mid-flight since the check, and this claim
+    // took that run over, its params and key on record. Given back; answered as a claim that found it busy.
+    await releaseLease(ctx, fenceOf(claim.record), takenOverLeaseEnd(ctx, claim), op.policy.clockSkewMarginMs);
+  }
+  if (claim.kind !== 'claimed' || claim.takenOver) {
     // Someone else changed it between the check and the claim: answer from what is there now.
     if (claim.kind === 'terminal') return fromTerminal(ctx, claim.record, op.paramsFingerprint, op);
     // The same corrected request, made by another call a moment earlier: wait for its result, as for any call in flight.
-    if (claim.kind === 'busy' && claim.record.paramsFingerprint === op.paramsFingerprint) return waitForOther(ctx, op);
+    if (claim.kind !== 'conflict' && claim.record.paramsFingerprint === op.paramsFingerprint)
+      return waitForOther(ctx, op);
     throw paramsConflict(
       op,
       claim.record,
