@@ -35,4 +35,28 @@ describe('two different corrections of one rejected operation, one writing its r
     expect(provider.calls()).toBe(1); // the first request only: nothing of C's went out on B's revision
     expect(ConflictError.isInstance(c)).toBe(true);
   });
+
+  it('on a ledger writing the revision and its receipt at once: the same answer, not a refused-receipt LedgerError', async () => {
+    const clock = createVirtualClock();
+    const provider = createSandboxProvider({ ...REPLAYING_BEHAVIOUR, clock: clock.now, sleep: clock.sleep });
+    const adapter = createSandboxAdapter({ provider });
+    const ledger = createMemoryLedger();
+    const runnerOn = (l: Ledger) => createRunner({ ledger: l, clock, random: () => 0.5 });
+    provider.failNext({ kind: 'rejected' });
+    const first = await runnerOn(ledger).run(adapter, OP, { params: { ref: 'o-2', note: 'bad' } });
+    expect(first).toMatchObject({ status: 'handed-off', packet: { reason: 'rejected' } });
+    // B's correction is sent (and applied); the write of its outcome fails, and B gives its lease back.
+    const b = () =>
+      runnerOn(failingOnce(ledger, 'setState'))
+        .run(adapter, OP, { params: { ref: 'o-2', note: 'from B' } })
+        .then(
+          () => undefined,
+          () => undefined,
+        );
+    const c = await runnerOn(afterCall(ledger, 'receipts', b))
+      .run(adapter, OP, { params: { ref: 'o-2', note: 'from C' } })
+      .catch((e: unknown) => e);
+    expect(ConflictError.isInstance(c)).toBe(true);
+    expect(provider.calls()).toBe(2); // the first request and B's
+  });
 });

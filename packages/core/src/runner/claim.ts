@@ -1,10 +1,12 @@
 /** The claim and what its answer means: drive the operation, wait for its holder, answer from its end, or revise it. */
 import {
   type ClaimInput,
+  type ClaimResult,
   ClockSkewError,
   ConflictError,
   InvalidStateError,
   LeaseLostError,
+  LedgerError,
   type OperationRecord,
   type Receipt,
   revisionKeySource,
@@ -223,9 +225,20 @@ export async function claimAgain(
   });
   const written = ctx.receiptWithState && (last?.seq ?? 0) === record.receiptChain.length;
   const input = { ...claimInput(ctx, op, why.claimedAt, why), existing: true } as const;
-  const claim = await ctx.ledger.claim(written ? { ...input, receipt } : input);
+  const claim = await ctx.ledger
+    .claim(written ? { ...input, receipt } : input)
+    .catch((err: unknown) =>
+      written && LedgerError.isInstance(err) ? movedOn(ctx, record, err) : Promise.reject(err),
+    );
   if (claim.kind === 'gone') throw gone(op.id);
   return { claim, restart: { receipt, written } };
+}
+
+/** The receipt, chained to what was read, was refused because the row moved on since (another's run of it): its answer. */
+async function movedOn(ctx: RunnerContext, read: OperationRecord, err: unknown): Promise<ClaimResult> {
+  const record = await ctx.ledger.get(read.businessOperationId);
+  if (record === null || record.fence === read.fence) throw err;
+  return { kind: TERMINAL_STATES.includes(record.state) ? 'terminal' : 'busy', record };
 }
 
 /** Drives a stored operation claimed again; its receipt is appended first unless the claim already wrote it. */
