@@ -1,4 +1,4 @@
-import { ConflictError, type Ledger } from '@retrysafe/contract';
+import { ConflictError, type Ledger, LedgerError } from '@retrysafe/contract';
 import { createMemoryLedger, createRunner, createVirtualClock } from '@retrysafe/core';
 import { createSandboxAdapter, createSandboxProvider, REPLAYING_BEHAVIOUR } from '@retrysafe/sandbox';
 import { describe, expect, it } from 'vitest';
@@ -58,5 +58,38 @@ describe('two different corrections of one rejected operation, one writing its r
       .catch((e: unknown) => e);
     expect(ConflictError.isInstance(c)).toBe(true);
     expect(provider.calls()).toBe(2); // the first request and B's
+  });
+});
+
+describe('a crash after the correction under a kept key was sent', () => {
+  it('recover() finds the first request’s record under the key (its 429 had landed): never adopted for the correction', async () => {
+    const clock = createVirtualClock();
+    // A duplicate of a running request is a second record here: after an unknown outcome, look up rather than re-send.
+    const behaviour = { ...REPLAYING_BEHAVIOUR, concurrency: 'duplicates' } as const;
+    const provider = createSandboxProvider({ ...behaviour, clock: clock.now, sleep: clock.sleep });
+    const sandbox = createSandboxAdapter({ provider });
+    // The first call is applied, but answered as a 429 the adapter calls not-applied (a same-key re-send folds it).
+    let calls = 0;
+    const adapter: typeof sandbox = {
+      ...sandbox,
+      doExecute: async (op, params, ctx) => {
+        const out = await sandbox.doExecute(op, params, ctx);
+        return ++calls === 1 ? { kind: 'not-applied', status: 429, message: 'rate limited' } : out;
+      },
+    };
+    const ledger = createMemoryLedger();
+    const runner = createRunner({ ledger, clock, random: () => 0.5, policy: { maxAttempts: 1 } });
+    const first = await runner.run(adapter, OP, { params: { ref: 'o-3', note: 'a' } });
+    expect(first).toMatchObject({ status: 'handed-off', packet: { reason: 'retry-exhausted' } });
+    // The correction goes out under the kept key (the provider refuses it: other params); its outcome is never written.
+    const dying = createRunner({ ledger: failingOnce(ledger, 'handOff'), clock, random: () => 0.5 });
+    await expect(dying.run(adapter, OP, { params: { ref: 'o-3', note: 'b' } })).rejects.toSatisfy(
+      LedgerError.isInstance,
+    );
+    clock.advance(10 * 60_000);
+    const [report] = await runner.recover({ adapters: [adapter] });
+    expect(report?.action).not.toBe('adopted');
+    expect(report?.result?.status).not.toBe('done');
+    expect(provider.count()).toBe(1);
   });
 });
