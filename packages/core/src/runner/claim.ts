@@ -14,7 +14,13 @@ import {
 import { leaseLive, TERMINAL_STATES } from '@retrysafe/contract/ledger';
 import { derivedProviderKey } from '../intake/adapter.js';
 import { type Operation, paramsConflict, storedOperation, withProviderKey } from '../intake/operation.js';
-import { currentRevisionNumber, needsFreshKey, SUPERSEDE_ACTION, supersedeCheck } from '../intake/supersede.js';
+import {
+  correctionRule,
+  currentRevisionNumber,
+  needsFreshKey,
+  SUPERSEDE_ACTION,
+  supersedeCheck,
+} from '../intake/supersede.js';
 import type { RunnerContext } from './context.js';
 import { drive } from './loop.js';
 import { checkSealable, resolveReceipt } from './receipt-chain.js';
@@ -76,7 +82,7 @@ export async function claimAndDrive(ctx: RunnerContext, op: Operation, waitUntil
       if (record.paramsFingerprint !== op.paramsFingerprint) {
         // A corrected request for an operation none of whose attempts was applied: a new revision.
         const receipts = await ledger.receipts(record.businessOperationId);
-        if (supersedeCheck(record, receipts, op.card).ok) {
+        if (supersedeCheck(record, receipts, correctionRule(op, ctx.clock.now())).ok) {
           checkSealable(ctx, record, 'send a corrected request');
           return supersede(ctx, op, record, receipts, 'a corrected request');
         }
