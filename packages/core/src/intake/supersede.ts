@@ -14,6 +14,8 @@ export const isSend = (r: Receipt) => r.kind === 'dispatch' || r.kind === 'resen
 const currentRevision = (receipts: readonly Receipt[]) => receipts.slice(receipts.findLastIndex(isSupersede) + 1);
 
 type Verdict = { ok: true } | { ok: false; why: string };
+const refused = (why: string): Verdict => ({ ok: false, why });
+
 /** The card a correction is judged by, when it would go out and the clock-skew margin its key's age is counted with. */
 export interface CorrectionRule {
   readonly card: RetrySafetyCard;
@@ -27,7 +29,6 @@ export const correctionRule = (op: Pick<Operation, 'card' | 'policy'>, now: numb
   now,
   clockSkewMarginMs: op.policy.clockSkewMarginMs,
 });
-const refused = (why: string): Verdict => ({ ok: false, why });
 
 /**
  * Whether a corrected request may supersede the operation: at rest after a rejection or a spent budget, every

@@ -181,7 +181,7 @@ export async function supersede(
     : record.providerKey;
   const revised = withProviderKey(op, providerKey);
   const paths = op.comparison.differences(record.params, op.params);
-  const why = `revision ${revision} (${by}) replaces revision ${revision - 1}, whose every attempt was known not applied; changed: ${paths.join(', ') || '(none)'}; ${freshKey ? 'new provider key (the provider may have stored the rejection under the old one)' : 'same provider key (nothing rejected is stored under it, and a call that did land is folded or refused by it)'}`;
+  const why = `revision ${revision} (${by}) replaces revision ${revision - 1}, whose every attempt was known not applied; changed: ${paths.join(', ') || '(none)'}; ${freshKey ? 'new provider key (the provider may have stored the rejection under the old one)' : 'same provider key (nothing rejected is stored under it, and the card says a call that did land under it refuses the correction or takes it over the first)'}`;
   const claimedAt = clock.now();
   const supersede = { fence: record.fence, revision };
   const restartAs = { action: SUPERSEDE_ACTION, reason: why, claimedAt, supersede };

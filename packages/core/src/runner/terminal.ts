@@ -102,7 +102,7 @@ export async function handOff(
     receipts,
     resendSafe: safety.safe && !replaysError,
     resumeNote,
-    correction: { card: op.card, now, clockSkewMarginMs: op.policy.clockSkewMarginMs },
+    correction: correctionRule(op, now),
     now,
   });
   const attempts = (await ledger.handOff(s.lease.ref, packet, now, pending ?? undefined)).attemptCount;
