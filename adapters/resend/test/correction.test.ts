@@ -1,4 +1,4 @@
-import { UnsafeResumeError } from '@retrysafe/contract';
+import { ConflictError, UnsafeResumeError } from '@retrysafe/contract';
 import { createMemoryLedger, createRunner, createVirtualClock } from '@retrysafe/core';
 import { startFaultProxy } from '@retrysafe/testkit';
 import { closeAfterTest } from '@retrysafe/testkit/close-after-test';
@@ -114,5 +114,21 @@ describe('a correction keeps the age of the key it keeps', () => {
       .catch((e) => e);
     expect(sandbox.count('emails.send')).toBe(1);
     expect(UnsafeResumeError.isInstance(resumed)).toBe(true);
+  });
+
+  it('a correction past the first call’s 24 h is refused as a conflict a person resolves: the key no longer folds or refuses it', async () => {
+    const { sandbox, proxy, adapter, runner, clock } = await setup();
+    const first = await runner.run(adapter, 'emails.send', { params: emailParams('corr/6') });
+    expect(first).toMatchObject({ status: 'handed-off', packet: { reason: 'retry-exhausted' } });
+    expect(sandbox.count('emails.send')).toBe(1); // the 429 hid a sent email, under the key, at T0
+
+    clock.advance(25 * HOUR);
+    const corrected = await runner
+      .run(adapter, 'emails.send', { params: emailParams('corr/6', { subject: 'Invoice corr/6 (corrected)' }) })
+      .catch((e: unknown) => e);
+    expect(ConflictError.isInstance(corrected) && corrected.needsPerson).toBe(true);
+    expect((corrected as Error).message).toMatch(/retention/);
+    expect(sandbox.count('emails.send')).toBe(1);
+    expect(proxy.requests).toHaveLength(1);
   });
 });

@@ -11,7 +11,7 @@ import type {
 } from '@retrysafe/contract';
 import { defined } from './defined.js';
 import { RunnerConfigurationError } from './errors/runner-configuration-error.js';
-import { everyAttemptNotApplied } from './intake/supersede.js';
+import { type CorrectionRule, correctionCheck, everyAttemptNotApplied } from './intake/supersede.js';
 
 interface PacketInput {
   readonly record: OperationRecord;
@@ -22,6 +22,8 @@ interface PacketInput {
   readonly resendSafe: boolean;
   /** What a resume would do, when resendSafe alone does not say it (e.g. the key replays a stored error). */
   readonly resumeNote?: string;
+  /** What says whether a correction may go out (the operation's card); null: no adapter at hand, none offered. */
+  readonly correction: CorrectionRule | null;
   readonly now: number;
 }
 
@@ -66,7 +68,8 @@ function nextActions(input: PacketInput, created: string | undefined): SafeActio
   const actions = [resumeAction(input, created)];
   if (
     (input.reason === 'rejected' || input.reason === 'retry-exhausted') &&
-    everyAttemptNotApplied(input.receipts, input.record).ok
+    input.correction !== null &&
+    correctionCheck(input.receipts, input.record, input.correction).ok
   )
     actions.push({
       action: 'resend-with',

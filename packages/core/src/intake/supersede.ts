@@ -1,4 +1,6 @@
 import type { OperationRecord, Receipt, RetrySafetyCard } from '@retrysafe/contract';
+import { retentionPassed } from '@retrysafe/contract/rules';
+import type { Operation } from './operation.js';
 
 /** The receipt decision that marks a new revision. */
 export const SUPERSEDE_ACTION = 'supersede';
@@ -14,16 +16,40 @@ const currentRevision = (receipts: readonly Receipt[]) => receipts.slice(receipt
 type Verdict = { ok: true } | { ok: false; why: string };
 const refused = (why: string): Verdict => ({ ok: false, why });
 
+/** The card a correction is judged by, when it would go out and the clock-skew margin its key's age is counted with. */
+export interface CorrectionRule {
+  readonly card: RetrySafetyCard;
+  readonly now: number;
+  readonly clockSkewMarginMs: number;
+}
+
+/** The rule for correcting `op` now. */
+export const correctionRule = (op: Pick<Operation, 'card' | 'policy'>, now: number): CorrectionRule => ({
+  card: op.card,
+  now,
+  clockSkewMarginMs: op.policy.clockSkewMarginMs,
+});
+
 /**
  * Whether a corrected request may supersede the operation: at rest after a rejection or a spent budget, every
  * provider call of its current revision known not applied (any doubt: a conflict).
  */
-export function supersedeCheck(record: OperationRecord, receipts: readonly Receipt[]): Verdict {
+export function supersedeCheck(record: OperationRecord, receipts: readonly Receipt[], rule: CorrectionRule): Verdict {
   if (record.state !== 'rejected' && record.state !== 'handed-off') return refused(`the operation is ${record.state}`);
   const reason = record.handoff?.reason;
   if (record.state === 'handed-off' && reason && reason !== 'rejected' && reason !== 'retry-exhausted')
     return refused(`it was handed off as ${reason}: an attempt may have been applied`);
-  return everyAttemptNotApplied(receipts, record);
+  return correctionCheck(receipts, record, rule);
+}
+
+/** Whether corrected params may go out as a new revision, by the receipts and by the card (supersedeCheck without the state). */
+export function correctionCheck(
+  receipts: readonly Receipt[],
+  record: Pick<OperationRecord, 'attemptCount' | 'resolution' | 'providerKey' | 'firstDispatchedAt'>,
+  rule: CorrectionRule,
+): Verdict {
+  const attempts = everyAttemptNotApplied(receipts, record);
+  return attempts.ok ? keptKeyCheck(rule, record, receipts) : attempts;
 }
 
 /** The receipts' half of supersedeCheck: every provider call of the record's current revision known not applied. */
@@ -79,6 +105,56 @@ export function needsFreshKey(card: RetrySafetyCard, receipts: readonly Receipt[
   if (card.providerKey.travels.value === 'none' || card.storedResult.includesErrors.value === false) return false;
   const stored = (r: Receipt) => r.outcome === 'rejected' && !UNPROCESSED_REJECTIONS.has(String(r.rejectReason));
   return currentRevision(receipts).some((r) => isSend(r) && stored(r));
+}
+
+/** A call under `key` recorded not applied: which may only mean that a same-key re-send folds it (it may have landed). */
+const notAppliedUnder = (key: OperationRecord['providerKey'], receipts: readonly Receipt[]) =>
+  key === null ? undefined : receipts.find((r) => isSend(r) && r.outcome === 'not-applied' && r.providerKey === key);
+
+/**
+ * The card's half of correctionCheck. An adapter may record a call not-applied only because a same-key re-send folds it
+ * even if it had landed (a 429 answered in front of the key store: Resend's, a declared HTTP operation's). The corrected
+ * request keeps that key, so it is safe only where the provider, still holding the key when the correction lands,
+ * refuses other params under it (handed off as a conflict), applies them over the first (a set-value write that
+ * matches nothing but the key), or folds nothing under the key. Elsewhere the key would answer the correction with the
+ * first request's result (`replay-anyway`: the correction is lost, the caller told it was done) or take it as a new
+ * request (a second object), and a key of its own would be a second object too: a person decides.
+ */
+function keptKeyCheck(
+  { card, now, clockSkewMarginMs }: CorrectionRule,
+  record: Pick<OperationRecord, 'providerKey' | 'firstDispatchedAt'>,
+  receipts: readonly Receipt[],
+): Verdict {
+  const matching = card.parameterMatching.value;
+  const keyFoldsNothing = card.providerKey.travels.value === 'none' || card.storedResult.semantics.value === 'none';
+  const appliedOver = matching === 'none' && card.sideEffect.idempotentByNature.value === true;
+  if (keyFoldsNothing || appliedOver || needsFreshKey(card, receipts)) return { ok: true };
+  const notApplied = notAppliedUnder(record.providerKey, receipts);
+  if (notApplied === undefined) return { ok: true };
+  const doubt = `attempt ${notApplied.attemptId} was recorded not applied, which may only mean that a re-send under its key folds into it; the correction would go out under that key`;
+  if (matching !== 'mismatch-error')
+    return refused(
+      `${doubt}, and the provider does not refuse other params under it (card parameterMatching: ${matching}): it could be answered with the first request's result or made a second time`,
+    );
+  if (retentionPassed(card, record.firstDispatchedAt, now, clockSkewMarginMs))
+    return refused(
+      `${doubt}, which the provider may no longer hold when it lands (past its ${String(card.retention.minimum.value)} retention, counted from its first use with the clock-skew margin and a late apply): it could be made a second time`,
+    );
+  return { ok: true };
+}
+
+/**
+ * Whether an effect found under the key (or the id) may be an earlier revision's: the operation was superseded under a
+ * key one of whose calls was recorded not applied, which may only mean that a same-key re-send folds it. The provider
+ * refuses the correction under that key, but a lookup would find the first request's effect and answer the corrected
+ * request with it.
+ */
+export function earlierEffectMayShow(
+  record: Pick<OperationRecord, 'providerKey' | 'resolution'>,
+  receipts: readonly Receipt[],
+): boolean {
+  const revised = currentRevisionNumber(receipts) > 1 || record.resolution?.action === SUPERSEDE_ACTION;
+  return revised && notAppliedUnder(record.providerKey, receipts) !== undefined;
 }
 
 /** The revision the key in use was derived for: the last whose supersede took a key of its own (1 until then). */

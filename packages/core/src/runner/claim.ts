@@ -1,10 +1,12 @@
 /** The claim and what its answer means: drive the operation, wait for its holder, answer from its end, or revise it. */
 import {
   type ClaimInput,
+  type ClaimResult,
   ClockSkewError,
   ConflictError,
   InvalidStateError,
   LeaseLostError,
+  LedgerError,
   type OperationRecord,
   type Receipt,
   revisionKeySource,
@@ -12,7 +14,13 @@ import {
 import { leaseLive, TERMINAL_STATES } from '@retrysafe/contract/ledger';
 import { derivedProviderKey } from '../intake/adapter.js';
 import { type Operation, paramsConflict, storedOperation, withProviderKey } from '../intake/operation.js';
-import { currentRevisionNumber, needsFreshKey, SUPERSEDE_ACTION, supersedeCheck } from '../intake/supersede.js';
+import {
+  correctionRule,
+  currentRevisionNumber,
+  needsFreshKey,
+  SUPERSEDE_ACTION,
+  supersedeCheck,
+} from '../intake/supersede.js';
 import type { RunnerContext } from './context.js';
 import { drive } from './loop.js';
 import { checkSealable, resolveReceipt } from './receipt-chain.js';
@@ -74,7 +82,7 @@ export async function claimAndDrive(ctx: RunnerContext, op: Operation, waitUntil
       if (record.paramsFingerprint !== op.paramsFingerprint) {
         // A corrected request for an operation none of whose attempts was applied: a new revision.
         const receipts = await ledger.receipts(record.businessOperationId);
-        if (supersedeCheck(record, receipts).ok) {
+        if (supersedeCheck(record, receipts, correctionRule(op, ctx.clock.now())).ok) {
           checkSealable(ctx, record, 'send a corrected request');
           return supersede(ctx, op, record, receipts, 'a corrected request');
         }
@@ -173,16 +181,22 @@ export async function supersede(
     : record.providerKey;
   const revised = withProviderKey(op, providerKey);
   const paths = op.comparison.differences(record.params, op.params);
-  const why = `revision ${revision} (${by}) replaces revision ${revision - 1}, whose every attempt was known not applied; changed: ${paths.join(', ') || '(none)'}; ${freshKey ? 'new provider key (the provider may have stored the rejection under the old one)' : 'same provider key (nothing rejected is stored under it, and a call that did land is folded or refused by it)'}`;
+  const why = `revision ${revision} (${by}) replaces revision ${revision - 1}, whose every attempt was known not applied; changed: ${paths.join(', ') || '(none)'}; ${freshKey ? 'new provider key (the provider may have stored the rejection under the old one)' : 'same provider key (nothing rejected is stored under it, and the card says a call that did land under it refuses the correction or takes it over the first)'}`;
   const claimedAt = clock.now();
   const supersede = { fence: record.fence, revision };
   const restartAs = { action: SUPERSEDE_ACTION, reason: why, claimedAt, supersede };
   const { claim, restart } = await claimAgain(ctx, revised, record, receipts.at(-1), restartAs);
-  if (claim.kind !== 'claimed') {
+  if (claim.kind === 'claimed' && claim.takenOver) {
+    // Not a revision: another's run of it (a revision, a resume) stopped mid-flight since the check, and this claim
+    // took that run over, its params and key on record. Given back; answered as a claim that found it busy.
+    await releaseLease(ctx, fenceOf(claim.record), takenOverLeaseEnd(ctx, claim), op.policy.clockSkewMarginMs);
+  }
+  if (claim.kind !== 'claimed' || claim.takenOver) {
     // Someone else changed it between the check and the claim: answer from what is there now.
     if (claim.kind === 'terminal') return fromTerminal(ctx, claim.record, op.paramsFingerprint, op);
     // The same corrected request, made by another call a moment earlier: wait for its result, as for any call in flight.
-    if (claim.kind === 'busy' && claim.record.paramsFingerprint === op.paramsFingerprint) return waitForOther(ctx, op);
+    if (claim.kind !== 'conflict' && claim.record.paramsFingerprint === op.paramsFingerprint)
+      return waitForOther(ctx, op);
     throw paramsConflict(
       op,
       claim.record,
@@ -217,9 +231,20 @@ export async function claimAgain(
   });
   const written = ctx.receiptWithState && (last?.seq ?? 0) === record.receiptChain.length;
   const input = { ...claimInput(ctx, op, why.claimedAt, why), existing: true } as const;
-  const claim = await ctx.ledger.claim(written ? { ...input, receipt } : input);
+  const claim = await ctx.ledger
+    .claim(written ? { ...input, receipt } : input)
+    .catch((err: unknown) =>
+      written && LedgerError.isInstance(err) ? movedOn(ctx, record, err) : Promise.reject(err),
+    );
   if (claim.kind === 'gone') throw gone(op.id);
   return { claim, restart: { receipt, written } };
+}
+
+/** The receipt, chained to what was read, was refused because the row moved on since (another's run of it): its answer. */
+async function movedOn(ctx: RunnerContext, read: OperationRecord, err: unknown): Promise<ClaimResult> {
+  const record = await ctx.ledger.get(read.businessOperationId);
+  if (record === null || record.fence === read.fence) throw err;
+  return { kind: TERMINAL_STATES.includes(record.state) ? 'terminal' : 'busy', record };
 }
 
 /** Drives a stored operation claimed again; its receipt is appended first unless the claim already wrote it. */

@@ -11,6 +11,7 @@ import {
 } from '@retrysafe/contract';
 import { resendSafety } from '@retrysafe/contract/rules';
 import { answerOf, decide, type Observation, observationPatch } from '../decide.js';
+import { defined } from '../defined.js';
 import type { Operation } from '../intake/operation.js';
 import { callProvider, lookupProvider } from './adapter-call.js';
 import { errText, type RunnerContext } from './context.js';
@@ -153,7 +154,14 @@ async function lookUp(ctx: RunnerContext, op: Operation, s: DriveState, attemptI
   await renew(ctx, s.lease);
   if (s.record.state !== 'reconciling' && s.record.state !== 'in-progress')
     s.record = await ctx.ledger.setState(s.lease.ref, { state: 'reconciling', now: ctx.clock.now() });
-  return lookupProvider(ctx, op, s, attemptId);
+  const result = await lookupProvider(ctx, op, s, attemptId);
+  // Found under a key an earlier revision used: it may be that revision's effect, never the correction's to adopt.
+  if (s.earlierEffectMayShow && result.kind === 'found' && result.outcome.kind !== 'rejected') {
+    const { status, code, requestId, providerRef } = result.outcome;
+    const reason = `found ${providerRef ?? 'an effect'} (${result.outcome.kind}), but it may be the earlier revision's: a call of it under this key was recorded not applied, which may only mean a re-send folds into it`;
+    return defined<LookupResult>({ kind: 'cannot-tell', reason, status, code, requestId });
+  }
+  return result;
 }
 
 /** A ledger failure says whether the call that failed had already sent the request (LedgerError.providerMayHaveBeenCalled). */

@@ -28,7 +28,7 @@ import { buildPacket, resumeSafeByKey } from '../handoff.js';
 import { callerAttemptIds, checkAdapterShape, findAdapter } from '../intake/adapter.js';
 import { type Operation, paramsConflict, storedOperation } from '../intake/operation.js';
 import { DEFAULT_LEASE_MS } from '../intake/policy.js';
-import { supersedeCheck } from '../intake/supersede.js';
+import { correctionRule, supersedeCheck } from '../intake/supersede.js';
 import { checkParamsOpen } from '../ledger/encrypted-params.js';
 import { verifyOperation } from '../receipts.js';
 import { personRef } from '../redact.js';
@@ -196,6 +196,7 @@ async function recoveryFailed(ctx: RunnerContext, record: OperationRecord, err: 
       explanation: `recover() could not drive this operation (${error.name}${error.code ? ` ${error.code}` : ''}: ${error.message}); nothing more was sent. It may have been dispatched before: check the provider, then resolve it.`,
       receipts: await ledger.receipts(id).catch(() => []),
       resendSafe: false,
+      correction: null,
       now,
     });
     const after = await ledger.handOff(fenceOf(claim.record), packet, now);
@@ -247,7 +248,7 @@ export async function resolve(
     const found = adapterFor(opts.adapters ?? [], record, action);
     const op = storedOperation(ctx, found, record, person, { params: resolution.params });
     const receipts = await ctx.ledger.receipts(id);
-    const check = supersedeCheck(record, receipts);
+    const check = supersedeCheck(record, receipts, correctionRule(op, ctx.clock.now()));
     if (!check.ok) throw paramsConflict(op, record, `a new revision is not allowed: ${check.why}`);
     return supersede(ctx, op, record, receipts, `resend-with by ${personRef(by)}`);
   }

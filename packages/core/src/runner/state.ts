@@ -2,7 +2,7 @@
 import type { ClaimResult, Fenced, OperationRecord, Receipt, StatePatch } from '@retrysafe/contract';
 import { type DecisionState, MAYBE_APPLIED_STATES } from '../decide.js';
 import type { Operation } from '../intake/operation.js';
-import { keyRevisionNumber } from '../intake/supersede.js';
+import { earlierEffectMayShow, keyRevisionNumber } from '../intake/supersede.js';
 import type { Lease, RunnerContext } from './context.js';
 
 /** What a fenced write names: the id and the fence, not the record (a ledger gets no params it did not ask for). */
@@ -35,6 +35,8 @@ export interface DriveState {
   polls: number;
   /** The revision the provider key was derived for (1 unless superseded with a fresh key). */
   readonly keyRevision: number;
+  /** A lookup may find an earlier revision's effect under the kept key (earlierEffectMayShow). */
+  readonly earlierEffectMayShow: boolean;
   /** Taken over from a worker that died after dispatching: an inconclusive end is a crash-recovery handoff. */
   readonly recovering: boolean;
   /** Taken over while maybe applied: when the stopped owner's lease ended on the ledger's clock. */
@@ -110,6 +112,7 @@ export function startState(ctx: RunnerContext, op: Operation, c: Claimed, receip
     windowStartedAt: windowOpensAt !== null && windowOpensAt > now ? windowOpensAt : null,
     polls: 0,
     keyRevision: keyRevisionNumber(receipts),
+    earlierEffectMayShow: earlierEffectMayShow(record, receipts),
     recovering: c.takenOver && maybeApplied,
     takenOverLeaseEnd: leaseEnd,
     startedAt: now,

@@ -5,7 +5,7 @@ import { type Stop, stopText, untilStopped } from '../clock.js';
 import { answerOf, type Decision, type Observation } from '../decide.js';
 import { buildPacket } from '../handoff.js';
 import { type Operation, paramsConflict } from '../intake/operation.js';
-import { isSend, supersedeCheck } from '../intake/supersede.js';
+import { correctionRule, isSend, supersedeCheck } from '../intake/supersede.js';
 import { errText, type LogSubject, type RunnerContext } from './context.js';
 import { type DriveState, writeWith } from './state.js';
 import type { RunResult } from './types.js';
@@ -102,6 +102,7 @@ export async function handOff(
     receipts,
     resendSafe: safety.safe && !replaysError,
     resumeNote,
+    correction: correctionRule(op, now),
     now,
   });
   const attempts = (await ledger.handOff(s.lease.ref, packet, now, pending ?? undefined)).attemptCount;
@@ -155,7 +156,13 @@ export async function fromTerminal(
   // caller that *their* request (say, another amount for the same order) was performed.
   if (paramsFingerprint !== null && record.paramsFingerprint !== paramsFingerprint) {
     const check =
-      record.state === 'succeeded' ? null : supersedeCheck(record, await ledger.receipts(record.businessOperationId));
+      record.state === 'succeeded'
+        ? null
+        : supersedeCheck(
+            record,
+            await ledger.receipts(record.businessOperationId),
+            correctionRule(op, ctx.clock.now()),
+          );
     if (check === null || check.ok)
       throw paramsConflict(op, record, `the operation is ${record.state} with other params`);
     const detail = `the operation is ${record.state} with other params and cannot be superseded: ${check.why}`;

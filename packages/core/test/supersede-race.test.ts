@@ -1,0 +1,95 @@
+import { ConflictError, type Ledger, LedgerError } from '@retrysafe/contract';
+import { createMemoryLedger, createRunner, createVirtualClock } from '@retrysafe/core';
+import { createSandboxAdapter, createSandboxProvider, REPLAYING_BEHAVIOUR } from '@retrysafe/sandbox';
+import { describe, expect, it } from 'vitest';
+import { afterCall, failingOnce } from './helpers.js';
+
+const OP = 'records.create';
+
+describe('two different corrections of one rejected operation, one writing its revision while the other checks', () => {
+  it('the later never takes over the revision the earlier left (its params on record): a conflict, nothing of it sent', async () => {
+    const clock = createVirtualClock();
+    const provider = createSandboxProvider({ ...REPLAYING_BEHAVIOUR, clock: clock.now, sleep: clock.sleep });
+    const adapter = createSandboxAdapter({ provider });
+    const inner = createMemoryLedger();
+    // A ledger that writes a revision's claim and its receipt separately (no receiptWithState).
+    const twoWrites: Ledger = { ...inner, capabilities: { claimDispatch: true } };
+    const runnerOn = (ledger: Ledger) => createRunner({ ledger, clock, random: () => 0.5 });
+    provider.failNext({ kind: 'rejected' });
+    const first = await runnerOn(inner).run(adapter, OP, { params: { ref: 'o-1', note: 'bad' } });
+    expect(first).toMatchObject({ status: 'handed-off', packet: { reason: 'rejected' } });
+
+    // B's correction is claimed as revision 2; B stops before its receipt is written, and its lease runs out.
+    const b = async () => {
+      const dying = failingOnce(twoWrites, 'appendReceipt', { claimDispatch: true });
+      await runnerOn(dying)
+        .run(adapter, OP, { params: { ref: 'o-1', note: 'from B' } })
+        .catch(() => undefined);
+      expect((await inner.get(first.businessOperationId))?.resolution).toMatchObject({ revision: 2 });
+      clock.advance(10 * 60_000);
+    };
+    // C's correction read the rejected operation and its receipts just before.
+    const c = await runnerOn(afterCall(twoWrites, 'receipts', b))
+      .run(adapter, OP, { params: { ref: 'o-1', note: 'from C' } })
+      .catch((e: unknown) => e);
+    expect(provider.calls()).toBe(1); // the first request only: nothing of C's went out on B's revision
+    expect(ConflictError.isInstance(c)).toBe(true);
+  });
+
+  it('on a ledger writing the revision and its receipt at once: the same answer, not a refused-receipt LedgerError', async () => {
+    const clock = createVirtualClock();
+    const provider = createSandboxProvider({ ...REPLAYING_BEHAVIOUR, clock: clock.now, sleep: clock.sleep });
+    const adapter = createSandboxAdapter({ provider });
+    const ledger = createMemoryLedger();
+    const runnerOn = (l: Ledger) => createRunner({ ledger: l, clock, random: () => 0.5 });
+    provider.failNext({ kind: 'rejected' });
+    const first = await runnerOn(ledger).run(adapter, OP, { params: { ref: 'o-2', note: 'bad' } });
+    expect(first).toMatchObject({ status: 'handed-off', packet: { reason: 'rejected' } });
+    // B's correction is sent (and applied); the write of its outcome fails, and B gives its lease back.
+    const b = () =>
+      runnerOn(failingOnce(ledger, 'setState'))
+        .run(adapter, OP, { params: { ref: 'o-2', note: 'from B' } })
+        .then(
+          () => undefined,
+          () => undefined,
+        );
+    const c = await runnerOn(afterCall(ledger, 'receipts', b))
+      .run(adapter, OP, { params: { ref: 'o-2', note: 'from C' } })
+      .catch((e: unknown) => e);
+    expect(ConflictError.isInstance(c)).toBe(true);
+    expect(provider.calls()).toBe(2); // the first request and B's
+  });
+});
+
+describe('a crash after the correction under a kept key was sent', () => {
+  it('recover() finds the first request’s record under the key (its 429 had landed): never adopted for the correction', async () => {
+    const clock = createVirtualClock();
+    // A duplicate of a running request is a second record here: after an unknown outcome, look up rather than re-send.
+    const behaviour = { ...REPLAYING_BEHAVIOUR, concurrency: 'duplicates' } as const;
+    const provider = createSandboxProvider({ ...behaviour, clock: clock.now, sleep: clock.sleep });
+    const sandbox = createSandboxAdapter({ provider });
+    // The first call is applied, but answered as a 429 the adapter calls not-applied (a same-key re-send folds it).
+    let calls = 0;
+    const adapter: typeof sandbox = {
+      ...sandbox,
+      doExecute: async (op, params, ctx) => {
+        const out = await sandbox.doExecute(op, params, ctx);
+        return ++calls === 1 ? { kind: 'not-applied', status: 429, message: 'rate limited' } : out;
+      },
+    };
+    const ledger = createMemoryLedger();
+    const runner = createRunner({ ledger, clock, random: () => 0.5, policy: { maxAttempts: 1 } });
+    const first = await runner.run(adapter, OP, { params: { ref: 'o-3', note: 'a' } });
+    expect(first).toMatchObject({ status: 'handed-off', packet: { reason: 'retry-exhausted' } });
+    // The correction goes out under the kept key (the provider refuses it: other params); its outcome is never written.
+    const dying = createRunner({ ledger: failingOnce(ledger, 'handOff'), clock, random: () => 0.5 });
+    await expect(dying.run(adapter, OP, { params: { ref: 'o-3', note: 'b' } })).rejects.toSatisfy(
+      LedgerError.isInstance,
+    );
+    clock.advance(10 * 60_000);
+    const [report] = await runner.recover({ adapters: [adapter] });
+    expect(report?.action).not.toBe('adopted');
+    expect(report?.result?.status).not.toBe('done');
+    expect(provider.count()).toBe(1);
+  });
+});
