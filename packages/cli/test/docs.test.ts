@@ -253,7 +253,7 @@ describe('code blocks in README.md and docs/', () => {
     for (const { b, raw } of files) {
       try {
         if ('tools' in (raw as object)) parseFenceConfig(raw);
-        else parseConfig(raw, join(repo, 'docs/examples/http-api'), `${b.file}:${b.line}`);
+        else parseConfig(raw, join(repo, 'packages/config/examples/http-api'), `${b.file}:${b.line}`);
       } catch (e) {
         problems.push(`${b.file}:${b.line}: ${(e as Error).message}`);
       }

@@ -159,3 +159,25 @@ it('docs/fence-an-mcp-server.md runs as pasted in a fresh folder and prints what
   fence.stdin.end();
   await expect(Promise.race([exited, sleep(5_000).then(() => 'still running')])).resolves.not.toBe('still running');
 }, 90_000);
+
+it('docs/declaring-an-http-api.md runs as pasted in a fresh folder: the shipped example, drilled', async () => {
+  const page = readFileSync(join(repoRoot, 'docs/declaring-an-http-api.md'), 'utf8');
+  const install = blockAfter(page, 'http-install');
+  const { dir, env } = freshProject(installed(install));
+  // What the page copies out of node_modules must be in the published package, not only in this repository.
+  const copied = /cp -r node_modules\/(@retrysafe\/[\w-]+)\/(\S+) /.exec(install);
+  expect(copied, 'the page copies the example out of an installed package').not.toBeNull();
+  const workspace = new Map(listWorkspacePackages().map((p) => [p.name, p.dir]));
+  const packed = await sh('npm pack --dry-run --json --ignore-scripts', workspace.get(copied![1]!)!, env);
+  const files = (JSON.parse(packed.stdout) as { files: { path: string }[] }[])[0]!.files.map((f) => f.path);
+  expect(files).toContain(`${copied![2]}/retrysafe.yaml`);
+
+  // The drill as the page shows it (only its first scenario: packages/cli/test/fixes.test.ts runs the whole
+  // drill of this example and checks the page's table against it).
+  const drill = blockAfter(page, 'http-drill').split('\n')[0]!.replace(/^\$ /, '');
+  const setup = install.split('\n').filter((l) => l.trim() !== '' && !/\bnpm (?:init|i|install)\b/.test(l));
+  const r = await sh([...setup, `${drill} --scenario lost-response`].join('\n'), dir, env, 60_000);
+  expect(r.code, r.stderr).toBe(0);
+  for (const operation of ['orders.create', 'exports.create', 'documents.update', 'instances.run'])
+    expect(r.stdout).toMatch(new RegExp(`acme--[\\w-]+ +${operation.replace('.', '\\.')} +1 +0 +0 +pass`));
+}, 90_000);
