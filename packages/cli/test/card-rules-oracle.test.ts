@@ -31,7 +31,7 @@ const T0 = Date.UTC(2026, 11, 1, 10);
 
 describe('oracle (testkit criteria) and rule (contract card-rules) agree on every shipped card', () => {
   it('walks the shipped cards: every adapter, the drill variants, the docs examples', () => {
-    expectWalked(shipped, ['docs/examples/http-api/orders.card.yaml']);
+    expectWalked(shipped, ['packages/config/examples/http-api/orders.card.yaml']);
     expect(shipped.length).toBeGreaterThanOrEqual(16);
     // Some cards fold re-sends and some do not, some prove absence and some never: the comparison sees both sides.
     expect(new Set(cards.map(([, c]) => oracleResendSafe(c, 0, 0))).size).toBe(2);

@@ -10,7 +10,7 @@ import { createRunner, createVirtualClock } from '@retrysafe/core';
 import { createSqliteLedger } from '@retrysafe/ledger-sqlite';
 import { createSandboxAdapter, createSandboxProvider } from '@retrysafe/sandbox';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { cli, PARTIAL_CARD, REPO } from './helpers.js';
+import { cli, REPO } from './helpers.js';
 
 /** The console block that follows `heading` in a page: its command and what it prints. */
 function consoleBlock(heading: string, file = 'docs/runbook.md'): { command: string; output: string } {
@@ -102,7 +102,11 @@ describe('the CLI README shows what cards init prints', () => {
   it('retrysafe cards init --from partial.yaml --out …', async () => {
     const { command, output } = consoleBlock('## `retrysafe cards init', 'packages/cli/README.md');
     expect(command).toBe('retrysafe cards init --from partial.yaml --out acme.orders.create.yaml');
-    writeFileSync(join(dir, 'partial.yaml'), PARTIAL_CARD);
+    // The partial card the README shows, as a reader would save it.
+    const readme = readFileSync(join(REPO, 'packages/cli/README.md'), 'utf8');
+    const partial = /<!-- cards-init-partial -->\n```yaml\n([\s\S]*?)```/.exec(readme)?.[1];
+    expect(partial, 'the README shows the partial.yaml it runs cards init on').toBeDefined();
+    writeFileSync(join(dir, 'partial.yaml'), partial!);
     const r = await cli(['cards', 'init', '--from', 'partial.yaml', '--out', 'acme.orders.create.yaml'], {
       cwd: dir,
       env: { NO_COLOR: '1' },

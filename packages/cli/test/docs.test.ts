@@ -253,12 +253,29 @@ describe('code blocks in README.md and docs/', () => {
     for (const { b, raw } of files) {
       try {
         if ('tools' in (raw as object)) parseFenceConfig(raw);
-        else parseConfig(raw, join(repo, 'docs/examples/http-api'), `${b.file}:${b.line}`);
+        else parseConfig(raw, join(repo, 'packages/config/examples/http-api'), `${b.file}:${b.line}`);
       } catch (e) {
         problems.push(`${b.file}:${b.line}: ${(e as Error).message}`);
       }
     }
     expect(problems).toEqual([]);
+  });
+
+  it('a page that runs `npx retrysafe` or `npx retrysafe-mcp` installs the package that has that bin', () => {
+    // Without it npx does not fail: it fetches whatever unscoped package the registry has under that name.
+    const bins = { retrysafe: '@retrysafe/cli', 'retrysafe-mcp': '@retrysafe/mcp' } as const;
+    const missing: string[] = [];
+    for (const file of DOCS) {
+      const blocks = allBlocks.filter((b) => b.file === file && SHELL.has(lang(b)));
+      const installed = blocks
+        .flatMap((b) => b.code.split('\n'))
+        .flatMap((l) => INSTALL.exec(l)?.[1]?.split(/\s+/) ?? []);
+      const text = readFileSync(join(repo, file), 'utf8');
+      for (const [bin, pkg] of Object.entries(bins))
+        if (new RegExp(`\\bnpx ${bin}(?![\\w-])`).test(text) && !installed.includes(pkg))
+          missing.push(`${file}: ${pkg}`);
+    }
+    expect(missing).toEqual([]);
   });
 
   it('the card example of docs/writing-an-adapter.md is a card defineCard accepts when it runs', async () => {

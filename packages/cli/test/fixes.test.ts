@@ -252,7 +252,7 @@ describe('drill output', () => {
 });
 
 describe('retrysafe drill --config: an HTTP API declared in YAML, drilled against its pattern sandboxes (new)', () => {
-  const example = join(REPO, 'docs/examples/http-api/retrysafe.yaml');
+  const example = join(REPO, 'packages/config/examples/http-api/retrysafe.yaml');
 
   it('drills every declared operation against the sandbox of its pattern', async () => {
     const r = await cli(['drill', '--config', example, '--out', tempDir('config-drill'), '--json']);
@@ -272,9 +272,7 @@ describe('retrysafe drill --config: an HTTP API declared in YAML, drilled agains
     ]);
     // docs/declaring-an-http-api.md shows this drill's table and totals: they must be this run's.
     const page = readFileSync(join(REPO, 'docs/declaring-an-http-api.md'), 'utf8');
-    const shown = /\$ retrysafe drill --config docs\/examples\/http-api\/retrysafe\.yaml\n([\s\S]*?)```/.exec(
-      page,
-    )![1]!;
+    const shown = /\$ npx retrysafe drill --config retrysafe\.yaml\n([\s\S]*?)```/.exec(page)![1]!;
     const counted = report.adapters[0].drills.map((drill: string) => {
       const of = report.rows.filter((x: { drill: string }) => x.drill === drill);
       const n = (s: string) => of.filter((x: { status: string }) => x.status === s).length;
@@ -294,7 +292,7 @@ describe('retrysafe drill --config: an HTTP API declared in YAML, drilled agains
     const op = raw.adapters.acme.operations['orders.create']!;
     op.body = { customer: '{customer}', sku: '{sku}', quantity: '{quantity}' };
     for (const o of Object.values(raw.adapters.acme.operations))
-      o.card = join(REPO, 'docs/examples/http-api', String(o.card));
+      o.card = join(REPO, 'packages/config/examples/http-api', String(o.card));
     // The example card leaves the late-apply bound unknown, so a lookup miss never proves absence and the
     // runner hands off instead: declare the sandbox's bound (it applies a request as it arrives) so the
     // mistake shows as what it is in an API that does state its bound.
@@ -343,7 +341,7 @@ describe('retrysafe drill --config: an HTTP API declared in YAML, drilled agains
       adapters: { acme: { operations: Record<string, Record<string, unknown>> } };
     };
     const ops = raw.adapters.acme.operations;
-    for (const o of Object.values(ops)) o.card = join(REPO, 'docs/examples/http-api', String(o.card));
+    for (const o of Object.values(ops)) o.card = join(REPO, 'packages/config/examples/http-api', String(o.card));
     const card = parseYaml(readFileSync(String(ops['orders.create']!.card), 'utf8')) as Record<string, unknown>;
     delete card.retention;
     ops['orders.create']!.card = card;

@@ -86,7 +86,9 @@ describe('retrysafe ledger prune', () => {
   it("with --config, the floor counts its `type: http` operations' cards too (retention.md)", async () => {
     // The docs' HTTP example, with its orders card keeping keys for 30 days: longer than any built-in card.
     const http = join(dir, 'http-api');
-    cpSync(join(import.meta.dirname, '..', '..', '..', 'docs', 'examples', 'http-api'), http, { recursive: true });
+    cpSync(join(import.meta.dirname, '..', '..', '..', 'packages', 'config', 'examples', 'http-api'), http, {
+      recursive: true,
+    });
     const card = join(http, 'orders.card.yaml');
     const text = readFileSync(card, 'utf8');
     const at = text.indexOf('value:', text.indexOf('\nretention:'));
@@ -102,7 +104,17 @@ describe('retrysafe ledger prune', () => {
 
   it("with --config, the policy's clockSkewMarginMs is the margin in force (the runner's), widening the floor", async () => {
     const config = join(dir, 'wide-margin.yaml');
-    const http = join(import.meta.dirname, '..', '..', '..', 'docs', 'examples', 'http-api', 'retrysafe.yaml');
+    const http = join(
+      import.meta.dirname,
+      '..',
+      '..',
+      '..',
+      'packages',
+      'config',
+      'examples',
+      'http-api',
+      'retrysafe.yaml',
+    );
     const text = readFileSync(http, 'utf8').replace(/\.\/(\w+\.card\.yaml)/g, (_m, f: string) =>
       join(dirname(http), f),
     );

@@ -40,9 +40,9 @@ export async function shippedCards(): Promise<[string, RetrySafetyCard][]> {
     }
   }
   for (const entry of await loadAdapters()) for (const c of await cardsOf(entry)) add(`drill ${entry.name}`, c.card);
-  const examples = join(REPO, 'docs/examples/http-api');
+  const examples = join(REPO, 'packages/config/examples/http-api');
   for (const f of readdirSync(examples).filter((f) => f.endsWith('.card.yaml')))
-    add(`docs/examples/http-api/${f}`, readCardFile(join(examples, f)));
+    add(`packages/config/examples/http-api/${f}`, readCardFile(join(examples, f)));
   return [...out.values()].map(({ card, where }) => [`${card.operation} (${where.join(', ')})`, card]);
 }
 

@@ -1,4 +1,4 @@
-// Regenerates the cards of docs/examples/http-api from @retrysafe/http's reference cards (provider "acme"),
+// Regenerates the cards of examples/http-api from @retrysafe/http's reference cards (provider "acme"),
 // so the no-code example cites what the package's own cards cite. Run after `pnpm build`:
 //   node packages/config/scripts/write-example-cards.mjs
 import { writeFileSync } from 'node:fs';
@@ -17,5 +17,5 @@ export const render = (card) => HEADER + stringify(JSON.parse(JSON.stringify(car
 
 if (import.meta.url === `file://${process.argv[1]}`) {
   for (const [file, make] of Object.entries(EXAMPLE_CARDS))
-    writeFileSync(new URL(`../../../docs/examples/http-api/${file}`, import.meta.url), render(make('acme')));
+    writeFileSync(new URL(`../examples/http-api/${file}`, import.meta.url), render(make('acme')));
 }

@@ -158,8 +158,13 @@ export async function createAdapters(
       }
     } else {
       const m = c as ModuleAdapterConfig;
-      const spec = isAbsolute(m.module) || m.module.startsWith('.') ? resolve(config.baseDir, m.module) : m.module;
-      const mod = (await import(spec)) as Record<string, unknown>;
+      const file = isAbsolute(m.module) || m.module.startsWith('.');
+      const spec = file ? resolve(config.baseDir, m.module) : m.module;
+      if (file && !existsSync(spec))
+        throw new ConfigError(`${path}.module`, `no file ${m.module} (looked for ${spec})`);
+      const mod = file
+        ? ((await import(spec)) as Record<string, unknown>)
+        : await importOptional<Record<string, unknown>>(spec, `${path}.module`);
       const factory = mod[m.export ?? 'default'];
       if (typeof factory !== 'function')
         throw new ConfigError(path, `${m.module} does not export a factory named ${m.export ?? 'default'}`);

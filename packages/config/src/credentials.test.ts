@@ -150,6 +150,22 @@ describe('createAdapters: a factory that fails never passes on the secrets it wa
   });
 });
 
+describe('createAdapters: a module adapter whose file is not there', () => {
+  it('is a ConfigError naming the entry and the file (a config names a file the reader has not made yet)', async () => {
+    const cfg = parseConfig({ adapters: { acme: { module: './acme-adapter.mjs', export: 'createAcmeAdapter' } } }, dir);
+    const err = (await createAdapters(cfg, {}).catch((e: unknown) => e)) as Error;
+    expect(ConfigError.isInstance(err)).toBe(true);
+    expect(err.message).toMatch(/adapters\.acme\.module: .*acme-adapter\.mjs/);
+  });
+
+  it('a module that is there but imports what is not installed keeps its own error', async () => {
+    writeFileSync(join(dir, 'needs.mjs'), "import 'no-such-package-rs';\nexport default () => ({});\n");
+    const cfg = parseConfig({ adapters: { acme: { module: './needs.mjs' } } }, dir);
+    const err = (await createAdapters(cfg, {}).catch((e: unknown) => e)) as Error;
+    expect(err.message).toContain('no-such-package-rs');
+  });
+});
+
 describe('createAdapters: a variable name that is an inherited property of the environment object', () => {
   it.each(['constructor', 'toString', 'valueOf', '__proto__'])(
     '%s, unset, is "not set" (ConfigError), never a function passed on as the secret',

@@ -12,7 +12,7 @@ import { problemsOf } from '../test/problems.js';
 import { createAdapters, loadConfig, parseConfig } from './index.js';
 
 // The example the docs show is the file under test.
-const exampleDir = join(dirname(fileURLToPath(import.meta.url)), '../../../docs/examples/http-api');
+const exampleDir = join(dirname(fileURLToPath(import.meta.url)), '../examples/http-api');
 const example = () =>
   parseYaml(readFileSync(join(exampleDir, 'retrysafe.yaml'), 'utf8')) as {
     adapters: { acme: Record<string, unknown> & { operations: Record<string, Record<string, unknown>> } };

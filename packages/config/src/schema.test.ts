@@ -12,7 +12,7 @@ import { suggest } from './schema-check.js';
 const ajv = new Ajv2020({ allErrors: true, strict: false });
 const validate = ajv.compile(configSchema);
 const root = dirname(fileURLToPath(import.meta.url));
-const example = parseYaml(readFileSync(join(root, '../../../docs/examples/http-api/retrysafe.yaml'), 'utf8')) as Record<
+const example = parseYaml(readFileSync(join(root, '../examples/http-api/retrysafe.yaml'), 'utf8')) as Record<
   string,
   unknown
 >;

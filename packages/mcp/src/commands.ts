@@ -57,8 +57,15 @@ async function serve(
   make: () => Server,
   what: string,
   log: (line: string) => void,
+  stop: () => Promise<void> = async () => {},
 ): Promise<void> {
-  if (!o.http) return make().connect(new StdioServerTransport());
+  if (!o.http) {
+    // MCP's stdio shutdown: the host closes our stdin and waits for us to exit. Nothing else ends this process (an
+    // upstream child, a ledger's connections keep it alive), and a host that started us through npx cannot signal
+    // us: we would run on, holding the ledger. A call still in flight ends as a crash would, reconciled later.
+    process.stdin.once('end', () => void stop().finally(() => process.exit(0)));
+    return make().connect(new StdioServerTransport());
+  }
   const configured = process.env.RETRYSAFE_MCP_TOKEN;
   const h = await serveHttp(make, {
     port: o.port ?? 0,
@@ -123,7 +130,7 @@ export async function runWrap(argv: readonly string[], log = toStderr): Promise<
     log(
       `retrysafe fence: ${fenced.length} fenced (${fenced.join(', ')}), ${passed.length} passed through${passed.length ? ` (${passed.join(', ')})` : ''}`,
     );
-    return await serve(o, make, 'retrysafe fence', log);
+    return await serve(o, make, 'retrysafe fence', log, () => upstream.close());
   } catch (e) {
     await upstream.close(); // a fence that cannot start leaves no upstream running
     throw e;

@@ -67,7 +67,7 @@ describe('retrysafe-mcp command line', () => {
 
   it('a config the runner refuses at start, or a fence file naming a tool the upstream lacks: exit 2, as any bad config', () => {
     // The docs' HTTP API example with a params schema whose $ref names nothing: a RunnerConfigurationError at start.
-    const example = fileURLToPath(new URL('../../../docs/examples/http-api/', import.meta.url));
+    const example = fileURLToPath(new URL('../../config/examples/http-api/', import.meta.url));
     const dir = tempDir('retrysafe-bin-config-');
     for (const f of readdirSync(example)) copyFileSync(join(example, f), join(dir, f));
     const config = parseYaml(readFileSync(join(dir, 'retrysafe.yaml'), 'utf8')) as {

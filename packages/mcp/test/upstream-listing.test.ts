@@ -234,7 +234,7 @@ describe('retrysafe-mcp wrap that cannot start', () => {
 describe('retrysafe-mcp (serve) that cannot start', () => {
   it('a policy that cannot work for an exposed operation: refused at start, not on its every call', async () => {
     // The docs' HTTP API example, with a card whose lookup needs 30 s to prove absence and a 1 s lookup window.
-    const example = fileURLToPath(new URL('../../../docs/examples/http-api/', import.meta.url));
+    const example = fileURLToPath(new URL('../../config/examples/http-api/', import.meta.url));
     const dir = tempDir('retrysafe-serve-policy-');
     for (const f of readdirSync(example)) copyFileSync(join(example, f), join(dir, f));
     const card = parseYaml(readFileSync(join(dir, 'orders.card.yaml'), 'utf8')) as {
@@ -259,7 +259,7 @@ describe('retrysafe-mcp (serve) that cannot start', () => {
   });
 
   it('an exposed operation whose params schema cannot be compiled ($ref to nothing): refused at start', async () => {
-    const example = fileURLToPath(new URL('../../../docs/examples/http-api/', import.meta.url));
+    const example = fileURLToPath(new URL('../../config/examples/http-api/', import.meta.url));
     const dir = tempDir('retrysafe-serve-schema-');
     for (const f of readdirSync(example)) copyFileSync(join(example, f), join(dir, f));
     const config = parseYaml(readFileSync(join(dir, 'retrysafe.yaml'), 'utf8')) as {

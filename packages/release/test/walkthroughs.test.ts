@@ -1,0 +1,183 @@
+// The walkthroughs most users follow after the README, run as pasted in a fresh folder: each command of the
+// page's shell blocks, with the files the page says to save, must do what the page shows. The install line is
+// honoured, not run: the packages it names (and only those) are linked from this workspace's build into the
+// folder's node_modules, with their bins, so `npx` finds them offline and a package the page forgets to install
+// is missing there as it would be for a user. (The README's first example is installed from packed tarballs by
+// readme-first-example.test.ts; the CLI's dependency tree cannot be installed offline from the pnpm store.)
+import { spawn } from 'node:child_process';
+import {
+  chmodSync,
+  mkdirSync,
+  mkdtempSync,
+  readFileSync,
+  realpathSync,
+  rmSync,
+  symlinkSync,
+  writeFileSync,
+} from 'node:fs';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { afterAll, expect, it } from 'vitest';
+import { listWorkspacePackages, repoRoot } from '../scripts/workspace.mjs';
+
+const temps: string[] = [];
+const groups: number[] = [];
+const killGroup = (pid: number) => {
+  try {
+    process.kill(-pid, 'SIGKILL');
+  } catch {} // already gone
+};
+afterAll(() => {
+  for (const pid of groups) killGroup(pid);
+  for (const d of temps) rmSync(d, { recursive: true, force: true });
+});
+
+/** The fenced block that follows `<!-- name -->` in a markdown page. */
+function blockAfter(markdown: string, name: string): string {
+  const at = markdown.indexOf(`<!-- ${name} -->`);
+  if (at < 0) throw new Error(`no <!-- ${name} --> marker`);
+  const m = /```[^\n]*\n([\s\S]*?)```/.exec(markdown.slice(at));
+  if (!m) throw new Error(`no code block after <!-- ${name} -->`);
+  return m[1]!;
+}
+
+/** The file name the page gives the block after `<!-- name -->`: "Save this as `x`" in the text just before it. */
+function savedAs(markdown: string, name: string): string {
+  const before = markdown.slice(0, markdown.indexOf(`<!-- ${name} -->`));
+  const all = [...before.matchAll(/[Ss]ave (?:this|it) as `([\w./-]+)`/g)];
+  const last = all.at(-1);
+  if (!last || before.length - last.index > 800)
+    throw new Error(`the page does not say what to save <!-- ${name} --> as`);
+  return last[1]!;
+}
+
+/** The packages an install block names. */
+function installed(block: string): string[] {
+  return block
+    .split('\n')
+    .flatMap((l) => /\bnpm (?:i|install)\s+(.*)/.exec(l)?.[1]?.split(/\s+/) ?? [])
+    .filter((w) => /^@?[a-z]/.test(w));
+}
+
+/** Where Node finds `name` from `dir` (pnpm links each package's dependencies beside it). */
+function resolvedFrom(dir: string, name: string): string {
+  for (let d = dir; d !== dirname(d); d = dirname(d)) {
+    try {
+      return realpathSync(join(d, 'node_modules', name));
+    } catch {}
+  }
+  throw new Error(`${name} is not installed where ${dir} can see it`);
+}
+
+/** A new, empty folder where `packages` are "installed": linked from the workspace (or its store), bins included. */
+function freshProject(packages: string[]): { dir: string; env: NodeJS.ProcessEnv } {
+  const dir = mkdtempSync(join(tmpdir(), 'rs-walkthrough-'));
+  temps.push(dir);
+  writeFileSync(join(dir, 'package.json'), JSON.stringify({ name: 'walkthrough', version: '1.0.0', private: true }));
+  const workspace = new Map(listWorkspacePackages().map((p) => [p.name, p.dir]));
+  mkdirSync(join(dir, 'node_modules/.bin'), { recursive: true });
+  for (const name of packages) {
+    const from = workspace.get(name) ?? resolvedFrom(join(repoRoot, 'packages/mcp'), name);
+    mkdirSync(dirname(join(dir, 'node_modules', name)), { recursive: true });
+    symlinkSync(from, join(dir, 'node_modules', name));
+    const bin = (JSON.parse(readFileSync(join(from, 'package.json'), 'utf8')) as { bin?: Record<string, string> }).bin;
+    for (const [command, file] of Object.entries(bin ?? {})) {
+      const shim = join(dir, 'node_modules/.bin', command);
+      writeFileSync(shim, `#!/bin/sh\nexec "${process.execPath}" "${join(from, file)}" "$@"\n`);
+      chmodSync(shim, 0o755);
+    }
+  }
+  const env = {
+    PATH: `${dirname(process.execPath)}:${process.env.PATH ?? ''}`,
+    HOME: dir,
+    NO_COLOR: '1',
+    // npx must find the bins installed here; offline, a bin that is not installed fails instead of being fetched.
+    npm_config_offline: 'true',
+    npm_config_cache: join(dir, '.npm-cache'),
+    npm_config_update_notifier: 'false',
+  };
+  return { dir, env };
+}
+
+/** A shell block's commands (continuation lines joined), each with the `# …` line the page shows after it. */
+function commandsOf(block: string): { command: string; shows?: string; exit?: number }[] {
+  const out: { command: string; shows?: string; exit?: number }[] = [];
+  for (const line of block.replace(/\\\n\s*/g, '').split('\n')) {
+    const comment = /^#\s*(.*?)\s*(?:\(exit (\d+)\))?$/.exec(line);
+    if (comment && out.length > 0) {
+      out.at(-1)!.shows = comment[1];
+      if (comment[2] !== undefined) out.at(-1)!.exit = Number(comment[2]);
+    } else if (line.trim() !== '') out.push({ command: line.trim() });
+  }
+  return out;
+}
+
+/** Runs one command line in its own process group: on a timeout the whole group (what it started too) is killed. */
+function sh(command: string, cwd: string, env: NodeJS.ProcessEnv, timeoutMs = 30_000) {
+  return new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve) => {
+    const child = spawn('bash', ['-c', command], { cwd, env, detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
+    groups.push(child.pid!);
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (d) => (stdout += String(d)));
+    child.stderr.on('data', (d) => (stderr += String(d)));
+    const timer = setTimeout(() => {
+      stderr += `\n(still running after ${timeoutMs} ms: killed)`;
+      killGroup(child.pid!);
+    }, timeoutMs);
+    child.on('close', (code) => {
+      clearTimeout(timer);
+      resolve({ code, stdout, stderr });
+    });
+  });
+}
+
+it('docs/fence-an-mcp-server.md runs as pasted in a fresh folder and prints what it shows', async () => {
+  const page = readFileSync(join(repoRoot, 'docs/fence-an-mcp-server.md'), 'utf8');
+  const { dir, env } = freshProject(installed(blockAfter(page, 'fence-install')));
+  for (const name of ['fence-orders-server', 'fence-file'])
+    writeFileSync(join(dir, savedAs(page, name)), blockAfter(page, name));
+
+  // 1 and 4: the probe, against the bare server (duplicates) and through the fence (at most once).
+  for (const name of ['fence-probe-unfenced', 'fence-probe-fenced']) {
+    const [probe, ...more] = commandsOf(blockAfter(page, name));
+    expect(more, name).toEqual([]);
+    const r = await sh(probe!.command, dir, env);
+    expect(r.stdout.split('\n')[0], `${name}: ${r.stderr}`).toBe(probe!.shows);
+    expect(r.code, `${name}: ${r.stderr}`).toBe(probe!.exit);
+  }
+
+  // 3: the wrap says what it fences, serves the host on stdio, and ends when the host closes its stdin.
+  const [wrap] = commandsOf(blockAfter(page, 'fence-wrap'));
+  const fence = spawn('bash', ['-c', `exec ${wrap!.command}`], { cwd: dir, env, detached: true });
+  groups.push(fence.pid!);
+  let stderr = '';
+  fence.stderr.on('data', (d) => (stderr += String(d)));
+  await expect.poll(() => stderr, { timeout: 15_000 }).toContain(wrap!.shows!);
+  const exited = new Promise((resolve) => fence.on('exit', resolve));
+  fence.stdin.end();
+  await expect(Promise.race([exited, sleep(5_000).then(() => 'still running')])).resolves.not.toBe('still running');
+}, 90_000);
+
+it('docs/declaring-an-http-api.md runs as pasted in a fresh folder: the shipped example, drilled', async () => {
+  const page = readFileSync(join(repoRoot, 'docs/declaring-an-http-api.md'), 'utf8');
+  const install = blockAfter(page, 'http-install');
+  const { dir, env } = freshProject(installed(install));
+  // What the page copies out of node_modules must be in the published package, not only in this repository.
+  const copied = /cp -r node_modules\/(@retrysafe\/[\w-]+)\/(\S+) /.exec(install);
+  expect(copied, 'the page copies the example out of an installed package').not.toBeNull();
+  const workspace = new Map(listWorkspacePackages().map((p) => [p.name, p.dir]));
+  const packed = await sh('npm pack --dry-run --json --ignore-scripts', workspace.get(copied![1]!)!, env);
+  const files = (JSON.parse(packed.stdout) as { files: { path: string }[] }[])[0]!.files.map((f) => f.path);
+  expect(files).toContain(`${copied![2]}/retrysafe.yaml`);
+
+  // The drill as the page shows it (only its first scenario: packages/cli/test/fixes.test.ts runs the whole
+  // drill of this example and checks the page's table against it).
+  const drill = blockAfter(page, 'http-drill').split('\n')[0]!.replace(/^\$ /, '');
+  const setup = install.split('\n').filter((l) => l.trim() !== '' && !/\bnpm (?:init|i|install)\b/.test(l));
+  const r = await sh([...setup, `${drill} --scenario lost-response`].join('\n'), dir, env, 60_000);
+  expect(r.code, r.stderr).toBe(0);
+  for (const operation of ['orders.create', 'exports.create', 'documents.update', 'instances.run'])
+    expect(r.stdout).toMatch(new RegExp(`acme--[\\w-]+ +${operation.replace('.', '\\.')} +1 +0 +0 +pass`));
+}, 90_000);
