@@ -7,9 +7,16 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
+import { InMemoryTransport } from '@modelcontextprotocol/sdk/inMemory.js';
+import type { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import { asBusinessOperationId } from '@retrysafe/contract';
+import { createMemoryLedger, createRunner } from '@retrysafe/core';
 import { lookupContext } from '@retrysafe/testkit/conformance';
 import { afterEach } from 'vitest';
+import { followUpstream } from '../src/fence/fence-adapter.js';
+import type { FenceConfig } from '../src/fence/fence-config.js';
+import { createFenceServer } from '../src/fence/fence-server.js';
+import type { Upstream } from '../src/fence/upstream.js';
 import { createFenceAdapter, parseFenceConfig } from '../src/index.js';
 
 export const bin = fileURLToPath(new URL('../dist/bin.js', import.meta.url));
@@ -116,6 +123,22 @@ const ordersUpstreamTools = [
   },
   { name: 'list_orders', inputSchema: { type: 'object' as const } },
 ];
+
+/** The official SDK client (`name`), connected to `server` in process. */
+export async function clientOf(server: Pick<Server, 'connect'>, name = 'agent'): Promise<Client> {
+  const [a, b] = InMemoryTransport.createLinkedPair();
+  await server.connect(a);
+  const client = new Client({ name, version: '1.0.0' });
+  await client.connect(b);
+  return client;
+}
+
+/** The fence server over `upstream` as `config` fences it, on a memory ledger. */
+export function fenceOver(config: FenceConfig, upstream: Upstream) {
+  const ledger = createMemoryLedger();
+  const runner = createRunner({ ledger });
+  return createFenceServer({ runner, ledger, fence: followUpstream(config, upstream), upstream });
+}
 
 /** The fence adapter over an in-process orders upstream, `create_order` as `ordersTool` declares it and `tool` adds. */
 export function fenceAdapter(

@@ -3,8 +3,6 @@
  * upstream, the fence server, and the real SDK client as the host. A schema the fence cannot use for one tool must
  * not take the others down, and the key argument the fence sets is never one the caller must send.
  */
-import { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { InMemoryTransport } from '@modelcontextprotocol/sdk/inMemory.js';
 import { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { CallToolRequestSchema, ListToolsRequestSchema, type Tool } from '@modelcontextprotocol/sdk/types.js';
@@ -13,10 +11,9 @@ import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import * as z4 from 'zod/v4';
 import { followUpstream } from '../src/fence/fence-adapter.js';
-import { createFenceServer } from '../src/fence/fence-server.js';
 import type { Upstream } from '../src/fence/upstream.js';
 import { createFenceAdapter, FenceConfigError, parseFenceConfig } from '../src/index.js';
-import type { Answer } from './fence-helpers.js';
+import { type Answer, clientOf, fenceOver } from './fence-helpers.js';
 
 /** An upstream listing `tools`, whose every call is recorded and answered with its arguments (also as structured content). */
 async function upstreamOf(tools: Tool[]) {
@@ -33,10 +30,7 @@ async function upstreamOf(tools: Tool[]) {
 
 /** The fence's upstream: a client of `server`, in process. */
 async function linked(server: Pick<Server, 'connect'>, tools: Tool[]) {
-  const [a, b] = InMemoryTransport.createLinkedPair();
-  await server.connect(a);
-  const client = new Client({ name: 'fence', version: '1.0.0' });
-  await client.connect(b);
+  const client = await clientOf(server, 'fence');
   return {
     tools,
     capabilities: client.getServerCapabilities() ?? {},
@@ -53,17 +47,7 @@ async function linked(server: Pick<Server, 'connect'>, tools: Tool[]) {
 async function host(tools: Tool[], fenced: Record<string, unknown>, given?: Upstream) {
   const { upstream, calls } = given ? { upstream: given, calls: [] } : await upstreamOf(tools);
   const config = parseFenceConfig({ name: 'odd', ledger: './unused.db', tools: fenced });
-  const ledger = createMemoryLedger();
-  const fence = createFenceServer({
-    runner: createRunner({ ledger }),
-    ledger,
-    fence: followUpstream(config, upstream),
-    upstream,
-  });
-  const [a, b] = InMemoryTransport.createLinkedPair();
-  await fence.connect(a);
-  const client = new Client({ name: 'agent', version: '1.0.0' });
-  await client.connect(b);
+  const client = await clientOf(fenceOver(config, upstream));
   const call = (name: string, args: Record<string, unknown>) =>
     client.callTool({ name, arguments: args }) as Promise<Answer>;
   return { client, call, calls };
@@ -106,10 +90,7 @@ describe("the fence's key argument that another argument's schema refers to (the
       });
       return server;
     };
-    const direct = new Client({ name: 'agent', version: '1.0.0' });
-    const [a, b] = InMemoryTransport.createLinkedPair();
-    await crm().connect(a);
-    await direct.connect(b);
+    const direct = await clientOf(crm());
     const { tools } = await direct.listTools();
     expect(tools[0]?.inputSchema.properties?.customer_id).toEqual({ $ref: '#/properties/request_id' });
     const fenced = { create_contact: { kind: 'create', intent: ['customer_id'], key: { argument: 'request_id' } } };
@@ -211,10 +192,7 @@ describe('an upstream outputSchema whose $ref points into it (the SDK writes #/p
       );
       return server;
     };
-    const direct = new Client({ name: 'agent', version: '1.0.0' });
-    const [a, b] = InMemoryTransport.createLinkedPair();
-    await shipping().connect(a);
-    await direct.connect(b);
+    const direct = await clientOf(shipping());
     const { tools } = await direct.listTools();
     expect(JSON.stringify(tools[0]?.outputSchema)).toContain('"$ref":"#/properties/from"');
     const fenced = { ship: { kind: 'create', intent: ['from', 'to'] } };
@@ -233,10 +211,7 @@ describe('an upstream outputSchema whose $ref points into it (the SDK writes #/p
 describe('an upstream outputSchema with its own $id, whose references resolve inside it', () => {
   /** The host's answers from `server` (made twice: direct, then fenced), each call made twice through the fence. */
   async function directAndFenced(server: () => Pick<Server, 'connect'>, name: string, args: Record<string, unknown>) {
-    const direct = new Client({ name: 'agent', version: '1.0.0' });
-    const [a, b] = InMemoryTransport.createLinkedPair();
-    await server().connect(a);
-    await direct.connect(b);
+    const direct = await clientOf(server());
     const { tools } = await direct.listTools();
     const answer = await direct.callTool({ name, arguments: args });
     const { client, call } = await host(
@@ -327,10 +302,7 @@ describe("the upstream answer's _meta (MCP Apps: a result names the UI it is sho
       }));
       return server;
     };
-    const direct = new Client({ name: 'agent', version: '1.0.0' });
-    const [a, b] = InMemoryTransport.createLinkedPair();
-    await charts().connect(a);
-    await direct.connect(b);
+    const direct = await clientOf(charts());
     const { tools } = await direct.listTools();
     const { _meta, ...answer } = await direct.callTool({ name: 'create_chart', arguments: { title: 'Q3' } });
     expect(_meta).toEqual({ ui: { resourceUri: 'ui://charts/bar' }, 'example.com/view': { width: 640 } });

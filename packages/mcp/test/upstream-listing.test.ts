@@ -10,8 +10,6 @@ import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { InMemoryTransport } from '@modelcontextprotocol/sdk/inMemory.js';
 import { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import {
@@ -23,11 +21,9 @@ import { createMemoryLedger, createRunner } from '@retrysafe/core';
 import { describe, expect, it } from 'vitest';
 import { parse as parseYaml, stringify as stringifyYaml } from 'yaml';
 import { runServe, runWrap } from '../src/commands.js';
-import { followUpstream } from '../src/fence/fence-adapter.js';
-import { createFenceServer } from '../src/fence/fence-server.js';
 import { connectUpstream } from '../src/fence/upstream.js';
 import { createFenceAdapter, parseFenceConfig } from '../src/index.js';
-import { onCleanup, ordersServer, ordersTool, tempDir, writeFence } from './fence-helpers.js';
+import { clientOf, fenceOver, onCleanup, ordersServer, ordersTool, tempDir, writeFence } from './fence-helpers.js';
 
 /** A stateless streamable HTTP upstream whose tools/list answers `page(cursor)`; resolves to its URL. */
 async function upstreamListing(page: (cursor: string | undefined) => ListToolsResult, instructions?: string) {
@@ -60,17 +56,7 @@ describe("the upstream's initialize answer", () => {
       ledger: './unused.db',
       tools: { create_order: { kind: 'create', intent: ['ref'] } },
     });
-    const ledger = createMemoryLedger();
-    const fence = createFenceServer({
-      runner: createRunner({ ledger }),
-      ledger,
-      fence: followUpstream(config, upstream),
-      upstream,
-    });
-    const [a, b] = InMemoryTransport.createLinkedPair();
-    await fence.connect(a);
-    const host = new Client({ name: 'agent', version: '1.0.0' });
-    await host.connect(b);
+    const host = await clientOf(fenceOver(config, upstream));
     onCleanup(() => host.close());
     expect(host.getInstructions()).toBe(instructions);
   });
