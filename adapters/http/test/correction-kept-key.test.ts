@@ -6,6 +6,7 @@ import { closeAfterTest } from '@retrysafe/testkit/close-after-test';
 import { describe, expect, it } from 'vitest';
 import { createHttpAdapter, type HttpOperationSpec, ietfOrdersCreate } from '../src/index.js';
 import { startIetfKeySandbox } from '../src/sandbox/index.js';
+import { sandboxRecords } from './helpers.js';
 
 // A user's declared operation maps 429 to not-applied because a re-send carries the same key, which folds it
 // even if it had landed. A correction after it keeps that key: whether that is safe is the card's parameterMatching.
@@ -14,20 +15,20 @@ const OP = 'orders.create';
 
 function recordsSpec(matching: ParameterMatching): HttpOperationSpec {
   const base = ietfOrdersCreate('acme');
-  return {
-    ...base,
-    path: '/records',
-    body: (p) => ({ ref: p.orderRef, customer: p.customer, sku: p.sku, quantity: p.quantity }),
-    card: {
-      ...base.card,
+  return sandboxRecords(
+    {
       // The order reference names the order; the quantity is what a correction changes.
       businessOperationId: { ...base.card.businessOperationId, intentFields: ['orderRef'] },
       parameterMatching: { value: matching, source: 'test: the loopback sandbox' },
     },
     // The sandbox's dialect: `{ error: { code } }`, 422 for a key reused with other params.
-    errors: { ...base.errors, rules: [{ status: 422, outcome: 'rejected', reason: 'conflict' }, ...base.errors.rules] },
-    refPath: 'record.id',
-  };
+    {
+      errors: {
+        ...base.errors,
+        rules: [{ status: 422, outcome: 'rejected', reason: 'conflict' }, ...base.errors.rules],
+      },
+    },
+  );
 }
 
 async function setup(matching: ParameterMatching) {

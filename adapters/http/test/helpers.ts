@@ -3,7 +3,7 @@ import type { HandoffPacket, LookupContext } from '@retrysafe/contract';
 import { callbackHandoffSink, createMemoryLedger, createRunner, createVirtualClock } from '@retrysafe/core';
 import { executeContext, lookupContext, operationIdFor } from '@retrysafe/testkit/conformance';
 import { afterEach, beforeEach, expect } from 'vitest';
-import { createHttpAdapter, type HttpAdapter, type HttpOperationSpec } from '../src/index.js';
+import { createHttpAdapter, type HttpAdapter, type HttpOperationSpec, ietfOrdersCreate } from '../src/index.js';
 
 /** A runner on a memory ledger and a virtual clock, no jitter; the packets it hands off, in order. */
 export function testRunner() {
@@ -155,4 +155,17 @@ export async function closedPort(): Promise<string> {
   const port = (server.address() as net.AddressInfo).port;
   await new Promise<void>((r) => server.close(() => r()));
   return `http://127.0.0.1:${port}`;
+}
+
+/** The IETF orders operation pointed at the retrysafe sandbox's `/records` (its body and its ref), with `card` on top. */
+export function sandboxRecords(card: Partial<HttpOperationSpec['card']>, spec: Partial<HttpOperationSpec> = {}) {
+  const base = ietfOrdersCreate('acme');
+  return {
+    ...base,
+    path: '/records',
+    body: (p: Record<string, unknown>) => ({ ref: p.orderRef, customer: p.customer, sku: p.sku, quantity: p.quantity }),
+    card: { ...base.card, ...card },
+    refPath: 'record.id',
+    ...spec,
+  } as HttpOperationSpec;
 }

@@ -2,6 +2,7 @@ import { createMemoryLedger, createRunner } from '@retrysafe/core';
 import { createSandboxProvider, REPLAYING_BEHAVIOUR, startSandboxServer } from '@retrysafe/sandbox';
 import { afterEach, describe, expect, it } from 'vitest';
 import { createHttpAdapter, type HttpOperationSpec, ietfOrdersCreate } from '../src/index.js';
+import { sandboxRecords } from './helpers.js';
 
 // A provider that marks replays with a header (the retrysafe sandbox: `Idempotent-Replayed: true`),
 // reached through the generic HTTP adapter. Two workers with ledgers of their own send the same
@@ -12,23 +13,16 @@ afterEach(async () => {
 });
 
 function recordsSpec(indicator: { header: string; value: string } | null): HttpOperationSpec {
-  const base = ietfOrdersCreate('acme');
-  return {
-    ...base,
-    path: '/records',
-    body: (p) => ({ ref: p.orderRef, customer: p.customer, sku: p.sku, quantity: p.quantity }),
-    card: {
-      ...base.card,
-      storedResult: {
-        ...base.card.storedResult,
-        replayIndicator: {
-          value: indicator,
-          source: 'retrysafe sandbox: adapters/sandbox/src/sandbox-server.ts (replays carry Idempotent-Replayed: true)',
-        },
+  const { storedResult } = ietfOrdersCreate('acme').card;
+  return sandboxRecords({
+    storedResult: {
+      ...storedResult,
+      replayIndicator: {
+        value: indicator,
+        source: 'retrysafe sandbox: adapters/sandbox/src/sandbox-server.ts (replays carry Idempotent-Replayed: true)',
       },
     },
-    refPath: 'record.id',
-  };
+  });
 }
 
 async function twoWorkers(indicator: { header: string; value: string } | null) {
