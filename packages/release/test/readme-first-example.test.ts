@@ -10,6 +10,7 @@ import { dirname, join, parse } from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, expect, it } from 'vitest';
 import { listWorkspacePackages, repoRoot } from '../scripts/workspace.mjs';
+import { blockAfter } from './markdown.js';
 
 const run = promisify(execFile);
 const cli = join(repoRoot, 'packages/cli/dist/bin.js');
@@ -22,15 +23,6 @@ function tempDir(prefix: string): string {
   const d = mkdtempSync(join(tmpdir(), prefix));
   temps.push(d);
   return d;
-}
-
-/** The fenced block that follows `<!-- name -->` in a markdown page. */
-function blockAfter(markdown: string, name: string): string {
-  const at = markdown.indexOf(`<!-- ${name} -->`);
-  if (at < 0) throw new Error(`no <!-- ${name} --> marker`);
-  const m = /```[^\n]*\n([\s\S]*?)```/.exec(markdown.slice(at));
-  if (!m) throw new Error(`no code block after <!-- ${name} -->`);
-  return m[1]!;
 }
 
 interface Manifest {

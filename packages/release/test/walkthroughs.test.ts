@@ -20,6 +20,7 @@ import { dirname, join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, expect, it } from 'vitest';
 import { listWorkspacePackages, repoRoot } from '../scripts/workspace.mjs';
+import { blockAfter } from './markdown.js';
 
 const temps: string[] = [];
 const groups: number[] = [];
@@ -32,15 +33,6 @@ afterAll(() => {
   for (const pid of groups) killGroup(pid);
   for (const d of temps) rmSync(d, { recursive: true, force: true });
 });
-
-/** The fenced block that follows `<!-- name -->` in a markdown page. */
-function blockAfter(markdown: string, name: string): string {
-  const at = markdown.indexOf(`<!-- ${name} -->`);
-  if (at < 0) throw new Error(`no <!-- ${name} --> marker`);
-  const m = /```[^\n]*\n([\s\S]*?)```/.exec(markdown.slice(at));
-  if (!m) throw new Error(`no code block after <!-- ${name} -->`);
-  return m[1]!;
-}
 
 /** The file name the page gives the block after `<!-- name -->`: "Save this as `x`" in the text just before it. */
 function savedAs(markdown: string, name: string): string {
