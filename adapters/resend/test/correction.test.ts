@@ -28,12 +28,18 @@ async function setup(maxAttempts = 1) {
   return { sandbox, proxy, adapter, runner, clock };
 }
 
+/** A first run whose 429 hid an email Resend sent under its key (at the clock's start): handed off, retry-exhausted. */
+async function afterHiddenSend(ref: string) {
+  const rig = await setup();
+  const first = await rig.runner.run(rig.adapter, 'emails.send', { params: emailParams(ref) });
+  expect(first).toMatchObject({ status: 'handed-off', packet: { reason: 'retry-exhausted' } });
+  expect(rig.sandbox.count('emails.send')).toBe(1);
+  return rig;
+}
+
 describe('a corrected email after a 429 that had sent', () => {
   it("the correction goes out under the first request's key: never a second email", async () => {
-    const { sandbox, proxy, adapter, runner } = await setup();
-    const first = await runner.run(adapter, 'emails.send', { params: emailParams('corr/1') });
-    expect(first).toMatchObject({ status: 'handed-off', packet: { reason: 'retry-exhausted' } });
-    expect(sandbox.count('emails.send')).toBe(1); // the 429 hid a sent email
+    const { sandbox, proxy, adapter, runner } = await afterHiddenSend('corr/1');
 
     const corrected = await runner.run(adapter, 'emails.send', {
       params: emailParams('corr/1', { subject: 'Invoice corr/1 (corrected)' }),
@@ -94,10 +100,7 @@ describe('a corrected email after a 429 that had sent', () => {
 
 describe('a correction keeps the age of the key it keeps', () => {
   it('a resume past the first call’s 24 h is refused: the key the 429 stored is gone, a re-send would be a second email', async () => {
-    const { sandbox, proxy, adapter, runner, clock } = await setup();
-    const first = await runner.run(adapter, 'emails.send', { params: emailParams('corr/5') });
-    expect(first).toMatchObject({ status: 'handed-off', packet: { reason: 'retry-exhausted' } });
-    expect(sandbox.count('emails.send')).toBe(1); // the 429 hid a sent email, under the key, at T0
+    const { sandbox, proxy, adapter, runner, clock } = await afterHiddenSend('corr/5');
 
     clock.advance(23 * HOUR);
     // Resend refuses the other payload (409), and every answer is lost
@@ -117,10 +120,7 @@ describe('a correction keeps the age of the key it keeps', () => {
   });
 
   it('a correction past the first call’s 24 h is refused as a conflict a person resolves: the key no longer folds or refuses it', async () => {
-    const { sandbox, proxy, adapter, runner, clock } = await setup();
-    const first = await runner.run(adapter, 'emails.send', { params: emailParams('corr/6') });
-    expect(first).toMatchObject({ status: 'handed-off', packet: { reason: 'retry-exhausted' } });
-    expect(sandbox.count('emails.send')).toBe(1); // the 429 hid a sent email, under the key, at T0
+    const { sandbox, proxy, adapter, runner, clock } = await afterHiddenSend('corr/6');
 
     clock.advance(25 * HOUR);
     const corrected = await runner
