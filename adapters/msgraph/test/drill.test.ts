@@ -183,16 +183,17 @@ describe('mail.send: definite answers', () => {
     },
   );
 
+  /** Mail `n` sent twice, its message with `a` on the first run and `b` on the second. */
+  async function twice(runner: Awaited<ReturnType<typeof setup>>, n: number, a: object, b: object) {
+    const p = mailParams(n);
+    const first = await runner.run(adapter, 'mail.send', { params: { ...p, message: { ...p.message, ...a } } });
+    const second = await runner.run(adapter, 'mail.send', { params: { ...p, message: { ...p.message, ...b } } });
+    return [first, second] as const;
+  }
+
   // Graph's Create message example sends "importance": "Low" and stores "low" (the card's evidence): one mail.
   it('the same mail with importance Low on one run and low on the next ⇒ one mail, the second run adopts the first', async () => {
-    const runner = await setup();
-    const p = mailParams(13);
-    const first = await runner.run(adapter, 'mail.send', {
-      params: { ...p, message: { ...p.message, importance: 'Low' } },
-    });
-    const second = await runner.run(adapter, 'mail.send', {
-      params: { ...p, message: { ...p.message, importance: 'low' } },
-    });
+    const [first, second] = await twice(await setup(), 13, { importance: 'Low' }, { importance: 'low' });
     expect(first).toMatchObject({ status: 'done', adopted: false });
     expect(second).toMatchObject({ status: 'done', adopted: true });
     expect(second.businessOperationId).toBe(first.businessOperationId);
@@ -201,26 +202,14 @@ describe('mail.send: definite answers', () => {
   });
 
   it('another importance is another mail ⇒ two mails', async () => {
-    const runner = await setup();
-    const p = mailParams(14);
-    const first = await runner.run(adapter, 'mail.send', {
-      params: { ...p, message: { ...p.message, importance: 'low' } },
-    });
-    const second = await runner.run(adapter, 'mail.send', {
-      params: { ...p, message: { ...p.message, importance: 'high' } },
-    });
+    const [first, second] = await twice(await setup(), 14, { importance: 'low' }, { importance: 'high' });
     expect(second.businessOperationId).not.toBe(first.businessOperationId);
     expect(sandbox.count('mail.send')).toBe(2);
   });
 
   it('a Cc recipient is not the same mail as none ⇒ two mails', async () => {
-    const runner = await setup();
-    const p = mailParams(12);
     const cc = [{ emailAddress: { address: 'boss@example.test' } }];
-    const first = await runner.run(adapter, 'mail.send', { params: p });
-    const second = await runner.run(adapter, 'mail.send', {
-      params: { ...p, message: { ...p.message, ccRecipients: cc } },
-    });
+    const [first, second] = await twice(await setup(), 12, {}, { ccRecipients: cc });
     expect(first).toMatchObject({ status: 'done', adopted: false });
     expect(second).toMatchObject({ status: 'done', adopted: false });
     expect(second.businessOperationId).not.toBe(first.businessOperationId);
