@@ -6,7 +6,7 @@ import type { Ledger } from '@retrysafe/contract';
 import { createMemoryLedger, createRunner, createVirtualClock, type LogEntry } from '@retrysafe/core';
 import { createSandboxAdapter, createSandboxProvider, REPLAYING_BEHAVIOUR } from '@retrysafe/sandbox';
 import { describe, expect, it } from 'vitest';
-import { setup } from './helpers.js';
+import { sandboxOn, setup } from './helpers.js';
 
 const OP = 'records.create';
 
@@ -136,9 +136,7 @@ describe('run() on the clean path', () => {
   });
 
   it('logs the first decision before it checks the signal: a caller that aborts on that entry sends nothing', async () => {
-    const clock = createVirtualClock();
-    const provider = createSandboxProvider({ ...REPLAYING_BEHAVIOUR, clock: clock.now, sleep: clock.sleep });
-    const adapter = createSandboxAdapter({ provider });
+    const { clock, provider, adapter } = sandboxOn();
     const controller = new AbortController();
     const reason = new Error('aborted on the decision');
     const events: string[] = [];

@@ -14,6 +14,7 @@ import {
 import { createSqliteLedger } from '@retrysafe/ledger-sqlite';
 import { createSandboxAdapter, createSandboxProvider, REPLAYING_BEHAVIOUR } from '@retrysafe/sandbox';
 import { afterAll, describe, expect, it } from 'vitest';
+import { sandboxOn } from './helpers.js';
 
 // Issue 18: params are kept for resume and recovery; with encryptParams they are stored as
 // AES-256-GCM ciphertext under a user-supplied key. The shared suite runs through the wrapper
@@ -150,9 +151,7 @@ describe('params encrypted at rest', () => {
 
   it('a finished operation whose params key was dropped after a rotation still answers a repeat with its stored result, and lists', async () => {
     const path = join(dir, 'enc-dropped.db');
-    const clock = createVirtualClock();
-    const provider = createSandboxProvider({ ...REPLAYING_BEHAVIOUR, clock: clock.now, sleep: clock.sleep });
-    const adapter = createSandboxAdapter({ provider });
+    const { clock, provider, adapter } = sandboxOn();
     const params = { ref: 'enc-dropped-1', amount: 1 };
     const first = encryptParams(createSqliteLedger({ path }), { key: KEY });
     const done = await createRunner({ ledger: first, clock }).run(adapter, 'records.create', { params });
@@ -184,9 +183,7 @@ describe('a process without the params key (docs/security.md: it cannot resume o
     ref = `keyless-${dispatch}`,
     intentFingerprint = fingerprint({ ref }),
   ) {
-    const clock = createVirtualClock();
-    const provider = createSandboxProvider({ ...REPLAYING_BEHAVIOUR, clock: clock.now, sleep: clock.sleep });
-    const adapter = createSandboxAdapter({ provider });
+    const { clock, provider, adapter } = sandboxOn();
     const params = { ref };
     const id = asBusinessOperationId(`sandbox.records.create:${ref}`);
     const c = await encryptParams(inner, { key }).claim({

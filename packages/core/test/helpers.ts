@@ -14,6 +14,12 @@ import {
 } from '@retrysafe/sandbox';
 import { expect } from 'vitest';
 
+/** The sandbox provider (replaying) and its adapter on `clock`. */
+export function sandboxOn(clock = createVirtualClock()) {
+  const provider = createSandboxProvider({ ...REPLAYING_BEHAVIOUR, clock: clock.now, sleep: clock.sleep });
+  return { clock, provider, adapter: createSandboxAdapter({ provider }) };
+}
+
 /** A sandbox, its adapter, a memory ledger and a runner, all on one virtual clock. */
 export function setup(
   behaviour: Partial<SandboxBehaviour> = {},

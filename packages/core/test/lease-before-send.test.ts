@@ -3,16 +3,13 @@
 // worker may have taken over does not add a late second send.
 
 import { LeaseExpiredError } from '@retrysafe/contract';
-import { createMemoryLedger, createRunner, createVirtualClock, type LogEntry } from '@retrysafe/core';
-import { createSandboxAdapter, createSandboxProvider, REPLAYING_BEHAVIOUR } from '@retrysafe/sandbox';
+import { createMemoryLedger, createRunner, type LogEntry } from '@retrysafe/core';
 import { describe, expect, it } from 'vitest';
-import { pauseAfter } from './helpers.js';
+import { pauseAfter, sandboxOn } from './helpers.js';
 
 describe('own lease checked before every provider call', () => {
   it('a pause longer than the lease between the claim and the first send: LeaseExpiredError, nothing sent, a log line', async () => {
-    const clock = createVirtualClock();
-    const provider = createSandboxProvider({ ...REPLAYING_BEHAVIOUR, clock: clock.now, sleep: clock.sleep });
-    const adapter = createSandboxAdapter({ provider });
+    const { clock, provider, adapter } = sandboxOn();
     const inner = createMemoryLedger();
     const logs: LogEntry[] = [];
     const runner = createRunner({
@@ -35,9 +32,7 @@ describe('own lease checked before every provider call', () => {
   });
 
   it('a recover() pass paused past its lease before the send: left open for the next pass, not handed off', async () => {
-    const clock = createVirtualClock();
-    const provider = createSandboxProvider({ ...REPLAYING_BEHAVIOUR, clock: clock.now, sleep: clock.sleep });
-    const adapter = createSandboxAdapter({ provider });
+    const { clock, provider, adapter } = sandboxOn();
     const inner = createMemoryLedger();
     const paused = pauseAfter(inner, 'claim', clock, 45_000);
     const policy = { leaseMs: 30_000 };
@@ -62,9 +57,7 @@ describe('own lease checked before every provider call', () => {
   });
 
   it('a pause between a 429 and the re-send that outlasts the lease: no re-send', async () => {
-    const clock = createVirtualClock();
-    const provider = createSandboxProvider({ ...REPLAYING_BEHAVIOUR, clock: clock.now, sleep: clock.sleep });
-    const adapter = createSandboxAdapter({ provider });
+    const { clock, provider, adapter } = sandboxOn();
     provider.failNext({ kind: 'not-applied', retryAfterMs: 1 });
     const ledger = pauseAfter(createMemoryLedger(), 'markDispatched', clock, 40_000);
     const err = await createRunner({ ledger, clock, random: () => 0.5, policy: { leaseMs: 30_000 } })
@@ -75,9 +68,7 @@ describe('own lease checked before every provider call', () => {
   });
 
   it('a short pause inside the lease does not stop the send', async () => {
-    const clock = createVirtualClock();
-    const provider = createSandboxProvider({ ...REPLAYING_BEHAVIOUR, clock: clock.now, sleep: clock.sleep });
-    const adapter = createSandboxAdapter({ provider });
+    const { clock, provider, adapter } = sandboxOn();
     const ledger = pauseAfter(createMemoryLedger(), 'claim', clock, 5_000);
     const r = await createRunner({ ledger, clock, random: () => 0.5, policy: { leaseMs: 30_000 } }).run(
       adapter,
@@ -97,9 +88,7 @@ describe('own lease checked before every provider call', () => {
       [1_000, 950, false],
     ] as const;
     for (const [leaseMs, pause, sent] of cases) {
-      const clock = createVirtualClock();
-      const provider = createSandboxProvider({ ...REPLAYING_BEHAVIOUR, clock: clock.now, sleep: clock.sleep });
-      const adapter = createSandboxAdapter({ provider });
+      const { clock, provider, adapter } = sandboxOn();
       const ledger = pauseAfter(createMemoryLedger(), 'claim', clock, pause);
       const out = await createRunner({ ledger, clock, random: () => 0.5, policy: { leaseMs } })
         .run(adapter, 'records.create', { params: { ref: `margin-${leaseMs}-${pause}` } })

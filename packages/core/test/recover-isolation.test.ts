@@ -10,6 +10,7 @@ import { createMemoryLedger, createRunner, createVirtualClock } from '@retrysafe
 import { createSqliteLedger } from '@retrysafe/ledger-sqlite';
 import { createSandboxAdapter, createSandboxProvider, REPLAYING_BEHAVIOUR } from '@retrysafe/sandbox';
 import { describe, expect, it } from 'vitest';
+import { sandboxOn } from './helpers.js';
 
 /** A ledger whose writes for one operation fail (a row the disk cannot take); handOff too when `all`. */
 function poisoned(inner: Ledger, badId: string, all: boolean): Ledger {
@@ -51,9 +52,7 @@ async function leftDispatched(ledger: Ledger, ref: string, now: number) {
 describe('recover() isolates each record', () => {
   for (const all of [false, true]) {
     it(`a record whose writes fail${all ? ' (handoff too)' : ''} is reported with its error; the healthy records behind it are driven`, async () => {
-      const clock = createVirtualClock();
-      const provider = createSandboxProvider({ ...REPLAYING_BEHAVIOUR, clock: clock.now, sleep: clock.sleep });
-      const adapter = createSandboxAdapter({ provider });
+      const { clock, provider, adapter } = sandboxOn();
       const inner = createMemoryLedger();
       const bad = await leftDispatched(inner, 'a-bad', clock.now());
       const good = [
@@ -121,9 +120,7 @@ describe('recover() isolates each record', () => {
     const path = join(dir, 'ledger.db');
     const ledger = createSqliteLedger({ path });
     try {
-      const clock = createVirtualClock();
-      const provider = createSandboxProvider({ ...REPLAYING_BEHAVIOUR, clock: clock.now, sleep: clock.sleep });
-      const adapter = createSandboxAdapter({ provider });
+      const { clock, provider, adapter } = sandboxOn();
       const cut = await leftDispatched(ledger, 'a-cut', clock.now());
       const good = await leftDispatched(ledger, 'b-good', clock.now());
       const raw = new DatabaseSync(path);
@@ -151,9 +148,7 @@ describe('recover() isolates each record', () => {
   });
 
   it('a stored record over the payload limits is handed off (PayloadLimitError), not thrown out of recover()', async () => {
-    const clock = createVirtualClock();
-    const provider = createSandboxProvider({ ...REPLAYING_BEHAVIOUR, clock: clock.now, sleep: clock.sleep });
-    const adapter = createSandboxAdapter({ provider });
+    const { clock, provider, adapter } = sandboxOn();
     const ledger = createMemoryLedger();
     let deep: Record<string, unknown> = { leaf: 1 };
     for (let i = 0; i < 150; i++) deep = { a: deep };

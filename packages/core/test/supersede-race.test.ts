@@ -2,15 +2,13 @@ import { ConflictError, type Ledger, LedgerError } from '@retrysafe/contract';
 import { createMemoryLedger, createRunner, createVirtualClock } from '@retrysafe/core';
 import { createSandboxAdapter, createSandboxProvider, REPLAYING_BEHAVIOUR } from '@retrysafe/sandbox';
 import { describe, expect, it } from 'vitest';
-import { afterCall, failingOnce } from './helpers.js';
+import { afterCall, failingOnce, sandboxOn } from './helpers.js';
 
 const OP = 'records.create';
 
 describe('two different corrections of one rejected operation, one writing its revision while the other checks', () => {
   it('the later never takes over the revision the earlier left (its params on record): a conflict, nothing of it sent', async () => {
-    const clock = createVirtualClock();
-    const provider = createSandboxProvider({ ...REPLAYING_BEHAVIOUR, clock: clock.now, sleep: clock.sleep });
-    const adapter = createSandboxAdapter({ provider });
+    const { clock, provider, adapter } = sandboxOn();
     const inner = createMemoryLedger();
     // A ledger that writes a revision's claim and its receipt separately (no receiptWithState).
     const twoWrites: Ledger = { ...inner, capabilities: { claimDispatch: true } };
@@ -37,9 +35,7 @@ describe('two different corrections of one rejected operation, one writing its r
   });
 
   it('on a ledger writing the revision and its receipt at once: the same answer, not a refused-receipt LedgerError', async () => {
-    const clock = createVirtualClock();
-    const provider = createSandboxProvider({ ...REPLAYING_BEHAVIOUR, clock: clock.now, sleep: clock.sleep });
-    const adapter = createSandboxAdapter({ provider });
+    const { clock, provider, adapter } = sandboxOn();
     const ledger = createMemoryLedger();
     const runnerOn = (l: Ledger) => createRunner({ ledger: l, clock, random: () => 0.5 });
     provider.failNext({ kind: 'rejected' });
