@@ -5,6 +5,7 @@ import { createStripeAdapter } from '@retrysafe/stripe';
 import { startStripeSandbox } from '@retrysafe/stripe/sandbox';
 import { createDrillClock, startFaultProxy } from '@retrysafe/testkit';
 import { describe, expect, it } from 'vitest';
+import { printable, resolveText } from '../src/commands/ledger/resolve/index.js';
 import { cli, tempDir, writeJson } from './helpers.js';
 
 // `ledger show` leaves out the params and the stored result body (they may hold personal data); the
@@ -56,4 +57,20 @@ describe('ledger resolve --json and resolve-all --json print no stored result bo
       await stripe.close();
     }
   }, 120_000);
+});
+
+describe('ledger resolve prints a status URL without its query', () => {
+  // A provider's status URL may be signed (`?sig=…`): the token is a credential, the origin and path are what a person needs.
+  const held = {
+    status: 'in-progress' as const,
+    businessOperationId: 'acme.orders.create:abc' as never,
+    statusRef: 'https://jobs.example.test/v1/jobs/42?sig=s3cr3t-token&se=2026',
+    retryAfterMs: 2000,
+  };
+  it('in the text and in the --json answer', () => {
+    expect(resolveText(held)).toContain('(status https://jobs.example.test/v1/jobs/42)');
+    expect(JSON.stringify(printable(held))).not.toContain('s3cr3t-token');
+    expect(printable(held)).toMatchObject({ statusRef: 'https://jobs.example.test/v1/jobs/42' });
+    expect(printable({ ...held, statusRef: 'job-42' })).toMatchObject({ statusRef: 'job-42' });
+  });
 });

@@ -126,8 +126,17 @@ function readParams(file: string): Record<string, unknown> {
   }
 }
 
-/** The answer as printed: without the provider's result body, which may hold personal data (`ledger show` leaves it out too). */
+/** A status URL without its query or user-info (a signed URL's token is a credential); any other ref as it is. */
+const shownRef = (ref: string | null) => {
+  if (ref === null || !URL.canParse(ref)) return ref;
+  const u = new URL(ref);
+  return `${u.origin}${u.pathname}`;
+};
+
+/** The answer as printed: without the provider's result body, which may hold personal data (`ledger show` leaves it out
+ * too), and a status URL without its query. */
 export const printable = (r: ResolveResult) => {
+  if (r.status === 'in-progress') return { ...r, statusRef: shownRef(r.statusRef) };
   if (r.status !== 'done') return r;
   const { result: _body, ...shown } = r;
   return shown;
@@ -143,7 +152,7 @@ export function resolveText(r: ResolveResult, color = false): string {
     case 'done':
       return `${paint('green', '✓', color)} ${r.businessOperationId}: resumed and done${r.adopted ? ' (the provider already had it: result adopted, nothing created twice)' : ''}; provider ref ${r.providerRef ?? '—'} after ${plural(r.attempts, 'attempt')} in all`;
     case 'in-progress':
-      return `${paint('yellow', '…', color)} ${r.businessOperationId}: another worker holds it${r.statusRef ? ` (status ${r.statusRef})` : ''}; try again in ${Math.ceil(r.retryAfterMs / 1000)} s`;
+      return `${paint('yellow', '…', color)} ${r.businessOperationId}: another worker holds it${r.statusRef ? ` (status ${shownRef(r.statusRef)})` : ''}; try again in ${Math.ceil(r.retryAfterMs / 1000)} s`;
     case 'handed-off':
       return `${paint('red', '✗', color)} ${r.businessOperationId}: resumed, but handed off again\n${packetText(r.packet, color)}`;
   }
