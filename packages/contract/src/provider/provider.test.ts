@@ -110,6 +110,22 @@ describe('classifyTransportFailure: never-sent vs may-have-been-applied', () => 
     expect(classifyTransportFailure(null)).toEqual({ sent: 'maybe', cause: 'other' });
   });
 
+  it('an unreachable network on an established socket (read/write EHOSTUNREACH) may have been applied; at connect it was never sent', () => {
+    const onSocket = (code: string, syscall: string) =>
+      new TypeError('fetch failed', { cause: Object.assign(new Error(`${syscall} ${code}`), { code, syscall }) });
+    for (const code of ['EHOSTUNREACH', 'ENETUNREACH', 'ENETDOWN', 'EHOSTDOWN'])
+      for (const syscall of ['read', 'write'])
+        expect(classifyTransportFailure(onSocket(code, syscall))).toMatchObject({ sent: 'maybe', code });
+    expect(classifyTransportFailure(onSocket('EHOSTUNREACH', 'connect'))).toEqual({
+      sent: 'never',
+      code: 'EHOSTUNREACH',
+    });
+    expect(classifyTransportFailure(onSocket('ENOTFOUND', 'getaddrinfo'))).toEqual({
+      sent: 'never',
+      code: 'ENOTFOUND',
+    });
+  });
+
   it('a cyclic cause chain does not loop', () => {
     const a = err('ECONNRESET') as Error & { cause?: unknown };
     a.cause = a;
