@@ -52,6 +52,33 @@ describe('a network error after the POST was written is unknown, never "not sent
   });
 });
 
+describe('a connect that timed out sent nothing: the runner sends again', () => {
+  // What Node 22's fetch throws when every address of the host timed out while connecting (happy eyeballs):
+  // an AggregateError [ETIMEDOUT] of `connect ETIMEDOUT` errors. The first attempt fails so, without sending.
+  it('connect ETIMEDOUT on the first attempt ⇒ not-applied ⇒ the second attempt creates the one issue', async () => {
+    const clock = createVirtualClock();
+    const sandbox = closeAfterTest(await startGitHubSandbox({ token: TOKEN, now: () => clock.now(), seed: SEED }));
+    let posts = 0;
+    const connectTimesOutOnce: typeof fetch = async (input, init) => {
+      if (init?.method === 'POST' && posts++ === 0) {
+        const attempt = (address: string) =>
+          Object.assign(new Error(`connect ETIMEDOUT ${address}:443`), { code: 'ETIMEDOUT', syscall: 'connect' });
+        const cause = Object.assign(new AggregateError([attempt('10.0.0.1'), attempt('10.0.0.2')]), {
+          code: 'ETIMEDOUT',
+        });
+        throw new TypeError('fetch failed', { cause });
+      }
+      return fetch(input, init);
+    };
+    const octokit = new Octokit({ auth: TOKEN, baseUrl: sandbox.url, request: { fetch: connectTimesOutOnce } });
+    const adapter = createGitHubAdapter({ octokit, timeoutMs: 2_000 });
+    const runner = createRunner({ ledger: createMemoryLedger(), clock, random: () => 0.5 });
+    const r = await runner.run(adapter, 'issues.create', { params: issueParams(8) });
+    expect(r).toMatchObject({ status: 'done', attempts: 2 });
+    expect(sandbox.count('issues.create')).toBe(1);
+  });
+});
+
 describe('a lost answer, through the runner and the real SDK', () => {
   it.each([
     {

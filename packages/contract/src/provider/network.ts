@@ -4,7 +4,7 @@ import { absenceProvenFrom, notFoundIsAuthoritative } from '../card-rules.js';
 import type { LookupResult, Outcome, UnknownCause } from '../outcome.js';
 
 // Codes that prove the request never reached the provider's HTTP layer. Not ETIMEDOUT: an established socket
-// raises it too.
+// raises it too (only a `connect ETIMEDOUT` proves it, below).
 export const NEVER_SENT_CODES: ReadonlySet<string> = new Set([
   // name resolution
   'ENOTFOUND',
@@ -20,6 +20,8 @@ export const NEVER_SENT_CODES: ReadonlySet<string> = new Set([
   // the connection was refused or never completed
   'ECONNREFUSED',
   'UND_ERR_CONNECT_TIMEOUT',
+  // Node's autoSelectFamily connect, cancelled before any address answered
+  'ERR_SOCKET_CONNECTION_TIMEOUT',
   // the TLS handshake failed: no request byte was written
   'ERR_TLS_CERT_ALTNAME_INVALID',
   'CERT_HAS_EXPIRED',
@@ -39,7 +41,6 @@ const TIMEOUT_CODES: ReadonlySet<string> = new Set([
   'ECONNABORTED',
   'UND_ERR_HEADERS_TIMEOUT',
   'UND_ERR_BODY_TIMEOUT',
-  'ERR_SOCKET_CONNECTION_TIMEOUT',
 ]);
 const RESET_CODES: ReadonlySet<string> = new Set(['ECONNRESET', 'EPIPE', 'UND_ERR_SOCKET', 'UND_ERR_CLOSED']);
 const TRUNCATED_CODES: ReadonlySet<string> = new Set([
@@ -64,7 +65,11 @@ function codedErrors(error: unknown): CodedError[] {
     if (depth > 6 || e === null || typeof e !== 'object' || seen.has(e)) return;
     seen.add(e);
     const o = e as { code?: unknown; syscall?: unknown; cause?: unknown; errors?: unknown };
-    if (typeof o.code === 'string') found.push({ code: o.code, syscall: o.syscall });
+    // A wrapper repeating the code of what it wraps (Node's AggregateError: its first error's; axios: its cause's),
+    // without the syscall: the wrapped error speaks for it.
+    const inner = (Array.isArray(o.errors) ? o.errors[0] : o.cause) as { code?: unknown } | null | undefined;
+    const mirrors = typeof inner === 'object' && inner !== null && inner.code === o.code;
+    if (typeof o.code === 'string' && !mirrors) found.push({ code: o.code, syscall: o.syscall });
     walk(o.cause, depth + 1);
     if (Array.isArray(o.errors)) for (const inner of o.errors) walk(inner, depth + 1);
   };
@@ -79,11 +84,13 @@ export function errorCodes(error: unknown): string[] {
 
 // A routing code (EHOSTUNREACH, ENETDOWN…) also ends an established socket, raised by `read` or `write` after the
 // request went out: it proves "never sent" only from connecting or name resolution (or with no syscall named).
+// ETIMEDOUT proves it only from `connect`: the TCP handshake never completed.
 const provesNeverSent = ({ code, syscall }: CodedError) =>
-  NEVER_SENT_CODES.has(code) &&
-  (syscall === undefined ||
-    syscall === 'connect' ||
-    (typeof syscall === 'string' && /^(getaddrinfo|query)/.test(syscall)));
+  (code === 'ETIMEDOUT' && syscall === 'connect') ||
+  (NEVER_SENT_CODES.has(code) &&
+    (syscall === undefined ||
+      syscall === 'connect' ||
+      (typeof syscall === 'string' && /^(getaddrinfo|query)/.test(syscall))));
 
 /** Classifies a failure without a response: `never` only when every code found proves it was not sent. */
 export function classifyTransportFailure(error: unknown): TransportFailure {
