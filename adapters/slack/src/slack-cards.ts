@@ -37,7 +37,7 @@ function shared(method: string) {
       [
         'HTTP 429 ratelimited with Retry-After (Retry-After honoured by the runner)',
         'request_timeout ("the POST data was either missing or truncated"), team_added_to_org and org_login_required (the workspace is migrating; try again after): not processed',
-        'connection refused / DNS failure (never sent)',
+        'connection refused / DNS failure / a connect that timed out (never sent)',
       ],
       `${SOURCES.rateLimits}; ${method}`,
     ),
