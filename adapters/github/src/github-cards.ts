@@ -84,7 +84,7 @@ function gitHubCard(spec: {
     retryableErrors: fact(
       [
         '429, or 403 with retry-after or x-ratelimit-remaining 0 (primary and secondary rate limits: wait for retry-after, else until x-ratelimit-reset, else at least a minute)',
-        'connection refused / DNS failure (never sent)',
+        'connection refused / DNS failure / a connect that timed out (never sent)',
       ],
       `${SOURCES.troubleshooting}; ${SOURCES.bestPractices}; ${SOURCES.rateLimits}`,
     ),

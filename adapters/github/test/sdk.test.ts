@@ -3,6 +3,7 @@
 // exactly one request per attempt (it has no retry of its own).
 import { Octokit } from '@octokit/rest';
 import { AdapterConfigurationError } from '@retrysafe/contract';
+import { createMemoryLedger, createRunner, createVirtualClock } from '@retrysafe/core';
 import { closeAfterTest } from '@retrysafe/testkit/close-after-test';
 import { describe, expect, it } from 'vitest';
 import { markerFor } from '../src/github-operations.js';
@@ -18,6 +19,65 @@ const start502 = async () =>
       faults: { 'issues.create': [{ kind: 'status', status: 502, commit: true }] },
     }),
   );
+
+describe('a network error after the POST was written is unknown, never "not sent"', () => {
+  // The host became unreachable while the answer was awaited: Node reports `read EHOSTUNREACH` on the
+  // established socket. The fetch below sends the real request to the sandbox, then fails that way.
+  it('read EHOSTUNREACH after the create landed ⇒ the list lookup adopts it: one POST, one issue', async () => {
+    const clock = createVirtualClock();
+    const sandbox = closeAfterTest(await startGitHubSandbox({ token: TOKEN, now: () => clock.now(), seed: SEED }));
+    const unreachableAfterSend: typeof fetch = async (input, init) => {
+      const res = await fetch(input, init);
+      if (init?.method !== 'POST') return res;
+      await res.arrayBuffer();
+      const cause = Object.assign(new Error('read EHOSTUNREACH'), {
+        code: 'EHOSTUNREACH',
+        syscall: 'read',
+        errno: -113,
+      });
+      throw new TypeError('fetch failed', { cause });
+    };
+    const octokit = new Octokit({ auth: TOKEN, baseUrl: sandbox.url, request: { fetch: unreachableAfterSend } });
+    const adapter = createGitHubAdapter({ octokit, timeoutMs: 2_000 });
+    const runner = createRunner({
+      ledger: createMemoryLedger(),
+      clock,
+      random: () => 0.5,
+      policy: { lookupWindowMs: 60_000 },
+    });
+    const r = await runner.run(adapter, 'issues.create', { params: issueParams(7) });
+    expect(sandbox.count('issues.create')).toBe(1);
+    expect(sandbox.requestCount('issues.create')).toBe(1);
+    expect(r).toMatchObject({ status: 'done', adopted: true, attempts: 1 });
+  });
+});
+
+describe('a connect that timed out sent nothing: the runner sends again', () => {
+  // What Node 22's fetch throws when every address of the host timed out while connecting (happy eyeballs):
+  // an AggregateError [ETIMEDOUT] of `connect ETIMEDOUT` errors. The first attempt fails so, without sending.
+  it('connect ETIMEDOUT on the first attempt ⇒ not-applied ⇒ the second attempt creates the one issue', async () => {
+    const clock = createVirtualClock();
+    const sandbox = closeAfterTest(await startGitHubSandbox({ token: TOKEN, now: () => clock.now(), seed: SEED }));
+    let posts = 0;
+    const connectTimesOutOnce: typeof fetch = async (input, init) => {
+      if (init?.method === 'POST' && posts++ === 0) {
+        const attempt = (address: string) =>
+          Object.assign(new Error(`connect ETIMEDOUT ${address}:443`), { code: 'ETIMEDOUT', syscall: 'connect' });
+        const cause = Object.assign(new AggregateError([attempt('10.0.0.1'), attempt('10.0.0.2')]), {
+          code: 'ETIMEDOUT',
+        });
+        throw new TypeError('fetch failed', { cause });
+      }
+      return fetch(input, init);
+    };
+    const octokit = new Octokit({ auth: TOKEN, baseUrl: sandbox.url, request: { fetch: connectTimesOutOnce } });
+    const adapter = createGitHubAdapter({ octokit, timeoutMs: 2_000 });
+    const runner = createRunner({ ledger: createMemoryLedger(), clock, random: () => 0.5 });
+    const r = await runner.run(adapter, 'issues.create', { params: issueParams(8) });
+    expect(r).toMatchObject({ status: 'done', attempts: 2 });
+    expect(sandbox.count('issues.create')).toBe(1);
+  });
+});
 
 describe('a lost answer, through the runner and the real SDK', () => {
   it.each([

@@ -76,7 +76,7 @@ function msGraphCard({ refusals, handoff, limits, reconciler, unverified, ...spe
     retryableErrors: fact(
       [
         '429 throttled (Graph: "the requests fail"; Retry-After honoured)',
-        'connection refused / DNS failure (never sent)',
+        'connection refused / DNS failure / a connect that timed out (never sent)',
       ],
       `${S.throttling}; ${S.providers}`,
     ),

@@ -36,9 +36,10 @@ function shared(method: string) {
     retryableErrors: fact(
       [
         'HTTP 429 ratelimited with Retry-After (Retry-After honoured by the runner)',
-        'connection refused / DNS failure (never sent)',
+        'request_timeout ("the POST data was either missing or truncated"), team_added_to_org and org_login_required (the workspace is migrating; try again after): not processed',
+        'connection refused / DNS failure / a connect that timed out (never sent)',
       ],
-      SOURCES.rateLimits,
+      `${SOURCES.rateLimits}; ${method}`,
     ),
     backoff: { strategy: 'exponential-full-jitter', base: '1s', cap: '30s', retryAfterCap: '2m' },
     retryLayer: {
@@ -100,8 +101,9 @@ export const postMessageCard = defineCard({
     [
       'channel_not_found, not_in_channel, is_archived (field channel)',
       'msg_too_long, no_text (field text); invalid_blocks (field blocks); invalid_metadata_format, invalid_metadata_schema, metadata_too_large (field metadata)',
-      'invalid_auth, not_authed, account_inactive, token_revoked, token_expired (authentication); missing_scope, restricted_action (permission)',
-      'internal_error, fatal_error, service_unavailable, request_timeout, HTTP 5xx, timeout, reset, unreadable body: unknown ⇒ history lookup, never re-posted ("it is possible some aspect of the operation succeeded")',
+      'invalid_auth, not_authed, account_inactive, token_revoked, token_expired, not_allowed_token_type, two_factor_setup_required (authentication); missing_scope, no_permission, restricted_action, restricted_action_read_only_channel, restricted_action_thread_only_channel, access_denied, accesslimited, ekm_access_denied, enterprise_is_restricted, team_access_not_granted (permission)',
+      'method_deprecated, deprecated_endpoint, invalid_arg_name, invalid_array_arg, invalid_charset, invalid_form_data, invalid_post_type, missing_post_type (configuration: the request itself is malformed)',
+      'internal_error, fatal_error ("it is possible some aspect of the operation succeeded"), service_unavailable (not said whether processed), HTTP 5xx, timeout, reset, unreadable body: unknown ⇒ history lookup, never re-posted',
     ],
     SOURCES.postMessage,
   ),
@@ -172,8 +174,9 @@ export const updateCard = defineCard({
       'channel_not_found (field channel)',
       'message_not_found, cant_update_message, edit_window_closed (field ts)',
       'msg_too_long, no_text (field text); invalid_blocks (field blocks)',
-      'invalid_auth, not_authed, account_inactive, token_revoked, token_expired (authentication); missing_scope (permission)',
-      'internal_error, fatal_error, HTTP 5xx, timeout, reset: unknown ⇒ re-sent (the same content again is harmless)',
+      'invalid_auth, not_authed, account_inactive, token_revoked, token_expired, not_allowed_token_type, two_factor_setup_required (authentication); missing_scope, no_permission, access_denied, accesslimited, ekm_access_denied, enterprise_is_restricted, team_access_not_granted (permission)',
+      'method_deprecated, deprecated_endpoint, invalid_arg_name, invalid_array_arg, invalid_charset, invalid_form_data, invalid_post_type, missing_post_type (configuration: the request itself is malformed)',
+      'internal_error, fatal_error, service_unavailable, HTTP 5xx, timeout, reset: unknown ⇒ re-sent (the same content again is harmless)',
     ],
     SOURCES.update,
   ),

@@ -14,11 +14,16 @@ interface Refusal {
   readonly field?: string;
 }
 
+// Every code below is in the "Errors" table of Slack's method pages (docs.slack.dev/reference/methods/chat.postMessage,
+// chat.update): the method-specific refusals, then those listed for every method.
 const REFUSALS: Readonly<Record<string, Refusal>> = {
   channel_not_found: { reason: 'not-found', field: 'channel' },
   not_in_channel: { reason: 'permission', field: 'channel' },
   is_archived: { reason: 'permission', field: 'channel' },
   restricted_action: { reason: 'permission', field: 'channel' },
+  restricted_action_read_only_channel: { reason: 'permission', field: 'channel' },
+  restricted_action_thread_only_channel: { reason: 'permission', field: 'channel' },
+  messages_tab_disabled: { reason: 'permission', field: 'channel' },
   msg_too_long: { reason: 'validation', field: 'text' },
   no_text: { reason: 'validation', field: 'text' },
   invalid_blocks: { reason: 'validation', field: 'blocks' },
@@ -26,6 +31,7 @@ const REFUSALS: Readonly<Record<string, Refusal>> = {
   invalid_metadata_format: { reason: 'validation', field: 'metadata' },
   invalid_metadata_schema: { reason: 'validation', field: 'metadata' },
   metadata_too_large: { reason: 'validation', field: 'metadata' },
+  metadata_must_be_sent_from_app: { reason: 'permission', field: 'metadata' },
   message_not_found: { reason: 'not-found', field: 'ts' },
   cant_update_message: { reason: 'permission', field: 'ts' },
   edit_window_closed: { reason: 'permission', field: 'ts' },
@@ -35,12 +41,32 @@ const REFUSALS: Readonly<Record<string, Refusal>> = {
   account_inactive: { reason: 'authentication' },
   token_revoked: { reason: 'authentication' },
   token_expired: { reason: 'authentication' },
+  not_allowed_token_type: { reason: 'authentication' },
+  two_factor_setup_required: { reason: 'authentication' },
   missing_scope: { reason: 'permission' },
   no_permission: { reason: 'permission' },
+  access_denied: { reason: 'permission' },
+  accesslimited: { reason: 'permission' },
+  ekm_access_denied: { reason: 'permission' },
+  enterprise_is_restricted: { reason: 'permission' },
+  team_access_not_granted: { reason: 'permission' },
+  // The request the SDK built is malformed or aimed at a retired method: the same request fails again.
+  method_deprecated: { reason: 'configuration' },
+  deprecated_endpoint: { reason: 'configuration' },
+  invalid_arg_name: { reason: 'configuration' },
+  invalid_array_arg: { reason: 'configuration' },
+  invalid_charset: { reason: 'configuration' },
+  invalid_form_data: { reason: 'configuration' },
+  invalid_post_type: { reason: 'configuration' },
+  missing_post_type: { reason: 'configuration' },
 };
 
 const RATE_LIMITED = new Set(['ratelimited', 'rate_limited']);
-const SERVER_SIDE = new Set(['internal_error', 'fatal_error', 'service_unavailable', 'request_timeout']);
+// Documented as not processed: request_timeout is "the POST data was either missing or truncated" (Slack never
+// read the whole call); team_added_to_org and org_login_required: the workspace is migrating, try again after.
+const NOT_PROCESSED = new Set(['request_timeout', 'team_added_to_org', 'org_login_required']);
+// Slack documents of these two that "some aspect of the operation" may have succeeded.
+const MAY_HAVE_HAPPENED = new Set(['internal_error', 'fatal_error']);
 // The SDK's words for a 429 whose Retry-After it could not read (it throws a plain Error, no code).
 const NO_RETRY_HEADER = /^Retry header did not contain a valid timeout/;
 
@@ -73,12 +99,22 @@ export function outcomeFromCode(code: string): Outcome {
       ...(fields ? { fields } : {}),
     };
   }
-  if (SERVER_SIDE.has(code))
+  if (NOT_PROCESSED.has(code))
+    return { kind: 'not-applied', code, message: `${code}: Slack documents that the call was not processed` };
+  if (MAY_HAVE_HAPPENED.has(code))
     return {
       kind: 'unknown',
       cause: 'server-error',
       code,
       message: `${code}: Slack documents that part of the operation may have happened`,
+    };
+  // service_unavailable ("temporarily unavailable") says nothing of whether the call was applied.
+  if (code === 'service_unavailable')
+    return {
+      kind: 'unknown',
+      cause: 'server-error',
+      code,
+      message: `${code}: Slack does not say whether it was applied`,
     };
   return {
     kind: 'unknown',

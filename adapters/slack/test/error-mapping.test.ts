@@ -65,6 +65,92 @@ describe('refusals are rejected outcomes that name the field', () => {
   });
 });
 
+describe("the refusals Slack's method pages list for every method are rejected, not unknown", () => {
+  // docs.slack.dev/reference/methods/chat.postMessage, "Errors": refusals of the token, the workspace or the request's form.
+  const cases: [string, string, string | undefined][] = [
+    ['two_factor_setup_required', 'authentication', undefined],
+    ['not_allowed_token_type', 'authentication', undefined],
+    ['access_denied', 'permission', undefined],
+    ['ekm_access_denied', 'permission', undefined],
+    ['team_access_not_granted', 'permission', undefined],
+    ['restricted_action_read_only_channel', 'permission', 'channel'],
+    ['method_deprecated', 'configuration', undefined],
+    ['invalid_form_data', 'configuration', undefined],
+    ['invalid_post_type', 'configuration', undefined],
+  ];
+  for (const [error, reason, field] of cases) {
+    it(`${error} ⇒ rejected (${reason}); one request`, async () => {
+      const out = await postWith({ kind: 'error', error });
+      expect(out).toMatchObject({ kind: 'rejected', reason, code: error });
+      if (out.kind !== 'rejected') return;
+      expect(out.fields?.map((f) => f.path)).toEqual(field ? [field] : undefined);
+      expect(sandbox.calls('chat.postMessage')).toBe(1);
+    });
+  }
+
+  it('chat.update refused with two_factor_setup_required is handed off after one request, not re-sent', async () => {
+    sandbox = closeAfterTest(
+      await startSlackSandbox({
+        token: TOKEN,
+        channels: [CHANNEL],
+        seed: [{ channel: CHANNEL, ts: '1700000000.000001', text: 'old' }],
+        faults: { 'chat.update': [{ kind: 'error', error: 'two_factor_setup_required' }] },
+      }),
+    );
+    const adapter = createSlackAdapter({ token: TOKEN, baseUrl: sandbox.url });
+    const clock = createVirtualClock(Date.UTC(2026, 11, 4));
+    const runner = createRunner({ ledger: createMemoryLedger(), clock, random: () => 0.5 });
+    const params = { channel: CHANNEL, ts: '1700000000.000001', text: 'new' };
+    const result = await runner.run(adapter, 'chat.update', { params });
+    expect(result.status).toBe('handed-off');
+    expect(sandbox.calls('chat.update')).toBe(1);
+  });
+});
+
+describe('answers Slack documents as not processed are not-applied: the runner sends once more', () => {
+  // request_timeout: "the POST data was either missing or truncated"; team_added_to_org: the workspace is
+  // migrating, "Wait until migration is complete, then try the request again".
+  for (const error of ['request_timeout', 'team_added_to_org']) {
+    it(`${error} ⇒ not-applied; the runner's second request posts the one message`, async () => {
+      const clock = createVirtualClock(Date.UTC(2026, 11, 4));
+      sandbox = closeAfterTest(
+        await startSlackSandbox({
+          token: TOKEN,
+          channels: [CHANNEL],
+          now: clock.now,
+          faults: { 'chat.postMessage': [{ kind: 'error', error }] },
+        }),
+      );
+      const adapter = createSlackAdapter({ token: TOKEN, baseUrl: sandbox.url });
+      expect(await execute(adapter, 'chat.postMessage', postParams(2), 'op-x')).toMatchObject({
+        kind: 'not-applied',
+        code: error,
+      });
+      const again = closeAfterTest(
+        await startSlackSandbox({
+          token: TOKEN,
+          channels: [CHANNEL],
+          now: clock.now,
+          faults: { 'chat.postMessage': [{ kind: 'error', error }] },
+        }),
+      );
+      const runner = createRunner({ ledger: createMemoryLedger(), clock, random: () => 0.5 });
+      const result = await runner.run(createSlackAdapter({ token: TOKEN, baseUrl: again.url }), 'chat.postMessage', {
+        params: postParams(3),
+      });
+      expect(result.status).toBe('done');
+      expect(again.calls('chat.postMessage')).toBe(2);
+      expect(again.count('chat.postMessage')).toBe(1);
+    });
+  }
+
+  it('service_unavailable stays unknown: Slack does not say whether the call was processed', async () => {
+    const out = await postWith({ kind: 'error', error: 'service_unavailable' });
+    expect(out).toMatchObject({ kind: 'unknown', code: 'service_unavailable' });
+    if (out.kind === 'unknown') expect(out.message).not.toMatch(/documents that part/);
+  });
+});
+
 describe('what may have happened is unknown, never rejected', () => {
   it('internal_error after Slack posted ⇒ unknown (server-error); the message exists', async () => {
     const out = await postWith({ kind: 'error', error: 'internal_error', commit: true });

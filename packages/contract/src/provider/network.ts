@@ -4,7 +4,7 @@ import { absenceProvenFrom, notFoundIsAuthoritative } from '../card-rules.js';
 import type { LookupResult, Outcome, UnknownCause } from '../outcome.js';
 
 // Codes that prove the request never reached the provider's HTTP layer. Not ETIMEDOUT: an established socket
-// raises it too.
+// raises it too (only a `connect ETIMEDOUT` proves it, below).
 export const NEVER_SENT_CODES: ReadonlySet<string> = new Set([
   // name resolution
   'ENOTFOUND',
@@ -20,6 +20,8 @@ export const NEVER_SENT_CODES: ReadonlySet<string> = new Set([
   // the connection was refused or never completed
   'ECONNREFUSED',
   'UND_ERR_CONNECT_TIMEOUT',
+  // Node's autoSelectFamily connect, cancelled before any address answered
+  'ERR_SOCKET_CONNECTION_TIMEOUT',
   // the TLS handshake failed: no request byte was written
   'ERR_TLS_CERT_ALTNAME_INVALID',
   'CERT_HAS_EXPIRED',
@@ -39,7 +41,6 @@ const TIMEOUT_CODES: ReadonlySet<string> = new Set([
   'ECONNABORTED',
   'UND_ERR_HEADERS_TIMEOUT',
   'UND_ERR_BODY_TIMEOUT',
-  'ERR_SOCKET_CONNECTION_TIMEOUT',
 ]);
 const RESET_CODES: ReadonlySet<string> = new Set(['ECONNRESET', 'EPIPE', 'UND_ERR_SOCKET', 'UND_ERR_CLOSED']);
 const TRUNCATED_CODES: ReadonlySet<string> = new Set([
@@ -54,30 +55,52 @@ export type TransportFailure =
   | { readonly sent: 'never'; readonly code: string }
   | { readonly sent: 'maybe'; readonly cause: UnknownCause; readonly code?: string };
 
-/** The error codes along an error's `cause` chain and inside an AggregateError (fetch and happy-eyeballs wrap them). */
-export function errorCodes(error: unknown): string[] {
-  const codes: string[] = [];
+type CodedError = { readonly code: string; readonly syscall?: unknown };
+
+/** The errors carrying a code along an error's `cause` chain and inside an AggregateError (fetch and happy-eyeballs wrap them). */
+function codedErrors(error: unknown): CodedError[] {
+  const found: CodedError[] = [];
   const seen = new Set<unknown>();
   const walk = (e: unknown, depth: number) => {
     if (depth > 6 || e === null || typeof e !== 'object' || seen.has(e)) return;
     seen.add(e);
-    const o = e as { code?: unknown; cause?: unknown; errors?: unknown };
-    if (typeof o.code === 'string') codes.push(o.code);
+    const o = e as { code?: unknown; syscall?: unknown; cause?: unknown; errors?: unknown };
+    // A wrapper repeating the code of what it wraps (Node's AggregateError: its first error's; axios: its cause's),
+    // without the syscall: the wrapped error speaks for it.
+    const inner = (Array.isArray(o.errors) ? o.errors[0] : o.cause) as { code?: unknown } | null | undefined;
+    const mirrors = typeof inner === 'object' && inner !== null && inner.code === o.code;
+    if (typeof o.code === 'string' && !mirrors) found.push({ code: o.code, syscall: o.syscall });
     walk(o.cause, depth + 1);
     if (Array.isArray(o.errors)) for (const inner of o.errors) walk(inner, depth + 1);
   };
   walk(error, 0);
-  return codes;
+  return found;
 }
+
+/** The error codes along an error's `cause` chain and inside an AggregateError. */
+export function errorCodes(error: unknown): string[] {
+  return codedErrors(error).map((e) => e.code);
+}
+
+// A routing code (EHOSTUNREACH, ENETDOWN…) also ends an established socket, raised by `read` or `write` after the
+// request went out: it proves "never sent" only from connecting or name resolution (or with no syscall named).
+// ETIMEDOUT proves it only from `connect`: the TCP handshake never completed.
+const provesNeverSent = ({ code, syscall }: CodedError) =>
+  (code === 'ETIMEDOUT' && syscall === 'connect') ||
+  (NEVER_SENT_CODES.has(code) &&
+    (syscall === undefined ||
+      syscall === 'connect' ||
+      (typeof syscall === 'string' && /^(getaddrinfo|query)/.test(syscall))));
 
 /** Classifies a failure without a response: `never` only when every code found proves it was not sent. */
 export function classifyTransportFailure(error: unknown): TransportFailure {
-  const codes = errorCodes(error);
+  const coded = codedErrors(error);
+  const codes = coded.map((e) => e.code);
   const { message, name } = (error !== null && typeof error === 'object' ? error : {}) as Partial<Error>;
   const text = typeof message === 'string' ? message : '';
   const first = codes[0];
-  if (codes.length > 0 && codes.every((c) => NEVER_SENT_CODES.has(c))) return { sent: 'never', code: first! };
-  const code = codes.find((c) => !NEVER_SENT_CODES.has(c)) ?? first;
+  if (coded.length > 0 && coded.every(provesNeverSent)) return { sent: 'never', code: first! };
+  const code = coded.find((e) => !provesNeverSent(e))?.code ?? first;
   let cause: UnknownCause = 'other';
   // An abort (the runner's deadline, a caller's signal) while in flight is a timeout: the request may have landed.
   if (codes.some((c) => TIMEOUT_CODES.has(c)) || name === 'TimeoutError' || name === 'AbortError') cause = 'timeout';

@@ -110,6 +110,48 @@ describe('classifyTransportFailure: never-sent vs may-have-been-applied', () => 
     expect(classifyTransportFailure(null)).toEqual({ sent: 'maybe', cause: 'other' });
   });
 
+  it('an unreachable network on an established socket (read/write EHOSTUNREACH) may have been applied; at connect it was never sent', () => {
+    const onSocket = (code: string, syscall: string) =>
+      new TypeError('fetch failed', { cause: Object.assign(new Error(`${syscall} ${code}`), { code, syscall }) });
+    for (const code of ['EHOSTUNREACH', 'ENETUNREACH', 'ENETDOWN', 'EHOSTDOWN'])
+      for (const syscall of ['read', 'write'])
+        expect(classifyTransportFailure(onSocket(code, syscall))).toMatchObject({ sent: 'maybe', code });
+    expect(classifyTransportFailure(onSocket('EHOSTUNREACH', 'connect'))).toEqual({
+      sent: 'never',
+      code: 'EHOSTUNREACH',
+    });
+    expect(classifyTransportFailure(onSocket('ENOTFOUND', 'getaddrinfo'))).toEqual({
+      sent: 'never',
+      code: 'ENOTFOUND',
+    });
+  });
+
+  it("a connect that timed out was never sent: Node's connect ETIMEDOUT, its happy-eyeballs AggregateError, ERR_SOCKET_CONNECTION_TIMEOUT", () => {
+    const connectTimeout = () =>
+      Object.assign(new Error('connect ETIMEDOUT 10.0.0.1:443'), { code: 'ETIMEDOUT', syscall: 'connect' });
+    const all = Object.assign(new AggregateError([connectTimeout(), connectTimeout()]), { code: 'ETIMEDOUT' });
+    expect(classifyTransportFailure(new TypeError('fetch failed', { cause: all }))).toEqual({
+      sent: 'never',
+      code: 'ETIMEDOUT',
+    });
+    expect(classifyTransportFailure(connectTimeout())).toEqual({ sent: 'never', code: 'ETIMEDOUT' });
+    expect(classifyTransportFailure(err('ERR_SOCKET_CONNECTION_TIMEOUT'))).toEqual({
+      sent: 'never',
+      code: 'ERR_SOCKET_CONNECTION_TIMEOUT',
+    });
+    const viaAxios = Object.assign(new Error('connect ETIMEDOUT 10.0.0.1:443'), {
+      code: 'ETIMEDOUT',
+      cause: connectTimeout(),
+    });
+    expect(classifyTransportFailure(viaAxios)).toEqual({ sent: 'never', code: 'ETIMEDOUT' });
+    const onSocket = Object.assign(new Error('read ETIMEDOUT'), { code: 'ETIMEDOUT', syscall: 'read' });
+    const onSocketViaAxios = Object.assign(new Error('read ETIMEDOUT'), { code: 'ETIMEDOUT', cause: onSocket });
+    expect(classifyTransportFailure(onSocketViaAxios)).toMatchObject({ sent: 'maybe', cause: 'timeout' });
+    expect(classifyTransportFailure(onSocket)).toMatchObject({ sent: 'maybe', cause: 'timeout' });
+    const mixed = Object.assign(new AggregateError([connectTimeout(), onSocket]), { code: 'ETIMEDOUT' });
+    expect(classifyTransportFailure(mixed)).toMatchObject({ sent: 'maybe', cause: 'timeout' });
+  });
+
   it('a cyclic cause chain does not loop', () => {
     const a = err('ECONNRESET') as Error & { cause?: unknown };
     a.cause = a;
