@@ -18,6 +18,19 @@ async function postWith(fault: SandboxFault, params: unknown = postParams(1)) {
   return execute(adapter, 'chat.postMessage', params, 'op-1');
 }
 
+/** For each [Slack error, reason, field]: a post Slack refuses so is rejected with that reason, naming the field; one request. */
+function refusedOnce(cases: [string, string, string | undefined][]) {
+  for (const [error, reason, field] of cases) {
+    it(`${error} ⇒ rejected (${reason})${field ? `, field ${field}` : ''}; one request`, async () => {
+      const out = await postWith({ kind: 'error', error });
+      expect(out).toMatchObject({ kind: 'rejected', reason, code: error });
+      if (out.kind !== 'rejected') return;
+      expect(out.fields?.map((f) => f.path)).toEqual(field ? [field] : undefined);
+      expect(sandbox.calls('chat.postMessage')).toBe(1);
+    });
+  }
+}
+
 describe('refusals are rejected outcomes that name the field', () => {
   const cases: [string, string, string | undefined][] = [
     ['channel_not_found', 'not-found', 'channel'],
@@ -29,15 +42,7 @@ describe('refusals are rejected outcomes that name the field', () => {
     ['invalid_auth', 'authentication', undefined],
     ['missing_scope', 'permission', undefined],
   ];
-  for (const [error, reason, field] of cases) {
-    it(`${error} ⇒ rejected (${reason})${field ? `, field ${field}` : ''}; one request`, async () => {
-      const out = await postWith({ kind: 'error', error });
-      expect(out).toMatchObject({ kind: 'rejected', reason, code: error });
-      if (out.kind !== 'rejected') return;
-      expect(out.fields?.map((f) => f.path)).toEqual(field ? [field] : undefined);
-      expect(sandbox.calls('chat.postMessage')).toBe(1);
-    });
-  }
+  refusedOnce(cases);
 
   it('the sandbox itself refuses an unknown channel and a wrong token the same way', async () => {
     sandbox = closeAfterTest(await startSlackSandbox({ token: TOKEN, channels: [CHANNEL] }));
@@ -78,15 +83,7 @@ describe("the refusals Slack's method pages list for every method are rejected, 
     ['invalid_form_data', 'configuration', undefined],
     ['invalid_post_type', 'configuration', undefined],
   ];
-  for (const [error, reason, field] of cases) {
-    it(`${error} ⇒ rejected (${reason}); one request`, async () => {
-      const out = await postWith({ kind: 'error', error });
-      expect(out).toMatchObject({ kind: 'rejected', reason, code: error });
-      if (out.kind !== 'rejected') return;
-      expect(out.fields?.map((f) => f.path)).toEqual(field ? [field] : undefined);
-      expect(sandbox.calls('chat.postMessage')).toBe(1);
-    });
-  }
+  refusedOnce(cases);
 
   it('chat.update refused with two_factor_setup_required is handed off after one request, not re-sent', async () => {
     sandbox = closeAfterTest(
