@@ -18,6 +18,13 @@ async function postWith(fault: SandboxFault, params: unknown = postParams(1)) {
   return execute(adapter, 'chat.postMessage', params, 'op-1');
 }
 
+/** A sandbox holding one message ('old', ts 1700000000.000001) in CHANNEL, with `faults`; the adapter pointed at it. */
+async function withOldMessage(faults: Record<string, SandboxFault[]> = {}) {
+  const seed = [{ channel: CHANNEL, ts: '1700000000.000001', text: 'old' }];
+  sandbox = closeAfterTest(await startSlackSandbox({ token: TOKEN, channels: [CHANNEL], seed, faults }));
+  return createSlackAdapter({ token: TOKEN, baseUrl: sandbox.url });
+}
+
 /** For each [Slack error, reason, field]: a post Slack refuses so is rejected with that reason, naming the field; one request. */
 function refusedOnce(cases: [string, string, string | undefined][]) {
   for (const [error, reason, field] of cases) {
@@ -86,15 +93,7 @@ describe("the refusals Slack's method pages list for every method are rejected, 
   refusedOnce(cases);
 
   it('chat.update refused with two_factor_setup_required is handed off after one request, not re-sent', async () => {
-    sandbox = closeAfterTest(
-      await startSlackSandbox({
-        token: TOKEN,
-        channels: [CHANNEL],
-        seed: [{ channel: CHANNEL, ts: '1700000000.000001', text: 'old' }],
-        faults: { 'chat.update': [{ kind: 'error', error: 'two_factor_setup_required' }] },
-      }),
-    );
-    const adapter = createSlackAdapter({ token: TOKEN, baseUrl: sandbox.url });
+    const adapter = await withOldMessage({ 'chat.update': [{ kind: 'error', error: 'two_factor_setup_required' }] });
     const clock = createVirtualClock(Date.UTC(2026, 11, 4));
     const runner = createRunner({ ledger: createMemoryLedger(), clock, random: () => 0.5 });
     const params = { channel: CHANNEL, ts: '1700000000.000001', text: 'new' };
@@ -223,14 +222,7 @@ describe('rate limits: the runner is the only retrying layer', () => {
 
 describe('chat.update', () => {
   it('sets the content; the same call again leaves one edited message with that content', async () => {
-    sandbox = closeAfterTest(
-      await startSlackSandbox({
-        token: TOKEN,
-        channels: [CHANNEL],
-        seed: [{ channel: CHANNEL, ts: '1700000000.000001', text: 'old' }],
-      }),
-    );
-    const adapter = createSlackAdapter({ token: TOKEN, baseUrl: sandbox.url });
+    const adapter = await withOldMessage();
     const params = { channel: CHANNEL, ts: '1700000000.000001', text: 'new' };
     for (let i = 0; i < 2; i++)
       expect(await execute(adapter, 'chat.update', params, 'u')).toMatchObject({
