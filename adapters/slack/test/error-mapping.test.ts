@@ -109,27 +109,23 @@ describe('answers Slack documents as not processed are not-applied: the runner s
   for (const error of ['request_timeout', 'team_added_to_org']) {
     it(`${error} ⇒ not-applied; the runner's second request posts the one message`, async () => {
       const clock = createVirtualClock(Date.UTC(2026, 11, 4));
-      sandbox = closeAfterTest(
-        await startSlackSandbox({
-          token: TOKEN,
-          channels: [CHANNEL],
-          now: clock.now,
-          faults: { 'chat.postMessage': [{ kind: 'error', error }] },
-        }),
-      );
+      // A sandbox whose first post answers `error`: one for the adapter alone, one for the runner.
+      const refusingOnce = async () =>
+        closeAfterTest(
+          await startSlackSandbox({
+            token: TOKEN,
+            channels: [CHANNEL],
+            now: clock.now,
+            faults: { 'chat.postMessage': [{ kind: 'error', error }] },
+          }),
+        );
+      sandbox = await refusingOnce();
       const adapter = createSlackAdapter({ token: TOKEN, baseUrl: sandbox.url });
       expect(await execute(adapter, 'chat.postMessage', postParams(2), 'op-x')).toMatchObject({
         kind: 'not-applied',
         code: error,
       });
-      const again = closeAfterTest(
-        await startSlackSandbox({
-          token: TOKEN,
-          channels: [CHANNEL],
-          now: clock.now,
-          faults: { 'chat.postMessage': [{ kind: 'error', error }] },
-        }),
-      );
+      const again = await refusingOnce();
       const runner = createRunner({ ledger: createMemoryLedger(), clock, random: () => 0.5 });
       const result = await runner.run(createSlackAdapter({ token: TOKEN, baseUrl: again.url }), 'chat.postMessage', {
         params: postParams(3),
