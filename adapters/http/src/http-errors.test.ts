@@ -59,6 +59,11 @@ describe('classifyResponse: only what the operation declares', () => {
     );
   });
 
+  it('a card that says a rejection can leave an object needs errors.createdPath: without it no rejection could name one, and a correction would make a second', () => {
+    const card = { ...ietf.card, sideEffect: { ...ietf.card.sideEffect, rejectionMayCreate: fact(true, 'test') } };
+    expect(() => buildOperation('acme-orders', 'orders.create', { ...ietf, card })).toThrow(/createdPath/);
+  });
+
   it('messages carry status and code only, never the provider text (it may echo PII)', () => {
     const out = classifyResponse(
       ietf,

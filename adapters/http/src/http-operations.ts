@@ -224,9 +224,15 @@ export function buildOperation(provider: string, name: string, spec: HttpOperati
   // The request, its checks, the default body and the lookup read the precondition as a top-level param.
   if (pc?.param.includes('.'))
     fail(`precondition.param ${pc.param} must be a top-level param (the request reads params[${pc.param}])`);
-  if (spec.errors.createdPath !== undefined && card.sideEffect.rejectionMayCreate?.value !== true)
+  const mayCreate = card.sideEffect.rejectionMayCreate?.value === true;
+  if (spec.errors.createdPath !== undefined && !mayCreate)
     fail(
       'errors.createdPath names what a rejection created: the card must say so (sideEffect.rejectionMayCreate true), so the drill checks it',
+    );
+  // The runner takes a rejection that names nothing as one that left nothing, and lets a correction go out.
+  if (mayCreate && spec.errors.createdPath === undefined)
+    fail(
+      'the card says a rejected call can leave an object (sideEffect.rejectionMayCreate true): declare errors.createdPath, where the error body names it, or, if it names none, write that fact as unknown (a correction is then left to a person)',
     );
   const codeRule = spec.errors.codePath ? -1 : spec.errors.rules.findIndex((r) => r.code !== undefined);
   if (codeRule >= 0) fail(`errors.rules[${codeRule}] matches a code but errors.codePath is not declared`);

@@ -78,6 +78,7 @@ describe('retrysafe cards init --from', () => {
     expect(r.refusals.join('\n')).toMatch(
       /no lookup .*lookup\.method = unknown.*every unknown outcome goes to a person/,
     );
+    expect(r.refusals.join('\n')).toMatch(/no corrected request .*sideEffect\.rejectionMayCreate = unknown/);
     // the written file is a card the loader and the schema accept
     const loaded = readCardFile(join(dir, 'card.yaml'));
     expect(loaded).toEqual(r.card);

@@ -11,7 +11,7 @@ import type {
 } from '@retrysafe/contract';
 import { defined } from './defined.js';
 import { RunnerConfigurationError } from './errors/runner-configuration-error.js';
-import { type CorrectionRule, correctionCheck, everyAttemptNotApplied } from './intake/supersede.js';
+import { type CorrectionRule, correctionCheck, everyAttemptNotApplied, unnamedLeftObject } from './intake/supersede.js';
 
 interface PacketInput {
   readonly record: OperationRecord;
@@ -51,10 +51,11 @@ function resumeAction(input: PacketInput, created: string | undefined): SafeActi
       false,
       `the rejected attempt left ${created} at the provider: a new request (corrected or not) would make a second one — continue on ${created} there`,
     );
-  if (input.reason === 'rejected')
-    return everyAttemptNotApplied(input.receipts, input.record).ok
-      ? resume(false, RESUME_WHY.rejected)
-      : resume(false, RESUME_WHY.rejectedAfterUnknown);
+  if (input.reason === 'rejected') {
+    if (!everyAttemptNotApplied(input.receipts, input.record).ok) return resume(false, RESUME_WHY.rejectedAfterUnknown);
+    const left = input.correction === null ? null : unnamedLeftObject(input.correction.card, input.receipts);
+    return resume(false, left?.ok === false ? left.why : RESUME_WHY.rejected);
+  }
   if (input.resumeNote !== undefined) return resume(false, input.resumeNote);
   if (input.resendSafe) return resume(true, RESUME_WHY.folded);
   // `claimed` after dispatches is written only when every attempt so far is known not to have applied.

@@ -1,6 +1,6 @@
 // Card fields flipped one at a time on the sandbox (a virtual clock): what the runner then does.
 
-import { defineCard, type RetrySafetyCard } from '@retrysafe/contract';
+import { ConflictError, defineCard, type RetrySafetyCard } from '@retrysafe/contract';
 import type { SandboxBehaviour } from '@retrysafe/sandbox';
 import { describe, expect, it } from 'vitest';
 import { setup } from './helpers.js';
@@ -96,4 +96,61 @@ describe('lookup.consistencyDelay longer than backoff.retryAfterCap', () => {
     expect(r.status, JSON.stringify(r.status === 'handed-off' ? r.packet.explanation : r)).toBe('done');
     expect(s.provider.count()).toBe(1);
   });
+});
+
+describe('sideEffect.rejectionMayCreate: a rejection that names nothing it created', () => {
+  const first = { ref: 'r-left', note: 'x' };
+  const corrected = { ref: 'r-left', note: 'y' };
+  const mayCreate = (value: unknown) => (c: Card) => {
+    put(c, 'sideEffect.rejectionMayCreate', { value, source: 'test' });
+    if (value === 'unknown')
+      put(c, 'unverified', [
+        ...(c.unverified as unknown[]),
+        { field: 'sideEffect.rejectionMayCreate', condition: 'whether a rejected call leaves an object', source: 'x' },
+      ]);
+  };
+
+  it('unknown: no correction goes out (it could make a second object), the packet offers none and says why', async () => {
+    const s = rig({}, mayCreate('unknown'));
+    s.provider.failNext({ kind: 'rejected' }); // a 400 after processing that names nothing left behind
+    const r = await s.runner.run(s.adapter, OP, { params: first });
+    expect(r.status).toBe('handed-off');
+    if (r.status !== 'handed-off') return;
+    expect(r.packet.safeNextActions.map((a) => a.action)).not.toContain('resend-with');
+    expect(r.packet.safeNextActions.find((a) => a.action === 'resume')?.why).toMatch(/rejectionMayCreate/);
+    const again = await s.runner.run(s.adapter, OP, { params: corrected }).catch((e: unknown) => e);
+    expect(ConflictError.isInstance(again) && again.needsPerson).toBe(true);
+    expect((again as Error).message).toMatch(/rejectionMayCreate/);
+    const resent = await s.runner
+      .resolve(r.businessOperationId, { action: 'resend-with', params: corrected }, { adapters: [s.adapter] })
+      .catch((e: unknown) => e);
+    expect(ConflictError.isInstance(resent)).toBe(true);
+    expect(s.provider.calls()).toBe(1);
+  });
+
+  it('unknown, refused before processing (authentication): the correction is a new revision', async () => {
+    const s = rig({}, mayCreate('unknown'));
+    const { adapter } = s;
+    let calls = 0;
+    const refusing = {
+      ...adapter,
+      doExecute: async (...a: Parameters<typeof adapter.doExecute>) =>
+        calls++ === 0
+          ? ({ kind: 'rejected', reason: 'authentication', message: 'bad token', status: 401 } as const)
+          : adapter.doExecute(...a),
+    };
+    expect((await s.runner.run(refusing, OP, { params: first })).status).toBe('handed-off');
+    expect((await s.runner.run(refusing, OP, { params: corrected })).status).toBe('done');
+    expect(s.provider.count()).toBe(1);
+  });
+
+  // true: the adapter names what a rejection left (Stripe's payment_intent); one that names nothing left nothing.
+  for (const value of [true, false])
+    it(`${value}: a rejection naming nothing left nothing: the correction is a new revision, one record`, async () => {
+      const s = rig({}, mayCreate(value));
+      s.provider.failNext({ kind: 'rejected' });
+      expect((await s.runner.run(s.adapter, OP, { params: first })).status).toBe('handed-off');
+      expect((await s.runner.run(s.adapter, OP, { params: corrected })).status).toBe('done');
+      expect(s.provider.count()).toBe(1);
+    });
 });

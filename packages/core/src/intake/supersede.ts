@@ -6,6 +6,11 @@ import type { Operation } from './operation.js';
 export const SUPERSEDE_ACTION = 'supersede';
 
 const NOT_APPLIED = new Set(['rejected', 'not-applied']);
+// Refused before the request is processed (credentials, access, the adapter's own check): nothing stored, nothing made.
+const UNPROCESSED_REJECTIONS = new Set(['authentication', 'permission', 'configuration']);
+/** A rejection given after the provider processed the request: it may have stored an answer or left an object. */
+const processedRejection = (r: Receipt) =>
+  r.outcome === 'rejected' && !UNPROCESSED_REJECTIONS.has(String(r.rejectReason));
 
 const isSupersede = (r: Receipt) => r.kind === 'resolve' && r.decision.action === SUPERSEDE_ACTION;
 /** A receipt of a provider call (not of a lookup, a poll or a person's decision). */
@@ -49,7 +54,23 @@ export function correctionCheck(
   rule: CorrectionRule,
 ): Verdict {
   const attempts = everyAttemptNotApplied(receipts, record);
-  return attempts.ok ? keptKeyCheck(rule, record, receipts) : attempts;
+  if (!attempts.ok) return attempts;
+  const unnamed = unnamedLeftObject(rule.card, receipts);
+  return unnamed.ok ? keptKeyCheck(rule, record, receipts) : unnamed;
+}
+
+/**
+ * A rejection names what it left (`created`) where the card says a rejected call can leave an object; where the card
+ * does not know whether one can (`sideEffect.rejectionMayCreate` unknown), a rejection after processing that names
+ * nothing proves nothing, and a correction could make a second one.
+ */
+export function unnamedLeftObject(card: RetrySafetyCard, receipts: readonly Receipt[]): Verdict {
+  if (card.sideEffect.rejectionMayCreate?.value !== 'unknown') return { ok: true };
+  const r = currentRevision(receipts).find((r) => isSend(r) && processedRejection(r));
+  if (r === undefined) return { ok: true };
+  return refused(
+    `attempt ${r.attemptId} was rejected (${String(r.rejectReason)}) and named nothing left at the provider, but the card does not know whether a rejected call leaves an object (sideEffect.rejectionMayCreate unknown): a corrected request could make a second one (check at the provider, then mark-done or abandon)`,
+  );
 }
 
 /** The receipts' half of supersedeCheck: every provider call of the record's current revision known not applied. */
@@ -92,9 +113,6 @@ export function currentRevisionNumber(receipts: readonly Receipt[]): number {
   return 1 + receipts.filter(isSupersede).length;
 }
 
-// Refused before the request is processed (credentials, access, the adapter's own check): nothing stored under the key.
-const UNPROCESSED_REJECTIONS = new Set(['authentication', 'permission', 'configuration']);
-
 /**
  * Whether the next revision needs a provider key of its own: only when one of the current revision's calls was
  * rejected after processing and the provider may have stored that answer under the key. Otherwise the key is kept: an
@@ -103,8 +121,7 @@ const UNPROCESSED_REJECTIONS = new Set(['authentication', 'permission', 'configu
  */
 export function needsFreshKey(card: RetrySafetyCard, receipts: readonly Receipt[]): boolean {
   if (card.providerKey.travels.value === 'none' || card.storedResult.includesErrors.value === false) return false;
-  const stored = (r: Receipt) => r.outcome === 'rejected' && !UNPROCESSED_REJECTIONS.has(String(r.rejectReason));
-  return currentRevision(receipts).some((r) => isSend(r) && stored(r));
+  return currentRevision(receipts).some((r) => isSend(r) && processedRejection(r));
 }
 
 /** A call under `key` recorded not applied: which may only mean that a same-key re-send folds it (it may have landed). */

@@ -16,6 +16,10 @@ export function refusals(card: RetrySafetyCard): string[] {
       `a lookup's "not found" is never taken as "not applied" (card lookup.consistencyDelay = ${String(card.lookup.consistencyDelay.value)}): it keeps looking for limits.lookupWindow, then hands off`,
     );
   }
+  if (card.sideEffect.rejectionMayCreate?.value === UNKNOWN)
+    out.push(
+      'no corrected request after a rejection the provider processed (card sideEffect.rejectionMayCreate = unknown): a rejection that names nothing left proves nothing, so a person checks at the provider',
+    );
   if (card.sideEffect.kind.value === UNKNOWN)
     out.push('agent tools mark the operation destructive (card sideEffect.kind = unknown)');
   return out;
