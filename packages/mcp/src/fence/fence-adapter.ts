@@ -6,7 +6,6 @@ import {
   type FrameOperation,
   type OperationSpec,
   type Outcome,
-  type RetrySafetyCard,
   UnknownOperationError,
 } from '@retrysafe/contract';
 import { classifyTransportFailure, lookupMiss, saysMoreFollow } from '@retrysafe/contract/provider';
@@ -15,6 +14,7 @@ import { checkParamsSchema } from '@retrysafe/core/internal';
 import { LOOKUP_TOOLS } from '../server.js';
 import { KEY_CHARSET, toolCard } from './fence-card.js';
 import { type FenceConfig, FenceConfigError, type FenceToolConfig } from './fence-config.js';
+import { hideProperty, INDEX, inMcpDialect, textArguments, undeclaredPart } from './fence-schema.js';
 import { type UpstreamClient, UpstreamUnavailableError } from './upstream.js';
 
 export interface ToolAnswer {
@@ -42,151 +42,6 @@ export function withPath(target: Record<string, unknown>, path: string, value: u
   const next = inner !== null && typeof inner === 'object' && !Array.isArray(inner) ? inner : undefined;
   if (!next && value === undefined) return target;
   return { ...target, [head]: withPath((next ?? {}) as Record<string, unknown>, rest.join('.'), value) };
-}
-
-type ObjectSchema = { readonly properties?: Record<string, object>; readonly required?: readonly string[] };
-
-const NUMBER_OR_FLAG = ['number', 'integer', 'boolean'];
-
-/**
- * The arguments whose values are blanked in any text the fence keeps or shows (its `sensitiveFields`): which ones hold
- * personal data only the upstream knows, and its error text often repeats them. All but those that are only numbers
- * or flags, which say little of a person and would blank the runner's own counts and waits.
- */
-function textArguments(schema: ObjectSchema, intent: readonly string[]): string[] {
-  const listed = Object.entries(schema.properties ?? {});
-  const numeric = (s: object) => {
-    const types = [(s as { type?: unknown }).type ?? []].flat();
-    return types.length > 0 && types.every((x) => NUMBER_OR_FLAG.includes(x as string));
-  };
-  const names = listed.filter(([, s]) => !numeric(s)).map(([name]) => name);
-  // An intent path the schema does not list (it lists no properties): its value too.
-  return [...new Set([...names, ...intent.filter((p) => !listed.some(([name]) => name === p.split('.')[0]))])];
-}
-
-/** The input schema without the argument at `path` (the fence's key: the fence sets it, the caller never does); a
- * nested one is hidden inside the object schemas its path names. A `$ref` elsewhere to it (`#/properties/request_id`,
- * which the SDK writes for a zod schema used twice) is given the schema it pointed at, which is no longer there. */
-export function hideProperty<S extends ObjectSchema>(schema: S, path: string): S {
-  const at = `#${path
-    .split('.')
-    .map((p) => `/properties/${p.replaceAll('~', '~0').replaceAll('/', '~1')}`)
-    .join('')}`;
-  const inline = (s: unknown, seen: ReadonlySet<string>): unknown =>
-    mapRefs(s, (node) => {
-      const { $ref, ...rest } = node;
-      const target = $ref === at || $ref.startsWith(`${at}/`) ? pointedAt(schema, $ref) : undefined;
-      if (target === undefined || seen.has($ref)) return node;
-      const inlined = inline(target, new Set([...seen, $ref]));
-      return Object.keys(rest).length === 0
-        ? inlined
-        : { ...rest, allOf: [...(Array.isArray(rest.allOf) ? rest.allOf : []), inlined] };
-    });
-  return withoutProperty(inline(schema, new Set()) as S, path);
-}
-
-function withoutProperty<S extends ObjectSchema>(schema: S, path: string): S {
-  const [name = '', ...rest] = path.split('.');
-  const { [name]: inner, ...properties } = schema.properties ?? {};
-  if (rest.length > 0)
-    return inner && typeof inner === 'object'
-      ? { ...schema, properties: { ...schema.properties, [name]: withoutProperty(inner, rest.join('.')) } }
-      : schema;
-  return { ...schema, properties, ...(schema.required ? { required: schema.required.filter((r) => r !== name) } : {}) };
-}
-
-/** Keywords whose values are data, not schemas: a `$ref` inside one is not a reference. */
-const DATA = new Set(['const', 'enum', 'default', 'examples']);
-/** Keywords whose values map names (which may be any word, `default` too) to schemas. */
-const NAMED = new Set(['properties', 'patternProperties', '$defs', 'definitions', 'dependentSchemas', 'dependencies']);
-type RefNode = { readonly $ref: string } & Record<string, unknown>;
-
-/** Whether a schema is a resource of its own (an `$id` that is not a draft-07 `#anchor`): its `#…` references resolve
- * inside it, wherever it sits. */
-export function isResource(schema: unknown): boolean {
-  const id = (schema as { $id?: unknown } | null)?.$id;
-  return typeof id === 'string' && !id.startsWith('#');
-}
-
-/** `schema` with each sub-schema that has a `$ref` replaced by what `f` makes of it (after its own sub-schemas). A
- * sub-schema with its own `$id` is left as it is: a `#…` reference inside it is into it, not into `schema`. */
-export function mapRefs(schema: unknown, f: (node: RefNode) => unknown, top = true): unknown {
-  if (Array.isArray(schema)) return schema.map((s) => mapRefs(s, f, false));
-  if (typeof schema !== 'object' || schema === null || (!top && isResource(schema))) return schema;
-  const each = (map: object) => Object.fromEntries(Object.entries(map).map(([k, v]) => [k, mapRefs(v, f, false)]));
-  const out: Record<string, unknown> = {};
-  for (const [k, v] of Object.entries(schema))
-    out[k] = DATA.has(k)
-      ? v
-      : NAMED.has(k) && typeof v === 'object' && v !== null && !Array.isArray(v)
-        ? each(v)
-        : mapRefs(v, f, false);
-  return typeof out.$ref === 'string' ? f(out as RefNode) : out;
-}
-
-/** What a local `$ref` (`#/properties/a~1b`) points at in `root`, or undefined. */
-function pointedAt(root: unknown, ref: string): unknown {
-  if (!ref.startsWith('#/')) return undefined;
-  let at = root;
-  for (const part of ref
-    .slice(2)
-    .split('/')
-    .map((p) => p.replaceAll('~1', '/').replaceAll('~0', '~'))) {
-    if (typeof at !== 'object' || at === null || !Object.hasOwn(at, part)) return undefined;
-    at = (at as Record<string, unknown>)[part];
-  }
-  return at;
-}
-
-const INDEX = /^(0|[1-9]\d*)$/;
-/** Keywords by which a schema takes properties it does not list itself. */
-const COMPOSED = ['allOf', 'anyOf', 'oneOf', '$ref', '$dynamicRef', 'if', 'dependentSchemas', 'dependencies'];
-
-/**
- * The start of `path` (an intent path: dot parts, an index or each item's field through an array) that `schema` lists
- * no property for, where it lists properties and takes no others by a schema of their own; null where it takes it or
- * cannot say (no properties listed, a combinator, a reference).
- */
-function undeclaredPart(schema: unknown, path: string): string | null {
-  const parts = path.split('.');
-  let at = schema;
-  for (const [i, part] of parts.entries()) {
-    if (typeof at !== 'object' || at === null) return null;
-    let node = at as Record<string, unknown>;
-    if (node.type === 'array') {
-      if (typeof node.items !== 'object' || node.items === null || Array.isArray(node.items)) return null;
-      if (INDEX.test(part)) {
-        at = node.items;
-        continue;
-      }
-      node = node.items as Record<string, unknown>;
-    }
-    const properties = node.properties;
-    if (typeof properties !== 'object' || properties === null || COMPOSED.some((k) => Object.hasOwn(node, k)))
-      return null;
-    if (Object.hasOwn(properties, part)) {
-      at = (properties as Record<string, unknown>)[part];
-      continue;
-    }
-    const others = node.additionalProperties;
-    if (others === true || (typeof others === 'object' && others !== null) || node.patternProperties !== undefined)
-      return null;
-    return parts.slice(0, i + 1).join('.');
-  }
-  return null;
-}
-
-/** MCP reads a tool schema that names no dialect as JSON Schema 2020-12 (specification 2025-11-25, SEP-1613). One that
- * does not compile so was written for draft-07 before (an array of `items`) and keeps that reading. */
-function inMcpDialect(schema: Tool['inputSchema'], card: RetrySafetyCard): Tool['inputSchema'] {
-  if (schema.$schema !== undefined) return schema;
-  const named = { $schema: 'https://json-schema.org/draft/2020-12/schema', ...schema };
-  try {
-    checkParamsSchema({ card, paramsSchema: named } as unknown as OperationSpec);
-    return named;
-  } catch {
-    return schema;
-  }
 }
 
 /** `{{path}}`: any argument path (`task-title`, `straße`, `lines.0.ref`). One left as written would ask the upstream for

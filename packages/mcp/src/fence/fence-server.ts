@@ -13,17 +13,8 @@ import { type AdapterV1, validateCard } from '@retrysafe/contract';
 import { agentIdempotentHint, describeNormalization } from '@retrysafe/contract/rules';
 import type { AgentToolDefinition, AgentToolResult } from '@retrysafe/core/agent';
 import { ANSWER_PROPERTIES, type Extra, reply, type ServingOptions, serveTools } from '../server.js';
-import {
-  answerValue,
-  type Fence,
-  hideProperty,
-  hostProgress,
-  isResource,
-  mapRefs,
-  type ToolAnswer,
-  toolResult,
-  withPath,
-} from './fence-adapter.js';
+import { answerValue, type Fence, hostProgress, type ToolAnswer, toolResult, withPath } from './fence-adapter.js';
+import { hideProperty, isResource, mapRefs } from './fence-schema.js';
 import { type Upstream, UpstreamUnavailableError } from './upstream.js';
 
 export const UNFENCED_NOTE = '[not fenced by retrysafe: a re-issued call may repeat its effect]';
