@@ -85,8 +85,12 @@ async function answerLookupTool(ledger: Ledger, name: string, args: unknown) {
 /** The runner's answer to a tool call; an identical call in flight answers with the first one's. */
 type Run = (tool: AgentToolDefinition, params: unknown, meta: unknown) => Promise<AgentToolResult>;
 
-/** What a request handler is given besides the request: the caller's cancellation, and its notifications channel. */
-export type Extra = Pick<RequestHandlerExtra<ServerRequest, ServerNotification>, 'signal' | 'sendNotification'>;
+/** What a request handler is given besides the request: the caller's cancellation, and its channel for notifications
+ * and requests. */
+export type Extra = Pick<
+  RequestHandlerExtra<ServerRequest, ServerNotification>,
+  'signal' | 'sendNotification' | 'sendRequest'
+>;
 
 /** Both servers: `listed` plus the status and handoff lookups; `call` answers the rest, undefined for a name it does not list. */
 export function serveTools(

@@ -10,6 +10,7 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { AjvJsonSchemaValidator } from '@modelcontextprotocol/sdk/validation/ajv';
 import { describe, expect, it } from 'vitest';
+import { AS_CLIENT } from '../src/fence/upstream.js';
 import {
   type Answer,
   bin,
@@ -50,7 +51,8 @@ function collect(client: Client) {
 
 describe('server-everything behind the fence', () => {
   it('passed-through tools, resources, prompts and completions answer as the server does directly', async () => {
-    const direct = await connect(node, [everythingServer, 'stdio']);
+    // directly, a host that declares what the fence declares upstream: the server lists the tools that use them
+    const direct = await connect(node, [everythingServer, 'stdio'], {}, { capabilities: AS_CLIENT });
     const client = await wrapped(everythingFence(tempDir('retrysafe-everything-')), ['--', node, everythingServer]);
     const [mine, theirs] = [(await client.listTools()).tools, (await direct.listTools()).tools];
     // nothing dropped, nothing doubled, every schema usable by the client
@@ -230,5 +232,8 @@ describe('server-everything behind the fence', () => {
     const again = await call(client, 'gzip-file-as-resource', args);
     expect(again._meta?.retrysafe).toMatchObject({ status: 'done', adopted: true });
     expect(again.content).toEqual(first.content);
+    // each HTTP request is a session of its own, which cannot be asked anything: the upstream's request is refused
+    const sampled = await call(client, 'trigger-sampling-request', { prompt: 'hi', maxTokens: 5 }, 5000);
+    expect([sampled.isError, sampled.content?.[0]?.text]).toEqual([true, expect.stringMatching(/sampling/)]);
   });
 });

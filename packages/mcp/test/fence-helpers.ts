@@ -9,6 +9,7 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { InMemoryTransport } from '@modelcontextprotocol/sdk/inMemory.js';
 import type { Server } from '@modelcontextprotocol/sdk/server/index.js';
+import type { ClientCapabilities } from '@modelcontextprotocol/sdk/types.js';
 import { asBusinessOperationId } from '@retrysafe/contract';
 import { createMemoryLedger, createRunner } from '@retrysafe/core';
 import { lookupContext } from '@retrysafe/testkit/conformance';
@@ -89,9 +90,18 @@ export const ordersFence = (dir: string, timeoutMs: number, extra: Record<string
     ...extra,
   });
 
+/** What a host declares, and how it answers what the server asks it (its handlers, set before it connects). */
+export type HostFeatures = { capabilities?: ClientCapabilities; answer?: (client: Client) => void };
+
 /** The host: the official SDK client over stdio. */
-export async function connect(command: string, args: string[], env: Record<string, string> = {}): Promise<Client> {
-  const client = new Client({ name: 'scripted-agent', version: '1.0.0' });
+export async function connect(
+  command: string,
+  args: string[],
+  env: Record<string, string> = {},
+  { capabilities = {}, answer }: HostFeatures = {},
+): Promise<Client> {
+  const client = new Client({ name: 'scripted-agent', version: '1.0.0' }, { capabilities });
+  answer?.(client);
   await client.connect(
     new StdioClientTransport({ command, args, env: { PATH: process.env.PATH ?? '', ...env }, stderr: 'ignore' }),
   );
@@ -125,10 +135,15 @@ const ordersUpstreamTools = [
 ];
 
 /** The official SDK client (`name`), connected to `server` in process. */
-export async function clientOf(server: Pick<Server, 'connect'>, name = 'agent'): Promise<Client> {
+export async function clientOf(
+  server: Pick<Server, 'connect'>,
+  name = 'agent',
+  { capabilities = {}, answer }: HostFeatures = {},
+): Promise<Client> {
   const [a, b] = InMemoryTransport.createLinkedPair();
   await server.connect(a);
-  const client = new Client({ name, version: '1.0.0' });
+  const client = new Client({ name, version: '1.0.0' }, { capabilities });
+  answer?.(client);
   await client.connect(b);
   return client;
 }

@@ -15,7 +15,7 @@ import type { AgentToolDefinition, AgentToolResult } from '@retrysafe/core/agent
 import { ANSWER_PROPERTIES, type Extra, reply, type ServingOptions, serveTools } from '../server.js';
 import { answerValue, type Fence, hostProgress, type ToolAnswer, toolResult, withPath } from './fence-adapter.js';
 import { hideProperty, isResource, mapRefs } from './fence-schema.js';
-import { type Upstream, UpstreamUnavailableError } from './upstream.js';
+import { type Host, hostCall, type Upstream, UpstreamUnavailableError } from './upstream.js';
 
 export const UNFENCED_NOTE = '[not fenced by retrysafe: a re-issued call may repeat its effect]';
 
@@ -105,8 +105,22 @@ export function createFenceServer(options: ServingOptions & { fence: Fence; upst
       return { ...t, description: `${UNFENCED_NOTE} ${t.description ?? ''}`.trim() };
     });
   };
+  // What the upstream asks while a call of this host runs goes to it, on that call's stream; at other times to the
+  // host session, once it has said what it can answer.
+  const host: Host = {
+    capabilities: () => server.getClientCapabilities(),
+    ask: (r, o) => server.request(r as never, ResultSchema, o),
+  };
+  const asHost = <T>(extra: Extra, f: () => Promise<T>) =>
+    hostCall.run({ host, ask: (r, o) => extra.sendRequest(r as never, ResultSchema, o) }, f);
+  let leave = () => false;
+  server.oninitialized = () => {
+    leave = upstream.addHost(host);
+  };
+  // The host's own notifications (its roots changed) are the upstream's business.
+  server.fallbackNotificationHandler = async (n) => void (await upstream.notify(n));
   const lookups: [string, string] = ["from a fenced tool's _meta.retrysafe", 'fenced operations'];
-  serveTools(server, options, lookups, listed, async (req, extra, run) => {
+  const callTool: Parameters<typeof serveTools>[4] = async (req, extra, run) => {
     const { name, arguments: args = {}, _meta } = req.params;
     const tool = upstream.tools.find((t) => t.name === name);
     if (!tool) return undefined;
@@ -132,17 +146,18 @@ export function createFenceServer(options: ServingOptions & { fence: Fence; upst
     // Pass-through: unchanged (its _meta too), with the caller's cancellation and the upstream's progress.
     const params = { name, ...(req.params.arguments ? { arguments: args } : {}), ...(_meta ? { _meta } : {}) };
     return forward(extra, _meta?.progressToken, (o) => upstream.callTool(params, undefined, o));
-  });
+  };
+  serveTools(server, options, lookups, listed, (req, extra, run) => asHost(extra, () => callTool(req, extra, run)));
 
   // Every other request (resources, prompts, completions, logging) goes to the upstream as it is. The SDK answers
   // logging/setLevel itself when logging is declared, but the upstream is the one that logs.
   server.removeRequestHandler('logging/setLevel');
   server.fallbackRequestHandler = async ({ method, params }, extra) =>
-    (await forward(extra, params?._meta?.progressToken, (o) =>
-      upstream.request({ method, params }, ResultSchema, o),
+    (await asHost(extra, () =>
+      forward(extra, params?._meta?.progressToken, (o) => upstream.request({ method, params }, ResultSchema, o)),
     )) as never;
   const unsubscribe = upstream.onNotification((n) => void server.notification(n).catch(() => undefined));
-  server.onclose = () => void unsubscribe();
+  server.onclose = () => void (unsubscribe(), leave());
   return server;
 }
 

@@ -1,3 +1,4 @@
+import { AsyncLocalStorage } from 'node:async_hooks';
 import { createInterface } from 'node:readline';
 import type { Readable } from 'node:stream';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -7,8 +8,12 @@ import { StreamableHTTPClientTransport, StreamableHTTPError } from '@modelcontex
 import type { RequestOptions } from '@modelcontextprotocol/sdk/shared/protocol.js';
 import {
   CallToolResultSchema,
+  type ClientCapabilities,
+  ErrorCode,
+  McpError,
   type Notification,
   type Request,
+  type Result,
   type ServerCapabilities,
   type Tool,
 } from '@modelcontextprotocol/sdk/types.js';
@@ -76,6 +81,36 @@ async function listAllTools(client: Client): Promise<Tool[]> {
   }
 }
 
+/** One host session (a fence server): what its client declared, and how to ask it something. */
+export interface Host {
+  readonly capabilities: () => ClientCapabilities | undefined;
+  readonly ask: (req: Request, opts: RequestOptions) => Promise<Result>;
+}
+
+/** The host call being served: what the upstream asks while a request sent for it runs goes to its host, on the
+ * stream of that call (`ask` sends it as related to the call). */
+export const hostCall = new AsyncLocalStorage<HostCall>();
+type HostCall = { readonly host: Host; readonly ask: Host['ask'] };
+
+/** What the fence declares to the upstream, before any host connects: what hosts (Claude Desktop, VS Code) declare.
+ * A request the host turns out not to support is answered an error (see `toHost`). */
+export const AS_CLIENT: ClientCapabilities = {
+  sampling: {},
+  elicitation: { form: {}, url: {} },
+  roots: { listChanged: true },
+};
+
+/** The host capability each request of the upstream needs. */
+const NEEDS: Readonly<Record<string, (c: ClientCapabilities, params: Request['params']) => unknown>> = {
+  'sampling/createMessage': (c) => c.sampling,
+  'elicitation/create': (c, p) => (p?.mode === 'url' ? c.elicitation?.url : c.elicitation),
+  'roots/list': (c) => c.roots,
+};
+
+/** The upstream bounds its own request (and cancels it, aborting `signal`): a person answering an elicitation may
+ * take long. Node's longest timer. */
+const NO_TIMEOUT = 2 ** 31 - 1;
+
 // A dead stdio upstream is restarted (bounded, with backoff); a call that cannot be sent fails UpstreamUnavailableError.
 export async function connectUpstream(target: UpstreamTarget, name = 'retrysafe-fence') {
   const listeners = new Set<(n: Notification) => void>();
@@ -85,9 +120,29 @@ export async function connectUpstream(target: UpstreamTarget, name = 'retrysafe-
   let instructions: string | undefined;
   let closing = false;
   let starting: Promise<void> | undefined;
+  const hosts = new Set<Host>();
+  /** The host call of each request upstream in flight, oldest first. */
+  const busy: HostCall[] = [];
+
+  /** A request of the upstream, sent to the one host it can be for: the host of the calls in flight, else the one
+   * connected. With none, or several (`--http`: each request its own session), it is refused, never left waiting. */
+  const toHost = async ({ method, params }: Request, { signal }: { signal: AbortSignal }): Promise<Result> => {
+    const candidates = new Set(busy.length ? busy.map((c) => c.host) : hosts);
+    const [host] = candidates;
+    const need = NEEDS[method];
+    if (candidates.size !== 1 || !host || (need && !need(host.capabilities() ?? {}, params)))
+      throw new McpError(
+        ErrorCode.MethodNotFound,
+        candidates.size > 1
+          ? `${method}: the retrysafe fence serves ${candidates.size} host sessions and cannot tell which one this is for`
+          : `${method}: the host behind the retrysafe fence ${host ? 'did not declare it' : 'is not connected'}`,
+      );
+    return (busy.at(-1) ?? host).ask({ method, params }, { signal, timeout: NO_TIMEOUT });
+  };
 
   const start = async (): Promise<void> => {
-    const c = new Client({ name, version: '0.1.0' });
+    const c = new Client({ name, version: '0.1.0' }, { capabilities: AS_CLIENT });
+    c.fallbackRequestHandler = toHost as never;
     const transport =
       'url' in target
         ? new StreamableHTTPClientTransport(new URL(target.url))
@@ -144,6 +199,8 @@ export async function connectUpstream(target: UpstreamTarget, name = 'retrysafe-
     await ready();
     const c = client;
     if (!c?.transport) throw new UpstreamUnavailableError('the upstream MCP server is not connected');
+    const call = hostCall.getStore();
+    if (call) busy.push(call);
     try {
       return (await c.request(req, schema, opts)) as Record<string, unknown>;
     } catch (e) {
@@ -154,6 +211,8 @@ export async function connectUpstream(target: UpstreamTarget, name = 'retrysafe-
       if (client === c) client = undefined;
       void c.close().catch(() => undefined);
       throw new UpstreamUnavailableError(`the upstream MCP server ended its session: ${e.message}`);
+    } finally {
+      if (call) busy.splice(busy.indexOf(call), 1);
     }
   };
 
@@ -184,6 +243,15 @@ export async function connectUpstream(target: UpstreamTarget, name = 'retrysafe-
       listeners.add(listener);
       return () => listeners.delete(listener);
     },
+    /** A host session that can be asked what the upstream asks; it says when it goes (the function returned). When
+     * it lists roots, the upstream is told they changed: it asked before any host was there. */
+    addHost(host: Host) {
+      hosts.add(host);
+      if (host.capabilities()?.roots) void this.notify({ method: 'notifications/roots/list_changed' });
+      return () => hosts.delete(host);
+    },
+    /** A host's notification (its roots changed) to the upstream; dropped while it is not connected. */
+    notify: (n: Notification) => client?.notification(n).catch(() => undefined),
     async close() {
       closing = true;
       await client?.close();
