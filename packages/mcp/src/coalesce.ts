@@ -9,6 +9,8 @@ const MAX_WAIT_MS = 600_000;
  * (else `defaultWaitMs`), and an `in-progress` answer is followed in the ledger for as long. */
 export function createCoalescer(ledger: Ledger, defaultWaitMs = 30_000) {
   const inflight = new Map<string, Promise<AgentToolResult>>();
+  /** The runner's calls under way, which a process that stops waits for (`settled`). */
+  const running = new Set<Promise<AgentToolResult>>();
 
   const untilEnded = async (
     r: AgentToolResult,
@@ -26,7 +28,12 @@ export function createCoalescer(ledger: Ledger, defaultWaitMs = 30_000) {
   };
 
   return {
-    async call(tool: string, args: unknown, meta: unknown, run: () => Promise<AgentToolResult>) {
+    async call(tool: string, args: unknown, meta: unknown, runner: () => Promise<AgentToolResult>) {
+      const run = () => {
+        const p: Promise<AgentToolResult> = runner().finally(() => running.delete(p));
+        running.add(p);
+        return p;
+      };
       const v = (meta as Record<string, unknown> | undefined)?.['retrysafe/waitMs'];
       const waitMs = typeof v === 'number' && Number.isInteger(v) && v >= 0 ? Math.min(v, MAX_WAIT_MS) : defaultWaitMs;
       const deadline = Date.now() + waitMs;
@@ -52,6 +59,8 @@ export function createCoalescer(ledger: Ledger, defaultWaitMs = 30_000) {
         inflight.delete(key);
       }
     },
+    /** Resolves once the runner's calls under way have ended, or after `graceMs`. */
+    settled: (graceMs: number) => Promise.race([Promise.allSettled(running), sleep(graceMs)]),
   };
 }
 

@@ -1,6 +1,6 @@
 import { writeFileSync } from 'node:fs';
 import { resolve } from 'node:path';
-import { setTimeout as sleep } from 'node:timers/promises';
+import { setTimeout as sleep, setImmediate as turn } from 'node:timers/promises';
 import type { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
 import { createAdapters, exposedOperations, loadConfig, openLedger, type RetrysafeConfig } from '@retrysafe/config';
@@ -51,18 +51,33 @@ function checkAtStart(adapters: readonly AdapterV1[], policy: PolicyOverrides | 
     }
 }
 
+/** How long a stdio server whose host closed its stdin waits for the calls under way: less than the 2 s the official
+ * SDK's host waits before it sends SIGTERM. */
+const SHUTDOWN_GRACE_MS = 1500;
+
+/** A stdio server's end: the runner's calls under way end (within the grace; one still running then ends as a crash
+ * would, reconciled by the next call or `recover()`), then the upstream, if any, is stopped and the ledger closed. */
+const stopping =
+  ({ coalescer, ledger }: Awaited<ReturnType<typeof servingParts>>, upstream?: { close(): Promise<void> }) =>
+  async () => {
+    await coalescer.settled(SHUTDOWN_GRACE_MS);
+    await turn(); // the answers of the calls that ended go out in the promise reactions that follow theirs
+    await upstream?.close().catch(() => undefined);
+    await ledger.close();
+  };
+
 /** Serves on stdio, or with `--http` on loopback behind the Host/Origin allow-lists and a bearer token. */
 async function serve(
   o: Values<typeof SERVE_COMMAND.options>,
   make: () => Server,
   what: string,
   log: (line: string) => void,
-  stop: () => Promise<void> = async () => {},
+  stop: () => Promise<void>,
 ): Promise<void> {
   if (!o.http) {
     // MCP's stdio shutdown: the host closes our stdin and waits for us to exit. Nothing else ends this process (an
     // upstream child, a ledger's connections keep it alive), and a host that started us through npx cannot signal
-    // us: we would run on, holding the ledger. A call still in flight ends as a crash would, reconciled later.
+    // us: we would run on, holding the ledger. No call can come after the end of stdin.
     process.stdin.once('end', () => void stop().finally(() => process.exit(0)));
     return make().connect(new StdioServerTransport());
   }
@@ -94,7 +109,7 @@ export async function runServe(argv: readonly string[], log = toStderr): Promise
   const parts = await servingParts(config);
   const make = () => createRetrysafeMcpServer({ ...parts, adapters: Object.values(byName), operations });
   make(); // a tool set it refuses (two tools of one name) is refused at start, not on the first HTTP request
-  return serve(o, make, 'retrysafe MCP server', log);
+  return serve(o, make, 'retrysafe MCP server', log, stopping(parts));
 }
 
 /** The upstream server: `--url`, else the command after `--`. */
@@ -130,7 +145,7 @@ export async function runWrap(argv: readonly string[], log = toStderr): Promise<
     log(
       `retrysafe fence: ${fenced.length} fenced (${fenced.join(', ')}), ${passed.length} passed through${passed.length ? ` (${passed.join(', ')})` : ''}`,
     );
-    return await serve(o, make, 'retrysafe fence', log, () => upstream.close());
+    return await serve(o, make, 'retrysafe fence', log, stopping(parts, upstream));
   } catch (e) {
     await upstream.close(); // a fence that cannot start leaves no upstream running
     throw e;

@@ -1,5 +1,6 @@
 /** Shared by the fence tests: temp dirs, fence files, a real MCP client (the host) and `retrysafe-mcp wrap` as a child process. */
-import { spawnSync } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
+import { once } from 'node:events';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
@@ -9,7 +10,7 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { InMemoryTransport } from '@modelcontextprotocol/sdk/inMemory.js';
 import type { Server } from '@modelcontextprotocol/sdk/server/index.js';
-import type { ClientCapabilities } from '@modelcontextprotocol/sdk/types.js';
+import { type ClientCapabilities, LATEST_PROTOCOL_VERSION } from '@modelcontextprotocol/sdk/types.js';
 import { asBusinessOperationId } from '@retrysafe/contract';
 import { createMemoryLedger, createRunner } from '@retrysafe/core';
 import { lookupContext } from '@retrysafe/testkit/conformance';
@@ -107,6 +108,38 @@ export async function connect(
   );
   cleanups.push(() => client.close());
   return client;
+}
+
+/** A host that starts `node args`, initializes, sends one tools/call (`params`) and closes the server's stdin (MCP's
+ * stdio shutdown) once `underWay()` says the call is under way; it kills nothing. The exit code, and the answers. */
+export async function closeStdinMidCall(
+  args: string[],
+  params: Record<string, unknown>,
+  underWay: () => boolean,
+  env: Record<string, string> = {},
+) {
+  const child = spawn(process.execPath, args, { env: { PATH: process.env.PATH ?? '', ...env }, stdio: 'pipe' });
+  let out = '';
+  child.stdout.on('data', (d) => (out += String(d)));
+  const send = (m: object) => child.stdin.write(`${JSON.stringify({ jsonrpc: '2.0', ...m })}\n`);
+  const clientInfo = { name: 'host', version: '1.0.0' };
+  send({
+    id: 0,
+    method: 'initialize',
+    params: { protocolVersion: LATEST_PROTOCOL_VERSION, capabilities: {}, clientInfo },
+  });
+  send({ method: 'notifications/initialized' });
+  send({ id: 1, method: 'tools/call', params });
+  while (!underWay()) await new Promise((r) => setTimeout(r, 20));
+  child.stdin.end();
+  const [code] = await once(child, 'exit');
+  return {
+    code,
+    answers: out
+      .split('\n')
+      .filter(Boolean)
+      .map((l) => JSON.parse(l) as { id?: number; result?: Answer }),
+  };
 }
 
 export const wrapped = (fence: string, upstream: string[], env: Record<string, string> = {}) =>

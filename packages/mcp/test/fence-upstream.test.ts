@@ -11,9 +11,13 @@ import {
   LoggingMessageNotificationSchema,
   ToolListChangedNotificationSchema,
 } from '@modelcontextprotocol/sdk/types.js';
+import { openLedger } from '@retrysafe/config';
+import { TERMINAL_STATES } from '@retrysafe/contract/ledger';
 import { describe, expect, it } from 'vitest';
 import {
   type Answer,
+  bin,
+  closeStdinMidCall,
   memoryServer,
   ordersFence,
   ordersServer,
@@ -87,6 +91,27 @@ describe('a dead stdio upstream', () => {
       call(client, 'create_order', { customer: 'cus_n', ref, sku: 'sku_1', quantity: 1 }),
     ).rejects.toMatchObject({ code: -32603, message: expect.stringMatching(/nothing was sent/) });
     expect(await handoffs(client)).toEqual([]);
+  });
+});
+
+describe('the host closes stdin while a fenced call runs (MCP stdio shutdown)', () => {
+  it('the call ends and is answered, its ledger row terminal, then the fence exits', async () => {
+    const dir = tempDir('retrysafe-stdin-');
+    const store = join(dir, 'orders.json');
+    const server = [process.execPath, ordersServer, '--store', store, '--reply-delay-ms', '700', '--exit-on-eof'];
+    const params = { name: 'create_order', arguments: { customer: 'cus_s', ref: 'PO-s', sku: 'sku_1', quantity: 1 } };
+    const { code, answers } = await closeStdinMidCall(
+      [bin, 'wrap', '--config', ordersFence(dir, 3000), '--', ...server],
+      params,
+      // the order is made, its answer on its way
+      () => existsSync(store) && readFileSync(store, 'utf8').includes('PO-s'),
+    );
+    expect(code).toBe(0);
+    expect(answers.find((a) => a.id === 1)?.result?._meta?.retrysafe?.status).toBe('done');
+    const ledger = await openLedger('./fence.db', dir);
+    const rows = await ledger.list();
+    await ledger.close();
+    expect(rows.map((r) => TERMINAL_STATES.includes(r.state))).toEqual([true]);
   });
 });
 

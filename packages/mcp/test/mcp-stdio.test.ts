@@ -9,7 +9,7 @@ import { stripeCards } from '@retrysafe/stripe';
 import { type StripeSandbox, startStripeSandbox } from '@retrysafe/stripe/sandbox';
 import { type Fault, type FaultProxy, startFaultProxy } from '@retrysafe/testkit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { writeJson } from './fence-helpers.js';
+import { closeStdinMidCall, writeJson } from './fence-helpers.js';
 
 // A scripted agent talks to the real retrysafe MCP server (a child process, over stdio, with the
 // real MCP client). The server drives the real stripe SDK → fault proxy → loopback Stripe sandbox.
@@ -20,6 +20,7 @@ let client: Client;
 let nextFaults: Fault[] = [];
 let stderr = '';
 let dir: string | undefined;
+let config: string;
 
 type ToolAnswer = {
   status: string;
@@ -49,7 +50,7 @@ beforeAll(async () => {
   sandbox = await startStripeSandbox({ port: 0 });
   proxy = await startFaultProxy({ target: sandbox.url, faults: () => nextFaults.shift() ?? 'pass' });
   dir = mkdtempSync(join(tmpdir(), 'retrysafe-mcp-'));
-  const config = writeJson(dir, 'retrysafe.json', {
+  config = writeJson(dir, 'retrysafe.json', {
     ledger: './ledger.db',
     adapters: { stripe: { apiKeyEnv: 'RS_STRIPE_KEY', baseUrl: proxy.url, timeoutMs: 400 } },
     policy: { baseMs: 5, capMs: 20, waitForOtherMs: 20_000 },
@@ -215,5 +216,23 @@ describe('retrysafe MCP server over stdio', () => {
     const again = await pay(700, 'eur', 'B-9');
     expect(again).toMatchObject({ status: 'done', adopted: true, providerRef: fixed.providerRef });
     expect(paymentIntents()).toHaveLength(count + 1);
+  });
+
+  it('the host closes stdin while a call runs: it ends and is answered, its ledger row terminal, then the server exits', async () => {
+    // Stripe commits and its answer is lost; the runner re-sends under the same key: a call of a few hundred ms
+    nextFaults = [{ kind: 'delay', ms: 300 }];
+    const before = proxy.requests.length;
+    const args = { customer: 'cus_fixture', amount: 400, currency: 'eur', orderRef: 'EOF-1' };
+    const { code, answers } = await closeStdinMidCall(
+      [bin, '--config', config],
+      { name: 'stripe_paymentIntents_create', arguments: args },
+      () => proxy.requests.length > before,
+      { RS_STRIPE_KEY: 'sk_test_mcp_agent' },
+    );
+    expect(code).toBe(0);
+    const answer = answers.find((a) => a.id === 1)?.result?.structuredContent as ToolAnswer | undefined;
+    expect(answer?.status).toBe('done');
+    const status = await call('retrysafe_status', { businessOperationId: answer!.businessOperationId! });
+    expect(status).toMatchObject({ found: true, state: 'succeeded' });
   });
 });
