@@ -31,13 +31,15 @@ const call = (client: Client, name: string, args: Record<string, unknown>) =>
   client.callTool({ name, arguments: args }, undefined, { timeout: 10_000 }) as Promise<Answer>;
 const text = (a: Answer) => a.content?.[0]?.text ?? '';
 
-/** A host that samples, asks its person (who declines) and lists `roots`; `asked` records each request it answers. */
-function host(roots: string[], asked: string[] = []): HostFeatures {
+/** A host that samples (taking `sampleMs`), asks its person (who declines) and lists `roots`; `asked` records each
+ * request it answers. */
+function host(roots: string[], asked: string[] = [], sampleMs = 0): HostFeatures {
   return {
     capabilities: { sampling: {}, elicitation: { form: {} }, roots: { listChanged: true } },
     answer: (client) => {
       client.setRequestHandler(CreateMessageRequestSchema, async () => {
         asked.push('sampling');
+        await new Promise((r) => setTimeout(r, sampleMs));
         return { model: 'host-model', role: 'assistant', content: { type: 'text', text: 'sampled by the host' } };
       });
       client.setRequestHandler(ElicitRequestSchema, async () => {
@@ -56,7 +58,7 @@ function host(roots: string[], asked: string[] = []): HostFeatures {
 async function fenceOf(args: string[], name: string, tools: Record<string, unknown>) {
   const upstream = await connectUpstream({ command: node, args });
   onCleanup(() => upstream.close());
-  const config = parseFenceConfig({ name, ledger: './unused.db', tools });
+  const config = parseFenceConfig({ name, ledger: './unused.db', timeoutMs: 400, tools });
   return { upstream, fence: () => fenceOver(config, upstream) };
 }
 
@@ -64,11 +66,12 @@ describe('what the upstream asks its client, through the fence', () => {
   it('server-everything: sampling, elicitation and roots reach the host, passed through and fenced, as directly', async () => {
     const roots = [tempDir('retrysafe-roots-')];
     const sampling = { prompt: 'hello', maxTokens: 5 };
+    // the host takes longer to sample than the fenced call's timeoutMs: waiting for the host is no lost answer
     const { upstream, fence } = await fenceOf([everythingServer, 'stdio'], 'everything', {
       'trigger-sampling-request': { kind: 'create', intent: ['prompt', 'maxTokens'] },
     });
     const asked: string[] = [];
-    const client = await clientOf(fence(), 'host', host(roots, asked));
+    const client = await clientOf(fence(), 'host', host(roots, asked, 700));
     const direct = await connect(node, [everythingServer, 'stdio'], {}, host(roots));
     for (const [name, args] of [
       ['trigger-elicitation-request', {}],

@@ -5,13 +5,14 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { StreamableHTTPClientTransport, StreamableHTTPError } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import type { RequestOptions } from '@modelcontextprotocol/sdk/shared/protocol.js';
+import { DEFAULT_REQUEST_TIMEOUT_MSEC, type RequestOptions } from '@modelcontextprotocol/sdk/shared/protocol.js';
 import {
   CallToolResultSchema,
   type ClientCapabilities,
   ErrorCode,
   McpError,
   type Notification,
+  type Progress,
   type Request,
   type Result,
   type ServerCapabilities,
@@ -111,6 +112,48 @@ const NEEDS: Readonly<Record<string, (c: ClientCapabilities, params: Request['pa
  * take long. Node's longest timer. */
 const NO_TIMEOUT = 2 ** 31 - 1;
 
+/** A request's timeout (the SDK's, else its default), which stops while the host is asked something for the request
+ * (a person answering, a model sampling: no lost answer) and, with `resetTimeoutOnProgress`, starts again on progress. */
+function pausableTimeout(opts: RequestOptions = {}) {
+  const ms = opts.timeout ?? DEFAULT_REQUEST_TIMEOUT_MSEC;
+  const timedOut = new AbortController();
+  let timer: NodeJS.Timeout | undefined;
+  let held = 0;
+  let ended = false;
+  const restart = () => {
+    clearTimeout(timer);
+    if (held > 0 || ended) return;
+    const error = new McpError(ErrorCode.RequestTimeout, 'Request timed out', { timeout: ms });
+    timer = setTimeout(() => timedOut.abort(error), ms);
+  };
+  restart();
+  const { onprogress, signal } = opts;
+  const progress = (p: Progress) => {
+    restart();
+    onprogress?.(p);
+  };
+  return {
+    options: {
+      ...opts,
+      timeout: NO_TIMEOUT,
+      signal: signal ? AbortSignal.any([signal, timedOut.signal]) : timedOut.signal,
+      ...(onprogress && opts.resetTimeoutOnProgress ? { onprogress: progress } : {}),
+    },
+    hold() {
+      held++;
+      clearTimeout(timer);
+    },
+    release() {
+      held--;
+      restart();
+    },
+    end() {
+      ended = true;
+      clearTimeout(timer);
+    },
+  };
+}
+
 // A dead stdio upstream is restarted (bounded, with backoff); a call that cannot be sent fails UpstreamUnavailableError.
 export async function connectUpstream(target: UpstreamTarget, name = 'retrysafe-fence') {
   const listeners = new Set<(n: Notification) => void>();
@@ -121,13 +164,13 @@ export async function connectUpstream(target: UpstreamTarget, name = 'retrysafe-
   let closing = false;
   let starting: Promise<void> | undefined;
   const hosts = new Set<Host>();
-  /** The host call of each request upstream in flight, oldest first. */
-  const busy: HostCall[] = [];
+  /** Each request upstream in flight for a host call (oldest first), with its timeout. */
+  const busy: { readonly call: HostCall; readonly timeout: ReturnType<typeof pausableTimeout> }[] = [];
 
   /** A request of the upstream, sent to the one host it can be for: the host of the calls in flight, else the one
    * connected. With none, or several (`--http`: each request its own session), it is refused, never left waiting. */
   const toHost = async ({ method, params }: Request, { signal }: { signal: AbortSignal }): Promise<Result> => {
-    const candidates = new Set(busy.length ? busy.map((c) => c.host) : hosts);
+    const candidates = new Set(busy.length ? busy.map((b) => b.call.host) : hosts);
     const [host] = candidates;
     const need = NEEDS[method];
     if (candidates.size !== 1 || !host || (need && !need(host.capabilities() ?? {}, params)))
@@ -137,7 +180,13 @@ export async function connectUpstream(target: UpstreamTarget, name = 'retrysafe-
           ? `${method}: the retrysafe fence serves ${candidates.size} host sessions and cannot tell which one this is for`
           : `${method}: the host behind the retrysafe fence ${host ? 'did not declare it' : 'is not connected'}`,
       );
-    return (busy.at(-1) ?? host).ask({ method, params }, { signal, timeout: NO_TIMEOUT });
+    const waiting = [...busy];
+    for (const b of waiting) b.timeout.hold();
+    try {
+      return await (busy.at(-1)?.call ?? host).ask({ method, params }, { signal, timeout: NO_TIMEOUT });
+    } finally {
+      for (const b of waiting) b.timeout.release();
+    }
   };
 
   const start = async (): Promise<void> => {
@@ -200,9 +249,11 @@ export async function connectUpstream(target: UpstreamTarget, name = 'retrysafe-
     const c = client;
     if (!c?.transport) throw new UpstreamUnavailableError('the upstream MCP server is not connected');
     const call = hostCall.getStore();
-    if (call) busy.push(call);
+    const timeout = pausableTimeout(opts);
+    const entry = call && { call, timeout };
+    if (entry) busy.push(entry);
     try {
-      return (await c.request(req, schema, opts)) as Record<string, unknown>;
+      return (await c.request(req, schema, timeout.options)) as Record<string, unknown>;
     } catch (e) {
       // HTTP 404 to a request of a session is the spec's answer once the server ended that session (it restarted):
       // the request was not processed. The next call starts a new session.
@@ -212,7 +263,8 @@ export async function connectUpstream(target: UpstreamTarget, name = 'retrysafe-
       void c.close().catch(() => undefined);
       throw new UpstreamUnavailableError(`the upstream MCP server ended its session: ${e.message}`);
     } finally {
-      if (call) busy.splice(busy.indexOf(call), 1);
+      timeout.end();
+      if (entry) busy.splice(busy.indexOf(entry), 1);
     }
   };
 
