@@ -108,6 +108,18 @@ const NEEDS: Readonly<Record<string, (c: ClientCapabilities, params: Request['pa
   'roots/list': (c) => c.roots,
 };
 
+/** Why the upstream's request `method` cannot go to the one host of `candidates`; undefined when it can. */
+function refusal(method: string, params: Request['params'], candidates: ReadonlySet<Host>): string | undefined {
+  const need = NEEDS[method];
+  if (!need) return 'the retrysafe fence does not forward it';
+  if (candidates.size > 1)
+    return `the retrysafe fence serves ${candidates.size} host sessions and cannot tell which one it is for`;
+  const [host] = candidates;
+  if (!host) return 'no host is connected to the retrysafe fence';
+  if (!need(host.capabilities() ?? {}, params)) return 'the host behind the retrysafe fence did not declare it';
+  return undefined;
+}
+
 /** The upstream bounds its own request (and cancels it, aborting `signal`): a person answering an elicitation may
  * take long. Node's longest timer. */
 const NO_TIMEOUT = 2 ** 31 - 1;
@@ -168,18 +180,13 @@ export async function connectUpstream(target: UpstreamTarget, name = 'retrysafe-
   const busy: { readonly call: HostCall; readonly timeout: ReturnType<typeof pausableTimeout> }[] = [];
 
   /** A request of the upstream, sent to the one host it can be for: the host of the calls in flight, else the one
-   * connected. With none, or several (`--http`: each request its own session), it is refused, never left waiting. */
+   * connected. With none, or several (`--http`: each request its own session), or one that did not declare what is
+   * asked, it is refused, never left waiting; so is a request the fence does not know a host can answer. */
   const toHost = async ({ method, params }: Request, { signal }: { signal: AbortSignal }): Promise<Result> => {
     const candidates = new Set(busy.length ? busy.map((b) => b.call.host) : hosts);
     const [host] = candidates;
-    const need = NEEDS[method];
-    if (candidates.size !== 1 || !host || (need && !need(host.capabilities() ?? {}, params)))
-      throw new McpError(
-        ErrorCode.MethodNotFound,
-        candidates.size > 1
-          ? `${method}: the retrysafe fence serves ${candidates.size} host sessions and cannot tell which one this is for`
-          : `${method}: the host behind the retrysafe fence ${host ? 'did not declare it' : 'is not connected'}`,
-      );
+    const why = refusal(method, params, candidates);
+    if (why || !host) throw new McpError(ErrorCode.MethodNotFound, `${method}: ${why}`);
     const waiting = [...busy];
     for (const b of waiting) b.timeout.hold();
     try {
