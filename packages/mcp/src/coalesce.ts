@@ -9,8 +9,8 @@ const MAX_WAIT_MS = 600_000;
  * (else `defaultWaitMs`), and an `in-progress` answer is followed in the ledger for as long. */
 export function createCoalescer(ledger: Ledger, defaultWaitMs = 30_000) {
   const inflight = new Map<string, Promise<AgentToolResult>>();
-  /** The runner's calls under way, which a process that stops waits for (`settled`). */
-  const running = new Set<Promise<AgentToolResult>>();
+  /** The tool calls under way, which a process that stops waits for (`settled`). */
+  const running = new Set<Promise<unknown>>();
 
   const untilEnded = async (
     r: AgentToolResult,
@@ -28,12 +28,7 @@ export function createCoalescer(ledger: Ledger, defaultWaitMs = 30_000) {
   };
 
   return {
-    async call(tool: string, args: unknown, meta: unknown, runner: () => Promise<AgentToolResult>) {
-      const run = () => {
-        const p: Promise<AgentToolResult> = runner().finally(() => running.delete(p));
-        running.add(p);
-        return p;
-      };
+    async call(tool: string, args: unknown, meta: unknown, run: () => Promise<AgentToolResult>) {
       const v = (meta as Record<string, unknown> | undefined)?.['retrysafe/waitMs'];
       const waitMs = typeof v === 'number' && Number.isInteger(v) && v >= 0 ? Math.min(v, MAX_WAIT_MS) : defaultWaitMs;
       const deadline = Date.now() + waitMs;
@@ -59,7 +54,12 @@ export function createCoalescer(ledger: Ledger, defaultWaitMs = 30_000) {
         inflight.delete(key);
       }
     },
-    /** Resolves once the runner's calls under way have ended, or after `graceMs`. */
+    /** `answer` of a tool call, counted among the calls under way until it ends. */
+    track<T>(answer: Promise<T>): Promise<T> {
+      running.add(answer);
+      return answer.finally(() => running.delete(answer));
+    },
+    /** Resolves once the tool calls under way have ended, or after `graceMs`. */
     settled: (graceMs: number) => Promise.race([Promise.allSettled(running), sleep(graceMs)]),
   };
 }

@@ -55,8 +55,9 @@ function checkAtStart(adapters: readonly AdapterV1[], policy: PolicyOverrides | 
  * SDK's host waits before it sends SIGTERM. */
 const SHUTDOWN_GRACE_MS = 1500;
 
-/** A stdio server's end: the runner's calls under way end (within the grace; one still running then ends as a crash
- * would, reconciled by the next call or `recover()`), then the upstream, if any, is stopped and the ledger closed. */
+/** A stdio server's end: the tool calls under way end and are answered (within the grace; one still running then
+ * ends as a crash would, reconciled by the next call or `recover()`), then the upstream, if any, is stopped and the
+ * ledger closed. */
 const stopping =
   ({ coalescer, ledger }: Awaited<ReturnType<typeof servingParts>>, upstream?: { close(): Promise<void> }) =>
   async () => {

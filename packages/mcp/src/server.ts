@@ -107,13 +107,15 @@ export function serveTools(
   server.setRequestHandler(ListToolsRequestSchema, async () => ({
     tools: [...listed().filter((t) => !LOOKUP_TOOLS.includes((t as Tool).name)), ...lookupTools(...lookups)] as Tool[],
   }));
-  server.setRequestHandler(CallToolRequestSchema, async (req, extra) => {
+  const answer = async (req: CallToolRequest, extra: Extra) => {
     const { name, arguments: args = {} } = req.params;
     const answer = (await answerLookupTool(options.ledger, name, args)) ?? (await call(req, extra, run));
     // The spec's answer to an unknown tool is a protocol error, not a tool result.
     if (answer === undefined) throw new McpError(ErrorCode.InvalidParams, `Unknown tool: ${name}`);
     return answer;
-  });
+  };
+  // A process that stops lets the calls under way end and be answered.
+  server.setRequestHandler(CallToolRequestSchema, (req, extra) => coalescer.track(answer(req, extra)));
 }
 
 /** What every retrysafe answer says, in this server's results and in the fence's own answers. */
