@@ -54,12 +54,12 @@ function host(roots: string[], asked: string[] = [], sampleMs = 0): HostFeatures
   };
 }
 
-/** The fence in process over a real server (a child), `tools` fenced. */
+/** Fence servers (one per host session) in process over one real server (a child), `tools` fenced. */
 async function fenceOf(args: string[], name: string, tools: Record<string, unknown>) {
   const upstream = await connectUpstream({ command: node, args });
   onCleanup(() => upstream.close());
   const config = parseFenceConfig({ name, ledger: './unused.db', timeoutMs: 400, tools });
-  return { upstream, fence: () => fenceOver(config, upstream) };
+  return () => fenceOver(config, upstream);
 }
 
 describe('what the upstream asks its client, through the fence', () => {
@@ -67,7 +67,7 @@ describe('what the upstream asks its client, through the fence', () => {
     const roots = [tempDir('retrysafe-roots-')];
     const sampling = { prompt: 'hello', maxTokens: 5 };
     // the host takes longer to sample than the fenced call's timeoutMs: waiting for the host is no lost answer
-    const { upstream, fence } = await fenceOf([everythingServer, 'stdio'], 'everything', {
+    const fence = await fenceOf([everythingServer, 'stdio'], 'everything', {
       'trigger-sampling-request': { kind: 'create', intent: ['prompt', 'maxTokens'] },
     });
     const asked: string[] = [];
@@ -82,6 +82,7 @@ describe('what the upstream asks its client, through the fence', () => {
     // fenced: the host samples once; the re-issued call is answered from the ledger, nothing is asked again
     const { _meta, ...theirs } = await call(direct, 'trigger-sampling-request', sampling);
     const first = await call(client, 'trigger-sampling-request', sampling);
+    expect(first._meta?.retrysafe).toMatchObject({ status: 'done', adopted: false });
     expect(text(first)).toMatch(/sampled by the host/);
     expect({ ...first, _meta: undefined }).toEqual({ ...theirs, _meta: undefined });
     const samples = asked.filter((a) => a === 'sampling').length;
@@ -92,16 +93,15 @@ describe('what the upstream asks its client, through the fence', () => {
     // a host that declared none of these: the upstream is answered an error at once, and says so in its answer
     const bare = await clientOf(fence(), 'bare host');
     const started = Date.now();
-    const refused = await call(bare, 'trigger-sampling-request', { prompt: 'again', maxTokens: 5 });
+    const refused = await call(bare, 'trigger-elicitation-request', {});
     expect(refused.isError).toBe(true);
-    expect(text(refused)).toMatch(/sampling/);
+    expect(text(refused)).toMatch(/elicitation\/create: the host behind the retrysafe fence did not declare it/);
     expect(Date.now() - started).toBeLessThan(3000);
-    expect(upstream.tools.length).toBeGreaterThan(0);
   });
 
   it("server-filesystem serves the host's roots, not its command-line directory, as directly", async () => {
     const [given, root] = [tempDir('retrysafe-given-'), tempDir('retrysafe-root-')];
-    const { fence } = await fenceOf([filesystemServer, given], 'files', {
+    const fence = await fenceOf([filesystemServer, given], 'files', {
       create_directory: { kind: 'create', intent: ['path'] },
     });
     const allowed = async (client: Client) => text(await call(client, 'list_allowed_directories', {}));
