@@ -93,7 +93,7 @@ export interface Host {
 export const hostCall = new AsyncLocalStorage<HostCall>();
 type HostCall = { readonly host: Host; readonly ask: Host['ask'] };
 
-/** What the fence declares to the upstream, before any host connects: what hosts (Claude Desktop, VS Code) declare.
+/** What the fence declares to the upstream, before any host connects: every client feature of the specification.
  * A request the host turns out not to support is answered an error (see `toHost`). */
 export const AS_CLIENT: ClientCapabilities = {
   sampling: {},
