@@ -191,6 +191,49 @@ it('docs/ledger-dynamodb.md: the handler, tried on loopback as the page shows (d
   expect(r.stdout).toBe(blockAfter(page, 'dynamodb-try-output'));
 }, 60_000);
 
+it('docs/writing-an-adapter.md: its card and adapter, put together, survive a lost answer: done, one order, its id recorded', async () => {
+  const page = readFileSync(join(repoRoot, 'docs/writing-an-adapter.md'), 'utf8');
+  // What the page's layout gives the package (its dependencies, the testkit aside), in the files it names.
+  const { dir, env } = freshProject(['@retrysafe/contract', '@retrysafe/core', '@retrysafe/sandbox-kit']);
+  mkdirSync(join(dir, 'src'));
+  writeFileSync(join(dir, 'src/acme-cards.ts'), blockAfter(page, 'acme-card'));
+  const adapter = blockAfter(page, 'acme-adapter');
+  const stub = /^declare const ordersCreateCard\b.*$/m;
+  expect(adapter).toMatch(stub);
+  writeFileSync(
+    join(dir, 'src/acme-adapter.ts'),
+    adapter.replace(stub, "import { ordersCreateCard } from './acme-cards.ts';"),
+  );
+  // The page leaves the provider's sandbox to the reader (step 6): here a few lines of one, from the sandbox kit,
+  // that keeps the card's promises (a repeated key gets the stored order) and drops the first answer.
+  writeFileSync(
+    join(dir, 'try.mjs'),
+    `import { createMemoryLedger, createRunner } from '@retrysafe/core';
+import { ANSWERED, startLoopbackServer } from '@retrysafe/sandbox-kit';
+import { createAcmeAdapter } from './src/acme-adapter.ts';
+const orders = new Map();
+const server = await startLoopbackServer({
+  handle: (req) => {
+    const found = [...orders.values()].filter((o) => o.reference === req.query.get('reference'));
+    if (req.method === 'GET') return { status: 200, body: found };
+    const key = req.headers['idempotency-key'];
+    if (orders.has(key)) return { status: 200, body: orders.get(key) };
+    orders.set(key, { id: \`ord_\${orders.size + 1}\`, ...JSON.parse(req.rawBody) });
+    req.raw.req.socket.destroy();
+    return ANSWERED;
+  },
+});
+const acme = createAcmeAdapter({ apiKey: 'test', baseUrl: server.url, timeoutMs: 5000 });
+const params = { customer: 'cus_1', orderRef: 'A-17', quantity: 1 };
+const r = await createRunner({ ledger: createMemoryLedger() }).run(acme, 'orders.create', { params });
+console.log(r.status, r.status === 'done' ? r.providerRef : r.packet.explanation, 'orders:', orders.size);
+await server.close();
+`,
+  );
+  const r = await sh('npm pkg set type=module && node --experimental-strip-types try.mjs', dir, env);
+  expect(r.stdout.trim(), r.stderr).toBe('done ord_1 orders: 1');
+}, 30_000);
+
 // A package README's first example, where it needs no account and no network: installed, saved and run as
 // the README says, it prints what the README shows (the others call a live provider: docs.test.ts compiles them).
 for (const readme of [
