@@ -234,6 +234,39 @@ await server.close();
   expect(r.stdout.trim(), r.stderr).toBe('done ord_1 orders: 1');
 }, 30_000);
 
+it('docs/retention.md: its SQLite commands, as pasted, on a ledger with a 40-day-old operation', async () => {
+  const page = readFileSync(join(repoRoot, 'docs/retention.md'), 'utf8');
+  const { dir, env } = freshProject([
+    '@retrysafe/core',
+    '@retrysafe/ledger-sqlite',
+    '@retrysafe/sandbox',
+    '@retrysafe/cli',
+  ]);
+  // The ledger is the test's: one operation done 40 days ago (the runner on a clock set back).
+  writeFileSync(
+    join(dir, 'old.mjs'),
+    `import { createRunner, createVirtualClock } from '@retrysafe/core';
+import { createSqliteLedger } from '@retrysafe/ledger-sqlite';
+import { createSandboxAdapter, createSandboxProvider, REPLAYING_BEHAVIOUR } from '@retrysafe/sandbox';
+const ledger = createSqliteLedger({ path: 'retrysafe.db' });
+const runner = createRunner({ ledger, clock: createVirtualClock(Date.now() - 40 * 86_400_000) });
+const sandbox = createSandboxAdapter({ provider: createSandboxProvider(REPLAYING_BEHAVIOUR) });
+await runner.run(sandbox, 'records.create', { params: { ref: 'order-17' } });
+await ledger.close();
+`,
+  );
+  const commands = commandsOf(blockAfter(page, 'retention-commands')).filter((c) => !c.command.includes('postgres://'));
+  const r = await sh(
+    ['set -e', 'export PATH="$PWD/node_modules/.bin:$PATH"', 'node old.mjs', ...commands.map((c) => c.command)].join(
+      '\n',
+    ),
+    dir,
+    env,
+  );
+  expect(r.code, r.stderr).toBe(0);
+  expect(r.stdout, r.stdout).toMatch(/^would prune 1 operation [\s\S]*^pruned 1 operation [\s\S]*^1 chain intact$/m);
+}, 30_000);
+
 // A package README's first example, where it needs no account and no network: installed, saved and run as
 // the README says, it prints what the README shows (the others call a live provider: docs.test.ts compiles them).
 for (const readme of [
