@@ -1,7 +1,7 @@
 // Issue 23: `retrysafe ledger prune` — retention of closed operations, on a real SQLite ledger file.
 import { cpSync, existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
-import { asBusinessOperationId, type ProviderKey } from '@retrysafe/contract';
+import { asBusinessOperationId, type Duration, type ProviderKey } from '@retrysafe/contract';
 import { durationMs } from '@retrysafe/contract/rules';
 import { sealReceipt } from '@retrysafe/core/internal';
 import { createSqliteLedger } from '@retrysafe/ledger-sqlite';
@@ -82,7 +82,7 @@ describe('retrysafe ledger prune', () => {
     expect(floor, r.stdout).toBeDefined();
     const at = (age: string) => cli(['ledger', 'prune', '--older-than', age, '--dry-run', '--db', db]);
     expect((await at(floor!)).code).toBe(0);
-    expect((await at(`${durationMs(floor!) / 60_000 - 1}m`)).code).toBe(2);
+    expect((await at(`${durationMs(floor as Duration) / 60_000 - 1}m`)).code).toBe(2);
   });
 
   it('an --older-than further back than any date is a one-line usage error (exit 2), no stack, nothing deleted', async () => {
