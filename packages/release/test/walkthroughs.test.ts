@@ -272,6 +272,7 @@ await ledger.close();
 for (const readme of [
   'packages/core/README.md',
   'packages/contract/README.md',
+  'packages/config/README.md',
   'packages/sandbox-kit/README.md',
   'adapters/sandbox/README.md',
 ])
@@ -280,7 +281,11 @@ for (const readme of [
     const { dir, env } = freshProject(installed(blockAfter(page, 'readme-install')));
     const file = savedAs(page, 'readme-example');
     writeFileSync(join(dir, file), blockAfter(page, 'readme-example'));
-    const r = await sh(`node ${file}`, dir, env, 15_000);
+    if (page.includes('<!-- readme-example-config -->'))
+      writeFileSync(join(dir, savedAs(page, 'readme-example-config')), blockAfter(page, 'readme-example-config'));
+    // The variables a config names, as placeholders: the adapters are built, nothing is sent.
+    const vars = [...page.matchAll(/\b\w+Env: (\w+)/g)].map((m) => `${m[1]}=placeholder`);
+    const r = await sh(`${vars.join(' ')} node ${file}`, dir, env, 15_000);
     expect(r.code, r.stderr).toBe(0);
     expect(r.stdout).toBe(blockAfter(page, 'readme-example-output'));
   }, 30_000);
