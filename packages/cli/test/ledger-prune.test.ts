@@ -1,7 +1,8 @@
 // Issue 23: `retrysafe ledger prune` — retention of closed operations, on a real SQLite ledger file.
 import { cpSync, existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
-import { asBusinessOperationId, type ProviderKey } from '@retrysafe/contract';
+import { asBusinessOperationId, type Duration, type ProviderKey } from '@retrysafe/contract';
+import { durationMs } from '@retrysafe/contract/rules';
 import { sealReceipt } from '@retrysafe/core/internal';
 import { createSqliteLedger } from '@retrysafe/ledger-sqlite';
 import { claimOf, packetOf } from '@retrysafe/testkit/ledger';
@@ -71,6 +72,17 @@ describe('retrysafe ledger prune', () => {
     expect(r.code).toBe(2);
     expect(r.stderr).toMatch(/key retention of .* plus its clock-skew margin/);
     expect(await ids()).toEqual(['old-done', 'old-handed', 'old-open', 'recent-done']);
+  });
+
+  it('the key retention floor it reports is the age it refuses below: that age is accepted, a minute less is not', async () => {
+    const r = await cli(['ledger', 'prune', '--older-than', '30d', '--dry-run', '--db', db], {
+      env: { NO_COLOR: '1' },
+    });
+    const floor = /^key retention floor: (\S+) \(/m.exec(r.stdout)?.[1];
+    expect(floor, r.stdout).toBeDefined();
+    const at = (age: string) => cli(['ledger', 'prune', '--older-than', age, '--dry-run', '--db', db]);
+    expect((await at(floor!)).code).toBe(0);
+    expect((await at(`${durationMs(floor as Duration) / 60_000 - 1}m`)).code).toBe(2);
   });
 
   it('an --older-than further back than any date is a one-line usage error (exit 2), no stack, nothing deleted', async () => {

@@ -16,11 +16,14 @@ const example = parseYaml(readFileSync(join(root, '../examples/http-api/retrysaf
   string,
   unknown
 >;
-const readmeYaml = /```yaml\n([\s\S]*?)```/.exec(readFileSync(join(root, '../README.md'), 'utf8'))![1]!;
+const readmeYamls = [...readFileSync(join(root, '../README.md'), 'utf8').matchAll(/```yaml\n([\s\S]*?)```/g)].map(
+  (m) => m[1]!,
+);
 
 const valid: [string, unknown][] = [
   ['the docs example (four http operations)', example],
-  ['the README example', parseYaml(readmeYaml)],
+  ['the README example', parseYaml(readmeYamls[0]!)],
+  ["the README's own-adapter module entry", parseYaml(readmeYamls.find((y) => y.includes(' module: '))!)],
   ['a minimal config', { adapters: { stripe: { apiKeyEnv: 'STRIPE_KEY' } } }],
   [
     'dynamodb ledger',

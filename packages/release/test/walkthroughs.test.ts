@@ -44,22 +44,27 @@ function savedAs(markdown: string, name: string): string {
   return last[1]!;
 }
 
-/** The packages an install block names. */
+/** The packages an install block names (`npm i`, `npm install` or `pnpm add`; a `# …` note is not a package). */
 function installed(block: string): string[] {
   return block
     .split('\n')
-    .flatMap((l) => /\bnpm (?:i|install)\s+(.*)/.exec(l)?.[1]?.split(/\s+/) ?? [])
+    .flatMap((l) => /\b(?:npm (?:i|install)|pnpm add)\s+([^#]*)/.exec(l)?.[1]?.trim().split(/\s+/) ?? [])
     .filter((w) => /^@?[a-z]/.test(w));
 }
 
-/** Where Node finds `name` from `dir` (pnpm links each package's dependencies beside it). */
-function resolvedFrom(dir: string, name: string): string {
-  for (let d = dir; d !== dirname(d); d = dirname(d)) {
-    try {
-      return realpathSync(join(d, 'node_modules', name));
-    } catch {}
-  }
-  throw new Error(`${name} is not installed where ${dir} can see it`);
+/** An install block's other commands (`cp`, `npm pkg set`…): what is left once the installing is done. */
+const setupOf = (install: string) =>
+  install.split('\n').filter((l) => l.trim() !== '' && !/\b(?:npm (?:init|i|install)|pnpm add)\b/.test(l));
+
+/** Where Node finds a third-party `name` from some workspace package (pnpm links each package's dependencies beside it). */
+function resolvedFrom(dirs: string[], name: string): string {
+  for (const dir of dirs)
+    for (let d = dir; d !== dirname(d); d = dirname(d)) {
+      try {
+        return realpathSync(join(d, 'node_modules', name));
+      } catch {}
+    }
+  throw new Error(`${name} is not installed where a workspace package can see it`);
 }
 
 /** A new, empty folder where `packages` are "installed": linked from the workspace (or its store), bins included. */
@@ -70,7 +75,7 @@ function freshProject(packages: string[]): { dir: string; env: NodeJS.ProcessEnv
   const workspace = new Map(listWorkspacePackages().map((p) => [p.name, p.dir]));
   mkdirSync(join(dir, 'node_modules/.bin'), { recursive: true });
   for (const name of packages) {
-    const from = workspace.get(name) ?? resolvedFrom(join(repoRoot, 'packages/mcp'), name);
+    const from = workspace.get(name) ?? resolvedFrom([...workspace.values()], name);
     mkdirSync(dirname(join(dir, 'node_modules', name)), { recursive: true });
     symlinkSync(from, join(dir, 'node_modules', name));
     const bin = (JSON.parse(readFileSync(join(from, 'package.json'), 'utf8')) as { bin?: Record<string, string> }).bin;
@@ -167,9 +172,120 @@ it('docs/declaring-an-http-api.md runs as pasted in a fresh folder: the shipped 
   // The drill as the page shows it (only its first scenario: packages/cli/test/fixes.test.ts runs the whole
   // drill of this example and checks the page's table against it).
   const drill = blockAfter(page, 'http-drill').split('\n')[0]!.replace(/^\$ /, '');
-  const setup = install.split('\n').filter((l) => l.trim() !== '' && !/\bnpm (?:init|i|install)\b/.test(l));
-  const r = await sh([...setup, `${drill} --scenario lost-response`].join('\n'), dir, env, 60_000);
+  const r = await sh([...setupOf(install), `${drill} --scenario lost-response`].join('\n'), dir, env, 60_000);
   expect(r.code, r.stderr).toBe(0);
   for (const operation of ['orders.create', 'exports.create', 'documents.update', 'instances.run'])
     expect(r.stdout).toMatch(new RegExp(`acme--[\\w-]+ +${operation.replace('.', '\\.')} +1 +0 +0 +pass`));
 }, 90_000);
+
+it('docs/ledger-dynamodb.md: the handler, tried on loopback as the page shows (dynalite, the Stripe sandbox)', async () => {
+  const page = readFileSync(join(repoRoot, 'docs/ledger-dynamodb.md'), 'utf8');
+  const install = blockAfter(page, 'dynamodb-install');
+  const { dir, env } = freshProject(installed(install));
+  for (const name of ['dynamodb-handler', 'dynamodb-try'])
+    writeFileSync(join(dir, savedAs(page, name)), blockAfter(page, name));
+  const [run, ...more] = commandsOf(blockAfter(page, 'dynamodb-try-run'));
+  expect(more).toEqual([]);
+  const r = await sh([...setupOf(install), run!.command].join('\n'), dir, env);
+  expect(r.code, r.stderr).toBe(0);
+  expect(r.stdout).toBe(blockAfter(page, 'dynamodb-try-output'));
+}, 60_000);
+
+it('docs/writing-an-adapter.md: its card and adapter, put together, survive a lost answer: done, one order, its id recorded', async () => {
+  const page = readFileSync(join(repoRoot, 'docs/writing-an-adapter.md'), 'utf8');
+  // What the page's layout gives the package (its dependencies, the testkit aside), in the files it names.
+  const { dir, env } = freshProject(['@retrysafe/contract', '@retrysafe/core', '@retrysafe/sandbox-kit']);
+  mkdirSync(join(dir, 'src'));
+  writeFileSync(join(dir, 'src/acme-cards.ts'), blockAfter(page, 'acme-card'));
+  const adapter = blockAfter(page, 'acme-adapter');
+  const stub = /^declare const ordersCreateCard\b.*$/m;
+  expect(adapter).toMatch(stub);
+  writeFileSync(
+    join(dir, 'src/acme-adapter.ts'),
+    adapter.replace(stub, "import { ordersCreateCard } from './acme-cards.ts';"),
+  );
+  // The page leaves the provider's sandbox to the reader (step 6): here a few lines of one, from the sandbox kit,
+  // that keeps the card's promises (a repeated key gets the stored order) and drops the first answer.
+  writeFileSync(
+    join(dir, 'try.mjs'),
+    `import { createMemoryLedger, createRunner } from '@retrysafe/core';
+import { ANSWERED, startLoopbackServer } from '@retrysafe/sandbox-kit';
+import { createAcmeAdapter } from './src/acme-adapter.ts';
+const orders = new Map();
+const server = await startLoopbackServer({
+  handle: (req) => {
+    const found = [...orders.values()].filter((o) => o.reference === req.query.get('reference'));
+    if (req.method === 'GET') return { status: 200, body: found };
+    const key = req.headers['idempotency-key'];
+    if (orders.has(key)) return { status: 200, body: orders.get(key) };
+    orders.set(key, { id: \`ord_\${orders.size + 1}\`, ...JSON.parse(req.rawBody) });
+    req.raw.req.socket.destroy();
+    return ANSWERED;
+  },
+});
+const acme = createAcmeAdapter({ apiKey: 'test', baseUrl: server.url, timeoutMs: 5000 });
+const params = { customer: 'cus_1', orderRef: 'A-17', quantity: 1 };
+const r = await createRunner({ ledger: createMemoryLedger() }).run(acme, 'orders.create', { params });
+console.log(r.status, r.status === 'done' ? r.providerRef : r.packet.explanation, 'orders:', orders.size);
+await server.close();
+`,
+  );
+  const r = await sh('npm pkg set type=module && node --experimental-strip-types try.mjs', dir, env);
+  expect(r.stdout.trim(), r.stderr).toBe('done ord_1 orders: 1');
+}, 30_000);
+
+it('docs/retention.md: its SQLite commands, as pasted, on a ledger with a 40-day-old operation', async () => {
+  const page = readFileSync(join(repoRoot, 'docs/retention.md'), 'utf8');
+  const { dir, env } = freshProject([
+    '@retrysafe/core',
+    '@retrysafe/ledger-sqlite',
+    '@retrysafe/sandbox',
+    '@retrysafe/cli',
+  ]);
+  // The ledger is the test's: one operation done 40 days ago (the runner on a clock set back).
+  writeFileSync(
+    join(dir, 'old.mjs'),
+    `import { createRunner, createVirtualClock } from '@retrysafe/core';
+import { createSqliteLedger } from '@retrysafe/ledger-sqlite';
+import { createSandboxAdapter, createSandboxProvider, REPLAYING_BEHAVIOUR } from '@retrysafe/sandbox';
+const ledger = createSqliteLedger({ path: 'retrysafe.db' });
+const runner = createRunner({ ledger, clock: createVirtualClock(Date.now() - 40 * 86_400_000) });
+const sandbox = createSandboxAdapter({ provider: createSandboxProvider(REPLAYING_BEHAVIOUR) });
+await runner.run(sandbox, 'records.create', { params: { ref: 'order-17' } });
+await ledger.close();
+`,
+  );
+  const commands = commandsOf(blockAfter(page, 'retention-commands')).filter((c) => !c.command.includes('postgres://'));
+  const r = await sh(
+    ['set -e', 'export PATH="$PWD/node_modules/.bin:$PATH"', 'node old.mjs', ...commands.map((c) => c.command)].join(
+      '\n',
+    ),
+    dir,
+    env,
+  );
+  expect(r.code, r.stderr).toBe(0);
+  expect(r.stdout, r.stdout).toMatch(/^would prune 1 operation [\s\S]*^pruned 1 operation [\s\S]*^1 chain intact$/m);
+}, 30_000);
+
+// A package README's first example, where it needs no account and no network: installed, saved and run as
+// the README says, it prints what the README shows (the others call a live provider: docs.test.ts compiles them).
+for (const readme of [
+  'packages/core/README.md',
+  'packages/contract/README.md',
+  'packages/config/README.md',
+  'packages/sandbox-kit/README.md',
+  'adapters/sandbox/README.md',
+])
+  it(`${readme}: the first example runs as pasted in a fresh folder and prints what it shows`, async () => {
+    const page = readFileSync(join(repoRoot, readme), 'utf8');
+    const { dir, env } = freshProject(installed(blockAfter(page, 'readme-install')));
+    const file = savedAs(page, 'readme-example');
+    writeFileSync(join(dir, file), blockAfter(page, 'readme-example'));
+    if (page.includes('<!-- readme-example-config -->'))
+      writeFileSync(join(dir, savedAs(page, 'readme-example-config')), blockAfter(page, 'readme-example-config'));
+    // The variables a config names, as placeholders: the adapters are built, nothing is sent.
+    const vars = [...page.matchAll(/\b\w+Env: (\w+)/g)].map((m) => `${m[1]}=placeholder`);
+    const r = await sh(`${vars.join(' ')} node ${file}`, dir, env, 15_000);
+    expect(r.code, r.stderr).toBe(0);
+    expect(r.stdout).toBe(blockAfter(page, 'readme-example-output'));
+  }, 30_000);

@@ -2,7 +2,7 @@ import { existsSync } from 'node:fs';
 import { createAdapters, loadConfigFile, type RetrysafeConfig } from '@retrysafe/config';
 import type { Duration, Ledger, OperationState, RetrySafetyCard } from '@retrysafe/contract';
 import { PRUNABLE_STATES } from '@retrysafe/contract/ledger';
-import { durationMs, isDuration } from '@retrysafe/contract/rules';
+import { durationMs, formatDuration, isDuration } from '@retrysafe/contract/rules';
 import { type PruneLedgerReport, pruneLedger, RunnerConfigurationError } from '@retrysafe/core';
 import { defineCommand, type Options, type Parsed } from '../../../command.js';
 import { UsageError } from '../../../errors.js';
@@ -110,9 +110,10 @@ export function pruneText(r: PruneLedgerReport, exportPath?: string): string {
         ? `nothing to export: ${exportPath} was not written`
         : `receipts of ${plural(r.exported, 'operation')} written to ${exportPath} first (verify offline: retrysafe ledger verify --file ${exportPath})`,
     );
-  const hours = Math.round(r.floor.ms / 3_600_000);
-  if (r.floor.below) lines.push(`below the key retention floor of ${r.floor.card} (${hours}h): forced`);
-  else if (r.floor.card) lines.push(`key retention floor: ${hours}h (${r.floor.card})`);
+  // Exact, as the refusal says it: the floor is the key retention plus the margin and the late-apply allowance.
+  const floor = formatDuration(r.floor.ms);
+  if (r.floor.below) lines.push(`below the key retention floor of ${r.floor.card} (${floor}): forced`);
+  else if (r.floor.card) lines.push(`key retention floor: ${floor} (${r.floor.card})`);
   if (r.floor.unknownHeld.length > 0)
     lines.push(`operations of ${r.floor.unknownHeld.join(', ')}, whose key retention is unknown: forced`);
   return lines.join('\n');
