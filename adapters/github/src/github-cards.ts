@@ -38,6 +38,10 @@ function gitHubCard(spec: {
     sideEffect: {
       kind: fact('create', create),
       idempotentByNature: fact(false, `${create}: ${spec.idempotentByNature}`),
+      rejectionMayCreate: fact<boolean>(
+        'unknown',
+        `${create} and ${SOURCES.troubleshooting} name each 4xx (422 "Validation failed, or the endpoint has been spammed"), not whether a refused request can still create the ${thing}`,
+      ),
     },
     businessOperationId: {
       rule: spec.intentRule,
@@ -119,6 +123,11 @@ function gitHubCard(spec: {
     receipts:
       'the runner ledger, exported as JSONL; titles and bodies are sensitive fields and never reach receipts or packets',
     unverified: [
+      {
+        field: 'sideEffect.rejectionMayCreate',
+        condition: `whether a request GitHub refuses (403, 404, 410, 422) can still create the ${thing}`,
+        source: create,
+      },
       {
         field: 'lookup.consistencyDelay',
         condition: `how soon a created ${thing} shows in ${spec.listName} (the loopback sandbox shows it at once)`,

@@ -26,7 +26,7 @@ function searchingAdapter(baseUrl: string, timeoutMs: number): AdapterV1 {
         consistencyDelay: { value: null, source: 'CONTROL' },
         lateApplyBound: { value: '0s', source: 'CONTROL' },
       },
-      unverified: [],
+      unverified: spec.card.unverified.filter((u) => !u.field.startsWith('lookup.')),
     },
   };
   return {

@@ -100,6 +100,7 @@ export function ordersCreateCard(provider: string): RetrySafetyCard {
     sideEffect: {
       kind: fact('create', SOURCES.ietfSandbox),
       idempotentByNature: fact(false, `${SOURCES.ietf} §1: POST is not idempotent`),
+      rejectionMayCreate: fact(false, `${SOURCES.ietfSandbox}: a request it refuses (400, 409, 422) stores no order`),
     },
     businessOperationId: {
       rule: 'derived from intent fields customer, sku, quantity, orderRef (the caller’s order reference)',
@@ -178,6 +179,7 @@ export function exportsCreateCard(provider: string): RetrySafetyCard {
         false,
         `${SOURCES.azure}: each POST enqueues a work item unless an Idempotency-Key folds it`,
       ),
+      rejectionMayCreate: fact(false, `${SOURCES.asyncSandbox}: a request it refuses (400, 422) enqueues no job`),
     },
     businessOperationId: {
       rule: 'derived from intent fields dataset, format, requestRef (the caller’s request reference)',
@@ -261,6 +263,7 @@ export function documentsUpdateCard(provider: string): RetrySafetyCard {
     sideEffect: {
       kind: fact('set', SOURCES.etagSandbox),
       idempotentByNature: fact(false, `${SOURCES.gcsRetry}: conditionally idempotent — only with a precondition`),
+      rejectionMayCreate: fact(false, `${SOURCES.etagSandbox}: PUT replaces an existing document; it creates none`),
     },
     businessOperationId: {
       rule: 'derived from intent fields id, etag, title, body: the precondition is part of the intent, so every re-send carries the same If-Match',
@@ -342,6 +345,7 @@ export function instancesRunCard(provider: string): RetrySafetyCard {
     sideEffect: {
       kind: fact('create', SOURCES.ec2Idempotency),
       idempotentByNature: fact(false, SOURCES.ec2Idempotency),
+      rejectionMayCreate: fact(false, `${SOURCES.tokenSandbox}: a request it refuses (400) launches no instance`),
     },
     businessOperationId: {
       rule: 'derived from intent fields imageId, instanceType, launchRef (the caller’s launch reference)',

@@ -24,7 +24,7 @@ const orderDeclaration: HttpOperationDeclaration = {
     path: '/orders',
     match: { items: 'data', where: { reference: '{businessOperationId}' } },
   },
-  errors: { rules: [] },
+  errors: { rules: [{ status: 422, outcome: 'rejected', reason: 'conflict' }] },
 };
 
 describe('data declarations', () => {

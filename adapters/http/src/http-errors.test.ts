@@ -64,6 +64,23 @@ describe('classifyResponse: only what the operation declares', () => {
     expect(() => buildOperation('acme-orders', 'orders.create', { ...ietf, card })).toThrow(/createdPath/);
   });
 
+  it('a card saying the provider refuses a reused key with other params (mismatch-error) needs a rule reading that refusal as a conflict: read as validation, a correction could take a key of its own after a 429 that had landed', () => {
+    const withRules =
+      (rules: typeof ietf.errors.rules, card = ietf.card) =>
+      () =>
+        buildOperation('acme-orders', 'orders.create', { ...ietf, card, errors: { ...ietf.errors, rules } });
+    const reused = ietf.errors.rules.map((r) => (r.status === 422 ? { ...r, reason: 'validation' as const } : r));
+    expect(withRules(reused)).toThrow(/parameterMatching mismatch-error.*conflict/);
+    // An earlier rule catching every 422 leaves the conflict rule unreachable.
+    const shadowed = [
+      { status: 422, outcome: 'rejected' as const, reason: 'validation' as const },
+      ...ietf.errors.rules,
+    ];
+    expect(withRules(shadowed)).toThrow(/parameterMatching mismatch-error.*conflict/);
+    expect(withRules(ietf.errors.rules)).not.toThrow();
+    expect(withRules(reused, { ...ietf.card, parameterMatching: fact('replay-anyway', 'test') })).not.toThrow();
+  });
+
   it('messages carry status and code only, never the provider text (it may echo PII)', () => {
     const out = classifyResponse(
       ietf,

@@ -1,7 +1,7 @@
 import type { Outcome, ProviderRefs } from '@retrysafe/contract';
 import { classifyTransportFailure, retryAfterOf } from '@retrysafe/contract/provider';
 import { isReplayedAnswer } from '@retrysafe/contract/rules';
-import { type HttpErrorRule, type HttpOperationSpec, readPath, scalarText } from './http-operations.js';
+import { type HttpOperationSpec, readPath, ruleMatches, scalarText } from './http-operations.js';
 
 /** `url`: the request's absolute URL, to resolve a relative `Location`. */
 export interface HttpResponseView {
@@ -15,12 +15,6 @@ export function readHeader(headers: Readonly<Record<string, unknown>>, name: str
   const v = Object.entries(headers).find(([k]) => k.toLowerCase() === name.toLowerCase())?.[1];
   const first: unknown = Array.isArray(v) ? v[0] : v;
   return first === undefined || first === null ? undefined : String(first);
-}
-
-/** The status (one code, a list, or a class such as `4xx`) and, when the rule names codes, the body's code. */
-function ruleMatches({ status: m, code: codes }: HttpErrorRule, status: number, code: string | undefined): boolean {
-  const statusMatches = typeof m === 'string' ? `${Math.floor(status / 100)}xx` === m : [m].flat().includes(status);
-  return statusMatches && (codes === undefined || (code !== undefined && [codes].flat().includes(code)));
 }
 
 export function requestIdOf(spec: HttpOperationSpec, headers: HttpResponseView['headers']): { requestId?: string } {

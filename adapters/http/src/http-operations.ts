@@ -170,6 +170,27 @@ export function sfString(value: string): string {
   return `"${value.replace(/[\\"]/g, (c) => '\\' + c)}"`;
 }
 
+/** The status (one code, a list, or a class such as `4xx`) and, when the rule names codes, the body's code. */
+export function ruleMatches(
+  { status: m, code: codes }: HttpErrorRule,
+  status: number,
+  code: string | undefined,
+): boolean {
+  const statusMatches = typeof m === 'string' ? `${Math.floor(status / 100)}xx` === m : [m].flat().includes(status);
+  return statusMatches && (codes === undefined || (code !== undefined && [codes].flat().includes(code)));
+}
+
+/** Whether some answer reaches a `conflict` rule: a status (and code) it names that no earlier rule catches. */
+function conflictReachable(rules: readonly HttpErrorRule[]): boolean {
+  return rules.some((rule, i) => {
+    if (rule.outcome !== 'rejected' || rule.reason !== 'conflict') return false;
+    const { status: m } = rule;
+    const statuses = typeof m === 'string' ? Array.from({ length: 100 }, (_, n) => Number(m[0]) * 100 + n) : [m].flat();
+    const codes = rule.code === undefined ? [undefined] : [rule.code].flat();
+    return statuses.some((s) => codes.some((c) => !rules.slice(0, i).some((earlier) => ruleMatches(earlier, s, c))));
+  });
+}
+
 /** Checks a declaration against its card: a card saying one thing while the request does another is what this package prevents. */
 export function buildOperation(provider: string, name: string, spec: HttpOperationSpec) {
   const fail = (msg: string): never => {
@@ -236,6 +257,15 @@ export function buildOperation(provider: string, name: string, spec: HttpOperati
     );
   const codeRule = spec.errors.codePath ? -1 : spec.errors.rules.findIndex((r) => r.code !== undefined);
   if (codeRule >= 0) fail(`errors.rules[${codeRule}] matches a code but errors.codePath is not declared`);
+  // Read as anything else, the refusal of a reused key would let a correction go out under a key of its own.
+  if (
+    card.parameterMatching.value === 'mismatch-error' &&
+    k.travels !== 'none' &&
+    !conflictReachable(spec.errors.rules)
+  )
+    fail(
+      'the card says the provider refuses a key reused with other params (parameterMatching mismatch-error): map that answer to { outcome: rejected, reason: conflict } in errors.rules, before any rule that catches its status',
+    );
   return {
     name,
     description: spec.description,

@@ -26,7 +26,13 @@ const declaration = (
   body: { customer: '{customer}', sku: '{sku}', quantity: '{quantity}', reference: '{orderRef}' },
   refPath: 'id',
   paramsSchema: { type: 'object', properties: { quantity: { type: 'integer' } } },
-  errors: { codePath: 'type', rules: [{ status: 400, outcome: 'rejected', reason: 'validation' }] },
+  errors: {
+    codePath: 'type',
+    rules: [
+      { status: 400, outcome: 'rejected', reason: 'validation' },
+      { status: 422, outcome: 'rejected', reason: 'conflict' },
+    ],
+  },
 });
 
 const build = (where: Record<string, string>, path?: string, baseUrl = 'http://127.0.0.1:9') =>

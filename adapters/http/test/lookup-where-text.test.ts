@@ -28,7 +28,13 @@ const declaration = (where: Record<string, string>): HttpOperationDeclaration =>
   body: { customer: '{customer}', sku: '{sku}', quantity: '{quantity}', reference: '{orderRef}' },
   refPath: 'id',
   paramsSchema: { type: 'object', properties: { quantity: { type: 'integer' } } },
-  errors: { codePath: 'type', rules: [{ status: 400, outcome: 'rejected', reason: 'validation' }] },
+  errors: {
+    codePath: 'type',
+    rules: [
+      { status: 400, outcome: 'rejected', reason: 'validation' },
+      { status: 422, outcome: 'rejected', reason: 'conflict' },
+    ],
+  },
 });
 
 async function rig(where: Record<string, string>) {

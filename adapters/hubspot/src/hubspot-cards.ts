@@ -15,6 +15,12 @@ const S = {
 
 const note = (field: string, condition: string, source: string) => ({ field, condition, source });
 
+// HubSpot's error page lists what a 4xx means, not whether a rejected write can still leave a record.
+const REJECTION_LEAVES = (what: string) =>
+  fact<boolean>('unknown', `${S.errors}: does not say whether a rejected request can leave a ${what}`);
+const rejectionNote = (what: string) =>
+  note('sideEffect.rejectionMayCreate', `whether a request HubSpot rejects can still leave a ${what}`, S.errors);
+
 /** The adapter's options the cards depend on (see HubSpotAdapterOptions). */
 type HubSpotCardOptions = Required<Pick<HubSpotAdapterOptions, 'idProperty' | 'searchSettleMs'>> &
   Pick<HubSpotAdapterOptions, 'lateApplyMs'>;
@@ -184,6 +190,7 @@ const contactsUpdateCard = (o: HubSpotCardOptions) =>
         true,
         `${S.providers}: basicApi.update = PATCH set-values, naturally idempotent, no precondition/ETag`,
       ),
+      rejectionMayCreate: fact(false, `${S.contacts}: PATCH updates the contact its id names; it creates none`),
     },
     // Exact: HubSpot stores property values as written, so another spelling is another value.
     businessOperationId: {
@@ -243,6 +250,7 @@ const objectsUpsertCard = (o: HubSpotCardOptions) =>
         true,
         `${S.providers}: batch upsert by a unique-value idProperty is the idempotent write; result new: true|false`,
       ),
+      rejectionMayCreate: REJECTION_LEAVES('record'),
     },
     businessOperationId: {
       rule: 'derived from intent fields objectType and properties: the record this operation writes; its id is the value of the unique id property',
@@ -276,7 +284,11 @@ const objectsUpsertCard = (o: HubSpotCardOptions) =>
     nonRetryableErrors: fact(['400', '401', '403', '404', '409 (another unique property collides)'], S.errors),
     reconciler:
       'the runner, through doLookup: CRM search for the id property value; re-sending the upsert with the same value is safe',
-    unverified: [...keyUnverified(o), concurrencyNote('upserts of one new id value can both create a record')],
+    unverified: [
+      ...keyUnverified(o),
+      concurrencyNote('upserts of one new id value can both create a record'),
+      rejectionNote('record'),
+    ],
   });
 
 const ticketsCreateCard = (o: HubSpotCardOptions) =>
@@ -285,6 +297,7 @@ const ticketsCreateCard = (o: HubSpotCardOptions) =>
     sideEffect: {
       kind: fact('create', `${S.tickets}: POST /crm/v3/objects/tickets (basicApi.create)`),
       idempotentByNature: fact(false, `${S.providers}: ticket create is NOT idempotent`),
+      rejectionMayCreate: REJECTION_LEAVES('ticket'),
     },
     businessOperationId: {
       rule: 'derived from intent fields ref (the caller’s reference for what the ticket is about) and properties.hs_pipeline; subject and content are payload, so re-worded text is not a second ticket',
@@ -338,6 +351,7 @@ const ticketsCreateCard = (o: HubSpotCardOptions) =>
         `${S.providers}; ${S.contactConflict}`,
       ),
       concurrencyNote('creates with one unique value can both succeed'),
+      rejectionNote('ticket'),
     ],
   });
 

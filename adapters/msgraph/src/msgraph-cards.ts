@@ -37,6 +37,11 @@ const emptyCollection = (field: string, evidence: string) => ({
 const note = (field: string, condition: string, source: string) => ({ field, condition, source });
 const lateApplyNote = (effect: string, source: string) =>
   note('lookup.lateApplyBound', `how long after the client gave up Graph may still ${effect}`, source);
+// Graph's error page lists what a 4xx means, not whether a rejected request can still leave what it asked for.
+const rejectionLeaves = (what: string) =>
+  fact<boolean>('unknown', `${S.errors}: does not say whether a rejected request can leave ${what}`);
+const rejectionNote = (what: string) =>
+  note('sideEffect.rejectionMayCreate', `whether a request Graph rejects can still leave ${what}`, S.errors);
 
 type Spec = Omit<
   RetrySafetyCard,
@@ -109,6 +114,7 @@ export const mailSendCard = msGraphCard({
   sideEffect: {
     kind: fact('send', S.sendMail),
     idempotentByNature: fact(false, `${S.providers}: "no idempotency key … Retrying is NOT safe"`),
+    rejectionMayCreate: rejectionLeaves('a sent mail'),
   },
   businessOperationId: {
     rule: 'derived from intent fields mailbox and message (the whole message: recipients, subject, body, …), or given by the caller',
@@ -169,6 +175,7 @@ export const mailSendCard = msGraphCard({
   handoff:
     'an unknown outcome (timeout, reset, 5xx, lost 202) whose mail is not found in Sent Items within the lookup window — the runner never resends blindly',
   unverified: [
+    rejectionNote('a sent mail'),
     lateApplyNote('send and save the message', S.sendMail),
     note(
       'lookup.consistencyDelay',
@@ -188,6 +195,7 @@ export const eventsCreateCard = msGraphCard({
   sideEffect: {
     kind: fact('create', S.createEvent),
     idempotentByNature: fact(false, S.createEvent),
+    rejectionMayCreate: rejectionLeaves('an event'),
   },
   businessOperationId: {
     rule: 'derived from intent fields mailbox, event.subject, event.start, event.end (one meeting slot with one subject in one calendar), or given by the caller',
@@ -239,6 +247,7 @@ export const eventsCreateCard = msGraphCard({
   handoff:
     'an unknown outcome whose event is not found within the lookup window (a resend with the same transactionId is not relied on: its effect is unknown)',
   unverified: [
+    rejectionNote('an event'),
     lateApplyNote('create the event', S.createEvent),
     note('providerKey.maxLength', 'maximum transactionId length', S.event),
     note('providerKey.charset', 'characters allowed in transactionId', S.event),
@@ -265,6 +274,7 @@ export const todoTasksCreateCard = msGraphCard({
   sideEffect: {
     kind: fact('create', S.createTask),
     idempotentByNature: fact(false, S.createTask),
+    rejectionMayCreate: rejectionLeaves('a task'),
   },
   businessOperationId: {
     rule: 'derived from intent fields mailbox, listId, task.title (one task of one title in one list), or given by the caller',
@@ -313,6 +323,7 @@ export const todoTasksCreateCard = msGraphCard({
     "the runner, through doLookup: GET /{mailbox}/todo/lists/{listId}/tasks?$filter=linkedResources/any(r: r/applicationName eq 'retrysafe' and r/externalId eq '<business-operation id>') (a link the caller gives in retrysafe’s name is dropped, so only this adapter’s tag matches), with $expand=linkedResources; a match whose link carries exactly this id is adopted; an empty or refused answer is \"cannot tell\"",
   handoff: 'an unknown outcome whose task is not found within the lookup window',
   unverified: [
+    rejectionNote('a task'),
     lateApplyNote('create the task', S.createTask),
     note('lookup.consistencyDelay', 'how soon a created task is visible to a list query', S.listTasks),
     note(

@@ -59,6 +59,11 @@ const UNVERIFIED = [
     source: S.idempotency,
   },
   {
+    field: 'sideEffect.rejectionMayCreate',
+    condition: 'whether a request Resend rejects (400, 403, 422) can still send an email',
+    source: S.errors,
+  },
+  {
     field: 'storedResult.includesErrors',
     condition: 'whether an error answer is stored and replayed under the key, or the key is released',
     source: S.idempotency,
@@ -85,6 +90,10 @@ function resendCard(spec: {
     sideEffect: {
       kind: fact('send', spec.kindSource),
       idempotentByNature: fact(false, `${S.idempotency}: without a key each request sends the email again`),
+      rejectionMayCreate: fact<boolean>(
+        'unknown',
+        `${S.errors} lists what each 4xx means, not whether a request Resend rejects can still send an email`,
+      ),
     },
     businessOperationId: {
       rule: spec.intentRule,

@@ -50,6 +50,10 @@ export function sandboxCreateCard(
         false,
         'adapters/sandbox/src/sandbox-provider.ts: POST /records creates one record per processed request',
       ),
+      rejectionMayCreate: fact(
+        false,
+        'adapters/sandbox/src/sandbox-provider.ts: a validation error (400) stores nothing',
+      ),
     },
     businessOperationId: {
       rule: `derived from intent fields ${intentFields.join(', ')}`,

@@ -66,6 +66,10 @@ export const postMessageCard = defineCard({
   sideEffect: {
     kind: fact('send', SOURCES.postMessage),
     idempotentByNature: fact(false, `${SOURCES.postMessage}: every call sends one more message`),
+    rejectionMayCreate: fact<boolean>(
+      'unknown',
+      `${SOURCES.postMessage}: its Errors table names each refusal, not whether a refused call can still post a message`,
+    ),
   },
   businessOperationId: {
     rule: 'derived from intent fields channel and text (one text in one conversation), or given by the caller',
@@ -119,6 +123,11 @@ export const postMessageCard = defineCard({
   unverified: [
     REQUEST_ID_UNVERIFIED,
     {
+      field: 'sideEffect.rejectionMayCreate',
+      condition: 'whether a chat.postMessage Slack answers ok: false can still post a message',
+      source: SOURCES.postMessage,
+    },
+    {
       field: 'lookup.consistencyDelay',
       condition: 'how long after chat.postMessage answers ok the message is returned by conversations.history',
       source: SOURCES.history,
@@ -145,6 +154,7 @@ export const updateCard = defineCard({
       true,
       `${SOURCES.update}: replaces the message's text and blocks with the given ones; a second identical call leaves the same content`,
     ),
+    rejectionMayCreate: fact(false, `${SOURCES.update}: updates the message its ts names; it posts none`),
   },
   businessOperationId: {
     rule: 'derived from intent fields channel, ts and text (one content for one message), or given by the caller',

@@ -185,6 +185,19 @@ describe('retrysafe cards validate', () => {
     );
     expect(r.stderr).toMatch(/✗ .*bad\.json: 1 problem\(s\)\n {2}- concurency: unexpected field/);
   });
+
+  it('a card that leaves sideEffect.rejectionMayCreate out fails, naming the field and its choices (left out it read as false)', async () => {
+    const from = join(dir, 'partial.yaml');
+    writeFileSync(from, PARTIAL_CARD);
+    await cardsInit({ from, out: join(dir, 'full.yaml') });
+    const card = readCardFile(join(dir, 'full.yaml'));
+    const { rejectionMayCreate: _r, ...sideEffect } = card.sideEffect;
+    const unverified = card.unverified.filter((u) => u.field !== 'sideEffect.rejectionMayCreate');
+    writeFileSync(join(dir, 'old.json'), JSON.stringify({ ...card, sideEffect, unverified }));
+    const r = await cli(['cards', 'validate', join(dir, 'old.json')]);
+    expect(r.code).toBe(1);
+    expect(r.stderr).toMatch(/- sideEffect\.rejectionMayCreate: missing \(.*one of true, false, "unknown"\)/);
+  });
 });
 
 describe('readCardFile', () => {

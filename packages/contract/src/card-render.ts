@@ -96,7 +96,6 @@ const rulesView = (rules: Rules) => ({ value: describeNormalization(rules), sour
 
 /** How a row shows an optional section (absent: no row). */
 const VIEW: Readonly<Record<string, (declared: never) => unknown>> = {
-  'sideEffect.rejectionMayCreate': (f: unknown) => f,
   'businessOperationId.normalize': rulesView,
   paramComparison: rulesView,
   'storedResult.replayIndicator': ({ value, source }: Replay) => ({

@@ -33,6 +33,44 @@ describe('the published card schema', () => {
   });
 });
 
+/** Every optional field of the card, and why leaving it out reads as the safe answer (never send, adopt or fold). */
+const OPTIONAL_AND_SAFE_WHEN_ABSENT = {
+  'businessOperationId.normalize': 'no step merges two values: distinct values keep distinct ids',
+  paramComparison: 'every other param compared exactly: a changed one is a conflict',
+  'storedResult.replayIndicator': 'an answer reads as performed, not replayed: adopted either way',
+  'lookup.lateApplyBound': 'unknown: a lookup that finds nothing never proves absence',
+  'limits.clockSkewMargin': 'a policy, not a provider fact: the default margin',
+};
+
+describe('a field left out', () => {
+  it('is one of the fields whose absence reads as the safe answer; any other must be written', () => {
+    const optional: string[] = [];
+    const walk = (s: { properties?: Record<string, unknown>; required?: string[] }, path: string) => {
+      for (const [k, sub] of Object.entries(s.properties ?? {})) {
+        const at = path ? `${path}.${k}` : k;
+        if (k !== '$schema' && !s.required?.includes(k)) optional.push(at);
+        const node = sub as { type?: string; properties?: { value?: unknown } };
+        if (node.type === 'object' && !node.properties?.value) walk(node as never, at);
+      }
+    };
+    walk(cardJsonSchema() as never, '');
+    expect(optional.sort()).toEqual(Object.keys(OPTIONAL_AND_SAFE_WHEN_ABSENT).sort());
+  });
+
+  it('sideEffect.rejectionMayCreate is required, and the refusal names its choices (left out it read as false)', () => {
+    const { rejectionMayCreate: _r, ...sideEffect } = sampleCard.sideEffect;
+    try {
+      parseCard({ ...validCard(), sideEffect }, 'my-card.yaml');
+      expect.unreachable();
+    } catch (e) {
+      expect(CardValidationError.isInstance(e), String(e)).toBe(true);
+      expect((e as CardValidationError).problems).toEqual([
+        { path: 'sideEffect.rejectionMayCreate', message: expect.stringContaining('one of true, false, "unknown"') },
+      ]);
+    }
+  });
+});
+
 describe('parseCard (a card read from JSON or YAML data)', () => {
   it('accepts a valid card with an editor $schema entry and returns it frozen, without $schema', () => {
     const card = parseCard({ $schema: './card.schema.json', ...JSON.parse(JSON.stringify(validCard())) });

@@ -79,7 +79,7 @@ const CARD = obj({
   sideEffect: obj({
     kind: fact(oneOf(...CARD_VALUES.sideEffect)),
     idempotentByNature: fact(bool),
-    'rejectionMayCreate?': fact(bool),
+    rejectionMayCreate: fact(bool),
   }),
   businessOperationId: obj({
     rule: str,
@@ -145,6 +145,14 @@ const MISSING = 'every field is required; write "unknown" with a source when it 
 const show = (values: readonly unknown[]) => values.map((x) => JSON.stringify(x)).join(', ');
 const schemas = (list: unknown) => (Array.isArray(list) ? (list as Schema[]) : []);
 
+/** A fact's closed values, "unknown" last (true, false, "unknown"); undefined when its value is open. */
+function factChoices(fact: Schema): string | undefined {
+  const [value] = schemas(((fact.properties ?? {}) as Record<string, Schema>).value?.anyOf);
+  const closed =
+    value?.type === 'boolean' ? [true, false] : (value?.enum ?? (value?.const !== undefined && [value.const]));
+  return Array.isArray(closed) ? show([...closed, UNKNOWN]) : undefined;
+}
+
 const WORDING: SchemaWording = {
   root: '(card)',
   conditionals: true,
@@ -159,7 +167,9 @@ const WORDING: SchemaWording = {
     contains: () => 'expected a listed item',
     required: (s, key) => {
       const sub = (s.properties as Record<string, Schema>)[key as string]!;
-      return `missing (${sub.type === 'string' ? (sub.description ?? MISSING) : MISSING})`;
+      if (sub.type === 'string') return `missing (${sub.description ?? MISSING})`;
+      const choices = factChoices(sub);
+      return `missing (${MISSING}${choices ? `; its value is one of ${choices}` : ''})`;
     },
     additionalProperties: () => 'unexpected field',
   },

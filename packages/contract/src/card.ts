@@ -37,8 +37,9 @@ export interface RetrySafetyCard {
     readonly kind: Fact<Of<'sideEffect'>>;
     /** Performing it twice has the effect of performing it once (set-value PATCH, upsert by unique id). */
     readonly idempotentByNature: Fact<boolean>;
-    /** A call the provider rejects can still leave an object behind (a declined create+confirm). */
-    readonly rejectionMayCreate?: Fact<boolean>;
+    /** A call the provider rejects can still leave an object behind (a declined create+confirm). Required: left out
+     * it would read as false, which lets a correction go out as a new revision after a processed rejection. */
+    readonly rejectionMayCreate: Fact<boolean>;
   };
   readonly businessOperationId: {
     /** In words, e.g. "derived from intent fields customer, amount, currency, orderRef". */

@@ -111,3 +111,24 @@ describe("an operation's intent fields are its card's", () => {
     expect(provider.count()).toBe(1);
   });
 });
+
+describe("an operation's card is the adapter's own", () => {
+  // A card names its provider and operation; the runner decides from the card, so another's card would run this
+  // adapter's calls under that provider's rules.
+  it.each([
+    ["another provider's card", { provider: 'stripe', operation: `stripe.${OP}` }],
+    ["another operation's card", { operation: 'sandbox.records.delete' }],
+  ])('%s: AdapterConfigurationError before the claim, naming both, no row, no call', async (_name, foreign) => {
+    const { provider, adapter, ledger, runner } = setup();
+    const spec = adapter.operations[OP]!;
+    const carrying = Object.create(adapter, {
+      operations: { value: { [OP]: { ...spec, card: { ...spec.card, ...foreign } } } },
+    }) as AdapterV1;
+    const err = await runner.run(carrying, OP, { params: { ref: 'order-11', amount: 1 } }).catch((e: unknown) => e);
+    expect(AdapterConfigurationError.isInstance(err), String(err)).toBe(true);
+    expect(String(err)).toContain(foreign.operation);
+    expect(String(err)).toContain(`sandbox.${OP}`);
+    expect(await ledger.list()).toEqual([]);
+    expect(provider.calls()).toBe(0);
+  });
+});

@@ -76,7 +76,7 @@ describe('decision table (docs/concepts.md, "Outcomes and the decision table"), 
 
   it('unknown ⇒ an operation idempotent by nature may be re-sent', () => {
     const setValue = withCard(noReplayNoLookup, {
-      sideEffect: { kind: fact('set', 'x'), idempotentByNature: fact(true, 'x') },
+      sideEffect: { kind: fact('set', 'x'), idempotentByNature: fact(true, 'x'), rejectionMayCreate: fact(false, 'x') },
     });
     expect(decide(setValue, state(), unknown, budget(setValue)).action).toBe('send');
   });

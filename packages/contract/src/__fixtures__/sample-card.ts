@@ -8,6 +8,7 @@ export const sampleCard = {
   sideEffect: {
     kind: fact('create', 'https://example.invalid/docs/orders#create'),
     idempotentByNature: fact(false, 'https://example.invalid/docs/orders#create'),
+    rejectionMayCreate: fact(false, 'https://example.invalid/docs/errors#validation'),
   },
   businessOperationId: {
     rule: 'derived from intent fields customer, sku, quantity',

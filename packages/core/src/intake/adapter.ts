@@ -53,6 +53,13 @@ export function checkAdapter(adapter: AdapterV1, operation: string): OperationSp
   if (!checkedSpecs.has(spec)) {
     const v = validateCard(spec.card);
     if (!v.ok) throw new CardValidationError(String(spec.card?.operation ?? operation), v.problems);
+    // The runner decides from the card: another provider's or operation's card would run these calls by its rules.
+    const own = `${adapter.provider}.${operation}`;
+    if (spec.card.provider !== adapter.provider || spec.card.operation !== own)
+      throw new AdapterConfigurationError(
+        adapter.provider,
+        `operation ${operation}: its card is ${spec.card.operation} (provider ${spec.card.provider}), not ${own}: an adapter carries its own operations' cards`,
+      );
     // The id is derived from spec.intentFields: they must be the fields the card names (in any order).
     const fields = spec.card.businessOperationId.intentFields;
     if (spec.intentFields.length !== fields.length || !spec.intentFields.every((f) => fields.includes(f)))

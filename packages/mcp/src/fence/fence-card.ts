@@ -21,6 +21,7 @@ export function toolCard(config: Pick<FenceConfig, 'name' | 'policy'>, toolName:
 /** The card paths a fence file declares as they are, by its key. */
 const FENCE_KEYS = { 'businessOperationId.normalize': 'normalize', paramComparison: 'paramComparison' };
 const CLASSIFY = 'fence: packages/mcp/src/fence/fence-adapter.ts (classify)';
+const MCP_ERRORS = 'https://modelcontextprotocol.io/specification/2025-06-18/server/tools#error-handling';
 
 /** What the fence file declares; the rest is `unknown` and listed as unverified. */
 function fenceCard(config: Pick<FenceConfig, 'name' | 'policy'>, toolName: string, t: FenceToolConfig) {
@@ -79,6 +80,13 @@ function fenceCard(config: Pick<FenceConfig, 'name' | 'policy'>, toolName: strin
         retention: { minimum: fact(null, 'no key travels: nothing is stored') },
         concurrency: fact('duplicates', 'no key travels: concurrent calls each run the tool'),
       };
+  // MCP says nothing of what a tool did before it answered isError: the fence rejects a tool error only where the
+  // fence file says such errors mean not applied. Its other rejections are protocol errors, raised before the tool runs.
+  const protocolErrors = 'a protocol error (-32601, -32602) is an issue with the request itself';
+  const rejecting = t.toolErrors === 'rejected' ? 'toolErrors' : t.rejectWhen?.length ? 'rejectWhen' : null;
+  const toolErrors = rejecting
+    ? `${declared(rejecting)}: these tool errors mean not applied`
+    : 'a tool error (isError) is never a rejection here (looked up instead)';
   const delay = [0, '0'].includes(l?.consistencyDelay as never) ? null : l?.consistencyDelay;
   const lookup = l
     ? {
@@ -103,6 +111,7 @@ function fenceCard(config: Pick<FenceConfig, 'name' | 'policy'>, toolName: strin
           ? `default: a fenced ${t.kind} tool is not idempotent by nature`
           : declared('idempotentByNature'),
       ),
+      rejectionMayCreate: fact(false, `${MCP_ERRORS}: ${protocolErrors}; ${toolErrors}`),
     },
     businessOperationId: {
       rule: `derived from intent fields ${t.intent.join(', ')} of the tool's arguments`,
