@@ -59,11 +59,6 @@ const UNVERIFIED = [
     source: S.idempotency,
   },
   {
-    field: 'sideEffect.rejectionMayCreate',
-    condition: 'whether a request Resend rejects (400, 403, 422) can still send an email',
-    source: S.errors,
-  },
-  {
     field: 'storedResult.includesErrors',
     condition: 'whether an error answer is stored and replayed under the key, or the key is released',
     source: S.idempotency,
@@ -90,9 +85,9 @@ function resendCard(spec: {
     sideEffect: {
       kind: fact('send', spec.kindSource),
       idempotentByNature: fact(false, `${S.idempotency}: without a key each request sends the email again`),
-      rejectionMayCreate: fact<boolean>(
-        'unknown',
-        `${S.errors} lists what each 4xx means, not whether a request Resend rejects can still send an email`,
+      rejectionMayCreate: fact(
+        false,
+        `${S.errors}: "standard HTTP response codes for success and failure notifications", each 4xx a failure of the request; ${S.idempotency}: only a successful response returns "the email ID of the sent email"`,
       ),
     },
     businessOperationId: {

@@ -66,9 +66,9 @@ export const postMessageCard = defineCard({
   sideEffect: {
     kind: fact('send', SOURCES.postMessage),
     idempotentByNature: fact(false, `${SOURCES.postMessage}: every call sends one more message`),
-    rejectionMayCreate: fact<boolean>(
-      'unknown',
-      `${SOURCES.postMessage}: its Errors table names each refusal, not whether a refused call can still post a message`,
+    rejectionMayCreate: fact(
+      false,
+      `${SOURCES.postMessage}: of its Errors, only internal_error and fatal_error say some aspect of the operation may have succeeded, and the adapter reads those as unknown, never as a refusal`,
     ),
   },
   businessOperationId: {
@@ -122,11 +122,6 @@ export const postMessageCard = defineCard({
   },
   unverified: [
     REQUEST_ID_UNVERIFIED,
-    {
-      field: 'sideEffect.rejectionMayCreate',
-      condition: 'whether a chat.postMessage Slack answers ok: false can still post a message',
-      source: SOURCES.postMessage,
-    },
     {
       field: 'lookup.consistencyDelay',
       condition: 'how long after chat.postMessage answers ok the message is returned by conversations.history',
