@@ -207,6 +207,29 @@ describe('mail.send: definite answers', () => {
     expect(sandbox.count('mail.send')).toBe(2);
   });
 
+  // Graph's Create message example 2 returns a message created without these fields with these values (the card's evidence).
+  it.each([
+    ['importance', 'Normal'],
+    ['isReadReceiptRequested', false],
+    ['isDeliveryReceiptRequested', false],
+    ['flag', { flagStatus: 'notFlagged' }],
+  ])(
+    'the same mail with %s spelled as Graph’s default %j on one run and left out on the next ⇒ one mail',
+    async (field, value) => {
+      const [first, second] = await twice(await setup(), 15, { [field]: value }, {});
+      expect(first).toMatchObject({ status: 'done', adopted: false });
+      expect(second).toMatchObject({ status: 'done', adopted: true });
+      expect(second.businessOperationId).toBe(first.businessOperationId);
+      expect(sandbox.requestCount('mail.send')).toBe(1);
+    },
+  );
+
+  it('a read receipt asked for is not the default ⇒ two mails', async () => {
+    const [first, second] = await twice(await setup(), 16, { isReadReceiptRequested: true }, {});
+    expect(second.businessOperationId).not.toBe(first.businessOperationId);
+    expect(sandbox.count('mail.send')).toBe(2);
+  });
+
   it('a Cc recipient is not the same mail as none ⇒ two mails', async () => {
     const cc = [{ emailAddress: { address: 'boss@example.test' } }];
     const [first, second] = await twice(await setup(), 12, {}, { ccRecipients: cc });
