@@ -137,7 +137,7 @@ const CARD = obj({
   'paramComparison?': {
     type: 'array',
     description: 'how params other than the intent are compared with the stored ones (default exact)',
-    items: ruleSchema({ compare: { enum: ['exact', 'normalized'] } }, 'steps?'),
+    items: ruleSchema({ compare: { enum: ['exact', 'normalized'] }, 'providerDefault?': providerDefault }, 'steps?'),
   },
 });
 
@@ -285,8 +285,15 @@ function checkBeyondSchema(card: Record<string, unknown>, problems: CardProblem[
         path: `${p}.field`,
         message: 'is (or is beneath) an intent field: intent fields are compared by businessOperationId.normalize',
       });
-    if (r.compare === 'normalized' && !hasSteps(r.steps))
+    const bare = (r.steps === undefined || (Array.isArray(r.steps) && r.steps.length === 0)) && hasDefault(r);
+    if (r.compare === 'normalized' && !hasSteps(r.steps) && !bare)
       problems.push({ path: `${p}.steps`, message: `a normalized comparison lists its steps: ${STEPS}` });
+    if (hasDefault(r) && r.compare !== 'normalized')
+      problems.push({
+        path: `${p}.providerDefault`,
+        message: 'an exact comparison reads no default: compare normalized',
+      });
+    else if (hasDefault(r)) checkDefault(card, r, p, intentFields, problems);
     checkItemPath(r, p, problems);
   });
 }
@@ -335,14 +342,18 @@ function schemaAt(schema: unknown, parts: readonly string[]): Schema | undefined
 /** Where a card's provider default does not fit the operation's params schema at its field; defineAdapter refuses it. */
 export function defaultProblems(card: RetrySafetyCard, paramsSchema: Schema): CardProblem[] {
   const out: CardProblem[] = [];
-  for (const [i, r] of (card.businessOperationId.normalize ?? []).entries()) {
+  const rules = [
+    ...(card.businessOperationId.normalize ?? []).map((r, i) => [r, `businessOperationId.normalize[${i}]`] as const),
+    ...(card.paramComparison ?? []).map((r, i) => [r, `paramComparison[${i}]`] as const),
+  ];
+  for (const [r, rulePath] of rules) {
     if (!hasDefault(r)) continue;
-    const path = `businessOperationId.normalize[${i}].providerDefault`;
-    const at = schemaAt(paramsSchema, r.field.split('.'));
-    if (at === undefined)
+    const path = `${rulePath}.providerDefault`;
+    const schema = schemaAt(paramsSchema, r.field.split('.'));
+    if (schema === undefined)
       out.push({ path, message: `the params schema declares no ${r.field}: declare it, so the default is checked` });
     else
-      for (const e of schemaProblems(at, r.providerDefault, { root: r.field, say: AJV_WORDS, neverStricter: true }))
+      for (const e of schemaProblems(schema, r.providerDefault, { root: r.field, say: AJV_WORDS, neverStricter: true }))
         out.push({ path, message: `does not fit the params schema: ${e.path} ${e.message}` });
   }
   return out;

@@ -137,13 +137,13 @@ export interface FieldNormalization {
   readonly evidence?: string;
   /**
    * The value the provider stores when a create leaves this field out: after the steps, a value equal to it reads as
-   * the field left out. Only beneath an intent field of a create, send or charge (card-validate.ts says why).
+   * the field left out. Only on a create, send or charge, never on an intent field itself (card-validate.ts says why).
    */
   readonly providerDefault?: unknown;
 }
 
 /** How a param (not an intent field) is compared with the stored one on a repeat call. */
-export interface ParamComparison extends Omit<FieldNormalization, 'steps' | 'providerDefault'> {
+export interface ParamComparison extends Omit<FieldNormalization, 'steps'> {
   readonly compare: 'exact' | 'normalized';
   readonly steps?: readonly NormalizationStep[];
 }

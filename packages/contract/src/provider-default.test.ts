@@ -7,6 +7,7 @@ import {
   defineAdapter,
   type FrameOperation,
   fact,
+  type JsonSchema,
   type RetrySafetyCard,
   validateCard,
 } from './index.js';
@@ -110,14 +111,31 @@ describe('providerDefault: where a card may declare it', () => {
     },
   );
 
-  it('not on an intent field itself, an array item, or a paramComparison rule', () => {
+  it('not on an intent field itself or an array item', () => {
     expect(problems(cardWith(rule('order', {})))).toEqual([`${AT}.providerDefault`]);
     expect(problems(cardWith(rule('lines.0', {})))).toEqual([`${AT}.field`]);
     expect(problems(cardWith(rule('lines.unit', 'each')))).toEqual([]);
-    const compare = { paramComparison: [{ ...rule('meta.note', ''), compare: 'normalized', steps: ['trim'] }] };
-    expect(problems(cardWith(rule('order.note', ''), 'create', compare))).toEqual([
+  });
+
+  it('on a param outside the intent, in a normalized comparison (steps may be none), never an exact one', () => {
+    const compare = (c: object, kind = 'create') =>
+      problems(cardWith(rule('order.note', ''), kind, { paramComparison: [{ ...rule('mrkdwn', true), ...c }] }));
+    expect(compare({ compare: 'normalized' })).toEqual([]);
+    expect(compare({ compare: 'normalized', steps: ['trim'] })).toEqual([]);
+    expect(compare({ compare: 'exact' })).toEqual(['paramComparison[0].providerDefault']);
+    expect(compare({ compare: 'normalized' }, 'set')).toEqual([
+      `${AT}.providerDefault`,
       'paramComparison[0].providerDefault',
     ]);
+  });
+
+  it('a repeat that spells a compared param as its default (or leaves it out) compares as the same params', () => {
+    const rules = [{ field: 'mrkdwn', compare: 'normalized', providerDefault: true }] as never;
+    const of = (p: object) => fingerprint(normalizeParams({ channel: 'C1', ...p }, rules));
+    expect(of({ mrkdwn: true })).toBe(of({}));
+    expect(of({ mrkdwn: false })).not.toBe(of({}));
+    const exact = [{ field: 'mrkdwn', compare: 'exact', providerDefault: true }] as never;
+    expect(normalizeParams({ mrkdwn: true }, exact)).toEqual({ mrkdwn: true });
   });
 });
 
@@ -130,9 +148,10 @@ describe('providerDefault: it fits the params schema at its field (defineAdapter
       lines: { type: 'array', items: { type: 'object', properties: { unit: { type: 'string', minLength: 1 } } } },
     },
   };
-  const adapterWith = (r: object) => {
-    const card = cardWith(r, 'create', { providerKey: { ...base.providerKey, travels: fact('none', 's') } });
-    const op: FrameOperation = { name: 'orders.create', description: 'd', card, paramsSchema, keyRule: null };
+  const adapterWith = (r: object, extra: object = {}, schema: JsonSchema = paramsSchema) => {
+    const noKey = { providerKey: { ...base.providerKey, travels: fact('none', 's') } };
+    const card = cardWith(r, 'create', { ...noKey, ...extra });
+    const op: FrameOperation = { name: 'orders.create', description: 'd', card, paramsSchema: schema, keyRule: null };
     return () =>
       defineAdapter({
         provider: 'example',
@@ -141,9 +160,9 @@ describe('providerDefault: it fits the params schema at its field (defineAdapter
         lookup: async () => ({ kind: 'not-found' }) as never,
       });
   };
-  const refusal = (r: object) => {
+  const refusal = (r: object, extra?: object, schema?: JsonSchema) => {
     try {
-      adapterWith(r)();
+      adapterWith(r, extra, schema)();
     } catch (e) {
       if (!CardValidationError.isInstance(e)) throw e;
       return e.problems.map((p) => p.path);
@@ -154,6 +173,15 @@ describe('providerDefault: it fits the params schema at its field (defineAdapter
   it('a default the schema takes is accepted, on a field or on every item', () => {
     expect(refusal(rule('order.priority', 'normal'))).toEqual([]);
     expect(refusal(rule('lines.unit', 'each'))).toEqual([]);
+  });
+
+  it('a compared param’s default is checked too', () => {
+    const compared = (v: unknown) => ({ paramComparison: [{ ...rule('notify', v), compare: 'normalized' }] });
+    const schema = { ...paramsSchema, properties: { ...paramsSchema.properties, notify: { type: 'boolean' } } };
+    expect(refusal(rule('order.priority', 'normal'), compared(true), schema)).toEqual([]);
+    expect(refusal(rule('order.priority', 'normal'), compared('yes'), schema)).toEqual([
+      'paramComparison[0].providerDefault',
+    ]);
   });
 
   it('a default the schema refuses, or a field the schema does not declare, is a CardValidationError', () => {
