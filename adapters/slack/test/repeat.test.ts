@@ -57,3 +57,19 @@ it('one ledger, two workspaces: the same text to the same channel id with anothe
   expect(await runner.run(globex, 'chat.postMessage', { params })).toMatchObject({ status: 'done', adopted: false });
   expect(workspaces.map((w) => w.count('chat.postMessage'))).toEqual([1, 1]);
 });
+
+it('a repeat that spells mrkdwn as Slack’s default (true) answers with the first post; mrkdwn false is a conflict, never a second post', async () => {
+  const sandbox = closeAfterTest(await startSlackSandbox({ token: TOKEN, channels: [CHANNEL] }));
+  const slack = createSlackAdapter({ token: TOKEN, baseUrl: sandbox.url });
+  const runner = createRunner({ ledger: createMemoryLedger() });
+  const params = { channel: CHANNEL, text: 'Backup finished' };
+
+  const first = await runner.run(slack, 'chat.postMessage', { params });
+  const spelled = await runner.run(slack, 'chat.postMessage', { params: { ...params, mrkdwn: true } });
+  expect(spelled).toMatchObject({ status: 'done', adopted: true, businessOperationId: first.businessOperationId });
+  await expect(runner.run(slack, 'chat.postMessage', { params: { ...params, mrkdwn: false } })).rejects.toThrow(
+    /mrkdwn/,
+  );
+  expect(sandbox.calls('chat.postMessage')).toBe(1);
+  expect(sandbox.count('chat.postMessage')).toBe(1);
+});
