@@ -14,6 +14,9 @@ const S = {
   extendedPropertyFilter: 'https://learn.microsoft.com/en-us/graph/api/singlevaluelegacyextendedproperty-get',
   event: 'https://learn.microsoft.com/en-us/graph/api/resources/event (transactionId)',
   createEvent: 'https://learn.microsoft.com/en-us/graph/api/user-post-events',
+  eventResource: 'https://learn.microsoft.com/en-us/graph/api/resources/event',
+  eventResourcePinned:
+    'https://github.com/microsoftgraph/microsoft-graph-docs-contrib/blob/02eb1a3142fa14e36ac955f10cb8012fcd8d5933/api-reference/v1.0/resources/event.md',
   createTask: 'https://learn.microsoft.com/en-us/graph/api/todotasklist-post-tasks',
   linkedResource: 'https://learn.microsoft.com/en-us/graph/api/resources/linkedresource',
   listTasks: 'https://learn.microsoft.com/en-us/graph/api/todotasklist-list-tasks',
@@ -215,6 +218,15 @@ export const eventsCreateCard = msGraphCard({
       evidence: S.createEventExample,
     })),
   },
+  // isOnlineMeeting ("Default is false") stays exact: whether a mailbox setting that adds online meetings to all
+  // meetings also applies to events Graph creates is not documented, and a default that depends on it is not one.
+  paramComparison: (['allowNewTimeProposals', 'responseRequested'] as const).map((field) => ({
+    field: `event.${field}`,
+    compare: 'normalized' as const,
+    providerDefault: true,
+    source: `${S.eventResourcePinned}: the event resource documents ${field} with "Default is true", so true and none are one event (false stays another)`,
+    evidence: S.eventResource,
+  })),
   providerKey: {
     travels: fact('body', `${S.event}; ${S.providers}`),
     name: fact('transactionId', S.event),

@@ -133,6 +133,8 @@ const EVENTS_CREATE_PARAMS = object(['mailbox', 'event'], {
     end: dateTimeSchema,
     body: itemBodySchema,
     attendees: { type: 'array' },
+    allowNewTimeProposals: { type: 'boolean' },
+    responseRequested: { type: 'boolean' },
     transactionId: owned('derived from the business-operation id; do not set it'),
   }),
 });

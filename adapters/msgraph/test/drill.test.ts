@@ -283,6 +283,22 @@ describe('events.create: one meeting slot, spelled as the request or as Graph re
   );
 });
 
+describe('events.create: a param spelled as the default the event resource documents is the event without it', () => {
+  it.each([
+    ['allowNewTimeProposals', true],
+    ['responseRequested', true],
+  ])('%s: %j on the second run ⇒ the second run adopts the first, one event', async (field, value) => {
+    const runner = await setup();
+    const p = eventParams(4);
+    const first = await runner.run(adapter, 'events.create', { params: p });
+    const second = await runner.run(adapter, 'events.create', {
+      params: { ...p, event: { ...p.event, [field]: value } },
+    });
+    expect(second).toMatchObject({ status: 'done', adopted: true, businessOperationId: first.businessOperationId });
+    expect(sandbox.requestCount('events.create')).toBe(1);
+  });
+});
+
 describe('events.create and todo.tasks.create: lost responses', () => {
   it.each([
     {
