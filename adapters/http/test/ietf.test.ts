@@ -282,8 +282,14 @@ describe('IETF Idempotency-Key: SDK → sandbox, one row per mapping', () => {
 describe('a declared providerDefault: SDK → sandbox', () => {
   const giftWrap = (value: unknown): HttpOperationSpec => {
     const spec = ietfOrdersCreate('acme-orders');
-    const rule = { field: 'giftWrap', compare: 'normalized', providerDefault: value, source: 's', evidence: EVIDENCE };
-    const properties = { ...(spec.paramsSchema.properties as object), giftWrap: { type: 'boolean' } };
+    const rule = {
+      field: 'giftWrap',
+      compare: 'normalized' as const,
+      providerDefault: value,
+      source: 's',
+      evidence: EVIDENCE,
+    };
+    const properties = { ...(spec.paramsSchema?.properties as object), giftWrap: { type: 'boolean' } };
     return {
       ...spec,
       card: { ...spec.card, paramComparison: [rule] },
