@@ -256,6 +256,7 @@ function checkBeyondSchema(card: Record<string, unknown>, problems: CardProblem[
     });
   checkBudget(card, problems);
   const bo = (card.businessOperationId ?? {}) as { intentFields?: unknown; normalize?: unknown };
+  const kind = (card.sideEffect as { kind?: { value?: unknown } } | undefined)?.kind?.value;
   const intentFields: unknown[] = Array.isArray(bo.intentFields) ? bo.intentFields : [];
   for (const [i, f] of intentFields.entries())
     if (!isDotPath(f)) problems.push({ path: `businessOperationId.intentFields[${i}]`, message: PATH });
@@ -264,16 +265,14 @@ function checkBeyondSchema(card: Record<string, unknown>, problems: CardProblem[
     if (!isDotPath(field)) problems.push({ path: `${p}.field`, message: PATH });
     else if (typeof field === 'string' && !withinIntent(field, intentFields))
       problems.push({ path: `${p}.field`, message: 'expected one of the intent fields (or a path beneath one)' });
-    // A rule may be a provider's default alone, without steps.
-    const bare = Array.isArray(r.steps) && r.steps.length === 0 && hasDefault(r);
-    if (Array.isArray(r.steps) && !hasSteps(r.steps) && !bare)
-      problems.push({ path: `${p}.steps`, message: `expected ${STEPS}` });
+    if (Array.isArray(r.steps) && !stepsListed(r)) problems.push({ path: `${p}.steps`, message: `expected ${STEPS}` });
     else if (atPath(r) && intentFields.includes(field))
       problems.push({
         path: `${p}.steps`,
         message: `${atPath(r)} goes beneath an intent field, not on one: an intent field left out is refused, so [] cannot mean the same`,
       });
-    if (hasDefault(r)) checkDefault(card, r, p, intentFields, problems);
+    const why = hasDefault(r) && defaultProblem(r, kind, intentFields);
+    if (why) problems.push({ path: `${p}.providerDefault`, message: why });
     checkItemPath(r, p, problems);
   });
   eachRule(card.paramComparison, 'paramComparison', (r, p) => {
@@ -285,15 +284,10 @@ function checkBeyondSchema(card: Record<string, unknown>, problems: CardProblem[
         path: `${p}.field`,
         message: 'is (or is beneath) an intent field: intent fields are compared by businessOperationId.normalize',
       });
-    const bare = (r.steps === undefined || (Array.isArray(r.steps) && r.steps.length === 0)) && hasDefault(r);
-    if (r.compare === 'normalized' && !hasSteps(r.steps) && !bare)
+    if (r.compare === 'normalized' && !stepsListed(r))
       problems.push({ path: `${p}.steps`, message: `a normalized comparison lists its steps: ${STEPS}` });
-    if (hasDefault(r) && r.compare !== 'normalized')
-      problems.push({
-        path: `${p}.providerDefault`,
-        message: 'an exact comparison reads no default: compare normalized',
-      });
-    else if (hasDefault(r)) checkDefault(card, r, p, intentFields, problems);
+    const why = hasDefault(r) && defaultProblem(r, kind, intentFields);
+    if (why) problems.push({ path: `${p}.providerDefault`, message: why });
     checkItemPath(r, p, problems);
   });
 }
@@ -303,29 +297,23 @@ const atPath = ({ steps }: Record<string, unknown>) =>
   Array.isArray(steps) ? AT_PATH_STEPS.find((s) => steps.includes(s)) : undefined;
 
 const hasDefault = (r: object) => Object.hasOwn(r, 'providerDefault');
+/** A rule lists its steps, unless it only names a provider's default (no steps, or []). */
+const stepsListed = ({ steps, ...r }: Record<string, unknown>) =>
+  hasSteps(steps) || (hasDefault(r) && (steps === undefined || (Array.isArray(steps) && steps.length === 0)));
 const DEFAULT_KINDS: readonly unknown[] = ['create', 'send', 'charge'];
 
 /**
- * A provider's default is what a create stores for a field it leaves out. On an update (set, upsert) a field left out
- * is left as it was, not set to the default, so the two spellings are two intents there; an intent field left out is
- * refused, so no value can read as it left out.
+ * Why a rule cannot name a provider's default, or null. A create stores it for a field left out; on an update (set,
+ * upsert) a field left out is left as it was, so the two spellings are two intents there; an intent field left out is
+ * refused; an exact comparison reads no default.
  */
-function checkDefault(
-  card: Record<string, unknown>,
-  r: Record<string, unknown>,
-  p: string,
-  intentFields: unknown[],
-  problems: CardProblem[],
-): void {
-  const kind = (card.sideEffect as { kind?: { value?: unknown } } | undefined)?.kind?.value;
-  const path = `${p}.providerDefault`;
+function defaultProblem(r: Record<string, unknown>, kind: unknown, intentFields: unknown[]): string | null {
+  if (r.compare === 'exact') return 'an exact comparison reads no default: compare normalized';
   if (!DEFAULT_KINDS.includes(kind))
-    problems.push({
-      path,
-      message: `only on a create, send or charge: on a ${JSON.stringify(kind)} operation a field left out is not given the provider's default (an update leaves it as it was)`,
-    });
-  else if (intentFields.includes(r.field))
-    problems.push({ path, message: 'goes beneath an intent field, not on one: an intent field left out is refused' });
+    return `only on a create, send or charge: on a ${JSON.stringify(kind)} operation a field left out is not given the provider's default (an update leaves it as it was)`;
+  return intentFields.includes(r.field)
+    ? 'goes beneath an intent field, not on one: an intent field left out is refused'
+    : null;
 }
 
 /** The schema of the value at `parts` (a part that is not an index crosses an array's items), or undefined. */

@@ -323,9 +323,7 @@ export function differingPaths(a: unknown, b: unknown, path = ''): string[] {
 }
 
 /** For cards and tool descriptions: `orderRef: trim, collapse-whitespace`. */
-export function describeNormalization(
-  rules: readonly (Partial<ParamComparison & FieldNormalization> & { field: string })[] | undefined,
-) {
+export function describeNormalization(rules: readonly (Partial<ParamComparison> & { field: string })[] | undefined) {
   if (!rules || rules.length === 0) return 'none: compared exactly as written';
   const told = (r: (typeof rules)[number]) => [
     ...(r.steps ?? []),
