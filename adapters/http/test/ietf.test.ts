@@ -1,3 +1,4 @@
+import { CardValidationError } from '@retrysafe/contract';
 import { notFoundIsAuthoritative } from '@retrysafe/contract/rules';
 import { executeContext, operationIdFor } from '@retrysafe/testkit/conformance';
 import { describe, expect, it } from 'vitest';
@@ -14,6 +15,7 @@ import {
   rejected,
   sandboxPerTest,
   startSilentServer,
+  testRunner,
   withAdapter,
 } from './helpers.js';
 
@@ -272,6 +274,43 @@ describe('IETF Idempotency-Key: SDK → sandbox, one row per mapping', () => {
         await a.close();
         await srv.close();
       }
+    }
+  });
+});
+
+// A declaration may name a param's documented default: spelled out or left out, it is one order.
+describe('a declared providerDefault: SDK → sandbox', () => {
+  const giftWrap = (value: unknown): HttpOperationSpec => {
+    const spec = ietfOrdersCreate('acme-orders');
+    const rule = {
+      field: 'giftWrap',
+      compare: 'normalized' as const,
+      providerDefault: value,
+      source: 's',
+      evidence: EVIDENCE,
+    };
+    const properties = { ...(spec.paramsSchema?.properties as object), giftWrap: { type: 'boolean' } };
+    return {
+      ...spec,
+      card: { ...spec.card, paramComparison: [rule] },
+      paramsSchema: { ...spec.paramsSchema, properties },
+    };
+  };
+  const EVIDENCE = 'https://acme.example/docs/orders#gift-wrap';
+
+  it('giftWrap false (the default) on the repeat ⇒ the first order adopted, one order; a default the schema refuses ⇒ CardValidationError', async () => {
+    const sb = await startIetfKeySandbox({ port: 0 });
+    try {
+      await withAdapter(sb.url, OP, giftWrap(false), async (adapter) => {
+        const { runner } = testRunner();
+        const first = await runner.run(adapter, OP, { params: order() });
+        const second = await runner.run(adapter, OP, { params: order({ giftWrap: false }) });
+        expect(second).toMatchObject({ status: 'done', adopted: true, businessOperationId: first.businessOperationId });
+        expect(sb.records()).toHaveLength(1);
+      });
+      expect(() => adapterAt(sb.url, OP, giftWrap('no'))).toThrow(CardValidationError);
+    } finally {
+      await sb.close();
     }
   });
 });

@@ -14,6 +14,9 @@ const S = {
   extendedPropertyFilter: 'https://learn.microsoft.com/en-us/graph/api/singlevaluelegacyextendedproperty-get',
   event: 'https://learn.microsoft.com/en-us/graph/api/resources/event (transactionId)',
   createEvent: 'https://learn.microsoft.com/en-us/graph/api/user-post-events',
+  eventResource: 'https://learn.microsoft.com/en-us/graph/api/resources/event',
+  eventResourcePinned:
+    'https://github.com/microsoftgraph/microsoft-graph-docs-contrib/blob/02eb1a3142fa14e36ac955f10cb8012fcd8d5933/api-reference/v1.0/resources/event.md',
   createTask: 'https://learn.microsoft.com/en-us/graph/api/todotasklist-post-tasks',
   linkedResource: 'https://learn.microsoft.com/en-us/graph/api/resources/linkedresource',
   listTasks: 'https://learn.microsoft.com/en-us/graph/api/todotasklist-list-tasks',
@@ -22,6 +25,8 @@ const S = {
   createMessage: 'https://learn.microsoft.com/en-us/graph/api/user-post-messages',
   createEventExample:
     'https://github.com/microsoftgraph/microsoft-graph-docs-contrib/blob/007852ace71e63cb76552a3471aa71e7dee5f3e8/api-reference/v1.0/api/user-post-events.md',
+  createMessageDefaults:
+    'https://github.com/microsoftgraph/microsoft-graph-docs-contrib/blob/0273c463ba400fd1c477eb6800edb2eee57b1773/api-reference/v1.0/api/user-post-messages.md',
   createMessageEarlier:
     'https://github.com/microsoftgraph/microsoft-graph-docs/blob/86cce287a23b16425940176996b676a034d05ca1/api-reference/v1.0/api/user_post_messages.md',
 } as const;
@@ -32,6 +37,15 @@ const emptyCollection = (field: string, evidence: string) => ({
   steps: ['empty-array-as-absent'] as const,
   source: `${evidence}: the example message created without ${field} is returned with "${field}": [], so [] and none are one mail (a non-empty one and null stay exact)`,
   evidence,
+});
+
+/** A field Graph stores with `value` when a message is created without it: that value spelled out and none are one mail. */
+const graphDefault = (field: string, value: unknown) => ({
+  field: `message.${field}`,
+  steps: [] as const,
+  providerDefault: value,
+  source: `${S.createMessageDefaults}: Create message's example 2 sends no ${field} and the message is returned with "${field}": ${JSON.stringify(value)}, so that value and none are one mail (any other value stays exact)`,
+  evidence: S.createMessageDefaults,
 });
 
 const note = (field: string, condition: string, source: string) => ({ field, condition, source });
@@ -129,9 +143,13 @@ export const mailSendCard = msGraphCard({
       {
         field: 'message.importance',
         steps: ['case-fold'],
-        source: `${S.createMessage}: the example request sends "importance": "Low" and the message is returned with "importance": "low", so Low and low are one mail (the params schema takes ASCII letters only)`,
+        providerDefault: 'normal',
+        source: `${S.createMessage}: the example request sends "importance": "Low" and the message is returned with "importance": "low", so Low and low are one mail (the params schema takes ASCII letters only); example 2 sends none and it is returned "normal" (${S.createMessageDefaults}), so normal and none are one mail`,
         evidence: S.createMessage,
       },
+      graphDefault('isReadReceiptRequested', false),
+      graphDefault('isDeliveryReceiptRequested', false),
+      graphDefault('flag', { flagStatus: 'notFlagged' }),
     ],
   },
   providerKey: {
@@ -208,6 +226,15 @@ export const eventsCreateCard = msGraphCard({
       evidence: S.createEventExample,
     })),
   },
+  // isOnlineMeeting ("Default is false") stays exact: whether a mailbox setting that adds online meetings to all
+  // meetings also applies to events Graph creates is not documented, and a default that depends on it is not one.
+  paramComparison: (['allowNewTimeProposals', 'responseRequested'] as const).map((field) => ({
+    field: `event.${field}`,
+    compare: 'normalized' as const,
+    providerDefault: true,
+    source: `${S.eventResourcePinned}: the event resource documents ${field} with "Default is true", so true and none are one event (false stays another)`,
+    evidence: S.eventResource,
+  })),
   providerKey: {
     travels: fact('body', `${S.event}; ${S.providers}`),
     name: fact('transactionId', S.event),

@@ -118,6 +118,10 @@ const MAIL_SEND_PARAMS = object(['mailbox', 'message'], {
     bccRecipients: recipientsSchema,
     // ASCII letters only: the card case-folds it, as Graph stores "Low" as "low"; a fold beyond ASCII (hıgh) is not Graph's.
     importance: { type: 'string', pattern: '^[A-Za-z]+$', description: 'low, normal or high, in any case' },
+    // Declared so the card's defaults for them are checked against their types.
+    isReadReceiptRequested: { type: 'boolean' },
+    isDeliveryReceiptRequested: { type: 'boolean' },
+    flag: object([], { flagStatus: { enum: ['notFlagged', 'complete', 'flagged'] } }),
   }),
   saveToSentItems: owned('always true: the Sent Items copy is how an unknown outcome is reconciled'),
 });
@@ -129,6 +133,8 @@ const EVENTS_CREATE_PARAMS = object(['mailbox', 'event'], {
     end: dateTimeSchema,
     body: itemBodySchema,
     attendees: { type: 'array' },
+    allowNewTimeProposals: { type: 'boolean' },
+    responseRequested: { type: 'boolean' },
     transactionId: owned('derived from the business-operation id; do not set it'),
   }),
 });

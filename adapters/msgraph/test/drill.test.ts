@@ -207,6 +207,29 @@ describe('mail.send: definite answers', () => {
     expect(sandbox.count('mail.send')).toBe(2);
   });
 
+  // Graph's Create message example 2 returns a message created without these fields with these values (the card's evidence).
+  it.each([
+    ['importance', 'Normal'],
+    ['isReadReceiptRequested', false],
+    ['isDeliveryReceiptRequested', false],
+    ['flag', { flagStatus: 'notFlagged' }],
+  ])(
+    'the same mail with %s spelled as Graph’s default %j on one run and left out on the next ⇒ one mail',
+    async (field, value) => {
+      const [first, second] = await twice(await setup(), 15, { [field]: value }, {});
+      expect(first).toMatchObject({ status: 'done', adopted: false });
+      expect(second).toMatchObject({ status: 'done', adopted: true });
+      expect(second.businessOperationId).toBe(first.businessOperationId);
+      expect(sandbox.requestCount('mail.send')).toBe(1);
+    },
+  );
+
+  it('a read receipt asked for is not the default ⇒ two mails', async () => {
+    const [first, second] = await twice(await setup(), 16, { isReadReceiptRequested: true }, {});
+    expect(second.businessOperationId).not.toBe(first.businessOperationId);
+    expect(sandbox.count('mail.send')).toBe(2);
+  });
+
   it('a Cc recipient is not the same mail as none ⇒ two mails', async () => {
     const cc = [{ emailAddress: { address: 'boss@example.test' } }];
     const [first, second] = await twice(await setup(), 12, {}, { ccRecipients: cc });
@@ -258,6 +281,22 @@ describe('events.create: one meeting slot, spelled as the request or as Graph re
       expect(sandbox.count('events.create')).toBe(2);
     },
   );
+});
+
+describe('events.create: a param spelled as the default the event resource documents is the event without it', () => {
+  it.each([
+    ['allowNewTimeProposals', true],
+    ['responseRequested', true],
+  ])('%s: %j on the second run ⇒ the second run adopts the first, one event', async (field, value) => {
+    const runner = await setup();
+    const p = eventParams(4);
+    const first = await runner.run(adapter, 'events.create', { params: p });
+    const second = await runner.run(adapter, 'events.create', {
+      params: { ...p, event: { ...p.event, [field]: value } },
+    });
+    expect(second).toMatchObject({ status: 'done', adopted: true, businessOperationId: first.businessOperationId });
+    expect(sandbox.requestCount('events.create')).toBe(1);
+  });
 });
 
 describe('events.create and todo.tasks.create: lost responses', () => {

@@ -76,6 +76,16 @@ export const postMessageCard = defineCard({
     intentFields: ['channel', 'text'],
     // Exact: the text is what people read; another spelling is another message.
   },
+  // unfurl_links and unfurl_media stay exact: the page names no default for them (unfurling differs for apps).
+  paramComparison: [
+    {
+      field: 'mrkdwn',
+      compare: 'normalized',
+      providerDefault: true,
+      source: `${SOURCES.postMessage}: mrkdwn "Disable Slack markup parsing by setting to false. Enabled by default.", so true and none are one message (false stays another)`,
+      evidence: SOURCES.postMessage,
+    },
+  ],
   providerKey: {
     travels: fact('none', `${SOURCES.postMessage}: the method takes no idempotency key or client id`),
     ...noKey(SOURCES.postMessage),

@@ -8,11 +8,16 @@ import { createSlackAdapter } from '../src/index.js';
 import { startSlackSandbox } from '../src/sandbox/index.js';
 import { CHANNEL, TOKEN } from './helpers.js';
 
-it('a repeat of the same text answers with the first post; the same text with its own intent is posted again', async () => {
+/** A sandbox workspace (closed after the test), the adapter on it, a runner and the params of one post. */
+async function oneWorkspace() {
   const sandbox = closeAfterTest(await startSlackSandbox({ token: TOKEN, channels: [CHANNEL] }));
   const slack = createSlackAdapter({ token: TOKEN, baseUrl: sandbox.url });
   const runner = createRunner({ ledger: createMemoryLedger() });
-  const params = { channel: CHANNEL, text: 'Backup finished' };
+  return { sandbox, slack, runner, params: { channel: CHANNEL, text: 'Backup finished' } };
+}
+
+it('a repeat of the same text answers with the first post; the same text with its own intent is posted again', async () => {
+  const { sandbox, slack, runner, params } = await oneWorkspace();
 
   const first = await runner.run(slack, 'chat.postMessage', { params });
   const repeat = await runner.run(slack, 'chat.postMessage', { params });
@@ -30,10 +35,7 @@ it('a repeat of the same text answers with the first post; the same text with it
 });
 
 it('a repeat with the channel id respelt in lower case is refused by the params schema before the claim, never a second post (no Slack page says c0… is C0…)', async () => {
-  const sandbox = closeAfterTest(await startSlackSandbox({ token: TOKEN, channels: [CHANNEL] }));
-  const slack = createSlackAdapter({ token: TOKEN, baseUrl: sandbox.url });
-  const runner = createRunner({ ledger: createMemoryLedger() });
-  const params = { channel: CHANNEL, text: 'Backup finished' };
+  const { sandbox, slack, runner, params } = await oneWorkspace();
 
   expect(await runner.run(slack, 'chat.postMessage', { params })).toMatchObject({ status: 'done' });
   await expect(
@@ -56,4 +58,17 @@ it('one ledger, two workspaces: the same text to the same channel id with anothe
   expect(await runner.run(acme, 'chat.postMessage', { params })).toMatchObject({ status: 'done', adopted: false });
   expect(await runner.run(globex, 'chat.postMessage', { params })).toMatchObject({ status: 'done', adopted: false });
   expect(workspaces.map((w) => w.count('chat.postMessage'))).toEqual([1, 1]);
+});
+
+it('a repeat that spells mrkdwn as Slack’s default (true) answers with the first post; mrkdwn false is a conflict, never a second post', async () => {
+  const { sandbox, slack, runner, params } = await oneWorkspace();
+
+  const first = await runner.run(slack, 'chat.postMessage', { params });
+  const spelled = await runner.run(slack, 'chat.postMessage', { params: { ...params, mrkdwn: true } });
+  expect(spelled).toMatchObject({ status: 'done', adopted: true, businessOperationId: first.businessOperationId });
+  await expect(runner.run(slack, 'chat.postMessage', { params: { ...params, mrkdwn: false } })).rejects.toThrow(
+    /mrkdwn/,
+  );
+  expect(sandbox.calls('chat.postMessage')).toBe(1);
+  expect(sandbox.count('chat.postMessage')).toBe(1);
 });

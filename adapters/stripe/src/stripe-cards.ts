@@ -30,6 +30,8 @@ interface CardSpec {
   reconciler: string;
   unverified?: RetrySafetyCard['unverified'];
   rejectionMayCreate?: RetrySafetyCard['sideEffect']['rejectionMayCreate'];
+  /** Params Stripe documents a default for: spelled as it, they compare as left out. */
+  defaults?: Readonly<Record<string, { value: unknown; says: string }>>;
 }
 
 /** One card: the facts every Stripe v1 create shares, with what differs per operation. */
@@ -64,6 +66,17 @@ function stripeCard(
         .filter((f) => f.endsWith('Ref'))
         .map((field) => ({ field, steps: ['trim'] as const, source: REF_NORMALIZATION_SOURCE })),
     },
+    // Only the defaults the API reference states for every API version and account; a version-dependent one
+    // (capture_method, auto_advance) or one that depends on the object (a refund's amount) is compared exactly.
+    ...(spec.defaults && {
+      paramComparison: Object.entries(spec.defaults).map(([field, { value, says }]) => ({
+        field,
+        compare: 'normalized' as const,
+        providerDefault: value,
+        source: `${kindSource}: ${says}, so that value and none are one request (any other value stays exact)`,
+        evidence: kindSource,
+      })),
+    }),
     ids: {
       run: 'receipts only (never sent to Stripe)',
       attempt: 'receipts only (never sent to Stripe)',
@@ -223,6 +236,7 @@ export const stripeCards = {
     'intent fields customer and orderRef (the order names the payment; amount and currency are its parameters, so a changed amount for the same order is a conflict, never a second charge)',
     {
       ...searchLookup('paymentIntents'),
+      defaults: { confirm: { value: false, says: 'confirm "defaults to false"' } },
       rejectionMayCreate: fact(
         true,
         `${S.errors}: the error's payment_intent is "the PaymentIntent object for errors returned on a request involving a PaymentIntent"; https://docs.stripe.com/payments/paymentintents/lifecycle: a failed confirmation leaves the PaymentIntent in requires_payment_method`,
@@ -234,7 +248,15 @@ export const stripeCards = {
     'create',
     ['customer', 'invoiceRef'],
     'intent fields customer, invoiceRef',
-    searchLookup('invoices'),
+    {
+      ...searchLookup('invoices'),
+      defaults: {
+        collectionMethod: {
+          value: 'charge_automatically',
+          says: 'collection_method "Defaults to charge_automatically"',
+        },
+      },
+    },
   ),
   'refunds.create': stripeCard(
     'refunds.create',

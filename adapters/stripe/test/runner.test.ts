@@ -96,6 +96,31 @@ describe('the order names the payment', () => {
   });
 });
 
+// Stripe's API reference: confirm "defaults to false", collection_method "Defaults to charge_automatically".
+describe("a param spelled as Stripe's documented default is the request without it", () => {
+  it.each([
+    [
+      'paymentIntents.create',
+      { customer: 'cus_fixture', amount: 1500, currency: 'eur', orderRef: 'A-18' },
+      { confirm: false },
+    ],
+    [
+      'invoices.create',
+      { customer: 'cus_fixture', invoiceRef: 'INV-10' },
+      { collectionMethod: 'charge_automatically' },
+    ],
+  ] as const)('%s: the repeat that spells it adopts the first object, no second POST', async (op, params, spelled) => {
+    const { clock, sandbox, ledger } = await setup();
+    const adapter = createStripeAdapter({ apiKey: API_KEY, baseUrl: sandbox.url, timeoutMs: 2000 });
+    const runner = createRunner({ ledger, clock });
+    const first = await runner.run(adapter, op, { params: params as never });
+    const second = await runner.run(adapter, op, { params: { ...params, ...spelled } as never });
+    expect(second).toMatchObject({ status: 'done', adopted: true, businessOperationId: first.businessOperationId });
+    expect(sandbox.requestCount({ method: 'POST' })).toBe(1);
+    expect(sandbox.count(op)).toBe(1);
+  });
+});
+
 describe('receipts', () => {
   it("carry the key, status and Request-Id, but neither the API key nor the customer's email", async () => {
     const { clock, sandbox, ledger } = await setup();

@@ -8,8 +8,10 @@ import {
   SPECIFICATION_VERSION,
 } from './adapter.js';
 import { marginInForce, resendSafety } from './card-rules.js';
+import { defaultProblems } from './card-validate.js';
 import {
   AdapterConfigurationError,
+  CardValidationError,
   type FieldError,
   InvalidIntentError,
   InvalidParamsError,
@@ -137,6 +139,8 @@ function checkDefinition(
       bad(`its card is for ${JSON.stringify(card.operation)}, expected "${provider}.${name}"`);
     if (typeof op.paramsSchema !== 'object' || op.paramsSchema === null)
       bad('paramsSchema must be a JSON Schema object');
+    const wrongDefaults = defaultProblems(card, op.paramsSchema);
+    if (wrongDefaults.length > 0) throw new CardValidationError(card.operation, wrongDefaults);
     // The adapter sends a key exactly when the card knows one travels (never where it is unknown), within its length.
     const travels = card.providerKey.travels.value;
     if (travels === 'none' && keyRule !== null) bad('the card says no key travels but the adapter declares a key rule');

@@ -12,7 +12,7 @@ import {
   operationNameProblem,
   withinIntent,
 } from './intent.js';
-import { join, type SchemaWording, schemaProblems } from './schema-problems.js';
+import { AJV_WORDS, join, type SchemaWording, schemaProblems } from './schema-problems.js';
 
 export type CardProblem = FieldError;
 
@@ -43,6 +43,11 @@ const fact = (value: Schema): Schema => ({
     'A provider fact: its value (or "unknown", which must then be listed in unverified[]) and where it comes from.',
 });
 
+const providerDefault = {
+  description:
+    "the value the provider stores when a create leaves the field out: after the steps, a value equal to it reads as the field left out (a create, send or charge only; never an intent field itself; it fits the operation's params schema there)",
+};
+
 /** A normalisation or comparison rule: a merging step (case, inner white space, …) needs the provider's evidence. */
 function ruleSchema(extra: Record<string, Schema>, stepsKey: 'steps' | 'steps?'): Schema {
   const evidence = {
@@ -56,10 +61,16 @@ function ruleSchema(extra: Record<string, Schema>, stepsKey: 'steps' | 'steps?')
     description:
       'applied in order to every string at or below the field; empty-array-as-absent reads an empty array at the field itself as the field left out',
   };
+  const needsEvidence = { required: ['evidence'], properties: { evidence } };
   return {
     ...obj({ field: text, ...extra, [stepsKey]: steps, source: text, 'evidence?': evidence }),
-    if: { required: ['steps'], properties: { steps: { type: 'array', contains: { enum: [...MERGING_STEPS] } } } },
-    then: { required: ['evidence'], properties: { evidence } },
+    allOf: [
+      {
+        if: { required: ['steps'], properties: { steps: { type: 'array', contains: { enum: [...MERGING_STEPS] } } } },
+        then: needsEvidence,
+      },
+      { if: { required: ['providerDefault'], properties: { providerDefault } }, then: needsEvidence },
+    ],
   };
 }
 
@@ -84,7 +95,7 @@ const CARD = obj({
   businessOperationId: obj({
     rule: str,
     intentFields: { ...strings, minItems: 1 },
-    'normalize?': { type: 'array', items: ruleSchema({}, 'steps') },
+    'normalize?': { type: 'array', items: ruleSchema({ 'providerDefault?': providerDefault }, 'steps') },
   }),
   ids: obj({ run: str, attempt: str, request: fact(str) }),
   providerKey: obj({
@@ -126,7 +137,7 @@ const CARD = obj({
   'paramComparison?': {
     type: 'array',
     description: 'how params other than the intent are compared with the stored ones (default exact)',
-    items: ruleSchema({ compare: { enum: ['exact', 'normalized'] } }, 'steps?'),
+    items: ruleSchema({ compare: { enum: ['exact', 'normalized'] }, 'providerDefault?': providerDefault }, 'steps?'),
   },
 });
 
@@ -255,6 +266,7 @@ function checkBeyondSchema(card: Record<string, unknown>, problems: CardProblem[
     });
   checkBudget(card, problems);
   const bo = (card.businessOperationId ?? {}) as { intentFields?: unknown; normalize?: unknown };
+  const kind = (card.sideEffect as { kind?: { value?: unknown } } | undefined)?.kind?.value;
   const intentFields: unknown[] = Array.isArray(bo.intentFields) ? bo.intentFields : [];
   for (const [i, f] of intentFields.entries())
     if (!isDotPath(f)) problems.push({ path: `businessOperationId.intentFields[${i}]`, message: PATH });
@@ -263,13 +275,14 @@ function checkBeyondSchema(card: Record<string, unknown>, problems: CardProblem[
     if (!isDotPath(field)) problems.push({ path: `${p}.field`, message: PATH });
     else if (typeof field === 'string' && !withinIntent(field, intentFields))
       problems.push({ path: `${p}.field`, message: 'expected one of the intent fields (or a path beneath one)' });
-    if (Array.isArray(r.steps) && !hasSteps(r.steps))
-      problems.push({ path: `${p}.steps`, message: `expected ${STEPS}` });
+    if (Array.isArray(r.steps) && !stepsListed(r)) problems.push({ path: `${p}.steps`, message: `expected ${STEPS}` });
     else if (atPath(r) && intentFields.includes(field))
       problems.push({
         path: `${p}.steps`,
         message: `${atPath(r)} goes beneath an intent field, not on one: an intent field left out is refused, so [] cannot mean the same`,
       });
+    const why = hasDefault(r) && defaultProblem(r, kind, intentFields);
+    if (why) problems.push({ path: `${p}.providerDefault`, message: why });
     checkItemPath(r, p, problems);
   });
   eachRule(card.paramComparison, 'paramComparison', (r, p) => {
@@ -281,8 +294,10 @@ function checkBeyondSchema(card: Record<string, unknown>, problems: CardProblem[
         path: `${p}.field`,
         message: 'is (or is beneath) an intent field: intent fields are compared by businessOperationId.normalize',
       });
-    if (r.compare === 'normalized' && !hasSteps(r.steps))
+    if (r.compare === 'normalized' && !stepsListed(r))
       problems.push({ path: `${p}.steps`, message: `a normalized comparison lists its steps: ${STEPS}` });
+    const why = hasDefault(r) && defaultProblem(r, kind, intentFields);
+    if (why) problems.push({ path: `${p}.providerDefault`, message: why });
     checkItemPath(r, p, problems);
   });
 }
@@ -291,9 +306,60 @@ function checkBeyondSchema(card: Record<string, unknown>, problems: CardProblem[
 const atPath = ({ steps }: Record<string, unknown>) =>
   Array.isArray(steps) ? AT_PATH_STEPS.find((s) => steps.includes(s)) : undefined;
 
+const hasDefault = (r: object) => Object.hasOwn(r, 'providerDefault');
+/** A rule lists its steps, unless it only names a provider's default (no steps, or []). */
+const stepsListed = ({ steps, ...r }: Record<string, unknown>) =>
+  hasSteps(steps) || (hasDefault(r) && (steps === undefined || (Array.isArray(steps) && steps.length === 0)));
+const DEFAULT_KINDS: readonly unknown[] = ['create', 'send', 'charge'];
+
+/**
+ * Why a rule cannot name a provider's default, or null. A create stores it for a field left out; on an update (set,
+ * upsert) a field left out is left as it was, so the two spellings are two intents there; an intent field left out is
+ * refused; an exact comparison reads no default.
+ */
+function defaultProblem(r: Record<string, unknown>, kind: unknown, intentFields: unknown[]): string | null {
+  if (r.compare === 'exact') return 'an exact comparison reads no default: compare normalized';
+  if (!DEFAULT_KINDS.includes(kind))
+    return `only on a create, send or charge: on a ${JSON.stringify(kind)} operation a field left out is not given the provider's default (an update leaves it as it was)`;
+  return intentFields.includes(r.field)
+    ? 'goes beneath an intent field, not on one: an intent field left out is refused'
+    : null;
+}
+
+/** The schema of the value at `parts` (a part that is not an index crosses an array's items), or undefined. */
+function schemaAt(schema: unknown, parts: readonly string[]): Schema | undefined {
+  if (typeof schema !== 'object' || schema === null) return undefined;
+  const s = schema as Schema;
+  const [part, ...rest] = parts;
+  if (part === undefined) return s;
+  if (s.type === 'array') return schemaAt(s.items, INDEX.test(part) ? rest : parts);
+  const props = (s.properties ?? {}) as Record<string, unknown>;
+  return Object.hasOwn(props, part) ? schemaAt(props[part], rest) : undefined;
+}
+
+/** Where a card's provider default does not fit the operation's params schema at its field; defineAdapter refuses it. */
+export function defaultProblems(card: RetrySafetyCard, paramsSchema: Schema): CardProblem[] {
+  const out: CardProblem[] = [];
+  const rules = [
+    ...(card.businessOperationId.normalize ?? []).map((r, i) => [r, `businessOperationId.normalize[${i}]`] as const),
+    ...(card.paramComparison ?? []).map((r, i) => [r, `paramComparison[${i}]`] as const),
+  ];
+  for (const [r, rulePath] of rules) {
+    if (!hasDefault(r)) continue;
+    const path = `${rulePath}.providerDefault`;
+    const schema = schemaAt(paramsSchema, r.field.split('.'));
+    if (schema === undefined)
+      out.push({ path, message: `the params schema declares no ${r.field}: declare it, so the default is checked` });
+    else
+      for (const e of schemaProblems(schema, r.providerDefault, { root: r.field, say: AJV_WORDS, neverStricter: true }))
+        out.push({ path, message: `does not fit the params schema: ${e.path} ${e.message}` });
+  }
+  return out;
+}
+
 /** An array item cannot be left out (the items after it would move): such a step never names one (`lines.0`). */
 function checkItemPath(r: Record<string, unknown>, p: string, problems: CardProblem[]): void {
-  const step = atPath(r);
+  const step = atPath(r) ?? (hasDefault(r) ? 'providerDefault' : undefined);
   if (step && typeof r.field === 'string' && INDEX.test(r.field.split('.').at(-1) ?? ''))
     problems.push({ path: `${p}.field`, message: `${step} names a field, not an array item (${r.field})` });
 }

@@ -133,8 +133,13 @@ export interface FieldNormalization {
   readonly field: string;
   readonly steps: readonly NormalizationStep[];
   readonly source: string;
-  /** Required with one of MERGING_STEPS: the provider's https page that treats such values as one. */
+  /** Required with one of MERGING_STEPS or a providerDefault: the provider's https page that treats such values as one. */
   readonly evidence?: string;
+  /**
+   * The value the provider stores when a create leaves this field out: after the steps, a value equal to it reads as
+   * the field left out. Only on a create, send or charge, never on an intent field itself (card-validate.ts says why).
+   */
+  readonly providerDefault?: unknown;
 }
 
 /** How a param (not an intent field) is compared with the stored one on a repeat call. */
@@ -177,9 +182,15 @@ function stepString(s: string, steps: readonly NormalizationStep[]): string {
   }, s);
 }
 
-/** Whether the value at a rule's own path reads as left out under its steps. */
-const readsAsAbsent = (value: unknown, steps: readonly NormalizationStep[]) =>
-  steps.includes(EMPTY_AS_ABSENT) && Array.isArray(value) && value.length === 0;
+/** What reads as the field left out at a rule's own path: [] under empty-array-as-absent, the provider's default. */
+function absentTest(rule: Pick<FieldNormalization, 'steps' | 'providerDefault'>): Absent {
+  const empty = rule.steps.includes(EMPTY_AS_ABSENT);
+  const hasDefault = Object.hasOwn(rule, 'providerDefault');
+  if (!empty && !hasDefault) return null;
+  const normal = hasDefault ? applySteps(rule.providerDefault, rule.steps) : undefined;
+  return (v) => (empty && Array.isArray(v) && v.length === 0) || (hasDefault && sameJson(v, normal));
+}
+type Absent = ((value: unknown) => boolean) | null;
 
 function applySteps(value: unknown, steps: readonly NormalizationStep[]): unknown {
   if (typeof value === 'string') return stepString(value, steps);
@@ -199,27 +210,31 @@ function applySteps(value: unknown, steps: readonly NormalizationStep[]): unknow
   return value;
 }
 
-type Rules = readonly Pick<FieldNormalization, 'field' | 'steps'>[];
+type Rules = readonly Pick<FieldNormalization, 'field' | 'steps' | 'providerDefault'>[];
 /** `steps` null: an `exact` comparison, which keeps its path as written even beneath a normalised one. */
-type PathRule = { readonly parts: readonly string[]; readonly steps: readonly NormalizationStep[] | null };
+type PathRule = {
+  readonly parts: readonly string[];
+  readonly steps: readonly NormalizationStep[] | null;
+  readonly absent?: Absent;
+};
 
 /** One field's rules as paths into its value: a rule at or above it applies to all of it, one beneath at the rest. */
 function rulesWithin(field: string, rules: Rules): PathRule[] {
   const out: PathRule[] = [];
   for (const r of rules) {
-    // At or above the field: its string steps reach all of it; a step at the rule's own path does not (an intent
-    // field left out is refused, so [] cannot read as absent there).
+    // At or above the field: its string steps reach all of it; what acts at the rule's own path does not (an intent
+    // field left out is refused, so no value can read as absent there).
     if (field === r.field || field.startsWith(`${r.field}.`))
       out.push({ parts: [], steps: r.steps.filter((s) => !AT_PATH_STEPS.includes(s)) });
     else if (r.field.startsWith(`${field}.`))
-      out.push({ parts: r.field.slice(field.length + 1).split('.'), steps: r.steps });
+      out.push({ parts: r.field.slice(field.length + 1).split('.'), steps: r.steps, absent: absentTest(r) });
   }
   return out;
 }
 
 /** `value` in normal form: a deep copy when anything applies; rules outermost first, else in the order declared. */
 function normalizeAt(value: unknown, rules: readonly PathRule[]): unknown {
-  const active = rules.filter((r) => r.steps === null || r.steps.length > 0);
+  const active = rules.filter((r) => r.steps === null || r.steps.length > 0 || r.absent);
   if (active.length === 0) return value;
   const holder = { value: applySteps(value, []) }; // a deep copy
   const outermostFirst = active
@@ -227,7 +242,7 @@ function normalizeAt(value: unknown, rules: readonly PathRule[]): unknown {
     .sort((a, b) => a.r.parts.length - b.r.parts.length || a.i - b.i);
   for (const { r } of outermostFirst)
     if (r.steps === null) restoreAt(holder, { value }, ['value', ...r.parts]);
-    else applyAt(holder, ['value', ...r.parts], r.steps);
+    else applyAt(holder, ['value', ...r.parts], r.steps, r.absent ?? null);
   return holder.value;
 }
 
@@ -241,15 +256,16 @@ export function normalizeIntent(intent: Record<string, unknown>, rules: Rules | 
 }
 
 /** A rule normalizeParams reads: an intent field's normalisation, or a paramComparison rule (`exact` or its steps). */
-export type ParamsRule = Pick<FieldNormalization, 'field'> & Partial<Pick<ParamComparison, 'steps' | 'compare'>>;
+export type ParamsRule = Pick<FieldNormalization, 'field' | 'providerDefault'> &
+  Partial<Pick<ParamComparison, 'steps' | 'compare'>>;
 
 /** Whole params in normal form for comparison, by the same rules as normalizeIntent: a deep copy when anything applies. */
 export function normalizeParams(params: unknown, rules: readonly ParamsRule[]): unknown {
   if (typeof params !== 'object' || params === null) return params;
-  const paths = rules.map((r) => ({
-    parts: r.field.split('.'),
-    steps: r.compare === 'exact' ? null : (r.steps ?? []),
-  }));
+  const paths = rules.map((r) => {
+    const steps = r.compare === 'exact' ? null : (r.steps ?? []);
+    return { parts: r.field.split('.'), steps, absent: steps && absentTest({ ...r, steps }) };
+  });
   return normalizeAt(params, paths);
 }
 
@@ -257,21 +273,21 @@ export function normalizeParams(params: unknown, rules: readonly ParamsRule[]): 
  * In place; a path that is not there is skipped. A path crosses an array at every item (`lines.ref` is each line's
  * ref) unless it names an index (`lines.0.ref`), as the card's rule reads.
  */
-function applyAt(holder: unknown, parts: readonly string[], steps: readonly NormalizationStep[]): void {
+function applyAt(holder: unknown, parts: readonly string[], steps: readonly NormalizationStep[], absent: Absent): void {
   const [part, ...rest] = parts as [string, ...string[]];
   if (Array.isArray(holder) && !INDEX.test(part)) {
-    for (const item of holder) applyAt(item, parts, steps);
+    for (const item of holder) applyAt(item, parts, steps, absent);
     return;
   }
   if (typeof holder !== 'object' || holder === null || !Object.hasOwn(holder, part)) return;
   const h = holder as Record<string, unknown>;
   if (rest.length > 0) {
-    applyAt(h[part], rest, steps);
+    applyAt(h[part], rest, steps, absent);
     return;
   }
   const value = applySteps(h[part], steps);
   // An array item is never dropped: that would shift the items after it.
-  if (!Array.isArray(holder) && readsAsAbsent(value, steps)) delete h[part];
+  if (!Array.isArray(holder) && absent?.(value)) delete h[part];
   else h[part] = value;
 }
 
@@ -309,7 +325,9 @@ export function differingPaths(a: unknown, b: unknown, path = ''): string[] {
 /** For cards and tool descriptions: `orderRef: trim, collapse-whitespace`. */
 export function describeNormalization(rules: readonly (Partial<ParamComparison> & { field: string })[] | undefined) {
   if (!rules || rules.length === 0) return 'none: compared exactly as written';
-  return rules
-    .map((r) => `${r.field}: ${r.compare === 'exact' ? 'exact' : (r.steps ?? []).join(', ') || 'exact'}`)
-    .join('; ');
+  const told = (r: (typeof rules)[number]) => [
+    ...(r.steps ?? []),
+    ...(Object.hasOwn(r, 'providerDefault') ? [`default ${JSON.stringify(r.providerDefault)}`] : []),
+  ];
+  return rules.map((r) => `${r.field}: ${r.compare === 'exact' ? 'exact' : told(r).join(', ') || 'exact'}`).join('; ');
 }
