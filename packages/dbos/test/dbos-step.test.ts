@@ -425,11 +425,20 @@ describe('sendResolution', () => {
       (e: unknown) => DbosResolutionRefusedError.isInstance(e) && e.refusal.code === 'RETRYSAFE_INVALID_STATE',
     );
     answer();
-    expect(await elsewhere).toMatchObject({ status: 'handed-off' });
-    // Bob reads the new hand-off in the ledger and abandons it: his decision must not be taken for the first one.
-    expect(await sendResolution(DBOS, wfId, bo, { action: 'abandon', by: 'bob' }, { awaitSeconds: 10 })).toBe(
-      'applied',
+    const again = await elsewhere;
+    if (again.status !== 'handed-off') throw new Error(again.status);
+    // Sent again for the hand-off the workflow published (the first): a state gone since, refused, nothing written.
+    await expect(
+      sendResolution(DBOS, wfId, bo, { action: 'abandon', by: 'bob' }, { awaitSeconds: 10 }),
+    ).rejects.toSatisfy(
+      (e: unknown) => DbosResolutionRefusedError.isInstance(e) && e.refusal.code === 'RETRYSAFE_INVALID_STATE',
     );
+    expect((await rs.ledger.get(bo))!.state).toBe('handed-off');
+    // Bob reads the new hand-off in the ledger and abandons it: his decision must not be taken for the first one.
+    const handoffAt = again.packet.createdAt;
+    expect(
+      await sendResolution(DBOS, wfId, bo, { action: 'abandon', by: 'bob', handoffAt }, { awaitSeconds: 10 }),
+    ).toBe('applied');
     expect(await h.getResult()).toMatchObject({ status: 'resolved', businessOperationId: bo, state: 'abandoned' });
     expect((await rs.ledger.get(bo))!.state).toBe('abandoned');
   }, 30_000);
