@@ -19,7 +19,7 @@ import {
   RetrysafeError,
   UnsafeResumeError,
 } from '@retrysafe/contract';
-import { identityFields, isTerminal } from '@retrysafe/contract/ledger';
+import { identityFields, isTerminal, NOT_THE_HANDOFF_DECIDED_ON } from '@retrysafe/contract/ledger';
 import { lookupAvailable, resendSafety } from '@retrysafe/contract/rules';
 import { MAYBE_APPLIED_STATES } from '../decide.js';
 import { BrokenReceiptChainError } from '../errors/broken-receipt-chain-error.js';
@@ -280,17 +280,14 @@ async function checkChain(ctx: RunnerContext, id: BusinessOperationId): Promise<
 
 type PersonRun = Pick<Operation, 'runId' | 'attemptIds'> & Pick<ResolveOptions, 'handoffAt'> & { readonly by: string };
 
-const HANDED_OFF_AGAIN =
-  'it was resumed, closed or handed off again after you read it (not the hand-off decided on): read it again first';
-
 /** A decision that names its packet applies to that hand-off only, never to a later state its person did not see
  * (resumed by another and handed off again: an abandon would bury a sent effect). Refused before anything is written. */
 function decidedOn(record: OperationRecord, handoffAt: string | undefined, action: string | undefined): void {
   if (handoffAt === undefined || (record.state === 'handed-off' && record.handoff?.createdAt === handoffAt)) return;
   const id = record.businessOperationId;
   throw action === 'resume'
-    ? new UnsafeResumeError(id, HANDED_OFF_AGAIN)
-    : new InvalidStateError(id, record.state, HANDED_OFF_AGAIN);
+    ? new UnsafeResumeError(id, NOT_THE_HANDOFF_DECIDED_ON)
+    : new InvalidStateError(id, record.state, NOT_THE_HANDOFF_DECIDED_ON);
 }
 
 /** `resume`: re-sends with the SAME provider key and a fresh budget, unless the packet marks it unsafe and `force` is not set. */
@@ -330,7 +327,7 @@ async function resume(
     // resume was forced against the old one, a bound one decided on it: both refused).
     if (claim.record.handoff && !MAYBE_APPLIED_STATES.includes(claim.record.state)) {
       const current = await ledger.handOff(fenceOf(claim.record), claim.record.handoff, clock.now());
-      if (force || p.handoffAt !== undefined) throw new UnsafeResumeError(id, HANDED_OFF_AGAIN);
+      if (force || p.handoffAt !== undefined) throw new UnsafeResumeError(id, NOT_THE_HANDOFF_DECIDED_ON);
       checkSealable(ctx, current, 'resume it'); // its receipts may now be sealed with a key this runner lacks
       return resume(ctx, current, false, adapters, p);
     }
@@ -369,7 +366,6 @@ async function close(
   // `record` was read. Read after the chain, so any write since adds a receipt: the ledger refuses this one's seq.
   const last = (await ledger.receipts(id)).at(-1);
   const current = (await ledger.get(id)) ?? record;
-  decidedOn(current, p.handoffAt, resolution.action);
   const redactor = baseRedactor.withValuesFrom(current.params);
   const receipt = resolveReceipt(ctx, current, last, {
     runId: p.runId,
@@ -381,15 +377,15 @@ async function close(
     ...(typeof providerRef === 'string' ? { providerRef: redactor.text(providerRef) } : {}),
     requestFingerprint: last?.requestFingerprint ?? fingerprint(redactor.params(current.params)),
   });
-  const resolved = { action: resolution.action, ...(providerRef !== undefined ? { providerRef } : {}), by: p.by };
+  // The ledger checks the hand-off decided on in the write itself: one made since resolve() checked it is refused there.
+  const resolved = {
+    action: resolution.action,
+    ...(providerRef !== undefined ? { providerRef } : {}),
+    by: p.by,
+    handoffAt: p.handoffAt,
+  };
   // One write with its receipt: a crash between two would leave it closed without the receipt the runbook promises.
-  const after = await ledger
-    .resolve(id, resolved, clock.now(), ctx.receiptWithState ? receipt : undefined)
-    .catch(async (err: unknown) => {
-      // Refused as a stale chain: said as the decision's own refusal when the hand-off it named was replaced.
-      if (LedgerError.isInstance(err)) decidedOn((await ledger.get(id)) ?? current, p.handoffAt, resolution.action);
-      throw err;
-    });
+  const after = await ledger.resolve(id, resolved, clock.now(), ctx.receiptWithState ? receipt : undefined);
   if (!ctx.receiptWithState) await ledger.appendReceipt(fenceOf(after), receipt);
   log('info', 'resolve', `${resolution.action} by ${personRef(p.by)}`);
   const state = after.state as 'succeeded' | 'abandoned';
