@@ -1,6 +1,7 @@
 import { resolve } from 'node:path';
 import { ConfigError, createAdapters, loadConfigFile } from '@retrysafe/config';
 import { asBusinessOperationId, type HandoffReason, InvalidStateError, UnsafeResumeError } from '@retrysafe/contract';
+import { NOT_THE_HANDOFF_DECIDED_ON } from '@retrysafe/contract/ledger';
 import {
   BrokenReceiptChainError,
   createRunner,
@@ -83,7 +84,7 @@ export async function ledgerResolve(opts: ResolveOptions, id: string): Promise<R
               : { action: 'abandon' };
         // The runner owns the rules (broken chain, unsafe resume, resend-with); the CLI only words its refusals.
         return await runner.resolve(id, resolution, { adapters, by, handoffAt }).catch((err: unknown) => {
-          if ((UnsafeResumeError.isInstance(err) || InvalidStateError.isInstance(err)) && STALE.test(err.message))
+          if (err instanceof Error && err.message.includes(NOT_THE_HANDOFF_DECIDED_ON))
             throw new RefusedError(
               `not resolving ${id}: it was resumed, closed or handed off again since the packet decided on (${handoffAt}); nothing was sent or written. Read it as it is now: retrysafe ledger show ${id}`,
             );
@@ -103,9 +104,6 @@ export async function ledgerResolve(opts: ResolveOptions, id: string): Promise<R
     for (const a of adapters) await a.close?.();
   }
 }
-
-/** The runner's refusal of a decision whose packet is no longer the current hand-off. */
-const STALE = /not the hand-off decided on/;
 
 /** A refused resume, with the step that works: a rejected request goes out as is only once its cause is fixed. */
 function resumeRefusal(id: string, why: string, reason: HandoffReason | undefined): RefusedError {
