@@ -116,7 +116,8 @@ describe('retrysafe ledger on a SQLite file', () => {
     expect(r.stdout).not.toContain('order-A');
     const text = await cli(['ledger', 'show', ids.A, '--db', db], { cwd: dir });
     expect(text.stdout).toContain('Handed off: lookup-window-exhausted');
-    expect(text.stdout).toContain(`resolve with: retrysafe ledger resolve ${ids.A} --resume`);
+    const at = r.body.record.handoff.createdAt;
+    expect(text.stdout).toContain(`resolve with: retrysafe ledger resolve ${ids.A} --handoff-at ${at} --resume`);
     expect(text.stdout).toMatch(/#1\s+\S+\s+dispatch/);
   });
 

@@ -5,7 +5,7 @@ import { createDrillClock } from '@retrysafe/testkit';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { editStored } from '../../ledger-sqlite/test/sqlite-tamper.js';
 import { type FaultySandbox, startFaultySandbox } from './faulty-sandbox.js';
-import { cliJson, openRawSqlite, tempDir } from './helpers.js';
+import { cli, cliJson, openRawSqlite, tempDir } from './helpers.js';
 
 // `ledger resolve-all` works through a list it read once, on a ledger other people and processes write meanwhile.
 let sandbox: FaultySandbox;
@@ -126,5 +126,56 @@ describe('ledger resolve-all --account', () => {
     expect(left.body.map((x: { businessOperationId: string }) => x.businessOperationId).sort()).toEqual(
       [globex, none].sort(),
     );
+  });
+});
+
+/** Stands for another person's resume that came back handed off again: the stored packet is a later one. */
+function handedOffAgain(db: string, id: string, createdAt: string): void {
+  const raw = openRawSqlite(db);
+  editStored(raw, id, (l) => {
+    const record = JSON.parse(l.record);
+    return { ...l, record: JSON.stringify({ ...record, handoff: { ...record.handoff, createdAt } }) };
+  });
+  raw.close();
+}
+
+describe('a decision bound to the packet it was shown (--handoff-at)', () => {
+  it('ledger show and handoffs print the command bound to the packet; run after a new hand-off it is refused, nothing written', async () => {
+    const { dir, db, ids } = await handoffs('bound', 'reject', 1);
+    const id = ids[0]!;
+    const shown = await cliJson(['ledger', 'show', id, '--db', db], dir);
+    const at = shown.body.record.handoff.createdAt as string;
+    const bound = `retrysafe ledger resolve ${id} --handoff-at ${at} --resend-with`;
+    expect((await cli(['ledger', 'show', id, '--db', db], { cwd: dir })).stdout).toContain(bound);
+    expect((await cli(['ledger', 'handoffs', '--db', db], { cwd: dir })).stdout).toContain(bound);
+    expect((await cliJson(['ledger', 'handoffs', '--db', db], dir)).body[0]).toMatchObject({ handoffAt: at });
+    const later = new Date(Date.parse(at) + 60_000).toISOString();
+    handedOffAgain(db, id, later);
+    const r = await cliJson(['ledger', 'resolve', id, '--db', db, '--handoff-at', at, '--abandon'], dir);
+    expect(r.code).toBe(1);
+    expect(r.body.error.message).toMatch(/handed off again .*nothing was sent or written/);
+    const after = await cliJson(['ledger', 'show', id, '--db', db], dir);
+    expect(after.body.record).toMatchObject({ state: 'handed-off', handoff: { createdAt: later } });
+    expect(after.body.receipts).toEqual(shown.body.receipts);
+    const now = await cliJson(['ledger', 'resolve', id, '--db', db, '--handoff-at', later, '--abandon'], dir);
+    expect(now.body).toMatchObject({ status: 'resolved', state: 'abandoned' });
+  });
+
+  it('resolve-all binds each row to the packet it listed: one handed off again meanwhile is not resumed', async () => {
+    const { dir, db, config, ids } = await handoffs('bound-all', 'lose', 2);
+    // While the first is resumed, someone else resumed the other one, and it came back handed off again (resume
+    // still marked safe): not the packet the listing showed.
+    let other = '';
+    sandbox.onRequest((request) => {
+      sandbox.onRequest(null);
+      other = ids.find((id) => !String(request.headers['idempotency-key']).endsWith(id.split(':')[1]!))!;
+      handedOffAgain(db, other, new Date().toISOString());
+    });
+    const before = sandbox.proxy.requests.length;
+    const r = await cliJson(['ledger', 'resolve-all', '--config', config, '--resume'], dir);
+    sandbox.onRequest(null);
+    expect(sandbox.proxy.requests.length - before).toBe(1); // the first one's resend only
+    expect(rowsOf(r.body)[other]).toMatchObject({ result: null, error: expect.stringMatching(/handed off again/) });
+    expect(r.code).toBe(1);
   });
 });

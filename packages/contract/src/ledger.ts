@@ -158,7 +158,12 @@ export interface PruneReport {
   readonly dryRun: boolean;
 }
 
-export type Resolution = { action: 'mark-done' | 'abandon'; providerRef?: string; by?: string };
+/** `handoffAt`: the `createdAt` of the hand-off decided on; refused in the same write when another is current. */
+export type Resolution = { action: 'mark-done' | 'abandon'; providerRef?: string; by?: string; handoffAt?: string };
+
+/** Why a decision on a hand-off that is no longer the current one is refused (the runner's words too). */
+export const NOT_THE_HANDOFF_DECIDED_ON =
+  'it was resumed, closed or handed off again after you read it (not the hand-off decided on): read it again first';
 
 export interface ListFilter extends Partial<Pick<OperationRecord, 'provider' | 'operation'>> {
   readonly states?: readonly OperationState[];
@@ -434,6 +439,8 @@ export function resolveTransition(
     throw new LedgerError(`unknown resolution ${JSON.stringify(action)}`);
   if (record.state !== 'handed-off')
     throw new InvalidStateError(id, record.state, `only a handed-off operation can be resolved (${action})`);
+  if (resolution.handoffAt !== undefined && record.handoff?.createdAt !== resolution.handoffAt)
+    throw new InvalidStateError(id, record.state, NOT_THE_HANDOFF_DECIDED_ON);
   if (action === 'mark-done' && (typeof providerRef !== 'string' || providerRef.trim() === '' || hasNul(providerRef)))
     throw new InvalidStateError(id, record.state, 'mark-done needs the provider reference of the effect you confirmed');
   if (receipt !== undefined) checkReceipt({ businessOperationId: id, fence: record.fence }, receipt, lastSeq);

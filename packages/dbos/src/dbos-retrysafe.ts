@@ -64,7 +64,7 @@ export interface AwaitResolutionOptions {
 }
 
 /** A person's decision, as sent to the waiting workflow. `handoffAt`: the `createdAt` of the packet decided on (default
- * the published one); a forced resume is refused once the operation has been handed off again since. */
+ * the published one); the decision is refused once the operation has been resumed or handed off again since. */
 export type DbosResolutionMessage = Resolution & { readonly by?: string; readonly handoffAt?: string | null };
 
 export interface SendResolutionOptions {

@@ -425,31 +425,50 @@ describe('sendResolution', () => {
       (e: unknown) => DbosResolutionRefusedError.isInstance(e) && e.refusal.code === 'RETRYSAFE_INVALID_STATE',
     );
     answer();
-    expect(await elsewhere).toMatchObject({ status: 'handed-off' });
-    // Bob reads the new hand-off in the ledger and abandons it: his decision must not be taken for the first one.
-    expect(await sendResolution(DBOS, wfId, bo, { action: 'abandon', by: 'bob' }, { awaitSeconds: 10 })).toBe(
-      'applied',
-    );
+    const again = await elsewhere;
+    if (again.status !== 'handed-off') throw new Error(again.status);
+    // Bob reads the new hand-off in the ledger and abandons it, naming it (the workflow published only the first):
+    // his decision must not be taken for the first one.
+    const handoffAt = again.packet.createdAt;
+    expect(
+      await sendResolution(DBOS, wfId, bo, { action: 'abandon', by: 'bob', handoffAt }, { awaitSeconds: 10 }),
+    ).toBe('applied');
     expect(await h.getResult()).toMatchObject({ status: 'resolved', businessOperationId: bo, state: 'abandoned' });
     expect((await rs.ledger.get(bo))!.state).toBe('abandoned');
   }, 30_000);
 
-  it('a forced resume sent for a hand-off replaced elsewhere is not forced past the new packet: nothing sent', async () => {
-    const { wfId, h, bo } = await rejectedAndPublished(withSlowPoll, 'stale-force', 'order-stale-force');
-    // Grace resumes it from the CLI and it is rejected again: a new packet, not yet published by the workflow.
-    provider.failNext({ kind: 'rejected', message: 'still not accepted' });
-    const again = await rs.runner.resolve(bo, { action: 'resume', force: true }, { adapters: [adapter], by: 'grace' });
-    if (again.status !== 'handed-off') throw new Error(again.status);
-    const calls = provider.calls();
-    // Alice fixed the first packet's cause and forces a resume on it; she never read the new one.
-    await expect(
-      sendResolution(DBOS, wfId, bo, { action: 'resume', force: true, by: 'alice' }, { awaitSeconds: 10 }),
-    ).rejects.toSatisfy(
-      (e: unknown) => DbosResolutionRefusedError.isInstance(e) && e.refusal.code === 'RETRYSAFE_UNSAFE_RESUME',
-    );
-    expect(await h.getResult()).toMatchObject({ status: 'handed-off', packet: { createdAt: again.packet.createdAt } });
-    expect(provider.calls()).toBe(calls);
-  }, 30_000);
+  const staleDecisions = [
+    [
+      'a forced resume',
+      'is not forced past the new packet',
+      { action: 'resume', force: true },
+      'RETRYSAFE_UNSAFE_RESUME',
+    ],
+    ['an abandon', 'does not close the new hand-off', { action: 'abandon' }, 'RETRYSAFE_INVALID_STATE'],
+  ] as const;
+  for (const [what, not, decision, code] of staleDecisions)
+    it(`${what} sent for a hand-off replaced elsewhere ${not}: nothing sent or written`, async () => {
+      const { wfId, h, bo } = await rejectedAndPublished(withSlowPoll, `stale-${decision.action}`, `order-${code}`);
+      // Grace resumes it from the CLI and it is rejected again: a new packet, not yet published by the workflow.
+      provider.failNext({ kind: 'rejected', message: 'still not accepted' });
+      const again = await rs.runner.resolve(
+        bo,
+        { action: 'resume', force: true },
+        { adapters: [adapter], by: 'grace' },
+      );
+      if (again.status !== 'handed-off') throw new Error(again.status);
+      const calls = provider.calls();
+      // Alice decided on the first packet (she fixed its cause, or gave it up); she never read the new one.
+      await expect(
+        sendResolution(DBOS, wfId, bo, { ...decision, by: 'alice' }, { awaitSeconds: 10 }),
+      ).rejects.toSatisfy((e: unknown) => DbosResolutionRefusedError.isInstance(e) && e.refusal.code === code);
+      expect(await h.getResult()).toMatchObject({
+        status: 'handed-off',
+        packet: { createdAt: again.packet.createdAt },
+      });
+      expect(provider.calls()).toBe(calls);
+      expect((await rs.ledger.get(bo))!.state).toBe('handed-off');
+    }, 30_000);
 
   it('a decision sent to a workflow that has ended (it returned the new hand-off) is refused to its sender, not left unread', async () => {
     const { wfId, h, bo } = await rejectedAndPublished(withShortWait, 'ended', 'order-ended');

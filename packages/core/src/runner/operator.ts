@@ -19,7 +19,7 @@ import {
   RetrysafeError,
   UnsafeResumeError,
 } from '@retrysafe/contract';
-import { identityFields, isTerminal } from '@retrysafe/contract/ledger';
+import { identityFields, isTerminal, NOT_THE_HANDOFF_DECIDED_ON } from '@retrysafe/contract/ledger';
 import { lookupAvailable, resendSafety } from '@retrysafe/contract/rules';
 import { MAYBE_APPLIED_STATES } from '../decide.js';
 import { BrokenReceiptChainError } from '../errors/broken-receipt-chain-error.js';
@@ -242,7 +242,8 @@ export async function resolve(
   checkSealable(ctx, record, 'resolve it');
   const by = opts.by ?? ctx.owner;
   const action = resolution?.action;
-  const person = { by, ...callerRun(opts) };
+  const person = { by, ...callerRun(opts), handoffAt: opts.handoffAt };
+  decidedOn(record, opts.handoffAt, action);
   if (action === 'resend-with') {
     // The corrected params, same intent, as a new revision (never while an attempt may have been applied).
     const found = adapterFor(opts.adapters ?? [], record, action);
@@ -254,13 +255,7 @@ export async function resolve(
   }
   const refused = (why: string) => new InvalidStateError(id, record.state, why);
   if (record.state !== 'handed-off') throw refused(`only a handed-off operation can be resolved (${action})`);
-  if (action === 'resume') {
-    const force = resolution.force === true;
-    // Forced past a packet the person never read, as when it is handed off again during the resume (below).
-    if (force && opts.handoffAt !== undefined && record.handoff?.createdAt !== opts.handoffAt)
-      throw new UnsafeResumeError(id, HANDED_OFF_AGAIN);
-    return resume(ctx, record, force, opts.adapters ?? [], person);
-  }
+  if (action === 'resume') return resume(ctx, record, resolution.force === true, opts.adapters ?? [], person);
   if (action !== 'mark-done' && action !== 'abandon') throw refused(`unknown resolution ${JSON.stringify(action)}`);
   return close(ctx, record, resolution, person);
 }
@@ -283,9 +278,17 @@ async function checkChain(ctx: RunnerContext, id: BusinessOperationId): Promise<
   throw new BrokenReceiptChainError(id, check.index, check.reason);
 }
 
-type PersonRun = Pick<Operation, 'runId' | 'attemptIds'> & { readonly by: string };
+type PersonRun = Pick<Operation, 'runId' | 'attemptIds'> & Pick<ResolveOptions, 'handoffAt'> & { readonly by: string };
 
-const HANDED_OFF_AGAIN = 'it was handed off again after you read it: read the new packet first';
+/** A decision that names its packet applies to that hand-off only, never to a later state its person did not see
+ * (resumed by another and handed off again: an abandon would bury a sent effect). Refused before anything is written. */
+function decidedOn(record: OperationRecord, handoffAt: string | undefined, action: string | undefined): void {
+  if (handoffAt === undefined || (record.state === 'handed-off' && record.handoff?.createdAt === handoffAt)) return;
+  const id = record.businessOperationId;
+  throw action === 'resume'
+    ? new UnsafeResumeError(id, NOT_THE_HANDOFF_DECIDED_ON)
+    : new InvalidStateError(id, record.state, NOT_THE_HANDOFF_DECIDED_ON);
+}
 
 /** `resume`: re-sends with the SAME provider key and a fresh budget, unless the packet marks it unsafe and `force` is not set. */
 async function resume(
@@ -321,10 +324,10 @@ async function resume(
   if (claim.kind !== 'claimed') return fromTerminal(ctx, claim.record, null, op);
   if (claim.record.fence !== record.fence + 1) {
     // Resumed and handed off again since the read: handed back as it is and judged on its packet now (a forced
-    // resume was forced against the old one).
+    // resume was forced against the old one, a bound one decided on it: both refused).
     if (claim.record.handoff && !MAYBE_APPLIED_STATES.includes(claim.record.state)) {
       const current = await ledger.handOff(fenceOf(claim.record), claim.record.handoff, clock.now());
-      if (force) throw new UnsafeResumeError(id, HANDED_OFF_AGAIN);
+      if (force || p.handoffAt !== undefined) throw new UnsafeResumeError(id, NOT_THE_HANDOFF_DECIDED_ON);
       checkSealable(ctx, current, 'resume it'); // its receipts may now be sealed with a key this runner lacks
       return resume(ctx, current, false, adapters, p);
     }
@@ -359,10 +362,10 @@ async function close(
   const { baseRedactor, clock, ledger, log } = ctx;
   const id = record.businessOperationId;
   const providerRef = resolution.action === 'mark-done' ? resolution.providerRef : undefined;
-  // As it will be closed: a person may have sent a corrected request (another key, other params) since `record` was
-  // read. A write in between adds a receipt, and the ledger then refuses this one's seq, writing nothing.
-  const current = (await ledger.get(id)) ?? record;
+  // As it will be closed: a person may have sent a corrected request (another key, other params) or resumed it since
+  // `record` was read. Read after the chain, so any write since adds a receipt: the ledger refuses this one's seq.
   const last = (await ledger.receipts(id)).at(-1);
+  const current = (await ledger.get(id)) ?? record;
   const redactor = baseRedactor.withValuesFrom(current.params);
   const receipt = resolveReceipt(ctx, current, last, {
     runId: p.runId,
@@ -374,7 +377,13 @@ async function close(
     ...(typeof providerRef === 'string' ? { providerRef: redactor.text(providerRef) } : {}),
     requestFingerprint: last?.requestFingerprint ?? fingerprint(redactor.params(current.params)),
   });
-  const resolved = { action: resolution.action, ...(providerRef !== undefined ? { providerRef } : {}), by: p.by };
+  // The ledger checks the hand-off decided on in the write itself: one made since resolve() checked it is refused there.
+  const resolved = {
+    action: resolution.action,
+    ...(providerRef !== undefined ? { providerRef } : {}),
+    by: p.by,
+    handoffAt: p.handoffAt,
+  };
   // One write with its receipt: a crash between two would leave it closed without the receipt the runbook promises.
   const after = await ledger.resolve(id, resolved, clock.now(), ctx.receiptWithState ? receipt : undefined);
   if (!ctx.receiptWithState) await ledger.appendReceipt(fenceOf(after), receipt);

@@ -148,8 +148,9 @@ export type ResolveResult =
 export interface ResolveOptions extends Pick<RunInput, 'runId' | 'attemptIds'> {
   readonly adapters?: readonly AdapterV1[];
   readonly by?: string;
-  /** `createdAt` of the packet the person decided on, when the decision travelled (an engine's message, a queue): a
-   * forced resume is refused (`UnsafeResumeError`) if the operation has been handed off again since. */
+  /** `createdAt` of the packet the person decided on: once that is no longer the current hand-off (resumed, closed or
+   * handed off again since), the decision is refused and nothing is written: `UnsafeResumeError` for a resume,
+   * `InvalidStateError` for the others. */
   readonly handoffAt?: string;
 }
 

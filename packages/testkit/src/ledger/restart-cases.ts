@@ -61,6 +61,17 @@ export function resolveCases(test: Test): void {
     expect(await l.receipts(id('res-refused'))).toEqual([r1, r2]);
   });
 
+  test('a resolve naming a hand-off (handoffAt) that is not the current one is an InvalidStateError and writes nothing', async (l) => {
+    const { r1, handed } = await handedOffWithReceipt(l, 'res-stale');
+    const r2 = receipt('res-stale', 2, r1.hash);
+    const earlier = new Date(T0 - 1).toISOString(); // the packet decided on, replaced since
+    for (const resolution of [{ action: 'abandon' }, { action: 'mark-done', providerRef: 'rec_1' }] as const)
+      await refused(l.resolve(id('res-stale'), { ...resolution, handoffAt: earlier }, T0 + 2, r2), InvalidStateError);
+    await expectStored(l, 'res-stale', handed, [r1]);
+    const current = { action: 'abandon', handoffAt: handed.handoff!.createdAt } as const;
+    expect((await l.resolve(id('res-stale'), current, T0 + 3, r2)).state).toBe('abandoned');
+  });
+
   test('mark-done refuses a provider reference that is blank after trimming or holds U+0000 (InvalidStateError), writing nothing', async (l) => {
     const { ref } = await claimed(l, 'res-blank');
     const handed = await l.handOff(ref, packet('res-blank'), T0 + 1);

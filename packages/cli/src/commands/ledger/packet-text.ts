@@ -24,9 +24,14 @@ const FLAGS: Readonly<Record<string, string>> = {
   'resend-with': '--resend-with <params.json>',
 };
 
+/** The command that resolves this hand-off, bound to it: refused once it was resumed or handed off again since. */
+export function resolveCommand(p: Pick<HandoffPacket, 'businessOperationId' | 'createdAt' | 'safeNextActions'>) {
+  const safe = p.safeNextActions.filter((a) => a.safe).map((a) => FLAGS[a.action] ?? `--${a.action}`);
+  return `retrysafe ledger resolve ${p.businessOperationId} --handoff-at ${p.createdAt} ${safe.join(' | ') || '(no action is known to be safe: verify at the provider first)'}`;
+}
+
 export function packetText(p: HandoffPacket, color: boolean): string {
   const last = p.lastKnown;
-  const safe = p.safeNextActions.filter((a) => a.safe).map((a) => FLAGS[a.action] ?? `--${a.action}`);
   return [
     paint('bold', `Handed off: ${p.reason}`, color),
     `  ${p.explanation}`,
@@ -37,6 +42,6 @@ export function packetText(p: HandoffPacket, color: boolean): string {
       (a) =>
         `    ${a.safe ? paint('green', '✓ safe    ', color) : paint('red', '✗ not safe', color)} ${a.action.padEnd(9)} ${a.why}`,
     ),
-    `  resolve with: retrysafe ledger resolve ${p.businessOperationId} ${safe.join(' | ') || '(no action is known to be safe: verify at the provider first)'}`,
+    `  resolve with: ${resolveCommand(p)}`,
   ].join('\n');
 }

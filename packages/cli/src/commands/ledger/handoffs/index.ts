@@ -1,7 +1,7 @@
 import { defineCommand } from '../../../command.js';
 import { paint, plural } from '../../../output.js';
 import { verifyChains } from '../chain.js';
-import { actionNames } from '../packet-text.js';
+import { actionNames, resolveCommand } from '../packet-text.js';
 import { type LedgerTarget, printListing, summarize, TARGET_OPTIONS, unreadableRows, withLedger } from '../target.js';
 
 type HandoffRow = Awaited<ReturnType<typeof ledgerHandoffs>>[number];
@@ -17,6 +17,8 @@ export async function ledgerHandoffs(target: LedgerTarget, onUnreadable?: (id: s
       return {
         ...summarize(r),
         explanation: r.handoff?.explanation ?? '',
+        // the packet listed, which `ledger resolve --handoff-at` binds a decision to
+        handoffAt: r.handoff?.createdAt ?? null,
         safeNextActions: r.handoff?.safeNextActions ?? [],
         lastKnown: r.handoff?.lastKnown ?? null,
         // a broken receipt chain: do not act on it before finding out why
@@ -36,6 +38,7 @@ export function handoffsText(rows: readonly HandoffRow[], color = false): string
       `  ${r.explanation}`,
       ...(r.chainBroken ? [paint('red', broken, color)] : []),
       `  safe: ${actionNames(r.safeNextActions) || 'none known — verify at the provider'}${unsafe ? paint('dim', `   not safe: ${unsafe}`, color) : ''}`,
+      ...(r.handoffAt ? [`  resolve with: ${resolveCommand({ ...r, createdAt: r.handoffAt })}`] : []),
     ].join('\n');
   });
   return `${plural(rows.length, 'operation')} waiting for a person (the runbook: retrysafe help runbook):\n\n${blocks.join('\n\n')}\n\nInspect one with: retrysafe ledger show <id>`;

@@ -67,8 +67,13 @@ export async function ledgerResolveAll(opts: ResolveAllOptions) {
     const a = r.handoff?.safeNextActions.find((x) => x.action === action);
     // refused: the packet marks the action not safe (without --force); result: null on a dry run or when refused
     const plan = a && !a.safe && !opts.force ? ('refused' as const) : action;
-    // force only as asked: the runner checks the packet as it is now, which someone may have changed since the list
-    const resolve = { ...opts, resume: action === 'resume', abandon: action === 'abandon' };
+    // Bound to the packet listed: one resumed or handed off again since is refused, not resolved (nor forced) unseen.
+    const resolve = {
+      ...opts,
+      resume: action === 'resume',
+      abandon: action === 'abandon',
+      handoffAt: r.handoff?.createdAt,
+    };
     const done = opts.dryRun || plan === 'refused' ? null : await settle(ledgerResolve(resolve, r.businessOperationId));
     rows.push({
       ...pick(r, 'businessOperationId', 'operation'),

@@ -1,6 +1,7 @@
 import { resolve } from 'node:path';
 import { ConfigError, createAdapters, loadConfigFile } from '@retrysafe/config';
 import { asBusinessOperationId, type HandoffReason, InvalidStateError, UnsafeResumeError } from '@retrysafe/contract';
+import { NOT_THE_HANDOFF_DECIDED_ON } from '@retrysafe/contract/ledger';
 import {
   BrokenReceiptChainError,
   createRunner,
@@ -30,6 +31,11 @@ export const RESOLVE_OPTIONS = {
     description: 'with --resume: resume even though the packet marks it not safe (you checked at the provider)',
   },
   by: { argument: '<name>', description: 'who resolved it, for the receipt (default $USER)' },
+  handoffAt: {
+    argument: '<createdAt>',
+    description:
+      'the packet you decided on, as `ledger show` prints it: refused if it was resumed, closed or handed off again since (default: the one read now)',
+  },
 } as const satisfies Options;
 
 export type ResolveOptions = Parsed<typeof RESOLVE_OPTIONS>;
@@ -65,7 +71,10 @@ export async function ledgerResolve(opts: ResolveOptions, id: string): Promise<R
           receiptKeyring: keyring,
         });
         const by = opts.by ?? process.env.USER ?? 'operator';
-        const reason = (await ledger.get(asBusinessOperationId(id)))?.handoff?.reason;
+        const stored = await ledger.get(asBusinessOperationId(id));
+        const reason = stored?.handoff?.reason;
+        // Bound to the packet decided on (else the one read here): never applied to a later hand-off.
+        const handoffAt = opts.handoffAt ?? (stored?.state === 'handed-off' ? stored.handoff?.createdAt : undefined);
         const resolution: Resolution = opts.resume
           ? { action: 'resume', ...(opts.force ? { force: true } : {}) }
           : corrected !== undefined
@@ -74,7 +83,11 @@ export async function ledgerResolve(opts: ResolveOptions, id: string): Promise<R
               ? { action: 'mark-done', providerRef: opts.markDone.trim() }
               : { action: 'abandon' };
         // The runner owns the rules (broken chain, unsafe resume, resend-with); the CLI only words its refusals.
-        return await runner.resolve(id, resolution, { adapters, by }).catch((err: unknown) => {
+        return await runner.resolve(id, resolution, { adapters, by, handoffAt }).catch((err: unknown) => {
+          if (err instanceof Error && err.message.includes(NOT_THE_HANDOFF_DECIDED_ON))
+            throw new RefusedError(
+              `not resolving ${id}: it was resumed, closed or handed off again since the packet decided on (${handoffAt}); nothing was sent or written. Read it as it is now: retrysafe ledger show ${id}`,
+            );
           if (BrokenReceiptChainError.isInstance(err))
             throw new RefusedError(
               `not resolving ${id}: its receipt chain is broken at receipt #${err.index + 1} (${err.reason}); nothing was sent. Find out who edited the ledger (retrysafe ledger verify --all) before acting on it.`,
