@@ -1,3 +1,5 @@
+import { stripVTControlCharacters } from 'node:util';
+
 /** Terminal output helpers: colour only on a TTY and never when NO_COLOR is set (https://no-color.org). */
 export function useColor(tty: boolean | undefined): boolean {
   const { NO_COLOR, FORCE_COLOR } = process.env;
@@ -10,10 +12,8 @@ export function paint(color: keyof typeof codes, text: string, enabled: boolean)
   return enabled ? `\u001b[${codes[color]}m${text}\u001b[0m` : text;
 }
 
-// eslint-disable-next-line no-control-regex
-const ANSI = /\u001b\[[0-9;]*[A-Za-z]/g;
 /** Printed width of a string (escape codes do not count). */
-const visibleLength = (s: string): number => s.replace(ANSI, '').length;
+const visibleLength = (s: string): number => stripVTControlCharacters(s).length;
 
 /** A plain-text table with padded columns and a rule under the header; `right` columns are right-aligned, a blank line goes before each row in `breaks`. */
 export function table(

@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs';
 import type { ScenarioResult } from '@retrysafe/testkit';
-import { count, groupBy, MARKS, showCount } from '../commands/drill/text.js';
+import { count, MARKS, showCount } from '../commands/drill/text.js';
 import { escapeXml as esc } from '../output.js';
 
 export interface HtmlReportInput {
@@ -232,7 +232,7 @@ function resultRow(adapter: string, r: ScenarioResult): string {
 /** Scenario columns × operation rows: the whole drill at a glance, each cell linking to its details. */
 function matrix(results: HtmlReportInput['results']): string {
   const scenarios = [...new Set(results.map(({ result }) => result.scenario))];
-  const ops = groupBy(
+  const ops = Map.groupBy(
     results.map((x) => x.result),
     (r) => `${esc(r.drill)} · <code>${esc(r.operation)}</code>`,
   );

@@ -7,13 +7,6 @@ export const statusMark = (status: DrillRow['status'], color: boolean) =>
 export const MARKS = { passed: 'pass', failed: 'FAIL', skipped: 'skip' } as const;
 const MARK_COLORS = { passed: 'green', failed: 'red', skipped: 'yellow' } as const;
 
-/** Rows by `key`, in the order each key first appears. */
-export function groupBy<T>(rows: readonly T[], key: (r: T) => string): Map<string, T[]> {
-  const groups = new Map<string, T[]>();
-  for (const r of rows) groups.set(key(r), [...(groups.get(key(r)) ?? []), r]);
-  return groups;
-}
-
 export const count = (rows: readonly Pick<DrillRow, 'status'>[]) => ({
   passed: rows.filter((r) => r.status === 'passed').length,
   failed: rows.filter((r) => r.status === 'failed').length,
@@ -33,7 +26,7 @@ export function drillText(report: DrillCommandReport, color = false, details = f
   const failing = report.rows.filter((r) => r.status === 'failed');
   const summary = table(
     ['adapter', 'operation', 'passed', 'failed', 'skipped', 'result'],
-    [...groupBy(report.rows, (r) => `${r.drill}\u0000${r.operation}`).values()].map((rows) => {
+    [...Map.groupBy(report.rows, (r) => `${r.drill}\u0000${r.operation}`).values()].map((rows) => {
       const n = count(rows);
       return [
         rows[0]!.drill,
@@ -107,7 +100,7 @@ export function drillJunit(report: DrillCommandReport): string {
     '<?xml version="1.0" encoding="UTF-8"?>',
     `<testsuites name="retrysafe drill" tests="${t.scenarios}" failures="${t.failed}" skipped="${t.skipped}" errors="${report.problems.length}" time="${secs(report.durationMs)}">`,
   ];
-  for (const [drill, rows] of groupBy(report.rows, (r) => r.drill)) {
+  for (const [drill, rows] of Map.groupBy(report.rows, (r) => r.drill)) {
     const n = count(rows);
     out.push(
       `  <testsuite name="${xml(drill)}" tests="${rows.length}" failures="${n.failed}" skipped="${n.skipped}" errors="0" time="${secs(rows.reduce((a, r) => a + r.durationMs, 0))}">`,
