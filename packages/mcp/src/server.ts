@@ -1,6 +1,6 @@
-import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
+import { createHash, randomBytes, randomUUID, timingSafeEqual } from 'node:crypto';
 import { once } from 'node:events';
-import { createServer as createHttpServer, type IncomingMessage } from 'node:http';
+import { createServer as createHttpServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
@@ -27,7 +27,7 @@ import {
 } from '@retrysafe/core/agent';
 import { type Coalescer, createCoalescer } from './coalesce.js';
 
-/** What both servers take; one coalescer serves every server of a process (HTTP builds one per request). */
+/** What both servers take; one coalescer serves every server of a process (HTTP builds one per session). */
 export interface ServingOptions {
   readonly runner: Runner;
   readonly ledger: Ledger;
@@ -186,6 +186,8 @@ export interface ServeHttpOptions {
   readonly allowedHosts?: readonly string[];
   readonly allowedOrigins?: readonly string[];
   readonly token?: string;
+  /** How long a session with no request open is kept (default 10 minutes). */
+  readonly idleMs?: number;
 }
 
 export const LOOPBACK_NAMES = ['127.0.0.1', 'localhost', '[::1]'];
@@ -212,7 +214,14 @@ function refusal(req: IncomingMessage, port: number, opts: ServeHttpOptions, tok
   return undefined;
 }
 
-/** Stateless streamable HTTP on loopback only; a request the guard refuses gets 403/401 and no server. */
+/** A session with no request open (no call, no GET stream: its host is gone) is closed after this. */
+const IDLE_MS = 10 * 60_000;
+/** Sessions open at once, and messages held for a host that has not opened its GET stream yet. */
+const MAX_SESSIONS = 100;
+const MAX_HELD = 100;
+
+/** Streamable HTTP on loopback only, one MCP server per session (ended by DELETE, or when idle); a request the guard
+ * refuses gets 403/401 and no server. A session's GET stream carries what the server sends outside a request. */
 export async function serveHttp(
   makeServer: () => Server,
   opts: ServeHttpOptions = {},
@@ -223,14 +232,62 @@ export async function serveHttp(
   const token = opts.token ?? randomBytes(32).toString('base64url');
   if (token.length < 16 || /\s/.test(token))
     throw new TypeError('MCP HTTP token: expected at least 16 characters without spaces');
+  type Session = {
+    readonly transport: StreamableHTTPServerTransport;
+    listening(): void;
+    open: number;
+    idle?: NodeJS.Timeout;
+  };
+  const sessions = new Map<string, Session>();
+  let opened = 0; // sessions, and those being initialized
+  const answer = (res: ServerResponse, status: number, message: string, headers = {}) =>
+    res
+      .writeHead(status, { 'content-type': 'application/json', ...headers })
+      .end(JSON.stringify({ jsonrpc: '2.0', error: { code: -32001, message }, id: null }));
+  // A request without a session id starts one (the transport refuses anything but an initialize).
+  const start = async () => {
+    const transport = new StreamableHTTPServerTransport({
+      sessionIdGenerator: randomUUID,
+      onsessioninitialized: (id) => void sessions.set(id, session),
+    });
+    // What the server sends outside a request before the host opens its GET stream (the upstream asks a host that
+    // just connected for its roots) waits for that stream instead of going nowhere.
+    const send = transport.send.bind(transport);
+    let held: Parameters<typeof send>[] | undefined = [];
+    transport.send = async (message, options) => {
+      if (!held || options?.relatedRequestId !== undefined || !('method' in message)) return send(message, options);
+      if (held.length < MAX_HELD) held.push([message, options]);
+    };
+    const session: Session = {
+      transport,
+      open: 0,
+      listening() {
+        const waiting = held ?? [];
+        held = undefined;
+        // the transport registers the stream in the promise reactions of the GET it is handling
+        setImmediate(() => {
+          for (const a of waiting) void send(...a).catch(() => undefined);
+        });
+      },
+    };
+    opened++;
+    transport.onclose = () => {
+      opened--;
+      clearTimeout(session.idle);
+      sessions.delete(transport.sessionId ?? '');
+    };
+    await makeServer().connect(transport);
+    return session;
+  };
   const http = createHttpServer(async (req, res) => {
     const refused = refusal(req, (http.address() as AddressInfo).port, opts, token);
     if (refused) {
-      res.writeHead(refused.status, {
-        'content-type': 'application/json',
-        ...(refused.status === 401 ? { 'www-authenticate': 'Bearer realm="retrysafe-mcp"' } : {}),
-      });
-      res.end(JSON.stringify({ jsonrpc: '2.0', error: { code: -32001, message: refused.reason }, id: null }));
+      answer(
+        res,
+        refused.status,
+        refused.reason,
+        refused.status === 401 ? { 'www-authenticate': 'Bearer realm="retrysafe-mcp"' } : {},
+      );
       req.resume();
       return;
     }
@@ -238,14 +295,21 @@ export async function serveHttp(
       res.writeHead(404).end();
       return;
     }
-    const server = makeServer();
-    const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true });
+    const id = req.headers['mcp-session-id'];
+    if (id === undefined && opened >= MAX_SESSIONS) return answer(res, 503, 'too many sessions');
+    // The spec's answer to a session that ended: 404, and the client starts a new one.
+    const session = id === undefined ? await start() : sessions.get(String(id));
+    if (!session) return answer(res, 404, 'session not found');
+    if (req.method === 'GET') session.listening();
+    session.open++;
+    clearTimeout(session.idle);
     res.on('close', () => {
-      void transport.close();
-      void server.close();
+      if (--session.open > 0) return;
+      const { transport } = session;
+      if (transport.sessionId === undefined) void transport.close();
+      else session.idle = setTimeout(() => void transport.close(), opts.idleMs ?? IDLE_MS);
     });
-    await server.connect(transport);
-    await transport.handleRequest(req, res);
+    await session.transport.handleRequest(req, res);
   });
   // A port in use is an error of this call, not an unhandled 'error' event that kills the process.
   http.listen(opts.port ?? 0, host);
@@ -254,6 +318,9 @@ export async function serveHttp(
   return {
     url: `http://${host === '::1' ? '[::1]' : host}:${port}/mcp`,
     token,
-    close: () => new Promise((resolve) => http.close(() => resolve())),
+    async close() {
+      await Promise.all([...sessions.values()].map((s) => s.transport.close()));
+      await new Promise((resolve) => http.close(resolve));
+    },
   };
 }

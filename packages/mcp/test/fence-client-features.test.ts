@@ -6,6 +6,8 @@
 import { realpathSync } from 'node:fs';
 import { pathToFileURL } from 'node:url';
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import type { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import type { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import {
   CreateMessageRequestSchema,
   ElicitRequestSchema,
@@ -22,7 +24,9 @@ import {
   fenceOver,
   filesystemServer,
   type HostFeatures,
+  httpClientOf,
   onCleanup,
+  servedOverHttp,
   tempDir,
 } from './fence-helpers.js';
 
@@ -99,21 +103,120 @@ describe('what the upstream asks its client, through the fence', () => {
     expect(Date.now() - started).toBeLessThan(3000);
   });
 
-  it("server-filesystem serves the host's roots, not its command-line directory, as directly", async () => {
-    const [given, root] = [tempDir('retrysafe-given-'), tempDir('retrysafe-root-')];
-    const fence = await fenceOf([filesystemServer, given], 'files', {
-      create_directory: { kind: 'create', intent: ['path'] },
+  it.each([
+    ['in process', (fence: () => Server, f: HostFeatures) => clientOf(fence(), 'host', f)],
+    ['over --http', async (fence: () => Server, f: HostFeatures) => httpClientOf(await servedOverHttp(fence), f)],
+  ])(
+    "server-filesystem serves the host's roots, not its command-line directory, as directly (%s)",
+    async (_, hostOf) => {
+      const [given, root] = [tempDir('retrysafe-given-'), tempDir('retrysafe-root-')];
+      const fence = await fenceOf([filesystemServer, given], 'files', {
+        create_directory: { kind: 'create', intent: ['path'] },
+      });
+      const allowed = async (client: Client) => text(await call(client, 'list_allowed_directories', {}));
+      const direct = await connect(node, [filesystemServer, given], {}, host([root]));
+      const client = await hostOf(fence, host([root]));
+      await expect.poll(() => allowed(direct)).toContain(realpathSync(root));
+      await expect.poll(() => allowed(client)).toContain(realpathSync(root));
+      expect(await allowed(client)).toEqual(await allowed(direct));
+      // the host's roots change: it says so, and the upstream reads them again through the fence
+      const next = tempDir('retrysafe-next-');
+      client.setRequestHandler(ListRootsRequestSchema, async () => ({ roots: [{ uri: pathToFileURL(next).href }] }));
+      await client.sendRootsListChanged();
+      await expect.poll(() => allowed(client)).toContain(realpathSync(next));
+    },
+  );
+});
+
+describe('over --http, each host a session of its own', () => {
+  const everything = () =>
+    fenceOf([everythingServer, 'stdio'], 'everything', {
+      'trigger-sampling-request': { kind: 'create', intent: ['prompt', 'maxTokens'] },
     });
-    const allowed = async (client: Client) => text(await call(client, 'list_allowed_directories', {}));
-    const direct = await connect(node, [filesystemServer, given], {}, host([root]));
-    const client = await clientOf(fence(), 'host', host([root]));
-    await expect.poll(() => allowed(direct)).toContain(realpathSync(root));
-    await expect.poll(() => allowed(client)).toContain(realpathSync(root));
-    expect(await allowed(client)).toEqual(await allowed(direct));
-    // the host's roots change: it says so, and the upstream reads them again through the fence
-    const next = tempDir('retrysafe-next-');
-    client.setRequestHandler(ListRootsRequestSchema, async () => ({ roots: [{ uri: pathToFileURL(next).href }] }));
-    await client.sendRootsListChanged();
-    await expect.poll(() => allowed(client)).toContain(realpathSync(next));
+  /** The notifications `client` has received so far. */
+  const collect = (client: Client) => {
+    const seen: string[] = [];
+    client.fallbackNotificationHandler = async (n) => void seen.push(n.method);
+    return seen;
+  };
+
+  it("the upstream's requests reach the host of the call, its notifications every host, progress the caller", async () => {
+    const roots = [tempDir('retrysafe-roots-')];
+    const http = await servedOverHttp(await everything());
+    const client = await httpClientOf(http, host(roots));
+    const other = await httpClientOf(http);
+    const direct = await connect(node, [everythingServer, 'stdio'], {}, host(roots));
+    const [seen, seenByOther] = [collect(client), collect(other)];
+    for (const [name, args] of [
+      ['trigger-elicitation-request', {}],
+      ['get-roots-list', {}],
+    ] as const)
+      expect(await call(client, name, args)).toEqual(await call(direct, name, args));
+    expect(text(await call(client, 'trigger-sampling-request', { prompt: 'hi', maxTokens: 5 }))).toMatch(
+      /sampled by the host/,
+    );
+    // notifications no call asked for come on each host's GET stream
+    await call(client, 'toggle-simulated-logging', {});
+    await call(client, 'gzip-file-as-resource', { name: 'n.gz', data: 'data:text/plain;base64,aGVsbG8=' });
+    for (const s of [seen, seenByOther])
+      await expect
+        .poll(() => s)
+        .toEqual(expect.arrayContaining(['notifications/message', 'notifications/resources/list_changed']));
+    const progress: number[] = [];
+    await client.callTool(
+      { name: 'trigger-long-running-operation', arguments: { duration: 0.6, steps: 3 } },
+      undefined,
+      { onprogress: (p) => progress.push(p.progress) },
+    );
+    expect(progress.length).toBeGreaterThanOrEqual(2);
+  });
+
+  it("with two hosts' calls in flight the upstream's request is refused (whose is it?), with one it goes to that host", async () => {
+    const http = await servedOverHttp(await everything());
+    const asked: string[] = [];
+    const slow = await httpClientOf(http, host([], asked, 700));
+    const quick = await httpClientOf(http, host([]));
+    const sampled = call(slow, 'trigger-sampling-request', { prompt: 'slow', maxTokens: 5 });
+    await expect.poll(() => asked).toContain('sampling');
+    const refused = await call(quick, 'trigger-elicitation-request', {});
+    expect([refused.isError, text(refused)]).toEqual([true, expect.stringMatching(/cannot tell which one/)]);
+    expect(text(await sampled)).toMatch(/sampled by the host/);
+    expect((await call(quick, 'trigger-elicitation-request', {})).isError).toBeFalsy();
+  });
+
+  it('a session ends on DELETE or when idle, never while its host listens; every request needs the token', async () => {
+    const fence = await everything();
+    const http = await servedOverHttp(fence, { idleMs: 300 });
+    const post = (body: object, headers: Record<string, string> = {}, method = 'POST', url = http.url) =>
+      fetch(url, {
+        method,
+        headers: { accept: 'application/json, text/event-stream', 'content-type': 'application/json', ...headers },
+        ...(method === 'POST' ? { body: JSON.stringify({ jsonrpc: '2.0', ...body }) } : {}),
+      });
+    const auth = { authorization: `Bearer ${http.token}` };
+    const ping = (session: string, headers: Record<string, string> = auth) =>
+      post({ id: 9, method: 'ping' }, { ...headers, 'mcp-session-id': session });
+    const clientInfo = { name: 'raw', version: '1' };
+    const params = { protocolVersion: '2025-06-18', capabilities: {}, clientInfo };
+    const initialize = (url = http.url) => post({ id: 1, method: 'initialize', params }, auth, 'POST', url);
+    const init = await initialize();
+    const idle = init.headers.get('mcp-session-id')!;
+    expect([init.status, idle]).toEqual([200, expect.any(String)]);
+    expect((await ping(idle, {})).status).toBe(401);
+    expect((await ping(idle)).status).toBe(200);
+    // the SDK client holds its GET stream open: it is not idle
+    const listening = await httpClientOf(http);
+    await new Promise((r) => setTimeout(r, 600));
+    expect((await ping(idle)).status).toBe(404);
+    expect(await listening.ping()).toEqual({});
+    const transport = listening.transport as StreamableHTTPClientTransport;
+    const session = transport.sessionId!;
+    expect((await post({}, { 'mcp-session-id': session }, 'DELETE')).status).toBe(401);
+    await transport.terminateSession();
+    expect((await ping(session)).status).toBe(404);
+    // at most 100 sessions at once
+    const crowded = await servedOverHttp(fence, { token: http.token });
+    const opened = await Promise.all(Array.from({ length: 101 }, () => initialize(crowded.url).then((r) => r.status)));
+    expect(opened.filter((s) => s === 503)).toHaveLength(1);
   });
 });

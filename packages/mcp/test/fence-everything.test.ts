@@ -232,7 +232,7 @@ describe('server-everything behind the fence', () => {
     const again = await call(client, 'gzip-file-as-resource', args);
     expect(again._meta?.retrysafe).toMatchObject({ status: 'done', adopted: true });
     expect(again.content).toEqual(first.content);
-    // each HTTP request is a session of its own, which cannot be asked anything: the upstream's request is refused
+    // a host that did not declare sampling: the upstream's request is refused
     const sampled = await call(client, 'trigger-sampling-request', { prompt: 'hi', maxTokens: 5 }, 5000);
     expect([sampled.isError, sampled.content?.[0]?.text]).toEqual([true, expect.stringMatching(/sampling/)]);
   });

@@ -8,6 +8,7 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { InMemoryTransport } from '@modelcontextprotocol/sdk/inMemory.js';
 import type { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import { type ClientCapabilities, LATEST_PROTOCOL_VERSION } from '@modelcontextprotocol/sdk/types.js';
@@ -19,7 +20,7 @@ import { followUpstream } from '../src/fence/fence-adapter.js';
 import type { FenceConfig } from '../src/fence/fence-config.js';
 import { createFenceServer } from '../src/fence/fence-server.js';
 import type { Upstream } from '../src/fence/upstream.js';
-import { createFenceAdapter, parseFenceConfig } from '../src/index.js';
+import { createFenceAdapter, parseFenceConfig, serveHttp } from '../src/index.js';
 
 export const bin = fileURLToPath(new URL('../dist/bin.js', import.meta.url));
 export const ordersServer = fileURLToPath(new URL('./fixtures/orders-server.mjs', import.meta.url));
@@ -106,6 +107,26 @@ export async function connect(
   await client.connect(
     new StdioClientTransport({ command, args, env: { PATH: process.env.PATH ?? '', ...env }, stderr: 'ignore' }),
   );
+  cleanups.push(() => client.close());
+  return client;
+}
+
+/** `make` served by `serveHttp` (`--http`), closed after the test. */
+export async function servedOverHttp(make: () => Server, options: Parameters<typeof serveHttp>[1] = {}) {
+  const http = await serveHttp(make, options);
+  cleanups.push(() => http.close());
+  return http;
+}
+
+/** The host: the official SDK client over streamable HTTP, with the bearer token. */
+export async function httpClientOf(
+  { url, token }: { url: string; token: string },
+  { capabilities = {}, answer }: HostFeatures = {},
+): Promise<Client> {
+  const client = new Client({ name: 'http-host', version: '1.0.0' }, { capabilities });
+  answer?.(client);
+  const headers = { authorization: `Bearer ${token}` };
+  await client.connect(new StreamableHTTPClientTransport(new URL(url), { requestInit: { headers } }));
   cleanups.push(() => client.close());
   return client;
 }

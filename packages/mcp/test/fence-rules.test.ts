@@ -153,41 +153,71 @@ describe('fence file normalize: a lookup that matches an array item', () => {
   });
 });
 
-describe('fence file normalize: an empty collection and a left-out one, where the upstream says they are one', () => {
+describe('fence file normalize: spellings the upstream stores as one (an empty collection and none, its default and none)', () => {
+  const made: unknown[] = [];
+  const callTool = async (p: { arguments?: Record<string, unknown> }) => {
+    made.push(p.arguments);
+    return { content: [], structuredContent: { number: made.length } };
+  };
+  const issue = { type: 'object', properties: { title: { type: 'string' }, labels: {}, priority: { type: 'string' } } };
+  const tools = [{ name: 'create_issue', inputSchema: { type: 'object' as const, properties: { repo: {}, issue } } }];
+  const adapterWith = (normalize: readonly unknown[] | undefined) => {
+    const config = parseFenceConfig({
+      name: 'tracker',
+      ledger: './unused.db',
+      tools: { create_issue: { kind: 'create', intent: ['repo', 'issue'], ...(normalize ? { normalize } : {}) } },
+    });
+    return createFenceAdapter({ config, client: { callTool }, tools });
+  };
+  /** A create of issue `{ title: 'Fix login' }`, then one with `spelled` added: their ids, and the issues made. */
+  const run = async (normalize: readonly unknown[] | undefined, spelled: Record<string, unknown>) => {
+    made.length = 0;
+    const adapter = adapterWith(normalize);
+    const runner = createRunner({ ledger: createMemoryLedger() });
+    const call = (issue: Record<string, unknown>) =>
+      runner.run(adapter, 'create_issue', { params: { repo: 'acme/web', issue } });
+    const first = await call({ title: 'Fix login' });
+    const second = await call({ title: 'Fix login', ...spelled });
+    return { ids: [first.businessOperationId, second.businessOperationId], made: made.length };
+  };
+
   it('issue.labels declared empty-array-as-absent: `labels: []` after no labels is one operation, one issue', async () => {
-    const made: unknown[] = [];
-    const callTool = async (p: { arguments?: Record<string, unknown> }) => {
-      made.push(p.arguments);
-      return { content: [], structuredContent: { number: made.length } };
-    };
     const labels = {
       field: 'issue.labels',
       steps: ['empty-array-as-absent'],
       source: 'the tracker stores an issue created without labels with labels: []',
       evidence: 'https://tracker.example/docs/issues#labels',
     };
-    const run = async (normalize: readonly unknown[] | undefined) => {
-      made.length = 0;
-      const config = parseFenceConfig({
-        name: 'tracker',
-        ledger: './unused.db',
-        tools: { create_issue: { kind: 'create', intent: ['repo', 'issue'], ...(normalize ? { normalize } : {}) } },
-      });
-      const tools = [{ name: 'create_issue', inputSchema: { type: 'object' as const } }];
-      const adapter = createFenceAdapter({ config, client: { callTool }, tools });
-      const runner = createRunner({ ledger: createMemoryLedger() });
-      const call = (issue: Record<string, unknown>) =>
-        runner.run(adapter, 'create_issue', { params: { repo: 'acme/web', issue } });
-      const first = await call({ title: 'Fix login' });
-      const second = await call({ title: 'Fix login', labels: [] });
-      return { ids: [first.businessOperationId, second.businessOperationId], made: made.length };
-    };
-    const exact = await run(undefined);
+    const exact = await run(undefined, { labels: [] });
     expect(exact.ids[0]).not.toBe(exact.ids[1]);
     expect(exact.made).toBe(2);
-    const one = await run([labels]);
+    const one = await run([labels], { labels: [] });
     expect(one.ids[0]).toBe(one.ids[1]);
     expect(one.made).toBe(1);
+  });
+
+  it('issue.priority declared with the tracker\'s default: `priority: "normal"` after none is one operation, one issue', async () => {
+    const priority = {
+      field: 'issue.priority',
+      steps: [],
+      providerDefault: 'normal',
+      source: 'the tracker stores an issue created without priority with priority: "normal"',
+      evidence: 'https://tracker.example/docs/issues#priority',
+    };
+    expect((await run(undefined, { priority: 'normal' })).made).toBe(2);
+    const one = await run([priority], { priority: 'normal' });
+    expect(one.ids[0]).toBe(one.ids[1]);
+    expect(one.made).toBe(1);
+    expect((await run([priority], { priority: 'high' })).made).toBe(2);
+    // refused at start: without evidence, on an intent field itself, a default the input schema does not take
+    const { evidence: _, ...noEvidence } = priority;
+    expect(() => adapterWith([noEvidence])).toThrow(/tools\.create_issue\.normalize\[0\]\.evidence: missing/);
+    expect(() => adapterWith([{ ...priority, field: 'issue' }])).toThrow(
+      /tools\.create_issue\.normalize\[0\]\.providerDefault: goes beneath an intent field/,
+    );
+    expect(() => adapterWith([{ ...priority, providerDefault: 3 }])).toThrow(
+      /tools\.create_issue\.normalize\[0\]\.providerDefault: does not fit the params schema/,
+    );
   });
 });
 

@@ -504,4 +504,29 @@ describe('the fence over a tool list that changes (followUpstream)', () => {
     upstream.tools = [tool('a', 'name'), tool('b', 'name')]; // none it can fence: each is refused
     expect(now().refused).toEqual(['a', 'b']);
   });
+
+  it('a provider default the new schema does not take refuses that tool alone, named by the fence file', () => {
+    const tool = (name: string, priority: object): Tool => ({
+      name,
+      inputSchema: { type: 'object', properties: { issue: { type: 'object', properties: { priority } } } },
+    });
+    const upstream = { tools: [tool('a', { type: 'string' }), tool('b', {})], callTool: async () => ({ content: [] }) };
+    const priority = { field: 'issue.priority', steps: [], providerDefault: 'normal', source: 's' };
+    const evidence = 'https://tracker.example/docs/issues#priority';
+    const config = parseFenceConfig({
+      name: 'tracker',
+      ledger: './unused.db',
+      tools: {
+        a: { kind: 'create', intent: ['issue'], normalize: [{ ...priority, evidence }] },
+        b: { kind: 'create', intent: ['issue'] },
+      },
+    });
+    const fence = followUpstream(config, upstream);
+    expect(fence.current().refused.size).toBe(0);
+    upstream.tools = [tool('a', { type: 'integer' }), tool('b', {})];
+    expect(Object.keys(fence.current().adapter.operations)).toEqual(['b']);
+    expect(fence.current().refused.get('a')).toMatch(
+      /tools\.a\.normalize\[0\]\.providerDefault: does not fit the params schema/,
+    );
+  });
 });

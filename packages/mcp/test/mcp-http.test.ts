@@ -81,7 +81,7 @@ describe('retrysafe MCP server over streamable HTTP', () => {
     }
   });
 
-  it('two identical calls at once (one HTTP server per request): both answer done with the same customer, one created', async () => {
+  it('two identical calls at once (one HTTP server per session): both answer done with the same customer, one created', async () => {
     const sandbox = await startStripeSandbox({ port: 0, processingMs: 600 });
     const ledger = createMemoryLedger();
     // The runner's own wait for another worker is short; the caller asks for a longer one on its call.
@@ -124,7 +124,7 @@ describe('retrysafe MCP server over streamable HTTP', () => {
       params: { name: 'stripe_customers_create', arguments: { customerRef: 'evil-1', email: 'evil@example.test' } },
     });
     const post = (url: string, headers: Record<string, string | undefined>, body = callBody) =>
-      new Promise<{ status: number; body: string }>((resolve, reject) => {
+      new Promise<{ status: number; body: string; session?: string }>((resolve, reject) => {
         const u = new URL(url);
         const req = request(
           {
@@ -143,7 +143,8 @@ describe('retrysafe MCP server over streamable HTTP', () => {
           (res) => {
             let text = '';
             res.on('data', (c: Buffer) => (text += c.toString('utf8')));
-            res.on('end', () => resolve({ status: res.statusCode ?? 0, body: text }));
+            const session = res.headers['mcp-session-id'] as string | undefined;
+            res.on('end', () => resolve({ status: res.statusCode ?? 0, body: text, session }));
           },
         );
         req.on('error', reject);
@@ -231,17 +232,17 @@ describe('retrysafe MCP server over streamable HTTP', () => {
           expect(h.count()).toBe(0);
           expect(h.built()).toBe(0);
 
-          // A listed origin with the token passes the guard (tools/list only: nothing is created).
+          // A listed origin with the token passes the guard (a session, then tools/list only: nothing is created).
+          const listed = {
+            host: `mcp.internal.test:${h.port}`,
+            origin: 'https://agent.internal.test',
+            authorization: `Bearer ${TOKEN}`,
+          };
+          const params = { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'raw', version: '1' } };
+          const init = JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'initialize', params });
+          const { session } = await post(h.url, listed, init);
           const list = JSON.stringify({ jsonrpc: '2.0', id: 2, method: 'tools/list', params: {} });
-          const ok = await post(
-            h.url,
-            {
-              host: `mcp.internal.test:${h.port}`,
-              origin: 'https://agent.internal.test',
-              authorization: `Bearer ${TOKEN}`,
-            },
-            list,
-          );
+          const ok = await post(h.url, { ...listed, 'mcp-session-id': session }, list);
           expect(ok.status).toBe(200);
           expect(ok.body).toContain('stripe.customers.create');
           expect(h.count()).toBe(0);

@@ -12,7 +12,7 @@ import { classifyTransportFailure, lookupMiss, saysMoreFollow } from '@retrysafe
 import { normalizeParams } from '@retrysafe/contract/rules';
 import { checkParamsSchema } from '@retrysafe/core/internal';
 import { LOOKUP_TOOLS } from '../server.js';
-import { KEY_CHARSET, toolCard } from './fence-card.js';
+import { KEY_CHARSET, named, toolCard } from './fence-card.js';
 import { type FenceConfig, FenceConfigError, type FenceToolConfig } from './fence-config.js';
 import { hideProperty, INDEX, inMcpDialect, textArguments, undeclaredPart } from './fence-schema.js';
 import { type UpstreamClient, UpstreamUnavailableError } from './upstream.js';
@@ -229,7 +229,12 @@ export const hostProgress = new AsyncLocalStorage<(p: Progress) => void>();
 type FencedOperation = FrameOperation & { readonly tool: FenceToolConfig };
 
 /** The fence file's tool `name` over the upstream's tools as `listed`; throws why it cannot be fenced so. */
-function fencedOperation(config: FenceConfig, name: string, listed: ReadonlyMap<string, Tool>): FencedOperation {
+function fencedOperation(
+  config: FenceConfig,
+  client: UpstreamClient,
+  name: string,
+  listed: ReadonlyMap<string, Tool>,
+): FencedOperation {
   const t = config.tools[name]!;
   if (LOOKUP_TOOLS.includes(name))
     throw new FenceConfigError(`tools.${name}: the fence's own tool has this name, so it cannot be fenced`);
@@ -252,7 +257,7 @@ function fencedOperation(config: FenceConfig, name: string, listed: ReadonlyMap<
   const card = toolCard(config, name, t);
   // The caller's arguments are checked against the schema it is shown: without the key the fence sets.
   const shown = t.key ? hideProperty(upstream.inputSchema, t.key.argument) : upstream.inputSchema;
-  return {
+  const op = {
     name,
     description: upstream.description ?? name,
     card,
@@ -261,6 +266,9 @@ function fencedOperation(config: FenceConfig, name: string, listed: ReadonlyMap<
     keyRule: t.key ? { maxLength: t.key.maxLength ?? 64, charset: KEY_CHARSET, prefix: 'rs-' } : null,
     tool: t,
   };
+  // The contract's checks of the operation over this schema (a provider default it must take), this tool's alone.
+  named(name, () => adapterOf(config, client, { [name]: op }));
+  return op;
 }
 
 /** The fenced upstream tools as one adapter: the runner decides from their cards. Every fenced tool must be in
@@ -276,7 +284,7 @@ export function createFenceAdapter(options: {
   return adapterOf(
     config,
     options.client,
-    Object.fromEntries(names.map((n) => [n, fencedOperation(config, n, listed)])),
+    Object.fromEntries(names.map((n) => [n, fencedOperation(config, options.client, n, listed)])),
   );
 }
 
@@ -298,7 +306,7 @@ export function followUpstream(config: FenceConfig, upstream: UpstreamClient & {
     // A fenced tool the upstream no longer lists is unknown to the host, and called by none.
     for (const name of Object.keys(config.tools).filter((n) => listed.has(n)))
       try {
-        const op = fencedOperation(config, name, listed);
+        const op = fencedOperation(config, upstream, name, listed);
         checkParamsSchema(op as unknown as OperationSpec);
         operations[name] = op;
       } catch (e) {

@@ -6,9 +6,13 @@ export const KEY_CHARSET = 'A-Za-z0-9_-';
 
 /** The tool's card; its `normalize` and `paramComparison` are judged by the contract's card validator, and refused
  * naming the fence file's path. */
-export function toolCard(config: Pick<FenceConfig, 'name' | 'policy'>, toolName: string, t: FenceToolConfig) {
+export const toolCard = (config: Pick<FenceConfig, 'name' | 'policy'>, toolName: string, t: FenceToolConfig) =>
+  named(toolName, () => fenceCard(config, toolName, t));
+
+/** `make()`; the card problems it throws (CardValidationError) named by the fence file's paths of `toolName`. */
+export function named<T>(toolName: string, make: () => T): T {
   try {
-    return fenceCard(config, toolName, t);
+    return make();
   } catch (e) {
     if (!CardValidationError.isInstance(e)) throw e;
     const where = (path: string) => {

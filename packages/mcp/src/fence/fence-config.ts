@@ -15,6 +15,8 @@ const posInt = { type: 'integer', exclusiveMinimum: 0 } as const;
 const strings = { type: 'array', items: str } as const;
 const duration = (example: string) =>
   ({ type: 'string', pattern: DURATION_PATTERN, description: `a duration such as ${example}` }) as const;
+/** Any JSON value: the upstream's default for an argument a call leaves out, as its documentation says. */
+const providerDefault = { description: 'the value the upstream stores for the argument when a create leaves it out' };
 const closed = <const P, const R extends readonly string[] = []>(properties: P, required?: R) =>
   ({ type: 'object', additionalProperties: false, properties, required: (required ?? []) as R }) as const;
 
@@ -62,16 +64,21 @@ const FENCE_SCHEMA = closed(
           kind: { enum: ['create', 'send', 'set', 'upsert', 'delete', 'charge', 'async-job'] },
           idempotentByNature: { type: 'boolean' },
           intent: { ...strings, minItems: 1, description: 'argument paths that name the business intent' },
-          // These two are judged with the card they go onto, by the contract's card validator (evidence, steps, paths).
+          // These two are judged with the card they go onto, by the contract's card validator (evidence, steps, paths,
+          // where a provider's default may stand); defineAdapter checks a default against the tool's input schema.
           normalize: {
             type: 'array',
-            items: closed({ field: str, steps: strings, source: str, evidence: str }, ['field', 'steps', 'source']),
+            items: closed({ field: str, steps: strings, providerDefault, source: str, evidence: str }, [
+              'field',
+              'steps',
+              'source',
+            ]),
             description:
               "how intent arguments are put in normal form for the id, as a card's businessOperationId.normalize",
           },
           paramComparison: {
             type: 'array',
-            items: closed({ field: str, compare: str, steps: strings, source: str, evidence: str }, [
+            items: closed({ field: str, compare: str, steps: strings, providerDefault, source: str, evidence: str }, [
               'field',
               'compare',
               'source',

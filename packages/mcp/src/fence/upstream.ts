@@ -180,7 +180,7 @@ export async function connectUpstream(target: UpstreamTarget, name = 'retrysafe-
   const busy: { readonly call: HostCall; readonly timeout: ReturnType<typeof pausableTimeout> }[] = [];
 
   /** A request of the upstream, sent to the one host it can be for: the host of the calls in flight, else the one
-   * connected. With none, or several (`--http`: each request its own session), or one that did not declare what is
+   * connected. With none, or several (`--http` hosts, each a session), or one that did not declare what is
    * asked, it is refused, never left waiting; so is a request the fence does not know a host can answer. */
   const toHost = async ({ method, params }: Request, { signal }: { signal: AbortSignal }): Promise<Result> => {
     const candidates = new Set(busy.length ? busy.map((b) => b.call.host) : hosts);
