@@ -268,6 +268,14 @@ function checkBeyondSchema(card: Record<string, unknown>, problems: CardProblem[
   const bo = (card.businessOperationId ?? {}) as { intentFields?: unknown; normalize?: unknown };
   const kind = (card.sideEffect as { kind?: { value?: unknown } } | undefined)?.kind?.value;
   const intentFields: unknown[] = Array.isArray(bo.intentFields) ? bo.intentFields : [];
+  /** Either list: a default the operation can have; nothing read as left out names an array item (the rest would move). */
+  const checkLeftOut = (r: Record<string, unknown>, p: string) => {
+    const why = hasDefault(r) && defaultProblem(r, kind, intentFields);
+    if (why) problems.push({ path: `${p}.providerDefault`, message: why });
+    const step = atPath(r) ?? (hasDefault(r) ? 'providerDefault' : undefined);
+    if (step && typeof r.field === 'string' && INDEX.test(r.field.split('.').at(-1) ?? ''))
+      problems.push({ path: `${p}.field`, message: `${step} names a field, not an array item (${r.field})` });
+  };
   for (const [i, f] of intentFields.entries())
     if (!isDotPath(f)) problems.push({ path: `businessOperationId.intentFields[${i}]`, message: PATH });
   eachRule(bo.normalize, 'businessOperationId.normalize', (r, p) => {
@@ -281,24 +289,20 @@ function checkBeyondSchema(card: Record<string, unknown>, problems: CardProblem[
         path: `${p}.steps`,
         message: `${atPath(r)} goes beneath an intent field, not on one: an intent field left out is refused, so [] cannot mean the same`,
       });
-    const why = hasDefault(r) && defaultProblem(r, kind, intentFields);
-    if (why) problems.push({ path: `${p}.providerDefault`, message: why });
-    checkItemPath(r, p, problems);
+    checkLeftOut(r, p);
   });
   eachRule(card.paramComparison, 'paramComparison', (r, p) => {
     const { field } = r;
     if (!isDotPath(field)) problems.push({ path: `${p}.field`, message: PATH });
     // The comparison applies the intent's own rules after these, so such a rule could not hold.
-    else if (typeof field === 'string' && intentFields.some((f) => field === f || field.startsWith(`${f}.`)))
+    else if (typeof field === 'string' && withinIntent(field, intentFields))
       problems.push({
         path: `${p}.field`,
         message: 'is (or is beneath) an intent field: intent fields are compared by businessOperationId.normalize',
       });
     if (r.compare === 'normalized' && !stepsListed(r))
       problems.push({ path: `${p}.steps`, message: `a normalized comparison lists its steps: ${STEPS}` });
-    const why = hasDefault(r) && defaultProblem(r, kind, intentFields);
-    if (why) problems.push({ path: `${p}.providerDefault`, message: why });
-    checkItemPath(r, p, problems);
+    checkLeftOut(r, p);
   });
 }
 
@@ -355,13 +359,6 @@ export function defaultProblems(card: RetrySafetyCard, paramsSchema: Schema): Ca
         out.push({ path, message: `does not fit the params schema: ${e.path} ${e.message}` });
   }
   return out;
-}
-
-/** An array item cannot be left out (the items after it would move): such a step never names one (`lines.0`). */
-function checkItemPath(r: Record<string, unknown>, p: string, problems: CardProblem[]): void {
-  const step = atPath(r) ?? (hasDefault(r) ? 'providerDefault' : undefined);
-  if (step && typeof r.field === 'string' && INDEX.test(r.field.split('.').at(-1) ?? ''))
-    problems.push({ path: `${p}.field`, message: `${step} names a field, not an array item (${r.field})` });
 }
 
 const BUDGET_PATHS = { maxElapsedMs: 'limits.maxElapsed', capMs: 'backoff.cap' } as const;

@@ -58,9 +58,6 @@ export function refusalAnswer(err: unknown, idOf: () => string | null) {
   return null;
 }
 
-/** Side-effect kinds an agent host should treat as destructive (an unknown kind is one too). */
-const DESTRUCTIVE = new Set(['send', 'charge', 'delete', 'create', 'async-job', 'set', 'upsert', 'unknown']);
-
 /** `<provider>_<operation>` with `_` for every character outside `[A-Za-z0-9_-]`; over 64 characters, cut and ended by a digest. */
 export function safeToolName(provider: string, operation: string): string {
   const full = `${provider}.${operation}`;
@@ -122,7 +119,8 @@ function toolOf(adapter: AdapterV1, operation: string, spec: OperationSpec) {
     annotations: {
       title,
       readOnlyHint: false,
-      destructiveHint: DESTRUCTIVE.has(String(card.sideEffect.kind.value)),
+      // Every side effect but none is one an agent host should treat as destructive, an unknown one too.
+      destructiveHint: card.sideEffect.kind.value !== 'none',
       idempotentHint: agentIdempotentHint(card),
       openWorldHint: true,
     },

@@ -25,7 +25,8 @@ export interface ReceiptKey {
 /** Key id → secret, for verification. */
 export type ReceiptKeyring = Readonly<Record<string, string | Uint8Array>>;
 
-const KEY_ID = /^[A-Za-z0-9_.-]{1,64}$/;
+/** A key id, for receipt and params keys alike. */
+export const KEY_ID = /^[A-Za-z0-9_.-]{1,64}$/;
 const KEYED = /^hmac-sha256:([A-Za-z0-9_.-]{1,64}):([0-9a-f]{64})$/;
 
 /** Throws (a TypeError, or what `error` builds) when the key id or secret is unusable. Never echoes the secret. */

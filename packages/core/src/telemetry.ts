@@ -116,7 +116,7 @@ export function createTelemetry(options: TelemetryOptions | undefined, now: () =
   return {
     /** Runs one `runner.run()` inside its span and counts it by how it ended. */
     async run<T extends { readonly status: string; readonly adopted?: boolean }>(
-      info: { readonly operation: string; readonly provider: string; readonly businessOperationId: string },
+      info: Parameters<typeof startRunSpan>[0],
       fn: (scope: RunScope) => Promise<T>,
     ): Promise<T> {
       const s: RunScope = { span: startRunSpan(info), attempt: null };

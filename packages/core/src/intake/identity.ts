@@ -13,13 +13,12 @@ import {
   normalizeParams,
 } from '@retrysafe/contract/rules';
 import { memo } from '../defined.js';
+import type { RunInput } from '../runner/types.js';
+
+const comparisons = new WeakMap<RetrySafetyCard, ReturnType<typeof buildComparison>>();
+export const comparisonFor = (card: RetrySafetyCard) => memo(comparisons, card, buildComparison);
 
 /** How the card compares intents (businessOperationId.normalize) and params (plus paramComparison; the rest exactly). */
-export type Comparison = ReturnType<typeof buildComparison>;
-
-const comparisons = new WeakMap<RetrySafetyCard, Comparison>();
-export const comparisonFor = (card: RetrySafetyCard): Comparison => memo(comparisons, card, buildComparison);
-
 function buildComparison(card: RetrySafetyCard) {
   const intentRules = card.businessOperationId.normalize ?? [];
   const paramRules = card.paramComparison ?? [];
@@ -42,7 +41,7 @@ function buildComparison(card: RetrySafetyCard) {
  */
 export function identityOf(
   spec: OperationSpec,
-  input: { params: unknown; businessOperationId?: string; intent?: Record<string, unknown> },
+  input: Pick<RunInput, 'params' | 'businessOperationId' | 'intent'>,
   account: string | undefined,
 ) {
   const card = spec.card;

@@ -72,7 +72,7 @@ export function newOperation(ctx: IntakeContext, adapter: AdapterV1, opName: str
 /** A stored operation driven again (recover, resume), or with `corrected` a corrected request (resend-with). */
 export function storedOperation(
   ctx: IntakeContext,
-  found: { readonly adapter: AdapterV1; readonly opName: string },
+  found: Pick<Operation, 'adapter' | 'opName'>,
   record: OperationRecord,
   run: Pick<Operation, 'runId' | 'attemptIds'>,
   corrected?: { readonly params: unknown },

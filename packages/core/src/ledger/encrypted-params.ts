@@ -2,14 +2,11 @@ import { createCipheriv, createDecipheriv, hkdfSync, randomBytes } from 'node:cr
 import { type ClaimResult, type Ledger, LedgerError, type OperationRecord } from '@retrysafe/contract';
 import { PRUNABLE_STATES } from '@retrysafe/contract/ledger';
 import { RunnerConfigurationError } from '../errors/runner-configuration-error.js';
+import { KEY_ID, type ReceiptKey } from '../receipts.js';
 
-/** Params at rest as AES-256-GCM ciphertext: only a process holding the key can read (or re-send) them. */
-export interface ParamsKey {
-  /** Names the key in each stored envelope, so old rows stay readable after a rotation. */
-  readonly id: string;
-  /** At least 16 bytes of secret (a random 32-byte value is best; it is expanded with HKDF-SHA256). */
-  readonly secret: string | Uint8Array;
-}
+/** Params at rest as AES-256-GCM ciphertext under this key: its id names it in each envelope (old rows stay readable
+ * after a rotation); its secret (16+ bytes, random 32 best) is expanded with HKDF-SHA256. */
+export type ParamsKey = ReceiptKey;
 
 export interface EncryptParamsOptions {
   readonly key: ParamsKey;
@@ -21,7 +18,6 @@ type Envelope = { readonly $retrysafeEncrypted: 'aes-256-gcm/v1' } & Readonly<
   Record<'kid' | 'iv' | 'tag' | 'data', string>
 >;
 
-const KEY_ID = /^[A-Za-z0-9_.-]{1,64}$/;
 const isEnvelope = (v: unknown): v is Envelope =>
   typeof v === 'object' && v !== null && (v as Envelope).$retrysafeEncrypted === 'aes-256-gcm/v1';
 

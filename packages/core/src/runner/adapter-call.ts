@@ -50,6 +50,18 @@ function isLookupResult(o: unknown): o is LookupResult {
   return outcomeProblem(x.outcome) === null && FOUND_KINDS.includes(x.outcome!.kind as string);
 }
 
+/** What a call and a lookup alike tell the adapter of the operation and this attempt. */
+function attemptContext(op: Operation, c: DriveState, attemptId: AttemptId): Omit<ExecuteContext, 'attempt'> {
+  return {
+    businessOperationId: op.id,
+    providerKey: op.providerKey,
+    ...(c.keyRevision > 1 ? { keyRevision: c.keyRevision } : {}),
+    runId: op.runId,
+    attemptId,
+    statusRef: c.record.statusRef,
+  };
+}
+
 /** The request itself, once the operation is durably `dispatched`: its answer classified. */
 export async function callProvider(
   ctx: RunnerContext,
@@ -57,15 +69,7 @@ export async function callProvider(
   c: DriveState,
   attemptId: AttemptId,
 ): Promise<Outcome> {
-  const callCtx: ExecuteContext = {
-    businessOperationId: op.id,
-    providerKey: op.providerKey,
-    runId: op.runId,
-    attemptId,
-    attempt: c.record.attemptCount,
-    statusRef: c.record.statusRef,
-    ...(c.keyRevision > 1 ? { keyRevision: c.keyRevision } : {}),
-  };
+  const callCtx: ExecuteContext = { ...attemptContext(op, c, attemptId), attempt: c.record.attemptCount };
   const stopped = (why: Stop): Outcome => ({
     kind: 'unknown',
     cause: why === 'deadline' ? 'timeout' : 'other',
@@ -126,13 +130,8 @@ export async function lookupProvider(
       c.lease,
       (signal) =>
         op.adapter.doLookup(op.opName, {
-          businessOperationId: op.id,
-          providerKey: op.providerKey,
-          ...(c.keyRevision > 1 ? { keyRevision: c.keyRevision } : {}),
+          ...attemptContext(op, c, attemptId),
           params: op.params,
-          runId: op.runId,
-          attemptId,
-          statusRef: c.record.statusRef,
           firstDispatchedAt: c.record.firstDispatchedAt,
           lastDispatchedAt: c.lastDispatchedAt,
           now,
