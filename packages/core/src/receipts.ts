@@ -26,16 +26,21 @@ export interface ReceiptKey {
 export type ReceiptKeyring = Readonly<Record<string, string | Uint8Array>>;
 
 /** A key id, for receipt and params keys alike. */
-export const KEY_ID = /^[A-Za-z0-9_.-]{1,64}$/;
+const KEY_ID = /^[A-Za-z0-9_.-]{1,64}$/;
 const KEYED = /^hmac-sha256:([A-Za-z0-9_.-]{1,64}):([0-9a-f]{64})$/;
 
-/** Throws (a TypeError, or what `error` builds) when the key id or secret is unusable. Never echoes the secret. */
-export function checkReceiptKey(key: ReceiptKey, error: (why: string) => Error = (why) => new TypeError(why)): void {
+/** Throws (a TypeError, or what `error` builds) when the key id or secret is unusable; `name` says which key it is
+ * (params at rest take the same rule). Never echoes the secret. */
+export function checkReceiptKey(
+  key: ReceiptKey,
+  error: (why: string) => Error = (why) => new TypeError(why),
+  name = 'receipt key',
+): void {
   if (!key || typeof key.id !== 'string' || !KEY_ID.test(key.id))
-    throw error('receipt key id: 1-64 characters of A-Z a-z 0-9 _ . -');
+    throw error(`${name} id: 1-64 characters of A-Z a-z 0-9 _ . -`);
   const { secret } = key;
   const len = typeof secret === 'string' || secret instanceof Uint8Array ? Buffer.byteLength(secret) : 0;
-  if (len < 16) throw error('receipt key secret: at least 16 bytes');
+  if (len < 16) throw error(`${name} secret: at least 16 bytes`);
 }
 
 /** Parses `RETRYSAFE_RECEIPT_KEY`-style text: `id:secret` (one key, for writing) or `id:secret,id2:secret2` (a keyring). Never echoes a secret. */

@@ -112,6 +112,19 @@ describe('params encrypted at rest', () => {
     );
   });
 
+  it('refuses a key without an id, a secret that is no text or bytes, and no key at all, as the receipt key is refused', () => {
+    const bad = [
+      { key: { secret: '0123456789abcdef' } },
+      { key: { id: 'k', secret: 1234567890123456 } },
+      { key: { id: 'k', secret: '0123456789abcdef' }, previous: [{ id: 'old' }] },
+      {},
+    ];
+    for (const options of bad)
+      expect(() => encryptParams(createMemoryLedger(), options as never), JSON.stringify(options)).toThrow(
+        RunnerConfigurationError,
+      );
+  });
+
   it('retention works through the wrapper: pruneLedger prunes an encrypted SQLite ledger, without needing a key that was rotated away', async () => {
     const path = join(dir, 'enc-prune.db');
     const old = encryptParams(createSqliteLedger({ path }), {

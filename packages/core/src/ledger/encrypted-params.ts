@@ -2,7 +2,7 @@ import { createCipheriv, createDecipheriv, hkdfSync, randomBytes } from 'node:cr
 import { type ClaimResult, type Ledger, LedgerError, type OperationRecord } from '@retrysafe/contract';
 import { PRUNABLE_STATES } from '@retrysafe/contract/ledger';
 import { RunnerConfigurationError } from '../errors/runner-configuration-error.js';
-import { KEY_ID, type ReceiptKey } from '../receipts.js';
+import { checkReceiptKey, type ReceiptKey } from '../receipts.js';
 
 /** Params at rest as AES-256-GCM ciphertext under this key: its id names it in each envelope (old rows stay readable
  * after a rotation); its secret (16+ bytes, random 32 best) is expanded with HKDF-SHA256. */
@@ -30,17 +30,15 @@ export function checkParamsOpen(record: OperationRecord): void {
 }
 
 function derive(key: ParamsKey): Buffer {
-  if (!KEY_ID.test(key.id))
-    throw new RunnerConfigurationError('encryptParams.key.id', '1-64 characters of A-Z a-z 0-9 _ . -');
+  checkReceiptKey(key, (why) => new RunnerConfigurationError('encryptParams.key', why), 'params key');
   const secret = typeof key.secret === 'string' ? Buffer.from(key.secret, 'utf8') : Buffer.from(key.secret);
-  if (secret.length < 16)
-    throw new RunnerConfigurationError('encryptParams.key.secret', 'at least 16 bytes (the value is not shown)');
   return Buffer.from(hkdfSync('sha256', secret, Buffer.from('retrysafe'), Buffer.from(`params-at-rest:${key.id}`), 32));
 }
 
 /** A ledger that stores params encrypted and hands them back decrypted: `encryptParams(createSqliteLedger(…), { key })`. */
 export function encryptParams(inner: Ledger, options: EncryptParamsOptions): Ledger {
-  const current = { id: options.key.id, bytes: derive(options.key) };
+  const bytes = derive(options.key); // first: a missing key is refused as a bad one is
+  const current = { id: options.key.id, bytes };
   const ring = new Map<string, Buffer>([[current.id, current.bytes]]);
   for (const k of options.previous ?? []) ring.set(k.id, derive(k));
 
