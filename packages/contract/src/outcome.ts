@@ -10,16 +10,19 @@ export interface ProviderRefs {
   readonly providerRef?: string;
 }
 
-export type RejectReason =
-  | 'validation'
-  | 'permission'
-  | 'authentication'
-  | 'configuration'
-  | 'conflict'
-  | 'not-found'
-  | 'card-declined'
-  | 'other';
-export type UnknownCause = 'timeout' | 'connection-reset' | 'server-error' | 'truncated-response' | 'other';
+const REJECT_REASONS = [
+  'validation',
+  'permission',
+  'authentication',
+  'configuration',
+  'conflict',
+  'not-found',
+  'card-declined',
+  'other',
+] as const;
+export type RejectReason = (typeof REJECT_REASONS)[number];
+const UNKNOWN_CAUSES = ['timeout', 'connection-reset', 'server-error', 'truncated-response', 'other'] as const;
+export type UnknownCause = (typeof UNKNOWN_CAUSES)[number];
 
 /** Exactly one per attempt (docs/concepts.md). */
 export type Outcome =
@@ -55,6 +58,33 @@ export type Outcome =
 
 export const OUTCOME_KINDS = ['succeeded', 'replayed', 'in-progress', 'rejected', 'not-applied', 'unknown'] as const;
 export type OutcomeKind = (typeof OUTCOME_KINDS)[number];
+
+const isOneOf = (list: readonly string[], v: unknown) => list.includes(v as string);
+
+/** Why `o` (an adapter's answer, checked at run time) is not an outcome the runner can act on — its kind's required
+ * fields, the provider refs' types — or null when it is one. */
+export function outcomeProblem(o: unknown): string | null {
+  if (typeof o !== 'object' || o === null) return `${o === null ? 'null' : typeof o} is not an outcome`;
+  const x = o as Record<string, unknown>;
+  if (!isOneOf(OUTCOME_KINDS, x.kind)) return `kind ${JSON.stringify(x.kind)} is not an outcome kind`;
+  if (x.kind === 'rejected' && !isOneOf(REJECT_REASONS, x.reason))
+    return `a rejection's reason must be one of ${REJECT_REASONS.join(', ')}`;
+  if (x.kind === 'unknown' && !isOneOf(UNKNOWN_CAUSES, x.cause))
+    return `an unknown outcome's cause must be one of ${UNKNOWN_CAUSES.join(', ')}`;
+  if ((x.kind === 'rejected' || x.kind === 'not-applied' || x.kind === 'unknown') && typeof x.message !== 'string')
+    return `a ${x.kind} outcome needs a message`;
+  if (
+    x.retryAfterMs !== undefined &&
+    !(typeof x.retryAfterMs === 'number' && Number.isFinite(x.retryAfterMs) && x.retryAfterMs >= 0)
+  )
+    return 'retryAfterMs must be a finite number ≥ 0';
+  if (x.status !== undefined && !Number.isInteger(x.status)) return 'status must be an integer';
+  // `created` too: a rejection's object the runner cannot record would let a correction make a second one.
+  for (const k of ['code', 'requestId', 'providerRef', 'statusRef', 'created'] as const)
+    if (x[k] !== undefined && typeof x[k] !== 'string') return `${k} must be a string`;
+  if (x.fields !== undefined && !Array.isArray(x.fields)) return 'fields must be an array';
+  return null;
+}
 
 export type LookupResult =
   | {

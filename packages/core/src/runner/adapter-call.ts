@@ -1,46 +1,11 @@
 /** The adapter during a run: one provider call or one lookup, its answer checked and classified. Never a throw from the adapter. */
-import {
-  type AttemptId,
-  type ExecuteContext,
-  type LookupResult,
-  OUTCOME_KINDS,
-  type Outcome,
-} from '@retrysafe/contract';
+import { type AttemptId, type ExecuteContext, type LookupResult, type Outcome, outcomeProblem } from '@retrysafe/contract';
 import { resendSafety } from '@retrysafe/contract/rules';
 import { type Stop, stopText } from '../clock.js';
 import type { Operation } from '../intake/operation.js';
 import { errText, type RunnerContext } from './context.js';
 import { withHeartbeat } from './lease.js';
 import type { DriveState } from './state.js';
-
-const REJECT_REASONS =
-  'validation permission authentication configuration conflict not-found card-declined other'.split(' ');
-const UNKNOWN_CAUSES = 'timeout connection-reset server-error truncated-response other'.split(' ');
-
-/** Why `o` is not an outcome the runner can act on (its kind's required fields, the provider refs' types), or null when it is one. */
-function outcomeProblem(o: unknown): string | null {
-  if (typeof o !== 'object' || o === null) return `${o === null ? 'null' : typeof o} is not an outcome`;
-  const x = o as Record<string, unknown>;
-  if (!OUTCOME_KINDS.includes(x.kind as Outcome['kind']))
-    return `kind ${JSON.stringify(x.kind)} is not an outcome kind`;
-  if (x.kind === 'rejected' && !REJECT_REASONS.includes(x.reason as string))
-    return `a rejection's reason must be one of ${REJECT_REASONS.join(', ')}`;
-  if (x.kind === 'unknown' && !UNKNOWN_CAUSES.includes(x.cause as string))
-    return `an unknown outcome's cause must be one of ${UNKNOWN_CAUSES.join(', ')}`;
-  if ((x.kind === 'rejected' || x.kind === 'not-applied' || x.kind === 'unknown') && typeof x.message !== 'string')
-    return `a ${x.kind} outcome needs a message`;
-  if (
-    x.retryAfterMs !== undefined &&
-    !(typeof x.retryAfterMs === 'number' && Number.isFinite(x.retryAfterMs) && x.retryAfterMs >= 0)
-  )
-    return 'retryAfterMs must be a finite number ≥ 0';
-  if (x.status !== undefined && !Number.isInteger(x.status)) return 'status must be an integer';
-  // `created` too: a rejection's object the runner cannot record would let a correction make a second one.
-  for (const k of ['code', 'requestId', 'providerRef', 'statusRef', 'created'] as const)
-    if (x[k] !== undefined && typeof x[k] !== 'string') return `${k} must be a string`;
-  if (x.fields !== undefined && !Array.isArray(x.fields)) return 'fields must be an array';
-  return null;
-}
 
 const FOUND_KINDS = ['succeeded', 'replayed', 'in-progress', 'rejected'];
 
