@@ -182,6 +182,8 @@ export async function connectUpstream(
   let instructions: string | undefined;
   let closing = false;
   let starting: Promise<void> | undefined;
+  /** Deaths since the upstream last answered a request: one that dies each time it starts is not restarted for ever. */
+  let deaths = 0;
   const hosts = new Set<Host>();
   /** Each request upstream in flight for a host call (oldest first), with its timeout. */
   const busy: { readonly call: HostCall; readonly timeout: ReturnType<typeof pausableTimeout> }[] = [];
@@ -224,7 +226,9 @@ export async function connectUpstream(
     c.onclose = () => {
       if (client !== c || closing) return;
       client = undefined;
-      void ready().catch(() => undefined); // restart now, so notifications flow again before the next call
+      // Restarted now, so notifications flow again before the next call; after RESTART.tries deaths in a row, only
+      // by the next call.
+      if (++deaths <= RESTART.tries) void ready().catch(() => undefined);
     };
     await c.connect(transport);
     // A start that fails after connecting closes what it started (a stdio upstream is its child process).
@@ -268,7 +272,9 @@ export async function connectUpstream(
     const entry = call && { call, timeout };
     if (entry) busy.push(entry);
     try {
-      return (await c.request(req, schema, timeout.options)) as Record<string, unknown>;
+      const answer = (await c.request(req, schema, timeout.options)) as Record<string, unknown>;
+      deaths = 0;
+      return answer;
     } catch (e) {
       // HTTP 404 to a request of a session is the spec's answer once the server ended that session (it restarted):
       // the request was not processed. The next call starts a new session.
