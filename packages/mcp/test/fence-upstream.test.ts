@@ -106,7 +106,7 @@ describe('a stdio upstream that dies each time it starts', () => {
         seen = count();
         await new Promise((r) => setTimeout(r, 1000));
       }
-      // the first start, then five restarts, each of at most five tries (a start it dies during fails)
+      // the first start, then five restarts (each of at most five tries)
       expect(seen).toBeLessThanOrEqual(1 + 5 * 5);
       await upstream.ready().catch(() => undefined);
       expect(count()).toBeGreaterThan(seen);
