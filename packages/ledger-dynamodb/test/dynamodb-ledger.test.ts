@@ -2,7 +2,7 @@
 // size limit, leases and fences across ledger instances (each starts its writes from what it last
 // wrote), a write whose answer is lost, TTL retention and the sparse index of open operations.
 import { createServer } from 'node:net';
-import { CreateTableCommand, GetItemCommand, UpdateItemCommand } from '@aws-sdk/client-dynamodb';
+import { CreateTableCommand, type DynamoDBClient, GetItemCommand, UpdateItemCommand } from '@aws-sdk/client-dynamodb';
 import { type BusinessOperationId, LeaseLostError, LedgerError } from '@retrysafe/contract';
 import { claimOf, packetOf } from '@retrysafe/testkit/ledger';
 import { afterAll, describe, expect, it, vi } from 'vitest';
@@ -408,6 +408,13 @@ describe('the DynamoDB ledger', () => {
     await other.close();
     client.destroy();
   });
+
+  it('a listing whose service gives the same page key again is a LedgerError, never followed for ever', async () => {
+    const again = { LastEvaluatedKey: { id: { S: 'same' } }, Items: [] };
+    const send = () => new Promise((resolve) => setImmediate(() => resolve(again)));
+    const ledger = createDynamoDbLedger({ table: 'endless', client: { send } as unknown as DynamoDBClient });
+    await expect(ledger.list()).rejects.toThrow(/same LastEvaluatedKey twice/);
+  }, 3000);
 
   it('a service that takes the request and never answers: a LedgerError after requestTimeoutMs, never a hang', async () => {
     const silent = createServer(() => {}).listen(0, '127.0.0.1');
