@@ -51,6 +51,9 @@ interface DynamoDbLedgerBase {
   readonly region?: string;
   /** E.g. a local DynamoDB implementation: `http://127.0.0.1:8000`. */
   readonly endpoint?: string;
+  /** Without `client`: how long a request may go unanswered before it fails (the SDK retries it, then a
+   * `LedgerError`), so a service that never answers holds no run for ever. Default 15 000. */
+  readonly requestTimeoutMs?: number;
 }
 
 /** Without `retentionMs`, closed operations are kept until `prune`. */
@@ -74,15 +77,17 @@ export type DynamoDbLedgerOptions = DynamoDbLedgerBase &
 
 const PRUNE_BATCH = 500;
 
-/** The table, and how long after its last change a closed operation expires (null: never by itself). */
+/** The table, its requests' timeout, and how long after its last change a closed operation expires (null: never). */
 function checkOptions(options: DynamoDbLedgerOptions) {
   if (typeof options?.table !== 'string' || options.table.length < 3)
     throw new LedgerError('createDynamoDbLedger needs { table } (a DynamoDB table name, 3 characters or more)');
-  if (options.retentionMs === undefined) return { table: options.table, retainFor: () => null };
-  const retention = options.retentionMs;
+  const { table, requestTimeoutMs = 15_000, retentionMs: retention } = options;
+  if (!(Number.isInteger(requestTimeoutMs) && requestTimeoutMs > 0))
+    throw new LedgerError(`requestTimeoutMs must be a whole number > 0, got ${String(requestTimeoutMs)}`);
+  if (retention === undefined) return { table, requestTimeoutMs, retainFor: () => null };
   if (!(Number.isFinite(retention) && retention > 0))
     throw new LedgerError(`retentionMs must be a number > 0, got ${String(retention)}`);
-  return { table: options.table, retainFor: ttlRule(retention, options.cards, options.policy) };
+  return { table, requestTimeoutMs, retainFor: ttlRule(retention, options.cards, options.policy) };
 }
 
 /** DynamoDB's TTL deletes by itself: never below the retention floor (contract/rules), as a prune. */
@@ -202,6 +207,7 @@ export function createDynamoDbLedger(options: DynamoDbLedgerOptions): Ledger {
     new DynamoDBClient({
       ...(options.region ? { region: options.region } : {}),
       ...(options.endpoint ? { endpoint: options.endpoint } : {}),
+      requestHandler: { requestTimeout: o.requestTimeoutMs, throwOnRequestTimeout: true },
     });
   const t = createTable(client, o.table);
   const known = createKnown();

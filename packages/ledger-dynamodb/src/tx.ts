@@ -57,11 +57,19 @@ export function createTable(client: DynamoDBClient, table: string) {
     page: (start?: Item) => Promise<{ Items?: Item[]; LastEvaluatedKey?: Item }>,
   ): Promise<Item[]> {
     const items: Item[] = [];
+    const seen = new Set<string>();
     let start: Item | undefined;
     do {
       const out = await send(what, () => page(start));
       items.push(...(out.Items ?? []));
       start = out.LastEvaluatedKey;
+      // A service that gives a key it gave before would be followed for ever.
+      const key = JSON.stringify(start);
+      if (seen.has(key))
+        throw new LedgerError(
+          `DynamoDB ledger ${what} on table ${table}: the service gave the same LastEvaluatedKey twice`,
+        );
+      seen.add(key);
     } while (start !== undefined);
     return items;
   }

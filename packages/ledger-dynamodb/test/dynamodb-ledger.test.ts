@@ -1,10 +1,11 @@
 // What the DynamoDB ledger adds to the shared suite: many processes' clients racing one item, the item
 // size limit, leases and fences across ledger instances (each starts its writes from what it last
 // wrote), a write whose answer is lost, TTL retention and the sparse index of open operations.
-import { CreateTableCommand, GetItemCommand, UpdateItemCommand } from '@aws-sdk/client-dynamodb';
+import { createServer } from 'node:net';
+import { CreateTableCommand, type DynamoDBClient, GetItemCommand, UpdateItemCommand } from '@aws-sdk/client-dynamodb';
 import { type BusinessOperationId, LeaseLostError, LedgerError } from '@retrysafe/contract';
 import { claimOf, packetOf } from '@retrysafe/testkit/ledger';
-import { afterAll, describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, it, vi } from 'vitest';
 import { createDynamoDbLedger, type DynamoDbLedgerOptions, ensureTable, tableDefinition } from '../src/index.js';
 import { startDynalite } from './dynalite.js';
 
@@ -407,4 +408,28 @@ describe('the DynamoDB ledger', () => {
     await other.close();
     client.destroy();
   });
+
+  it('a listing whose service gives the same page key again is a LedgerError, never followed for ever', async () => {
+    const again = { LastEvaluatedKey: { id: { S: 'same' } }, Items: [] };
+    const send = () => new Promise((resolve) => setImmediate(() => resolve(again)));
+    const ledger = createDynamoDbLedger({ table: 'endless', client: { send } as unknown as DynamoDBClient });
+    await expect(ledger.list()).rejects.toThrow(/same LastEvaluatedKey twice/);
+  }, 3000);
+
+  it('a service that takes the request and never answers: a LedgerError after requestTimeoutMs, never a hang', async () => {
+    const silent = createServer(() => {}).listen(0, '127.0.0.1');
+    await new Promise((resolve) => silent.once('listening', resolve));
+    vi.stubEnv('AWS_ACCESS_KEY_ID', 'test');
+    vi.stubEnv('AWS_SECRET_ACCESS_KEY', 'test');
+    const { port } = silent.address() as { port: number };
+    const endpoint = `http://127.0.0.1:${port}`;
+    const ledger = createDynamoDbLedger({ table: 'silent', region: 'local', endpoint, requestTimeoutMs: 100 });
+    try {
+      await expect(ledger.get(newId('silent'))).rejects.toSatisfy(LedgerError.isInstance);
+    } finally {
+      vi.unstubAllEnvs();
+      await ledger.close();
+      silent.close();
+    }
+  }, 5000);
 });

@@ -59,8 +59,13 @@ function host(roots: string[], asked: string[] = [], sampleMs = 0): HostFeatures
 }
 
 /** Fence servers (one per host session) in process over one real server (a child), `tools` fenced. */
-async function fenceOf(args: string[], name: string, tools: Record<string, unknown>) {
-  const upstream = await connectUpstream({ command: node, args });
+async function fenceOf(
+  args: string[],
+  name: string,
+  tools: Record<string, unknown>,
+  options?: Parameters<typeof connectUpstream>[2],
+) {
+  const upstream = await connectUpstream({ command: node, args }, undefined, options);
   onCleanup(() => upstream.close());
   const config = parseFenceConfig({ name, ledger: './unused.db', timeoutMs: 400, tools });
   return () => fenceOver(config, upstream);
@@ -102,6 +107,24 @@ describe('what the upstream asks its client, through the fence', () => {
     expect(text(refused)).toMatch(/elicitation\/create: the host behind the retrysafe fence did not declare it/);
     expect(Date.now() - started).toBeLessThan(3000);
   });
+
+  it('a host that never answers is given up on after hostAnswerMs: the upstream gets an error, the call its answer', async () => {
+    // server-everything waits 10 minutes for an elicitation's answer: the host's goodwill must not be the only bound
+    const fenced = { 'trigger-sampling-request': { kind: 'create', intent: ['prompt', 'maxTokens'] } };
+    const fence = await fenceOf([everythingServer, 'stdio'], 'everything', fenced, { hostAnswerMs: 300 });
+    const silent = {
+      capabilities: { elicitation: { form: {} } },
+      answer: (client: Client) => {
+        client.setRequestHandler(ElicitRequestSchema, () => new Promise<never>(() => {}));
+      },
+    };
+    const client = await clientOf(fence(), 'silent host', silent);
+    const answer = await client.callTool({ name: 'trigger-elicitation-request', arguments: {} }, undefined, {
+      timeout: 600_000,
+    });
+    expect(answer.isError).toBe(true);
+    expect(text(answer as Answer)).toMatch(/timed out/i);
+  }, 8000);
 
   it.each([
     ['in process', (fence: () => Server, f: HostFeatures) => clientOf(fence(), 'host', f)],

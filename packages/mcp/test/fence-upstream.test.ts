@@ -14,6 +14,7 @@ import {
 import { openLedger } from '@retrysafe/config';
 import { TERMINAL_STATES } from '@retrysafe/contract/ledger';
 import { describe, expect, it } from 'vitest';
+import { connectUpstream } from '../src/fence/upstream.js';
 import {
   type Answer,
   bin,
@@ -92,6 +93,27 @@ describe('a dead stdio upstream', () => {
     ).rejects.toMatchObject({ code: -32603, message: expect.stringMatching(/nothing was sent/) });
     expect(await handoffs(client)).toEqual([]);
   });
+});
+
+describe('a stdio upstream that dies each time it starts', () => {
+  it('is restarted a bounded number of times, not for ever; the next call tries again', async () => {
+    const starts = join(tempDir('retrysafe-crashloop-'), 'starts');
+    const upstream = await connectUpstream({ command: process.execPath, args: [ordersServer, '--crash-loop', starts] });
+    const count = () => (existsSync(starts) ? readFileSync(starts, 'utf8').split('\n').length - 1 : 0);
+    try {
+      let seen = -1;
+      while (seen !== count()) {
+        seen = count();
+        await new Promise((r) => setTimeout(r, 1000));
+      }
+      // the first start, then five restarts (each of at most five tries)
+      expect(seen).toBeLessThanOrEqual(1 + 5 * 5);
+      await upstream.ready().catch(() => undefined);
+      expect(count()).toBeGreaterThan(seen);
+    } finally {
+      await upstream.close();
+    }
+  }, 15_000);
 });
 
 describe('the host closes stdin while a fenced call runs (MCP stdio shutdown)', () => {

@@ -27,6 +27,8 @@ function stopperFor(cfg: CrashWorkerConfig): StopIf {
     if (cfg.mode !== 'run' || job?.point !== point) return;
     // Keeps the event loop alive while the job is stopped: an idle process would exit 0 before the kill lands.
     setInterval(() => {}, 1 << 30);
+    // A parent that is gone (its test timed out, it crashed) sends no kill: the job must not stay parked for ever.
+    process.once('disconnect', () => process.exit(1));
     await send({ type: 'at', index: job.index, point });
     await new Promise<never>(() => {});
   };

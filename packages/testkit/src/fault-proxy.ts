@@ -298,9 +298,15 @@ export async function startFaultProxy(options: FaultProxyOptions) {
     },
     /** A label recorded on requests arriving from now on (the drill attributes requests to adapter calls with it). */
     label: undefined as string | undefined,
-    /** Resolves once `count` requests have arrived (and been recorded). */
-    async waitForRequests(count: number): Promise<void> {
-      while (requests.length < count) await once(arrivals, 'request');
+    /** Resolves once `count` requests have arrived (and been recorded); rejects if they have not within `timeoutMs`. */
+    async waitForRequests(count: number, timeoutMs = 10_000): Promise<void> {
+      const signal = AbortSignal.timeout(timeoutMs);
+      try {
+        while (requests.length < count) await once(arrivals, 'request', { signal });
+      } catch (e) {
+        if (!signal.aborted) throw e;
+        throw new Error(`fault proxy: ${requests.length} of ${count} requests within ${timeoutMs} ms`);
+      }
     },
     /** Lets the provider apply every request a `late-commit` still holds (before counting records). */
     flushLate: () => late.applyDue(true),

@@ -1,5 +1,7 @@
 // Crash drill: 200 seeded runs, each a real child process SIGKILLed at a named point, recovered by a
 // fresh process; the sandbox (over loopback HTTP, in this process) counts records per key.
+import { fork } from 'node:child_process';
+import { once } from 'node:events';
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -123,6 +125,28 @@ describe('crash drill', () => {
       await expect(runCrashDrill(options(1, 1, { batchSize })), String(batchSize)).rejects.toThrow(
         /batchSize must be a positive integer/,
       );
+  });
+});
+
+describe('crash drill: a worker whose parent is gone', () => {
+  it('a job stopped at its point exits once its channel to the parent closes, instead of waiting for ever for the kill', {
+    timeout: 10_000,
+  }, async () => {
+    const job = { index: 0, point: 'after-claim', params: { ref: 'orphan' }, businessOperationId: 'crash-orphan-0' };
+    const base = { adapterModule, adapterOptions: { behaviour: replaying }, operation: 'records.create' };
+    const config = { ...base, baseUrl: 'http://127.0.0.1:9', leaseMs: 5000, timeoutMs: 1000, mode: 'run', jobs: [job] };
+    const worker = fileURLToPath(new URL('../dist/crash-worker.js', import.meta.url));
+    const ledgerPath = join(tempDir('crash-orphan-'), 'ledger.db');
+    const env = { ...process.env, RETRYSAFE_CRASH_WORKER: JSON.stringify({ ...config, ledgerPath }) };
+    const child = fork(worker, [], { env, stdio: ['ignore', 'ignore', 'inherit', 'ipc'], serialization: 'json' });
+    try {
+      const exited = once(child, 'exit');
+      expect((await once(child, 'message'))[0]).toMatchObject({ type: 'at', point: 'after-claim' });
+      child.disconnect();
+      await exited;
+    } finally {
+      child.kill('SIGKILL');
+    }
   });
 });
 

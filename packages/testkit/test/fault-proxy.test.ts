@@ -293,6 +293,14 @@ describe('fault proxy', () => {
     expect(up.committed).toHaveLength(8);
   });
 
+  it('waitForRequests resolves once they arrived, and rejects after timeoutMs when they never come', async () => {
+    proxy = await startFaultProxy({ target: up.url });
+    const arrived = proxy.waitForRequests(1);
+    await send(proxy.url, 'POST', '/a', '{}');
+    await arrived;
+    await expect(proxy.waitForRequests(2, 50)).rejects.toThrow(/1 of 2 requests within 50 ms/);
+  }, 3000);
+
   it('labels requests with the label set when they arrived', async () => {
     proxy = await startFaultProxy({ target: up.url });
     proxy.label = 'execute#1';

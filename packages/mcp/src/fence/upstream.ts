@@ -120,8 +120,7 @@ function refusal(method: string, params: Request['params'], candidates: Readonly
   return undefined;
 }
 
-/** The upstream bounds its own request (and cancels it, aborting `signal`): a person answering an elicitation may
- * take long. Node's longest timer. */
+/** The SDK's timeout of a request upstream, which `pausableTimeout` bounds instead. Node's longest timer. */
 const NO_TIMEOUT = 2 ** 31 - 1;
 
 /** A request's timeout (the SDK's, else its default), which stops while the host is asked something for the request
@@ -166,8 +165,16 @@ function pausableTimeout(opts: RequestOptions = {}) {
   };
 }
 
+/** How long the host may take to answer what the upstream asks (a person, a model) before the upstream is answered a
+ * timeout error: an upstream that waits for ever must not hold a call, and its claim, for ever. */
+const HOST_ANSWER_MS = 600_000;
+
 // A dead stdio upstream is restarted (bounded, with backoff); a call that cannot be sent fails UpstreamUnavailableError.
-export async function connectUpstream(target: UpstreamTarget, name = 'retrysafe-fence') {
+export async function connectUpstream(
+  target: UpstreamTarget,
+  name = 'retrysafe-fence',
+  { hostAnswerMs = HOST_ANSWER_MS } = {},
+) {
   const listeners = new Set<(n: Notification) => void>();
   let client: Client | undefined;
   let tools: Tool[] = [];
@@ -175,13 +182,16 @@ export async function connectUpstream(target: UpstreamTarget, name = 'retrysafe-
   let instructions: string | undefined;
   let closing = false;
   let starting: Promise<void> | undefined;
+  /** Deaths since the upstream last answered a request: one that dies each time it starts is not restarted for ever. */
+  let deaths = 0;
   const hosts = new Set<Host>();
   /** Each request upstream in flight for a host call (oldest first), with its timeout. */
   const busy: { readonly call: HostCall; readonly timeout: ReturnType<typeof pausableTimeout> }[] = [];
 
   /** A request of the upstream, sent to the one host it can be for: the host of the calls in flight, else the one
    * connected. With none, or several (`--http` hosts, each a session), or one that did not declare what is
-   * asked, it is refused, never left waiting; so is a request the fence does not know a host can answer. */
+   * asked, it is refused, never left waiting; so is a request the fence does not know a host can answer, and one the
+   * host has not answered within `hostAnswerMs` (the SDK cancels it with the host and answers a timeout error). */
   const toHost = async ({ method, params }: Request, { signal }: { signal: AbortSignal }): Promise<Result> => {
     const candidates = new Set(busy.length ? busy.map((b) => b.call.host) : hosts);
     const [host] = candidates;
@@ -190,7 +200,7 @@ export async function connectUpstream(target: UpstreamTarget, name = 'retrysafe-
     const waiting = [...busy];
     for (const b of waiting) b.timeout.hold();
     try {
-      return await (busy.at(-1)?.call ?? host).ask({ method, params }, { signal, timeout: NO_TIMEOUT });
+      return await (busy.at(-1)?.call ?? host).ask({ method, params }, { signal, timeout: hostAnswerMs });
     } finally {
       for (const b of waiting) b.timeout.release();
     }
@@ -216,7 +226,9 @@ export async function connectUpstream(target: UpstreamTarget, name = 'retrysafe-
     c.onclose = () => {
       if (client !== c || closing) return;
       client = undefined;
-      void ready().catch(() => undefined); // restart now, so notifications flow again before the next call
+      // Restarted now, so notifications flow again before the next call; after RESTART.tries deaths in a row, only
+      // by the next call.
+      if (++deaths <= RESTART.tries) void ready().catch(() => undefined);
     };
     await c.connect(transport);
     // A start that fails after connecting closes what it started (a stdio upstream is its child process).
@@ -260,7 +272,9 @@ export async function connectUpstream(target: UpstreamTarget, name = 'retrysafe-
     const entry = call && { call, timeout };
     if (entry) busy.push(entry);
     try {
-      return (await c.request(req, schema, timeout.options)) as Record<string, unknown>;
+      const answer = (await c.request(req, schema, timeout.options)) as Record<string, unknown>;
+      deaths = 0;
+      return answer;
     } catch (e) {
       // HTTP 404 to a request of a session is the spec's answer once the server ended that session (it restarted):
       // the request was not processed. The next call starts a new session.
