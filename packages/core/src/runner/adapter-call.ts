@@ -1,5 +1,11 @@
 /** The adapter during a run: one provider call or one lookup, its answer checked and classified. Never a throw from the adapter. */
-import { type AttemptId, type ExecuteContext, type LookupResult, type Outcome, outcomeProblem } from '@retrysafe/contract';
+import {
+  type AttemptId,
+  type ExecuteContext,
+  type LookupResult,
+  type Outcome,
+  outcomeProblem,
+} from '@retrysafe/contract';
 import { resendSafety } from '@retrysafe/contract/rules';
 import { type Stop, stopText } from '../clock.js';
 import type { Operation } from '../intake/operation.js';
