@@ -66,6 +66,28 @@ describe('retrysafe ledger on a record it cannot read', () => {
     );
   });
 
+  it('ls and show with a record missing its fields and one in a state this version does not know: others listed, each named, no stack', async () => {
+    const db = join(tempDir('unreadable-fields'), 'retrysafe.db');
+    for (const id of ['kept-1', 'bare-2', 'newer-3']) await ledgerWithOneClaim(db, id);
+    const raw = openRawSqlite(db);
+    editStored(raw, 'bare-2', (l) => ({ ...l, record: '{"businessOperationId":"bare-2"}' }));
+    editStored(raw, 'newer-3', (l) => ({ ...l, record: l.record.replace('"state":"claimed"', '"state":"paused"') }));
+    raw.close();
+
+    const ls = await cli(['ledger', 'ls', '--db', db, '--json']);
+    expect(ls.code).toBe(1);
+    const out = JSON.parse(ls.stdout) as { operations: { businessOperationId: string }[]; unreadable: string[] };
+    expect(out.operations.map((r) => r.businessOperationId)).toEqual(['kept-1']);
+    expect(out.unreadable.sort()).toEqual(['bare-2', 'newer-3']);
+    expect(ls.stderr).not.toMatch(/RangeError|\n\s+at /);
+    for (const id of ['bare-2', 'newer-3']) {
+      const shown = await cli(['ledger', 'show', id, '--db', db]);
+      expect(shown.code).not.toBe(0);
+      expect(shown.stderr).toMatch(/stored record has no valid (provider|state)/);
+      expect(shown.stderr).not.toMatch(/RangeError|\n\s+at /);
+    }
+  });
+
   it('handoffs, resolve-all and export with one cut handed-off row: act on the others, warn by id, exit 1', async () => {
     const { db, ids } = await handedOff('unreadable-handoffs', 'h', ['cut', 'kept']);
     const [cut, kept] = ids as [string, string];

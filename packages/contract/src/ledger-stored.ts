@@ -2,6 +2,7 @@
 // the same LedgerError, and no ledger appends to text that is not a list.
 import { LedgerError } from './errors.js';
 import type { OperationRecord } from './ledger.js';
+import { STATES } from './ledger-states.js';
 import type { Receipt } from './receipt.js';
 
 /** What every ledger stores: SQLite's JSON functions refuse nesting deeper than 1000, and params sit inside the record. */
@@ -18,11 +19,30 @@ function parseStored(text: string, what: string, where: string): unknown {
   }
 }
 
-/** A stored record; any JSON but an object (`null` would read as "no such operation") is a LedgerError. */
+const TEXT_FIELDS = ['businessOperationId', 'provider', 'operation', 'intentFingerprint', 'paramsFingerprint'] as const;
+const NUMBER_FIELDS = ['fence', 'createdAt', 'updatedAt', 'attemptCount'] as const;
+
+/** The first field every reader relies on (listings print them, claims and recover() match by them) that `r` lacks. */
+function missingField(r: Record<string, unknown>): string | undefined {
+  return (
+    TEXT_FIELDS.find((f) => typeof r[f] !== 'string') ??
+    NUMBER_FIELDS.find((f) => !Number.isFinite(r[f])) ??
+    (STATES.includes(r.state as never) ? undefined : 'state')
+  );
+}
+
+/**
+ * A stored record; any JSON but an object (`null` would read as "no such operation") is a LedgerError, and so is one
+ * without a field every reader relies on or in a state this version does not know (written by hand, by a newer
+ * version, a partial restore): reported as unreadable, never acted on or rewritten. The value is not shown.
+ */
 export function parseStoredRecord(text: string, where: string): OperationRecord {
   const record = parseStored(text, 'a stored record', where);
   if (typeof record !== 'object' || record === null || Array.isArray(record))
     throw new LedgerError(`${where}: a stored record is ${text.slice(0, 20)}, not an operation record`);
+  const missing = missingField(record as Record<string, unknown>);
+  if (missing !== undefined)
+    throw new LedgerError(`${where}: a stored record has no valid ${missing} (written by hand or by a newer version?)`);
   return record as OperationRecord;
 }
 

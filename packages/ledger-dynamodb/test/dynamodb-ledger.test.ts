@@ -88,6 +88,29 @@ describe('the DynamoDB ledger', () => {
     await l.close();
   });
 
+  it('an item whose record parses but lacks a field or names a state this version does not know: the others served, it told by id, never rewritten', async () => {
+    const l = await ledgers(2);
+    const other = l.all[1]!; // another process: the first remembers what it wrote
+    const ids = [newId('readable'), newId('bare'), newId('newer')];
+    for (const id of ids) await l.first.claim(claimOf(id, { now: T0, leaseMs: 1000 }));
+    await editItem(l.table, ids[1]!, 'record', JSON.stringify({ businessOperationId: ids[1], state: 'claimed' }));
+    const newer = JSON.parse((await rawItem(l.table, ids[2]!))!.record!.S!) as object;
+    await editItem(l.table, ids[2]!, 'record', JSON.stringify({ ...newer, state: 'paused' }));
+    const told: string[] = [];
+    const onUnreadable = (id: string) => told.push(id);
+    const got = (rs: { businessOperationId: string }[]) => rs.map((r) => r.businessOperationId);
+    expect(got(await l.first.list({ onUnreadable }))).toEqual([ids[0]]);
+    expect(got(await l.first.recoverCandidates(T0 + 5000, undefined, onUnreadable))).toEqual([ids[0]]);
+    expect(told.sort()).toEqual([ids[1], ids[1], ids[2], ids[2]].sort());
+    for (const id of [ids[1]!, ids[2]!]) {
+      const before = await rawItem(l.table, id);
+      await expect(other.get(id)).rejects.toThrow(/a stored record has no valid (provider|state)/);
+      await expect(other.claim(claimOf(id, { now: T0 + 5000 }))).rejects.toMatchObject({ code: 'RETRYSAFE_LEDGER' });
+      expect(await rawItem(l.table, id)).toEqual(before);
+    }
+    await l.close();
+  });
+
   it('receipts stored as JSON that is not an array are a LedgerError for reads and appends, and no append is written onto them', async () => {
     const l = await ledgers(2);
     const [a, b] = l.all as [typeof l.first, typeof l.first];
