@@ -111,6 +111,31 @@ describe('the DynamoDB ledger', () => {
     await l.close();
   });
 
+  it('prune keeps and tells an item whose record (or, exporting, receipts) cannot be read; the others are pruned', async () => {
+    const l = await ledgers(1);
+    const ids = [newId('old'), newId('cut-record'), newId('cut-receipts'), newId('open-cut')];
+    for (const id of ids) {
+      const c = await l.first.claim(claimOf(id, { now: T0, dispatch: true }));
+      if (c.kind === 'claimed' && id !== ids[3]) await l.first.setState(c.record, { state: 'succeeded', now: T0 + 1 });
+    }
+    await editItem(l.table, ids[1]!, 'record', '{"businessOperationId":');
+    await editItem(l.table, ids[2]!, 'receipts', '[{"seq":');
+    await editItem(l.table, ids[3]!, 'record', '{"businessOperationId":');
+    await expect(l.first.prune!({ before: T0 + 100 })).rejects.toThrow(LedgerError);
+    const told: string[] = [];
+    const exported: string[] = [];
+    const report = await l.first.prune!({
+      before: T0 + 100,
+      onPrune: (r) => void exported.push(r.businessOperationId),
+      onUnreadable: (id) => told.push(id),
+    });
+    expect(report).toMatchObject({ pruned: 1 });
+    expect(exported).toEqual([ids[0]]);
+    expect(told.sort()).toEqual([ids[1], ids[2], ids[3]].sort());
+    for (const id of ids.slice(1)) expect(await rawItem(l.table, id!)).toBeDefined();
+    await l.close();
+  });
+
   it('receipts stored as JSON that is not an array are a LedgerError for reads and appends, and no append is written onto them', async () => {
     const l = await ledgers(2);
     const [a, b] = l.all as [typeof l.first, typeof l.first];

@@ -173,6 +173,27 @@ describe('migrations', () => {
     });
   });
 
+  it('an exporting prune keeps and tells a row whose receipts text is cut; the others are exported and pruned', async () => {
+    await withSchemaPool('cutreceipts', 2, async (pool, s) => {
+      await migrate(pool, s);
+      const t = `"${s}".retrysafe_operations`;
+      await pool.query(`INSERT INTO ${t} (business_operation_id, provider, operation, intent_fingerprint, params_fingerprint, params, state, fence, created_at, updated_at, receipts)
+        VALUES ('done', 'p', 'o', 'i', 'f', '{}', 'succeeded', 1, 1, 1, '[]'), ('cut', 'p', 'o', 'i', 'f', '{}', 'succeeded', 1, 1, 1, '[{"seq":')`);
+      const l = createPostgresLedger({ pool, schema: s, migrate: false });
+      const exported: string[] = [];
+      const onPrune = (r: { businessOperationId: string }) => void exported.push(r.businessOperationId);
+      await expect(l.prune!({ before: 10, onPrune })).rejects.toThrow(/cut or corrupt/);
+      const told: string[] = [];
+      const report = await l.prune!({ before: 10, onPrune, onUnreadable: (id) => told.push(id) });
+      expect(report).toMatchObject({ pruned: 1 });
+      expect(exported.at(-1)).toBe('done');
+      expect(told).toEqual(['cut']);
+      expect((await pool.query(`SELECT business_operation_id FROM ${t}`)).rows).toEqual([
+        { business_operation_id: 'cut' },
+      ]);
+    });
+  });
+
   it('refuses a schema written by a newer package version', async () => {
     await withSchemaPool('newer', 2, async (pool, s) => {
       await migrate(pool, s);

@@ -8,7 +8,7 @@ import { asBusinessOperationId, type LedgerError, RetrysafeError } from '@retrys
 import { createRunner } from '@retrysafe/core';
 import { afterEach, describe, expect, it } from 'vitest';
 import { createSqliteLedger } from '../src/index.js';
-import { claimInput } from './helpers.js';
+import { claimInput, receiptOf } from './helpers.js';
 
 const dirs: string[] = [];
 afterEach(() => {
@@ -89,4 +89,46 @@ describe('a row whose stored record parses but is not a record this version can 
         await ledger.close();
       }
     });
+});
+
+describe('prune past a row it cannot read', () => {
+  it('prunes the others, tells the id of a closed row whose record or receipts are cut and keeps it; without a callback it rejects', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'rs-unreadable-'));
+    dirs.push(dir);
+    const path = join(dir, 'ledger.db');
+    const ledger = createSqliteLedger({ path });
+    const ids = ['good-1', 'cut-2', 'cut-3', 'good-4'];
+    for (const id of ids) {
+      const c = await ledger.claim(claimInput(id));
+      if (c.kind === 'claimed')
+        await ledger.setState(c.record, { state: 'succeeded', now: 2_000, receipt: receiptOf(id, 1) });
+    }
+    const raw = new DatabaseSync(path);
+    raw.prepare("UPDATE retrysafe_operations SET record = substr(record, 1, 30) WHERE id = 'cut-2'").run();
+    raw.prepare("UPDATE retrysafe_operations SET receipts = substr(receipts, 1, 30) WHERE id = 'cut-3'").run();
+    raw.close();
+    try {
+      await expect(ledger.prune!({ before: 5_000 })).rejects.toThrow(/cut or corrupt/);
+      const told: string[] = [];
+      const exported: string[] = [];
+      const report = await ledger.prune!({
+        before: 5_000,
+        onPrune: (r) => void exported.push(r.businessOperationId),
+        onUnreadable: (id) => told.push(id),
+      });
+      expect(report).toMatchObject({ pruned: 2 });
+      expect(exported).toEqual(['good-1', 'good-4']);
+      expect(told).toEqual(['cut-2', 'cut-3']);
+      const left = new DatabaseSync(path);
+      expect(
+        left
+          .prepare('SELECT id FROM retrysafe_operations ORDER BY id')
+          .all()
+          .map((r) => r.id),
+      ).toEqual(['cut-2', 'cut-3']);
+      left.close();
+    } finally {
+      await ledger.close();
+    }
+  });
 });
