@@ -94,7 +94,7 @@ describe('retrysafe ledger on a record it cannot read', () => {
     const raw = openRawSqlite(db);
     editStored(raw, cut, (l) => ({ ...l, record: l.record.slice(0, 25) }));
     raw.close();
-    const warned = new RegExp(`warning: operation ${cut.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')} cannot be read`);
+    const warned = warnedOf(cut);
 
     const h = await cli(['ledger', 'handoffs', '--db', db, '--json']);
     expect(h.code).toBe(1);
@@ -116,6 +116,32 @@ describe('retrysafe ledger on a record it cannot read', () => {
     const after = createSqliteLedger({ path: db });
     expect((await after.get(kept as never))?.state).toBe('abandoned');
     await after.close();
+  });
+
+  it('receipts whose stored JSON is cut: verify --all, handoffs and export name that operation and serve the others', async () => {
+    const { db, ids } = await handedOff('unreadable-receipts-cut', 'c', ['cut', 'kept']);
+    const [cut, kept] = ids as [string, string];
+    const raw = openRawSqlite(db);
+    raw.prepare('UPDATE retrysafe_operations SET receipts = substr(receipts, 1, 30) WHERE id = ?').run(cut);
+    raw.close();
+
+    const verify = await cli(['ledger', 'verify', '--all', '--db', db, '--json']);
+    expect(verify.code).toBe(1);
+    const rows = (JSON.parse(verify.stdout) as { operations: { businessOperationId: string; ok: boolean }[] })
+      .operations;
+    expect(Object.fromEntries(rows.map((r) => [r.businessOperationId, r.ok]))).toEqual({ [cut]: false, [kept]: true });
+    const h = await cli(['ledger', 'handoffs', '--db', db, '--json']);
+    expect(h.code).toBe(1);
+    const listed = JSON.parse(h.stdout) as { businessOperationId: string; chainBroken?: string }[];
+    expect(Object.fromEntries(listed.map((r) => [r.businessOperationId, r.chainBroken !== undefined]))).toEqual({
+      [cut]: true,
+      [kept]: false,
+    });
+    const e = await cli(['ledger', 'export', '--db', db]);
+    expect(e.code).toBe(1);
+    expect(e.stderr).toMatch(warnedOf(cut));
+    expect(e.stdout).toContain(kept);
+    expect(e.stdout).not.toContain(cut);
   });
 
   it('a stored receipt that is not an object (null, a number) is a break of its operation: verify --all, handoffs and show name it and go on', async () => {
@@ -153,6 +179,10 @@ describe('retrysafe ledger on a record it cannot read', () => {
     expect(shown.stderr).not.toMatch(/TypeError|\n\s+at /);
   });
 });
+
+/** The CLI's warning line naming operation `id`. */
+const warnedOf = (id: string) =>
+  new RegExp(`warning: operation ${id.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')} cannot be read`);
 
 /** A SQLite ledger holding one handed-off operation (a rejected call) per name, closed; their ids in order. */
 async function handedOff(dir: string, prefix: string, names: string[]) {
