@@ -144,6 +144,21 @@ describe('retrysafe ledger on a record it cannot read', () => {
     expect(e.stdout).not.toContain(cut);
   });
 
+  it('a hand-off packet without its lists: handoffs and resolve-all name it and act on the others', async () => {
+    const { db, ids } = await handedOff('unreadable-packet', 'p', ['bare', 'kept']);
+    const [bare, kept] = ids as [string, string];
+    const raw = openRawSqlite(db);
+    editStored(raw, bare, (l) => ({ ...l, record: JSON.stringify({ ...JSON.parse(l.record), handoff: {} }) }));
+    raw.close();
+    const h = await cli(['ledger', 'handoffs', '--db', db, '--json']);
+    expect(h.code).toBe(1);
+    expect(JSON.parse(h.stdout)).toMatchObject({ operations: [{ businessOperationId: kept }], unreadable: [bare] });
+    const all = await cli(['ledger', 'resolve-all', '--abandon', '--dry-run', '--db', db, '--json']);
+    expect(all.code).toBe(1);
+    expect(all.stderr).toMatch(warnedOf(bare));
+    expect(JSON.parse(all.stdout)).toMatchObject({ matched: 1, unreadable: [bare], ok: false });
+  });
+
   it('a stored receipt that is not an object (null, a number) is a break of its operation: verify --all, handoffs and show name it and go on', async () => {
     const { db, ids } = await handedOff('unreadable-receipt', 'r', ['null', 'number', 'intact']);
     const raw = openRawSqlite(db);

@@ -22,13 +22,28 @@ function parseStored(text: string, what: string, where: string): unknown {
 const TEXT_FIELDS = ['businessOperationId', 'provider', 'operation', 'intentFingerprint', 'paramsFingerprint'] as const;
 const NUMBER_FIELDS = ['fence', 'createdAt', 'updatedAt', 'attemptCount'] as const;
 
+/** Whether `h` is no packet, or one with the lists its readers walk (a hand-off list, resolve-all, an agent's tool). */
+const isPacket = (h: unknown) => {
+  const p = h as { attempts?: unknown; safeNextActions?: unknown } | null | undefined;
+  return p == null || (typeof p === 'object' && Array.isArray(p.attempts) && Array.isArray(p.safeNextActions));
+};
+
 /** The first field every reader relies on (listings print them, claims and recover() match by them) that `r` lacks. */
 function missingField(r: Record<string, unknown>): string | undefined {
   return (
     TEXT_FIELDS.find((f) => typeof r[f] !== 'string') ??
     NUMBER_FIELDS.find((f) => !Number.isFinite(r[f])) ??
-    (STATES.includes(r.state as never) ? undefined : 'state')
+    (STATES.includes(r.state as never) ? undefined : 'state') ??
+    (isPacket(r.handoff) ? undefined : 'handoff')
   );
+}
+
+/** `record` as read from a row, or a LedgerError naming the field it lacks (never its value): see parseStoredRecord. */
+export function checkStoredRecord(record: Record<string, unknown>, where: string): OperationRecord {
+  const missing = missingField(record);
+  if (missing !== undefined)
+    throw new LedgerError(`${where}: a stored record has no valid ${missing} (written by hand or by a newer version?)`);
+  return record as unknown as OperationRecord;
 }
 
 /**
@@ -40,10 +55,7 @@ export function parseStoredRecord(text: string, where: string): OperationRecord 
   const record = parseStored(text, 'a stored record', where);
   if (typeof record !== 'object' || record === null || Array.isArray(record))
     throw new LedgerError(`${where}: a stored record is ${text.slice(0, 20)}, not an operation record`);
-  const missing = missingField(record as Record<string, unknown>);
-  if (missing !== undefined)
-    throw new LedgerError(`${where}: a stored record has no valid ${missing} (written by hand or by a newer version?)`);
-  return record as OperationRecord;
+  return checkStoredRecord(record as Record<string, unknown>, where);
 }
 
 const EMPTY_ARRAY = /^\[\s*\]$/;

@@ -169,6 +169,7 @@ describe('parseStoredRecord, parseStoredReceipts, appendStoredReceipt', () => {
       ['fence', { fence: '1' }],
       ['createdAt', { createdAt: null }],
       ['state', { state: 'paused-by-a-newer-version' }],
+      ['handoff', { handoff: { reason: 'rejected' } }],
     ];
     for (const [field, edit] of edits) {
       const text = JSON.stringify({ ...stored, ...edit });

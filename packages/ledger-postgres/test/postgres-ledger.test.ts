@@ -173,6 +173,21 @@ describe('migrations', () => {
     });
   });
 
+  it('a hand-off packet a statement wrote without its lists is unreadable: listed around and told by id', async () => {
+    await withSchemaPool('barepacket', 2, async (pool, s) => {
+      await migrate(pool, s);
+      const t = `"${s}".retrysafe_operations`;
+      await pool.query(`INSERT INTO ${t} (business_operation_id, provider, operation, intent_fingerprint, params_fingerprint, params, state, fence, created_at, updated_at, handoff)
+        VALUES ('kept', 'p', 'o', 'i', 'f', '{}', 'handed-off', 1, 1, 1, '{"attempts":[],"safeNextActions":[]}'), ('bare', 'p', 'o', 'i', 'f', '{}', 'handed-off', 1, 1, 1, '{}')`);
+      const l = createPostgresLedger({ pool, schema: s, migrate: false });
+      const told: string[] = [];
+      const listed = await l.list({ states: ['handed-off'], onUnreadable: (id) => told.push(id) });
+      expect(listed.map((r) => r.businessOperationId)).toEqual(['kept']);
+      expect(told).toEqual(['bare']);
+      await expect(l.get('bare' as never)).rejects.toThrow(/no valid handoff/);
+    });
+  });
+
   it('an exporting prune keeps and tells a row whose receipts text is cut; the others are exported and pruned', async () => {
     await withSchemaPool('cutreceipts', 2, async (pool, s) => {
       await migrate(pool, s);
