@@ -121,3 +121,27 @@ export function readEach<Row, T>(
   }
   return out;
 }
+
+/**
+ * Up to `limit` readable rows of a listing cut at `limit` (`fetch(n)`: its first n rows in order, every row when n is
+ * undefined). An unreadable row takes no place: the fetch is widened by each one, so one left at the head of the order
+ * (never updated again) cannot hide the rows behind it on every call. Each is told once, as by readEach.
+ */
+export async function readLimited<Row, T>(
+  fetch: (n: number | undefined) => Promise<readonly Row[]>,
+  limit: number | undefined,
+  idOf: (row: Row) => string,
+  read: (row: Row) => T,
+  onUnreadable: OnUnreadable | undefined,
+): Promise<T[]> {
+  const told = new Map<string, LedgerError>();
+  const tell = onUnreadable && ((id: string, error: LedgerError) => void told.set(id, error));
+  for (let n = limit; ; n = limit! + told.size) {
+    const rows = await fetch(n);
+    const out = readEach(rows, idOf, read, tell);
+    if (n === undefined || out.length >= limit! || rows.length < n) {
+      for (const [id, error] of told) onUnreadable!(id, error);
+      return out.slice(0, limit);
+    }
+  }
+}

@@ -20,6 +20,7 @@ import {
   dispatchedTransition,
   handOffTransition,
   readEach,
+  readLimited,
   renewTransition,
   resolveTransition,
   setStateTransition,
@@ -127,8 +128,9 @@ export function createPostgresLedger(options: PostgresLedgerOptions): PostgresLe
     },
     async recoverCandidates(now, limit, onUnreadable) {
       checkRecoverCandidates(now, limit, onUnreadable);
-      const { rows } = await db.query<OperationRow>('recoverCandidates', st.recover, [now, limit ?? null, dbClock]);
-      return readEach(rows, idOfRow, toRecord, onUnreadable);
+      const page = async (n: number | undefined) =>
+        (await db.query<OperationRow>('recoverCandidates', st.recover, [now, n ?? null, dbClock])).rows;
+      return readLimited(page, limit, idOfRow, toRecord, onUnreadable);
     },
     prune: (opts) => prune(c, opts),
     close: db.close,

@@ -185,6 +185,11 @@ describe('migrations', () => {
       expect(listed.map((r) => r.businessOperationId)).toEqual(['kept']);
       expect(told).toEqual(['bare']);
       await expect(l.get('bare' as never)).rejects.toThrow(/no valid handoff/);
+      // Open and first in the order, it takes no place of a recovery's limit.
+      await pool.query(
+        `UPDATE ${t} SET state = 'claimed', updated_at = CASE business_operation_id WHEN 'bare' THEN 0 ELSE 5 END`,
+      );
+      expect((await l.recoverCandidates(10, 1, () => undefined)).map((r) => r.businessOperationId)).toEqual(['kept']);
     });
   });
 

@@ -13,6 +13,7 @@ import {
   fencedMethods,
   type OnUnreadable,
   readEach,
+  readLimited,
   resolveTransition,
 } from '@retrysafe/contract/ledger';
 import { createRows, type Rows, type StoredText, toReceipts, toRecord } from './rows.js';
@@ -153,7 +154,15 @@ export function createSqliteLedger(options: SqliteLedgerOptions): Ledger {
       }),
     async recoverCandidates(now, limit, onUnreadable) {
       checkRecoverCandidates(now, limit, onUnreadable);
-      return read(c, 'recoverCandidates', () => records(RECOVER_SQL, [now, limit ?? -1], onUnreadable));
+      const page = (n: number | undefined) =>
+        read(c, 'recoverCandidates', () => rows.prepared(RECOVER_SQL).all(now, n ?? -1) as unknown as StoredRow[]);
+      return readLimited(
+        page,
+        limit,
+        (row) => row.id,
+        (row) => toRecord(row.record, o.path),
+        onUnreadable,
+      );
     },
     prune: (options) => prune(c, rows, options),
     async close() {

@@ -50,6 +50,24 @@ describe('a row whose stored record does not parse', () => {
   });
 });
 
+describe('recoverCandidates with a limit', () => {
+  it('an unreadable row at the head of the order (never updated again) takes no place: the limit is of readable ones', async () => {
+    const { ledger } = await withCutRow('record = substr(record, 1, 30), updated_at = 0');
+    try {
+      const told: string[] = [];
+      const onUnreadable = (id: string) => told.push(id);
+      expect(await ledger.recoverCandidates(20_000, 1, onUnreadable)).toHaveLength(1);
+      expect(await ledger.recoverCandidates(20_000, 2, onUnreadable)).toHaveLength(2);
+      expect(told).toEqual(['cut-2', 'cut-2']);
+      await expect(ledger.recoverCandidates(20_000, 1)).rejects.toThrow(/cut or corrupt/);
+      const reports = await createRunner({ ledger }).recover({ adapters: [], limit: 1 });
+      expect(reports.map((r) => r.action)).toEqual(['failed', 'skipped-no-adapter']);
+    } finally {
+      await ledger.close();
+    }
+  });
+});
+
 describe('a row whose stored record parses but is not a record this version can read', () => {
   // Written by hand, by a newer version, a partial restore: no field a reader relies on, or a state it does not know.
   const edits = {
