@@ -174,12 +174,8 @@ describe('migrations', () => {
   });
 
   it('a hand-off packet a statement wrote without its lists is unreadable: listed around and told by id', async () => {
-    await withSchemaPool('barepacket', 2, async (pool, s) => {
-      await migrate(pool, s);
-      const t = `"${s}".retrysafe_operations`;
-      await pool.query(`INSERT INTO ${t} (business_operation_id, provider, operation, intent_fingerprint, params_fingerprint, params, state, fence, created_at, updated_at, handoff)
-        VALUES ('kept', 'p', 'o', 'i', 'f', '{}', 'handed-off', 1, 1, 1, '{"attempts":[],"safeNextActions":[]}'), ('bare', 'p', 'o', 'i', 'f', '{}', 'handed-off', 1, 1, 1, '{}')`);
-      const l = createPostgresLedger({ pool, schema: s, migrate: false });
+    const packets = { kept: '{"attempts":[],"safeNextActions":[]}', bare: '{}' };
+    await withRawRows('barepacket', 'handed-off', 'handoff', packets, async (l, pool, t) => {
       const told: string[] = [];
       const listed = await l.list({ states: ['handed-off'], onUnreadable: (id) => told.push(id) });
       expect(listed.map((r) => r.businessOperationId)).toEqual(['kept']);
@@ -194,12 +190,7 @@ describe('migrations', () => {
   });
 
   it('an exporting prune keeps and tells a row whose receipts text is cut; the others are exported and pruned', async () => {
-    await withSchemaPool('cutreceipts', 2, async (pool, s) => {
-      await migrate(pool, s);
-      const t = `"${s}".retrysafe_operations`;
-      await pool.query(`INSERT INTO ${t} (business_operation_id, provider, operation, intent_fingerprint, params_fingerprint, params, state, fence, created_at, updated_at, receipts)
-        VALUES ('done', 'p', 'o', 'i', 'f', '{}', 'succeeded', 1, 1, 1, '[]'), ('cut', 'p', 'o', 'i', 'f', '{}', 'succeeded', 1, 1, 1, '[{"seq":')`);
-      const l = createPostgresLedger({ pool, schema: s, migrate: false });
+    await withRawRows('cutreceipts', 'succeeded', 'receipts', { done: '[]', cut: '[{"seq":' }, async (l, pool, t) => {
       const exported: string[] = [];
       const onPrune = (r: { businessOperationId: string }) => void exported.push(r.businessOperationId);
       await expect(l.prune!({ before: 10, onPrune })).rejects.toThrow(/cut or corrupt/);
@@ -904,3 +895,25 @@ describe('connection loss fails closed', () => {
     await expect(l.get('x' as BusinessOperationId)).rejects.toThrow(/closed/);
   });
 });
+
+/** A fresh schema holding a row of `state` per entry of `rows`, written by a statement with its `column` set to the
+ * entry's text (as someone outside retrysafe would), and a ledger on it. */
+async function withRawRows(
+  name: string,
+  state: string,
+  column: string,
+  rows: Record<string, string>,
+  body: (l: PostgresLedger, pool: pg.Pool, table: string) => Promise<void>,
+) {
+  await withSchemaPool(name, 2, async (pool, s) => {
+    await migrate(pool, s);
+    const t = `"${s}".retrysafe_operations`;
+    for (const [id, text] of Object.entries(rows))
+      await pool.query(
+        `INSERT INTO ${t} (business_operation_id, provider, operation, intent_fingerprint, params_fingerprint, params, state, fence, created_at, updated_at, ${column})
+          VALUES ($1, 'p', 'o', 'i', 'f', '{}', $2, 1, 1, 1, $3)`,
+        [id, state, text],
+      );
+    await body(createPostgresLedger({ pool, schema: s, migrate: false }), pool, t);
+  });
+}
