@@ -7,7 +7,8 @@ import { sealReceipt } from '@retrysafe/core/internal';
 import { createSqliteLedger } from '@retrysafe/ledger-sqlite';
 import { claimOf, packetOf } from '@retrysafe/testkit/ledger';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { cli, tempDir } from './helpers.js';
+import { editStored } from '../../ledger-sqlite/test/sqlite-tamper.js';
+import { cli, openRawSqlite, tempDir } from './helpers.js';
 
 const dir = tempDir('ledger-prune');
 const db = join(dir, 'retrysafe.db');
@@ -226,6 +227,23 @@ describe('retrysafe ledger prune', () => {
     expect(JSON.parse(dry.stdout)).toMatchObject({ pruned: 1, byState: { succeeded: 1 }, dryRun: true });
     expect(await ids()).toEqual(['old-done', 'old-handed', 'old-open', 'recent-done']);
     expect((await cli(['ledger', 'prune', '--older-than', '30d', '--state', 'handed-off', '--db', db])).code).toBe(2);
+  });
+
+  it('a closed row it cannot read is kept and named (exit 1); the others are still pruned', async () => {
+    const copy = join(tempDir('ledger-prune-cut'), 'retrysafe.db');
+    cpSync(db, copy);
+    const raw = openRawSqlite(copy);
+    editStored(raw, 'recent-done', (l) => ({ ...l, record: l.record.slice(0, 25) }));
+    raw.close();
+    const r = await cli(['ledger', 'prune', '--older-than', '1h', '--force', '--db', copy, '--json']);
+    expect(r.code, r.stderr).toBe(1);
+    expect(r.stderr).toMatch(/warning: operation recent-done cannot be read/);
+    expect(JSON.parse(r.stdout)).toMatchObject({ pruned: 1, unreadable: ['recent-done'] });
+    const left = openRawSqlite(copy, { readonly: true });
+    expect(left.prepare("SELECT count(*) AS n FROM retrysafe_operations WHERE id = 'recent-done'").get()).toEqual({
+      n: 1,
+    });
+    left.close();
   });
 
   it('prunes closed operations older than the age, exporting their receipts first; the export verifies offline', async () => {

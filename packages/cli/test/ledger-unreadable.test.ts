@@ -66,13 +66,35 @@ describe('retrysafe ledger on a record it cannot read', () => {
     );
   });
 
+  it('ls and show with a record missing its fields and one in a state this version does not know: others listed, each named, no stack', async () => {
+    const db = join(tempDir('unreadable-fields'), 'retrysafe.db');
+    for (const id of ['kept-1', 'bare-2', 'newer-3']) await ledgerWithOneClaim(db, id);
+    const raw = openRawSqlite(db);
+    editStored(raw, 'bare-2', (l) => ({ ...l, record: '{"businessOperationId":"bare-2"}' }));
+    editStored(raw, 'newer-3', (l) => ({ ...l, record: l.record.replace('"state":"claimed"', '"state":"paused"') }));
+    raw.close();
+
+    const ls = await cli(['ledger', 'ls', '--db', db, '--json']);
+    expect(ls.code).toBe(1);
+    const out = JSON.parse(ls.stdout) as { operations: { businessOperationId: string }[]; unreadable: string[] };
+    expect(out.operations.map((r) => r.businessOperationId)).toEqual(['kept-1']);
+    expect(out.unreadable.sort()).toEqual(['bare-2', 'newer-3']);
+    expect(ls.stderr).not.toMatch(/RangeError|\n\s+at /);
+    for (const id of ['bare-2', 'newer-3']) {
+      const shown = await cli(['ledger', 'show', id, '--db', db]);
+      expect(shown.code).not.toBe(0);
+      expect(shown.stderr).toMatch(/stored record has no valid (provider|state)/);
+      expect(shown.stderr).not.toMatch(/RangeError|\n\s+at /);
+    }
+  });
+
   it('handoffs, resolve-all and export with one cut handed-off row: act on the others, warn by id, exit 1', async () => {
     const { db, ids } = await handedOff('unreadable-handoffs', 'h', ['cut', 'kept']);
     const [cut, kept] = ids as [string, string];
     const raw = openRawSqlite(db);
     editStored(raw, cut, (l) => ({ ...l, record: l.record.slice(0, 25) }));
     raw.close();
-    const warned = new RegExp(`warning: operation ${cut.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')} cannot be read`);
+    const warned = warnedOf(cut);
 
     const h = await cli(['ledger', 'handoffs', '--db', db, '--json']);
     expect(h.code).toBe(1);
@@ -94,6 +116,47 @@ describe('retrysafe ledger on a record it cannot read', () => {
     const after = createSqliteLedger({ path: db });
     expect((await after.get(kept as never))?.state).toBe('abandoned');
     await after.close();
+  });
+
+  it('receipts whose stored JSON is cut: verify --all, handoffs and export name that operation and serve the others', async () => {
+    const { db, ids } = await handedOff('unreadable-receipts-cut', 'c', ['cut', 'kept']);
+    const [cut, kept] = ids as [string, string];
+    const raw = openRawSqlite(db);
+    raw.prepare('UPDATE retrysafe_operations SET receipts = substr(receipts, 1, 30) WHERE id = ?').run(cut);
+    raw.close();
+
+    const verify = await cli(['ledger', 'verify', '--all', '--db', db, '--json']);
+    expect(verify.code).toBe(1);
+    const rows = (JSON.parse(verify.stdout) as { operations: { businessOperationId: string; ok: boolean }[] })
+      .operations;
+    expect(Object.fromEntries(rows.map((r) => [r.businessOperationId, r.ok]))).toEqual({ [cut]: false, [kept]: true });
+    const h = await cli(['ledger', 'handoffs', '--db', db, '--json']);
+    expect(h.code).toBe(1);
+    const listed = JSON.parse(h.stdout) as { businessOperationId: string; chainBroken?: string }[];
+    expect(Object.fromEntries(listed.map((r) => [r.businessOperationId, r.chainBroken !== undefined]))).toEqual({
+      [cut]: true,
+      [kept]: false,
+    });
+    const e = await cli(['ledger', 'export', '--db', db]);
+    expect(e.code).toBe(1);
+    expect(e.stderr).toMatch(warnedOf(cut));
+    expect(e.stdout).toContain(kept);
+    expect(e.stdout).not.toContain(cut);
+  });
+
+  it('a hand-off packet without its lists: handoffs and resolve-all name it and act on the others', async () => {
+    const { db, ids } = await handedOff('unreadable-packet', 'p', ['bare', 'kept']);
+    const [bare, kept] = ids as [string, string];
+    const raw = openRawSqlite(db);
+    editStored(raw, bare, (l) => ({ ...l, record: JSON.stringify({ ...JSON.parse(l.record), handoff: {} }) }));
+    raw.close();
+    const h = await cli(['ledger', 'handoffs', '--db', db, '--json']);
+    expect(h.code).toBe(1);
+    expect(JSON.parse(h.stdout)).toMatchObject({ operations: [{ businessOperationId: kept }], unreadable: [bare] });
+    const all = await cli(['ledger', 'resolve-all', '--abandon', '--dry-run', '--db', db, '--json']);
+    expect(all.code).toBe(1);
+    expect(all.stderr).toMatch(warnedOf(bare));
+    expect(JSON.parse(all.stdout)).toMatchObject({ matched: 1, unreadable: [bare], ok: false });
   });
 
   it('a stored receipt that is not an object (null, a number) is a break of its operation: verify --all, handoffs and show name it and go on', async () => {
@@ -131,6 +194,10 @@ describe('retrysafe ledger on a record it cannot read', () => {
     expect(shown.stderr).not.toMatch(/TypeError|\n\s+at /);
   });
 });
+
+/** The CLI's warning line naming operation `id`. */
+const warnedOf = (id: string) =>
+  new RegExp(`warning: operation ${id.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')} cannot be read`);
 
 /** A SQLite ledger holding one handed-off operation (a rejected call) per name, closed; their ids in order. */
 async function handedOff(dir: string, prefix: string, names: string[]) {

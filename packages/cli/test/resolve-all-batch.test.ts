@@ -69,6 +69,25 @@ describe('ledger resolve-all on a ledger that changes under it', () => {
     expect(left.body.map((x: { businessOperationId: string }) => x.businessOperationId)).toEqual([middle]);
   });
 
+  it('--resume of one whose params are sealed with a key this process lacks: that row refused, nothing sent for it, the others resumed', async () => {
+    const { dir, db, config, ids } = await handoffs('sealed', 'lose', 3);
+    const [older, middle, newer] = ids as [string, string, string];
+    const raw = openRawSqlite(db);
+    editStored(raw, middle, (l) => {
+      const sealed = { $retrysafeEncrypted: 'aes-256-gcm/v1', kid: 'gone', iv: 'AA', tag: 'AA', data: 'AA' };
+      return { ...l, record: JSON.stringify({ ...JSON.parse(l.record), params: sealed }) };
+    });
+    raw.close();
+    const before = sandbox.proxy.requests.length;
+    const r = await cliJson(['ledger', 'resolve-all', '--config', config, '--resume'], dir);
+    expect(r.code).toBe(1);
+    const rows = rowsOf(r.body);
+    expect(rows[newer].result).toMatchObject({ status: 'done' });
+    expect(rows[older].result).toMatchObject({ status: 'done' });
+    expect(rows[middle]).toMatchObject({ result: null, error: expect.stringMatching(/encrypted with key 'gone'/) });
+    expect(sandbox.proxy.requests.length - before).toBe(2);
+  });
+
   it('an operation handed off again meanwhile with resume marked not safe is refused, not forced (nothing sent for it)', async () => {
     const { dir, db, config, ids } = await handoffs('re-handed', 'lose', 2);
     // While the first is resumed, someone else resumed the other one, and it came back as not safe to resume.

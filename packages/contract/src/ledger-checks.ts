@@ -66,6 +66,7 @@ export function checkPruneOptions(options: PruneOptions): readonly OperationStat
     throw new LedgerError('prune: batchSize must be an integer ≥ 1');
   if (options.onPrune !== undefined && typeof options.onPrune !== 'function')
     throw new LedgerError('prune: onPrune must be a function');
+  checkOnUnreadable(options.onUnreadable, 'prune');
   const states = options.states ?? PRUNABLE_STATES;
   if (!Array.isArray(states)) throw new LedgerError('prune: states must be a list of states');
   const refused = states.find((st) => !PRUNABLE_STATES.includes(st));

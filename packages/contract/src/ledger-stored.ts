@@ -2,6 +2,7 @@
 // the same LedgerError, and no ledger appends to text that is not a list.
 import { LedgerError } from './errors.js';
 import type { OperationRecord } from './ledger.js';
+import { STATES } from './ledger-states.js';
 import type { Receipt } from './receipt.js';
 
 /** What every ledger stores: SQLite's JSON functions refuse nesting deeper than 1000, and params sit inside the record. */
@@ -18,12 +19,43 @@ function parseStored(text: string, what: string, where: string): unknown {
   }
 }
 
-/** A stored record; any JSON but an object (`null` would read as "no such operation") is a LedgerError. */
+const TEXT_FIELDS = ['businessOperationId', 'provider', 'operation', 'intentFingerprint', 'paramsFingerprint'] as const;
+const NUMBER_FIELDS = ['fence', 'createdAt', 'updatedAt', 'attemptCount'] as const;
+
+/** Whether `h` is no packet, or one with the lists its readers walk (a hand-off list, resolve-all, an agent's tool). */
+const isPacket = (h: unknown) => {
+  const p = h as { attempts?: unknown; safeNextActions?: unknown } | null | undefined;
+  return p == null || (typeof p === 'object' && Array.isArray(p.attempts) && Array.isArray(p.safeNextActions));
+};
+
+/** The first field every reader relies on (listings print them, claims and recover() match by them) that `r` lacks. */
+function missingField(r: Record<string, unknown>): string | undefined {
+  return (
+    TEXT_FIELDS.find((f) => typeof r[f] !== 'string') ??
+    NUMBER_FIELDS.find((f) => !Number.isFinite(r[f])) ??
+    (STATES.includes(r.state as never) ? undefined : 'state') ??
+    (isPacket(r.handoff) ? undefined : 'handoff')
+  );
+}
+
+/** `record` as read from a row, or a LedgerError naming the field it lacks (never its value): see parseStoredRecord. */
+export function checkStoredRecord(record: Record<string, unknown>, where: string): OperationRecord {
+  const missing = missingField(record);
+  if (missing !== undefined)
+    throw new LedgerError(`${where}: a stored record has no valid ${missing} (written by hand or by a newer version?)`);
+  return record as unknown as OperationRecord;
+}
+
+/**
+ * A stored record; any JSON but an object (`null` would read as "no such operation") is a LedgerError, and so is one
+ * without a field every reader relies on or in a state this version does not know (written by hand, by a newer
+ * version, a partial restore): reported as unreadable, never acted on or rewritten. The value is not shown.
+ */
 export function parseStoredRecord(text: string, where: string): OperationRecord {
   const record = parseStored(text, 'a stored record', where);
   if (typeof record !== 'object' || record === null || Array.isArray(record))
     throw new LedgerError(`${where}: a stored record is ${text.slice(0, 20)}, not an operation record`);
-  return record as OperationRecord;
+  return checkStoredRecord(record as Record<string, unknown>, where);
 }
 
 const EMPTY_ARRAY = /^\[\s*\]$/;
@@ -88,4 +120,28 @@ export function readEach<Row, T>(
     }
   }
   return out;
+}
+
+/**
+ * Up to `limit` readable rows of a listing cut at `limit` (`fetch(n)`: its first n rows in order, every row when n is
+ * undefined). An unreadable row takes no place: the fetch is widened by each one, so one left at the head of the order
+ * (never updated again) cannot hide the rows behind it on every call. Each is told once, as by readEach.
+ */
+export async function readLimited<Row, T>(
+  fetch: (n: number | undefined) => Promise<readonly Row[]>,
+  limit: number | undefined,
+  idOf: (row: Row) => string,
+  read: (row: Row) => T,
+  onUnreadable: OnUnreadable | undefined,
+): Promise<T[]> {
+  const told = new Map<string, LedgerError>();
+  const tell = onUnreadable && ((id: string, error: LedgerError) => void told.set(id, error));
+  for (let n = limit; ; n = limit! + told.size) {
+    const rows = await fetch(n);
+    const out = readEach(rows, idOf, read, tell);
+    if (n === undefined || out.length >= limit! || rows.length < n) {
+      for (const [id, error] of told) onUnreadable!(id, error);
+      return out.slice(0, limit);
+    }
+  }
 }

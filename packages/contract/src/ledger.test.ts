@@ -143,8 +143,13 @@ describe('setStateTransition', () => {
 });
 
 describe('parseStoredRecord, parseStoredReceipts, appendStoredReceipt', () => {
+  const stored = {
+    ...{ businessOperationId: 'x:1', provider: 'p', operation: 'p.op', intentFingerprint: 'i', paramsFingerprint: 'f' },
+    ...{ state: 'claimed', fence: 1, createdAt: 1, updatedAt: 1, attemptCount: 0, a: 1 },
+  };
+
   it('returns the parsed value', () => {
-    expect(parseStoredRecord('{"a":1}', 'Test ledger')).toEqual({ a: 1 });
+    expect(parseStoredRecord(JSON.stringify(stored), 'Test ledger')).toEqual(stored);
     expect(parseStoredReceipts('[{"a":1}]', 'x:1', 'Test ledger')).toEqual([{ a: 1 }]);
     expect(parseStoredReceipts(null, 'x:1', 'Test ledger')).toEqual([]);
   });
@@ -156,6 +161,23 @@ describe('parseStoredRecord, parseStoredReceipts, appendStoredReceipt', () => {
       );
     for (const text of ['null', '{}', '"[x]"'])
       expect(() => parseStoredReceipts(text, 'x:1', 'Test ledger')).toThrow(/the receipts of x:1 are not a JSON array/);
+  });
+
+  it('refuses a record without a field every reader relies on, or in a state this version does not know, naming the field and not the value', () => {
+    const edits: Array<[string, object]> = [
+      ['provider', { provider: undefined }],
+      ['fence', { fence: '1' }],
+      ['createdAt', { createdAt: null }],
+      ['state', { state: 'paused-by-a-newer-version' }],
+      ['handoff', { handoff: { reason: 'rejected' } }],
+    ];
+    for (const [field, edit] of edits) {
+      const text = JSON.stringify({ ...stored, ...edit });
+      expect(() => parseStoredRecord(text, 'Test ledger')).toThrow(
+        new RegExp(`^Test ledger: a stored record has no valid ${field} \\(`),
+      );
+      expect(() => parseStoredRecord(text, 'Test ledger')).not.toThrow(/paused-by/);
+    }
   });
 
   it('appends a receipt to the stored text, and refuses text that is not an array (it would write cut JSON)', () => {

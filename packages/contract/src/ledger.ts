@@ -148,6 +148,9 @@ export interface PruneOptions {
   readonly dryRun?: boolean;
   /** Called BEFORE each operation is deleted; a rejection stops the prune and keeps that batch. */
   readonly onPrune?: (record: OperationRecord, receipts: readonly Receipt[]) => void | Promise<void>;
+  /** Told of each operation the prune could not read (its record, or for onPrune its receipts): it is kept, the others
+   * pruned. Without it the prune rejects, so no row is skipped silently. */
+  readonly onUnreadable?: OnUnreadable;
   /** Operations per delete transaction (default 500): keeps each write lock short. */
   readonly batchSize?: number;
 }

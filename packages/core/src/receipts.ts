@@ -186,6 +186,8 @@ export async function verifyOperation(
 export interface ExportReceiptsOptions {
   /** Only these operations; default: every operation the filter lists. */
   readonly ids?: readonly BusinessOperationId[];
+  /** Which operations, without `ids`; its `onUnreadable` is also told of each one whose receipts cannot be read (the
+   * others exported), else that one stops the export. */
   readonly filter?: ListFilter;
   /** Also write the JSONL to this file. */
   readonly path?: string;
@@ -197,10 +199,16 @@ export interface ExportReceiptsOptions {
 export async function exportReceiptsJsonl(ledger: Ledger, options: ExportReceiptsOptions = {}): Promise<string> {
   const ids = options.ids ?? (await listedIds(ledger, options.filter));
   let text = '';
+  const onUnreadable = options.filter?.onUnreadable;
   for (const id of ids)
-    text += options.heads
-      ? receiptLines(id, ...(await anchoredReceipts(ledger, id)))
-      : receiptLines(id, await ledger.receipts(id), null);
+    try {
+      text += options.heads
+        ? receiptLines(id, ...(await anchoredReceipts(ledger, id)))
+        : receiptLines(id, await ledger.receipts(id), null);
+    } catch (err) {
+      if (onUnreadable === undefined || !LedgerError.isInstance(err)) throw err;
+      onUnreadable(id, err);
+    }
   if (options.path) await writeFile(options.path, text, 'utf8');
   return text;
 }

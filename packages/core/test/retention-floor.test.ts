@@ -1,6 +1,6 @@
 // pruneLedger's floor is the one the runner works with: the policy's clock-skew margin when it sets one, and no
 // silent prune of an operation whose card does not know how long the provider keeps its key.
-import { type Duration, fact, type RetrySafetyCard } from '@retrysafe/contract';
+import { type Duration, fact, LedgerError, type RetrySafetyCard } from '@retrysafe/contract';
 import { createMemoryLedger, pruneLedger, RunnerConfigurationError } from '@retrysafe/core';
 import { resolvePolicy } from '@retrysafe/core/internal';
 import { REPLAYING_BEHAVIOUR, sandboxCreateCard } from '@retrysafe/sandbox';
@@ -154,6 +154,23 @@ describe('pruneLedger: a card whose key retention is unknown', () => {
     const young = await ledgerWith('d.unknown', 2 * DAY);
     expect(await pruneLedger(young, { olderThan: '30d', cards, force: true, now: NOW })).toMatchObject({
       floor: { forced: false, below: false, unknownHeld: [] },
+    });
+  });
+
+  it('a row of it the ledger cannot read counts as held (its age is unknown), and is named in the report', async () => {
+    const young = await ledgerWith('d.unknown', 2 * DAY);
+    // As a SQL ledger lists past a row cut from outside: the row told by id, left out of the listing.
+    const ledger = {
+      ...young,
+      list: async (f: Parameters<typeof young.list>[0] = {}) => {
+        if (f.operation === 'd.unknown') f.onUnreadable?.('cut-one', new LedgerError('cut'));
+        return young.list(f);
+      },
+    };
+    await expect(pruneLedger(ledger, { olderThan: '30d', cards, now: NOW })).rejects.toThrow(/d\.unknown/);
+    expect(await pruneLedger(ledger, { olderThan: '30d', cards, force: true, now: NOW })).toMatchObject({
+      floor: { unknownHeld: ['d.unknown'] },
+      unreadable: ['cut-one'],
     });
   });
 

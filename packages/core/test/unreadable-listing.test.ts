@@ -17,8 +17,11 @@ afterEach(() => {
   for (const dir of dirs.splice(0)) rmSync(dir, { recursive: true, force: true });
 });
 
-/** A SQLite ledger holding three handed-off operations, the first one's stored record cut by a raw UPDATE. */
-async function withCutHandoff(body: (ledger: Ledger, cut: string, readable: string[]) => Promise<void>) {
+/** A SQLite ledger holding three handed-off operations, the first one's stored record cut (or `edit`ed) by a raw UPDATE. */
+async function withCutHandoff(
+  body: (ledger: Ledger, cut: string, readable: string[]) => Promise<void>,
+  edit = 'record = substr(record, 1, 40)',
+) {
   const dir = mkdtempSync(join(tmpdir(), 'rs-unreadable-'));
   dirs.push(dir);
   const path = join(dir, 'ledger.db');
@@ -33,7 +36,7 @@ async function withCutHandoff(body: (ledger: Ledger, cut: string, readable: stri
       ids.push((answer as { businessOperationId: string }).businessOperationId);
     }
     const raw = new DatabaseSync(path);
-    raw.prepare('UPDATE retrysafe_operations SET record = substr(record, 1, 40) WHERE id = ?').run(ids[0]!);
+    raw.prepare(`UPDATE retrysafe_operations SET ${edit} WHERE id = ?`).run(ids[0]!);
     raw.close();
     await body(ledger, ids[0]!, ids.slice(1));
   } finally {
@@ -48,6 +51,15 @@ describe('a listing with one unreadable row', () => {
       expect(shown.handoffs.map((h) => h.businessOperationId).sort()).toEqual(readable.sort());
       expect(shown).toMatchObject({ unreadable: [cut], truncated: false });
     });
+  });
+
+  it('a hand-off packet without its lists (edited from outside) is named, not a failure of the whole list', async () => {
+    for (const packet of ['{}', '{"reason":"rejected","attempts":[],"safeNextActions":{}}', '"x"'])
+      await withCutHandoff(async (ledger, cut, readable) => {
+        const shown = await pendingHandoffs(ledger);
+        expect(shown.handoffs.map((h) => h.businessOperationId).sort()).toEqual(readable.sort());
+        expect(shown).toMatchObject({ unreadable: [cut] });
+      }, `record = json_set(record, '$.handoff', json('${packet}'))`);
   });
 
   it('an export of every operation refuses naming the cut id; with filter.onUnreadable it exports the others', async () => {

@@ -133,17 +133,25 @@ const isOpen = (s: OperationState) => !PRUNABLE_STATES.includes(s);
  */
 async function prune(t: Table, table: string, options: PruneOptions): Promise<PruneReport> {
   const states = checkPruneOptions(options);
-  const found = (await t.scan('prune'))
-    .map((item) => fromItem(item, table))
-    .filter((st) => states.includes(st.record.state) && st.record.updatedAt < options.before);
+  // An item that cannot be read (or, to export, its receipts) is kept and told; the others are pruned.
+  const exporting = options.onPrune !== undefined && !options.dryRun;
+  const found = readEach(
+    await t.scan('prune'),
+    (item) => item.id?.S ?? '',
+    (item) => {
+      const st = fromItem(item, table);
+      const old = states.includes(st.record.state) && st.record.updatedAt < options.before;
+      return old ? { ...st, exported: exporting ? toReceipts(st, table) : [] } : null;
+    },
+    options.onUnreadable,
+  ).filter((st) => st !== null);
   found.sort((a, b) => byCreation(a.record, b.record));
   const byState: Partial<Record<OperationState, number>> = {};
   let pruned = 0;
   const size = options.batchSize ?? PRUNE_BATCH;
   for (let i = 0; i < found.length; i += size) {
     const batch = found.slice(i, i + size);
-    if (options.onPrune && !options.dryRun)
-      for (const st of batch) await options.onPrune(st.record, toReceipts(st, table));
+    if (options.onPrune && !options.dryRun) for (const st of batch) await options.onPrune(st.record, st.exported);
     for (const st of batch) {
       if (!options.dryRun && !(await t.remove(st.record.businessOperationId, st.version))) continue;
       pruned++;

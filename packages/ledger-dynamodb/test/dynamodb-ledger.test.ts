@@ -89,6 +89,54 @@ describe('the DynamoDB ledger', () => {
     await l.close();
   });
 
+  it('an item whose record parses but lacks a field or names a state this version does not know: the others served, it told by id, never rewritten', async () => {
+    const l = await ledgers(2);
+    const other = l.all[1]!; // another process: the first remembers what it wrote
+    const ids = [newId('readable'), newId('bare'), newId('newer')];
+    for (const id of ids) await l.first.claim(claimOf(id, { now: T0, leaseMs: 1000 }));
+    await editItem(l.table, ids[1]!, 'record', JSON.stringify({ businessOperationId: ids[1], state: 'claimed' }));
+    const newer = JSON.parse((await rawItem(l.table, ids[2]!))!.record!.S!) as object;
+    await editItem(l.table, ids[2]!, 'record', JSON.stringify({ ...newer, state: 'paused' }));
+    const told: string[] = [];
+    const onUnreadable = (id: string) => told.push(id);
+    const got = (rs: { businessOperationId: string }[]) => rs.map((r) => r.businessOperationId);
+    expect(got(await l.first.list({ onUnreadable }))).toEqual([ids[0]]);
+    expect(got(await l.first.recoverCandidates(T0 + 5000, undefined, onUnreadable))).toEqual([ids[0]]);
+    expect(told.sort()).toEqual([ids[1], ids[1], ids[2], ids[2]].sort());
+    for (const id of [ids[1]!, ids[2]!]) {
+      const before = await rawItem(l.table, id);
+      await expect(other.get(id)).rejects.toThrow(/a stored record has no valid (provider|state)/);
+      await expect(other.claim(claimOf(id, { now: T0 + 5000 }))).rejects.toMatchObject({ code: 'RETRYSAFE_LEDGER' });
+      expect(await rawItem(l.table, id)).toEqual(before);
+    }
+    await l.close();
+  });
+
+  it('prune keeps and tells an item whose record (or, exporting, receipts) cannot be read; the others are pruned', async () => {
+    const l = await ledgers(1);
+    const ids = [newId('old'), newId('cut-record'), newId('cut-receipts'), newId('open-cut')];
+    for (const id of ids) {
+      const c = await l.first.claim(claimOf(id, { now: T0, dispatch: true }));
+      if (c.kind === 'claimed' && id !== ids[3]) await l.first.setState(c.record, { state: 'succeeded', now: T0 + 1 });
+    }
+    await editItem(l.table, ids[1]!, 'record', '{"businessOperationId":');
+    await editItem(l.table, ids[2]!, 'receipts', '[{"seq":');
+    await editItem(l.table, ids[3]!, 'record', '{"businessOperationId":');
+    await expect(l.first.prune!({ before: T0 + 100 })).rejects.toThrow(LedgerError);
+    const told: string[] = [];
+    const exported: string[] = [];
+    const report = await l.first.prune!({
+      before: T0 + 100,
+      onPrune: (r) => void exported.push(r.businessOperationId),
+      onUnreadable: (id) => told.push(id),
+    });
+    expect(report).toMatchObject({ pruned: 1 });
+    expect(exported).toEqual([ids[0]]);
+    expect(told.sort()).toEqual([ids[1], ids[2], ids[3]].sort());
+    for (const id of ids.slice(1)) expect(await rawItem(l.table, id!)).toBeDefined();
+    await l.close();
+  });
+
   it('receipts stored as JSON that is not an array are a LedgerError for reads and appends, and no append is written onto them', async () => {
     const l = await ledgers(2);
     const [a, b] = l.all as [typeof l.first, typeof l.first];

@@ -20,6 +20,7 @@ import {
   dispatchedTransition,
   handOffTransition,
   readEach,
+  readLimited,
   renewTransition,
   resolveTransition,
   setStateTransition,
@@ -127,8 +128,9 @@ export function createPostgresLedger(options: PostgresLedgerOptions): PostgresLe
     },
     async recoverCandidates(now, limit, onUnreadable) {
       checkRecoverCandidates(now, limit, onUnreadable);
-      const { rows } = await db.query<OperationRow>('recoverCandidates', st.recover, [now, limit ?? null, dbClock]);
-      return readEach(rows, idOfRow, toRecord, onUnreadable);
+      const page = async (n: number | undefined) =>
+        (await db.query<OperationRow>('recoverCandidates', st.recover, [now, n ?? null, dbClock])).rows;
+      return readLimited(page, limit, idOfRow, toRecord, onUnreadable);
     },
     prune: (opts) => prune(c, opts),
     close: db.close,
@@ -223,9 +225,15 @@ async function prune(c: Parts, options: PruneOptions): Promise<PruneReport> {
         count(state, rows.length);
         continue;
       }
-      for (const row of options.onPrune ? rows : [])
-        await options.onPrune!(toRecord(row), toReceipts(row.receipts ?? null, row.business_operation_id));
-      const old = [ids, states, options.before];
+      // To export, a row whose receipts cannot be read is kept and told; the others are pruned.
+      const read = readEach(
+        options.onPrune ? rows : [],
+        idOfRow,
+        (row) => ({ row, receipts: toReceipts(row.receipts ?? null, row.business_operation_id) }),
+        options.onUnreadable,
+      );
+      for (const { row, receipts } of read) await options.onPrune!(toRecord(row), receipts);
+      const old = [options.onPrune ? read.map((r) => idOfRow(r.row)) : ids, states, options.before];
       const gone = await c.db.query<{ state: OperationState }>('prune', c.st.pruneDelete, old);
       for (const g of gone.rows) count(g.state, 1);
     }

@@ -4,6 +4,7 @@ import {
   checkFence,
   checkReceipt,
   checkRef,
+  checkStoredRecord,
   fencedTransition,
   isTerminal,
   parseStoredReceipts,
@@ -57,7 +58,8 @@ export function toRecord(row: OperationRow): OperationRecord {
   // No account is no field at all, as the contract's claim writes it.
   if (record.account === null) delete record.account;
   record.receiptChain = { head: row.receipt_head, length: row.receipt_count };
-  return record as unknown as OperationRecord;
+  // Its columns hold the rest; a json column (the hand-off packet) may hold anything a statement wrote.
+  return checkStoredRecord(record, 'PostgreSQL ledger');
 }
 
 export const RECORD_FIELD_COUNT = FIELDS.length;

@@ -173,6 +173,38 @@ describe('migrations', () => {
     });
   });
 
+  it('a hand-off packet a statement wrote without its lists is unreadable: listed around and told by id', async () => {
+    const packets = { kept: '{"attempts":[],"safeNextActions":[]}', bare: '{}' };
+    await withRawRows('barepacket', 'handed-off', 'handoff', packets, async (l, pool, t) => {
+      const told: string[] = [];
+      const listed = await l.list({ states: ['handed-off'], onUnreadable: (id) => told.push(id) });
+      expect(listed.map((r) => r.businessOperationId)).toEqual(['kept']);
+      expect(told).toEqual(['bare']);
+      await expect(l.get('bare' as never)).rejects.toThrow(/no valid handoff/);
+      // Open and first in the order, it takes no place of a recovery's limit.
+      await pool.query(
+        `UPDATE ${t} SET state = 'claimed', updated_at = CASE business_operation_id WHEN 'bare' THEN 0 ELSE 5 END`,
+      );
+      expect((await l.recoverCandidates(10, 1, () => undefined)).map((r) => r.businessOperationId)).toEqual(['kept']);
+    });
+  });
+
+  it('an exporting prune keeps and tells a row whose receipts text is cut; the others are exported and pruned', async () => {
+    await withRawRows('cutreceipts', 'succeeded', 'receipts', { done: '[]', cut: '[{"seq":' }, async (l, pool, t) => {
+      const exported: string[] = [];
+      const onPrune = (r: { businessOperationId: string }) => void exported.push(r.businessOperationId);
+      await expect(l.prune!({ before: 10, onPrune })).rejects.toThrow(/cut or corrupt/);
+      const told: string[] = [];
+      const report = await l.prune!({ before: 10, onPrune, onUnreadable: (id) => told.push(id) });
+      expect(report).toMatchObject({ pruned: 1 });
+      expect(exported.at(-1)).toBe('done');
+      expect(told).toEqual(['cut']);
+      expect((await pool.query(`SELECT business_operation_id FROM ${t}`)).rows).toEqual([
+        { business_operation_id: 'cut' },
+      ]);
+    });
+  });
+
   it('refuses a schema written by a newer package version', async () => {
     await withSchemaPool('newer', 2, async (pool, s) => {
       await migrate(pool, s);
@@ -863,3 +895,25 @@ describe('connection loss fails closed', () => {
     await expect(l.get('x' as BusinessOperationId)).rejects.toThrow(/closed/);
   });
 });
+
+/** A fresh schema holding a row of `state` per entry of `rows`, written by a statement with its `column` set to the
+ * entry's text (as someone outside retrysafe would), and a ledger on it. */
+async function withRawRows(
+  name: string,
+  state: string,
+  column: string,
+  rows: Record<string, string>,
+  body: (l: PostgresLedger, pool: pg.Pool, table: string) => Promise<void>,
+) {
+  await withSchemaPool(name, 2, async (pool, s) => {
+    await migrate(pool, s);
+    const t = `"${s}".retrysafe_operations`;
+    for (const [id, text] of Object.entries(rows))
+      await pool.query(
+        `INSERT INTO ${t} (business_operation_id, provider, operation, intent_fingerprint, params_fingerprint, params, state, fence, created_at, updated_at, ${column})
+          VALUES ($1, 'p', 'o', 'i', 'f', '{}', $2, 1, 1, 1, $3)`,
+        [id, state, text],
+      );
+    await body(createPostgresLedger({ pool, schema: s, migrate: false }), pool, t);
+  });
+}

@@ -13,6 +13,7 @@ import {
   fencedMethods,
   type OnUnreadable,
   readEach,
+  readLimited,
   resolveTransition,
 } from '@retrysafe/contract/ledger';
 import { createRows, type Rows, type StoredText, toReceipts, toRecord } from './rows.js';
@@ -66,22 +67,31 @@ async function prune(c: Connection, rows: Rows, options: PruneOptions): Promise<
       return page.all(...args) as unknown as Array<StoredRow & { n: bigint }>;
     });
     if (found.length === 0) break;
-    const records = found.map((row) => toRecord(row.record, c.path));
     after = found[found.length - 1]!.n;
+    const exporting = options.onPrune !== undefined && !options.dryRun;
+    // A row that cannot be read (or, to export, its receipts) is kept and told; the others are pruned.
+    const page = readEach(
+      found,
+      (row) => row.id,
+      (row) => ({
+        id: row.id,
+        record: toRecord(row.record, c.path),
+        receipts: exporting ? toReceipts(row.receipts, row.id, c.path) : [],
+      }),
+      options.onUnreadable,
+    );
     if (options.dryRun) {
-      for (const r of records) count(r.state);
+      for (const p of page) count(p.record.state);
       continue;
     }
     if (options.onPrune) {
       // The write lock is waited for first: on a ledger held locked, fail before exporting what would not be deleted.
       await tx(c, 'prune', () => undefined);
-      for (const [i, r] of records.entries())
-        await options.onPrune(r, toReceipts(found[i]!.receipts, r.businessOperationId, c.path));
+      for (const p of page) await options.onPrune(p.record, p.receipts);
     }
     await tx(c, 'prune', () => {
-      for (const [i, r] of records.entries()) {
-        if (Number(rows.prepared(sql.remove).run(found[i]!.id, options.before, ...states).changes) > 0) count(r.state);
-      }
+      for (const p of page)
+        if (Number(rows.prepared(sql.remove).run(p.id, options.before, ...states).changes) > 0) count(p.record.state);
     });
   }
   const pruned = Object.values(byState).reduce((a, n) => a + n, 0);
@@ -144,7 +154,15 @@ export function createSqliteLedger(options: SqliteLedgerOptions): Ledger {
       }),
     async recoverCandidates(now, limit, onUnreadable) {
       checkRecoverCandidates(now, limit, onUnreadable);
-      return read(c, 'recoverCandidates', () => records(RECOVER_SQL, [now, limit ?? -1], onUnreadable));
+      const page = (n: number | undefined) =>
+        read(c, 'recoverCandidates', () => rows.prepared(RECOVER_SQL).all(now, n ?? -1) as unknown as StoredRow[]);
+      return readLimited(
+        page,
+        limit,
+        (row) => row.id,
+        (row) => toRecord(row.record, o.path),
+        onUnreadable,
+      );
     },
     prune: (options) => prune(c, rows, options),
     async close() {

@@ -37,7 +37,8 @@ export interface PruneLedgerOptions extends Pick<PruneOptions, 'states' | 'dryRu
 
 /**
  * The ledger's report, the cut-off (`before`, epoch ms) and the cards' floor: `below` (olderThan is below it),
- * `unknownHeld` (operations of unknown key retention old enough to prune) and `forced` (force let either through).
+ * `unknownHeld` (operations of unknown key retention old enough to prune) and `forced` (force let either through);
+ * `unreadable`: the ids of rows it could not read, kept.
  */
 export type PruneLedgerReport = Awaited<ReturnType<typeof pruneLedger>>;
 
@@ -63,12 +64,16 @@ async function unknownRetentionHeld(
   unknown: readonly RetrySafetyCard[],
   before: number,
   states: PruneOptions['states'],
+  unreadable: Set<string>,
 ): Promise<string[]> {
   const closed = checkPruneOptions({ before, states });
   const held: string[] = [];
   for (const operation of new Set(unknown.map((c) => c.operation))) {
-    const [oldest] = await ledger.list({ operation, states: closed, limit: 1 });
-    if (oldest !== undefined && oldest.createdAt < before) held.push(operation);
+    const seen = unreadable.size;
+    const onUnreadable = (id: string) => void unreadable.add(id);
+    const [oldest] = await ledger.list({ operation, states: closed, limit: 1, onUnreadable });
+    // A row of it that cannot be read may be an old one: counted as held, as its age cannot be known.
+    if (unreadable.size > seen || (oldest !== undefined && oldest.createdAt < before)) held.push(operation);
   }
   return held;
 }
@@ -104,7 +109,10 @@ export async function pruneLedger(ledger: Ledger, options: PruneLedgerOptions) {
   const before = (options.now ?? Date.now()) - olderThanMs;
   const { states, dryRun, batchSize, exportPath } = options;
   // Looked up under force too: the report says what force let through.
-  const unknownHeld = await unknownRetentionHeld(ledger, unknown, before, states);
+  // A row that cannot be read is kept and named in the report (`unreadable`), never a reason to prune none.
+  const unreadable = new Set<string>();
+  const onUnreadable = (id: string) => void unreadable.add(id);
+  const unknownHeld = await unknownRetentionHeld(ledger, unknown, before, states, unreadable);
   if (unknownHeld.length > 0 && !force)
     throw new RunnerConfigurationError(
       'prune.unknownRetention',
@@ -117,8 +125,9 @@ export async function pruneLedger(ledger: Ledger, options: PruneLedgerOptions) {
         exported++;
       }
     : undefined;
-  const report = await ledger.prune({ before, states, dryRun, onPrune, batchSize });
+  const report = await ledger.prune({ before, states, dryRun, onPrune, batchSize, onUnreadable });
   // `forced`: the one answer to "did force let anything through", below the floor or past an unknown retention.
   const forced = below || unknownHeld.length > 0;
-  return { ...report, before, olderThanMs, floor: { ...floor, forced, below, unknownHeld }, exported };
+  const floorReport = { ...floor, forced, below, unknownHeld };
+  return { ...report, before, olderThanMs, floor: floorReport, exported, unreadable: [...unreadable] };
 }

@@ -61,6 +61,7 @@ export function inputCases(test: Test): void {
     await l.setState(ref, { state: 'succeeded', now: T0 + 1 });
     await refused(l.prune({ before: T0 + 100, states: 'succeeded' as never }), LedgerError);
     await refused(l.prune({ before: T0 + 100, onPrune: 'export' as never }), LedgerError);
+    await refused(l.prune({ before: T0 + 100, onUnreadable: 'log' as never }), LedgerError);
     expect(await l.get(id('bad-prune'))).toMatchObject({ state: 'succeeded' });
   });
 

@@ -1,4 +1,4 @@
-import { asBusinessOperationId, type Ledger, type OperationState } from '@retrysafe/contract';
+import { asBusinessOperationId, type Ledger, LedgerError, type OperationState } from '@retrysafe/contract';
 import { type ChainCheck, encryptParams, type parseReceiptKeys, verifyOperation } from '@retrysafe/core';
 import { keysFromEnv as coreKeysFromEnv } from '@retrysafe/core/internal';
 import { orUsageError, UsageError } from '../../errors.js';
@@ -49,15 +49,24 @@ export async function verifyChains(
     ids === 'all'
       ? (await ledger.list({ onUnreadable })).map((r) => r.businessOperationId)
       : ids.map((i) => asBusinessOperationId(i));
-  for (const id of unreadable)
-    out.push(
-      rowOf(id, undefined, 0, { ok: false, index: -1, reason: 'its stored record cannot be read (cut or corrupt)' }),
-    );
+  const cannotRead = (id: string, what: string) =>
+    rowOf(id, undefined, 0, { ok: false, index: -1, reason: `its stored ${what} cannot be read (cut or corrupt)` });
+  for (const id of unreadable) out.push(cannotRead(id, 'record'));
   for (const id of list) {
-    const check = await verifyOperation(ledger, id, opts);
-    const record = await ledger.get(id);
+    const read = await Promise.all([verifyOperation(ledger, id, opts), ledger.get(id), ledger.receipts(id)]).catch(
+      (err: unknown) => {
+        if (!LedgerError.isInstance(err)) throw err;
+        return null;
+      },
+    );
+    // One whose record or receipts cannot be read is a break of its own, not the end of the check.
+    if (read === null) {
+      out.push(cannotRead(id, 'record or receipts'));
+      continue;
+    }
+    const [check, record, receipts] = read;
     if (!check || !record) throw new UsageError(`no operation ${id} in the ledger`);
-    out.push(rowOf(id, record.state, (await ledger.receipts(id)).length, check));
+    out.push(rowOf(id, record.state, receipts.length, check));
   }
   return out;
 }

@@ -22,11 +22,12 @@ export const ledgerExportCommand = defineCommand({
     const { ids: unreadable, onUnreadable } = unreadableRows();
     const { ids, text } = await withLedger(o, async (ledger) => {
       const ids = (await ledger.list({ states, onUnreadable })).map((r) => r.businessOperationId);
-      return { ids, text: await exportReceiptsJsonl(ledger, { ids, heads: true }) };
+      // One whose receipts cannot be read is told as unreadable too, and left out.
+      return { ids, text: await exportReceiptsJsonl(ledger, { ids, filter: { onUnreadable }, heads: true }) };
     });
     if (o.out) {
       await writeFile(o.out, text, 'utf8');
-      io.err(`wrote ${plural(ids.length, 'operation')} to ${o.out}`);
+      io.err(`wrote ${plural(ids.filter((id) => !unreadable.includes(id)).length, 'operation')} to ${o.out}`);
     } else if (text) io.out(text.trimEnd());
     warnUnreadable(io, unreadable);
     return unreadable.length === 0 ? EXIT.ok : EXIT.failed;

@@ -8,7 +8,7 @@ import { defineCommand, type Options, type Parsed } from '../../../command.js';
 import { UsageError } from '../../../errors.js';
 import { plural } from '../../../output.js';
 import { cardsOf, loadAdapters } from '../../../registry.js';
-import { TARGET_OPTIONS, withLedger } from '../target.js';
+import { TARGET_OPTIONS, warnUnreadable, withLedger } from '../target.js';
 
 export const PRUNE_OPTIONS = {
   ...TARGET_OPTIONS,
@@ -130,8 +130,10 @@ export const ledgerPruneCommand = defineCommand({
     "prune refuses a younger --older-than than the longest such retention among the cards it knows (the built-in adapters', and --config's), unless --force. " +
     'A card whose retention is unknown sets no floor: while the ledger holds old operations of it prune refuses, unless --unknown-retention or --force. ' +
     'After a record is pruned a repeat of the same business operation is a new one. See docs/retention.md.',
-  async run({ print }, o) {
+  async run({ print, io }, o) {
     const r = await ledgerPrune(o);
-    return print(o, r, () => pruneText(r, o.export));
+    // A row it could not read is kept, and named: exit 1.
+    warnUnreadable(io, r.unreadable);
+    return print(o, r, () => pruneText(r, o.export), r.unreadable.length === 0);
   },
 });

@@ -1,8 +1,17 @@
 import { loadConfigFile } from '@retrysafe/config';
-import { asBusinessOperationId, type HandoffReason, LedgerError, RetrysafeError } from '@retrysafe/contract';
+import {
+  asBusinessOperationId,
+  type HandoffReason,
+  type Ledger,
+  LedgerError,
+  type OperationRecord,
+  RetrysafeError,
+} from '@retrysafe/contract';
+import { checkParamsOpen } from '@retrysafe/core/internal';
 import { defineCommand, type Options, type Parsed } from '../../../command.js';
 import { exactlyOne, pickKnown, RefusedError, scrubbed, UsageError, wanted } from '../../../errors.js';
 import { paint, pick, plural } from '../../../output.js';
+import { withParamsKeys } from '../chain.js';
 import { ledgerResolve, printable, resolved, resolveText } from '../resolve/index.js';
 import { TARGET_OPTIONS, unreadableRows, warnUnreadable, withLedger } from '../target.js';
 
@@ -51,7 +60,8 @@ export async function ledgerResolveAll(opts: ResolveAllOptions) {
   const config = opts.config ? await loadConfigFile(opts.config) : null;
   // A handoff whose row cannot be read is left out and reported (`unreadable`), not a reason to resolve none.
   const { ids: unreadable, onUnreadable } = unreadableRows();
-  const handedOff = await withLedger(opts, (ledger) => ledger.list({ states: ['handed-off'], onUnreadable }), {
+  const listed = (ledger: Ledger) => withParamsKeys(ledger).list({ states: ['handed-off'], onUnreadable });
+  const handedOff = await withLedger(opts, listed, {
     config,
     writes: !opts.dryRun,
   });
@@ -74,7 +84,14 @@ export async function ledgerResolveAll(opts: ResolveAllOptions) {
       abandon: action === 'abandon',
       handoffAt: r.handoff?.createdAt,
     };
-    const done = opts.dryRun || plan === 'refused' ? null : await settle(ledgerResolve(resolve, r.businessOperationId));
+    // Params sealed with a key this process lacks cannot be re-sent: that row is refused, the others go on.
+    const sealed = plan === 'resume' ? sealedParams(r) : undefined;
+    const done =
+      opts.dryRun || plan === 'refused'
+        ? null
+        : sealed !== undefined
+          ? { result: null, error: sealed }
+          : await settle(ledgerResolve(resolve, r.businessOperationId));
     rows.push({
       ...pick(r, 'businessOperationId', 'operation'),
       ...(r.account === undefined ? {} : { account: r.account }),
@@ -91,6 +108,16 @@ export async function ledgerResolveAll(opts: ResolveAllOptions) {
     unreadable.length === 0 &&
     rows.every((r) => r.plan !== 'refused' && !r.error && (r.result === null || resolved(r.result)));
   return { dryRun: opts.dryRun === true, action, matched: matched.length, rows, unreadable, ok };
+}
+
+/** Why `r`'s params cannot be re-sent (sealed with a key this process lacks), if so. */
+function sealedParams(r: OperationRecord): string | undefined {
+  try {
+    checkParamsOpen(r);
+    return undefined;
+  } catch (err) {
+    return scrubbed((err as Error).message);
+  }
 }
 
 /** One operation's resolution, or why it was not resolved: a refusal or a changed record does not stop the others. */
