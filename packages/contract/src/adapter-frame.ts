@@ -7,6 +7,7 @@ import {
   type OperationSpec,
   SPECIFICATION_VERSION,
 } from './adapter.js';
+import type { RetrySafetyCard } from './card.js';
 import { marginInForce, resendSafety } from './card-rules.js';
 import { defaultProblems } from './card-validate.js';
 import {
@@ -116,6 +117,15 @@ function charOutside(rule: string, card: string): string | null {
   return null;
 }
 
+/** Why `card` is not operation `name`'s own card in an adapter of `provider` (the runner decides from the card, so
+ * another provider's or operation's card would run its calls by that card's rules), or null. */
+export function foreignCardProblem(provider: string, name: string, card: RetrySafetyCard): string | null {
+  const own = `${provider}.${name}`;
+  return card.provider === provider && card.operation === own
+    ? null
+    : `its card is for ${JSON.stringify(card.operation)} (provider ${JSON.stringify(card.provider)}), expected "${own}": an adapter carries its own operations' cards`;
+}
+
 function checkDefinition(
   provider: string,
   account: string | undefined,
@@ -134,9 +144,8 @@ function checkDefinition(
     const { card, keyRule } = op;
     const bad = (why: string) => fail(`operation ${name}: ${why}`);
     if (op.name !== name) fail(`operation ${name} is named ${JSON.stringify(op.name)}`);
-    if (card.provider !== provider) bad(`its card is for provider ${JSON.stringify(card.provider)}`);
-    if (card.operation !== `${provider}.${name}`)
-      bad(`its card is for ${JSON.stringify(card.operation)}, expected "${provider}.${name}"`);
+    const foreign = foreignCardProblem(provider, name, card);
+    if (foreign) bad(foreign);
     if (typeof op.paramsSchema !== 'object' || op.paramsSchema === null)
       bad('paramsSchema must be a JSON Schema object');
     const wrongDefaults = defaultProblems(card, op.paramsSchema);

@@ -1,6 +1,6 @@
 // `@retrysafe/contract/provider`: the pure functions adapter authors build on, one of each (no I/O).
 
-export { operationParamsErrors, providerKeyShapeProblem, schemaErrors } from '../adapter-frame.js';
+export { foreignCardProblem, operationParamsErrors, providerKeyShapeProblem, schemaErrors } from '../adapter-frame.js';
 export { errorClass, markerGuard } from '../error-class.js';
 export { type Say, type SchemaWording, schemaProblems } from '../schema-problems.js';
 export * from './network.js';

@@ -18,6 +18,7 @@ import {
   UnsupportedSpecificationVersionError,
   validateCard,
 } from '@retrysafe/contract';
+import { foreignCardProblem } from '@retrysafe/contract/provider';
 import { accountProblem, charsetPattern } from '@retrysafe/contract/rules';
 import { memo } from '../defined.js';
 import { AdapterContractError } from '../errors/adapter-contract-error.js';
@@ -53,13 +54,9 @@ export function checkAdapter(adapter: AdapterV1, operation: string): OperationSp
   if (!checkedSpecs.has(spec)) {
     const v = validateCard(spec.card);
     if (!v.ok) throw new CardValidationError(String(spec.card?.operation ?? operation), v.problems);
-    // The runner decides from the card: another provider's or operation's card would run these calls by its rules.
-    const own = `${adapter.provider}.${operation}`;
-    if (spec.card.provider !== adapter.provider || spec.card.operation !== own)
-      throw new AdapterConfigurationError(
-        adapter.provider,
-        `operation ${operation}: its card is ${spec.card.operation} (provider ${spec.card.provider}), not ${own}: an adapter carries its own operations' cards`,
-      );
+    // Checked for adapters written without defineAdapter too.
+    const foreign = foreignCardProblem(adapter.provider, operation, spec.card);
+    if (foreign) throw new AdapterConfigurationError(adapter.provider, `operation ${operation}: ${foreign}`);
     // The id is derived from spec.intentFields: they must be the fields the card names (in any order).
     const fields = spec.card.businessOperationId.intentFields;
     if (spec.intentFields.length !== fields.length || !spec.intentFields.every((f) => fields.includes(f)))
