@@ -109,10 +109,10 @@ export function serveTools(
   }));
   const answer = async (req: CallToolRequest, extra: Extra) => {
     const { name, arguments: args = {} } = req.params;
-    const answer = (await answerLookupTool(options.ledger, name, args)) ?? (await call(req, extra, run));
+    const result = (await answerLookupTool(options.ledger, name, args)) ?? (await call(req, extra, run));
     // The spec's answer to an unknown tool is a protocol error, not a tool result.
-    if (answer === undefined) throw new McpError(ErrorCode.InvalidParams, `Unknown tool: ${name}`);
-    return answer;
+    if (result === undefined) throw new McpError(ErrorCode.InvalidParams, `Unknown tool: ${name}`);
+    return result;
   };
   // A process that stops lets the calls under way end and be answered.
   server.setRequestHandler(CallToolRequestSchema, (req, extra) => coalescer.track(answer(req, extra)));
