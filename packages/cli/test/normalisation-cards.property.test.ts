@@ -33,11 +33,18 @@ function decimal(text: string): string | null {
   return `${m[1] === '-' ? '-' : ''}${digits.replace(/0+$/, '')}e${exp}`;
 }
 
+/** Simple case folding: a character whose upper case is one character folds through it; ß, ﬁ, İ keep their own. */
+function simpleFold(c: string): string {
+  const upper = c.toUpperCase();
+  const lower = (upper.length === c.length ? upper : c).toLowerCase();
+  return [...lower].length === 1 ? lower : c;
+}
+
 function oracleStep(s: string, step: string): string {
   if (step === 'trim') return s.trim();
   if (step === 'collapse-whitespace') return s.replace(/\s+/gu, ' ');
   if (step === 'nfkc') return s.normalize('NFKC');
-  if (step === 'case-fold') return s.toUpperCase().toLowerCase();
+  if (step === 'case-fold') return [...s].map(simpleFold).join('');
   if (step === 'canonical-number') return decimal(s) ?? s;
   if (step === 'datetime-zero-fraction') return /^(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d)\.0+$/.exec(s)?.[1] ?? s;
   throw new Error(`oracle has no step ${step}`);

@@ -25,7 +25,7 @@ describe('normalisation steps (issue 16)', () => {
   it('trim, collapse-whitespace, nfkc, case-fold, canonical-number, in the declared order, on strings at or below the field', () => {
     const rules = [{ field: 'ref', steps: ['nfkc', 'trim', 'collapse-whitespace', 'case-fold'] as const, source: 't' }];
     expect(normalizeIntent({ ref: '  ＰＯ－１００１ \u00a0 a ' }, rules)).toEqual({ ref: 'po-1001 a' });
-    expect(normalizeIntent({ ref: 'Straße' }, rules)).toEqual({ ref: 'strasse' });
+    expect(normalizeIntent({ ref: 'STRAẞE' }, rules)).toEqual({ ref: 'straße' });
     const n = [{ field: 'q', steps: ['canonical-number'] as const, source: 't' }];
     for (const v of ['1500', '1.5e3', ' 1500.0 ', 1500, '+01500.000', '15000e-1'])
       expect(normalizeIntent({ q: v }, n)).toEqual({ q: '1500' });
@@ -35,6 +35,25 @@ describe('normalisation steps (issue 16)', () => {
       other: ' x ',
       ref: { a: ['b'] },
     });
+  });
+
+  it('case-fold folds one character for one: names a case-insensitive provider keeps apart keep two ids', () => {
+    const fold = (ref: string) => normalizeIntent({ ref }, [{ field: 'ref', steps: ['case-fold'] as const }]).ref;
+    for (const [a, b] of [
+      ['Straße', 'STRASSE'],
+      ['straße', 'strasse'],
+      ['ﬁle', 'file'],
+      ['İ', 'i̇'],
+    ])
+      expect(fold(a), a).not.toBe(fold(b));
+    for (const [a, b] of [
+      ['STRAẞE', 'straße'],
+      ['ΣΊΣΥΦΟΣ', 'σίσυφος'],
+      ['Octo-Repo', 'octo-repo'],
+      ['\u212a', 'k'],
+      ['ſ', 'S'],
+    ])
+      expect(fold(a), a).toBe(fold(b));
   });
 
   it('rules apply in the order declared for the id as for the params comparison: one id never meets a conflict', () => {

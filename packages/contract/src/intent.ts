@@ -102,13 +102,20 @@ export function intentOf(
 
 const ZERO_FRACTION = /^(\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2})\.0+$/;
 
+// Simple case folding, one character for one, as the case-insensitive comparisons providers run (per character):
+// never the full folding that makes 'ß' 'ss' or 'ﬁ' 'fi', which would fold two names the provider keeps apart.
+function foldChar(c: string): string {
+  for (const folded of [c.toUpperCase().toLowerCase(), c.toLowerCase()]) if ([...folded].length === 1) return folded;
+  return c;
+}
+
 // Steps run in order on every string (and number, for `canonical-number`) at or below the declared path, for
 // identity and comparison only: the params sent are the caller's, unchanged.
 const STEP = {
   trim: (s: string) => s.trim(),
   'collapse-whitespace': (s: string) => s.replace(/\s+/gu, ' '),
   nfkc: (s: string) => s.normalize('NFKC'),
-  'case-fold': (s: string) => s.toUpperCase().toLowerCase(),
+  'case-fold': (s: string) => Array.from(s, foldChar).join(''),
   'canonical-number': (s: string) => canonicalDecimal(s) ?? s,
   // Only an all-zero fraction of this one spelling (Graph returns 12:00:00 as 12:00:00.0000000); a zone, another
   // precision or a fraction that is not zero stays as written.
