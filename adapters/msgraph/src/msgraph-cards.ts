@@ -18,6 +18,8 @@ const S = {
   eventResourcePinned:
     'https://github.com/microsoftgraph/microsoft-graph-docs-contrib/blob/02eb1a3142fa14e36ac955f10cb8012fcd8d5933/api-reference/v1.0/resources/event.md',
   createTask: 'https://learn.microsoft.com/en-us/graph/api/todotasklist-post-tasks',
+  createTaskExample:
+    'https://github.com/microsoftgraph/microsoft-graph-docs-contrib/blob/093f294473d3d1d60b6705e9572f5e96486c96d1/api-reference/v1.0/api/todotasklist-post-tasks.md',
   linkedResource: 'https://learn.microsoft.com/en-us/graph/api/resources/linkedresource',
   listTasks: 'https://learn.microsoft.com/en-us/graph/api/todotasklist-list-tasks',
   throttling: 'https://learn.microsoft.com/en-us/graph/throttling',
@@ -314,6 +316,20 @@ export const todoTasksCreateCard = msGraphCard({
       },
     ],
   },
+  // importance stays exact: the same example returns "low" for a task created without it, which other pages do not
+  // confirm as the default; a default read wrongly would answer a task asked as "low" with one that is not.
+  paramComparison: (
+    [
+      ['status', 'notStarted'],
+      ['isReminderOn', false],
+    ] as const
+  ).map(([field, value]) => ({
+    field: `task.${field}`,
+    compare: 'normalized' as const,
+    providerDefault: value,
+    source: `${S.createTaskExample}: Create todoTask's example sends no ${field} and the task is returned with "${field}": ${JSON.stringify(value)}, so that value and none are one task (any other value stays exact)`,
+    evidence: S.createTaskExample,
+  })),
   providerKey: {
     travels: fact('none', `${S.createTask}: no client id or idempotency key in the request`),
     name: fact(null, S.createTask),

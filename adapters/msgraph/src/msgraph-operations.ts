@@ -141,7 +141,13 @@ const EVENTS_CREATE_PARAMS = object(['mailbox', 'event'], {
 const TODO_TASKS_CREATE_PARAMS = object(['mailbox', 'listId', 'task'], {
   mailbox: mailboxSchema,
   listId: segment('a To Do list id'),
-  task: object(['title'], { title: text, body: itemBodySchema, dueDateTime: dateTimeSchema }),
+  task: object(['title'], {
+    title: text,
+    body: itemBodySchema,
+    dueDateTime: dateTimeSchema,
+    status: { enum: ['notStarted', 'inProgress', 'completed', 'waitingOnOthers', 'deferred'] },
+    isReminderOn: { type: 'boolean' },
+  }),
 });
 
 export const mailSend: GraphOperation<MailSendParams> = {

@@ -283,19 +283,27 @@ describe('events.create: one meeting slot, spelled as the request or as Graph re
   );
 });
 
-describe('events.create: a param spelled as the default the event resource documents is the event without it', () => {
-  it.each([
-    ['allowNewTimeProposals', true],
-    ['responseRequested', true],
-  ])('%s: %j on the second run ⇒ the second run adopts the first, one event', async (field, value) => {
-    const runner = await setup();
+describe('events.create, todo.tasks.create: a param spelled as the default Graph documents is the create without it', () => {
+  const withEvent = (field: string, value: unknown) => {
     const p = eventParams(4);
-    const first = await runner.run(adapter, 'events.create', { params: p });
-    const second = await runner.run(adapter, 'events.create', {
-      params: { ...p, event: { ...p.event, [field]: value } },
-    });
+    return { op: 'events.create' as const, p, spelled: { ...p, event: { ...p.event, [field]: value } } };
+  };
+  const withTask = (field: string, value: unknown) => {
+    const p = taskParams(5);
+    return { op: 'todo.tasks.create' as const, p, spelled: { ...p, task: { ...p.task, [field]: value } } };
+  };
+  it.each([
+    ['allowNewTimeProposals', true, withEvent],
+    ['responseRequested', true, withEvent],
+    ['status', 'notStarted', withTask],
+    ['isReminderOn', false, withTask],
+  ])('%s: %j on the second run ⇒ the second run adopts the first, one item', async (field, value, make) => {
+    const runner = await setup();
+    const { op, p, spelled } = make(field, value);
+    const first = await runner.run(adapter, op, { params: p } as never);
+    const second = await runner.run(adapter, op, { params: spelled } as never);
     expect(second).toMatchObject({ status: 'done', adopted: true, businessOperationId: first.businessOperationId });
-    expect(sandbox.requestCount('events.create')).toBe(1);
+    expect(sandbox.requestCount(op)).toBe(1);
   });
 });
 

@@ -24,6 +24,12 @@ export const STRIPE_KEY_RULE: ProviderKeyRule = { maxLength: 255, charset: 'A-Za
 /** The caller's reference is only trimmed: Stripe compares metadata values as given (`Ref` ≠ `ref`). */
 const REF_NORMALIZATION_SOURCE = `${S.metadata}: metadata values are stored as given, Stripe applies no equality of its own; surrounding white space is formatting, compatibility forms, case and inner white space are kept apart (docs/concepts.md, Normalisation)`;
 
+/** Every create: metadata left out is stored as {}, and the adapter sends the caller's merged with its own keys. */
+const METADATA_DEFAULT = {
+  value: {},
+  says: 'the example creates one without metadata and it is returned with "metadata": {} (the adapter adds its own keys to either)',
+};
+
 /** How an operation is found past retention, and what else differs beyond its kind and intent. */
 interface CardSpec {
   lookup: { delay: '1h' | null; delaySource: string };
@@ -68,15 +74,15 @@ function stripeCard(
     },
     // Only the defaults the API reference states for every API version and account; a version-dependent one
     // (capture_method, auto_advance) or one that depends on the object (a refund's amount) is compared exactly.
-    ...(spec.defaults && {
-      paramComparison: Object.entries(spec.defaults).map(([field, { value, says }]) => ({
+    paramComparison: Object.entries({ ...spec.defaults, metadata: METADATA_DEFAULT }).map(
+      ([field, { value, says }]) => ({
         field,
         compare: 'normalized' as const,
         providerDefault: value,
         source: `${kindSource}: ${says}, so that value and none are one request (any other value stays exact)`,
         evidence: kindSource,
-      })),
-    }),
+      }),
+    ),
     ids: {
       run: 'receipts only (never sent to Stripe)',
       attempt: 'receipts only (never sent to Stripe)',

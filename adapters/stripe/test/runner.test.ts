@@ -109,6 +109,15 @@ describe("a param spelled as Stripe's documented default is the request without 
       { customer: 'cus_fixture', invoiceRef: 'INV-10' },
       { collectionMethod: 'charge_automatically' },
     ],
+    // The example of each create page returns "metadata": {} for an object created without it.
+    ['customers.create', { customerRef: 'C-20' }, { metadata: {} }],
+    [
+      'paymentIntents.create',
+      { customer: 'cus_fixture', amount: 1500, currency: 'eur', orderRef: 'A-20' },
+      { metadata: {} },
+    ],
+    ['invoices.create', { customer: 'cus_fixture', invoiceRef: 'INV-20' }, { metadata: {} }],
+    ['refunds.create', { paymentIntent: 'pi_fixture', refundRef: 'RF-20', amount: 100 }, { metadata: {} }],
   ] as const)('%s: the repeat that spells it adopts the first object, no second POST', async (op, params, spelled) => {
     const { clock, sandbox, ledger } = await setup();
     const adapter = createStripeAdapter({ apiKey: API_KEY, baseUrl: sandbox.url, timeoutMs: 2000 });

@@ -108,6 +108,17 @@ describe('retrysafe cards init --from', () => {
     ]);
   });
 
+  it("keeps the file's intent normalisation, param comparison and replay indicator: dropped, the id would change", async () => {
+    const [entry] = await loadAdapters(['stripe']);
+    const shipped = (await cardsOf(entry!)).find((c) => c.card.operation === 'stripe.paymentIntents.create')!.card;
+    const from = join(dir, 'with-rules.json');
+    writeFileSync(from, JSON.stringify(shipped));
+    const { card } = await cardsInit({ from });
+    expect(card.businessOperationId.normalize).toEqual(shipped.businessOperationId.normalize);
+    expect(card.paramComparison).toEqual(shipped.paramComparison);
+    expect(card.storedResult.replayIndicator).toEqual(shipped.storedResult.replayIndicator);
+  });
+
   it('through the CLI: prints the card on stdout and the refusals on stderr; a file missing the operation is refused (exit 2), nothing written', async () => {
     const from = join(dir, 'partial.yaml');
     writeFileSync(from, PARTIAL_CARD);

@@ -188,6 +188,8 @@ export async function cardsInit(
   } finally {
     ask?.close();
   }
+  // Never asked, but kept as the file gives them: without its normalisation the card would derive other ids.
+  for (const path of HAND_WRITTEN) if (get(given, path) !== undefined) set(card, path, get(given, path));
   for (const field of unknowns.filter((f) => !unverified.some((u) => u.field === f))) {
     unverified.push({
       field,
@@ -199,7 +201,11 @@ export async function cardsInit(
   if (given.cardVersion !== undefined && given.cardVersion !== CARD_SCHEMA_VERSION)
     problems.push({ path: 'cardVersion', message: `this retrysafe writes version ${CARD_SCHEMA_VERSION} cards` });
   for (const key of Object.keys(given))
-    if (key !== 'cardVersion' && !cardLeaves().some((l) => l.path === key || l.path.startsWith(`${key}.`)))
+    if (
+      key !== 'cardVersion' &&
+      !HAND_WRITTEN.includes(key) &&
+      !cardLeaves().some((l) => l.path === key || l.path.startsWith(`${key}.`))
+    )
       problems.push({ path: key, message: 'not a card field' });
 
   const v = validateCard(card);
