@@ -84,6 +84,9 @@ describe('the DynamoDB ledger', () => {
     expect(got(await l.first.recoverCandidates(T0 + 5000, undefined, onUnreadable))).toEqual(readable);
     expect(told.map(([id]) => id)).toEqual([ids[1], ids[1], ids[1]]);
     for (const [, e] of told) expect(LedgerError.isInstance(e) && e.message).toMatch(/cut or corrupt/);
+    // First in the order (its id sorts first), it takes no place of a limit.
+    expect(got(await l.first.list({ limit: 2, onUnreadable }))).toEqual(readable);
+    expect(got(await l.first.recoverCandidates(T0 + 5000, 2, onUnreadable))).toEqual(readable);
     await expect(l.first.list()).rejects.toThrow(/cut or corrupt/);
     await expect(l.first.recoverCandidates(T0 + 5000)).rejects.toThrow(/cut or corrupt/);
     await l.close();

@@ -118,9 +118,11 @@ export function createPostgresLedger(options: PostgresLedgerOptions): PostgresLe
     },
     async list(filter = {}) {
       checkListFilter(filter);
-      const { sql, values } = st.list(filter);
-      const { rows } = await db.query<OperationRow>('list', sql, values);
-      return readEach(rows, idOfRow, toRecord, filter.onUnreadable);
+      const page = async (limit: number | undefined) => {
+        const { sql, values } = st.list({ ...filter, limit });
+        return (await db.query<OperationRow>('list', sql, values)).rows;
+      };
+      return readLimited(page, filter.limit, idOfRow, toRecord, filter.onUnreadable);
     },
     async receipts(id) {
       const { rows } = await db.query<{ receipts: string | null }>('receipts', st.receipts, [id]);

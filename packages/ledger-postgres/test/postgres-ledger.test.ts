@@ -181,7 +181,9 @@ describe('migrations', () => {
       expect(listed.map((r) => r.businessOperationId)).toEqual(['kept']);
       expect(told).toEqual(['bare']);
       await expect(l.get('bare' as never)).rejects.toThrow(/no valid handoff/);
-      // Open and first in the order, it takes no place of a recovery's limit.
+      // First in the order, it takes no place of a listing's limit or a recovery's.
+      const first = await l.list({ limit: 1, onUnreadable: (id) => told.push(id) });
+      expect([first.map((r) => r.businessOperationId), told]).toEqual([['kept'], ['bare', 'bare']]);
       await pool.query(
         `UPDATE ${t} SET state = 'claimed', updated_at = CASE business_operation_id WHEN 'bare' THEN 0 ELSE 5 END`,
       );
