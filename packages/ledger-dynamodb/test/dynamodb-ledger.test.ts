@@ -175,6 +175,21 @@ describe('the DynamoDB ledger', () => {
     client.destroy();
   });
 
+  it('ensureTable waits only timeoutMs for a table that stays CREATING, and refuses a timeout that would never end', async () => {
+    const slow = await startDynalite(60_000);
+    const client = slow.client();
+    try {
+      for (const timeoutMs of [Number.NaN, Number.POSITIVE_INFINITY, -1, '300' as never])
+        await expect(ensureTable(client, 'never-active', { timeoutMs })).rejects.toThrow(/timeoutMs must be/);
+      const started = Date.now();
+      await expect(ensureTable(client, 'never-active', { timeoutMs: 300 })).rejects.toThrow(/not ACTIVE after 300 ms/);
+      expect(Date.now() - started).toBeLessThan(5_000);
+    } finally {
+      client.destroy();
+      await slow.close();
+    }
+  });
+
   it('ensureTable refuses a table that exists without the index of open operations (recovery could never read it)', async () => {
     const client = db.client();
     const table = `no-index-${++n}`;
