@@ -88,6 +88,32 @@ describe('ledger resolve-all on a ledger that changes under it', () => {
     expect(sandbox.proxy.requests.length - before).toBe(2);
   });
 
+  it('--resume of one whose params were sealed with a key this process lacks after the list was read: that row refused, the others reported', async () => {
+    const { dir, db, config, ids } = await handoffs('sealed-since', 'lose', 2);
+    let first = '';
+    let other = '';
+    // While the first is resumed, the other's params are stored sealed under a key this process does not hold.
+    sandbox.onRequest((request) => {
+      sandbox.onRequest(null);
+      first = ids.find((id) => String(request.headers['idempotency-key']).endsWith(id.split(':')[1]!))!;
+      other = ids.find((id) => id !== first)!;
+      const raw = openRawSqlite(db);
+      editStored(raw, other, (l) => {
+        const sealed = { $retrysafeEncrypted: 'aes-256-gcm/v1', kid: 'gone', iv: 'AA', tag: 'AA', data: 'AA' };
+        return { ...l, record: JSON.stringify({ ...JSON.parse(l.record), params: sealed }) };
+      });
+      raw.close();
+    });
+    const before = sandbox.proxy.requests.length;
+    const r = await cliJson(['ledger', 'resolve-all', '--config', config, '--resume'], dir);
+    sandbox.onRequest(null);
+    expect(r.code).toBe(1);
+    const rows = rowsOf(r.body);
+    expect(rows[first].result).toMatchObject({ status: 'done' });
+    expect(rows[other]).toMatchObject({ result: null, error: expect.stringMatching(/encrypted with key 'gone'/) });
+    expect(sandbox.proxy.requests.length - before).toBe(1);
+  });
+
   it('an operation handed off again meanwhile with resume marked not safe is refused, not forced (nothing sent for it)', async () => {
     const { dir, db, config, ids } = await handoffs('re-handed', 'lose', 2);
     // While the first is resumed, someone else resumed the other one, and it came back as not safe to resume.
