@@ -207,6 +207,20 @@ describe('migrations', () => {
     });
   });
 
+  it('an exporting prune keeps and tells a row whose record cannot be read (a packet without its lists); the others are exported and pruned', async () => {
+    const packets = { kept: '{"attempts":[],"safeNextActions":[]}', bare: '{}' };
+    await withRawRows('barepruned', 'abandoned', 'handoff', packets, async (l, pool, t) => {
+      const exported: string[] = [];
+      const told: string[] = [];
+      const onPrune = (r: { businessOperationId: string }) => void exported.push(r.businessOperationId);
+      const report = await l.prune!({ before: 10, onPrune, onUnreadable: (id) => told.push(id) });
+      expect([report.pruned, exported, told]).toEqual([1, ['kept'], ['bare']]);
+      expect((await pool.query(`SELECT business_operation_id FROM ${t}`)).rows).toEqual([
+        { business_operation_id: 'bare' },
+      ]);
+    });
+  });
+
   it('refuses a schema written by a newer package version', async () => {
     await withSchemaPool('newer', 2, async (pool, s) => {
       await migrate(pool, s);
