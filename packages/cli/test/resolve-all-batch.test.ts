@@ -3,7 +3,7 @@ import { createRunner } from '@retrysafe/core';
 import { createSqliteLedger } from '@retrysafe/ledger-sqlite';
 import { createDrillClock } from '@retrysafe/testkit';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { editStored } from '../../ledger-sqlite/test/sqlite-tamper.js';
+import { editStored, type StoredLines } from '../../ledger-sqlite/test/sqlite-tamper.js';
 import { type FaultySandbox, startFaultySandbox } from './faulty-sandbox.js';
 import { cli, cliJson, openRawSqlite, tempDir } from './helpers.js';
 
@@ -33,6 +33,26 @@ async function handoffs(label: string, fault: 'reject' | 'lose', n: number, acco
   sandbox.setFault('pass');
   sandbox.writeConfig(config, db);
   return { dir, db, config, ids };
+}
+
+/** A row's params stored sealed under a key nobody here holds ('gone'), as a process with another key writes them. */
+const sealParams = (l: StoredLines): StoredLines => {
+  const sealed = { $retrysafeEncrypted: 'aes-256-gcm/v1', kid: 'gone', iv: 'AA', tag: 'AA', data: 'AA' };
+  return { ...l, record: JSON.stringify({ ...JSON.parse(l.record), params: sealed }) };
+};
+
+/** While the first of two operations is re-sent, `edit` rewrites the other's stored row: `first` and `other` once it ran. */
+function editOtherOnFirstSend(db: string, ids: string[], edit: (l: StoredLines) => StoredLines) {
+  const seen = { first: '', other: '' };
+  sandbox.onRequest((request) => {
+    sandbox.onRequest(null);
+    seen.first = ids.find((id) => String(request.headers['idempotency-key']).endsWith(id.split(':')[1]!))!;
+    seen.other = ids.find((id) => id !== seen.first)!;
+    const raw = openRawSqlite(db);
+    editStored(raw, seen.other, edit);
+    raw.close();
+  });
+  return seen;
 }
 
 const rowsOf = (body: { rows: { businessOperationId: string }[] }) =>
@@ -73,10 +93,7 @@ describe('ledger resolve-all on a ledger that changes under it', () => {
     const { dir, db, config, ids } = await handoffs('sealed', 'lose', 3);
     const [older, middle, newer] = ids as [string, string, string];
     const raw = openRawSqlite(db);
-    editStored(raw, middle, (l) => {
-      const sealed = { $retrysafeEncrypted: 'aes-256-gcm/v1', kid: 'gone', iv: 'AA', tag: 'AA', data: 'AA' };
-      return { ...l, record: JSON.stringify({ ...JSON.parse(l.record), params: sealed }) };
-    });
+    editStored(raw, middle, sealParams);
     raw.close();
     const before = sandbox.proxy.requests.length;
     const r = await cliJson(['ledger', 'resolve-all', '--config', config, '--resume'], dir);
@@ -88,27 +105,33 @@ describe('ledger resolve-all on a ledger that changes under it', () => {
     expect(sandbox.proxy.requests.length - before).toBe(2);
   });
 
+  it('--resume of one whose params were sealed with a key this process lacks after the list was read: that row refused, the others reported', async () => {
+    const { dir, db, config, ids } = await handoffs('sealed-since', 'lose', 2);
+    // While the first is resumed, the other's params are stored sealed under a key this process does not hold.
+    const seen = editOtherOnFirstSend(db, ids, sealParams);
+    const before = sandbox.proxy.requests.length;
+    const r = await cliJson(['ledger', 'resolve-all', '--config', config, '--resume'], dir);
+    sandbox.onRequest(null);
+    expect(r.code).toBe(1);
+    const rows = rowsOf(r.body);
+    expect(rows[seen.first].result).toMatchObject({ status: 'done' });
+    expect(rows[seen.other]).toMatchObject({ result: null, error: expect.stringMatching(/encrypted with key 'gone'/) });
+    expect(sandbox.proxy.requests.length - before).toBe(1);
+  });
+
   it('an operation handed off again meanwhile with resume marked not safe is refused, not forced (nothing sent for it)', async () => {
     const { dir, db, config, ids } = await handoffs('re-handed', 'lose', 2);
     // While the first is resumed, someone else resumed the other one, and it came back as not safe to resume.
-    let first = '';
-    let other = '';
-    sandbox.onRequest((request) => {
-      sandbox.onRequest(null);
-      first = ids.find((id) => String(request.headers['idempotency-key']).endsWith(id.split(':')[1]!))!;
-      other = ids.find((id) => id !== first)!;
-      const raw = openRawSqlite(db);
-      editStored(raw, other, (l) => {
-        const record = JSON.parse(l.record);
-        for (const a of record.handoff.safeNextActions)
-          if (a.action === 'resume') Object.assign(a, { safe: false, why: 'the outcome is unknown now' });
-        return { ...l, record: JSON.stringify(record) };
-      });
-      raw.close();
+    const seen = editOtherOnFirstSend(db, ids, (l) => {
+      const record = JSON.parse(l.record);
+      for (const a of record.handoff.safeNextActions)
+        if (a.action === 'resume') Object.assign(a, { safe: false, why: 'the outcome is unknown now' });
+      return { ...l, record: JSON.stringify(record) };
     });
     const before = sandbox.proxy.requests.length;
     const r = await cliJson(['ledger', 'resolve-all', '--config', config, '--resume'], dir);
     sandbox.onRequest(null);
+    const { first, other } = seen;
     const rows = rowsOf(r.body);
     expect(rows[first].result).toMatchObject({ status: 'done' });
     expect(sandbox.proxy.requests.length - before).toBe(1); // the first one's resend only

@@ -101,6 +101,8 @@ export interface DynamoDbLedgerConfig {
   readonly table: string;
   readonly region?: string;
   readonly endpoint?: string;
+  /** How long a request may go unanswered before it fails (default 15 000): see createDynamoDbLedger. */
+  readonly requestTimeoutMs?: number;
 }
 
 /** Where the ledger is: a SQLite file path, a `postgres://` URL, or a DynamoDB table. */

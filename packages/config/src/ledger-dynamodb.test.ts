@@ -1,8 +1,8 @@
 // A config naming a DynamoDB table opens the DynamoDB ledger (what the MCP server and the CLI call),
 // here against dynalite on a loopback port, with credentials from the environment only.
-import type { AddressInfo } from 'node:net';
+import { type AddressInfo, createServer } from 'node:net';
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
-import { asBusinessOperationId, type ProviderKey } from '@retrysafe/contract';
+import { asBusinessOperationId, LedgerError, type ProviderKey } from '@retrysafe/contract';
 import { ensureTable } from '@retrysafe/ledger-dynamodb';
 // @ts-expect-error dynalite ships no types
 import dynalite from 'dynalite';
@@ -51,4 +51,23 @@ it('opens { ledger: { dynamodb } } from a config as the DynamoDB ledger', async 
   } finally {
     await ledger.close();
   }
+});
+
+it('takes requestTimeoutMs for the DynamoDB ledger: a service that never answers fails the call, never holds it', async () => {
+  const silent = createServer(() => {}).listen(0, '127.0.0.1');
+  await new Promise((resolve) => silent.once('listening', resolve));
+  const quiet = `http://127.0.0.1:${(silent.address() as AddressInfo).port}`;
+  const dynamodb = { table: 'retrysafe-silent', region: 'local', endpoint: quiet, requestTimeoutMs: 100 };
+  const config = parseConfig({ ledger: { dynamodb }, adapters: { stripe: { apiKeyEnv: 'STRIPE_KEY' } } }, '/tmp');
+  const ledger = await openLedger(config.ledger, config.baseDir);
+  try {
+    await expect(ledger.get(asBusinessOperationId('config-silent'))).rejects.toSatisfy(LedgerError.isInstance);
+  } finally {
+    await ledger.close();
+    silent.close();
+  }
+  for (const requestTimeoutMs of [0, 1.5, '100'])
+    expect(() =>
+      parseConfig({ ledger: { dynamodb: { ...dynamodb, requestTimeoutMs } }, adapters: {} }, '/tmp'),
+    ).toThrow(/requestTimeoutMs/);
 });

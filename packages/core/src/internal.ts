@@ -2,7 +2,7 @@
 export { decide, MAYBE_APPLIED_STATES } from './decide.js';
 export { assertParams, checkParamsSchema, paramsErrors } from './intake/params-schema.js';
 export { resolvePolicy } from './intake/policy.js';
-export { checkParamsOpen } from './ledger/encrypted-params.js';
+export { isParamsSealed } from './ledger/encrypted-params.js';
 export { keysFromEnv, receiptHash, sealReceipt } from './receipts.js';
 export { createRedactor, detectSensitive, personRef } from './redact.js';
 export { isSecretKey, keyParts } from './redact-keys.js';

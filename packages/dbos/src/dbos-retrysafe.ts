@@ -125,7 +125,7 @@ export async function sendResolution(
   // The same decision for a later hand-off of the operation is another decision: the hand-off published now names
   // which (what the person read), never one published while it is on its way.
   let handoffAt = resolution.handoffAt ?? (await publishedHandoffAt(sender, workflowId, businessOperationId));
-  for (;;) {
+  for (let sends = 1; ; sends++) {
     if (await workflowEnded(sender, workflowId)) throw endedRefusal(workflowId, businessOperationId);
     // Sent only to a wait that is open: one that has ended takes no decision, and nothing may lie unread for a wait
     // that never comes (the workflow runs on, or never waits on this operation).
@@ -142,8 +142,12 @@ export async function sendResolution(
     await sender.send(workflowId, message, resolutionTopic(businessOperationId), `retrysafe-resolution-${decisionId}`);
     const answer = await answerOf(sender, workflowId, businessOperationId, decisionId, wait, awaitSeconds);
     if (answer === 'ended') throw endedRefusal(workflowId, businessOperationId);
-    // Its wait ended before taking it, and no other wait applies it: sent again, to the next wait.
-    if (answer === NOT_WAITING || (answer && 'refused' in answer && answer.refused.code === NOT_WAITING)) continue;
+    // Its wait ended before taking it, and no other wait applies it: sent again, to the next wait, a few times (a
+    // workflow whose waits all end before a decision reaches them would take it sent for ever).
+    if (answer === NOT_WAITING || (answer && 'refused' in answer && answer.refused.code === NOT_WAITING)) {
+      if (sends < MAX_SENDS) continue;
+      throw missedRefusal(workflowId, businessOperationId);
+    }
     if (answer && 'refused' in answer) throw new DbosResolutionRefusedError(businessOperationId, answer.refused);
     return answer ? 'applied' : 'sent';
   }
@@ -170,6 +174,14 @@ const notWaitingRefusal = (workflowId: string, id: string) =>
   new DbosResolutionRefusedError(id, {
     code: NOT_WAITING,
     message: `workflow ${workflowId} is not waiting for a decision on it, so nothing was sent: send it again when it waits, or resolve the operation in the ledger (retrysafe ledger resolve)`,
+  });
+
+/** How many times one decision is sent to a workflow whose waits end before it arrives. */
+const MAX_SENDS = 3;
+const missedRefusal = (workflowId: string, id: string) =>
+  new DbosResolutionRefusedError(id, {
+    code: NOT_WAITING,
+    message: `workflow ${workflowId} ended each of ${MAX_SENDS} waits before the decision sent to it arrived, so none applied it: send it again, or resolve the operation in the ledger (retrysafe ledger resolve)`,
   });
 
 async function waitStateOf(sender: Pick<DBOSClient, 'getEvent'>, workflowId: string, id: string) {

@@ -119,6 +119,17 @@ const waitTwice = DBOS.registerWorkflow(
   { name: 'waitTwice' },
 );
 
+// Waits a second at a time, again and again, until a decision closes it or the test says finish.
+const waitOnAndOn = DBOS.registerWorkflow(
+  async (ref: string): Promise<DbosOperationOutcome> => {
+    let out = await rs.run(adapter, OP, { params: { ref } });
+    while (out.status === 'handed-off' && (await DBOS.recv(FINISH, 0)) === null)
+      out = await rs.awaitResolution(adapter, out, { timeoutSeconds: 1, pollSeconds: 1 });
+    return out;
+  },
+  { name: 'waitOnAndOn' },
+);
+
 // Shows the messages sent to it, waiting as awaitResolution does (its first wait on `id`, begun and open).
 const receiveTwice = DBOS.registerWorkflow(
   async (id: string) => {
@@ -540,6 +551,32 @@ describe('sendResolution', () => {
     expect((await rs.ledger.receipts(bo)).filter((r) => r.kind === 'resolve')).toHaveLength(1);
     expect(await DBOS.getEvent(wfId, `retrysafe.decisions:${bo}`, 0)).toBe(2); // both copies taken, one applied
   }, 30_000);
+
+  it('a decision that reaches every wait after it ended is sent a few times, then refused (not-waiting): never applied, never sent for ever', async () => {
+    const { wfId, h, bo } = await rejectedAndPublished(waitOnAndOn, 'always-late', 'order-always-late');
+    let sends = 0;
+    // A network that delivers each message once the wait it was sent to has ended.
+    const late = {
+      getEvent: DBOS.getEvent,
+      getWorkflowStatus: DBOS.getWorkflowStatus,
+      send: async (...args: Parameters<typeof DBOS.send>) => {
+        if (++sends > 6) throw new Error('sent again and again');
+        const to = (args[1] as { wait: number }).wait;
+        await waitFor(async () => {
+          const state = await DBOS.getEvent<{ wait: number }>(wfId, `retrysafe.wait:${bo}`, 0);
+          return state && state.wait > to ? true : null;
+        });
+        return DBOS.send(...args);
+      },
+    };
+    await expect(sendResolution(late, wfId, bo, { action: 'abandon', by: 'bob' })).rejects.toSatisfy(
+      (e: unknown) => DbosResolutionRefusedError.isInstance(e) && e.refusal.code === 'not-waiting',
+    );
+    expect(sends).toBe(3);
+    await DBOS.send(wfId, 'finish', FINISH);
+    expect(await h.getResult()).toMatchObject({ status: 'handed-off', businessOperationId: bo });
+    expect((await rs.ledger.get(bo))!.state).toBe('handed-off');
+  }, 60_000);
 
   it('a decision for an operation the workflow does not wait on is refused (not-waiting), not left unread', async () => {
     const { wfId, h, bo } = await rejectedAndPublished(waitThenRunOn, 'not-mine', 'order-not-mine');

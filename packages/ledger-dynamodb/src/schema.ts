@@ -118,6 +118,10 @@ export async function ensureTable(
   table: string,
   options: { readonly timeoutMs?: number } = {},
 ): Promise<EnsureTableReport> {
+  const { timeoutMs = 300_000 } = options;
+  // NaN or Infinity would wait for a table that never becomes ACTIVE for ever.
+  if (!(Number.isFinite(timeoutMs) && timeoutMs >= 0))
+    throw new LedgerError(`ensureTable: timeoutMs must be a number ≥ 0, got ${String(timeoutMs)}`);
   let created = false;
   try {
     if ((await describe(client, table)) === null) {
@@ -129,7 +133,7 @@ export async function ensureTable(
         if (errorName(err) !== 'ResourceInUseException') throw err;
       }
     }
-    await waitActive(client, table, options.timeoutMs ?? 300_000);
+    await waitActive(client, table, timeoutMs);
     return { created, ttl: await enableTtl(client, table) };
   } catch (cause) {
     if (LedgerError.isInstance(cause)) throw cause;

@@ -16,8 +16,9 @@ export interface Dynalite {
 
 export const TEST_CREDENTIALS = { accessKeyId: 'test', secretAccessKey: 'test' };
 
-export async function startDynalite(): Promise<Dynalite> {
-  const server = dynalite({ createTableMs: 0, deleteTableMs: 0, updateTableMs: 0 });
+/** `createTableMs`: how long a new table stays CREATING (default 0). */
+export async function startDynalite(createTableMs = 0): Promise<Dynalite> {
+  const server = dynalite({ createTableMs, deleteTableMs: 0, updateTableMs: 0 });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const endpoint = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
   const client = () => new DynamoDBClient({ endpoint, region: 'local', credentials: TEST_CREDENTIALS });

@@ -84,6 +84,9 @@ describe('the DynamoDB ledger', () => {
     expect(got(await l.first.recoverCandidates(T0 + 5000, undefined, onUnreadable))).toEqual(readable);
     expect(told.map(([id]) => id)).toEqual([ids[1], ids[1], ids[1]]);
     for (const [, e] of told) expect(LedgerError.isInstance(e) && e.message).toMatch(/cut or corrupt/);
+    // First in the order (its id sorts first), it takes no place of a limit.
+    expect(got(await l.first.list({ limit: 2, onUnreadable }))).toEqual(readable);
+    expect(got(await l.first.recoverCandidates(T0 + 5000, 2, onUnreadable))).toEqual(readable);
     await expect(l.first.list()).rejects.toThrow(/cut or corrupt/);
     await expect(l.first.recoverCandidates(T0 + 5000)).rejects.toThrow(/cut or corrupt/);
     await l.close();
@@ -170,6 +173,21 @@ describe('the DynamoDB ledger', () => {
     expect((await ledger.claim(claimOf(newId('ensure')))).kind).toBe('claimed');
     await ledger.close();
     client.destroy();
+  });
+
+  it('ensureTable waits only timeoutMs for a table that stays CREATING, and refuses a timeout that would never end', async () => {
+    const slow = await startDynalite(60_000);
+    const client = slow.client();
+    try {
+      for (const timeoutMs of [Number.NaN, Number.POSITIVE_INFINITY, -1, '300' as never])
+        await expect(ensureTable(client, 'never-active', { timeoutMs })).rejects.toThrow(/timeoutMs must be/);
+      const started = Date.now();
+      await expect(ensureTable(client, 'never-active', { timeoutMs: 300 })).rejects.toThrow(/not ACTIVE after 300 ms/);
+      expect(Date.now() - started).toBeLessThan(5_000);
+    } finally {
+      client.destroy();
+      await slow.close();
+    }
   });
 
   it('ensureTable refuses a table that exists without the index of open operations (recovery could never read it)', async () => {

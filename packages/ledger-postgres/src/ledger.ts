@@ -118,9 +118,11 @@ export function createPostgresLedger(options: PostgresLedgerOptions): PostgresLe
     },
     async list(filter = {}) {
       checkListFilter(filter);
-      const { sql, values } = st.list(filter);
-      const { rows } = await db.query<OperationRow>('list', sql, values);
-      return readEach(rows, idOfRow, toRecord, filter.onUnreadable);
+      const page = async (limit: number | undefined) => {
+        const { sql, values } = st.list({ ...filter, limit });
+        return (await db.query<OperationRow>('list', sql, values)).rows;
+      };
+      return readLimited(page, filter.limit, idOfRow, toRecord, filter.onUnreadable);
     },
     async receipts(id) {
       const { rows } = await db.query<{ receipts: string | null }>('receipts', st.receipts, [id]);
@@ -225,15 +227,15 @@ async function prune(c: Parts, options: PruneOptions): Promise<PruneReport> {
         count(state, rows.length);
         continue;
       }
-      // To export, a row whose receipts cannot be read is kept and told; the others are pruned.
+      // To export, a row whose record or receipts cannot be read is kept and told; the others are pruned.
       const read = readEach(
         options.onPrune ? rows : [],
         idOfRow,
-        (row) => ({ row, receipts: toReceipts(row.receipts ?? null, row.business_operation_id) }),
+        (row) => ({ record: toRecord(row), receipts: toReceipts(row.receipts ?? null, row.business_operation_id) }),
         options.onUnreadable,
       );
-      for (const { row, receipts } of read) await options.onPrune!(toRecord(row), receipts);
-      const old = [options.onPrune ? read.map((r) => idOfRow(r.row)) : ids, states, options.before];
+      for (const { record, receipts } of read) await options.onPrune!(record, receipts);
+      const old = [options.onPrune ? read.map((r) => r.record.businessOperationId) : ids, states, options.before];
       const gone = await c.db.query<{ state: OperationState }>('prune', c.st.pruneDelete, old);
       for (const g of gone.rows) count(g.state, 1);
     }

@@ -181,7 +181,9 @@ describe('migrations', () => {
       expect(listed.map((r) => r.businessOperationId)).toEqual(['kept']);
       expect(told).toEqual(['bare']);
       await expect(l.get('bare' as never)).rejects.toThrow(/no valid handoff/);
-      // Open and first in the order, it takes no place of a recovery's limit.
+      // First in the order, it takes no place of a listing's limit or a recovery's.
+      const first = await l.list({ limit: 1, onUnreadable: (id) => told.push(id) });
+      expect([first.map((r) => r.businessOperationId), told]).toEqual([['kept'], ['bare', 'bare']]);
       await pool.query(
         `UPDATE ${t} SET state = 'claimed', updated_at = CASE business_operation_id WHEN 'bare' THEN 0 ELSE 5 END`,
       );
@@ -201,6 +203,20 @@ describe('migrations', () => {
       expect(told).toEqual(['cut']);
       expect((await pool.query(`SELECT business_operation_id FROM ${t}`)).rows).toEqual([
         { business_operation_id: 'cut' },
+      ]);
+    });
+  });
+
+  it('an exporting prune keeps and tells a row whose record cannot be read (a packet without its lists); the others are exported and pruned', async () => {
+    const packets = { kept: '{"attempts":[],"safeNextActions":[]}', bare: '{}' };
+    await withRawRows('barepruned', 'abandoned', 'handoff', packets, async (l, pool, t) => {
+      const exported: string[] = [];
+      const told: string[] = [];
+      const onPrune = (r: { businessOperationId: string }) => void exported.push(r.businessOperationId);
+      const report = await l.prune!({ before: 10, onPrune, onUnreadable: (id) => told.push(id) });
+      expect([report.pruned, exported, told]).toEqual([1, ['kept'], ['bare']]);
+      expect((await pool.query(`SELECT business_operation_id FROM ${t}`)).rows).toEqual([
+        { business_operation_id: 'bare' },
       ]);
     });
   });

@@ -107,9 +107,17 @@ export function createSqliteLedger(options: SqliteLedgerOptions): Ledger {
   const o = checkOptions(options);
   const c = openConnection(o.path, o.busyMs, o.sync, o.defers);
   const rows = createRows(c);
-  const records = (sql: string, args: Array<string | number>, onUnreadable: OnUnreadable | undefined) =>
-    readEach(
-      rows.prepared(sql).all(...args) as unknown as StoredRow[],
+  /** Up to `limit` readable rows of `sql` (its last parameter the limit): an unreadable one takes no place. */
+  const records = (
+    what: string,
+    sql: string,
+    args: Array<string | number>,
+    limit?: number,
+    onUnreadable?: OnUnreadable,
+  ) =>
+    readLimited(
+      (n) => read(c, what, () => rows.prepared(sql).all(...args, n ?? -1) as unknown as StoredRow[]),
+      limit,
       (row) => row.id,
       (row) => toRecord(row.record, o.path),
       onUnreadable,
@@ -145,7 +153,7 @@ export function createSqliteLedger(options: SqliteLedgerOptions): Ledger {
     async list(filter = {}) {
       checkListFilter(filter);
       const q = listSql(filter);
-      return q === null ? [] : read(c, 'list', () => records(q.sql, q.args, filter.onUnreadable));
+      return q === null ? [] : records('list', q.sql, q.args, filter.limit, filter.onUnreadable);
     },
     receipts: (id) =>
       read(c, 'receipts', () => {
@@ -154,15 +162,7 @@ export function createSqliteLedger(options: SqliteLedgerOptions): Ledger {
       }),
     async recoverCandidates(now, limit, onUnreadable) {
       checkRecoverCandidates(now, limit, onUnreadable);
-      const page = (n: number | undefined) =>
-        read(c, 'recoverCandidates', () => rows.prepared(RECOVER_SQL).all(now, n ?? -1) as unknown as StoredRow[]);
-      return readLimited(
-        page,
-        limit,
-        (row) => row.id,
-        (row) => toRecord(row.record, o.path),
-        onUnreadable,
-      );
+      return records('recoverCandidates', RECOVER_SQL, [now], limit, onUnreadable);
     },
     prune: (options) => prune(c, rows, options),
     async close() {

@@ -26,7 +26,7 @@ export function prepareStatements(db: DatabaseSync) {
 
 const marks = (n: number) => Array.from({ length: n }, () => '?').join(', ');
 
-/** The listing of `filter` (its arguments in order); null when nothing can match. */
+/** The listing of `filter`: its arguments in order, all but the last `?` (the limit, -1 for none); null when nothing can match. */
 export function listSql(filter: ListFilter): { sql: string; args: Array<string | number> } | null {
   const where: string[] = [];
   const args: Array<string | number> = [];
@@ -43,7 +43,6 @@ export function listSql(filter: ListFilter): { sql: string; args: Array<string |
     args.push(value);
   }
   const dir = filter.newestFirst ? 'DESC' : 'ASC';
-  args.push(filter.limit ?? -1); // -1: no limit
   return {
     sql: `SELECT id, record FROM retrysafe_operations ${where.length ? `WHERE ${where.join(' AND ')}` : ''} ORDER BY created_at ${dir}, id ${dir} LIMIT ?`,
     args,

@@ -50,7 +50,7 @@ describe('a row whose stored record does not parse', () => {
   });
 });
 
-describe('recoverCandidates with a limit', () => {
+describe('recoverCandidates and list with a limit', () => {
   it('an unreadable row at the head of the order (never updated again) takes no place: the limit is of readable ones', async () => {
     const { ledger } = await withCutRow('record = substr(record, 1, 30), updated_at = 0');
     try {
@@ -62,6 +62,21 @@ describe('recoverCandidates with a limit', () => {
       await expect(ledger.recoverCandidates(20_000, 1)).rejects.toThrow(/cut or corrupt/);
       const reports = await createRunner({ ledger }).recover({ adapters: [], limit: 1 });
       expect(reports.map((r) => r.action)).toEqual(['failed', 'skipped-no-adapter']);
+    } finally {
+      await ledger.close();
+    }
+  });
+
+  it('list: an unreadable row first in the order takes no place either, so `limit` readable ones are listed', async () => {
+    const { ledger } = await withCutRow();
+    try {
+      const told: string[] = [];
+      const onUnreadable = (id: string) => told.push(id);
+      const ids = (rs: { businessOperationId: string }[]) => rs.map((r) => r.businessOperationId);
+      expect(ids(await ledger.list({ limit: 1, onUnreadable }))).toEqual(['good-1']);
+      expect(ids(await ledger.list({ limit: 2, states: ['dispatched'], onUnreadable }))).toEqual(['good-1', 'good-3']);
+      expect(told).toEqual(['cut-2', 'cut-2']);
+      await expect(ledger.list({ limit: 1 })).rejects.toThrow(/cut or corrupt/);
     } finally {
       await ledger.close();
     }

@@ -21,13 +21,19 @@ type Envelope = { readonly $retrysafeEncrypted: 'aes-256-gcm/v1' } & Readonly<
 const isEnvelope = (v: unknown): v is Envelope =>
   typeof v === 'object' && v !== null && (v as Envelope).$retrysafeEncrypted === 'aes-256-gcm/v1';
 
+const SEALED = Symbol.for('retrysafe.paramsSealed');
+
 /** Refuses a record whose params are still sealed (no key, or not this one): re-sending it would send the ciphertext. */
 export function checkParamsOpen(record: OperationRecord): void {
-  if (isEnvelope(record.params))
-    throw new LedgerError(
-      `params of ${record.businessOperationId} are encrypted with key '${record.params.kid}', which this process cannot open (encryptParams with that key, RETRYSAFE_PARAMS_KEYS); nothing sent`,
-    );
+  if (isEnvelope(record.params)) {
+    const message = `params of ${record.businessOperationId} are encrypted with key '${record.params.kid}', which this process cannot open (encryptParams with that key, RETRYSAFE_PARAMS_KEYS); nothing sent`;
+    throw Object.assign(new LedgerError(message), { [SEALED]: true });
+  }
 }
+
+/** Whether `err` is checkParamsOpen's refusal: one record this process cannot drive, not a ledger that failed. */
+export const isParamsSealed = (err: unknown): boolean =>
+  LedgerError.isInstance(err) && (err as unknown as Record<symbol, unknown>)[SEALED] === true;
 
 function derive(key: ParamsKey): Buffer {
   checkReceiptKey(key, (why) => new RunnerConfigurationError('encryptParams.key', why), 'params key');

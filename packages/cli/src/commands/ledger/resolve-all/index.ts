@@ -4,10 +4,9 @@ import {
   type HandoffReason,
   type Ledger,
   LedgerError,
-  type OperationRecord,
   RetrysafeError,
 } from '@retrysafe/contract';
-import { checkParamsOpen } from '@retrysafe/core/internal';
+import { isParamsSealed } from '@retrysafe/core/internal';
 import { defineCommand, type Options, type Parsed } from '../../../command.js';
 import { exactlyOne, pickKnown, RefusedError, scrubbed, UsageError, wanted } from '../../../errors.js';
 import { paint, pick, plural } from '../../../output.js';
@@ -84,14 +83,7 @@ export async function ledgerResolveAll(opts: ResolveAllOptions) {
       abandon: action === 'abandon',
       handoffAt: r.handoff?.createdAt,
     };
-    // Params sealed with a key this process lacks cannot be re-sent: that row is refused, the others go on.
-    const sealed = plan === 'resume' ? sealedParams(r) : undefined;
-    const done =
-      opts.dryRun || plan === 'refused'
-        ? null
-        : sealed !== undefined
-          ? { result: null, error: sealed }
-          : await settle(ledgerResolve(resolve, r.businessOperationId));
+    const done = opts.dryRun || plan === 'refused' ? null : await settle(ledgerResolve(resolve, r.businessOperationId));
     rows.push({
       ...pick(r, 'businessOperationId', 'operation'),
       ...(r.account === undefined ? {} : { account: r.account }),
@@ -110,22 +102,18 @@ export async function ledgerResolveAll(opts: ResolveAllOptions) {
   return { dryRun: opts.dryRun === true, action, matched: matched.length, rows, unreadable, ok };
 }
 
-/** Why `r`'s params cannot be re-sent (sealed with a key this process lacks), if so. */
-function sealedParams(r: OperationRecord): string | undefined {
-  try {
-    checkParamsOpen(r);
-    return undefined;
-  } catch (err) {
-    return scrubbed((err as Error).message);
-  }
-}
-
-/** One operation's resolution, or why it was not resolved: a refusal or a changed record does not stop the others. */
+/**
+ * One operation's resolution, or why it was not resolved: a refusal, a changed record or params sealed with a key this
+ * process lacks do not stop the others; a ledger that fails does.
+ */
 async function settle(resolving: ReturnType<typeof ledgerResolve>) {
   try {
     return { result: await resolving };
   } catch (err) {
-    const own = err instanceof RefusedError || (RetrysafeError.isInstance(err) && !LedgerError.isInstance(err));
+    const own =
+      err instanceof RefusedError ||
+      isParamsSealed(err) ||
+      (RetrysafeError.isInstance(err) && !LedgerError.isInstance(err));
     if (!own) throw err;
     return { result: null, error: scrubbed((err as Error).message) };
   }
