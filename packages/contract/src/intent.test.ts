@@ -39,14 +39,14 @@ describe('normalisation steps (issue 16)', () => {
 
   it('case-fold folds one character for one: names a case-insensitive provider keeps apart keep two ids', () => {
     const fold = (ref: string) => normalizeIntent({ ref }, [{ field: 'ref', steps: ['case-fold'] as const }]).ref;
-    for (const [a, b] of [
+    for (const [a, b] of <Array<[string, string]>>[
       ['Straße', 'STRASSE'],
       ['straße', 'strasse'],
       ['ﬁle', 'file'],
       ['İ', 'i̇'],
     ])
       expect(fold(a), a).not.toBe(fold(b));
-    for (const [a, b] of [
+    for (const [a, b] of <Array<[string, string]>>[
       ['STRAẞE', 'straße'],
       ['ΣΊΣΥΦΟΣ', 'σίσυφος'],
       ['Octo-Repo', 'octo-repo'],
