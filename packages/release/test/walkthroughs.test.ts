@@ -289,3 +289,26 @@ for (const readme of [
     expect(r.code, r.stderr).toBe(0);
     expect(r.stdout).toBe(blockAfter(page, 'readme-example-output'));
   }, 30_000);
+
+// An adapter README's sandbox examples, saved and run as the README says: each must end on its own (a
+// server it starts is closed) with exit 0 — a newcomer's first thing to try, with no account.
+for (const readme of [
+  'adapters/slack/README.md',
+  'adapters/github/README.md',
+  'adapters/hubspot/README.md',
+  'adapters/msgraph/README.md',
+  'adapters/stripe/README.md',
+])
+  it(`${readme}: the sandbox examples run as pasted in a fresh folder and return`, async () => {
+    const page = readFileSync(join(repoRoot, readme), 'utf8');
+    const extra = page.includes('<!-- sandbox-install -->') ? blockAfter(page, 'sandbox-install') : '';
+    const { dir, env } = freshProject(installed(blockAfter(page, 'readme-install') + extra));
+    const examples = [...page.matchAll(/<!-- (sandbox-example[\w-]*) -->/g)].map((m) => m[1]!);
+    expect(examples.length).toBeGreaterThan(0);
+    for (const name of examples) {
+      const file = savedAs(page, name);
+      writeFileSync(join(dir, file), blockAfter(page, name));
+      const r = await sh(`node ${file}`, dir, env, 15_000);
+      expect(r.code, `${name}: ${r.stderr}`).toBe(0);
+    }
+  }, 60_000);
