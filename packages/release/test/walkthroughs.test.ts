@@ -312,3 +312,13 @@ for (const readme of [
       expect(r.code, `${name}: ${r.stderr}`).toBe(0);
     }
   }, 60_000);
+
+it('README.md: the real-provider examples, saved as the `.mjs` the page names, are JavaScript Node runs', async () => {
+  // They need live accounts (docs.test.ts compiles their imports); what runs offline is Node's own parse.
+  const page = readFileSync(join(repoRoot, 'README.md'), 'utf8');
+  const { dir, env } = freshProject([]);
+  const file = savedAs(page, 'real-provider');
+  writeFileSync(join(dir, file), blockAfter(page, 'real-provider') + blockAfter(page, 'real-provider-more'));
+  const r = await sh(`node --check ${file}`, dir, env);
+  expect(r.code, r.stderr).toBe(0);
+});
