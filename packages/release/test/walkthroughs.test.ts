@@ -274,6 +274,7 @@ for (const readme of [
   'packages/contract/README.md',
   'packages/config/README.md',
   'packages/sandbox-kit/README.md',
+  'packages/testkit/README.md',
   'adapters/sandbox/README.md',
 ])
   it(`${readme}: the first example runs as pasted in a fresh folder and prints what it shows`, async () => {
