@@ -276,6 +276,7 @@ for (const readme of [
   'packages/sandbox-kit/README.md',
   'packages/testkit/README.md',
   'adapters/sandbox/README.md',
+  'adapters/http/README.md',
 ])
   it(`${readme}: the first example runs as pasted in a fresh folder and prints what it shows`, async () => {
     const page = readFileSync(join(repoRoot, readme), 'utf8');
