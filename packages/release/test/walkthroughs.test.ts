@@ -324,3 +324,30 @@ it('README.md: the real-provider examples, saved as the `.mjs` the page names, a
   const r = await sh(`node --check ${file}`, dir, env);
   expect(r.code, r.stderr).toBe(0);
 });
+
+it('packages/mcp/README.md: the stdio server starts as pasted and lists the configured operation as its tool', async () => {
+  const page = readFileSync(join(repoRoot, 'packages/mcp/README.md'), 'utf8');
+  const install = blockAfter(page, 'mcp-install');
+  const { dir, env } = freshProject(installed(install));
+  writeFileSync(join(dir, savedAs(page, 'mcp-config')), blockAfter(page, 'mcp-config'));
+  const [stdio] = setupOf(install);
+  const server = spawn('bash', ['-c', stdio!], { cwd: dir, env, detached: true });
+  groups.push(server.pid!);
+  let stdout = '';
+  server.stdout.on('data', (d) => (stdout += String(d)));
+  const exited = new Promise((resolve) => server.on('exit', resolve));
+  // A host's first three messages, then its stdin closes: the server answers them and ends.
+  const host = [
+    {
+      method: 'initialize',
+      params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'h', version: '1' } },
+    },
+    { method: 'notifications/initialized' },
+    { method: 'tools/list' },
+  ].map((m, i) =>
+    JSON.stringify({ jsonrpc: '2.0', ...(m.method.startsWith('notifications/') ? {} : { id: i }), ...m }),
+  );
+  server.stdin.end(`${host.join('\n')}\n`);
+  await expect(Promise.race([exited, sleep(15_000).then(() => 'still running')])).resolves.not.toBe('still running');
+  expect(stdout).toContain('"name":"stripe_paymentIntents_create"');
+}, 60_000);
