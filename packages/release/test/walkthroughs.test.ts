@@ -300,18 +300,22 @@ for (const readme of [
   'adapters/hubspot/README.md',
   'adapters/msgraph/README.md',
   'adapters/stripe/README.md',
+  'packages/testkit/README.md',
 ])
   it(`${readme}: the sandbox examples run as pasted in a fresh folder and return`, async () => {
     const page = readFileSync(join(repoRoot, readme), 'utf8');
     const extra = page.includes('<!-- sandbox-install -->') ? blockAfter(page, 'sandbox-install') : '';
     const { dir, env } = freshProject(installed(blockAfter(page, 'readme-install') + extra));
-    const examples = [...page.matchAll(/<!-- (sandbox-example[\w-]*) -->/g)].map((m) => m[1]!);
+    const examples = [...page.matchAll(/<!-- (sandbox-example[\w-]*?)(-output)? -->/g)]
+      .filter((m) => !m[2])
+      .map((m) => m[1]!);
     expect(examples.length).toBeGreaterThan(0);
     for (const name of examples) {
       const file = savedAs(page, name);
       writeFileSync(join(dir, file), blockAfter(page, name));
       const r = await sh(`node ${file}`, dir, env, 15_000);
       expect(r.code, `${name}: ${r.stderr}`).toBe(0);
+      if (page.includes(`<!-- ${name}-output -->`)) expect(r.stdout).toBe(blockAfter(page, `${name}-output`));
     }
   }, 60_000);
 
