@@ -8,7 +8,7 @@ export const noopCard = Object.freeze({
   cardVersion: 1,
   provider: 'noop',
   operation: 'noop.orders.create',
-  sideEffect: { kind: fact('create', SRC), idempotentByNature: fact(false, SRC) },
+  sideEffect: { kind: fact('create', SRC), idempotentByNature: fact(false, SRC), rejectionMayCreate: fact(false, SRC) },
   businessOperationId: { rule: 'derived from intent field orderRef', intentFields: ['orderRef'] },
   ids: { run: 'receipts only', attempt: 'receipts only', request: fact('none', SRC) },
   providerKey: {

@@ -229,3 +229,20 @@ describe('the retrysafe commands the docs show exist as written', () => {
     });
   }
 });
+
+describe('a shell block can be pasted into a shell', () => {
+  // `$ cmd` pasted runs a command named `$`, and the output lines beside it run too: a block that shows
+  // prompts and what they print is a `console` block (whose `$ ` lines the checks above read as commands).
+  for (const page of pages)
+    it(page, () => {
+      const prompts: string[] = [];
+      let fence: string | undefined;
+      for (const [i, line] of readFileSync(join(repoRoot, page), 'utf8').split('\n').entries()) {
+        const open = /^\s*```(\w*)/.exec(line);
+        if (open) fence = fence === undefined ? open[1] : undefined;
+        else if (['sh', 'bash', 'shell'].includes(fence ?? '') && /^\s*\$ /.test(line))
+          prompts.push(`${page}:${i + 1}`);
+      }
+      expect(prompts).toEqual([]);
+    });
+});

@@ -274,7 +274,9 @@ for (const readme of [
   'packages/contract/README.md',
   'packages/config/README.md',
   'packages/sandbox-kit/README.md',
+  'packages/testkit/README.md',
   'adapters/sandbox/README.md',
+  'adapters/http/README.md',
 ])
   it(`${readme}: the first example runs as pasted in a fresh folder and prints what it shows`, async () => {
     const page = readFileSync(join(repoRoot, readme), 'utf8');
@@ -289,3 +291,67 @@ for (const readme of [
     expect(r.code, r.stderr).toBe(0);
     expect(r.stdout).toBe(blockAfter(page, 'readme-example-output'));
   }, 30_000);
+
+// An adapter README's sandbox examples, saved and run as the README says: each must end on its own (a
+// server it starts is closed) with exit 0 — a newcomer's first thing to try, with no account.
+for (const readme of [
+  'adapters/slack/README.md',
+  'adapters/github/README.md',
+  'adapters/hubspot/README.md',
+  'adapters/msgraph/README.md',
+  'adapters/stripe/README.md',
+  'packages/testkit/README.md',
+])
+  it(`${readme}: the sandbox examples run as pasted in a fresh folder and return`, async () => {
+    const page = readFileSync(join(repoRoot, readme), 'utf8');
+    const extra = page.includes('<!-- sandbox-install -->') ? blockAfter(page, 'sandbox-install') : '';
+    const { dir, env } = freshProject(installed(blockAfter(page, 'readme-install') + extra));
+    const examples = [...page.matchAll(/<!-- (sandbox-example[\w-]*?)(-output)? -->/g)]
+      .filter((m) => !m[2])
+      .map((m) => m[1]!);
+    expect(examples.length).toBeGreaterThan(0);
+    for (const name of examples) {
+      const file = savedAs(page, name);
+      writeFileSync(join(dir, file), blockAfter(page, name));
+      const r = await sh(`node ${file}`, dir, env, 15_000);
+      expect(r.code, `${name}: ${r.stderr}`).toBe(0);
+      if (page.includes(`<!-- ${name}-output -->`)) expect(r.stdout).toBe(blockAfter(page, `${name}-output`));
+    }
+  }, 60_000);
+
+it('README.md: the real-provider examples, saved as the `.mjs` the page names, are JavaScript Node runs', async () => {
+  // They need live accounts (docs.test.ts compiles their imports); what runs offline is Node's own parse.
+  const page = readFileSync(join(repoRoot, 'README.md'), 'utf8');
+  const { dir, env } = freshProject([]);
+  const file = savedAs(page, 'real-provider');
+  writeFileSync(join(dir, file), blockAfter(page, 'real-provider') + blockAfter(page, 'real-provider-more'));
+  const r = await sh(`node --check ${file}`, dir, env);
+  expect(r.code, r.stderr).toBe(0);
+});
+
+it('packages/mcp/README.md: the stdio server starts as pasted and lists the configured operation as its tool', async () => {
+  const page = readFileSync(join(repoRoot, 'packages/mcp/README.md'), 'utf8');
+  const install = blockAfter(page, 'mcp-install');
+  const { dir, env } = freshProject(installed(install));
+  writeFileSync(join(dir, savedAs(page, 'mcp-config')), blockAfter(page, 'mcp-config'));
+  const [stdio] = setupOf(install);
+  const server = spawn('bash', ['-c', stdio!], { cwd: dir, env, detached: true });
+  groups.push(server.pid!);
+  let stdout = '';
+  server.stdout.on('data', (d) => (stdout += String(d)));
+  const exited = new Promise((resolve) => server.on('exit', resolve));
+  // A host's first three messages, then its stdin closes: the server answers them and ends.
+  const host = [
+    {
+      method: 'initialize',
+      params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'h', version: '1' } },
+    },
+    { method: 'notifications/initialized' },
+    { method: 'tools/list' },
+  ].map((m, i) =>
+    JSON.stringify({ jsonrpc: '2.0', ...(m.method.startsWith('notifications/') ? {} : { id: i }), ...m }),
+  );
+  server.stdin.end(`${host.join('\n')}\n`);
+  await expect(Promise.race([exited, sleep(15_000).then(() => 'still running')])).resolves.not.toBe('still running');
+  expect(stdout).toContain('"name":"stripe_paymentIntents_create"');
+}, 60_000);
