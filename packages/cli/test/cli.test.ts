@@ -1,7 +1,7 @@
 import { existsSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { ANSI, cli, lyingDrill, tempDir } from './helpers.js';
+import { ANSI, cli, lyingDrill, startCli, tempDir } from './helpers.js';
 
 describe('retrysafe: exit codes and usage errors', () => {
   it('--help and --version exit 0 and name every command', async () => {
@@ -89,6 +89,14 @@ describe('retrysafe: exit codes and usage errors', () => {
       }
     },
   );
+
+  it('a reader that closes the pipe early (| head) ends the output, not in a stack trace', async () => {
+    const run = startCli(['cards']);
+    run.child.stdout!.once('data', () => run.child.stdout!.destroy());
+    const { code, stderr } = await run.done;
+    expect(stderr).toBe('');
+    expect(code).toBe(0);
+  });
 
   it('--json turns a usage error into a JSON error on stdout as well', async () => {
     const r = await cli(['drill', '--scenario', 'nope', '--json']);
