@@ -15,7 +15,7 @@ import type { AgentToolDefinition, AgentToolResult } from '@retrysafe/core/agent
 import { ANSWER_PROPERTIES, type Extra, reply, type ServingOptions, serveTools } from '../server.js';
 import { answerValue, type Fence, hostProgress, type ToolAnswer, toolResult, withPath } from './fence-adapter.js';
 import { hideProperty, isResource, mapRefs } from './fence-schema.js';
-import { type Host, hostCall, type Upstream, UpstreamUnavailableError } from './upstream.js';
+import { type Host, hostCall, taskOnly, type Upstream, UpstreamUnavailableError } from './upstream.js';
 
 export const UNFENCED_NOTE = '[not fenced by retrysafe: a re-issued call may repeat its effect]';
 
@@ -63,6 +63,10 @@ function fencedListing(adapter: AdapterV1, t: Tool) {
   };
 }
 
+/** A tool the upstream runs only as a task is called through the fence as any tool: the fence runs its task. */
+const callable = (t: Tool): Tool =>
+  taskOnly(t) ? { ...t, execution: { ...t.execution, taskSupport: 'forbidden' } } : t;
+
 /** The upstream's progress, relayed to the host under the host's progressToken. The SDK sends its own token upstream,
  * and drops progress it did not ask for. */
 const relay = (extra: Extra, token: ProgressToken) => (p: Progress) =>
@@ -97,7 +101,7 @@ export function createFenceServer(options: ServingOptions & { fence: Fence; upst
   );
   const listed = () => {
     const { adapter, refused } = fence.current();
-    return upstream.tools.map((t) => {
+    return upstream.tools.map(callable).map((t) => {
       const why = refused.get(t.name);
       if (why !== undefined)
         return { ...t, description: `[refused by retrysafe: ${why}] ${t.description ?? ''}`.trim() };
@@ -152,10 +156,14 @@ export function createFenceServer(options: ServingOptions & { fence: Fence; upst
   // Every other request (resources, prompts, completions, logging) goes to the upstream as it is. The SDK answers
   // logging/setLevel itself when logging is declared, but the upstream is the one that logs.
   server.removeRequestHandler('logging/setLevel');
-  server.fallbackRequestHandler = async ({ method, params }, extra) =>
-    (await asHost(extra, () =>
+  server.fallbackRequestHandler = async ({ method, params }, extra) => {
+    // The upstream's tasks are the fence's own (it offers its hosts none): not a host's to read or cancel.
+    if (method.startsWith('tasks/'))
+      throw new McpError(ErrorCode.MethodNotFound, `${method}: the retrysafe fence does not offer tasks`);
+    return (await asHost(extra, () =>
       forward(extra, params?._meta?.progressToken, (o) => upstream.request({ method, params }, ResultSchema, o)),
     )) as never;
+  };
   const unsubscribe = upstream.onNotification((n) => void server.notification(n).catch(() => undefined));
   server.onclose = () => void (unsubscribe(), leave());
   return server;

@@ -120,6 +120,20 @@ function refusal(method: string, params: Request['params'], candidates: Readonly
   return undefined;
 }
 
+/** A tool the upstream runs only as a task. The fence offers its hosts no tasks (a host's could not go through the
+ * ledger): it runs such a call as a task itself, created, polled and its result fetched as one request, as the SDK's
+ * server does with a tool whose tasks are optional, and lists it as a tool the host calls as any other. */
+export const taskOnly = (tool: Pick<Tool, 'execution'> | undefined) => tool?.execution?.taskSupport === 'required';
+
+/** `req` run as a task of `c`: its result, or the error it ended with. */
+async function viaTask(c: Client, req: Request, schema: Parameters<Client['request']>[1], options: RequestOptions) {
+  for await (const m of c.experimental.tasks.requestStream(req, schema, { ...options, task: {} })) {
+    if (m.type === 'error') throw m.error;
+    if (m.type === 'result') return m.result;
+  }
+  throw new McpError(ErrorCode.InternalError, `the upstream's task for ${req.method} ended without a result`);
+}
+
 /** The SDK's timeout of a request upstream, which `pausableTimeout` bounds instead. Node's longest timer. */
 const NO_TIMEOUT = 2 ** 31 - 1;
 
@@ -221,6 +235,8 @@ export async function connectUpstream(
     if (transport instanceof StdioClientTransport) relayStderr(transport.stderr as Readable | null);
     c.fallbackNotificationHandler = async (n) => {
       if (n.method === 'notifications/tools/list_changed') tools = await listAllTools(c).catch(() => tools);
+      // The upstream's tasks are the fence's own (see taskOnly): no host's business.
+      if (n.method.startsWith('notifications/tasks/')) return;
       for (const l of listeners) l(n);
     };
     c.onclose = () => {
@@ -263,7 +279,12 @@ export async function connectUpstream(
     return starting;
   };
   /** Any request, forwarded as is; without a connected client it would never leave, so it is refused as not sent. */
-  const request = async (req: Request, schema: Parameters<Client['request']>[1], opts?: RequestOptions) => {
+  const request = async (
+    req: Request,
+    schema: Parameters<Client['request']>[1],
+    opts?: RequestOptions,
+    asTask = false,
+  ) => {
     await ready();
     const c = client;
     if (!c?.transport) throw new UpstreamUnavailableError('the upstream MCP server is not connected');
@@ -272,7 +293,9 @@ export async function connectUpstream(
     const entry = call && { call, timeout };
     if (entry) busy.push(entry);
     try {
-      const answer = (await c.request(req, schema, timeout.options)) as Record<string, unknown>;
+      const answer = (await (asTask
+        ? viaTask(c, req, schema, timeout.options)
+        : c.request(req, schema, timeout.options))) as Record<string, unknown>;
       deaths = 0;
       return answer;
     } catch (e) {
@@ -310,7 +333,13 @@ export async function connectUpstream(
       params: { name: string; arguments?: Record<string, unknown>; _meta?: Record<string, unknown> },
       _?: undefined,
       opts?: RequestOptions,
-    ) => request({ method: 'tools/call', params }, CallToolResultSchema, opts),
+    ) =>
+      request(
+        { method: 'tools/call', params },
+        CallToolResultSchema,
+        opts,
+        taskOnly(tools.find((t) => t.name === params.name)),
+      ),
     /** Every notification the upstream sends (after the fence has acted on a tool list change). */
     onNotification(listener: (n: Notification) => void) {
       listeners.add(listener);
