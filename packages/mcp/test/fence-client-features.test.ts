@@ -194,6 +194,34 @@ describe('over --http, each host a session of its own', () => {
     expect(progress.length).toBeGreaterThanOrEqual(2);
   });
 
+  it("hosts share the upstream's session: one host's unsubscribe or log level is not another's", async () => {
+    const http = await servedOverHttp(await everything());
+    const [a, b] = [await httpClientOf(http), await httpClientOf(http)];
+    /** The log levels and resource updates a host has heard. */
+    const heard = (client: Client) => {
+      const got = { levels: [] as string[], updates: 0 };
+      client.fallbackNotificationHandler = async (n) => {
+        if (n.method === 'notifications/message') got.levels.push(String(n.params?.level));
+        if (n.method === 'notifications/resources/updated') got.updates++;
+      };
+      return got;
+    };
+    const [byA, byB] = [heard(a), heard(b)];
+    await a.setLoggingLevel('debug');
+    await b.setLoggingLevel('emergency');
+    // server-everything acknowledges each subscription with an info message: A hears it, B wants emergencies only
+    const uri = 'demo://resource/dynamic/text/1';
+    await a.subscribeResource({ uri });
+    await b.subscribeResource({ uri });
+    await expect.poll(() => byA.levels).toContain('info');
+    expect(byB.levels.filter((l) => l !== 'emergency')).toEqual([]);
+    // A unsubscribes: B still is, and hears the next update
+    await call(a, 'toggle-subscriber-updates', {});
+    await a.unsubscribeResource({ uri });
+    const before = byB.updates;
+    await expect.poll(() => byB.updates, { timeout: 8000 }).toBeGreaterThan(before);
+  });
+
   it("with two hosts' calls in flight the upstream's request is refused (whose is it?), with one it goes to that host", async () => {
     const http = await servedOverHttp(await everything());
     const asked: string[] = [];

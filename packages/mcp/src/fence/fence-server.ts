@@ -15,7 +15,7 @@ import type { AgentToolDefinition, AgentToolResult } from '@retrysafe/core/agent
 import { ANSWER_PROPERTIES, type Extra, reply, type ServingOptions, serveTools } from '../server.js';
 import { answerValue, type Fence, hostProgress, type ToolAnswer, toolResult, withPath } from './fence-adapter.js';
 import { hideProperty, isResource, mapRefs } from './fence-schema.js';
-import { type Host, hostCall, taskOnly, type Upstream, UpstreamUnavailableError } from './upstream.js';
+import { type Host, hears, hostCall, taskOnly, type Upstream, UpstreamUnavailableError } from './upstream.js';
 
 export const UNFENCED_NOTE = '[not fenced by retrysafe: a re-issued call may repeat its effect]';
 
@@ -62,6 +62,9 @@ function fencedListing(adapter: AdapterV1, t: Tool) {
     },
   };
 }
+
+/** What a host asks of the upstream session it shares with the other hosts (`--http`). */
+const SHARED = ['logging/setLevel', 'resources/subscribe', 'resources/unsubscribe'];
 
 /** A tool the upstream runs only as a task is called through the fence as any tool: the fence runs its task. */
 const callable = (t: Tool): Tool =>
@@ -114,6 +117,7 @@ export function createFenceServer(options: ServingOptions & { fence: Fence; upst
   const host: Host = {
     capabilities: () => server.getClientCapabilities(),
     ask: (r, o) => server.request(r as never, ResultSchema, o),
+    subscribed: new Set(),
   };
   const asHost = <T>(extra: Extra, f: () => Promise<T>) =>
     hostCall.run({ host, ask: (r, o) => extra.sendRequest(r as never, ResultSchema, o) }, f);
@@ -161,10 +165,16 @@ export function createFenceServer(options: ServingOptions & { fence: Fence; upst
     if (method.startsWith('tasks/'))
       throw new McpError(ErrorCode.MethodNotFound, `${method}: the retrysafe fence does not offer tasks`);
     return (await asHost(extra, () =>
-      forward(extra, params?._meta?.progressToken, (o) => upstream.request({ method, params }, ResultSchema, o)),
+      forward(extra, params?._meta?.progressToken, (o) =>
+        SHARED.includes(method)
+          ? upstream.share(host, { method, params }, o)
+          : upstream.request({ method, params }, ResultSchema, o),
+      ),
     )) as never;
   };
-  const unsubscribe = upstream.onNotification((n) => void server.notification(n).catch(() => undefined));
+  const unsubscribe = upstream.onNotification(
+    (n) => void (hears(host, n) && server.notification(n).catch(() => undefined)),
+  );
   server.onclose = () => void (unsubscribe(), leave());
   return server;
 }

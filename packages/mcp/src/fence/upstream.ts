@@ -10,11 +10,14 @@ import {
   CallToolResultSchema,
   type ClientCapabilities,
   ErrorCode,
+  type LoggingLevel,
+  LoggingLevelSchema,
   McpError,
   type Notification,
   type Progress,
   type Request,
   type Result,
+  ResultSchema,
   type ServerCapabilities,
   type Tool,
 } from '@modelcontextprotocol/sdk/types.js';
@@ -86,7 +89,19 @@ async function listAllTools(client: Client): Promise<Tool[]> {
 export interface Host {
   readonly capabilities: () => ClientCapabilities | undefined;
   readonly ask: (req: Request, opts: RequestOptions) => Promise<Result>;
+  /** What it asked of the upstream session all hosts share (see `share`): the resources it subscribed to, its log level. */
+  readonly subscribed: Set<string>;
+  level?: LoggingLevel;
 }
+
+/** The log levels, least severe first. */
+const LEVELS: readonly string[] = LoggingLevelSchema.options;
+
+/** Whether `host` hears `n`: not a log message below the level it set. */
+export const hears = (host: Host, n: Notification) =>
+  n.method !== 'notifications/message' ||
+  !host.level ||
+  LEVELS.indexOf(String(n.params?.level)) >= LEVELS.indexOf(host.level);
 
 /** The host call being served: what the upstream asks while a request sent for it runs goes to its host, on the
  * stream of that call (`ask` sends it as related to the call). */
@@ -340,6 +355,26 @@ export async function connectUpstream(
         opts,
         taskOnly(tools.find((t) => t.name === params.name)),
       ),
+    /** A host's resources/subscribe, resources/unsubscribe or logging/setLevel, in the one upstream session all hosts
+     * share: it stays subscribed to a resource while a host is, and logs at the most verbose level a host wants (one
+     * that set none wants all, as the SDK's server sends them); each host hears its own level (`hears`). */
+    async share(host: Host, { method, params = {} }: Request, opts: RequestOptions) {
+      const uri = String(params.uri);
+      if (method === 'logging/setLevel') {
+        const wanted = (h: Host) => LEVELS.indexOf(h === host ? String(params.level) : (h.level ?? 'debug'));
+        const level = LEVELS[Math.min(...[...hosts, host].map(wanted))] ?? params.level;
+        const answer = await request({ method, params: { ...params, level } }, ResultSchema, opts);
+        host.level = params.level as LoggingLevel;
+        return answer;
+      }
+      if (method === 'resources/unsubscribe') {
+        host.subscribed.delete(uri);
+        if ([...hosts].some((h) => h.subscribed.has(uri))) return {};
+      }
+      const answer = await request({ method, params }, ResultSchema, opts);
+      if (method === 'resources/subscribe') host.subscribed.add(uri);
+      return answer;
+    },
     /** Every notification the upstream sends (after the fence has acted on a tool list change). */
     onNotification(listener: (n: Notification) => void) {
       listeners.add(listener);
