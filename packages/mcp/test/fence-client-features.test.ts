@@ -3,7 +3,8 @@
  * directly: for a passed-through call and for a fenced one, and the host's roots reach the upstream. A host that did
  * not declare a feature gets the upstream an MCP error, never a hang. Real servers, the official SDK client as host.
  */
-import { realpathSync } from 'node:fs';
+import { readFileSync, realpathSync } from 'node:fs';
+import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import type { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
@@ -220,6 +221,23 @@ describe('over --http, each host a session of its own', () => {
     await a.unsubscribeResource({ uri });
     const before = byB.updates;
     await expect.poll(() => byB.updates, { timeout: 8000 }).toBeGreaterThan(before);
+  });
+
+  it('a restarted upstream is subscribed again to what the hosts subscribed to', async () => {
+    const pidFile = join(tempDir('retrysafe-pid-'), 'pid');
+    const writePid = `import{writeFileSync}from'node:fs';writeFileSync(${JSON.stringify(pidFile)},String(process.pid))`;
+    const args = ['--import', `data:text/javascript,${encodeURIComponent(writePid)}`, everythingServer, 'stdio'];
+    const fence = await fenceOf(args, 'everything', { echo: { kind: 'create', intent: ['message'] } });
+    const client = await clientOf(fence(), 'host');
+    let updates = 0;
+    client.fallbackNotificationHandler = async (n) =>
+      void (n.method === 'notifications/resources/updated' && updates++);
+    await client.subscribeResource({ uri: 'demo://resource/dynamic/text/1' });
+    const first = readFileSync(pidFile, 'utf8');
+    process.kill(Number(first), 'SIGKILL');
+    await expect.poll(() => readFileSync(pidFile, 'utf8'), { timeout: 5000 }).not.toBe(first);
+    await call(client, 'toggle-subscriber-updates', {});
+    await expect.poll(() => updates, { timeout: 8000 }).toBeGreaterThan(0);
   });
 
   it("with two hosts' calls in flight the upstream's request is refused (whose is it?), with one it goes to that host", async () => {

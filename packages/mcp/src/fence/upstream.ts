@@ -217,6 +217,10 @@ export async function connectUpstream(
   /** Each request upstream in flight for a host call (oldest first), with its timeout. */
   const busy: { readonly call: HostCall; readonly timeout: ReturnType<typeof pausableTimeout> }[] = [];
 
+  /** The level the upstream logs at: the most verbose one a host wants (one that set none wants all). */
+  const sharedLevel = () =>
+    LEVELS[Math.min(...[...hosts].map((h) => LEVELS.indexOf(h.level ?? 'debug')))] as LoggingLevel;
+
   /** A request of the upstream, sent to the one host it can be for: the host of the calls in flight, else the one
    * connected. With none, or several (`--http` hosts, each a session), or one that did not declare what is
    * asked, it is refused, never left waiting; so is a request the fence does not know a host can answer, and one the
@@ -270,6 +274,10 @@ export async function connectUpstream(
     capabilities = c.getServerCapabilities() ?? {};
     instructions = c.getInstructions();
     client = c;
+    // A restarted upstream is a new session: it is asked again what the hosts asked of the one before.
+    for (const uri of new Set([...hosts].flatMap((h) => [...h.subscribed])))
+      void c.request({ method: 'resources/subscribe', params: { uri } }, ResultSchema).catch(() => undefined);
+    if ([...hosts].some((h) => h.level)) void c.setLoggingLevel(sharedLevel()).catch(() => undefined);
   };
   const startWithBackoff = async (): Promise<void> => {
     let last: unknown;
@@ -360,12 +368,9 @@ export async function connectUpstream(
      * that set none wants all, as the SDK's server sends them); each host hears its own level (`hears`). */
     async share(host: Host, { method, params = {} }: Request, opts: RequestOptions) {
       const uri = String(params.uri);
-      if (method === 'logging/setLevel') {
-        const wanted = (h: Host) => LEVELS.indexOf(h === host ? String(params.level) : (h.level ?? 'debug'));
-        const level = LEVELS[Math.min(...[...hosts, host].map(wanted))] ?? params.level;
-        const answer = await request({ method, params: { ...params, level } }, ResultSchema, opts);
+      if (method === 'logging/setLevel' && LEVELS.includes(String(params.level))) {
         host.level = params.level as LoggingLevel;
-        return answer;
+        return request({ method, params: { ...params, level: sharedLevel() } }, ResultSchema, opts);
       }
       if (method === 'resources/unsubscribe') {
         host.subscribed.delete(uri);
