@@ -15,7 +15,7 @@ import type { AgentToolDefinition, AgentToolResult } from '@retrysafe/core/agent
 import { ANSWER_PROPERTIES, type Extra, reply, type ServingOptions, serveTools } from '../server.js';
 import { answerValue, type Fence, hostProgress, type ToolAnswer, toolResult, withPath } from './fence-adapter.js';
 import { hideProperty, isResource, mapRefs } from './fence-schema.js';
-import { type Host, hears, hostCall, taskOnly, type Upstream, UpstreamUnavailableError } from './upstream.js';
+import { type Host, hostCall, taskOnly, type Upstream, UpstreamUnavailableError } from './upstream.js';
 
 export const UNFENCED_NOTE = '[not fenced by retrysafe: a re-issued call may repeat its effect]';
 
@@ -62,9 +62,6 @@ function fencedListing(adapter: AdapterV1, t: Tool) {
     },
   };
 }
-
-/** What a host asks of the upstream session it shares with the other hosts (`--http`). */
-const SHARED = ['logging/setLevel', 'resources/subscribe', 'resources/unsubscribe'];
 
 /** A tool the upstream runs only as a task is called through the fence as any tool: the fence runs its task. */
 const callable = (t: Tool): Tool =>
@@ -157,24 +154,14 @@ export function createFenceServer(options: ServingOptions & { fence: Fence; upst
   };
   serveTools(server, options, lookups, listed, (req, extra, run) => asHost(extra, () => callTool(req, extra, run)));
 
-  // Every other request (resources, prompts, completions, logging) goes to the upstream as it is. The SDK answers
-  // logging/setLevel itself when logging is declared, but the upstream is the one that logs.
+  // Every other request (resources, prompts, completions, logging) goes to the upstream, in the session the hosts
+  // share. The SDK answers logging/setLevel itself when logging is declared, but the upstream is the one that logs.
   server.removeRequestHandler('logging/setLevel');
-  server.fallbackRequestHandler = async ({ method, params }, extra) => {
-    // The upstream's tasks are the fence's own (it offers its hosts none): not a host's to read or cancel.
-    if (method.startsWith('tasks/'))
-      throw new McpError(ErrorCode.MethodNotFound, `${method}: the retrysafe fence does not offer tasks`);
-    return (await asHost(extra, () =>
-      forward(extra, params?._meta?.progressToken, (o) =>
-        SHARED.includes(method)
-          ? upstream.share(host, { method, params }, o)
-          : upstream.request({ method, params }, ResultSchema, o),
-      ),
+  server.fallbackRequestHandler = async ({ method, params }, extra) =>
+    (await asHost(extra, () =>
+      forward(extra, params?._meta?.progressToken, (o) => upstream.hostRequest(host, { method, params }, o)),
     )) as never;
-  };
-  const unsubscribe = upstream.onNotification(
-    (n) => void (hears(host, n) && server.notification(n).catch(() => undefined)),
-  );
+  const unsubscribe = upstream.onNotification(host, (n) => void server.notification(n).catch(() => undefined));
   server.onclose = () => void (unsubscribe(), leave());
   return server;
 }

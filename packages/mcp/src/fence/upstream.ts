@@ -98,7 +98,7 @@ export interface Host {
 const LEVELS: readonly string[] = LoggingLevelSchema.options;
 
 /** Whether `host` hears `n`: not a log message below the level it set. */
-export const hears = (host: Host, n: Notification) =>
+const hears = (host: Host, n: Notification) =>
   n.method !== 'notifications/message' ||
   !host.level ||
   LEVELS.indexOf(String(n.params?.level)) >= LEVELS.indexOf(host.level);
@@ -204,7 +204,7 @@ export async function connectUpstream(
   name = 'retrysafe-fence',
   { hostAnswerMs = HOST_ANSWER_MS } = {},
 ) {
-  const listeners = new Set<(n: Notification) => void>();
+  const listeners = new Map<(n: Notification) => void, Host>();
   let client: Client | undefined;
   let tools: Tool[] = [];
   let capabilities: ServerCapabilities = {};
@@ -256,7 +256,7 @@ export async function connectUpstream(
       if (n.method === 'notifications/tools/list_changed') tools = await listAllTools(c).catch(() => tools);
       // The upstream's tasks are the fence's own (see taskOnly): no host's business.
       if (n.method.startsWith('notifications/tasks/')) return;
-      for (const l of listeners) l(n);
+      for (const [l, host] of listeners) if (hears(host, n)) l(n);
     };
     c.onclose = () => {
       if (client !== c || closing) return;
@@ -302,12 +302,7 @@ export async function connectUpstream(
     return starting;
   };
   /** Any request, forwarded as is; without a connected client it would never leave, so it is refused as not sent. */
-  const request = async (
-    req: Request,
-    schema: Parameters<Client['request']>[1],
-    opts?: RequestOptions,
-    asTask = false,
-  ) => {
+  const request = async (req: Request, schema: Parameters<Client['request']>[1], opts?: RequestOptions) => {
     await ready();
     const c = client;
     if (!c?.transport) throw new UpstreamUnavailableError('the upstream MCP server is not connected');
@@ -316,9 +311,9 @@ export async function connectUpstream(
     const entry = call && { call, timeout };
     if (entry) busy.push(entry);
     try {
-      const answer = (await (asTask
-        ? viaTask(c, req, schema, timeout.options)
-        : c.request(req, schema, timeout.options))) as Record<string, unknown>;
+      const asTask = req.method === 'tools/call' && taskOnly(tools.find((t) => t.name === req.params?.name));
+      const send = asTask ? viaTask(c, req, schema, timeout.options) : c.request(req, schema, timeout.options);
+      const answer = (await send) as Record<string, unknown>;
       deaths = 0;
       return answer;
     } catch (e) {
@@ -356,20 +351,17 @@ export async function connectUpstream(
       params: { name: string; arguments?: Record<string, unknown>; _meta?: Record<string, unknown> },
       _?: undefined,
       opts?: RequestOptions,
-    ) =>
-      request(
-        { method: 'tools/call', params },
-        CallToolResultSchema,
-        opts,
-        taskOnly(tools.find((t) => t.name === params.name)),
-      ),
-    /** A host's resources/subscribe, resources/unsubscribe or logging/setLevel, in the one upstream session all hosts
-     * share: it stays subscribed to a resource while a host is, and logs at the most verbose level a host wants (one
-     * that set none wants all, as the SDK's server sends them); each host hears its own level (`hears`). */
-    async share(host: Host, { method, params = {} }: Request, opts: RequestOptions) {
-      const uri = String(params.uri);
-      if (method === 'logging/setLevel' && LEVELS.includes(String(params.level))) {
-        host.level = params.level as LoggingLevel;
+    ) => request({ method: 'tools/call', params }, CallToolResultSchema, opts),
+    /** A host's request other than a tool call, in the one upstream session all hosts share: it stays subscribed to a
+     * resource while a host is, and logs at the most verbose level a host wants (one that set none wants all, as the
+     * SDK's server sends them); each host hears its own level. The upstream's tasks are the fence's own (see
+     * `taskOnly`): no host's to read or cancel. */
+    async hostRequest(host: Host, { method, params }: Request, opts: RequestOptions) {
+      if (method.startsWith('tasks/'))
+        throw new McpError(ErrorCode.MethodNotFound, `${method}: the retrysafe fence does not offer tasks`);
+      const uri = String(params?.uri);
+      if (method === 'logging/setLevel' && LEVELS.includes(String(params?.level))) {
+        host.level = params?.level as LoggingLevel;
         return request({ method, params: { ...params, level: sharedLevel() } }, ResultSchema, opts);
       }
       if (method === 'resources/unsubscribe') {
@@ -380,9 +372,9 @@ export async function connectUpstream(
       if (method === 'resources/subscribe') host.subscribed.add(uri);
       return answer;
     },
-    /** Every notification the upstream sends (after the fence has acted on a tool list change). */
-    onNotification(listener: (n: Notification) => void) {
-      listeners.add(listener);
+    /** Every notification the upstream sends that `host` hears (after the fence has acted on a tool list change). */
+    onNotification(host: Host, listener: (n: Notification) => void) {
+      listeners.set(listener, host);
       return () => listeners.delete(listener);
     },
     /** A host session that can be asked what the upstream asks; it says when it goes (the function returned). When
