@@ -13,6 +13,7 @@ import {
   CreateMessageRequestSchema,
   ElicitRequestSchema,
   ListRootsRequestSchema,
+  ResultSchema,
 } from '@modelcontextprotocol/sdk/types.js';
 import { describe, expect, it } from 'vitest';
 import { connectUpstream } from '../src/fence/upstream.js';
@@ -126,6 +127,23 @@ describe('what the upstream asks its client, through the fence', () => {
     expect(answer.isError).toBe(true);
     expect(text(answer as Answer)).toMatch(/timed out/i);
   }, 8000);
+
+  it('a host that gives up on a tool the upstream runs only as a task: the fence cancels the task', async () => {
+    const upstream = await connectUpstream({ command: node, args: [everythingServer, 'stdio'] });
+    onCleanup(() => upstream.close());
+    const config = parseFenceConfig({
+      name: 'everything',
+      ledger: './unused.db',
+      tools: { echo: { kind: 'create', intent: ['message'] } },
+    });
+    const client = await clientOf(fenceOver(config, upstream), 'host');
+    const abort = new AbortController();
+    setTimeout(() => abort.abort('the host gave up'), 300);
+    const params = { name: 'simulate-research-query', arguments: { topic: 'tides' } };
+    await expect(client.callTool(params, undefined, { signal: abort.signal })).rejects.toThrow(/gave up/);
+    const tasks = async () => (await upstream.request({ method: 'tasks/list' }, ResultSchema)).tasks;
+    await expect.poll(tasks).toEqual([expect.objectContaining({ status: 'cancelled' })]);
+  });
 
   it.each([
     ['in process', (fence: () => Server, f: HostFeatures) => clientOf(fence(), 'host', f)],

@@ -140,11 +140,18 @@ function refusal(method: string, params: Request['params'], candidates: Readonly
  * server does with a tool whose tasks are optional, and lists it as a tool the host calls as any other. */
 export const taskOnly = (tool: Pick<Tool, 'execution'> | undefined) => tool?.execution?.taskSupport === 'required';
 
-/** `req` run as a task of `c`: its result, or the error it ended with. */
+/** `req` run as a task of `c`: its result, or the error it ended with. A task given up on (the host cancelled, or the
+ * timeout) is cancelled, as a request is. */
 async function viaTask(c: Client, req: Request, schema: Parameters<Client['request']>[1], options: RequestOptions) {
-  for await (const m of c.experimental.tasks.requestStream(req, schema, { ...options, task: {} })) {
-    if (m.type === 'error') throw m.error;
-    if (m.type === 'result') return m.result;
+  let taskId: string | undefined;
+  try {
+    for await (const m of c.experimental.tasks.requestStream(req, schema, { ...options, task: {} })) {
+      if (m.type === 'taskCreated') taskId = m.task.taskId;
+      if (m.type === 'error') throw m.error;
+      if (m.type === 'result') return m.result;
+    }
+  } finally {
+    if (taskId && options.signal?.aborted) void c.experimental.tasks.cancelTask(taskId).catch(() => undefined);
   }
   throw new McpError(ErrorCode.InternalError, `the upstream's task for ${req.method} ended without a result`);
 }
