@@ -89,7 +89,7 @@ async function listAllTools(client: Client): Promise<Tool[]> {
 export interface Host {
   readonly capabilities: () => ClientCapabilities | undefined;
   readonly ask: (req: Request, opts: RequestOptions) => Promise<Result>;
-  /** What it asked of the upstream session all hosts share (see `share`): the resources it subscribed to, its log level. */
+  /** What it asked of the upstream session all hosts share (see `hostSessions`): the resources it subscribed to, its log level. */
   readonly subscribed: Set<string>;
   level?: LoggingLevel;
 }
@@ -201,6 +201,83 @@ function pausableTimeout(opts: RequestOptions = {}) {
   };
 }
 
+/** The host sessions the upstream serves (one on stdio, one per host over `--http`), which share its one session: it
+ * stays subscribed to a resource while a host is, and logs at the most verbose level a host wants (one that set none
+ * wants all, as the SDK's server sends them); each host hears its own level (`hears`). */
+function hostSessions(
+  send: (req: Request, opts?: RequestOptions) => Promise<Result>,
+  notify: (n: Notification) => Promise<void> | undefined,
+  hostAnswerMs: number,
+) {
+  const hosts = new Set<Host>();
+  /** Each request upstream in flight for a host call (oldest first), with its timeout. */
+  const busy: { readonly call: HostCall; readonly timeout: ReturnType<typeof pausableTimeout> }[] = [];
+  const listeners = new Map<(n: Notification) => void, Host>();
+  const level = () => LEVELS[Math.min(...[...hosts].map((h) => LEVELS.indexOf(h.level ?? 'debug')))] as LoggingLevel;
+  return {
+    busy,
+    /** A request of the upstream, sent to the one host it can be for: the host of the calls in flight, else the one
+     * connected. With none, or several (`--http` hosts, each a session), or one that did not declare what is
+     * asked, it is refused, never left waiting; so is a request the fence does not know a host can answer, and one the
+     * host has not answered within `hostAnswerMs` (the SDK cancels it with the host and answers a timeout error). */
+    async toHost({ method, params }: Request, { signal }: { signal: AbortSignal }): Promise<Result> {
+      const candidates = new Set(busy.length ? busy.map((b) => b.call.host) : hosts);
+      const [host] = candidates;
+      const why = refusal(method, params, candidates);
+      if (why || !host) throw new McpError(ErrorCode.MethodNotFound, `${method}: ${why}`);
+      const waiting = [...busy];
+      for (const b of waiting) b.timeout.hold();
+      try {
+        return await (busy.at(-1)?.call ?? host).ask({ method, params }, { signal, timeout: hostAnswerMs });
+      } finally {
+        for (const b of waiting) b.timeout.release();
+      }
+    },
+    /** A host's notification (its roots changed) to the upstream; dropped while it is not connected. */
+    notify,
+    /** A host session that can be asked what the upstream asks; it says when it goes (the function returned). When
+     * it lists roots, the upstream is told they changed: it asked before any host was there. */
+    addHost(host: Host) {
+      hosts.add(host);
+      if (host.capabilities()?.roots) void notify({ method: 'notifications/roots/list_changed' });
+      return () => hosts.delete(host);
+    },
+    /** Every notification the upstream sends that `host` hears (after the fence has acted on a tool list change). */
+    onNotification(host: Host, listener: (n: Notification) => void) {
+      listeners.set(listener, host);
+      return () => listeners.delete(listener);
+    },
+    /** The upstream's notification `n`, to each host that hears it. */
+    tell(n: Notification) {
+      for (const [l, host] of listeners) if (hears(host, n)) l(n);
+    },
+    /** A restarted upstream is a new session: it is asked again what the hosts asked of the one before. */
+    restore(c: Client) {
+      for (const uri of new Set([...hosts].flatMap((h) => [...h.subscribed])))
+        void c.request({ method: 'resources/subscribe', params: { uri } }, ResultSchema).catch(() => undefined);
+      if ([...hosts].some((h) => h.level)) void c.setLoggingLevel(level()).catch(() => undefined);
+    },
+    /** A host's request other than a tool call. The upstream's tasks are the fence's own (see `taskOnly`): no host's
+     * to read or cancel. */
+    async hostRequest(host: Host, { method, params }: Request, opts?: RequestOptions): Promise<Result> {
+      if (method.startsWith('tasks/'))
+        throw new McpError(ErrorCode.MethodNotFound, `${method}: the retrysafe fence does not offer tasks`);
+      const uri = String(params?.uri);
+      if (method === 'logging/setLevel' && LEVELS.includes(String(params?.level))) {
+        host.level = params?.level as LoggingLevel;
+        return send({ method, params: { ...params, level: level() } }, opts);
+      }
+      if (method === 'resources/unsubscribe') {
+        host.subscribed.delete(uri);
+        if ([...hosts].some((h) => h.subscribed.has(uri))) return {};
+      }
+      const answer = await send({ method, params }, opts);
+      if (method === 'resources/subscribe') host.subscribed.add(uri);
+      return answer;
+    },
+  };
+}
+
 /** How long the host may take to answer what the upstream asks (a person, a model) before the upstream is answered a
  * timeout error: an upstream that waits for ever must not hold a call, and its claim, for ever. */
 const HOST_ANSWER_MS = 600_000;
@@ -211,7 +288,6 @@ export async function connectUpstream(
   name = 'retrysafe-fence',
   { hostAnswerMs = HOST_ANSWER_MS } = {},
 ) {
-  const listeners = new Map<(n: Notification) => void, Host>();
   let client: Client | undefined;
   let tools: Tool[] = [];
   let capabilities: ServerCapabilities = {};
@@ -220,35 +296,15 @@ export async function connectUpstream(
   let starting: Promise<void> | undefined;
   /** Deaths since the upstream last answered a request: one that dies each time it starts is not restarted for ever. */
   let deaths = 0;
-  const hosts = new Set<Host>();
-  /** Each request upstream in flight for a host call (oldest first), with its timeout. */
-  const busy: { readonly call: HostCall; readonly timeout: ReturnType<typeof pausableTimeout> }[] = [];
-
-  /** The level the upstream logs at: the most verbose one a host wants (one that set none wants all). */
-  const sharedLevel = () =>
-    LEVELS[Math.min(...[...hosts].map((h) => LEVELS.indexOf(h.level ?? 'debug')))] as LoggingLevel;
-
-  /** A request of the upstream, sent to the one host it can be for: the host of the calls in flight, else the one
-   * connected. With none, or several (`--http` hosts, each a session), or one that did not declare what is
-   * asked, it is refused, never left waiting; so is a request the fence does not know a host can answer, and one the
-   * host has not answered within `hostAnswerMs` (the SDK cancels it with the host and answers a timeout error). */
-  const toHost = async ({ method, params }: Request, { signal }: { signal: AbortSignal }): Promise<Result> => {
-    const candidates = new Set(busy.length ? busy.map((b) => b.call.host) : hosts);
-    const [host] = candidates;
-    const why = refusal(method, params, candidates);
-    if (why || !host) throw new McpError(ErrorCode.MethodNotFound, `${method}: ${why}`);
-    const waiting = [...busy];
-    for (const b of waiting) b.timeout.hold();
-    try {
-      return await (busy.at(-1)?.call ?? host).ask({ method, params }, { signal, timeout: hostAnswerMs });
-    } finally {
-      for (const b of waiting) b.timeout.release();
-    }
-  };
-
+  const shared = hostSessions(
+    (req, opts) => request(req, ResultSchema, opts),
+    (n) => client?.notification(n).catch(() => undefined),
+    hostAnswerMs,
+  );
+  const { busy } = shared;
   const start = async (): Promise<void> => {
     const c = new Client({ name, version: '0.1.0' }, { capabilities: AS_CLIENT });
-    c.fallbackRequestHandler = toHost as never;
+    c.fallbackRequestHandler = shared.toHost as never;
     const transport =
       'url' in target
         ? new StreamableHTTPClientTransport(new URL(target.url))
@@ -263,7 +319,7 @@ export async function connectUpstream(
       if (n.method === 'notifications/tools/list_changed') tools = await listAllTools(c).catch(() => tools);
       // The upstream's tasks are the fence's own (see taskOnly): no host's business.
       if (n.method.startsWith('notifications/tasks/')) return;
-      for (const [l, host] of listeners) if (hears(host, n)) l(n);
+      shared.tell(n);
     };
     c.onclose = () => {
       if (client !== c || closing) return;
@@ -281,10 +337,7 @@ export async function connectUpstream(
     capabilities = c.getServerCapabilities() ?? {};
     instructions = c.getInstructions();
     client = c;
-    // A restarted upstream is a new session: it is asked again what the hosts asked of the one before.
-    for (const uri of new Set([...hosts].flatMap((h) => [...h.subscribed])))
-      void c.request({ method: 'resources/subscribe', params: { uri } }, ResultSchema).catch(() => undefined);
-    if ([...hosts].some((h) => h.level)) void c.setLoggingLevel(sharedLevel()).catch(() => undefined);
+    shared.restore(c);
   };
   const startWithBackoff = async (): Promise<void> => {
     let last: unknown;
@@ -359,40 +412,10 @@ export async function connectUpstream(
       _?: undefined,
       opts?: RequestOptions,
     ) => request({ method: 'tools/call', params }, CallToolResultSchema, opts),
-    /** A host's request other than a tool call, in the one upstream session all hosts share: it stays subscribed to a
-     * resource while a host is, and logs at the most verbose level a host wants (one that set none wants all, as the
-     * SDK's server sends them); each host hears its own level. The upstream's tasks are the fence's own (see
-     * `taskOnly`): no host's to read or cancel. */
-    async hostRequest(host: Host, { method, params }: Request, opts: RequestOptions) {
-      if (method.startsWith('tasks/'))
-        throw new McpError(ErrorCode.MethodNotFound, `${method}: the retrysafe fence does not offer tasks`);
-      const uri = String(params?.uri);
-      if (method === 'logging/setLevel' && LEVELS.includes(String(params?.level))) {
-        host.level = params?.level as LoggingLevel;
-        return request({ method, params: { ...params, level: sharedLevel() } }, ResultSchema, opts);
-      }
-      if (method === 'resources/unsubscribe') {
-        host.subscribed.delete(uri);
-        if ([...hosts].some((h) => h.subscribed.has(uri))) return {};
-      }
-      const answer = await request({ method, params }, ResultSchema, opts);
-      if (method === 'resources/subscribe') host.subscribed.add(uri);
-      return answer;
-    },
-    /** Every notification the upstream sends that `host` hears (after the fence has acted on a tool list change). */
-    onNotification(host: Host, listener: (n: Notification) => void) {
-      listeners.set(listener, host);
-      return () => listeners.delete(listener);
-    },
-    /** A host session that can be asked what the upstream asks; it says when it goes (the function returned). When
-     * it lists roots, the upstream is told they changed: it asked before any host was there. */
-    addHost(host: Host) {
-      hosts.add(host);
-      if (host.capabilities()?.roots) void this.notify({ method: 'notifications/roots/list_changed' });
-      return () => hosts.delete(host);
-    },
-    /** A host's notification (its roots changed) to the upstream; dropped while it is not connected. */
-    notify: (n: Notification) => client?.notification(n).catch(() => undefined),
+    hostRequest: shared.hostRequest,
+    onNotification: shared.onNotification,
+    addHost: shared.addHost,
+    notify: shared.notify,
     async close() {
       closing = true;
       await client?.close();
