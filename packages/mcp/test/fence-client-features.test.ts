@@ -3,7 +3,8 @@
  * directly: for a passed-through call and for a fenced one, and the host's roots reach the upstream. A host that did
  * not declare a feature gets the upstream an MCP error, never a hang. Real servers, the official SDK client as host.
  */
-import { realpathSync } from 'node:fs';
+import { readFileSync, realpathSync } from 'node:fs';
+import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import type { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
@@ -12,6 +13,7 @@ import {
   CreateMessageRequestSchema,
   ElicitRequestSchema,
   ListRootsRequestSchema,
+  ResultSchema,
 } from '@modelcontextprotocol/sdk/types.js';
 import { describe, expect, it } from 'vitest';
 import { connectUpstream } from '../src/fence/upstream.js';
@@ -126,6 +128,23 @@ describe('what the upstream asks its client, through the fence', () => {
     expect(text(answer as Answer)).toMatch(/timed out/i);
   }, 8000);
 
+  it('a host that gives up on a tool the upstream runs only as a task: the fence cancels the task', async () => {
+    const upstream = await connectUpstream({ command: node, args: [everythingServer, 'stdio'] });
+    onCleanup(() => upstream.close());
+    const config = parseFenceConfig({
+      name: 'everything',
+      ledger: './unused.db',
+      tools: { echo: { kind: 'create', intent: ['message'] } },
+    });
+    const client = await clientOf(fenceOver(config, upstream), 'host');
+    const abort = new AbortController();
+    setTimeout(() => abort.abort('the host gave up'), 300);
+    const params = { name: 'simulate-research-query', arguments: { topic: 'tides' } };
+    await expect(client.callTool(params, undefined, { signal: abort.signal })).rejects.toThrow(/gave up/);
+    const tasks = async () => (await upstream.request({ method: 'tasks/list' }, ResultSchema)).tasks;
+    await expect.poll(tasks).toEqual([expect.objectContaining({ status: 'cancelled' })]);
+  });
+
   it.each([
     ['in process', (fence: () => Server, f: HostFeatures) => clientOf(fence(), 'host', f)],
     ['over --http', async (fence: () => Server, f: HostFeatures) => httpClientOf(await servedOverHttp(fence), f)],
@@ -192,6 +211,51 @@ describe('over --http, each host a session of its own', () => {
       { onprogress: (p) => progress.push(p.progress) },
     );
     expect(progress.length).toBeGreaterThanOrEqual(2);
+  });
+
+  it("hosts share the upstream's session: one host's unsubscribe or log level is not another's", async () => {
+    const http = await servedOverHttp(await everything());
+    const [a, b] = [await httpClientOf(http), await httpClientOf(http)];
+    /** The log levels and resource updates a host has heard. */
+    const heard = (client: Client) => {
+      const got = { levels: [] as string[], updates: 0 };
+      client.fallbackNotificationHandler = async (n) => {
+        if (n.method === 'notifications/message') got.levels.push(String(n.params?.level));
+        if (n.method === 'notifications/resources/updated') got.updates++;
+      };
+      return got;
+    };
+    const [byA, byB] = [heard(a), heard(b)];
+    await a.setLoggingLevel('debug');
+    await b.setLoggingLevel('emergency');
+    // server-everything acknowledges each subscription with an info message: A hears it, B wants emergencies only
+    const uri = 'demo://resource/dynamic/text/1';
+    await a.subscribeResource({ uri });
+    await b.subscribeResource({ uri });
+    await expect.poll(() => byA.levels).toContain('info');
+    expect(byB.levels.filter((l) => l !== 'emergency')).toEqual([]);
+    // A unsubscribes: B still is, and hears the next update
+    await call(a, 'toggle-subscriber-updates', {});
+    await a.unsubscribeResource({ uri });
+    const before = byB.updates;
+    await expect.poll(() => byB.updates, { timeout: 8000 }).toBeGreaterThan(before);
+  });
+
+  it('a restarted upstream is subscribed again to what the hosts subscribed to', async () => {
+    const pidFile = join(tempDir('retrysafe-pid-'), 'pid');
+    const writePid = `import{writeFileSync}from'node:fs';writeFileSync(${JSON.stringify(pidFile)},String(process.pid))`;
+    const args = ['--import', `data:text/javascript,${encodeURIComponent(writePid)}`, everythingServer, 'stdio'];
+    const fence = await fenceOf(args, 'everything', { echo: { kind: 'create', intent: ['message'] } });
+    const client = await clientOf(fence(), 'host');
+    let updates = 0;
+    client.fallbackNotificationHandler = async (n) =>
+      void (n.method === 'notifications/resources/updated' && updates++);
+    await client.subscribeResource({ uri: 'demo://resource/dynamic/text/1' });
+    const first = readFileSync(pidFile, 'utf8');
+    process.kill(Number(first), 'SIGKILL');
+    await expect.poll(() => readFileSync(pidFile, 'utf8'), { timeout: 5000 }).not.toBe(first);
+    await call(client, 'toggle-subscriber-updates', {});
+    await expect.poll(() => updates, { timeout: 8000 }).toBeGreaterThan(0);
   });
 
   it("with two hosts' calls in flight the upstream's request is refused (whose is it?), with one it goes to that host", async () => {

@@ -8,6 +8,7 @@ import { spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { ElicitRequestSchema, ResultSchema } from '@modelcontextprotocol/sdk/types.js';
 import { AjvJsonSchemaValidator } from '@modelcontextprotocol/sdk/validation/ajv';
 import { describe, expect, it } from 'vitest';
 import { AS_CLIENT } from '../src/fence/upstream.js';
@@ -62,7 +63,10 @@ describe('server-everything behind the fence', () => {
       if (t.outputSchema) expect(() => ajv.getValidator(t.outputSchema as never)).not.toThrow();
       const upstream = theirs.find((u) => u.name === t.name);
       if (!upstream || t._meta?.retrysafe) continue;
-      expect({ ...t, description: upstream.description }).toEqual(upstream);
+      // a tool it runs only as a task, the host calls as any tool: the fence runs the task
+      const execution =
+        upstream.execution?.taskSupport === 'required' ? { taskSupport: 'forbidden' } : upstream.execution;
+      expect({ ...t, description: upstream.description }).toEqual({ ...upstream, execution });
     }
     const calls: [string, Record<string, unknown>][] = [
       ['echo', { message: 'hi' }],
@@ -155,6 +159,56 @@ describe('server-everything behind the fence', () => {
     );
     await expect(cancelled).rejects.toThrow(/the host gave up/);
     expect((await call(client, 'echo', { message: 'after' })).content?.[0]?.text).toMatch(/after/);
+  });
+
+  it('a tool the upstream runs only as a task (simulate-research-query): called as any tool, through the ledger when fenced', async () => {
+    const name = 'simulate-research-query';
+    const fence = writeFence(tempDir('retrysafe-everything-'), {
+      name: 'everything',
+      tools: { [name]: { kind: 'create', intent: ['topic'] } },
+    });
+    const passed = everythingFence(tempDir('retrysafe-everything-'));
+    // the host answers the upstream's question about an ambiguous topic
+    const answer = (client: Client) =>
+      client.setRequestHandler(ElicitRequestSchema, async () => ({
+        action: 'accept',
+        content: { interpretation: 'historical' },
+      }));
+    const [direct, host, client] = await Promise.all([
+      connect(node, [everythingServer, 'stdio'], {}, { capabilities: AS_CLIENT }),
+      connect(
+        node,
+        [bin, 'wrap', '--config', passed, '--', node, everythingServer],
+        {},
+        {
+          capabilities: { elicitation: {} },
+          answer,
+        },
+      ),
+      wrapped(fence, ['--', node, everythingServer]),
+    ]);
+    const seen = collect(host);
+    await Promise.all([direct, host, client].map((c) => c.listTools()));
+    // directly, only a host that speaks tasks can call it; through the fence, the SDK's plain callTool does
+    const directly = async () => {
+      for await (const m of direct.experimental.tasks.callToolStream({ name, arguments: { topic: 'tides' } }))
+        if (m.type === 'result') return m.result.content;
+    };
+    const [theirs, mine, asked, first] = await Promise.all([
+      directly(),
+      call(host, name, { topic: 'tides' }),
+      call(host, name, { topic: 'tides', ambiguous: true }),
+      call(client, name, { topic: 'tides' }),
+    ]);
+    expect(mine.content).toEqual(theirs);
+    expect(asked.content?.[0]?.text).toMatch(/historical/);
+    // fenced: one business operation per topic, its answer stored
+    expect(first).toMatchObject({ content: theirs, _meta: { retrysafe: { status: 'done', adopted: false } } });
+    const again = await call(client, name, { topic: 'tides' });
+    expect(again).toMatchObject({ content: theirs, _meta: { retrysafe: { status: 'done', adopted: true } } });
+    // the fence's own tasks upstream are no host's to list or cancel, nor to hear of (it offers no tasks)
+    await expect(host.request({ method: 'tasks/list', params: {} }, ResultSchema)).rejects.toThrow(/-32601/);
+    expect(seen.map((n) => n.method)).not.toContain('notifications/tasks/status');
   });
 
   it('a fenced create whose answer is lost or late: one effect, and the same valid answer on the re-issue', async () => {

@@ -15,7 +15,7 @@ import type { AgentToolDefinition, AgentToolResult } from '@retrysafe/core/agent
 import { ANSWER_PROPERTIES, type Extra, reply, type ServingOptions, serveTools } from '../server.js';
 import { answerValue, type Fence, hostProgress, type ToolAnswer, toolResult, withPath } from './fence-adapter.js';
 import { hideProperty, isResource, mapRefs } from './fence-schema.js';
-import { type Host, hostCall, type Upstream, UpstreamUnavailableError } from './upstream.js';
+import { type Host, hostCall, taskOnly, type Upstream, UpstreamUnavailableError } from './upstream.js';
 
 export const UNFENCED_NOTE = '[not fenced by retrysafe: a re-issued call may repeat its effect]';
 
@@ -63,6 +63,10 @@ function fencedListing(adapter: AdapterV1, t: Tool) {
   };
 }
 
+/** A tool the upstream runs only as a task is called through the fence as any tool: the fence runs its task. */
+const callable = (t: Tool): Tool =>
+  taskOnly(t) ? { ...t, execution: { ...t.execution, taskSupport: 'forbidden' } } : t;
+
 /** The upstream's progress, relayed to the host under the host's progressToken. The SDK sends its own token upstream,
  * and drops progress it did not ask for. */
 const relay = (extra: Extra, token: ProgressToken) => (p: Progress) =>
@@ -97,7 +101,7 @@ export function createFenceServer(options: ServingOptions & { fence: Fence; upst
   );
   const listed = () => {
     const { adapter, refused } = fence.current();
-    return upstream.tools.map((t) => {
+    return upstream.tools.map(callable).map((t) => {
       const why = refused.get(t.name);
       if (why !== undefined)
         return { ...t, description: `[refused by retrysafe: ${why}] ${t.description ?? ''}`.trim() };
@@ -110,6 +114,7 @@ export function createFenceServer(options: ServingOptions & { fence: Fence; upst
   const host: Host = {
     capabilities: () => server.getClientCapabilities(),
     ask: (r, o) => server.request(r as never, ResultSchema, o),
+    subscribed: new Set(),
   };
   const asHost = <T>(extra: Extra, f: () => Promise<T>) =>
     hostCall.run({ host, ask: (r, o) => extra.sendRequest(r as never, ResultSchema, o) }, f);
@@ -149,14 +154,14 @@ export function createFenceServer(options: ServingOptions & { fence: Fence; upst
   };
   serveTools(server, options, lookups, listed, (req, extra, run) => asHost(extra, () => callTool(req, extra, run)));
 
-  // Every other request (resources, prompts, completions, logging) goes to the upstream as it is. The SDK answers
-  // logging/setLevel itself when logging is declared, but the upstream is the one that logs.
+  // Every other request (resources, prompts, completions, logging) goes to the upstream, in the session the hosts
+  // share. The SDK answers logging/setLevel itself when logging is declared, but the upstream is the one that logs.
   server.removeRequestHandler('logging/setLevel');
   server.fallbackRequestHandler = async ({ method, params }, extra) =>
     (await asHost(extra, () =>
-      forward(extra, params?._meta?.progressToken, (o) => upstream.request({ method, params }, ResultSchema, o)),
+      forward(extra, params?._meta?.progressToken, (o) => upstream.hostRequest(host, { method, params }, o)),
     )) as never;
-  const unsubscribe = upstream.onNotification((n) => void server.notification(n).catch(() => undefined));
+  const unsubscribe = upstream.onNotification(host, (n) => void server.notification(n).catch(() => undefined));
   server.onclose = () => void (unsubscribe(), leave());
   return server;
 }

@@ -10,11 +10,14 @@ import {
   CallToolResultSchema,
   type ClientCapabilities,
   ErrorCode,
+  type LoggingLevel,
+  LoggingLevelSchema,
   McpError,
   type Notification,
   type Progress,
   type Request,
   type Result,
+  ResultSchema,
   type ServerCapabilities,
   type Tool,
 } from '@modelcontextprotocol/sdk/types.js';
@@ -86,7 +89,19 @@ async function listAllTools(client: Client): Promise<Tool[]> {
 export interface Host {
   readonly capabilities: () => ClientCapabilities | undefined;
   readonly ask: (req: Request, opts: RequestOptions) => Promise<Result>;
+  /** What it asked of the upstream session all hosts share (see `hostSessions`): the resources it subscribed to, its log level. */
+  readonly subscribed: Set<string>;
+  level?: LoggingLevel;
 }
+
+/** The log levels, least severe first. */
+const LEVELS: readonly string[] = LoggingLevelSchema.options;
+
+/** Whether `host` hears `n`: not a log message below the level it set. */
+const hears = (host: Host, n: Notification) =>
+  n.method !== 'notifications/message' ||
+  !host.level ||
+  LEVELS.indexOf(String(n.params?.level)) >= LEVELS.indexOf(host.level);
 
 /** The host call being served: what the upstream asks while a request sent for it runs goes to its host, on the
  * stream of that call (`ask` sends it as related to the call). */
@@ -118,6 +133,27 @@ function refusal(method: string, params: Request['params'], candidates: Readonly
   if (!host) return 'no host is connected to the retrysafe fence';
   if (!need(host.capabilities() ?? {}, params)) return 'the host behind the retrysafe fence did not declare it';
   return undefined;
+}
+
+/** A tool the upstream runs only as a task. The fence offers its hosts no tasks (a host's could not go through the
+ * ledger): it runs such a call as a task itself, created, polled and its result fetched as one request, as the SDK's
+ * server does with a tool whose tasks are optional, and lists it as a tool the host calls as any other. */
+export const taskOnly = (tool: Pick<Tool, 'execution'> | undefined) => tool?.execution?.taskSupport === 'required';
+
+/** `req` run as a task of `c`: its result, or the error it ended with. A task given up on (the host cancelled, or the
+ * timeout) is cancelled, as a request is. */
+async function viaTask(c: Client, req: Request, schema: Parameters<Client['request']>[1], options: RequestOptions) {
+  let taskId: string | undefined;
+  try {
+    for await (const m of c.experimental.tasks.requestStream(req, schema, { ...options, task: {} })) {
+      if (m.type === 'taskCreated') taskId = m.task.taskId;
+      if (m.type === 'error') throw m.error;
+      if (m.type === 'result') return m.result;
+    }
+  } finally {
+    if (taskId && options.signal?.aborted) void c.experimental.tasks.cancelTask(taskId).catch(() => undefined);
+  }
+  throw new McpError(ErrorCode.InternalError, `the upstream's task for ${req.method} ended without a result`);
 }
 
 /** The SDK's timeout of a request upstream, which `pausableTimeout` bounds instead. Node's longest timer. */
@@ -165,6 +201,83 @@ function pausableTimeout(opts: RequestOptions = {}) {
   };
 }
 
+/** The host sessions the upstream serves (one on stdio, one per host over `--http`), which share its one session: it
+ * stays subscribed to a resource while a host is, and logs at the most verbose level a host wants (one that set none
+ * wants all, as the SDK's server sends them); each host hears its own level (`hears`). */
+function hostSessions(
+  send: (req: Request, opts?: RequestOptions) => Promise<Result>,
+  notify: (n: Notification) => Promise<void> | undefined,
+  hostAnswerMs: number,
+) {
+  const hosts = new Set<Host>();
+  /** Each request upstream in flight for a host call (oldest first), with its timeout. */
+  const busy: { readonly call: HostCall; readonly timeout: ReturnType<typeof pausableTimeout> }[] = [];
+  const listeners = new Map<(n: Notification) => void, Host>();
+  const level = () => LEVELS[Math.min(...[...hosts].map((h) => LEVELS.indexOf(h.level ?? 'debug')))] as LoggingLevel;
+  return {
+    busy,
+    /** A request of the upstream, sent to the one host it can be for: the host of the calls in flight, else the one
+     * connected. With none, or several (`--http` hosts, each a session), or one that did not declare what is
+     * asked, it is refused, never left waiting; so is a request the fence does not know a host can answer, and one the
+     * host has not answered within `hostAnswerMs` (the SDK cancels it with the host and answers a timeout error). */
+    async toHost({ method, params }: Request, { signal }: { signal: AbortSignal }): Promise<Result> {
+      const candidates = new Set(busy.length ? busy.map((b) => b.call.host) : hosts);
+      const [host] = candidates;
+      const why = refusal(method, params, candidates);
+      if (why || !host) throw new McpError(ErrorCode.MethodNotFound, `${method}: ${why}`);
+      const waiting = [...busy];
+      for (const b of waiting) b.timeout.hold();
+      try {
+        return await (busy.at(-1)?.call ?? host).ask({ method, params }, { signal, timeout: hostAnswerMs });
+      } finally {
+        for (const b of waiting) b.timeout.release();
+      }
+    },
+    /** A host's notification (its roots changed) to the upstream; dropped while it is not connected. */
+    notify,
+    /** A host session that can be asked what the upstream asks; it says when it goes (the function returned). When
+     * it lists roots, the upstream is told they changed: it asked before any host was there. */
+    addHost(host: Host) {
+      hosts.add(host);
+      if (host.capabilities()?.roots) void notify({ method: 'notifications/roots/list_changed' });
+      return () => hosts.delete(host);
+    },
+    /** Every notification the upstream sends that `host` hears (after the fence has acted on a tool list change). */
+    onNotification(host: Host, listener: (n: Notification) => void) {
+      listeners.set(listener, host);
+      return () => listeners.delete(listener);
+    },
+    /** The upstream's notification `n`, to each host that hears it. */
+    tell(n: Notification) {
+      for (const [l, host] of listeners) if (hears(host, n)) l(n);
+    },
+    /** A restarted upstream is a new session: it is asked again what the hosts asked of the one before. */
+    restore(c: Client) {
+      for (const uri of new Set([...hosts].flatMap((h) => [...h.subscribed])))
+        void c.request({ method: 'resources/subscribe', params: { uri } }, ResultSchema).catch(() => undefined);
+      if ([...hosts].some((h) => h.level)) void c.setLoggingLevel(level()).catch(() => undefined);
+    },
+    /** A host's request other than a tool call. The upstream's tasks are the fence's own (see `taskOnly`): no host's
+     * to read or cancel. */
+    async hostRequest(host: Host, { method, params }: Request, opts?: RequestOptions): Promise<Result> {
+      if (method.startsWith('tasks/'))
+        throw new McpError(ErrorCode.MethodNotFound, `${method}: the retrysafe fence does not offer tasks`);
+      const uri = String(params?.uri);
+      if (method === 'logging/setLevel' && LEVELS.includes(String(params?.level))) {
+        host.level = params?.level as LoggingLevel;
+        return send({ method, params: { ...params, level: level() } }, opts);
+      }
+      if (method === 'resources/unsubscribe') {
+        host.subscribed.delete(uri);
+        if ([...hosts].some((h) => h.subscribed.has(uri))) return {};
+      }
+      const answer = await send({ method, params }, opts);
+      if (method === 'resources/subscribe') host.subscribed.add(uri);
+      return answer;
+    },
+  };
+}
+
 /** How long the host may take to answer what the upstream asks (a person, a model) before the upstream is answered a
  * timeout error: an upstream that waits for ever must not hold a call, and its claim, for ever. */
 const HOST_ANSWER_MS = 600_000;
@@ -175,7 +288,6 @@ export async function connectUpstream(
   name = 'retrysafe-fence',
   { hostAnswerMs = HOST_ANSWER_MS } = {},
 ) {
-  const listeners = new Set<(n: Notification) => void>();
   let client: Client | undefined;
   let tools: Tool[] = [];
   let capabilities: ServerCapabilities = {};
@@ -184,31 +296,15 @@ export async function connectUpstream(
   let starting: Promise<void> | undefined;
   /** Deaths since the upstream last answered a request: one that dies each time it starts is not restarted for ever. */
   let deaths = 0;
-  const hosts = new Set<Host>();
-  /** Each request upstream in flight for a host call (oldest first), with its timeout. */
-  const busy: { readonly call: HostCall; readonly timeout: ReturnType<typeof pausableTimeout> }[] = [];
-
-  /** A request of the upstream, sent to the one host it can be for: the host of the calls in flight, else the one
-   * connected. With none, or several (`--http` hosts, each a session), or one that did not declare what is
-   * asked, it is refused, never left waiting; so is a request the fence does not know a host can answer, and one the
-   * host has not answered within `hostAnswerMs` (the SDK cancels it with the host and answers a timeout error). */
-  const toHost = async ({ method, params }: Request, { signal }: { signal: AbortSignal }): Promise<Result> => {
-    const candidates = new Set(busy.length ? busy.map((b) => b.call.host) : hosts);
-    const [host] = candidates;
-    const why = refusal(method, params, candidates);
-    if (why || !host) throw new McpError(ErrorCode.MethodNotFound, `${method}: ${why}`);
-    const waiting = [...busy];
-    for (const b of waiting) b.timeout.hold();
-    try {
-      return await (busy.at(-1)?.call ?? host).ask({ method, params }, { signal, timeout: hostAnswerMs });
-    } finally {
-      for (const b of waiting) b.timeout.release();
-    }
-  };
-
+  const shared = hostSessions(
+    (req, opts) => request(req, ResultSchema, opts),
+    (n) => client?.notification(n).catch(() => undefined),
+    hostAnswerMs,
+  );
+  const { busy } = shared;
   const start = async (): Promise<void> => {
     const c = new Client({ name, version: '0.1.0' }, { capabilities: AS_CLIENT });
-    c.fallbackRequestHandler = toHost as never;
+    c.fallbackRequestHandler = shared.toHost as never;
     const transport =
       'url' in target
         ? new StreamableHTTPClientTransport(new URL(target.url))
@@ -221,7 +317,9 @@ export async function connectUpstream(
     if (transport instanceof StdioClientTransport) relayStderr(transport.stderr as Readable | null);
     c.fallbackNotificationHandler = async (n) => {
       if (n.method === 'notifications/tools/list_changed') tools = await listAllTools(c).catch(() => tools);
-      for (const l of listeners) l(n);
+      // The upstream's tasks are the fence's own (see taskOnly): no host's business.
+      if (n.method.startsWith('notifications/tasks/')) return;
+      shared.tell(n);
     };
     c.onclose = () => {
       if (client !== c || closing) return;
@@ -239,6 +337,7 @@ export async function connectUpstream(
     capabilities = c.getServerCapabilities() ?? {};
     instructions = c.getInstructions();
     client = c;
+    shared.restore(c);
   };
   const startWithBackoff = async (): Promise<void> => {
     let last: unknown;
@@ -272,7 +371,9 @@ export async function connectUpstream(
     const entry = call && { call, timeout };
     if (entry) busy.push(entry);
     try {
-      const answer = (await c.request(req, schema, timeout.options)) as Record<string, unknown>;
+      const asTask = req.method === 'tools/call' && taskOnly(tools.find((t) => t.name === req.params?.name));
+      const send = asTask ? viaTask(c, req, schema, timeout.options) : c.request(req, schema, timeout.options);
+      const answer = (await send) as Record<string, unknown>;
       deaths = 0;
       return answer;
     } catch (e) {
@@ -311,20 +412,10 @@ export async function connectUpstream(
       _?: undefined,
       opts?: RequestOptions,
     ) => request({ method: 'tools/call', params }, CallToolResultSchema, opts),
-    /** Every notification the upstream sends (after the fence has acted on a tool list change). */
-    onNotification(listener: (n: Notification) => void) {
-      listeners.add(listener);
-      return () => listeners.delete(listener);
-    },
-    /** A host session that can be asked what the upstream asks; it says when it goes (the function returned). When
-     * it lists roots, the upstream is told they changed: it asked before any host was there. */
-    addHost(host: Host) {
-      hosts.add(host);
-      if (host.capabilities()?.roots) void this.notify({ method: 'notifications/roots/list_changed' });
-      return () => hosts.delete(host);
-    },
-    /** A host's notification (its roots changed) to the upstream; dropped while it is not connected. */
-    notify: (n: Notification) => client?.notification(n).catch(() => undefined),
+    hostRequest: shared.hostRequest,
+    onNotification: shared.onNotification,
+    addHost: shared.addHost,
+    notify: shared.notify,
     async close() {
       closing = true;
       await client?.close();
