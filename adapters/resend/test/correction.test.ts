@@ -86,6 +86,31 @@ describe('a corrected email after a 429 that had sent', () => {
     expect(sandbox.count('emails.send')).toBe(1);
   });
 
+  it('a quota refusal after it (which may come before the key store) does not prove the first request was not sent', async () => {
+    const { sandbox, proxy, adapter, runner } = await setup(2);
+    const quota = { statusCode: 429, name: 'daily_quota_exceeded', message: 'You have reached your daily quota.' };
+    // The first email used up the day's quota; its answer was lost as a 429, the re-send is refused for the quota
+    proxy.setFaults([
+      { kind: 'status', status: 429, forward: true, body: RATE_LIMITED },
+      { kind: 'status', status: 429, body: quota },
+    ]);
+    const first = await runner.run(adapter, 'emails.send', { params: emailParams('corr/7') });
+    expect(first).toMatchObject({ status: 'handed-off', packet: { reason: 'rejected' } });
+    const actions = first.status === 'handed-off' ? first.packet.safeNextActions : [];
+    expect(actions.map((a) => a.action)).not.toContain('resend-with');
+    // the person reads that the first request may have sent the email
+    expect(actions.find((a) => a.action === 'resume')?.why).toMatch(/recorded not applied.*second time/);
+    expect(sandbox.count('emails.send')).toBe(1);
+
+    // A key of its own (the quota error may be stored under the first) would send a second email
+    const corrected = await runner
+      .run(adapter, 'emails.send', { params: emailParams('corr/7', { subject: 'Invoice corr/7 (corrected)' }) })
+      .catch((e: unknown) => e);
+    expect(ConflictError.isInstance(corrected) && corrected.needsPerson).toBe(true);
+    expect(sandbox.count('emails.send')).toBe(1);
+    expect(proxy.requests).toHaveLength(2);
+  });
+
   it('a correction after a 422 gets a key of its own (Resend may keep the error under the first)', async () => {
     const { sandbox, proxy, adapter, runner } = await setup();
     proxy.setFaults([]);

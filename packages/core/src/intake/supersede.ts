@@ -64,7 +64,7 @@ export function correctionCheck(
  * does not know whether one can (`sideEffect.rejectionMayCreate` unknown), a rejection after processing that names
  * nothing proves nothing, and a correction could make a second one.
  */
-export function unnamedLeftObject(card: RetrySafetyCard, receipts: readonly Receipt[]): Verdict {
+function unnamedLeftObject(card: RetrySafetyCard, receipts: readonly Receipt[]): Verdict {
   if (card.sideEffect.rejectionMayCreate?.value !== 'unknown') return { ok: true };
   const r = currentRevision(receipts).find((r) => isSend(r) && processedRejection(r));
   if (r === undefined) return { ok: true };
@@ -131,7 +131,7 @@ const notAppliedUnder = (key: OperationRecord['providerKey'], receipts: readonly
 /**
  * The card's half of correctionCheck. An adapter may record a call not-applied only because a same-key re-send folds it
  * even if it had landed (a 429 answered in front of the key store: Resend's, a declared HTTP operation's). The corrected
- * request keeps that key, so it is safe only where the provider, still holding the key when the correction lands,
+ * request must keep that key (never one of its own), so it is safe only where the provider, still holding the key when the correction lands,
  * refuses other params under it (handed off as a conflict), applies them over the first (a set-value write that
  * matches nothing but the key), or folds nothing under the key. Elsewhere the key would answer the correction with the
  * first request's result (`replay-anyway`: the correction is lost, the caller told it was done) or take it as a new
@@ -143,12 +143,17 @@ function keptKeyCheck(
   receipts: readonly Receipt[],
 ): Verdict {
   const matching = card.parameterMatching.value;
-  const keyFoldsNothing = card.providerKey.travels.value === 'none' || card.storedResult.semantics.value === 'none';
-  const appliedOver = matching === 'none' && card.sideEffect.idempotentByNature.value === true;
-  if (keyFoldsNothing || appliedOver || needsFreshKey(card, receipts)) return { ok: true };
+  if (card.providerKey.travels.value === 'none' || card.storedResult.semantics.value === 'none') return { ok: true };
   const notApplied = notAppliedUnder(record.providerKey, receipts);
   if (notApplied === undefined) return { ok: true };
-  const doubt = `attempt ${notApplied.attemptId} was recorded not applied, which may only mean that a re-send under its key folds into it; the correction would go out under that key`;
+  const folds = `attempt ${notApplied.attemptId} was recorded not applied, which may only mean that a re-send under its key folds into it`;
+  // A later rejection under the key proves nothing of it: the provider may refuse (a quota, a check) before its key store.
+  if (needsFreshKey(card, receipts))
+    return refused(
+      `${folds}, and a rejection after it would send the correction under a key of its own (the provider may have stored the rejection under the first): it could be made a second time`,
+    );
+  if (matching === 'none' && card.sideEffect.idempotentByNature.value === true) return { ok: true };
+  const doubt = `${folds}; the correction would go out under that key`;
   if (matching !== 'mismatch-error')
     return refused(
       `${doubt}, and the provider does not refuse other params under it (card parameterMatching: ${matching}): it could be answered with the first request's result or made a second time`,
