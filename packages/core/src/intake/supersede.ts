@@ -124,9 +124,12 @@ export function needsFreshKey(card: RetrySafetyCard, receipts: readonly Receipt[
   return currentRevision(receipts).some((r) => isSend(r) && processedRejection(r));
 }
 
-/** A call under `key` recorded not applied: which may only mean that a same-key re-send folds it (it may have landed). */
+/**
+ * A call under `key` recorded not applied: which may only mean that a same-key re-send folds it (it may have landed).
+ * Without a key (null) what folds a re-send is the request itself, the precondition it carries (If-Match).
+ */
 const notAppliedUnder = (key: OperationRecord['providerKey'], receipts: readonly Receipt[]) =>
-  key === null ? undefined : receipts.find((r) => isSend(r) && r.outcome === 'not-applied' && r.providerKey === key);
+  receipts.find((r) => isSend(r) && r.outcome === 'not-applied' && r.providerKey === key);
 
 /**
  * The card's half of correctionCheck. An adapter may record a call not-applied only because a same-key re-send folds it
@@ -143,10 +146,11 @@ function keptKeyCheck(
   receipts: readonly Receipt[],
 ): Verdict {
   const matching = card.parameterMatching.value;
-  if (card.providerKey.travels.value === 'none' || card.storedResult.semantics.value === 'none') return { ok: true };
+  // Nothing folds a re-send: a call recorded not applied was not applied.
+  if (card.storedResult.semantics.value === 'none') return { ok: true };
   const notApplied = notAppliedUnder(record.providerKey, receipts);
   if (notApplied === undefined) return { ok: true };
-  const folds = `attempt ${notApplied.attemptId} was recorded not applied, which may only mean that a re-send under its key folds into it`;
+  const folds = `attempt ${notApplied.attemptId} was recorded not applied, which may only mean that a re-send under its key (or its precondition) folds into it`;
   // A later rejection under the key proves nothing of it: the provider may refuse (a quota, a check) before its key store.
   if (needsFreshKey(card, receipts))
     return refused(
@@ -176,7 +180,7 @@ export function earlierEffectMayShow(
   receipts: readonly Receipt[],
 ): boolean {
   const revised = currentRevisionNumber(receipts) > 1 || record.resolution?.action === SUPERSEDE_ACTION;
-  return revised && notAppliedUnder(record.providerKey, receipts) !== undefined;
+  return revised && record.providerKey !== null && notAppliedUnder(record.providerKey, receipts) !== undefined;
 }
 
 /** The revision the key in use was derived for: the last whose supersede took a key of its own (1 until then). */
