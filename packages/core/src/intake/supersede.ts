@@ -134,9 +134,9 @@ const notAppliedUnder = (key: OperationRecord['providerKey'], receipts: readonly
 /**
  * The card's half of correctionCheck. An adapter may record a call not-applied only because a same-key re-send folds it
  * even if it had landed (a 429 answered in front of the key store: Resend's, a declared HTTP operation's). The corrected
- * request must keep that key (never one of its own), so it is safe only where the provider, still holding the key when the correction lands,
- * refuses other params under it (handed off as a conflict), applies them over the first (a set-value write that
- * matches nothing but the key), or folds nothing under the key. Elsewhere the key would answer the correction with the
+ * request must keep that key (never one of its own), so it is safe only where the provider, still holding the key when
+ * the correction lands, refuses other params under it (handed off as a conflict), applies them over the first (a
+ * set-value write that matches nothing but the key), or folds nothing under the key. Elsewhere the key would answer the correction with the
  * first request's result (`replay-anyway`: the correction is lost, the caller told it was done) or take it as a new
  * request (a second object), and a key of its own would be a second object too: a person decides.
  */
