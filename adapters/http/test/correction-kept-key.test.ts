@@ -4,9 +4,9 @@ import { createSandboxProvider, REPLAYING_BEHAVIOUR, startSandboxServer } from '
 import { startFaultProxy } from '@retrysafe/testkit';
 import { closeAfterTest } from '@retrysafe/testkit/close-after-test';
 import { describe, expect, it } from 'vitest';
-import { createHttpAdapter, type HttpOperationSpec, ietfOrdersCreate } from '../src/index.js';
-import { startIetfKeySandbox } from '../src/sandbox/index.js';
-import { sandboxRecords } from './helpers.js';
+import { createHttpAdapter, etagDocumentsUpdate, type HttpOperationSpec, ietfOrdersCreate } from '../src/index.js';
+import { startEtagSandbox, startIetfKeySandbox } from '../src/sandbox/index.js';
+import { adapterAt, sandboxRecords } from './helpers.js';
 
 // A user's declared operation maps 429 to not-applied because a re-send carries the same key, which folds it
 // even if it had landed. A correction after it keeps that key: whether that is safe is the card's parameterMatching.
@@ -133,5 +133,33 @@ describe('a correction under the kept key whose own answer is lost', () => {
     const { sandbox, resumed } = await lostCorrection(false);
     expect(sandbox.records().map((o) => o.quantity)).toEqual([2]);
     expect(resumed).toMatchObject({ status: 'done' });
+  });
+});
+
+describe('a correction after a 429 that had landed, under the precondition it keeps (no key travels)', () => {
+  it('the document holds the first write: refused as a conflict a person resolves, never blamed on another writer', async () => {
+    const sandbox = closeAfterTest(await startEtagSandbox());
+    const proxy = closeAfterTest(
+      await startFaultProxy({ target: sandbox.url, faults: [{ kind: 'status', status: 429, forward: true }] }),
+    );
+    // The document and the version it is edited from name the edit; its title is what a correction changes.
+    const base = etagDocumentsUpdate('acme-docs');
+    const card = {
+      ...base.card,
+      businessOperationId: { ...base.card.businessOperationId, intentFields: ['id', 'etag'] },
+    };
+    const adapter = closeAfterTest(adapterAt(proxy.url, 'documents.update', { ...base, card }));
+    const runner = createRunner({ ledger: createMemoryLedger(), random: () => 0.5, policy: { maxAttempts: 1 } });
+    const edit = (title: string) => ({ id: 'doc-1', etag: '"g1"', title, body: 'Signed.' });
+    const first = await runner.run(adapter, 'documents.update', { params: edit('Finla') });
+    expect(first).toMatchObject({ status: 'handed-off', packet: { reason: 'retry-exhausted' } });
+    expect(sandbox.records()[0]).toMatchObject({ title: 'Finla', generation: 2 }); // the 429 hid an applied write
+    expect(first.status === 'handed-off' && first.packet.safeNextActions.map((a) => a.action)).not.toContain(
+      'resend-with',
+    );
+
+    const corrected = await runner.run(adapter, 'documents.update', { params: edit('Final') }).catch((e: unknown) => e);
+    expect(ConflictError.isInstance(corrected) && corrected.needsPerson).toBe(true);
+    expect(proxy.requests).toHaveLength(1);
   });
 });

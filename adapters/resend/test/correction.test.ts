@@ -37,6 +37,19 @@ async function afterHiddenSend(ref: string) {
   return rig;
 }
 
+/** A first run whose 429 hid a sent email and whose re-send got `refusal` (a status not forwarded): handed off, rejected. */
+async function refusedAfterHiddenSend(ref: string, refusal: { statusCode: number; name: string; message: string }) {
+  const rig = await setup(2);
+  rig.proxy.setFaults([
+    { kind: 'status', status: 429, forward: true, body: RATE_LIMITED },
+    { kind: 'status', status: refusal.statusCode, body: refusal },
+  ]);
+  const first = await rig.runner.run(rig.adapter, 'emails.send', { params: emailParams(ref) });
+  expect(first).toMatchObject({ status: 'handed-off', packet: { reason: 'rejected' } });
+  expect(rig.sandbox.count('emails.send')).toBe(1);
+  return { ...rig, first };
+}
+
 describe('a corrected email after a 429 that had sent', () => {
   it("the correction goes out under the first request's key: never a second email", async () => {
     const { sandbox, proxy, adapter, runner } = await afterHiddenSend('corr/1');
@@ -69,21 +82,32 @@ describe('a corrected email after a 429 that had sent', () => {
   });
 
   it('a 401 after it (answered at the door, before the key store) does not prove the first request was not sent', async () => {
-    const { sandbox, proxy, adapter, runner } = await setup(2);
     const unauthorized = { statusCode: 401, name: 'missing_api_key', message: 'Missing API key.' };
-    proxy.setFaults([
-      { kind: 'status', status: 429, forward: true, body: RATE_LIMITED },
-      { kind: 'status', status: 401, body: unauthorized },
-    ]);
-    const first = await runner.run(adapter, 'emails.send', { params: emailParams('corr/4') });
-    expect(first).toMatchObject({ status: 'handed-off', packet: { reason: 'rejected' } });
-    expect(sandbox.count('emails.send')).toBe(1);
+    const { sandbox, adapter, runner } = await refusedAfterHiddenSend('corr/4', unauthorized);
 
     const corrected = await runner.run(adapter, 'emails.send', {
       params: emailParams('corr/4', { subject: 'Invoice corr/4 (corrected)' }),
     });
     expect(corrected).toMatchObject({ status: 'handed-off' });
     expect(sandbox.count('emails.send')).toBe(1);
+  });
+
+  it('a quota refusal after it (which may come before the key store) does not prove the first request was not sent', async () => {
+    const quota = { statusCode: 429, name: 'daily_quota_exceeded', message: 'You have reached your daily quota.' };
+    // The first email used up the day's quota; its answer was lost as a 429, the re-send is refused for the quota
+    const { sandbox, proxy, adapter, runner, first } = await refusedAfterHiddenSend('corr/7', quota);
+    const actions = first.status === 'handed-off' ? first.packet.safeNextActions : [];
+    expect(actions.map((a) => a.action)).not.toContain('resend-with');
+    // the person reads that the first request may have sent the email
+    expect(actions.find((a) => a.action === 'resume')?.why).toMatch(/recorded not applied.*second time/);
+
+    // A key of its own (the quota error may be stored under the first) would send a second email
+    const corrected = await runner
+      .run(adapter, 'emails.send', { params: emailParams('corr/7', { subject: 'Invoice corr/7 (corrected)' }) })
+      .catch((e: unknown) => e);
+    expect(ConflictError.isInstance(corrected) && corrected.needsPerson).toBe(true);
+    expect(sandbox.count('emails.send')).toBe(1);
+    expect(proxy.requests).toHaveLength(2);
   });
 
   it('a correction after a 422 gets a key of its own (Resend may keep the error under the first)', async () => {

@@ -199,10 +199,11 @@ export function toAgentResult(r: RunResult) {
       const correctable = r.packet.safeNextActions.some((a) => a.action === 'resend-with' && a.safe);
       // What the rejection left is named whether or not the provider named fields (a declined charge names none).
       const kept = created ? ` The provider kept ${created} from this call: a new call would make a second one.` : '';
+      // Not correctable, the effect may exist: redone as a new operation (another intent), it could happen twice.
       const fix =
         named && correctable
           ? `${named}; a call with them corrected and the same intent is sent as a corrected request.`
-          : `${named}${named ? '.' : ''}${kept}`;
+          : `${named}${named ? '.' : ''}${kept}${correctable ? '' : ' Do not redo it under other intent fields either.'}`;
       return {
         status: 'needs-human' as const,
         businessOperationId: r.businessOperationId,

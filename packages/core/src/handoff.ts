@@ -11,7 +11,7 @@ import type {
 } from '@retrysafe/contract';
 import { defined } from './defined.js';
 import { RunnerConfigurationError } from './errors/runner-configuration-error.js';
-import { type CorrectionRule, correctionCheck, everyAttemptNotApplied, unnamedLeftObject } from './intake/supersede.js';
+import { type CorrectionRule, correctionCheck, everyAttemptNotApplied } from './intake/supersede.js';
 
 interface PacketInput {
   readonly record: OperationRecord;
@@ -53,7 +53,7 @@ function resumeAction(input: PacketInput, created: string | undefined): SafeActi
     );
   if (input.reason === 'rejected') {
     if (!everyAttemptNotApplied(input.receipts, input.record).ok) return resume(false, RESUME_WHY.rejectedAfterUnknown);
-    const left = input.correction === null ? null : unnamedLeftObject(input.correction.card, input.receipts);
+    const left = input.correction === null ? null : correctionCheck(input.receipts, input.record, input.correction);
     return resume(false, left?.ok === false ? left.why : RESUME_WHY.rejected);
   }
   if (input.resumeNote !== undefined) return resume(false, input.resumeNote);

@@ -122,6 +122,7 @@ describe('the answer for an operation a person closed', () => {
     });
     const first = await callAgentTool(runner, tool!, { ref: 'o-13', note: 'long' });
     expect(first.message).toMatch(/sent as a corrected request/); // the packet offers resend-with
+    expect(first.message).not.toMatch(/other intent fields/);
     await runner.resolve(first.businessOperationId!, { action: 'abandon' }, { by: 'ops' });
     const again = await callAgentTool(runner, tool!, { ref: 'o-13', note: 'long' });
     expect(again.message).not.toMatch(/sent as a corrected request/);
@@ -159,6 +160,18 @@ describe('the needs-human answer names what a rejection left at the provider', (
     expect(first.status).toBe('needs-human');
     expect(first.message).toMatch(/pi_2/);
     expect(first.message).toMatch(/a new call would make a second one/);
+  });
+});
+
+describe('the needs-human answer to an operation whose effect may exist', () => {
+  it('tells the agent not to redo it under other intent fields (a new operation would make it twice)', async () => {
+    const { provider, adapter, runner } = setup({ replays: false, lookup: 'none' });
+    const [tool] = agentTools([adapter], ['sandbox_records_create']);
+    provider.failNext({ kind: 'unknown-after-commit' });
+    const first = await callAgentTool(runner, tool!, { ref: 'o-18' });
+    expect(first.status).toBe('needs-human');
+    expect(first.message).toMatch(/do not redo it under other intent fields/i);
+    expect(provider.count()).toBe(1);
   });
 });
 

@@ -2,6 +2,7 @@
 
 import {
   type AdapterV1,
+  ConflictError,
   type Duration,
   fact,
   LeaseExpiredError,
@@ -107,24 +108,43 @@ describe('concepts, supersede: a revision gets a key of its own where the card s
       doExecute: (op, params, ctx) => (seen.push([ctx.providerKey, ctx.keyRevision]), a.doExecute(op, params, ctx)),
     } as AdapterV1;
     const call = (note: string) => runner.run(watched, OP, { params: { ref: 'rev-kept', note } });
-    provider.failNext({ kind: 'not-applied' });
-    expect((await call('one')).status).toBe('handed-off'); // revision 1: throttled, budget spent
     provider.failNext({ kind: 'rejected' });
-    expect((await call('two')).status).toBe('handed-off'); // revision 2: the same key, rejected
+    expect((await call('one')).status).toBe('handed-off'); // revision 1: rejected
     provider.failNext({ kind: 'not-applied' });
-    expect((await call('three')).status).toBe('handed-off'); // revision 3: a key of its own
-    const fourth = await call('four'); // revision 4: revision 3's key
+    expect((await call('two')).status).toBe('handed-off'); // revision 2: a key of its own, throttled
+    provider.failNext({ kind: 'not-applied' });
+    expect((await call('three')).status).toBe('handed-off'); // revision 3: revision 2's key, throttled
+    const fourth = await call('four'); // revision 4: revision 2's key
     expect(fourth.status).toBe('done');
     const [k1, k2, k3, k4] = seen.map(([key]) => key);
-    expect(k2).toBe(k1);
-    expect(k3).not.toBe(k1);
-    expect(k4).toBe(k3);
-    expect(seen.map(([, revision]) => revision)).toEqual([undefined, undefined, 3, 3]);
+    expect(k2).not.toBe(k1);
+    expect(k3).toBe(k2);
+    expect(k4).toBe(k2);
+    expect(seen.map(([, revision]) => revision)).toEqual([undefined, 2, 2, 2]);
     const reasons = (await ledger.receipts(fourth.businessOperationId))
       .filter((r) => r.decision.action === 'supersede')
       .map((r) => r.decision.reason.replace(/^revision (\d).*; (\w+) provider key.*$/, '$1 $2'));
-    expect(reasons).toEqual(['2 same', '3 new', '4 same']);
+    expect(reasons).toEqual(['2 new', '3 same', '4 same']);
     expect(provider.count()).toBe(1);
+  });
+
+  it('a rejection after a not-applied call under the same key takes no key of its own: a person decides', async () => {
+    // The not-applied call may have landed (a same-key re-send folds it); the rejection may come before the key store
+    const { provider, adapter, runner } = setup({}, { policy: { maxAttempts: 1 } });
+    const call = (note: string) =>
+      runner.run(storingErrors(adapter, 'unknown'), OP, { params: { ref: 'rev-doubt', note } });
+    provider.failNext({ kind: 'not-applied' });
+    expect((await call('one')).status).toBe('handed-off');
+    provider.failNext({ kind: 'rejected' });
+    const second = await call('two');
+    expect(second.status === 'handed-off' && second.packet.safeNextActions.map((x) => x.action)).toEqual([
+      'resume',
+      'mark-done',
+      'abandon',
+    ]);
+    const third = await call('three').catch((e: unknown) => e);
+    expect(ConflictError.isInstance(third) && third.needsPerson).toBe(true);
+    expect(provider.calls()).toBe(2);
   });
 });
 

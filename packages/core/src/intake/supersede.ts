@@ -64,7 +64,7 @@ export function correctionCheck(
  * does not know whether one can (`sideEffect.rejectionMayCreate` unknown), a rejection after processing that names
  * nothing proves nothing, and a correction could make a second one.
  */
-export function unnamedLeftObject(card: RetrySafetyCard, receipts: readonly Receipt[]): Verdict {
+function unnamedLeftObject(card: RetrySafetyCard, receipts: readonly Receipt[]): Verdict {
   if (card.sideEffect.rejectionMayCreate?.value !== 'unknown') return { ok: true };
   const r = currentRevision(receipts).find((r) => isSend(r) && processedRejection(r));
   if (r === undefined) return { ok: true };
@@ -124,16 +124,19 @@ export function needsFreshKey(card: RetrySafetyCard, receipts: readonly Receipt[
   return currentRevision(receipts).some((r) => isSend(r) && processedRejection(r));
 }
 
-/** A call under `key` recorded not applied: which may only mean that a same-key re-send folds it (it may have landed). */
+/**
+ * A call under `key` recorded not applied: which may only mean that a same-key re-send folds it (it may have landed).
+ * Without a key (null) what folds a re-send is the request itself, the precondition it carries (If-Match).
+ */
 const notAppliedUnder = (key: OperationRecord['providerKey'], receipts: readonly Receipt[]) =>
-  key === null ? undefined : receipts.find((r) => isSend(r) && r.outcome === 'not-applied' && r.providerKey === key);
+  receipts.find((r) => isSend(r) && r.outcome === 'not-applied' && r.providerKey === key);
 
 /**
  * The card's half of correctionCheck. An adapter may record a call not-applied only because a same-key re-send folds it
  * even if it had landed (a 429 answered in front of the key store: Resend's, a declared HTTP operation's). The corrected
- * request keeps that key, so it is safe only where the provider, still holding the key when the correction lands,
- * refuses other params under it (handed off as a conflict), applies them over the first (a set-value write that
- * matches nothing but the key), or folds nothing under the key. Elsewhere the key would answer the correction with the
+ * request must keep that key (never one of its own), so it is safe only where the provider, still holding the key when
+ * the correction lands, refuses other params under it (handed off as a conflict), applies them over the first (a
+ * set-value write that matches nothing but the key), or folds nothing under the key. Elsewhere the key would answer the correction with the
  * first request's result (`replay-anyway`: the correction is lost, the caller told it was done) or take it as a new
  * request (a second object), and a key of its own would be a second object too: a person decides.
  */
@@ -143,12 +146,18 @@ function keptKeyCheck(
   receipts: readonly Receipt[],
 ): Verdict {
   const matching = card.parameterMatching.value;
-  const keyFoldsNothing = card.providerKey.travels.value === 'none' || card.storedResult.semantics.value === 'none';
-  const appliedOver = matching === 'none' && card.sideEffect.idempotentByNature.value === true;
-  if (keyFoldsNothing || appliedOver || needsFreshKey(card, receipts)) return { ok: true };
+  // Nothing folds a re-send: a call recorded not applied was not applied.
+  if (card.storedResult.semantics.value === 'none') return { ok: true };
   const notApplied = notAppliedUnder(record.providerKey, receipts);
   if (notApplied === undefined) return { ok: true };
-  const doubt = `attempt ${notApplied.attemptId} was recorded not applied, which may only mean that a re-send under its key folds into it; the correction would go out under that key`;
+  const folds = `attempt ${notApplied.attemptId} was recorded not applied, which may only mean that a re-send under its key (or its precondition) folds into it`;
+  // A later rejection under the key proves nothing of it: the provider may refuse (a quota, a check) before its key store.
+  if (needsFreshKey(card, receipts))
+    return refused(
+      `${folds}, and a rejection after it would send the correction under a key of its own (the provider may have stored the rejection under the first): it could be made a second time`,
+    );
+  if (matching === 'none' && card.sideEffect.idempotentByNature.value === true) return { ok: true };
+  const doubt = `${folds}; the correction would go out under that key`;
   if (matching !== 'mismatch-error')
     return refused(
       `${doubt}, and the provider does not refuse other params under it (card parameterMatching: ${matching}): it could be answered with the first request's result or made a second time`,
@@ -171,7 +180,7 @@ export function earlierEffectMayShow(
   receipts: readonly Receipt[],
 ): boolean {
   const revised = currentRevisionNumber(receipts) > 1 || record.resolution?.action === SUPERSEDE_ACTION;
-  return revised && notAppliedUnder(record.providerKey, receipts) !== undefined;
+  return revised && record.providerKey !== null && notAppliedUnder(record.providerKey, receipts) !== undefined;
 }
 
 /** The revision the key in use was derived for: the last whose supersede took a key of its own (1 until then). */
