@@ -230,6 +230,42 @@ describe('after fixing the cause of a rejection, the next step the CLI gives wor
   });
 });
 
+describe('a rejection after an attempt that may have applied: the CLI never points to a resend', () => {
+  const dir = tempDir('next-step-doubt');
+  const db = join(dir, 'retrysafe.db');
+  const config = join(dir, 'retrysafe.json');
+  let sandbox: FaultySandbox;
+  let id = '';
+
+  beforeAll(async () => {
+    sandbox = await startFaultySandbox('lose');
+    // The first send lands and its answer is lost, the look-ups are lost too, the same-key resend is refused.
+    let posts = 0;
+    sandbox.onRequest((r) => sandbox.setFault(r.method === 'POST' && ++posts > 1 ? 'reject' : 'lose'));
+    const ledger = createSqliteLedger({ path: db });
+    const r = await createRunner({ ledger, clock: createDrillClock() }).run(sandbox.adapter, 'records.create', {
+      params: { ref: 'order-B', amount: 5 },
+    });
+    expect(r.status === 'handed-off' && r.packet.reason).toBe('rejected');
+    id = r.businessOperationId;
+    await ledger.close();
+    sandbox.onRequest(null);
+    sandbox.setFault('pass');
+    sandbox.writeConfig(config, db);
+    writeFileSync(join(dir, 'same.json'), JSON.stringify({ ref: 'order-B', amount: 5 }));
+  }, 120_000);
+
+  it('--resume and --resend-with of the same params say: check at the provider, never "send it again as is"', async () => {
+    for (const args of [['--resume'], ['--resend-with', join(dir, 'same.json')]]) {
+      const r = await cli(['ledger', 'resolve', id, ...args, '--config', config], { ...BOUND, cwd: dir });
+      expect(r.code).toBe(1);
+      expect(r.stderr).toMatch(/check at the provider first/i);
+      expect(r.stderr).not.toMatch(/send it again as is|send the same request again|--resend-with </);
+    }
+    expect(sandbox.provider.count()).toBe(1);
+  });
+});
+
 describe('drillCommand called from a script', () => {
   it.each([-1, 1.5, Number.NaN])('refuses seed %s as the command line does, before loading anything', async (seed) => {
     const { drillCommand } = await import('../src/commands/drill/index.js');

@@ -72,7 +72,11 @@ export async function ledgerResolve(opts: ResolveOptions, id: string): Promise<R
         });
         const by = opts.by ?? process.env.USER ?? 'operator';
         const stored = await ledger.get(asBusinessOperationId(id));
-        const reason = stored?.handoff?.reason;
+        // A rejection whose every attempt is known not applied (the packet then offers resend-with): the request may go
+        // out again once its cause is fixed. After one that may have applied, the provider is checked first.
+        const rejected =
+          stored?.handoff?.reason === 'rejected' &&
+          stored.handoff.safeNextActions.some((a) => a.action === 'resend-with' && a.safe);
         // Bound to the packet decided on (else the one read here): never applied to a later hand-off.
         const handoffAt = opts.handoffAt ?? (stored?.state === 'handed-off' ? stored.handoff?.createdAt : undefined);
         const resolution: Resolution = opts.resume
@@ -92,9 +96,9 @@ export async function ledgerResolve(opts: ResolveOptions, id: string): Promise<R
             throw new RefusedError(
               `not resolving ${id}: its receipt chain is broken at receipt #${err.index + 1} (${err.reason}); nothing was sent. Find out who edited the ledger (retrysafe ledger verify --all) before acting on it.`,
             );
-          if (UnsafeResumeError.isInstance(err)) throw resumeRefusal(id, err.why, reason);
+          if (UnsafeResumeError.isInstance(err)) throw resumeRefusal(id, err.why, rejected);
           if (InvalidStateError.isInstance(err) && /differ from the stored/.test(err.message))
-            throw sameParams(id, reason);
+            throw sameParams(id, stored?.handoff?.reason, rejected);
           throw err;
         });
       },
@@ -106,8 +110,8 @@ export async function ledgerResolve(opts: ResolveOptions, id: string): Promise<R
 }
 
 /** A refused resume, with the step that works: a rejected request goes out as is only once its cause is fixed. */
-function resumeRefusal(id: string, why: string, reason: HandoffReason | undefined): RefusedError {
-  if (reason === 'rejected') {
+function resumeRefusal(id: string, why: string, rejected: boolean): RefusedError {
+  if (rejected) {
     return new RefusedError(
       `not resuming ${id}: the handoff packet marks resume as not safe — ${why}; nothing was sent. If you fixed the cause outside the request (the account, a setting at the provider), send it again as is: --resume --force. To send corrected params instead: --resend-with <params.json>; if the effect exists at the provider after all: --mark-done <providerRef>.`,
     );
@@ -118,14 +122,13 @@ function resumeRefusal(id: string, why: string, reason: HandoffReason | undefine
 }
 
 /** `--resend-with` of the params the operation already has: a resume, which for a rejected request means --force. */
-function sameParams(id: string, reason: HandoffReason | undefined): RefusedError {
-  const resume =
-    reason === 'rejected'
-      ? '--resume --force (the packet marks resume not safe only because the request as it was got rejected)'
-      : '--resume';
-  return new RefusedError(
-    `not re-sending ${id}: these are the params it already has; nothing was sent. To send the same request again after fixing the cause outside it: ${resume}.`,
-  );
+function sameParams(id: string, reason: HandoffReason | undefined, rejected: boolean): RefusedError {
+  const next = rejected
+    ? 'To send the same request again after fixing the cause outside it: --resume --force (the packet marks resume not safe only because the request as it was got rejected).'
+    : reason === 'rejected'
+      ? `An attempt before the rejection may have applied: check at the provider first (retrysafe ledger show ${id}); then --mark-done <providerRef> if the effect exists.`
+      : 'To send the same request again after fixing the cause outside it: --resume.';
+  return new RefusedError(`not re-sending ${id}: these are the params it already has; nothing was sent. ${next}`);
 }
 
 /** The corrected params of `--resend-with`: a JSON object in a file, within the file limits. */
