@@ -314,7 +314,8 @@ export const OPERATIONS = {
   'objects.upsert': {
     description:
       'Create or update one CRM record, keyed by a unique property that holds the business-operation id (batch upsert).',
-    sensitiveFields: [],
+    // HubSpot's validation message quotes the refused value, whatever the property is called.
+    sensitiveFields: ['properties'],
     execute: executeObjectsUpsert,
     lookup: (rt: Runtime, p: ObjectsUpsertParams, ctx: LookupContext, card: RetrySafetyCard) =>
       searchByKey(rt, ctx, card, p.objectType, Object.keys(p.properties)),
@@ -322,7 +323,7 @@ export const OPERATIONS = {
   'tickets.create': {
     description:
       'Create a HubSpot ticket once: the business-operation id goes into a unique-value property, so a re-send is refused and the existing ticket adopted.',
-    sensitiveFields: ['properties.content'],
+    sensitiveFields: ['properties'],
     execute: executeTicketsCreate,
     lookup: (rt: Runtime, _p: TicketsCreateParams, ctx: LookupContext, card: RetrySafetyCard) =>
       searchByKey(rt, ctx, card, 'tickets', TICKET_PROPERTIES),

@@ -55,6 +55,17 @@ const canary: fc.Arbitrary<Canary> = fc.oneof(
     .map(([u, p]) => ({ kind: 'url-userinfo', text: `https://${u}:${p}@db.internal.test/x`, needle: p })),
   luhn.map((n) => ({ kind: 'card', text: n, needle: n })),
   fc
+    .tuple(
+      fc.constantFrom('xoxb-1234-5678-', 'ghp_', 'github_pat_11AB_', 're_AbCd1234_', 'pat-na1-0123abcd-'),
+      alnum(24),
+    )
+    .map(([p, s]) => ({ kind: `token ${p}`, text: p + s, needle: s })),
+  alnum(24).map((s) => ({
+    kind: 'webhook URL',
+    text: `https://hooks.slack.com/services/T0ABCDEF1/B0ABCDEF2/${s}`,
+    needle: s,
+  })),
+  fc
     .tuple(fc.stringMatching(/^[a-z]{10}$/), fc.stringMatching(/^[a-z]{6}$/))
     .map(([l, d]) => ({ kind: 'email', text: `${l}@${d}.example`, needle: `${l}@${d}` })),
   fc

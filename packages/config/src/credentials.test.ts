@@ -110,6 +110,16 @@ describe('config: inline credentials are refused by key, by value and inside URL
     expect(ok.ledger).toBe('postgres://postgres@127.0.0.1:54329/retrysafe');
   });
 
+  it('a credential written as a key (a pasted token, a misplaced colon) is not repeated in the path an error names', () => {
+    const token = `xoxb-1234-5678-${SECRET}`;
+    const cases = [
+      { ledger: 'x.db', adapters: { slack: { tokenEnv: 'SLACK_TOKEN', timeoutMs: 1000, [token]: 1 } } },
+      { ledger: 'x.db', adapters: { slack: { tokenEnv: 'SLACK_TOKEN', timeoutMs: 1000 } }, [`sk_live_${SECRET}`]: 1 },
+      mod({ headers: { [`Bearer ${SECRET}`]: `sk_live_${SECRET}` } }),
+    ];
+    for (const raw of cases) expect(refusal(raw)).not.toContain(SECRET);
+  });
+
   it('a config file whose JSON is broken near a secret does not quote it in the parse error', () => {
     const f = join(dir, 'broken.json');
     writeFileSync(f, `{"ledger": "postgres://app:${SECRET}@db/x" "adapters": {}}`);

@@ -18,10 +18,13 @@ export function looksLikeEnvName(name: unknown): name is string {
 /** A key whose value is the NAME of an environment variable (`apiKeyEnv`, `accessTokenEnv`, …). */
 const isEnvNameKey = (key: string) => keyParts(key).at(-1) === 'env';
 
+/** `base.key` or `base["key"]`, scrubbed: a credential pasted as a key is not repeated by the error naming it. */
 const pathOf = (base: string, key: string) =>
-  /^[A-Za-z_$][\w$]*$/.test(key)
-    ? [base, key].filter(Boolean).join('.')
-    : `${base}[${JSON.stringify(key.replace(/[^\w .-]/g, '?'))}]`;
+  safeMessage(
+    /^[A-Za-z_$][\w$]*$/.test(key)
+      ? [base, key].filter(Boolean).join('.')
+      : `${base}[${JSON.stringify(key.replace(/[^\w .-]/g, '?'))}]`,
+  );
 
 /** Problems of a string that is a URL (null when it is not one): user-info, secret query parameters, a credential elsewhere in it. */
 function urlProblems(value: string, path: string): string[] | null {
@@ -99,7 +102,7 @@ export function findInlineCredentials(raw: unknown): string[] {
       if (k === 'paramsSchema') continue;
       if (isSecretKey(k) && !(typeof x === 'string' && x.replace(TEMPLATE, '').trim() === '')) {
         problems.push(
-          `${p}: credentials come from environment variables only (use e.g. apiKeyEnv / accessTokenEnv naming the variable, or secretsFromEnv: { ${JSON.stringify(k.trim().replace(/[^\w-]/g, '') || 'option')}: "MY_VARIABLE" } for a module adapter)`,
+          `${p}: credentials come from environment variables only (use e.g. apiKeyEnv / accessTokenEnv naming the variable, or secretsFromEnv: { ${JSON.stringify(safeMessage(k.trim()).replace(/[^\w-]/g, '') || 'option')}: "MY_VARIABLE" } for a module adapter)`,
         );
         continue;
       }

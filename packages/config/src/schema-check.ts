@@ -1,6 +1,7 @@
 import type { FieldError, JsonSchema } from '@retrysafe/contract';
 import { type SchemaWording, schemaProblems } from '@retrysafe/contract/provider';
 import { detectSensitive } from '@retrysafe/core/internal';
+import { safeMessage } from './credentials.js';
 
 // The config's JSON Schema check in its words: an unknown key or value gets a "did you mean" when a known one is
 // close, and a value is echoed only when it is short and plain.
@@ -79,7 +80,8 @@ export function checkSchema(value: unknown, schema: JsonSchema): string[] {
     defs,
     branches: (n, v, path, results) => branchProblems(n, v, path, results, resolve),
   };
-  return schemaProblems(schema, value, wording).map((p) => `${p.path}: ${p.message}`);
+  // A path holds the file's keys: a credential pasted as one is blanked as in any message.
+  return schemaProblems(schema, value, wording).map((p) => `${safeMessage(p.path)}: ${p.message}`);
 }
 
 /** A failed oneOf / anyOf: the branch a discriminating `const` property (e.g. lookup.method) picks, else the closest one of the right type. */

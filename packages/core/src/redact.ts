@@ -60,11 +60,13 @@ function looksLikeCardNumber(text: string): boolean {
 // Combining marks belong to the key: a decomposed `contraseña` is one key.
 const KEY_CHAR = /[\p{L}\p{M}\p{N}_\-.]/u;
 const VALUE_AFTER = /^(\s*)(["']?)([^\s"'&,;)}\]]+)/u;
+/** After `Authorization:`, the scheme word and the credential (`token 0123…`, `Bot MTk…`). */
+const SCHEME_VALUE_AFTER = /^(\s*)(["']?)((?:[A-Za-z][\w-]{0,30} +)?[^\s"'&,;)}\]]+)/u;
 /** A quoted value up to its closing quote (escaped quotes inside), whatever it holds. */
 const QUOTED_AFTER = /^(\s*)(["'])((?:\\.|[^\\])*?)\2/u;
 
 /** Where the value after a secret-named key's separator starts and ends in `rest`, or null when there is none to blank. */
-function valueSpan(rest: string): readonly [number, number] | null {
+function valueSpan(rest: string, scheme: boolean): readonly [number, number] | null {
   const lead = rest.length - rest.trimStart().length;
   // An object or array (JSON echoed in a message): all of it, to its closing bracket or the end of the text.
   if (rest[lead] === '{' || rest[lead] === '[') return [lead, bracketEnd(rest, lead)];
@@ -73,7 +75,7 @@ function valueSpan(rest: string): readonly [number, number] | null {
     const from = quoted[1]!.length + 1;
     return quoted[3] === '' || quoted[3] === REDACTED ? null : [from, from + quoted[3]!.length];
   }
-  const after = VALUE_AFTER.exec(rest);
+  const after = (scheme ? SCHEME_VALUE_AFTER : VALUE_AFTER).exec(rest);
   if (!after || after[3]!.startsWith(REDACTED.slice(0, -1))) return null;
   const from = after[1]!.length + after[2]!.length;
   return [from, from + after[3]!.length];
@@ -109,7 +111,7 @@ function redactSecretAssignments(s: string, found?: string[]): string {
     while (k >= last && j - k < 40 && KEY_CHAR.test(s[k]!)) k--;
     const key = s.slice(k + 1, j + 1);
     if (key.length < 2 || !isSecretKey(key)) continue;
-    const span = valueSpan(s.slice(i + 1));
+    const span = valueSpan(s.slice(i + 1), /authorization$/i.test(key));
     if (span === null) continue;
     found?.push(s.slice(i + 1 + span[0], i + 1 + span[1]));
     out += s.slice(last, i + 1 + span[0]) + REDACTED;
@@ -165,6 +167,21 @@ const DETECTORS: readonly Detector[] = [
     kind: 'GitHub or Slack token',
     hint: has('gh', 'xox'),
     blank: matches(/\b(?:ghp|gho|ghs|ghu|github_pat|xox[abprs])[-_A-Za-z0-9]{10,}/g),
+  },
+  { kind: 'Resend key', hint: has('re_'), blank: matches(/\bre_[A-Za-z0-9]{8,}_[A-Za-z0-9]{16,}/g) },
+  // Incoming-webhook URLs whose path is the credential (Slack, Discord, Teams, Zapier): the path after the fixed prefix.
+  {
+    kind: 'webhook URL',
+    hint: has('hook'),
+    blank: matches(
+      /(?<=\/\/(?:hooks\.slack\.com\/(?:services|workflows|triggers)|hooks\.zapier\.com\/hooks\/catch|[\w.-]*webhook\.office\.com\/webhookb2|outlook\.office(?:365)?\.com\/webhook|(?:[\w-]+\.)?discord(?:app)?\.com\/api\/webhooks)\/)[^\s"'<>?#]+/gi,
+    ),
+  },
+  // What config refuses in a URL's query besides secret-named keys (an Azure SAS `sig`, a function `code`, a `key`).
+  {
+    kind: 'secret query parameter',
+    hint: (t) => /(?:key|sig|code)=/i.test(t),
+    blank: matches(/(?<=[?&](?:key|sig|code)=)[^\s&#"'<>]+/gi),
   },
   {
     kind: 'HubSpot private app token',

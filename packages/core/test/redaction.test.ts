@@ -388,3 +388,48 @@ describe('a credential or an email address that a message clip (…) cut short',
     for (const [input, expected] of samples) expect(r.text(input), input).toBe(expected);
   });
 });
+
+describe('the credentials each shipped adapter and an HTTP API use, bare in free text', () => {
+  // What a provider's error body, an SDK's message or a caller's own text may quote: each is blanked whole, and the
+  // text around it stays readable.
+  it("blanks a Resend key, a webhook URL's token, a SAS signature and the credential after an Authorization scheme", () => {
+    const r = createRedactor();
+    const samples: [string, string][] = [
+      ['key re_dZZbxz2e_PgDV7jYu3yT8BKwbE5B2wxPQ is invalid', `key ${REDACTED} is invalid`],
+      [
+        'POST https://hooks.slack.com/services/T0ABCDEF1/B0ABCDEF2/q8wT3xZ7pL2mN9vB4kR6yH1s failed',
+        `POST https://hooks.slack.com/services/${REDACTED} failed`,
+      ],
+      [
+        'https://discord.com/api/webhooks/1234567890123456789/AbCdEfGhIjKlMnOp-QrStUvWxYz_0123456789',
+        `https://discord.com/api/webhooks/${REDACTED}`,
+      ],
+      [
+        'to https://acme.webhook.office.com/webhookb2/1b2c@7d8e/IncomingWebhook/a1b2c3d4/e5f6a7b8 (400)',
+        `to https://acme.webhook.office.com/webhookb2/${REDACTED} (400)`,
+      ],
+      ['https://hooks.zapier.com/hooks/catch/123456/ab12cd3/', `https://hooks.zapier.com/hooks/catch/${REDACTED}`],
+      [
+        'status at https://acct.blob.core.windows.net/out/r.json?sv=2022-11-02&sp=r&sig=Zm9vYmFyYmF6cXV4MTIzNDU2Nzg5MA%3D',
+        `status at https://acct.blob.core.windows.net/out/r.json?sv=2022-11-02&sp=r&sig=${REDACTED}`,
+      ],
+      [
+        'POST https://acme-fn.azurewebsites.net/api/orders?code=aBcD3fGh1jKlMn0pQ== timed out',
+        `POST https://acme-fn.azurewebsites.net/api/orders?code=${REDACTED} timed out`,
+      ],
+      ['Authorization: token 0123456789abcdef0123456789abcdef01234567', `Authorization: ${REDACTED}`],
+      ['authorization: Bot MTk4NjIyNDgzNDcxOTI1MjQ4.Cl2FMQ.ZnCjm1XVW7vRze4b7Cq4se7kKWs', `authorization: ${REDACTED}`],
+    ];
+    for (const [input, expected] of samples) {
+      expect(r.text(input), input).toBe(expected);
+      expect(detectSensitive(input), input).not.toBeNull();
+    }
+    for (const s of [
+      're_send_all_pending',
+      'https://api.slack.com/methods/chat.postMessage',
+      'https://api.github.com/repos/acme/app/hooks/12345',
+      'the password was wrong for user 42',
+    ])
+      expect(r.text(s), s).toBe(s);
+  });
+});
