@@ -1,21 +1,8 @@
 import type { DBOS, DBOSClient } from '@dbos-inc/dbos-sdk';
 import { sha256Hex } from '@retrysafe/contract';
 import { DbosResolutionRefusedError } from './errors/dbos-resolution-refused-error.js';
-import {
-  answerEventKey,
-  bound,
-  type DbosResolutionAnswer,
-  type DbosResolutionMessage,
-  decisionsEventKey,
-  handoffEventKey,
-  isResolution,
-  NOT_WAITING,
-  resolutionTopic,
-  type WaitState,
-  waitBeganKey,
-  waitEndedKey,
-  waitEventKey,
-} from './resolution-protocol.js';
+// The topic, events and message shared with the waiting workflow (awaitResolution).
+import * as wire from './resolution-protocol.js';
 
 export interface SendResolutionOptions {
   /** Wait up to this long for the workflow to take the decision: `applied`, or `DbosResolutionRefusedError` for one it
@@ -41,14 +28,14 @@ export async function sendResolution(
   sender: DbosResolutionSender,
   workflowId: string,
   businessOperationId: string,
-  resolution: DbosResolutionMessage,
+  resolution: wire.DbosResolutionMessage,
   options: SendResolutionOptions = {},
 ): Promise<'applied' | 'sent'> {
-  if (!isResolution(resolution))
+  if (!wire.isResolution(resolution))
     throw new TypeError(
       'resolution must be { action: "resume", force? } | { action: "mark-done", providerRef } | { action: "abandon" }',
     );
-  const awaitSeconds = bound(options, 'awaitSeconds', 0);
+  const awaitSeconds = wire.bound(options, 'awaitSeconds', 0);
   const providerRef = 'providerRef' in resolution ? resolution.providerRef : null;
   // A forced resume is another decision than the refused unforced one before it: it must not be folded into it.
   const force = 'force' in resolution && resolution.force === true;
@@ -65,16 +52,21 @@ export async function sendResolution(
     handoffAt ??= await publishedHandoffAt(sender, workflowId, businessOperationId);
     // Once the workflow took a decision, the same one sent again is a new message: that one may have found the
     // operation busy elsewhere, and a hand-off made elsewhere is published only at the workflow's next poll.
-    const taken = (await sender.getEvent<number>(workflowId, decisionsEventKey(businessOperationId), 0)) ?? 0;
+    const taken = (await sender.getEvent<number>(workflowId, wire.decisionsEventKey(businessOperationId), 0)) ?? 0;
     const decision = [businessOperationId, resolution.action, providerRef, force, handoffAt, taken, wait];
     const decisionId = sha256Hex(JSON.stringify(decision)).slice(0, 32);
     const message = { ...resolution, handoffAt, decisionId, wait };
-    await sender.send(workflowId, message, resolutionTopic(businessOperationId), `retrysafe-resolution-${decisionId}`);
+    await sender.send(
+      workflowId,
+      message,
+      wire.resolutionTopic(businessOperationId),
+      `retrysafe-resolution-${decisionId}`,
+    );
     const answer = await answerOf(sender, workflowId, businessOperationId, decisionId, wait, awaitSeconds);
     if (answer === 'ended') throw endedRefusal(workflowId, businessOperationId);
     // Its wait ended before taking it, and no other wait applies it: sent again, to the next wait, a few times (a
     // workflow whose waits all end before a decision reaches them would take it sent for ever).
-    if (answer === NOT_WAITING || (answer && 'refused' in answer && answer.refused.code === NOT_WAITING)) {
+    if (answer === wire.NOT_WAITING || (answer && 'refused' in answer && answer.refused.code === wire.NOT_WAITING)) {
       if (sends < MAX_SENDS) continue;
       throw missedRefusal(workflowId, businessOperationId);
     }
@@ -89,7 +81,11 @@ async function waitToSendTo(sender: Pick<DBOSClient, 'getEvent'>, workflowId: st
   const state = await waitStateOf(sender, workflowId, id);
   if (state?.open) return state.wait;
   const next = (state?.wait ?? 0) + 1;
-  const began = await sender.getEvent<true>(workflowId, waitBeganKey(id, next), Math.max(seconds, NEXT_WAIT_SECONDS));
+  const began = await sender.getEvent<true>(
+    workflowId,
+    wire.waitBeganKey(id, next),
+    Math.max(seconds, NEXT_WAIT_SECONDS),
+  );
   return began ? next : null;
 }
 
@@ -101,7 +97,7 @@ const endedRefusal = (workflowId: string, id: string) =>
 
 const notWaitingRefusal = (workflowId: string, id: string) =>
   new DbosResolutionRefusedError(id, {
-    code: NOT_WAITING,
+    code: wire.NOT_WAITING,
     message: `workflow ${workflowId} is not waiting for a decision on it, so nothing was sent: send it again when it waits, or resolve the operation in the ledger (retrysafe ledger resolve)`,
   });
 
@@ -109,12 +105,12 @@ const notWaitingRefusal = (workflowId: string, id: string) =>
 const MAX_SENDS = 3;
 const missedRefusal = (workflowId: string, id: string) =>
   new DbosResolutionRefusedError(id, {
-    code: NOT_WAITING,
+    code: wire.NOT_WAITING,
     message: `workflow ${workflowId} ended each of ${MAX_SENDS} waits before the decision sent to it arrived, so none applied it: send it again, or resolve the operation in the ledger (retrysafe ledger resolve)`,
   });
 
 async function waitStateOf(sender: Pick<DBOSClient, 'getEvent'>, workflowId: string, id: string) {
-  return sender.getEvent<WaitState>(workflowId, waitEventKey(id), 0);
+  return sender.getEvent<wire.WaitState>(workflowId, wire.waitEventKey(id), 0);
 }
 
 /** The workflow's answer to a decision sent to wait `wait`, waited for up to `seconds`; `ended` when the workflow
@@ -128,25 +124,25 @@ async function answerOf(
   wait: number,
   seconds: number,
 ) {
-  const key = answerEventKey(decisionId);
+  const key = wire.answerEventKey(decisionId);
   const ended = await workflowEnded(sender, workflowId);
   const state = await waitStateOf(sender, workflowId, id);
   if (!ended && state && (state.wait !== wait || !state.open)) {
     // The wait was ending as the decision arrived: it may still take it, and answers it before it has ended.
     const waited = await sender.getEvent<true>(
       workflowId,
-      waitEndedKey(id, wait),
+      wire.waitEndedKey(id, wait),
       Math.max(seconds, ENDING_WAIT_SECONDS),
     );
-    const answer = await sender.getEvent<DbosResolutionAnswer>(workflowId, key, 0);
-    return answer ?? (waited ? NOT_WAITING : null);
+    const answer = await sender.getEvent<wire.DbosResolutionAnswer>(workflowId, key, 0);
+    return answer ?? (waited ? wire.NOT_WAITING : null);
   }
-  const answer = await sender.getEvent<DbosResolutionAnswer>(workflowId, key, ended ? 0 : seconds);
+  const answer = await sender.getEvent<wire.DbosResolutionAnswer>(workflowId, key, ended ? 0 : seconds);
   if (answer) return answer;
   if (ended) return 'ended';
   if (seconds === 0 || !(await workflowEnded(sender, workflowId))) return null;
   // It ended while we waited: had it taken the decision, its answer was written before it returned.
-  return (await sender.getEvent<DbosResolutionAnswer>(workflowId, key, 0)) ?? 'ended';
+  return (await sender.getEvent<wire.DbosResolutionAnswer>(workflowId, key, 0)) ?? 'ended';
 }
 
 /** SUCCESS or ERROR: DBOS never runs it again (a cancelled one can be resumed). Unknown without a status read. */
@@ -158,6 +154,6 @@ async function workflowEnded(sender: DbosResolutionSender, workflowId: string): 
 }
 
 async function publishedHandoffAt(sender: Pick<DBOSClient, 'getEvent'>, workflowId: string, id: string) {
-  const handoff = await sender.getEvent<{ packet?: { createdAt?: string } }>(workflowId, handoffEventKey(id), 0);
+  const handoff = await sender.getEvent<{ packet?: { createdAt?: string } }>(workflowId, wire.handoffEventKey(id), 0);
   return handoff?.packet?.createdAt ?? null;
 }
