@@ -1,11 +1,13 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
 import { isDeepStrictEqual } from 'node:util';
+import { StreamableHTTPError } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import type { Progress, Tool } from '@modelcontextprotocol/sdk/types.js';
 import {
   defineAdapter,
   type FrameOperation,
   type OperationSpec,
   type Outcome,
+  type RejectReason,
   UnknownOperationError,
 } from '@retrysafe/contract';
 import { classifyTransportFailure, lookupMiss, saysMoreFollow } from '@retrysafe/contract/provider';
@@ -207,6 +209,10 @@ const MCP_ERRORS: Readonly<Record<number, (message: string) => Outcome>> = {
   [-32000]: (m) => unknownOutcome('connection-reset', `connection closed before the answer: ${m}`, 'connection-closed'),
 };
 
+// An HTTP upstream's refusal of the caller (MCP authorization: 401 token invalid, 403 insufficient scope): the POST
+// was turned away before the tool ran, and the same call is turned away again.
+const CALLER_REFUSED: Readonly<Record<number, RejectReason>> = { 401: 'authentication', 403: 'permission' };
+
 function classifyToolError(error: unknown): Outcome {
   const code = (error as { code?: unknown } | null)?.code;
   const message = clip(error instanceof Error ? error.message : String(error));
@@ -216,6 +222,9 @@ function classifyToolError(error: unknown): Outcome {
     (error instanceof Error && code === undefined && error.message === 'Not connected')
   )
     return { kind: 'not-applied', message: `upstream not reached: ${message}`, code: 'not-connected' };
+  const status = error instanceof StreamableHTTPError ? error.code : undefined;
+  const refused = status === undefined ? undefined : CALLER_REFUSED[status];
+  if (refused) return { kind: 'rejected', reason: refused, message, code: `http-${status}` };
   if (typeof code === 'number' && MCP_ERRORS[code]) return MCP_ERRORS[code](message);
   const t = classifyTransportFailure(error);
   if (t.sent === 'never') return { kind: 'not-applied', message: `upstream not reached (${t.code})`, code: t.code };
