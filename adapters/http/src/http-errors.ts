@@ -1,5 +1,5 @@
-import type { Outcome, ProviderRefs, RejectReason } from '@retrysafe/contract';
-import { classifyTransportFailure, retryAfterOf } from '@retrysafe/contract/provider';
+import type { Outcome, ProviderRefs } from '@retrysafe/contract';
+import { callerRefusal, classifyTransportFailure, retryAfterOf } from '@retrysafe/contract/provider';
 import { isReplayedAnswer } from '@retrysafe/contract/rules';
 import { type HttpOperationSpec, readPath, ruleMatches, scalarText } from './http-operations.js';
 
@@ -50,10 +50,6 @@ function namedFields(data: unknown): { path: string; message: string }[] {
   });
 }
 
-// A refusal of the caller (credentials, rights), never of the operation: nothing was applied, and the same request
-// is refused again, so even a declaration that does not map it is a rejection, not a maybe-applied to re-send.
-const CALLER_REFUSED: Readonly<Record<number, RejectReason>> = { 401: 'authentication', 403: 'permission' };
-
 /** One response → one Outcome by the declaration; messages never carry the provider's text (PII). */
 export function classifyResponse(spec: HttpOperationSpec, res: HttpResponseView, attempt: number): Outcome {
   const code =
@@ -99,7 +95,7 @@ export function classifyResponse(spec: HttpOperationSpec, res: HttpResponseView,
     const extra = { ...(fields.length ? { fields } : {}), ...(created !== undefined ? { created } : {}) };
     return { kind: 'rejected', reason: rule.reason, message: label, ...base, ...extra };
   }
-  const refused = rule ? undefined : CALLER_REFUSED[res.status];
+  const refused = rule ? undefined : callerRefusal(res.status);
   if (refused)
     return { kind: 'rejected', reason: refused, message: `${label} (not in the operation's error mapping)`, ...base };
   if (rule?.outcome === 'not-applied' || rule?.outcome === 'in-progress')

@@ -7,10 +7,9 @@ import {
   type FrameOperation,
   type OperationSpec,
   type Outcome,
-  type RejectReason,
   UnknownOperationError,
 } from '@retrysafe/contract';
-import { classifyTransportFailure, lookupMiss, saysMoreFollow } from '@retrysafe/contract/provider';
+import { callerRefusal, classifyTransportFailure, lookupMiss, saysMoreFollow } from '@retrysafe/contract/provider';
 import { normalizeParams } from '@retrysafe/contract/rules';
 import { checkParamsSchema } from '@retrysafe/core/internal';
 import { LOOKUP_TOOLS } from '../server.js';
@@ -209,10 +208,6 @@ const MCP_ERRORS: Readonly<Record<number, (message: string) => Outcome>> = {
   [-32000]: (m) => unknownOutcome('connection-reset', `connection closed before the answer: ${m}`, 'connection-closed'),
 };
 
-// An HTTP upstream's refusal of the caller (MCP authorization: 401 token invalid, 403 insufficient scope): the POST
-// was turned away before the tool ran, and the same call is turned away again.
-const CALLER_REFUSED: Readonly<Record<number, RejectReason>> = { 401: 'authentication', 403: 'permission' };
-
 function classifyToolError(error: unknown): Outcome {
   const code = (error as { code?: unknown } | null)?.code;
   const message = clip(error instanceof Error ? error.message : String(error));
@@ -222,8 +217,9 @@ function classifyToolError(error: unknown): Outcome {
     (error instanceof Error && code === undefined && error.message === 'Not connected')
   )
     return { kind: 'not-applied', message: `upstream not reached: ${message}`, code: 'not-connected' };
+  // An HTTP upstream that refuses the token or its scope (MCP authorization: 401, 403) never ran the tool.
   const status = error instanceof StreamableHTTPError ? error.code : undefined;
-  const refused = status === undefined ? undefined : CALLER_REFUSED[status];
+  const refused = callerRefusal(status);
   if (refused) return { kind: 'rejected', reason: refused, message, code: `http-${status}` };
   if (typeof code === 'number' && MCP_ERRORS[code]) return MCP_ERRORS[code](message);
   const t = classifyTransportFailure(error);
