@@ -1,5 +1,11 @@
 import type { FieldError, LookupResult, Outcome, ProviderRefs } from '@retrysafe/contract';
-import { cannotTellFrom, classifyTransportFailure, errorCodes, parseRetryAfter } from '@retrysafe/contract/provider';
+import {
+  cannotTellFrom,
+  classifyTransportFailure,
+  errorCodes,
+  parseRetryAfter,
+  retryAfterOf,
+} from '@retrysafe/contract/provider';
 
 /**
  * Maps every GitHub answer and every transport failure into exactly one Outcome, keeping the HTTP
@@ -85,7 +91,8 @@ export function outcomeFromAnswer(a: GitHubAnswer, now: number = Date.now()): Ou
   if (s === 403) return { kind: 'rejected', reason: 'permission', message, ...refs };
   if (s === 404) return { kind: 'rejected', reason: 'not-found', message, ...refs };
   if (s >= 400 && s < 500) return { kind: 'rejected', reason: 'other', message, ...refs };
-  if (s >= 500) return { kind: 'unknown', cause: 'server-error', message, ...refs };
+  if (s >= 500)
+    return { kind: 'unknown', cause: 'server-error', message, ...refs, ...retryAfterOf(header(a, 'retry-after')) };
   return { kind: 'unknown', cause: 'other', message: `unexpected HTTP ${s}`, ...refs };
 }
 

@@ -146,6 +146,16 @@ describe('permanent errors are rejections', () => {
     },
   );
 
+  it('a 503 with Retry-After is unknown and keeps its wait, so the runner looks up no sooner; one request', async () => {
+    const { adapter, proxy } = await startRig([{ kind: 'status', status: 503, retryAfterS: 30 }]);
+    expect(await execute(adapter, 'issues.create', issueParams(7), 'op-503')).toMatchObject({
+      kind: 'unknown',
+      cause: 'server-error',
+      retryAfterMs: 30_000,
+    });
+    expect(proxy.requests).toHaveLength(1);
+  });
+
   it('a 5xx is unknown, a refused connection not-applied', async () => {
     expect(outcomeFromAnswer({ status: 503, headers: {}, data: {} })).toMatchObject({
       kind: 'unknown',

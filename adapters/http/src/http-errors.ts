@@ -1,5 +1,5 @@
 import type { Outcome, ProviderRefs } from '@retrysafe/contract';
-import { classifyTransportFailure, retryAfterOf } from '@retrysafe/contract/provider';
+import { callerRefusal, classifyTransportFailure, retryAfterOf } from '@retrysafe/contract/provider';
 import { isReplayedAnswer } from '@retrysafe/contract/rules';
 import { type HttpOperationSpec, readPath, ruleMatches, scalarText } from './http-operations.js';
 
@@ -95,6 +95,9 @@ export function classifyResponse(spec: HttpOperationSpec, res: HttpResponseView,
     const extra = { ...(fields.length ? { fields } : {}), ...(created !== undefined ? { created } : {}) };
     return { kind: 'rejected', reason: rule.reason, message: label, ...base, ...extra };
   }
+  const refused = rule ? undefined : callerRefusal(res.status);
+  if (refused)
+    return { kind: 'rejected', reason: refused, message: `${label} (not in the operation's error mapping)`, ...base };
   if (rule?.outcome === 'not-applied' || rule?.outcome === 'in-progress')
     return { kind: rule.outcome, message: label, ...base, ...ra };
   const cause = (rule?.outcome === 'unknown' && rule.cause) || (res.status >= 500 ? 'server-error' : 'other');

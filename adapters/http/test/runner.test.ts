@@ -111,6 +111,25 @@ describe('runner + sandbox + fault proxy', () => {
     expect(sb.count('orders.create')).toBe(1);
   });
 
+  it.each([
+    [401, 'authentication'],
+    [403, 'permission'],
+  ])(
+    'a %i the declaration does not map is a refusal of the caller (%s): one request, handed off, never re-sent',
+    async (status, reason) => {
+      const sb = await startIetfKeySandbox({ port: 0 });
+      const { proxy, adapter, runner, packets } = await harness('orders.create', ietfOrdersCreate('acme-orders'), sb);
+      proxy.setFaults(() => ({ kind: 'status', status, body: { title: 'refused' } }));
+      const res = await runner.run(adapter, 'orders.create', {
+        params: { customer: 'cus_1', sku: 'sku_1', quantity: 1, orderRef: `A-${status}` },
+      });
+      expect(res.status).toBe('handed-off');
+      expect(packets[0]).toMatchObject({ reason: 'rejected' });
+      expect(packets[0]!.explanation).toContain(reason);
+      expect(proxy.requests).toHaveLength(1);
+    },
+  );
+
   it('IETF key inside retention: a lost response is re-sent with the same key and the stored result replayed — one order', async () => {
     const sb = await startIetfKeySandbox({ port: 0 });
     const { proxy, adapter, runner } = await harness('orders.create', ietfOrdersCreate('acme-orders'), sb);

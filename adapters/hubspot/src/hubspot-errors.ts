@@ -100,7 +100,8 @@ function outcomeFromResponse(res: HubSpotResponse): Outcome {
     };
   }
   if (s >= 400 && s < 500) return { kind: 'rejected', reason: REJECTED[s] ?? 'other', message, ...refs(res, category) };
-  return { kind: 'unknown', cause: s >= 500 ? 'server-error' : 'other', message, ...refs(res, category) };
+  const cause = s >= 500 ? 'server-error' : 'other';
+  return { kind: 'unknown', cause, message, ...refs(res, category), ...retryAfterOf(res.headers['retry-after']) };
 }
 
 /** Maps a failure with no HTTP answer (fetch's `TypeError: fetch failed` and its cause, a timeout, an abort). */

@@ -326,6 +326,12 @@ const CASES: Record<string, Case> = {
     expect: { kind: 'unknown', cause: 'server-error' },
     tickets: 1,
   },
+  'a 503 with Retry-After ⇒ unknown / server-error, its wait kept so the runner looks up no sooner': {
+    params: ticket('t-503ra'),
+    faults: [{ kind: 'status', status: 503, retryAfterS: 30, body: gatewayBody({ message: 'Service Unavailable' }) }],
+    expect: { kind: 'unknown', cause: 'server-error', status: 503, retryAfterMs: 30_000 },
+    tickets: 0,
+  },
   'a 502 with a plain-text body from a gateway ⇒ unknown / server-error': {
     op: 'objects.upsert',
     params: order('A-502'),

@@ -63,18 +63,20 @@ export function classifyAnswer(
       message: `no answer from Resend (${timedOut ? 'timed out' : error.message}): the email may have been sent`,
     };
   }
-  // An error body that is not Resend's (a gateway's `{ message }`): the SDK keeps no HTTP status, so it may be a 5xx.
-  if (typeof status !== 'number')
-    return { kind: 'unknown', cause: 'other', code, message: `${code}: an error answer without Resend's statusCode` };
   const retryAfterMs = retryAfterMsOf(answer.headers);
   const wait = retryAfterMs !== undefined ? { retryAfterMs } : {};
+  // An error body that is not Resend's (a gateway's `{ message }`): the SDK keeps no HTTP status, so it may be a 5xx.
+  if (typeof status !== 'number') {
+    const why = `${code}: an error answer without Resend's statusCode`;
+    return { kind: 'unknown', cause: 'other', code, message: why, ...wait };
+  }
   if (status === 409 && code === 'concurrent_idempotent_requests')
     return { kind: 'in-progress', status, code, message, ...wait };
   if (status === 429 && code !== 'daily_quota_exceeded' && code !== 'monthly_quota_exceeded') {
     // Refused by the rate limiter; and a re-send carries the same key, so even a 429 that had sent folds into it.
     return { kind: 'not-applied', status, code, message, ...wait };
   }
-  if (status >= 500) return { kind: 'unknown', cause: 'server-error', status, code, message };
+  if (status >= 500) return { kind: 'unknown', cause: 'server-error', status, code, message, ...wait };
   if (status === 409 && code === 'invalid_idempotent_request') {
     return {
       kind: 'rejected',

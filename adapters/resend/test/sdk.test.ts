@@ -102,6 +102,16 @@ describe('one request per attempt: the SDK never retries', () => {
     expect(sandbox.requestCount({ method: 'POST' })).toBe(1);
   });
 
+  it.each([
+    [{ statusCode: 503, name: 'internal_server_error', message: 'Service unavailable' }],
+    [{ message: 'upstream unavailable' }],
+  ])('a 503 with Retry-After (%j): one request, unknown, its wait kept for the runner', async (body) => {
+    const { proxy, adapter } = await setup([{ kind: 'status', status: 503, retryAfterS: 30, body }]);
+    const out = await execute(adapter, 'emails.send', emailParams('busy/1'), 'busy-1');
+    expect(out).toMatchObject({ kind: 'unknown', retryAfterMs: 30_000 });
+    expect(proxy.requests).toHaveLength(1);
+  });
+
   it('a reset before anything arrived: the SDK answers statusCode null, one request, outcome unknown', async () => {
     const { sandbox, proxy, adapter } = await setup(['reset-before']);
     const out = await execute(adapter, 'emails.send', emailParams('reset/1'), 'reset-1');

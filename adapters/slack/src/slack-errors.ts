@@ -1,5 +1,9 @@
 import type { LookupResult, Outcome, RejectReason } from '@retrysafe/contract';
-import { cannotTellFrom as cannotTellFromOutcome, classifyTransportFailure } from '@retrysafe/contract/provider';
+import {
+  cannotTellFrom as cannotTellFromOutcome,
+  classifyTransportFailure,
+  retryAfterOf,
+} from '@retrysafe/contract/provider';
 import { ErrorCode } from '@slack/web-api';
 
 /**
@@ -128,23 +132,29 @@ export function outcomeFromCode(code: string): Outcome {
 export function outcomeFromError(error: unknown): Outcome {
   const e = error as SdkError;
   switch (e?.code) {
-    case ErrorCode.RateLimitedError: {
-      const seconds = typeof e.retryAfter === 'number' ? e.retryAfter : undefined;
+    case ErrorCode.RateLimitedError:
+      // The SDK's parseInt of the header, read again by the contract's one parser: a negative one asks no wait.
       return {
         kind: 'not-applied',
         status: 429,
         code: 'ratelimited',
         message: 'rate limited (HTTP 429)',
-        ...(seconds !== undefined ? { retryAfterMs: seconds * 1000 } : {}),
+        ...retryAfterOf(typeof e.retryAfter === 'number' ? String(e.retryAfter) : undefined),
       };
-    }
     case ErrorCode.PlatformError:
       return outcomeFromCode(codeOf(e));
     case ErrorCode.HTTPError: {
       const status = typeof e.statusCode === 'number' ? e.statusCode : 0;
       const requestId = e.headers?.['x-slack-req-id'];
       const refs = { status, ...(requestId ? { requestId } : {}) };
-      if (status >= 500) return { kind: 'unknown', cause: 'server-error', message: `HTTP ${status}`, ...refs };
+      if (status >= 500)
+        return {
+          kind: 'unknown',
+          cause: 'server-error',
+          message: `HTTP ${status}`,
+          ...refs,
+          ...retryAfterOf(e.headers?.['retry-after']),
+        };
       return { kind: 'rejected', reason: 'other', message: `HTTP ${status}`, ...refs };
     }
     case ErrorCode.RequestError:

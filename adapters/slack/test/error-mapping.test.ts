@@ -1,7 +1,9 @@
 // Every Slack answer the adapter can get, through the real WebClient against the sandbox, mapped into
 // one outcome: refusals name the field, a 429 is retried by the runner only, one request per attempt.
 
+import { outcomeProblem } from '@retrysafe/contract';
 import { createMemoryLedger, createRunner, createVirtualClock } from '@retrysafe/core';
+import { startFaultProxy } from '@retrysafe/testkit';
 import { closeAfterTest } from '@retrysafe/testkit/close-after-test';
 import { describe, expect, it } from 'vitest';
 import { createSlackAdapter } from '../src/index.js';
@@ -155,6 +157,22 @@ describe('what may have happened is unknown, never rejected', () => {
     expect(out).toMatchObject({ kind: 'unknown', cause: 'server-error', status: 503 });
   });
 
+  it('HTTP 503 with Retry-After (seconds or an HTTP-date) ⇒ unknown, its wait kept for the runner; one request', async () => {
+    sandbox = closeAfterTest(await startSlackSandbox({ token: TOKEN, channels: [CHANNEL] }));
+    const inHalfAMinute = new Date(Date.now() + 30_000).toUTCString();
+    const faults = [
+      { kind: 'status', status: 503, retryAfterS: 30 },
+      { kind: 'status', status: 503, headers: { 'retry-after': inHalfAMinute } },
+    ] as const;
+    const proxy = closeAfterTest(await startFaultProxy({ target: sandbox.url, faults }));
+    const adapter = createSlackAdapter({ token: TOKEN, baseUrl: proxy.url });
+    const seconds = await execute(adapter, 'chat.postMessage', postParams(1), 'op-1');
+    expect(seconds).toMatchObject({ kind: 'unknown', cause: 'server-error', status: 503, retryAfterMs: 30_000 });
+    const date = await execute(adapter, 'chat.postMessage', postParams(1), 'op-1');
+    expect(date).toMatchObject({ kind: 'unknown', retryAfterMs: expect.toSatisfy((ms: number) => ms > 25_000) });
+    expect(proxy.requests).toHaveLength(2);
+  });
+
   it('an error code Slack does not document for the method ⇒ unknown, so the lookup decides', async () => {
     const out = await postWith({ kind: 'error', error: 'something_new' });
     expect(out).toMatchObject({ kind: 'unknown', cause: 'other', code: 'something_new' });
@@ -176,6 +194,12 @@ describe('rate limits: the runner is the only retrying layer', () => {
     expect(out).toMatchObject({ kind: 'not-applied', status: 429, code: 'ratelimited', retryAfterMs: 7000 });
     expect(sandbox.calls('chat.postMessage')).toBe(1);
     expect(sandbox.count('chat.postMessage')).toBe(0);
+  });
+
+  it('a Retry-After that asks no wait (negative) ⇒ still not-applied, an outcome the runner can act on', async () => {
+    const out = await postWith({ kind: 'ratelimited', retryAfterS: -5 });
+    expect(out).toMatchObject({ kind: 'not-applied', status: 429, code: 'ratelimited' });
+    expect(outcomeProblem(out)).toBeNull();
   });
 
   it('the runner waits the Retry-After and sends once more: two requests, one per attempt, one message', async () => {

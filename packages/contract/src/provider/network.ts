@@ -1,7 +1,7 @@
 import type { LookupContext } from '../adapter.js';
 import type { RetrySafetyCard } from '../card.js';
 import { absenceProvenFrom, notFoundIsAuthoritative } from '../card-rules.js';
-import type { LookupResult, Outcome, UnknownCause } from '../outcome.js';
+import type { LookupResult, Outcome, RejectReason, UnknownCause } from '../outcome.js';
 
 // Codes that prove the request never reached the provider's HTTP layer. Not ETIMEDOUT: an established socket
 // raises it too (only a `connect ETIMEDOUT` proves it, below).
@@ -120,6 +120,14 @@ export function parseRetryAfter(value: string | readonly string[] | null | undef
   }
   const at = /[a-z]/i.test(v) ? Date.parse(v) : Number.NaN;
   return Number.isNaN(at) ? undefined : Math.max(0, at - now);
+}
+
+/**
+ * What a 401 or 403 is refused for, else undefined: the caller (its credentials, its rights), never the operation,
+ * so nothing was applied and the same request is refused again — a rejection even where no mapping names it.
+ */
+export function callerRefusal(status: number | undefined): RejectReason | undefined {
+  return status === 401 ? 'authentication' : status === 403 ? 'permission' : undefined;
 }
 
 /** The Retry-After header as the `retryAfterMs` field of an outcome or lookup result (`{}` when it gives no wait). */

@@ -1,5 +1,6 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
 import { isDeepStrictEqual } from 'node:util';
+import { StreamableHTTPError } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import type { Progress, Tool } from '@modelcontextprotocol/sdk/types.js';
 import {
   defineAdapter,
@@ -8,7 +9,7 @@ import {
   type Outcome,
   UnknownOperationError,
 } from '@retrysafe/contract';
-import { classifyTransportFailure, lookupMiss, saysMoreFollow } from '@retrysafe/contract/provider';
+import { callerRefusal, classifyTransportFailure, lookupMiss, saysMoreFollow } from '@retrysafe/contract/provider';
 import { normalizeParams } from '@retrysafe/contract/rules';
 import { checkParamsSchema } from '@retrysafe/core/internal';
 import { LOOKUP_TOOLS } from '../server.js';
@@ -216,6 +217,10 @@ function classifyToolError(error: unknown): Outcome {
     (error instanceof Error && code === undefined && error.message === 'Not connected')
   )
     return { kind: 'not-applied', message: `upstream not reached: ${message}`, code: 'not-connected' };
+  // An HTTP upstream that refuses the token or its scope (MCP authorization: 401, 403) never ran the tool.
+  const status = error instanceof StreamableHTTPError ? error.code : undefined;
+  const refused = callerRefusal(status);
+  if (refused) return { kind: 'rejected', reason: refused, message, code: `http-${status}` };
   if (typeof code === 'number' && MCP_ERRORS[code]) return MCP_ERRORS[code](message);
   const t = classifyTransportFailure(error);
   if (t.sent === 'never') return { kind: 'not-applied', message: `upstream not reached (${t.code})`, code: t.code };

@@ -26,6 +26,7 @@ export function named<T>(toolName: string, make: () => T): T {
 const FENCE_KEYS = { 'businessOperationId.normalize': 'normalize', paramComparison: 'paramComparison' };
 const CLASSIFY = 'fence: packages/mcp/src/fence/fence-adapter.ts (classify)';
 const MCP_ERRORS = 'https://modelcontextprotocol.io/specification/2025-06-18/server/tools#error-handling';
+const MCP_AUTH_ERRORS = 'https://modelcontextprotocol.io/specification/2025-06-18/basic/authorization#error-handling';
 
 /** What the fence file declares; the rest is `unknown` and listed as unverified. */
 function fenceCard(config: Pick<FenceConfig, 'name' | 'policy'>, toolName: string, t: FenceToolConfig) {
@@ -140,8 +141,9 @@ function fenceCard(config: Pick<FenceConfig, 'name' | 'policy'>, toolName: strin
         'unknown tool (-32601)',
         ...(t.toolErrors === 'rejected' ? ['a tool error result'] : []),
         ...(t.rejectWhen ?? []).map((r) => `a tool error matching /${r}/`),
+        'HTTP 401 / 403 to the call (an HTTP upstream refused the token or its scope)',
       ],
-      CLASSIFY,
+      `${CLASSIFY}; ${MCP_AUTH_ERRORS}`,
     ),
     backoff: {
       strategy: 'exponential-full-jitter',
