@@ -20,6 +20,7 @@ import { agentIdempotentHint, describeNormalization, lookupAvailable, resendSafe
 import { AdapterContractError } from './errors/adapter-contract-error.js';
 import { RunnerConfigurationError } from './errors/runner-configuration-error.js';
 import { identityOf } from './intake/identity.js';
+import { isSend } from './intake/supersede.js';
 import type { RunInput, Runner, RunResult } from './runner/types.js';
 
 /** The runner's result without its receipts and with a message for the model, or a refusal before the claim. */
@@ -197,6 +198,14 @@ export function toAgentResult(r: RunResult) {
         : '';
       // The corrected call is promised only where the runner will send it (the packet offers resend-with).
       const correctable = r.packet.safeNextActions.some((a) => a.action === 'resend-with' && a.safe);
+      // Refused until the user takes a step the provider asked for: the same call is sent again (reissueCheck).
+      if (correctable && r.receipts.filter(isSend).at(-1)?.rejectReason === 'action-required')
+        return {
+          status: 'needs-human' as const,
+          businessOperationId: r.businessOperationId,
+          handoff: summarizeHandoff(r.packet),
+          message: `The provider asks the user to take a step first: ${r.packet.lastKnown.message ?? r.packet.explanation} Once the user has, call again with the same arguments: the call is sent again.`,
+        };
       // What the rejection left is named whether or not the provider named fields (a declined charge names none).
       const kept = created ? ` The provider kept ${created} from this call: a new call would make a second one.` : '';
       const fix =
