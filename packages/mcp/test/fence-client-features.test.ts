@@ -132,6 +132,11 @@ describe('what the upstream asks its client, through the fence', () => {
     expect(refused).toMatchObject({ code: -32042 });
     const { elicitations } = (refused as McpError).data as { elicitations: { url: string }[] };
     expect(elicitations).toEqual([expect.objectContaining({ mode: 'url', url: 'https://modelcontextprotocol.io' })]);
+    const [refusedRow] = await ledger.list({ states: ['handed-off'] });
+    expect(refusedRow).toMatchObject({
+      lastOutcome: 'rejected',
+      handoff: { lastKnown: { code: 'url-elicitation-required' } },
+    });
     // the user has been there: the same call is sent, and the upstream goes on (its own elicitation of `url`)
     const done = await call(client, 'trigger-url-elicitation', args);
     expect(done._meta?.retrysafe).toMatchObject({ status: 'done', adopted: false });
@@ -140,7 +145,7 @@ describe('what the upstream asks its client, through the fence', () => {
     const receipts = await ledger.receipts(id);
     expect(receipts.filter((r) => r.kind !== 'resolve').map((r) => r.outcome)).toEqual(['rejected', 'succeeded']);
     // the URL the upstream sent may carry a one-time token: kept out of the ledger
-    expect(JSON.stringify([await ledger.get(id), receipts])).not.toContain(elicitations[0]!.url);
+    expect(JSON.stringify([refusedRow, await ledger.get(id), receipts])).not.toContain(elicitations[0]!.url);
   });
 
   it('a host that never answers is given up on after hostAnswerMs: the upstream gets an error, the call its answer', async () => {
