@@ -19,8 +19,8 @@ import {
 import { agentIdempotentHint, describeNormalization, lookupAvailable, resendSafety } from '@retrysafe/contract/rules';
 import { AdapterContractError } from './errors/adapter-contract-error.js';
 import { RunnerConfigurationError } from './errors/runner-configuration-error.js';
+import { waitsForUser } from './handoff.js';
 import { identityOf } from './intake/identity.js';
-import { isSend } from './intake/supersede.js';
 import type { RunInput, Runner, RunResult } from './runner/types.js';
 
 /** The runner's result without its receipts and with a message for the model, or a refusal before the claim. */
@@ -198,8 +198,7 @@ export function toAgentResult(r: RunResult) {
         : '';
       // The corrected call is promised only where the runner will send it (the packet offers resend-with).
       const correctable = r.packet.safeNextActions.some((a) => a.action === 'resend-with' && a.safe);
-      // Refused until the user takes a step the provider asked for: the same call is sent again (reissueCheck).
-      if (correctable && r.receipts.filter(isSend).at(-1)?.rejectReason === 'action-required')
+      if (waitsForUser(r.packet, r.receipts))
         return {
           status: 'needs-human' as const,
           businessOperationId: r.businessOperationId,

@@ -29,18 +29,19 @@ describe('a rejection until the user takes a step (action-required)', () => {
   const params = { ref: 'consent-1', amount: 5 };
 
   it('the same request, called again, is sent as a new revision and done', async () => {
-    const { provider, adapter, runner } = setup({ lookup: 'none' });
+    const { provider, adapter, runner, packets } = setup({ lookup: 'none' });
     const refusing = scripted(adapter, (n) => (n === 0 ? ACTION : undefined));
     const refused = await runner.run(refusing, 'records.create', { params });
     expect(toAgentResult(refused).message).toMatch(/call again with the same arguments: the call is sent again/);
     expect(provider.calls()).toBe(0);
+    expect(packets).toHaveLength(0); // the caller's to act on, not a person's
     const again = await runner.run(refusing, 'records.create', { params });
     expect(again).toMatchObject({ status: 'done', adopted: false });
     expect(provider.calls()).toBe(1);
   });
 
   it('another rejection, or one after an attempt that may have applied, is not sent again', async () => {
-    const { provider, adapter, runner } = setup({ lookup: 'none' });
+    const { provider, adapter, runner, packets } = setup({ lookup: 'none' });
     const invalid = scripted(adapter, () => ({ ...ACTION, reason: 'validation' }));
     expect(toAgentResult(await runner.run(invalid, 'records.create', { params })).message).toMatch(/Do not retry/);
     expect((await runner.run(invalid, 'records.create', { params })).status).toBe('handed-off');
@@ -51,5 +52,6 @@ describe('a rejection until the user takes a step (action-required)', () => {
     const calls = provider.calls();
     expect((await runner.run(refusedSecond, 'records.create', { params: late })).status).toBe('handed-off');
     expect(provider.calls()).toBe(calls);
+    expect(packets).toHaveLength(2); // both a person's
   });
 });
