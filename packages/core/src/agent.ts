@@ -198,13 +198,6 @@ export function toAgentResult(r: RunResult) {
         : '';
       // The corrected call is promised only where the runner will send it (the packet offers resend-with).
       const correctable = r.packet.safeNextActions.some((a) => a.action === 'resend-with' && a.safe);
-      if (waitsForUser(r.packet, r.receipts))
-        return {
-          status: 'needs-human' as const,
-          businessOperationId: r.businessOperationId,
-          handoff: summarizeHandoff(r.packet),
-          message: `The provider asks the user to take a step first: ${r.packet.lastKnown.message ?? r.packet.explanation} Once the user has, call again with the same arguments: the call is sent again.`,
-        };
       // What the rejection left is named whether or not the provider named fields (a declined charge names none).
       const kept = created ? ` The provider kept ${created} from this call: a new call would make a second one.` : '';
       const fix =
@@ -215,7 +208,9 @@ export function toAgentResult(r: RunResult) {
         status: 'needs-human' as const,
         businessOperationId: r.businessOperationId,
         handoff: summarizeHandoff(r.packet),
-        message: `Handed to a person: ${r.packet.explanation} Do not retry this call as is.${fix}`,
+        message: waitsForUser(r.packet, r.receipts)
+          ? `The provider asks the user to take a step first: ${r.packet.lastKnown.message ?? r.packet.explanation} Once the user has, call again with the same arguments: the call is sent again.`
+          : `Handed to a person: ${r.packet.explanation} Do not retry this call as is.${fix}`,
       };
     }
   }
