@@ -18,6 +18,9 @@ const REJECT_REASONS = [
   'conflict',
   'not-found',
   'card-declined',
+  /** Refused before processing until the user completes a step the provider asked for (an MCP URL elicitation): the
+   * same request may be sent again once it is done. */
+  'action-required',
   'other',
 ] as const;
 export type RejectReason = (typeof REJECT_REASONS)[number];

@@ -19,6 +19,7 @@ import {
 import { agentIdempotentHint, describeNormalization, lookupAvailable, resendSafety } from '@retrysafe/contract/rules';
 import { AdapterContractError } from './errors/adapter-contract-error.js';
 import { RunnerConfigurationError } from './errors/runner-configuration-error.js';
+import { waitsForUser } from './handoff.js';
 import { identityOf } from './intake/identity.js';
 import type { RunInput, Runner, RunResult } from './runner/types.js';
 
@@ -208,7 +209,9 @@ export function toAgentResult(r: RunResult) {
         status: 'needs-human' as const,
         businessOperationId: r.businessOperationId,
         handoff: summarizeHandoff(r.packet),
-        message: `Handed to a person: ${r.packet.explanation} Do not retry this call as is.${fix}`,
+        message: waitsForUser(r.packet, r.receipts)
+          ? `The provider asks the user to take a step first: ${r.packet.lastKnown.message ?? r.packet.explanation} Once the user has, call again with the same arguments: the call is sent again.`
+          : `Handed to a person: ${r.packet.explanation} Do not retry this call as is.${fix}`,
       };
     }
   }

@@ -140,7 +140,9 @@ export function decide(card: RetrySafetyCard, state: DecisionState, obs: Observa
           ? `rejected by the provider (${obs.reason}), which still created ${obs.created}: a new call would make a second one`
           : state.maybeApplied
             ? `rejected by the provider (${obs.reason}) after an attempt whose outcome is unknown: that attempt may have applied, so check the provider before any new call`
-            : `rejected by the provider (${obs.reason}): not applied and will not succeed as is`,
+            : obs.reason === 'action-required'
+              ? 'refused by the provider until the user takes the step it asks for (action-required): not applied; the same request is sent again when called again'
+              : `rejected by the provider (${obs.reason}): not applied and will not succeed as is`,
       );
     case 'not-applied':
       if (state.maybeApplied) return afterUnknown(c, obs.retryAfterMs);

@@ -11,7 +11,7 @@ import type {
 } from '@retrysafe/contract';
 import { defined } from './defined.js';
 import { RunnerConfigurationError } from './errors/runner-configuration-error.js';
-import { type CorrectionRule, correctionCheck, everyAttemptNotApplied } from './intake/supersede.js';
+import { type CorrectionRule, correctionCheck, everyAttemptNotApplied, isSend } from './intake/supersede.js';
 
 interface PacketInput {
   readonly record: OperationRecord;
@@ -37,6 +37,12 @@ const RESUME_WHY = {
   mayExist:
     'the effect may already exist and the provider does not fold re-sends together: check the provider before resuming, or it may happen twice',
 };
+
+/** Refused until the user takes a step the provider asked for, and every call known not applied: the same call, made
+ * again, is sent (reissueCheck). The caller's to act on, not a person's. */
+export const waitsForUser = (packet: HandoffPacket, receipts: readonly Receipt[]) =>
+  receipts.filter(isSend).at(-1)?.rejectReason === 'action-required' &&
+  packet.safeNextActions.some((a) => a.action === 'resend-with' && a.safe);
 
 /** A packet's resume marked safe only because the provider folds a same-key re-send: true while the key is kept, so judged again at resume. */
 export function resumeSafeByKey(action: SafeAction | undefined): boolean {

@@ -13,8 +13,11 @@ import {
   CreateMessageRequestSchema,
   ElicitRequestSchema,
   ListRootsRequestSchema,
+  type McpError,
   ResultSchema,
 } from '@modelcontextprotocol/sdk/types.js';
+import { asBusinessOperationId } from '@retrysafe/contract';
+import { createMemoryLedger } from '@retrysafe/core';
 import { describe, expect, it } from 'vitest';
 import { connectUpstream } from '../src/fence/upstream.js';
 import { parseFenceConfig } from '../src/index.js';
@@ -70,7 +73,7 @@ async function fenceOf(
   const upstream = await connectUpstream({ command: node, args }, undefined, options);
   onCleanup(() => upstream.close());
   const config = parseFenceConfig({ name, ledger: './unused.db', timeoutMs: 400, tools });
-  return () => fenceOver(config, upstream);
+  return (ledger?: Parameters<typeof fenceOver>[2]) => fenceOver(config, upstream, ledger);
 }
 
 describe('what the upstream asks its client, through the fence', () => {
@@ -108,6 +111,41 @@ describe('what the upstream asks its client, through the fence', () => {
     expect(refused.isError).toBe(true);
     expect(text(refused)).toMatch(/elicitation\/create: the host behind the retrysafe fence did not declare it/);
     expect(Date.now() - started).toBeLessThan(3000);
+  });
+
+  it('server-everything: a URL the upstream requires (-32042) reaches the host as sent, and the same call then goes upstream', async () => {
+    const fence = await fenceOf([everythingServer, 'stdio'], 'everything', {
+      'trigger-url-elicitation': { kind: 'create', intent: ['url', 'elicitationId'] },
+    });
+    const ledger = createMemoryLedger();
+    const opened: string[] = [];
+    const client = await clientOf(fence(ledger), 'host', {
+      capabilities: { elicitation: { form: {}, url: {} } },
+      answer: (c) =>
+        c.setRequestHandler(ElicitRequestSchema, async (r) => {
+          if (r.params.mode === 'url') opened.push(r.params.url);
+          return { action: 'accept' };
+        }),
+    });
+    const args = { url: 'https://example.com/consent', elicitationId: 'e-1', errorPath: true };
+    const refused = await call(client, 'trigger-url-elicitation', args).catch((e: unknown) => e);
+    expect(refused).toMatchObject({ code: -32042 });
+    const { elicitations } = (refused as McpError).data as { elicitations: { url: string }[] };
+    expect(elicitations).toEqual([expect.objectContaining({ mode: 'url', url: 'https://modelcontextprotocol.io' })]);
+    const [refusedRow] = await ledger.list({ states: ['handed-off'] });
+    expect(refusedRow).toMatchObject({
+      lastOutcome: 'rejected',
+      handoff: { lastKnown: { code: 'url-elicitation-required' } },
+    });
+    // the user has been there: the same call is sent, and the upstream goes on (its own elicitation of `url`)
+    const done = await call(client, 'trigger-url-elicitation', args);
+    expect(done._meta?.retrysafe).toMatchObject({ status: 'done', adopted: false });
+    expect(opened).toEqual([args.url]);
+    const id = asBusinessOperationId(done._meta!.retrysafe!.businessOperationId!);
+    const receipts = await ledger.receipts(id);
+    expect(receipts.filter((r) => r.kind !== 'resolve').map((r) => r.outcome)).toEqual(['rejected', 'succeeded']);
+    // the URL the upstream sent may carry a one-time token: kept out of the ledger
+    expect(JSON.stringify([refusedRow, await ledger.get(id), receipts])).not.toContain(elicitations[0]!.url);
   });
 
   it('a host that never answers is given up on after hostAnswerMs: the upstream gets an error, the call its answer', async () => {

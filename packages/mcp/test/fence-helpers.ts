@@ -203,8 +203,7 @@ export async function clientOf(
 }
 
 /** The fence server over `upstream` as `config` fences it, on a memory ledger. */
-export function fenceOver(config: FenceConfig, upstream: Upstream) {
-  const ledger = createMemoryLedger();
+export function fenceOver(config: FenceConfig, upstream: Upstream, ledger = createMemoryLedger()) {
   const runner = createRunner({ ledger });
   return createFenceServer({ runner, ledger, fence: followUpstream(config, upstream), upstream });
 }

@@ -6,8 +6,9 @@ import type { Operation } from './operation.js';
 export const SUPERSEDE_ACTION = 'supersede';
 
 const NOT_APPLIED = new Set(['rejected', 'not-applied']);
-// Refused before the request is processed (credentials, access, the adapter's own check): nothing stored, nothing made.
-const UNPROCESSED_REJECTIONS = new Set(['authentication', 'permission', 'configuration']);
+// Refused before the request is processed (credentials, access, the adapter's own check, a step the user must take
+// first): nothing stored, nothing made.
+const UNPROCESSED_REJECTIONS = new Set(['authentication', 'permission', 'configuration', 'action-required']);
 /** A rejection given after the provider processed the request: it may have stored an answer or left an object. */
 const processedRejection = (r: Receipt) =>
   r.outcome === 'rejected' && !UNPROCESSED_REJECTIONS.has(String(r.rejectReason));
@@ -45,6 +46,18 @@ export function supersedeCheck(record: OperationRecord, receipts: readonly Recei
   if (record.state === 'handed-off' && reason && reason !== 'rejected' && reason !== 'retry-exhausted')
     return refused(`it was handed off as ${reason}: an attempt may have been applied`);
   return correctionCheck(receipts, record, rule);
+}
+
+/**
+ * Whether the same request may go out again as a new revision: its last provider call was refused until the user took
+ * a step the provider asked for (`action-required`), and every call of the revision is known not applied, as for a
+ * correction.
+ */
+export function reissueCheck(record: OperationRecord, receipts: readonly Receipt[], rule: CorrectionRule): Verdict {
+  const last = currentRevision(receipts).findLast(isSend);
+  if (last?.outcome !== 'rejected' || last.rejectReason !== 'action-required')
+    return refused('its last call was not refused for a step the user must take first');
+  return supersedeCheck(record, receipts, rule);
 }
 
 /** Whether corrected params may go out as a new revision, by the receipts and by the card (supersedeCheck without the state). */

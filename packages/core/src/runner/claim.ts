@@ -18,6 +18,7 @@ import {
   correctionRule,
   currentRevisionNumber,
   needsFreshKey,
+  reissueCheck,
   SUPERSEDE_ACTION,
   supersedeCheck,
 } from '../intake/supersede.js';
@@ -78,16 +79,21 @@ export async function claimAndDrive(ctx: RunnerContext, op: Operation, waitUntil
         claim.field,
         `stored ${claim.field === 'intent' ? record.intentFingerprint : record.operation}`,
       );
-    case 'terminal':
-      if (record.paramsFingerprint !== op.paramsFingerprint) {
-        // A corrected request for an operation none of whose attempts was applied: a new revision.
+    case 'terminal': {
+      // A corrected request for an operation none of whose attempts was applied, or the same request once the user
+      // took the step the provider asked for: a new revision.
+      const corrected = record.paramsFingerprint !== op.paramsFingerprint;
+      if (corrected || record.handoff?.reason === 'rejected') {
         const receipts = await ledger.receipts(record.businessOperationId);
-        if (supersedeCheck(record, receipts, correctionRule(op, ctx.clock.now())).ok) {
-          checkSealable(ctx, record, 'send a corrected request');
-          return supersede(ctx, op, record, receipts, 'a corrected request');
+        const check = corrected ? supersedeCheck : reissueCheck;
+        if (check(record, receipts, correctionRule(op, ctx.clock.now())).ok) {
+          const by = corrected ? 'a corrected request' : 'the same request, after the step the provider asked for';
+          checkSealable(ctx, record, `send ${by}`);
+          return supersede(ctx, op, record, receipts, by);
         }
       }
       return fromTerminal(ctx, record, op.paramsFingerprint, op);
+    }
     case 'busy':
       if (record.paramsFingerprint !== op.paramsFingerprint)
         throw paramsConflict(op, record, 'another worker is performing this operation with other params');

@@ -3,7 +3,7 @@ import { InvalidStateError, type OperationRecord, type Receipt, RetryExhaustedEr
 import { completionRecoverable, resendSafety } from '@retrysafe/contract/rules';
 import { type Stop, stopText, untilStopped } from '../clock.js';
 import { answerOf, type Decision, type Observation } from '../decide.js';
-import { buildPacket } from '../handoff.js';
+import { buildPacket, waitsForUser } from '../handoff.js';
 import { type Operation, paramsConflict } from '../intake/operation.js';
 import { correctionRule, isSend, supersedeCheck } from '../intake/supersede.js';
 import { errText, type LogSubject, type RunnerContext } from './context.js';
@@ -110,7 +110,9 @@ export async function handOff(
     handoffReason: decision.reason,
     attempt: attempts,
   });
-  await sendPacket(ctx, packet, op, { ms: op.policy.maxElapsedMs, signal: op.signal });
+  // One the caller acts on (the user's step, then the same call) is no person's to be sent.
+  if (!waitsForUser(packet, receipts))
+    await sendPacket(ctx, packet, op, { ms: op.policy.maxElapsedMs, signal: op.signal });
   return { status: 'handed-off', businessOperationId: op.id, packet, attempts, receipts, ...(error ? { error } : {}) };
 }
 

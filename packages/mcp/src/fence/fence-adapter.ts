@@ -1,7 +1,7 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
 import { isDeepStrictEqual } from 'node:util';
 import { StreamableHTTPError } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import type { Progress, Tool } from '@modelcontextprotocol/sdk/types.js';
+import { ErrorCode, type Progress, type Tool } from '@modelcontextprotocol/sdk/types.js';
 import {
   defineAdapter,
   type FrameOperation,
@@ -206,6 +206,14 @@ const MCP_ERRORS: Readonly<Record<number, (message: string) => Outcome>> = {
   [-32601]: (message) => ({ kind: 'rejected', reason: 'configuration', message, code: 'method-not-found' }),
   [-32001]: (m) => unknownOutcome('timeout', `no answer within the timeout: ${m}`, 'timeout'),
   [-32000]: (m) => unknownOutcome('connection-reset', `connection closed before the answer: ${m}`, 'connection-closed'),
+  // Not processed: the user must open a URL first, then the same call may be sent. Its text and URLs go to the host
+  // alone (a URL may carry a one-time token).
+  [ErrorCode.UrlElicitationRequired]: () => ({
+    kind: 'rejected',
+    reason: 'action-required',
+    message: 'the upstream asks the user to open a URL first (URL elicitation required); nothing was processed',
+    code: 'url-elicitation-required',
+  }),
 };
 
 function classifyToolError(error: unknown): Outcome {
@@ -227,9 +235,9 @@ function classifyToolError(error: unknown): Outcome {
   return unknownOutcome(t.cause, message, t.code);
 }
 
-/** Where the fence server puts the progress relay of a host's call that asked for progress, for the upstream calls
- * that run it. */
-export const hostProgress = new AsyncLocalStorage<(p: Progress) => void>();
+/** Where the fence server puts, for the upstream calls that run a host's call, the progress relay of a call that asked
+ * for progress; the adapter puts there the upstream's URL elicitation error, which goes to the host as sent. */
+export const fencedCall = new AsyncLocalStorage<{ onprogress?: (p: Progress) => void; urlRequired?: unknown }>();
 
 type FencedOperation = FrameOperation & { readonly tool: FenceToolConfig };
 
@@ -340,7 +348,7 @@ export type Fence = ReturnType<typeof followUpstream>;
 function adapterOf(config: FenceConfig, client: UpstreamClient, operations: Record<string, FencedOperation>) {
   const send = (name: string, args: unknown, signal: AbortSignal) => {
     // The host asked for progress: the upstream's goes to it and, as for the host, restarts the timeout.
-    const onprogress = hostProgress.getStore();
+    const onprogress = fencedCall.getStore()?.onprogress;
     return client.callTool({ name, arguments: args as Record<string, unknown> }, undefined, {
       timeout: config.timeoutMs,
       signal,
@@ -359,7 +367,10 @@ function adapterOf(config: FenceConfig, client: UpstreamClient, operations: Reco
       try {
         return classifyToolAnswer(t, await send(name, withKey(t, params ?? {}, ctx.providerKey), ctx.signal));
       } catch (error) {
-        return classifyToolError(error);
+        const outcome = classifyToolError(error);
+        const call = fencedCall.getStore();
+        if (outcome.code === 'url-elicitation-required' && call) call.urlRequired = error;
+        return outcome;
       }
     },
     // Never called for a tool without a lookup: its card says lookup.method none.

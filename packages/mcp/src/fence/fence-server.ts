@@ -13,7 +13,7 @@ import { type AdapterV1, validateCard } from '@retrysafe/contract';
 import { agentIdempotentHint, describeNormalization } from '@retrysafe/contract/rules';
 import type { AgentToolDefinition, AgentToolResult } from '@retrysafe/core/agent';
 import { ANSWER_PROPERTIES, type Extra, reply, type ServingOptions, serveTools } from '../server.js';
-import { answerValue, type Fence, hostProgress, type ToolAnswer, toolResult, withPath } from './fence-adapter.js';
+import { answerValue, type Fence, fencedCall, type ToolAnswer, toolResult, withPath } from './fence-adapter.js';
 import { hideProperty, isResource, mapRefs } from './fence-schema.js';
 import { type Host, hostCall, taskOnly, type Upstream, UpstreamUnavailableError } from './upstream.js';
 
@@ -143,9 +143,12 @@ export function createFenceServer(options: ServingOptions & { fence: Fence; upst
       const params = key ? withPath(args, key, undefined) : args;
       const definition = { name, adapter, operation: name } as unknown as AgentToolDefinition;
       const token = _meta?.progressToken;
-      const running = () => run(definition, params, _meta);
       // A host that asks for progress gets the upstream's for the calls that run this one, as for a pass-through call.
-      const result = await (token === undefined ? running() : hostProgress.run(relay(extra, token), running));
+      const call: Parameters<typeof fencedCall.run>[0] = token === undefined ? {} : { onprogress: relay(extra, token) };
+      const result = await fencedCall.run(call, () => run(definition, params, _meta));
+      // Refused until the user opens a URL: the host gets the upstream's error as a pass-through call does, and calls
+      // again once the user has been there.
+      if (call.urlRequired !== undefined && result.status === 'needs-human') throw call.urlRequired;
       return fencedReply(result, tool.outputSchema as Record<string, unknown> | undefined);
     }
     // Pass-through: unchanged (its _meta too), with the caller's cancellation and the upstream's progress.

@@ -1,0 +1,57 @@
+import type { AdapterV1, Outcome } from '@retrysafe/contract';
+import { describe, expect, it } from 'vitest';
+import { toAgentResult } from '../src/agent.js';
+import { setup } from './helpers.js';
+
+const ACTION: Outcome = { kind: 'rejected', reason: 'action-required', message: 'open the URL first' };
+
+/** The sandbox adapter whose `n`th call (from 0) is answered `script(n)`, where it gives one, instead of sent. */
+function scripted(adapter: AdapterV1, script: (n: number) => Outcome | undefined): AdapterV1 {
+  let n = 0;
+  const { specificationVersion, provider, operations, doLookup } = adapter;
+  return {
+    specificationVersion,
+    provider,
+    operations,
+    doLookup,
+    deriveProviderKey: (op, id) => adapter.deriveProviderKey(op, id),
+    doExecute: (op, params, ctx) => {
+      const answer = script(n++);
+      return answer ? Promise.resolve(answer) : adapter.doExecute(op, params, ctx);
+    },
+  };
+}
+
+// A request refused until the user takes a step the provider names (an MCP URL elicitation) was not processed: the
+// same request is sent again once the user has, with no person's resolve. Any other rejection, or one after an attempt
+// that may have applied, is never sent again as is.
+describe('a rejection until the user takes a step (action-required)', () => {
+  const params = { ref: 'consent-1', amount: 5 };
+
+  it('the same request, called again, is sent as a new revision and done', async () => {
+    const { provider, adapter, runner, packets } = setup({ lookup: 'none' });
+    const refusing = scripted(adapter, (n) => (n === 0 ? ACTION : undefined));
+    const refused = await runner.run(refusing, 'records.create', { params });
+    expect(toAgentResult(refused).message).toMatch(/call again with the same arguments: the call is sent again/);
+    expect(provider.calls()).toBe(0);
+    expect(packets).toHaveLength(0); // the caller's to act on, not a person's
+    const again = await runner.run(refusing, 'records.create', { params });
+    expect(again).toMatchObject({ status: 'done', adopted: false });
+    expect(provider.calls()).toBe(1);
+  });
+
+  it('another rejection, or one after an attempt that may have applied, is not sent again', async () => {
+    const { provider, adapter, runner, packets } = setup({ lookup: 'none' });
+    const invalid = scripted(adapter, () => ({ ...ACTION, reason: 'validation' }));
+    expect(toAgentResult(await runner.run(invalid, 'records.create', { params })).message).toMatch(/Do not retry/);
+    expect((await runner.run(invalid, 'records.create', { params })).status).toBe('handed-off');
+    provider.failNext({ kind: 'unknown-after-commit' });
+    const refusedSecond = scripted(adapter, (n) => (n === 1 ? ACTION : undefined));
+    const late = { ref: 'consent-2', amount: 5 };
+    expect((await runner.run(refusedSecond, 'records.create', { params: late })).status).toBe('handed-off');
+    const calls = provider.calls();
+    expect((await runner.run(refusedSecond, 'records.create', { params: late })).status).toBe('handed-off');
+    expect(provider.calls()).toBe(calls);
+    expect(packets).toHaveLength(2); // both a person's
+  });
+});
