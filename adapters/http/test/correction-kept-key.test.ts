@@ -4,7 +4,7 @@ import { createSandboxProvider, REPLAYING_BEHAVIOUR, startSandboxServer } from '
 import { startFaultProxy } from '@retrysafe/testkit';
 import { closeAfterTest } from '@retrysafe/testkit/close-after-test';
 import { describe, expect, it } from 'vitest';
-import { createHttpAdapter, etagDocumentsUpdate, type HttpOperationSpec, ietfOrdersCreate } from '../src/index.js';
+import { etagDocumentsUpdate, type HttpOperationSpec, ietfOrdersCreate } from '../src/index.js';
 import { startEtagSandbox, startIetfKeySandbox } from '../src/sandbox/index.js';
 import { adapterAt, sandboxRecords } from './helpers.js';
 
@@ -39,14 +39,7 @@ async function setup(matching: ParameterMatching) {
   const proxy = closeAfterTest(
     await startFaultProxy({ target: server.url, faults: [{ kind: 'status', status: 429, forward: true }] }),
   );
-  const adapter = closeAfterTest(
-    createHttpAdapter({
-      provider: 'acme',
-      baseUrl: proxy.url,
-      timeoutMs: 2000,
-      operations: { [OP]: recordsSpec(matching) },
-    }),
-  );
+  const adapter = closeAfterTest(adapterAt(proxy.url, OP, recordsSpec(matching)));
   const runner = createRunner({ ledger: createMemoryLedger(), clock, random: () => 0.5, policy: { maxAttempts: 1 } });
   return { provider, proxy, adapter, runner };
 }
@@ -108,9 +101,7 @@ describe('a correction under the kept key whose own answer is lost', () => {
       ...base,
       card: { ...base.card, businessOperationId: { ...base.card.businessOperationId, intentFields: ['orderRef'] } },
     };
-    const adapter = closeAfterTest(
-      createHttpAdapter({ provider: 'acme', baseUrl: proxy.url, timeoutMs: 2000, operations: { [OP]: spec } }),
-    );
+    const adapter = closeAfterTest(adapterAt(proxy.url, OP, spec));
     const runner = createRunner({ ledger: createMemoryLedger(), clock, random: () => 0.5, policy: { maxAttempts: 1 } });
     const first = await runner.run(adapter, OP, { params: params(1) });
     expect(first).toMatchObject({ status: 'handed-off', packet: { reason: 'retry-exhausted' } });

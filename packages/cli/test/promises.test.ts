@@ -187,83 +187,60 @@ describe('a ledger the operator may only read is listed, verified and dry-run, r
   });
 });
 
-describe('after fixing the cause of a rejection, the next step the CLI gives works', () => {
+/** A `records.create` of `ref` run through `sandbox` into a new ledger and handed off as rejected; then the sandbox
+ * passes again, and the config `--resume` builds its adapter from and `same.json` (the same params) are written. */
+async function rejectedOperation(sandbox: FaultySandbox, ref: string) {
   const dir = tempDir('next-step');
   const db = join(dir, 'retrysafe.db');
+  const ledger = createSqliteLedger({ path: db });
+  const r = await createRunner({ ledger, clock: createDrillClock() }).run(sandbox.adapter, 'records.create', {
+    params: { ref, amount: 5 },
+  });
+  await ledger.close();
+  expect(r.status === 'handed-off' && r.packet.reason).toBe('rejected');
+  sandbox.onRequest(null);
+  sandbox.setFault('pass');
   const config = join(dir, 'retrysafe.json');
-  let sandbox: FaultySandbox;
-  let id = '';
+  sandbox.writeConfig(config, db);
+  writeFileSync(join(dir, 'same.json'), JSON.stringify({ ref, amount: 5 }));
+  const resolve = (...args: string[]) =>
+    cli(['ledger', 'resolve', r.businessOperationId, ...args, '--config', config], { ...BOUND, cwd: dir });
+  return { resolve, same: join(dir, 'same.json') };
+}
 
-  beforeAll(async () => {
-    sandbox = await startFaultySandbox('reject', 'activate the account first');
-    const ledger = createSqliteLedger({ path: db });
-    const r = await createRunner({ ledger, clock: createDrillClock() }).run(sandbox.adapter, 'records.create', {
-      params: { ref: 'order-A', amount: 5 },
-    });
-    expect(r.status).toBe('handed-off');
-    id = r.businessOperationId;
-    await ledger.close();
-    sandbox.writeConfig(config, db);
-    writeFileSync(join(dir, 'same.json'), JSON.stringify({ ref: 'order-A', amount: 5 }));
-    sandbox.setFault('pass'); // the operator activated the account: the cause is fixed, the request itself was fine
-  }, 120_000);
-
+describe('after fixing the cause of a rejection, the next step the CLI gives works', () => {
   it('--resend-with the same params and --resume both point to --resume --force, which completes it', async () => {
-    const same = await cli(['ledger', 'resolve', id, '--resend-with', join(dir, 'same.json'), '--config', config], {
-      ...BOUND,
-      cwd: dir,
-    });
-    expect(same.code).toBe(1);
-    expect(same.stderr).toMatch(/--resume --force/);
-    expect(same.stderr).not.toMatch(/use resume/);
-    const resume = await cli(['ledger', 'resolve', id, '--resume', '--config', config], { ...BOUND, cwd: dir });
+    const sandbox = await startFaultySandbox('reject', 'activate the account first');
+    // Then the operator activated the account: the cause is fixed, the request itself was fine.
+    const { resolve, same } = await rejectedOperation(sandbox, 'order-A');
+    const again = await resolve('--resend-with', same);
+    expect(again.code).toBe(1);
+    expect(again.stderr).toMatch(/--resume --force/);
+    expect(again.stderr).not.toMatch(/use resume/);
+    const resume = await resolve('--resume');
     expect(resume.code).toBe(1);
     expect(resume.stderr).toMatch(/fixed the cause.*--resume --force/s);
     expect(sandbox.provider.count()).toBe(0);
-    const forced = await cli(['ledger', 'resolve', id, '--resume', '--force', '--config', config, '--json'], {
-      ...BOUND,
-      cwd: dir,
-    });
+    const forced = await resolve('--resume', '--force', '--json');
     expect(forced.code).toBe(0);
     expect(JSON.parse(forced.stdout)).toMatchObject({ status: 'done' });
     expect(sandbox.provider.count()).toBe(1);
-  });
-});
+  }, 120_000);
 
-describe('a rejection after an attempt that may have applied: the CLI never points to a resend', () => {
-  const dir = tempDir('next-step-doubt');
-  const db = join(dir, 'retrysafe.db');
-  const config = join(dir, 'retrysafe.json');
-  let sandbox: FaultySandbox;
-  let id = '';
-
-  beforeAll(async () => {
-    sandbox = await startFaultySandbox('lose');
+  it('after an attempt that may have applied, --resume and --resend-with the same params say: check at the provider, never "send it again as is"', async () => {
+    const sandbox = await startFaultySandbox('lose');
     // The first send lands and its answer is lost, the look-ups are lost too, the same-key resend is refused.
     let posts = 0;
     sandbox.onRequest((r) => sandbox.setFault(r.method === 'POST' && ++posts > 1 ? 'reject' : 'lose'));
-    const ledger = createSqliteLedger({ path: db });
-    const r = await createRunner({ ledger, clock: createDrillClock() }).run(sandbox.adapter, 'records.create', {
-      params: { ref: 'order-B', amount: 5 },
-    });
-    expect(r.status === 'handed-off' && r.packet.reason).toBe('rejected');
-    id = r.businessOperationId;
-    await ledger.close();
-    sandbox.onRequest(null);
-    sandbox.setFault('pass');
-    sandbox.writeConfig(config, db);
-    writeFileSync(join(dir, 'same.json'), JSON.stringify({ ref: 'order-B', amount: 5 }));
-  }, 120_000);
-
-  it('--resume and --resend-with of the same params say: check at the provider, never "send it again as is"', async () => {
-    for (const args of [['--resume'], ['--resend-with', join(dir, 'same.json')]]) {
-      const r = await cli(['ledger', 'resolve', id, ...args, '--config', config], { ...BOUND, cwd: dir });
+    const { resolve, same } = await rejectedOperation(sandbox, 'order-B');
+    for (const args of [['--resume'], ['--resend-with', same]]) {
+      const r = await resolve(...args);
       expect(r.code).toBe(1);
       expect(r.stderr).toMatch(/check at the provider first/i);
       expect(r.stderr).not.toMatch(/send it again as is|send the same request again|--resend-with </);
     }
     expect(sandbox.provider.count()).toBe(1);
-  });
+  }, 120_000);
 });
 
 describe('drillCommand called from a script', () => {
