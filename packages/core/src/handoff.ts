@@ -30,6 +30,8 @@ interface PacketInput {
 const RESUME_WHY = {
   rejected:
     'the provider rejected this request; sending it again as is will be rejected again — fix the cause (or start a new operation) first',
+  actionRequired:
+    'the provider refuses this request until the user takes the step it asked for; once they have, the same call sends it again (or resume --force)',
   folded: 'a re-send with the same provider key cannot create a second effect (the provider folds it into the first)',
   notApplied: 'the last thing known is that the effect was not applied',
   rejectedAfterUnknown:
@@ -60,7 +62,9 @@ function resumeAction(input: PacketInput, created: string | undefined): SafeActi
   if (input.reason === 'rejected') {
     if (!everyAttemptNotApplied(input.receipts, input.record).ok) return resume(false, RESUME_WHY.rejectedAfterUnknown);
     const left = input.correction === null ? null : correctionCheck(input.receipts, input.record, input.correction);
-    return resume(false, left?.ok === false ? left.why : RESUME_WHY.rejected);
+    if (left?.ok === false) return resume(false, left.why);
+    const last = input.receipts.filter(isSend).at(-1);
+    return resume(false, last?.rejectReason === 'action-required' ? RESUME_WHY.actionRequired : RESUME_WHY.rejected);
   }
   if (input.resumeNote !== undefined) return resume(false, input.resumeNote);
   if (input.resendSafe) return resume(true, RESUME_WHY.folded);
