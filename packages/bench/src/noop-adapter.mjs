@@ -37,11 +37,12 @@ export const noopCard = Object.freeze({
 });
 
 /**
- * @param {{ remember?: boolean }} [options] remember=false keeps no stored results (the RSS run must
- *   measure the ledger and runner, not a map of a million results in the fake provider).
+ * @param {{ remember?: boolean, card?: object }} [options] remember=false keeps no stored results (the RSS run must
+ *   measure the ledger and runner, not a map of a million results in the fake provider); card: the card in the card
+ *   format of the runner measured (a baseline's may be older).
  * @returns {import('@retrysafe/contract').AdapterV1}
  */
-export function createNoopAdapter({ remember = true } = {}) {
+export function createNoopAdapter({ remember = true, card = noopCard } = {}) {
   const stored = new Map();
   return {
     specificationVersion: SPECIFICATION_VERSION,
@@ -50,7 +51,7 @@ export function createNoopAdapter({ remember = true } = {}) {
       'orders.create': {
         name: 'orders.create',
         description: 'does nothing and succeeds',
-        card: noopCard,
+        card,
         intentFields: ['orderRef'],
         paramsSchema: {
           type: 'object',
