@@ -36,7 +36,8 @@ describe('a rejection until the user takes a step (action-required)', () => {
     expect(provider.calls()).toBe(0);
     expect(packets).toHaveLength(0); // the caller's to act on, not a person's
     // A person who reads it anyway (ledger show) is told the same, not that it will be rejected again.
-    const resume = refused.status === 'handed-off' && refused.packet.safeNextActions.find((a) => a.action === 'resume');
+    const resume =
+      refused.status === 'handed-off' ? refused.packet.safeNextActions.find((a) => a.action === 'resume') : undefined;
     expect(resume?.why).toMatch(/until the user takes the step it asked for/);
     const again = await runner.run(refusing, 'records.create', { params });
     expect(again).toMatchObject({ status: 'done', adopted: false });
