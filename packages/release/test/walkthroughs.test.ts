@@ -329,6 +329,21 @@ it('README.md: the real-provider examples, saved as the `.mjs` the page names, a
   expect(r.code, r.stderr).toBe(0);
 });
 
+it.each(['slack', 'github', 'resend', 'hubspot', 'msgraph', 'stripe'])(
+  'adapters/%s/README.md: the first example, saved as the page says, is TypeScript that Node runs as named',
+  async (adapter) => {
+    // It needs a live account (docs.test.ts compiles it): offline, the page's file name and command, and Node's parse.
+    const page = readFileSync(join(repoRoot, `adapters/${adapter}/README.md`), 'utf8');
+    const file = savedAs(page, 'readme-first');
+    expect(file).toMatch(/\.ts$/);
+    expect(page).toContain(`\`node ${file}\``);
+    const { dir, env } = freshProject([]);
+    writeFileSync(join(dir, file), blockAfter(page, 'readme-first'));
+    const r = await sh(`node --check ${file}`, dir, env);
+    expect(r.code, r.stderr).toBe(0);
+  },
+);
+
 it('packages/mcp/README.md: the stdio server starts as pasted and lists the configured operation as its tool', async () => {
   const page = readFileSync(join(repoRoot, 'packages/mcp/README.md'), 'utf8');
   const install = blockAfter(page, 'mcp-install');
