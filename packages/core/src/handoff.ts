@@ -11,7 +11,12 @@ import type {
 } from '@retrysafe/contract';
 import { defined } from './defined.js';
 import { RunnerConfigurationError } from './errors/runner-configuration-error.js';
-import { type CorrectionRule, correctionCheck, everyAttemptNotApplied, isSend } from './intake/supersede.js';
+import {
+  type CorrectionRule,
+  correctionCheck,
+  everyAttemptNotApplied,
+  refusedUntilUserActs,
+} from './intake/supersede.js';
 
 interface PacketInput {
   readonly record: OperationRecord;
@@ -43,8 +48,7 @@ const RESUME_WHY = {
 /** Refused until the user takes a step the provider asked for, and every call known not applied: the same call, made
  * again, is sent (reissueCheck). The caller's to act on, not a person's. */
 export const waitsForUser = (packet: HandoffPacket, receipts: readonly Receipt[]) =>
-  receipts.filter(isSend).at(-1)?.rejectReason === 'action-required' &&
-  packet.safeNextActions.some((a) => a.action === 'resend-with' && a.safe);
+  refusedUntilUserActs(receipts) && packet.safeNextActions.some((a) => a.action === 'resend-with' && a.safe);
 
 /** A packet's resume marked safe only because the provider folds a same-key re-send: true while the key is kept, so judged again at resume. */
 export function resumeSafeByKey(action: SafeAction | undefined): boolean {
@@ -63,8 +67,7 @@ function resumeAction(input: PacketInput, created: string | undefined): SafeActi
     if (!everyAttemptNotApplied(input.receipts, input.record).ok) return resume(false, RESUME_WHY.rejectedAfterUnknown);
     const left = input.correction === null ? null : correctionCheck(input.receipts, input.record, input.correction);
     if (left?.ok === false) return resume(false, left.why);
-    const last = input.receipts.filter(isSend).at(-1);
-    return resume(false, last?.rejectReason === 'action-required' ? RESUME_WHY.actionRequired : RESUME_WHY.rejected);
+    return resume(false, refusedUntilUserActs(input.receipts) ? RESUME_WHY.actionRequired : RESUME_WHY.rejected);
   }
   if (input.resumeNote !== undefined) return resume(false, input.resumeNote);
   if (input.resendSafe) return resume(true, RESUME_WHY.folded);

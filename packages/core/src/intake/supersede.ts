@@ -54,10 +54,15 @@ export function supersedeCheck(record: OperationRecord, receipts: readonly Recei
  * correction.
  */
 export function reissueCheck(record: OperationRecord, receipts: readonly Receipt[], rule: CorrectionRule): Verdict {
-  const last = currentRevision(receipts).findLast(isSend);
-  if (last?.outcome !== 'rejected' || last.rejectReason !== 'action-required')
+  if (!refusedUntilUserActs(receipts))
     return refused('its last call was not refused for a step the user must take first');
   return supersedeCheck(record, receipts, rule);
+}
+
+/** Whether the revision's last provider call was refused until the user takes a step the provider asked for. */
+export function refusedUntilUserActs(receipts: readonly Receipt[]): boolean {
+  const last = currentRevision(receipts).findLast(isSend);
+  return last?.outcome === 'rejected' && last.rejectReason === 'action-required';
 }
 
 /** Whether corrected params may go out as a new revision, by the receipts and by the card (supersedeCheck without the state). */
