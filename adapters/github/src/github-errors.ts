@@ -41,16 +41,20 @@ function messageOf(a: GitHubAnswer): string {
 
 /**
  * The wait a rate-limited answer asks for, or undefined when it is no rate limit: retry-after first,
- * then x-ratelimit-reset when x-ratelimit-remaining is 0, else a minute (a 429, or a 403 whose message
- * says it is a rate limit). A 403 with none of these is a permission refusal.
+ * then x-ratelimit-reset (epoch seconds) when x-ratelimit-remaining is 0, else a minute (a 429, remaining 0
+ * without a readable reset, or a 403 whose message says it is a rate limit). A 403 with none of these is a
+ * permission refusal (docs.github.com/rest/using-the-rest-api/rate-limits-for-the-rest-api).
  */
 export function rateLimitWaitMs(a: GitHubAnswer, now: number = Date.now()): number | undefined {
   if (a.status !== 403 && a.status !== 429) return undefined;
   const retryAfter = parseRetryAfter(header(a, 'retry-after'), now);
   if (retryAfter !== undefined) return retryAfter;
-  const reset = Number(header(a, 'x-ratelimit-reset'));
-  if (header(a, 'x-ratelimit-remaining') === '0' && Number.isFinite(reset)) return Math.max(0, reset * 1000 - now);
-  if (a.status === 429 || /rate limit/i.test(messageOf(a))) return DEFAULT_RATE_LIMIT_WAIT_MS;
+  // GitHub's page: remaining 0 on a 403/429 is the primary rate limit, whatever the body says.
+  const exhausted = header(a, 'x-ratelimit-remaining') === '0';
+  const reset = header(a, 'x-ratelimit-reset');
+  if (exhausted && /^\d+$/.test(reset ?? '')) return Math.max(0, Number(reset) * 1000 - now);
+  // Secondary rate limits were once called abuse rate limits; older servers still answer in those words.
+  if (exhausted || a.status === 429 || /rate limit|abuse/i.test(messageOf(a))) return DEFAULT_RATE_LIMIT_WAIT_MS;
   return undefined;
 }
 

@@ -38,11 +38,36 @@ describe('rate limits (403/429) are not-applied with the documented wait', () =>
     ).toMatchObject({ kind: 'not-applied', retryAfterMs: 90_000 });
   });
 
+  it('remaining 0 with an empty x-ratelimit-reset ⇒ at least a minute, never no wait', async () => {
+    const { sandbox, adapter } = await adapterOn({
+      faults: { 'issues.create': [{ kind: 'rate-limited', status: 429, resetInS: '' }] },
+    });
+    const out = await execute(adapter, 'issues.create', issueParams(1), 'op-empty-reset');
+    expect(out).toMatchObject({ kind: 'not-applied', status: 429, retryAfterMs: 60_000 });
+    expect(sandbox.count('issues.create')).toBe(0);
+  });
+
+  it('a 403 with remaining 0 is a primary rate limit whatever its message says, never a permission refusal', () => {
+    const headers = { 'x-ratelimit-remaining': '0' };
+    expect(outcomeFromAnswer({ status: 403, headers, data: { message: 'Forbidden' } })).toMatchObject({
+      kind: 'not-applied',
+      retryAfterMs: 60_000,
+    });
+  });
+
   it('a secondary-rate-limit message without headers ⇒ at least a minute; 429 alone likewise', () => {
     expect(
       rateLimitWaitMs({ status: 403, headers: {}, data: { message: 'You have exceeded a secondary rate limit.' } }),
     ).toBe(60_000);
     expect(rateLimitWaitMs({ status: 429, headers: {}, data: {} })).toBe(60_000);
+  });
+
+  it('a 403 in the older words for a secondary limit (abuse detection) ⇒ at least a minute, not a permission refusal', () => {
+    const message = 'You have triggered an abuse detection mechanism. Please wait a few minutes before you try again.';
+    expect(outcomeFromAnswer({ status: 403, headers: {}, data: { message } })).toMatchObject({
+      kind: 'not-applied',
+      retryAfterMs: 60_000,
+    });
   });
 
   it('a 403 without any rate-limit sign is a permission rejection', async () => {

@@ -31,12 +31,12 @@ export type SandboxKind = 'issues.create' | 'issues.createComment' | 'issues.lis
 
 export type SandboxFault =
   | 'pass'
-  /** A rate-limited answer before anything is applied: `retry-after` when `retryAfterS`, else remaining 0 and a reset `resetInS` ahead, else neither (a "secondary rate limit" message only). */
+  /** A rate-limited answer before anything is applied: `retry-after` when `retryAfterS`, else remaining 0 and a reset `resetInS` ahead (an empty reset for `''`), else neither (a "secondary rate limit" message only). */
   | {
       readonly kind: 'rate-limited';
       readonly status: 403 | 429;
       readonly retryAfterS?: number;
-      readonly resetInS?: number;
+      readonly resetInS?: number | '';
     }
   /** This status with a GitHub error body; `commit: true` applies the create first (a 5xx after the effect). */
   | { readonly kind: 'status'; readonly status: number; readonly commit?: boolean };
@@ -160,7 +160,7 @@ function rateLimited(f: Extract<SandboxFault, { kind: 'rate-limited' }>, nowMs: 
   else if (f.resetInS !== undefined)
     Object.assign(headers, {
       'x-ratelimit-remaining': '0',
-      'x-ratelimit-reset': String(Math.ceil(nowMs / 1000) + f.resetInS),
+      'x-ratelimit-reset': f.resetInS === '' ? '' : String(Math.ceil(nowMs / 1000) + f.resetInS),
     });
   const body = {
     message: 'You have exceeded a secondary rate limit. Please wait a few minutes before you try again.',
