@@ -109,7 +109,9 @@ export function classifyStripeError(
   // Invalid JSON from the API, an HttpClientRuntimeError, or a bug around the SDK: the request may have been sent.
   if (status === undefined)
     return unknown(type === 'StripeAPIError' ? 'truncated-response' : 'other', msg('unclassified error'));
-  if (rawType === 'idempotency_error' && status === 409) {
+  // The code names the key in flight (docs.stripe.com/error-codes); the type does not: docs.stripe.com/api/errors
+  // gives idempotency_error to a key reused with other parameters.
+  if (status === 409 && (rawType === 'idempotency_error' || e.code === 'idempotency_key_in_use')) {
     const code = e.code ?? 'idempotency_key_in_use';
     return { kind: 'in-progress', message: msg('another request with this key is in progress'), ...r, code };
   }

@@ -314,6 +314,18 @@ describe('transport', () => {
     await server.close();
   });
 
+  it('409 with code idempotency_key_in_use under another error type ⇒ still in-progress (the code names the in-flight key)', async () => {
+    const server = await startScriptedServer((_req, res) => {
+      res.writeHead(409, { 'content-type': 'application/json', 'request-id': 'req_409' });
+      const error = { type: 'invalid_request_error', code: 'idempotency_key_in_use', message: 'in progress' };
+      res.end(JSON.stringify({ error }));
+    });
+    const a = createStripeAdapter({ apiKey: API_KEY, baseUrl: server.url });
+    const { outcome } = await execute('customers.create', { customerRef: 'u-9' }, a);
+    expect(outcome).toMatchObject({ kind: 'in-progress', status: 409, code: 'idempotency_key_in_use' });
+    await server.close();
+  });
+
   it('503 with Retry-After ⇒ unknown / server-error keeping retryAfterMs; a 409 without idempotency_key_in_use ⇒ unknown', async () => {
     const server = await startScriptedServer((_req, res, n) => {
       if (n === 1) {
