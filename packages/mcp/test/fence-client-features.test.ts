@@ -148,6 +148,26 @@ describe('what the upstream asks its client, through the fence', () => {
     expect(JSON.stringify([refusedRow, await ledger.get(id), receipts])).not.toContain(elicitations[0]!.url);
   });
 
+  it('server-everything: two identical calls in flight when the upstream requires a URL (-32042): each gets its error', async () => {
+    const fence = await fenceOf([everythingServer, 'stdio'], 'everything', {
+      'trigger-url-elicitation': { kind: 'create', intent: ['url', 'elicitationId'] },
+    });
+    const ledger = createMemoryLedger();
+    const client = await clientOf(fence(ledger), 'host', { capabilities: { elicitation: { form: {}, url: {} } } });
+    const args = { url: 'https://example.com/consent', elicitationId: 'e-2', errorPath: true };
+    const twice = [call(client, 'trigger-url-elicitation', args), call(client, 'trigger-url-elicitation', { ...args })];
+    const refused = await Promise.all(twice.map((p) => p.catch((e: unknown) => e)));
+    const elicitations = [expect.objectContaining({ mode: 'url', url: 'https://modelcontextprotocol.io' })];
+    expect(refused).toEqual([
+      expect.objectContaining({ code: -32042, data: { elicitations } }),
+      expect.objectContaining({ code: -32042, data: { elicitations } }),
+    ]);
+    const rows = await ledger.list({});
+    expect(rows).toHaveLength(1);
+    const receipts = await ledger.receipts(rows[0]!.businessOperationId);
+    expect(JSON.stringify([rows, receipts])).not.toContain('modelcontextprotocol.io');
+  });
+
   it('a host that never answers is given up on after hostAnswerMs: the upstream gets an error, the call its answer', async () => {
     // server-everything waits 10 minutes for an elicitation's answer: the host's goodwill must not be the only bound
     const fenced = { 'trigger-sampling-request': { kind: 'create', intent: ['prompt', 'maxTokens'] } };
