@@ -299,6 +299,29 @@ describe('over --http, each host a session of its own', () => {
     await expect.poll(() => byB.updates, { timeout: 8000 }).toBeGreaterThan(before);
   });
 
+  it("a resource's updates reach the hosts subscribed to it; a host that leaves is unsubscribed upstream", async () => {
+    const http = await servedOverHttp(await everything());
+    const [a, b] = [await httpClientOf(http), await httpClientOf(http)];
+    const heard = (client: Client) => {
+      const got = { updates: 0, logs: [] as string[] };
+      client.fallbackNotificationHandler = async (n) => {
+        if (n.method === 'notifications/resources/updated') got.updates++;
+        if (n.method === 'notifications/message') got.logs.push(String(n.params?.data));
+      };
+      return got;
+    };
+    const [byA, byB] = [heard(a), heard(b)];
+    await a.subscribeResource({ uri: 'demo://resource/dynamic/text/1' });
+    await call(a, 'toggle-subscriber-updates', {});
+    await expect.poll(() => byA.updates, { timeout: 8000 }).toBeGreaterThan(0);
+    // A's session ends: server-everything acknowledges the unsubscribe with a log message, which B hears
+    await (a.transport as StreamableHTTPClientTransport).terminateSession();
+    await a.close();
+    await expect.poll(() => byB.logs.join('\n'), { timeout: 5000 }).toMatch(/Unsubscribe Resource request/);
+    // on B's stream the updates came before that message: B, not subscribed, heard none of them
+    expect(byB.updates).toBe(0);
+  });
+
   it('a restarted upstream is subscribed again to what the hosts subscribed to', async () => {
     const pidFile = join(tempDir('retrysafe-pid-'), 'pid');
     const writePid = `import{writeFileSync}from'node:fs';writeFileSync(${JSON.stringify(pidFile)},String(process.pid))`;

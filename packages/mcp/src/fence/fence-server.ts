@@ -118,7 +118,7 @@ export function createFenceServer(options: ServingOptions & { fence: Fence; upst
   };
   const asHost = <T>(extra: Extra, f: () => Promise<T>) =>
     hostCall.run({ host, ask: (r, o) => extra.sendRequest(r as never, ResultSchema, o) }, f);
-  let leave = () => false;
+  let leave: () => void = () => undefined;
   server.oninitialized = () => {
     leave = upstream.addHost(host);
   };

@@ -97,11 +97,23 @@ export interface Host {
 /** The log levels, least severe first. */
 const LEVELS: readonly string[] = LoggingLevelSchema.options;
 
-/** Whether `host` hears `n`: not a log message below the level it set. */
-const hears = (host: Host, n: Notification) =>
-  n.method !== 'notifications/message' ||
-  !host.level ||
-  LEVELS.indexOf(String(n.params?.level)) >= LEVELS.indexOf(host.level);
+/** Whether `host` subscribed to the resource `uri` or to one it is beneath (an update may name a sub-resource). */
+const subscribedTo = (host: Host, uri: string) =>
+  [...host.subscribed].some((s) => uri === s || (uri.startsWith(s) && /^[/?#]/.test(uri.slice(s.length))));
+
+/** Whether `host` hears `n`: not a log message below the level it set, nor a resource's update it did not subscribe to
+ * (one none of `hosts` subscribed to by its URI goes to each that subscribed to any: whose it is cannot be told). */
+function hears(host: Host, n: Notification, hosts: Iterable<Host>): boolean {
+  if (n.method === 'notifications/resources/updated') {
+    const uri = String(n.params?.uri);
+    return [...hosts].some((h) => subscribedTo(h, uri)) ? subscribedTo(host, uri) : host.subscribed.size > 0;
+  }
+  return (
+    n.method !== 'notifications/message' ||
+    !host.level ||
+    LEVELS.indexOf(String(n.params?.level)) >= LEVELS.indexOf(host.level)
+  );
+}
 
 /** The host call being served: what the upstream asks while a request sent for it runs goes to its host, on the
  * stream of that call (`ask` sends it as related to the call). */
@@ -214,6 +226,24 @@ function hostSessions(
   const busy: { readonly call: HostCall; readonly timeout: ReturnType<typeof pausableTimeout> }[] = [];
   const listeners = new Map<(n: Notification) => void, Host>();
   const level = () => LEVELS[Math.min(...[...hosts].map((h) => LEVELS.indexOf(h.level ?? 'debug')))] as LoggingLevel;
+  /** A host's request other than a tool call. The upstream's tasks are the fence's own (see `taskOnly`): no host's
+   * to read or cancel. */
+  async function hostRequest(host: Host, { method, params }: Request, opts?: RequestOptions): Promise<Result> {
+    if (method.startsWith('tasks/'))
+      throw new McpError(ErrorCode.MethodNotFound, `${method}: the retrysafe fence does not offer tasks`);
+    const uri = String(params?.uri);
+    if (method === 'logging/setLevel' && LEVELS.includes(String(params?.level))) {
+      host.level = params?.level as LoggingLevel;
+      return send({ method, params: { ...params, level: level() } }, opts);
+    }
+    if (method === 'resources/unsubscribe') {
+      host.subscribed.delete(uri);
+      if ([...hosts].some((h) => h.subscribed.has(uri))) return {};
+    }
+    const answer = await send({ method, params }, opts);
+    if (method === 'resources/subscribe') host.subscribed.add(uri);
+    return answer;
+  }
   return {
     busy,
     /** A request of the upstream, sent to the one host it can be for: the host of the calls in flight, else the one
@@ -240,7 +270,12 @@ function hostSessions(
     addHost(host: Host) {
       hosts.add(host);
       if (host.capabilities()?.roots) void notify({ method: 'notifications/roots/list_changed' });
-      return () => hosts.delete(host);
+      // A host that goes ends its subscriptions, as its unsubscribe would.
+      return () => {
+        hosts.delete(host);
+        for (const uri of [...host.subscribed])
+          void hostRequest(host, { method: 'resources/unsubscribe', params: { uri } }).catch(() => undefined);
+      };
     },
     /** Every notification the upstream sends that `host` hears (after the fence has acted on a tool list change). */
     onNotification(host: Host, listener: (n: Notification) => void) {
@@ -249,31 +284,14 @@ function hostSessions(
     },
     /** The upstream's notification `n`, to each host that hears it. */
     tell(n: Notification) {
-      for (const [l, host] of listeners) if (hears(host, n)) l(n);
+      for (const [l, host] of listeners) if (hears(host, n, hosts)) l(n);
     },
+    hostRequest,
     /** A restarted upstream is a new session: it is asked again what the hosts asked of the one before. */
     restore(c: Client) {
       for (const uri of new Set([...hosts].flatMap((h) => [...h.subscribed])))
         void c.request({ method: 'resources/subscribe', params: { uri } }, ResultSchema).catch(() => undefined);
       if ([...hosts].some((h) => h.level)) void c.setLoggingLevel(level()).catch(() => undefined);
-    },
-    /** A host's request other than a tool call. The upstream's tasks are the fence's own (see `taskOnly`): no host's
-     * to read or cancel. */
-    async hostRequest(host: Host, { method, params }: Request, opts?: RequestOptions): Promise<Result> {
-      if (method.startsWith('tasks/'))
-        throw new McpError(ErrorCode.MethodNotFound, `${method}: the retrysafe fence does not offer tasks`);
-      const uri = String(params?.uri);
-      if (method === 'logging/setLevel' && LEVELS.includes(String(params?.level))) {
-        host.level = params?.level as LoggingLevel;
-        return send({ method, params: { ...params, level: level() } }, opts);
-      }
-      if (method === 'resources/unsubscribe') {
-        host.subscribed.delete(uri);
-        if ([...hosts].some((h) => h.subscribed.has(uri))) return {};
-      }
-      const answer = await send({ method, params }, opts);
-      if (method === 'resources/subscribe') host.subscribed.add(uri);
-      return answer;
     },
   };
 }
