@@ -8,8 +8,11 @@ import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import type { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { InMemoryTaskStore } from '@modelcontextprotocol/sdk/experimental/tasks';
 import type { Server } from '@modelcontextprotocol/sdk/server/index.js';
+import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import {
+  type CallToolResult,
   CreateMessageRequestSchema,
   ElicitRequestSchema,
   ListRootsRequestSchema,
@@ -19,6 +22,7 @@ import {
 import { asBusinessOperationId } from '@retrysafe/contract';
 import { createMemoryLedger } from '@retrysafe/core';
 import { describe, expect, it } from 'vitest';
+import * as z from 'zod/v4';
 import { connectUpstream } from '../src/fence/upstream.js';
 import { parseFenceConfig } from '../src/index.js';
 import {
@@ -30,6 +34,7 @@ import {
   filesystemServer,
   type HostFeatures,
   httpClientOf,
+  httpUpstream,
   onCleanup,
   servedOverHttp,
   tempDir,
@@ -202,6 +207,42 @@ describe('what the upstream asks its client, through the fence', () => {
     const tasks = async () => (await upstream.request({ method: 'tasks/list' }, ResultSchema)).tasks;
     await expect.poll(tasks).toEqual([expect.objectContaining({ status: 'cancelled' })]);
   });
+
+  it("a fenced tool the upstream runs only as a task, whose poll interval is long: the fence's timeout cancels it at once", async () => {
+    // the upstream asks to be polled every ten minutes: the fence's timeout must not wait for the next poll
+    const tasks = new InMemoryTaskStore();
+    const slow = () => {
+      const capabilities = { tasks: { cancel: {}, requests: { tools: { call: {} } } } };
+      const server = new McpServer({ name: 'slow', version: '1.0.0' }, { capabilities, taskStore: tasks });
+      server.experimental.tasks.registerToolTask(
+        'research',
+        { inputSchema: { topic: z.string() }, execution: { taskSupport: 'required' } },
+        {
+          createTask: async (_, extra) => ({ task: await extra.taskStore.createTask({ pollInterval: 600_000 }) }),
+          getTask: async (_, extra) => extra.taskStore.getTask(extra.taskId),
+          getTaskResult: async (_, extra) => (await extra.taskStore.getTaskResult(extra.taskId)) as CallToolResult,
+        },
+      );
+      return server;
+    };
+    const upstream = await connectUpstream({ url: await httpUpstream(slow) });
+    onCleanup(() => upstream.close());
+    const config = parseFenceConfig({
+      name: 'slow',
+      ledger: './unused.db',
+      timeoutMs: 300,
+      tools: { research: { kind: 'create', intent: ['topic'] } },
+    });
+    const ledger = createMemoryLedger();
+    const client = await clientOf(fenceOver(config, upstream, ledger), 'host');
+    const answer = await call(client, 'research', { topic: 'tides' });
+    expect(answer._meta?.retrysafe?.status).toBe('needs-human');
+    await expect
+      .poll(async () => (await tasks.listTasks()).tasks)
+      .toEqual([expect.objectContaining({ status: 'cancelled' })]);
+    // the row ends at rest, for a person (or the lookup a card declares) to settle: never left dispatched
+    expect(await ledger.list({})).toEqual([expect.objectContaining({ state: 'handed-off', lastOutcome: 'unknown' })]);
+  }, 15_000);
 
   it.each([
     ['in process', (fence: () => Server, f: HostFeatures) => clientOf(fence(), 'host', f)],

@@ -9,6 +9,7 @@ import { DEFAULT_REQUEST_TIMEOUT_MSEC, type RequestOptions } from '@modelcontext
 import {
   CallToolResultSchema,
   type ClientCapabilities,
+  CreateTaskResultSchema,
   ErrorCode,
   type LoggingLevel,
   LoggingLevelSchema,
@@ -152,20 +153,28 @@ function refusal(method: string, params: Request['params'], candidates: Readonly
  * server does with a tool whose tasks are optional, and lists it as a tool the host calls as any other. */
 export const taskOnly = (tool: Pick<Tool, 'execution'> | undefined) => tool?.execution?.taskSupport === 'required';
 
-/** `req` run as a task of `c`: its result, or the error it ended with. A task given up on (the host cancelled, or the
- * timeout) is cancelled, as a request is. */
+/** `req` run as a task of `c`: its result, or the error it ended with. Polled as the upstream asks, but a task given up
+ * on (the host cancelled, or the timeout) is cancelled at once, as a request is, not at the next poll (the SDK's own
+ * loop waits out the poll interval first). */
 async function viaTask(c: Client, req: Request, schema: Parameters<Client['request']>[1], options: RequestOptions) {
-  let taskId: string | undefined;
+  const { signal } = options;
+  // The task's progress comes under the token of the request that created it.
+  const { task } = await c.request(req, CreateTaskResultSchema, { ...options, task: {} });
+  const polls = { signal, timeout: options.timeout };
   try {
-    for await (const m of c.experimental.tasks.requestStream(req, schema, { ...options, task: {} })) {
-      if (m.type === 'taskCreated') taskId = m.task.taskId;
-      if (m.type === 'error') throw m.error;
-      if (m.type === 'result') return m.result;
+    for (;;) {
+      const { status, pollInterval } = await c.experimental.tasks.getTask(task.taskId, polls);
+      // input_required: tasks/result carries what the upstream asks, and answers once the task ends.
+      if (status === 'completed' || status === 'input_required')
+        return await c.experimental.tasks.getTaskResult(task.taskId, schema as never, polls);
+      if (status === 'failed' || status === 'cancelled')
+        throw new McpError(ErrorCode.InternalError, `the upstream's task for ${req.method} ${status}`);
+      await sleep(pollInterval ?? 1000, undefined, { signal }).catch(() => undefined);
+      signal?.throwIfAborted();
     }
   } finally {
-    if (taskId && options.signal?.aborted) void c.experimental.tasks.cancelTask(taskId).catch(() => undefined);
+    if (signal?.aborted) void c.experimental.tasks.cancelTask(task.taskId).catch(() => undefined);
   }
-  throw new McpError(ErrorCode.InternalError, `the upstream's task for ${req.method} ended without a result`);
 }
 
 /** The SDK's timeout of a request upstream, which `pausableTimeout` bounds instead. Node's longest timer. */
