@@ -43,6 +43,24 @@ export class UpstreamUnavailableError extends Error {
   override readonly name = 'UpstreamUnavailableError';
 }
 
+/** An HTTP upstream's 429 with its Retry-After, which the SDK's transport error leaves out. */
+export class UpstreamThrottledError extends StreamableHTTPError {
+  constructor(
+    message: string,
+    readonly retryAfter: string | null,
+  ) {
+    super(429, message);
+  }
+}
+
+/** The HTTP transport's fetch: a 429 is thrown as UpstreamThrottledError, so the call's error keeps the wait. */
+async function keepingRetryAfter(url: string | URL, init?: RequestInit): Promise<Response> {
+  const res = await fetch(url, init);
+  if (res.status !== 429) return res;
+  const text = await res.text().catch(() => '');
+  throw new UpstreamThrottledError(`the upstream answered HTTP 429: ${text}`, res.headers.get('retry-after'));
+}
+
 /** Restarts of a dead upstream: tries, and the first delay, doubled each try. */
 const RESTART = { tries: 5, baseMs: 100 };
 
@@ -334,7 +352,7 @@ export async function connectUpstream(
     c.fallbackRequestHandler = shared.toHost as never;
     const transport =
       'url' in target
-        ? new StreamableHTTPClientTransport(new URL(target.url))
+        ? new StreamableHTTPClientTransport(new URL(target.url), { fetch: keepingRetryAfter })
         : new StdioClientTransport({
             command: target.command,
             args: [...(target.args ?? [])],
