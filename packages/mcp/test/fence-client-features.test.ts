@@ -173,6 +173,37 @@ describe('what the upstream asks its client, through the fence', () => {
     expect(JSON.stringify([rows, receipts])).not.toContain('modelcontextprotocol.io');
   });
 
+  it('server-everything: the same call -32042 refuses, in flight through two fences on one ledger: the URL goes to one host, nothing is sent twice', async () => {
+    // The other fence (another process) waits for the first through the ledger, which never holds the URL: its host is
+    // told to call again once the user has been there. Sending it again in its place would be a call "after the user
+    // acted" that the user never made (server-everything then goes on).
+    const fence = await fenceOf([everythingServer, 'stdio'], 'everything', {
+      'trigger-url-elicitation': { kind: 'create', intent: ['url', 'elicitationId'] },
+    });
+    const ledger = createMemoryLedger();
+    const host = { capabilities: { elicitation: { form: {}, url: {} } } };
+    const hosts = [await clientOf(fence(ledger), 'host', host), await clientOf(fence(ledger), 'other host', host)];
+    const args = { url: 'https://example.com/consent', elicitationId: 'e-3', errorPath: true };
+    const answers = await Promise.all(
+      hosts.map((c) => call(c, 'trigger-url-elicitation', { ...args }).catch((e: unknown) => e)),
+    );
+    expect(answers).toEqual(
+      expect.arrayContaining([
+        expect.objectContaining({ code: -32042 }),
+        expect.objectContaining({
+          isError: true,
+          _meta: { retrysafe: expect.objectContaining({ status: 'needs-human' }) },
+        }),
+      ]),
+    );
+    const told = answers.find((a) => (a as Answer).isError) as Answer;
+    expect(text(told)).toMatch(/asks the user to take a step first/);
+    expect(text(told)).not.toContain('modelcontextprotocol.io');
+    const [row] = await ledger.list({});
+    const sends = (await ledger.receipts(row!.businessOperationId)).filter((r) => r.kind === 'dispatch');
+    expect(sends).toHaveLength(1);
+  });
+
   it('a host that never answers is given up on after hostAnswerMs: the upstream gets an error, the call its answer', async () => {
     // server-everything waits 10 minutes for an elicitation's answer: the host's goodwill must not be the only bound
     const fenced = { 'trigger-sampling-request': { kind: 'create', intent: ['prompt', 'maxTokens'] } };
