@@ -8,9 +8,17 @@ import { asBusinessOperationId } from '@retrysafe/contract';
 import { createMemoryLedger, createRunner } from '@retrysafe/core';
 import { describe, expect, it } from 'vitest';
 import * as z from 'zod/v4';
-import { connectUpstream } from '../src/fence/upstream.js';
+import { connectUpstream, UpstreamThrottledError } from '../src/fence/upstream.js';
 import { parseFenceConfig } from '../src/index.js';
-import { type Answer, clientOf, fenceAdapter, fenceOver, httpUpstream, onCleanup } from './fence-helpers.js';
+import {
+  type Answer,
+  clientOf,
+  fenceAdapter,
+  fenceOver,
+  httpUpstream,
+  lookupOrder,
+  onCleanup,
+} from './fence-helpers.js';
 
 describe('an upstream HTTP 401/403 on the call itself', () => {
   it.each([
@@ -71,6 +79,17 @@ describe('an upstream HTTP 429 on the call itself', () => {
     expect(orders).toEqual(['PO-1']);
     expect(receipts.map((r) => r.outcome)).toEqual(['not-applied', 'succeeded']);
     expect(receipts[0]!.decision.delayMs).toBeGreaterThanOrEqual(1000);
+  });
+
+  it("on the lookup tool: it cannot tell yet, and the next lookup waits the upstream's Retry-After", async () => {
+    const adapter = fenceAdapter({}, async () => {
+      throw new UpstreamThrottledError('the upstream answered HTTP 429: slow down', '7');
+    });
+    expect(await lookupOrder(adapter, { customer: 'cus_1', ref: 'PO-1' })).toMatchObject({
+      kind: 'cannot-tell',
+      status: 429,
+      retryAfterMs: 7000,
+    });
   });
 
   it('a Retry-After beyond the cap is not waited for: handed off at once as not applied, nothing made', async () => {
