@@ -239,21 +239,22 @@ describe('what the upstream asks its client, through the fence', () => {
     await expect.poll(tasks).toEqual([expect.objectContaining({ status: 'cancelled' })]);
   });
 
-  it("a fenced tool the upstream runs only as a task, whose poll interval is long: the fence's timeout cancels it at once", async () => {
+  it("a tool the upstream runs only as a task, whose poll interval is long: the fence's timeout, or the host's cancel, ends it at once", async () => {
     // the upstream asks to be polled every ten minutes: the fence's timeout must not wait for the next poll
     const tasks = new InMemoryTaskStore();
     const slow = () => {
       const capabilities = { tasks: { cancel: {}, requests: { tools: { call: {} } } } };
       const server = new McpServer({ name: 'slow', version: '1.0.0' }, { capabilities, taskStore: tasks });
-      server.experimental.tasks.registerToolTask(
-        'research',
-        { inputSchema: { topic: z.string() }, execution: { taskSupport: 'required' } },
-        {
-          createTask: async (_, extra) => ({ task: await extra.taskStore.createTask({ pollInterval: 600_000 }) }),
-          getTask: async (_, extra) => extra.taskStore.getTask(extra.taskId),
-          getTaskResult: async (_, extra) => (await extra.taskStore.getTaskResult(extra.taskId)) as CallToolResult,
-        },
-      );
+      for (const name of ['research', 'browse'])
+        server.experimental.tasks.registerToolTask(
+          name,
+          { inputSchema: { topic: z.string() }, execution: { taskSupport: 'required' } },
+          {
+            createTask: async (_, extra) => ({ task: await extra.taskStore.createTask({ pollInterval: 600_000 }) }),
+            getTask: async (_, extra) => extra.taskStore.getTask(extra.taskId),
+            getTaskResult: async (_, extra) => (await extra.taskStore.getTaskResult(extra.taskId)) as CallToolResult,
+          },
+        );
       return server;
     };
     const upstream = await connectUpstream({ url: await httpUpstream(slow) });
@@ -273,6 +274,14 @@ describe('what the upstream asks its client, through the fence', () => {
       .toEqual([expect.objectContaining({ status: 'cancelled' })]);
     // the row ends at rest, for a person (or the lookup a card declares) to settle: never left dispatched
     expect(await ledger.list({})).toEqual([expect.objectContaining({ state: 'handed-off', lastOutcome: 'unknown' })]);
+    // passed through (not fenced), the host gives up on it
+    const signal = AbortSignal.timeout(300);
+    await expect(
+      client.callTool({ name: 'browse', arguments: { topic: 'tides' } }, undefined, { signal }),
+    ).rejects.toThrow();
+    await expect
+      .poll(async () => (await tasks.listTasks()).tasks.map((t) => t.status))
+      .toEqual(['cancelled', 'cancelled']);
   }, 15_000);
 
   it.each([
