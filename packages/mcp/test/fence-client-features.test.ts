@@ -33,6 +33,7 @@ import {
   fenceOver,
   filesystemServer,
   type HostFeatures,
+  hostOfFence,
   httpClientOf,
   httpUpstream,
   onCleanup,
@@ -257,16 +258,10 @@ describe('what the upstream asks its client, through the fence', () => {
         );
       return server;
     };
-    const upstream = await connectUpstream({ url: await httpUpstream(slow) });
-    onCleanup(() => upstream.close());
-    const config = parseFenceConfig({
-      name: 'slow',
-      ledger: './unused.db',
-      timeoutMs: 300,
-      tools: { research: { kind: 'create', intent: ['topic'] } },
-    });
-    const ledger = createMemoryLedger();
-    const client = await clientOf(fenceOver(config, upstream, ledger), 'host');
+    const { client, ledger } = await hostOfFence(
+      { url: await httpUpstream(slow) },
+      { name: 'slow', timeoutMs: 300, tools: { research: { kind: 'create', intent: ['topic'] } } },
+    );
     const answer = await call(client, 'research', { topic: 'tides' });
     expect(answer._meta?.retrysafe?.status).toBe('needs-human');
     await expect

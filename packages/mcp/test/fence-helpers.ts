@@ -23,7 +23,7 @@ import { afterEach } from 'vitest';
 import { followUpstream } from '../src/fence/fence-adapter.js';
 import type { FenceConfig } from '../src/fence/fence-config.js';
 import { createFenceServer } from '../src/fence/fence-server.js';
-import type { Upstream } from '../src/fence/upstream.js';
+import { connectUpstream, type Upstream, type UpstreamTarget } from '../src/fence/upstream.js';
 import { createFenceAdapter, parseFenceConfig, serveHttp } from '../src/index.js';
 
 export const bin = fileURLToPath(new URL('../dist/bin.js', import.meta.url));
@@ -237,6 +237,16 @@ export async function clientOf(
 export function fenceOver(config: FenceConfig, upstream: Upstream, ledger = createMemoryLedger()) {
   const runner = createRunner({ ledger });
   return createFenceServer({ runner, ledger, fence: followUpstream(config, upstream), upstream });
+}
+
+/** The host (the official SDK client) in process, on a fence over the upstream at `target` as the fence file `fence`
+ * (its ledger aside) says, on a memory ledger. */
+export async function hostOfFence(target: UpstreamTarget, fence: Record<string, unknown>) {
+  const upstream = await connectUpstream(target);
+  cleanups.push(() => upstream.close());
+  const ledger = createMemoryLedger();
+  const config = parseFenceConfig({ ledger: './unused.db', ...fence });
+  return { client: await clientOf(fenceOver(config, upstream, ledger)), ledger };
 }
 
 /** The fence adapter over an in-process orders upstream, `create_order` as `ordersTool` declares it and `tool` adds. */

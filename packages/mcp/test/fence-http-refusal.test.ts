@@ -8,17 +8,8 @@ import { asBusinessOperationId } from '@retrysafe/contract';
 import { createMemoryLedger, createRunner } from '@retrysafe/core';
 import { describe, expect, it } from 'vitest';
 import * as z from 'zod/v4';
-import { connectUpstream, UpstreamThrottledError } from '../src/fence/upstream.js';
-import { parseFenceConfig } from '../src/index.js';
-import {
-  type Answer,
-  clientOf,
-  fenceAdapter,
-  fenceOver,
-  httpUpstream,
-  lookupOrder,
-  onCleanup,
-} from './fence-helpers.js';
+import { UpstreamThrottledError } from '../src/fence/upstream.js';
+import { type Answer, fenceAdapter, hostOfFence, httpUpstream, lookupOrder } from './fence-helpers.js';
 
 describe('an upstream HTTP 401/403 on the call itself', () => {
   it.each([
@@ -58,16 +49,14 @@ describe('an upstream HTTP 429 on the call itself', () => {
       throttled = true;
       return { status: 429, headers: { 'retry-after': retryAfter } };
     };
-    const upstream = await connectUpstream({ url: await httpUpstream(make, limiter) });
-    onCleanup(() => upstream.close());
-    const config = parseFenceConfig({
-      name: 'orders',
-      ledger: './unused.db',
-      policy: { baseMs: 10, capMs: 50 },
-      tools: { create_order: { kind: 'create', intent: ['ref'] } },
-    });
-    const ledger = createMemoryLedger();
-    const client = await clientOf(fenceOver(config, upstream, ledger));
+    const { client, ledger } = await hostOfFence(
+      { url: await httpUpstream(make, limiter) },
+      {
+        name: 'orders',
+        policy: { baseMs: 10, capMs: 50 },
+        tools: { create_order: { kind: 'create', intent: ['ref'] } },
+      },
+    );
     const answer = (await client.callTool({ name: 'create_order', arguments: { ref: 'PO-1' } })) as Answer;
     const id = asBusinessOperationId(answer._meta!.retrysafe!.businessOperationId!);
     return { answer, orders, record: await ledger.get(id), receipts: await ledger.receipts(id) };
