@@ -11,6 +11,7 @@ import type { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/cl
 import { InMemoryTaskStore } from '@modelcontextprotocol/sdk/experimental/tasks';
 import type { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
+import type { RequestTaskStore } from '@modelcontextprotocol/sdk/shared/protocol.js';
 import {
   type CallToolResult,
   CreateMessageRequestSchema,
@@ -240,44 +241,50 @@ describe('what the upstream asks its client, through the fence', () => {
     await expect.poll(tasks).toEqual([expect.objectContaining({ status: 'cancelled' })]);
   });
 
-  it("a tool the upstream runs only as a task, whose poll interval is long: the fence's timeout, or the host's cancel, ends it at once", async () => {
-    // the upstream asks to be polled every ten minutes: the fence's timeout must not wait for the next poll
-    const tasks = new InMemoryTaskStore();
-    const slow = () => {
-      const capabilities = { tasks: { cancel: {}, requests: { tools: { call: {} } } } };
-      const server = new McpServer({ name: 'slow', version: '1.0.0' }, { capabilities, taskStore: tasks });
-      for (const name of ['research', 'browse'])
-        server.experimental.tasks.registerToolTask(
-          name,
-          { inputSchema: { topic: z.string() }, execution: { taskSupport: 'required' } },
-          {
-            createTask: async (_, extra) => ({ task: await extra.taskStore.createTask({ pollInterval: 600_000 }) }),
-            getTask: async (_, extra) => extra.taskStore.getTask(extra.taskId),
-            getTaskResult: async (_, extra) => (await extra.taskStore.getTaskResult(extra.taskId)) as CallToolResult,
-          },
-        );
-      return server;
-    };
-    const { client, ledger } = await hostOfFence(
-      { url: await httpUpstream(slow) },
-      { name: 'slow', timeoutMs: 300, tools: { research: { kind: 'create', intent: ['topic'] } } },
-    );
-    const answer = await call(client, 'research', { topic: 'tides' });
-    expect(answer._meta?.retrysafe?.status).toBe('needs-human');
-    await expect
-      .poll(async () => (await tasks.listTasks()).tasks)
-      .toEqual([expect.objectContaining({ status: 'cancelled' })]);
-    // the row ends at rest, for a person (or the lookup a card declares) to settle: never left dispatched
-    expect(await ledger.list({})).toEqual([expect.objectContaining({ state: 'handed-off', lastOutcome: 'unknown' })]);
-    // passed through (not fenced), the host gives up on it
-    const signal = AbortSignal.timeout(300);
-    await expect(
-      client.callTool({ name: 'browse', arguments: { topic: 'tides' } }, undefined, { signal }),
-    ).rejects.toThrow();
-    await expect
-      .poll(async () => (await tasks.listTasks()).tasks.map((t) => t.status))
-      .toEqual(['cancelled', 'cancelled']);
-  }, 15_000);
+  it.each([
+    ['between polls (the upstream asks to be polled every ten minutes)', 0],
+    ['while the upstream creates it (its id not yet known)', 1000],
+  ])(
+    "a tool the upstream runs only as a task, given up on (the fence's timeout, the host's cancel) %s: its task is cancelled",
+    async (_, createMs) => {
+      const tasks = new InMemoryTaskStore();
+      const slow = () => {
+        const capabilities = { tasks: { cancel: {}, requests: { tools: { call: {} } } } };
+        const server = new McpServer({ name: 'slow', version: '1.0.0' }, { capabilities, taskStore: tasks });
+        const createTask = async (_: unknown, extra: { taskStore: RequestTaskStore }) => {
+          await new Promise((r) => setTimeout(r, createMs));
+          return { task: await extra.taskStore.createTask({ pollInterval: 600_000 }) };
+        };
+        for (const name of ['research', 'browse'])
+          server.experimental.tasks.registerToolTask(
+            name,
+            { inputSchema: { topic: z.string() }, execution: { taskSupport: 'required' } },
+            {
+              createTask,
+              getTask: async (_, extra) => extra.taskStore.getTask(extra.taskId),
+              getTaskResult: async (_, extra) => (await extra.taskStore.getTaskResult(extra.taskId)) as CallToolResult,
+            },
+          );
+        return server;
+      };
+      const { client, ledger } = await hostOfFence(
+        { url: await httpUpstream(slow) },
+        { name: 'slow', timeoutMs: 300, tools: { research: { kind: 'create', intent: ['topic'] } } },
+      );
+      const statuses = async () => (await tasks.listTasks()).tasks.map((t) => t.status);
+      const answer = await call(client, 'research', { topic: 'tides' });
+      expect(answer._meta?.retrysafe?.status).toBe('needs-human');
+      await expect.poll(statuses, { timeout: 5000 }).toEqual(['cancelled']);
+      // the row ends at rest, for a person (or the lookup a card declares) to settle: never left dispatched
+      expect(await ledger.list({})).toEqual([expect.objectContaining({ state: 'handed-off', lastOutcome: 'unknown' })]);
+      // passed through (not fenced), the host gives up on it
+      const signal = AbortSignal.timeout(300);
+      const browse = client.callTool({ name: 'browse', arguments: { topic: 'tides' } }, undefined, { signal });
+      await expect(browse).rejects.toThrow();
+      await expect.poll(statuses, { timeout: 5000 }).toEqual(['cancelled', 'cancelled']);
+    },
+    20_000,
+  );
 
   it.each([
     ['in process', (fence: () => Server, f: HostFeatures) => clientOf(fence(), 'host', f)],

@@ -176,8 +176,17 @@ export const taskOnly = (tool: Pick<Tool, 'execution'> | undefined) => tool?.exe
  * loop waits out the poll interval first). */
 async function viaTask(c: Client, req: Request, schema: Parameters<Client['request']>[1], options: RequestOptions) {
   const { signal } = options;
-  // The task's progress comes under the token of the request that created it.
-  const { task } = await c.request(req, CreateTaskResultSchema, { ...options, task: {} });
+  const cancel = (taskId: string) => void c.experimental.tasks.cancelTask(taskId).catch(() => undefined);
+  // Its creation is not cancelled with the call (the task may exist already, its id then lost): a task created after the
+  // call was given up on is cancelled once its id is known. Its progress comes under the creating request's token.
+  const creating = c.request(req, CreateTaskResultSchema, {
+    ...options,
+    signal: undefined,
+    timeout: undefined,
+    task: {},
+  });
+  creating.then(({ task }) => signal?.aborted && cancel(task.taskId)).catch(() => undefined);
+  const { task } = await Promise.race([creating, aborted(signal)]);
   const polls = { signal, timeout: options.timeout };
   try {
     for (;;) {
@@ -191,9 +200,16 @@ async function viaTask(c: Client, req: Request, schema: Parameters<Client['reque
       signal?.throwIfAborted();
     }
   } finally {
-    if (signal?.aborted) void c.experimental.tasks.cancelTask(task.taskId).catch(() => undefined);
+    if (signal?.aborted) cancel(task.taskId);
   }
 }
+
+/** Rejects with `signal`'s reason once it aborts (never, without one). */
+const aborted = (signal: AbortSignal | undefined) =>
+  new Promise<never>((_, reject) => {
+    if (signal?.aborted) reject(signal.reason);
+    signal?.addEventListener('abort', () => reject(signal.reason), { once: true });
+  });
 
 /** The SDK's timeout of a request upstream, which `pausableTimeout` bounds instead. Node's longest timer. */
 const NO_TIMEOUT = 2 ** 31 - 1;
