@@ -82,8 +82,14 @@ async function answerLookupTool(ledger: Ledger, name: string, args: unknown) {
   }
 }
 
-/** The runner's answer to a tool call; an identical call in flight answers with the first one's. */
-type Run = (tool: AgentToolDefinition, params: unknown, meta: unknown) => Promise<AgentToolResult>;
+/** The runner's answer to a tool call, passed through `settle`; an identical call in flight answers with the first
+ * one's, or throws what its `settle` threw. */
+type Run = (
+  tool: AgentToolDefinition,
+  params: unknown,
+  meta: unknown,
+  settle?: (r: AgentToolResult) => AgentToolResult,
+) => Promise<AgentToolResult>;
 
 /** What a request handler is given besides the request: the caller's cancellation, and its channel for notifications
  * and requests. */
@@ -101,8 +107,8 @@ export function serveTools(
   call: (req: CallToolRequest, extra: Extra, run: Run) => Promise<object | undefined>,
 ) {
   const coalescer = options.coalescer ?? createCoalescer(options.ledger);
-  const run: Run = (tool, params, meta) =>
-    coalescer.call(tool.name, params, meta, () => callAgentTool(options.runner, tool, params));
+  const run: Run = (tool, params, meta, settle = (r) => r) =>
+    coalescer.call(tool.name, params, meta, () => callAgentTool(options.runner, tool, params).then(settle));
   // A listed tool of a lookup's name (an upstream's, passed through) is the lookup's: tool names are unique.
   server.setRequestHandler(ListToolsRequestSchema, async () => ({
     tools: [...listed().filter((t) => !LOOKUP_TOOLS.includes((t as Tool).name)), ...lookupTools(...lookups)] as Tool[],

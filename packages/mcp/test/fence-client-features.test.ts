@@ -8,8 +8,12 @@ import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import type { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { InMemoryTaskStore } from '@modelcontextprotocol/sdk/experimental/tasks';
 import type { Server } from '@modelcontextprotocol/sdk/server/index.js';
+import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
+import type { RequestTaskStore } from '@modelcontextprotocol/sdk/shared/protocol.js';
 import {
+  type CallToolResult,
   CreateMessageRequestSchema,
   ElicitRequestSchema,
   ListRootsRequestSchema,
@@ -19,6 +23,7 @@ import {
 import { asBusinessOperationId } from '@retrysafe/contract';
 import { createMemoryLedger } from '@retrysafe/core';
 import { describe, expect, it } from 'vitest';
+import * as z from 'zod/v4';
 import { connectUpstream } from '../src/fence/upstream.js';
 import { parseFenceConfig } from '../src/index.js';
 import {
@@ -29,7 +34,9 @@ import {
   fenceOver,
   filesystemServer,
   type HostFeatures,
+  hostOfFence,
   httpClientOf,
+  httpUpstream,
   onCleanup,
   servedOverHttp,
   tempDir,
@@ -148,6 +155,57 @@ describe('what the upstream asks its client, through the fence', () => {
     expect(JSON.stringify([refusedRow, await ledger.get(id), receipts])).not.toContain(elicitations[0]!.url);
   });
 
+  it('server-everything: two identical calls in flight when the upstream requires a URL (-32042): each gets its error', async () => {
+    const fence = await fenceOf([everythingServer, 'stdio'], 'everything', {
+      'trigger-url-elicitation': { kind: 'create', intent: ['url', 'elicitationId'] },
+    });
+    const ledger = createMemoryLedger();
+    const client = await clientOf(fence(ledger), 'host', { capabilities: { elicitation: { form: {}, url: {} } } });
+    const args = { url: 'https://example.com/consent', elicitationId: 'e-2', errorPath: true };
+    const twice = [call(client, 'trigger-url-elicitation', args), call(client, 'trigger-url-elicitation', { ...args })];
+    const refused = await Promise.all(twice.map((p) => p.catch((e: unknown) => e)));
+    const elicitations = [expect.objectContaining({ mode: 'url', url: 'https://modelcontextprotocol.io' })];
+    expect(refused).toEqual([
+      expect.objectContaining({ code: -32042, data: { elicitations } }),
+      expect.objectContaining({ code: -32042, data: { elicitations } }),
+    ]);
+    const rows = await ledger.list({});
+    expect(rows).toHaveLength(1);
+    const receipts = await ledger.receipts(rows[0]!.businessOperationId);
+    expect(JSON.stringify([rows, receipts])).not.toContain('modelcontextprotocol.io');
+  });
+
+  it('server-everything: the same call -32042 refuses, in flight through two fences on one ledger: the URL goes to one host, nothing is sent twice', async () => {
+    // The other fence (another process) waits for the first through the ledger, which never holds the URL: its host is
+    // told to call again once the user has been there. Sending it again in its place would be a call "after the user
+    // acted" that the user never made (server-everything then goes on).
+    const fence = await fenceOf([everythingServer, 'stdio'], 'everything', {
+      'trigger-url-elicitation': { kind: 'create', intent: ['url', 'elicitationId'] },
+    });
+    const ledger = createMemoryLedger();
+    const host = { capabilities: { elicitation: { form: {}, url: {} } } };
+    const hosts = [await clientOf(fence(ledger), 'host', host), await clientOf(fence(ledger), 'other host', host)];
+    const args = { url: 'https://example.com/consent', elicitationId: 'e-3', errorPath: true };
+    const answers = await Promise.all(
+      hosts.map((c) => call(c, 'trigger-url-elicitation', { ...args }).catch((e: unknown) => e)),
+    );
+    expect(answers).toEqual(
+      expect.arrayContaining([
+        expect.objectContaining({ code: -32042 }),
+        expect.objectContaining({
+          isError: true,
+          _meta: { retrysafe: expect.objectContaining({ status: 'needs-human' }) },
+        }),
+      ]),
+    );
+    const told = answers.find((a) => (a as Answer).isError) as Answer;
+    expect(text(told)).toMatch(/asks the user to take a step first/);
+    expect(text(told)).not.toContain('modelcontextprotocol.io');
+    const [row] = await ledger.list({});
+    const sends = (await ledger.receipts(row!.businessOperationId)).filter((r) => r.kind === 'dispatch');
+    expect(sends).toHaveLength(1);
+  });
+
   it('a host that never answers is given up on after hostAnswerMs: the upstream gets an error, the call its answer', async () => {
     // server-everything waits 10 minutes for an elicitation's answer: the host's goodwill must not be the only bound
     const fenced = { 'trigger-sampling-request': { kind: 'create', intent: ['prompt', 'maxTokens'] } };
@@ -182,6 +240,51 @@ describe('what the upstream asks its client, through the fence', () => {
     const tasks = async () => (await upstream.request({ method: 'tasks/list' }, ResultSchema)).tasks;
     await expect.poll(tasks).toEqual([expect.objectContaining({ status: 'cancelled' })]);
   });
+
+  it.each([
+    ['between polls (the upstream asks to be polled every ten minutes)', 0],
+    ['while the upstream creates it (its id not yet known)', 1000],
+  ])(
+    "a tool the upstream runs only as a task, given up on (the fence's timeout, the host's cancel) %s: its task is cancelled",
+    async (_, createMs) => {
+      const tasks = new InMemoryTaskStore();
+      const slow = () => {
+        const capabilities = { tasks: { cancel: {}, requests: { tools: { call: {} } } } };
+        const server = new McpServer({ name: 'slow', version: '1.0.0' }, { capabilities, taskStore: tasks });
+        const createTask = async (_: unknown, extra: { taskStore: RequestTaskStore }) => {
+          await new Promise((r) => setTimeout(r, createMs));
+          return { task: await extra.taskStore.createTask({ pollInterval: 600_000 }) };
+        };
+        for (const name of ['research', 'browse'])
+          server.experimental.tasks.registerToolTask(
+            name,
+            { inputSchema: { topic: z.string() }, execution: { taskSupport: 'required' } },
+            {
+              createTask,
+              getTask: async (_, extra) => extra.taskStore.getTask(extra.taskId),
+              getTaskResult: async (_, extra) => (await extra.taskStore.getTaskResult(extra.taskId)) as CallToolResult,
+            },
+          );
+        return server;
+      };
+      const { client, ledger } = await hostOfFence(
+        { url: await httpUpstream(slow) },
+        { name: 'slow', timeoutMs: 300, tools: { research: { kind: 'create', intent: ['topic'] } } },
+      );
+      const statuses = async () => (await tasks.listTasks()).tasks.map((t) => t.status);
+      const answer = await call(client, 'research', { topic: 'tides' });
+      expect(answer._meta?.retrysafe?.status).toBe('needs-human');
+      await expect.poll(statuses, { timeout: 5000 }).toEqual(['cancelled']);
+      // the row ends at rest, for a person (or the lookup a card declares) to settle: never left dispatched
+      expect(await ledger.list({})).toEqual([expect.objectContaining({ state: 'handed-off', lastOutcome: 'unknown' })]);
+      // passed through (not fenced), the host gives up on it
+      const signal = AbortSignal.timeout(300);
+      const browse = client.callTool({ name: 'browse', arguments: { topic: 'tides' } }, undefined, { signal });
+      await expect(browse).rejects.toThrow();
+      await expect.poll(statuses, { timeout: 5000 }).toEqual(['cancelled', 'cancelled']);
+    },
+    20_000,
+  );
 
   it.each([
     ['in process', (fence: () => Server, f: HostFeatures) => clientOf(fence(), 'host', f)],
@@ -277,6 +380,29 @@ describe('over --http, each host a session of its own', () => {
     await a.unsubscribeResource({ uri });
     const before = byB.updates;
     await expect.poll(() => byB.updates, { timeout: 8000 }).toBeGreaterThan(before);
+  });
+
+  it("a resource's updates reach the hosts subscribed to it; a host that leaves is unsubscribed upstream", async () => {
+    const http = await servedOverHttp(await everything());
+    const [a, b] = [await httpClientOf(http), await httpClientOf(http)];
+    const heard = (client: Client) => {
+      const got = { updates: 0, logs: [] as string[] };
+      client.fallbackNotificationHandler = async (n) => {
+        if (n.method === 'notifications/resources/updated') got.updates++;
+        if (n.method === 'notifications/message') got.logs.push(String(n.params?.data));
+      };
+      return got;
+    };
+    const [byA, byB] = [heard(a), heard(b)];
+    await a.subscribeResource({ uri: 'demo://resource/dynamic/text/1' });
+    await call(a, 'toggle-subscriber-updates', {});
+    await expect.poll(() => byA.updates, { timeout: 8000 }).toBeGreaterThan(0);
+    // A's session ends: server-everything acknowledges the unsubscribe with a log message, which B hears
+    await (a.transport as StreamableHTTPClientTransport).terminateSession();
+    await a.close();
+    await expect.poll(() => byB.logs.join('\n'), { timeout: 5000 }).toMatch(/Unsubscribe Resource request/);
+    // on B's stream the updates came before that message: B, not subscribed, heard none of them
+    expect(byB.updates).toBe(0);
   });
 
   it('a restarted upstream is subscribed again to what the hosts subscribed to', async () => {

@@ -2,7 +2,9 @@
 import { spawn, spawnSync } from 'node:child_process';
 import { once } from 'node:events';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:http';
 import { createRequire } from 'node:module';
+import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -11,6 +13,8 @@ import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js'
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { InMemoryTransport } from '@modelcontextprotocol/sdk/inMemory.js';
 import type { Server } from '@modelcontextprotocol/sdk/server/index.js';
+import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
+import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import { type ClientCapabilities, LATEST_PROTOCOL_VERSION } from '@modelcontextprotocol/sdk/types.js';
 import { asBusinessOperationId } from '@retrysafe/contract';
 import { createMemoryLedger, createRunner } from '@retrysafe/core';
@@ -19,7 +23,7 @@ import { afterEach } from 'vitest';
 import { followUpstream } from '../src/fence/fence-adapter.js';
 import type { FenceConfig } from '../src/fence/fence-config.js';
 import { createFenceServer } from '../src/fence/fence-server.js';
-import type { Upstream } from '../src/fence/upstream.js';
+import { connectUpstream, type Upstream, type UpstreamTarget } from '../src/fence/upstream.js';
 import { createFenceAdapter, parseFenceConfig, serveHttp } from '../src/index.js';
 
 export const bin = fileURLToPath(new URL('../dist/bin.js', import.meta.url));
@@ -118,6 +122,33 @@ export async function servedOverHttp(make: () => Server, options: Parameters<typ
   return http;
 }
 
+/** A streamable HTTP upstream in process: a server of `make()` (the official SDK's) answers each POST (stateless, in
+ * JSON), unless `before` answers it first with a status and headers (a rate limiter in front). Its URL. */
+export async function httpUpstream(
+  make: () => McpServer,
+  before: (message: { method?: string }) => { status: number; headers?: Record<string, string> } | undefined = () =>
+    undefined,
+): Promise<string> {
+  const http = createServer(async (req, res) => {
+    const chunks: Buffer[] = [];
+    for await (const c of req) chunks.push(c as Buffer);
+    const body = chunks.length ? JSON.parse(Buffer.concat(chunks).toString('utf8')) : undefined;
+    const refused = body && before(body);
+    if (refused) return void res.writeHead(refused.status, refused.headers).end('slow down');
+    const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true });
+    res.on('close', () => void transport.close());
+    await make().connect(transport);
+    await transport.handleRequest(req, res, body);
+  });
+  http.listen(0, '127.0.0.1');
+  await once(http, 'listening');
+  cleanups.push(() => {
+    http.closeAllConnections();
+    return new Promise((resolve) => http.close(resolve));
+  });
+  return `http://127.0.0.1:${(http.address() as AddressInfo).port}/mcp`;
+}
+
 /** The host: the official SDK client over streamable HTTP, with the bearer token. */
 export async function httpClientOf(
   { url, token }: { url: string; token: string },
@@ -206,6 +237,16 @@ export async function clientOf(
 export function fenceOver(config: FenceConfig, upstream: Upstream, ledger = createMemoryLedger()) {
   const runner = createRunner({ ledger });
   return createFenceServer({ runner, ledger, fence: followUpstream(config, upstream), upstream });
+}
+
+/** The host (the official SDK client) in process, on a fence over the upstream at `target` as the fence file `fence`
+ * (its ledger aside) says, on a memory ledger. */
+export async function hostOfFence(target: UpstreamTarget, fence: Record<string, unknown>) {
+  const upstream = await connectUpstream(target);
+  cleanups.push(() => upstream.close());
+  const ledger = createMemoryLedger();
+  const config = parseFenceConfig({ ledger: './unused.db', ...fence });
+  return { client: await clientOf(fenceOver(config, upstream, ledger)), ledger };
 }
 
 /** The fence adapter over an in-process orders upstream, `create_order` as `ordersTool` declares it and `tool` adds. */

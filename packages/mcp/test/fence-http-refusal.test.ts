@@ -1,9 +1,15 @@
 // A Streamable HTTP upstream that refuses the POST of a tools/call (401/403: its token expired, or lacks a scope)
-// never ran the tool, and refuses the same call again: a rejection, handed off after one call, not looked up.
+// never ran the tool, and refuses the same call again: a rejection, handed off after one call, not looked up. One that
+// throttles it (429) did not run it either: the call is sent again after the upstream's Retry-After, within the
+// runner's cap on it.
 import { StreamableHTTPError } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
+import { asBusinessOperationId } from '@retrysafe/contract';
 import { createMemoryLedger, createRunner } from '@retrysafe/core';
 import { describe, expect, it } from 'vitest';
-import { fenceAdapter } from './fence-helpers.js';
+import * as z from 'zod/v4';
+import { UpstreamThrottledError } from '../src/fence/upstream.js';
+import { type Answer, fenceAdapter, hostOfFence, httpUpstream, lookupOrder } from './fence-helpers.js';
 
 describe('an upstream HTTP 401/403 on the call itself', () => {
   it.each([
@@ -22,5 +28,63 @@ describe('an upstream HTTP 401/403 on the call itself', () => {
     expect(packets).toMatchObject([{ reason: 'rejected' }]);
     expect(packets[0]!.explanation).toContain(reason);
     expect(calls).toBe(1);
+  });
+});
+
+describe('an upstream HTTP 429 on the call itself', () => {
+  /** The fence over an upstream on HTTP whose first tools/call is answered 429 with `retryAfter`; the orders it made. */
+  async function throttledOnce(retryAfter: string) {
+    const orders: string[] = [];
+    const make = () => {
+      const server = new McpServer({ name: 'orders', version: '1.0.0' });
+      server.registerTool('create_order', { inputSchema: { ref: z.string() } }, async ({ ref }) => {
+        orders.push(ref);
+        return { content: [{ type: 'text', text: `made ${ref}` }] };
+      });
+      return server;
+    };
+    let throttled = false;
+    const limiter = ({ method }: { method?: string }) => {
+      if (method !== 'tools/call' || throttled) return undefined;
+      throttled = true;
+      return { status: 429, headers: { 'retry-after': retryAfter } };
+    };
+    const { client, ledger } = await hostOfFence(
+      { url: await httpUpstream(make, limiter) },
+      {
+        name: 'orders',
+        policy: { baseMs: 10, capMs: 50 },
+        tools: { create_order: { kind: 'create', intent: ['ref'] } },
+      },
+    );
+    const answer = (await client.callTool({ name: 'create_order', arguments: { ref: 'PO-1' } })) as Answer;
+    const id = asBusinessOperationId(answer._meta!.retrysafe!.businessOperationId!);
+    return { answer, orders, record: await ledger.get(id), receipts: await ledger.receipts(id) };
+  }
+
+  it("⇒ not applied: sent again once the upstream's Retry-After has passed, and made once", async () => {
+    const { answer, orders, receipts } = await throttledOnce('1');
+    expect(answer._meta?.retrysafe).toMatchObject({ status: 'done', adopted: false });
+    expect(orders).toEqual(['PO-1']);
+    expect(receipts.map((r) => r.outcome)).toEqual(['not-applied', 'succeeded']);
+    expect(receipts[0]!.decision.delayMs).toBeGreaterThanOrEqual(1000);
+  });
+
+  it("on the lookup tool: it cannot tell yet, and the next lookup waits the upstream's Retry-After", async () => {
+    const adapter = fenceAdapter({}, async () => {
+      throw new UpstreamThrottledError('the upstream answered HTTP 429: slow down', '7');
+    });
+    expect(await lookupOrder(adapter, { customer: 'cus_1', ref: 'PO-1' })).toMatchObject({
+      kind: 'cannot-tell',
+      status: 429,
+      retryAfterMs: 7000,
+    });
+  });
+
+  it('a Retry-After beyond the cap is not waited for: handed off at once as not applied, nothing made', async () => {
+    const { answer, orders, record } = await throttledOnce('3600');
+    expect(answer._meta?.retrysafe?.status).toBe('needs-human');
+    expect(orders).toEqual([]);
+    expect(record).toMatchObject({ lastOutcome: 'not-applied', handoff: { reason: 'retry-exhausted' } });
   });
 });

@@ -9,14 +9,21 @@ import {
   type Outcome,
   UnknownOperationError,
 } from '@retrysafe/contract';
-import { callerRefusal, classifyTransportFailure, lookupMiss, saysMoreFollow } from '@retrysafe/contract/provider';
+import {
+  callerRefusal,
+  cannotTellFrom,
+  classifyTransportFailure,
+  lookupMiss,
+  retryAfterOf,
+  saysMoreFollow,
+} from '@retrysafe/contract/provider';
 import { normalizeParams } from '@retrysafe/contract/rules';
 import { checkParamsSchema } from '@retrysafe/core/internal';
 import { LOOKUP_TOOLS } from '../server.js';
 import { KEY_CHARSET, named, toolCard } from './fence-card.js';
 import { type FenceConfig, FenceConfigError, type FenceToolConfig } from './fence-config.js';
 import { hideProperty, INDEX, inMcpDialect, textArguments, undeclaredPart } from './fence-schema.js';
-import { type UpstreamClient, UpstreamUnavailableError } from './upstream.js';
+import { type UpstreamClient, UpstreamThrottledError, UpstreamUnavailableError } from './upstream.js';
 
 export interface ToolAnswer {
   readonly isError?: boolean;
@@ -225,6 +232,9 @@ function classifyToolError(error: unknown): Outcome {
     (error instanceof Error && code === undefined && error.message === 'Not connected')
   )
     return { kind: 'not-applied', message: `upstream not reached: ${message}`, code: 'not-connected' };
+  // Throttled (HTTP 429): the upstream did not take the request in; it may be sent again after its wait.
+  if (error instanceof UpstreamThrottledError)
+    return { kind: 'not-applied', message, status: 429, code: 'http-429', ...retryAfterOf(error.retryAfter) };
   // An HTTP upstream that refuses the token or its scope (MCP authorization: 401, 403) never ran the tool.
   const status = error instanceof StreamableHTTPError ? error.code : undefined;
   const refused = callerRefusal(status);
@@ -394,10 +404,8 @@ function adapterOf(config: FenceConfig, client: UpstreamClient, operations: Reco
       try {
         answer = (await send(l.tool, args, ctx.signal)) as ToolAnswer;
       } catch (error) {
-        return {
-          kind: 'cannot-tell',
-          reason: `lookup tool ${l.tool} gave no answer: ${classifyToolError(error).kind}`,
-        };
+        const outcome = classifyToolError(error);
+        return cannotTellFrom(outcome, `lookup tool ${l.tool} gave no answer: ${outcome.kind}`);
       }
       if (answer.isError) return { kind: 'cannot-tell', reason: `lookup tool ${l.tool} answered an error` };
       const value = answerValue(answer);

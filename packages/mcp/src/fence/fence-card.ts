@@ -27,6 +27,8 @@ const FENCE_KEYS = { 'businessOperationId.normalize': 'normalize', paramComparis
 const CLASSIFY = 'fence: packages/mcp/src/fence/fence-adapter.ts (classify)';
 const MCP_ERRORS = 'https://modelcontextprotocol.io/specification/2025-06-18/server/tools#error-handling';
 const MCP_AUTH_ERRORS = 'https://modelcontextprotocol.io/specification/2025-06-18/basic/authorization#error-handling';
+/** A 429 refuses the request for its rate: the upstream did not take it in. */
+const HTTP_429 = 'https://www.rfc-editor.org/rfc/rfc6585#section-4';
 
 /** What the fence file declares; the rest is `unknown` and listed as unverified. */
 function fenceCard(config: Pick<FenceConfig, 'name' | 'policy'>, toolName: string, t: FenceToolConfig) {
@@ -132,8 +134,12 @@ function fenceCard(config: Pick<FenceConfig, 'name' | 'policy'>, toolName: strin
     ...keyFields,
     lookup,
     retryableErrors: fact(
-      ['a transport that never connected (not-applied)', 'a timeout or a closed connection (unknown: look up first)'],
-      CLASSIFY,
+      [
+        'a transport that never connected (not-applied)',
+        'HTTP 429 to the call (not-applied: sent again after its Retry-After, within the cap)',
+        'a timeout or a closed connection (unknown: look up first)',
+      ],
+      `${CLASSIFY}; ${HTTP_429}`,
     ),
     nonRetryableErrors: fact(
       [

@@ -118,7 +118,7 @@ export function createFenceServer(options: ServingOptions & { fence: Fence; upst
   };
   const asHost = <T>(extra: Extra, f: () => Promise<T>) =>
     hostCall.run({ host, ask: (r, o) => extra.sendRequest(r as never, ResultSchema, o) }, f);
-  let leave = () => false;
+  let leave: () => void = () => undefined;
   server.oninitialized = () => {
     leave = upstream.addHost(host);
   };
@@ -145,10 +145,13 @@ export function createFenceServer(options: ServingOptions & { fence: Fence; upst
       const token = _meta?.progressToken;
       // A host that asks for progress gets the upstream's for the calls that run this one, as for a pass-through call.
       const call: Parameters<typeof fencedCall.run>[0] = token === undefined ? {} : { onprogress: relay(extra, token) };
-      const result = await fencedCall.run(call, () => run(definition, params, _meta));
       // Refused until the user opens a URL: the host gets the upstream's error as a pass-through call does, and calls
-      // again once the user has been there.
-      if (call.urlRequired !== undefined && result.status === 'needs-human') throw call.urlRequired;
+      // again once the user has been there; so does the host of an identical call in flight, which shares this run.
+      const urlRequired = (r: AgentToolResult) => {
+        if (call.urlRequired !== undefined && r.status === 'needs-human') throw call.urlRequired;
+        return r;
+      };
+      const result = await fencedCall.run(call, () => run(definition, params, _meta, urlRequired));
       return fencedReply(result, tool.outputSchema as Record<string, unknown> | undefined);
     }
     // Pass-through: unchanged (its _meta too), with the caller's cancellation and the upstream's progress.

@@ -9,6 +9,7 @@ import { DEFAULT_REQUEST_TIMEOUT_MSEC, type RequestOptions } from '@modelcontext
 import {
   CallToolResultSchema,
   type ClientCapabilities,
+  CreateTaskResultSchema,
   ErrorCode,
   type LoggingLevel,
   LoggingLevelSchema,
@@ -40,6 +41,24 @@ export type UpstreamClient = Pick<Upstream, 'callTool'>;
 /** The upstream is not connected and could not be restarted: nothing was sent. */
 export class UpstreamUnavailableError extends Error {
   override readonly name = 'UpstreamUnavailableError';
+}
+
+/** An HTTP upstream's 429 with its Retry-After, which the SDK's transport error leaves out. */
+export class UpstreamThrottledError extends StreamableHTTPError {
+  constructor(
+    message: string,
+    readonly retryAfter: string | null,
+  ) {
+    super(429, message);
+  }
+}
+
+/** The HTTP transport's fetch: a 429 is thrown as UpstreamThrottledError, so the call's error keeps the wait. */
+async function keepingRetryAfter(url: string | URL, init?: RequestInit): Promise<Response> {
+  const res = await fetch(url, init);
+  if (res.status !== 429) return res;
+  const text = await res.text().catch(() => '');
+  throw new UpstreamThrottledError(`the upstream answered HTTP 429: ${text}`, res.headers.get('retry-after'));
 }
 
 /** Restarts of a dead upstream: tries, and the first delay, doubled each try. */
@@ -97,11 +116,23 @@ export interface Host {
 /** The log levels, least severe first. */
 const LEVELS: readonly string[] = LoggingLevelSchema.options;
 
-/** Whether `host` hears `n`: not a log message below the level it set. */
-const hears = (host: Host, n: Notification) =>
-  n.method !== 'notifications/message' ||
-  !host.level ||
-  LEVELS.indexOf(String(n.params?.level)) >= LEVELS.indexOf(host.level);
+/** Whether `host` subscribed to the resource `uri` or to one it is beneath (an update may name a sub-resource). */
+const subscribedTo = (host: Host, uri: string) =>
+  [...host.subscribed].some((s) => uri === s || (uri.startsWith(s) && /^[/?#]/.test(uri.slice(s.length))));
+
+/** Whether `host` hears `n`: not a log message below the level it set, nor a resource's update it did not subscribe to
+ * (one none of `hosts` subscribed to by its URI goes to each that subscribed to any: whose it is cannot be told). */
+function hears(host: Host, n: Notification, hosts: Iterable<Host>): boolean {
+  if (n.method === 'notifications/resources/updated') {
+    const uri = String(n.params?.uri);
+    return [...hosts].some((h) => subscribedTo(h, uri)) ? subscribedTo(host, uri) : host.subscribed.size > 0;
+  }
+  return (
+    n.method !== 'notifications/message' ||
+    !host.level ||
+    LEVELS.indexOf(String(n.params?.level)) >= LEVELS.indexOf(host.level)
+  );
+}
 
 /** The host call being served: what the upstream asks while a request sent for it runs goes to its host, on the
  * stream of that call (`ask` sends it as related to the call). */
@@ -140,21 +171,45 @@ function refusal(method: string, params: Request['params'], candidates: Readonly
  * server does with a tool whose tasks are optional, and lists it as a tool the host calls as any other. */
 export const taskOnly = (tool: Pick<Tool, 'execution'> | undefined) => tool?.execution?.taskSupport === 'required';
 
-/** `req` run as a task of `c`: its result, or the error it ended with. A task given up on (the host cancelled, or the
- * timeout) is cancelled, as a request is. */
+/** `req` run as a task of `c`: its result, or the error it ended with. Polled as the upstream asks, but a task given up
+ * on (the host cancelled, or the timeout) is cancelled at once, as a request is, not at the next poll (the SDK's own
+ * loop waits out the poll interval first). */
 async function viaTask(c: Client, req: Request, schema: Parameters<Client['request']>[1], options: RequestOptions) {
-  let taskId: string | undefined;
+  const { signal } = options;
+  const cancel = (taskId: string) => void c.experimental.tasks.cancelTask(taskId).catch(() => undefined);
+  // Its creation is not cancelled with the call (the task may exist already, its id then lost): a task created after the
+  // call was given up on is cancelled once its id is known. Its progress comes under the creating request's token.
+  const creating = c.request(req, CreateTaskResultSchema, {
+    ...options,
+    signal: undefined,
+    timeout: undefined,
+    task: {},
+  });
+  creating.then(({ task }) => signal?.aborted && cancel(task.taskId)).catch(() => undefined);
+  const { task } = await Promise.race([creating, aborted(signal)]);
+  const polls = { signal, timeout: options.timeout };
   try {
-    for await (const m of c.experimental.tasks.requestStream(req, schema, { ...options, task: {} })) {
-      if (m.type === 'taskCreated') taskId = m.task.taskId;
-      if (m.type === 'error') throw m.error;
-      if (m.type === 'result') return m.result;
+    for (;;) {
+      const { status, pollInterval } = await c.experimental.tasks.getTask(task.taskId, polls);
+      // input_required: tasks/result carries what the upstream asks, and answers once the task ends.
+      if (status === 'completed' || status === 'input_required')
+        return await c.experimental.tasks.getTaskResult(task.taskId, schema as never, polls);
+      if (status === 'failed' || status === 'cancelled')
+        throw new McpError(ErrorCode.InternalError, `the upstream's task for ${req.method} ${status}`);
+      await sleep(pollInterval ?? 1000, undefined, { signal }).catch(() => undefined);
+      signal?.throwIfAborted();
     }
   } finally {
-    if (taskId && options.signal?.aborted) void c.experimental.tasks.cancelTask(taskId).catch(() => undefined);
+    if (signal?.aborted) cancel(task.taskId);
   }
-  throw new McpError(ErrorCode.InternalError, `the upstream's task for ${req.method} ended without a result`);
 }
+
+/** Rejects with `signal`'s reason once it aborts (never, without one). */
+const aborted = (signal: AbortSignal | undefined) =>
+  new Promise<never>((_, reject) => {
+    if (signal?.aborted) reject(signal.reason);
+    signal?.addEventListener('abort', () => reject(signal.reason), { once: true });
+  });
 
 /** The SDK's timeout of a request upstream, which `pausableTimeout` bounds instead. Node's longest timer. */
 const NO_TIMEOUT = 2 ** 31 - 1;
@@ -214,6 +269,24 @@ function hostSessions(
   const busy: { readonly call: HostCall; readonly timeout: ReturnType<typeof pausableTimeout> }[] = [];
   const listeners = new Map<(n: Notification) => void, Host>();
   const level = () => LEVELS[Math.min(...[...hosts].map((h) => LEVELS.indexOf(h.level ?? 'debug')))] as LoggingLevel;
+  /** A host's request other than a tool call. The upstream's tasks are the fence's own (see `taskOnly`): no host's
+   * to read or cancel. */
+  async function hostRequest(host: Host, { method, params }: Request, opts?: RequestOptions): Promise<Result> {
+    if (method.startsWith('tasks/'))
+      throw new McpError(ErrorCode.MethodNotFound, `${method}: the retrysafe fence does not offer tasks`);
+    const uri = String(params?.uri);
+    if (method === 'logging/setLevel' && LEVELS.includes(String(params?.level))) {
+      host.level = params?.level as LoggingLevel;
+      return send({ method, params: { ...params, level: level() } }, opts);
+    }
+    if (method === 'resources/unsubscribe') {
+      host.subscribed.delete(uri);
+      if ([...hosts].some((h) => h.subscribed.has(uri))) return {};
+    }
+    const answer = await send({ method, params }, opts);
+    if (method === 'resources/subscribe') host.subscribed.add(uri);
+    return answer;
+  }
   return {
     busy,
     /** A request of the upstream, sent to the one host it can be for: the host of the calls in flight, else the one
@@ -240,7 +313,12 @@ function hostSessions(
     addHost(host: Host) {
       hosts.add(host);
       if (host.capabilities()?.roots) void notify({ method: 'notifications/roots/list_changed' });
-      return () => hosts.delete(host);
+      // A host that goes ends its subscriptions, as its unsubscribe would.
+      return () => {
+        hosts.delete(host);
+        for (const uri of [...host.subscribed])
+          void hostRequest(host, { method: 'resources/unsubscribe', params: { uri } }).catch(() => undefined);
+      };
     },
     /** Every notification the upstream sends that `host` hears (after the fence has acted on a tool list change). */
     onNotification(host: Host, listener: (n: Notification) => void) {
@@ -249,31 +327,14 @@ function hostSessions(
     },
     /** The upstream's notification `n`, to each host that hears it. */
     tell(n: Notification) {
-      for (const [l, host] of listeners) if (hears(host, n)) l(n);
+      for (const [l, host] of listeners) if (hears(host, n, hosts)) l(n);
     },
+    hostRequest,
     /** A restarted upstream is a new session: it is asked again what the hosts asked of the one before. */
     restore(c: Client) {
       for (const uri of new Set([...hosts].flatMap((h) => [...h.subscribed])))
         void c.request({ method: 'resources/subscribe', params: { uri } }, ResultSchema).catch(() => undefined);
       if ([...hosts].some((h) => h.level)) void c.setLoggingLevel(level()).catch(() => undefined);
-    },
-    /** A host's request other than a tool call. The upstream's tasks are the fence's own (see `taskOnly`): no host's
-     * to read or cancel. */
-    async hostRequest(host: Host, { method, params }: Request, opts?: RequestOptions): Promise<Result> {
-      if (method.startsWith('tasks/'))
-        throw new McpError(ErrorCode.MethodNotFound, `${method}: the retrysafe fence does not offer tasks`);
-      const uri = String(params?.uri);
-      if (method === 'logging/setLevel' && LEVELS.includes(String(params?.level))) {
-        host.level = params?.level as LoggingLevel;
-        return send({ method, params: { ...params, level: level() } }, opts);
-      }
-      if (method === 'resources/unsubscribe') {
-        host.subscribed.delete(uri);
-        if ([...hosts].some((h) => h.subscribed.has(uri))) return {};
-      }
-      const answer = await send({ method, params }, opts);
-      if (method === 'resources/subscribe') host.subscribed.add(uri);
-      return answer;
     },
   };
 }
@@ -307,7 +368,7 @@ export async function connectUpstream(
     c.fallbackRequestHandler = shared.toHost as never;
     const transport =
       'url' in target
-        ? new StreamableHTTPClientTransport(new URL(target.url))
+        ? new StreamableHTTPClientTransport(new URL(target.url), { fetch: keepingRetryAfter })
         : new StdioClientTransport({
             command: target.command,
             args: [...(target.args ?? [])],
