@@ -34,12 +34,12 @@ import {
   expired,
   fromItem,
   type Item,
-  MAX_ITEM_BYTES,
-  MAX_NEW_ITEM_BYTES,
+  maxBytes,
   nextStored,
   type Stored,
   toItem,
   toReceipts,
+  withinSize,
 } from './rows.js';
 import { createTable, optimistic, type Table } from './tx.js';
 
@@ -227,7 +227,7 @@ export function createDynamoDbLedger(options: DynamoDbLedgerOptions): Ledger {
    */
   async function store(what: string, next: Stored, current: Stored | null): Promise<boolean> {
     const it = item(next);
-    checkSize(it, current === null ? MAX_NEW_ITEM_BYTES : MAX_ITEM_BYTES, what);
+    checkSize(it, maxBytes(next, current), what);
     return current === null
       ? t.putNew(what, it, Date.now())
       : t.update(what, it, current.record.fence, current.version);
@@ -252,7 +252,8 @@ export function createDynamoDbLedger(options: DynamoDbLedgerOptions): Ledger {
       (current) => {
         const updated = fencedTransition(current?.record ?? null, ref, next, receipt, current?.lastSeq ?? 0);
         if (updated === current!.record) return { answer: updated };
-        const write = nextStored(updated, current, receipt);
+        const whole = nextStored(updated, current, receipt);
+        const write = withinSize(whole, item(whole), maxBytes(whole, current));
         return { write, answer: write.record };
       },
       (write, current) => store(what, write, current),

@@ -53,6 +53,17 @@ async function editItem(table: string, id: string, attribute: 'record' | 'receip
   }
 }
 
+/** A receipt of `id` carrying `kb` KB of message (the ledger stores the chain it is given; it does not check hashes). */
+const bigReceipt = (id: string, seq: number, kb: number) =>
+  ({
+    businessOperationId: id,
+    seq,
+    kind: 'lookup',
+    prevHash: null,
+    hash: `${seq}`.repeat(64),
+    message: 'm'.repeat(kb * 1024),
+  }) as never;
+
 describe('the DynamoDB ledger', () => {
   it('a stored record that is JSON null is a LedgerError, never an absent operation a new claim writes over', async () => {
     const l = await ledgers(2);
@@ -333,13 +344,46 @@ describe('the DynamoDB ledger', () => {
     const ref = { businessOperationId: id, fence: 1 };
     const before = await rawItem(l.table, id);
     await expect(
-      l.first.setState(ref, { state: 'succeeded', result: { body: 'z'.repeat(200 * 1024) }, now: T0 + 1 }),
+      l.first.setState(ref, { state: 'succeeded', receipt: bigReceipt(id, 1, 200), now: T0 + 1 }),
     ).rejects.toSatisfy(LedgerError.isInstance);
     expect(await rawItem(l.table, id)).toEqual(before);
     // The operation carries on within the limit.
     expect(await l.first.setState(ref, { state: 'succeeded', result: { id: 'rec_1' }, now: T0 + 2 })).toMatchObject({
       state: 'succeeded',
     });
+    await l.close();
+  });
+
+  it('a provider result too large for the item: the operation is stored succeeded with a note in place of the result, never left in flight', async () => {
+    const l = await ledgers(2);
+    const id = newId('huge-result');
+    await l.first.claim(claimOf(id, { params: { ref: id, blob: 'y'.repeat(200 * 1024) }, dispatch: true }));
+    const done = await l.first.setState(
+      { businessOperationId: id, fence: 1 },
+      { state: 'succeeded', result: { body: 'z'.repeat(200 * 1024) }, providerRef: 'rec_9', now: T0 + 1 },
+    );
+    expect(done).toMatchObject({ state: 'succeeded', providerRef: 'rec_9', result: { notStored: 'result' } });
+    // Another process running the same id again is answered from the stored record, the note telling why.
+    const again = await l.all[1]!.claim(claimOf(id, { owner: 'w2', now: T0 + 2 }));
+    expect(again).toMatchObject({ kind: 'terminal', record: { state: 'succeeded', result: done.result } });
+    expect(JSON.stringify(done.result)).toMatch(/\d+ bytes/);
+    await l.close();
+  });
+
+  it('receipts that filled the room of an open operation still leave room to hand it off and resolve it', async () => {
+    const l = await ledgers(1);
+    const id = newId('full-receipts');
+    await l.first.claim(claimOf(id, { params: { ref: id, blob: 'y'.repeat(200 * 1024) }, dispatch: true }));
+    const ref = { businessOperationId: id, fence: 1 };
+    let seq = 0;
+    const append = () => l.first.appendReceipt(ref, bigReceipt(id, seq + 1, 40)).then(() => seq++);
+    while (seq < 10) if ((await append().catch((e: unknown) => e)) instanceof Error) break;
+    expect(seq).toBeLessThan(10);
+    expect(await l.first.handOff(ref, packetOf(id), T0 + 1, bigReceipt(id, ++seq, 20))).toMatchObject({
+      state: 'handed-off',
+    });
+    const closed = await l.first.resolve(id, { action: 'abandon' }, T0 + 2, bigReceipt(id, ++seq, 20));
+    expect(closed).toMatchObject({ state: 'abandoned' });
     await l.close();
   });
 
