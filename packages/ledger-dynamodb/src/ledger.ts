@@ -2,6 +2,7 @@ import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import {
   type ClaimInput,
   type ClaimResult,
+  ClockSkewError,
   type Fenced,
   type Ledger,
   LedgerError,
@@ -54,6 +55,9 @@ interface DynamoDbLedgerBase {
   /** Without `client`: how long a request may go unanswered before it fails (the SDK retries it, then a
    * `LedgerError`), so a service that never answers holds no run for ever. Default 15 000. */
   readonly requestTimeoutMs?: number;
+  /** A claim on a machine whose clock is surely further than this from DynamoDB's (its answers' Date header) is
+   * refused with `ClockSkewError`: leases are judged on the workers' clocks. Default 1000. */
+  readonly maxClockSkewMs?: number;
 }
 
 /** Without `retentionMs`, closed operations are kept until `prune`. */
@@ -81,13 +85,16 @@ const PRUNE_BATCH = 500;
 function checkOptions(options: DynamoDbLedgerOptions) {
   if (typeof options?.table !== 'string' || options.table.length < 3)
     throw new LedgerError('createDynamoDbLedger needs { table } (a DynamoDB table name, 3 characters or more)');
-  const { table, requestTimeoutMs = 15_000, retentionMs: retention } = options;
+  const { table, requestTimeoutMs = 15_000, maxClockSkewMs = 1000, retentionMs: retention } = options;
   if (!(Number.isInteger(requestTimeoutMs) && requestTimeoutMs > 0))
     throw new LedgerError(`requestTimeoutMs must be a whole number > 0, got ${String(requestTimeoutMs)}`);
-  if (retention === undefined) return { table, requestTimeoutMs, retainFor: () => null };
+  if (!(Number.isFinite(maxClockSkewMs) && maxClockSkewMs >= 0))
+    throw new LedgerError(`maxClockSkewMs must be a number ≥ 0, got ${String(maxClockSkewMs)}`);
+  const checked = { table, requestTimeoutMs, maxClockSkewMs };
+  if (retention === undefined) return { ...checked, retainFor: () => null };
   if (!(Number.isFinite(retention) && retention > 0))
     throw new LedgerError(`retentionMs must be a number > 0, got ${String(retention)}`);
-  return { table, requestTimeoutMs, retainFor: ttlRule(retention, options.cards, options.policy) };
+  return { ...checked, retainFor: ttlRule(retention, options.cards, options.policy) };
 }
 
 /** DynamoDB's TTL deletes by itself: never below the retention floor (contract/rules), as a prune. */
@@ -262,11 +269,20 @@ export function createDynamoDbLedger(options: DynamoDbLedgerOptions): Ledger {
     return answer;
   }
 
+  /** Refuses a claim while this machine's clock is surely more than maxClockSkewMs off DynamoDB's (as last read). */
+  function refuseSkewed(id: string): void {
+    const skew = t.skew();
+    // What the clock is surely off by: ahead when even the bracket's low end is, behind when its high end is.
+    const off = skew === null ? 0 : Math.max(skew.lo, 0) + Math.min(skew.hi, 0);
+    if (Math.abs(off) > o.maxClockSkewMs) throw new ClockSkewError(Math.round(off), o.maxClockSkewMs, `claim of ${id}`);
+  }
+
   async function claim(input: ClaimInput): Promise<ClaimResult> {
     const id = input.businessOperationId;
     const cached = known.get(id);
     // A new id is the common case: try the new item first, read only when one is there.
     const start = { current: cached ?? null, known: true };
+    let unchecked = false;
     const { answer, written } = await optimistic(
       t,
       id,
@@ -274,14 +290,23 @@ export function createDynamoDbLedger(options: DynamoDbLedgerOptions): Ledger {
       start,
       (current) => {
         const { result, write } = claimTransition(current?.record ?? null, input);
-        return write === null
-          ? { answer: result }
-          : { write: nextStored(write, current, input.receipt), answer: result };
+        if (write === null) return { answer: result };
+        unchecked = t.skew() === null;
+        refuseSkewed(id);
+        return { write: nextStored(write, current, input.receipt), answer: result };
       },
       (write, current) => store('claim', write, current),
     );
+    known.forget(id);
+    // Written before any answer told DynamoDB's clock (only a new item can be): judged on the write's own answer, taken back if refused.
+    if (written && unchecked)
+      try {
+        refuseSkewed(id);
+      } catch (err) {
+        await t.remove(id, written.version);
+        throw err;
+      }
     if (written) known.remember(written);
-    else known.forget(id);
     return answer;
   }
 

@@ -14,6 +14,8 @@ import { deleteAt, getItem, putNew, queryOpen, scanPage, updateAt } from './stat
 /** How often a write is tried again when the item changed between its read and its write. */
 const MAX_TRIES = 8;
 
+let tables = 0;
+
 const conditionFailed = (err: unknown) => (err as { name?: string } | null)?.name === 'ConditionalCheckFailedException';
 
 /**
@@ -22,6 +24,21 @@ const conditionFailed = (err: unknown) => (err as { name?: string } | null)?.nam
  */
 export function createTable(client: DynamoDBClient, table: string) {
   let closed = false;
+  /** This machine's clock minus DynamoDB's, bracketed from the last answer's Date header (null: none yet). */
+  let skew: { readonly lo: number; readonly hi: number } | null = null;
+  const clockNote = `retrysafeClock${++tables}`;
+  // A stand-in client without a middleware stack gives no reading: its claims are not checked.
+  client.middlewareStack?.add(
+    (next) => async (args) => {
+      const sentAt = Date.now();
+      const out = await next(args);
+      const date = Date.parse((out.response as { headers?: Record<string, string> }).headers?.date ?? '');
+      // The service read its clock between sentAt and now; the header keeps whole seconds of it.
+      if (Number.isFinite(date)) skew = { lo: sentAt - date - 1000, hi: Date.now() - date };
+      return out;
+    },
+    { step: 'deserialize', name: clockNote },
+  );
   const refuseClosed = (what: string) => {
     if (closed) throw new LedgerError(`DynamoDB ledger ${what} on table ${table}: the ledger is closed`);
   };
@@ -89,9 +106,11 @@ export function createTable(client: DynamoDBClient, table: string) {
     open: (state: string, what: string) =>
       all(what, (start) => client.send(new QueryCommand(queryOpen(table, state, start)))),
     scan: (what: string) => all(what, (start) => client.send(new ScanCommand(scanPage(table, start)))),
+    skew: () => skew,
     /** Every request from now on is refused; those already sent finish. */
     close() {
       closed = true;
+      client.middlewareStack?.remove(clockNote);
     },
   };
 }

@@ -3,7 +3,7 @@
 // wrote), a write whose answer is lost, TTL retention and the sparse index of open operations.
 import { createServer } from 'node:net';
 import { CreateTableCommand, type DynamoDBClient, GetItemCommand, UpdateItemCommand } from '@aws-sdk/client-dynamodb';
-import { type BusinessOperationId, LeaseLostError, LedgerError } from '@retrysafe/contract';
+import { type BusinessOperationId, ClockSkewError, LeaseLostError, LedgerError } from '@retrysafe/contract';
 import { claimOf, packetOf } from '@retrysafe/testkit/ledger';
 import { afterAll, describe, expect, it, vi } from 'vitest';
 import { createDynamoDbLedger, type DynamoDbLedgerOptions, ensureTable, tableDefinition } from '../src/index.js';
@@ -384,6 +384,36 @@ describe('the DynamoDB ledger', () => {
     });
     const closed = await l.first.resolve(id, { action: 'abandon' }, T0 + 2, bigReceipt(id, ++seq, 20));
     expect(closed).toMatchObject({ state: 'abandoned' });
+    await l.close();
+  });
+
+  it("a worker whose clock is off DynamoDB's by an hour is refused its claims, from its first request on: nothing written", async () => {
+    const l = await ledgers(1);
+    const realNow = Date.now;
+    for (const offMs of [3_600_000, -3_600_000]) {
+      const skewed = createDynamoDbLedger({ table: l.table, client: db.client() });
+      const spy = vi.spyOn(Date, 'now').mockImplementation(() => realNow() + offMs);
+      try {
+        const now = Date.now();
+        for (const id of [newId('skewed-first'), newId('skewed-next')]) {
+          const err = await skewed.claim(claimOf(id, { now, dispatch: true })).catch((e: unknown) => e);
+          expect(ClockSkewError.isInstance(err), String(err)).toBe(true);
+          expect(await rawItem(l.table, id)).toBeUndefined();
+        }
+        if (offMs < 0) continue;
+        // Nor can it take over a live lease of a worker whose clock is right.
+        const live = newId('live');
+        spy.mockRestore();
+        await l.first.claim(claimOf(live, { now: realNow(), leaseMs: 60_000, dispatch: true }));
+        vi.spyOn(Date, 'now').mockImplementation(() => realNow() + offMs);
+        const takeover = skewed.claim(claimOf(live, { owner: 'w2', now: Date.now(), dispatch: true }));
+        await expect(takeover).rejects.toSatisfy(ClockSkewError.isInstance);
+        expect(await l.first.get(live)).toMatchObject({ fence: 1, leaseOwner: 'worker-1' });
+      } finally {
+        vi.restoreAllMocks();
+        await skewed.close();
+      }
+    }
     await l.close();
   });
 
