@@ -214,6 +214,36 @@ describe('the DynamoDB ledger', () => {
     client.destroy();
   });
 
+  it('ensureTable refuses a table made elsewhere with other keys or an index that does not hold the records', async () => {
+    const client = db.client();
+    const def = tableDefinition('x');
+    const index = def.GlobalSecondaryIndexes![0]!;
+    const variants = {
+      'index keys only': {
+        GlobalSecondaryIndexes: [{ ...index, Projection: { ProjectionType: 'KEYS_ONLY' as const } }],
+      },
+      'index by state': {
+        AttributeDefinitions: [...def.AttributeDefinitions!, { AttributeName: 'state', AttributeType: 'S' as const }],
+        GlobalSecondaryIndexes: [{ ...index, KeySchema: [{ AttributeName: 'state', KeyType: 'HASH' as const }] }],
+      },
+      'key pk': {
+        AttributeDefinitions: [
+          ...def.AttributeDefinitions!.slice(1),
+          { AttributeName: 'pk', AttributeType: 'S' as const },
+        ],
+        KeySchema: [{ AttributeName: 'pk', KeyType: 'HASH' as const }],
+      },
+    };
+    for (const [what, over] of Object.entries(variants)) {
+      const table = `other-${++n}`;
+      await client.send(new CreateTableCommand({ ...tableDefinition(table), ...over }));
+      const err = await ensureTable(client, table).catch((e: unknown) => e);
+      expect(LedgerError.isInstance(err), `${what}: ${String(err)}`).toBe(true);
+      expect((err as Error).message).toMatch(/tableDefinition\(table\)/);
+    }
+    client.destroy();
+  });
+
   it('ensureTable run by two processes at once on a service with the TTL API: both succeed (TTL is turned on once)', async () => {
     // DynamoDB answers an UpdateTimeToLive on a table whose TTL is already on with a ValidationException.
     let ttl = 'DISABLED';
@@ -224,7 +254,11 @@ describe('the DynamoDB ledger', () => {
         switch (command.constructor.name) {
           case 'DescribeTableCommand':
             return {
-              Table: { TableStatus: 'ACTIVE', GlobalSecondaryIndexes: [{ IndexName: 'open', IndexStatus: 'ACTIVE' }] },
+              Table: {
+                TableStatus: 'ACTIVE',
+                KeySchema: tableDefinition('t').KeySchema,
+                GlobalSecondaryIndexes: [{ ...tableDefinition('t').GlobalSecondaryIndexes![0], IndexStatus: 'ACTIVE' }],
+              },
             };
           case 'DescribeTimeToLiveCommand':
             return { TimeToLiveDescription: { TimeToLiveStatus: ttl } };
@@ -255,7 +289,11 @@ describe('the DynamoDB ledger', () => {
         switch (command.constructor.name) {
           case 'DescribeTableCommand':
             return {
-              Table: { TableStatus: 'ACTIVE', GlobalSecondaryIndexes: [{ IndexName: 'open', IndexStatus: 'ACTIVE' }] },
+              Table: {
+                TableStatus: 'ACTIVE',
+                KeySchema: tableDefinition('t').KeySchema,
+                GlobalSecondaryIndexes: [{ ...tableDefinition('t').GlobalSecondaryIndexes![0], IndexStatus: 'ACTIVE' }],
+              },
             };
           case 'DescribeTimeToLiveCommand':
             return { TimeToLiveDescription: { TimeToLiveStatus: 'ENABLED', AttributeName: 'ttl' } };
