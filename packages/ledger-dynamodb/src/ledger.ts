@@ -160,7 +160,8 @@ async function prune(t: Table, table: string, options: PruneOptions): Promise<Pr
     const batch = found.slice(i, i + size);
     if (options.onPrune && !options.dryRun) for (const st of batch) await options.onPrune(st.record, st.exported);
     for (const st of batch) {
-      if (!options.dryRun && !(await t.remove('prune', st.record.businessOperationId, st.version))) continue;
+      if (!options.dryRun && (await t.remove('prune', st.record.businessOperationId, st.version)) !== 'written')
+        continue;
       pruned++;
       byState[st.record.state] = (byState[st.record.state] ?? 0) + 1;
     }
@@ -232,7 +233,7 @@ export function createDynamoDbLedger(options: DynamoDbLedgerOptions): Ledger {
    * Writes `next` over `current` (null: a new item, also over one past its TTL as this process's
    * clock reads it, like every read); refused before sending when it is too large.
    */
-  async function store(what: string, next: Stored, current: Stored | null): Promise<boolean> {
+  async function store(what: string, next: Stored, current: Stored | null) {
     const it = item(next);
     checkSize(it, maxBytes(next, current), what);
     return current === null

@@ -16,6 +16,8 @@ const MAX_TRIES = 8;
 
 let tables = 0;
 
+type Refused = 'refused' | 'retried';
+
 const conditionFailed = (err: unknown) => (err as { name?: string } | null)?.name === 'ConditionalCheckFailedException';
 
 /**
@@ -54,13 +56,18 @@ export function createTable(client: DynamoDBClient, table: string) {
       );
     }
   }
-  async function conditional(what: string, run: () => Promise<unknown>): Promise<boolean> {
+  /**
+   * A refused condition is an answer: `refused`, or `retried` when the SDK sent the request more than once (or
+   * cannot say), so an earlier try may have been applied and its answer lost.
+   */
+  async function conditional(what: string, run: () => Promise<unknown>): Promise<'written' | Refused> {
     refuseClosed(what);
     try {
       await run();
-      return true;
+      return 'written';
     } catch (err) {
-      if (conditionFailed(err)) return false;
+      if (conditionFailed(err))
+        return ((err as { $metadata?: { attempts?: number } }).$metadata?.attempts ?? 2) > 1 ? 'retried' : 'refused';
       if (RetrysafeError.isInstance(err)) throw err;
       throw new LedgerError(
         `DynamoDB ledger ${what} on table ${table} failed: ${(err as Error)?.name}: ${(err as Error)?.message}`,
@@ -124,7 +131,7 @@ export type Plan<T> =
 /**
  * An optimistic transaction on one item: plan the write from `current`, write it conditioned on the
  * version it started from; when another write got there first, read the item and plan again. A write
- * whose answer was lost but which was applied is recognised on that read (the item is exactly it).
+ * whose answer was lost but which was applied (the SDK sent it again) is recognised on that read (the item is exactly it).
  * `current` may come from what this process last wrote: a plan that fails on it is planned again on
  * the item as read, so a stale start never decides anything.
  */
@@ -134,7 +141,7 @@ export async function optimistic<T>(
   what: string,
   start: { readonly current: Stored | null; readonly known: boolean },
   plan: (current: Stored | null) => Plan<T>,
-  write: (next: Stored, current: Stored | null) => Promise<boolean>,
+  write: (next: Stored, current: Stored | null) => Promise<'written' | Refused>,
 ): Promise<{ answer: T; written: Stored | null }> {
   let current = start.current;
   let known = start.known;
@@ -155,9 +162,11 @@ export async function optimistic<T>(
       known = false;
       continue;
     }
-    if (await write(p.write, current)) return { answer: p.answer, written: p.write };
+    const done = await write(p.write, current);
+    if (done === 'written') return { answer: p.answer, written: p.write };
     const seen = await table.load(id, what);
-    if (isSame(seen, p.write)) return { answer: p.answer, written: p.write };
+    // Only a request sent again can have been applied unanswered: an equal write of another worker never counts.
+    if (done === 'retried' && isSame(seen, p.write)) return { answer: p.answer, written: p.write };
     current = seen;
     known = false;
   }

@@ -324,6 +324,19 @@ describe('the DynamoDB ledger', () => {
     await l.close();
   });
 
+  it('two workers sending the very same claim (same owner and time) from two processes: one claims, the other is busy', async () => {
+    const l = await ledgers(2);
+    const [a, b] = l.all as [typeof l.first, typeof l.first];
+    const id = newId('same-claim');
+    const kinds = async (now: number) =>
+      (await Promise.all([a, b].map((w) => w.claim(claimOf(id, { now, dispatch: true }))))).map((r) => r.kind).sort();
+    expect(await kinds(T0)).toEqual(['busy', 'claimed']);
+    // A takeover of the expired lease, the same from both.
+    expect(await kinds(T0 + 5_000)).toEqual(['busy', 'claimed']);
+    expect(await a.get(id)).toMatchObject({ fence: 2 });
+    await l.close();
+  });
+
   it('a worker that lost its lease cannot write, though it starts from what it wrote itself', async () => {
     const l = await ledgers(2);
     const [a, b] = l.all as [typeof l.first, typeof l.first];
@@ -502,14 +515,15 @@ describe('the DynamoDB ledger', () => {
     const table = await db.table('lost');
     const client = db.client();
     let drop = 1;
-    // After DynamoDB applied the first PutItem, its answer is lost and the client sends it again.
+    // After DynamoDB applied the first PutItem, its answer is lost (a timeout) and the SDK's retry sends it again.
     client.middlewareStack.add(
       (next) => async (args) => {
         const out = await next(args);
-        if ((args.input as { Item?: unknown }).Item !== undefined && drop-- > 0) return next(args);
+        if ((args.input as { Item?: unknown }).Item !== undefined && drop-- > 0)
+          throw Object.assign(new Error('answer lost'), { name: 'TimeoutError' });
         return out;
       },
-      { step: 'initialize', name: 'loseOneAnswer' },
+      { step: 'finalizeRequest', name: 'loseOneAnswer' },
     );
     const ledger = createDynamoDbLedger({ table, client });
     const id = newId('lost');
