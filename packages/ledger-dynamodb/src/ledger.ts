@@ -160,8 +160,7 @@ async function prune(t: Table, table: string, options: PruneOptions): Promise<Pr
     const batch = found.slice(i, i + size);
     if (options.onPrune && !options.dryRun) for (const st of batch) await options.onPrune(st.record, st.exported);
     for (const st of batch) {
-      if (!options.dryRun && (await t.remove('prune', st.record.businessOperationId, st.version)) !== 'written')
-        continue;
+      if (!options.dryRun && (await t.remove('prune', st)) !== 'written') continue;
       pruned++;
       byState[st.record.state] = (byState[st.record.state] ?? 0) + 1;
     }
@@ -304,7 +303,7 @@ export function createDynamoDbLedger(options: DynamoDbLedgerOptions): Ledger {
       try {
         refuseSkewed(id);
       } catch (err) {
-        await t.remove('claim', id, written.version);
+        await t.remove('claim', written);
         throw err;
       }
     if (written) known.remember(written);

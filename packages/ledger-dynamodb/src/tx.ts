@@ -108,8 +108,11 @@ export function createTable(client: DynamoDBClient, table: string) {
       conditional(what, () => client.send(new PutItemCommand(putNew(table, item, nowMs)))),
     update: (what: string, item: Item, fence: number, version: number) =>
       conditional(what, () => client.send(new UpdateItemCommand(updateAt(table, item, fence, version)))),
-    remove: (what: string, id: string, version: number) =>
-      conditional(what, () => client.send(new DeleteItemCommand(deleteAt(table, id, version)))),
+    /** Deletes the item while it is still `st`. */
+    remove: (what: string, { record, version }: Stored) =>
+      conditional(what, () =>
+        client.send(new DeleteItemCommand(deleteAt(table, record.businessOperationId, version, record.createdAt))),
+      ),
     open: (state: string, what: string) =>
       all(what, (start) => client.send(new QueryCommand(queryOpen(table, state, start)))),
     scan: (what: string) => all(what, (start) => client.send(new ScanCommand(scanPage(table, start)))),

@@ -582,6 +582,23 @@ describe('the DynamoDB ledger', () => {
     await l.close();
   });
 
+  it('prune never deletes a new operation started over an item past its TTL while the prune ran', async () => {
+    const l = await ledgers(2, { retentionMs: 60_000, cards: [] });
+    const [a, b] = l.all as [typeof l.first, typeof l.first];
+    const now = Date.now();
+    const id = newId('ttl-reused');
+    const finish = async (at: number) => {
+      await a.claim(claimOf(id, { dispatch: true, now: at }));
+      return a.setState({ businessOperationId: id, fence: 1 }, { state: 'succeeded', now: at + 1 });
+    };
+    await finish(now - 120_000);
+    // While the prune exports, the id (forgotten once its TTL passed) runs again as a new operation.
+    const report = await b.prune!({ before: now, onPrune: async () => void (await finish(now)) });
+    expect(await a.get(id)).toMatchObject({ state: 'succeeded', createdAt: now });
+    expect(report.pruned).toBe(0);
+    await l.close();
+  });
+
   it('a closed ledger refuses work with a LedgerError and writes nothing; your client stays open for others', async () => {
     const table = await db.table('closed');
     const client = db.client();
