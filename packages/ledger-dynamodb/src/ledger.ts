@@ -292,6 +292,7 @@ export function createDynamoDbLedger(options: DynamoDbLedgerOptions): Ledger {
         const { result, write } = claimTransition(current?.record ?? null, input);
         if (write === null) return { answer: result };
         unchecked = t.skew() === null;
+        // A refusal on an earlier reading is judged again on a fresh one: optimistic re-reads the item and plans again.
         refuseSkewed(id);
         return { write: nextStored(write, current, input.receipt), answer: result };
       },
