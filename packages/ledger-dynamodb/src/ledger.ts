@@ -234,7 +234,7 @@ export function createDynamoDbLedger(options: DynamoDbLedgerOptions): Ledger {
    */
   async function store(what: string, next: Stored, current: Stored | null) {
     const it = item(next);
-    checkSize(it, maxBytes(next, current), what);
+    checkSize(it, maxBytes(next, current, what), what);
     return current === null
       ? t.putNew(what, it, Date.now())
       : t.update(what, it, current.record.fence, current.version);
@@ -260,7 +260,7 @@ export function createDynamoDbLedger(options: DynamoDbLedgerOptions): Ledger {
         const updated = fencedTransition(current?.record ?? null, ref, next, receipt, current?.lastSeq ?? 0);
         if (updated === current!.record) return { answer: updated };
         const whole = nextStored(updated, current, receipt);
-        const write = withinSize(whole, item(whole), maxBytes(whole, current));
+        const write = withinSize(whole, item(whole), maxBytes(whole, current, what));
         return { write, answer: write.record };
       },
       (write, current) => store(what, write, current),

@@ -25,15 +25,19 @@ export interface Stored {
 /**
  * DynamoDB refuses an item over 400 KB. A later write (a receipt, the provider's result) must still
  * fit, so a new operation gets less room than a write that keeps it open, and that less than one that
- * ends it or hands it to a person: an operation whose receipts filled its room can still be closed.
+ * ends it or hands it to a person, or a claim that takes it up again with the same params (a takeover,
+ * a resume): an operation whose receipts filled its room can still be recovered and closed.
  */
 const MAX_NEW_ITEM_BYTES = 256 * 1024;
 const MAX_OPEN_ITEM_BYTES = 350 * 1024;
 const MAX_ITEM_BYTES = 400 * 1024;
 
-/** How large the item of `next`, written over `current` (null: a new item), may be. */
-export const maxBytes = (next: Stored, current: Stored | null) =>
-  current === null ? MAX_NEW_ITEM_BYTES : isTerminal(next.record) ? MAX_ITEM_BYTES : MAX_OPEN_ITEM_BYTES;
+/** How large the item of `next`, written over `current` (null: a new item) by `what`, may be. */
+export function maxBytes(next: Stored, current: Stored | null, what: string): number {
+  if (current === null) return MAX_NEW_ITEM_BYTES;
+  const takenUp = what === 'claim' && next.record.paramsFingerprint === current.record.paramsFingerprint;
+  return isTerminal(next.record) || takenUp ? MAX_ITEM_BYTES : MAX_OPEN_ITEM_BYTES;
+}
 
 /** The optional attributes: absent (REMOVEd) when the record has no value for them. */
 export const OPTIONAL_ATTRIBUTES = ['leaseExpiresAt', 'receipts', 'openState', TTL_ATTRIBUTE] as const;

@@ -438,6 +438,27 @@ describe('the DynamoDB ledger', () => {
     await l.close();
   });
 
+  it('an open operation filled to the last byte of its room can still be taken over (by an owner of a longer name) and handed off', async () => {
+    const l = await ledgers(1);
+    const id = newId('full-takeover');
+    await l.first.claim(claimOf(id, { params: { ref: id, blob: 'y'.repeat(250 * 1024) }, dispatch: true }));
+    const ref = { businessOperationId: id, fence: 1 };
+    let seq = 0;
+    // Receipts until refused, ever smaller: the item ends within a few bytes of its room.
+    const append = (kb: number) =>
+      l.first.appendReceipt(ref, bigReceipt(id, seq + 1, kb)).then(
+        () => ++seq,
+        () => 0,
+      );
+    for (const kb of [20, 1, 0.05]) while ((await append(kb)) > 0);
+    const owner = `recovery-${'w'.repeat(400)}`;
+    const taken = await l.first.claim(claimOf(id, { owner, now: T0 + 5_000 }));
+    expect(taken).toMatchObject({ kind: 'claimed', takenOver: true, record: { leaseOwner: owner } });
+    const handed = await l.first.handOff({ businessOperationId: id, fence: 2 }, packetOf(id), T0 + 5_001);
+    expect(handed).toMatchObject({ state: 'handed-off' });
+    await l.close();
+  });
+
   it("a worker whose clock is off DynamoDB's by an hour is refused its claims, from its first request on: nothing written", async () => {
     const l = await ledgers(1);
     const realNow = Date.now;
