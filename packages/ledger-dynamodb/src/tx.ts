@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import {
   DeleteItemCommand,
   type DynamoDBClient,
@@ -14,9 +15,8 @@ import { deleteAt, getItem, putNew, queryOpen, scanPage, updateAt } from './stat
 /** How often a write is tried again when the item changed between its read and its write. */
 const MAX_TRIES = 8;
 
-let tables = 0;
-
-type Refused = 'refused' | 'retried';
+/** A conditional write's answer: `retried` is a refusal of a request the SDK sent more than once (see conditional). */
+type WriteAnswer = 'written' | 'refused' | 'retried';
 
 const conditionFailed = (err: unknown) => (err as { name?: string } | null)?.name === 'ConditionalCheckFailedException';
 
@@ -28,7 +28,7 @@ export function createTable(client: DynamoDBClient, table: string) {
   let closed = false;
   /** This machine's clock minus DynamoDB's, bracketed from the last answer's Date header (null: none yet). */
   let skew: { readonly lo: number; readonly hi: number } | null = null;
-  const clockNote = `retrysafeClock${++tables}`;
+  const clockNote = `retrysafeClock-${randomUUID()}`;
   // A stand-in client without a middleware stack gives no reading: its claims are not checked.
   client.middlewareStack?.add(
     (next) => async (args) => {
@@ -60,7 +60,7 @@ export function createTable(client: DynamoDBClient, table: string) {
    * A refused condition is an answer: `refused`, or `retried` when the SDK sent the request more than once (or
    * cannot say), so an earlier try may have been applied and its answer lost.
    */
-  async function conditional(what: string, run: () => Promise<unknown>): Promise<'written' | Refused> {
+  async function conditional(what: string, run: () => Promise<unknown>): Promise<WriteAnswer> {
     refuseClosed(what);
     try {
       await run();
@@ -144,7 +144,7 @@ export async function optimistic<T>(
   what: string,
   start: { readonly current: Stored | null; readonly known: boolean },
   plan: (current: Stored | null) => Plan<T>,
-  write: (next: Stored, current: Stored | null) => Promise<'written' | Refused>,
+  write: (next: Stored, current: Stored | null) => Promise<WriteAnswer>,
 ): Promise<{ answer: T; written: Stored | null }> {
   let current = start.current;
   let known = start.known;
