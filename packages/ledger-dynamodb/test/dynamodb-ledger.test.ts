@@ -64,6 +64,22 @@ const bigReceipt = (id: string, seq: number, kb: number) =>
     message: 'm'.repeat(kb * 1024),
   }) as never;
 
+/** An open operation with `paramsKb` of params whose receipts, of each size in `kbs` until one is refused, filled its item. */
+async function filledToTheRoom(name: string, paramsKb: number, kbs: number[]) {
+  const l = await ledgers(1);
+  const id = newId(name);
+  await l.first.claim(claimOf(id, { params: { ref: id, blob: 'y'.repeat(paramsKb * 1024) }, dispatch: true }));
+  const ref = { businessOperationId: id, fence: 1 };
+  let seq = 0;
+  const append = (kb: number) =>
+    l.first.appendReceipt(ref, bigReceipt(id, seq + 1, kb)).then(
+      () => ++seq,
+      () => 0,
+    );
+  for (const kb of kbs) while ((await append(kb)) > 0);
+  return { l, id, ref, next: () => ++seq };
+}
+
 describe('the DynamoDB ledger', () => {
   it('a stored record that is JSON null is a LedgerError, never an absent operation a new claim writes over', async () => {
     const l = await ledgers(2);
@@ -422,35 +438,18 @@ describe('the DynamoDB ledger', () => {
   });
 
   it('receipts that filled the room of an open operation still leave room to hand it off and resolve it', async () => {
-    const l = await ledgers(1);
-    const id = newId('full-receipts');
-    await l.first.claim(claimOf(id, { params: { ref: id, blob: 'y'.repeat(200 * 1024) }, dispatch: true }));
-    const ref = { businessOperationId: id, fence: 1 };
-    let seq = 0;
-    const append = () => l.first.appendReceipt(ref, bigReceipt(id, seq + 1, 40)).then(() => seq++);
-    while (seq < 10) if ((await append().catch((e: unknown) => e)) instanceof Error) break;
-    expect(seq).toBeLessThan(10);
-    expect(await l.first.handOff(ref, packetOf(id), T0 + 1, bigReceipt(id, ++seq, 20))).toMatchObject({
+    const { l, id, ref, next } = await filledToTheRoom('full-receipts', 200, [40]);
+    expect(await l.first.handOff(ref, packetOf(id), T0 + 1, bigReceipt(id, next(), 20))).toMatchObject({
       state: 'handed-off',
     });
-    const closed = await l.first.resolve(id, { action: 'abandon' }, T0 + 2, bigReceipt(id, ++seq, 20));
+    const closed = await l.first.resolve(id, { action: 'abandon' }, T0 + 2, bigReceipt(id, next(), 20));
     expect(closed).toMatchObject({ state: 'abandoned' });
     await l.close();
   });
 
   it('an open operation filled to the last byte of its room can still be taken over (by an owner of a longer name) and handed off', async () => {
-    const l = await ledgers(1);
-    const id = newId('full-takeover');
-    await l.first.claim(claimOf(id, { params: { ref: id, blob: 'y'.repeat(250 * 1024) }, dispatch: true }));
-    const ref = { businessOperationId: id, fence: 1 };
-    let seq = 0;
-    // Receipts until refused, ever smaller: the item ends within a few bytes of its room.
-    const append = (kb: number) =>
-      l.first.appendReceipt(ref, bigReceipt(id, seq + 1, kb)).then(
-        () => ++seq,
-        () => 0,
-      );
-    for (const kb of [20, 1, 0.05]) while ((await append(kb)) > 0);
+    // Receipts ever smaller: the item ends within a few bytes of its room.
+    const { l, id } = await filledToTheRoom('full-takeover', 250, [20, 1, 0.05]);
     const owner = `recovery-${'w'.repeat(400)}`;
     const taken = await l.first.claim(claimOf(id, { owner, now: T0 + 5_000 }));
     expect(taken).toMatchObject({ kind: 'claimed', takenOver: true, record: { leaseOwner: owner } });
