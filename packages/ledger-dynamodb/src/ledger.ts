@@ -2,6 +2,7 @@ import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import {
   type ClaimInput,
   type ClaimResult,
+  ClockSkewError,
   type Fenced,
   type Ledger,
   LedgerError,
@@ -34,12 +35,12 @@ import {
   expired,
   fromItem,
   type Item,
-  MAX_ITEM_BYTES,
-  MAX_NEW_ITEM_BYTES,
+  maxBytes,
   nextStored,
   type Stored,
   toItem,
   toReceipts,
+  withinSize,
 } from './rows.js';
 import { createTable, optimistic, type Table } from './tx.js';
 
@@ -54,6 +55,9 @@ interface DynamoDbLedgerBase {
   /** Without `client`: how long a request may go unanswered before it fails (the SDK retries it, then a
    * `LedgerError`), so a service that never answers holds no run for ever. Default 15 000. */
   readonly requestTimeoutMs?: number;
+  /** A claim on a machine whose clock is surely further than this from DynamoDB's (its answers' Date header) is
+   * refused with `ClockSkewError`: leases are judged on the workers' clocks. Default 1000. */
+  readonly maxClockSkewMs?: number;
 }
 
 /** Without `retentionMs`, closed operations are kept until `prune`. */
@@ -81,13 +85,16 @@ const PRUNE_BATCH = 500;
 function checkOptions(options: DynamoDbLedgerOptions) {
   if (typeof options?.table !== 'string' || options.table.length < 3)
     throw new LedgerError('createDynamoDbLedger needs { table } (a DynamoDB table name, 3 characters or more)');
-  const { table, requestTimeoutMs = 15_000, retentionMs: retention } = options;
+  const { table, requestTimeoutMs = 15_000, maxClockSkewMs = 1000, retentionMs: retention } = options;
   if (!(Number.isInteger(requestTimeoutMs) && requestTimeoutMs > 0))
     throw new LedgerError(`requestTimeoutMs must be a whole number > 0, got ${String(requestTimeoutMs)}`);
-  if (retention === undefined) return { table, requestTimeoutMs, retainFor: () => null };
+  if (!(Number.isFinite(maxClockSkewMs) && maxClockSkewMs >= 0))
+    throw new LedgerError(`maxClockSkewMs must be a number ≥ 0, got ${String(maxClockSkewMs)}`);
+  const checked = { table, requestTimeoutMs, maxClockSkewMs };
+  if (retention === undefined) return { ...checked, retainFor: () => null };
   if (!(Number.isFinite(retention) && retention > 0))
     throw new LedgerError(`retentionMs must be a number > 0, got ${String(retention)}`);
-  return { table, requestTimeoutMs, retainFor: ttlRule(retention, options.cards, options.policy) };
+  return { ...checked, retainFor: ttlRule(retention, options.cards, options.policy) };
 }
 
 /** DynamoDB's TTL deletes by itself: never below the retention floor (contract/rules), as a prune. */
@@ -153,7 +160,7 @@ async function prune(t: Table, table: string, options: PruneOptions): Promise<Pr
     const batch = found.slice(i, i + size);
     if (options.onPrune && !options.dryRun) for (const st of batch) await options.onPrune(st.record, st.exported);
     for (const st of batch) {
-      if (!options.dryRun && !(await t.remove(st.record.businessOperationId, st.version))) continue;
+      if (!options.dryRun && (await t.remove('prune', st)) !== 'written') continue;
       pruned++;
       byState[st.record.state] = (byState[st.record.state] ?? 0) + 1;
     }
@@ -225,9 +232,9 @@ export function createDynamoDbLedger(options: DynamoDbLedgerOptions): Ledger {
    * Writes `next` over `current` (null: a new item, also over one past its TTL as this process's
    * clock reads it, like every read); refused before sending when it is too large.
    */
-  async function store(what: string, next: Stored, current: Stored | null): Promise<boolean> {
+  async function store(what: string, next: Stored, current: Stored | null) {
     const it = item(next);
-    checkSize(it, current === null ? MAX_NEW_ITEM_BYTES : MAX_ITEM_BYTES, what);
+    checkSize(it, maxBytes(next, current, what), what);
     return current === null
       ? t.putNew(what, it, Date.now())
       : t.update(what, it, current.record.fence, current.version);
@@ -252,7 +259,8 @@ export function createDynamoDbLedger(options: DynamoDbLedgerOptions): Ledger {
       (current) => {
         const updated = fencedTransition(current?.record ?? null, ref, next, receipt, current?.lastSeq ?? 0);
         if (updated === current!.record) return { answer: updated };
-        const write = nextStored(updated, current, receipt);
+        const whole = nextStored(updated, current, receipt);
+        const write = withinSize(whole, item(whole), maxBytes(whole, current, what));
         return { write, answer: write.record };
       },
       (write, current) => store(what, write, current),
@@ -261,11 +269,20 @@ export function createDynamoDbLedger(options: DynamoDbLedgerOptions): Ledger {
     return answer;
   }
 
+  /** Refuses a claim while this machine's clock is surely more than maxClockSkewMs off DynamoDB's (as last read). */
+  function refuseSkewed(id: string): void {
+    const skew = t.skew();
+    // What the clock is surely off by: ahead when even the bracket's low end is, behind when its high end is.
+    const off = skew === null ? 0 : Math.max(skew.lo, 0) + Math.min(skew.hi, 0);
+    if (Math.abs(off) > o.maxClockSkewMs) throw new ClockSkewError(Math.round(off), o.maxClockSkewMs, `claim of ${id}`);
+  }
+
   async function claim(input: ClaimInput): Promise<ClaimResult> {
     const id = input.businessOperationId;
     const cached = known.get(id);
     // A new id is the common case: try the new item first, read only when one is there.
     const start = { current: cached ?? null, known: true };
+    let unchecked = false;
     const { answer, written } = await optimistic(
       t,
       id,
@@ -273,14 +290,24 @@ export function createDynamoDbLedger(options: DynamoDbLedgerOptions): Ledger {
       start,
       (current) => {
         const { result, write } = claimTransition(current?.record ?? null, input);
-        return write === null
-          ? { answer: result }
-          : { write: nextStored(write, current, input.receipt), answer: result };
+        if (write === null) return { answer: result };
+        unchecked = t.skew() === null;
+        // A refusal on an earlier reading is judged again on a fresh one: optimistic re-reads the item and plans again.
+        refuseSkewed(id);
+        return { write: nextStored(write, current, input.receipt), answer: result };
       },
       (write, current) => store('claim', write, current),
     );
+    known.forget(id);
+    // Written before any answer told DynamoDB's clock (only a new item can be): judged on the write's own answer, taken back if refused.
+    if (written && unchecked)
+      try {
+        refuseSkewed(id);
+      } catch (err) {
+        await t.remove('claim', written);
+        throw err;
+      }
     if (written) known.remember(written);
-    else known.forget(id);
     return answer;
   }
 

@@ -24,10 +24,20 @@ export interface Stored {
 
 /**
  * DynamoDB refuses an item over 400 KB. A later write (a receipt, the provider's result) must still
- * fit, so a new operation gets less room than any write may use.
+ * fit, so a new operation gets less room than a write that keeps it open, and that less than one that
+ * ends it or hands it to a person, or a claim that takes it up again with the same params (a takeover,
+ * a resume): an operation whose receipts filled its room can still be recovered and closed.
  */
-export const MAX_ITEM_BYTES = 350 * 1024;
-export const MAX_NEW_ITEM_BYTES = 256 * 1024;
+const MAX_NEW_ITEM_BYTES = 256 * 1024;
+const MAX_OPEN_ITEM_BYTES = 350 * 1024;
+const MAX_ITEM_BYTES = 400 * 1024;
+
+/** How large the item of `next`, written over `current` (null: a new item) by `what`, may be. */
+export function maxBytes(next: Stored, current: Stored | null, what: string): number {
+  if (current === null) return MAX_NEW_ITEM_BYTES;
+  const takenUp = what === 'claim' && next.record.paramsFingerprint === current.record.paramsFingerprint;
+  return isTerminal(next.record) || takenUp ? MAX_ITEM_BYTES : MAX_OPEN_ITEM_BYTES;
+}
 
 /** The optional attributes: absent (REMOVEd) when the record has no value for them. */
 export const OPTIONAL_ATTRIBUTES = ['leaseExpiresAt', 'receipts', 'openState', TTL_ATTRIBUTE] as const;
@@ -100,6 +110,21 @@ export function itemBytes(item: Item): number {
   for (const [name, v] of Object.entries(item))
     bytes += Buffer.byteLength(name) + (v.S !== undefined ? Buffer.byteLength(v.S) : 21);
   return bytes;
+}
+
+/**
+ * `st` as it can be stored: when its item would be over `max`, its result (the provider was called by then, so
+ * the state must be written) is replaced by a note saying so.
+ */
+export function withinSize(st: Stored, item: Item, max: number): Stored {
+  if (itemBytes(item) <= max || st.record.result === null) return st;
+  const bytes = Buffer.byteLength(JSON.stringify(st.record.result));
+  const note = {
+    notStored: 'result',
+    why: `the provider's result (${bytes} bytes of JSON) does not fit in the operation's DynamoDB item; the provider holds it (providerRef)`,
+  };
+  const record = { ...st.record, result: note };
+  return { ...st, record, recordText: storedJson(record, 'DynamoDB ledger') };
 }
 
 /** Refuses, before anything is written, an item DynamoDB would refuse or that leaves no room to finish. */

@@ -5,6 +5,7 @@ import {
   DescribeTableCommand,
   DescribeTimeToLiveCommand,
   type DynamoDBClient,
+  type KeySchemaElement,
   UpdateTimeToLiveCommand,
 } from '@aws-sdk/client-dynamodb';
 import { LedgerError } from '@retrysafe/contract';
@@ -49,6 +50,8 @@ export interface EnsureTableReport {
   readonly ttl: 'enabled' | 'unsupported';
 }
 
+const keysOf = (keys: readonly KeySchemaElement[] = []) => keys.map((k) => `${k.AttributeName} ${k.KeyType}`).join();
+
 const errorName = (err: unknown) => (err as { name?: string } | null)?.name;
 
 async function describe(client: DynamoDBClient, table: string) {
@@ -66,10 +69,17 @@ async function waitActive(client: DynamoDBClient, table: string, timeoutMs: numb
     const t = await describe(client, table);
     const indexes = t?.GlobalSecondaryIndexes ?? [];
     if (t?.TableStatus === 'ACTIVE' && indexes.every((i) => i.IndexStatus === 'ACTIVE')) {
-      // A table made elsewhere without it would take writes, but recovery and handoff listings could never read.
-      if (!indexes.some((i) => i.IndexName === OPEN_INDEX))
+      // A table made elsewhere without the index as declared (keys, every attribute projected) would take writes,
+      // but recovery and handoff listings could never read the records of open operations.
+      const want = tableDefinition(table);
+      const open = indexes.find((i) => i.IndexName === OPEN_INDEX);
+      if (
+        keysOf(t.KeySchema) !== keysOf(want.KeySchema) ||
+        keysOf(open?.KeySchema) !== keysOf(want.GlobalSecondaryIndexes?.[0]?.KeySchema) ||
+        open?.Projection?.ProjectionType !== 'ALL'
+      )
         throw new LedgerError(
-          `DynamoDB table ${table} has no index ${OPEN_INDEX} (partition openState, sort createdAt): add it as tableDefinition(table) declares it`,
+          `DynamoDB table ${table} is not keyed as the ledger needs (partition id; index ${OPEN_INDEX}: partition openState, sort createdAt, all attributes projected): make it as tableDefinition(table) declares it`,
         );
       return;
     }

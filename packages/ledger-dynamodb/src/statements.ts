@@ -57,14 +57,17 @@ export function updateAt(table: string, item: Item, fence: number, version: numb
   };
 }
 
-/** Retention: deletes the item only while it is the version the prune read. */
-export function deleteAt(table: string, id: string, version: number): DeleteItemCommandInput {
+/**
+ * Retention: deletes the item only while it is the version the prune read of the same operation (its creation:
+ * an id past its TTL starts afresh at version 1, and may reach the version read).
+ */
+export function deleteAt(table: string, id: string, version: number, createdAt: number): DeleteItemCommandInput {
   return {
     TableName: table,
     Key: keyOf(id),
-    ConditionExpression: '#version = :version',
-    ExpressionAttributeNames: { '#version': 'version' },
-    ExpressionAttributeValues: { ':version': { N: String(version) } },
+    ConditionExpression: '#version = :version AND #createdAt = :createdAt',
+    ExpressionAttributeNames: { '#version': 'version', '#createdAt': 'createdAt' },
+    ExpressionAttributeValues: { ':version': { N: String(version) }, ':createdAt': { N: String(createdAt) } },
   };
 }
 

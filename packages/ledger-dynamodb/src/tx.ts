@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import {
   DeleteItemCommand,
   type DynamoDBClient,
@@ -14,6 +15,9 @@ import { deleteAt, getItem, putNew, queryOpen, scanPage, updateAt } from './stat
 /** How often a write is tried again when the item changed between its read and its write. */
 const MAX_TRIES = 8;
 
+/** A conditional write's answer: `retried` is a refusal of a request the SDK sent more than once (see conditional). */
+type WriteAnswer = 'written' | 'refused' | 'retried';
+
 const conditionFailed = (err: unknown) => (err as { name?: string } | null)?.name === 'ConditionalCheckFailedException';
 
 /**
@@ -22,6 +26,21 @@ const conditionFailed = (err: unknown) => (err as { name?: string } | null)?.nam
  */
 export function createTable(client: DynamoDBClient, table: string) {
   let closed = false;
+  /** This machine's clock minus DynamoDB's, bracketed from the last answer's Date header (null: none yet). */
+  let skew: { readonly lo: number; readonly hi: number } | null = null;
+  const clockNote = `retrysafeClock-${randomUUID()}`;
+  // A stand-in client without a middleware stack gives no reading: its claims are not checked.
+  client.middlewareStack?.add(
+    (next) => async (args) => {
+      const sentAt = Date.now();
+      const out = await next(args);
+      const date = Date.parse((out.response as { headers?: Record<string, string> }).headers?.date ?? '');
+      // The service read its clock between sentAt and now; the header keeps whole seconds of it.
+      if (Number.isFinite(date)) skew = { lo: sentAt - date - 1000, hi: Date.now() - date };
+      return out;
+    },
+    { step: 'deserialize', name: clockNote },
+  );
   const refuseClosed = (what: string) => {
     if (closed) throw new LedgerError(`DynamoDB ledger ${what} on table ${table}: the ledger is closed`);
   };
@@ -37,13 +56,18 @@ export function createTable(client: DynamoDBClient, table: string) {
       );
     }
   }
-  async function conditional(what: string, run: () => Promise<unknown>): Promise<boolean> {
+  /**
+   * A refused condition is an answer: `refused`, or `retried` when the SDK sent the request more than once (or
+   * cannot say), so an earlier try may have been applied and its answer lost.
+   */
+  async function conditional(what: string, run: () => Promise<unknown>): Promise<WriteAnswer> {
     refuseClosed(what);
     try {
       await run();
-      return true;
+      return 'written';
     } catch (err) {
-      if (conditionFailed(err)) return false;
+      if (conditionFailed(err))
+        return ((err as { $metadata?: { attempts?: number } }).$metadata?.attempts ?? 2) > 1 ? 'retried' : 'refused';
       if (RetrysafeError.isInstance(err)) throw err;
       throw new LedgerError(
         `DynamoDB ledger ${what} on table ${table} failed: ${(err as Error)?.name}: ${(err as Error)?.message}`,
@@ -84,14 +108,19 @@ export function createTable(client: DynamoDBClient, table: string) {
       conditional(what, () => client.send(new PutItemCommand(putNew(table, item, nowMs)))),
     update: (what: string, item: Item, fence: number, version: number) =>
       conditional(what, () => client.send(new UpdateItemCommand(updateAt(table, item, fence, version)))),
-    remove: (id: string, version: number) =>
-      conditional('prune', () => client.send(new DeleteItemCommand(deleteAt(table, id, version)))),
+    /** Deletes the item while it is still `st`. */
+    remove: (what: string, { record, version }: Stored) =>
+      conditional(what, () =>
+        client.send(new DeleteItemCommand(deleteAt(table, record.businessOperationId, version, record.createdAt))),
+      ),
     open: (state: string, what: string) =>
       all(what, (start) => client.send(new QueryCommand(queryOpen(table, state, start)))),
     scan: (what: string) => all(what, (start) => client.send(new ScanCommand(scanPage(table, start)))),
+    skew: () => skew,
     /** Every request from now on is refused; those already sent finish. */
     close() {
       closed = true;
+      client.middlewareStack?.remove(clockNote);
     },
   };
 }
@@ -105,7 +134,7 @@ export type Plan<T> =
 /**
  * An optimistic transaction on one item: plan the write from `current`, write it conditioned on the
  * version it started from; when another write got there first, read the item and plan again. A write
- * whose answer was lost but which was applied is recognised on that read (the item is exactly it).
+ * whose answer was lost but which was applied (the SDK sent it again) is recognised on that read (the item is exactly it).
  * `current` may come from what this process last wrote: a plan that fails on it is planned again on
  * the item as read, so a stale start never decides anything.
  */
@@ -115,7 +144,7 @@ export async function optimistic<T>(
   what: string,
   start: { readonly current: Stored | null; readonly known: boolean },
   plan: (current: Stored | null) => Plan<T>,
-  write: (next: Stored, current: Stored | null) => Promise<boolean>,
+  write: (next: Stored, current: Stored | null) => Promise<WriteAnswer>,
 ): Promise<{ answer: T; written: Stored | null }> {
   let current = start.current;
   let known = start.known;
@@ -136,9 +165,11 @@ export async function optimistic<T>(
       known = false;
       continue;
     }
-    if (await write(p.write, current)) return { answer: p.answer, written: p.write };
+    const done = await write(p.write, current);
+    if (done === 'written') return { answer: p.answer, written: p.write };
     const seen = await table.load(id, what);
-    if (isSame(seen, p.write)) return { answer: p.answer, written: p.write };
+    // Only a request sent again can have been applied unanswered: an equal write of another worker never counts.
+    if (done === 'retried' && isSame(seen, p.write)) return { answer: p.answer, written: p.write };
     current = seen;
     known = false;
   }

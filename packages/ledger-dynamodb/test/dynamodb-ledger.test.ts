@@ -3,7 +3,7 @@
 // wrote), a write whose answer is lost, TTL retention and the sparse index of open operations.
 import { createServer } from 'node:net';
 import { CreateTableCommand, type DynamoDBClient, GetItemCommand, UpdateItemCommand } from '@aws-sdk/client-dynamodb';
-import { type BusinessOperationId, LeaseLostError, LedgerError } from '@retrysafe/contract';
+import { type BusinessOperationId, ClockSkewError, LeaseLostError, LedgerError } from '@retrysafe/contract';
 import { claimOf, packetOf } from '@retrysafe/testkit/ledger';
 import { afterAll, describe, expect, it, vi } from 'vitest';
 import { createDynamoDbLedger, type DynamoDbLedgerOptions, ensureTable, tableDefinition } from '../src/index.js';
@@ -51,6 +51,33 @@ async function editItem(table: string, id: string, attribute: 'record' | 'receip
   } finally {
     client.destroy();
   }
+}
+
+/** A receipt of `id` carrying `kb` KB of message (the ledger stores the chain it is given; it does not check hashes). */
+const bigReceipt = (id: string, seq: number, kb: number) =>
+  ({
+    businessOperationId: id,
+    seq,
+    kind: 'lookup',
+    prevHash: null,
+    hash: `${seq}`.repeat(64),
+    message: 'm'.repeat(kb * 1024),
+  }) as never;
+
+/** An open operation with `paramsKb` of params whose receipts, of each size in `kbs` until one is refused, filled its item. */
+async function filledToTheRoom(name: string, paramsKb: number, kbs: number[]) {
+  const l = await ledgers(1);
+  const id = newId(name);
+  await l.first.claim(claimOf(id, { params: { ref: id, blob: 'y'.repeat(paramsKb * 1024) }, dispatch: true }));
+  const ref = { businessOperationId: id, fence: 1 };
+  let seq = 0;
+  const append = (kb: number) =>
+    l.first.appendReceipt(ref, bigReceipt(id, seq + 1, kb)).then(
+      () => ++seq,
+      () => 0,
+    );
+  for (const kb of kbs) while ((await append(kb)) > 0);
+  return { l, id, ref, next: () => ++seq };
 }
 
 describe('the DynamoDB ledger', () => {
@@ -203,6 +230,36 @@ describe('the DynamoDB ledger', () => {
     client.destroy();
   });
 
+  it('ensureTable refuses a table made elsewhere with other keys or an index that does not hold the records', async () => {
+    const client = db.client();
+    const def = tableDefinition('x');
+    const index = def.GlobalSecondaryIndexes![0]!;
+    const variants = {
+      'index keys only': {
+        GlobalSecondaryIndexes: [{ ...index, Projection: { ProjectionType: 'KEYS_ONLY' as const } }],
+      },
+      'index by state': {
+        AttributeDefinitions: [...def.AttributeDefinitions!, { AttributeName: 'state', AttributeType: 'S' as const }],
+        GlobalSecondaryIndexes: [{ ...index, KeySchema: [{ AttributeName: 'state', KeyType: 'HASH' as const }] }],
+      },
+      'key pk': {
+        AttributeDefinitions: [
+          ...def.AttributeDefinitions!.slice(1),
+          { AttributeName: 'pk', AttributeType: 'S' as const },
+        ],
+        KeySchema: [{ AttributeName: 'pk', KeyType: 'HASH' as const }],
+      },
+    };
+    for (const [what, over] of Object.entries(variants)) {
+      const table = `other-${++n}`;
+      await client.send(new CreateTableCommand({ ...tableDefinition(table), ...over }));
+      const err = await ensureTable(client, table).catch((e: unknown) => e);
+      expect(LedgerError.isInstance(err), `${what}: ${String(err)}`).toBe(true);
+      expect((err as Error).message).toMatch(/tableDefinition\(table\)/);
+    }
+    client.destroy();
+  });
+
   it('ensureTable run by two processes at once on a service with the TTL API: both succeed (TTL is turned on once)', async () => {
     // DynamoDB answers an UpdateTimeToLive on a table whose TTL is already on with a ValidationException.
     let ttl = 'DISABLED';
@@ -213,7 +270,11 @@ describe('the DynamoDB ledger', () => {
         switch (command.constructor.name) {
           case 'DescribeTableCommand':
             return {
-              Table: { TableStatus: 'ACTIVE', GlobalSecondaryIndexes: [{ IndexName: 'open', IndexStatus: 'ACTIVE' }] },
+              Table: {
+                TableStatus: 'ACTIVE',
+                KeySchema: tableDefinition('t').KeySchema,
+                GlobalSecondaryIndexes: [{ ...tableDefinition('t').GlobalSecondaryIndexes![0], IndexStatus: 'ACTIVE' }],
+              },
             };
           case 'DescribeTimeToLiveCommand':
             return { TimeToLiveDescription: { TimeToLiveStatus: ttl } };
@@ -244,7 +305,11 @@ describe('the DynamoDB ledger', () => {
         switch (command.constructor.name) {
           case 'DescribeTableCommand':
             return {
-              Table: { TableStatus: 'ACTIVE', GlobalSecondaryIndexes: [{ IndexName: 'open', IndexStatus: 'ACTIVE' }] },
+              Table: {
+                TableStatus: 'ACTIVE',
+                KeySchema: tableDefinition('t').KeySchema,
+                GlobalSecondaryIndexes: [{ ...tableDefinition('t').GlobalSecondaryIndexes![0], IndexStatus: 'ACTIVE' }],
+              },
             };
           case 'DescribeTimeToLiveCommand':
             return { TimeToLiveDescription: { TimeToLiveStatus: 'ENABLED', AttributeName: 'ttl' } };
@@ -272,6 +337,19 @@ describe('the DynamoDB ledger', () => {
     expect(winners).toHaveLength(1);
     expect(winners[0]!.record.fence).toBe(2);
     expect(await l.first.get(id)).toEqual(winners[0]!.record);
+    await l.close();
+  });
+
+  it('two workers sending the very same claim (same owner and time) from two processes: one claims, the other is busy', async () => {
+    const l = await ledgers(2);
+    const [a, b] = l.all as [typeof l.first, typeof l.first];
+    const id = newId('same-claim');
+    const kinds = async (now: number) =>
+      (await Promise.all([a, b].map((w) => w.claim(claimOf(id, { now, dispatch: true }))))).map((r) => r.kind).sort();
+    expect(await kinds(T0)).toEqual(['busy', 'claimed']);
+    // A takeover of the expired lease, the same from both.
+    expect(await kinds(T0 + 5_000)).toEqual(['busy', 'claimed']);
+    expect(await a.get(id)).toMatchObject({ fence: 2 });
     await l.close();
   });
 
@@ -333,13 +411,84 @@ describe('the DynamoDB ledger', () => {
     const ref = { businessOperationId: id, fence: 1 };
     const before = await rawItem(l.table, id);
     await expect(
-      l.first.setState(ref, { state: 'succeeded', result: { body: 'z'.repeat(200 * 1024) }, now: T0 + 1 }),
+      l.first.setState(ref, { state: 'succeeded', receipt: bigReceipt(id, 1, 200), now: T0 + 1 }),
     ).rejects.toSatisfy(LedgerError.isInstance);
     expect(await rawItem(l.table, id)).toEqual(before);
     // The operation carries on within the limit.
     expect(await l.first.setState(ref, { state: 'succeeded', result: { id: 'rec_1' }, now: T0 + 2 })).toMatchObject({
       state: 'succeeded',
     });
+    await l.close();
+  });
+
+  it('a provider result too large for the item: the operation is stored succeeded with a note in place of the result, never left in flight', async () => {
+    const l = await ledgers(2);
+    const id = newId('huge-result');
+    await l.first.claim(claimOf(id, { params: { ref: id, blob: 'y'.repeat(200 * 1024) }, dispatch: true }));
+    const done = await l.first.setState(
+      { businessOperationId: id, fence: 1 },
+      { state: 'succeeded', result: { body: 'z'.repeat(200 * 1024) }, providerRef: 'rec_9', now: T0 + 1 },
+    );
+    expect(done).toMatchObject({ state: 'succeeded', providerRef: 'rec_9', result: { notStored: 'result' } });
+    // Another process running the same id again is answered from the stored record, the note telling why.
+    const again = await l.all[1]!.claim(claimOf(id, { owner: 'w2', now: T0 + 2 }));
+    expect(again).toMatchObject({ kind: 'terminal', record: { state: 'succeeded', result: done.result } });
+    expect(JSON.stringify(done.result)).toMatch(/\d+ bytes/);
+    await l.close();
+  });
+
+  it('receipts that filled the room of an open operation still leave room to hand it off and resolve it', async () => {
+    const { l, id, ref, next } = await filledToTheRoom('full-receipts', 200, [40]);
+    expect(await l.first.handOff(ref, packetOf(id), T0 + 1, bigReceipt(id, next(), 20))).toMatchObject({
+      state: 'handed-off',
+    });
+    const closed = await l.first.resolve(id, { action: 'abandon' }, T0 + 2, bigReceipt(id, next(), 20));
+    expect(closed).toMatchObject({ state: 'abandoned' });
+    await l.close();
+  });
+
+  it('an open operation filled to the last byte of its room can still be taken over (by an owner of a longer name) and handed off', async () => {
+    // Receipts ever smaller: the item ends within a few bytes of its room.
+    const { l, id } = await filledToTheRoom('full-takeover', 250, [20, 1, 0.05]);
+    const owner = `recovery-${'w'.repeat(400)}`;
+    const taken = await l.first.claim(claimOf(id, { owner, now: T0 + 5_000 }));
+    expect(taken).toMatchObject({ kind: 'claimed', takenOver: true, record: { leaseOwner: owner } });
+    const handed = await l.first.handOff({ businessOperationId: id, fence: 2 }, packetOf(id), T0 + 5_001);
+    expect(handed).toMatchObject({ state: 'handed-off' });
+    await l.close();
+  });
+
+  it("a worker whose clock is off DynamoDB's by an hour is refused its claims, from its first request on: nothing written", async () => {
+    const l = await ledgers(1);
+    const realNow = Date.now;
+    for (const offMs of [3_600_000, -3_600_000]) {
+      const skewed = createDynamoDbLedger({ table: l.table, client: db.client() });
+      const spy = vi.spyOn(Date, 'now').mockImplementation(() => realNow() + offMs);
+      try {
+        const now = Date.now();
+        for (const id of [newId('skewed-first'), newId('skewed-next')]) {
+          const err = await skewed.claim(claimOf(id, { now, dispatch: true })).catch((e: unknown) => e);
+          expect(ClockSkewError.isInstance(err), String(err)).toBe(true);
+          expect(await rawItem(l.table, id)).toBeUndefined();
+        }
+        if (offMs > 0) {
+          // Nor can it take over a live lease of a worker whose clock is right.
+          const live = newId('live');
+          spy.mockRestore();
+          await l.first.claim(claimOf(live, { now: realNow(), leaseMs: 60_000, dispatch: true }));
+          vi.spyOn(Date, 'now').mockImplementation(() => realNow() + offMs);
+          const takeover = skewed.claim(claimOf(live, { owner: 'w2', now: Date.now(), dispatch: true }));
+          await expect(takeover).rejects.toSatisfy(ClockSkewError.isInstance);
+          expect(await l.first.get(live)).toMatchObject({ fence: 1, leaseOwner: 'worker-1' });
+        }
+        // Its clock set right, it claims again (the reading from before is not held against it).
+        vi.restoreAllMocks();
+        expect(await skewed.claim(claimOf(newId('fixed'), { now: Date.now() }))).toMatchObject({ kind: 'claimed' });
+      } finally {
+        vi.restoreAllMocks();
+        await skewed.close();
+      }
+    }
     await l.close();
   });
 
@@ -390,14 +539,15 @@ describe('the DynamoDB ledger', () => {
     const table = await db.table('lost');
     const client = db.client();
     let drop = 1;
-    // After DynamoDB applied the first PutItem, its answer is lost and the client sends it again.
+    // After DynamoDB applied the first PutItem, its answer is lost (a timeout) and the SDK's retry sends it again.
     client.middlewareStack.add(
       (next) => async (args) => {
         const out = await next(args);
-        if ((args.input as { Item?: unknown }).Item !== undefined && drop-- > 0) return next(args);
+        if ((args.input as { Item?: unknown }).Item !== undefined && drop-- > 0)
+          throw Object.assign(new Error('answer lost'), { name: 'TimeoutError' });
         return out;
       },
-      { step: 'initialize', name: 'loseOneAnswer' },
+      { step: 'finalizeRequest', name: 'loseOneAnswer' },
     );
     const ledger = createDynamoDbLedger({ table, client });
     const id = newId('lost');
@@ -453,6 +603,23 @@ describe('the DynamoDB ledger', () => {
       takenOver: false,
       record: { fence: 1 },
     });
+    await l.close();
+  });
+
+  it('prune never deletes a new operation started over an item past its TTL while the prune ran', async () => {
+    const l = await ledgers(2, { retentionMs: 60_000, cards: [] });
+    const [a, b] = l.all as [typeof l.first, typeof l.first];
+    const now = Date.now();
+    const id = newId('ttl-reused');
+    const finish = async (at: number) => {
+      await a.claim(claimOf(id, { dispatch: true, now: at }));
+      return a.setState({ businessOperationId: id, fence: 1 }, { state: 'succeeded', now: at + 1 });
+    };
+    await finish(now - 120_000);
+    // While the prune exports, the id (forgotten once its TTL passed) runs again as a new operation.
+    const report = await b.prune!({ before: now, onPrune: async () => void (await finish(now)) });
+    expect(await a.get(id)).toMatchObject({ state: 'succeeded', createdAt: now });
+    expect(report.pruned).toBe(0);
     await l.close();
   });
 

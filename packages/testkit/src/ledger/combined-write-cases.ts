@@ -58,6 +58,18 @@ export function claimDispatchCases(test: Test): void {
 
 /** The combined writes of a two-write clean run: a state or handoff with its receipt; and supersede. */
 export function receiptCases(test: Test): void {
+  test('a provider result of 1 MB still closes the operation with its receipt: never left in flight after the call', async (l) => {
+    const params = { ref: 'large-result', blob: 'p'.repeat(200 * 1024) };
+    const { ref } = await claimed(l, 'large-result', { dispatch: true, params });
+    const r1 = receipt('large-result', 1, null);
+    const result = { body: 'r'.repeat(1024 * 1024) };
+    const patch = { state: 'succeeded', result, providerRef: 'rec_big', now: T0 + 1, receipt: r1 } as const;
+    const closed = { state: 'succeeded', providerRef: 'rec_big', leaseOwner: null };
+    expect(await l.setState(ref, patch)).toMatchObject(closed);
+    expect(await l.get(id('large-result'))).toMatchObject(closed);
+    expect(await l.receipts(id('large-result'))).toEqual([r1]);
+  });
+
   test('setState with a receipt writes the state and the receipt together', async (l) => {
     const { ref } = await claimed(l, 'state-receipt', { dispatch: true });
     const r1 = receipt('state-receipt', 1, null);
