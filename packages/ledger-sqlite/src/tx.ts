@@ -24,7 +24,10 @@ function loadSqlite(): typeof import('node:sqlite') {
     if (!text.startsWith('SQLite is an experimental feature')) Reflect.apply(emit, process, [warning, ...rest]);
   }) as typeof process.emitWarning;
   try {
-    return process.getBuiltinModule('node:sqlite') as typeof import('node:sqlite');
+    // Undefined before Node 22.13 (and getBuiltinModule itself before 20.16): said so, not as a TypeError.
+    const sqlite = process.getBuiltinModule?.('node:sqlite') as typeof import('node:sqlite') | undefined;
+    if (sqlite) return sqlite;
+    throw new Error(`node:sqlite is not in Node ${process.version}: the SQLite ledger needs Node 22.13 or later`);
   } finally {
     process.emitWarning = emit;
   }
