@@ -392,6 +392,29 @@ it.each(Object.keys(FIRST_EXAMPLE_SANDBOXES))(
   30_000,
 );
 
+it("the adapters' first examples type-check as saved, for a TypeScript user (node16 and bundler resolution, skipLibCheck off)", async () => {
+  const pages = Object.keys(FIRST_EXAMPLE_SANDBOXES).map((a) =>
+    readFileSync(join(repoRoot, `adapters/${a}/README.md`), 'utf8'),
+  );
+  const packages = pages.flatMap((page) => installed(blockAfter(page, 'readme-install')));
+  const { dir, env } = freshProject([...new Set(packages), 'typescript', '@types/node']);
+  const files = pages.map((page) => {
+    writeFileSync(join(dir, savedAs(page, 'readme-first')), blockAfter(page, 'readme-first'));
+    return savedAs(page, 'readme-first');
+  });
+  // Both resolutions at once: a user's project has one of them.
+  const check = (module: string, resolution: string) =>
+    sh(
+      `node_modules/.bin/tsc --noEmit --strict --target es2022 --module ${module} --moduleResolution ${resolution} --types node ${files.join(' ')}`,
+      dir,
+      env,
+      90_000,
+    );
+  const [node16, bundler] = await Promise.all([check('node16', 'node16'), check('preserve', 'bundler')]);
+  expect(`${node16.stdout}${node16.stderr}`, 'node16').toBe('');
+  expect(`${bundler.stdout}${bundler.stderr}`, 'bundler').toBe('');
+}, 120_000);
+
 it('packages/mcp/README.md: the stdio server starts as pasted and lists the configured operation as its tool', async () => {
   const page = readFileSync(join(repoRoot, 'packages/mcp/README.md'), 'utf8');
   const install = blockAfter(page, 'mcp-install');
