@@ -1,3 +1,5 @@
+import { existsSync } from 'node:fs';
+import { dirname } from 'node:path';
 import type { DatabaseSync } from 'node:sqlite';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { LedgerError, RetrysafeError } from '@retrysafe/contract';
@@ -64,7 +66,12 @@ export function openConnection(path: string, busyMs: number, synchronous: 'FULL'
   } catch (cause) {
     quietly(() => db?.close());
     if (RetrysafeError.isInstance(cause)) throw cause;
-    throw new LedgerError(`cannot open SQLite ledger at ${path}: ${(cause as Error).message}`, { cause });
+    const folder = dirname(path);
+    // SQLite says only "unable to open database file".
+    const why = existsSync(folder)
+      ? (cause as Error).message
+      : `the folder ${folder} does not exist (the ledger creates its file, not its folder)`;
+    throw new LedgerError(`cannot open SQLite ledger at ${path}: ${why}`, { cause });
   }
   const opened = db;
   let open = true;
