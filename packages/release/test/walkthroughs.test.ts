@@ -322,16 +322,6 @@ for (const readme of [
     }
   }, 60_000);
 
-it('README.md: the real-provider examples, saved as the `.mjs` the page names, are JavaScript Node runs', async () => {
-  // They need live accounts (docs.test.ts compiles their imports); what runs offline is Node's own parse.
-  const page = readFileSync(join(repoRoot, 'README.md'), 'utf8');
-  const { dir, env } = freshProject([]);
-  const file = savedAs(page, 'real-provider');
-  writeFileSync(join(dir, file), blockAfter(page, 'real-provider') + blockAfter(page, 'real-provider-more'));
-  const r = await sh(`node --check ${file}`, dir, env);
-  expect(r.code, r.stderr).toBe(0);
-});
-
 // Each adapter's sandbox as its README's first example needs it (the channel and repository it names), and the
 // credential the page's variable is set to (the sandbox checks it where it takes one).
 const FIRST_EXAMPLE_SANDBOXES: Record<string, { start: string; token: string; options: object }> = {
@@ -351,11 +341,56 @@ const FIRST_EXAMPLE_SANDBOXES: Record<string, { start: string; token: string; op
   stripe: { start: 'startStripeSandbox', token: 'sk_test_readme', options: {} },
 };
 
+/**
+ * Runs `node <file>` in `dir` as pasted: the adapter factory the file imports gets the baseUrl of that adapter's
+ * loopback sandbox (sandboxed-adapters.mjs, preloaded), and `variable` the credential the sandbox takes.
+ */
+async function runSandboxed(
+  adapter: string,
+  file: string,
+  variable: string,
+  project: { dir: string; env: NodeJS.ProcessEnv },
+) {
+  const code = readFileSync(join(project.dir, file), 'utf8');
+  const [, factory, pkg] = /import \{ (create\w+Adapter) \} from '(@retrysafe\/[\w-]+)'/.exec(code)!;
+  const kit = (await import(join(workspaceDir(pkg!), 'dist/sandbox/index.js'))) as Record<
+    string,
+    (o: object) => Promise<{ url: string; close(): Promise<void> }>
+  >;
+  const { start, token, options } = FIRST_EXAMPLE_SANDBOXES[adapter]!;
+  const sandbox = await kit[start]!(options);
+  try {
+    const preload = join(repoRoot, 'packages/release/test/sandboxed-adapters.mjs');
+    const sandboxed = JSON.stringify({ [pkg!]: { factory, baseUrl: sandbox.url } });
+    return await sh(`node --import ${preload} ${file}`, project.dir, {
+      ...project.env,
+      [variable]: token,
+      RS_SANDBOXED: sandboxed,
+    });
+  } finally {
+    await sandbox.close();
+  }
+}
+
+it('README.md: the real-provider examples, saved as the `.mjs` the page names, run (the first against the Stripe sandbox)', async () => {
+  // They need live accounts (docs.test.ts compiles their imports): the first runs against the loopback sandbox as
+  // pasted; the rest (more adapters, an HTTP API at a made-up host) is parsed as Node runs it.
+  const page = readFileSync(join(repoRoot, 'README.md'), 'utf8');
+  const project = freshProject([...installed(blockAfter(page, 'first-example-install')), '@retrysafe/stripe']);
+  const file = savedAs(page, 'real-provider');
+  writeFileSync(join(project.dir, file), blockAfter(page, 'real-provider'));
+  const r = await runSandboxed('stripe', file, 'STRIPE_API_KEY', project);
+  expect(r.code, r.stderr).toBe(0);
+  expect(r.stdout).toMatch(/^pi_\w+ \n$/);
+  writeFileSync(join(project.dir, file), blockAfter(page, 'real-provider') + blockAfter(page, 'real-provider-more'));
+  const more = await sh(`node --check ${file}`, project.dir, project.env);
+  expect(more.code, more.stderr).toBe(0);
+}, 30_000);
+
 it.each(Object.keys(FIRST_EXAMPLE_SANDBOXES))(
   'adapters/%s/README.md: the first example, saved and run as the page says, does its operation (against the sandbox)',
   async (adapter) => {
-    // It is written for a live account: run as pasted, with the adapter's factory given the loopback sandbox's
-    // baseUrl (sandboxed-adapters.mjs, preloaded) and the credential variable the page names set for the sandbox.
+    // It is written for a live account: run as pasted against the adapter's loopback sandbox.
     const page = readFileSync(join(repoRoot, `adapters/${adapter}/README.md`), 'utf8');
     const example = blockAfter(page, 'readme-first');
     const file = savedAs(page, 'readme-first');
@@ -363,31 +398,18 @@ it.each(Object.keys(FIRST_EXAMPLE_SANDBOXES))(
     expect(page).toContain(`\`node ${file}\``);
     const variable = new RegExp(`\`node ${file.replace('.', '\\.')}\` with \`(\\w+)\` set`).exec(page)?.[1];
     expect(variable, 'the page names the variable to set').toBeDefined();
-    const { dir, env } = freshProject(installed(blockAfter(page, 'readme-install')));
-    writeFileSync(join(dir, file), example);
-    const [, factory, pkg] = /import \{ (create\w+Adapter) \} from '(@retrysafe\/[\w-]+)'/.exec(example)!;
-    const kit = (await import(join(workspaceDir(pkg!), 'dist/sandbox/index.js'))) as Record<
-      string,
-      (o: object) => Promise<{ url: string; close(): Promise<void> }>
-    >;
-    const { start, token, options } = FIRST_EXAMPLE_SANDBOXES[adapter]!;
-    const sandbox = await kit[start]!(options);
-    try {
-      const sandboxed = JSON.stringify({ [pkg!]: { factory, baseUrl: sandbox.url } });
-      const preload = join(repoRoot, 'packages/release/test/sandboxed-adapters.mjs');
-      const r = await sh(`node --import ${preload} ${file}`, dir, {
-        ...env,
-        [variable!]: token,
-        RS_SANDBOXED: sandboxed,
-      });
-      expect(r.code, r.stderr).toBe(0);
-      const ls = await sh(`node ${join(repoRoot, 'packages/cli/dist/bin.js')} ledger ls --json`, dir, env);
-      const rows = JSON.parse(ls.stdout) as { state: string }[];
-      expect(rows.length, ls.stderr).toBeGreaterThan(0);
-      expect(rows.map((row) => row.state)).toEqual(rows.map(() => 'succeeded'));
-    } finally {
-      await sandbox.close();
-    }
+    const project = freshProject(installed(blockAfter(page, 'readme-install')));
+    writeFileSync(join(project.dir, file), example);
+    const r = await runSandboxed(adapter, file, variable!, project);
+    expect(r.code, r.stderr).toBe(0);
+    const ls = await sh(
+      `node ${join(repoRoot, 'packages/cli/dist/bin.js')} ledger ls --json`,
+      project.dir,
+      project.env,
+    );
+    const rows = JSON.parse(ls.stdout) as { state: string }[];
+    expect(rows.length, ls.stderr).toBeGreaterThan(0);
+    expect(rows.map((row) => row.state)).toEqual(rows.map(() => 'succeeded'));
   },
   30_000,
 );
