@@ -8,4 +8,4 @@ export type {
   EmailsSendParams,
   EmailsSendResult,
   ResendOperationTypes,
-} from './resend-operations.js';
+} from './resend-types.js';

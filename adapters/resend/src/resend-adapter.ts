@@ -8,7 +8,8 @@ import {
 import { checkBaseUrl, positiveInteger } from '@retrysafe/contract/provider';
 import { Resend } from 'resend';
 import { classifyAnswer } from './resend-errors.js';
-import { type ResendOperation, type ResendOperationTypes, resendOperations } from './resend-operations.js';
+import { type ResendOperation, resendOperations } from './resend-operations.js';
+import type { ResendOperationTypes } from './resend-types.js';
 
 export interface ResendAdapterOptions extends AccountOption {
   /** A Resend API key (`re_…`). Required: the SDK's fallback to RESEND_API_KEY is not used. */

@@ -64,7 +64,9 @@ function fileSystemError(e: unknown): string | null {
   const code = String(x?.code);
   // a path is what makes it a file-system error (a refused connection has a syscall and a code, but no path)
   if (!/^E[A-Z]+$/.test(code) || typeof x?.syscall !== 'string' || typeof x.path !== 'string') return null;
-  return `cannot ${x.syscall} ${x.path}: ${FS_WORDS[code] ?? code} (${code})`;
+  // A spawn's syscall already names its command ("spawn x"), its path too.
+  const what = x.syscall.endsWith(` ${x.path}`) ? x.syscall : `${x.syscall} ${x.path}`;
+  return `cannot ${what}: ${FS_WORDS[code] ?? code} (${code})`;
 }
 
 const errorScrub = createRedactor();

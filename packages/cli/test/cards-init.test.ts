@@ -146,6 +146,20 @@ describe('retrysafe cards init --from', () => {
     expect(() => readFileSync(out)).toThrow();
   });
 
+  it('run twice with the same --out: the card written first (maybe edited since) is kept, the second is refused (exit 2)', async () => {
+    const from = join(dir, 'twice.yaml');
+    const out = join(dir, 'twice.card.yaml');
+    writeFileSync(from, PARTIAL_CARD);
+    expect((await cli(['cards', 'init', '--from', from, '--out', out])).code).toBe(0);
+    writeFileSync(out, `${readFileSync(out, 'utf8')}# edited by hand\n`);
+    const again = await cli(['cards', 'init', '--from', from, '--out', out]);
+    expect(again.code).toBe(2);
+    expect(again.stderr).toContain(
+      `--out ${out}: the file exists; a card is never written over (remove it, or name another)`,
+    );
+    expect(readFileSync(out, 'utf8')).toMatch(/# edited by hand\n$/);
+  });
+
   it('interactive on a closed stdin: nothing to ask, so the fields that cannot be unknown are named, once each (exit 2)', async () => {
     const r = await cli(['cards', 'init']);
     expect(r.code).toBe(2);

@@ -103,6 +103,11 @@ describe('exit code 2 for a file that cannot be read (as the help says)', () => 
     ['ledger ls --db <a folder>', ['ledger', 'ls', '--db', folder], /cannot open it as a SQLite ledger/],
     ['ledger ls --db <not a SQLite file>', ['ledger', 'ls', '--db', notALedger], /cannot open it as a SQLite ledger/],
     [
+      'probe -- <a command that does not exist>',
+      ['probe', '--tool', 't', '--args', '{}', '--count-tool', 'l', '--count-path', 'p', '--', 'no-such-server-rs'],
+      /^retrysafe: cannot spawn no-such-server-rs: no such file or directory \(ENOENT\)$/m,
+    ],
+    [
       'drill --module <a folder>',
       ['drill', '--module', folder, '--out', join(dir, 'out')],
       /--module .*cannot import it/,

@@ -48,6 +48,19 @@ function checkConfig(o: Record<string, unknown>): string[] {
   const adapters =
     o.adapters && typeof o.adapters === 'object' && !Array.isArray(o.adapters) ? Object.keys(o.adapters) : [];
   if (o.adapters !== undefined && adapters.length === 0) problems.push('adapters: name at least one adapter');
+  const shipped = Object.keys(BUILT_IN);
+  for (const name of adapters) {
+    const entry = (o.adapters as Record<string, unknown>)[name];
+    const close = suggest(name, shipped);
+    // A misspelled shipped name (no module, no type): said so, instead of "unknown key … module: required".
+    if (!close || shipped.includes(name) || !entry || typeof entry !== 'object' || 'type' in entry || 'module' in entry)
+      continue;
+    const at = `adapters.${safeMessage(name)}`;
+    problems.splice(0, problems.length, ...problems.filter((p) => !p.startsWith(`${at}.`)));
+    problems.push(
+      `${at}: not a shipped adapter${close} — shipped: ${shipped.join(', ')}; one of your own names its module`,
+    );
+  }
   for (const [i, entry] of (Array.isArray(o.operations) ? o.operations : []).entries()) {
     const name = String(entry).split('.')[0]!;
     if (typeof entry === 'string' && !adapters.includes(name))

@@ -36,6 +36,14 @@ describe('strict config (fails on main: these were accepted or defaulted)', () =
     expect(m).toContain('policy.maxAtempts: unknown key (did you mean "maxAttempts"?)');
   });
 
+  it('a misspelled shipped adapter is named as one, with the close name (not read as a module adapter)', () => {
+    const m = problems({ adapters: { strpe: { apiKeyEnv: 'STRIPE_KEY' } } });
+    expect(m).toContain(
+      'adapters.strpe: not a shipped adapter (did you mean "stripe"?) — shipped: stripe, msgraph, hubspot, resend, slack, github, sandbox; one of your own names its module',
+    );
+    expect(m).not.toMatch(/module: required|unknown key/);
+  });
+
   it('bad policy values are refused', () => {
     const m = problems({ adapters: stripe, policy: { maxAttempts: 0, baseMs: -5, leaseMs: 'long', capMs: 1.5 } });
     expect(m).toContain('policy.maxAttempts: must be ≥ 1');

@@ -1,3 +1,5 @@
+import { existsSync } from 'node:fs';
+import { dirname } from 'node:path';
 import type { DatabaseSync } from 'node:sqlite';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { LedgerError, RetrysafeError } from '@retrysafe/contract';
@@ -24,7 +26,10 @@ function loadSqlite(): typeof import('node:sqlite') {
     if (!text.startsWith('SQLite is an experimental feature')) Reflect.apply(emit, process, [warning, ...rest]);
   }) as typeof process.emitWarning;
   try {
-    return process.getBuiltinModule('node:sqlite') as typeof import('node:sqlite');
+    // Undefined before Node 22.13 (and getBuiltinModule itself before 20.16): said so, not as a TypeError.
+    const sqlite = process.getBuiltinModule?.('node:sqlite') as typeof import('node:sqlite') | undefined;
+    if (sqlite) return sqlite;
+    throw new Error(`node:sqlite is not in Node ${process.version}: the SQLite ledger needs Node 22.13 or later`);
   } finally {
     process.emitWarning = emit;
   }
@@ -61,7 +66,12 @@ export function openConnection(path: string, busyMs: number, synchronous: 'FULL'
   } catch (cause) {
     quietly(() => db?.close());
     if (RetrysafeError.isInstance(cause)) throw cause;
-    throw new LedgerError(`cannot open SQLite ledger at ${path}: ${(cause as Error).message}`, { cause });
+    const folder = dirname(path);
+    // SQLite says only "unable to open database file".
+    const why = existsSync(folder)
+      ? (cause as Error).message
+      : `the folder ${folder} does not exist (the ledger creates its file, not its folder)`;
+    throw new LedgerError(`cannot open SQLite ledger at ${path}: ${why}`, { cause });
   }
   const opened = db;
   let open = true;

@@ -104,6 +104,12 @@ describe('sqlite ledger', () => {
     expect(() => createSqliteLedger({ path: join(dir, 'no', 'such', 'dir', 'x.db') })).toThrow(LedgerError);
   });
 
+  it("a path in a folder that does not exist says so (SQLite's own words are 'unable to open database file')", () => {
+    expect(() => createSqliteLedger({ path: 'no-such-folder/retrysafe.db' })).toThrow(
+      'cannot open SQLite ledger at no-such-folder/retrysafe.db: the folder no-such-folder does not exist (the ledger creates its file, not its folder)',
+    );
+  });
+
   it.skipIf(!existsProcFd())('a failed open closes its file: 50 failed opens leave no descriptor behind', () => {
     const path = file('not-a-db');
     writeFileSync(path, 'this is not an SQLite database, only text. '.repeat(200));

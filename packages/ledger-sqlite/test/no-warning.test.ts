@@ -33,6 +33,14 @@ process.emitWarning('still shown', 'ExperimentalWarning');`);
     expect(r.stderr).toMatch(/still shown/);
   });
 
+  it('a Node without node:sqlite (before 22.13) is told so by name, not with a TypeError', () => {
+    const r = run(`process.getBuiltinModule = () => undefined;
+try { createSqliteLedger({ path: ${JSON.stringify(join(dir, 'old-node.db'))} }); } catch (e) { console.log(e.name, e.message); }`);
+    expect(r.stdout.trim(), r.stderr).toBe(
+      `LedgerError cannot open SQLite ledger at ${join(dir, 'old-node.db')}: node:sqlite is not in Node ${process.version}: the SQLite ledger needs Node 22.13 or later`,
+    );
+  });
+
   it('importing the package loads no SQLite', () => {
     const r = run(`console.log(process.moduleLoadList.some((m) => m.includes('sqlite')));`);
     expect(r.stdout.trim(), r.stderr).toBe('false');

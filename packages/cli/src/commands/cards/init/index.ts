@@ -1,4 +1,4 @@
-import { writeFileSync } from 'node:fs';
+import { existsSync, writeFileSync } from 'node:fs';
 import { extname } from 'node:path';
 import { createInterface } from 'node:readline';
 import {
@@ -19,7 +19,10 @@ import { refusals } from '../refusals.js';
 
 export const CARDS_INIT_OPTIONS = {
   from: { argument: '<file>', description: 'a partial card (JSON or YAML) to start from; no questions asked' },
-  out: { argument: '<file>', description: 'write the card here (.yaml/.yml: YAML, else JSON); default: print it' },
+  out: {
+    argument: '<file>',
+    description: 'write the card to this new file (.yaml/.yml: YAML, else JSON); default: print it',
+  },
   interactive: { description: 'ask for the fields --from leaves out' },
   json: { description: 'print { card, unknowns, defaulted, refusals } as JSON' },
 } as const satisfies Options;
@@ -134,6 +137,11 @@ export async function cardsInit(
     readonly prompt?: (text: string) => void;
   },
 ) {
+  // Before any question: the file may be a card edited by hand since an earlier run.
+  if (opts.out !== undefined && existsSync(opts.out))
+    throw new UsageError(
+      `--out ${opts.out}: the file exists; a card is never written over (remove it, or name another)`,
+    );
   const seed =
     opts.from !== undefined
       ? readObjectFile(opts.from, `--from ${opts.from}: expected an object (a partial card)`)
