@@ -194,8 +194,10 @@ const contactsUpdateCard = (o: HubSpotCardOptions) =>
     },
     // Exact: HubSpot stores property values as written, so another spelling is another value.
     businessOperationId: {
-      rule: 'derived from intent fields contactId and properties: the contact and the values it is set to',
-      intentFields: ['contactId', 'properties'],
+      rule: 'derived from intent fields contactId, idProperty (when given) and properties: the contact and the values it is set to',
+      // idProperty names which contact contactId is (101 by record id and 101 by a unique property are two contacts).
+      intentFields: ['contactId', 'properties', 'idProperty'],
+      optionalIntentFields: ['idProperty'],
     },
     providerKey: {
       travels: fact('none', NO_KEY),

@@ -12,6 +12,7 @@ const LABELS: ReadonlyArray<readonly [path: string, label: string]> = [
   ['sideEffect.rejectionMayCreate', 'A rejected call can leave an object'],
   ['businessOperationId.rule', 'Business-operation id rule'],
   ['businessOperationId.intentFields', 'Intent fields'],
+  ['businessOperationId.optionalIntentFields', 'Intent fields a call may leave out'],
   ['businessOperationId.normalize', 'Intent normalisation'],
   ['paramComparison', 'Param comparison (others exact)'],
   ['ids.run', 'Run id'],
@@ -96,6 +97,7 @@ const rulesView = (rules: Rules) => ({ value: describeNormalization(rules), sour
 
 /** How a row shows an optional section (absent: no row). */
 const VIEW: Readonly<Record<string, (declared: never) => unknown>> = {
+  'businessOperationId.optionalIntentFields': (fields: readonly string[]) => fields,
   'businessOperationId.normalize': rulesView,
   paramComparison: rulesView,
   'storedResult.replayIndicator': ({ value, source }: Replay) => ({

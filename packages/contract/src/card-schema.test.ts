@@ -36,6 +36,7 @@ describe('the published card schema', () => {
 /** Every optional field of the card, and why leaving it out reads as the safe answer (never send, adopt or fold). */
 const OPTIONAL_AND_SAFE_WHEN_ABSENT = {
   'businessOperationId.normalize': 'no step merges two values: distinct values keep distinct ids',
+  'businessOperationId.optionalIntentFields': 'every intent field is required: a call without one is refused',
   paramComparison: 'every other param compared exactly: a changed one is a conflict',
   'storedResult.replayIndicator': 'an answer reads as performed, not replayed: adopted either way',
   'lookup.lateApplyBound': 'unknown: a lookup that finds nothing never proves absence',

@@ -95,6 +95,10 @@ const CARD = obj({
   businessOperationId: obj({
     rule: str,
     intentFields: { ...strings, minItems: 1 },
+    'optionalIntentFields?': {
+      ...strings,
+      description: 'intent fields a call may leave out (top-level params): left out, the intent has no such field',
+    },
     'normalize?': { type: 'array', items: ruleSchema({ 'providerDefault?': providerDefault }, 'steps') },
   }),
   ids: obj({ run: str, attempt: str, request: fact(str) }),
@@ -265,7 +269,11 @@ function checkBeyondSchema(card: Record<string, unknown>, problems: CardProblem[
       message: 'expected the body of a character class, e.g. A-Za-z0-9_- (ranges in order, not negated, ] escaped)',
     });
   checkBudget(card, problems);
-  const bo = (card.businessOperationId ?? {}) as { intentFields?: unknown; normalize?: unknown };
+  const bo = (card.businessOperationId ?? {}) as {
+    intentFields?: unknown;
+    optionalIntentFields?: unknown;
+    normalize?: unknown;
+  };
   const kind = (card.sideEffect as { kind?: { value?: unknown } } | undefined)?.kind?.value;
   const intentFields: unknown[] = Array.isArray(bo.intentFields) ? bo.intentFields : [];
   /** Either list: a default the operation can have; nothing read as left out names an array item (the rest would move). */
@@ -278,6 +286,13 @@ function checkBeyondSchema(card: Record<string, unknown>, problems: CardProblem[
   };
   for (const [i, f] of intentFields.entries())
     if (!isDotPath(f)) problems.push({ path: `businessOperationId.intentFields[${i}]`, message: PATH });
+  // A path's missing part could lie under an array item, where leaving it out of one item would merge two lists.
+  for (const [i, f] of (Array.isArray(bo.optionalIntentFields) ? bo.optionalIntentFields : []).entries())
+    if (!intentFields.includes(f) || String(f).includes('.'))
+      problems.push({
+        path: `businessOperationId.optionalIntentFields[${i}]`,
+        message: 'expected one of the intent fields that is a top-level param (no dots)',
+      });
   eachRule(bo.normalize, 'businessOperationId.normalize', (r, p) => {
     const { field } = r;
     if (!isDotPath(field)) problems.push({ path: `${p}.field`, message: PATH });

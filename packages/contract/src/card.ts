@@ -45,6 +45,12 @@ export interface RetrySafetyCard {
     /** In words, e.g. "derived from intent fields customer, amount, currency, orderRef". */
     readonly rule: string;
     readonly intentFields: readonly string[];
+    /**
+     * Intent fields a call may leave out (top-level params): left out, the intent has no such field; given, it is
+     * digested like the others. For an optional param that names the target (HubSpot's idProperty), which a required
+     * intent field could not name and a param outside the intent would fold into another target's id.
+     */
+    readonly optionalIntentFields?: readonly string[];
     /** Per intent field: the steps under which the provider treats values as the same. */
     readonly normalize?: readonly FieldNormalization[];
   };

@@ -141,6 +141,14 @@ describe('pickIntent', () => {
     expect(pickIntent({ a: 1, b: { c: 2 }, d: 3 }, ['a', 'b.c'])).toEqual({ a: 1, 'b.c': 2 });
     expect(() => pickIntent({ a: 1 }, ['a', 'b'])).toThrow(InvalidIntentError);
   });
+  it('leaves an optional field out when the call does (or gives undefined); any value given is another intent', () => {
+    const id = (params: object) => businessOperationId('a.b', pickIntent(params, ['a', 'by'], ['by']));
+    expect(pickIntent({ a: 1, by: undefined }, ['a', 'by'], ['by'])).toEqual({ a: 1 });
+    expect(id({ a: 1 })).toBe(businessOperationId('a.b', { a: 1 }));
+    const ids = [{ a: 1 }, { a: 1, by: 'email' }, { a: 1, by: '' }, { a: 1, by: null }].map(id);
+    expect(new Set(ids).size).toBe(4);
+    expect(() => pickIntent({ by: 'email' }, ['a', 'by'], ['by'])).toThrow(InvalidIntentError);
+  });
 });
 
 describe('deriveProviderKey', () => {

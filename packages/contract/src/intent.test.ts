@@ -424,6 +424,13 @@ describe('the optional card sections (issue 16)', () => {
         'paramComparison[0].field',
       ]);
     expect(problems(withBo({ intentFields: ['lines[0]'] }))).toEqual(['businessOperationId.intentFields[0]']);
+    // An optional intent field is one of the intent fields, and a top-level param (never beneath an array item).
+    const optional = (o: string[]) => problems(withBo({ intentFields: ['ref', 'by', 'a.b'], optionalIntentFields: o }));
+    expect(optional(['by'])).toEqual([]);
+    expect(optional(['other', 'a.b'])).toEqual([
+      'businessOperationId.optionalIntentFields[0]',
+      'businessOperationId.optionalIntentFields[1]',
+    ]);
     const lines = { intentFields: ['lines'], normalize: [{ field: 'lines.[0]', steps: ['trim'], source: 's' }] };
     expect(problems(withBo(lines))).toEqual(['businessOperationId.normalize[0].field']);
     // normalizeParams reads `lines[0].note` as a key named "lines[0]": such a rule would change nothing

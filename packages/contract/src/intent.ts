@@ -72,10 +72,21 @@ export function withinIntent(path: string, intentFields: readonly unknown[]): bo
   return intentFields.some((f) => typeof f === 'string' && (path === f || path.startsWith(`${f}.`)));
 }
 
-/** A missing intent field is an error: it would fold distinct intents into one operation. */
-export function pickIntent(params: unknown, fields: readonly string[]): Record<string, unknown> {
+/**
+ * A missing intent field is an error: it would fold distinct intents into one operation. One of `optional` (a top-level
+ * param) left out, or undefined as JSON drops it, is left out of the intent: any value given is another intent.
+ */
+export function pickIntent(
+  params: unknown,
+  fields: readonly string[],
+  optional: readonly string[] = [],
+): Record<string, unknown> {
   const out: Record<string, unknown> = {};
-  for (const field of fields) put(out, field, readAt(params, field.split('.'), field));
+  for (const field of fields) {
+    const given = typeof params === 'object' && params !== null && Object.hasOwn(params, field);
+    if (optional.includes(field) && (!given || (params as Record<string, unknown>)[field] === undefined)) continue;
+    put(out, field, readAt(params, field.split('.'), field));
+  }
   return out;
 }
 
@@ -95,9 +106,13 @@ function readAt(cur: unknown, parts: readonly string[], field: string): unknown 
 /** The intent of these params as a card reads it: its intent fields, picked, in normal form (what the id digests). */
 export function intentOf(
   params: unknown,
-  rule: { readonly intentFields: readonly string[]; readonly normalize?: Rules },
+  rule: {
+    readonly intentFields: readonly string[];
+    readonly optionalIntentFields?: readonly string[];
+    readonly normalize?: Rules;
+  },
 ): Record<string, unknown> {
-  return normalizeIntent(pickIntent(params, rule.intentFields), rule.normalize);
+  return normalizeIntent(pickIntent(params, rule.intentFields, rule.optionalIntentFields), rule.normalize);
 }
 
 const ZERO_FRACTION = /^(\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2})\.0+$/;

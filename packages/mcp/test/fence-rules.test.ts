@@ -427,3 +427,38 @@ describe('fence file rules: the lookup reads each argument as the card does, on 
     }
   });
 });
+
+describe('fence file optionalIntent: an argument a call may leave out that names the target', () => {
+  // The tracker files an issue in `repo`, or in the account's default repository when a call leaves it out.
+  const made: unknown[] = [];
+  const callTool = async (p: { arguments?: Record<string, unknown> }) => {
+    made.push(p.arguments);
+    return { content: [], structuredContent: { number: made.length } };
+  };
+  const properties = { title: { type: 'string' }, repo: { type: 'string' } };
+  const tools = [{ name: 'create_issue', inputSchema: { type: 'object' as const, properties, required: ['title'] } }];
+  const adapterWith = (tool: Record<string, unknown>) => {
+    const config = parseFenceConfig({
+      name: 'tracker',
+      ledger: './unused.db',
+      tools: { create_issue: { kind: 'create', ...tool } },
+    });
+    return createFenceAdapter({ config, client: { callTool }, tools });
+  };
+
+  it('"Fix login" in the default repository and in acme/api are two issues; a repeat that leaves repo out is the first', async () => {
+    const adapter = adapterWith({ intent: ['title', 'repo'], optionalIntent: ['repo'] });
+    const runner = createRunner({ ledger: createMemoryLedger() });
+    const call = (params: Record<string, unknown>) => runner.run(adapter, 'create_issue', { params });
+    const first = await call({ title: 'Fix login' });
+    const other = await call({ title: 'Fix login', repo: 'acme/api' });
+    const again = await call({ title: 'Fix login' });
+    expect(other.businessOperationId).not.toBe(first.businessOperationId);
+    expect(again.businessOperationId).toBe(first.businessOperationId);
+    expect(made).toEqual([{ title: 'Fix login' }, { title: 'Fix login', repo: 'acme/api' }]);
+    // refused at start, named by the fence file's path: it must be one of the intent arguments, a top-level one
+    expect(() => adapterWith({ intent: ['title'], optionalIntent: ['repo'] })).toThrow(
+      /tools\.create_issue\.optionalIntent\[0\]: expected one of the intent fields/,
+    );
+  });
+});

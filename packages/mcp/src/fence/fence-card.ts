@@ -4,7 +4,7 @@ import { type FenceConfig, FenceConfigError, type FenceToolConfig } from './fenc
 
 export const KEY_CHARSET = 'A-Za-z0-9_-';
 
-/** The tool's card; its `normalize` and `paramComparison` are judged by the contract's card validator, and refused
+/** The tool's card; its `optionalIntent`, `normalize` and `paramComparison` are judged by the contract's card validator, and refused
  * naming the fence file's path. */
 export const toolCard = (config: Pick<FenceConfig, 'name' | 'policy'>, toolName: string, t: FenceToolConfig) =>
   named(toolName, () => fenceCard(config, toolName, t));
@@ -23,7 +23,11 @@ export function named<T>(toolName: string, make: () => T): T {
   }
 }
 /** The card paths a fence file declares as they are, by its key. */
-const FENCE_KEYS = { 'businessOperationId.normalize': 'normalize', paramComparison: 'paramComparison' };
+const FENCE_KEYS = {
+  'businessOperationId.optionalIntentFields': 'optionalIntent',
+  'businessOperationId.normalize': 'normalize',
+  paramComparison: 'paramComparison',
+};
 const CLASSIFY = 'fence: packages/mcp/src/fence/fence-adapter.ts (classify)';
 const MCP_ERRORS = 'https://modelcontextprotocol.io/specification/2025-06-18/server/tools#error-handling';
 const MCP_AUTH_ERRORS = 'https://modelcontextprotocol.io/specification/2025-06-18/basic/authorization#error-handling';
@@ -123,6 +127,7 @@ function fenceCard(config: Pick<FenceConfig, 'name' | 'policy'>, toolName: strin
     businessOperationId: {
       rule: `derived from intent fields ${t.intent.join(', ')} of the tool's arguments`,
       intentFields: [...t.intent],
+      ...(t.optionalIntent ? { optionalIntentFields: [...t.optionalIntent] } : {}),
       ...(t.normalize ? { normalize: t.normalize } : {}),
     },
     ...(t.paramComparison ? { paramComparison: t.paramComparison } : {}),

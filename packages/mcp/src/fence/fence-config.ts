@@ -64,6 +64,11 @@ const FENCE_SCHEMA = closed(
           kind: { enum: ['create', 'send', 'set', 'upsert', 'delete', 'charge', 'async-job'] },
           idempotentByNature: { type: 'boolean' },
           intent: { ...strings, minItems: 1, description: 'argument paths that name the business intent' },
+          optionalIntent: {
+            ...strings,
+            description:
+              "intent arguments a call may leave out (top-level), as a card's businessOperationId.optionalIntentFields",
+          },
           // These two are judged with the card they go onto, by the contract's card validator (evidence, steps, paths,
           // where a provider's default may stand); defineAdapter checks a default against the tool's input schema.
           normalize: {

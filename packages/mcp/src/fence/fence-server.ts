@@ -30,13 +30,13 @@ function fencedListing(adapter: AdapterV1, t: Tool) {
   const card = adapter.operations[t.name]!.card;
   const undeclared = validateCard(card).unknowns;
   const key = keyArgument(adapter, t.name);
-  const { normalize } = card.businessOperationId;
+  const { normalize, optionalIntentFields: optional } = card.businessOperationId;
   const compared = card.paramComparison
     ? ` (compared after ${describeNormalization(card.paramComparison)}; the others exactly)`
     : '';
   const description = [
     t.description ?? '',
-    `[fenced by retrysafe] One business operation per intent (${card.businessOperationId.intentFields.join(', ')}${normalize ? `; read after ${describeNormalization(normalize)}` : ''}): if you got no answer or an error that is not a conflict, call again with the same intent — the call maps to the same operation and returns its result instead of doing it twice.`,
+    `[fenced by retrysafe] One business operation per intent (${card.businessOperationId.intentFields.join(', ')}${optional ? `; ${optional.join(', ')} may be left out, another operation than any value` : ''}${normalize ? `; read after ${describeNormalization(normalize)}` : ''}): if you got no answer or an error that is not a conflict, call again with the same intent — the call maps to the same operation and returns its result instead of doing it twice.`,
     `A changed non-intent argument of an operation already started is refused as a conflict${compared}. "in-progress": check back with retrysafe_status; "needs-human": a person decides, do not retry.`,
     undeclared.length
       ? `Upstream facts not declared: ${undeclared.join(', ')} — retrysafe will not re-send where they matter.`

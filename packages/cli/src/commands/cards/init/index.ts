@@ -31,7 +31,12 @@ type Schema = { readonly [k: string]: unknown };
 /** One field of the card as `cards init` fills it: a provider fact `{ value, source }` (may be unknown), or a plain field. */
 type Leaf = { readonly path: string; readonly schema: Schema; readonly fact: boolean };
 
-const HAND_WRITTEN = ['businessOperationId.normalize', 'paramComparison', 'storedResult.replayIndicator'];
+const HAND_WRITTEN = [
+  'businessOperationId.optionalIntentFields',
+  'businessOperationId.normalize',
+  'paramComparison',
+  'storedResult.replayIndicator',
+];
 
 /** Every fillable field of the card, in schema order (derived from the published schema, so new fields appear by themselves). */
 export function cardLeaves(): Leaf[] {
@@ -41,8 +46,8 @@ export function cardLeaves(): Leaf[] {
     if (s.type === 'object' && props && 'value' in props && 'source' in props) {
       leaves.push({ path, schema: (props.value!.anyOf as Schema[])[0]!, fact: true });
     } else if (s.type === 'object' && props) {
-      // The optional sections a provider has or has not (intent normalisation, param comparison, the
-      // replay indicator) are written by hand; every other field, optional facts included, is asked.
+      // The optional sections a provider has or has not (optional intent fields, intent normalisation, param
+      // comparison, the replay indicator) are written by hand; every other field, optional facts included, is asked.
       for (const [k, sub] of Object.entries(props)) {
         const p = path ? `${path}.${k}` : k;
         if (!HAND_WRITTEN.includes(p)) walk(sub, p);

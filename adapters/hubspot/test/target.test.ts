@@ -1,0 +1,46 @@
+import { businessOperationId } from '@retrysafe/contract';
+import { createMemoryLedger, createRunner } from '@retrysafe/core';
+import { describe, expect, it } from 'vitest';
+import { defaultObjectTypes } from '../src/sandbox/index.js';
+import { adapter, sb } from './helpers.js';
+
+// contacts.update's idProperty selects the contact: `101` by record id and `101` by a unique customer number are two
+// contacts, so two operations; a call that leaves idProperty out keeps the id it always had.
+const [contacts, ...others] = defaultObjectTypes();
+const withNumber = {
+  ...contacts!,
+  properties: [...contacts!.properties, 'customer_number'],
+  unique: [...contacts!.unique, 'customer_number'],
+};
+
+describe('contacts.update: the contact idProperty names is part of the intent', () => {
+  it('the same value by record id and by a unique property updates both contacts', async () => {
+    const s = await sb({ objectTypes: [withNumber, ...others] });
+    const byId = s.seed('contacts', { email: 'ada@example.test' });
+    const byNumber = s.seed('contacts', { email: 'bob@example.test', customer_number: byId.id });
+    const runner = createRunner({ ledger: createMemoryLedger() });
+    const a = adapter(s.url);
+    const properties = { lifecyclestage: 'customer' };
+    const first = await runner.run(a, 'contacts.update', { params: { contactId: byId.id, properties } });
+    const second = await runner.run(a, 'contacts.update', {
+      params: { contactId: byId.id, idProperty: 'customer_number', properties },
+    });
+    expect(second.businessOperationId).not.toBe(first.businessOperationId);
+    expect(second).toMatchObject({ status: 'done', result: { id: byNumber.id } });
+    const stages = s.records('contacts').map((r) => r.properties.lifecyclestage);
+    expect(stages).toEqual(['customer', 'customer']);
+  });
+
+  it('left out (or undefined) it is the id it always was: a repeat is the same operation, not a second PATCH', async () => {
+    const s = await sb();
+    const c = s.seed('contacts', { email: 'ada@example.test' });
+    const runner = createRunner({ ledger: createMemoryLedger() });
+    const a = adapter(s.url);
+    const params = { contactId: c.id, properties: { lifecyclestage: 'customer' } };
+    const first = await runner.run(a, 'contacts.update', { params });
+    expect(first.businessOperationId).toBe(businessOperationId('hubspot.contacts.update', params));
+    const again = await runner.run(a, 'contacts.update', { params: { ...params, idProperty: undefined } });
+    expect(again.businessOperationId).toBe(first.businessOperationId);
+    expect(s.writes('contacts')).toBe(1);
+  });
+});
