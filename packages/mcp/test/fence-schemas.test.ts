@@ -6,6 +6,7 @@
 import { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { CallToolRequestSchema, ListToolsRequestSchema, type Tool } from '@modelcontextprotocol/sdk/types.js';
+import { AjvJsonSchemaValidator } from '@modelcontextprotocol/sdk/validation/ajv';
 import { createMemoryLedger, createRunner } from '@retrysafe/core';
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
@@ -140,6 +141,40 @@ describe("the fence's key argument at a nested path", () => {
       },
     ]);
   });
+});
+
+describe("the fence's key argument declared through a reference or a combinator", () => {
+  /** A request model as pydantic writes it for a Python server (FastMCP): under `$defs`, its key required, no others. */
+  const Req = {
+    type: 'object',
+    properties: { title: { type: 'string' }, idempotency_key: { type: 'string' } },
+    required: ['title', 'idempotency_key'],
+    additionalProperties: false,
+  };
+  const Other = { ...Req, properties: { other: { type: 'string' }, idempotency_key: { type: 'string' } } };
+  const shapes: [string, Record<string, unknown>, string][] = [
+    ['a model argument ($ref to $defs)', { properties: { req: { $ref: '#/$defs/Req' } }, required: ['req'] }, 'req.'],
+    ['a $ref at the root', { $ref: '#/$defs/Req' }, ''],
+    ['allOf', { allOf: [{ $ref: '#/$defs/Req' }] }, ''],
+    ['oneOf', { oneOf: [Req, { ...Other, required: ['other', 'idempotency_key'] }] }, ''],
+    ['anyOf', { properties: Req.properties, required: ['title'], anyOf: [{ required: ['idempotency_key'] }] }, ''],
+  ];
+  it.each(shapes)(
+    '%s: hidden from the listing and the check, sent with the key the fence derived',
+    async (_, shape, at) => {
+      const inputSchema = { type: 'object' as const, ...shape, $defs: { Req } };
+      const fenced = { create: { kind: 'create', intent: [`${at}title`], key: { argument: `${at}idempotency_key` } } };
+      const { client, call, calls } = await host([{ name: 'create', inputSchema }], fenced);
+      const listed = (await client.listTools()).tools[0]!;
+      const args = at ? { req: { title: 'Q3' } } : { title: 'Q3' };
+      // The host's own check of the listed schema takes the call without the key.
+      expect(new AjvJsonSchemaValidator().getValidator(listed.inputSchema as never)(args).valid).toBe(true);
+      expect((await call('create', args))._meta?.retrysafe?.status).toBe('done');
+      const key = expect.stringMatching(/^rs-/);
+      const sent = at ? { req: { title: 'Q3', idempotency_key: key } } : { title: 'Q3', idempotency_key: key };
+      expect(calls).toEqual([{ name: 'create', arguments: sent }]);
+    },
+  );
 });
 
 describe("an upstream tool named like one of the fence's own tools", () => {

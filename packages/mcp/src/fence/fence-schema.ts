@@ -37,22 +37,46 @@ export function hideProperty<S extends ObjectSchema>(schema: S, path: string): S
       const { $ref, ...rest } = node;
       const target = $ref === at || $ref.startsWith(`${at}/`) ? pointedAt(schema, $ref) : undefined;
       if (target === undefined || seen.has($ref)) return node;
-      const inlined = inline(target, new Set([...seen, $ref]));
-      return Object.keys(rest).length === 0
-        ? inlined
-        : { ...rest, allOf: [...(Array.isArray(rest.allOf) ? rest.allOf : []), inlined] };
+      return withBranch(rest, inline(target, new Set([...seen, $ref])));
     });
-  return withoutProperty(inline(schema, new Set()) as S, path);
+  const inlined = inline(schema, new Set()) as S;
+  return withoutProperty(inlined, inlined, path.split('.'), new Set()) as S;
 }
 
-function withoutProperty<S extends ObjectSchema>(schema: S, path: string): S {
-  const [name = '', ...rest] = path.split('.');
-  const { [name]: inner, ...properties } = schema.properties ?? {};
-  if (rest.length > 0)
-    return inner && typeof inner === 'object'
-      ? { ...schema, properties: { ...schema.properties, [name]: withoutProperty(inner, rest.join('.')) } }
-      : schema;
-  return { ...schema, properties, ...(schema.required ? { required: schema.required.filter((r) => r !== name) } : {}) };
+/** `node` with `branch` as one more of its `allOf`. */
+const withBranch = (node: Record<string, unknown>, branch: unknown) =>
+  Object.keys(node).length === 0
+    ? branch
+    : { ...node, allOf: [...(Array.isArray(node.allOf) ? node.allOf : []), branch] };
+
+/** Keywords whose schemas all apply where they sit: an argument is hidden in each. */
+const BRANCHES = ['allOf', 'anyOf', 'oneOf'];
+
+/** `schema` without the argument at `parts`, wherever it is declared or required on the way: in its properties, in each
+ * branch, and in a local `$ref` (a pydantic model under `$defs`, a root `$ref`), which is copied in here as a branch
+ * to hide it there; `$defs` stay as they are for the other references to them. A `#…` reference inside a schema with
+ * its own `$id` is into that schema. */
+function withoutProperty(root: unknown, schema: unknown, parts: readonly string[], seen: ReadonlySet<string>): unknown {
+  if (typeof schema !== 'object' || schema === null || Array.isArray(schema)) return schema;
+  if (isResource(schema)) root = schema;
+  const node = schema as Record<string, unknown> & ObjectSchema;
+  const target = typeof node.$ref === 'string' && !seen.has(node.$ref) ? pointedAt(root, node.$ref) : undefined;
+  if (target !== undefined) {
+    const { $ref, ...rest } = node;
+    return withoutProperty(root, withBranch(rest, target), parts, new Set([...seen, $ref as string]));
+  }
+  const out: Record<string, unknown> = { ...node };
+  for (const k of BRANCHES)
+    if (Array.isArray(node[k])) out[k] = node[k].map((b) => withoutProperty(root, b, parts, seen));
+  const [name = '', ...rest] = parts;
+  const { [name]: inner, ...others } = node.properties ?? {};
+  if (rest.length > 0) {
+    if (inner) out.properties = { ...node.properties, [name]: withoutProperty(root, inner, rest, seen) };
+    return out;
+  }
+  if (node.properties) out.properties = others;
+  if (node.required) out.required = node.required.filter((r) => r !== name);
+  return out;
 }
 
 /** Keywords whose values are data, not schemas: a `$ref` inside one is not a reference. */
