@@ -6,10 +6,13 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { StreamableHTTPClientTransport, StreamableHTTPError } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { DEFAULT_REQUEST_TIMEOUT_MSEC, type RequestOptions } from '@modelcontextprotocol/sdk/shared/protocol.js';
+import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
 import {
   CallToolResultSchema,
   type ClientCapabilities,
   ErrorCode,
+  isJSONRPCError,
+  isJSONRPCResultResponse,
   type LoggingLevel,
   LoggingLevelSchema,
   McpError,
@@ -52,6 +55,18 @@ const FENCE_SECRETS = { RETRYSAFE_PARAMS_KEYS: null, RETRYSAFE_RECEIPT_KEYS: nul
 function upstreamEnv(changes: Readonly<Record<string, string | null>> = {}): Record<string, string> {
   const env: [string, string | null | undefined][] = Object.entries({ ...process.env, ...FENCE_SECRETS, ...changes });
   return Object.fromEntries(env.filter((e): e is [string, string] => typeof e[1] === 'string'));
+}
+
+/** The SDK's client handles a notification a microtask after the response read with it, and drops a request's progress
+ * handler on its response: the upstream's last progress, written just before its result, was lost. Each answer is
+ * handled once the messages read before it have been (and the end of the connection after the answers before it). */
+function inOrder(transport: Transport) {
+  const { onmessage, onclose } = transport;
+  transport.onmessage = (message, extra) => {
+    if (isJSONRPCResultResponse(message) || isJSONRPCError(message)) setImmediate(() => onmessage?.(message, extra));
+    else onmessage?.(message, extra);
+  };
+  transport.onclose = () => setImmediate(() => onclose?.());
 }
 
 const scrub = createRedactor();
@@ -329,6 +344,7 @@ export async function connectUpstream(
       if (++deaths <= RESTART.tries) void ready().catch(() => undefined);
     };
     await c.connect(transport);
+    inOrder(transport);
     // A start that fails after connecting closes what it started (a stdio upstream is its child process).
     tools = await listAllTools(c).catch(async (e) => {
       await c.close().catch(() => undefined);
