@@ -440,6 +440,19 @@ describe('an intent argument the upstream tool does not take', () => {
     expect(await effectsOrRefusal(['customer', 'reference'])).toBe('refused');
   });
 
+  it('is refused at start where the arguments are a model under $defs (a Python tool), whose listing is a $ref', async () => {
+    const model: Tool = {
+      name: 'create',
+      inputSchema: {
+        type: 'object',
+        $defs: { Order: create.inputSchema },
+        $ref: '#/$defs/Order',
+      } as Tool['inputSchema'],
+    };
+    expect(await effectsOrRefusal(['customer', 'reference'], [model])).toBe('refused');
+    expect(await effectsOrRefusal(['customer', 'ref'], [model])).toBe(1);
+  });
+
   it('a declared one, or one beneath a property the schema leaves open, is taken: the repeat is one operation', async () => {
     expect(await effectsOrRefusal(['customer', 'ref'])).toBe(1);
     const open: Tool = { name: 'create', inputSchema: { type: 'object' } };

@@ -126,24 +126,39 @@ export const INDEX = /^(0|[1-9]\d*)$/;
 /** Keywords by which a schema takes properties it does not list itself. */
 const COMPOSED = ['allOf', 'anyOf', 'oneOf', '$ref', '$dynamicRef', 'if', 'dependentSchemas', 'dependencies'];
 
+/** Keywords beside a `$ref` that make a schema more than the one it names. */
+const BESIDE_REF = [...COMPOSED, 'properties', 'additionalProperties', 'patternProperties'];
+
+/** The schema a local `$ref` names (a pydantic model under `$defs`), followed to its end, where `schema` is only that
+ * reference; any other schema as it is. */
+function followed(root: unknown, schema: unknown, seen: ReadonlySet<string> = new Set()): unknown {
+  const ref = (schema as { $ref?: unknown } | null)?.$ref;
+  if (typeof ref !== 'string' || seen.has(ref)) return schema;
+  if (Object.keys(schema as object).some((k) => k !== '$ref' && BESIDE_REF.includes(k))) return schema;
+  const target = pointedAt(root, ref);
+  return target === undefined ? schema : followed(root, target, new Set([...seen, ref]));
+}
+
 /**
  * The start of `path` (an intent path: dot parts, an index or each item's field through an array) that `schema` lists
  * no property for, where it lists properties and takes no others by a schema of their own; null where it takes it or
- * cannot say (no properties listed, a combinator, a reference).
+ * cannot say (no properties listed, a combinator, a reference to more than a schema it names).
  */
 export function undeclaredPart(schema: unknown, path: string): string | null {
   const parts = path.split('.');
   let at = schema;
   for (const [i, part] of parts.entries()) {
+    at = followed(schema, at);
     if (typeof at !== 'object' || at === null) return null;
     let node = at as Record<string, unknown>;
     if (node.type === 'array') {
-      if (typeof node.items !== 'object' || node.items === null || Array.isArray(node.items)) return null;
+      const items = followed(schema, node.items);
+      if (typeof items !== 'object' || items === null || Array.isArray(items)) return null;
       if (INDEX.test(part)) {
-        at = node.items;
+        at = items;
         continue;
       }
-      node = node.items as Record<string, unknown>;
+      node = items as Record<string, unknown>;
     }
     const properties = node.properties;
     if (typeof properties !== 'object' || properties === null || COMPOSED.some((k) => Object.hasOwn(node, k)))
