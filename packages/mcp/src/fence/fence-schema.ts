@@ -14,7 +14,8 @@ const NUMBER_OR_FLAG = ['number', 'integer', 'boolean'];
  * or flags, which say little of a person and would blank the runner's own counts and waits.
  */
 export function textArguments(schema: ObjectSchema, intent: readonly string[]): string[] {
-  const listed = Object.entries(schema.properties ?? {});
+  // A listing that is a `$ref` (a model under `$defs`) lists them where it points.
+  const listed = Object.entries((followed(schema, schema) as ObjectSchema).properties ?? {});
   const numeric = (s: object) => {
     const types = [(s as { type?: unknown }).type ?? []].flat();
     return types.length > 0 && types.every((x) => NUMBER_OR_FLAG.includes(x as string));
