@@ -13,6 +13,7 @@ import {
   ErrorCode,
   isJSONRPCError,
   isJSONRPCResultResponse,
+  ListToolsResultSchema,
   type LoggingLevel,
   LoggingLevelSchema,
   McpError,
@@ -89,7 +90,12 @@ async function listAllTools(client: Client): Promise<Tool[]> {
   const seen = new Set<string>();
   let cursor: string | undefined;
   for (let pages = 1; ; pages++) {
-    const page = await client.listTools(cursor ? { cursor } : undefined);
+    // Not listTools: it compiles each outputSchema for the client's own check of callTool (which the fence does not
+    // use), and one it cannot compile would fail the whole listing, every tool of the upstream with it.
+    const page = await client.request(
+      { method: 'tools/list', ...(cursor ? { params: { cursor } } : {}) },
+      ListToolsResultSchema,
+    );
     tools.push(...page.tools);
     cursor = page.nextCursor;
     if (!cursor) return tools;
