@@ -18,7 +18,7 @@ import { type Answer, clientOf, fenceOver } from './fence-helpers.js';
 
 /** An upstream listing `tools`, whose every call is recorded and answered with its arguments (also as structured content). */
 async function upstreamOf(tools: Tool[]) {
-  const calls: { name: string; arguments?: Record<string, unknown> }[] = [];
+  const calls: { name: string; arguments?: Record<string, unknown>; _meta?: Record<string, unknown> }[] = [];
   const server = new Server({ name: 'odd', version: '1.0.0' }, { capabilities: { tools: {} } });
   server.setRequestHandler(ListToolsRequestSchema, async () => ({ tools }));
   server.setRequestHandler(CallToolRequestSchema, async (req) => {
@@ -348,6 +348,17 @@ describe("the upstream answer's _meta (MCP Apps: a result names the UI it is sho
       expect(rest).toEqual(answer);
       expect(meta).toEqual({ ..._meta, retrysafe: expect.objectContaining({ status: 'done', adopted }) });
     }
+  });
+});
+
+describe("the host request's _meta (a host's locale or user, a trace context)", () => {
+  it("reaches the upstream with a fenced call, as with a passed-through one; the fence's own keys do not", async () => {
+    const tools: Tool[] = ['create', 'list'].map((name) => ({ name, inputSchema: { type: 'object' } }));
+    const { client, calls } = await host(tools, { create: { kind: 'create', intent: ['title'] } });
+    const _meta = { 'openai/locale': 'de-DE', traceparent: '00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01' };
+    for (const name of ['create', 'list'])
+      await client.callTool({ name, arguments: { title: 'Q3' }, _meta: { ..._meta, 'retrysafe/waitMs': 1000 } });
+    expect(calls.map((c) => c._meta)).toEqual([_meta, { ..._meta, 'retrysafe/waitMs': 1000 }]);
   });
 });
 
