@@ -30,6 +30,8 @@ export const bin = fileURLToPath(new URL('../dist/bin.js', import.meta.url));
 export const ordersServer = fileURLToPath(new URL('./fixtures/orders-server.mjs', import.meta.url));
 /** An McpServer (the official SDK's) whose create_ticket's input schema changes on a call to next_schema. */
 export const ticketsServer = fileURLToPath(new URL('./fixtures/tickets-server.mjs', import.meta.url));
+/** The tools, resources and prompts the MCP conformance suite's server scenarios call, written to its requirements. */
+export const conformanceServer = fileURLToPath(new URL('./fixtures/conformance-server.mjs', import.meta.url));
 export const lossyRelay = fileURLToPath(new URL('./fixtures/lossy-relay.mjs', import.meta.url));
 const require = createRequire(import.meta.url);
 const serverDir = (name: string) => dirname(require.resolve(`@modelcontextprotocol/${name}/package.json`));

@@ -37,34 +37,40 @@ describe("a fenced tool's error text that repeats the call's arguments", () => {
     expect(all).not.toContain('insulin');
   });
 
-  it('blanks every argument but numbers and flags, which stay readable (the runner writes its own counts and waits)', async () => {
-    const config = parseFenceConfig({
-      name: 'shop',
-      ledger: './unused.db',
-      tools: { ship: { kind: 'send', intent: ['ref'], toolErrors: 'rejected' } },
-    });
-    const properties = {
-      ref: { type: 'string' },
-      quantity: { type: 'integer' },
-      express: { type: 'boolean' },
-      recipient: { type: 'object', properties: { name: { type: 'string' } } },
-    };
-    const adapter = createFenceAdapter({
-      config,
-      client: {
-        callTool: async () => ({
-          isError: true,
-          content: [{ type: 'text', text: `cannot ship 1500 units to ${CUSTOMER} under S-4411` }],
-        }),
-      },
-      tools: [{ name: 'ship', inputSchema: { type: 'object', properties } }],
-    });
-    const ledger = createMemoryLedger();
-    const r = await createRunner({ ledger }).run(adapter, 'ship', {
-      params: { ref: 'S-4411', quantity: 1500, express: true, recipient: { name: CUSTOMER } },
-    });
-    expect(r.status).toBe('handed-off');
-    const receipts = await exportReceiptsJsonl(ledger);
-    expect(receipts).toContain('cannot ship 1500 units to [redacted] under [redacted]');
-  });
+  const properties = {
+    ref: { type: 'string' },
+    quantity: { type: 'integer' },
+    express: { type: 'boolean' },
+    recipient: { type: 'object', properties: { name: { type: 'string' } } },
+  };
+  it.each([
+    ['listed', { type: 'object', properties }],
+    ['a model under $defs (a Python tool)', { type: 'object', $defs: { Ship: { properties } }, $ref: '#/$defs/Ship' }],
+  ])(
+    'blanks every argument but numbers and flags, which stay readable (the runner writes its own counts and waits): %s',
+    async (_, inputSchema) => {
+      const config = parseFenceConfig({
+        name: 'shop',
+        ledger: './unused.db',
+        tools: { ship: { kind: 'send', intent: ['ref'], toolErrors: 'rejected' } },
+      });
+      const adapter = createFenceAdapter({
+        config,
+        client: {
+          callTool: async () => ({
+            isError: true,
+            content: [{ type: 'text', text: `cannot ship 1500 units to ${CUSTOMER} under S-4411` }],
+          }),
+        },
+        tools: [{ name: 'ship', inputSchema: inputSchema as { type: 'object' } }],
+      });
+      const ledger = createMemoryLedger();
+      const r = await createRunner({ ledger }).run(adapter, 'ship', {
+        params: { ref: 'S-4411', quantity: 1500, express: true, recipient: { name: CUSTOMER } },
+      });
+      expect(r.status).toBe('handed-off');
+      const receipts = await exportReceiptsJsonl(ledger);
+      expect(receipts).toContain('cannot ship 1500 units to [redacted] under [redacted]');
+    },
+  );
 });

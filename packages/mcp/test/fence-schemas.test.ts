@@ -6,6 +6,7 @@
 import { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { CallToolRequestSchema, ListToolsRequestSchema, type Tool } from '@modelcontextprotocol/sdk/types.js';
+import { AjvJsonSchemaValidator } from '@modelcontextprotocol/sdk/validation/ajv';
 import { createMemoryLedger, createRunner } from '@retrysafe/core';
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
@@ -17,7 +18,7 @@ import { type Answer, clientOf, fenceOver } from './fence-helpers.js';
 
 /** An upstream listing `tools`, whose every call is recorded and answered with its arguments (also as structured content). */
 async function upstreamOf(tools: Tool[]) {
-  const calls: { name: string; arguments?: Record<string, unknown> }[] = [];
+  const calls: { name: string; arguments?: Record<string, unknown>; _meta?: Record<string, unknown> }[] = [];
   const server = new Server({ name: 'odd', version: '1.0.0' }, { capabilities: { tools: {} } });
   server.setRequestHandler(ListToolsRequestSchema, async () => ({ tools }));
   server.setRequestHandler(CallToolRequestSchema, async (req) => {
@@ -140,6 +141,40 @@ describe("the fence's key argument at a nested path", () => {
       },
     ]);
   });
+});
+
+describe("the fence's key argument declared through a reference or a combinator", () => {
+  /** A request model as pydantic writes it for a Python server (FastMCP): under `$defs`, its key required, no others. */
+  const Req = {
+    type: 'object',
+    properties: { title: { type: 'string' }, idempotency_key: { type: 'string' } },
+    required: ['title', 'idempotency_key'],
+    additionalProperties: false,
+  };
+  const Other = { ...Req, properties: { other: { type: 'string' }, idempotency_key: { type: 'string' } } };
+  const shapes: [string, Record<string, unknown>, string][] = [
+    ['a model argument ($ref to $defs)', { properties: { req: { $ref: '#/$defs/Req' } }, required: ['req'] }, 'req.'],
+    ['a $ref at the root', { $ref: '#/$defs/Req' }, ''],
+    ['allOf', { allOf: [{ $ref: '#/$defs/Req' }] }, ''],
+    ['oneOf', { oneOf: [Req, { ...Other, required: ['other', 'idempotency_key'] }] }, ''],
+    ['anyOf', { properties: Req.properties, required: ['title'], anyOf: [{ required: ['idempotency_key'] }] }, ''],
+  ];
+  it.each(shapes)(
+    '%s: hidden from the listing and the check, sent with the key the fence derived',
+    async (_, shape, at) => {
+      const inputSchema = { type: 'object' as const, ...shape, $defs: { Req } };
+      const fenced = { create: { kind: 'create', intent: [`${at}title`], key: { argument: `${at}idempotency_key` } } };
+      const { client, call, calls } = await host([{ name: 'create', inputSchema }], fenced);
+      const listed = (await client.listTools()).tools[0]!;
+      const args = at ? { req: { title: 'Q3' } } : { title: 'Q3' };
+      // The host's own check of the listed schema takes the call without the key.
+      expect(new AjvJsonSchemaValidator().getValidator(listed.inputSchema as never)(args).valid).toBe(true);
+      expect((await call('create', args))._meta?.retrysafe?.status).toBe('done');
+      const key = expect.stringMatching(/^rs-/);
+      const sent = at ? { req: { title: 'Q3', idempotency_key: key } } : { title: 'Q3', idempotency_key: key };
+      expect(calls).toEqual([{ name: 'create', arguments: sent }]);
+    },
+  );
 });
 
 describe("an upstream tool named like one of the fence's own tools", () => {
@@ -316,6 +351,17 @@ describe("the upstream answer's _meta (MCP Apps: a result names the UI it is sho
   });
 });
 
+describe("the host request's _meta (a host's locale or user, a trace context)", () => {
+  it("reaches the upstream with a fenced call, as with a passed-through one; the fence's own keys do not", async () => {
+    const tools: Tool[] = ['create', 'list'].map((name) => ({ name, inputSchema: { type: 'object' } }));
+    const { client, calls } = await host(tools, { create: { kind: 'create', intent: ['title'] } });
+    const _meta = { 'openai/locale': 'de-DE', traceparent: '00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01' };
+    for (const name of ['create', 'list'])
+      await client.callTool({ name, arguments: { title: 'Q3' }, _meta: { ..._meta, 'retrysafe/waitMs': 1000 } });
+    expect(calls.map((c) => c._meta)).toEqual([_meta, { ..._meta, 'retrysafe/waitMs': 1000 }]);
+  });
+});
+
 describe('an input schema that names no dialect', () => {
   const route = (items: unknown): Tool => ({
     name: 'route',
@@ -403,6 +449,19 @@ describe('an intent argument the upstream tool does not take', () => {
 
   it('is refused at start: two calls the upstream reads as one would be two operations, two effects', async () => {
     expect(await effectsOrRefusal(['customer', 'reference'])).toBe('refused');
+  });
+
+  it('is refused at start where the arguments are a model under $defs (a Python tool), whose listing is a $ref', async () => {
+    const model: Tool = {
+      name: 'create',
+      inputSchema: {
+        type: 'object',
+        $defs: { Order: create.inputSchema },
+        $ref: '#/$defs/Order',
+      } as Tool['inputSchema'],
+    };
+    expect(await effectsOrRefusal(['customer', 'reference'], [model])).toBe('refused');
+    expect(await effectsOrRefusal(['customer', 'ref'], [model])).toBe(1);
   });
 
   it('a declared one, or one beneath a property the schema leaves open, is taken: the repeat is one operation', async () => {

@@ -95,6 +95,16 @@ describe('a dead stdio upstream', () => {
   });
 });
 
+describe('a stdio upstream that writes lines other than JSON-RPC to stdout (console.log)', () => {
+  it('is served as any other: the call is done once, its answer reaches the host', async () => {
+    const client = await ordersWithPid(tempDir('retrysafe-noisy-'), ['--noisy']);
+    const args = { customer: 'cus_n', ref: 'PO-n', sku: 'sku_1', quantity: 1 };
+    expect((await call(client, 'create_order', args))._meta?.retrysafe).toMatchObject({ status: 'done' });
+    expect((await call(client, 'create_order', args))._meta?.retrysafe).toMatchObject({ adopted: true });
+    expect((await orders(client)).map((o) => o.ref)).toEqual(['PO-n']);
+  });
+});
+
 describe('a stdio upstream that dies each time it starts', () => {
   it('is restarted a bounded number of times, not for ever; the next call tries again', async () => {
     const starts = join(tempDir('retrysafe-crashloop-'), 'starts');

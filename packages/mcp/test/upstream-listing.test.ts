@@ -72,6 +72,19 @@ describe("the upstream's tool list", () => {
     expect(upstream.tools.map((t) => t.name)).toEqual(['a', 'b']);
   });
 
+  it('with an outputSchema the SDK cannot compile (a $ref to nothing, draft-04): read whole; the fence starts', async () => {
+    const outputs = [
+      { type: 'object', properties: { a: { $ref: '#/$defs/missing' } } },
+      { $schema: 'http://json-schema.org/draft-04/schema#', type: 'object' },
+    ];
+    const url = await upstreamListing(() => ({
+      tools: [tool('list_orders'), ...outputs.map((outputSchema, i) => ({ ...tool(`t${i}`), outputSchema }))],
+    }));
+    const upstream = await connectUpstream({ url });
+    onCleanup(() => upstream.close());
+    expect(upstream.tools.map((t) => t.outputSchema)).toEqual([undefined, ...outputs]);
+  });
+
   it('that never ends (the same cursor again and again) is refused at start, not followed forever', async () => {
     let pages = 0;
     const url = await upstreamListing(() => {

@@ -247,7 +247,12 @@ function classifyToolError(error: unknown): Outcome {
 
 /** Where the fence server puts, for the upstream calls that run a host's call, the progress relay of a call that asked
  * for progress; the adapter puts there the upstream's URL elicitation error, which goes to the host as sent. */
-export const fencedCall = new AsyncLocalStorage<{ onprogress?: (p: Progress) => void; urlRequired?: unknown }>();
+export const fencedCall = new AsyncLocalStorage<{
+  onprogress?: (p: Progress) => void;
+  urlRequired?: unknown;
+  /** The host request's own `_meta`, which the upstream gets with each call that runs it. */
+  meta?: Record<string, unknown>;
+}>();
 
 type FencedOperation = FrameOperation & { readonly tool: FenceToolConfig };
 
@@ -358,8 +363,9 @@ export type Fence = ReturnType<typeof followUpstream>;
 function adapterOf(config: FenceConfig, client: UpstreamClient, operations: Record<string, FencedOperation>) {
   const send = (name: string, args: unknown, signal: AbortSignal) => {
     // The host asked for progress: the upstream's goes to it and, as for the host, restarts the timeout.
-    const onprogress = fencedCall.getStore()?.onprogress;
-    return client.callTool({ name, arguments: args as Record<string, unknown> }, undefined, {
+    const { onprogress, meta } = fencedCall.getStore() ?? {};
+    const params = { name, arguments: args as Record<string, unknown>, ...(meta ? { _meta: meta } : {}) };
+    return client.callTool(params, undefined, {
       timeout: config.timeoutMs,
       signal,
       ...(onprogress ? { onprogress, resetTimeoutOnProgress: true } : {}),

@@ -14,7 +14,8 @@ const NUMBER_OR_FLAG = ['number', 'integer', 'boolean'];
  * or flags, which say little of a person and would blank the runner's own counts and waits.
  */
 export function textArguments(schema: ObjectSchema, intent: readonly string[]): string[] {
-  const listed = Object.entries(schema.properties ?? {});
+  // A listing that is a `$ref` (a model under `$defs`) lists them where it points.
+  const listed = Object.entries((followed(schema, schema) as ObjectSchema).properties ?? {});
   const numeric = (s: object) => {
     const types = [(s as { type?: unknown }).type ?? []].flat();
     return types.length > 0 && types.every((x) => NUMBER_OR_FLAG.includes(x as string));
@@ -37,22 +38,46 @@ export function hideProperty<S extends ObjectSchema>(schema: S, path: string): S
       const { $ref, ...rest } = node;
       const target = $ref === at || $ref.startsWith(`${at}/`) ? pointedAt(schema, $ref) : undefined;
       if (target === undefined || seen.has($ref)) return node;
-      const inlined = inline(target, new Set([...seen, $ref]));
-      return Object.keys(rest).length === 0
-        ? inlined
-        : { ...rest, allOf: [...(Array.isArray(rest.allOf) ? rest.allOf : []), inlined] };
+      return withBranch(rest, inline(target, new Set([...seen, $ref])));
     });
-  return withoutProperty(inline(schema, new Set()) as S, path);
+  const inlined = inline(schema, new Set()) as S;
+  return withoutProperty(inlined, inlined, path.split('.'), new Set()) as S;
 }
 
-function withoutProperty<S extends ObjectSchema>(schema: S, path: string): S {
-  const [name = '', ...rest] = path.split('.');
-  const { [name]: inner, ...properties } = schema.properties ?? {};
-  if (rest.length > 0)
-    return inner && typeof inner === 'object'
-      ? { ...schema, properties: { ...schema.properties, [name]: withoutProperty(inner, rest.join('.')) } }
-      : schema;
-  return { ...schema, properties, ...(schema.required ? { required: schema.required.filter((r) => r !== name) } : {}) };
+/** `node` with `branch` as one more of its `allOf`. */
+const withBranch = (node: Record<string, unknown>, branch: unknown) =>
+  Object.keys(node).length === 0
+    ? branch
+    : { ...node, allOf: [...(Array.isArray(node.allOf) ? node.allOf : []), branch] };
+
+/** Keywords whose schemas all apply where they sit: an argument is hidden in each. */
+const BRANCHES = ['allOf', 'anyOf', 'oneOf'];
+
+/** `schema` without the argument at `parts`, wherever it is declared or required on the way: in its properties, in each
+ * branch, and in a local `$ref` (a pydantic model under `$defs`, a root `$ref`), which is copied in here as a branch
+ * to hide it there; `$defs` stay as they are for the other references to them. A `#…` reference inside a schema with
+ * its own `$id` is into that schema. */
+function withoutProperty(root: unknown, schema: unknown, parts: readonly string[], seen: ReadonlySet<string>): unknown {
+  if (typeof schema !== 'object' || schema === null || Array.isArray(schema)) return schema;
+  if (isResource(schema)) root = schema;
+  const node = schema as Record<string, unknown> & ObjectSchema;
+  const target = typeof node.$ref === 'string' && !seen.has(node.$ref) ? pointedAt(root, node.$ref) : undefined;
+  if (target !== undefined) {
+    const { $ref, ...rest } = node;
+    return withoutProperty(root, withBranch(rest, target), parts, new Set([...seen, $ref as string]));
+  }
+  const out: Record<string, unknown> = { ...node };
+  for (const k of BRANCHES)
+    if (Array.isArray(node[k])) out[k] = node[k].map((b) => withoutProperty(root, b, parts, seen));
+  const [name = '', ...rest] = parts;
+  const { [name]: inner, ...others } = node.properties ?? {};
+  if (rest.length > 0) {
+    if (inner) out.properties = { ...node.properties, [name]: withoutProperty(root, inner, rest, seen) };
+    return out;
+  }
+  if (node.properties) out.properties = others;
+  if (node.required) out.required = node.required.filter((r) => r !== name);
+  return out;
 }
 
 /** Keywords whose values are data, not schemas: a `$ref` inside one is not a reference. */
@@ -102,24 +127,39 @@ export const INDEX = /^(0|[1-9]\d*)$/;
 /** Keywords by which a schema takes properties it does not list itself. */
 const COMPOSED = ['allOf', 'anyOf', 'oneOf', '$ref', '$dynamicRef', 'if', 'dependentSchemas', 'dependencies'];
 
+/** Keywords beside a `$ref` that make a schema more than the one it names. */
+const BESIDE_REF = [...COMPOSED, 'properties', 'additionalProperties', 'patternProperties'];
+
+/** The schema a local `$ref` names (a pydantic model under `$defs`), followed to its end, where `schema` is only that
+ * reference; any other schema as it is. */
+function followed(root: unknown, schema: unknown, seen: ReadonlySet<string> = new Set()): unknown {
+  const ref = (schema as { $ref?: unknown } | null)?.$ref;
+  if (typeof ref !== 'string' || seen.has(ref)) return schema;
+  if (Object.keys(schema as object).some((k) => k !== '$ref' && BESIDE_REF.includes(k))) return schema;
+  const target = pointedAt(root, ref);
+  return target === undefined ? schema : followed(root, target, new Set([...seen, ref]));
+}
+
 /**
  * The start of `path` (an intent path: dot parts, an index or each item's field through an array) that `schema` lists
  * no property for, where it lists properties and takes no others by a schema of their own; null where it takes it or
- * cannot say (no properties listed, a combinator, a reference).
+ * cannot say (no properties listed, a combinator, a reference to more than a schema it names).
  */
 export function undeclaredPart(schema: unknown, path: string): string | null {
   const parts = path.split('.');
   let at = schema;
   for (const [i, part] of parts.entries()) {
+    at = followed(schema, at);
     if (typeof at !== 'object' || at === null) return null;
     let node = at as Record<string, unknown>;
     if (node.type === 'array') {
-      if (typeof node.items !== 'object' || node.items === null || Array.isArray(node.items)) return null;
+      const items = followed(schema, node.items);
+      if (typeof items !== 'object' || items === null || Array.isArray(items)) return null;
       if (INDEX.test(part)) {
-        at = node.items;
+        at = items;
         continue;
       }
-      node = node.items as Record<string, unknown>;
+      node = items as Record<string, unknown>;
     }
     const properties = node.properties;
     if (typeof properties !== 'object' || properties === null || COMPOSED.some((k) => Object.hasOwn(node, k)))

@@ -81,6 +81,14 @@ function forward<T>(extra: Extra, token: ProgressToken | undefined, send: (o: Re
   return send({ signal: extra.signal, ...progress }).catch(unavailable);
 }
 
+/** The host request's `_meta` (its locale or user, a trace context) as the upstream gets it with a fenced call, as
+ * with a passed-through one: without the progress token (the fence asks for the upstream's progress itself) and the
+ * fence's own `retrysafe/` keys. */
+function hostMeta(meta: Record<string, unknown> | undefined) {
+  const kept = Object.entries(meta ?? {}).filter(([k]) => k !== 'progressToken' && !k.startsWith('retrysafe/'));
+  return kept.length > 0 ? Object.fromEntries(kept) : undefined;
+}
+
 const unavailable = (e: unknown): never => {
   throw e instanceof UpstreamUnavailableError
     ? new McpError(ErrorCode.InternalError, `${e.message}; nothing was sent: call again later`)
@@ -145,6 +153,7 @@ export function createFenceServer(options: ServingOptions & { fence: Fence; upst
       const token = _meta?.progressToken;
       // A host that asks for progress gets the upstream's for the calls that run this one, as for a pass-through call.
       const call: Parameters<typeof fencedCall.run>[0] = token === undefined ? {} : { onprogress: relay(extra, token) };
+      call.meta = hostMeta(_meta);
       // Refused until the user opens a URL: the host gets the upstream's error as a pass-through call does, and calls
       // again once the user has been there; so does the host of an identical call in flight, which shares this run.
       const urlRequired = (r: AgentToolResult) => {

@@ -6,11 +6,15 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { StreamableHTTPClientTransport, StreamableHTTPError } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { DEFAULT_REQUEST_TIMEOUT_MSEC, type RequestOptions } from '@modelcontextprotocol/sdk/shared/protocol.js';
+import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
 import {
   CallToolResultSchema,
   type ClientCapabilities,
   CreateTaskResultSchema,
   ErrorCode,
+  isJSONRPCError,
+  isJSONRPCResultResponse,
+  ListToolsResultSchema,
   type LoggingLevel,
   LoggingLevelSchema,
   McpError,
@@ -73,6 +77,18 @@ function upstreamEnv(changes: Readonly<Record<string, string | null>> = {}): Rec
   return Object.fromEntries(env.filter((e): e is [string, string] => typeof e[1] === 'string'));
 }
 
+/** The SDK's client handles a notification a microtask after the response read with it, and drops a request's progress
+ * handler on its response: the upstream's last progress, written just before its result, was lost. Each answer is
+ * handled once the messages read before it have been (and the end of the connection after the answers before it). */
+function inOrder(transport: Transport) {
+  const { onmessage, onclose } = transport;
+  transport.onmessage = (message, extra) => {
+    if (isJSONRPCResultResponse(message) || isJSONRPCError(message)) setImmediate(() => onmessage?.(message, extra));
+    else onmessage?.(message, extra);
+  };
+  transport.onclose = () => setImmediate(() => onclose?.());
+}
+
 const scrub = createRedactor();
 
 /** A text for the fence's stderr, scrubbed as receipts are: the upstream's output and answers may quote a credential or
@@ -93,7 +109,12 @@ async function listAllTools(client: Client): Promise<Tool[]> {
   const seen = new Set<string>();
   let cursor: string | undefined;
   for (let pages = 1; ; pages++) {
-    const page = await client.listTools(cursor ? { cursor } : undefined);
+    // Not listTools: it compiles each outputSchema for the client's own check of callTool (which the fence does not
+    // use), and one it cannot compile would fail the whole listing, every tool of the upstream with it.
+    const page = await client.request(
+      { method: 'tools/list', ...(cursor ? { params: { cursor } } : {}) },
+      ListToolsResultSchema,
+    );
     tools.push(...page.tools);
     cursor = page.nextCursor;
     if (!cursor) return tools;
@@ -390,6 +411,7 @@ export async function connectUpstream(
       if (++deaths <= RESTART.tries) void ready().catch(() => undefined);
     };
     await c.connect(transport);
+    inOrder(transport);
     // A start that fails after connecting closes what it started (a stdio upstream is its child process).
     tools = await listAllTools(c).catch(async (e) => {
       await c.close().catch(() => undefined);
