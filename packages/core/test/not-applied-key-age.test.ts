@@ -43,6 +43,13 @@ async function afterHiddenSend(
   return { ...s, first };
 }
 
+/** A resume of `id` is refused (UnsafeResumeError): nothing sent, still one record. */
+async function expectResumeRefused(s: ReturnType<typeof hiddenSend>, id: string) {
+  const resumed = await s.runner.resolve(id, { action: 'resume' }, { adapters: [s.adapter] }).catch((e: unknown) => e);
+  expect(UnsafeResumeError.isInstance(resumed)).toBe(true);
+  expect(s.provider.count()).toBe(1);
+}
+
 describe('a call recorded not applied under a key the provider may since have forgotten', () => {
   it('a correction throttled until past the key’s retention is not re-sent under it', async () => {
     // A caller who lets a throttled send wait up to 10 minutes
@@ -65,11 +72,7 @@ describe('a call recorded not applied under a key the provider may since have fo
     expect(packet?.safeNextActions.find((a) => a.action === 'resume')).toMatchObject({ safe: false });
 
     s.clock.advance(60 * MINUTE);
-    const resumed = await s.runner
-      .resolve(corrected.businessOperationId, { action: 'resume' }, { adapters: [s.adapter] })
-      .catch((e: unknown) => e);
-    expect(UnsafeResumeError.isInstance(resumed)).toBe(true);
-    expect(s.provider.count()).toBe(1);
+    await expectResumeRefused(s, corrected.businessOperationId);
   });
 
   it('a resume the packet offered as safe is refused once the key may be gone', async () => {
@@ -80,11 +83,7 @@ describe('a call recorded not applied under a key the provider may since have fo
     expect(offered).toMatchObject({ safe: true });
 
     s.ageKey(DAY + 60 * MINUTE);
-    const resumed = await s.runner
-      .resolve(first.businessOperationId, { action: 'resume' }, { adapters: [s.adapter] })
-      .catch((e: unknown) => e);
-    expect(UnsafeResumeError.isInstance(resumed)).toBe(true);
-    expect(s.provider.count()).toBe(1);
+    await expectResumeRefused(s, first.businessOperationId);
   });
 
   it('a run that takes over a day after its worker stopped in a 429’s backoff does not re-send under the key', async () => {
