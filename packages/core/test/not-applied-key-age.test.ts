@@ -97,4 +97,19 @@ describe('a call recorded not applied under a key the provider may since have fo
     expect(again).toMatchObject({ status: 'handed-off', packet: { reason: 'key-past-retention' } });
     expect(s.provider.count()).toBe(1);
   });
+
+  it('a correction taken over a day after its worker stopped before sending it does not go out under the key', async () => {
+    // The worker that claimed the correction stops before its first call (the write before it fails)
+    const s = hiddenSend({ ledger: failingOnce(createMemoryLedger(), 'markDispatched'), policy: { maxAttempts: 1 } });
+    expect(await s.runner.run(s.adapter, 'records.create', { params: params(1) })).toMatchObject({
+      status: 'handed-off',
+    });
+    s.ageKey(DAY - 3 * MINUTE);
+    await expect(s.runner.run(s.adapter, 'records.create', { params: params(2) })).rejects.toThrow(/disk full/);
+
+    s.ageKey(DAY + 60 * MINUTE);
+    const again = await s.runner.run(s.adapter, 'records.create', { params: params(2) });
+    expect(again).toMatchObject({ status: 'handed-off', packet: { reason: 'key-past-retention' } });
+    expect(s.provider.count()).toBe(1);
+  });
 });
