@@ -11,7 +11,12 @@ import { API_KEY, emailParams } from './helpers.js';
 // (resend-errors.ts). A correction must keep that true: its request may not go out under a key of its own.
 
 const HOUR = 3_600_000;
+const MINUTE = 60_000;
 const RATE_LIMITED = { statusCode: 429, name: 'rate_limit_exceeded', message: 'Too many requests.' };
+
+/** `n` 429s from the rate limiter (nothing sent), each asking to wait `seconds`. */
+const throttled = (n: number, seconds: number) =>
+  Array.from({ length: n }, () => ({ kind: 'status', status: 429, retryAfterS: seconds, body: RATE_LIMITED }) as const);
 
 async function setup(maxAttempts = 1) {
   const clock = createVirtualClock(Date.UTC(2026, 11, 6));
@@ -141,6 +146,31 @@ describe('a correction keeps the age of the key it keeps', () => {
       .catch((e) => e);
     expect(sandbox.count('emails.send')).toBe(1);
     expect(UnsafeResumeError.isInstance(resumed)).toBe(true);
+  });
+
+  it('a correction throttled near the first call’s 24 h is held to the key: no re-send or resume past it, never a second email', async () => {
+    const rig = await setup(4);
+    rig.proxy.setFaults([{ kind: 'status', status: 429, forward: true, body: RATE_LIMITED }, ...throttled(3, 1)]);
+    const first = await rig.runner.run(rig.adapter, 'emails.send', { params: emailParams('corr/8') });
+    expect(first).toMatchObject({ status: 'handed-off', packet: { reason: 'retry-exhausted' } });
+    expect(rig.sandbox.count('emails.send')).toBe(1);
+
+    // Just inside the 24 h the kept key is trusted for (less the 10 min margin, twice): the correction goes out, and
+    // Resend throttles it until the key may be forgotten
+    rig.clock.advance(24 * HOUR - 20 * MINUTE - 15_000);
+    rig.proxy.setFaults([...rig.proxy.requests.map(() => 'pass' as const), ...throttled(4, 10)]); // numbered on
+    const corrected = await rig.runner.run(rig.adapter, 'emails.send', {
+      params: emailParams('corr/8', { subject: 'Invoice corr/8 (corrected)' }),
+    });
+    expect(corrected.status).toBe('handed-off');
+
+    rig.clock.advance(HOUR); // Resend has forgotten the key the hidden send stored
+    rig.proxy.setFaults([]);
+    const resumed = await rig.runner
+      .resolve(corrected.businessOperationId, { action: 'resume' }, { adapters: [rig.adapter] })
+      .catch((e: unknown) => e);
+    expect(UnsafeResumeError.isInstance(resumed)).toBe(true);
+    expect(rig.sandbox.count('emails.send')).toBe(1);
   });
 
   it('a correction past the first call’s 24 h is refused as a conflict a person resolves: the key no longer folds or refuses it', async () => {

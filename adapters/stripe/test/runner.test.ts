@@ -285,6 +285,40 @@ describe('a corrected request after a rejection', () => {
   });
 });
 
+describe('a correction under the key a throttled call kept', () => {
+  const RATE_LIMITED = { error: { type: 'invalid_request_error', code: 'rate_limit', message: 'Too many requests' } };
+
+  it('had the 429 hidden a PaymentIntent, Stripe refuses the other amount under the key (400 idempotency_error): one object, no resume or resend-with offered', async () => {
+    const { clock, sandbox, ledger } = await setup();
+    // Worse than Stripe documents (its 429 comes before the key store): the request was executed behind the 429
+    const proxy = await startFaultProxy({
+      target: sandbox.url,
+      faults: [{ kind: 'status', status: 429, forward: true, body: RATE_LIMITED }],
+    });
+    closers.push(() => proxy.close());
+    const adapter = createStripeAdapter({ apiKey: API_KEY, baseUrl: proxy.url, timeoutMs: 2000 });
+    const runner = createRunner({ ledger, clock, random: () => 0.5, policy: { maxAttempts: 1 } });
+    const params = { customer: 'cus_fixture', amount: 900, currency: 'eur', orderRef: 'kept-1' };
+    const first = await runner.run(adapter, 'paymentIntents.create', { params });
+    expect(first).toMatchObject({ status: 'handed-off', packet: { reason: 'retry-exhausted' } });
+
+    const corrected = await runner.run(adapter, 'paymentIntents.create', { params: { ...params, amount: 950 } });
+    expect(corrected).toMatchObject({
+      status: 'handed-off',
+      packet: { reason: 'rejected', lastKnown: { code: 'idempotency_error' } },
+    });
+    const actions = corrected.status === 'handed-off' ? corrected.packet.safeNextActions : [];
+    expect(actions.find((a) => a.action === 'resume')).toMatchObject({ safe: false });
+    expect(actions.map((a) => a.action)).not.toContain('resend-with');
+    const again = await runner
+      .run(adapter, 'paymentIntents.create', { params: { ...params, amount: 990 } })
+      .catch((e: unknown) => e);
+    expect(ConflictError.isInstance(again) && again.needsPerson).toBe(true);
+    expect(sandbox.count('paymentIntents.create')).toBe(1);
+    expect(new Set(proxy.requests.map((r) => r.headers['idempotency-key'])).size).toBe(1);
+  });
+});
+
 describe("the testkit's operationIdFor", () => {
   it("gives the id the runner derives, the card's normalisation included (a padded customerRef)", async () => {
     const { clock, sandbox, ledger } = await setup();

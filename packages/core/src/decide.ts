@@ -12,6 +12,7 @@ import {
   lookupAvailable,
   notFoundIsAuthoritative,
   resendSafety,
+  retentionPassed,
 } from '@retrysafe/contract/rules';
 import { defined } from './defined.js';
 import { type Budget, planPoll, planRetry } from './retry-policy.js';
@@ -110,6 +111,8 @@ export function decide(card: RetrySafetyCard, state: DecisionState, obs: Observa
       case 'succeeded':
         return complete(true, 'stored result exists: adopt it, do not call the provider again');
       case 'claimed':
+        // Taken over after a call recorded not applied under a key that may be gone (startState): as after an unknown.
+        if (state.maybeApplied) return decide(card, state, UNKNOWN_FROM_LEDGER, budget);
         return send(
           0,
           state.firstDispatchedAt === null ? 'never dispatched: send' : 'last attempt was not applied: send again',
@@ -146,7 +149,7 @@ export function decide(card: RetrySafetyCard, state: DecisionState, obs: Observa
       );
     case 'not-applied':
       if (state.maybeApplied) return afterUnknown(c, obs.retryAfterMs);
-      return retryNotApplied(c, obs.retryAfterMs, 'definitely not applied (transient)');
+      return retryNotApplied(c, obs.retryAfterMs, 'definitely not applied (transient)', true);
     case 'in-progress':
       return inProgress(c, obs.retryAfterMs, 'the provider has it in progress: never a second work item');
     case 'unknown': {
@@ -198,11 +201,34 @@ const retryPlan = ({ state, budget }: Case, retryAfterMs: number | undefined) =>
 const safetyAt = ({ card, state, budget }: Case, at = state.now) =>
   resendSafety(card, state.firstDispatchedAt, at, budget.policy.clockSkewMarginMs);
 
-function retryNotApplied(c: Case, retryAfterMs: number | undefined, what: string): Decision {
+/**
+ * Whether a same-key request sent at `at` may find the key forgotten, where a call recorded not applied under it may
+ * only mean that such a re-send folds it (intake/supersede.ts): that "not applied" holds while the provider keeps the key.
+ */
+export function keyMayBeForgotten(
+  card: RetrySafetyCard,
+  firstDispatchedAt: number | null,
+  at: number,
+  clockSkewMarginMs: number,
+): boolean {
+  const retention = card.retention.minimum.value;
+  const folds = card.providerKey.travels.value !== 'none' && card.storedResult.semantics.value !== 'none';
+  if (!folds || retention === null || retention === 'unknown') return false;
+  return retentionPassed(card, firstDispatchedAt, at, clockSkewMarginMs);
+}
+
+/** `afterNotApplied`: the last call was recorded not applied, so the re-send must still find its key (keyMayBeForgotten). */
+function retryNotApplied(c: Case, retryAfterMs: number | undefined, what: string, afterNotApplied = false): Decision {
+  const { card, state, budget } = c;
   const plan = retryPlan(c, retryAfterMs);
   // Receipts say what was sent: "the same key" only where a key travels.
-  const key = c.card.providerKey.travels.value === 'none' ? '' : ' with the same key';
-  if (plan.retry) return send(plan.delayMs, `${what}: bounded retry${key}`);
+  const key = card.providerKey.travels.value === 'none' ? '' : ' with the same key';
+  if (plan.retry) {
+    const at = state.now + plan.delayMs;
+    if (afterNotApplied && keyMayBeForgotten(card, state.firstDispatchedAt, at, budget.policy.clockSkewMarginMs))
+      return afterUnknown(c, retryAfterMs);
+    return send(plan.delayMs, `${what}: bounded retry${key}`);
+  }
   return handoff('retry-exhausted', `${what}, but the budget is spent: ${plan.detail}`);
 }
 

@@ -7,8 +7,10 @@ import type {
   HandoffSink,
   OperationRecord,
   Receipt,
+  RetrySafetyCard,
   SafeAction,
 } from '@retrysafe/contract';
+import { keyMayBeForgotten } from './decide.js';
 import { defined } from './defined.js';
 import { RunnerConfigurationError } from './errors/runner-configuration-error.js';
 import {
@@ -45,6 +47,10 @@ const RESUME_WHY = {
     'the effect may already exist and the provider does not fold re-sends together: check the provider before resuming, or it may happen twice',
 };
 
+/** Why a resume is not safe after a last call recorded not applied under a key that may be gone (notAppliedKeyGone). */
+export const KEY_FORGOTTEN =
+  'a call under the provider key was recorded not applied, which may only mean that a re-send under the key folds into it, and the provider may no longer hold the key: check the provider before resuming, or it may happen twice';
+
 /** Refused until the user takes a step the provider asked for, and every call known not applied: the same call, made
  * again, is sent (reissueCheck). The caller's to act on, not a person's. */
 export const waitsForUser = (packet: HandoffPacket, receipts: readonly Receipt[]) =>
@@ -71,10 +77,26 @@ function resumeAction(input: PacketInput, created: string | undefined): SafeActi
   }
   if (input.resumeNote !== undefined) return resume(false, input.resumeNote);
   if (input.resendSafe) return resume(true, RESUME_WHY.folded);
-  // `claimed` after dispatches is written only when every attempt so far is known not to have applied.
-  if (input.record.firstDispatchedAt === null || input.record.state === 'claimed')
-    return resume(true, RESUME_WHY.notApplied);
-  return resume(false, RESUME_WHY.mayExist);
+  // `claimed` after dispatches is written only when every attempt so far is known not to have applied: by the key
+  // alone after a call recorded not applied under it, which holds only while the provider keeps the key.
+  if (input.record.firstDispatchedAt === null) return resume(true, RESUME_WHY.notApplied);
+  if (input.record.state !== 'claimed') return resume(false, RESUME_WHY.mayExist);
+  const { correction, record, now } = input;
+  return notAppliedKeyGone(correction?.card ?? null, record, now, correction?.clockSkewMarginMs ?? 0)
+    ? resume(false, KEY_FORGOTTEN)
+    : resume(true, RESUME_WHY.notApplied);
+}
+
+/** The record's last call was recorded not applied under a key the provider may have forgotten by `at` (keyMayBeForgotten;
+ * any key, without the card). */
+export function notAppliedKeyGone(
+  card: RetrySafetyCard | null,
+  record: OperationRecord,
+  at: number,
+  clockSkewMarginMs: number,
+): boolean {
+  if (record.lastOutcome !== 'not-applied' || record.providerKey === null) return false;
+  return card === null || keyMayBeForgotten(card, record.firstDispatchedAt, at, clockSkewMarginMs);
 }
 
 /** The actions a person can take, each marked safe or not with the reason. */

@@ -1,26 +1,9 @@
-import type { AdapterV1, Outcome } from '@retrysafe/contract';
+import type { Outcome } from '@retrysafe/contract';
 import { describe, expect, it } from 'vitest';
 import { toAgentResult } from '../src/agent.js';
-import { setup } from './helpers.js';
+import { scripted, setup } from './helpers.js';
 
 const ACTION: Outcome = { kind: 'rejected', reason: 'action-required', message: 'open the URL first' };
-
-/** The sandbox adapter whose `n`th call (from 0) is answered `script(n)`, where it gives one, instead of sent. */
-function scripted(adapter: AdapterV1, script: (n: number) => Outcome | undefined): AdapterV1 {
-  let n = 0;
-  const { specificationVersion, provider, operations, doLookup } = adapter;
-  return {
-    specificationVersion,
-    provider,
-    operations,
-    doLookup,
-    deriveProviderKey: (op, id) => adapter.deriveProviderKey(op, id),
-    doExecute: (op, params, ctx) => {
-      const answer = script(n++);
-      return answer ? Promise.resolve(answer) : adapter.doExecute(op, params, ctx);
-    },
-  };
-}
 
 // A request refused until the user takes a step the provider names (an MCP URL elicitation) was not processed: the
 // same request is sent again once the user has, with no person's resolve. Any other rejection, or one after an attempt

@@ -1,4 +1,4 @@
-import { type Ledger, type LedgerCapabilities, LedgerError } from '@retrysafe/contract';
+import { type AdapterV1, type Ledger, type LedgerCapabilities, LedgerError, type Outcome } from '@retrysafe/contract';
 import {
   createMemoryLedger,
   createRunner,
@@ -44,6 +44,29 @@ export function setup(
     ...runner,
   });
   return { clock, provider, adapter, ledger, runner: r, packets };
+}
+
+/**
+ * `adapter` whose `n`th call (from 0) is answered `script(n, send)` where it gives an answer, else sent; `send` sends
+ * it, for an answer that comes after the provider had it.
+ */
+export function scripted(
+  adapter: AdapterV1,
+  script: (n: number, send: () => Promise<Outcome>) => Outcome | Promise<Outcome> | undefined,
+): AdapterV1 {
+  let n = 0;
+  const { specificationVersion, provider, operations, doLookup } = adapter;
+  return {
+    specificationVersion,
+    provider,
+    operations,
+    doLookup,
+    deriveProviderKey: (op, id) => adapter.deriveProviderKey(op, id),
+    doExecute: (op, params, ctx) => {
+      const send = () => adapter.doExecute(op, params, ctx);
+      return Promise.resolve(script(n++, send) ?? send());
+    },
+  };
 }
 
 export const T0 = Date.UTC(2026, 0, 1);

@@ -24,7 +24,7 @@ import { lookupAvailable, resendSafety } from '@retrysafe/contract/rules';
 import { MAYBE_APPLIED_STATES } from '../decide.js';
 import { BrokenReceiptChainError } from '../errors/broken-receipt-chain-error.js';
 import { RunnerConfigurationError } from '../errors/runner-configuration-error.js';
-import { buildPacket, resumeSafeByKey } from '../handoff.js';
+import { buildPacket, KEY_FORGOTTEN, notAppliedKeyGone, resumeSafeByKey } from '../handoff.js';
 import { callerAttemptIds, checkAdapterShape, findAdapter } from '../intake/adapter.js';
 import { type Operation, paramsConflict, storedOperation } from '../intake/operation.js';
 import { DEFAULT_LEASE_MS } from '../intake/policy.js';
@@ -309,12 +309,16 @@ async function resume(
   const claimedAt = clock.now();
   // "The provider folds the re-send" held when the packet was written; the key may have expired since: then
   // the resumed run looks the operation up before any send (state `unknown`), and without a lookup it is refused.
-  const safety = resendSafety(op.card, record.firstDispatchedAt, claimedAt, op.policy.clockSkewMarginMs);
+  const margin = op.policy.clockSkewMarginMs;
+  const safety = resendSafety(op.card, record.firstDispatchedAt, claimedAt, margin);
+  // So did a last call's "not applied" under a key that may only fold it.
+  const forgotten = !force && notAppliedKeyGone(op.card, record, claimedAt, margin);
   const byKey = !force && resumeSafeByKey(resumeAction);
-  const keyMayBeGone = byKey && !safety.safe;
+  const keyMayBeGone = (byKey && !safety.safe) || forgotten;
   if (keyMayBeGone && !lookupAvailable(op.card)) {
-    log('warn', 'resume-refused', `resume refused: no longer safe (${safety.why})`, op);
-    throw new UnsafeResumeError(id, safety.why);
+    const why = forgotten ? KEY_FORGOTTEN : safety.why;
+    log('warn', 'resume-refused', `resume refused: no longer safe (${why})`, op);
+    throw new UnsafeResumeError(id, why);
   }
   const last = (await ledger.receipts(id)).at(-1);
   const reason = `a person (${personRef(p.by)}) chose resume: same provider key, fresh budget`;
@@ -340,9 +344,10 @@ async function resume(
   }
   // Safe only by the key, the effect may exist: from `unknown`, every re-send of the resumed run is held to the key's
   // retention (a `claimed` run would retry a throttled send past it as a new request).
-  const resumed = byKey
-    ? await ledger.setState(fenceOf(claim.record), { state: 'unknown', now: clock.now() })
-    : claim.record;
+  const resumed =
+    byKey || forgotten
+      ? await ledger.setState(fenceOf(claim.record), { state: 'unknown', now: clock.now() })
+      : claim.record;
   log(
     'info',
     'resume',

@@ -1,6 +1,7 @@
 /** What the attempt loop knows of one claimed operation: its mutable state, owned by loop.ts. */
 import type { ClaimResult, Fenced, OperationRecord, Receipt, StatePatch } from '@retrysafe/contract';
-import { type DecisionState, MAYBE_APPLIED_STATES } from '../decide.js';
+import { type DecisionState, keyMayBeForgotten, MAYBE_APPLIED_STATES } from '../decide.js';
+import { notAppliedKeyGone } from '../handoff.js';
 import type { Operation } from '../intake/operation.js';
 import { earlierEffectMayShow, keyRevisionNumber } from '../intake/supersede.js';
 import type { Lease, RunnerContext } from './context.js';
@@ -85,11 +86,18 @@ export async function orRelease<T>(
 /** `receipts`: the operation's receipts written before this claim (the state owns the array from here). */
 export function startState(ctx: RunnerContext, op: Operation, c: Claimed, receipts: Receipt[]): DriveState {
   const { record } = c;
-  const maybeApplied = MAYBE_APPLIED_STATES.includes(record.state);
+  const now = ctx.clock.now();
+  const margin = op.policy.clockSkewMarginMs;
+  const earlierEffect = earlierEffectMayShow(record, receipts);
+  // Taken over after a call recorded not applied under a key the provider may since have forgotten (the last call, or a
+  // revision's before it superseded under the key): it may have landed.
+  const keyGone =
+    notAppliedKeyGone(op.card, record, now, margin) ||
+    (earlierEffect && keyMayBeForgotten(op.card, record.firstDispatchedAt, now, margin));
+  const maybeApplied = MAYBE_APPLIED_STATES.includes(record.state) || (c.takenOver && keyGone);
   // A "not found" proves nothing before the old owner's lease end + the margin (decide): the lookup window opens then.
   const leaseEnd = takenOverLeaseEnd(ctx, c);
-  const now = ctx.clock.now();
-  const windowOpensAt = leaseEnd === null ? null : leaseEnd + op.policy.clockSkewMarginMs;
+  const windowOpensAt = leaseEnd === null ? null : leaseEnd + margin;
   return {
     record,
     receipts,
@@ -112,7 +120,7 @@ export function startState(ctx: RunnerContext, op: Operation, c: Claimed, receip
     windowStartedAt: windowOpensAt !== null && windowOpensAt > now ? windowOpensAt : null,
     polls: 0,
     keyRevision: keyRevisionNumber(receipts),
-    earlierEffectMayShow: earlierEffectMayShow(record, receipts),
+    earlierEffectMayShow: earlierEffect,
     recovering: c.takenOver && maybeApplied,
     takenOverLeaseEnd: leaseEnd,
     startedAt: now,
