@@ -144,6 +144,21 @@ describe('retrysafe ledger on a record it cannot read', () => {
     expect(e.stdout).not.toContain(cut);
   });
 
+  it('resolve-all with one handed-off row whose receipts are cut: resolves the others, names that one, exit 1', async () => {
+    const { db, ids } = await handedOff('unreadable-receipts-resolve-all', 'a', ['cut', 'kept']);
+    const [cut, kept] = ids as [string, string];
+    const raw = openRawSqlite(db);
+    raw.prepare('UPDATE retrysafe_operations SET receipts = substr(receipts, 1, 30) WHERE id = ?').run(cut);
+    raw.close();
+    const all = await cli(['ledger', 'resolve-all', '--abandon', '--db', db, '--json']);
+    expect(all.code).toBe(1);
+    expect(all.stderr).toMatch(warnedOf(cut));
+    expect(JSON.parse(all.stdout)).toMatchObject({ matched: 1, unreadable: [cut], ok: false });
+    const after = createSqliteLedger({ path: db });
+    expect((await after.get(kept as never))?.state).toBe('abandoned');
+    await after.close();
+  });
+
   it('a hand-off packet without its lists: handoffs and resolve-all name it and act on the others', async () => {
     const { db, ids } = await handedOff('unreadable-packet', 'p', ['bare', 'kept']);
     const [bare, kept] = ids as [string, string];
