@@ -50,6 +50,9 @@ export class Connections {
 
   private send<R extends pg.QueryResultRow>(conn: Conn, config: pg.QueryConfig, release: boolean) {
     return new Promise<pg.QueryResult<R>>((resolve, reject) => {
+      // Closed (a statement of its transaction timed out): the watchdog no longer watches it, so the ROLLBACK that
+      // follows would wait for ever.
+      if (conn.gone) return reject(new Error('the connection was closed (a statement on it timed out)'));
       conn.until = this.tick + this.timeoutTicks;
       conn.fail = reject;
       // A Query is sent as it is; a config object pg would copy on every query.
