@@ -198,7 +198,10 @@ describe('the runner on a PostgreSQL ledger whose connection is lost', () => {
  * that stops answering): its transaction stays open at the server. `frozen` resolves then; `end()` drops that client. */
 function pausingAfterRowLock(pool: pg.Pool) {
   let stopped: pg.PoolClient | undefined;
-  const frozen = Promise.withResolvers<void>();
+  let stop = () => {};
+  const frozen = new Promise<void>((resolve) => {
+    stop = resolve;
+  });
   const paused = new Proxy(pool, {
     get(target, key) {
       if (key !== 'connect') return Reflect.get(target, key).bind?.(target) ?? Reflect.get(target, key);
@@ -212,7 +215,7 @@ function pausingAfterRowLock(pool: pg.Pool) {
             const r = await query(q);
             if (q.text.endsWith('FOR UPDATE')) {
               stopped = client;
-              frozen.resolve();
+              stop();
             }
             return r;
           },
@@ -220,7 +223,7 @@ function pausingAfterRowLock(pool: pg.Pool) {
       };
     },
   });
-  return { paused, frozen: frozen.promise, end: () => stopped?.release(new Error('test over')) };
+  return { paused, frozen, end: () => stopped?.release(new Error('test over')) };
 }
 
 describe('a worker that stops inside a claim, holding the row lock', () => {
