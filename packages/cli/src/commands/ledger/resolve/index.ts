@@ -141,9 +141,11 @@ async function resumeOpen(
   }
   const why =
     report?.error?.message ??
-    (report?.action === 'skipped-no-adapter'
-      ? `--config names no adapter for ${record.operation}`
-      : `it is ${report?.to ?? 'no longer in the ledger'} now`);
+    (report === undefined
+      ? 'it was closed or removed since'
+      : report.action === 'skipped-no-adapter'
+        ? `--config names no adapter for ${record.operation}`
+        : `it is ${report.to} now`);
   throw new RefusedError(`not resuming ${id}: ${why}; ${again}`);
 }
 
