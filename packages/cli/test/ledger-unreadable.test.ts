@@ -118,7 +118,7 @@ describe('retrysafe ledger on a record it cannot read', () => {
     await after.close();
   });
 
-  it('receipts whose stored JSON is cut: verify --all, handoffs and export name that operation and serve the others', async () => {
+  it('receipts whose stored JSON is cut: verify --all, handoffs, export and resolve-all name that operation and serve the others', async () => {
     const { db, ids } = await handedOff('unreadable-receipts-cut', 'c', ['cut', 'kept']);
     const [cut, kept] = ids as [string, string];
     const raw = openRawSqlite(db);
@@ -142,6 +142,13 @@ describe('retrysafe ledger on a record it cannot read', () => {
     expect(e.stderr).toMatch(warnedOf(cut));
     expect(e.stdout).toContain(kept);
     expect(e.stdout).not.toContain(cut);
+    const all = await cli(['ledger', 'resolve-all', '--abandon', '--db', db, '--json']);
+    expect(all.code).toBe(1);
+    expect(all.stderr).toMatch(warnedOf(cut));
+    expect(JSON.parse(all.stdout)).toMatchObject({ matched: 1, unreadable: [cut], ok: false });
+    const after = createSqliteLedger({ path: db });
+    expect((await after.get(kept as never))?.state).toBe('abandoned');
+    await after.close();
   });
 
   it('a hand-off packet without its lists: handoffs and resolve-all name it and act on the others', async () => {

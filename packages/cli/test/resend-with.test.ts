@@ -1,12 +1,12 @@
 import { createHash } from 'node:crypto';
-import { writeFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { createRunner } from '@retrysafe/core';
 import { createSqliteLedger } from '@retrysafe/ledger-sqlite';
 import { createDrillClock } from '@retrysafe/testkit';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { type FaultySandbox, startFaultySandbox } from './faulty-sandbox.js';
-import { cli, tempDir } from './helpers.js';
+import { cli, startCli, tempDir } from './helpers.js';
 
 // `retrysafe ledger resolve <id> --resend-with <params.json>` (issue 16): an operator sends the
 // corrected request of an operation the provider rejected — never of one that may have been applied.
@@ -82,5 +82,43 @@ describe('retrysafe ledger resolve --resend-with', () => {
     expect(sup.decision.reason).toContain(`revision 2 (resend-with by ${person})`);
     expect(JSON.stringify(shown.receipts)).not.toContain('ops-test');
     expect(r.stdout).not.toContain('order-R');
+  });
+});
+
+describe('a resolve killed after its request went out', () => {
+  it('leaves an open operation that resolve --resume drives as stored once its lease ran out: looked up, adopted, one record', async () => {
+    sandbox.setFault('reject');
+    const ledger = createSqliteLedger({ path: db });
+    const first = await createRunner({ ledger }).run(sandbox.adapter, 'records.create', {
+      params: { ref: 'order-K', amount: -5 },
+    });
+    await ledger.close();
+    sandbox.setFault('pass');
+    // The CLI's lease as the config sets it: short, so the test need not wait the default 30 s.
+    const shortLease = join(dir, 'short-lease.json');
+    writeFileSync(
+      shortLease,
+      JSON.stringify({ ...JSON.parse(readFileSync(config, 'utf8')), policy: { leaseMs: 500 } }),
+    );
+    const file = join(dir, 'fixed-k.json');
+    writeFileSync(file, JSON.stringify({ ref: 'order-K', amount: 5 }));
+    const id = first.businessOperationId;
+    const killed = startCli(['ledger', 'resolve', id, '--resend-with', file, '--config', shortLease], { cwd: dir });
+    sandbox.onRequest(() => {
+      sandbox.onRequest(null);
+      killed.child.kill('SIGKILL'); // the request reaches the provider; nothing of its answer is recorded
+    });
+    expect((await killed.done).signal).toBe('SIGKILL');
+    const countAfterKill = sandbox.provider.count();
+    const open = JSON.parse((await cli(['ledger', 'show', id, '--db', db, '--json'], { cwd: dir })).stdout);
+    expect(open.record.state).toBe('dispatched');
+    await new Promise((r) => setTimeout(r, 600));
+
+    const r = await cli(['ledger', 'resolve', id, '--resume', '--config', config, '--json'], { cwd: dir });
+    expect(r.stderr).toBe('');
+    expect(JSON.parse(r.stdout)).toMatchObject({ status: 'done', businessOperationId: id, adopted: true });
+    expect(sandbox.provider.count()).toBe(countAfterKill);
+    const shown = JSON.parse((await cli(['ledger', 'show', id, '--db', db, '--json'], { cwd: dir })).stdout);
+    expect(shown.record).toMatchObject({ state: 'succeeded', resolution: { action: 'supersede', revision: 2 } });
   });
 });

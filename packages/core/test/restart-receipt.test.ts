@@ -7,7 +7,7 @@
 import type { Ledger, Receipt } from '@retrysafe/contract';
 import { createRunner } from '@retrysafe/core';
 import { describe, expect, it } from 'vitest';
-import { receiptWriteFails, setup } from './helpers.js';
+import { failingOnce, receiptWriteFails, setup } from './helpers.js';
 
 const OP = 'records.create';
 const FORGETFUL = { replays: false, retentionMs: null, lookup: 'none' } as const;
@@ -66,5 +66,26 @@ describe('a resume or a new revision is claimed with its resolve receipt, or not
     failing.on = true;
     await runner.run(adapter, OP, { params: { ref: 'rs-corrected', note: 'good' } }).catch(() => undefined);
     await expectWhole(ledger, id, before, 'supersede');
+  });
+});
+
+describe('a resume safe only by the key, stopped between its claim and its first step', () => {
+  it('is taken over as maybe applied: past the key retention it is not sent as a new request', async () => {
+    const { provider, adapter, clock, ledger, runner } = setup({ lookup: 'none' }, { policy: { maxAttempts: 2 } });
+    provider.failNext({ kind: 'unknown-after-commit' }, 2);
+    const r = await runner.run(adapter, OP, { params: { ref: 'rs-by-key' } });
+    expect(r.status === 'handed-off' && r.packet.safeNextActions.find((a) => a.action === 'resume')?.why).toMatch(
+      /folds it into the first/,
+    );
+    expect(provider.count()).toBe(1);
+    // The resume's claim is written; the process stops before the write that starts it from `unknown`.
+    const stopping = createRunner({ ledger: failingOnce(ledger, 'setState'), clock, random: () => 0.5 });
+    await expect(
+      stopping.resolve(r.businessOperationId, { action: 'resume' }, { adapters: [adapter] }),
+    ).rejects.toThrow(/disk full/);
+    clock.advance(3 * 86_400_000); // past the key's retention (24 h) and the lease
+    const [report] = await runner.recover({ adapters: [adapter] });
+    expect(report).toMatchObject({ from: 'claimed', to: 'handed-off' });
+    expect(provider.count()).toBe(1);
   });
 });

@@ -50,6 +50,9 @@ export class Connections {
 
   private send<R extends pg.QueryResultRow>(conn: Conn, config: pg.QueryConfig, release: boolean) {
     return new Promise<pg.QueryResult<R>>((resolve, reject) => {
+      // Closed (a statement of its transaction timed out): the watchdog no longer watches it, so the ROLLBACK that
+      // follows would wait for ever.
+      if (conn.gone) return reject(new Error('the connection was closed (a statement on it timed out)'));
       conn.until = this.tick + this.timeoutTicks;
       conn.fail = reject;
       // A Query is sent as it is; a config object pg would copy on every query.
@@ -181,11 +184,16 @@ type Waiter = { readonly resolve: (conn: Conn) => void; readonly reject: (err: E
 /** A connection held for a transaction (a pg.PoolClient, one of the ledger's own, or a bare pg.Client). */
 type Session = { query(config: pg.QueryConfig): Promise<unknown>; release?(err?: Error): void };
 
-/** `fn` inside BEGIN … COMMIT on `client`; any failure rolls back, and a connection whose rollback failed is closed. */
-export async function transaction<T>(client: Session, fn: () => Promise<T>): Promise<T> {
+/**
+ * `fn` inside BEGIN … COMMIT on `client`; any failure rolls back, and a connection whose rollback failed is closed.
+ * `holdMs` (> 0): the server ends the session once it has waited that long for the next statement of the transaction (a
+ * paused worker, a network gone quiet), so the row lock it took does not keep every other worker from the row.
+ */
+export async function transaction<T>(client: Session, fn: () => Promise<T>, holdMs = 0): Promise<T> {
   let broken: Error | undefined;
   try {
-    await client.query({ text: 'BEGIN' });
+    const hold = Math.min(Math.ceil(holdMs), 2 ** 31 - 1); // the setting's range, in ms
+    await client.query({ text: hold > 0 ? `BEGIN; SET LOCAL idle_in_transaction_session_timeout = ${hold}` : 'BEGIN' });
     const out = await fn();
     await client.query({ text: 'COMMIT' });
     return out;

@@ -54,7 +54,7 @@ export function createDb(
       await ready();
       const client = await pool.connect();
       const run: Run = (sql, values) => client.query(configOf(sql, values));
-      return await transaction(client, () => fn(run));
+      return await transaction(client, () => fn(run), options.timeoutMs);
     } catch (err) {
       throw asLedgerError(err, what);
     }

@@ -5,7 +5,7 @@
 import { randomBytes } from 'node:crypto';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { Connections, QueryTimeoutError } from '../src/connections.js';
+import { Connections, QueryTimeoutError, transaction } from '../src/connections.js';
 import { createPostgresLedger } from '../src/index.js';
 import { databaseUrl, dropSchema, freshSchema } from './pg-test-db.js';
 
@@ -55,6 +55,22 @@ describe("the ledger's own connections", () => {
       // The only connection was closed with the statement still running: the next one is a new session.
       const after = (await c.query<{ pid: number }>({ text: 'SELECT pg_backend_pid() AS pid' })).rows[0]!.pid;
       expect(after).not.toBe(before);
+    } finally {
+      await c.end();
+    }
+  });
+
+  it('a transaction whose statement does not answer in time fails: its rollback on the closed connection does not wait for ever', async () => {
+    const c = new Connections({ connectionString: url, max: 1, timeoutMs: 200, idleMs: 0 });
+    try {
+      const client = await c.connect();
+      const sleep = () => client.query({ text: 'SELECT pg_sleep(3)' });
+      const settled = transaction(client, sleep).then(
+        () => 'committed',
+        (e: unknown) => e,
+      );
+      const late = new Promise((r) => setTimeout(() => r('never settled'), 2_000));
+      expect(await Promise.race([settled, late])).toBeInstanceOf(QueryTimeoutError);
     } finally {
       await c.end();
     }

@@ -17,9 +17,10 @@ import {
   FORGETFUL_BEHAVIOUR,
   type SandboxBehaviour,
 } from '@retrysafe/sandbox';
+import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createPostgresLedger, type PostgresLedger } from '../src/index.js';
-import { databaseUrl, dropSchema, freshSchema, startPgRelay } from './pg-test-db.js';
+import { claimOf, databaseUrl, dropSchema, freshSchema, startPgRelay } from './pg-test-db.js';
 
 const url = databaseUrl();
 const schema = freshSchema('failclosed');
@@ -191,4 +192,70 @@ describe('the runner on a PostgreSQL ledger whose connection is lost', () => {
       });
     });
   }
+});
+
+/** `pool`, whose client stops for good once the row lock of a claim is taken (a GC pause, a suspended VM, a network
+ * that stops answering): its transaction stays open at the server. `frozen` resolves then; `end()` drops that client. */
+function pausingAfterRowLock(pool: pg.Pool) {
+  let stopped: pg.PoolClient | undefined;
+  let stop = () => {};
+  const frozen = new Promise<void>((resolve) => {
+    stop = resolve;
+  });
+  const paused = new Proxy(pool, {
+    get(target, key) {
+      if (key !== 'connect') return Reflect.get(target, key).bind?.(target) ?? Reflect.get(target, key);
+      return async () => {
+        const client = await target.connect();
+        client.on('error', () => undefined); // the server may end the session meanwhile
+        const query = client.query.bind(client) as (q: pg.QueryConfig) => Promise<unknown>;
+        return Object.assign(Object.create(client), {
+          query: async (q: pg.QueryConfig) => {
+            if (stopped === client) return new Promise(() => undefined);
+            const r = await query(q);
+            if (q.text.endsWith('FOR UPDATE')) {
+              stopped = client;
+              stop();
+            }
+            return r;
+          },
+        });
+      };
+    },
+  });
+  return { paused, frozen, end: () => stopped?.release(new Error('test over')) };
+}
+
+describe('a worker that stops inside a claim, holding the row lock', () => {
+  it('holds it no longer than its query time limit: another worker then takes the operation over', async () => {
+    const pool = new pg.Pool({ connectionString: url, max: 2 });
+    const { paused, frozen, end } = pausingAfterRowLock(pool);
+    const stopping = createPostgresLedger({
+      pool: paused,
+      schema,
+      migrate: false,
+      queryTimeoutMs: 1_000,
+      leaseClock: 'caller',
+    });
+    const other = createPostgresLedger({
+      connectionString: url,
+      schema,
+      migrate: false,
+      queryTimeoutMs: 4_000,
+      leaseClock: 'caller',
+    });
+    try {
+      const now = Date.now();
+      await direct.claim(claimOf('paused-takeover', 'dead', now - 60_000, 1));
+      void stopping.claim(claimOf('paused-takeover', 'stops', now)).catch(() => undefined);
+      await frozen;
+      const claim = await other.claim(claimOf('paused-takeover', 'live', now)).catch((e: unknown) => e);
+      expect(claim).toMatchObject({ kind: 'claimed', takenOver: true, record: { leaseOwner: 'live' } });
+    } finally {
+      end();
+      await other.close();
+      await stopping.close();
+      await pool.end();
+    }
+  });
 });

@@ -12,6 +12,7 @@ import {
   revisionKeySource,
 } from '@retrysafe/contract';
 import { leaseLive, TERMINAL_STATES } from '@retrysafe/contract/ledger';
+import { resumeSafeByKey } from '../handoff.js';
 import { derivedProviderKey } from '../intake/adapter.js';
 import { type Operation, paramsConflict, storedOperation, withProviderKey } from '../intake/operation.js';
 import {
@@ -122,14 +123,24 @@ export async function claimAndDrive(ctx: RunnerContext, op: Operation, waitUntil
   }
 }
 
+/** A person's resume safe only because the key folds a re-send: claimed, then set `unknown` (operator.ts resume). */
+const resumedByKey = (r: OperationRecord) =>
+  r.state === 'claimed' &&
+  r.resolution?.action === 'resume' &&
+  resumeSafeByKey(r.handoff?.safeNextActions.find((a) => a.action === 'resume'));
+
 /** Drives one claimed operation to its end; a lost lease turns into waiting for the worker that took it. */
 export async function execute(ctx: RunnerContext, op: Operation, claimed: Claimed): Promise<RunResult> {
-  const { record } = claimed;
+  let { record } = claimed;
+  // Taken over between a resume's claim and its `unknown`: that step first, or the run would send from `claimed` as if
+  // nothing could have applied (past the key's retention, a second effect).
+  if (claimed.takenOver && resumedByKey(record))
+    record = await ctx.ledger.setState(fenceOf(record), { state: 'unknown', now: ctx.clock.now() });
   // A brand-new claim has no receipts yet: no read.
   const brandNew = claimed.dispatchWritten || (record.fence === 1 && record.attemptCount === 0 && !claimed.takenOver);
   const receipts = brandNew ? [] : await ctx.ledger.receipts(op.id);
   try {
-    return await drive(ctx, op, claimed, receipts);
+    return await drive(ctx, op, { ...claimed, record }, receipts);
   } catch (err) {
     if (!LeaseLostError.isInstance(err)) throw err;
     ctx.log('warn', 'lease-lost', 'another worker took the operation over: stopping, waiting for its result', op);

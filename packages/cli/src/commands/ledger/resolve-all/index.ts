@@ -59,18 +59,28 @@ export async function ledgerResolveAll(opts: ResolveAllOptions) {
   const config = opts.config ? await loadConfigFile(opts.config) : null;
   // A handoff whose row cannot be read is left out and reported (`unreadable`), not a reason to resolve none.
   const { ids: unreadable, onUnreadable } = unreadableRows();
-  const listed = (ledger: Ledger) => withParamsKeys(ledger).list({ states: ['handed-off'], onUnreadable });
-  const handedOff = await withLedger(opts, listed, {
-    config,
-    writes: !opts.dryRun,
-  });
-  const matched = handedOff.filter(
-    (r) =>
-      wanted(opts.operation, r.operation) &&
-      wanted(opts.reason, r.handoff?.reason ?? '') &&
-      wanted(opts.id, r.businessOperationId) &&
-      (!opts.account?.length || (r.account !== undefined && opts.account.includes(r.account))),
-  );
+  const listed = async (ledger: Ledger) => {
+    const handedOff = await withParamsKeys(ledger).list({ states: ['handed-off'], onUnreadable });
+    const matching = handedOff.filter(
+      (r) =>
+        wanted(opts.operation, r.operation) &&
+        wanted(opts.reason, r.handoff?.reason ?? '') &&
+        wanted(opts.id, r.businessOperationId) &&
+        (!opts.account?.length || (r.account !== undefined && opts.account.includes(r.account))),
+    );
+    // So is one whose receipts cannot be read: its resolve would fail as the ledger failing, and stop the others.
+    const readable = [];
+    for (const r of matching)
+      try {
+        await ledger.receipts(r.businessOperationId);
+        readable.push(r);
+      } catch (err) {
+        if (!LedgerError.isInstance(err)) throw err;
+        onUnreadable(r.businessOperationId);
+      }
+    return readable;
+  };
+  const matched = await withLedger(opts, listed, { config, writes: !opts.dryRun });
   const rows = [];
   for (const r of matched) {
     const a = r.handoff?.safeNextActions.find((x) => x.action === action);

@@ -1,7 +1,14 @@
 import { resolve } from 'node:path';
 import { ConfigError, createAdapters, loadConfigFile } from '@retrysafe/config';
-import { asBusinessOperationId, type HandoffReason, InvalidStateError, UnsafeResumeError } from '@retrysafe/contract';
-import { NOT_THE_HANDOFF_DECIDED_ON } from '@retrysafe/contract/ledger';
+import {
+  type AdapterV1,
+  asBusinessOperationId,
+  type HandoffReason,
+  InvalidStateError,
+  type OperationRecord,
+  UnsafeResumeError,
+} from '@retrysafe/contract';
+import { isTerminal, NOT_THE_HANDOFF_DECIDED_ON } from '@retrysafe/contract/ledger';
 import {
   BrokenReceiptChainError,
   createRunner,
@@ -77,6 +84,8 @@ export async function ledgerResolve(opts: ResolveOptions, id: string): Promise<R
         const rejected =
           stored?.handoff?.reason === 'rejected' &&
           stored.handoff.safeNextActions.some((a) => a.action === 'resend-with' && a.safe);
+        if (opts.resume && stored !== null && !isTerminal(stored))
+          return resumeOpen(runner, adapters, stored, opts.handoffAt);
         // Bound to the packet decided on (else the one read here): never applied to a later hand-off.
         const handoffAt = opts.handoffAt ?? (stored?.state === 'handed-off' ? stored.handoff?.createdAt : undefined);
         const resolution: Resolution = opts.resume
@@ -107,6 +116,37 @@ export async function ledgerResolve(opts: ResolveOptions, id: string): Promise<R
   } finally {
     for (const a of adapters) await a.close?.();
   }
+}
+
+/**
+ * `--resume` of an operation a worker or a resolve left open when it died between its steps (it has no packet to
+ * decide on): driven as stored once its lease has run out, as recover() does (looked up first where it may have been
+ * sent). Another worker holding it is `in-progress`.
+ */
+async function resumeOpen(
+  runner: ReturnType<typeof createRunner>,
+  adapters: readonly AdapterV1[],
+  record: OperationRecord,
+  handoffAt: string | undefined,
+): Promise<ResolveResult> {
+  const id = record.businessOperationId;
+  const again = `read it as it is now: retrysafe ledger show ${id}`;
+  if (handoffAt !== undefined)
+    throw new RefusedError(`not resolving ${id}: ${NOT_THE_HANDOFF_DECIDED_ON} (it is ${record.state}); ${again}`);
+  const [report] = await runner.recover({ adapters, businessOperationId: id });
+  if (report?.result) return report.result;
+  if (report?.action === 'skipped-busy') {
+    const retryAfterMs = Math.max(0, (record.leaseExpiresAt ?? 0) - Date.now());
+    return { status: 'in-progress', businessOperationId: id, statusRef: record.statusRef, retryAfterMs };
+  }
+  const why =
+    report?.error?.message ??
+    (report === undefined
+      ? 'it was closed or removed since'
+      : report.action === 'skipped-no-adapter'
+        ? `--config names no adapter for ${record.operation}`
+        : `it is ${report.to} now`);
+  throw new RefusedError(`not resuming ${id}: ${why}; ${again}`);
 }
 
 /** A refused resume, with the step that works: a rejected request goes out as is only once its cause is fixed. */
