@@ -29,13 +29,14 @@ function poisoned(inner: Ledger, badId: string, all: boolean): Ledger {
   });
 }
 
-async function leftDispatched(ledger: Ledger, ref: string, now: number) {
-  const id = asBusinessOperationId(`sandbox.records.create:${ref}`);
+async function leftDispatched(ledger: Ledger, ref: string, now: number, provider = 'sandbox') {
+  const operation = `${provider}.records.create`;
+  const id = asBusinessOperationId(`${operation}:${ref}`);
   const params = { ref };
   const c = await ledger.claim({
     businessOperationId: id,
-    provider: 'sandbox',
-    operation: 'sandbox.records.create',
+    provider,
+    operation,
     intentFingerprint: fingerprint({ ref }),
     paramsFingerprint: fingerprint(params),
     params,
@@ -206,6 +207,27 @@ describe('recover() isolates each record', () => {
     const fixed = await createRunner({ ledger, clock, random: () => 0.5 }).recover({ adapters: [adapter] });
     expect(fixed.map((r) => r.action)).toEqual(['completed']);
     expect((await ledger.get(id))?.state).toBe('succeeded');
+    expect(provider.count()).toBe(1);
+  });
+
+  it('a limited pass lists past the records it leaves as they are (no adapter here): they keep the oldest places, and the one behind them is still driven', async () => {
+    const { clock, provider, adapter } = sandboxOn();
+    const ledger = createMemoryLedger();
+    const others = [await leftDispatched(ledger, 'a', clock.now(), 'other')];
+    clock.advance(10);
+    others.push(await leftDispatched(ledger, 'b', clock.now(), 'other'));
+    clock.advance(10);
+    const mine = await leftDispatched(ledger, 'c', clock.now());
+    clock.advance(5000);
+    const runner = createRunner({ ledger, clock, random: () => 0.5 });
+    for (let pass = 0; pass < 2; pass++) {
+      const reports = await runner.recover({ adapters: [adapter], limit: 1 });
+      expect(reports.filter((r) => r.action === 'skipped-no-adapter').map((r) => r.businessOperationId)).toEqual(
+        others,
+      );
+      expect(reports.filter((r) => r.action !== 'skipped-no-adapter')).toHaveLength(pass === 0 ? 1 : 0);
+    }
+    expect((await ledger.get(mine))?.state).toBe('succeeded');
     expect(provider.count()).toBe(1);
   });
 });

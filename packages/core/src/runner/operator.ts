@@ -48,37 +48,68 @@ export async function recover(ctx: RunnerContext, opts: RecoverOptions): Promise
   for (const a of opts.adapters) checkAdapterShape(a);
   const reports: RecoverReport[] = [];
   const run = callerRun(opts);
+  const seen = new Set<string>();
   // A row the ledger cannot read is reported, not driven: the readable ones behind it are still recovered.
-  const unreadable = (id: string, err: LedgerError) => reports.push(unreadableRow(ctx, id, err));
-  const listed =
-    opts.businessOperationId === undefined
-      ? await ctx.ledger.recoverCandidates(ctx.clock.now(), opts.limit, unreadable)
-      : await openRecord(ctx, asBusinessOperationId(opts.businessOperationId), unreadable);
-  for (const record of listed) {
-    // Each record on its own: one that cannot be driven is handed off, and the healthy ones behind it proceed.
-    try {
-      checkSealable(ctx, record, 'recover it');
-      checkParamsOpen(record);
-    } catch (err) {
-      // Not handed off: that would append an unkeyed receipt (or hand off what the params key can finish).
-      reports.push(leftAsItIs(ctx, record, err));
-      continue;
-    }
-    try {
-      reports.push(await recoverOne(ctx, record, opts.adapters, run));
-    } catch (err) {
-      // This process's configuration (its policy, an adapter it was given) cannot drive it, as run() would refuse
-      // before its claim, or this pass stopped before sending (a pause ran its lease out): the record is not at
-      // fault, so it stays as it is for a pass that can, not handed off.
-      const notTheRecord =
-        RunnerConfigurationError.isInstance(err) ||
-        AdapterConfigurationError.isInstance(err) ||
-        CardValidationError.isInstance(err) ||
-        LeaseExpiredError.isInstance(err);
-      reports.push(notTheRecord ? leftAsItIs(ctx, record, err) : await recoveryFailed(ctx, record, err));
-    }
+  const unreadable = (id: string, err: LedgerError) => {
+    if (!seen.has(id)) reports.push(unreadableRow(ctx, id, err));
+    seen.add(id);
+  };
+  if (opts.businessOperationId !== undefined) {
+    const id = asBusinessOperationId(opts.businessOperationId);
+    for (const record of await openRecord(ctx, id, unreadable))
+      reports.push((await recoverListed(ctx, record, opts.adapters, run)).report);
+    return reports;
   }
-  return reports;
+  // A record left as it is keeps its place, the oldest: a limited pass lists past those it left, or the records
+  // behind them would never be reached.
+  const { limit } = opts;
+  let driven = 0;
+  for (;;) {
+    const want = limit === undefined ? undefined : limit - driven + seen.size;
+    const listed = await ctx.ledger.recoverCandidates(ctx.clock.now(), want, unreadable);
+    const fresh = listed.filter((r) => !seen.has(r.businessOperationId));
+    for (const record of fresh) {
+      if (limit !== undefined && driven >= limit) break;
+      seen.add(record.businessOperationId);
+      const { report, left } = await recoverListed(ctx, record, opts.adapters, run);
+      reports.push(report);
+      if (!left) driven++;
+    }
+    if (want === undefined || (limit !== undefined && driven >= limit) || listed.length < want || !fresh.length)
+      return reports;
+  }
+}
+
+/** One listed record, on its own: one that cannot be driven is handed off, and the healthy ones behind it proceed.
+ * `left`: nothing was written (no adapter here, or a configuration that cannot drive it). */
+async function recoverListed(
+  ctx: RunnerContext,
+  record: OperationRecord,
+  adapters: readonly AdapterV1[],
+  run: Pick<Operation, 'runId' | 'attemptIds'>,
+): Promise<{ report: RecoverReport; left: boolean }> {
+  try {
+    checkSealable(ctx, record, 'recover it');
+    checkParamsOpen(record);
+  } catch (err) {
+    // Not handed off: that would append an unkeyed receipt (or hand off what the params key can finish).
+    return { report: leftAsItIs(ctx, record, err), left: true };
+  }
+  try {
+    const report = await recoverOne(ctx, record, adapters, run);
+    return { report, left: report.action === 'skipped-no-adapter' };
+  } catch (err) {
+    // This process's configuration (its policy, an adapter it was given) cannot drive it, as run() would refuse
+    // before its claim, or this pass stopped before sending (a pause ran its lease out): the record is not at
+    // fault, so it stays as it is for a pass that can, not handed off.
+    const notTheRecord =
+      RunnerConfigurationError.isInstance(err) ||
+      AdapterConfigurationError.isInstance(err) ||
+      CardValidationError.isInstance(err) ||
+      LeaseExpiredError.isInstance(err);
+    if (notTheRecord) return { report: leftAsItIs(ctx, record, err), left: true };
+    return { report: await recoveryFailed(ctx, record, err), left: false };
+  }
 }
 
 /** The caller's run and attempt ids (an engine's step) for every receipt, checked before anything is written. */

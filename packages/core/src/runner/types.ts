@@ -172,7 +172,8 @@ export type RunFunction = <A extends AdapterV1, N extends OperationName<A>>(
 /** `runId` and `attemptIds` as in RunInput, for the receipts of what it sends or looks up. */
 export interface RecoverOptions extends Pick<RunInput, 'runId' | 'attemptIds'> {
   readonly adapters: readonly AdapterV1[];
-  /** At most this many operations in one pass (the oldest first). */
+  /** At most this many operations driven in one pass, the oldest first (one left as it is, for want of its adapter
+   * here or a configuration that can drive it, takes no place). */
   readonly limit?: number;
   /**
    * Only this operation, driven as stored (its id, intent, params and key): an engine waiting on it uses this. Left to a
