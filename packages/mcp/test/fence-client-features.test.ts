@@ -286,6 +286,43 @@ describe('what the upstream asks its client, through the fence', () => {
     20_000,
   );
 
+  it('a task whose upstream asks to be polled every 0 ms is polled at a floor, not in a tight loop', async () => {
+    let polls = 0;
+    const tasks = new InMemoryTaskStore();
+    const read = tasks.getTask.bind(tasks);
+    tasks.getTask = (...args) => {
+      polls++;
+      return read(...args);
+    };
+    const quick = () => {
+      const capabilities = { tasks: { requests: { tools: { call: {} } } } };
+      const server = new McpServer({ name: 'quick', version: '1.0.0' }, { capabilities, taskStore: tasks });
+      server.experimental.tasks.registerToolTask(
+        'research',
+        { inputSchema: { topic: z.string() }, execution: { taskSupport: 'required' } },
+        {
+          createTask: async (_, extra) => {
+            const task = await extra.taskStore.createTask({ pollInterval: 0 });
+            const done = { content: [{ type: 'text' as const, text: 'found' }] };
+            setTimeout(() => void tasks.storeTaskResult(task.taskId, 'completed', done), 500);
+            return { task };
+          },
+          getTask: async (_, extra) => extra.taskStore.getTask(extra.taskId),
+          getTaskResult: async (_, extra) => (await extra.taskStore.getTaskResult(extra.taskId)) as CallToolResult,
+        },
+      );
+      return server;
+    };
+    const { client } = await hostOfFence(
+      { url: await httpUpstream(quick) },
+      { name: 'quick', timeoutMs: 5000, tools: { research: { kind: 'create', intent: ['topic'] } } },
+    );
+    const answer = await call(client, 'research', { topic: 'tides' });
+    expect(answer._meta?.retrysafe?.status).toBe('done');
+    expect(polls).toBeGreaterThan(0);
+    expect(polls).toBeLessThanOrEqual(10);
+  }, 20_000);
+
   it.each([
     ['in process', (fence: () => Server, f: HostFeatures) => clientOf(fence(), 'host', f)],
     ['over --http', async (fence: () => Server, f: HostFeatures) => httpClientOf(await servedOverHttp(fence), f)],

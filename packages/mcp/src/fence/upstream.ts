@@ -192,6 +192,9 @@ function refusal(method: string, params: Request['params'], candidates: Readonly
  * server does with a tool whose tasks are optional, and lists it as a tool the host calls as any other. */
 export const taskOnly = (tool: Pick<Tool, 'execution'> | undefined) => tool?.execution?.taskSupport === 'required';
 
+/** The shortest wait between two polls of a task. */
+const MIN_POLL_MS = 100;
+
 /** `req` run as a task of `c`: its result, or the error it ended with. Polled as the upstream asks, but a task given up
  * on (the host cancelled, or the timeout) is cancelled at once, as a request is, not at the next poll (the SDK's own
  * loop waits out the poll interval first). */
@@ -217,7 +220,8 @@ async function viaTask(c: Client, req: Request, schema: Parameters<Client['reque
         return await c.experimental.tasks.getTaskResult(task.taskId, schema as never, polls);
       if (status === 'failed' || status === 'cancelled')
         throw new McpError(ErrorCode.InternalError, `the upstream's task for ${req.method} ${status}`);
-      await sleep(pollInterval ?? 1000, undefined, { signal }).catch(() => undefined);
+      // An interval is the upstream's to suggest; one of 0 would be a busy loop against it.
+      await sleep(Math.max(pollInterval ?? 1000, MIN_POLL_MS), undefined, { signal }).catch(() => undefined);
       signal?.throwIfAborted();
     }
   } finally {
