@@ -61,7 +61,8 @@ describe('recoverCandidates and list with a limit', () => {
       expect(told).toEqual(['cut-2', 'cut-2']);
       await expect(ledger.recoverCandidates(20_000, 1)).rejects.toThrow(/cut or corrupt/);
       const reports = await createRunner({ ledger }).recover({ adapters: [], limit: 1 });
-      expect(reports.map((r) => r.action)).toEqual(['failed', 'skipped-no-adapter']);
+      // Neither the unreadable row nor one left for want of its adapter takes a place: both readable ones are reached.
+      expect(reports.map((r) => r.action)).toEqual(['failed', 'skipped-no-adapter', 'skipped-no-adapter']);
     } finally {
       await ledger.close();
     }
