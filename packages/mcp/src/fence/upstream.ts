@@ -10,7 +10,6 @@ import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
 import {
   CallToolResultSchema,
   type ClientCapabilities,
-  CreateTaskResultSchema,
   ErrorCode,
   isJSONRPCError,
   isJSONRPCResultResponse,
@@ -27,6 +26,7 @@ import {
   type Tool,
 } from '@modelcontextprotocol/sdk/types.js';
 import { createRedactor } from '@retrysafe/core/internal';
+import { taskOnly, viaTask } from './upstream-task.js';
 
 /** A command to spawn (stdio, with `env` applied to the fence's environment) or a streamable HTTP URL. */
 export type UpstreamTarget =
@@ -186,55 +186,6 @@ function refusal(method: string, params: Request['params'], candidates: Readonly
   if (!need(host.capabilities() ?? {}, params)) return 'the host behind the retrysafe fence did not declare it';
   return undefined;
 }
-
-/** A tool the upstream runs only as a task. The fence offers its hosts no tasks (a host's could not go through the
- * ledger): it runs such a call as a task itself, created, polled and its result fetched as one request, as the SDK's
- * server does with a tool whose tasks are optional, and lists it as a tool the host calls as any other. */
-export const taskOnly = (tool: Pick<Tool, 'execution'> | undefined) => tool?.execution?.taskSupport === 'required';
-
-/** The shortest wait between two polls of a task. */
-const MIN_POLL_MS = 100;
-
-/** `req` run as a task of `c`: its result, or the error it ended with. Polled as the upstream asks, but a task given up
- * on (the host cancelled, or the timeout) is cancelled at once, as a request is, not at the next poll (the SDK's own
- * loop waits out the poll interval first). */
-async function viaTask(c: Client, req: Request, schema: Parameters<Client['request']>[1], options: RequestOptions) {
-  const { signal } = options;
-  const cancel = (taskId: string) => void c.experimental.tasks.cancelTask(taskId).catch(() => undefined);
-  // Its creation is not cancelled with the call (the task may exist already, its id then lost): a task created after the
-  // call was given up on is cancelled once its id is known. Its progress comes under the creating request's token.
-  const creating = c.request(req, CreateTaskResultSchema, {
-    ...options,
-    signal: undefined,
-    timeout: undefined,
-    task: {},
-  });
-  creating.then(({ task }) => signal?.aborted && cancel(task.taskId)).catch(() => undefined);
-  const { task } = await Promise.race([creating, aborted(signal)]);
-  const polls = { signal, timeout: options.timeout };
-  try {
-    for (;;) {
-      const { status, pollInterval } = await c.experimental.tasks.getTask(task.taskId, polls);
-      // input_required: tasks/result carries what the upstream asks, and answers once the task ends.
-      if (status === 'completed' || status === 'input_required')
-        return await c.experimental.tasks.getTaskResult(task.taskId, schema as never, polls);
-      if (status === 'failed' || status === 'cancelled')
-        throw new McpError(ErrorCode.InternalError, `the upstream's task for ${req.method} ${status}`);
-      // An interval is the upstream's to suggest; one of 0 would be a busy loop against it.
-      await sleep(Math.max(pollInterval ?? 1000, MIN_POLL_MS), undefined, { signal }).catch(() => undefined);
-      signal?.throwIfAborted();
-    }
-  } finally {
-    if (signal?.aborted) cancel(task.taskId);
-  }
-}
-
-/** Rejects with `signal`'s reason once it aborts (never, without one). */
-const aborted = (signal: AbortSignal | undefined) =>
-  new Promise<never>((_, reject) => {
-    if (signal?.aborted) reject(signal.reason);
-    signal?.addEventListener('abort', () => reject(signal.reason), { once: true });
-  });
 
 /** The SDK's timeout of a request upstream, which `pausableTimeout` bounds instead. Node's longest timer. */
 const NO_TIMEOUT = 2 ** 31 - 1;
