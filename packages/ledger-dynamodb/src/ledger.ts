@@ -123,46 +123,73 @@ const byCreation = (a: OperationRecord, b: OperationRecord) =>
   a.createdAt - b.createdAt ||
   (a.businessOperationId < b.businessOperationId ? -1 : a.businessOperationId > b.businessOperationId ? 1 : 0);
 
-/** The stored records of `items`, those past their TTL left out; an item that cannot be read goes to `onUnreadable` (readEach). */
-const liveRecords = (items: Item[], table: string, now: number, onUnreadable: OnUnreadable | undefined) =>
-  readEach(
-    items.filter((item) => !expired(item, now)),
-    (item) => item.id?.S ?? '',
-    (item) => fromItem(item, table).record,
-    onUnreadable,
+/**
+ * The first `limit` (all when undefined) by `order` of the stored records in `sources`' pages that `keep` takes, those
+ * past their TTL left out; an item that cannot be read goes to `onUnreadable` (readEach). Read a page at a time, so a
+ * limited listing holds `limit` records and a page, never the table.
+ */
+async function firstOf(
+  sources: AsyncIterable<Item[]>[],
+  table: string,
+  keep: (r: OperationRecord) => boolean,
+  order: (a: OperationRecord, b: OperationRecord) => number,
+  limit: number | undefined,
+  onUnreadable: OnUnreadable | undefined,
+): Promise<OperationRecord[]> {
+  const now = Date.now();
+  let found: OperationRecord[] = [];
+  const add = (items: Item[]) => {
+    const live = items.filter((item) => !expired(item, now));
+    const records = readEach(
+      live,
+      (item) => item.id?.S ?? '',
+      (item) => fromItem(item, table).record,
+      onUnreadable,
+    );
+    found.push(...records.filter(keep));
+    if (limit !== undefined && found.length > limit) found = found.sort(order).slice(0, limit);
+  };
+  await Promise.all(
+    sources.map(async (pages) => {
+      for await (const items of pages) add(items);
+    }),
   );
+  return found.sort(order).slice(0, limit);
+}
 
 const isOpen = (s: OperationState) => !PRUNABLE_STATES.includes(s);
 
 /**
- * Retention without TTL: closed items older than `before` (one consistent scan), in batches handed to
- * onPrune and then deleted one by one, each only while it is the version that was read.
+ * Retention without TTL: closed items older than `before` (a consistent scan), a page at a time (a table larger than
+ * the process's memory is pruned all the same), in batches handed to onPrune and then deleted one by one, each only
+ * while it is the version that was read.
  */
 async function prune(t: Table, table: string, options: PruneOptions): Promise<PruneReport> {
   const states = checkPruneOptions(options);
   // An item that cannot be read (or, to export, its receipts) is kept and told; the others are pruned.
   const exporting = options.onPrune !== undefined && !options.dryRun;
-  const found = readEach(
-    await t.scan('prune'),
-    (item) => item.id?.S ?? '',
-    (item) => {
-      const st = fromItem(item, table);
-      const old = states.includes(st.record.state) && st.record.updatedAt < options.before;
-      return old ? { ...st, exported: exporting ? toReceipts(st, table) : [] } : null;
-    },
-    options.onUnreadable,
-  ).filter((st) => st !== null);
-  found.sort((a, b) => byCreation(a.record, b.record));
   const byState: Partial<Record<OperationState, number>> = {};
   let pruned = 0;
   const size = options.batchSize ?? PRUNE_BATCH;
-  for (let i = 0; i < found.length; i += size) {
-    const batch = found.slice(i, i + size);
-    if (options.onPrune && !options.dryRun) for (const st of batch) await options.onPrune(st.record, st.exported);
-    for (const st of batch) {
-      if (!options.dryRun && (await t.remove('prune', st)) !== 'written') continue;
-      pruned++;
-      byState[st.record.state] = (byState[st.record.state] ?? 0) + 1;
+  for await (const items of t.scan('prune')) {
+    const found = readEach(
+      items,
+      (item) => item.id?.S ?? '',
+      (item) => {
+        const st = fromItem(item, table);
+        const old = states.includes(st.record.state) && st.record.updatedAt < options.before;
+        return old ? { ...st, exported: exporting ? toReceipts(st, table) : [] } : null;
+      },
+      options.onUnreadable,
+    ).filter((st) => st !== null);
+    for (let i = 0; i < found.length; i += size) {
+      const batch = found.slice(i, i + size);
+      if (options.onPrune && !options.dryRun) for (const st of batch) await options.onPrune(st.record, st.exported);
+      for (const st of batch) {
+        if (!options.dryRun && (await t.remove('prune', st)) !== 'written') continue;
+        pruned++;
+        byState[st.record.state] = (byState[st.record.state] ?? 0) + 1;
+      }
     }
   }
   return { pruned, byState, dryRun: options.dryRun === true };
@@ -172,20 +199,14 @@ async function prune(t: Table, table: string, options: PruneOptions): Promise<Pr
 async function list(t: Table, table: string, filter: ListFilter = {}): Promise<OperationRecord[]> {
   checkListFilter(filter);
   if (filter.states?.length === 0) return [];
-  const now = Date.now();
   // Only open states: the sparse index holds them, the history is not read.
-  const items = filter.states?.every(isOpen)
-    ? (await Promise.all(filter.states.map((s) => t.open(s, 'list')))).flat()
-    : await t.scan('list');
-  const found = liveRecords(items, table, now, filter.onUnreadable).filter(
-    (r) =>
-      (!filter.states || filter.states.includes(r.state)) &&
-      (!filter.provider || r.provider === filter.provider) &&
-      (!filter.operation || r.operation === filter.operation),
-  );
-  found.sort(byCreation);
-  if (filter.newestFirst) found.reverse();
-  return filter.limit === undefined ? found : found.slice(0, filter.limit);
+  const sources = filter.states?.every(isOpen) ? filter.states.map((s) => t.open(s, 'list')) : [t.scan('list')];
+  const keep = (r: OperationRecord) =>
+    (!filter.states || filter.states.includes(r.state)) &&
+    (!filter.provider || r.provider === filter.provider) &&
+    (!filter.operation || r.operation === filter.operation);
+  const order = filter.newestFirst ? (a: OperationRecord, b: OperationRecord) => byCreation(b, a) : byCreation;
+  return firstOf(sources, table, keep, order, filter.limit, filter.onUnreadable);
 }
 
 /** Open operations with no live lease at `now`, from the sparse index, oldest change first. */
@@ -197,14 +218,12 @@ async function recoverCandidates(
   onUnreadable?: OnUnreadable,
 ): Promise<OperationRecord[]> {
   checkRecoverCandidates(now, limit, onUnreadable);
-  const items = (await Promise.all(RECOVERABLE_STATES.map((s) => t.open(s, 'recoverCandidates')))).flat();
-  const found = liveRecords(items, table, Date.now(), onUnreadable).filter(
-    (r) =>
-      RECOVERABLE_STATES.includes(r.state) &&
-      (r.leaseOwner === null || r.leaseExpiresAt === null || r.leaseExpiresAt <= now),
-  );
-  found.sort((a, b) => a.updatedAt - b.updatedAt);
-  return limit === undefined ? found : found.slice(0, limit);
+  const sources = RECOVERABLE_STATES.map((s) => t.open(s, 'recoverCandidates'));
+  const keep = (r: OperationRecord) =>
+    RECOVERABLE_STATES.includes(r.state) &&
+    (r.leaseOwner === null || r.leaseExpiresAt === null || r.leaseExpiresAt <= now);
+  const order = (a: OperationRecord, b: OperationRecord) => a.updatedAt - b.updatedAt || byCreation(a, b);
+  return firstOf(sources, table, keep, order, limit, onUnreadable);
 }
 
 /**

@@ -75,17 +75,15 @@ export function createTable(client: DynamoDBClient, table: string) {
       );
     }
   }
-  /** Pages of a query or scan, followed to the end. */
-  async function all(
+  /** The pages of a query or scan, one at a time to the end: a caller holds one page, never the whole table. */
+  async function* pages(
     what: string,
     page: (start?: Item) => Promise<{ Items?: Item[]; LastEvaluatedKey?: Item }>,
-  ): Promise<Item[]> {
-    const items: Item[] = [];
+  ): AsyncGenerator<Item[]> {
     const seen = new Set<string>();
     let start: Item | undefined;
     do {
       const out = await send(what, () => page(start));
-      items.push(...(out.Items ?? []));
       start = out.LastEvaluatedKey;
       // A service that gives a key it gave before would be followed for ever.
       const key = JSON.stringify(start);
@@ -94,8 +92,8 @@ export function createTable(client: DynamoDBClient, table: string) {
           `DynamoDB ledger ${what} on table ${table}: the service gave the same LastEvaluatedKey twice`,
         );
       seen.add(key);
+      yield out.Items ?? [];
     } while (start !== undefined);
-    return items;
   }
 
   return {
@@ -114,8 +112,8 @@ export function createTable(client: DynamoDBClient, table: string) {
         client.send(new DeleteItemCommand(deleteAt(table, record.businessOperationId, version, record.createdAt))),
       ),
     open: (state: string, what: string) =>
-      all(what, (start) => client.send(new QueryCommand(queryOpen(table, state, start)))),
-    scan: (what: string) => all(what, (start) => client.send(new ScanCommand(scanPage(table, start)))),
+      pages(what, (start) => client.send(new QueryCommand(queryOpen(table, state, start)))),
+    scan: (what: string) => pages(what, (start) => client.send(new ScanCommand(scanPage(table, start)))),
     skew: () => skew,
     /** Every request from now on is refused; those already sent finish. */
     close() {

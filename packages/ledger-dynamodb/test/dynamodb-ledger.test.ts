@@ -80,6 +80,21 @@ async function filledToTheRoom(name: string, paramsKb: number, kbs: number[]) {
   return { l, id, ref, next: () => ++seq };
 }
 
+/** A client whose Scan and Query pages hold `perPage` items, each request noted in `log` by its command. */
+function smallPages(perPage: number, log: string[]) {
+  const client = db.client();
+  client.middlewareStack.add(
+    (next, context) => async (args) => {
+      const name = context.commandName ?? '?';
+      if (name === 'ScanCommand' || name === 'QueryCommand') (args.input as { Limit?: number }).Limit = perPage;
+      log.push(name);
+      return next(args);
+    },
+    { step: 'initialize', name: 'smallPages' },
+  );
+  return client;
+}
+
 describe('the DynamoDB ledger', () => {
   it('a stored record that is JSON null is a LedgerError, never an absent operation a new claim writes over', async () => {
     const l = await ledgers(2);
@@ -164,6 +179,57 @@ describe('the DynamoDB ledger', () => {
     expect(exported).toEqual([ids[0]]);
     expect(told.sort()).toEqual([ids[1], ids[2], ids[3]].sort());
     for (const id of ids.slice(1)) expect(await rawItem(l.table, id!)).toBeDefined();
+    await l.close();
+  });
+
+  it('prune deletes each Scan page before it reads the next: a table larger than the memory of a Lambda is pruned all the same', async () => {
+    const log: string[] = [];
+    const table = await db.table('paged-prune');
+    const l = createDynamoDbLedger({ table, client: smallPages(2, log) });
+    const ids = [1, 2, 3, 4, 5].map(() => newId('paged'));
+    for (const id of ids) {
+      const c = await l.claim(claimOf(id, { now: T0, dispatch: true }));
+      if (c.kind === 'claimed') await l.setState(c.record, { state: 'succeeded', now: T0 + 1 });
+    }
+    log.length = 0;
+    const report = await l.prune!({
+      before: T0 + 100,
+      onPrune: (r) => void log.push(`export ${r.businessOperationId}`),
+    });
+    expect(report).toMatchObject({ pruned: 5 });
+    // Never more than one page of items waits: each Scan after the first follows the deletes of the page before it.
+    let waiting = 0;
+    let held = 0;
+    for (const entry of log) {
+      waiting += entry.startsWith('export') ? 1 : entry === 'DeleteItemCommand' ? -1 : 0;
+      held = Math.max(held, waiting);
+    }
+    expect(held).toBeLessThanOrEqual(2);
+    expect(log.indexOf('DeleteItemCommand')).toBeLessThan(log.lastIndexOf('ScanCommand'));
+    expect(await l.list()).toEqual([]);
+    await l.close();
+  });
+
+  it('a limited list or recoverCandidates reads page by page (an item of an early page is told before the last is read), the limit kept across pages', async () => {
+    const log: string[] = [];
+    const table = await db.table('paged-list');
+    const l = createDynamoDbLedger({ table, client: smallPages(2, log) });
+    const ids = [1, 2, 3, 4, 5].map(() => newId('paged'));
+    for (const [i, id] of ids.entries()) await l.claim(claimOf(id, { now: T0 + i, leaseMs: 1000 }));
+    // Three of five cut: at least one of them is on one of the first two pages of two.
+    for (const id of ids.slice(0, 3)) await editItem(table, id, 'record', '{"businessOperationId":');
+    const onUnreadable = () => void log.push('told');
+    const listings = [
+      () => l.list({ limit: 1, onUnreadable }),
+      () => l.list({ limit: 1, states: ['claimed'], onUnreadable }),
+      () => l.recoverCandidates(T0 + 5000, 1, onUnreadable),
+    ];
+    for (const listing of listings) {
+      log.length = 0;
+      expect((await listing()).map((r) => r.businessOperationId)).toEqual([ids[3]]);
+      expect(log.filter((e) => e === 'told')).toHaveLength(3);
+      expect(log.indexOf('told')).toBeLessThan(log.findLastIndex((e) => e.endsWith('Command')));
+    }
     await l.close();
   });
 
