@@ -113,18 +113,25 @@ export function itemBytes(item: Item): number {
 }
 
 /**
- * `st` as it can be stored: when its item would be over `max`, its result (the provider was called by then, so
- * the state must be written) is replaced by a note saying so.
+ * `st` as it can be stored: when its item would be over `max`, its result (the provider was called by then, so the
+ * state must be written) is replaced by a note saying so, and a hand-off packet's list of attempts (each a copy of a
+ * receipt, which stays stored) by a word where to read them: a row whose receipts filled it can still be handed off.
  */
 export function withinSize(st: Stored, item: Item, max: number): Stored {
-  if (itemBytes(item) <= max || st.record.result === null) return st;
-  const bytes = Buffer.byteLength(JSON.stringify(st.record.result));
-  const note = {
-    notStored: 'result',
-    why: `the provider's result (${bytes} bytes of JSON) does not fit in the operation's DynamoDB item; the provider holds it (providerRef)`,
-  };
-  const record = { ...st.record, result: note };
-  return { ...st, record, recordText: storedJson(record, 'DynamoDB ledger') };
+  if (itemBytes(item) <= max) return st;
+  const unfit = `does not fit in the operation's DynamoDB item`;
+  let record = st.record;
+  const { result, handoff } = record;
+  if (result !== null) {
+    const bytes = Buffer.byteLength(JSON.stringify(result));
+    const why = `the provider's result (${bytes} bytes of JSON) ${unfit}; the provider holds it (providerRef)`;
+    record = { ...record, result: { notStored: 'result', why } };
+  }
+  if (handoff?.attempts.length) {
+    const explanation = `${handoff.explanation} (its ${handoff.attempts.length} attempts ${unfit}: read them in the operation's receipts)`;
+    record = { ...record, handoff: { ...handoff, attempts: [], explanation } };
+  }
+  return record === st.record ? st : { ...st, record, recordText: storedJson(record, 'DynamoDB ledger') };
 }
 
 /** Refuses, before anything is written, an item DynamoDB would refuse or that leaves no room to finish. */

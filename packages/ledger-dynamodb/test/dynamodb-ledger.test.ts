@@ -4,6 +4,8 @@
 import { createServer } from 'node:net';
 import { CreateTableCommand, type DynamoDBClient, GetItemCommand, UpdateItemCommand } from '@aws-sdk/client-dynamodb';
 import { type BusinessOperationId, ClockSkewError, LeaseLostError, LedgerError } from '@retrysafe/contract';
+import { createRunner, createVirtualClock } from '@retrysafe/core';
+import { createSandboxAdapter, createSandboxProvider, REPLAYING_BEHAVIOUR } from '@retrysafe/sandbox';
 import { claimOf, packetOf } from '@retrysafe/testkit/ledger';
 import { afterAll, describe, expect, it, vi } from 'vitest';
 import { createDynamoDbLedger, type DynamoDbLedgerOptions, ensureTable, tableDefinition } from '../src/index.js';
@@ -487,6 +489,30 @@ describe('the DynamoDB ledger', () => {
     await l.close();
   });
 
+  it('a write mid-run refused for the item size: run() says the provider may have applied it, and recover() finishes it with one record at the provider', async () => {
+    const ledger = createDynamoDbLedger({ table: await db.table('size-mid-run'), client: db.client() });
+    const provider = createSandboxProvider(REPLAYING_BEHAVIOUR);
+    const sandbox = createSandboxAdapter({ provider });
+    // The provider applies the request; its answer is lost, with a message the open item has no room for.
+    const doExecute = async (...args: Parameters<typeof sandbox.doExecute>) => {
+      await sandbox.doExecute(...args);
+      return { kind: 'unknown', cause: 'timeout', message: 'x'.repeat(160 * 1024) };
+    };
+    const lost = Object.create(sandbox, { doExecute: { value: doExecute } }) as typeof sandbox;
+    const clock = createVirtualClock(Date.now());
+    const runner = createRunner({ ledger, owner: 'w-size', clock });
+    const params = { ref: 'order-size', blob: 'b'.repeat(200 * 1024) };
+    const err = await runner.run(lost, 'records.create', { params }).catch((e: unknown) => e);
+    expect(LedgerError.isInstance(err) && err.providerMayHaveBeenCalled, String(err)).toBe(true);
+    expect(String(err)).toMatch(/more than the \d+ this DynamoDB ledger writes[\s\S]*recover\(\)/);
+    clock.advance(3_600_000);
+    const [report] = await runner.recover({ adapters: [sandbox] });
+    expect(report).toMatchObject({ action: 'adopted', to: 'succeeded' });
+    // Finished by the card's own path (a replay under the same key): one record at the provider.
+    expect(provider.count()).toBe(1);
+    await ledger.close();
+  });
+
   it('a provider result too large for the item: the operation is stored succeeded with a note in place of the result, never left in flight', async () => {
     const l = await ledgers(2);
     const id = newId('huge-result');
@@ -510,6 +536,21 @@ describe('the DynamoDB ledger', () => {
     });
     const closed = await l.first.resolve(id, { action: 'abandon' }, T0 + 2, bigReceipt(id, next(), 20));
     expect(closed).toMatchObject({ state: 'abandoned' });
+    await l.close();
+  });
+
+  it('receipts that filled the room of an open operation: a hand-off packet listing them (as recover() builds it) is still stored, never a row left open', async () => {
+    const { l, id, ref } = await filledToTheRoom('full-packet', 200, [40]);
+    const receipts = await l.first.receipts(id);
+    // The runner's packet lists every attempt with its message, from the receipts.
+    const attempts = receipts.map((r) => ({ kind: r.kind, at: r.startedAt, outcome: r.outcome, message: r.message }));
+    const handed = await l.first.handOff(ref, packetOf(id, { attempts } as never), T0 + 1);
+    expect(handed).toMatchObject({ state: 'handed-off' });
+    expect(await l.first.receipts(id)).toEqual(receipts);
+    expect(handed.handoff).toMatchObject({
+      attempts: [],
+      explanation: expect.stringMatching(/\d+ attempts .*receipts/),
+    });
     await l.close();
   });
 
