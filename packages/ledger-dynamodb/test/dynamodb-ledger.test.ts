@@ -82,19 +82,22 @@ async function filledToTheRoom(name: string, paramsKb: number, kbs: number[]) {
   return { l, id, ref, next: () => ++seq };
 }
 
-/** A client whose Scan and Query pages hold `perPage` items, each request noted in `log` by its command. */
-function smallPages(perPage: number, log: string[]) {
+/** A ledger on a new table whose Scan and Query pages hold two items, each request noted in `log` by its command; five ids. */
+async function pagedLedger(name: string) {
+  const log: string[] = [];
   const client = db.client();
   client.middlewareStack.add(
     (next, context) => async (args) => {
-      const name = context.commandName ?? '?';
-      if (name === 'ScanCommand' || name === 'QueryCommand') (args.input as { Limit?: number }).Limit = perPage;
-      log.push(name);
+      const command = context.commandName ?? '?';
+      if (command === 'ScanCommand' || command === 'QueryCommand') (args.input as { Limit?: number }).Limit = 2;
+      log.push(command);
       return next(args);
     },
     { step: 'initialize', name: 'smallPages' },
   );
-  return client;
+  const table = await db.table(name);
+  const ids = [1, 2, 3, 4, 5].map(() => newId(name));
+  return { log, table, l: createDynamoDbLedger({ table, client }), ids };
 }
 
 describe('the DynamoDB ledger', () => {
@@ -185,10 +188,7 @@ describe('the DynamoDB ledger', () => {
   });
 
   it('prune deletes each Scan page before it reads the next: a table larger than the memory of a Lambda is pruned all the same', async () => {
-    const log: string[] = [];
-    const table = await db.table('paged-prune');
-    const l = createDynamoDbLedger({ table, client: smallPages(2, log) });
-    const ids = [1, 2, 3, 4, 5].map(() => newId('paged'));
+    const { log, l, ids } = await pagedLedger('paged-prune');
     for (const id of ids) {
       const c = await l.claim(claimOf(id, { now: T0, dispatch: true }));
       if (c.kind === 'claimed') await l.setState(c.record, { state: 'succeeded', now: T0 + 1 });
@@ -213,10 +213,7 @@ describe('the DynamoDB ledger', () => {
   });
 
   it('a limited list or recoverCandidates reads page by page (an item of an early page is told before the last is read), the limit kept across pages', async () => {
-    const log: string[] = [];
-    const table = await db.table('paged-list');
-    const l = createDynamoDbLedger({ table, client: smallPages(2, log) });
-    const ids = [1, 2, 3, 4, 5].map(() => newId('paged'));
+    const { log, table, l, ids } = await pagedLedger('paged-list');
     for (const [i, id] of ids.entries()) await l.claim(claimOf(id, { now: T0 + i, leaseMs: 1000 }));
     // Three of five cut: at least one of them is on one of the first two pages of two.
     for (const id of ids.slice(0, 3)) await editItem(table, id, 'record', '{"businessOperationId":');
