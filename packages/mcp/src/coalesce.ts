@@ -1,14 +1,19 @@
 import { setTimeout as sleep } from 'node:timers/promises';
+import type { Progress } from '@modelcontextprotocol/sdk/types.js';
 import { asBusinessOperationId, canonicalJson, type Ledger } from '@retrysafe/contract';
 import { TERMINAL_STATES } from '@retrysafe/contract/ledger';
 import type { AgentToolResult } from '@retrysafe/core/agent';
 
+/** A caller's relay of a run's progress to it. */
+export type Hearer = (p: Progress) => void;
+
 const MAX_WAIT_MS = 600_000;
 
 /** One run per identical call in flight; a duplicate waits for the first up to the caller's `_meta["retrysafe/waitMs"]`
- * (else `defaultWaitMs`), and an `in-progress` answer is followed in the ledger for as long. */
+ * (else `defaultWaitMs`), and an `in-progress` answer is followed in the ledger for as long. A call's `hearers` are
+ * those its run reports progress to: a duplicate's join the first's while it waits, since it shares that run. */
 export function createCoalescer(ledger: Ledger, defaultWaitMs = 30_000) {
-  const inflight = new Map<string, Promise<AgentToolResult>>();
+  const inflight = new Map<string, { answer: Promise<AgentToolResult>; hearers: Set<Hearer> }>();
   /** The tool calls under way, which a process that stops waits for (`settled`). */
   const running = new Set<Promise<unknown>>();
 
@@ -28,7 +33,13 @@ export function createCoalescer(ledger: Ledger, defaultWaitMs = 30_000) {
   };
 
   return {
-    async call(tool: string, args: unknown, meta: unknown, run: () => Promise<AgentToolResult>) {
+    async call(
+      tool: string,
+      args: unknown,
+      meta: unknown,
+      run: () => Promise<AgentToolResult>,
+      hearers = new Set<Hearer>(),
+    ) {
       const v = (meta as Record<string, unknown> | undefined)?.['retrysafe/waitMs'];
       const waitMs = typeof v === 'number' && Number.isInteger(v) && v >= 0 ? Math.min(v, MAX_WAIT_MS) : defaultWaitMs;
       const deadline = Date.now() + waitMs;
@@ -40,16 +51,20 @@ export function createCoalescer(ledger: Ledger, defaultWaitMs = 30_000) {
       }
       const first = inflight.get(key);
       if (first) {
+        for (const h of hearers) first.hearers.add(h);
         let timer: NodeJS.Timeout | undefined;
         const timedOut = new Promise<null>((resolve) => (timer = setTimeout(() => resolve(null), waitMs)));
-        const r = await Promise.race([first, timedOut]).finally(() => clearTimeout(timer));
+        const r = await Promise.race([first.answer, timedOut]).finally(() => {
+          clearTimeout(timer);
+          for (const h of hearers) first.hearers.delete(h);
+        });
         // Still running after the caller's wait: the runner answers in-progress for it (the first holds the claim).
         return r ?? run();
       }
-      const p = run().then((r) => untilEnded(r, deadline, run));
-      inflight.set(key, p);
+      const answer = run().then((r) => untilEnded(r, deadline, run));
+      inflight.set(key, { answer, hearers });
       try {
-        return await p;
+        return await answer;
       } finally {
         inflight.delete(key);
       }

@@ -25,7 +25,7 @@ import {
   operationStatus,
   pendingHandoffs,
 } from '@retrysafe/core/agent';
-import { type Coalescer, createCoalescer } from './coalesce.js';
+import { type Coalescer, createCoalescer, type Hearer } from './coalesce.js';
 
 /** What both servers take; one coalescer serves every server of a process (HTTP builds one per session). */
 export interface ServingOptions {
@@ -83,12 +83,13 @@ async function answerLookupTool(ledger: Ledger, name: string, args: unknown) {
 }
 
 /** The runner's answer to a tool call, passed through `settle`; an identical call in flight answers with the first
- * one's, or throws what its `settle` threw. */
+ * one's, or throws what its `settle` threw, and its `hearers` hear that call's progress meanwhile. */
 type Run = (
   tool: AgentToolDefinition,
   params: unknown,
   meta: unknown,
   settle?: (r: AgentToolResult) => AgentToolResult,
+  hearers?: Set<Hearer>,
 ) => Promise<AgentToolResult>;
 
 /** What a request handler is given besides the request: the caller's cancellation, and its channel for notifications
@@ -107,8 +108,8 @@ export function serveTools(
   call: (req: CallToolRequest, extra: Extra, run: Run) => Promise<object | undefined>,
 ) {
   const coalescer = options.coalescer ?? createCoalescer(options.ledger);
-  const run: Run = (tool, params, meta, settle = (r) => r) =>
-    coalescer.call(tool.name, params, meta, () => callAgentTool(options.runner, tool, params).then(settle));
+  const run: Run = (tool, params, meta, settle = (r) => r, hearers) =>
+    coalescer.call(tool.name, params, meta, () => callAgentTool(options.runner, tool, params).then(settle), hearers);
   // A listed tool of a lookup's name (an upstream's, passed through) is the lookup's: tool names are unique.
   server.setRequestHandler(ListToolsRequestSchema, async () => ({
     tools: [...listed().filter((t) => !LOOKUP_TOOLS.includes((t as Tool).name)), ...lookupTools(...lookups)] as Tool[],

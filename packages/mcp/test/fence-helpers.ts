@@ -32,6 +32,8 @@ export const ordersServer = fileURLToPath(new URL('./fixtures/orders-server.mjs'
 export const ticketsServer = fileURLToPath(new URL('./fixtures/tickets-server.mjs', import.meta.url));
 /** The tools, resources and prompts the MCP conformance suite's server scenarios call, written to its requirements. */
 export const conformanceServer = fileURLToPath(new URL('./fixtures/conformance-server.mjs', import.meta.url));
+/** An McpServer whose tools run only as tasks: research reports progress after its task has completed, ask elicits. */
+export const lateProgressServer = fileURLToPath(new URL('./fixtures/late-progress-server.mjs', import.meta.url));
 export const lossyRelay = fileURLToPath(new URL('./fixtures/lossy-relay.mjs', import.meta.url));
 const require = createRequire(import.meta.url);
 const serverDir = (name: string) => dirname(require.resolve(`@modelcontextprotocol/${name}/package.json`));
@@ -241,14 +243,24 @@ export function fenceOver(config: FenceConfig, upstream: Upstream, ledger = crea
   return createFenceServer({ runner, ledger, fence: followUpstream(config, upstream), upstream });
 }
 
+/** Fence servers (one per host session, as `--http` makes them) over the upstream at `target` as the fence file `fence`
+ * (its ledger aside) says, on `ledger`. */
+export async function fencesOver(
+  target: UpstreamTarget,
+  fence: Record<string, unknown>,
+  ledger = createMemoryLedger(),
+) {
+  const upstream = await connectUpstream(target);
+  cleanups.push(() => upstream.close());
+  const config = parseFenceConfig({ ledger: './unused.db', ...fence });
+  return () => fenceOver(config, upstream, ledger);
+}
+
 /** The host (the official SDK client) in process, on a fence over the upstream at `target` as the fence file `fence`
  * (its ledger aside) says, on a memory ledger. */
 export async function hostOfFence(target: UpstreamTarget, fence: Record<string, unknown>) {
-  const upstream = await connectUpstream(target);
-  cleanups.push(() => upstream.close());
   const ledger = createMemoryLedger();
-  const config = parseFenceConfig({ ledger: './unused.db', ...fence });
-  return { client: await clientOf(fenceOver(config, upstream, ledger)), ledger };
+  return { client: await clientOf((await fencesOver(target, fence, ledger))()), ledger };
 }
 
 /** The fence adapter over an in-process orders upstream, `create_order` as `ordersTool` declares it and `tool` adds. */

@@ -152,8 +152,13 @@ export function createFenceServer(options: ServingOptions & { fence: Fence; upst
       const params = key ? withPath(args, key, undefined) : args;
       const definition = { name, adapter, operation: name } as unknown as AgentToolDefinition;
       const token = _meta?.progressToken;
-      // A host that asks for progress gets the upstream's for the calls that run this one, as for a pass-through call.
-      const call: Parameters<typeof fencedCall.run>[0] = token === undefined ? {} : { onprogress: relay(extra, token) };
+      // A host that asks for progress gets the upstream's for the calls that run this one, as for a pass-through call;
+      // so does the host of an identical call in flight that asked too, which shares this run (its hearers join these).
+      const hearers = new Set(token === undefined ? [] : [relay(extra, token)]);
+      const hear = (p: Progress) => {
+        for (const h of hearers) h(p);
+      };
+      const call: Parameters<typeof fencedCall.run>[0] = token === undefined ? {} : { onprogress: hear };
       call.meta = hostMeta(_meta);
       // Refused until the user opens a URL: the host gets the upstream's error as a pass-through call does, and calls
       // again once the user has been there; so does the host of an identical call in flight, which shares this run.
@@ -161,7 +166,7 @@ export function createFenceServer(options: ServingOptions & { fence: Fence; upst
         if (call.urlRequired !== undefined && r.status === 'needs-human') throw call.urlRequired;
         return r;
       };
-      const result = await fencedCall.run(call, () => run(definition, params, _meta, urlRequired));
+      const result = await fencedCall.run(call, () => run(definition, params, _meta, urlRequired, hearers));
       return fencedReply(result, tool.outputSchema as Record<string, unknown> | undefined);
     }
     // Pass-through: unchanged (its _meta too), with the caller's cancellation and the upstream's progress.

@@ -20,12 +20,13 @@ const MIN_POLL_MS = 100;
 
 /** `req` run as a task of `c`: its result, or the error it ended with. Polled as the upstream asks, but a task given up
  * on (the host cancelled, or the timeout) is cancelled at once, as a request is, not at the next poll (the SDK's own
- * loop waits out the poll interval first). */
+ * loop waits out the poll interval first). `created` learns the task's id. */
 export async function viaTask(
   c: Client,
   req: Request,
   schema: Parameters<Client['request']>[1],
   options: RequestOptions,
+  created: (taskId: string) => void,
 ) {
   const { signal } = options;
   const cancel = (taskId: string) => void c.experimental.tasks.cancelTask(taskId).catch(() => undefined);
@@ -39,6 +40,7 @@ export async function viaTask(
   });
   creating.then(({ task }) => signal?.aborted && cancel(task.taskId)).catch(() => undefined);
   const { task } = await Promise.race([creating, aborted(signal)]);
+  created(task.taskId);
   const polls = { signal, timeout: options.timeout };
   try {
     for (;;) {

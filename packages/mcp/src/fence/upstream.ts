@@ -19,6 +19,7 @@ import {
   McpError,
   type Notification,
   type Progress,
+  RELATED_TASK_META_KEY,
   type Request,
   type Result,
   ResultSchema,
@@ -206,8 +207,11 @@ function pausableTimeout(opts: RequestOptions = {}) {
   };
   restart();
   const { onprogress, signal } = opts;
+  // None after the request has ended: the SDK keeps hearing a task's progress after the fence has its result, and the
+  // host's request it would go to is answered.
   const progress = (p: Progress) => {
-    restart();
+    if (ended) return;
+    if (opts.resetTimeoutOnProgress) restart();
     onprogress?.(p);
   };
   return {
@@ -215,7 +219,7 @@ function pausableTimeout(opts: RequestOptions = {}) {
       ...opts,
       timeout: NO_TIMEOUT,
       signal: signal ? AbortSignal.any([signal, timedOut.signal]) : timedOut.signal,
-      ...(onprogress && opts.resetTimeoutOnProgress ? { onprogress: progress } : {}),
+      ...(onprogress ? { onprogress: progress } : {}),
     },
     hold() {
       held++;
@@ -241,10 +245,11 @@ function hostSessions(
   hostAnswerMs: number,
 ) {
   const hosts = new Set<Host>();
-  /** Each request upstream in flight for a host call (oldest first), with its timeout. */
-  const busy: { readonly call: HostCall; readonly timeout: ReturnType<typeof pausableTimeout> }[] = [];
+  /** Each request upstream in flight for a host call (oldest first), with its timeout and the task that runs it. */
+  const busy: { readonly call: HostCall; readonly timeout: ReturnType<typeof pausableTimeout>; taskId?: string }[] = [];
   const listeners = new Map<(n: Notification) => void, Host>();
-  const level = () => LEVELS[Math.min(...[...hosts].map((h) => LEVELS.indexOf(h.level ?? 'debug')))] as LoggingLevel;
+  const level = () =>
+    (LEVELS[Math.min(...[...hosts].map((h) => LEVELS.indexOf(h.level ?? 'debug')))] ?? 'debug') as LoggingLevel;
   /** A host's request other than a tool call. The upstream's tasks are the fence's own (see `taskOnly`): no host's
    * to read or cancel. */
   async function hostRequest(host: Host, { method, params }: Request, opts?: RequestOptions): Promise<Result> {
@@ -265,19 +270,26 @@ function hostSessions(
   }
   return {
     busy,
-    /** A request of the upstream, sent to the one host it can be for: the host of the calls in flight, else the one
-     * connected. With none, or several (`--http` hosts, each a session), or one that did not declare what is
+    /** A request of the upstream, sent to the one host it can be for: the host of the call that runs the task it is
+     * related to (its `_meta`), else of the calls in flight, else the one connected. With none, or several (`--http`
+     * hosts, each a session: nothing else in a request tells whose call it is for), or one that did not declare what is
      * asked, it is refused, never left waiting; so is a request the fence does not know a host can answer, and one the
      * host has not answered within `hostAnswerMs` (the SDK cancels it with the host and answers a timeout error). */
     async toHost({ method, params }: Request, { signal }: { signal: AbortSignal }): Promise<Result> {
-      const candidates = new Set(busy.length ? busy.map((b) => b.call.host) : hosts);
+      const { [RELATED_TASK_META_KEY]: task, ...meta } = params?._meta ?? {};
+      const taskId = (task as { taskId?: unknown } | undefined)?.taskId;
+      const related = busy.filter((b) => taskId !== undefined && b.taskId === taskId);
+      const calls = related.length ? related : busy;
+      const candidates = new Set(calls.length ? calls.map((b) => b.call.host) : hosts);
       const [host] = candidates;
       const why = refusal(method, params, candidates);
       if (why || !host) throw new McpError(ErrorCode.MethodNotFound, `${method}: ${why}`);
+      // The task is the fence's own (see taskOnly): not one for the host to look up.
+      const asked = task === undefined ? params : { ...params, _meta: meta };
       const waiting = [...busy];
       for (const b of waiting) b.timeout.hold();
       try {
-        return await (busy.at(-1)?.call ?? host).ask({ method, params }, { signal, timeout: hostAnswerMs });
+        return await (calls.at(-1)?.call ?? host).ask({ method, params: asked }, { signal, timeout: hostAnswerMs });
       } finally {
         for (const b of waiting) b.timeout.release();
       }
@@ -289,11 +301,13 @@ function hostSessions(
     addHost(host: Host) {
       hosts.add(host);
       if (host.capabilities()?.roots) void notify({ method: 'notifications/roots/list_changed' });
-      // A host that goes ends its subscriptions, as its unsubscribe would.
+      // A host that goes ends its subscriptions, as its unsubscribe would, and its log level: the upstream logs at the
+      // level the hosts still there want.
       return () => {
         hosts.delete(host);
         for (const uri of [...host.subscribed])
           void hostRequest(host, { method: 'resources/unsubscribe', params: { uri } }).catch(() => undefined);
+        if (host.level) void send({ method: 'logging/setLevel', params: { level: level() } }).catch(() => undefined);
       };
     },
     /** Every notification the upstream sends that `host` hears (after the fence has acted on a tool list change). */
@@ -406,11 +420,14 @@ export async function connectUpstream(
     if (!c?.transport) throw new UpstreamUnavailableError('the upstream MCP server is not connected');
     const call = hostCall.getStore();
     const timeout = pausableTimeout(opts);
-    const entry = call && { call, timeout };
+    const entry: (typeof busy)[number] | undefined = call && { call, timeout };
     if (entry) busy.push(entry);
     try {
       const asTask = req.method === 'tools/call' && taskOnly(tools.find((t) => t.name === req.params?.name));
-      const send = asTask ? viaTask(c, req, schema, timeout.options) : c.request(req, schema, timeout.options);
+      const created = (taskId: string) => {
+        if (entry) entry.taskId = taskId;
+      };
+      const send = asTask ? viaTask(c, req, schema, timeout.options, created) : c.request(req, schema, timeout.options);
       const answer = (await send) as Record<string, unknown>;
       deaths = 0;
       return answer;

@@ -1,0 +1,113 @@
+/**
+ * What of a shared upstream goes to which host: each caller of a fenced call that asked for progress hears the run's,
+ * none hears progress of a call that has ended, a host that leaves no longer sets the upstream's log level, and what
+ * the upstream asks for a task goes to the host whose call runs it. Real servers, the official SDK client as host.
+ */
+import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import type { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
+import { ElicitRequestSchema } from '@modelcontextprotocol/sdk/types.js';
+import { describe, expect, it } from 'vitest';
+import * as z from 'zod/v4';
+import {
+  type Answer,
+  everythingServer,
+  fencesOver,
+  hostOfFence,
+  httpClientOf,
+  httpUpstream,
+  lateProgressServer,
+  servedOverHttp,
+} from './fence-helpers.js';
+
+const node = process.execPath;
+
+describe('progress through the fence', () => {
+  it('two identical fenced calls at once, both asking for progress: each hears the run they share', async () => {
+    const { client } = await hostOfFence(
+      { command: node, args: [everythingServer, 'stdio'] },
+      {
+        name: 'everything',
+        timeoutMs: 5000,
+        tools: { 'trigger-long-running-operation': { kind: 'create', intent: ['duration', 'steps'] } },
+      },
+    );
+    const heard: number[][] = [[], []];
+    const calls = heard.map(
+      (progress) =>
+        client.callTool({ name: 'trigger-long-running-operation', arguments: { duration: 1.2, steps: 4 } }, undefined, {
+          timeout: 20_000,
+          onprogress: (p) => progress.push(p.progress),
+        }) as Promise<Answer>,
+    );
+    const answers = await Promise.all(calls);
+    expect(answers.map((a) => a._meta?.retrysafe?.status)).toEqual(['done', 'done']);
+    expect(heard[0]!.length).toBeGreaterThanOrEqual(3);
+    expect(heard[1]!.length).toBeGreaterThanOrEqual(3);
+  }, 20_000);
+
+  it('a tool the upstream runs only as a task: its progress after the call has ended does not reach the host', async () => {
+    const { client } = await hostOfFence(
+      { command: node, args: [lateProgressServer] },
+      { name: 'late', timeoutMs: 5000, tools: { research: { kind: 'create', intent: ['topic'] } } },
+    );
+    const errors: string[] = [];
+    client.onerror = (e) => errors.push(e.message);
+    const progress: number[] = [];
+    const answer = (await client.callTool({ name: 'research', arguments: { topic: 'tides' } }, undefined, {
+      onprogress: (p) => progress.push(p.progress),
+    })) as Answer;
+    expect(answer._meta?.retrysafe?.status).toBe('done');
+    await new Promise((r) => setTimeout(r, 1000));
+    expect(progress).toEqual([1]);
+    expect(errors.filter((e) => /progress/.test(e))).toEqual([]);
+  }, 20_000);
+});
+
+describe('log levels of --http hosts', () => {
+  it("a host that leaves no longer holds the upstream's level: it is set again from the hosts still there", async () => {
+    const levels: unknown[] = [];
+    const logging = () => {
+      const server = new McpServer({ name: 'logging', version: '1.0.0' }, { capabilities: { logging: {} } });
+      server.registerTool('ping', { inputSchema: { note: z.string() } }, async () => ({ content: [] }));
+      return server;
+    };
+    const url = await httpUpstream(logging, (m: { method?: string; params?: { level?: unknown } }) => {
+      if (m.method === 'logging/setLevel') levels.push(m.params?.level);
+      return undefined;
+    });
+    const fence = { name: 'logging', tools: { ping: { kind: 'create', intent: ['note'] } } };
+    const http = await servedOverHttp(await fencesOver({ url }, fence));
+    const [a, b] = [await httpClientOf(http), await httpClientOf(http)];
+    await a.setLoggingLevel('debug');
+    await b.setLoggingLevel('error');
+    expect(levels).toEqual(['debug', 'debug']);
+    await (a.transport as StreamableHTTPClientTransport).terminateSession();
+    await a.close();
+    await expect.poll(() => levels.at(-1)).toBe('error');
+  });
+});
+
+describe("the upstream's requests for a task-run call, two --http hosts' calls in flight", () => {
+  it('an elicitation related to the task goes to the host of the call that runs it', async () => {
+    const fence = { name: 'late', timeoutMs: 5000, tools: { ask: { kind: 'create', intent: ['topic'] } } };
+    const http = await servedOverHttp(await fencesOver({ command: node, args: [lateProgressServer] }, fence));
+    const metas: unknown[] = [];
+    const named = (name: string) => ({
+      capabilities: { elicitation: { form: {} } },
+      answer: (client: Client) =>
+        client.setRequestHandler(ElicitRequestSchema, async (req) => {
+          metas.push(req.params._meta);
+          return { action: 'accept', content: { name } };
+        }),
+    });
+    const [a, b] = [await httpClientOf(http, named('a')), await httpClientOf(http, named('b'))];
+    const ask = (client: Client, topic: string) =>
+      client.callTool({ name: 'ask', arguments: { topic } }, undefined, { timeout: 10_000 }) as Promise<Answer>;
+    const answers = await Promise.all([ask(a, 'tides'), ask(b, 'winds')]);
+    expect(answers.map((x) => x.content?.[0]?.text)).toEqual(['asked a', 'asked b']);
+    // the upstream's task is the fence's: the host is not asked about a task it never saw
+    expect(metas).toHaveLength(2);
+    expect(JSON.stringify(metas)).not.toMatch(/related-task/);
+  }, 20_000);
+});
