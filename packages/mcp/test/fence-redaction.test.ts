@@ -5,6 +5,7 @@
  */
 import { createMemoryLedger, createRunner, exportReceiptsJsonl, type LogEntry } from '@retrysafe/core';
 import { describe, expect, it } from 'vitest';
+import { UpstreamThrottledError } from '../src/fence/upstream.js';
 import { createFenceAdapter, parseFenceConfig } from '../src/index.js';
 import { fenceAdapter } from './fence-helpers.js';
 
@@ -73,4 +74,34 @@ describe("a fenced tool's error text that repeats the call's arguments", () => {
       expect(receipts).toContain('cannot ship 1500 units to [redacted] under [redacted]');
     },
   );
+});
+
+describe("an HTTP upstream's 429 body that quotes a credential, cut where the fence clips the message", () => {
+  // The fence keeps 200 characters of the upstream's error: wherever the cut falls, no part of the secret is kept.
+  const credentials = [
+    ['re_', 're_dZZbxz2e_PgDV7jYu3yT8BKwbE5B2wxPQ'],
+    ['AIza', 'AIzaSyD3x9Qm4Lk2Rt7Vb8Nc1Zp6Wq0Es5Yh2Uf'],
+    ['ghp_', 'ghp_R8f2kLm9Qx4Tz7Vb1Nc6Wp3Ys0Ej5Hu2Ga8'],
+    ['xoxb-', 'xoxb-7360119284-Qm4Lk2Rt7Vb8Nc1Zp6Wq0Es5'],
+    ['sk-', 'sk-proj-Qm4Lk2Rt7Vb8Nc1Zp6Wq0Es5Yh2Uf'],
+    ['pat-', 'pat-na1-3f9a2c71-8b4e-4d2a-9c6f-1e7b5a0d3c82'],
+    ['sk_live_', 'sk_live_51Qm4Lk2Rt7Vb8Nc1Zp6Wq0Es5'],
+  ] as const;
+  const lead = new UpstreamThrottledError('the upstream answered HTTP 429: ', null).message.length;
+  it.each(credentials)('%s…: blanked in the RunResult, receipts and packet', async (prefix, secret) => {
+    for (const kept of [prefix.length + 1, prefix.length + 6, secret.length - 1]) {
+      const body = `${'-'.repeat(200 - lead - kept)}${secret} exceeded`;
+      const adapter = fenceAdapter({}, async () => {
+        throw new UpstreamThrottledError(`the upstream answered HTTP 429: ${body}`, '3600');
+      });
+      const ledger = createMemoryLedger();
+      const packets: unknown[] = [];
+      const runner = createRunner({ ledger, handoff: { send: async (p) => void packets.push(p) } });
+      const r = await runner.run(adapter, 'create_order', { params: { customer: 'cus_1', ref: `PO-${kept}` } });
+      expect(r.status).toBe('handed-off');
+      const all = [JSON.stringify(r), await exportReceiptsJsonl(ledger), JSON.stringify(packets)].join('\n');
+      expect(all).toContain('…');
+      expect(all, `${kept} characters kept`).not.toContain(secret.slice(0, prefix.length + 1));
+    }
+  });
 });
