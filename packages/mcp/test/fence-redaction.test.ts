@@ -3,11 +3,13 @@
  * order for <customer>"). The fence keeps that text in receipts, the handoff packet, log lines and the answer to the
  * host, so the argument values in it are blanked there, as an adapter's `sensitiveFields` are.
  */
+import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { createMemoryLedger, createRunner, exportReceiptsJsonl, type LogEntry } from '@retrysafe/core';
 import { describe, expect, it } from 'vitest';
+import * as z from 'zod/v4';
 import { UpstreamThrottledError } from '../src/fence/upstream.js';
 import { createFenceAdapter, parseFenceConfig } from '../src/index.js';
-import { fenceAdapter } from './fence-helpers.js';
+import { fenceAdapter, hostOfFence, httpUpstream } from './fence-helpers.js';
 
 const CUSTOMER = 'Jane Roe';
 const LINE = 'insulin pen refill, 3 boxes';
@@ -103,5 +105,28 @@ describe("an HTTP upstream's 429 body that quotes a credential, cut where the fe
       expect(all).toContain('…');
       expect(all, `${kept} characters kept`).not.toContain(secret.slice(0, prefix.length + 1));
     }
+  });
+});
+
+describe("a fenced tool's error text that repeats the host request's _meta the fence passed on", () => {
+  it('keeps the text but not the values the host sent in _meta: answer and receipts', async () => {
+    const meta = { 'example.com/user': 'u-48f1c2', session: { id: 'sess-9d03aa71' } };
+    const make = () => {
+      const server = new McpServer({ name: 'orders', version: '1.0.0' });
+      server.registerTool('create_order', { inputSchema: { ref: z.string() } }, async (_args, extra) => ({
+        isError: true,
+        content: [{ type: 'text', text: `quota exceeded: ${JSON.stringify(extra._meta)}` }],
+      }));
+      return server;
+    };
+    const { client, ledger } = await hostOfFence(
+      { url: await httpUpstream(make) },
+      { name: 'orders', tools: { create_order: { kind: 'create', intent: ['ref'] } } },
+    );
+    const answer = await client.callTool({ name: 'create_order', arguments: { ref: 'PO-1' }, _meta: meta });
+    const all = [JSON.stringify(answer), await exportReceiptsJsonl(ledger)].join('\n');
+    expect(all).toContain('quota exceeded');
+    expect(all).not.toContain('u-48f1c2');
+    expect(all).not.toContain('sess-9d03aa71');
   });
 });
