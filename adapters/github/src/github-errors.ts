@@ -22,6 +22,8 @@ export interface GitHubAnswer {
 /** Without a documented wait, GitHub asks for at least a minute before retrying a rate-limited request. */
 export const DEFAULT_RATE_LIMIT_WAIT_MS = 60_000;
 const MAX_MESSAGE = 300;
+/** Cut with `…`, which tells the redactor that a credential or an address may end at the cut. */
+const clip = (text: string) => (text.length > MAX_MESSAGE ? `${text.slice(0, MAX_MESSAGE)}…` : text);
 
 const header = (a: GitHubAnswer, name: string): string | undefined => {
   const v = a.headers[name];
@@ -35,8 +37,7 @@ export function refsOf(a: GitHubAnswer): ProviderRefs {
 
 function messageOf(a: GitHubAnswer): string {
   const m = typeof a.data === 'object' && a.data !== null ? (a.data as { message?: unknown }).message : undefined;
-  const text = typeof m === 'string' && m ? m : `HTTP ${a.status}`;
-  return text.length > MAX_MESSAGE ? `${text.slice(0, MAX_MESSAGE)}…` : text;
+  return clip(typeof m === 'string' && m ? m : `HTTP ${a.status}`);
 }
 
 /**
@@ -105,7 +106,7 @@ export function outcomeFromNetworkError(error: unknown): Outcome {
   const raw = (error as { cause?: unknown } | null)?.cause ?? error;
   const codes = errorCodes(raw);
   const text = raw instanceof Error ? raw.message : String(raw);
-  const detail = `${text}${codes.length ? ` (${codes.join(', ')})` : ''}`.slice(0, MAX_MESSAGE);
+  const detail = clip(`${text}${codes.length ? ` (${codes.join(', ')})` : ''}`);
   const t = classifyTransportFailure(raw);
   if (t.sent === 'never') return { kind: 'not-applied', message: `connection not established: ${detail}` };
   return { kind: 'unknown', cause: t.cause, message: `no answer: ${detail}` };

@@ -3,11 +3,12 @@
 // naming the field; the lookup walks the list newest first and stops where the card says.
 import { Octokit } from '@octokit/rest';
 import { asBusinessOperationId } from '@retrysafe/contract';
+import { createRedactor } from '@retrysafe/core/internal';
 import { startFaultProxy } from '@retrysafe/testkit';
 import { closeAfterTest } from '@retrysafe/testkit/close-after-test';
 import { lookupContext } from '@retrysafe/testkit/conformance';
 import { describe, expect, it } from 'vitest';
-import { outcomeFromAnswer, rateLimitWaitMs } from '../src/github-errors.js';
+import { outcomeFromAnswer, outcomeFromNetworkError, rateLimitWaitMs } from '../src/github-errors.js';
 import { markerFor } from '../src/github-operations.js';
 import { createGitHubAdapter } from '../src/index.js';
 import { type GitHubSandboxOptions, startGitHubSandbox } from '../src/sandbox/index.js';
@@ -273,5 +274,14 @@ describe('the lookup lists, newest first, back to the first dispatch', () => {
       retryAfterMs: 5_000,
       status: 429,
     });
+  });
+});
+
+describe('a network error message longer than is kept', () => {
+  it('is cut with …, so what the cut left of a token is still blanked in receipts', () => {
+    const error = new Error(`${'x'.repeat(276)} proxy refused ghp_R8f2kLm9Qx4Tz7Vb1Nc6Wp3Ys0Ej5Hu2Ga8`);
+    const kept = createRedactor().text((outcomeFromNetworkError(error) as { message: string }).message);
+    expect(kept).toMatch(/…$/);
+    expect(kept).not.toContain('ghp_R8f2');
   });
 });

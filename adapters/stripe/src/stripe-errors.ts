@@ -22,10 +22,11 @@ export function replayedByCard(headers: Headers | undefined, indicator: ReplayIn
   return isReplayedAnswer(indicator ?? null, (name) => header(headers, name));
 }
 
-/** Short and single-line; the runner redacts it again before receipts. */
+/** Short and single-line; the runner redacts it again before receipts. A cut ends with `…`, which tells the redactor
+ * that a credential or an address may end there. */
 function short(text: string | undefined, fallback: string): string {
-  const t = (text ?? '').replace(/\s+/g, ' ').trim();
-  return (t || fallback).slice(0, 300);
+  const t = (text ?? '').replace(/\s+/g, ' ').trim() || fallback;
+  return t.length > 300 ? `${t.slice(0, 300)}…` : t;
 }
 
 /** A 2xx result: `replayed` when it carries the card's replay indicator. */

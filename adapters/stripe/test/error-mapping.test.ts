@@ -1,4 +1,5 @@
 import { asBusinessOperationId } from '@retrysafe/contract';
+import { createRedactor } from '@retrysafe/core/internal';
 import { executeContext, operationIdFor } from '@retrysafe/testkit/conformance';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { createStripeAdapter, type StripeAdapter } from '../src/index.js';
@@ -369,5 +370,15 @@ describe("transport: the contract's one rule", () => {
     });
     expect(connectionError(aggregate('ECONNREFUSED', 'ECONNRESET')).kind).toBe('unknown');
     expect(connectionError(aggregate('ECONNREFUSED', 'ETIMEDOUT')).kind).toBe('unknown');
+  });
+});
+
+describe('a message longer than is kept', () => {
+  it('is cut with …, so what the cut left of an address is still blanked in receipts', () => {
+    const message = `${'x'.repeat(280)} customer jane.roe@example.com has no default payment method`;
+    const outcome = classifyStripeError({ type: 'StripeInvalidRequestError', statusCode: 400, message });
+    const kept = createRedactor().text((outcome as { message: string }).message);
+    expect(kept).toMatch(/…$/);
+    expect(kept).not.toContain('jane.roe');
   });
 });

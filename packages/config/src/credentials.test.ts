@@ -84,6 +84,21 @@ describe('config: inline credentials are refused by key, by value and inside URL
       mod({}, { secretsFromEnv: { apiToken: `Bearer ${SECRET}` } }),
       /secretsFromEnv\.apiToken: expected the NAME/,
     ],
+    [
+      'a postgres URL with a password, in a list where a string belongs',
+      { ledger: [`postgres://app:${SECRET}@db.internal/rs`], adapters: { stripe: { apiKeyEnv: 'STRIPE_KEY' } } },
+      /ledger: expected string or object, got (array )?the value \(not shown\)/,
+    ],
+    [
+      'a Stripe key in an object where a string belongs',
+      { ledger: 'x.db', handoffs: { path: `sk_live_${SECRET}` }, adapters: { stripe: { apiKeyEnv: 'STRIPE_KEY' } } },
+      /handoffs: expected string, got object the value \(not shown\)/,
+    ],
+    [
+      'an email address in a list where a number belongs',
+      { ledger: 'x.db', policy: { maxAttempts: [`${SECRET}@example.com`] }, adapters: { sandbox: {} } },
+      /policy\.maxAttempts: expected integer, got array the value \(not shown\)/,
+    ],
   ])('%s', (_label, raw, expected) => {
     const message = refusal(raw);
     expect(message).toMatch(expected);

@@ -37,9 +37,14 @@ export const suggest = (word: string, candidates: Iterable<string>): string => {
 const typeOf = (v: unknown): string =>
   v === null ? 'null' : Array.isArray(v) ? 'array' : Number.isInteger(v) ? 'integer' : typeof v;
 const typesOf = (n: JsonSchema) => [n.type ?? []].flat() as string[];
+/** Whether every string in `v` (an object's keys too) is a short, plain token that detects as nothing. */
+const plain = (v: unknown): boolean =>
+  typeof v === 'string'
+    ? /^[A-Za-z0-9_.:-]{0,32}$/.test(v) && detectSensitive(v) === null
+    : typeof v !== 'object' || v === null || Object.entries(v).every(([k, x]) => plain(k) && plain(x));
 const show = (v: unknown): string => {
-  // Only a short, plain token is echoed (an enum typo like "FULLL"); anything else may be a credential.
-  if (typeof v === 'string' && (!/^[A-Za-z0-9_.:-]{0,32}$/.test(v) || detectSensitive(v) !== null))
+  // Only short, plain tokens are echoed (an enum typo like "FULLL", a list of them); anything else may be a credential.
+  if (!plain(v) || (typeof v === 'object' && detectSensitive(JSON.stringify(v)) !== null))
     return 'the value (not shown)';
   const s = JSON.stringify(v);
   return s === undefined ? String(v) : s.length > 60 ? s.slice(0, 57) + '…' : s;

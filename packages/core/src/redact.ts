@@ -189,6 +189,14 @@ const DETECTORS: readonly Detector[] = [
     blank: matches(/\bpat-[a-z0-9]{2,4}-[0-9a-f-]{20,}/gi),
   },
   { kind: 'OpenAI or Anthropic key', hint: has('sk-'), blank: matches(/\bsk-(?:proj-|ant-)?[A-Za-z0-9_-]{20,}/g) },
+  // One of the prefixed credentials above that a clip (`…`) cut shorter than its own pattern asks for.
+  {
+    kind: 'clipped credential',
+    hint: has('…'),
+    blank: matches(
+      /\b(?:(?:sk|rk|pk)_(?:test|live)_|whsec_|A(?:KIA|SIA|GPA|IDA|ROA|NPA|Iza)|gh[opsu]_|github_pat_|xox[abprs]-|re_|pat-|sk-|Basic\s+)[\w+/=-]+(?=…)/g,
+    ),
+  },
   // `password=…`, `"apiKey": "…"`, `?token=…`, `X-Auth-Token: …` in free text: the key decides.
   { kind: 'secret-named value', hint: has(':', '='), blank: redactSecretAssignments },
   {

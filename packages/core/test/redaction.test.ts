@@ -384,6 +384,15 @@ describe('a credential or an email address that a message clip (…) cut short',
       ['session eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiJqYW5l…', `session ${REDACTED}…`],
       ['see https://api.example.test/v1/orders/12…', 'see https://api.example.test/v1/orders/12…'],
       ['order ord_1234 of cus_9 fail…', 'order ord_1234 of cus_9 fail…'],
+      ['key re_dZZbxz2e_PgDV7jYu3y… is invalid', `key ${REDACTED}… is invalid`],
+      ['key AIzaSyD3x9Qm4Lk2R…', `key ${REDACTED}…`],
+      ['token ghp_R8f2kL…', `token ${REDACTED}…`],
+      ['token xoxb-736011…', `token ${REDACTED}…`],
+      ['key sk-proj-Qm4…', `key ${REDACTED}…`],
+      ['token pat-na1-3f9a2c…', `token ${REDACTED}…`],
+      ['key sk_live_51Q…', `key ${REDACTED}…`],
+      ['sent as Basic dXNlcj…', `sent as ${REDACTED}…`],
+      ['the store_… and pre_… stay', 'the store_… and pre_… stay'],
     ];
     for (const [input, expected] of samples) expect(r.text(input), input).toBe(expected);
   });

@@ -3,10 +3,13 @@
  * order for <customer>"). The fence keeps that text in receipts, the handoff packet, log lines and the answer to the
  * host, so the argument values in it are blanked there, as an adapter's `sensitiveFields` are.
  */
+import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { createMemoryLedger, createRunner, exportReceiptsJsonl, type LogEntry } from '@retrysafe/core';
 import { describe, expect, it } from 'vitest';
+import * as z from 'zod/v4';
+import { UpstreamThrottledError } from '../src/fence/upstream.js';
 import { createFenceAdapter, parseFenceConfig } from '../src/index.js';
-import { fenceAdapter } from './fence-helpers.js';
+import { fenceAdapter, hostOfFence, httpUpstream } from './fence-helpers.js';
 
 const CUSTOMER = 'Jane Roe';
 const LINE = 'insulin pen refill, 3 boxes';
@@ -73,4 +76,57 @@ describe("a fenced tool's error text that repeats the call's arguments", () => {
       expect(receipts).toContain('cannot ship 1500 units to [redacted] under [redacted]');
     },
   );
+});
+
+describe("an HTTP upstream's 429 body that quotes a credential, cut where the fence clips the message", () => {
+  // The fence keeps 200 characters of the upstream's error: wherever the cut falls, no part of the secret is kept.
+  const credentials = [
+    ['re_', 're_dZZbxz2e_PgDV7jYu3yT8BKwbE5B2wxPQ'],
+    ['AIza', 'AIzaSyD3x9Qm4Lk2Rt7Vb8Nc1Zp6Wq0Es5Yh2Uf'],
+    ['ghp_', 'ghp_R8f2kLm9Qx4Tz7Vb1Nc6Wp3Ys0Ej5Hu2Ga8'],
+    ['xoxb-', 'xoxb-7360119284-Qm4Lk2Rt7Vb8Nc1Zp6Wq0Es5'],
+    ['sk-', 'sk-proj-Qm4Lk2Rt7Vb8Nc1Zp6Wq0Es5Yh2Uf'],
+    ['pat-', 'pat-na1-3f9a2c71-8b4e-4d2a-9c6f-1e7b5a0d3c82'],
+    ['sk_live_', 'sk_live_51Qm4Lk2Rt7Vb8Nc1Zp6Wq0Es5'],
+  ] as const;
+  const lead = new UpstreamThrottledError('the upstream answered HTTP 429: ', null).message.length;
+  it.each(credentials)('%s…: blanked in the RunResult, receipts and packet', async (prefix, secret) => {
+    for (const kept of [prefix.length + 1, prefix.length + 6, secret.length - 1]) {
+      const body = `${'-'.repeat(200 - lead - kept)}${secret} exceeded`;
+      const adapter = fenceAdapter({}, async () => {
+        throw new UpstreamThrottledError(`the upstream answered HTTP 429: ${body}`, '3600');
+      });
+      const ledger = createMemoryLedger();
+      const packets: unknown[] = [];
+      const runner = createRunner({ ledger, handoff: { send: async (p) => void packets.push(p) } });
+      const r = await runner.run(adapter, 'create_order', { params: { customer: 'cus_1', ref: `PO-${kept}` } });
+      expect(r.status).toBe('handed-off');
+      const all = [JSON.stringify(r), await exportReceiptsJsonl(ledger), JSON.stringify(packets)].join('\n');
+      expect(all).toContain('…');
+      expect(all, `${kept} characters kept`).not.toContain(secret.slice(0, prefix.length + 1));
+    }
+  });
+});
+
+describe("a fenced tool's error text that repeats the host request's _meta the fence passed on", () => {
+  it('keeps the text but not the values the host sent in _meta: answer and receipts', async () => {
+    const meta = { 'example.com/user': 'u-48f1c2', session: { id: 'sess-9d03aa71' } };
+    const make = () => {
+      const server = new McpServer({ name: 'orders', version: '1.0.0' });
+      server.registerTool('create_order', { inputSchema: { ref: z.string() } }, async (_args, extra) => ({
+        isError: true,
+        content: [{ type: 'text', text: `quota exceeded: ${JSON.stringify(extra._meta)}` }],
+      }));
+      return server;
+    };
+    const { client, ledger } = await hostOfFence(
+      { url: await httpUpstream(make) },
+      { name: 'orders', tools: { create_order: { kind: 'create', intent: ['ref'] } } },
+    );
+    const answer = await client.callTool({ name: 'create_order', arguments: { ref: 'PO-1' }, _meta: meta });
+    const all = [JSON.stringify(answer), await exportReceiptsJsonl(ledger)].join('\n');
+    expect(all).toContain('quota exceeded');
+    expect(all).not.toContain('u-48f1c2');
+    expect(all).not.toContain('sess-9d03aa71');
+  });
 });

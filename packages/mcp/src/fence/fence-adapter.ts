@@ -18,7 +18,7 @@ import {
   saysMoreFollow,
 } from '@retrysafe/contract/provider';
 import { normalizeParams } from '@retrysafe/contract/rules';
-import { checkParamsSchema } from '@retrysafe/core/internal';
+import { checkParamsSchema, createRedactor } from '@retrysafe/core/internal';
 import { LOOKUP_TOOLS } from '../server.js';
 import { KEY_CHARSET, named, toolCard } from './fence-card.js';
 import { type FenceConfig, FenceConfigError, type FenceToolConfig } from './fence-config.js';
@@ -197,6 +197,13 @@ function succeeded(t: FenceToolConfig, result: unknown, value: unknown): Extract
     result,
     ...(typeof ref === 'string' || typeof ref === 'number' ? { providerRef: String(ref) } : {}),
   };
+}
+
+/** The outcome without the values of the host's `_meta` in its message: the upstream got them with the call (a user,
+ * a session) and may repeat them, as it does arguments. */
+function withoutMeta(outcome: Outcome, meta: Record<string, unknown> | undefined): Outcome {
+  if (meta === undefined || !('message' in outcome) || typeof outcome.message !== 'string') return outcome;
+  return { ...outcome, message: createRedactor({}, Object.keys(meta)).withValuesFrom(meta).text(outcome.message) };
 }
 
 type Unknown = Extract<Outcome, { kind: 'unknown' }>;
@@ -380,14 +387,15 @@ function adapterOf(config: FenceConfig, client: UpstreamClient, operations: Reco
     account: config.account,
     operations,
     async execute({ name, tool: t }, params, ctx) {
+      const call = fencedCall.getStore();
+      let outcome: Outcome;
       try {
-        return classifyToolAnswer(t, await send(name, withKey(t, params ?? {}, ctx.providerKey), ctx.signal));
+        outcome = classifyToolAnswer(t, await send(name, withKey(t, params ?? {}, ctx.providerKey), ctx.signal));
       } catch (error) {
-        const outcome = classifyToolError(error);
-        const call = fencedCall.getStore();
+        outcome = classifyToolError(error);
         if (outcome.code === 'url-elicitation-required' && call) call.urlRequired = error;
-        return outcome;
       }
+      return withoutMeta(outcome, call?.meta);
     },
     // Never called for a tool without a lookup: its card says lookup.method none.
     async lookup({ tool: t, card }, ctx) {
