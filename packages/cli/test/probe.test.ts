@@ -70,4 +70,39 @@ describe('retrysafe probe', () => {
     expect(r.stderr).toMatch(/--args must be a JSON object/);
     expect(r.stderr).not.toMatch(/\n\s+at /);
   });
+
+  it('a probe that could not run (no server, an upstream that exits, no list to count) exits 2, never 1, in one line', async () => {
+    const runs = [
+      await cli([
+        'probe',
+        '--tool',
+        'x',
+        '--count-tool',
+        'y',
+        '--count-path',
+        'z',
+        '--',
+        '/nonexistent/upstream-server',
+      ]),
+      await cli([
+        'probe',
+        '--tool',
+        'x',
+        '--count-tool',
+        'y',
+        '--count-path',
+        'z',
+        '--',
+        process.execPath,
+        '-e',
+        'process.exit(7)',
+      ]),
+      await probe('PO-10', ['--count-path', 'nowhere']),
+    ];
+    for (const r of runs) {
+      expect(r.stderr).not.toMatch(/\n\s+at /);
+      expect(r.code).toBe(2);
+    }
+    expect(runs[1]?.stderr).toMatch(/exited with code 7/);
+  });
 });

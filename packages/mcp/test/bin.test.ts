@@ -6,6 +6,8 @@ import { describe, expect, it } from 'vitest';
 import { parse as parseYaml, stringify as stringifyYaml } from 'yaml';
 import { bin, ordersServer, tempDir, writeFence } from './fence-helpers.js';
 
+const EXITS_AT_ONCE = [process.execPath, '-e', 'process.exit(7)'];
+
 const runWith = (env: Record<string, string>, ...args: string[]) =>
   spawnSync(process.execPath, [bin, ...args], {
     encoding: 'utf8',
@@ -90,5 +92,25 @@ describe('retrysafe-mcp command line', () => {
     const unknown = run('wrap', '--config', fence, '--', process.execPath, ordersServer);
     expect(unknown.stderr).toMatch(/create_ordr/);
     expect(unknown.status).toBe(2);
+  });
+
+  it('a server that cannot be started exits 2, never 1 (which is probe\'s "duplicates"); one that exits says its code', () => {
+    const probe = ['probe', '--tool', 't', '--count-tool', 'c', '--count-path', 'p', '--'];
+    const fence = writeFence(tempDir('retrysafe-bin-upstream-'), {
+      name: 'orders',
+      tools: { create_order: { kind: 'create', intent: ['ref'] } },
+    });
+    for (const cmd of [probe, ['wrap', '--config', fence, '--']]) {
+      const missing = run(...cmd, '/nonexistent/upstream-server');
+      expect(missing.stderr).toContain('/nonexistent/upstream-server');
+      expect(missing.status, cmd[0]).toBe(2);
+      const exits = run(...cmd, ...EXITS_AT_ONCE);
+      expect(exits.stderr).toMatch(/the upstream MCP server \(.+\) exited with code 7 at start-up/);
+    }
+    expect(run(...probe, ...EXITS_AT_ONCE).status).toBe(2);
+    // the probe ran, but the read tool's answer has no list where --count-path points: no count, no verdict
+    const unread = run(...probe.slice(0, -2), 'nowhere', '--', process.execPath, ordersServer);
+    expect(unread.stderr).toContain('gave no list at "nowhere"');
+    expect(unread.status).toBe(2);
   });
 });

@@ -1,4 +1,5 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
+import type { ChildProcess } from 'node:child_process';
 import { createInterface } from 'node:readline';
 import type { Readable } from 'node:stream';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -351,7 +352,21 @@ export async function connectUpstream(
             env: upstreamEnv(target.env),
             stderr: 'pipe',
           });
-    if (transport instanceof StdioClientTransport) relayStderr(transport.stderr as Readable | null);
+    /** How a stdio upstream ended, if it did: the SDK's error at start says only "Connection closed". */
+    let ended: string | undefined;
+    if (transport instanceof StdioClientTransport && 'command' in target) {
+      relayStderr(transport.stderr as Readable | null);
+      const upstream = [target.command, ...(target.args ?? [])].join(' ');
+      const spawn = transport.start.bind(transport);
+      // The SDK keeps its child process private: read off it, for its exit code.
+      transport.start = () =>
+        spawn().then(() => {
+          (transport as unknown as { _process: ChildProcess })._process.once('exit', (code, signal) => {
+            ended = `the upstream MCP server (${upstream}) ${signal ? `was killed by ${signal}` : `exited with code ${code}`} at start-up`;
+          });
+        });
+    }
+    const named = (e: unknown) => (ended ? new Error(ended, { cause: e }) : e);
     c.fallbackNotificationHandler = async (n) => {
       if (n.method === 'notifications/tools/list_changed') tools = await listAllTools(c).catch(() => tools);
       // The upstream's tasks are the fence's own (see taskOnly): no host's business.
@@ -365,12 +380,15 @@ export async function connectUpstream(
       // by the next call.
       if (++deaths <= RESTART.tries) void ready().catch(() => undefined);
     };
-    await c.connect(transport);
+    await c.connect(transport).catch((e) => {
+      throw named(e);
+    });
     inOrder(transport);
     // A start that fails after connecting closes what it started (a stdio upstream is its child process).
     tools = await listAllTools(c).catch(async (e) => {
+      const error = named(e); // before the close, whose own end of the child is not the cause
       await c.close().catch(() => undefined);
-      throw e;
+      throw error;
     });
     capabilities = c.getServerCapabilities() ?? {};
     instructions = c.getInstructions();
