@@ -105,4 +105,11 @@ describe('retrysafe probe', () => {
     }
     expect(runs[1]?.stderr).toMatch(/exited with code 7/);
   });
+
+  it('no effect seen where no call succeeded says so, rather than asking whether the read tool lists the effects', async () => {
+    const r = await probe('PO-11', ['--tool', 'create_ordr']);
+    expect(r.stdout).toMatch(/^no effect seen: none of the 5 calls to create_ordr succeeded/);
+    expect(r.stdout).not.toContain('does list_orders list');
+    expect(r.code).toBe(3);
+  });
 });
