@@ -120,6 +120,7 @@ function target(
   env?: Readonly<Record<string, string | null>>,
 ): UpstreamTarget {
   if (url !== undefined) {
+    if (rest.length) throw new UsageError('name the server once: -- <command …> or --url URL, not both');
     const u = URL.parse(url);
     if (!u) throw new UsageError(`--url ${url} is not a URL`);
     if (!LOOPBACK_NAMES.includes(u.hostname) && u.protocol !== 'https:')

@@ -1,5 +1,7 @@
 import { spawnSync } from 'node:child_process';
 import { copyFileSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import type { AddressInfo } from 'node:net';
+import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
@@ -112,5 +114,24 @@ describe('retrysafe-mcp command line', () => {
     const unread = run(...probe.slice(0, -2), 'nowhere', '--', process.execPath, ordersServer);
     expect(unread.stderr).toContain('gave no list at "nowhere"');
     expect(unread.status).toBe(2);
+  });
+
+  it('an unreachable --url says why; --url with a command after -- is refused, not one of them ignored', async () => {
+    const closed = createServer(); // a port nothing listens on
+    await new Promise<void>((ok) => closed.listen(0, '127.0.0.1', ok));
+    const url = `http://127.0.0.1:${(closed.address() as AddressInfo).port}/mcp`;
+    await new Promise((ok) => closed.close(ok));
+    const probe = ['probe', '--tool', 't', '--count-tool', 'c', '--count-path', 'p'];
+    const fence = writeFence(tempDir('retrysafe-bin-url-'), {
+      name: 'orders',
+      tools: { create_order: { kind: 'create', intent: ['ref'] } },
+    });
+    for (const cmd of [probe, ['wrap', '--config', fence]]) {
+      const refused = run(...cmd, '--url', url);
+      expect(refused.stderr).toMatch(/the upstream MCP server's URL cannot be reached: .*ECONNREFUSED/);
+      const both = run(...cmd, '--url', url, '--', ...EXITS_AT_ONCE);
+      expect(both.stderr).toContain('not both');
+      expect(both.status, cmd[0]).toBe(2);
+    }
   });
 });

@@ -366,7 +366,12 @@ export async function connectUpstream(
           });
         });
     }
-    const named = (e: unknown) => (ended ? new Error(ended, { cause: e }) : e);
+    const named = (e: unknown) => {
+      if (ended) return new Error(ended, { cause: e });
+      // fetch says only "fetch failed", its cause why (not the URL, which may hold a credential).
+      const why = 'url' in target && e instanceof TypeError && (e.cause as Error | undefined)?.message;
+      return why ? new Error(`the upstream MCP server's URL cannot be reached: ${why}`, { cause: e }) : e;
+    };
     c.fallbackNotificationHandler = async (n) => {
       if (n.method === 'notifications/tools/list_changed') tools = await listAllTools(c).catch(() => tools);
       // The upstream's tasks are the fence's own (see taskOnly): no host's business.
