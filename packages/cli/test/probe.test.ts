@@ -28,6 +28,8 @@ const probe = (ref: string, flags: string[], server: string[] = []) =>
     ...server,
   ]);
 const nothing = ['--match', '{"ref":"nothing-has-this"}'];
+/** A probe of tools named x, y at z: for a command line refused, or a server that fails, before any call. */
+const bare = (...rest: string[]) => cli(['probe', '--tool', 'x', '--count-tool', 'y', '--count-path', 'z', ...rest]);
 
 describe('retrysafe probe', () => {
   it('reports the duplicates of an unfenced server (exit 1) and writes a receipt', async () => {
@@ -53,19 +55,7 @@ describe('retrysafe probe', () => {
   });
 
   it('refuses bad JSON in one line, exit 2', async () => {
-    const r = await cli([
-      'probe',
-      '--tool',
-      'x',
-      '--count-tool',
-      'y',
-      '--count-path',
-      'z',
-      '--args',
-      '[1',
-      '--',
-      orders,
-    ]);
+    const r = await bare('--args', '[1', '--', orders);
     expect(r.code).toBe(2);
     expect(r.stderr).toMatch(/--args must be a JSON object/);
     expect(r.stderr).not.toMatch(/\n\s+at /);
@@ -73,30 +63,8 @@ describe('retrysafe probe', () => {
 
   it('a probe that could not run (no server, an upstream that exits, no list to count) exits 2, never 1, in one line', async () => {
     const runs = [
-      await cli([
-        'probe',
-        '--tool',
-        'x',
-        '--count-tool',
-        'y',
-        '--count-path',
-        'z',
-        '--',
-        '/nonexistent/upstream-server',
-      ]),
-      await cli([
-        'probe',
-        '--tool',
-        'x',
-        '--count-tool',
-        'y',
-        '--count-path',
-        'z',
-        '--',
-        process.execPath,
-        '-e',
-        'process.exit(7)',
-      ]),
+      await bare('--', '/nonexistent/upstream-server'),
+      await bare('--', process.execPath, '-e', 'process.exit(7)'),
       await probe('PO-10', ['--count-path', 'nowhere']),
     ];
     for (const r of runs) {
