@@ -28,6 +28,8 @@ const probe = (ref: string, flags: string[], server: string[] = []) =>
     ...server,
   ]);
 const nothing = ['--match', '{"ref":"nothing-has-this"}'];
+/** A probe of tools named x, y at z: for a command line refused, or a server that fails, before any call. */
+const bare = (...rest: string[]) => cli(['probe', '--tool', 'x', '--count-tool', 'y', '--count-path', 'z', ...rest]);
 
 describe('retrysafe probe', () => {
   it('reports the duplicates of an unfenced server (exit 1) and writes a receipt', async () => {
@@ -53,21 +55,29 @@ describe('retrysafe probe', () => {
   });
 
   it('refuses bad JSON in one line, exit 2', async () => {
-    const r = await cli([
-      'probe',
-      '--tool',
-      'x',
-      '--count-tool',
-      'y',
-      '--count-path',
-      'z',
-      '--args',
-      '[1',
-      '--',
-      orders,
-    ]);
+    const r = await bare('--args', '[1', '--', orders);
     expect(r.code).toBe(2);
     expect(r.stderr).toMatch(/--args must be a JSON object/);
     expect(r.stderr).not.toMatch(/\n\s+at /);
+  });
+
+  it('a probe that could not run (no server, an upstream that exits, no list to count) exits 2, never 1, in one line', async () => {
+    const runs = [
+      await bare('--', '/nonexistent/upstream-server'),
+      await bare('--', process.execPath, '-e', 'process.exit(7)'),
+      await probe('PO-10', ['--count-path', 'nowhere']),
+    ];
+    for (const r of runs) {
+      expect(r.stderr).not.toMatch(/\n\s+at /);
+      expect(r.code).toBe(2);
+    }
+    expect(runs[1]?.stderr).toMatch(/exited with code 7/);
+  });
+
+  it('no effect seen where no call succeeded says so, rather than asking whether the read tool lists the effects', async () => {
+    const r = await probe('PO-11', ['--tool', 'create_ordr']);
+    expect(r.stdout).toMatch(/^no effect seen: none of the 5 calls to create_ordr succeeded/);
+    expect(r.stdout).not.toContain('does list_orders list');
+    expect(r.code).toBe(3);
   });
 });

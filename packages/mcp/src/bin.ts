@@ -25,9 +25,12 @@ if (first === 'help' || ours.includes('--help') || ours.includes('-h')) {
     const message = own ? text : await import('./fence/upstream.js').then((m) => m.scrubbed(text));
     process.stderr.write(`retrysafe-mcp${name === 'serve' ? '' : ` ${name}`}: ${message}\n`);
     // At start a runner's refusal (a policy or params schema that cannot work) or a fenced tool the upstream does
-    // not list is bad config too.
+    // not list is bad config too, as is a server command that cannot be spawned. 1 is probe's "duplicates": a probe
+    // that could not run (its server did not start, its read tool gave no list) exits 2.
     const usage =
       e instanceof UsageError ||
+      name === 'probe' ||
+      String((e as { syscall?: unknown } | null)?.syscall).startsWith('spawn') ||
       [
         'RETRYSAFE_FENCE_CONFIG',
         'RETRYSAFE_CONFIG',

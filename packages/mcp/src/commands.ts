@@ -120,6 +120,7 @@ function target(
   env?: Readonly<Record<string, string | null>>,
 ): UpstreamTarget {
   if (url !== undefined) {
+    if (rest.length) throw new UsageError('name the server once: -- <command …> or --url URL, not both');
     const u = URL.parse(url);
     if (!u) throw new UsageError(`--url ${url} is not a URL`);
     if (!LOOPBACK_NAMES.includes(u.hostname) && u.protocol !== 'https:')
@@ -216,7 +217,9 @@ async function probeTool(
   const summary = {
     duplicates: `DUPLICATES: ${effects} effects for one intent after ${calls.length} identical calls`,
     'at-most-once': `at most once: 1 effect for one intent after ${calls.length} identical calls`,
-    'no-effect-seen': `no effect seen after ${calls.length} calls (does ${o.countTool} list what ${o.tool} creates?)`,
+    'no-effect-seen': calls.some((c) => c.answer === 'ok')
+      ? `no effect seen after ${calls.length} calls (does ${o.countTool} list what ${o.tool} creates?)`
+      : `no effect seen: none of the ${calls.length} calls to ${o.tool} succeeded (are the tool's name and --args right?)`,
   }[verdict];
   return {
     probe: 'retrysafe.probe/v1' as const,

@@ -1,10 +1,14 @@
 import { spawnSync } from 'node:child_process';
 import { copyFileSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import type { AddressInfo } from 'node:net';
+import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { parse as parseYaml, stringify as stringifyYaml } from 'yaml';
 import { bin, ordersServer, tempDir, writeFence } from './fence-helpers.js';
+
+const EXITS_AT_ONCE = [process.execPath, '-e', 'process.exit(7)'];
 
 const runWith = (env: Record<string, string>, ...args: string[]) =>
   spawnSync(process.execPath, [bin, ...args], {
@@ -90,5 +94,44 @@ describe('retrysafe-mcp command line', () => {
     const unknown = run('wrap', '--config', fence, '--', process.execPath, ordersServer);
     expect(unknown.stderr).toMatch(/create_ordr/);
     expect(unknown.status).toBe(2);
+  });
+
+  it('a server that cannot be started exits 2, never 1 (which is probe\'s "duplicates"); one that exits says its code', () => {
+    const probe = ['probe', '--tool', 't', '--count-tool', 'c', '--count-path', 'p', '--'];
+    const fence = writeFence(tempDir('retrysafe-bin-upstream-'), {
+      name: 'orders',
+      tools: { create_order: { kind: 'create', intent: ['ref'] } },
+    });
+    for (const cmd of [probe, ['wrap', '--config', fence, '--']]) {
+      const missing = run(...cmd, '/nonexistent/upstream-server');
+      expect(missing.stderr).toContain('/nonexistent/upstream-server');
+      expect(missing.status, cmd[0]).toBe(2);
+      const exits = run(...cmd, ...EXITS_AT_ONCE);
+      expect(exits.stderr).toMatch(/the upstream MCP server \(.+\) exited with code 7 at start-up/);
+    }
+    expect(run(...probe, ...EXITS_AT_ONCE).status).toBe(2);
+    // the probe ran, but the read tool's answer has no list where --count-path points: no count, no verdict
+    const unread = run(...probe.slice(0, -2), 'nowhere', '--', process.execPath, ordersServer);
+    expect(unread.stderr).toContain('gave no list at "nowhere"');
+    expect(unread.status).toBe(2);
+  });
+
+  it('an unreachable --url says why; --url with a command after -- is refused, not one of them ignored', async () => {
+    const closed = createServer(); // a port nothing listens on
+    await new Promise<void>((ok) => closed.listen(0, '127.0.0.1', ok));
+    const url = `http://127.0.0.1:${(closed.address() as AddressInfo).port}/mcp`;
+    await new Promise((ok) => closed.close(ok));
+    const probe = ['probe', '--tool', 't', '--count-tool', 'c', '--count-path', 'p'];
+    const fence = writeFence(tempDir('retrysafe-bin-url-'), {
+      name: 'orders',
+      tools: { create_order: { kind: 'create', intent: ['ref'] } },
+    });
+    for (const cmd of [probe, ['wrap', '--config', fence]]) {
+      const refused = run(...cmd, '--url', url);
+      expect(refused.stderr).toMatch(/the upstream MCP server's URL cannot be reached: .*ECONNREFUSED/);
+      const both = run(...cmd, '--url', url, '--', ...EXITS_AT_ONCE);
+      expect(both.stderr).toContain('not both');
+      expect(both.status, cmd[0]).toBe(2);
+    }
   });
 });

@@ -1,4 +1,5 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
+import type { ChildProcess } from 'node:child_process';
 import { createInterface } from 'node:readline';
 import type { Readable } from 'node:stream';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -329,6 +330,29 @@ function hostSessions(
   };
 }
 
+/** What a failed start of `transport` is thrown as: for a stdio upstream that ended, its command and exit code (the
+ * SDK's error says only "Connection closed"); for an HTTP one, the cause (fetch says only "fetch failed"; the URL is
+ * not quoted, it may hold a credential). */
+function startError(target: UpstreamTarget, transport: Transport) {
+  let ended: string | undefined;
+  if (transport instanceof StdioClientTransport && 'command' in target) {
+    const upstream = [target.command, ...(target.args ?? [])].join(' ');
+    const spawn = transport.start.bind(transport);
+    // The SDK keeps its child process private: read off it, for its exit code.
+    transport.start = () =>
+      spawn().then(() => {
+        (transport as unknown as { _process: ChildProcess })._process.once('exit', (code, signal) => {
+          ended = `the upstream MCP server (${upstream}) ${signal ? `was killed by ${signal}` : `exited with code ${code}`} at start-up`;
+        });
+      });
+  }
+  return (e: unknown) => {
+    const why = 'url' in target && e instanceof TypeError && (e.cause as Error | undefined)?.message;
+    if (why) return new Error(`the upstream MCP server's URL cannot be reached: ${why}`, { cause: e });
+    return ended ? new Error(ended, { cause: e }) : e;
+  };
+}
+
 /** How long the host may take to answer what the upstream asks (a person, a model) before the upstream is answered a
  * timeout error: an upstream that waits for ever must not hold a call, and its claim, for ever. */
 const HOST_ANSWER_MS = 600_000;
@@ -366,6 +390,7 @@ export async function connectUpstream(
             stderr: 'pipe',
           });
     if (transport instanceof StdioClientTransport) relayStderr(transport.stderr as Readable | null);
+    const named = startError(target, transport);
     c.fallbackNotificationHandler = async (n) => {
       if (n.method === 'notifications/tools/list_changed') tools = await listAllTools(c).catch(() => tools);
       // The upstream's tasks are the fence's own (see taskOnly): no host's business.
@@ -379,12 +404,15 @@ export async function connectUpstream(
       // by the next call.
       if (++deaths <= RESTART.tries) void ready().catch(() => undefined);
     };
-    await c.connect(transport);
+    await c.connect(transport).catch((e) => {
+      throw named(e);
+    });
     inOrder(transport);
     // A start that fails after connecting closes what it started (a stdio upstream is its child process).
     tools = await listAllTools(c).catch(async (e) => {
+      const error = named(e); // before the close, whose own end of the child is not the cause
       await c.close().catch(() => undefined);
-      throw e;
+      throw error;
     });
     capabilities = c.getServerCapabilities() ?? {};
     instructions = c.getInstructions();

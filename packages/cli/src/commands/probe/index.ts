@@ -14,7 +14,7 @@ export const probe = defineCommand({
   arguments: [['[server...]', 'after --: the MCP server command to spawn (stdio)']],
   options: { ...PROBE_OPTIONS, json: { description: 'print the probe receipt as JSON' } },
   helpAfter:
-    '\nExit codes: 0 at most once · 1 duplicates · 3 no effect seen (does the read tool list what the tool creates?) · 2 bad usage.',
+    '\nExit codes: 0 at most once · 1 duplicates · 3 no effect seen (does the read tool list what the tool creates?) · 2 bad usage or the probe could not run.',
   async run({ io, json }, { json: asJson, ...o }, [server]: [string[]]) {
     const flags = Object.entries(o).flatMap(([key, v]) => (v === undefined ? [] : [`--${kebab(key)}`, String(v)]));
     const { runProbe } = await import('@retrysafe/mcp');
@@ -23,7 +23,10 @@ export const probe = defineCommand({
       if (asJson) json(receipt);
       return exit;
     } catch (e) {
-      throw (e as Error)?.name === 'UsageError' ? new UsageError((e as Error).message) : e;
+      // 1 is "duplicates": a probe that could not run (its server did not start, its read tool gave no list) exits
+      // 2, as bad usage does; a server command that cannot be spawned is named as a file-system error is.
+      if ((e as NodeJS.ErrnoException)?.syscall) throw e;
+      throw new UsageError(String((e as Error)?.message ?? e));
     }
   },
 });
