@@ -338,10 +338,10 @@ function startError(target: UpstreamTarget, transport: Transport) {
   if (transport instanceof StdioClientTransport && 'command' in target) {
     const upstream = [target.command, ...(target.args ?? [])].join(' ');
     const spawn = transport.start.bind(transport);
-    // The SDK keeps its child process private: read off it, for its exit code.
+    // The SDK keeps its child process private: read off it, for its exit code (an SDK without it: its own message).
     transport.start = () =>
       spawn().then(() => {
-        (transport as unknown as { _process: ChildProcess })._process.once('exit', (code, signal) => {
+        (transport as unknown as { _process?: ChildProcess })._process?.once('exit', (code, signal) => {
           ended = `the upstream MCP server (${upstream}) ${signal ? `was killed by ${signal}` : `exited with code ${code}`} at start-up`;
         });
       });
