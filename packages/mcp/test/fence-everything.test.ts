@@ -11,7 +11,7 @@ import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/
 import { ElicitRequestSchema, ResultSchema } from '@modelcontextprotocol/sdk/types.js';
 import { AjvJsonSchemaValidator } from '@modelcontextprotocol/sdk/validation/ajv';
 import { describe, expect, it } from 'vitest';
-import { AS_CLIENT } from '../src/fence/upstream.js';
+import { AS_CLIENT } from '../src/fence/host-sessions.js';
 import {
   type Answer,
   bin,
