@@ -103,19 +103,7 @@ describe('retrysafe ledger on a record it cannot read', () => {
     expect(listed.operations.map((r) => r.businessOperationId)).toEqual([kept]);
     expect(listed.unreadable).toEqual([cut]);
 
-    const e = await cli(['ledger', 'export', '--db', db]);
-    expect(e.code).toBe(1);
-    expect(e.stderr).toMatch(warned);
-    expect(e.stdout).toContain(kept);
-
-    const all = await cli(['ledger', 'resolve-all', '--abandon', '--db', db, '--json']);
-    expect(all.code).toBe(1);
-    expect(all.stderr).toMatch(warned);
-    const report = JSON.parse(all.stdout) as { matched: number; unreadable: string[]; ok: boolean };
-    expect(report).toMatchObject({ matched: 1, unreadable: [cut], ok: false });
-    const after = createSqliteLedger({ path: db });
-    expect((await after.get(kept as never))?.state).toBe('abandoned');
-    await after.close();
+    await exportAndAbandon(db, cut, kept);
   });
 
   it('receipts whose stored JSON is cut: verify --all, handoffs, export and resolve-all name that operation and serve the others', async () => {
@@ -137,18 +125,7 @@ describe('retrysafe ledger on a record it cannot read', () => {
       [cut]: true,
       [kept]: false,
     });
-    const e = await cli(['ledger', 'export', '--db', db]);
-    expect(e.code).toBe(1);
-    expect(e.stderr).toMatch(warnedOf(cut));
-    expect(e.stdout).toContain(kept);
-    expect(e.stdout).not.toContain(cut);
-    const all = await cli(['ledger', 'resolve-all', '--abandon', '--db', db, '--json']);
-    expect(all.code).toBe(1);
-    expect(all.stderr).toMatch(warnedOf(cut));
-    expect(JSON.parse(all.stdout)).toMatchObject({ matched: 1, unreadable: [cut], ok: false });
-    const after = createSqliteLedger({ path: db });
-    expect((await after.get(kept as never))?.state).toBe('abandoned');
-    await after.close();
+    expect((await exportAndAbandon(db, cut, kept)).stdout).not.toContain(cut);
   });
 
   it('a hand-off packet without its lists: handoffs and resolve-all name it and act on the others', async () => {
@@ -203,6 +180,23 @@ describe('retrysafe ledger on a record it cannot read', () => {
 });
 
 /** The CLI's warning line naming operation `id`. */
+/** `ledger export` and `resolve-all --abandon` with the row `cut` unreadable: each warns of it by id and exits 1, and
+ * acts on `kept` (exported; abandoned). The export's run. */
+async function exportAndAbandon(db: string, cut: string, kept: string) {
+  const e = await cli(['ledger', 'export', '--db', db]);
+  expect(e.code).toBe(1);
+  expect(e.stderr).toMatch(warnedOf(cut));
+  expect(e.stdout).toContain(kept);
+  const all = await cli(['ledger', 'resolve-all', '--abandon', '--db', db, '--json']);
+  expect(all.code).toBe(1);
+  expect(all.stderr).toMatch(warnedOf(cut));
+  expect(JSON.parse(all.stdout)).toMatchObject({ matched: 1, unreadable: [cut], ok: false });
+  const after = createSqliteLedger({ path: db });
+  expect((await after.get(kept as never))?.state).toBe('abandoned');
+  await after.close();
+  return e;
+}
+
 const warnedOf = (id: string) =>
   new RegExp(`warning: operation ${id.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')} cannot be read`);
 

@@ -100,6 +100,14 @@ async function pagedLedger(name: string) {
   return { log, table, l: createDynamoDbLedger({ table, client }), ids };
 }
 
+/** DescribeTable's answer for an active table made as the ledger makes it. */
+const activeTable = () => ({
+  Table: {
+    TableStatus: 'ACTIVE',
+    KeySchema: tableDefinition('t').KeySchema,
+    GlobalSecondaryIndexes: [{ ...tableDefinition('t').GlobalSecondaryIndexes![0], IndexStatus: 'ACTIVE' }],
+  },
+});
 describe('the DynamoDB ledger', () => {
   it('a stored record that is JSON null is a LedgerError, never an absent operation a new claim writes over', async () => {
     const l = await ledgers(2);
@@ -334,13 +342,7 @@ describe('the DynamoDB ledger', () => {
         await new Promise((resolve) => setImmediate(resolve));
         switch (command.constructor.name) {
           case 'DescribeTableCommand':
-            return {
-              Table: {
-                TableStatus: 'ACTIVE',
-                KeySchema: tableDefinition('t').KeySchema,
-                GlobalSecondaryIndexes: [{ ...tableDefinition('t').GlobalSecondaryIndexes![0], IndexStatus: 'ACTIVE' }],
-              },
-            };
+            return activeTable();
           case 'DescribeTimeToLiveCommand':
             return { TimeToLiveDescription: { TimeToLiveStatus: ttl } };
           case 'UpdateTimeToLiveCommand':
@@ -369,13 +371,7 @@ describe('the DynamoDB ledger', () => {
         sent.push(command.constructor.name);
         switch (command.constructor.name) {
           case 'DescribeTableCommand':
-            return {
-              Table: {
-                TableStatus: 'ACTIVE',
-                KeySchema: tableDefinition('t').KeySchema,
-                GlobalSecondaryIndexes: [{ ...tableDefinition('t').GlobalSecondaryIndexes![0], IndexStatus: 'ACTIVE' }],
-              },
-            };
+            return activeTable();
           case 'DescribeTimeToLiveCommand':
             return { TimeToLiveDescription: { TimeToLiveStatus: 'ENABLED', AttributeName: 'ttl' } };
           default:
