@@ -12,9 +12,9 @@ import {
   lookupAvailable,
   notFoundIsAuthoritative,
   resendSafety,
-  retentionPassed,
 } from '@retrysafe/contract/rules';
 import { defined } from './defined.js';
+import { keyMayBeForgotten } from './intake/supersede.js';
 import { type Budget, planPoll, planRetry } from './retry-policy.js';
 
 /** What the runner knows about the operation when it decides. All times epoch ms. */
@@ -200,22 +200,6 @@ const retryPlan = ({ state, budget }: Case, retryAfterMs: number | undefined) =>
 
 const safetyAt = ({ card, state, budget }: Case, at = state.now) =>
   resendSafety(card, state.firstDispatchedAt, at, budget.policy.clockSkewMarginMs);
-
-/**
- * Whether a same-key request sent at `at` may find the key forgotten, where a call recorded not applied under it may
- * only mean that such a re-send folds it (intake/supersede.ts): that "not applied" holds while the provider keeps the key.
- */
-export function keyMayBeForgotten(
-  card: RetrySafetyCard,
-  firstDispatchedAt: number | null,
-  at: number,
-  clockSkewMarginMs: number,
-): boolean {
-  const retention = card.retention.minimum.value;
-  const folds = card.providerKey.travels.value !== 'none' && card.storedResult.semantics.value !== 'none';
-  if (!folds || retention === null || retention === 'unknown') return false;
-  return retentionPassed(card, firstDispatchedAt, at, clockSkewMarginMs);
-}
 
 /** `afterNotApplied`: the last call was recorded not applied, so the re-send must still find its key (keyMayBeForgotten). */
 function retryNotApplied(c: Case, retryAfterMs: number | undefined, what: string, afterNotApplied = false): Decision {

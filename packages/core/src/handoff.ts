@@ -7,16 +7,15 @@ import type {
   HandoffSink,
   OperationRecord,
   Receipt,
-  RetrySafetyCard,
   SafeAction,
 } from '@retrysafe/contract';
-import { keyMayBeForgotten } from './decide.js';
 import { defined } from './defined.js';
 import { RunnerConfigurationError } from './errors/runner-configuration-error.js';
 import {
   type CorrectionRule,
   correctionCheck,
   everyAttemptNotApplied,
+  notAppliedKeyGone,
   refusedUntilUserActs,
 } from './intake/supersede.js';
 
@@ -85,18 +84,6 @@ function resumeAction(input: PacketInput, created: string | undefined): SafeActi
   return notAppliedKeyGone(correction?.card ?? null, record, now, correction?.clockSkewMarginMs ?? 0)
     ? resume(false, KEY_FORGOTTEN)
     : resume(true, RESUME_WHY.notApplied);
-}
-
-/** The record's last call was recorded not applied under a key the provider may have forgotten by `at` (keyMayBeForgotten;
- * any key, without the card). */
-export function notAppliedKeyGone(
-  card: RetrySafetyCard | null,
-  record: OperationRecord,
-  at: number,
-  clockSkewMarginMs: number,
-): boolean {
-  if (record.lastOutcome !== 'not-applied' || record.providerKey === null) return false;
-  return card === null || keyMayBeForgotten(card, record.firstDispatchedAt, at, clockSkewMarginMs);
 }
 
 /** The actions a person can take, each marked safe or not with the reason. */

@@ -142,6 +142,37 @@ export function needsFreshKey(card: RetrySafetyCard, receipts: readonly Receipt[
   return currentRevision(receipts).some((r) => isSend(r) && processedRejection(r));
 }
 
+/** Nothing folds a re-send under the card: a call recorded not applied was not applied. */
+const notAppliedIsProof = (card: RetrySafetyCard) => card.storedResult.semantics.value === 'none';
+
+/**
+ * Whether a same-key request sent at `at` may find the key forgotten, where a call recorded not applied under it may
+ * only mean that such a re-send folds it: that "not applied" holds while the provider keeps the key.
+ */
+export function keyMayBeForgotten(
+  card: RetrySafetyCard,
+  firstDispatchedAt: number | null,
+  at: number,
+  clockSkewMarginMs: number,
+): boolean {
+  const retention = card.retention.minimum.value;
+  if (card.providerKey.travels.value === 'none' || notAppliedIsProof(card)) return false;
+  if (retention === null || retention === 'unknown') return false;
+  return retentionPassed(card, firstDispatchedAt, at, clockSkewMarginMs);
+}
+
+/** The record's last call was recorded not applied under a key the provider may have forgotten by `at`
+ * (keyMayBeForgotten; any key, without the card). */
+export function notAppliedKeyGone(
+  card: RetrySafetyCard | null,
+  record: OperationRecord,
+  at: number,
+  clockSkewMarginMs: number,
+): boolean {
+  if (record.lastOutcome !== 'not-applied' || record.providerKey === null) return false;
+  return card === null || keyMayBeForgotten(card, record.firstDispatchedAt, at, clockSkewMarginMs);
+}
+
 /**
  * A call under `key` recorded not applied: which may only mean that a same-key re-send folds it (it may have landed).
  * Without a key (null) what folds a re-send is the request itself, the precondition it carries (If-Match).
@@ -164,8 +195,7 @@ function keptKeyCheck(
   receipts: readonly Receipt[],
 ): Verdict {
   const matching = card.parameterMatching.value;
-  // Nothing folds a re-send: a call recorded not applied was not applied.
-  if (card.storedResult.semantics.value === 'none') return { ok: true };
+  if (notAppliedIsProof(card)) return { ok: true };
   const notApplied = notAppliedUnder(record.providerKey, receipts);
   if (notApplied === undefined) return { ok: true };
   const folds = `attempt ${notApplied.attemptId} was recorded not applied, which may only mean that a re-send under its key (or its precondition) folds into it`;

@@ -1,9 +1,8 @@
 /** What the attempt loop knows of one claimed operation: its mutable state, owned by loop.ts. */
 import type { ClaimResult, Fenced, OperationRecord, Receipt, StatePatch } from '@retrysafe/contract';
-import { type DecisionState, keyMayBeForgotten, MAYBE_APPLIED_STATES } from '../decide.js';
-import { notAppliedKeyGone } from '../handoff.js';
+import { type DecisionState, MAYBE_APPLIED_STATES } from '../decide.js';
 import type { Operation } from '../intake/operation.js';
-import { earlierEffectMayShow, keyRevisionNumber } from '../intake/supersede.js';
+import { earlierEffectMayShow, keyMayBeForgotten, keyRevisionNumber, notAppliedKeyGone } from '../intake/supersede.js';
 import type { Lease, RunnerContext } from './context.js';
 
 /** What a fenced write names: the id and the fence, not the record (a ledger gets no params it did not ask for). */
