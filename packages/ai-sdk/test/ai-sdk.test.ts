@@ -71,7 +71,11 @@ describe('retrysafeTools for the Vercel AI SDK', () => {
   it("the agent loop's abortSignal stops the runner: no re-send after the caller gave up, the operation kept for later", async () => {
     const ledger = createMemoryLedger();
     const runner = createRunner({ ledger, policy: { baseMs: 300, capMs: 300 } });
-    // A client timeout far longer than the test: the abort, not a timeout, must end the call however loaded the machine.
+    // The answer is held, not dropped: a dropped one is re-sent after a backoff that full jitter may make ~0 ms, which a
+    // loaded machine let happen before the abort below. A client timeout far longer than the test: the abort, not a
+    // timeout, must end the call however loaded the machine.
+    await proxy.close();
+    proxy = await startFaultProxy({ target: sandbox.url, faults: [{ kind: 'delay', ms: 60_000 }] });
     const adapter = createStripeAdapter({ apiKey: 'sk_test_ai_sdk', baseUrl: proxy.url, timeoutMs: 60_000 });
     const tools = retrysafeTools({ runner, adapters: [adapter], operations: ['stripe.paymentIntents.create'] });
     const posts = () => proxy.requests.filter((r) => r.method === 'POST').length;
