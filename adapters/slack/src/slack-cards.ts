@@ -72,9 +72,11 @@ export const postMessageCard = defineCard({
     ),
   },
   businessOperationId: {
-    rule: 'derived from intent fields channel and text (one text in one conversation), or given by the caller',
-    intentFields: ['channel', 'text'],
-    // Exact: the text is what people read; another spelling is another message.
+    rule: 'derived from intent fields channel, text and blocks when given (one content in one conversation), or given by the caller',
+    // Exact: the text and blocks are what people read; another spelling is another message. With blocks the text is
+    // only the notification fallback, so two posts of one fallback text with other blocks are two messages.
+    intentFields: ['channel', 'text', 'blocks'],
+    optionalIntentFields: ['blocks'],
   },
   // unfurl_links and unfurl_media stay exact: the page names no default for them (unfurling differs for apps).
   paramComparison: [
@@ -162,8 +164,9 @@ export const updateCard = defineCard({
     rejectionMayCreate: fact(false, `${SOURCES.update}: updates the message its ts names; it posts none`),
   },
   businessOperationId: {
-    rule: 'derived from intent fields channel, ts and text (one content for one message), or given by the caller',
-    intentFields: ['channel', 'ts', 'text'],
+    rule: 'derived from intent fields channel, ts, text and blocks when given (one content for one message), or given by the caller',
+    intentFields: ['channel', 'ts', 'text', 'blocks'],
+    optionalIntentFields: ['blocks'],
   },
   providerKey: {
     travels: fact('none', `${SOURCES.update}: the method takes no idempotency key`),

@@ -57,6 +57,9 @@ const text: JsonSchema = {
   description: 'Message text (also the notification fallback when blocks are given)',
 };
 const blocks: JsonSchema = { type: 'array', items: { type: 'object' }, description: 'Block Kit blocks' };
+// A post's blocks are in its intent, so [] would be another id than none: refused rather than read as either. An update
+// takes [] (it removes the message's blocks).
+const postBlocks: JsonSchema = { ...blocks, minItems: 1 };
 // Slack message timestamps look like 1700000000.123456.
 const ts: JsonSchema = {
   type: 'string',
@@ -83,7 +86,7 @@ export const postMessage: SlackOperation = {
     properties: {
       channel,
       text,
-      blocks,
+      blocks: postBlocks,
       mrkdwn: { type: 'boolean' },
       unfurl_links: { type: 'boolean' },
       unfurl_media: { type: 'boolean' },

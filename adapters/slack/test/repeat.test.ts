@@ -72,3 +72,35 @@ it('a repeat that spells mrkdwn as Slack’s default (true) answers with the fir
   expect(sandbox.calls('chat.postMessage')).toBe(1);
   expect(sandbox.count('chat.postMessage')).toBe(1);
 });
+
+it('two posts of one fallback text with other blocks are two messages; the same blocks in another key order are the first; blocks: [] is refused', async () => {
+  const { sandbox, slack, runner, params } = await oneWorkspace();
+  const order = (n: number) => [{ type: 'section', text: { type: 'mrkdwn', text: `Order ${n} shipped` } }];
+
+  const first = await runner.run(slack, 'chat.postMessage', { params: { ...params, blocks: order(1) } });
+  const second = await runner.run(slack, 'chat.postMessage', { params: { ...params, blocks: order(2) } });
+  expect(first).toMatchObject({ status: 'done', adopted: false });
+  expect(second).toMatchObject({ status: 'done', adopted: false });
+  const reordered = [{ text: { text: 'Order 1 shipped', type: 'mrkdwn' }, type: 'section' }];
+  expect(await runner.run(slack, 'chat.postMessage', { params: { ...params, blocks: reordered } })).toMatchObject({
+    status: 'done',
+    adopted: true,
+    businessOperationId: first.businessOperationId,
+  });
+  await expect(runner.run(slack, 'chat.postMessage', { params: { ...params, blocks: [] } })).rejects.toThrow(/blocks/);
+  expect(sandbox.count('chat.postMessage')).toBe(2);
+});
+
+it('chat.update with the same text and other blocks sets them, never refused as a conflict', async () => {
+  const { sandbox, slack, runner, params } = await oneWorkspace();
+  const posted = await runner.run(slack, 'chat.postMessage', { params });
+  const ts = (posted as { result: { ts: string } }).result.ts;
+  const update = (text: string) => ({ ...params, ts, blocks: [{ type: 'section', text: { type: 'mrkdwn', text } }] });
+
+  expect(await runner.run(slack, 'chat.update', { params: update('Backup 1 of 2') })).toMatchObject({ status: 'done' });
+  expect(await runner.run(slack, 'chat.update', { params: update('Backup 2 of 2') })).toMatchObject({
+    status: 'done',
+    adopted: false,
+  });
+  expect(sandbox.calls('chat.update')).toBe(2);
+});
