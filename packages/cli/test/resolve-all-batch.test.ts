@@ -11,12 +11,18 @@ import { cli, cliJson, openRawSqlite, tempDir } from './helpers.js';
 let sandbox: FaultySandbox;
 
 /** A ledger in its own dir with `n` handed-off operations, oldest first (the list shows them newest first). */
-async function handoffs(label: string, fault: 'reject' | 'lose', n: number, accounts: (string | undefined)[] = []) {
+async function handoffs(
+  label: string,
+  fault: 'reject' | 'lose',
+  n: number,
+  accounts: (string | undefined)[] = [],
+  agoMs = 10 * 60_000,
+) {
   const dir = tempDir(label);
   const db = join(dir, 'retrysafe.db');
   const config = join(dir, 'retrysafe.json');
-  // Minutes before the CLI runs: a resume within the provider key's retention re-sends under the same key.
-  const clock = createDrillClock(Date.now() - 10 * 60_000);
+  // By default minutes before the CLI runs: a resume within the provider key's retention re-sends under the same key.
+  const clock = createDrillClock(Date.now() - agoMs);
   const ledger = createSqliteLedger({ path: db });
   const runner = createRunner({ ledger, clock });
   const ids: string[] = [];
@@ -219,5 +225,24 @@ describe('a decision bound to the packet it was shown (--handoff-at)', () => {
     expect(sandbox.proxy.requests.length - before).toBe(1); // the first one's resend only
     expect(rowsOf(r.body)[other]).toMatchObject({ result: null, error: expect.stringMatching(/handed off again/) });
     expect(r.code).toBe(1);
+  });
+});
+
+describe('ledger resolve-all --resume --force', () => {
+  it('forces only the rows whose packet marks the resume not safe: one marked safe by its key, now past the key’s retention, is not re-sent blind', async () => {
+    const DAY = 86_400_000;
+    // Handed off a day and more ago, the resume marked safe because the provider folds a re-send under the key
+    const { dir, config, ids } = await handoffs('forced-aged', 'lose', 1, [], DAY + 60 * 60_000);
+    const [id] = ids as [string];
+    const before = sandbox.provider.count();
+    sandbox.provider.advance(DAY + 60 * 60_000); // the provider has forgotten the key since
+    const r = await cliJson(['ledger', 'resolve-all', '--config', config, '--resume', '--force'], dir);
+    // Judged again as an unforced resume: past the retention it looks the operation up first and adopts what it finds
+    expect(rowsOf(r.body)[id]).toMatchObject({
+      plan: 'resume',
+      why: expect.stringMatching(/^safe: .*folds/),
+      result: { status: 'done', adopted: true },
+    });
+    expect(sandbox.provider.count()).toBe(before);
   });
 });

@@ -269,7 +269,9 @@ async function decide(
   let answer: DbosResolutionAnswer | null = null;
   if (isResolution(message)) {
     const by = typeof message.by === 'string' ? message.by : undefined;
-    const handoffAt = typeof message.handoffAt === 'string' ? message.handoffAt : undefined;
+    // Unnamed (a message sent to the topic without sendResolution): the published hand-off, as the message type says;
+    // unbound, it would be applied to a later hand-off nobody read (a forced resume forced past it).
+    const handoffAt = typeof message.handoffAt === 'string' ? message.handoffAt : published.createdAt;
     try {
       const r = await runner.resolve(id, message, { adapters: [adapter], ...run, by, handoffAt });
       if (r.status !== 'in-progress') return { next: fromRunResult(r), answer: { applied: true } };

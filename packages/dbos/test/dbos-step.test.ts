@@ -7,6 +7,7 @@ import {
   type AwaitResolutionOptions,
   createDbosRetrysafe,
   type DbosOperationOutcome,
+  type DbosResolutionMessage,
   DbosResolutionRefusedError,
   DbosStepConfigurationError,
   handoffEventKey,
@@ -457,29 +458,46 @@ describe('sendResolution', () => {
     ],
     ['an abandon', 'does not close the new hand-off', { action: 'abandon' }, 'RETRYSAFE_INVALID_STATE'],
   ] as const;
+  // Alice decided on the first packet (she fixed its cause, or gave it up); she never read the new one. Sent through
+  // sendResolution, or straight to the topic without `handoffAt` (bound to the published packet all the same).
+  const senders = [
+    [
+      '',
+      (wfId: string, bo: string, decision: DbosResolutionMessage) =>
+        sendResolution(DBOS, wfId, bo, decision, { awaitSeconds: 10 }),
+    ],
+    [
+      ' (sent with DBOS.send, no handoffAt)',
+      (wfId: string, bo: string, decision: DbosResolutionMessage) => DBOS.send(wfId, decision, resolutionTopic(bo)),
+    ],
+  ] as const;
   for (const [what, not, decision, code] of staleDecisions)
-    it(`${what} sent for a hand-off replaced elsewhere ${not}: nothing sent or written`, async () => {
-      const { wfId, h, bo } = await rejectedAndPublished(withSlowPoll, `stale-${decision.action}`, `order-${code}`);
-      // Grace resumes it from the CLI and it is rejected again: a new packet, not yet published by the workflow.
-      provider.failNext({ kind: 'rejected', message: 'still not accepted' });
-      const again = await rs.runner.resolve(
-        bo,
-        { action: 'resume', force: true },
-        { adapters: [adapter], by: 'grace' },
-      );
-      if (again.status !== 'handed-off') throw new Error(again.status);
-      const calls = provider.calls();
-      // Alice decided on the first packet (she fixed its cause, or gave it up); she never read the new one.
-      await expect(
-        sendResolution(DBOS, wfId, bo, { ...decision, by: 'alice' }, { awaitSeconds: 10 }),
-      ).rejects.toSatisfy((e: unknown) => DbosResolutionRefusedError.isInstance(e) && e.refusal.code === code);
-      expect(await h.getResult()).toMatchObject({
-        status: 'handed-off',
-        packet: { createdAt: again.packet.createdAt },
-      });
-      expect(provider.calls()).toBe(calls);
-      expect((await rs.ledger.get(bo))!.state).toBe('handed-off');
-    }, 30_000);
+    for (const [how, send] of senders)
+      it(`${what} sent for a hand-off replaced elsewhere ${not}${how}: nothing sent or written`, async () => {
+        const name = `stale-${decision.action}${how ? '-raw' : ''}`;
+        const { wfId, h, bo } = await rejectedAndPublished(withSlowPoll, name, `order-${code}${how ? '-raw' : ''}`);
+        // Grace resumes it from the CLI and it is rejected again: a new packet, not yet published by the workflow.
+        provider.failNext({ kind: 'rejected', message: 'still not accepted' });
+        const again = await rs.runner.resolve(
+          bo,
+          { action: 'resume', force: true },
+          { adapters: [adapter], by: 'grace' },
+        );
+        if (again.status !== 'handed-off') throw new Error(again.status);
+        const calls = provider.calls();
+        const sent = send(wfId, bo, { ...decision, by: 'alice' });
+        if (how) await sent;
+        else
+          await expect(sent).rejects.toSatisfy(
+            (e: unknown) => DbosResolutionRefusedError.isInstance(e) && e.refusal.code === code,
+          );
+        expect(await h.getResult()).toMatchObject({
+          status: 'handed-off',
+          packet: { createdAt: again.packet.createdAt },
+        });
+        expect(provider.calls()).toBe(calls);
+        expect((await rs.ledger.get(bo))!.state).toBe('handed-off');
+      }, 30_000);
 
   it('a decision sent to a workflow that has ended (it returned the new hand-off) is refused to its sender, not left unread', async () => {
     const { wfId, h, bo } = await rejectedAndPublished(withShortWait, 'ended', 'order-ended');

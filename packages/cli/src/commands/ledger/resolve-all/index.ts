@@ -87,8 +87,11 @@ export async function ledgerResolveAll(opts: ResolveAllOptions) {
     // refused: the packet marks the action not safe (without --force); result: null on a dry run or when refused
     const plan = a && !a.safe && !opts.force ? ('refused' as const) : action;
     // Bound to the packet listed: one resumed or handed off again since is refused, not resolved (nor forced) unseen.
+    // Forced only where that packet marks the action not safe (what --force is for): a resume it marked safe is judged
+    // again when it runs (a key the provider may have forgotten since), and forcing it would re-send blind.
     const resolve = {
       ...opts,
+      force: opts.force === true && a?.safe === false,
       resume: action === 'resume',
       abandon: action === 'abandon',
       handoffAt: r.handoff?.createdAt,
