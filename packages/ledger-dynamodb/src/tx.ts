@@ -111,8 +111,9 @@ export function createTable(client: DynamoDBClient, table: string) {
       conditional(what, () =>
         client.send(new DeleteItemCommand(deleteAt(table, record.businessOperationId, version, record.createdAt))),
       ),
-    open: (state: string, what: string) =>
-      pages(what, (start) => client.send(new QueryCommand(queryOpen(table, state, start)))),
+    /** `back`: newest first. */
+    open: (state: string, what: string, back = false) =>
+      pages(what, (start) => client.send(new QueryCommand(queryOpen(table, state, back, start)))),
     scan: (what: string) => pages(what, (start) => client.send(new ScanCommand(scanPage(table, start)))),
     skew: () => skew,
     /** Every request from now on is refused; those already sent finish. */

@@ -240,6 +240,28 @@ describe('the DynamoDB ledger', () => {
     await l.close();
   });
 
+  it('a limited listing of open states stops reading the index once no later page can enter it, oldest or newest first', async () => {
+    const { log, l, ids } = await pagedLedger('paged-open');
+    const created = [0, 1, 1, 2, 3];
+    for (const [i, id] of ids.entries()) await l.claim(claimOf(id, { now: T0 + created[i]! }));
+    const listed = async (filter: Parameters<typeof l.list>[0]) => {
+      log.length = 0;
+      const found = (await l.list(filter)).map((r) => r.businessOperationId);
+      return { found, queries: log.filter((e) => e === 'QueryCommand').length };
+    };
+    const all = await listed({ states: ['claimed'] });
+    expect(all).toEqual({ found: expect.arrayContaining(ids), queries: 3 });
+    // Pages of two: the next page is read only while the last item read ties with the limit's last (T0+1 here).
+    expect(await listed({ states: ['claimed'], limit: 1 })).toEqual({ found: all.found.slice(0, 1), queries: 1 });
+    expect(await listed({ states: ['claimed'], limit: 2 })).toEqual({ found: all.found.slice(0, 2), queries: 2 });
+    const newest = await listed({ states: ['claimed'], limit: 1, newestFirst: true });
+    expect(newest).toEqual({ found: [ids[4]], queries: 1 });
+    // Each state's query stops by itself: 'claimed' after two pages, 'dispatched' (none) after one.
+    const two = await listed({ states: ['claimed', 'dispatched'], limit: 3 });
+    expect(two).toEqual({ found: all.found.slice(0, 3), queries: 3 });
+    await l.close();
+  });
+
   it('receipts stored as JSON that is not an array are a LedgerError for reads and appends, and no append is written onto them', async () => {
     const l = await ledgers(2);
     const [a, b] = l.all as [typeof l.first, typeof l.first];
