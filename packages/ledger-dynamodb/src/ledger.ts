@@ -86,6 +86,13 @@ function checkOptions(options: DynamoDbLedgerOptions) {
   if (typeof options?.table !== 'string' || options.table.length < 3)
     throw new LedgerError('createDynamoDbLedger needs { table } (a DynamoDB table name, 3 characters or more)');
   const { table, requestTimeoutMs = 15_000, maxClockSkewMs = 1000, retentionMs: retention } = options;
+  // Ignored beside a client, a region meant for the one shared table would leave each function on its own region's.
+  const ignored =
+    options.client && (['region', 'endpoint', 'requestTimeoutMs'] as const).find((k) => options[k] !== undefined);
+  if (ignored)
+    throw new LedgerError(
+      `createDynamoDbLedger: ${ignored} applies only to the client the ledger makes; with { client }, set it on your client`,
+    );
   if (!(Number.isInteger(requestTimeoutMs) && requestTimeoutMs > 0))
     throw new LedgerError(`requestTimeoutMs must be a whole number > 0, got ${String(requestTimeoutMs)}`);
   if (!(Number.isFinite(maxClockSkewMs) && maxClockSkewMs >= 0))

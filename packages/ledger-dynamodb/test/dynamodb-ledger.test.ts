@@ -764,6 +764,21 @@ describe('the DynamoDB ledger', () => {
     client.destroy();
   });
 
+  it('refuses region, endpoint or requestTimeoutMs beside a client of your own: ignored, the ledger would use the table where the client points', () => {
+    const client = db.client();
+    const asked = [
+      { region: 'eu-west-1' },
+      { endpoint: 'https://dynamodb.eu-west-1.amazonaws.com' },
+      { requestTimeoutMs: 500 },
+    ];
+    for (const one of asked) {
+      const made = () => createDynamoDbLedger({ table: 'elsewhere', client, ...one });
+      expect(made).toThrow(new RegExp(`${Object.keys(one)[0]} .*set it on your client`));
+      expect(made).toThrow(expect.toSatisfy(LedgerError.isInstance));
+    }
+    client.destroy();
+  });
+
   it('a listing whose service gives the same page key again is a LedgerError, never followed for ever', async () => {
     const again = { LastEvaluatedKey: { id: { S: 'same' } }, Items: [] };
     const send = () => new Promise((resolve) => setImmediate(() => resolve(again)));
