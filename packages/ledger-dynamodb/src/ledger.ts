@@ -199,7 +199,7 @@ async function prune(t: Table, table: string, options: PruneOptions): Promise<Pr
       const batch = found.slice(i, i + size);
       if (options.onPrune && !options.dryRun) for (const st of batch) await options.onPrune(st.record, st.exported);
       for (const st of batch) {
-        if (!options.dryRun && (await t.remove('prune', st)) !== 'written') continue;
+        if (!options.dryRun && !(await t.remove('prune', st))) continue;
         pruned++;
         byState[st.record.state] = (byState[st.record.state] ?? 0) + 1;
       }

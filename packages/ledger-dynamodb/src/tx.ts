@@ -96,21 +96,28 @@ export function createTable(client: DynamoDBClient, table: string) {
     } while (start !== undefined);
   }
 
+  /** The operation as stored, or null (absent, or past its TTL). */
+  async function load(id: string, what: string): Promise<Stored | null> {
+    const out = await send(what, () => client.send(new GetItemCommand(getItem(table, id))));
+    return out.Item && !expired(out.Item, Date.now()) ? fromItem(out.Item, table) : null;
+  }
+
   return {
-    /** The operation as stored, or null (absent, or past its TTL). */
-    async load(id: string, what: string): Promise<Stored | null> {
-      const out = await send(what, () => client.send(new GetItemCommand(getItem(table, id))));
-      return out.Item && !expired(out.Item, Date.now()) ? fromItem(out.Item, table) : null;
-    },
+    load,
     putNew: (what: string, item: Item, nowMs: number) =>
       conditional(what, () => client.send(new PutItemCommand(putNew(table, item, nowMs)))),
     update: (what: string, item: Item, fence: number, version: number) =>
       conditional(what, () => client.send(new UpdateItemCommand(updateAt(table, item, fence, version)))),
-    /** Deletes the item while it is still `st`. */
-    remove: (what: string, { record, version }: Stored) =>
-      conditional(what, () =>
-        client.send(new DeleteItemCommand(deleteAt(table, record.businessOperationId, version, record.createdAt))),
-      ),
+    /** Deletes the item while it is still `st`; whether it is gone (by an earlier try whose answer was lost too). */
+    async remove(what: string, { record, version }: Stored): Promise<boolean> {
+      const id = record.businessOperationId;
+      const done = await conditional(what, () =>
+        client.send(new DeleteItemCommand(deleteAt(table, id, version, record.createdAt))),
+      );
+      if (done !== 'retried') return done === 'written';
+      // Refused on a retry and gone: a try before it deleted it.
+      return (await load(id, what)) === null;
+    },
     /** `back`: newest first. */
     open: (state: string, what: string, back = false) =>
       pages(what, (start) => client.send(new QueryCommand(queryOpen(table, state, back, start)))),

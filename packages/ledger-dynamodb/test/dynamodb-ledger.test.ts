@@ -100,6 +100,27 @@ async function pagedLedger(name: string) {
   return { log, table, l: createDynamoDbLedger({ table, client }), ids };
 }
 
+/**
+ * A ledger on a new table whose client loses DynamoDB's answer to the first `command` it sends, after DynamoDB applied
+ * it (a timeout): the SDK's retry sends it again. `applied()`: how many of that command DynamoDB applied.
+ */
+async function losingAnswers(command: string) {
+  const table = await db.table('lost');
+  const client = db.client();
+  let applied = 0;
+  client.middlewareStack.add(
+    (next, context) => async (args) => {
+      const out = await next(args);
+      if (context.commandName === command && applied++ === 0)
+        throw Object.assign(new Error('answer lost'), { name: 'TimeoutError' });
+      return out;
+    },
+    { step: 'finalizeRequest', name: 'loseOneAnswer' },
+  );
+  const ledger = createDynamoDbLedger({ table, client });
+  return { ledger: { ...ledger, close: () => ledger.close().then(() => client.destroy()) }, applied: () => applied };
+}
+
 /** DescribeTable's answer for an active table made as the ledger makes it. */
 const activeTable = () => ({
   Table: {
@@ -658,26 +679,23 @@ describe('the DynamoDB ledger', () => {
   });
 
   it('a write applied whose answer was lost is recognised on the read that follows, not claimed twice', async () => {
-    const table = await db.table('lost');
-    const client = db.client();
-    let drop = 1;
-    // After DynamoDB applied the first PutItem, its answer is lost (a timeout) and the SDK's retry sends it again.
-    client.middlewareStack.add(
-      (next) => async (args) => {
-        const out = await next(args);
-        if ((args.input as { Item?: unknown }).Item !== undefined && drop-- > 0)
-          throw Object.assign(new Error('answer lost'), { name: 'TimeoutError' });
-        return out;
-      },
-      { step: 'finalizeRequest', name: 'loseOneAnswer' },
-    );
-    const ledger = createDynamoDbLedger({ table, client });
+    const { ledger, applied } = await losingAnswers('PutItemCommand');
     const id = newId('lost');
     const r = await ledger.claim(claimOf(id, { dispatch: true }));
     expect(r).toMatchObject({ kind: 'claimed', takenOver: false, record: { fence: 1, state: 'dispatched' } });
-    expect(drop).toBe(0);
+    expect(applied()).toBe(1);
     await ledger.close();
-    client.destroy();
+  });
+
+  it('a prune delete applied whose answer was lost is counted pruned, as it is gone', async () => {
+    const { ledger, applied } = await losingAnswers('DeleteItemCommand');
+    const id = newId('lost-delete');
+    await ledger.claim(claimOf(id, { dispatch: true, now: T0 }));
+    await ledger.setState({ businessOperationId: id, fence: 1 }, { state: 'succeeded', now: T0 + 1 });
+    expect(await ledger.prune!({ before: T0 + 100 })).toMatchObject({ pruned: 1, byState: { succeeded: 1 } });
+    expect(applied()).toBe(1);
+    expect(await ledger.get(id)).toBeNull();
+    await ledger.close();
   });
 
   it('keeps open and handed-off operations in the sparse index only while they are open', async () => {
