@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import { setTimeout as sleep } from 'node:timers/promises';
 import {
   DeleteItemCommand,
   type DynamoDBClient,
@@ -14,6 +15,10 @@ import { deleteAt, getItem, putNew, queryOpen, scanPage, updateAt } from './stat
 
 /** How often a write is tried again when the item changed between its read and its write. */
 const MAX_TRIES = 8;
+
+/** How long a write refused for throughput is sent again (DynamoDB's guidance: retry for about a minute). */
+const THROTTLED_MS = 60_000;
+const THROTTLING = ['ProvisionedThroughputExceededException', 'ThrottlingException', 'RequestLimitExceeded'];
 
 /** A conditional write's answer: `retried` is a refusal of a request the SDK sent more than once (see conditional). */
 type WriteAnswer = 'written' | 'refused' | 'retried';
@@ -44,35 +49,40 @@ export function createTable(client: DynamoDBClient, table: string) {
   const refuseClosed = (what: string) => {
     if (closed) throw new LedgerError(`DynamoDB ledger ${what} on table ${table}: the ledger is closed`);
   };
+  /** retrysafe's own errors pass through; any other failure becomes a LedgerError naming the request. */
+  const failed = (what: string, err: unknown) =>
+    RetrysafeError.isInstance(err)
+      ? err
+      : new LedgerError(
+          `DynamoDB ledger ${what} on table ${table} failed: ${(err as Error)?.name}: ${(err as Error)?.message}`,
+          { cause: err },
+        );
   async function send<T>(what: string, run: () => Promise<T>): Promise<T> {
     refuseClosed(what);
     try {
       return await run();
     } catch (err) {
-      if (RetrysafeError.isInstance(err)) throw err;
-      throw new LedgerError(
-        `DynamoDB ledger ${what} on table ${table} failed: ${(err as Error)?.name}: ${(err as Error)?.message}`,
-        { cause: err },
-      );
+      throw failed(what, err);
     }
   }
   /**
-   * A refused condition is an answer: `refused`, or `retried` when the SDK sent the request more than once (or
-   * cannot say), so an earlier try may have been applied and its answer lost.
+   * A refused condition is an answer: `refused`, or `retried` when the request was sent more than once (or the SDK
+   * cannot say), so an earlier try may have been applied and its answer lost. A write the SDK gave up on for
+   * throughput is sent again for THROTTLED_MS: a closing write that lands late still closes the operation.
    */
   async function conditional(what: string, run: () => Promise<unknown>): Promise<WriteAnswer> {
-    refuseClosed(what);
-    try {
-      await run();
-      return 'written';
-    } catch (err) {
-      if (conditionFailed(err))
-        return ((err as { $metadata?: { attempts?: number } }).$metadata?.attempts ?? 2) > 1 ? 'retried' : 'refused';
-      if (RetrysafeError.isInstance(err)) throw err;
-      throw new LedgerError(
-        `DynamoDB ledger ${what} on table ${table} failed: ${(err as Error)?.name}: ${(err as Error)?.message}`,
-        { cause: err },
-      );
+    const until = Date.now() + THROTTLED_MS;
+    for (let again = 0; ; again++) {
+      refuseClosed(what);
+      try {
+        await run();
+        return 'written';
+      } catch (err) {
+        const attempts = (err as { $metadata?: { attempts?: number } }).$metadata?.attempts ?? 2;
+        if (conditionFailed(err)) return again > 0 || attempts > 1 ? 'retried' : 'refused';
+        if (!THROTTLING.includes((err as Error)?.name) || Date.now() >= until) throw failed(what, err);
+        await sleep(Math.random() * Math.min(5000, 100 * 2 ** again));
+      }
     }
   }
   /** The pages of a query or scan, one at a time to the end: a caller holds one page, never the whole table. */

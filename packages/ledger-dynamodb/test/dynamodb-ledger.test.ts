@@ -101,21 +101,27 @@ async function pagedLedger(name: string) {
 }
 
 /**
- * A ledger on a new table whose client loses DynamoDB's answer to the first `command` it sends, after DynamoDB applied
- * it (a timeout): the SDK's retry sends it again. `applied()`: how many of that command DynamoDB applied.
+ * A ledger on a new table whose client meets `fault` on the first `times` tries of `command` (each try the SDK sends):
+ * `answer lost`, after DynamoDB applied it (a timeout, so the SDK sends it again), or `throttled`, refused before it is
+ * applied. `applied()`: how many tries of that command DynamoDB applied.
  */
-async function losingAnswers(command: string) {
-  const table = await db.table('lost');
+async function faulty(command: string, fault: 'answer lost' | 'throttled', times = 1) {
+  const table = await db.table('faulty');
   const client = db.client();
+  let faults = 0;
   let applied = 0;
+  const throttled = () => ({ name: 'ThrottlingException', $fault: 'client', $metadata: { httpStatusCode: 400 } });
   client.middlewareStack.add(
     (next, context) => async (args) => {
+      const mine = context.commandName === command;
+      if (mine && fault === 'throttled' && faults++ < times)
+        throw Object.assign(new Error('Throughput exceeds the current capacity of your table'), throttled());
       const out = await next(args);
-      if (context.commandName === command && applied++ === 0)
+      if (mine && applied++ < times && fault === 'answer lost')
         throw Object.assign(new Error('answer lost'), { name: 'TimeoutError' });
       return out;
     },
-    { step: 'finalizeRequest', name: 'loseOneAnswer' },
+    { step: 'finalizeRequest', name: 'faults' },
   );
   const ledger = createDynamoDbLedger({ table, client });
   return { ledger: { ...ledger, close: () => ledger.close().then(() => client.destroy()) }, applied: () => applied };
@@ -679,7 +685,7 @@ describe('the DynamoDB ledger', () => {
   });
 
   it('a write applied whose answer was lost is recognised on the read that follows, not claimed twice', async () => {
-    const { ledger, applied } = await losingAnswers('PutItemCommand');
+    const { ledger, applied } = await faulty('PutItemCommand', 'answer lost');
     const id = newId('lost');
     const r = await ledger.claim(claimOf(id, { dispatch: true }));
     expect(r).toMatchObject({ kind: 'claimed', takenOver: false, record: { fence: 1, state: 'dispatched' } });
@@ -688,7 +694,7 @@ describe('the DynamoDB ledger', () => {
   });
 
   it('a prune delete applied whose answer was lost is counted pruned, as it is gone', async () => {
-    const { ledger, applied } = await losingAnswers('DeleteItemCommand');
+    const { ledger, applied } = await faulty('DeleteItemCommand', 'answer lost');
     const id = newId('lost-delete');
     await ledger.claim(claimOf(id, { dispatch: true, now: T0 }));
     await ledger.setState({ businessOperationId: id, fence: 1 }, { state: 'succeeded', now: T0 + 1 });
@@ -697,6 +703,17 @@ describe('the DynamoDB ledger', () => {
     expect(await ledger.get(id)).toBeNull();
     await ledger.close();
   });
+
+  it("a closing write throttled past the SDK's retries is tried again until it lands: never a row left open after the provider call", async () => {
+    const { ledger, applied } = await faulty('UpdateItemCommand', 'throttled', 4);
+    const id = newId('throttled');
+    await ledger.claim(claimOf(id, { dispatch: true, now: T0 }));
+    const ref = { businessOperationId: id, fence: 1 };
+    expect(await ledger.setState(ref, { state: 'succeeded', now: T0 + 1 })).toMatchObject({ state: 'succeeded' });
+    expect(await ledger.get(id)).toMatchObject({ state: 'succeeded' });
+    expect(applied()).toBe(1);
+    await ledger.close();
+  }, 20_000);
 
   it('keeps open and handed-off operations in the sparse index only while they are open', async () => {
     const l = await ledgers(1);
