@@ -26,7 +26,7 @@ type WriteAnswer = 'written' | 'refused' | 'retried';
 const conditionFailed = (err: unknown) => (err as { name?: string } | null)?.name === 'ConditionalCheckFailedException';
 
 /**
- * The ledger's requests to one table. A refused condition is an answer (false), every other failure a
+ * The ledger's requests to one table. A refused condition is an answer (WriteAnswer), every other failure a
  * LedgerError naming the request; retrysafe's own errors pass through.
  */
 export function createTable(client: DynamoDBClient, table: string) {
