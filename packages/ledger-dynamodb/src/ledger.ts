@@ -86,6 +86,13 @@ function checkOptions(options: DynamoDbLedgerOptions) {
   if (typeof options?.table !== 'string' || options.table.length < 3)
     throw new LedgerError('createDynamoDbLedger needs { table } (a DynamoDB table name, 3 characters or more)');
   const { table, requestTimeoutMs = 15_000, maxClockSkewMs = 1000, retentionMs: retention } = options;
+  // Ignored beside a client, a region meant for the one shared table would leave each function on its own region's.
+  const ignored =
+    options.client && (['region', 'endpoint', 'requestTimeoutMs'] as const).find((k) => options[k] !== undefined);
+  if (ignored)
+    throw new LedgerError(
+      `createDynamoDbLedger: ${ignored} applies only to the client the ledger makes; with { client }, set it on your client`,
+    );
   if (!(Number.isInteger(requestTimeoutMs) && requestTimeoutMs > 0))
     throw new LedgerError(`requestTimeoutMs must be a whole number > 0, got ${String(requestTimeoutMs)}`);
   if (!(Number.isFinite(maxClockSkewMs) && maxClockSkewMs >= 0))
@@ -126,10 +133,12 @@ const byCreation = (a: OperationRecord, b: OperationRecord) =>
 /**
  * The first `limit` (all when undefined) by `order` of the stored records in `sources`' pages that `keep` takes, those
  * past their TTL left out; an item that cannot be read goes to `onUnreadable` (readEach). Read a page at a time, so a
- * limited listing holds `limit` records and a page, never the table.
+ * limited listing holds `limit` records and a page, never the table. A source that `past` can judge (an index query, in
+ * order) stops once its last item read, and so every later one, sorts after the limit's last record.
  */
 async function firstOf(
   sources: AsyncIterable<Item[]>[],
+  past: ((item: Item, last: OperationRecord) => boolean) | undefined,
   table: string,
   keep: (r: OperationRecord) => boolean,
   order: (a: OperationRecord, b: OperationRecord) => number,
@@ -147,11 +156,15 @@ async function firstOf(
       onUnreadable,
     );
     found.push(...records.filter(keep));
-    if (limit !== undefined && found.length > limit) found = found.sort(order).slice(0, limit);
+    if (limit !== undefined && found.length >= limit) found = found.sort(order).slice(0, limit);
   };
   await Promise.all(
     sources.map(async (pages) => {
-      for await (const items of pages) add(items);
+      for await (const items of pages) {
+        add(items);
+        const last = limit === undefined ? undefined : found[limit - 1];
+        if (past && last && items.length > 0 && past(items.at(-1)!, last)) break;
+      }
     }),
   );
   return found.sort(order).slice(0, limit);
@@ -186,7 +199,7 @@ async function prune(t: Table, table: string, options: PruneOptions): Promise<Pr
       const batch = found.slice(i, i + size);
       if (options.onPrune && !options.dryRun) for (const st of batch) await options.onPrune(st.record, st.exported);
       for (const st of batch) {
-        if (!options.dryRun && (await t.remove('prune', st)) !== 'written') continue;
+        if (!options.dryRun && !(await t.remove('prune', st))) continue;
         pruned++;
         byState[st.record.state] = (byState[st.record.state] ?? 0) + 1;
       }
@@ -198,15 +211,22 @@ async function prune(t: Table, table: string, options: PruneOptions): Promise<Pr
 /** A listing: the sparse index when only open states are asked for, else a consistent scan. */
 async function list(t: Table, table: string, filter: ListFilter = {}): Promise<OperationRecord[]> {
   checkListFilter(filter);
-  if (filter.states?.length === 0) return [];
-  // Only open states: the sparse index holds them, the history is not read.
-  const sources = filter.states?.every(isOpen) ? filter.states.map((s) => t.open(s, 'list')) : [t.scan('list')];
+  if (filter.states?.length === 0 || filter.limit === 0) return [];
+  // Only open states: the sparse index holds them in creation order, the history is not read.
+  const indexed = filter.states?.every(isOpen) === true;
+  const back = filter.newestFirst === true;
+  const sources = indexed ? filter.states!.map((s) => t.open(s, 'list', back)) : [t.scan('list')];
+  const createdAt = (item: Item) => Number(item.createdAt?.N);
+  const past = indexed
+    ? (item: Item, last: OperationRecord) =>
+        back ? createdAt(item) < last.createdAt : createdAt(item) > last.createdAt
+    : undefined;
   const keep = (r: OperationRecord) =>
     (!filter.states || filter.states.includes(r.state)) &&
     (!filter.provider || r.provider === filter.provider) &&
     (!filter.operation || r.operation === filter.operation);
   const order = filter.newestFirst ? (a: OperationRecord, b: OperationRecord) => byCreation(b, a) : byCreation;
-  return firstOf(sources, table, keep, order, filter.limit, filter.onUnreadable);
+  return firstOf(sources, past, table, keep, order, filter.limit, filter.onUnreadable);
 }
 
 /** Open operations with no live lease at `now`, from the sparse index, oldest change first. */
@@ -223,7 +243,7 @@ async function recoverCandidates(
     RECOVERABLE_STATES.includes(r.state) &&
     (r.leaseOwner === null || r.leaseExpiresAt === null || r.leaseExpiresAt <= now);
   const order = (a: OperationRecord, b: OperationRecord) => a.updatedAt - b.updatedAt || byCreation(a, b);
-  return firstOf(sources, table, keep, order, limit, onUnreadable);
+  return firstOf(sources, undefined, table, keep, order, limit, onUnreadable);
 }
 
 /**

@@ -71,11 +71,12 @@ export function deleteAt(table: string, id: string, version: number, createdAt: 
   };
 }
 
-/** One page of the open operations in `state`, oldest first (the sparse index). */
-export function queryOpen(table: string, state: string, start?: Key): QueryCommandInput {
+/** One page of the open operations in `state`, oldest first unless `back` (the sparse index). */
+export function queryOpen(table: string, state: string, back: boolean, start?: Key): QueryCommandInput {
   return {
     TableName: table,
     IndexName: OPEN_INDEX,
+    ScanIndexForward: !back,
     KeyConditionExpression: '#open = :state',
     ExpressionAttributeNames: { '#open': 'openState' },
     ExpressionAttributeValues: { ':state': { S: state } },

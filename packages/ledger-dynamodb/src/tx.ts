@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import { setTimeout as sleep } from 'node:timers/promises';
 import {
   DeleteItemCommand,
   type DynamoDBClient,
@@ -15,13 +16,17 @@ import { deleteAt, getItem, putNew, queryOpen, scanPage, updateAt } from './stat
 /** How often a write is tried again when the item changed between its read and its write. */
 const MAX_TRIES = 8;
 
+/** How long a write refused for throughput is sent again (DynamoDB's guidance: retry for about a minute). */
+const THROTTLED_MS = 60_000;
+const THROTTLING = ['ProvisionedThroughputExceededException', 'ThrottlingException', 'RequestLimitExceeded'];
+
 /** A conditional write's answer: `retried` is a refusal of a request the SDK sent more than once (see conditional). */
 type WriteAnswer = 'written' | 'refused' | 'retried';
 
 const conditionFailed = (err: unknown) => (err as { name?: string } | null)?.name === 'ConditionalCheckFailedException';
 
 /**
- * The ledger's requests to one table. A refused condition is an answer (false), every other failure a
+ * The ledger's requests to one table. A refused condition is an answer (WriteAnswer), every other failure a
  * LedgerError naming the request; retrysafe's own errors pass through.
  */
 export function createTable(client: DynamoDBClient, table: string) {
@@ -44,35 +49,40 @@ export function createTable(client: DynamoDBClient, table: string) {
   const refuseClosed = (what: string) => {
     if (closed) throw new LedgerError(`DynamoDB ledger ${what} on table ${table}: the ledger is closed`);
   };
+  /** retrysafe's own errors pass through; any other failure becomes a LedgerError naming the request. */
+  const failed = (what: string, err: unknown) =>
+    RetrysafeError.isInstance(err)
+      ? err
+      : new LedgerError(
+          `DynamoDB ledger ${what} on table ${table} failed: ${(err as Error)?.name}: ${(err as Error)?.message}`,
+          { cause: err },
+        );
   async function send<T>(what: string, run: () => Promise<T>): Promise<T> {
     refuseClosed(what);
     try {
       return await run();
     } catch (err) {
-      if (RetrysafeError.isInstance(err)) throw err;
-      throw new LedgerError(
-        `DynamoDB ledger ${what} on table ${table} failed: ${(err as Error)?.name}: ${(err as Error)?.message}`,
-        { cause: err },
-      );
+      throw failed(what, err);
     }
   }
   /**
-   * A refused condition is an answer: `refused`, or `retried` when the SDK sent the request more than once (or
-   * cannot say), so an earlier try may have been applied and its answer lost.
+   * A refused condition is an answer: `refused`, or `retried` when the request was sent more than once (or the SDK
+   * cannot say), so an earlier try may have been applied and its answer lost. A write the SDK gave up on for
+   * throughput is sent again for THROTTLED_MS: a closing write that lands late still closes the operation.
    */
   async function conditional(what: string, run: () => Promise<unknown>): Promise<WriteAnswer> {
-    refuseClosed(what);
-    try {
-      await run();
-      return 'written';
-    } catch (err) {
-      if (conditionFailed(err))
-        return ((err as { $metadata?: { attempts?: number } }).$metadata?.attempts ?? 2) > 1 ? 'retried' : 'refused';
-      if (RetrysafeError.isInstance(err)) throw err;
-      throw new LedgerError(
-        `DynamoDB ledger ${what} on table ${table} failed: ${(err as Error)?.name}: ${(err as Error)?.message}`,
-        { cause: err },
-      );
+    const until = Date.now() + THROTTLED_MS;
+    for (let again = 0; ; again++) {
+      refuseClosed(what);
+      try {
+        await run();
+        return 'written';
+      } catch (err) {
+        const attempts = (err as { $metadata?: { attempts?: number } }).$metadata?.attempts ?? 2;
+        if (conditionFailed(err)) return again > 0 || attempts > 1 ? 'retried' : 'refused';
+        if (!THROTTLING.includes((err as Error)?.name) || Date.now() >= until) throw failed(what, err);
+        await sleep(Math.random() * Math.min(5000, 100 * 2 ** again));
+      }
     }
   }
   /** The pages of a query or scan, one at a time to the end: a caller holds one page, never the whole table. */
@@ -96,23 +106,31 @@ export function createTable(client: DynamoDBClient, table: string) {
     } while (start !== undefined);
   }
 
+  /** The operation as stored, or null (absent, or past its TTL). */
+  async function load(id: string, what: string): Promise<Stored | null> {
+    const out = await send(what, () => client.send(new GetItemCommand(getItem(table, id))));
+    return out.Item && !expired(out.Item, Date.now()) ? fromItem(out.Item, table) : null;
+  }
+
   return {
-    /** The operation as stored, or null (absent, or past its TTL). */
-    async load(id: string, what: string): Promise<Stored | null> {
-      const out = await send(what, () => client.send(new GetItemCommand(getItem(table, id))));
-      return out.Item && !expired(out.Item, Date.now()) ? fromItem(out.Item, table) : null;
-    },
+    load,
     putNew: (what: string, item: Item, nowMs: number) =>
       conditional(what, () => client.send(new PutItemCommand(putNew(table, item, nowMs)))),
     update: (what: string, item: Item, fence: number, version: number) =>
       conditional(what, () => client.send(new UpdateItemCommand(updateAt(table, item, fence, version)))),
-    /** Deletes the item while it is still `st`. */
-    remove: (what: string, { record, version }: Stored) =>
-      conditional(what, () =>
-        client.send(new DeleteItemCommand(deleteAt(table, record.businessOperationId, version, record.createdAt))),
-      ),
-    open: (state: string, what: string) =>
-      pages(what, (start) => client.send(new QueryCommand(queryOpen(table, state, start)))),
+    /** Deletes the item while it is still `st`; whether it is gone (by an earlier try whose answer was lost too). */
+    async remove(what: string, { record, version }: Stored): Promise<boolean> {
+      const id = record.businessOperationId;
+      const done = await conditional(what, () =>
+        client.send(new DeleteItemCommand(deleteAt(table, id, version, record.createdAt))),
+      );
+      if (done !== 'retried') return done === 'written';
+      // Refused on a retry and gone: a try before it deleted it.
+      return (await load(id, what)) === null;
+    },
+    /** `back`: newest first. */
+    open: (state: string, what: string, back = false) =>
+      pages(what, (start) => client.send(new QueryCommand(queryOpen(table, state, back, start)))),
     scan: (what: string) => pages(what, (start) => client.send(new ScanCommand(scanPage(table, start)))),
     skew: () => skew,
     /** Every request from now on is refused; those already sent finish. */

@@ -100,6 +100,33 @@ async function pagedLedger(name: string) {
   return { log, table, l: createDynamoDbLedger({ table, client }), ids };
 }
 
+/**
+ * A ledger on a new table whose client meets `fault` on the first `times` tries of `command` (each try the SDK sends):
+ * `answer lost`, after DynamoDB applied it (a timeout, so the SDK sends it again), or `throttled`, refused before it is
+ * applied. `applied()`: how many tries of that command DynamoDB applied.
+ */
+async function faulty(command: string, fault: 'answer lost' | 'throttled', times = 1) {
+  const table = await db.table('faulty');
+  const client = db.client();
+  let faults = 0;
+  let applied = 0;
+  const throttled = () => ({ name: 'ThrottlingException', $fault: 'client', $metadata: { httpStatusCode: 400 } });
+  client.middlewareStack.add(
+    (next, context) => async (args) => {
+      const mine = context.commandName === command;
+      if (mine && fault === 'throttled' && faults++ < times)
+        throw Object.assign(new Error('Throughput exceeds the current capacity of your table'), throttled());
+      const out = await next(args);
+      if (mine && applied++ < times && fault === 'answer lost')
+        throw Object.assign(new Error('answer lost'), { name: 'TimeoutError' });
+      return out;
+    },
+    { step: 'finalizeRequest', name: 'faults' },
+  );
+  const ledger = createDynamoDbLedger({ table, client });
+  return { ledger: { ...ledger, close: () => ledger.close().then(() => client.destroy()) }, applied: () => applied };
+}
+
 /** DescribeTable's answer for an active table made as the ledger makes it. */
 const activeTable = () => ({
   Table: {
@@ -237,6 +264,28 @@ describe('the DynamoDB ledger', () => {
       expect(log.filter((e) => e === 'told')).toHaveLength(3);
       expect(log.indexOf('told')).toBeLessThan(log.findLastIndex((e) => e.endsWith('Command')));
     }
+    await l.close();
+  });
+
+  it('a limited listing of open states stops reading the index once no later page can enter it, oldest or newest first', async () => {
+    const { log, l, ids } = await pagedLedger('paged-open');
+    const created = [0, 1, 1, 2, 3];
+    for (const [i, id] of ids.entries()) await l.claim(claimOf(id, { now: T0 + created[i]! }));
+    const listed = async (filter: Parameters<typeof l.list>[0]) => {
+      log.length = 0;
+      const found = (await l.list(filter)).map((r) => r.businessOperationId);
+      return { found, queries: log.filter((e) => e === 'QueryCommand').length };
+    };
+    const all = await listed({ states: ['claimed'] });
+    expect(all).toEqual({ found: expect.arrayContaining(ids), queries: 3 });
+    // Pages of two: the next page is read only while the last item read ties with the limit's last (T0+1 here).
+    expect(await listed({ states: ['claimed'], limit: 1 })).toEqual({ found: all.found.slice(0, 1), queries: 1 });
+    expect(await listed({ states: ['claimed'], limit: 2 })).toEqual({ found: all.found.slice(0, 2), queries: 2 });
+    const newest = await listed({ states: ['claimed'], limit: 1, newestFirst: true });
+    expect(newest).toEqual({ found: [ids[4]], queries: 1 });
+    // Each state's query stops by itself: 'claimed' after two pages, 'dispatched' (none) after one.
+    const two = await listed({ states: ['claimed', 'dispatched'], limit: 3 });
+    expect(two).toEqual({ found: all.found.slice(0, 3), queries: 3 });
     await l.close();
   });
 
@@ -636,27 +685,35 @@ describe('the DynamoDB ledger', () => {
   });
 
   it('a write applied whose answer was lost is recognised on the read that follows, not claimed twice', async () => {
-    const table = await db.table('lost');
-    const client = db.client();
-    let drop = 1;
-    // After DynamoDB applied the first PutItem, its answer is lost (a timeout) and the SDK's retry sends it again.
-    client.middlewareStack.add(
-      (next) => async (args) => {
-        const out = await next(args);
-        if ((args.input as { Item?: unknown }).Item !== undefined && drop-- > 0)
-          throw Object.assign(new Error('answer lost'), { name: 'TimeoutError' });
-        return out;
-      },
-      { step: 'finalizeRequest', name: 'loseOneAnswer' },
-    );
-    const ledger = createDynamoDbLedger({ table, client });
+    const { ledger, applied } = await faulty('PutItemCommand', 'answer lost');
     const id = newId('lost');
     const r = await ledger.claim(claimOf(id, { dispatch: true }));
     expect(r).toMatchObject({ kind: 'claimed', takenOver: false, record: { fence: 1, state: 'dispatched' } });
-    expect(drop).toBe(0);
+    expect(applied()).toBe(1);
     await ledger.close();
-    client.destroy();
   });
+
+  it('a prune delete applied whose answer was lost is counted pruned, as it is gone', async () => {
+    const { ledger, applied } = await faulty('DeleteItemCommand', 'answer lost');
+    const id = newId('lost-delete');
+    await ledger.claim(claimOf(id, { dispatch: true, now: T0 }));
+    await ledger.setState({ businessOperationId: id, fence: 1 }, { state: 'succeeded', now: T0 + 1 });
+    expect(await ledger.prune!({ before: T0 + 100 })).toMatchObject({ pruned: 1, byState: { succeeded: 1 } });
+    expect(applied()).toBe(1);
+    expect(await ledger.get(id)).toBeNull();
+    await ledger.close();
+  });
+
+  it("a closing write throttled past the SDK's retries is tried again until it lands: never a row left open after the provider call", async () => {
+    const { ledger, applied } = await faulty('UpdateItemCommand', 'throttled', 4);
+    const id = newId('throttled');
+    await ledger.claim(claimOf(id, { dispatch: true, now: T0 }));
+    const ref = { businessOperationId: id, fence: 1 };
+    expect(await ledger.setState(ref, { state: 'succeeded', now: T0 + 1 })).toMatchObject({ state: 'succeeded' });
+    expect(await ledger.get(id)).toMatchObject({ state: 'succeeded' });
+    expect(applied()).toBe(1);
+    await ledger.close();
+  }, 20_000);
 
   it('keeps open and handed-off operations in the sparse index only while they are open', async () => {
     const l = await ledgers(1);
@@ -739,6 +796,21 @@ describe('the DynamoDB ledger', () => {
     expect(await other.get(id)).toEqual(c.record);
     expect((await other.list()).length).toBe(1);
     await other.close();
+    client.destroy();
+  });
+
+  it('refuses region, endpoint or requestTimeoutMs beside a client of your own: ignored, the ledger would use the table where the client points', () => {
+    const client = db.client();
+    const asked = [
+      { region: 'eu-west-1' },
+      { endpoint: 'https://dynamodb.eu-west-1.amazonaws.com' },
+      { requestTimeoutMs: 500 },
+    ];
+    for (const one of asked) {
+      const made = () => createDynamoDbLedger({ table: 'elsewhere', client, ...one });
+      expect(made).toThrow(new RegExp(`${Object.keys(one)[0]} .*set it on your client`));
+      expect(made).toThrow(expect.toSatisfy(LedgerError.isInstance));
+    }
     client.destroy();
   });
 
