@@ -212,7 +212,8 @@ export async function connectUpstream(
     for (let i = 0; i < RESTART.tries; i++) {
       if (i > 0) await sleep(RESTART.baseMs * 2 ** (i - 1));
       try {
-        return await start();
+        // Outside any host's call: what the connection reads outside a request's own answer stream is no call's.
+        return await hostCall.exit(start);
       } catch (e) {
         last = e;
       }
@@ -261,7 +262,7 @@ export async function connectUpstream(
     }
   };
 
-  await start();
+  await hostCall.exit(start);
   return {
     /** The upstream's tools as last listed (re-listed when it says its list changed, and after a restart). */
     get tools(): readonly Tool[] {
