@@ -6,9 +6,10 @@
  */
 import { spawn } from 'node:child_process';
 import { once } from 'node:events';
+import { createServer } from 'node:net';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import { ElicitRequestSchema, ResultSchema } from '@modelcontextprotocol/sdk/types.js';
+import { CreateMessageRequestSchema, ElicitRequestSchema, ResultSchema } from '@modelcontextprotocol/sdk/types.js';
 import { AjvJsonSchemaValidator } from '@modelcontextprotocol/sdk/validation/ajv';
 import { describe, expect, it } from 'vitest';
 import { AS_CLIENT } from '../src/fence/host-sessions.js';
@@ -17,9 +18,12 @@ import {
   bin,
   connect,
   everythingServer,
+  fencesOver,
+  httpClientOf,
   lookupPolicy,
   lossyRelay,
   onCleanup,
+  servedOverHttp,
   tempDir,
   wrapped,
   writeFence,
@@ -302,4 +306,47 @@ describe('server-everything behind the fence', () => {
     const sampled = await call(client, 'trigger-sampling-request', { prompt: 'hi', maxTokens: 5 }, 5000);
     expect([sampled.isError, sampled.content?.[0]?.text]).toEqual([true, expect.stringMatching(/sampling/)]);
   });
+});
+
+/** server-everything in its streamable HTTP mode on `port` (sessions in memory: a restart forgets them). */
+async function everythingOnPort(port: number) {
+  const child = spawn(node, [everythingServer, 'streamableHttp'], {
+    env: { PATH: process.env.PATH ?? '', PORT: String(port) },
+    stdio: ['ignore', 'ignore', 'pipe'],
+  });
+  onCleanup(() => child.kill());
+  let out = '';
+  child.stderr.on('data', (d) => (out += String(d)));
+  await expect.poll(() => out, { timeout: 10_000 }).toMatch(/listening on port/);
+  return child;
+}
+
+describe('server-everything as an upstream over --url (its streamable HTTP mode)', () => {
+  it("two --http hosts' samplings each go to their own host; after it restarts, a fenced call is done, not handed off", async () => {
+    const free = createServer().listen(0, '127.0.0.1');
+    await once(free, 'listening');
+    const { port } = free.address() as { port: number };
+    free.close();
+    const first = await everythingOnPort(port);
+    const fence = { name: 'everything', timeoutMs: 5000, tools: { echo: { kind: 'create', intent: ['message'] } } };
+    const http = await servedOverHttp(await fencesOver({ url: `http://127.0.0.1:${port}/mcp` }, fence));
+    const sampler = (model: string) => ({
+      capabilities: { sampling: {} },
+      answer: (client: Client) =>
+        client.setRequestHandler(CreateMessageRequestSchema, async () => {
+          await new Promise((r) => setTimeout(r, 300)); // both calls in flight
+          return { role: 'assistant', content: { type: 'text', text: 'hi' }, model };
+        }),
+    });
+    const hosts = [await httpClientOf(http, sampler('a')), await httpClientOf(http, sampler('b'))];
+    const sampled = await Promise.all(
+      hosts.map((h) => call(h, 'trigger-sampling-request', { prompt: 'hi', maxTokens: 5 })),
+    );
+    expect(sampled.map((a) => /"model": "(\w)"/.exec(a.content?.[0]?.text ?? '')?.[1])).toEqual(['a', 'b']);
+    first.kill();
+    await once(first, 'exit');
+    await everythingOnPort(port);
+    // the restarted server answers the old session 400 "No valid session ID provided": nothing was processed
+    expect((await call(hosts[0]!, 'echo', { message: 'after' }))._meta?.retrysafe?.status).toBe('done');
+  }, 30_000);
 });

@@ -3,6 +3,8 @@
  * none hears progress of a call that has ended, a host that leaves no longer sets the upstream's log level, and what
  * the upstream asks for a task goes to the host whose call runs it. Real servers, the official SDK client as host.
  */
+import { spawn } from 'node:child_process';
+import { once } from 'node:events';
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import type { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
@@ -11,12 +13,14 @@ import { describe, expect, it } from 'vitest';
 import * as z from 'zod/v4';
 import {
   type Answer,
+  conformanceServer,
   everythingServer,
   fencesOver,
   hostOfFence,
   httpClientOf,
   httpUpstream,
   lateProgressServer,
+  onCleanup,
   servedOverHttp,
 } from './fence-helpers.js';
 
@@ -89,18 +93,19 @@ describe('log levels of --http hosts', () => {
 });
 
 describe("the upstream's requests for a task-run call, two --http hosts' calls in flight", () => {
+  const metas: unknown[] = [];
+  const named = (name: string) => ({
+    capabilities: { elicitation: { form: {} } },
+    answer: (client: Client) =>
+      client.setRequestHandler(ElicitRequestSchema, async (req) => {
+        metas.push(req.params._meta);
+        return { action: 'accept', content: { name } };
+      }),
+  });
+
   it('an elicitation related to the task goes to the host of the call that runs it', async () => {
     const fence = { name: 'late', timeoutMs: 5000, tools: { ask: { kind: 'create', intent: ['topic'] } } };
     const http = await servedOverHttp(await fencesOver({ command: node, args: [lateProgressServer] }, fence));
-    const metas: unknown[] = [];
-    const named = (name: string) => ({
-      capabilities: { elicitation: { form: {} } },
-      answer: (client: Client) =>
-        client.setRequestHandler(ElicitRequestSchema, async (req) => {
-          metas.push(req.params._meta);
-          return { action: 'accept', content: { name } };
-        }),
-    });
     const [a, b] = [await httpClientOf(http, named('a')), await httpClientOf(http, named('b'))];
     const ask = (client: Client, topic: string) =>
       client.callTool({ name: 'ask', arguments: { topic } }, undefined, { timeout: 10_000 }) as Promise<Answer>;
@@ -109,5 +114,29 @@ describe("the upstream's requests for a task-run call, two --http hosts' calls i
     // the upstream's task is the fence's: the host is not asked about a task it never saw
     expect(metas).toHaveLength(2);
     expect(JSON.stringify(metas)).not.toMatch(/related-task/);
+  }, 20_000);
+
+  // Over streamable HTTP the upstream sends what it asks for a call on that call's own answer stream (the SDK's server
+  // relates it to the call): the stream tells whose call it is for.
+  it('over --url, an elicitation sent on the stream of a call goes to the host of that call', async () => {
+    const server = spawn(node, [conformanceServer, '--http'], { stdio: ['ignore', 'ignore', 'pipe'] });
+    onCleanup(() => server.kill());
+    const url = /on (http:\S+)/.exec(String((await once(server.stderr, 'data'))[0]))![1]!;
+    const fence = {
+      name: 'conf',
+      timeoutMs: 5000,
+      tools: { test_elicitation: { kind: 'create', intent: ['message'] } },
+    };
+    const http = await servedOverHttp(await fencesOver({ url }, fence));
+    const [a, b] = [await httpClientOf(http, named('a')), await httpClientOf(http, named('b'))];
+    const ask = (client: Client, message: string) =>
+      client.callTool({ name: 'test_elicitation', arguments: { message } }, undefined, {
+        timeout: 10_000,
+      }) as Promise<Answer>;
+    const answers = await Promise.all([ask(a, 'tides'), ask(b, 'winds')]);
+    expect(answers.map((x) => x.content?.[0]?.text)).toEqual([
+      'Elicitation completed: action=accept, content={"name":"a"}',
+      'Elicitation completed: action=accept, content={"name":"b"}',
+    ]);
   }, 20_000);
 });

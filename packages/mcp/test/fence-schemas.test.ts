@@ -154,6 +154,21 @@ describe("the fence's key argument declared through a reference or a combinator"
   const Other = { ...Req, properties: { other: { type: 'string' }, idempotency_key: { type: 'string' } } };
   const shapes: [string, Record<string, unknown>, string][] = [
     ['a model argument ($ref to $defs)', { properties: { req: { $ref: '#/$defs/Req' } }, required: ['req'] }, 'req.'],
+    [
+      'a model argument whose model has its own $id (its #… references are into it)',
+      {
+        properties: { req: { $ref: '#/$defs/Req' } },
+        required: ['req'],
+        $defs: {
+          Req: {
+            ...Req,
+            $id: 'urn:example:req',
+            properties: { ...Req.properties, memo: { $ref: '#/properties/title' } },
+          },
+        },
+      },
+      'req.',
+    ],
     ['a $ref at the root', { $ref: '#/$defs/Req' }, ''],
     ['allOf', { allOf: [{ $ref: '#/$defs/Req' }] }, ''],
     ['oneOf', { oneOf: [Req, { ...Other, required: ['other', 'idempotency_key'] }] }, ''],
@@ -162,7 +177,7 @@ describe("the fence's key argument declared through a reference or a combinator"
   it.each(shapes)(
     '%s: hidden from the listing and the check, sent with the key the fence derived',
     async (_, shape, at) => {
-      const inputSchema = { type: 'object' as const, ...shape, $defs: { Req } };
+      const inputSchema = { type: 'object' as const, $defs: { Req }, ...shape };
       const fenced = { create: { kind: 'create', intent: [`${at}title`], key: { argument: `${at}idempotency_key` } } };
       const { client, call, calls } = await host([{ name: 'create', inputSchema }], fenced);
       const listed = (await client.listTools()).tools[0]!;

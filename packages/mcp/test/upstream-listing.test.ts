@@ -127,17 +127,18 @@ describe("the upstream's tool list", () => {
 });
 
 /** A streamable HTTP upstream with sessions (as most are) whose create tool counts its calls; `endSessions()` forgets
- * every session, as a restarted server does, and a request of a forgotten session gets the spec's 404. */
-async function sessionUpstream() {
+ * every session, as a restarted server does, and a request of a forgotten session gets `forgotten` (the spec's 404). */
+async function sessionUpstream(forgotten: { status: number; message: string } = FORGOTTEN[0]) {
   const sessions = new Map<string, StreamableHTTPServerTransport>();
   const created: string[] = [];
   const http = createServer(async (req, res) => {
     const id = req.headers['mcp-session-id'];
     let transport = typeof id === 'string' ? sessions.get(id) : undefined;
     if (typeof id === 'string' && !transport) {
+      const error = { code: -32001, message: forgotten.message };
       res
-        .writeHead(404, { 'content-type': 'application/json' })
-        .end('{"jsonrpc":"2.0","error":{"code":-32001,"message":"Session not found"},"id":null}');
+        .writeHead(forgotten.status, { 'content-type': 'application/json' })
+        .end(JSON.stringify({ jsonrpc: '2.0', error, id: null }));
       return;
     }
     if (!transport) {
@@ -163,25 +164,35 @@ async function sessionUpstream() {
   return { url, created, endSessions: () => sessions.clear() };
 }
 
+/** What a request of a forgotten session is answered: the spec's 404, and the 400 of the official servers written on
+ * the SDK's example (server-everything: "Bad Request: No valid session ID provided"). */
+const FORGOTTEN = [
+  { status: 404, message: 'Session not found' },
+  { status: 400, message: 'Bad Request: No valid session ID provided' },
+] as const;
+
 describe('an HTTP upstream that ended its session (restarted)', () => {
-  it('answers 404, which is not applied: the fence starts a new session and the call is sent once — done, not handed off', async () => {
-    const up = await sessionUpstream();
-    const upstream = await connectUpstream({ url: up.url });
-    onCleanup(() => upstream.close());
-    const config = parseFenceConfig({
-      name: 'things',
-      ledger: './unused.db',
-      policy: { baseMs: 5, capMs: 10 },
-      tools: { create: { kind: 'create', intent: ['ref'] } },
-    });
-    const adapter = createFenceAdapter({ config, client: upstream, tools: upstream.tools });
-    const runner = createRunner({ ledger: createMemoryLedger(), policy: { baseMs: 5, capMs: 10 } });
-    expect((await runner.run(adapter, 'create', { params: { ref: 'a' } })).status).toBe('done');
-    up.endSessions();
-    expect((await runner.run(adapter, 'create', { params: { ref: 'b' } })).status).toBe('done');
-    expect((await runner.run(adapter, 'create', { params: { ref: 'c' } })).status).toBe('done');
-    expect(up.created).toEqual(['a', 'b', 'c']);
-  });
+  it.each(FORGOTTEN)(
+    'answers $status, which is not applied: the fence starts a new session and the call is sent once — done, not handed off',
+    async (forgotten) => {
+      const up = await sessionUpstream(forgotten);
+      const upstream = await connectUpstream({ url: up.url });
+      onCleanup(() => upstream.close());
+      const config = parseFenceConfig({
+        name: 'things',
+        ledger: './unused.db',
+        policy: { baseMs: 5, capMs: 10 },
+        tools: { create: { kind: 'create', intent: ['ref'] } },
+      });
+      const adapter = createFenceAdapter({ config, client: upstream, tools: upstream.tools });
+      const runner = createRunner({ ledger: createMemoryLedger(), policy: { baseMs: 5, capMs: 10 } });
+      expect((await runner.run(adapter, 'create', { params: { ref: 'a' } })).status).toBe('done');
+      up.endSessions();
+      expect((await runner.run(adapter, 'create', { params: { ref: 'b' } })).status).toBe('done');
+      expect((await runner.run(adapter, 'create', { params: { ref: 'c' } })).status).toBe('done');
+      expect(up.created).toEqual(['a', 'b', 'c']);
+    },
+  );
 });
 
 describe('retrysafe-mcp wrap that cannot start', () => {

@@ -61,7 +61,12 @@ function withoutProperty(root: unknown, schema: unknown, parts: readonly string[
   if (typeof schema !== 'object' || schema === null || Array.isArray(schema)) return schema;
   if (isResource(schema)) root = schema;
   const node = schema as Record<string, unknown> & ObjectSchema;
-  const target = typeof node.$ref === 'string' && !seen.has(node.$ref) ? pointedAt(root, node.$ref) : undefined;
+  const found = typeof node.$ref === 'string' && !seen.has(node.$ref) ? pointedAt(root, node.$ref) : undefined;
+  // A copy of a resource (its own `$id`) is a resource of its own, without the argument: under the `$id` it copies,
+  // the schema would hold two resources of one URI, which does not compile.
+  const target = isResource(found)
+    ? { ...(found as object), $id: withoutKeyId((found as { $id: string }).$id) }
+    : found;
   if (target !== undefined) {
     const { $ref, ...rest } = node;
     return withoutProperty(root, withBranch(rest, target), parts, new Set([...seen, $ref as string]));
@@ -79,6 +84,11 @@ function withoutProperty(root: unknown, schema: unknown, parts: readonly string[
   if (node.required) out.required = node.required.filter((r) => r !== name);
   return out;
 }
+
+/** `id` as the URI of a copy of its resource without the fence's key (a query added: relative references in it
+ * resolve as before). */
+const withoutKeyId = (id: string) =>
+  id.replace(/^[^#]*/, (uri) => `${uri}${uri.includes('?') ? '&' : '?'}retrysafe-key-hidden`);
 
 /** Keywords whose values are data, not schemas: a `$ref` inside one is not a reference. */
 const DATA = new Set(['const', 'enum', 'default', 'examples']);

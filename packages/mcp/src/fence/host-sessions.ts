@@ -167,14 +167,16 @@ export function hostSessions(
   return {
     busy,
     /** A request of the upstream, sent to the one host it can be for: the host of the call that runs the task it is
-     * related to (its `_meta`), else of the calls in flight, else the one connected. With none, or several (`--http`
-     * hosts, each a session: nothing else in a request tells whose call it is for), or one that did not declare what is
-     * asked, it is refused, never left waiting; so is a request the fence does not know a host can answer, and one the
+     * related to (its `_meta`) or on whose answer stream it came (an HTTP upstream), else of the calls in flight, else
+     * the one connected. With none, or several (`--http` hosts, each a session: on stdio nothing else in a request tells
+     * whose call it is for), or one that did not declare what is asked, it is refused, never left waiting; so is a request the fence does not know a host can answer, and one the
      * host has not answered within `hostAnswerMs` (the SDK cancels it with the host and answers a timeout error). */
     async toHost({ method, params }: Request, { signal }: { signal: AbortSignal }): Promise<Result> {
       const { [RELATED_TASK_META_KEY]: task, ...meta } = params?._meta ?? {};
       const taskId = (task as { taskId?: unknown } | undefined)?.taskId;
-      const related = busy.filter((b) => taskId !== undefined && b.taskId === taskId);
+      // Read on the answer stream of a call's request (streamable HTTP), it is heard in that call's context.
+      const own = hostCall.getStore();
+      const related = busy.filter((b) => (taskId !== undefined && b.taskId === taskId) || b.call === own);
       const calls = related.length ? related : busy;
       const candidates = new Set(calls.length ? calls.map((b) => b.call.host) : hosts);
       const [host] = candidates;

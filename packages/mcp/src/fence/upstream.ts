@@ -212,7 +212,8 @@ export async function connectUpstream(
     for (let i = 0; i < RESTART.tries; i++) {
       if (i > 0) await sleep(RESTART.baseMs * 2 ** (i - 1));
       try {
-        return await start();
+        // Outside any host's call: what the connection reads outside a request's own answer stream is no call's.
+        return await hostCall.exit(start);
       } catch (e) {
         last = e;
       }
@@ -248,10 +249,13 @@ export async function connectUpstream(
       deaths = 0;
       return answer;
     } catch (e) {
-      // HTTP 404 to a request of a session is the spec's answer once the server ended that session (it restarted):
+      // HTTP 404 to a request of a session is the spec's answer once the server ended that session (it restarted);
+      // servers written on the SDK's example (server-everything) answer 400 "No valid session ID provided". Either way
       // the request was not processed. The next call starts a new session.
       const session = (c.transport as { sessionId?: string } | undefined)?.sessionId;
-      if (!(e instanceof StreamableHTTPError && e.code === 404 && session)) throw e;
+      const forgotten =
+        e instanceof StreamableHTTPError && (e.code === 404 || (e.code === 400 && /session/i.test(e.message)));
+      if (!(forgotten && session)) throw e;
       if (client === c) client = undefined;
       void c.close().catch(() => undefined);
       throw new UpstreamUnavailableError(`the upstream MCP server ended its session: ${e.message}`);
@@ -261,7 +265,7 @@ export async function connectUpstream(
     }
   };
 
-  await start();
+  await hostCall.exit(start);
   return {
     /** The upstream's tools as last listed (re-listed when it says its list changed, and after a restart). */
     get tools(): readonly Tool[] {
