@@ -93,6 +93,31 @@ describe('rate limits (403/429) are not-applied with the documented wait', () =>
   });
 });
 
+describe('content created too quickly (422) is a secondary rate limit, not a validation error', () => {
+  const tooQuickly = {
+    message: 'Validation Failed',
+    errors: [{ resource: 'Issue', code: 'custom', field: 'body', message: 'was submitted too quickly' }],
+  };
+
+  it('⇒ not-applied, waiting retry-after, else at least a minute', () => {
+    expect(outcomeFromAnswer({ status: 422, headers: {}, data: tooQuickly })).toMatchObject({
+      kind: 'not-applied',
+      status: 422,
+      retryAfterMs: 60_000,
+    });
+    expect(rateLimitWaitMs({ status: 422, headers: { 'retry-after': '90' }, data: tooQuickly })).toBe(90_000);
+  });
+
+  it('the runner sends again after the wait, not a handoff: one issue', async () => {
+    const rig = await startRig([{ kind: 'status', status: 422, body: tooQuickly }]);
+    const start = rig.clock.now();
+    const r = await rig.runner.run(rig.adapter, 'issues.create', { params: issueParams(6) });
+    expect(r).toMatchObject({ status: 'done', attempts: 2 });
+    expect(rig.clock.now() - start).toBeGreaterThanOrEqual(60_000);
+    expect(rig.sandbox.count('issues.create')).toBe(1);
+  });
+});
+
 describe('permanent errors are rejections', () => {
   it("422 names GitHub's errors[].field", () => {
     const out = outcomeFromAnswer({
