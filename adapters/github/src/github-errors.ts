@@ -56,7 +56,10 @@ export function rateLimitWaitMs(a: GitHubAnswer, now: number = Date.now()): numb
   // GitHub's page: remaining 0 on a 403/429 is the primary rate limit, whatever the body says.
   const exhausted = header(a, 'x-ratelimit-remaining') === '0';
   const reset = header(a, 'x-ratelimit-reset');
-  if (exhausted && /^\d+$/.test(reset ?? '')) return Math.max(0, Number(reset) * 1000 - now);
+  // The reset is an instant on GitHub's clock: measured from its Date header, a local clock running ahead still waits.
+  const answeredAt = Date.parse(header(a, 'date') ?? '');
+  if (exhausted && /^\d+$/.test(reset ?? ''))
+    return Math.max(0, Number(reset) * 1000 - (Number.isNaN(answeredAt) ? now : answeredAt));
   // Secondary rate limits were once called abuse rate limits; older servers still answer in those words.
   if (exhausted || a.status === 429 || tooQuickly || /rate limit|abuse/i.test(messageOf(a)))
     return DEFAULT_RATE_LIMIT_WAIT_MS;
