@@ -127,7 +127,7 @@ export function parseRetryAfter(value: string | readonly string[] | null | undef
   const members: string[] = [];
   for (const part of values.flatMap((v) => (typeof v === 'string' ? v.split(',') : []))) {
     const last = members.length - 1;
-    if (last >= 0 && /^[a-z]+$/i.test(members[last]!)) members[last] += `, ${part.trim()}`;
+    if (last >= 0 && /^(mon|tue|wed|thu|fri|sat|sun)[a-z]*$/i.test(members[last]!)) members[last] += `, ${part.trim()}`;
     else members.push(part.trim());
   }
   const waits = members.map((m) => oneRetryAfter(m, now)).filter((ms) => ms !== undefined);

@@ -51,6 +51,7 @@ describe('parseRetryAfter: one reading for every adapter', () => {
     ['30,30', 30_000],
     ['Tue, 01 Dec 2026 10:00:30 GMT, Tue, 01 Dec 2026 10:00:30 GMT', 30_000],
     ['Tuesday, 01-Dec-26 10:01:00 GMT, Tuesday, 01-Dec-26 10:01:00 GMT', 60_000],
+    ['soon, 30', 30_000], // an unreadable member is no hint; the readable one still is
   ])('a header sent twice and folded, %j → %j', (value, want) => {
     expect(parseRetryAfter(value, NOW)).toBe(want);
   });
