@@ -1,5 +1,6 @@
 import type { FieldError, LookupResult, Outcome, ProviderRefs } from '@retrysafe/contract';
 import {
+  answeredAt,
   cannotTellFrom,
   classifyTransportFailure,
   errorCodes,
@@ -57,9 +58,8 @@ export function rateLimitWaitMs(a: GitHubAnswer, now: number = Date.now()): numb
   const exhausted = header(a, 'x-ratelimit-remaining') === '0';
   const reset = header(a, 'x-ratelimit-reset');
   // The reset is an instant on GitHub's clock: measured from its Date header, a local clock running ahead still waits.
-  const answeredAt = Date.parse(header(a, 'date') ?? '');
   if (exhausted && /^\d+$/.test(reset ?? ''))
-    return Math.max(0, Number(reset) * 1000 - (Number.isNaN(answeredAt) ? now : answeredAt));
+    return Math.max(0, Number(reset) * 1000 - answeredAt(header(a, 'date'), now));
   // Secondary rate limits were once called abuse rate limits; older servers still answer in those words.
   if (exhausted || a.status === 429 || tooQuickly || /rate limit|abuse/i.test(messageOf(a)))
     return DEFAULT_RATE_LIMIT_WAIT_MS;

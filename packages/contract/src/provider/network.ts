@@ -110,6 +110,12 @@ export function classifyTransportFailure(error: unknown): TransportFailure {
   return code !== undefined ? { sent: 'maybe', cause, code } : { sent: 'maybe', cause };
 }
 
+/** When the provider answered by its own clock (its `Date` header), else `now`: an instant it names is measured from it. */
+export function answeredAt(date: string | null | undefined, now = Date.now()): number {
+  const at = typeof date === 'string' ? Date.parse(date) : Number.NaN;
+  return Number.isNaN(at) ? now : at;
+}
+
 /** One Retry-After value in ms: fractions of seconds round up; a date needs a letter (`Date.parse('1.5')` is one). */
 function oneRetryAfter(v: string, now: number): number | undefined {
   // A number too long for a double is a very long wait, never none.

@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { AdapterConfigurationError } from '../errors.js';
 import {
+  answeredAt,
   checkBaseUrl,
   classifyTransportFailure,
   isLoopbackHost,
@@ -54,6 +55,12 @@ describe('parseRetryAfter: one reading for every adapter', () => {
     ['soon, 30', 30_000], // an unreadable member is no hint; the readable one still is
   ])('a header sent twice and folded, %j → %j', (value, want) => {
     expect(parseRetryAfter(value, NOW)).toBe(want);
+  });
+
+  it("answeredAt: the provider's Date header, else now", () => {
+    expect(answeredAt('Tue, 01 Dec 2026 09:58:00 GMT', NOW)).toBe(NOW - 120_000);
+    expect(answeredAt('not a date', NOW)).toBe(NOW);
+    expect(answeredAt(undefined, NOW)).toBe(NOW);
   });
 
   it('a wait too long for a number is a very long wait, never none', () => {
