@@ -88,13 +88,14 @@ function gitHubCard(spec: {
     retryableErrors: fact(
       [
         '429, or 403 with retry-after or x-ratelimit-remaining 0 (primary and secondary rate limits: wait for retry-after, else until x-ratelimit-reset, else at least a minute)',
+        '422 "was submitted too quickly" (the content-creation limit, "the endpoint has been spammed": nothing created; wait as for a secondary rate limit)',
         'connection refused / DNS failure / a connect that timed out (never sent)',
       ],
-      `${SOURCES.troubleshooting}; ${SOURCES.bestPractices}; ${SOURCES.rateLimits}`,
+      `${SOURCES.troubleshooting}; ${SOURCES.bestPractices}; ${SOURCES.rateLimits}; https://github.com/cli/cli/issues/4801`,
     ),
     nonRetryableErrors: fact(
       [
-        '422 validation failed (errors[].field named in the rejection)',
+        '422 validation failed, other than "submitted too quickly" (errors[].field named in the rejection)',
         '400 problems parsing JSON',
         '401 bad credentials',
         '403 without a rate-limit sign (permission)',

@@ -1,5 +1,6 @@
 import type { FieldError, LookupResult, Outcome, ProviderRefs } from '@retrysafe/contract';
 import {
+  answeredAt,
   cannotTellFrom,
   classifyTransportFailure,
   errorCodes,
@@ -43,19 +44,25 @@ function messageOf(a: GitHubAnswer): string {
 /**
  * The wait a rate-limited answer asks for, or undefined when it is no rate limit: retry-after first,
  * then x-ratelimit-reset (epoch seconds) when x-ratelimit-remaining is 0, else a minute (a 429, remaining 0
- * without a readable reset, or a 403 whose message says it is a rate limit). A 403 with none of these is a
- * permission refusal (docs.github.com/rest/using-the-rest-api/rate-limits-for-the-rest-api).
+ * without a readable reset, a 403 whose message says it is a rate limit, or a 422 "was submitted too quickly").
+ * A 403 with none of these is a permission refusal (docs.github.com/rest/using-the-rest-api/rate-limits-for-the-rest-api).
  */
 export function rateLimitWaitMs(a: GitHubAnswer, now: number = Date.now()): number | undefined {
-  if (a.status !== 403 && a.status !== 429) return undefined;
+  // The content-creation limit answers 422 with this in errors[]; nothing was created (github.com/cli/cli/issues/4801).
+  const tooQuickly =
+    a.status === 422 && [messageOf(a), ...fieldErrors(a).map((f) => f.message)].some((m) => /too quickly/i.test(m));
+  if (a.status !== 403 && a.status !== 429 && !tooQuickly) return undefined;
   const retryAfter = parseRetryAfter(header(a, 'retry-after'), now);
   if (retryAfter !== undefined) return retryAfter;
   // GitHub's page: remaining 0 on a 403/429 is the primary rate limit, whatever the body says.
   const exhausted = header(a, 'x-ratelimit-remaining') === '0';
   const reset = header(a, 'x-ratelimit-reset');
-  if (exhausted && /^\d+$/.test(reset ?? '')) return Math.max(0, Number(reset) * 1000 - now);
+  // The reset is an instant on GitHub's clock: measured from its Date header, a local clock running ahead still waits.
+  if (exhausted && /^\d+$/.test(reset ?? ''))
+    return Math.max(0, Number(reset) * 1000 - answeredAt(header(a, 'date'), now));
   // Secondary rate limits were once called abuse rate limits; older servers still answer in those words.
-  if (exhausted || a.status === 429 || /rate limit|abuse/i.test(messageOf(a))) return DEFAULT_RATE_LIMIT_WAIT_MS;
+  if (exhausted || a.status === 429 || tooQuickly || /rate limit|abuse/i.test(messageOf(a)))
+    return DEFAULT_RATE_LIMIT_WAIT_MS;
   return undefined;
 }
 

@@ -39,6 +39,29 @@ describe('rate limits (403/429) are not-applied with the documented wait', () =>
     ).toMatchObject({ kind: 'not-applied', retryAfterMs: 90_000 });
   });
 
+  it("x-ratelimit-reset is read on GitHub's clock (its Date header): a local clock ahead still waits", () => {
+    const github = Date.parse('2026-12-04T10:00:00Z');
+    const headers = {
+      date: new Date(github).toUTCString(),
+      'x-ratelimit-remaining': '0',
+      'x-ratelimit-reset': String(github / 1000 + 90),
+    };
+    expect(rateLimitWaitMs({ status: 403, headers, data: {} }, github + 120_000)).toBe(90_000);
+  });
+
+  it('the runner waits until x-ratelimit-reset on the sandbox clock, not on this machine: 2 POSTs, 1 issue', async () => {
+    const rig = await startRig([], {
+      faults: { 'issues.create': [{ kind: 'rate-limited', status: 403, resetInS: 30 }] },
+    });
+    const start = rig.clock.now();
+    expect(await rig.runner.run(rig.adapter, 'issues.create', { params: issueParams(7) })).toMatchObject({
+      status: 'done',
+      attempts: 2,
+    });
+    expect(rig.clock.now() - start).toBeGreaterThanOrEqual(29_000);
+    expect(rig.sandbox.count('issues.create')).toBe(1);
+  });
+
   it('remaining 0 with an empty x-ratelimit-reset ⇒ at least a minute, never no wait', async () => {
     const { sandbox, adapter } = await adapterOn({
       faults: { 'issues.create': [{ kind: 'rate-limited', status: 429, resetInS: '' }] },
@@ -89,6 +112,31 @@ describe('rate limits (403/429) are not-applied with the documented wait', () =>
     expect(r).toMatchObject({ status: 'done', attempts: 2 });
     expect(rig.clock.now() - start).toBeGreaterThanOrEqual(30_000);
     expect(rig.sandbox.requestCount('issues.create')).toBe(2);
+    expect(rig.sandbox.count('issues.create')).toBe(1);
+  });
+});
+
+describe('content created too quickly (422) is a secondary rate limit, not a validation error', () => {
+  const tooQuickly = {
+    message: 'Validation Failed',
+    errors: [{ resource: 'Issue', code: 'custom', field: 'body', message: 'was submitted too quickly' }],
+  };
+
+  it('⇒ not-applied, waiting retry-after, else at least a minute', () => {
+    expect(outcomeFromAnswer({ status: 422, headers: {}, data: tooQuickly })).toMatchObject({
+      kind: 'not-applied',
+      status: 422,
+      retryAfterMs: 60_000,
+    });
+    expect(rateLimitWaitMs({ status: 422, headers: { 'retry-after': '90' }, data: tooQuickly })).toBe(90_000);
+  });
+
+  it('the runner sends again after the wait, not a handoff: one issue', async () => {
+    const rig = await startRig([{ kind: 'status', status: 422, body: tooQuickly }]);
+    const start = rig.clock.now();
+    const r = await rig.runner.run(rig.adapter, 'issues.create', { params: issueParams(6) });
+    expect(r).toMatchObject({ status: 'done', attempts: 2 });
+    expect(rig.clock.now() - start).toBeGreaterThanOrEqual(60_000);
     expect(rig.sandbox.count('issues.create')).toBe(1);
   });
 });

@@ -128,21 +128,28 @@ export function outcomeFromCode(code: string): Outcome {
   };
 }
 
+/** The SDK's parseInt of Retry-After (seconds), read again by the contract's one parser: a negative one asks no wait. */
+const sdkWait = (seconds: unknown) => retryAfterOf(typeof seconds === 'number' ? String(seconds) : undefined);
+
 /** Classifies whatever the SDK threw for one call. */
 export function outcomeFromError(error: unknown): Outcome {
   const e = error as SdkError;
   switch (e?.code) {
     case ErrorCode.RateLimitedError:
-      // The SDK's parseInt of the header, read again by the contract's one parser: a negative one asks no wait.
       return {
         kind: 'not-applied',
         status: 429,
         code: 'ratelimited',
         message: 'rate limited (HTTP 429)',
-        ...retryAfterOf(typeof e.retryAfter === 'number' ? String(e.retryAfter) : undefined),
+        ...sdkWait(e.retryAfter),
       };
-    case ErrorCode.PlatformError:
-      return outcomeFromCode(codeOf(e));
+    case ErrorCode.PlatformError: {
+      // Slack also answers a rate limit as HTTP 200 `{ ok: false, error: 'ratelimited' }` with Retry-After, which the
+      // SDK keeps as `response_metadata.retryAfter`.
+      const out = outcomeFromCode(codeOf(e));
+      const wait = sdkWait((e.data?.response_metadata as { retryAfter?: unknown } | undefined)?.retryAfter);
+      return out.kind === 'not-applied' || out.kind === 'unknown' ? { ...out, ...wait } : out;
+    }
     case ErrorCode.HTTPError: {
       const status = typeof e.statusCode === 'number' ? e.statusCode : 0;
       const requestId = e.headers?.['x-slack-req-id'];

@@ -196,6 +196,17 @@ describe('rate limits: the runner is the only retrying layer', () => {
     expect(sandbox.count('chat.postMessage')).toBe(0);
   });
 
+  it('ratelimited in an HTTP 200 body ({ ok: false }) with Retry-After ⇒ not-applied with that wait, one request', async () => {
+    sandbox = closeAfterTest(await startSlackSandbox({ token: TOKEN, channels: [CHANNEL] }));
+    const body = { ok: false, error: 'ratelimited' };
+    const faults = [{ kind: 'status', status: 200, retryAfterS: 30, body }] as const;
+    const proxy = closeAfterTest(await startFaultProxy({ target: sandbox.url, faults }));
+    const adapter = createSlackAdapter({ token: TOKEN, baseUrl: proxy.url });
+    const out = await execute(adapter, 'chat.postMessage', postParams(1), 'op-1');
+    expect(out).toMatchObject({ kind: 'not-applied', code: 'ratelimited', retryAfterMs: 30_000 });
+    expect(proxy.requests).toHaveLength(1);
+  });
+
   it('a Retry-After that asks no wait (negative) ⇒ still not-applied, an outcome the runner can act on', async () => {
     const out = await postWith({ kind: 'ratelimited', retryAfterS: -5 });
     expect(out).toMatchObject({ kind: 'not-applied', status: 429, code: 'ratelimited' });

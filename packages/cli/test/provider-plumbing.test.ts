@@ -17,6 +17,7 @@ import { createStripeAdapter } from '@retrysafe/stripe';
 import { describe, expect, it } from 'vitest';
 // Each adapter's own classifier, read from source: the root entries export only what a user needs
 // (factory, options, cards), not these internals. The sandbox reads Retry-After with the contract's parser itself.
+import { outcomeFromAnswer as gitHubAnswer } from '../../../adapters/github/src/github-errors.js';
 import { classifyResponse, classifyNetworkError as httpNetwork } from '../../../adapters/http/src/http-errors.js';
 import {
   outcomeFromNetworkError as hubspotNetwork,
@@ -79,6 +80,7 @@ const retryAfterReaders: Record<string, (v: string) => number | undefined> = {
       }),
     ),
   resend: (v) => resendRetryAfter({ 'retry-after': v }), // the resend SDK's headers are a plain object too
+  github: (v) => waitOf(gitHubAnswer({ status: 503, headers: { 'retry-after': v }, data: {} })),
 };
 
 describe('"never sent" network codes: one list, every adapter', () => {
@@ -101,6 +103,10 @@ describe('Retry-After: one reading, every adapter', () => {
       expect(read('1.5')).toBe(1500);
       expect(read('-1')).toBeUndefined();
       expect(read('3')).toBe(3000);
+    });
+    it(`${adapter}: a header sent twice, folded by fetch to "30, 30" ⇒ 30 000 ms; too long for a number ⇒ a wait`, () => {
+      expect(read('30, 30')).toBe(30_000);
+      expect(read('9'.repeat(400))).toBeGreaterThan(30_000);
     });
   }
   it('hubspot: a 429 honours Retry-After 1.5 as 1500 ms, and -1 is no hint (the rate-limit headers decide)', () => {

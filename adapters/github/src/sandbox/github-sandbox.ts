@@ -159,6 +159,7 @@ function rateLimited(f: Extract<SandboxFault, { kind: 'rate-limited' }>, nowMs: 
   if (f.retryAfterS !== undefined) headers['retry-after'] = String(f.retryAfterS);
   else if (f.resetInS !== undefined)
     Object.assign(headers, {
+      date: new Date(nowMs).toUTCString(), // the reset is on the sandbox's clock, as GitHub's is on its own
       'x-ratelimit-remaining': '0',
       'x-ratelimit-reset': f.resetInS === '' ? '' : String(Math.ceil(nowMs / 1000) + f.resetInS),
     });

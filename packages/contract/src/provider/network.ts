@@ -110,16 +110,34 @@ export function classifyTransportFailure(error: unknown): TransportFailure {
   return code !== undefined ? { sent: 'maybe', cause, code } : { sent: 'maybe', cause };
 }
 
-/** Retry-After in ms, or `undefined`: fractions of seconds round up; a date needs a letter (`Date.parse('1.5')` is one). */
-export function parseRetryAfter(value: string | readonly string[] | null | undefined, now = Date.now()) {
-  const raw = Array.isArray(value) ? value[0] : value;
-  const v = typeof raw === 'string' ? raw.trim() : '';
-  if (/^\d+(\.\d+)?$/.test(v)) {
-    const ms = Math.ceil(Number(v) * 1000);
-    return Number.isFinite(ms) ? ms : undefined;
-  }
+/** When the provider answered by its own clock (its `Date` header), else `now`: an instant it names is measured from it. */
+export function answeredAt(date: string | null | undefined, now = Date.now()): number {
+  const at = typeof date === 'string' ? Date.parse(date) : Number.NaN;
+  return Number.isNaN(at) ? now : at;
+}
+
+/** One Retry-After value in ms: fractions of seconds round up; a date needs a letter (`Date.parse('1.5')` is one). */
+function oneRetryAfter(v: string, now: number): number | undefined {
+  // A number too long for a double is a very long wait, never none.
+  if (/^\d+(\.\d+)?$/.test(v)) return Math.min(Math.ceil(Number(v) * 1000), Number.MAX_SAFE_INTEGER);
   const at = /[a-z]/i.test(v) ? Date.parse(v) : Number.NaN;
   return Number.isNaN(at) ? undefined : Math.max(0, at - now);
+}
+
+/**
+ * Retry-After in ms, or `undefined`. A header sent twice arrives as a list, or folded by fetch into one value
+ * ('30, 30'; an HTTP-date keeps the comma after its weekday): the longest wait, never sooner than any asked.
+ */
+export function parseRetryAfter(value: string | readonly string[] | null | undefined, now = Date.now()) {
+  const values = typeof value === 'string' ? [value] : Array.isArray(value) ? value : [];
+  const members: string[] = [];
+  for (const part of values.flatMap((v) => (typeof v === 'string' ? v.split(',') : []))) {
+    const last = members.length - 1;
+    if (last >= 0 && /^(mon|tue|wed|thu|fri|sat|sun)[a-z]*$/i.test(members[last]!)) members[last] += `, ${part.trim()}`;
+    else members.push(part.trim());
+  }
+  const waits = members.map((m) => oneRetryAfter(m, now)).filter((ms) => ms !== undefined);
+  return waits.length > 0 ? Math.max(...waits) : undefined;
 }
 
 /**

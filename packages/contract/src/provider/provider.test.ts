@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { AdapterConfigurationError } from '../errors.js';
 import {
+  answeredAt,
   checkBaseUrl,
   classifyTransportFailure,
   isLoopbackHost,
@@ -41,8 +42,30 @@ describe('parseRetryAfter: one reading for every adapter', () => {
     expect(parseRetryAfter(value, NOW)).toBe(want === undefined ? undefined : Math.max(0, want));
   });
 
-  it('takes the first of repeated header values', () => {
-    expect(parseRetryAfter(['2', '9'], NOW)).toBe(2000);
+  it('takes the longest of repeated header values: never sooner than any asked', () => {
+    expect(parseRetryAfter(['2', '9'], NOW)).toBe(9000);
+  });
+
+  // fetch's Headers.get joins a header sent twice with ', ' (an HTTP-date has a comma of its own).
+  it.each<[string, number]>([
+    ['30, 30', 30_000],
+    ['30,30', 30_000],
+    ['Tue, 01 Dec 2026 10:00:30 GMT, Tue, 01 Dec 2026 10:00:30 GMT', 30_000],
+    ['Tuesday, 01-Dec-26 10:01:00 GMT, Tuesday, 01-Dec-26 10:01:00 GMT', 60_000],
+    ['soon, 30', 30_000], // an unreadable member is no hint; the readable one still is
+  ])('a header sent twice and folded, %j → %j', (value, want) => {
+    expect(parseRetryAfter(value, NOW)).toBe(want);
+  });
+
+  it("answeredAt: the provider's Date header, else now", () => {
+    expect(answeredAt('Tue, 01 Dec 2026 09:58:00 GMT', NOW)).toBe(NOW - 120_000);
+    expect(answeredAt('not a date', NOW)).toBe(NOW);
+    expect(answeredAt(undefined, NOW)).toBe(NOW);
+  });
+
+  it('a wait too long for a number is a very long wait, never none', () => {
+    const ms = parseRetryAfter('9'.repeat(400), NOW);
+    expect(ms !== undefined && Number.isFinite(ms) && ms >= Number.MAX_SAFE_INTEGER).toBe(true);
   });
 
   it('retryAfterOf gives the field to spread into an outcome, or nothing', () => {
