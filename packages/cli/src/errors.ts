@@ -8,6 +8,11 @@ export class UsageError extends Error {
   override name = 'UsageError';
 }
 
+/** Exit 2 as usage, but the command line was right (a probe whose server or read tool failed): no --help hint. */
+export class NotRunError extends UsageError {
+  override name = 'NotRunError';
+}
+
 /** What `run` returns; what it throws becomes a usage error: `prefix` and the thrown message. */
 export function orUsageError<T>(prefix: string, run: () => T): T {
   try {
@@ -96,7 +101,8 @@ export function reportError(e: unknown, io: Io, json: ((value: unknown) => void)
   const message = own ? e.message : scrubbed(fsError ?? (e instanceof Error ? e.message : String(e)));
   if (usage) {
     json?.({ ok: false, error: { code: fsError ? 'FILE_SYSTEM' : 'USAGE', message } });
-    io.err(`retrysafe: ${message}${fsError ? '' : '\n(run with --help for usage)'}`);
+    const hint = fsError === null && !(e instanceof NotRunError);
+    io.err(`retrysafe: ${message}${hint ? '\n(run with --help for usage)' : ''}`);
     return EXIT.usage;
   }
   const code = RetrysafeError.isInstance(e) ? e.code : e instanceof RefusedError ? 'REFUSED' : undefined;
