@@ -1,6 +1,6 @@
 import { PROBE_COMMAND, UsageError as ProbeUsageError } from '@retrysafe/mcp/cli-options';
 import { defineCommand, kebab, type OptionConfig } from '../../command.js';
-import { NotRunError, UsageError } from '../../errors.js';
+import { InputError, UsageError } from '../../errors.js';
 
 // retrysafe-mcp probe's options: every one takes a value, which its own parser reads.
 const PROBE_OPTIONS: Record<string, OptionConfig> = Object.fromEntries(
@@ -28,7 +28,7 @@ export const probe = defineCommand({
       // spawned is named as a file-system error is.
       if ((e as NodeJS.ErrnoException)?.syscall) throw e;
       const message = String((e as Error)?.message ?? e);
-      throw e instanceof ProbeUsageError ? new UsageError(message) : new NotRunError(message);
+      throw e instanceof ProbeUsageError ? new UsageError(message) : new InputError(message);
     }
   },
 });
