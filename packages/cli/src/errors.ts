@@ -8,12 +8,19 @@ export class UsageError extends Error {
   override name = 'UsageError';
 }
 
-/** What `run` returns; what it throws becomes a usage error: `prefix` and the thrown message. */
-export function orUsageError<T>(prefix: string, run: () => T): T {
+/** Exit 2 as usage, but what is wrong is not the command line: what it reads (a file's content, a variable) or talks
+ * to (a probe's server or read tool). The message says what; --help would not, so no hint is printed. */
+export class InputError extends UsageError {
+  override name = 'InputError';
+}
+
+/** What `run` returns; what it throws (a file's or variable's content refused) becomes an InputError: `prefix` and
+ * the thrown message. */
+export function orInputError<T>(prefix: string, run: () => T): T {
   try {
     return run();
   } catch (e) {
-    throw new UsageError(prefix + (e as Error).message);
+    throw new InputError(prefix + (e as Error).message);
   }
 }
 
@@ -44,7 +51,8 @@ export class InterruptedError extends Error {
   override name = 'InterruptedError';
 }
 
-/** Contract errors that mean the command line is wrong or its file cannot be read (exit 2). */
+/** Contract errors that mean the command line is wrong or its file cannot be read (exit 2); only an invalid id is the
+ * command line's (a config or a file over the limits is fixed in the file: no --help hint). */
 const USAGE_CODES = ['RETRYSAFE_INVALID_ID', 'RETRYSAFE_CONFIG', 'RETRYSAFE_FILE_LIMIT'];
 
 const FS_WORDS: Readonly<Record<string, string>> = {
@@ -96,7 +104,11 @@ export function reportError(e: unknown, io: Io, json: ((value: unknown) => void)
   const message = own ? e.message : scrubbed(fsError ?? (e instanceof Error ? e.message : String(e)));
   if (usage) {
     json?.({ ok: false, error: { code: fsError ? 'FILE_SYSTEM' : 'USAGE', message } });
-    io.err(`retrysafe: ${message}${fsError ? '' : '\n(run with --help for usage)'}`);
+    const hint =
+      e instanceof UsageError
+        ? !(e instanceof InputError)
+        : RetrysafeError.isInstance(e) && e.code === 'RETRYSAFE_INVALID_ID';
+    io.err(`retrysafe: ${message}${hint ? '\n(run with --help for usage)' : ''}`);
     return EXIT.usage;
   }
   const code = RetrysafeError.isInstance(e) ? e.code : e instanceof RefusedError ? 'REFUSED' : undefined;

@@ -206,6 +206,11 @@ describe("config's own messages reach the operator readable, and never with the 
     expect(stderr).toContain('adapters.shop.options.password: credentials come from environment variables only');
   });
 
+  it('the fix is in the file, not on the command line: no "(run with --help for usage)" after it', async () => {
+    const stderr = await run({ adapters: { shop: { ...adapters.shop, options: { password: 'hunter2' } } } });
+    expect(stderr).not.toContain('--help');
+  });
+
   it('a key pasted where a short word is expected is not echoed by the schema check either', async () => {
     const stderr = await run({ adapters: { shop: { type: 'sk_test_hunter2hunter2' } } });
     expect(stderr).toMatch(/adapters\.shop\.type: expected one of .*, got the value \(not shown\)/);

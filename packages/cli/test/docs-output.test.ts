@@ -86,14 +86,15 @@ describe('the runbook shows what the CLI prints', () => {
   it('2. Find what is waiting: ledger handoffs', async () => {
     const { command, output } = consoleBlock('## 2. Find what is waiting');
     expect(command).toBe('retrysafe ledger handoffs --db ./retrysafe.db');
-    const r = await cli(['ledger', 'handoffs', '--db', db], { env: { NO_COLOR: '1' } });
+    // As the page runs it: in the ledger's folder, the ledger named as the page names it.
+    const r = await cli(command.split(' ').slice(1), { cwd: dir, env: { NO_COLOR: '1' } });
     expect(shows(output, r.stdout), `the runbook shows\n${output}\nthe CLI prints\n${r.stdout}`).toBe(true);
   });
 
   it('3. Read the packet: ledger show of the rejected operation', async () => {
     const { command, output } = consoleBlock('## 3. Read the packet');
     expect(command).toMatch(/^retrysafe ledger show sandbox\.records\.create:[0-9a-f]{32}$/);
-    const r = await cli(['ledger', 'show', rejectedId, '--db', db], { env: { NO_COLOR: '1' } });
+    const r = await cli(['ledger', 'show', rejectedId], { cwd: dir, env: { NO_COLOR: '1' } });
     expect(shows(output, r.stdout), `the runbook shows\n${output}\nthe CLI prints\n${r.stdout}`).toBe(true);
   });
 });

@@ -152,6 +152,7 @@ describe('retrysafe ledger verify / export, and show and resolve on a broken cha
     });
     expect(bad.code).toBe(2);
     expect(bad.stderr).not.toContain('tooShortSecret');
+    expect(bad.stderr, 'the fix is in the variable, not on the command line').not.toContain('--help');
     // Refused before any operation is read: an empty ledger does not let a malformed key pass.
     const empty = join(dir, 'empty.db');
     createSqliteLedger({ path: empty }).close();

@@ -117,8 +117,27 @@ describe('retrysafe ledger on a SQLite file', () => {
     const text = await cli(['ledger', 'show', ids.A, '--db', db], { cwd: dir });
     expect(text.stdout).toContain('Handed off: lookup-window-exhausted');
     const at = r.body.record.handoff.createdAt;
-    expect(text.stdout).toContain(`resolve with: retrysafe ledger resolve ${ids.A} --handoff-at ${at} --resume`);
+    expect(text.stdout).toContain(
+      `resolve with: retrysafe ledger resolve ${ids.A} --db ${db} --handoff-at ${at} --resume`,
+    );
     expect(text.stdout).toMatch(/#1\s+\S+\s+dispatch/);
+  });
+
+  it('the commands handoffs and show suggest name the ledger they read (as --db or --config named it)', async () => {
+    const elsewhere = tempDir('ledger-elsewhere'); // where ./retrysafe.db is not this ledger
+    for (const target of [
+      ['--db', db],
+      ['--config', config],
+    ]) {
+      const handoffs = await cli(['ledger', 'handoffs', ...target], { cwd: elsewhere });
+      const show = await cli(['ledger', 'show', ids.A, ...target], { cwd: elsewhere });
+      const suggested = `${handoffs.stdout}\n${show.stdout}`
+        .split('\n')
+        .filter((l) => /resolve with:|Inspect one with:/.test(l));
+      expect(suggested).toHaveLength(5); // three handoffs to resolve, one to inspect; the one shown
+      for (const line of suggested)
+        expect(line).toMatch(new RegExp(` retrysafe ledger (resolve|show) \\S+ ${target.join(' ')}( |$)`));
+    }
   });
 
   it('show of an id that is not in the ledger exits 1', async () => {

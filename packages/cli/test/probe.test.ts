@@ -74,6 +74,18 @@ describe('retrysafe probe', () => {
     expect(runs[1]?.stderr).toMatch(/exited with code 7/);
   });
 
+  it('a probe that could not run says what went wrong, without the --help hint meant for a wrong command line', async () => {
+    const runs = [
+      await bare('--', process.execPath, '-e', 'process.exit(7)'),
+      await probe('PO-12', ['--count-path', 'nowhere']),
+      await probe('PO-13', ['--count-tool', 'list_ordrs']),
+    ];
+    for (const r of runs) expect(r.stderr).not.toContain('--help');
+    // A read tool that answers an error (here: it does not exist) is named with its answer, not as "no list".
+    expect(runs[2]?.stderr).toMatch(/^retrysafe: list_ordrs answered an error: unknown tool list_ordrs$/m);
+    expect((await bare('--args', '[1', '--', orders)).stderr).toContain('(run with --help for usage)');
+  });
+
   it('no effect seen where no call succeeded says so, rather than asking whether the read tool lists the effects', async () => {
     const r = await probe('PO-11', ['--tool', 'create_ordr']);
     expect(r.stdout).toMatch(/^no effect seen: none of the 5 calls to create_ordr succeeded/);

@@ -193,7 +193,7 @@ describe('a decision bound to the packet it was shown (--handoff-at)', () => {
     const id = ids[0]!;
     const shown = await cliJson(['ledger', 'show', id, '--db', db], dir);
     const at = shown.body.record.handoff.createdAt as string;
-    const bound = `retrysafe ledger resolve ${id} --handoff-at ${at} --resend-with`;
+    const bound = `retrysafe ledger resolve ${id} --db ${db} --handoff-at ${at} --resend-with`;
     expect((await cli(['ledger', 'show', id, '--db', db], { cwd: dir })).stdout).toContain(bound);
     expect((await cli(['ledger', 'handoffs', '--db', db], { cwd: dir })).stdout).toContain(bound);
     expect((await cliJson(['ledger', 'handoffs', '--db', db], dir)).body[0]).toMatchObject({ handoffAt: at });

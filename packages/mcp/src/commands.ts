@@ -188,8 +188,11 @@ async function probeTool(
   const count = async (): Promise<number> => {
     const args = { name: o.countTool, arguments: o.countArgs ?? {} };
     const answer = await o.client.callTool(args, undefined, { timeout: CALL_TIMEOUT_MS });
-    const items = readPath(answerValue(answer as never), o.countPath);
-    if (!Array.isArray(items)) throw new Error(`probe: ${o.countTool} gave no list at "${o.countPath}"`);
+    const value = answerValue(answer as never);
+    if (answer.isError)
+      throw new Error(`${o.countTool} answered an error: ${typeof value === 'string' ? value : JSON.stringify(value)}`);
+    const items = readPath(value, o.countPath);
+    if (!Array.isArray(items)) throw new Error(`${o.countTool} gave no list at "${o.countPath}"`);
     const match = Object.entries(o.match ?? {});
     return items.filter((item) => match.every(([p, v]) => readPath(item, p) === v)).length;
   };

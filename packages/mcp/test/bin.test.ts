@@ -111,7 +111,8 @@ describe('retrysafe-mcp command line', () => {
     }
     expect(run(...probe, ...EXITS_AT_ONCE).status).toBe(2);
     // the probe ran, but the read tool's answer has no list where --count-path points: no count, no verdict
-    const unread = run(...probe.slice(0, -2), 'nowhere', '--', process.execPath, ordersServer);
+    const listed = ['probe', '--tool', 't', '--count-tool', 'list_orders', '--count-path', 'nowhere'];
+    const unread = run(...listed, '--', process.execPath, ordersServer);
     expect(unread.stderr).toContain('gave no list at "nowhere"');
     expect(unread.status).toBe(2);
   });

@@ -82,10 +82,10 @@ async function packClosure(names: string[], out: string): Promise<string[]> {
     .map((f) => join(out, f));
 }
 
-it('getting started shows the same first example as the README', () => {
+it('getting started shows the same first example (and real-provider example) as the README', () => {
   const readme = readFileSync(join(repoRoot, 'README.md'), 'utf8');
   const page = readFileSync(join(repoRoot, 'docs/getting-started.md'), 'utf8');
-  for (const name of ['first-example-install', 'first-example', 'first-example-output']) {
+  for (const name of ['first-example-install', 'first-example', 'first-example-output', 'real-provider']) {
     expect(blockAfter(page, name), name).toBe(blockAfter(readme, name));
   }
 });

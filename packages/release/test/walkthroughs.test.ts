@@ -49,7 +49,8 @@ function installed(block: string): string[] {
   return block
     .split('\n')
     .flatMap((l) => /\b(?:npm (?:i|install)|pnpm add)\s+([^#]*)/.exec(l)?.[1]?.trim().split(/\s+/) ?? [])
-    .filter((w) => /^@?[a-z]/.test(w));
+    .filter((w) => /^@?[a-z]/.test(w))
+    .map((w) => w.replace(/(?<=.)@[^/]*$/, '')); // the package, not the version it pins
 }
 
 /** An install block's other commands (`cp`, `npm pkg set`…): what is left once the installing is done. */
@@ -345,14 +346,10 @@ const FIRST_EXAMPLE_SANDBOXES: Record<string, { start: string; token: string; op
  * Runs `node <file>` in `dir` as pasted: the adapter factory the file imports gets the baseUrl of that adapter's
  * loopback sandbox (sandboxed-adapters.mjs, preloaded), and `variable` the credential the sandbox takes.
  */
-async function runSandboxed(
-  adapter: string,
-  file: string,
-  variable: string,
-  project: { dir: string; env: NodeJS.ProcessEnv },
-) {
+async function runSandboxed(file: string, variable: string, project: { dir: string; env: NodeJS.ProcessEnv }) {
   const code = readFileSync(join(project.dir, file), 'utf8');
   const [, factory, pkg] = /import \{ (create\w+Adapter) \} from '(@retrysafe\/[\w-]+)'/.exec(code)!;
+  const adapter = pkg!.slice('@retrysafe/'.length);
   const kit = (await import(join(workspaceDir(pkg!), 'dist/sandbox/index.js'))) as Record<
     string,
     (o: object) => Promise<{ url: string; close(): Promise<void> }>
@@ -379,7 +376,7 @@ it('README.md: the real-provider examples, saved as the `.mjs` the page names, r
   const project = freshProject([...installed(blockAfter(page, 'first-example-install')), '@retrysafe/stripe']);
   const file = savedAs(page, 'real-provider');
   writeFileSync(join(project.dir, file), blockAfter(page, 'real-provider'));
-  const r = await runSandboxed('stripe', file, 'STRIPE_API_KEY', project);
+  const r = await runSandboxed(file, 'STRIPE_API_KEY', project);
   expect(r.code, r.stderr).toBe(0);
   expect(r.stdout).toMatch(/^pi_\w+ \n$/);
   writeFileSync(join(project.dir, file), blockAfter(page, 'real-provider') + blockAfter(page, 'real-provider-more'));
@@ -387,11 +384,31 @@ it('README.md: the real-provider examples, saved as the `.mjs` the page names, r
   expect(more.code, more.stderr).toBe(0);
 }, 30_000);
 
-it.each(Object.keys(FIRST_EXAMPLE_SANDBOXES))(
-  'adapters/%s/README.md: the first example, saved and run as the page says, does its operation (against the sandbox)',
-  async (adapter) => {
+/** A database of its own for a page whose example reads `DATABASE_URL` (the local PostgreSQL of .ci/test-env.sh). */
+async function ownDatabase(page: string, env: NodeJS.ProcessEnv): Promise<NodeJS.ProcessEnv> {
+  if (!page.includes('`DATABASE_URL`')) return env;
+  const url = new URL(process.env.DATABASE_URL!);
+  url.pathname = `/walkthrough_${Date.now()}`;
+  const psql = '"$(ls -d /usr/lib/postgresql/*/bin | sort -V | tail -1)/psql"';
+  const made = await sh(
+    `${psql} "$DATABASE_URL" -qc 'CREATE DATABASE ${url.pathname.slice(1)}'`,
+    tmpdir(),
+    process.env,
+  );
+  expect(made.code, made.stderr).toBe(0);
+  return { ...env, DATABASE_URL: url.href };
+}
+
+// The adapters' READMEs, and the READMEs whose first example calls an adapter (DBOS steps).
+const FIRST_EXAMPLES = [
+  ...Object.keys(FIRST_EXAMPLE_SANDBOXES).map((a) => `adapters/${a}/README.md`),
+  'packages/dbos/README.md',
+];
+it.each(FIRST_EXAMPLES)(
+  '%s: the first example, saved and run as the page says, does its operation (against the sandbox) and ends',
+  async (readme) => {
     // It is written for a live account: run as pasted against the adapter's loopback sandbox.
-    const page = readFileSync(join(repoRoot, `adapters/${adapter}/README.md`), 'utf8');
+    const page = readFileSync(join(repoRoot, readme), 'utf8');
     const example = blockAfter(page, 'readme-first');
     const file = savedAs(page, 'readme-first');
     expect(file).toMatch(/\.m?ts$/);
@@ -399,11 +416,14 @@ it.each(Object.keys(FIRST_EXAMPLE_SANDBOXES))(
     const variable = new RegExp(`\`node ${file.replace('.', '\\.')}\` with \`(\\w+)\` set`).exec(page)?.[1];
     expect(variable, 'the page names the variable to set').toBeDefined();
     const project = freshProject(installed(blockAfter(page, 'readme-install')));
+    project.env = await ownDatabase(page, project.env);
     writeFileSync(join(project.dir, file), example);
-    const r = await runSandboxed(adapter, file, variable!, project);
+    const r = await runSandboxed(file, variable!, project);
     expect(r.code, r.stderr).toBe(0);
+    // The ledger where the page says to look (`--db … --schema …`), else ./retrysafe.db.
+    const target = /retrysafe ledger \w+ (--db "\$DATABASE_URL" --schema \w+)/.exec(page)?.[1] ?? '';
     const ls = await sh(
-      `node ${join(repoRoot, 'packages/cli/dist/bin.js')} ledger ls --json`,
+      `node ${join(repoRoot, 'packages/cli/dist/bin.js')} ledger ls --json ${target}`,
       project.dir,
       project.env,
     );
@@ -411,7 +431,7 @@ it.each(Object.keys(FIRST_EXAMPLE_SANDBOXES))(
     expect(rows.length, ls.stderr).toBeGreaterThan(0);
     expect(rows.map((row) => row.state)).toEqual(rows.map(() => 'succeeded'));
   },
-  30_000,
+  60_000,
 );
 
 it("the adapters' first examples type-check as saved, for a TypeScript user (node16 and bundler resolution, skipLibCheck off)", async () => {

@@ -1,14 +1,14 @@
 import { asBusinessOperationId, type Ledger, LedgerError, type OperationState } from '@retrysafe/contract';
 import { type ChainCheck, encryptParams, type parseReceiptKeys, verifyOperation } from '@retrysafe/core';
 import { keysFromEnv as coreKeysFromEnv } from '@retrysafe/core/internal';
-import { orUsageError, UsageError } from '../../errors.js';
+import { orInputError, UsageError } from '../../errors.js';
 import { unreadableRows } from './target.js';
 
 /** `id:secret[,oldId:oldSecret…]`: the first key seals new receipts, every key verifies. */
 export const RECEIPT_KEYS_ENV = 'RETRYSAFE_RECEIPT_KEYS';
 
 /** Keys from an environment variable, if set (a malformed value is a usage error that never shows the secret). */
-const keysFromEnv = (name: string) => orUsageError('', () => coreKeysFromEnv(name, process.env));
+const keysFromEnv = (name: string) => orInputError('', () => coreKeysFromEnv(name, process.env));
 
 export const receiptKeysFromEnv = (): Partial<ReturnType<typeof parseReceiptKeys>> =>
   keysFromEnv(RECEIPT_KEYS_ENV) ?? {};

@@ -24,13 +24,17 @@ const FLAGS: Readonly<Record<string, string>> = {
   'resend-with': '--resend-with <params.json>',
 };
 
-/** The command that resolves this hand-off, bound to it: refused once it was resumed or handed off again since. */
-export function resolveCommand(p: Pick<HandoffPacket, 'businessOperationId' | 'createdAt' | 'safeNextActions'>) {
+/** The command that resolves this hand-off, bound to it: refused once it was resumed or handed off again since.
+ * `target`: the flags naming the ledger it was read from (targetFlags), so the command acts on that one. */
+export function resolveCommand(
+  p: Pick<HandoffPacket, 'businessOperationId' | 'createdAt' | 'safeNextActions'>,
+  target: string,
+) {
   const safe = p.safeNextActions.filter((a) => a.safe).map((a) => FLAGS[a.action] ?? `--${a.action}`);
-  return `retrysafe ledger resolve ${p.businessOperationId} --handoff-at ${p.createdAt} ${safe.join(' | ') || '(no action is known to be safe: verify at the provider first)'}`;
+  return `retrysafe ledger resolve ${p.businessOperationId}${target} --handoff-at ${p.createdAt} ${safe.join(' | ') || '(no action is known to be safe: verify at the provider first)'}`;
 }
 
-export function packetText(p: HandoffPacket, color: boolean): string {
+export function packetText(p: HandoffPacket, color: boolean, target: string): string {
   const last = p.lastKnown;
   return [
     paint('bold', `Handed off: ${p.reason}`, color),
@@ -42,6 +46,6 @@ export function packetText(p: HandoffPacket, color: boolean): string {
       (a) =>
         `    ${a.safe ? paint('green', '✓ safe    ', color) : paint('red', '✗ not safe', color)} ${a.action.padEnd(9)} ${a.why}`,
     ),
-    `  resolve with: ${resolveCommand(p)}`,
+    `  resolve with: ${resolveCommand(p, target)}`,
   ].join('\n');
 }

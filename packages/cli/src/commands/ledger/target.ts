@@ -6,7 +6,7 @@ import { type Ledger, LedgerError, type OperationRecord, type OperationState } f
 import { RECOVERABLE_STATES, TERMINAL_STATES } from '@retrysafe/contract/ledger';
 import { createSqliteLedger } from '@retrysafe/ledger-sqlite';
 import { type Context, EXIT, type OptionConfig, type Options, type Parsed } from '../../command.js';
-import { UsageError } from '../../errors.js';
+import { scrubbed, UsageError } from '../../errors.js';
 import { pick } from '../../output.js';
 
 /** Every state, the open ones first. */
@@ -161,3 +161,15 @@ export const TARGET_OPTIONS = {
 } as const satisfies Options;
 
 export type LedgerTarget = Parsed<typeof TARGET_OPTIONS>;
+
+/** The flags that named this ledger, for a command the output suggests (pasted elsewhere, it must reach the same
+ * ledger); quoted for a shell, a URL's password scrubbed as in all output. */
+export function targetFlags(t: Pick<LedgerTarget, 'db' | 'schema' | 'config'>): string {
+  const word = (v: string) => (/^[\w@%+=:,./-]+$/.test(v) ? v : `'${v.replaceAll("'", "'\\''")}'`);
+  const given = [
+    ['--db', t.db],
+    ['--schema', t.schema],
+    ['--config', t.config],
+  ] as const;
+  return given.flatMap(([flag, v]) => (v ? [` ${flag} ${word(scrubbed(v))}`] : [])).join('');
+}

@@ -1,6 +1,6 @@
-import { PROBE_COMMAND } from '@retrysafe/mcp/cli-options';
+import { PROBE_COMMAND, UsageError as ProbeUsageError } from '@retrysafe/mcp/cli-options';
 import { defineCommand, kebab, type OptionConfig } from '../../command.js';
-import { UsageError } from '../../errors.js';
+import { InputError, UsageError } from '../../errors.js';
 
 // retrysafe-mcp probe's options: every one takes a value, which its own parser reads.
 const PROBE_OPTIONS: Record<string, OptionConfig> = Object.fromEntries(
@@ -24,9 +24,11 @@ export const probe = defineCommand({
       return exit;
     } catch (e) {
       // 1 is "duplicates": a probe that could not run (its server did not start, its read tool gave no list) exits
-      // 2, as bad usage does; a server command that cannot be spawned is named as a file-system error is.
+      // 2, as bad usage does, but only a wrong command line is pointed at --help; a server command that cannot be
+      // spawned is named as a file-system error is.
       if ((e as NodeJS.ErrnoException)?.syscall) throw e;
-      throw new UsageError(String((e as Error)?.message ?? e));
+      const message = String((e as Error)?.message ?? e);
+      throw e instanceof ProbeUsageError ? new UsageError(message) : new InputError(message);
     }
   },
 });

@@ -2,7 +2,15 @@ import { defineCommand } from '../../../command.js';
 import { paint, plural } from '../../../output.js';
 import { verifyChains } from '../chain.js';
 import { actionNames, resolveCommand } from '../packet-text.js';
-import { type LedgerTarget, printListing, summarize, TARGET_OPTIONS, unreadableRows, withLedger } from '../target.js';
+import {
+  type LedgerTarget,
+  printListing,
+  summarize,
+  TARGET_OPTIONS,
+  targetFlags,
+  unreadableRows,
+  withLedger,
+} from '../target.js';
 
 type HandoffRow = Awaited<ReturnType<typeof ledgerHandoffs>>[number];
 
@@ -28,7 +36,8 @@ export async function ledgerHandoffs(target: LedgerTarget, onUnreadable?: (id: s
   });
 }
 
-export function handoffsText(rows: readonly HandoffRow[], color = false): string {
+/** `target`: the flags naming the ledger read (targetFlags), repeated in the commands it suggests. */
+export function handoffsText(rows: readonly HandoffRow[], color = false, target = ''): string {
   if (rows.length === 0) return 'No handoffs: nothing is waiting for a person.';
   const blocks = rows.map((r) => {
     const broken = `  ✗ receipt chain broken (${r.chainBroken}): the ledger was edited outside retrysafe — resolve refuses it`;
@@ -38,10 +47,10 @@ export function handoffsText(rows: readonly HandoffRow[], color = false): string
       `  ${r.explanation}`,
       ...(r.chainBroken ? [paint('red', broken, color)] : []),
       `  safe: ${actionNames(r.safeNextActions) || 'none known — verify at the provider'}${unsafe ? paint('dim', `   not safe: ${unsafe}`, color) : ''}`,
-      ...(r.handoffAt ? [`  resolve with: ${resolveCommand({ ...r, createdAt: r.handoffAt })}`] : []),
+      ...(r.handoffAt ? [`  resolve with: ${resolveCommand({ ...r, createdAt: r.handoffAt }, target)}`] : []),
     ].join('\n');
   });
-  return `${plural(rows.length, 'operation')} waiting for a person (the runbook: retrysafe help runbook):\n\n${blocks.join('\n\n')}\n\nInspect one with: retrysafe ledger show <id>`;
+  return `${plural(rows.length, 'operation')} waiting for a person (the runbook: retrysafe help runbook):\n\n${blocks.join('\n\n')}\n\nInspect one with: retrysafe ledger show <id>${target}`;
 }
 
 export const ledgerHandoffsCommand = defineCommand({
@@ -52,6 +61,6 @@ export const ledgerHandoffsCommand = defineCommand({
     const { ids, onUnreadable } = unreadableRows();
     const rows = await ledgerHandoffs(o, onUnreadable);
     const ok = !rows.some((r) => r.chainBroken);
-    return printListing(ctx, o, rows, ids, () => handoffsText(rows, ctx.color), ok);
+    return printListing(ctx, o, rows, ids, () => handoffsText(rows, ctx.color, targetFlags(o)), ok);
   },
 });

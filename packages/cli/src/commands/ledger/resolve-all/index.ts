@@ -12,7 +12,7 @@ import { exactlyOne, pickKnown, RefusedError, scrubbed, UsageError, wanted } fro
 import { paint, pick, plural } from '../../../output.js';
 import { withParamsKeys } from '../chain.js';
 import { ledgerResolve, printable, resolved, resolveText } from '../resolve/index.js';
-import { TARGET_OPTIONS, unreadableRows, warnUnreadable, withLedger } from '../target.js';
+import { TARGET_OPTIONS, targetFlags, unreadableRows, warnUnreadable, withLedger } from '../target.js';
 
 /** Every handoff reason, so a typo in --reason is refused rather than matching nothing (the type keeps it whole). */
 const REASONS = Object.keys({
@@ -132,7 +132,7 @@ async function settle(resolving: ReturnType<typeof ledgerResolve>) {
   }
 }
 
-export function resolveAllText(r: ResolveAllReport, color = false): string {
+export function resolveAllText(r: ResolveAllReport, color = false, target = ''): string {
   if (r.matched === 0) return 'No handed-off operation matches: nothing to resolve.';
   const lines = r.rows.map((x) => {
     if (x.error !== undefined) return `${paint('red', '✗', color)} ${x.businessOperationId}  not resolved: ${x.error}`;
@@ -140,7 +140,7 @@ export function resolveAllText(r: ResolveAllReport, color = false): string {
       return `${paint('red', '✗', color)} ${x.businessOperationId}  refused: ${x.why} (check at the provider; --force if you are sure)`;
     if (r.dryRun)
       return `${paint('cyan', '·', color)} ${x.businessOperationId}  would ${r.action} (${x.handoffReason ?? '?'}; ${x.why})`;
-    return resolveText(x.result!, color);
+    return resolveText(x.result!, color, target);
   });
   const refused = r.rows.filter((x) => x.plan === 'refused').length;
   const head = r.dryRun
@@ -158,6 +158,6 @@ export const ledgerResolveAllCommand = defineCommand({
     const r = await ledgerResolveAll(o);
     warnUnreadable(io, r.unreadable);
     const shown = { ...r, rows: r.rows.map((x) => ({ ...x, result: x.result && printable(x.result) })) };
-    return print(o, shown, () => resolveAllText(r, color), r.ok);
+    return print(o, shown, () => resolveAllText(r, color, targetFlags(o)), r.ok);
   },
 });

@@ -22,7 +22,7 @@ import { readObjectFile } from '../../../files.js';
 import { paint, plural } from '../../../output.js';
 import { receiptKeysFromEnv, withParamsKeys } from '../chain.js';
 import { packetText } from '../packet-text.js';
-import { TARGET_OPTIONS, withLedger } from '../target.js';
+import { TARGET_OPTIONS, targetFlags, withLedger } from '../target.js';
 
 export const RESOLVE_OPTIONS = {
   ...TARGET_OPTIONS,
@@ -201,7 +201,8 @@ export const printable = (r: ResolveResult) => {
 /** The operation is closed: resolved by hand, or resumed and done. */
 export const resolved = (r: ResolveResult) => r.status === 'resolved' || r.status === 'done';
 
-export function resolveText(r: ResolveResult, color = false): string {
+/** `target`: the flags naming the ledger (targetFlags), repeated in the command it suggests. */
+export function resolveText(r: ResolveResult, color = false, target = ''): string {
   switch (r.status) {
     case 'resolved':
       return `${paint('green', '✓', color)} ${r.businessOperationId}: ${r.state}${r.providerRef ? ` (provider ref ${r.providerRef})` : ''}`;
@@ -210,7 +211,7 @@ export function resolveText(r: ResolveResult, color = false): string {
     case 'in-progress':
       return `${paint('yellow', '…', color)} ${r.businessOperationId}: another worker holds it${r.statusRef ? ` (status ${shownRef(r.statusRef)})` : ''}; try again in ${Math.ceil(r.retryAfterMs / 1000)} s`;
     case 'handed-off':
-      return `${paint('red', '✗', color)} ${r.businessOperationId}: resumed, but handed off again\n${packetText(r.packet, color)}`;
+      return `${paint('red', '✗', color)} ${r.businessOperationId}: resumed, but handed off again\n${packetText(r.packet, color, target)}`;
   }
 }
 
@@ -221,6 +222,6 @@ export const ledgerResolveCommand = defineCommand({
   options: RESOLVE_OPTIONS,
   async run({ print, color }, o, [id]: [string]) {
     const r = await ledgerResolve(o, id);
-    return print(o, printable(r), () => resolveText(r, color), resolved(r));
+    return print(o, printable(r), () => resolveText(r, color, targetFlags(o)), resolved(r));
   },
 });

@@ -4,7 +4,7 @@ import { defineCommand, EXIT } from '../../../command.js';
 import { paint } from '../../../output.js';
 import { verifyChains } from '../chain.js';
 import { packetText, receiptText } from '../packet-text.js';
-import { type LedgerTarget, summarize, TARGET_OPTIONS, withLedger } from '../target.js';
+import { type LedgerTarget, summarize, TARGET_OPTIONS, targetFlags, withLedger } from '../target.js';
 
 type ShowResult = NonNullable<Awaited<ReturnType<typeof ledgerShow>>>;
 
@@ -36,7 +36,8 @@ export async function ledgerShow(target: LedgerTarget & { readonly showBy?: bool
 const kv = (pairs: readonly (readonly [string, unknown])[]) =>
   pairs.map(([k, v]) => `${k.padEnd(20)} ${v === null || v === undefined ? '—' : String(v)}`).join('\n');
 
-export function showText(r: ShowResult, color = false): string {
+/** `target`: the flags naming the ledger (targetFlags), repeated in the command it suggests. */
+export function showText(r: ShowResult, color = false, target = ''): string {
   const rec = r.record;
   const res = rec.resolution;
   const by = res && ` by ${res.by ?? '?'} at ${new Date(res.at).toISOString()}`;
@@ -57,7 +58,7 @@ export function showText(r: ShowResult, color = false): string {
       ['resolution', res ? `${res.action}${res.providerRef ? ` (${res.providerRef})` : ''}${by}` : null],
     ]),
   ];
-  if (rec.handoff) out.push('', packetText(rec.handoff, color));
+  if (rec.handoff) out.push('', packetText(rec.handoff, color, target));
   if (!r.chain.ok) {
     const broken = `✗ receipt chain broken at #${r.chain.index + 1}: ${r.chain.reason} — the ledger was edited outside retrysafe; do not act on these receipts before finding out why`;
     out.push('', paint('red', broken, color));
@@ -84,7 +85,7 @@ export const ledgerShowCommand = defineCommand({
       io.err(`retrysafe: no operation ${id} in the ledger`);
       return EXIT.failed;
     }
-    const code = print(o, r, () => showText(r, color), r.chain.ok);
+    const code = print(o, r, () => showText(r, color, targetFlags(o)), r.chain.ok);
     if (!r.chain.ok)
       io.err(`retrysafe: the receipt chain of ${id} is broken at receipt #${r.chain.index + 1}: ${r.chain.reason}`);
     return code;

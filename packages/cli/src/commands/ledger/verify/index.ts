@@ -1,15 +1,15 @@
 import { readFileSync } from 'node:fs';
 import { verifyReceiptsJsonl } from '@retrysafe/core';
 import { defineCommand } from '../../../command.js';
-import { exactlyOne, orUsageError } from '../../../errors.js';
+import { exactlyOne, orInputError } from '../../../errors.js';
 import { paint, plural } from '../../../output.js';
 import { checkOptions, RECEIPT_KEYS_ENV, rowOf, type VerifyRow, verifyChains } from '../chain.js';
 import { TARGET_OPTIONS, withLedger } from '../target.js';
 
 /** Verifies an export written by `ledger export` (receipts plus head lines), without the ledger. */
 function verifyExportFile(file: string, allowUnkeyed?: boolean): VerifyRow[] {
-  const text = orUsageError(`cannot read ${file}: `, () => readFileSync(file, 'utf8'));
-  const checked = orUsageError(`${file}: `, () => verifyReceiptsJsonl(text, checkOptions(allowUnkeyed, true)));
+  const text = orInputError(`cannot read ${file}: `, () => readFileSync(file, 'utf8'));
+  const checked = orInputError(`${file}: `, () => verifyReceiptsJsonl(text, checkOptions(allowUnkeyed, true)));
   return checked.map((x) => rowOf(x.businessOperationId, undefined, x.receipts, x.check));
 }
 
