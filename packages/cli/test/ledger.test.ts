@@ -310,4 +310,23 @@ describe('retrysafe ledger on PostgreSQL', () => {
     const h = await cliJson(['ledger', 'handoffs', '--db', url!, '--schema', schema], dir);
     expect(h.body).toEqual([]);
   });
+
+  it('a schema holding no ledger (mistyped) is exit 2 saying so, and nothing is created in it', async () => {
+    const typo = `${schema}_typo`;
+    for (const args of [
+      ['ledger', 'ls'],
+      ['ledger', 'verify', '--all'],
+      ['ledger', 'resolve', id, '--abandon'],
+    ]) {
+      const r = await cli([...args, '--db', url!, '--schema', typo], { cwd: dir });
+      expect(r.stderr).toMatch(new RegExp(`schema ${typo} holds no retrysafe ledger`));
+      expect(r.code).toBe(2);
+    }
+    const pg = createRequire(join(REPO, 'packages/ledger-postgres/package.json'))('pg');
+    const client = new pg.Client({ connectionString: url });
+    await client.connect();
+    const { rows } = await client.query('SELECT 1 FROM pg_namespace WHERE nspname = $1', [typo]);
+    await client.end();
+    expect(rows).toEqual([]);
+  });
 });

@@ -1,6 +1,7 @@
 // Issue 44 item 3: the CLI never waits forever on an error path and keeps the promises its help makes.
 import { chmodSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { DatabaseSync } from 'node:sqlite';
 import { createRunner } from '@retrysafe/core';
 import { createSqliteLedger } from '@retrysafe/ledger-sqlite';
 import { createDrillClock } from '@retrysafe/testkit';
@@ -117,6 +118,30 @@ describe('exit code 2 for a file that cannot be read (as the help says)', () => 
     expect(r.stderr).toMatch(message);
     expect(r.stderr).not.toMatch(/\n\s+at /);
     expect(r.code).toBe(2);
+  });
+});
+
+describe('a SQLite file that holds no ledger is exit 2, and is left as it was', () => {
+  it.each([
+    ['of another application', 'CREATE TABLE notes (body TEXT)'],
+    ['empty', ''],
+  ])('%s', async (_name, sql) => {
+    const file = join(tempDir('not-a-ledger'), 'app.db');
+    const db = new DatabaseSync(file);
+    db.exec(sql);
+    db.close();
+    const before = readFileSync(file);
+    for (const args of [
+      ['ledger', 'ls'],
+      ['ledger', 'verify', '--all'],
+      ['ledger', 'resolve', 'op-1', '--abandon'],
+    ]) {
+      const r = await cli([...args, '--db', file], BOUND);
+      expect(r.stderr).toMatch(/holds no retrysafe ledger/);
+      expect(r.code).toBe(2);
+    }
+    expect(readFileSync(file).equals(before)).toBe(true);
+    expect(readdirSync(join(file, '..'))).toEqual(['app.db']);
   });
 });
 
