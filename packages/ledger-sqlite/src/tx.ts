@@ -124,8 +124,13 @@ export async function tx<T>(c: Connection, what: string, fn: () => T, options: T
       // Retrysafe errors pass through, library errors become LedgerError; busy before the lock was taken:
       // nothing written, so it may wait and try again.
       if (RetrysafeError.isInstance(err)) throw err;
-      if (locked || last || !isBusy(err))
+      if (locked || !isBusy(err))
         throw new LedgerError(`SQLite ledger ${what} failed: ${(err as Error).message}`, { cause: err });
+      if (last)
+        throw new LedgerError(
+          `SQLite ledger ${what} failed: ${(err as Error).message}: another connection held the write lock longer than busyTimeoutMs (${c.busyMs} ms): nothing was written; try again once it lets go (a long transaction of another process, an open sqlite3 shell)`,
+          { cause: err },
+        );
     }
     await sleep(Math.max(0, Math.min(step, deadline - Date.now())));
   }

@@ -393,6 +393,10 @@ describe('sqlite ledger', () => {
       clearImmediate(t);
       expect(typedLedgerError(err)).toBe(true);
       expect((err as Error).message).toMatch(/locked|busy/i);
+      // What a person at the CLI needs: it was a lock held elsewhere, for how long it waited, and that nothing was written.
+      expect((err as Error).message).toMatch(
+        /held the write lock longer than busyTimeoutMs \(40 ms\): nothing was written/,
+      );
       expect(turns).toBeGreaterThan(0);
     } finally {
       other.exec('ROLLBACK');
