@@ -145,6 +145,19 @@ describe('a SQLite file that holds no ledger is exit 2, and is left as it was', 
   });
 });
 
+describe('an operation left open is not a dead end for --abandon or --mark-done', () => {
+  it('the refusal names the command that drives it (exit 1, nothing written)', async () => {
+    const db = join(tempDir('left-open'), 'ledger.db');
+    await ledgerWithOneClaim(db, 'open-1');
+    for (const action of [['--abandon'], ['--mark-done', 'ref_1']]) {
+      const r = await cli(['ledger', 'resolve', 'open-1', ...action, '--db', db], BOUND);
+      expect(r.code).toBe(1);
+      expect(r.stderr).toMatch(/open-1 is claimed, not handed off.*nothing was written/);
+      expect(r.stderr).toContain('retrysafe ledger resolve open-1 --resume --config <file>');
+    }
+  });
+});
+
 describe('an option that needs a value says so', () => {
   it('--mark-done followed by another option', async () => {
     const r = await cli(['ledger', 'resolve', 'op-1', '--mark-done', '--db', 'x.db'], BOUND);
