@@ -156,6 +156,19 @@ describe('an operation left open is not a dead end for --abandon or --mark-done'
       expect(r.stderr).toContain('retrysafe ledger resolve open-1 --resume --config <file>');
     }
   });
+
+  it('the handoff list does not say nothing waits while one is left open past its lease: it names it', async () => {
+    const db = join(tempDir('left-open-list'), 'ledger.db');
+    await ledgerWithOneClaim(db, 'open-2'); // a lease of 1 s, and no worker left to renew it
+    await new Promise((r) => setTimeout(r, 1_100));
+    for (const json of [[], ['--json']]) {
+      const r = await cli(['ledger', 'handoffs', '--db', db, ...json], BOUND);
+      expect(r.code).toBe(0);
+      expect(r.stdout).not.toContain('nothing is waiting');
+      expect(r.stderr).toMatch(/1 operation left open past its lease.*: open-2/);
+      expect(r.stderr).toContain('retrysafe ledger resolve <id> --resume --config <file>');
+    }
+  });
 });
 
 describe('an option that needs a value says so', () => {
