@@ -329,4 +329,15 @@ describe('retrysafe ledger on PostgreSQL', () => {
     await client.end();
     expect(rows).toEqual([]);
   });
+
+  it('a database that cannot be reached or does not exist is one line saying so (exit 1), never a stack', async () => {
+    const nodb = new URL(url!);
+    nodb.pathname = `/${schema}_nodb`;
+    for (const at of ['postgres://postgres@127.0.0.1:1/x', nodb.href]) {
+      const r = await cli(['ledger', 'ls', '--db', at], { cwd: dir });
+      expect(r.stderr).toMatch(/^retrysafe: .*failed in PostgreSQL \((ECONNREFUSED|3D000)\)/);
+      expect(r.stderr).not.toMatch(/\n\s+at /);
+      expect(r.code).toBe(1);
+    }
+  });
 });

@@ -23,7 +23,7 @@ export function createDb(
     const check = options.migrate ? migrate : checkMigrated;
     readyPromise ??= check(own ?? options.pool!, options.schema).catch((err: unknown) => {
       readyPromise = null; // a database that was down may be back next time
-      throw err;
+      throw asLedgerError(err, 'checking the schema');
     });
     return readyPromise;
   };

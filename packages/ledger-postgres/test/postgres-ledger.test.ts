@@ -245,6 +245,12 @@ describe('migrations', () => {
       const later = createPostgresLedger({ pool, schema: s, migrate: false });
       await expect(later.get('x' as never)).rejects.toThrow(/at migration 999.*upgrade the package/);
     });
+    // A database that cannot be reached is a LedgerError there too, from ready() as from any method.
+    const down = createPostgresLedger({ connectionString: 'postgres://postgres@127.0.0.1:1/x', migrate: false });
+    const err = await down.ready().catch((e: unknown) => e);
+    await down.close();
+    expect(LedgerError.isInstance(err)).toBe(true);
+    expect((err as Error).message).toMatch(/checking the schema failed in PostgreSQL \(ECONNREFUSED\)/);
   });
 
   it('rejects a schema name that is not a plain identifier', () => {
