@@ -329,4 +329,34 @@ describe('retrysafe ledger on PostgreSQL', () => {
     const h = await cliJson(['ledger', 'handoffs', '--db', url!, '--schema', schema], dir);
     expect(h.body).toEqual([]);
   });
+
+  it('a schema holding no ledger (mistyped) is exit 2 saying so, and nothing is created in it', async () => {
+    const typo = `${schema}_typo`;
+    for (const args of [
+      ['ledger', 'ls'],
+      ['ledger', 'verify', '--all'],
+      ['ledger', 'resolve', id, '--abandon'],
+    ]) {
+      const r = await cli([...args, '--db', url!, '--schema', typo], { cwd: dir });
+      expect(r.stderr).toMatch(new RegExp(`schema ${typo} holds no retrysafe ledger`));
+      expect(r.code).toBe(2);
+    }
+    const pg = createRequire(join(REPO, 'packages/ledger-postgres/package.json'))('pg');
+    const client = new pg.Client({ connectionString: url });
+    await client.connect();
+    const { rows } = await client.query('SELECT 1 FROM pg_namespace WHERE nspname = $1', [typo]);
+    await client.end();
+    expect(rows).toEqual([]);
+  });
+
+  it('a database that cannot be reached or does not exist is one line saying so (exit 1), never a stack', async () => {
+    const nodb = new URL(url!);
+    nodb.pathname = `/${schema}_nodb`;
+    for (const at of ['postgres://postgres@127.0.0.1:1/x', nodb.href]) {
+      const r = await cli(['ledger', 'ls', '--db', at], { cwd: dir });
+      expect(r.stderr).toMatch(/^retrysafe: .*failed in PostgreSQL \((ECONNREFUSED|3D000)\)/);
+      expect(r.stderr).not.toMatch(/\n\s+at /);
+      expect(r.code).toBe(1);
+    }
+  });
 });

@@ -1,6 +1,7 @@
 // Issue 44 item 3: the CLI never waits forever on an error path and keeps the promises its help makes.
 import { chmodSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { DatabaseSync } from 'node:sqlite';
 import { createRunner } from '@retrysafe/core';
 import { createSqliteLedger } from '@retrysafe/ledger-sqlite';
 import { createDrillClock } from '@retrysafe/testkit';
@@ -117,6 +118,56 @@ describe('exit code 2 for a file that cannot be read (as the help says)', () => 
     expect(r.stderr).toMatch(message);
     expect(r.stderr).not.toMatch(/\n\s+at /);
     expect(r.code).toBe(2);
+  });
+});
+
+describe('a SQLite file that holds no ledger is exit 2, and is left as it was', () => {
+  it.each([
+    ['of another application', 'CREATE TABLE notes (body TEXT)'],
+    ['empty', ''],
+  ])('%s', async (_name, sql) => {
+    const file = join(tempDir('not-a-ledger'), 'app.db');
+    const db = new DatabaseSync(file);
+    db.exec(sql);
+    db.close();
+    const before = readFileSync(file);
+    for (const args of [
+      ['ledger', 'ls'],
+      ['ledger', 'verify', '--all'],
+      ['ledger', 'resolve', 'op-1', '--abandon'],
+    ]) {
+      const r = await cli([...args, '--db', file], BOUND);
+      expect(r.stderr).toMatch(/holds no retrysafe ledger/);
+      expect(r.code).toBe(2);
+    }
+    expect(readFileSync(file).equals(before)).toBe(true);
+    expect(readdirSync(join(file, '..'))).toEqual(['app.db']);
+  });
+});
+
+describe('an operation left open is not a dead end for --abandon or --mark-done', () => {
+  it('the refusal names the command that drives it (exit 1, nothing written)', async () => {
+    const db = join(tempDir('left-open'), 'ledger.db');
+    await ledgerWithOneClaim(db, 'open-1');
+    for (const action of [['--abandon'], ['--mark-done', 'ref_1']]) {
+      const r = await cli(['ledger', 'resolve', 'open-1', ...action, '--db', db], BOUND);
+      expect(r.code).toBe(1);
+      expect(r.stderr).toMatch(/open-1 is claimed, not handed off.*nothing was written/);
+      expect(r.stderr).toContain(`retrysafe ledger resolve open-1 --resume --db ${db} --config <file>`);
+    }
+  });
+
+  it('the handoff list does not say nothing waits while one is left open past its lease: it names it', async () => {
+    const db = join(tempDir('left-open-list'), 'ledger.db');
+    await ledgerWithOneClaim(db, 'open-2'); // a lease of 1 s, and no worker left to renew it
+    await new Promise((r) => setTimeout(r, 1_100));
+    for (const json of [[], ['--json']]) {
+      const r = await cli(['ledger', 'handoffs', '--db', db, ...json], BOUND);
+      expect(r.code).toBe(0);
+      expect(r.stdout).not.toContain('nothing is waiting');
+      expect(r.stderr).toMatch(/1 operation left open past its lease.*: open-2/);
+      expect(r.stderr).toContain(`retrysafe ledger resolve <id> --resume --db ${db} --config <file>`);
+    }
   });
 });
 

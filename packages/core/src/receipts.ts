@@ -266,14 +266,15 @@ export function verifyReceiptsJsonl(text: string, options: Omit<VerifyChainOptio
     } catch {
       throw new TypeError(`line ${n + 1}: not JSON`);
     }
-    const head = (v as { chainHead?: { businessOperationId?: unknown; head?: unknown; length?: unknown } }).chainHead;
+    const head = (v as { chainHead?: { businessOperationId?: unknown; head?: unknown; length?: unknown } } | null)
+      ?.chainHead;
     if (head && typeof head.businessOperationId === 'string') {
       if (typeof head.length !== 'number') throw new TypeError(`line ${n + 1}: a chain head without its length`);
       entry(head.businessOperationId).anchor = {
         head: typeof head.head === 'string' ? head.head : null,
         length: head.length,
       };
-    } else if (typeof (v as Receipt).businessOperationId === 'string')
+    } else if (typeof (v as Receipt | null)?.businessOperationId === 'string')
       entry((v as Receipt).businessOperationId).receipts.push(v as Receipt);
     else throw new TypeError(`line ${n + 1}: neither a receipt nor a chain head`);
   });

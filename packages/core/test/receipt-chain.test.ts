@@ -188,6 +188,9 @@ describe('receipt chain: anchored on the row, keyed with an HMAC, verifiable off
     expect(() => verifyReceiptsJsonl('{"chainHead":{"businessOperationId":"x","head":null}}\n')).toThrow(
       /line 1: a chain head without its length/,
     );
+    // A line of JSON that is no object (an edit, a file of another kind) says which line, never a TypeError of its own.
+    for (const line of ['null', '7', '"x"', '[]'])
+      expect(() => verifyReceiptsJsonl(`${line}\n`)).toThrow(/^line 1: neither a receipt nor a chain head$/);
     // The default export is unchanged: receipts only.
     expect(await exportReceiptsJsonl(ledger)).not.toContain('chainHead');
     expect(asBusinessOperationId(a.businessOperationId)).toBe(a.businessOperationId);

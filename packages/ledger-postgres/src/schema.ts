@@ -94,6 +94,28 @@ export async function migrate(pool: pg.Pool | pg.Client | Connections, schema = 
   }
 }
 
+/** With `migrate: false`: the schema must already be at this package's version (a mistyped one is not created). */
+export async function checkMigrated(pool: Pick<Connections, 'query'>, schema: string): Promise<null> {
+  const newest = MIGRATIONS[MIGRATIONS.length - 1]!.version;
+  const seen = await pool
+    .query<{ v: number | null }>({
+      text: `SELECT max(version) AS v FROM ${quoteSchema(schema)}.retrysafe_schema_migrations`,
+    })
+    .then(
+      (r) => r.rows[0]?.v ?? 0,
+      (err: { code?: unknown }) => {
+        if (err?.code === '42P01') return 0; // undefined table (or schema)
+        throw err;
+      },
+    );
+  if (seen === newest) return null;
+  throw new LedgerError(
+    seen === 0
+      ? `schema ${schema} holds no retrysafe ledger (no migration recorded); with migrate: false nothing is created`
+      : `schema ${schema} is at migration ${seen}, this @retrysafe/ledger-postgres needs ${newest}: ${seen > newest ? 'upgrade the package' : 'run migrate()'}`,
+  );
+}
+
 async function applyMigrations(client: Pick<Connections, 'query'>, schema: string, quoted: string) {
   const run = <R extends pg.QueryResultRow>(text: string, values?: unknown[]) => client.query<R>({ text, values });
   await run('SELECT pg_advisory_xact_lock(hashtext($1))', [`retrysafe.migrate:${schema}`]);

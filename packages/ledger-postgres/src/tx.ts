@@ -1,7 +1,7 @@
 import { LedgerError, RetrysafeError } from '@retrysafe/contract';
 import type pg from 'pg';
 import { type ConnectionOptions, Connections, transaction } from './connections.js';
-import { type MigrateReport, migrate } from './schema.js';
+import { checkMigrated, type MigrateReport, migrate } from './schema.js';
 import type { Sql } from './statements.js';
 
 export type Db = ReturnType<typeof createDb>;
@@ -18,11 +18,12 @@ export function createDb(
   const onPoolError = () => undefined;
   options.pool?.on('error', onPoolError);
   let closed = false;
-  let readyPromise: Promise<MigrateReport | null> | null = options.migrate ? null : Promise.resolve(null);
+  let readyPromise: Promise<MigrateReport | null> | null = null;
   const ready = (): Promise<MigrateReport | null> => {
-    readyPromise ??= migrate(own ?? options.pool!, options.schema).catch((err: unknown) => {
+    const check = options.migrate ? migrate : checkMigrated;
+    readyPromise ??= check(own ?? options.pool!, options.schema).catch((err: unknown) => {
       readyPromise = null; // a database that was down may be back next time
-      throw err;
+      throw asLedgerError(err, 'checking the schema');
     });
     return readyPromise;
   };

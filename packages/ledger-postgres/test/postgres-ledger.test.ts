@@ -233,6 +233,26 @@ describe('migrations', () => {
     });
   });
 
+  it('migrate: false refuses a schema holding no ledger (creating nothing) or one of another version, before any statement', async () => {
+    await withSchemaPool('nomigrate', 2, async (pool, s) => {
+      const l = createPostgresLedger({ pool, schema: s, migrate: false });
+      await expect(l.list()).rejects.toThrow(new RegExp(`schema ${s} holds no retrysafe ledger`));
+      const { rows } = await pool.query('SELECT 1 FROM pg_namespace WHERE nspname = $1', [s]);
+      expect(rows).toEqual([]);
+      await migrate(pool, s);
+      expect(await l.list()).toEqual([]);
+      await pool.query(`INSERT INTO "${s}".retrysafe_schema_migrations (version, name) VALUES (999, 'future')`);
+      const later = createPostgresLedger({ pool, schema: s, migrate: false });
+      await expect(later.get('x' as never)).rejects.toThrow(/at migration 999.*upgrade the package/);
+    });
+    // A database that cannot be reached is a LedgerError there too, from ready() as from any method.
+    const down = createPostgresLedger({ connectionString: 'postgres://postgres@127.0.0.1:1/x', migrate: false });
+    const err = await down.ready().catch((e: unknown) => e);
+    await down.close();
+    expect(LedgerError.isInstance(err)).toBe(true);
+    expect((err as Error).message).toMatch(/checking the schema failed in PostgreSQL \(ECONNREFUSED\)/);
+  });
+
   it('rejects a schema name that is not a plain identifier', () => {
     for (const bad of ['Public', 'a;drop table x', '1abc', '', 'x'.repeat(64)]) {
       expect(() => createPostgresLedger({ connectionString: url, schema: bad })).toThrow(LedgerError);

@@ -30,14 +30,18 @@ export interface SqliteLedgerOptions {
   readonly synchronous?: 'FULL' | 'NORMAL';
   /** Under `FULL`: `defer` (default) commits a deferrable write without waiting for the disk; recovery adopts it if lost. */
   readonly deferrableWrites?: 'defer' | 'sync';
+  /** `true` (default): create the schema in a new or empty file, or bring it up to date; `false`: refuse a file that
+   * does not already hold a ledger of this schema version, writing nothing to it. */
+  readonly migrate?: boolean;
 }
 
 type StoredRow = StoredText & { id: string };
+export type CheckedOptions = ReturnType<typeof checkOptions>;
 
 function checkOptions(options: SqliteLedgerOptions) {
   if (typeof options?.path !== 'string' || options.path.length === 0)
     throw new LedgerError('createSqliteLedger needs { path }');
-  const { busyTimeoutMs = 10_000, synchronous = 'FULL', deferrableWrites = 'defer' } = options;
+  const { busyTimeoutMs = 10_000, synchronous = 'FULL', deferrableWrites = 'defer', migrate = true } = options;
   if (!Number.isFinite(busyTimeoutMs) || busyTimeoutMs < 0)
     throw new LedgerError(`busyTimeoutMs must be a number ≥ 0, got ${String(busyTimeoutMs)}`);
   if (synchronous !== 'FULL' && synchronous !== 'NORMAL')
@@ -46,7 +50,8 @@ function checkOptions(options: SqliteLedgerOptions) {
     throw new LedgerError(`deferrableWrites must be 'defer' or 'sync', got ${JSON.stringify(deferrableWrites)}`);
   // Only FULL has a wait to leave out.
   const defers = synchronous === 'FULL' && deferrableWrites === 'defer';
-  return { path: options.path, busyMs: Math.floor(busyTimeoutMs), sync: synchronous, defers } as const;
+  if (typeof migrate !== 'boolean') throw new LedgerError(`migrate must be true or false, got ${String(migrate)}`);
+  return { path: options.path, busyMs: Math.floor(busyTimeoutMs), sync: synchronous, defers, migrate } as const;
 }
 
 /** Keyset pages in rowid order, each handed to onPrune, then deleted only where still closed and old. */
@@ -105,7 +110,7 @@ async function prune(c: Connection, rows: Rows, options: PruneOptions): Promise<
  */
 export function createSqliteLedger(options: SqliteLedgerOptions): Ledger {
   const o = checkOptions(options);
-  const c = openConnection(o.path, o.busyMs, o.sync, o.defers);
+  const c = openConnection(o);
   const rows = createRows(c);
   /** Up to `limit` readable rows of `sql` (its last parameter the limit): an unreadable one takes no place. */
   const records = (

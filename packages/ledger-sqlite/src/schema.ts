@@ -33,14 +33,19 @@ const SCHEMA_VERSION = MIGRATIONS[MIGRATIONS.length - 1]!.version;
 const versionOf = (db: DatabaseSync): number =>
   Number((db.prepare('PRAGMA user_version').get() as { user_version?: number } | undefined)?.user_version ?? 0);
 
-/** Under BEGIN IMMEDIATE, re-checked inside, so concurrent openers migrate once; a newer file is refused. */
-export function migrate(db: DatabaseSync, path: string): void {
+/** Under BEGIN IMMEDIATE, re-checked inside, so concurrent openers migrate once; a newer file is refused, and so is
+ * any other when `create` is false (nothing written). */
+export function migrate(db: DatabaseSync, path: string, create: boolean): void {
   const seen = versionOf(db);
   if (seen > SCHEMA_VERSION)
     throw new LedgerError(
       `cannot open SQLite ledger at ${path}: its schema version ${seen} is not one this @retrysafe/ledger-sqlite knows (up to ${SCHEMA_VERSION}): it was written by another version`,
     );
   if (seen === SCHEMA_VERSION) return;
+  if (!create)
+    throw new LedgerError(
+      `cannot open SQLite ledger at ${path}: it holds no retrysafe ledger of schema version ${SCHEMA_VERSION} (its version is ${seen}); with migrate: false nothing is written to it`,
+    );
   db.exec('BEGIN IMMEDIATE');
   try {
     for (const m of MIGRATIONS) {

@@ -3,6 +3,7 @@ import { dirname } from 'node:path';
 import type { DatabaseSync } from 'node:sqlite';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { LedgerError, RetrysafeError } from '@retrysafe/contract';
+import type { CheckedOptions } from './ledger.js';
 import { migrate, quietly } from './schema.js';
 import { prepareStatements } from './statements.js';
 
@@ -41,19 +42,22 @@ export type Connection = ReturnType<typeof openConnection>;
  * WAL mode, schema up to date. The factory is synchronous, so is the wait for another process creating
  * the file; SQLite answers some of those conflicts with SQLITE_BUSY without its busy handler, hence the loop.
  */
-export function openConnection(path: string, busyMs: number, synchronous: 'FULL' | 'NORMAL', defers: boolean) {
+export function openConnection(o: CheckedOptions) {
+  const { path, busyMs, defers } = o;
   let db: DatabaseSync | undefined;
   let st: ReturnType<typeof prepareStatements>;
   try {
     const { DatabaseSync } = loadSqlite();
     db = new DatabaseSync(path);
     db.exec(`PRAGMA busy_timeout = ${busyMs}`);
+    // Checked before WAL mode is set: a file that is no ledger is left exactly as it was.
+    if (!o.migrate) migrate(db, path, false);
     const deadline = Date.now() + busyMs;
     for (let step = 1; ; step = Math.min(step * 2, SYNC_BUSY_MS)) {
       try {
         db.exec('PRAGMA journal_mode = WAL');
-        db.exec(`PRAGMA synchronous = ${synchronous}`);
-        migrate(db, path);
+        db.exec(`PRAGMA synchronous = ${o.sync}`);
+        migrate(db, path, o.migrate);
         break;
       } catch (err) {
         if (!isBusy(err) || Date.now() >= deadline) throw err;
@@ -120,8 +124,13 @@ export async function tx<T>(c: Connection, what: string, fn: () => T, options: T
       // Retrysafe errors pass through, library errors become LedgerError; busy before the lock was taken:
       // nothing written, so it may wait and try again.
       if (RetrysafeError.isInstance(err)) throw err;
-      if (locked || last || !isBusy(err))
+      if (locked || !isBusy(err))
         throw new LedgerError(`SQLite ledger ${what} failed: ${(err as Error).message}`, { cause: err });
+      if (last)
+        throw new LedgerError(
+          `SQLite ledger ${what} failed: ${(err as Error).message}: another connection held the write lock longer than busyTimeoutMs (${c.busyMs} ms): nothing was written; try again once it lets go (a long transaction of another process, an open sqlite3 shell)`,
+          { cause: err },
+        );
     }
     await sleep(Math.max(0, Math.min(step, deadline - Date.now())));
   }

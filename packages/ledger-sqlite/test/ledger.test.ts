@@ -3,6 +3,7 @@ import {
   mkdtempSync,
   openSync,
   readdirSync,
+  readFileSync,
   readlinkSync,
   rmSync,
   statSync,
@@ -10,7 +11,7 @@ import {
   writeSync,
 } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { basename, join } from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
 import {
   asBusinessOperationId,
@@ -102,6 +103,19 @@ describe('sqlite ledger', () => {
     expect(() => createSqliteLedger({ path: '' })).toThrow(LedgerError);
     expect(() => createSqliteLedger({ path: file('x'), synchronous: 'OFF' as 'FULL' })).toThrow(LedgerError);
     expect(() => createSqliteLedger({ path: join(dir, 'no', 'such', 'dir', 'x.db') })).toThrow(LedgerError);
+  });
+
+  it("migrate: false refuses a file that holds no ledger (another application's, an empty one) and writes nothing to it", async () => {
+    const path = file('foreign');
+    const other = raw(path);
+    other.exec('CREATE TABLE notes (body TEXT)');
+    other.close();
+    const before = readFileSync(path);
+    expect(() => createSqliteLedger({ path, migrate: false })).toThrow(/holds no retrysafe ledger of schema version 1/);
+    expect(readFileSync(path).equals(before)).toBe(true);
+    expect(readdirSync(dir).filter((f) => f.startsWith(basename(path)))).toEqual([basename(path)]);
+    await createSqliteLedger({ path }).close(); // the default creates it
+    await createSqliteLedger({ path, migrate: false }).close();
   });
 
   it("a path in a folder that does not exist says so (SQLite's own words are 'unable to open database file')", () => {
@@ -379,6 +393,10 @@ describe('sqlite ledger', () => {
       clearImmediate(t);
       expect(typedLedgerError(err)).toBe(true);
       expect((err as Error).message).toMatch(/locked|busy/i);
+      // What a person at the CLI needs: it was a lock held elsewhere, for how long it waited, and that nothing was written.
+      expect((err as Error).message).toMatch(
+        /held the write lock longer than busyTimeoutMs \(40 ms\): nothing was written/,
+      );
       expect(turns).toBeGreaterThan(0);
     } finally {
       other.exec('ROLLBACK');

@@ -25,14 +25,17 @@ export function stateFilter(states: readonly string[] | undefined): OperationSta
   return states?.length ? (states as OperationState[]) : undefined;
 }
 
-// Where SQLite cannot make its -shm file, the file is opened read-only (immutable when no -wal shows a writer).
+// The CLI reads and resolves ledgers, never creates one (`migrate: false`): a mistyped path or schema, or another
+// application's database, would show "No operations" and be left holding an empty ledger. Where SQLite cannot make
+// its -shm file, the file is opened read-only (immutable when no -wal shows a writer).
 function openSqlite(path: string, readOnly: boolean): Ledger {
   try {
-    return createSqliteLedger({ path });
+    return createSqliteLedger({ path, migrate: false });
   } catch (e) {
     if (!readOnly || !/read-?only/i.test((e as Error).message)) throw e;
     const uri = pathToFileURL(path).href;
-    return createSqliteLedger({ path: existsSync(`${path}-wal`) ? `${uri}?mode=ro` : `${uri}?immutable=1` });
+    const at = existsSync(`${path}-wal`) ? `${uri}?mode=ro` : `${uri}?immutable=1`;
+    return createSqliteLedger({ path: at, migrate: false });
   }
 }
 
@@ -47,7 +50,19 @@ async function openTarget(
   const location = target.db ?? config?.ledger ?? './retrysafe.db';
   if (typeof location === 'string' && /^postgres(ql)?:\/\//.test(location)) {
     const { createPostgresLedger } = await import('@retrysafe/ledger-postgres');
-    return createPostgresLedger({ connectionString: location, schema: target.schema || undefined });
+    const ledger = createPostgresLedger({
+      connectionString: location,
+      schema: target.schema || undefined,
+      migrate: false,
+    });
+    try {
+      await ledger.ready();
+      return ledger;
+    } catch (e) {
+      await ledger.close();
+      // A schema holding no ledger is the place given that is wrong (exit 2); a database that cannot be reached is not.
+      throw /holds no retrysafe ledger/.test((e as Error).message) ? new UsageError((e as Error).message) : e;
+    }
   }
   if (target.schema) throw new UsageError('--schema applies to a postgres:// ledger only');
   // Any other URL (a mistyped postgres:// one) would be read as a file path, and the message naming that path would

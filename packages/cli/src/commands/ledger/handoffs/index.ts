@@ -36,9 +36,12 @@ export async function ledgerHandoffs(target: LedgerTarget, onUnreadable?: (id: s
   });
 }
 
-/** `target`: the flags naming the ledger read (targetFlags), repeated in the commands it suggests. */
-export function handoffsText(rows: readonly HandoffRow[], color = false, target = ''): string {
-  if (rows.length === 0) return 'No handoffs: nothing is waiting for a person.';
+/**
+ * `target`: the flags naming the ledger read (targetFlags), repeated in the commands it suggests. `leftOpen`: operations
+ * left open past their lease were told beside the list (they wait for someone too).
+ */
+export function handoffsText(rows: readonly HandoffRow[], color = false, target = '', leftOpen = false): string {
+  if (rows.length === 0) return leftOpen ? 'No handoffs.' : 'No handoffs: nothing is waiting for a person.';
   const blocks = rows.map((r) => {
     const broken = `  ✗ receipt chain broken (${r.chainBroken}): the ledger was edited outside retrysafe — resolve refuses it`;
     const unsafe = actionNames(r.safeNextActions, false);
@@ -60,7 +63,15 @@ export const ledgerHandoffsCommand = defineCommand({
   async run(ctx, o) {
     const { ids, onUnreadable } = unreadableRows();
     const rows = await ledgerHandoffs(o, onUnreadable);
+    // Open past its lease: a worker or a resolve stopped between its steps, and no recover() pass has driven it since.
+    const open = await withLedger(o, (l) =>
+      l.recoverCandidates(Date.now(), undefined, (id) => ids.includes(id) || onUnreadable(id)),
+    );
+    if (open.length > 0)
+      ctx.io.err(
+        `retrysafe: ${plural(open.length, 'operation')} left open past ${open.length === 1 ? 'its' : 'their'} lease (a worker or a resolve stopped between its steps; recover() drives ${open.length === 1 ? 'it' : 'them'}, or: retrysafe ledger resolve <id> --resume${targetFlags(o)}${o.config ? '' : ' --config <file>'}): ${open.map((r) => r.businessOperationId).join(', ')}`,
+      );
     const ok = !rows.some((r) => r.chainBroken);
-    return printListing(ctx, o, rows, ids, () => handoffsText(rows, ctx.color, targetFlags(o)), ok);
+    return printListing(ctx, o, rows, ids, () => handoffsText(rows, ctx.color, targetFlags(o), open.length > 0), ok);
   },
 });

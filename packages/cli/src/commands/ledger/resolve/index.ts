@@ -108,6 +108,11 @@ export async function ledgerResolve(opts: ResolveOptions, id: string): Promise<R
           if (UnsafeResumeError.isInstance(err)) throw resumeRefusal(id, err.why, rejected);
           if (InvalidStateError.isInstance(err) && /differ from the stored/.test(err.message))
             throw sameParams(id, stored?.handoff?.reason, rejected);
+          // Open: a worker holds it, or one (or a resolve) stopped between its steps; only a drive can close it.
+          if (InvalidStateError.isInstance(err) && stored !== null && !isTerminal(stored) && !corrected)
+            throw new RefusedError(
+              `${id} is ${stored.state}, not handed off: nothing was written. A worker may hold it, or one stopped between its steps; drive it as recover() does (looked up at the provider first, never sent while a lease lives): retrysafe ledger resolve ${id} --resume${targetFlags(opts)}${opts.config ? '' : ' --config <file>'}. It ends done, or handed off to you with a packet to decide on.`,
+            );
           throw err;
         });
       },

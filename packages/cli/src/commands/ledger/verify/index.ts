@@ -13,7 +13,8 @@ function verifyExportFile(file: string, allowUnkeyed?: boolean): VerifyRow[] {
   return checked.map((x) => rowOf(x.businessOperationId, undefined, x.receipts, x.check));
 }
 
-function verifyText(rows: readonly VerifyRow[], color = false): string {
+/** `file`: the export checked offline, where a break may be in the file alone. */
+function verifyText(rows: readonly VerifyRow[], color = false, file?: string): string {
   if (rows.length === 0) return 'No operations.';
   const bad = rows.filter((r) => !r.ok);
   const lines = rows.map((r) =>
@@ -24,7 +25,7 @@ function verifyText(rows: readonly VerifyRow[], color = false): string {
   lines.push(
     '',
     bad.length
-      ? `${bad.length} of ${plural(rows.length, 'chain')} broken: the ledger was edited outside retrysafe (see docs/security.md)`
+      ? `${bad.length} of ${plural(rows.length, 'chain')} broken: ${file ? `${file} or the ledger it was exported from was` : 'the ledger was'} edited outside retrysafe (see docs/security.md)`
       : `${plural(rows.length, 'chain')} intact`,
   );
   return lines.join('\n');
@@ -51,6 +52,6 @@ export const ledgerVerifyCommand = defineCommand({
       ? verifyExportFile(o.file, o.allowUnkeyed)
       : await withLedger(o, (l) => verifyChains(l, o.all ? 'all' : [id!], o.allowUnkeyed, true));
     const ok = rows.every((r) => r.ok);
-    return print(o, { ok, operations: rows }, () => verifyText(rows, color), ok);
+    return print(o, { ok, operations: rows }, () => verifyText(rows, color, o.file), ok);
   },
 });
