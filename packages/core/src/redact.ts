@@ -97,6 +97,9 @@ function bracketEnd(t: string, start: number): number {
   return t.length;
 }
 
+/** A secret-named word that is an error code (`invalid_auth: not a refusal…`): what follows it is prose. */
+const ERROR_CODE = /(?:^|[_\-.])(?:invalid|missing|expired|revoked|bad|wrong|unknown|required|not)(?:[_\-.]|$)/i;
+
 /** Blanks the value after every `key:`/`key=` whose key is secret-named (scanning back from each separator, not from every position). */
 function redactSecretAssignments(s: string, found?: string[]): string {
   let out = '';
@@ -110,7 +113,7 @@ function redactSecretAssignments(s: string, found?: string[]): string {
     let k = j;
     while (k >= last && j - k < 40 && KEY_CHAR.test(s[k]!)) k--;
     const key = s.slice(k + 1, j + 1);
-    if (key.length < 2 || !isSecretKey(key)) continue;
+    if (key.length < 2 || !isSecretKey(key) || ERROR_CODE.test(key)) continue;
     const span = valueSpan(s.slice(i + 1), /authorization$/i.test(key));
     if (span === null) continue;
     found?.push(s.slice(i + 1 + span[0], i + 1 + span[1]));
@@ -139,10 +142,9 @@ const DETECTORS: readonly Detector[] = [
   {
     kind: 'basic credentials',
     hint: (t) => /basic/i.test(t),
+    // `user:pass` decodes to text; an ordinary word after `Basic` (`Options`, `Order`) decodes to bytes that are not.
     blank: matches(/\bBasic\s+[A-Za-z0-9+/]{4,}={0,2}/gi, (m) =>
-      Buffer.from(m.replace(/^Basic\s+/i, ''), 'base64')
-        .toString('latin1')
-        .includes(':'),
+      /^[^\p{Cc}\ufffd]*:[^\p{Cc}\ufffd]*$/u.test(Buffer.from(m.replace(/^Basic\s+/i, ''), 'base64').toString('utf8')),
     ),
   },
   {
@@ -212,10 +214,39 @@ const DETECTORS: readonly Detector[] = [
   },
 ];
 
+/**
+ * `t` with its percent-escapes, then its JSON string escapes, decoded: a provider's error may echo the request URL or a
+ * JSON body inside a string, where a credential is spelled `password%3D…` or `{\"apiKey\":…` and no detector sees it.
+ */
+const DECODINGS: readonly ((t: string) => string)[] = [
+  (t) =>
+    t.includes('%')
+      ? t.replace(/(?:%[0-9A-Fa-f]{2})+/g, (m) => {
+          try {
+            return decodeURIComponent(m);
+          } catch {
+            return m;
+          }
+        })
+      : t,
+  (t) =>
+    t.includes('\\')
+      ? t.replace(/\\(?:u([0-9A-Fa-f]{4})|(["\\/]))/g, (_, hex, c) =>
+          hex ? String.fromCharCode(Number.parseInt(hex, 16)) : c,
+        )
+      : t,
+];
+
 /** The first detector a string trips (its kind), or null. Used to refuse a credential typed into config. */
 export function detectSensitive(value: string, options: Pick<RedactOptions, 'pii'> = {}): string | null {
   const pii = options.pii ?? true;
-  return DETECTORS.find((d) => (pii || !d.pii) && d.hint(value) && d.blank(value) !== value)?.kind ?? null;
+  const kind = DETECTORS.find((d) => (pii || !d.pii) && d.hint(value) && d.blank(value) !== value)?.kind;
+  if (kind !== undefined) return kind;
+  for (const decode of DECODINGS) {
+    const decoded = decode(value);
+    if (decoded !== value) return detectSensitive(decoded, options);
+  }
+  return null;
 }
 
 /** A person named in `resolve --by` as receipts and logs show them: `person#` + 12 hex of the name's SHA-256. */
@@ -320,6 +351,12 @@ export function createRedactor(options: RedactOptions = {}, sensitiveFields: rea
       if (values.length > 0) out = blankClipped(out, values);
       for (const d of DETECTORS) if ((pii || !d.pii) && d.hint(out)) out = d.blank(out);
       for (const p of patterns) out = out.replace(p, REDACTED);
+      // Shown decoded only where the decoded text hides something (each decoding removes escapes, so this ends).
+      for (const decode of DECODINGS) {
+        const decoded = decode(out);
+        const blanked = decoded === out ? decoded : text(decoded);
+        if (blanked !== decoded) out = blanked;
+      }
       if (s.length <= SCANNED_MAX_LENGTH) {
         if (scanned.size >= SCANNED_MAX) scanned.clear();
         scanned.set(s, out);

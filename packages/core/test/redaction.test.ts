@@ -442,3 +442,56 @@ describe('the credentials each shipped adapter and an HTTP API use, bare in free
       expect(r.text(s), s).toBe(s);
   });
 });
+
+describe('a credential or an address spelled as a URL or a JSON string holds it', () => {
+  // A provider's error may echo the request: its URL (percent-escaped) or its body inside a JSON string (escaped).
+  it('is blanked percent-escaped, twice escaped, or JSON-escaped, and the text around it stays readable', () => {
+    const r = createRedactor();
+    const samples: [string, string][] = [
+      ['GET /users?filter=email%20eq%20%27jane.doe%40example.test%27', "GET /users?filter=email eq '[redacted]'"],
+      ['POST /v1/x?q=password%3Dhunter2secret failed', 'POST /v1/x?q=password=[redacted] failed'],
+      ['next=https%3A%2F%2Fapp%3Ahunter2pw%40db.internal%2Fx', 'next=https://[redacted]@db.internal/x'],
+      ['h=Authorization%253A%2520Bearer%2520abcdef0123456789', 'h=Authorization: [redacted]'],
+      ['body: {\\"password\\":\\"hunter2secret\\",\\"to\\":\\"x\\"}', 'body: {"password":"[redacted]","to":"x"}'],
+      ['{"detail":"{\\"apiKey\\": \\"k3y-v4lue\\"}"}', '{"detail":"{"apiKey": "[redacted]"}"}'],
+      ['to jane\\u0040example.test', 'to [redacted]'],
+    ];
+    for (const [input, expected] of samples) {
+      expect(r.text(input), input).toBe(expected);
+      expect(detectSensitive(input), input).not.toBeNull();
+    }
+    const declared = createRedactor({ fields: ['memberNo'] }).withValuesFrom({ memberNo: 'M 1234/77' });
+    expect(declared.text('GET /members/M%201234%2F77 404')).toBe('GET /members/[redacted] 404');
+    // Escapes with nothing behind them are left as they are.
+    for (const s of ['GET /search?q=caf%C3%A9%20menu 404', '{"message":"field \\"to\\" is required"}', '100%'])
+      expect(r.text(s), s).toBe(s);
+  });
+});
+
+describe('ordinary words are not credentials: a packet stays readable', () => {
+  it('leaves a word after Basic, and an error code naming a credential, as they are', () => {
+    const r = createRedactor();
+    for (const s of [
+      'The price for the Basic Options plan is not active',
+      'Upgrade from Basic Online to Pro',
+      'Basic Order, Basic Overview',
+      'invalid_auth: not a refusal Slack documents for this method; it may have been applied',
+      'token_revoked: not a refusal Slack documents for this method',
+      'missing_token: send one',
+    ])
+      expect(r.text(s), s).toBe(s);
+    // A credential after them still is blanked.
+    expect(r.text('Authorization: Basic dXNlcjpwxIFzcw==')).toBe('Authorization: [redacted]');
+    expect(r.text('sent Basic dXNlcjpwxIFzcw== to the proxy')).toBe(`sent ${REDACTED} to the proxy`);
+    expect(r.text('invalid_token: sk_live_51Hq9ZsEcReTvAlUe0xyz')).toBe(`invalid_token: ${REDACTED}`);
+  });
+
+  it("blanks HubSpot's compound personal-data properties (mobilephone, fax) like phone", () => {
+    const r = createRedactor();
+    expect(
+      r.params({ properties: { mobilephone: '+44 7700 900123', fax: '+44 20 7946 0000', city: 'Leeds' } }),
+    ).toEqual({
+      properties: { mobilephone: REDACTED, fax: REDACTED, city: 'Leeds' },
+    });
+  });
+});
