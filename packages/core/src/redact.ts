@@ -41,7 +41,7 @@ function has(...parts: string[]) {
 
 /** Luhn-valid with a card network's leading digits and length: numeric ids and epoch-ms timestamps are left alone. */
 function looksLikeCardNumber(text: string): boolean {
-  const d = text.replace(/[ -]/g, '');
+  const d = text.replace(/[\s+-]/g, '');
   if (!/^\d{13,19}$/.test(d) || /^(\d)\1+$/.test(d)) return false;
   let sum = 0;
   for (let i = 0; i < d.length; i++) {
@@ -55,6 +55,32 @@ function looksLikeCardNumber(text: string): boolean {
   if (sum % 10 !== 0) return false;
   if (d.length === 13) return d.startsWith('4');
   return /^(?:4|5[1-5]|2[2-7]|3[0-9]|6)/.test(d);
+}
+
+/**
+ * Blanks the card numbers in each run of digit groups, apart as people type or paste them (spaces of any kind, a
+ * no-break one from a web page, ` - `, a form's `+`): the longest run of whole groups that is one, so a number
+ * beside its expiry, CVC or a quantity (`4242… 123`) is found too.
+ */
+function blankCardNumbers(t: string, found?: string[]): string {
+  return t.replace(/(?<![\p{L}\p{N}_.])\d(?:[\s+-]{0,3}\d)*(?![\p{L}\p{N}_.])/gu, (run) => {
+    const parts = run.match(/\d+|\D+/g)!;
+    let out = '';
+    for (let i = 0; i < parts.length; i += 2) {
+      let end = -1;
+      for (let j = i, digits = parts[i]!.length; j < parts.length && digits <= 19; j += 2) {
+        if (looksLikeCardNumber(parts.slice(i, j + 1).join(''))) end = j;
+        digits += parts[j + 2]?.length ?? 0;
+      }
+      if (end === -1) out += parts[i]! + (parts[i + 1] ?? '');
+      else {
+        found?.push(parts.slice(i, end + 1).join(''));
+        out += REDACTED + (parts[end + 1] ?? '');
+        i = end;
+      }
+    }
+    return out;
+  });
 }
 
 // Combining marks belong to the key: a decomposed `contraseña` is one key.
@@ -204,7 +230,7 @@ const DETECTORS: readonly Detector[] = [
   {
     kind: 'card number',
     hint: (t) => /(?:\d\D*){13}/.test(t),
-    blank: matches(/(?<![\p{L}\p{N}_.])\d(?:[ -]?\d){12,18}(?![\p{L}\p{N}_.])/gu, looksLikeCardNumber),
+    blank: blankCardNumbers,
   },
   {
     kind: 'email address',

@@ -495,3 +495,37 @@ describe('ordinary words are not credentials: a packet stays readable', () => {
     });
   });
 });
+
+describe('a card number however its groups are spaced', () => {
+  it('is blanked with double spaces, a no-break space, " - " or "+" between groups; the last four alone stay', () => {
+    const r = createRedactor();
+    for (const pan of [
+      '4242  4242  4242  4242',
+      '4242 - 4242 - 4242 - 4242',
+      '4242\u00a04242\u00a04242\u00a04242',
+      '4242\t4242\t4242\t4242',
+      '4242+4242+4242+4242',
+      '3782\u202f822463\u202f10005',
+    ]) {
+      expect(r.text(`card ${pan} declined`), pan).toBe(`card ${REDACTED} declined`);
+      expect(r.params({ card: { number: pan } }), pan).toEqual({ card: { number: REDACTED } });
+    }
+    expect(r.text('card ending in 4242 (last4 4242), amounts 1000  2000  3000  4000')).toBe(
+      'card ending in 4242 (last4 4242), amounts 1000  2000  3000  4000',
+    );
+  });
+});
+
+describe('a card number beside other digits', () => {
+  it('is blanked when its expiry, CVC or a quantity follows or precedes it, and the other digits stay', () => {
+    const r = createRedactor();
+    const samples: [string, string][] = [
+      ['4242 4242 4242 4242 12/30', `${REDACTED} 12/30`],
+      ['pan 4242424242424242 123', `pan ${REDACTED} 123`],
+      ['qty 3 4242424242424242', `qty 3 ${REDACTED}`],
+      ['4242424242424242 5555555555554444', `${REDACTED} ${REDACTED}`],
+      ['4242 4242 4242 4242 12.50 EUR', `${REDACTED} 12.50 EUR`],
+    ];
+    for (const [input, expected] of samples) expect(r.text(input), input).toBe(expected);
+  });
+});
