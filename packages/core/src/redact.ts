@@ -236,7 +236,10 @@ const DETECTORS: readonly Detector[] = [
     kind: 'email address',
     pii: true,
     hint: has('@'),
-    blank: matches(/[A-Za-z0-9._%+-]+@(?:[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*\.[A-Za-z]{2,}|[A-Za-z0-9.-]*(?=…))/g),
+    // Letters of any script, as addresses may hold them (`josé.núñez@…`, `田中@例え.jp`).
+    blank: matches(
+      /[\p{L}\p{M}\p{N}._%+-]+@(?:[\p{L}\p{M}\p{N}-]+(?:\.[\p{L}\p{M}\p{N}-]+)*\.\p{L}[\p{L}\p{M}]+|[\p{L}\p{M}\p{N}.-]*(?=…))/gu,
+    ),
   },
 ];
 

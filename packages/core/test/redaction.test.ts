@@ -529,3 +529,12 @@ describe('a card number beside other digits', () => {
     for (const [input, expected] of samples) expect(r.text(input), input).toBe(expected);
   });
 });
+
+describe('an email address with letters outside ASCII', () => {
+  it('is blanked whole: an accented name, an internationalised domain', () => {
+    const r = createRedactor();
+    for (const address of ['josé.núñez@correo.es', 'müller@example.com', '田中@例え.jp', 'jürgen@bücher.de'])
+      expect(r.text(`to ${address}, cc none`), address).toBe(`to ${REDACTED}, cc none`);
+    for (const s of ['mention @here', 'npm i pkg@1.2.3', 'user@localhost']) expect(r.text(s), s).toBe(s);
+  });
+});
