@@ -354,6 +354,12 @@ export function createRedactor(options: RedactOptions = {}, sensitiveFields: rea
       (exact.size > 0 && exact.has(path.join('.')))
     );
   };
+  /** In a `{ name: 'X-Api-Key', value }` pair (headers as a list, HubSpot's form fields) the name says what `value` is. */
+  const pairSensitive = (v: object, path: readonly string[]) => {
+    const o = v as Record<string, unknown>;
+    const name = o.name ?? o.key ?? o.property ?? o.field;
+    return 'value' in o && typeof name === 'string' && isSensitive([...path, name]);
+  };
   return build([]);
 
   function build(values: readonly string[]): Redactor {
@@ -406,7 +412,10 @@ export function createRedactor(options: RedactOptions = {}, sensitiveFields: rea
           return items.every((x, i) => x === v[i]) ? v : items;
         }
         if (v instanceof Date) return v.toISOString();
-        const entries = Object.entries(v).map(([k, x]) => [k, text(k), walk(x, [...path, k], seen)] as const);
+        const paired = pairSensitive(v, path);
+        const entries = Object.entries(v).map(
+          ([k, x]) => [k, text(k), paired && k === 'value' ? REDACTED : walk(x, [...path, k], seen)] as const,
+        );
         if (entries.every(([k, key, x]) => key === k && x === (v as Record<string, unknown>)[k])) return v;
         const out: Record<string, unknown> = {};
         // An own `__proto__` key stays data (a plain assignment would set the prototype).
@@ -437,7 +446,9 @@ export function createRedactor(options: RedactOptions = {}, sensitiveFields: rea
           if (typeof v !== 'object' || v === null || seen.has(v)) return;
           seen.add(v);
           // Array items share their array's path, as in params().
-          for (const [k, x] of Object.entries(v)) collect(x, Array.isArray(v) ? path : [...path, k], here, seen);
+          const paired = pairSensitive(v, path);
+          for (const [k, x] of Object.entries(v))
+            collect(x, Array.isArray(v) ? path : [...path, k], here || (paired && k === 'value'), seen);
         };
         collect(params, [], false, new Set());
         // Nothing new to blank: this redactor already is that one.

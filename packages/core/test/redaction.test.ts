@@ -538,3 +538,37 @@ describe('an email address with letters outside ASCII', () => {
     for (const s of ['mention @here', 'npm i pkg@1.2.3', 'user@localhost']) expect(r.text(s), s).toBe(s);
   });
 });
+
+describe('a value named by its sibling ({ name, value } pairs)', () => {
+  // Headers as lists (Graph's internetMessageHeaders, a captured request) and HubSpot's form fields name their value.
+  it('is blanked when the name is secret or personal, in params and, echoed, in text', () => {
+    const r = createRedactor();
+    const params = {
+      internetMessageHeaders: [
+        { name: 'X-Api-Key', value: 'k3y-0f-the-api' },
+        { name: 'X-Campaign', value: 'spring' },
+      ],
+      fields: [
+        { name: 'phone', value: '+44 7700 900123' },
+        { property: 'mobilephone', value: '+44 7700 900124' },
+        { key: 'Cookie', value: 'sid=s3ss10n' },
+        { name: 'company', value: 'Acme' },
+      ],
+    };
+    expect(r.params(params)).toEqual({
+      internetMessageHeaders: [
+        { name: 'X-Api-Key', value: REDACTED },
+        { name: 'X-Campaign', value: 'spring' },
+      ],
+      fields: [
+        { name: 'phone', value: REDACTED },
+        { property: 'mobilephone', value: REDACTED },
+        { key: 'Cookie', value: REDACTED },
+        { name: 'company', value: 'Acme' },
+      ],
+    });
+    expect(r.withValuesFrom(params).text('invalid value +44 7700 900123 for phone; header k3y-0f-the-api')).toBe(
+      `invalid value ${REDACTED} for phone; header ${REDACTED}`,
+    );
+  });
+});
