@@ -164,7 +164,12 @@ const DETECTORS: readonly Detector[] = [
     hint: (t) => t.includes('://') && (t.includes('@') || t.includes('…')),
     blank: matches(/(?<=\b[a-z][a-z0-9+.-]*:\/\/)(?:[^\s/?#@]+(?=@)|[^\s/?#@:]+:[^\s/?#@]*(?=…))/gi),
   },
-  { kind: 'bearer token', hint: (t) => /bearer/i.test(t), blank: matches(/\bBearer\s+[A-Za-z0-9\-._~+/]+=*/gi) },
+  {
+    kind: 'bearer token',
+    hint: (t) => /bearer/i.test(t),
+    // A short lowercase word after it is prose (Stripe's "using Bearer auth", "the bearer token was rejected").
+    blank: matches(/\bBearer\s+[A-Za-z0-9\-._~+/]+=*/gi, (m) => !/^[a-z]{1,12}$/.test(m.replace(/^bearer\s+/i, ''))),
+  },
   {
     kind: 'basic credentials',
     hint: (t) => /basic/i.test(t),

@@ -572,3 +572,17 @@ describe('a value named by its sibling ({ name, value } pairs)', () => {
     );
   });
 });
+
+describe('a word after Bearer', () => {
+  it("is prose when it is a short lowercase word, as in Stripe's own message; a token after it still is blanked", () => {
+    const r = createRedactor();
+    const stripe =
+      "You did not provide an API key. You need to provide your API key in the Authorization header, using Bearer auth (e.g. 'Authorization: Bearer YOUR_SECRET_KEY').";
+    expect(r.text(stripe)).toBe(
+      "You did not provide an API key. You need to provide your API key in the Authorization header, using Bearer auth (e.g. 'Authorization: [redacted]').",
+    );
+    expect(r.text('the bearer token was rejected')).toBe('the bearer token was rejected');
+    for (const token of ['abcdefghijklmnopqrstu', 'Abcdefgh', 'abc123def', 'abc.def-ghi'])
+      expect(r.text(`sent Bearer ${token} upstream`), token).toBe(`sent ${REDACTED} upstream`);
+  });
+});
