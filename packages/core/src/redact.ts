@@ -198,8 +198,9 @@ const DETECTORS: readonly Detector[] = [
   },
   {
     kind: 'GitHub or Slack token',
-    hint: has('gh', 'xox'),
-    blank: matches(/\b(?:ghp|gho|ghs|ghu|github_pat|xox[abprs])[-_A-Za-z0-9]{10,}/g),
+    // GitHub's refresh tokens (ghr_), Slack's app-level (xapp-) and refresh (xoxe-) tokens included.
+    hint: has('gh', 'xox', 'xapp'),
+    blank: matches(/\b(?:gh[oprsu]|github_pat|xox[abeprs]|xapp)[-_A-Za-z0-9]{10,}/g),
   },
   { kind: 'Resend key', hint: has('re_'), blank: matches(/\bre_[A-Za-z0-9]{8,}_[A-Za-z0-9]{16,}/g) },
   // Incoming-webhook URLs whose path is the credential (Slack, Discord, Teams, Zapier): the path after the fixed prefix.
@@ -227,7 +228,7 @@ const DETECTORS: readonly Detector[] = [
     kind: 'clipped credential',
     hint: has('…'),
     blank: matches(
-      /\b(?:(?:sk|rk|pk)_(?:test|live)_|whsec_|A(?:KIA|SIA|GPA|IDA|ROA|NPA|Iza)|gh[opsu]_|github_pat_|xox[abprs]-|re_|pat-|sk-|Basic\s+)[\w+/=-]+(?=…)/g,
+      /\b(?:(?:sk|rk|pk)_(?:test|live)_|whsec_|A(?:KIA|SIA|GPA|IDA|ROA|NPA|Iza)|gh[oprsu]_|github_pat_|xox[abeprs]-|xapp-|re_|pat-|sk-|Basic\s+)[\w+/=-]+(?=…)/g,
     ),
   },
   // `password=…`, `"apiKey": "…"`, `?token=…`, `X-Auth-Token: …` in free text: the key decides.

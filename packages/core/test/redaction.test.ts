@@ -586,3 +586,19 @@ describe('a word after Bearer', () => {
       expect(r.text(`sent Bearer ${token} upstream`), token).toBe(`sent ${REDACTED} upstream`);
   });
 });
+
+describe('every GitHub and Slack token prefix their pages list', () => {
+  // github.blog/changelog/2021-03-31-authentication-token-format-updates-are-generally-available (ghr_ refresh
+  // tokens); docs.slack.dev/authentication/tokens (app-level xapp-) and tooling.tokens.rotate (xoxe- refresh tokens).
+  it('blanks a GitHub refresh token and a Slack app-level or refresh token, whole or clipped', () => {
+    const r = createRedactor();
+    for (const token of [
+      'ghr_1B4a2e77838347a7E420ce178F2E7c6912E169246c34E1ccbF66C46812d16D5B1A9Dc86A1498',
+      'xapp-1-A0123456789-1234567890123-0123456789abcdef0123456789abcdef',
+      'xoxe-1-My0xLTEyMzQ1Njc4OTAtMTIzNDU2Nzg5MDEyMy1hYmNkZWY',
+    ]) {
+      expect(r.text(`token ${token} revoked`), token).toBe(`token ${REDACTED} revoked`);
+      expect(r.text(`token ${token.slice(0, 12)}…`), token).toBe(`token ${REDACTED}…`);
+    }
+  });
+});
