@@ -452,16 +452,17 @@ describe('a credential or an address spelled as a URL or a JSON string holds it'
   // A provider's error may echo the request: its URL (percent-escaped) or its body inside a JSON string (escaped).
   it('is blanked percent-escaped, twice escaped, or JSON-escaped, and the text around it stays readable', () => {
     const r = createRedactor();
-    const samples: [string, string][] = [
-      ['GET /users?filter=email%20eq%20%27jane.doe%40example.test%27', "GET /users?filter=email eq '[redacted]'"],
-      ['POST /v1/x?q=password%3Dhunter2secret failed', 'POST /v1/x?q=password=[redacted] failed'],
-      ['next=https%3A%2F%2Fapp%3Ahunter2pw%40db.internal%2Fx', 'next=https://[redacted]@db.internal/x'],
-      ['h=Authorization%253A%2520Bearer%2520abcdef0123456789', 'h=Authorization: [redacted]'],
-      ['body: {\\"password\\":\\"hunter2secret\\",\\"to\\":\\"x\\"}', 'body: {"password":"[redacted]","to":"x"}'],
-      ['{"detail":"{\\"apiKey\\": \\"k3y-v4lue\\"}"}', '{"detail":"{"apiKey": "[redacted]"}"}'],
-      ['to jane\\u0040example.test', 'to [redacted]'],
-    ];
-    expectBlanked(r, samples);
+    // Each text as a provider may echo it, and what it reads as.
+    const echoed: Record<string, string> = {
+      'GET /users?filter=email%20eq%20%27jane.doe%40example.test%27': "GET /users?filter=email eq '[redacted]'",
+      'POST /v1/x?q=password%3Dhunter2secret failed': 'POST /v1/x?q=password=[redacted] failed',
+      'next=https%3A%2F%2Fapp%3Ahunter2pw%40db.internal%2Fx': 'next=https://[redacted]@db.internal/x',
+      'h=Authorization%253A%2520Bearer%2520abcdef0123456789': 'h=Authorization: [redacted]',
+      'body: {\\"password\\":\\"hunter2secret\\",\\"to\\":\\"x\\"}': 'body: {"password":"[redacted]","to":"x"}',
+      '{"detail":"{\\"apiKey\\": \\"k3y-v4lue\\"}"}': '{"detail":"{"apiKey": "[redacted]"}"}',
+      'to jane\\u0040example.test': 'to [redacted]',
+    };
+    expectBlanked(r, Object.entries(echoed));
     const declared = createRedactor({ fields: ['memberNo'] }).withValuesFrom({ memberNo: 'M 1234/77' });
     expect(declared.text('GET /members/M%201234%2F77 404')).toBe('GET /members/[redacted] 404');
     // Escapes with nothing behind them are left as they are.
