@@ -38,7 +38,7 @@ interface Canary {
   readonly text: string;
   readonly needle: string;
 }
-const canary: fc.Arbitrary<Canary> = fc.oneof(
+const plainCanary: fc.Arbitrary<Canary> = fc.oneof(
   upper(16).map((s) => ({ kind: 'aws', text: `AKIA${s}`, needle: `AKIA${s}` })),
   fc.stringMatching(/^[A-Za-z0-9_-]{35}$/).map((s) => ({ kind: 'google', text: `AIza${s}`, needle: `AIza${s}` })),
   fc
@@ -74,7 +74,17 @@ const canary: fc.Arbitrary<Canary> = fc.oneof(
       alnum(18),
     )
     .map(([k, v]) => ({ kind: `free-text ${k}`, text: `${k}=${v}`, needle: v })),
+  // A JSON body echoed inside a JSON string, as a provider's error may quote the request.
+  fc
+    .tuple(fc.constantFrom('password', 'apiKey', 'client_secret', 'Authorization'), alnum(18))
+    .map(([k, v]) => ({ kind: `JSON-escaped ${k}`, text: `{\\"${k}\\":\\"${v}\\"}`, needle: v })),
 );
+// Each also as a request URL echoes it, percent-escaped.
+const canary: fc.Arbitrary<Canary> = fc
+  .tuple(plainCanary, fc.boolean())
+  .map(([c, escaped]) =>
+    escaped ? { kind: `${c.kind}, percent-escaped`, text: encodeURIComponent(c.text), needle: c.needle } : c,
+  );
 
 type Placement = 'param-value' | 'param-key' | 'intent' | 'error-body' | 'adapter-error';
 const placement = fc.constantFrom<Placement>('param-value', 'param-key', 'intent', 'error-body', 'adapter-error');
@@ -213,10 +223,11 @@ describe('redaction property: canaries never reach an artefact, over every adapt
             const handoffs = await ledgerHandoffs({ db: dbPath });
             artefacts.push(handoffsText(handoffs), JSON.stringify(handoffs));
             const all = artefacts.join('\n');
-            if (all.includes(c.needle)) {
-              const line = all.split('\n').find((l) => l.includes(c.needle))!;
+            const needle = [c.needle, encodeURIComponent(c.needle)].find((n) => all.includes(n));
+            if (needle !== undefined) {
+              const line = all.split('\n').find((l) => l.includes(needle))!;
               throw new Error(
-                `${c.kind} canary placed as ${where} leaked: …${line.slice(Math.max(0, line.indexOf(c.needle) - 160), line.indexOf(c.needle) + 60)}…`,
+                `${c.kind} canary placed as ${where} leaked: …${line.slice(Math.max(0, line.indexOf(needle) - 160), line.indexOf(needle) + 60)}…`,
               );
             }
           },

@@ -30,7 +30,7 @@ const SECRET_PAIRS = words(`
   accountnumber routingnumber securitycode sessionid motdepasse setcookie socialsecurity
 `);
 const PII_PARTS = words(`
-  email emails phone mobile telephone tel dob birthdate birthday address street postcode zip passport nationalid
+  email emails phone mobile mobilephone fax telephone tel dob birthdate birthday address street postcode zip passport nationalid
   taxid ip
 `);
 const PII_PAIRS = words(`

@@ -41,7 +41,7 @@ function has(...parts: string[]) {
 
 /** Luhn-valid with a card network's leading digits and length: numeric ids and epoch-ms timestamps are left alone. */
 function looksLikeCardNumber(text: string): boolean {
-  const d = text.replace(/[ -]/g, '');
+  const d = text.replace(/[\s+-]/g, '');
   if (!/^\d{13,19}$/.test(d) || /^(\d)\1+$/.test(d)) return false;
   let sum = 0;
   for (let i = 0; i < d.length; i++) {
@@ -55,6 +55,32 @@ function looksLikeCardNumber(text: string): boolean {
   if (sum % 10 !== 0) return false;
   if (d.length === 13) return d.startsWith('4');
   return /^(?:4|5[1-5]|2[2-7]|3[0-9]|6)/.test(d);
+}
+
+/**
+ * Blanks the card numbers in each run of digit groups, apart as people type or paste them (spaces of any kind, a
+ * no-break one from a web page, ` - `, a form's `+`): the longest run of whole groups that is one, so a number
+ * beside its expiry, CVC or a quantity (`4242… 123`) is found too.
+ */
+function blankCardNumbers(t: string, found?: string[]): string {
+  return t.replace(/(?<![\p{L}\p{N}_.])\d(?:[\s+-]{0,3}\d)*(?![\p{L}\p{N}_.])/gu, (run) => {
+    const parts = run.match(/\d+|\D+/g)!;
+    let out = '';
+    for (let i = 0; i < parts.length; i += 2) {
+      let end = -1;
+      for (let j = i, digits = parts[i]!.length; j < parts.length && digits <= 19; j += 2) {
+        if (looksLikeCardNumber(parts.slice(i, j + 1).join(''))) end = j;
+        digits += parts[j + 2]?.length ?? 0;
+      }
+      if (end === -1) out += parts[i]! + (parts[i + 1] ?? '');
+      else {
+        found?.push(parts.slice(i, end + 1).join(''));
+        out += REDACTED + (parts[end + 1] ?? '');
+        i = end;
+      }
+    }
+    return out;
+  });
 }
 
 // Combining marks belong to the key: a decomposed `contraseña` is one key.
@@ -97,6 +123,9 @@ function bracketEnd(t: string, start: number): number {
   return t.length;
 }
 
+/** A secret-named word that is an error code (`invalid_auth: not a refusal…`): what follows it is prose. */
+const ERROR_CODE = /(?:^|[_\-.])(?:invalid|missing|expired|revoked|bad|wrong|unknown|required|not)(?:[_\-.]|$)/i;
+
 /** Blanks the value after every `key:`/`key=` whose key is secret-named (scanning back from each separator, not from every position). */
 function redactSecretAssignments(s: string, found?: string[]): string {
   let out = '';
@@ -110,7 +139,7 @@ function redactSecretAssignments(s: string, found?: string[]): string {
     let k = j;
     while (k >= last && j - k < 40 && KEY_CHAR.test(s[k]!)) k--;
     const key = s.slice(k + 1, j + 1);
-    if (key.length < 2 || !isSecretKey(key)) continue;
+    if (key.length < 2 || !isSecretKey(key) || ERROR_CODE.test(key)) continue;
     const span = valueSpan(s.slice(i + 1), /authorization$/i.test(key));
     if (span === null) continue;
     found?.push(s.slice(i + 1 + span[0], i + 1 + span[1]));
@@ -135,14 +164,18 @@ const DETECTORS: readonly Detector[] = [
     hint: (t) => t.includes('://') && (t.includes('@') || t.includes('…')),
     blank: matches(/(?<=\b[a-z][a-z0-9+.-]*:\/\/)(?:[^\s/?#@]+(?=@)|[^\s/?#@:]+:[^\s/?#@]*(?=…))/gi),
   },
-  { kind: 'bearer token', hint: (t) => /bearer/i.test(t), blank: matches(/\bBearer\s+[A-Za-z0-9\-._~+/]+=*/gi) },
+  {
+    kind: 'bearer token',
+    hint: (t) => /bearer/i.test(t),
+    // A short lowercase word after it is prose (Stripe's "using Bearer auth", "the bearer token was rejected").
+    blank: matches(/\bBearer\s+[A-Za-z0-9\-._~+/]+=*/gi, (m) => !/^[a-z]{1,12}$/.test(m.replace(/^bearer\s+/i, ''))),
+  },
   {
     kind: 'basic credentials',
     hint: (t) => /basic/i.test(t),
+    // `user:pass` decodes to text; an ordinary word after `Basic` (`Options`, `Order`) decodes to bytes that are not.
     blank: matches(/\bBasic\s+[A-Za-z0-9+/]{4,}={0,2}/gi, (m) =>
-      Buffer.from(m.replace(/^Basic\s+/i, ''), 'base64')
-        .toString('latin1')
-        .includes(':'),
+      /^[^\p{Cc}\ufffd]*:[^\p{Cc}\ufffd]*$/u.test(Buffer.from(m.replace(/^Basic\s+/i, ''), 'base64').toString('utf8')),
     ),
   },
   {
@@ -165,8 +198,9 @@ const DETECTORS: readonly Detector[] = [
   },
   {
     kind: 'GitHub or Slack token',
-    hint: has('gh', 'xox'),
-    blank: matches(/\b(?:ghp|gho|ghs|ghu|github_pat|xox[abprs])[-_A-Za-z0-9]{10,}/g),
+    // GitHub's refresh tokens (ghr_), Slack's app-level (xapp-) and refresh (xoxe-) tokens included.
+    hint: has('gh', 'xox', 'xapp'),
+    blank: matches(/\b(?:gh[oprsu]|github_pat|xox[abeprs]|xapp)[-_A-Za-z0-9]{10,}/g),
   },
   { kind: 'Resend key', hint: has('re_'), blank: matches(/\bre_[A-Za-z0-9]{8,}_[A-Za-z0-9]{16,}/g) },
   // Incoming-webhook URLs whose path is the credential (Slack, Discord, Teams, Zapier): the path after the fixed prefix.
@@ -194,7 +228,7 @@ const DETECTORS: readonly Detector[] = [
     kind: 'clipped credential',
     hint: has('…'),
     blank: matches(
-      /\b(?:(?:sk|rk|pk)_(?:test|live)_|whsec_|A(?:KIA|SIA|GPA|IDA|ROA|NPA|Iza)|gh[opsu]_|github_pat_|xox[abprs]-|re_|pat-|sk-|Basic\s+)[\w+/=-]+(?=…)/g,
+      /\b(?:(?:sk|rk|pk)_(?:test|live)_|whsec_|A(?:KIA|SIA|GPA|IDA|ROA|NPA|Iza)|gh[oprsu]_|github_pat_|xox[abeprs]-|xapp-|re_|pat-|sk-|Basic\s+)[\w+/=-]+(?=…)/g,
     ),
   },
   // `password=…`, `"apiKey": "…"`, `?token=…`, `X-Auth-Token: …` in free text: the key decides.
@@ -202,20 +236,52 @@ const DETECTORS: readonly Detector[] = [
   {
     kind: 'card number',
     hint: (t) => /(?:\d\D*){13}/.test(t),
-    blank: matches(/(?<![\p{L}\p{N}_.])\d(?:[ -]?\d){12,18}(?![\p{L}\p{N}_.])/gu, looksLikeCardNumber),
+    blank: blankCardNumbers,
   },
   {
     kind: 'email address',
     pii: true,
     hint: has('@'),
-    blank: matches(/[A-Za-z0-9._%+-]+@(?:[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*\.[A-Za-z]{2,}|[A-Za-z0-9.-]*(?=…))/g),
+    // Letters of any script, as addresses may hold them (`josé.núñez@…`, `田中@例え.jp`).
+    blank: matches(
+      /[\p{L}\p{M}\p{N}._%+-]+@(?:[\p{L}\p{M}\p{N}-]+(?:\.[\p{L}\p{M}\p{N}-]+)*\.\p{L}[\p{L}\p{M}]+|[\p{L}\p{M}\p{N}.-]*(?=…))/gu,
+    ),
   },
+];
+
+/**
+ * `t` with its percent-escapes, then its JSON string escapes, decoded: a provider's error may echo the request URL or a
+ * JSON body inside a string, where a credential is spelled `password%3D…` or `{\"apiKey\":…` and no detector sees it.
+ */
+const DECODINGS: readonly ((t: string) => string)[] = [
+  (t) =>
+    t.includes('%')
+      ? t.replace(/(?:%[0-9A-Fa-f]{2})+/g, (m) => {
+          try {
+            return decodeURIComponent(m);
+          } catch {
+            return m;
+          }
+        })
+      : t,
+  (t) =>
+    t.includes('\\')
+      ? t.replace(/\\(?:u([0-9A-Fa-f]{4})|(["\\/]))/g, (_, hex, c) =>
+          hex ? String.fromCharCode(Number.parseInt(hex, 16)) : c,
+        )
+      : t,
 ];
 
 /** The first detector a string trips (its kind), or null. Used to refuse a credential typed into config. */
 export function detectSensitive(value: string, options: Pick<RedactOptions, 'pii'> = {}): string | null {
   const pii = options.pii ?? true;
-  return DETECTORS.find((d) => (pii || !d.pii) && d.hint(value) && d.blank(value) !== value)?.kind ?? null;
+  const kind = DETECTORS.find((d) => (pii || !d.pii) && d.hint(value) && d.blank(value) !== value)?.kind;
+  if (kind !== undefined) return kind;
+  for (const decode of DECODINGS) {
+    const decoded = decode(value);
+    if (decoded !== value) return detectSensitive(decoded, options);
+  }
+  return null;
 }
 
 /** A person named in `resolve --by` as receipts and logs show them: `person#` + 12 hex of the name's SHA-256. */
@@ -294,6 +360,12 @@ export function createRedactor(options: RedactOptions = {}, sensitiveFields: rea
       (exact.size > 0 && exact.has(path.join('.')))
     );
   };
+  /** In a `{ name: 'X-Api-Key', value }` pair (headers as a list, HubSpot's form fields) the name says what `value` is. */
+  const pairSensitive = (v: object, path: readonly string[]) => {
+    const o = v as Record<string, unknown>;
+    const name = o.name ?? o.key ?? o.property ?? o.field;
+    return 'value' in o && typeof name === 'string' && isSensitive([...path, name]);
+  };
   return build([]);
 
   function build(values: readonly string[]): Redactor {
@@ -320,6 +392,12 @@ export function createRedactor(options: RedactOptions = {}, sensitiveFields: rea
       if (values.length > 0) out = blankClipped(out, values);
       for (const d of DETECTORS) if ((pii || !d.pii) && d.hint(out)) out = d.blank(out);
       for (const p of patterns) out = out.replace(p, REDACTED);
+      // Shown decoded only where the decoded text hides something (each decoding removes escapes, so this ends).
+      for (const decode of DECODINGS) {
+        const decoded = decode(out);
+        const blanked = decoded === out ? decoded : text(decoded);
+        if (blanked !== decoded) out = blanked;
+      }
       if (s.length <= SCANNED_MAX_LENGTH) {
         if (scanned.size >= SCANNED_MAX) scanned.clear();
         scanned.set(s, out);
@@ -340,7 +418,10 @@ export function createRedactor(options: RedactOptions = {}, sensitiveFields: rea
           return items.every((x, i) => x === v[i]) ? v : items;
         }
         if (v instanceof Date) return v.toISOString();
-        const entries = Object.entries(v).map(([k, x]) => [k, text(k), walk(x, [...path, k], seen)] as const);
+        const paired = pairSensitive(v, path);
+        const entries = Object.entries(v).map(
+          ([k, x]) => [k, text(k), paired && k === 'value' ? REDACTED : walk(x, [...path, k], seen)] as const,
+        );
         if (entries.every(([k, key, x]) => key === k && x === (v as Record<string, unknown>)[k])) return v;
         const out: Record<string, unknown> = {};
         // An own `__proto__` key stays data (a plain assignment would set the prototype).
@@ -371,7 +452,9 @@ export function createRedactor(options: RedactOptions = {}, sensitiveFields: rea
           if (typeof v !== 'object' || v === null || seen.has(v)) return;
           seen.add(v);
           // Array items share their array's path, as in params().
-          for (const [k, x] of Object.entries(v)) collect(x, Array.isArray(v) ? path : [...path, k], here, seen);
+          const paired = pairSensitive(v, path);
+          for (const [k, x] of Object.entries(v))
+            collect(x, Array.isArray(v) ? path : [...path, k], here || (paired && k === 'value'), seen);
         };
         collect(params, [], false, new Set());
         // Nothing new to blank: this redactor already is that one.

@@ -13,6 +13,14 @@ const PHONE = '+44 7700 900123';
 const dir = mkdtempSync(join(tmpdir(), 'retrysafe-redact-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
+/** Each input reads as its expected text, and detectSensitive finds something in it. */
+function expectBlanked(r: ReturnType<typeof createRedactor>, samples: readonly [string, string][]) {
+  for (const [input, expected] of samples) {
+    expect(r.text(input), input).toBe(expected);
+    expect(detectSensitive(input), input).not.toBeNull();
+  }
+}
+
 describe('redaction: a secret and PII in params never reach receipts, packets, exports or logs', () => {
   it('holds across success, lost response, lookup, rejection and handoff', async () => {
     const logs: LogEntry[] = [];
@@ -429,10 +437,7 @@ describe('the credentials each shipped adapter and an HTTP API use, bare in free
       ['Authorization: token 0123456789abcdef0123456789abcdef01234567', `Authorization: ${REDACTED}`],
       ['authorization: Bot MTk4NjIyNDgzNDcxOTI1MjQ4.Cl2FMQ.ZnCjm1XVW7vRze4b7Cq4se7kKWs', `authorization: ${REDACTED}`],
     ];
-    for (const [input, expected] of samples) {
-      expect(r.text(input), input).toBe(expected);
-      expect(detectSensitive(input), input).not.toBeNull();
-    }
+    expectBlanked(r, samples);
     for (const s of [
       're_send_all_pending',
       'https://api.slack.com/methods/chat.postMessage',
@@ -440,5 +445,163 @@ describe('the credentials each shipped adapter and an HTTP API use, bare in free
       'the password was wrong for user 42',
     ])
       expect(r.text(s), s).toBe(s);
+  });
+});
+
+describe('a credential or an address spelled as a URL or a JSON string holds it', () => {
+  // A provider's error may echo the request: its URL (percent-escaped) or its body inside a JSON string (escaped).
+  it('is blanked percent-escaped, twice escaped, or JSON-escaped, and the text around it stays readable', () => {
+    const r = createRedactor();
+    // Each text as a provider may echo it, and what it reads as.
+    const echoed: Record<string, string> = {
+      'GET /users?filter=email%20eq%20%27jane.doe%40example.test%27': "GET /users?filter=email eq '[redacted]'",
+      'POST /v1/x?q=password%3Dhunter2secret failed': 'POST /v1/x?q=password=[redacted] failed',
+      'next=https%3A%2F%2Fapp%3Ahunter2pw%40db.internal%2Fx': 'next=https://[redacted]@db.internal/x',
+      'h=Authorization%253A%2520Bearer%2520abcdef0123456789': 'h=Authorization: [redacted]',
+      'body: {\\"password\\":\\"hunter2secret\\",\\"to\\":\\"x\\"}': 'body: {"password":"[redacted]","to":"x"}',
+      '{"detail":"{\\"apiKey\\": \\"k3y-v4lue\\"}"}': '{"detail":"{"apiKey": "[redacted]"}"}',
+      'to jane\\u0040example.test': 'to [redacted]',
+    };
+    expectBlanked(r, Object.entries(echoed));
+    const declared = createRedactor({ fields: ['memberNo'] }).withValuesFrom({ memberNo: 'M 1234/77' });
+    expect(declared.text('GET /members/M%201234%2F77 404')).toBe('GET /members/[redacted] 404');
+    // Escapes with nothing behind them are left as they are.
+    for (const s of ['GET /search?q=caf%C3%A9%20menu 404', '{"message":"field \\"to\\" is required"}', '100%'])
+      expect(r.text(s), s).toBe(s);
+  });
+});
+
+describe('ordinary words are not credentials: a packet stays readable', () => {
+  it('leaves a word after Basic, and an error code naming a credential, as they are', () => {
+    const r = createRedactor();
+    for (const s of [
+      'The price for the Basic Options plan is not active',
+      'Upgrade from Basic Online to Pro',
+      'Basic Order, Basic Overview',
+      'invalid_auth: not a refusal Slack documents for this method; it may have been applied',
+      'token_revoked: not a refusal Slack documents for this method',
+      'missing_token: send one',
+    ])
+      expect(r.text(s), s).toBe(s);
+    // A credential after them still is blanked.
+    expect(r.text('Authorization: Basic dXNlcjpwxIFzcw==')).toBe('Authorization: [redacted]');
+    expect(r.text('sent Basic dXNlcjpwxIFzcw== to the proxy')).toBe(`sent ${REDACTED} to the proxy`);
+    expect(r.text('invalid_token: sk_live_51Hq9ZsEcReTvAlUe0xyz')).toBe(`invalid_token: ${REDACTED}`);
+  });
+
+  it("blanks HubSpot's compound personal-data properties (mobilephone, fax) like phone", () => {
+    const r = createRedactor();
+    expect(
+      r.params({ properties: { mobilephone: '+44 7700 900123', fax: '+44 20 7946 0000', city: 'Leeds' } }),
+    ).toEqual({
+      properties: { mobilephone: REDACTED, fax: REDACTED, city: 'Leeds' },
+    });
+  });
+});
+
+describe('a card number however its groups are spaced', () => {
+  it('is blanked with double spaces, a no-break space, " - " or "+" between groups; the last four alone stay', () => {
+    const r = createRedactor();
+    for (const pan of [
+      '4242  4242  4242  4242',
+      '4242 - 4242 - 4242 - 4242',
+      '4242\u00a04242\u00a04242\u00a04242',
+      '4242\t4242\t4242\t4242',
+      '4242+4242+4242+4242',
+      '3782\u202f822463\u202f10005',
+    ]) {
+      expect(r.text(`card ${pan} declined`), pan).toBe(`card ${REDACTED} declined`);
+      expect(r.params({ card: { number: pan } }), pan).toEqual({ card: { number: REDACTED } });
+    }
+    expect(r.text('card ending in 4242 (last4 4242), amounts 1000  2000  3000  4000')).toBe(
+      'card ending in 4242 (last4 4242), amounts 1000  2000  3000  4000',
+    );
+  });
+});
+
+describe('a card number beside other digits', () => {
+  it('is blanked when its expiry, CVC or a quantity follows or precedes it, and the other digits stay', () => {
+    const r = createRedactor();
+    const samples: [string, string][] = [
+      ['4242 4242 4242 4242 12/30', `${REDACTED} 12/30`],
+      ['pan 4242424242424242 123', `pan ${REDACTED} 123`],
+      ['qty 3 4242424242424242', `qty 3 ${REDACTED}`],
+      ['4242424242424242 5555555555554444', `${REDACTED} ${REDACTED}`],
+      ['4242 4242 4242 4242 12.50 EUR', `${REDACTED} 12.50 EUR`],
+    ];
+    for (const [input, expected] of samples) expect(r.text(input), input).toBe(expected);
+  });
+});
+
+describe('an email address with letters outside ASCII', () => {
+  it('is blanked whole: an accented name, an internationalised domain', () => {
+    const r = createRedactor();
+    for (const address of ['josé.núñez@correo.es', 'müller@example.com', '田中@例え.jp', 'jürgen@bücher.de'])
+      expect(r.text(`to ${address}, cc none`), address).toBe(`to ${REDACTED}, cc none`);
+    for (const s of ['mention @here', 'npm i pkg@1.2.3', 'user@localhost']) expect(r.text(s), s).toBe(s);
+  });
+});
+
+describe('a value named by its sibling ({ name, value } pairs)', () => {
+  // Headers as lists (Graph's internetMessageHeaders, a captured request) and HubSpot's form fields name their value.
+  it('is blanked when the name is secret or personal, in params and, echoed, in text', () => {
+    const r = createRedactor();
+    const params = {
+      internetMessageHeaders: [
+        { name: 'X-Api-Key', value: 'k3y-0f-the-api' },
+        { name: 'X-Campaign', value: 'spring' },
+      ],
+      fields: [
+        { name: 'phone', value: '+44 7700 900123' },
+        { property: 'mobilephone', value: '+44 7700 900124' },
+        { key: 'Cookie', value: 'sid=s3ss10n' },
+        { name: 'company', value: 'Acme' },
+      ],
+    };
+    expect(r.params(params)).toEqual({
+      internetMessageHeaders: [
+        { name: 'X-Api-Key', value: REDACTED },
+        { name: 'X-Campaign', value: 'spring' },
+      ],
+      fields: [
+        { name: 'phone', value: REDACTED },
+        { property: 'mobilephone', value: REDACTED },
+        { key: 'Cookie', value: REDACTED },
+        { name: 'company', value: 'Acme' },
+      ],
+    });
+    expect(r.withValuesFrom(params).text('invalid value +44 7700 900123 for phone; header k3y-0f-the-api')).toBe(
+      `invalid value ${REDACTED} for phone; header ${REDACTED}`,
+    );
+  });
+});
+
+describe('a word after Bearer', () => {
+  it("is prose when it is a short lowercase word, as in Stripe's own message; a token after it still is blanked", () => {
+    const r = createRedactor();
+    const stripe =
+      "You did not provide an API key. You need to provide your API key in the Authorization header, using Bearer auth (e.g. 'Authorization: Bearer YOUR_SECRET_KEY').";
+    expect(r.text(stripe)).toBe(
+      "You did not provide an API key. You need to provide your API key in the Authorization header, using Bearer auth (e.g. 'Authorization: [redacted]').",
+    );
+    expect(r.text('the bearer token was rejected')).toBe('the bearer token was rejected');
+    for (const token of ['abcdefghijklmnopqrstu', 'Abcdefgh', 'abc123def', 'abc.def-ghi'])
+      expect(r.text(`sent Bearer ${token} upstream`), token).toBe(`sent ${REDACTED} upstream`);
+  });
+});
+
+describe('every GitHub and Slack token prefix their pages list', () => {
+  // github.blog/changelog/2021-03-31-authentication-token-format-updates-are-generally-available (ghr_ refresh
+  // tokens); docs.slack.dev/authentication/tokens (app-level xapp-) and tooling.tokens.rotate (xoxe- refresh tokens).
+  it('blanks a GitHub refresh token and a Slack app-level or refresh token, whole or clipped', () => {
+    const r = createRedactor();
+    for (const token of [
+      'ghr_1B4a2e77838347a7E420ce178F2E7c6912E169246c34E1ccbF66C46812d16D5B1A9Dc86A1498',
+      'xapp-1-A0123456789-1234567890123-0123456789abcdef0123456789abcdef',
+      'xoxe-1-My0xLTEyMzQ1Njc4OTAtMTIzNDU2Nzg5MDEyMy1hYmNkZWY',
+    ]) {
+      expect(r.text(`token ${token} revoked`), token).toBe(`token ${REDACTED} revoked`);
+      expect(r.text(`token ${token.slice(0, 12)}…`), token).toBe(`token ${REDACTED}…`);
+    }
   });
 });
