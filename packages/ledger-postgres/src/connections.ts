@@ -99,7 +99,15 @@ export class Connections {
     this.count++;
     this.timer ??= setInterval(() => this.watch(), this.period).unref();
     const { connectionString, timeoutMs } = this.options;
-    const client = new pg.Client({ connectionString, connectionTimeoutMillis: timeoutMs });
+    let client: pg.Client;
+    try {
+      client = new pg.Client({ connectionString, connectionTimeoutMillis: timeoutMs });
+    } catch (err) {
+      // A connection string pg cannot parse throws here: not counted, or `end` would wait for it for ever.
+      this.count--;
+      this.next();
+      throw err;
+    }
     const conn: Conn = { client, until: 0, since: 0, fail: null, gone: false };
     // An idle connection that breaks emits 'error', which unhandled would end the process; a busy one's query fails.
     client.on('error', () => {

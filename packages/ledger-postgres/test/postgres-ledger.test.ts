@@ -1,3 +1,4 @@
+import { setTimeout as sleep } from 'node:timers/promises';
 import {
   type BusinessOperationId,
   type ClaimInput,
@@ -929,6 +930,16 @@ describe('connection loss fails closed', () => {
     });
     await l.close();
     await expect(l.get('x' as BusinessOperationId)).rejects.toThrow(/closed/);
+  });
+
+  it('a connection string pg cannot parse rejects with LedgerError, and close() still ends', async () => {
+    // The port is out of range: pg.Client throws as it is built, which left a connection counted that never opened,
+    // so close() waited for ever (the CLI ended on an unsettled await, with no message).
+    const l = createPostgresLedger({ connectionString: 'postgres://u@127.0.0.1:99999/x', schema, migrate: false });
+    const err = await l.get('x' as BusinessOperationId).catch((e) => e);
+    expect(LedgerError.isInstance(err)).toBe(true);
+    const closed = await Promise.race([l.close().then(() => 'closed'), sleep(2_000).then(() => 'hung')]);
+    expect(closed).toBe('closed');
   });
 });
 
