@@ -45,6 +45,9 @@ export type ClockSkewError = InstanceType<typeof ClockSkewError>;
  * declaration compares them. Nothing was sent. `paths` lists where the params differ (never the values).
  * `needsPerson`: the operation is at rest and takes no corrected request (an attempt may have applied): a person
  * resolves it, and redoing it under other intent fields could make the effect twice.
+ * `storedMayApply`: the stored request was applied, may have been, or may still be (in flight elsewhere, or driven on
+ * later): redone under other intent fields it could happen twice; the original params get its result (true with
+ * `needsPerson`; false only when every attempt is known not applied, or for an intent or operation conflict).
  */
 export const ConflictError = errorClass(
   'ConflictError',
@@ -55,11 +58,13 @@ export const ConflictError = errorClass(
     detail: string,
     paths: readonly string[] = [],
     needsPerson = false,
+    storedMayApply = needsPerson,
   ) => ({
     businessOperationId,
     field,
     paths: Object.freeze([...paths]),
     needsPerson,
+    storedMayApply,
     message: `business operation ${businessOperationId} already exists with a different ${field}${paths.length ? ` at ${paths.join(', ')}` : ''}: ${detail}; nothing was sent`,
   }),
 );

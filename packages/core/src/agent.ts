@@ -29,12 +29,15 @@ export type AgentToolResult = ReturnType<typeof toAgentResult> | NonNullable<Ret
 /** The answer to a refusal the agent's arguments met before the claim, else null (not the agent's to answer). */
 export function refusalAnswer(err: unknown, idOf: () => string | null) {
   if (ConflictError.isInstance(err)) {
-    const { businessOperationId, field, paths } = err;
-    // Redone under other intent fields, an operation that waits for a person (or left something) would happen twice.
-    const message = err.needsPerson
+    const { businessOperationId, field, paths, needsPerson, storedMayApply } = err;
+    // Redone under other intent fields, a request that applied or may still apply (in flight elsewhere, waiting for
+    // a person, driven on later) would happen twice.
+    const message = needsPerson
       ? `${err.message}. A person must resolve this operation: do not redo it under other intent fields, and do not retry it.`
-      : `${err.message}. If you meant a different operation, change an intent field; otherwise call again with the original arguments.`;
-    return { status: 'conflict' as const, businessOperationId, field, paths, message };
+      : storedMayApply
+        ? `${err.message}. Its stored request was applied or may still be: do not redo it under other intent fields (that could do it twice); call again with the original arguments for its result (later, if it is in progress). For an operation that is not a repeat of this one, change an intent field.`
+        : `${err.message}. If you meant a different operation, change an intent field; otherwise call again with the original arguments.`;
+    return { status: 'conflict' as const, businessOperationId, field, paths, needsPerson, storedMayApply, message };
   }
   const invalid = (fields: readonly FieldError[], message: string, id = idOf()) => ({
     status: 'invalid-input' as const,

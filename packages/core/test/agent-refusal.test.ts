@@ -11,7 +11,7 @@ import {
 import { PAYLOAD_LIMITS } from '@retrysafe/contract/ledger';
 import { agentTools, callAgentTool, operationStatus, pendingHandoffs, refusalAnswer } from '@retrysafe/core/agent';
 import { describe, expect, it } from 'vitest';
-import { setup } from './helpers.js';
+import { scripted, setup } from './helpers.js';
 
 /** The sandbox operation as an agent tool whose provider rejects every call with `rejection`; `sent()` counts calls. */
 function rejectingTool(rejection: { reason: string; message: string; created?: string; fields?: object[] }) {
@@ -202,6 +202,47 @@ describe('the conflict answer to a correction the runner refuses', () => {
     const other = await callAgentTool(runner, tool!, { ref: 'o-17', [field]: 'b' });
     expect(other).toMatchObject({ status: 'conflict', message: expect.stringMatching(/change an intent field/) });
     expect(other.message).not.toMatch(/a person must resolve/i);
+  });
+});
+
+describe('a conflict with a request that may still land or has landed', () => {
+  const stored = { status: 'conflict', storedMayApply: true, needsPerson: false };
+  const repeat = (message: string) => {
+    expect(message).toMatch(/do not redo it under other intent fields/i);
+    expect(message).toMatch(/call again with the original arguments/);
+  };
+
+  it('a run stopped after an unknown attempt, taken by the next call: the typed field and the answer say so', async () => {
+    const { provider, adapter, runner } = setup();
+    const stop = new AbortController();
+    const timedOut = { kind: 'unknown', cause: 'timeout', message: 'no answer' } as const;
+    const held = scripted(adapter, (n, send) => (n === 0 ? send().then(() => (stop.abort(), timedOut)) : undefined));
+    const params = { ref: 'o-30', note: 'a' };
+    await expect(runner.run(held, 'records.create', { params, signal: stop.signal })).rejects.toThrow();
+    const conflict = await runner.run(held, 'records.create', { params: { ...params, note: 'b' } }).catch((e) => e);
+    expect(ConflictError.isInstance(conflict) && conflict.storedMayApply && !conflict.needsPerson).toBe(true);
+    expect(conflict.message).toMatch(/a re-send with the same key/); // the claim took the stopped run's lease
+    const [tool] = agentTools([held], ['sandbox_records_create']);
+    const answer = await callAgentTool(runner, tool!, { ...params, note: 'b' });
+    expect(answer).toMatchObject(stored);
+    repeat(answer.message);
+    expect(await callAgentTool(runner, tool!, params)).toMatchObject({ status: 'done', adopted: true });
+    expect(provider.count()).toBe(1);
+  });
+
+  it("an operation that succeeded with other params: its result is the original arguments' to get", async () => {
+    const { adapter, runner } = setup();
+    const [tool] = agentTools([adapter], ['sandbox_records_create']);
+    expect((await callAgentTool(runner, tool!, { ref: 'o-31', note: 'a' })).status).toBe('done');
+    const other = await callAgentTool(runner, tool!, { ref: 'o-31', note: 'b' });
+    expect(other).toMatchObject(stored);
+    repeat(other.message);
+  });
+
+  it('a correction nothing stands against is not one', () => {
+    const e = new ConflictError('x.op:1', 'params', 'other params', ['a']);
+    expect(e.storedMayApply).toBe(false);
+    expect(refusalAnswer(e, () => null)?.message).not.toMatch(/other intent fields/);
   });
 });
 

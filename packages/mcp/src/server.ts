@@ -145,6 +145,8 @@ const RESULT_SCHEMA = {
       },
     },
     paths: { type: 'array', items: { type: 'string' } },
+    needsPerson: { type: 'boolean' },
+    storedMayApply: { type: 'boolean' },
   },
   required: ['status', 'businessOperationId', 'message'],
 } as const;

@@ -72,6 +72,24 @@ describe('a duplicate in flight waits for the first call', () => {
   });
 });
 
+describe('a call with other non-intent arguments while the first is in flight', () => {
+  it('is a conflict that says the first may still land: not to be redone under other intent fields', async () => {
+    const dir = tempDir('retrysafe-inflight-conflict-');
+    const client = await wrapped(fence(dir), ['--', process.execPath, ordersServer, '--reply-delay-ms', '3000']);
+    const args = { customer: 'cus_i', ref: `PO-${randomBytes(3).toString('hex')}`, sku: 'sku_1', quantity: 1 };
+    const first = call(client, args);
+    await expect.poll(() => count(client, args.ref), { timeout: 10_000 }).toBe(1); // committed, answer held
+    const other = await call(client, { ...args, sku: 'sku_2' });
+    expect(other.structuredContent).toMatchObject({ retrysafe: { status: 'conflict', storedMayApply: true } });
+    const { message } = (other.structuredContent as { retrysafe: { message: string } }).retrysafe;
+    expect(message).toMatch(/do not redo it under other intent fields/i);
+    expect(message).toMatch(/call again with the original arguments/);
+    expect((await first)._meta?.retrysafe?.status).toBe('done');
+    expect((await call(client, args))._meta?.retrysafe).toMatchObject({ status: 'done', adopted: true });
+    expect(await count(client, args.ref)).toBe(1);
+  });
+});
+
 describe('arguments too deep to compare', () => {
   it("are not coalesced but run, so the runner refuses them with its typed answer (not the compare's stack overflow)", async () => {
     let deep: unknown = 1;

@@ -130,13 +130,17 @@ export function withProviderKey(op: Operation, providerKey: ProviderKey | null):
   return op.providerKey === providerKey ? op : { ...op, providerKey };
 }
 
-/** Other params than stored: a conflict naming the differing paths (never the values); `needsPerson` as ConflictError's. */
+/**
+ * Other params than stored: a conflict naming the differing paths (never the values). `stored`: the stored request may
+ * still apply or has (ConflictError's `storedMayApply`), also waiting for a person (`needsPerson`), or was not applied.
+ */
 export function paramsConflict(
   op: Pick<Operation, 'comparison' | 'redactor' | 'params'>,
   record: OperationRecord,
   detail: string,
-  needsPerson = false,
+  stored: 'may-apply' | 'needs-person' | 'not-applied' = 'may-apply',
 ): ConflictError {
   const paths = op.comparison.differences(record.params, op.params).map((p) => op.redactor.text(p));
-  return new ConflictError(record.businessOperationId, 'params', detail, paths, needsPerson);
+  const { businessOperationId: id } = record;
+  return new ConflictError(id, 'params', detail, paths, stored === 'needs-person', stored !== 'not-applied');
 }

@@ -165,10 +165,12 @@ export async function fromTerminal(
             await ledger.receipts(record.businessOperationId),
             correctionRule(op, ctx.clock.now()),
           );
-    if (check === null || check.ok)
-      throw paramsConflict(op, record, `the operation is ${record.state} with other params`);
+    if (check === null || check.ok) {
+      const detail = `the operation is ${record.state} with other params`;
+      throw paramsConflict(op, record, detail, check?.ok ? 'not-applied' : 'may-apply');
+    }
     const detail = `the operation is ${record.state} with other params and cannot be superseded: ${check.why}`;
-    throw paramsConflict(op, record, detail, true);
+    throw paramsConflict(op, record, detail, 'needs-person');
   }
   const { businessOperationId, result, providerRef, attemptCount: attempts, handoff: packet } = record;
   const receipts = await ledger.receipts(businessOperationId);
