@@ -134,7 +134,7 @@ function target(
 /** `retrysafe-mcp wrap …` (WRAP_COMMAND). */
 export async function runWrap(argv: readonly string[], log = toStderr): Promise<void> {
   const { values: o, rest } = parseOptions(argv, WRAP_COMMAND);
-  if (o.config === undefined) throw new UsageError('wrap needs --config <fence.yaml>');
+  if (o.config === undefined) throw new UsageError('name the fence file: --config <fence.yaml>');
   const config = loadFenceConfig(o.config);
   const upstream = await connectUpstream(target(o.url, rest, config.env));
   try {
@@ -159,7 +159,7 @@ export async function runProbe(argv: readonly string[], out = toStdout) {
   const { values: o, rest } = parseOptions(argv, PROBE_COMMAND);
   const { tool, countTool, countPath } = o;
   if (tool === undefined || countTool === undefined || countPath === undefined)
-    throw new UsageError('probe needs --tool, --count-tool and --count-path');
+    throw new UsageError('name the tools: --tool, --count-tool and --count-path');
   const upstream = await connectUpstream(target(o.url, rest), 'retrysafe-probe');
   try {
     const receipt = await probeTool({ ...o, tool, countTool, countPath, client: upstream });

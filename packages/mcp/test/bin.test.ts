@@ -67,6 +67,15 @@ describe('retrysafe-mcp command line', () => {
     const r = run();
     expect(r.status).toBe(2);
     expect(r.stderr).toMatch(/--config/);
+    // wrap and probe name what is missing once, after their own prefix (not "wrap: wrap needs …")
+    const wrap = run('wrap');
+    expect([wrap.status, wrap.stderr.trim()]).toEqual([
+      2,
+      'retrysafe-mcp wrap: name the fence file: --config <fence.yaml>',
+    ]);
+    const probe = run('probe');
+    expect(probe.status).toBe(2);
+    expect(probe.stderr).toMatch(/^retrysafe-mcp probe: name the tools: --tool/);
   });
 
   it('a config the runner refuses at start, or a fence file naming a tool the upstream lacks: exit 2, as any bad config', () => {
