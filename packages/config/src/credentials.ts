@@ -113,7 +113,6 @@ export function findInlineCredentials(raw: unknown): string[] {
   return problems;
 }
 
-const scrub = createRedactor();
 /** A parser's, a driver's or the system's message with anything credential-like or personal blanked (JSON/YAML errors
  * quote the text): a ConfigError quotes nothing else it did not write, so the CLI prints it as it is. */
-export const safeMessage = (message: string): string => scrub.text(message);
+export const safeMessage = createRedactor().text;

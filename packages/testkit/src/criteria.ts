@@ -1,5 +1,5 @@
-import type { Duration, RetrySafetyCard } from '@retrysafe/contract';
-import { durationMs } from '@retrysafe/contract/rules';
+import type { RetrySafetyCard } from '@retrysafe/contract';
+import { durationMs, isDuration } from '@retrysafe/contract/rules';
 import type { PolicyOverrides } from '@retrysafe/core';
 import type { CountCriterion, DrillOutcome, ScenarioId, ScenarioSkip } from './drill-types.js';
 
@@ -10,7 +10,6 @@ const KEY_TRAVELS: readonly unknown[] = ['header', 'body', 'query'];
 const FOLDING: readonly unknown[] = ['replays', 'rejects-duplicate'];
 const MATCHING_KNOWN: readonly unknown[] = ['mismatch-error', 'replay-anyway', 'none'];
 const IN_PROGRESS_FOLDED: readonly unknown[] = ['rejects-in-progress', 'waits-then-replays'];
-const isDuration = (v: unknown): v is Duration => typeof v === 'string' && v !== 'unknown';
 
 /**
  * Oracle: a same-key re-send of a key `keyAgeMs` old (null: fresh) cannot make a second effect: idempotent by
@@ -29,7 +28,7 @@ export function oracleResendSafe(card: RetrySafetyCard, keyAgeMs: number | null,
   if (keyAgeMs === null) return true;
   const lateBound = card.lookup.lateApplyBound?.value;
   const landsWithin = isDuration(lateBound) ? durationMs(lateBound) : marginMs;
-  return keyAgeMs + marginMs + landsWithin < durationMs(retention as Duration);
+  return keyAgeMs + marginMs + landsWithin < durationMs(retention);
 }
 
 /** Oracle: how long after the last dispatch a "not found" proves absence (late-apply bound + delay); null: never. */

@@ -1,6 +1,6 @@
 /** How each drill scenario drives the runner against the harness, and what it saw while doing so. */
 import { ConflictError, type Receipt } from '@retrysafe/contract';
-import { durationMs } from '@retrysafe/contract/rules';
+import { durationMs, isDuration } from '@retrysafe/contract/rules';
 import { systemClock } from '@retrysafe/core';
 import type { planScenario } from './drill.js';
 import type { Harness } from './drill-harness.js';
@@ -123,8 +123,7 @@ async function crashAndRecover(h: Harness, input: DriveInput, d: Drive): Promise
   const pastRetention = scenario === 'key-past-retention';
   const retention = card.retention.minimum.value;
   // past the lease, and for key-past-retention past retention too (unknown: a week, past any a provider publishes)
-  const known = typeof retention === 'string' && retention !== 'unknown';
-  const retentionMs = !pastRetention ? 0 : known ? durationMs(retention) : 7 * 86_400_000;
+  const retentionMs = !pastRetention ? 0 : isDuration(retention) ? durationMs(retention) : 7 * 86_400_000;
   h.clock.advance(retentionMs + leaseMs + 1000);
   if (pastRetention && h.sandbox.expireKeys) await h.sandbox.expireKeys();
   else if (pastRetention)

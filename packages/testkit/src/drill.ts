@@ -6,11 +6,11 @@ import {
   type DrillOperation,
   type RetrySafetyCard,
 } from '@retrysafe/contract';
-import { durationMs } from '@retrysafe/contract/rules';
+import { durationMs, isDuration } from '@retrysafe/contract/rules';
 import { criteriaFor, readCard, skipReason } from './criteria.js';
 import { CONCURRENCY, type Drive, type DriveInput, driveScenario } from './drill-drive.js';
 import { createDrillContext, type DrillContext, type Harness, startHarness } from './drill-harness.js';
-import type { DrillOptions, PassCriteria, ScenarioId, ScenarioResult } from './drill-types.js';
+import type { CountCriterion, DrillOptions, PassCriteria, ScenarioId, ScenarioResult } from './drill-types.js';
 import { SCENARIO_TITLES, SCENARIOS } from './drill-types.js';
 import type { FaultProxy, FaultScript, ProxyRequest } from './fault-proxy.js';
 
@@ -19,9 +19,8 @@ const DEFAULT_RATE_LIMITED = { kind: 'status', status: 429, retryAfterS: 2 } as 
 const phaseOf = (r: ProxyRequest): 'execute' | 'lookup' | 'other' =>
   r.label?.startsWith('execute') ? 'execute' : r.label === 'lookup' ? 'lookup' : 'other';
 
-type Count = PassCriteria['attemptsAtProxy'];
-const meets = (c: Count, n: number) => ('exact' in c ? n === c.exact : n <= c.max && n >= (c.min ?? 0));
-const describeCount = (c: Count) =>
+const meets = (c: CountCriterion, n: number) => ('exact' in c ? n === c.exact : n <= c.max && n >= (c.min ?? 0));
+const describeCount = (c: CountCriterion) =>
   'exact' in c ? `exactly ${c.exact}` : c.min !== undefined ? `${c.min}–${c.max}` : `at most ${c.max}`;
 const safeName = (s: string) => s.replace(/[^A-Za-z0-9._-]+/g, '_');
 
@@ -32,7 +31,7 @@ const LATE_COMMIT_TIMEOUT_MS = 400;
 function lateApplyMs(card: RetrySafetyCard): number {
   const value = card.lookup.lateApplyBound?.value;
   if (value === null) return 0;
-  return value === undefined || value === 'unknown' ? 10 * 60_000 : durationMs(value);
+  return isDuration(value) ? durationMs(value) : 10 * 60_000;
 }
 
 /** The Retry-After seconds a fault puts on the wire (`retryAfterS`, else its own header; 0: none); unreadable: the header. */

@@ -1,5 +1,5 @@
 import type { LookupResult, OperationRecord, Outcome, RetrySafetyCard } from '@retrysafe/contract';
-import { durationMs } from '@retrysafe/contract/rules';
+import { durationMs, isDuration } from '@retrysafe/contract/rules';
 import { leaseCheckMs, decide as realDecide, resolvePolicy } from '@retrysafe/core/internal';
 import type { ExploreOptions } from './explore.js';
 import type { OpState } from './worker.js';
@@ -81,7 +81,7 @@ export function providerFromCard(card: RetrySafetyCard, stand: { unknownLateAppl
     /** null: nothing kept. */
     retentionMs,
     consistencyDelayMs: delay === 'unknown' ? stand.unknownDelayMs : delay === null ? 0 : durationMs(delay),
-    lateApplyMs: typeof late === 'string' && late !== 'unknown' ? durationMs(late) : stand.unknownLateApplyMs,
+    lateApplyMs: isDuration(late) ? durationMs(late) : stand.unknownLateApplyMs,
     async: card.sideEffect.kind.value === 'async-job',
     /** A same-key duplicate of a request still running is refused or folded (card concurrency); else a second effect. */
     foldsInFlight: ['rejects-in-progress', 'waits-then-replays'].includes(card.concurrency.value),
