@@ -436,7 +436,7 @@ export function cardJsonSchema(): Readonly<Record<string, unknown>> {
     $id: CARD_SCHEMA_ID,
     title: `retrysafe retry safety card, version ${CARD_SCHEMA_VERSION}`,
     description:
-      'What one provider operation guarantees about re-sends, as data. Every field is required; a provider fact may be "unknown" (listed in unverified[] with its source), and the runner then does not rely on it. Also checked by validateCard: every unknown fact is listed in unverified[], operation starts with "<provider>." and is dotted identifiers of at most 167 characters, providerKey.charset is the body of a character class, and field paths are dot paths (lines.0.ref for one item, lines.ref for every item; no [i]).',
+      'What one provider operation guarantees about re-sends, as data. Every field is required; a provider fact may be "unknown" (listed in unverified[] with its source), and the runner then does not rely on it. Also checked by validateCard: every unknown fact is listed in unverified[], operation is "<provider>.<name>" (the name: letters, digits, _ - and .), at most 167 characters, providerKey.charset is the body of a character class, and field paths are dot paths (lines.0.ref for one item, lines.ref for every item; no [i]).',
     ...CARD,
     properties: {
       $schema: { type: 'string', description: 'the schema this card follows (for editors); ignored by the loader' },

@@ -116,7 +116,9 @@ describe('validateCard', () => {
     const named = (provider: string, operation: string) => ({ ...sampleCard, provider, operation });
     for (const [provider, operation] of [
       ['example', 'example.orders create'],
-      ['example', 'example.1st'],
+      ['example', 'example.orders:create'],
+      ['example', 'example.orders/create'],
+      ['example', 'example.'],
       ['ex ample', 'ex ample.orders'],
       ['example', `example.${'o'.repeat(170)}`],
     ])
@@ -125,6 +127,9 @@ describe('validateCard', () => {
         operation,
       ).toContain('operation');
     expect(validateCard(named('acme-orders', 'acme-orders.orders.create_v2')).problems).toEqual([]);
+    // The name as an MCP tool may be named (a fenced `2fa_enable`): its ids are valid ones.
+    for (const operation of ['example.1st', 'example.2fa_enable', 'example.a..b', 'example.-x'])
+      expect(validateCard(named('example', operation)).problems, operation).toEqual([]);
   });
 
   it('refuses a backoff cap below its base, or no time to run at all: the runner could use neither', () => {

@@ -4,7 +4,8 @@ import { fingerprint, sameJson } from './canonical.js';
 import { InvalidIdError, InvalidIntentError } from './errors.js';
 import { asBusinessOperationId, type BusinessOperationId } from './ids.js';
 
-const OPERATION_PATTERN = /^[A-Za-z][A-Za-z0-9_-]*(\.[A-Za-z][A-Za-z0-9_-]*)*$/;
+// `<provider>.<name>`: the name as an MCP tool may be named (a fenced `2fa_enable`); it holds no `:`, which ends it in an id.
+const OPERATION_PATTERN = /^[A-Za-z][A-Za-z0-9_-]*(\.[A-Za-z0-9_.-]+)?$/;
 
 const badIntent = (why: string) => new InvalidIntentError('', why);
 /** A path part that names an array item by its index (`lines.0`); any other part crosses every item. */
@@ -13,7 +14,7 @@ export const INDEX = /^(0|[1-9]\d*)$/;
 /** Why no business-operation id can start with `operation` (`<operation>:` + 32 hex, at most 200 characters), or null. */
 export function operationNameProblem(operation: string): string | null {
   if (typeof operation !== 'string' || !OPERATION_PATTERN.test(operation))
-    return 'expected dotted identifiers such as stripe.paymentIntents.create';
+    return 'expected <provider>.<name> such as stripe.paymentIntents.create (the name: letters, digits, _ - and .)';
   if (operation.length > 167) return 'longer than 167 characters: its ids would pass the 200 an id may have';
   return null;
 }

@@ -211,6 +211,22 @@ describe("an upstream tool named like one of the fence's own tools", () => {
   });
 });
 
+describe('an upstream tool named as the MCP spec allows, not as an identifier (2fa_enable, a..b)', () => {
+  it('is fenced: each its own operation, sent once, and its re-issue answered from the ledger', async () => {
+    const tools = ['2fa_enable', 'a..b', '.'].map((name): Tool => ({ name, inputSchema: { type: 'object' } }));
+    const fenced = Object.fromEntries(tools.map((t) => [t.name, { kind: 'set', intent: ['user'] }]));
+    const { call, calls } = await host(tools, fenced);
+    for (const { name } of tools)
+      for (const adopted of [false, true])
+        expect((await call(name, { user: 'u_1' }))._meta?.retrysafe).toMatchObject({
+          status: 'done',
+          adopted,
+          businessOperationId: expect.stringMatching(new RegExp(`^odd\\.${name.replaceAll('.', '\\.')}:[0-9a-f]{32}$`)),
+        });
+    expect(calls.map((c) => c.name)).toEqual(['2fa_enable', 'a..b', '.']);
+  });
+});
+
 describe('an upstream outputSchema the fence cannot compile', () => {
   it("the applied call's answer still reaches the host (the fence's own answer), once, and so does its re-issue", async () => {
     const create: Tool = {

@@ -130,16 +130,23 @@ describe('fence file', () => {
     expect(() => parseFenceConfig({ ...base, env, ledger: 'postgres://fence@db.internal/ledger' })).not.toThrow();
   });
 
-  it('a tool whose name cannot name a business operation is refused at start, not on every call', () => {
+  // MCP 2025-11-25, Tools, "Tool Names": 1–128 of A-Z a-z 0-9 _ - . (https://modelcontextprotocol.io/specification/2025-11-25/server/tools#tool-names).
+  it('a tool whose name the MCP spec does not allow is refused at start, not on every call; every name it allows is fenced', () => {
     const base = JSON.parse(readFileSync(fenceFile(), 'utf8')) as Record<string, unknown>;
     const named = (name: string) => ({ ...base, tools: { [name]: { kind: 'create', intent: ['ref'] } } });
-    for (const name of ['github:create_issue', 'repo/create', 'créer', 'create order', '2fa_enable', 'x'.repeat(161)])
+    for (const name of ['github:create_issue', 'repo/create', 'créer', 'create order', 'a,b', '', 'x'.repeat(161)])
       expect(() => parseFenceConfig(named(name)), name).toThrow(FenceConfigError);
     expect(() => parseFenceConfig(named('github:create_issue'))).toThrow(
       /tools\.github:create_issue: .*business operation/,
     );
     for (const name of ['create_order', 'create-issue', 'issues.create', 'x'.repeat(160)])
       expect(() => parseFenceConfig(named(name)), name).not.toThrow();
+    for (const name of ['2fa_enable', 'DATA_EXPORT_v2', '_private', '-x', '.hidden', 'a..b', 'v2.', '.', '0'])
+      expect(() => parseFenceConfig(named(name)), name).not.toThrow();
+    // Allowed by MCP, but every call would miss its operation: refused at start, saying so.
+    expect(() => parseFenceConfig(JSON.parse(JSON.stringify(named('x')).replace('"x"', '"__proto__"')))).toThrow(
+      /tools\.__proto__: cannot be fenced/,
+    );
   });
 
   it('a fenced tool the upstream does not list is refused at start, with the tools it has', () => {

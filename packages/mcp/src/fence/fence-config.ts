@@ -138,8 +138,9 @@ export type FenceConfig = Omit<Infer<typeof FENCE_SCHEMA>, 'timeoutMs' | 'policy
 };
 export type FenceToolConfig = FenceConfig['tools'][string];
 
-/** A tool name that can stand in a business operation's name (the contract's dotted identifiers). */
-const OPERATION_PART = /^[A-Za-z][A-Za-z0-9_-]*(\.[A-Za-z][A-Za-z0-9_-]*)*$/;
+/** The characters MCP allows in a tool name (2025-11-25, Tools, "Tool Names"); none of them is the `:` that ends the
+ * operation's name in its ids. */
+const TOOL_NAME = /^[A-Za-z0-9_.-]+$/;
 
 /** The config file's credential rule where a fence file holds values (not argument names or paths). A variable's
  * name says nothing here (AUTH_MODE is a setting): its value is checked; null removes it. */
@@ -171,10 +172,13 @@ export function parseFenceConfig(raw: unknown, baseDir = process.cwd()): FenceCo
       if (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(k)) problems.push(`env: "${k}" is not a variable name`);
     for (const [name, t] of Object.entries(c.tools)) {
       // `<name>.<tool>` is the business operation, and `<operation>:<32 hex>` its ids (at most 200 characters).
-      if (!OPERATION_PART.test(name) || c.name.length + name.length > 166)
+      if (!TOOL_NAME.test(name) || c.name.length + name.length > 166)
         problems.push(
-          `tools.${name}: cannot name the business operation ${c.name}.<tool> (letters, digits, _ and -, dotted parts starting with a letter, ${166 - c.name.length} characters at most)`,
+          `tools.${name}: cannot name the business operation ${c.name}.<tool> (letters, digits, _ - and ., ${166 - c.name.length} characters at most)`,
         );
+      // Every call would miss its operation: a JavaScript object keeps no own key of this name by assignment.
+      if (name === '__proto__')
+        problems.push('tools.__proto__: cannot be fenced (not a key an operation can be kept by)');
       for (const [i, r] of (t.rejectWhen ?? []).entries()) {
         try {
           new RegExp(r);
