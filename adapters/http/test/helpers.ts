@@ -3,6 +3,8 @@ import type { HandoffPacket, LookupContext } from '@retrysafe/contract';
 import { callbackHandoffSink, createMemoryLedger, createRunner, createVirtualClock } from '@retrysafe/core';
 import { executeContext, lookupContext, operationIdFor } from '@retrysafe/testkit/conformance';
 import { afterEach, beforeEach, expect } from 'vitest';
+import { ordersCreateCard } from '../src/http-cards.js';
+import type { HttpOperationDeclaration } from '../src/http-declaration.js';
 import { createHttpAdapter, type HttpAdapter, type HttpOperationSpec, ietfOrdersCreate } from '../src/index.js';
 
 /** A runner on a memory ledger and a virtual clock, no jitter; the packets it hands off, in order. */
@@ -169,3 +171,27 @@ export function sandboxRecords(card: Partial<HttpOperationSpec['card']>, spec: P
     ...spec,
   } as HttpOperationSpec;
 }
+
+/** The IETF-key sandbox's orders.create, declared with a list lookup of `lookupPath` that picks the item by `where`. */
+export const searchedOrdersCreate = (
+  description: string,
+  where: Record<string, string>,
+  lookupPath: string,
+): HttpOperationDeclaration => ({
+  description,
+  method: 'POST',
+  path: '/orders',
+  key: { travels: 'header', encoding: 'sf-string', name: 'Idempotency-Key', rule: { maxLength: 64 } },
+  card: ordersCreateCard('acme'),
+  lookup: { method: 'search', path: lookupPath, match: { items: 'data', where } },
+  body: { customer: '{customer}', sku: '{sku}', quantity: '{quantity}', reference: '{orderRef}' },
+  refPath: 'id',
+  paramsSchema: { type: 'object', properties: { quantity: { type: 'integer' } } },
+  errors: {
+    codePath: 'type',
+    rules: [
+      { status: 400, outcome: 'rejected', reason: 'validation' },
+      { status: 422, outcome: 'rejected', reason: 'conflict' },
+    ],
+  },
+});

@@ -1,11 +1,9 @@
 import { AdapterConfigurationError } from '@retrysafe/contract';
 import { closeAfterTest } from '@retrysafe/testkit/close-after-test';
 import { describe, expect, it } from 'vitest';
-import { ordersCreateCard } from '../src/http-cards.js';
-import type { HttpOperationDeclaration } from '../src/http-declaration.js';
 import { createHttpAdapterFromDeclaration } from '../src/index.js';
 import { startIetfKeySandbox } from '../src/sandbox/index.js';
-import { testRunner } from './helpers.js';
+import { searchedOrdersCreate, testRunner } from './helpers.js';
 
 // A list lookup adopts the first item its path and `where` select. If they compare less than the id covers, another
 // operation's item (same customer and sku, another orderRef) is taken for this one, which is then never made.
@@ -13,27 +11,8 @@ import { testRunner } from './helpers.js';
 const OP = 'orders.create';
 const order = (orderRef: string) => ({ customer: 'cus_1', sku: 'sku_1', quantity: 2, orderRef });
 
-const declaration = (
-  where: Record<string, string>,
-  path = '/orders?customer={customer}',
-): HttpOperationDeclaration => ({
-  description: 'Create an order; the search lists the customer’s orders and picks one',
-  method: 'POST',
-  path: '/orders',
-  key: { travels: 'header', encoding: 'sf-string', name: 'Idempotency-Key', rule: { maxLength: 64 } },
-  card: ordersCreateCard('acme'),
-  lookup: { method: 'search', path, match: { items: 'data', where } },
-  body: { customer: '{customer}', sku: '{sku}', quantity: '{quantity}', reference: '{orderRef}' },
-  refPath: 'id',
-  paramsSchema: { type: 'object', properties: { quantity: { type: 'integer' } } },
-  errors: {
-    codePath: 'type',
-    rules: [
-      { status: 400, outcome: 'rejected', reason: 'validation' },
-      { status: 422, outcome: 'rejected', reason: 'conflict' },
-    ],
-  },
-});
+const declaration = (where: Record<string, string>, path = '/orders?customer={customer}') =>
+  searchedOrdersCreate('Create an order; the search lists the customer’s orders and picks one', where, path);
 
 const build = (where: Record<string, string>, path?: string, baseUrl = 'http://127.0.0.1:9') =>
   createHttpAdapterFromDeclaration({

@@ -1,11 +1,9 @@
 import { InvalidParamsError, type JsonSchema } from '@retrysafe/contract';
 import { closeAfterTest } from '@retrysafe/testkit/close-after-test';
 import { describe, expect, it } from 'vitest';
-import { ordersCreateCard } from '../src/http-cards.js';
-import type { HttpOperationDeclaration } from '../src/http-declaration.js';
 import { createHttpAdapterFromDeclaration } from '../src/index.js';
 import { startIetfKeySandbox } from '../src/sandbox/index.js';
-import { testRunner } from './helpers.js';
+import { searchedOrdersCreate, testRunner } from './helpers.js';
 
 // A lookup's `where` compares the item with a param as text (a number matches its string, and a template puts it inside
 // text): orderRef 5 and "5" are two business operations, but the lookup of one picks the other's order. Such a param
@@ -14,28 +12,12 @@ import { testRunner } from './helpers.js';
 const OP = 'orders.create';
 const order = (orderRef: unknown) => ({ customer: 'cus_1', sku: 'sku_1', quantity: 2, orderRef });
 
-const declaration = (where: Record<string, string>): HttpOperationDeclaration => ({
-  description: 'Create an order; the search lists the customer’s orders and picks ours by reference',
-  method: 'POST',
-  path: '/orders',
-  key: { travels: 'header', encoding: 'sf-string', name: 'Idempotency-Key', rule: { maxLength: 64 } },
-  card: ordersCreateCard('acme'),
-  lookup: {
-    method: 'search',
-    path: '/orders?customer={customer}&sku={sku}&quantity={quantity}',
-    match: { items: 'data', where },
-  },
-  body: { customer: '{customer}', sku: '{sku}', quantity: '{quantity}', reference: '{orderRef}' },
-  refPath: 'id',
-  paramsSchema: { type: 'object', properties: { quantity: { type: 'integer' } } },
-  errors: {
-    codePath: 'type',
-    rules: [
-      { status: 400, outcome: 'rejected', reason: 'validation' },
-      { status: 422, outcome: 'rejected', reason: 'conflict' },
-    ],
-  },
-});
+const declaration = (where: Record<string, string>) =>
+  searchedOrdersCreate(
+    'Create an order; the search lists the customer’s orders and picks ours by reference',
+    where,
+    '/orders?customer={customer}&sku={sku}&quantity={quantity}',
+  );
 
 async function rig(where: Record<string, string>) {
   const sb = closeAfterTest(await startIetfKeySandbox({ port: 0 }));
