@@ -6,7 +6,13 @@ import { join } from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
 import { fileURLToPath } from 'node:url';
 import { readDataFile } from '@retrysafe/config';
-import { asBusinessOperationId, type ProviderKey, parseCard, type RetrySafetyCard } from '@retrysafe/contract';
+import {
+  asBusinessOperationId,
+  type ClaimInput,
+  type ProviderKey,
+  parseCard,
+  type RetrySafetyCard,
+} from '@retrysafe/contract';
 import { createSqliteLedger } from '@retrysafe/ledger-sqlite';
 import { afterAll } from 'vitest';
 
@@ -119,8 +125,8 @@ export const lyingDrill = (out: string, flags: readonly string[] = []) =>
     ...flags,
   ]);
 
-/** A SQLite ledger at `db` holding one claimed (in-flight) operation `id`. */
-export async function ledgerWithOneClaim(db: string, id: string): Promise<void> {
+/** A SQLite ledger at `db` holding one claimed (in-flight) operation `id` (`more`: e.g. dispatched, a longer lease). */
+export async function ledgerWithOneClaim(db: string, id: string, more: Partial<ClaimInput> = {}): Promise<void> {
   const ledger = createSqliteLedger({ path: db });
   await ledger.claim({
     businessOperationId: asBusinessOperationId(id),
@@ -133,6 +139,7 @@ export async function ledgerWithOneClaim(db: string, id: string): Promise<void> 
     owner: 'w',
     leaseMs: 1000,
     now: Date.now(),
+    ...more,
   });
   await ledger.close();
 }

@@ -171,6 +171,35 @@ describe('an operation left open is not a dead end for --abandon or --mark-done'
   });
 });
 
+describe('an operation left open that no adapter can drive any more is not stuck', () => {
+  it('--resume hands it off once its lease has run out (never while it lives, nothing sent), and --abandon closes it', async () => {
+    const dir = tempDir('orphan');
+    const db = join(dir, 'ledger.db');
+    // Dispatched (it may have been sent), under a lease that outlives the first call even on a loaded machine.
+    await ledgerWithOneClaim(db, 'gone-1', { dispatch: true, leaseMs: 5_000 });
+    // Its operation is no longer in the application: the config names no adapter for it.
+    const config = writeJson(dir, 'retrysafe.json', {
+      ledger: './ledger.db',
+      adapters: { stripe: { apiKeyEnv: 'RS_CLI_TEST_STRIPE_KEY', baseUrl: 'http://127.0.0.1:9' } },
+    });
+    const env = { RS_CLI_TEST_STRIPE_KEY: 'sk_test_cli' };
+    const resume = () =>
+      cli(['ledger', 'resolve', 'gone-1', '--resume', '--config', config, '--json'], { ...BOUND, cwd: dir, env });
+    const live = await resume();
+    expect(JSON.parse(live.stdout)).toMatchObject({ status: 'in-progress' });
+    await new Promise((r) => setTimeout(r, 5_100));
+    const handed = await resume();
+    const { packet } = JSON.parse(handed.stdout);
+    expect(packet).toMatchObject({ reason: 'recovery-failed', explanation: expect.stringMatching(/no adapter/) });
+    expect(packet.safeNextActions).toContainEqual(expect.objectContaining({ action: 'resume', safe: false }));
+    const list = await cli(['ledger', 'handoffs', '--db', db], BOUND);
+    expect(list.stdout).toContain('gone-1');
+    const abandon = await cli(['ledger', 'resolve', 'gone-1', '--abandon', '--db', db, '--json'], BOUND);
+    expect(abandon.code).toBe(0);
+    expect(JSON.parse(abandon.stdout)).toMatchObject({ status: 'resolved', state: 'abandoned' });
+  }, 60_000);
+});
+
 describe('an option that needs a value says so', () => {
   it('--mark-done followed by another option', async () => {
     const r = await cli(['ledger', 'resolve', 'op-1', '--mark-done', '--db', 'x.db'], BOUND);

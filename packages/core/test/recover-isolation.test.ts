@@ -210,6 +210,33 @@ describe('recover() isolates each record', () => {
     expect(provider.count()).toBe(1);
   });
 
+  it('handOffUndrivable: a record no adapter or card given can drive is handed off once its lease ran out (resume not safe, nothing sent); one whose lease lives is left', async () => {
+    const { clock, provider, adapter } = sandboxOn();
+    const ledger = createMemoryLedger();
+    const spec = adapter.operations['records.create']!;
+    const brokenCard = { ...spec.card, cardVersion: 99 } as unknown as typeof spec.card;
+    const broken = { ...adapter, operations: { 'records.create': { ...spec, card: brokenCard } } };
+    const cases = [
+      { adapters: [adapter], error: 'no adapter given for other.records.create', provider: 'other' },
+      { adapters: [broken], error: 'cardVersion', provider: 'sandbox' },
+    ];
+    for (const [i, c] of cases.entries()) {
+      const id = await leftDispatched(ledger, `gone-${i}`, clock.now(), c.provider);
+      const runner = createRunner({ ledger, clock, random: () => 0.5 });
+      const opts = { adapters: c.adapters, businessOperationId: id, handOffUndrivable: true };
+      const before = await ledger.get(id);
+      expect(await runner.recover(opts)).toMatchObject([{ action: 'skipped-busy' }]);
+      expect(await ledger.get(id)).toEqual(before);
+      clock.advance(5000);
+      const [report] = await runner.recover(opts);
+      expect(report).toMatchObject({ action: 'handed-off', result: { status: 'handed-off' } });
+      const { handoff } = (await ledger.get(id))!;
+      expect(handoff).toMatchObject({ reason: 'recovery-failed', explanation: expect.stringContaining(c.error) });
+      expect(handoff?.safeNextActions).toContainEqual(expect.objectContaining({ action: 'resume', safe: false }));
+    }
+    expect(provider.count()).toBe(0);
+  });
+
   it('a limited pass lists past the records it leaves as they are (no adapter here): they keep the oldest places, and the one behind them is still driven', async () => {
     const { clock, provider, adapter } = sandboxOn();
     const ledger = createMemoryLedger();

@@ -57,7 +57,7 @@ export async function recover(ctx: RunnerContext, opts: RecoverOptions): Promise
   if (opts.businessOperationId !== undefined) {
     const id = asBusinessOperationId(opts.businessOperationId);
     for (const record of await openRecord(ctx, id, unreadable))
-      reports.push((await recoverListed(ctx, record, opts.adapters, run)).report);
+      reports.push((await recoverListed(ctx, record, opts, run)).report);
     return reports;
   }
   // A record left as it is keeps its place, the oldest: a limited pass lists past those it left, or the records
@@ -71,7 +71,7 @@ export async function recover(ctx: RunnerContext, opts: RecoverOptions): Promise
     for (const record of fresh) {
       if (limit !== undefined && driven >= limit) break;
       seen.add(record.businessOperationId);
-      const { report, left } = await recoverListed(ctx, record, opts.adapters, run);
+      const { report, left } = await recoverListed(ctx, record, opts, run);
       reports.push(report);
       if (!left) driven++;
     }
@@ -81,11 +81,11 @@ export async function recover(ctx: RunnerContext, opts: RecoverOptions): Promise
 }
 
 /** One listed record, on its own: one that cannot be driven is handed off, and the healthy ones behind it proceed.
- * `left`: nothing was written (no adapter here, or a configuration that cannot drive it). */
+ * `left`: nothing was written (no adapter here, or a configuration that cannot drive it, unless handOffUndrivable). */
 async function recoverListed(
   ctx: RunnerContext,
   record: OperationRecord,
-  adapters: readonly AdapterV1[],
+  { adapters, handOffUndrivable }: Pick<RecoverOptions, 'adapters' | 'handOffUndrivable'>,
   run: Pick<Operation, 'runId' | 'attemptIds'>,
 ): Promise<{ report: RecoverReport; left: boolean }> {
   try {
@@ -97,17 +97,23 @@ async function recoverListed(
   }
   try {
     const report = await recoverOne(ctx, record, adapters, run);
-    return { report, left: report.action === 'skipped-no-adapter' };
+    if (report.action !== 'skipped-no-adapter' || !handOffUndrivable)
+      return { report, left: report.action === 'skipped-no-adapter' };
+    throw new RunnerConfigurationError(
+      'recover',
+      `no adapter given for ${record.operation} (removed, renamed, or another application's): nothing could be looked up`,
+    );
   } catch (err) {
     // This process's configuration (its policy, an adapter it was given) cannot drive it, as run() would refuse
-    // before its claim, or this pass stopped before sending (a pause ran its lease out): the record is not at
-    // fault, so it stays as it is for a pass that can, not handed off.
+    // before its claim: the record is not at fault, so it stays as it is for a pass that can, not handed off,
+    // unless the caller says no pass can (the operation is gone from the application). One this pass stopped
+    // before sending (a pause ran its lease out) always stays.
     const notTheRecord =
       RunnerConfigurationError.isInstance(err) ||
       AdapterConfigurationError.isInstance(err) ||
-      CardValidationError.isInstance(err) ||
-      LeaseExpiredError.isInstance(err);
-    if (notTheRecord) return { report: leftAsItIs(ctx, record, err), left: true };
+      CardValidationError.isInstance(err);
+    if (LeaseExpiredError.isInstance(err) || (notTheRecord && !handOffUndrivable))
+      return { report: leftAsItIs(ctx, record, err), left: true };
     return { report: await recoveryFailed(ctx, record, err), left: false };
   }
 }
@@ -221,11 +227,12 @@ async function recoveryFailed(ctx: RunnerContext, record: OperationRecord, err: 
     const kept = claim.kind === 'busy' && claim.record.leaseOwner === ctx.owner;
     if (claim.kind !== 'claimed' && !kept) return notClaimed(record, claim, { error });
     const now = clock.now();
+    const receipts = await ledger.receipts(id).catch(() => []);
     const packet = buildPacket({
       record: claim.record,
       reason: 'recovery-failed',
       explanation: `recover() could not drive this operation (${error.name}${error.code ? ` ${error.code}` : ''}: ${error.message}); nothing more was sent. It may have been dispatched before: check the provider, then resolve it.`,
-      receipts: await ledger.receipts(id).catch(() => []),
+      receipts,
       resendSafe: false,
       correction: null,
       now,
@@ -234,7 +241,14 @@ async function recoveryFailed(ctx: RunnerContext, record: OperationRecord, err: 
     // No operation's policy here (the record could not be driven): the runner's maxElapsed, else one lease.
     const ms = ctx.options.policy?.maxElapsedMs ?? ctx.options.policy?.leaseMs ?? DEFAULT_LEASE_MS;
     await sendPacket(ctx, packet, logAs, { ms });
-    return reportOf(record, after.state, 'handed-off', { error });
+    const result = {
+      status: 'handed-off' as const,
+      businessOperationId: id,
+      packet,
+      attempts: after.attemptCount,
+      receipts,
+    };
+    return reportOf(record, after.state, 'handed-off', { error, result });
   } catch (again) {
     log(
       'warn',

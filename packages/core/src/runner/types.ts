@@ -180,6 +180,12 @@ export interface RecoverOptions extends Pick<RunInput, 'runId' | 'attemptIds'> {
    * worker whose lease is live (`skipped-busy`); a closed or absent one is not listed.
    */
   readonly businessOperationId?: string;
+  /**
+   * An open operation no adapter or card given here can drive (its operation removed, renamed, or another
+   * application's on a shared ledger) is handed off (reason `recovery-failed`) once its lease has run out, so a person
+   * can close it, instead of left as it is (`skipped-no-adapter`, `failed`). Nothing is sent. Default false.
+   */
+  readonly handOffUndrivable?: boolean;
 }
 
 export interface Runner {

@@ -69,7 +69,7 @@ export const ledgerHandoffsCommand = defineCommand({
     );
     if (open.length > 0)
       ctx.io.err(
-        `retrysafe: ${plural(open.length, 'operation')} left open past ${open.length === 1 ? 'its' : 'their'} lease (a worker or a resolve stopped between its steps; recover() drives ${open.length === 1 ? 'it' : 'them'}, or: retrysafe ledger resolve <id> --resume${targetFlags(o)}${o.config ? '' : ' --config <file>'}): ${open.map((r) => r.businessOperationId).join(', ')}`,
+        `retrysafe: ${plural(open.length, 'operation')} left open past ${open.length === 1 ? 'its' : 'their'} lease (a worker or a resolve stopped between its steps; recover() drives ${open.length === 1 ? 'it' : 'them'}, or: retrysafe ledger resolve <id> --resume${targetFlags(o)}${o.config ? '' : ' --config <file>'}, which hands one its adapters cannot drive to you): ${open.map((r) => r.businessOperationId).join(', ')}`,
       );
     const ok = !rows.some((r) => r.chainBroken);
     return printListing(ctx, o, rows, ids, () => handoffsText(rows, ctx.color, targetFlags(o), open.length > 0), ok);

@@ -138,7 +138,8 @@ async function resumeOpen(
   const again = `read it as it is now: retrysafe ledger show ${id}`;
   if (handoffAt !== undefined)
     throw new RefusedError(`not resolving ${id}: ${NOT_THE_HANDOFF_DECIDED_ON} (it is ${record.state}); ${again}`);
-  const [report] = await runner.recover({ adapters, businessOperationId: id });
+  // A person asked for this one: what --config cannot drive is handed off to them to decide on, not left stuck.
+  const [report] = await runner.recover({ adapters, businessOperationId: id, handOffUndrivable: true });
   if (report?.result) return report.result;
   if (report?.action === 'skipped-busy') {
     const retryAfterMs = Math.max(0, (record.leaseExpiresAt ?? 0) - Date.now());
@@ -216,7 +217,7 @@ export function resolveText(r: ResolveResult, color = false, target = ''): strin
     case 'in-progress':
       return `${paint('yellow', '…', color)} ${r.businessOperationId}: another worker holds it${r.statusRef ? ` (status ${shownRef(r.statusRef)})` : ''}; try again in ${Math.ceil(r.retryAfterMs / 1000)} s`;
     case 'handed-off':
-      return `${paint('red', '✗', color)} ${r.businessOperationId}: resumed, but handed off again\n${packetText(r.packet, color, target)}`;
+      return `${paint('red', '✗', color)} ${r.businessOperationId}: ${r.packet.reason === 'recovery-failed' ? 'could not be driven: handed off to you' : 'resumed, but handed off again'}\n${packetText(r.packet, color, target)}`;
   }
 }
 
