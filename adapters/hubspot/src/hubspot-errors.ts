@@ -39,7 +39,7 @@ export function refs(res: HubSpotResponse, code?: string): ProviderRefs {
 
 /** The wait a 429 implies: Retry-After if sent, else what the policy and the rate-limit headers say. */
 export function rateLimitWaitMs(res: HubSpotResponse): number {
-  const retryAfter = parseRetryAfter(res.headers['retry-after']);
+  const retryAfter = parseRetryAfter(res.headers['retry-after'], res.headers.date);
   if (retryAfter !== undefined) return retryAfter;
   const interval = Number(res.headers['x-hubspot-ratelimit-interval-milliseconds']);
   const policy = field(res.body, 'policyName');
@@ -84,11 +84,16 @@ function outcomeFromResponse(res: HubSpotResponse): Outcome {
   }
   // Refusals HubSpot's error page tells callers to retry: a 423 lock "will last for 2 seconds"; a 477 sends Retry-After.
   if (s === 423) {
-    const retryAfterMs = Math.max(parseRetryAfter(res.headers['retry-after']) ?? 0, LOCK_MS);
+    const retryAfterMs = Math.max(parseRetryAfter(res.headers['retry-after'], res.headers.date) ?? 0, LOCK_MS);
     return { kind: 'not-applied', message, retryAfterMs, ...refs(res, category) };
   }
   if (s === 477)
-    return { kind: 'not-applied', message, ...retryAfterOf(res.headers['retry-after']), ...refs(res, category) };
+    return {
+      kind: 'not-applied',
+      message,
+      ...retryAfterOf(res.headers['retry-after'], res.headers.date),
+      ...refs(res, category),
+    };
   const conflict = uniqueConflictOf(res);
   if (conflict) {
     return {
@@ -101,7 +106,13 @@ function outcomeFromResponse(res: HubSpotResponse): Outcome {
   }
   if (s >= 400 && s < 500) return { kind: 'rejected', reason: REJECTED[s] ?? 'other', message, ...refs(res, category) };
   const cause = s >= 500 ? 'server-error' : 'other';
-  return { kind: 'unknown', cause, message, ...refs(res, category), ...retryAfterOf(res.headers['retry-after']) };
+  return {
+    kind: 'unknown',
+    cause,
+    message,
+    ...refs(res, category),
+    ...retryAfterOf(res.headers['retry-after'], res.headers.date),
+  };
 }
 
 /** Maps a failure with no HTTP answer (fetch's `TypeError: fetch failed` and its cause, a timeout, an abort). */
