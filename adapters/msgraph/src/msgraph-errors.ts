@@ -106,10 +106,6 @@ export function outcomeFromNetworkError(error: unknown): NoAnswerOutcome {
 /** A lookup that failed or could not decide: never "not-found" (absence proves nothing while the delay is unknown). */
 export function cannotTellFromAnswer(answer: GraphHttpAnswer, what: string): LookupResult {
   const reason = `${what} failed with HTTP ${answer.status}: ${messageOf(answer)}`;
-  return {
-    kind: 'cannot-tell',
-    reason,
-    ...retryAfterOf(answer.headers.get('retry-after'), answer.headers.get('date')),
-    ...refsOf(answer),
-  };
+  const wait = retryAfterOf(answer.headers.get('retry-after'), answer.headers.get('date'));
+  return { kind: 'cannot-tell', reason, ...wait, ...refsOf(answer) };
 }
