@@ -56,12 +56,8 @@ async function keepingRetryAfter(url: string | URL, init?: RequestInit): Promise
   const res = await fetch(url, init);
   if (res.status !== 429) return res;
   const text = await res.text().catch(() => '');
-  const { headers } = res;
-  throw new UpstreamThrottledError(
-    `the upstream answered HTTP 429: ${text}`,
-    headers.get('retry-after'),
-    headers.get('date'),
-  );
+  const [retryAfter, date] = [res.headers.get('retry-after'), res.headers.get('date')];
+  throw new UpstreamThrottledError(`the upstream answered HTTP 429: ${text}`, retryAfter, date);
 }
 
 /** Restarts of a dead upstream: tries, and the first delay, doubled each try. */
