@@ -52,7 +52,7 @@ export function rateLimitWaitMs(a: GitHubAnswer, now: number = Date.now()): numb
   const tooQuickly =
     a.status === 422 && [messageOf(a), ...fieldErrors(a).map((f) => f.message)].some((m) => /too quickly/i.test(m));
   if (a.status !== 403 && a.status !== 429 && !tooQuickly) return undefined;
-  const retryAfter = parseRetryAfter(header(a, 'retry-after'), now);
+  const retryAfter = parseRetryAfter(header(a, 'retry-after'), header(a, 'date'), now);
   if (retryAfter !== undefined) return retryAfter;
   // GitHub's page: remaining 0 on a 403/429 is the primary rate limit, whatever the body says.
   const exhausted = header(a, 'x-ratelimit-remaining') === '0';
@@ -104,7 +104,13 @@ export function outcomeFromAnswer(a: GitHubAnswer, now: number = Date.now()): Ou
   if (s === 404) return { kind: 'rejected', reason: 'not-found', message, ...refs };
   if (s >= 400 && s < 500) return { kind: 'rejected', reason: 'other', message, ...refs };
   if (s >= 500)
-    return { kind: 'unknown', cause: 'server-error', message, ...refs, ...retryAfterOf(header(a, 'retry-after')) };
+    return {
+      kind: 'unknown',
+      cause: 'server-error',
+      message,
+      ...refs,
+      ...retryAfterOf(header(a, 'retry-after'), header(a, 'date')),
+    };
   return { kind: 'unknown', cause: 'other', message: `unexpected HTTP ${s}`, ...refs };
 }
 

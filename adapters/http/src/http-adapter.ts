@@ -183,7 +183,7 @@ const cannotTell = (res: HttpResponseView, reason: string): LookupResult => ({
   kind: 'cannot-tell',
   reason,
   status: res.status,
-  ...retryAfterOf(readHeader(res.headers, 'retry-after')),
+  ...retryAfterOf(readHeader(res.headers, 'retry-after'), readHeader(res.headers, 'date')),
 });
 /** A list read's miss: absent only when the answer is the whole list; a page with more after it cannot tell. */
 function missed(a: Ask, res: HttpResponseView, reason: string, more: string | undefined): LookupResult {
@@ -340,7 +340,7 @@ async function pollStatus(a: Ask, reading: StatusReading, statusRef: string): Pr
   }
   if (res.status === 200) {
     const s = readPath(res.data, reading.field) as string; // only a string can equal a declared value
-    const wait = retryAfterOf(readHeader(res.headers, 'retry-after'));
+    const wait = retryAfterOf(readHeader(res.headers, 'retry-after'), readHeader(res.headers, 'date'));
     if (reading.pending.includes(s))
       return found({ kind: 'in-progress', statusRef, status: 200, ...rid, ...wait, message: `status ${s}` });
     if (reading.done.includes(s)) return succeeded(a, res, res.data);

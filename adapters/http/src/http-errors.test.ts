@@ -21,8 +21,8 @@ describe('classifyResponse: only what the operation declares', () => {
       retryAfterMs: 3000,
     });
     const now = Date.parse('2026-11-30T00:00:00Z');
-    expect(parseRetryAfter('Mon, 30 Nov 2026 00:00:10 GMT', now)).toBe(10_000);
-    expect(parseRetryAfter('soon', now)).toBeUndefined();
+    expect(parseRetryAfter('Mon, 30 Nov 2026 00:00:10 GMT', undefined, now)).toBe(10_000);
+    expect(parseRetryAfter('soon', undefined, now)).toBeUndefined();
   });
 
   it('a status no rule names is unknown, never a licence to resend: 5xx ⇒ server-error, others ⇒ other', () => {

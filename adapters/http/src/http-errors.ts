@@ -59,7 +59,7 @@ export function classifyResponse(spec: HttpOperationSpec, res: HttpResponseView,
     ...(code !== undefined ? { code } : {}),
     ...requestIdOf(spec, res.headers),
   };
-  const ra = retryAfterOf(readHeader(res.headers, 'retry-after'));
+  const ra = retryAfterOf(readHeader(res.headers, 'retry-after'), readHeader(res.headers, 'date'));
 
   if (res.status >= 200 && res.status < 300) {
     if (res.status === 202 && spec.asyncReply) {

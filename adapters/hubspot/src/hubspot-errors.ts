@@ -39,7 +39,7 @@ export function refs(res: HubSpotResponse, code?: string): ProviderRefs {
 
 /** The wait a 429 implies: Retry-After if sent, else what the policy and the rate-limit headers say. */
 export function rateLimitWaitMs(res: HubSpotResponse): number {
-  const retryAfter = parseRetryAfter(res.headers['retry-after']);
+  const retryAfter = parseRetryAfter(res.headers['retry-after'], res.headers.date);
   if (retryAfter !== undefined) return retryAfter;
   const interval = Number(res.headers['x-hubspot-ratelimit-interval-milliseconds']);
   const policy = field(res.body, 'policyName');
@@ -78,17 +78,17 @@ function outcomeFromResponse(res: HubSpotResponse): Outcome {
     field(res.body, 'message') ?? (typeof res.body === 'string' && res.body ? res.body : `HTTP ${res.status}`),
   );
   const s = res.status;
+  const wait = retryAfterOf(res.headers['retry-after'], res.headers.date);
   if (s === 429) {
     const code = field(res.body, 'policyName') ?? field(res.body, 'errorType') ?? 'RATE_LIMIT';
     return { kind: 'not-applied', message, retryAfterMs: rateLimitWaitMs(res), ...refs(res, code) };
   }
   // Refusals HubSpot's error page tells callers to retry: a 423 lock "will last for 2 seconds"; a 477 sends Retry-After.
   if (s === 423) {
-    const retryAfterMs = Math.max(parseRetryAfter(res.headers['retry-after']) ?? 0, LOCK_MS);
+    const retryAfterMs = Math.max(wait.retryAfterMs ?? 0, LOCK_MS);
     return { kind: 'not-applied', message, retryAfterMs, ...refs(res, category) };
   }
-  if (s === 477)
-    return { kind: 'not-applied', message, ...retryAfterOf(res.headers['retry-after']), ...refs(res, category) };
+  if (s === 477) return { kind: 'not-applied', message, ...wait, ...refs(res, category) };
   const conflict = uniqueConflictOf(res);
   if (conflict) {
     return {
@@ -101,7 +101,7 @@ function outcomeFromResponse(res: HubSpotResponse): Outcome {
   }
   if (s >= 400 && s < 500) return { kind: 'rejected', reason: REJECTED[s] ?? 'other', message, ...refs(res, category) };
   const cause = s >= 500 ? 'server-error' : 'other';
-  return { kind: 'unknown', cause, message, ...refs(res, category), ...retryAfterOf(res.headers['retry-after']) };
+  return { kind: 'unknown', cause, message, ...refs(res, category), ...wait };
 }
 
 /** Maps a failure with no HTTP answer (fetch's `TypeError: fetch failed` and its cause, a timeout, an abort). */

@@ -214,6 +214,11 @@ interface Case {
   readonly message?: RegExp;
 }
 
+/** A provider whose clock runs an hour behind ours answers `Date` and a Retry-After `s` seconds later by its clock. */
+const anHourBehind = (s: number) => {
+  const at = Math.floor(Date.now() / 1000) * 1000 - 3_600_000;
+  return { date: new Date(at).toUTCString(), 'retry-after': new Date(at + s * 1000).toUTCString() };
+};
 const gatewayBody = (body: Record<string, unknown>) => ({ status: 'error', correlationId: 'c-1', ...body });
 
 // One answer each, from the sandbox itself or scripted by the fault proxy in front of it.
@@ -241,6 +246,14 @@ const CASES: Record<string, Case> = {
       },
       tickets: 0,
     },
+  "an HTTP-date Retry-After is measured from HubSpot's Date, not our clock (an hour ahead of it here)": {
+    params: ticket('t-ra-date'),
+    faults: [
+      { kind: 'status', status: 429, headers: anHourBehind(30), body: gatewayBody({ errorType: 'RATE_LIMIT' }) },
+    ],
+    expect: { kind: 'not-applied', status: 429, retryAfterMs: 30_000 },
+    tickets: 0,
+  },
   '429 DAILY ⇒ a day': {
     op: 'objects.upsert',
     params: order('A-429d'),

@@ -46,12 +46,16 @@ describe('outcomeFromErrorAnswer over every non-2xx status', () => {
 
 describe('parseRetryAfter', () => {
   it('reads delta-seconds and HTTP dates; ignores garbage', () => {
-    expect(parseRetryAfter('7')).toBe(7_000);
-    expect(parseRetryAfter('0')).toBe(0);
-    expect(parseRetryAfter('Wed, 21 Oct 2026 07:28:30 GMT', Date.parse('Wed, 21 Oct 2026 07:28:00 GMT'))).toBe(30_000);
-    expect(parseRetryAfter('Wed, 21 Oct 2026 07:28:00 GMT', Date.parse('Wed, 21 Oct 2026 07:29:00 GMT'))).toBe(0);
-    expect(parseRetryAfter('soon')).toBeUndefined();
-    expect(parseRetryAfter(null)).toBeUndefined();
+    expect(parseRetryAfter('7', undefined)).toBe(7_000);
+    expect(parseRetryAfter('0', undefined)).toBe(0);
+    expect(
+      parseRetryAfter('Wed, 21 Oct 2026 07:28:30 GMT', undefined, Date.parse('Wed, 21 Oct 2026 07:28:00 GMT')),
+    ).toBe(30_000);
+    expect(
+      parseRetryAfter('Wed, 21 Oct 2026 07:28:00 GMT', undefined, Date.parse('Wed, 21 Oct 2026 07:29:00 GMT')),
+    ).toBe(0);
+    expect(parseRetryAfter('soon', undefined)).toBeUndefined();
+    expect(parseRetryAfter(null, undefined)).toBeUndefined();
   });
 });
 

@@ -50,7 +50,7 @@ export function outcomeFromErrorAnswer(
 ): Outcome {
   const refs = refsOf(answer);
   const message = messageOf(answer);
-  const ra = retryAfterOf(answer.headers.get('retry-after'));
+  const ra = retryAfterOf(answer.headers.get('retry-after'), answer.headers.get('date'));
   const s = answer.status;
   if (s === 429) return { kind: 'not-applied', message: `throttled: ${message}`, ...ra, ...refs };
   if (s === 409 && options.conflictMayMeanApplied) {
@@ -106,5 +106,6 @@ export function outcomeFromNetworkError(error: unknown): NoAnswerOutcome {
 /** A lookup that failed or could not decide: never "not-found" (absence proves nothing while the delay is unknown). */
 export function cannotTellFromAnswer(answer: GraphHttpAnswer, what: string): LookupResult {
   const reason = `${what} failed with HTTP ${answer.status}: ${messageOf(answer)}`;
-  return { kind: 'cannot-tell', reason, ...retryAfterOf(answer.headers.get('retry-after')), ...refsOf(answer) };
+  const wait = retryAfterOf(answer.headers.get('retry-after'), answer.headers.get('date'));
+  return { kind: 'cannot-tell', reason, ...wait, ...refsOf(answer) };
 }

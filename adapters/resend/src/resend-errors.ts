@@ -19,7 +19,10 @@ export function fieldsOf(message: string): FieldError[] {
 
 /** Milliseconds to wait: `retry-after`, else `ratelimit-reset` (seconds until the window resets), read by the contract's one parser. */
 export function retryAfterMsOf(headers: ResendAnswer['headers']): number | undefined {
-  return parseRetryAfter(headers?.['retry-after']) ?? parseRetryAfter(headers?.['ratelimit-reset']);
+  return (
+    parseRetryAfter(headers?.['retry-after'], headers?.date) ??
+    parseRetryAfter(headers?.['ratelimit-reset'], headers?.date)
+  );
 }
 
 function rejectReason(status: number, name: string): RejectReason {

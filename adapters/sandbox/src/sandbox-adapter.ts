@@ -112,7 +112,7 @@ function classifyHttp(status: number, headers: Headers, body: unknown): Outcome 
   const errCode = (body as { error?: { code?: string; message?: string } } | null)?.error;
   const message = errCode?.message ?? `HTTP ${status}`;
   const base = { status, ...(requestId ? { requestId } : {}) };
-  const ra = retryAfterOf(headers.get('retry-after'));
+  const ra = retryAfterOf(headers.get('retry-after'), headers.get('date'));
   if (status === 201 && rec) {
     const kind = headers.get('idempotent-replayed') === 'true' ? 'replayed' : 'succeeded';
     return { kind, result: toResult(rec), providerRef: rec.id, ...base };
@@ -292,7 +292,7 @@ export function createSandboxAdapter(options: SandboxAdapterOptions): SandboxAda
         reason: `lookup answered ${res.status}`,
         status: res.status,
         ...(requestId ? { requestId } : {}),
-        ...retryAfterOf(res.headers.get('retry-after')),
+        ...retryAfterOf(res.headers.get('retry-after'), res.headers.get('date')),
       };
     };
   }

@@ -129,7 +129,8 @@ export function outcomeFromCode(code: string): Outcome {
 }
 
 /** The SDK's parseInt of Retry-After (seconds), read again by the contract's one parser: a negative one asks no wait. */
-const sdkWait = (seconds: unknown) => retryAfterOf(typeof seconds === 'number' ? String(seconds) : undefined);
+const sdkWait = (seconds: unknown) =>
+  retryAfterOf(typeof seconds === 'number' ? String(seconds) : undefined, undefined);
 
 /** Classifies whatever the SDK threw for one call. */
 export function outcomeFromError(error: unknown): Outcome {
@@ -160,7 +161,7 @@ export function outcomeFromError(error: unknown): Outcome {
           cause: 'server-error',
           message: `HTTP ${status}`,
           ...refs,
-          ...retryAfterOf(e.headers?.['retry-after']),
+          ...retryAfterOf(e.headers?.['retry-after'], e.headers?.date),
         };
       return { kind: 'rejected', reason: 'other', message: `HTTP ${status}`, ...refs };
     }

@@ -173,6 +173,22 @@ describe('what may have happened is unknown, never rejected', () => {
     expect(proxy.requests).toHaveLength(2);
   });
 
+  it("HTTP 503 with an HTTP-date Retry-After ⇒ the wait measured from Slack's Date, not our clock (an hour ahead)", async () => {
+    sandbox = closeAfterTest(await startSlackSandbox({ token: TOKEN, channels: [CHANNEL] }));
+    const at = Math.floor(Date.now() / 1000) * 1000 - 3_600_000;
+    const headers = { date: new Date(at).toUTCString(), 'retry-after': new Date(at + 30_000).toUTCString() };
+    const proxy = closeAfterTest(
+      await startFaultProxy({ target: sandbox.url, faults: [{ kind: 'status', status: 503, headers }] }),
+    );
+    const out = await execute(
+      createSlackAdapter({ token: TOKEN, baseUrl: proxy.url }),
+      'chat.postMessage',
+      postParams(1),
+      'op-1',
+    );
+    expect(out).toMatchObject({ kind: 'unknown', cause: 'server-error', retryAfterMs: 30_000 });
+  });
+
   it('an error code Slack does not document for the method ⇒ unknown, so the lookup decides', async () => {
     const out = await postWith({ kind: 'error', error: 'something_new' });
     expect(out).toMatchObject({ kind: 'unknown', cause: 'other', code: 'something_new' });

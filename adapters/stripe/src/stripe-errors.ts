@@ -75,7 +75,7 @@ export function classifyStripeError(
   const msg = (fallback: string) => short(e.message, fallback);
   const unknown = (cause: UnknownCause, message: string, extra: ProviderRefs & { retryAfterMs?: number } = {}) =>
     ({ kind: 'unknown', cause, message, ...r, ...extra }) as const;
-  const waitRef = retryAfterOf(header(e.headers, 'retry-after'));
+  const waitRef = retryAfterOf(header(e.headers, 'retry-after'), header(e.headers, 'date'));
 
   if (
     type === 'StripeConnectionError' ||

@@ -58,29 +58,28 @@ const classifiers: Record<string, (code: string) => Outcome> = {
 
 /** The wait an outcome carries, where the adapter's own classifier read the header. */
 const waitOf = (o: Outcome) => (o as { retryAfterMs?: number }).retryAfterMs;
-const retryAfterReaders: Record<string, (v: string) => number | undefined> = {
-  http: (v) =>
+/** An answer's Retry-After `v`, with its `Date` header when given. */
+const headersOf = (v: string, date?: string): Record<string, string> =>
+  date === undefined ? { 'retry-after': v } : { 'retry-after': v, date };
+const retryAfterReaders: Record<string, (v: string, date?: string) => number | undefined> = {
+  http: (v, date) =>
     waitOf(
-      classifyResponse(
-        ietfOrdersCreate('acme'),
-        { status: 429, headers: { 'retry-after': v }, data: null, url: '' },
-        1,
-      ),
+      classifyResponse(ietfOrdersCreate('acme'), { status: 429, headers: headersOf(v, date), data: null, url: '' }, 1),
     ),
-  sandbox: (v) => sandboxRetryAfter(v),
-  msgraph: (v) => waitOf(graphAnswer({ status: 429, headers: new Headers({ 'retry-after': v }), body: null })),
+  sandbox: (v, date) => sandboxRetryAfter(v, date),
+  msgraph: (v, date) => waitOf(graphAnswer({ status: 429, headers: new Headers(headersOf(v, date)), body: null })),
   // stripe-node's headers are a plain object.
-  stripe: (v) =>
+  stripe: (v, date) =>
     waitOf(
       classifyStripeError({
         type: 'StripeRateLimitError',
         statusCode: 429,
         message: 'Too many requests',
-        headers: { 'retry-after': v },
+        headers: headersOf(v, date),
       }),
     ),
-  resend: (v) => resendRetryAfter({ 'retry-after': v }), // the resend SDK's headers are a plain object too
-  github: (v) => waitOf(gitHubAnswer({ status: 503, headers: { 'retry-after': v }, data: {} })),
+  resend: (v, date) => resendRetryAfter(headersOf(v, date)), // the resend SDK's headers are a plain object too
+  github: (v, date) => waitOf(gitHubAnswer({ status: 503, headers: headersOf(v, date), data: {} })),
 };
 
 describe('"never sent" network codes: one list, every adapter', () => {
@@ -107,6 +106,9 @@ describe('Retry-After: one reading, every adapter', () => {
     it(`${adapter}: a header sent twice, folded by fetch to "30, 30" ⇒ 30 000 ms; too long for a number ⇒ a wait`, () => {
       expect(read('30, 30')).toBe(30_000);
       expect(read('9'.repeat(400))).toBeGreaterThan(30_000);
+    });
+    it(`${adapter}: an HTTP-date is measured from the answer's Date, not our clock (an hour ahead of it)`, () => {
+      expect(read('Tue, 01 Dec 2026 09:00:30 GMT', 'Tue, 01 Dec 2026 09:00:00 GMT')).toBe(30_000);
     });
   }
   it('hubspot: a 429 honours Retry-After 1.5 as 1500 ms, and -1 is no hint (the rate-limit headers decide)', () => {

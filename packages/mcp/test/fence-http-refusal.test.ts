@@ -32,8 +32,8 @@ describe('an upstream HTTP 401/403 on the call itself', () => {
 });
 
 describe('an upstream HTTP 429 on the call itself', () => {
-  /** The fence over an upstream on HTTP whose first tools/call is answered 429 with `retryAfter`; the orders it made. */
-  async function throttledOnce(retryAfter: string) {
+  /** The fence over an upstream on HTTP whose first tools/call is answered 429 with `retryAfter` (and `date`); the orders it made. */
+  async function throttledOnce(retryAfter: string, date?: string) {
     const orders: string[] = [];
     const make = () => {
       const server = new McpServer({ name: 'orders', version: '1.0.0' });
@@ -47,7 +47,7 @@ describe('an upstream HTTP 429 on the call itself', () => {
     const limiter = ({ method }: { method?: string }) => {
       if (method !== 'tools/call' || throttled) return undefined;
       throttled = true;
-      return { status: 429, headers: { 'retry-after': retryAfter } };
+      return { status: 429, headers: { 'retry-after': retryAfter, ...(date === undefined ? {} : { date }) } };
     };
     const { client, ledger } = await hostOfFence(
       { url: await httpUpstream(make, limiter) },
@@ -65,6 +65,14 @@ describe('an upstream HTTP 429 on the call itself', () => {
   it("⇒ not applied: sent again once the upstream's Retry-After has passed, and made once", async () => {
     const { answer, orders, receipts } = await throttledOnce('1');
     expect(answer._meta?.retrysafe).toMatchObject({ status: 'done', adopted: false });
+    expect(orders).toEqual(['PO-1']);
+    expect(receipts.map((r) => r.outcome)).toEqual(['not-applied', 'succeeded']);
+    expect(receipts[0]!.decision.delayMs).toBeGreaterThanOrEqual(1000);
+  });
+
+  it("an HTTP-date Retry-After is waited for by the upstream's own Date, though our clock runs an hour ahead", async () => {
+    const at = Math.floor(Date.now() / 1000) * 1000 - 3_600_000;
+    const { orders, receipts } = await throttledOnce(new Date(at + 1000).toUTCString(), new Date(at).toUTCString());
     expect(orders).toEqual(['PO-1']);
     expect(receipts.map((r) => r.outcome)).toEqual(['not-applied', 'succeeded']);
     expect(receipts[0]!.decision.delayMs).toBeGreaterThanOrEqual(1000);

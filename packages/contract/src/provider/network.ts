@@ -117,18 +117,25 @@ export function answeredAt(date: string | null | undefined, now = Date.now()): n
 }
 
 /** One Retry-After value in ms: fractions of seconds round up; a date needs a letter (`Date.parse('1.5')` is one). */
-function oneRetryAfter(v: string, now: number): number | undefined {
+function oneRetryAfter(v: string, from: number): number | undefined {
   // A number too long for a double is a very long wait, never none.
   if (/^\d+(\.\d+)?$/.test(v)) return Math.min(Math.ceil(Number(v) * 1000), Number.MAX_SAFE_INTEGER);
   const at = /[a-z]/i.test(v) ? Date.parse(v) : Number.NaN;
-  return Number.isNaN(at) ? undefined : Math.max(0, at - now);
+  return Number.isNaN(at) ? undefined : Math.max(0, at - from);
 }
 
 /**
  * Retry-After in ms, or `undefined`. A header sent twice arrives as a list, or folded by fetch into one value
  * ('30, 30'; an HTTP-date keeps the comma after its weekday): the longest wait, never sooner than any asked.
+ * `date` is the same answer's `Date` header, required so no reader forgets it: an HTTP-date is measured from
+ * the provider's clock (RFC 9110 §10.2.3), else a local clock running ahead would send again before it asked.
  */
-export function parseRetryAfter(value: string | readonly string[] | null | undefined, now = Date.now()) {
+export function parseRetryAfter(
+  value: string | readonly string[] | null | undefined,
+  date: string | null | undefined,
+  now = Date.now(),
+) {
+  const from = answeredAt(date, now);
   const values = typeof value === 'string' ? [value] : Array.isArray(value) ? value : [];
   const members: string[] = [];
   for (const part of values.flatMap((v) => (typeof v === 'string' ? v.split(',') : []))) {
@@ -136,7 +143,7 @@ export function parseRetryAfter(value: string | readonly string[] | null | undef
     if (last >= 0 && /^(mon|tue|wed|thu|fri|sat|sun)[a-z]*$/i.test(members[last]!)) members[last] += `, ${part.trim()}`;
     else members.push(part.trim());
   }
-  const waits = members.map((m) => oneRetryAfter(m, now)).filter((ms) => ms !== undefined);
+  const waits = members.map((m) => oneRetryAfter(m, from)).filter((ms) => ms !== undefined);
   return waits.length > 0 ? Math.max(...waits) : undefined;
 }
 
@@ -149,8 +156,11 @@ export function callerRefusal(status: number | undefined): RejectReason | undefi
 }
 
 /** The Retry-After header as the `retryAfterMs` field of an outcome or lookup result (`{}` when it gives no wait). */
-export function retryAfterOf(value: string | readonly string[] | null | undefined): { retryAfterMs?: number } {
-  const retryAfterMs = parseRetryAfter(value);
+export function retryAfterOf(
+  value: Parameters<typeof parseRetryAfter>[0],
+  date: string | null | undefined,
+): { retryAfterMs?: number } {
+  const retryAfterMs = parseRetryAfter(value, date);
   return retryAfterMs === undefined ? {} : { retryAfterMs };
 }
 

@@ -39,11 +39,11 @@ describe('parseRetryAfter: one reading for every adapter', () => {
     ['Tue Dec  1 10:00:05 2026', Date.parse('Tue Dec  1 10:00:05 2026') - NOW], // asctime (read in local time by V8)
     ['Mon, 30 Nov 2026 10:00:00 GMT', 0], // a date in the past: retry now
   ])('%j → %j', (value, want) => {
-    expect(parseRetryAfter(value, NOW)).toBe(want === undefined ? undefined : Math.max(0, want));
+    expect(parseRetryAfter(value, undefined, NOW)).toBe(want === undefined ? undefined : Math.max(0, want));
   });
 
   it('takes the longest of repeated header values: never sooner than any asked', () => {
-    expect(parseRetryAfter(['2', '9'], NOW)).toBe(9000);
+    expect(parseRetryAfter(['2', '9'], undefined, NOW)).toBe(9000);
   });
 
   // fetch's Headers.get joins a header sent twice with ', ' (an HTTP-date has a comma of its own).
@@ -54,7 +54,7 @@ describe('parseRetryAfter: one reading for every adapter', () => {
     ['Tuesday, 01-Dec-26 10:01:00 GMT, Tuesday, 01-Dec-26 10:01:00 GMT', 60_000],
     ['soon, 30', 30_000], // an unreadable member is no hint; the readable one still is
   ])('a header sent twice and folded, %j → %j', (value, want) => {
-    expect(parseRetryAfter(value, NOW)).toBe(want);
+    expect(parseRetryAfter(value, undefined, NOW)).toBe(want);
   });
 
   it("answeredAt: the provider's Date header, else now", () => {
@@ -63,14 +63,21 @@ describe('parseRetryAfter: one reading for every adapter', () => {
     expect(answeredAt(undefined, NOW)).toBe(NOW);
   });
 
+  it("an HTTP-date is measured from the answer's Date (the provider's clock), not ours, when it carries one", () => {
+    const date = 'Tue, 01 Dec 2026 09:00:00 GMT'; // the provider's clock, an hour behind ours
+    expect(parseRetryAfter('Tue, 01 Dec 2026 09:00:30 GMT', date, NOW)).toBe(30_000);
+    expect(parseRetryAfter('Tue, 01 Dec 2026 10:00:30 GMT', 'not a date', NOW)).toBe(30_000);
+    expect(retryAfterOf('Tue, 01 Dec 2026 09:00:30 GMT', date)).toEqual({ retryAfterMs: 30_000 });
+  });
+
   it('a wait too long for a number is a very long wait, never none', () => {
-    const ms = parseRetryAfter('9'.repeat(400), NOW);
+    const ms = parseRetryAfter('9'.repeat(400), undefined, NOW);
     expect(ms !== undefined && Number.isFinite(ms) && ms >= Number.MAX_SAFE_INTEGER).toBe(true);
   });
 
   it('retryAfterOf gives the field to spread into an outcome, or nothing', () => {
-    expect(retryAfterOf('2')).toEqual({ retryAfterMs: 2000 });
-    expect(retryAfterOf('soon')).toEqual({});
+    expect(retryAfterOf('2', undefined)).toEqual({ retryAfterMs: 2000 });
+    expect(retryAfterOf('soon', undefined)).toEqual({});
   });
 });
 

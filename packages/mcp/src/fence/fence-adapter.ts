@@ -240,8 +240,10 @@ function classifyToolError(error: unknown): Outcome {
   )
     return { kind: 'not-applied', message: `upstream not reached: ${message}`, code: 'not-connected' };
   // Throttled (HTTP 429): the upstream did not take the request in; it may be sent again after its wait.
-  if (error instanceof UpstreamThrottledError)
-    return { kind: 'not-applied', message, status: 429, code: 'http-429', ...retryAfterOf(error.retryAfter) };
+  if (error instanceof UpstreamThrottledError) {
+    const wait = retryAfterOf(error.retryAfter, error.date);
+    return { kind: 'not-applied', message, status: 429, code: 'http-429', ...wait };
+  }
   // An HTTP upstream that refuses the token or its scope (MCP authorization: 401, 403) never ran the tool.
   const status = error instanceof StreamableHTTPError ? error.code : undefined;
   const refused = callerRefusal(status);

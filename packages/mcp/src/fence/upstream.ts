@@ -40,11 +40,12 @@ export class UpstreamUnavailableError extends Error {
   override readonly name = 'UpstreamUnavailableError';
 }
 
-/** An HTTP upstream's 429 with its Retry-After, which the SDK's transport error leaves out. */
+/** An HTTP upstream's 429 with its Retry-After and `Date` (an HTTP-date is measured from it), which the SDK's transport error leaves out. */
 export class UpstreamThrottledError extends StreamableHTTPError {
   constructor(
     message: string,
     readonly retryAfter: string | null,
+    readonly date: string | null = null,
   ) {
     super(429, message);
   }
@@ -55,7 +56,8 @@ async function keepingRetryAfter(url: string | URL, init?: RequestInit): Promise
   const res = await fetch(url, init);
   if (res.status !== 429) return res;
   const text = await res.text().catch(() => '');
-  throw new UpstreamThrottledError(`the upstream answered HTTP 429: ${text}`, res.headers.get('retry-after'));
+  const [retryAfter, date] = [res.headers.get('retry-after'), res.headers.get('date')];
+  throw new UpstreamThrottledError(`the upstream answered HTTP 429: ${text}`, retryAfter, date);
 }
 
 /** Restarts of a dead upstream: tries, and the first delay, doubled each try. */
