@@ -50,9 +50,30 @@ export async function main(argv: readonly string[], io: Io = defaultIo): Promise
     return EXIT.usage;
   }
   try {
+    refuseUnknownCommand(program, argv);
     await program.parseAsync([...argv], { from: 'user' });
     return code;
   } catch (e) {
     return reportError(e, io, argv.includes('--json') ? json : null);
+  }
+}
+
+/**
+ * The word after a command that holds commands must name one of them, whatever follows: commander answers
+ * `retrysafe ledger verfy --help` with the help (exit 0) and `cards vaildate` with "too many arguments", so a
+ * misspelt command in a script looked fine. Commander's own refusal names the word and suggests a spelling.
+ */
+function refuseUnknownCommand(program: Command, argv: readonly string[]): void {
+  let cmd = program;
+  for (const word of argv) {
+    // From the first option on, the words may be option values: commander sorts them out.
+    if (word.startsWith('-') || word === 'help' || cmd.commands.length === 0) return;
+    const next = cmd.commands.find((c) => c.name() === word || c.aliases().includes(word));
+    if (!next) {
+      cmd.args = [word];
+      (cmd as unknown as { unknownCommand(): never }).unknownCommand();
+      return;
+    }
+    cmd = next;
   }
 }

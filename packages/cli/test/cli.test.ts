@@ -54,6 +54,21 @@ describe('retrysafe: exit codes and usage errors', () => {
   });
 
   it.each([
+    [['verfy', '--help'], /unknown command 'verfy'/],
+    [['ledger', 'verfy', '--help'], /unknown command 'verfy'\n\(Did you mean verify\?\)/],
+    [['cards', 'vaildate'], /unknown command 'vaildate'\n\(Did you mean validate\?\)/],
+    [['cards', 'vaildate', '-h'], /unknown command 'vaildate'/],
+  ] as const)(
+    'retrysafe %j: an unknown command is a usage error whatever follows, never the help',
+    async (args, message) => {
+      const r = await cli(args);
+      expect(r.stderr).toMatch(message);
+      expect(r.stdout).toBe('');
+      expect(r.code).toBe(2);
+    },
+  );
+
+  it.each([
     'postgress://app:hunter2-typo@10.0.0.5:5432/ledger',
     'pg://app:hunter2-typo@localhost/ledger',
     'mysql://app:hunter2-typo@db.internal/ledger',

@@ -135,6 +135,15 @@ describe('retrysafe ledger verify / export, and show and resolve on a broken cha
     expect((await cli(['ledger', 'verify', '--file', partial])).code).toBe(0);
   });
 
+  it('verify --file of an empty file says nothing was verified, not just "No operations."', async () => {
+    // An export of an empty ledger is empty too, so an empty file is not refused; it is told as holding nothing.
+    const empty = join(dir, 'empty.jsonl');
+    (await import('node:fs')).writeFileSync(empty, '');
+    const r = await cli(['ledger', 'verify', '--file', empty]);
+    expect(r.code).toBe(0);
+    expect(r.stdout.trim()).toBe(`${empty} holds no operations: nothing verified.`);
+  });
+
   it('with RETRYSAFE_RECEIPT_KEYS set, unkeyed chains fail unless --allow-unkeyed; a malformed key is a usage error that hides the secret', async () => {
     const keyed = await cli(['ledger', 'verify', ids.intact, '--db', db], { env: { RETRYSAFE_RECEIPT_KEYS: KEYS } });
     expect(keyed.code).toBe(1);

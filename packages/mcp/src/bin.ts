@@ -6,7 +6,13 @@ const args = process.argv.slice(2);
 const [first, ...rest] = args;
 // What follows `--` is the upstream server's command line, its own --help included.
 const ours = args.includes('--') ? args.slice(0, args.indexOf('--')) : args;
-if (first === 'help' || ours.includes('--help') || ours.includes('-h')) {
+// Serving takes no command word: any other word first is a misspelt command, refused before --help is looked at.
+if (first !== undefined && !first.startsWith('-') && !['help', 'wrap', 'probe'].includes(first)) {
+  process.stderr.write(
+    `retrysafe-mcp: unknown command ${JSON.stringify(first)} (commands: wrap, probe; serving is retrysafe-mcp --config <file>)\n`,
+  );
+  process.exitCode = 2;
+} else if (first === 'help' || ours.includes('--help') || ours.includes('-h')) {
   process.stdout.write(`${helpText([SERVE_COMMAND, WRAP_COMMAND, PROBE_COMMAND])}\n`);
 } else {
   const name = first === 'wrap' || first === 'probe' ? first : 'serve';

@@ -49,6 +49,15 @@ describe('retrysafe-mcp command line', () => {
     expect(upstreams.stdout).toBe('');
   });
 
+  it('an unknown command is a usage error naming it and the commands, whatever follows (--help included)', () => {
+    for (const argv of [['serve'], ['serve', '--help'], ['wrp', '--config', 'f.yaml']]) {
+      const r = run(...argv);
+      expect(r.status, argv.join(' ')).toBe(2);
+      expect(r.stdout).toBe('');
+      expect(r.stderr).toMatch(new RegExp(`^retrysafe-mcp: unknown command "${argv[0]}" \\(commands: wrap, probe`));
+    }
+  });
+
   it('wrap and probe refuse an unknown option or a missing value the same way: one line, exit 2', () => {
     for (const cmd of ['wrap', 'probe']) {
       const unknown = run(cmd, '--bogus');

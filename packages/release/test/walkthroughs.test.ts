@@ -15,6 +15,7 @@ import {
   symlinkSync,
   writeFileSync,
 } from 'node:fs';
+import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -24,12 +25,14 @@ import { blockAfter } from './markdown.js';
 
 const temps: string[] = [];
 const groups: number[] = [];
+const closers: (() => void)[] = [];
 const killGroup = (pid: number) => {
   try {
     process.kill(-pid, 'SIGKILL');
   } catch {} // already gone
 };
 afterAll(() => {
+  for (const close of closers) close();
   for (const pid of groups) killGroup(pid);
   for (const d of temps) rmSync(d, { recursive: true, force: true });
 });
@@ -399,10 +402,34 @@ async function ownDatabase(page: string, env: NodeJS.ProcessEnv): Promise<NodeJS
   return { ...env, DATABASE_URL: url.href };
 }
 
-// The adapters' READMEs, and the READMEs whose first example calls an adapter (DBOS steps).
+/**
+ * A DynamoDB of its own for a page whose example reads `AWS_REGION`: dynalite on loopback, with the variables the
+ * page says to set pointing at it; returns the `--config` the CLI lists its table with.
+ */
+async function ownDynamo(page: string, project: { dir: string; env: NodeJS.ProcessEnv }): Promise<string> {
+  if (!page.includes('`AWS_REGION`')) return '';
+  const dynalite = createRequire(join(workspaceDir('@retrysafe/ledger-dynamodb'), 'package.json'))('dynalite');
+  const server = dynalite({ createTableMs: 0 });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  closers.push(() => server.close());
+  Object.assign(project.env, {
+    AWS_ENDPOINT_URL_DYNAMODB: `http://127.0.0.1:${server.address().port}`,
+    AWS_REGION: 'local',
+    AWS_ACCESS_KEY_ID: 'local',
+    AWS_SECRET_ACCESS_KEY: 'local',
+  });
+  const table = /table: '([\w-]+)'/.exec(page)![1];
+  // The CLI's config names an adapter too; the listing never calls it.
+  const config = { ledger: { dynamodb: { table } }, adapters: { sandbox: { baseUrl: 'http://127.0.0.1:9/' } } };
+  writeFileSync(join(project.dir, 'retrysafe.yaml'), JSON.stringify(config));
+  return '--config retrysafe.yaml';
+}
+
+// The adapters' READMEs, and the READMEs whose first example calls an adapter (DBOS steps, the DynamoDB ledger).
 const FIRST_EXAMPLES = [
   ...Object.keys(FIRST_EXAMPLE_SANDBOXES).map((a) => `adapters/${a}/README.md`),
   'packages/dbos/README.md',
+  'packages/ledger-dynamodb/README.md',
 ];
 it.each(FIRST_EXAMPLES)(
   '%s: the first example, saved and run as the page says, does its operation (against the sandbox) and ends',
@@ -417,18 +444,19 @@ it.each(FIRST_EXAMPLES)(
     expect(variable, 'the page names the variable to set').toBeDefined();
     const project = freshProject(installed(blockAfter(page, 'readme-install')));
     project.env = await ownDatabase(page, project.env);
+    const dynamo = await ownDynamo(page, project);
     writeFileSync(join(project.dir, file), example);
     const r = await runSandboxed(file, variable!, project);
     expect(r.code, r.stderr).toBe(0);
-    // The ledger where the page says to look (`--db … --schema …`), else ./retrysafe.db.
-    const target = /retrysafe ledger \w+ (--db "\$DATABASE_URL" --schema \w+)/.exec(page)?.[1] ?? '';
+    // The ledger where the page says to look (`--db … --schema …`), or the DynamoDB table, else ./retrysafe.db.
+    const target = /retrysafe ledger \w+ (--db "\$DATABASE_URL" --schema \w+)/.exec(page)?.[1] ?? dynamo;
     const ls = await sh(
       `node ${join(repoRoot, 'packages/cli/dist/bin.js')} ledger ls --json ${target}`,
       project.dir,
       project.env,
     );
     const rows = JSON.parse(ls.stdout) as { state: string }[];
-    expect(rows.length, ls.stderr).toBeGreaterThan(0);
+    expect(rows.length, ls.stdout + ls.stderr).toBeGreaterThan(0);
     expect(rows.map((row) => row.state)).toEqual(rows.map(() => 'succeeded'));
   },
   60_000,

@@ -15,7 +15,8 @@ function verifyExportFile(file: string, allowUnkeyed?: boolean): VerifyRow[] {
 
 /** `file`: the export checked offline, where a break may be in the file alone. */
 function verifyText(rows: readonly VerifyRow[], color = false, file?: string): string {
-  if (rows.length === 0) return 'No operations.';
+  // An export of an empty ledger is empty too: an empty file is not refused, but nothing in it was checked.
+  if (rows.length === 0) return file ? `${file} holds no operations: nothing verified.` : 'No operations.';
   const bad = rows.filter((r) => !r.ok);
   const lines = rows.map((r) =>
     r.ok
