@@ -2,7 +2,7 @@ import { readFileSync } from 'node:fs';
 import { Command } from 'commander';
 import { COMMANDS, DESCRIPTION, HELP_AFTER } from './cli-config.js';
 import { type Context, EXIT, type Io, register } from './command.js';
-import { reportError } from './errors.js';
+import { reportError, UsageError } from './errors.js';
 import { useColor } from './output.js';
 
 const line = (t: string) => (t.endsWith('\n') ? t : t + '\n');
@@ -71,8 +71,10 @@ function refuseUnknownCommand(program: Command, argv: readonly string[]): void {
     const next = cmd.commands.find((c) => c.name() === word || c.aliases().includes(word));
     if (!next) {
       cmd.args = [word];
-      (cmd as unknown as { unknownCommand(): never }).unknownCommand();
-      return;
+      // commander's own (not in its typings): guarded, so a commander without it still refuses the word.
+      const own = (cmd as unknown as { unknownCommand?: () => never }).unknownCommand;
+      if (typeof own === 'function') own.call(cmd);
+      throw new UsageError(`unknown command '${word}'`);
     }
     cmd = next;
   }
