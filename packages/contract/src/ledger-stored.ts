@@ -8,14 +8,18 @@ import type { Receipt } from './receipt.js';
 /** What every ledger stores: SQLite's JSON functions refuse nesting deeper than 1000, and params sit inside the record. */
 export const PAYLOAD_LIMITS = Object.freeze({ maxDepth: 100, maxBytes: 1024 * 1024 });
 
-/** A cut or corrupt stored value becomes a LedgerError naming the ledger (`where`) and the value. */
+/**
+ * A cut or corrupt stored value becomes a LedgerError naming the ledger (`where`), the value and the parser's reason,
+ * cut at its first `"`: V8 quotes the text around the break there, which may be a param, an email, a token.
+ */
 function parseStored(text: string, what: string, where: string): unknown {
   try {
     return JSON.parse(text);
-  } catch (cause) {
-    throw new LedgerError(`${where}: ${what} is not valid JSON (cut or corrupt): ${(cause as Error).message}`, {
-      cause,
-    });
+  } catch (err) {
+    const reason = (err as Error).message.replace(/,?\s*(?:\.\.\.)?".*$/s, '');
+    // The parser's own error is not the cause: a logger printing the cause would print the quote.
+    const cause = new SyntaxError(reason);
+    throw new LedgerError(`${where}: ${what} is not valid JSON (cut or corrupt): ${reason}`, { cause });
   }
 }
 
@@ -54,7 +58,9 @@ export function checkStoredRecord(record: Record<string, unknown>, where: string
 export function parseStoredRecord(text: string, where: string): OperationRecord {
   const record = parseStored(text, 'a stored record', where);
   if (typeof record !== 'object' || record === null || Array.isArray(record))
-    throw new LedgerError(`${where}: a stored record is ${text.slice(0, 20)}, not an operation record`);
+    throw new LedgerError(
+      `${where}: a stored record is ${Array.isArray(record) ? 'an array' : record === null ? 'null' : `a ${typeof record}`}, not an operation record`,
+    );
   return checkStoredRecord(record as Record<string, unknown>, where);
 }
 

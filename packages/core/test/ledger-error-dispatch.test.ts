@@ -12,8 +12,8 @@ import { createMemoryLedger, createRunner, RunnerConfigurationError } from '@ret
 import { createSandboxAdapter, createSandboxProvider, REPLAYING_BEHAVIOUR } from '@retrysafe/sandbox';
 import { describe, expect, it } from 'vitest';
 
-/** Fails the n-th call of `method` (1-based) with a LedgerError, as a full disk or a cut connection would. */
-function failing(inner: Ledger, method: string, nth = 1): Ledger {
+/** Fails the n-th call of `method` (1-based) with a LedgerError, as a full disk or a cut connection would (or `error`). */
+function failing(inner: Ledger, method: string, nth = 1, error?: () => unknown): Ledger {
   let calls = 0;
   return new Proxy(inner, {
     get(target, prop) {
@@ -21,7 +21,7 @@ function failing(inner: Ledger, method: string, nth = 1): Ledger {
       if (typeof v !== 'function') return v;
       return (...args: unknown[]) => {
         if (prop === method && ++calls === nth)
-          return Promise.reject(new LedgerError(`${method}: disk full (injected)`));
+          return Promise.reject(error ? error() : new LedgerError(`${method}: disk full (injected)`));
         return (v as (...a: unknown[]) => unknown).apply(target, args);
       };
     },
@@ -138,6 +138,28 @@ describe('garbage adapters are typed errors, not TypeErrors', () => {
     const err = await reject(createRunner({ ledger: createMemoryLedger() }).recover({ adapters: [adapter as never] }));
     expect(err).not.toBeInstanceOf(TypeError);
     expect(RetrysafeError.isInstance(err)).toBe(true);
+  });
+});
+
+describe("a ledger's raw JSON parse error (a row edited by hand, read by a ledger of one's own)", () => {
+  it('is a LedgerError that quotes no part of the row, in its message, its cause or the log', async () => {
+    const secret = 'sk_live_4eC39HqLyjWDarjtT1zdp7dc';
+    const parse = () => {
+      try {
+        JSON.parse(`{"params":{"apiKey":${secret}}}`);
+      } catch (e) {
+        return e;
+      }
+    };
+    const adapter = createSandboxAdapter({ provider: createSandboxProvider(REPLAYING_BEHAVIOUR) });
+    const ledger = failing(createMemoryLedger(), 'setState', 1, parse);
+    const logs: string[] = [];
+    const runner = createRunner({ ledger, logger: (e) => void logs.push(e.message) });
+    const err = await reject(runner.run(adapter, 'records.create', { params: { ref: 'r-1' } }));
+    expect(LedgerError.isInstance(err) && err.providerMayHaveBeenCalled, String(err)).toBe(true);
+    const shown = [...logs];
+    for (let e = err; e; e = (e as Error).cause) shown.push(String((e as Error).message));
+    for (const line of shown) expect(line).not.toContain('sk_live_4e');
   });
 });
 

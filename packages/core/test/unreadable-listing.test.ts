@@ -6,20 +6,27 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
 import { type BusinessOperationId, type Ledger, LedgerError } from '@retrysafe/contract';
-import { exportReceiptsJsonl } from '@retrysafe/core';
-import { agentTools, callAgentTool, pendingHandoffs } from '@retrysafe/core/agent';
+import { exportReceiptsJsonl, type Runner } from '@retrysafe/core';
+import {
+  type AgentToolDefinition,
+  agentTools,
+  callAgentTool,
+  operationStatus,
+  pendingHandoffs,
+} from '@retrysafe/core/agent';
 import { createSqliteLedger } from '@retrysafe/ledger-sqlite';
 import { afterEach, describe, expect, it } from 'vitest';
 import { setup } from './helpers.js';
 
 const dirs: string[] = [];
+type Setup = { runner: Runner; tool: AgentToolDefinition; logs: string[] };
 afterEach(() => {
   for (const dir of dirs.splice(0)) rmSync(dir, { recursive: true, force: true });
 });
 
 /** A SQLite ledger holding three handed-off operations, the first one's stored record cut (or `edit`ed) by a raw UPDATE. */
 async function withCutHandoff(
-  body: (ledger: Ledger, cut: string, readable: string[]) => Promise<void>,
+  body: (ledger: Ledger, cut: string, readable: string[], more: Setup) => Promise<void>,
   edit = 'record = substr(record, 1, 40)',
 ) {
   const dir = mkdtempSync(join(tmpdir(), 'rs-unreadable-'));
@@ -27,7 +34,8 @@ async function withCutHandoff(
   const path = join(dir, 'ledger.db');
   const ledger = createSqliteLedger({ path });
   try {
-    const { adapter, runner } = setup({}, { ledger });
+    const logs: string[] = [];
+    const { adapter, runner } = setup({}, { ledger, logger: (e) => void logs.push(JSON.stringify(e)) });
     const doExecute = async () => ({ kind: 'rejected', reason: 'validation', message: 'no' }) as const;
     const [tool] = agentTools([{ ...adapter, doExecute } as typeof adapter], ['sandbox_records_create']);
     const ids: string[] = [];
@@ -38,7 +46,7 @@ async function withCutHandoff(
     const raw = new DatabaseSync(path);
     raw.prepare(`UPDATE retrysafe_operations SET ${edit} WHERE id = ?`).run(ids[0]!);
     raw.close();
-    await body(ledger, ids[0]!, ids.slice(1));
+    await body(ledger, ids[0]!, ids.slice(1), { runner, tool: tool!, logs });
   } finally {
     await ledger.close();
   }
@@ -80,5 +88,30 @@ describe('a listing with one unreadable row', () => {
       );
       expect([...exported].sort()).toEqual(readable.sort() as BusinessOperationId[]);
     });
+  });
+
+  it('a row edited by hand to hold a secret and an email shows neither in any error, report, answer or log line', async () => {
+    const secrets = ['sk_live_4eC39HqLyjWDarjtT1zdp7dc', 'alice@example.com'];
+    // Each edit leaves the JSON broken right at a value, where a parser's message would quote the text around it.
+    for (const text of [`{"params":{"apiKey":${secrets[0]}}}`, `{"params":{"email":${secrets[1]}}}`, `"${secrets[0]}"`])
+      await withCutHandoff(async (ledger, cut, _readable, { runner, tool, logs }) => {
+        const seen: unknown[] = [];
+        const caught = (p: Promise<unknown>) =>
+          p.then(
+            (v) => seen.push(v),
+            (e) => seen.push(e),
+          );
+        await caught(ledger.get(cut as BusinessOperationId));
+        await caught(operationStatus(ledger, cut));
+        await caught(callAgentTool(runner, tool, { ref: 'a-cut' }));
+        await caught(runner.run(tool.adapter, tool.operation, { params: { ref: 'a-cut' } }));
+        await caught(runner.recover({ adapters: [tool.adapter], businessOperationId: cut }));
+        await caught(exportReceiptsJsonl(ledger, { heads: true }));
+        expect(seen.some((e) => LedgerError.isInstance(e))).toBe(true);
+        const shown: string[] = [...logs];
+        for (let e of seen)
+          for (; e; e = (e as Error).cause) shown.push(String((e as Error).message), JSON.stringify(e) ?? '');
+        for (const s of secrets) for (const line of shown) expect(line).not.toContain(s.slice(0, 10));
+      }, `record = '${text}'`);
   });
 });

@@ -175,13 +175,18 @@ function ledgerFailure(ctx: RunnerContext, err: unknown, called: boolean, op: Op
       err instanceof SyntaxError);
   // Otherwise only a LedgerError after the request went out that does not say so yet is rewritten.
   if (!driverError && (!LedgerError.isInstance(err) || !called || err.providerMayHaveBeenCalled)) return err;
-  const what = driverError ? `the ledger failed: ${errText(err)}` : (err as Error).message;
-  if (!called) return new LedgerError(what, { cause: err, providerMayHaveBeenCalled: false });
-  const text = `the ledger failed after the request was sent (the provider may have applied it): ${errText(err)}`;
+  // A parser's message quotes the stored text around the break (a param, an email, a token): neither it nor its
+  // error is kept.
+  const parse = err instanceof SyntaxError;
+  const why = parse ? 'a stored value is not valid JSON (cut or corrupt)' : errText(err);
+  const cause = parse ? undefined : err;
+  const what = driverError ? `the ledger failed: ${why}` : (err as Error).message;
+  if (!called) return new LedgerError(what, { cause, providerMayHaveBeenCalled: false });
+  const text = `the ledger failed after the request was sent (the provider may have applied it): ${why}`;
   ctx.log('warn', 'ledger-failed-after-dispatch', text, op);
   const after = `run the same id again or recover() once the ledger works (both look up first)`;
   return new LedgerError(`${what} — after this call had sent the request: the provider may have applied it; ${after}`, {
-    cause: err,
+    cause,
     providerMayHaveBeenCalled: true,
   });
 }

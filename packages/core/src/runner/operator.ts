@@ -152,7 +152,9 @@ function leftAsItIs(ctx: RunnerContext, record: OperationRecord, err: unknown): 
 
 /** A row recover() could not read (cut or edited from outside): reported `failed`, state unknown, nothing written. */
 function unreadableRow(ctx: RunnerContext, key: string, err: LedgerError): RecoverReport {
-  const { name, code, message } = err;
+  const { name, code } = err;
+  // A ledger of one's own may quote the row it could not read: the report is redacted as the log line is.
+  const message = ctx.baseRedactor.text(err.message);
   const id = key as BusinessOperationId; // the row's stored key, not re-checked: a refusal here would stop recovery
   // No operation is known to log it under: the id goes in the message.
   ctx.log('warn', 'recover-failed', `could not read the stored row of ${id}: ${message}`);
