@@ -7,6 +7,7 @@
 import { spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { createServer } from 'node:net';
+import { join } from 'node:path';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { CreateMessageRequestSchema, ElicitRequestSchema, ResultSchema } from '@modelcontextprotocol/sdk/types.js';
@@ -18,6 +19,7 @@ import {
   bin,
   connect,
   everythingServer,
+  expectStopped,
   fencesOver,
   httpClientOf,
   lookupPolicy,
@@ -175,6 +177,17 @@ describe('server-everything behind the fence', () => {
     );
     await expect(cancelled).rejects.toThrow(/the host gave up/);
     expect((await call(client, 'echo', { message: 'after' })).content?.[0]?.text).toMatch(/after/);
+  });
+
+  it('closed by its host while the upstream runs timers of its own (simulated logging): the upstream stops too', async () => {
+    const dir = tempDir('retrysafe-everything-');
+    const pidFile = join(dir, 'pid');
+    // The upstream through a shell that writes its pid and execs it (server-everything writes no pid file).
+    const upstream = ['sh', '-c', 'echo $$ > "$0"; exec "$1" "$2"', pidFile, node, everythingServer];
+    const client = await wrapped(everythingFence(dir), ['--', ...upstream]);
+    await call(client, 'toggle-simulated-logging', {});
+    await client.close(); // the SDK's host: our stdin ended, SIGTERM 2 s later, SIGKILL 2 s after that
+    await expectStopped(pidFile);
   });
 
   it('a tool the upstream runs only as a task (simulate-research-query): called as any tool, through the ledger when fenced', async () => {

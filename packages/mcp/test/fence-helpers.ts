@@ -1,7 +1,7 @@
 /** Shared by the fence tests: temp dirs, fence files, a real MCP client (the host) and `retrysafe-mcp wrap` as a child process. */
 import { spawn, spawnSync } from 'node:child_process';
 import { once } from 'node:events';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:http';
 import { createRequire } from 'node:module';
 import type { AddressInfo } from 'node:net';
@@ -19,7 +19,7 @@ import { type ClientCapabilities, LATEST_PROTOCOL_VERSION } from '@modelcontextp
 import { asBusinessOperationId } from '@retrysafe/contract';
 import { createMemoryLedger, createRunner } from '@retrysafe/core';
 import { lookupContext } from '@retrysafe/testkit/conformance';
-import { afterEach } from 'vitest';
+import { afterEach, expect } from 'vitest';
 import { followUpstream } from '../src/fence/fence-adapter.js';
 import type { FenceConfig } from '../src/fence/fence-config.js';
 import { createFenceServer } from '../src/fence/fence-server.js';
@@ -309,3 +309,19 @@ export const parseWithRule = (key: string, rule: Record<string, unknown>) =>
     ledger: './unused.db',
     tools: { create_order: { kind: 'create', intent: ['ref'], [key]: [rule] } },
   });
+
+/** The process whose id is in `pidFile` exits (within 2 s). */
+export async function expectStopped(pidFile: string) {
+  const pid = Number(readFileSync(pidFile, 'utf8'));
+  const alive = () => {
+    try {
+      process.kill(pid, 0);
+      return true;
+    } catch {
+      return false;
+    }
+  };
+  for (let i = 0; i < 100 && alive(); i++) await new Promise((r) => setTimeout(r, 20));
+  onCleanup(() => alive() && process.kill(pid, 'SIGKILL'));
+  expect(alive()).toBe(false);
+}

@@ -23,7 +23,16 @@ import { parse as parseYaml, stringify as stringifyYaml } from 'yaml';
 import { runServe, runWrap } from '../src/commands.js';
 import { connectUpstream } from '../src/fence/upstream.js';
 import { createFenceAdapter, parseFenceConfig } from '../src/index.js';
-import { clientOf, fenceOver, onCleanup, ordersServer, ordersTool, tempDir, writeFence } from './fence-helpers.js';
+import {
+  clientOf,
+  expectStopped,
+  fenceOver,
+  onCleanup,
+  ordersServer,
+  ordersTool,
+  tempDir,
+  writeFence,
+} from './fence-helpers.js';
 
 /** A stateless streamable HTTP upstream whose tools/list answers `page(cursor)`; resolves to its URL. */
 async function upstreamListing(page: (cursor: string | undefined) => ListToolsResult, instructions?: string) {
@@ -289,19 +298,3 @@ describe('retrysafe-mcp (serve) that cannot start', () => {
     });
   });
 });
-
-/** The process whose id is in `pidFile` exits (within 2 s). */
-async function expectStopped(pidFile: string) {
-  const pid = Number(readFileSync(pidFile, 'utf8'));
-  const alive = () => {
-    try {
-      process.kill(pid, 0);
-      return true;
-    } catch {
-      return false;
-    }
-  };
-  for (let i = 0; i < 100 && alive(); i++) await new Promise((r) => setTimeout(r, 20));
-  onCleanup(() => alive() && process.kill(pid, 'SIGKILL'));
-  expect(alive()).toBe(false);
-}

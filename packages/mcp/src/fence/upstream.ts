@@ -143,6 +143,9 @@ function startError(target: UpstreamTarget, transport: Transport) {
   };
 }
 
+/** How long a stdio upstream may take to end once its stdin has (the fence is stopping: no call can come). */
+const STOP_GRACE_MS = 500;
+
 /** How long the host may take to answer what the upstream asks (a person, a model) before the upstream is answered a
  * timeout error: an upstream that waits for ever must not hold a call, and its claim, for ever. */
 const HOST_ANSWER_MS = 600_000;
@@ -295,7 +298,12 @@ export async function connectUpstream(
     notify: shared.notify,
     async close() {
       closing = true;
+      const child = (client?.transport as { _process?: ChildProcess } | undefined)?._process;
+      // The SDK ends a stdio upstream's stdin and waits 2 s before SIGTERM; a host closing us waits the same 2 s before
+      // SIGTERM to us, and an upstream with timers of its own (server-everything) would outlive us. It gets less.
+      const stop = setTimeout(() => child?.exitCode === null && child.kill('SIGTERM'), STOP_GRACE_MS);
       await client?.close();
+      clearTimeout(stop);
     },
   };
 }
