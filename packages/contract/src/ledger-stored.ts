@@ -10,7 +10,7 @@ export const PAYLOAD_LIMITS = Object.freeze({ maxDepth: 100, maxBytes: 1024 * 10
 
 /**
  * A cut or corrupt stored value becomes a LedgerError naming the ledger (`where`), the value and the parser's reason,
- * cut at its first `"`: V8 quotes the text around the break there, which may be a param, an email, a token.
+ * cut at its first `"`: the JSON parser quotes the text around the break there, which may be a param, an email, a token.
  */
 function parseStored(text: string, what: string, where: string): unknown {
   try {
