@@ -85,8 +85,12 @@ describe('a dead stdio upstream', () => {
 
   it('that cannot be restarted: a call is refused as not sent (a protocol error), never claimed nor handed off', async () => {
     const dir = tempDir('retrysafe-norestart-');
-    const client = await ordersWithPid(dir, ['--start-once', join(dir, 'started')]);
+    const started = join(dir, 'started');
+    const client = await ordersWithPid(dir, ['--start-once', started]);
     await killAndWait(dir);
+    // The fence may reap the child before its pipes close: the call waits until the fence has seen the death (its
+    // restart was refused), or it is claimed against a connection that is already gone.
+    while (!readFileSync(started, 'utf8').includes('refused')) await new Promise((r) => setTimeout(r, 20));
     const ref = `PO-${randomBytes(3).toString('hex')}`;
     await expect(
       call(client, 'create_order', { customer: 'cus_n', ref, sku: 'sku_1', quantity: 1 }),
