@@ -306,13 +306,22 @@ export const todoTasksCreateCard = msGraphCard({
     rejectionMayCreate: rejectionLeaves('a task'),
   },
   businessOperationId: {
-    rule: 'derived from intent fields mailbox, listId, task.title (one task of one title in one list), or given by the caller',
-    intentFields: ['mailbox', 'listId', 'task.title'],
+    rule: 'derived from intent fields mailbox, listId, task.title and task.dueDateTime when given (one task of one title due at one time in one list), or given by the caller',
+    // The due date tells two tasks of one title apart ("Pay rent" each month): outside the intent the second was
+    // refused as a params conflict and never made.
+    intentFields: ['mailbox', 'listId', 'task.title', 'task.dueDateTime'],
+    optionalIntentFields: ['task.dueDateTime'],
     normalize: [
       {
         field: 'task.title',
         steps: ['trim'],
         source: `${S.createTask}: Graph keeps the title as given and does not deduplicate tasks, so the title's equality is retrysafe's: surrounding white space an agent adds is not another task; compatibility forms, case and inner white space are kept apart, as Graph keeps them (docs/concepts.md, Normalisation)`,
+      },
+      {
+        field: 'task.dueDateTime.dateTime',
+        steps: ['datetime-zero-fraction'],
+        source: `${S.createTask}: dueDateTime is a dateTimeTimeZone, the type of an event's start; ${S.createEventExample}: Create Event's second example sends "dateTime": "2017-08-30T11:00:00" and gets "2017-08-30T11:00:00.0000000" back, so the two spellings are one time (another fraction, a zone suffix or another precision stays exact)`,
+        evidence: S.createEventExample,
       },
     ],
   },

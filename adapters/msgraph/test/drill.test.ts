@@ -283,6 +283,33 @@ describe('events.create: one meeting slot, spelled as the request or as Graph re
   );
 });
 
+describe('todo.tasks.create: the due date tells two tasks of one title apart', () => {
+  const due = (dateTime: string) => ({
+    ...taskParams(6),
+    task: { title: 'Pay rent', dueDateTime: { dateTime, timeZone: 'UTC' } },
+  });
+  it('one title due on two dates ⇒ two tasks (the second was refused as a params conflict, never made)', async () => {
+    const runner = await setup();
+    const first = await runner.run(adapter, 'todo.tasks.create', { params: due('2027-01-01T00:00:00') });
+    const second = await runner.run(adapter, 'todo.tasks.create', { params: due('2027-02-01T00:00:00') });
+    expect(first).toMatchObject({ status: 'done', adopted: false });
+    expect(second).toMatchObject({ status: 'done', adopted: false });
+    expect(sandbox.count('todo.tasks.create')).toBe(2);
+  });
+
+  it('one due date with and without the .0000000 fraction Graph returns ⇒ one task; no due date is another task', async () => {
+    const runner = await setup();
+    const first = await runner.run(adapter, 'todo.tasks.create', { params: due('2027-01-01T00:00:00') });
+    const again = await runner.run(adapter, 'todo.tasks.create', { params: due('2027-01-01T00:00:00.0000000') });
+    const undated = await runner.run(adapter, 'todo.tasks.create', {
+      params: { ...taskParams(6), task: { title: 'Pay rent' } },
+    });
+    expect(again).toMatchObject({ status: 'done', adopted: true, businessOperationId: first.businessOperationId });
+    expect(undated).toMatchObject({ status: 'done', adopted: false });
+    expect(sandbox.count('todo.tasks.create')).toBe(2);
+  });
+});
+
 describe('events.create, todo.tasks.create: a param spelled as the default Graph documents is the create without it', () => {
   const withEvent = (field: string, value: unknown) => {
     const p = eventParams(4);

@@ -97,7 +97,7 @@ const CARD = obj({
     intentFields: { ...strings, minItems: 1 },
     'optionalIntentFields?': {
       ...strings,
-      description: 'intent fields a call may leave out (top-level params): left out, the intent has no such field',
+      description: 'intent fields a call may leave out (never an array item): left out, the intent has no such field',
     },
     'normalize?': { type: 'array', items: ruleSchema({ 'providerDefault?': providerDefault }, 'steps') },
   }),
@@ -286,12 +286,18 @@ function checkBeyondSchema(card: Record<string, unknown>, problems: CardProblem[
   };
   for (const [i, f] of intentFields.entries())
     if (!isDotPath(f)) problems.push({ path: `businessOperationId.intentFields[${i}]`, message: PATH });
-  // A path's missing part could lie under an array item, where leaving it out of one item would merge two lists.
+  // Never an array item: leaving a field out of one item would merge two lists (pickIntent reads a path that meets an
+  // array as a required one).
   for (const [i, f] of (Array.isArray(bo.optionalIntentFields) ? bo.optionalIntentFields : []).entries())
-    if (!intentFields.includes(f) || String(f).includes('.'))
+    if (
+      !intentFields.includes(f) ||
+      String(f)
+        .split('.')
+        .some((part) => INDEX.test(part))
+    )
       problems.push({
         path: `businessOperationId.optionalIntentFields[${i}]`,
-        message: 'expected one of the intent fields that is a top-level param (no dots)',
+        message: 'expected one of the intent fields, not an array item (no index in its path)',
       });
   eachRule(bo.normalize, 'businessOperationId.normalize', (r, p) => {
     const { field } = r;

@@ -149,6 +149,15 @@ describe('pickIntent', () => {
     expect(new Set(ids).size).toBe(4);
     expect(() => pickIntent({ by: 'email' }, ['a', 'by'], ['by'])).toThrow(InvalidIntentError);
   });
+  it('reads an optional path beneath an object the same way; one that meets an array is required of every item', () => {
+    const pick = (params: object) => pickIntent(params, ['a', 'task.due'], ['task.due']);
+    expect(pick({ a: 1, task: { title: 't' } })).toEqual({ a: 1 });
+    expect(pick({ a: 1, task: { due: undefined } })).toEqual({ a: 1 });
+    expect(pick({ a: 1 })).toEqual({ a: 1 });
+    expect(pick({ a: 1, task: { due: null } })).toEqual({ a: 1, 'task.due': null });
+    // Left out of one item only would make [x, none] and [none, x] one intent.
+    expect(() => pick({ a: 1, task: [{ due: 'x' }, {}] })).toThrow(InvalidIntentError);
+  });
 });
 
 describe('deriveProviderKey', () => {

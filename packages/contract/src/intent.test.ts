@@ -424,10 +424,11 @@ describe('the optional card sections (issue 16)', () => {
         'paramComparison[0].field',
       ]);
     expect(problems(withBo({ intentFields: ['lines[0]'] }))).toEqual(['businessOperationId.intentFields[0]']);
-    // An optional intent field is one of the intent fields, and a top-level param (never beneath an array item).
-    const optional = (o: string[]) => problems(withBo({ intentFields: ['ref', 'by', 'a.b'], optionalIntentFields: o }));
-    expect(optional(['by'])).toEqual([]);
-    expect(optional(['other', 'a.b'])).toEqual([
+    // An optional intent field is one of the intent fields, never an array item (a path beneath an object is one).
+    const optional = (o: string[]) =>
+      problems(withBo({ intentFields: ['ref', 'by', 'a.b', 'lines.0.note'], optionalIntentFields: o }));
+    expect(optional(['by', 'a.b'])).toEqual([]);
+    expect(optional(['other', 'lines.0.note'])).toEqual([
       'businessOperationId.optionalIntentFields[0]',
       'businessOperationId.optionalIntentFields[1]',
     ]);

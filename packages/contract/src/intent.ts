@@ -74,8 +74,8 @@ export function withinIntent(path: string, intentFields: readonly unknown[]): bo
 }
 
 /**
- * A missing intent field is an error: it would fold distinct intents into one operation. One of `optional` (a top-level
- * param) left out, or undefined as JSON drops it, is left out of the intent: any value given is another intent.
+ * A missing intent field is an error: it would fold distinct intents into one operation. One of `optional` left out, or
+ * undefined as JSON drops it, is left out of the intent: any value given is another intent.
  */
 export function pickIntent(
   params: unknown,
@@ -83,12 +83,20 @@ export function pickIntent(
   optional: readonly string[] = [],
 ): Record<string, unknown> {
   const out: Record<string, unknown> = {};
-  for (const field of fields) {
-    const given = typeof params === 'object' && params !== null && Object.hasOwn(params, field);
-    if (optional.includes(field) && (!given || (params as Record<string, unknown>)[field] === undefined)) continue;
-    put(out, field, readAt(params, field.split('.'), field));
-  }
+  for (const field of fields)
+    if (!optional.includes(field) || !leftOut(params, field.split('.')))
+      put(out, field, readAt(params, field.split('.'), field));
   return out;
+}
+
+/** Whether an optional path is left out on its way through objects; one that meets an array is read as a required one. */
+function leftOut(cur: unknown, parts: readonly string[]): boolean {
+  for (const part of parts) {
+    if (Array.isArray(cur)) return false;
+    if (typeof cur !== 'object' || cur === null || !Object.hasOwn(cur, part)) return true;
+    cur = (cur as Record<string, unknown>)[part];
+  }
+  return cur === undefined;
 }
 
 /** The value at a path; one that crosses an array is every item's, in order (as a rule on that path reads it). */

@@ -67,7 +67,7 @@ const FENCE_SCHEMA = closed(
           optionalIntent: {
             ...strings,
             description:
-              "intent arguments a call may leave out (top-level), as a card's businessOperationId.optionalIntentFields",
+              "intent arguments a call may leave out (never an array item), as a card's businessOperationId.optionalIntentFields",
           },
           // These two are judged with the card they go onto, by the contract's card validator (evidence, steps, paths,
           // where a provider's default may stand); defineAdapter checks a default against the tool's input schema.
