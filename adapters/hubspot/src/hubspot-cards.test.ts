@@ -1,7 +1,8 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
-import { validateCard } from '@retrysafe/contract';
+import { asBusinessOperationId, validateCard } from '@retrysafe/contract';
 import { describe, expect, it } from 'vitest';
+import { createHubSpotAdapter } from './hubspot-adapter.js';
 import { hubSpotCards, hubSpotCardsFor } from './hubspot-cards.js';
 import { KEY_RULE } from './hubspot-operations.js';
 
@@ -107,6 +108,17 @@ describe('hubspot cards match shared/providers.md', () => {
     expect(c.lookup.consistencyDelay.source).toMatch(/adapter option searchSettleMs/);
     expect(c.unverified.map((u) => u.field)).not.toContain('lookup.consistencyDelay');
     expect(c.providerKey.name.value).toBe('properties.my_op_id');
+  });
+
+  // Whether HubSpot compares unique values case-insensitively is not documented: two ids that differ only in case
+  // must not be two keys that do, or one record could be taken for the other's (an upsert overwriting it, a lost effect).
+  it('caller ids that differ only in case get keys that differ in more than case', () => {
+    const a = createHubSpotAdapter({ accessToken: 'test-token-not-a-secret', baseUrl: 'http://127.0.0.1:9' });
+    for (const op of ['objects.upsert', 'tickets.create']) {
+      const [upper, lower] = ['Order-1', 'order-1'].map((id) => a.deriveProviderKey(op, asBusinessOperationId(id))!);
+      expect(upper.toLowerCase()).not.toBe(lower.toLowerCase());
+      expect(lower).toBe('order-1');
+    }
   });
 
   it('the key rule the adapter applies is within what the cards say it sends', () => {

@@ -64,12 +64,12 @@ const RATE_LIMITED =
 const keyUnverified = (o: HubSpotCardOptions) => [
   note(
     'providerKey.maxLength',
-    `the longest value HubSpot accepts in a unique-value property; the adapter keeps keys within 100 characters of A-Z a-z 0-9 . _ : / - (longer ids become a 64-hex digest)`,
+    `the longest value HubSpot accepts in a unique-value property; the adapter keeps keys within 100 characters of a-z 0-9 . _ : / - (longer ids, and ids with an upper-case letter, become a 64-hex digest)`,
     S.providers,
   ),
   note(
     'providerKey.charset',
-    'characters HubSpot accepts in a unique-value property; the adapter sends only A-Z a-z 0-9 . _ : / -',
+    'characters HubSpot accepts in a unique-value property, and whether it compares them case-insensitively; the adapter sends only a-z 0-9 . _ : / -, so two ids that differ only in case never send keys that do',
     S.providers,
   ),
   note(

@@ -47,8 +47,12 @@ export type HubSpotOperationTypes = {
   readonly [N in keyof typeof PARAMS_SCHEMAS]: { readonly params: ParamsOf<N>; readonly result: HubSpotRecord };
 };
 
-/** Provider keys: up to 100 characters of the business-operation id's own alphabet (longer ids become a digest). */
-export const KEY_RULE: ProviderKeyRule = { maxLength: 100, charset: 'A-Za-z0-9._:/-' };
+/**
+ * Provider keys: up to 100 characters of the business-operation id's alphabet in lower case; a longer id, or one with an
+ * upper-case letter, becomes a digest. Whether HubSpot compares unique values case-insensitively is not documented, so
+ * two ids that differ only in case never get keys that do (a derived id is lower case already).
+ */
+export const KEY_RULE: ProviderKeyRule = { maxLength: 100, charset: 'a-z0-9._:/-' };
 
 /** What the operations need from the adapter's options; a call adds its signal. */
 export interface Runtime extends Omit<CallSettings, 'signal'> {
