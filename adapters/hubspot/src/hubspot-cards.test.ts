@@ -115,7 +115,8 @@ describe('hubspot cards match shared/providers.md', () => {
   it('caller ids that differ only in case get keys that differ in more than case', () => {
     const a = createHubSpotAdapter({ accessToken: 'test-token-not-a-secret', baseUrl: 'http://127.0.0.1:9' });
     for (const op of ['objects.upsert', 'tickets.create']) {
-      const [upper, lower] = ['Order-1', 'order-1'].map((id) => a.deriveProviderKey(op, asBusinessOperationId(id))!);
+      const key = (id: string) => String(a.deriveProviderKey(op, asBusinessOperationId(id)));
+      const [upper, lower] = [key('Order-1'), key('order-1')];
       expect(upper.toLowerCase()).not.toBe(lower.toLowerCase());
       expect(lower).toBe('order-1');
     }
