@@ -40,8 +40,6 @@ const RESUME_WHY = {
     'the provider refuses this request until the user takes the step it asked for; once they have, the same call sends it again (or resume --force)',
   folded: 'a re-send with the same provider key cannot create a second effect (the provider folds it into the first)',
   notApplied: 'the last thing known is that the effect was not applied',
-  rejectedAfterUnknown:
-    'the provider rejected the last request, but an earlier attempt whose outcome is unknown may have applied: check the provider before any new request (corrected or not), or it may happen twice',
   mayExist:
     'the effect may already exist and the provider does not fold re-sends together: check the provider before resuming, or it may happen twice',
 };
@@ -69,7 +67,13 @@ function resumeAction(input: PacketInput, created: string | undefined): SafeActi
       `the rejected attempt left ${created} at the provider: a new request (corrected or not) would make a second one — continue on ${created} there`,
     );
   if (input.reason === 'rejected') {
-    if (!everyAttemptNotApplied(input.receipts, input.record).ok) return resume(false, RESUME_WHY.rejectedAfterUnknown);
+    // An earlier attempt may have applied, or the key already held another request (a conflict).
+    const all = everyAttemptNotApplied(input.receipts, input.record);
+    if (!all.ok)
+      return resume(
+        false,
+        `the provider rejected the last request, but an effect may already exist (${all.why}): check the provider before any new request (corrected or not), or it may happen twice`,
+      );
     const left = input.correction === null ? null : correctionCheck(input.receipts, input.record, input.correction);
     if (left?.ok === false) return resume(false, left.why);
     return resume(false, refusedUntilUserActs(input.receipts) ? RESUME_WHY.actionRequired : RESUME_WHY.rejected);
