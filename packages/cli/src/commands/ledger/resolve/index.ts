@@ -35,7 +35,8 @@ export const RESOLVE_OPTIONS = {
       'send corrected params (same intent) as a new revision; only when every attempt is known not applied (needs --config)',
   },
   force: {
-    description: 'with --resume: resume even though the packet marks it not safe (you checked at the provider)',
+    description:
+      'with --resume: send it again even though the packet marks it not safe, or its key may be forgotten and nothing can look it up first (you checked at the provider that the effect does not exist: if it does, it is made twice)',
   },
   by: { argument: '<name>', description: 'who resolved it, for the receipt (default $USER)' },
   handoffAt: {
