@@ -15,6 +15,7 @@ import {
   type CorrectionRule,
   correctionCheck,
   everyAttemptNotApplied,
+  needsFreshKey,
   notAppliedKeyGone,
   refusedUntilUserActs,
 } from './intake/supersede.js';
@@ -93,16 +94,25 @@ function resumeAction(input: PacketInput, created: string | undefined): SafeActi
 /** The actions a person can take, each marked safe or not with the reason. */
 function nextActions(input: PacketInput, created: string | undefined): SafeAction[] {
   const actions = [resumeAction(input, created)];
+  const { correction, receipts, record } = input;
   if (
     (input.reason === 'rejected' || input.reason === 'retry-exhausted') &&
-    input.correction !== null &&
-    correctionCheck(input.receipts, input.record, input.correction).ok
-  )
+    correction !== null &&
+    correctionCheck(receipts, record, correction).ok
+  ) {
+    // Which key the revision takes (supersede in runner/claim.ts), so a person can tell what the provider will see.
+    const key =
+      record.providerKey === null
+        ? ''
+        : needsFreshKey(correction.card, receipts)
+          ? ' under a provider key of its own (the provider may have stored the rejection under the first)'
+          : ' under the same provider key';
     actions.push({
       action: 'resend-with',
       safe: true,
-      why: 'every attempt was rejected or not applied: corrected params under the same intent are sent as a new revision (--resend-with <params.json>, or the caller calls again with them)',
+      why: `every attempt was rejected or not applied: corrected params under the same intent are sent as a new revision${key} (--resend-with <params.json>, or the caller calls again with them)`,
     });
+  }
   const done =
     created === undefined
       ? 'once you have confirmed at the provider that the effect exists; record its reference'
