@@ -246,3 +246,16 @@ describe('ledger resolve-all --resume --force', () => {
     expect(sandbox.provider.count()).toBe(before);
   });
 });
+
+describe('ledger resolve --resume --force', () => {
+  it('of one marked safe by its key, now past the key’s retention: looked up first and adopted, never re-sent blind', async () => {
+    const DAY = 86_400_000;
+    const { dir, config, ids } = await handoffs('forced-one', 'lose', 1, [], DAY + 60 * 60_000);
+    const [id] = ids as [string];
+    const before = sandbox.provider.count();
+    sandbox.provider.advance(DAY + 60 * 60_000);
+    const r = await cliJson(['ledger', 'resolve', id, '--config', config, '--resume', '--force'], dir);
+    expect(r.body).toMatchObject({ status: 'done', adopted: true });
+    expect(sandbox.provider.count()).toBe(before);
+  });
+});
