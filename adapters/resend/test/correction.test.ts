@@ -93,7 +93,12 @@ describe('a corrected email after a 429 that had sent', () => {
 
   it('a 401 after it (answered at the door, before the key store) does not prove the first request was not sent', async () => {
     const unauthorized = { statusCode: 401, name: 'missing_api_key', message: 'Missing API key.' };
-    const { sandbox, adapter, runner } = await refusedAfterHiddenSend('corr/4', unauthorized);
+    const { sandbox, adapter, runner, first } = await refusedAfterHiddenSend('corr/4', unauthorized);
+    // The email was sent: the packet must not send a person to a new operation for it (a second email).
+    const packet = first.status === 'handed-off' ? first.packet : undefined;
+    expect(packet?.explanation).not.toMatch(/not applied and will not succeed/);
+    expect(packet?.explanation).toMatch(/may have applied/);
+    expect(packet?.safeNextActions.find((a) => a.action === 'resume')?.why).not.toMatch(/new operation/);
 
     const corrected = await runner.run(adapter, 'emails.send', {
       params: emailParams('corr/4', { subject: 'Invoice corr/4 (corrected)' }),

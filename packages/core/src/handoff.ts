@@ -17,6 +17,7 @@ import {
   everyAttemptNotApplied,
   needsFreshKey,
   notAppliedKeyGone,
+  notAppliedMayHaveLanded,
   refusedUntilUserActs,
 } from './intake/supersede.js';
 
@@ -39,6 +40,8 @@ const RESUME_WHY = {
     'the provider rejected this request; sending it again as is will be rejected again — fix the cause (or start a new operation) first',
   actionRequired:
     'the provider refuses this request until the user takes the step it asked for; once they have, the same call sends it again (or resume --force)',
+  keyMayHold:
+    'the provider rejected the last request, but an earlier call under its key was recorded not applied, which may only mean that a re-send under the key folds into it: that call may have applied: check the provider before anything else is sent for it (a corrected request goes out under the same key, which refuses it or applies it over the first)',
   folded: 'a re-send with the same provider key cannot create a second effect (the provider folds it into the first)',
   notApplied: 'the last thing known is that the effect was not applied',
   mayExist:
@@ -77,6 +80,8 @@ function resumeAction(input: PacketInput, created: string | undefined): SafeActi
       );
     const left = input.correction === null ? null : correctionCheck(input.receipts, input.record, input.correction);
     if (left?.ok === false) return resume(false, left.why);
+    if (input.correction && notAppliedMayHaveLanded(input.correction.card, input.record.providerKey, input.receipts))
+      return resume(false, RESUME_WHY.keyMayHold);
     return resume(false, refusedUntilUserActs(input.receipts) ? RESUME_WHY.actionRequired : RESUME_WHY.rejected);
   }
   if (input.resumeNote !== undefined) return resume(false, input.resumeNote);
