@@ -1,5 +1,5 @@
 import { ConflictError, UnsafeResumeError } from '@retrysafe/contract';
-import { createMemoryLedger, createRunner, createVirtualClock } from '@retrysafe/core';
+import { createMemoryLedger, createRunner, createVirtualClock, type RunResult } from '@retrysafe/core';
 import { startFaultProxy } from '@retrysafe/testkit';
 import { closeAfterTest } from '@retrysafe/testkit/close-after-test';
 import { describe, expect, it } from 'vitest';
@@ -55,6 +55,10 @@ async function refusedAfterHiddenSend(ref: string, refusal: { statusCode: number
   return { ...rig, first };
 }
 
+/** What the packet says of a correction: which key it goes out under. */
+const resendWithWhy = (r: RunResult) =>
+  r.status === 'handed-off' ? r.packet.safeNextActions.find((a) => a.action === 'resend-with')?.why : undefined;
+
 describe('a corrected email after a 429 that had sent', () => {
   it("the correction goes out under the first request's key: never a second email", async () => {
     const { sandbox, proxy, adapter, runner } = await afterHiddenSend('corr/1');
@@ -77,6 +81,7 @@ describe('a corrected email after a 429 that had sent', () => {
     const first = await runner.run(adapter, 'emails.send', { params: emailParams('corr/2') });
     expect(first).toMatchObject({ status: 'handed-off', packet: { reason: 'retry-exhausted' } });
     expect(sandbox.count('emails.send')).toBe(0);
+    expect(resendWithWhy(first)).toMatch(/under the same provider key/);
 
     const corrected = await runner.run(adapter, 'emails.send', {
       params: emailParams('corr/2', { subject: 'Invoice corr/2 (corrected)' }),
@@ -88,7 +93,12 @@ describe('a corrected email after a 429 that had sent', () => {
 
   it('a 401 after it (answered at the door, before the key store) does not prove the first request was not sent', async () => {
     const unauthorized = { statusCode: 401, name: 'missing_api_key', message: 'Missing API key.' };
-    const { sandbox, adapter, runner } = await refusedAfterHiddenSend('corr/4', unauthorized);
+    const { sandbox, adapter, runner, first } = await refusedAfterHiddenSend('corr/4', unauthorized);
+    // The email was sent: the packet must not send a person to a new operation for it (a second email).
+    const packet = first.status === 'handed-off' ? first.packet : undefined;
+    expect(packet?.explanation).not.toMatch(/not applied and will not succeed/);
+    expect(packet?.explanation).toMatch(/may have applied/);
+    expect(packet?.safeNextActions.find((a) => a.action === 'resume')?.why).not.toMatch(/new operation/);
 
     const corrected = await runner.run(adapter, 'emails.send', {
       params: emailParams('corr/4', { subject: 'Invoice corr/4 (corrected)' }),
@@ -120,6 +130,7 @@ describe('a corrected email after a 429 that had sent', () => {
     proxy.setFaults([]);
     const first = await runner.run(adapter, 'emails.send', { params: emailParams('corr/3', { to: 'nobody' }) });
     expect(first).toMatchObject({ status: 'handed-off', packet: { reason: 'rejected' } });
+    expect(resendWithWhy(first)).toMatch(/under a provider key of its own/);
     const corrected = await runner.run(adapter, 'emails.send', { params: emailParams('corr/3') });
     expect(corrected).toMatchObject({ status: 'done', adopted: false });
     expect(sandbox.count('emails.send')).toBe(1);

@@ -3,6 +3,7 @@ import {
   createSandboxAdapter,
   createSandboxProvider,
   REPLAYING_BEHAVIOUR,
+  type SandboxBehaviour,
   type SandboxProvider,
   startSandboxServer,
 } from '@retrysafe/sandbox';
@@ -36,8 +37,12 @@ afterAll(async () => {
  * can be filled with rejected, lost and passed operations by the real runner. Closed after the test
  * file's last test.
  */
-export async function startFaultySandbox(fault: Fault, rejection = 'amount must be positive'): Promise<FaultySandbox> {
-  const provider = createSandboxProvider({ ...REPLAYING_BEHAVIOUR });
+export async function startFaultySandbox(
+  fault: Fault,
+  rejection = 'amount must be positive',
+  behaviour: SandboxBehaviour = REPLAYING_BEHAVIOUR,
+): Promise<FaultySandbox> {
+  const provider = createSandboxProvider({ ...behaviour });
   const server = await startSandboxServer({ provider, port: 0 });
   let current = fault;
   let hook: ((request: FaultRequestInfo) => void) | null = null;
@@ -52,7 +57,7 @@ export async function startFaultySandbox(fault: Fault, rejection = 'amount must 
           : 'pass';
     },
   });
-  const settings = { baseUrl: proxy.url, timeoutMs: 2000, behaviour: REPLAYING_BEHAVIOUR };
+  const settings = { baseUrl: proxy.url, timeoutMs: 2000, behaviour };
   const sandbox: FaultySandbox = {
     provider,
     proxy,

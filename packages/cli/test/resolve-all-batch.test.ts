@@ -1,6 +1,7 @@
 import { join } from 'node:path';
 import { createRunner } from '@retrysafe/core';
 import { createSqliteLedger } from '@retrysafe/ledger-sqlite';
+import { REPLAYING_BEHAVIOUR } from '@retrysafe/sandbox';
 import { createDrillClock } from '@retrysafe/testkit';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { editStored, type StoredLines } from '../../ledger-sqlite/test/sqlite-tamper.js';
@@ -244,5 +245,43 @@ describe('ledger resolve-all --resume --force', () => {
       result: { status: 'done', adopted: true },
     });
     expect(sandbox.provider.count()).toBe(before);
+  });
+});
+
+describe('ledger resolve --resume --force', () => {
+  it('of one marked safe by its key, now past the key’s retention: looked up first and adopted, never re-sent blind', async () => {
+    const DAY = 86_400_000;
+    const { dir, config, ids } = await handoffs('forced-one', 'lose', 1, [], DAY + 60 * 60_000);
+    const [id] = ids as [string];
+    const before = sandbox.provider.count();
+    sandbox.provider.advance(DAY + 60 * 60_000);
+    const r = await cliJson(['ledger', 'resolve', id, '--config', config, '--resume', '--force'], dir);
+    expect(r.body).toMatchObject({ status: 'done', adopted: true });
+    expect(sandbox.provider.count()).toBe(before);
+  });
+
+  it('of one marked safe by its key, past the retention, with nothing to look it up by: refused unforced, saying resume is no longer safe and what --force risks', async () => {
+    const DAY = 86_400_000;
+    const forgetful = await startFaultySandbox('lose', undefined, { ...REPLAYING_BEHAVIOUR, lookup: 'none' });
+    const dir = tempDir('forced-blind');
+    const db = join(dir, 'retrysafe.db');
+    const config = join(dir, 'retrysafe.json');
+    const ledger = createSqliteLedger({ path: db });
+    const runner = createRunner({ ledger, clock: createDrillClock(Date.now() - DAY - 60 * 60_000) });
+    const r = await runner.run(forgetful.adapter, 'records.create', { params: { ref: 'blind-1', amount: 5 } });
+    await ledger.close();
+    expect(r.status === 'handed-off' && r.packet.safeNextActions[0]).toMatchObject({ action: 'resume', safe: true });
+    forgetful.setFault('pass');
+    forgetful.writeConfig(config, db);
+    forgetful.provider.advance(DAY + 60 * 60_000);
+    const before = forgetful.provider.count();
+    const out = await cliJson(['ledger', 'resolve', r.businessOperationId, '--config', config, '--resume'], dir);
+    expect(out.code).toBe(1);
+    expect(out.stderr).toContain('resume is no longer safe');
+    expect(out.stderr).not.toContain('the handoff packet marks resume as not safe');
+    expect(out.stderr).toMatch(
+      /--resume --force if you are sure it does not \(it is sent again with nothing looked up first: if the effect exists, it is made twice\)/,
+    );
+    expect(forgetful.provider.count()).toBe(before);
   });
 });

@@ -30,6 +30,8 @@ export interface DecisionState {
   readonly observedAt?: number;
   /** An earlier attempt may have been applied, so a later "not applied" speaks only for that attempt. */
   readonly maybeApplied?: boolean;
+  /** A call under the key was recorded not applied where that may only mean a same-key re-send folds it. */
+  readonly keyMayHoldEarlier?: boolean;
   /** Takeover: the dead worker's lease end, the last moment it could have called the provider (on its clock). */
   readonly takenOverLeaseEnd?: number | null;
   /** The provider's last Retry-After, as an epoch ms: no provider call goes out before it. */
@@ -137,16 +139,7 @@ export function decide(card: RetrySafetyCard, state: DecisionState, obs: Observa
     case 'replayed':
       return complete(true, 'the provider returned its stored result for this key: adopt it');
     case 'rejected':
-      return handoff(
-        'rejected',
-        obs.created
-          ? `rejected by the provider (${obs.reason}), which still created ${obs.created}: a new call would make a second one`
-          : state.maybeApplied
-            ? `rejected by the provider (${obs.reason}) after an attempt whose outcome is unknown: that attempt may have applied, so check the provider before any new call`
-            : obs.reason === 'action-required'
-              ? 'refused by the provider until the user takes the step it asks for (action-required): not applied; the same request is sent again when called again'
-              : `rejected by the provider (${obs.reason}): not applied and will not succeed as is`,
-      );
+      return handoff('rejected', rejectedWhy(obs, state));
     case 'not-applied':
       if (state.maybeApplied) return afterUnknown(c, obs.retryAfterMs);
       return retryNotApplied(c, obs.retryAfterMs, 'definitely not applied (transient)', true);
@@ -277,4 +270,20 @@ function inProgress(c: Case, retryAfterMs: number | undefined, what: string): De
   )
     return exhausted(`; waiting ${sendDelay} ms for the provider would outlast the window or the budget`);
   return send(sendDelay, `${what}: poll by re-sending the same key (${safety.why})`);
+}
+
+/** Why a rejection is handed off: "not applied" only when nothing (an object it left, an earlier attempt, what the key
+ * already held) may exist. */
+function rejectedWhy(obs: Extract<Outcome, { kind: 'rejected' }>, state: DecisionState): string {
+  if (obs.created)
+    return `rejected by the provider (${obs.reason}), which still created ${obs.created}: a new call would make a second one`;
+  if (state.maybeApplied)
+    return `rejected by the provider (${obs.reason}) after an attempt whose outcome is unknown: that attempt may have applied, so check the provider before any new call`;
+  if (state.keyMayHoldEarlier)
+    return `rejected by the provider (${obs.reason}) after a call under this key recorded not applied, which may only mean that a re-send under the key folds into it: that call may have applied, so check the provider before any new call`;
+  if (obs.reason === 'conflict')
+    return 'rejected by the provider (conflict): it already holds another request under this key, whose effect may exist: check the provider before any new call';
+  return obs.reason === 'action-required'
+    ? 'refused by the provider until the user takes the step it asks for (action-required): not applied; the same request is sent again when called again'
+    : `rejected by the provider (${obs.reason}): not applied and will not succeed as is`;
 }

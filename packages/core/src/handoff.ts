@@ -15,7 +15,9 @@ import {
   type CorrectionRule,
   correctionCheck,
   everyAttemptNotApplied,
+  needsFreshKey,
   notAppliedKeyGone,
+  notAppliedMayHaveLanded,
   refusedUntilUserActs,
 } from './intake/supersede.js';
 
@@ -38,10 +40,10 @@ const RESUME_WHY = {
     'the provider rejected this request; sending it again as is will be rejected again — fix the cause (or start a new operation) first',
   actionRequired:
     'the provider refuses this request until the user takes the step it asked for; once they have, the same call sends it again (or resume --force)',
+  keyMayHold:
+    'the provider rejected the last request, but an earlier call under its key was recorded not applied, which may only mean that a re-send under the key folds into it: that call may have applied: check the provider before anything else is sent for it (a corrected request goes out under the same key, which refuses it or applies it over the first)',
   folded: 'a re-send with the same provider key cannot create a second effect (the provider folds it into the first)',
   notApplied: 'the last thing known is that the effect was not applied',
-  rejectedAfterUnknown:
-    'the provider rejected the last request, but an earlier attempt whose outcome is unknown may have applied: check the provider before any new request (corrected or not), or it may happen twice',
   mayExist:
     'the effect may already exist and the provider does not fold re-sends together: check the provider before resuming, or it may happen twice',
 };
@@ -69,9 +71,17 @@ function resumeAction(input: PacketInput, created: string | undefined): SafeActi
       `the rejected attempt left ${created} at the provider: a new request (corrected or not) would make a second one — continue on ${created} there`,
     );
   if (input.reason === 'rejected') {
-    if (!everyAttemptNotApplied(input.receipts, input.record).ok) return resume(false, RESUME_WHY.rejectedAfterUnknown);
+    // An earlier attempt may have applied, or the key already held another request (a conflict).
+    const all = everyAttemptNotApplied(input.receipts, input.record);
+    if (!all.ok)
+      return resume(
+        false,
+        `the provider rejected the last request, but an effect may already exist (${all.why}): check the provider before any new request (corrected or not), or it may happen twice`,
+      );
     const left = input.correction === null ? null : correctionCheck(input.receipts, input.record, input.correction);
     if (left?.ok === false) return resume(false, left.why);
+    if (input.correction && notAppliedMayHaveLanded(input.correction.card, input.record.providerKey, input.receipts))
+      return resume(false, RESUME_WHY.keyMayHold);
     return resume(false, refusedUntilUserActs(input.receipts) ? RESUME_WHY.actionRequired : RESUME_WHY.rejected);
   }
   if (input.resumeNote !== undefined) return resume(false, input.resumeNote);
@@ -89,16 +99,25 @@ function resumeAction(input: PacketInput, created: string | undefined): SafeActi
 /** The actions a person can take, each marked safe or not with the reason. */
 function nextActions(input: PacketInput, created: string | undefined): SafeAction[] {
   const actions = [resumeAction(input, created)];
+  const { correction, receipts, record } = input;
   if (
     (input.reason === 'rejected' || input.reason === 'retry-exhausted') &&
-    input.correction !== null &&
-    correctionCheck(input.receipts, input.record, input.correction).ok
-  )
+    correction !== null &&
+    correctionCheck(receipts, record, correction).ok
+  ) {
+    // Which key the revision takes (supersede in runner/claim.ts), so a person can tell what the provider will see.
+    const key =
+      record.providerKey === null
+        ? ''
+        : needsFreshKey(correction.card, receipts)
+          ? ' under a provider key of its own (the provider may have stored the rejection under the first)'
+          : ' under the same provider key';
     actions.push({
       action: 'resend-with',
       safe: true,
-      why: 'every attempt was rejected or not applied: corrected params under the same intent are sent as a new revision (--resend-with <params.json>, or the caller calls again with them)',
+      why: `every attempt was rejected or not applied: corrected params under the same intent are sent as a new revision${key} (--resend-with <params.json>, or the caller calls again with them)`,
     });
+  }
   const done =
     created === undefined
       ? 'once you have confirmed at the provider that the effect exists; record its reference'

@@ -237,6 +237,9 @@ describe('a conflict with a request that may still land or has landed', () => {
     const other = await callAgentTool(runner, tool!, { ref: 'o-31', note: 'b' });
     expect(other).toMatchObject(stored);
     repeat(other.message);
+    // A correction of what it made is a change to that object, never a new operation that makes a second one.
+    expect(other.message).toMatch(/a correction of it is not a new operation/i);
+    expect(other.message).toMatch(/update/);
   });
 
   it('a correction nothing stands against is not one', () => {

@@ -1,4 +1,5 @@
 import type { HandoffPacket } from '@retrysafe/contract';
+import { createMemoryLedger, createRunner, createVirtualClock } from '@retrysafe/core';
 import { describe, expect, it } from 'vitest';
 import { setup } from './helpers.js';
 
@@ -29,5 +30,26 @@ describe('a rejection after an attempt whose outcome is unknown', () => {
     expect(result.status).toBe('handed-off');
     const packet = packets.at(-1) as HandoffPacket;
     expect(packet.explanation).toMatch(/not applied and will not succeed as is/);
+  });
+});
+
+// A `conflict` rejection says the key already holds another request (a correction under a kept key whose first call
+// had landed, or the key used before by a ledger that was reset): that request's effect may exist under it.
+describe('a rejection as a conflict with what the provider holds under the key', () => {
+  it('never says "not applied": a new operation for the intent would make the effect twice', async () => {
+    const { provider, adapter, runner, packets } = setup({ lookup: 'none' });
+    // Another ledger (reset, or another application) already sent this intent under the key, with other params.
+    const before = createRunner({ ledger: createMemoryLedger(), clock: createVirtualClock(), random: () => 0.5 });
+    expect((await before.run(adapter, 'records.create', { params: { ref: 'held-1', amount: 5 } })).status).toBe('done');
+    const result = await runner.run(adapter, 'records.create', { params: { ref: 'held-1', amount: 7 } });
+    expect(result).toMatchObject({ status: 'handed-off', packet: { reason: 'rejected' } });
+    const packet = packets.at(-1) as HandoffPacket;
+    expect(packet.explanation).not.toMatch(/not applied/);
+    expect(packet.explanation).toMatch(/may exist/);
+    const resume = packet.safeNextActions.find((a) => a.action === 'resume')!;
+    expect(resume.why).not.toMatch(/outcome is unknown/);
+    expect(resume.why).toMatch(/conflict/);
+    expect(packet.safeNextActions.map((a) => a.action)).not.toContain('resend-with');
+    expect(provider.count()).toBe(1);
   });
 });

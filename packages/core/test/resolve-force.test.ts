@@ -100,6 +100,46 @@ describe('a packet that marked resume safe because the key folds re-sends', () =
     expect(kinds.slice(kinds.lastIndexOf('resolve'))).toEqual(['resolve', 'lookup']);
   });
 
+  it('{ force: true } adds nothing to a resume the packet marked safe: past the retention it still looks up first, one record', async () => {
+    const s = setup({}, { policy: { maxAttempts: 1 } });
+    const { provider, runner, clock } = s;
+    let lookupDown = true;
+    const adapter = {
+      ...s.adapter,
+      doLookup: (...a: Parameters<typeof s.adapter.doLookup>) =>
+        lookupDown
+          ? Promise.resolve({ kind: 'cannot-tell', reason: 'lookup down' } as const)
+          : s.adapter.doLookup(...a),
+    };
+    provider.failNext({ kind: 'unknown-after-commit' });
+    const r = await runner.run(adapter, OP, { params: { ref: 'aged-4' } });
+    lookupDown = false;
+    expect(r.status === 'handed-off' && r.packet.safeNextActions.find((a) => a.action === 'resume')?.safe).toBe(true);
+    clock.advance(25 * 3_600_000);
+    const resumed = await runner.resolve(
+      r.businessOperationId,
+      { action: 'resume', force: true },
+      { adapters: [adapter] },
+    );
+    expect(provider.count()).toBe(1);
+    expect(resumed).toMatchObject({ status: 'done', adopted: true });
+  });
+
+  it('{ force: true } past the retention without a lookup: sent as the person vouched, from the same key', async () => {
+    const { provider, adapter, runner, clock } = setup({ lookup: 'none' }, { policy: { maxAttempts: 1 } });
+    provider.failNext({ kind: 'unknown-before-commit' }); // nothing was made
+    const r = await runner.run(adapter, OP, { params: { ref: 'aged-5' } });
+    expect(r.status === 'handed-off' && r.packet.safeNextActions.find((a) => a.action === 'resume')?.safe).toBe(true);
+    clock.advance(25 * 3_600_000);
+    const resumed = await runner.resolve(
+      r.businessOperationId,
+      { action: 'resume', force: true },
+      { adapters: [adapter] },
+    );
+    expect(resumed.status).toBe('done');
+    expect(provider.count()).toBe(1);
+  });
+
   it('inside the retention the same resume goes ahead and adopts the stored result', async () => {
     const { provider, adapter, runner, clock } = setup({ lookup: 'none' }, { policy: { maxAttempts: 1 } });
     provider.failNext({ kind: 'unknown-after-commit' });

@@ -2,7 +2,7 @@ import { ConflictError, type Ledger, LedgerError } from '@retrysafe/contract';
 import { createMemoryLedger, createRunner, createVirtualClock } from '@retrysafe/core';
 import { createSandboxAdapter, createSandboxProvider, REPLAYING_BEHAVIOUR } from '@retrysafe/sandbox';
 import { describe, expect, it } from 'vitest';
-import { afterCall, failingOnce, sandboxOn } from './helpers.js';
+import { afterCall, failingOnce, sandboxOn, scripted } from './helpers.js';
 
 const OP = 'records.create';
 
@@ -87,5 +87,77 @@ describe('a crash after the correction under a kept key was sent', () => {
     expect(report?.action).not.toBe('adopted');
     expect(report?.result?.status).not.toBe('done');
     expect(provider.count()).toBe(1);
+  });
+});
+
+describe('a correction checked while another correction is in flight as the new revision', () => {
+  it('is refused as a conflict (the revision may apply), nothing of it sent; the revision in flight ends done: one record', async () => {
+    const { clock, provider, adapter } = sandboxOn();
+    const ledger = createMemoryLedger();
+    const runner = createRunner({ ledger, clock, random: () => 0.5 });
+    provider.failNext({ kind: 'rejected' });
+    const first = await runner.run(adapter, OP, { params: { ref: 'o-4', note: 'bad' } });
+    expect(first).toMatchObject({ status: 'handed-off', packet: { reason: 'rejected' } });
+    // A's correction is sent and held at the provider until B has been answered.
+    let release = () => {};
+    let entered = () => {};
+    const inFlight = new Promise<void>((r) => (entered = r));
+    const gate = () =>
+      new Promise<void>((r) => {
+        release = r;
+        entered();
+      });
+    const held = scripted(adapter, (n, send) => (n === 0 ? gate().then(send) : undefined));
+    let a: Promise<unknown> = Promise.resolve();
+    // B read the rejected operation and its receipts just before A's revision was claimed.
+    const b = await createRunner({
+      ledger: afterCall(ledger, 'receipts', async () => {
+        a = runner.run(held, OP, { params: { ref: 'o-4', note: 'from A' } });
+        await inFlight;
+      }),
+      clock,
+      random: () => 0.5,
+    })
+      .run(adapter, OP, { params: { ref: 'o-4', note: 'from B' } })
+      .catch((e: unknown) => e);
+    expect(ConflictError.isInstance(b) && b.storedMayApply).toBe(true);
+    expect((b as Error).message).toMatch(/while a new revision was being written/);
+    expect(provider.calls()).toBe(1); // the first request only, so far: nothing of B's
+    release();
+    expect(await a).toMatchObject({ status: 'done' });
+    expect(provider.count()).toBe(1);
+  });
+
+  it('the same correction made twice at once: the later waits for the revision in flight and gets its result, one record', async () => {
+    const { clock, provider, adapter } = sandboxOn();
+    const ledger = createMemoryLedger();
+    const runner = createRunner({ ledger, clock, random: () => 0.5 });
+    provider.failNext({ kind: 'rejected' });
+    await runner.run(adapter, OP, { params: { ref: 'o-5', note: 'bad' } });
+    let release = () => {};
+    let entered = () => {};
+    const inFlight = new Promise<void>((r) => (entered = r));
+    const gate = () =>
+      new Promise<void>((r) => {
+        release = r;
+        entered();
+      });
+    const held = scripted(adapter, (n, send) => (n === 0 ? gate().then(send) : undefined));
+    let a: Promise<unknown> = Promise.resolve();
+    const corrected = { ref: 'o-5', note: 'fixed' };
+    const b = createRunner({
+      ledger: afterCall(ledger, 'receipts', async () => {
+        a = runner.run(held, OP, { params: corrected });
+        await inFlight;
+      }),
+      clock,
+      random: () => 0.5,
+    }).run(adapter, OP, { params: corrected });
+    await inFlight;
+    release();
+    expect(await a).toMatchObject({ status: 'done' });
+    expect(await b).toMatchObject({ status: 'done' });
+    expect(provider.count()).toBe(1);
+    expect(provider.calls()).toBe(2); // the rejected first request and A's: B sent nothing of its own
   });
 });

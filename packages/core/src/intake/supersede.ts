@@ -217,6 +217,13 @@ function keptKeyCheck(
   return { ok: true };
 }
 
+/** A call under `key` was recorded not applied where that may only mean a same-key re-send folds it: it may have landed. */
+export const notAppliedMayHaveLanded = (
+  card: RetrySafetyCard,
+  key: OperationRecord['providerKey'],
+  receipts: readonly Receipt[],
+) => !notAppliedIsProof(card) && notAppliedUnder(key, receipts) !== undefined;
+
 /**
  * Whether an effect found under the key (or the id) may be an earlier revision's: the operation was superseded under a
  * key one of whose calls was recorded not applied, which may only mean that a same-key re-send folds it. The provider

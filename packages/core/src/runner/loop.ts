@@ -45,7 +45,7 @@ async function attemptLoop(ctx: RunnerContext, op: Operation, s: DriveState): Pr
   const budget = { policy: op.policy, random: ctx.random };
   let obs: Observation = null;
   let pending: Receipt | null = null;
-  let decision = decide(op.card, decisionState(ctx, s), null, budget);
+  let decision = decide(op.card, decisionState(ctx, op.card, s), null, budget);
   for (;;) {
     ctx.log(
       'info',
@@ -71,7 +71,7 @@ async function attemptLoop(ctx: RunnerContext, op: Operation, s: DriveState): Pr
       !resendSafety(op.card, s.record.firstDispatchedAt, ctx.clock.now(), op.policy.clockSkewMarginMs).safe
     ) {
       // The wait outlasted the key's retention: decide again from the same observation, now without the key.
-      decision = decide(op.card, decisionState(ctx, s), obs, budget);
+      decision = decide(op.card, decisionState(ctx, op.card, s), obs, budget);
       continue;
     }
     const acted = decision;
@@ -91,7 +91,7 @@ async function attemptLoop(ctx: RunnerContext, op: Operation, s: DriveState): Pr
     // A provider's Retry-After (checked as a number ≥ 0 with the outcome) holds back every later call.
     const retryAfterMs = acted.action === 'send' && 'retryAfterMs' in obs ? (obs.retryAfterMs ?? 0) : 0;
     if (retryAfterMs > 0) s.notBefore = Math.max(s.notBefore ?? 0, finishedAt + retryAfterMs);
-    const observedState = decisionState(ctx, s, startedAt);
+    const observedState = decisionState(ctx, op.card, s, startedAt);
     decision = decide(op.card, observedState, obs, budget);
     const observed = observationPatch(op.card, observedState, obs, op.policy.clockSkewMarginMs);
     const patchedAt = ctx.clock.now();

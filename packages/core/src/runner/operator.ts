@@ -358,11 +358,14 @@ async function resume(
   // the resumed run looks the operation up before any send (state `unknown`), and without a lookup it is refused.
   const margin = op.policy.clockSkewMarginMs;
   const safety = resendSafety(op.card, record.firstDispatchedAt, claimedAt, margin);
-  // So did a last call's "not applied" under a key that may only fold it.
-  const forgotten = !force && notAppliedKeyGone(op.card, record, claimedAt, margin);
-  const byKey = !force && resumeSafeByKey(resumeAction);
+  // So did a last call's "not applied" under a key that may only fold it. Force overrides the packet's "not safe";
+  // a resume it marked safe is still looked up first where it can be, and forced goes out only where it cannot.
+  const overridden = force && resumeAction?.safe === false;
+  const forgotten = !overridden && notAppliedKeyGone(op.card, record, claimedAt, margin);
+  const byKey = resumeSafeByKey(resumeAction);
   const keyMayBeGone = (byKey && !safety.safe) || forgotten;
-  if (keyMayBeGone && !lookupAvailable(op.card)) {
+  const blind = keyMayBeGone && !lookupAvailable(op.card);
+  if (blind && !force) {
     const why = forgotten ? KEY_FORGOTTEN : safety.why;
     log('warn', 'resume-refused', `resume refused: no longer safe (${why})`, op);
     throw new UnsafeResumeError(id, why);
@@ -392,13 +395,13 @@ async function resume(
   // Safe only by the key, the effect may exist: from `unknown`, every re-send of the resumed run is held to the key's
   // retention (a `claimed` run would retry a throttled send past it as a new request).
   const resumed =
-    byKey || forgotten
+    (byKey || forgotten) && !blind
       ? await ledger.setState(fenceOf(claim.record), { state: 'unknown', now: clock.now() })
       : claim.record;
   log(
     'info',
     'resume',
-    `a person resumed it (${personRef(p.by)})${force && resumeAction && !resumeAction.safe ? ', forced past an unsafe packet' : ''}: re-sending with the same key`,
+    `a person resumed it (${personRef(p.by)})${overridden ? ', forced past an unsafe packet' : blind ? ', forced past a key the provider may have forgotten' : ''}: re-sending with the same key`,
     op,
   );
   return restartClaimed(ctx, op, { record: resumed, claimedAt }, restart);

@@ -1,8 +1,14 @@
 /** What the attempt loop knows of one claimed operation: its mutable state, owned by loop.ts. */
-import type { ClaimResult, Fenced, OperationRecord, Receipt, StatePatch } from '@retrysafe/contract';
+import type { ClaimResult, Fenced, OperationRecord, Receipt, RetrySafetyCard, StatePatch } from '@retrysafe/contract';
 import { type DecisionState, MAYBE_APPLIED_STATES } from '../decide.js';
 import type { Operation } from '../intake/operation.js';
-import { earlierEffectMayShow, keyMayBeForgotten, keyRevisionNumber, notAppliedKeyGone } from '../intake/supersede.js';
+import {
+  earlierEffectMayShow,
+  keyMayBeForgotten,
+  keyRevisionNumber,
+  notAppliedKeyGone,
+  notAppliedMayHaveLanded,
+} from '../intake/supersede.js';
 import type { Lease, RunnerContext } from './context.js';
 
 /** What a fenced write names: the id and the fence, not the record (a ledger gets no params it did not ask for). */
@@ -126,8 +132,14 @@ export function startState(ctx: RunnerContext, op: Operation, c: Claimed, receip
   };
 }
 
-export function decisionState(ctx: RunnerContext, s: DriveState, observedAt?: number): DecisionState {
+export function decisionState(
+  ctx: RunnerContext,
+  card: RetrySafetyCard,
+  s: DriveState,
+  observedAt?: number,
+): DecisionState {
   return {
+    keyMayHoldEarlier: notAppliedMayHaveLanded(card, s.record.providerKey, s.receipts),
     observedAt,
     // Dispatched by the claim but not sent yet: still the fresh claim it was.
     ledgerState: s.dispatchWritten ? 'claimed' : s.record.state,

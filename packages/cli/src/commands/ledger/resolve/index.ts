@@ -35,7 +35,8 @@ export const RESOLVE_OPTIONS = {
       'send corrected params (same intent) as a new revision; only when every attempt is known not applied (needs --config)',
   },
   force: {
-    description: 'with --resume: resume even though the packet marks it not safe (you checked at the provider)',
+    description:
+      'with --resume: send it again even though the packet marks it not safe, or its key may be forgotten and nothing can look it up first (you checked at the provider that the effect does not exist: if it does, it is made twice)',
   },
   by: { argument: '<name>', description: 'who resolved it, for the receipt (default $USER)' },
   handoffAt: {
@@ -105,7 +106,7 @@ export async function ledgerResolve(opts: ResolveOptions, id: string): Promise<R
             throw new RefusedError(
               `not resolving ${id}: its receipt chain is broken at receipt #${err.index + 1} (${err.reason}); nothing was sent. Find out who edited the ledger (retrysafe ledger verify --all) before acting on it.`,
             );
-          if (UnsafeResumeError.isInstance(err)) throw resumeRefusal(id, err.why, rejected);
+          if (UnsafeResumeError.isInstance(err)) throw resumeRefusal(id, err.why, rejected, stored);
           if (InvalidStateError.isInstance(err) && /differ from the stored/.test(err.message))
             throw sameParams(id, stored?.handoff?.reason, rejected);
           // Open: a worker holds it, or one (or a resolve) stopped between its steps; only a drive can close it.
@@ -155,15 +156,18 @@ async function resumeOpen(
   throw new RefusedError(`not resuming ${id}: ${why}; ${again}`);
 }
 
-/** A refused resume, with the step that works: a rejected request goes out as is only once its cause is fixed. */
-function resumeRefusal(id: string, why: string, rejected: boolean): RefusedError {
+/** A refused resume, with the step that works: a rejected request goes out as is only once its cause is fixed. A
+ * packet that marked it safe was judged again at resume (its key may be forgotten since). */
+function resumeRefusal(id: string, why: string, rejected: boolean, stored: OperationRecord | null): RefusedError {
   if (rejected) {
     return new RefusedError(
       `not resuming ${id}: the handoff packet marks resume as not safe — ${why}; nothing was sent. If you fixed the cause outside the request (the account, a setting at the provider), send it again as is: --resume --force. To send corrected params instead: --resend-with <params.json>; if the effect exists at the provider after all: --mark-done <providerRef>.`,
     );
   }
+  const safe = stored?.handoff?.safeNextActions.some((a) => a.action === 'resume' && a.safe) === true;
+  const what = safe ? 'resume is no longer safe' : 'the handoff packet marks resume as not safe';
   return new RefusedError(
-    `not resuming ${id}: the handoff packet marks resume as not safe — ${why}. Check at the provider first; then --mark-done <providerRef> if the effect exists, or --resume --force if you are sure it does not.`,
+    `not resuming ${id}: ${what} — ${why}. Check at the provider first; then --mark-done <providerRef> if the effect exists, or --resume --force if you are sure it does not (it is sent again with nothing looked up first: if the effect exists, it is made twice).`,
   );
 }
 
