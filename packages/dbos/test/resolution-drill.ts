@@ -5,7 +5,12 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { DBOS, DBOSClient } from '@dbos-inc/dbos-sdk';
 import { type BusinessOperationId, fingerprint } from '@retrysafe/contract';
-import { type DbosResolutionMessage, handoffEventKey, sendResolution } from '@retrysafe/dbos';
+import {
+  type DbosResolutionMessage,
+  type DbosResolutionSender,
+  handoffEventKey,
+  sendResolution,
+} from '@retrysafe/dbos';
 import { createPostgresLedger, migrate } from '@retrysafe/ledger-postgres';
 import {
   createSandboxProvider,
@@ -196,7 +201,7 @@ export async function resolutionDrill(o: ResolutionDrillOptions): Promise<Resolu
     if (o.killAt === 'ending') await polling; // the wait polls the ledger past its timeout: now the decision comes
     armed = true;
     // The person waits for the workflow's answer: a decision applied before a crash is never answered as refused.
-    const answer = await sendResolution(client, workflowID, bo, o.decision, { awaitSeconds: 60 }).catch(
+    const answer = await sendResolution(quickPolling(client), workflowID, bo, o.decision, { awaitSeconds: 60 }).catch(
       (e: Error) => e.message,
     );
     const status = await until('the workflow to finish', async () => {
@@ -214,6 +219,17 @@ export async function resolutionDrill(o: ResolutionDrillOptions): Promise<Resolu
     rmSync(marker, { force: true });
     await dropSchemas(url, dbosSchema, ledgerSchema);
   }
+}
+
+/** The client with its event waits polling often: a DBOSClient listens for no notifications and by default polls an
+ * event seconds apart, so the drill would wait on that poll rather than on the crash and the recovery. */
+function quickPolling(client: DBOSClient): DbosResolutionSender {
+  return {
+    send: (...args) => client.send(...args),
+    getWorkflow: (id) => client.getWorkflow(id),
+    getEvent: (id, key, o) =>
+      client.getEvent(id, key, { ...(typeof o === 'number' ? { timeoutSeconds: o } : o), pollingIntervalMs: 100 }),
+  };
 }
 
 async function report(
