@@ -22,7 +22,9 @@ export const projectDefaults = {
 // beside the many short files instead of forming a tail at the end (vitest orders by project name, and a
 // fresh clone has no timings from an earlier run).
 const slowFirst = [
+  'packages/dbos/test/resolution-crash.test.ts',
   'packages/dbos/test/crash-recovery.test.ts',
+  'packages/dbos/test/dbos-step.test.ts',
   'packages/testkit/test/crash-drill.test.ts',
   'packages/mcp/test/fence.test.ts',
   'packages/testkit/test/crash-slow-network.test.ts',

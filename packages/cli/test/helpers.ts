@@ -144,6 +144,18 @@ export async function ledgerWithOneClaim(db: string, id: string, more: Partial<C
   await ledger.close();
 }
 
+/** Ends the lease on `id` now, as its running out would (the row and the record it stores). */
+export function expireLease(db: string, id: string): void {
+  const sqlite = new DatabaseSync(db);
+  const at = Date.now() - 1;
+  sqlite
+    .prepare(
+      `UPDATE retrysafe_operations SET lease_expires_at = ?, record = json_set(record, '$.leaseExpiresAt', ?) WHERE id = ?`,
+    )
+    .run(at, at, id);
+  sqlite.close();
+}
+
 /** Writes `value` as JSON to `dir/name`; returns the path. */
 export function writeJson(dir: string, name: string, value: unknown): string {
   const file = join(dir, name);

@@ -8,7 +8,7 @@ import { createDrillClock } from '@retrysafe/testkit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { handoffsText } from '../src/commands/ledger/handoffs/index.js';
 import { type FaultySandbox, startFaultySandbox } from './faulty-sandbox.js';
-import { cli, ledgerWithOneClaim, REPO, startCli, tempDir, writeJson } from './helpers.js';
+import { cli, expireLease, ledgerWithOneClaim, REPO, startCli, tempDir, writeJson } from './helpers.js';
 
 /** Every error path below must end by itself well inside this; the helper kills the CLI and fails the test past it. */
 const BOUND = { timeoutMs: 30_000 };
@@ -159,8 +159,8 @@ describe('an operation left open is not a dead end for --abandon or --mark-done'
 
   it('the handoff list does not say nothing waits while one is left open past its lease: it names it', async () => {
     const db = join(tempDir('left-open-list'), 'ledger.db');
-    await ledgerWithOneClaim(db, 'open-2'); // a lease of 1 s, and no worker left to renew it
-    await new Promise((r) => setTimeout(r, 1_100));
+    // A lease of 1 s that ran out a second ago, and no worker left to renew it.
+    await ledgerWithOneClaim(db, 'open-2', { now: Date.now() - 2_000 });
     for (const json of [[], ['--json']]) {
       const r = await cli(['ledger', 'handoffs', '--db', db, ...json], BOUND);
       expect(r.code).toBe(0);
@@ -176,7 +176,7 @@ describe('an operation left open that no adapter can drive any more is not stuck
     const dir = tempDir('orphan');
     const db = join(dir, 'ledger.db');
     // Dispatched (it may have been sent), under a lease that outlives the first call even on a loaded machine.
-    await ledgerWithOneClaim(db, 'gone-1', { dispatch: true, leaseMs: 5_000 });
+    await ledgerWithOneClaim(db, 'gone-1', { dispatch: true, leaseMs: 60_000 });
     // Its operation is no longer in the application: the config names no adapter for it.
     const config = writeJson(dir, 'retrysafe.json', {
       ledger: './ledger.db',
@@ -187,7 +187,7 @@ describe('an operation left open that no adapter can drive any more is not stuck
       cli(['ledger', 'resolve', 'gone-1', '--resume', '--config', config, '--json'], { ...BOUND, cwd: dir, env });
     const live = await resume();
     expect(JSON.parse(live.stdout)).toMatchObject({ status: 'in-progress' });
-    await new Promise((r) => setTimeout(r, 5_100));
+    expireLease(db, 'gone-1');
     const handed = await resume();
     const { packet } = JSON.parse(handed.stdout);
     expect(packet).toMatchObject({ reason: 'recovery-failed', explanation: expect.stringMatching(/no adapter/) });

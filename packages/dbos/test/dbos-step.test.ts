@@ -27,6 +27,17 @@ const dbosSchema = `dbos_unit_${tag}`;
 const ledgerSchema = `rs_unit_${tag}`;
 const provider = createSandboxProvider(REPLAYING_BEHAVIOUR);
 const adapter = createSandboxAdapter({ provider, intentFields: ['ref'] });
+// A test that runs beside others has a sandbox of its own, found by the ref its workflow is started with: a fault
+// queued, a call or a record counted by one test is never another's. The others share the one above.
+const sandboxes = new Map<string, { provider: typeof provider; adapter: typeof adapter }>();
+function sandboxFor(ref: string) {
+  if (!sandboxes.has(ref)) {
+    const own = createSandboxProvider(REPLAYING_BEHAVIOUR);
+    sandboxes.set(ref, { provider: own, adapter: createSandboxAdapter({ provider: own, intentFields: ['ref'] }) });
+  }
+  return sandboxes.get(ref)!;
+}
+const adapterOf = (ref: string) => sandboxes.get(ref)?.adapter ?? adapter;
 const rs = createDbosRetrysafe({ databaseUrl: url, ledgerSchema, policy: { leaseMs: 2_000 } });
 const OP = 'records.create';
 
@@ -57,11 +68,11 @@ const insidePlainStep = DBOS.registerWorkflow(
 
 const withHandoff = DBOS.registerWorkflow(
   async (ref: string): Promise<{ first: DbosOperationOutcome; final: DbosOperationOutcome }> => {
-    const first = await rs.run(adapter, OP, { params: { ref } });
+    const first = await rs.run(adapterOf(ref), OP, { params: { ref } });
     // A typed outcome to branch on, not an exception: wait (durably) for a person.
     const final =
       first.status === 'handed-off'
-        ? await rs.awaitResolution(adapter, first, { timeoutSeconds: 60, pollSeconds: 1 })
+        ? await rs.awaitResolution(adapterOf(ref), first, { timeoutSeconds: 60, pollSeconds: 1 })
         : first;
     return { first, final };
   },
@@ -73,8 +84,8 @@ const runThenAwait = (name: string, wait: AwaitResolutionOptions, ownIntent = fa
   DBOS.registerWorkflow(
     async (ref: string): Promise<DbosOperationOutcome> => {
       const intent = ownIntent ? { intent: { order: ref, kind: 'own' } } : {};
-      const first = await rs.run(adapter, OP, { params: { ref }, ...intent });
-      return rs.awaitResolution(adapter, first, wait);
+      const first = await rs.run(adapterOf(ref), OP, { params: { ref }, ...intent });
+      return rs.awaitResolution(adapterOf(ref), first, wait);
     },
     { name },
   );
@@ -85,9 +96,9 @@ const withOwnIntent = runThenAwait('withOwnIntent', { timeoutSeconds: 8, pollSec
 
 const handedOffTwice = DBOS.registerWorkflow(
   async (ref: string): Promise<DbosOperationOutcome> => {
-    let outcome = await rs.run(adapter, OP, { params: { ref } });
+    let outcome = await rs.run(adapterOf(ref), OP, { params: { ref } });
     for (let round = 0; round < 2 && outcome.status === 'handed-off'; round++)
-      outcome = await rs.awaitResolution(adapter, outcome, { timeoutSeconds: 10, pollSeconds: 1 });
+      outcome = await rs.awaitResolution(adapterOf(ref), outcome, { timeoutSeconds: 10, pollSeconds: 1 });
     return outcome;
   },
   { name: 'handedOffTwice' },
@@ -102,8 +113,8 @@ const FINISH = 'test.finish';
 // Waits a short while for a decision, then runs on without waiting for one again.
 const waitThenRunOn = DBOS.registerWorkflow(
   async (ref: string): Promise<DbosOperationOutcome> => {
-    const first = await rs.run(adapter, OP, { params: { ref } });
-    const out = await rs.awaitResolution(adapter, first, { timeoutSeconds: 2, pollSeconds: 1 });
+    const first = await rs.run(adapterOf(ref), OP, { params: { ref } });
+    const out = await rs.awaitResolution(adapterOf(ref), first, { timeoutSeconds: 2, pollSeconds: 1 });
     await DBOS.recv(FINISH, 30);
     return out;
   },
@@ -113,9 +124,9 @@ const waitThenRunOn = DBOS.registerWorkflow(
 // Waits, and when nobody decided, (reminds someone and) waits again on the same hand-off.
 const waitTwice = DBOS.registerWorkflow(
   async (ref: string): Promise<DbosOperationOutcome> => {
-    const first = await rs.run(adapter, OP, { params: { ref } });
-    const out = await rs.awaitResolution(adapter, first, { timeoutSeconds: 2, pollSeconds: 1 });
-    return rs.awaitResolution(adapter, out, { timeoutSeconds: 4, pollSeconds: 1 });
+    const first = await rs.run(adapterOf(ref), OP, { params: { ref } });
+    const out = await rs.awaitResolution(adapterOf(ref), first, { timeoutSeconds: 2, pollSeconds: 1 });
+    return rs.awaitResolution(adapterOf(ref), out, { timeoutSeconds: 4, pollSeconds: 1 });
   },
   { name: 'waitTwice' },
 );
@@ -123,9 +134,9 @@ const waitTwice = DBOS.registerWorkflow(
 // Waits a second at a time, again and again, until a decision closes it or the test says finish.
 const waitOnAndOn = DBOS.registerWorkflow(
   async (ref: string): Promise<DbosOperationOutcome> => {
-    let out = await rs.run(adapter, OP, { params: { ref } });
+    let out = await rs.run(adapterOf(ref), OP, { params: { ref } });
     while (out.status === 'handed-off' && (await DBOS.recv(FINISH, 0)) === null)
-      out = await rs.awaitResolution(adapter, out, { timeoutSeconds: 1, pollSeconds: 1 });
+      out = await rs.awaitResolution(adapterOf(ref), out, { timeoutSeconds: 1, pollSeconds: 1 });
     return out;
   },
   { name: 'waitOnAndOn' },
@@ -161,7 +172,7 @@ const start = async <A extends unknown[], R>(wf: (...a: A) => Promise<R>, workfl
 
 /** Starts `wf` on `ref` with its first call rejected; resolves once the workflow has published the hand-off. */
 async function rejectedAndPublished<R>(wf: (ref: string) => Promise<R>, name: string, ref: string) {
-  provider.failNext({ kind: 'rejected', message: 'amount must be positive' });
+  sandboxFor(ref).provider.failNext({ kind: 'rejected', message: 'amount must be positive' });
   const wfId = `${name}-${tag}`;
   const h = await start(wf, wfId, ref);
   const bo = await handedOff(ref);
@@ -273,8 +284,9 @@ describe('DBOS step retries stay off for wrapped operations (enforced)', () => {
   });
 });
 
-describe('a handoff is an outcome the workflow waits on, resolved by a person', () => {
+describe.concurrent('a handoff is an outcome the workflow waits on, resolved by a person', () => {
   it('rejected → handed-off outcome (one provider call, no DBOS retry) → a person resumes through DBOS messages → one record', async () => {
+    const { provider } = sandboxFor('order-handoff-1');
     const before = provider.count();
     const calls = provider.calls();
     const { wfId, h, bo, published } = await rejectedAndPublished(withHandoff, 'handoff-resume', 'order-handoff-1');
@@ -294,6 +306,7 @@ describe('a handoff is an outcome the workflow waits on, resolved by a person', 
   });
 
   it('a resume refused as not safe keeps it waiting; the person then forces it and it completes (one record)', async () => {
+    const { provider } = sandboxFor('order-handoff-3');
     const before = provider.count();
     const { wfId, h, bo } = await rejectedAndPublished(withHandoff, 'handoff-force', 'order-handoff-3');
     await sendResolution(DBOS, wfId, bo, { action: 'resume', by: 'erin' }); // refused: resume is not safe
@@ -304,6 +317,7 @@ describe('a handoff is an outcome the workflow waits on, resolved by a person', 
   });
 
   it('a resume made elsewhere that is handed off again reaches the waiting workflow as the new hand-off, published', async () => {
+    const { provider, adapter } = sandboxFor('order-again');
     const { wfId, h, bo, published } = await rejectedAndPublished(withShortWait, 'handoff-again', 'order-again');
     const firstAt = (published as Extract<DbosOperationOutcome, { status: 'handed-off' }>).packet.createdAt;
     provider.failNext({ kind: 'rejected', message: 'still not accepted' });
@@ -319,6 +333,7 @@ describe('a handoff is an outcome the workflow waits on, resolved by a person', 
   });
 
   it('a resolution made in the ledger directly (as `retrysafe ledger resolve` does) reaches the waiting workflow', async () => {
+    const { provider } = sandboxFor('order-handoff-2');
     provider.failNext({ kind: 'rejected' });
     const wfId = `handoff-abandon-${tag}`;
     const h = await start(withHandoff, wfId, 'order-handoff-2');
@@ -329,7 +344,7 @@ describe('a handoff is an outcome the workflow waits on, resolved by a person', 
   });
 });
 
-describe('a resume whose worker died mid-way (the resolve step re-executed after a crash)', () => {
+describe.concurrent('a resume whose worker died mid-way (the resolve step re-executed after a crash)', () => {
   it.each([
     [
       'is driven on by the waiting workflow once the dead lease runs out: done, one record',
@@ -344,6 +359,7 @@ describe('a resume whose worker died mid-way (the resolve step re-executed after
   ] as const)(
     '%s',
     async (_, workflow, name) => {
+      const { provider } = sandboxFor(`order-${name}`);
       const before = provider.count();
       const { wfId, h, bo } = await rejectedAndPublished(workflow, name, `order-${name}`);
       await diedMidResume(bo);
@@ -371,7 +387,7 @@ async function diedMidResume(bo: BusinessOperationId) {
   await rs.ledger.markDispatched({ businessOperationId: bo, fence: claim.record.fence }, Date.now());
 }
 
-describe('sendResolution', () => {
+describe.concurrent('sendResolution', () => {
   // What sendResolution adds to a decision: the hand-off it answers (none published here), the decision's id and the
   // wait it is sent to (the first, not begun here).
   const unpublished = { handoffAt: null, decisionId: expect.stringMatching(/^[0-9a-f]{32}$/), wait: 1 };
@@ -396,6 +412,7 @@ describe('sendResolution', () => {
   });
 
   it('the same decision for a later hand-off of the operation reaches the workflow: it is another decision', async () => {
+    const { provider } = sandboxFor('order-twice');
     const before = provider.count();
     provider.failNext({ kind: 'rejected', message: 'amount must be positive' }, 2);
     const wfId = `twice-${tag}`;
@@ -413,6 +430,7 @@ describe('sendResolution', () => {
   }, 30_000);
 
   it('a decision repeated once the operation was handed off again elsewhere reaches the workflow and is applied, not dropped', async () => {
+    const { provider, adapter } = sandboxFor('order-again-elsewhere');
     const { wfId, h, bo } = await rejectedAndPublished(withSlowPoll, 'again-elsewhere', 'order-again-elsewhere');
     // Grace resumes it from the CLI (another process, another lease owner); the provider is slow, then rejects it again.
     const cli = createRunner({ ledger: rs.ledger, owner: 'cli-grace', policy: { leaseMs: 2_000 } });
@@ -475,7 +493,9 @@ describe('sendResolution', () => {
     for (const [how, send] of senders)
       it(`${what} sent for a hand-off replaced elsewhere ${not}${how}: nothing sent or written`, async () => {
         const name = `stale-${decision.action}${how ? '-raw' : ''}`;
-        const { wfId, h, bo } = await rejectedAndPublished(withSlowPoll, name, `order-${code}${how ? '-raw' : ''}`);
+        const ref = `order-${code}${how ? '-raw' : ''}`;
+        const { provider, adapter } = sandboxFor(ref);
+        const { wfId, h, bo } = await rejectedAndPublished(withSlowPoll, name, ref);
         // Grace resumes it from the CLI and it is rejected again: a new packet, not yet published by the workflow.
         provider.failNext({ kind: 'rejected', message: 'still not accepted' });
         const again = await rs.runner.resolve(
@@ -500,6 +520,7 @@ describe('sendResolution', () => {
       }, 30_000);
 
   it('a decision sent to a workflow that has ended (it returned the new hand-off) is refused to its sender, not left unread', async () => {
+    const { provider, adapter } = sandboxFor('order-ended');
     const { wfId, h, bo } = await rejectedAndPublished(withShortWait, 'ended', 'order-ended');
     provider.failNext({ kind: 'rejected', message: 'still not accepted' });
     await rs.runner.resolve(bo, { action: 'resume', force: true }, { adapters: [adapter], by: 'grace' });
@@ -532,8 +553,10 @@ describe('sendResolution', () => {
     const polled = new Promise<void>((r) => {
       polling = r;
     });
-    // The wait's next poll of the ledger is slow: it ends after the wait's 2 s timeout.
+    // The wait's next poll of the ledger is slow: it ends after the wait's 2 s timeout. Only this test's operation:
+    // other tests' workflows run meanwhile.
     rs.ledger.get = (async (...args: Parameters<typeof get>) => {
+      if (args[0] !== bo) return get(...args);
       rs.ledger.get = get;
       polling();
       await new Promise((r) => setTimeout(r, 3_000));
@@ -638,6 +661,7 @@ describe('sendResolution', () => {
   }, 30_000);
 
   it('a forced resume sent on the published hand-off is not forced past one published while it was on its way', async () => {
+    const { provider } = sandboxFor('order-forced-on-its-way');
     provider.failNext({ kind: 'rejected', message: 'amount must be positive' }, 2);
     const wfId = `forced-on-its-way-${tag}`;
     const h = await start(handedOffTwice, wfId, 'order-forced-on-its-way');

@@ -7,11 +7,12 @@ import { type KillPoint, resolutionDrill } from './resolution-drill.js';
 // A handed-off operation waits in awaitResolution for a person; the worker process is SIGKILLed at each point of
 // the wait and of acting on the decision, and DBOS recovers the workflow in a new process. What testers must never
 // find: a second provider effect, a lost effect, a stuck ledger row, a decision lost or applied twice.
+// Each case has its own schemas, sandbox and worker processes, and mostly waits on them: they run side by side.
 
 const RESUME: DbosResolutionMessage = { action: 'resume', force: true, by: 'alice' }; // a rejected packet: forced
 const TIMEOUT_MS = 90_000;
 
-describe('DBOS awaitResolution under real SIGKILLs: the decision applied once, one effect, the row at rest', () => {
+describe.concurrent('DBOS awaitResolution under real SIGKILLs: the decision applied once, one effect, the row at rest', () => {
   // On a key-folding card too: the resume taken over after the crash re-sends under the same key, and the provider
   // folds it.
   it.each([

@@ -5,7 +5,12 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { DBOS, DBOSClient } from '@dbos-inc/dbos-sdk';
 import { type BusinessOperationId, fingerprint } from '@retrysafe/contract';
-import { type DbosResolutionMessage, handoffEventKey, sendResolution } from '@retrysafe/dbos';
+import {
+  type DbosResolutionMessage,
+  type DbosResolutionSender,
+  handoffEventKey,
+  sendResolution,
+} from '@retrysafe/dbos';
 import { createPostgresLedger, migrate } from '@retrysafe/ledger-postgres';
 import {
   createSandboxProvider,
@@ -107,7 +112,9 @@ export async function resolutionDrill(o: ResolutionDrillOptions): Promise<Resolu
           leaseMs: o.leaseMs ?? 1500,
           ...(o.killAt === 'decided' ? { dieAroundResolve: { when: 'before', marker } } : {}),
           ...(o.killAt === 'recorded' ? { dieAroundResolve: { when: 'after', marker } } : {}),
-          ...(o.killAt === 'ending' ? { dieAtWaitEnd: { marker, pollMs: 3_000 }, awaitTimeoutSeconds: 2 } : {}),
+          // The wait's first ledger poll follows its first receive (pollSeconds): held this long more, and until the
+          // decision is sent, it returns past the wait's timeout.
+          ...(o.killAt === 'ending' ? { dieAtWaitEnd: { marker, pollMs: 1_500 }, awaitTimeoutSeconds: 2 } : {}),
         }),
       },
       stdio: ['ignore', 'ignore', 'pipe', 'ipc'],
@@ -196,9 +203,11 @@ export async function resolutionDrill(o: ResolutionDrillOptions): Promise<Resolu
     if (o.killAt === 'ending') await polling; // the wait polls the ledger past its timeout: now the decision comes
     armed = true;
     // The person waits for the workflow's answer: a decision applied before a crash is never answered as refused.
-    const answer = await sendResolution(client, workflowID, bo, o.decision, { awaitSeconds: 60 }).catch(
-      (e: Error) => e.message,
-    );
+    // The worker told once the decision is sent: its slowed poll (`ending`) returns only after it lies in the mailbox.
+    const told = () => void (o.killAt === 'ending' && child?.connected && child.send({ type: 'sent' }, () => {}));
+    const answer = await sendResolution(quickPolling(client, told), workflowID, bo, o.decision, {
+      awaitSeconds: 60,
+    }).catch((e: Error) => e.message);
     const status = await until('the workflow to finish', async () => {
       const s = await client.getWorkflow(workflowID);
       return s && s.status !== 'PENDING' && s.status !== 'ENQUEUED' ? s : null;
@@ -214,6 +223,20 @@ export async function resolutionDrill(o: ResolutionDrillOptions): Promise<Resolu
     rmSync(marker, { force: true });
     await dropSchemas(url, dbosSchema, ledgerSchema);
   }
+}
+
+/** The client with its event waits polling often: a DBOSClient listens for no notifications and by default polls an
+ * event seconds apart, so the drill would wait on that poll rather than on the crash and the recovery. */
+function quickPolling(client: DBOSClient, sent: () => void): DbosResolutionSender {
+  return {
+    send: async (...args) => {
+      await client.send(...args);
+      sent();
+    },
+    getWorkflow: (id) => client.getWorkflow(id),
+    getEvent: (id, key, o) =>
+      client.getEvent(id, key, { ...(typeof o === 'number' ? { timeoutSeconds: o } : o), pollingIntervalMs: 100 }),
+  };
 }
 
 async function report(

@@ -18,6 +18,7 @@ import {
   type SandboxServer,
   startSandboxServer,
 } from '@retrysafe/sandbox';
+import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createPostgresLedger, type PostgresLedger } from '../src/index.js';
 import { databaseUrl, dropSchema, freshSchema } from './pg-test-db.js';
@@ -32,7 +33,7 @@ const OPS = 200;
  */
 const LEASE_MS = 10_000;
 /** The victim's lease: long enough that the survivors finish before it expires, so recover() has work. */
-const VICTIM_LEASE_MS = 40_000;
+const VICTIM_LEASE_MS = 120_000;
 const VICTIM = 3;
 const behaviour: SandboxBehaviour = { ...FORGETFUL_BEHAVIOUR, lookup: 'get-by-key' };
 
@@ -50,6 +51,20 @@ afterAll(async () => {
   await sandbox?.close();
   await dropSchema(schema);
 });
+
+/** Ends now (on the database clock) the leases of the owners matching `owner` (a LIKE pattern). */
+async function expireLeases(owner: string): Promise<void> {
+  const c = new pg.Client({ connectionString: url });
+  await c.connect();
+  try {
+    await c.query(
+      `UPDATE "${schema}".retrysafe_operations SET lease_expires_at = (extract(epoch from clock_timestamp()) * 1000)::bigint - 1 WHERE lease_owner LIKE $1`,
+      [owner],
+    );
+  } finally {
+    await c.end();
+  }
+}
 
 interface Tally {
   done: number;
@@ -139,9 +154,10 @@ describe('8 worker processes on one PostgreSQL ledger', () => {
     for (const r of held) expect(r.leaseOwner).toMatch(new RegExp(`^mp-worker-${VICTIM}:`));
     expect(await ledger.recoverCandidates(Date.now())).toEqual([]); // leases still live: recovery must not touch them yet
 
-    // Wait for those leases to expire, then recover.
-    const latest = Math.max(Date.now(), ...held.map((r) => r.leaseExpiresAt ?? 0));
-    await new Promise((r) => setTimeout(r, latest - Date.now() + 50));
+    // Those leases run out, then recovery runs: their end is moved to now on the database clock that wrote them,
+    // as waiting them out would (the victim's lease is long so that slow survivors still finish inside it).
+    await expireLeases(`mp-worker-${VICTIM}:%`);
+    expect((await ledger.recoverCandidates(Date.now())).length).toBe(held.length);
     const adapter = createSandboxAdapter({ baseUrl: sandbox.url, behaviour, timeoutMs: 5_000 });
     const runner = createRunner({ ledger, owner: 'recovery', policy: { leaseMs: LEASE_MS } });
     const report = await runner.recover({ adapters: [adapter] });

@@ -35,7 +35,9 @@ function options(behaviour: SandboxBehaviour, runs: number, seed: number): Crash
   };
 }
 
-describe('crash drill, slow-network mode', () => {
+// The two drills have their own sandbox, proxy, ledgers and processes, and mostly wait for held requests to land:
+// they run side by side.
+describe.concurrent('crash drill, slow-network mode', () => {
   it('a key-folding provider: 0 duplicates, 0 lost, with half the first requests applied late', {
     timeout: 180_000,
   }, async () => {
