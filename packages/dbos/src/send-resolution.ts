@@ -16,6 +16,13 @@ export interface SendResolutionOptions {
 // that, the workflow is not running and takes the decision, if it arrived in time, when DBOS recovers it.
 const NEXT_WAIT_SECONDS = 5;
 const ENDING_WAIT_SECONDS = 60;
+// A DBOSClient hears of no event: it reads the database again after its polling interval, 10 s unless asked, so a
+// person would learn that long after the workflow took the decision that it did.
+const POLLING_INTERVAL_MS = 250;
+
+/** An event of the workflow, waited for up to `seconds` (0: read once). */
+const eventOf = <T>(sender: Pick<DBOSClient, 'getEvent'>, workflowId: string, key: string, seconds: number) =>
+  sender.getEvent<T>(workflowId, key, { timeoutSeconds: seconds, pollingIntervalMs: POLLING_INTERVAL_MS });
 
 /** Who sends a decision: `DBOS` inside the app, a `DBOSClient` outside it. With a workflow status read (both have one),
  * a decision sent to a workflow that has ended is refused instead of left unread. */
@@ -52,7 +59,7 @@ export async function sendResolution(
     handoffAt ??= await publishedHandoffAt(sender, workflowId, businessOperationId);
     // Once the workflow took a decision, the same one sent again is a new message: that one may have found the
     // operation busy elsewhere, and a hand-off made elsewhere is published only at the workflow's next poll.
-    const taken = (await sender.getEvent<number>(workflowId, wire.decisionsEventKey(businessOperationId), 0)) ?? 0;
+    const taken = (await eventOf<number>(sender, workflowId, wire.decisionsEventKey(businessOperationId), 0)) ?? 0;
     const decision = [businessOperationId, resolution.action, providerRef, force, handoffAt, taken, wait];
     const decisionId = sha256Hex(JSON.stringify(decision)).slice(0, 32);
     const message = { ...resolution, handoffAt, decisionId, wait };
@@ -81,7 +88,8 @@ async function waitToSendTo(sender: Pick<DBOSClient, 'getEvent'>, workflowId: st
   const state = await waitStateOf(sender, workflowId, id);
   if (state?.open) return state.wait;
   const next = (state?.wait ?? 0) + 1;
-  const began = await sender.getEvent<true>(
+  const began = await eventOf<true>(
+    sender,
     workflowId,
     wire.waitBeganKey(id, next),
     Math.max(seconds, NEXT_WAIT_SECONDS),
@@ -110,7 +118,7 @@ const missedRefusal = (workflowId: string, id: string) =>
   });
 
 async function waitStateOf(sender: Pick<DBOSClient, 'getEvent'>, workflowId: string, id: string) {
-  return sender.getEvent<wire.WaitState>(workflowId, wire.waitEventKey(id), 0);
+  return eventOf<wire.WaitState>(sender, workflowId, wire.waitEventKey(id), 0);
 }
 
 /** The workflow's answer to a decision sent to wait `wait`, waited for up to `seconds`; `ended` when the workflow
@@ -129,20 +137,21 @@ async function answerOf(
   const state = await waitStateOf(sender, workflowId, id);
   if (!ended && state && (state.wait !== wait || !state.open)) {
     // The wait was ending as the decision arrived: it may still take it, and answers it before it has ended.
-    const waited = await sender.getEvent<true>(
+    const waited = await eventOf<true>(
+      sender,
       workflowId,
       wire.waitEndedKey(id, wait),
       Math.max(seconds, ENDING_WAIT_SECONDS),
     );
-    const answer = await sender.getEvent<wire.DbosResolutionAnswer>(workflowId, key, 0);
+    const answer = await eventOf<wire.DbosResolutionAnswer>(sender, workflowId, key, 0);
     return answer ?? (waited ? wire.NOT_WAITING : null);
   }
-  const answer = await sender.getEvent<wire.DbosResolutionAnswer>(workflowId, key, ended ? 0 : seconds);
+  const answer = await eventOf<wire.DbosResolutionAnswer>(sender, workflowId, key, ended ? 0 : seconds);
   if (answer) return answer;
   if (ended) return 'ended';
   if (seconds === 0 || !(await workflowEnded(sender, workflowId))) return null;
   // It ended while we waited: had it taken the decision, its answer was written before it returned.
-  return (await sender.getEvent<wire.DbosResolutionAnswer>(workflowId, key, 0)) ?? 'ended';
+  return (await eventOf<wire.DbosResolutionAnswer>(sender, workflowId, key, 0)) ?? 'ended';
 }
 
 /** SUCCESS or ERROR: DBOS never runs it again (a cancelled one can be resumed). Unknown without a status read. */
@@ -154,6 +163,6 @@ async function workflowEnded(sender: DbosResolutionSender, workflowId: string): 
 }
 
 async function publishedHandoffAt(sender: Pick<DBOSClient, 'getEvent'>, workflowId: string, id: string) {
-  const handoff = await sender.getEvent<{ packet?: { createdAt?: string } }>(workflowId, wire.handoffEventKey(id), 0);
+  const handoff = await eventOf<{ packet?: { createdAt?: string } }>(sender, workflowId, wire.handoffEventKey(id), 0);
   return handoff?.packet?.createdAt ?? null;
 }

@@ -672,7 +672,7 @@ describe.concurrent('sendResolution', () => {
     const slow = {
       send: DBOS.send,
       getWorkflowStatus: DBOS.getWorkflowStatus,
-      getEvent: async <T>(workflowId: string, key: string, seconds?: number) => {
+      getEvent: async <T>(workflowId: string, key: string, options?: Parameters<typeof DBOS.getEvent>[2]) => {
         if (key === `retrysafe.wait:${bo}` && !stalled) {
           stalled = true;
           await waitFor(async () => {
@@ -680,7 +680,7 @@ describe.concurrent('sendResolution', () => {
             return state && state.wait >= 2 ? true : null;
           });
         }
-        return DBOS.getEvent<T>(workflowId, key, seconds);
+        return DBOS.getEvent<T>(workflowId, key, options);
       },
     };
     const bob = sendResolution(slow, wfId, bo, { action: 'resume', force: true, by: 'bob' }, { awaitSeconds: 10 });

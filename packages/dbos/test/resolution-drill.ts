@@ -205,7 +205,7 @@ export async function resolutionDrill(o: ResolutionDrillOptions): Promise<Resolu
     // The person waits for the workflow's answer: a decision applied before a crash is never answered as refused.
     // The worker told once the decision is sent: its slowed poll (`ending`) returns only after it lies in the mailbox.
     const told = () => void (o.killAt === 'ending' && child?.connected && child.send({ type: 'sent' }, () => {}));
-    const answer = await sendResolution(quickPolling(client, told), workflowID, bo, o.decision, {
+    const answer = await sendResolution(notifyingSent(client, told), workflowID, bo, o.decision, {
       awaitSeconds: 60,
     }).catch((e: Error) => e.message);
     const status = await until('the workflow to finish', async () => {
@@ -225,17 +225,15 @@ export async function resolutionDrill(o: ResolutionDrillOptions): Promise<Resolu
   }
 }
 
-/** The client with its event waits polling often: a DBOSClient listens for no notifications and by default polls an
- * event seconds apart, so the drill would wait on that poll rather than on the crash and the recovery. */
-function quickPolling(client: DBOSClient, sent: () => void): DbosResolutionSender {
+/** The client, telling the drill when its decision was sent. */
+function notifyingSent(client: DBOSClient, sent: () => void): DbosResolutionSender {
   return {
     send: async (...args) => {
       await client.send(...args);
       sent();
     },
     getWorkflow: (id) => client.getWorkflow(id),
-    getEvent: (id, key, o) =>
-      client.getEvent(id, key, { ...(typeof o === 'number' ? { timeoutSeconds: o } : o), pollingIntervalMs: 100 }),
+    getEvent: (id, key, o) => client.getEvent(id, key, o),
   };
 }
 
