@@ -474,7 +474,15 @@ const FIRST_EXAMPLES = [
   ...Object.keys(FIRST_EXAMPLE_SANDBOXES).map((a) => `adapters/${a}/README.md`),
   'packages/dbos/README.md',
   'packages/ledger-dynamodb/README.md',
+  'packages/ai-sdk/README.md',
 ];
+/** The tool call a scripted model makes in a first example that asks a model (the AI SDK's tools). */
+const SCRIPTED_TOOL_CALLS: Record<string, object> = {
+  'packages/ai-sdk/README.md': {
+    tool: 'stripe_paymentIntents_create',
+    input: { customer: 'cus_123', amount: 1500, currency: 'eur', orderRef: 'A-17' },
+  },
+};
 it.each(FIRST_EXAMPLES)(
   '%s: the first example, saved and run as the page says, does its operation (against the sandbox) and ends',
   async (readme) => {
@@ -489,6 +497,7 @@ it.each(FIRST_EXAMPLES)(
     const project = freshProject(installed(blockAfter(page, 'readme-install')));
     project.env = await ownDatabase(page, project.env);
     const dynamo = await ownDynamo(page, project);
+    if (SCRIPTED_TOOL_CALLS[readme]) project.env.RS_SCRIPTED_TOOL_CALL = JSON.stringify(SCRIPTED_TOOL_CALLS[readme]);
     writeFileSync(join(project.dir, file), example);
     expect(example).toMatch(new RegExp(`process\\.env\\.${variable}\\b`));
     const r = await runSandboxed(file, project);
