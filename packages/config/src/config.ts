@@ -76,7 +76,12 @@ export function parseConfig(raw: unknown, baseDir = process.cwd(), source = 'con
   if (!raw || typeof raw !== 'object' || Array.isArray(raw))
     throw new ConfigError(source, 'expected an object with { ledger, adapters }');
   const o = raw as Record<string, unknown>;
-  const problems = [...findInlineCredentials(o), ...checkConfig(o)];
+  const schema = checkConfig(o);
+  // A misspelt `…Env` key (apiKeyEnvv) names a variable, not a credential: its "did you mean" says what is wrong.
+  const typos = schema
+    .filter((p) => /env\w*: unknown key \(did you mean "\w+Env"\?\)/i.test(p))
+    .map((p) => p.split(': ')[0]);
+  const problems = [...findInlineCredentials(o).filter((p) => !typos.includes(p.split(': ')[0])), ...schema];
   if (problems.length) throw new ConfigError(source, problems.join('; '));
   const { $schema: _schema, ...rest } = o;
   return { ...rest, ledger: (o.ledger as LedgerLocation | undefined) ?? DEFAULT_LEDGER, baseDir } as RetrysafeConfig;

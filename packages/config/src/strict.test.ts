@@ -36,6 +36,14 @@ describe('strict config (fails on main: these were accepted or defaulted)', () =
     expect(m).toContain('policy.maxAtempts: unknown key (did you mean "maxAttempts"?)');
   });
 
+  it('a misspelt *Env key is a typo, said once: not refused as an inline credential', () => {
+    const m = problems({ adapters: { stripe: { apiKeyEnvv: 'STRIPE_API_KEY' } } });
+    expect(m).toContain('adapters.stripe.apiKeyEnvv: unknown key (did you mean "apiKeyEnv"?)');
+    expect(m).not.toMatch(/credential/);
+    // A credential under a key that is no *Env key is still refused as one.
+    expect(problems({ adapters: { stripe: { apiKey: 'STRIPE_API_KEY' } } })).toMatch(/apiKey: credentials come/);
+  });
+
   it('a misspelled shipped adapter is named as one, with the close name (not read as a module adapter)', () => {
     const m = problems({ adapters: { strpe: { apiKeyEnv: 'STRIPE_KEY' } } });
     expect(m).toContain(
