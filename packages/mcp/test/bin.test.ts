@@ -114,6 +114,18 @@ describe('retrysafe-mcp command line', () => {
     expect(unknown.status).toBe(2);
   });
 
+  it('a fence file with a typo: one line that names the file, the key and the one meant; exit 2', () => {
+    const fence = writeFence(tempDir('retrysafe-bin-typo-'), {
+      name: 'orders',
+      tools: { create_order: { kind: 'create', intent: ['ref'], keyy: { argument: 'k' } } },
+    });
+    const r = run('wrap', '--config', fence, '--', process.execPath, ordersServer);
+    expect(r.stderr.trim()).toBe(
+      `retrysafe-mcp wrap: ${fence}: tools.create_order.keyy: unknown key (did you mean "key"?) — known: kind, idempotentByNature, intent, optionalIntent, normalize, paramComparison, key, lookup, toolErrors, rejectWhen, resultRef, source`,
+    );
+    expect(r.status).toBe(2);
+  });
+
   it('a server that cannot be started exits 2, never 1 (which is probe\'s "duplicates"); one that exits says its code', () => {
     const probe = ['probe', '--tool', 't', '--count-tool', 'c', '--count-path', 'p', '--'];
     const fence = writeFence(tempDir('retrysafe-bin-upstream-'), {
