@@ -114,6 +114,27 @@ describe('retrysafe-mcp command line', () => {
     expect(unknown.status).toBe(2);
   });
 
+  it('--port out of range, or the HTTP options without --http: a usage error naming the option, exit 2', () => {
+    for (const [cmd, prefix] of [
+      [[], 'retrysafe-mcp'],
+      [['wrap'], 'retrysafe-mcp wrap'],
+    ] as const) {
+      const big = run(...cmd, '--config', 'none.yaml', '--http', '--port', '99999');
+      expect([big.status, big.stderr.trim()]).toEqual([2, `${prefix}: --port must be a whole number from 0 to 65535`]);
+      expect(run(...cmd, '--config', 'none.yaml', '--http', '--port', '1.5').stderr).toMatch(/--port must be a whole/);
+      for (const extra of [
+        ['--port', '8080'],
+        ['--allow-host', 'example.test'],
+      ]) {
+        const stdio = run(...cmd, '--config', 'none.yaml', ...extra);
+        expect([stdio.status, stdio.stderr.trim()]).toEqual([
+          2,
+          `${prefix}: ${extra[0]} is for --http: add --http to serve HTTP, or leave it out to serve on stdio`,
+        ]);
+      }
+    }
+  });
+
   it('a fence file with a typo: one line that names the file, the key and the one meant; exit 2', () => {
     const fence = writeFence(tempDir('retrysafe-bin-typo-'), {
       name: 'orders',
