@@ -237,7 +237,7 @@ export function exposedOperations(config: RetrysafeConfig, adapters: Record<stri
       );
     return `${adapter?.provider}.${op}`;
   });
-  if (problems.length) throw new ConfigError('operations', problems.join('; '));
+  if (problems.length) throw new ConfigError('config', problems.join('; '));
   return names;
 }
 

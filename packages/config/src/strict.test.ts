@@ -109,6 +109,8 @@ describe('strict config (fails on main: these were accepted or defaulted)', () =
     await expect(createAdapters(cfg, {})).rejects.toThrow(
       /operations\[1\]: acme has no operation "tikets.close" \(did you mean "tickets.close"\?\)/,
     );
+    // said once, as every other problem of the file is ("config: …"), not "operations: operations[1]: …"
+    await expect(createAdapters(cfg, {})).rejects.toThrow(/^config: operations\[1\]: /);
     const ok = parseConfig({ adapters: { acme: { module: './acme.mjs' } }, operations: ['acme.tickets.create'] }, dir);
     const adapters = await createAdapters(ok, {});
     // the config says acme.…, the tools are named by the provider
