@@ -148,6 +148,13 @@ describe('retrysafe ledger on a SQLite file', () => {
     expect(r.stderr).toContain(`retrysafe ledger ls --db ${db} lists the operations it holds`);
     const verify = await cli(['ledger', 'verify', 'sandbox.records.create:0000', '--db', db], { cwd: dir });
     expect(verify.stderr).toContain(`retrysafe ledger ls --db ${db} lists the operations it holds`);
+    const resolve = await cli(['ledger', 'resolve', 'sandbox.records.create:0000', '--abandon', '--db', db], {
+      cwd: dir,
+    });
+    expect([resolve.code, resolve.stderr]).toEqual([
+      1,
+      `retrysafe: no operation sandbox.records.create:0000 in the ledger: retrysafe ledger ls --db ${db} lists the operations it holds\n`,
+    ]);
   });
 
   it('handoffs lists the three operations waiting for a person with their safe actions', async () => {
