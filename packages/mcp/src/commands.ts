@@ -170,6 +170,15 @@ export async function runProbe(argv: readonly string[], out = toStdout) {
   const { tool, countTool, countPath } = o;
   if (tool === undefined || countTool === undefined || countPath === undefined)
     throw new UsageError('name the tools: --tool, --count-tool and --count-path');
+  // A receipt that cannot be written is found before any call is fired: the calls have effects.
+  if (o.receipt !== undefined) {
+    try {
+      writeFileSync(o.receipt, '', { flag: 'a' });
+    } catch (e) {
+      const why = (e as Error).message.replace(/^(E[A-Z]+): ([^,]+),.*$/s, '$2 ($1)');
+      throw new UsageError(`--receipt ${o.receipt}: cannot write it: ${why}`);
+    }
+  }
   const upstream = await connectUpstream(target(o.url, rest), 'retrysafe-probe');
   try {
     const receipt = await probeTool({ ...o, tool, countTool, countPath, client: upstream });

@@ -135,6 +135,16 @@ describe('retrysafe-mcp command line', () => {
     }
   });
 
+  it('a probe receipt that cannot be written is refused before the server is started (its calls have effects)', () => {
+    const receipt = join(tempDir('retrysafe-bin-receipt-'), 'no-such-dir', 'probe.json');
+    const probe = ['probe', '--tool', 't', '--count-tool', 'c', '--count-path', 'p', '--receipt', receipt, '--'];
+    const r = run(...probe, ...EXITS_AT_ONCE);
+    expect([r.status, r.stderr.trim()]).toEqual([
+      2,
+      `retrysafe-mcp probe: --receipt ${receipt}: cannot write it: no such file or directory (ENOENT)`,
+    ]);
+  });
+
   it('a fence file with a typo: one line that names the file, the key and the one meant; exit 2', () => {
     const fence = writeFence(tempDir('retrysafe-bin-typo-'), {
       name: 'orders',
