@@ -76,6 +76,12 @@ export function parseConfig(raw: unknown, baseDir = process.cwd(), source = 'con
   if (!raw || typeof raw !== 'object' || Array.isArray(raw))
     throw new ConfigError(source, 'expected an object with { ledger, adapters }');
   const o = raw as Record<string, unknown>;
+  // A fence file is another command's: said in one line rather than as a list of its keys this file does not have.
+  if ('tools' in o && !('adapters' in o))
+    throw new ConfigError(
+      source,
+      `a fence file (it names tools, no adapters): fence a server with retrysafe-mcp wrap --config ${source} -- <server command…>`,
+    );
   const schema = checkConfig(o);
   // A misspelt `…Env` key (apiKeyEnvv) names a variable, not a credential: its "did you mean" says what is wrong.
   const typos = schema

@@ -145,6 +145,23 @@ describe('retrysafe-mcp command line', () => {
     ]);
   });
 
+  it('a fence file given to serve, or a config given to wrap: one line that says which command reads it; exit 2', () => {
+    const dir = tempDir('retrysafe-bin-swapped-');
+    const fence = writeFence(dir, { name: 'orders', tools: { create_order: { kind: 'create', intent: ['ref'] } } });
+    const served = run('--config', fence);
+    expect([served.status, served.stderr.trim()]).toEqual([
+      2,
+      `retrysafe-mcp: ${fence}: a fence file (it names tools, no adapters): fence a server with retrysafe-mcp wrap --config ${fence} -- <server command…>`,
+    ]);
+    const config = join(dir, 'retrysafe.json');
+    writeFileSync(config, JSON.stringify({ ledger: 'l.db', adapters: { stripe: { apiKeyEnv: 'STRIPE_API_KEY' } } }));
+    const wrapped = run('wrap', '--config', config, '--', process.execPath, ordersServer);
+    expect([wrapped.status, wrapped.stderr.trim()]).toEqual([
+      2,
+      `retrysafe-mcp wrap: ${config}: a retrysafe config (it names adapters, no tools): serve its operations with retrysafe-mcp --config ${config}`,
+    ]);
+  });
+
   it('a fence file with a typo: one line that names the file, the key and the one meant; exit 2', () => {
     const fence = writeFence(tempDir('retrysafe-bin-typo-'), {
       name: 'orders',

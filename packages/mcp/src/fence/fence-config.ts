@@ -164,6 +164,11 @@ function unmatchedIntent(intent: readonly string[], matched: readonly string[], 
 
 /** Checks a parsed fence file strictly (unknown keys are errors) and fills its defaults; `source` names the file. */
 export function parseFenceConfig(raw: unknown, baseDir = process.cwd(), source?: string): FenceConfig {
+  const at = source ? `${source}: ` : '';
+  if (raw && typeof raw === 'object' && 'adapters' in raw && !('tools' in raw))
+    throw new FenceConfigError(
+      `${at}a retrysafe config (it names adapters, no tools): serve its operations with retrysafe-mcp --config ${source ?? '<file>'}`,
+    );
   const problems = checkSchema(raw, FENCE_SCHEMA);
   const c = raw as Omit<FenceConfig, 'baseDir' | 'timeoutMs'> & { timeoutMs?: number };
   if (problems.length === 0) {
@@ -199,7 +204,7 @@ export function parseFenceConfig(raw: unknown, baseDir = process.cwd(), source?:
         );
     }
   }
-  if (problems.length > 0) throw new FenceConfigError((source ? `${source}: ` : '') + problems.join('; '));
+  if (problems.length > 0) throw new FenceConfigError(at + problems.join('; '));
   return Object.freeze({ ...c, timeoutMs: c.timeoutMs ?? 10_000, baseDir });
 }
 
