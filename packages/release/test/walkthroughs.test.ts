@@ -534,7 +534,7 @@ it("the adapters' first examples type-check as saved, for a TypeScript user (nod
   expect(`${bundler.stdout}${bundler.stderr}`, 'bundler').toBe('');
 }, 120_000);
 
-it('packages/mcp/README.md: the stdio server starts as pasted and lists the configured operation as its tool', async () => {
+it('packages/mcp/README.md: the stdio server starts as pasted and lists the configured operation as its tool; the --http one answers', async () => {
   const page = readFileSync(join(repoRoot, 'packages/mcp/README.md'), 'utf8');
   const install = blockAfter(page, 'mcp-install');
   const { dir, env } = freshProject(installed(install));
@@ -559,4 +559,25 @@ it('packages/mcp/README.md: the stdio server starts as pasted and lists the conf
   server.stdin.end(`${host.join('\n')}\n`);
   await expect(Promise.race([exited, sleep(15_000).then(() => 'still running')])).resolves.not.toBe('still running');
   expect(stdout).toContain('"name":"stripe_paymentIntents_create"');
+
+  // The --http line: it prints where it listens and the bearer token, and answers a host that sends it.
+  const [, http] = setupOf(install);
+  const served = spawn('bash', ['-c', http!], { cwd: dir, env, detached: true });
+  groups.push(served.pid!);
+  let stderr = '';
+  served.stderr.on('data', (d) => (stderr += String(d)));
+  await expect.poll(() => stderr, { timeout: 15_000 }).toMatch(/bearer token .*: \S+\n/);
+  const url = /on (http:\/\/127\.0\.0\.1:\d+\/mcp)\n/.exec(stderr)?.[1];
+  const token = /bearer token .*: (\S+)\n/.exec(stderr)![1];
+  const answer = await fetch(url!, {
+    method: 'POST',
+    headers: {
+      authorization: `Bearer ${token}`,
+      'content-type': 'application/json',
+      accept: 'application/json, text/event-stream',
+    },
+    body: host[0],
+  });
+  expect(answer.status, stderr).toBe(200);
+  killGroup(served.pid!);
 }, 60_000);
