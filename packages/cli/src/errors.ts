@@ -20,7 +20,8 @@ export function orInputError<T>(prefix: string, run: () => T): T {
   try {
     return run();
   } catch (e) {
-    throw new InputError(prefix + (e as Error).message);
+    // The system's `ENOENT: no such file or directory, open 'x'` as the reason alone: the prefix names the file.
+    throw new InputError(prefix + (e as Error).message.replace(/^(E[A-Z]+): ([^,]+),.*$/s, '$2 ($1)'));
   }
 }
 

@@ -43,6 +43,10 @@ describe('retrysafe: exit codes and usage errors', () => {
     [['ledger', 'resolve', 'op-1', '--resume'], /--resume re-sends through the adapter: pass --config <file>/],
     [['ledger', 'ls', '--config', '/no/such/retrysafe.json'], /cannot read/],
     [
+      ['ledger', 'verify', '--file', '/no/such/export.jsonl'],
+      /^retrysafe: cannot read \/no\/such\/export.jsonl: no such file or directory \(ENOENT\)$/m,
+    ],
+    [
       ['ledger', 'ls', '--db', '/tmp/no-such-dir-retrysafe/ledger.db'],
       /no SQLite ledger at \/tmp\/no-such-dir-retrysafe\/ledger.db/,
     ],

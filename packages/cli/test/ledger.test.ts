@@ -144,6 +144,17 @@ describe('retrysafe ledger on a SQLite file', () => {
     const r = await cli(['ledger', 'show', 'sandbox.records.create:0000', '--db', db], { cwd: dir });
     expect(r.code).toBe(1);
     expect(r.stderr).toContain('no operation sandbox.records.create:0000 in the ledger');
+    // and what to do: the listing of that same ledger, to find the id (or see it is the wrong ledger)
+    expect(r.stderr).toContain(`retrysafe ledger ls --db ${db} lists the operations it holds`);
+    const verify = await cli(['ledger', 'verify', 'sandbox.records.create:0000', '--db', db], { cwd: dir });
+    expect(verify.stderr).toContain(`retrysafe ledger ls --db ${db} lists the operations it holds`);
+    const resolve = await cli(['ledger', 'resolve', 'sandbox.records.create:0000', '--abandon', '--db', db], {
+      cwd: dir,
+    });
+    expect([resolve.code, resolve.stderr]).toEqual([
+      1,
+      `retrysafe: no operation sandbox.records.create:0000 in the ledger: retrysafe ledger ls --db ${db} lists the operations it holds\n`,
+    ]);
   });
 
   it('handoffs lists the three operations waiting for a person with their safe actions', async () => {

@@ -76,7 +76,18 @@ export function parseConfig(raw: unknown, baseDir = process.cwd(), source = 'con
   if (!raw || typeof raw !== 'object' || Array.isArray(raw))
     throw new ConfigError(source, 'expected an object with { ledger, adapters }');
   const o = raw as Record<string, unknown>;
-  const problems = [...findInlineCredentials(o), ...checkConfig(o)];
+  // A fence file is another command's: said in one line rather than as a list of its keys this file does not have.
+  if ('tools' in o && !('adapters' in o))
+    throw new ConfigError(
+      source,
+      `a fence file (it names tools, no adapters): fence a server with retrysafe-mcp wrap --config ${source} -- <server command…>`,
+    );
+  const schema = checkConfig(o);
+  // A misspelt `…Env` key (apiKeyEnvv) names a variable, not a credential: its "did you mean" says what is wrong.
+  const typos = schema
+    .filter((p) => /env\w*: unknown key \(did you mean "\w+Env"\?\)/i.test(p))
+    .map((p) => p.split(': ')[0]);
+  const problems = [...findInlineCredentials(o).filter((p) => !typos.includes(p.split(': ')[0])), ...schema];
   if (problems.length) throw new ConfigError(source, problems.join('; '));
   const { $schema: _schema, ...rest } = o;
   return { ...rest, ledger: (o.ledger as LedgerLocation | undefined) ?? DEFAULT_LEDGER, baseDir } as RetrysafeConfig;
@@ -232,7 +243,7 @@ export function exposedOperations(config: RetrysafeConfig, adapters: Record<stri
       );
     return `${adapter?.provider}.${op}`;
   });
-  if (problems.length) throw new ConfigError('operations', problems.join('; '));
+  if (problems.length) throw new ConfigError('config', problems.join('; '));
   return names;
 }
 

@@ -36,6 +36,14 @@ describe('strict config (fails on main: these were accepted or defaulted)', () =
     expect(m).toContain('policy.maxAtempts: unknown key (did you mean "maxAttempts"?)');
   });
 
+  it('a misspelt *Env key is a typo, said once: not refused as an inline credential', () => {
+    const m = problems({ adapters: { stripe: { apiKeyEnvv: 'STRIPE_API_KEY' } } });
+    expect(m).toContain('adapters.stripe.apiKeyEnvv: unknown key (did you mean "apiKeyEnv"?)');
+    expect(m).not.toMatch(/credential/);
+    // A credential under a key that is no *Env key is still refused as one.
+    expect(problems({ adapters: { stripe: { apiKey: 'STRIPE_API_KEY' } } })).toMatch(/apiKey: credentials come/);
+  });
+
   it('a misspelled shipped adapter is named as one, with the close name (not read as a module adapter)', () => {
     const m = problems({ adapters: { strpe: { apiKeyEnv: 'STRIPE_KEY' } } });
     expect(m).toContain(
@@ -101,6 +109,8 @@ describe('strict config (fails on main: these were accepted or defaulted)', () =
     await expect(createAdapters(cfg, {})).rejects.toThrow(
       /operations\[1\]: acme has no operation "tikets.close" \(did you mean "tickets.close"\?\)/,
     );
+    // said once, as every other problem of the file is ("config: …"), not "operations: operations[1]: …"
+    await expect(createAdapters(cfg, {})).rejects.toThrow(/^config: operations\[1\]: /);
     const ok = parseConfig({ adapters: { acme: { module: './acme.mjs' } }, operations: ['acme.tickets.create'] }, dir);
     const adapters = await createAdapters(ok, {});
     // the config says acme.…, the tools are named by the provider

@@ -12,9 +12,11 @@ export type Values<O extends Options> = {
   readonly [K in keyof O]?: O[K] extends { value: infer V extends keyof ValueTypes } ? ValueTypes[V] : boolean;
 };
 
-/** Options keyed in camel case (`countTool` is `--count-tool`). What follows the flag: `text`, a `number` (≥ 0), a
- * `json` object, a comma-separated `list` (repeatable); none for a switch. */
-type Options = Readonly<Record<string, { readonly value?: keyof ValueTypes; readonly help: string }>>;
+/** Options keyed in camel case (`countTool` is `--count-tool`). What follows the flag: `text`, a whole `number` (from 0
+ * to `max`), a `json` object, a comma-separated `list` (repeatable); none for a switch. */
+type Options = Readonly<
+  Record<string, { readonly value?: keyof ValueTypes; readonly help: string; readonly max?: number }>
+>;
 type CliCommand = { readonly usage: string; readonly summary: string; readonly options: Options };
 
 /** How both fence commands name the server they talk to. */
@@ -32,7 +34,7 @@ const served = (configHelp: string) =>
     http: {
       help: 'serve streamable HTTP on 127.0.0.1 instead of stdio (bearer token from RETRYSAFE_MCP_TOKEN, else printed)',
     },
-    port: { value: 'number', help: 'HTTP port (default: any free one)' },
+    port: { value: 'number', max: 65535, help: 'HTTP port (default: any free one)' },
     allowHost: { value: 'list', help: 'also accept this Host name[:port] (repeatable)' },
     allowOrigin: { value: 'list', help: 'also accept this Origin (repeatable)' },
   }) as const;
@@ -71,6 +73,15 @@ export const PROBE_COMMAND = {
 
 const flag = (key: string) => key.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`);
 
+/** The HTTP options (`served`) given without --http, which would leave them unread: refused. */
+export function checkHttpOptions(o: { http?: boolean; port?: number; allowHost?: string[]; allowOrigin?: string[] }) {
+  const unread = o.http ? undefined : (['port', 'allowHost', 'allowOrigin'] as const).find((k) => o[k] !== undefined);
+  if (unread)
+    throw new UsageError(
+      `--${flag(unread)} is for --http: add --http to serve HTTP, or leave it out to serve on stdio`,
+    );
+}
+
 /** parseArgs' refusal in this command line's words. */
 function usageError(e: Error & { code?: string }): UsageError {
   const arg = /'(\S+?)[' ]/.exec(e.message)?.[1] ?? '';
@@ -85,8 +96,8 @@ function convert(name: string, o: Options[string], raw: string | boolean | (stri
   if (o.value === 'list') return (raw as string[]).flatMap((x) => x.split(',').map((s) => s.trim())).filter(Boolean);
   if (o.value === 'number') {
     const n = Number(raw);
-    if (String(raw).trim() === '' || !Number.isFinite(n) || n < 0)
-      throw new UsageError(`${name} must be a non-negative number`);
+    if (String(raw).trim() === '' || !Number.isSafeInteger(n) || n < 0 || n > (o.max ?? n))
+      throw new UsageError(`${name} must be a whole number from 0${o.max ? ` to ${o.max}` : ''}`);
     return n;
   }
   if (o.value !== 'json') return raw;

@@ -7,7 +7,15 @@ import { createAdapters, exposedOperations, loadConfig, openLedger, type Retrysa
 import { type AdapterV1, canonicalJson, sha256Hex } from '@retrysafe/contract';
 import { createRunner, encryptParams, jsonlHandoffSink, type PolicyOverrides } from '@retrysafe/core';
 import { checkParamsSchema, keysFromEnv, resolvePolicy } from '@retrysafe/core/internal';
-import { PROBE_COMMAND, parseOptions, SERVE_COMMAND, UsageError, type Values, WRAP_COMMAND } from './cli-options.js';
+import {
+  checkHttpOptions,
+  PROBE_COMMAND,
+  parseOptions,
+  SERVE_COMMAND,
+  UsageError,
+  type Values,
+  WRAP_COMMAND,
+} from './cli-options.js';
 import { createCoalescer } from './coalesce.js';
 import { answerValue, followUpstream, readPath } from './fence/fence-adapter.js';
 import { loadFenceConfig } from './fence/fence-config.js';
@@ -100,6 +108,7 @@ async function serve(
 /** `retrysafe-mcp --config …` (SERVE_COMMAND). */
 export async function runServe(argv: readonly string[], log = toStderr): Promise<void> {
   const { values: o } = parseOptions(argv, SERVE_COMMAND);
+  checkHttpOptions(o);
   const configPath = o.config ?? process.env.RETRYSAFE_CONFIG;
   if (!configPath) throw new UsageError('name the config: --config <retrysafe.yaml> (or set RETRYSAFE_CONFIG)');
   const config = loadConfig(configPath);
@@ -134,6 +143,7 @@ function target(
 /** `retrysafe-mcp wrap …` (WRAP_COMMAND). */
 export async function runWrap(argv: readonly string[], log = toStderr): Promise<void> {
   const { values: o, rest } = parseOptions(argv, WRAP_COMMAND);
+  checkHttpOptions(o);
   if (o.config === undefined) throw new UsageError('name the fence file: --config <fence.yaml>');
   const config = loadFenceConfig(o.config);
   const upstream = await connectUpstream(target(o.url, rest, config.env));
@@ -160,6 +170,15 @@ export async function runProbe(argv: readonly string[], out = toStdout) {
   const { tool, countTool, countPath } = o;
   if (tool === undefined || countTool === undefined || countPath === undefined)
     throw new UsageError('name the tools: --tool, --count-tool and --count-path');
+  // A receipt that cannot be written is found before any call is fired: the calls have effects.
+  if (o.receipt !== undefined) {
+    try {
+      writeFileSync(o.receipt, '', { flag: 'a' });
+    } catch (e) {
+      const why = (e as Error).message.replace(/^(E[A-Z]+): ([^,]+),.*$/s, '$2 ($1)');
+      throw new UsageError(`--receipt ${o.receipt}: cannot write it: ${why}`);
+    }
+  }
   const upstream = await connectUpstream(target(o.url, rest), 'retrysafe-probe');
   try {
     const receipt = await probeTool({ ...o, tool, countTool, countPath, client: upstream });

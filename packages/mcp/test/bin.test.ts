@@ -114,6 +114,66 @@ describe('retrysafe-mcp command line', () => {
     expect(unknown.status).toBe(2);
   });
 
+  it('--port out of range, or the HTTP options without --http: a usage error naming the option, exit 2', () => {
+    for (const [cmd, prefix] of [
+      [[], 'retrysafe-mcp'],
+      [['wrap'], 'retrysafe-mcp wrap'],
+    ] as const) {
+      const big = run(...cmd, '--config', 'none.yaml', '--http', '--port', '99999');
+      expect([big.status, big.stderr.trim()]).toEqual([2, `${prefix}: --port must be a whole number from 0 to 65535`]);
+      expect(run(...cmd, '--config', 'none.yaml', '--http', '--port', '1.5').stderr).toMatch(/--port must be a whole/);
+      for (const extra of [
+        ['--port', '8080'],
+        ['--allow-host', 'example.test'],
+      ]) {
+        const stdio = run(...cmd, '--config', 'none.yaml', ...extra);
+        expect([stdio.status, stdio.stderr.trim()]).toEqual([
+          2,
+          `${prefix}: ${extra[0]} is for --http: add --http to serve HTTP, or leave it out to serve on stdio`,
+        ]);
+      }
+    }
+  });
+
+  it('a probe receipt that cannot be written is refused before the server is started (its calls have effects)', () => {
+    const receipt = join(tempDir('retrysafe-bin-receipt-'), 'no-such-dir', 'probe.json');
+    const probe = ['probe', '--tool', 't', '--count-tool', 'c', '--count-path', 'p', '--receipt', receipt, '--'];
+    const r = run(...probe, ...EXITS_AT_ONCE);
+    expect([r.status, r.stderr.trim()]).toEqual([
+      2,
+      `retrysafe-mcp probe: --receipt ${receipt}: cannot write it: no such file or directory (ENOENT)`,
+    ]);
+  });
+
+  it('a fence file given to serve, or a config given to wrap: one line that says which command reads it; exit 2', () => {
+    const dir = tempDir('retrysafe-bin-swapped-');
+    const fence = writeFence(dir, { name: 'orders', tools: { create_order: { kind: 'create', intent: ['ref'] } } });
+    const served = run('--config', fence);
+    expect([served.status, served.stderr.trim()]).toEqual([
+      2,
+      `retrysafe-mcp: ${fence}: a fence file (it names tools, no adapters): fence a server with retrysafe-mcp wrap --config ${fence} -- <server command…>`,
+    ]);
+    const config = join(dir, 'retrysafe.json');
+    writeFileSync(config, JSON.stringify({ ledger: 'l.db', adapters: { stripe: { apiKeyEnv: 'STRIPE_API_KEY' } } }));
+    const wrapped = run('wrap', '--config', config, '--', process.execPath, ordersServer);
+    expect([wrapped.status, wrapped.stderr.trim()]).toEqual([
+      2,
+      `retrysafe-mcp wrap: ${config}: a retrysafe config (it names adapters, no tools): serve its operations with retrysafe-mcp --config ${config}`,
+    ]);
+  });
+
+  it('a fence file with a typo: one line that names the file, the key and the one meant; exit 2', () => {
+    const fence = writeFence(tempDir('retrysafe-bin-typo-'), {
+      name: 'orders',
+      tools: { create_order: { kind: 'create', intent: ['ref'], keyy: { argument: 'k' } } },
+    });
+    const r = run('wrap', '--config', fence, '--', process.execPath, ordersServer);
+    expect(r.stderr.trim()).toBe(
+      `retrysafe-mcp wrap: ${fence}: tools.create_order.keyy: unknown key (did you mean "key"?) — known: kind, idempotentByNature, intent, optionalIntent, normalize, paramComparison, key, lookup, toolErrors, rejectWhen, resultRef, source`,
+    );
+    expect(r.status).toBe(2);
+  });
+
   it('a server that cannot be started exits 2, never 1 (which is probe\'s "duplicates"); one that exits says its code', () => {
     const probe = ['probe', '--tool', 't', '--count-tool', 'c', '--count-path', 'p', '--'];
     const fence = writeFence(tempDir('retrysafe-bin-upstream-'), {

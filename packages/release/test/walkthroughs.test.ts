@@ -328,7 +328,7 @@ for (const readme of [
 
 // Each adapter's sandbox as its README's first example needs it (the channel and repository it names), and the
 // credential the page's variable is set to (the sandbox checks it where it takes one).
-const FIRST_EXAMPLE_SANDBOXES: Record<string, { start: string; token: string; options: object }> = {
+const FIRST_EXAMPLE_SANDBOXES: Record<string, { start: string; token: string; options: object; seed?: string }> = {
   slack: {
     start: 'startSlackSandbox',
     token: 'xoxb-readme',
@@ -340,52 +340,96 @@ const FIRST_EXAMPLE_SANDBOXES: Record<string, { start: string; token: string; op
     options: { token: 'ghp_readme', seed: [{ owner: 'acme', repo: 'widgets', title: 'Existing issue' }] },
   },
   resend: { start: 'startResendSandbox', token: 're_readme', options: {} },
-  hubspot: { start: 'startHubSpotSandbox', token: 'pat-readme', options: { accessToken: 'pat-readme' } },
+  // The contact the README's `contacts.update` names (the sandbox numbers its records from 1001).
+  hubspot: {
+    start: 'startHubSpotSandbox',
+    token: 'pat-readme',
+    options: { accessToken: 'pat-readme' },
+    seed: 'contacts',
+  },
   msgraph: { start: 'startMsGraphSandbox', token: 'graph-readme', options: { accessToken: 'graph-readme' } },
   stripe: { start: 'startStripeSandbox', token: 'sk_test_readme', options: {} },
 };
 
 /**
- * Runs `node <file>` in `dir` as pasted: the adapter factory the file imports gets the baseUrl of that adapter's
- * loopback sandbox (sandboxed-adapters.mjs, preloaded), and `variable` the credential the sandbox takes.
+ * Runs `node <file>` in `dir` as pasted: each adapter factory the file imports gets the baseUrl of that adapter's
+ * loopback sandbox (sandboxed-adapters.mjs, preloaded), and the variable the file reads its credential from
+ * (`createXAdapter({ … process.env.NAME`) the credential that sandbox takes.
  */
-async function runSandboxed(file: string, variable: string, project: { dir: string; env: NodeJS.ProcessEnv }) {
+async function runSandboxed(file: string, project: { dir: string; env: NodeJS.ProcessEnv }) {
   const code = readFileSync(join(project.dir, file), 'utf8');
-  const [, factory, pkg] = /import \{ (create\w+Adapter) \} from '(@retrysafe\/[\w-]+)'/.exec(code)!;
-  const adapter = pkg!.slice('@retrysafe/'.length);
-  const kit = (await import(join(workspaceDir(pkg!), 'dist/sandbox/index.js'))) as Record<
-    string,
-    (o: object) => Promise<{ url: string; close(): Promise<void> }>
-  >;
-  const { start, token, options } = FIRST_EXAMPLE_SANDBOXES[adapter]!;
-  const sandbox = await kit[start]!(options);
+  const env: NodeJS.ProcessEnv = { ...project.env };
+  const sandboxed: Record<string, { factory: string; baseUrl: string }> = {};
+  const sandboxes: { close(): Promise<void> }[] = [];
   try {
+    for (const [, factory, pkg] of code.matchAll(
+      /import \{[^}]*\b(create\w+Adapter)\b[^}]*\} from '(@retrysafe\/[\w-]+)'/g,
+    )) {
+      const adapter = pkg!.slice('@retrysafe/'.length);
+      if (!FIRST_EXAMPLE_SANDBOXES[adapter]) continue;
+      const kit = (await import(join(workspaceDir(pkg!), 'dist/sandbox/index.js'))) as Record<
+        string,
+        (o: object) => Promise<{ url: string; close(): Promise<void>; seed(type: string, p: object): void }>
+      >;
+      const { start, token, options, seed } = FIRST_EXAMPLE_SANDBOXES[adapter]!;
+      const sandbox = await kit[start]!(options);
+      sandboxes.push(sandbox);
+      if (seed) sandbox.seed(seed, {});
+      sandboxed[pkg!] = { factory: factory!, baseUrl: sandbox.url };
+      const variable = new RegExp(`${factory}\\(\\{[^\\n]*?process\\.env\\.(\\w+)`).exec(code)?.[1];
+      expect(variable, `${file}: the variable ${factory} reads its credential from`).toBeDefined();
+      env[variable!] = token;
+    }
     const preload = join(repoRoot, 'packages/release/test/sandboxed-adapters.mjs');
-    const sandboxed = JSON.stringify({ [pkg!]: { factory, baseUrl: sandbox.url } });
     return await sh(`node --import ${preload} ${file}`, project.dir, {
-      ...project.env,
-      [variable]: token,
-      RS_SANDBOXED: sandboxed,
+      ...env,
+      RS_SANDBOXED: JSON.stringify(sandboxed),
     });
   } finally {
-    await sandbox.close();
+    await Promise.all(sandboxes.map((s) => s.close()));
   }
 }
 
-it('README.md: the real-provider examples, saved as the `.mjs` the page names, run (the first against the Stripe sandbox)', async () => {
-  // They need live accounts (docs.test.ts compiles their imports): the first runs against the loopback sandbox as
-  // pasted; the rest (more adapters, an HTTP API at a made-up host) is parsed as Node runs it.
+/** The operations in the SQLite ledger of `dir` (./retrysafe.db, or the `--db …`/`--config …` target given), by state. */
+async function ledgerStates(project: { dir: string; env: NodeJS.ProcessEnv }, target = '') {
+  const ls = await sh(
+    `node ${join(repoRoot, 'packages/cli/dist/bin.js')} ledger ls --json ${target}`,
+    project.dir,
+    project.env,
+  );
+  expect(ls.code, ls.stderr).toBe(0);
+  return (JSON.parse(ls.stdout) as { operation: string; state: string }[]).map(
+    (row) => `${row.operation} ${row.state}`,
+  );
+}
+
+it('README.md: the real-provider examples, saved as the `.mjs` the page names, run against the sandboxes', async () => {
+  // They are written for live accounts: run as pasted, each adapter against its loopback sandbox.
   const page = readFileSync(join(repoRoot, 'README.md'), 'utf8');
-  const project = freshProject([...installed(blockAfter(page, 'first-example-install')), '@retrysafe/stripe']);
+  const more = blockAfter(page, 'real-provider-more');
+  const imported = [...more.matchAll(/from '(@retrysafe\/[\w-]+)/g)].map((m) => m[1]!);
+  const project = freshProject([
+    ...new Set([...installed(blockAfter(page, 'first-example-install')), '@retrysafe/stripe', ...imported]),
+  ]);
+  // `charge.mjs`, then "more of charge.mjs": the second block after the first, in one run (one process to start).
   const file = savedAs(page, 'real-provider');
-  writeFileSync(join(project.dir, file), blockAfter(page, 'real-provider'));
-  const r = await runSandboxed(file, 'STRIPE_API_KEY', project);
+  writeFileSync(join(project.dir, file), blockAfter(page, 'real-provider') + more);
+  const r = await runSandboxed(file, project);
   expect(r.code, r.stderr).toBe(0);
   expect(r.stdout).toMatch(/^pi_\w+ \n$/);
-  writeFileSync(join(project.dir, file), blockAfter(page, 'real-provider') + blockAfter(page, 'real-provider-more'));
-  const more = await sh(`node --check ${file}`, project.dir, project.env);
-  expect(more.code, more.stderr).toBe(0);
-}, 30_000);
+  expect((await ledgerStates(project)).sort()).toEqual(
+    [
+      'hubspot.contacts.update',
+      'hubspot.tickets.create',
+      'msgraph.mail.send',
+      'acme.orders.create',
+      'sandbox.records.create',
+      'stripe.paymentIntents.create',
+    ]
+      .map((o) => `${o} succeeded`)
+      .sort(),
+  );
+}, 60_000);
 
 /** A database of its own for a page whose example reads `DATABASE_URL` (the local PostgreSQL of .ci/test-env.sh). */
 async function ownDatabase(page: string, env: NodeJS.ProcessEnv): Promise<NodeJS.ProcessEnv> {
@@ -430,7 +474,15 @@ const FIRST_EXAMPLES = [
   ...Object.keys(FIRST_EXAMPLE_SANDBOXES).map((a) => `adapters/${a}/README.md`),
   'packages/dbos/README.md',
   'packages/ledger-dynamodb/README.md',
+  'packages/ai-sdk/README.md',
 ];
+/** The tool call a scripted model makes in a first example that asks a model (the AI SDK's tools). */
+const SCRIPTED_TOOL_CALLS: Record<string, object> = {
+  'packages/ai-sdk/README.md': {
+    tool: 'stripe_paymentIntents_create',
+    input: { customer: 'cus_123', amount: 1500, currency: 'eur', orderRef: 'A-17' },
+  },
+};
 it.each(FIRST_EXAMPLES)(
   '%s: the first example, saved and run as the page says, does its operation (against the sandbox) and ends',
   async (readme) => {
@@ -445,19 +497,16 @@ it.each(FIRST_EXAMPLES)(
     const project = freshProject(installed(blockAfter(page, 'readme-install')));
     project.env = await ownDatabase(page, project.env);
     const dynamo = await ownDynamo(page, project);
+    if (SCRIPTED_TOOL_CALLS[readme]) project.env.RS_SCRIPTED_TOOL_CALL = JSON.stringify(SCRIPTED_TOOL_CALLS[readme]);
     writeFileSync(join(project.dir, file), example);
-    const r = await runSandboxed(file, variable!, project);
+    expect(example).toMatch(new RegExp(`process\\.env\\.${variable}\\b`));
+    const r = await runSandboxed(file, project);
     expect(r.code, r.stderr).toBe(0);
     // The ledger where the page says to look (`--db … --schema …`), or the DynamoDB table, else ./retrysafe.db.
     const target = /retrysafe ledger \w+ (--db "\$DATABASE_URL" --schema \w+)/.exec(page)?.[1] ?? dynamo;
-    const ls = await sh(
-      `node ${join(repoRoot, 'packages/cli/dist/bin.js')} ledger ls --json ${target}`,
-      project.dir,
-      project.env,
-    );
-    const rows = JSON.parse(ls.stdout) as { state: string }[];
-    expect(rows.length, ls.stdout + ls.stderr).toBeGreaterThan(0);
-    expect(rows.map((row) => row.state)).toEqual(rows.map(() => 'succeeded'));
+    const states = await ledgerStates(project, target);
+    expect(states.length).toBeGreaterThan(0);
+    expect(states.filter((s) => !s.endsWith(' succeeded'))).toEqual([]);
   },
   60_000,
 );
@@ -485,7 +534,7 @@ it("the adapters' first examples type-check as saved, for a TypeScript user (nod
   expect(`${bundler.stdout}${bundler.stderr}`, 'bundler').toBe('');
 }, 120_000);
 
-it('packages/mcp/README.md: the stdio server starts as pasted and lists the configured operation as its tool', async () => {
+it('packages/mcp/README.md: the stdio server starts as pasted and lists the configured operation as its tool; the --http one answers', async () => {
   const page = readFileSync(join(repoRoot, 'packages/mcp/README.md'), 'utf8');
   const install = blockAfter(page, 'mcp-install');
   const { dir, env } = freshProject(installed(install));
@@ -510,4 +559,25 @@ it('packages/mcp/README.md: the stdio server starts as pasted and lists the conf
   server.stdin.end(`${host.join('\n')}\n`);
   await expect(Promise.race([exited, sleep(15_000).then(() => 'still running')])).resolves.not.toBe('still running');
   expect(stdout).toContain('"name":"stripe_paymentIntents_create"');
+
+  // The --http line: it prints where it listens and the bearer token, and answers a host that sends it.
+  const [, http] = setupOf(install);
+  const served = spawn('bash', ['-c', http!], { cwd: dir, env, detached: true });
+  groups.push(served.pid!);
+  let stderr = '';
+  served.stderr.on('data', (d) => (stderr += String(d)));
+  await expect.poll(() => stderr, { timeout: 15_000 }).toMatch(/bearer token .*: \S+\n/);
+  const url = /on (http:\/\/127\.0\.0\.1:\d+\/mcp)\n/.exec(stderr)?.[1];
+  const token = /bearer token .*: (\S+)\n/.exec(stderr)![1];
+  const answer = await fetch(url!, {
+    method: 'POST',
+    headers: {
+      authorization: `Bearer ${token}`,
+      'content-type': 'application/json',
+      accept: 'application/json, text/event-stream',
+    },
+    body: host[0],
+  });
+  expect(answer.status, stderr).toBe(200);
+  killGroup(served.pid!);
 }, 60_000);

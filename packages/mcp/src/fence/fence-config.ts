@@ -162,8 +162,13 @@ function unmatchedIntent(intent: readonly string[], matched: readonly string[], 
   return intent.filter((p) => !covers(p));
 }
 
-/** Checks a parsed fence file strictly (unknown keys are errors) and fills its defaults. */
-export function parseFenceConfig(raw: unknown, baseDir = process.cwd()): FenceConfig {
+/** Checks a parsed fence file strictly (unknown keys are errors) and fills its defaults; `source` names the file. */
+export function parseFenceConfig(raw: unknown, baseDir = process.cwd(), source?: string): FenceConfig {
+  const at = source ? `${source}: ` : '';
+  if (raw && typeof raw === 'object' && 'adapters' in raw && !('tools' in raw))
+    throw new FenceConfigError(
+      `${at}a retrysafe config (it names adapters, no tools): serve its operations with retrysafe-mcp --config ${source ?? '<file>'}`,
+    );
   const problems = checkSchema(raw, FENCE_SCHEMA);
   const c = raw as Omit<FenceConfig, 'baseDir' | 'timeoutMs'> & { timeoutMs?: number };
   if (problems.length === 0) {
@@ -199,11 +204,11 @@ export function parseFenceConfig(raw: unknown, baseDir = process.cwd()): FenceCo
         );
     }
   }
-  if (problems.length > 0) throw new FenceConfigError(problems.join('; '));
+  if (problems.length > 0) throw new FenceConfigError(at + problems.join('; '));
   return Object.freeze({ ...c, timeoutMs: c.timeoutMs ?? 10_000, baseDir });
 }
 
 /** Reads a fence file (JSON, else YAML), within the config package's file limits. */
 export function loadFenceConfig(path: string): FenceConfig {
-  return parseFenceConfig(readDataFile(path, !/\.json$/i.test(path)), dirname(resolve(path)));
+  return parseFenceConfig(readDataFile(path, !/\.json$/i.test(path)), dirname(resolve(path)), path);
 }

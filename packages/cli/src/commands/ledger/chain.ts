@@ -2,7 +2,7 @@ import { asBusinessOperationId, type Ledger, LedgerError, type OperationState } 
 import { type ChainCheck, encryptParams, type parseReceiptKeys, verifyOperation } from '@retrysafe/core';
 import { keysFromEnv as coreKeysFromEnv } from '@retrysafe/core/internal';
 import { orInputError, UsageError } from '../../errors.js';
-import { unreadableRows } from './target.js';
+import { notInLedger, unreadableRows } from './target.js';
 
 /** `id:secret[,oldId:oldSecret…]`: the first key seals new receipts, every key verifies. */
 export const RECEIPT_KEYS_ENV = 'RETRYSAFE_RECEIPT_KEYS';
@@ -40,6 +40,7 @@ export async function verifyChains(
   ids: readonly string[] | 'all',
   allowUnkeyed?: boolean,
   strict?: boolean,
+  flags = '',
 ): Promise<VerifyRow[]> {
   const opts = checkOptions(allowUnkeyed, strict); // a malformed key is refused even on an empty ledger
   const out: VerifyRow[] = [];
@@ -65,7 +66,7 @@ export async function verifyChains(
       continue;
     }
     const [check, record, receipts] = read;
-    if (!check || !record) throw new UsageError(`no operation ${id} in the ledger`);
+    if (!check || !record) throw new UsageError(notInLedger(id, flags));
     out.push(rowOf(id, record.state, receipts.length, check));
   }
   return out;

@@ -179,6 +179,10 @@ export type LedgerTarget = Parsed<typeof TARGET_OPTIONS>;
 
 /** The flags that named this ledger, for a command the output suggests (pasted elsewhere, it must reach the same
  * ledger); quoted for a shell, a URL's password scrubbed as in all output. */
+/** An id the ledger does not hold, and how to see what it does hold (a mistyped id, or another ledger). */
+export const notInLedger = (id: string, flags: string) =>
+  `no operation ${id} in the ledger: retrysafe ledger ls${flags} lists the operations it holds`;
+
 export function targetFlags(t: Pick<LedgerTarget, 'db' | 'schema' | 'config'>): string {
   const word = (v: string) => (/^[\w@%+=:,./-]+$/.test(v) ? v : `'${v.replaceAll("'", "'\\''")}'`);
   const given = [

@@ -22,7 +22,7 @@ import { readObjectFile } from '../../../files.js';
 import { paint, plural } from '../../../output.js';
 import { receiptKeysFromEnv, withParamsKeys } from '../chain.js';
 import { packetText } from '../packet-text.js';
-import { TARGET_OPTIONS, targetFlags, withLedger } from '../target.js';
+import { notInLedger, TARGET_OPTIONS, targetFlags, withLedger } from '../target.js';
 
 export const RESOLVE_OPTIONS = {
   ...TARGET_OPTIONS,
@@ -107,6 +107,8 @@ export async function ledgerResolve(opts: ResolveOptions, id: string): Promise<R
               `not resolving ${id}: its receipt chain is broken at receipt #${err.index + 1} (${err.reason}); nothing was sent. Find out who edited the ledger (retrysafe ledger verify --all) before acting on it.`,
             );
           if (UnsafeResumeError.isInstance(err)) throw resumeRefusal(id, err.why, rejected, stored);
+          if (InvalidStateError.isInstance(err) && stored === null)
+            throw new RefusedError(notInLedger(id, targetFlags(opts)));
           if (InvalidStateError.isInstance(err) && /differ from the stored/.test(err.message))
             throw sameParams(id, stored?.handoff?.reason, rejected);
           // Open: a worker holds it, or one (or a resolve) stopped between its steps; only a drive can close it.

@@ -4,7 +4,7 @@ import { defineCommand, EXIT } from '../../../command.js';
 import { paint } from '../../../output.js';
 import { verifyChains } from '../chain.js';
 import { packetText, receiptText } from '../packet-text.js';
-import { type LedgerTarget, summarize, TARGET_OPTIONS, targetFlags, withLedger } from '../target.js';
+import { type LedgerTarget, notInLedger, summarize, TARGET_OPTIONS, targetFlags, withLedger } from '../target.js';
 
 type ShowResult = NonNullable<Awaited<ReturnType<typeof ledgerShow>>>;
 
@@ -80,9 +80,9 @@ export const ledgerShowCommand = defineCommand({
   async run({ io, json, color, print }, o, [id]: [string]) {
     const r = await ledgerShow(o, id);
     if (!r) {
-      if (o.json)
-        json({ ok: false, error: { code: 'RETRYSAFE_NOT_FOUND', message: `no operation ${id} in the ledger` } });
-      io.err(`retrysafe: no operation ${id} in the ledger`);
+      const message = notInLedger(id, targetFlags(o));
+      if (o.json) json({ ok: false, error: { code: 'RETRYSAFE_NOT_FOUND', message } });
+      io.err(`retrysafe: ${message}`);
       return EXIT.failed;
     }
     const code = print(o, r, () => showText(r, color, targetFlags(o)), r.chain.ok);

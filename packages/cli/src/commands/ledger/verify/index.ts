@@ -4,7 +4,7 @@ import { defineCommand } from '../../../command.js';
 import { exactlyOne, orInputError } from '../../../errors.js';
 import { paint, plural } from '../../../output.js';
 import { checkOptions, RECEIPT_KEYS_ENV, rowOf, type VerifyRow, verifyChains } from '../chain.js';
-import { TARGET_OPTIONS, withLedger } from '../target.js';
+import { TARGET_OPTIONS, targetFlags, withLedger } from '../target.js';
 
 /** Verifies an export written by `ledger export` (receipts plus head lines), without the ledger. */
 function verifyExportFile(file: string, allowUnkeyed?: boolean): VerifyRow[] {
@@ -51,7 +51,7 @@ export const ledgerVerifyCommand = defineCommand({
     exactlyOne([id, o.all, o.file], 'choose one of <id>, --all, --file <export.jsonl>');
     const rows = o.file
       ? verifyExportFile(o.file, o.allowUnkeyed)
-      : await withLedger(o, (l) => verifyChains(l, o.all ? 'all' : [id!], o.allowUnkeyed, true));
+      : await withLedger(o, (l) => verifyChains(l, o.all ? 'all' : [id!], o.allowUnkeyed, true, targetFlags(o)));
     const ok = rows.every((r) => r.ok);
     return print(o, { ok, operations: rows }, () => verifyText(rows, color, o.file), ok);
   },
