@@ -9,14 +9,17 @@ import type { Receipt } from './receipt.js';
 export const PAYLOAD_LIMITS = Object.freeze({ maxDepth: 100, maxBytes: 1024 * 1024 });
 
 /**
- * A cut or corrupt stored value becomes a LedgerError naming the ledger (`where`), the value and the parser's reason,
- * cut at its first `"`: the JSON parser quotes the text around the break there, which may be a param, an email, a token.
+ * A JSON.parse error's message cut at its first `"`: the parser quotes the text around the break there, which may be
+ * a param, an email, a token.
  */
+export const jsonErrorReason = (message: string): string => message.replace(/,?\s*(?:\.\.\.)?".*$/s, '');
+
+/** A cut or corrupt stored value becomes a LedgerError naming the ledger (`where`), the value and the parser's reason. */
 function parseStored(text: string, what: string, where: string): unknown {
   try {
     return JSON.parse(text);
   } catch (err) {
-    const reason = (err as Error).message.replace(/,?\s*(?:\.\.\.)?".*$/s, '');
+    const reason = jsonErrorReason((err as Error).message);
     // The parser's own error is not the cause: a logger printing the cause would print the quote.
     const cause = new SyntaxError(reason);
     throw new LedgerError(`${where}: ${what} is not valid JSON (cut or corrupt): ${reason}`, { cause });
