@@ -14,6 +14,8 @@ export {
   checkRecoverCandidates,
   checkRef,
   checkRenewal,
+  choiceOption,
+  numberOption,
 } from './ledger-checks.js';
 export {
   type OperationState,

@@ -22,6 +22,7 @@ import {
   claimTransition,
   fencedMethods,
   fencedTransition,
+  numberOption,
   type OnUnreadable,
   PRUNABLE_STATES,
   RECOVERABLE_STATES,
@@ -85,7 +86,7 @@ const PRUNE_BATCH = 500;
 function checkOptions(options: DynamoDbLedgerOptions) {
   if (typeof options?.table !== 'string' || options.table.length < 3)
     throw new LedgerError('createDynamoDbLedger needs { table } (a DynamoDB table name, 3 characters or more)');
-  const { table, requestTimeoutMs = 15_000, maxClockSkewMs = 1000, retentionMs: retention } = options;
+  const { table, retentionMs: retention } = options;
   // Ignored beside a client, a region meant for the one shared table would leave each function on its own region's.
   const ignored =
     options.client && (['region', 'endpoint', 'requestTimeoutMs'] as const).find((k) => options[k] !== undefined);
@@ -93,10 +94,8 @@ function checkOptions(options: DynamoDbLedgerOptions) {
     throw new LedgerError(
       `createDynamoDbLedger: ${ignored} applies only to the client the ledger makes; with { client }, set it on your client`,
     );
-  if (!(Number.isInteger(requestTimeoutMs) && requestTimeoutMs > 0))
-    throw new LedgerError(`requestTimeoutMs must be a whole number > 0, got ${String(requestTimeoutMs)}`);
-  if (!(Number.isFinite(maxClockSkewMs) && maxClockSkewMs >= 0))
-    throw new LedgerError(`maxClockSkewMs must be a number ≥ 0, got ${String(maxClockSkewMs)}`);
+  const requestTimeoutMs = numberOption(options.requestTimeoutMs, 15_000, 'requestTimeoutMs', 1, true);
+  const maxClockSkewMs = numberOption(options.maxClockSkewMs, 1000, 'maxClockSkewMs', 0);
   const checked = { table, requestTimeoutMs, maxClockSkewMs };
   if (retention === undefined) return { ...checked, retainFor: () => null };
   if (!(Number.isFinite(retention) && retention > 0))

@@ -16,9 +16,11 @@ import {
   checkRecoverCandidates,
   checkRenewal,
   checkStatePatch,
+  choiceOption,
   claimTransition,
   dispatchedTransition,
   handOffTransition,
+  numberOption,
   readEach,
   readLimited,
   renewTransition,
@@ -142,8 +144,8 @@ export function createPostgresLedger(options: PostgresLedgerOptions): PostgresLe
 function parts(options: PostgresLedgerOptions) {
   if (!options || (!options.connectionString && !options.pool))
     throw new LedgerError('createPostgresLedger needs a connectionString or a pool');
-  const dbClock = oneOf(options.leaseClock, ['database', 'caller'], 'leaseClock') === 'database';
-  const defers = oneOf(options.deferrableWrites, ['defer', 'sync'], 'deferrableWrites') === 'defer';
+  const dbClock = choiceOption(options.leaseClock, ['database', 'caller'], 'leaseClock') === 'database';
+  const defers = choiceOption(options.deferrableWrites, ['defer', 'sync'], 'deferrableWrites') === 'defer';
   const maxSkew = numberOption(options.maxClockSkewMs, 1000, 'maxClockSkewMs', 0);
   const schema = options.schema ?? 'public';
   const st = createStatements(schema, dbClock);
@@ -268,19 +270,4 @@ function createSkewCheck(db: Db, st: Statements, maxSkew: number) {
     if (lo > maxSkew) throw new ClockSkewError(Math.round(lo), maxSkew, `claim of ${claimOf}`);
     if (hi < -maxSkew) throw new ClockSkewError(Math.round(hi), maxSkew, `claim of ${claimOf}`);
   };
-}
-
-function numberOption(value: number | undefined, fallback: number, name: string, min: number, integer = false): number {
-  const v = value ?? fallback;
-  if (!(Number.isFinite(v) && v >= min && (!integer || Number.isInteger(v))))
-    throw new LedgerError(`${name} must be ${integer ? 'an integer' : 'a number'} ≥ ${min}, got ${String(value)}`);
-  return v;
-}
-
-/** The first of `allowed` is the default. */
-function oneOf<T extends string>(value: T | undefined, allowed: readonly T[], name: string): T {
-  if (value === undefined) return allowed[0]!;
-  if (!allowed.includes(value))
-    throw new LedgerError(`${name} must be ${allowed.map((a) => `'${a}'`).join(' or ')}, got ${JSON.stringify(value)}`);
-  return value;
 }

@@ -9,8 +9,10 @@ import {
   checkListFilter,
   checkPruneOptions,
   checkRecoverCandidates,
+  choiceOption,
   claimTransition,
   fencedMethods,
+  numberOption,
   type OnUnreadable,
   readEach,
   readLimited,
@@ -41,15 +43,11 @@ export type CheckedOptions = ReturnType<typeof checkOptions>;
 function checkOptions(options: SqliteLedgerOptions) {
   if (typeof options?.path !== 'string' || options.path.length === 0)
     throw new LedgerError('createSqliteLedger needs { path }');
-  const { busyTimeoutMs = 10_000, synchronous = 'FULL', deferrableWrites = 'defer', migrate = true } = options;
-  if (!Number.isFinite(busyTimeoutMs) || busyTimeoutMs < 0)
-    throw new LedgerError(`busyTimeoutMs must be a number ≥ 0, got ${String(busyTimeoutMs)}`);
-  if (synchronous !== 'FULL' && synchronous !== 'NORMAL')
-    throw new LedgerError(`synchronous must be 'FULL' or 'NORMAL', got ${JSON.stringify(synchronous)}`);
-  if (deferrableWrites !== 'defer' && deferrableWrites !== 'sync')
-    throw new LedgerError(`deferrableWrites must be 'defer' or 'sync', got ${JSON.stringify(deferrableWrites)}`);
-  // Only FULL has a wait to leave out.
-  const defers = synchronous === 'FULL' && deferrableWrites === 'defer';
+  const busyTimeoutMs = numberOption(options.busyTimeoutMs, 10_000, 'busyTimeoutMs', 0);
+  const synchronous = choiceOption(options.synchronous, ['FULL', 'NORMAL'], 'synchronous');
+  const deferrable = choiceOption(options.deferrableWrites, ['defer', 'sync'], 'deferrableWrites');
+  const defers = synchronous === 'FULL' && deferrable === 'defer'; // only FULL has a wait to leave out
+  const { migrate = true } = options;
   if (typeof migrate !== 'boolean') throw new LedgerError(`migrate must be true or false, got ${String(migrate)}`);
   return { path: options.path, busyMs: Math.floor(busyTimeoutMs), sync: synchronous, defers, migrate } as const;
 }
