@@ -25,6 +25,7 @@ import {
   numberOption,
   type OnUnreadable,
   PRUNABLE_STATES,
+  pruneTally,
   RECOVERABLE_STATES,
   readEach,
   resolveTransition,
@@ -180,8 +181,7 @@ async function prune(t: Table, table: string, options: PruneOptions): Promise<Pr
   const states = checkPruneOptions(options);
   // An item that cannot be read (or, to export, its receipts) is kept and told; the others are pruned.
   const exporting = options.onPrune !== undefined && !options.dryRun;
-  const byState: Partial<Record<OperationState, number>> = {};
-  let pruned = 0;
+  const tally = pruneTally(options.dryRun);
   const size = options.batchSize ?? PRUNE_BATCH;
   for await (const items of t.scan('prune')) {
     const found = readEach(
@@ -198,13 +198,11 @@ async function prune(t: Table, table: string, options: PruneOptions): Promise<Pr
       const batch = found.slice(i, i + size);
       if (options.onPrune && !options.dryRun) for (const st of batch) await options.onPrune(st.record, st.exported);
       for (const st of batch) {
-        if (!options.dryRun && !(await t.remove('prune', st))) continue;
-        pruned++;
-        byState[st.record.state] = (byState[st.record.state] ?? 0) + 1;
+        if (options.dryRun || (await t.remove('prune', st))) tally.count(st.record.state);
       }
     }
   }
-  return { pruned, byState, dryRun: options.dryRun === true };
+  return tally.report();
 }
 
 /** A listing: the sparse index when only open states are asked for, else a consistent scan. */

@@ -21,6 +21,7 @@ import {
   dispatchedTransition,
   handOffTransition,
   numberOption,
+  pruneTally,
   readEach,
   readLimited,
   renewTransition,
@@ -213,10 +214,7 @@ function claimExisting(c: Parts, input: ClaimInput): Promise<ClaimResult> {
 /** Each state's old rows, a keyset page at a time: counted (dry run), or exported if asked, then deleted. */
 async function prune(c: Parts, options: PruneOptions): Promise<PruneReport> {
   const states = [...checkPruneOptions(options)];
-  const byState: Partial<Record<OperationState, number>> = {};
-  const count = (state: OperationState, n: number) => {
-    byState[state] = (byState[state] ?? 0) + n;
-  };
+  const { count, report } = pruneTally(options.dryRun);
   const page = options.onPrune !== undefined && !options.dryRun ? c.st.prunePageReceipts : c.st.prunePage;
   for (const state of states) {
     for (let after: unknown[] = [-1, '']; ; ) {
@@ -239,11 +237,10 @@ async function prune(c: Parts, options: PruneOptions): Promise<PruneReport> {
       for (const { record, receipts } of read) await options.onPrune!(record, receipts);
       const old = [options.onPrune ? read.map((r) => r.record.businessOperationId) : ids, states, options.before];
       const gone = await c.db.query<{ state: OperationState }>('prune', c.st.pruneDelete, old);
-      for (const g of gone.rows) count(g.state, 1);
+      for (const g of gone.rows) count(g.state);
     }
   }
-  const pruned = Object.values(byState).reduce((a, n) => a + n, 0);
-  return { pruned, byState, dryRun: options.dryRun === true };
+  return report();
 }
 
 /** How long a probe of the database clock is trusted. */

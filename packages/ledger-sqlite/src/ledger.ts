@@ -1,10 +1,4 @@
-import {
-  type Ledger,
-  LedgerError,
-  type OperationState,
-  type PruneOptions,
-  type PruneReport,
-} from '@retrysafe/contract';
+import { type Ledger, LedgerError, type PruneOptions, type PruneReport } from '@retrysafe/contract';
 import {
   checkListFilter,
   checkPruneOptions,
@@ -14,6 +8,7 @@ import {
   fencedMethods,
   numberOption,
   type OnUnreadable,
+  pruneTally,
   readEach,
   readLimited,
   resolveTransition,
@@ -56,10 +51,7 @@ function checkOptions(options: SqliteLedgerOptions) {
 async function prune(c: Connection, rows: Rows, options: PruneOptions): Promise<PruneReport> {
   const states = checkPruneOptions(options);
   const sql = pruneSql(states.length);
-  const byState: Partial<Record<OperationState, number>> = {};
-  const count = (s: OperationState) => {
-    byState[s] = (byState[s] ?? 0) + 1;
-  };
+  const { count, report } = pruneTally(options.dryRun);
   // Below every rowid SQLite assigns (one given from outside may be negative).
   for (let after = -(2n ** 63n); ; ) {
     const args = [after, options.before, options.before, ...states, options.batchSize ?? 500];
@@ -97,8 +89,7 @@ async function prune(c: Connection, rows: Rows, options: PruneOptions): Promise<
         if (Number(rows.prepared(sql.remove).run(p.id, options.before, ...states).changes) > 0) count(p.record.state);
     });
   }
-  const pruned = Object.values(byState).reduce((a, n) => a + n, 0);
-  return { pruned, byState, dryRun: options.dryRun === true };
+  return report();
 }
 
 /**

@@ -1,4 +1,4 @@
-import { type Ledger, LedgerError, type OperationRecord, type OperationState, type Receipt } from '@retrysafe/contract';
+import { type Ledger, LedgerError, type OperationRecord, type Receipt } from '@retrysafe/contract';
 import {
   checkListFilter,
   checkPruneOptions,
@@ -9,6 +9,7 @@ import {
   fencedTransition,
   isPrunable,
   leaseLive,
+  pruneTally,
   RECOVERABLE_STATES,
   resolveTransition,
 } from '@retrysafe/contract/ledger';
@@ -99,8 +100,7 @@ export function createMemoryLedger(): Ledger {
     },
     async prune(options) {
       const states = checkPruneOptions(options);
-      const byState: Partial<Record<OperationState, number>> = {};
-      let pruned = 0;
+      const tally = pruneTally(options.dryRun);
       for (const r of [...rows().values()]) {
         if (!isPrunable(r, states, options.before)) continue;
         if (!options.dryRun) {
@@ -111,10 +111,9 @@ export function createMemoryLedger(): Ledger {
           records.delete(r.businessOperationId);
           receipts.delete(r.businessOperationId);
         }
-        pruned++;
-        byState[r.state] = (byState[r.state] ?? 0) + 1;
+        tally.count(r.state);
       }
-      return { pruned, byState, dryRun: options.dryRun === true };
+      return tally.report();
     },
     async close() {
       closed = true;
