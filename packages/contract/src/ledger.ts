@@ -493,20 +493,3 @@ export function fencedTransition(
   checkReceipt(ref, receipt, lastSeq);
   return chainedTransition(next, receipt);
 }
-
-export function isPrunable(record: OperationRecord, states: readonly OperationState[], before: number): boolean {
-  return states.includes(record.state) && record.updatedAt < before;
-}
-
-/** A prune's report, counted as it goes: `count` each operation pruned (or, in a dry run, that would be). */
-export function pruneTally(dryRun: boolean | undefined) {
-  const byState: Partial<Record<OperationState, number>> = {};
-  let pruned = 0;
-  return {
-    count(state: OperationState, n = 1) {
-      byState[state] = (byState[state] ?? 0) + n;
-      pruned += n;
-    },
-    report: (): PruneReport => ({ pruned, byState, dryRun: dryRun === true }),
-  };
-}

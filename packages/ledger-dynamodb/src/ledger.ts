@@ -15,6 +15,7 @@ import {
   type RetrySafetyCard,
 } from '@retrysafe/contract';
 import {
+  byCreation,
   checkListFilter,
   checkPruneOptions,
   checkRecoverCandidates,
@@ -22,6 +23,8 @@ import {
   claimTransition,
   fencedMethods,
   fencedTransition,
+  inListing,
+  leaseLive,
   numberOption,
   type OnUnreadable,
   PRUNABLE_STATES,
@@ -125,11 +128,6 @@ function ttlRule(
   return (r: OperationRecord) => (never.has(r.operation) ? null : retentionMs);
 }
 
-/** Oldest first by creation, the id breaking ties (the other ledgers' order). */
-const byCreation = (a: OperationRecord, b: OperationRecord) =>
-  a.createdAt - b.createdAt ||
-  (a.businessOperationId < b.businessOperationId ? -1 : a.businessOperationId > b.businessOperationId ? 1 : 0);
-
 /**
  * The first `limit` (all when undefined) by `order` of the stored records in `sources`' pages that `keep` takes, those
  * past their TTL left out; an item that cannot be read goes to `onUnreadable` (readEach). Read a page at a time, so a
@@ -218,10 +216,7 @@ async function list(t: Table, table: string, filter: ListFilter = {}): Promise<O
     ? (item: Item, last: OperationRecord) =>
         back ? createdAt(item) < last.createdAt : createdAt(item) > last.createdAt
     : undefined;
-  const keep = (r: OperationRecord) =>
-    (!filter.states || filter.states.includes(r.state)) &&
-    (!filter.provider || r.provider === filter.provider) &&
-    (!filter.operation || r.operation === filter.operation);
+  const keep = (r: OperationRecord) => inListing(r, filter);
   const order = filter.newestFirst ? (a: OperationRecord, b: OperationRecord) => byCreation(b, a) : byCreation;
   return firstOf(sources, past, table, keep, order, filter.limit, filter.onUnreadable);
 }
@@ -236,9 +231,7 @@ async function recoverCandidates(
 ): Promise<OperationRecord[]> {
   checkRecoverCandidates(now, limit, onUnreadable);
   const sources = RECOVERABLE_STATES.map((s) => t.open(s, 'recoverCandidates'));
-  const keep = (r: OperationRecord) =>
-    RECOVERABLE_STATES.includes(r.state) &&
-    (r.leaseOwner === null || r.leaseExpiresAt === null || r.leaseExpiresAt <= now);
+  const keep = (r: OperationRecord) => RECOVERABLE_STATES.includes(r.state) && !leaseLive(r, now);
   const order = (a: OperationRecord, b: OperationRecord) => a.updatedAt - b.updatedAt || byCreation(a, b);
   return firstOf(sources, undefined, table, keep, order, limit, onUnreadable);
 }
