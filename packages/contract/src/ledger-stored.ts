@@ -161,7 +161,7 @@ export const inListing = (r: OperationRecord, filter: ListFilter) =>
   (!filter.provider || r.provider === filter.provider) &&
   (!filter.operation || r.operation === filter.operation);
 
-/** A listing's order: oldest first by creation, the id breaking ties. */
+/** A listing's order: oldest first by creation, the id breaking ties by code unit (localeCompare: `a_b` before `A9`). */
 export const byCreation = (a: OperationRecord, b: OperationRecord) =>
   a.createdAt - b.createdAt ||
   (a.businessOperationId < b.businessOperationId ? -1 : a.businessOperationId > b.businessOperationId ? 1 : 0);

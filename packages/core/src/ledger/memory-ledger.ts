@@ -18,7 +18,6 @@ import {
 import { memo } from '../defined.js';
 
 const clone = structuredClone;
-/** Ids by code unit, as the other ledgers order them (localeCompare would put `a_b` before `A9`). */
 
 /** A ledger in this process's memory: for tests and single-process scripts. Lost when the process exits. */
 export function createMemoryLedger(): Ledger {
