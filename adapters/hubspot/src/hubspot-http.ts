@@ -21,7 +21,7 @@ export interface CallSettings {
   readonly baseUrl: string;
   readonly accessToken: string;
   readonly timeoutMs: number;
-  readonly signal?: AbortSignal | undefined;
+  readonly signal: AbortSignal;
 }
 
 // One generated package's request type stands for all three (they are generated alike).
@@ -49,7 +49,7 @@ function configuration<C>(sdk: SdkPackage<C>, wire: WireRecord, settings: CallSe
       method: request.getHttpMethod(),
       headers: request.getHeaders(),
       ...(body === undefined ? {} : { body: body as string }),
-      signal: settings.signal ? AbortSignal.any([settings.signal, timeout]) : timeout,
+      signal: AbortSignal.any([settings.signal, timeout]),
     });
     wire.status = res.status;
     wire.headers = Object.fromEntries(res.headers); // fetch lower-cases the names

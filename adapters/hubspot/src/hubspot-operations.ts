@@ -1,8 +1,8 @@
 import type { SimplePublicObject as SdkRecord } from '@hubspot/api-client/lib/codegen/crm/objects/index.js';
 import type {
-  ExecuteContext,
+  FramedExecuteContext,
+  FramedLookupContext,
   JsonSchema,
-  LookupContext,
   LookupResult,
   Outcome,
   ProviderKey,
@@ -160,7 +160,7 @@ function wireRefs(wire: WireRecord): { status?: number; requestId?: string } {
   return { ...(wire.status !== undefined ? { status: wire.status } : {}), ...(requestId ? { requestId } : {}) };
 }
 
-const executeContactsUpdate = (rt: Runtime, p: ContactsUpdateParams, ctx: ExecuteContext) =>
+const executeContactsUpdate = (rt: Runtime, p: ContactsUpdateParams, ctx: FramedExecuteContext) =>
   attempt(async (wire) => {
     const api = contactsApi({ ...rt, signal: ctx.signal }, wire);
     return written(await api.basic.update(p.contactId, { properties: { ...p.properties } }, p.idProperty), wire);
@@ -169,7 +169,7 @@ const executeContactsUpdate = (rt: Runtime, p: ContactsUpdateParams, ctx: Execut
 async function lookupContactsUpdate(
   rt: Runtime,
   p: ContactsUpdateParams,
-  ctx: LookupContext,
+  ctx: FramedLookupContext,
   card: RetrySafetyCard,
 ): Promise<LookupResult> {
   const wanted = p.properties;
@@ -198,7 +198,7 @@ async function lookupContactsUpdate(
   return lookupMiss(card, ctx, miss, { providerRef: String(r.id), ...wireRefs(wire) });
 }
 
-const executeObjectsUpsert = (rt: Runtime, p: ObjectsUpsertParams, ctx: ExecuteContext) =>
+const executeObjectsUpsert = (rt: Runtime, p: ObjectsUpsertParams, ctx: FramedExecuteContext) =>
   attempt(async (wire) => {
     const key = ctx.providerKey!; // the frame's: these operations' key rule is never null
     const r = await objectsApi({ ...rt, signal: ctx.signal }, wire).batch.upsert(p.objectType, {
@@ -220,7 +220,7 @@ const executeObjectsUpsert = (rt: Runtime, p: ObjectsUpsertParams, ctx: ExecuteC
 
 const TICKET_PROPERTIES = ['subject', 'hs_pipeline', 'hs_pipeline_stage'];
 
-function executeTicketsCreate(rt: Runtime, p: TicketsCreateParams, ctx: ExecuteContext): Promise<Outcome> {
+function executeTicketsCreate(rt: Runtime, p: TicketsCreateParams, ctx: FramedExecuteContext): Promise<Outcome> {
   const key = ctx.providerKey!; // the frame's: these operations' key rule is never null
   const properties = { ...p.properties, [rt.idProperty]: key };
   return attempt(
@@ -243,7 +243,7 @@ async function adoptDuplicateTicket(
   key: ProviderKey,
   res: HubSpotResponse,
   existingId: string | null,
-  signal?: AbortSignal,
+  signal: AbortSignal,
 ): Promise<Outcome> {
   const base = refs(res, 'CONFLICT');
   const lookItUp = (why: string): Outcome => ({
@@ -275,7 +275,7 @@ async function adoptDuplicateTicket(
 /** A CRM search in `objectType` for the key in the id property, showing the `shown` properties of a hit. */
 async function searchByKey(
   rt: Runtime,
-  ctx: LookupContext,
+  ctx: FramedLookupContext,
   card: RetrySafetyCard,
   objectType: string,
   shown: readonly string[],
@@ -321,7 +321,7 @@ export const OPERATIONS = {
     // HubSpot's validation message quotes the refused value, whatever the property is called.
     sensitiveFields: ['properties'],
     execute: executeObjectsUpsert,
-    lookup: (rt: Runtime, p: ObjectsUpsertParams, ctx: LookupContext, card: RetrySafetyCard) =>
+    lookup: (rt: Runtime, p: ObjectsUpsertParams, ctx: FramedLookupContext, card: RetrySafetyCard) =>
       searchByKey(rt, ctx, card, p.objectType, Object.keys(p.properties)),
   },
   'tickets.create': {
@@ -329,7 +329,7 @@ export const OPERATIONS = {
       'Create a HubSpot ticket once: the business-operation id goes into a unique-value property, so a re-send is refused and the existing ticket adopted.',
     sensitiveFields: ['properties'],
     execute: executeTicketsCreate,
-    lookup: (rt: Runtime, _p: TicketsCreateParams, ctx: LookupContext, card: RetrySafetyCard) =>
+    lookup: (rt: Runtime, _p: TicketsCreateParams, ctx: FramedLookupContext, card: RetrySafetyCard) =>
       searchByKey(rt, ctx, card, 'tickets', TICKET_PROPERTIES),
   },
 } as const;

@@ -81,7 +81,7 @@ function buildClient(options: MsGraphAdapterOptions): Client {
 /** Sends `request` with the timeout and a transport probe; RAW, so a non-2xx is an answer, not a throw. */
 async function send(
   rt: Runtime,
-  signal: AbortSignal | undefined,
+  signal: AbortSignal,
   request: GraphRequest,
   call: (r: GraphRequest) => Promise<unknown>,
 ): Promise<{ answer: GraphHttpAnswer; unreadable: boolean } | { failed: NoAnswerOutcome }> {
@@ -91,7 +91,7 @@ async function send(
   try {
     // fetch follows 307/308 by itself (no RedirectHandler in the chain): a POST body would go to any Location.
     const r = request.responseType(ResponseType.RAW).middlewareOptions([probe]).option('redirect', 'manual');
-    raw = (await call(r.option('signal', signal ? AbortSignal.any([signal, timeout]) : timeout))) as Response;
+    raw = (await call(r.option('signal', AbortSignal.any([signal, timeout])))) as Response;
   } catch (error) {
     const cause = probe.error ?? error;
     return { failed: probe.stage === 'token' ? outcomeFromTokenError(cause) : outcomeFromNetworkError(cause) };

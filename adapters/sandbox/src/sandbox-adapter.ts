@@ -2,7 +2,8 @@ import {
   type AccountOption,
   AdapterConfigurationError,
   defineAdapter,
-  type ExecuteContext,
+  type FramedExecuteContext,
+  type FramedLookupContext,
   type FrameOperation,
   type LookupContext,
   type LookupResult,
@@ -212,8 +213,9 @@ export function createSandboxAdapter(options: SandboxAdapterOptions): SandboxAda
     return { kind: 'found', outcome: { kind: 'succeeded', result: toResult(rec), providerRef: rec.id } };
   };
 
-  let execute: (params: unknown, ctx: ExecuteContext) => Promise<Outcome>;
-  let lookup: (ctx: LookupContext) => Promise<LookupResult>;
+  // The frame hands every call a signal.
+  let execute: (params: unknown, ctx: FramedExecuteContext) => Promise<Outcome>;
+  let lookup: (ctx: FramedLookupContext) => Promise<LookupResult>;
 
   if ('provider' in options) {
     const provider = options.provider;
@@ -243,9 +245,7 @@ export function createSandboxAdapter(options: SandboxAdapterOptions): SandboxAda
             ...(ctx.providerKey ? { 'idempotency-key': ctx.providerKey } : {}),
           },
           body: JSON.stringify(params ?? null),
-          signal: ctx.signal
-            ? AbortSignal.any([ctx.signal, AbortSignal.timeout(timeoutMs)])
-            : AbortSignal.timeout(timeoutMs),
+          signal: AbortSignal.any([ctx.signal, AbortSignal.timeout(timeoutMs)]),
         });
       } catch (err) {
         return classifyNetworkError(err);
@@ -272,9 +272,7 @@ export function createSandboxAdapter(options: SandboxAdapterOptions): SandboxAda
       let body: unknown;
       try {
         res = await fetch(url(`records?key=${encodeURIComponent(ctx.providerKey!)}`), {
-          signal: ctx.signal
-            ? AbortSignal.any([ctx.signal, AbortSignal.timeout(timeoutMs)])
-            : AbortSignal.timeout(timeoutMs),
+          signal: AbortSignal.any([ctx.signal, AbortSignal.timeout(timeoutMs)]),
         });
         const text = await res.text();
         body = text ? JSON.parse(text) : null;

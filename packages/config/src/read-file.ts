@@ -1,5 +1,5 @@
 import { closeSync, fstatSync, openSync, readSync } from 'node:fs';
-import { errorClass } from '@retrysafe/contract/provider';
+import { errorClass, jsonErrorReason } from '@retrysafe/contract/provider';
 import { parseDocument } from 'yaml';
 import { safeMessage } from './credentials.js';
 
@@ -126,12 +126,12 @@ export function parseDataText(
   text: string,
   { path, yaml }: { readonly path: string; readonly yaml: boolean },
 ): unknown {
-  // The parser's first line only, and without V8's quote of the JSON around the error: either would print the
-  // file's own text, a secret cut off from its key among it.
+  // The parser's first line only, and without the JSON parser's quote of the text around the error: either would
+  // print the file's own text, a secret cut off from its key among it.
   const invalid = (message: string) =>
     new ConfigError(
       path,
-      `not valid ${yaml ? 'YAML' : 'JSON'}: ${safeMessage(message.split('\n')[0]!.replace(/, (?:\.\.\.)?".*"(?:\.\.\.)? is not valid JSON$/, ''))}`,
+      `not valid ${yaml ? 'YAML' : 'JSON'}: ${safeMessage(yaml ? message.split('\n')[0]! : jsonErrorReason(message))}`,
     );
   const overDepth = (what = `it nests objects and arrays more than ${maxDepth} levels deep`) =>
     new FileLimitError(path, 'maxDepth', maxDepth, what);

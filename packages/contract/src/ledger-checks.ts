@@ -6,6 +6,22 @@ import { type OperationState, PRUNABLE_STATES, STATES } from './ledger-states.js
 import type { OnUnreadable } from './ledger-stored.js';
 import type { HandoffPacket } from './receipt.js';
 
+/** A number option of a ledger's factory, or its default: finite, at least `min`, whole when `integer`. */
+export function numberOption(value: number | undefined, fallback: number, name: string, min: number, integer = false) {
+  const v = value ?? fallback;
+  if (!(Number.isFinite(v) && v >= min && (!integer || Number.isInteger(v))))
+    throw new LedgerError(`${name} must be ${integer ? 'an integer' : 'a number'} ≥ ${min}, got ${String(value)}`);
+  return v;
+}
+
+/** A choice option of a ledger's factory; the first of `allowed` is the default. */
+export function choiceOption<T extends string>(value: T | undefined, allowed: readonly T[], name: string): T {
+  if (value === undefined) return allowed[0]!;
+  if (!allowed.includes(value))
+    throw new LedgerError(`${name} must be ${allowed.map((a) => `'${a}'`).join(' or ')}, got ${JSON.stringify(value)}`);
+  return value;
+}
+
 export function checkNow(now: number, what: string): void {
   if (!Number.isFinite(now)) throw new LedgerError(`${what}: now must be epoch ms, got ${String(now)}`);
 }

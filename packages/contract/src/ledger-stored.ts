@@ -1,22 +1,25 @@
-// How every ledger reads and writes its stored JSON text: the rule is one, so a cut or edited row gives every ledger
-// the same LedgerError, and no ledger appends to text that is not a list.
+// How every ledger reads, lists, prunes and writes its stored rows: the rule is one, so a cut or edited row gives every
+// ledger the same LedgerError, and no ledger appends to text that is not a list.
 import { LedgerError } from './errors.js';
-import type { OperationRecord } from './ledger.js';
-import { STATES } from './ledger-states.js';
+import type { ListFilter, OperationRecord, PruneReport } from './ledger.js';
+import { type OperationState, STATES } from './ledger-states.js';
 import type { Receipt } from './receipt.js';
 
 /** What every ledger stores: SQLite's JSON functions refuse nesting deeper than 1000, and params sit inside the record. */
 export const PAYLOAD_LIMITS = Object.freeze({ maxDepth: 100, maxBytes: 1024 * 1024 });
 
 /**
- * A cut or corrupt stored value becomes a LedgerError naming the ledger (`where`), the value and the parser's reason,
- * cut at its first `"`: the JSON parser quotes the text around the break there, which may be a param, an email, a token.
+ * A JSON.parse error's message cut at its first `"`: the parser quotes the text around the break there, which may be
+ * a param, an email, a token.
  */
+export const jsonErrorReason = (message: string): string => message.replace(/,?\s*(?:\.\.\.)?".*$/s, '');
+
+/** A cut or corrupt stored value becomes a LedgerError naming the ledger (`where`), the value and the parser's reason. */
 function parseStored(text: string, what: string, where: string): unknown {
   try {
     return JSON.parse(text);
   } catch (err) {
-    const reason = (err as Error).message.replace(/,?\s*(?:\.\.\.)?".*$/s, '');
+    const reason = jsonErrorReason((err as Error).message);
     // The parser's own error is not the cause: a logger printing the cause would print the quote.
     const cause = new SyntaxError(reason);
     throw new LedgerError(`${where}: ${what} is not valid JSON (cut or corrupt): ${reason}`, { cause });
@@ -150,4 +153,32 @@ export async function readLimited<Row, T>(
       return out.slice(0, limit);
     }
   }
+}
+
+/** Whether a listing with `filter` holds `record` (its states, provider and operation; limit and order aside). */
+export const inListing = (r: OperationRecord, filter: ListFilter) =>
+  (!filter.states || filter.states.includes(r.state)) &&
+  (!filter.provider || r.provider === filter.provider) &&
+  (!filter.operation || r.operation === filter.operation);
+
+/** A listing's order: oldest first by creation, the id breaking ties by code unit (localeCompare: `a_b` before `A9`). */
+export const byCreation = (a: OperationRecord, b: OperationRecord) =>
+  a.createdAt - b.createdAt ||
+  (a.businessOperationId < b.businessOperationId ? -1 : a.businessOperationId > b.businessOperationId ? 1 : 0);
+
+export function isPrunable(record: OperationRecord, states: readonly OperationState[], before: number): boolean {
+  return states.includes(record.state) && record.updatedAt < before;
+}
+
+/** A prune's report, counted as it goes: `count` each operation pruned (or, in a dry run, that would be). */
+export function pruneTally(dryRun: boolean | undefined) {
+  const byState: Partial<Record<OperationState, number>> = {};
+  let pruned = 0;
+  return {
+    count(state: OperationState, n = 1) {
+      byState[state] = (byState[state] ?? 0) + n;
+      pruned += n;
+    },
+    report: (): PruneReport => ({ pruned, byState, dryRun: dryRun === true }),
+  };
 }

@@ -14,6 +14,8 @@ export {
   checkRecoverCandidates,
   checkRef,
   checkRenewal,
+  choiceOption,
+  numberOption,
 } from './ledger-checks.js';
 export {
   type OperationState,
@@ -490,8 +492,4 @@ export function fencedTransition(
   if (receipt === undefined) return next;
   checkReceipt(ref, receipt, lastSeq);
   return chainedTransition(next, receipt);
-}
-
-export function isPrunable(record: OperationRecord, states: readonly OperationState[], before: number): boolean {
-  return states.includes(record.state) && record.updatedAt < before;
 }

@@ -50,6 +50,14 @@ export type Observation = Outcome | LookupResult | null;
 /** What an observation says of the provider's side: the outcome a lookup found, else the observation itself. */
 export const answerOf = (obs: Observation) => (obs?.kind === 'found' ? obs.outcome : obs);
 
+/** After these, a send is only allowed because the card says the same key folds it into the first. */
+export function reliesOnKey(obs: Observation): boolean {
+  const kind = answerOf(obs)?.kind;
+  return kind === 'unknown' || kind === 'in-progress' || kind === 'cannot-tell';
+}
+
+export const isInProgress = (obs: Observation) => answerOf(obs)?.kind === 'in-progress';
+
 export type Decision =
   /** The effect exists: record the result. `adopted` when it came from a replay, a lookup or an earlier run. */
   | { readonly action: 'complete'; readonly adopted: boolean; readonly why: string }

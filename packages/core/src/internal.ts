@@ -1,5 +1,5 @@
 /** @retrysafe/core/internal: the runner's parts for the packages built on it. Not a user API. */
-export { decide, MAYBE_APPLIED_STATES } from './decide.js';
+export { decide, isInProgress, MAYBE_APPLIED_STATES, reliesOnKey } from './decide.js';
 export { assertParams, checkParamsSchema, paramsErrors } from './intake/params-schema.js';
 export { resolvePolicy } from './intake/policy.js';
 export { isParamsSealed } from './ledger/encrypted-params.js';

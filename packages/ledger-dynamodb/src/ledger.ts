@@ -15,6 +15,7 @@ import {
   type RetrySafetyCard,
 } from '@retrysafe/contract';
 import {
+  byCreation,
   checkListFilter,
   checkPruneOptions,
   checkRecoverCandidates,
@@ -22,8 +23,12 @@ import {
   claimTransition,
   fencedMethods,
   fencedTransition,
+  inListing,
+  leaseLive,
+  numberOption,
   type OnUnreadable,
   PRUNABLE_STATES,
+  pruneTally,
   RECOVERABLE_STATES,
   readEach,
   resolveTransition,
@@ -85,7 +90,7 @@ const PRUNE_BATCH = 500;
 function checkOptions(options: DynamoDbLedgerOptions) {
   if (typeof options?.table !== 'string' || options.table.length < 3)
     throw new LedgerError('createDynamoDbLedger needs { table } (a DynamoDB table name, 3 characters or more)');
-  const { table, requestTimeoutMs = 15_000, maxClockSkewMs = 1000, retentionMs: retention } = options;
+  const { table, retentionMs: retention } = options;
   // Ignored beside a client, a region meant for the one shared table would leave each function on its own region's.
   const ignored =
     options.client && (['region', 'endpoint', 'requestTimeoutMs'] as const).find((k) => options[k] !== undefined);
@@ -93,10 +98,8 @@ function checkOptions(options: DynamoDbLedgerOptions) {
     throw new LedgerError(
       `createDynamoDbLedger: ${ignored} applies only to the client the ledger makes; with { client }, set it on your client`,
     );
-  if (!(Number.isInteger(requestTimeoutMs) && requestTimeoutMs > 0))
-    throw new LedgerError(`requestTimeoutMs must be a whole number > 0, got ${String(requestTimeoutMs)}`);
-  if (!(Number.isFinite(maxClockSkewMs) && maxClockSkewMs >= 0))
-    throw new LedgerError(`maxClockSkewMs must be a number ≥ 0, got ${String(maxClockSkewMs)}`);
+  const requestTimeoutMs = numberOption(options.requestTimeoutMs, 15_000, 'requestTimeoutMs', 1, true);
+  const maxClockSkewMs = numberOption(options.maxClockSkewMs, 1000, 'maxClockSkewMs', 0);
   const checked = { table, requestTimeoutMs, maxClockSkewMs };
   if (retention === undefined) return { ...checked, retainFor: () => null };
   if (!(Number.isFinite(retention) && retention > 0))
@@ -124,11 +127,6 @@ function ttlRule(
   const never = new Set(floor.unknown.map((c) => c.operation));
   return (r: OperationRecord) => (never.has(r.operation) ? null : retentionMs);
 }
-
-/** Oldest first by creation, the id breaking ties (the other ledgers' order). */
-const byCreation = (a: OperationRecord, b: OperationRecord) =>
-  a.createdAt - b.createdAt ||
-  (a.businessOperationId < b.businessOperationId ? -1 : a.businessOperationId > b.businessOperationId ? 1 : 0);
 
 /**
  * The first `limit` (all when undefined) by `order` of the stored records in `sources`' pages that `keep` takes, those
@@ -181,8 +179,7 @@ async function prune(t: Table, table: string, options: PruneOptions): Promise<Pr
   const states = checkPruneOptions(options);
   // An item that cannot be read (or, to export, its receipts) is kept and told; the others are pruned.
   const exporting = options.onPrune !== undefined && !options.dryRun;
-  const byState: Partial<Record<OperationState, number>> = {};
-  let pruned = 0;
+  const tally = pruneTally(options.dryRun);
   const size = options.batchSize ?? PRUNE_BATCH;
   for await (const items of t.scan('prune')) {
     const found = readEach(
@@ -199,13 +196,11 @@ async function prune(t: Table, table: string, options: PruneOptions): Promise<Pr
       const batch = found.slice(i, i + size);
       if (options.onPrune && !options.dryRun) for (const st of batch) await options.onPrune(st.record, st.exported);
       for (const st of batch) {
-        if (!options.dryRun && !(await t.remove('prune', st))) continue;
-        pruned++;
-        byState[st.record.state] = (byState[st.record.state] ?? 0) + 1;
+        if (options.dryRun || (await t.remove('prune', st))) tally.count(st.record.state);
       }
     }
   }
-  return { pruned, byState, dryRun: options.dryRun === true };
+  return tally.report();
 }
 
 /** A listing: the sparse index when only open states are asked for, else a consistent scan. */
@@ -221,10 +216,7 @@ async function list(t: Table, table: string, filter: ListFilter = {}): Promise<O
     ? (item: Item, last: OperationRecord) =>
         back ? createdAt(item) < last.createdAt : createdAt(item) > last.createdAt
     : undefined;
-  const keep = (r: OperationRecord) =>
-    (!filter.states || filter.states.includes(r.state)) &&
-    (!filter.provider || r.provider === filter.provider) &&
-    (!filter.operation || r.operation === filter.operation);
+  const keep = (r: OperationRecord) => inListing(r, filter);
   const order = filter.newestFirst ? (a: OperationRecord, b: OperationRecord) => byCreation(b, a) : byCreation;
   return firstOf(sources, past, table, keep, order, filter.limit, filter.onUnreadable);
 }
@@ -239,9 +231,7 @@ async function recoverCandidates(
 ): Promise<OperationRecord[]> {
   checkRecoverCandidates(now, limit, onUnreadable);
   const sources = RECOVERABLE_STATES.map((s) => t.open(s, 'recoverCandidates'));
-  const keep = (r: OperationRecord) =>
-    RECOVERABLE_STATES.includes(r.state) &&
-    (r.leaseOwner === null || r.leaseExpiresAt === null || r.leaseExpiresAt <= now);
+  const keep = (r: OperationRecord) => RECOVERABLE_STATES.includes(r.state) && !leaseLive(r, now);
   const order = (a: OperationRecord, b: OperationRecord) => a.updatedAt - b.updatedAt || byCreation(a, b);
   return firstOf(sources, undefined, table, keep, order, limit, onUnreadable);
 }

@@ -16,9 +16,12 @@ import {
   checkRecoverCandidates,
   checkRenewal,
   checkStatePatch,
+  choiceOption,
   claimTransition,
   dispatchedTransition,
   handOffTransition,
+  numberOption,
+  pruneTally,
   readEach,
   readLimited,
   renewTransition,
@@ -142,8 +145,8 @@ export function createPostgresLedger(options: PostgresLedgerOptions): PostgresLe
 function parts(options: PostgresLedgerOptions) {
   if (!options || (!options.connectionString && !options.pool))
     throw new LedgerError('createPostgresLedger needs a connectionString or a pool');
-  const dbClock = oneOf(options.leaseClock, ['database', 'caller'], 'leaseClock') === 'database';
-  const defers = oneOf(options.deferrableWrites, ['defer', 'sync'], 'deferrableWrites') === 'defer';
+  const dbClock = choiceOption(options.leaseClock, ['database', 'caller'], 'leaseClock') === 'database';
+  const defers = choiceOption(options.deferrableWrites, ['defer', 'sync'], 'deferrableWrites') === 'defer';
   const maxSkew = numberOption(options.maxClockSkewMs, 1000, 'maxClockSkewMs', 0);
   const schema = options.schema ?? 'public';
   const st = createStatements(schema, dbClock);
@@ -211,10 +214,7 @@ function claimExisting(c: Parts, input: ClaimInput): Promise<ClaimResult> {
 /** Each state's old rows, a keyset page at a time: counted (dry run), or exported if asked, then deleted. */
 async function prune(c: Parts, options: PruneOptions): Promise<PruneReport> {
   const states = [...checkPruneOptions(options)];
-  const byState: Partial<Record<OperationState, number>> = {};
-  const count = (state: OperationState, n: number) => {
-    byState[state] = (byState[state] ?? 0) + n;
-  };
+  const { count, report } = pruneTally(options.dryRun);
   const page = options.onPrune !== undefined && !options.dryRun ? c.st.prunePageReceipts : c.st.prunePage;
   for (const state of states) {
     for (let after: unknown[] = [-1, '']; ; ) {
@@ -237,11 +237,10 @@ async function prune(c: Parts, options: PruneOptions): Promise<PruneReport> {
       for (const { record, receipts } of read) await options.onPrune!(record, receipts);
       const old = [options.onPrune ? read.map((r) => r.record.businessOperationId) : ids, states, options.before];
       const gone = await c.db.query<{ state: OperationState }>('prune', c.st.pruneDelete, old);
-      for (const g of gone.rows) count(g.state, 1);
+      for (const g of gone.rows) count(g.state);
     }
   }
-  const pruned = Object.values(byState).reduce((a, n) => a + n, 0);
-  return { pruned, byState, dryRun: options.dryRun === true };
+  return report();
 }
 
 /** How long a probe of the database clock is trusted. */
@@ -268,19 +267,4 @@ function createSkewCheck(db: Db, st: Statements, maxSkew: number) {
     if (lo > maxSkew) throw new ClockSkewError(Math.round(lo), maxSkew, `claim of ${claimOf}`);
     if (hi < -maxSkew) throw new ClockSkewError(Math.round(hi), maxSkew, `claim of ${claimOf}`);
   };
-}
-
-function numberOption(value: number | undefined, fallback: number, name: string, min: number, integer = false): number {
-  const v = value ?? fallback;
-  if (!(Number.isFinite(v) && v >= min && (!integer || Number.isInteger(v))))
-    throw new LedgerError(`${name} must be ${integer ? 'an integer' : 'a number'} ≥ ${min}, got ${String(value)}`);
-  return v;
-}
-
-/** The first of `allowed` is the default. */
-function oneOf<T extends string>(value: T | undefined, allowed: readonly T[], name: string): T {
-  if (value === undefined) return allowed[0]!;
-  if (!allowed.includes(value))
-    throw new LedgerError(`${name} must be ${allowed.map((a) => `'${a}'`).join(' or ')}, got ${JSON.stringify(value)}`);
-  return value;
 }

@@ -1,17 +1,14 @@
-import {
-  type Ledger,
-  LedgerError,
-  type OperationState,
-  type PruneOptions,
-  type PruneReport,
-} from '@retrysafe/contract';
+import { type Ledger, LedgerError, type PruneOptions, type PruneReport } from '@retrysafe/contract';
 import {
   checkListFilter,
   checkPruneOptions,
   checkRecoverCandidates,
+  choiceOption,
   claimTransition,
   fencedMethods,
+  numberOption,
   type OnUnreadable,
+  pruneTally,
   readEach,
   readLimited,
   resolveTransition,
@@ -41,15 +38,11 @@ export type CheckedOptions = ReturnType<typeof checkOptions>;
 function checkOptions(options: SqliteLedgerOptions) {
   if (typeof options?.path !== 'string' || options.path.length === 0)
     throw new LedgerError('createSqliteLedger needs { path }');
-  const { busyTimeoutMs = 10_000, synchronous = 'FULL', deferrableWrites = 'defer', migrate = true } = options;
-  if (!Number.isFinite(busyTimeoutMs) || busyTimeoutMs < 0)
-    throw new LedgerError(`busyTimeoutMs must be a number ≥ 0, got ${String(busyTimeoutMs)}`);
-  if (synchronous !== 'FULL' && synchronous !== 'NORMAL')
-    throw new LedgerError(`synchronous must be 'FULL' or 'NORMAL', got ${JSON.stringify(synchronous)}`);
-  if (deferrableWrites !== 'defer' && deferrableWrites !== 'sync')
-    throw new LedgerError(`deferrableWrites must be 'defer' or 'sync', got ${JSON.stringify(deferrableWrites)}`);
-  // Only FULL has a wait to leave out.
-  const defers = synchronous === 'FULL' && deferrableWrites === 'defer';
+  const busyTimeoutMs = numberOption(options.busyTimeoutMs, 10_000, 'busyTimeoutMs', 0);
+  const synchronous = choiceOption(options.synchronous, ['FULL', 'NORMAL'], 'synchronous');
+  const deferrable = choiceOption(options.deferrableWrites, ['defer', 'sync'], 'deferrableWrites');
+  const defers = synchronous === 'FULL' && deferrable === 'defer'; // only FULL has a wait to leave out
+  const { migrate = true } = options;
   if (typeof migrate !== 'boolean') throw new LedgerError(`migrate must be true or false, got ${String(migrate)}`);
   return { path: options.path, busyMs: Math.floor(busyTimeoutMs), sync: synchronous, defers, migrate } as const;
 }
@@ -58,10 +51,7 @@ function checkOptions(options: SqliteLedgerOptions) {
 async function prune(c: Connection, rows: Rows, options: PruneOptions): Promise<PruneReport> {
   const states = checkPruneOptions(options);
   const sql = pruneSql(states.length);
-  const byState: Partial<Record<OperationState, number>> = {};
-  const count = (s: OperationState) => {
-    byState[s] = (byState[s] ?? 0) + 1;
-  };
+  const { count, report } = pruneTally(options.dryRun);
   // Below every rowid SQLite assigns (one given from outside may be negative).
   for (let after = -(2n ** 63n); ; ) {
     const args = [after, options.before, options.before, ...states, options.batchSize ?? 500];
@@ -99,8 +89,7 @@ async function prune(c: Connection, rows: Rows, options: PruneOptions): Promise<
         if (Number(rows.prepared(sql.remove).run(p.id, options.before, ...states).changes) > 0) count(p.record.state);
     });
   }
-  const pruned = Object.values(byState).reduce((a, n) => a + n, 0);
-  return { pruned, byState, dryRun: options.dryRun === true };
+  return report();
 }
 
 /**

@@ -2,6 +2,7 @@
 
 export { foreignCardProblem, operationParamsErrors, providerKeyShapeProblem, schemaErrors } from '../adapter-frame.js';
 export { errorClass, markerGuard } from '../error-class.js';
+export { jsonErrorReason } from '../ledger-stored.js';
 export { type Say, type SchemaWording, schemaProblems } from '../schema-problems.js';
 export * from './network.js';
 export * from './options.js';

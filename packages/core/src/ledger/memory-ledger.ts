@@ -1,5 +1,6 @@
-import { type Ledger, LedgerError, type OperationRecord, type OperationState, type Receipt } from '@retrysafe/contract';
+import { type Ledger, LedgerError, type OperationRecord, type Receipt } from '@retrysafe/contract';
 import {
+  byCreation,
   checkListFilter,
   checkPruneOptions,
   checkRecoverCandidates,
@@ -7,16 +8,16 @@ import {
   claimTransition,
   fencedMethods,
   fencedTransition,
+  inListing,
   isPrunable,
   leaseLive,
+  pruneTally,
   RECOVERABLE_STATES,
   resolveTransition,
 } from '@retrysafe/contract/ledger';
 import { memo } from '../defined.js';
 
 const clone = structuredClone;
-/** Ids by code unit, as the other ledgers order them (localeCompare would put `a_b` before `A9`). */
-const byId = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0);
 
 /** A ledger in this process's memory: for tests and single-process scripts. Lost when the process exits. */
 export function createMemoryLedger(): Ledger {
@@ -77,11 +78,7 @@ export function createMemoryLedger(): Ledger {
     },
     async list(filter = {}) {
       checkListFilter(filter);
-      let out = [...rows().values()];
-      if (filter.states) out = out.filter((r) => filter.states!.includes(r.state));
-      if (filter.provider) out = out.filter((r) => r.provider === filter.provider);
-      if (filter.operation) out = out.filter((r) => r.operation === filter.operation);
-      out.sort((a, b) => a.createdAt - b.createdAt || byId(a.businessOperationId, b.businessOperationId));
+      const out = [...rows().values()].filter((r) => inListing(r, filter)).sort(byCreation);
       if (filter.newestFirst) out.reverse();
       return clone(out.slice(0, filter.limit));
     },
@@ -99,8 +96,7 @@ export function createMemoryLedger(): Ledger {
     },
     async prune(options) {
       const states = checkPruneOptions(options);
-      const byState: Partial<Record<OperationState, number>> = {};
-      let pruned = 0;
+      const tally = pruneTally(options.dryRun);
       for (const r of [...rows().values()]) {
         if (!isPrunable(r, states, options.before)) continue;
         if (!options.dryRun) {
@@ -111,10 +107,9 @@ export function createMemoryLedger(): Ledger {
           records.delete(r.businessOperationId);
           receipts.delete(r.businessOperationId);
         }
-        pruned++;
-        byState[r.state] = (byState[r.state] ?? 0) + 1;
+        tally.count(r.state);
       }
-      return { pruned, byState, dryRun: options.dryRun === true };
+      return tally.report();
     },
     async close() {
       closed = true;

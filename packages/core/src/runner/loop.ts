@@ -10,7 +10,7 @@ import {
   RetrysafeError,
 } from '@retrysafe/contract';
 import { resendSafety } from '@retrysafe/contract/rules';
-import { answerOf, decide, type Observation, observationPatch } from '../decide.js';
+import { decide, isInProgress, type Observation, observationPatch, reliesOnKey } from '../decide.js';
 import { defined } from '../defined.js';
 import type { Operation } from '../intake/operation.js';
 import { callProvider, lookupProvider } from './adapter-call.js';
@@ -20,14 +20,6 @@ import { attemptReceipt } from './receipt-chain.js';
 import { type Claimed, type DriveState, decisionState, releaseLease, startState, writeWith } from './state.js';
 import { complete, handOff } from './terminal.js';
 import type { RunResult } from './types.js';
-
-/** After these, a send is only allowed because the card says the same key folds it into the first. */
-function reliesOnKey(obs: Observation): boolean {
-  const kind = answerOf(obs)?.kind;
-  return kind === 'unknown' || kind === 'in-progress' || kind === 'cannot-tell';
-}
-
-const isInProgress = (obs: Observation) => answerOf(obs)?.kind === 'in-progress';
 
 /** Drives one claimed operation to complete or handoff; on a failure other than a lost lease, releases the lease first. */
 export async function drive(ctx: RunnerContext, op: Operation, c: Claimed, receipts: Receipt[]): Promise<RunResult> {

@@ -12,7 +12,7 @@ import {
 import * as T from '@retrysafe/contract/ledger';
 import { resendSafety } from '@retrysafe/contract/rules';
 import type { Decision, DecisionState } from '@retrysafe/core';
-import { MAYBE_APPLIED_STATES } from '@retrysafe/core/internal';
+import { isInProgress, MAYBE_APPLIED_STATES, reliesOnKey } from '@retrysafe/core/internal';
 import { type Ctx, type Fate, liveKey, lookupAt, process, STORED_500, type WorkerState, type World } from './model.js';
 
 export type { Ctx } from './model.js';
@@ -64,16 +64,6 @@ export function describeObs(o: Outcome | LookupResult): string {
   if (o.kind === 'found') return `found (${o.outcome.kind})`;
   if (o.kind === 'unknown') return `unknown (${o.cause}${o.status ? ` ${o.status}` : ''})`;
   return o.kind;
-}
-
-function isInProgress(obs: Outcome | LookupResult | null): boolean {
-  return obs !== null && (obs.kind === 'in-progress' || (obs.kind === 'found' && obs.outcome.kind === 'in-progress'));
-}
-
-function reliesOnKey(obs: Outcome | LookupResult | null): boolean {
-  if (obs === null) return false;
-  const inner = obs.kind === 'found' ? obs.outcome : obs;
-  return inner.kind === 'unknown' || inner.kind === 'in-progress' || obs.kind === 'cannot-tell';
 }
 
 function packet(reason: string, rec: OperationRecord): HandoffPacket {
