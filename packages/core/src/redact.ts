@@ -135,6 +135,8 @@ function redactSecretAssignments(s: string, found?: string[]): string {
     if (c !== 58 /* : */ && c !== 61 /* = */) continue;
     let j = i - 1;
     while (j >= last && (s[j] === ' ' || s[j] === '\t')) j--;
+    // A key in brackets names a nested field (a form body's `card[cvc]=`, `headers["X-Api-Key"]:`).
+    if (j >= last && s[j] === ']') j--;
     if (j >= last && (s[j] === '"' || s[j] === "'")) j--;
     let k = j;
     while (k >= last && j - k < 40 && KEY_CHAR.test(s[k]!)) k--;
@@ -231,12 +233,22 @@ const DETECTORS: readonly Detector[] = [
       /\b(?:(?:sk|rk|pk)_(?:test|live)_|whsec_|A(?:KIA|SIA|GPA|IDA|ROA|NPA|Iza)|gh[oprsu]_|github_pat_|xox[abeprs]-|xapp-|re_|pat-|sk-|Basic\s+)[\w+/=-]+(?=…)/g,
     ),
   },
-  // `password=…`, `"apiKey": "…"`, `?token=…`, `X-Auth-Token: …` in free text: the key decides.
-  { kind: 'secret-named value', hint: has(':', '='), blank: redactSecretAssignments },
   {
     kind: 'card number',
     hint: (t) => /(?:\d\D*){13}/.test(t),
     blank: blankCardNumbers,
+  },
+  {
+    kind: 'IBAN',
+    pii: true,
+    hint: (t) => /[A-Z]{2}\d\d/.test(t),
+    // Grouped by four or not; the check digits must hold, so an upper-case id of that shape stays.
+    blank: matches(/\b[A-Z]{2}\d\d(?: ?[A-Z0-9]{4}){2,7}(?: ?[A-Z0-9]{1,3})?\b/g, (m) => {
+      const s = m.replace(/ /g, '');
+      let rest = 0;
+      for (const c of s.slice(4) + s.slice(0, 4)) rest = (rest * (c < 'A' ? 10 : 100) + Number.parseInt(c, 36)) % 97;
+      return rest === 1;
+    }),
   },
   {
     kind: 'email address',
@@ -247,6 +259,9 @@ const DETECTORS: readonly Detector[] = [
       /[\p{L}\p{M}\p{N}._%+-]+@(?:[\p{L}\p{M}\p{N}-]+(?:\.[\p{L}\p{M}\p{N}-]+)*\.\p{L}[\p{L}\p{M}]+|[\p{L}\p{M}\p{N}.-]*(?=…))/gu,
     ),
   },
+  // `password=…`, `"apiKey": "…"`, `?token=…`, `X-Auth-Token: …` in free text: the key decides. Last, as it blanks a
+  // value up to a space: a card number or an IBAN grouped by four after `cardNumber=` would keep all but its first group.
+  { kind: 'secret-named value', hint: has(':', '='), blank: redactSecretAssignments },
 ];
 
 /**
