@@ -88,11 +88,13 @@ const KEY_CHAR = /[\p{L}\p{M}\p{N}_\-.]/u;
 const VALUE_AFTER = /^(\s*)(["']?)([^\s"'&,;)}\]]+)/u;
 /** After `Authorization:`, the scheme word and the credential (`token 0123…`, `Bot MTk…`). */
 const SCHEME_VALUE_AFTER = /^(\s*)(["']?)((?:[A-Za-z][\w-]{0,30} +)?[^\s"'&,;)}\]]+)/u;
+/** After `Cookie:`, every `name=value` pair of the header (`a=1; sid=…`). */
+const COOKIES_AFTER = /^(\s*)(["']?)([^\s"';,)]+(?:; ?[^\s"';,)]+)*)/u;
 /** A quoted value up to its closing quote (escaped quotes inside), whatever it holds. */
 const QUOTED_AFTER = /^(\s*)(["'])((?:\\.|[^\\])*?)\2/u;
 
 /** Where the value after a secret-named key's separator starts and ends in `rest`, or null when there is none to blank. */
-function valueSpan(rest: string, scheme: boolean): readonly [number, number] | null {
+function valueSpan(rest: string, unquoted: RegExp): readonly [number, number] | null {
   const lead = rest.length - rest.trimStart().length;
   // An object or array (JSON echoed in a message): all of it, to its closing bracket or the end of the text.
   if (rest[lead] === '{' || rest[lead] === '[') return [lead, bracketEnd(rest, lead)];
@@ -101,7 +103,7 @@ function valueSpan(rest: string, scheme: boolean): readonly [number, number] | n
     const from = quoted[1]!.length + 1;
     return quoted[3] === '' || quoted[3] === REDACTED ? null : [from, from + quoted[3]!.length];
   }
-  const after = (scheme ? SCHEME_VALUE_AFTER : VALUE_AFTER).exec(rest);
+  const after = unquoted.exec(rest);
   if (!after || after[3]!.startsWith(REDACTED.slice(0, -1))) return null;
   const from = after[1]!.length + after[2]!.length;
   return [from, from + after[3]!.length];
@@ -142,7 +144,12 @@ function redactSecretAssignments(s: string, found?: string[]): string {
     while (k >= last && j - k < 40 && KEY_CHAR.test(s[k]!)) k--;
     const key = s.slice(k + 1, j + 1);
     if (key.length < 2 || !isSecretKey(key) || ERROR_CODE.test(key)) continue;
-    const span = valueSpan(s.slice(i + 1), /authorization$/i.test(key));
+    const after = /authorization$/i.test(key)
+      ? SCHEME_VALUE_AFTER
+      : /cookies?$/i.test(key)
+        ? COOKIES_AFTER
+        : VALUE_AFTER;
+    const span = valueSpan(s.slice(i + 1), after);
     if (span === null) continue;
     found?.push(s.slice(i + 1 + span[0], i + 1 + span[1]));
     out += s.slice(last, i + 1 + span[0]) + REDACTED;
