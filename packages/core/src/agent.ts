@@ -223,6 +223,13 @@ export function toAgentResult(r: RunResult) {
 
 const agentScrub = createRedactor();
 
+/** `e` as an agent is shown it (MCP's error, the AI SDK's tool error), the same error with its message scrubbed as
+ * receipts are: a ledger's or a driver's text may name a person (a role session) or quote a connection string. */
+export function scrubbedForAgent(e: unknown): unknown {
+  if (e instanceof Error) e.message = agentScrub.text(e.message);
+  return e;
+}
+
 /** Runs one tool call and maps every answer, a refusal before the claim included, to a structured result. */
 export async function callAgentTool(
   runner: Runner,
@@ -243,10 +250,7 @@ export async function callAgentTool(
       }
     });
     if (answer !== null) return answer;
-    // Not the agent's to answer, yet it reaches the agent as its message (MCP's error, the AI SDK's tool error): a
-    // ledger's or a driver's text may name a person (a role session) or quote a connection string.
-    if (e instanceof Error) e.message = agentScrub.text(e.message);
-    throw e;
+    throw scrubbedForAgent(e);
   }
 }
 
