@@ -49,6 +49,10 @@ describe("a fenced tool's error text that repeats the call's arguments", () => {
   it.each([
     ['listed', { type: 'object', properties }],
     ['a model under $defs (a Python tool)', { type: 'object', $defs: { Ship: { properties } }, $ref: '#/$defs/Ship' }],
+    [
+      'optional (a Python tool: Optional[int] is anyOf integer, null)',
+      { type: 'object', properties: { ...properties, quantity: { anyOf: [{ type: 'integer' }, { type: 'null' }] } } },
+    ],
   ])(
     'blanks every argument but numbers and flags, which stay readable (the runner writes its own counts and waits): %s',
     async (_, inputSchema) => {
