@@ -1,7 +1,7 @@
 // Unit checks of the classification functions over the whole status range and the edge inputs.
 import { parseRetryAfter } from '@retrysafe/contract/provider';
 import { describe, expect, it } from 'vitest';
-import { outcomeFromErrorAnswer, outcomeFromNetworkError, scrubMessage } from './msgraph-errors.js';
+import { clipMessage, outcomeFromErrorAnswer, outcomeFromNetworkError } from './msgraph-errors.js';
 
 const answer = (status: number, headers: Record<string, string> = {}, body: unknown = null) => ({
   status,
@@ -85,12 +85,8 @@ describe('outcomeFromNetworkError', () => {
   });
 });
 
-describe('scrubMessage', () => {
-  it('replaces email addresses and cuts long text', () => {
-    expect(scrubMessage("The requested user 'alice@contoso.com' is invalid.")).toBe(
-      "The requested user '[email]' is invalid.",
-    );
-    expect(scrubMessage('to <bob.smith+x@example.org>, ok')).toBe('to <[email]>, ok');
-    expect(scrubMessage('x'.repeat(400))).toHaveLength(301);
+describe('clipMessage', () => {
+  it('cuts long text with …', () => {
+    expect(clipMessage('x'.repeat(400))).toHaveLength(301);
   });
 });

@@ -15,10 +15,10 @@ type GraphErrorBody = { error?: { code?: unknown; message?: unknown; innerError?
 const str = (v: unknown) => (typeof v === 'string' ? v : undefined);
 const MAX_MESSAGE = 300;
 
-/** Messages go into receipts and handoff packets: email addresses Graph echoes are replaced, the text cut short. */
-export function scrubMessage(text: string): string {
-  const scrubbed = text.replace(/[^\s@'"<>()[\],;:]+@[^\s@'"<>()[\],;:]+/g, '[email]');
-  return scrubbed.length > MAX_MESSAGE ? scrubbed.slice(0, MAX_MESSAGE) + '…' : scrubbed;
+/** The text cut short; the runner redacts it (an address Graph echoes too) before receipts. A cut ends with `…`, which
+ * tells the redactor that a credential or an address may end at the cut. */
+export function clipMessage(text: string): string {
+  return text.length > MAX_MESSAGE ? text.slice(0, MAX_MESSAGE) + '…' : text;
 }
 
 /** Status, Graph error code and request id of an answer (request id from the header, else the error body). */
@@ -30,7 +30,7 @@ export function refsOf(answer: GraphHttpAnswer): ProviderRefs {
 }
 
 function messageOf(answer: GraphHttpAnswer): string {
-  return scrubMessage(str((answer.body as GraphErrorBody | null)?.error?.message) || `HTTP ${answer.status}`);
+  return clipMessage(str((answer.body as GraphErrorBody | null)?.error?.message) || `HTTP ${answer.status}`);
 }
 
 /** The rejection reason of a refused status (any other 4xx is 'other'); 507 is the mailbox quota. */
@@ -82,14 +82,14 @@ export type NoAnswerOutcome = Extract<Outcome, { kind: 'not-applied' | 'unknown'
 export function outcomeFromTokenError(error: unknown): NoAnswerOutcome {
   return {
     kind: 'not-applied',
-    message: `no access token, nothing was sent: ${scrubMessage(messagesOf(error).join(': ') || String(error))}`,
+    message: `no access token, nothing was sent: ${clipMessage(messagesOf(error).join(': ') || String(error))}`,
   };
 }
 
 /** Classifies a failure with no HTTP answer (the raw fetch error, or the SDK's GraphError when that is all there is). */
 export function outcomeFromNetworkError(error: unknown): NoAnswerOutcome {
   const codes = errorCodes(error);
-  const detail = scrubMessage(
+  const detail = clipMessage(
     [...new Set(messagesOf(error))].join(': ') + (codes.length ? ` (${codes.join(', ')})` : ''),
   );
   const t = classifyTransportFailure(error);

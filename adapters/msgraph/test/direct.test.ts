@@ -4,7 +4,7 @@
 import { createServer as createHttpServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { asBusinessOperationId, businessOperationId, UnknownOperationError } from '@retrysafe/contract';
-import { createVirtualClock } from '@retrysafe/core';
+import { createMemoryLedger, createRunner, createVirtualClock, exportReceiptsJsonl } from '@retrysafe/core';
 import { startFaultProxy } from '@retrysafe/testkit';
 import { closeAfterTest } from '@retrysafe/testkit/close-after-test';
 import { executeContext, lookupContext } from '@retrysafe/testkit/conformance';
@@ -242,9 +242,18 @@ describe('provider validation errors come back as rejected with the Graph code',
       code: 'ErrorInvalidUser',
     });
   });
-  it('Graph messages that echo an email address are scrubbed before they reach receipts', async () => {
-    const out = await exec('mail.send', mailParams(1, 'nobody@contoso.test'));
-    expect((out as { message: string }).message).toBe("The requested user '[email]' is invalid.");
+  it("an address Graph's message echoes is blanked in receipts as the runner's redact option says", async () => {
+    for (const [redact, shown] of [
+      [{}, '[redacted]'],
+      [{ pii: false }, 'nobody@contoso.test'],
+    ] as const) {
+      const ledger = createMemoryLedger();
+      const r = await createRunner({ ledger, redact }).run(adapter, 'mail.send', {
+        params: mailParams(1, 'nobody@contoso.test'),
+      });
+      expect(r.status).toBe('handed-off');
+      expect(await exportReceiptsJsonl(ledger)).toContain(`The requested user '${shown}' is invalid.`);
+    }
   });
   it('an unknown To Do list ⇒ 404 ⇒ rejected (not-found)', async () => {
     expect(await exec('todo.tasks.create', taskParams(1, 'no-such-list'))).toMatchObject({

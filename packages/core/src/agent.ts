@@ -21,6 +21,7 @@ import { AdapterContractError } from './errors/adapter-contract-error.js';
 import { RunnerConfigurationError } from './errors/runner-configuration-error.js';
 import { waitsForUser } from './handoff.js';
 import { identityOf } from './intake/identity.js';
+import { createRedactor } from './redact.js';
 import type { RunInput, Runner, RunResult } from './runner/types.js';
 
 /** The runner's result without its receipts and with a message for the model, or a refusal before the claim. */
@@ -220,6 +221,15 @@ export function toAgentResult(r: RunResult) {
   }
 }
 
+const agentScrub = createRedactor();
+
+/** `e` as an agent is shown it (MCP's error, the AI SDK's tool error), the same error with its message scrubbed as
+ * receipts are: a ledger's or a driver's text may name a person (a role session) or quote a connection string. */
+export function scrubbedForAgent(e: unknown): unknown {
+  if (e instanceof Error) e.message = agentScrub.text(e.message);
+  return e;
+}
+
 /** Runs one tool call and maps every answer, a refusal before the claim included, to a structured result. */
 export async function callAgentTool(
   runner: Runner,
@@ -239,8 +249,8 @@ export async function callAgentTool(
         return null; // the intent fields cannot give an id either
       }
     });
-    if (answer === null) throw e;
-    return answer;
+    if (answer !== null) return answer;
+    throw scrubbedForAgent(e);
   }
 }
 

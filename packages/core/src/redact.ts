@@ -88,11 +88,13 @@ const KEY_CHAR = /[\p{L}\p{M}\p{N}_\-.]/u;
 const VALUE_AFTER = /^(\s*)(["']?)([^\s"'&,;)}\]]+)/u;
 /** After `Authorization:`, the scheme word and the credential (`token 0123…`, `Bot MTk…`). */
 const SCHEME_VALUE_AFTER = /^(\s*)(["']?)((?:[A-Za-z][\w-]{0,30} +)?[^\s"'&,;)}\]]+)/u;
+/** After `Cookie:`, every `name=value` pair of the header (`a=1; sid=…`). */
+const COOKIES_AFTER = /^(\s*)(["']?)([^\s"';,)]+(?:; ?[^\s"';,)]+)*)/u;
 /** A quoted value up to its closing quote (escaped quotes inside), whatever it holds. */
 const QUOTED_AFTER = /^(\s*)(["'])((?:\\.|[^\\])*?)\2/u;
 
 /** Where the value after a secret-named key's separator starts and ends in `rest`, or null when there is none to blank. */
-function valueSpan(rest: string, scheme: boolean): readonly [number, number] | null {
+function valueSpan(rest: string, unquoted: RegExp): readonly [number, number] | null {
   const lead = rest.length - rest.trimStart().length;
   // An object or array (JSON echoed in a message): all of it, to its closing bracket or the end of the text.
   if (rest[lead] === '{' || rest[lead] === '[') return [lead, bracketEnd(rest, lead)];
@@ -101,7 +103,7 @@ function valueSpan(rest: string, scheme: boolean): readonly [number, number] | n
     const from = quoted[1]!.length + 1;
     return quoted[3] === '' || quoted[3] === REDACTED ? null : [from, from + quoted[3]!.length];
   }
-  const after = (scheme ? SCHEME_VALUE_AFTER : VALUE_AFTER).exec(rest);
+  const after = unquoted.exec(rest);
   if (!after || after[3]!.startsWith(REDACTED.slice(0, -1))) return null;
   const from = after[1]!.length + after[2]!.length;
   return [from, from + after[3]!.length];
@@ -135,12 +137,19 @@ function redactSecretAssignments(s: string, found?: string[]): string {
     if (c !== 58 /* : */ && c !== 61 /* = */) continue;
     let j = i - 1;
     while (j >= last && (s[j] === ' ' || s[j] === '\t')) j--;
+    // A key in brackets names a nested field (a form body's `card[cvc]=`, `headers["X-Api-Key"]:`).
+    if (j >= last && s[j] === ']') j--;
     if (j >= last && (s[j] === '"' || s[j] === "'")) j--;
     let k = j;
     while (k >= last && j - k < 40 && KEY_CHAR.test(s[k]!)) k--;
     const key = s.slice(k + 1, j + 1);
     if (key.length < 2 || !isSecretKey(key) || ERROR_CODE.test(key)) continue;
-    const span = valueSpan(s.slice(i + 1), /authorization$/i.test(key));
+    const after = /authorization$/i.test(key)
+      ? SCHEME_VALUE_AFTER
+      : /cookies?$/i.test(key)
+        ? COOKIES_AFTER
+        : VALUE_AFTER;
+    const span = valueSpan(s.slice(i + 1), after);
     if (span === null) continue;
     found?.push(s.slice(i + 1 + span[0], i + 1 + span[1]));
     out += s.slice(last, i + 1 + span[0]) + REDACTED;
@@ -231,12 +240,22 @@ const DETECTORS: readonly Detector[] = [
       /\b(?:(?:sk|rk|pk)_(?:test|live)_|whsec_|A(?:KIA|SIA|GPA|IDA|ROA|NPA|Iza)|gh[oprsu]_|github_pat_|xox[abeprs]-|xapp-|re_|pat-|sk-|Basic\s+)[\w+/=-]+(?=…)/g,
     ),
   },
-  // `password=…`, `"apiKey": "…"`, `?token=…`, `X-Auth-Token: …` in free text: the key decides.
-  { kind: 'secret-named value', hint: has(':', '='), blank: redactSecretAssignments },
   {
     kind: 'card number',
     hint: (t) => /(?:\d\D*){13}/.test(t),
     blank: blankCardNumbers,
+  },
+  {
+    kind: 'IBAN',
+    pii: true,
+    hint: (t) => /[A-Z]{2}\d\d/.test(t),
+    // Grouped by four or not; the check digits must hold, so an upper-case id of that shape stays.
+    blank: matches(/\b[A-Z]{2}\d\d(?: ?[A-Z0-9]{4}){2,7}(?: ?[A-Z0-9]{1,3})?\b/g, (m) => {
+      const s = m.replace(/ /g, '');
+      let rest = 0;
+      for (const c of s.slice(4) + s.slice(0, 4)) rest = (rest * (c < 'A' ? 10 : 100) + Number.parseInt(c, 36)) % 97;
+      return rest === 1;
+    }),
   },
   {
     kind: 'email address',
@@ -247,6 +266,9 @@ const DETECTORS: readonly Detector[] = [
       /[\p{L}\p{M}\p{N}._%+-]+@(?:[\p{L}\p{M}\p{N}-]+(?:\.[\p{L}\p{M}\p{N}-]+)*\.\p{L}[\p{L}\p{M}]+|[\p{L}\p{M}\p{N}.-]*(?=…))/gu,
     ),
   },
+  // `password=…`, `"apiKey": "…"`, `?token=…`, `X-Auth-Token: …` in free text: the key decides. Last, as it blanks a
+  // value up to a space: a card number or an IBAN grouped by four after `cardNumber=` would keep all but its first group.
+  { kind: 'secret-named value', hint: has(':', '='), blank: redactSecretAssignments },
 ];
 
 /**

@@ -6,6 +6,7 @@ import {
   InvalidIdError,
   InvalidIntentError,
   InvalidParamsError,
+  LedgerError,
   PayloadLimitError,
 } from '@retrysafe/contract';
 import { PAYLOAD_LIMITS } from '@retrysafe/contract/ledger';
@@ -67,6 +68,26 @@ describe('callAgentTool: refusals before the claim are structured answers, nothi
       paths: ['amount'],
     });
     expect(provider.count()).toBe(1);
+  });
+});
+
+describe("a failure that is not the agent's to answer", () => {
+  // MCP sends it to the agent as the error's message, the AI SDK to the model as the tool error: DynamoDB's refusal
+  // names the role session (often a person's address), a driver's may quote a connection string.
+  it('reaches the agent with the person and the credential blanked, as the same error', async () => {
+    const { adapter, ledger, runner } = setup();
+    const who = 'assumed-role/AWSReservedSSO_Admin_0f1e/jane.doe@example.com';
+    ledger.claim = () =>
+      Promise.reject(
+        new LedgerError(
+          `claim failed: User: arn:aws:sts::123456789012:${who} is not authorized (postgres://app:s3cr3t-pw@db/x)`,
+        ),
+      );
+    const [tool] = agentTools([adapter], ['sandbox_records_create']);
+    const failed = await callAgentTool(runner, tool!, { ref: 'l-1' }).catch((e: Error) => e);
+    expect(LedgerError.isInstance(failed)).toBe(true);
+    expect((failed as Error).message).toContain('is not authorized');
+    for (const leak of ['jane.doe', 's3cr3t-pw']) expect((failed as Error).message).not.toContain(leak);
   });
 });
 

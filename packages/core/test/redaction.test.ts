@@ -605,3 +605,35 @@ describe('every GitHub and Slack token prefix their pages list', () => {
     }
   });
 });
+
+describe('a provider error that echoes the request as it was sent', () => {
+  // A form-encoded body (Stripe's, HubSpot's forms) names nested fields in brackets; a card number or an IBAN after a
+  // secret-named key may be grouped by four; a Cookie header holds every cookie after it.
+  const body =
+    'amount=500&cardNumber=4000 0566 5566 5556&card[cvc]=913&metadata[password]=hunter2&sepa_debit[iban]=DE89370400440532013000&headers["X-Api-Key"]: k_5f0c2a9e71';
+  it('leaves no secret-named value and no IBAN in a handoff packet, receipts or logs; the rest stays', async () => {
+    const logs: LogEntry[] = [];
+    const { provider, adapter, runner, ledger, packets } = setup({}, { logger: (e) => logs.push(e) });
+    provider.failNext({
+      kind: 'rejected',
+      message: `invalid request ${body}; pay to iban: GB33 BUKB 2020 1555 5555 55\nCookie: theme=dark; sid=8c1f0e9b2a7d44c1`,
+    });
+    const b = await runner.run(adapter, 'records.create', { params: { ref: 'r-10' } });
+    expect(b.status).toBe('handed-off');
+    const everything = [JSON.stringify(packets), await exportReceiptsJsonl(ledger), JSON.stringify(logs)].join('\n');
+    expect(everything).toContain('invalid request amount=500&cardNumber=[redacted]&card[cvc]=[redacted]&metadata');
+    expect(everything).toContain('Cookie: [redacted]');
+    for (const piece of [
+      '8c1f0e9b2a7d44c1',
+      '0566 5566',
+      'cvc]=913',
+      'hunter2',
+      'DE89',
+      '0532013000',
+      'k_5f0c2a9e71',
+      'BUKB',
+      '5555 55',
+    ])
+      expect(everything).not.toContain(piece);
+  });
+});

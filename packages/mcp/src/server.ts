@@ -24,6 +24,7 @@ import {
   callAgentTool,
   operationStatus,
   pendingHandoffs,
+  scrubbedForAgent,
 } from '@retrysafe/core/agent';
 import { type Coalescer, createCoalescer, type Hearer } from './coalesce.js';
 
@@ -70,7 +71,8 @@ const lookupTools = (from: string, what: string) => [
 
 /** The answer of a status or handoff tool call; undefined for any other tool. */
 async function answerLookupTool(ledger: Ledger, name: string, args: unknown) {
-  if (name === HANDOFFS_TOOL) return reply(await pendingHandoffs(ledger));
+  if (name === HANDOFFS_TOOL)
+    return reply(await pendingHandoffs(ledger).catch((e) => Promise.reject(scrubbedForAgent(e))));
   if (name !== STATUS_TOOL) return undefined;
   const id = (args as { businessOperationId?: unknown } | undefined)?.businessOperationId;
   if (typeof id !== 'string')
@@ -78,7 +80,7 @@ async function answerLookupTool(ledger: Ledger, name: string, args: unknown) {
   try {
     return reply(await operationStatus(ledger, id));
   } catch (e) {
-    return reply({ status: 'invalid-input', message: (e as Error).message }, true);
+    return reply({ status: 'invalid-input', message: (scrubbedForAgent(e) as Error).message }, true);
   }
 }
 

@@ -49,6 +49,10 @@ describe("a fenced tool's error text that repeats the call's arguments", () => {
   it.each([
     ['listed', { type: 'object', properties }],
     ['a model under $defs (a Python tool)', { type: 'object', $defs: { Ship: { properties } }, $ref: '#/$defs/Ship' }],
+    [
+      'optional (a Python tool: Optional[int] is anyOf integer, null)',
+      { type: 'object', properties: { ...properties, quantity: { anyOf: [{ type: 'integer' }, { type: 'null' }] } } },
+    ],
   ])(
     'blanks every argument but numbers and flags, which stay readable (the runner writes its own counts and waits): %s',
     async (_, inputSchema) => {
@@ -128,5 +132,25 @@ describe("a fenced tool's error text that repeats the host request's _meta the f
     expect(all).toContain('quota exceeded');
     expect(all).not.toContain('u-48f1c2');
     expect(all).not.toContain('sess-9d03aa71');
+  });
+
+  it("keeps the numbers and flags it holds readable, as the arguments' are, and takes any key", async () => {
+    const meta = { '': 'u-48f1c2', 'example.com/limits': { perHour: 500, strict: true } };
+    const make = () => {
+      const server = new McpServer({ name: 'orders', version: '1.0.0' });
+      server.registerTool('create_order', { inputSchema: { ref: z.string() } }, async () => ({
+        isError: true,
+        content: [{ type: 'text', text: 'quota of 500 per hour exceeded for u-48f1c2: strict is true' }],
+      }));
+      return server;
+    };
+    const { client, ledger } = await hostOfFence(
+      { url: await httpUpstream(make) },
+      { name: 'orders', tools: { create_order: { kind: 'create', intent: ['ref'] } } },
+    );
+    await client.callTool({ name: 'create_order', arguments: { ref: 'PO-1' }, _meta: meta });
+    expect(await exportReceiptsJsonl(ledger)).toContain(
+      'quota of 500 per hour exceeded for [redacted]: strict is true',
+    );
   });
 });

@@ -32,14 +32,20 @@ function wrap(...args: string[]): Promise<{ status: number | null; stderr: strin
 
 const KEY = 'sk_live_51Hq9ZsUpStReAmKeY0xyz';
 const ADDRESS = 'ops.lead@acme.example';
+const PEM_BODY = ['MIIEvQIBADANBgkqhkiG9w0BAQEFAASCBKcwggSjAgEAAoIBAQC7VJTUt9Us8cKj', 'MqZtPrIvAtEkEyLiNe2xYzAbCdEf'];
 
 describe("retrysafe-mcp wrap's stderr", () => {
-  it("relays the upstream's stderr with a credential and an email address blanked", { timeout: 30_000 }, async () => {
-    const script = `process.stderr.write("login failed for ${ADDRESS} with password=hunter2-upstream and ${KEY}\\n"); process.exit(1)`;
+  it("relays the upstream's stderr with a credential, an email address and a private key's lines blanked", {
+    timeout: 30_000,
+  }, async () => {
+    // A private key printed as it is stored spans lines, which are relayed one by one.
+    const pem = ['-----BEGIN PRIVATE KEY-----', ...PEM_BODY, '-----END PRIVATE KEY-----'].join('\\n');
+    const script = `process.stderr.write("login failed for ${ADDRESS} with password=hunter2-upstream and ${KEY}\\nloaded key:\\n${pem}\\nlistening\\n"); process.exit(1)`;
     const r = await wrap('--', process.execPath, '-e', script);
     expect(r.status).toBe(1);
     expect(r.stderr).toContain('login failed for');
-    for (const leak of ['hunter2-upstream', ADDRESS, KEY]) expect(r.stderr).not.toContain(leak);
+    expect(r.stderr).toContain('listening');
+    for (const leak of ['hunter2-upstream', ADDRESS, KEY, ...PEM_BODY]) expect(r.stderr).not.toContain(leak);
   });
 
   it("blanks them in the line that says why it stopped, which quotes the upstream's answer", {

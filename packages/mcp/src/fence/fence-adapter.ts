@@ -200,10 +200,13 @@ function succeeded(t: FenceToolConfig, result: unknown, value: unknown): Extract
 }
 
 /** The outcome without the values of the host's `_meta` in its message: the upstream got them with the call (a user,
- * a session) and may repeat them, as it does arguments. */
+ * a session) and may repeat them, as it does arguments. Its numbers and flags stay, as the arguments' do
+ * (textArguments): blanked, they would take every limit and count of the same digits out of the text. */
 function withoutMeta(outcome: Outcome, meta: Record<string, unknown> | undefined): Outcome {
   if (meta === undefined || !('message' in outcome) || typeof outcome.message !== 'string') return outcome;
-  return { ...outcome, message: createRedactor({}, Object.keys(meta)).withValuesFrom(meta).text(outcome.message) };
+  const texts = JSON.stringify(meta, (_, v) => (typeof v === 'number' || typeof v === 'boolean' ? undefined : v));
+  const redactor = createRedactor({}, ['_meta']).withValuesFrom({ _meta: JSON.parse(texts) });
+  return { ...outcome, message: redactor.text(outcome.message) };
 }
 
 type Unknown = Extract<Outcome, { kind: 'unknown' }>;

@@ -6,7 +6,17 @@ import { checkParamsSchema } from '@retrysafe/core/internal';
 
 type ObjectSchema = { readonly properties?: Record<string, object>; readonly required?: readonly string[] };
 
-const NUMBER_OR_FLAG = ['number', 'integer', 'boolean'];
+const NUMBER_OR_FLAG = ['number', 'integer', 'boolean', 'null'];
+
+/** Whether an argument's schema takes only numbers, flags or null: by its `type`, else by every branch of its `anyOf`
+ * or `oneOf` (a Python tool's `Optional[int]`). */
+function numeric(s: object): boolean {
+  const { type, anyOf, oneOf } = s as { type?: unknown; anyOf?: unknown; oneOf?: unknown };
+  const types = [type ?? []].flat();
+  if (type !== undefined) return types.length > 0 && types.every((x) => NUMBER_OR_FLAG.includes(x as string));
+  const branches = [anyOf ?? [], oneOf ?? []].flat();
+  return branches.length > 0 && branches.every((b) => typeof b === 'object' && b !== null && numeric(b));
+}
 
 /**
  * The arguments whose values are blanked in any text the fence keeps or shows (its `sensitiveFields`): which ones hold
@@ -16,10 +26,6 @@ const NUMBER_OR_FLAG = ['number', 'integer', 'boolean'];
 export function textArguments(schema: ObjectSchema, intent: readonly string[]): string[] {
   // A listing that is a `$ref` (a model under `$defs`) lists them where it points.
   const listed = Object.entries((followed(schema, schema) as ObjectSchema).properties ?? {});
-  const numeric = (s: object) => {
-    const types = [(s as { type?: unknown }).type ?? []].flat();
-    return types.length > 0 && types.every((x) => NUMBER_OR_FLAG.includes(x as string));
-  };
   const names = listed.filter(([, s]) => !numeric(s)).map(([name]) => name);
   // An intent path the schema does not list (it lists no properties): its value too.
   return [...new Set([...names, ...intent.filter((p) => !listed.some(([name]) => name === p.split('.')[0]))])];

@@ -90,11 +90,21 @@ const scrub = createRedactor();
  * an address. */
 export const scrubbed = (text: string): string => scrub.text(text);
 
-/** The upstream's stderr onto the fence's, line by line, scrubbed. */
+/** The upstream's stderr onto the fence's, line by line, scrubbed. A private key spans lines: its first line is
+ * blanked whole, the lines after it are left out up to its last (a bound, should its end never come). */
 function relayStderr(stream: Readable | null): void {
-  if (stream)
-    createInterface({ input: stream, crlfDelay: Infinity }).on('line', (l) => process.stderr.write(`${scrubbed(l)}\n`));
+  if (!stream) return;
+  let keyLines = 0;
+  createInterface({ input: stream, crlfDelay: Infinity }).on('line', (l) => {
+    const end = /END [A-Z ]*PRIVATE KEY-----/.test(l);
+    if (keyLines > 0) keyLines = end ? 0 : keyLines - 1;
+    else {
+      if (!end && /BEGIN [A-Z ]*PRIVATE KEY-----/.test(l)) keyLines = MAX_KEY_LINES;
+      process.stderr.write(`${scrubbed(l)}\n`);
+    }
+  });
 }
+const MAX_KEY_LINES = 200;
 
 /** Pages of tools/list read before a listing whose cursor is new on every page is taken to never end. */
 const MAX_TOOL_PAGES = 1000;
