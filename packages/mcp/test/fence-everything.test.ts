@@ -259,8 +259,8 @@ describe('server-everything behind the fence', () => {
     expect(first.content?.[0]).toMatchObject({ type: 'resource', resource: { uri: 'demo://resource/session/b.gz' } });
     const replay = await call(client, 'gzip-file-as-resource', b);
     expect(replay.content).toEqual(first.content);
-    // longer than the fence's timeoutMs: unknown, handed to a person, not sent again on the re-issue
-    const slow = { duration: 1.5, steps: 3 };
+    // longer than the fence's timeoutMs without progress: unknown, handed to a person, not sent again on the re-issue
+    const slow = { duration: 1.5, steps: 1 };
     const late = await call(client, 'trigger-long-running-operation', slow);
     expect(late._meta?.retrysafe?.status).toBe('needs-human');
     const started = Date.now();

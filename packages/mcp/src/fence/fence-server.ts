@@ -155,12 +155,12 @@ export function createFenceServer(options: ServingOptions & { fence: Fence; upst
       const token = _meta?.progressToken;
       // A host that asks for progress gets the upstream's for the calls that run this one, as for a pass-through call;
       // so does the host of an identical call in flight that asked too, which shares this run (its hearers join these).
+      // The run asks for it whoever asked, since such a host may join later.
       const hearers = new Set(token === undefined ? [] : [relay(extra, token)]);
       const hear = (p: Progress) => {
         for (const h of hearers) h(p);
       };
-      const call: Parameters<typeof fencedCall.run>[0] = token === undefined ? {} : { onprogress: hear };
-      call.meta = hostMeta(_meta);
+      const call: Parameters<typeof fencedCall.run>[0] = { onprogress: hear, meta: hostMeta(_meta) };
       // Refused until the user opens a URL: the host gets the upstream's error as a pass-through call does, and calls
       // again once the user has been there; so does the host of an identical call in flight, which shares this run.
       const urlRequired = (r: AgentToolResult) => {
