@@ -203,7 +203,9 @@ function succeeded(t: FenceToolConfig, result: unknown, value: unknown): Extract
  * a session) and may repeat them, as it does arguments. */
 function withoutMeta(outcome: Outcome, meta: Record<string, unknown> | undefined): Outcome {
   if (meta === undefined || !('message' in outcome) || typeof outcome.message !== 'string') return outcome;
-  return { ...outcome, message: createRedactor({}, Object.keys(meta)).withValuesFrom(meta).text(outcome.message) };
+  // Its numbers and flags stay readable, as the arguments' do: blanked, `500` would go from `1500 per hour` too.
+  const texts = JSON.parse(JSON.stringify(meta), (_k, v) => (['number', 'boolean'].includes(typeof v) ? undefined : v));
+  return { ...outcome, message: createRedactor({}, Object.keys(meta)).withValuesFrom(texts).text(outcome.message) };
 }
 
 type Unknown = Extract<Outcome, { kind: 'unknown' }>;
