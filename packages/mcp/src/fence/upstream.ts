@@ -143,7 +143,8 @@ function startError(target: UpstreamTarget, transport: Transport) {
   };
 }
 
-/** How long a stdio upstream may take to end once its stdin has (the fence is stopping: no call can come). */
+/** How long a stdio upstream may take to end once its stdin has (the fence is stopping: no call can come), and once
+ * it has been sent SIGTERM. */
 const STOP_GRACE_MS = 500;
 
 /** How long the host may take to answer what the upstream asks (a person, a model) before the upstream is answered a
@@ -299,11 +300,13 @@ export async function connectUpstream(
     async close() {
       closing = true;
       const child = (client?.transport as { _process?: ChildProcess } | undefined)?._process;
-      // The SDK ends a stdio upstream's stdin and waits 2 s before SIGTERM; a host closing us waits the same 2 s before
-      // SIGTERM to us, and an upstream with timers of its own (server-everything) would outlive us. It gets less.
-      const stop = setTimeout(() => child?.exitCode === null && child.kill('SIGTERM'), STOP_GRACE_MS);
+      // The SDK ends a stdio upstream's stdin, and waits 2 s before SIGTERM and 2 s more before SIGKILL: longer than a
+      // host closing us waits before its own signals, and an upstream with timers of its own (server-everything) that
+      // ignores SIGTERM would outlive us. It gets less.
+      const signal = (s: NodeJS.Signals) => child?.exitCode === null && child.signalCode === null && child.kill(s);
+      const timers = [setTimeout(signal, STOP_GRACE_MS, 'SIGTERM'), setTimeout(signal, 2 * STOP_GRACE_MS, 'SIGKILL')];
       await client?.close();
-      clearTimeout(stop);
+      for (const t of timers) clearTimeout(t);
     },
   };
 }
