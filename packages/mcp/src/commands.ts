@@ -77,7 +77,9 @@ async function serve(
   stop: () => Promise<void>,
 ): Promise<void> {
   let stopped: Promise<void> | undefined;
-  const end = () => void (stopped ??= stop().finally(() => process.exit(0)));
+  const end = () => {
+    stopped ??= stop().finally(() => process.exit(0));
+  };
   // SIGTERM (a supervisor's, or the host's while we stop) does not cut the stop short, which would leave an upstream
   // running; a second signal ends us at once.
   for (const signal of ['SIGTERM', 'SIGINT'] as const) process.once(signal, end);

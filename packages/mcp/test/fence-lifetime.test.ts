@@ -4,8 +4,7 @@
  * timers of its own (simulated logging, a long operation), so the end of its stdin does not end it.
  */
 import { join } from 'node:path';
-import type { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
-import { describe, expect, it } from 'vitest';
+import { describe, it } from 'vitest';
 import { everythingServer, expectStopped, tempDir, wrapped, writeFence } from './fence-helpers.js';
 
 const node = process.execPath;
