@@ -76,9 +76,10 @@ async function serve(
   log: (line: string) => void,
   stop: () => Promise<void>,
 ): Promise<void> {
-  let stopped: Promise<void> | undefined;
+  let stopping = false;
   const end = () => {
-    stopped ??= stop().finally(() => process.exit(0));
+    if (!stopping) void stop().finally(() => process.exit(0));
+    stopping = true;
   };
   // SIGTERM (a supervisor's, or the host's while we stop) does not cut the stop short, which would leave an upstream
   // running; a second signal ends us at once.
