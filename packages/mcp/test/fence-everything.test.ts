@@ -14,6 +14,7 @@ import { CreateMessageRequestSchema, ElicitRequestSchema, ResultSchema } from '@
 import { AjvJsonSchemaValidator } from '@modelcontextprotocol/sdk/validation/ajv';
 import { describe, expect, it } from 'vitest';
 import { AS_CLIENT } from '../src/fence/host-sessions.js';
+import { connectUpstream } from '../src/fence/upstream.js';
 import {
   type Answer,
   bin,
@@ -321,25 +322,40 @@ describe('server-everything behind the fence', () => {
   });
 });
 
-/** server-everything in its streamable HTTP mode on `port` (sessions in memory: a restart forgets them). */
+/** server-everything in its streamable HTTP mode on `port` (sessions in memory: a restart forgets them); `log()` is
+ * what it wrote. */
 async function everythingOnPort(port: number) {
   const child = spawn(node, [everythingServer, 'streamableHttp'], {
     env: { PATH: process.env.PATH ?? '', PORT: String(port) },
-    stdio: ['ignore', 'ignore', 'pipe'],
+    stdio: ['ignore', 'pipe', 'pipe'],
   });
   onCleanup(() => child.kill());
   let out = '';
-  child.stderr.on('data', (d) => (out += String(d)));
+  for (const s of [child.stdout, child.stderr]) s.on('data', (d) => (out += String(d)));
   await expect.poll(() => out, { timeout: 10_000 }).toMatch(/listening on port/);
-  return child;
+  return Object.assign(child, { log: () => out });
+}
+
+async function freePort() {
+  const free = createServer().listen(0, '127.0.0.1');
+  await once(free, 'listening');
+  const { port } = free.address() as { port: number };
+  free.close();
+  return port;
 }
 
 describe('server-everything as an upstream over --url (its streamable HTTP mode)', () => {
+  it('the fence that stops ends its session there (DELETE): the server keeps a session until told', async () => {
+    const port = await freePort();
+    const server = await everythingOnPort(port);
+    const upstream = await connectUpstream({ url: `http://127.0.0.1:${port}/mcp` });
+    const session = /Session initialized with ID: (\S+)/.exec(server.log())?.[1];
+    await upstream.close();
+    await expect.poll(server.log).toContain(`Received session termination request for session ${session}`);
+  });
+
   it("two --http hosts' samplings each go to their own host; after it restarts, a fenced call is done, not handed off", async () => {
-    const free = createServer().listen(0, '127.0.0.1');
-    await once(free, 'listening');
-    const { port } = free.address() as { port: number };
-    free.close();
+    const port = await freePort();
     const first = await everythingOnPort(port);
     const fence = { name: 'everything', timeoutMs: 5000, tools: { echo: { kind: 'create', intent: ['message'] } } };
     const http = await servedOverHttp(await fencesOver({ url: `http://127.0.0.1:${port}/mcp` }, fence));

@@ -305,6 +305,10 @@ export async function connectUpstream(
       // ignores SIGTERM would outlive us. It gets less.
       const signal = (s: NodeJS.Signals) => child?.exitCode === null && child.signalCode === null && child.kill(s);
       const timers = [setTimeout(signal, STOP_GRACE_MS, 'SIGTERM'), setTimeout(signal, 2 * STOP_GRACE_MS, 'SIGKILL')];
+      // An HTTP upstream keeps a session until told it has ended (the spec's DELETE); closing aborts one not answered.
+      const http = client?.transport instanceof StreamableHTTPClientTransport ? client.transport : undefined;
+      const bound = sleep(STOP_GRACE_MS, undefined, { ref: false });
+      await Promise.race([http?.terminateSession().catch(() => undefined), bound]);
       await client?.close();
       for (const t of timers) clearTimeout(t);
     },
