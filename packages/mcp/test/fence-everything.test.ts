@@ -10,7 +10,13 @@ import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import { CreateMessageRequestSchema, ElicitRequestSchema, ResultSchema } from '@modelcontextprotocol/sdk/types.js';
+import {
+  CreateMessageRequestSchema,
+  ElicitRequestSchema,
+  ErrorCode,
+  McpError,
+  ResultSchema,
+} from '@modelcontextprotocol/sdk/types.js';
 import { AjvJsonSchemaValidator } from '@modelcontextprotocol/sdk/validation/ajv';
 import { describe, expect, it } from 'vitest';
 import { AS_CLIENT } from '../src/fence/host-sessions.js';
@@ -71,8 +77,17 @@ function collect(client: Client) {
 describe('server-everything behind the fence', () => {
   it('passed-through tools, resources, prompts and completions answer as the server does directly', async () => {
     // directly, a host that declares what the fence declares upstream: the server lists the tools that use them
-    const direct = await connect(node, [everythingServer, 'stdio'], {}, { capabilities: AS_CLIENT });
-    const client = await wrapped(everythingFence(tempDir('retrysafe-everything-')), ['--', node, everythingServer]);
+    // both hosts refuse to sample with an error of their own, which the upstream quotes
+    const declines = {
+      capabilities: AS_CLIENT,
+      answer: (c: Client) =>
+        c.setRequestHandler(CreateMessageRequestSchema, async () => {
+          throw new McpError(ErrorCode.InvalidRequest, 'the user declined');
+        }),
+    };
+    const direct = await connect(node, [everythingServer, 'stdio'], {}, declines);
+    const fence = everythingFence(tempDir('retrysafe-everything-'));
+    const client = await connect(node, [bin, 'wrap', '--config', fence, '--', node, everythingServer], {}, declines);
     const [mine, theirs] = [(await client.listTools()).tools, (await direct.listTools()).tools];
     // nothing dropped, nothing doubled, every schema usable by the client
     expect(mine.map((t) => t.name).sort()).toEqual([...theirs.map((t) => t.name), ...LOOKUPS].sort());
@@ -95,6 +110,7 @@ describe('server-everything behind the fence', () => {
       ['get-sum', { a: 1, b: 2 }],
       ['get-tiny-image', {}],
       ['get-sum', { a: 'one' }],
+      ['trigger-sampling-request', { prompt: 'hi', maxTokens: 5 }],
     ];
     for (const [name, args] of calls)
       expect(untimed(await call(client, name, args))).toEqual(untimed(await call(direct, name, args)));
@@ -110,6 +126,14 @@ describe('server-everything behind the fence', () => {
       argument: { name: 'department', value: 'E' },
     };
     expect(await client.complete(complete)).toEqual(await direct.complete(complete));
+    // the upstream's JSON-RPC errors, as it sends them
+    const failure = (p: Promise<unknown>) => p.then(String, (e: McpError) => ({ ...e, message: e.message }));
+    for (const ask of [
+      (c: Client) => c.readResource({ uri: 'demo://nope' }),
+      (c: Client) => c.getPrompt({ name: 'nope' }),
+      (c: Client) => c.complete({ ...complete, ref: { type: 'ref/prompt', name: 'nope' } }),
+    ])
+      expect(await failure(ask(client))).toEqual(await failure(ask(direct)));
   });
 
   it('fenced tools answer field by field as directly (content, structuredContent, isError, _meta), their stored copy too', async () => {
