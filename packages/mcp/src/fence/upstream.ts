@@ -2,6 +2,7 @@ import type { ChildProcess } from 'node:child_process';
 import { createInterface } from 'node:readline';
 import type { Readable } from 'node:stream';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { isDeepStrictEqual } from 'node:util';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { StreamableHTTPClientTransport, StreamableHTTPError } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
@@ -202,6 +203,7 @@ export async function connectUpstream(
       throw named(e);
     });
     inOrder(transport);
+    const before = tools;
     // A start that fails after connecting closes what it started (a stdio upstream is its child process).
     tools = await listAllTools(c).catch(async (e) => {
       const error = named(e); // before the close, whose own end of the child is not the cause
@@ -212,6 +214,8 @@ export async function connectUpstream(
     instructions = c.getInstructions();
     client = c;
     shared.restore(c);
+    // A restarted upstream may list other tools than it did (kept in memory, or a new version): the hosts list again.
+    if (!isDeepStrictEqual(before, tools)) shared.tell({ method: 'notifications/tools/list_changed' });
   };
   const startWithBackoff = async (): Promise<void> => {
     let last: unknown;
