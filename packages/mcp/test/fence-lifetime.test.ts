@@ -1,10 +1,12 @@
 /**
  * The fence's own end leaves no upstream running, within the time its host gives it (the official SDK client: 2 s after
  * the end of the fence's stdin, SIGTERM; 2 s later, SIGKILL): server-everything that ignores SIGTERM, kept running by
- * timers of its own (simulated logging, a long operation), so the end of its stdin does not end it.
+ * timers of its own (simulated logging, a long operation), so the end of its stdin does not end it. And its restart
+ * after a death is a new session, which the hosts are told to list again.
  */
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { describe, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { everythingServer, expectStopped, tempDir, wrapped, writeFence } from './fence-helpers.js';
 
 const node = process.execPath;
@@ -36,5 +38,16 @@ describe('the fence stops its upstream whatever ends it', () => {
     await client.ping(); // answered after the call was taken in
     await client.close(); // the call gets its grace, the upstream its own after it: past the host's SIGTERM
     await expectStopped(join(dir, 'pid'));
+  });
+
+  it('killed and restarted, a new session: its hosts are told to list its resources and prompts again', async () => {
+    const dir = tempDir('retrysafe-lifetime-');
+    const client = await fencedEverything(dir);
+    const told: string[] = [];
+    client.fallbackNotificationHandler = async (n) => void told.push(n.method);
+    process.kill(Number(readFileSync(join(dir, 'pid'), 'utf8')), 'SIGKILL');
+    await expect
+      .poll(() => told, { timeout: 5000 })
+      .toEqual(expect.arrayContaining(['notifications/resources/list_changed', 'notifications/prompts/list_changed']));
   });
 });

@@ -215,7 +215,11 @@ export async function connectUpstream(
     client = c;
     shared.restore(c);
     // A restarted upstream may list other tools than it did (kept in memory, or a new version): the hosts list again.
+    // It is a new session, whose resources and prompts the fence does not keep: those are listed again too (at the
+    // first start no host hears it).
     if (!isDeepStrictEqual(before, tools)) shared.tell({ method: 'notifications/tools/list_changed' });
+    for (const kind of ['resources', 'prompts'] as const)
+      if (capabilities[kind]?.listChanged) shared.tell({ method: `notifications/${kind}/list_changed` });
   };
   const startWithBackoff = async (): Promise<void> => {
     let last: unknown;
