@@ -47,7 +47,7 @@ describe('the fence stops its upstream whatever ends it', () => {
     client.fallbackNotificationHandler = async (n) => void told.push(n.method);
     process.kill(Number(readFileSync(join(dir, 'pid'), 'utf8')), 'SIGKILL');
     await expect
-      .poll(() => told, { timeout: 5000 })
+      .poll(() => told, { timeout: 20_000 })
       .toEqual(expect.arrayContaining(['notifications/resources/list_changed', 'notifications/prompts/list_changed']));
   });
 });

@@ -233,7 +233,7 @@ describe("a fenced tool whose input schema the upstream changes (tools/list_chan
     expect((await listed()).inputSchema.required).toEqual(['title', 'priority', 'queue']);
     const before = changes();
     await killAndWait(dir);
-    await expect.poll(changes, { timeout: 5000 }).toBeGreaterThan(before);
+    await expect.poll(changes, { timeout: 20_000 }).toBeGreaterThan(before);
     expect((await listed()).inputSchema.required).toEqual(['title', 'priority']);
   });
 
