@@ -148,6 +148,15 @@ function startError(target: UpstreamTarget, transport: Transport) {
  * it has been sent SIGTERM. */
 const STOP_GRACE_MS = 500;
 
+/** Closes `c`. An HTTP upstream keeps a session until told it has ended (the spec's DELETE); the close aborts one not
+ * answered within the grace. */
+async function end(c: Client): Promise<void> {
+  const http = c.transport instanceof StreamableHTTPClientTransport ? c.transport : undefined;
+  const bound = sleep(STOP_GRACE_MS, undefined, { ref: false });
+  await Promise.race([http?.terminateSession().catch(() => undefined), bound]);
+  await c.close();
+}
+
 /** How long the host may take to answer what the upstream asks (a person, a model) before the upstream is answered a
  * timeout error: an upstream that waits for ever must not hold a call, and its claim, for ever. */
 const HOST_ANSWER_MS = 600_000;
@@ -207,7 +216,7 @@ export async function connectUpstream(
     // A start that fails after connecting closes what it started (a stdio upstream is its child process).
     tools = await listAllTools(c).catch(async (e) => {
       const error = named(e); // before the close, whose own end of the child is not the cause
-      await c.close().catch(() => undefined);
+      await end(c).catch(() => undefined);
       throw error;
     });
     capabilities = c.getServerCapabilities() ?? {};
@@ -313,11 +322,7 @@ export async function connectUpstream(
       // ignores SIGTERM would outlive us. It gets less.
       const signal = (s: NodeJS.Signals) => child?.exitCode === null && child.signalCode === null && child.kill(s);
       const timers = [setTimeout(signal, STOP_GRACE_MS, 'SIGTERM'), setTimeout(signal, 2 * STOP_GRACE_MS, 'SIGKILL')];
-      // An HTTP upstream keeps a session until told it has ended (the spec's DELETE); closing aborts one not answered.
-      const http = client?.transport instanceof StreamableHTTPClientTransport ? client.transport : undefined;
-      const bound = sleep(STOP_GRACE_MS, undefined, { ref: false });
-      await Promise.race([http?.terminateSession().catch(() => undefined), bound]);
-      await client?.close();
+      if (client) await end(client);
       for (const t of timers) clearTimeout(t);
     },
   };
