@@ -60,7 +60,8 @@ function checkAtStart(adapters: readonly AdapterV1[], policy: PolicyOverrides | 
 }
 
 /** How long a stdio server whose host closed its stdin waits for the calls under way: less than the 2 s the official
- * SDK's host waits before it sends SIGTERM. */
+ * SDK's host waits before it sends SIGTERM, and with the upstream's stop after it, less than the 2 s more before its
+ * SIGKILL. */
 const SHUTDOWN_GRACE_MS = 1500;
 
 /** A stdio server's end: the tool calls under way end and are answered (within the grace; one still running then
@@ -83,11 +84,19 @@ async function serve(
   log: (line: string) => void,
   stop: () => Promise<void>,
 ): Promise<void> {
+  let stopping = false;
+  const end = () => {
+    if (!stopping) void stop().finally(() => process.exit(0));
+    stopping = true;
+  };
+  // SIGTERM (a supervisor's, or the host's while we stop) does not cut the stop short, which would leave an upstream
+  // running; a second signal ends us at once.
+  for (const signal of ['SIGTERM', 'SIGINT'] as const) process.once(signal, end);
   if (!o.http) {
     // MCP's stdio shutdown: the host closes our stdin and waits for us to exit. Nothing else ends this process (an
     // upstream child, a ledger's connections keep it alive), and a host that started us through npx cannot signal
     // us: we would run on, holding the ledger. No call can come after the end of stdin.
-    process.stdin.once('end', () => void stop().finally(() => process.exit(0)));
+    process.stdin.once('end', end);
     return make().connect(new StdioServerTransport());
   }
   const configured = process.env.RETRYSAFE_MCP_TOKEN;

@@ -10,10 +10,17 @@ import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import { CreateMessageRequestSchema, ElicitRequestSchema, ResultSchema } from '@modelcontextprotocol/sdk/types.js';
+import {
+  CreateMessageRequestSchema,
+  ElicitRequestSchema,
+  ErrorCode,
+  McpError,
+  ResultSchema,
+} from '@modelcontextprotocol/sdk/types.js';
 import { AjvJsonSchemaValidator } from '@modelcontextprotocol/sdk/validation/ajv';
 import { describe, expect, it } from 'vitest';
 import { AS_CLIENT } from '../src/fence/host-sessions.js';
+import { connectUpstream } from '../src/fence/upstream.js';
 import {
   type Answer,
   bin,
@@ -70,8 +77,17 @@ function collect(client: Client) {
 describe('server-everything behind the fence', () => {
   it('passed-through tools, resources, prompts and completions answer as the server does directly', async () => {
     // directly, a host that declares what the fence declares upstream: the server lists the tools that use them
-    const direct = await connect(node, [everythingServer, 'stdio'], {}, { capabilities: AS_CLIENT });
-    const client = await wrapped(everythingFence(tempDir('retrysafe-everything-')), ['--', node, everythingServer]);
+    // both hosts refuse to sample with an error of their own, which the upstream quotes
+    const declines = {
+      capabilities: AS_CLIENT,
+      answer: (c: Client) =>
+        c.setRequestHandler(CreateMessageRequestSchema, async () => {
+          throw new McpError(ErrorCode.InvalidRequest, 'the user declined');
+        }),
+    };
+    const direct = await connect(node, [everythingServer, 'stdio'], {}, declines);
+    const fence = everythingFence(tempDir('retrysafe-everything-'));
+    const client = await connect(node, [bin, 'wrap', '--config', fence, '--', node, everythingServer], {}, declines);
     const [mine, theirs] = [(await client.listTools()).tools, (await direct.listTools()).tools];
     // nothing dropped, nothing doubled, every schema usable by the client
     expect(mine.map((t) => t.name).sort()).toEqual([...theirs.map((t) => t.name), ...LOOKUPS].sort());
@@ -94,6 +110,7 @@ describe('server-everything behind the fence', () => {
       ['get-sum', { a: 1, b: 2 }],
       ['get-tiny-image', {}],
       ['get-sum', { a: 'one' }],
+      ['trigger-sampling-request', { prompt: 'hi', maxTokens: 5 }],
     ];
     for (const [name, args] of calls)
       expect(untimed(await call(client, name, args))).toEqual(untimed(await call(direct, name, args)));
@@ -109,6 +126,14 @@ describe('server-everything behind the fence', () => {
       argument: { name: 'department', value: 'E' },
     };
     expect(await client.complete(complete)).toEqual(await direct.complete(complete));
+    // the upstream's JSON-RPC errors, as it sends them
+    const failure = (p: Promise<unknown>) => p.then(String, (e: McpError) => ({ ...e, message: e.message }));
+    for (const ask of [
+      (c: Client) => c.readResource({ uri: 'demo://nope' }),
+      (c: Client) => c.getPrompt({ name: 'nope' }),
+      (c: Client) => c.complete({ ...complete, ref: { type: 'ref/prompt', name: 'nope' } }),
+    ])
+      expect(await failure(ask(client))).toEqual(await failure(ask(direct)));
   });
 
   it('fenced tools answer field by field as directly (content, structuredContent, isError, _meta), their stored copy too', async () => {
@@ -259,8 +284,8 @@ describe('server-everything behind the fence', () => {
     expect(first.content?.[0]).toMatchObject({ type: 'resource', resource: { uri: 'demo://resource/session/b.gz' } });
     const replay = await call(client, 'gzip-file-as-resource', b);
     expect(replay.content).toEqual(first.content);
-    // longer than the fence's timeoutMs: unknown, handed to a person, not sent again on the re-issue
-    const slow = { duration: 1.5, steps: 3 };
+    // longer than the fence's timeoutMs without progress: unknown, handed to a person, not sent again on the re-issue
+    const slow = { duration: 1.5, steps: 1 };
     const late = await call(client, 'trigger-long-running-operation', slow);
     expect(late._meta?.retrysafe?.status).toBe('needs-human');
     const started = Date.now();
@@ -321,25 +346,40 @@ describe('server-everything behind the fence', () => {
   });
 });
 
-/** server-everything in its streamable HTTP mode on `port` (sessions in memory: a restart forgets them). */
+/** server-everything in its streamable HTTP mode on `port` (sessions in memory: a restart forgets them); `log()` is
+ * what it wrote. */
 async function everythingOnPort(port: number) {
   const child = spawn(node, [everythingServer, 'streamableHttp'], {
     env: { PATH: process.env.PATH ?? '', PORT: String(port) },
-    stdio: ['ignore', 'ignore', 'pipe'],
+    stdio: ['ignore', 'pipe', 'pipe'],
   });
   onCleanup(() => child.kill());
   let out = '';
-  child.stderr.on('data', (d) => (out += String(d)));
+  for (const s of [child.stdout, child.stderr]) s.on('data', (d) => (out += String(d)));
   await expect.poll(() => out, { timeout: 10_000 }).toMatch(/listening on port/);
-  return child;
+  return Object.assign(child, { log: () => out });
+}
+
+async function freePort() {
+  const free = createServer().listen(0, '127.0.0.1');
+  await once(free, 'listening');
+  const { port } = free.address() as { port: number };
+  free.close();
+  return port;
 }
 
 describe('server-everything as an upstream over --url (its streamable HTTP mode)', () => {
+  it('the fence that stops ends its session there (DELETE): the server keeps a session until told', async () => {
+    const port = await freePort();
+    const server = await everythingOnPort(port);
+    const upstream = await connectUpstream({ url: `http://127.0.0.1:${port}/mcp` });
+    const session = /Session initialized with ID: (\S+)/.exec(server.log())?.[1];
+    await upstream.close();
+    await expect.poll(server.log).toContain(`Received session termination request for session ${session}`);
+  });
+
   it("two --http hosts' samplings each go to their own host; after it restarts, a fenced call is done, not handed off", async () => {
-    const free = createServer().listen(0, '127.0.0.1');
-    await once(free, 'listening');
-    const { port } = free.address() as { port: number };
-    free.close();
+    const port = await freePort();
     const first = await everythingOnPort(port);
     const fence = { name: 'everything', timeoutMs: 5000, tools: { echo: { kind: 'create', intent: ['message'] } } };
     const http = await servedOverHttp(await fencesOver({ url: `http://127.0.0.1:${port}/mcp` }, fence));

@@ -50,6 +50,25 @@ describe('progress through the fence', () => {
     expect(heard[1]!.length).toBeGreaterThanOrEqual(3);
   }, 20_000);
 
+  it('an identical fenced call that asked for progress, in flight after one that did not: it hears the run', async () => {
+    const { client } = await hostOfFence(
+      { command: node, args: [everythingServer, 'stdio'] },
+      {
+        name: 'everything',
+        timeoutMs: 5000,
+        tools: { 'trigger-long-running-operation': { kind: 'create', intent: ['duration', 'steps'] } },
+      },
+    );
+    const heard: number[] = [];
+    const params = { name: 'trigger-long-running-operation', arguments: { duration: 0.6, steps: 3 } };
+    const answers = (await Promise.all([
+      client.callTool(params, undefined, { timeout: 20_000 }),
+      client.callTool(params, undefined, { timeout: 20_000, onprogress: (p) => heard.push(p.progress) }),
+    ])) as Answer[];
+    expect(answers.map((a) => a._meta?.retrysafe?.status)).toEqual(['done', 'done']);
+    expect(heard.length).toBeGreaterThanOrEqual(2);
+  });
+
   it('a tool the upstream runs only as a task: its progress after the call has ended does not reach the host', async () => {
     const { client } = await hostOfFence(
       { command: node, args: [lateProgressServer] },

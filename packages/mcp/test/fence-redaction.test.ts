@@ -114,12 +114,14 @@ describe("an HTTP upstream's 429 body that quotes a credential, cut where the fe
 
 describe("a fenced tool's error text that repeats the host request's _meta the fence passed on", () => {
   it('keeps the text but not the values the host sent in _meta: answer and receipts', async () => {
-    const meta = { 'example.com/user': 'u-48f1c2', session: { id: 'sess-9d03aa71' } };
+    // Its numbers and flags (a priority, a debug switch) stay readable, as the arguments' do: blanked, each spelling
+    // of the number would go from the text wherever it stood, inside other numbers too.
+    const meta = { 'example.com/user': 'u-48f1c2', session: { id: 'sess-9d03aa71' }, priority: 500, debug: true };
     const make = () => {
       const server = new McpServer({ name: 'orders', version: '1.0.0' });
       server.registerTool('create_order', { inputSchema: { ref: z.string() } }, async (_args, extra) => ({
         isError: true,
-        content: [{ type: 'text', text: `quota exceeded: ${JSON.stringify(extra._meta)}` }],
+        content: [{ type: 'text', text: `quota exceeded (1500 per hour; true): ${JSON.stringify(extra._meta)}` }],
       }));
       return server;
     };
@@ -129,7 +131,7 @@ describe("a fenced tool's error text that repeats the host request's _meta the f
     );
     const answer = await client.callTool({ name: 'create_order', arguments: { ref: 'PO-1' }, _meta: meta });
     const all = [JSON.stringify(answer), await exportReceiptsJsonl(ledger)].join('\n');
-    expect(all).toContain('quota exceeded');
+    expect(all).toContain('quota exceeded (1500 per hour; true)');
     expect(all).not.toContain('u-48f1c2');
     expect(all).not.toContain('sess-9d03aa71');
   });

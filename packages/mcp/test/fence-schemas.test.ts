@@ -16,17 +16,22 @@ import type { Upstream } from '../src/fence/upstream.js';
 import { createFenceAdapter, FenceConfigError, parseFenceConfig } from '../src/index.js';
 import { type Answer, clientOf, fenceOver } from './fence-helpers.js';
 
-/** An upstream listing `tools`, whose every call is recorded and answered with its arguments (also as structured content). */
+/** An upstream listing `tools`, whose every call is recorded and answered with its arguments (also as structured
+ * content). A call's progressToken is recorded apart (`tokens`): the fence asks for the progress of each fenced call. */
 async function upstreamOf(tools: Tool[]) {
   const calls: { name: string; arguments?: Record<string, unknown>; _meta?: Record<string, unknown> }[] = [];
+  const tokens: unknown[] = [];
   const server = new Server({ name: 'odd', version: '1.0.0' }, { capabilities: { tools: {} } });
   server.setRequestHandler(ListToolsRequestSchema, async () => ({ tools }));
   server.setRequestHandler(CallToolRequestSchema, async (req) => {
-    calls.push(req.params);
+    const { progressToken, ...meta } = req.params._meta ?? {};
+    tokens.push(progressToken);
+    const { _meta, ...params } = req.params;
+    calls.push(Object.keys(meta).length > 0 ? { ...params, _meta: meta } : params);
     const args = req.params.arguments ?? {};
     return { content: [{ type: 'text', text: JSON.stringify(args) }], structuredContent: args };
   });
-  return { upstream: await linked(server, tools), calls };
+  return { upstream: await linked(server, tools), calls, tokens };
 }
 
 /** The fence's upstream: a client of `server`, in process. */
@@ -46,12 +51,12 @@ async function linked(server: Pick<Server, 'connect'>, tools: Tool[]) {
 /** The host's client to a fence over `tools` (of `given`, else an upstream that answers its arguments) with `fenced`
  * as the fence file's tools. */
 async function host(tools: Tool[], fenced: Record<string, unknown>, given?: Upstream) {
-  const { upstream, calls } = given ? { upstream: given, calls: [] } : await upstreamOf(tools);
+  const { upstream, calls, tokens } = given ? { upstream: given, calls: [], tokens: [] } : await upstreamOf(tools);
   const config = parseFenceConfig({ name: 'odd', ledger: './unused.db', tools: fenced });
   const client = await clientOf(fenceOver(config, upstream));
   const call = (name: string, args: Record<string, unknown>) =>
     client.callTool({ name, arguments: args }) as Promise<Answer>;
-  return { client, call, calls };
+  return { client, call, calls, tokens };
 }
 
 describe("the fence's key argument", () => {
@@ -385,11 +390,13 @@ describe("the upstream answer's _meta (MCP Apps: a result names the UI it is sho
 describe("the host request's _meta (a host's locale or user, a trace context)", () => {
   it("reaches the upstream with a fenced call, as with a passed-through one; the fence's own keys do not", async () => {
     const tools: Tool[] = ['create', 'list'].map((name) => ({ name, inputSchema: { type: 'object' } }));
-    const { client, calls } = await host(tools, { create: { kind: 'create', intent: ['title'] } });
+    const { client, calls, tokens } = await host(tools, { create: { kind: 'create', intent: ['title'] } });
     const _meta = { 'openai/locale': 'de-DE', traceparent: '00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01' };
     for (const name of ['create', 'list'])
       await client.callTool({ name, arguments: { title: 'Q3' }, _meta: { ..._meta, 'retrysafe/waitMs': 1000 } });
     expect(calls.map((c) => c._meta)).toEqual([_meta, { ..._meta, 'retrysafe/waitMs': 1000 }]);
+    // The fenced call asks for the upstream's progress though the host did not: another host may join its run asking.
+    expect(tokens).toEqual([expect.anything(), undefined]);
   });
 });
 

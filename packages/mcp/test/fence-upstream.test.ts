@@ -208,7 +208,9 @@ describe("a fenced tool whose input schema the upstream changes (tools/list_chan
   async function tickets() {
     const dir = tempDir('retrysafe-schema-change-');
     const fence = writeFence(dir, { name: 'tickets', tools: { create_ticket: { kind: 'create', intent: ['title'] } } });
-    const client = await wrapped(fence, ['--', process.execPath, ticketsServer]);
+    // through a shell that writes its pid (killAndWait reads it)
+    const upstream = ['sh', '-c', 'echo $$ > "$0"; exec "$1" "$2"', join(dir, 'pid'), process.execPath, ticketsServer];
+    const client = await wrapped(fence, ['--', ...upstream]);
     let changes = 0;
     client.setNotificationHandler(ToolListChangedNotificationSchema, () => void changes++);
     /** Asks the upstream for its next schema; resolves once the host is told the list changed. */
@@ -221,9 +223,19 @@ describe("a fenced tool whose input schema the upstream changes (tools/list_chan
     const created = async () =>
       ((await call(client, 'list_tickets', {})).structuredContent as { tickets: unknown[] }).tickets.length;
     const listed = async () => (await client.listTools()).tools.find((t) => t.name === 'create_ticket')!;
-    return { client, nextSchema, created, listed };
+    return { client, nextSchema, created, listed, dir, changes: () => changes };
   }
   const status = (a: Answer) => a._meta?.retrysafe?.status;
+
+  it('restarted, it lists its first schema again: the host is told the list changed', async () => {
+    const { nextSchema, listed, dir, changes } = await tickets();
+    await nextSchema();
+    expect((await listed()).inputSchema.required).toEqual(['title', 'priority', 'queue']);
+    const before = changes();
+    await killAndWait(dir);
+    await expect.poll(changes, { timeout: 20_000 }).toBeGreaterThan(before);
+    expect((await listed()).inputSchema.required).toEqual(['title', 'priority']);
+  });
 
   it('the arguments are checked against the schema it lists now: a call the new one takes is sent, one it refuses is not', async () => {
     const { client, nextSchema, created, listed } = await tickets();

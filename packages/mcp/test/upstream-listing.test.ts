@@ -137,11 +137,16 @@ describe("the upstream's tool list", () => {
 
 /** A streamable HTTP upstream with sessions (as most are) whose create tool counts its calls; `endSessions()` forgets
  * every session, as a restarted server does, and a request of a forgotten session gets `forgotten` (the spec's 404). */
-async function sessionUpstream(forgotten: { status: number; message: string } = FORGOTTEN[0]) {
+async function sessionUpstream(
+  forgotten: { status: number; message: string } = FORGOTTEN[0],
+  listing = async (): Promise<ListToolsResult> => ({ tools: [tool('create')] }),
+) {
   const sessions = new Map<string, StreamableHTTPServerTransport>();
   const created: string[] = [];
+  const deleted: string[] = [];
   const http = createServer(async (req, res) => {
     const id = req.headers['mcp-session-id'];
+    if (req.method === 'DELETE') deleted.push(String(id));
     let transport = typeof id === 'string' ? sessions.get(id) : undefined;
     if (typeof id === 'string' && !transport) {
       const error = { code: -32001, message: forgotten.message };
@@ -157,7 +162,7 @@ async function sessionUpstream(forgotten: { status: number; message: string } = 
         onsessioninitialized: (sid) => void sessions.set(sid, t),
       });
       const server = new Server({ name: 'sessions', version: '1.0.0' }, { capabilities: { tools: {} } });
-      server.setRequestHandler(ListToolsRequestSchema, async () => ({ tools: [tool('create')] }));
+      server.setRequestHandler(ListToolsRequestSchema, listing);
       server.setRequestHandler(CallToolRequestSchema, async (r) => {
         created.push(String(r.params.arguments?.ref));
         return { content: [{ type: 'text', text: 'created' }] };
@@ -170,7 +175,7 @@ async function sessionUpstream(forgotten: { status: number; message: string } = 
   await new Promise<void>((resolve) => http.listen(0, '127.0.0.1', resolve));
   onCleanup(() => new Promise((resolve) => http.close(resolve)));
   const url = `http://127.0.0.1:${(http.address() as AddressInfo).port}/mcp`;
-  return { url, created, endSessions: () => sessions.clear() };
+  return { url, created, deleted, sessions, endSessions: () => sessions.clear() };
 }
 
 /** What a request of a forgotten session is answered: the spec's 404, and the 400 of the official servers written on
@@ -179,6 +184,17 @@ const FORGOTTEN = [
   { status: 404, message: 'Session not found' },
   { status: 400, message: 'Bad Request: No valid session ID provided' },
 ] as const;
+
+describe('an HTTP upstream whose tool list fails at start', () => {
+  it('the session the start opened there is ended (DELETE), not left to it', async () => {
+    const up = await sessionUpstream(FORGOTTEN[0], async () => {
+      throw new Error('the listing is broken');
+    });
+    await expect(connectUpstream({ url: up.url })).rejects.toThrow(/the listing is broken/);
+    expect(up.deleted).toEqual([...up.sessions.keys()]);
+    expect(up.deleted).toHaveLength(1);
+  });
+});
 
 describe('an HTTP upstream that ended its session (restarted)', () => {
   it.each(FORGOTTEN)(

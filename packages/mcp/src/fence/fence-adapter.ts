@@ -257,8 +257,8 @@ function classifyToolError(error: unknown): Outcome {
   return unknownOutcome(t.cause, message, t.code);
 }
 
-/** Where the fence server puts, for the upstream calls that run a host's call, the progress relay of a call that asked
- * for progress; the adapter puts there the upstream's URL elicitation error, which goes to the host as sent. */
+/** Where the fence server puts, for the upstream calls that run a host's call, the relay of their progress to the hosts
+ * that asked for it; the adapter puts there the upstream's URL elicitation error, which goes to the host as sent. */
 export const fencedCall = new AsyncLocalStorage<{
   onprogress?: (p: Progress) => void;
   urlRequired?: unknown;
@@ -374,7 +374,8 @@ export type Fence = ReturnType<typeof followUpstream>;
 /** The fenced tools' `operations` as one adapter, whose calls go to `client`. */
 function adapterOf(config: FenceConfig, client: UpstreamClient, operations: Record<string, FencedOperation>) {
   const send = (name: string, args: unknown, signal: AbortSignal) => {
-    // The host asked for progress: the upstream's goes to it and, as for the host, restarts the timeout.
+    // The upstream's progress goes to the hosts that asked for it and, as a host's timeout does, restarts the timeout
+    // (whether a host asked or not: the outcome must not depend on it).
     const { onprogress, meta } = fencedCall.getStore() ?? {};
     const params = { name, arguments: args as Record<string, unknown>, ...(meta ? { _meta: meta } : {}) };
     return client.callTool(params, undefined, {

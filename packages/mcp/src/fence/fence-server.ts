@@ -15,7 +15,7 @@ import type { AgentToolDefinition, AgentToolResult } from '@retrysafe/core/agent
 import { ANSWER_PROPERTIES, type Extra, reply, type ServingOptions, serveTools } from '../server.js';
 import { answerValue, type Fence, fencedCall, type ToolAnswer, toolResult, withPath } from './fence-adapter.js';
 import { hideProperty, isResource, mapRefs } from './fence-schema.js';
-import { type Host, hostCall } from './host-sessions.js';
+import { asSent, type Host, hostCall } from './host-sessions.js';
 import { type Upstream, UpstreamUnavailableError } from './upstream.js';
 import { taskOnly } from './upstream-task.js';
 
@@ -94,7 +94,7 @@ function hostMeta(meta: Record<string, unknown> | undefined) {
 const unavailable = (e: unknown): never => {
   throw e instanceof UpstreamUnavailableError
     ? new McpError(ErrorCode.InternalError, `${e.message}; nothing was sent: call again later`)
-    : e;
+    : asSent(e);
 };
 
 // The fence: fenced tools run through the runner with their cards, every other tool and request passes through as the
@@ -155,16 +155,16 @@ export function createFenceServer(options: ServingOptions & { fence: Fence; upst
       const token = _meta?.progressToken;
       // A host that asks for progress gets the upstream's for the calls that run this one, as for a pass-through call;
       // so does the host of an identical call in flight that asked too, which shares this run (its hearers join these).
+      // The run asks for it whoever asked, since such a host may join later.
       const hearers = new Set(token === undefined ? [] : [relay(extra, token)]);
       const hear = (p: Progress) => {
         for (const h of hearers) h(p);
       };
-      const call: Parameters<typeof fencedCall.run>[0] = token === undefined ? {} : { onprogress: hear };
-      call.meta = hostMeta(_meta);
+      const call: Parameters<typeof fencedCall.run>[0] = { onprogress: hear, meta: hostMeta(_meta) };
       // Refused until the user opens a URL: the host gets the upstream's error as a pass-through call does, and calls
       // again once the user has been there; so does the host of an identical call in flight, which shares this run.
       const urlRequired = (r: AgentToolResult) => {
-        if (call.urlRequired !== undefined && r.status === 'needs-human') throw call.urlRequired;
+        if (call.urlRequired !== undefined && r.status === 'needs-human') throw asSent(call.urlRequired);
         return r;
       };
       const result = await fencedCall.run(call, () => run(definition, params, _meta, urlRequired, hearers));

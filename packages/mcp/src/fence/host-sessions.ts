@@ -79,6 +79,15 @@ function refusal(method: string, params: Request['params'], candidates: Readonly
   return undefined;
 }
 
+/** A JSON-RPC error relayed as its sender sent it: the SDK's client puts `MCP error <code>: ` before the message it
+ * got, and the SDK's server sends a thrown error's message on, so each hop through the fence added one. */
+export function asSent(e: unknown): unknown {
+  if (!(e instanceof McpError)) return e;
+  const prefix = `MCP error ${e.code}: `;
+  const message = e.message.startsWith(prefix) ? e.message.slice(prefix.length) : e.message;
+  return Object.assign(new Error(message), { code: e.code, data: e.data });
+}
+
 /** The SDK's timeout of a request upstream, which `pausableTimeout` bounds instead. Node's longest timer. */
 const NO_TIMEOUT = 2 ** 31 - 1;
 
@@ -188,6 +197,8 @@ export function hostSessions(
       for (const b of waiting) b.timeout.hold();
       try {
         return await (calls.at(-1)?.call ?? host).ask({ method, params: asked }, { signal, timeout: hostAnswerMs });
+      } catch (e) {
+        throw asSent(e);
       } finally {
         for (const b of waiting) b.timeout.release();
       }

@@ -2,6 +2,7 @@ import type { ChildProcess } from 'node:child_process';
 import { createInterface } from 'node:readline';
 import type { Readable } from 'node:stream';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { isDeepStrictEqual } from 'node:util';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { StreamableHTTPClientTransport, StreamableHTTPError } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
@@ -153,8 +154,18 @@ function startError(target: UpstreamTarget, transport: Transport) {
   };
 }
 
-/** How long a stdio upstream may take to end once its stdin has (the fence is stopping: no call can come). */
+/** How long a stdio upstream may take to end once its stdin has (the fence is stopping: no call can come), and once
+ * it has been sent SIGTERM. */
 const STOP_GRACE_MS = 500;
+
+/** Closes `c`. An HTTP upstream keeps a session until told it has ended (the spec's DELETE); the close aborts one not
+ * answered within the grace. */
+async function end(c: Client): Promise<void> {
+  const http = c.transport instanceof StreamableHTTPClientTransport ? c.transport : undefined;
+  const bound = sleep(STOP_GRACE_MS, undefined, { ref: false });
+  await Promise.race([http?.terminateSession().catch(() => undefined), bound]);
+  await c.close();
+}
 
 /** How long the host may take to answer what the upstream asks (a person, a model) before the upstream is answered a
  * timeout error: an upstream that waits for ever must not hold a call, and its claim, for ever. */
@@ -211,16 +222,23 @@ export async function connectUpstream(
       throw named(e);
     });
     inOrder(transport);
+    const before = tools;
     // A start that fails after connecting closes what it started (a stdio upstream is its child process).
     tools = await listAllTools(c).catch(async (e) => {
       const error = named(e); // before the close, whose own end of the child is not the cause
-      await c.close().catch(() => undefined);
+      await end(c).catch(() => undefined);
       throw error;
     });
     capabilities = c.getServerCapabilities() ?? {};
     instructions = c.getInstructions();
     client = c;
     shared.restore(c);
+    // A restarted upstream may list other tools than it did (kept in memory, or a new version): the hosts list again.
+    // It is a new session, whose resources and prompts the fence does not keep: those are listed again too (at the
+    // first start no host hears it).
+    if (!isDeepStrictEqual(before, tools)) shared.tell({ method: 'notifications/tools/list_changed' });
+    for (const kind of ['resources', 'prompts'] as const)
+      if (capabilities[kind]?.listChanged) shared.tell({ method: `notifications/${kind}/list_changed` });
   };
   const startWithBackoff = async (): Promise<void> => {
     let last: unknown;
@@ -309,11 +327,13 @@ export async function connectUpstream(
     async close() {
       closing = true;
       const child = (client?.transport as { _process?: ChildProcess } | undefined)?._process;
-      // The SDK ends a stdio upstream's stdin and waits 2 s before SIGTERM; a host closing us waits the same 2 s before
-      // SIGTERM to us, and an upstream with timers of its own (server-everything) would outlive us. It gets less.
-      const stop = setTimeout(() => child?.exitCode === null && child.kill('SIGTERM'), STOP_GRACE_MS);
-      await client?.close();
-      clearTimeout(stop);
+      // The SDK ends a stdio upstream's stdin, and waits 2 s before SIGTERM and 2 s more before SIGKILL: longer than a
+      // host closing us waits before its own signals, and an upstream with timers of its own (server-everything) that
+      // ignores SIGTERM would outlive us. It gets less.
+      const signal = (s: NodeJS.Signals) => child?.exitCode === null && child.signalCode === null && child.kill(s);
+      const timers = [setTimeout(signal, STOP_GRACE_MS, 'SIGTERM'), setTimeout(signal, 2 * STOP_GRACE_MS, 'SIGKILL')];
+      if (client) await end(client);
+      for (const t of timers) clearTimeout(t);
     },
   };
 }
