@@ -9,6 +9,9 @@ import { type Context, EXIT, type OptionConfig, type Options, type Parsed } from
 import { scrubbed, UsageError } from '../../errors.js';
 import { pick } from '../../output.js';
 
+/** SQLite's primary result code for a lock another connection holds (an extended code keeps it in its low byte). */
+const SQLITE_BUSY = 5;
+
 /** Every state, the open ones first. */
 const STATES: readonly OperationState[] = [...RECOVERABLE_STATES, ...TERMINAL_STATES];
 
@@ -84,6 +87,8 @@ async function openTarget(
   try {
     return openSqlite(path, options.writes !== true);
   } catch (e) {
+    // Held locked by another process: the path is right and the ledger busy (exit 1).
+    if (((((e as Error).cause as { errcode?: number } | undefined)?.errcode ?? 0) & 0xff) === SQLITE_BUSY) throw e;
     // A folder, a file that is not SQLite, a file that cannot be opened: the path given is wrong (exit 2).
     throw new UsageError(
       `${path}: cannot open it as a SQLite ledger (${(e as Error).message.replace(/^cannot open SQLite ledger at [^:]*: /, '')})`,
