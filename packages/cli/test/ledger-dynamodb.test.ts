@@ -1,7 +1,9 @@
 // `retrysafe ledger` on a DynamoDB ledger named in a config file ({ ledger: { dynamodb: { table, region,
 // endpoint } } }), against dynalite on a loopback port; the credentials come from the environment only.
-import { writeFileSync } from 'node:fs';
+
+import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { ListTablesCommand } from '@aws-sdk/client-dynamodb';
 import { createRunner } from '@retrysafe/core';
 import { createDynamoDbLedger } from '@retrysafe/ledger-dynamodb';
 import { createSandboxAdapter, createSandboxProvider, REPLAYING_BEHAVIOUR } from '@retrysafe/sandbox';
@@ -42,4 +44,22 @@ it('ledger ls lists the operations of a DynamoDB ledger named in the config', as
   expect(rows.every((x) => x.state === 'succeeded')).toBe(true);
   const open = await cli(['ledger', 'ls', '--config', config, '--state', 'handed-off', '--json'], { cwd: dir, env });
   expect(JSON.parse(open.stdout)).toEqual([]);
+});
+
+it('a config naming a table that does not exist is exit 2, saying so, and no table is created', async () => {
+  const other = join(dir, 'other.json');
+  const raw = JSON.parse(readFileSync(config, 'utf8'));
+  writeFileSync(
+    other,
+    JSON.stringify({ ...raw, ledger: { dynamodb: { ...raw.ledger.dynamodb, table: 'no-such-table' } } }),
+  );
+  for (const args of [
+    ['ledger', 'ls'],
+    ['ledger', 'resolve', 'op-1', '--abandon'],
+  ]) {
+    const r = await cli([...args, '--config', other], { cwd: dir, env });
+    expect(r.stderr).toMatch(/table no-such-table does not exist/);
+    expect(r.code).toBe(2);
+  }
+  expect((await dynamo!.client.send(new ListTablesCommand({}))).TableNames).toEqual(['retrysafe-cli']);
 });

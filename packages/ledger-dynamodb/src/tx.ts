@@ -50,13 +50,15 @@ export function createTable(client: DynamoDBClient, table: string) {
     if (closed) throw new LedgerError(`DynamoDB ledger ${what} on table ${table}: the ledger is closed`);
   };
   /** retrysafe's own errors pass through; any other failure becomes a LedgerError naming the request. */
-  const failed = (what: string, err: unknown) =>
-    RetrysafeError.isInstance(err)
-      ? err
-      : new LedgerError(
-          `DynamoDB ledger ${what} on table ${table} failed: ${(err as Error)?.name}: ${(err as Error)?.message}`,
-          { cause: err },
-        );
+  const failed = (what: string, err: unknown) => {
+    if (RetrysafeError.isInstance(err)) return err;
+    // DynamoDB says only "Requested resource not found"; the ledger never creates its table.
+    const missing = (err as Error)?.name === 'ResourceNotFoundException';
+    const why = missing
+      ? `table ${table} does not exist where the client points (its region, account or endpoint): create it with ensureTable(client, '${table}')`
+      : `${(err as Error)?.name}: ${(err as Error)?.message}`;
+    return new LedgerError(`DynamoDB ledger ${what} on table ${table} failed: ${why}`, { cause: err });
+  };
   async function send<T>(what: string, run: () => Promise<T>): Promise<T> {
     refuseClosed(what);
     try {
