@@ -1,7 +1,13 @@
-import { asBusinessOperationId, type Ledger, LedgerError, type OperationState } from '@retrysafe/contract';
+import {
+  asBusinessOperationId,
+  InvalidStateError,
+  type Ledger,
+  LedgerError,
+  type OperationState,
+} from '@retrysafe/contract';
 import { type ChainCheck, encryptParams, type parseReceiptKeys, verifyOperation } from '@retrysafe/core';
 import { keysFromEnv as coreKeysFromEnv } from '@retrysafe/core/internal';
-import { orInputError, UsageError } from '../../errors.js';
+import { orInputError } from '../../errors.js';
 import { unreadableRows } from './target.js';
 
 /** `id:secret[,oldId:oldSecret…]`: the first key seals new receipts, every key verifies. */
@@ -65,7 +71,8 @@ export async function verifyChains(
       continue;
     }
     const [check, record, receipts] = read;
-    if (!check || !record) throw new UsageError(`no operation ${id} in the ledger`);
+    // As show and resolve answer it: the id is well formed, the ledger holds no such operation (exit 1).
+    if (!check || !record) throw new InvalidStateError(id, 'absent', 'no such operation in the ledger');
     out.push(rowOf(id, record.state, receipts.length, check));
   }
   return out;
