@@ -3,7 +3,7 @@
 
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { ListTablesCommand } from '@aws-sdk/client-dynamodb';
+import { CreateTableCommand, ListTablesCommand } from '@aws-sdk/client-dynamodb';
 import { createRunner } from '@retrysafe/core';
 import { createDynamoDbLedger } from '@retrysafe/ledger-dynamodb';
 import { createSandboxAdapter, createSandboxProvider, REPLAYING_BEHAVIOUR } from '@retrysafe/sandbox';
@@ -46,20 +46,26 @@ it('ledger ls lists the operations of a DynamoDB ledger named in the config', as
   expect(JSON.parse(open.stdout)).toEqual([]);
 });
 
-it('a config naming a table that does not exist is exit 2, saying so, and no table is created', async () => {
-  const other = join(dir, 'other.json');
-  const raw = JSON.parse(readFileSync(config, 'utf8'));
-  writeFileSync(
-    other,
-    JSON.stringify({ ...raw, ledger: { dynamodb: { ...raw.ledger.dynamodb, table: 'no-such-table' } } }),
+it('a config naming a table that does not exist, or one keyed otherwise, is exit 2, saying so; no table is created', async () => {
+  await dynamo!.client.send(
+    new CreateTableCommand({
+      TableName: 'other-keys',
+      BillingMode: 'PAY_PER_REQUEST',
+      AttributeDefinitions: [{ AttributeName: 'pk', AttributeType: 'S' }],
+      KeySchema: [{ AttributeName: 'pk', KeyType: 'HASH' }],
+    }),
   );
-  for (const args of [
-    ['ledger', 'ls'],
-    ['ledger', 'resolve', 'op-1', '--abandon'],
-  ]) {
+  const raw = JSON.parse(readFileSync(config, 'utf8'));
+  for (const [table, said, args] of [
+    ['no-such-table', /table no-such-table does not exist/, ['ledger', 'resolve', 'op-1', '--abandon']],
+    ['other-keys', /table other-keys is not keyed as the ledger needs/, ['ledger', 'handoffs']],
+  ] as const) {
+    const other = join(dir, `${table}.json`);
+    writeFileSync(other, JSON.stringify({ ...raw, ledger: { dynamodb: { ...raw.ledger.dynamodb, table } } }));
     const r = await cli([...args, '--config', other], { cwd: dir, env });
-    expect(r.stderr).toMatch(/table no-such-table does not exist/);
+    expect(r.stderr).toMatch(said);
     expect(r.code).toBe(2);
   }
-  expect((await dynamo!.client.send(new ListTablesCommand({}))).TableNames).toEqual(['retrysafe-cli']);
+  const tables = (await dynamo!.client.send(new ListTablesCommand({}))).TableNames;
+  expect(tables?.sort()).toEqual(['other-keys', 'retrysafe-cli']);
 });

@@ -796,6 +796,32 @@ describe('the DynamoDB ledger', () => {
     client.destroy();
   });
 
+  it('a table made elsewhere with other keys, or without the index of open operations: a LedgerError saying how to make it', async () => {
+    const client = db.client();
+    const make = (TableName: string, key: string) =>
+      client.send(
+        new CreateTableCommand({
+          TableName,
+          BillingMode: 'PAY_PER_REQUEST',
+          AttributeDefinitions: [{ AttributeName: key, AttributeType: 'S' }],
+          KeySchema: [{ AttributeName: key, KeyType: 'HASH' }],
+        }),
+      );
+    await make('other-keys', 'pk');
+    await make('no-index', 'id');
+    const keyed = createDynamoDbLedger({ table: 'other-keys', client });
+    const unindexed = createDynamoDbLedger({ table: 'no-index', client });
+    const calls = [
+      () => keyed.claim(claimOf(newId('keys'))),
+      () => keyed.get(newId('keys')),
+      () => unindexed.recoverCandidates(T0),
+      () => unindexed.list({ states: ['handed-off'] }),
+    ];
+    for (const call of calls) await expect(call()).rejects.toThrow(/is not keyed as the ledger needs.*tableDefinition/);
+    await Promise.all([keyed.close(), unindexed.close()]);
+    client.destroy();
+  });
+
   it('a closed ledger refuses work with a LedgerError and writes nothing; your client stays open for others', async () => {
     const table = await db.table('closed');
     const client = db.client();

@@ -144,13 +144,14 @@ export function printListing<T>(
 }
 
 /** A ledger file or record the driver cannot read (cut JSON, a corrupt SQLite file) is a typed LedgerError, not a raw stack;
- * a DynamoDB table that does not exist is a usage error. */
+ * a DynamoDB table that does not exist or is not the ledger's is a usage error. */
 function unreadable(err: unknown): unknown {
   const e = err as { name?: unknown; code?: unknown; message?: unknown } | null;
-  // A DynamoDB table that does not exist is the place given that is wrong (exit 2), as a schema holding no ledger is.
+  // A DynamoDB table that does not exist, or is not the ledger's, is the place given that is wrong (exit 2), as a schema
+  // holding no ledger is.
   if (
     LedgerError.isInstance(err) &&
-    (err.cause as { name?: unknown } | undefined)?.name === 'ResourceNotFoundException'
+    /does not exist where the client points|is not keyed as the ledger needs/.test(err.message)
   )
     return new UsageError(err.message);
   const raw =
