@@ -5,10 +5,12 @@ import { DatabaseSync } from 'node:sqlite';
 import { createRunner } from '@retrysafe/core';
 import { createSqliteLedger } from '@retrysafe/ledger-sqlite';
 import { createDrillClock } from '@retrysafe/testkit';
+import { packetOf } from '@retrysafe/testkit/ledger';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { editStored } from '../../ledger-sqlite/test/sqlite-tamper.js';
 import { handoffsText } from '../src/commands/ledger/handoffs/index.js';
 import { type FaultySandbox, startFaultySandbox } from './faulty-sandbox.js';
-import { cli, ledgerWithOneClaim, REPO, startCli, tempDir, writeJson } from './helpers.js';
+import { cli, ledgerWithOneClaim, openRawSqlite, REPO, startCli, tempDir, writeJson } from './helpers.js';
 
 /** Every error path below must end by itself well inside this; the helper kills the CLI and fails the test past it. */
 const BOUND = { timeoutMs: 30_000 };
@@ -217,6 +219,34 @@ describe('an operation left open that no adapter can drive any more is not stuck
     expect(abandon.code).toBe(0);
     expect(JSON.parse(abandon.stdout)).toMatchObject({ status: 'resolved', state: 'abandoned' });
   }, 60_000);
+});
+
+describe('a hand-off whose params the params keys set cannot open', () => {
+  it('--abandon and --mark-done close it all the same: they neither read nor write its params', async () => {
+    const dir = tempDir('sealed-handoff');
+    const db = join(dir, 'ledger.db');
+    for (const id of ['sealed-1', 'sealed-2']) {
+      await ledgerWithOneClaim(db, id);
+      const ledger = createSqliteLedger({ path: db });
+      await ledger.handOff({ businessOperationId: id as never, fence: 1 }, packetOf(id), Date.now());
+      await ledger.close();
+      const raw = openRawSqlite(db);
+      // Sealed under a key no process holds any more (dropped after a rotation).
+      const sealed = { $retrysafeEncrypted: 'aes-256-gcm/v1', kid: 'gone', iv: 'AA', tag: 'AA', data: 'AA' };
+      editStored(raw, id, (l) => ({ ...l, record: JSON.stringify({ ...JSON.parse(l.record), params: sealed }) }));
+      raw.close();
+    }
+    const env = { RETRYSAFE_PARAMS_KEYS: 'p1:a-32-byte-secret-for-the-params!' };
+    for (const [id, action] of [
+      ['sealed-1', ['--abandon']],
+      ['sealed-2', ['--mark-done', 'ref_1']],
+    ] as const) {
+      const r = await cli(['ledger', 'resolve', id, ...action, '--db', db, '--json'], { ...BOUND, env });
+      expect(r.stderr).toBe('');
+      expect(JSON.parse(r.stdout)).toMatchObject({ status: 'resolved' });
+      expect(r.code).toBe(0);
+    }
+  });
 });
 
 describe('an option that needs a value says so', () => {
