@@ -10,6 +10,7 @@ import {
   UnsupportedSpecificationVersionError,
 } from '@retrysafe/contract';
 import { createMemoryLedger, createRunner, type Runner, RunnerConfigurationError } from '@retrysafe/core';
+import { operationStatus, pendingHandoffs } from '@retrysafe/core/agent';
 import { createSandboxAdapter, createSandboxProvider, REPLAYING_BEHAVIOUR } from '@retrysafe/sandbox';
 import { describe, expect, it } from 'vitest';
 
@@ -187,6 +188,17 @@ describe("a ledger's raw JSON parse error (a row edited by hand, read by a ledge
     expect(LedgerError.isInstance(err) && err.providerMayHaveBeenCalled === false, String(err)).toBe(true);
     for (let e = err; e; e = (e as Error).cause) expect(String((e as Error).message)).not.toContain('sk_live_4e');
     expect(provider.calls()).toBe(0);
+  });
+});
+
+describe("the agent lookups on a ledger of one's own that throws a raw JSON parse error", () => {
+  it.each([
+    ['operationStatus', 'get', (l: Ledger) => operationStatus(l, 'r-4')],
+    ['pendingHandoffs', 'list', (l: Ledger) => pendingHandoffs(l)],
+  ])('%s: a LedgerError that quotes no part of the row', async (_name, method, call) => {
+    const err = await reject(call(failing(createMemoryLedger(), method, 1, parseError)));
+    expect(LedgerError.isInstance(err), String(err)).toBe(true);
+    for (let e = err; e; e = (e as Error).cause) expect(String((e as Error).message)).not.toContain('sk_live_4e');
   });
 });
 

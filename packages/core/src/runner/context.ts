@@ -40,7 +40,7 @@ function typed(err: unknown): unknown {
 }
 
 /** `ledger` with each method's driver errors typed. */
-function typedLedger(ledger: Ledger): Ledger {
+export function typedLedger(ledger: Ledger): Ledger {
   return new Proxy(ledger, {
     get(target, prop) {
       const v = Reflect.get(target, prop) as unknown;
