@@ -64,6 +64,15 @@ describe('retrysafe ledger verify / export, and show and resolve on a broken cha
     expect((await cli(['ledger', 'verify', '--db', db])).code).toBe(2);
   });
 
+  it('verify of an id that is not in the ledger exits 1 as show and resolve do (not a usage error)', async () => {
+    for (const command of ['verify', 'show']) {
+      const r = await cli(['ledger', command, 'no-such-op', '--db', db]);
+      expect(r.stderr).toMatch(/no-such-op/);
+      expect(r.stderr).not.toMatch(/--help/);
+      expect(r.code).toBe(1);
+    }
+  });
+
   it('show prints the break, on stdout and stderr, and exits 1', async () => {
     const shown = await cli(['ledger', 'show', ids.cut, '--db', db]);
     expect(shown.code).toBe(1);

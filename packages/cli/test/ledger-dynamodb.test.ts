@@ -1,7 +1,9 @@
 // `retrysafe ledger` on a DynamoDB ledger named in a config file ({ ledger: { dynamodb: { table, region,
 // endpoint } } }), against dynalite on a loopback port; the credentials come from the environment only.
-import { writeFileSync } from 'node:fs';
+
+import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { CreateTableCommand, ListTablesCommand } from '@aws-sdk/client-dynamodb';
 import { createRunner } from '@retrysafe/core';
 import { createDynamoDbLedger } from '@retrysafe/ledger-dynamodb';
 import { createSandboxAdapter, createSandboxProvider, REPLAYING_BEHAVIOUR } from '@retrysafe/sandbox';
@@ -42,4 +44,28 @@ it('ledger ls lists the operations of a DynamoDB ledger named in the config', as
   expect(rows.every((x) => x.state === 'succeeded')).toBe(true);
   const open = await cli(['ledger', 'ls', '--config', config, '--state', 'handed-off', '--json'], { cwd: dir, env });
   expect(JSON.parse(open.stdout)).toEqual([]);
+});
+
+it('a config naming a table that does not exist, or one keyed otherwise, is exit 2, saying so; no table is created', async () => {
+  await dynamo!.client.send(
+    new CreateTableCommand({
+      TableName: 'other-keys',
+      BillingMode: 'PAY_PER_REQUEST',
+      AttributeDefinitions: [{ AttributeName: 'pk', AttributeType: 'S' }],
+      KeySchema: [{ AttributeName: 'pk', KeyType: 'HASH' }],
+    }),
+  );
+  const raw = JSON.parse(readFileSync(config, 'utf8'));
+  for (const [table, said, args] of [
+    ['no-such-table', /table no-such-table does not exist/, ['ledger', 'resolve', 'op-1', '--abandon']],
+    ['other-keys', /table other-keys is not keyed as the ledger needs/, ['ledger', 'handoffs']],
+  ] as const) {
+    const other = join(dir, `${table}.json`);
+    writeFileSync(other, JSON.stringify({ ...raw, ledger: { dynamodb: { ...raw.ledger.dynamodb, table } } }));
+    const r = await cli([...args, '--config', other], { cwd: dir, env });
+    expect(r.stderr).toMatch(said);
+    expect(r.code).toBe(2);
+  }
+  const tables = (await dynamo!.client.send(new ListTablesCommand({}))).TableNames;
+  expect(tables?.sort()).toEqual(['other-keys', 'retrysafe-cli']);
 });

@@ -5,10 +5,12 @@ import { DatabaseSync } from 'node:sqlite';
 import { createRunner } from '@retrysafe/core';
 import { createSqliteLedger } from '@retrysafe/ledger-sqlite';
 import { createDrillClock } from '@retrysafe/testkit';
+import { packetOf } from '@retrysafe/testkit/ledger';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { editStored } from '../../ledger-sqlite/test/sqlite-tamper.js';
 import { handoffsText } from '../src/commands/ledger/handoffs/index.js';
 import { type FaultySandbox, startFaultySandbox } from './faulty-sandbox.js';
-import { cli, expireLease, ledgerWithOneClaim, REPO, startCli, tempDir, writeJson } from './helpers.js';
+import { cli, expireLease, ledgerWithOneClaim, openRawSqlite, REPO, startCli, tempDir, writeJson } from './helpers.js';
 
 /** Every error path below must end by itself well inside this; the helper kills the CLI and fails the test past it. */
 const BOUND = { timeoutMs: 30_000 };
@@ -145,6 +147,25 @@ describe('a SQLite file that holds no ledger is exit 2, and is left as it was', 
   });
 });
 
+describe('a SQLite ledger another process holds locked is a failure (exit 1), not a wrong path (exit 2)', () => {
+  // The CLI answers once its busy timeout (10 s) has run out: this test waits that long.
+  it('ledger ls says the lock was held and that nothing was written', async () => {
+    const db = join(tempDir('locked'), 'ledger.db');
+    await createSqliteLedger({ path: db }).close();
+    const other = new DatabaseSync(db);
+    other.exec('PRAGMA locking_mode = EXCLUSIVE; BEGIN EXCLUSIVE; UPDATE retrysafe_operations SET state = state');
+    try {
+      const r = await cli(['ledger', 'ls', '--db', db], BOUND);
+      expect(r.stderr).toMatch(/another connection held its lock longer than busyTimeoutMs .*nothing was written/);
+      expect(r.stderr).not.toMatch(/cannot open it as a SQLite ledger|--help/);
+      expect(r.code).toBe(1);
+    } finally {
+      other.exec('ROLLBACK');
+      other.close();
+    }
+  }, 30_000);
+});
+
 describe('an operation left open is not a dead end for --abandon or --mark-done', () => {
   it('the refusal names the command that drives it (exit 1, nothing written)', async () => {
     const db = join(tempDir('left-open'), 'ledger.db');
@@ -198,6 +219,34 @@ describe('an operation left open that no adapter can drive any more is not stuck
     expect(abandon.code).toBe(0);
     expect(JSON.parse(abandon.stdout)).toMatchObject({ status: 'resolved', state: 'abandoned' });
   }, 60_000);
+});
+
+describe('a hand-off whose params the params keys set cannot open', () => {
+  it('--abandon and --mark-done close it all the same: they neither read nor write its params', async () => {
+    const dir = tempDir('sealed-handoff');
+    const db = join(dir, 'ledger.db');
+    for (const id of ['sealed-1', 'sealed-2']) {
+      await ledgerWithOneClaim(db, id);
+      const ledger = createSqliteLedger({ path: db });
+      await ledger.handOff({ businessOperationId: id as never, fence: 1 }, packetOf(id), Date.now());
+      await ledger.close();
+      const raw = openRawSqlite(db);
+      // Sealed under a key no process holds any more (dropped after a rotation).
+      const sealed = { $retrysafeEncrypted: 'aes-256-gcm/v1', kid: 'gone', iv: 'AA', tag: 'AA', data: 'AA' };
+      editStored(raw, id, (l) => ({ ...l, record: JSON.stringify({ ...JSON.parse(l.record), params: sealed }) }));
+      raw.close();
+    }
+    const env = { RETRYSAFE_PARAMS_KEYS: 'p1:a-32-byte-secret-for-the-params!' };
+    for (const [id, action] of [
+      ['sealed-1', ['--abandon']],
+      ['sealed-2', ['--mark-done', 'ref_1']],
+    ] as const) {
+      const r = await cli(['ledger', 'resolve', id, ...action, '--db', db, '--json'], { ...BOUND, env });
+      expect(r.stderr).toBe('');
+      expect(JSON.parse(r.stdout)).toMatchObject({ status: 'resolved' });
+      expect(r.code).toBe(0);
+    }
+  });
 });
 
 describe('an option that needs a value says so', () => {

@@ -22,6 +22,7 @@ import { RunnerConfigurationError } from './errors/runner-configuration-error.js
 import { waitsForUser } from './handoff.js';
 import { identityOf } from './intake/identity.js';
 import { createRedactor } from './redact.js';
+import { typedLedger } from './runner/context.js';
 import type { RunInput, Runner, RunResult } from './runner/types.js';
 
 /** The runner's result without its receipts and with a message for the model, or a refusal before the claim. */
@@ -256,7 +257,7 @@ export async function callAgentTool(
 
 /** The `retrysafe_status` answer for one operation, from the ledger. */
 export async function operationStatus(ledger: Ledger, id: string) {
-  const r = await ledger.get(asBusinessOperationId(id));
+  const r = await typedLedger(ledger).get(asBusinessOperationId(id));
   if (!r) return { found: false as const, businessOperationId: id };
   return {
     found: true as const,
@@ -277,7 +278,7 @@ const HANDOFFS_SHOWN = 100;
 export async function pendingHandoffs(ledger: Ledger) {
   const unreadable: string[] = [];
   const onUnreadable = (id: string) => void unreadable.push(id);
-  const rows = await ledger.list({ states: ['handed-off'], limit: HANDOFFS_SHOWN + 1, onUnreadable });
+  const rows = await typedLedger(ledger).list({ states: ['handed-off'], limit: HANDOFFS_SHOWN + 1, onUnreadable });
   const handoffs = rows.slice(0, HANDOFFS_SHOWN).map((r) => ({
     businessOperationId: r.businessOperationId,
     operation: r.operation,

@@ -233,6 +233,19 @@ describe('a process without the params key (docs/security.md: it cannot resume o
     });
   }
 
+  it('a person asking for it (handOffUndrivable: ledger resolve --resume) gets it handed off, nothing sent, and can abandon it', async () => {
+    // Its key lost for good (or its ciphertext edited): no process can ever drive it, so a person must be able to close it.
+    const { clock, provider, adapter, inner, id } = await leftOpen(true, undefined, KEY, 'key-lost');
+    const runner = createRunner({ ledger: inner, clock, random: () => 0.5 });
+    const [report] = await runner.recover({ adapters: [adapter], businessOperationId: id, handOffUndrivable: true });
+    expect(report).toMatchObject({ action: 'handed-off', result: { packet: { reason: 'recovery-failed' } } });
+    expect(provider.calls()).toBe(0);
+    expect(await runner.resolve(id, { action: 'abandon' }, { adapters: [adapter] })).toMatchObject({
+      status: 'resolved',
+      state: 'abandoned',
+    });
+  });
+
   it('run() of it takes it over, then refuses with a typed error: nothing sent, and the lease is given back', async () => {
     // As run() derives it (the intent under its operation), so the same intent takes the row over.
     const intent = fingerprint({ operation: 'sandbox.records.create', intent: { ref: 'keyless-run' } });

@@ -3,12 +3,14 @@
 
 import {
   AdapterConfigurationError,
+  type AdapterV1,
   type Ledger,
   LedgerError,
   RetrysafeError,
   UnsupportedSpecificationVersionError,
 } from '@retrysafe/contract';
-import { createMemoryLedger, createRunner, RunnerConfigurationError } from '@retrysafe/core';
+import { createMemoryLedger, createRunner, type Runner, RunnerConfigurationError } from '@retrysafe/core';
+import { operationStatus, pendingHandoffs } from '@retrysafe/core/agent';
 import { createSandboxAdapter, createSandboxProvider, REPLAYING_BEHAVIOUR } from '@retrysafe/sandbox';
 import { describe, expect, it } from 'vitest';
 
@@ -141,6 +143,15 @@ describe('garbage adapters are typed errors, not TypeErrors', () => {
   });
 });
 
+/** The error JSON.parse throws on a row edited by hand: its message quotes the text around the break. */
+const parseError = () => {
+  try {
+    JSON.parse('{"params":{"apiKey":sk_live_4eC39HqLyjWDarjtT1zdp7dc}}');
+  } catch (e) {
+    return e;
+  }
+};
+
 describe("a ledger's raw JSON parse error (a row edited by hand, read by a ledger of one's own)", () => {
   it('is a LedgerError that quotes no part of the row, in its message, its cause or the log', async () => {
     const secret = 'sk_live_4eC39HqLyjWDarjtT1zdp7dc';
@@ -160,6 +171,34 @@ describe("a ledger's raw JSON parse error (a row edited by hand, read by a ledge
     const shown = [...logs];
     for (let e = err; e; e = (e as Error).cause) shown.push(String((e as Error).message));
     for (const line of shown) expect(line).not.toContain('sk_live_4e');
+  });
+
+  it.each([
+    ['run(): the claim', 'claim', (r: Runner, a: AdapterV1) => r.run(a, 'records.create', { params: { ref: 'r-2' } })],
+    ['recover(): the listing', 'recoverCandidates', (r: Runner, a: AdapterV1) => r.recover({ adapters: [a] })],
+    [
+      'resolve(): the read',
+      'get',
+      (r: Runner, a: AdapterV1) => r.resolve('r-3', { action: 'abandon' }, { adapters: [a] }),
+    ],
+  ])('%s: a LedgerError (nothing sent) that quotes no part of the row', async (_name, method, call) => {
+    const provider = createSandboxProvider(REPLAYING_BEHAVIOUR);
+    const runner = createRunner({ ledger: failing(createMemoryLedger(), method, 1, parseError) });
+    const err = await reject(call(runner, createSandboxAdapter({ provider })));
+    expect(LedgerError.isInstance(err) && err.providerMayHaveBeenCalled === false, String(err)).toBe(true);
+    for (let e = err; e; e = (e as Error).cause) expect(String((e as Error).message)).not.toContain('sk_live_4e');
+    expect(provider.calls()).toBe(0);
+  });
+});
+
+describe("the agent lookups on a ledger of one's own that throws a raw JSON parse error", () => {
+  it.each([
+    ['operationStatus', 'get', (l: Ledger) => operationStatus(l, 'r-4')],
+    ['pendingHandoffs', 'list', (l: Ledger) => pendingHandoffs(l)],
+  ])('%s: a LedgerError that quotes no part of the row', async (_name, method, call) => {
+    const err = await reject(call(failing(createMemoryLedger(), method, 1, parseError)));
+    expect(LedgerError.isInstance(err), String(err)).toBe(true);
+    for (let e = err; e; e = (e as Error).cause) expect(String((e as Error).message)).not.toContain('sk_live_4e');
   });
 });
 

@@ -44,6 +44,10 @@ export function tableDefinition(table: string): CreateTableCommandInput {
   };
 }
 
+/** What a table made elsewhere lacks, and how to make it. */
+export const notKeyed = (table: string) =>
+  `table ${table} is not keyed as the ledger needs (partition id; index ${OPEN_INDEX}: partition openState, sort createdAt, all attributes projected): make it as tableDefinition(table) declares it`;
+
 export interface EnsureTableReport {
   readonly created: boolean;
   /** `unsupported`: the service has no TTL API (a local implementation): closed operations stay until pruned. */
@@ -78,9 +82,7 @@ async function waitActive(client: DynamoDBClient, table: string, timeoutMs: numb
         keysOf(open?.KeySchema) !== keysOf(want.GlobalSecondaryIndexes?.[0]?.KeySchema) ||
         open?.Projection?.ProjectionType !== 'ALL'
       )
-        throw new LedgerError(
-          `DynamoDB table ${table} is not keyed as the ledger needs (partition id; index ${OPEN_INDEX}: partition openState, sort createdAt, all attributes projected): make it as tableDefinition(table) declares it`,
-        );
+        throw new LedgerError(`DynamoDB ${notKeyed(table)}`);
       return;
     }
     if (Date.now() >= deadline) throw new LedgerError(`DynamoDB table ${table} is not ACTIVE after ${timeoutMs} ms`);

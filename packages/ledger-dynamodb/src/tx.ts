@@ -11,6 +11,7 @@ import {
 } from '@aws-sdk/client-dynamodb';
 import { LedgerError, RetrysafeError } from '@retrysafe/contract';
 import { expired, fromItem, type Item, isSame, type Stored } from './rows.js';
+import { notKeyed } from './schema.js';
 import { deleteAt, getItem, putNew, queryOpen, scanPage, updateAt } from './statements.js';
 
 /** How often a write is tried again when the item changed between its read and its write. */
@@ -50,13 +51,18 @@ export function createTable(client: DynamoDBClient, table: string) {
     if (closed) throw new LedgerError(`DynamoDB ledger ${what} on table ${table}: the ledger is closed`);
   };
   /** retrysafe's own errors pass through; any other failure becomes a LedgerError naming the request. */
-  const failed = (what: string, err: unknown) =>
-    RetrysafeError.isInstance(err)
-      ? err
-      : new LedgerError(
-          `DynamoDB ledger ${what} on table ${table} failed: ${(err as Error)?.name}: ${(err as Error)?.message}`,
-          { cause: err },
-        );
+  const failed = (what: string, err: unknown) => {
+    if (RetrysafeError.isInstance(err)) return err;
+    // DynamoDB says only "Requested resource not found", or names a key or index it lacks; the ledger never makes it.
+    const { name, message } = (err ?? {}) as Error;
+    const why =
+      name === 'ResourceNotFoundException'
+        ? `table ${table} does not exist where the client points (its region, account or endpoint): create it with ensureTable(client, '${table}')`
+        : name === 'ValidationException' && /does not match the schema|Missing the key|specified index/.test(message)
+          ? `${notKeyed(table)} (${message})`
+          : `${name}: ${message}`;
+    return new LedgerError(`DynamoDB ledger ${what} on table ${table} failed: ${why}`, { cause: err });
+  };
   async function send<T>(what: string, run: () => Promise<T>): Promise<T> {
     refuseClosed(what);
     try {

@@ -2,7 +2,13 @@
 // size limit, leases and fences across ledger instances (each starts its writes from what it last
 // wrote), a write whose answer is lost, TTL retention and the sparse index of open operations.
 import { createServer } from 'node:net';
-import { CreateTableCommand, type DynamoDBClient, GetItemCommand, UpdateItemCommand } from '@aws-sdk/client-dynamodb';
+import {
+  CreateTableCommand,
+  type DynamoDBClient,
+  GetItemCommand,
+  ListTablesCommand,
+  UpdateItemCommand,
+} from '@aws-sdk/client-dynamodb';
 import { type BusinessOperationId, ClockSkewError, LeaseLostError, LedgerError } from '@retrysafe/contract';
 import { createRunner, createVirtualClock } from '@retrysafe/core';
 import { createSandboxAdapter, createSandboxProvider, REPLAYING_BEHAVIOUR } from '@retrysafe/sandbox';
@@ -778,6 +784,42 @@ describe('the DynamoDB ledger', () => {
     expect(await a.get(id)).toMatchObject({ state: 'succeeded', createdAt: now });
     expect(report.pruned).toBe(0);
     await l.close();
+  });
+
+  it('a table that does not exist: every call is a LedgerError naming it and how to create it; none is created', async () => {
+    const client = db.client();
+    const l = createDynamoDbLedger({ table: 'no-such-table', client });
+    for (const call of [() => l.claim(claimOf(newId('none'))), () => l.list(), () => l.get(newId('none'))])
+      await expect(call()).rejects.toThrow(/table no-such-table does not exist.*ensureTable/);
+    expect((await client.send(new ListTablesCommand({}))).TableNames).not.toContain('no-such-table');
+    await l.close();
+    client.destroy();
+  });
+
+  it('a table made elsewhere with other keys, or without the index of open operations: a LedgerError saying how to make it', async () => {
+    const client = db.client();
+    const make = (TableName: string, key: string) =>
+      client.send(
+        new CreateTableCommand({
+          TableName,
+          BillingMode: 'PAY_PER_REQUEST',
+          AttributeDefinitions: [{ AttributeName: key, AttributeType: 'S' }],
+          KeySchema: [{ AttributeName: key, KeyType: 'HASH' }],
+        }),
+      );
+    await make('other-keys', 'pk');
+    await make('no-index', 'id');
+    const keyed = createDynamoDbLedger({ table: 'other-keys', client });
+    const unindexed = createDynamoDbLedger({ table: 'no-index', client });
+    const calls = [
+      () => keyed.claim(claimOf(newId('keys'))),
+      () => keyed.get(newId('keys')),
+      () => unindexed.recoverCandidates(T0),
+      () => unindexed.list({ states: ['handed-off'] }),
+    ];
+    for (const call of calls) await expect(call()).rejects.toThrow(/is not keyed as the ledger needs.*tableDefinition/);
+    await Promise.all([keyed.close(), unindexed.close()]);
+    client.destroy();
   });
 
   it('a closed ledger refuses work with a LedgerError and writes nothing; your client stays open for others', async () => {

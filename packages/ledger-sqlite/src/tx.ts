@@ -71,10 +71,12 @@ export function openConnection(o: CheckedOptions) {
     quietly(() => db?.close());
     if (RetrysafeError.isInstance(cause)) throw cause;
     const folder = dirname(path);
-    // SQLite says only "unable to open database file".
-    const why = existsSync(folder)
-      ? (cause as Error).message
-      : `the folder ${folder} does not exist (the ledger creates its file, not its folder)`;
+    // SQLite says only "unable to open database file", or "database is locked".
+    const why = !existsSync(folder)
+      ? `the folder ${folder} does not exist (the ledger creates its file, not its folder)`
+      : isBusy(cause)
+        ? `${(cause as Error).message}: another connection held its lock longer than busyTimeoutMs (${busyMs} ms): nothing was written; try again once it lets go (a long transaction of another process, an open sqlite3 shell)`
+        : (cause as Error).message;
     throw new LedgerError(`cannot open SQLite ledger at ${path}: ${why}`, { cause });
   }
   const opened = db;

@@ -406,6 +406,31 @@ describe('sqlite ledger', () => {
     await ledger.close();
   });
 
+  it('a file another connection holds locked past busyTimeoutMs at open: a LedgerError saying so, nothing written', async () => {
+    const path = file('busy-open');
+    await createSqliteLedger({ path }).close();
+    const other = raw(path);
+    other.exec('PRAGMA locking_mode = EXCLUSIVE; BEGIN EXCLUSIVE; UPDATE retrysafe_operations SET state = state');
+    try {
+      for (const migrate of [true, false]) {
+        const err = (() => {
+          try {
+            createSqliteLedger({ path, busyTimeoutMs: 40, migrate });
+          } catch (e) {
+            return e;
+          }
+        })();
+        expect(typedLedgerError(err)).toBe(true);
+        expect((err as Error).message).toMatch(
+          /another connection held its lock longer than busyTimeoutMs \(40 ms\): nothing was written/,
+        );
+      }
+    } finally {
+      other.exec('ROLLBACK');
+      other.close();
+    }
+  });
+
   it("a corrupt file: recover() and every read give LedgerError, not the driver's error", async () => {
     const path = file('corrupt');
     const a = createSqliteLedger({ path });

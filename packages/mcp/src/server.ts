@@ -15,7 +15,7 @@ import {
   type ServerRequest,
   type Tool,
 } from '@modelcontextprotocol/sdk/types.js';
-import type { AdapterV1, Ledger } from '@retrysafe/contract';
+import { type AdapterV1, InvalidIdError, type Ledger } from '@retrysafe/contract';
 import { type Runner, RunnerConfigurationError } from '@retrysafe/core';
 import {
   type AgentToolDefinition,
@@ -80,7 +80,9 @@ async function answerLookupTool(ledger: Ledger, name: string, args: unknown) {
   try {
     return reply(await operationStatus(ledger, id));
   } catch (e) {
-    return reply({ status: 'invalid-input', message: (scrubbedForAgent(e) as Error).message }, true);
+    // Only the id can be the agent's to correct: a ledger that fails is this server's error, as for the operation tools.
+    if (!InvalidIdError.isInstance(e)) throw scrubbedForAgent(e);
+    return reply({ status: 'invalid-input', message: e.message }, true);
   }
 }
 

@@ -1,7 +1,7 @@
 /** What every part of the runner shares: the worker's ledger, clock and identity, its options, and its one log function. */
 import { randomUUID } from 'node:crypto';
 import { hostname } from 'node:os';
-import type { Fenced, OperationSpec } from '@retrysafe/contract';
+import { type Fenced, type Ledger, LedgerError, type OperationSpec, RetrysafeError } from '@retrysafe/contract';
 import { systemClock } from '../clock.js';
 import { RunnerConfigurationError } from '../errors/runner-configuration-error.js';
 import type { Operation } from '../intake/operation.js';
@@ -26,9 +26,39 @@ export type RunnerContext = Readonly<ReturnType<typeof createContext>>;
 
 export const errText = (e: unknown) => (e instanceof Error ? `${e.name}: ${e.message}` : String(e));
 
+/**
+ * A ledger driver's own error (SQLite's, a parser's on a row edited by hand) as a LedgerError, whichever call met it.
+ * A parser's message quotes the stored text around the break (a param, an email, a token): neither it nor its error is kept.
+ */
+function typed(err: unknown): unknown {
+  const e = err as { name?: unknown; code?: unknown } | null;
+  const parse = err instanceof SyntaxError;
+  const driver = e?.name === 'SqliteError' || (typeof e?.code === 'string' && e.code.startsWith('SQLITE_'));
+  if (RetrysafeError.isInstance(err) || !(parse || driver)) return err;
+  if (parse) return new LedgerError('the ledger failed: a stored value is not valid JSON (cut or corrupt)');
+  return new LedgerError(`the ledger failed: ${errText(err)}`, { cause: err });
+}
+
+/** `ledger` with each method's driver errors typed. */
+export function typedLedger(ledger: Ledger): Ledger {
+  return new Proxy(ledger, {
+    get(target, prop) {
+      const v = Reflect.get(target, prop) as unknown;
+      if (typeof v !== 'function') return v;
+      return (...args: unknown[]) => {
+        try {
+          return Promise.resolve(v.apply(target, args)).catch((err: unknown) => Promise.reject(typed(err)));
+        } catch (err) {
+          return Promise.reject(typed(err));
+        }
+      };
+    },
+  });
+}
+
 export function createContext(options: RunnerOptions) {
   if (!options?.ledger) throw new RunnerConfigurationError('ledger', 'createRunner needs { ledger }');
-  const ledger = options.ledger;
+  const ledger = typedLedger(options.ledger);
   const clock = options.clock ?? systemClock;
   const baseRedactor = createRedactor(options.redact ?? {});
   if (options.receiptKey !== undefined)

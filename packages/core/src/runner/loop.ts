@@ -7,14 +7,13 @@ import {
   type Outcome,
   type Receipt,
   type ReceiptKind,
-  RetrysafeError,
 } from '@retrysafe/contract';
 import { resendSafety } from '@retrysafe/contract/rules';
 import { decide, isInProgress, type Observation, observationPatch, reliesOnKey } from '../decide.js';
 import { defined } from '../defined.js';
 import type { Operation } from '../intake/operation.js';
 import { callProvider, lookupProvider } from './adapter-call.js';
-import { errText, type RunnerContext } from './context.js';
+import type { RunnerContext } from './context.js';
 import { checkOwnLease, renew, wait } from './lease.js';
 import { attemptReceipt } from './receipt-chain.js';
 import { type Claimed, type DriveState, decisionState, releaseLease, startState, writeWith } from './state.js';
@@ -158,27 +157,14 @@ async function lookUp(ctx: RunnerContext, op: Operation, s: DriveState, attemptI
 
 /** A ledger failure says whether the call that failed had already sent the request (LedgerError.providerMayHaveBeenCalled). */
 function ledgerFailure(ctx: RunnerContext, err: unknown, called: boolean, op: Operation): unknown {
-  // A ledger driver's own error (SQLite's, a cut JSON text) is a LedgerError too, saying what this call did.
-  const e = err as { name?: unknown; code?: unknown } | null;
-  const driverError =
-    !RetrysafeError.isInstance(err) &&
-    (e?.name === 'SqliteError' ||
-      (typeof e?.code === 'string' && e.code.startsWith('SQLITE_')) ||
-      err instanceof SyntaxError);
-  // Otherwise only a LedgerError after the request went out that does not say so yet is rewritten.
-  if (!driverError && (!LedgerError.isInstance(err) || !called || err.providerMayHaveBeenCalled)) return err;
-  // A parser's message quotes the stored text around the break (a param, an email, a token): neither it nor its
-  // error is kept.
-  const parse = err instanceof SyntaxError;
-  const why = parse ? 'a stored value is not valid JSON (cut or corrupt)' : errText(err);
-  const cause = parse ? undefined : err;
-  const what = driverError ? `the ledger failed: ${why}` : (err as Error).message;
-  if (!called) return new LedgerError(what, { cause, providerMayHaveBeenCalled: false });
-  const text = `the ledger failed after the request was sent (the provider may have applied it): ${why}`;
+  // Only a LedgerError after the request went out that does not say so yet is rewritten (driver errors are typed by
+  // the context's ledger).
+  if (!LedgerError.isInstance(err) || !called || err.providerMayHaveBeenCalled) return err;
+  const text = `the ledger failed after the request was sent (the provider may have applied it): ${err.message}`;
   ctx.log('warn', 'ledger-failed-after-dispatch', text, op);
   const after = `run the same id again or recover() once the ledger works (both look up first)`;
-  return new LedgerError(`${what} — after this call had sent the request: the provider may have applied it; ${after}`, {
-    cause,
-    providerMayHaveBeenCalled: true,
-  });
+  return new LedgerError(
+    `${err.message} — after this call had sent the request: the provider may have applied it; ${after}`,
+    { cause: err, providerMayHaveBeenCalled: true },
+  );
 }

@@ -90,10 +90,16 @@ async function recoverListed(
 ): Promise<{ report: RecoverReport; left: boolean }> {
   try {
     checkSealable(ctx, record, 'recover it');
+  } catch (err) {
+    // Not handed off: that would append an unkeyed receipt.
+    return { report: leftAsItIs(ctx, record, err), left: true };
+  }
+  try {
     checkParamsOpen(record);
   } catch (err) {
-    // Not handed off: that would append an unkeyed receipt (or hand off what the params key can finish).
-    return { report: leftAsItIs(ctx, record, err), left: true };
+    // Left for a process with the params key, unless the caller says none can (the key lost, the ciphertext edited).
+    if (!handOffUndrivable) return { report: leftAsItIs(ctx, record, err), left: true };
+    return { report: await recoveryFailed(ctx, record, err), left: false };
   }
   try {
     const report = await recoverOne(ctx, record, adapters, run);

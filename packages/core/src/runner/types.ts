@@ -182,8 +182,9 @@ export interface RecoverOptions extends Pick<RunInput, 'runId' | 'attemptIds'> {
   readonly businessOperationId?: string;
   /**
    * An open operation no adapter or card given here can drive (its operation removed, renamed, or another
-   * application's on a shared ledger) is handed off (reason `recovery-failed`) once its lease has run out, so a person
-   * can close it, instead of left as it is (`skipped-no-adapter`, `failed`). Nothing is sent. Default false.
+   * application's on a shared ledger), or whose params this process cannot open (their key lost, the row edited), is
+   * handed off (reason `recovery-failed`) once its lease has run out, so a person can close it, instead of left as it is
+   * (`skipped-no-adapter`, `failed`). Nothing is sent. Default false.
    */
   readonly handOffUndrivable?: boolean;
 }

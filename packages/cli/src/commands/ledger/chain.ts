@@ -1,7 +1,7 @@
 import { asBusinessOperationId, type Ledger, LedgerError, type OperationState } from '@retrysafe/contract';
 import { type ChainCheck, encryptParams, type parseReceiptKeys, verifyOperation } from '@retrysafe/core';
 import { keysFromEnv as coreKeysFromEnv } from '@retrysafe/core/internal';
-import { orInputError, UsageError } from '../../errors.js';
+import { orInputError, RefusedError } from '../../errors.js';
 import { notInLedger, unreadableRows } from './target.js';
 
 /** `id:secret[,oldId:oldSecret…]`: the first key seals new receipts, every key verifies. */
@@ -66,7 +66,8 @@ export async function verifyChains(
       continue;
     }
     const [check, record, receipts] = read;
-    if (!check || !record) throw new UsageError(notInLedger(id, flags));
+    // As show and resolve answer it: the id is well formed, the ledger holds no such operation (exit 1).
+    if (!check || !record) throw new RefusedError(notInLedger(id, flags));
     out.push(rowOf(id, record.state, receipts.length, check));
   }
   return out;

@@ -71,7 +71,8 @@ export async function ledgerResolve(opts: ResolveOptions, id: string): Promise<R
       async (ledger) => {
         const { current, keyring } = receiptKeysFromEnv();
         const runner = createRunner({
-          ledger: withParamsKeys(ledger),
+          // Only a send reads or writes the params: a hand-off whose params these keys cannot open is still closed.
+          ledger: opts.resume || corrected !== undefined ? withParamsKeys(ledger) : ledger,
           handoff: config?.handoffs ? jsonlHandoffSink(resolve(config.baseDir, config.handoffs)) : undefined,
           policy: config?.policy,
           redact: config?.redact,
