@@ -24,7 +24,10 @@ describe('the status and hand-off lookups of a ledger that fails', () => {
     const client = await clientOf(
       createRetrysafeMcpServer({ runner: createRunner({ ledger }), ledger, adapters: [adapter] }),
     );
-    const status = await client.callTool({ name: 'retrysafe_status', arguments: { businessOperationId: 'x-1' } });
+    // A ledger that fails is the server's error (a protocol error), not the agent's input.
+    const status = await client
+      .callTool({ name: 'retrysafe_status', arguments: { businessOperationId: 'x-1' } })
+      .catch((e: Error) => e.message);
     const handoffs = await client
       .callTool({ name: 'retrysafe_handoffs', arguments: {} })
       .catch((e: Error) => e.message);
