@@ -229,14 +229,19 @@ describe('a decision bound to the packet it was shown (--handoff-at)', () => {
   });
 });
 
+/** One hand-off made a day and more ago, its resume marked safe because the provider folds a re-send under the key,
+ * which the provider has forgotten since. */
+async function agedHandoff(name: string) {
+  const DAY = 86_400_000;
+  const { dir, config, ids } = await handoffs(name, 'lose', 1, [], DAY + 60 * 60_000);
+  const before = sandbox.provider.count();
+  sandbox.provider.advance(DAY + 60 * 60_000);
+  return { dir, config, id: ids[0] as string, before };
+}
+
 describe('ledger resolve-all --resume --force', () => {
   it('forces only the rows whose packet marks the resume not safe: one marked safe by its key, now past the key’s retention, is not re-sent blind', async () => {
-    const DAY = 86_400_000;
-    // Handed off a day and more ago, the resume marked safe because the provider folds a re-send under the key
-    const { dir, config, ids } = await handoffs('forced-aged', 'lose', 1, [], DAY + 60 * 60_000);
-    const [id] = ids as [string];
-    const before = sandbox.provider.count();
-    sandbox.provider.advance(DAY + 60 * 60_000); // the provider has forgotten the key since
+    const { dir, config, id, before } = await agedHandoff('forced-aged');
     const r = await cliJson(['ledger', 'resolve-all', '--config', config, '--resume', '--force'], dir);
     // Judged again as an unforced resume: past the retention it looks the operation up first and adopts what it finds
     expect(rowsOf(r.body)[id]).toMatchObject({
@@ -250,11 +255,7 @@ describe('ledger resolve-all --resume --force', () => {
 
 describe('ledger resolve --resume --force', () => {
   it('of one marked safe by its key, now past the key’s retention: looked up first and adopted, never re-sent blind', async () => {
-    const DAY = 86_400_000;
-    const { dir, config, ids } = await handoffs('forced-one', 'lose', 1, [], DAY + 60 * 60_000);
-    const [id] = ids as [string];
-    const before = sandbox.provider.count();
-    sandbox.provider.advance(DAY + 60 * 60_000);
+    const { dir, config, id, before } = await agedHandoff('forced-one');
     const r = await cliJson(['ledger', 'resolve', id, '--config', config, '--resume', '--force'], dir);
     expect(r.body).toMatchObject({ status: 'done', adopted: true });
     expect(sandbox.provider.count()).toBe(before);

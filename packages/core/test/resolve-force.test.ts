@@ -76,54 +76,36 @@ describe('a packet that marked resume safe because the key folds re-sends', () =
     expect(UnsafeResumeError.isInstance(err) && err.why).toMatch(/retention/);
   });
 
-  it('past the key retention, with a lookup: the resumed run looks the operation up first and adopts it, one record', async () => {
-    const s = setup({}, { policy: { maxAttempts: 1 } });
-    const { provider, runner, clock, ledger } = s;
-    // The provider's lookup is down during the first run: the run hands off with resume marked safe (same key).
-    let lookupDown = true;
-    const adapter = {
-      ...s.adapter,
-      doLookup: (...a: Parameters<typeof s.adapter.doLookup>) =>
-        lookupDown
-          ? Promise.resolve({ kind: 'cannot-tell', reason: 'lookup down' } as const)
-          : s.adapter.doLookup(...a),
-    };
-    provider.failNext({ kind: 'unknown-after-commit' });
-    const r = await runner.run(adapter, OP, { params: { ref: 'aged-3' } });
-    lookupDown = false;
-    expect(r.status === 'handed-off' && r.packet.safeNextActions.find((a) => a.action === 'resume')?.safe).toBe(true);
-    clock.advance(25 * 3_600_000); // the sandbox keeps keys 24 h; its lookup finds records for ever
-    const resumed = await runner.resolve(r.businessOperationId, { action: 'resume' }, { adapters: [adapter] });
-    expect(provider.count()).toBe(1);
-    expect(resumed).toMatchObject({ status: 'done', adopted: true });
-    const kinds = (await ledger.receipts(r.businessOperationId)).map((x) => x.kind);
-    expect(kinds.slice(kinds.lastIndexOf('resolve'))).toEqual(['resolve', 'lookup']);
-  });
-
-  it('{ force: true } adds nothing to a resume the packet marked safe: past the retention it still looks up first, one record', async () => {
-    const s = setup({}, { policy: { maxAttempts: 1 } });
-    const { provider, runner, clock } = s;
-    let lookupDown = true;
-    const adapter = {
-      ...s.adapter,
-      doLookup: (...a: Parameters<typeof s.adapter.doLookup>) =>
-        lookupDown
-          ? Promise.resolve({ kind: 'cannot-tell', reason: 'lookup down' } as const)
-          : s.adapter.doLookup(...a),
-    };
-    provider.failNext({ kind: 'unknown-after-commit' });
-    const r = await runner.run(adapter, OP, { params: { ref: 'aged-4' } });
-    lookupDown = false;
-    expect(r.status === 'handed-off' && r.packet.safeNextActions.find((a) => a.action === 'resume')?.safe).toBe(true);
-    clock.advance(25 * 3_600_000);
-    const resumed = await runner.resolve(
-      r.businessOperationId,
-      { action: 'resume', force: true },
-      { adapters: [adapter] },
-    );
-    expect(provider.count()).toBe(1);
-    expect(resumed).toMatchObject({ status: 'done', adopted: true });
-  });
+  // { force: true } adds nothing to a resume the packet marked safe: past the retention it still looks up first.
+  it.each([
+    ['aged-3', { action: 'resume' }],
+    ['aged-4', { action: 'resume', force: true }],
+  ] as const)(
+    'past the key retention, with a lookup, %s %o: the resumed run looks the operation up first and adopts it, one record',
+    async (ref, decision) => {
+      const s = setup({}, { policy: { maxAttempts: 1 } });
+      const { provider, runner, clock, ledger } = s;
+      // The provider's lookup is down during the first run: the run hands off with resume marked safe (same key).
+      let lookupDown = true;
+      const adapter = {
+        ...s.adapter,
+        doLookup: (...a: Parameters<typeof s.adapter.doLookup>) =>
+          lookupDown
+            ? Promise.resolve({ kind: 'cannot-tell', reason: 'lookup down' } as const)
+            : s.adapter.doLookup(...a),
+      };
+      provider.failNext({ kind: 'unknown-after-commit' });
+      const r = await runner.run(adapter, OP, { params: { ref } });
+      lookupDown = false;
+      expect(r.status === 'handed-off' && r.packet.safeNextActions.find((a) => a.action === 'resume')?.safe).toBe(true);
+      clock.advance(25 * 3_600_000); // the sandbox keeps keys 24 h; its lookup finds records for ever
+      const resumed = await runner.resolve(r.businessOperationId, decision, { adapters: [adapter] });
+      expect(provider.count()).toBe(1);
+      expect(resumed).toMatchObject({ status: 'done', adopted: true });
+      const kinds = (await ledger.receipts(r.businessOperationId)).map((x) => x.kind);
+      expect(kinds.slice(kinds.lastIndexOf('resolve'))).toEqual(['resolve', 'lookup']);
+    },
+  );
 
   it('{ force: true } past the retention without a lookup: sent as the person vouched, from the same key', async () => {
     const { provider, adapter, runner, clock } = setup({ lookup: 'none' }, { policy: { maxAttempts: 1 } });

@@ -99,15 +99,7 @@ describe('a correction checked while another correction is in flight as the new 
     const first = await runner.run(adapter, OP, { params: { ref: 'o-4', note: 'bad' } });
     expect(first).toMatchObject({ status: 'handed-off', packet: { reason: 'rejected' } });
     // A's correction is sent and held at the provider until B has been answered.
-    let release = () => {};
-    let entered = () => {};
-    const inFlight = new Promise<void>((r) => (entered = r));
-    const gate = () =>
-      new Promise<void>((r) => {
-        release = r;
-        entered();
-      });
-    const held = scripted(adapter, (n, send) => (n === 0 ? gate().then(send) : undefined));
+    const { held, inFlight, release } = holdFirstSend(adapter);
     let a: Promise<unknown> = Promise.resolve();
     // B read the rejected operation and its receipts just before A's revision was claimed.
     const b = await createRunner({
@@ -123,7 +115,7 @@ describe('a correction checked while another correction is in flight as the new 
     expect(ConflictError.isInstance(b) && b.storedMayApply).toBe(true);
     expect((b as Error).message).toMatch(/while a new revision was being written/);
     expect(provider.calls()).toBe(1); // the first request only, so far: nothing of B's
-    release();
+    release.now();
     expect(await a).toMatchObject({ status: 'done' });
     expect(provider.count()).toBe(1);
   });
@@ -134,15 +126,7 @@ describe('a correction checked while another correction is in flight as the new 
     const runner = createRunner({ ledger, clock, random: () => 0.5 });
     provider.failNext({ kind: 'rejected' });
     await runner.run(adapter, OP, { params: { ref: 'o-5', note: 'bad' } });
-    let release = () => {};
-    let entered = () => {};
-    const inFlight = new Promise<void>((r) => (entered = r));
-    const gate = () =>
-      new Promise<void>((r) => {
-        release = r;
-        entered();
-      });
-    const held = scripted(adapter, (n, send) => (n === 0 ? gate().then(send) : undefined));
+    const { held, inFlight, release } = holdFirstSend(adapter);
     let a: Promise<unknown> = Promise.resolve();
     const corrected = { ref: 'o-5', note: 'fixed' };
     const b = createRunner({
@@ -154,10 +138,23 @@ describe('a correction checked while another correction is in flight as the new 
       random: () => 0.5,
     }).run(adapter, OP, { params: corrected });
     await inFlight;
-    release();
+    release.now();
     expect(await a).toMatchObject({ status: 'done' });
     expect(await b).toMatchObject({ status: 'done' });
     expect(provider.count()).toBe(1);
     expect(provider.calls()).toBe(2); // the rejected first request and A's: B sent nothing of its own
   });
 });
+
+/** The adapter with its first send held at the provider: `inFlight` once it is, `release.now()` lets it go. */
+function holdFirstSend(adapter: Parameters<typeof scripted>[0]) {
+  const release = { now: () => {} };
+  let entered = () => {};
+  const inFlight = new Promise<void>((r) => (entered = r));
+  const gate = () =>
+    new Promise<void>((r) => {
+      release.now = r;
+      entered();
+    });
+  return { held: scripted(adapter, (n, send) => (n === 0 ? gate().then(send) : undefined)), inFlight, release };
+}

@@ -25,17 +25,20 @@ import {
 } from './fence-helpers.js';
 
 const node = process.execPath;
+/** The fence over server-everything, its long-running operation fenced. */
+const longRunningFence = () =>
+  hostOfFence(
+    { command: node, args: [everythingServer, 'stdio'] },
+    {
+      name: 'everything',
+      timeoutMs: 5000,
+      tools: { 'trigger-long-running-operation': { kind: 'create', intent: ['duration', 'steps'] } },
+    },
+  );
 
 describe('progress through the fence', () => {
   it('two identical fenced calls at once, both asking for progress: each hears the run they share', async () => {
-    const { client } = await hostOfFence(
-      { command: node, args: [everythingServer, 'stdio'] },
-      {
-        name: 'everything',
-        timeoutMs: 5000,
-        tools: { 'trigger-long-running-operation': { kind: 'create', intent: ['duration', 'steps'] } },
-      },
-    );
+    const { client } = await longRunningFence();
     const heard: number[][] = [[], []];
     const calls = heard.map(
       (progress) =>
@@ -51,14 +54,7 @@ describe('progress through the fence', () => {
   }, 20_000);
 
   it('an identical fenced call that asked for progress, in flight after one that did not: it hears the run', async () => {
-    const { client } = await hostOfFence(
-      { command: node, args: [everythingServer, 'stdio'] },
-      {
-        name: 'everything',
-        timeoutMs: 5000,
-        tools: { 'trigger-long-running-operation': { kind: 'create', intent: ['duration', 'steps'] } },
-      },
-    );
+    const { client } = await longRunningFence();
     const heard: number[] = [];
     const params = { name: 'trigger-long-running-operation', arguments: { duration: 0.6, steps: 3 } };
     const answers = (await Promise.all([
