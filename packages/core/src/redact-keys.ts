@@ -29,6 +29,7 @@ const SECRET_PAIRS = words(`
   apikey accesskey privatekey secretkey signingkey encryptionkey masterkey sessionkey clientsecret cardnumber
   accountnumber routingnumber securitycode sessionid motdepasse setcookie socialsecurity
 `);
+const CURSORS = words('progress page next continuation sync delta skip');
 const PII_PARTS = words(`
   email emails phone mobile mobilephone fax telephone tel dob birthdate birthday address street postcode zip passport nationalid
   taxid ip
@@ -54,7 +55,8 @@ const verdicts = new Map<string, { readonly secret: boolean; readonly pii: boole
 export function keyVerdict(key: string): { readonly secret: boolean; readonly pii: boolean } {
   let v = verdicts.get(key);
   if (v === undefined) {
-    const parts = keyParts(key);
+    // A token that marks a place in a list or a progress report (`pageToken`, MCP's `progressToken`) opens nothing.
+    const parts = keyParts(key).filter((p, i, all) => p !== 'token' || !CURSORS.has(all[i - 1]!));
     v = { secret: partsMatch(parts, SECRET_PARTS, SECRET_PAIRS), pii: partsMatch(parts, PII_PARTS, PII_PAIRS) };
     if (verdicts.size >= 4096) verdicts.clear();
     verdicts.set(key, v);

@@ -240,11 +240,7 @@ const DETECTORS: readonly Detector[] = [
       /\b(?:(?:sk|rk|pk)_(?:test|live)_|whsec_|A(?:KIA|SIA|GPA|IDA|ROA|NPA|Iza)|gh[oprsu]_|github_pat_|xox[abeprs]-|xapp-|re_|pat-|sk-|Basic\s+)[\w+/=-]+(?=…)/g,
     ),
   },
-  {
-    kind: 'card number',
-    hint: (t) => /(?:\d\D*){13}/.test(t),
-    blank: blankCardNumbers,
-  },
+  { kind: 'card number', hint: (t) => /(?:\d\D*){13}/.test(t), blank: blankCardNumbers },
   {
     kind: 'IBAN',
     pii: true,
@@ -323,11 +319,28 @@ export interface Redactor {
   withValuesFrom(params: unknown): Redactor;
 }
 
+// A long known value that is not a number (a password, a token) is its own text wherever it stands; a short one or a
+// number is blanked only whole, not where it goes on a run of letters or digits: a known `500` leaves `1500` as it is.
+const ownText = (v: string) => v.length >= 8 && !/^[\d.,+-]*$/.test(v);
+const RUN_START = /^[\p{L}\p{M}\p{N}]/u;
+const RUN_END = /[\p{L}\p{M}\p{N}]$/u;
+const joins = (a: string, b: string) => RUN_END.test(a) && RUN_START.test(b);
+/** Whether the known value `v` at `at` in `t` (to `end`, where a clip cut it) goes on the run of letters or digits there. */
+const inRun = (t: string, at: number, v: string, end = at + v.length) =>
+  !ownText(v) && (joins(t.slice(Math.max(0, at - 2), at), v) || joins(v, t.slice(end, end + 2)));
+
 function blankEach(text: string, parts: readonly string[]): string {
   let out = text;
-  for (const part of parts) if (part !== '') out = out.split(part).join(REDACTED);
+  for (const part of parts)
+    for (let at = part === '' ? -1 : out.indexOf(part); at !== -1; at = out.indexOf(part, at + 1))
+      if (!inRun(out, at, part)) {
+        out = out.slice(0, at) + REDACTED + out.slice(at + part.length);
+        at += REDACTED.length - 1;
+      }
   return out;
 }
+
+const longestFirst = (parts: Iterable<string>) => [...parts].sort((a, b) => b.length - a.length);
 
 /** Known values that must not show, shorter than this, are not looked for (nor what a clip left of one). */
 const MIN_VALUE = 3;
@@ -339,7 +352,7 @@ function blankClipped(text: string, values: readonly string[]): string {
     let cut = 0;
     for (const v of values)
       for (let n = Math.min(v.length - 1, at); n > cut && n >= MIN_VALUE; n--)
-        if (out.charCodeAt(at - n) === v.charCodeAt(0) && out.startsWith(v.slice(0, n), at - n)) {
+        if (out.startsWith(v.slice(0, n), at - n) && !inRun(out, at - n, v, at)) {
           cut = n;
           break;
         }
@@ -406,11 +419,7 @@ export function createRedactor(options: RedactOptions = {}, sensitiveFields: rea
       let out = blankEach(s, values);
       // A known value inside a credential cuts it apart before a detector sees it: what the detectors find in the
       // text as given is blanked whole, with the values, longest first.
-      if (out !== s)
-        out = blankEach(
-          s,
-          [...credentialsIn(s), ...values].sort((a, b) => b.length - a.length),
-        );
+      if (out !== s) out = blankEach(s, longestFirst([...credentialsIn(s), ...values]));
       if (values.length > 0) out = blankClipped(out, values);
       for (const d of DETECTORS) if ((pii || !d.pii) && d.hint(out)) out = d.blank(out);
       for (const p of patterns) out = out.replace(p, REDACTED);
@@ -482,7 +491,7 @@ export function createRedactor(options: RedactOptions = {}, sensitiveFields: rea
         // Nothing new to blank: this redactor already is that one.
         if (found.size === values.length) return self;
         // Longest first, so a value containing another is blanked whole.
-        return build([...found].sort((a, b) => b.length - a.length));
+        return build(longestFirst(found));
       },
     };
     return self;

@@ -637,3 +637,58 @@ describe('a provider error that echoes the request as it was sent', () => {
       expect(everything).not.toContain(piece);
   });
 });
+
+describe('a known value inside a longer run of letters or digits', () => {
+  // A provider's message repeats the request's values; blanked inside other words and numbers, they changed what a
+  // person reads ("1[redacted] per hour" for a known 500).
+  const r = createRedactor({ fields: ['limit', 'id', 'big', 'name', 'tag', 'city'] }).withValuesFrom({
+    limit: '500',
+    id: 123,
+    big: '12345678',
+    name: 'Ann Lee',
+    tag: '(vip)',
+    city: 'Zoë',
+    password: 'hunter2secret',
+  });
+
+  it('a short value or a number is blanked where it stands whole, never inside another number or word', () => {
+    const samples: [string, string][] = [
+      ['quota 1500 per hour, 5000 a day', 'quota 1500 per hour, 5000 a day'],
+      ['order 500 failed', `order ${REDACTED} failed`],
+      ['id=500, limit', `id=${REDACTED}, limit`],
+      ['ids 1230, 4123, 123.', `ids 1230, 4123, ${REDACTED}.`],
+      ['ref 912345678 or 12345678', `ref 912345678 or ${REDACTED}`],
+      ['to Ann Lee, not Ann Leeds', `to ${REDACTED}, not Ann Leeds`],
+      ['for Zoë; Zoëlle and MZoë stay', `for ${REDACTED}; Zoëlle and MZoë stay`],
+      [
+        `for ${'Zoë'.normalize('NFD')}, ${'Zoëlle'.normalize('NFD')} stays`,
+        `for ${REDACTED}, ${'Zoëlle'.normalize('NFD')} stays`,
+      ],
+      ['tier x(vip)y', `tier x${REDACTED}y`],
+      ['ref 9912345… and 123456…', `ref 9912345… and ${REDACTED}…`],
+    ];
+    for (const [input, expected] of samples) expect(r.text(input), input).toBe(expected);
+  });
+
+  it("a long value that is not a number (a password, a token) is blanked wherever it stands: it is the secret's text", () => {
+    expect(r.text('login xhunter2secret2 refused')).toBe(`login x${REDACTED}2 refused`);
+  });
+});
+
+describe('a token that is not a credential', () => {
+  it('a progress token or a page cursor stays; an access, refresh, id, session or AWS security token is blanked', () => {
+    const r = createRedactor();
+    for (const s of [
+      'notifications/progress {"progressToken":17,"progress":3}',
+      'page_token=2 is past the end',
+      '{"nextPageToken":"CiAKGjBp"}',
+      'progress_token: 5',
+    ])
+      expect(r.text(s), s).toBe(s);
+    const cursors = { progressToken: 17, pageToken: 'CiAKGjBp', next_page_token: 'x2' };
+    expect(r.params(cursors)).toBe(cursors);
+    for (const key of ['access_token', 'refresh_token', 'id_token', 'x-amz-security-token', 'sessionToken', 'token'])
+      expect(r.text(`${key}=abc123def rejected`), key).toBe(`${key}=${REDACTED} rejected`);
+    expect(r.params({ access_token: 'a', csrfToken: 'b' })).toEqual({ access_token: REDACTED, csrfToken: REDACTED });
+  });
+});

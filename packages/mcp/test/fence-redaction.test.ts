@@ -80,6 +80,27 @@ describe("a fenced tool's error text that repeats the call's arguments", () => {
       expect(receipts).toContain('cannot ship 1500 units to [redacted] under [redacted]');
     },
   );
+
+  it('blanks a string argument of digits where it stands whole, not inside the numbers of the text', async () => {
+    const config = parseFenceConfig({
+      name: 'shop',
+      ledger: './unused.db',
+      tools: { ship: { kind: 'send', intent: ['ref'], toolErrors: 'rejected' } },
+    });
+    const adapter = createFenceAdapter({
+      config,
+      client: {
+        callTool: async () => ({
+          isError: true,
+          content: [{ type: 'text', text: 'order 500: 1500 per hour, id=500,' }],
+        }),
+      },
+      tools: [{ name: 'ship', inputSchema: { type: 'object', properties: { ref: { type: 'string' } } } }],
+    });
+    const ledger = createMemoryLedger();
+    await createRunner({ ledger }).run(adapter, 'ship', { params: { ref: '500' } });
+    expect(await exportReceiptsJsonl(ledger)).toContain('order [redacted]: 1500 per hour, id=[redacted],');
+  });
 });
 
 describe("an HTTP upstream's 429 body that quotes a credential, cut where the fence clips the message", () => {
