@@ -321,13 +321,15 @@ export interface Redactor {
 
 // A long known value that is not a number (a password, a token) is its own text wherever it stands; a short one or a
 // number is blanked only whole, not where it goes on a run of letters or digits: a known `500` leaves `1500` as it is.
+// Scripts written without spaces between words (Chinese, Japanese, Thai) make no runs: a name there stands by words.
 const ownText = (v: string) => v.length >= 8 && !/^[\d.,+-]*$/.test(v);
-const RUN_START = /^[\p{L}\p{M}\p{N}]/u;
-const RUN_END = /[\p{L}\p{M}\p{N}]$/u;
+const RUN_START = /^(?![\p{sc=Han}\p{sc=Hira}\p{sc=Kana}\p{sc=Thai}])[\p{L}\p{M}\p{N}]/u;
+const RUN_END = /(?![\p{sc=Han}\p{sc=Hira}\p{sc=Kana}\p{sc=Thai}])[\p{L}\p{M}\p{N}]$/u;
 const joins = (a: string, b: string) => RUN_END.test(a) && RUN_START.test(b);
 /** Whether the known value `v` at `at` in `t` (to `end`, where a clip cut it) goes on the run of letters or digits there. */
 const inRun = (t: string, at: number, v: string, end = at + v.length) =>
   !ownText(v) && (joins(t.slice(Math.max(0, at - 2), at), v) || joins(v, t.slice(end, end + 2)));
+const longestFirst = (parts: Iterable<string>) => [...parts].sort((a, b) => b.length - a.length);
 
 function blankEach(text: string, parts: readonly string[]): string {
   let out = text;
@@ -339,8 +341,6 @@ function blankEach(text: string, parts: readonly string[]): string {
       }
   return out;
 }
-
-const longestFirst = (parts: Iterable<string>) => [...parts].sort((a, b) => b.length - a.length);
 
 /** Known values that must not show, shorter than this, are not looked for (nor what a clip left of one). */
 const MIN_VALUE = 3;

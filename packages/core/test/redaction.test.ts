@@ -641,13 +641,14 @@ describe('a provider error that echoes the request as it was sent', () => {
 describe('a known value inside a longer run of letters or digits', () => {
   // A provider's message repeats the request's values; blanked inside other words and numbers, they changed what a
   // person reads ("1[redacted] per hour" for a known 500).
-  const r = createRedactor({ fields: ['limit', 'id', 'big', 'name', 'tag', 'city'] }).withValuesFrom({
+  const r = createRedactor({ fields: ['limit', 'id', 'big', 'name', 'tag', 'city', 'recipient'] }).withValuesFrom({
     limit: '500',
     id: 123,
     big: '12345678',
     name: 'Ann Lee',
     tag: '(vip)',
     city: 'Zoë',
+    recipient: '山田太郎',
     password: 'hunter2secret',
   });
 
@@ -665,6 +666,7 @@ describe('a known value inside a longer run of letters or digits', () => {
         `for ${REDACTED}, ${'Zoëlle'.normalize('NFD')} stays`,
       ],
       ['tier x(vip)y', `tier x${REDACTED}y`],
+      ['顧客山田太郎様の注文', `顧客${REDACTED}様の注文`],
       ['ref 9912345… and 123456…', `ref 9912345… and ${REDACTED}…`],
     ];
     for (const [input, expected] of samples) expect(r.text(input), input).toBe(expected);
