@@ -67,6 +67,12 @@ describe('retrysafe-mcp command line', () => {
       expect(missing.status).toBe(2);
       expect(missing.stderr).toContain('--url needs a value');
     }
+    const typo = run('wrap', '--conifg', 'fence.yaml');
+    expect(typo.status).toBe(2);
+    expect(typo.stderr).toBe(
+      'retrysafe-mcp wrap: unknown option --conifg (did you mean "--config"?) (see retrysafe-mcp --help)\n',
+    );
+    expect(run('wrp').stderr).toMatch(/\(did you mean "wrap"\?\)\n$/);
     const json = run('probe', '--tool', 't', '--args', '[1]');
     expect(json.status).toBe(2);
     expect(json.stderr).toContain('--args must be a JSON object');
