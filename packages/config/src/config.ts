@@ -3,6 +3,7 @@ import { dirname, isAbsolute, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import type { AdapterV1, JsonSchema, Ledger } from '@retrysafe/contract';
 import { capProblem } from '@retrysafe/contract/rules';
+import { suggest } from '@retrysafe/core/suggest';
 import type { HttpAdapterDeclaration } from '@retrysafe/http';
 import type {
   HttpAdapterConfig,
@@ -13,7 +14,7 @@ import type {
 } from './config-types.js';
 import { findInlineCredentials, looksLikeEnvName, safeMessage } from './credentials.js';
 import { ConfigError, readDataFile } from './read-file.js';
-import { checkSchema, suggest } from './schema-check.js';
+import { checkSchema } from './schema-check.js';
 
 /** The config file's JSON Schema: the published schema.json is the one definition, and what `parseConfig` checks. */
 export const configSchema = JSON.parse(readFileSync(new URL('../schema.json', import.meta.url), 'utf8')) as JsonSchema;

@@ -1,11 +1,11 @@
 import { readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { suggest } from '@retrysafe/core/suggest';
 import { Ajv2020 } from 'ajv/dist/2020.js';
 import { describe, expect, it } from 'vitest';
 import { parse as parseYaml } from 'yaml';
 import { checkSchema, configSchema } from './index.js';
-import { suggest } from './schema-check.js';
 
 // The published schema is checked by a real JSON Schema 2020-12 validator (what editors run) and by
 // parseConfig's own checker: on every sample they must agree on valid / invalid.

@@ -1,4 +1,5 @@
 #!/usr/bin/env node
+import { suggest } from '@retrysafe/core/suggest';
 import { helpText, PROBE_COMMAND, SERVE_COMMAND, UsageError, WRAP_COMMAND } from './cli-options.js';
 
 // The entry only picks the command; each command parses its own options table (cli-options.ts).
@@ -7,9 +8,10 @@ const [first, ...rest] = args;
 // What follows `--` is the upstream server's command line, its own --help included.
 const ours = args.includes('--') ? args.slice(0, args.indexOf('--')) : args;
 // Serving takes no command word: any other word first is a misspelt command, refused before --help is looked at.
-if (first !== undefined && !first.startsWith('-') && !['help', 'wrap', 'probe'].includes(first)) {
+const COMMANDS = ['help', 'wrap', 'probe'];
+if (first !== undefined && !first.startsWith('-') && !COMMANDS.includes(first)) {
   process.stderr.write(
-    `retrysafe-mcp: unknown command ${JSON.stringify(first)} (commands: wrap, probe; serving is retrysafe-mcp --config <file>)\n`,
+    `retrysafe-mcp: unknown command ${JSON.stringify(first)} (commands: wrap, probe; serving is retrysafe-mcp --config <file>)${suggest(first, COMMANDS)}\n`,
   );
   process.exitCode = 2;
 } else if (first === 'help' || ours.includes('--help') || ours.includes('-h')) {

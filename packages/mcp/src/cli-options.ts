@@ -1,5 +1,6 @@
 // Each command's options as data (no heavy imports here): node:util's parseArgs reads them, the help is written from them.
 import { parseArgs } from 'node:util';
+import { suggest } from '@retrysafe/core/suggest';
 
 /** Thrown for bad command-line use: printed as one line, exit 2. */
 export class UsageError extends Error {
@@ -83,10 +84,15 @@ export function checkHttpOptions(o: { http?: boolean; port?: number; allowHost?:
 }
 
 /** parseArgs' refusal in this command line's words. */
-function usageError(e: Error & { code?: string }): UsageError {
+function usageError(e: Error & { code?: string }, options: Options): UsageError {
   const arg = /'(\S+?)[' ]/.exec(e.message)?.[1] ?? '';
-  if (e.code === 'ERR_PARSE_ARGS_UNKNOWN_OPTION')
-    return new UsageError(`unknown option ${arg} (see retrysafe-mcp --help)`);
+  if (e.code === 'ERR_PARSE_ARGS_UNKNOWN_OPTION') {
+    const close = suggest(
+      arg,
+      Object.keys(options).map((k) => `--${flag(k)}`),
+    );
+    return new UsageError(`unknown option ${arg}${close} (see retrysafe-mcp --help)`);
+  }
   if (e.code === 'ERR_PARSE_ARGS_UNEXPECTED_POSITIONAL')
     return new UsageError(`unexpected argument ${JSON.stringify(arg)}`);
   return new UsageError(/does not take/.test(e.message) ? `${arg} takes no value` : `${arg} needs a value`);
@@ -128,7 +134,7 @@ export function parseOptions<O extends Options>(argv: readonly string[], command
       ),
     }));
   } catch (e) {
-    throw usageError(e as Error);
+    throw usageError(e as Error, command.options);
   }
   const parsed: Record<string, unknown> = {};
   for (const [k, o] of table) {

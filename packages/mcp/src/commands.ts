@@ -59,6 +59,25 @@ function checkAtStart(adapters: readonly AdapterV1[], policy: PolicyOverrides | 
     }
 }
 
+/** What is found wrong after a file was read (an adapter's unset variable, a fenced tool's card, a tool the upstream
+ * does not list, a policy) names the file, as what its reading finds does: one may have several. */
+async function naming<T>(file: string, make: () => T | Promise<T>): Promise<T> {
+  try {
+    return await make();
+  } catch (e) {
+    const code = String((e as { code?: unknown } | null)?.code);
+    const ours = [
+      'RETRYSAFE_CONFIG',
+      'RETRYSAFE_FENCE_CONFIG',
+      'RETRYSAFE_RUNNER_CONFIG',
+      'RETRYSAFE_UNKNOWN_OPERATION',
+    ];
+    if (e instanceof Error && ours.includes(code) && !e.message.startsWith(`${file}: `))
+      e.message = `${file}: ${e.message}`;
+    throw e;
+  }
+}
+
 /** How long a stdio server whose host closed its stdin waits for the calls under way: less than the 2 s the official
  * SDK's host waits before it sends SIGTERM, and with the upstream's stop after it, less than the 2 s more before its
  * SIGKILL. */
@@ -121,10 +140,13 @@ export async function runServe(argv: readonly string[], log = toStderr): Promise
   const configPath = o.config ?? process.env.RETRYSAFE_CONFIG;
   if (!configPath) throw new UsageError('name the config: --config <retrysafe.yaml> (or set RETRYSAFE_CONFIG)');
   const config = loadConfig(configPath);
-  const byName = await createAdapters(config);
-  // the config names operations by its adapter keys; tools are named by provider
-  const operations = exposedOperations(config, byName);
-  checkAtStart(Object.values(byName), config.policy, operations);
+  const { byName, operations } = await naming(configPath, async () => {
+    const byName = await createAdapters(config);
+    // the config names operations by its adapter keys; tools are named by provider
+    const operations = exposedOperations(config, byName);
+    checkAtStart(Object.values(byName), config.policy, operations);
+    return { byName, operations };
+  });
   const parts = await servingParts(config);
   const make = () => createRetrysafeMcpServer({ ...parts, adapters: Object.values(byName), operations });
   make(); // a tool set it refuses (two tools of one name) is refused at start, not on the first HTTP request
@@ -157,8 +179,11 @@ export async function runWrap(argv: readonly string[], log = toStderr): Promise<
   const config = loadFenceConfig(o.config);
   const upstream = await connectUpstream(target(o.url, rest, config.env));
   try {
-    const fence = followUpstream(config, upstream);
-    checkAtStart([fence.current().adapter], config.policy);
+    const fence = await naming(o.config, () => {
+      const fence = followUpstream(config, upstream);
+      checkAtStart([fence.current().adapter], config.policy);
+      return fence;
+    });
     const parts = await servingParts(config);
     const make = () => createFenceServer({ ...parts, fence, upstream });
     const fenced = Object.keys(config.tools);

@@ -67,6 +67,12 @@ describe('retrysafe-mcp command line', () => {
       expect(missing.status).toBe(2);
       expect(missing.stderr).toContain('--url needs a value');
     }
+    const typo = run('wrap', '--conifg', 'fence.yaml');
+    expect(typo.status).toBe(2);
+    expect(typo.stderr).toBe(
+      'retrysafe-mcp wrap: unknown option --conifg (did you mean "--config"?) (see retrysafe-mcp --help)\n',
+    );
+    expect(run('wrp').stderr).toMatch(/\(did you mean "wrap"\?\)\n$/);
     const json = run('probe', '--tool', 't', '--args', '[1]');
     expect(json.status).toBe(2);
     expect(json.stderr).toContain('--args must be a JSON object');
@@ -98,7 +104,9 @@ describe('retrysafe-mcp command line', () => {
     config.adapters.acme.operations['orders.create']!.paramsSchema = { $ref: '#/$defs/Missing' };
     writeFileSync(join(dir, 'retrysafe.yaml'), stringifyYaml(config));
     const refused = run('--config', join(dir, 'retrysafe.yaml'), '--http');
-    expect(refused.stderr).toMatch(/^retrysafe-mcp: paramsSchema: the params schema of acme\.orders\.create/);
+    expect(refused.stderr).toMatch(
+      /^retrysafe-mcp: \S+retrysafe\.yaml: paramsSchema: the params schema of acme\.orders\.create/,
+    );
     expect(refused.status).toBe(2);
     // A malformed params or receipt key is bad config too: named by its variable, its secret never printed.
     writeFileSync(join(dir, 'retrysafe.yaml'), readFileSync(join(example, 'retrysafe.yaml')));
@@ -172,6 +180,25 @@ describe('retrysafe-mcp command line', () => {
       `retrysafe-mcp wrap: ${fence}: tools.create_order.keyy: unknown key (did you mean "key"?) — known: kind, idempotentByNature, intent, optionalIntent, normalize, paramComparison, key, lookup, toolErrors, rejectWhen, resultRef, source`,
     );
     expect(r.status).toBe(2);
+  });
+
+  it('what is found wrong after the file is read (an unset variable, a tool the upstream lacks, a card) names the file', () => {
+    const dir = tempDir('retrysafe-bin-later-');
+    const config = join(dir, 'retrysafe.json');
+    writeFileSync(config, JSON.stringify({ ledger: 'l.db', adapters: { stripe: { apiKeyEnv: 'STRIPE_API_KEY' } } }));
+    expect(run('--config', config).stderr).toBe(
+      `retrysafe-mcp: ${config}: adapters.stripe: environment variable STRIPE_API_KEY is not set\n`,
+    );
+    for (const tool of [
+      { missing_tool: { kind: 'create', intent: ['ref'] } },
+      { create_order: { kind: 'create', intent: ['ref'], optionalIntent: ['note'] } },
+    ]) {
+      const fence = writeFence(dir, { name: 'orders', tools: tool });
+      const r = run('wrap', '--config', fence, '--', process.execPath, ordersServer);
+      expect(r.stderr.startsWith(`retrysafe-mcp wrap: ${fence}: `), r.stderr).toBe(true);
+      expect(r.stderr).not.toContain(`${fence}: ${fence}`);
+      expect(r.status).toBe(2);
+    }
   });
 
   it('a server that cannot be started exits 2, never 1 (which is probe\'s "duplicates"); one that exits says its code', () => {

@@ -106,7 +106,9 @@ describe("fence file normalize: judged by the contract's card validator when the
     );
     // `wrap` does not start: exit 2, the problem named by the fence file's path
     const wrap = wrapOrders(rulesFence({ normalize: [caseFold] }));
-    expect(wrap.stderr).toMatch(/^retrysafe-mcp wrap: tools\.create_order\.normalize\[0\]\.evidence: missing/);
+    expect(wrap.stderr).toMatch(
+      /^retrysafe-mcp wrap: \S+\.(yaml|json): tools\.create_order\.normalize\[0\]\.evidence: missing/,
+    );
     expect(wrap.status).toBe(2);
   });
 });
@@ -319,7 +321,9 @@ describe("fence file paramComparison: judged by the contract's card validator wh
     expect(() => fenceAdapter({ paramComparison: [{ field: 'labels', compare: 'exact', source: 's' }] })).not.toThrow();
     // `wrap` does not start: exit 2, the problem named by the fence file's path
     const wrap = wrapOrders(rulesFence({ paramComparison: [noEvidence] }), '--labels');
-    expect(wrap.stderr).toMatch(/^retrysafe-mcp wrap: tools\.create_order\.paramComparison\[0\]\.evidence: missing/);
+    expect(wrap.stderr).toMatch(
+      /^retrysafe-mcp wrap: \S+\.(yaml|json): tools\.create_order\.paramComparison\[0\]\.evidence: missing/,
+    );
     expect(wrap.status).toBe(2);
   });
 });
