@@ -56,21 +56,7 @@ describe("a fenced tool's error text that repeats the call's arguments", () => {
   ])(
     'blanks every argument but numbers and flags, which stay readable (the runner writes its own counts and waits): %s',
     async (_, inputSchema) => {
-      const config = parseFenceConfig({
-        name: 'shop',
-        ledger: './unused.db',
-        tools: { ship: { kind: 'send', intent: ['ref'], toolErrors: 'rejected' } },
-      });
-      const adapter = createFenceAdapter({
-        config,
-        client: {
-          callTool: async () => ({
-            isError: true,
-            content: [{ type: 'text', text: `cannot ship 1500 units to ${CUSTOMER} under S-4411` }],
-          }),
-        },
-        tools: [{ name: 'ship', inputSchema: inputSchema as { type: 'object' } }],
-      });
+      const adapter = shipRefusing(`cannot ship 1500 units to ${CUSTOMER} under S-4411`, inputSchema);
       const ledger = createMemoryLedger();
       const r = await createRunner({ ledger }).run(adapter, 'ship', {
         params: { ref: 'S-4411', quantity: 1500, express: true, recipient: { name: CUSTOMER } },
@@ -82,20 +68,9 @@ describe("a fenced tool's error text that repeats the call's arguments", () => {
   );
 
   it('blanks a string argument of digits where it stands whole, not inside the numbers of the text', async () => {
-    const config = parseFenceConfig({
-      name: 'shop',
-      ledger: './unused.db',
-      tools: { ship: { kind: 'send', intent: ['ref'], toolErrors: 'rejected' } },
-    });
-    const adapter = createFenceAdapter({
-      config,
-      client: {
-        callTool: async () => ({
-          isError: true,
-          content: [{ type: 'text', text: 'order 500: 1500 per hour, id=500,' }],
-        }),
-      },
-      tools: [{ name: 'ship', inputSchema: { type: 'object', properties: { ref: { type: 'string' } } } }],
+    const adapter = shipRefusing('order 500: 1500 per hour, id=500,', {
+      type: 'object',
+      properties: { ref: { type: 'string' } },
     });
     const ledger = createMemoryLedger();
     await createRunner({ ledger }).run(adapter, 'ship', { params: { ref: '500' } });
@@ -177,3 +152,17 @@ describe("a fenced tool's error text that repeats the host request's _meta the f
     );
   });
 });
+
+/** A fenced `ship` whose upstream refuses every call with `text` (a tool error read as a rejection). */
+function shipRefusing(text: string, inputSchema: unknown) {
+  const config = parseFenceConfig({
+    name: 'shop',
+    ledger: './unused.db',
+    tools: { ship: { kind: 'send', intent: ['ref'], toolErrors: 'rejected' } },
+  });
+  return createFenceAdapter({
+    config,
+    client: { callTool: async () => ({ isError: true, content: [{ type: 'text', text }] }) },
+    tools: [{ name: 'ship', inputSchema: inputSchema as { type: 'object' } }],
+  });
+}
