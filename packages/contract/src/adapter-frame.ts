@@ -98,10 +98,8 @@ function raceAbort<T>(run: () => Promise<T>, signal: AbortSignal, onAbort: () =>
   });
 }
 
-/**
- * The first character `rule` allows and `card` does not, over ASCII: a key is the id alphabet, a hex digest and the
- * prefix (or a recorded key of that shape); a card charset that does not compile counts as allowing nothing.
- */
+/** The first ASCII character `rule` allows and `card` does not (keys are ASCII); a card charset that does not compile
+ * allows nothing. */
 function charOutside(rule: string, card: string): string | null {
   const mine = charsetPattern(rule);
   let theirs: RegExp;

@@ -49,11 +49,8 @@ export interface LookupContext
 export interface AdapterV1 {
   readonly specificationVersion: typeof SPECIFICATION_VERSION;
   readonly provider: string;
-  /**
-   * The account, workspace or tenant it acts as (a short name, never a secret), for a ledger that serves adapters of
-   * more than one account of a provider: the business-operation id covers it, so the same intent from another
-   * account is another operation, and recover() drives a stored one through the adapter of its own account.
-   */
+  /** The account it acts as (a short name, never a secret): the business-operation id covers it, so the same intent
+   * from another account is another operation, and recover() drives a stored one through its own account's adapter. */
   readonly account?: string;
   readonly operations: Readonly<Record<string, OperationSpec>>;
   /** Null when no key travels. */

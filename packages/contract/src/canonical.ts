@@ -1,11 +1,8 @@
 import { hash } from 'node:crypto';
 import { InvalidIntentError } from './errors.js';
 
-/**
- * Canonical JSON: sorted keys, no whitespace, shortest round-trip numbers, strings as given (never normalised:
- * a provider may keep `café` composed and decomposed apart; a card declares any folding). What JSON cannot carry
- * faithfully (functions, NaN, cycles, class instances but Date, undefined items) is an InvalidIntentError with its path.
- */
+/** Canonical JSON: sorted keys, shortest round-trip numbers, strings as given (a provider may keep `café` composed and
+ * decomposed apart). What JSON cannot carry faithfully is an InvalidIntentError with its path. */
 export function canonicalJson(value: unknown): string {
   return write(value, new Set());
 }

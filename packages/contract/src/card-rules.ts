@@ -10,10 +10,7 @@ export function cardMargin(card: RetrySafetyCard): number {
   return durationMs(card.limits.clockSkewMargin ?? DEFAULT_CLOCK_SKEW_MARGIN);
 }
 
-/**
- * Why a policy's `clockSkewMarginMs` cannot work, or null: unset (the card's margin) or a finite number of ms ≥ 0.
- * The one check of it: a margin of NaN would make every key look young enough to re-send.
- */
+/** Why a policy's `clockSkewMarginMs` cannot work (NaN would make every key look young enough to re-send), or null. */
 export function marginProblem(ms: unknown): string | null {
   if (ms === undefined || (typeof ms === 'number' && Number.isFinite(ms) && ms >= 0)) return null;
   return `expected a finite number ≥ 0, got ${String(ms)}`;
@@ -35,11 +32,9 @@ function checkMargin(ms: unknown) {
 }
 
 /**
- * How long a closed record must outlive its last change: pruned earlier, a repeat could meet a key the provider
- * still holds without the record (no adopt path). The longest `retention.minimum` among `cards` plus the margin in
- * force plus the late-apply allowance (a send just before the record closed may store its key that much later);
- * null (nothing stored) sets none. An unknown retention counts as `unknownRetentionMs` when the caller gives
- * one, else no floor can be known for that card: it is listed in `unknown` for the caller to refuse or skip.
+ * How long a closed record must outlive its last change, so a repeat never meets a key the provider still holds
+ * without the record: the longest retention + margin + late-apply allowance. An unknown retention counts as
+ * `unknownRetentionMs`, else its card is listed in `unknown` for the caller to refuse or skip.
  */
 export function retentionFloor(
   cards: readonly RetrySafetyCard[],

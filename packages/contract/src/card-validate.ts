@@ -337,11 +337,8 @@ const stepsListed = ({ steps, ...r }: Record<string, unknown>) =>
   hasSteps(steps) || (hasDefault(r) && (steps === undefined || (Array.isArray(steps) && steps.length === 0)));
 const DEFAULT_KINDS: readonly unknown[] = ['create', 'send', 'charge'];
 
-/**
- * Why a rule cannot name a provider's default, or null. A create stores it for a field left out; on an update (set,
- * upsert) a field left out is left as it was, so the two spellings are two intents there; an intent field left out is
- * refused; an exact comparison reads no default.
- */
+/** Why a rule cannot name a provider's default, or null: an update leaves a field left out as it was, so the two
+ * spellings are two intents there. */
 function defaultProblem(r: Record<string, unknown>, kind: unknown, intentFields: unknown[]): string | null {
   if (r.compare === 'exact') return 'an exact comparison reads no default: compare normalized';
   if (!DEFAULT_KINDS.includes(kind))

@@ -45,12 +45,8 @@ export interface RetrySafetyCard {
     /** In words, e.g. "derived from intent fields customer, amount, currency, orderRef". */
     readonly rule: string;
     readonly intentFields: readonly string[];
-    /**
-     * Intent fields a call may leave out (never an array item): left out, the intent has no such field; given, it is
-     * digested like the others. For an optional param that names the target (HubSpot's idProperty) or tells two
-     * creates apart (a task's due date), which a required intent field could not name and a param outside the intent
-     * would fold into another one's id.
-     */
+    /** Intent fields a call may leave out (never an array item), such as an optional param that names the target
+     * (HubSpot's idProperty): left out, the intent has no such field; given, it is digested like the others. */
     readonly optionalIntentFields?: readonly string[];
     /** Per intent field: the steps under which the provider treats values as the same. */
     readonly normalize?: readonly FieldNormalization[];

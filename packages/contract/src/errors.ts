@@ -25,10 +25,7 @@ export const CardValidationError = errorClass(
 );
 export type CardValidationError = InstanceType<typeof CardValidationError>;
 
-/**
- * This worker's clock is further from the ledger's clock than allowed: leases are judged on the database
- * clock, so a worker far off could send after another took over. Refused before anything is written.
- */
+/** This worker's clock is too far from the ledger's, which judges leases: it could send after a takeover. */
 export const ClockSkewError = errorClass(
   'ClockSkewError',
   'RETRYSAFE_CLOCK_SKEW',
@@ -41,13 +38,9 @@ export const ClockSkewError = errorClass(
 export type ClockSkewError = InstanceType<typeof ClockSkewError>;
 
 /**
- * Same business-operation id with a different intent or operation, or with params that differ where the
- * declaration compares them. Nothing was sent. `paths` lists where the params differ (never the values).
- * `needsPerson`: the operation is at rest and takes no corrected request (an attempt may have applied): a person
- * resolves it, and redoing it under other intent fields could make the effect twice.
- * `storedMayApply`: the stored request was applied, may have been, or may still be (in flight elsewhere, or driven on
- * later): redone under other intent fields it could happen twice; the original params get its result (true with
- * `needsPerson`; false only when every attempt is known not applied, or for an intent or operation conflict).
+ * Same business-operation id with another intent, operation or compared params; nothing was sent. `paths`: where
+ * the params differ. `needsPerson`: at rest and an attempt may have applied, so a person resolves it. `storedMayApply`:
+ * the stored request was or may still be applied, so redoing it under other intent fields could make it twice.
  */
 export const ConflictError = errorClass(
   'ConflictError',
@@ -114,10 +107,7 @@ export const InvalidStateError = errorClass(
 );
 export type InvalidStateError = InstanceType<typeof InvalidStateError>;
 
-/**
- * Just before a provider call, this worker found its own lease had run out (a long pause), so it did not
- * send: another worker may have taken over. A later run() or recover() reconciles it, looking up first.
- */
+/** This worker's lease ran out just before a provider call (a long pause), so it did not send: another may have taken over. */
 export const LeaseExpiredError = errorClass(
   'LeaseExpiredError',
   'RETRYSAFE_LEASE_EXPIRED',

@@ -37,10 +37,7 @@ export function businessOperationId(
   return intentIdentity(operation, intent, account).id;
 }
 
-/**
- * The derived id and the intent's fingerprint: one digest for both. An account, when given, is digested with the
- * intent (the same intent from another account is another operation); without one the digest is as it always was.
- */
+/** The derived id and the intent's fingerprint, one digest for both; an account, when given, is digested too. */
 export function intentIdentity(operation: string, intent: Record<string, unknown>, account?: string) {
   const problem = operationNameProblem(operation);
   if (problem) throw new InvalidIdError('operation name', operation, problem);
@@ -58,10 +55,7 @@ export function intentFingerprintOf(operation: string, intent: Record<string, un
   return fingerprint(account === undefined ? { operation, intent } : { operation, intent, account });
 }
 
-/**
- * `out[key] = value`, keeping an own `__proto__` key as data: a plain assignment drops it (or sets the
- * prototype), and two intents the provider keeps apart would become one.
- */
+/** `out[key] = value`, keeping an own `__proto__` key as data: assigned, it is dropped and two intents become one. */
 function put(out: Record<string, unknown>, key: string, value: unknown): void {
   if (key === '__proto__')
     Object.defineProperty(out, key, { value, enumerable: true, writable: true, configurable: true });
@@ -73,10 +67,7 @@ export function withinIntent(path: string, intentFields: readonly unknown[]): bo
   return intentFields.some((f) => typeof f === 'string' && (path === f || path.startsWith(`${f}.`)));
 }
 
-/**
- * A missing intent field is an error: it would fold distinct intents into one operation. One of `optional` left out, or
- * undefined as JSON drops it, is left out of the intent: any value given is another intent.
- */
+/** A missing intent field is an error (it would fold distinct intents into one); one of `optional` may be left out. */
 export function pickIntent(
   params: unknown,
   fields: readonly string[],
@@ -145,10 +136,8 @@ const STEP = {
   // precision or a fraction that is not zero stays as written.
   'datetime-zero-fraction': (s: string) => ZERO_FRACTION.exec(s)?.[1] ?? s,
 };
-/**
- * The step on the value at the declared path itself (not the strings beneath it): an empty array there is dropped, as
- * if the field were left out, where the provider stores a left-out collection as []. Null and a non-empty array stay.
- */
+/** A step on the value at the path itself: an empty array there reads as left out, where the provider stores a left-out
+ * collection as []. */
 const EMPTY_AS_ABSENT = 'empty-array-as-absent';
 export type NormalizationStep = keyof typeof STEP | typeof EMPTY_AS_ABSENT;
 
@@ -166,10 +155,7 @@ export interface FieldNormalization {
   readonly source: string;
   /** Required with one of MERGING_STEPS or a providerDefault: the provider's https page that treats such values as one. */
   readonly evidence?: string;
-  /**
-   * The value the provider stores when a create leaves this field out: after the steps, a value equal to it reads as
-   * the field left out. Only on a create, send or charge, never on an intent field itself (card-validate.ts says why).
-   */
+  /** What the provider stores when a create leaves the field out: after the steps, a value equal to it reads as left out. */
   readonly providerDefault?: unknown;
 }
 
@@ -300,10 +286,7 @@ export function normalizeParams(params: unknown, rules: readonly ParamsRule[]): 
   return normalizeAt(params, paths);
 }
 
-/**
- * In place; a path that is not there is skipped. A path crosses an array at every item (`lines.ref` is each line's
- * ref) unless it names an index (`lines.0.ref`), as the card's rule reads.
- */
+/** In place; a path that is not there is skipped, one that crosses an array without an index reaches every item. */
 function applyAt(holder: unknown, parts: readonly string[], steps: readonly NormalizationStep[], absent: Absent): void {
   const [part, ...rest] = parts as [string, ...string[]];
   if (Array.isArray(holder) && !INDEX.test(part)) {

@@ -8,10 +8,7 @@ import type { Receipt } from './receipt.js';
 /** What every ledger stores: SQLite's JSON functions refuse nesting deeper than 1000, and params sit inside the record. */
 export const PAYLOAD_LIMITS = Object.freeze({ maxDepth: 100, maxBytes: 1024 * 1024 });
 
-/**
- * A JSON.parse error's message cut at its first `"`: the parser quotes the text around the break there, which may be
- * a param, an email, a token.
- */
+/** A JSON.parse error's message cut where the parser quotes the text around the break (a param, an email, a token). */
 export const jsonErrorReason = (message: string): string => message.replace(/,?\s*(?:\.\.\.)?".*$/s, '');
 
 /** A cut or corrupt stored value becomes a LedgerError naming the ledger (`where`), the value and the parser's reason. */
@@ -53,11 +50,8 @@ export function checkStoredRecord(record: Record<string, unknown>, where: string
   return record as unknown as OperationRecord;
 }
 
-/**
- * A stored record; any JSON but an object (`null` would read as "no such operation") is a LedgerError, and so is one
- * without a field every reader relies on or in a state this version does not know (written by hand, by a newer
- * version, a partial restore): reported as unreadable, never acted on or rewritten. The value is not shown.
- */
+/** A stored record; anything but an object with every field readers rely on, in a known state, is a LedgerError
+ * (`null` would read as "no such operation"): unreadable, never acted on or rewritten. The value is not shown. */
 export function parseStoredRecord(text: string, where: string): OperationRecord {
   const record = parseStored(text, 'a stored record', where);
   if (typeof record !== 'object' || record === null || Array.isArray(record))
@@ -91,10 +85,7 @@ export function storedJson(value: unknown, where: string): string {
   }
 }
 
-/**
- * The stored receipts' JSON with `added` after them, the stored ones kept as text (not parsed); text that is not
- * an array is refused, or the append would write cut JSON.
- */
+/** The stored receipts' JSON (kept as text) with `added` after them; text that is not an array is refused (cut JSON). */
 export function appendStoredReceipt(text: string | null, added: Receipt | undefined, where: string): string | null {
   if (added === undefined) return text;
   if (text !== null && !(text.startsWith('[') && text.endsWith(']'))) throw notAList(added.businessOperationId, where);
@@ -106,10 +97,8 @@ export function appendStoredReceipt(text: string | null, added: Receipt | undefi
 /** Told of each row a listing could not read (its id, and why); that row is left out and the others listed. */
 export type OnUnreadable = (id: string, error: LedgerError) => void;
 
-/**
- * Each row through `read`. One that cannot be read goes to `onUnreadable` and is left out, so one bad row never
- * fails a whole listing; with no callback the listing rejects, so no row is ever dropped silently.
- */
+/** Each row through `read`; one that cannot be read goes to `onUnreadable` and is left out (no callback: the listing
+ * rejects, so no row is dropped silently). */
 export function readEach<Row, T>(
   rows: readonly Row[],
   idOf: (row: Row) => string,
@@ -132,9 +121,8 @@ export function readEach<Row, T>(
 }
 
 /**
- * Up to `limit` readable rows of a listing cut at `limit` (`fetch(n)`: its first n rows in order, every row when n is
- * undefined). An unreadable row takes no place: the fetch is widened by each one, so one left at the head of the order
- * (never updated again) cannot hide the rows behind it on every call. Each is told once, as by readEach.
+ * Up to `limit` readable rows (`fetch(n)`: the first n rows, all when undefined). The fetch is widened by each
+ * unreadable row, so one stuck at the head of the order cannot hide the rows behind it; each is told once.
  */
 export async function readLimited<Row, T>(
   fetch: (n: number | undefined) => Promise<readonly Row[]>,

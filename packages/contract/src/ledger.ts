@@ -395,10 +395,7 @@ export function releaseTransition(record: OperationRecord): OperationRecord {
   return { ...record, ...RELEASED };
 }
 
-/**
- * A ledger's fenced methods, each its transition through the ledger's one fenced write: the operation read at the
- * caller's fence, `rule` applied, `receipt` checked and chained, all stored in one atomic section.
- */
+/** A ledger's fenced methods, each its transition through the ledger's one fenced write (one atomic section). */
 export function fencedMethods(
   write: (
     ref: Fenced,
@@ -477,10 +474,7 @@ export function checkReceipt(ref: Fenced, receipt: Receipt, lastSeq: number): vo
     throw new LedgerError(`receipt seq ${receipt.seq} for ${ref.businessOperationId}: expected ${lastSeq + 1}`);
 }
 
-/**
- * What a fenced write stores: `rule` applied to the operation at `ref`'s fence, then `receipt`, if given, checked as
- * the chain's next after `lastSeq` and anchored. The stored record itself back: nothing to write.
- */
+/** What a fenced write stores: `rule` applied at `ref`'s fence, `receipt` checked as the chain's next and anchored. */
 export function fencedTransition(
   stored: OperationRecord | null,
   ref: Fenced,

@@ -125,10 +125,8 @@ function oneRetryAfter(v: string, from: number): number | undefined {
 }
 
 /**
- * Retry-After in ms, or `undefined`. A header sent twice arrives as a list, or folded by fetch into one value
- * ('30, 30'; an HTTP-date keeps the comma after its weekday): the longest wait, never sooner than any asked.
- * `date` is the same answer's `Date` header, required so no reader forgets it: an HTTP-date is measured from
- * the provider's clock (RFC 9110 §10.2.3), else a local clock running ahead would send again before it asked.
+ * Retry-After in ms, or `undefined`; sent twice (a list, or folded as '30, 30'): the longest wait. `date`, the answer's
+ * `Date` header, is required: an HTTP-date is measured from the provider's clock (RFC 9110 §10.2.3), not ours.
  */
 export function parseRetryAfter(
   value: string | readonly string[] | null | undefined,
@@ -147,10 +145,7 @@ export function parseRetryAfter(
   return waits.length > 0 ? Math.max(...waits) : undefined;
 }
 
-/**
- * What a 401 or 403 is refused for, else undefined: the caller (its credentials, its rights), never the operation,
- * so nothing was applied and the same request is refused again — a rejection even where no mapping names it.
- */
+/** What a 401 or 403 refuses, else undefined: the caller, never the operation, so it is a rejection (nothing applied). */
 export function callerRefusal(status: number | undefined): RejectReason | undefined {
   return status === 401 ? 'authentication' : status === 403 ? 'permission' : undefined;
 }
@@ -188,11 +183,8 @@ export function cannotTellFrom(outcome: Outcome, reason: string): Extract<Lookup
   };
 }
 
-/**
- * A lookup that found nothing, judged by the card's rule (the runner's too, notFoundIsAuthoritative): absent once the
- * last dispatch can no longer land and would show; else cannot-tell, with the wait left when the card bounds it.
- * `extra`: what the answer says beside (status, request id, a provider ref).
- */
+/** A lookup that found nothing, judged by notFoundIsAuthoritative: else cannot-tell, with the wait left when the card
+ * bounds it. `extra`: what the answer says beside (status, request id, a provider ref). */
 export function lookupMiss(card: RetrySafetyCard, ctx: LookupContext, miss: string, extra: object = {}): LookupResult {
   const margin = ctx.clockSkewMarginMs;
   if (notFoundIsAuthoritative(card, ctx, margin)) return { kind: 'not-found', reason: miss, ...extra };
