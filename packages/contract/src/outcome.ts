@@ -59,7 +59,7 @@ export type Outcome =
       readonly retryAfterMs?: number;
     } & ProviderRefs);
 
-export const OUTCOME_KINDS = ['succeeded', 'replayed', 'in-progress', 'rejected', 'not-applied', 'unknown'] as const;
+const OUTCOME_KINDS = ['succeeded', 'replayed', 'in-progress', 'rejected', 'not-applied', 'unknown'] as const;
 export type OutcomeKind = (typeof OUTCOME_KINDS)[number];
 
 const isOneOf = (list: readonly string[], v: unknown) => list.includes(v as string);

@@ -77,8 +77,6 @@ function fail(out: FieldError[], say: Say | undefined, node: JsonSchema, value: 
   if (say) out.push({ path, message: say(node, value) });
 }
 
-const COMBINED = ['anyOf', 'oneOf'] as const;
-
 // Read by walk whatever the wording, or said about a schema rather than checked.
 const ALWAYS_READ = new Set([
   ...['properties', 'additionalProperties', 'items', 'allOf', '$schema', '$id', '$comment', '$defs', 'definitions'],
@@ -125,7 +123,7 @@ function walk(schema: unknown, v: unknown, path: string, w: SchemaWording, out: 
   if (Array.isArray(s.enum) && say.enum && !s.enum.some((e) => same(e, v))) fail(out, say.enum, s, v, at);
   if (s.not !== undefined && say.not && judgedBy(w, s.not) && valid(s.not, v, path, w)) fail(out, say.not, s, v, at);
   if (Array.isArray(s.allOf)) for (const sub of s.allOf) walk(sub, v, path, w, out);
-  for (const kind of COMBINED) {
+  for (const kind of ['anyOf', 'oneOf'] as const) {
     const branches = s[kind];
     if (!Array.isArray(branches) || !(say[kind] || w.branches)) continue;
     if (kind === 'oneOf' && !branches.every((b) => judgedBy(w, b))) continue;
