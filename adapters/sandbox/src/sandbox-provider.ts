@@ -108,8 +108,6 @@ export interface SandboxProvider {
   failNext(fault: SandboxFault, times?: number): void;
   /** Applies every late commit still pending (the provider does apply them in the end). */
   settle(): Promise<void>;
-  /** Late commits not applied yet. */
-  pendingLate(): number;
   /** Moves the sandbox's own time forward (prunes keys past retention, finishes processing); `ms` must be a finite number ≥ 0 (RangeError otherwise: the clock never goes back). */
   advance(ms: number): void;
   now(): number;
@@ -277,7 +275,6 @@ export function createSandboxProvider(behaviour: SandboxBehaviour): SandboxProvi
     },
     failNextLookup: (times = 1, retryAfterMs = 1000) => lookupFaults.add(retryAfterMs, times),
     settle: async () => applyLate(true),
-    pendingLate: () => late.length,
     count: store.count,
     records: store.records,
     calls: () => counts.get('execute'),
