@@ -153,26 +153,14 @@ export function classifyNetworkError(err: unknown): Outcome {
   const t = classifyTransportFailure(err);
   if (t.sent === 'never')
     return { kind: 'not-applied', message: `connection not established (${t.code})`, code: t.code };
-  if (t.cause === 'timeout')
-    return {
-      kind: 'unknown',
-      cause: 'timeout',
-      message: 'no response before the client timeout',
-      code: t.code ?? 'timeout',
-    };
-  if (t.cause === 'connection-reset')
-    return {
-      kind: 'unknown',
-      cause: 'connection-reset',
-      message: `connection closed after the request was sent${t.code ? ` (${t.code})` : ''}`,
-      ...(t.code ? { code: t.code } : {}),
-    };
-  return {
-    kind: 'unknown',
-    cause: t.cause,
-    message: 'network error after the request may have been sent',
-    ...(t.code ? { code: t.code } : {}),
-  };
+  const code = t.code ?? (t.cause === 'timeout' ? 'timeout' : undefined);
+  const message =
+    t.cause === 'timeout'
+      ? 'no response before the client timeout'
+      : t.cause === 'connection-reset'
+        ? `connection closed after the request was sent${t.code ? ` (${t.code})` : ''}`
+        : 'network error after the request may have been sent';
+  return { kind: 'unknown', cause: t.cause, message, ...(code ? { code } : {}) };
 }
 
 /**
@@ -197,9 +185,7 @@ export function createSandboxAdapter(options: SandboxAdapterOptions): SandboxAda
     keyRule: SANDBOX_KEY_RULE,
   };
   const fromRecord = (rec: SandboxRecord | null, ctx: LookupContext, requestId?: string): LookupResult => {
-    if (rec === null) {
-      return lookupMiss(card, ctx, 'no record holds this key', requestId ? { requestId } : {});
-    }
+    if (rec === null) return lookupMiss(card, ctx, 'no record holds this key', requestId ? { requestId } : {});
     if (rec.status === 'processing')
       return {
         kind: 'found',

@@ -14,8 +14,11 @@ export interface SandboxLimits {
   readonly retryAfterCap?: Duration;
 }
 
+const PROVIDER_FILE = 'adapters/sandbox/src/sandbox-provider.ts';
+const SERVER_FILE = 'adapters/sandbox/src/sandbox-server.ts';
+const CREATES = `${PROVIDER_FILE}: POST /records creates one record per processed request`;
 const src = (option: string, value: unknown) =>
-  `sandbox behaviour option ${option}=${JSON.stringify(value)} (adapters/sandbox/src/sandbox-provider.ts)`;
+  `sandbox behaviour option ${option}=${JSON.stringify(value)} (${PROVIDER_FILE})`;
 
 /**
  * The card of `sandbox.records.create`, computed from the behaviour the sandbox was given: a sandbox
@@ -42,18 +45,9 @@ export function sandboxCreateCard(
     provider: SANDBOX_PROVIDER,
     operation: `${SANDBOX_PROVIDER}.records.create`,
     sideEffect: {
-      kind: fact(
-        'create',
-        'adapters/sandbox/src/sandbox-provider.ts: POST /records creates one record per processed request',
-      ),
-      idempotentByNature: fact(
-        false,
-        'adapters/sandbox/src/sandbox-provider.ts: POST /records creates one record per processed request',
-      ),
-      rejectionMayCreate: fact(
-        false,
-        'adapters/sandbox/src/sandbox-provider.ts: a validation error (400) stores nothing',
-      ),
+      kind: fact('create', CREATES),
+      idempotentByNature: fact(false, CREATES),
+      rejectionMayCreate: fact(false, `${PROVIDER_FILE}: a validation error (400) stores nothing`),
     },
     businessOperationId: {
       rule: `derived from intent fields ${intentFields.join(', ')}`,
@@ -62,14 +56,14 @@ export function sandboxCreateCard(
     ids: {
       run: 'receipts only',
       attempt: 'receipts only',
-      request: fact('x-request-id response header', 'adapters/sandbox/src/sandbox-server.ts'),
+      request: fact('x-request-id response header', SERVER_FILE),
     },
     providerKey: {
-      travels: fact('header', 'adapters/sandbox/src/sandbox-server.ts'),
-      name: fact('Idempotency-Key', 'adapters/sandbox/src/sandbox-server.ts'),
+      travels: fact('header', SERVER_FILE),
+      name: fact('Idempotency-Key', SERVER_FILE),
       maxLength: fact(SANDBOX_KEY_RULE.maxLength, 'adapters/sandbox/src/sandbox-cards.ts (SANDBOX_KEY_RULE)'),
       charset: fact(SANDBOX_KEY_RULE.charset, 'adapters/sandbox/src/sandbox-cards.ts (SANDBOX_KEY_RULE)'),
-      scope: fact('one sandbox provider instance', 'adapters/sandbox/src/sandbox-provider.ts'),
+      scope: fact('one sandbox provider instance', PROVIDER_FILE),
     },
     keyReuse: fact(
       b.replays ? 'same request, same params, while the key is retained' : 'never relied on: nothing is stored',
@@ -78,7 +72,7 @@ export function sandboxCreateCard(
     parameterMatching: fact(b.parameterMatching, src('parameterMatching', b.parameterMatching)),
     storedResult: {
       semantics: fact(b.replays ? 'replays' : 'none', src('replays', b.replays)),
-      includesErrors: fact(false, 'adapters/sandbox/src/sandbox-provider.ts: only successful creates are stored'),
+      includesErrors: fact(false, `${PROVIDER_FILE}: only successful creates are stored`),
     },
     lookup: {
       method: fact(b.lookup, src('lookup', b.lookup)),
@@ -122,7 +116,7 @@ export function sandboxCreateCard(
             {
               field: 'lookup.lateApplyBound',
               condition: 'no bound on when a held request reaches the sandbox (set behaviour lateApplyMs to state one)',
-              source: 'adapters/sandbox/src/sandbox-provider.ts',
+              source: PROVIDER_FILE,
             },
           ],
   });

@@ -3,13 +3,6 @@ import { createSandboxAdapter } from './sandbox-adapter.js';
 import { createSandboxProvider, type SandboxBehaviour } from './sandbox-provider.js';
 import { startSandboxServer } from './sandbox-server.js';
 
-/**
- * Drill setups are the contract's `DrillSetup`: the conformance kit (`runConformance`) and the CLI's
- * `retrysafe drill` run what this file exports, and this package depends on the contract alone.
- */
-export type SandboxDrill = DrillSetup;
-export type SandboxDrillOperation = DrillOperation;
-
 /** The sandbox as an IETF Idempotency-Key provider: replays for 24 h, 422 on mismatch, 409 while in flight, lookup by key. */
 export const REPLAYING_BEHAVIOUR: SandboxBehaviour = Object.freeze({
   replays: true,
@@ -29,7 +22,7 @@ export const FORGETFUL_BEHAVIOUR: SandboxBehaviour = Object.freeze({
 
 const intentFields = ['ref', 'amount'] as const;
 
-export const sandboxDrillOperation: SandboxDrillOperation = {
+export const sandboxDrillOperation: DrillOperation = {
   params: (i) => ({ ref: `order-${i}`, amount: 100 + i }),
   changeIntent: (p) => ({ ...(p as Record<string, unknown>), amount: Number((p as { amount: number }).amount) + 1 }),
   faults: {
@@ -55,7 +48,7 @@ export const sandboxDrillOperation: SandboxDrillOperation = {
 };
 
 /** A drill setup for the sandbox with `behaviour`, over real loopback HTTP. */
-export function sandboxDrill(name: string, behaviour: SandboxBehaviour): SandboxDrill {
+export function sandboxDrill(name: string, behaviour: SandboxBehaviour): DrillSetup {
   return {
     name,
     createAdapter: ({ baseUrl, timeoutMs }) => createSandboxAdapter({ baseUrl, timeoutMs, behaviour, intentFields }),
@@ -74,7 +67,7 @@ export function sandboxDrill(name: string, behaviour: SandboxBehaviour): Sandbox
 }
 
 /** What `retrysafe drill --adapter sandbox` runs: a replaying provider and a forgetful one. */
-export const drills: readonly SandboxDrill[] = [
+export const drills: readonly DrillSetup[] = [
   sandboxDrill('sandbox-replaying', REPLAYING_BEHAVIOUR),
   sandboxDrill('sandbox-forgetful', FORGETFUL_BEHAVIOUR),
 ];

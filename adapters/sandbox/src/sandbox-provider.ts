@@ -108,8 +108,6 @@ export interface SandboxProvider {
   failNext(fault: SandboxFault, times?: number): void;
   /** Applies every late commit still pending (the provider does apply them in the end). */
   settle(): Promise<void>;
-  /** Late commits not applied yet. */
-  pendingLate(): number;
   /** Moves the sandbox's own time forward (prunes keys past retention, finishes processing); `ms` must be a finite number ≥ 0 (RangeError otherwise: the clock never goes back). */
   advance(ms: number): void;
   now(): number;
@@ -140,25 +138,15 @@ function checkBehaviour(b: SandboxBehaviour): void {
   }
 }
 
-/** An in-memory provider that behaves as `behaviour` says and counts the records it holds. */
-export function createSandboxProvider(behaviour: SandboxBehaviour): SandboxProvider {
-  checkBehaviour(behaviour);
-  const b = Object.freeze({ ...behaviour });
-  const clock = createSandboxClock(b.clock, 'sandbox provider');
-  const now = clock.now;
-  const sleep = b.sleep ?? ((ms: number) => new Promise<void>((r) => setTimeout(r, ms)));
+/** The records and the idempotency store: what one request does to them, and what a lookup by key sees. */
+function createStore(b: Readonly<SandboxBehaviour>, now: () => number, sleep: (ms: number) => Promise<void>) {
   const processingMs = b.processingMs ?? 0;
   const lookupDelayMs = b.lookupDelayMs ?? 0;
-
   const records: SandboxRecord[] = [];
   const byId = new Map<string, SandboxRecord>();
   const keys = new Map<string, StoredKey>();
   /** Every record created under a key, for lookups (kept for ever, unlike the idempotency store). */
   const byKey = new Map<string, string>();
-  const faults = createFaultQueue<SandboxFault>('sandbox provider');
-  /** Scripted lookup failures, each its Retry-After in ms. */
-  const lookupFaults = createFaultQueue<number>('sandbox provider');
-  const counts = createCounts<'execute' | 'lookup'>();
 
   const view = (r: SandboxRecord): SandboxRecord => ({ ...r, status: now() >= r.completesAt ? 'done' : 'processing' });
 
@@ -187,13 +175,60 @@ export function createSandboxProvider(behaviour: SandboxBehaviour): SandboxProvi
       : { type: 'created', record: v };
   }
 
+  /** The request's effect and answer at `at` (a promise only while waiting for an in-flight first request). */
+  function apply(req: SandboxExecuteRequest, at: number): SandboxResponse | Promise<SandboxResponse> {
+    const fp = fingerprint(req.params ?? null);
+    const key = req.key;
+    let stored = key === null ? undefined : keys.get(key);
+    if (stored && b.retentionMs !== null && at - stored.storedAt >= b.retentionMs) {
+      keys.delete(key!);
+      stored = undefined;
+    }
+    if (!stored) return fresh(create(key, fp, at));
+    const first = view(byId.get(stored.recordId)!);
+    const mismatch = stored.paramsFingerprint !== fp;
+    if (mismatch && b.parameterMatching === 'mismatch-error')
+      return { type: 'mismatch', message: 'idempotency key reused with different parameters' };
+    if (mismatch && b.parameterMatching === 'none') return fresh(create(key, fp, at));
+    if (first.status !== 'processing') return { type: 'replayed', record: first };
+    if (b.concurrency === 'rejects-in-progress')
+      return { type: 'in-progress', retryAfterMs: first.completesAt - now() };
+    if (b.concurrency === 'duplicates') return fresh(create(key, fp, at));
+    return sleep(Math.max(0, first.completesAt - now())).then(
+      (): SandboxResponse => ({ type: 'replayed', record: view(first) }),
+    );
+  }
+
+  /** The record created under `key`, once lookups can see it (consistency delay). */
+  function find(key: string): SandboxRecord | null {
+    const id = byKey.get(key);
+    if (id === undefined) return null;
+    const rec = byId.get(id)!;
+    return now() < rec.createdAt + lookupDelayMs ? null : view(rec);
+  }
+
+  return { apply, find, count: () => records.length, records: () => records.map(view) };
+}
+
+/** An in-memory provider that behaves as `behaviour` says and counts the records it holds. */
+export function createSandboxProvider(behaviour: SandboxBehaviour): SandboxProvider {
+  checkBehaviour(behaviour);
+  const b = Object.freeze({ ...behaviour });
+  const clock = createSandboxClock(b.clock, 'sandbox provider');
+  const now = clock.now;
+  const store = createStore(b, now, b.sleep ?? ((ms: number) => new Promise<void>((r) => setTimeout(r, ms))));
+  const faults = createFaultQueue<SandboxFault>('sandbox provider');
+  /** Scripted lookup failures, each its Retry-After in ms. */
+  const lookupFaults = createFaultQueue<number>('sandbox provider');
+  const counts = createCounts<'execute' | 'lookup'>();
+
   const late: { readonly dueAt: number; readonly req: SandboxExecuteRequest }[] = [];
   /** Late commits whose time has come are applied before anything else is answered, each at its own time. */
   function applyLate(all: boolean): void {
     // Only the state effect matters here (nobody is waiting for this answer).
     while (late.length > 0 && (all || late[0]!.dueAt <= now())) {
       const { req, dueAt } = late.shift()!;
-      void apply(req, Math.min(dueAt, now()));
+      void store.apply(req, Math.min(dueAt, now()));
     }
   }
 
@@ -214,54 +249,15 @@ export function createSandboxProvider(behaviour: SandboxBehaviour): SandboxProvi
       late.sort((x, y) => x.dueAt - y.dueAt);
       return { type: 'server-error', status: 503, committed: false };
     }
-    const response = await apply(req);
+    const response = await store.apply(req, now());
     if (fault?.kind === 'unknown-after-commit') return { type: 'server-error', status: 500, committed: true };
-    return response;
-  }
-
-  /** The request's effect and answer (a promise only while waiting for an in-flight first request). */
-  function apply(req: SandboxExecuteRequest, at = now()): SandboxResponse | Promise<SandboxResponse> {
-    const fp = fingerprint(req.params ?? null);
-    const key = req.key;
-    let stored = key === null ? undefined : keys.get(key);
-    if (stored && b.retentionMs !== null && at - stored.storedAt >= b.retentionMs) {
-      keys.delete(key!);
-      stored = undefined;
-    }
-
-    let response: SandboxResponse;
-    if (!stored) {
-      response = fresh(create(key, fp, at));
-    } else {
-      const first = view(byId.get(stored.recordId)!);
-      const mismatch = stored.paramsFingerprint !== fp;
-      if (mismatch && b.parameterMatching === 'mismatch-error') {
-        response = { type: 'mismatch', message: 'idempotency key reused with different parameters' };
-      } else if (mismatch && b.parameterMatching === 'none') {
-        response = fresh(create(key, fp, at));
-      } else if (first.status === 'processing') {
-        if (b.concurrency === 'rejects-in-progress')
-          response = { type: 'in-progress', retryAfterMs: first.completesAt - now() };
-        else if (b.concurrency === 'duplicates') response = fresh(create(key, fp, at));
-        else
-          return sleep(Math.max(0, first.completesAt - now())).then(
-            (): SandboxResponse => ({ type: 'replayed', record: view(first) }),
-          );
-      } else {
-        response = { type: 'replayed', record: first };
-      }
-    }
     return response;
   }
 
   function lookup(key: string): SandboxRecord | null {
     applyLate(false);
     counts.bump('lookup');
-    const id = byKey.get(key);
-    if (id === undefined) return null;
-    const rec = byId.get(id)!;
-    if (now() < rec.createdAt + lookupDelayMs) return null;
-    return view(rec);
+    return store.find(key);
   }
 
   return {
@@ -279,9 +275,8 @@ export function createSandboxProvider(behaviour: SandboxBehaviour): SandboxProvi
     },
     failNextLookup: (times = 1, retryAfterMs = 1000) => lookupFaults.add(retryAfterMs, times),
     settle: async () => applyLate(true),
-    pendingLate: () => late.length,
-    count: () => records.length,
-    records: () => records.map(view),
+    count: store.count,
+    records: store.records,
     calls: () => counts.get('execute'),
     lookups: () => counts.get('lookup'),
     failNext: (fault, times = 1) => faults.add(fault, times),
