@@ -1,9 +1,11 @@
 // The runner's clean path on PostgreSQL: two ledger writes (each one statement, one commit) — the claim
-// that creates the operation already dispatched, then `succeeded` with the attempt's receipt.
+// that creates the operation already dispatched, then `succeeded` with the attempt's receipt — and nothing
+// else sent to the server.
 
 import type { ClaimInput, Ledger, StatePatch } from '@retrysafe/contract';
 import { createRunner, verifyReceiptChain } from '@retrysafe/core';
 import { createSandboxAdapter, createSandboxProvider, REPLAYING_BEHAVIOUR } from '@retrysafe/sandbox';
+import pg from 'pg';
 import { describe, expect, it } from 'vitest';
 import { fileLedger } from './pg-test-db.js';
 
@@ -53,5 +55,30 @@ describe('the runner on the PostgreSQL ledger', () => {
     expect(stored.map((x) => [x.seq, x.kind, x.outcome])).toEqual([[1, 'dispatch', 'succeeded']]);
     expect(stored).toEqual(r.receipts);
     expect(verifyReceiptChain(stored)).toEqual({ ok: true });
+  });
+
+  it('a clean run sends the server two statements, each its own commit, the completion deferred: no read, no BEGIN', async () => {
+    const adapter = createSandboxAdapter({ provider: createSandboxProvider(REPLAYING_BEHAVIOUR) });
+    const runner = createRunner({ ledger: ledger(), owner: 'w-trips' });
+    // The first claim probes the database clock; the next ones within seconds do not.
+    await runner.run(adapter, 'records.create', { params: { ref: 'pg-trips-0' } });
+    const prefix = `rs:${ledger().schema}:`;
+    // A statement's name as `rs:<schema>:<name>`, or `rs:<name>#<schema hash>` past 63 bytes; BEGIN and the like by text.
+    const named = (name: string) =>
+      name.startsWith(prefix) ? name.slice(prefix.length) : name.slice(3).split('#')[0]!;
+    const sent: string[] = [];
+    const query = pg.Client.prototype.query;
+    pg.Client.prototype.query = function (this: pg.Client, ...args: unknown[]) {
+      const q = args[0] as { name?: string; text?: string } | string;
+      sent.push(typeof q === 'string' ? q : q.name ? named(q.name) : (q.text ?? '?'));
+      return Reflect.apply(query, this, args);
+    } as typeof query;
+    try {
+      const r = await runner.run(adapter, 'records.create', { params: { ref: 'pg-trips-1' } });
+      expect(r.status).toBe('done');
+    } finally {
+      pg.Client.prototype.query = query;
+    }
+    expect(sent).toEqual(['claim-insert-dispatched', 'set-state-terminal.orp+receipt:deferred:known']);
   });
 });
