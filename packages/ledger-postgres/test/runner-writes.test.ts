@@ -57,7 +57,7 @@ describe('the runner on the PostgreSQL ledger', () => {
     expect(verifyReceiptChain(stored)).toEqual({ ok: true });
   });
 
-  it('a clean run sends the server two statements, each its own commit, the completion deferred: no read, no BEGIN', async () => {
+  it('a clean run sends the server two statements, each its own commit, the completion deferred: no read, no BEGIN; each value serialised once', async () => {
     const adapter = createSandboxAdapter({ provider: createSandboxProvider(REPLAYING_BEHAVIOUR) });
     const runner = createRunner({ ledger: ledger(), owner: 'w-trips' });
     // The first claim probes the database clock; the next ones within seconds do not.
@@ -73,12 +73,31 @@ describe('the runner on the PostgreSQL ledger', () => {
       sent.push(typeof q === 'string' ? q : q.name ? named(q.name) : (q.text ?? '?'));
       return Reflect.apply(query, this, args);
     } as typeof query;
+    const { stringify, parse } = JSON;
+    // Only what retrysafe's own code asks of JSON (its caller's frame), not the driver's or the test runner's.
+    const ours = () => /\/packages\/[^/]+\/(src|dist)\//.test(new Error().stack?.split('\n')[3] ?? '');
+    const counted = (name: string, f: (...a: never[]) => unknown) =>
+      function (this: unknown, ...a: unknown[]) {
+        if (ours()) sent.push(name);
+        return Reflect.apply(f, this, a);
+      };
+    Object.assign(JSON, { stringify: counted('JSON.stringify', stringify), parse: counted('JSON.parse', parse) });
     try {
       const r = await runner.run(adapter, 'records.create', { params: { ref: 'pg-trips-1' } });
       expect(r.status).toBe('done');
     } finally {
+      Object.assign(JSON, { stringify, parse });
       pg.Client.prototype.query = query;
     }
-    expect(sent).toEqual(['claim-insert-dispatched', 'set-state-terminal.orp+receipt:deferred:known']);
+    expect(sent).toEqual([
+      'JSON.stringify', // the params, for their json column
+      'JSON.parse', // the params as the column reads them back, for the record
+      'claim-insert-dispatched',
+      'JSON.stringify', // the result
+      'JSON.stringify', // the receipt
+      'set-state-terminal.orp+receipt:deferred:known',
+      'JSON.parse', // the record handed out shares no json value with the one the ledger held: params
+      'JSON.parse', // and result
+    ]);
   });
 });

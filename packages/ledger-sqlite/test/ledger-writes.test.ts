@@ -199,7 +199,7 @@ for (const [name, make] of ledgers) {
 }
 
 describe('what a clean run asks of SQLite', () => {
-  it('two write statements, each its own transaction (no read, no BEGIN), the completion between two pragmas', async () => {
+  it('two write statements, each its own transaction (no read, no BEGIN), the completion between two pragmas; the record serialised once per write, the remembered one parsed once', async () => {
     const ledger = createSqliteLedger({ path: join(dir, `ledger-${++files}.db`) });
     const adapter = createSandboxAdapter({ provider: createSandboxProvider(REPLAYING_BEHAVIOUR) });
     const runner = createRunner({ ledger });
@@ -218,15 +218,29 @@ describe('what a clean run asks of SQLite', () => {
       ran.push(sql);
       return exec.call(this, sql);
     };
+    const { stringify, parse } = JSON;
+    // Only what retrysafe's own code asks of JSON (its caller's frame), not the test runner's.
+    const ours = () => /\/packages\/[^/]+\/(src|dist)\//.test(new Error().stack?.split('\n')[3] ?? '');
+    const counted = (name: string, f: (...a: never[]) => unknown) =>
+      function (this: unknown, ...a: unknown[]) {
+        if (ours()) ran.push(name);
+        return Reflect.apply(f, this, a);
+      };
+    Object.assign(JSON, { stringify: counted('JSON.stringify', stringify), parse: counted('JSON.parse', parse) });
     try {
       await runDone(runner, adapter, 'statements-1');
     } finally {
+      Object.assign(JSON, { stringify, parse });
       Object.assign(st, methods);
       DatabaseSync.prototype.exec = exec;
       await ledger.close();
     }
     expect(ran).toEqual([
+      'JSON.stringify', // the claim's record
       'run: INSERT INTO retrysafe_operations',
+      'JSON.parse', // the record this connection stored, remembered as text
+      'JSON.stringify', // the completion's record
+      'JSON.stringify', // its receipt
       'PRAGMA synchronous = NORMAL',
       'run: UPDATE retrysafe_operations SET',
       'PRAGMA synchronous = FULL',
