@@ -4,6 +4,7 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { DatabaseSync, StatementSync } from 'node:sqlite';
 import type { ClaimInput, HandoffPacket, Ledger, Receipt, StatePatch } from '@retrysafe/contract';
 import { createMemoryLedger, createRunner, createVirtualClock, verifyReceiptChain } from '@retrysafe/core';
 import { createSandboxAdapter, createSandboxProvider, REPLAYING_BEHAVIOUR } from '@retrysafe/sandbox';
@@ -196,6 +197,56 @@ for (const [name, make] of ledgers) {
     });
   });
 }
+
+describe('what a clean run asks of SQLite', () => {
+  it('two write statements, each its own transaction (no read, no BEGIN), the completion between two pragmas; the record serialised once per write, the remembered one parsed once', async () => {
+    const ledger = createSqliteLedger({ path: join(dir, `ledger-${++files}.db`) });
+    const adapter = createSandboxAdapter({ provider: createSandboxProvider(REPLAYING_BEHAVIOUR) });
+    const runner = createRunner({ ledger });
+    const ran: string[] = [];
+    const st = StatementSync.prototype;
+    const { exec } = DatabaseSync.prototype;
+    const methods = { run: st.run, get: st.get, all: st.all };
+    for (const [m, f] of Object.entries(methods))
+      Object.assign(st, {
+        [m](this: StatementSync, ...a: unknown[]) {
+          ran.push(`${m}: ${this.sourceSQL.trim().split(/\s+/).slice(0, 3).join(' ')}`);
+          return Reflect.apply(f, this, a);
+        },
+      });
+    DatabaseSync.prototype.exec = function (sql) {
+      ran.push(sql);
+      return exec.call(this, sql);
+    };
+    const { stringify, parse } = JSON;
+    // Only what retrysafe's own code asks of JSON (its caller's frame), not the test runner's.
+    const ours = () => /\/packages\/[^/]+\/(src|dist)\//.test(new Error().stack?.split('\n')[3] ?? '');
+    const counted = (name: string, f: (...a: never[]) => unknown) =>
+      function (this: unknown, ...a: unknown[]) {
+        if (ours()) ran.push(name);
+        return Reflect.apply(f, this, a);
+      };
+    Object.assign(JSON, { stringify: counted('JSON.stringify', stringify), parse: counted('JSON.parse', parse) });
+    try {
+      await runDone(runner, adapter, 'statements-1');
+    } finally {
+      Object.assign(JSON, { stringify, parse });
+      Object.assign(st, methods);
+      DatabaseSync.prototype.exec = exec;
+      await ledger.close();
+    }
+    expect(ran).toEqual([
+      'JSON.stringify', // the claim's record
+      'run: INSERT INTO retrysafe_operations',
+      'JSON.parse', // the record this connection stored, remembered as text
+      'JSON.stringify', // the completion's record
+      'JSON.stringify', // its receipt
+      'PRAGMA synchronous = NORMAL',
+      'run: UPDATE retrysafe_operations SET',
+      'PRAGMA synchronous = FULL',
+    ]);
+  });
+});
 
 describe('what a dying worker leaves behind', () => {
   // Found by the at-most-once property (seed -1487528568): a "not found" asked inside the lookup's
