@@ -188,6 +188,8 @@ describe('every adapter has the same pieces', () => {
         if (readme.cards.some((c: RetrySafetyCard) => validateCard(c).unknowns.length > 0))
           expect(readme.text).toContain('| **⚠ unknown** |');
         if (a !== SELF_SANDBOX) expect(readme.text).toContain(`pnpm add ${pkg.name}`);
+        // Without it, one ledger serving two accounts gives the same intent one id: the second account's effect is lost.
+        if (a !== SELF_SANDBOX) expect(readme.text, 'the README names the account option').toContain('`account`');
       });
     });
   }

@@ -492,6 +492,8 @@ it.each(FIRST_EXAMPLES)(
     const file = savedAs(page, 'readme-first');
     expect(file).toMatch(/\.m?ts$/);
     expect(page).toContain(`\`node ${file}\``);
+    // The engines allow Node 22.13, which runs a TypeScript file only with this flag.
+    expect(page, 'the flag Node 22.13 to 22.17 need').toContain('--experimental-strip-types');
     const variable = new RegExp(`\`node ${file.replace('.', '\\.')}\` with \`(\\w+)\` set`).exec(page)?.[1];
     expect(variable, 'the page names the variable to set').toBeDefined();
     const project = freshProject(installed(blockAfter(page, 'readme-install')));
