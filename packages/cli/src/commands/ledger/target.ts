@@ -68,13 +68,10 @@ async function openTarget(
     }
   }
   if (target.schema) throw new UsageError('--schema applies to a postgres:// ledger only');
-  // Any other URL (a mistyped postgres:// one) would be read as a file path, and the message naming that path would
-  // repeat its password: refused by its scheme alone.
-  const scheme = typeof location === 'string' ? /^([a-z][a-z0-9+.-]*):\/\//i.exec(location)?.[1] : undefined;
-  if (scheme !== undefined)
-    throw new UsageError(
-      `${target.db ? '--db' : "the config's ledger"}: a ${scheme}:// URL is not a SQLite file or a postgres:// URL`,
-    );
+  // Any other URL as --db (a mistyped postgres:// one) would be read as a file path, and the message naming that path
+  // would repeat its password: refused by its scheme alone (a config's ledger was checked when the config was read).
+  const scheme = target.db && /^([a-z][a-z0-9+.-]*):\/\//i.exec(target.db)?.[1];
+  if (scheme) throw new UsageError(`--db: a ${scheme}:// URL is not a SQLite file or a postgres:// URL`);
   // A DynamoDB table is named in a config file only: the config opens it.
   if (typeof location !== 'string') return openLedger(location);
   const base = target.db ? process.cwd() : (config?.baseDir ?? process.cwd());
