@@ -78,10 +78,8 @@ function fileSystemError(e: unknown): string | null {
   return `cannot ${what}: ${FS_WORDS[code] ?? code} (${code})`;
 }
 
-const errorScrub = createRedactor();
-
 /** A message for the terminal, scrubbed as receipts are (a driver's message may quote a credential). */
-export const scrubbed = (text: string): string => errorScrub.text(text);
+export const scrubbed = createRedactor().text;
 
 /** Prints what went wrong (on stderr; as JSON on stdout too with `--json`) and returns the exit code. */
 export function reportError(e: unknown, io: Io, json: ((value: unknown) => void) | null): number {

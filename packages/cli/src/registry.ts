@@ -5,6 +5,7 @@ import type { HttpAdapterConfig } from '@retrysafe/config';
 import type { AdapterV1, RetrySafetyCard } from '@retrysafe/contract';
 import type { HttpOperationDeclaration } from '@retrysafe/http';
 import type { ConformanceOptions } from '@retrysafe/testkit';
+import type { Options } from './command.js';
 import { pickKnown, UsageError } from './errors.js';
 
 /** One adapter package as the CLI sees it: its drill setups (one per provider/sandbox) and where they come from. */
@@ -47,6 +48,21 @@ async function moduleEntry(file: string): Promise<AdapterEntry> {
     typeof mod.name === 'string' && mod.name ? mod.name : drillNames || basename(path).replace(/\.[cm]?js$/, '');
   return { ...entry, name };
 }
+
+/** The options that choose what loadAdapters loads, as `drill` and `cards` take them. */
+export const ADAPTER_OPTIONS = {
+  adapter: { argument: '<name>', parse: 'list', description: 'only this adapter' },
+  module: {
+    argument: '<file>',
+    parse: 'list',
+    description: 'also the `drills` exported by this file of your own (a new adapter); without --adapter, only it',
+  },
+  config: {
+    argument: '<file>',
+    description:
+      'the `type: http` adapters this retrysafe config declares (drilled on their pattern sandboxes); without --adapter, only them',
+  },
+} as const satisfies Options;
 
 /** The drill setups of the named adapters (all by default, none when only `modules` or `config` are given). */
 export async function loadAdapters(

@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import type { ScenarioResult } from '@retrysafe/testkit';
 import { count, MARKS, showCount } from '../commands/drill/text.js';
-import { escapeXml as esc } from '../output.js';
+import { escapeXml as esc, humanMs as ms } from '../output.js';
 
 export interface HtmlReportInput {
   readonly generatedAt: string;
@@ -36,8 +36,6 @@ function niceStep(span: number): number {
   const pow = 10 ** Math.floor(Math.log10(Math.max(raw, 1)));
   return [1, 2, 5, 10].map((m) => m * pow).find((s) => s >= raw) ?? pow * 10;
 }
-
-const ms = (t: number) => (t >= 10_000 ? `${(t / 1000).toFixed(t % 1000 ? 1 : 0)} s` : `${Math.round(t)} ms`);
 
 type Wire = ScenarioResult['proxyRequests'][number];
 type RunnerReceipt = ScenarioResult['runnerReceipts'][number];

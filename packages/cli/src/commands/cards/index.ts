@@ -5,19 +5,10 @@ import { renderCard } from '@retrysafe/contract/render';
 import { defineCommand, EXIT, type Options, type Parsed } from '../../command.js';
 import { UsageError } from '../../errors.js';
 import { paint } from '../../output.js';
-import { cardsOf, loadAdapters, type NamedCard } from '../../registry.js';
+import { ADAPTER_OPTIONS, cardsOf, loadAdapters, type NamedCard } from '../../registry.js';
 
 export const CARDS_OPTIONS = {
-  adapter: { argument: '<name>', parse: 'list', description: 'only this adapter' },
-  module: {
-    argument: '<file>',
-    parse: 'list',
-    description: 'cards of the `drills` exported by this file of your own; without --adapter, only it',
-  },
-  config: {
-    argument: '<file>',
-    description: 'cards of the `type: http` operations this retrysafe config declares; without --adapter, only them',
-  },
+  ...ADAPTER_OPTIONS,
   format: { argument: '<fmt>', choices: ['md', 'json'], description: 'md or json' },
   check: { description: 'fail (exit 1) when docs/cards is out of date or a card is invalid' },
   write: { description: 'regenerate docs/cards from the card objects' },

@@ -18,7 +18,8 @@ import { paint, pick, plural } from '../../output.js';
 import { loadAdapters } from '../../registry.js';
 import { actionNames, receiptText } from '../ledger/packet-text.js';
 
-/** `fault`: what the first call reaching the provider meets; after a lost response the agent calls the tool again. */
+/** `fault`: what the first call reaching the provider meets (the drill's own); after a lost response the agent calls
+ * the tool again. */
 interface Step {
   readonly title: string;
   readonly why: string;
@@ -86,14 +87,6 @@ const sameOperation = (a: RunResult, b: RunResult) =>
   a.status === b.status &&
   (a.status !== 'done' || b.status !== 'done' || JSON.stringify(a.result) === JSON.stringify(b.result));
 
-/** The step's fault at the provider: the drill's own, or a 429 for a drill without a rate limit. */
-function faultOf(step: Step, op: ConformanceOptions['operations'][string]) {
-  if (step.fault === 'drop-response') return step.fault;
-  if (step.fault === 'rateLimited')
-    return op.faults.rateLimited ?? { kind: 'status' as const, status: 429, retryAfterS: 2 };
-  return op.faults.permanent;
-}
-
 /** One step: the real adapter → fault proxy → sandbox; every server it starts is closed again. */
 async function runStep(
   step: Step,
@@ -109,7 +102,7 @@ async function runStep(
   try {
     proxy = await startFaultProxy({
       target: sandbox.url,
-      faults: [faultOf(step, op)],
+      faults: [step.fault === 'drop-response' ? step.fault : op.faults[step.fault]!],
       recordHeaders: drill.recordHeaders,
     });
     adapter = await drill.createAdapter({ baseUrl: proxy.url, timeoutMs: drill.timeoutMs ?? DEFAULT_DRILL_TIMEOUT_MS });

@@ -11,26 +11,15 @@ import {
 import { defineCommand, type Options, type Parsed } from '../../command.js';
 import { InterruptedError, pickKnown, UsageError, wanted } from '../../errors.js';
 import { createProgress, humanMs, paint, pick, useColor } from '../../output.js';
-import { type AdapterEntry, loadAdapters } from '../../registry.js';
+import { ADAPTER_OPTIONS, type AdapterEntry, loadAdapters } from '../../registry.js';
 import { renderHtmlReport } from '../../report/html.js';
 import { count, drillJunit, drillText, statusMark } from './text.js';
 
 export const DRILL_OPTIONS = {
-  adapter: { argument: '<name>', parse: 'list', description: 'only this adapter' },
-  module: {
-    argument: '<file>',
-    parse: 'list',
-    description:
-      'also drill the `drills` exported by this file of your own (a new adapter); without --adapter, only it',
-  },
+  ...ADAPTER_OPTIONS,
   scenario: { argument: '<id>', parse: 'list', description: 'only this scenario' },
   operation: { argument: '<name>', parse: 'list', description: 'only this operation, e.g. customers.create' },
   seed: { argument: '<n>', parse: 'integer', default: 1, description: 'seed of the runner jitter' },
-  config: {
-    argument: '<file>',
-    description:
-      'drill the `type: http` adapters of this retrysafe config against their pattern sandboxes; without --adapter, only them',
-  },
   out: {
     argument: '<dir>',
     default: '.drill',

@@ -68,18 +68,14 @@ async function openTarget(
     }
   }
   if (target.schema) throw new UsageError('--schema applies to a postgres:// ledger only');
-  // Any other URL (a mistyped postgres:// one) would be read as a file path, and the message naming that path would
-  // repeat its password: refused by its scheme alone.
-  const scheme = typeof location === 'string' ? /^([a-z][a-z0-9+.-]*):\/\//i.exec(location)?.[1] : undefined;
-  if (scheme !== undefined)
-    throw new UsageError(
-      `${target.db ? '--db' : "the config's ledger"}: a ${scheme}:// URL is not a SQLite file or a postgres:// URL`,
-    );
+  // Any other URL as --db (a mistyped postgres:// one) would be read as a file path, and the message naming that path
+  // would repeat its password: refused by its scheme alone (a config's ledger was checked when the config was read).
+  const scheme = target.db && /^([a-z][a-z0-9+.-]*):\/\//i.exec(target.db)?.[1];
+  if (scheme) throw new UsageError(`--db: a ${scheme}:// URL is not a SQLite file or a postgres:// URL`);
   // A DynamoDB table is named in a config file only: the config opens it.
   if (typeof location !== 'string') return openLedger(location);
   const base = target.db ? process.cwd() : (config?.baseDir ?? process.cwd());
   const path = resolve(base, location);
-  // Opening a SQLite path creates the file: a mistyped path would show "No operations" and leave an empty ledger behind.
   if (!existsSync(path))
     throw new UsageError(
       `no SQLite ledger at ${path} (pass --db <file> or a postgres:// URL, or --config naming the ledger)`,
@@ -124,10 +120,8 @@ export function warnUnreadable(io: Context['io'], unreadable: readonly string[])
     io.err(`retrysafe: warning: operation ${id} cannot be read (its stored row is cut or corrupt): left out`);
 }
 
-/**
- * Prints a listing as `print` does, and a warning per row it could not read (warnUnreadable). Any such row is exit 1, and with --json the listing is `{ ok: false, error,
- * operations, unreadable }` (a plain listing when there are none).
- */
+/** Prints a listing as `print` does, warning of each row it could not read: any such row is exit 1, and with --json
+ * `{ ok: false, error, operations, unreadable }`. */
 export function printListing<T>(
   { print, io }: Context,
   o: { readonly json?: boolean },
@@ -144,11 +138,9 @@ export function printListing<T>(
 }
 
 /** A ledger file or record the driver cannot read (cut JSON, a corrupt SQLite file) is a typed LedgerError, not a raw stack;
- * a DynamoDB table that does not exist or is not the ledger's is a usage error. */
+ * a DynamoDB table that does not exist or is not the ledger's is the place given that is wrong (exit 2). */
 function unreadable(err: unknown): unknown {
   const e = err as { name?: unknown; code?: unknown; message?: unknown } | null;
-  // A DynamoDB table that does not exist, or is not the ledger's, is the place given that is wrong (exit 2), as a schema
-  // holding no ledger is.
   if (
     LedgerError.isInstance(err) &&
     /does not exist where the client points|is not keyed as the ledger needs/.test(err.message)
@@ -190,12 +182,12 @@ export const TARGET_OPTIONS = {
 
 export type LedgerTarget = Parsed<typeof TARGET_OPTIONS>;
 
-/** The flags that named this ledger, for a command the output suggests (pasted elsewhere, it must reach the same
- * ledger); quoted for a shell, a URL's password scrubbed as in all output. */
 /** An id the ledger does not hold, and how to see what it does hold (a mistyped id, or another ledger). */
 export const notInLedger = (id: string, flags: string) =>
   `no operation ${id} in the ledger: retrysafe ledger ls${flags} lists the operations it holds`;
 
+/** The flags that named this ledger, for a command the output suggests (pasted elsewhere, it must reach the same
+ * ledger); quoted for a shell, a URL's password scrubbed as in all output. */
 export function targetFlags(t: Pick<LedgerTarget, 'db' | 'schema' | 'config'>): string {
   const word = (v: string) => (/^[\w@%+=:,./-]+$/.test(v) ? v : `'${v.replaceAll("'", "'\\''")}'`);
   const given = [

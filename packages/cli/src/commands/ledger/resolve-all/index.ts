@@ -66,7 +66,7 @@ export async function ledgerResolveAll(opts: ResolveAllOptions) {
         wanted(opts.operation, r.operation) &&
         wanted(opts.reason, r.handoff?.reason ?? '') &&
         wanted(opts.id, r.businessOperationId) &&
-        (!opts.account?.length || (r.account !== undefined && opts.account.includes(r.account))),
+        wanted(opts.account, r.account ?? ''),
     );
     // So is one whose receipts cannot be read: its resolve would fail as the ledger failing, and stop the others.
     const readable = [];
@@ -89,13 +89,7 @@ export async function ledgerResolveAll(opts: ResolveAllOptions) {
     // Bound to the packet listed: one resumed or handed off again since is refused, not resolved (nor forced) unseen.
     // Forced only where that packet marks the action not safe (what --force is for): a resume it marked safe is judged
     // again when it runs (a key the provider may have forgotten since), and forcing it would re-send blind.
-    const resolve = {
-      ...opts,
-      force: opts.force === true && a?.safe === false,
-      resume: action === 'resume',
-      abandon: action === 'abandon',
-      handoffAt: r.handoff?.createdAt,
-    };
+    const resolve = { ...opts, force: opts.force === true && a?.safe === false, handoffAt: r.handoff?.createdAt };
     const done = opts.dryRun || plan === 'refused' ? null : await settle(ledgerResolve(resolve, r.businessOperationId));
     rows.push({
       ...pick(r, 'businessOperationId', 'operation'),

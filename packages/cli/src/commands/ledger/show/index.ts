@@ -1,6 +1,7 @@
 import { asBusinessOperationId } from '@retrysafe/contract';
 import { personRef } from '@retrysafe/core/internal';
-import { defineCommand, EXIT } from '../../../command.js';
+import { defineCommand } from '../../../command.js';
+import { RefusedError } from '../../../errors.js';
 import { paint } from '../../../output.js';
 import { verifyChains } from '../chain.js';
 import { packetText, receiptText } from '../packet-text.js';
@@ -77,14 +78,10 @@ export const ledgerShowCommand = defineCommand({
     ...TARGET_OPTIONS,
     showBy: { description: 'show who resolved it as stored (default: a pseudonym)' },
   },
-  async run({ io, json, color, print }, o, [id]: [string]) {
+  async run({ io, color, print }, o, [id]: [string]) {
     const r = await ledgerShow(o, id);
-    if (!r) {
-      const message = notInLedger(id, targetFlags(o));
-      if (o.json) json({ ok: false, error: { code: 'RETRYSAFE_NOT_FOUND', message } });
-      io.err(`retrysafe: ${message}`);
-      return EXIT.failed;
-    }
+    // As verify and resolve answer it (exit 1).
+    if (!r) throw new RefusedError(notInLedger(id, targetFlags(o)));
     const code = print(o, r, () => showText(r, color, targetFlags(o)), r.chain.ok);
     if (!r.chain.ok)
       io.err(`retrysafe: the receipt chain of ${id} is broken at receipt #${r.chain.index + 1}: ${r.chain.reason}`);
