@@ -294,7 +294,7 @@ function fencedOperation(
     throw new FenceConfigError(
       `tools.${name}.key.argument names ${keyUndeclared}, which the upstream tool's input schema does not take: the upstream would ignore the key, and a re-send under it would be a second effect`,
     );
-  const card = toolCard(config, name, t);
+  const card = named(name, () => toolCard(config, name, t));
   // The caller's arguments are checked against the schema it is shown: without the key the fence sets.
   const shown = t.key ? hideProperty(upstream.inputSchema, t.key.argument) : upstream.inputSchema;
   const op = {
