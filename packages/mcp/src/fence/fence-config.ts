@@ -129,8 +129,8 @@ const FENCE_SCHEMA = closed(
   ['name', 'ledger', 'tools'],
 );
 
-/** The fence file: which upstream tools run through the runner, and what is known of each (the rest is `unknown`);
- * `baseDir` is the folder it was read from (relative paths resolve against it). */
+/** The fence file: which upstream tools run through the runner, and what is known of each; relative paths resolve
+ * against `baseDir`, the folder it was read from. */
 export type FenceConfig = Omit<Infer<typeof FENCE_SCHEMA>, 'timeoutMs' | 'policy'> & {
   readonly timeoutMs: number;
   readonly policy?: PolicyOverrides;
@@ -150,16 +150,6 @@ function inlineCredentials(c: Omit<FenceConfig, 'baseDir' | 'timeoutMs'>): strin
   for (const [name, value] of Object.entries(c.env ?? {}))
     if (typeof value === 'string') problems.push(...findInlineCredentials(value).map((p) => `env.${name}${p}`));
   return problems;
-}
-
-/**
- * The intent paths a lookup's match does not compare (none when it compares the key argument, which is this operation's
- * alone). A match argument covers an intent path at it or beneath it.
- */
-function unmatchedIntent(intent: readonly string[], matched: readonly string[], key: string | undefined): string[] {
-  const covers = (path: string) => withinIntent(path, matched);
-  if (key !== undefined && covers(key)) return [];
-  return intent.filter((p) => !covers(p));
 }
 
 /** Checks a parsed fence file strictly (unknown keys are errors) and fills its defaults; `source` names the file. */
@@ -197,7 +187,11 @@ export function parseFenceConfig(raw: unknown, baseDir = process.cwd(), source?:
         problems.push(
           `tools.${name}.intent cannot name the key argument ${a}: the fence sets it, the caller's value is dropped`,
         );
-      const unmatched = t.lookup ? unmatchedIntent(t.intent, Object.values(t.lookup.match), a) : [];
+      // A lookup matches by every intent argument (at or beneath a match argument), or by the key argument, which is
+      // this operation's alone.
+      const matched = Object.values(t.lookup?.match ?? {});
+      const byKey = a !== undefined && withinIntent(a, matched);
+      const unmatched = t.lookup && !byKey ? t.intent.filter((p) => !withinIntent(p, matched)) : [];
       if (unmatched.length > 0)
         problems.push(
           `tools.${name}.lookup.match leaves out the intent argument ${unmatched.join(', ')}: an item of another operation that differs only there would be taken for this one, which would then never be made; match it too, or match the key argument`,
