@@ -15,8 +15,8 @@ const posInt = { type: 'integer', exclusiveMinimum: 0 } as const;
 const strings = { type: 'array', items: str } as const;
 const duration = (example: string) =>
   ({ type: 'string', pattern: DURATION_PATTERN, description: `a duration such as ${example}` }) as const;
-/** Any JSON value: the upstream's default for an argument a call leaves out, as its documentation says. */
-const providerDefault = { description: 'the value the upstream stores for the argument when a create leaves it out' };
+/** Any JSON value: the upstream's default for an argument a call leaves out. */
+const providerDefault = {};
 const closed = <const P, const R extends readonly string[] = []>(properties: P, required?: R) =>
   ({ type: 'object', additionalProperties: false, properties, required: (required ?? []) as R }) as const;
 
@@ -43,15 +43,12 @@ type Infer<S> = S extends { enum: readonly (infer E)[] }
                   ? string | null
                   : Readonly<Record<string, unknown>>;
 
-/** The fence file's shape; `parseFenceConfig` adds the checks a schema cannot say. */
+/** The fence file's shape (its keys are documented in docs/fence-an-mcp-server.md); `parseFenceConfig` adds the checks
+ * a schema cannot say. A pattern's description is shown when a value does not fit it. */
 const FENCE_SCHEMA = closed(
   {
     name: { ...str, pattern: '^[A-Za-z][A-Za-z0-9_-]*$', description: 'an identifier such as "orders"' },
-    account: {
-      ...str,
-      maxLength: 200,
-      description: 'the account the upstream server acts as, when fences of one name share a ledger (never a secret)',
-    },
+    account: { ...str, maxLength: 200 },
     ledger: str,
     handoffs: str,
     timeoutMs: posInt,
@@ -63,12 +60,8 @@ const FENCE_SCHEMA = closed(
         {
           kind: { enum: ['create', 'send', 'set', 'upsert', 'delete', 'charge', 'async-job'] },
           idempotentByNature: { type: 'boolean' },
-          intent: { ...strings, minItems: 1, description: 'argument paths that name the business intent' },
-          optionalIntent: {
-            ...strings,
-            description:
-              "intent arguments a call may leave out (never an array item), as a card's businessOperationId.optionalIntentFields",
-          },
+          intent: { ...strings, minItems: 1 },
+          optionalIntent: strings,
           // These two are judged with the card they go onto, by the contract's card validator (evidence, steps, paths,
           // where a provider's default may stand); defineAdapter checks a default against the tool's input schema.
           normalize: {
@@ -78,8 +71,6 @@ const FENCE_SCHEMA = closed(
               'steps',
               'source',
             ]),
-            description:
-              "how intent arguments are put in normal form for the id, as a card's businessOperationId.normalize",
           },
           paramComparison: {
             type: 'array',
@@ -88,8 +79,6 @@ const FENCE_SCHEMA = closed(
               'compare',
               'source',
             ]),
-            description:
-              "how an argument outside the intent is compared with the stored one on a repeat call, as a card's paramComparison (default exact)",
           },
           key: closed(
             {
@@ -109,7 +98,7 @@ const FENCE_SCHEMA = closed(
               arguments: { type: 'object' },
               items: { type: 'string' },
               match: { type: 'object', minProperties: 1, additionalProperties: str },
-              more: { ...str, description: 'answer path that says more items follow (a next cursor, has_more)' },
+              more: str,
               consistencyDelay: { anyOf: [{ enum: [null, 0, '0'] }, duration('2s')] },
               lateApplyBound: duration('30s'),
               source: str,
