@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 import { suggest } from '@retrysafe/core/suggest';
-import { helpText, PROBE_COMMAND, SERVE_COMMAND, UsageError, WRAP_COMMAND } from './cli-options.js';
+import { CONFIG_CODES, helpText, PROBE_COMMAND, SERVE_COMMAND, UsageError, WRAP_COMMAND } from './cli-options.js';
 
 // The entry only picks the command; each command parses its own options table (cli-options.ts).
 const args = process.argv.slice(2);
@@ -32,20 +32,13 @@ if (first !== undefined && !first.startsWith('-') && !COMMANDS.includes(first)) 
     const text = String((e as Error)?.message ?? e);
     const message = own ? text : await import('./fence/upstream.js').then((m) => m.scrubbed(text));
     process.stderr.write(`retrysafe-mcp${name === 'serve' ? '' : ` ${name}`}: ${message}\n`);
-    // At start a runner's refusal (a policy or params schema that cannot work) or a fenced tool the upstream does
-    // not list is bad config too, as is a server command that cannot be spawned. 1 is probe's "duplicates": a probe
-    // that could not run (its server did not start, its read tool gave no list) exits 2.
+    // A runner's refusal at start, a fenced tool the upstream does not list and a server that cannot be spawned are
+    // bad config too. 1 is probe's "duplicates": a probe that could not run exits 2.
     const usage =
       e instanceof UsageError ||
       name === 'probe' ||
       String((e as { syscall?: unknown } | null)?.syscall).startsWith('spawn') ||
-      [
-        'RETRYSAFE_FENCE_CONFIG',
-        'RETRYSAFE_CONFIG',
-        'RETRYSAFE_FILE_LIMIT',
-        'RETRYSAFE_RUNNER_CONFIG',
-        'RETRYSAFE_UNKNOWN_OPERATION',
-      ].includes(code);
+      CONFIG_CODES.includes(code);
     process.exit(usage ? 2 : 1);
   }
 }

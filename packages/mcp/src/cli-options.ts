@@ -7,18 +7,29 @@ export class UsageError extends Error {
   override readonly name = 'UsageError';
 }
 
-/** The parsed options, typed from their table. */
 type ValueTypes = { text: string; number: number; json: Record<string, unknown>; list: string[] };
 export type Values<O extends Options> = {
   readonly [K in keyof O]?: O[K] extends { value: infer V extends keyof ValueTypes } ? ValueTypes[V] : boolean;
 };
 
 /** Options keyed in camel case (`countTool` is `--count-tool`). What follows the flag: `text`, a whole `number` (from 0
- * to `max`), a `json` object, a comma-separated `list` (repeatable); none for a switch. */
+ * to `max`), a `json` object, a comma-separated `list` (repeatable); none for a switch. `httpOnly`: read with --http. */
 type Options = Readonly<
-  Record<string, { readonly value?: keyof ValueTypes; readonly help: string; readonly max?: number }>
+  Record<
+    string,
+    { readonly value?: keyof ValueTypes; readonly help: string; readonly max?: number; readonly httpOnly?: true }
+  >
 >;
 type CliCommand = { readonly usage: string; readonly summary: string; readonly options: Options };
+
+/** What a config or fence file, or the runner over it, refuses: bad config (exit 2), named by its file. */
+export const CONFIG_CODES = [
+  'RETRYSAFE_CONFIG',
+  'RETRYSAFE_FENCE_CONFIG',
+  'RETRYSAFE_FILE_LIMIT',
+  'RETRYSAFE_RUNNER_CONFIG',
+  'RETRYSAFE_UNKNOWN_OPERATION',
+];
 
 /** How both fence commands name the server they talk to. */
 const SERVER = {
@@ -35,9 +46,9 @@ const served = (configHelp: string) =>
     http: {
       help: 'serve streamable HTTP on 127.0.0.1 instead of stdio (bearer token from RETRYSAFE_MCP_TOKEN, else printed)',
     },
-    port: { value: 'number', max: 65535, help: 'HTTP port (default: any free one)' },
-    allowHost: { value: 'list', help: 'also accept this Host name[:port] (repeatable)' },
-    allowOrigin: { value: 'list', help: 'also accept this Origin (repeatable)' },
+    port: { value: 'number', max: 65535, httpOnly: true, help: 'HTTP port (default: any free one)' },
+    allowHost: { value: 'list', httpOnly: true, help: 'also accept this Host name[:port] (repeatable)' },
+    allowOrigin: { value: 'list', httpOnly: true, help: 'also accept this Origin (repeatable)' },
   }) as const;
 
 export const SERVE_COMMAND = {
@@ -73,15 +84,6 @@ export const PROBE_COMMAND = {
 } as const satisfies CliCommand;
 
 const flag = (key: string) => key.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`);
-
-/** The HTTP options (`served`) given without --http, which would leave them unread: refused. */
-export function checkHttpOptions(o: { http?: boolean; port?: number; allowHost?: string[]; allowOrigin?: string[] }) {
-  const unread = o.http ? undefined : (['port', 'allowHost', 'allowOrigin'] as const).find((k) => o[k] !== undefined);
-  if (unread)
-    throw new UsageError(
-      `--${flag(unread)} is for --http: add --http to serve HTTP, or leave it out to serve on stdio`,
-    );
-}
 
 /** parseArgs' refusal in this command line's words. */
 function usageError(e: Error & { code?: string }, options: Options): UsageError {
@@ -141,6 +143,12 @@ export function parseOptions<O extends Options>(argv: readonly string[], command
     const raw = values[flag(k)];
     if (raw !== undefined) parsed[k] = convert(`--${flag(k)}`, o, raw);
   }
+  // Given without --http, they would be left unread.
+  const unread = parsed.http ? undefined : table.find(([k, o]) => o.httpOnly && parsed[k] !== undefined)?.[0];
+  if (unread)
+    throw new UsageError(
+      `--${flag(unread)} is for --http: add --http to serve HTTP, or leave it out to serve on stdio`,
+    );
   return { values: parsed as Values<O>, rest: end >= 0 ? argv.slice(end + 1) : [] };
 }
 

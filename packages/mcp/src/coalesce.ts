@@ -4,7 +4,6 @@ import { asBusinessOperationId, canonicalJson, type Ledger } from '@retrysafe/co
 import { TERMINAL_STATES } from '@retrysafe/contract/ledger';
 import type { AgentToolResult } from '@retrysafe/core/agent';
 
-/** A caller's relay of a run's progress to it. */
 export type Hearer = (p: Progress) => void;
 
 const MAX_WAIT_MS = 600_000;

@@ -8,7 +8,7 @@ import { type AdapterV1, canonicalJson, sha256Hex } from '@retrysafe/contract';
 import { createRunner, encryptParams, jsonlHandoffSink, type PolicyOverrides } from '@retrysafe/core';
 import { checkParamsSchema, keysFromEnv, resolvePolicy } from '@retrysafe/core/internal';
 import {
-  checkHttpOptions,
+  CONFIG_CODES,
   PROBE_COMMAND,
   parseOptions,
   SERVE_COMMAND,
@@ -23,7 +23,6 @@ import { createFenceServer } from './fence/fence-server.js';
 import { connectUpstream, type UpstreamClient, type UpstreamTarget } from './fence/upstream.js';
 import { createRetrysafeMcpServer, LOOPBACK_NAMES, serveHttp } from './server.js';
 
-/** Where the commands print by default: a line to stderr (logs) or stdout (results). */
 const toStderr = (line: string): void => void process.stderr.write(`${line}\n`);
 const toStdout = (line: string): void => void process.stdout.write(`${line}\n`);
 
@@ -66,26 +65,18 @@ async function naming<T>(file: string, make: () => T | Promise<T>): Promise<T> {
     return await make();
   } catch (e) {
     const code = String((e as { code?: unknown } | null)?.code);
-    const ours = [
-      'RETRYSAFE_CONFIG',
-      'RETRYSAFE_FENCE_CONFIG',
-      'RETRYSAFE_RUNNER_CONFIG',
-      'RETRYSAFE_UNKNOWN_OPERATION',
-    ];
-    if (e instanceof Error && ours.includes(code) && !e.message.startsWith(`${file}: `))
+    if (e instanceof Error && CONFIG_CODES.includes(code) && !e.message.startsWith(`${file}: `))
       e.message = `${file}: ${e.message}`;
     throw e;
   }
 }
 
-/** How long a stdio server whose host closed its stdin waits for the calls under way: less than the 2 s the official
- * SDK's host waits before it sends SIGTERM, and with the upstream's stop after it, less than the 2 s more before its
- * SIGKILL. */
+/** How long a stdio server whose host closed its stdin waits for the calls under way: with the upstream's stop after
+ * it, less than the official SDK's host waits before its SIGTERM and its SIGKILL. */
 const SHUTDOWN_GRACE_MS = 1500;
 
-/** A stdio server's end: the tool calls under way end and are answered (within the grace; one still running then
- * ends as a crash would, reconciled by the next call or `recover()`), then the upstream, if any, is stopped and the
- * ledger closed. */
+/** A stdio server's end: the tool calls under way are answered (one still running after the grace ends as a crash
+ * would, reconciled later), then the upstream is stopped and the ledger closed. */
 const stopping =
   ({ coalescer, ledger }: Awaited<ReturnType<typeof servingParts>>, upstream?: { close(): Promise<void> }) =>
   async () => {
@@ -112,9 +103,8 @@ async function serve(
   // running; a second signal ends us at once.
   for (const signal of ['SIGTERM', 'SIGINT'] as const) process.once(signal, end);
   if (!o.http) {
-    // MCP's stdio shutdown: the host closes our stdin and waits for us to exit. Nothing else ends this process (an
-    // upstream child, a ledger's connections keep it alive), and a host that started us through npx cannot signal
-    // us: we would run on, holding the ledger. No call can come after the end of stdin.
+    // MCP's stdio shutdown: the host closes our stdin and waits for us to exit. A host that started us through npx
+    // cannot signal us, and an upstream child or a ledger's connections would keep us running.
     process.stdin.once('end', end);
     return make().connect(new StdioServerTransport());
   }
@@ -136,7 +126,6 @@ async function serve(
 /** `retrysafe-mcp --config …` (SERVE_COMMAND). */
 export async function runServe(argv: readonly string[], log = toStderr): Promise<void> {
   const { values: o } = parseOptions(argv, SERVE_COMMAND);
-  checkHttpOptions(o);
   const configPath = o.config ?? process.env.RETRYSAFE_CONFIG;
   if (!configPath) throw new UsageError('name the config: --config <retrysafe.yaml> (or set RETRYSAFE_CONFIG)');
   const config = loadConfig(configPath);
@@ -174,7 +163,6 @@ function target(
 /** `retrysafe-mcp wrap …` (WRAP_COMMAND). */
 export async function runWrap(argv: readonly string[], log = toStderr): Promise<void> {
   const { values: o, rest } = parseOptions(argv, WRAP_COMMAND);
-  checkHttpOptions(o);
   if (o.config === undefined) throw new UsageError('name the fence file: --config <fence.yaml>');
   const config = loadFenceConfig(o.config);
   const upstream = await connectUpstream(target(o.url, rest, config.env));

@@ -86,8 +86,8 @@ async function answerLookupTool(ledger: Ledger, name: string, args: unknown) {
   }
 }
 
-/** The runner's answer to a tool call, passed through `settle`; an identical call in flight answers with the first
- * one's, or throws what its `settle` threw, and its `hearers` hear that call's progress meanwhile. */
+/** The runner's answer to a tool call, passed through `settle`; an identical call in flight shares the first one's
+ * answer and progress (see the coalescer). */
 type Run = (
   tool: AgentToolDefinition,
   params: unknown,
@@ -96,8 +96,7 @@ type Run = (
   hearers?: Set<Hearer>,
 ) => Promise<AgentToolResult>;
 
-/** What a request handler is given besides the request: the caller's cancellation, and its channel for notifications
- * and requests. */
+/** What a request handler is given besides the request. */
 export type Extra = Pick<
   RequestHandlerExtra<ServerRequest, ServerNotification>,
   'signal' | 'sendNotification' | 'sendRequest'
@@ -129,7 +128,6 @@ export function serveTools(
   server.setRequestHandler(CallToolRequestSchema, (req, extra) => coalescer.track(answer(req, extra)));
 }
 
-/** What every retrysafe answer says, in this server's results and in the fence's own answers. */
 export const ANSWER_PROPERTIES = {
   status: { type: 'string', enum: ['done', 'in-progress', 'needs-human', 'conflict', 'invalid-input'] },
   businessOperationId: { type: ['string', 'null'] },
@@ -192,14 +190,13 @@ export function createRetrysafeMcpServer(options: McpServerOptions): Server {
 }
 
 /** Loopback with the bound port is always allowed; `allowedHosts` adds `name:port`, or a bare name for any port.
- * `token` is the bearer token clients send (default: a random one, returned). */
+ * `token` is the bearer token clients send (default: a random one, returned); an idle session closes after `idleMs`. */
 export interface ServeHttpOptions {
   readonly host?: string;
   readonly port?: number;
   readonly allowedHosts?: readonly string[];
   readonly allowedOrigins?: readonly string[];
   readonly token?: string;
-  /** How long a session with no request open is kept (default 10 minutes). */
   readonly idleMs?: number;
 }
 
@@ -229,7 +226,7 @@ function refusal(req: IncomingMessage, port: number, opts: ServeHttpOptions, tok
 
 /** A session with no request open (no call, no GET stream: its host is gone) is closed after this. */
 const IDLE_MS = 10 * 60_000;
-/** Sessions open at once, and messages held for a host that has not opened its GET stream yet. */
+/** Sessions open at once, and messages held for a host that has not opened its GET stream. */
 const MAX_SESSIONS = 100;
 const MAX_HELD = 100;
 

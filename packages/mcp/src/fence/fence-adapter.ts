@@ -181,8 +181,7 @@ function classifyToolAnswer(t: FenceToolConfig, answer: unknown): Outcome {
 }
 
 /** A tool answer as the fence stores it and gives it back: its content, structured content and `_meta` (what the
- * host shows it with: an MCP App's `ui`), nothing else. A re-issued call gets them as the first did, as it gets the
- * content: `_meta` holds nothing the answer did not. */
+ * host shows it with: an MCP App's `ui`), nothing else. */
 export const toolResult = (a: ToolAnswer) => ({
   content: a.content ?? [],
   ...(a.structuredContent !== undefined ? { structuredContent: a.structuredContent } : {}),
@@ -200,8 +199,7 @@ function succeeded(t: FenceToolConfig, result: unknown, value: unknown): Extract
 }
 
 /** The outcome without the values of the host's `_meta` in its message: the upstream got them with the call (a user,
- * a session) and may repeat them, as it does arguments. Its numbers and flags stay, as the arguments' do
- * (textArguments): blanked, they would take every limit and count of the same digits out of the text. */
+ * a session) and may repeat them. Its numbers and flags stay, as the arguments' do (textArguments). */
 function withoutMeta(outcome: Outcome, meta: Record<string, unknown> | undefined): Outcome {
   if (meta === undefined || !('message' in outcome) || typeof outcome.message !== 'string') return outcome;
   const texts = JSON.stringify(meta, (_, v) => (typeof v === 'number' || typeof v === 'boolean' ? undefined : v));
@@ -257,12 +255,11 @@ function classifyToolError(error: unknown): Outcome {
   return unknownOutcome(t.cause, message, t.code);
 }
 
-/** Where the fence server puts, for the upstream calls that run a host's call, the relay of their progress to the hosts
- * that asked for it; the adapter puts there the upstream's URL elicitation error, which goes to the host as sent. */
+/** A host's call as its upstream calls see it: the relay of their progress, the host's `_meta`; the adapter puts there
+ * the upstream's URL elicitation error, which goes to the host as sent. */
 export const fencedCall = new AsyncLocalStorage<{
   onprogress?: (p: Progress) => void;
   urlRequired?: unknown;
-  /** The host request's own `_meta`, which the upstream gets with each call that runs it. */
   meta?: Record<string, unknown>;
 }>();
 
@@ -294,7 +291,7 @@ function fencedOperation(
     throw new FenceConfigError(
       `tools.${name}.key.argument names ${keyUndeclared}, which the upstream tool's input schema does not take: the upstream would ignore the key, and a re-send under it would be a second effect`,
     );
-  const card = toolCard(config, name, t);
+  const card = named(name, () => toolCard(config, name, t));
   // The caller's arguments are checked against the schema it is shown: without the key the fence sets.
   const shown = t.key ? hideProperty(upstream.inputSchema, t.key.argument) : upstream.inputSchema;
   const op = {
@@ -328,14 +325,9 @@ export function createFenceAdapter(options: {
   );
 }
 
-/**
- * The fence over the upstream's tools as it lists them now. The adapter is made again when the list changes
- * (tools/list_changed, a restart), so a fenced tool's arguments are checked against the schema the host is shown.
- * A tool the fence would refuse at start over the new list (an intent or key argument the schema no longer takes, a
- * schema that does not compile) is refused alone: its calls are answered that nothing was sent, until the upstream
- * lists it so again or the fence file is changed and the fence restarted. The operation's id is the fence file's,
- * never the schema's: a change never gives an operation under way another id, whose re-issued call would be sent again.
- */
+/** The fence over the upstream's tools as it lists them now: the adapter is made again when the list changes, and a
+ * tool the fence would refuse at start over the new list is refused alone (its calls answered that nothing was sent).
+ * The operation's id is the fence file's, never the schema's: a change never gives an operation under way another id. */
 export function followUpstream(config: FenceConfig, upstream: UpstreamClient & { readonly tools: readonly Tool[] }) {
   let tools = upstream.tools;
   let now = { adapter: createFenceAdapter({ config, client: upstream, tools }), refused: new Map<string, string>() };
@@ -408,10 +400,12 @@ function adapterOf(config: FenceConfig, client: UpstreamClient, operations: Reco
       const l = t.lookup!;
       // The lookup fills and matches from the arguments as sent (the fence's key included).
       const sent = withKey(t, ctx.params ?? {}, ctx.providerKey);
-      const wanted = Object.entries(l.match).map(([itemPath, argPath]) => [itemPath, readPath(sent, argPath)] as const);
-      const absent = wanted
-        .filter(([itemPath, want]) => want === undefined && !emptyWhenAbsent(t, l.match[itemPath]!))
-        .map(([itemPath]) => l.match[itemPath]!);
+      const wanted = Object.entries(l.match).map(([itemPath, argPath]) => ({
+        itemPath,
+        argPath,
+        want: readPath(sent, argPath),
+      }));
+      const absent = wanted.filter((w) => w.want === undefined && !emptyWhenAbsent(t, w.argPath)).map((w) => w.argPath);
       const asked: string[] = [];
       const args = fill(l.arguments ?? {}, sent, absent, asked);
       // No value to ask or match by: an item that is there would not be found, and "not found" could send it again.
@@ -434,10 +428,7 @@ function adapterOf(config: FenceConfig, client: UpstreamClient, operations: Reco
         return { kind: 'cannot-tell', reason: `lookup tool ${l.tool}: no list at "${l.items}" in its answer` };
       // Another spelling of this operation's arguments (one id, the same params) may have made the item: it is
       // compared as the card reads them.
-      const normal = wanted.map(([itemPath, want]) => {
-        const argPath = l.match[itemPath]!;
-        return { itemPath, argPath, want: normalAt(t, sent, argPath, want) };
-      });
+      const normal = wanted.map((w) => ({ ...w, want: normalAt(t, sent, w.argPath, w.want) }));
       const match = items.find((item) =>
         normal.every(({ itemPath, argPath, want }) => same(normalAt(t, sent, argPath, readPath(item, itemPath)), want)),
       );

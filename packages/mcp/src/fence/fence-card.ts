@@ -4,11 +4,6 @@ import { type FenceConfig, FenceConfigError, type FenceToolConfig } from './fenc
 
 export const KEY_CHARSET = 'A-Za-z0-9_-';
 
-/** The tool's card; its `optionalIntent`, `normalize` and `paramComparison` are judged by the contract's card validator, and refused
- * naming the fence file's path. */
-export const toolCard = (config: Pick<FenceConfig, 'name' | 'policy'>, toolName: string, t: FenceToolConfig) =>
-  named(toolName, () => fenceCard(config, toolName, t));
-
 /** `make()`; the card problems it throws (CardValidationError) named by the fence file's paths of `toolName`. */
 export function named<T>(toolName: string, make: () => T): T {
   try {
@@ -34,8 +29,9 @@ const MCP_AUTH_ERRORS = 'https://modelcontextprotocol.io/specification/2025-06-1
 /** A 429 refuses the request for its rate: the upstream did not take it in. */
 const HTTP_429 = 'https://www.rfc-editor.org/rfc/rfc6585#section-4';
 
-/** What the fence file declares; the rest is `unknown` and listed as unverified. */
-function fenceCard(config: Pick<FenceConfig, 'name' | 'policy'>, toolName: string, t: FenceToolConfig) {
+/** How a fenced tool's facts are sourced: `declared` names its fence file key, `maybe` a fact the file may leave out
+ * (then `unknown`, and listed in `unverified`). */
+function factsOf(toolName: string, t: FenceToolConfig) {
   const declared = (what: string) => `fence file: tools.${toolName}.${what}${t.source ? ` (${t.source})` : ''}`;
   const unverified: { field: string; condition: string; source: string }[] = [];
   const maybe = (field: string, value: unknown, what: string) => {
@@ -45,10 +41,33 @@ function fenceCard(config: Pick<FenceConfig, 'name' | 'policy'>, toolName: strin
     unverified.push({ field, condition: `${what} is not declared for this upstream tool`, source: reason });
     return fact('unknown', reason);
   };
-  const noKey = (value: unknown) => fact(value, 'no key travels');
-  const { key: k, lookup: l } = t;
-  const limits = config.policy ?? {};
-  const includesErrors = fact(false, 'fence: an upstream tool error is never assumed to be stored');
+  return { declared, maybe, unverified };
+}
+type Facts = ReturnType<typeof factsOf>;
+
+/** The card's key facts: what the fence file declares of its key argument, or none travels. */
+function keyFacts(toolName: string, t: FenceToolConfig, { declared, maybe, unverified }: Facts) {
+  const k = t.key;
+  if (!k) {
+    const noKey = (value: unknown) => fact(value, 'no key travels');
+    return {
+      providerKey: {
+        travels: fact('none', `fence file: tools.${toolName} declares no key argument`),
+        name: noKey(null),
+        maxLength: noKey(null),
+        charset: noKey(null),
+        scope: noKey('n/a: no key travels'),
+      },
+      keyReuse: noKey('never: no key travels'),
+      parameterMatching: noKey('none'),
+      storedResult: {
+        semantics: fact('none', 'no key travels: the upstream cannot fold a re-sent call'),
+        includesErrors: fact(false, 'fence: an upstream tool error is never assumed to be stored'),
+      },
+      retention: { minimum: fact(null, 'no key travels: nothing is stored') },
+      concurrency: fact('duplicates', 'no key travels: concurrent calls each run the tool'),
+    };
+  }
   // An upstream may keep an error under the key and give it back to the same key with other arguments: a corrected
   // call after a rejection then goes out under a key of its own rather than be answered with the old error.
   const keptErrors = () => {
@@ -56,41 +75,46 @@ function fenceCard(config: Pick<FenceConfig, 'name' | 'policy'>, toolName: strin
     unverified.push({ field: 'storedResult.includesErrors', condition, source: declared('key') });
     return fact<boolean>('unknown', `${declared('key')}: the fence file does not say what the upstream keeps`);
   };
-  const keyFields = k
-    ? {
-        providerKey: {
-          travels: fact('body', declared('key.argument')),
-          name: fact(k.argument, declared('key.argument')),
-          maxLength: fact(k.maxLength ?? 64, k.maxLength ? declared('key.maxLength') : 'fence default: 64 characters'),
-          charset: fact(KEY_CHARSET, 'fence: keys are letters, digits, _ and -'),
-          scope: fact('one upstream server', declared('key')),
-        },
-        keyReuse: fact('same call while the upstream keeps the key', declared('key')),
-        parameterMatching: maybe('parameterMatching', k.parameterMatching, 'key.parameterMatching'),
-        storedResult: {
-          semantics: maybe('storedResult.semantics', k.semantics, 'key.semantics'),
-          includesErrors: keptErrors(),
-        },
-        retention: { minimum: maybe('retention.minimum', k.retention, 'key.retention') },
-        concurrency: maybe('concurrency', k.concurrency, 'key.concurrency'),
-      }
-    : {
-        providerKey: {
-          travels: fact('none', `fence file: tools.${toolName} declares no key argument`),
-          name: noKey(null),
-          maxLength: noKey(null),
-          charset: noKey(null),
-          scope: noKey('n/a: no key travels'),
-        },
-        keyReuse: noKey('never: no key travels'),
-        parameterMatching: noKey('none'),
-        storedResult: {
-          semantics: fact('none', 'no key travels: the upstream cannot fold a re-sent call'),
-          includesErrors,
-        },
-        retention: { minimum: fact(null, 'no key travels: nothing is stored') },
-        concurrency: fact('duplicates', 'no key travels: concurrent calls each run the tool'),
-      };
+  return {
+    providerKey: {
+      travels: fact('body', declared('key.argument')),
+      name: fact(k.argument, declared('key.argument')),
+      maxLength: fact(k.maxLength ?? 64, k.maxLength ? declared('key.maxLength') : 'fence default: 64 characters'),
+      charset: fact(KEY_CHARSET, 'fence: keys are letters, digits, _ and -'),
+      scope: fact('one upstream server', declared('key')),
+    },
+    keyReuse: fact('same call while the upstream keeps the key', declared('key')),
+    parameterMatching: maybe('parameterMatching', k.parameterMatching, 'key.parameterMatching'),
+    storedResult: {
+      semantics: maybe('storedResult.semantics', k.semantics, 'key.semantics'),
+      includesErrors: keptErrors(),
+    },
+    retention: { minimum: maybe('retention.minimum', k.retention, 'key.retention') },
+    concurrency: maybe('concurrency', k.concurrency, 'key.concurrency'),
+  };
+}
+
+/** The card's lookup: the fence file's lookup tool, or none. */
+function lookupFacts(toolName: string, l: FenceToolConfig['lookup'], { declared, maybe }: Facts) {
+  if (!l)
+    return {
+      method: fact('none', `fence file: tools.${toolName} declares no lookup`),
+      consistencyDelay: fact(null, 'no lookup'),
+    };
+  const delay = [0, '0'].includes(l.consistencyDelay as never) ? null : l.consistencyDelay;
+  return {
+    method: fact('search', declared('lookup.tool')),
+    consistencyDelay: maybe('lookup.consistencyDelay', delay, 'lookup.consistencyDelay'),
+    // How long the upstream may still apply a call after the fence gave up on it: unknown unless declared.
+    lateApplyBound: maybe('lookup.lateApplyBound', l.lateApplyBound, 'lookup.lateApplyBound'),
+  };
+}
+
+/** The tool's card: what the fence file declares, the rest `unknown` and listed as unverified. */
+export function toolCard(config: Pick<FenceConfig, 'name' | 'policy'>, toolName: string, t: FenceToolConfig) {
+  const facts = factsOf(toolName, t);
+  const { declared, unverified } = facts;
+  const limits = config.policy ?? {};
   // MCP says nothing of what a tool did before it answered isError: the fence rejects a tool error only where the
   // fence file says such errors mean not applied. Its other rejections are protocol errors, raised before the tool runs.
   const protocolErrors = 'a protocol error (-32601, -32602) is an issue with the request itself';
@@ -98,18 +122,8 @@ function fenceCard(config: Pick<FenceConfig, 'name' | 'policy'>, toolName: strin
   const toolErrors = rejecting
     ? `${declared(rejecting)}: these tool errors mean not applied`
     : 'a tool error (isError) is never a rejection here (looked up instead)';
-  const delay = [0, '0'].includes(l?.consistencyDelay as never) ? null : l?.consistencyDelay;
-  const lookup = l
-    ? {
-        method: fact('search', declared('lookup.tool')),
-        consistencyDelay: maybe('lookup.consistencyDelay', delay, 'lookup.consistencyDelay'),
-        // How long the upstream may still apply a call after the fence gave up on it: unknown unless declared.
-        lateApplyBound: maybe('lookup.lateApplyBound', l.lateApplyBound, 'lookup.lateApplyBound'),
-      }
-    : {
-        method: fact('none', `fence file: tools.${toolName} declares no lookup`),
-        consistencyDelay: fact(null, 'no lookup'),
-      };
+  const keyFields = keyFacts(toolName, t, facts);
+  const lookup = lookupFacts(toolName, t.lookup, facts);
   return defineCard({
     cardVersion: 1,
     provider: config.name,
@@ -172,8 +186,8 @@ function fenceCard(config: Pick<FenceConfig, 'name' | 'policy'>, toolName: strin
       sdkRetries: 'disabled',
       how: 'the MCP client sends each tools/call once; the fence is the only layer that re-sends',
     },
-    reconciler: l
-      ? `the runner, through the upstream tool ${l.tool}`
+    reconciler: t.lookup
+      ? `the runner, through the upstream tool ${t.lookup.tool}`
       : 'the runner by same-key re-send when the card allows, else a person',
     handoff: {
       condition: 'rejected, budget exhausted, or unknown with no safe re-send',

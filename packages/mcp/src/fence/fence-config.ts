@@ -15,8 +15,8 @@ const posInt = { type: 'integer', exclusiveMinimum: 0 } as const;
 const strings = { type: 'array', items: str } as const;
 const duration = (example: string) =>
   ({ type: 'string', pattern: DURATION_PATTERN, description: `a duration such as ${example}` }) as const;
-/** Any JSON value: the upstream's default for an argument a call leaves out, as its documentation says. */
-const providerDefault = { description: 'the value the upstream stores for the argument when a create leaves it out' };
+/** Any JSON value: the upstream's default for an argument a call leaves out. */
+const providerDefault = {};
 const closed = <const P, const R extends readonly string[] = []>(properties: P, required?: R) =>
   ({ type: 'object', additionalProperties: false, properties, required: (required ?? []) as R }) as const;
 
@@ -43,15 +43,12 @@ type Infer<S> = S extends { enum: readonly (infer E)[] }
                   ? string | null
                   : Readonly<Record<string, unknown>>;
 
-/** The fence file's shape; `parseFenceConfig` adds the checks a schema cannot say. */
+/** The fence file's shape (its keys are documented in docs/fence-an-mcp-server.md); `parseFenceConfig` adds the checks
+ * a schema cannot say. A pattern's description is shown when a value does not fit it. */
 const FENCE_SCHEMA = closed(
   {
     name: { ...str, pattern: '^[A-Za-z][A-Za-z0-9_-]*$', description: 'an identifier such as "orders"' },
-    account: {
-      ...str,
-      maxLength: 200,
-      description: 'the account the upstream server acts as, when fences of one name share a ledger (never a secret)',
-    },
+    account: { ...str, maxLength: 200 },
     ledger: str,
     handoffs: str,
     timeoutMs: posInt,
@@ -63,12 +60,8 @@ const FENCE_SCHEMA = closed(
         {
           kind: { enum: ['create', 'send', 'set', 'upsert', 'delete', 'charge', 'async-job'] },
           idempotentByNature: { type: 'boolean' },
-          intent: { ...strings, minItems: 1, description: 'argument paths that name the business intent' },
-          optionalIntent: {
-            ...strings,
-            description:
-              "intent arguments a call may leave out (never an array item), as a card's businessOperationId.optionalIntentFields",
-          },
+          intent: { ...strings, minItems: 1 },
+          optionalIntent: strings,
           // These two are judged with the card they go onto, by the contract's card validator (evidence, steps, paths,
           // where a provider's default may stand); defineAdapter checks a default against the tool's input schema.
           normalize: {
@@ -78,8 +71,6 @@ const FENCE_SCHEMA = closed(
               'steps',
               'source',
             ]),
-            description:
-              "how intent arguments are put in normal form for the id, as a card's businessOperationId.normalize",
           },
           paramComparison: {
             type: 'array',
@@ -88,8 +79,6 @@ const FENCE_SCHEMA = closed(
               'compare',
               'source',
             ]),
-            description:
-              "how an argument outside the intent is compared with the stored one on a repeat call, as a card's paramComparison (default exact)",
           },
           key: closed(
             {
@@ -109,7 +98,7 @@ const FENCE_SCHEMA = closed(
               arguments: { type: 'object' },
               items: { type: 'string' },
               match: { type: 'object', minProperties: 1, additionalProperties: str },
-              more: { ...str, description: 'answer path that says more items follow (a next cursor, has_more)' },
+              more: str,
               consistencyDelay: { anyOf: [{ enum: [null, 0, '0'] }, duration('2s')] },
               lateApplyBound: duration('30s'),
               source: str,
@@ -129,8 +118,8 @@ const FENCE_SCHEMA = closed(
   ['name', 'ledger', 'tools'],
 );
 
-/** The fence file: which upstream tools run through the runner, and what is known of each (the rest is `unknown`);
- * `baseDir` is the folder it was read from (relative paths resolve against it). */
+/** The fence file: which upstream tools run through the runner, and what is known of each; relative paths resolve
+ * against `baseDir`, the folder it was read from. */
 export type FenceConfig = Omit<Infer<typeof FENCE_SCHEMA>, 'timeoutMs' | 'policy'> & {
   readonly timeoutMs: number;
   readonly policy?: PolicyOverrides;
@@ -150,16 +139,6 @@ function inlineCredentials(c: Omit<FenceConfig, 'baseDir' | 'timeoutMs'>): strin
   for (const [name, value] of Object.entries(c.env ?? {}))
     if (typeof value === 'string') problems.push(...findInlineCredentials(value).map((p) => `env.${name}${p}`));
   return problems;
-}
-
-/**
- * The intent paths a lookup's match does not compare (none when it compares the key argument, which is this operation's
- * alone). A match argument covers an intent path at it or beneath it.
- */
-function unmatchedIntent(intent: readonly string[], matched: readonly string[], key: string | undefined): string[] {
-  const covers = (path: string) => withinIntent(path, matched);
-  if (key !== undefined && covers(key)) return [];
-  return intent.filter((p) => !covers(p));
 }
 
 /** Checks a parsed fence file strictly (unknown keys are errors) and fills its defaults; `source` names the file. */
@@ -197,7 +176,11 @@ export function parseFenceConfig(raw: unknown, baseDir = process.cwd(), source?:
         problems.push(
           `tools.${name}.intent cannot name the key argument ${a}: the fence sets it, the caller's value is dropped`,
         );
-      const unmatched = t.lookup ? unmatchedIntent(t.intent, Object.values(t.lookup.match), a) : [];
+      // A lookup matches by every intent argument (at or beneath a match argument), or by the key argument, which is
+      // this operation's alone.
+      const matched = Object.values(t.lookup?.match ?? {});
+      const byKey = a !== undefined && withinIntent(a, matched);
+      const unmatched = t.lookup && !byKey ? t.intent.filter((p) => !withinIntent(p, matched)) : [];
       if (unmatched.length > 0)
         problems.push(
           `tools.${name}.lookup.match leaves out the intent argument ${unmatched.join(', ')}: an item of another operation that differs only there would be taken for this one, which would then never be made; match it too, or match the key argument`,

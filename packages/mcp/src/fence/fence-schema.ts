@@ -18,11 +18,9 @@ function numeric(s: object): boolean {
   return branches.length > 0 && branches.every((b) => typeof b === 'object' && b !== null && numeric(b));
 }
 
-/**
- * The arguments whose values are blanked in any text the fence keeps or shows (its `sensitiveFields`): which ones hold
- * personal data only the upstream knows, and its error text often repeats them. All but those that are only numbers
- * or flags, which say little of a person and would blank the runner's own counts and waits.
- */
+/** The arguments whose values are blanked in any text the fence keeps or shows (its `sensitiveFields`): which hold
+ * personal data only the upstream knows. Not those that are only numbers or flags: blanked, they would take the
+ * runner's own counts and waits out of its text. */
 export function textArguments(schema: ObjectSchema, intent: readonly string[]): string[] {
   // A listing that is a `$ref` (a model under `$defs`) lists them where it points.
   const listed = Object.entries((followed(schema, schema) as ObjectSchema).properties ?? {});
@@ -31,9 +29,8 @@ export function textArguments(schema: ObjectSchema, intent: readonly string[]): 
   return [...new Set([...names, ...intent.filter((p) => !listed.some(([name]) => name === p.split('.')[0]))])];
 }
 
-/** The input schema without the argument at `path` (the fence's key: the fence sets it, the caller never does); a
- * nested one is hidden inside the object schemas its path names. A `$ref` elsewhere to it (`#/properties/request_id`,
- * which the SDK writes for a zod schema used twice) is given the schema it pointed at, which is no longer there. */
+/** The input schema without the argument at `path` (the fence's key, which the fence sets). A `$ref` elsewhere to it
+ * (`#/properties/request_id`, as the SDK writes a zod schema used twice) is given the schema it pointed at. */
 export function hideProperty<S extends ObjectSchema>(schema: S, path: string): S {
   const at = `#${path
     .split('.')
@@ -59,10 +56,9 @@ const withBranch = (node: Record<string, unknown>, branch: unknown) =>
 /** Keywords whose schemas all apply where they sit: an argument is hidden in each. */
 const BRANCHES = ['allOf', 'anyOf', 'oneOf'];
 
-/** `schema` without the argument at `parts`, wherever it is declared or required on the way: in its properties, in each
- * branch, and in a local `$ref` (a pydantic model under `$defs`, a root `$ref`), which is copied in here as a branch
- * to hide it there; `$defs` stay as they are for the other references to them. A `#…` reference inside a schema with
- * its own `$id` is into that schema. */
+/** `schema` without the argument at `parts`, wherever it is declared or required: in its properties, each branch, and
+ * a local `$ref` (a pydantic model under `$defs`), copied in as a branch to hide it there; `$defs` stay as they are for
+ * the other references to them. */
 function withoutProperty(root: unknown, schema: unknown, parts: readonly string[], seen: ReadonlySet<string>): unknown {
   if (typeof schema !== 'object' || schema === null || Array.isArray(schema)) return schema;
   if (isResource(schema)) root = schema;
@@ -91,8 +87,7 @@ function withoutProperty(root: unknown, schema: unknown, parts: readonly string[
   return out;
 }
 
-/** `id` as the URI of a copy of its resource without the fence's key (a query added: relative references in it
- * resolve as before). */
+/** `id` as the URI of a copy of its resource without the fence's key (relative references resolve as before). */
 const withoutKeyId = (id: string) =>
   id.replace(/^[^#]*/, (uri) => `${uri}${uri.includes('?') ? '&' : '?'}retrysafe-key-hidden`);
 
@@ -156,11 +151,8 @@ function followed(root: unknown, schema: unknown, seen: ReadonlySet<string> = ne
   return target === undefined ? schema : followed(root, target, new Set([...seen, ref]));
 }
 
-/**
- * The start of `path` (an intent path: dot parts, an index or each item's field through an array) that `schema` lists
- * no property for, where it lists properties and takes no others by a schema of their own; null where it takes it or
- * cannot say (no properties listed, a combinator, a reference to more than a schema it names).
- */
+/** The start of an intent `path` that `schema` lists no property for where it lists properties and takes no others;
+ * null where it takes it or cannot say (no properties listed, a combinator, a reference to more than a schema). */
 export function undeclaredPart(schema: unknown, path: string): string | null {
   const parts = path.split('.');
   let at = schema;

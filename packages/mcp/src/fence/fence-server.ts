@@ -27,7 +27,8 @@ const keyArgument = (adapter: AdapterV1, name: string): string | null => {
   return typeof value === 'string' ? value : null;
 };
 
-/** A fenced tool as the fence lists it: the fence's description and hints, the key argument hidden, the output schema widened to the fence's answer. */
+/** A fenced tool as the fence lists it: its description and hints, the key argument hidden, the output schema widened
+ * to the fence's answer. */
 function fencedListing(adapter: AdapterV1, t: Tool) {
   const card = adapter.operations[t.name]!.card;
   const undeclared = validateCard(card).unknowns;
@@ -153,16 +154,15 @@ export function createFenceServer(options: ServingOptions & { fence: Fence; upst
       const params = key ? withPath(args, key, undefined) : args;
       const definition = { name, adapter, operation: name } as unknown as AgentToolDefinition;
       const token = _meta?.progressToken;
-      // A host that asks for progress gets the upstream's for the calls that run this one, as for a pass-through call;
-      // so does the host of an identical call in flight that asked too, which shares this run (its hearers join these).
-      // The run asks for it whoever asked, since such a host may join later.
+      // The hosts that ask for progress (this one, or one of an identical call that joins this run) hear the upstream's;
+      // the run asks for it whoever asked, since such a host may join later.
       const hearers = new Set(token === undefined ? [] : [relay(extra, token)]);
       const hear = (p: Progress) => {
         for (const h of hearers) h(p);
       };
       const call: Parameters<typeof fencedCall.run>[0] = { onprogress: hear, meta: hostMeta(_meta) };
-      // Refused until the user opens a URL: the host gets the upstream's error as a pass-through call does, and calls
-      // again once the user has been there; so does the host of an identical call in flight, which shares this run.
+      // Refused until the user opens a URL: the host (and that of an identical call sharing this run) gets the upstream's
+      // error as a pass-through call does.
       const urlRequired = (r: AgentToolResult) => {
         if (call.urlRequired !== undefined && r.status === 'needs-human') throw asSent(call.urlRequired);
         return r;
@@ -204,10 +204,9 @@ const FENCE_ANSWER_SCHEMA = {
   required: ['retrysafe'],
 } as const;
 
-/** The upstream's outputSchema or the fence's answer. `$schema` stays at the root. A schema with its own `$id` is a
- * resource of its own: its `#…` references resolve inside it wherever it sits. Otherwise `$defs` stay at the root, and
- * every other `#…` reference into the upstream's schema (`#/properties/from`, which the SDK writes for a sub-schema
- * used twice) is rebased onto where it now is, so the host can compile the schema. */
+/** The upstream's outputSchema or the fence's answer. `$schema` and `$defs` stay at the root; every other `#…`
+ * reference into the upstream's schema is rebased onto where it now is, unless it has its own `$id` (its references
+ * resolve inside it). */
 function fencedOutputSchema({ $schema, ...own }: Schema): Schema {
   const top = $schema === undefined ? {} : { $schema };
   if (isResource(own)) return { ...top, type: 'object', anyOf: [own, FENCE_ANSWER_SCHEMA] };
@@ -229,9 +228,8 @@ const rebase = (schema: unknown) =>
       : node,
   );
 
-// The validator the official SDK client uses. It takes a schema with an `$id` at its root from what it compiled
-// before under that `$id`, so each upstream schema is compiled once, as the host reads it: the fenced schema without
-// the fence's own answer (no `$id` at its root). A schema the upstream changed is never judged by the one before.
+// The validator the official SDK client uses. It reuses what it compiled under a root `$id`: each upstream schema is
+// compiled once, fenced (no root `$id`) without the fence's answer, so a changed schema is never judged by the old.
 const validator = new AjvJsonSchemaValidator();
 const checks = new WeakMap<Schema, (value: unknown) => boolean>();
 

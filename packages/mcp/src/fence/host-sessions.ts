@@ -26,7 +26,7 @@ export interface Host {
   level?: LoggingLevel;
 }
 
-/** The log levels, least severe first. */
+/** Least severe first. */
 const LEVELS: readonly string[] = LoggingLevelSchema.options;
 
 /** Whether `host` subscribed to the resource `uri` or to one it is beneath (an update may name a sub-resource). */
@@ -88,17 +88,12 @@ export function asSent(e: unknown): unknown {
   return Object.assign(new Error(message), { code: e.code, data: e.data });
 }
 
-/** The SDK's timeout of a request upstream, which `pausableTimeout` bounds instead. Node's longest timer. */
+/** The SDK's timeout of a request upstream, which `pausableTimeout` bounds instead: Node's longest timer. */
 const NO_TIMEOUT = 2 ** 31 - 1;
 
 /** A request's timeout (the SDK's, else its default), which stops while the host is asked something for the request
  * (a person answering, a model sampling: no lost answer) and, with `resetTimeoutOnProgress`, starts again on progress. */
-export function pausableTimeout(opts: RequestOptions = {}): {
-  readonly options: RequestOptions;
-  hold(): void;
-  release(): void;
-  end(): void;
-} {
+export function pausableTimeout(opts: RequestOptions = {}) {
   const ms = opts.timeout ?? DEFAULT_REQUEST_TIMEOUT_MSEC;
   const timedOut = new AbortController();
   let timer: NodeJS.Timeout | undefined;
@@ -119,13 +114,14 @@ export function pausableTimeout(opts: RequestOptions = {}): {
     if (opts.resetTimeoutOnProgress) restart();
     onprogress?.(p);
   };
+  const options: RequestOptions = {
+    ...opts,
+    timeout: NO_TIMEOUT,
+    signal: signal ? AbortSignal.any([signal, timedOut.signal]) : timedOut.signal,
+    ...(onprogress ? { onprogress: progress } : {}),
+  };
   return {
-    options: {
-      ...opts,
-      timeout: NO_TIMEOUT,
-      signal: signal ? AbortSignal.any([signal, timedOut.signal]) : timedOut.signal,
-      ...(onprogress ? { onprogress: progress } : {}),
-    },
+    options,
     hold() {
       held++;
       clearTimeout(timer);
@@ -175,11 +171,9 @@ export function hostSessions(
   }
   return {
     busy,
-    /** A request of the upstream, sent to the one host it can be for: the host of the call that runs the task it is
-     * related to (its `_meta`) or on whose answer stream it came (an HTTP upstream), else of the calls in flight, else
-     * the one connected. With none, or several (`--http` hosts, each a session: on stdio nothing else in a request tells
-     * whose call it is for), or one that did not declare what is asked, it is refused, never left waiting; so is a request the fence does not know a host can answer, and one the
-     * host has not answered within `hostAnswerMs` (the SDK cancels it with the host and answers a timeout error). */
+    /** A request of the upstream, sent to the one host it can be for: the host of the call whose task or answer stream
+     * it came with, else of the calls in flight, else the one connected. With none or several, or one that did not
+     * declare it, it is refused, never left waiting; one not answered within `hostAnswerMs` is cancelled. */
     async toHost({ method, params }: Request, { signal }: { signal: AbortSignal }): Promise<Result> {
       const { [RELATED_TASK_META_KEY]: task, ...meta } = params?._meta ?? {};
       const taskId = (task as { taskId?: unknown } | undefined)?.taskId;

@@ -11,11 +11,9 @@ import {
 } from '@modelcontextprotocol/sdk/types.js';
 
 /** A tool the upstream runs only as a task. The fence offers its hosts no tasks (a host's could not go through the
- * ledger): it runs such a call as a task itself, created, polled and its result fetched as one request, as the SDK's
- * server does with a tool whose tasks are optional, and lists it as a tool the host calls as any other. */
+ * ledger): it runs such a call as a task itself, and lists it as a tool the host calls as any other. */
 export const taskOnly = (tool: Pick<Tool, 'execution'> | undefined) => tool?.execution?.taskSupport === 'required';
 
-/** The shortest wait between two polls of a task. */
 const MIN_POLL_MS = 100;
 
 /** `req` run as a task of `c`: its result, or the error it ended with. Polled as the upstream asks, but a task given up
@@ -59,7 +57,6 @@ export async function viaTask(
   }
 }
 
-/** Rejects with `signal`'s reason once it aborts (never, without one). */
 const aborted = (signal: AbortSignal | undefined) =>
   new Promise<never>((_, reject) => {
     if (signal?.aborted) reject(signal.reason);

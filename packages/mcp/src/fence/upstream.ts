@@ -41,7 +41,7 @@ export class UpstreamUnavailableError extends Error {
   override readonly name = 'UpstreamUnavailableError';
 }
 
-/** An HTTP upstream's 429 with its Retry-After and `Date` (an HTTP-date is measured from it), which the SDK's transport error leaves out. */
+/** An HTTP upstream's 429 with its Retry-After and `Date`, which the SDK's transport error leaves out. */
 export class UpstreamThrottledError extends StreamableHTTPError {
   constructor(
     message: string,
@@ -74,8 +74,8 @@ function upstreamEnv(changes: Readonly<Record<string, string | null>> = {}): Rec
 }
 
 /** The SDK's client handles a notification a microtask after the response read with it, and drops a request's progress
- * handler on its response: the upstream's last progress, written just before its result, was lost. Each answer is
- * handled once the messages read before it have been (and the end of the connection after the answers before it). */
+ * handler on its response: each answer is handled once the messages read before it have been (the upstream's last
+ * progress, written just before its result, would be lost). */
 function inOrder(transport: Transport) {
   const { onmessage, onclose } = transport;
   transport.onmessage = (message, extra) => {
@@ -87,8 +87,7 @@ function inOrder(transport: Transport) {
 
 const scrub = createRedactor();
 
-/** A text for the fence's stderr, scrubbed as receipts are: the upstream's output and answers may quote a credential or
- * an address. */
+/** A text for the fence's stderr, scrubbed as receipts are: the upstream's output may quote a credential. */
 export const scrubbed = (text: string): string => scrub.text(text);
 
 /** The upstream's stderr onto the fence's, line by line, scrubbed. A private key spans lines: its first line is
@@ -131,9 +130,8 @@ async function listAllTools(client: Client): Promise<Tool[]> {
   }
 }
 
-/** What a failed start of `transport` is thrown as: for a stdio upstream that ended, its command and exit code (the
- * SDK's error says only "Connection closed"); for an HTTP one, the cause (fetch says only "fetch failed"; the URL is
- * not quoted, it may hold a credential). */
+/** What a failed start of `transport` is thrown as: a stdio upstream's command and exit code, an HTTP one's cause (the
+ * SDK says only "Connection closed", fetch "fetch failed"; the URL is not quoted, it may hold a credential). */
 function startError(target: UpstreamTarget, transport: Transport) {
   let ended: string | undefined;
   if (transport instanceof StdioClientTransport && 'command' in target) {
@@ -154,12 +152,10 @@ function startError(target: UpstreamTarget, transport: Transport) {
   };
 }
 
-/** How long a stdio upstream may take to end once its stdin has (the fence is stopping: no call can come), and once
- * it has been sent SIGTERM. */
+/** How long a stdio upstream may take to end once its stdin has, and once it has been sent SIGTERM. */
 const STOP_GRACE_MS = 500;
 
-/** Closes `c`. An HTTP upstream keeps a session until told it has ended (the spec's DELETE); the close aborts one not
- * answered within the grace. */
+/** Closes `c`, ending an HTTP upstream's session (the spec's DELETE) unless it is not answered within the grace. */
 async function end(c: Client): Promise<void> {
   const http = c.transport instanceof StreamableHTTPClientTransport ? c.transport : undefined;
   const bound = sleep(STOP_GRACE_MS, undefined, { ref: false });
@@ -167,8 +163,8 @@ async function end(c: Client): Promise<void> {
   await c.close();
 }
 
-/** How long the host may take to answer what the upstream asks (a person, a model) before the upstream is answered a
- * timeout error: an upstream that waits for ever must not hold a call, and its claim, for ever. */
+/** How long the host may take to answer what the upstream asks: an upstream that waits for ever must not hold a call,
+ * and its claim, for ever. */
 const HOST_ANSWER_MS = 600_000;
 
 // A dead stdio upstream is restarted (bounded, with backoff); a call that cannot be sent fails UpstreamUnavailableError.
@@ -233,9 +229,7 @@ export async function connectUpstream(
     instructions = c.getInstructions();
     client = c;
     shared.restore(c);
-    // A restarted upstream may list other tools than it did (kept in memory, or a new version): the hosts list again.
-    // It is a new session, whose resources and prompts the fence does not keep: those are listed again too (at the
-    // first start no host hears it).
+    // A restarted upstream is a new session, which may list other tools, resources and prompts: the hosts list again.
     if (!isDeepStrictEqual(before, tools)) shared.tell({ method: 'notifications/tools/list_changed' });
     for (const kind of ['resources', 'prompts'] as const)
       if (capabilities[kind]?.listChanged) shared.tell({ method: `notifications/${kind}/list_changed` });
@@ -282,9 +276,8 @@ export async function connectUpstream(
       deaths = 0;
       return answer;
     } catch (e) {
-      // HTTP 404 to a request of a session is the spec's answer once the server ended that session (it restarted);
-      // servers written on the SDK's example (server-everything) answer 400 "No valid session ID provided". Either way
-      // the request was not processed. The next call starts a new session.
+      // The server ended the session (the spec's 404; the SDK's example servers answer 400 "No valid session ID"): the
+      // request was not processed, and the next call starts a new session.
       const session = (c.transport as { sessionId?: string } | undefined)?.sessionId;
       const forgotten =
         e instanceof StreamableHTTPError && (e.code === 404 || (e.code === 400 && /session/i.test(e.message)));
@@ -327,9 +320,8 @@ export async function connectUpstream(
     async close() {
       closing = true;
       const child = (client?.transport as { _process?: ChildProcess } | undefined)?._process;
-      // The SDK ends a stdio upstream's stdin, and waits 2 s before SIGTERM and 2 s more before SIGKILL: longer than a
-      // host closing us waits before its own signals, and an upstream with timers of its own (server-everything) that
-      // ignores SIGTERM would outlive us. It gets less.
+      // The SDK waits longer before its SIGTERM and SIGKILL than a host closing us waits before its own signals: an
+      // upstream that ignores SIGTERM would outlive us. It gets less.
       const signal = (s: NodeJS.Signals) => child?.exitCode === null && child.signalCode === null && child.kill(s);
       const timers = [setTimeout(signal, STOP_GRACE_MS, 'SIGTERM'), setTimeout(signal, 2 * STOP_GRACE_MS, 'SIGKILL')];
       if (client) await end(client);
