@@ -24,11 +24,9 @@ function timer(ms: number, done: () => void, unref = false): () => void {
 /** Why the runner stopped waiting for a call: its bound (the run's maxElapsed) passed, or the caller aborted. */
 export type Stop = 'deadline' | 'aborted';
 
-/**
- * `call`'s answer, or `stopped(why)` once it has taken `ms` or `signal` aborts: an adapter or sink that ignores its
+/** `call`'s answer, or `stopped(why)` once it has taken `ms` or `signal` aborts: an adapter or sink that ignores its
  * signal and never answers must not hold the run for ever. A late answer is dropped. Real time: an injected clock's
- * sleep may not wait at all. `arm`: the heartbeat's tick, else a timer unref'd like it (an idle worker may exit).
- */
+ * sleep may not wait at all. `arm`: the heartbeat's tick, else a timer unref'd like it (an idle worker may exit). */
 export async function untilStopped<T>(
   ms: number,
   signal: AbortSignal | undefined,

@@ -8,10 +8,8 @@ export interface RedactOptions {
   readonly fields?: readonly string[];
   /** Patterns to blank out of any string (params values and messages). */
   readonly patterns?: readonly RegExp[];
-  /**
-   * `false` turns the PII detectors off (email addresses; `email`, `phone`, `dob`… keys), e.g. when an email is the
-   * operation's public reference. Secret detectors (credentials, card numbers) cannot be turned off.
-   */
+  /** `false` turns the PII detectors off (email addresses; `email`, `phone`, `dob`… keys), e.g. when an email is the
+   * operation's public reference. Secret detectors (credentials, card numbers) cannot be turned off. */
   readonly pii?: boolean;
 }
 

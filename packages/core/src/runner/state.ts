@@ -50,11 +50,9 @@ export interface DriveState {
   readonly startedAt: number;
 }
 
-/**
- * Taken over from an owner that may still be sending: where workers' clocks judge leases, the owner's may lag the
+/** Taken over from an owner that may still be sending: where workers' clocks judge leases, the owner's may lag the
  * taker's by the margin, so it may send until its lease end + the margin. A released lease (null) has no owner left
- * sending; a ledger that does not say: this claim's time, later. Null otherwise.
- */
+ * sending; a ledger that does not say: this claim's time, later. Null otherwise. */
 export function takenOverLeaseEnd(
   ctx: RunnerContext,
   c: Pick<Claimed, 'record' | 'takenOver' | 'previousLeaseExpiresAt'>,
@@ -64,10 +62,8 @@ export function takenOverLeaseEnd(
   return c.previousLeaseExpiresAt === undefined ? c.record.updatedAt : c.previousLeaseExpiresAt;
 }
 
-/**
- * Gives the lease back, unless an owner it was taken over from may still be sending (`leaseEnd` + the margin not
- * passed): a release erases that lease end, and the next claim would trust a "not found" at once. It lapses instead.
- */
+/** Gives the lease back, unless an owner it was taken over from may still be sending (`leaseEnd` + the margin not
+ * passed): a release erases that lease end, and the next claim would trust a "not found" at once. It lapses instead. */
 export async function releaseLease(ctx: RunnerContext, ref: Fenced, leaseEnd: number | null, marginMs: number) {
   if (leaseEnd !== null && ctx.clock.now() < leaseEnd + marginMs) return;
   await ctx.ledger.release(ref).catch(() => undefined);

@@ -116,10 +116,8 @@ export async function handOff(
   return { status: 'handed-off', businessOperationId: op.id, packet, attempts, receipts, ...(error ? { error } : {}) };
 }
 
-/**
- * The packet, already in the ledger, to the sink: a failing sink is logged, never the operation's failure. A sink that
- * does not settle within `wait.ms` (or before `wait.signal` aborts) is logged too and no longer waited for.
- */
+/** The packet, already in the ledger, to the sink: a failing sink is logged, never the operation's failure. A sink that
+ * does not settle within `wait.ms` (or before `wait.signal` aborts) is logged too and no longer waited for. */
 export async function sendPacket(
   ctx: RunnerContext,
   packet: ReturnType<typeof buildPacket>,
