@@ -53,11 +53,7 @@ export const leaseCheckMs = (leaseMs: number): number => Math.min(2000, Math.flo
 export function checkOwnLease(ctx: RunnerContext, lease: Lease, op: LogSubject): void {
   const now = ctx.clock.now();
   if (now < lease.expiresAt - leaseCheckMs(lease.leaseMs)) return;
-  ctx.log(
-    'warn',
-    'lease-expired-before-send',
-    `own lease ends at ${new Date(lease.expiresAt).toISOString()}, now ${new Date(now).toISOString()}: not sending`,
-    op,
-  );
+  const why = `own lease ends at ${new Date(lease.expiresAt).toISOString()}, now ${new Date(now).toISOString()}`;
+  ctx.log('warn', 'lease-expired-before-send', `${why}: not sending`, op);
   throw new LeaseExpiredError(op.id, lease.expiresAt, now);
 }
