@@ -4,9 +4,6 @@ export type Clock = typeof systemClock;
 // setTimeout runs a longer delay after 1 ms; a card's durations (30d) can ask for more.
 const MAX_TIMER_MS = 2 ** 31 - 1;
 
-/** Calls `done` once after `ms`; returns its cancel. */
-export type Arm = (ms: number, done: () => void) => () => void;
-
 /** Calls `done` after `ms` of real time, in steps setTimeout can take. `unref`: the process may exit meanwhile. */
 function timer(ms: number, done: () => void, unref = false): () => void {
   let left = Math.max(0, ms);
@@ -32,7 +29,7 @@ export async function untilStopped<T>(
   signal: AbortSignal | undefined,
   call: (signal: AbortSignal) => Promise<T>,
   stopped: (why: Stop) => T,
-  arm: Arm = (ms, done) => timer(ms, done, true),
+  arm: (ms: number, done: () => void) => () => void = (ms, done) => timer(ms, done, true),
 ): Promise<T> {
   const deadline = new AbortController();
   const either = signal ? AbortSignal.any([signal, deadline.signal]) : deadline.signal;

@@ -12,10 +12,7 @@ import {
 import type { Lease, RunnerContext } from './context.js';
 
 /** What a fenced write names: the id and the fence, not the record (a ledger gets no params it did not ask for). */
-export const fenceOf = (record: OperationRecord): Fenced => ({
-  businessOperationId: record.businessOperationId,
-  fence: record.fence,
-});
+export const fenceOf = ({ businessOperationId, fence }: OperationRecord): Fenced => ({ businessOperationId, fence });
 
 /** The ledger's claim (`takenOver`: from a worker whose lease expired), as this worker holds it. */
 export interface Claimed
