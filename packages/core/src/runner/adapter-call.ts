@@ -74,7 +74,6 @@ export async function callProvider(
   return outcome;
 }
 
-/** One lookup of what the provider stored. */
 export async function lookupProvider(
   ctx: RunnerContext,
   op: Operation,
