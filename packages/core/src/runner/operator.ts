@@ -28,7 +28,7 @@ import { callerAttemptIds, checkAdapterShape, findAdapter } from '../intake/adap
 import { type Operation, paramsConflict, storedOperation } from '../intake/operation.js';
 import { DEFAULT_LEASE_MS } from '../intake/policy.js';
 import { correctionRule, notAppliedKeyGone, supersedeCheck } from '../intake/supersede.js';
-import { checkParamsOpen } from '../ledger/encrypted-params.js';
+import { checkParamsOpen, isParamsSealed } from '../ledger/encrypted-params.js';
 import { verifyOperation } from '../receipts.js';
 import { personRef } from '../redact.js';
 import { claimAgain, claimInput, execute, heldElsewhere, restartClaimed, supersede } from './claim.js';
@@ -95,12 +95,6 @@ async function recoverListed(
   }
   try {
     checkParamsOpen(record);
-  } catch (err) {
-    // Left for a process with the params key, unless the caller says none can (the key lost, the ciphertext edited).
-    if (!handOffUndrivable) return { report: leftAsItIs(ctx, record, err), left: true };
-    return { report: await recoveryFailed(ctx, record, err), left: false };
-  }
-  try {
     const report = await recoverOne(ctx, record, adapters, run);
     if (report.action !== 'skipped-no-adapter' || !handOffUndrivable)
       return { report, left: report.action === 'skipped-no-adapter' };
@@ -109,12 +103,13 @@ async function recoverListed(
       `no adapter given for ${record.operation} (removed, renamed, or another application's): nothing could be looked up`,
     );
   } catch (err) {
-    // This process's configuration cannot drive it (as run() would refuse before its claim): not the record's fault,
-    // so left for a pass that can unless handOffUndrivable. One stopped before sending (its lease ran out) always stays.
+    // This process's configuration (or its params key) cannot drive it, as run() would refuse before its claim: left
+    // for a pass that can unless handOffUndrivable. One stopped before sending (its lease ran out) always stays.
     const notTheRecord =
       RunnerConfigurationError.isInstance(err) ||
       AdapterConfigurationError.isInstance(err) ||
-      CardValidationError.isInstance(err);
+      CardValidationError.isInstance(err) ||
+      isParamsSealed(err);
     if (LeaseExpiredError.isInstance(err) || (notTheRecord && !handOffUndrivable))
       return { report: leftAsItIs(ctx, record, err), left: true };
     return { report: await recoveryFailed(ctx, record, err), left: false };
