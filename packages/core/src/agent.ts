@@ -12,6 +12,7 @@ import {
   type Ledger,
   type OperationSpec,
   PayloadLimitError,
+  type Receipt,
   type RetrySafetyCard,
   sha256Hex,
   validateCard,
@@ -189,37 +190,34 @@ export function toAgentResult(r: RunResult) {
     case 'handed-off': {
       // An abandoned operation answers with the packet it was handed off with; its last receipt is the abandon.
       const last = r.receipts.at(-1);
-      if (last?.kind === 'resolve' && last.decision.action === 'abandon')
-        return {
-          status: 'needs-human' as const,
-          businessOperationId: r.businessOperationId,
-          handoff: summarizeHandoff(r.packet, true),
-          message:
-            'A person abandoned this operation: nothing more is done for it, and a call with other arguments for the same intent is refused. Do not retry it.',
-        };
-      const { fields, created } = r.packet.lastKnown;
-      const named = fields?.length
-        ? ` The provider named these fields: ${fields.map((f) => `${f.path} (${f.message})`).join(', ')}`
-        : '';
-      // The corrected call is promised only where the runner will send it (the packet offers resend-with).
-      const correctable = r.packet.safeNextActions.some((a) => a.action === 'resend-with' && a.safe);
-      // What the rejection left is named whether or not the provider named fields (a declined charge names none).
-      const kept = created ? ` The provider kept ${created} from this call: a new call would make a second one.` : '';
-      // Not correctable, the effect may exist: redone as a new operation (another intent), it could happen twice.
-      const fix =
-        named && correctable
-          ? `${named}; a call with them corrected and the same intent is sent as a corrected request.`
-          : `${named}${named ? '.' : ''}${kept}${correctable ? '' : ' Do not redo it under other intent fields either.'}`;
-      return {
-        status: 'needs-human' as const,
-        businessOperationId: r.businessOperationId,
-        handoff: summarizeHandoff(r.packet),
-        message: waitsForUser(r.packet, r.receipts)
-          ? `The provider asks the user to take a step first: ${r.packet.lastKnown.message ?? r.packet.explanation} Once the user has, call again with the same arguments: the call is sent again.`
-          : `Handed to a person: ${r.packet.explanation} Do not retry this call as is.${fix}`,
-      };
+      const abandoned = last?.kind === 'resolve' && last.decision.action === 'abandon';
+      const message = abandoned
+        ? 'A person abandoned this operation: nothing more is done for it, and a call with other arguments for the same intent is refused. Do not retry it.'
+        : handedOffMessage(r.packet, r.receipts);
+      const handoff = summarizeHandoff(r.packet, abandoned);
+      return { status: 'needs-human' as const, businessOperationId: r.businessOperationId, handoff, message };
     }
   }
+}
+
+/** What the model is told of an operation handed off and still open. */
+function handedOffMessage(packet: HandoffPacket, receipts: readonly Receipt[]): string {
+  if (waitsForUser(packet, receipts))
+    return `The provider asks the user to take a step first: ${packet.lastKnown.message ?? packet.explanation} Once the user has, call again with the same arguments: the call is sent again.`;
+  const { fields, created } = packet.lastKnown;
+  const named = fields?.length
+    ? ` The provider named these fields: ${fields.map((f) => `${f.path} (${f.message})`).join(', ')}`
+    : '';
+  // The corrected call is promised only where the runner will send it (the packet offers resend-with).
+  const correctable = packet.safeNextActions.some((a) => a.action === 'resend-with' && a.safe);
+  // What the rejection left is named whether or not the provider named fields (a declined charge names none).
+  const kept = created ? ` The provider kept ${created} from this call: a new call would make a second one.` : '';
+  // Not correctable, the effect may exist: redone as a new operation (another intent), it could happen twice.
+  const fix =
+    named && correctable
+      ? `${named}; a call with them corrected and the same intent is sent as a corrected request.`
+      : `${named}${named ? '.' : ''}${kept}${correctable ? '' : ' Do not redo it under other intent fields either.'}`;
+  return `Handed to a person: ${packet.explanation} Do not retry this call as is.${fix}`;
 }
 
 const agentScrub = createRedactor();

@@ -4,9 +4,6 @@ export type Clock = typeof systemClock;
 // setTimeout runs a longer delay after 1 ms; a card's durations (30d) can ask for more.
 const MAX_TIMER_MS = 2 ** 31 - 1;
 
-/** Calls `done` once after `ms`; returns its cancel. */
-export type Arm = (ms: number, done: () => void) => () => void;
-
 /** Calls `done` after `ms` of real time, in steps setTimeout can take. `unref`: the process may exit meanwhile. */
 function timer(ms: number, done: () => void, unref = false): () => void {
   let left = Math.max(0, ms);
@@ -24,17 +21,15 @@ function timer(ms: number, done: () => void, unref = false): () => void {
 /** Why the runner stopped waiting for a call: its bound (the run's maxElapsed) passed, or the caller aborted. */
 export type Stop = 'deadline' | 'aborted';
 
-/**
- * `call`'s answer, or `stopped(why)` once it has taken `ms` or `signal` aborts: an adapter or sink that ignores its
+/** `call`'s answer, or `stopped(why)` once it has taken `ms` or `signal` aborts: an adapter or sink that ignores its
  * signal and never answers must not hold the run for ever. A late answer is dropped. Real time: an injected clock's
- * sleep may not wait at all. `arm`: the heartbeat's tick, else a timer unref'd like it (an idle worker may exit).
- */
+ * sleep may not wait at all. `arm`: the heartbeat's tick, else a timer unref'd like it (an idle worker may exit). */
 export async function untilStopped<T>(
   ms: number,
   signal: AbortSignal | undefined,
   call: (signal: AbortSignal) => Promise<T>,
   stopped: (why: Stop) => T,
-  arm: Arm = (ms, done) => timer(ms, done, true),
+  arm: (ms: number, done: () => void) => () => void = (ms, done) => timer(ms, done, true),
 ): Promise<T> {
   const deadline = new AbortController();
   const either = signal ? AbortSignal.any([signal, deadline.signal]) : deadline.signal;

@@ -14,10 +14,8 @@ import { RunnerConfigurationError } from './errors/runner-configuration-error.js
 
 export type UnsealedReceipt = Omit<Receipt, 'hash'>;
 
-/**
- * An HMAC key for receipt hashes (`hmac-sha256:<id>:<hex>`): who can write the ledger but lacks the key cannot
- * re-seal an edited chain. The id keeps chains verifiable across a rotation (old keys go in the keyring).
- */
+/** An HMAC key for receipt hashes (`hmac-sha256:<id>:<hex>`): who can write the ledger but lacks the key cannot
+ * re-seal an edited chain. The id keeps chains verifiable across a rotation (old keys go in the keyring). */
 export interface ReceiptKey {
   readonly id: string;
   readonly secret: string | Uint8Array;
@@ -65,10 +63,8 @@ export function parseReceiptKeys(text: string): {
   return { current: keys[0]!, keyring: Object.fromEntries(keys.map((k) => [k.id, k.secret])), previous: keys.slice(1) };
 }
 
-/**
- * The keys an environment variable holds (`id:secret[,…]`), null when it is unset or empty. A malformed value is a
- * RunnerConfigurationError naming the variable, never the secret: bad configuration, for every command alike.
- */
+/** The keys an environment variable holds (`id:secret[,…]`), null when it is unset or empty. A malformed value is a
+ * RunnerConfigurationError naming the variable, never the secret: bad configuration, for every command alike. */
 export function keysFromEnv(name: string, env: Readonly<Record<string, string | undefined>>) {
   const text = env[name];
   if (!text) return null;
@@ -111,10 +107,8 @@ export interface VerifyChainOptions {
 const sameBytes = (a: string, b: string) => a.length === b.length && timingSafeEqual(Buffer.from(a), Buffer.from(b));
 const broken = (index: number, reason: string): ChainCheck => ({ ok: false, index, reason });
 
-/**
- * Checks one operation's receipts in order: seq 1, 2, 3…, each `prevHash` the hash before it, each hash recomputed
- * (keyed where sealed so), and the anchor's head and length. Any edited, removed or reordered receipt fails.
- */
+/** Checks one operation's receipts in order: seq 1, 2, 3…, each `prevHash` the hash before it, each hash recomputed
+ * (keyed where sealed so), and the anchor's head and length. Any edited, removed or reordered receipt fails. */
 export function verifyReceiptChain(receipts: readonly Receipt[], options: VerifyChainOptions = {}): ChainCheck {
   const warnings: string[] = [];
   let prev: string | null = null;
@@ -213,10 +207,8 @@ export async function exportReceiptsJsonl(ledger: Ledger, options: ExportReceipt
   return text;
 }
 
-/**
- * The ids an export covers. A row the ledger cannot read goes to the filter's onUnreadable if given (the others
- * exported); without one the export refuses naming every such id, so no operation is left out unnoticed.
- */
+/** The ids an export covers. A row the ledger cannot read goes to the filter's onUnreadable if given (the others
+ * exported); without one the export refuses naming every such id, so no operation is left out unnoticed. */
 async function listedIds(ledger: Ledger, filter: ListFilter = {}): Promise<BusinessOperationId[]> {
   const unreadable: string[] = [];
   const onUnreadable = filter.onUnreadable ?? ((id: string) => void unreadable.push(id));

@@ -1,9 +1,7 @@
 // Which keys name secrets or personal data, matched by a key's parts.
 
-/**
- * A key's parts: `X-Auth-Token` → x, auth, token; `dbPassword` → db, password. Letters of any script count, in
- * compatibility normal form (a decomposed `ñ` or a full-width `ｐ` is the letter the lists hold).
- */
+/** A key's parts: `X-Auth-Token` → x, auth, token; `dbPassword` → db, password. Letters of any script count, in
+ * compatibility normal form (a decomposed `ñ` or a full-width `ｐ` is the letter the lists hold). */
 export function keyParts(key: string): string[] {
   return key
     .normalize('NFKC')

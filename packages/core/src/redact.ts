@@ -8,10 +8,8 @@ export interface RedactOptions {
   readonly fields?: readonly string[];
   /** Patterns to blank out of any string (params values and messages). */
   readonly patterns?: readonly RegExp[];
-  /**
-   * `false` turns the PII detectors off (email addresses; `email`, `phone`, `dob`… keys), e.g. when an email is the
-   * operation's public reference. Secret detectors (credentials, card numbers) cannot be turned off.
-   */
+  /** `false` turns the PII detectors off (email addresses; `email`, `phone`, `dob`… keys), e.g. when an email is the
+   * operation's public reference. Secret detectors (credentials, card numbers) cannot be turned off. */
   readonly pii?: boolean;
 }
 
@@ -57,11 +55,8 @@ function looksLikeCardNumber(text: string): boolean {
   return /^(?:4|5[1-5]|2[2-7]|3[0-9]|6)/.test(d);
 }
 
-/**
- * Blanks the card numbers in each run of digit groups, apart as people type or paste them (spaces of any kind, a
- * no-break one from a web page, ` - `, a form's `+`): the longest run of whole groups that is one, so a number
- * beside its expiry, CVC or a quantity (`4242… 123`) is found too.
- */
+/** Blanks card numbers in runs of digit groups as people type or paste them (any space, ` - `, a form's `+`): the
+ * longest run of whole groups that is one, so a number beside its expiry or CVC (`4242… 123`) is found too. */
 function blankCardNumbers(t: string, found?: string[]): string {
   return t.replace(/(?<![\p{L}\p{N}_.])\d(?:[\s+-]{0,3}\d)*(?![\p{L}\p{N}_.])/gu, (run) => {
     const parts = run.match(/\d+|\D+/g)!;
@@ -267,10 +262,8 @@ const DETECTORS: readonly Detector[] = [
   { kind: 'secret-named value', hint: has(':', '='), blank: redactSecretAssignments },
 ];
 
-/**
- * `t` with its percent-escapes, then its JSON string escapes, decoded: a provider's error may echo the request URL or a
- * JSON body inside a string, where a credential is spelled `password%3D…` or `{\"apiKey\":…` and no detector sees it.
- */
+/** Percent-escapes, then JSON string escapes, decoded: an echoed URL or JSON-in-a-string spells a credential
+ * `password%3D…` or `{\"apiKey\":…`, which no detector sees. */
 const DECODINGS: readonly ((t: string) => string)[] = [
   (t) =>
     t.includes('%')
@@ -308,10 +301,8 @@ export function personRef(by: string): string {
 }
 
 export interface Redactor {
-  /**
-   * `value` with sensitive fields and secret-looking strings replaced by `[redacted]`: a copy where anything
-   * changes, `value` itself where nothing does (read it, do not change it). Own `__proto__` keys stay data.
-   */
+  /** `value` with sensitive fields and secret-looking strings replaced by `[redacted]`: a copy where anything
+   * changes, `value` itself where nothing does (read it, do not change it). */
   params(value: unknown): unknown;
   /** `text` with secret-looking strings, caller patterns and any known sensitive value blanked. */
   text(text: string): string;
@@ -454,13 +445,8 @@ export function createRedactor(options: RedactOptions = {}, sensitiveFields: rea
           ([k, x]) => [k, text(k), paired && k === 'value' ? REDACTED : walk(x, [...path, k], seen)] as const,
         );
         if (entries.every(([k, key, x]) => key === k && x === (v as Record<string, unknown>)[k])) return v;
-        const out: Record<string, unknown> = {};
         // An own `__proto__` key stays data (a plain assignment would set the prototype).
-        for (const [, key, value] of entries)
-          if (key === '__proto__')
-            Object.defineProperty(out, key, { value, enumerable: true, writable: true, configurable: true });
-          else out[key] = value;
-        return out;
+        return Object.fromEntries(entries.map(([, key, value]) => [key, value]));
       } finally {
         seen.delete(v);
       }

@@ -44,10 +44,8 @@ interface RunSoFar {
 
 const positive = (ms: number | undefined): ms is number => ms !== undefined && Number.isFinite(ms) && ms > 0;
 
-/**
- * Whether to make another provider call (`runAttempts` so far in this run), and after how long: never more than
- * maxAttempts calls, never after maxElapsed, never sooner than Retry-After `ra` (one beyond its cap stops).
- */
+/** Whether to make another provider call (`runAttempts` so far in this run), and after how long: never more than
+ * maxAttempts calls, never after maxElapsed, never sooner than Retry-After `ra` (one beyond its cap stops). */
 export function planRetry(run: RunSoFar & { readonly runAttempts: number }, ra: number | undefined, budget: Budget) {
   const { policy } = budget;
   const stop = (detail: string) => ({ retry: false as const, detail });
@@ -64,11 +62,9 @@ export function planRetry(run: RunSoFar & { readonly runAttempts: number }, ra: 
   return { retry: true as const, delayMs: delay };
 }
 
-/**
- * When to poll a lookup or an in-progress status next (`polls` so far in the window from `windowStartedAt`, or
+/** When to poll a lookup or an in-progress status next (`polls` so far in the window from `windowStartedAt`, or
  * now): equal jitter, so polls always progress; never sooner than Retry-After (one beyond its cap stops) nor than
- * `settleMs` (a wait the card sets, not the provider: not capped); bounded by window and maxElapsed.
- */
+ * `settleMs` (a wait the card sets, not the provider: not capped); bounded by window and maxElapsed. */
 export function planPoll(
   run: RunSoFar & { readonly polls: number; readonly windowStartedAt: number | null },
   ra: number | undefined,

@@ -38,7 +38,6 @@ export const TELEMETRY = {
   retryDelay: 'retrysafe.retry.delay',
 } as const;
 
-/** One run's span and its open attempt span. */
 export interface RunScope {
   readonly span: Span;
   attempt: Span | null;
@@ -56,9 +55,8 @@ export function createTelemetry(options: TelemetryOptions | undefined, now: () =
   const tracerProvider = options?.tracerProvider ?? api.trace.getTracerProvider();
   const tracer = tracerProvider.getTracer(TELEMETRY.scope);
   const meter = (options?.meterProvider ?? api.metrics.getMeterProvider()).getMeter(TELEMETRY.scope);
-  // Without an SDK the API hands out no-ops: spans that record nothing and instruments that ignore what they
-  // get. Then a run does no telemetry work at all. The global tracer is a proxy that an SDK registered later
-  // fills, so it is asked at each run; a meter taken before an SDK registers stays a no-op.
+  // Without an SDK a run does no telemetry work at all. The global tracer is a proxy an SDK registered later fills,
+  // so it is asked at each run; a meter taken before an SDK registers stays a no-op.
   const metered = meter !== api.createNoopMeter();
   const quietSpan = api.trace.wrapSpanContext(api.INVALID_SPAN_CONTEXT);
   const isQuiet = () =>
@@ -98,7 +96,6 @@ export function createTelemetry(options: TelemetryOptions | undefined, now: () =
       // ignored: see above
     }
   }
-  /** The run's end: its status on the span, the count, the spans ended. */
   function finish(s: RunScope, operation: string, status: string, errorType?: string): void {
     if (s.span === quietSpan && !metered) return;
     try {

@@ -1,9 +1,7 @@
 import { errorClass } from '@retrysafe/contract/provider';
 
-/**
- * The receipt chain does not verify (receipts edited, removed or reordered outside retrysafe; `index`: the
- * first broken one): resolve() refuses to act on it. Find out who edited the ledger first.
- */
+/** The receipt chain does not verify (receipts edited, removed or reordered outside retrysafe; `index`: the
+ * first broken one): resolve() refuses to act on it. Find out who edited the ledger first. */
 export const BrokenReceiptChainError = errorClass(
   'BrokenReceiptChainError',
   'RETRYSAFE_BROKEN_RECEIPT_CHAIN',

@@ -69,11 +69,9 @@ export function checkAdapter(adapter: AdapterV1, operation: string): OperationSp
   return spec;
 }
 
-/**
- * The adapter (and its operation name) that performs a stored operation, from those given: its provider, its card's
+/** The adapter (and its operation name) that performs a stored operation, from those given: its provider, its card's
  * operation and its account (none on both is the same). Two that match are refused, never one picked: the stored
- * operation may be another account's, sent with the wrong token.
- */
+ * operation may be another account's, sent with the wrong token. */
 export function findAdapter(adapters: readonly AdapterV1[], record: OperationRecord) {
   const found: { adapter: AdapterV1; opName: string }[] = [];
   for (const adapter of new Set(adapters)) {
@@ -89,11 +87,9 @@ export function findAdapter(adapters: readonly AdapterV1[], record: OperationRec
   return found[0] ?? null;
 }
 
-/**
- * New random attempt ids, or the caller's (RunInput.attemptIds), each checked and new to the run. The first two are
+/** New random attempt ids, or the caller's (RunInput.attemptIds), each checked and new to the run. The first two are
  * drawn before anything is written: a resume or a new revision writes its resolve receipt and then sends, so both
- * come before any write. A bad one after those stops the run before the call it was for, which an error must say.
- */
+ * come before any write. A bad one after those stops the run before the call it was for, which an error must say. */
 export function callerAttemptIds(fn: (() => string) | undefined): () => AttemptId {
   if (fn === undefined) return newAttemptId;
   if (typeof fn !== 'function')

@@ -35,10 +35,8 @@ function buildComparison(card: RetrySafetyCard) {
   };
 }
 
-/**
- * A call's business-operation id (the caller's, or the digest of its normalised intent) and intent fingerprint, both
- * covering the adapter's `account` when it has one: the same caller id from another account is an intent conflict.
- */
+/** A call's business-operation id (the caller's, or the digest of its normalised intent) and intent fingerprint, both
+ * covering the adapter's `account` when it has one: the same caller id from another account is an intent conflict. */
 export function identityOf(
   spec: OperationSpec,
   input: Pick<RunInput, 'params' | 'businessOperationId' | 'intent'>,

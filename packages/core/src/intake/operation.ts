@@ -130,10 +130,8 @@ export function withProviderKey(op: Operation, providerKey: ProviderKey | null):
   return op.providerKey === providerKey ? op : { ...op, providerKey };
 }
 
-/**
- * Other params than stored: a conflict naming the differing paths (never the values). `stored`: the stored request may
- * still apply or has (ConflictError's `storedMayApply`), also waiting for a person (`needsPerson`), or was not applied.
- */
+/** Other params than stored: a conflict naming the differing paths (never the values). `stored`: whether the stored
+ * request may still apply or has (`storedMayApply`), also waiting for a person (`needsPerson`), or was not applied. */
 export function paramsConflict(
   op: Pick<Operation, 'comparison' | 'redactor' | 'params'>,
   record: OperationRecord,

@@ -27,10 +27,8 @@ function checkPayload(part: 'params' | 'intent', value: unknown): string {
   return json;
 }
 
-/**
- * Params and intent (null when not derived here) checked before the claim, where a refusal leaves no row: the
- * ledgers' limits, canonical JSON, then a redactor that also blanks the sensitive values held in `valuesFrom`.
- */
+/** Params and intent (null when not derived here) checked before the claim, where a refusal leaves no row: the
+ * ledgers' limits, canonical JSON, then a redactor that also blanks the sensitive values held in `valuesFrom`. */
 export function checkedPayload(
   ctx: IntakeContext,
   spec: OperationSpec,

@@ -6,8 +6,7 @@ import type { Operation } from './operation.js';
 export const SUPERSEDE_ACTION = 'supersede';
 
 const NOT_APPLIED = new Set(['rejected', 'not-applied']);
-// Refused before the request is processed (credentials, access, the adapter's own check, a step the user must take
-// first): nothing stored, nothing made.
+// Refused before the provider processed the request: nothing stored, nothing made.
 const UNPROCESSED_REJECTIONS = new Set(['authentication', 'permission', 'configuration', 'action-required']);
 /** A rejection given after the provider processed the request: it may have stored an answer or left an object. */
 const processedRejection = (r: Receipt) =>
@@ -29,17 +28,14 @@ export interface CorrectionRule {
   readonly clockSkewMarginMs: number;
 }
 
-/** The rule for correcting `op` now. */
 export const correctionRule = (op: Pick<Operation, 'card' | 'policy'>, now: number): CorrectionRule => ({
   card: op.card,
   now,
   clockSkewMarginMs: op.policy.clockSkewMarginMs,
 });
 
-/**
- * Whether a corrected request may supersede the operation: at rest after a rejection or a spent budget, every
- * provider call of its current revision known not applied (any doubt: a conflict).
- */
+/** Whether a corrected request may supersede the operation: at rest after a rejection or a spent budget, every
+ * provider call of its current revision known not applied (any doubt: a conflict). */
 export function supersedeCheck(record: OperationRecord, receipts: readonly Receipt[], rule: CorrectionRule): Verdict {
   if (record.state !== 'rejected' && record.state !== 'handed-off') return refused(`the operation is ${record.state}`);
   const reason = record.handoff?.reason;
@@ -48,11 +44,7 @@ export function supersedeCheck(record: OperationRecord, receipts: readonly Recei
   return correctionCheck(receipts, record, rule);
 }
 
-/**
- * Whether the same request may go out again as a new revision: its last provider call was refused until the user took
- * a step the provider asked for (`action-required`), and every call of the revision is known not applied, as for a
- * correction.
- */
+/** supersedeCheck for the same request again, once the user took the step its last call was refused for. */
 export function reissueCheck(record: OperationRecord, receipts: readonly Receipt[], rule: CorrectionRule): Verdict {
   if (!refusedUntilUserActs(receipts))
     return refused('its last call was not refused for a step the user must take first');
@@ -77,11 +69,8 @@ export function correctionCheck(
   return unnamed.ok ? keptKeyCheck(rule, record, receipts) : unnamed;
 }
 
-/**
- * A rejection names what it left (`created`) where the card says a rejected call can leave an object; where the card
- * does not know whether one can (`sideEffect.rejectionMayCreate` unknown), a rejection after processing that names
- * nothing proves nothing, and a correction could make a second one.
- */
+/** Where the card does not know whether a rejected call leaves an object, a processed rejection that names none
+ * proves nothing: a correction could make a second one. */
 function unnamedLeftObject(card: RetrySafetyCard, receipts: readonly Receipt[]): Verdict {
   if (card.sideEffect.rejectionMayCreate?.value !== 'unknown') return { ok: true };
   const r = currentRevision(receipts).find((r) => isSend(r) && processedRejection(r));
@@ -131,12 +120,8 @@ export function currentRevisionNumber(receipts: readonly Receipt[]): number {
   return 1 + receipts.filter(isSupersede).length;
 }
 
-/**
- * Whether the next revision needs a provider key of its own: only when one of the current revision's calls was
- * rejected after processing and the provider may have stored that answer under the key. Otherwise the key is kept: an
- * adapter may call a 429 not-applied because a same-key re-send folds it even if it had sent, and under the same key
- * the provider folds or refuses the correction where a key of its own would make a second object.
- */
+/** A key of its own only where the provider may have stored a processed rejection under the current one; otherwise
+ * the key is kept, so the provider folds or refuses the correction instead of making a second object. */
 export function needsFreshKey(card: RetrySafetyCard, receipts: readonly Receipt[]): boolean {
   if (card.providerKey.travels.value === 'none' || card.storedResult.includesErrors.value === false) return false;
   return currentRevision(receipts).some((r) => isSend(r) && processedRejection(r));
@@ -145,10 +130,8 @@ export function needsFreshKey(card: RetrySafetyCard, receipts: readonly Receipt[
 /** Nothing folds a re-send under the card: a call recorded not applied was not applied. */
 const notAppliedIsProof = (card: RetrySafetyCard) => card.storedResult.semantics.value === 'none';
 
-/**
- * Whether a same-key request sent at `at` may find the key forgotten, where a call recorded not applied under it may
- * only mean that such a re-send folds it: that "not applied" holds while the provider keeps the key.
- */
+/** Whether a same-key request sent at `at` may find the key forgotten, where a "not applied" under it holds only
+ * while the provider keeps the key. */
 export function keyMayBeForgotten(
   card: RetrySafetyCard,
   firstDispatchedAt: number | null,
@@ -173,22 +156,13 @@ export function notAppliedKeyGone(
   return card === null || keyMayBeForgotten(card, record.firstDispatchedAt, at, clockSkewMarginMs);
 }
 
-/**
- * A call under `key` recorded not applied: which may only mean that a same-key re-send folds it (it may have landed).
- * Without a key (null) what folds a re-send is the request itself, the precondition it carries (If-Match).
- */
+/** A call under `key` recorded not applied, which may only mean a same-key re-send folds it (null: its precondition). */
 const notAppliedUnder = (key: OperationRecord['providerKey'], receipts: readonly Receipt[]) =>
   receipts.find((r) => isSend(r) && r.outcome === 'not-applied' && r.providerKey === key);
 
-/**
- * The card's half of correctionCheck. An adapter may record a call not-applied only because a same-key re-send folds it
- * even if it had landed (a 429 answered in front of the key store: Resend's, a declared HTTP operation's). The corrected
- * request must keep that key (never one of its own), so it is safe only where the provider, still holding the key when
- * the correction lands, refuses other params under it (handed off as a conflict), applies them over the first (a
- * set-value write that matches nothing but the key), or folds nothing under the key. Elsewhere the key would answer the correction with the
- * first request's result (`replay-anyway`: the correction is lost, the caller told it was done) or take it as a new
- * request (a second object), and a key of its own would be a second object too: a person decides.
- */
+/** The card's half of correctionCheck. After a "not applied" that may have landed, the correction keeps that key: safe
+ * only where the provider, still holding it, refuses other params under it, applies them over the first (idempotent by
+ * nature) or folds nothing; elsewhere it could be answered with the first result or made twice: a person decides. */
 function keptKeyCheck(
   { card, now, clockSkewMarginMs }: CorrectionRule,
   record: Pick<OperationRecord, 'providerKey' | 'firstDispatchedAt'>,
@@ -224,12 +198,8 @@ export const notAppliedMayHaveLanded = (
   receipts: readonly Receipt[],
 ) => !notAppliedIsProof(card) && notAppliedUnder(key, receipts) !== undefined;
 
-/**
- * Whether an effect found under the key (or the id) may be an earlier revision's: the operation was superseded under a
- * key one of whose calls was recorded not applied, which may only mean that a same-key re-send folds it. The provider
- * refuses the correction under that key, but a lookup would find the first request's effect and answer the corrected
- * request with it.
- */
+/** Whether a lookup may find an earlier revision's effect: superseded under a key one of whose calls was recorded not
+ * applied (notAppliedUnder), so the first request's effect must not answer the correction. */
 export function earlierEffectMayShow(
   record: Pick<OperationRecord, 'providerKey' | 'resolution'>,
   receipts: readonly Receipt[],

@@ -58,14 +58,8 @@ export function createMemoryLedger(): Ledger {
       return put(next);
     }),
     async resolve(id, resolution, now, receipt) {
-      const next = resolveTransition(
-        rows().get(id) ?? null,
-        id,
-        resolution,
-        now,
-        receipt,
-        receipts.get(id)?.at(-1)?.seq,
-      );
+      const stored = rows().get(id) ?? null;
+      const next = resolveTransition(stored, id, resolution, now, receipt, receipts.get(id)?.at(-1)?.seq);
       // Both copies are made before either is stored: a value that cannot be copied leaves nothing written.
       const copy = receipt === undefined ? undefined : clone(receipt);
       put(next);

@@ -35,11 +35,9 @@ export interface PruneLedgerOptions extends Pick<PruneOptions, 'states' | 'dryRu
   readonly now?: number;
 }
 
-/**
- * The ledger's report, the cut-off (`before`, epoch ms) and the cards' floor: `below` (olderThan is below it),
+/** The ledger's report, the cut-off (`before`, epoch ms) and the cards' floor: `below` (olderThan is below it),
  * `unknownHeld` (operations of unknown key retention old enough to prune) and `forced` (force let either through);
- * `unreadable`: the ids of rows it could not read, kept.
- */
+ * `unreadable`: the ids of rows it could not read, kept. */
 export type PruneLedgerReport = Awaited<ReturnType<typeof pruneLedger>>;
 
 /** A duration option in ms (a Duration like `30d`, or ms), refused as `prune.<option>` unless it is ≥ 0. */
@@ -55,10 +53,8 @@ function durationOption(option: string, value: Duration | number): number {
   return ms;
 }
 
-/**
- * The operations of a card whose key retention is unknown that the ledger may hold prunable (no floor can be known
- * for them): the oldest such operation created before the cut-off is enough (updatedAt ≥ createdAt).
- */
+/** The operations of a card whose key retention is unknown that the ledger may hold prunable (no floor can be known
+ * for them): the oldest such operation created before the cut-off is enough (updatedAt ≥ createdAt). */
 async function unknownRetentionHeld(
   ledger: Ledger,
   unknown: readonly RetrySafetyCard[],
@@ -78,10 +74,8 @@ async function unknownRetentionHeld(
   return held;
 }
 
-/**
- * Deletes closed operations older than `olderThan` (never below the cards' floor unless `force`, never those of a
- * card with an unknown retention unless `unknownRetention` or `force`), exporting first if asked.
- */
+/** Deletes closed operations older than `olderThan` (never below the cards' floor unless `force`, never those of a
+ * card with an unknown retention unless `unknownRetention` or `force`), exporting first if asked. */
 export async function pruneLedger(ledger: Ledger, options: PruneLedgerOptions) {
   if (typeof ledger.prune !== 'function')
     throw new LedgerError(

@@ -8,6 +8,7 @@ import {
 } from '@retrysafe/contract';
 import { resendSafety } from '@retrysafe/contract/rules';
 import { type Stop, stopText } from '../clock.js';
+import { defined } from '../defined.js';
 import type { Operation } from '../intake/operation.js';
 import { errText, type RunnerContext } from './context.js';
 import { withHeartbeat } from './lease.js';
@@ -66,21 +67,13 @@ export async function callProvider(
   } catch (err) {
     outcome = { kind: 'unknown', cause: 'other', message: `adapter threw instead of classifying: ${errText(err)}` };
   }
-  const attempt = c.record.attemptCount;
+  const { kind, status } = outcome;
   const message = 'message' in outcome && outcome.message ? `: ${outcome.message}` : '';
-  ctx.log(
-    'info',
-    'outcome',
-    () => `${outcome.kind}${outcome.status !== undefined ? ` (${outcome.status})` : ''}${message}`,
-    op,
-    outcome.status === undefined
-      ? { attempt, outcome: outcome.kind }
-      : { attempt, outcome: outcome.kind, status: outcome.status },
-  );
+  const text = () => `${kind}${status !== undefined ? ` (${status})` : ''}${message}`;
+  ctx.log('info', 'outcome', text, op, defined({ attempt: c.record.attemptCount, outcome: kind, status }));
   return outcome;
 }
 
-/** One lookup of what the provider stored. */
 export async function lookupProvider(
   ctx: RunnerContext,
   op: Operation,
@@ -118,12 +111,7 @@ export async function lookupProvider(
   } catch (err) {
     result = { kind: 'cannot-tell', reason: `lookup failed: ${errText(err)}` };
   }
-  ctx.log(
-    'info',
-    'lookup',
-    `${result.kind}${result.kind === 'found' ? ` (${result.outcome.kind})` : ` (${result.reason})`}`,
-    op,
-    { outcome: result.kind },
-  );
+  const what = result.kind === 'found' ? result.outcome.kind : result.reason;
+  ctx.log('info', 'lookup', `${result.kind} (${what})`, op, { outcome: result.kind });
   return result;
 }

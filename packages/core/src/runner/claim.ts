@@ -224,10 +224,8 @@ export async function supersede(
   return restartClaimed(ctx, revised, { record: claim.record, claimedAt }, restart);
 }
 
-/**
- * Claims a stored row again (a resume, a revision) with its `resolve` receipt in the claim's own write while the chain
- * is the one read; only the stored row (`existing`): one pruned since it was read is not created again.
- */
+/** Claims a stored row again (a resume, a revision) with its `resolve` receipt in the claim's own write while the chain
+ * is the one read; only the stored row (`existing`): one pruned since it was read is not created again. */
 export async function claimAgain(
   ctx: RunnerContext,
   op: Operation,

@@ -11,7 +11,6 @@ import { createTelemetry, type EventFields } from '../telemetry.js';
 import { createHeartbeat } from './heartbeat.js';
 import type { LogEntry, RunnerOptions } from './types.js';
 
-/** What a log line names of an operation. */
 export type LogSubject = Pick<Operation, 'id' | 'card' | 'redactor'> & { readonly scope?: Operation['scope'] };
 
 /** A lease held by this worker: renewed between steps and by the heartbeat while a call is in flight. */
@@ -26,10 +25,8 @@ export type RunnerContext = Readonly<ReturnType<typeof createContext>>;
 
 export const errText = (e: unknown) => (e instanceof Error ? `${e.name}: ${e.message}` : String(e));
 
-/**
- * A ledger driver's own error (SQLite's, a parser's on a row edited by hand) as a LedgerError, whichever call met it.
- * A parser's message quotes the stored text around the break (a param, an email, a token): neither it nor its error is kept.
- */
+/** A ledger driver's own error (SQLite's, a parser's on a row edited by hand) as a LedgerError. A parser's message
+ * quotes the stored text around the break (a param, a token): neither it nor its error is kept. */
 function typed(err: unknown): unknown {
   const e = err as { name?: unknown; code?: unknown } | null;
   const parse = err instanceof SyntaxError;
@@ -39,7 +36,6 @@ function typed(err: unknown): unknown {
   return new LedgerError(`the ledger failed: ${errText(err)}`, { cause: err });
 }
 
-/** `ledger` with each method's driver errors typed. */
 export function typedLedger(ledger: Ledger): Ledger {
   return new Proxy(ledger, {
     get(target, prop) {

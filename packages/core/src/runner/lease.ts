@@ -48,18 +48,12 @@ export async function wait(ctx: RunnerContext, lease: Lease, ms: number, signal?
 /** How long before its lease end a worker stops sending: a tenth of the lease, at most 2 s. */
 export const leaseCheckMs = (leaseMs: number): number => Math.min(2000, Math.floor(leaseMs / 10));
 
-/**
- * Before every send: never on a lease run out (or under a tenth left), as a takeover takes the dead owner's lease end
- * as its last possible send (docs/runbook.md). A lookup only reads: a lost lease refuses the write after it.
- */
+/** Before every send: never on a lease run out (or under a tenth left), as a takeover takes the dead owner's lease end
+ * as its last possible send (docs/runbook.md). A lookup only reads: a lost lease refuses the write after it. */
 export function checkOwnLease(ctx: RunnerContext, lease: Lease, op: LogSubject): void {
   const now = ctx.clock.now();
   if (now < lease.expiresAt - leaseCheckMs(lease.leaseMs)) return;
-  ctx.log(
-    'warn',
-    'lease-expired-before-send',
-    `own lease ends at ${new Date(lease.expiresAt).toISOString()}, now ${new Date(now).toISOString()}: not sending`,
-    op,
-  );
+  const why = `own lease ends at ${new Date(lease.expiresAt).toISOString()}, now ${new Date(now).toISOString()}`;
+  ctx.log('warn', 'lease-expired-before-send', `${why}: not sending`, op);
   throw new LeaseExpiredError(op.id, lease.expiresAt, now);
 }

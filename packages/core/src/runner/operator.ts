@@ -6,7 +6,6 @@ import {
   asRunId,
   type BusinessOperationId,
   CardValidationError,
-  type ClaimInput,
   type ClaimResult,
   fingerprint,
   InvalidStateError,
@@ -29,7 +28,7 @@ import { callerAttemptIds, checkAdapterShape, findAdapter } from '../intake/adap
 import { type Operation, paramsConflict, storedOperation } from '../intake/operation.js';
 import { DEFAULT_LEASE_MS } from '../intake/policy.js';
 import { correctionRule, notAppliedKeyGone, supersedeCheck } from '../intake/supersede.js';
-import { checkParamsOpen } from '../ledger/encrypted-params.js';
+import { checkParamsOpen, isParamsSealed } from '../ledger/encrypted-params.js';
 import { verifyOperation } from '../receipts.js';
 import { personRef } from '../redact.js';
 import { claimAgain, claimInput, execute, heldElsewhere, restartClaimed, supersede } from './claim.js';
@@ -96,12 +95,6 @@ async function recoverListed(
   }
   try {
     checkParamsOpen(record);
-  } catch (err) {
-    // Left for a process with the params key, unless the caller says none can (the key lost, the ciphertext edited).
-    if (!handOffUndrivable) return { report: leftAsItIs(ctx, record, err), left: true };
-    return { report: await recoveryFailed(ctx, record, err), left: false };
-  }
-  try {
     const report = await recoverOne(ctx, record, adapters, run);
     if (report.action !== 'skipped-no-adapter' || !handOffUndrivable)
       return { report, left: report.action === 'skipped-no-adapter' };
@@ -110,14 +103,13 @@ async function recoverListed(
       `no adapter given for ${record.operation} (removed, renamed, or another application's): nothing could be looked up`,
     );
   } catch (err) {
-    // This process's configuration (its policy, an adapter it was given) cannot drive it, as run() would refuse
-    // before its claim: the record is not at fault, so it stays as it is for a pass that can, not handed off,
-    // unless the caller says no pass can (the operation is gone from the application). One this pass stopped
-    // before sending (a pause ran its lease out) always stays.
+    // This process's configuration (or its params key) cannot drive it, as run() would refuse before its claim: left
+    // for a pass that can unless handOffUndrivable. One stopped before sending (its lease ran out) always stays.
     const notTheRecord =
       RunnerConfigurationError.isInstance(err) ||
       AdapterConfigurationError.isInstance(err) ||
-      CardValidationError.isInstance(err);
+      CardValidationError.isInstance(err) ||
+      isParamsSealed(err);
     if (LeaseExpiredError.isInstance(err) || (notTheRecord && !handOffUndrivable))
       return { report: leftAsItIs(ctx, record, err), left: true };
     return { report: await recoveryFailed(ctx, record, err), left: false };
@@ -230,7 +222,10 @@ async function recoveryFailed(ctx: RunnerContext, record: OperationRecord, err: 
   const logAs = { id, card: { operation: record.operation } as RetrySafetyCard, redactor };
   log('warn', 'recover-failed', `could not drive it: ${error.name}: ${error.message}`, logAs);
   try {
-    const claim = await ledger.claim(storedClaim(ctx, record, ctx.options.policy?.leaseMs ?? DEFAULT_LEASE_MS));
+    // As stored: no adapter needed.
+    const leaseMs = ctx.options.policy?.leaseMs ?? DEFAULT_LEASE_MS;
+    const input = { ...identityFields(record), owner: ctx.owner, leaseMs, now: clock.now(), existing: true } as const;
+    const claim = await ledger.claim(input);
     // The failed run kept its lease while an owner it took over from may still be sending (releaseLease).
     const kept = claim.kind === 'busy' && claim.record.leaseOwner === ctx.owner;
     if (claim.kind !== 'claimed' && !kept) return notClaimed(record, claim, { error });
@@ -258,19 +253,10 @@ async function recoveryFailed(ctx: RunnerContext, record: OperationRecord, err: 
     };
     return reportOf(record, after.state, 'handed-off', { error, result });
   } catch (again) {
-    log(
-      'warn',
-      'recover-failed',
-      `could not hand it off either (${errText(again)}); it stays for the next pass`,
-      logAs,
-    );
+    const why = `could not hand it off either (${errText(again)}); it stays for the next pass`;
+    log('warn', 'recover-failed', why, logAs);
     return reportOf(record, record.state, 'failed', { error });
   }
-}
-
-/** A claim of a stored operation as it is stored, for a record that cannot be driven (no adapter needed). */
-function storedClaim(ctx: RunnerContext, record: OperationRecord, leaseMs: number): ClaimInput {
-  return { ...identityFields(record), owner: ctx.owner, leaseMs, now: ctx.clock.now(), existing: true };
 }
 
 /** The adapter a resolution needs to send again, from those the person passed. */
@@ -323,11 +309,8 @@ async function checkChain(ctx: RunnerContext, id: BusinessOperationId): Promise<
     allowUnkeyed: true,
   });
   if (check === null || check.ok) return;
-  ctx.log(
-    'warn',
-    'resolve-refused',
-    `the receipt chain is broken at receipt #${check.index + 1} (${check.reason}): not resolving`,
-  );
+  const why = `the receipt chain is broken at receipt #${check.index + 1} (${check.reason}): not resolving`;
+  ctx.log('warn', 'resolve-refused', why);
   throw new BrokenReceiptChainError(id, check.index, check.reason);
 }
 
@@ -404,12 +387,12 @@ async function resume(
     (byKey || forgotten) && !blind
       ? await ledger.setState(fenceOf(claim.record), { state: 'unknown', now: clock.now() })
       : claim.record;
-  log(
-    'info',
-    'resume',
-    `a person resumed it (${personRef(p.by)})${overridden ? ', forced past an unsafe packet' : blind ? ', forced past a key the provider may have forgotten' : ''}: re-sending with the same key`,
-    op,
-  );
+  const forced = overridden
+    ? ', forced past an unsafe packet'
+    : blind
+      ? ', forced past a key the provider may have forgotten'
+      : '';
+  log('info', 'resume', `a person resumed it (${personRef(p.by)})${forced}: re-sending with the same key`, op);
   return restartClaimed(ctx, op, { record: resumed, claimedAt }, restart);
 }
 

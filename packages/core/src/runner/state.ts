@@ -12,10 +12,7 @@ import {
 import type { Lease, RunnerContext } from './context.js';
 
 /** What a fenced write names: the id and the fence, not the record (a ledger gets no params it did not ask for). */
-export const fenceOf = (record: OperationRecord): Fenced => ({
-  businessOperationId: record.businessOperationId,
-  fence: record.fence,
-});
+export const fenceOf = ({ businessOperationId, fence }: OperationRecord): Fenced => ({ businessOperationId, fence });
 
 /** The ledger's claim (`takenOver`: from a worker whose lease expired), as this worker holds it. */
 export interface Claimed
@@ -50,11 +47,9 @@ export interface DriveState {
   readonly startedAt: number;
 }
 
-/**
- * Taken over from an owner that may still be sending: where workers' clocks judge leases, the owner's may lag the
+/** Taken over from an owner that may still be sending: where workers' clocks judge leases, the owner's may lag the
  * taker's by the margin, so it may send until its lease end + the margin. A released lease (null) has no owner left
- * sending; a ledger that does not say: this claim's time, later. Null otherwise.
- */
+ * sending; a ledger that does not say: this claim's time, later. Null otherwise. */
 export function takenOverLeaseEnd(
   ctx: RunnerContext,
   c: Pick<Claimed, 'record' | 'takenOver' | 'previousLeaseExpiresAt'>,
@@ -64,10 +59,8 @@ export function takenOverLeaseEnd(
   return c.previousLeaseExpiresAt === undefined ? c.record.updatedAt : c.previousLeaseExpiresAt;
 }
 
-/**
- * Gives the lease back, unless an owner it was taken over from may still be sending (`leaseEnd` + the margin not
- * passed): a release erases that lease end, and the next claim would trust a "not found" at once. It lapses instead.
- */
+/** Gives the lease back, unless an owner it was taken over from may still be sending (`leaseEnd` + the margin not
+ * passed): a release erases that lease end, and the next claim would trust a "not found" at once. It lapses instead. */
 export async function releaseLease(ctx: RunnerContext, ref: Fenced, leaseEnd: number | null, marginMs: number) {
   if (leaseEnd !== null && ctx.clock.now() < leaseEnd + marginMs) return;
   await ctx.ledger.release(ref).catch(() => undefined);

@@ -64,25 +64,15 @@ export async function handOff(
   const { decided, pending } = end;
   const { clock, ledger, log } = ctx;
   const now = clock.now();
-  const decision =
-    s.recovering && decided.reason === 'unknown-no-safe-resend'
-      ? {
-          ...decided,
-          reason: 'crash-recovery-inconclusive' as const,
-          why: `a worker stopped after dispatching; ${decided.why}`,
-        }
-      : decided;
+  const crashed = s.recovering && decided.reason === 'unknown-no-safe-resend';
+  const reason = crashed ? 'crash-recovery-inconclusive' : decided.reason;
+  const why = crashed ? `a worker stopped after dispatching; ${decided.why}` : decided.why;
   if (pending !== null) s.receipts.push(pending);
   const { receipts } = s;
   const sends = receipts.filter(isSend);
-  const error =
-    decision.reason === 'retry-exhausted'
-      ? new RetryExhaustedError(
-          op.redactor.text(decision.why),
-          sends.map((r) => r.attemptId),
-        )
-      : undefined;
-  const explanation = op.redactor.text(error ? error.message : decision.why);
+  const ids = sends.map((r) => r.attemptId);
+  const error = reason === 'retry-exhausted' ? new RetryExhaustedError(op.redactor.text(why), ids) : undefined;
+  const explanation = op.redactor.text(error ? error.message : why);
   const safety = resendSafety(op.card, s.record.firstDispatchedAt, now, op.policy.clockSkewMarginMs);
   // A key that holds a stored error only replays it: a resume cannot succeed until the key expires.
   const lastSend = sends.at(-1);
@@ -97,7 +87,7 @@ export async function handOff(
       : undefined;
   const packet = buildPacket({
     record: s.record,
-    reason: decision.reason,
+    reason,
     explanation,
     receipts,
     resendSafe: safety.safe && !replaysError,
@@ -106,20 +96,15 @@ export async function handOff(
     now,
   });
   const attempts = (await ledger.handOff(s.lease.ref, packet, now, pending ?? undefined)).attemptCount;
-  log('warn', 'handoff', `${decision.reason}: ${explanation}`, op, {
-    handoffReason: decision.reason,
-    attempt: attempts,
-  });
+  log('warn', 'handoff', `${reason}: ${explanation}`, op, { handoffReason: reason, attempt: attempts });
   // One the caller acts on (the user's step, then the same call) is no person's to be sent.
   if (!waitsForUser(packet, receipts))
     await sendPacket(ctx, packet, op, { ms: op.policy.maxElapsedMs, signal: op.signal });
   return { status: 'handed-off', businessOperationId: op.id, packet, attempts, receipts, ...(error ? { error } : {}) };
 }
 
-/**
- * The packet, already in the ledger, to the sink: a failing sink is logged, never the operation's failure. A sink that
- * does not settle within `wait.ms` (or before `wait.signal` aborts) is logged too and no longer waited for.
- */
+/** The packet, already in the ledger, to the sink: a failing sink is logged, never the operation's failure. A sink that
+ * does not settle within `wait.ms` (or before `wait.signal` aborts) is logged too and no longer waited for. */
 export async function sendPacket(
   ctx: RunnerContext,
   packet: ReturnType<typeof buildPacket>,

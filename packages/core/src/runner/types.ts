@@ -58,11 +58,8 @@ export interface RunInput {
   readonly intent?: Record<string, unknown>;
   /** Default: a new run id. */
   readonly runId?: string;
-  /**
-   * Where this run's attempt ids come from (default: a new random id per provider call or lookup). A
-   * durable-execution engine passes ids made from its own step ids; each call must return a new id
-   * (validated like a run id; a repeat within the run is refused). The first two are drawn before anything is written.
-   */
+  /** Where this run's attempt ids come from (default: a new random id per provider call or lookup), e.g. an engine's
+   * step ids: each call returns a new id (validated like a run id). The first two are drawn before anything is written. */
   readonly attemptIds?: () => string;
   readonly signal?: AbortSignal;
 }
@@ -100,12 +97,8 @@ export interface RecoverReport {
   /** null (with `to`, action `failed`): the ledger could not read this row, so its state is not known. */
   readonly from: OperationState | null;
   readonly to: OperationState | null;
-  /**
-   * `failed`: the record could not be driven nor handed off, this runner's configuration cannot drive it, or the pass
-   * stopped before sending as its lease ran out (see `error`); it stays for the next pass. `already-terminal`: closed
-   * since the listing, or closed and pruned (no longer in the ledger: `to` is then the state it was listed in);
-   * nothing sent.
-   */
+  /** `failed`: not driven nor handed off (see `error`); it stays for the next pass. `already-terminal`: closed since the
+   * listing, or closed and pruned (then `to` is the state it was listed in); nothing sent. */
   readonly action:
     | 'completed'
     | 'adopted'
@@ -125,10 +118,8 @@ export interface RecoverReport {
   };
 }
 
-/**
- * `resume` is refused (UnsafeResumeError) where the packet marks it not safe, unless `force: true`. `resend-with`
- * sends a corrected request as a new revision (only when every attempt is known not applied; docs/concepts.md).
- */
+/** `resume` is refused (UnsafeResumeError) where the packet marks it not safe, unless `force: true`. `resend-with`
+ * sends a corrected request as a new revision (only when every attempt is known not applied; docs/concepts.md). */
 export type Resolution =
   | { readonly action: 'resume'; readonly force?: boolean }
   | { readonly action: 'mark-done'; readonly providerRef: string }
@@ -175,17 +166,11 @@ export interface RecoverOptions extends Pick<RunInput, 'runId' | 'attemptIds'> {
   /** At most this many operations driven in one pass, the oldest first (one left as it is, for want of its adapter
    * here or a configuration that can drive it, takes no place). */
   readonly limit?: number;
-  /**
-   * Only this operation, driven as stored (its id, intent, params and key): an engine waiting on it uses this. Left to a
-   * worker whose lease is live (`skipped-busy`); a closed or absent one is not listed.
-   */
+  /** Only this operation, driven as stored (an engine waiting on it): left to a worker whose lease is live
+   * (`skipped-busy`); a closed or absent one is not listed. */
   readonly businessOperationId?: string;
-  /**
-   * An open operation no adapter or card given here can drive (its operation removed, renamed, or another
-   * application's on a shared ledger), or whose params this process cannot open (their key lost, the row edited), is
-   * handed off (reason `recovery-failed`) once its lease has run out, so a person can close it, instead of left as it is
-   * (`skipped-no-adapter`, `failed`). Nothing is sent. Default false.
-   */
+  /** Hand off (reason `recovery-failed`, nothing sent) an open operation no adapter or card given here can drive, or
+   * whose params this process cannot open, instead of leaving it (`skipped-no-adapter`, `failed`). Default false. */
   readonly handOffUndrivable?: boolean;
 }
 
