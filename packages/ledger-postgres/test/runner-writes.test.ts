@@ -7,6 +7,7 @@ import { createRunner, verifyReceiptChain } from '@retrysafe/core';
 import { createSandboxAdapter, createSandboxProvider, REPLAYING_BEHAVIOUR } from '@retrysafe/sandbox';
 import pg from 'pg';
 import { describe, expect, it } from 'vitest';
+import { logJsonCalls } from '../../ledger-sqlite/test/json-calls.js';
 import { fileLedger } from './pg-test-db.js';
 
 const ledger = fileLedger('runner_writes');
@@ -73,20 +74,12 @@ describe('the runner on the PostgreSQL ledger', () => {
       sent.push(typeof q === 'string' ? q : q.name ? named(q.name) : (q.text ?? '?'));
       return Reflect.apply(query, this, args);
     } as typeof query;
-    const { stringify, parse } = JSON;
-    // Only what retrysafe's own code asks of JSON (its caller's frame), not the driver's or the test runner's.
-    const ours = () => /\/packages\/[^/]+\/(src|dist)\//.test(new Error().stack?.split('\n')[3] ?? '');
-    const counted = (name: string, f: (...a: never[]) => unknown) =>
-      function (this: unknown, ...a: unknown[]) {
-        if (ours()) sent.push(name);
-        return Reflect.apply(f, this, a);
-      };
-    Object.assign(JSON, { stringify: counted('JSON.stringify', stringify), parse: counted('JSON.parse', parse) });
+    const restoreJson = logJsonCalls(sent);
     try {
       const r = await runner.run(adapter, 'records.create', { params: { ref: 'pg-trips-1' } });
       expect(r.status).toBe('done');
     } finally {
-      Object.assign(JSON, { stringify, parse });
+      restoreJson();
       pg.Client.prototype.query = query;
     }
     expect(sent).toEqual([

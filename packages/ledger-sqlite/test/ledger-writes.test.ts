@@ -10,6 +10,7 @@ import { createMemoryLedger, createRunner, createVirtualClock, verifyReceiptChai
 import { createSandboxAdapter, createSandboxProvider, REPLAYING_BEHAVIOUR } from '@retrysafe/sandbox';
 import { afterAll, describe, expect, it } from 'vitest';
 import { createSqliteLedger } from '../src/index.js';
+import { logJsonCalls } from './json-calls.js';
 
 const OP = 'records.create';
 const WRITES = new Set([
@@ -218,19 +219,11 @@ describe('what a clean run asks of SQLite', () => {
       ran.push(sql);
       return exec.call(this, sql);
     };
-    const { stringify, parse } = JSON;
-    // Only what retrysafe's own code asks of JSON (its caller's frame), not the test runner's.
-    const ours = () => /\/packages\/[^/]+\/(src|dist)\//.test(new Error().stack?.split('\n')[3] ?? '');
-    const counted = (name: string, f: (...a: never[]) => unknown) =>
-      function (this: unknown, ...a: unknown[]) {
-        if (ours()) ran.push(name);
-        return Reflect.apply(f, this, a);
-      };
-    Object.assign(JSON, { stringify: counted('JSON.stringify', stringify), parse: counted('JSON.parse', parse) });
+    const restoreJson = logJsonCalls(ran);
     try {
       await runDone(runner, adapter, 'statements-1');
     } finally {
-      Object.assign(JSON, { stringify, parse });
+      restoreJson();
       Object.assign(st, methods);
       DatabaseSync.prototype.exec = exec;
       await ledger.close();
