@@ -17,6 +17,8 @@ export interface DbOptions {
   readonly idleMs: number;
 }
 
+const ignore = () => undefined;
+
 /** pg's message for a statement its `query_timeout` gave up on: the statement is still running on that connection. */
 const TIMED_OUT = 'Query read timeout';
 
@@ -34,8 +36,7 @@ export function createDb(options: DbOptions) {
     });
   const own = options.pool ? null : options;
   // An idle client that breaks emits 'error' on the pool, which unhandled would end the process; the pool drops it.
-  const onPoolError = () => undefined;
-  pool.on('error', onPoolError);
+  pool.on('error', ignore);
   let closed = false;
   /** Calls under way: close() ends the ledger's own pool once they are done. */
   let running = 0;
@@ -90,7 +91,7 @@ export function createDb(options: DbOptions) {
     if (closed) return;
     closed = true;
     if (options.pool) {
-      pool.off('error', onPoolError);
+      pool.off('error', ignore);
       return;
     }
     if (running > 0) await new Promise<void>((resolve) => (drained = resolve));
@@ -100,8 +101,13 @@ export function createDb(options: DbOptions) {
   return { query, tx, ready, close };
 }
 
-/** A connection held for a transaction: a pg.PoolClient, or a client of yours without `release`. */
-type Session = { query(config: pg.QueryConfig): Promise<unknown>; release?(err?: Error): void };
+/** A connection held for a transaction: a pg.PoolClient, or a client of yours with `query` alone. */
+type Session = {
+  query(config: pg.QueryConfig): Promise<unknown>;
+  release?(err?: Error): void;
+  on?(event: 'error', listener: () => void): unknown;
+  off?(event: 'error', listener: () => void): unknown;
+};
 
 /**
  * `fn` inside BEGIN … COMMIT on `client`; any failure rolls back, and a connection whose rollback failed is closed.
@@ -110,6 +116,8 @@ type Session = { query(config: pg.QueryConfig): Promise<unknown>; release?(err?:
  */
 export async function transaction<T>(client: Session, fn: () => Promise<T>, holdMs = 0): Promise<T> {
   let broken: Error | undefined;
+  // The pool listens for a connection breaking only while it is idle: held here, its statement fails instead.
+  client.on?.('error', ignore);
   try {
     const hold = Math.min(Math.ceil(holdMs), 2 ** 31 - 1); // the setting's range, in ms
     await client.query({ text: hold > 0 ? `BEGIN; SET LOCAL idle_in_transaction_session_timeout = ${hold}` : 'BEGIN' });
@@ -117,14 +125,15 @@ export async function transaction<T>(client: Session, fn: () => Promise<T>, hold
     await client.query({ text: 'COMMIT' });
     return out;
   } catch (err) {
-    // A statement that timed out still runs: a ROLLBACK would wait behind it; closing the connection rolls back.
-    if ((err as Error)?.message === TIMED_OUT) broken = err as Error;
+    // A statement that timed out still runs and a ROLLBACK would wait behind it: a pooled connection is closed instead.
+    if (client.release && (err as Error)?.message === TIMED_OUT) broken = err as Error;
     else
       await client.query({ text: 'ROLLBACK' }).catch((e: Error) => {
         broken = e;
       });
     throw err;
   } finally {
+    client.off?.('error', ignore);
     client.release?.(broken);
   }
 }

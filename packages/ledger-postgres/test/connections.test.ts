@@ -44,8 +44,30 @@ async function untilSessions(name: string, n: number): Promise<number> {
 
 const id = (s: string) => s as BusinessOperationId;
 
-/** A ready ledger on the test schema, with `options`; `test` runs with the row of a claimed operation locked by
- * another session (a statement that touches it does not answer until the lock goes), closed after. */
+/** `test` while another session holds what `lock` takes, in a transaction: whoever else needs it waits. */
+async function holding(lock: string, values: unknown[], test: () => Promise<void>) {
+  const locker = new pg.Client({ connectionString: url });
+  await locker.connect();
+  try {
+    await locker.query('BEGIN');
+    await locker.query(lock, values);
+    await test();
+  } finally {
+    await locker.end();
+  }
+}
+
+/** Polls until a session tagged `name` waits for a lock. */
+async function untilWaiting(name: string) {
+  const waiting = `SELECT 1 FROM pg_stat_activity WHERE application_name = $1 AND wait_event_type = 'Lock'`;
+  while ((await admin.query(waiting, [name])).rows.length === 0) await sleep(20);
+}
+
+const terminate = (name: string) =>
+  admin.query('SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = $1', [name]);
+
+/** A ledger on the test schema, with `options`; `test` runs while the row of an operation it claimed is locked by
+ * another session (a statement that touches it does not answer until the lock goes); closed after. */
 async function withLockedRow(
   options: Partial<PostgresLedgerOptions>,
   test: (
@@ -54,17 +76,13 @@ async function withLockedRow(
   ) => Promise<void>,
 ) {
   const l = createPostgresLedger({ connectionString: url, schema, leaseClock: 'caller', ...options });
-  const opId = `locked-${randomBytes(4).toString('hex')}`;
-  const claimed = await l.claim(claimOf(opId, 'w1', Date.now()));
-  if (claimed.kind !== 'claimed') throw new Error(`expected a claim, got ${claimed.kind}`);
-  await admin.query('BEGIN');
   try {
-    await admin.query(`SELECT 1 FROM "${schema}".retrysafe_operations WHERE business_operation_id = $1 FOR UPDATE`, [
-      opId,
-    ]);
-    await test(l, { businessOperationId: id(opId), fence: claimed.record.fence });
+    const opId = `locked-${randomBytes(4).toString('hex')}`;
+    const claimed = await l.claim(claimOf(opId, 'w1', Date.now()));
+    if (claimed.kind !== 'claimed') throw new Error(`expected a claim, got ${claimed.kind}`);
+    const lock = `SELECT 1 FROM "${schema}".retrysafe_operations WHERE business_operation_id = $1 FOR UPDATE`;
+    await holding(lock, [opId], () => test(l, { businessOperationId: id(opId), fence: claimed.record.fence }));
   } finally {
-    await admin.query('ROLLBACK');
     await l.close();
   }
 }
@@ -95,6 +113,38 @@ describe("the ledger's own connections", () => {
       });
       expect(await l.get(id('other'))).toBeNull();
     });
+  });
+
+  for (const yours of [false, true])
+    it(`a transaction whose session the server ends fails with LedgerError, and the process carries on${yours ? ' (your pool)' : ''}`, async () => {
+      const t = tagged();
+      const pool = yours ? new pg.Pool({ connectionString: t.url, max: 1 }) : undefined;
+      await withLockedRow({ connectionString: t.url, poolSize: 1, ...(pool && { pool }) }, async (l, ref) => {
+        const claim = l.claim({ ...claimOf(ref.businessOperationId, 'w2', Date.now()), existing: true as const });
+        await untilWaiting(t.name);
+        await terminate(t.name);
+        expect(LedgerError.isInstance(await claim.catch((e: unknown) => e))).toBe(true);
+        expect(await l.get(id('other'))).toBeNull();
+      });
+      await pool?.end();
+    });
+
+  it('a migration whose session the server ends fails with LedgerError, and the process carries on', async () => {
+    const t = tagged();
+    const s = freshSchema('conn_migrate');
+    const l = createPostgresLedger({ connectionString: t.url, schema: s });
+    try {
+      await holding('SELECT pg_advisory_xact_lock(hashtext($1))', [`retrysafe.migrate:${s}`], async () => {
+        const ready = l.ready().catch((e: unknown) => e);
+        await untilWaiting(t.name);
+        await terminate(t.name);
+        expect(LedgerError.isInstance(await ready)).toBe(true);
+      });
+      expect(await l.get(id('other'))).toBeNull();
+    } finally {
+      await l.close();
+      await dropSchema(s);
+    }
   });
 
   it('a wait for a free connection that lasts the time limit fails, and its statement is never sent', async () => {
