@@ -7,7 +7,7 @@ export type Db = ReturnType<typeof createDb>;
 /** Runs one statement on a transaction's connection; `tx` reports its failure. */
 export type Run = <R extends pg.QueryResultRow>(sql: Sql, values: unknown[]) => Promise<pg.QueryResult<R>>;
 
-export interface DbOptions {
+interface DbOptions {
   readonly connectionString?: string | undefined;
   readonly pool: pg.Pool | null;
   readonly schema: string;
@@ -51,6 +51,7 @@ export function createDb(options: DbOptions) {
     return readyPromise;
   };
 
+  /** `work` once the schema is checked, counted as under way; any failure as LedgerError. */
   async function using<T>(what: string, work: () => Promise<T>): Promise<T> {
     if (closed) throw new LedgerError(`ledger is closed (${what})`);
     running++;
