@@ -439,12 +439,15 @@ describe('references', () => {
     expect(missing).toEqual([]);
   });
 
-  it('every relative Markdown link in README.md and docs/ resolves to a file', () => {
+  it('every relative Markdown link in README.md and docs/ resolves to a file, and its #anchor to a heading there', () => {
     const broken: string[] = [];
     for (const f of DOCS) {
       const text = readFileSync(join(repo, f), 'utf8');
-      for (const m of text.matchAll(/\]\((?!https?:|mailto:|#)([^)\s#]+)(#[^)\s]*)?\)/g)) {
-        if (!existsSync(join(repo, dirname(f), m[1]!))) broken.push(`${f}: ${m[1]}`);
+      for (const [link, path, anchor] of text.matchAll(/\]\((?!https?:|mailto:)([^)\s#]*)(?:#([^)\s]*))?\)/g)) {
+        const target = path ? join(repo, dirname(f), path) : join(repo, f);
+        if (!existsSync(target)) broken.push(`${f}: ${path}`);
+        else if (anchor && target.endsWith('.md') && !anchorsOf(readFileSync(target, 'utf8')).has(anchor))
+          broken.push(`${f}: ${link}`);
       }
     }
     expect(broken).toEqual([]);

@@ -242,6 +242,9 @@ describe('retrysafe ledger on a SQLite file', () => {
     const shownText = await cli(['ledger', 'show', ids.B, '--db', db]);
     expect(shownText.stdout).not.toContain('Dana');
     expect(shownText.stdout).toContain(shownB.body.record.resolution.by);
+    // The packet it was resolved from is history: no next actions, no command that would now be refused.
+    expect(shownText.stdout).toMatch(/Handed off: /);
+    expect(shownText.stdout).not.toMatch(/next actions:|resolve with:/);
     const revealed = await cliJson(['ledger', 'show', ids.B, '--db', db, '--show-by'], dir);
     expect(revealed.body.record.resolution.by).toBe('Dana Operator <dana@example.test>');
   });

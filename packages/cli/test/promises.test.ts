@@ -121,6 +121,17 @@ describe('exit code 2 for a file that cannot be read (as the help says)', () => 
     expect(r.stderr).not.toMatch(/\n\s+at /);
     expect(r.code).toBe(2);
   });
+
+  it('--config <a .ts config in a CommonJS package> says what to change, not that Node cannot import TypeScript', async () => {
+    // As `npm init -y` writes package.json (npm 10.9 and later): a `.ts` file there is CommonJS.
+    const app = tempDir('cjs-app');
+    writeJson(app, 'package.json', { name: 'app', type: 'commonjs' });
+    writeFileSync(join(app, 'retrysafe.config.ts'), 'export default { adapters: { sandbox: {} } };\n');
+    const r = await cli(['ledger', 'ls', '--config', join(app, 'retrysafe.config.ts')], BOUND);
+    expect(r.stderr).toMatch(/^retrysafe: .*cannot import.*"type": "module"/m);
+    expect(r.stderr).not.toMatch(/cannot import TypeScript/);
+    expect(r.code).toBe(2);
+  });
 });
 
 describe('a SQLite file that holds no ledger is exit 2, and is left as it was', () => {

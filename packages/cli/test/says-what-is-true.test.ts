@@ -33,6 +33,10 @@ describe('the CLI says what is true', () => {
   it('the README lists every drill scenario, and only those', () => {
     const paragraph = readme.slice(readme.indexOf('conformance scenarios'), readme.indexOf('on every\noperation'));
     expect([...paragraph.matchAll(/`([a-z-]+)`/g)].map((m) => m[1])).toEqual([...SCENARIOS]);
+    // The testkit's README, which the guides send adapter authors to for every scenario's pass criteria.
+    const testkit = readFileSync(join(REPO, 'packages/testkit/README.md'), 'utf8');
+    const rows = [...testkit.matchAll(/^\| `([a-z-]+)` \|/gm)].map((m) => m[1]);
+    expect(rows.sort()).toEqual([...SCENARIOS].sort());
   });
 
   it('every `retrysafe …` command in the README and the runbook exists', () => {

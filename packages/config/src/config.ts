@@ -116,10 +116,15 @@ export async function loadConfigFile(file: string): Promise<RetrysafeConfig> {
   try {
     mod = (await import(pathToFileURL(path).href)) as Record<string, unknown>;
   } catch (e) {
-    const hint = /\.[mc]?ts$/i.test(file)
-      ? ' (this Node cannot import TypeScript directly: compile it, or run under a loader such as tsx, or Node ≥ 22.18)'
-      : '';
-    throw new ConfigError(file, `cannot import: ${safeMessage((e as Error).message)}${hint}`);
+    const { code, message } = e as { code?: string; message: string };
+    // What Node says when it cannot strip types, and when a package.json makes the file CommonJS.
+    const hint =
+      code === 'ERR_UNKNOWN_FILE_EXTENSION'
+        ? ' (this Node cannot import TypeScript directly: compile it, or run under a loader such as tsx, or Node ≥ 22.18)'
+        : /outside a module|Unexpected token 'export'/.test(message)
+          ? ' (read as CommonJS: set "type": "module" in the nearest package.json, or name the file .mts or .mjs)'
+          : '';
+    throw new ConfigError(file, `cannot import: ${safeMessage(message)}${hint}`);
   }
   return parseConfig(mod.default ?? mod.config, dirname(path), file);
 }

@@ -34,18 +34,23 @@ export function resolveCommand(
   return `retrysafe ledger resolve ${p.businessOperationId}${target} --handoff-at ${p.createdAt} ${safe.join(' | ') || '(no action is known to be safe: verify at the provider first)'}`;
 }
 
-export function packetText(p: HandoffPacket, color: boolean, target: string): string {
+const actionText = (a: HandoffPacket['safeNextActions'][number], color: boolean) =>
+  `    ${a.safe ? paint('green', '✓ safe    ', color) : paint('red', '✗ not safe', color)} ${a.action.padEnd(9)} ${a.why}`;
+
+/** `open`: still handed off. A packet resolved since is history: its actions and command would now be refused. */
+export function packetText(p: HandoffPacket, color: boolean, target: string, open = true): string {
   const last = p.lastKnown;
   return [
     paint('bold', `Handed off: ${p.reason}`, color),
     `  ${p.explanation}`,
     `  last known: ${last.outcome ?? '—'}${last.status ? ` · HTTP ${last.status}` : ''}${last.code ? ` · ${last.code}` : ''}${last.providerRef ? ` · ref ${last.providerRef}` : ''}${last.message && last.message !== `HTTP ${last.status}` ? ` · ${last.message}` : ''}`,
     `  provider key: ${p.providerKey ?? '(none travels)'}`,
-    '  next actions:',
-    ...p.safeNextActions.map(
-      (a) =>
-        `    ${a.safe ? paint('green', '✓ safe    ', color) : paint('red', '✗ not safe', color)} ${a.action.padEnd(9)} ${a.why}`,
-    ),
-    `  resolve with: ${resolveCommand(p, target)}`,
+    ...(open
+      ? [
+          '  next actions:',
+          ...p.safeNextActions.map((a) => actionText(a, color)),
+          `  resolve with: ${resolveCommand(p, target)}`,
+        ]
+      : []),
   ].join('\n');
 }

@@ -59,7 +59,7 @@ export function showText(r: ShowResult, color = false, target = ''): string {
       ['resolution', res ? `${res.action}${res.providerRef ? ` (${res.providerRef})` : ''}${by}` : null],
     ]),
   ];
-  if (rec.handoff) out.push('', packetText(rec.handoff, color, target));
+  if (rec.handoff) out.push('', packetText(rec.handoff, color, target, rec.state === 'handed-off'));
   if (!r.chain.ok) {
     const broken = `✗ receipt chain broken at #${r.chain.index + 1}: ${r.chain.reason} — the ledger was edited outside retrysafe; do not act on these receipts before finding out why`;
     out.push('', paint('red', broken, color));
