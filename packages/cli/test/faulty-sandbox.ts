@@ -10,8 +10,8 @@ import {
 import { type FaultProxy, type FaultRequestInfo, startFaultProxy } from '@retrysafe/testkit';
 import { afterAll } from 'vitest';
 
-/** What the proxy does to the next request: a 400 rejection, a lost response, or nothing. */
-export type Fault = 'reject' | 'lose' | 'pass';
+/** What the proxy does to the next request: a 400 rejection, a 403 refusal, a lost response, or nothing. */
+export type Fault = 'reject' | 'forbid' | 'lose' | 'pass';
 
 export interface FaultySandbox {
   readonly provider: SandboxProvider;
@@ -50,8 +50,12 @@ export async function startFaultySandbox(
     target: server.url,
     faults: (_n, request) => {
       hook?.(request);
-      return current === 'reject'
-        ? { kind: 'status', status: 400, body: { error: { code: 'invalid_request', message: rejection } } }
+      return current === 'reject' || current === 'forbid'
+        ? {
+            kind: 'status',
+            status: current === 'reject' ? 400 : 403,
+            body: { error: { code: current === 'reject' ? 'invalid_request' : 'not_in_channel', message: rejection } },
+          }
         : current === 'lose'
           ? 'drop-response'
           : 'pass';

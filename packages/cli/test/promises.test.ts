@@ -350,7 +350,8 @@ async function rejectedOperation(sandbox: FaultySandbox, ref: string) {
   writeFileSync(join(dir, 'same.json'), JSON.stringify({ ref, amount: 5 }));
   const resolve = (...args: string[]) =>
     cli(['ledger', 'resolve', r.businessOperationId, ...args, '--config', config], { ...BOUND, cwd: dir });
-  return { resolve, same: join(dir, 'same.json') };
+  const show = () => cli(['ledger', 'show', r.businessOperationId, '--db', db], { ...BOUND, cwd: dir });
+  return { resolve, show, same: join(dir, 'same.json') };
 }
 
 describe('after fixing the cause of a rejection, the next step the CLI gives works', () => {
@@ -369,6 +370,22 @@ describe('after fixing the cause of a rejection, the next step the CLI gives wor
     const forced = await resolve('--resume', '--force', '--json');
     expect(forced.code).toBe(0);
     expect(JSON.parse(forced.stdout)).toMatchObject({ status: 'done' });
+    expect(sandbox.provider.count()).toBe(1);
+  }, 120_000);
+
+  it('refused for a cause outside the request (403): once it is fixed, --resume without --force sends it once', async () => {
+    const sandbox = await startFaultySandbox('forbid', 'the bot is not in the channel');
+    // Then the operator invited the bot: nothing was applied, and the request itself was fine.
+    const { resolve, show, same } = await rejectedOperation(sandbox, 'order-C');
+    expect((await show()).stdout).toMatch(/✓ safe\s+resume\s+nothing was applied/);
+    const again = await resolve('--resend-with', same);
+    expect(again.stderr).toMatch(/after fixing the cause outside it: --resume\./);
+    expect(again.stderr).not.toMatch(/--force/);
+    const resumed = await resolve('--resume', '--json');
+    expect(resumed.stderr).toBe('');
+    expect(JSON.parse(resumed.stdout)).toMatchObject({ status: 'done' });
+    expect(resumed.code).toBe(0);
+    expect(sandbox.proxy.requests.filter((q) => q.method === 'POST')).toHaveLength(2);
     expect(sandbox.provider.count()).toBe(1);
   }, 120_000);
 

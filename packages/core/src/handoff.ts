@@ -18,6 +18,7 @@ import {
   needsFreshKey,
   notAppliedKeyGone,
   notAppliedMayHaveLanded,
+  refusedBeforeProcessing,
   refusedUntilUserActs,
 } from './intake/supersede.js';
 
@@ -37,9 +38,11 @@ interface PacketInput {
 
 const RESUME_WHY = {
   rejected:
-    'the provider rejected this request; sending it again as is will be rejected again — fix the cause (or start a new operation) first',
+    'the provider refused the request itself (its params: validation, a decline, a missing object …): as is, it will be refused again — send corrected params (resend-with); resume is offered only after a refusal for a cause outside the params',
+  refusedUntilFixed:
+    'nothing was applied: the provider refused this request before processing it, for a cause outside its params (permission, credentials, configuration, membership …); a resume sends it again and is refused again until that cause is fixed',
   actionRequired:
-    'the provider refuses this request until the user takes the step it asked for; once they have, the same call sends it again (or resume --force)',
+    'the provider refuses this request until the user takes the step it asked for; once they have, the same call (or a resume) sends it again',
   keyMayHold:
     'the provider rejected the last request, but an earlier call under its key was recorded not applied, which may only mean that a re-send under the key folds into it: that call may have applied: check the provider before anything else is sent for it (a corrected request goes out under the same key, which refuses it or applies it over the first)',
   folded: 'a re-send with the same provider key cannot create a second effect (the provider folds it into the first)',
@@ -82,7 +85,13 @@ function resumeAction(input: PacketInput, created: string | undefined): SafeActi
     if (left?.ok === false) return resume(false, left.why);
     if (input.correction && notAppliedMayHaveLanded(input.correction.card, input.record.providerKey, input.receipts))
       return resume(false, RESUME_WHY.keyMayHold);
-    return resume(false, refusedUntilUserActs(input.receipts) ? RESUME_WHY.actionRequired : RESUME_WHY.rejected);
+    // Nothing applied and no object left: a resume cannot make a second effect. It is offered where the cause lies
+    // outside the params; one of the params themselves is the correction's.
+    if (!refusedBeforeProcessing(input.receipts)) return resume(false, RESUME_WHY.rejected);
+    return resume(
+      true,
+      refusedUntilUserActs(input.receipts) ? RESUME_WHY.actionRequired : RESUME_WHY.refusedUntilFixed,
+    );
   }
   if (input.resumeNote !== undefined) return resume(false, input.resumeNote);
   if (input.resendSafe) return resume(true, RESUME_WHY.folded);

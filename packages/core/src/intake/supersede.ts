@@ -57,6 +57,12 @@ export function refusedUntilUserActs(receipts: readonly Receipt[]): boolean {
   return last?.outcome === 'rejected' && last.rejectReason === 'action-required';
 }
 
+/** Whether the revision's last provider call was refused before processing, for a cause outside its params. */
+export function refusedBeforeProcessing(receipts: readonly Receipt[]): boolean {
+  const last = currentRevision(receipts).findLast(isSend);
+  return last?.outcome === 'rejected' && !processedRejection(last);
+}
+
 /** Whether corrected params may go out as a new revision, by the receipts and by the card (supersedeCheck without the state). */
 export function correctionCheck(
   receipts: readonly Receipt[],

@@ -27,7 +27,7 @@ import { buildPacket, KEY_FORGOTTEN, resumeSafeByKey } from '../handoff.js';
 import { callerAttemptIds, checkAdapterShape, findAdapter } from '../intake/adapter.js';
 import { type Operation, paramsConflict, storedOperation } from '../intake/operation.js';
 import { DEFAULT_LEASE_MS } from '../intake/policy.js';
-import { correctionRule, notAppliedKeyGone, supersedeCheck } from '../intake/supersede.js';
+import { correctionRule, needsFreshKey, notAppliedKeyGone, supersedeCheck } from '../intake/supersede.js';
 import { checkParamsOpen, isParamsSealed } from '../ledger/encrypted-params.js';
 import { verifyOperation } from '../receipts.js';
 import { personRef } from '../redact.js';
@@ -343,6 +343,13 @@ async function resume(
   }
   const op = storedOperation(ctx, adapterFor(adapters, record, 'resume'), record, p);
   const claimedAt = clock.now();
+  if (record.handoff?.reason === 'rejected') {
+    // The provider may have stored the rejection under the key, which a same-key resume would only replay: with every
+    // call known not applied, the same params go out as a new revision, under the key a correction takes.
+    const receipts = await ledger.receipts(id);
+    if (needsFreshKey(op.card, receipts) && supersedeCheck(record, receipts, correctionRule(op, claimedAt)).ok)
+      return supersede(ctx, op, record, receipts, `resume by ${personRef(p.by)}`);
+  }
   // "The provider folds the re-send" held when the packet was written; the key may have expired since: then
   // the resumed run looks the operation up before any send (state `unknown`), and without a lookup it is refused.
   const margin = op.policy.clockSkewMarginMs;

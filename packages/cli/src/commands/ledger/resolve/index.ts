@@ -3,7 +3,6 @@ import { ConfigError, createAdapters, loadConfigFile } from '@retrysafe/config';
 import {
   type AdapterV1,
   asBusinessOperationId,
-  type HandoffReason,
   InvalidStateError,
   type OperationRecord,
   UnsafeResumeError,
@@ -111,7 +110,7 @@ export async function ledgerResolve(opts: ResolveOptions, id: string): Promise<R
           if (InvalidStateError.isInstance(err) && stored === null)
             throw new RefusedError(notInLedger(id, targetFlags(opts)));
           if (InvalidStateError.isInstance(err) && /differ from the stored/.test(err.message))
-            throw sameParams(id, stored?.handoff?.reason, rejected);
+            throw sameParams(id, stored, rejected);
           // Open: a worker holds it, or one (or a resolve) stopped between its steps; only a drive can close it.
           if (InvalidStateError.isInstance(err) && stored !== null && !isTerminal(stored) && !corrected)
             throw new RefusedError(
@@ -174,13 +173,15 @@ function resumeRefusal(id: string, why: string, rejected: boolean, stored: Opera
   );
 }
 
-/** `--resend-with` of the params the operation already has: a resume, which for a rejected request means --force. */
-function sameParams(id: string, reason: HandoffReason | undefined, rejected: boolean): RefusedError {
-  const next = rejected
-    ? 'To send the same request again after fixing the cause outside it: --resume --force (the packet marks resume not safe only because the request as it was got rejected).'
-    : reason === 'rejected'
-      ? `An attempt before the rejection may have applied: check at the provider first (retrysafe ledger show ${id}); then --mark-done <providerRef> if the effect exists.`
-      : 'To send the same request again after fixing the cause outside it: --resume.';
+/** `--resend-with` of the params the operation already has: a resume, which the packet may mark not safe (--force). */
+function sameParams(id: string, stored: OperationRecord | null, rejected: boolean): RefusedError {
+  const resumeSafe = stored?.handoff?.safeNextActions.some((a) => a.action === 'resume' && a.safe) === true;
+  const next =
+    resumeSafe || stored?.handoff?.reason !== 'rejected'
+      ? 'To send the same request again after fixing the cause outside it: --resume.'
+      : rejected
+        ? 'To send the same request again after fixing the cause outside it: --resume --force (the packet marks resume not safe only because the request as it was got rejected).'
+        : `An attempt before the rejection may have applied: check at the provider first (retrysafe ledger show ${id}); then --mark-done <providerRef> if the effect exists.`;
   return new RefusedError(`not re-sending ${id}: these are the params it already has; nothing was sent. ${next}`);
 }
 
