@@ -312,10 +312,13 @@ export interface Redactor {
 
 // A long known value that is not a number (a password, a token) is its own text wherever it stands; a short one or a
 // number is blanked only whole, not where it goes on a run of letters or digits: a known `500` leaves `1500` as it is.
-// Scripts written without spaces between words (Chinese, Japanese, Thai) make no runs: a name there stands by words.
+// Scripts written without spaces between words (Chinese, Japanese, Thai, Lao, Khmer, Burmese, Tibetan, Javanese,
+// Balinese, Buginese, the Tai scripts, Yi) make no runs: a name there stands by words.
 const ownText = (v: string) => v.length >= 8 && !/^[\d.,+-]*$/.test(v);
-const RUN_START = /^(?![\p{sc=Han}\p{sc=Hira}\p{sc=Kana}\p{sc=Thai}])[\p{L}\p{M}\p{N}]/u;
-const RUN_END = /(?![\p{sc=Han}\p{sc=Hira}\p{sc=Kana}\p{sc=Thai}])[\p{L}\p{M}\p{N}]$/u;
+const IN_RUN =
+  /(?![\p{sc=Han}\p{sc=Hira}\p{sc=Kana}\p{sc=Thai}\p{sc=Lao}\p{sc=Khmr}\p{sc=Mymr}\p{sc=Tibt}\p{sc=Java}\p{sc=Bali}\p{sc=Bugi}\p{sc=Lana}\p{sc=Tale}\p{sc=Talu}\p{sc=Tavt}\p{sc=Yi}])[\p{L}\p{M}\p{N}]/u;
+const RUN_START = new RegExp(`^${IN_RUN.source}`, 'u');
+const RUN_END = new RegExp(`${IN_RUN.source}$`, 'u');
 const joins = (a: string, b: string) => RUN_END.test(a) && RUN_START.test(b);
 /** Whether the known value `v` at `at` in `t` (to `end`, where a clip cut it) goes on the run of letters or digits there. */
 const inRun = (t: string, at: number, v: string, end = at + v.length) =>

@@ -672,6 +672,16 @@ describe('a known value inside a longer run of letters or digits', () => {
     for (const [input, expected] of samples) expect(r.text(input), input).toBe(expected);
   });
 
+  it('in a script written without spaces between words, a known value is blanked inside the run it stands in', () => {
+    // Lao, Khmer, Myanmar, Tibetan, Javanese, Balinese, Tai Tham, Yi: a name between other words of the sentence.
+    const names = ['ສົມໃຈ', 'សុខា', 'အောင်', 'བཀྲ', 'ꦱꦸꦠ', 'ᬫᬤᬾ', 'ᨣᩤᨾ', 'ꆈꌠꁱ'];
+    const s = createRedactor({ fields: ['name'] });
+    for (const name of names) {
+      const [a, b] = [[...name].at(-1)!, [...name][0]!];
+      expect(s.withValuesFrom({ name }).text(`${a}${a}${name}${b}${b}`), name).toBe(`${a}${a}${REDACTED}${b}${b}`);
+    }
+  });
+
   it("a long value that is not a number (a password, a token) is blanked wherever it stands: it is the secret's text", () => {
     expect(r.text('login xhunter2secret2 refused')).toBe(`login x${REDACTED}2 refused`);
   });

@@ -6,6 +6,7 @@ import {
   type HandoffPacket,
   InvalidStateError,
   type OperationRecord,
+  type OperationSpec,
   sha256Hex,
   UnsafeResumeError,
 } from '@retrysafe/contract';
@@ -18,6 +19,7 @@ import {
   type RunnerOptions,
   type RunResult,
 } from '@retrysafe/core';
+import { createRedactor } from '@retrysafe/core/internal';
 import { createPostgresLedger, type PostgresLedger } from '@retrysafe/ledger-postgres';
 import type pg from 'pg';
 import { DbosStepConfigurationError } from './errors/dbos-step-configuration-error.js';
@@ -130,7 +132,30 @@ function fromRecord(rec: OperationRecord, published: HandoffPacket): DbosOperati
   return null; // still handed off, or being resumed by someone else
 }
 
-type Parts = { readonly runner: Runner; readonly ledger: PostgresLedger };
+type Parts = { readonly runner: Runner; readonly ledger: PostgresLedger; readonly redact: RunnerOptions['redact'] };
+type Redactor = ReturnType<typeof createRedactor>;
+
+/** Redacts as the runner redacts receipts: its options, the operation's sensitive fields and the values they hold. */
+function redactorFor({ redact }: Parts, spec: OperationSpec | undefined, params?: unknown): Redactor {
+  try {
+    return createRedactor(redact, spec?.sensitiveFields).withValuesFrom(params);
+  } catch {
+    return createRedactor(redact); // sensitive fields the runner refuses
+  }
+}
+
+/** `err` with its text redacted in place, its class, name and code kept: DBOS stores the error of a step and of its
+ * workflow in its tables (message, stack, cause, every own field), logs it and puts its message on a span. */
+function redacted(err: unknown, redactor: Redactor, seen = new Set<unknown>()): unknown {
+  if (!(err instanceof Error)) return redactor.params(err);
+  if (seen.has(err)) return err;
+  seen.add(err);
+  const e = err as unknown as Record<string, unknown>;
+  for (const key of new Set(['message', 'stack', ...Object.keys(e)]))
+    if (key !== 'cause') e[key] = redactor.params(e[key]);
+  if (e.cause !== undefined) e.cause = redacted(e.cause, redactor, seen);
+  return err;
+}
 
 /** The DBOS ids of the code running now; refuses any context in which DBOS would retry it. */
 function dbosIds(): { runId: string; inStep: boolean } {
@@ -152,17 +177,23 @@ function dbosIds(): { runId: string; inStep: boolean } {
 
 /** `body` as a DBOS step with retries off (or inside the current one). Attempt ids carry a tag new to each execution:
  * a step re-executed after a crash keeps its step id, and no two provider calls may share an attempt id. */
-function asStep<T>(name: string, inStep: boolean, runId: string, body: (attemptIds: () => string) => Promise<T>) {
+function asStep<T>(
+  name: string,
+  inStep: boolean,
+  runId: string,
+  redactor: () => Redactor,
+  body: (attemptIds: () => string) => Promise<T>,
+) {
   const inner = () => {
     const prefix = `${runId}:s${DBOS.stepID ?? 0}.${randomBytes(4).toString('hex')}`;
     let n = 0;
-    return body(() => `${prefix}.${++n}`);
+    return body(() => `${prefix}.${++n}`).catch((err) => Promise.reject(redacted(err, redactor())));
   };
   return inStep ? inner() : DBOS.runStep(inner, { name, retriesAllowed: false });
 }
 
 async function runOperation(
-  { runner }: Parts,
+  parts: Parts,
   adapter: AdapterV1,
   operation: string,
   input: DbosRunInput,
@@ -173,12 +204,13 @@ async function runOperation(
   const spec = Object.hasOwn(adapter?.operations ?? {}, operation) ? adapter.operations[operation] : undefined;
   const name = stepOptions?.name ?? `retrysafe:${spec?.card.operation ?? operation}`;
   const rounds = inStep ? 0 : bound(stepOptions, 'inProgressRounds', 20);
+  const redactor = () => redactorFor(parts, spec, input.params);
   for (let round = 0; ; round++) {
     let outcome: DbosOperationOutcome;
     try {
-      outcome = await asStep(name, inStep, runId, async (attemptIds) => {
+      outcome = await asStep(name, inStep, runId, redactor, async (attemptIds) => {
         const signal = DBOS.stepStatus?.cancelSignal;
-        return fromRunResult(await runner.run(adapter, operation, { ...input, runId, attemptIds, signal }));
+        return fromRunResult(await parts.runner.run(adapter, operation, { ...input, runId, attemptIds, signal }));
       });
     } catch (err) {
       // Stopped before sending (a pause ran the lease out): run again, as ending the workflow in ERROR loses it.
@@ -209,6 +241,7 @@ async function awaitResolution(
     );
   const id = outcome.businessOperationId;
   const workflowId = DBOS.workflowID!;
+  const redactor = () => redactorFor(parts, adapter.operations[outcome.packet.operation]);
   await DBOS.setEvent(handoffEventKey(id), outcome);
   // Counted across waits on the same operation: a count that started again would fold a new decision into a taken one.
   let taken = (await DBOS.getEvent<number>(workflowId, decisionsEventKey(id), 0)) ?? 0;
@@ -243,8 +276,8 @@ async function awaitResolution(
             next: null,
             answer: { refused: { code: NOT_WAITING, message: 'it arrived after the wait it was sent to had ended' } },
           }
-        : await asStep(`retrysafe:resolve:${outcome.packet.operation}`, false, runId, (attemptIds) =>
-            decide(parts, adapter, id, message, published, { runId, attemptIds }),
+        : await asStep(`retrysafe:resolve:${outcome.packet.operation}`, false, runId, redactor, (attemptIds) =>
+            decide(parts, adapter, id, message, published, { runId, attemptIds }, redactor),
           );
     if (answer && typeof decisionId === 'string') await DBOS.setEvent(answerEventKey(decisionId), answer);
     if (next === null || next.status === 'in-progress') continue;
@@ -265,6 +298,7 @@ async function decide(
   message: unknown,
   published: HandoffPacket,
   run: { runId: string; attemptIds: () => string },
+  redactor: () => Redactor,
 ): Promise<Decided> {
   let answer: DbosResolutionAnswer | null = null;
   if (isResolution(message)) {
@@ -280,7 +314,7 @@ async function decide(
       // Not applied (not safe, handed off again since, or no longer handed off): its sender is told, and the ledger
       // says what the workflow waits on now.
       if (!UnsafeResumeError.isInstance(err) && !InvalidStateError.isInstance(err)) throw err;
-      const refused = { refused: { code: err.code, message: err.message } };
+      const refused = { refused: { code: err.code, message: redactor().text(err.message) } };
       answer = (await appliedBeforeCrash(ledger, id, run.runId)) ? { applied: true } : refused;
     }
   }
@@ -311,9 +345,10 @@ export function createDbosRetrysafe(options: DbosRetrysafeOptions) {
     ...(pool ? { pool } : { connectionString: databaseUrl!, poolSize: ledgerPoolSize ?? 10 }),
     schema: ledgerSchema ?? 'retrysafe',
   });
-  const parts: Parts = { ledger, runner: createRunner({ ...runnerOptions, ledger }) };
+  const parts: Parts = { ledger, runner: createRunner({ ...runnerOptions, ledger }), redact: runnerOptions.redact };
   return {
-    ...parts,
+    ledger,
+    runner: parts.runner,
     /** Spread into `DBOS.setConfig`. */
     dbosConfig: () => (pool ? { systemDatabasePool: pool } : { systemDatabaseUrl: databaseUrl! }),
     /** Inside a workflow: the operation as one DBOS step; a handoff is returned, never thrown. */

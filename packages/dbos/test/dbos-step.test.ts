@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { DBOS } from '@dbos-inc/dbos-sdk';
-import { type BusinessOperationId, LeaseExpiredError } from '@retrysafe/contract';
+import { type BusinessOperationId, LeaseExpiredError, LedgerError } from '@retrysafe/contract';
 import { identityFields } from '@retrysafe/contract/ledger';
 import { createRunner } from '@retrysafe/core';
 import {
@@ -220,6 +220,39 @@ describe('a run stopped before sending (its lease ran out in a pause) is run aga
     } finally {
       rs.runner.run = run;
     }
+  });
+});
+
+describe('an error thrown out of a wrapped operation reaches DBOS redacted', () => {
+  it("no secret or address in its message, stack or cause lands in DBOS's tables; its class and code stay", async () => {
+    const run = rs.runner.run;
+    const [secret, email] = ['sk_live_4eC39HqLyjWDarjtT1zdp7dc', 'jane.doe@example.com'];
+    // A ledger failing with its driver's text, as the runner throws it (DBOS stores it, then the workflow's).
+    rs.runner.run = (async () => {
+      const cause = Object.assign(new Error(`no access for ${email}`), { detail: `key=${secret}` });
+      throw new LedgerError(`write failed for ${email} (${secret})`, { cause });
+    }) as typeof run;
+    try {
+      for (const wf of [once, insidePlainStep]) {
+        const h = await start(wf, `leak-${wf.name}-${tag}`, `leak-${tag}`);
+        await expect(h.getResult()).rejects.toMatchObject({ name: 'LedgerError', code: 'RETRYSAFE_LEDGER' });
+      }
+    } finally {
+      rs.runner.run = run;
+    }
+    const c = new pg.Client({ connectionString: url });
+    await c.connect();
+    const tables = await c.query('SELECT table_name FROM information_schema.tables WHERE table_schema = $1', [
+      dbosSchema,
+    ]);
+    let stored = '';
+    for (const { table_name } of tables.rows)
+      for (const { row } of (await c.query(`SELECT t::text AS row FROM "${dbosSchema}"."${table_name}" t`)).rows)
+        stored += `${row}\n`;
+    await c.end();
+    expect(stored).toContain('write failed for');
+    expect(stored).toContain('no access for');
+    for (const leak of [secret, email, 'jane.doe']) expect(stored).not.toContain(leak);
   });
 });
 
