@@ -8,8 +8,9 @@ export type Hearer = (p: Progress) => void;
 
 const MAX_WAIT_MS = 600_000;
 
-/** One run per identical call in flight; a duplicate waits for the first up to the caller's `_meta["retrysafe/waitMs"]`
- * (else `defaultWaitMs`), and an `in-progress` answer is followed in the ledger for as long. A call's `hearers` are
+/** One run per identical call in flight; a duplicate takes the first's answer, or its own run's (the runner's bounded
+ * wait for the first's claim). An `in-progress` answer is followed in the ledger up to the caller's
+ * `_meta["retrysafe/waitMs"]` (else `defaultWaitMs`). A call's `hearers` are
  * those its run reports progress to: a duplicate's join the first's while it waits, since it shares that run. */
 export function createCoalescer(ledger: Ledger, defaultWaitMs = 30_000) {
   const inflight = new Map<string, { answer: Promise<AgentToolResult>; hearers: Set<Hearer> }>();
@@ -48,19 +49,15 @@ export function createCoalescer(ledger: Ledger, defaultWaitMs = 30_000) {
       } catch {
         return run(); // arguments JSON cannot carry (nested too deep): the runner refuses them with its typed answer
       }
+      const answer = run().then((r) => untilEnded(r, deadline, run));
       const first = inflight.get(key);
       if (first) {
+        // Its own run waits (bounded) for the first's claim beside the wait for the first's answer, not after it.
         for (const h of hearers) first.hearers.add(h);
-        let timer: NodeJS.Timeout | undefined;
-        const timedOut = new Promise<null>((resolve) => (timer = setTimeout(() => resolve(null), waitMs)));
-        const r = await Promise.race([first.answer, timedOut]).finally(() => {
-          clearTimeout(timer);
+        return Promise.race([first.answer, answer]).finally(() => {
           for (const h of hearers) first.hearers.delete(h);
         });
-        // Still running after the caller's wait: the runner answers in-progress for it (the first holds the claim).
-        return r ?? run();
       }
-      const answer = run().then((r) => untilEnded(r, deadline, run));
       inflight.set(key, { answer, hearers });
       try {
         return await answer;
