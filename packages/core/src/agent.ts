@@ -265,6 +265,11 @@ export async function operationStatus(ledger: Ledger, id: string) {
     attempts: r.attemptCount,
     providerRef: r.providerRef,
     result: r.state === 'succeeded' ? r.result : null,
+    // No result is not "failed": redone under another intent, an operation that took effect would happen twice.
+    message:
+      r.state === 'succeeded'
+        ? 'Done.'
+        : 'Not done: it may already have taken effect. Call the operation again with the same arguments for its result or what to do next (later, if it is in progress); do not redo it under other intent fields.',
     // Resumed, marked done or abandoned since, the packet's actions are no longer open to anyone.
     handoff: summarizeHandoff(r.handoff, r.state !== 'handed-off'),
   };
