@@ -225,7 +225,9 @@ const agentScrub = createRedactor();
 /** `e` as an agent is shown it (MCP's error, the AI SDK's tool error), the same error with its message scrubbed as
  * receipts are: a ledger's or a driver's text may name a person (a role session) or quote a connection string. */
 export function scrubbedForAgent(e: unknown): unknown {
-  if (e instanceof Error) e.message = agentScrub.text(e.message);
+  // An abort's DOMException has a read-only message (and quotes no ledger): setting it would throw a TypeError instead.
+  if (e instanceof Error && Object.getOwnPropertyDescriptor(e, 'message')?.writable)
+    e.message = agentScrub.text(e.message);
   return e;
 }
 
