@@ -8,9 +8,8 @@ export type Hearer = (p: Progress) => void;
 
 const MAX_WAIT_MS = 600_000;
 
-/** One run per identical call in flight; a duplicate takes the first's answer, or its own run's (the runner's bounded
- * wait for the first's claim). An `in-progress` answer is followed in the ledger up to the caller's
- * `_meta["retrysafe/waitMs"]` (else `defaultWaitMs`). A call's `hearers` are
+/** One run per identical call in flight; a duplicate waits for the first up to the caller's `_meta["retrysafe/waitMs"]`
+ * (else `defaultWaitMs`), and an `in-progress` answer is followed in the ledger for as long. A call's `hearers` are
  * those its run reports progress to: a duplicate's join the first's while it waits, since it shares that run. */
 export function createCoalescer(ledger: Ledger, defaultWaitMs = 30_000) {
   const inflight = new Map<string, { answer: Promise<AgentToolResult>; hearers: Set<Hearer> }>();
@@ -49,15 +48,19 @@ export function createCoalescer(ledger: Ledger, defaultWaitMs = 30_000) {
       } catch {
         return run(); // arguments JSON cannot carry (nested too deep): the runner refuses them with its typed answer
       }
-      const answer = run().then((r) => untilEnded(r, deadline, run));
       const first = inflight.get(key);
       if (first) {
-        // Its own run waits (bounded) for the first's claim beside the wait for the first's answer, not after it.
         for (const h of hearers) first.hearers.add(h);
-        return Promise.race([first.answer, answer]).finally(() => {
+        // Its own run (the runner's bounded wait for the first's claim) goes beside the wait for the first's answer, not
+        // after it; answered in-progress, it waits on for the first's up to the deadline, and never runs again.
+        const own = run().then((r): Promise<AgentToolResult> | AgentToolResult =>
+          r.status === 'in-progress' ? sleep(Math.max(0, deadline - Date.now()), r, { ref: false }) : r,
+        );
+        return Promise.race([first.answer, own]).finally(() => {
           for (const h of hearers) first.hearers.delete(h);
         });
       }
+      const answer = run().then((r) => untilEnded(r, deadline, run));
       inflight.set(key, { answer, hearers });
       try {
         return await answer;
