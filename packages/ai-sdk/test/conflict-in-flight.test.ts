@@ -80,3 +80,41 @@ it('a conflict with a call still in flight in another worker: do not redo it und
   expect(again).toMatchObject({ status: 'done', adopted: true, providerRef: done.providerRef });
   expect(sandbox.count('payment_intent')).toBe(1);
 });
+
+// The user stops the agent while its call waits for the worker that holds the same operation: the wait ends with the
+// abort (as the abort, not an error of its own), not after policy.waitForOtherMs; the first call still lands once.
+it('an abort of the agent loop ends a call waiting for another worker at once', async () => {
+  const ledger = createMemoryLedger();
+  const adapter = createStripeAdapter({ apiKey: 'sk_test_ai_sdk', baseUrl: sandbox.url, timeoutMs: 5000 });
+  let reached = () => {};
+  const atGate = new Promise<void>((r) => {
+    reached = r;
+  });
+  let release = () => {};
+  const gate = new Promise<void>((r) => {
+    release = r;
+  });
+  const held = {
+    ...adapter,
+    doExecute: async (...a: Parameters<typeof adapter.doExecute>) => (reached(), await gate, adapter.doExecute(...a)),
+  };
+  const workerA = retrysafeTools({ runner: createRunner({ ledger }), adapters: [held], operations: [name] });
+  const first = Promise.resolve(workerA[name]!.execute!(original, { toolCallId: 'call_1', messages: [] }));
+  await atGate;
+
+  const stop = new AbortController();
+  const logger = (e: { event: string }) => void (e.event === 'busy' && stop.abort());
+  const runner = createRunner({ ledger, logger, policy: { waitForOtherMs: 600_000 } });
+  const tools = retrysafeTools({ runner, adapters: [adapter], operations: [name] });
+  const call = { type: 'tool-call' as const, toolCallId: 'call_2', toolName: name, input: JSON.stringify(original) };
+  const model = new MockLanguageModelV2({
+    doGenerate: [{ content: [call], finishReason: 'tool-calls' as const, usage, warnings: [] }],
+  });
+  const out = await generateText({ model, tools, prompt: 'charge order AI-9', abortSignal: stop.signal });
+  const [stopped] = out.steps.flatMap((s) => s.content).filter((c) => c.type === 'tool-error');
+  expect(stopped?.error).toMatchObject({ name: 'AbortError' });
+
+  release();
+  expect(await first).toMatchObject({ status: 'done' });
+  expect(sandbox.count('payment_intent')).toBe(1);
+});

@@ -225,7 +225,9 @@ const agentScrub = createRedactor();
 /** `e` as an agent is shown it (MCP's error, the AI SDK's tool error), the same error with its message scrubbed as
  * receipts are: a ledger's or a driver's text may name a person (a role session) or quote a connection string. */
 export function scrubbedForAgent(e: unknown): unknown {
-  if (e instanceof Error) e.message = agentScrub.text(e.message);
+  // An abort's DOMException has a read-only message (and quotes no ledger): setting it would throw a TypeError instead.
+  if (e instanceof Error && Object.getOwnPropertyDescriptor(e, 'message')?.writable)
+    e.message = agentScrub.text(e.message);
   return e;
 }
 
@@ -265,6 +267,11 @@ export async function operationStatus(ledger: Ledger, id: string) {
     attempts: r.attemptCount,
     providerRef: r.providerRef,
     result: r.state === 'succeeded' ? r.result : null,
+    // No result is not "failed": redone under another intent, an operation that took effect would happen twice.
+    message:
+      r.state === 'succeeded'
+        ? 'Done.'
+        : 'Not done: it may already have taken effect. Call the operation again with the same arguments for its result or what to do next (later, if it is in progress); do not redo it under other intent fields.',
     // Resumed, marked done or abandoned since, the packet's actions are no longer open to anyone.
     handoff: summarizeHandoff(r.handoff, r.state !== 'handed-off'),
   };

@@ -174,6 +174,33 @@ describe('retrysafe_status for an operation handed off once and no longer waitin
   }
 });
 
+describe('retrysafe_status of an operation not finished', () => {
+  // `dispatched` with no result reads as "failed" to a model, which may then redo it under another order reference.
+  it('says it may already have taken effect: call it again with the same arguments, not under other intent fields', async () => {
+    const { adapter, runner, ledger } = setup();
+    let reached = () => {};
+    const atGate = new Promise<void>((r) => {
+      reached = r;
+    });
+    let release = () => {};
+    const gate = new Promise<void>((r) => {
+      release = r;
+    });
+    const held = scripted(adapter, (_n, send) => (reached(), gate.then(send)));
+    const [tool] = agentTools([held], ['sandbox_records_create']);
+    const first = callAgentTool(runner, tool!, { ref: 'o-open' });
+    await atGate;
+    const [row] = await ledger.list();
+    const status = await operationStatus(ledger, row!.businessOperationId);
+    expect(status).toMatchObject({ state: 'dispatched', result: null });
+    expect(status.message).toMatch(/may already have taken effect/);
+    expect(status.message).toMatch(/same arguments/);
+    expect(status.message).toMatch(/do not redo it under other intent fields/);
+    release();
+    expect(await first).toMatchObject({ status: 'done' });
+  });
+});
+
 describe('the needs-human answer names what a rejection left at the provider', () => {
   it('also when the provider named no field: the object is named and a new call is said to make a second one', async () => {
     const { runner, tool } = rejectingTool({ reason: 'card-declined', message: 'declined', created: 'pi_2' });

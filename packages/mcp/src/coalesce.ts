@@ -51,14 +51,14 @@ export function createCoalescer(ledger: Ledger, defaultWaitMs = 30_000) {
       const first = inflight.get(key);
       if (first) {
         for (const h of hearers) first.hearers.add(h);
-        let timer: NodeJS.Timeout | undefined;
-        const timedOut = new Promise<null>((resolve) => (timer = setTimeout(() => resolve(null), waitMs)));
-        const r = await Promise.race([first.answer, timedOut]).finally(() => {
-          clearTimeout(timer);
+        // Its own run (the runner's bounded wait for the first's claim) goes beside the wait for the first's answer, not
+        // after it; answered in-progress, it waits on for the first's up to the deadline, and never runs again.
+        const own = run().then((r): Promise<AgentToolResult> | AgentToolResult =>
+          r.status === 'in-progress' ? sleep(Math.max(0, deadline - Date.now()), r, { ref: false }) : r,
+        );
+        return Promise.race([first.answer, own]).finally(() => {
           for (const h of hearers) first.hearers.delete(h);
         });
-        // Still running after the caller's wait: the runner answers in-progress for it (the first holds the claim).
-        return r ?? run();
       }
       const answer = run().then((r) => untilEnded(r, deadline, run));
       inflight.set(key, { answer, hearers });

@@ -4,7 +4,7 @@ import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/
 import { createMemoryLedger, createRunner } from '@retrysafe/core';
 import { createStripeAdapter } from '@retrysafe/stripe';
 import { startStripeSandbox } from '@retrysafe/stripe/sandbox';
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { createCoalescer, createRetrysafeMcpServer, serveHttp } from '../src/index.js';
 
 describe('retrysafe MCP server over streamable HTTP', () => {
@@ -107,6 +107,56 @@ describe('retrysafe MCP server over streamable HTTP', () => {
       );
       expect(a).toMatchObject({ status: 'done' });
       expect(b).toMatchObject({ status: 'done', providerRef: a!.providerRef });
+      expect(sandbox.count('customer')).toBe(1);
+    } finally {
+      await client.close();
+      await http.close();
+      await sandbox.close();
+    }
+  });
+
+  // The runner's wait for the worker holding the operation and the wait for the first call's answer run side by side:
+  // one after the other, the defaults (each policy.waitForOtherMs) add up to the SDK client's 60 s request timeout.
+  it("an identical call waits for the first's answer and, beside it, for the runner: not one after the other", async () => {
+    const sandbox = await startStripeSandbox({ port: 0 });
+    const ledger = createMemoryLedger();
+    const waited: string[] = [];
+    const logger = (e: { event: string }) => void (e.event === 'in-progress' && waited.push(e.event));
+    const runner = createRunner({ ledger, policy: { waitForOtherMs: 50 }, logger });
+    const adapter = createStripeAdapter({ apiKey: 'sk_test_mcp_coalesce', baseUrl: sandbox.url, timeoutMs: 5000 });
+    let reached = () => {};
+    const atGate = new Promise<void>((r) => {
+      reached = r;
+    });
+    let release = () => {};
+    const gate = new Promise<void>((r) => {
+      release = r;
+    });
+    const held = {
+      ...adapter,
+      doExecute: async (...a: Parameters<typeof adapter.doExecute>) => (reached(), await gate, adapter.doExecute(...a)),
+    };
+    const coalescer = createCoalescer(ledger, 600_000);
+    const http = await serveHttp(() => createRetrysafeMcpServer({ runner, ledger, adapters: [held], coalescer }));
+    const client = new Client({ name: 'http-agent', version: '1.0.0' });
+    try {
+      await client.connect(
+        new StreamableHTTPClientTransport(new URL(http.url), {
+          requestInit: { headers: { authorization: `Bearer ${http.token}` } },
+        }),
+      );
+      const call = () =>
+        client
+          .callTool({ name: 'stripe_customers_create', arguments: { customerRef: 'held-1' } })
+          .then((r) => r.structuredContent as { status: string; providerRef: string });
+      const first = call();
+      await atGate;
+      const second = call();
+      await vi.waitFor(() => expect(waited).toEqual(['in-progress']), { timeout: 5000 });
+      release();
+      const [a, b] = await Promise.all([first, second]);
+      expect(a).toMatchObject({ status: 'done' });
+      expect(b).toMatchObject({ status: 'done', providerRef: a.providerRef });
       expect(sandbox.count('customer')).toBe(1);
     } finally {
       await client.close();

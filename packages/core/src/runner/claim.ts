@@ -159,6 +159,8 @@ export async function waitForOther(ctx: RunnerContext, op: Operation, until?: nu
     const rec = await ledger.get(op.id);
     if (!rec) throw new InvalidStateError(op.id, 'absent', 'the operation disappeared from the ledger');
     if (TERMINAL_STATES.includes(rec.state)) return fromTerminal(ctx, rec, op.paramsFingerprint, op);
+    // The caller gave up (an agent loop stopped): it holds nothing here, so it stops waiting now.
+    if (op.signal?.aborted) throw op.signal.reason ?? new Error('aborted');
     const now = clock.now();
     if (!refused && !leaseLive(rec, now)) return claimAndDrive(ctx, op, deadline);
     refused = false;
