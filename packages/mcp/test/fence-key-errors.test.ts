@@ -31,7 +31,7 @@ const fenceFile = (keyed: Record<string, unknown> = {}) =>
   });
 
 /** The run of one call whose upstream answers `answer` (or throws it), and what its handoff says. */
-async function runWith(answer: () => unknown) {
+async function runWith(answer: () => Record<string, unknown>) {
   const callTool = async () => answer();
   const adapter = createFenceAdapter({ config: fenceFile(), client: { callTool }, tools: [create] });
   const r = await createRunner({ ledger: createMemoryLedger() }).run(adapter, 'create', { params: { ref: 'PO-1' } });
