@@ -80,7 +80,10 @@ describe("an upstream task's poll that fails once the task was created", () => {
         'research',
         { inputSchema: { topic: z.string() }, execution: { taskSupport: 'required' } },
         {
-          createTask: async (_, extra) => ((created += 1), { task: await extra.taskStore.createTask({}) }),
+          createTask: async (_, extra) => {
+            created += 1;
+            return { task: await extra.taskStore.createTask({}) };
+          },
           getTask: lost,
           getTaskResult: lost,
         },
@@ -92,6 +95,34 @@ describe("an upstream task's poll that fails once the task was created", () => {
       { name: 'late', timeoutMs: 5000, tools: { research: { kind: 'create', intent: ['topic'] } } },
     );
     const answer = (await client.callTool({ name: 'research', arguments: { topic: 'tides' } })) as Answer;
+    const said = answer.structuredContent?.retrysafe as { status: string; message: string };
+    expect(created).toBe(1);
+    expect(said.status).toBe('needs-human');
+    expect(said.message).not.toMatch(/not applied/);
+  });
+});
+
+describe("an McpServer's output validation error (the official SDK's, after its handler ran)", () => {
+  it('is never "not applied", even where the fence file reads tool errors as rejections', async () => {
+    let created = 0;
+    const make = () => {
+      const server = new McpServer({ name: 'drift', version: '1.0.0' });
+      // Its handler answers another shape than its output schema: the SDK then answers isError, the order made.
+      server.registerTool(
+        'create_order',
+        { inputSchema: { ref: z.string() }, outputSchema: { id: z.string() } },
+        async () => {
+          created += 1;
+          return { content: [], structuredContent: { id: created } };
+        },
+      );
+      return server;
+    };
+    const { client } = await hostOfFence(
+      { url: await httpUpstream(make) },
+      { name: 'drift', tools: { create_order: { kind: 'create', intent: ['ref'], toolErrors: 'rejected' } } },
+    );
+    const answer = (await client.callTool({ name: 'create_order', arguments: { ref: 'PO-1' } })) as Answer;
     const said = answer.structuredContent?.retrysafe as { status: string; message: string };
     expect(created).toBe(1);
     expect(said.status).toBe('needs-human');

@@ -173,6 +173,10 @@ function keyAnswer(t: FenceToolConfig, text: string, message = text): Outcome | 
   return null;
 }
 
+/** The official SDK's McpServer answers this once the tool's handler has run (its answer did not fit its own output
+ * schema): as a tool error, or thrown as invalid params by older versions. */
+const RAN_THEN_REFUSED = /^(MCP error -32602: )?Output validation error:/;
+
 /** A tool error is rejected or unknown as the fence file says; never throws. */
 function classifyToolAnswer(t: FenceToolConfig, answer: unknown): Outcome {
   const a = (answer ?? {}) as ToolAnswer;
@@ -185,6 +189,7 @@ function classifyToolAnswer(t: FenceToolConfig, answer: unknown): Outcome {
     );
     const keyTaken = keyAnswer(t, text, `tool error: ${text}`);
     if (keyTaken) return keyTaken;
+    if (RAN_THEN_REFUSED.test(text)) return unknownOutcome('server-error', `tool error after the tool ran: ${text}`);
     if (matches(t.rejectWhen, text) || t.toolErrors === 'rejected')
       return { kind: 'rejected', reason: 'validation', message: `tool error: ${text}` };
     return unknownOutcome('server-error', `tool error (may have applied): ${text}`);
@@ -249,6 +254,8 @@ function classifyToolError(error: unknown, tool?: FenceToolConfig): Outcome {
   // An MCP error the upstream threw (invalid params, say) may be its answer that the key is taken.
   const keyTaken = tool && typeof code === 'number' ? keyAnswer(tool, message) : null;
   if (keyTaken) return keyTaken;
+  if (code === ErrorCode.InvalidParams && RAN_THEN_REFUSED.test(message))
+    return unknownOutcome('server-error', `invalid params after the tool ran: ${message}`);
   // Refused before sending: the upstream is down and could not be restarted, or the client had no connection.
   if (
     error instanceof UpstreamUnavailableError ||
