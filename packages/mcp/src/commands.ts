@@ -86,6 +86,8 @@ const stopping =
     await ledger.close();
   };
 
+const SIGNALS = ['SIGTERM', 'SIGINT'] as const;
+
 /** Serves on stdio, or with `--http` on loopback behind the Host/Origin allow-lists and a bearer token. */
 async function serve(
   o: Values<typeof SERVE_COMMAND.options>,
@@ -93,6 +95,7 @@ async function serve(
   what: string,
   log: (line: string) => void,
   stop: () => Promise<void>,
+  signalled = false,
 ): Promise<void> {
   let stopping = false;
   const end = () => {
@@ -101,7 +104,8 @@ async function serve(
   };
   // SIGTERM (a supervisor's, or the host's while we stop) does not cut the stop short, which would leave an upstream
   // running; a second signal ends us at once.
-  for (const signal of ['SIGTERM', 'SIGINT'] as const) process.once(signal, end);
+  for (const signal of SIGNALS) process.once(signal, end);
+  if (signalled) return end();
   if (!o.http) {
     // MCP's stdio shutdown: the host closes our stdin and waits for us to exit. A host that started us through npx
     // cannot signal us, and an upstream child or a ledger's connections would keep us running.
@@ -165,7 +169,11 @@ export async function runWrap(argv: readonly string[], log = toStderr): Promise<
   const { values: o, rest } = parseOptions(argv, WRAP_COMMAND);
   if (o.config === undefined) throw new UsageError('name the fence file: --config <fence.yaml>');
   const config = loadFenceConfig(o.config);
-  const upstream = await connectUpstream(target(o.url, rest, config.env));
+  // A signal while the fence starts ends the upstream it is starting, or, once started, stops it as serving does.
+  const starting = new AbortController();
+  const signalled = () => starting.abort();
+  for (const s of SIGNALS) process.once(s, signalled);
+  const upstream = await connectUpstream(target(o.url, rest, config.env), undefined, { signal: starting.signal });
   try {
     const fence = await naming(o.config, () => {
       const fence = followUpstream(config, upstream);
@@ -179,7 +187,8 @@ export async function runWrap(argv: readonly string[], log = toStderr): Promise<
     log(
       `retrysafe fence: ${fenced.length} fenced (${fenced.join(', ')}), ${passed.length} passed through${passed.length ? ` (${passed.join(', ')})` : ''}`,
     );
-    return await serve(o, make, 'retrysafe fence', log, stopping(parts, upstream));
+    for (const s of SIGNALS) process.off(s, signalled);
+    return await serve(o, make, 'retrysafe fence', log, stopping(parts, upstream), starting.signal.aborted);
   } catch (e) {
     await upstream.close(); // a fence that cannot start leaves no upstream running
     throw e;

@@ -4,10 +4,12 @@
  * timers of its own (simulated logging, a long operation), so the end of its stdin does not end it. And its restart
  * after a death is a new session, which the hosts are told to list again.
  */
-import { readFileSync } from 'node:fs';
+import { spawn } from 'node:child_process';
+import { once } from 'node:events';
+import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { everythingServer, expectStopped, tempDir, wrapped, writeFence } from './fence-helpers.js';
+import { bin, everythingServer, expectStopped, tempDir, wrapped, writeFence } from './fence-helpers.js';
 
 const node = process.execPath;
 /** Loaded before server-everything: SIGTERM is ignored (a shell's `trap "" TERM` is not: node resets it). */
@@ -38,6 +40,19 @@ describe('the fence stops its upstream whatever ends it', () => {
     await client.ping(); // answered after the call was taken in
     await client.close(); // the call gets its grace, the upstream its own after it: past the host's SIGTERM
     await expectStopped(join(dir, 'pid'));
+  });
+
+  it('signalled while it starts (the upstream not answering yet): it ends, and ends the upstream it started', async () => {
+    const dir = tempDir('retrysafe-lifetime-');
+    const fence = writeFence(dir, { name: 'silent', tools: { echo: { kind: 'create', intent: ['message'] } } });
+    const pid = join(dir, 'pid');
+    // It never answers initialize, and its timer keeps it running after its stdin ends; its pid appears whole.
+    const silent = `const fs = require('node:fs'); fs.writeFileSync('${pid}.tmp', String(process.pid)); fs.renameSync('${pid}.tmp', '${pid}'); setInterval(() => {}, 1000)`;
+    const wrap = spawn(node, [bin, 'wrap', '--config', fence, '--', node, '-e', silent], { stdio: 'ignore' });
+    while (!existsSync(pid)) await new Promise((r) => setTimeout(r, 10));
+    wrap.kill('SIGTERM');
+    await once(wrap, 'exit');
+    await expectStopped(pid);
   });
 
   it('killed and restarted, a new session: its hosts are told to list its resources and prompts again', async () => {

@@ -163,6 +163,20 @@ const emptyWhenAbsent = (t: FenceToolConfig, path: string) =>
 
 const clip = (s: string) => (s.length > 200 ? `${s.slice(0, 200)}…` : s);
 
+const matches = (patterns: readonly string[] | undefined, text: string) =>
+  (patterns ?? []).some((r) => new RegExp(r, 'i').test(text));
+
+/** An error the fence file says means the key holds another request (its effect may exist), or one still in flight. */
+function keyAnswer(t: FenceToolConfig, text: string, message = text): Outcome | null {
+  if (matches(t.key?.inProgressWhen, text)) return { kind: 'in-progress', message };
+  if (matches(t.key?.conflictWhen, text)) return { kind: 'rejected', reason: 'conflict', message, code: 'key-taken' };
+  return null;
+}
+
+/** The official SDK's McpServer answers this once the tool's handler has run (its answer did not fit its own output
+ * schema): as a tool error, or thrown as invalid params by older versions. */
+const RAN_THEN_REFUSED = /^(MCP error -32602: )?Output validation error:/;
+
 /** A tool error is rejected or unknown as the fence file says; never throws. */
 function classifyToolAnswer(t: FenceToolConfig, answer: unknown): Outcome {
   const a = (answer ?? {}) as ToolAnswer;
@@ -173,7 +187,10 @@ function classifyToolAnswer(t: FenceToolConfig, answer: unknown): Outcome {
         .join(' ')
         .trim() || 'the tool answered an error',
     );
-    if ((t.rejectWhen ?? []).some((r) => new RegExp(r, 'i').test(text)) || t.toolErrors === 'rejected')
+    const keyTaken = keyAnswer(t, text, `tool error: ${text}`);
+    if (keyTaken) return keyTaken;
+    if (RAN_THEN_REFUSED.test(text)) return unknownOutcome('server-error', `tool error after the tool ran: ${text}`);
+    if (matches(t.rejectWhen, text) || t.toolErrors === 'rejected')
       return { kind: 'rejected', reason: 'validation', message: `tool error: ${text}` };
     return unknownOutcome('server-error', `tool error (may have applied): ${text}`);
   }
@@ -231,9 +248,14 @@ const MCP_ERRORS: Readonly<Record<number, (message: string) => Outcome>> = {
   }),
 };
 
-function classifyToolError(error: unknown): Outcome {
+function classifyToolError(error: unknown, tool?: FenceToolConfig): Outcome {
   const code = (error as { code?: unknown } | null)?.code;
   const message = clip(error instanceof Error ? error.message : String(error));
+  // An MCP error the upstream threw (invalid params, say) may be its answer that the key is taken.
+  const keyTaken = tool && typeof code === 'number' ? keyAnswer(tool, message) : null;
+  if (keyTaken) return keyTaken;
+  if (code === ErrorCode.InvalidParams && RAN_THEN_REFUSED.test(message))
+    return unknownOutcome('server-error', `invalid params after the tool ran: ${message}`);
   // Refused before sending: the upstream is down and could not be restarted, or the client had no connection.
   if (
     error instanceof UpstreamUnavailableError ||
@@ -390,7 +412,7 @@ function adapterOf(config: FenceConfig, client: UpstreamClient, operations: Reco
       try {
         outcome = classifyToolAnswer(t, await send(name, withKey(t, params ?? {}, ctx.providerKey), ctx.signal));
       } catch (error) {
-        outcome = classifyToolError(error);
+        outcome = classifyToolError(error, t);
         if (outcome.code === 'url-elicitation-required' && call) call.urlRequired = error;
       }
       return withoutMeta(outcome, call?.meta);

@@ -88,6 +88,8 @@ const FENCE_SCHEMA = closed(
               retention: duration('24h, 30m or 90s'),
               concurrency: { enum: ['rejects-in-progress', 'waits-then-replays', 'duplicates'] },
               parameterMatching: { enum: ['mismatch-error', 'replay-anyway', 'none'] },
+              conflictWhen: strings,
+              inProgressWhen: strings,
               source: str,
             },
             ['argument'],
@@ -141,6 +143,24 @@ function inlineCredentials(c: Omit<FenceConfig, 'baseDir' | 'timeoutMs'>): strin
   return problems;
 }
 
+/** A key the card says the upstream answers with an error when it already holds a request (or one in flight): with tool
+ * errors read as rejections, that answer would say "not applied", and a person would start a second object. */
+function unnamedKeyAnswers(name: string, t: FenceToolConfig): string[] {
+  if (t.toolErrors !== 'rejected' || !t.key) return [];
+  const k = t.key;
+  const needs = (when: string, fact: string) =>
+    `tools.${name}.key.${when}: its ${fact} says the upstream answers an error then, which toolErrors rejected would read as not applied (a new operation would make a second object): name its text`;
+  const problems: string[] = [];
+  if (!k.conflictWhen?.length) {
+    if (k.semantics === 'rejects-duplicate') problems.push(needs('conflictWhen', 'semantics rejects-duplicate'));
+    if (k.parameterMatching === 'mismatch-error')
+      problems.push(needs('conflictWhen', 'parameterMatching mismatch-error'));
+  }
+  if (k.concurrency === 'rejects-in-progress' && !k.inProgressWhen?.length)
+    problems.push(needs('inProgressWhen', 'concurrency rejects-in-progress'));
+  return problems;
+}
+
 /** Checks a parsed fence file strictly (unknown keys are errors) and fills its defaults; `source` names the file. */
 export function parseFenceConfig(raw: unknown, baseDir = process.cwd(), source?: string): FenceConfig {
   const at = source ? `${source}: ` : '';
@@ -163,13 +183,20 @@ export function parseFenceConfig(raw: unknown, baseDir = process.cwd(), source?:
       // Every call would miss its operation: a JavaScript object keeps no own key of this name by assignment.
       if (name === '__proto__')
         problems.push('tools.__proto__: cannot be fenced (not a key an operation can be kept by)');
-      for (const [i, r] of (t.rejectWhen ?? []).entries()) {
-        try {
-          new RegExp(r);
-        } catch {
-          problems.push(`tools.${name}.rejectWhen[${i}] is not a valid regular expression`);
+      const patterns = {
+        rejectWhen: t.rejectWhen,
+        'key.conflictWhen': t.key?.conflictWhen,
+        'key.inProgressWhen': t.key?.inProgressWhen,
+      };
+      for (const [when, list] of Object.entries(patterns))
+        for (const [i, r] of (list ?? []).entries()) {
+          try {
+            new RegExp(r);
+          } catch {
+            problems.push(`tools.${name}.${when}[${i}] is not a valid regular expression`);
+          }
         }
-      }
+      problems.push(...unnamedKeyAnswers(name, t));
       // The fence sets the key argument and drops the caller's: an intent cannot be made of it.
       const a = t.key?.argument;
       if (a && t.intent.some((p) => p === a || p.startsWith(`${a}.`) || a.startsWith(`${p}.`)))

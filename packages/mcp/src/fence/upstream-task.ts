@@ -15,6 +15,8 @@ import {
 export const taskOnly = (tool: Pick<Tool, 'execution'> | undefined) => tool?.execution?.taskSupport === 'required';
 
 const MIN_POLL_MS = 100;
+/** The errors that say a request was not run; of a task's poll, they say nothing of the task. */
+const NOT_RUN = new Set<number>([ErrorCode.InvalidParams, ErrorCode.MethodNotFound, ErrorCode.UrlElicitationRequired]);
 
 /** `req` run as a task of `c`: its result, or the error it ended with. Polled as the upstream asks, but a task given up
  * on (the host cancelled, or the timeout) is cancelled at once, as a request is, not at the next poll (the SDK's own
@@ -52,6 +54,11 @@ export async function viaTask(
       await sleep(Math.max(pollInterval ?? 1000, MIN_POLL_MS), undefined, { signal }).catch(() => undefined);
       signal?.throwIfAborted();
     }
+  } catch (e) {
+    // Created, the task may have run: no error of its polls says it did not (a restarted upstream's "Task not found"
+    // is invalid params, a dead one's "Not connected" reads as never sent).
+    if (signal?.aborted || (e instanceof McpError && !NOT_RUN.has(e.code))) throw e;
+    throw new McpError(ErrorCode.InternalError, `the upstream's task may have run: ${(e as Error)?.message ?? e}`);
   } finally {
     if (signal?.aborted) cancel(task.taskId);
   }

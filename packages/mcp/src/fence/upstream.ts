@@ -171,7 +171,7 @@ const HOST_ANSWER_MS = 600_000;
 export async function connectUpstream(
   target: UpstreamTarget,
   name = 'retrysafe-fence',
-  { hostAnswerMs = HOST_ANSWER_MS } = {},
+  { hostAnswerMs = HOST_ANSWER_MS, signal }: { hostAnswerMs?: number; signal?: AbortSignal } = {},
 ) {
   let client: Client | undefined;
   let tools: Tool[] = [];
@@ -187,7 +187,8 @@ export async function connectUpstream(
     hostAnswerMs,
   );
   const { busy } = shared;
-  const start = async (): Promise<void> => {
+  /** `stop`: the first start's only (the fence's own start), whose abort ends the upstream being started. */
+  const start = async (stop?: AbortSignal): Promise<void> => {
     const c = new Client({ name, version: '0.1.0' }, { capabilities: AS_CLIENT });
     c.fallbackRequestHandler = shared.toHost as never;
     const transport =
@@ -214,6 +215,9 @@ export async function connectUpstream(
       // by the next call.
       if (++deaths <= RESTART.tries) void ready().catch(() => undefined);
     };
+    // Aborted while it starts (the fence was signalled): its child is ended now, not left running after us.
+    const abandon = () => (transport as unknown as { _process?: ChildProcess })._process?.kill('SIGTERM');
+    stop?.addEventListener('abort', abandon, { once: true });
     await c.connect(transport).catch((e) => {
       throw named(e);
     });
@@ -225,6 +229,7 @@ export async function connectUpstream(
       await end(c).catch(() => undefined);
       throw error;
     });
+    stop?.removeEventListener('abort', abandon);
     capabilities = c.getServerCapabilities() ?? {};
     instructions = c.getInstructions();
     client = c;
@@ -240,7 +245,7 @@ export async function connectUpstream(
       if (i > 0) await sleep(RESTART.baseMs * 2 ** (i - 1));
       try {
         // Outside any host's call: what the connection reads outside a request's own answer stream is no call's.
-        return await hostCall.exit(start);
+        return await hostCall.exit(() => start());
       } catch (e) {
         last = e;
       }
@@ -291,7 +296,7 @@ export async function connectUpstream(
     }
   };
 
-  await hostCall.exit(start);
+  await hostCall.exit(() => start(signal));
   return {
     /** The upstream's tools as last listed (re-listed when it says its list changed, and after a restart). */
     get tools(): readonly Tool[] {
