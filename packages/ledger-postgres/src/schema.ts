@@ -1,6 +1,6 @@
 import { LedgerError } from '@retrysafe/contract';
 import type pg from 'pg';
-import { transaction } from './tx.js';
+import { Connections, transaction } from './connections.js';
 
 /** Each runs once per schema, in order, recorded in `retrysafe_schema_migrations`; `{{schema}}` is the quoted
  * schema. Never edit a released migration: add the next version. */
@@ -53,8 +53,6 @@ CREATE INDEX retrysafe_operations_open_idx ON {{schema}}.retrysafe_operations (s
   },
 ];
 
-type Queryable = Pick<pg.Pool | pg.Client, 'query'>;
-
 const SCHEMA_NAME = /^[a-z_][a-z0-9_]{0,62}$/;
 
 /** A lowercase identifier of at most 63 characters, quoted for SQL. */
@@ -76,24 +74,28 @@ export interface MigrateReport {
 
 /**
  * Brings `schema` up to date under an advisory lock, so many workers may run it at once; refuses a newer one.
- * A client you pass stays yours; on a pool, a connection whose rollback failed is closed.
+ * A client you pass stays yours; on a pool (yours or the ledger's own), a connection that failed is closed.
  */
-export async function migrate(pool: pg.Pool | pg.Client, schema = 'public'): Promise<MigrateReport> {
+export async function migrate(pool: pg.Pool | pg.Client | Connections, schema = 'public'): Promise<MigrateReport> {
   const quoted = quoteSchema(schema);
-  const pooled = 'totalCount' in pool;
-  const client = pooled ? await pool.connect() : pool;
+  const pooled = 'totalCount' in pool || pool instanceof Connections;
+  const client: Pick<Connections, 'query'> & { release?(err?: Error): void } = pooled ? await pool.connect() : pool;
+  let failed: Error | undefined;
   try {
-    // A client you pass has no `release` here, even one from your pool: the transaction must not hand it back.
-    const session = pooled ? client : { query: (q: pg.QueryConfig) => client.query(q) };
+    // The session without `release`: the transaction must not hand back a client it did not take.
+    const session = { query: (q: pg.QueryConfig) => client.query(q) };
     return await transaction(session, () => applyMigrations(client, schema, quoted));
   } catch (err) {
+    failed = err as Error;
     if (LedgerError.isInstance(err)) throw err;
     throw new LedgerError(`migrating schema ${schema} failed: ${(err as Error).message}`, { cause: err });
+  } finally {
+    if (pooled) client.release!(failed);
   }
 }
 
 /** With `migrate: false`: the schema must already be at this package's version (a mistyped one is not created). */
-export async function checkMigrated(pool: Queryable, schema: string): Promise<null> {
+export async function checkMigrated(pool: Pick<Connections, 'query'>, schema: string): Promise<null> {
   const newest = MIGRATIONS[MIGRATIONS.length - 1]!.version;
   const seen = await pool
     .query<{ v: number | null }>({
@@ -114,7 +116,7 @@ export async function checkMigrated(pool: Queryable, schema: string): Promise<nu
   );
 }
 
-async function applyMigrations(client: Queryable, schema: string, quoted: string) {
+async function applyMigrations(client: Pick<Connections, 'query'>, schema: string, quoted: string) {
   const run = <R extends pg.QueryResultRow>(text: string, values?: unknown[]) => client.query<R>({ text, values });
   await run('SELECT pg_advisory_xact_lock(hashtext($1))', [`retrysafe.migrate:${schema}`]);
   await run(`CREATE SCHEMA IF NOT EXISTS ${quoted}`);

@@ -1,24 +1,27 @@
-// The connections a ledger opens itself (no `pool` option): a statement that does not answer fails and its
-// connection is never reused, a wait for a connection that lasts too long fails without sending anything,
-// idle connections close, and close() ends them all.
+// The ledger's own connections (no `pool` option): one watchdog timer per ledger instead of pg.Pool's
+// timers per query. What the timers were there for still holds: a statement that does not answer fails
+// and its connection is never reused, a wait for a connection that lasts too long fails without sending
+// anything, idle connections close.
 import { randomBytes } from 'node:crypto';
-import { setTimeout as sleep } from 'node:timers/promises';
-import { type BusinessOperationId, LedgerError } from '@retrysafe/contract';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createPostgresLedger, type PostgresLedgerOptions } from '../src/index.js';
-import { claimOf, databaseUrl, dropSchema, freshSchema, testSchema } from './pg-test-db.js';
+import { Connections, QueryTimeoutError, transaction } from '../src/connections.js';
+import { createPostgresLedger } from '../src/index.js';
+import { databaseUrl, dropSchema, freshSchema } from './pg-test-db.js';
 
 const url = databaseUrl();
-const schema = testSchema('connections');
+const schema = freshSchema('connections');
 let admin: pg.Client;
 
 beforeAll(async () => {
   admin = new pg.Client({ connectionString: url });
   await admin.connect();
+  await admin.query(`CREATE SCHEMA "${schema}"`);
+  await admin.query(`CREATE TABLE "${schema}".sent (tag text)`);
 });
 afterAll(async () => {
   await admin?.end();
+  await dropSchema(schema);
 });
 
 /** A connection string whose sessions carry their own application_name, so pg_stat_activity finds them. */
@@ -36,142 +39,87 @@ const sessions = async (name: string) =>
 async function untilSessions(name: string, n: number): Promise<number> {
   let seen = await sessions(name);
   for (let i = 0; i < 100 && seen !== n; i++) {
-    await sleep(50);
+    await new Promise((r) => setTimeout(r, 50));
     seen = await sessions(name);
   }
   return seen;
 }
 
-const id = (s: string) => s as BusinessOperationId;
-
-/** `test` while another session holds what `lock` takes, in a transaction: whoever else needs it waits. */
-async function holding(lock: string, values: unknown[], test: () => Promise<void>) {
-  const locker = new pg.Client({ connectionString: url });
-  await locker.connect();
-  try {
-    await locker.query('BEGIN');
-    await locker.query(lock, values);
-    await test();
-  } finally {
-    await locker.end();
-  }
-}
-
-/** Polls until a session tagged `name` waits for a lock. */
-async function untilWaiting(name: string) {
-  const waiting = `SELECT 1 FROM pg_stat_activity WHERE application_name = $1 AND wait_event_type = 'Lock'`;
-  while ((await admin.query(waiting, [name])).rows.length === 0) await sleep(20);
-}
-
-const terminate = (name: string) =>
-  admin.query('SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = $1', [name]);
-
-/** A ledger on the test schema, with `options`; `test` runs while the row of an operation it claimed is locked by
- * another session (a statement that touches it does not answer until the lock goes); closed after. */
-async function withLockedRow(
-  options: Partial<PostgresLedgerOptions>,
-  test: (
-    l: ReturnType<typeof createPostgresLedger>,
-    ref: { businessOperationId: BusinessOperationId; fence: number },
-  ) => Promise<void>,
-) {
-  const l = createPostgresLedger({ connectionString: url, schema, leaseClock: 'caller', ...options });
-  try {
-    const opId = `locked-${randomBytes(4).toString('hex')}`;
-    const claimed = await l.claim(claimOf(opId, 'w1', Date.now()));
-    if (claimed.kind !== 'claimed') throw new Error(`expected a claim, got ${claimed.kind}`);
-    const lock = `SELECT 1 FROM "${schema}".retrysafe_operations WHERE business_operation_id = $1 FOR UPDATE`;
-    await holding(lock, [opId], () => test(l, { businessOperationId: id(opId), fence: claimed.record.fence }));
-  } finally {
-    await l.close();
-  }
-}
-
 describe("the ledger's own connections", () => {
-  it('a statement that does not answer in time fails with LedgerError, and its connection is never used again', async () => {
-    await withLockedRow({ poolSize: 1, queryTimeoutMs: 200 }, async (l, ref) => {
-      const err = await l.markDispatched(ref, Date.now()).catch((e: unknown) => e);
-      expect(LedgerError.isInstance(err)).toBe(true);
-      expect((err as Error).message).toBe(
-        'markDispatched failed in PostgreSQL: no answer within 200 ms: the connection is closed (the statement may still have committed)',
-      );
-      // The only connection still waits on the lock at the server: the next statement runs on a new one.
-      expect(await l.get(id('other'))).toBeNull();
-    });
+  it('a statement that does not answer in time fails, and its connection is never used again', async () => {
+    const c = new Connections({ connectionString: url, max: 1, timeoutMs: 200, idleMs: 0 });
+    try {
+      const before = (await c.query<{ pid: number }>({ text: 'SELECT pg_backend_pid() AS pid' })).rows[0]!.pid;
+      const err = await c.query({ text: 'SELECT pg_sleep(3)' }).catch((e: unknown) => e);
+      expect(err).toBeInstanceOf(QueryTimeoutError);
+      // The only connection was closed with the statement still running: the next one is a new session.
+      const after = (await c.query<{ pid: number }>({ text: 'SELECT pg_backend_pid() AS pid' })).rows[0]!.pid;
+      expect(after).not.toBe(before);
+    } finally {
+      await c.end();
+    }
   });
 
-  it('a transaction whose statement does not answer in time fails: its rollback does not wait behind that statement', async () => {
-    await withLockedRow({ poolSize: 1, queryTimeoutMs: 200 }, async (l, ref) => {
-      const claim = { ...claimOf(ref.businessOperationId, 'w2', Date.now()), existing: true as const };
-      const settled = l.claim(claim).then(
-        () => 'claimed',
+  it('a transaction whose statement does not answer in time fails: its rollback on the closed connection does not wait for ever', async () => {
+    const c = new Connections({ connectionString: url, max: 1, timeoutMs: 200, idleMs: 0 });
+    try {
+      const client = await c.connect();
+      const sleep = () => client.query({ text: 'SELECT pg_sleep(3)' });
+      const settled = transaction(client, sleep).then(
+        () => 'committed',
         (e: unknown) => e,
       );
-      const late = sleep(2_000).then(() => 'never settled');
-      expect((await Promise.race([settled, late])) as Error).toMatchObject({
-        message: expect.stringMatching(/^claim failed in PostgreSQL: no answer within 200 ms/),
-      });
-      expect(await l.get(id('other'))).toBeNull();
-    });
+      const late = new Promise((r) => setTimeout(() => r('never settled'), 2_000));
+      expect(await Promise.race([settled, late])).toBeInstanceOf(QueryTimeoutError);
+    } finally {
+      await c.end();
+    }
   });
 
-  for (const yours of [false, true])
-    it(`a transaction whose session the server ends fails with LedgerError, and the process carries on${yours ? ' (your pool)' : ''}`, async () => {
-      const t = tagged();
-      const pool = yours ? new pg.Pool({ connectionString: t.url, max: 1 }) : undefined;
-      await withLockedRow({ connectionString: t.url, poolSize: 1, ...(pool && { pool }) }, async (l, ref) => {
-        const claim = l.claim({ ...claimOf(ref.businessOperationId, 'w2', Date.now()), existing: true as const });
-        await untilWaiting(t.name);
-        await terminate(t.name);
-        expect(LedgerError.isInstance(await claim.catch((e: unknown) => e))).toBe(true);
-        expect(await l.get(id('other'))).toBeNull();
-      });
-      await pool?.end();
-    });
-
-  it('a migration whose session the server ends fails with LedgerError, and the process carries on', async () => {
-    const t = tagged();
-    const s = freshSchema('conn_migrate');
-    const l = createPostgresLedger({ connectionString: t.url, schema: s });
+  it('a named statement is prepared once on a connection, under its name, and runs again from there', async () => {
+    const c = new Connections({ connectionString: url, max: 1, timeoutMs: 5_000, idleMs: 0 });
     try {
-      await holding('SELECT pg_advisory_xact_lock(hashtext($1))', [`retrysafe.migrate:${s}`], async () => {
-        const ready = l.ready().catch((e: unknown) => e);
-        await untilWaiting(t.name);
-        await terminate(t.name);
-        expect(LedgerError.isInstance(await ready)).toBe(true);
+      for (const v of [1, 2])
+        expect(
+          (await c.query<{ v: number }>({ name: 'rs:test:echo', text: 'SELECT $1::int AS v', values: [v] })).rows,
+        ).toEqual([{ v }]);
+      const prepared = await c.query<{ name: string; statement: string }>({
+        text: 'SELECT name, statement FROM pg_prepared_statements',
       });
-      expect(await l.get(id('other'))).toBeNull();
+      expect(prepared.rows).toEqual([{ name: 'rs:test:echo', statement: 'SELECT $1::int AS v' }]);
     } finally {
-      await l.close();
-      await dropSchema(s);
+      await c.end();
     }
   });
 
   it('a wait for a free connection that lasts the time limit fails, and its statement is never sent', async () => {
-    await withLockedRow({ poolSize: 1, queryTimeoutMs: 200 }, async (l, ref) => {
-      // The second asks for the only connection before the first's statement is sent, so its wait ends first.
-      const first = l.markDispatched(ref, Date.now()).catch((e: unknown) => e);
-      const late = `late-${randomBytes(4).toString('hex')}`;
-      const err = await l.claim(claimOf(late, 'w2', Date.now())).catch((e: unknown) => e);
-      expect(LedgerError.isInstance(err)).toBe(true);
-      expect((err as Error).message).toMatch(/^claim failed in PostgreSQL: no free connection within 200 ms/);
-      await first;
-      expect(await l.get(id(late))).toBeNull();
-    });
+    const c = new Connections({ connectionString: url, max: 1, timeoutMs: 200, idleMs: 0 });
+    const held = await c.connect(); // the only connection, held (no statement running on it)
+    try {
+      const err = await c.query({ text: `INSERT INTO "${schema}".sent VALUES ('late')` }).catch((e: unknown) => e);
+      expect((err as Error).message).toMatch(/no free connection within 200 ms/);
+      held.release();
+      // Given back: the connection serves the next statement; the expired one never ran.
+      expect((await c.query<{ n: string }>({ text: `SELECT count(*) AS n FROM "${schema}".sent` })).rows[0]!.n).toBe(
+        '0',
+      );
+    } finally {
+      await c.end();
+    }
   });
 
-  it('more calls than connections each run once a connection is free; close() lets the calls under way finish', async () => {
-    const t = tagged();
-    const l = createPostgresLedger({ connectionString: t.url, schema, poolSize: 2 });
-    await l.ready();
-    const gets = await Promise.all([0, 1, 2, 3, 4, 5].map((i) => l.get(id(`busy-${i}`))));
-    expect(gets).toEqual([null, null, null, null, null, null]);
-    expect(await sessions(t.name)).toBe(2);
-    const under = l.get(id('under-way'));
-    await l.close();
-    expect(await under).toBeNull();
-    await expect(l.get(id('after'))).rejects.toThrow(/closed/);
-    expect(await untilSessions(t.name, 0)).toBe(0);
+  it('more statements than connections each run once a connection is free; closing waits for busy connections', async () => {
+    const c = new Connections({ connectionString: url, max: 2, timeoutMs: 5_000, idleMs: 0 });
+    const pids = await Promise.all(
+      [0, 1, 2, 3, 4, 5].map(() =>
+        c.query<{ pid: number }>({ text: 'SELECT pg_sleep(0.05), pg_backend_pid() AS pid' }),
+      ),
+    );
+    expect(new Set(pids.map((r) => r.rows[0]!.pid)).size).toBe(2);
+    const busy = c.query<{ one: number }>({ text: 'SELECT pg_sleep(0.1), 1 AS one' });
+    await c.end();
+    expect((await busy).rows[0]!.one).toBe(1);
+    await expect(c.query({ text: 'SELECT 1' })).rejects.toThrow(/closed/);
   });
 
   it('idle connections close after idleTimeoutMs, and the ledger opens new ones when it needs them', async () => {
@@ -180,9 +128,9 @@ describe("the ledger's own connections", () => {
     const ledger = createPostgresLedger({ connectionString: t.url, schema: s, poolSize: 3, idleTimeoutMs: 100 });
     try {
       await ledger.ready();
-      await Promise.all([1, 2, 3].map((i) => ledger.get(id(`idle-${i}`))));
+      await Promise.all([1, 2, 3].map((i) => ledger.get(`idle-${i}` as never)));
       expect(await untilSessions(t.name, 0)).toBe(0);
-      expect(await ledger.get(id('idle-again'))).toBeNull();
+      expect(await ledger.get('idle-again' as never)).toBeNull();
     } finally {
       await ledger.close();
       await dropSchema(s);
@@ -195,7 +143,7 @@ describe("the ledger's own connections", () => {
     const ledger = createPostgresLedger({ connectionString: t.url, schema: s, poolSize: 3 });
     try {
       await ledger.ready();
-      await Promise.all([1, 2, 3].map((i) => ledger.get(id(`close-${i}`))));
+      await Promise.all([1, 2, 3].map((i) => ledger.get(`close-${i}` as never)));
       expect(await sessions(t.name)).toBeGreaterThan(0);
     } finally {
       await ledger.close();
