@@ -190,7 +190,14 @@ interface Conn {
 type Waiter = { readonly resolve: (conn: Conn) => void; readonly reject: (err: Error) => void; readonly until: number };
 
 /** A connection held for a transaction (a pg.PoolClient, one of the ledger's own, or a bare pg.Client). */
-type Session = { query(config: pg.QueryConfig): Promise<unknown>; release?(err?: Error): void };
+type Session = {
+  query(config: pg.QueryConfig): Promise<unknown>;
+  release?(err?: Error): void;
+  on?(event: 'error', listener: () => void): unknown;
+  off?(event: 'error', listener: () => void): unknown;
+};
+
+const ignore = () => undefined;
 
 /**
  * `fn` inside BEGIN … COMMIT on `client`; any failure rolls back, and a connection whose rollback failed is closed.
@@ -199,6 +206,9 @@ type Session = { query(config: pg.QueryConfig): Promise<unknown>; release?(err?:
  */
 export async function transaction<T>(client: Session, fn: () => Promise<T>, holdMs = 0): Promise<T> {
   let broken: Error | undefined;
+  // pg.Pool listens for a client breaking only while it is idle: unheard, the 'error' would end the process. Held
+  // here, the statement under way fails instead.
+  client.on?.('error', ignore);
   try {
     const hold = Math.min(Math.ceil(holdMs), 2 ** 31 - 1); // the setting's range, in ms
     await client.query({ text: hold > 0 ? `BEGIN; SET LOCAL idle_in_transaction_session_timeout = ${hold}` : 'BEGIN' });
@@ -211,6 +221,7 @@ export async function transaction<T>(client: Session, fn: () => Promise<T>, hold
     });
     throw err;
   } finally {
+    client.off?.('error', ignore);
     client.release?.(broken);
   }
 }

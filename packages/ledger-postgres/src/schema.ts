@@ -79,11 +79,19 @@ export interface MigrateReport {
 export async function migrate(pool: pg.Pool | pg.Client | Connections, schema = 'public'): Promise<MigrateReport> {
   const quoted = quoteSchema(schema);
   const pooled = 'totalCount' in pool || pool instanceof Connections;
-  const client: Pick<Connections, 'query'> & { release?(err?: Error): void } = pooled ? await pool.connect() : pool;
+  const client: Pick<Connections, 'query'> & {
+    release?(err?: Error): void;
+    on?: pg.Client['on'];
+    off?: pg.Client['off'];
+  } = pooled ? await pool.connect() : pool;
   let failed: Error | undefined;
   try {
     // The session without `release`: the transaction must not hand back a client it did not take.
-    const session = { query: (q: pg.QueryConfig) => client.query(q) };
+    const session = {
+      query: (q: pg.QueryConfig) => client.query(q),
+      on: (e: 'error', f: () => void) => client.on?.(e, f),
+      off: (e: 'error', f: () => void) => client.off?.(e, f),
+    };
     return await transaction(session, () => applyMigrations(client, schema, quoted));
   } catch (err) {
     failed = err as Error;
