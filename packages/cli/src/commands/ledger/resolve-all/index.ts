@@ -34,7 +34,10 @@ export const RESOLVE_ALL_OPTIONS = {
   account: { argument: '<name>', parse: 'list', description: "only operations claimed for this adapter's account" },
   resume: { description: 're-send each with the SAME provider key through the adapters named in --config' },
   abandon: { description: 'give each up (nothing more is sent)' },
-  force: { description: 'also where the packet marks the action not safe (you checked at the provider)' },
+  force: {
+    description:
+      'also where the packet marks the action not safe, or a key may be forgotten and nothing can look it up first (you checked at the provider)',
+  },
   dryRun: { description: 'list what would be done; send and write nothing' },
   by: { argument: '<name>', description: 'who resolved them, for the receipts (default $USER)' },
 } as const satisfies Options;
@@ -87,9 +90,8 @@ export async function ledgerResolveAll(opts: ResolveAllOptions) {
     // refused: the packet marks the action not safe (without --force); result: null on a dry run or when refused
     const plan = a && !a.safe && !opts.force ? ('refused' as const) : action;
     // Bound to the packet listed: one resumed or handed off again since is refused, not resolved (nor forced) unseen.
-    // Forced only where that packet marks the action not safe (what --force is for): a resume it marked safe is judged
-    // again when it runs (a key the provider may have forgotten since), and forcing it would re-send blind.
-    const resolve = { ...opts, force: opts.force === true && a?.safe === false, handoffAt: r.handoff?.createdAt };
+    // What --force overrides is the runner's rule, as for `ledger resolve`.
+    const resolve = { ...opts, handoffAt: r.handoff?.createdAt };
     const done = opts.dryRun || plan === 'refused' ? null : await settle(ledgerResolve(resolve, r.businessOperationId));
     rows.push({
       ...pick(r, 'businessOperationId', 'operation'),
