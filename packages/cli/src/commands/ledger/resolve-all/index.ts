@@ -1,11 +1,5 @@
 import { loadConfigFile } from '@retrysafe/config';
-import {
-  asBusinessOperationId,
-  type HandoffReason,
-  type Ledger,
-  LedgerError,
-  RetrysafeError,
-} from '@retrysafe/contract';
+import { asBusinessOperationId, HANDOFF_REASONS, type Ledger, LedgerError, RetrysafeError } from '@retrysafe/contract';
 import { isParamsSealed } from '@retrysafe/core/internal';
 import { defineCommand, type Options, type Parsed } from '../../../command.js';
 import { exactlyOne, pickKnown, RefusedError, scrubbed, UsageError, wanted } from '../../../errors.js';
@@ -14,22 +8,14 @@ import { withParamsKeys } from '../chain.js';
 import { ledgerResolve, printable, resolved, resolveText } from '../resolve/index.js';
 import { TARGET_OPTIONS, targetFlags, unreadableRows, warnUnreadable, withLedger } from '../target.js';
 
-/** Every handoff reason, so a typo in --reason is refused rather than matching nothing (the type keeps it whole). */
-const REASONS = Object.keys({
-  rejected: 0,
-  'retry-exhausted': 0,
-  'unknown-no-safe-resend': 0,
-  'lookup-window-exhausted': 0,
-  'in-progress-window-exhausted': 0,
-  'key-past-retention': 0,
-  'crash-recovery-inconclusive': 0,
-  'recovery-failed': 0,
-} satisfies Record<HandoffReason, 0>);
-
 export const RESOLVE_ALL_OPTIONS = {
   ...TARGET_OPTIONS,
   operation: { argument: '<name>', parse: 'list', description: 'only this operation, e.g. stripe.invoices.create' },
-  reason: { argument: '<reason>', parse: 'list', description: `only this handoff reason (${REASONS.join(', ')})` },
+  reason: {
+    argument: '<reason>',
+    parse: 'list',
+    description: `only this handoff reason (${HANDOFF_REASONS.join(', ')})`,
+  },
   id: { argument: '<id>', parse: 'list', description: 'only these business-operation ids' },
   account: { argument: '<name>', parse: 'list', description: "only operations claimed for this adapter's account" },
   resume: { description: 're-send each with the SAME provider key through the adapters named in --config' },
@@ -57,7 +43,7 @@ export async function ledgerResolveAll(opts: ResolveAllOptions) {
       '--resume re-sends through the adapters: pass --config <file> naming them (credentials come from environment variables)',
     );
   for (const i of opts.id ?? []) asBusinessOperationId(i);
-  pickKnown('handoff reason', REASONS, opts.reason ?? []);
+  pickKnown('handoff reason', HANDOFF_REASONS, opts.reason ?? []);
   const action = opts.resume ? 'resume' : 'abandon';
   const config = opts.config ? await loadConfigFile(opts.config) : null;
   // A handoff whose row cannot be read is left out and reported (`unreadable`), not a reason to resolve none.
