@@ -383,3 +383,36 @@ describe('drillCommand called from a script', () => {
     await expect(drillCommand({ seed } as never, null)).rejects.toThrow(/--seed must be a non-negative integer/);
   });
 });
+
+describe('an adapter the config names that cannot be built: the message names the config file and the adapter entry', () => {
+  const dir = tempDir('adapter-errors');
+  writeFileSync(join(dir, 'broken.mjs'), "throw new Error('broken at load');\n");
+  writeFileSync(join(dir, 'picky.mjs'), "export default () => { throw new Error('option region is wrong'); };\n");
+  const db = join(dir, 'ledger.db');
+  it.each([
+    ['whose module fails to load', 'mine', { module: './broken.mjs' }, /broken at load/],
+    ['whose factory refuses its options', 'mine', { module: './picky.mjs' }, /option region is wrong/],
+    [
+      'a built-in one whose factory refuses its options',
+      'sandbox',
+      { baseUrl: 'http://api.example.com' },
+      /plain http/,
+    ],
+  ])('%s', async (name, adapter, entry, said) => {
+    await ledgerWithOneClaim(db, 'op-1');
+    const config = writeJson(dir, `${adapter}-${name.length}.json`, {
+      ledger: './ledger.db',
+      adapters: { [adapter]: entry },
+    });
+    for (const args of [
+      ['ledger', 'resolve', 'op-1', '--resume', '--config', config],
+      ['ledger', 'prune', '--older-than', '30d', '--dry-run', '--config', config],
+    ]) {
+      const r = await cli(args, { ...BOUND, cwd: dir });
+      expect(r.stderr).toMatch(said);
+      expect(r.stderr).toContain(`${config}: adapters.${adapter}`);
+      expect(r.stderr).not.toMatch(/\n\s+at /);
+      expect(r.code).toBe(2);
+    }
+  });
+});

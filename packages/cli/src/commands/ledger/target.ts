@@ -1,7 +1,7 @@
 import { existsSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { loadConfigFile, openLedger, type RetrysafeConfig } from '@retrysafe/config';
+import { ConfigError, createAdapters, loadConfigFile, openLedger, type RetrysafeConfig } from '@retrysafe/config';
 import { type Ledger, LedgerError, type OperationRecord, type OperationState } from '@retrysafe/contract';
 import { RECOVERABLE_STATES, TERMINAL_STATES } from '@retrysafe/contract/ledger';
 import { createSqliteLedger } from '@retrysafe/ledger-sqlite';
@@ -85,6 +85,15 @@ async function openTarget(
     throw new UsageError(
       `${path}: cannot open it as a SQLite ledger (${(e as Error).message.replace(/^cannot open SQLite ledger at [^:]*: /, '')})`,
     );
+  }
+}
+
+/** The adapters `--config <file>` names; one that cannot be built names the file, as what its reading finds does. */
+export async function configAdapters(config: RetrysafeConfig, file: string, environment?: NodeJS.ProcessEnv) {
+  try {
+    return await createAdapters(config, environment);
+  } catch (e) {
+    throw ConfigError.isInstance(e) ? new ConfigError(file, e.message) : e;
   }
 }
 

@@ -1,5 +1,5 @@
 import { resolve } from 'node:path';
-import { ConfigError, createAdapters, loadConfigFile } from '@retrysafe/config';
+import { ConfigError, loadConfigFile } from '@retrysafe/config';
 import {
   type AdapterV1,
   asBusinessOperationId,
@@ -22,7 +22,7 @@ import { readObjectFile } from '../../../files.js';
 import { paint, plural } from '../../../output.js';
 import { receiptKeysFromEnv, withParamsKeys } from '../chain.js';
 import { packetText } from '../packet-text.js';
-import { notInLedger, TARGET_OPTIONS, targetFlags, withLedger } from '../target.js';
+import { configAdapters, notInLedger, TARGET_OPTIONS, targetFlags, withLedger } from '../target.js';
 
 export const RESOLVE_OPTIONS = {
   ...TARGET_OPTIONS,
@@ -64,7 +64,7 @@ export async function ledgerResolve(opts: ResolveOptions, id: string): Promise<R
   asBusinessOperationId(id);
   const config = opts.config ? await loadConfigFile(opts.config) : null;
   const adapters =
-    config && (opts.resume || corrected !== undefined) ? Object.values(await createAdapters(config)) : [];
+    config && (opts.resume || corrected !== undefined) ? Object.values(await configAdapters(config, opts.config!)) : [];
   try {
     return await withLedger(
       opts,
