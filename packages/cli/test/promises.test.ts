@@ -204,6 +204,11 @@ describe('an operation left open that no adapter can drive any more is not stuck
       adapters: { stripe: { apiKeyEnv: 'RS_CLI_TEST_STRIPE_KEY', baseUrl: 'http://127.0.0.1:9' } },
     });
     const env = { RS_CLI_TEST_STRIPE_KEY: 'sk_test_cli' };
+    // Without --config: which adapter to name, and what a config naming none of it does.
+    const bare = await cli(['ledger', 'resolve', 'gone-1', '--resume', '--db', db], BOUND);
+    expect(bare.code).toBe(2);
+    expect(bare.stderr).toContain('pass --config <file> naming the adapter of sandbox.records.create');
+    expect(bare.stderr).toMatch(/if no adapter can drive it any more, a config naming any other hands it off to you/);
     const resume = () =>
       cli(['ledger', 'resolve', 'gone-1', '--resume', '--config', config, '--json'], { ...BOUND, cwd: dir, env });
     const live = await resume();
