@@ -215,6 +215,11 @@ describe('an operation left open that no adapter can drive any more is not stuck
       adapters: { stripe: { apiKeyEnv: 'RS_CLI_TEST_STRIPE_KEY', baseUrl: 'http://127.0.0.1:9' } },
     });
     const env = { RS_CLI_TEST_STRIPE_KEY: 'sk_test_cli' };
+    // Without --config: which adapter to name, and what a config naming none of it does.
+    const bare = await cli(['ledger', 'resolve', 'gone-1', '--resume', '--db', db], BOUND);
+    expect(bare.code).toBe(2);
+    expect(bare.stderr).toContain('pass --config <file> naming the adapter of sandbox.records.create');
+    expect(bare.stderr).toMatch(/if no adapter can drive it any more, a config naming any other hands it off to you/);
     const resume = () =>
       cli(['ledger', 'resolve', 'gone-1', '--resume', '--config', config, '--json'], { ...BOUND, cwd: dir, env });
     const live = await resume();
@@ -409,5 +414,38 @@ describe('drillCommand called from a script', () => {
   it.each([-1, 1.5, Number.NaN])('refuses seed %s as the command line does, before loading anything', async (seed) => {
     const { drillCommand } = await import('../src/commands/drill/index.js');
     await expect(drillCommand({ seed } as never, null)).rejects.toThrow(/--seed must be a non-negative integer/);
+  });
+});
+
+describe('an adapter the config names that cannot be built: the message names the config file and the adapter entry', () => {
+  const dir = tempDir('adapter-errors');
+  writeFileSync(join(dir, 'broken.mjs'), "throw new Error('broken at load');\n");
+  writeFileSync(join(dir, 'picky.mjs'), "export default () => { throw new Error('option region is wrong'); };\n");
+  const db = join(dir, 'ledger.db');
+  it.each([
+    ['whose module fails to load', 'mine', { module: './broken.mjs' }, /broken at load/],
+    ['whose factory refuses its options', 'mine', { module: './picky.mjs' }, /option region is wrong/],
+    [
+      'a built-in one whose factory refuses its options',
+      'sandbox',
+      { baseUrl: 'http://api.example.com' },
+      /plain http/,
+    ],
+  ])('%s', async (name, adapter, entry, said) => {
+    await ledgerWithOneClaim(db, 'op-1');
+    const config = writeJson(dir, `${adapter}-${name.length}.json`, {
+      ledger: './ledger.db',
+      adapters: { [adapter]: entry },
+    });
+    for (const args of [
+      ['ledger', 'resolve', 'op-1', '--resume', '--config', config],
+      ['ledger', 'prune', '--older-than', '30d', '--dry-run', '--config', config],
+    ]) {
+      const r = await cli(args, { ...BOUND, cwd: dir });
+      expect(r.stderr).toMatch(said);
+      expect(r.stderr).toContain(`${config}: adapters.${adapter}`);
+      expect(r.stderr).not.toMatch(/\n\s+at /);
+      expect(r.code).toBe(2);
+    }
   });
 });

@@ -239,7 +239,32 @@ async function agedHandoff(name: string) {
   return { dir, config, id: ids[0] as string, before };
 }
 
+/** As agedHandoff, on a provider nothing can look the operation up at: a resume is blind, so refused unforced. */
+async function blindHandoff(name: string) {
+  const DAY = 86_400_000;
+  const forgetful = await startFaultySandbox('lose', undefined, { ...REPLAYING_BEHAVIOUR, lookup: 'none' });
+  const dir = tempDir(name);
+  const db = join(dir, 'retrysafe.db');
+  const config = join(dir, 'retrysafe.json');
+  const ledger = createSqliteLedger({ path: db });
+  const runner = createRunner({ ledger, clock: createDrillClock(Date.now() - DAY - 60 * 60_000) });
+  const r = await runner.run(forgetful.adapter, 'records.create', { params: { ref: `${name}-1`, amount: 5 } });
+  await ledger.close();
+  expect(r.status === 'handed-off' && r.packet.safeNextActions[0]).toMatchObject({ action: 'resume', safe: true });
+  forgetful.setFault('pass');
+  forgetful.writeConfig(config, db);
+  forgetful.provider.advance(DAY + 60 * 60_000);
+  return { forgetful, dir, config, id: r.businessOperationId, before: forgetful.provider.count() };
+}
+
 describe('ledger resolve-all --resume --force', () => {
+  it('decides each row as ledger resolve --resume --force does: one marked safe by its key with nothing to look it up by is sent, as the person vouched', async () => {
+    const { forgetful, dir, config, id, before } = await blindHandoff('forced-all-blind');
+    const r = await cliJson(['ledger', 'resolve-all', '--config', config, '--resume', '--force'], dir);
+    expect(rowsOf(r.body)[id]).toMatchObject({ plan: 'resume', result: { status: 'done', adopted: false } });
+    expect(forgetful.provider.count()).toBe(before + 1);
+  });
+
   it('forces only the rows whose packet marks the resume not safe: one marked safe by its key, now past the key’s retention, is not re-sent blind', async () => {
     const { dir, config, id, before } = await agedHandoff('forced-aged');
     const r = await cliJson(['ledger', 'resolve-all', '--config', config, '--resume', '--force'], dir);
@@ -262,21 +287,8 @@ describe('ledger resolve --resume --force', () => {
   });
 
   it('of one marked safe by its key, past the retention, with nothing to look it up by: refused unforced, saying resume is no longer safe and what --force risks', async () => {
-    const DAY = 86_400_000;
-    const forgetful = await startFaultySandbox('lose', undefined, { ...REPLAYING_BEHAVIOUR, lookup: 'none' });
-    const dir = tempDir('forced-blind');
-    const db = join(dir, 'retrysafe.db');
-    const config = join(dir, 'retrysafe.json');
-    const ledger = createSqliteLedger({ path: db });
-    const runner = createRunner({ ledger, clock: createDrillClock(Date.now() - DAY - 60 * 60_000) });
-    const r = await runner.run(forgetful.adapter, 'records.create', { params: { ref: 'blind-1', amount: 5 } });
-    await ledger.close();
-    expect(r.status === 'handed-off' && r.packet.safeNextActions[0]).toMatchObject({ action: 'resume', safe: true });
-    forgetful.setFault('pass');
-    forgetful.writeConfig(config, db);
-    forgetful.provider.advance(DAY + 60 * 60_000);
-    const before = forgetful.provider.count();
-    const out = await cliJson(['ledger', 'resolve', r.businessOperationId, '--config', config, '--resume'], dir);
+    const { forgetful, dir, config, id, before } = await blindHandoff('forced-blind');
+    const out = await cliJson(['ledger', 'resolve', id, '--config', config, '--resume'], dir);
     expect(out.code).toBe(1);
     expect(out.stderr).toContain('resume is no longer safe');
     expect(out.stderr).not.toContain('the handoff packet marks resume as not safe');

@@ -161,10 +161,25 @@ async function createBuiltIn(name: string, c: object, path: string, environment:
   const { factory, secretEnv, secret } = BUILT_IN[name]!;
   const mod = await importOptional<Record<string, unknown>>(`@retrysafe/${name}`, path);
   const create = mod[factory] as (options: unknown) => AdapterV1;
+  const what = `@retrysafe/${name}'s ${factory}`;
   // A sandbox the config describes no behaviour of is the replaying provider of its drills.
-  if (!secretEnv || !secret) return create({ timeoutMs: 5000, behaviour: mod.REPLAYING_BEHAVIOUR, ...c });
+  if (!secretEnv || !secret)
+    return built(path, what, [], () => create({ timeoutMs: 5000, behaviour: mod.REPLAYING_BEHAVIOUR, ...c }));
   const { [secretEnv]: variable, ...options } = c as Record<string, unknown>;
-  return create({ ...options, [secret]: env(variable as string, path, environment) });
+  const key = env(variable as string, path, environment);
+  return built(path, what, [key], () => create({ ...options, [secret]: key }));
+}
+
+/** A factory's refusal names the entry; it was handed the secrets: what it says is passed on without them, scrubbed as
+ * foreign text is. */
+async function built(path: string, what: string, secrets: readonly string[], make: () => unknown): Promise<AdapterV1> {
+  try {
+    return (await make()) as AdapterV1;
+  } catch (e) {
+    let said = e instanceof Error ? e.message : String(e);
+    for (const secret of secrets) said = said.split(secret).join('[redacted]');
+    throw new ConfigError(path, `${what} failed: ${safeMessage(said)}`);
+  }
 }
 
 /** Builds the configured adapters, importing only their packages. */
@@ -192,9 +207,13 @@ export async function createAdapters(
       const spec = file ? resolve(config.baseDir, m.module) : m.module;
       if (file && !existsSync(spec))
         throw new ConfigError(`${path}.module`, `no file ${m.module} (looked for ${spec})`);
-      const mod = file
-        ? ((await import(spec)) as Record<string, unknown>)
-        : await importOptional<Record<string, unknown>>(spec, `${path}.module`);
+      // A module that throws while loading is this entry's fault, said as the config's other problems are.
+      const mod = await (file ? import(spec) : importOptional<Record<string, unknown>>(spec, `${path}.module`)).catch(
+        (e: unknown) => {
+          if (ConfigError.isInstance(e)) throw e;
+          throw new ConfigError(`${path}.module`, `cannot import ${m.module}: ${safeMessage((e as Error).message)}`);
+        },
+      );
       const factory = mod[m.export ?? 'default'];
       if (typeof factory !== 'function')
         throw new ConfigError(path, `${m.module} does not export a factory named ${m.export ?? 'default'}`);
@@ -205,14 +224,7 @@ export async function createAdapters(
         secrets.push(secret);
         setPath(options, option, secret, `${path}.secretsFromEnv`);
       }
-      try {
-        out[name] = (await factory(options)) as AdapterV1;
-      } catch (e) {
-        // The factory was handed the secrets: what it says is passed on without them, scrubbed as foreign text is.
-        let said = e instanceof Error ? e.message : String(e);
-        for (const secret of secrets) said = said.split(secret).join('[redacted]');
-        throw new ConfigError(path, `the factory of ${m.module} failed: ${safeMessage(said)}`);
-      }
+      out[name] = await built(path, `the factory of ${m.module}`, secrets, () => factory(options));
     }
   }
   exposedOperations(config, out);

@@ -208,17 +208,27 @@ export type UnsupportedSpecificationVersionError = InstanceType<typeof Unsupport
 
 const ledgerMarker = Symbol.for('retrysafe.error.LedgerError');
 
+/** Where a caller acts on the kind of ledger failure: `not-a-ledger`, the place named holds no ledger (a wrong target);
+ * `busy`, another connection held the lock and nothing was written (try again). */
+export type LedgerErrorReason = 'not-a-ledger' | 'busy';
+
 /** `providerMayHaveBeenCalled`: the effect may exist, so run the same id again or `recover()` (both look up first). */
 export class LedgerError extends RetrysafeError {
   readonly [ledgerMarker] = true;
   readonly providerMayHaveBeenCalled: boolean;
-  constructor(message: string, options?: { cause?: unknown; providerMayHaveBeenCalled?: boolean }) {
+  readonly reason: LedgerErrorReason | undefined;
+  constructor(
+    message: string,
+    options?: { cause?: unknown; providerMayHaveBeenCalled?: boolean; reason?: LedgerErrorReason },
+  ) {
     super('RETRYSAFE_LEDGER', message, options?.cause !== undefined ? { cause: options.cause } : undefined);
     this.providerMayHaveBeenCalled = options?.providerMayHaveBeenCalled ?? false;
+    this.reason = options?.reason;
   }
   static override isInstance = markerGuard<LedgerError>(ledgerMarker);
 
   override toJSON(): Record<string, unknown> {
-    return { ...super.toJSON(), providerMayHaveBeenCalled: this.providerMayHaveBeenCalled };
+    const { providerMayHaveBeenCalled, reason } = this;
+    return { ...super.toJSON(), providerMayHaveBeenCalled, ...(reason ? { reason } : {}) };
   }
 }

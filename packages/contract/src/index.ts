@@ -25,3 +25,4 @@ export { businessOperationId, intentOf, pickIntent } from './intent.js';
 export type * from './ledger.js';
 export * from './outcome.js';
 export type * from './receipt.js';
+export { HANDOFF_REASONS } from './receipt.js';

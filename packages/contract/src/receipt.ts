@@ -29,15 +29,18 @@ export interface Receipt
   readonly hash: string;
 }
 
-export type HandoffReason =
-  | 'rejected'
-  | 'retry-exhausted'
-  | 'unknown-no-safe-resend'
-  | 'lookup-window-exhausted'
-  | 'in-progress-window-exhausted'
-  | 'key-past-retention'
-  | 'crash-recovery-inconclusive'
-  | 'recovery-failed';
+/** Every reason a packet may give, for a filter that refuses a typo rather than matching nothing. */
+export const HANDOFF_REASONS = [
+  'rejected',
+  'retry-exhausted',
+  'unknown-no-safe-resend',
+  'lookup-window-exhausted',
+  'in-progress-window-exhausted',
+  'key-past-retention',
+  'crash-recovery-inconclusive',
+  'recovery-failed',
+] as const;
+export type HandoffReason = (typeof HANDOFF_REASONS)[number];
 
 /** `resend-with`: send corrected params as a new revision; offered only when every attempt is known not applied. */
 export type SafeActionName = 'resume' | 'mark-done' | 'abandon' | 'resend-with';

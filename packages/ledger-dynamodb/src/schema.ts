@@ -82,7 +82,7 @@ async function waitActive(client: DynamoDBClient, table: string, timeoutMs: numb
         keysOf(open?.KeySchema) !== keysOf(want.GlobalSecondaryIndexes?.[0]?.KeySchema) ||
         open?.Projection?.ProjectionType !== 'ALL'
       )
-        throw new LedgerError(`DynamoDB ${notKeyed(table)}`);
+        throw new LedgerError(`DynamoDB ${notKeyed(table)}`, { reason: 'not-a-ledger' });
       return;
     }
     if (Date.now() >= deadline) throw new LedgerError(`DynamoDB table ${table} is not ACTIVE after ${timeoutMs} ms`);

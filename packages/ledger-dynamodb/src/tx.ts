@@ -55,13 +55,18 @@ export function createTable(client: DynamoDBClient, table: string) {
     if (RetrysafeError.isInstance(err)) return err;
     // DynamoDB says only "Requested resource not found", or names a key or index it lacks; the ledger never makes it.
     const { name, message } = (err ?? {}) as Error;
-    const why =
-      name === 'ResourceNotFoundException'
-        ? `table ${table} does not exist where the client points (its region, account or endpoint): create it with ensureTable(client, '${table}')`
-        : name === 'ValidationException' && /does not match the schema|Missing the key|specified index/.test(message)
-          ? `${notKeyed(table)} (${message})`
-          : `${name}: ${message}`;
-    return new LedgerError(`DynamoDB ledger ${what} on table ${table} failed: ${why}`, { cause: err });
+    const missing = name === 'ResourceNotFoundException';
+    const unkeyed =
+      name === 'ValidationException' && /does not match the schema|Missing the key|specified index/.test(message);
+    const why = missing
+      ? `table ${table} does not exist where the client points (its region, account or endpoint): create it with ensureTable(client, '${table}')`
+      : unkeyed
+        ? `${notKeyed(table)} (${message})`
+        : `${name}: ${message}`;
+    return new LedgerError(`DynamoDB ledger ${what} on table ${table} failed: ${why}`, {
+      cause: err,
+      ...(missing || unkeyed ? { reason: 'not-a-ledger' } : {}),
+    });
   };
   async function send<T>(what: string, run: () => Promise<T>): Promise<T> {
     refuseClosed(what);

@@ -791,6 +791,7 @@ describe('the DynamoDB ledger', () => {
     const l = createDynamoDbLedger({ table: 'no-such-table', client });
     for (const call of [() => l.claim(claimOf(newId('none'))), () => l.list(), () => l.get(newId('none'))])
       await expect(call()).rejects.toThrow(/table no-such-table does not exist.*ensureTable/);
+    await expect(l.list()).rejects.toMatchObject({ reason: 'not-a-ledger' });
     expect((await client.send(new ListTablesCommand({}))).TableNames).not.toContain('no-such-table');
     await l.close();
     client.destroy();
@@ -818,6 +819,7 @@ describe('the DynamoDB ledger', () => {
       () => unindexed.list({ states: ['handed-off'] }),
     ];
     for (const call of calls) await expect(call()).rejects.toThrow(/is not keyed as the ledger needs.*tableDefinition/);
+    for (const call of calls) await expect(call()).rejects.toMatchObject({ reason: 'not-a-ledger' });
     await Promise.all([keyed.close(), unindexed.close()]);
     client.destroy();
   });

@@ -116,11 +116,14 @@ export async function checkMigrated(pool: Pick<Connections, 'query'>, schema: st
         throw err;
       },
     );
+  if (seen === 0)
+    throw new LedgerError(
+      `schema ${schema} holds no retrysafe ledger (no migration recorded); with migrate: false nothing is created`,
+      { reason: 'not-a-ledger' },
+    );
   if (seen === newest) return null;
   throw new LedgerError(
-    seen === 0
-      ? `schema ${schema} holds no retrysafe ledger (no migration recorded); with migrate: false nothing is created`
-      : `schema ${schema} is at migration ${seen}, this @retrysafe/ledger-postgres needs ${newest}: ${seen > newest ? 'upgrade the package' : 'run migrate()'}`,
+    `schema ${schema} is at migration ${seen}, this @retrysafe/ledger-postgres needs ${newest}: ${seen > newest ? 'upgrade the package' : 'run migrate()'}`,
   );
 }
 

@@ -238,6 +238,7 @@ describe('migrations', () => {
     await withSchemaPool('nomigrate', 2, async (pool, s) => {
       const l = createPostgresLedger({ pool, schema: s, migrate: false });
       await expect(l.list()).rejects.toThrow(new RegExp(`schema ${s} holds no retrysafe ledger`));
+      await expect(l.list()).rejects.toMatchObject({ reason: 'not-a-ledger' });
       const { rows } = await pool.query('SELECT 1 FROM pg_namespace WHERE nspname = $1', [s]);
       expect(rows).toEqual([]);
       await migrate(pool, s);

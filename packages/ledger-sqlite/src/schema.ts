@@ -45,6 +45,7 @@ export function migrate(db: DatabaseSync, path: string, create: boolean): void {
   if (!create)
     throw new LedgerError(
       `cannot open SQLite ledger at ${path}: it holds no retrysafe ledger of schema version ${SCHEMA_VERSION} (its version is ${seen}); with migrate: false nothing is written to it`,
+      { reason: 'not-a-ledger' },
     );
   db.exec('BEGIN IMMEDIATE');
   try {

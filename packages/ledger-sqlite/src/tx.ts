@@ -77,7 +77,10 @@ export function openConnection(o: CheckedOptions) {
       : isBusy(cause)
         ? `${(cause as Error).message}: another connection held its lock longer than busyTimeoutMs (${busyMs} ms): nothing was written; try again once it lets go (a long transaction of another process, an open sqlite3 shell)`
         : (cause as Error).message;
-    throw new LedgerError(`cannot open SQLite ledger at ${path}: ${why}`, { cause });
+    throw new LedgerError(`cannot open SQLite ledger at ${path}: ${why}`, {
+      cause,
+      ...(isBusy(cause) ? { reason: 'busy' } : {}),
+    });
   }
   const opened = db;
   let open = true;
@@ -131,7 +134,7 @@ export async function tx<T>(c: Connection, what: string, fn: () => T, options: T
       if (last)
         throw new LedgerError(
           `SQLite ledger ${what} failed: ${(err as Error).message}: another connection held the write lock longer than busyTimeoutMs (${c.busyMs} ms): nothing was written; try again once it lets go (a long transaction of another process, an open sqlite3 shell)`,
-          { cause: err },
+          { cause: err, reason: 'busy' },
         );
     }
     await sleep(Math.max(0, Math.min(step, deadline - Date.now())));

@@ -112,6 +112,9 @@ describe('sqlite ledger', () => {
     other.close();
     const before = readFileSync(path);
     expect(() => createSqliteLedger({ path, migrate: false })).toThrow(/holds no retrysafe ledger of schema version 1/);
+    expect(() => createSqliteLedger({ path, migrate: false })).toThrow(
+      expect.objectContaining({ reason: 'not-a-ledger' }),
+    );
     expect(readFileSync(path).equals(before)).toBe(true);
     expect(readdirSync(dir).filter((f) => f.startsWith(basename(path)))).toEqual([basename(path)]);
     await createSqliteLedger({ path }).close(); // the default creates it
@@ -173,6 +176,7 @@ describe('sqlite ledger', () => {
           onPrune: (r) => void exported.push(r.businessOperationId),
         }).catch((e: unknown) => e);
         expect(typedLedgerError(err), String(err)).toBe(true);
+        expect(err).toMatchObject({ reason: 'busy' });
         // An export of what was then not deleted would be written again by the next prune, to another file.
         expect(exported).toEqual([]);
       } finally {
@@ -424,6 +428,7 @@ describe('sqlite ledger', () => {
         expect((err as Error).message).toMatch(
           /another connection held its lock longer than busyTimeoutMs \(40 ms\): nothing was written/,
         );
+        expect(err).toMatchObject({ reason: 'busy' });
       }
     } finally {
       other.exec('ROLLBACK');

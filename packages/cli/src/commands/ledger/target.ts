@@ -1,16 +1,13 @@
 import { existsSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { loadConfigFile, openLedger, type RetrysafeConfig } from '@retrysafe/config';
+import { ConfigError, createAdapters, loadConfigFile, openLedger, type RetrysafeConfig } from '@retrysafe/config';
 import { type Ledger, LedgerError, type OperationRecord, type OperationState } from '@retrysafe/contract';
 import { RECOVERABLE_STATES, TERMINAL_STATES } from '@retrysafe/contract/ledger';
 import { createSqliteLedger } from '@retrysafe/ledger-sqlite';
 import { type Context, EXIT, type OptionConfig, type Options, type Parsed } from '../../command.js';
 import { scrubbed, UsageError } from '../../errors.js';
 import { pick } from '../../output.js';
-
-/** SQLite's primary result code for a lock another connection holds (an extended code keeps it in its low byte). */
-const SQLITE_BUSY = 5;
 
 /** Every state, the open ones first. */
 const STATES: readonly OperationState[] = [...RECOVERABLE_STATES, ...TERMINAL_STATES];
@@ -63,8 +60,7 @@ async function openTarget(
       return ledger;
     } catch (e) {
       await ledger.close();
-      // A schema holding no ledger is the place given that is wrong (exit 2); a database that cannot be reached is not.
-      throw /holds no retrysafe ledger/.test((e as Error).message) ? new UsageError((e as Error).message) : e;
+      throw e;
     }
   }
   if (target.schema) throw new UsageError('--schema applies to a postgres:// ledger only');
@@ -84,11 +80,20 @@ async function openTarget(
     return openSqlite(path, options.writes !== true);
   } catch (e) {
     // Held locked by another process: the path is right and the ledger busy (exit 1).
-    if (((((e as Error).cause as { errcode?: number } | undefined)?.errcode ?? 0) & 0xff) === SQLITE_BUSY) throw e;
+    if (LedgerError.isInstance(e) && e.reason === 'busy') throw e;
     // A folder, a file that is not SQLite, a file that cannot be opened: the path given is wrong (exit 2).
     throw new UsageError(
       `${path}: cannot open it as a SQLite ledger (${(e as Error).message.replace(/^cannot open SQLite ledger at [^:]*: /, '')})`,
     );
+  }
+}
+
+/** The adapters `--config <file>` names; one that cannot be built names the file, as what its reading finds does. */
+export async function configAdapters(config: RetrysafeConfig, file: string, environment?: NodeJS.ProcessEnv) {
+  try {
+    return await createAdapters(config, environment);
+  } catch (e) {
+    throw ConfigError.isInstance(e) ? new ConfigError(file, e.message) : e;
   }
 }
 
@@ -138,14 +143,10 @@ export function printListing<T>(
 }
 
 /** A ledger file or record the driver cannot read (cut JSON, a corrupt SQLite file) is a typed LedgerError, not a raw stack;
- * a DynamoDB table that does not exist or is not the ledger's is the place given that is wrong (exit 2). */
+ * a place that holds no ledger (a schema, a table missing or keyed otherwise) is the place given that is wrong (exit 2). */
 function unreadable(err: unknown): unknown {
   const e = err as { name?: unknown; code?: unknown; message?: unknown } | null;
-  if (
-    LedgerError.isInstance(err) &&
-    /does not exist where the client points|is not keyed as the ledger needs/.test(err.message)
-  )
-    return new UsageError(err.message);
+  if (LedgerError.isInstance(err) && err.reason === 'not-a-ledger') return new UsageError(err.message);
   const raw =
     err instanceof SyntaxError ||
     e?.name === 'SqliteError' ||

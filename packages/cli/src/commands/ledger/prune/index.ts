@@ -1,5 +1,5 @@
 import { existsSync } from 'node:fs';
-import { createAdapters, loadConfigFile, type RetrysafeConfig } from '@retrysafe/config';
+import { loadConfigFile, type RetrysafeConfig } from '@retrysafe/config';
 import type { Duration, Ledger, OperationState, RetrySafetyCard } from '@retrysafe/contract';
 import { PRUNABLE_STATES } from '@retrysafe/contract/ledger';
 import { durationMs, formatDuration, isDuration } from '@retrysafe/contract/rules';
@@ -8,7 +8,7 @@ import { defineCommand, type Options, type Parsed } from '../../../command.js';
 import { UsageError } from '../../../errors.js';
 import { plural } from '../../../output.js';
 import { cardsOf, loadAdapters } from '../../../registry.js';
-import { TARGET_OPTIONS, warnUnreadable, withLedger } from '../target.js';
+import { configAdapters, TARGET_OPTIONS, warnUnreadable, withLedger } from '../target.js';
 
 export const PRUNE_OPTIONS = {
   ...TARGET_OPTIONS,
@@ -49,13 +49,11 @@ const NO_SECRETS: NodeJS.ProcessEnv = new Proxy(
 );
 
 /** The cards of every adapter the config names, each built once to read them (never called); none is left out. */
-async function configCards(config: RetrysafeConfig): Promise<RetrySafetyCard[]> {
+async function configCards(config: RetrysafeConfig, file: string): Promise<RetrySafetyCard[]> {
   const adapters = Object.values(
-    await createAdapters(config, NO_SECRETS).catch((e: unknown) => {
+    await configAdapters(config, file, NO_SECRETS).catch((e: unknown) => {
       const why = (e instanceof Error ? e.message : String(e)).split('\n')[0];
-      throw new UsageError(
-        `--config: its adapters' cards cannot be read, so their retention floor is not known (${why})`,
-      );
+      throw new UsageError(`${why}: its adapters' cards cannot be read, so their retention floor is not known`);
     }),
   );
   await Promise.all(adapters.map((a) => a.close?.()));
@@ -80,7 +78,7 @@ export async function ledgerPrune(opts: Parsed<typeof PRUNE_OPTIONS>): Promise<P
   const config = opts.config ? await loadConfigFile(opts.config) : null;
   // The cards the CLI knows: every built-in adapter's, and those of every adapter --config names.
   const builtIn = (await Promise.all((await loadAdapters()).map(cardsOf))).flat().map((c) => c.card);
-  const cards = [...builtIn, ...(config ? await configCards(config) : [])];
+  const cards = [...builtIn, ...(config ? await configCards(config, opts.config!) : [])];
   const prune = (ledger: Ledger) =>
     pruneLedger(ledger, {
       olderThan: opts.olderThan as Duration,

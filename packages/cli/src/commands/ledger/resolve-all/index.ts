@@ -1,11 +1,5 @@
 import { loadConfigFile } from '@retrysafe/config';
-import {
-  asBusinessOperationId,
-  type HandoffReason,
-  type Ledger,
-  LedgerError,
-  RetrysafeError,
-} from '@retrysafe/contract';
+import { asBusinessOperationId, HANDOFF_REASONS, type Ledger, LedgerError, RetrysafeError } from '@retrysafe/contract';
 import { isParamsSealed } from '@retrysafe/core/internal';
 import { defineCommand, type Options, type Parsed } from '../../../command.js';
 import { exactlyOne, pickKnown, RefusedError, scrubbed, UsageError, wanted } from '../../../errors.js';
@@ -14,27 +8,22 @@ import { withParamsKeys } from '../chain.js';
 import { ledgerResolve, printable, resolved, resolveText } from '../resolve/index.js';
 import { TARGET_OPTIONS, targetFlags, unreadableRows, warnUnreadable, withLedger } from '../target.js';
 
-/** Every handoff reason, so a typo in --reason is refused rather than matching nothing (the type keeps it whole). */
-const REASONS = Object.keys({
-  rejected: 0,
-  'retry-exhausted': 0,
-  'unknown-no-safe-resend': 0,
-  'lookup-window-exhausted': 0,
-  'in-progress-window-exhausted': 0,
-  'key-past-retention': 0,
-  'crash-recovery-inconclusive': 0,
-  'recovery-failed': 0,
-} satisfies Record<HandoffReason, 0>);
-
 export const RESOLVE_ALL_OPTIONS = {
   ...TARGET_OPTIONS,
   operation: { argument: '<name>', parse: 'list', description: 'only this operation, e.g. stripe.invoices.create' },
-  reason: { argument: '<reason>', parse: 'list', description: `only this handoff reason (${REASONS.join(', ')})` },
+  reason: {
+    argument: '<reason>',
+    parse: 'list',
+    description: `only this handoff reason (${HANDOFF_REASONS.join(', ')})`,
+  },
   id: { argument: '<id>', parse: 'list', description: 'only these business-operation ids' },
   account: { argument: '<name>', parse: 'list', description: "only operations claimed for this adapter's account" },
   resume: { description: 're-send each with the SAME provider key through the adapters named in --config' },
   abandon: { description: 'give each up (nothing more is sent)' },
-  force: { description: 'also where the packet marks the action not safe (you checked at the provider)' },
+  force: {
+    description:
+      'also where the packet marks the action not safe, or a key may be forgotten and nothing can look it up first (you checked at the provider)',
+  },
   dryRun: { description: 'list what would be done; send and write nothing' },
   by: { argument: '<name>', description: 'who resolved them, for the receipts (default $USER)' },
 } as const satisfies Options;
@@ -54,7 +43,7 @@ export async function ledgerResolveAll(opts: ResolveAllOptions) {
       '--resume re-sends through the adapters: pass --config <file> naming them (credentials come from environment variables)',
     );
   for (const i of opts.id ?? []) asBusinessOperationId(i);
-  pickKnown('handoff reason', REASONS, opts.reason ?? []);
+  pickKnown('handoff reason', HANDOFF_REASONS, opts.reason ?? []);
   const action = opts.resume ? 'resume' : 'abandon';
   const config = opts.config ? await loadConfigFile(opts.config) : null;
   // A handoff whose row cannot be read is left out and reported (`unreadable`), not a reason to resolve none.
@@ -87,9 +76,8 @@ export async function ledgerResolveAll(opts: ResolveAllOptions) {
     // refused: the packet marks the action not safe (without --force); result: null on a dry run or when refused
     const plan = a && !a.safe && !opts.force ? ('refused' as const) : action;
     // Bound to the packet listed: one resumed or handed off again since is refused, not resolved (nor forced) unseen.
-    // Forced only where that packet marks the action not safe (what --force is for): a resume it marked safe is judged
-    // again when it runs (a key the provider may have forgotten since), and forcing it would re-send blind.
-    const resolve = { ...opts, force: opts.force === true && a?.safe === false, handoffAt: r.handoff?.createdAt };
+    // What --force overrides is the runner's rule, as for `ledger resolve`.
+    const resolve = { ...opts, handoffAt: r.handoff?.createdAt };
     const done = opts.dryRun || plan === 'refused' ? null : await settle(ledgerResolve(resolve, r.businessOperationId));
     rows.push({
       ...pick(r, 'businessOperationId', 'operation'),

@@ -1,5 +1,5 @@
 import { resolve } from 'node:path';
-import { ConfigError, createAdapters, loadConfigFile } from '@retrysafe/config';
+import { ConfigError, loadConfigFile } from '@retrysafe/config';
 import {
   type AdapterV1,
   asBusinessOperationId,
@@ -21,7 +21,7 @@ import { readObjectFile } from '../../../files.js';
 import { paint, plural } from '../../../output.js';
 import { receiptKeysFromEnv, withParamsKeys } from '../chain.js';
 import { packetText } from '../packet-text.js';
-import { notInLedger, TARGET_OPTIONS, targetFlags, withLedger } from '../target.js';
+import { configAdapters, notInLedger, TARGET_OPTIONS, targetFlags, withLedger } from '../target.js';
 
 export const RESOLVE_OPTIONS = {
   ...TARGET_OPTIONS,
@@ -53,17 +53,14 @@ export async function ledgerResolve(opts: ResolveOptions, id: string): Promise<R
     [opts.resume, opts.markDone, opts.abandon, opts.resendWith],
     'choose exactly one of --resume, --mark-done <providerRef>, --abandon, --resend-with <params.json>',
   );
-  if ((opts.resume || opts.resendWith !== undefined) && !opts.config)
-    throw new UsageError(
-      `${opts.resume ? '--resume re-sends' : '--resend-with sends'} through the adapter: pass --config <file> naming it (credentials come from environment variables)`,
-    );
+  if ((opts.resume || opts.resendWith !== undefined) && !opts.config) throw await needsConfig(opts, id);
   const corrected = opts.resendWith !== undefined ? readParams(opts.resendWith) : undefined;
   if (opts.markDone !== undefined && !opts.markDone.trim())
     throw new UsageError('--mark-done needs the provider reference of the effect you verified (e.g. pi_123)');
   asBusinessOperationId(id);
   const config = opts.config ? await loadConfigFile(opts.config) : null;
   const adapters =
-    config && (opts.resume || corrected !== undefined) ? Object.values(await createAdapters(config)) : [];
+    config && (opts.resume || corrected !== undefined) ? Object.values(await configAdapters(config, opts.config!)) : [];
   try {
     return await withLedger(
       opts,
@@ -124,6 +121,16 @@ export async function ledgerResolve(opts: ResolveOptions, id: string): Promise<R
   } finally {
     for (const a of adapters) await a.close?.();
   }
+}
+
+/** A send needs the adapter of the operation (read if the ledger can be): a config naming it, or for one left open
+ * whose adapter is gone, any config, which hands it off to the person. */
+async function needsConfig(opts: ResolveOptions, id: string): Promise<UsageError> {
+  const stored = await withLedger(opts, (l) => l.get(asBusinessOperationId(id))).catch(() => null);
+  const orphan = stored && !isTerminal(stored) && opts.resume;
+  return new UsageError(
+    `${opts.resume ? '--resume re-sends' : '--resend-with sends'} through the adapter: pass --config <file> naming ${stored ? `the adapter of ${stored.operation}` : 'it'} (credentials come from environment variables)${orphan ? '; if no adapter can drive it any more, a config naming any other hands it off to you' : ''}`,
+  );
 }
 
 /**
