@@ -29,6 +29,8 @@ export interface GitHubAdapterOptions extends AccountOption {
   readonly octokit?: Octokit;
   /** Pages of 100 items a lookup reads at most before it says "cannot tell" (default 5). */
   readonly lookupPages?: number;
+  /** The login the token acts as (an app installation token: `<app-slug>[bot]`); default: read once with GET /user. */
+  readonly login?: string;
 }
 
 export interface GitHubAdapter extends TypedAdapter<GitHubOperationTypes> {
@@ -81,6 +83,15 @@ export function createGitHubAdapter(options: GitHubAdapterOptions): GitHubAdapte
   const callOptions = (signal: AbortSignal): CallOptions => ({
     request: { signal: AbortSignal.any([signal, AbortSignal.timeout(timeoutMs)]) },
   });
+  // Only items this login wrote are ours: anyone may copy a body with its marker. A failed read is asked again.
+  let login: Promise<string> | undefined;
+  const me = (signal: AbortSignal) => {
+    login ??= options.login
+      ? Promise.resolve(options.login)
+      : octokit.rest.users.getAuthenticated({ ...callOptions(signal) }).then((a) => a.data.login);
+    login.catch(() => (login = undefined));
+    return login;
+  };
 
   return defineAdapter(
     {
@@ -115,6 +126,12 @@ export function createGitHubAdapter(options: GitHubAdapterOptions): GitHubAdapte
           return { kind: 'not-found', reason: 'never dispatched: nothing was sent to GitHub' };
         const cutoff = ctx.firstDispatchedAt - ctx.clockSkewMarginMs;
         const since = new Date(cutoff).toISOString();
+        let author: string;
+        try {
+          author = (await me(ctx.signal)).toLowerCase();
+        } catch (error) {
+          return cannotTell(error, `${what}: GET /user (give \`login\` for a token it refuses)`);
+        }
         const matches: ListedItem[] = [];
         let reached = false; // the walk got back to the cutoff
         for (let page = 1; page <= lookupPages && !reached; page++) {
@@ -134,7 +151,12 @@ export function createGitHubAdapter(options: GitHubAdapterOptions): GitHubAdapte
             // A match on an earlier page is the answer already; a failed page only proves nothing about the rest.
             return found(op, matches) ?? cannotTell(error, what);
           }
-          const ours = items.filter((i) => i.pull_request === undefined && carriesMarker(i, ctx.businessOperationId));
+          const ours = items.filter(
+            (i) =>
+              i.pull_request === undefined &&
+              i.user?.login?.toLowerCase() === author &&
+              carriesMarker(i, ctx.businessOperationId),
+          );
           matches.push(...ours);
           const older = items.some(
             (i) => typeof i.created_at === 'string' && new Date(i.created_at).getTime() < cutoff,
@@ -159,14 +181,15 @@ export function createGitHubAdapter(options: GitHubAdapterOptions): GitHubAdapte
 }
 
 function found(op: GitHubOperation, matches: readonly ListedItem[]): LookupResult | null {
-  // The first request's item: the oldest (GitHub's timestamps have whole seconds; ids grow).
-  const sorted = [...matches].sort(
-    (a, b) =>
-      new Date(String(a.created_at)).getTime() - new Date(String(b.created_at)).getTime() ||
-      Number(a.id) - Number(b.id),
-  );
-  const read = sorted.map((m) => op.read(m)).find((r) => r !== null);
-  if (!read) return null;
-  const result = matches.length > 1 ? { ...read.result, matches: matches.length } : read.result;
-  return { kind: 'found', outcome: { kind: 'succeeded', result, providerRef: read.providerRef } };
+  const reads = matches.map((m) => op.read(m)).filter((r) => r !== null);
+  if (reads.length === 0) return null;
+  if (reads.length > 1) {
+    // A second create of ours or a copy under our login: which one is ours is for a person to say.
+    const refs = reads.map((r) => r.providerRef).sort((a, b) => Number(a) - Number(b));
+    return { kind: 'cannot-tell', reason: `${reads.length} items of ours carry the marker: ${refs.join(', ')}` };
+  }
+  return {
+    kind: 'found',
+    outcome: { kind: 'succeeded', result: reads[0]!.result, providerRef: reads[0]!.providerRef },
+  };
 }

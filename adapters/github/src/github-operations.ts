@@ -44,6 +44,7 @@ export interface ListedItem {
   readonly body?: string | null;
   readonly created_at?: string;
   readonly pull_request?: unknown;
+  readonly user?: { readonly login?: string } | null;
   readonly [field: string]: unknown;
 }
 
@@ -76,8 +77,9 @@ export function withMarker(body: string, id: BusinessOperationId): string {
   return body.length > 0 ? `${body}\n\n${markerFor(id)}` : markerFor(id);
 }
 
+/** Where `withMarker` puts it, at the very end: a quote or a copy with words after it is not our item. */
 export function carriesMarker(item: ListedItem, id: BusinessOperationId): boolean {
-  return typeof item.body === 'string' && item.body.includes(markerFor(id));
+  return typeof item.body === 'string' && item.body.endsWith(markerFor(id));
 }
 
 const isObj = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);

@@ -27,7 +27,13 @@ import {
  * Network faults are the testkit's fault proxy's, in front of it.
  */
 
-export type SandboxKind = 'issues.create' | 'issues.createComment' | 'issues.list' | 'comments.list' | 'search.issues';
+export type SandboxKind =
+  | 'issues.create'
+  | 'issues.createComment'
+  | 'issues.list'
+  | 'comments.list'
+  | 'search.issues'
+  | 'user';
 
 export type SandboxFault =
   | 'pass'
@@ -47,6 +53,8 @@ export interface GitHubSandboxOptions {
   readonly port?: number;
   /** When set, requests without this token (`token …` or `Bearer …`) get 401 Bad credentials. */
   readonly token?: string;
+  /** Other people's tokens and their logins: what they create carries their `user.login`. Anyone else is `retrysafe-bot`. */
+  readonly people?: Readonly<Record<string, string>>;
   /** How long after a write the search endpoint shows it (default 60 000 ms). */
   readonly searchLagMs?: number;
   readonly faults?: Partial<Record<SandboxKind, FaultScript>>;
@@ -63,6 +71,7 @@ export interface SandboxIssue {
   readonly title: string;
   readonly body: string;
   readonly createdAt: number;
+  readonly login: string;
 }
 
 export interface SandboxComment {
@@ -71,6 +80,7 @@ export interface SandboxComment {
   readonly id: number;
   readonly body: string;
   readonly createdAt: number;
+  readonly login: string;
 }
 
 export interface GitHubSandbox {
@@ -111,6 +121,7 @@ function commentJson(c: SandboxComment) {
   return {
     id: c.id,
     body: c.body,
+    user: { login: c.login, type: 'User' },
     html_url: `https://github.test/${c.repo}/issues/${c.issueNumber}#issuecomment-${c.id}`,
     created_at: iso(c.createdAt),
     updated_at: iso(c.createdAt),
@@ -152,6 +163,7 @@ const ROUTES = [
   route('POST', `/repos/${REPO}/issues/(\\d+)/comments`, 'issues.createComment'),
   route('GET', `/repos/${REPO}/issues/(\\d+)/comments`, 'comments.list'),
   route('GET', '/search/issues', 'search.issues'),
+  route('GET', '/user', 'user'),
 ];
 
 function rateLimited(f: Extract<SandboxFault, { kind: 'rate-limited' }>, nowMs: number): SandboxReply {
@@ -170,8 +182,11 @@ function rateLimited(f: Extract<SandboxFault, { kind: 'rate-limited' }>, nowMs: 
   return { status: f.status, headers, body };
 }
 
+const tokenOf = (req: LoopbackRequest) => /^(?:token|Bearer) (.+)$/.exec(req.headers.authorization ?? '')?.[1];
+
 interface Serving {
   readonly token: string | undefined;
+  readonly people: Readonly<Record<string, string>>;
   readonly now: () => number;
   readonly requests: Counts<SandboxKind | 'other'>;
   readonly faults: FaultScripts<SandboxKind, SandboxFault>;
@@ -183,8 +198,8 @@ function serve(req: LoopbackRequest, s: Serving): SandboxReply {
   const matched = routeRequest(ROUTES, req)?.value;
   s.requests.bump(matched?.kind ?? 'other');
   if (!matched) return { status: 404, body: { message: 'Not Found', documentation_url: DOCS } };
-  const auth = req.headers.authorization;
-  if (s.token !== undefined && auth !== `token ${s.token}` && auth !== `Bearer ${s.token}`)
+  const token = tokenOf(req);
+  if (s.token !== undefined && token !== s.token && !(token && Object.hasOwn(s.people, token)))
     return { status: 401, body: { message: 'Bad credentials', documentation_url: DOCS } };
   const { fault } = s.faults.take(matched.kind);
   try {
@@ -216,14 +231,16 @@ export async function startGitHubSandbox(options: GitHubSandboxOptions = {}): Pr
   const comments: SandboxComment[] = [];
   /** updated_at per issue id, when it differs from created_at. */
   const updatedAt = new Map<number, number>();
+  const people = options.people ?? {};
+  const loginOf = (req: LoopbackRequest) => people[tokenOf(req) ?? ''] ?? 'retrysafe-bot';
   let nextId = 1000;
-  for (const s of options.seed ?? []) addIssue(`${s.owner}/${s.repo}`, 'seeded', s.title, '');
+  for (const s of options.seed ?? []) addIssue(`${s.owner}/${s.repo}`, 'seeded', s.title, '', 'retrysafe-bot');
 
-  function addIssue(spelt: string, kind: SandboxIssue['kind'], title: string, body: string): SandboxIssue {
+  function addIssue(spelt: string, kind: SandboxIssue['kind'], title: string, body: string, login: string) {
     // The repository keeps the name it was first spelt with, as GitHub keeps its own.
     const repo = issues.find((i) => sameRepo(i.repo, spelt))?.repo ?? spelt;
     const number = issues.filter((i) => i.repo === repo).length + 1;
-    const issue: SandboxIssue = { kind, repo, id: nextId++, number, title, body, createdAt: clock.now() };
+    const issue: SandboxIssue = { kind, repo, id: nextId++, number, title, body, createdAt: clock.now(), login };
     issues.push(issue);
     return issue;
   }
@@ -235,6 +252,7 @@ export async function startGitHubSandbox(options: GitHubSandboxOptions = {}): Pr
       number: i.number,
       title: i.title,
       body: i.body,
+      user: { login: i.login, type: 'User' },
       state: 'open',
       html_url: url,
       created_at: iso(i.createdAt),
@@ -253,7 +271,7 @@ export async function startGitHubSandbox(options: GitHubSandboxOptions = {}): Pr
     'issues.create': (req, m) => {
       const b = readBody(req);
       if (typeof b.title !== 'string' || b.title === '') throw missing('Issue', 'title');
-      const issue = addIssue(repoOf(m), 'issue', b.title, typeof b.body === 'string' ? b.body : '');
+      const issue = addIssue(repoOf(m), 'issue', b.title, typeof b.body === 'string' ? b.body : '', loginOf(req));
       return { status: 201, body: issueJson(issue) };
     },
     'issues.createComment': (req, m) => {
@@ -266,6 +284,7 @@ export async function startGitHubSandbox(options: GitHubSandboxOptions = {}): Pr
         id: nextId++,
         body: b.body,
         createdAt: clock.now(),
+        login: loginOf(req),
       };
       comments.push(c);
       return { status: 201, body: commentJson(c) };
@@ -293,6 +312,7 @@ export async function startGitHubSandbox(options: GitHubSandboxOptions = {}): Pr
       );
       return { status: 200, body: page(list, req.query).map(commentJson) };
     },
+    user: (req) => ({ status: 200, body: { login: loginOf(req), type: 'User' } }),
     'search.issues': (req) => {
       // The search index lags behind writes: only items older than the lag are found.
       const terms = (req.query.get('q') ?? '')
@@ -319,7 +339,7 @@ export async function startGitHubSandbox(options: GitHubSandboxOptions = {}): Pr
 
   const server = await startLoopbackServer({
     port: options.port ?? 0,
-    handle: (req) => serve(req, { token: options.token, now: () => clock.now(), requests, faults, handlers }),
+    handle: (req) => serve(req, { token: options.token, people, now: () => clock.now(), requests, faults, handlers }),
     headers: () => ({
       'x-github-request-id': randomUUID().toUpperCase(),
       'x-ratelimit-limit': '5000',
@@ -341,7 +361,8 @@ export async function startGitHubSandbox(options: GitHubSandboxOptions = {}): Pr
       const issue = issues.find((i) => sameRepo(i.repo, `${owner}/${repo}`) && i.number === number);
       if (issue) updatedAt.set(issue.id, clock.now());
     },
-    addPullRequest: (owner, repo, title, body) => addIssue(`${owner}/${repo}`, 'pull-request', title, body),
+    addPullRequest: (owner, repo, title, body) =>
+      addIssue(`${owner}/${repo}`, 'pull-request', title, body, 'retrysafe-bot'),
     setFaults: (kind, script) => faults.set(kind, script),
     advance: clock.advance,
     close: server.close,

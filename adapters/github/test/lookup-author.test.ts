@@ -1,0 +1,73 @@
+// The lookup adopts only an item the adapter's own identity wrote with the marker at the end of its body: a copy of
+// that body by someone else (a person duplicating the issue, a bot quoting it) is never taken for ours.
+import { Octokit } from '@octokit/rest';
+import { asBusinessOperationId } from '@retrysafe/contract';
+import { closeAfterTest } from '@retrysafe/testkit/close-after-test';
+import { lookupContext } from '@retrysafe/testkit/conformance';
+import { describe, expect, it } from 'vitest';
+import { withMarker } from '../src/github-operations.js';
+import { createGitHubAdapter } from '../src/index.js';
+import { startGitHubSandbox } from '../src/sandbox/index.js';
+import { commentParams, execute, issueParams, OWNER, REPO, SEED, TOKEN } from './helpers.js';
+
+const id = asBusinessOperationId('op-copied');
+
+async function setup(login?: string) {
+  const sandbox = closeAfterTest(
+    await startGitHubSandbox({ token: TOKEN, seed: SEED, people: { 'their-token': 'octocat' } }),
+  );
+  const adapter = createGitHubAdapter({ auth: TOKEN, baseUrl: sandbox.url, ...(login ? { login } : {}) });
+  const theirs = new Octokit({ auth: 'their-token', baseUrl: sandbox.url });
+  const mine = new Octokit({ auth: TOKEN, baseUrl: sandbox.url });
+  const look = (op: 'issues.create' | 'issues.createComment', params: unknown) =>
+    adapter.doLookup(op, lookupContext(adapter, op, id, params, { firstDispatchedAt: Date.now() - 1000 }));
+  return { sandbox, adapter, theirs, mine, look };
+}
+
+describe('a lookup adopts only what this identity wrote', () => {
+  it("someone else's copy of the body, marker and all, is not adopted (issue and comment); ours then is", async () => {
+    const { adapter, theirs, look } = await setup();
+    const issue = issueParams(1);
+    const comment = commentParams(1);
+    await theirs.rest.issues.create({ owner: OWNER, repo: REPO, title: issue.title, body: withMarker(issue.body, id) });
+    await theirs.rest.issues.createComment({ ...comment, body: withMarker(comment.body, id) });
+    expect(await look('issues.create', issue)).toMatchObject({ kind: 'cannot-tell' });
+    expect(await look('issues.createComment', comment)).toMatchObject({ kind: 'cannot-tell' });
+    await execute(adapter, 'issues.create', issue, id);
+    await execute(adapter, 'issues.createComment', comment, id);
+    expect(await look('issues.create', issue)).toMatchObject({ kind: 'found', outcome: { providerRef: '3' } });
+    expect(await look('issues.createComment', comment)).toMatchObject({ kind: 'found' });
+  });
+
+  it('our own quote of the marker, not at the end of the body, is not adopted', async () => {
+    const { mine, look } = await setup();
+    const comment = commentParams(2);
+    const quoted = `> ${withMarker(comment.body, id)}\n\nStill seen today.`;
+    await mine.rest.issues.createComment({ ...comment, body: quoted });
+    expect(await look('issues.createComment', comment)).toMatchObject({ kind: 'cannot-tell' });
+  });
+
+  it('two items of ours carry the marker: cannot tell, naming both, never one picked', async () => {
+    const { adapter, look } = await setup();
+    await execute(adapter, 'issues.create', issueParams(3), id);
+    await execute(adapter, 'issues.create', issueParams(3), id);
+    expect(await look('issues.create', issueParams(3))).toMatchObject({
+      kind: 'cannot-tell',
+      reason: expect.stringMatching(/2 items .* 2, 3$/),
+    });
+  });
+
+  it('the identity is read once with GET /user, or not at all when `login` is given', async () => {
+    const asked = await setup();
+    await look3(asked.look);
+    expect(asked.sandbox.requestCount('user')).toBe(1);
+    const given = await setup('RetrySafe-Bot');
+    await execute(given.adapter, 'issues.create', issueParams(4), id);
+    expect(await given.look('issues.create', issueParams(4))).toMatchObject({ kind: 'found' });
+    expect(given.sandbox.requestCount('user')).toBe(0);
+  });
+});
+
+async function look3(look: (op: 'issues.create', params: unknown) => Promise<unknown>) {
+  for (let i = 0; i < 3; i++) await look('issues.create', issueParams(5));
+}
