@@ -77,6 +77,13 @@ export function createSlackAdapter(options: SlackAdapterOptions): SlackAdapter {
       `eventType must be lower-case letters, digits and _, got ${JSON.stringify(eventType)}`,
     );
   const client = createSlackClient(options.token, options.baseUrl, timeoutMs);
+  // Where a walk stopped (a page the history limit refused, or the page bound): the next lookup goes on from there, as
+  // asking page 1 again would spend the one call a minute and never reach the rest. Lost on restart: it starts over.
+  const parked = new Map<string, { window: string; cursor: string }>();
+  const park = (id: string, window: string, cursor: string) => {
+    if (parked.size >= 1000) parked.clear();
+    parked.set(id, { window, cursor });
+  };
 
   async function send(op: SlackOperation, args: Record<string, unknown>): Promise<Outcome> {
     let answer: { ok?: boolean; error?: string; channel?: string; ts?: string };
@@ -105,7 +112,11 @@ export function createSlackAdapter(options: SlackAdapterOptions): SlackAdapter {
     const oldest = slackTs(ctx.firstDispatchedAt - margin);
     const latest = slackTs((ctx.lastDispatchedAt ?? ctx.firstDispatchedAt) + landsWithin + margin);
     const found: string[] = [];
-    let cursor: string | undefined;
+    const window = `${params.channel} ${oldest} ${latest}`;
+    const saved = parked.get(ctx.businessOperationId);
+    parked.delete(ctx.businessOperationId);
+    const resumed = saved?.window === window;
+    let cursor = resumed ? saved.cursor : undefined;
     for (let page = 0; page < lookupPages; page++) {
       let answer: HistoryPage;
       try {
@@ -121,6 +132,7 @@ export function createSlackAdapter(options: SlackAdapterOptions): SlackAdapter {
       } catch (error) {
         // A match on an earlier page is the answer already (the next page is often refused by the history limit).
         if (found.length > 0) break;
+        if (cursor) park(ctx.businessOperationId, window, cursor);
         return cannotTellFrom(error, 'conversations.history');
       }
       for (const m of answer.messages ?? []) {
@@ -139,11 +151,13 @@ export function createSlackAdapter(options: SlackAdapterOptions): SlackAdapter {
       const result = { channel: params.channel, ts, ...(found.length > 1 ? { matches: found.length } : {}) };
       return { kind: 'found', outcome: { kind: 'succeeded', result, providerRef: ts } };
     }
+    if (cursor) park(ctx.businessOperationId, window, cursor);
     const why = cursor
       ? `more than ${lookupPages * HISTORY_PAGE} messages between ${oldest} and ${latest}: the lookup stops at its page bound`
       : 'no message in the channel history carries this business-operation id yet';
     // Absence is the card's rule (Slack documents no history delay, so today never): else ask again in a minute.
-    if (!cursor && notFoundIsAuthoritative(card, ctx, margin)) return { kind: 'not-found', reason: why };
+    // A walk resumed read its first pages a while ago: never a proof of absence.
+    if (!cursor && !resumed && notFoundIsAuthoritative(card, ctx, margin)) return { kind: 'not-found', reason: why };
     return { kind: 'cannot-tell', reason: why, retryAfterMs: HISTORY_POLL_MS };
   }
 

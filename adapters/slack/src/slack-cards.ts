@@ -126,7 +126,7 @@ export const postMessageCard = defineCard({
   // The lookup window covers several once-a-minute history calls (the non-Marketplace limit).
   limits: { maxAttempts: 3, maxElapsed: '10m', lookupWindow: '5m', clockSkewMargin: '1m' },
   reconciler:
-    'the runner, through doLookup: conversations.history of the channel with include_all_metadata=true, from the first dispatch minus the clock-skew margin to the last dispatch plus the client timeout and the margin, limit 15, a bounded number of pages, at most one lookup a minute (non-Marketplace apps: 1 call/min, 15 messages a page); a message whose metadata carries this business-operation id is adopted (the oldest, if several); an empty answer is "cannot tell", never "not sent"',
+    'the runner, through doLookup: conversations.history of the channel with include_all_metadata=true, from the first dispatch minus the clock-skew margin to the last dispatch plus the client timeout and the margin, limit 15, a bounded number of pages, at most one lookup a minute (non-Marketplace apps: 1 call/min, 15 messages a page); a walk cut off by a refused page or the page bound goes on from there at the next lookup, after the Retry-After; a message whose metadata carries this business-operation id is adopted (the oldest, if several); an empty answer is "cannot tell", never "not sent"',
   handoff: {
     condition:
       'rejected; or an unknown outcome (timeout, reset, internal_error, 5xx, lost answer) whose message is not found in the channel history within the lookup window — the runner never re-posts blindly; or not-applied beyond max attempts / max elapsed',

@@ -139,6 +139,25 @@ describe('the history lookup window and its page bound', () => {
     ).toEqual([200, 429]);
   });
 
+  it('ours on the second page under the once-a-minute history limit: the refused page is asked for again after the wait, not page 1', async () => {
+    const clock = createVirtualClock(Date.UTC(2026, 11, 4));
+    const sandbox = closeAfterTest(
+      await startSlackSandbox({ token: TOKEN, channels: [CHANNEL], now: clock.now, historyCallsPerMinute: 1 }),
+    );
+    const adapter = createSlackAdapter({ token: TOKEN, baseUrl: sandbox.url });
+    const t0 = clock.now();
+    await execute(adapter, 'chat.postMessage', postParams(9), 'ours');
+    for (let i = 0; i < 20; i++) await execute(adapter, 'chat.postMessage', postParams(100 + i), `other-${i}`);
+    const look = () =>
+      lookup(adapter, 'chat.postMessage', postParams(9), 'ours', { firstDispatchedAt: t0, now: clock.now() });
+    const first = await look();
+    expect(first).toMatchObject({ kind: 'cannot-tell', retryAfterMs: expect.any(Number) });
+    clock.advance(first.kind === 'cannot-tell' ? (first.retryAfterMs ?? 0) : 0);
+    expect(await look()).toMatchObject({ kind: 'found', outcome: { providerRef: sandbox.messages()[0]!.ts } });
+    const statuses = sandbox.requests().filter((r) => r.method === 'conversations.history');
+    expect(statuses.map((r) => r.status)).toEqual([200, 429, 200]);
+  });
+
   it('more messages than the page bound: cannot tell (never not-found), asking again in a minute', async () => {
     const { clock, sandbox, t0 } = await busyChannel(20);
     const adapter = createSlackAdapter({ token: TOKEN, baseUrl: sandbox.url, lookupPages: 1 });
