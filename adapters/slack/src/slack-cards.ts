@@ -7,6 +7,8 @@ export const SOURCES = {
   metadata: 'https://docs.slack.dev/messaging/message-metadata',
   history: 'https://docs.slack.dev/reference/methods/conversations.history',
   rateLimits: 'https://docs.slack.dev/apis/web-api/rate-limits',
+  // Slack's own OpenAPI description of chat.update, whose blocks argument says what an update without blocks keeps.
+  updateSpec: 'https://github.com/slackapi/slack-api-specs/blob/master/web-api/slack_web_openapi_v2.json',
   sdkRetries:
     '@slack/web-api 8.2.0 dist/WebClient.js makeRequest (p-retry with retryConfig, default tenRetriesInAboutThirtyMinutes: 10 re-POSTs; a 429 pauses the queue and retries unless rejectRateLimitedCalls)',
 } as const;
@@ -159,7 +161,7 @@ export const updateCard = defineCard({
     kind: fact('set', SOURCES.update),
     idempotentByNature: fact(
       true,
-      `${SOURCES.update}: replaces the message's text and blocks with the given ones; a second identical call leaves the same content`,
+      `${SOURCES.update}; ${SOURCES.updateSpec}: sets the message's text, and its blocks when given ("If you don't include this field, the message's previous blocks will be retained"; [] removes them); a second identical call leaves the same content`,
     ),
     rejectionMayCreate: fact(false, `${SOURCES.update}: updates the message its ts names; it posts none`),
   },
@@ -186,7 +188,7 @@ export const updateCard = defineCard({
     lateApplyBound: fact<Duration>('unknown', `${SOURCES.update}: no server-side request deadline is documented`),
   },
   retention: { minimum: fact(null, SOURCES.update) },
-  concurrency: fact('last-write-wins', `${SOURCES.update}: each call replaces the content; the last one stays`),
+  concurrency: fact('last-write-wins', `${SOURCES.update}: each call sets the content it names; the last one stays`),
   nonRetryableErrors: fact(
     [
       'channel_not_found (field channel)',

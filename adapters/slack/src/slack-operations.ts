@@ -98,7 +98,8 @@ export const postMessage: SlackOperation = {
 export const update: SlackOperation = {
   name: 'chat.update',
   method: 'chat.update',
-  description: "Set a Slack message's text (and blocks). Idempotent: the same content set twice is one edit.",
+  description:
+    "Set a Slack message's text, and its blocks when given (without blocks Slack keeps the message's blocks; [] removes them). Idempotent: the same content set twice is one edit.",
   card: updateCard,
   sensitiveFields: ['text', 'blocks'],
   keyRule: null,
