@@ -66,6 +66,20 @@ describe('a lost answer to chat.postMessage', () => {
     expect(sandbox.calls('chat.postMessage')).toBe(21);
   });
 
+  it('a busy channel under the once-a-minute history limit: the post on the second page is adopted after the wait, not handed off', async () => {
+    const t0 = Date.UTC(2026, 11, 4);
+    // 20 messages just after ours (as others post while our answer is lost): ours is on the second page of 15
+    const seed = Array.from({ length: 20 }, (_, i) => ({
+      channel: CHANNEL,
+      ts: ((t0 + 1000 + i) / 1000).toFixed(6),
+      text: `other ${i}`,
+    }));
+    const { sandbox, adapter, runner } = await setup({ historyCallsPerMinute: 1, seed });
+    const result = await runner.run(adapter, 'chat.postMessage', { params: postParams(5) });
+    expect(result).toMatchObject({ status: 'done', adopted: true });
+    expect(sandbox.calls('chat.postMessage')).toBe(1);
+  });
+
   it('the post never shows within the lookup window: handed off, still one message, never re-posted', async () => {
     const { sandbox, adapter, runner } = await setup({ historyDelayMs: 60 * MIN });
     const result = await runner.run(adapter, 'chat.postMessage', { params: postParams(2) });
