@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { errorClass } from './error-class.js';
 import * as contract from './index.js';
 import { ConflictError, LeaseLostError, RetrysafeError } from './index.js';
+import { outcomeProblem } from './outcome.js';
 
 describe('typed errors', () => {
   it('isInstance recognises errors by their Symbol.for marker, across copies of the class', () => {
@@ -23,6 +24,16 @@ describe('typed errors', () => {
       code: 'RETRYSAFE_CONFLICT',
       message: e.message,
     });
+  });
+
+  it('a message built around a word reads as English: no "a different params", "a unknown outcome"', () => {
+    expect(new ConflictError('op:1', 'params', 'stored x', ['amount']).message).toContain(
+      'already exists with different params at amount: stored x',
+    );
+    expect(new ConflictError('op:1', 'intent', 'stored x').message).toContain(
+      'already exists with a different intent:',
+    );
+    expect(outcomeProblem({ kind: 'unknown', cause: 'timeout' })).toBe('unknown outcomes need a message');
   });
 
   it('every exported error class has its own marker and isInstance', () => {

@@ -58,7 +58,7 @@ export const ConflictError = errorClass(
     paths: Object.freeze([...paths]),
     needsPerson,
     storedMayApply,
-    message: `business operation ${businessOperationId} already exists with a different ${field}${paths.length ? ` at ${paths.join(', ')}` : ''}: ${detail}; nothing was sent`,
+    message: `business operation ${businessOperationId} already exists with ${field === 'params' ? 'different params' : `a different ${field}`}${paths.length ? ` at ${paths.join(', ')}` : ''}: ${detail}; nothing was sent`,
   }),
 );
 export type ConflictError = InstanceType<typeof ConflictError>;

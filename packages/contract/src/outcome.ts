@@ -75,7 +75,7 @@ export function outcomeProblem(o: unknown): string | null {
   if (x.kind === 'unknown' && !isOneOf(UNKNOWN_CAUSES, x.cause))
     return `an unknown outcome's cause must be one of ${UNKNOWN_CAUSES.join(', ')}`;
   if ((x.kind === 'rejected' || x.kind === 'not-applied' || x.kind === 'unknown') && typeof x.message !== 'string')
-    return `a ${x.kind} outcome needs a message`;
+    return `${x.kind} outcomes need a message`;
   if (
     x.retryAfterMs !== undefined &&
     !(typeof x.retryAfterMs === 'number' && Number.isFinite(x.retryAfterMs) && x.retryAfterMs >= 0)

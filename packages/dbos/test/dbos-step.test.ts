@@ -223,6 +223,35 @@ describe('a run stopped before sending (its lease ran out in a pause) is run aga
   });
 });
 
+describe('a round after in-progress: the operation another worker held is answered as it ended', () => {
+  it('handed off there for a step the user must take: the next round answers handed-off and sends nothing', async () => {
+    const ref = `elsewhere-${tag}`;
+    // Another worker's run, refused until the user takes a step the provider names.
+    const refusing = {
+      ...adapter,
+      doExecute: async () => ({ kind: 'rejected', reason: 'action-required', message: 'open the URL first' }) as const,
+    };
+    const elsewhere = await createRunner({ ledger: rs.ledger, owner: 'other-worker' }).run(refusing, OP, {
+      params: { ref },
+    });
+    expect(elsewhere.status).toBe('handed-off');
+    const run = rs.runner.run;
+    let rounds = 0;
+    // This workflow's first round had found it held by that worker until its wait ran out.
+    const { businessOperationId } = elsewhere;
+    rs.runner.run = (async (...args: Parameters<typeof run>) =>
+      rounds++ === 0 ? { status: 'in-progress', businessOperationId, retryAfterMs: 0 } : run(...args)) as typeof run;
+    try {
+      const before = provider.count();
+      const out = await (await start(once, `wf-elsewhere-${tag}`, ref)).getResult();
+      expect(out).toMatchObject({ status: 'handed-off', reason: 'rejected' });
+      expect(provider.count() - before).toBe(0);
+    } finally {
+      rs.runner.run = run;
+    }
+  });
+});
+
 describe('an error thrown out of a wrapped operation reaches DBOS redacted', () => {
   it("no secret or address in its message, stack or cause lands in DBOS's tables; its class and code stay", async () => {
     const run = rs.runner.run;

@@ -1,8 +1,8 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Progress } from '@modelcontextprotocol/sdk/types.js';
 import { asBusinessOperationId, canonicalJson, type Ledger } from '@retrysafe/contract';
-import { TERMINAL_STATES } from '@retrysafe/contract/ledger';
-import type { AgentToolResult } from '@retrysafe/core/agent';
+import { leaseLive, TERMINAL_STATES } from '@retrysafe/contract/ledger';
+import { type AgentToolResult, answerAtRest } from '@retrysafe/core/agent';
 
 export type Hearer = (p: Progress) => void;
 
@@ -21,12 +21,16 @@ export function createCoalescer(ledger: Ledger, defaultWaitMs = 30_000) {
     deadline: number,
     run: () => Promise<AgentToolResult>,
   ): Promise<AgentToolResult> => {
-    if (r.status !== 'in-progress') return r;
-    const id = asBusinessOperationId(r.businessOperationId);
-    for (let delay = 20; Date.now() < deadline; delay = Math.min(delay * 2, 500)) {
+    for (let delay = 20; r.status === 'in-progress' && Date.now() < deadline; delay = Math.min(delay * 2, 500)) {
       await sleep(Math.min(delay, Math.max(1, deadline - Date.now())));
-      const record = await ledger.get(id);
-      if (record && TERMINAL_STATES.includes(record.state)) return run();
+      const record = await ledger.get(asBusinessOperationId(r.businessOperationId));
+      if (record === null) continue;
+      const ended = TERMINAL_STATES.includes(record.state);
+      // Called again for a hand-off, the runner takes it as the caller's own new call (made after the user's step) and
+      // may send it: a hand-off is answered from the ledger, nothing sent.
+      if (ended && record.state !== 'succeeded') return answerAtRest(ledger, record);
+      // As in the runner's own wait: a result it adopts (or refuses as other params'), a lease run out it takes over.
+      if (ended || !leaseLive(record, Date.now())) r = await run();
     }
     return r;
   };

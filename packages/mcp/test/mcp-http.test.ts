@@ -1,10 +1,11 @@
 import { request } from 'node:http';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import type { Ledger, Outcome } from '@retrysafe/contract';
 import { createMemoryLedger, createRunner } from '@retrysafe/core';
 import { createStripeAdapter } from '@retrysafe/stripe';
 import { startStripeSandbox } from '@retrysafe/stripe/sandbox';
-import { describe, expect, it, vi } from 'vitest';
+import { describe, expect, it, onTestFinished, vi } from 'vitest';
 import { createCoalescer, createRetrysafeMcpServer, serveHttp } from '../src/index.js';
 
 describe('retrysafe MCP server over streamable HTTP', () => {
@@ -163,6 +164,83 @@ describe('retrysafe MCP server over streamable HTTP', () => {
       await http.close();
       await sandbox.close();
     }
+  });
+
+  // Answered in-progress because another process holds the operation, a call is followed in the ledger up to the
+  // caller's deadline: answered from the operation's end, the runner called again only to take over one whose holder
+  // died (its lease ran out), never to send what the holder handed off.
+  describe('an in-progress call followed in the ledger', () => {
+    const args = { customerRef: 'elsewhere-1' };
+    const ACTION: Outcome = { kind: 'rejected', reason: 'action-required', message: 'open the URL first' };
+    const latch = () => {
+      let resolve = () => {};
+      const promise = new Promise<void>((r) => {
+        resolve = r;
+      });
+      return { promise, resolve };
+    };
+    /** This MCP server, and `other`: the runner of another process on the same ledger (`as` it sees the ledger). */
+    async function twoProcesses(as: (l: Ledger) => Ledger = (l) => l) {
+      const sandbox = await startStripeSandbox({ port: 0 });
+      const ledger = createMemoryLedger();
+      const adapter = createStripeAdapter({ apiKey: 'sk_test_mcp_follow', baseUrl: sandbox.url, timeoutMs: 5000 });
+      const waited: string[] = [];
+      const logger = (e: { event: string }) => void (e.event === 'in-progress' && waited.push(e.event));
+      const runner = createRunner({ ledger, policy: { waitForOtherMs: 50, clockSkewMarginMs: 0 }, logger });
+      const other = createRunner({ ledger: as(ledger), owner: 'other-process', policy: { leaseMs: 300 } });
+      const http = await serveHttp(() => createRetrysafeMcpServer({ runner, ledger, adapters: [adapter] }));
+      const client = new Client({ name: 'http-agent', version: '1.0.0' });
+      onTestFinished(async () => {
+        await client.close();
+        await http.close();
+        await sandbox.close();
+      });
+      await client.connect(
+        new StreamableHTTPClientTransport(new URL(http.url), {
+          requestInit: { headers: { authorization: `Bearer ${http.token}` } },
+        }),
+      );
+      const call = (waitMs: number) =>
+        client
+          .callTool({ name: 'stripe_customers_create', arguments: args, _meta: { 'retrysafe/waitMs': waitMs } })
+          .then((r) => r.structuredContent as { status: string });
+      const answeredInProgress = () => vi.waitFor(() => expect(waited).toEqual(['in-progress']), { timeout: 5000 });
+      return { sandbox, adapter, other, call, answeredInProgress };
+    }
+
+    it('handed off there for a step the user must take: answered needs-human, not sent again on its own', async () => {
+      const p = await twoProcesses();
+      const reached = latch();
+      const gate = latch();
+      let sends = 0;
+      const refusing = {
+        ...p.adapter,
+        doExecute: async () => (sends++, reached.resolve(), await gate.promise, ACTION),
+      };
+      const held = p.other.run(refusing, 'customers.create', { params: args });
+      await reached.promise;
+      const answer = p.call(10_000);
+      await p.answeredInProgress();
+      gate.resolve();
+      expect((await held).status).toBe('handed-off');
+      expect(await answer).toMatchObject({
+        status: 'needs-human',
+        message: expect.stringMatching(/Once the user has/),
+      });
+      expect(sends).toBe(1);
+      expect(p.sandbox.count('customer')).toBe(0);
+    });
+
+    it('whose holder died: taken over once its lease has run out, not answered in-progress at the deadline', async () => {
+      // A process that stopped renews no lease.
+      const p = await twoProcesses((l) => ({ ...l, renewLease: async () => {} }));
+      const reached = latch();
+      const dead = { ...p.adapter, doExecute: () => (reached.resolve(), new Promise<never>(() => {})) };
+      void p.other.run(dead, 'customers.create', { params: args }).catch(() => {});
+      await reached.promise;
+      expect(await p.call(1500)).toMatchObject({ status: 'done' });
+      expect(p.sandbox.count('customer')).toBe(1);
+    });
   });
 
   describe('refuses a browser page, a rebinding name and a caller without the token, before any tool runs', () => {

@@ -157,12 +157,17 @@ export async function fromTerminal(
     const detail = `the operation is ${record.state} with other params and cannot be superseded: ${check.why}`;
     throw paramsConflict(op, record, detail, 'needs-person');
   }
-  const { businessOperationId, result, providerRef, attemptCount: attempts, handoff: packet } = record;
-  const receipts = await ledger.receipts(businessOperationId);
-  if (record.state === 'succeeded') {
+  const receipts = await ledger.receipts(record.businessOperationId);
+  if (record.state === 'succeeded')
     log('info', 'adopt', 'already succeeded: adopting the stored result, nothing sent', op);
+  return atRest(record, receipts);
+}
+
+/** The answer an operation at rest gives from its record and receipts: its result, or its hand-off. */
+export function atRest(record: OperationRecord, receipts: Receipt[]): RunResult {
+  const { businessOperationId, result, providerRef, attemptCount: attempts, handoff: packet } = record;
+  if (record.state === 'succeeded')
     return { status: 'done', businessOperationId, result, providerRef, adopted: true, attempts, receipts };
-  }
   if (!packet) throw new InvalidStateError(businessOperationId, record.state, 'terminal without a handoff packet');
   return { status: 'handed-off', businessOperationId, packet, attempts, receipts };
 }
