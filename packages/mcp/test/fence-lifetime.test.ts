@@ -7,9 +7,11 @@
 import { spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { existsSync, readFileSync } from 'node:fs';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { bin, everythingServer, expectStopped, tempDir, wrapped, writeFence } from './fence-helpers.js';
+import { bin, everythingServer, expectStopped, onCleanup, tempDir, wrapped, writeFence } from './fence-helpers.js';
 
 const node = process.execPath;
 /** Loaded before server-everything: SIGTERM is ignored (a shell's `trap "" TERM` is not: node resets it). */
@@ -63,6 +65,22 @@ describe('the fence stops its upstream whatever ends it', () => {
       expect({ code, said }).toEqual({ code: 0, said: '' });
     },
   );
+
+  it('signalled while an HTTP upstream has not answered its initialize: it ends as when serving (exit 0, no error)', async () => {
+    const dir = tempDir('retrysafe-lifetime-');
+    const fence = writeFence(dir, { name: 'silent', tools: { echo: { kind: 'create', intent: ['message'] } } });
+    const http = createServer(() => undefined).listen(0, '127.0.0.1'); // it takes the request in, and never answers
+    await once(http, 'listening');
+    onCleanup(() => http.closeAllConnections());
+    const url = `http://127.0.0.1:${(http.address() as AddressInfo).port}/mcp`;
+    const wrap = spawn(node, [bin, 'wrap', '--config', fence, '--url', url], { stdio: 'pipe' });
+    let said = '';
+    wrap.stderr.on('data', (d) => (said += String(d)));
+    await once(http, 'request');
+    wrap.kill('SIGTERM');
+    const [code] = await once(wrap, 'exit');
+    expect({ code, said }).toEqual({ code: 0, said: '' });
+  });
 
   it('killed and restarted, a new session: its hosts are told to list its resources and prompts again', async () => {
     const dir = tempDir('retrysafe-lifetime-');
