@@ -173,7 +173,13 @@ export async function runWrap(argv: readonly string[], log = toStderr): Promise<
   const starting = new AbortController();
   const signalled = () => starting.abort();
   for (const s of SIGNALS) process.once(s, signalled);
-  const upstream = await connectUpstream(target(o.url, rest, config.env), undefined, { signal: starting.signal });
+  const upstream = await connectUpstream(target(o.url, rest, config.env), undefined, {
+    signal: starting.signal,
+  }).catch((e) => {
+    // The upstream it was starting has been closed: a signal is a request to stop, which serving answers with 0 too.
+    if (starting.signal.aborted) process.exit(0);
+    throw e;
+  });
   try {
     const fence = await naming(o.config, () => {
       const fence = followUpstream(config, upstream);

@@ -7,7 +7,7 @@ import { createMemoryLedger, createRunner } from '@retrysafe/core';
 import { describe, expect, it } from 'vitest';
 import * as z from 'zod/v4';
 import { createFenceAdapter, parseFenceConfig } from '../src/index.js';
-import { type Answer, hostOfFence, httpUpstream } from './fence-helpers.js';
+import { type Answer, hostOfFence, httpUpstream, lateProgressServer } from './fence-helpers.js';
 
 const create: Tool = {
   name: 'create',
@@ -99,6 +99,18 @@ describe("an upstream task's poll that fails once the task was created", () => {
     expect(created).toBe(1);
     expect(said.status).toBe('needs-human');
     expect(said.message).not.toMatch(/not applied/);
+  });
+  it('is never "not applied": a stdio upstream that died between its polls (the next one "Not connected")', async () => {
+    const { client, ledger } = await hostOfFence(
+      { command: process.execPath, args: [lateProgressServer] },
+      { name: 'late', timeoutMs: 5000, tools: { vanish: { kind: 'create', intent: ['topic'] } } },
+    );
+    const answer = (await client.callTool({ name: 'vanish', arguments: { topic: 'tides' } })) as Answer;
+    const said = answer.structuredContent?.retrysafe as { status: string; handoff: { lastKnown: { message: string } } };
+    expect(said.status).toBe('needs-human');
+    expect(said.handoff.lastKnown.message).toMatch(/task may have run: Not connected/);
+    // Sent once (a second task could run it twice), and handed off as unknown.
+    expect(await ledger.list({})).toEqual([expect.objectContaining({ attemptCount: 1, lastOutcome: 'unknown' })]);
   });
 });
 

@@ -7,9 +7,11 @@
 import { spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { existsSync, readFileSync } from 'node:fs';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { bin, everythingServer, expectStopped, tempDir, wrapped, writeFence } from './fence-helpers.js';
+import { bin, everythingServer, expectStopped, onCleanup, tempDir, wrapped, writeFence } from './fence-helpers.js';
 
 const node = process.execPath;
 /** Loaded before server-everything: SIGTERM is ignored (a shell's `trap "" TERM` is not: node resets it). */
@@ -42,17 +44,42 @@ describe('the fence stops its upstream whatever ends it', () => {
     await expectStopped(join(dir, 'pid'));
   });
 
-  it('signalled while it starts (the upstream not answering yet): it ends, and ends the upstream it started', async () => {
+  it.each([
+    ['ends on SIGTERM', ''],
+    ['ignores SIGTERM', 'process.on("SIGTERM", () => {}); '],
+  ])(
+    'signalled while it starts (the upstream not answering yet, and it %s): it ends as when serving (exit 0, no error), and ends the upstream it started',
+    async (_, onTerm) => {
+      const dir = tempDir('retrysafe-lifetime-');
+      const fence = writeFence(dir, { name: 'silent', tools: { echo: { kind: 'create', intent: ['message'] } } });
+      const pid = join(dir, 'pid');
+      // It never answers initialize, and its timer keeps it running after its stdin ends; its pid appears whole.
+      const silent = `${onTerm}const fs = require('node:fs'); fs.writeFileSync('${pid}.tmp', String(process.pid)); fs.renameSync('${pid}.tmp', '${pid}'); setInterval(() => {}, 1000)`;
+      const wrap = spawn(node, [bin, 'wrap', '--config', fence, '--', node, '-e', silent], { stdio: 'pipe' });
+      let said = '';
+      wrap.stderr.on('data', (d) => (said += String(d)));
+      while (!existsSync(pid)) await new Promise((r) => setTimeout(r, 10));
+      wrap.kill('SIGTERM');
+      const [code] = await once(wrap, 'exit');
+      await expectStopped(pid);
+      expect({ code, said }).toEqual({ code: 0, said: '' });
+    },
+  );
+
+  it('signalled while an HTTP upstream has not answered its initialize: it ends as when serving (exit 0, no error)', async () => {
     const dir = tempDir('retrysafe-lifetime-');
     const fence = writeFence(dir, { name: 'silent', tools: { echo: { kind: 'create', intent: ['message'] } } });
-    const pid = join(dir, 'pid');
-    // It never answers initialize, and its timer keeps it running after its stdin ends; its pid appears whole.
-    const silent = `const fs = require('node:fs'); fs.writeFileSync('${pid}.tmp', String(process.pid)); fs.renameSync('${pid}.tmp', '${pid}'); setInterval(() => {}, 1000)`;
-    const wrap = spawn(node, [bin, 'wrap', '--config', fence, '--', node, '-e', silent], { stdio: 'ignore' });
-    while (!existsSync(pid)) await new Promise((r) => setTimeout(r, 10));
+    const http = createServer(() => undefined).listen(0, '127.0.0.1'); // it takes the request in, and never answers
+    await once(http, 'listening');
+    onCleanup(() => http.closeAllConnections());
+    const url = `http://127.0.0.1:${(http.address() as AddressInfo).port}/mcp`;
+    const wrap = spawn(node, [bin, 'wrap', '--config', fence, '--url', url], { stdio: 'pipe' });
+    let said = '';
+    wrap.stderr.on('data', (d) => (said += String(d)));
+    await once(http, 'request');
     wrap.kill('SIGTERM');
-    await once(wrap, 'exit');
-    await expectStopped(pid);
+    const [code] = await once(wrap, 'exit');
+    expect({ code, said }).toEqual({ code: 0, said: '' });
   });
 
   it('killed and restarted, a new session: its hosts are told to list its resources and prompts again', async () => {

@@ -155,12 +155,18 @@ function startError(target: UpstreamTarget, transport: Transport) {
 /** How long a stdio upstream may take to end once its stdin has, and once it has been sent SIGTERM. */
 const STOP_GRACE_MS = 500;
 
-/** Closes `c`, ending an HTTP upstream's session (the spec's DELETE) unless it is not answered within the grace. */
+/** Closes `c`, ending an HTTP upstream's session (the spec's DELETE) unless it is not answered within the grace. A stdio
+ * upstream still running gets SIGTERM after the grace, SIGKILL after another: the SDK waits longer before its own
+ * signals than a host closing us waits before its, and an upstream that ignores SIGTERM would outlive us. */
 async function end(c: Client): Promise<void> {
+  const child = (c.transport as { _process?: ChildProcess } | undefined)?._process;
+  const signal = (s: NodeJS.Signals) => child?.exitCode === null && child.signalCode === null && child.kill(s);
+  const timers = [setTimeout(signal, STOP_GRACE_MS, 'SIGTERM'), setTimeout(signal, 2 * STOP_GRACE_MS, 'SIGKILL')];
   const http = c.transport instanceof StreamableHTTPClientTransport ? c.transport : undefined;
   const bound = sleep(STOP_GRACE_MS, undefined, { ref: false });
   await Promise.race([http?.terminateSession().catch(() => undefined), bound]);
   await c.close();
+  for (const t of timers) clearTimeout(t);
 }
 
 /** How long the host may take to answer what the upstream asks: an upstream that waits for ever must not hold a call,
@@ -174,6 +180,8 @@ export async function connectUpstream(
   { hostAnswerMs = HOST_ANSWER_MS, signal }: { hostAnswerMs?: number; signal?: AbortSignal } = {},
 ) {
   let client: Client | undefined;
+  /** The upstream started last, connected or still starting: the one a close ends. */
+  let latest: Client | undefined;
   let tools: Tool[] = [];
   let capabilities: ServerCapabilities = {};
   let instructions: string | undefined;
@@ -187,9 +195,9 @@ export async function connectUpstream(
     hostAnswerMs,
   );
   const { busy } = shared;
-  /** `stop`: the first start's only (the fence's own start), whose abort ends the upstream being started. */
-  const start = async (stop?: AbortSignal): Promise<void> => {
+  const start = async (): Promise<void> => {
     const c = new Client({ name, version: '0.1.0' }, { capabilities: AS_CLIENT });
+    latest = c;
     c.fallbackRequestHandler = shared.toHost as never;
     const transport =
       'url' in target
@@ -215,9 +223,6 @@ export async function connectUpstream(
       // by the next call.
       if (++deaths <= RESTART.tries) void ready().catch(() => undefined);
     };
-    // Aborted while it starts (the fence was signalled): its child is ended now, not left running after us.
-    const abandon = () => (transport as unknown as { _process?: ChildProcess })._process?.kill('SIGTERM');
-    stop?.addEventListener('abort', abandon, { once: true });
     await c.connect(transport).catch((e) => {
       throw named(e);
     });
@@ -229,7 +234,6 @@ export async function connectUpstream(
       await end(c).catch(() => undefined);
       throw error;
     });
-    stop?.removeEventListener('abort', abandon);
     capabilities = c.getServerCapabilities() ?? {};
     instructions = c.getInstructions();
     client = c;
@@ -245,7 +249,7 @@ export async function connectUpstream(
       if (i > 0) await sleep(RESTART.baseMs * 2 ** (i - 1));
       try {
         // Outside any host's call: what the connection reads outside a request's own answer stream is no call's.
-        return await hostCall.exit(() => start());
+        return await hostCall.exit(start);
       } catch (e) {
         last = e;
       }
@@ -296,7 +300,15 @@ export async function connectUpstream(
     }
   };
 
-  await hostCall.exit(() => start(signal));
+  const close = async () => {
+    closing = true;
+    if (latest) await end(latest);
+  };
+  // Aborted while it starts (the fence was signalled): the upstream being started is closed as any other.
+  const abort = () => void close().catch(() => undefined);
+  signal?.addEventListener('abort', abort, { once: true });
+  await hostCall.exit(start);
+  signal?.removeEventListener('abort', abort);
   return {
     /** The upstream's tools as last listed (re-listed when it says its list changed, and after a restart). */
     get tools(): readonly Tool[] {
@@ -322,15 +334,6 @@ export async function connectUpstream(
     onNotification: shared.onNotification,
     addHost: shared.addHost,
     notify: shared.notify,
-    async close() {
-      closing = true;
-      const child = (client?.transport as { _process?: ChildProcess } | undefined)?._process;
-      // The SDK waits longer before its SIGTERM and SIGKILL than a host closing us waits before its own signals: an
-      // upstream that ignores SIGTERM would outlive us. It gets less.
-      const signal = (s: NodeJS.Signals) => child?.exitCode === null && child.signalCode === null && child.kill(s);
-      const timers = [setTimeout(signal, STOP_GRACE_MS, 'SIGTERM'), setTimeout(signal, 2 * STOP_GRACE_MS, 'SIGKILL')];
-      if (client) await end(client);
-      for (const t of timers) clearTimeout(t);
-    },
+    close,
   };
 }
