@@ -38,15 +38,18 @@ const FIELD_RULES: Record<string, Record<string, [ok: (v: unknown) => boolean, w
   },
 };
 
+/** Every fault the proxy takes, written from the lists above so the refusal cannot leave one out. */
+const FAULT_SHAPES = [
+  ...SIMPLE_FAULTS.map((f) => `'${f}'`),
+  ...Object.entries(FIELD_RULES).map(([kind, rules]) => `{ kind: '${kind}', ${Object.keys(rules).join(', ')} }`),
+].join(' | ');
+
 /** A script is the caller's code: a bad fault is a TypeError naming the problem. */
 function validateFault(fault: unknown, where = 'fault'): asserts fault is Fault {
   if (SIMPLE_FAULTS.includes(fault)) return;
   const f = (typeof fault === 'object' && fault !== null ? fault : {}) as Record<string, unknown>;
   const rules = typeof f.kind === 'string' && Object.hasOwn(FIELD_RULES, f.kind) ? FIELD_RULES[f.kind] : undefined;
-  if (!rules)
-    throw new TypeError(
-      `${where}: expected 'pass' | 'drop-response' | 'reset-before' | 'truncate-response' | { kind: 'delay', ms } | { kind: 'status', status }, got ${JSON.stringify(fault)}`,
-    );
+  if (!rules) throw new TypeError(`${where}: expected ${FAULT_SHAPES}, got ${JSON.stringify(fault)}`);
   for (const [field, [ok, want]] of Object.entries(rules))
     if (!ok(f[field])) throw new TypeError(`${where}: ${f.kind} needs ${want}, got ${JSON.stringify(f[field])}`);
 }

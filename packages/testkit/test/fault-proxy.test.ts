@@ -328,6 +328,10 @@ describe('fault proxy', () => {
     await expect(startFaultProxy({ target: up.url, faults: ['explode' as never] })).rejects.toThrow(
       /faults\[0\] \(call 1\)/,
     );
+    // The refusal names every fault the proxy takes.
+    const said = await startFaultProxy({ target: up.url, faults: ['explode' as never] }).catch((e: Error) => e.message);
+    for (const kind of ["'truncate-response'", "kind: 'delay', ms", "kind: 'late-commit', afterMs", "kind: 'status'"])
+      expect(said).toContain(kind);
     await expect(startFaultProxy({ target: up.url, faults: [{ kind: 'status', status: 42 }] })).rejects.toThrow(
       /100–599/,
     );
