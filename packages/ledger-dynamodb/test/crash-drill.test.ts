@@ -64,18 +64,21 @@ function startWorker(
     stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
   });
   const messages: Msg[] = [];
-  const hung = Promise.withResolvers<void>();
+  let onHung: () => void = () => undefined;
+  const hung = new Promise<void>((resolve) => {
+    onHung = resolve;
+  });
   child.on('message', (m: Msg) => {
     messages.push(m);
     if (m.hung && victim && messages.filter((x) => x.hung).length === 1) {
-      hung.resolve();
+      onHung();
       setTimeout(() => child.kill('SIGKILL'), victim.killAfterMs);
     }
   });
   const exit = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
     child.on('exit', (code, signal) => resolve({ code, signal })),
   );
-  return { messages, exit, hung: hung.promise };
+  return { messages, exit, hung };
 }
 
 it('workers SIGKILLed at random points: after recovery, 0 duplicates and 0 stuck', { timeout: 180_000 }, async () => {
