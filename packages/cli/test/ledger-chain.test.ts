@@ -247,6 +247,26 @@ describe('retrysafe ledger verify / export, and show and resolve on a broken cha
       0,
     );
   });
+
+  it('a chain sealed with a key the keyring lacks is told as such, not as an edit, by verify, show, handoffs and resolve (exit 1 as before)', async () => {
+    const keyed = join(dir, 'other-key.db');
+    const id = await keyedHandOff(keyed, 'other-key');
+    const env = { RETRYSAFE_RECEIPT_KEYS: 'k2:fedcba9876543210fedc' }; // k1 rotated out, or a typo
+    for (const args of [
+      ['verify', id],
+      ['verify', '--all'],
+      ['show', id],
+      ['handoffs'],
+      ['resolve', id, '--abandon'],
+    ]) {
+      const r = await cli(['ledger', ...args, '--db', keyed], { env });
+      const said = r.stdout + r.stderr;
+      expect(r.code, args.join(' ')).toBe(1);
+      expect(said, args.join(' ')).toMatch(/key k1.*RETRYSAFE_RECEIPT_KEYS/);
+      expect(said, args.join(' ')).not.toMatch(/edited|docs\/security\.md/);
+      expect(said, args.join(' ')).toContain('retrysafe help runbook');
+    }
+  });
 });
 
 /** A ledger at `path` holding one operation handed off (a rejection) with receipts sealed by key k1; its id. */

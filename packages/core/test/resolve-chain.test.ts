@@ -55,6 +55,20 @@ describe('runner.resolve() on a broken receipt chain', () => {
     },
   );
 
+  it('a chain sealed with a key the runner lacks is refused naming that key, not as an edit', async () => {
+    const k1 = { id: 'k1', secret: '0123456789abcdef0123' };
+    const { provider, adapter, ledger, clock } = setup(FORGETFUL, { receiptKey: k1 });
+    provider.failNext({ kind: 'unknown-before-commit' });
+    const r = await createRunner({ ledger, clock, receiptKey: k1 }).run(adapter, OP, {
+      params: { ref: 'k', amount: 1 },
+    });
+    const operator = createRunner({ ledger, clock, receiptKey: { id: 'k2', secret: 'fedcba9876543210fedc' } });
+    const err = await operator.resolve(r.businessOperationId, { action: 'abandon' }).catch((e: unknown) => e);
+    expect(err).toMatchObject({ code: 'RETRYSAFE_BROKEN_RECEIPT_CHAIN', missingKey: 'k1' });
+    expect((err as Error).message).toMatch(/key k1.*receiptKeyring/);
+    expect((err as Error).message).not.toMatch(/edited|broken/);
+  });
+
   it('an intact chain resolves as before', async () => {
     const { provider, adapter, runner } = setup(FORGETFUL);
     provider.failNext({ kind: 'unknown-before-commit' });

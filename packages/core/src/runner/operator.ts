@@ -309,9 +309,9 @@ async function checkChain(ctx: RunnerContext, id: BusinessOperationId): Promise<
     allowUnkeyed: true,
   });
   if (check === null || check.ok) return;
-  const why = `the receipt chain is broken at receipt #${check.index + 1} (${check.reason}): not resolving`;
-  ctx.log('warn', 'resolve-refused', why);
-  throw new BrokenReceiptChainError(id, check.index, check.reason);
+  const err = new BrokenReceiptChainError(id, check.index, check.reason, check.missingKey);
+  ctx.log('warn', 'resolve-refused', err.message);
+  throw err;
 }
 
 type PersonRun = Pick<Operation, 'runId' | 'attemptIds'> & Pick<ResolveOptions, 'handoffAt'> & { readonly by: string };

@@ -7,6 +7,13 @@ import { notInLedger, unreadableRows } from './target.js';
 /** `id:secret[,oldId:oldSecret…]`: the first key seals new receipts, every key verifies. */
 export const RECEIPT_KEYS_ENV = 'RETRYSAFE_RECEIPT_KEYS';
 
+/** What a broken chain means and what to do: the runbook ships with the CLI. */
+export const CHAIN_RUNBOOK = 'retrysafe help runbook, "Receipt chain broken"';
+
+/** What a person does about a receipt sealed with a key this process lacks: not an edit until shown to be one. */
+export const addMissingKey = (key: string) =>
+  `add key ${key} to ${RECEIPT_KEYS_ENV} and check again (a key id never used would mean a forged receipt)`;
+
 /** Keys from an environment variable, if set (a malformed value is a usage error that never shows the secret). */
 const keysFromEnv = (name: string) => orInputError('', () => coreKeysFromEnv(name, process.env));
 

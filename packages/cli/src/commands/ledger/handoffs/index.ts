@@ -1,6 +1,6 @@
 import { defineCommand } from '../../../command.js';
 import { paint, plural } from '../../../output.js';
-import { verifyChains } from '../chain.js';
+import { addMissingKey, CHAIN_RUNBOOK, verifyChains } from '../chain.js';
 import { actionNames, resolveCommand } from '../packet-text.js';
 import {
   type LedgerTarget,
@@ -31,6 +31,8 @@ export async function ledgerHandoffs(target: LedgerTarget, onUnreadable?: (id: s
         lastKnown: r.handoff?.lastKnown ?? null,
         // a broken receipt chain: do not act on it before finding out why
         ...(chain.ok ? {} : { chainBroken: chain.reason }),
+        // the key id the break names, when the receipt was sealed with a key this process lacks (not an edit)
+        ...(chain.ok || chain.missingKey === undefined ? {} : { chainKeyMissing: chain.missingKey }),
       };
     });
   });
@@ -43,7 +45,8 @@ export async function ledgerHandoffs(target: LedgerTarget, onUnreadable?: (id: s
 export function handoffsText(rows: readonly HandoffRow[], color = false, target = '', leftOpen = false): string {
   if (rows.length === 0) return leftOpen ? 'No handoffs.' : 'No handoffs: nothing is waiting for a person.';
   const blocks = rows.map((r) => {
-    const broken = `  ✗ receipt chain broken (${r.chainBroken}): the ledger was edited outside retrysafe — resolve refuses it`;
+    const why = r.chainKeyMissing ? addMissingKey(r.chainKeyMissing) : 'the ledger was edited outside retrysafe';
+    const broken = `  ✗ receipt chain broken (${r.chainBroken}): ${why} — resolve refuses it (${CHAIN_RUNBOOK})`;
     const unsafe = actionNames(r.safeNextActions, false);
     return [
       `${paint('bold', r.businessOperationId, color)}  ${r.operation}${r.account === undefined ? '' : ` (account ${r.account})`}  ${paint('yellow', r.handoffReason ?? '?', color)}  (${plural(r.attempts, 'attempt')}, ${r.updatedAt})`,

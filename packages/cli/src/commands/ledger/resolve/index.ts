@@ -19,7 +19,7 @@ import { defineCommand, type Options, type Parsed } from '../../../command.js';
 import { exactlyOne, RefusedError, UsageError } from '../../../errors.js';
 import { readObjectFile } from '../../../files.js';
 import { paint, plural } from '../../../output.js';
-import { receiptKeysFromEnv, withParamsKeys } from '../chain.js';
+import { addMissingKey, CHAIN_RUNBOOK, receiptKeysFromEnv, withParamsKeys } from '../chain.js';
 import { packetText } from '../packet-text.js';
 import { configAdapters, notInLedger, TARGET_OPTIONS, targetFlags, withLedger } from '../target.js';
 
@@ -101,7 +101,7 @@ export async function ledgerResolve(opts: ResolveOptions, id: string): Promise<R
             );
           if (BrokenReceiptChainError.isInstance(err))
             throw new RefusedError(
-              `not resolving ${id}: its receipt chain is broken at receipt #${err.index + 1} (${err.reason}); nothing was sent. Find out who edited the ledger (retrysafe ledger verify --all) before acting on it.`,
+              `not resolving ${id}: its receipt chain is broken at receipt #${err.index + 1} (${err.reason}); nothing was sent. ${err.missingKey ? `To check it, ${addMissingKey(err.missingKey)}` : 'Find out who edited the ledger (retrysafe ledger verify --all) before acting on it'} (${CHAIN_RUNBOOK}).`,
             );
           if (UnsafeResumeError.isInstance(err)) throw resumeRefusal(id, err.why, rejected, stored);
           if (InvalidStateError.isInstance(err) && stored === null)

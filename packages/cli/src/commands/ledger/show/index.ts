@@ -3,7 +3,7 @@ import { personRef } from '@retrysafe/core/internal';
 import { defineCommand } from '../../../command.js';
 import { RefusedError } from '../../../errors.js';
 import { paint } from '../../../output.js';
-import { verifyChains } from '../chain.js';
+import { addMissingKey, CHAIN_RUNBOOK, verifyChains } from '../chain.js';
 import { packetText, receiptText } from '../packet-text.js';
 import { type LedgerTarget, notInLedger, summarize, TARGET_OPTIONS, targetFlags, withLedger } from '../target.js';
 
@@ -61,7 +61,10 @@ export function showText(r: ShowResult, color = false, target = ''): string {
   ];
   if (rec.handoff) out.push('', packetText(rec.handoff, color, target, rec.state === 'handed-off'));
   if (!r.chain.ok) {
-    const broken = `✗ receipt chain broken at #${r.chain.index + 1}: ${r.chain.reason} — the ledger was edited outside retrysafe; do not act on these receipts before finding out why`;
+    const why = r.chain.missingKey
+      ? addMissingKey(r.chain.missingKey)
+      : 'the ledger was edited outside retrysafe; do not act on these receipts before finding out why';
+    const broken = `✗ receipt chain broken at #${r.chain.index + 1}: ${r.chain.reason} — ${why} (${CHAIN_RUNBOOK})`;
     out.push('', paint('red', broken, color));
   }
   out.push('', `Receipts (${r.receipts.length}):`);

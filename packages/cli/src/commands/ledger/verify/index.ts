@@ -3,7 +3,15 @@ import { verifyReceiptsJsonl } from '@retrysafe/core';
 import { defineCommand } from '../../../command.js';
 import { exactlyOne, orInputError } from '../../../errors.js';
 import { paint, plural } from '../../../output.js';
-import { checkOptions, RECEIPT_KEYS_ENV, rowOf, type VerifyRow, verifyChains } from '../chain.js';
+import {
+  addMissingKey,
+  CHAIN_RUNBOOK,
+  checkOptions,
+  RECEIPT_KEYS_ENV,
+  rowOf,
+  type VerifyRow,
+  verifyChains,
+} from '../chain.js';
 import { TARGET_OPTIONS, targetFlags, withLedger } from '../target.js';
 
 /** Verifies an export written by `ledger export` (receipts plus head lines), without the ledger. */
@@ -18,17 +26,23 @@ function verifyText(rows: readonly VerifyRow[], color = false, file?: string): s
   // An export of an empty ledger is empty too: an empty file is not refused, but nothing in it was checked.
   if (rows.length === 0) return file ? `${file} holds no operations: nothing verified.` : 'No operations.';
   const bad = rows.filter((r) => !r.ok);
+  // A receipt sealed with a key this process lacks went unchecked: told apart from an edit.
+  const keys = [...new Set(bad.map((r) => (r.ok ? undefined : r.missingKey)).filter((k) => k !== undefined))];
+  const edited = bad.filter((r) => !r.ok && r.missingKey === undefined).length;
+  const unchecked = bad.length - edited;
   const lines = rows.map((r) =>
     r.ok
       ? `${paint('green', '✓', color)} ${r.businessOperationId}  ${plural(r.receipts, 'receipt')}${r.warnings ? paint('dim', `  (${r.warnings.join('; ')})`, color) : ''}`
       : `${paint('red', '✗', color)} ${r.businessOperationId}  ${r.index < 0 ? '' : `broken at receipt #${r.index + 1}: `}${r.reason}`,
   );
-  lines.push(
-    '',
-    bad.length
-      ? `${bad.length} of ${plural(rows.length, 'chain')} broken: ${file ? `${file} or the ledger it was exported from was` : 'the ledger was'} edited outside retrysafe (see docs/security.md)`
-      : `${plural(rows.length, 'chain')} intact`,
-  );
+  lines.push('');
+  if (edited > 0)
+    lines.push(
+      `${edited} of ${plural(rows.length, 'chain')} broken: ${file ? `${file} or the ledger it was exported from was` : 'the ledger was'} edited outside retrysafe`,
+    );
+  if (unchecked > 0)
+    lines.push(`${unchecked} of ${plural(rows.length, 'chain')} not checked: ${keys.map(addMissingKey).join('; ')}`);
+  lines.push(bad.length ? `(${CHAIN_RUNBOOK})` : `${plural(rows.length, 'chain')} intact`);
   return lines.join('\n');
 }
 
