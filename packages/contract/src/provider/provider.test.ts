@@ -92,7 +92,7 @@ describe('classifyTransportFailure: never-sent vs may-have-been-applied', () => 
   it.each<[string, () => void]>([
     ['ERR_INVALID_CHAR', () => validateHeaderValue('Authorization', 'Bearer sk_test_x\r')], // a CRLF .env
     ['ERR_INVALID_HTTP_TOKEN', () => validateHeaderName('Idempotency Key')],
-    ['ERR_HTTP_INVALID_HEADER_VALUE', () => validateHeaderValue('Authorization', undefined)],
+    ['ERR_HTTP_INVALID_HEADER_VALUE', () => validateHeaderValue('Authorization', undefined as unknown as string)],
   ])("Node's own refusal of a header (%s) is thrown before a byte is written: never sent", (code, build) => {
     const thrown = (() => {
       try {
