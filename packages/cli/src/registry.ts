@@ -59,8 +59,7 @@ export const ADAPTER_OPTIONS = {
   },
   config: {
     argument: '<file>',
-    description:
-      'the `type: http` adapters this retrysafe config declares (drilled on their pattern sandboxes); without --adapter, only them',
+    description: 'the `type: http` adapters this retrysafe config declares; without --adapter, only them',
   },
 } as const satisfies Options;
 

@@ -108,3 +108,12 @@ describe('retrysafe cards (printing)', () => {
     }
   });
 });
+
+describe('retrysafe cards --help', () => {
+  it('describes --config as what it chooses, not as a drill (cards drill nothing)', async () => {
+    const r = await cli(['cards', '--help']);
+    expect(r.code).toBe(0);
+    expect(r.stdout).toMatch(/--config <file>/);
+    expect(r.stdout).not.toMatch(/drilled/);
+  });
+});

@@ -12,6 +12,9 @@ describe('retrysafe: exit codes and usage errors', () => {
     const h = await cli(['help', 'ledger']);
     expect(h.code).toBe(0);
     expect(h.stdout).toContain('resolve');
+    // The resolve line names every resolution the packets offer.
+    for (const flag of ['--resume', '--mark-done', '--abandon', '--resend-with'])
+      expect(h.stdout.replace(/\s+/g, ' ')).toMatch(new RegExp(`resolve \\[options\\] <id> .*${flag}`));
     const v = await cli(['--version']);
     expect(v.code).toBe(0);
     expect(v.stdout.trim()).toMatch(/^\d+\.\d+\.\d+/);

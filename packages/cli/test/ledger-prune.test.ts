@@ -72,6 +72,7 @@ describe('retrysafe ledger prune', () => {
     const r = await cli(['ledger', 'prune', '--older-than', '1h', '--db', db]);
     expect(r.code).toBe(2);
     expect(r.stderr).toMatch(/key retention of .* plus its clock-skew margin/);
+    expect(r.stderr).toMatch(/, or --force\n/); // the flag, not the library's option name
     expect(await ids()).toEqual(['old-done', 'old-handed', 'old-open', 'recent-done']);
   });
 
@@ -164,7 +165,7 @@ describe('retrysafe ledger prune', () => {
     const r = await cli(['ledger', 'prune', '--older-than', '30d', '--db', other]);
     expect(r.code, r.stderr).toBe(2);
     expect(r.stderr).toMatch(/hubspot\.tickets\.create/);
-    expect(r.stderr).toMatch(/--unknown-retention/);
+    expect(r.stderr).toMatch(/--unknown-retention, or --force\n/);
     expect(await count()).toBe(1);
     const longer = await cli(['ledger', 'prune', '--older-than', '30d', '--unknown-retention', '30d', '--db', other]);
     expect(longer.code, longer.stderr).toBe(2);

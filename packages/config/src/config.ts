@@ -142,6 +142,12 @@ function env(name: string, path: string, environment: NodeJS.ProcessEnv): string
   // Own keys only: `constructor` or `toString` would read the object's inherited function as the secret.
   const v = Object.hasOwn(environment, name) ? environment[name] : undefined;
   if (typeof v !== 'string' || !v) throw new ConfigError(path, `environment variable ${name} is not set`);
+  // A CRLF .env file leaves a `\r`: the SDK would fail before sending, and the runner could not tell that from a lost answer.
+  if (v.trim() !== v || /[\x00-\x1f\x7f]/.test(v))
+    throw new ConfigError(
+      path,
+      `environment variable ${name} has whitespace or control characters around or in it (a line ending from a .env file?): remove them`,
+    );
   return v;
 }
 

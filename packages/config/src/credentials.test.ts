@@ -202,3 +202,17 @@ describe('createAdapters: a variable name that is an inherited property of the e
     },
   );
 });
+
+describe('createAdapters: a secret that cannot travel in an HTTP header', () => {
+  // A CRLF .env leaves `\r` on the value: the SDK then fails before sending, which read as an unknown outcome.
+  it.each(['sk_test_Crlf42\r', ' sk_test_Crlf42', 'sk_test_Crlf42\n', '   '])(
+    '%j is refused before any adapter is built, naming the variable and not the value',
+    async (value) => {
+      const cfg = parseConfig({ adapters: { stripe: { apiKeyEnv: 'RS_TEST_KEY' } } }, dir);
+      const err = await createAdapters(cfg, { RS_TEST_KEY: value }).catch((e: unknown) => e);
+      expect(ConfigError.isInstance(err)).toBe(true);
+      expect((err as Error).message).toMatch(/RS_TEST_KEY .*whitespace or control characters/);
+      expect((err as Error).message).not.toContain('Crlf42');
+    },
+  );
+});

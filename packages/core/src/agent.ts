@@ -205,7 +205,7 @@ export function toAgentResult(r: RunResult) {
 /** What the model is told of an operation handed off and still open. */
 function handedOffMessage(packet: HandoffPacket, receipts: readonly Receipt[]): string {
   if (waitsForUser(packet, receipts))
-    return `The provider asks the user to take a step first: ${packet.lastKnown.message ?? packet.explanation} Once the user has, call again with the same arguments: the call is sent again.`;
+    return `The provider asks the user to take a step first: ${sentence(packet.lastKnown.message ?? packet.explanation)} Once the user has, call again with the same arguments: the call is sent again.`;
   const { fields, created } = packet.lastKnown;
   const named = fields?.length
     ? ` The provider named these fields: ${fields.map((f) => `${f.path} (${f.message})`).join(', ')}`
@@ -219,8 +219,11 @@ function handedOffMessage(packet: HandoffPacket, receipts: readonly Receipt[]): 
     named && correctable
       ? `${named}; a call with them corrected and the same intent is sent as a corrected request.`
       : `${named}${named ? '.' : ''}${kept}${correctable ? '' : ' Do not redo it under other intent fields either.'}`;
-  return `Handed to a person: ${packet.explanation} Do not retry this call as is.${fix}`;
+  return `Handed to a person: ${sentence(packet.explanation)} Do not retry this call as is.${fix}`;
 }
+
+/** Explanations and provider messages may end without a stop; the next sentence needs one. */
+const sentence = (s: string) => (/[.!?]$/.test(s.trimEnd()) ? s.trimEnd() : `${s.trimEnd()}.`);
 
 const agentScrub = createRedactor();
 

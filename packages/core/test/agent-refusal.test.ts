@@ -144,6 +144,7 @@ describe('the answer for an operation a person closed', () => {
     const first = await callAgentTool(runner, tool!, { ref: 'o-13', note: 'long' });
     expect(first.message).toMatch(/sent as a corrected request/); // the packet offers resend-with
     expect(first.message).not.toMatch(/other intent fields/);
+    expect(first.message).toMatch(/^Handed to a person: [^.]*\. Do not retry/); // the explanation ends its sentence
     await runner.resolve(first.businessOperationId!, { action: 'abandon' }, { by: 'ops' });
     const again = await callAgentTool(runner, tool!, { ref: 'o-13', note: 'long' });
     expect(again.message).not.toMatch(/sent as a corrected request/);

@@ -33,6 +33,10 @@ export const NEVER_SENT_CODES: ReadonlySet<string> = new Set([
   // the request could not be built
   'ERR_INVALID_URL',
   'ERR_INVALID_PROTOCOL',
+  // node:http refuses a header (a credential with a CR from a .env file) when it is set, before the request is written
+  'ERR_INVALID_CHAR',
+  'ERR_INVALID_HTTP_TOKEN',
+  'ERR_HTTP_INVALID_HEADER_VALUE',
 ]);
 
 const TIMEOUT_CODES: ReadonlySet<string> = new Set([

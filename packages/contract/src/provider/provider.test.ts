@@ -1,3 +1,4 @@
+import { validateHeaderName, validateHeaderValue } from 'node:http';
 import { describe, expect, it } from 'vitest';
 import { AdapterConfigurationError } from '../errors.js';
 import {
@@ -86,6 +87,21 @@ describe('classifyTransportFailure: never-sent vs may-have-been-applied', () => 
 
   it.each([...NEVER_SENT_CODES])('%s ⇒ never sent', (code) => {
     expect(classifyTransportFailure(err(code))).toEqual({ sent: 'never', code });
+  });
+
+  it.each<[string, () => void]>([
+    ['ERR_INVALID_CHAR', () => validateHeaderValue('Authorization', 'Bearer sk_test_x\r')], // a CRLF .env
+    ['ERR_INVALID_HTTP_TOKEN', () => validateHeaderName('Idempotency Key')],
+    ['ERR_HTTP_INVALID_HEADER_VALUE', () => validateHeaderValue('Authorization', undefined as unknown as string)],
+  ])("Node's own refusal of a header (%s) is thrown before a byte is written: never sent", (code, build) => {
+    const thrown = (() => {
+      try {
+        build();
+      } catch (e) {
+        return e;
+      }
+    })();
+    expect(classifyTransportFailure(thrown)).toEqual({ sent: 'never', code });
   });
 
   it.each<[string, string]>([

@@ -93,7 +93,8 @@ export async function ledgerPrune(opts: Parsed<typeof PRUNE_OPTIONS>): Promise<P
       // The retention checks' refusals name their option (opening the ledger has its own errors).
       if (!RunnerConfigurationError.isInstance(err) || !(err.option in FLAGS)) throw err;
       const flag = FLAGS[err.option as keyof typeof FLAGS];
-      throw new UsageError(`${flag}: ${err.message.slice(err.option.length + 2).replaceAll('unknownRetention', flag)}`);
+      const why = err.message.slice(err.option.length + 2).replaceAll('unknownRetention', flag);
+      throw new UsageError(`${flag}: ${why.replace(/, or force$/, ', or --force')}`);
     });
   return withLedger(opts, prune, { config, writes: !opts.dryRun });
 }

@@ -238,7 +238,8 @@ export function resolveText(r: ResolveResult, color = false, target = ''): strin
 
 export const ledgerResolveCommand = defineCommand({
   name: 'ledger resolve',
-  description: 'resolve a handed-off operation: --resume (same provider key), --mark-done <providerRef>, or --abandon',
+  description:
+    'resolve a handed-off operation: --resume (same provider key), --mark-done <providerRef>, --abandon, or --resend-with <params.json>',
   arguments: [['<id>', 'business-operation id']],
   options: RESOLVE_OPTIONS,
   async run({ print, color }, o, [id]: [string]) {
