@@ -23,6 +23,15 @@ async function setup(sandboxOptions: SlackSandboxOptions = {}, clockSkewMarginMs
   return { clock, sandbox, proxy, adapter, runner };
 }
 
+/** A sandbox whose history answers one call a minute (Slack's limit for apps outside the Marketplace), on a virtual clock. */
+async function historyLimited() {
+  const clock = createVirtualClock(Date.UTC(2026, 11, 4));
+  const sandbox = closeAfterTest(
+    await startSlackSandbox({ token: TOKEN, channels: [CHANNEL], now: clock.now, historyCallsPerMinute: 1 }),
+  );
+  return { clock, sandbox, adapter: createSlackAdapter({ token: TOKEN, baseUrl: sandbox.url }), t0: clock.now() };
+}
+
 describe('a lost answer to chat.postMessage', () => {
   it("the policy's clock-skew margin reaches the lookup: Slack's clock 5 min behind ours, a 10 min margin ⇒ adopted, one message", async () => {
     let now = () => 0;
@@ -131,12 +140,7 @@ describe('the history lookup window and its page bound', () => {
   });
 
   it('ours on the first page and the next page refused by the once-a-minute history limit: found, as the page bound would', async () => {
-    const clock = createVirtualClock(Date.UTC(2026, 11, 4));
-    const sandbox = closeAfterTest(
-      await startSlackSandbox({ token: TOKEN, channels: [CHANNEL], now: clock.now, historyCallsPerMinute: 1 }),
-    );
-    const direct = createSlackAdapter({ token: TOKEN, baseUrl: sandbox.url });
-    const t0 = clock.now();
+    const { clock, sandbox, adapter: direct, t0 } = await historyLimited();
     for (let i = 0; i < 20; i++) await execute(direct, 'chat.postMessage', postParams(100 + i), `other-${i}`);
     await execute(direct, 'chat.postMessage', postParams(9), 'ours');
     const out = await lookup(direct, 'chat.postMessage', postParams(9), 'ours', {
@@ -154,12 +158,7 @@ describe('the history lookup window and its page bound', () => {
   });
 
   it('ours on the second page under the once-a-minute history limit: the refused page is asked for again after the wait, not page 1', async () => {
-    const clock = createVirtualClock(Date.UTC(2026, 11, 4));
-    const sandbox = closeAfterTest(
-      await startSlackSandbox({ token: TOKEN, channels: [CHANNEL], now: clock.now, historyCallsPerMinute: 1 }),
-    );
-    const adapter = createSlackAdapter({ token: TOKEN, baseUrl: sandbox.url });
-    const t0 = clock.now();
+    const { clock, sandbox, adapter, t0 } = await historyLimited();
     await execute(adapter, 'chat.postMessage', postParams(9), 'ours');
     for (let i = 0; i < 20; i++) await execute(adapter, 'chat.postMessage', postParams(100 + i), `other-${i}`);
     const look = () =>

@@ -4,6 +4,7 @@ import { type StripeSandbox, startStripeSandbox } from '@retrysafe/stripe/sandbo
 import { generateText, stepCountIs } from 'ai';
 import { MockLanguageModelV2 } from 'ai/test';
 import { afterEach, beforeEach, expect, it } from 'vitest';
+import { gated } from '../../core/test/helpers.js';
 import { type AgentToolResult, retrysafeTools } from '../src/index.js';
 
 let sandbox: StripeSandbox;
@@ -29,22 +30,11 @@ const original = {
 it('a conflict with a call still in flight in another worker: do not redo it under other intent fields, call again with the original arguments', async () => {
   const ledger = createMemoryLedger();
   const adapter = createStripeAdapter({ apiKey: 'sk_test_ai_sdk', baseUrl: sandbox.url, timeoutMs: 5000 });
-  let reached!: () => void;
-  const atGate = new Promise<void>((r) => {
-    reached = r;
-  });
-  let release!: () => void;
-  const gate = new Promise<void>((r) => {
-    release = r;
-  });
-  const held = {
-    ...adapter,
-    doExecute: async (...a: Parameters<typeof adapter.doExecute>) => (reached(), await gate, adapter.doExecute(...a)),
-  };
+  const { held, atGate, gate } = gated(adapter);
   const toolsOf = (a: typeof adapter) =>
     retrysafeTools({ runner: createRunner({ ledger }), adapters: [a], operations: [name] });
   const first = Promise.resolve(toolsOf(held)[name]!.execute!(original, { toolCallId: 'call_1', messages: [] }));
-  await atGate;
+  await atGate.promise;
 
   const model = new MockLanguageModelV2({
     doGenerate: [
@@ -73,7 +63,7 @@ it('a conflict with a call still in flight in another worker: do not redo it und
   expect(conflict!.message).not.toMatch(/If you meant a different operation/);
   expect(conflict!.message).not.toMatch(/a person must resolve/i);
 
-  release();
+  gate.resolve();
   const done = (await first) as Extract<AgentToolResult, { status: 'done' }>;
   expect(done.status).toBe('done');
   const again = await tools[name]!.execute!(original, { toolCallId: 'call_3', messages: [] });
@@ -86,21 +76,10 @@ it('a conflict with a call still in flight in another worker: do not redo it und
 it('an abort of the agent loop ends a call waiting for another worker at once', async () => {
   const ledger = createMemoryLedger();
   const adapter = createStripeAdapter({ apiKey: 'sk_test_ai_sdk', baseUrl: sandbox.url, timeoutMs: 5000 });
-  let reached = () => {};
-  const atGate = new Promise<void>((r) => {
-    reached = r;
-  });
-  let release = () => {};
-  const gate = new Promise<void>((r) => {
-    release = r;
-  });
-  const held = {
-    ...adapter,
-    doExecute: async (...a: Parameters<typeof adapter.doExecute>) => (reached(), await gate, adapter.doExecute(...a)),
-  };
+  const { held, atGate, gate } = gated(adapter);
   const workerA = retrysafeTools({ runner: createRunner({ ledger }), adapters: [held], operations: [name] });
   const first = Promise.resolve(workerA[name]!.execute!(original, { toolCallId: 'call_1', messages: [] }));
-  await atGate;
+  await atGate.promise;
 
   const stop = new AbortController();
   const logger = (e: { event: string }) => void (e.event === 'busy' && stop.abort());
@@ -114,7 +93,7 @@ it('an abort of the agent loop ends a call waiting for another worker at once', 
   const [stopped] = out.steps.flatMap((s) => s.content).filter((c) => c.type === 'tool-error');
   expect(stopped?.error).toMatchObject({ name: 'AbortError' });
 
-  release();
+  gate.resolve();
   expect(await first).toMatchObject({ status: 'done' });
   expect(sandbox.count('payment_intent')).toBe(1);
 });

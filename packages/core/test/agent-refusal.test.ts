@@ -12,7 +12,7 @@ import {
 import { PAYLOAD_LIMITS } from '@retrysafe/contract/ledger';
 import { agentTools, callAgentTool, operationStatus, pendingHandoffs, refusalAnswer } from '@retrysafe/core/agent';
 import { describe, expect, it } from 'vitest';
-import { scripted, setup } from './helpers.js';
+import { latch, scripted, setup } from './helpers.js';
 
 /** The sandbox operation as an agent tool whose provider rejects every call with `rejection`; `sent()` counts calls. */
 function rejectingTool(rejection: { reason: string; message: string; created?: string; fields?: object[] }) {
@@ -179,25 +179,19 @@ describe('retrysafe_status of an operation not finished', () => {
   // `dispatched` with no result reads as "failed" to a model, which may then redo it under another order reference.
   it('says it may already have taken effect: call it again with the same arguments, not under other intent fields', async () => {
     const { adapter, runner, ledger } = setup();
-    let reached = () => {};
-    const atGate = new Promise<void>((r) => {
-      reached = r;
-    });
-    let release = () => {};
-    const gate = new Promise<void>((r) => {
-      release = r;
-    });
-    const held = scripted(adapter, (_n, send) => (reached(), gate.then(send)));
+    const atGate = latch();
+    const gate = latch();
+    const held = scripted(adapter, (_n, send) => (atGate.resolve(), gate.promise.then(send)));
     const [tool] = agentTools([held], ['sandbox_records_create']);
     const first = callAgentTool(runner, tool!, { ref: 'o-open' });
-    await atGate;
+    await atGate.promise;
     const [row] = await ledger.list();
     const status = await operationStatus(ledger, row!.businessOperationId);
     expect(status).toMatchObject({ state: 'dispatched', result: null });
     expect(status.message).toMatch(/may already have taken effect/);
     expect(status.message).toMatch(/same arguments/);
     expect(status.message).toMatch(/do not redo it under other intent fields/);
-    release();
+    gate.resolve();
     expect(await first).toMatchObject({ status: 'done' });
   });
 });

@@ -144,3 +144,25 @@ export function receiptWriteFails(): { ledger: Ledger; failing: { on: boolean } 
   };
   return { ledger, failing };
 }
+
+/** A promise and what resolves it: a test holds a call at a point, and lets it go. */
+export function latch() {
+  let resolve = () => {};
+  const promise = new Promise<void>((r) => {
+    resolve = r;
+  });
+  return { promise, resolve: () => resolve() };
+}
+
+/** `adapter` whose calls wait at a gate: `atGate` resolves when one arrives there, `gate.resolve()` lets them on. */
+export function gated<A extends AdapterV1>(adapter: A) {
+  const atGate = latch();
+  const gate = latch();
+  const held: A = {
+    ...adapter,
+    doExecute: async (...a: Parameters<AdapterV1['doExecute']>) => (
+      atGate.resolve(), await gate.promise, adapter.doExecute(...a)
+    ),
+  };
+  return { held, atGate, gate };
+}

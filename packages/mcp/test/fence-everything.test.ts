@@ -24,6 +24,7 @@ import { connectUpstream } from '../src/fence/upstream.js';
 import {
   type Answer,
   bin,
+  callTool as call,
   connect,
   everythingServer,
   expectStopped,
@@ -63,9 +64,6 @@ const everythingFence = (dir: string, slow = false) =>
       ...(slow ? { 'trigger-long-running-operation': { kind: 'create', intent: ['duration', 'steps'] } } : {}),
     },
   });
-
-const call = (client: Client, name: string, args: Record<string, unknown>, timeout = 20_000) =>
-  client.callTool({ name, arguments: args }, undefined, { timeout }) as Promise<Answer>;
 
 /** Notifications of `method` the client has received so far. */
 function collect(client: Client) {

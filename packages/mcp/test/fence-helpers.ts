@@ -90,6 +90,41 @@ export const ordersTool = (lookup: Record<string, unknown> = {}) => ({
 });
 export const lookupPolicy = { lookupWindowMs: 3000, waitForOtherMs: 10_000, baseMs: 10, capMs: 50 };
 
+/** A fence file of `tools` with the lookup policy above. */
+export const lookupFence = (dir: string, name: string, tools: Record<string, unknown>, timeoutMs = 500) =>
+  writeFence(dir, { name, timeoutMs, policy: lookupPolicy, tools });
+
+/** The upstream `node server …args` behind the lossy relay, which drops the answers of `tool`'s calls. */
+export const droppingAnswers = (tool: string, server: string, ...args: string[]) => [
+  '--',
+  process.execPath,
+  lossyRelay,
+  '--drop-answer',
+  tool,
+  '--',
+  process.execPath,
+  server,
+  ...args,
+];
+
+/** A tool call whose client waits long: the real servers behind a fence start slowly on a loaded machine. */
+export const callTool = (client: Client, name: string, args: Record<string, unknown>, timeout = 20_000) =>
+  client.callTool({ name, arguments: args }, undefined, { timeout }) as Promise<Answer>;
+
+/** server-memory's create_entities: one entity per name, so the name is the intent open_nodes can look up. */
+export const memoryCreate = {
+  kind: 'create',
+  intent: ['entities.0.name'],
+  lookup: {
+    tool: 'open_nodes',
+    arguments: { names: ['{{entities.0.name}}'] },
+    items: 'entities',
+    match: { name: 'entities.0.name' },
+    consistencyDelay: 0,
+    lateApplyBound: '1s',
+  },
+};
+
 /** A fence file over the orders server (timeouts short, so a lost answer is seen quickly). */
 export const ordersFence = (dir: string, timeoutMs: number, extra: Record<string, unknown> = {}) =>
   writeFence(dir, {

@@ -7,14 +7,15 @@
 import { randomBytes } from 'node:crypto';
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { describe, expect, it } from 'vitest';
 import {
-  type Answer,
+  callTool as call,
   connect,
   filesystemServer,
+  lookupFence,
   lookupPolicy,
   lossyRelay,
+  memoryCreate,
   memoryServer,
   ordersFence,
   ordersServer,
@@ -23,9 +24,6 @@ import {
   writeFence,
 } from './fence-helpers.js';
 
-const call = (client: Client, name: string, args: Record<string, unknown>, timeout = 20_000) =>
-  client.callTool({ name, arguments: args }, undefined, { timeout }) as Promise<Answer>;
-
 describe('server-memory behind the fence (its tools declare output schemas)', () => {
   function memoryFence(dir: string) {
     return writeFence(dir, {
@@ -33,19 +31,7 @@ describe('server-memory behind the fence (its tools declare output schemas)', ()
       timeoutMs: 500,
       policy: lookupPolicy,
       tools: {
-        create_entities: {
-          kind: 'create',
-          // server-memory keeps one entity per name: the name is the intent the lookup can match.
-          intent: ['entities.0.name'],
-          lookup: {
-            tool: 'open_nodes',
-            arguments: { names: ['{{entities.0.name}}'] },
-            items: 'entities',
-            match: { name: 'entities.0.name' },
-            consistencyDelay: 0,
-            lateApplyBound: '1s',
-          },
-        },
+        create_entities: memoryCreate,
       },
     });
   }
@@ -131,11 +117,8 @@ describe('server-filesystem behind the fence (a writing tool)', () => {
   it('write_file with its answer lost: a valid "done" on the re-issue, the file written once', async () => {
     const dir = tempDir('retrysafe-fs-');
     const root = tempDir('retrysafe-fs-root-');
-    const fence = writeFence(dir, {
-      name: 'files',
-      timeoutMs: 500,
-      policy: lookupPolicy,
-      tools: { write_file: { kind: 'set', idempotentByNature: true, intent: ['path'] } },
+    const fence = lookupFence(dir, 'files', {
+      write_file: { kind: 'set', idempotentByNature: true, intent: ['path'] },
     });
     const client = await wrapped(fence, [
       '--',

@@ -5,25 +5,21 @@
  */
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { describe, expect, it } from 'vitest';
 import {
-  type Answer,
+  callTool as call,
+  droppingAnswers,
   fencesOver,
   filesystemServer,
   httpClientOf,
+  lookupFence,
   lookupPolicy,
-  lossyRelay,
+  memoryCreate,
   memoryServer,
   servedOverHttp,
   tempDir,
   wrapped,
-  writeFence,
 } from './fence-helpers.js';
-
-const call = (client: Client, name: string, args: Record<string, unknown>, timeout = 20_000) =>
-  client.callTool({ name, arguments: args }, undefined, { timeout }) as Promise<Answer>;
-const node = process.execPath;
 
 describe('server-memory over --http, two hosts', () => {
   it('identical add_observations from both at once: one run, both done with its answer; the graph has it once', async () => {
@@ -33,7 +29,7 @@ describe('server-memory over --http, two hosts', () => {
       add_observations: { kind: 'upsert', intent: ['observations'] },
     };
     const make = await fencesOver(
-      { command: node, args: [memoryServer], env: { MEMORY_FILE_PATH: join(dir, 'memory.jsonl') } },
+      { command: process.execPath, args: [memoryServer], env: { MEMORY_FILE_PATH: join(dir, 'memory.jsonl') } },
       { name: 'memory', timeoutMs: 2000, policy: lookupPolicy, tools },
     );
     const http = await servedOverHttp(make);
@@ -57,18 +53,12 @@ describe('server-filesystem: tools that are no idempotent, their answer lost', (
   it('edit_file (edits: an array of objects, dryRun defaulted) is not applied twice; move_file not sent again', async () => {
     const dir = tempDir('retrysafe-fs-edit-');
     const root = tempDir('retrysafe-fs-edit-root-');
-    const fence = writeFence(dir, {
-      name: 'files',
-      timeoutMs: 500,
-      policy: lookupPolicy,
-      tools: {
-        edit_file: { kind: 'set', intent: ['path', 'edits'] },
-        move_file: { kind: 'set', intent: ['source', 'destination'] },
-        write_file: { kind: 'set', idempotentByNature: true, intent: ['path'] },
-      },
+    const fence = lookupFence(dir, 'files', {
+      edit_file: { kind: 'set', intent: ['path', 'edits'] },
+      move_file: { kind: 'set', intent: ['source', 'destination'] },
+      write_file: { kind: 'set', idempotentByNature: true, intent: ['path'] },
     });
-    const relay = [lossyRelay, '--drop-answer', 'edit_file', '--'];
-    const client = await wrapped(fence, ['--', node, ...relay, node, filesystemServer, root]);
+    const client = await wrapped(fence, droppingAnswers('edit_file', filesystemServer, root));
     await client.listTools();
     const path = join(root, 'a.txt');
     expect((await call(client, 'write_file', { path, content: 'one' }))._meta?.retrysafe?.status).toBe('done');
@@ -90,27 +80,15 @@ describe('server-filesystem: tools that are no idempotent, their answer lost', (
 describe('server-memory: a call its host cancels while the upstream holds it', () => {
   it('the re-issued call is answered done, and the entity is made once', async () => {
     const dir = tempDir('retrysafe-memory-cancel-');
-    const fence = writeFence(dir, {
-      name: 'memory',
-      timeoutMs: 300,
-      policy: lookupPolicy,
-      tools: {
-        create_entities: {
-          kind: 'create',
-          intent: ['entities.0.name'],
-          lookup: {
-            tool: 'open_nodes',
-            arguments: { names: ['{{entities.0.name}}'] },
-            items: 'entities',
-            match: { name: 'entities.0.name' },
-            consistencyDelay: 0,
-            lateApplyBound: '1s',
-          },
-        },
+    const fence = lookupFence(
+      dir,
+      'memory',
+      {
+        create_entities: memoryCreate,
       },
-    });
-    const relay = [lossyRelay, '--drop-answer', 'create_entities', '--'];
-    const client = await wrapped(fence, ['--', node, ...relay, node, memoryServer], {
+      300,
+    );
+    const client = await wrapped(fence, droppingAnswers('create_entities', memoryServer), {
       MEMORY_FILE_PATH: join(dir, 'memory.jsonl'),
     });
     await client.listTools();

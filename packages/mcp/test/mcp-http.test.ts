@@ -6,7 +6,25 @@ import { createMemoryLedger, createRunner } from '@retrysafe/core';
 import { createStripeAdapter } from '@retrysafe/stripe';
 import { startStripeSandbox } from '@retrysafe/stripe/sandbox';
 import { describe, expect, it, onTestFinished, vi } from 'vitest';
+import { gated, latch } from '../../core/test/helpers.js';
 import { createCoalescer, createRetrysafeMcpServer, serveHttp } from '../src/index.js';
+
+/** The official client, connected to `http` with its bearer token. */
+async function agentOf(
+  http: { url: string; token: string; close(): Promise<void> },
+  sandbox?: { close(): Promise<void> },
+) {
+  // Closed after the test, the client first, then what it talks to.
+  onTestFinished(async () => {
+    await http.close();
+    await sandbox?.close();
+  });
+  const client = new Client({ name: 'http-agent', version: '1.0.0' });
+  const requestInit = { headers: { authorization: `Bearer ${http.token}` } };
+  await client.connect(new StreamableHTTPClientTransport(new URL(http.url), { requestInit }));
+  onTestFinished(() => client.close());
+  return client;
+}
 
 describe('retrysafe MCP server over streamable HTTP', () => {
   it('binds to loopback only', async () => {
@@ -46,40 +64,29 @@ describe('retrysafe MCP server over streamable HTTP', () => {
     const http = await serveHttp(() =>
       createRetrysafeMcpServer({ runner, ledger, adapters: [adapter], operations: ['stripe.customers.create'] }),
     );
-    const client = new Client({ name: 'http-agent', version: '1.0.0' });
-    try {
-      expect(http.url).toMatch(/^http:\/\/127\.0\.0\.1:\d+\/mcp$/);
-      await client.connect(
-        new StreamableHTTPClientTransport(new URL(http.url), {
-          requestInit: { headers: { authorization: `Bearer ${http.token}` } },
-        }),
-      );
-      const { tools } = await client.listTools();
-      expect(tools.map((t) => t.name).sort()).toEqual([
-        'retrysafe_handoffs',
-        'retrysafe_status',
-        'stripe_customers_create',
-      ]);
-      const args = { customerRef: 'user-77', email: 'u77@example.test' };
-      const a = (await client.callTool({ name: 'stripe_customers_create', arguments: args })).structuredContent as {
-        status: string;
-        providerRef: string;
-        adopted: boolean;
-      };
-      const b = (
-        await client.callTool({
-          name: 'stripe_customers_create',
-          arguments: { email: 'u77@example.test', customerRef: 'user-77' },
-        })
-      ).structuredContent as { status: string; providerRef: string; adopted: boolean };
-      expect(a).toMatchObject({ status: 'done', adopted: false });
-      expect(b).toMatchObject({ status: 'done', adopted: true, providerRef: a.providerRef });
-      expect(sandbox.count('customer')).toBe(1);
-    } finally {
-      await client.close();
-      await http.close();
-      await sandbox.close();
-    }
+    const client = await agentOf(http, sandbox);
+    expect(http.url).toMatch(/^http:\/\/127\.0\.0\.1:\d+\/mcp$/);
+    const { tools } = await client.listTools();
+    expect(tools.map((t) => t.name).sort()).toEqual([
+      'retrysafe_handoffs',
+      'retrysafe_status',
+      'stripe_customers_create',
+    ]);
+    const args = { customerRef: 'user-77', email: 'u77@example.test' };
+    const a = (await client.callTool({ name: 'stripe_customers_create', arguments: args })).structuredContent as {
+      status: string;
+      providerRef: string;
+      adopted: boolean;
+    };
+    const b = (
+      await client.callTool({
+        name: 'stripe_customers_create',
+        arguments: { email: 'u77@example.test', customerRef: 'user-77' },
+      })
+    ).structuredContent as { status: string; providerRef: string; adopted: boolean };
+    expect(a).toMatchObject({ status: 'done', adopted: false });
+    expect(b).toMatchObject({ status: 'done', adopted: true, providerRef: a.providerRef });
+    expect(sandbox.count('customer')).toBe(1);
   });
 
   it('two identical calls at once (one HTTP server per session): both answer done with the same customer, one created', async () => {
@@ -90,30 +97,19 @@ describe('retrysafe MCP server over streamable HTTP', () => {
     const adapter = createStripeAdapter({ apiKey: 'sk_test_mcp_coalesce', baseUrl: sandbox.url, timeoutMs: 5000 });
     const coalescer = createCoalescer(ledger);
     const http = await serveHttp(() => createRetrysafeMcpServer({ runner, ledger, adapters: [adapter], coalescer }));
-    const client = new Client({ name: 'http-agent', version: '1.0.0' });
-    try {
-      await client.connect(
-        new StreamableHTTPClientTransport(new URL(http.url), {
-          requestInit: { headers: { authorization: `Bearer ${http.token}` } },
-        }),
-      );
-      const call = () =>
-        client.callTool({
-          name: 'stripe_customers_create',
-          arguments: { customerRef: 'twice-1', email: 't1@example.test' },
-          _meta: { 'retrysafe/waitMs': 10_000 },
-        });
-      const [a, b] = (await Promise.all([call(), call()])).map(
-        (r) => r.structuredContent as { status: string; providerRef: string },
-      );
-      expect(a).toMatchObject({ status: 'done' });
-      expect(b).toMatchObject({ status: 'done', providerRef: a!.providerRef });
-      expect(sandbox.count('customer')).toBe(1);
-    } finally {
-      await client.close();
-      await http.close();
-      await sandbox.close();
-    }
+    const client = await agentOf(http, sandbox);
+    const call = () =>
+      client.callTool({
+        name: 'stripe_customers_create',
+        arguments: { customerRef: 'twice-1', email: 't1@example.test' },
+        _meta: { 'retrysafe/waitMs': 10_000 },
+      });
+    const [a, b] = (await Promise.all([call(), call()])).map(
+      (r) => r.structuredContent as { status: string; providerRef: string },
+    );
+    expect(a).toMatchObject({ status: 'done' });
+    expect(b).toMatchObject({ status: 'done', providerRef: a!.providerRef });
+    expect(sandbox.count('customer')).toBe(1);
   });
 
   // The runner's wait for the worker holding the operation and the wait for the first call's answer run side by side:
@@ -125,45 +121,23 @@ describe('retrysafe MCP server over streamable HTTP', () => {
     const logger = (e: { event: string }) => void (e.event === 'in-progress' && waited.push(e.event));
     const runner = createRunner({ ledger, policy: { waitForOtherMs: 50 }, logger });
     const adapter = createStripeAdapter({ apiKey: 'sk_test_mcp_coalesce', baseUrl: sandbox.url, timeoutMs: 5000 });
-    let reached = () => {};
-    const atGate = new Promise<void>((r) => {
-      reached = r;
-    });
-    let release = () => {};
-    const gate = new Promise<void>((r) => {
-      release = r;
-    });
-    const held = {
-      ...adapter,
-      doExecute: async (...a: Parameters<typeof adapter.doExecute>) => (reached(), await gate, adapter.doExecute(...a)),
-    };
+    const { held, atGate, gate } = gated(adapter);
     const coalescer = createCoalescer(ledger, 600_000);
     const http = await serveHttp(() => createRetrysafeMcpServer({ runner, ledger, adapters: [held], coalescer }));
-    const client = new Client({ name: 'http-agent', version: '1.0.0' });
-    try {
-      await client.connect(
-        new StreamableHTTPClientTransport(new URL(http.url), {
-          requestInit: { headers: { authorization: `Bearer ${http.token}` } },
-        }),
-      );
-      const call = () =>
-        client
-          .callTool({ name: 'stripe_customers_create', arguments: { customerRef: 'held-1' } })
-          .then((r) => r.structuredContent as { status: string; providerRef: string });
-      const first = call();
-      await atGate;
-      const second = call();
-      await vi.waitFor(() => expect(waited).toEqual(['in-progress']), { timeout: 5000 });
-      release();
-      const [a, b] = await Promise.all([first, second]);
-      expect(a).toMatchObject({ status: 'done' });
-      expect(b).toMatchObject({ status: 'done', providerRef: a.providerRef });
-      expect(sandbox.count('customer')).toBe(1);
-    } finally {
-      await client.close();
-      await http.close();
-      await sandbox.close();
-    }
+    const client = await agentOf(http, sandbox);
+    const call = () =>
+      client
+        .callTool({ name: 'stripe_customers_create', arguments: { customerRef: 'held-1' } })
+        .then((r) => r.structuredContent as { status: string; providerRef: string });
+    const first = call();
+    await atGate.promise;
+    const second = call();
+    await vi.waitFor(() => expect(waited).toEqual(['in-progress']), { timeout: 5000 });
+    gate.resolve();
+    const [a, b] = await Promise.all([first, second]);
+    expect(a).toMatchObject({ status: 'done' });
+    expect(b).toMatchObject({ status: 'done', providerRef: a.providerRef });
+    expect(sandbox.count('customer')).toBe(1);
   });
 
   // Answered in-progress because another process holds the operation, a call is followed in the ledger up to the
@@ -172,13 +146,6 @@ describe('retrysafe MCP server over streamable HTTP', () => {
   describe('an in-progress call followed in the ledger', () => {
     const args = { customerRef: 'elsewhere-1' };
     const ACTION: Outcome = { kind: 'rejected', reason: 'action-required', message: 'open the URL first' };
-    const latch = () => {
-      let resolve = () => {};
-      const promise = new Promise<void>((r) => {
-        resolve = r;
-      });
-      return { promise, resolve };
-    };
     /** This MCP server, and `other`: the runner of another process on the same ledger (`as` it sees the ledger). */
     async function twoProcesses(as: (l: Ledger) => Ledger = (l) => l) {
       const sandbox = await startStripeSandbox({ port: 0 });
@@ -189,17 +156,7 @@ describe('retrysafe MCP server over streamable HTTP', () => {
       const runner = createRunner({ ledger, policy: { waitForOtherMs: 50, clockSkewMarginMs: 0 }, logger });
       const other = createRunner({ ledger: as(ledger), owner: 'other-process', policy: { leaseMs: 300 } });
       const http = await serveHttp(() => createRetrysafeMcpServer({ runner, ledger, adapters: [adapter] }));
-      const client = new Client({ name: 'http-agent', version: '1.0.0' });
-      onTestFinished(async () => {
-        await client.close();
-        await http.close();
-        await sandbox.close();
-      });
-      await client.connect(
-        new StreamableHTTPClientTransport(new URL(http.url), {
-          requestInit: { headers: { authorization: `Bearer ${http.token}` } },
-        }),
-      );
+      const client = await agentOf(http, sandbox);
       const call = (waitMs: number) =>
         client
           .callTool({ name: 'stripe_customers_create', arguments: args, _meta: { 'retrysafe/waitMs': waitMs } })
