@@ -23,7 +23,7 @@ import { AdapterContractError } from './errors/adapter-contract-error.js';
 import { RunnerConfigurationError } from './errors/runner-configuration-error.js';
 import { waitsForUser } from './handoff.js';
 import { identityOf } from './intake/identity.js';
-import { createRedactor } from './redact.js';
+import { createRedactor, type Redactor, RUNNER_REDACTOR } from './redact.js';
 import { typedLedger } from './runner/context.js';
 import { atRest } from './runner/terminal.js';
 import type { RunInput, Runner, RunResult } from './runner/types.js';
@@ -225,15 +225,12 @@ function handedOffMessage(packet: HandoffPacket, receipts: readonly Receipt[]): 
 /** Explanations and provider messages may end without a stop; the next sentence needs one. */
 const sentence = (s: string) => (/[.!?]$/.test(s.trimEnd()) ? s.trimEnd() : `${s.trimEnd()}.`);
 
-const agentScrub = createRedactor();
-
-/** `e` as an agent is shown it (MCP's error, the AI SDK's tool error), the same error with its message scrubbed as
- * receipts are: a ledger's or a driver's text may name a person (a role session) or quote a connection string. */
-export function scrubbedForAgent(e: unknown): unknown {
-  // An abort's DOMException has a read-only message (and quotes no ledger): setting it would throw a TypeError instead.
-  if (e instanceof Error && Object.getOwnPropertyDescriptor(e, 'message')?.writable)
-    e.message = agentScrub.text(e.message);
-  return e;
+/** `e` as an agent is shown it (MCP's error, the AI SDK's tool error): redacted whole, as receipts are, with the
+ * runner's options and the values `params` holds in sensitive fields. A ledger's or a driver's text may name a person
+ * (a role session) or quote a connection string. */
+export function scrubbedForAgent(e: unknown, runner: Runner, params?: unknown): unknown {
+  const redactor = (runner as { [RUNNER_REDACTOR]?: Redactor })[RUNNER_REDACTOR] ?? createRedactor();
+  return redactor.withValuesFrom(params).params(e);
 }
 
 /** Runs one tool call and maps every answer, a refusal before the claim included, to a structured result. */
@@ -256,7 +253,7 @@ export async function callAgentTool(
       }
     });
     if (answer !== null) return answer;
-    throw scrubbedForAgent(e);
+    throw scrubbedForAgent(e, runner, params);
   }
 }
 

@@ -300,9 +300,33 @@ export function personRef(by: string): string {
   return `person#${createHash('sha256').update(by, 'utf8').digest('hex').slice(0, 12)}`;
 }
 
+/** `e` as a copy of its class with every own field walked (message, stack, cause, an AggregateError's errors, enumerable
+ * or not), or `e` itself when none changes. A copy, as a frozen error cannot change and the caller's must not. */
+function errorWalked(e: Error, walkField: (value: unknown, key: string) => unknown): Error {
+  const keys = new Set<PropertyKey>(['message', ...Reflect.ownKeys(e)]);
+  const fields = [...keys].map((k) => {
+    const value = (e as unknown as Record<PropertyKey, unknown>)[k];
+    return [k, value, typeof k === 'string' ? walkField(value, k) : value] as const;
+  });
+  if (fields.every(([, value, walked]) => walked === value)) return e;
+  const copy = Object.create(Object.getPrototypeOf(e)) as Error;
+  for (const [k, , value] of fields)
+    Object.defineProperty(copy, k, {
+      value,
+      writable: true,
+      configurable: true,
+      enumerable: Object.getOwnPropertyDescriptor(e, k)?.enumerable ?? false,
+    });
+  return copy;
+}
+
+/** Where a runner keeps its redactor, for what the agent surfaces show of its errors (`Symbol.for`: the agent subpath is
+ * built apart from the root). */
+export const RUNNER_REDACTOR = Symbol.for('retrysafe.runner.redactor');
+
 export interface Redactor {
   /** `value` with sensitive fields and secret-looking strings replaced by `[redacted]`: a copy where anything
-   * changes, `value` itself where nothing does (read it, do not change it). */
+   * changes, `value` itself where nothing does (read it, do not change it). An error is walked whole, class kept. */
   params(value: unknown): unknown;
   /** `text` with secret-looking strings, caller patterns and any known sensitive value blanked. */
   text(text: string): string;
@@ -443,6 +467,7 @@ export function createRedactor(options: RedactOptions = {}, sensitiveFields: rea
           return items.every((x, i) => x === v[i]) ? v : items;
         }
         if (v instanceof Date) return v.toISOString();
+        if (v instanceof Error) return errorWalked(v, (x, k) => walk(x, [...path, k], seen));
         const paired = pairSensitive(v, path);
         const entries = Object.entries(v).map(
           ([k, x]) => [k, text(k), paired && k === 'value' ? REDACTED : walk(x, [...path, k], seen)] as const,

@@ -144,19 +144,6 @@ function redactorFor({ redact }: Parts, spec: OperationSpec | undefined, params?
   }
 }
 
-/** `err` with its text redacted in place, its class, name and code kept: DBOS stores the error of a step and of its
- * workflow in its tables (message, stack, cause, every own field), logs it and puts its message on a span. */
-function redacted(err: unknown, redactor: Redactor, seen = new Set<unknown>()): unknown {
-  if (!(err instanceof Error)) return redactor.params(err);
-  if (seen.has(err)) return err;
-  seen.add(err);
-  const e = err as unknown as Record<string, unknown>;
-  for (const key of new Set(['message', 'stack', ...Object.keys(e)]))
-    if (key !== 'cause') e[key] = redactor.params(e[key]);
-  if (e.cause !== undefined) e.cause = redacted(e.cause, redactor, seen);
-  return err;
-}
-
 /** The DBOS ids of the code running now; refuses any context in which DBOS would retry it. */
 function dbosIds(): { runId: string; inStep: boolean } {
   const workflowId = DBOS.workflowID;
@@ -187,7 +174,8 @@ function asStep<T>(
   const inner = () => {
     const prefix = `${runId}:s${DBOS.stepID ?? 0}.${randomBytes(4).toString('hex')}`;
     let n = 0;
-    return body(() => `${prefix}.${++n}`).catch((err) => Promise.reject(redacted(err, redactor())));
+    // Redacted whole before DBOS stores it (message, stack, cause, every field), logs it or puts it on a span.
+    return body(() => `${prefix}.${++n}`).catch((err) => Promise.reject(redactor().params(err)));
   };
   return inStep ? inner() : DBOS.runStep(inner, { name, retriesAllowed: false });
 }

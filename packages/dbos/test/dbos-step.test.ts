@@ -253,19 +253,25 @@ describe('a round after in-progress: the operation another worker held is answer
 });
 
 describe('an error thrown out of a wrapped operation reaches DBOS redacted', () => {
-  it("no secret or address in its message, stack or cause lands in DBOS's tables; its class and code stay", async () => {
+  it("no secret or address in its message, stack, cause or errors lands in DBOS's tables, frozen or not; its class and code stay", async () => {
     const run = rs.runner.run;
     const [secret, email] = ['sk_live_4eC39HqLyjWDarjtT1zdp7dc', 'jane.doe@example.com'];
-    // A ledger failing with its driver's text, as the runner throws it (DBOS stores it, then the workflow's).
+    const other = 'AKIAIOSFODNN7EXAMPLE';
+    let frozen = false;
+    // A ledger failing with its driver's text, as the runner throws it (DBOS stores it, then the workflow's); the
+    // driver's own AggregateError (one error per address tried) under it, and an error that cannot be changed.
     rs.runner.run = (async () => {
-      const cause = Object.assign(new Error(`no access for ${email}`), { detail: `key=${secret}` });
-      throw new LedgerError(`write failed for ${email} (${secret})`, { cause });
+      const tried = new AggregateError([new Error(`connect to ${email}`), new Error(`key ${other}`)], 'every host');
+      const cause = Object.assign(new Error(`no access for ${email}`, { cause: tried }), { detail: `key=${secret}` });
+      const err = new LedgerError(`write failed for ${email} (${secret})`, { cause });
+      throw frozen ? Object.freeze(err) : err;
     }) as typeof run;
     try {
-      for (const wf of [once, insidePlainStep]) {
-        const h = await start(wf, `leak-${wf.name}-${tag}`, `leak-${tag}`);
-        await expect(h.getResult()).rejects.toMatchObject({ name: 'LedgerError', code: 'RETRYSAFE_LEDGER' });
-      }
+      for (const wf of [once, insidePlainStep])
+        for (frozen of [false, true]) {
+          const h = await start(wf, `leak-${wf.name}-${frozen}-${tag}`, `leak-${tag}`);
+          await expect(h.getResult()).rejects.toMatchObject({ name: 'LedgerError', code: 'RETRYSAFE_LEDGER' });
+        }
     } finally {
       rs.runner.run = run;
     }
@@ -281,7 +287,8 @@ describe('an error thrown out of a wrapped operation reaches DBOS redacted', () 
     await c.end();
     expect(stored).toContain('write failed for');
     expect(stored).toContain('no access for');
-    for (const leak of [secret, email, 'jane.doe']) expect(stored).not.toContain(leak);
+    expect(stored).toContain('every host');
+    for (const leak of [secret, email, 'jane.doe', other]) expect(stored).not.toContain(leak);
   });
 });
 

@@ -70,9 +70,9 @@ const lookupTools = (from: string, what: string) => [
 ];
 
 /** The answer of a status or handoff tool call; undefined for any other tool. */
-async function answerLookupTool(ledger: Ledger, name: string, args: unknown) {
+async function answerLookupTool({ ledger, runner }: ServingOptions, name: string, args: unknown) {
   if (name === HANDOFFS_TOOL)
-    return reply(await pendingHandoffs(ledger).catch((e) => Promise.reject(scrubbedForAgent(e))));
+    return reply(await pendingHandoffs(ledger).catch((e) => Promise.reject(scrubbedForAgent(e, runner))));
   if (name !== STATUS_TOOL) return undefined;
   const id = (args as { businessOperationId?: unknown } | undefined)?.businessOperationId;
   if (typeof id !== 'string')
@@ -81,7 +81,7 @@ async function answerLookupTool(ledger: Ledger, name: string, args: unknown) {
     return reply(await operationStatus(ledger, id));
   } catch (e) {
     // Only the id can be the agent's to correct: a ledger that fails is this server's error, as for the operation tools.
-    if (!InvalidIdError.isInstance(e)) throw scrubbedForAgent(e);
+    if (!InvalidIdError.isInstance(e)) throw scrubbedForAgent(e, runner);
     return reply({ status: 'invalid-input', message: e.message }, true);
   }
 }
@@ -119,7 +119,7 @@ export function serveTools(
   }));
   const answer = async (req: CallToolRequest, extra: Extra) => {
     const { name, arguments: args = {} } = req.params;
-    const result = (await answerLookupTool(options.ledger, name, args)) ?? (await call(req, extra, run));
+    const result = (await answerLookupTool(options, name, args)) ?? (await call(req, extra, run));
     // The spec's answer to an unknown tool is a protocol error, not a tool result.
     if (result === undefined) throw new McpError(ErrorCode.InvalidParams, `Unknown tool: ${name}`);
     return result;

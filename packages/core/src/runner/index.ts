@@ -1,6 +1,7 @@
 /** The runner (docs/concepts.md): claim, dispatch once, reconcile, retry within bounds, or hand off. */
 import type { AdapterV1 } from '@retrysafe/contract';
 import { newOperation } from '../intake/operation.js';
+import { RUNNER_REDACTOR } from '../redact.js';
 import { claimAndDrive } from './claim.js';
 import { createContext } from './context.js';
 import { recover, resolve } from './operator.js';
@@ -15,9 +16,10 @@ export function createRunner(options: RunnerOptions): Runner {
       (scope) => claimAndDrive(ctx, { ...op, scope }),
     );
   }
-  return {
+  const runner: Runner = {
     run: run as RunFunction,
     recover: (opts) => recover(ctx, opts),
     resolve: (id, resolution, opts) => resolve(ctx, id, resolution, opts),
   };
+  return Object.defineProperty(runner, RUNNER_REDACTOR, { value: ctx.baseRedactor });
 }
