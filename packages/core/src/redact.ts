@@ -154,6 +154,14 @@ function redactSecretAssignments(s: string, found?: string[]): string {
   return last === 0 ? s : out + s.slice(last);
 }
 
+const blankAwsKeyIds = matches(/\b(?:AKIA|ASIA|AGPA|AIDA|AROA|ANPA)[A-Z0-9]{16}\b/g);
+/** A secret access key has no prefix (40 base64 characters, as many ids are): taken for one only beside a key id, as
+ * secret scanners do, and only mixed-case with a digit, so a hex hash beside the id stays. */
+const blankAwsSecretKeys = matches(
+  /(?<![A-Za-z0-9+/])[A-Za-z0-9+/]{40}(?![A-Za-z0-9+/=])/g,
+  (m) => /[a-z]/.test(m) && /[A-Z]/.test(m) && /\d/.test(m),
+);
+
 /** The value detectors, in the order they run (detectSensitive reports the first one a string trips). */
 const DETECTORS: readonly Detector[] = [
   {
@@ -188,9 +196,12 @@ const DETECTORS: readonly Detector[] = [
     blank: matches(/\b(?:sk|rk|pk)_(?:test|live)_[A-Za-z0-9]{4,}|\bwhsec_[A-Za-z0-9]{8,}/g),
   },
   {
-    kind: 'AWS access key id',
+    kind: 'AWS access key',
     hint: has('AKIA', 'ASIA', 'AGPA', 'AIDA', 'AROA', 'ANPA'),
-    blank: matches(/\b(?:AKIA|ASIA|AGPA|AIDA|AROA|ANPA)[A-Z0-9]{16}\b/g),
+    blank: (t, found) => {
+      const out = blankAwsKeyIds(t, found);
+      return out === t ? t : blankAwsSecretKeys(out, found);
+    },
   },
   { kind: 'Google API key', hint: has('AIza'), blank: matches(/\bAIza[0-9A-Za-z_-]{30,}/g) },
   {
@@ -226,6 +237,8 @@ const DETECTORS: readonly Detector[] = [
     hint: (t) => /pat-/i.test(t),
     blank: matches(/\bpat-[a-z0-9]{2,4}-[0-9a-f-]{20,}/gi),
   },
+  // Microsoft identity platform (Entra ID) refresh tokens: `0.A…` then an `.Ag…` part hundreds of characters long.
+  { kind: 'Microsoft refresh token', hint: has('0.A'), blank: matches(/\b0\.A[\w-]{50,}\.Ag[\w-]{250,}/g) },
   { kind: 'OpenAI or Anthropic key', hint: has('sk-'), blank: matches(/\bsk-(?:proj-|ant-)?[A-Za-z0-9_-]{20,}/g) },
   // One of the prefixed credentials above that a clip (`…`) cut shorter than its own pattern asks for.
   {
