@@ -1,7 +1,7 @@
 import { existsSync, readFileSync, statSync } from 'node:fs';
 import { dirname, isAbsolute, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
-import type { AdapterV1, JsonSchema, Ledger } from '@retrysafe/contract';
+import { type AdapterV1, type JsonSchema, type Ledger, LedgerError } from '@retrysafe/contract';
 import { capProblem } from '@retrysafe/contract/rules';
 import { suggest } from '@retrysafe/core/suggest';
 import type { HttpAdapterDeclaration } from '@retrysafe/http';
@@ -313,7 +313,8 @@ async function importOptional<T>(pkg: string, where: string): Promise<T> {
   }
 }
 
-/** A ledger that is named but cannot be used is a ConfigError, never a fresh default ledger. */
+/** A ledger that is named but cannot be used is a ConfigError, never a fresh default ledger; one another process holds
+ * locked is a busy LedgerError. */
 export async function openLedger(location: LedgerLocation, baseDir = process.cwd()): Promise<Ledger> {
   if (typeof location !== 'string') {
     const { createDynamoDbLedger } = await importOptional<typeof import('@retrysafe/ledger-dynamodb')>(
@@ -343,6 +344,8 @@ export async function openLedger(location: LedgerLocation, baseDir = process.cwd
   try {
     return createSqliteLedger({ path });
   } catch (e) {
+    // Held locked by another process: the location is right and the ledger busy, not a config error.
+    if (LedgerError.isInstance(e) && e.reason === 'busy') throw e;
     throw new ConfigError('ledger', `cannot open the SQLite ledger ${path}: ${safeMessage((e as Error).message)}`);
   }
 }
