@@ -10,7 +10,6 @@ import {
   type Receipt,
   sha256Hex,
 } from '@retrysafe/contract';
-import { RunnerConfigurationError } from './errors/runner-configuration-error.js';
 
 export type UnsealedReceipt = Omit<Receipt, 'hash'>;
 
@@ -61,18 +60,6 @@ export function parseReceiptKeys(text: string): {
   if (twice) throw new TypeError(`receipt keys: key id ${twice.id} is given twice (a new secret takes a new id)`);
   // `previous`: the keys after the first, as encryptParams takes them (the first encrypts, all decrypt).
   return { current: keys[0]!, keyring: Object.fromEntries(keys.map((k) => [k.id, k.secret])), previous: keys.slice(1) };
-}
-
-/** The keys an environment variable holds (`id:secret[,…]`), null when it is unset or empty. A malformed value is a
- * RunnerConfigurationError naming the variable, never the secret: bad configuration, for every command alike. */
-export function keysFromEnv(name: string, env: Readonly<Record<string, string | undefined>>) {
-  const text = env[name];
-  if (!text) return null;
-  try {
-    return parseReceiptKeys(text);
-  } catch (err) {
-    throw new RunnerConfigurationError(name, (err as Error).message);
-  }
 }
 
 /** sha256 hex of prevHash + the canonical JSON of the receipt without its hash; with a key, its HMAC-SHA256. */

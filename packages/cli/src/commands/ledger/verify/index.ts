@@ -17,7 +17,8 @@ import { TARGET_OPTIONS, targetFlags, withLedger } from '../target.js';
 /** Verifies an export written by `ledger export` (receipts plus head lines), without the ledger. */
 function verifyExportFile(file: string, allowUnkeyed?: boolean): VerifyRow[] {
   const text = orInputError(`cannot read ${file}: `, () => readFileSync(file, 'utf8'));
-  const checked = orInputError(`${file}: `, () => verifyReceiptsJsonl(text, checkOptions(allowUnkeyed, true)));
+  const options = checkOptions(allowUnkeyed, true); // a malformed key is the variable's fault, not the file's
+  const checked = orInputError(`${file}: `, () => verifyReceiptsJsonl(text, options));
   return checked.map((x) => rowOf(x.businessOperationId, undefined, x.receipts, x.check));
 }
 
