@@ -35,6 +35,8 @@ export interface OptionConfig {
   readonly choices?: readonly string[];
   readonly default?: string | number;
   readonly required?: boolean;
+  /** The environment variable that gives the value when the flag is not (the help says so). */
+  readonly env?: string;
 }
 
 export type Options = Readonly<Record<string, OptionConfig>>;
@@ -98,6 +100,7 @@ function toOption(key: string, o: OptionConfig): Option {
   if (o.choices) option.choices(o.choices);
   if (o.default !== undefined) option.default(o.default);
   if (o.required) option.makeOptionMandatory();
+  if (o.env) option.env(o.env);
   return option;
 }
 

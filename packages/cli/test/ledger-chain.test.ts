@@ -157,6 +157,10 @@ describe('retrysafe ledger verify / export, and show and resolve on a broken cha
     const keyed = await cli(['ledger', 'verify', ids.intact, '--db', db], { env: { RETRYSAFE_RECEIPT_KEYS: KEYS } });
     expect(keyed.code).toBe(1);
     expect(keyed.stdout).toMatch(/not keyed/);
+    // Written before the key was set, or re-sealed without it: neither an edit shown nor a key to add.
+    expect(keyed.stdout).toMatch(/✗ \S+ {2}unkeyed at receipt #1: not keyed/);
+    expect(keyed.stdout).toMatch(/1 of 1 chain unkeyed: .*--allow-unkeyed/);
+    expect(keyed.stdout).not.toMatch(/broken at|\d chains? broken|edited/);
     expect(
       (
         await cli(['ledger', 'verify', ids.intact, '--db', db, '--allow-unkeyed'], {
@@ -264,6 +268,8 @@ describe('retrysafe ledger verify / export, and show and resolve on a broken cha
       expect(r.code, args.join(' ')).toBe(1);
       expect(said, args.join(' ')).toMatch(/key k1.*RETRYSAFE_RECEIPT_KEYS/);
       expect(said, args.join(' ')).not.toMatch(/edited|docs\/security\.md/);
+      if (args[0] === 'verify') expect(said, args.join(' ')).toMatch(/✗ \S+ {2}not checked at receipt #1: /);
+      if (args[0] === 'verify') expect(said, args.join(' ')).not.toMatch(/broken at|\d chains? broken/);
       expect(said, args.join(' ')).toContain('retrysafe help runbook');
     }
   });

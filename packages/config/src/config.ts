@@ -1,7 +1,7 @@
 import { existsSync, readFileSync, statSync } from 'node:fs';
 import { dirname, isAbsolute, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
-import type { AdapterV1, JsonSchema, Ledger } from '@retrysafe/contract';
+import { type AdapterV1, type JsonSchema, type Ledger, LedgerError } from '@retrysafe/contract';
 import { capProblem } from '@retrysafe/contract/rules';
 import { suggest } from '@retrysafe/core/suggest';
 import type { HttpAdapterDeclaration } from '@retrysafe/http';
@@ -12,7 +12,7 @@ import type {
   ModuleAdapterConfig,
   RetrysafeConfig,
 } from './config-types.js';
-import { findInlineCredentials, looksLikeEnvName, safeMessage } from './credentials.js';
+import { findInlineCredentials, looksLikeEnvName, safeMessage, secretFromEnv } from './credentials.js';
 import { ConfigError, readDataFile } from './read-file.js';
 import { checkSchema } from './schema-check.js';
 
@@ -105,6 +105,9 @@ export function defineConfig(config: RetrysafeConfigInput): RetrysafeConfigInput
   return config;
 }
 
+/** The variable naming the config file where `--config` is not given: `retrysafe` and `retrysafe-mcp` read it alike. */
+export const CONFIG_ENV = 'RETRYSAFE_CONFIG';
+
 const MODULE_CONFIG = /\.(m?js|m?ts|cjs|cts)$/i;
 
 /** Reads a config file: JSON, YAML, or a module (`.js`, `.ts` where the runtime imports TypeScript) exporting it. */
@@ -139,15 +142,8 @@ export function loadConfig(file: string): RetrysafeConfig {
 function env(name: string, path: string, environment: NodeJS.ProcessEnv): string {
   if (!looksLikeEnvName(name))
     throw new ConfigError(path, 'expected the NAME of an environment variable (the value given is not shown)');
-  // Own keys only: `constructor` or `toString` would read the object's inherited function as the secret.
-  const v = Object.hasOwn(environment, name) ? environment[name] : undefined;
-  if (typeof v !== 'string' || !v) throw new ConfigError(path, `environment variable ${name} is not set`);
-  // A CRLF .env file leaves a `\r`: the SDK would fail before sending, and the runner could not tell that from a lost answer.
-  if (v.trim() !== v || /[\x00-\x1f\x7f]/.test(v))
-    throw new ConfigError(
-      path,
-      `environment variable ${name} has whitespace or control characters around or in it (a line ending from a .env file?): remove them`,
-    );
+  const v = secretFromEnv(name, environment, path);
+  if (v === undefined) throw new ConfigError(path, `environment variable ${name} is not set`);
   return v;
 }
 
@@ -214,12 +210,13 @@ export async function createAdapters(
       if (file && !existsSync(spec))
         throw new ConfigError(`${path}.module`, `no file ${m.module} (looked for ${spec})`);
       // A module that throws while loading is this entry's fault, said as the config's other problems are.
-      const mod = await (file ? import(spec) : importOptional<Record<string, unknown>>(spec, `${path}.module`)).catch(
-        (e: unknown) => {
-          if (ConfigError.isInstance(e)) throw e;
-          throw new ConfigError(`${path}.module`, `cannot import ${m.module}: ${safeMessage((e as Error).message)}`);
-        },
-      );
+      const mod = await (file
+        ? import(pathToFileURL(spec).href)
+        : importOptional<Record<string, unknown>>(spec, `${path}.module`)
+      ).catch((e: unknown) => {
+        if (ConfigError.isInstance(e)) throw e;
+        throw new ConfigError(`${path}.module`, `cannot import ${m.module}: ${safeMessage((e as Error).message)}`);
+      });
       const factory = mod[m.export ?? 'default'];
       if (typeof factory !== 'function')
         throw new ConfigError(path, `${m.module} does not export a factory named ${m.export ?? 'default'}`);
@@ -313,7 +310,8 @@ async function importOptional<T>(pkg: string, where: string): Promise<T> {
   }
 }
 
-/** A ledger that is named but cannot be used is a ConfigError, never a fresh default ledger. */
+/** A ledger that is named but cannot be used is a ConfigError, never a fresh default ledger; one another process holds
+ * locked is a busy LedgerError. */
 export async function openLedger(location: LedgerLocation, baseDir = process.cwd()): Promise<Ledger> {
   if (typeof location !== 'string') {
     const { createDynamoDbLedger } = await importOptional<typeof import('@retrysafe/ledger-dynamodb')>(
@@ -343,6 +341,8 @@ export async function openLedger(location: LedgerLocation, baseDir = process.cwd
   try {
     return createSqliteLedger({ path });
   } catch (e) {
+    // Held locked by another process: the location is right and the ledger busy, not a config error.
+    if (LedgerError.isInstance(e) && e.reason === 'busy') throw e;
     throw new ConfigError('ledger', `cannot open the SQLite ledger ${path}: ${safeMessage((e as Error).message)}`);
   }
 }

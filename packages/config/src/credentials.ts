@@ -1,4 +1,6 @@
+import { parseReceiptKeys } from '@retrysafe/core';
 import { createRedactor, detectSensitive, isSecretKey, keyParts } from '@retrysafe/core/internal';
+import { ConfigError } from './read-file.js';
 
 // A config file is committed, copied and pasted into tickets, so a credential in it is refused: by its key, by its
 // value (the redactor's detectors) and inside URLs. Each problem names the place, never the value.
@@ -13,6 +15,37 @@ const SECRET_QUERY = /^(key|sig|code|x-amz-signature|x-amz-credential|x-goog-sig
 
 export function looksLikeEnvName(name: unknown): name is string {
   return typeof name === 'string' && ENV_NAME.test(name) && detectSensitive(name, { pii: false }) === null;
+}
+
+/** The credential an environment variable holds, undefined when it is unset or empty; `path` is what the error names
+ * besides the variable. The value is never shown. */
+export function secretFromEnv(
+  name: string,
+  environment: NodeJS.ProcessEnv = process.env,
+  path = '',
+): string | undefined {
+  // Own keys only: `constructor` or `toString` would read the object's inherited function as the secret.
+  const v = Object.hasOwn(environment, name) ? environment[name] : undefined;
+  if (typeof v !== 'string' || !v) return undefined;
+  // A CRLF .env file leaves a `\r`: the SDK would fail before sending, and the runner could not tell that from a lost answer.
+  if (v.trim() !== v || /[\x00-\x1f\x7f]/.test(v))
+    throw new ConfigError(
+      path,
+      `environment variable ${name} has whitespace or control characters around or in it (a line ending from a .env file?): remove them`,
+    );
+  return v;
+}
+
+/** The keys an environment variable holds (`id:secret[,…]`, as RETRYSAFE_RECEIPT_KEYS and RETRYSAFE_PARAMS_KEYS), null
+ * when it is unset or empty; a malformed value is a ConfigError naming the variable, never the secret. */
+export function keysFromEnv(name: string, environment: NodeJS.ProcessEnv = process.env) {
+  const text = secretFromEnv(name, environment);
+  if (text === undefined) return null;
+  try {
+    return parseReceiptKeys(text);
+  } catch (err) {
+    throw new ConfigError(name, (err as Error).message);
+  }
 }
 
 /** A key whose value is the NAME of an environment variable (`apiKeyEnv`, `accessTokenEnv`, …). */

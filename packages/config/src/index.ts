@@ -1,5 +1,6 @@
 export type { RetrysafeConfigInput } from './config.js';
 export {
+  CONFIG_ENV,
   configSchema,
   createAdapters,
   defineConfig,
@@ -11,7 +12,7 @@ export {
   parseConfig,
 } from './config.js';
 export type * from './config-types.js';
-export { findInlineCredentials } from './credentials.js';
+export { findInlineCredentials, keysFromEnv, secretFromEnv } from './credentials.js';
 export {
   ConfigError,
   FILE_LIMITS,

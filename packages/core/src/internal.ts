@@ -3,7 +3,7 @@ export { decide, isInProgress, MAYBE_APPLIED_STATES, reliesOnKey } from './decid
 export { assertParams, checkParamsSchema, paramsErrors } from './intake/params-schema.js';
 export { resolvePolicy } from './intake/policy.js';
 export { isParamsSealed } from './ledger/encrypted-params.js';
-export { keysFromEnv, receiptHash, sealReceipt } from './receipts.js';
+export { receiptHash, sealReceipt } from './receipts.js';
 export { createRedactor, detectSensitive, personRef } from './redact.js';
 export { isSecretKey, keyParts } from './redact-keys.js';
 export { leaseCheckMs } from './runner/lease.js';

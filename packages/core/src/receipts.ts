@@ -10,7 +10,6 @@ import {
   type Receipt,
   sha256Hex,
 } from '@retrysafe/contract';
-import { RunnerConfigurationError } from './errors/runner-configuration-error.js';
 
 export type UnsealedReceipt = Omit<Receipt, 'hash'>;
 
@@ -63,18 +62,6 @@ export function parseReceiptKeys(text: string): {
   return { current: keys[0]!, keyring: Object.fromEntries(keys.map((k) => [k.id, k.secret])), previous: keys.slice(1) };
 }
 
-/** The keys an environment variable holds (`id:secret[,…]`), null when it is unset or empty. A malformed value is a
- * RunnerConfigurationError naming the variable, never the secret: bad configuration, for every command alike. */
-export function keysFromEnv(name: string, env: Readonly<Record<string, string | undefined>>) {
-  const text = env[name];
-  if (!text) return null;
-  try {
-    return parseReceiptKeys(text);
-  } catch (err) {
-    throw new RunnerConfigurationError(name, (err as Error).message);
-  }
-}
-
 /** sha256 hex of prevHash + the canonical JSON of the receipt without its hash; with a key, its HMAC-SHA256. */
 export function receiptHash(body: UnsealedReceipt, key?: ReceiptKey): string {
   const text = (body.prevHash ?? '') + canonicalJson(body);
@@ -93,7 +80,15 @@ export type ReceiptChainAnchor = OperationRecord['receiptChain'];
 
 export type ChainCheck =
   | { readonly ok: true; readonly warnings?: readonly string[] }
-  | { readonly ok: false; readonly index: number; readonly reason: string; readonly missingKey?: string };
+  | {
+      readonly ok: false;
+      readonly index: number;
+      readonly reason: string;
+      /** The receipt names a key id the keyring lacks: its content went unchecked (not proof of an edit). */
+      readonly missingKey?: string;
+      /** Not keyed where keys were given: written before the key was set, or re-sealed without it (not proof either). */
+      readonly unkeyed?: true;
+    };
 
 export interface VerifyChainOptions {
   /** The row's anchor: the chain must end at `head` and hold `length` receipts (catches a deleted tail, or all deleted). */
@@ -105,9 +100,12 @@ export interface VerifyChainOptions {
 }
 
 const sameBytes = (a: string, b: string) => a.length === b.length && timingSafeEqual(Buffer.from(a), Buffer.from(b));
-/** `missingKey`: the receipt names a key id the keyring lacks, so its content went unchecked (not proof of an edit). */
-const broken = (index: number, reason: string, missingKey?: string): ChainCheck =>
-  missingKey === undefined ? { ok: false, index, reason } : { ok: false, index, reason, missingKey };
+const broken = (index: number, reason: string, unchecked?: { missingKey: string } | { unkeyed: true }): ChainCheck => ({
+  ok: false,
+  index,
+  reason,
+  ...unchecked,
+});
 
 /** Checks one operation's receipts in order: seq 1, 2, 3…, each `prevHash` the hash before it, each hash recomputed
  * (keyed where sealed so), and the anchor's head and length. Any edited, removed or reordered receipt fails. */
@@ -130,7 +128,9 @@ export function verifyReceiptChain(receipts: readonly Receipt[], options: Verify
         if (!sameBytes(receiptHash(rest, { id: keyed[1]!, secret }), hash))
           return broken(i, `content does not match its keyed hash (key ${keyed[1]})`);
       } else if (options.keys)
-        return broken(i, `sealed with key ${keyed[1]}, which is not in the keyring this process was given`, keyed[1]);
+        return broken(i, `sealed with key ${keyed[1]}, which is not in the keyring this process was given`, {
+          missingKey: keyed[1]!,
+        });
       else uncheckedKeyed++;
     } else {
       if (keyedSeen) return broken(i, 'an unkeyed receipt after a keyed one (re-sealed without the key?)');
@@ -138,6 +138,7 @@ export function verifyReceiptChain(receipts: readonly Receipt[], options: Verify
         return broken(
           i,
           'not keyed, but a key was given (re-sealed without the key, or written before the key was set: --allow-unkeyed)',
+          { unkeyed: true },
         );
       if (receiptHash(rest) !== hash) return broken(i, 'content does not match its hash');
     }

@@ -54,7 +54,7 @@ const served = (configHelp: string) =>
 export const SERVE_COMMAND = {
   usage: 'retrysafe-mcp --config retrysafe.yaml [--http …]',
   summary: 'Serve the configured retrysafe operations as MCP tools (stdio, or streamable HTTP on loopback).',
-  options: served('the retrysafe config (YAML or JSON; default: RETRYSAFE_CONFIG)'),
+  options: served('the retrysafe config (YAML, JSON or JavaScript; default: the file RETRYSAFE_CONFIG names)'),
 } as const satisfies CliCommand;
 
 export const WRAP_COMMAND = {

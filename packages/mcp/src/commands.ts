@@ -3,10 +3,20 @@ import { resolve } from 'node:path';
 import { setTimeout as sleep, setImmediate as turn } from 'node:timers/promises';
 import type { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
-import { createAdapters, exposedOperations, loadConfig, openLedger, type RetrysafeConfig } from '@retrysafe/config';
+import {
+  CONFIG_ENV,
+  ConfigError,
+  createAdapters,
+  exposedOperations,
+  keysFromEnv,
+  loadConfigFile,
+  openLedger,
+  type RetrysafeConfig,
+  secretFromEnv,
+} from '@retrysafe/config';
 import { type AdapterV1, canonicalJson, sha256Hex } from '@retrysafe/contract';
 import { createRunner, encryptParams, jsonlHandoffSink, type PolicyOverrides } from '@retrysafe/core';
-import { checkParamsSchema, keysFromEnv, resolvePolicy } from '@retrysafe/core/internal';
+import { checkParamsSchema, resolvePolicy } from '@retrysafe/core/internal';
 import {
   CONFIG_CODES,
   PROBE_COMMAND,
@@ -31,10 +41,9 @@ const toStdout = (line: string): void => void process.stdout.write(`${line}\n`);
 async function servingParts(
   c: Pick<RetrysafeConfig, 'ledger' | 'baseDir' | 'redact' | 'handoffs'> & { policy?: PolicyOverrides },
 ) {
-  const env = process.env;
   // Malformed keys are refused before the ledger is opened.
-  const paramsKeys = keysFromEnv('RETRYSAFE_PARAMS_KEYS', env);
-  const receiptKeys = keysFromEnv('RETRYSAFE_RECEIPT_KEYS', env);
+  const paramsKeys = keysFromEnv('RETRYSAFE_PARAMS_KEYS');
+  const receiptKeys = keysFromEnv('RETRYSAFE_RECEIPT_KEYS');
   let ledger = await openLedger(c.ledger, c.baseDir);
   if (paramsKeys) ledger = encryptParams(ledger, { key: paramsKeys.current, previous: paramsKeys.previous });
   const runner = createRunner({
@@ -87,6 +96,7 @@ const stopping =
   };
 
 const SIGNALS = ['SIGTERM', 'SIGINT'] as const;
+const TOKEN_ENV = 'RETRYSAFE_MCP_TOKEN';
 
 /** Serves on stdio, or with `--http` on loopback behind the Host/Origin allow-lists and a bearer token. */
 async function serve(
@@ -112,17 +122,20 @@ async function serve(
     process.stdin.once('end', end);
     return make().connect(new StdioServerTransport());
   }
-  const configured = process.env.RETRYSAFE_MCP_TOKEN;
+  const configured = secretFromEnv(TOKEN_ENV);
   const h = await serveHttp(make, {
     port: o.port ?? 0,
     allowedHosts: o.allowHost ?? [],
     allowedOrigins: o.allowOrigin ?? [],
     ...(configured ? { token: configured } : {}),
+  }).catch((e: unknown) => {
+    // The token's rule is serveHttp's; a variable that breaks it is bad config, named by the variable.
+    throw configured && e instanceof TypeError ? new ConfigError(TOKEN_ENV, e.message.replace(/^.*?: /, '')) : e;
   });
   log(`${what} on ${h.url}`);
   log(
     configured
-      ? 'bearer token: from RETRYSAFE_MCP_TOKEN'
+      ? `bearer token: from ${TOKEN_ENV}`
       : `bearer token (send as "Authorization: Bearer <token>"): ${h.token}`,
   );
 }
@@ -130,9 +143,9 @@ async function serve(
 /** `retrysafe-mcp --config …` (SERVE_COMMAND). */
 export async function runServe(argv: readonly string[], log = toStderr): Promise<void> {
   const { values: o } = parseOptions(argv, SERVE_COMMAND);
-  const configPath = o.config ?? process.env.RETRYSAFE_CONFIG;
-  if (!configPath) throw new UsageError('name the config: --config <retrysafe.yaml> (or set RETRYSAFE_CONFIG)');
-  const config = loadConfig(configPath);
+  const configPath = o.config ?? process.env[CONFIG_ENV];
+  if (!configPath) throw new UsageError(`name the config: --config <retrysafe.yaml> (or set ${CONFIG_ENV})`);
+  const config = await loadConfigFile(configPath);
   const { byName, operations } = await naming(configPath, async () => {
     const byName = await createAdapters(config);
     // the config names operations by its adapter keys; tools are named by provider

@@ -122,6 +122,36 @@ describe('retrysafe-mcp command line', () => {
     expect(unknown.status).toBe(2);
   });
 
+  it('finds its config as the retrysafe CLI does, a JavaScript one too; a credential variable pasted with a line ending is bad config, named, never shown', () => {
+    const dir = tempDir('retrysafe-bin-env-');
+    // stripe's key variable is left unset: its refusal shows that the JavaScript config was read
+    const mjs = join(dir, 'retrysafe.config.mjs');
+    writeFileSync(mjs, "export default { adapters: { stripe: { apiKeyEnv: 'UNSET_STRIPE_KEY' } } };\n");
+    const byEnv = runWith({ RETRYSAFE_CONFIG: mjs });
+    expect(byEnv.stderr).toMatch(/environment variable UNSET_STRIPE_KEY is not set/);
+    expect(byEnv.status).toBe(2);
+    const example = fileURLToPath(new URL('../../config/examples/http-api/', import.meta.url));
+    for (const f of readdirSync(example)) copyFileSync(join(example, f), join(dir, f));
+    const secret = 'a-secret-of-the-test-0123456789';
+    for (const [name, value, http] of [
+      ['RETRYSAFE_MCP_TOKEN', `${secret}\n`, ['--http']],
+      ['RETRYSAFE_MCP_TOKEN', 'short', ['--http']],
+      ['RETRYSAFE_PARAMS_KEYS', `p1:${secret}\r\n`, []],
+      ['RETRYSAFE_RECEIPT_KEYS', ` r1:${secret}`, []],
+    ] as const) {
+      // stdio: a server that starts ends when its (empty) stdin does
+      const r = spawnSync(process.execPath, [bin, '--config', join(dir, 'retrysafe.yaml'), ...http], {
+        encoding: 'utf8',
+        input: '',
+        env: { PATH: process.env.PATH ?? '', ACME_AUTH: 'Bearer test', [name]: value },
+        timeout: 20_000,
+      });
+      expect(r.stderr, name).toMatch(new RegExp(`^retrysafe-mcp: .*${name}.*(whitespace or control|at least 16)`));
+      expect(r.stderr, name).not.toContain(secret);
+      expect(r.status, name).toBe(2);
+    }
+  });
+
   it('--port out of range, or the HTTP options without --http: a usage error naming the option, exit 2', () => {
     for (const [cmd, prefix] of [
       [[], 'retrysafe-mcp'],

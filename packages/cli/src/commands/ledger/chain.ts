@@ -1,7 +1,7 @@
+import { keysFromEnv } from '@retrysafe/config';
 import { asBusinessOperationId, type Ledger, LedgerError, type OperationState } from '@retrysafe/contract';
 import { type ChainCheck, encryptParams, type parseReceiptKeys, verifyOperation } from '@retrysafe/core';
-import { keysFromEnv as coreKeysFromEnv } from '@retrysafe/core/internal';
-import { orInputError, RefusedError } from '../../errors.js';
+import { RefusedError } from '../../errors.js';
 import { notInLedger, unreadableRows } from './target.js';
 
 /** `id:secret[,oldId:oldSecret…]`: the first key seals new receipts, every key verifies. */
@@ -13,9 +13,6 @@ export const CHAIN_RUNBOOK = 'retrysafe help runbook, "Receipt chain broken"';
 /** What a person does about a receipt sealed with a key this process lacks: not an edit until shown to be one. */
 export const addMissingKey = (key: string) =>
   `add key ${key} to ${RECEIPT_KEYS_ENV} and check again (a key id never used would mean a forged receipt)`;
-
-/** Keys from an environment variable, if set (a malformed value is a usage error that never shows the secret). */
-const keysFromEnv = (name: string) => orInputError('', () => coreKeysFromEnv(name, process.env));
 
 export const receiptKeysFromEnv = (): Partial<ReturnType<typeof parseReceiptKeys>> =>
   keysFromEnv(RECEIPT_KEYS_ENV) ?? {};

@@ -1,7 +1,14 @@
 import { existsSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { ConfigError, createAdapters, loadConfigFile, openLedger, type RetrysafeConfig } from '@retrysafe/config';
+import {
+  CONFIG_ENV,
+  ConfigError,
+  createAdapters,
+  loadConfigFile,
+  openLedger,
+  type RetrysafeConfig,
+} from '@retrysafe/config';
 import { type Ledger, LedgerError, type OperationRecord, type OperationState } from '@retrysafe/contract';
 import { RECOVERABLE_STATES, TERMINAL_STATES } from '@retrysafe/contract/ledger';
 import { createSqliteLedger } from '@retrysafe/ledger-sqlite';
@@ -177,7 +184,7 @@ export const TARGET_OPTIONS = {
     description: "SQLite file or postgres:// URL (default: the config's ledger, else ./retrysafe.db)",
   },
   schema: { argument: '<name>', description: 'PostgreSQL schema (default public)' },
-  config: { argument: '<file>', description: 'retrysafe config (JSON or YAML)' },
+  config: { argument: '<file>', env: CONFIG_ENV, description: 'retrysafe config (JSON, YAML or JavaScript)' },
   json: { description: 'JSON output' },
 } as const satisfies Options;
 

@@ -4,9 +4,9 @@ import { isParamsSealed } from '@retrysafe/core/internal';
 import { defineCommand, type Options, type Parsed } from '../../../command.js';
 import { exactlyOne, pickKnown, RefusedError, scrubbed, UsageError, wanted } from '../../../errors.js';
 import { paint, pick, plural } from '../../../output.js';
-import { withParamsKeys } from '../chain.js';
+import { receiptKeysFromEnv, withParamsKeys } from '../chain.js';
 import { ledgerResolve, printable, resolved, resolveText } from '../resolve/index.js';
-import { TARGET_OPTIONS, targetFlags, unreadableRows, warnUnreadable, withLedger } from '../target.js';
+import { configAdapters, TARGET_OPTIONS, targetFlags, unreadableRows, warnUnreadable, withLedger } from '../target.js';
 
 export const RESOLVE_ALL_OPTIONS = {
   ...TARGET_OPTIONS,
@@ -38,14 +38,19 @@ export async function ledgerResolveAll(opts: ResolveAllOptions) {
     [opts.resume, opts.abandon],
     'choose exactly one of --resume, --abandon (--mark-done needs one provider reference per operation: use ledger resolve <id>)',
   );
-  if (opts.resume && !opts.config && !opts.dryRun)
+  // A dry run refuses what the real run would: no config to resume through, or adapters it cannot build.
+  if (opts.resume && !opts.config)
     throw new UsageError(
       '--resume re-sends through the adapters: pass --config <file> naming them (credentials come from environment variables)',
     );
   for (const i of opts.id ?? []) asBusinessOperationId(i);
   pickKnown('handoff reason', HANDOFF_REASONS, opts.reason ?? []);
   const action = opts.resume ? 'resume' : 'abandon';
+  // Each resolve reads the receipt keys: a malformed one is refused once, here, not on every row.
+  receiptKeysFromEnv();
   const config = opts.config ? await loadConfigFile(opts.config) : null;
+  if (opts.dryRun && opts.resume && config)
+    for (const a of Object.values(await configAdapters(config, opts.config!))) await a.close?.();
   // A handoff whose row cannot be read is left out and reported (`unreadable`), not a reason to resolve none.
   const { ids: unreadable, onUnreadable } = unreadableRows();
   const listed = async (ledger: Ledger) => {

@@ -17,7 +17,8 @@ import { TARGET_OPTIONS, targetFlags, withLedger } from '../target.js';
 /** Verifies an export written by `ledger export` (receipts plus head lines), without the ledger. */
 function verifyExportFile(file: string, allowUnkeyed?: boolean): VerifyRow[] {
   const text = orInputError(`cannot read ${file}: `, () => readFileSync(file, 'utf8'));
-  const checked = orInputError(`${file}: `, () => verifyReceiptsJsonl(text, checkOptions(allowUnkeyed, true)));
+  const options = checkOptions(allowUnkeyed, true); // a malformed key is the variable's fault, not the file's
+  const checked = orInputError(`${file}: `, () => verifyReceiptsJsonl(text, options));
   return checked.map((x) => rowOf(x.businessOperationId, undefined, x.receipts, x.check));
 }
 
@@ -25,23 +26,29 @@ function verifyExportFile(file: string, allowUnkeyed?: boolean): VerifyRow[] {
 function verifyText(rows: readonly VerifyRow[], color = false, file?: string): string {
   // An export of an empty ledger is empty too: an empty file is not refused, but nothing in it was checked.
   if (rows.length === 0) return file ? `${file} holds no operations: nothing verified.` : 'No operations.';
-  const bad = rows.filter((r) => !r.ok);
-  // A receipt sealed with a key this process lacks went unchecked: told apart from an edit.
-  const keys = [...new Set(bad.map((r) => (r.ok ? undefined : r.missingKey)).filter((k) => k !== undefined))];
-  const edited = bad.filter((r) => !r.ok && r.missingKey === undefined).length;
-  const unchecked = bad.length - edited;
+  const bad = rows.flatMap((r) => (r.ok ? [] : [r]));
+  // A receipt sealed with a key this process lacks, or unkeyed where keys were given, went unchecked: told apart from an
+  // edit, on its row as in the sums.
+  const classOf = (r: (typeof bad)[number]) =>
+    r.missingKey !== undefined ? 'not checked' : r.unkeyed ? 'unkeyed' : 'broken';
+  const keys = [...new Set(bad.flatMap((r) => (r.missingKey === undefined ? [] : [r.missingKey])))];
+  const count = (c: string) => bad.filter((r) => classOf(r) === c).length;
   const lines = rows.map((r) =>
     r.ok
       ? `${paint('green', '✓', color)} ${r.businessOperationId}  ${plural(r.receipts, 'receipt')}${r.warnings ? paint('dim', `  (${r.warnings.join('; ')})`, color) : ''}`
-      : `${paint('red', '✗', color)} ${r.businessOperationId}  ${r.index < 0 ? '' : `broken at receipt #${r.index + 1}: `}${r.reason}`,
+      : `${paint('red', '✗', color)} ${r.businessOperationId}  ${r.index < 0 ? '' : `${classOf(r)} at receipt #${r.index + 1}: `}${r.reason}`,
   );
   lines.push('');
-  if (edited > 0)
+  const of = (c: string) => `${count(c)} of ${plural(rows.length, 'chain')} ${c}`;
+  if (count('broken') > 0)
     lines.push(
-      `${edited} of ${plural(rows.length, 'chain')} broken: ${file ? `${file} or the ledger it was exported from was` : 'the ledger was'} edited outside retrysafe`,
+      `${of('broken')}: ${file ? `${file} or the ledger it was exported from was` : 'the ledger was'} edited outside retrysafe`,
     );
-  if (unchecked > 0)
-    lines.push(`${unchecked} of ${plural(rows.length, 'chain')} not checked: ${keys.map(addMissingKey).join('; ')}`);
+  if (count('not checked') > 0) lines.push(`${of('not checked')}: ${keys.map(addMissingKey).join('; ')}`);
+  if (count('unkeyed') > 0)
+    lines.push(
+      `${of('unkeyed')}: written before ${RECEIPT_KEYS_ENV} was set (check them with --allow-unkeyed), or re-sealed without the key`,
+    );
   lines.push(bad.length ? `(${CHAIN_RUNBOOK})` : `${plural(rows.length, 'chain')} intact`);
   return lines.join('\n');
 }
