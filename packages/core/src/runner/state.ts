@@ -1,5 +1,14 @@
 /** What the attempt loop knows of one claimed operation: its mutable state, owned by loop.ts. */
-import type { ClaimResult, Fenced, OperationRecord, Receipt, RetrySafetyCard, StatePatch } from '@retrysafe/contract';
+import type {
+  ClaimResult,
+  Fenced,
+  Ledger,
+  OperationRecord,
+  Receipt,
+  RetrySafetyCard,
+  StatePatch,
+} from '@retrysafe/contract';
+import type { Clock } from '../clock.js';
 import { type DecisionState, MAYBE_APPLIED_STATES } from '../decide.js';
 import type { Operation } from '../intake/operation.js';
 import {
@@ -10,6 +19,9 @@ import {
   notAppliedMayHaveLanded,
 } from '../intake/supersede.js';
 import type { Lease, RunnerContext } from './context.js';
+
+/** What the state rules read of the runner: the worker's clock and its ledger's capabilities (the explorer runs them too). */
+export type StateContext = { readonly clock: Pick<Clock, 'now'>; readonly ledger: Pick<Ledger, 'capabilities'> };
 
 /** What a fenced write names: the id and the fence, not the record (a ledger gets no params it did not ask for). */
 export const fenceOf = ({ businessOperationId, fence }: OperationRecord): Fenced => ({ businessOperationId, fence });
@@ -51,7 +63,7 @@ export interface DriveState {
  * taker's by the margin, so it may send until its lease end + the margin. A released lease (null) has no owner left
  * sending; a ledger that does not say: this claim's time, later. Null otherwise. */
 export function takenOverLeaseEnd(
-  ctx: RunnerContext,
+  ctx: StateContext,
   c: Pick<Claimed, 'record' | 'takenOver' | 'previousLeaseExpiresAt'>,
 ): number | null {
   const skewed = c.takenOver && MAYBE_APPLIED_STATES.includes(c.record.state);
@@ -82,7 +94,12 @@ export async function orRelease<T>(
 }
 
 /** `receipts`: the operation's receipts written before this claim (the state owns the array from here). */
-export function startState(ctx: RunnerContext, op: Operation, c: Claimed, receipts: Receipt[]): DriveState {
+export function startState(
+  ctx: StateContext,
+  op: Pick<Operation, 'card' | 'policy'>,
+  c: Claimed,
+  receipts: Receipt[],
+): DriveState {
   const { record } = c;
   const now = ctx.clock.now();
   const margin = op.policy.clockSkewMarginMs;
@@ -126,9 +143,9 @@ export function startState(ctx: RunnerContext, op: Operation, c: Claimed, receip
 }
 
 export function decisionState(
-  ctx: RunnerContext,
+  ctx: StateContext,
   card: RetrySafetyCard,
-  s: DriveState,
+  s: Omit<DriveState, 'lease'>,
   observedAt?: number,
 ): DecisionState {
   return {
