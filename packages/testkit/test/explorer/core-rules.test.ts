@@ -1,7 +1,7 @@
-import { decide } from '@retrysafe/core/internal';
 import { FORGETFUL_BEHAVIOUR, sandboxCreateCard } from '@retrysafe/sandbox';
-import { type DecideFn, type ExploreOptions, explore } from '@retrysafe/testkit/explorer';
+import { type ExploreOptions, explore } from '@retrysafe/testkit/explorer';
 import { afterEach, describe, expect, it, vi } from 'vitest';
+import { lookupOnly, trustsEveryNotFound } from './broken-rules.js';
 
 // The explorer must run the runner's own rules, so a change to one of them is explored: each is broken here in turn.
 const broken = vi.hoisted(() => ({ rule: '' }));
@@ -65,17 +65,6 @@ describe("the explorer runs core's own rules", () => {
   });
 
   it('a not-found trusted whenever it was asked, by decide and by observationPatch: the shortest trace as a story', () => {
-    const lookupOnly = sandboxCreateCard({
-      replays: false,
-      retentionMs: null,
-      parameterMatching: 'none',
-      concurrency: 'duplicates',
-      lookup: 'get-by-key',
-    });
-    const trustsEveryNotFound: DecideFn = (card, state, obs, budget) =>
-      obs !== null && obs.kind === 'not-found'
-        ? { action: 'send', delayMs: 0, why: 'BROKEN: trusts every not-found' }
-        : decide(card, state, obs, budget);
     broken.rule = 'trusts not-found';
     const r = explore({ card: lookupOnly, decide: trustsEveryNotFound, workers: 1, maxCrashes: 0 });
     expect(r.violation?.invariant, r.summary).toBe('at-most-once');

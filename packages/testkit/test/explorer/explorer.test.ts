@@ -1,24 +1,9 @@
-import type { DecisionState } from '@retrysafe/core';
 import { decide } from '@retrysafe/core/internal';
 import { REPLAYING_BEHAVIOUR, sandboxCreateCard } from '@retrysafe/sandbox';
 import { type DecideFn, explore } from '@retrysafe/testkit/explorer';
 import { describe, expect, it } from 'vitest';
 import { newWorld, process, providerFromCard } from '../../src/explorer/model.js';
-
-/** A provider with a lookup and no key folding: the sandbox-forgetful flow with a get-by-key lookup. */
-const lookupOnly = sandboxCreateCard({
-  replays: false,
-  retentionMs: null,
-  parameterMatching: 'none',
-  concurrency: 'duplicates',
-  lookup: 'get-by-key',
-});
-
-/** A deliberately broken rule: every lookup "not found" is trusted, whenever it was asked. */
-const trustsEveryNotFound: DecideFn = (card, state: DecisionState, obs, budget) =>
-  obs !== null && obs.kind === 'not-found'
-    ? { action: 'send', delayMs: 0, why: 'BROKEN: trusts every not-found' }
-    : decide(card, state, obs, budget);
+import { lookupOnly, trustsEveryNotFound } from './broken-rules.js';
 
 describe('explorer', () => {
   it('catches a decide that trusts every not-found where the runner does not: it decides again and again, never calling', () => {
