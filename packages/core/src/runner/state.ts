@@ -1,14 +1,5 @@
 /** What the attempt loop knows of one claimed operation: its mutable state, owned by loop.ts. */
-import type {
-  ClaimResult,
-  Fenced,
-  Ledger,
-  OperationRecord,
-  Receipt,
-  RetrySafetyCard,
-  StatePatch,
-} from '@retrysafe/contract';
-import type { Clock } from '../clock.js';
+import type { ClaimResult, Fenced, OperationRecord, Receipt, RetrySafetyCard, StatePatch } from '@retrysafe/contract';
 import { type DecisionState, MAYBE_APPLIED_STATES } from '../decide.js';
 import type { Operation } from '../intake/operation.js';
 import {
@@ -21,7 +12,10 @@ import {
 import type { Lease, RunnerContext } from './context.js';
 
 /** What the state rules read of the runner: the worker's clock and its ledger's capabilities (the explorer runs them too). */
-export type StateContext = { readonly clock: Pick<Clock, 'now'>; readonly ledger: Pick<Ledger, 'capabilities'> };
+export interface StateContext {
+  readonly clock: Pick<RunnerContext['clock'], 'now'>;
+  readonly ledger: Pick<RunnerContext['ledger'], 'capabilities'>;
+}
 
 /** What a fenced write names: the id and the fence, not the record (a ledger gets no params it did not ask for). */
 export const fenceOf = ({ businessOperationId, fence }: OperationRecord): Fenced => ({ businessOperationId, fence });
@@ -71,10 +65,14 @@ export function takenOverLeaseEnd(
   return c.previousLeaseExpiresAt === undefined ? c.record.updatedAt : c.previousLeaseExpiresAt;
 }
 
-/** Gives the lease back, unless an owner it was taken over from may still be sending (`leaseEnd` + the margin not
- * passed): a release erases that lease end, and the next claim would trust a "not found" at once. It lapses instead. */
+/** Whether an owner it was taken over from may still be sending (`leaseEnd` + the margin not passed): the lease is then
+ * not given back, as a release erases that lease end and the next claim would trust a "not found" at once. */
+export const oldOwnerMaySend = (leaseEnd: number | null, now: number, marginMs: number) =>
+  leaseEnd !== null && now < leaseEnd + marginMs;
+
+/** Gives the lease back, unless an old owner may still be sending (oldOwnerMaySend): it lapses instead. */
 export async function releaseLease(ctx: RunnerContext, ref: Fenced, leaseEnd: number | null, marginMs: number) {
-  if (leaseEnd !== null && ctx.clock.now() < leaseEnd + marginMs) return;
+  if (oldOwnerMaySend(leaseEnd, ctx.clock.now(), marginMs)) return;
   await ctx.ledger.release(ref).catch(() => undefined);
 }
 

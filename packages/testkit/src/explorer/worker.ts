@@ -10,9 +10,16 @@ import {
   type StatePatch,
 } from '@retrysafe/contract';
 import * as T from '@retrysafe/contract/ledger';
-import { resendSafety } from '@retrysafe/contract/rules';
 import type { Decision, DecisionState } from '@retrysafe/core';
-import { decisionState, isInProgress, observationPatch, reliesOnKey, startState } from '@retrysafe/core/internal';
+import {
+  decisionState,
+  handoffReason,
+  isInProgress,
+  keyGoneBeforeSend,
+  observationPatch,
+  oldOwnerMaySend,
+  startState,
+} from '@retrysafe/core/internal';
 import { type Ctx, type Fate, liveKey, lookupAt, process, STORED_500, type WorkerState, type World } from './model.js';
 
 export type { Ctx } from './model.js';
@@ -108,7 +115,7 @@ function decided(w: World, i: number): Succ {
       const patch = { state: 'succeeded', lastOutcome: rec.lastOutcome, result: { ref: 'obj' }, providerRef: 'obj' };
       return end(T.setStateTransition(rec, { ...patch, now: n } as StatePatch), 'ledger ← succeeded');
     }
-    const reason = op.recovering && d.reason === 'unknown-no-safe-resend' ? 'crash-recovery-inconclusive' : d.reason;
+    const reason = handoffReason(op.recovering, d);
     if (rec.state === 'handed-off' || rec.state === 'succeeded') return end(rec, `already ${rec.state}`);
     // A rejection too is a handoff (runner/terminal.ts handOff): the runner never writes the state `rejected`.
     return end(T.handOffTransition(rec, packet(reason, rec), n), `ledger ← handed-off (${reason})`);
@@ -132,9 +139,8 @@ function waiting(ctx: Ctx, w: World, i: number): Succ[] {
   if (d.action === 'send' && op.dispatchWritten)
     return [{ w: setOp(w, i, {}, 'calling'), text: `${tag}: (the claim already wrote dispatched)` }];
   if (w.rec === null || op.fence !== w.rec.fence) return [refused(w, i)];
-  const keyMayBeGone = () => !resendSafety(ctx.card, w.rec!.firstDispatchedAt, n, ctx.marginMs).safe;
-  // Asked last: the explorer reaches this step hundreds of thousands of times, mostly not to send.
-  if (d.action === 'send' && (reliesOnKey(op.obs) || op.maybeApplied) && keyMayBeGone()) {
+  const waited = { maybeApplied: op.maybeApplied, firstDispatchedAt: w.rec.firstDispatchedAt, now: n };
+  if (keyGoneBeforeSend(ctx.card, d, op.obs, waited, ctx.marginMs)) {
     const again = ctx.decide(ctx.card, stateOf(ctx, w, i), op.obs, { policy: ctx.policy, random });
     const text = `${tag}: the wait outlasted the key's retention; decides again → ${describeDecision(again)}`;
     const patch = { decision: again, redecisions: op.redecisions + 1 };
@@ -234,8 +240,8 @@ function call(ctx: Ctx, w: World, i: number): Succ[] {
   const leaseLive = n < op.leaseEnd;
   if (n >= op.leaseEnd - ctx.leaseCheckMs && ctx.checksLease) {
     // LeaseExpiredError: the run releases its lease (a fenced write) and ends; a later run() or recover() reconciles.
-    // Not while an owner it took over from may still send: the lease then lapses (runner/state.ts releaseLease).
-    const keep = op.takenOverLeaseEnd !== null && n < op.takenOverLeaseEnd + ctx.marginMs;
+    // Not while an owner it took over from may still send: the lease then lapses.
+    const keep = oldOwnerMaySend(op.takenOverLeaseEnd, n, ctx.marginMs);
     const rec = holds(w, i) && !keep ? T.releaseTransition(w.rec!) : w.rec;
     const text = `${tag}: its lease runs out before the call: does not send; ${keep ? 'lets it lapse' : 'releases it'}, a later recover() reconciles`;
     return [{ w: lostLease({ ...w, rec }, i), text }];

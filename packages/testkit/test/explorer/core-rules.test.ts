@@ -22,6 +22,12 @@ vi.mock('@retrysafe/core/internal', async (importOriginal) => {
       const real = core.startState(...a);
       return broken.rule === 'startState' ? { ...real, takenOverLeaseEnd: null, windowStartedAt: null } : real;
     },
+    // Every send decided again after its wait, as if the key were always gone: the run never sends.
+    keyGoneBeforeSend: (...a: Parameters<typeof core.keyGoneBeforeSend>) =>
+      broken.rule === 'keyGoneBeforeSend' ? a[1].action === 'send' : core.keyGoneBeforeSend(...a),
+    // A recovery that cannot tell, handed off as if no worker had stopped after dispatching.
+    handoffReason: (...a: Parameters<typeof core.handoffReason>) =>
+      broken.rule === 'handoffReason' ? a[1].reason : core.handoffReason(...a),
     decisionState: (...a: Parameters<typeof core.decisionState>) => {
       const real = core.decisionState(...a);
       return broken.rule === 'decisionState' ? { ...real, takenOverLeaseEnd: null } : real;
@@ -62,6 +68,22 @@ describe("the explorer runs core's own rules", () => {
     expect(r.violation?.invariant, r.summary).toBe('at-most-once');
     if (rule === 'decisionState')
       expect(r.violation!.story).toMatch(/takes it over[\s\S]*not-found[\s\S]*A resumes\n.*A: calls the provider/);
+  });
+
+  it('a broken keyGoneBeforeSend is explored to a run that decides on without sending', () => {
+    expect(explore(crashWorld).violation).toBeNull();
+    broken.rule = 'keyGoneBeforeSend';
+    const r = explore(crashWorld);
+    expect(r.violation?.invariant, r.summary).toBe('stuck');
+    expect(r.violation!.message).toMatch(/decided again 2 times without a call or lookup/);
+  });
+
+  it('a broken handoffReason shows in how the explored runs end', () => {
+    const world = { ...crashWorld, card: sandboxCreateCard(FORGETFUL_BEHAVIOUR) };
+    const crashed = 'handed-off:crash-recovery-inconclusive';
+    expect(explore(world).endings).toHaveProperty(crashed);
+    broken.rule = 'handoffReason';
+    expect(explore(world).endings).not.toHaveProperty(crashed);
   });
 
   it('a not-found trusted whenever it was asked, by decide and by observationPatch: the shortest trace as a story', () => {
