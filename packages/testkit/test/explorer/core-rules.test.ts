@@ -28,6 +28,7 @@ vi.mock('@retrysafe/core/internal', async (importOriginal) => {
     // A recovery that cannot tell, handed off as if no worker had stopped after dispatching.
     handoffReason: (...a: Parameters<typeof core.handoffReason>) =>
       broken.rule === 'handoffReason' ? a[1].reason : core.handoffReason(...a),
+    // decide() and observationPatch told no takeover: the old owner's late send is not waited out.
     decisionState: (...a: Parameters<typeof core.decisionState>) => {
       const real = core.decisionState(...a);
       return broken.rule === 'decisionState' ? { ...real, takenOverLeaseEnd: null } : real;
@@ -46,7 +47,7 @@ const crashWorld: ExploreOptions = {
   maxNetworkFaults: 1,
   fates: ['delivered', 'lost-after'],
 };
-// B's clock runs 20 s ahead of A's; A pauses past its lease and resumes after B took over (explorer.test.ts).
+// Leases judged on the workers' clocks, B's 20 s ahead of A's; A pauses past its lease and resumes after B took over.
 const skewWorld: ExploreOptions = {
   card: lookupCard,
   workers: 2,
