@@ -50,12 +50,6 @@ export type Observation = Outcome | LookupResult | null;
 /** What an observation says of the provider's side: the outcome a lookup found, else the observation itself. */
 export const answerOf = (obs: Observation) => (obs?.kind === 'found' ? obs.outcome : obs);
 
-/** After these, a send is only allowed because the card says the same key folds it into the first. */
-export function reliesOnKey(obs: Observation): boolean {
-  const kind = answerOf(obs)?.kind;
-  return kind === 'unknown' || kind === 'in-progress' || kind === 'cannot-tell';
-}
-
 export const isInProgress = (obs: Observation) => answerOf(obs)?.kind === 'in-progress';
 
 export type Decision =
@@ -67,6 +61,25 @@ export type Decision =
   | { readonly action: 'lookup'; readonly delayMs: number; readonly why: string }
   /** Stop; a person takes over. */
   | { readonly action: 'handoff'; readonly reason: HandoffReason; readonly why: string };
+
+/** A send allowed only because the same key folds it into an earlier attempt (after an answer that may mean applied)
+ * whose key may be gone by `state.now`, after the wait: it is decided again, now without the key. */
+export function keyGoneBeforeSend(
+  card: RetrySafetyCard,
+  d: Decision,
+  obs: Observation,
+  state: Pick<DecisionState, 'maybeApplied' | 'firstDispatchedAt' | 'now'>,
+  clockSkewMarginMs: number,
+): boolean {
+  const kind = answerOf(obs)?.kind;
+  const reliesOnKey =
+    kind === 'unknown' || kind === 'in-progress' || kind === 'cannot-tell' || state.maybeApplied === true;
+  return (
+    d.action === 'send' &&
+    reliesOnKey &&
+    !resendSafety(card, state.firstDispatchedAt, state.now, clockSkewMarginMs).safe
+  );
+}
 
 /** Ledger states in which an attempt may have been applied. */
 export const MAYBE_APPLIED_STATES: readonly OperationState[] = ['dispatched', 'unknown', 'reconciling', 'in-progress'];

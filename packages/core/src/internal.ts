@@ -1,5 +1,5 @@
 /** @retrysafe/core/internal: the runner's parts for the packages built on it. Not a user API. */
-export { decide, isInProgress, MAYBE_APPLIED_STATES, reliesOnKey } from './decide.js';
+export { decide, isInProgress, keyGoneBeforeSend, observationPatch } from './decide.js';
 export { assertParams, checkParamsSchema, paramsErrors } from './intake/params-schema.js';
 export { resolvePolicy } from './intake/policy.js';
 export { isParamsSealed } from './ledger/encrypted-params.js';
@@ -7,3 +7,5 @@ export { receiptHash, sealReceipt } from './receipts.js';
 export { createRedactor, detectSensitive, personRef } from './redact.js';
 export { isSecretKey, keyParts } from './redact-keys.js';
 export { leaseCheckMs } from './runner/lease.js';
+export { decisionState, oldOwnerMaySend, startState } from './runner/state.js';
+export { handoffReason } from './runner/terminal.js';

@@ -8,8 +8,7 @@ import {
   type Receipt,
   type ReceiptKind,
 } from '@retrysafe/contract';
-import { resendSafety } from '@retrysafe/contract/rules';
-import { decide, isInProgress, type Observation, observationPatch, reliesOnKey } from '../decide.js';
+import { decide, isInProgress, keyGoneBeforeSend, type Observation, observationPatch } from '../decide.js';
 import { defined } from '../defined.js';
 import type { Operation } from '../intake/operation.js';
 import { callProvider, lookupProvider } from './adapter-call.js';
@@ -56,13 +55,9 @@ async function attemptLoop(ctx: RunnerContext, op: Operation, s: DriveState): Pr
       await wait(ctx, s.lease, decision.delayMs, op.signal);
       stopIfAborted(ctx, op, s); // the caller may give up during the wait: nothing goes out after that
     }
-    if (
-      decision.action === 'send' &&
-      (reliesOnKey(obs) || s.maybeApplied) &&
-      !resendSafety(op.card, s.record.firstDispatchedAt, ctx.clock.now(), op.policy.clockSkewMarginMs).safe
-    ) {
-      // The wait outlasted the key's retention: decide again from the same observation, now without the key.
-      decision = decide(op.card, decisionState(ctx, op.card, s), obs, budget);
+    const waited = decisionState(ctx, op.card, s);
+    if (keyGoneBeforeSend(op.card, decision, obs, waited, op.policy.clockSkewMarginMs)) {
+      decision = decide(op.card, waited, obs, budget); // from the same observation, now without the key
       continue;
     }
     const acted = decision;

@@ -11,6 +11,12 @@ import {
 } from '../intake/supersede.js';
 import type { Lease, RunnerContext } from './context.js';
 
+/** What the state rules read of the runner: the worker's clock and its ledger's capabilities (the explorer runs them too). */
+export interface StateContext {
+  readonly clock: Pick<RunnerContext['clock'], 'now'>;
+  readonly ledger: Pick<RunnerContext['ledger'], 'capabilities'>;
+}
+
 /** What a fenced write names: the id and the fence, not the record (a ledger gets no params it did not ask for). */
 export const fenceOf = ({ businessOperationId, fence }: OperationRecord): Fenced => ({ businessOperationId, fence });
 
@@ -51,7 +57,7 @@ export interface DriveState {
  * taker's by the margin, so it may send until its lease end + the margin. A released lease (null) has no owner left
  * sending; a ledger that does not say: this claim's time, later. Null otherwise. */
 export function takenOverLeaseEnd(
-  ctx: RunnerContext,
+  ctx: StateContext,
   c: Pick<Claimed, 'record' | 'takenOver' | 'previousLeaseExpiresAt'>,
 ): number | null {
   const skewed = c.takenOver && MAYBE_APPLIED_STATES.includes(c.record.state);
@@ -59,10 +65,14 @@ export function takenOverLeaseEnd(
   return c.previousLeaseExpiresAt === undefined ? c.record.updatedAt : c.previousLeaseExpiresAt;
 }
 
-/** Gives the lease back, unless an owner it was taken over from may still be sending (`leaseEnd` + the margin not
- * passed): a release erases that lease end, and the next claim would trust a "not found" at once. It lapses instead. */
+/** Whether an owner it was taken over from may still be sending (`leaseEnd` + the margin not passed): the lease is then
+ * not given back, as a release erases that lease end and the next claim would trust a "not found" at once. */
+export const oldOwnerMaySend = (leaseEnd: number | null, now: number, marginMs: number) =>
+  leaseEnd !== null && now < leaseEnd + marginMs;
+
+/** Gives the lease back, unless an old owner may still be sending (oldOwnerMaySend): it lapses instead. */
 export async function releaseLease(ctx: RunnerContext, ref: Fenced, leaseEnd: number | null, marginMs: number) {
-  if (leaseEnd !== null && ctx.clock.now() < leaseEnd + marginMs) return;
+  if (oldOwnerMaySend(leaseEnd, ctx.clock.now(), marginMs)) return;
   await ctx.ledger.release(ref).catch(() => undefined);
 }
 
@@ -82,7 +92,12 @@ export async function orRelease<T>(
 }
 
 /** `receipts`: the operation's receipts written before this claim (the state owns the array from here). */
-export function startState(ctx: RunnerContext, op: Operation, c: Claimed, receipts: Receipt[]): DriveState {
+export function startState(
+  ctx: StateContext,
+  op: Pick<Operation, 'card' | 'policy'>,
+  c: Claimed,
+  receipts: Receipt[],
+): DriveState {
   const { record } = c;
   const now = ctx.clock.now();
   const margin = op.policy.clockSkewMarginMs;
@@ -126,9 +141,9 @@ export function startState(ctx: RunnerContext, op: Operation, c: Claimed, receip
 }
 
 export function decisionState(
-  ctx: RunnerContext,
+  ctx: StateContext,
   card: RetrySafetyCard,
-  s: DriveState,
+  s: Omit<DriveState, 'lease'>,
   observedAt?: number,
 ): DecisionState {
   return {

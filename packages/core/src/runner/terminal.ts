@@ -54,6 +54,10 @@ export async function complete(
   return { status: 'done', businessOperationId: op.id, result, providerRef, adopted, attempts, receipts: s.receipts };
 }
 
+/** A recovery that cannot tell whether the stopped worker's send applied hands off as crash-recovery-inconclusive. */
+export const handoffReason = (recovering: boolean, d: Extract<Decision, { action: 'handoff' }>) =>
+  recovering && d.reason === 'unknown-no-safe-resend' ? 'crash-recovery-inconclusive' : d.reason;
+
 /** The operation goes to a person: a packet built from the receipts, written (with the `pending` receipt), and sent to the sink. */
 export async function handOff(
   ctx: RunnerContext,
@@ -64,8 +68,8 @@ export async function handOff(
   const { decided, pending } = end;
   const { clock, ledger, log } = ctx;
   const now = clock.now();
-  const crashed = s.recovering && decided.reason === 'unknown-no-safe-resend';
-  const reason = crashed ? 'crash-recovery-inconclusive' : decided.reason;
+  const reason = handoffReason(s.recovering, decided);
+  const crashed = reason !== decided.reason;
   const why = crashed ? `a worker stopped after dispatching; ${decided.why}` : decided.why;
   if (pending !== null) s.receipts.push(pending);
   const { receipts } = s;

@@ -126,9 +126,14 @@ function violations(ctx: Ctx, w: World): Found | null {
     };
   // A run the policy bounds (attempts, elapsed) that goes on past them never ends: the state bound would hide it.
   if (w.overrun) return { invariant: 'stuck', message: w.overrun };
-  for (const { name, op } of w.ws)
+  for (const { name, op } of w.ws) {
     if (op !== null && op.runAttempts > ctx.policy.maxAttempts)
       return { invariant: 'stuck', message: `${name} made ${op.runAttempts} calls in one run, past maxAttempts` };
+    // decide() never asks again for a send the key's retention refuses after the wait; a rule that does makes the
+    // runner's loop decide on and on without acting (with no wait, forever): bounded here, not explored on.
+    if (op !== null && op.redecisions > 1)
+      return { invariant: 'stuck', message: `${name} decided again ${op.redecisions} times without a call or lookup` };
+  }
   if (w.rec?.state === 'succeeded' && w.prov.effects === 0 && !ctx.pm.idempotent)
     return { invariant: 'honest-terminal', message: 'succeeded, but the provider holds no effect' };
   const rejected = w.rec?.state === 'rejected' || w.rec?.handoff?.reason === 'rejected';

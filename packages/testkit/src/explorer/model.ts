@@ -4,7 +4,8 @@ import { leaseCheckMs, decide as realDecide, resolvePolicy } from '@retrysafe/co
 import type { ExploreOptions } from './explore.js';
 import type { OpState } from './worker.js';
 
-// Provider, network, clocks and the runner's loop are models; decide() and the ledger transitions are the real code.
+// Provider, network, clocks and the runner's loop are models; decide(), the runner's state rules (startState,
+// decisionState, observationPatch) and the ledger transitions are the real code.
 
 export type DecideFn = typeof realDecide;
 

@@ -10,9 +10,16 @@ import {
   type StatePatch,
 } from '@retrysafe/contract';
 import * as T from '@retrysafe/contract/ledger';
-import { resendSafety } from '@retrysafe/contract/rules';
 import type { Decision, DecisionState } from '@retrysafe/core';
-import { isInProgress, MAYBE_APPLIED_STATES, reliesOnKey } from '@retrysafe/core/internal';
+import {
+  decisionState,
+  handoffReason,
+  isInProgress,
+  keyGoneBeforeSend,
+  observationPatch,
+  oldOwnerMaySend,
+  startState,
+} from '@retrysafe/core/internal';
 import { type Ctx, type Fate, liveKey, lookupAt, process, STORED_500, type WorkerState, type World } from './model.js';
 
 export type { Ctx } from './model.js';
@@ -42,16 +49,13 @@ const setOp = (w: World, i: number, patch: Partial<OpState>, pc?: WorkerState['p
 const holds = (w: World, i: number) =>
   w.rec !== null && w.ws[i]!.op !== null && w.rec.fence === w.ws[i]!.op!.fence && w.rec.leaseOwner === w.ws[i]!.name;
 
-/** What decide() is told (it ignores the op's own fields); a claim that wrote `dispatched` is still deciding its first send. */
-function stateOf(w: World, i: number, observedAt?: number): DecisionState {
-  const op = w.ws[i]!.op!;
-  return {
-    ...op,
-    observedAt,
-    ledgerState: op.dispatchWritten ? 'claimed' : w.rec!.state,
-    now: now(w, i),
-    firstDispatchedAt: op.dispatchWritten ? null : w.rec!.firstDispatchedAt,
-  };
+/** The runner's own state rules see this worker's clock; no ledger capabilities: workers' clocks judge leases. */
+const rules = (n: number) => ({ clock: { now: () => n }, ledger: {} });
+
+/** What decide() is told, by core's decisionState over the world's record. No receipts: no supersede is modelled. */
+function stateOf(ctx: Ctx, w: World, i: number, observedAt?: number): DecisionState {
+  const s = { ...w.ws[i]!.op!, record: w.rec!, receipts: [] };
+  return decisionState(rules(now(w, i)), ctx.card, s, observedAt);
 }
 
 function describeDecision(d: Decision): string {
@@ -111,7 +115,7 @@ function decided(w: World, i: number): Succ {
       const patch = { state: 'succeeded', lastOutcome: rec.lastOutcome, result: { ref: 'obj' }, providerRef: 'obj' };
       return end(T.setStateTransition(rec, { ...patch, now: n } as StatePatch), 'ledger ← succeeded');
     }
-    const reason = op.recovering && d.reason === 'unknown-no-safe-resend' ? 'crash-recovery-inconclusive' : d.reason;
+    const reason = handoffReason(op.recovering, d);
     if (rec.state === 'handed-off' || rec.state === 'succeeded') return end(rec, `already ${rec.state}`);
     // A rejection too is a handoff (runner/terminal.ts handOff): the runner never writes the state `rejected`.
     return end(T.handOffTransition(rec, packet(reason, rec), n), `ledger ← handed-off (${reason})`);
@@ -135,12 +139,12 @@ function waiting(ctx: Ctx, w: World, i: number): Succ[] {
   if (d.action === 'send' && op.dispatchWritten)
     return [{ w: setOp(w, i, {}, 'calling'), text: `${tag}: (the claim already wrote dispatched)` }];
   if (w.rec === null || op.fence !== w.rec.fence) return [refused(w, i)];
-  const keyMayBeGone = () => !resendSafety(ctx.card, w.rec!.firstDispatchedAt, n, ctx.marginMs).safe;
-  // Asked last: the explorer reaches this step hundreds of thousands of times, mostly not to send.
-  if (d.action === 'send' && (reliesOnKey(op.obs) || op.maybeApplied) && keyMayBeGone()) {
-    const again = ctx.decide(ctx.card, stateOf(w, i), op.obs, { policy: ctx.policy, random });
+  const waited = { maybeApplied: op.maybeApplied, firstDispatchedAt: w.rec.firstDispatchedAt, now: n };
+  if (keyGoneBeforeSend(ctx.card, d, op.obs, waited, ctx.marginMs)) {
+    const again = ctx.decide(ctx.card, stateOf(ctx, w, i), op.obs, { policy: ctx.policy, random });
     const text = `${tag}: the wait outlasted the key's retention; decides again → ${describeDecision(again)}`;
-    return [{ w: setOp({ ...w, ...overrun(ctx, w, i, again) }, i, { decision: again }, 'decided'), text }];
+    const patch = { decision: again, redecisions: op.redecisions + 1 };
+    return [{ w: setOp({ ...w, ...overrun(ctx, w, i, again) }, i, patch, 'decided'), text }];
   }
   const renewed = T.renewTransition(w.rec, { businessOperationId: ID, fence: op.fence }, ctx.policy.leaseMs, n);
   const leaseEnd = n + ctx.policy.leaseMs;
@@ -157,7 +161,7 @@ function waiting(ctx: Ctx, w: World, i: number): Succ[] {
   const sent = r.p !== w.prov ? ' (the lookup re-sends with the same key)' : '';
   const made = r.p.effects > w.prov.effects ? ` — the provider makes effect #${r.p.effects}` : '';
   const looked = (next: World, obs: LookupResult, text: string): Succ => ({
-    w: setOp({ ...next, rec }, i, { obs, observedAt: n, leaseEnd }, 'observing'),
+    w: setOp({ ...next, rec }, i, { obs, observedAt: n, leaseEnd, redecisions: 0 }, 'observing'),
     text: `${tag}: looks up${text}`,
   });
   const out = [looked({ ...w, prov: r.p }, r.result, `${sent} → ${describeObs(r.result)}${made}`)];
@@ -176,33 +180,25 @@ function refused(w: World, i: number): Succ {
 /** A refused fenced write or a run-out lease: the runner waits for the holder, then takes over (waitForOther → claim). */
 const lostLease = (w: World, i: number) => setW(w, i, { pc: 'idle', role: 'recover', op: null });
 
-function newOp(ctx: Ctx, rec: OperationRecord, dispatchWritten: boolean, claim: ClaimResult, n: number) {
-  const inFlight = MAYBE_APPLIED_STATES.includes(rec.state);
-  const takenOver = claim.kind === 'claimed' && claim.takenOver;
-  // As runner/state.ts on a ledger without sharedLeaseClock (workers' clocks judge leases, as here): taken over
-  // while maybe applied, the old owner may send until its lease end + the margin; the lookup window opens then.
-  const previous = claim.kind === 'claimed' ? claim.previousLeaseExpiresAt : undefined;
-  const takenOverLeaseEnd = takenOver && inFlight ? (previous === undefined ? rec.updatedAt : previous) : null;
-  const opens = takenOverLeaseEnd === null ? null : takenOverLeaseEnd + ctx.marginMs;
+/** Core's startState of a claim: the record stays in the world, and the lease is kept as its fence and end. */
+function newOp(ctx: Ctx, claimed: Extract<ClaimResult, { kind: 'claimed' }>, dispatchWritten: boolean, n: number) {
+  const { record, receipts, lease, ...s } = startState(
+    rules(n),
+    ctx,
+    { ...claimed, claimedAt: n, dispatchWritten },
+    [],
+  );
   return {
-    fence: rec.fence,
-    /** The lease's end as this worker knows it, on its own clock (runner/context.ts Lease.expiresAt). */
-    leaseEnd: Math.min(rec.leaseExpiresAt ?? 0, n + ctx.policy.leaseMs),
-    maybeApplied: !dispatchWritten && inFlight,
-    runAttempts: 0,
-    polls: 0,
-    windowStartedAt: opens !== null && opens > n ? opens : (null as number | null),
-    runStartedAt: n,
-    lastDispatchedAt:
-      dispatchWritten || rec.firstDispatchedAt === null ? null : Math.max(rec.firstDispatchedAt, rec.updatedAt),
-    takenOverLeaseEnd,
-    notBefore: undefined as number | undefined,
-    recovering: takenOver && inFlight,
-    dispatchWritten,
+    ...s,
+    fence: record.fence,
+    /** The lease's end as this worker knows it, on its own clock. */
+    leaseEnd: lease.expiresAt,
     decision: { action: 'send', delayMs: 0, why: '' } as Decision,
     obs: null as Outcome | LookupResult | null,
     observedAt: n,
     wakeAt: n,
+    /** Decided again after a wait, without a call or lookup since (explore.ts: a rule that spins). */
+    redecisions: 0,
   };
 }
 export type OpState = ReturnType<typeof newOp>;
@@ -227,9 +223,9 @@ function claim(ctx: Ctx, w: World, i: number, dispatch: boolean, text: string): 
   if (result.kind !== 'claimed') return { w: setW(w, i, { pc: 'done' }), text: `${text}: ${result.kind}` };
   const rec = write!;
   const dispatchWritten = dispatch && !result.takenOver && rec.state === 'dispatched';
-  const op = newOp(ctx, rec, dispatchWritten, result, n);
+  const op = newOp(ctx, result, dispatchWritten, n);
   const w1 = setW({ ...w, rec }, i, { op, pc: 'decided' });
-  const first = ctx.decide(ctx.card, stateOf(w1, i), null, { policy: ctx.policy, random });
+  const first = ctx.decide(ctx.card, stateOf(ctx, w1, i), null, { policy: ctx.policy, random });
   return {
     w: setOp(w1, i, { decision: first }),
     text: `${text}${dispatchWritten ? ' (created dispatched)' : ''} → ${describeDecision(first)}`,
@@ -244,8 +240,8 @@ function call(ctx: Ctx, w: World, i: number): Succ[] {
   const leaseLive = n < op.leaseEnd;
   if (n >= op.leaseEnd - ctx.leaseCheckMs && ctx.checksLease) {
     // LeaseExpiredError: the run releases its lease (a fenced write) and ends; a later run() or recover() reconciles.
-    // Not while an owner it took over from may still send: the lease then lapses (runner/state.ts releaseLease).
-    const keep = op.takenOverLeaseEnd !== null && n < op.takenOverLeaseEnd + ctx.marginMs;
+    // Not while an owner it took over from may still send: the lease then lapses.
+    const keep = oldOwnerMaySend(op.takenOverLeaseEnd, n, ctx.marginMs);
     const rec = holds(w, i) && !keep ? T.releaseTransition(w.rec!) : w.rec;
     const text = `${tag}: its lease runs out before the call: does not send; ${keep ? 'lets it lapse' : 'releases it'}, a later recover() reconciles`;
     return [{ w: lostLease({ ...w, rec }, i), text }];
@@ -258,7 +254,13 @@ function call(ctx: Ctx, w: World, i: number): Succ[] {
     const r = fault && w.netFaults >= ctx.maxNetworkFaults ? null : network(ctx, fate, { ...w.prov, calls }, w.t);
     if (!r) return [];
     const [prov, obs, how] = r;
-    const patch = { obs, observedAt: n, lastDispatchedAt: Math.max(rec.updatedAt, n), runAttempts: op.runAttempts + 1 };
+    const patch = {
+      obs,
+      observedAt: n,
+      lastDispatchedAt: Math.max(rec.updatedAt, n),
+      runAttempts: op.runAttempts + 1,
+      redecisions: 0,
+    };
     const next = {
       ...w,
       ...(leaseLive ? {} : { leaseBreach: breach }),
@@ -318,22 +320,10 @@ function observe(ctx: Ctx, w: World, i: number): Succ {
   const retryAfterMs = op.decision.action === 'send' && 'retryAfterMs' in obs ? obs.retryAfterMs : undefined;
   if (typeof retryAfterMs === 'number' && retryAfterMs > 0) notBefore = Math.max(notBefore ?? 0, n + retryAfterMs);
   const w0 = setOp(w, i, { notBefore });
-  const observed = stateOf(w0, i, op.observedAt);
+  const observed = stateOf(ctx, w0, i, op.observedAt);
   const d = ctx.decide(ctx.card, observed, obs, { policy: ctx.policy, random });
-  // The runner's statePatch: what the observation means for the record.
-  const inner = obs.kind === 'found' ? obs.outcome : obs;
-  let maybeApplied = op.maybeApplied;
-  if (inner.kind === 'unknown' || inner.kind === 'in-progress') maybeApplied = true;
-  if (inner.kind === 'not-found' && notFoundAuthoritative(d)) maybeApplied = false;
-  let state: StatePatch['state'] | null = null;
-  if (inner.kind === 'in-progress') state = 'in-progress';
-  else if (inner.kind === 'unknown') state = 'unknown';
-  else if (inner.kind === 'not-applied' || inner.kind === 'not-found') state = maybeApplied ? 'unknown' : 'claimed';
-  else if (inner.kind === 'cannot-tell') state = w.rec!.state === 'in-progress' ? 'in-progress' : 'reconciling';
-  const rec =
-    state !== null && !T.isTerminal(w.rec!)
-      ? T.setStateTransition(w.rec!, { state, lastOutcome: inner.kind, now: n } as StatePatch)
-      : w.rec!;
+  const { maybeApplied, patch } = observationPatch(ctx.card, observed, obs, ctx.marginMs);
+  const rec = patch !== null && !T.isTerminal(w.rec!) ? T.setStateTransition(w.rec!, { ...patch, now: n }) : w.rec!;
   return {
     w: setOp({ ...w0, rec, ...overrun(ctx, w0, i, d) }, i, { decision: d, maybeApplied }, 'decided'),
     text: `${tag}: decides → ${describeDecision(d)}`,
@@ -343,13 +333,8 @@ function observe(ctx: Ctx, w: World, i: number): Succ {
 /** A wait the decision asks for that ends past the run's maxElapsed (the runner bounds each wait by it); {} if none. */
 function overrun(ctx: Ctx, w: World, i: number, d: Decision): Partial<World> {
   const { name, op } = w.ws[i]!;
-  const into = now(w, i) + (d.action === 'send' || d.action === 'lookup' ? d.delayMs : 0) - op!.runStartedAt;
+  const into = now(w, i) + (d.action === 'send' || d.action === 'lookup' ? d.delayMs : 0) - op!.startedAt;
   if (d.action === 'complete' || d.action === 'handoff' || d.delayMs === 0 || into <= ctx.policy.maxElapsedMs)
     return {};
   return { overrun: `${name} decides to ${d.action} ${into} ms into its run, past maxElapsed` };
-}
-
-/** Whether decide treated the not-found as authoritative: it then moves on as if nothing were applied. */
-function notFoundAuthoritative(d: Decision): boolean {
-  return d.action === 'send' || (d.action === 'handoff' && d.reason === 'retry-exhausted');
 }
