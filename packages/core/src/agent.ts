@@ -10,7 +10,6 @@ import {
   InvalidIntentError,
   InvalidParamsError,
   type Ledger,
-  type OperationRecord,
   type OperationSpec,
   PayloadLimitError,
   type Receipt,
@@ -25,7 +24,6 @@ import { waitsForUser } from './handoff.js';
 import { identityOf } from './intake/identity.js';
 import { createRedactor } from './redact.js';
 import { typedLedger } from './runner/context.js';
-import { atRest } from './runner/terminal.js';
 import type { RunInput, Runner, RunResult } from './runner/types.js';
 
 /** The runner's result without its receipts and with a message for the model, or a refusal before the claim. */
@@ -241,12 +239,11 @@ export async function callAgentTool(
   runner: Runner,
   tool: AgentToolDefinition,
   args: unknown,
-  call: Pick<RunInput, 'runId' | 'signal'> = {},
+  call: Pick<RunInput, 'runId' | 'signal' | 'followUp'> = {},
 ): Promise<AgentToolResult> {
   const params = args ?? {};
   try {
-    const { runId, signal } = call;
-    return toAgentResult(await runner.run(tool.adapter, tool.operation, { params, runId, signal }));
+    return toAgentResult(await runner.run(tool.adapter, tool.operation, { ...call, params }));
   } catch (e) {
     const answer = refusalAnswer(e, () => {
       try {
@@ -258,11 +255,6 @@ export async function callAgentTool(
     if (answer !== null) return answer;
     throw scrubbedForAgent(e);
   }
-}
-
-/** The answer of an operation at rest, from the ledger alone: nothing is sent (a hand-off stays the caller's or a person's). */
-export async function answerAtRest(ledger: Ledger, record: OperationRecord): Promise<AgentToolResult> {
-  return toAgentResult(atRest(record, await typedLedger(ledger).receipts(record.businessOperationId)));
 }
 
 /** The `retrysafe_status` answer for one operation, from the ledger. */

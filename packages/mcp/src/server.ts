@@ -112,7 +112,13 @@ export function serveTools(
 ) {
   const coalescer = options.coalescer ?? createCoalescer(options.ledger);
   const run: Run = (tool, params, meta, settle = (r) => r, hearers) =>
-    coalescer.call(tool.name, params, meta, () => callAgentTool(options.runner, tool, params).then(settle), hearers);
+    coalescer.call(
+      tool.name,
+      params,
+      meta,
+      (followUp) => callAgentTool(options.runner, tool, params, { followUp }).then(settle),
+      hearers,
+    );
   // A listed tool of a lookup's name (an upstream's, passed through) is the lookup's: tool names are unique.
   server.setRequestHandler(ListToolsRequestSchema, async () => ({
     tools: [...listed().filter((t) => !LOOKUP_TOOLS.includes((t as Tool).name)), ...lookupTools(...lookups)] as Tool[],
