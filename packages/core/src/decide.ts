@@ -6,6 +6,7 @@ import type {
   RetrySafetyCard,
   StatePatch,
 } from '@retrysafe/contract';
+import { stateWords } from '@retrysafe/contract/ledger';
 import {
   absenceProvenFrom,
   keyFoldsResends,
@@ -137,7 +138,7 @@ export function decide(card: RetrySafetyCard, state: DecisionState, obs: Observa
         return handoff('rejected', 'the provider rejected it earlier');
       case 'handed-off':
       case 'abandoned':
-        return handoff('unknown-no-safe-resend', `already ${state.ledgerState}: a person decides`);
+        return handoff('unknown-no-safe-resend', `already ${stateWords(state.ledgerState)}: a person decides`);
     }
   }
 

@@ -235,6 +235,7 @@ describe('the conflict answer to a correction the runner refuses', () => {
     expect((await callAgentTool(runner, tool!, { ref: 'o-16', note: 'a' })).status).toBe('done');
     const other = await callAgentTool(runner, tool!, { ref: 'o-16', note: 'b' });
     expect(other).toMatchObject({ status: 'conflict', message: expect.stringMatching(/change an intent field/) });
+    expect(other.message).toMatch(/the operation is done with other params/);
   });
 
   it('is told from the conflict itself, not its words: a param named like the refusal changes nothing', async () => {

@@ -1,4 +1,5 @@
 import { fact, type LookupResult, type Outcome, type RetrySafetyCard } from '@retrysafe/contract';
+import { STATES } from '@retrysafe/contract/ledger';
 import type { DecisionState } from '@retrysafe/core';
 import { decide, resolvePolicy } from '@retrysafe/core/internal';
 import { FORGETFUL_BEHAVIOUR, REPLAYING_BEHAVIOUR, sandboxCreateCard } from '@retrysafe/sandbox';
@@ -299,5 +300,13 @@ describe('decision table (docs/concepts.md, "Outcomes and the decision table"), 
       );
       expect(decide(renamed, state(), o, budget(renamed))).toEqual(decide(replaying, state(), o, budget(replaying)));
     }
+  });
+});
+
+describe("decide's explanations", () => {
+  // A state is the ledger's word; said in a sentence it is words ("already handed off"), never the token.
+  it.each(STATES)('from the ledger state %s alone: no state token in the sentence', (ledgerState) => {
+    const d = decide(replaying, state({ ledgerState }), null, budget(replaying));
+    expect(d.why).not.toMatch(/\b(already|is) [a-z]+-[a-z]+\b/);
   });
 });

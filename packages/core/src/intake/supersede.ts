@@ -1,4 +1,5 @@
 import type { OperationRecord, Receipt, RetrySafetyCard } from '@retrysafe/contract';
+import { stateWords } from '@retrysafe/contract/ledger';
 import { retentionPassed } from '@retrysafe/contract/rules';
 import type { Operation } from './operation.js';
 
@@ -37,7 +38,8 @@ export const correctionRule = (op: Pick<Operation, 'card' | 'policy'>, now: numb
 /** Whether a corrected request may supersede the operation: at rest after a rejection or a spent budget, every
  * provider call of its current revision known not applied (any doubt: a conflict). */
 export function supersedeCheck(record: OperationRecord, receipts: readonly Receipt[], rule: CorrectionRule): Verdict {
-  if (record.state !== 'rejected' && record.state !== 'handed-off') return refused(`the operation is ${record.state}`);
+  if (record.state !== 'rejected' && record.state !== 'handed-off')
+    return refused(`the operation is ${stateWords(record.state)}`);
   const reason = record.handoff?.reason;
   if (record.state === 'handed-off' && reason && reason !== 'rejected' && reason !== 'retry-exhausted')
     return refused(`it was handed off as ${reason}: an attempt may have been applied`);
