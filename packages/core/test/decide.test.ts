@@ -309,4 +309,31 @@ describe("decide's explanations", () => {
     const d = decide(replaying, state({ ledgerState }), null, budget(replaying));
     expect(d.why).not.toMatch(/\b(already|is) [a-z]+-[a-z]+\b/);
   });
+
+  // Refused before processing for a cause outside the params: nothing applied, and resuming is safe once the cause
+  // is fixed (the packet's resume action); the explanation says what to do, not only that it will not succeed as is.
+  it.each(['authentication', 'permission', 'configuration'] as const)(
+    'refused for %s before processing: fix the cause, then resume',
+    (reason) => {
+      const refused: Outcome = { kind: 'rejected', reason, message: 'no' };
+      const d = decide(replaying, state({ ledgerState: 'dispatched' }), refused, budget(replaying));
+      expect(d).toMatchObject({ action: 'handoff', reason: 'rejected' });
+      expect(d.why).toMatch(/not applied/);
+      expect(d.why).toMatch(/fix the cause.*then resume/);
+      expect(d.why).not.toMatch(/will not succeed as is/);
+    },
+  );
+
+  it('a refusal of the params themselves, or one that may follow an applied attempt: no resume promised', () => {
+    const invalid: Outcome = { kind: 'rejected', reason: 'validation', message: 'no' };
+    const permission: Outcome = { kind: 'rejected', reason: 'permission', message: 'no' };
+    for (const [obs, over] of [
+      [invalid, {}],
+      [permission, { maybeApplied: true }],
+      [permission, { keyMayHoldEarlier: true }],
+    ] as const)
+      expect(decide(replaying, state({ ledgerState: 'dispatched', ...over }), obs, budget(replaying)).why).not.toMatch(
+        /resume/,
+      );
+  });
 });

@@ -7,11 +7,11 @@ import type { Operation } from './operation.js';
 export const SUPERSEDE_ACTION = 'supersede';
 
 const NOT_APPLIED = new Set(['rejected', 'not-applied']);
-// Refused before the provider processed the request: nothing stored, nothing made.
+// Refused before the provider processed the request, for a cause outside its params: nothing stored, nothing made.
 const UNPROCESSED_REJECTIONS = new Set(['authentication', 'permission', 'configuration', 'action-required']);
+export const refusedOutsideParams = (reason: unknown) => UNPROCESSED_REJECTIONS.has(String(reason));
 /** A rejection given after the provider processed the request: it may have stored an answer or left an object. */
-const processedRejection = (r: Receipt) =>
-  r.outcome === 'rejected' && !UNPROCESSED_REJECTIONS.has(String(r.rejectReason));
+const processedRejection = (r: Receipt) => r.outcome === 'rejected' && !refusedOutsideParams(r.rejectReason);
 
 const isSupersede = (r: Receipt) => r.kind === 'resolve' && r.decision.action === SUPERSEDE_ACTION;
 /** A receipt of a provider call (not of a lookup, a poll or a person's decision). */
