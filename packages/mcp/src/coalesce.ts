@@ -45,10 +45,9 @@ export function createCoalescer(ledger: Ledger, defaultWaitMs = 30_000) {
       if (first) {
         for (const h of hearers) first.hearers.add(h);
         // Its own run (the runner's bounded wait for the first's claim) goes beside the wait for the first's answer, not
-        // after it; answered in-progress, it waits on for the first's up to the deadline, and never runs again.
-        const own = run(true).then((r): Promise<AgentToolResult> | AgentToolResult =>
-          r.status === 'in-progress' ? sleep(Math.max(0, deadline - Date.now()), r, { ref: false }) : r,
-        );
+        // after it, and never runs again; its answer counts only at the deadline: one at rest may be what the first is
+        // just replacing (the same call again after the user's step).
+        const own = run(true).then((r) => sleep(Math.max(0, deadline - Date.now()), r, { ref: false }));
         return Promise.race([first.answer, own]).finally(() => {
           for (const h of hearers) first.hearers.delete(h);
         });

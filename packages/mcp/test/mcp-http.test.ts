@@ -245,6 +245,37 @@ describe('retrysafe MCP server over streamable HTTP', () => {
       expect(r.sends).toBe(1);
     });
 
+    // After the user's step, a call and its duplicate: the call sends it again; the duplicate, whose own run finds the
+    // old hand-off at rest first, answers what the call gets, not that old hand-off.
+    it("a duplicate of the call made after the user's step: the call's answer, not the old hand-off", async () => {
+      const atClaim = latch();
+      const go = latch();
+      const claimed = latch();
+      let claims = 0;
+      const mine: Seen = (l) => ({
+        ...l,
+        claim: async (input) => {
+          const n = ++claims;
+          if (n === 2) atClaim.resolve(), await go.promise;
+          const out = await l.claim(input);
+          if (n === 3) claimed.resolve();
+          return out;
+        },
+      });
+      const p = await twoProcesses({ mine });
+      let sends = 0;
+      p.serve({ ...p.adapter, doExecute: async (...a) => (++sends === 1 ? ACTION : p.adapter.doExecute(...a)) });
+      expect(await p.call(10_000)).toMatchObject({ status: 'needs-human' });
+      const call = p.call(10_000);
+      await atClaim.promise;
+      const duplicate = p.call(10_000);
+      await claimed.promise;
+      go.resolve();
+      expect(await call).toMatchObject({ status: 'done' });
+      expect(await duplicate).toMatchObject({ status: 'done' });
+      expect(p.sandbox.count('customer')).toBe(1);
+    });
+
     it('whose holder died: taken over once its lease has run out, not answered in-progress at the deadline', async () => {
       // A process that stopped renews no lease.
       const p = await twoProcesses({ other: (l) => ({ ...l, renewLease: async () => {} }) });
