@@ -103,7 +103,9 @@ export function everyAttemptNotApplied(
     if (r.kind === 'lookup' || r.kind === 'poll' || r.kind === 'recover')
       return refused('an earlier outcome was uncertain (it was looked up): an attempt may have been applied');
     if (isSend(r) && !NOT_APPLIED.has(String(r.outcome)))
-      return refused(`attempt ${r.attemptId} ended ${r.outcome ?? 'without an outcome'}: it may have been applied`);
+      return refused(
+        `attempt ${r.attemptId} ${r.outcome ? `ended with outcome ${r.outcome}` : 'left no outcome'}: it may have been applied`,
+      );
     // A rejection that created something (a declined create+confirm leaves its PaymentIntent) would be made
     // twice; a `conflict` rejection says the key already holds something, and no recorded reason proves nothing.
     if (r.created !== undefined)
