@@ -1,7 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import { errorClass } from './error-class.js';
 import * as contract from './index.js';
-import { ConflictError, LeaseLostError, RetrysafeError } from './index.js';
+import { ConflictError, InvalidStateError, LeaseLostError, RetrysafeError } from './index.js';
+import { STATES, stateWords } from './ledger-states.js';
 import { outcomeProblem } from './outcome.js';
 
 describe('typed errors', () => {
@@ -34,6 +35,15 @@ describe('typed errors', () => {
       'already exists with a different intent:',
     );
     expect(outcomeProblem({ kind: 'unknown', cause: 'timeout' })).toBe('unknown outcomes need a message');
+  });
+
+  // A state is the ledger's word ("succeeded", "handed-off"); every sentence built from one says it as words that
+  // follow "is": never "the operation is succeeded", nor "is unknown" (which reads as an id nobody knows).
+  it.each(STATES)('a sentence built from the state %s reads as English', (state) => {
+    expect(stateWords(state)).toMatch(/^[a-z]+( [a-z]+)*$/);
+    const said = new InvalidStateError('op:1', state, 'x').message;
+    expect(said).toBe(`op:1 is ${stateWords(state)}: x`);
+    expect(said).not.toMatch(/ is (succeeded|unknown)\b/);
   });
 
   it('every exported error class has its own marker and isInstance', () => {

@@ -1,4 +1,5 @@
 import { errorClass, markerGuard, RetrysafeError } from './error-class.js';
+import { stateWords } from './ledger-states.js';
 
 /** One field that failed a check (params, a card): its dot path (`(root)` for the object itself) and why, never its value. */
 export interface FieldError {
@@ -102,7 +103,7 @@ export const InvalidStateError = errorClass(
   (businessOperationId: string, state: string, message: string) => ({
     businessOperationId,
     state,
-    message: `${businessOperationId} is ${state}: ${message}`,
+    message: `${businessOperationId} is ${stateWords(state)}: ${message}`,
   }),
 );
 export type InvalidStateError = InstanceType<typeof InvalidStateError>;

@@ -8,3 +8,18 @@ export const TERMINAL_STATES: readonly OperationState[] = ENDED;
 export const STATES: readonly OperationState[] = [...OPEN, ...ENDED];
 /** `handed-off` waits for a person and is never pruned. */
 export const PRUNABLE_STATES: readonly OperationState[] = ['succeeded', 'rejected', 'abandoned'];
+
+/** A state said in a sentence, as the words after "is": a ledger word such as `succeeded` or `handed-off` is not one. */
+const WORDS: Record<OperationState, string> = {
+  claimed: 'claimed',
+  dispatched: 'dispatched',
+  unknown: 'of unknown outcome',
+  'in-progress': 'in progress',
+  reconciling: 'being reconciled',
+  succeeded: 'done',
+  rejected: 'rejected',
+  'handed-off': 'handed off',
+  abandoned: 'abandoned',
+};
+/** Another word (`absent`) is said as it is. */
+export const stateWords = (state: string): string => WORDS[state as OperationState] ?? state;

@@ -21,6 +21,8 @@ export {
   type OperationState,
   PRUNABLE_STATES,
   RECOVERABLE_STATES,
+  STATES,
+  stateWords,
   TERMINAL_STATES,
 } from './ledger-states.js';
 export * from './ledger-stored.js';

@@ -10,7 +10,6 @@ import {
   InvalidIntentError,
   InvalidParamsError,
   type Ledger,
-  type OperationRecord,
   type OperationSpec,
   PayloadLimitError,
   type Receipt,
@@ -25,14 +24,14 @@ import { waitsForUser } from './handoff.js';
 import { identityOf } from './intake/identity.js';
 import { createRedactor, type Redactor, RUNNER_REDACTOR } from './redact.js';
 import { typedLedger } from './runner/context.js';
-import { atRest } from './runner/terminal.js';
 import type { RunInput, Runner, RunResult } from './runner/types.js';
 
 /** The runner's result without its receipts and with a message for the model, or a refusal before the claim. */
 export type AgentToolResult = ReturnType<typeof toAgentResult> | NonNullable<ReturnType<typeof refusalAnswer>>;
 
-/** The answer to a refusal the agent's arguments met before the claim, else null (not the agent's to answer). */
-export function refusalAnswer(err: unknown, idOf: () => string | null) {
+/** The answer to a refusal the agent's arguments met before the claim, else null (not the agent's to answer).
+ * `idOf`: the id the operation's `intentFields` give, or null where they give none. */
+export function refusalAnswer(err: unknown, idOf: () => string | null, intentFields: readonly string[] = []) {
   if (ConflictError.isInstance(err)) {
     const { businessOperationId, field, paths, needsPerson, storedMayApply } = err;
     // Redone under other intent fields, a request that applied or may still apply (in flight elsewhere, waiting for
@@ -44,12 +43,18 @@ export function refusalAnswer(err: unknown, idOf: () => string | null) {
         : `${err.message}. If you meant a different operation, change an intent field; otherwise call again with the original arguments.`;
     return { status: 'conflict' as const, businessOperationId, field, paths, needsPerson, storedMayApply, message };
   }
-  const invalid = (fields: readonly FieldError[], message: string, id = idOf()) => ({
-    status: 'invalid-input' as const,
-    businessOperationId: id,
-    fields,
-    message,
-  });
+  // One rule whichever operation: the id comes from the intent fields alone, whatever else is wrong with the call.
+  const invalid = (fields: readonly FieldError[], message: string) => {
+    const id = idOf();
+    const none =
+      id === null ? ` No business-operation id: the intent fields (${intentFields.join(', ')}) do not give one.` : '';
+    return {
+      status: 'invalid-input' as const,
+      businessOperationId: id,
+      fields,
+      message: `${sentence(message)}${none}`,
+    };
+  };
   if (PayloadLimitError.isInstance(err)) {
     const what = err.limit === 'depth' ? `nests deeper than ${err.max} levels` : `is larger than ${err.max} bytes`;
     return invalid([{ path: `(${err.part})`, message: what }], `${err.message}. Send smaller, flatter arguments.`);
@@ -57,7 +62,7 @@ export function refusalAnswer(err: unknown, idOf: () => string | null) {
   if (InvalidParamsError.isInstance(err))
     return invalid(err.fields, `${err.message}. Correct the named fields and call again.`);
   if (InvalidIntentError.isInstance(err))
-    return invalid([{ path: err.path || '(root)', message: 'cannot be part of an intent' }], err.message, null);
+    return invalid([{ path: err.path || '(root)', message: 'cannot be part of an intent' }], err.message);
   if (InvalidIdError.isInstance(err)) return invalid([], err.message);
   if (AdapterContractError.isInstance(err))
     return invalid(
@@ -110,7 +115,7 @@ function toolOf(adapter: AdapterV1, operation: string, spec: OperationSpec) {
     `Retry-safe: the business-operation id is derived from the intent fields (${spec.intentFields.join(', ')}), not from this call's id. If you got no answer, or an error that is not a conflict, call again with the same arguments: the retry maps to the same operation and returns its result instead of doing it twice.`,
     'Changing an intent field makes it a different operation; changing other arguments of an operation already started is refused as a conflict (the answer names the differing paths). After a rejection that nothing applied (needs-human with field errors), calling again with corrected arguments and the same intent sends the corrected request.',
     normalisationText(card),
-    'Every answer carries the businessOperationId; after a timeout of your own, calling again with the same arguments is the way back to it.',
+    'Every answer carries the businessOperationId (null only in an invalid-input answer whose intent fields give none); after a timeout of your own, calling again with the same arguments is the way back to it.',
     'Answers: status "done" (with the provider reference; adopted=true if it had already happened), "in-progress" (call again later with the same arguments, or check retrysafe_status where the host offers it), "needs-human" (a person must decide; do not retry as is), "conflict", "invalid-input" (with field errors; nothing was sent).',
     facts.unknowns.length
       ? `Provider facts not verified: ${facts.unknowns.join(', ')} — retrysafe will not resend where they matter.`
@@ -238,28 +243,24 @@ export async function callAgentTool(
   runner: Runner,
   tool: AgentToolDefinition,
   args: unknown,
-  call: Pick<RunInput, 'runId' | 'signal'> = {},
+  call: Pick<RunInput, 'runId' | 'signal' | 'followUp'> = {},
 ): Promise<AgentToolResult> {
   const params = args ?? {};
   try {
-    const { runId, signal } = call;
-    return toAgentResult(await runner.run(tool.adapter, tool.operation, { params, runId, signal }));
+    return toAgentResult(await runner.run(tool.adapter, tool.operation, { ...call, params }));
   } catch (e) {
-    const answer = refusalAnswer(e, () => {
+    const spec = tool.adapter.operations[tool.operation]!;
+    const idOf = () => {
       try {
-        return identityOf(tool.adapter.operations[tool.operation]!, { params }, tool.adapter.account).id;
+        return identityOf(spec, { params }, tool.adapter.account).id;
       } catch {
         return null; // the intent fields cannot give an id either
       }
-    });
+    };
+    const answer = refusalAnswer(e, idOf, spec.intentFields);
     if (answer !== null) return answer;
     throw scrubbedForAgent(e, runner, params);
   }
-}
-
-/** The answer of an operation at rest, from the ledger alone: nothing is sent (a hand-off stays the caller's or a person's). */
-export async function answerAtRest(ledger: Ledger, record: OperationRecord): Promise<AgentToolResult> {
-  return toAgentResult(atRest(record, await typedLedger(ledger).receipts(record.businessOperationId)));
 }
 
 /** The `retrysafe_status` answer for one operation, from the ledger. */

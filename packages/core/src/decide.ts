@@ -6,6 +6,7 @@ import type {
   RetrySafetyCard,
   StatePatch,
 } from '@retrysafe/contract';
+import { stateWords } from '@retrysafe/contract/ledger';
 import {
   absenceProvenFrom,
   keyFoldsResends,
@@ -14,7 +15,7 @@ import {
   resendSafety,
 } from '@retrysafe/contract/rules';
 import { defined } from './defined.js';
-import { keyMayBeForgotten } from './intake/supersede.js';
+import { keyMayBeForgotten, refusedOutsideParams } from './intake/supersede.js';
 import { type Budget, planPoll, planRetry } from './retry-policy.js';
 
 /** What the runner knows about the operation when it decides. All times epoch ms. */
@@ -150,7 +151,7 @@ export function decide(card: RetrySafetyCard, state: DecisionState, obs: Observa
         return handoff('rejected', 'the provider rejected it earlier');
       case 'handed-off':
       case 'abandoned':
-        return handoff('unknown-no-safe-resend', `already ${state.ledgerState}: a person decides`);
+        return handoff('unknown-no-safe-resend', `already ${stateWords(state.ledgerState)}: a person decides`);
     }
   }
 
@@ -304,7 +305,9 @@ function rejectedWhy(obs: Extract<Outcome, { kind: 'rejected' }>, state: Decisio
     return `rejected by the provider (${obs.reason}) after a call under this key recorded not applied, which may only mean that a re-send under the key folds into it: that call may have applied, so check the provider before any new call`;
   if (obs.reason === 'conflict')
     return 'rejected by the provider (conflict): it already holds another request under this key, whose effect may exist: check the provider before any new call';
-  return obs.reason === 'action-required'
-    ? 'refused by the provider until the user takes the step it asks for (action-required): not applied; the same request is sent again when called again'
+  if (obs.reason === 'action-required')
+    return 'refused by the provider until the user takes the step it asks for (action-required): not applied; the same request is sent again when called again';
+  return refusedOutsideParams(obs.reason)
+    ? `refused by the provider before processing it (${obs.reason}), for a cause outside its params: not applied; fix the cause (credentials, permission, configuration, membership …), then resume it — until then it is refused again`
     : `rejected by the provider (${obs.reason}): not applied and will not succeed as is`;
 }

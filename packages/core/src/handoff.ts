@@ -15,6 +15,7 @@ import {
   type CorrectionRule,
   correctionCheck,
   everyAttemptNotApplied,
+  isSend,
   needsFreshKey,
   notAppliedKeyGone,
   notAppliedMayHaveLanded,
@@ -39,6 +40,9 @@ interface PacketInput {
 const RESUME_WHY = {
   rejected:
     'the provider refused the request itself (its params: validation, a decline, a missing object …): as is, it will be refused again — send corrected params (resend-with); resume is offered only after a refusal for a cause outside the params',
+  // No card says whether a provider's not-found lies outside the params, so it is not offered as one.
+  notFound:
+    'the provider found no object the request names: a wrong value in its params (send corrected ones: resend-with), or one the credentials cannot see (some providers answer so for what is out of reach); nothing says which, so resume is not marked safe: if the params are right, fix the access, then resume with --force',
   refusedUntilFixed:
     'nothing was applied: the provider refused this request before processing it, for a cause outside its params (permission, credentials, configuration, membership …); a resume sends it again and is refused again until that cause is fixed',
   actionRequired:
@@ -87,7 +91,10 @@ function resumeAction(input: PacketInput, created: string | undefined): SafeActi
       return resume(false, RESUME_WHY.keyMayHold);
     // Nothing applied and no object left: a resume cannot make a second effect. It is offered where the cause lies
     // outside the params; one of the params themselves is the correction's.
-    if (!refusedBeforeProcessing(input.receipts)) return resume(false, RESUME_WHY.rejected);
+    if (!refusedBeforeProcessing(input.receipts)) {
+      const notFound = input.receipts.findLast(isSend)?.rejectReason === 'not-found';
+      return resume(false, notFound ? RESUME_WHY.notFound : RESUME_WHY.rejected);
+    }
     return resume(
       true,
       refusedUntilUserActs(input.receipts) ? RESUME_WHY.actionRequired : RESUME_WHY.refusedUntilFixed,

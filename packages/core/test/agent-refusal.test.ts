@@ -71,6 +71,29 @@ describe('callAgentTool: refusals before the claim are structured answers, nothi
   });
 });
 
+// One rule whichever adapter: an invalid-input answer carries the id its intent fields give, whatever else is wrong,
+// and null only when they give none (missing or not JSON), which the message says.
+describe('the business-operation id of an invalid-input answer', () => {
+  it.each(cases)('%s, with the intent field given: its id', async (_name, args) => {
+    const { adapter, runner } = setup();
+    const [tool] = agentTools([adapter], ['sandbox_records_create']);
+    const answer = await callAgentTool(runner, tool!, args);
+    expect(answer.businessOperationId).toMatch(/^sandbox\.records\.create:/);
+    expect(answer.message).not.toMatch(/no business-operation id/i);
+  });
+
+  it.each([
+    ['missing', { amount: 5 }],
+    ['not JSON', { ref: Number.NaN }],
+  ])('the intent field %s: null, and the message says why', async (_name, args) => {
+    const { adapter, runner } = setup();
+    const [tool] = agentTools([adapter], ['sandbox_records_create']);
+    const answer = await callAgentTool(runner, tool!, args);
+    expect(answer).toMatchObject({ status: 'invalid-input', businessOperationId: null });
+    expect(answer.message).toMatch(/No business-operation id: the intent fields \(ref\) do not give one/);
+  });
+});
+
 describe("a failure that is not the agent's to answer", () => {
   // MCP sends it to the agent as the error's message, the AI SDK to the model as the tool error: DynamoDB's refusal
   // names the role session (often a person's address), a driver's may quote a connection string.
@@ -235,6 +258,7 @@ describe('the conflict answer to a correction the runner refuses', () => {
     expect((await callAgentTool(runner, tool!, { ref: 'o-16', note: 'a' })).status).toBe('done');
     const other = await callAgentTool(runner, tool!, { ref: 'o-16', note: 'b' });
     expect(other).toMatchObject({ status: 'conflict', message: expect.stringMatching(/change an intent field/) });
+    expect(other.message).toMatch(/the operation is done with other params/);
   });
 
   it('is told from the conflict itself, not its words: a param named like the refusal changes nothing', async () => {

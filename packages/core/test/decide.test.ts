@@ -1,4 +1,5 @@
 import { fact, type LookupResult, type Outcome, type RetrySafetyCard } from '@retrysafe/contract';
+import { STATES } from '@retrysafe/contract/ledger';
 import type { DecisionState } from '@retrysafe/core';
 import { decide, resolvePolicy } from '@retrysafe/core/internal';
 import { FORGETFUL_BEHAVIOUR, REPLAYING_BEHAVIOUR, sandboxCreateCard } from '@retrysafe/sandbox';
@@ -299,5 +300,40 @@ describe('decision table (docs/concepts.md, "Outcomes and the decision table"), 
       );
       expect(decide(renamed, state(), o, budget(renamed))).toEqual(decide(replaying, state(), o, budget(replaying)));
     }
+  });
+});
+
+describe("decide's explanations", () => {
+  // A state is the ledger's word; said in a sentence it is words ("already handed off"), never the token.
+  it.each(STATES)('from the ledger state %s alone: no state token in the sentence', (ledgerState) => {
+    const d = decide(replaying, state({ ledgerState }), null, budget(replaying));
+    expect(d.why).not.toMatch(/\b(already|is) [a-z]+-[a-z]+\b/);
+  });
+
+  // Refused before processing for a cause outside the params: nothing applied, and resuming is safe once the cause
+  // is fixed (the packet's resume action); the explanation says what to do, not only that it will not succeed as is.
+  it.each(['authentication', 'permission', 'configuration'] as const)(
+    'refused for %s before processing: fix the cause, then resume',
+    (reason) => {
+      const refused: Outcome = { kind: 'rejected', reason, message: 'no' };
+      const d = decide(replaying, state({ ledgerState: 'dispatched' }), refused, budget(replaying));
+      expect(d).toMatchObject({ action: 'handoff', reason: 'rejected' });
+      expect(d.why).toMatch(/not applied/);
+      expect(d.why).toMatch(/fix the cause.*then resume/);
+      expect(d.why).not.toMatch(/will not succeed as is/);
+    },
+  );
+
+  it('a refusal of the params themselves, or one that may follow an applied attempt: no resume promised', () => {
+    const invalid: Outcome = { kind: 'rejected', reason: 'validation', message: 'no' };
+    const permission: Outcome = { kind: 'rejected', reason: 'permission', message: 'no' };
+    for (const [obs, over] of [
+      [invalid, {}],
+      [permission, { maybeApplied: true }],
+      [permission, { keyMayHoldEarlier: true }],
+    ] as const)
+      expect(decide(replaying, state({ ledgerState: 'dispatched', ...over }), obs, budget(replaying)).why).not.toMatch(
+        /resume/,
+      );
   });
 });

@@ -52,6 +52,21 @@ describe('a request refused for a cause outside its params, then the cause fixed
     ).rejects.toSatisfy(UnsafeResumeError.isInstance);
   });
 
+  // No card says whether a not-found lies outside the params: GitHub answers 404 for a repository the token cannot see,
+  // Slack's channel_not_found documents an invalid channel value. Left not safe, and the packet says what to check.
+  it('a not-found rejection: resume not safe, and the packet says it may be access as well as the params', async () => {
+    const { adapter, runner } = setup({ lookup: 'none' });
+    const refusing = scripted(adapter, () => ({ ...refusal('not-found'), status: 404, code: 'not_found' }));
+    const r = await runner.run(refusing, OP, { params: { ref: 'missing-1', amount: 5 } });
+    const resume = r.status === 'handed-off' ? r.packet.safeNextActions[0] : undefined;
+    expect(resume).toMatchObject({ action: 'resume', safe: false });
+    expect(resume?.why).toMatch(/cannot see/);
+    expect(resume?.why).toMatch(/--force/);
+    await expect(
+      runner.resolve(r.businessOperationId, { action: 'resume' }, { adapters: [refusing] }),
+    ).rejects.toSatisfy(UnsafeResumeError.isInstance);
+  });
+
   it('a forced resume where the provider may have stored the rejection goes out under the key a correction takes', async () => {
     const { provider, adapter, runner, ledger } = setup({ lookup: 'none' });
     const spec = adapter.operations[OP]!;

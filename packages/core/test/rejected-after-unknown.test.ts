@@ -1,6 +1,7 @@
-import type { HandoffPacket } from '@retrysafe/contract';
+import type { HandoffPacket, Receipt } from '@retrysafe/contract';
 import { createMemoryLedger, createRunner, createVirtualClock } from '@retrysafe/core';
 import { describe, expect, it } from 'vitest';
+import { everyAttemptNotApplied } from '../src/intake/supersede.js';
 import { setup } from './helpers.js';
 
 // A rejection answers the request it was sent with; an earlier attempt whose outcome is unknown may still have
@@ -51,5 +52,17 @@ describe('a rejection as a conflict with what the provider holds under the key',
     expect(resume.why).toMatch(/conflict/);
     expect(packet.safeNextActions.map((a) => a.action)).not.toContain('resend-with');
     expect(provider.count()).toBe(1);
+  });
+});
+
+// The why names what the attempt's outcome was in words a sentence can hold, for every outcome a send records.
+describe('why an attempt may have applied', () => {
+  it.each(['succeeded', 'replayed', 'in-progress', 'unknown', null] as const)('a send recorded %s', (outcome) => {
+    const sent = { kind: 'dispatch', attemptId: 'att-1', outcome } as unknown as Receipt;
+    const v = everyAttemptNotApplied([sent], { attemptCount: 1, resolution: null });
+    expect(v.ok).toBe(false);
+    expect(!v.ok && v.why).toMatch(
+      /^attempt att-1 (ended with outcome [a-z-]+|left no outcome): it may have been applied$/,
+    );
   });
 });

@@ -193,17 +193,17 @@ async function runOperation(
   const name = stepOptions?.name ?? `retrysafe:${spec?.card.operation ?? operation}`;
   const rounds = inStep ? 0 : bound(stepOptions, 'inProgressRounds', 20);
   const redactor = () => redactorFor(parts, spec, input.params);
-  let heldElsewhere: BusinessOperationId | undefined;
   for (let round = 0; ; round++) {
     let outcome: DbosOperationOutcome;
     try {
       outcome = await asStep(name, inStep, runId, redactor, async (attemptIds) => {
-        // Handed off by the worker that held it: that is the answer. Run again, the runner would take this round for
-        // the caller's own new call (made after the user's step, say) and could send it.
-        const rec = heldElsewhere && (await parts.ledger.get(heldElsewhere));
-        if (rec?.state === 'handed-off' && rec.handoff) return handedOff(rec.businessOperationId, rec.handoff);
+        // A round after in-progress has not seen the end the worker that held it left (a hand-off for the user's step,
+        // say): a follow-up answers it, where a new call could send it again.
         const signal = DBOS.stepStatus?.cancelSignal;
-        return fromRunResult(await parts.runner.run(adapter, operation, { ...input, runId, attemptIds, signal }));
+        const followUp = round > 0;
+        return fromRunResult(
+          await parts.runner.run(adapter, operation, { ...input, runId, attemptIds, signal, followUp }),
+        );
       });
     } catch (err) {
       // Stopped before sending (a pause ran the lease out): run again, as ending the workflow in ERROR loses it.
@@ -213,7 +213,6 @@ async function runOperation(
       continue;
     }
     if (outcome.status !== 'in-progress' || round >= rounds) return outcome;
-    heldElsewhere = outcome.businessOperationId;
     await DBOS.sleep(Math.min(Math.max(outcome.retryAfterMs, 50), 60_000));
   }
 }

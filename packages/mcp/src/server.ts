@@ -69,20 +69,26 @@ const lookupTools = (from: string, what: string) => [
   },
 ];
 
+/** An id the status tool cannot look up: the fields every invalid-input answer carries. */
+const invalidId = (message: string) =>
+  reply(
+    { status: 'invalid-input', businessOperationId: null, fields: [{ path: 'businessOperationId', message }], message },
+    true,
+  );
+
 /** The answer of a status or handoff tool call; undefined for any other tool. */
 async function answerLookupTool({ ledger, runner }: ServingOptions, name: string, args: unknown) {
   if (name === HANDOFFS_TOOL)
     return reply(await pendingHandoffs(ledger).catch((e) => Promise.reject(scrubbedForAgent(e, runner))));
   if (name !== STATUS_TOOL) return undefined;
   const id = (args as { businessOperationId?: unknown } | undefined)?.businessOperationId;
-  if (typeof id !== 'string')
-    return reply({ status: 'invalid-input', message: 'businessOperationId (string) is required' }, true);
+  if (typeof id !== 'string') return invalidId('businessOperationId (string) is required');
   try {
     return reply(await operationStatus(ledger, id));
   } catch (e) {
     // Only the id can be the agent's to correct: a ledger that fails is this server's error, as for the operation tools.
     if (!InvalidIdError.isInstance(e)) throw scrubbedForAgent(e, runner);
-    return reply({ status: 'invalid-input', message: e.message }, true);
+    return invalidId(e.message);
   }
 }
 
@@ -112,7 +118,13 @@ export function serveTools(
 ) {
   const coalescer = options.coalescer ?? createCoalescer(options.ledger);
   const run: Run = (tool, params, meta, settle = (r) => r, hearers) =>
-    coalescer.call(tool.name, params, meta, () => callAgentTool(options.runner, tool, params).then(settle), hearers);
+    coalescer.call(
+      tool.name,
+      params,
+      meta,
+      (followUp) => callAgentTool(options.runner, tool, params, { followUp }).then(settle),
+      hearers,
+    );
   // A listed tool of a lookup's name (an upstream's, passed through) is the lookup's: tool names are unique.
   server.setRequestHandler(ListToolsRequestSchema, async () => ({
     tools: [...listed().filter((t) => !LOOKUP_TOOLS.includes((t as Tool).name)), ...lookupTools(...lookups)] as Tool[],

@@ -30,7 +30,12 @@ it('retrysafe_status on a ledger that fails is an error of the server, and a mal
     expect(failed.isError).toBe(true);
     expect(failed.answer?.status).not.toBe('invalid-input');
     expect(failed.text).toMatch(/the ledger is unreachable/);
-    expect((await status('')).answer?.status).toBe('invalid-input');
+    // The fields of every invalid-input answer, an operation tool's too.
+    expect((await status('')).answer).toMatchObject({
+      status: 'invalid-input',
+      businessOperationId: null,
+      fields: [{ path: 'businessOperationId' }],
+    });
   } finally {
     await client.close();
     await server.close();

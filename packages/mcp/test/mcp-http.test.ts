@@ -1,12 +1,12 @@
 import { request } from 'node:http';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import type { Ledger, Outcome } from '@retrysafe/contract';
+import type { AdapterV1, Ledger, Outcome } from '@retrysafe/contract';
 import { createMemoryLedger, createRunner } from '@retrysafe/core';
 import { createStripeAdapter } from '@retrysafe/stripe';
 import { startStripeSandbox } from '@retrysafe/stripe/sandbox';
 import { describe, expect, it, onTestFinished, vi } from 'vitest';
-import { gated, latch } from '../../core/test/helpers.js';
+import { afterCall, gated, latch } from '../../core/test/helpers.js';
 import { createCoalescer, createRetrysafeMcpServer, serveHttp } from '../src/index.js';
 
 /** The official client, connected to `http` with its bearer token. */
@@ -146,23 +146,40 @@ describe('retrysafe MCP server over streamable HTTP', () => {
   describe('an in-progress call followed in the ledger', () => {
     const args = { customerRef: 'elsewhere-1' };
     const ACTION: Outcome = { kind: 'rejected', reason: 'action-required', message: 'open the URL first' };
-    /** This MCP server, and `other`: the runner of another process on the same ledger (`as` it sees the ledger). */
-    async function twoProcesses(as: (l: Ledger) => Ledger = (l) => l) {
+    type Seen = (l: Ledger) => Ledger;
+    /** This MCP server, and `other`: the runner of another process on the same ledger; each part (`other`, this
+     * server's runner `mine`, its follow-up `follow`) sees the ledger as given. */
+    async function twoProcesses(as: { other?: Seen; mine?: Seen; follow?: Seen } = {}) {
       const sandbox = await startStripeSandbox({ port: 0 });
       const ledger = createMemoryLedger();
+      const seen = (part: Seen | undefined) => part?.(ledger) ?? ledger;
       const adapter = createStripeAdapter({ apiKey: 'sk_test_mcp_follow', baseUrl: sandbox.url, timeoutMs: 5000 });
       const waited: string[] = [];
       const logger = (e: { event: string }) => void (e.event === 'in-progress' && waited.push(e.event));
-      const runner = createRunner({ ledger, policy: { waitForOtherMs: 50, clockSkewMarginMs: 0 }, logger });
-      const other = createRunner({ ledger: as(ledger), owner: 'other-process', policy: { leaseMs: 300 } });
-      const http = await serveHttp(() => createRetrysafeMcpServer({ runner, ledger, adapters: [adapter] }));
+      const policy = { waitForOtherMs: 50, clockSkewMarginMs: 0 };
+      const runner = createRunner({ ledger: seen(as.mine), policy, logger });
+      const other = createRunner({ ledger: seen(as.other), owner: 'other-process', policy: { leaseMs: 300 } });
+      const coalescer = createCoalescer(seen(as.follow));
+      // What this server's adapter does (`serve`): the Stripe adapter's, unless a test gives another.
+      let served: AdapterV1 = adapter;
+      const front = { ...adapter, doExecute: (...a: Parameters<AdapterV1['doExecute']>) => served.doExecute(...a) };
+      const http = await serveHttp(() => createRetrysafeMcpServer({ runner, ledger, adapters: [front], coalescer }));
       const client = await agentOf(http, sandbox);
       const call = (waitMs: number) =>
         client
           .callTool({ name: 'stripe_customers_create', arguments: args, _meta: { 'retrysafe/waitMs': waitMs } })
           .then((r) => r.structuredContent as { status: string });
       const answeredInProgress = () => vi.waitFor(() => expect(waited).toEqual(['in-progress']), { timeout: 5000 });
-      return { sandbox, adapter, other, call, answeredInProgress };
+      /** The adapter, its calls held at `gate` (`reached` once one is) and answered `outcome`; `sends` counts them. */
+      const refusing = (outcome: Outcome) => {
+        const held = { reached: latch(), gate: latch(), sends: 0 };
+        const doExecute = async () => (held.sends++, held.reached.resolve(), await held.gate.promise, outcome);
+        return Object.assign(held, { adapter: { ...adapter, doExecute } });
+      };
+      const serve = (a: AdapterV1) => {
+        served = a;
+      };
+      return { sandbox, adapter, other, call, answeredInProgress, refusing, serve };
     }
 
     it('handed off there for a step the user must take: answered needs-human, not sent again on its own', async () => {
@@ -188,9 +205,80 @@ describe('retrysafe MCP server over streamable HTTP', () => {
       expect(p.sandbox.count('customer')).toBe(0);
     });
 
+    // What is at rest is answered only when it is this call's own request: another caller's correction (here of a
+    // refusal for a cause outside the params), handed off too, is not this call's hand-off.
+    it("corrected by another caller between two polls and handed off again: a conflict, not the correction's hand-off", async () => {
+      const polled = latch();
+      const poll = latch();
+      const follow: Seen = (l) => ({ ...l, get: async (id) => (polled.resolve(), await poll.promise, l.get(id)) });
+      const p = await twoProcesses({ follow });
+      const r = p.refusing({ kind: 'rejected', reason: 'permission', message: 'this key may not create customers' });
+      const held = p.other.run(r.adapter, 'customers.create', { params: args });
+      await r.reached.promise;
+      const answer = p.call(10_000);
+      await polled.promise;
+      r.gate.resolve();
+      expect((await held).status).toBe('handed-off');
+      const corrected = { params: { ...args, name: 'Ada' } };
+      expect((await p.other.run(r.adapter, 'customers.create', corrected)).status).toBe('handed-off');
+      poll.resolve();
+      expect(await answer).toMatchObject({ status: 'conflict', paths: ['name'] });
+      expect(r.sends).toBe(2);
+    });
+
+    // A duplicate of a call in flight joins it: in the instant its hand-off is written (before its answer), the
+    // duplicate's own run answers that end instead of taking the call for the user's own, made after the step.
+    it("a duplicate arriving as the first call's hand-off is written: the same hand-off, not sent again", async () => {
+      const written = latch();
+      const go = latch();
+      const mine: Seen = (l) => afterCall(l, 'handOff', async () => (written.resolve(), await go.promise));
+      const p = await twoProcesses({ mine });
+      const r = p.refusing(ACTION);
+      r.gate.resolve();
+      p.serve(r.adapter);
+      const first = p.call(10_000);
+      await written.promise;
+      const duplicate = await p.call(10_000);
+      go.resolve();
+      expect(duplicate).toMatchObject({ status: 'needs-human', message: expect.stringMatching(/Once the user has/) });
+      expect(await first).toMatchObject({ status: 'needs-human' });
+      expect(r.sends).toBe(1);
+    });
+
+    // After the user's step, a call and its duplicate: the call sends it again; the duplicate, whose own run finds the
+    // old hand-off at rest first, answers what the call gets, not that old hand-off.
+    it("a duplicate of the call made after the user's step: the call's answer, not the old hand-off", async () => {
+      const atClaim = latch();
+      const go = latch();
+      const claimed = latch();
+      let claims = 0;
+      const mine: Seen = (l) => ({
+        ...l,
+        claim: async (input) => {
+          const n = ++claims;
+          if (n === 2) atClaim.resolve(), await go.promise;
+          const out = await l.claim(input);
+          if (n === 3) claimed.resolve();
+          return out;
+        },
+      });
+      const p = await twoProcesses({ mine });
+      let sends = 0;
+      p.serve({ ...p.adapter, doExecute: async (...a) => (++sends === 1 ? ACTION : p.adapter.doExecute(...a)) });
+      expect(await p.call(10_000)).toMatchObject({ status: 'needs-human' });
+      const call = p.call(10_000);
+      await atClaim.promise;
+      const duplicate = p.call(10_000);
+      await claimed.promise;
+      go.resolve();
+      expect(await call).toMatchObject({ status: 'done' });
+      expect(await duplicate).toMatchObject({ status: 'done' });
+      expect(p.sandbox.count('customer')).toBe(1);
+    });
+
     it('whose holder died: taken over once its lease has run out, not answered in-progress at the deadline', async () => {
       // A process that stopped renews no lease.
-      const p = await twoProcesses((l) => ({ ...l, renewLease: async () => {} }));
+      const p = await twoProcesses({ other: (l) => ({ ...l, renewLease: async () => {} }) });
       const reached = latch();
       const dead = { ...p.adapter, doExecute: () => (reached.resolve(), new Promise<never>(() => {})) };
       void p.other.run(dead, 'customers.create', { params: args }).catch(() => {});

@@ -62,6 +62,7 @@ export function newOperation(ctx: IntakeContext, adapter: AdapterV1, opName: str
     redactor: payload.redactor,
     requestFingerprint: payload.requestFingerprint,
     signal: input.signal,
+    followUp: input.followUp === true,
     attemptIds: callerAttemptIds(input.attemptIds),
     policy: cachedPolicy(spec.card, ctx.options.policy),
     // The telemetry scope of the run() driving it (none for recover and resolve).
@@ -119,6 +120,7 @@ export function storedOperation(
     redactor: payload.redactor,
     requestFingerprint: payload.requestFingerprint,
     signal: undefined,
+    followUp: false,
     attemptIds: run.attemptIds,
     policy: cachedPolicy(spec.card, ctx.options.policy),
     scope: undefined,

@@ -1,4 +1,5 @@
 import type { OperationRecord, Receipt, RetrySafetyCard } from '@retrysafe/contract';
+import { stateWords } from '@retrysafe/contract/ledger';
 import { retentionPassed } from '@retrysafe/contract/rules';
 import type { Operation } from './operation.js';
 
@@ -6,11 +7,11 @@ import type { Operation } from './operation.js';
 export const SUPERSEDE_ACTION = 'supersede';
 
 const NOT_APPLIED = new Set(['rejected', 'not-applied']);
-// Refused before the provider processed the request: nothing stored, nothing made.
+// Refused before the provider processed the request, for a cause outside its params: nothing stored, nothing made.
 const UNPROCESSED_REJECTIONS = new Set(['authentication', 'permission', 'configuration', 'action-required']);
+export const refusedOutsideParams = (reason: unknown) => UNPROCESSED_REJECTIONS.has(String(reason));
 /** A rejection given after the provider processed the request: it may have stored an answer or left an object. */
-const processedRejection = (r: Receipt) =>
-  r.outcome === 'rejected' && !UNPROCESSED_REJECTIONS.has(String(r.rejectReason));
+const processedRejection = (r: Receipt) => r.outcome === 'rejected' && !refusedOutsideParams(r.rejectReason);
 
 const isSupersede = (r: Receipt) => r.kind === 'resolve' && r.decision.action === SUPERSEDE_ACTION;
 /** A receipt of a provider call (not of a lookup, a poll or a person's decision). */
@@ -37,7 +38,8 @@ export const correctionRule = (op: Pick<Operation, 'card' | 'policy'>, now: numb
 /** Whether a corrected request may supersede the operation: at rest after a rejection or a spent budget, every
  * provider call of its current revision known not applied (any doubt: a conflict). */
 export function supersedeCheck(record: OperationRecord, receipts: readonly Receipt[], rule: CorrectionRule): Verdict {
-  if (record.state !== 'rejected' && record.state !== 'handed-off') return refused(`the operation is ${record.state}`);
+  if (record.state !== 'rejected' && record.state !== 'handed-off')
+    return refused(`the operation is ${stateWords(record.state)}`);
   const reason = record.handoff?.reason;
   if (record.state === 'handed-off' && reason && reason !== 'rejected' && reason !== 'retry-exhausted')
     return refused(`it was handed off as ${reason}: an attempt may have been applied`);
@@ -101,7 +103,9 @@ export function everyAttemptNotApplied(
     if (r.kind === 'lookup' || r.kind === 'poll' || r.kind === 'recover')
       return refused('an earlier outcome was uncertain (it was looked up): an attempt may have been applied');
     if (isSend(r) && !NOT_APPLIED.has(String(r.outcome)))
-      return refused(`attempt ${r.attemptId} ended ${r.outcome ?? 'without an outcome'}: it may have been applied`);
+      return refused(
+        `attempt ${r.attemptId} ${r.outcome ? `ended with outcome ${r.outcome}` : 'left no outcome'}: it may have been applied`,
+      );
     // A rejection that created something (a declined create+confirm leaves its PaymentIntent) would be made
     // twice; a `conflict` rejection says the key already holds something, and no recorded reason proves nothing.
     if (r.created !== undefined)

@@ -82,9 +82,9 @@ export async function claimAndDrive(ctx: RunnerContext, op: Operation, waitUntil
       );
     case 'terminal': {
       // A corrected request for an operation none of whose attempts was applied, or the same request once the user
-      // took the step the provider asked for: a new revision.
+      // took the step the provider asked for: a new revision. A call that joined it in flight has not seen its end.
       const corrected = record.paramsFingerprint !== op.paramsFingerprint;
-      if (corrected || record.handoff?.reason === 'rejected') {
+      if (!op.followUp && waitUntil === undefined && (corrected || record.handoff?.reason === 'rejected')) {
         const receipts = await ledger.receipts(record.businessOperationId);
         const check = corrected ? supersedeCheck : reissueCheck;
         if (check(record, receipts, correctionRule(op, ctx.clock.now())).ok) {

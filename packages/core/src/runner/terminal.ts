@@ -1,5 +1,6 @@
 /** Terminal writes: a result recorded, an operation handed to a person, or an answer from what another worker finished. */
 import { InvalidStateError, type OperationRecord, type Receipt, RetryExhaustedError } from '@retrysafe/contract';
+import { stateWords } from '@retrysafe/contract/ledger';
 import { completionRecoverable, resendSafety } from '@retrysafe/contract/rules';
 import { type Stop, stopText, untilStopped } from '../clock.js';
 import { answerOf, type Decision, type Observation } from '../decide.js';
@@ -155,10 +156,10 @@ export async function fromTerminal(
             correctionRule(op, ctx.clock.now()),
           );
     if (check === null || check.ok) {
-      const detail = `the operation is ${record.state} with other params`;
+      const detail = `the operation is ${stateWords(record.state)} with other params`;
       throw paramsConflict(op, record, detail, check?.ok ? 'not-applied' : 'may-apply');
     }
-    const detail = `the operation is ${record.state} with other params and cannot be superseded: ${check.why}`;
+    const detail = `the operation is ${stateWords(record.state)} with other params and cannot be superseded: ${check.why}`;
     throw paramsConflict(op, record, detail, 'needs-person');
   }
   const receipts = await ledger.receipts(record.businessOperationId);

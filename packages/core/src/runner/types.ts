@@ -62,6 +62,10 @@ export interface RunInput {
    * step ids: each call returns a new id (validated like a run id). The first two are drawn before anything is written. */
   readonly attemptIds?: () => string;
   readonly signal?: AbortSignal;
+  /** This call repeats one that has not seen its end yet (answered in progress, or identical to a call in flight): at
+   * rest, the operation answers that end (its result, its hand-off, or a conflict for other params), never taken for a
+   * new call made after it (a corrected request, the same one after the user's step), which would send again. */
+  readonly followUp?: boolean;
 }
 
 export type RunResult =

@@ -260,7 +260,7 @@ export function explore(options: ExploreOptions): ExploreReport {
     if (succ.length === 0 && w.rec !== null && !T.isTerminal(w.rec))
       return fail(card, g, q, {
         invariant: 'stuck',
-        message: `the operation stays ${w.rec.state} and no worker will ever move it`,
+        message: `the operation stays ${T.stateWords(w.rec.state)} and no worker will ever move it`,
       });
     for (const s of succ) {
       const idx = push(g, s.w, q, s.text);

@@ -84,7 +84,13 @@ export function workerSteps(ctx: Ctx, w: World, i: number): Succ[] {
       // recover(): a candidate is a non-terminal record whose lease is absent or expired on this worker's clock.
       if (w.rec === null || T.isTerminal(w.rec) || T.leaseLive(w.rec, now(w, i))) return [];
       return [
-        claim(ctx, w, i, false, `${me.name} recover(): finds it ${w.rec.state} with the lease expired, takes it over`),
+        claim(
+          ctx,
+          w,
+          i,
+          false,
+          `${me.name} recover(): finds it ${T.stateWords(w.rec.state)} with the lease expired, takes it over`,
+        ),
       ];
     case 'decided':
       return [decided(w, i)];
@@ -116,7 +122,7 @@ function decided(w: World, i: number): Succ {
       return end(T.setStateTransition(rec, { ...patch, now: n } as StatePatch), 'ledger ← succeeded');
     }
     const reason = handoffReason(op.recovering, d);
-    if (rec.state === 'handed-off' || rec.state === 'succeeded') return end(rec, `already ${rec.state}`);
+    if (rec.state === 'handed-off' || rec.state === 'succeeded') return end(rec, `already ${T.stateWords(rec.state)}`);
     // A rejection too is a handoff (runner/terminal.ts handOff): the runner never writes the state `rejected`.
     return end(T.handOffTransition(rec, packet(reason, rec), n), `ledger ← handed-off (${reason})`);
   }

@@ -7,7 +7,7 @@ import {
   type OperationRecord,
   UnsafeResumeError,
 } from '@retrysafe/contract';
-import { isTerminal, NOT_THE_HANDOFF_DECIDED_ON } from '@retrysafe/contract/ledger';
+import { isTerminal, NOT_THE_HANDOFF_DECIDED_ON, stateWords } from '@retrysafe/contract/ledger';
 import {
   BrokenReceiptChainError,
   createRunner,
@@ -111,7 +111,7 @@ export async function ledgerResolve(opts: ResolveOptions, id: string): Promise<R
           // Open: a worker holds it, or one (or a resolve) stopped between its steps; only a drive can close it.
           if (InvalidStateError.isInstance(err) && stored !== null && !isTerminal(stored) && !corrected)
             throw new RefusedError(
-              `${id} is ${stored.state}, not handed off: nothing was written. A worker may hold it, or one stopped between its steps; drive it as recover() does (looked up at the provider first, never sent while a lease lives): retrysafe ledger resolve ${id} --resume${targetFlags(opts)}${opts.config ? '' : ' --config <file>'}. It ends done, or handed off to you with a packet to decide on.`,
+              `${id} is ${stateWords(stored.state)}, not handed off: nothing was written. A worker may hold it, or one stopped between its steps; drive it as recover() does (looked up at the provider first, never sent while a lease lives): retrysafe ledger resolve ${id} --resume${targetFlags(opts)}${opts.config ? '' : ' --config <file>'}. It ends done, or handed off to you with a packet to decide on.`,
             );
           throw err;
         });
@@ -147,7 +147,9 @@ async function resumeOpen(
   const id = record.businessOperationId;
   const again = `read it as it is now: retrysafe ledger show ${id}`;
   if (handoffAt !== undefined)
-    throw new RefusedError(`not resolving ${id}: ${NOT_THE_HANDOFF_DECIDED_ON} (it is ${record.state}); ${again}`);
+    throw new RefusedError(
+      `not resolving ${id}: ${NOT_THE_HANDOFF_DECIDED_ON} (it is ${stateWords(record.state)}); ${again}`,
+    );
   // A person asked for this one: what --config cannot drive is handed off to them to decide on, not left stuck.
   const [report] = await runner.recover({ adapters, businessOperationId: id, handOffUndrivable: true });
   if (report?.result) return report.result;
@@ -161,7 +163,7 @@ async function resumeOpen(
       ? 'it was closed or removed since'
       : report.action === 'skipped-no-adapter'
         ? `--config names no adapter for ${record.operation}`
-        : `it is ${report.to} now`);
+        : `it is ${stateWords(report.to ?? 'unreadable')} now`);
   throw new RefusedError(`not resuming ${id}: ${why}; ${again}`);
 }
 
