@@ -118,22 +118,27 @@ async function send(
 }
 
 /**
- * The oldest object carrying the id: a PaymentIntent this create confirmed, whose confirmation failed, is the 402 it
- * was, not a success; one created unconfirmed was created, whatever a later confirmation (Stripe.js) did.
+ * The one object carrying the id: a PaymentIntent this create confirmed, whose confirmation failed, is the 402 it
+ * was, not a success; one created unconfirmed was created, whatever a later confirmation (Stripe.js) did. Two are a
+ * duplicate already made: adopting one would hide the other from a person.
  */
 function adoptFound(op: StripeOperation, found: StripeObject[], params: unknown): LookupResult {
-  const oldest = [...found].sort((a, b) => (a.created ?? 0) - (b.created ?? 0))[0]!;
+  if (found.length > 1) {
+    const ids = found.map((o) => o.id).join(', ');
+    return { kind: 'cannot-tell', reason: `${found.length} objects carry this operation's id in metadata: ${ids}` };
+  }
+  const object = found[0]!;
   const confirmed = (params as { confirm?: unknown } | null)?.confirm === true;
   const failed = confirmed
-    ? (oldest.last_payment_error as { code?: string; message?: string } | null | undefined)
+    ? (object.last_payment_error as { code?: string; message?: string } | null | undefined)
     : undefined;
-  if (failed && typeof oldest.id === 'string') {
+  if (failed && typeof object.id === 'string') {
     const code = typeof failed.code === 'string' ? { code: failed.code } : {};
     const message = failed.message ?? 'the payment failed';
-    const outcome = { kind: 'rejected', reason: 'card-declined', message, created: oldest.id, ...code } as const;
+    const outcome = { kind: 'rejected', reason: 'card-declined', message, created: object.id, ...code } as const;
     return { kind: 'found', outcome };
   }
-  const outcome = classifyStripeResult(oldest, replayValue(op));
+  const outcome = classifyStripeResult(object, replayValue(op));
   return { kind: 'found', outcome: { ...(outcome as Extract<Outcome, { kind: 'succeeded' }>), kind: 'succeeded' } };
 }
 
