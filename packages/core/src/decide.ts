@@ -12,10 +12,11 @@ import {
   lookupAvailable,
   notFoundIsAuthoritative,
   resendSafety,
+  roughly,
 } from '@retrysafe/contract/rules';
 import { defined } from './defined.js';
 import { keyMayBeForgotten } from './intake/supersede.js';
-import { type Budget, planPoll, planRetry, roughly, waitTooLong } from './retry-policy.js';
+import { type Budget, planPoll, planRetry, waitTooLong } from './retry-policy.js';
 
 /** What the runner knows about the operation when it decides. All times epoch ms. */
 export interface DecisionState {

@@ -1,3 +1,5 @@
+import { roughly } from '@retrysafe/contract/rules';
+
 /** Limits of one run. Card values are the defaults; the caller may tighten or loosen them. */
 export interface RetryPolicy {
   /** Provider calls (dispatches and resends) per run. */
@@ -43,13 +45,6 @@ interface RunSoFar {
 }
 
 const positive = (ms: number | undefined): ms is number => ms !== undefined && Number.isFinite(ms) && ms > 0;
-
-/** A duration as a person reads it in a hand-off: whole seconds, minutes or tenths of hours, never raw ms. */
-export function roughly(ms: number): string {
-  if (ms < 60_000) return `${Math.max(1, Math.round(ms / 1000))} s`;
-  if (ms < 3_600_000) return `${Math.round(ms / 60_000)} min`;
-  return `${Math.round(ms / 360_000) / 10} h`;
-}
 
 export const waitTooLong = (ra: number, policy: RetryPolicy) =>
   `the provider asked to wait ${roughly(ra)}, longer than the ${roughly(policy.retryAfterCapMs)} the retry policy waits for one (retryAfterCapMs)`;
