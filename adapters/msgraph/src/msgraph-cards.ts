@@ -372,7 +372,7 @@ export const todoTasksCreateCard = msGraphCard({
   ],
   limits: { maxAttempts: 3, maxElapsed: '5m', lookupWindow: '2m' },
   reconciler:
-    "the runner, through doLookup: GET /{mailbox}/todo/lists/{listId}/tasks?$filter=linkedResources/any(r: r/applicationName eq 'retrysafe' and r/externalId eq '<business-operation id>') (a link the caller gives in retrysafe’s name is dropped, so only this adapter’s tag matches), with $expand=linkedResources; the one match whose link carries exactly this id is adopted, two are \"cannot tell\"; an empty or refused answer is \"cannot tell\"",
+    'the runner, through doLookup: GET /{mailbox}/todo/lists/{listId}/tasks?$filter=linkedResources/any(r: r/applicationName eq \'retrysafe\' and r/externalId eq \'<business-operation id>\') (a link the caller gives in retrysafe’s name is dropped, so only this adapter’s tag matches), with $expand=linkedResources; the one match whose link carries exactly this id is adopted, two are "cannot tell"; an empty or refused answer is "cannot tell"',
   handoff: 'an unknown outcome whose task is not found within the lookup window',
   unverified: [
     rejectionNote('a task'),
