@@ -204,6 +204,12 @@ function saysNextPage(link: string | undefined): boolean {
   }
   return false;
 }
+/** Two items of this operation are a duplicate already made: adopting one would hide the other from a person. */
+const several = (res: HttpResponseView, items: readonly unknown[], refPath: string | undefined) =>
+  cannotTell(
+    res,
+    `${items.length} items match this operation: ${items.map((i) => String(readPath(i, refPath ?? 'id'))).join(', ')}`,
+  );
 /** The work item exists (a 303 said done, a search matched it): a later request that cannot tell leaves it in progress. */
 const exists = (r: LookupResult, statusRef: string): LookupResult => {
   if (r.kind !== 'cannot-tell') return r;
@@ -252,9 +258,11 @@ async function search(a: Ask, l: Lookup<'search'>): Promise<LookupResult> {
   const res = await get(a, fillPath(l.path, a.r.params, a.r), 'lookup request');
   if ('kind' in res) return res;
   if (res.status !== 200) return cannotTell(res, `search answered HTTP ${res.status}`);
-  const match = l.match(res.data, a.r);
-  if (match == null) return missed(a, res, 'no match in the search results', l.more);
-  return succeeded(a, res, match, l.refPath ?? a.o.http.refPath);
+  const [match, ...others] = l.match(res.data, a.r);
+  if (match === undefined) return missed(a, res, 'no match in the search results', l.more);
+  const refPath = l.refPath ?? a.o.http.refPath;
+  if (others.length > 0) return several(res, [match, ...others], refPath);
+  return succeeded(a, res, match, refPath);
 }
 
 async function getByKey(a: Ask, l: Lookup<'get-by-key'>): Promise<LookupResult> {
@@ -303,8 +311,9 @@ async function findStatus(a: Ask, l: Lookup<'status-url'>): Promise<LookupResult
   const res = await get(a, fillPath(w.path, a.r.params, a.r), 'status search');
   if ('kind' in res) return res;
   if (res.status !== 200) return cannotTell(res, `status search answered HTTP ${res.status}`);
-  const match = w.match(res.data, a.r);
-  if (match == null) return missed(a, res, 'no work item carries this operation in the status search', w.more);
+  const [match, ...others] = w.match(res.data, a.r);
+  if (match === undefined) return missed(a, res, 'no work item carries this operation in the status search', w.more);
+  if (others.length > 0) return several(res, [match, ...others], w.statusUrlPath);
   const url = readPath(match, w.statusUrlPath);
   if (typeof url !== 'string') return cannotTell(res, `the matched work item has no status URL at ${w.statusUrlPath}`);
   const statusRef = new URL(url, res.url).toString();

@@ -68,9 +68,9 @@ describe('data declarations', () => {
         { reference: ids.businessOperationId, sku: 'sku_1', id: 'ord_2' },
       ],
     };
-    expect(spec.lookup.match(body, ctx)).toEqual({ reference: ids.businessOperationId, sku: 'sku_1', id: 'ord_2' });
-    expect(spec.lookup.match({ data: [] }, ctx)).toBeUndefined();
-    expect(spec.lookup.match({ data: 'not a list' }, ctx)).toBeUndefined();
+    expect(spec.lookup.match(body, ctx)).toEqual([{ reference: ids.businessOperationId, sku: 'sku_1', id: 'ord_2' }]);
+    expect(spec.lookup.match({ data: [] }, ctx)).toEqual([]);
+    expect(spec.lookup.match({ data: 'not a list' }, ctx)).toEqual([]);
     expect(() =>
       operationFromDeclaration('acme', 'orders.create', {
         ...decl,

@@ -93,11 +93,11 @@ function whereHolds(item: unknown, where: Readonly<Record<string, Template>>, ct
   });
 }
 
-/** The first item of the list where every `where` holds. */
-export function matcher(m: MatchDeclaration): (body: unknown, ctx: LookupReadContext) => unknown {
+/** The items of the list where every `where` holds. */
+export function matcher(m: MatchDeclaration): (body: unknown, ctx: LookupReadContext) => readonly unknown[] {
   return (body, ctx) => {
     const list = m.items ? readPath(body, m.items) : body;
-    return Array.isArray(list) ? list.find((item) => whereHolds(item, m.where, ctx)) : undefined;
+    return Array.isArray(list) ? list.filter((item) => whereHolds(item, m.where, ctx)) : [];
   };
 }
 

@@ -40,7 +40,7 @@ export type Ids = { readonly businessOperationId: BusinessOperationId; readonly 
 
 export type LookupReadContext = Ids & { readonly params: Record<string, unknown> };
 
-/** How `doLookup` finds a prior result (the card's `lookup.method` names the same): `M` picks an item from a list, `A` tells whether a resource shows this operation. */
+/** How `doLookup` finds a prior result (the card's `lookup.method` names the same): `M` picks this operation's items from a list (one is adopted, two cannot tell), `A` tells whether a resource shows this operation. */
 export type LookupShape<M, A> =
   /** GET a resource named by the key or by params, e.g. `/documents/{id}`: 200 ⇒ found, 404 ⇒ absent. */
   | { readonly method: 'get-by-key'; readonly path: string; readonly applied?: A }
@@ -69,7 +69,7 @@ export type LookupShape<M, A> =
   | { readonly method: 'resend-same-key' | 'none' };
 
 export type HttpLookupSpec = LookupShape<
-  (body: unknown, ctx: LookupReadContext) => unknown,
+  (body: unknown, ctx: LookupReadContext) => readonly unknown[],
   (resource: unknown, ctx: LookupReadContext) => boolean
 >;
 

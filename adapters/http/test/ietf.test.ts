@@ -158,6 +158,23 @@ describe('IETF Idempotency-Key: SDK → sandbox, one row per mapping', () => {
     });
   });
 
+  it('two orders carry the reference (a re-send after the key expired made a second): cannot-tell naming both, never the first adopted', async () => {
+    let now = Date.UTC(2026, 11, 4);
+    const sb = await startIetfKeySandbox({ port: 0, clock: { now: () => now }, retentionMs: 60_000 });
+    const a = adapterAt(sb.url, OP, ietfOrdersCreate('acme-orders'));
+    try {
+      await executeOn(a, OP, order());
+      now += 120_000;
+      await executeOn(a, OP, order(), 2);
+      expect(sb.count(OP)).toBe(2);
+      const out = await lookupOn(a, OP, order());
+      expect(out).toMatchObject({ kind: 'cannot-tell', reason: expect.stringMatching(/ord_1.*ord_2/) });
+    } finally {
+      await a.close();
+      await sb.close();
+    }
+  });
+
   it('a miss on a page the provider says more follow (Link rel="next") is cannot-tell, never not-found', async () => {
     const paged = await startIetfKeySandbox({ port: 0, pageSize: 1 });
     // The sandbox ignores ?customer=: every order is listed, one a page, the other order first.

@@ -285,7 +285,7 @@ const objectsUpsertCard = (o: HubSpotCardOptions) =>
     ),
     nonRetryableErrors: fact(['400', '401', '403', '404', '409 (another unique property collides)'], S.errors),
     reconciler:
-      'the runner, through doLookup: CRM search for the id property value; re-sending the upsert with the same value is safe',
+      'the runner, through doLookup: CRM search for the id property value (one record holding it exactly is adopted, two are "cannot tell"); re-sending the upsert with the same value is safe',
     unverified: [
       ...keyUnverified(o),
       concurrencyNote('upserts of one new id value can both create a record'),
@@ -344,7 +344,7 @@ const ticketsCreateCard = (o: HubSpotCardOptions) =>
     ),
     nonRetryableErrors: fact(['400', '401', '403', '404', '409 on another unique property'], S.errors),
     reconciler:
-      'the runner, through doLookup: CRM search for the id property value; a duplicate refused by the unique property is adopted after a GET shows the existing ticket holds this operation’s value',
+      'the runner, through doLookup: CRM search for the id property value (one record holding it exactly is adopted, two are "cannot tell"); a duplicate refused by the unique property is adopted after a GET shows the existing ticket holds this operation’s value',
     unverified: [
       ...keyUnverified(o),
       note(

@@ -297,9 +297,18 @@ async function searchByKey(
   } catch (err) {
     return cannotTellFrom(outcomeFromFailure(err, wire), `CRM search in ${objectType}`);
   }
-  const hit = results.find((r) => r.properties[rt.idProperty] === key);
-  if (hit) return { kind: 'found', outcome: recordOutcome('succeeded', hit, wire) };
+  const [hit, ...others] = results.filter((r) => r.properties[rt.idProperty] === key);
   const refs = wireRefs(wire);
+  // Two records with the key: the property is not unique here, and adopting one would hide the other from a person.
+  if (hit && others.length > 0) {
+    const ids = [hit, ...others].map((r) => r.id).join(', ');
+    return {
+      kind: 'cannot-tell',
+      reason: `${others.length + 1} ${objectType} records hold ${rt.idProperty}=${key}: ${ids}`,
+      ...refs,
+    };
+  }
+  if (hit) return { kind: 'found', outcome: recordOutcome('succeeded', hit, wire) };
   if (ctx.firstDispatchedAt === null) return { kind: 'not-found', reason: 'never dispatched', ...refs };
   const miss = `no ${objectType} record with ${rt.idProperty}=${key}`;
   // EQ may answer other spellings first; this operation's record can sit past the page read.

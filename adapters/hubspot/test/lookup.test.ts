@@ -1,6 +1,6 @@
 import { executeContext, operationIdFor } from '@retrysafe/testkit/conformance';
 import { describe, expect, it } from 'vitest';
-import { DEFAULT_ID_PROPERTY } from '../src/sandbox/index.js';
+import { DEFAULT_ID_PROPERTY, defaultObjectTypes } from '../src/sandbox/index.js';
 import { adapter, execute, lookup, order, rig, sb, ticket } from './helpers.js';
 
 // doLookup against the sandbox: CRM search with an indexing delay for tickets.create and
@@ -20,6 +20,20 @@ describe('tickets.create lookup: CRM search on the id property', () => {
         result: { properties: { subject: 'Parcel damaged (lk-1)' } },
       },
     });
+  });
+
+  // A portal whose id property is not unique (the README's setup step skipped) lets a re-send make a second ticket:
+  // adopting one of the two would hide the other.
+  it('two tickets hold the key (the id property is not unique in this portal): cannot-tell naming both', async () => {
+    const objectTypes = defaultObjectTypes().map((t) => (t.label === 'Ticket' ? { ...t, unique: [] } : t));
+    const { s, a } = await rig({ objectTypes });
+    const params = ticket('lk-dup');
+    const one = await execute(a, 'tickets.create', params);
+    const two = await execute(a, 'tickets.create', params);
+    expect(s.count('tickets')).toBe(2);
+    const r = await lookup(a, 'tickets.create', params);
+    expect(r.kind).toBe('cannot-tell');
+    for (const id of [one.providerRef, two.providerRef]) expect(r.kind === 'cannot-tell' && r.reason).toContain(id);
   });
 
   it('inside the indexing delay a miss is cannot-tell (no settle time configured), then found after it', async () => {

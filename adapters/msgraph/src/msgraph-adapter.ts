@@ -154,9 +154,17 @@ async function lookup(rt: Runtime, o: GraphOperation, ctx: FramedLookupContext):
     const why = "the card's late-apply and visibility bounds do not prove absence yet (Graph documents none)";
     return { kind: 'cannot-tell', reason: `${miss}; ${why}`, ...refsOf(answer) };
   }
+  // A second item with this tag is a duplicate already made: adopting one would hide the other from a person.
+  if (own.length > 1) {
+    const ids = own.map((i) => String(i.id)).join(', ');
+    return {
+      kind: 'cannot-tell',
+      reason: `${what}: ${own.length} items carry this id's tag: ${ids}`,
+      ...refsOf(answer),
+    };
+  }
   const { result, ...ref } = o.read(first, true);
-  const all = own.length > 1 ? { ...(result as object), matches: own.length } : result;
-  return { kind: 'found', outcome: { kind: 'succeeded', result: all, ...ref, ...refsOf(answer) } };
+  return { kind: 'found', outcome: { kind: 'succeeded', result, ...ref, ...refsOf(answer) } };
 }
 
 /** Microsoft Graph adapter: `mail.send`, `events.create`, `todo.tasks.create`; SDK retries off (the runner retries). */

@@ -191,7 +191,7 @@ export const mailSendCard = msGraphCard({
   ],
   limits: { maxAttempts: 3, maxElapsed: '10m', lookupWindow: '5m' },
   reconciler:
-    "the runner, through doLookup: GET /{mailbox}/mailFolders/sentitems/messages?$filter=singleValueExtendedProperties/Any(ep: ep/id eq '<tag>' and ep/value eq '<business-operation id>')&$expand=singleValueExtendedProperties($filter=id eq '<tag>'); a match whose tag carries exactly this id is adopted (Graph's filter ignores case), an empty answer is \"cannot tell\" (never \"not sent\") because the delay is unknown",
+    "the runner, through doLookup: GET /{mailbox}/mailFolders/sentitems/messages?$filter=singleValueExtendedProperties/Any(ep: ep/id eq '<tag>' and ep/value eq '<business-operation id>')&$expand=singleValueExtendedProperties($filter=id eq '<tag>'); the one match whose tag carries exactly this id is adopted (Graph's filter ignores case), two are \"cannot tell\" (a duplicate a person must see), an empty answer is \"cannot tell\" (never \"not sent\") because the delay is unknown",
   handoff:
     'an unknown outcome (timeout, reset, 5xx, lost 202) whose mail is not found in Sent Items within the lookup window — the runner never resends blindly',
   unverified: [
@@ -272,7 +272,7 @@ export const eventsCreateCard = msGraphCard({
   ],
   limits: { maxAttempts: 3, maxElapsed: '5m', lookupWindow: '2m' },
   reconciler:
-    "the runner, through doLookup: GET /{mailbox}/events?$filter=singleValueExtendedProperties/Any(ep: ep/id eq '<tag>' and ep/value eq '<business-operation id>')&$expand=singleValueExtendedProperties($filter=id eq '<tag>'); a match whose tag carries exactly this id is adopted (Graph's filter ignores case), an empty answer is \"cannot tell\"",
+    "the runner, through doLookup: GET /{mailbox}/events?$filter=singleValueExtendedProperties/Any(ep: ep/id eq '<tag>' and ep/value eq '<business-operation id>')&$expand=singleValueExtendedProperties($filter=id eq '<tag>'); the one match whose tag carries exactly this id is adopted (Graph's filter ignores case), two are \"cannot tell\", an empty answer is \"cannot tell\"",
   handoff:
     'an unknown outcome whose event is not found within the lookup window (a resend with the same transactionId is not relied on: its effect is unknown)',
   unverified: [
@@ -372,7 +372,7 @@ export const todoTasksCreateCard = msGraphCard({
   ],
   limits: { maxAttempts: 3, maxElapsed: '5m', lookupWindow: '2m' },
   reconciler:
-    "the runner, through doLookup: GET /{mailbox}/todo/lists/{listId}/tasks?$filter=linkedResources/any(r: r/applicationName eq 'retrysafe' and r/externalId eq '<business-operation id>') (a link the caller gives in retrysafe’s name is dropped, so only this adapter’s tag matches), with $expand=linkedResources; a match whose link carries exactly this id is adopted; an empty or refused answer is \"cannot tell\"",
+    'the runner, through doLookup: GET /{mailbox}/todo/lists/{listId}/tasks?$filter=linkedResources/any(r: r/applicationName eq \'retrysafe\' and r/externalId eq \'<business-operation id>\') (a link the caller gives in retrysafe’s name is dropped, so only this adapter’s tag matches), with $expand=linkedResources; the one match whose link carries exactly this id is adopted, two are "cannot tell"; an empty or refused answer is "cannot tell"',
   handoff: 'an unknown outcome whose task is not found within the lookup window',
   unverified: [
     rejectionNote('a task'),

@@ -20,7 +20,7 @@ import {
 } from './slack-operations.js';
 
 export interface SlackAdapterOptions extends AccountOption {
-  /** Bot or user token with chat:write (and channels:history for the lookup). */
+  /** Bot token with chat:write (and channels:history for the lookup). A user token posts, but its lookup never adopts. */
   readonly token: string;
   /** Where the Web API lives, e.g. `http://127.0.0.1:PORT` for the loopback sandbox. Default https://slack.com. */
   readonly baseUrl?: string;
@@ -44,7 +44,11 @@ const PROVIDER = 'slack';
 const HISTORY_PAGE = 15;
 const HISTORY_POLL_MS = 60_000;
 
-type HistoryMessage = { ts?: unknown; metadata?: { event_type?: unknown; event_payload?: { op?: unknown } } };
+type HistoryMessage = {
+  ts?: unknown;
+  bot_id?: unknown;
+  metadata?: { event_type?: unknown; event_payload?: { op?: unknown } };
+};
 type HistoryPage = { messages?: HistoryMessage[]; has_more?: boolean; response_metadata?: { next_cursor?: string } };
 
 /** The SDK client with its own retries off: the runner is the one retrying layer. */
@@ -84,6 +88,15 @@ export function createSlackAdapter(options: SlackAdapterOptions): SlackAdapter {
     if (parked.size >= 1000) parked.clear();
     parked.set(id, { window, cursor });
   };
+  // Only a message this token's bot posted is ours: another app may post the same intent with the same metadata.
+  // Slack's bot_id "tells you which bot sent this message"; auth.test names the token's (Bolt compares the two).
+  // A failed answer is asked again.
+  let bot: Promise<unknown> | undefined;
+  const myBotId = () => {
+    bot ??= client.auth.test().then((a) => a.bot_id);
+    bot.catch(() => (bot = undefined));
+    return bot;
+  };
 
   async function send(op: SlackOperation, args: Record<string, unknown>): Promise<Outcome> {
     let answer: { ok?: boolean; error?: string; channel?: string; ts?: string };
@@ -109,6 +122,18 @@ export function createSlackAdapter(options: SlackAdapterOptions): SlackAdapter {
     // inside this window; a narrow window keeps the lookup to one page under the history limit.
     const late = card.lookup.lateApplyBound?.value ?? 'unknown';
     const landsWithin = late === 'unknown' ? timeoutMs : Math.max(timeoutMs, durationMs(late));
+    let botId: unknown;
+    try {
+      botId = await myBotId();
+    } catch (error) {
+      return cannotTellFrom(error, 'auth.test');
+    }
+    // A user token's posts carry its person's user id, as that person's other apps' posts do: none is surely ours.
+    if (typeof botId !== 'string' || botId === '')
+      return {
+        kind: 'cannot-tell',
+        reason: 'auth.test names no bot_id (a user token): whose post is ours cannot be told',
+      };
     const oldest = slackTs(ctx.firstDispatchedAt - margin);
     const latest = slackTs((ctx.lastDispatchedAt ?? ctx.firstDispatchedAt) + landsWithin + margin);
     const found: string[] = [];
@@ -137,6 +162,7 @@ export function createSlackAdapter(options: SlackAdapterOptions): SlackAdapter {
       }
       for (const m of answer.messages ?? []) {
         if (
+          m.bot_id === botId &&
           m.metadata?.event_type === eventType &&
           m.metadata.event_payload?.op === ctx.businessOperationId &&
           typeof m.ts === 'string'
@@ -146,11 +172,17 @@ export function createSlackAdapter(options: SlackAdapterOptions): SlackAdapter {
       cursor = answer.has_more ? answer.response_metadata?.next_cursor : undefined;
       if (!cursor) break;
     }
-    if (found.length > 0) {
-      const ts = found.sort((a, b) => Number(a) - Number(b))[0]!;
-      const result = { channel: params.channel, ts, ...(found.length > 1 ? { matches: found.length } : {}) };
-      return { kind: 'found', outcome: { kind: 'succeeded', result, providerRef: ts } };
-    }
+    // Two posts of ours with this id: a duplicate already made, which adopting one would hide from a person.
+    if (found.length > 1)
+      return {
+        kind: 'cannot-tell',
+        reason: `${found.length} posts of this bot carry this id: ${found.sort().join(', ')}`,
+      };
+    if (found.length === 1)
+      return {
+        kind: 'found',
+        outcome: { kind: 'succeeded', result: { channel: params.channel, ts: found[0]! }, providerRef: found[0]! },
+      };
     if (cursor) park(ctx.businessOperationId, window, cursor);
     const why = cursor
       ? `more than ${lookupPages * HISTORY_PAGE} messages between ${oldest} and ${latest}: the lookup stops at its page bound`

@@ -7,6 +7,9 @@ export const SOURCES = {
   metadata: 'https://docs.slack.dev/messaging/message-metadata',
   history: 'https://docs.slack.dev/reference/methods/conversations.history',
   rateLimits: 'https://docs.slack.dev/apis/web-api/rate-limits',
+  // "The bot_id tells you which bot sent this message"; auth.test "tells you who you are, even if you might be a bot".
+  botId: 'https://docs.slack.dev/reference/events/message/bot_message',
+  authTest: 'https://docs.slack.dev/reference/methods/auth.test',
   // Slack's own OpenAPI description of chat.update, whose blocks argument says what an update without blocks keeps.
   updateSpec: 'https://github.com/slackapi/slack-api-specs/blob/master/web-api/slack_web_openapi_v2.json',
   sdkRetries:
@@ -102,7 +105,7 @@ export const postMessageCard = defineCard({
   lookup: {
     method: fact(
       'search',
-      `${SOURCES.history}: include_all_metadata=true returns each message's metadata, oldest bounds the window; ${SOURCES.metadata}: metadata posted with the message`,
+      `${SOURCES.history}: include_all_metadata=true returns each message's metadata, oldest bounds the window; ${SOURCES.metadata}: metadata posted with the message; ${SOURCES.botId}: a message's bot_id names the bot that sent it, ${SOURCES.authTest}: the token's own`,
     ),
     consistencyDelay: fact<Duration | null>(
       'unknown',
@@ -128,7 +131,7 @@ export const postMessageCard = defineCard({
   // The lookup window covers several once-a-minute history calls (the non-Marketplace limit).
   limits: { maxAttempts: 3, maxElapsed: '10m', lookupWindow: '5m', clockSkewMargin: '1m' },
   reconciler:
-    'the runner, through doLookup: conversations.history of the channel with include_all_metadata=true, from the first dispatch minus the clock-skew margin to the last dispatch plus the client timeout and the margin, limit 15, a bounded number of pages, at most one lookup a minute (non-Marketplace apps: 1 call/min, 15 messages a page); a walk cut off by a refused page or the page bound goes on from there at the next lookup, after the Retry-After; a message whose metadata carries this business-operation id is adopted (the oldest, if several); an empty answer is "cannot tell", never "not sent"',
+    'the runner, through doLookup: conversations.history of the channel with include_all_metadata=true, from the first dispatch minus the clock-skew margin to the last dispatch plus the client timeout and the margin, limit 15, a bounded number of pages, at most one lookup a minute (non-Marketplace apps: 1 call/min, 15 messages a page); a walk cut off by a refused page or the page bound goes on from there at the next lookup, after the Retry-After; the one message posted by this token’s bot (its bot_id, read once with auth.test) whose metadata carries this business-operation id is adopted, two are "cannot tell"; a user token (auth.test names no bot_id) never adopts; an empty answer is "cannot tell", never "not sent"',
   handoff: {
     condition:
       'rejected; or an unknown outcome (timeout, reset, internal_error, 5xx, lost answer) whose message is not found in the channel history within the lookup window — the runner never re-posts blindly; or not-applied beyond max attempts / max elapsed',
@@ -150,6 +153,12 @@ export const postMessageCard = defineCard({
       field: 'lookup.method',
       condition: 'the history lookup by metadata is exercised against the loopback sandbox only, not a live workspace',
       source: SOURCES.history,
+    },
+    {
+      field: 'lookup.method',
+      condition:
+        "that history returns bot_id on a message a bot token posted (the SDK's MessageElement and Bolt's ignoreSelf use it; Slack's documented example is the bot_message event)",
+      source: SOURCES.botId,
     },
   ],
 } as const satisfies RetrySafetyCard);

@@ -118,22 +118,27 @@ async function send(
 }
 
 /**
- * The oldest object carrying the id: a PaymentIntent this create confirmed, whose confirmation failed, is the 402 it
- * was, not a success; one created unconfirmed was created, whatever a later confirmation (Stripe.js) did.
+ * The one object carrying the id: a PaymentIntent this create confirmed, whose confirmation failed, is the 402 it
+ * was, not a success; one created unconfirmed was created, whatever a later confirmation (Stripe.js) did. Two are a
+ * duplicate already made: adopting one would hide the other from a person.
  */
 function adoptFound(op: StripeOperation, found: StripeObject[], params: unknown): LookupResult {
-  const oldest = [...found].sort((a, b) => (a.created ?? 0) - (b.created ?? 0))[0]!;
+  if (found.length > 1) {
+    const ids = found.map((o) => o.id).join(', ');
+    return { kind: 'cannot-tell', reason: `${found.length} objects carry this operation's id in metadata: ${ids}` };
+  }
+  const object = found[0]!;
   const confirmed = (params as { confirm?: unknown } | null)?.confirm === true;
   const failed = confirmed
-    ? (oldest.last_payment_error as { code?: string; message?: string } | null | undefined)
+    ? (object.last_payment_error as { code?: string; message?: string } | null | undefined)
     : undefined;
-  if (failed && typeof oldest.id === 'string') {
+  if (failed && typeof object.id === 'string') {
     const code = typeof failed.code === 'string' ? { code: failed.code } : {};
     const message = failed.message ?? 'the payment failed';
-    const outcome = { kind: 'rejected', reason: 'card-declined', message, created: oldest.id, ...code } as const;
+    const outcome = { kind: 'rejected', reason: 'card-declined', message, created: object.id, ...code } as const;
     return { kind: 'found', outcome };
   }
-  const outcome = classifyStripeResult(oldest, replayValue(op));
+  const outcome = classifyStripeResult(object, replayValue(op));
   return { kind: 'found', outcome: { ...(outcome as Extract<Outcome, { kind: 'succeeded' }>), kind: 'succeeded' } };
 }
 
@@ -156,7 +161,11 @@ async function findByMetadata(
   }
   if (found.length > 0) return adoptFound(op, found, ctx.params);
   if (missIsCannotTell)
-    return { kind: 'cannot-tell', reason: `${why}; not found by metadata ${how}`, retryAfterMs: SEARCH_POLL_MS };
+    return {
+      kind: 'cannot-tell',
+      reason: `${why}; no object carries this operation's id in the metadata ${how} yet`,
+      retryAfterMs: SEARCH_POLL_MS,
+    };
   return {
     kind: 'not-found',
     reason: `${why}; no ${op.name.split('.')[0]} carries metadata.retrysafe_operation_id = this id (${how} asked past the card's late-apply and consistency bounds)`,
@@ -173,7 +182,13 @@ async function resendWithKey(rt: Runtime, op: StripeOperation, ctx: FramedLookup
   const o = await send(rt, op, ctx.params, ctx);
   // The key now holds a 5xx and will replay it: only the metadata lookup can tell whether the object exists.
   if (o.kind === 'unknown' && o.cause === 'server-error')
-    return findByMetadata(rt, op, ctx, `the key replays a stored ${o.status ?? '5xx'}`, true);
+    return findByMetadata(
+      rt,
+      op,
+      ctx,
+      `Stripe stored a ${o.status ?? '5xx'} for this key, which a re-send only replays`,
+      true,
+    );
   return lookupFromOutcome(o, `re-send with the same key${o.kind === 'not-applied' ? ' was not processed' : ''}`);
 }
 
@@ -182,7 +197,7 @@ async function lookup(rt: Runtime, op: StripeOperation, ctx: FramedLookupContext
     return { kind: 'not-found', reason: 'never dispatched: nothing was sent to Stripe' };
   // The frame's answer (the runner's, else the card rule with the caller's margin): never one of our own.
   if (ctx.keyReusable && rt.replaysServerError.has(ctx.providerKey!))
-    return findByMetadata(rt, op, ctx, 'the key replays a stored 5xx', true);
+    return findByMetadata(rt, op, ctx, 'Stripe stored a 5xx for this key, which a re-send only replays', true);
   if (ctx.keyReusable) return resendWithKey(rt, op, ctx);
   // Never rely on the key again: only the metadata lookup answers, and whether its miss proves absence is the card's
   // rule (the runner's too): today's cards bound no late apply, so never.

@@ -221,7 +221,7 @@ function searchLookup(resource: string) {
   return {
     lookup: { delay: '1h', delaySource: SEARCH_DELAY_SOURCE },
     reconciler: reconcileByKeyThen(
-      `runs ${resource}.search with metadata['${STRIPE_OPERATION_METADATA_KEY}']:'<business-operation id>' and keeps only the objects whose value is that id exactly (https://docs.stripe.com/search#search-query-language: a string match is case insensitive and matches a value holding the query's words)`,
+      `runs ${resource}.search with metadata['${STRIPE_OPERATION_METADATA_KEY}']:'<business-operation id>' and keeps only the objects whose value is that id exactly (https://docs.stripe.com/search#search-query-language: a string match is case insensitive and matches a value holding the query's words); one is adopted, two are "cannot tell"`,
     ),
     unverified: SEARCH_OUTAGE_BOUND,
   } as const;
@@ -272,7 +272,7 @@ export const stripeCards = {
     {
       lookup: { delay: null, delaySource: LIST_SOURCE },
       reconciler: reconcileByKeyThen(
-        `lists refunds.list({ payment_intent }) and matches metadata['${STRIPE_OPERATION_METADATA_KEY}'] (no Search API for refunds; lists are not delayed)`,
+        `lists refunds.list({ payment_intent }) and matches metadata['${STRIPE_OPERATION_METADATA_KEY}'] (no Search API for refunds; lists are not delayed); one is adopted, two are "cannot tell"`,
       ),
     },
   ),

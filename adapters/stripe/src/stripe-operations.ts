@@ -164,7 +164,7 @@ const OPERATIONS = {
             if (refund.metadata?.[STRIPE_OPERATION_METADATA_KEY] === id) found.push(refund as unknown as StripeObject);
           }
         } catch (error) {
-          // A match on an earlier page is the answer; a later page can only add an older duplicate.
+          // A match on an earlier page is the answer: a failed later page shows nothing either way.
           if (found.length === 0) throw error;
         }
         return found;

@@ -144,6 +144,29 @@ describe('past retention: never rely on the key', () => {
     expect(sandbox.count('customers.create')).toBe(1);
   });
 
+  // Adopting the oldest of two hides the other: which one is this operation's is for a person to say.
+  it.each([
+    ['customers.create', customer, '/v1/customers/search'],
+    ['refunds.create', { paymentIntent: 'pi_fixture', refundRef: 'RF-9', amount: 100 }, '/v1/refunds'],
+  ] as const)(
+    '%s: two objects carry the id (a duplicate exists) ⇒ cannot-tell naming both',
+    async (op, params, path) => {
+      const { id, outcome: first } = await dispatch(op, params);
+      sandbox.expireKeys();
+      const second = await adapter.doExecute(op, params, executeContext(adapter, op, id, { attempt: 2 }));
+      expect(sandbox.count(op)).toBe(2);
+      const at = t0 + STRIPE_KEY_RETENTION_MS + STRIPE_SEARCH_DELAY_MS + HOUR;
+      sandbox.advance(at - t0);
+      const result = await adapter.doLookup(
+        op,
+        lookupContext(adapter, op, id, params, { firstDispatchedAt: t0, now: at }),
+      );
+      expect(result.kind).toBe('cannot-tell');
+      for (const o of [first, second]) expect(result.kind === 'cannot-tell' && result.reason).toContain(o.providerRef);
+      expect(sandbox.requests().at(-1)?.path).toBe(path);
+    },
+  );
+
   it('search lag: a miss inside the declared delay window is cannot-tell; once the search catches up it is found', async () => {
     sandbox.setSearchDelayMs(50 * 60 * 1000);
     const params = { customer: 'cus_fixture', amount: 500, currency: 'eur', orderRef: 'late-1' };

@@ -172,6 +172,9 @@ describe('a stored 500', () => {
     ).toBe(true);
     if (result.status === 'handed-off') {
       expect(result.packet.reason).toBe('lookup-window-exhausted');
+      // What happened, in words a person reads: no raw arithmetic ("60021 ms into a 60000 ms window").
+      expect(result.packet.explanation).toMatch(/Stripe stored a 5(00|xx) for this key.*lookup window/);
+      expect(result.packet.explanation).not.toMatch(/\d{4,} ?ms|\bms into\b/);
       // And the packet says what a resume would actually do: replay the stored 500.
       const resume = result.packet.safeNextActions.find((a) => a.action === 'resume');
       expect(resume).toMatchObject({ safe: false });

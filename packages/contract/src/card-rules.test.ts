@@ -124,6 +124,12 @@ describe("resendSafety and retentionPassed: the key's age from the FIRST dispatc
     if (!safe) expect(s.why).toMatch(/past the provider's 24h retention/);
   });
 
+  it('past retention, says the key age and its allowances in rounded units, never raw ms (a person reads it)', () => {
+    const { why } = resendSafety(c, T0, T0 + 25 * H, 10 * MIN);
+    expect(why).toMatch(/key is 25 h old.*10 min clock-skew margin.*30 s for a late apply/);
+    expect(why).not.toMatch(/\d{4,} ?ms/);
+  });
+
   it('an unknown late-apply bound counts as one more margin', () => {
     const u = card({ late: 'unknown' });
     expect(resendSafety(u, T0, T0 + R - 2 * MIN - 1, MIN).safe).toBe(true);

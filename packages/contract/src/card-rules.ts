@@ -2,7 +2,7 @@
 // agent tools and adapters never read those fields themselves. Pure: times are passed in.
 import type { LookupContext } from './adapter.js';
 import type { RetrySafetyCard } from './card.js';
-import { type Duration, durationMs } from './duration.js';
+import { type Duration, durationMs, roughly } from './duration.js';
 
 export const DEFAULT_CLOCK_SKEW_MARGIN: Duration = '1m';
 
@@ -155,7 +155,7 @@ export function resendSafety(
     const late = card.lookup.lateApplyBound?.value ?? 'unknown';
     return verdict(
       false,
-      `the key is ${r.ageMs} ms old; with the ${clockSkewMarginMs} ms clock-skew margin and ${r.lateMs} ms for a late apply (lateApplyBound ${late}) that is past the provider's ${retention} retention: a re-send could be a new operation`,
+      `the key is ${roughly(r.ageMs)} old; with the ${roughly(clockSkewMarginMs)} clock-skew margin and ${roughly(r.lateMs)} for a late apply (lateApplyBound ${late}) that is past the provider's ${retention} retention: a re-send could be a new operation`,
       true,
     );
   }

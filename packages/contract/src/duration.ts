@@ -21,3 +21,10 @@ export function formatDuration(ms: number): Duration {
   const unit = (['d', 'h', 'm', 's'] as const).find((u) => ms >= UNIT_MS[u] && ms % UNIT_MS[u] === 0);
   return (unit ? `${ms / UNIT_MS[unit]}${unit}` : `${ms}ms`) as Duration;
 }
+
+/** A duration as a person reads it in an explanation: whole seconds, minutes or tenths of hours, never raw ms. */
+export function roughly(ms: number): string {
+  if (ms < 60_000) return `${Math.max(1, Math.round(ms / 1000))} s`;
+  if (ms < 3_600_000) return `${Math.round(ms / 60_000)} min`;
+  return `${Math.round(ms / 360_000) / 10} h`;
+}

@@ -2,7 +2,7 @@
 // normalisation, durations), for everything that decides from a card.
 
 export * from './card-rules.js';
-export { DURATION_PATTERN, durationMs, formatDuration, isDuration } from './duration.js';
+export { DURATION_PATTERN, durationMs, formatDuration, isDuration, roughly } from './duration.js';
 export { charsetPattern } from './ids.js';
 export {
   accountProblem,

@@ -13,10 +13,11 @@ import {
   lookupAvailable,
   notFoundIsAuthoritative,
   resendSafety,
+  roughly,
 } from '@retrysafe/contract/rules';
 import { defined } from './defined.js';
 import { keyMayBeForgotten, refusedOutsideParams } from './intake/supersede.js';
-import { type Budget, planPoll, planRetry } from './retry-policy.js';
+import { type Budget, planPoll, planRetry, waitTooLong } from './retry-policy.js';
 
 /** What the runner knows about the operation when it decides. All times epoch ms. */
 export interface DecisionState {
@@ -282,15 +283,16 @@ function inProgress(c: Case, retryAfterMs: number | undefined, what: string): De
     return handoff('retry-exhausted', `${what}; polling by re-send would exceed ${policy.maxAttempts} attempts`);
   // A re-send is a provider call: it never goes out before the provider's Retry-After, nor past the budget.
   const floor = honoured(state, retryAfterMs) ?? 0;
-  if (floor > policy.retryAfterCapMs)
-    return exhausted(`; the provider asks to wait ${floor} ms, more than the ${policy.retryAfterCapMs} ms cap`);
+  if (floor > policy.retryAfterCapMs) return exhausted(`; ${waitTooLong(floor, policy)}`);
   const sendDelay = Math.max(plan.delayMs, floor);
   const at = state.now + sendDelay;
   if (
     at - (state.windowStartedAt ?? state.now) > policy.lookupWindowMs ||
     at - state.runStartedAt > policy.maxElapsedMs
   )
-    return exhausted(`; waiting ${sendDelay} ms for the provider would outlast the window or the budget`);
+    return exhausted(
+      `; waiting ${roughly(sendDelay)} for the provider would outlast the lookup window or the run's time limit`,
+    );
   return send(sendDelay, `${what}: poll by re-sending the same key (${safety.why})`);
 }
 

@@ -1,3 +1,5 @@
+import { roughly } from '@retrysafe/contract/rules';
+
 /** Limits of one run. Card values are the defaults; the caller may tighten or loosen them. */
 export interface RetryPolicy {
   /** Provider calls (dispatches and resends) per run. */
@@ -44,21 +46,25 @@ interface RunSoFar {
 
 const positive = (ms: number | undefined): ms is number => ms !== undefined && Number.isFinite(ms) && ms > 0;
 
+export const waitTooLong = (ra: number, policy: RetryPolicy) =>
+  `the provider asked to wait ${roughly(ra)}, longer than the ${roughly(policy.retryAfterCapMs)} the retry policy waits for one (retryAfterCapMs)`;
+const pastTimeLimit = (next: string, policy: RetryPolicy) =>
+  `the next ${next} would fall after the run's ${roughly(policy.maxElapsedMs)} time limit (maxElapsedMs)`;
+
 /** Whether to make another provider call (`runAttempts` so far in this run), and after how long: never more than
  * maxAttempts calls, never after maxElapsed, never sooner than Retry-After `ra` (one beyond its cap stops). */
 export function planRetry(run: RunSoFar & { readonly runAttempts: number }, ra: number | undefined, budget: Budget) {
   const { policy } = budget;
   const stop = (detail: string) => ({ retry: false as const, detail });
-  if (run.runAttempts >= policy.maxAttempts) return stop(`${run.runAttempts} of ${policy.maxAttempts} attempts used`);
+  if (run.runAttempts >= policy.maxAttempts)
+    return stop(`all ${policy.maxAttempts} attempts the retry policy allows are used (maxAttempts)`);
   let delay = backoffMs(Math.max(1, run.runAttempts), policy, budget.random);
   if (positive(ra)) {
-    if (ra > policy.retryAfterCapMs)
-      return stop(`provider asked to wait ${ra} ms, more than the ${policy.retryAfterCapMs} ms cap`);
+    if (ra > policy.retryAfterCapMs) return stop(waitTooLong(ra, policy));
     delay = Math.max(delay, Math.ceil(ra));
   }
   const elapsed = run.now + delay - run.runStartedAt;
-  if (elapsed > policy.maxElapsedMs)
-    return stop(`the next call would come ${elapsed} ms into a ${policy.maxElapsedMs} ms budget`);
+  if (elapsed > policy.maxElapsedMs) return stop(pastTimeLimit('try', policy));
   return { retry: true as const, delayMs: delay };
 }
 
@@ -73,17 +79,16 @@ export function planPoll(
 ) {
   if (run.polls === 0 && !(ra && ra > 0) && !(settleMs > 0)) return { poll: true as const, delayMs: 0 };
   const stop = (detail: string) => ({ poll: false as const, detail });
-  if (positive(ra) && ra > policy.retryAfterCapMs)
-    return stop(`provider asked to wait ${ra} ms, more than the ${policy.retryAfterCapMs} ms cap`);
+  if (positive(ra) && ra > policy.retryAfterCapMs) return stop(waitTooLong(ra, policy));
   const top = ceiling(run.polls, policy);
   let delay = Math.max(1, Math.floor(top / 2 + (clamp01(random()) * top) / 2));
   if (positive(ra)) delay = Math.max(delay, Math.ceil(ra));
   if (positive(settleMs)) delay = Math.max(delay, Math.ceil(settleMs));
   const inWindow = run.now + delay - (run.windowStartedAt ?? run.now);
   if (inWindow > policy.lookupWindowMs)
-    return stop(`the next poll would come ${inWindow} ms into a ${policy.lookupWindowMs} ms window`);
-  const elapsed = run.now + delay - run.runStartedAt;
-  if (elapsed > policy.maxElapsedMs)
-    return stop(`the next poll would come ${elapsed} ms into a ${policy.maxElapsedMs} ms budget`);
+    return stop(
+      `the next look would fall after the ${roughly(policy.lookupWindowMs)} lookup window closes (lookupWindowMs)`,
+    );
+  if (run.now + delay - run.runStartedAt > policy.maxElapsedMs) return stop(pastTimeLimit('look', policy));
   return { poll: true as const, delayMs: delay };
 }

@@ -3,7 +3,7 @@ import { resolvePolicy } from '@retrysafe/core/internal';
 import { REPLAYING_BEHAVIOUR, sandboxCreateCard } from '@retrysafe/sandbox';
 import fc from 'fast-check';
 import { describe, expect, it, vi } from 'vitest';
-import { backoffMs, planRetry } from '../src/retry-policy.js';
+import { backoffMs, planPoll, planRetry } from '../src/retry-policy.js';
 
 const card = sandboxCreateCard(REPLAYING_BEHAVIOUR);
 
@@ -138,5 +138,45 @@ describe('the system clock sleeps as long as asked', () => {
     } finally {
       vi.useRealTimers();
     }
+  });
+});
+
+// A stop's detail lands in a hand-off packet a person reads: what ran out, in rounded units, never the arithmetic
+// ("the next poll would come 60021 ms into a 60000 ms window").
+describe('why a plan stops, for a person', () => {
+  const policy: RetryPolicy = {
+    maxAttempts: 3,
+    maxElapsedMs: 600_000,
+    baseMs: 1_000,
+    capMs: 30_000,
+    retryAfterCapMs: 60_000,
+    lookupWindowMs: 60_000,
+    leaseMs: 30_000,
+    waitForOtherMs: 30_000,
+    clockSkewMarginMs: 60_000,
+  };
+  const budget = { policy, random: () => 0.5 };
+  const raw = /\d{4,} ?ms|\bms into\b/;
+
+  it.each([
+    [
+      'lookup window',
+      planPoll({ runStartedAt: 0, now: 21, polls: 1, windowStartedAt: 0 }, 60_000, budget),
+      /1 min lookup window/,
+    ],
+    [
+      'run time limit',
+      planPoll({ runStartedAt: 0, now: 599_000, polls: 1, windowStartedAt: 590_000 }, 30_000, budget),
+      /10 min/,
+    ],
+    [
+      'provider wait',
+      planPoll({ runStartedAt: 0, now: 0, polls: 1, windowStartedAt: 0 }, 120_000, budget),
+      /2 min.*1 min/,
+    ],
+    ['retry time limit', planRetry({ runStartedAt: 0, now: 599_000, runAttempts: 1 }, 30_000, budget), /10 min/],
+  ])('%s: says what ran out in rounded units, and no raw milliseconds', (_, plan, says) => {
+    expect('detail' in plan && plan.detail).toMatch(says);
+    expect('detail' in plan && plan.detail).not.toMatch(raw);
   });
 });

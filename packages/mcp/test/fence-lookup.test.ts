@@ -134,3 +134,18 @@ describe("the lookup finds this operation's item: its match names every intent a
     expect((await runOnce(tool, anns, lostBeforeSent())).status).toBe('handed-off');
   });
 });
+
+describe('the lookup never adopts one of two items of this operation', () => {
+  it('an earlier copy of the same call is listed beside this one: cannot tell — a handoff naming the duplicate, never done', async () => {
+    const tool = {
+      key: { argument: 'request_id', semantics: 'none' },
+      lookup: { match: { request_id: 'request_id' } },
+    };
+    // The upstream already holds the item this call makes (the same request_id): after the lost answer, two match.
+    const upstream = losingUpstream();
+    const first = await runOnce(tool, { title: 'Q3 report' }, upstream);
+    expect(first).toEqual({ status: 'done', effects: 1 });
+    upstream.items.push({ ...structuredClone(upstream.items[0]!), id: 'it_copy' });
+    expect(await runOnce(tool, { title: 'Q3 report' }, upstream)).toMatchObject({ status: 'handed-off' });
+  });
+});

@@ -2,6 +2,7 @@ export { drills, slackDrill } from './slack-drills.js';
 export {
   type SandboxCall,
   type SandboxFault,
+  type SandboxIdentity,
   type SandboxMessage,
   type SlackMethod,
   type SlackSandbox,

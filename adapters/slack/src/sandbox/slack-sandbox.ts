@@ -19,10 +19,19 @@ import {
  * a posted message keeps the `metadata` it was posted with and history returns it only with
  * `include_all_metadata`; history lists newest first, at most `historyPageMax` messages a page, and shows
  * a message only `historyDelayMs` after it was posted (Slack documents no such delay: the sandbox makes it
- * configurable so lookups are tested against a lag). It counts the messages it holds and the calls it got.
+ * configurable so lookups are tested against a lag). A posted message carries its poster as Slack's messages do: the
+ * bot user (`user`), `bot_id` and `app_id` of a bot token, only `user` for a user token; `auth.test` tells a token
+ * who it is. It counts the messages it holds and the calls it got.
  */
 
-export type SlackMethod = 'chat.postMessage' | 'chat.update' | 'conversations.history';
+export type SlackMethod = 'chat.postMessage' | 'chat.update' | 'conversations.history' | 'auth.test';
+
+/** Who a token acts as: a bot token's bot user, bot and app; a user token has only its user. */
+export interface SandboxIdentity {
+  readonly userId: string;
+  readonly botId?: string;
+  readonly appId?: string;
+}
 
 /** A scripted answer for one call: Slack's error body, a 429, or an HTTP status; `commit` applies the call first. */
 export type SandboxFault =
@@ -37,6 +46,8 @@ export interface SandboxMessage {
   text: string;
   blocks: unknown;
   readonly metadata: { readonly event_type: string; readonly event_payload: Record<string, unknown> } | null;
+  /** Who posted it (null: seeded, nobody's). */
+  readonly poster: SandboxIdentity | null;
   /** Sandbox-clock ms when it was posted (history shows it from postedAt + historyDelayMs). */
   readonly postedAt: number;
   /** Seeded at start, not posted through the API (not counted as a posted message). */
@@ -53,8 +64,10 @@ export interface SandboxCall {
 
 export interface SlackSandboxOptions {
   readonly port?: number;
-  /** The bearer token the sandbox accepts (default `xoxb-sandbox`). */
+  /** The bearer token the sandbox accepts (default `xoxb-sandbox`), a bot token of the app `A0SANDBOX`. */
   readonly token?: string;
+  /** Other tokens the sandbox accepts and who each acts as (another app's bot, a person's user token). */
+  readonly others?: Readonly<Record<string, SandboxIdentity>>;
   /** Conversations that exist and the app is a member of (default `['C0SANDBOX1']`). */
   readonly channels?: readonly string[];
   /** Messages present before the first call (e.g. ones chat.update can edit). */
@@ -85,6 +98,14 @@ export interface SlackSandbox {
 
 const MAX_TEXT = 40_000;
 type Args = Record<string, unknown>;
+const SANDBOX_BOT: SandboxIdentity = { userId: 'U0SANDBOXBOT', botId: 'B0SANDBOX', appId: 'A0SANDBOX' };
+
+/** A message's poster fields as Slack returns them (absent ones left out). */
+const posterFields = (p: SandboxIdentity | null) => ({
+  ...(p ? { user: p.userId } : {}),
+  ...(p?.botId ? { bot_id: p.botId } : {}),
+  ...(p?.appId ? { app_id: p.appId } : {}),
+});
 
 /** What the sandbox holds: the conversations, their messages, the clock and the history limit's window. */
 interface State {
@@ -150,7 +171,7 @@ function readMetadata(raw: unknown): SandboxMessage['metadata'] | string {
   return { event_type: m.event_type, event_payload: m.event_payload as Record<string, unknown> };
 }
 
-function postMessage(state: State, args: Args): Reply {
+function postMessage(state: State, args: Args, poster: SandboxIdentity): Reply {
   const channel = String(args.channel ?? '');
   if (!state.channels.has(channel)) return fail('channel_not_found');
   const problem = contentProblem(args);
@@ -164,12 +185,14 @@ function postMessage(state: State, args: Args): Reply {
     text: String(args.text ?? ''),
     blocks: jsonField(args.blocks) ?? null,
     metadata,
+    poster,
     postedAt: state.clock.now(),
     seeded: false,
     edited: false,
   };
   state.messages.push(message);
-  return ok({ channel, ts, message: { type: 'message', text: message.text, ts, ...(metadata ? { metadata } : {}) } });
+  const shown = { type: 'message', text: message.text, ts, ...posterFields(poster), ...(metadata ? { metadata } : {}) };
+  return ok({ channel, ts, message: shown });
 }
 
 function update(state: State, args: Args): Reply {
@@ -206,6 +229,7 @@ function history(state: State, args: Args): Reply {
     type: 'message',
     ts: m.ts,
     text: m.text,
+    ...posterFields(m.poster),
     ...(withMetadata && m.metadata ? { metadata: m.metadata } : {}),
     ...(m.edited ? { edited: { ts: m.ts } } : {}),
   }));
@@ -228,10 +252,21 @@ function historyLimited(state: State): Reply | null {
   return rateLimited(Math.max(1, Math.ceil((state.historyWindow.start + 60_000 - now) / 1000)));
 }
 
-const METHODS: Readonly<Record<SlackMethod, (state: State, args: Args) => Reply>> = {
+/** "Checks authentication & identity": a bot token's answer names its bot (bot_id), a user token's only its user. */
+const authTest = (_: State, __: Args, who: SandboxIdentity): Reply =>
+  ok({
+    url: 'https://sandbox.slack.test/',
+    team: 'Sandbox',
+    team_id: 'T0SANDBOX',
+    user_id: who.userId,
+    ...(who.botId ? { bot_id: who.botId } : {}),
+  });
+
+const METHODS: Readonly<Record<SlackMethod, (state: State, args: Args, who: SandboxIdentity) => Reply>> = {
   'chat.postMessage': postMessage,
   'chat.update': update,
   'conversations.history': history,
+  'auth.test': authTest,
 };
 
 function createState(options: SlackSandboxOptions): State {
@@ -246,19 +281,20 @@ function createState(options: SlackSandboxOptions): State {
     historyWindow: { start: 0, calls: 0 },
   };
   for (const s of options.seed ?? [])
-    state.messages.push({ ...s, blocks: null, metadata: null, postedAt: 0, seeded: true, edited: false });
+    state.messages.push({ ...s, blocks: null, metadata: null, poster: null, postedAt: 0, seeded: true, edited: false });
   return state;
 }
 
 export async function startSlackSandbox(options: SlackSandboxOptions = {}): Promise<SlackSandbox> {
-  const token = options.token ?? 'xoxb-sandbox';
+  const tokens = new Map(Object.entries({ ...options.others, [options.token ?? 'xoxb-sandbox']: SANDBOX_BOT }));
   const state = createState(options);
   const faults = createFaultScripts<SlackMethod, SandboxFault>('pass', options.faults ?? {});
   const log = createRequestLog<SandboxCall>('slack sandbox');
 
   // Slack's order: authentication, rate limits, then the method; a scripted fault may apply the call first.
   function call(method: SlackMethod, req: LoopbackRequest): Reply {
-    if (req.headers.authorization !== `Bearer ${token}`) return fail('invalid_auth');
+    const who = tokens.get(req.headers.authorization?.replace(/^Bearer /, '') ?? '');
+    if (!who) return fail('invalid_auth');
     const { fault } = faults.take(method);
     if (fault !== 'pass' && fault.kind === 'ratelimited') return rateLimited(fault.retryAfterS);
     const limited = method === 'conversations.history' ? historyLimited(state) : null;
@@ -269,8 +305,8 @@ export async function startSlackSandbox(options: SlackSandboxOptions = {}): Prom
     } catch {
       return fail('invalid_arguments');
     }
-    if (fault === 'pass') return METHODS[method](state, args);
-    if (fault.commit) METHODS[method](state, args);
+    if (fault === 'pass') return METHODS[method](state, args, who);
+    if (fault.commit) METHODS[method](state, args, who);
     return fault.kind === 'error'
       ? fail(fault.error)
       : { status: fault.status, body: { ok: false, error: 'internal_error' } };

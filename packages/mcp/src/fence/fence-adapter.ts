@@ -451,9 +451,15 @@ function adapterOf(config: FenceConfig, client: UpstreamClient, operations: Reco
       // Another spelling of this operation's arguments (one id, the same params) may have made the item: it is
       // compared as the card reads them.
       const normal = wanted.map((w) => ({ ...w, want: normalAt(t, sent, w.argPath, w.want) }));
-      const match = items.find((item) =>
+      const [match, ...others] = items.filter((item) =>
         normal.every(({ itemPath, argPath, want }) => same(normalAt(t, sent, argPath, readPath(item, itemPath)), want)),
       );
+      // Two items of this operation are a duplicate already made: adopting one would hide the other from a person.
+      if (others.length > 0)
+        return {
+          kind: 'cannot-tell',
+          reason: `${others.length + 1} items of ${l.tool} match this call: a duplicate exists`,
+        };
       // A page with more after it is not the whole list: the item may be on a page not read.
       if (match === undefined && l.more !== undefined && saysMoreFollow(readPath(value, l.more)))
         return {
