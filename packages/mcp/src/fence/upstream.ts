@@ -247,6 +247,7 @@ export async function connectUpstream(
     let last: unknown;
     for (let i = 0; i < RESTART.tries; i++) {
       if (i > 0) await sleep(RESTART.baseMs * 2 ** (i - 1));
+      if (closing) throw new UpstreamUnavailableError('the fence is closing');
       try {
         // Outside any host's call: what the connection reads outside a request's own answer stream is no call's.
         return await hostCall.exit(start);
