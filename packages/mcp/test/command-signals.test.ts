@@ -2,11 +2,11 @@
  * The commands in process: a SIGTERM or SIGINT, while they start or serve, has them stop what they started and return
  * their exit code (only the bin exits), and their signal listeners go with them on every path.
  */
-import { copyFileSync, existsSync, readdirSync } from 'node:fs';
+import { copyFileSync, existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
-import { runServe, runWrap } from '../src/commands.js';
+import { runProbe, runServe, runWrap } from '../src/commands.js';
 import { expectStopped, onCleanup, ordersServer, tempDir, writeFence } from './fence-helpers.js';
 
 const listeners = () => ['SIGTERM', 'SIGINT'].map((s) => process.listenerCount(s));
@@ -60,6 +60,27 @@ describe('a signalled command returns 0 and leaves no listener behind', () => {
     await expect(runWrap(['--config', fence, '--', process.execPath, ordersServer], () => {})).rejects.toMatchObject({
       code: 'RETRYSAFE_CONFIG',
     });
+    expect(listeners()).toEqual(before);
+  });
+
+  it('probe, signalled while it waits for late effects: its server stopped, no verdict (an error, never exit 0)', async () => {
+    const before = listeners();
+    const dir = tempDir('retrysafe-probe-signal-');
+    const [pid, store] = [join(dir, 'pid'), join(dir, 'orders.json')];
+    const args = JSON.stringify({ customer: 'cus_s', ref: 'PO-s', sku: 'sku_1', quantity: 1 });
+    const probing = runProbe(
+      [
+        ...['--tool', 'create_order', '--args', args, '--count-tool', 'list_orders', '--count-path', 'orders'],
+        ...['--settle-ms', '600000', '--', process.execPath, ordersServer, '--store', store, '--pid-file', pid],
+      ],
+      () => {},
+    );
+    // its calls are made once the orders are stored: its wait for late effects comes after them
+    while (!(existsSync(store) && readFileSync(store, 'utf8').split('PO-s').length > 5))
+      await new Promise((r) => setTimeout(r, 20));
+    process.emit('SIGINT', 'SIGINT');
+    await expect(probing).rejects.toThrow('stopped by SIGINT: no verdict');
+    await expectStopped(pid);
     expect(listeners()).toEqual(before);
   });
 });
