@@ -20,7 +20,7 @@ import { createCoalescer } from './coalesce.js';
 import { answerValue, followUpstream, readPath } from './fence/fence-adapter.js';
 import { loadFenceConfig } from './fence/fence-config.js';
 import { createFenceServer } from './fence/fence-server.js';
-import { connectUpstream, type UpstreamClient, type UpstreamTarget } from './fence/upstream.js';
+import { connectUpstream, type Upstream, type UpstreamClient, type UpstreamTarget } from './fence/upstream.js';
 import { aborted } from './fence/upstream-task.js';
 import { createRetrysafeMcpServer, LOOPBACK_NAMES, serveHttp } from './server.js';
 
@@ -199,15 +199,9 @@ export async function runWrap(argv: readonly string[], log = toStderr): Promise<
   if (file === undefined) throw new UsageError('name the fence file: --config <fence.yaml>');
   const config = loadFenceConfig(file);
   return stoppable(async (stop, kill) => {
-    // A signal while it starts closes the upstream being started: a request to stop, answered with 0 as serving does.
-    const upstream = await connectUpstream(target(o.url, rest, config.env), undefined, { signal: stop, kill }).catch(
-      (e) => {
-        if (stop.aborted) return undefined;
-        throw e;
-      },
-    );
-    if (!upstream) return 0;
+    const starting = connectUpstream(target(o.url, rest, config.env), undefined, { signal: stop, kill });
     try {
+      const upstream = await starting;
       const fence = await naming(file, () => {
         const fence = followUpstream(config, upstream);
         checkAtStart([fence.current().adapter], config.policy);
@@ -222,7 +216,11 @@ export async function runWrap(argv: readonly string[], log = toStderr): Promise<
       );
       return await serve(o, make, 'retrysafe fence', log, stopping(parts, upstream), stop);
     } catch (e) {
-      await upstream.close(); // a fence that cannot start leaves no upstream running
+      // A fence that cannot start leaves no upstream running. A signal while it starts closes the one being started: a
+      // request to stop, answered with 0 as serving does.
+      const upstream = await starting.catch(() => undefined);
+      await upstream?.close();
+      if (stop.aborted) return 0;
       throw e;
     }
   });
@@ -244,14 +242,9 @@ export async function runProbe(argv: readonly string[], out = toStdout) {
     }
   }
   return stoppable(async (stop, kill) => {
-    // A signal ends the server and the calls: no verdict, which is not "at most once".
-    const stopped = (e: unknown) => (stop.aborted ? new Error(`stopped by ${stop.reason}: no verdict`) : e);
-    const upstream = await connectUpstream(target(o.url, rest), 'retrysafe-probe', { signal: stop, kill }).catch(
-      (e) => {
-        throw stopped(e);
-      },
-    );
+    let upstream: Upstream | undefined;
     try {
+      upstream = await connectUpstream(target(o.url, rest), 'retrysafe-probe', { signal: stop, kill });
       const probing = probeTool({ ...o, tool, countTool, countPath, client: upstream, signal: stop });
       const receipt = await Promise.race([probing, aborted(stop)]);
       if (o.receipt !== undefined) writeFileSync(o.receipt, JSON.stringify(receipt, null, 2) + '\n');
@@ -261,9 +254,10 @@ export async function runProbe(argv: readonly string[], out = toStdout) {
       );
       return { receipt, exit: receipt.verdict === 'at-most-once' ? 0 : receipt.verdict === 'duplicates' ? 1 : 3 };
     } catch (e) {
-      throw stopped(e);
+      // A signal ends the server and the calls: no verdict, which is not "at most once".
+      throw stop.aborted ? new Error(`stopped by ${stop.reason}: no verdict`) : e;
     } finally {
-      await upstream.close();
+      await upstream?.close();
     }
   });
 }
