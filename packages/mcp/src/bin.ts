@@ -21,9 +21,9 @@ if (first !== undefined && !first.startsWith('-') && !COMMANDS.includes(first)) 
   try {
     // Loaded on use: --help and usage errors answer without loading the ledgers and adapters.
     const commands = await import('./commands.js');
-    if (name === 'wrap') await commands.runWrap(rest);
-    else if (name === 'probe') process.exitCode = (await commands.runProbe(rest)).exit;
-    else await commands.runServe(args);
+    if (name === 'probe') process.exitCode = (await commands.runProbe(rest)).exit;
+    // Serving returns once stopped; its stdin, still read, would keep the process running.
+    else process.exit(await (name === 'wrap' ? commands.runWrap(rest) : commands.runServe(args)));
   } catch (e) {
     const code = String((e as { code?: unknown } | null)?.code);
     // A driver's or the upstream's message may quote a credential or an address: scrubbed as receipts are. Not the

@@ -67,7 +67,7 @@ export const PROBE_COMMAND = {
   usage:
     'retrysafe-mcp probe --tool T --args JSON --count-tool T --count-path P [options] (-- <server command…> | --url URL)',
   summary:
-    'Fire identical calls at a writing tool and count its effects through a read tool (exit 0 at most once, 1 duplicates, 3 no effect seen, 2 could not run).',
+    'Fire identical calls at a writing tool and count its effects through a read tool (exit 0 at most once, 1 duplicates, 3 no effect seen, 2 could not run or was stopped).',
   options: {
     tool: { value: 'text', help: 'the writing tool to probe' },
     args: { value: 'json', help: 'its sample arguments (in a sandbox you own)' },
@@ -165,7 +165,7 @@ export function helpText(commands: readonly CliCommand[]): string {
     '  retrysafe-mcp --help',
     '      This text.',
     '',
-    'Exit codes: 0 ok, 1 failure (probe: duplicates), 2 bad usage or config, a server that cannot be spawned or a probe that could not run, 3 probe saw no effect.',
+    'Exit codes: 0 ok, 1 failure (probe: duplicates), 2 bad usage or config, a server that cannot be spawned or a probe that could not run or was stopped (SIGTERM, SIGINT), 3 probe saw no effect.',
   );
   return lines.join('\n');
 }

@@ -30,7 +30,8 @@ import { createCoalescer } from './coalesce.js';
 import { answerValue, followUpstream, readPath } from './fence/fence-adapter.js';
 import { loadFenceConfig } from './fence/fence-config.js';
 import { createFenceServer } from './fence/fence-server.js';
-import { connectUpstream, type UpstreamClient, type UpstreamTarget } from './fence/upstream.js';
+import { connectUpstream, type Upstream, type UpstreamClient, type UpstreamTarget } from './fence/upstream.js';
+import { aborted } from './fence/upstream-task.js';
 import { createRetrysafeMcpServer, LOOPBACK_NAMES, serveHttp } from './server.js';
 
 const toStderr = (line: string): void => void process.stderr.write(`${line}\n`);
@@ -98,65 +99,92 @@ const stopping =
 const SIGNALS = ['SIGTERM', 'SIGINT'] as const;
 const TOKEN_ENV = 'RETRYSAFE_MCP_TOKEN';
 
-/** Serves on stdio, or with `--http` on loopback behind the Host/Origin allow-lists and a bearer token. */
+/** Runs `command` with `stop`, which the first SIGTERM or SIGINT aborts: it stops what it started and returns. That
+ * stop is not cut short by another signal's default (a supervisor's, or a host's while we stop), which would leave an
+ * upstream running; but a second signal, of either, is someone the stop takes too long for: `kill` aborts (an upstream
+ * is killed at once) and the signal ends the process as it does by default. The listeners go with the command. */
+async function stoppable<T>(command: (stop: AbortSignal, kill: AbortSignal) => Promise<T>): Promise<T> {
+  const [stop, kill] = [new AbortController(), new AbortController()];
+  const off = () => {
+    for (const s of SIGNALS) process.off(s, on);
+  };
+  const on = (signal: NodeJS.Signals) => {
+    if (!stop.signal.aborted) return stop.abort(signal);
+    kill.abort(signal);
+    off();
+    process.kill(process.pid, signal);
+  };
+  for (const s of SIGNALS) process.on(s, on);
+  try {
+    return await command(stop.signal, kill.signal);
+  } finally {
+    off();
+  }
+}
+
+/** Serves on stdio, or with `--http` on loopback behind the Host/Origin allow-lists and a bearer token, until `signal`
+ * aborts or (stdio) the host closes our stdin; then stops. */
 async function serve(
   o: Values<typeof SERVE_COMMAND.options>,
   make: () => Server,
   what: string,
   log: (line: string) => void,
   stop: () => Promise<void>,
-  signalled = false,
-): Promise<void> {
-  let stopping = false;
-  const end = () => {
-    if (!stopping) void stop().finally(() => process.exit(0));
-    stopping = true;
-  };
-  // SIGTERM (a supervisor's, or the host's while we stop) does not cut the stop short, which would leave an upstream
-  // running; a second signal ends us at once.
-  for (const signal of SIGNALS) process.once(signal, end);
-  if (signalled) return end();
-  if (!o.http) {
-    // MCP's stdio shutdown: the host closes our stdin and waits for us to exit. A host that started us through npx
-    // cannot signal us, and an upstream child or a ledger's connections would keep us running.
-    process.stdin.once('end', end);
-    return make().connect(new StdioServerTransport());
+  signal: AbortSignal,
+): Promise<number> {
+  let http: Awaited<ReturnType<typeof serveHttp>> | undefined;
+  if (!signal.aborted) {
+    const ended = new Promise((resolve) => {
+      signal.addEventListener('abort', resolve, { once: true });
+      // MCP's stdio shutdown: the host closes our stdin and waits for us to exit. A host that started us through npx
+      // cannot signal us, and an upstream child or a ledger's connections would keep us running.
+      if (!o.http) process.stdin.once('end', resolve);
+    });
+    if (!o.http) await make().connect(new StdioServerTransport());
+    else {
+      const configured = secretFromEnv(TOKEN_ENV);
+      http = await serveHttp(make, {
+        port: o.port ?? 0,
+        allowedHosts: o.allowHost ?? [],
+        allowedOrigins: o.allowOrigin ?? [],
+        ...(configured ? { token: configured } : {}),
+      }).catch((e: unknown) => {
+        // The token's rule is serveHttp's; a variable that breaks it is bad config, named by the variable.
+        throw configured && e instanceof TypeError ? new ConfigError(TOKEN_ENV, e.message.replace(/^.*?: /, '')) : e;
+      });
+      log(`${what} on ${http.url}`);
+      log(
+        configured
+          ? `bearer token: from ${TOKEN_ENV}`
+          : `bearer token (send as "Authorization: Bearer <token>"): ${http.token}`,
+      );
+    }
+    await ended;
   }
-  const configured = secretFromEnv(TOKEN_ENV);
-  const h = await serveHttp(make, {
-    port: o.port ?? 0,
-    allowedHosts: o.allowHost ?? [],
-    allowedOrigins: o.allowOrigin ?? [],
-    ...(configured ? { token: configured } : {}),
-  }).catch((e: unknown) => {
-    // The token's rule is serveHttp's; a variable that breaks it is bad config, named by the variable.
-    throw configured && e instanceof TypeError ? new ConfigError(TOKEN_ENV, e.message.replace(/^.*?: /, '')) : e;
-  });
-  log(`${what} on ${h.url}`);
-  log(
-    configured
-      ? `bearer token: from ${TOKEN_ENV}`
-      : `bearer token (send as "Authorization: Bearer <token>"): ${h.token}`,
-  );
+  await stop();
+  await http?.close();
+  return 0;
 }
 
-/** `retrysafe-mcp --config …` (SERVE_COMMAND). */
-export async function runServe(argv: readonly string[], log = toStderr): Promise<void> {
+/** `retrysafe-mcp --config …` (SERVE_COMMAND): serves until stopped, then its exit code. */
+export async function runServe(argv: readonly string[], log = toStderr): Promise<number> {
   const { values: o } = parseOptions(argv, SERVE_COMMAND);
   const configPath = o.config ?? process.env[CONFIG_ENV];
   if (!configPath) throw new UsageError(`name the config: --config <retrysafe.yaml> (or set ${CONFIG_ENV})`);
   const config = await loadConfigFile(configPath);
-  const { byName, operations } = await naming(configPath, async () => {
-    const byName = await createAdapters(config);
-    // the config names operations by its adapter keys; tools are named by provider
-    const operations = exposedOperations(config, byName);
-    checkAtStart(Object.values(byName), config.policy, operations);
-    return { byName, operations };
+  return stoppable(async (stop) => {
+    const { byName, operations } = await naming(configPath, async () => {
+      const byName = await createAdapters(config);
+      // the config names operations by its adapter keys; tools are named by provider
+      const operations = exposedOperations(config, byName);
+      checkAtStart(Object.values(byName), config.policy, operations);
+      return { byName, operations };
+    });
+    const parts = await servingParts(config);
+    const make = () => createRetrysafeMcpServer({ ...parts, adapters: Object.values(byName), operations });
+    make(); // a tool set it refuses (two tools of one name) is refused at start, not on the first HTTP request
+    return serve(o, make, 'retrysafe MCP server', log, stopping(parts), stop);
   });
-  const parts = await servingParts(config);
-  const make = () => createRetrysafeMcpServer({ ...parts, adapters: Object.values(byName), operations });
-  make(); // a tool set it refuses (two tools of one name) is refused at start, not on the first HTTP request
-  return serve(o, make, 'retrysafe MCP server', log, stopping(parts));
 }
 
 /** The upstream server: `--url`, else the command after `--`. */
@@ -177,41 +205,38 @@ function target(
   return { command: rest[0]!, args: rest.slice(1), ...(env ? { env } : {}) };
 }
 
-/** `retrysafe-mcp wrap …` (WRAP_COMMAND). */
-export async function runWrap(argv: readonly string[], log = toStderr): Promise<void> {
+/** `retrysafe-mcp wrap …` (WRAP_COMMAND): serves until stopped, then its exit code. */
+export async function runWrap(argv: readonly string[], log = toStderr): Promise<number> {
   const { values: o, rest } = parseOptions(argv, WRAP_COMMAND);
-  if (o.config === undefined) throw new UsageError('name the fence file: --config <fence.yaml>');
-  const config = loadFenceConfig(o.config);
-  // A signal while the fence starts ends the upstream it is starting, or, once started, stops it as serving does.
-  const starting = new AbortController();
-  const signalled = () => starting.abort();
-  for (const s of SIGNALS) process.once(s, signalled);
-  const upstream = await connectUpstream(target(o.url, rest, config.env), undefined, {
-    signal: starting.signal,
-  }).catch((e) => {
-    // The upstream it was starting has been closed: a signal is a request to stop, which serving answers with 0 too.
-    if (starting.signal.aborted) process.exit(0);
-    throw e;
+  const file = o.config;
+  if (file === undefined) throw new UsageError('name the fence file: --config <fence.yaml>');
+  const config = loadFenceConfig(file);
+  return stoppable(async (stop, kill) => {
+    const starting = connectUpstream(target(o.url, rest, config.env), undefined, { signal: stop, kill });
+    try {
+      const upstream = await starting;
+      const fence = await naming(file, () => {
+        const fence = followUpstream(config, upstream);
+        checkAtStart([fence.current().adapter], config.policy);
+        return fence;
+      });
+      const parts = await servingParts(config);
+      const make = () => createFenceServer({ ...parts, fence, upstream });
+      const fenced = Object.keys(config.tools);
+      const passed = upstream.tools.map((t) => t.name).filter((n) => !fenced.includes(n));
+      log(
+        `retrysafe fence: ${fenced.length} fenced (${fenced.join(', ')}), ${passed.length} passed through${passed.length ? ` (${passed.join(', ')})` : ''}`,
+      );
+      return await serve(o, make, 'retrysafe fence', log, stopping(parts, upstream), stop);
+    } catch (e) {
+      // A fence that cannot start leaves no upstream running. A signal while it starts closes the one being started: a
+      // request to stop, answered with 0 as serving does.
+      const upstream = await starting.catch(() => undefined);
+      await upstream?.close();
+      if (stop.aborted) return 0;
+      throw e;
+    }
   });
-  try {
-    const fence = await naming(o.config, () => {
-      const fence = followUpstream(config, upstream);
-      checkAtStart([fence.current().adapter], config.policy);
-      return fence;
-    });
-    const parts = await servingParts(config);
-    const make = () => createFenceServer({ ...parts, fence, upstream });
-    const fenced = Object.keys(config.tools);
-    const passed = upstream.tools.map((t) => t.name).filter((n) => !fenced.includes(n));
-    log(
-      `retrysafe fence: ${fenced.length} fenced (${fenced.join(', ')}), ${passed.length} passed through${passed.length ? ` (${passed.join(', ')})` : ''}`,
-    );
-    for (const s of SIGNALS) process.off(s, signalled);
-    return await serve(o, make, 'retrysafe fence', log, stopping(parts, upstream), starting.signal.aborted);
-  } catch (e) {
-    await upstream.close(); // a fence that cannot start leaves no upstream running
-    throw e;
-  }
 }
 
 /** `retrysafe-mcp probe …` (PROBE_COMMAND): the receipt, and the exit code (0 at most once, 1 duplicates, 3 no effect seen). */
@@ -229,18 +254,25 @@ export async function runProbe(argv: readonly string[], out = toStdout) {
       throw new UsageError(`--receipt ${o.receipt}: cannot write it: ${why}`);
     }
   }
-  const upstream = await connectUpstream(target(o.url, rest), 'retrysafe-probe');
-  try {
-    const receipt = await probeTool({ ...o, tool, countTool, countPath, client: upstream });
-    if (o.receipt !== undefined) writeFileSync(o.receipt, JSON.stringify(receipt, null, 2) + '\n');
-    out(receipt.summary);
-    out(
-      `calls: ${receipt.calls.map((c) => `${c.phase}=${c.answer}`).join(' ')}; effects counted by ${countTool}: ${receipt.before} → ${receipt.after}`,
-    );
-    return { receipt, exit: receipt.verdict === 'at-most-once' ? 0 : receipt.verdict === 'duplicates' ? 1 : 3 };
-  } finally {
-    await upstream.close();
-  }
+  return stoppable(async (stop, kill) => {
+    let upstream: Upstream | undefined;
+    try {
+      upstream = await connectUpstream(target(o.url, rest), 'retrysafe-probe', { signal: stop, kill });
+      const probing = probeTool({ ...o, tool, countTool, countPath, client: upstream, signal: stop });
+      const receipt = await Promise.race([probing, aborted(stop)]);
+      if (o.receipt !== undefined) writeFileSync(o.receipt, JSON.stringify(receipt, null, 2) + '\n');
+      out(receipt.summary);
+      out(
+        `calls: ${receipt.calls.map((c) => `${c.phase}=${c.answer}`).join(' ')}; effects counted by ${countTool}: ${receipt.before} → ${receipt.after}`,
+      );
+      return { receipt, exit: receipt.verdict === 'at-most-once' ? 0 : receipt.verdict === 'duplicates' ? 1 : 3 };
+    } catch (e) {
+      // A signal ends the server and the calls: no verdict, which is not "at most once".
+      throw stop.aborted ? new Error(`stopped by ${stop.reason}: no verdict`) : e;
+    } finally {
+      await upstream?.close();
+    }
+  });
 }
 
 type Answer = 'ok' | 'tool-error' | 'timeout' | 'error';
@@ -251,7 +283,7 @@ const CALL_TIMEOUT_MS = 30_000;
 /** Identical calls at once, then one abandoned on a client timeout and re-issued; the effects are counted by a read tool. */
 async function probeTool(
   o: Values<typeof PROBE_COMMAND.options> &
-    Record<'tool' | 'countTool' | 'countPath', string> & { client: UpstreamClient },
+    Record<'tool' | 'countTool' | 'countPath', string> & { client: UpstreamClient; signal: AbortSignal },
 ) {
   const startedAt = new Date().toISOString();
   const count = async (): Promise<number> => {
@@ -281,7 +313,7 @@ async function probeTool(
     { phase: 'timed-out' as const, answer: await call(o.timeoutMs ?? 200) },
     { phase: 're-issued' as const, answer: await call(CALL_TIMEOUT_MS) },
   ];
-  await sleep(o.settleMs ?? 1500);
+  await sleep(o.settleMs ?? 1500, undefined, { signal: o.signal });
   const after = await count();
   const effects = after - before;
   const verdict: 'at-most-once' | 'duplicates' | 'no-effect-seen' =

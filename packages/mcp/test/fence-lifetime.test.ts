@@ -24,6 +24,32 @@ async function fencedEverything(dir: string) {
   return wrapped(fence, ['--', ...upstream, everythingServer]);
 }
 
+/** `retrysafe-mcp <args> -- <a stdio server that never answers initialize>` (unless code run `first` does), once that
+ * server runs: its pid is written whole to `dir/pid`, the end of its stdin marked by `dir/pid.eof`, and a timer keeps it
+ * running after that end. */
+async function silentlyStarting(dir: string, args: string[], first = '') {
+  const pid = join(dir, 'pid');
+  const silent = `${first}const fs = require('node:fs'); fs.writeFileSync('${pid}.tmp', String(process.pid)); fs.renameSync('${pid}.tmp', '${pid}'); process.stdin.on('end', () => fs.writeFileSync('${pid}.eof', '')).resume(); setInterval(() => {}, 1000)`;
+  const child = spawn(node, [bin, ...args, '--', node, '-e', silent], { stdio: 'pipe' });
+  const exited = once(child, 'exit');
+  let said = '';
+  child.stderr.on('data', (d) => (said += String(d)));
+  onCleanup(() => child.kill('SIGKILL'));
+  while (!existsSync(pid)) await new Promise((r) => setTimeout(r, 10));
+  // left by a test that failed
+  onCleanup(() => {
+    try {
+      process.kill(Number(readFileSync(pid, 'utf8')), 'SIGKILL');
+    } catch {}
+  });
+  return { child, exited, said: () => said, pid };
+}
+const fenceArgs = (dir: string) => [
+  'wrap',
+  '--config',
+  writeFence(dir, { name: 'silent', tools: { echo: { kind: 'create', intent: ['message'] } } }),
+];
+
 describe('the fence stops its upstream whatever ends it', () => {
   it('its host closes it (stdin ended, SIGTERM 2 s later) and the upstream ignores SIGTERM: the upstream is killed', async () => {
     const dir = tempDir('retrysafe-lifetime-');
@@ -51,20 +77,44 @@ describe('the fence stops its upstream whatever ends it', () => {
     'signalled while it starts (the upstream not answering yet, and it %s): it ends as when serving (exit 0, no error), and ends the upstream it started',
     async (_, onTerm) => {
       const dir = tempDir('retrysafe-lifetime-');
-      const fence = writeFence(dir, { name: 'silent', tools: { echo: { kind: 'create', intent: ['message'] } } });
-      const pid = join(dir, 'pid');
-      // It never answers initialize, and its timer keeps it running after its stdin ends; its pid appears whole.
-      const silent = `${onTerm}const fs = require('node:fs'); fs.writeFileSync('${pid}.tmp', String(process.pid)); fs.renameSync('${pid}.tmp', '${pid}'); setInterval(() => {}, 1000)`;
-      const wrap = spawn(node, [bin, 'wrap', '--config', fence, '--', node, '-e', silent], { stdio: 'pipe' });
-      let said = '';
-      wrap.stderr.on('data', (d) => (said += String(d)));
-      while (!existsSync(pid)) await new Promise((r) => setTimeout(r, 10));
-      wrap.kill('SIGTERM');
-      const [code] = await once(wrap, 'exit');
+      const { child, exited, said, pid } = await silentlyStarting(dir, fenceArgs(dir), onTerm);
+      child.kill('SIGTERM');
+      const [code] = await exited;
       await expectStopped(pid);
-      expect({ code, said }).toEqual({ code: 0, said: '' });
+      expect({ code, said: said() }).toEqual({ code: 0, said: '' });
     },
   );
+
+  it('a probe signalled while it starts: its upstream is ended, and it exits 2 (no verdict), never 0 (at most once)', async () => {
+    const dir = tempDir('retrysafe-lifetime-');
+    const probe = ['probe', '--tool', 't', '--count-tool', 'c', '--count-path', 'p'];
+    const { child, exited, said, pid } = await silentlyStarting(dir, probe);
+    child.kill('SIGINT');
+    const [code] = await exited;
+    await expectStopped(pid);
+    expect({ code, said: said() }).toEqual({ code: 2, said: 'retrysafe-mcp probe: stopped by SIGINT: no verdict\n' });
+  });
+
+  it('a second signal while the first one stops it (SIGINT after SIGTERM) ends it at once, and its upstream with it', async () => {
+    const dir = tempDir('retrysafe-lifetime-');
+    // The upstream ignores SIGTERM and the end of its stdin: only a kill ends it.
+    const { child, exited, pid } = await silentlyStarting(dir, fenceArgs(dir), 'process.on("SIGTERM", () => {}); ');
+    child.kill('SIGTERM');
+    while (!existsSync(`${pid}.eof`)) await new Promise((r) => setTimeout(r, 10)); // the fence is stopping it
+    child.kill('SIGINT');
+    const [code, signal] = await exited;
+    expect({ code, signal }).toEqual({ code: null, signal: 'SIGINT' });
+    await expectStopped(pid);
+  });
+
+  it('an upstream that refuses its initialize and ignores the end of its stdin: the fence exits 1, the upstream ended', async () => {
+    const dir = tempDir('retrysafe-lifetime-');
+    const refuse = `require('node:readline').createInterface({ input: process.stdin }).on('line', (l) => process.stdout.write(JSON.stringify({ jsonrpc: '2.0', id: JSON.parse(l).id, error: { code: -32603, message: 'not today' } }) + '\\n')); `;
+    const { exited, said, pid } = await silentlyStarting(dir, fenceArgs(dir), refuse);
+    const [code] = await exited;
+    expect({ code, said: said() }).toEqual({ code: 1, said: 'retrysafe-mcp wrap: MCP error -32603: not today\n' });
+    await expectStopped(pid);
+  });
 
   it('signalled while an HTTP upstream has not answered its initialize: it ends as when serving (exit 0, no error)', async () => {
     const dir = tempDir('retrysafe-lifetime-');

@@ -21,7 +21,7 @@ import { createMemoryLedger, createRunner } from '@retrysafe/core';
 import { describe, expect, it } from 'vitest';
 import { parse as parseYaml, stringify as stringifyYaml } from 'yaml';
 import { runServe, runWrap } from '../src/commands.js';
-import { connectUpstream } from '../src/fence/upstream.js';
+import { connectUpstream, UpstreamUnavailableError } from '../src/fence/upstream.js';
 import { createFenceAdapter, parseFenceConfig } from '../src/index.js';
 import {
   clientOf,
@@ -136,7 +136,8 @@ describe("the upstream's tool list", () => {
 });
 
 /** A streamable HTTP upstream with sessions (as most are) whose create tool counts its calls; `endSessions()` forgets
- * every session, as a restarted server does, and a request of a forgotten session gets `forgotten` (the spec's 404). */
+ * every session, as a restarted server does, and a request of a forgotten session gets `forgotten` (the spec's 404);
+ * a new session is refused (503) while `refuse()` says so. */
 async function sessionUpstream(
   forgotten: { status: number; message: string } = FORGOTTEN[0],
   listing = async (): Promise<ListToolsResult> => ({ tools: [tool('create')] }),
@@ -144,9 +145,11 @@ async function sessionUpstream(
   const sessions = new Map<string, StreamableHTTPServerTransport>();
   const created: string[] = [];
   const deleted: string[] = [];
+  const up = { refuse: () => false };
   const http = createServer(async (req, res) => {
     const id = req.headers['mcp-session-id'];
     if (req.method === 'DELETE') deleted.push(String(id));
+    if (id === undefined && up.refuse()) return void res.writeHead(503).end('starting');
     let transport = typeof id === 'string' ? sessions.get(id) : undefined;
     if (typeof id === 'string' && !transport) {
       const error = { code: -32001, message: forgotten.message };
@@ -175,7 +178,7 @@ async function sessionUpstream(
   await new Promise<void>((resolve) => http.listen(0, '127.0.0.1', resolve));
   onCleanup(() => new Promise((resolve) => http.close(resolve)));
   const url = `http://127.0.0.1:${(http.address() as AddressInfo).port}/mcp`;
-  return { url, created, deleted, sessions, endSessions: () => sessions.clear() };
+  return Object.assign(up, { url, created, deleted, sessions, endSessions: () => sessions.clear() });
 }
 
 /** What a request of a forgotten session is answered: the spec's 404, and the 400 of the official servers written on
@@ -218,6 +221,23 @@ describe('an HTTP upstream that ended its session (restarted)', () => {
       expect(up.created).toEqual(['a', 'b', 'c']);
     },
   );
+});
+
+describe('an HTTP upstream whose new session cannot be started', () => {
+  it('closed while the restart tries fail: no try after the close', async () => {
+    const up = await sessionUpstream();
+    const upstream = await connectUpstream({ url: up.url });
+    up.endSessions();
+    await expect(upstream.callTool({ name: 'create' })).rejects.toThrow(/ended its session/);
+    let tries = 0;
+    up.refuse = () => {
+      // the close lands while the first try of the restart fails
+      if (++tries === 1) void upstream.close();
+      return true;
+    };
+    await expect(upstream.callTool({ name: 'create' })).rejects.toThrow(UpstreamUnavailableError);
+    expect(tries).toBe(1);
+  });
 });
 
 describe('retrysafe-mcp wrap that cannot start', () => {

@@ -64,7 +64,8 @@ export async function viaTask(
   }
 }
 
-const aborted = (signal: AbortSignal | undefined) =>
+/** Rejects with the signal's reason once it aborts. */
+export const aborted = (signal: AbortSignal | undefined) =>
   new Promise<never>((_, reject) => {
     if (signal?.aborted) reject(signal.reason);
     signal?.addEventListener('abort', () => reject(signal.reason), { once: true });

@@ -130,17 +130,23 @@ async function listAllTools(client: Client): Promise<Tool[]> {
   }
 }
 
+/** A stdio transport's child process, which the SDK keeps private (and forgets once it closes it). */
+const childOf = (transport: unknown) => (transport as { _process?: ChildProcess } | undefined)?._process;
+
 /** What a failed start of `transport` is thrown as: a stdio upstream's command and exit code, an HTTP one's cause (the
- * SDK says only "Connection closed", fetch "fetch failed"; the URL is not quoted, it may hold a credential). */
-function startError(target: UpstreamTarget, transport: Transport) {
+ * SDK says only "Connection closed", fetch "fetch failed"; the URL is not quoted, it may hold a credential). A stdio
+ * upstream's child process is given to `spawned`. */
+function startError(target: UpstreamTarget, transport: Transport, spawned: (child: ChildProcess) => void) {
   let ended: string | undefined;
   if (transport instanceof StdioClientTransport && 'command' in target) {
     const upstream = [target.command, ...(target.args ?? [])].join(' ');
     const spawn = transport.start.bind(transport);
-    // The SDK keeps its child process private: read off it, for its exit code (an SDK without it: its own message).
+    // Its exit code, for the message (an SDK without it: its own message).
     transport.start = () =>
       spawn().then(() => {
-        (transport as unknown as { _process?: ChildProcess })._process?.once('exit', (code, signal) => {
+        const child = childOf(transport);
+        if (child) spawned(child);
+        child?.once('exit', (code, signal) => {
           ended = `the upstream MCP server (${upstream}) ${signal ? `was killed by ${signal}` : `exited with code ${code}`} at start-up`;
         });
       });
@@ -156,16 +162,19 @@ function startError(target: UpstreamTarget, transport: Transport) {
 const STOP_GRACE_MS = 500;
 
 /** Closes `c`, ending an HTTP upstream's session (the spec's DELETE) unless it is not answered within the grace. A stdio
- * upstream still running gets SIGTERM after the grace, SIGKILL after another: the SDK waits longer before its own
- * signals than a host closing us waits before its, and an upstream that ignores SIGTERM would outlive us. */
-async function end(c: Client): Promise<void> {
-  const child = (c.transport as { _process?: ChildProcess } | undefined)?._process;
+ * upstream (`child`) still running gets SIGTERM after the grace, SIGKILL after another, and is waited for: the SDK waits
+ * longer before its own signals than a host closing us waits before its, and an upstream that ignores SIGTERM would
+ * outlive us. */
+async function end(c: Client, child = childOf(c.transport)): Promise<void> {
+  const running = child?.exitCode === null && child.signalCode === null;
+  const exited = running && new Promise((resolve) => child.once('exit', resolve));
   const signal = (s: NodeJS.Signals) => child?.exitCode === null && child.signalCode === null && child.kill(s);
   const timers = [setTimeout(signal, STOP_GRACE_MS, 'SIGTERM'), setTimeout(signal, 2 * STOP_GRACE_MS, 'SIGKILL')];
   const http = c.transport instanceof StreamableHTTPClientTransport ? c.transport : undefined;
   const bound = sleep(STOP_GRACE_MS, undefined, { ref: false });
   await Promise.race([http?.terminateSession().catch(() => undefined), bound]);
   await c.close();
+  await exited;
   for (const t of timers) clearTimeout(t);
 }
 
@@ -174,14 +183,20 @@ async function end(c: Client): Promise<void> {
 const HOST_ANSWER_MS = 600_000;
 
 // A dead stdio upstream is restarted (bounded, with backoff); a call that cannot be sent fails UpstreamUnavailableError.
+// `signal` aborted while it starts closes the upstream being started; `kill` aborted kills a stdio upstream at once.
 export async function connectUpstream(
   target: UpstreamTarget,
   name = 'retrysafe-fence',
-  { hostAnswerMs = HOST_ANSWER_MS, signal }: { hostAnswerMs?: number; signal?: AbortSignal } = {},
+  {
+    hostAnswerMs = HOST_ANSWER_MS,
+    signal,
+    kill,
+  }: { hostAnswerMs?: number; signal?: AbortSignal; kill?: AbortSignal } = {},
 ) {
   let client: Client | undefined;
-  /** The upstream started last, connected or still starting: the one a close ends. */
+  /** The upstream started last, connected or still starting: the one a close ends; a stdio one's child process. */
   let latest: Client | undefined;
+  let child: ChildProcess | undefined;
   let tools: Tool[] = [];
   let capabilities: ServerCapabilities = {};
   let instructions: string | undefined;
@@ -209,7 +224,7 @@ export async function connectUpstream(
             stderr: 'pipe',
           });
     if (transport instanceof StdioClientTransport) relayStderr(transport.stderr as Readable | null);
-    const named = startError(target, transport);
+    const named = startError(target, transport, (p) => (child = p));
     c.fallbackNotificationHandler = async (n) => {
       if (n.method === 'notifications/tools/list_changed') tools = await listAllTools(c).catch(() => tools);
       // The upstream's tasks are the fence's own (see taskOnly): no host's business.
@@ -223,8 +238,11 @@ export async function connectUpstream(
       // by the next call.
       if (++deaths <= RESTART.tries) void ready().catch(() => undefined);
     };
-    await c.connect(transport).catch((e) => {
-      throw named(e);
+    // The SDK ends what a failed start leaves, but slower than a fence that cannot start exits.
+    await c.connect(transport).catch(async (e) => {
+      const error = named(e);
+      await end(c, child).catch(() => undefined);
+      throw error;
     });
     inOrder(transport);
     const before = tools;
@@ -247,6 +265,7 @@ export async function connectUpstream(
     let last: unknown;
     for (let i = 0; i < RESTART.tries; i++) {
       if (i > 0) await sleep(RESTART.baseMs * 2 ** (i - 1));
+      if (closing) throw new UpstreamUnavailableError('the fence is closing');
       try {
         // Outside any host's call: what the connection reads outside a request's own answer stream is no call's.
         return await hostCall.exit(start);
@@ -307,8 +326,8 @@ export async function connectUpstream(
   // Aborted while it starts (the fence was signalled): the upstream being started is closed as any other.
   const abort = () => void close().catch(() => undefined);
   signal?.addEventListener('abort', abort, { once: true });
-  await hostCall.exit(start);
-  signal?.removeEventListener('abort', abort);
+  kill?.addEventListener('abort', () => child?.kill('SIGKILL'), { once: true });
+  await hostCall.exit(start).finally(() => signal?.removeEventListener('abort', abort));
   return {
     /** The upstream's tools as last listed (re-listed when it says its list changed, and after a restart). */
     get tools(): readonly Tool[] {
