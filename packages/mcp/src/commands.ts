@@ -171,8 +171,8 @@ export async function runServe(argv: readonly string[], log = toStderr): Promise
   const { values: o } = parseOptions(argv, SERVE_COMMAND);
   const configPath = o.config ?? process.env[CONFIG_ENV];
   if (!configPath) throw new UsageError(`name the config: --config <retrysafe.yaml> (or set ${CONFIG_ENV})`);
-  const config = await loadConfigFile(configPath);
   return stoppable(async (stop) => {
+    const config = await loadConfigFile(configPath);
     const { byName, operations } = await naming(configPath, async () => {
       const byName = await createAdapters(config);
       // the config names operations by its adapter keys; tools are named by provider
