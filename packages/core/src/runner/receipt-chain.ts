@@ -60,6 +60,7 @@ export function attemptReceipt(
   if (typeof refs.providerRef === 'string') body.providerRef = op.redactor.text(refs.providerRef);
   if (typeof refs.requestId === 'string') body.requestId = op.redactor.text(refs.requestId);
   if (message !== undefined) body.message = op.redactor.text(message);
+  if (inner?.kind === 'not-applied' && inner.neverSent === true) body.neverSent = true;
   if (inner?.kind === 'rejected') {
     body.rejectReason = inner.reason;
     if (typeof inner.created === 'string') body.created = op.redactor.text(inner.created);

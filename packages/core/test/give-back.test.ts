@@ -1,0 +1,48 @@
+import { type Outcome, RetryExhaustedError } from '@retrysafe/contract';
+import { describe, expect, it } from 'vitest';
+import { scripted, setup } from './helpers.js';
+
+const OP = 'records.create';
+const refused: Outcome = {
+  kind: 'not-applied',
+  message: 'connect ECONNREFUSED',
+  code: 'ECONNREFUSED',
+  neverSent: true,
+};
+const throttled: Outcome = { kind: 'not-applied', message: 'rate limited', status: 429 };
+const params = (ref: string) => ({ params: { ref, amount: 5 } });
+
+// Every call failed before its request left: no effect can exist, so the claim is given back instead of a hand-off,
+// and a later call of the same id simply runs.
+describe('an operation none of whose calls was sent', () => {
+  it('is given back (not-sent, no packet, never recovered) and the next call of the same id sends it once', async () => {
+    const { provider, adapter, runner, ledger, packets } = setup({}, { policy: { maxAttempts: 3 } });
+    let down = true;
+    const flaky = scripted(adapter, () => (down ? refused : undefined));
+    const first = runner.run(flaky, OP, params('give-back'));
+    await expect(first).rejects.toSatisfy(RetryExhaustedError.isInstance);
+    await expect(first).rejects.toThrow(/nothing was sent/);
+    const [row] = await ledger.list({});
+    expect(row).toMatchObject({ state: 'not-sent', leaseOwner: null, attemptCount: 3 });
+    const receipts = await ledger.receipts(row!.businessOperationId);
+    expect(receipts.map((r) => [r.outcome, r.neverSent])).toEqual(Array(3).fill(['not-applied', true]));
+    expect(packets).toEqual([]);
+    expect(await runner.recover({ adapters: [flaky] })).toEqual([]);
+    expect(provider.calls()).toBe(0);
+
+    down = false;
+    const again = await runner.run(flaky, OP, params('give-back'));
+    expect(again).toMatchObject({ status: 'done', adopted: false, attempts: 1 });
+    expect(provider.count()).toBe(1);
+    expect(await ledger.receipts(row!.businessOperationId)).toHaveLength(4);
+  });
+
+  it('is handed off as before when one call may have reached the provider (a 429 is not "never sent")', async () => {
+    const { adapter, runner, ledger, packets } = setup({}, { policy: { maxAttempts: 3 } });
+    const flaky = scripted(adapter, (n) => (n === 0 ? throttled : refused));
+    const r = await runner.run(flaky, OP, params('mixed'));
+    expect(r.status === 'handed-off' && r.packet.reason).toBe('retry-exhausted');
+    expect((await ledger.list({}))[0]?.state).toBe('handed-off');
+    expect(packets).toHaveLength(1);
+  });
+});
