@@ -28,7 +28,8 @@ export function createCoalescer(ledger: Ledger, defaultWaitMs = 30_000) {
       const ended = TERMINAL_STATES.includes(record.state);
       // Called again for a hand-off, the runner takes it as the caller's own new call (made after the user's step) and
       // may send it: a hand-off is answered from the ledger, nothing sent.
-      if (ended && record.state !== 'succeeded') return answerAtRest(ledger, record);
+      // Given back (nothing sent), it is run again as any call of it is.
+      if (ended && record.state !== 'succeeded' && record.state !== 'not-sent') return answerAtRest(ledger, record);
       // As in the runner's own wait: a result it adopts (or refuses as other params'), a lease run out it takes over.
       if (ended || !leaseLive(record, Date.now())) r = await run();
     }
