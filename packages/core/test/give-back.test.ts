@@ -1,4 +1,5 @@
 import { type Outcome, RetryExhaustedError } from '@retrysafe/contract';
+import { operationStatus } from '@retrysafe/core/agent';
 import { describe, expect, it } from 'vitest';
 import { scripted, setup } from './helpers.js';
 
@@ -26,7 +27,11 @@ describe('an operation none of whose calls was sent', () => {
     expect(row).toMatchObject({ state: 'not-sent', leaseOwner: null, attemptCount: 3 });
     const receipts = await ledger.receipts(row!.businessOperationId);
     expect(receipts.map((r) => [r.outcome, r.neverSent])).toEqual(Array(3).fill(['not-applied', true]));
+    expect(receipts.map((r) => r.decision.action)).toEqual(['send', 'send', 'give-back']);
     expect(packets).toEqual([]);
+    const status = await operationStatus(ledger, row!.businessOperationId);
+    expect(status).toMatchObject({ state: 'not-sent', handoff: null });
+    expect(status.found && status.message).toMatch(/nothing was sent.*call the operation again/i);
     expect(await runner.recover({ adapters: [flaky] })).toEqual([]);
     expect(provider.calls()).toBe(0);
 

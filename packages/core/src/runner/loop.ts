@@ -91,20 +91,21 @@ async function attemptLoop(ctx: RunnerContext, op: Operation, s: DriveState): Pr
     const observed = observationPatch(op.card, observedState, obs, op.policy.clockSkewMarginMs);
     const patchedAt = ctx.clock.now();
     s.maybeApplied = observed.maybeApplied;
+    // The budget is spent and no call ever left: the claim is given back with this receipt, in the same write.
+    const neverSent = obs.kind === 'not-applied' && obs.neverSent === true;
+    const giveBack =
+      decision.action === 'handoff' &&
+      decision.reason === 'retry-exhausted' &&
+      !observed.maybeApplied &&
+      nothingEverSent([...s.receipts, { kind, ...(neverSent && { neverSent }) }], s.record);
     const receipt = attemptReceipt(ctx, op, s.receipts.at(-1), {
       kind,
       attemptId,
       startedAt,
       finishedAt,
       obs,
-      decision,
+      decision: giveBack ? { action: 'give-back', why: `${decision.why}; nothing was ever sent` } : decision,
     });
-    // The budget is spent and no call ever left: the claim is given back with this receipt, in the same write.
-    const giveBack =
-      decision.action === 'handoff' &&
-      decision.reason === 'retry-exhausted' &&
-      !observed.maybeApplied &&
-      nothingEverSent([...s.receipts, receipt], s.record);
     if (observed.patch !== null) {
       const state = giveBack ? 'not-sent' : observed.patch.state;
       s.record = await writeWith(ctx, s.lease.ref, { ...observed.patch, state, now: patchedAt, receipt });

@@ -26,7 +26,8 @@ export function attemptReceipt(
     startedAt: number;
     finishedAt: number;
     obs: Observation;
-    decision: Decision;
+    /** `give-back`: the budget is spent and no call ever left (the operation becomes `not-sent`). */
+    decision: Decision | { readonly action: 'give-back'; readonly why: string };
   },
 ): Receipt {
   const inner = answerOf(r.obs);
