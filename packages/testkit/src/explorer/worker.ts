@@ -99,6 +99,9 @@ function decided(w: World, i: number): Succ {
   const { name: tag, op } = w.ws[i]! as WorkerState & { op: OpState };
   const d = op.decision;
   const n = now(w, i);
+  // Given back with the observation's write (runner/loop.ts): its lease is released with it.
+  if (d.action === 'handoff' && w.rec?.state === 'not-sent' && w.rec.fence === op.fence)
+    return { w: setW(w, i, { pc: 'done' }), text: `${tag}: nothing was ever sent: given back (not-sent)` };
   if (d.action === 'complete' || d.action === 'handoff') {
     if (!holds(w, i)) return refused(w, i);
     const rec = w.rec!;
@@ -272,7 +275,7 @@ function call(ctx: Ctx, w: World, i: number): Succ[] {
 }
 
 const TIMEOUT: Outcome = { kind: 'unknown', cause: 'timeout', message: 'timed out' };
-const REFUSED: Outcome = { kind: 'not-applied', message: 'connection refused' };
+const REFUSED: Outcome = { kind: 'not-applied', message: 'connection refused', neverSent: true };
 
 /** One call under one network fate: the provider afterwards, the answer the client sees, in words; null if moot. */
 function network(ctx: Ctx, fate: Fate, prov: World['prov'], t: number): [World['prov'], Outcome, string] | null {
@@ -325,8 +328,19 @@ function observe(ctx: Ctx, w: World, i: number): Succ {
   let maybeApplied = op.maybeApplied;
   if (inner.kind === 'unknown' || inner.kind === 'in-progress') maybeApplied = true;
   if (inner.kind === 'not-found' && notFoundAuthoritative(d)) maybeApplied = false;
+  // One receipt per observation; the give-back reads them all, and the dispatches counted (runner/loop.ts).
+  const receipts = w.receipts + 1;
+  const neverSentOnly =
+    w.neverSentOnly && op.decision.action === 'send' && obs.kind === 'not-applied' && !!obs.neverSent;
+  const giveBack =
+    d.action === 'handoff' &&
+    d.reason === 'retry-exhausted' &&
+    !maybeApplied &&
+    neverSentOnly &&
+    w.rec!.attemptCount <= receipts;
   let state: StatePatch['state'] | null = null;
-  if (inner.kind === 'in-progress') state = 'in-progress';
+  if (giveBack) state = 'not-sent';
+  else if (inner.kind === 'in-progress') state = 'in-progress';
   else if (inner.kind === 'unknown') state = 'unknown';
   else if (inner.kind === 'not-applied' || inner.kind === 'not-found') state = maybeApplied ? 'unknown' : 'claimed';
   else if (inner.kind === 'cannot-tell') state = w.rec!.state === 'in-progress' ? 'in-progress' : 'reconciling';
@@ -335,7 +349,12 @@ function observe(ctx: Ctx, w: World, i: number): Succ {
       ? T.setStateTransition(w.rec!, { state, lastOutcome: inner.kind, now: n } as StatePatch)
       : w.rec!;
   return {
-    w: setOp({ ...w0, rec, ...overrun(ctx, w0, i, d) }, i, { decision: d, maybeApplied }, 'decided'),
+    w: setOp(
+      { ...w0, rec, receipts, neverSentOnly, ...overrun(ctx, w0, i, d) },
+      i,
+      { decision: d, maybeApplied },
+      'decided',
+    ),
     text: `${tag}: decides → ${describeDecision(d)}`,
   };
 }
