@@ -42,6 +42,21 @@ describe('an operation none of whose calls was sent', () => {
     expect(await ledger.receipts(row!.businessOperationId)).toHaveLength(4);
   });
 
+  it('its calls that never left are no doubt later: refused for a cause outside its params, resume is safe', async () => {
+    const { runner } = setup({}, { policy: { maxAttempts: 2 } });
+    const noAccess: Outcome = { kind: 'rejected', reason: 'permission', status: 403, message: 'not in the channel' };
+    let down = true;
+    const flaky = scripted(
+      scripted(setup().adapter, () => noAccess),
+      () => (down ? refused : undefined),
+    );
+    await expect(runner.run(flaky, OP, params('then-403'))).rejects.toSatisfy(RetryExhaustedError.isInstance);
+    down = false;
+    const r = await runner.run(flaky, OP, params('then-403'));
+    const resume = r.status === 'handed-off' ? r.packet.safeNextActions[0] : undefined;
+    expect(resume).toMatchObject({ action: 'resume', safe: true });
+  });
+
   it('is handed off as before when one call may have reached the provider (a 429 is not "never sent")', async () => {
     const { adapter, runner, ledger, packets } = setup({}, { policy: { maxAttempts: 3 } });
     const flaky = scripted(adapter, (n) => (n === 0 ? throttled : refused));

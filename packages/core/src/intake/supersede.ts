@@ -169,9 +169,10 @@ export function notAppliedKeyGone(
   return card === null || keyMayBeForgotten(card, record.firstDispatchedAt, at, clockSkewMarginMs);
 }
 
-/** A call under `key` recorded not applied, which may only mean a same-key re-send folds it (null: its precondition). */
+/** A call under `key` recorded not applied, which may only mean a same-key re-send folds it (null: its precondition);
+ * one that never left holds nothing under the key. */
 const notAppliedUnder = (key: OperationRecord['providerKey'], receipts: readonly Receipt[]) =>
-  receipts.find((r) => isSend(r) && r.outcome === 'not-applied' && r.providerKey === key);
+  receipts.find((r) => isSend(r) && r.outcome === 'not-applied' && r.neverSent !== true && r.providerKey === key);
 
 /** The card's half of correctionCheck. After a "not applied" that may have landed, the correction keeps that key: safe
  * only where the provider, still holding it, refuses other params under it, applies them over the first (idempotent by
