@@ -57,6 +57,18 @@ describe('an operation none of whose calls was sent', () => {
     expect(resume).toMatchObject({ action: 'resume', safe: true });
   });
 
+  it('left open by a run that stopped, is given back by recover() too (reported given-back), not handed off', async () => {
+    const { runner, ledger, packets } = setup({}, { policy: { maxAttempts: 2 } });
+    const stop = new AbortController();
+    const down = scripted(setup().adapter, () => (stop.abort(new Error('caller gone')), refused));
+    await expect(runner.run(down, OP, { ...params('stopped'), signal: stop.signal })).rejects.toThrow('caller gone');
+    expect((await ledger.list({}))[0]).toMatchObject({ state: 'claimed', leaseOwner: null });
+    const [report] = await runner.recover({ adapters: [down] });
+    expect(report).toMatchObject({ from: 'claimed', to: 'not-sent', action: 'given-back' });
+    expect(report?.error?.message).toMatch(/nothing was sent/);
+    expect(packets).toEqual([]);
+  });
+
   it('is handed off as before when one call may have reached the provider (a 429 is not "never sent")', async () => {
     const { adapter, runner, ledger, packets } = setup({}, { policy: { maxAttempts: 3 } });
     const flaky = scripted(adapter, (n) => (n === 0 ? throttled : refused));

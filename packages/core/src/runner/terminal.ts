@@ -103,8 +103,6 @@ export async function handOff(
   return { status: 'handed-off', businessOperationId: op.id, packet, attempts, receipts, ...(error ? { error } : {}) };
 }
 
-const NOT_SENT = 'given back, nothing was sent (no provider call of it ever left)';
-
 /** Given back (`not-sent`, already written): no call ever left, so no person is needed; the caller is told to call
  * again, which sends it as a new operation under the same id. */
 export function givenBack(
@@ -188,7 +186,11 @@ export function atRest(record: OperationRecord, receipts: Receipt[]): RunResult 
   if (record.state === 'succeeded')
     return { status: 'done', businessOperationId, result, providerRef, adopted: true, attempts, receipts };
   if (record.state === 'not-sent')
-    throw new InvalidStateError(businessOperationId, record.state, `${NOT_SENT}: call it again to send it`);
+    throw new InvalidStateError(
+      businessOperationId,
+      record.state,
+      'given back, nothing sent: call it again to send it',
+    );
   if (!packet) throw new InvalidStateError(businessOperationId, record.state, 'terminal without a handoff packet');
   return { status: 'handed-off', businessOperationId, packet, attempts, receipts };
 }
