@@ -1,7 +1,8 @@
 import { type Outcome, RetryExhaustedError } from '@retrysafe/contract';
+import { createMemoryLedger } from '@retrysafe/core';
 import { operationStatus } from '@retrysafe/core/agent';
 import { describe, expect, it } from 'vitest';
-import { scripted, setup } from './helpers.js';
+import { afterCall, gated, scripted, setup } from './helpers.js';
 
 const OP = 'records.create';
 const refused: Outcome = {
@@ -66,6 +67,30 @@ describe('an operation none of whose calls was sent', () => {
     const [report] = await runner.recover({ adapters: [down] });
     expect(report).toMatchObject({ from: 'claimed', to: 'not-sent', action: 'given-back' });
     expect(report?.error?.message).toMatch(/nothing was sent/);
+    expect(packets).toEqual([]);
+  });
+
+  it('a call that waited for the run giving it back sends it itself, nothing handed off', async () => {
+    let first: Promise<unknown> = Promise.resolve();
+    let down = true;
+    // The second call's claim finds the first in flight (busy); the first then ends, given back, and the upstream is up.
+    const ledger = afterCall(
+      createMemoryLedger(),
+      'claim',
+      async () => {
+        gate.resolve();
+        await first.catch(() => undefined);
+        down = false;
+      },
+      2,
+    );
+    const { provider, adapter, runner, packets } = setup({}, { ledger, policy: { maxAttempts: 1 } });
+    const { held, atGate, gate } = gated(scripted(adapter, () => (down ? refused : undefined)));
+    first = runner.run(held, OP, params('waited'));
+    await atGate.promise;
+    expect(await runner.run(held, OP, params('waited'))).toMatchObject({ status: 'done', adopted: false });
+    await expect(first).rejects.toThrow(/nothing was sent/);
+    expect(provider.count()).toBe(1);
     expect(packets).toEqual([]);
   });
 
