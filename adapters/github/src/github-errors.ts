@@ -121,7 +121,8 @@ export function outcomeFromNetworkError(error: unknown): Outcome {
   const text = raw instanceof Error ? raw.message : String(raw);
   const detail = clip(`${text}${codes.length ? ` (${codes.join(', ')})` : ''}`);
   const t = classifyTransportFailure(raw);
-  if (t.sent === 'never') return { kind: 'not-applied', message: `connection not established: ${detail}` };
+  if (t.sent === 'never')
+    return { kind: 'not-applied', message: `connection not established: ${detail}`, neverSent: true };
   return { kind: 'unknown', cause: t.cause, message: `no answer: ${detail}` };
 }
 

@@ -108,7 +108,8 @@ export function classifyResponse(spec: HttpOperationSpec, res: HttpResponseView,
 /** A failure without a response, by the contract's classifier: never sent ⇒ not-applied; maybe sent ⇒ unknown. */
 export function classifyNetworkError(err: unknown): Outcome {
   const t = classifyTransportFailure(err);
-  if (t.sent === 'never') return { kind: 'not-applied', code: t.code, message: `${t.code}: the request was not sent` };
+  if (t.sent === 'never')
+    return { kind: 'not-applied', code: t.code, message: `${t.code}: the request was not sent`, neverSent: true };
   return {
     kind: 'unknown',
     cause: t.cause,

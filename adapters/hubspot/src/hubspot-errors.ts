@@ -125,7 +125,7 @@ export function outcomeFromNetworkError(err: unknown, wire: WireRecord): Outcome
   // The contract's rule: never sent only when every code along the chain says so.
   const t = classifyTransportFailure(err);
   if (t.sent === 'never')
-    return { kind: 'not-applied', message: `connection not established (${t.code})`, code: t.code };
+    return { kind: 'not-applied', message: `connection not established (${t.code})`, code: t.code, neverSent: true };
   if (name === 'AbortError') return unknown('other', 'aborted by the caller after the request was sent', 'ABORTED');
   const { cause, code } = t;
   if (cause === 'connection-reset')

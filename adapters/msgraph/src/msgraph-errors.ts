@@ -93,7 +93,8 @@ export function outcomeFromNetworkError(error: unknown): NoAnswerOutcome {
     [...new Set(messagesOf(error))].join(': ') + (codes.length ? ` (${codes.join(', ')})` : ''),
   );
   const t = classifyTransportFailure(error);
-  if (t.sent === 'never') return { kind: 'not-applied', message: `connection not established: ${detail}` };
+  if (t.sent === 'never')
+    return { kind: 'not-applied', message: `connection not established: ${detail}`, neverSent: true };
   const message =
     t.cause === 'timeout'
       ? `timed out or aborted after sending: ${detail}`

@@ -152,7 +152,7 @@ function classifyHttp(status: number, headers: Headers, body: unknown): Outcome 
 export function classifyNetworkError(err: unknown): Outcome {
   const t = classifyTransportFailure(err);
   if (t.sent === 'never')
-    return { kind: 'not-applied', message: `connection not established (${t.code})`, code: t.code };
+    return { kind: 'not-applied', message: `connection not established (${t.code})`, code: t.code, neverSent: true };
   const code = t.code ?? (t.cause === 'timeout' ? 'timeout' : undefined);
   const message =
     t.cause === 'timeout'

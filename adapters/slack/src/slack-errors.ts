@@ -183,7 +183,7 @@ function outcomeFromTransport(error: unknown): Outcome {
   const message = error instanceof Error ? error.message : String(error);
   const t = classifyTransportFailure(error);
   if (t.sent === 'never')
-    return { kind: 'not-applied', code: t.code, message: `connection not established: ${message}` };
+    return { kind: 'not-applied', code: t.code, message: `connection not established: ${message}`, neverSent: true };
   return { kind: 'unknown', cause: t.cause, ...(t.code ? { code: t.code } : {}), message: `no answer: ${message}` };
 }
 

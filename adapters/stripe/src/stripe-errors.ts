@@ -97,6 +97,7 @@ export function classifyStripeError(
         message: `connection failed before the request was sent (${t.code})`,
         ...r,
         code: t.code,
+        neverSent: true,
       };
     if (code === 'ETIMEDOUT') return unknown('timeout', msg('request timed out after it was sent'), { code });
     if (code === CONNECTION_CLOSED_CODE || code === 'ECONNRESET' || code === 'EPIPE')

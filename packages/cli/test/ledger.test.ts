@@ -77,7 +77,7 @@ describe('retrysafe ledger on a SQLite file', () => {
     const r = await cli(['ledger', 'export', '--db', db, '--state', 'handed_off', '--out', out]);
     expect(r.code).toBe(2);
     expect(r.stderr.split('\n')[0]).toBe(
-      "retrysafe: --state 'handed_off' is not a state (claimed, dispatched, unknown, in-progress, reconciling, succeeded, rejected, handed-off, abandoned)",
+      "retrysafe: --state 'handed_off' is not a state (claimed, dispatched, unknown, in-progress, reconciling, succeeded, rejected, handed-off, abandoned, not-sent)",
     );
     expect(existsSync(out)).toBe(false);
     const good = await cli(['ledger', 'export', '--db', db, '--state', 'handed-off']);

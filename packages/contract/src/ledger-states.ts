@@ -1,13 +1,14 @@
-// claimed → dispatched → succeeded | rejected | unknown | in-progress → reconciling → … | handed-off; only a
+// claimed → dispatched → succeeded | rejected | unknown | in-progress → reconciling → … | handed-off | not-sent; only a
 // person abandons, or resumes a handed-off operation. A crashed worker may have left an effect in any open state.
+// `not-sent`: given back, no call's request ever left; the next claim of its id opens it again as new.
 const OPEN = ['claimed', 'dispatched', 'unknown', 'in-progress', 'reconciling'] as const;
-const ENDED = ['succeeded', 'rejected', 'handed-off', 'abandoned'] as const;
+const ENDED = ['succeeded', 'rejected', 'handed-off', 'abandoned', 'not-sent'] as const;
 export type OperationState = (typeof OPEN | typeof ENDED)[number];
 export const RECOVERABLE_STATES: readonly OperationState[] = OPEN;
 export const TERMINAL_STATES: readonly OperationState[] = ENDED;
 export const STATES: readonly OperationState[] = [...OPEN, ...ENDED];
 /** `handed-off` waits for a person and is never pruned. */
-export const PRUNABLE_STATES: readonly OperationState[] = ['succeeded', 'rejected', 'abandoned'];
+export const PRUNABLE_STATES: readonly OperationState[] = ['succeeded', 'rejected', 'abandoned', 'not-sent'];
 
 /** A state said in a sentence, as the words after "is": a ledger word such as `succeeded` or `handed-off` is not one. */
 const WORDS: Record<OperationState, string> = {
@@ -20,6 +21,7 @@ const WORDS: Record<OperationState, string> = {
   rejected: 'rejected',
   'handed-off': 'handed off',
   abandoned: 'abandoned',
+  'not-sent': 'not sent (given back)',
 };
 /** Another word (`absent`) is said as it is. */
 export const stateWords = (state: string): string => WORDS[state as OperationState] ?? state;

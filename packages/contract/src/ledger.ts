@@ -258,26 +258,30 @@ export function claimTransition(
   if (receipt !== undefined && (existing === null || !(input.resume || input.supersede)))
     throw misplaced('a plain claim');
   const lease = { leaseOwner: input.owner, leaseExpiresAt: leaseNow + input.leaseMs, updatedAt: input.now };
-  if (existing === null) {
-    const dispatch = input.dispatch === true; // the caller calls the provider next: born `dispatched` in this one write
-    const record: OperationRecord = {
-      ...identityFields(input),
-      state: dispatch ? 'dispatched' : 'claimed',
-      fence: 1,
-      ...lease,
-      createdAt: input.now,
-      ...NO_ATTEMPTS,
-      firstDispatchedAt: dispatch ? input.now : null,
-      attemptCount: dispatch ? 1 : 0,
-      resolution: null,
-      receiptChain: { head: null, length: 0 },
-    };
-    return { result: { kind: 'claimed', record, takenOver: false }, write: record };
-  }
+  const dispatch = input.dispatch === true; // the caller calls the provider next: born `dispatched` in this one write
+  const fresh: OperationRecord = {
+    ...identityFields(input),
+    state: dispatch ? 'dispatched' : 'claimed',
+    fence: 1,
+    ...lease,
+    createdAt: input.now,
+    ...NO_ATTEMPTS,
+    firstDispatchedAt: dispatch ? input.now : null,
+    attemptCount: dispatch ? 1 : 0,
+    resolution: null,
+    receiptChain: { head: null, length: 0 },
+  };
+  if (existing === null) return { result: { kind: 'claimed', record: fresh, takenOver: false }, write: fresh };
   if (existing.operation !== input.operation)
     return { result: { kind: 'conflict', record: existing, field: 'operation' }, write: null };
   if (existing.intentFingerprint !== input.intentFingerprint)
     return { result: { kind: 'conflict', record: existing, field: 'intent' }, write: null };
+  if (existing.state === 'not-sent' && !(input.existing || input.resume || input.supersede)) {
+    // Given back, nothing ever sent: a new operation under the same id, its receipts (the calls that never left) kept.
+    const { fence, createdAt, receiptChain } = existing;
+    const record: OperationRecord = { ...fresh, fence: fence + 1, createdAt, receiptChain };
+    return { result: { kind: 'claimed', record, takenOver: false }, write: record };
+  }
   if (isTerminal(existing)) {
     if (input.resume && existing.state === 'handed-off') {
       return restarted(existing, receipt, true, {

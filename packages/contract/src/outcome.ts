@@ -49,8 +49,14 @@ export type Outcome =
       /** An object this rejected call still created (a declined create+confirm); a correction must not make a second. */
       readonly created?: string;
     } & ProviderRefs)
-  /** Definitely not applied, transient: safe to retry within the budget. */
-  | ({ readonly kind: 'not-applied'; readonly message: string; readonly retryAfterMs?: number } & ProviderRefs)
+  /** Definitely not applied, transient: safe to retry within the budget. `neverSent`: the request provably never left
+   * (classifyTransportFailure's `never`): nothing can be at the provider, not even the key. */
+  | ({
+      readonly kind: 'not-applied';
+      readonly message: string;
+      readonly retryAfterMs?: number;
+      readonly neverSent?: true;
+    } & ProviderRefs)
   /** May or may not have been applied: never a licence to resend blindly. */
   | ({
       readonly kind: 'unknown';
@@ -81,6 +87,8 @@ export function outcomeProblem(o: unknown): string | null {
     !(typeof x.retryAfterMs === 'number' && Number.isFinite(x.retryAfterMs) && x.retryAfterMs >= 0)
   )
     return 'retryAfterMs must be a finite number ≥ 0';
+  if (x.neverSent !== undefined && (x.kind !== 'not-applied' || x.neverSent !== true))
+    return 'neverSent is true on a not-applied outcome, or absent';
   if (x.status !== undefined && !Number.isInteger(x.status)) return 'status must be an integer';
   // `created` too: a rejection's object the runner cannot record would let a correction make a second one.
   for (const k of ['code', 'requestId', 'providerRef', 'statusRef', 'created'] as const)

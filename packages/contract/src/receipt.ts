@@ -20,6 +20,8 @@ export interface Receipt
   readonly message?: string;
   /** `conflict`: the key is stored with other params, so something was applied under it. */
   readonly rejectReason?: RejectReason;
+  /** The call's request provably never left (its outcome's `neverSent`). */
+  readonly neverSent?: true;
   /** What a rejected attempt still created: a corrected request may not go out as a new one. */
   readonly created?: string;
   readonly fields?: readonly FieldError[];

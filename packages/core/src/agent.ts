@@ -279,7 +279,9 @@ export async function operationStatus(ledger: Ledger, id: string) {
     message:
       r.state === 'succeeded'
         ? 'Done.'
-        : 'Not done: it may already have taken effect. Call the operation again with the same arguments for its result or what to do next (later, if it is in progress); do not redo it under other intent fields.',
+        : r.state === 'not-sent'
+          ? 'Not done, and nothing was sent: no call of it ever reached the provider. Call the operation again with the same arguments to send it.'
+          : 'Not done: it may already have taken effect. Call the operation again with the same arguments for its result or what to do next (later, if it is in progress); do not redo it under other intent fields.',
     // Resumed, marked done or abandoned since, the packet's actions are no longer open to anyone.
     handoff: summarizeHandoff(r.handoff, r.state !== 'handed-off'),
   };

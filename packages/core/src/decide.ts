@@ -136,6 +136,7 @@ export function decide(card: RetrySafetyCard, state: DecisionState, obs: Observa
       case 'succeeded':
         return complete(true, 'stored result exists: adopt it, do not call the provider again');
       case 'claimed':
+      case 'not-sent': // given back, nothing sent: its next claim opens it again as new
         // Taken over after a call recorded not applied under a key that may be gone (startState): as after an unknown.
         if (state.maybeApplied) return decide(card, state, UNKNOWN_FROM_LEDGER, budget);
         return send(

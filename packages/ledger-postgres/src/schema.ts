@@ -12,7 +12,7 @@ const MIGRATIONS: ReadonlyArray<{ version: number; name: string; sql: string }> 
 -- The state and fence rules are domains: PostgreSQL caches a domain's check with the statement's plan,
 -- while a table's CHECK is re-read for every row written.
 CREATE DOMAIN {{schema}}.retrysafe_state AS text CONSTRAINT retrysafe_state_check
-  CHECK (VALUE IN ('claimed', 'dispatched', 'unknown', 'in-progress', 'reconciling', 'succeeded', 'rejected', 'handed-off', 'abandoned'));
+  CHECK (VALUE IN ('claimed', 'dispatched', 'unknown', 'in-progress', 'reconciling', 'succeeded', 'rejected', 'handed-off', 'abandoned', 'not-sent'));
 CREATE DOMAIN {{schema}}.retrysafe_fence AS bigint CONSTRAINT retrysafe_fence_check CHECK (VALUE >= 1);
 -- One row per operation: the searchable fields as columns, the record's values and its receipts as JSON.
 -- The receipts are one JSON array kept as text, appended in the same UPDATE as the state it records;
@@ -49,7 +49,7 @@ CREATE TABLE {{schema}}.retrysafe_operations (
 CREATE INDEX retrysafe_operations_created_idx ON {{schema}}.retrysafe_operations (created_at);
 -- Open operations only (the handoff queue, recovery, stuck operations): small however long the history grows.
 CREATE INDEX retrysafe_operations_open_idx ON {{schema}}.retrysafe_operations (state, created_at)
-  WHERE state NOT IN ('succeeded', 'rejected', 'abandoned');`,
+  WHERE state NOT IN ('succeeded', 'rejected', 'abandoned', 'not-sent');`,
   },
 ];
 

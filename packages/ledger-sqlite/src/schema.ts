@@ -2,7 +2,7 @@ import type { DatabaseSync } from 'node:sqlite';
 import { LedgerError } from '@retrysafe/contract';
 
 /** The partial index's terms: a query that wants the index repeats them exactly. */
-export const OPEN_STATES_SQL = `state <> 'succeeded' AND state <> 'rejected' AND state <> 'abandoned'`;
+export const OPEN_STATES_SQL = `state <> 'succeeded' AND state <> 'rejected' AND state <> 'abandoned' AND state <> 'not-sent'`;
 
 /** Never edit a released migration: add the next version. */
 const MIGRATIONS: ReadonlyArray<{ version: number; name: string; sql: string }> = [

@@ -8,6 +8,7 @@ import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { createMemoryLedger } from '@retrysafe/core';
+import { claimOf } from '@retrysafe/testkit/ledger';
 import { describe, expect, it } from 'vitest';
 import { createCoalescer } from '../src/index.js';
 import { type Answer, onCleanup, ordersServer, tempDir, wrapped, writeFence } from './fence-helpers.js';
@@ -104,5 +105,37 @@ describe('arguments too deep to compare', () => {
     await expect(coalescer.call('create_order', { ref: 'PO-1', deep }, undefined, async () => refusal)).resolves.toBe(
       refusal,
     );
+  });
+
+  it('a run followed in the ledger that ends given back (not-sent) is run again, not answered from the ledger', async () => {
+    const ledger = createMemoryLedger();
+    const claim = await ledger.claim(claimOf('given-back'));
+    if (claim.kind !== 'claimed') throw new Error(claim.kind);
+    await ledger.setState(
+      { businessOperationId: claim.record.businessOperationId, fence: 1 },
+      { state: 'not-sent', lastOutcome: 'not-applied', now: Date.now() },
+    );
+    const businessOperationId = claim.record.businessOperationId;
+    const answers = [
+      { status: 'in-progress', businessOperationId, retryAfterMs: 0, message: 'elsewhere' },
+      {
+        status: 'done',
+        businessOperationId,
+        result: null,
+        providerRef: null,
+        adopted: false,
+        attempts: 1,
+        message: 'Done.',
+      },
+    ] as const;
+    let runs = 0;
+    const answer = await createCoalescer(ledger).call(
+      'create_order',
+      { ref: 'PO-9' },
+      undefined,
+      async () => answers[runs++]!,
+    );
+    expect(answer).toMatchObject({ status: 'done' });
+    expect(runs).toBe(2);
   });
 });

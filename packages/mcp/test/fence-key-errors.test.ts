@@ -141,3 +141,20 @@ describe("an McpServer's output validation error (the official SDK's, after its 
     expect(said.message).not.toMatch(/not applied/);
   });
 });
+
+describe('a fenced call that never reaches its upstream (a stdio upstream dead between its exit and its pipes closing)', () => {
+  it('is given back, not handed off: nothing was sent, and the next call of it runs', async () => {
+    let up = false;
+    const callTool = async () => {
+      if (!up) throw new Error('Not connected'); // the SDK client's answer once its transport is gone: nothing written
+      return { content: [], structuredContent: { id: 'ord_1' } };
+    };
+    const adapter = createFenceAdapter({ config: fenceFile(), client: { callTool }, tools: [create] });
+    const ledger = createMemoryLedger();
+    const runner = createRunner({ ledger, handoff: { send: () => expect.unreachable('no person is needed') } });
+    await expect(runner.run(adapter, 'create', { params: { ref: 'PO-2' } })).rejects.toThrow(/nothing was sent/);
+    expect(await ledger.list({})).toEqual([expect.objectContaining({ state: 'not-sent', leaseOwner: null })]);
+    up = true;
+    expect(await runner.run(adapter, 'create', { params: { ref: 'PO-2' } })).toMatchObject({ status: 'done' });
+  });
+});

@@ -15,7 +15,14 @@ const processedRejection = (r: Receipt) => r.outcome === 'rejected' && !refusedO
 
 const isSupersede = (r: Receipt) => r.kind === 'resolve' && r.decision.action === SUPERSEDE_ACTION;
 /** A receipt of a provider call (not of a lookup, a poll or a person's decision). */
-export const isSend = (r: Receipt) => r.kind === 'dispatch' || r.kind === 'resend';
+export const isSend = (r: Pick<Receipt, 'kind'>) => r.kind === 'dispatch' || r.kind === 'resend';
+/** No call of the operation, in any revision, ever sent its request (each one's outcome `neverSent`): nothing can be at
+ * the provider, so it may be given back. A call counted with no receipt (its worker stopped) may have been sent. */
+export const nothingEverSent = (
+  receipts: readonly Pick<Receipt, 'kind' | 'neverSent'>[],
+  { attemptCount }: Pick<OperationRecord, 'attemptCount'>,
+) => receipts.length > 0 && attemptCount <= receipts.length && receipts.every((r) => isSend(r) && r.neverSent === true);
+
 /** The current revision's receipts: after the last supersede. */
 const currentRevision = (receipts: readonly Receipt[]) => receipts.slice(receipts.findLastIndex(isSupersede) + 1);
 
@@ -166,9 +173,10 @@ export function notAppliedKeyGone(
   return card === null || keyMayBeForgotten(card, record.firstDispatchedAt, at, clockSkewMarginMs);
 }
 
-/** A call under `key` recorded not applied, which may only mean a same-key re-send folds it (null: its precondition). */
+/** A call under `key` recorded not applied, which may only mean a same-key re-send folds it (null: its precondition);
+ * one that never left holds nothing under the key. */
 const notAppliedUnder = (key: OperationRecord['providerKey'], receipts: readonly Receipt[]) =>
-  receipts.find((r) => isSend(r) && r.outcome === 'not-applied' && r.providerKey === key);
+  receipts.find((r) => isSend(r) && r.outcome === 'not-applied' && r.neverSent !== true && r.providerKey === key);
 
 /** The card's half of correctionCheck. After a "not applied" that may have landed, the correction keeps that key: safe
  * only where the provider, still holding it, refuses other params under it, applies them over the first (idempotent by

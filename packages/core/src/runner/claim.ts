@@ -136,9 +136,8 @@ export async function execute(ctx: RunnerContext, op: Operation, claimed: Claime
   // nothing could have applied (past the key's retention, a second effect).
   if (claimed.takenOver && resumedByKey(record))
     record = await ctx.ledger.setState(fenceOf(record), { state: 'unknown', now: ctx.clock.now() });
-  // A brand-new claim has no receipts yet: no read.
-  const brandNew = claimed.dispatchWritten || (record.fence === 1 && record.attemptCount === 0 && !claimed.takenOver);
-  const receipts = brandNew ? [] : await ctx.ledger.receipts(op.id);
+  // A brand-new claim (fence 1: every claim of a stored row raises it) has no receipts yet: no read.
+  const receipts = record.fence === 1 ? [] : await ctx.ledger.receipts(op.id);
   try {
     return await drive(ctx, op, { ...claimed, record }, receipts);
   } catch (err) {
@@ -158,6 +157,8 @@ export async function waitForOther(ctx: RunnerContext, op: Operation, until?: nu
   for (;;) {
     const rec = await ledger.get(op.id);
     if (!rec) throw new InvalidStateError(op.id, 'absent', 'the operation disappeared from the ledger');
+    // Given back by the worker waited for (nothing sent): this call's claim opens it again.
+    if (rec.state === 'not-sent') return claimAndDrive(ctx, op, deadline);
     if (TERMINAL_STATES.includes(rec.state)) return fromTerminal(ctx, rec, op.paramsFingerprint, op);
     // The caller gave up (an agent loop stopped): it holds nothing here, so it stops waiting now.
     if (op.signal?.aborted) throw op.signal.reason ?? new Error('aborted');

@@ -11,12 +11,13 @@ import {
 import { decide, isInProgress, keyGoneBeforeSend, type Observation, observationPatch } from '../decide.js';
 import { defined } from '../defined.js';
 import type { Operation } from '../intake/operation.js';
+import { nothingEverSent } from '../intake/supersede.js';
 import { callProvider, lookupProvider } from './adapter-call.js';
 import type { RunnerContext } from './context.js';
 import { checkOwnLease, renew, wait } from './lease.js';
 import { attemptReceipt } from './receipt-chain.js';
 import { type Claimed, type DriveState, decisionState, releaseLease, startState, writeWith } from './state.js';
-import { complete, handOff } from './terminal.js';
+import { complete, givenBack, handOff } from './terminal.js';
 import type { RunResult } from './types.js';
 
 /** Drives one claimed operation to complete or handoff; on a failure other than a lost lease, releases the lease first. */
@@ -45,7 +46,10 @@ async function attemptLoop(ctx: RunnerContext, op: Operation, s: DriveState): Pr
       'delayMs' in decision ? { decision: decision.action, delayMs: decision.delayMs } : { decision: decision.action },
     );
     if (decision.action === 'complete') return complete(ctx, op, s, { obs, adopted: decision.adopted, pending });
-    if (decision.action === 'handoff') return handOff(ctx, op, s, { decided: decision, pending });
+    if (decision.action === 'handoff')
+      return s.record.state === 'not-sent'
+        ? givenBack(ctx, op, s, decision)
+        : handOff(ctx, op, s, { decided: decision, pending });
     stopIfAborted(ctx, op, s);
     if (decision.action === 'lookup' || isInProgress(obs)) {
       s.windowStartedAt ??= ctx.clock.now();
@@ -82,16 +86,24 @@ async function attemptLoop(ctx: RunnerContext, op: Operation, s: DriveState): Pr
     const observed = observationPatch(op.card, observedState, obs, op.policy.clockSkewMarginMs);
     const patchedAt = ctx.clock.now();
     s.maybeApplied = observed.maybeApplied;
+    // The budget is spent and no call ever left: the claim is given back with this receipt, in the same write.
+    const neverSent = obs.kind === 'not-applied' && obs.neverSent === true;
+    const giveBack =
+      decision.action === 'handoff' &&
+      decision.reason === 'retry-exhausted' &&
+      !observed.maybeApplied &&
+      nothingEverSent([...s.receipts, { kind, ...(neverSent && { neverSent }) }], s.record);
     const receipt = attemptReceipt(ctx, op, s.receipts.at(-1), {
       kind,
       attemptId,
       startedAt,
       finishedAt,
       obs,
-      decision,
+      decision: giveBack ? { action: 'give-back', why: `${decision.why}; nothing was ever sent` } : decision,
     });
     if (observed.patch !== null) {
-      s.record = await writeWith(ctx, s.lease.ref, { ...observed.patch, now: patchedAt, receipt });
+      const state = giveBack ? 'not-sent' : observed.patch.state;
+      s.record = await writeWith(ctx, s.lease.ref, { ...observed.patch, state, now: patchedAt, receipt });
       s.receipts.push(receipt);
     } else if (ctx.receiptWithState && (decision.action === 'complete' || decision.action === 'handoff')) {
       pending = receipt; // written with the terminal state, next

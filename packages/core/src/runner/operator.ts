@@ -14,6 +14,7 @@ import {
   newRunId,
   type OperationRecord,
   type OperationState,
+  RetryExhaustedError,
   type RetrySafetyCard,
   RetrysafeError,
   UnsafeResumeError,
@@ -197,7 +198,15 @@ async function recoverOne(
     return claim.record.fence === record.fence + 1 ? listed : storedOperation(ctx, found, claim.record, run);
   });
   log('info', 'recover', `reconciling from ${claim.record.state}`, op);
-  const result = await execute(ctx, op, { ...claim, claimedAt, dispatchWritten: false });
+  const result = await execute(ctx, op, { ...claim, claimedAt, dispatchWritten: false }).catch(async (err) => {
+    // No call ever left: given back (not-sent) for the next call of its id, no person's to resolve.
+    if (!RetryExhaustedError.isInstance(err) || (await ledger.get(record.businessOperationId))?.state !== 'not-sent')
+      throw err;
+    return reportOf(record, 'not-sent', 'given-back', {
+      error: { name: err.name, code: err.code, message: err.message },
+    });
+  });
+  if ('action' in result) return result;
   const after = await ledger.get(record.businessOperationId);
   const action = result.status === 'done' ? (result.adopted ? 'adopted' : 'completed') : result.status;
   return reportOf(record, after?.state ?? record.state, action, { result });

@@ -26,7 +26,8 @@ export function attemptReceipt(
     startedAt: number;
     finishedAt: number;
     obs: Observation;
-    decision: Decision;
+    /** `give-back`: the budget is spent and no call ever left (the operation becomes `not-sent`). */
+    decision: Decision | { readonly action: 'give-back'; readonly why: string };
   },
 ): Receipt {
   const inner = answerOf(r.obs);
@@ -60,6 +61,7 @@ export function attemptReceipt(
   if (typeof refs.providerRef === 'string') body.providerRef = op.redactor.text(refs.providerRef);
   if (typeof refs.requestId === 'string') body.requestId = op.redactor.text(refs.requestId);
   if (message !== undefined) body.message = op.redactor.text(message);
+  if (inner?.kind === 'not-applied' && inner.neverSent === true) body.neverSent = true;
   if (inner?.kind === 'rejected') {
     body.rejectReason = inner.reason;
     if (typeof inner.created === 'string') body.created = op.redactor.text(inner.created);

@@ -108,6 +108,23 @@ export async function handOff(
   return { status: 'handed-off', businessOperationId: op.id, packet, attempts, receipts, ...(error ? { error } : {}) };
 }
 
+/** Given back (`not-sent`, already written): no call ever left, so no person is needed; the caller is told to call
+ * again, which sends it as a new operation under the same id. */
+export function givenBack(
+  ctx: RunnerContext,
+  op: Operation,
+  s: Readonly<DriveState>,
+  decided: Extract<Decision, { action: 'handoff' }>,
+): never {
+  const sends = s.receipts.filter(isSend);
+  const why = `nothing was sent: every provider call failed before its request left (${decided.why}); the operation was given back (state not-sent), and a call with the same business-operation id sends it as new`;
+  ctx.log('warn', 'given-back', why, op, { attempt: s.record.attemptCount });
+  throw new RetryExhaustedError(
+    op.redactor.text(why),
+    sends.map((r) => r.attemptId),
+  );
+}
+
 /** The packet, already in the ledger, to the sink: a failing sink is logged, never the operation's failure. A sink that
  * does not settle within `wait.ms` (or before `wait.signal` aborts) is logged too and no longer waited for. */
 export async function sendPacket(
@@ -173,6 +190,12 @@ export function atRest(record: OperationRecord, receipts: Receipt[]): RunResult 
   const { businessOperationId, result, providerRef, attemptCount: attempts, handoff: packet } = record;
   if (record.state === 'succeeded')
     return { status: 'done', businessOperationId, result, providerRef, adopted: true, attempts, receipts };
+  if (record.state === 'not-sent')
+    throw new InvalidStateError(
+      businessOperationId,
+      record.state,
+      'given back, nothing sent: call it again to send it',
+    );
   if (!packet) throw new InvalidStateError(businessOperationId, record.state, 'terminal without a handoff packet');
   return { status: 'handed-off', businessOperationId, packet, attempts, receipts };
 }

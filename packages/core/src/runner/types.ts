@@ -102,7 +102,8 @@ export interface RecoverReport {
   readonly from: OperationState | null;
   readonly to: OperationState | null;
   /** `failed`: not driven nor handed off (see `error`); it stays for the next pass. `already-terminal`: closed since the
-   * listing, or closed and pruned (then `to` is the state it was listed in); nothing sent. */
+   * listing, or closed and pruned (then `to` is the state it was listed in); nothing sent. `given-back`: no call's
+   * request ever left (`error` says so): `not-sent`, the next call of its id sends it. */
   readonly action:
     | 'completed'
     | 'adopted'
@@ -111,6 +112,7 @@ export interface RecoverReport {
     | 'skipped-busy'
     | 'skipped-no-adapter'
     | 'already-terminal'
+    | 'given-back'
     | 'failed';
   readonly result?: RunResult;
   /** Why this record could not be driven: it was handed off with reason `recovery-failed` (or, when even that failed, action `failed`). */

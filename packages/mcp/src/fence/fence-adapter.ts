@@ -256,12 +256,15 @@ function classifyToolError(error: unknown, tool?: FenceToolConfig): Outcome {
   if (keyTaken) return keyTaken;
   if (code === ErrorCode.InvalidParams && RAN_THEN_REFUSED.test(message))
     return unknownOutcome('server-error', `invalid params after the tool ran: ${message}`);
-  // Refused before sending: the upstream is down and could not be restarted, or the client had no connection.
+  // Refused before sending: the upstream is down and could not be restarted, or the client had no connection (never
+  // sent); or it ended the session, refusing the request unprocessed.
   if (
     error instanceof UpstreamUnavailableError ||
     (error instanceof Error && code === undefined && error.message === 'Not connected')
-  )
-    return { kind: 'not-applied', message: `upstream not reached: ${message}`, code: 'not-connected' };
+  ) {
+    const neverSent = !(error instanceof UpstreamUnavailableError && error.reached) && { neverSent: true as const };
+    return { kind: 'not-applied', message: `upstream not reached: ${message}`, code: 'not-connected', ...neverSent };
+  }
   // Throttled (HTTP 429): the upstream did not take the request in; it may be sent again after its wait.
   if (error instanceof UpstreamThrottledError) {
     const wait = retryAfterOf(error.retryAfter, error.date);
@@ -273,7 +276,8 @@ function classifyToolError(error: unknown, tool?: FenceToolConfig): Outcome {
   if (refused) return { kind: 'rejected', reason: refused, message, code: `http-${status}` };
   if (typeof code === 'number' && MCP_ERRORS[code]) return MCP_ERRORS[code](message);
   const t = classifyTransportFailure(error);
-  if (t.sent === 'never') return { kind: 'not-applied', message: `upstream not reached (${t.code})`, code: t.code };
+  if (t.sent === 'never')
+    return { kind: 'not-applied', message: `upstream not reached (${t.code})`, code: t.code, neverSent: true };
   return unknownOutcome(t.cause, message, t.code);
 }
 

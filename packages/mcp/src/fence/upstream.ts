@@ -37,8 +37,15 @@ export type Upstream = Awaited<ReturnType<typeof connectUpstream>>;
 export type UpstreamClient = Pick<Upstream, 'callTool'>;
 
 /** The upstream is not connected and could not be restarted: nothing was sent. */
+/** `reached`: the upstream had the request and refused it unprocessed (a session it ended); else it never left. */
 export class UpstreamUnavailableError extends Error {
   override readonly name = 'UpstreamUnavailableError';
+  constructor(
+    message: string,
+    readonly reached = false,
+  ) {
+    super(message);
+  }
 }
 
 /** An HTTP upstream's 429 with its Retry-After and `Date`, which the SDK's transport error leaves out. */
@@ -312,7 +319,7 @@ export async function connectUpstream(
       if (!(forgotten && session)) throw e;
       if (client === c) client = undefined;
       void c.close().catch(() => undefined);
-      throw new UpstreamUnavailableError(`the upstream MCP server ended its session: ${e.message}`);
+      throw new UpstreamUnavailableError(`the upstream MCP server ended its session: ${e.message}`, true);
     } finally {
       timeout.end();
       if (entry) busy.splice(busy.indexOf(entry), 1);

@@ -136,6 +136,8 @@ function violations(ctx: Ctx, w: World): Found | null {
   }
   if (w.rec?.state === 'succeeded' && w.prov.effects === 0 && !ctx.pm.idempotent)
     return { invariant: 'honest-terminal', message: 'succeeded, but the provider holds no effect' };
+  if (w.rec?.state === 'not-sent' && (w.prov.effects > 0 || w.prov.key !== null || w.prov.pending.length > 0))
+    return { invariant: 'honest-terminal', message: 'given back as never sent, but a request reached the provider' };
   const rejected = w.rec?.state === 'rejected' || w.rec?.handoff?.reason === 'rejected';
   if (rejected && w.prov.effects > 0)
     return { invariant: 'honest-terminal', message: 'rejected, but the provider holds the effect' };
@@ -146,7 +148,8 @@ function key(w: World): string {
   const r = w.rec;
   const rec = r && [r.state, r.fence, r.leaseOwner, r.leaseExpiresAt, r.firstDispatchedAt, r.attemptCount];
   const ws = w.ws.map((x) => [x.name, x.role, x.pc, x.paused, x.op]);
-  const faults = [w.netFaults, w.crashes, w.pauses, w.leaseBreach, w.overrun];
+  // The receipts count only while every one was a call that never left (a give-back reads them then).
+  const faults = [w.netFaults, w.crashes, w.pauses, w.leaseBreach, w.overrun, w.neverSentOnly && w.receipts];
   return JSON.stringify([w.t, rec, r?.lastOutcome, r?.updatedAt, w.prov, ws, faults]);
 }
 

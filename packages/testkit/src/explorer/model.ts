@@ -62,6 +62,9 @@ export const newWorld = (ws: readonly WorkerState[]) => ({
   leaseBreach: undefined as string | undefined,
   /** A decision that waits past the run's maxElapsed (a rule that never gives up). */
   overrun: undefined as string | undefined,
+  /** The receipts written, and whether each was a call that never left (what the runner's give-back reads). */
+  receipts: 0,
+  neverSentOnly: true,
 });
 export type World = ReturnType<typeof newWorld>;
 export type ProviderState = World['prov'];

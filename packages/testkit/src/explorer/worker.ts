@@ -109,6 +109,9 @@ function decided(w: World, i: number): Succ {
   const { name: tag, op } = w.ws[i]! as WorkerState & { op: OpState };
   const d = op.decision;
   const n = now(w, i);
+  // Given back with the observation's write (runner/loop.ts): its lease is released with it.
+  if (d.action === 'handoff' && w.rec?.state === 'not-sent' && w.rec.fence === op.fence)
+    return { w: setW(w, i, { pc: 'done' }), text: `${tag}: nothing was ever sent: given back (not-sent)` };
   if (d.action === 'complete' || d.action === 'handoff') {
     if (!holds(w, i)) return refused(w, i);
     const rec = w.rec!;
@@ -280,7 +283,7 @@ function call(ctx: Ctx, w: World, i: number): Succ[] {
 }
 
 const TIMEOUT: Outcome = { kind: 'unknown', cause: 'timeout', message: 'timed out' };
-const REFUSED: Outcome = { kind: 'not-applied', message: 'connection refused' };
+const REFUSED: Outcome = { kind: 'not-applied', message: 'connection refused', neverSent: true };
 
 /** One call under one network fate: the provider afterwards, the answer the client sees, in words; null if moot. */
 function network(ctx: Ctx, fate: Fate, prov: World['prov'], t: number): [World['prov'], Outcome, string] | null {
@@ -329,9 +332,27 @@ function observe(ctx: Ctx, w: World, i: number): Succ {
   const observed = stateOf(ctx, w0, i, op.observedAt);
   const d = ctx.decide(ctx.card, observed, obs, { policy: ctx.policy, random });
   const { maybeApplied, patch } = observationPatch(ctx.card, observed, obs, ctx.marginMs);
-  const rec = patch !== null && !T.isTerminal(w.rec!) ? T.setStateTransition(w.rec!, { ...patch, now: n }) : w.rec!;
+  // One receipt per observation; the give-back reads them all, and the dispatches counted (runner/loop.ts).
+  const receipts = w.receipts + 1;
+  const neverSentOnly =
+    w.neverSentOnly && op.decision.action === 'send' && obs.kind === 'not-applied' && !!obs.neverSent;
+  const giveBack =
+    d.action === 'handoff' &&
+    d.reason === 'retry-exhausted' &&
+    !maybeApplied &&
+    neverSentOnly &&
+    w.rec!.attemptCount <= receipts;
+  const rec =
+    patch !== null && !T.isTerminal(w.rec!)
+      ? T.setStateTransition(w.rec!, { ...patch, ...(giveBack && { state: 'not-sent' as const }), now: n })
+      : w.rec!;
   return {
-    w: setOp({ ...w0, rec, ...overrun(ctx, w0, i, d) }, i, { decision: d, maybeApplied }, 'decided'),
+    w: setOp(
+      { ...w0, rec, receipts, neverSentOnly, ...overrun(ctx, w0, i, d) },
+      i,
+      { decision: d, maybeApplied },
+      'decided',
+    ),
     text: `${tag}: decides → ${describeDecision(d)}`,
   };
 }

@@ -8,7 +8,7 @@ import {
 } from '@retrysafe/contract';
 import { claimTransition } from '@retrysafe/contract/ledger';
 import { expect } from 'vitest';
-import { claimed, claimInput, id, packet, REVISED, refused, T0, type Test } from './fixtures.js';
+import { claimed, claimInput, id, packet, REVISED, receipt, refused, T0, type Test } from './fixtures.js';
 
 /**
  * The claim decision table: every ledger must answer each (existing record, claim input) exactly as the contract's
@@ -36,6 +36,12 @@ export function claimTableCases(test: Test): void {
     });
   const succeeded = settled('succeeded');
   const rejected = settled('rejected');
+  /** Every call failed before its request left: given back (`not-sent`), its receipt kept. */
+  const notSent = claimedThen(async (l, ref, name) => {
+    await dispatch(l, ref);
+    await l.appendReceipt(ref, receipt(name, 1, null));
+    await l.setState(ref, { state: 'not-sent', lastOutcome: 'not-applied', now: T0 + 2 });
+  });
   const handedOff = claimedThen(async (l, ref, name) => {
     await dispatch(l, ref);
     await l.handOff(ref, packet(name), T0 + 2);
@@ -82,6 +88,13 @@ export function claimTableCases(test: Test): void {
     ['rejected, resume: terminal', rejected, { resume: true, now: T0 + 5000 }, 'terminal'],
     ['rejected, supersede with a stale fence: terminal', rejected, supersedeAt(7), 'terminal'],
     ['rejected, supersede at its fence', rejected, supersedeAt(0, { owner: 'w2' }), 'claimed', false],
+    ['not-sent: opened again as new, receipts kept', notSent, { owner: 'w2', now: T0 + 3 }, 'claimed', false],
+    ['not-sent, dispatch: opened again born dispatched', notSent, { dispatch: true, now: T0 + 3 }, 'claimed', false],
+    ['not-sent, other params: opened again with them', notSent, { ...REVISED, now: T0 + 3 }, 'claimed', false],
+    ['intent conflict on a not-sent op', notSent, otherIntent, 'conflict'],
+    ['not-sent, a stored row only (recover): terminal', notSent, { existing: true, now: T0 + 3 }, 'terminal'],
+    ['not-sent, resume: terminal', notSent, { resume: true, now: T0 + 3 }, 'terminal'],
+    ['not-sent, supersede at its fence: terminal', notSent, supersedeAt(0), 'terminal'],
     ['handed-off: terminal', handedOff, { now: T0 + 3 }, 'terminal'],
     ['handed-off, resume', handedOff, { owner: 'person', resume: true, now: T0 + 3 }, 'claimed', true],
     ['handed-off, supersede with a stale fence: terminal', handedOff, supersedeAt(-1), 'terminal'],

@@ -144,6 +144,28 @@ function writeCases(test: Test): void {
     expect(resumed.record.resolution?.action).toBe('resume');
   });
 
+  test('gives back an operation nothing of which was sent (not-sent): terminal, lease released, never a recover candidate, prunable; a claim opens it again with its receipts', async (l) => {
+    const { ref } = await claimed(l, 'not-sent', { dispatch: true });
+    const r1 = receipt('not-sent', 1, null);
+    await l.appendReceipt(ref, r1);
+    const back = await l.setState(ref, { state: 'not-sent', lastOutcome: 'not-applied', now: T0 + 2 });
+    expect(back).toMatchObject({ state: 'not-sent', leaseOwner: null, leaseExpiresAt: null, attemptCount: 1 });
+    await refused(l.setState(ref, { state: 'claimed', now: T0 + 3 }), InvalidStateError);
+    expect(await idsOf(l.recoverCandidates(T0 + 10_000))).toEqual([]);
+    if (typeof l.prune === 'function')
+      expect(await l.prune({ before: T0 + 100, dryRun: true })).toMatchObject({
+        pruned: 1,
+        byState: { 'not-sent': 1 },
+      });
+    const again = await l.claim(claimInput('not-sent', { owner: 'w2', dispatch: true, now: T0 + 5 }));
+    expectClaimed(again, false);
+    expect(again.record).toMatchObject({ state: 'dispatched', fence: 2, attemptCount: 1, firstDispatchedAt: T0 + 5 });
+    expect(again.record.receiptChain).toEqual({ head: r1.hash, length: 1 });
+    await refused(l.appendReceipt(ref, receipt('not-sent', 2, r1.hash)), LeaseLostError);
+    await l.appendReceipt({ businessOperationId: id('not-sent'), fence: 2 }, receipt('not-sent', 2, r1.hash));
+    expect(await l.receipts(id('not-sent'))).toHaveLength(2);
+  });
+
   test('refuses a malformed reference, an unknown state or a hand-off without its packet alike (LedgerError), writing nothing', async (l) => {
     const { ref, record } = await claimed(l, 'bad');
     const asText = { ...ref, fence: String(ref.fence) } as unknown as typeof ref;

@@ -17,6 +17,17 @@ describe('explorer', () => {
     expect(r.violation!.story).toMatch(/outlasted the key's retention; decides again/);
   });
 
+  it('gives an operation back (not-sent) only where no request of it ever reached the provider', () => {
+    // No lookup: after an unknown call, a spent budget is retry-exhausted too, and a last call refused must not give it back.
+    const card = sandboxCreateCard({ ...REPLAYING_BEHAVIOUR, lookup: 'none' });
+    const refused = { fates: ['delivered', 'refused', 'lost-after'], maxNetworkFaults: 2 } as const;
+    const r = explore({ card, policy: { maxAttempts: 2 }, workers: 1, maxCrashes: 1, ...refused });
+    console.log(r.summary);
+    expect(r.violation, r.violation?.story).toBeNull();
+    expect(r.truncated).toBe(false);
+    expect(r.endings['not-sent']).toBeGreaterThan(0);
+  });
+
   it('runs the real decide and reports states, depth and how the runs ended', () => {
     const r = explore({
       card: sandboxCreateCard(REPLAYING_BEHAVIOUR),

@@ -8,6 +8,7 @@ export function receiptText(x: Receipt, dim: (text: string) => string = (t) => t
   const extra = [
     x.status && `HTTP ${x.status}`,
     x.code,
+    x.neverSent && 'never sent',
     x.providerRef && `ref ${x.providerRef}`,
     x.decision.delayMs && `wait ${x.decision.delayMs} ms`,
   ].filter(Boolean);

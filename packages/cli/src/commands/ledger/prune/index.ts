@@ -35,7 +35,7 @@ export const PRUNE_OPTIONS = {
   state: {
     argument: '<state>',
     parse: 'list',
-    description: 'only these closed states (succeeded, rejected, abandoned)',
+    description: 'only these closed states (succeeded, rejected, abandoned, not-sent)',
   },
 } as const satisfies Options;
 
@@ -121,7 +121,7 @@ export function pruneText(r: PruneLedgerReport, exportPath?: string): string {
 export const ledgerPruneCommand = defineCommand({
   name: 'ledger prune',
   description:
-    'retention: delete closed operations (succeeded, rejected, abandoned) older than a duration, with their receipts; never open or handed-off ones',
+    'retention: delete closed operations (succeeded, rejected, abandoned, not-sent) older than a duration, with their receipts; never open or handed-off ones',
   options: PRUNE_OPTIONS,
   helpAfter:
     '\n' +

@@ -60,6 +60,8 @@ export function showText(r: ShowResult, color = false, target = ''): string {
     ]),
   ];
   if (rec.handoff) out.push('', packetText(rec.handoff, color, target, rec.state === 'handed-off'));
+  if (rec.state === 'not-sent')
+    out.push('', 'Given back: no request of it ever left. The next call with this id sends it; nothing to resolve.');
   if (!r.chain.ok) {
     const why = r.chain.missingKey
       ? addMissingKey(r.chain.missingKey)
