@@ -21,7 +21,7 @@ const WORDS: Record<OperationState, string> = {
   rejected: 'rejected',
   'handed-off': 'handed off',
   abandoned: 'abandoned',
-  'not-sent': 'not sent (given back)',
+  'not-sent': 'not sent',
 };
 /** Another word (`absent`) is said as it is. */
 export const stateWords = (state: string): string => WORDS[state as OperationState] ?? state;
