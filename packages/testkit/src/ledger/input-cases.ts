@@ -19,6 +19,34 @@ export function inputCases(test: Test): void {
     expect(await l.get(id('bad-claim'))).toBeNull();
   });
 
+  test('refuses a claim whose id, provider, operation, fingerprints, provider key, account or owner holds U+0000 (LedgerError), storing nothing', async (l) => {
+    const nul = 'x\u0000y';
+    for (const field of [
+      'provider',
+      'operation',
+      'intentFingerprint',
+      'paramsFingerprint',
+      'providerKey',
+      'account',
+      'owner',
+    ])
+      await refused(l.claim(claimInput('nul-claim', { [field]: nul })), LedgerError);
+    await refused(l.claim(claimInput('nul-claim', { businessOperationId: `suite-${nul}` as never })), LedgerError);
+    expect(await l.list()).toEqual([]);
+  });
+
+  test('keeps U+0000 in params, a result, a hand-off packet and receipts as given: read back equal, never refused after the call', async (l) => {
+    const nul = 'a\u0000b';
+    const { ref } = await claimed(l, 'nul-values', { dispatch: true, params: { note: nul } });
+    const r1 = { ...receipt('nul-values', 1, null), message: nul };
+    const unknown = await l.setState(ref, { state: 'unknown', result: { body: nul }, now: T0 + 1, receipt: r1 });
+    expect(unknown.result).toEqual({ body: nul });
+    const handed = await l.handOff(ref, { ...packet('nul-values'), explanation: nul }, T0 + 2);
+    expect(handed.handoff?.explanation).toBe(nul);
+    await expectStored(l, 'nul-values', handed, [r1]);
+    expect((await l.get(id('nul-values')))!.params).toEqual({ note: nul });
+  });
+
   test('refuses fenced writes and resolve at a time that is not a number, and a lease of no finite length (LedgerError), writing nothing', async (l) => {
     const { ref, record } = await claimed(l, 'bad-time');
     for (const now of [Number.NaN, Number.POSITIVE_INFINITY, undefined as unknown as number]) {
