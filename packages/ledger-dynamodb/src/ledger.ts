@@ -24,6 +24,7 @@ import {
   fencedMethods,
   fencedTransition,
   inListing,
+  isTerminal,
   leaseLive,
   numberOption,
   type OnUnreadable,
@@ -263,7 +264,8 @@ export function createDynamoDbLedger(options: DynamoDbLedgerOptions): Ledger {
    */
   async function store(what: string, next: Stored, current: Stored | null) {
     const it = item(next);
-    checkSize(it, maxBytes(next, current, what), what);
+    const restart = what === 'claim' && current !== null && isTerminal(current.record);
+    checkSize(it, maxBytes(next, current, what), what, restart);
     return current === null
       ? t.putNew(what, it, Date.now())
       : t.update(what, it, current.record.fence, current.version);

@@ -23,20 +23,24 @@ export interface Stored {
 }
 
 /**
- * DynamoDB refuses an item over 400 KB. A later write (a receipt, the provider's result) must still
- * fit, so a new operation gets less room than a write that keeps it open, and that less than one that
- * ends it or hands it to a person, or a claim that takes it up again with the same params (a takeover,
- * a resume): an operation whose receipts filled its room can still be recovered and closed.
+ * DynamoDB refuses an item over 400 KB. A later write (a receipt, the provider's result) must still fit, so a new
+ * operation gets less room than the receipts and results of an open one, and those less than what closes it or hands
+ * it off; a person's resolve has the rest. Bookkeeping that adds neither (a takeover, the dispatch, the lease, the
+ * state) may use a closing write's room: recovery can drive an operation whose receipts filled it.
  */
 const MAX_NEW_ITEM_BYTES = 256 * 1024;
 const MAX_OPEN_ITEM_BYTES = 350 * 1024;
+const MAX_CLOSING_ITEM_BYTES = 392 * 1024;
 const MAX_ITEM_BYTES = 400 * 1024;
 
 /** How large the item of `next`, written over `current` (null: a new item) by `what`, may be. */
 export function maxBytes(next: Stored, current: Stored | null, what: string): number {
   if (current === null) return MAX_NEW_ITEM_BYTES;
-  const takenUp = what === 'claim' && next.record.paramsFingerprint === current.record.paramsFingerprint;
-  return isTerminal(next.record) || takenUp ? MAX_ITEM_BYTES : MAX_OPEN_ITEM_BYTES;
+  if (what === 'resolve') return MAX_ITEM_BYTES;
+  // A resume or a revision sends next: its run's receipts and result need the room an open operation leaves.
+  if (what === 'claim' && isTerminal(current.record)) return MAX_OPEN_ITEM_BYTES;
+  const adds = next.receipts !== current.receipts || next.record.result !== current.record.result;
+  return adds && !isTerminal(next.record) ? MAX_OPEN_ITEM_BYTES : MAX_CLOSING_ITEM_BYTES;
 }
 
 /** The optional attributes: absent (REMOVEd) when the record has no value for them. */
@@ -135,11 +139,12 @@ export function withinSize(st: Stored, item: Item, max: number): Stored {
 }
 
 /** Refuses, before anything is written, an item DynamoDB would refuse or that leaves no room to finish. */
-export function checkSize(item: Item, max: number, what: string): void {
+export function checkSize(item: Item, max: number, what: string, restart: boolean): void {
   const bytes = itemBytes(item);
   if (bytes <= max) return;
+  const instead = restart ? ': its run could not store its writes; resolve it instead (mark-done or abandon)' : '';
   throw new LedgerError(
-    `${what} of ${item.id?.S}: the operation's item would be ${bytes} bytes, more than the ${max} this DynamoDB ledger writes (the item limit is 400 KB); nothing written`,
+    `${what} of ${item.id?.S}: the operation's item would be ${bytes} bytes, more than the ${max} this DynamoDB ledger writes (the item limit is 400 KB); nothing written${instead}`,
   );
 }
 
