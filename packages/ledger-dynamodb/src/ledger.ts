@@ -46,6 +46,7 @@ import {
   type Stored,
   toItem,
   toReceipts,
+  type Write,
   withinSize,
 } from './rows.js';
 import { createTable, optimistic, type Table } from './tx.js';
@@ -259,17 +260,21 @@ export function createDynamoDbLedger(options: DynamoDbLedgerOptions): Ledger {
   const item = (st: Stored) => toItem(st, o.retainFor);
 
   /**
-   * Writes `next` over `current` (null: a new item, also over one past its TTL as this process's
-   * clock reads it, like every read); refused before sending when it is too large.
+   * `next` as written over `current` (null: a new item), its item built once; refused before sending when too large.
+   * `fit`: a result or a packet's attempts too large give way to a note first (a fenced write, after the provider call).
    */
-  async function store(what: string, next: Stored, current: Stored | null) {
-    const it = item(next);
-    const restart = what === 'claim' && current !== null && isTerminal(current.record);
-    checkSize(it, maxBytes(next, current, what), what, restart);
-    return current === null
-      ? t.putNew(what, it, Date.now())
-      : t.update(what, it, current.record.fence, current.version);
+  function planned(what: string, next: Stored, current: Stored | null, fit = false): Write {
+    const max = maxBytes(next, current, what);
+    const write = fit ? withinSize(next, item, max) : { ...next, item: item(next) };
+    checkSize(write.item, max, what, what === 'claim' && current !== null && isTerminal(current.record));
+    return write;
   }
+
+  /** Writes over `current` (null: a new item, also over one past its TTL as this process's clock reads it, like every read). */
+  const store = (what: string, write: Write, current: Stored | null) =>
+    current === null
+      ? t.putNew(what, write.item, Date.now())
+      : t.update(what, write.item, current.record.fence, current.version);
 
   /** A fenced write: `next` applied to the operation at the caller's fence, with `receipt` appended. */
   async function fenced(
@@ -290,8 +295,7 @@ export function createDynamoDbLedger(options: DynamoDbLedgerOptions): Ledger {
       (current) => {
         const updated = fencedTransition(current?.record ?? null, ref, next, receipt, current?.lastSeq ?? 0);
         if (updated === current!.record) return { answer: updated };
-        const whole = nextStored(updated, current, receipt);
-        const write = withinSize(whole, item(whole), maxBytes(whole, current, what));
+        const write = planned(what, nextStored(updated, current, receipt), current, true);
         return { write, answer: write.record };
       },
       (write, current) => store(what, write, current),
@@ -325,7 +329,7 @@ export function createDynamoDbLedger(options: DynamoDbLedgerOptions): Ledger {
         unchecked = t.skew() === null;
         // A refusal on an earlier reading is judged again on a fresh one: optimistic re-reads the item and plans again.
         refuseSkewed(id);
-        return { write: nextStored(write, current, input.receipt), answer: result };
+        return { write: planned('claim', nextStored(write, current, input.receipt), current), answer: result };
       },
       (write, current) => store('claim', write, current),
     );
@@ -356,7 +360,7 @@ export function createDynamoDbLedger(options: DynamoDbLedgerOptions): Ledger {
       start,
       (current) => {
         const next = resolveTransition(current?.record ?? null, id, resolution, now, receipt, current?.lastSeq);
-        const write = nextStored(next, current, receipt);
+        const write = planned('resolve', nextStored(next, current, receipt), current);
         return { write, answer: write.record };
       },
       (write, current) => store('resolve', write, current),

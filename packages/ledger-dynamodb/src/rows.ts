@@ -116,13 +116,17 @@ export function itemBytes(item: Item): number {
   return bytes;
 }
 
+/** What a write stores: the operation and the item it is written as. */
+export type Write = Stored & { readonly item: Item };
+
 /**
  * `st` as it can be stored: when its item would be over `max`, its result (the provider was called by then, so the
  * state must be written) is replaced by a note saying so, and a hand-off packet's list of attempts (each a copy of a
  * receipt, which stays stored) by a word where to read them: a row whose receipts filled it can still be handed off.
  */
-export function withinSize(st: Stored, item: Item, max: number): Stored {
-  if (itemBytes(item) <= max) return st;
+export function withinSize(st: Stored, build: (st: Stored) => Item, max: number): Write {
+  const item = build(st);
+  if (itemBytes(item) <= max) return { ...st, item };
   const unfit = `does not fit in the operation's DynamoDB item`;
   let record = st.record;
   const { result, handoff } = record;
@@ -135,7 +139,9 @@ export function withinSize(st: Stored, item: Item, max: number): Stored {
     const explanation = `${handoff.explanation} (its ${handoff.attempts.length} attempts ${unfit}: read them in the operation's receipts)`;
     record = { ...record, handoff: { ...handoff, attempts: [], explanation } };
   }
-  return record === st.record ? st : { ...st, record, recordText: storedJson(record, 'DynamoDB ledger') };
+  if (record === st.record) return { ...st, item };
+  const fitted = { ...st, record, recordText: storedJson(record, 'DynamoDB ledger') };
+  return { ...fitted, item: build(fitted) };
 }
 
 /** Refuses, before anything is written, an item DynamoDB would refuse or that leaves no room to finish. */

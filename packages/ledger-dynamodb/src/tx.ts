@@ -10,7 +10,7 @@ import {
   UpdateItemCommand,
 } from '@aws-sdk/client-dynamodb';
 import { LedgerError, RetrysafeError } from '@retrysafe/contract';
-import { expired, fromItem, type Item, isSame, type Stored } from './rows.js';
+import { expired, fromItem, type Item, isSame, type Stored, type Write } from './rows.js';
 import { notKeyed } from './schema.js';
 import { deleteAt, getItem, putNew, queryOpen, scanPage, updateAt } from './statements.js';
 
@@ -155,7 +155,7 @@ export type Table = ReturnType<typeof createTable>;
 
 /** One step of an optimistic write: what to store over `current`, or a final answer with nothing to write. */
 export type Plan<T> =
-  | { readonly write: Stored; readonly answer: T }
+  | { readonly write: Write; readonly answer: T }
   | { readonly answer: T; readonly write?: undefined };
 
 /**
@@ -171,8 +171,8 @@ export async function optimistic<T>(
   what: string,
   start: { readonly current: Stored | null; readonly known: boolean },
   plan: (current: Stored | null) => Plan<T>,
-  write: (next: Stored, current: Stored | null) => Promise<WriteAnswer>,
-): Promise<{ answer: T; written: Stored | null }> {
+  write: (next: Write, current: Stored | null) => Promise<WriteAnswer>,
+): Promise<{ answer: T; written: Write | null }> {
   let current = start.current;
   let known = start.known;
   for (let tries = 0; tries < MAX_TRIES; tries++) {

@@ -5,14 +5,13 @@ import { createServer } from 'node:net';
 import {
   CreateTableCommand,
   type DynamoDBClient,
-  GetItemCommand,
   ListTablesCommand,
   UpdateItemCommand,
 } from '@aws-sdk/client-dynamodb';
 import { type BusinessOperationId, ClockSkewError, LeaseLostError, LedgerError } from '@retrysafe/contract';
 import { claimOf, packetOf } from '@retrysafe/testkit/ledger';
 import { afterAll, describe, expect, it, vi } from 'vitest';
-import { createDynamoDbLedger, type DynamoDbLedgerOptions, ensureTable, tableDefinition } from '../src/index.js';
+import { createDynamoDbLedger, ensureTable, tableDefinition } from '../src/index.js';
 import { onTables, startDynalite } from './dynalite.js';
 
 const db = await startDynalite();
