@@ -76,6 +76,8 @@ export function queryOpen(table: string, state: string, back: boolean, start?: K
   return {
     TableName: table,
     IndexName: OPEN_INDEX,
+    // The listings read the record: an index that does not carry every attribute is refused, not read as keys only.
+    Select: 'ALL_ATTRIBUTES',
     ScanIndexForward: !back,
     KeyConditionExpression: '#open = :state',
     ExpressionAttributeNames: { '#open': 'openState' },

@@ -53,11 +53,12 @@ export function createTable(client: DynamoDBClient, table: string) {
   /** retrysafe's own errors pass through; any other failure becomes a LedgerError naming the request. */
   const failed = (what: string, err: unknown) => {
     if (RetrysafeError.isInstance(err)) return err;
-    // DynamoDB says only "Requested resource not found", or names a key or index it lacks; the ledger never makes it.
+    // DynamoDB says only "Requested resource not found", or names a key, index or projection it lacks; the ledger never makes it.
     const { name, message } = (err ?? {}) as Error;
     const missing = name === 'ResourceNotFoundException';
     const unkeyed =
-      name === 'ValidationException' && /does not match the schema|Missing the key|specified index/.test(message);
+      name === 'ValidationException' &&
+      /does not match the schema|Missing the key|specified index|projection type is not ALL/.test(message);
     const why = missing
       ? `table ${table} does not exist where the client points (its region, account or endpoint): create it with ensureTable(client, '${table}')`
       : unkeyed

@@ -642,7 +642,7 @@ describe('the DynamoDB ledger', () => {
     client.destroy();
   });
 
-  it('a table made elsewhere with other keys, or without the index of open operations: a LedgerError saying how to make it', async () => {
+  it('a table made elsewhere with other keys, without the index of open operations or with one holding only keys: a LedgerError saying how to make it', async () => {
     const client = db.client();
     const make = (TableName: string, key: string) =>
       client.send(
@@ -655,17 +655,26 @@ describe('the DynamoDB ledger', () => {
       );
     await make('other-keys', 'pk');
     await make('no-index', 'id');
+    // The index keyed as declared, but holding only the keys: the listings would read no record from it.
+    const declared = tableDefinition('keys-only');
+    const index = { ...declared.GlobalSecondaryIndexes![0]!, Projection: { ProjectionType: 'KEYS_ONLY' as const } };
+    await client.send(new CreateTableCommand({ ...declared, GlobalSecondaryIndexes: [index] }));
     const keyed = createDynamoDbLedger({ table: 'other-keys', client });
     const unindexed = createDynamoDbLedger({ table: 'no-index', client });
+    const keysOnly = createDynamoDbLedger({ table: 'keys-only', client });
+    await keysOnly.claim(claimOf(newId('keys-only'), { now: T0 }));
+    const onUnreadable = () => undefined;
     const calls = [
       () => keyed.claim(claimOf(newId('keys'))),
       () => keyed.get(newId('keys')),
       () => unindexed.recoverCandidates(T0),
       () => unindexed.list({ states: ['handed-off'] }),
+      () => keysOnly.recoverCandidates(T0 + 60_000, undefined, onUnreadable),
+      () => keysOnly.list({ states: ['claimed'], onUnreadable }),
     ];
     for (const call of calls) await expect(call()).rejects.toThrow(/is not keyed as the ledger needs.*tableDefinition/);
     for (const call of calls) await expect(call()).rejects.toMatchObject({ reason: 'not-a-ledger' });
-    await Promise.all([keyed.close(), unindexed.close()]);
+    await Promise.all([keyed.close(), unindexed.close(), keysOnly.close()]);
     client.destroy();
   });
 
