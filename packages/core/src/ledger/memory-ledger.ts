@@ -14,10 +14,12 @@ import {
   pruneTally,
   RECOVERABLE_STATES,
   resolveTransition,
+  storedJson,
 } from '@retrysafe/contract/ledger';
 import { memo } from '../defined.js';
 
-const clone = structuredClone;
+/** What stays is what a stored ledger keeps: JSON, so a value no JSON carries is refused alike (LedgerError). */
+const clone = <T>(value: T): T => JSON.parse(storedJson(value, 'memory ledger'));
 
 /** A ledger in this process's memory: for tests and single-process scripts. Lost when the process exits. */
 export function createMemoryLedger(): Ledger {

@@ -47,6 +47,21 @@ export function inputCases(test: Test): void {
     expect((await l.get(id('nul-values')))!.params).toEqual({ note: nul });
   });
 
+  test('refuses a value JSON cannot carry (a BigInt, a cycle, nesting deeper than JSON.stringify reaches) in params, a result or a packet (LedgerError), writing nothing', async (l) => {
+    const cycle: Record<string, unknown> = {};
+    cycle.self = cycle;
+    const bads = [10n, cycle, JSON.parse(`${'['.repeat(20_000)}${']'.repeat(20_000)}`)];
+    for (const bad of bads) await refused(l.claim(claimInput('not-json-new', { params: { bad } })), LedgerError);
+    expect(await l.get(id('not-json-new'))).toBeNull();
+    const { ref, record } = await claimed(l, 'not-json', { dispatch: true });
+    for (const bad of bads) {
+      await refused(l.setState(ref, { state: 'succeeded', result: { bad }, now: T0 + 1 }), LedgerError);
+      const lastKnown = { outcome: 'unknown', extra: bad } as never;
+      await refused(l.handOff(ref, { ...packet('not-json'), lastKnown }, T0 + 1), LedgerError);
+    }
+    await expectStored(l, 'not-json', record);
+  });
+
   test('refuses fenced writes and resolve at a time that is not a number, and a lease of no finite length (LedgerError), writing nothing', async (l) => {
     const { ref, record } = await claimed(l, 'bad-time');
     for (const now of [Number.NaN, Number.POSITIVE_INFINITY, undefined as unknown as number]) {
