@@ -49,6 +49,7 @@ import {
   type Write,
   withinSize,
 } from './rows.js';
+import { scanFilter } from './statements.js';
 import { createTable, optimistic, type Table } from './tx.js';
 
 interface DynamoDbLedgerBase {
@@ -205,14 +206,14 @@ async function prune(t: Table, table: string, options: PruneOptions): Promise<Pr
   return tally.report();
 }
 
-/** A listing: the sparse index when only open states are asked for, else a consistent scan. */
+/** A listing: the sparse index when only open states are asked for, else a consistent scan that sends back only what it lists. */
 async function list(t: Table, table: string, filter: ListFilter = {}): Promise<OperationRecord[]> {
   checkListFilter(filter);
   if (filter.states?.length === 0 || filter.limit === 0) return [];
   // Only open states: the sparse index holds them in creation order, the history is not read.
   const indexed = filter.states?.every(isOpen) === true;
   const back = filter.newestFirst === true;
-  const sources = indexed ? filter.states!.map((s) => t.open(s, 'list', back)) : [t.scan('list')];
+  const sources = indexed ? filter.states!.map((s) => t.open(s, 'list', back)) : [t.scan('list', scanFilter(filter))];
   const createdAt = (item: Item) => Number(item.createdAt?.N);
   const past = indexed
     ? (item: Item, last: OperationRecord) =>

@@ -12,7 +12,7 @@ import {
 import { LedgerError, RetrysafeError } from '@retrysafe/contract';
 import { expired, fromItem, type Item, isSame, type Stored, type Write } from './rows.js';
 import { notKeyed } from './schema.js';
-import { deleteAt, getItem, putNew, queryOpen, scanPage, updateAt } from './statements.js';
+import { deleteAt, getItem, putNew, queryOpen, type ScanFilter, scanPage, updateAt } from './statements.js';
 
 /** How often a write is tried again when the item changed between its read and its write. */
 const MAX_TRIES = 8;
@@ -143,7 +143,9 @@ export function createTable(client: DynamoDBClient, table: string) {
     /** `back`: newest first. */
     open: (state: string, what: string, back = false) =>
       pages(what, (start) => client.send(new QueryCommand(queryOpen(table, state, back, start)))),
-    scan: (what: string) => pages(what, (start) => client.send(new ScanCommand(scanPage(table, start)))),
+    /** `filter`: only the items it keeps come back. */
+    scan: (what: string, filter?: ScanFilter) =>
+      pages(what, (start) => client.send(new ScanCommand(scanPage(table, start, filter)))),
     skew: () => skew,
     /** Every request from now on is refused; those already sent finish. */
     close() {

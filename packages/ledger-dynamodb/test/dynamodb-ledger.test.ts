@@ -247,6 +247,39 @@ describe('the DynamoDB ledger', () => {
     await l.close();
   });
 
+  it('a listing of closed states or by provider scans the table, but gets back only the items it lists (no other record crosses the wire)', async () => {
+    const table = await db.table('scan-filter');
+    const client = db.client();
+    const sent: number[] = [];
+    client.middlewareStack.add(
+      (next, context) => async (args) => {
+        const out = await next(args);
+        if (context.commandName === 'ScanCommand') sent.push((out.output as { Items?: unknown[] }).Items?.length ?? 0);
+        return out;
+      },
+      { step: 'initialize', name: 'countScanned' },
+    );
+    const l = createDynamoDbLedger({ table, client });
+    const ids = [1, 2, 3, 4].map(() => newId('scan-filter'));
+    for (const [i, id] of ids.entries()) {
+      await l.claim(claimOf(id, { now: T0, dispatch: true, ...(i === 3 && { provider: 'other' }) }));
+      if (i < 2) await l.setState({ businessOperationId: id, fence: 1 }, { state: 'succeeded', now: T0 + 1 });
+    }
+    const listed = async (filter: Parameters<typeof l.list>[0]) => {
+      sent.length = 0;
+      const found = (await l.list(filter)).map((r) => r.businessOperationId).sort();
+      return { found, sent: sent.reduce((a, b) => a + b, 0) };
+    };
+    expect(await listed({ states: ['succeeded'] })).toEqual({ found: ids.slice(0, 2), sent: 2 });
+    expect(await listed({ states: ['succeeded', 'dispatched'], provider: 'other' })).toEqual({
+      found: [ids[3]],
+      sent: 1,
+    });
+    expect(await listed({ operation: 'no-such-operation' })).toEqual({ found: [], sent: 0 });
+    expect((await listed({})).sent).toBe(4);
+    await l.close();
+  });
+
   it('receipts stored as JSON that is not an array are a LedgerError for reads and appends, and no append is written onto them', async () => {
     const l = await ledgers(2);
     const [a, b] = l.all as [typeof l.first, typeof l.first];
