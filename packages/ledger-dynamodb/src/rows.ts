@@ -6,6 +6,7 @@ import {
   PRUNABLE_STATES,
   parseStoredReceipts,
   parseStoredRecord,
+  recordJson,
   storedJson,
 } from '@retrysafe/contract/ledger';
 import { TTL_ATTRIBUTE } from './schema.js';
@@ -50,10 +51,11 @@ const s = (v: string): AttributeValue => ({ S: v });
 const n = (v: number): AttributeValue => ({ N: String(v) });
 
 /** What `record` (with `added` after the receipts of `before`) stores as. */
-export function nextStored(record: OperationRecord, before: Stored | null, added?: Receipt): Stored {
+export function nextStored(next: OperationRecord, before: Stored | null, added?: Receipt): Stored {
+  const { record, text: recordText } = recordJson(next, 'DynamoDB ledger');
   return {
     record,
-    recordText: storedJson(record, 'DynamoDB ledger'),
+    recordText,
     receipts: appendStoredReceipt(before?.receipts ?? null, added, 'DynamoDB ledger'),
     lastSeq: added?.seq ?? before?.lastSeq ?? 0,
     version: (before?.version ?? 0) + 1,

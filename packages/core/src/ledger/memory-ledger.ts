@@ -13,6 +13,7 @@ import {
   leaseLive,
   pruneTally,
   RECOVERABLE_STATES,
+  recordJson,
   resolveTransition,
   storedJson,
 } from '@retrysafe/contract/ledger';
@@ -35,9 +36,10 @@ export function createMemoryLedger(): Ledger {
     return records;
   };
   // The copy is what stays; the transition's own object, which nobody else holds, is handed out.
-  const put = (r: OperationRecord) => {
-    records.set(r.businessOperationId, clone(r));
-    return r;
+  const put = (next: OperationRecord) => {
+    const { record, text } = recordJson(next, 'memory ledger');
+    records.set(record.businessOperationId, JSON.parse(text));
+    return record;
   };
 
   return {
