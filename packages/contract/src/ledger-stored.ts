@@ -85,6 +85,32 @@ export function storedJson(value: unknown, where: string): string {
   }
 }
 
+const notJson = (err: unknown) => ({
+  notStored: 'result',
+  why: `the provider's result is not JSON (${((err as Error).cause as Error | undefined)?.message}); the provider holds it (providerRef)`,
+});
+
+/** The JSON a ledger stores for `record`, and the record that is: a provider result no JSON carries gives way to a note,
+ * as the provider was called by then and the state must be written (the run that got it still returns it whole). */
+export function recordJson(record: OperationRecord, where: string): { record: OperationRecord; text: string } {
+  try {
+    return { record, text: storedJson(record, where) };
+  } catch (err) {
+    if (record.result == null) throw err;
+    const noted = { ...record, result: notJson(err) };
+    return { record: noted, text: storedJson(noted, where) };
+  }
+}
+
+/** A result's JSON for a ledger that stores it apart from the record, as recordJson would store it. */
+export function resultJson(result: unknown, where: string): string {
+  try {
+    return storedJson(result, where);
+  } catch (err) {
+    return storedJson(notJson(err), where);
+  }
+}
+
 /** The stored receipts' JSON (kept as text) with `added` after them; text that is not an array is refused (cut JSON). */
 export function appendStoredReceipt(text: string | null, added: Receipt | undefined, where: string): string | null {
   if (added === undefined) return text;

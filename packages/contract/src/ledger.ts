@@ -216,6 +216,8 @@ const RELEASED = { leaseOwner: null, leaseExpiresAt: null } as const;
 
 /** The claim's fields a record is found, listed and compared by. */
 const CLAIM_TEXTS = ['provider', 'operation', 'intentFingerprint', 'paramsFingerprint'] as const;
+/** The claim's texts a ledger keeps in text columns (PostgreSQL's refuse U+0000): refused alike by every ledger. */
+const NUL_FREE = ['businessOperationId', ...CLAIM_TEXTS, 'providerKey', 'account', 'owner'] as const;
 const NO_ATTEMPTS = {
   firstDispatchedAt: null,
   attemptCount: 0,
@@ -253,6 +255,8 @@ export function claimTransition(
     if (typeof input[field] !== 'string') throw new LedgerError(`claim: ${field} must be a string`);
   if (input.account !== undefined && typeof input.account !== 'string')
     throw new LedgerError('claim: account must be a string when given');
+  const nul = NUL_FREE.find((field) => hasNul(input[field]));
+  if (nul !== undefined) throw new LedgerError(`claim: ${nul} holds U+0000, which a ledger cannot store`);
   if (existing === null && input.existing) return { result: { kind: 'gone' }, write: null };
   const { receipt } = input;
   if (receipt !== undefined && (existing === null || !(input.resume || input.supersede)))

@@ -24,6 +24,7 @@ import {
   fencedMethods,
   fencedTransition,
   inListing,
+  isTerminal,
   leaseLive,
   numberOption,
   type OnUnreadable,
@@ -45,8 +46,10 @@ import {
   type Stored,
   toItem,
   toReceipts,
+  type Write,
   withinSize,
 } from './rows.js';
+import { scanFilter } from './statements.js';
 import { createTable, optimistic, type Table } from './tx.js';
 
 interface DynamoDbLedgerBase {
@@ -203,14 +206,14 @@ async function prune(t: Table, table: string, options: PruneOptions): Promise<Pr
   return tally.report();
 }
 
-/** A listing: the sparse index when only open states are asked for, else a consistent scan. */
+/** A listing: the sparse index when only open states are asked for, else a consistent scan that sends back only what it lists. */
 async function list(t: Table, table: string, filter: ListFilter = {}): Promise<OperationRecord[]> {
   checkListFilter(filter);
   if (filter.states?.length === 0 || filter.limit === 0) return [];
   // Only open states: the sparse index holds them in creation order, the history is not read.
   const indexed = filter.states?.every(isOpen) === true;
   const back = filter.newestFirst === true;
-  const sources = indexed ? filter.states!.map((s) => t.open(s, 'list', back)) : [t.scan('list')];
+  const sources = indexed ? filter.states!.map((s) => t.open(s, 'list', back)) : [t.scan('list', scanFilter(filter))];
   const createdAt = (item: Item) => Number(item.createdAt?.N);
   const past = indexed
     ? (item: Item, last: OperationRecord) =>
@@ -258,16 +261,21 @@ export function createDynamoDbLedger(options: DynamoDbLedgerOptions): Ledger {
   const item = (st: Stored) => toItem(st, o.retainFor);
 
   /**
-   * Writes `next` over `current` (null: a new item, also over one past its TTL as this process's
-   * clock reads it, like every read); refused before sending when it is too large.
+   * `next` as written over `current` (null: a new item), its item built once; refused before sending when too large.
+   * `fit`: a result or a packet's attempts too large give way to a note first (a fenced write, after the provider call).
    */
-  async function store(what: string, next: Stored, current: Stored | null) {
-    const it = item(next);
-    checkSize(it, maxBytes(next, current, what), what);
-    return current === null
-      ? t.putNew(what, it, Date.now())
-      : t.update(what, it, current.record.fence, current.version);
+  function planned(what: string, next: Stored, current: Stored | null, fit = false): Write {
+    const max = maxBytes(next, current, what);
+    const write = fit ? withinSize(next, item, max) : { ...next, item: item(next) };
+    checkSize(write.item, max, what, what === 'claim' && current !== null && isTerminal(current.record));
+    return write;
   }
+
+  /** Writes over `current` (null: a new item, also over one past its TTL as this process's clock reads it, like every read). */
+  const store = (what: string, write: Write, current: Stored | null) =>
+    current === null
+      ? t.putNew(what, write.item, Date.now())
+      : t.update(what, write.item, current.record.fence, current.version);
 
   /** A fenced write: `next` applied to the operation at the caller's fence, with `receipt` appended. */
   async function fenced(
@@ -288,8 +296,7 @@ export function createDynamoDbLedger(options: DynamoDbLedgerOptions): Ledger {
       (current) => {
         const updated = fencedTransition(current?.record ?? null, ref, next, receipt, current?.lastSeq ?? 0);
         if (updated === current!.record) return { answer: updated };
-        const whole = nextStored(updated, current, receipt);
-        const write = withinSize(whole, item(whole), maxBytes(whole, current, what));
+        const write = planned(what, nextStored(updated, current, receipt), current, true);
         return { write, answer: write.record };
       },
       (write, current) => store(what, write, current),
@@ -323,7 +330,7 @@ export function createDynamoDbLedger(options: DynamoDbLedgerOptions): Ledger {
         unchecked = t.skew() === null;
         // A refusal on an earlier reading is judged again on a fresh one: optimistic re-reads the item and plans again.
         refuseSkewed(id);
-        return { write: nextStored(write, current, input.receipt), answer: result };
+        return { write: planned('claim', nextStored(write, current, input.receipt), current), answer: result };
       },
       (write, current) => store('claim', write, current),
     );
@@ -354,7 +361,7 @@ export function createDynamoDbLedger(options: DynamoDbLedgerOptions): Ledger {
       start,
       (current) => {
         const next = resolveTransition(current?.record ?? null, id, resolution, now, receipt, current?.lastSeq);
-        const write = nextStored(next, current, receipt);
+        const write = planned('resolve', nextStored(next, current, receipt), current);
         return { write, answer: write.record };
       },
       (write, current) => store('resolve', write, current),

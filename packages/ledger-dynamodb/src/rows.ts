@@ -6,6 +6,7 @@ import {
   PRUNABLE_STATES,
   parseStoredReceipts,
   parseStoredRecord,
+  recordJson,
   storedJson,
 } from '@retrysafe/contract/ledger';
 import { TTL_ATTRIBUTE } from './schema.js';
@@ -23,20 +24,24 @@ export interface Stored {
 }
 
 /**
- * DynamoDB refuses an item over 400 KB. A later write (a receipt, the provider's result) must still
- * fit, so a new operation gets less room than a write that keeps it open, and that less than one that
- * ends it or hands it to a person, or a claim that takes it up again with the same params (a takeover,
- * a resume): an operation whose receipts filled its room can still be recovered and closed.
+ * DynamoDB refuses an item over 400 KB. A later write (a receipt, the provider's result) must still fit, so a new
+ * operation gets less room than the receipts and results of an open one, and those less than what closes it or hands
+ * it off; a person's resolve has the rest. Bookkeeping that adds neither (a takeover, the dispatch, the lease, the
+ * state) may use a closing write's room: recovery can drive an operation whose receipts filled it.
  */
 const MAX_NEW_ITEM_BYTES = 256 * 1024;
 const MAX_OPEN_ITEM_BYTES = 350 * 1024;
+const MAX_CLOSING_ITEM_BYTES = 392 * 1024;
 const MAX_ITEM_BYTES = 400 * 1024;
 
 /** How large the item of `next`, written over `current` (null: a new item) by `what`, may be. */
 export function maxBytes(next: Stored, current: Stored | null, what: string): number {
   if (current === null) return MAX_NEW_ITEM_BYTES;
-  const takenUp = what === 'claim' && next.record.paramsFingerprint === current.record.paramsFingerprint;
-  return isTerminal(next.record) || takenUp ? MAX_ITEM_BYTES : MAX_OPEN_ITEM_BYTES;
+  if (what === 'resolve') return MAX_ITEM_BYTES;
+  // A resume or a revision sends next: its run's receipts and result need the room an open operation leaves.
+  if (what === 'claim' && isTerminal(current.record)) return MAX_OPEN_ITEM_BYTES;
+  const adds = next.receipts !== current.receipts || next.record.result !== current.record.result;
+  return adds && !isTerminal(next.record) ? MAX_OPEN_ITEM_BYTES : MAX_CLOSING_ITEM_BYTES;
 }
 
 /** The optional attributes: absent (REMOVEd) when the record has no value for them. */
@@ -46,10 +51,11 @@ const s = (v: string): AttributeValue => ({ S: v });
 const n = (v: number): AttributeValue => ({ N: String(v) });
 
 /** What `record` (with `added` after the receipts of `before`) stores as. */
-export function nextStored(record: OperationRecord, before: Stored | null, added?: Receipt): Stored {
+export function nextStored(next: OperationRecord, before: Stored | null, added?: Receipt): Stored {
+  const { record, text: recordText } = recordJson(next, 'DynamoDB ledger');
   return {
     record,
-    recordText: storedJson(record, 'DynamoDB ledger'),
+    recordText,
     receipts: appendStoredReceipt(before?.receipts ?? null, added, 'DynamoDB ledger'),
     lastSeq: added?.seq ?? before?.lastSeq ?? 0,
     version: (before?.version ?? 0) + 1,
@@ -112,13 +118,17 @@ export function itemBytes(item: Item): number {
   return bytes;
 }
 
+/** What a write stores: the operation and the item it is written as. */
+export type Write = Stored & { readonly item: Item };
+
 /**
  * `st` as it can be stored: when its item would be over `max`, its result (the provider was called by then, so the
  * state must be written) is replaced by a note saying so, and a hand-off packet's list of attempts (each a copy of a
  * receipt, which stays stored) by a word where to read them: a row whose receipts filled it can still be handed off.
  */
-export function withinSize(st: Stored, item: Item, max: number): Stored {
-  if (itemBytes(item) <= max) return st;
+export function withinSize(st: Stored, build: (st: Stored) => Item, max: number): Write {
+  const item = build(st);
+  if (itemBytes(item) <= max) return { ...st, item };
   const unfit = `does not fit in the operation's DynamoDB item`;
   let record = st.record;
   const { result, handoff } = record;
@@ -131,15 +141,18 @@ export function withinSize(st: Stored, item: Item, max: number): Stored {
     const explanation = `${handoff.explanation} (its ${handoff.attempts.length} attempts ${unfit}: read them in the operation's receipts)`;
     record = { ...record, handoff: { ...handoff, attempts: [], explanation } };
   }
-  return record === st.record ? st : { ...st, record, recordText: storedJson(record, 'DynamoDB ledger') };
+  if (record === st.record) return { ...st, item };
+  const fitted = { ...st, record, recordText: storedJson(record, 'DynamoDB ledger') };
+  return { ...fitted, item: build(fitted) };
 }
 
 /** Refuses, before anything is written, an item DynamoDB would refuse or that leaves no room to finish. */
-export function checkSize(item: Item, max: number, what: string): void {
+export function checkSize(item: Item, max: number, what: string, restart: boolean): void {
   const bytes = itemBytes(item);
   if (bytes <= max) return;
+  const instead = restart ? ': its run could not store its writes; resolve it instead (mark-done or abandon)' : '';
   throw new LedgerError(
-    `${what} of ${item.id?.S}: the operation's item would be ${bytes} bytes, more than the ${max} this DynamoDB ledger writes (the item limit is 400 KB); nothing written`,
+    `${what} of ${item.id?.S}: the operation's item would be ${bytes} bytes, more than the ${max} this DynamoDB ledger writes (the item limit is 400 KB); nothing written${instead}`,
   );
 }
 

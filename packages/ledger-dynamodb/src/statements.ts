@@ -6,6 +6,7 @@ import type {
   ScanCommandInput,
   UpdateItemCommandInput,
 } from '@aws-sdk/client-dynamodb';
+import type { ListFilter } from '@retrysafe/contract';
 import { type Item, OPTIONAL_ATTRIBUTES } from './rows.js';
 import { OPEN_INDEX, TTL_ATTRIBUTE } from './schema.js';
 
@@ -76,6 +77,8 @@ export function queryOpen(table: string, state: string, back: boolean, start?: K
   return {
     TableName: table,
     IndexName: OPEN_INDEX,
+    // The listings read the record: an index that does not carry every attribute is refused, not read as keys only.
+    Select: 'ALL_ATTRIBUTES',
     ScanIndexForward: !back,
     KeyConditionExpression: '#open = :state',
     ExpressionAttributeNames: { '#open': 'openState' },
@@ -84,7 +87,34 @@ export function queryOpen(table: string, state: string, back: boolean, start?: K
   };
 }
 
+/** A Scan's filter: only the items a listing keeps come back (every item is still read). */
+export type ScanFilter = Pick<
+  ScanCommandInput,
+  'FilterExpression' | 'ExpressionAttributeNames' | 'ExpressionAttributeValues'
+>;
+
+/** Items in one of the listing's states, of its provider and operation (an empty one filters nothing, as elsewhere). */
+export function scanFilter(filter: ListFilter): ScanFilter | undefined {
+  const names: Record<string, string> = {};
+  const values: Item = {};
+  const terms: string[] = [];
+  if (filter.states?.length) {
+    names['#state'] = 'state';
+    for (const [i, state] of filter.states.entries()) values[`:s${i}`] = { S: state };
+    terms.push(`#state IN (${filter.states.map((_, i) => `:s${i}`).join(', ')})`);
+  }
+  for (const name of ['provider', 'operation'] as const) {
+    const value = filter[name];
+    if (!value) continue;
+    names[`#${name}`] = name;
+    values[`:${name}`] = { S: value };
+    terms.push(`#${name} = :${name}`);
+  }
+  if (terms.length === 0) return undefined;
+  return { FilterExpression: terms.join(' AND '), ExpressionAttributeNames: names, ExpressionAttributeValues: values };
+}
+
 /** One page of the whole table (listings without an open-state filter, retention). */
-export function scanPage(table: string, start?: Key): ScanCommandInput {
-  return { TableName: table, ConsistentRead: true, ...(start ? { ExclusiveStartKey: start } : {}) };
+export function scanPage(table: string, start?: Key, filter?: ScanFilter): ScanCommandInput {
+  return { TableName: table, ConsistentRead: true, ...filter, ...(start ? { ExclusiveStartKey: start } : {}) };
 }

@@ -10,9 +10,9 @@ import {
   UpdateItemCommand,
 } from '@aws-sdk/client-dynamodb';
 import { LedgerError, RetrysafeError } from '@retrysafe/contract';
-import { expired, fromItem, type Item, isSame, type Stored } from './rows.js';
+import { expired, fromItem, type Item, isSame, type Stored, type Write } from './rows.js';
 import { notKeyed } from './schema.js';
-import { deleteAt, getItem, putNew, queryOpen, scanPage, updateAt } from './statements.js';
+import { deleteAt, getItem, putNew, queryOpen, type ScanFilter, scanPage, updateAt } from './statements.js';
 
 /** How often a write is tried again when the item changed between its read and its write. */
 const MAX_TRIES = 8;
@@ -53,11 +53,12 @@ export function createTable(client: DynamoDBClient, table: string) {
   /** retrysafe's own errors pass through; any other failure becomes a LedgerError naming the request. */
   const failed = (what: string, err: unknown) => {
     if (RetrysafeError.isInstance(err)) return err;
-    // DynamoDB says only "Requested resource not found", or names a key or index it lacks; the ledger never makes it.
+    // DynamoDB says only "Requested resource not found", or names a key, index or projection it lacks; the ledger never makes it.
     const { name, message } = (err ?? {}) as Error;
     const missing = name === 'ResourceNotFoundException';
     const unkeyed =
-      name === 'ValidationException' && /does not match the schema|Missing the key|specified index/.test(message);
+      name === 'ValidationException' &&
+      /does not match the schema|Missing the key|specified index|projection type is not ALL/.test(message);
     const why = missing
       ? `table ${table} does not exist where the client points (its region, account or endpoint): create it with ensureTable(client, '${table}')`
       : unkeyed
@@ -142,7 +143,9 @@ export function createTable(client: DynamoDBClient, table: string) {
     /** `back`: newest first. */
     open: (state: string, what: string, back = false) =>
       pages(what, (start) => client.send(new QueryCommand(queryOpen(table, state, back, start)))),
-    scan: (what: string) => pages(what, (start) => client.send(new ScanCommand(scanPage(table, start)))),
+    /** `filter`: only the items it keeps come back. */
+    scan: (what: string, filter?: ScanFilter) =>
+      pages(what, (start) => client.send(new ScanCommand(scanPage(table, start, filter)))),
     skew: () => skew,
     /** Every request from now on is refused; those already sent finish. */
     close() {
@@ -155,7 +158,7 @@ export type Table = ReturnType<typeof createTable>;
 
 /** One step of an optimistic write: what to store over `current`, or a final answer with nothing to write. */
 export type Plan<T> =
-  | { readonly write: Stored; readonly answer: T }
+  | { readonly write: Write; readonly answer: T }
   | { readonly answer: T; readonly write?: undefined };
 
 /**
@@ -171,8 +174,8 @@ export async function optimistic<T>(
   what: string,
   start: { readonly current: Stored | null; readonly known: boolean },
   plan: (current: Stored | null) => Plan<T>,
-  write: (next: Stored, current: Stored | null) => Promise<WriteAnswer>,
-): Promise<{ answer: T; written: Stored | null }> {
+  write: (next: Write, current: Stored | null) => Promise<WriteAnswer>,
+): Promise<{ answer: T; written: Write | null }> {
   let current = start.current;
   let known = start.known;
   for (let tries = 0; tries < MAX_TRIES; tries++) {

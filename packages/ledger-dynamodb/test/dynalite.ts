@@ -1,10 +1,10 @@
 // dynalite (a DynamoDB implementation in JavaScript, in memory) on a random loopback port, and the
 // official client pointed at it. Credentials are dummies: nothing leaves the machine.
 import type { AddressInfo } from 'node:net';
-import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import { DynamoDBClient, GetItemCommand } from '@aws-sdk/client-dynamodb';
 // @ts-expect-error dynalite ships no types
 import dynalite from 'dynalite';
-import { ensureTable } from '../src/index.js';
+import { createDynamoDbLedger, type DynamoDbLedgerOptions, ensureTable } from '../src/index.js';
 
 export interface Dynalite {
   readonly endpoint: string;
@@ -37,4 +37,27 @@ export async function startDynalite(createTableMs = 0): Promise<Dynalite> {
       await new Promise<void>((resolve) => server.close(() => resolve()));
     },
   };
+}
+
+/** The tests' ledgers and raw reads on `db`'s tables. */
+export function onTables(db: Dynalite) {
+  /** `count` ledgers on one table, each with its own client (as separate processes would be). */
+  async function ledgers(count: number, options: { retentionMs: number; cards: [] } | object = {}) {
+    const table = await db.table('ledger');
+    const all = Array.from({ length: count }, () =>
+      createDynamoDbLedger({ table, client: db.client(), ...options } as DynamoDbLedgerOptions),
+    );
+    return { table, all, first: all[0]!, close: () => Promise.all(all.map((l) => l.close())) };
+  }
+
+  async function rawItem(table: string, id: string) {
+    const client = db.client();
+    try {
+      return (await client.send(new GetItemCommand({ TableName: table, Key: { id: { S: id } }, ConsistentRead: true })))
+        .Item;
+    } finally {
+      client.destroy();
+    }
+  }
+  return { ledgers, rawItem };
 }

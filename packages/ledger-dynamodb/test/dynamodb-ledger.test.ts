@@ -5,43 +5,22 @@ import { createServer } from 'node:net';
 import {
   CreateTableCommand,
   type DynamoDBClient,
-  GetItemCommand,
   ListTablesCommand,
   UpdateItemCommand,
 } from '@aws-sdk/client-dynamodb';
 import { type BusinessOperationId, ClockSkewError, LeaseLostError, LedgerError } from '@retrysafe/contract';
-import { createRunner, createVirtualClock } from '@retrysafe/core';
-import { createSandboxAdapter, createSandboxProvider, REPLAYING_BEHAVIOUR } from '@retrysafe/sandbox';
 import { claimOf, packetOf } from '@retrysafe/testkit/ledger';
 import { afterAll, describe, expect, it, vi } from 'vitest';
-import { createDynamoDbLedger, type DynamoDbLedgerOptions, ensureTable, tableDefinition } from '../src/index.js';
-import { startDynalite } from './dynalite.js';
+import { createDynamoDbLedger, ensureTable, tableDefinition } from '../src/index.js';
+import { onTables, startDynalite } from './dynalite.js';
 
 const db = await startDynalite();
 afterAll(() => db.close());
+const { ledgers, rawItem } = onTables(db);
 
 const T0 = Date.UTC(2026, 0, 1);
 let n = 0;
 const newId = (what: string) => `${what}-${++n}` as BusinessOperationId;
-
-/** `count` ledgers on one table, each with its own client (as separate processes would be). */
-async function ledgers(count: number, options: { retentionMs: number; cards: [] } | object = {}) {
-  const table = await db.table('ledger');
-  const all = Array.from({ length: count }, () =>
-    createDynamoDbLedger({ table, client: db.client(), ...options } as DynamoDbLedgerOptions),
-  );
-  return { table, all, first: all[0]!, close: () => Promise.all(all.map((l) => l.close())) };
-}
-
-async function rawItem(table: string, id: string) {
-  const client = db.client();
-  try {
-    return (await client.send(new GetItemCommand({ TableName: table, Key: { id: { S: id } }, ConsistentRead: true })))
-      .Item;
-  } finally {
-    client.destroy();
-  }
-}
 
 /** An edit from outside the ledger: one attribute of the item set to `text`. */
 async function editItem(table: string, id: string, attribute: 'record' | 'receipts', text: string) {
@@ -59,33 +38,6 @@ async function editItem(table: string, id: string, attribute: 'record' | 'receip
   } finally {
     client.destroy();
   }
-}
-
-/** A receipt of `id` carrying `kb` KB of message (the ledger stores the chain it is given; it does not check hashes). */
-const bigReceipt = (id: string, seq: number, kb: number) =>
-  ({
-    businessOperationId: id,
-    seq,
-    kind: 'lookup',
-    prevHash: null,
-    hash: `${seq}`.repeat(64),
-    message: 'm'.repeat(kb * 1024),
-  }) as never;
-
-/** An open operation with `paramsKb` of params whose receipts, of each size in `kbs` until one is refused, filled its item. */
-async function filledToTheRoom(name: string, paramsKb: number, kbs: number[]) {
-  const l = await ledgers(1);
-  const id = newId(name);
-  await l.first.claim(claimOf(id, { params: { ref: id, blob: 'y'.repeat(paramsKb * 1024) }, dispatch: true }));
-  const ref = { businessOperationId: id, fence: 1 };
-  let seq = 0;
-  const append = (kb: number) =>
-    l.first.appendReceipt(ref, bigReceipt(id, seq + 1, kb)).then(
-      () => ++seq,
-      () => 0,
-    );
-  for (const kb of kbs) while ((await append(kb)) > 0);
-  return { l, id, ref, next: () => ++seq };
 }
 
 /** A ledger on a new table whose Scan and Query pages hold two items, each request noted in `log` by its command; five ids. */
@@ -292,6 +244,39 @@ describe('the DynamoDB ledger', () => {
     // Each state's query stops by itself: 'claimed' after two pages, 'dispatched' (none) after one.
     const two = await listed({ states: ['claimed', 'dispatched'], limit: 3 });
     expect(two).toEqual({ found: all.found.slice(0, 3), queries: 3 });
+    await l.close();
+  });
+
+  it('a listing of closed states or by provider scans the table, but gets back only the items it lists (no other record crosses the wire)', async () => {
+    const table = await db.table('scan-filter');
+    const client = db.client();
+    const sent: number[] = [];
+    client.middlewareStack.add(
+      (next, context) => async (args) => {
+        const out = await next(args);
+        if (context.commandName === 'ScanCommand') sent.push((out.output as { Items?: unknown[] }).Items?.length ?? 0);
+        return out;
+      },
+      { step: 'initialize', name: 'countScanned' },
+    );
+    const l = createDynamoDbLedger({ table, client });
+    const ids = [1, 2, 3, 4].map(() => newId('scan-filter'));
+    for (const [i, id] of ids.entries()) {
+      await l.claim(claimOf(id, { now: T0, dispatch: true, ...(i === 3 && { provider: 'other' }) }));
+      if (i < 2) await l.setState({ businessOperationId: id, fence: 1 }, { state: 'succeeded', now: T0 + 1 });
+    }
+    const listed = async (filter: Parameters<typeof l.list>[0]) => {
+      sent.length = 0;
+      const found = (await l.list(filter)).map((r) => r.businessOperationId).sort();
+      return { found, sent: sent.reduce((a, b) => a + b, 0) };
+    };
+    expect(await listed({ states: ['succeeded'] })).toEqual({ found: ids.slice(0, 2), sent: 2 });
+    expect(await listed({ states: ['succeeded', 'dispatched'], provider: 'other' })).toEqual({
+      found: [ids[3]],
+      sent: 1,
+    });
+    expect(await listed({ operation: 'no-such-operation' })).toEqual({ found: [], sent: 0 });
+    expect((await listed({})).sent).toBe(4);
     await l.close();
   });
 
@@ -506,113 +491,6 @@ describe('the DynamoDB ledger', () => {
     await l.close();
   });
 
-  it('refuses, before the claim, an operation whose item would be too large: a typed error and nothing written', async () => {
-    const l = await ledgers(1);
-    const id = newId('large');
-    const huge = { ref: id, blob: 'x'.repeat(300 * 1024) };
-    const err = await l.first.claim(claimOf(id, { params: huge, dispatch: true })).catch((e: unknown) => e);
-    expect(LedgerError.isInstance(err)).toBe(true);
-    expect((err as LedgerError).providerMayHaveBeenCalled).toBe(false);
-    expect((err as Error).message).toMatch(/bytes, more than the \d+ this DynamoDB ledger writes/);
-    expect(await rawItem(l.table, id)).toBeUndefined();
-    expect(await l.first.list()).toEqual([]);
-    await l.close();
-  });
-
-  it('refuses a later write that would outgrow the item, writing nothing of it (never a half-written item)', async () => {
-    const l = await ledgers(1);
-    const id = newId('large-result');
-    const c = await l.first.claim(claimOf(id, { params: { ref: id, blob: 'y'.repeat(200 * 1024) }, dispatch: true }));
-    expect(c.kind).toBe('claimed');
-    const ref = { businessOperationId: id, fence: 1 };
-    const before = await rawItem(l.table, id);
-    await expect(
-      l.first.setState(ref, { state: 'succeeded', receipt: bigReceipt(id, 1, 200), now: T0 + 1 }),
-    ).rejects.toSatisfy(LedgerError.isInstance);
-    expect(await rawItem(l.table, id)).toEqual(before);
-    // The operation carries on within the limit.
-    expect(await l.first.setState(ref, { state: 'succeeded', result: { id: 'rec_1' }, now: T0 + 2 })).toMatchObject({
-      state: 'succeeded',
-    });
-    await l.close();
-  });
-
-  it('a write mid-run refused for the item size: run() says the provider may have applied it, and recover() finishes it with one record at the provider', async () => {
-    const ledger = createDynamoDbLedger({ table: await db.table('size-mid-run'), client: db.client() });
-    const provider = createSandboxProvider(REPLAYING_BEHAVIOUR);
-    const sandbox = createSandboxAdapter({ provider });
-    // The provider applies the request; its answer is lost, with a message the open item has no room for.
-    const doExecute = async (...args: Parameters<typeof sandbox.doExecute>) => {
-      await sandbox.doExecute(...args);
-      return { kind: 'unknown', cause: 'timeout', message: 'x'.repeat(160 * 1024) };
-    };
-    const lost = Object.create(sandbox, { doExecute: { value: doExecute } }) as typeof sandbox;
-    const clock = createVirtualClock(Date.now());
-    const runner = createRunner({ ledger, owner: 'w-size', clock });
-    const params = { ref: 'order-size', blob: 'b'.repeat(200 * 1024) };
-    const err = await runner.run(lost, 'records.create', { params }).catch((e: unknown) => e);
-    expect(LedgerError.isInstance(err) && err.providerMayHaveBeenCalled, String(err)).toBe(true);
-    expect(String(err)).toMatch(/more than the \d+ this DynamoDB ledger writes[\s\S]*recover\(\)/);
-    clock.advance(3_600_000);
-    const [report] = await runner.recover({ adapters: [sandbox] });
-    expect(report).toMatchObject({ action: 'adopted', to: 'succeeded' });
-    // Finished by the card's own path (a replay under the same key): one record at the provider.
-    expect(provider.count()).toBe(1);
-    await ledger.close();
-  });
-
-  it('a provider result too large for the item: the operation is stored succeeded with a note in place of the result, never left in flight', async () => {
-    const l = await ledgers(2);
-    const id = newId('huge-result');
-    await l.first.claim(claimOf(id, { params: { ref: id, blob: 'y'.repeat(200 * 1024) }, dispatch: true }));
-    const done = await l.first.setState(
-      { businessOperationId: id, fence: 1 },
-      { state: 'succeeded', result: { body: 'z'.repeat(200 * 1024) }, providerRef: 'rec_9', now: T0 + 1 },
-    );
-    expect(done).toMatchObject({ state: 'succeeded', providerRef: 'rec_9', result: { notStored: 'result' } });
-    // Another process running the same id again is answered from the stored record, the note telling why.
-    const again = await l.all[1]!.claim(claimOf(id, { owner: 'w2', now: T0 + 2 }));
-    expect(again).toMatchObject({ kind: 'terminal', record: { state: 'succeeded', result: done.result } });
-    expect(JSON.stringify(done.result)).toMatch(/\d+ bytes/);
-    await l.close();
-  });
-
-  it('receipts that filled the room of an open operation still leave room to hand it off and resolve it', async () => {
-    const { l, id, ref, next } = await filledToTheRoom('full-receipts', 200, [40]);
-    expect(await l.first.handOff(ref, packetOf(id), T0 + 1, bigReceipt(id, next(), 20))).toMatchObject({
-      state: 'handed-off',
-    });
-    const closed = await l.first.resolve(id, { action: 'abandon' }, T0 + 2, bigReceipt(id, next(), 20));
-    expect(closed).toMatchObject({ state: 'abandoned' });
-    await l.close();
-  });
-
-  it('receipts that filled the room of an open operation: a hand-off packet listing them (as recover() builds it) is still stored, never a row left open', async () => {
-    const { l, id, ref } = await filledToTheRoom('full-packet', 200, [40]);
-    const receipts = await l.first.receipts(id);
-    // The runner's packet lists every attempt with its message, from the receipts.
-    const attempts = receipts.map((r) => ({ kind: r.kind, at: r.startedAt, outcome: r.outcome, message: r.message }));
-    const handed = await l.first.handOff(ref, packetOf(id, { attempts } as never), T0 + 1);
-    expect(handed).toMatchObject({ state: 'handed-off' });
-    expect(await l.first.receipts(id)).toEqual(receipts);
-    expect(handed.handoff).toMatchObject({
-      attempts: [],
-      explanation: expect.stringMatching(/\d+ attempts .*receipts/),
-    });
-    await l.close();
-  });
-
-  it('an open operation filled to the last byte of its room can still be taken over (by an owner of a longer name) and handed off', async () => {
-    // Receipts ever smaller: the item ends within a few bytes of its room.
-    const { l, id } = await filledToTheRoom('full-takeover', 250, [20, 1, 0.05]);
-    const owner = `recovery-${'w'.repeat(400)}`;
-    const taken = await l.first.claim(claimOf(id, { owner, now: T0 + 5_000 }));
-    expect(taken).toMatchObject({ kind: 'claimed', takenOver: true, record: { leaseOwner: owner } });
-    const handed = await l.first.handOff({ businessOperationId: id, fence: 2 }, packetOf(id), T0 + 5_001);
-    expect(handed).toMatchObject({ state: 'handed-off' });
-    await l.close();
-  });
-
   it("a worker whose clock is off DynamoDB's by an hour is refused its claims, from its first request on: nothing written", async () => {
     const l = await ledgers(1);
     const realNow = Date.now;
@@ -647,7 +525,7 @@ describe('the DynamoDB ledger', () => {
     await l.close();
   });
 
-  it('a value that is not JSON (a BigInt in the params, the result or the packet) is a LedgerError, and nothing is written', async () => {
+  it('a value that is not JSON (a BigInt in the params or the packet) is a LedgerError, and nothing is written (a result: the suite)', async () => {
     const l = await ledgers(1);
     const fresh = newId('not-json');
     await expect(l.first.claim(claimOf(fresh, { params: { amount: 10n } }))).rejects.toSatisfy(LedgerError.isInstance);
@@ -657,9 +535,6 @@ describe('the DynamoDB ledger', () => {
     if (c.kind !== 'claimed') throw new Error(c.kind);
     const ref = { businessOperationId: id, fence: 1 };
     const before = await rawItem(l.table, id);
-    await expect(l.first.setState(ref, { state: 'succeeded', result: { amount: 10n }, now: T0 + 1 })).rejects.toSatisfy(
-      LedgerError.isInstance,
-    );
     const bad = packetOf(id, { lastKnown: { outcome: 'unknown', extra: 1n } as never });
     await expect(l.first.handOff(ref, bad, T0 + 1)).rejects.toSatisfy(LedgerError.isInstance);
     expect(await rawItem(l.table, id)).toEqual(before);
@@ -797,7 +672,7 @@ describe('the DynamoDB ledger', () => {
     client.destroy();
   });
 
-  it('a table made elsewhere with other keys, or without the index of open operations: a LedgerError saying how to make it', async () => {
+  it('a table made elsewhere with other keys, without the index of open operations or with one holding only keys: a LedgerError saying how to make it', async () => {
     const client = db.client();
     const make = (TableName: string, key: string) =>
       client.send(
@@ -810,17 +685,26 @@ describe('the DynamoDB ledger', () => {
       );
     await make('other-keys', 'pk');
     await make('no-index', 'id');
+    // The index keyed as declared, but holding only the keys: the listings would read no record from it.
+    const declared = tableDefinition('keys-only');
+    const index = { ...declared.GlobalSecondaryIndexes![0]!, Projection: { ProjectionType: 'KEYS_ONLY' as const } };
+    await client.send(new CreateTableCommand({ ...declared, GlobalSecondaryIndexes: [index] }));
     const keyed = createDynamoDbLedger({ table: 'other-keys', client });
     const unindexed = createDynamoDbLedger({ table: 'no-index', client });
+    const keysOnly = createDynamoDbLedger({ table: 'keys-only', client });
+    await keysOnly.claim(claimOf(newId('keys-only'), { now: T0 }));
+    const onUnreadable = () => undefined;
     const calls = [
       () => keyed.claim(claimOf(newId('keys'))),
       () => keyed.get(newId('keys')),
       () => unindexed.recoverCandidates(T0),
       () => unindexed.list({ states: ['handed-off'] }),
+      () => keysOnly.recoverCandidates(T0 + 60_000, undefined, onUnreadable),
+      () => keysOnly.list({ states: ['claimed'], onUnreadable }),
     ];
     for (const call of calls) await expect(call()).rejects.toThrow(/is not keyed as the ledger needs.*tableDefinition/);
     for (const call of calls) await expect(call()).rejects.toMatchObject({ reason: 'not-a-ledger' });
-    await Promise.all([keyed.close(), unindexed.close()]);
+    await Promise.all([keyed.close(), unindexed.close(), keysOnly.close()]);
     client.destroy();
   });
 

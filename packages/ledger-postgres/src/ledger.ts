@@ -26,6 +26,7 @@ import {
   readLimited,
   renewTransition,
   resolveTransition,
+  resultJson,
   setStateTransition,
 } from '@retrysafe/contract/ledger';
 import type pg from 'pg';
@@ -79,7 +80,7 @@ export function createPostgresLedger(options: PostgresLedgerOptions): PostgresLe
     },
     async setState(ref, patch) {
       checkStatePatch(patch);
-      const result = patch.result === undefined ? undefined : jsonParam(patch.result);
+      const result = patch.result === undefined ? undefined : resultJson(patch.result, 'PostgreSQL ledger');
       return (await writes.fenced(ref, {
         what: 'setState',
         ...setStateWrite(patch, result),

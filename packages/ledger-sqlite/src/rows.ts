@@ -7,6 +7,7 @@ import {
   isTerminal,
   parseStoredReceipts,
   parseStoredRecord,
+  recordJson,
 } from '@retrysafe/contract/ledger';
 import { type Connection, tx } from './tx.js';
 
@@ -67,11 +68,9 @@ export function createRows(c: Connection) {
     return row ? { ...row, current: toRecord(row.record, c.path), lastSeq: row.last_seq ?? 0 } : null;
   };
   /** Stores `r` over the row `before` (null: a new row), with `added` after its receipts. */
-  const store = (r: OperationRecord, before: Loaded | null, added?: Receipt): OperationRecord => {
-    const text = {
-      record: JSON.stringify(r),
-      receipts: appendStoredReceipt(before?.receipts ?? null, added, where(c.path)),
-    };
+  const store = (next: OperationRecord, before: Loaded | null, added?: Receipt): OperationRecord => {
+    const { record: r, text: record } = recordJson(next, where(c.path));
+    const text = { record, receipts: appendStoredReceipt(before?.receipts ?? null, added, where(c.path)) };
     if (before === null) st.insert.run(...insertArgs(r, text));
     else st.update.run(...updateArgs(r, text));
     remember(r, text, added?.seq ?? before?.lastSeq ?? 0);
@@ -96,10 +95,11 @@ export function createRows(c: Connection) {
     if (k === undefined) return undefined;
     try {
       const current = JSON.parse(k.record) as OperationRecord;
-      const r = fencedTransition(current, ref, next, receipt, k.lastSeq);
+      const updated = fencedTransition(current, ref, next, receipt, k.lastSeq);
       // A no-op or a refusal: the row must say which.
-      if (r === current) return undefined;
-      const text = { record: JSON.stringify(r), receipts: appendStoredReceipt(k.receipts, receipt, where(c.path)) };
+      if (updated === current) return undefined;
+      const { record: r, text: record } = recordJson(updated, where(c.path));
+      const text = { record, receipts: appendStoredReceipt(k.receipts, receipt, where(c.path)) };
       const run = () => {
         const changed = Number(st.updateKnown.run(...updateArgs(r, text), k.record, k.receipts).changes) === 1;
         if (changed) remember(r, text, receipt?.seq ?? k.lastSeq);

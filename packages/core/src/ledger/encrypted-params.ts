@@ -1,6 +1,6 @@
 import { createCipheriv, createDecipheriv, hkdfSync, randomBytes } from 'node:crypto';
 import { type ClaimResult, type Ledger, LedgerError, type OperationRecord } from '@retrysafe/contract';
-import { PRUNABLE_STATES } from '@retrysafe/contract/ledger';
+import { PRUNABLE_STATES, storedJson } from '@retrysafe/contract/ledger';
 import { RunnerConfigurationError } from '../errors/runner-configuration-error.js';
 import { checkReceiptKey, type ReceiptKey } from '../receipts.js';
 
@@ -53,7 +53,7 @@ export function encryptParams(inner: Ledger, options: EncryptParamsOptions): Led
     const cipher = createCipheriv('aes-256-gcm', current.bytes, iv);
     // The operation id is authenticated too: an envelope moved to another row does not decrypt.
     cipher.setAAD(Buffer.from(String(id), 'utf8')); // an id that is no string is the inner claim's to refuse
-    const data = Buffer.concat([cipher.update(JSON.stringify(params ?? null), 'utf8'), cipher.final()]);
+    const data = Buffer.concat([cipher.update(storedJson(params ?? null, 'encrypted params'), 'utf8'), cipher.final()]);
     return {
       $retrysafeEncrypted: 'aes-256-gcm/v1',
       kid: current.id,

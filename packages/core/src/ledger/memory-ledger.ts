@@ -13,11 +13,14 @@ import {
   leaseLive,
   pruneTally,
   RECOVERABLE_STATES,
+  recordJson,
   resolveTransition,
+  storedJson,
 } from '@retrysafe/contract/ledger';
 import { memo } from '../defined.js';
 
-const clone = structuredClone;
+/** What stays is what a stored ledger keeps: JSON, so a value no JSON carries is refused alike (LedgerError). */
+const clone = <T>(value: T): T => JSON.parse(storedJson(value, 'memory ledger'));
 
 /** A ledger in this process's memory: for tests and single-process scripts. Lost when the process exits. */
 export function createMemoryLedger(): Ledger {
@@ -33,9 +36,10 @@ export function createMemoryLedger(): Ledger {
     return records;
   };
   // The copy is what stays; the transition's own object, which nobody else holds, is handed out.
-  const put = (r: OperationRecord) => {
-    records.set(r.businessOperationId, clone(r));
-    return r;
+  const put = (next: OperationRecord) => {
+    const { record, text } = recordJson(next, 'memory ledger');
+    records.set(record.businessOperationId, JSON.parse(text));
+    return record;
   };
 
   return {

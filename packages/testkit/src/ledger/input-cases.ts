@@ -2,6 +2,13 @@ import { type ClaimInput, LedgerError } from '@retrysafe/contract';
 import { expect } from 'vitest';
 import { claimed, claimInput, expectStored, id, idsOf, packet, receipt, refused, T0, type Test } from './fixtures.js';
 
+/** Values no JSON carries: a BigInt, a cycle, nesting deeper than JSON.stringify reaches. */
+function notJson(): unknown[] {
+  const cycle: Record<string, unknown> = {};
+  cycle.self = cycle;
+  return [10n, cycle, JSON.parse(`${'['.repeat(20_000)}${']'.repeat(20_000)}`)];
+}
+
 /** Bad input to any method is a LedgerError with nothing written, on every ledger alike; and listings in one order. */
 export function inputCases(test: Test): void {
   test('refuses a claim whose id, provider, operation or fingerprints are not strings (LedgerError), storing nothing', async (l) => {
@@ -17,6 +24,58 @@ export function inputCases(test: Test): void {
       await refused(bad(over), LedgerError);
     expect(await l.list()).toEqual([]);
     expect(await l.get(id('bad-claim'))).toBeNull();
+  });
+
+  test('refuses a claim whose id, provider, operation, fingerprints, provider key, account or owner holds U+0000 (LedgerError), storing nothing', async (l) => {
+    const nul = 'x\u0000y';
+    for (const field of [
+      'provider',
+      'operation',
+      'intentFingerprint',
+      'paramsFingerprint',
+      'providerKey',
+      'account',
+      'owner',
+    ])
+      await refused(l.claim(claimInput('nul-claim', { [field]: nul })), LedgerError);
+    await refused(l.claim(claimInput('nul-claim', { businessOperationId: `suite-${nul}` as never })), LedgerError);
+    expect(await l.list()).toEqual([]);
+  });
+
+  test('keeps U+0000 in params, a result, a hand-off packet and receipts as given: read back equal, never refused after the call', async (l) => {
+    const nul = 'a\u0000b';
+    const { ref } = await claimed(l, 'nul-values', { dispatch: true, params: { note: nul } });
+    const r1 = { ...receipt('nul-values', 1, null), message: nul };
+    const unknown = await l.setState(ref, { state: 'unknown', result: { body: nul }, now: T0 + 1, receipt: r1 });
+    expect(unknown.result).toEqual({ body: nul });
+    const handed = await l.handOff(ref, { ...packet('nul-values'), explanation: nul }, T0 + 2);
+    expect(handed.handoff?.explanation).toBe(nul);
+    await expectStored(l, 'nul-values', handed, [r1]);
+    expect((await l.get(id('nul-values')))!.params).toEqual({ note: nul });
+  });
+
+  test('refuses a value JSON cannot carry (a BigInt, a cycle, nesting deeper than JSON.stringify reaches) in params or a packet (LedgerError), writing nothing', async (l) => {
+    for (const bad of notJson()) await refused(l.claim(claimInput('not-json-new', { params: { bad } })), LedgerError);
+    expect(await l.get(id('not-json-new'))).toBeNull();
+    const { ref, record } = await claimed(l, 'not-json', { dispatch: true });
+    for (const bad of notJson()) {
+      const lastKnown = { outcome: 'unknown', extra: bad } as never;
+      await refused(l.handOff(ref, { ...packet('not-json'), lastKnown }, T0 + 1), LedgerError);
+    }
+    await expectStored(l, 'not-json', record);
+  });
+
+  test('a provider result JSON cannot carry still closes the operation (the provider was called): stored with a note in its place, its receipt and references kept', async (l) => {
+    for (const [i, bad] of notJson().entries()) {
+      const name = `not-json-result-${i}`;
+      const { ref } = await claimed(l, name, { dispatch: true });
+      const r1 = receipt(name, 1, null);
+      const patch = { state: 'succeeded', result: { bad }, providerRef: 'rec_1', now: T0 + 1, receipt: r1 } as const;
+      const closed = { state: 'succeeded', providerRef: 'rec_1', result: { notStored: 'result' } };
+      expect(await l.setState(ref, patch)).toMatchObject(closed);
+      expect(await l.get(id(name))).toMatchObject(closed);
+      expect(await l.receipts(id(name))).toEqual([r1]);
+    }
   });
 
   test('refuses fenced writes and resolve at a time that is not a number, and a lease of no finite length (LedgerError), writing nothing', async (l) => {
