@@ -15,6 +15,7 @@ import {
   type Resolution,
   type ResolveResult,
 } from '@retrysafe/core';
+import { marksSafe } from '@retrysafe/core/internal';
 import { defineCommand, type Options, type Parsed } from '../../../command.js';
 import { exactlyOne, RefusedError, UsageError } from '../../../errors.js';
 import { readObjectFile } from '../../../files.js';
@@ -79,9 +80,7 @@ export async function ledgerResolve(opts: ResolveOptions, id: string): Promise<R
         const stored = await ledger.get(asBusinessOperationId(id));
         // A rejection whose every attempt is known not applied (the packet then offers resend-with): the request may go
         // out again once its cause is fixed. After one that may have applied, the provider is checked first.
-        const rejected =
-          stored?.handoff?.reason === 'rejected' &&
-          stored.handoff.safeNextActions.some((a) => a.action === 'resend-with' && a.safe);
+        const rejected = stored?.handoff?.reason === 'rejected' && marksSafe(stored.handoff, 'resend-with');
         if (opts.resume && stored !== null && !isTerminal(stored))
           return resumeOpen(runner, adapters, stored, opts.handoffAt);
         // Bound to the packet decided on (else the one read here): never applied to a later hand-off.
@@ -175,7 +174,7 @@ function resumeRefusal(id: string, why: string, rejected: boolean, stored: Opera
       `not resuming ${id}: the handoff packet marks resume as not safe — ${why}; nothing was sent. If you fixed the cause outside the request (the account, a setting at the provider), send it again as is: --resume --force. To send corrected params instead: --resend-with <params.json>; if the effect exists at the provider after all: --mark-done <providerRef>.`,
     );
   }
-  const safe = stored?.handoff?.safeNextActions.some((a) => a.action === 'resume' && a.safe) === true;
+  const safe = marksSafe(stored?.handoff, 'resume');
   const what = safe ? 'resume is no longer safe' : 'the handoff packet marks resume as not safe';
   return new RefusedError(
     `not resuming ${id}: ${what} — ${why}. Check at the provider first; then --mark-done <providerRef> if the effect exists, or --resume --force if you are sure it does not (it is sent again with nothing looked up first: if the effect exists, it is made twice).`,
@@ -184,7 +183,7 @@ function resumeRefusal(id: string, why: string, rejected: boolean, stored: Opera
 
 /** `--resend-with` of the params the operation already has: a resume, which the packet may mark not safe (--force). */
 function sameParams(id: string, stored: OperationRecord | null, rejected: boolean): RefusedError {
-  const resumeSafe = stored?.handoff?.safeNextActions.some((a) => a.action === 'resume' && a.safe) === true;
+  const resumeSafe = marksSafe(stored?.handoff, 'resume');
   const next =
     resumeSafe || stored?.handoff?.reason !== 'rejected'
       ? 'To send the same request again after fixing the cause outside it: --resume.'
