@@ -6,7 +6,15 @@ import { exactlyOne, pickKnown, RefusedError, scrubbed, UsageError, wanted } fro
 import { paint, pick, plural } from '../../../output.js';
 import { receiptKeysFromEnv, withParamsKeys } from '../chain.js';
 import { ledgerResolve, printable, resolved, resolveText } from '../resolve/index.js';
-import { configAdapters, TARGET_OPTIONS, targetFlags, unreadableRows, warnUnreadable, withLedger } from '../target.js';
+import {
+  configAdapters,
+  configEnvHint,
+  TARGET_OPTIONS,
+  targetFlags,
+  unreadableRows,
+  warnUnreadable,
+  withLedger,
+} from '../target.js';
 
 export const RESOLVE_ALL_OPTIONS = {
   ...TARGET_OPTIONS,
@@ -41,7 +49,7 @@ export async function ledgerResolveAll(opts: ResolveAllOptions) {
   // A dry run refuses what the real run would: no config to resume through, or adapters it cannot build.
   if (opts.resume && !opts.config)
     throw new UsageError(
-      '--resume re-sends through the adapters: pass --config <file> naming them (credentials come from environment variables)',
+      `--resume re-sends through the adapters: pass --config <file> naming them (credentials come from environment variables)${configEnvHint()}`,
     );
   for (const i of opts.id ?? []) asBusinessOperationId(i);
   pickKnown('handoff reason', HANDOFF_REASONS, opts.reason ?? []);

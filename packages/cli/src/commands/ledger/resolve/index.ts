@@ -22,7 +22,7 @@ import { readObjectFile } from '../../../files.js';
 import { paint, plural } from '../../../output.js';
 import { addMissingKey, CHAIN_RUNBOOK, receiptKeysFromEnv, withParamsKeys } from '../chain.js';
 import { packetText } from '../packet-text.js';
-import { configAdapters, notInLedger, TARGET_OPTIONS, targetFlags, withLedger } from '../target.js';
+import { configAdapters, configEnvHint, notInLedger, TARGET_OPTIONS, targetFlags, withLedger } from '../target.js';
 
 export const RESOLVE_OPTIONS = {
   ...TARGET_OPTIONS,
@@ -128,7 +128,7 @@ async function needsConfig(opts: ResolveOptions, id: string): Promise<UsageError
   const stored = await withLedger(opts, (l) => l.get(asBusinessOperationId(id))).catch(() => null);
   const orphan = stored && !isTerminal(stored) && opts.resume;
   return new UsageError(
-    `${opts.resume ? '--resume re-sends' : '--resend-with sends'} through the adapter: pass --config <file> naming ${stored ? `the adapter of ${stored.operation}` : 'it'} (credentials come from environment variables)${orphan ? '; if no adapter can drive it any more, a config naming any other hands it off to you' : ''}`,
+    `${opts.resume ? '--resume re-sends' : '--resend-with sends'} through the adapter: pass --config <file> naming ${stored ? `the adapter of ${stored.operation}` : 'it'} (credentials come from environment variables)${configEnvHint()}${orphan ? '; if no adapter can drive it any more, a config naming any other hands it off to you' : ''}`,
   );
 }
 
