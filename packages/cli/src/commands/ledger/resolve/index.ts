@@ -48,8 +48,11 @@ export const RESOLVE_OPTIONS = {
 
 export type ResolveOptions = Parsed<typeof RESOLVE_OPTIONS>;
 
-/** `--resume` re-sends with the SAME key through the config's adapter; `--mark-done` records a verified ref; `--abandon`. */
-export async function ledgerResolve(opts: ResolveOptions, id: string): Promise<ResolveResult> {
+/** `--resume` re-sends with the SAME key through the config's adapter; `--mark-done` records a verified ref; `--abandon`.
+ * `dryRun`: only the runner's checks, each refusal worded as the resolution's; null where it would go ahead. */
+export function ledgerResolve(opts: ResolveOptions, id: string): Promise<ResolveResult>;
+export function ledgerResolve(opts: ResolveOptions, id: string, dryRun: boolean): Promise<ResolveResult | null>;
+export async function ledgerResolve(opts: ResolveOptions, id: string, dryRun = false): Promise<ResolveResult | null> {
   exactlyOne(
     [opts.resume, opts.markDone, opts.abandon, opts.resendWith],
     'choose exactly one of --resume, --mark-done <providerRef>, --abandon, --resend-with <params.json>',
@@ -81,7 +84,7 @@ export async function ledgerResolve(opts: ResolveOptions, id: string): Promise<R
         // A rejection whose every attempt is known not applied (the packet then offers resend-with): the request may go
         // out again once its cause is fixed. After one that may have applied, the provider is checked first.
         const rejected = stored?.handoff?.reason === 'rejected' && marksSafe(stored.handoff, 'resend-with');
-        if (opts.resume && stored !== null && !isTerminal(stored))
+        if (opts.resume && stored !== null && !isTerminal(stored) && !dryRun)
           return resumeOpen(runner, adapters, stored, opts.handoffAt);
         // Bound to the packet decided on (else the one read here): never applied to a later hand-off.
         const handoffAt = opts.handoffAt ?? (stored?.state === 'handed-off' ? stored.handoff?.createdAt : undefined);
@@ -93,7 +96,11 @@ export async function ledgerResolve(opts: ResolveOptions, id: string): Promise<R
               ? { action: 'mark-done', providerRef: opts.markDone.trim() }
               : { action: 'abandon' };
         // The runner owns the rules (broken chain, unsafe resume, resend-with); the CLI only words its refusals.
-        return await runner.resolve(id, resolution, { adapters, by, handoffAt }).catch((err: unknown) => {
+        const options = { adapters, by, handoffAt };
+        const resolving = dryRun
+          ? runner.checkResolve(id, resolution, options).then(() => null)
+          : runner.resolve(id, resolution, options);
+        return await resolving.catch((err: unknown) => {
           if (err instanceof Error && err.message.includes(NOT_THE_HANDOFF_DECIDED_ON))
             throw new RefusedError(
               `not resolving ${id}: it was resumed, closed or handed off again since the packet decided on (${handoffAt}); nothing was sent or written. Read it as it is now: retrysafe ledger show ${id}`,
@@ -115,7 +122,7 @@ export async function ledgerResolve(opts: ResolveOptions, id: string): Promise<R
           throw err;
         });
       },
-      { config, writes: true },
+      { config, writes: !dryRun },
     );
   } finally {
     for (const a of adapters) await a.close?.();
