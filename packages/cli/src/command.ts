@@ -37,6 +37,8 @@ export interface OptionConfig {
   readonly required?: boolean;
   /** The environment variable that gives the value when the flag is not (the help says so). */
   readonly env?: string;
+  /** The option whose flag, when given, means `env` is not read. */
+  readonly envUnless?: string;
 }
 
 export type Options = Readonly<Record<string, OptionConfig>>;
@@ -115,7 +117,11 @@ export function register(root: Command, c: CommandConfig, ctx: Context, setCode:
   if (c.helpAfter) cmd.addHelpText('after', c.helpAfter);
   const run = c.run;
   if (run)
-    cmd.action(async (...given: unknown[]) =>
-      setCode(await run(ctx, given.at(-2) as never, given.slice(0, -2) as never[])),
-    );
+    cmd.action(async (...given: unknown[]) => {
+      const options = { ...(given.at(-2) as Record<string, unknown>) };
+      for (const [key, o] of Object.entries(c.options ?? {}))
+        if (o.envUnless && cmd.getOptionValueSource(key) === 'env' && options[o.envUnless] !== undefined)
+          delete options[key];
+      setCode(await run(ctx, options as never, given.slice(0, -2) as never[]));
+    });
 }

@@ -1,7 +1,7 @@
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { createSqliteLedger } from '@retrysafe/ledger-sqlite';
-import { describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { cli, ledgerWithOneClaim, tempDir } from './helpers.js';
 
 const KEY = 'k1:0123456789abcdef0123';
@@ -47,6 +47,39 @@ describe('the ledger commands find their config as retrysafe-mcp does: --config,
     const unset = await cli(['ledger', 'resolve-all', '--resume', '--dry-run', '--config', config]);
     expect(unset.stderr).toMatch(/environment variable UNSET_MONTH_API_KEY is not set/);
     expect(unset.code).toBe(2);
+  });
+});
+
+describe('--db names the ledger: RETRYSAFE_CONFIG is then not read (only --config is)', () => {
+  const dir = tempDir('db-over-env');
+  const db = join(dir, 'named.db');
+  const env = { RETRYSAFE_CONFIG: join(dir, 'broken.yaml') };
+  writeFileSync(env.RETRYSAFE_CONFIG, 'ledger: [not, a, ledger\n');
+  beforeAll(() => ledgerWithOneClaim(db, 'named-op'));
+  it.each([
+    ['ls'],
+    ['show', 'named-op'],
+    ['handoffs'],
+    ['export'],
+    ['verify', '--all'],
+    ['prune', '--older-than', '400d', '--dry-run'],
+    ['resolve-all', '--abandon', '--dry-run'],
+    ['resolve', 'named-op', '--abandon'],
+  ])("ledger %s --db: the variable's broken config is not read", async (...args) => {
+    const r = await cli(['ledger', ...args, '--db', db], { env });
+    expect(r.stderr).not.toMatch(/broken\.yaml/);
+    expect(r.stderr).not.toMatch(/--help/);
+    expect(r.code).toBeLessThan(2);
+  });
+
+  it('a send through adapters asks for --config, saying the variable is not read with --db; --help says the rule', async () => {
+    for (const send of [['resolve-all'], ['resolve', 'named-op']]) {
+      const r = await cli(['ledger', ...send, '--resume', '--db', db], { env });
+      expect(r.stderr).toMatch(/pass --config .*; RETRYSAFE_CONFIG is not read when --db names the ledger/);
+      expect(r.code).toBe(2);
+    }
+    const help = (await cli(['ledger', 'show', '--help'])).stdout.replace(/\s+/g, ' ');
+    expect(help).toMatch(/not taken from the variable when --db names the ledger \(env: RETRYSAFE_CONFIG\)/);
   });
 });
 

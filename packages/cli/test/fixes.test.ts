@@ -7,6 +7,7 @@ import { createDrillClock } from '@retrysafe/testkit';
 import { beforeAll, describe, expect, it, vi } from 'vitest';
 import { parse as parseYaml, stringify as toYaml } from 'yaml';
 import { main } from '../src/cli.js';
+import { renderHtmlReport } from '../src/report/html.js';
 import { type Fault, type FaultySandbox, startFaultySandbox } from './faulty-sandbox.js';
 import { ANSI, cli, cliJson, lyingDrill, REPO, tempDir } from './helpers.js';
 
@@ -87,9 +88,10 @@ describe('ledger resolve-all: bulk resolution with filters and a dry run (new)',
     expect(text.stdout).toContain(
       'Dry run: 3 of 3 handed-off operations would be abandoned; nothing was sent or written.',
     );
-    // resume of a rejected request is not safe: refused, reported, exit 1 — still nothing sent
+    // resume of a rejected request is not safe: refused, reported, exit 1 — still nothing sent (a resume, dry or not,
+    // needs the config naming the adapters)
     const refused = await cliJson(
-      ['ledger', 'resolve-all', '--db', db, '--resume', '--reason', 'rejected', '--dry-run'],
+      ['ledger', 'resolve-all', '--db', db, '--config', config, '--resume', '--reason', 'rejected', '--dry-run'],
       dir,
     );
     expect(refused.code).toBe(1);
@@ -203,6 +205,31 @@ describe('drill output', () => {
     expect(r.stdout).not.toMatch(/records\.create\s+permanent-error/);
     expect(r.stdout).toContain('lost-response: providerRecords expected 1, observed 2');
     expect(r.stdout).toContain('1 passed, 1 failed, 0 skipped');
+  });
+
+  it('drill.json and the report name the failed criteria the drill found, not a reading of its sentences', async () => {
+    const out = tempDir('lying-criteria');
+    expect((await lyingDrill(out)).code).toBe(1);
+    const rows = JSON.parse(readFileSync(join(out, 'drill.json'), 'utf8')).rows;
+    const lost = rows.find((r: { scenario: string }) => r.scenario === 'lost-response');
+    expect(lost.failedCriteria).toContain('providerRecords');
+    expect(rows.find((r: { scenario: string }) => r.scenario === 'permanent-error').failedCriteria).toEqual([]);
+    const marked = (html: string) => html.match(/(?<=class="criterion-failed" data-criterion=")[^"]+/g);
+    expect(marked(readFileSync(join(out, 'report.html'), 'utf8'))).toContain('provider records');
+    // A handoff of the wrong reason: a criterion whose sentence no pattern of the report's own named.
+    const result = {
+      ...JSON.parse(readFileSync(lost.receiptFile, 'utf8')),
+      failures: ['lying-sandbox records.create lost-response: handoff reason expected rejected, observed unknown'],
+      failedCriteria: ['handoff'],
+    };
+    const totals = { passed: 0, failed: 1, skipped: 0 };
+    const html = renderHtmlReport({
+      generatedAt: '2026-12-01T08:00:00.000Z',
+      seed: 1,
+      totals,
+      results: [{ adapter: 'lying', result }],
+    });
+    expect(marked(html)).toEqual(['handoff packet']);
   });
 
   it('--reporter junit prints JUnit XML (one testcase per scenario × operation, failures with the reason) and writes junit.xml (new)', async () => {

@@ -40,6 +40,7 @@ beforeAll(async () => {
       status: 'failed',
       observed: { ...r.observed!, providerRecords: 2 },
       failures: [`${r.drill} ${r.operation} ${r.scenario}: providerRecords expected 1, observed 2`],
+      failedCriteria: ['providerRecords'],
     },
   };
   const totals = { passed: results.filter((x) => x.result.status === 'passed').length, failed: 1, skipped: 0 };

@@ -164,6 +164,48 @@ describe('ledger resolve-all --reason', () => {
   });
 });
 
+describe('ledger resolve-all --dry-run', () => {
+  it('says per row what the real run then does: a broken chain, sealed params, no adapter for the row are refused in both', async () => {
+    const { dir, config, db, ids } = await handoffs('dry-per-row', 'lose', 4, [
+      undefined,
+      undefined,
+      undefined,
+      'acme',
+    ]);
+    const [fine, broken, sealed, orphan] = ids as [string, string, string, string];
+    const raw = openRawSqlite(db);
+    editStored(raw, broken, (l) => ({
+      ...l,
+      receipts: [JSON.stringify({ ...JSON.parse(l.receipts[0]!), outcome: 'succeeded' }), ...l.receipts.slice(1)],
+    }));
+    editStored(raw, sealed, sealParams);
+    raw.close();
+    const args = ['ledger', 'resolve-all', '--config', config, '--resume'];
+    const before = sandbox.proxy.requests.length;
+    const dry = await cliJson([...args, '--dry-run'], dir);
+    const text = await cli([...args, '--dry-run'], { cwd: dir });
+    expect(sandbox.proxy.requests.length).toBe(before);
+    const real = await cliJson(args, dir);
+    const [d, r] = [rowsOf(dry.body), rowsOf(real.body)];
+    expect(r[fine].result).toMatchObject({ status: 'done' });
+    expect(d[fine]).toMatchObject({ plan: 'resume', result: null });
+    expect(d[fine].error).toBeUndefined();
+    for (const [id, why] of [
+      [broken, /chain is broken/],
+      [sealed, /encrypted with key 'gone'/],
+      [orphan, /needs the adapter for sandbox\.records\.create/],
+    ] as const) {
+      expect(r[id], id).toMatchObject({ result: null, error: expect.stringMatching(why) });
+      expect(d[id], id).toMatchObject({ result: null, error: r[id].error });
+    }
+    expect([dry.code, dry.body.ok, real.code]).toEqual([1, false, 1]);
+    expect(text.stdout).toMatch(/^Dry run: 1 of 4 handed-off operations would be resumed, 3 refused;/);
+    expect(text.stdout).toContain(
+      `${broken}  would not be resolved: not resolving ${broken}: its receipt chain is broken`,
+    );
+  });
+});
+
 describe('ledger resolve-all --account', () => {
   it('resolves only the operations claimed for the named account, and each row says whose it is', async () => {
     const { dir, db, ids } = await handoffs('accounts', 'reject', 3, ['acme', 'globex', undefined]);

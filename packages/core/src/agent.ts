@@ -20,7 +20,7 @@ import {
 import { agentIdempotentHint, describeNormalization, lookupAvailable, resendSafety } from '@retrysafe/contract/rules';
 import { AdapterContractError } from './errors/adapter-contract-error.js';
 import { RunnerConfigurationError } from './errors/runner-configuration-error.js';
-import { waitsForUser } from './handoff.js';
+import { marksSafe, waitsForUser } from './handoff.js';
 import { identityOf } from './intake/identity.js';
 import { createRedactor, type Redactor, RUNNER_REDACTOR } from './redact.js';
 import { typedLedger } from './runner/context.js';
@@ -216,7 +216,7 @@ function handedOffMessage(packet: HandoffPacket, receipts: readonly Receipt[]): 
     ? ` The provider named these fields: ${fields.map((f) => `${f.path} (${f.message})`).join(', ')}`
     : '';
   // The corrected call is promised only where the runner will send it (the packet offers resend-with).
-  const correctable = packet.safeNextActions.some((a) => a.action === 'resend-with' && a.safe);
+  const correctable = marksSafe(packet, 'resend-with');
   // What the rejection left is named whether or not the provider named fields (a declined charge names none).
   const kept = created ? ` The provider kept ${created} from this call: a new call would make a second one.` : '';
   // Not correctable, the effect may exist: redone as a new operation (another intent), it could happen twice.

@@ -62,7 +62,11 @@ export const KEY_FORGOTTEN =
 /** Refused until the user takes a step the provider asked for, and every call known not applied: the same call, made
  * again, is sent (reissueCheck). The caller's to act on, not a person's. */
 export const waitsForUser = (packet: HandoffPacket, receipts: readonly Receipt[]) =>
-  refusedUntilUserActs(receipts) && packet.safeNextActions.some((a) => a.action === 'resend-with' && a.safe);
+  refusedUntilUserActs(receipts) && marksSafe(packet, 'resend-with');
+
+/** Whether the packet (none: false) offers this action as safe. */
+export const marksSafe = (packet: HandoffPacket | null | undefined, action: SafeAction['action']) =>
+  packet?.safeNextActions.some((a) => a.action === action && a.safe) === true;
 
 /** A packet's resume marked safe only because the provider folds a same-key re-send: true while the key is kept, so judged again at resume. */
 export function resumeSafeByKey(action: SafeAction | undefined): boolean {

@@ -374,3 +374,27 @@ describe('a forced resume decided on an earlier packet (ResolveOptions.handoffAt
     expect(provider.count()).toBe(1);
   });
 });
+
+describe('runner.checkResolve: the dry run of resolve, by the same checks', () => {
+  it('throws what resolve throws (unsafe packet, no adapter), and where resolve goes ahead writes and sends nothing', async () => {
+    const { provider, adapter, runner } = setup(FORGETFUL);
+    provider.failNext({ kind: 'unknown-after-commit' });
+    const unsafe = (await runner.run(adapter, OP, { params: { ref: 'check-1' } })).businessOperationId;
+    const { id, ...safe } = await resumableHandoff('check-2');
+    for (const [runnerOf, op, adapters] of [
+      [runner, unsafe, [adapter]],
+      [safe.runner, id, []],
+    ] as const) {
+      const asked = [op, { action: 'resume' }, { adapters }] as const;
+      const checked = await runnerOf.checkResolve(...asked).catch((e: unknown) => e);
+      const resolved = await runnerOf.resolve(...asked).catch((e: unknown) => e);
+      expect(checked).toBeInstanceOf(Error);
+      expect(checked).toEqual(resolved);
+    }
+    const before = [safe.provider.calls(), await safe.ledger.get(id), await safe.ledger.receipts(id)];
+    await expect(safe.runner.checkResolve(id, { action: 'resume' }, { adapters: [safe.adapter] })).resolves.toBe(
+      undefined,
+    );
+    expect([safe.provider.calls(), await safe.ledger.get(id), await safe.ledger.receipts(id)]).toEqual(before);
+  });
+});

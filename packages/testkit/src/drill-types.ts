@@ -45,6 +45,11 @@ export type CountCriterion = { readonly exact: number } | { readonly min?: numbe
 
 /** Pass criteria: data computed from the card BEFORE the run, written into the receipt. */
 export type PassCriteria = ReturnType<typeof criteriaFor>;
+/** A pass criterion the drill checks after the run, by its name in `PassCriteria`. */
+export type CriterionName = keyof Pick<
+  PassCriteria,
+  'providerRecords' | 'attemptsAtProxy' | 'oneRequestPerAttempt' | 'outcome' | 'handoff' | 'minWaitMs'
+>;
 
 export interface ScenarioSkip {
   /** The card field that made the scenario inapplicable, e.g. `retention.minimum`. */
@@ -63,6 +68,9 @@ export interface ScenarioResult {
   readonly observed?: ObservedValues;
   /** Each unmet criterion as a sentence naming the scenario and the counts. */
   readonly failures: readonly string[];
+  /** The criteria (their names in `criteria`) the run did not meet; a failure outside them (a drive that could not
+   * finish, a request outside the run) names none. */
+  readonly failedCriteria: readonly CriterionName[];
   readonly startedAt: string;
   readonly finishedAt: string;
   readonly receiptFile: string;

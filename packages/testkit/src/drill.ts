@@ -10,7 +10,14 @@ import { durationMs, isDuration } from '@retrysafe/contract/rules';
 import { criteriaFor, readCard, skipReason } from './criteria.js';
 import { CONCURRENCY, type Drive, type DriveInput, driveScenario } from './drill-drive.js';
 import { createDrillContext, type DrillContext, type Harness, startHarness } from './drill-harness.js';
-import type { CountCriterion, DrillOptions, PassCriteria, ScenarioId, ScenarioResult } from './drill-types.js';
+import type {
+  CountCriterion,
+  CriterionName,
+  DrillOptions,
+  PassCriteria,
+  ScenarioId,
+  ScenarioResult,
+} from './drill-types.js';
 import { SCENARIO_TITLES, SCENARIOS } from './drill-types.js';
 import type { FaultProxy, FaultScript, ProxyRequest } from './fault-proxy.js';
 
@@ -63,7 +70,7 @@ type ResultFields = Omit<
   'drill' | 'operation' | 'scenario' | 'title' | 'startedAt' | 'finishedAt' | 'receiptFile'
 >;
 
-const NOTHING_RAN = { runnerReceipts: [], handoffPackets: [], proxyRequests: [] } as const;
+const NOTHING_RAN = { runnerReceipts: [], handoffPackets: [], proxyRequests: [], failedCriteria: [] } as const;
 
 const NEEDED_FAULT: Partial<Record<ScenarioId, 'transient' | 'inProgress'>> = {
   'transient-beyond-limit': 'transient',
@@ -164,12 +171,14 @@ export async function runScenario(ctx: DrillContext, operation: string, scenario
   const { observed, proxyRequests } = await observe(h, operation, d);
   const handoffPackets = [...h.packets];
   await h.close().catch((err: Error) => notes.push(`cleanup: ${err.message}`));
-  failures.push(...unmet(plan, observed, h.proxy));
+  const checked = unmet(plan, observed, h.proxy);
+  failures.push(...checked.failures);
   return finish({
     status: failures.length === 0 ? 'passed' : 'failed',
     criteria,
     observed,
     failures,
+    failedCriteria: checked.failedCriteria,
     runnerReceipts: d.runnerReceipts,
     handoffPackets,
     proxyRequests,
@@ -189,59 +198,72 @@ async function untilQuiet(proxy: FaultProxy): Promise<void> {
   }
 }
 
-/** Each criterion written before the run that the run did not meet, as a sentence. */
-function unmet(run: DriveInput, observed: ObservedValues, { requests, scriptErrors }: FaultProxy): string[] {
+/** Each criterion written before the run that the run did not meet, as a sentence, and the names of those criteria
+ * (a failure outside them, a request outside the run, names none). */
+function unmet(run: DriveInput, observed: ObservedValues, { requests, scriptErrors }: FaultProxy) {
   const { label, scenario, criteria, timeoutMs, script } = run;
   const { providerRecords, outcomes, errors, maxRequestsInOneExecute, waitedMs } = observed;
   const duringExecute = observed.attemptsAtProxy;
   const calls = observed.executeCalls;
-  const out: string[] = [];
+  const failures: string[] = [];
+  const failedCriteria = new Set<CriterionName>();
+  const fail = (criterion: CriterionName | null, sentence: string) => {
+    failures.push(`${label}: ${sentence}`);
+    if (criterion) failedCriteria.add(criterion);
+  };
   if (providerRecords !== criteria.providerRecords)
-    out.push(`${label}: providerRecords expected ${criteria.providerRecords}, observed ${providerRecords}`);
+    fail('providerRecords', `providerRecords expected ${criteria.providerRecords}, observed ${providerRecords}`);
   if (!meets(criteria.attemptsAtProxy, duringExecute))
-    out.push(
-      `${label}: attemptsAtProxy expected ${describeCount(criteria.attemptsAtProxy)}, observed ${duringExecute} (doExecute calls ${calls}, requests ${requests.length})`,
+    fail(
+      'attemptsAtProxy',
+      `attemptsAtProxy expected ${describeCount(criteria.attemptsAtProxy)}, observed ${duringExecute} (doExecute calls ${calls}, requests ${requests.length})`,
     );
   if (maxRequestsInOneExecute > 1 || (scenario !== 'concurrent-duplicates' && duringExecute > calls)) {
     const many = maxRequestsInOneExecute > 1;
-    out.push(
-      `${label}: one retrying layer expected (1 request per doExecute), observed ${many ? maxRequestsInOneExecute : duringExecute} request(s) for ${many ? 'one doExecute call' : `${calls} doExecute call(s)`}: the SDK or adapter retries on its own`,
+    fail(
+      'oneRequestPerAttempt',
+      `one retrying layer expected (1 request per doExecute), observed ${many ? maxRequestsInOneExecute : duringExecute} request(s) for ${many ? 'one doExecute call' : `${calls} doExecute call(s)`}: the SDK or adapter retries on its own`,
     );
   }
   const badOutcomes = outcomes.filter((x) => !criteria.outcome.includes(x));
   if (outcomes.length === 0 || badOutcomes.length > 0)
-    out.push(
-      `${label}: outcome expected ${criteria.outcome.join(' or ')}, observed ${outcomes.length ? [...new Set(outcomes)].join(', ') : 'none'}${errors.length ? ` (${errors[0]})` : ''}`,
+    fail(
+      'outcome',
+      `outcome expected ${criteria.outcome.join(' or ')}, observed ${outcomes.length ? [...new Set(outcomes)].join(', ') : 'none'}${errors.length ? ` (${errors[0]})` : ''}`,
     );
   const wantHandoff = criteria.handoff === 'with-outcome' ? outcomes.includes('handed-off') : criteria.handoff;
   const { handoffs, handoffReasons } = observed;
-  if (wantHandoff && handoffs === 0) out.push(`${label}: handoff expected, observed no handoff packet`);
+  if (wantHandoff && handoffs === 0) fail('handoff', `handoff expected, observed no handoff packet`);
   // A permanent refusal handed off as "maybe applied" passes the counts where nothing can look it up: the reason tells.
   if (scenario === 'permanent-error' && handoffs > 0 && !handoffReasons.includes('rejected'))
-    out.push(`${label}: handoff reason expected rejected, observed ${handoffReasons.join(', ')}`);
+    fail('handoff', `handoff reason expected rejected, observed ${handoffReasons.join(', ')}`);
   if (!wantHandoff && handoffs > 0)
-    out.push(`${label}: no handoff expected, observed ${handoffs} packet(s) (${handoffReasons.join(', ')})`);
+    fail('handoff', `no handoff expected, observed ${handoffs} packet(s) (${handoffReasons.join(', ')})`);
   if (criteria.minWaitMs !== undefined && !(waitedMs !== undefined && waitedMs >= criteria.minWaitMs))
-    out.push(
-      `${label}: Retry-After not honoured: expected a wait of at least ${criteria.minWaitMs} ms before attempt 2, observed ${waitedMs ?? 'no second attempt'}`,
+    fail(
+      'minWaitMs',
+      `Retry-After not honoured: expected a wait of at least ${criteria.minWaitMs} ms before attempt 2, observed ${waitedMs ?? 'no second attempt'}`,
     );
   if (scenario === 'lost-response-timeout' && requests[0]?.clientGaveUp === false)
-    out.push(
-      `${label}: the client did not time out: the proxy held the response ${timeoutMs * 5 + 1000} ms and dropped it itself; createAdapter must pass timeoutMs (${timeoutMs} ms) to the SDK`,
+    fail(
+      'oneRequestPerAttempt',
+      `the client did not time out: the proxy held the response ${timeoutMs * 5 + 1000} ms and dropped it itself; createAdapter must pass timeoutMs (${timeoutMs} ms) to the SDK`,
     );
   const outside = requests.filter((r) => r.label === undefined).length;
   if (outside > 0)
-    out.push(
-      `${label}: ${outside} request(s) reached the provider outside any doExecute or doLookup call: something beside the runner sends on its own`,
+    fail(
+      null,
+      `${outside} request(s) reached the provider outside any doExecute or doLookup call: something beside the runner sends on its own`,
     );
   // A fault that never met a doExecute request (a 'pass', or a request outside the run) leaves a fault-free run.
   const scripted = typeof script === 'function' || script.length > 0;
   if (scripted && !requests.some((r) => r.fault !== 'pass' && phaseOf(r) === 'execute'))
-    out.push(
-      `${label}: the scenario's fault (${typeof script === 'function' ? 'scripted per call' : JSON.stringify(script[0])}) was never played on a request doExecute sent: the run tested no fault`,
+    fail(
+      null,
+      `the scenario's fault (${typeof script === 'function' ? 'scripted per call' : JSON.stringify(script[0])}) was never played on a request doExecute sent: the run tested no fault`,
     );
-  if (scriptErrors.length > 0) out.push(`${label}: fault script errors: ${scriptErrors.join('; ')}`);
-  return out;
+  if (scriptErrors.length > 0) fail(null, `fault script errors: ${scriptErrors.join('; ')}`);
+  return { failures, failedCriteria: [...failedCriteria] };
 }
 
 /** The operation's card, read from a throwaway adapter that never sends anything. */
@@ -302,8 +324,8 @@ export function writeSummary(ctx: DrillContext) {
     failed: count('failed'),
     skipped: count('skipped'),
     skips: rs.flatMap((r) => (r.skip ? [{ operation: r.operation, scenario: r.scenario, ...r.skip }] : [])),
-    failures: rs.flatMap(({ operation, scenario, status, failures }) =>
-      status === 'failed' ? [{ operation, scenario, failures }] : [],
+    failures: rs.flatMap(({ operation, scenario, status, failures, failedCriteria }) =>
+      status === 'failed' ? [{ operation, scenario, failures, failedCriteria }] : [],
     ),
     results: rs.map(({ operation, scenario, status, receiptFile }) => ({ operation, scenario, status, receiptFile })),
   };

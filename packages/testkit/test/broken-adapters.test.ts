@@ -84,6 +84,7 @@ describe('the drill fails broken adapters', () => {
     expect(lost.status).toBe('failed');
     expect(lost.observed!.providerRecords).toBe(2);
     expect(lost.failures).toContain('new-key records.create lost-response: providerRecords expected 1, observed 2');
+    expect(lost.failedCriteria).toContain('providerRecords');
     // a scenario the broken key does not touch still passes: failures are specific, not blanket
     expect(report.results.find((r) => r.scenario === 'permanent-error')!.status).toBe('passed');
     const summary = JSON.parse(readFileSync(join(outDir, 'summary.json'), 'utf8'));
@@ -227,6 +228,7 @@ describe('the drill fails broken adapters', () => {
     expect(report.results[0]!.failures.join('\n')).toMatch(
       /misread records\.create permanent-error: handoff reason expected rejected, observed unknown-no-safe-resend/,
     );
+    expect(report.results[0]!.failedCriteria).toEqual(['handoff']);
   });
 
   it('a missing provider-shaped fault for a scenario the card says applies is a failure, not a skip', async () => {

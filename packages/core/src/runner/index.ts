@@ -4,7 +4,7 @@ import { newOperation } from '../intake/operation.js';
 import { RUNNER_REDACTOR } from '../redact.js';
 import { claimAndDrive } from './claim.js';
 import { createContext } from './context.js';
-import { recover, resolve } from './operator.js';
+import { checkResolve, recover, resolve } from './operator.js';
 import type { RunFunction, RunInput, Runner, RunnerOptions, RunResult } from './types.js';
 
 export function createRunner(options: RunnerOptions): Runner {
@@ -20,6 +20,7 @@ export function createRunner(options: RunnerOptions): Runner {
     run: run as RunFunction,
     recover: (opts) => recover(ctx, opts),
     resolve: (id, resolution, opts) => resolve(ctx, id, resolution, opts),
+    checkResolve: async (id, resolution, opts) => void (await checkResolve(ctx, id, resolution, opts)),
   };
   return Object.defineProperty(runner, RUNNER_REDACTOR, { value: ctx.baseRedactor });
 }

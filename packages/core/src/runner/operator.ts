@@ -283,6 +283,17 @@ export async function resolve(
   resolution: Resolution,
   opts: ResolveOptions = {},
 ): Promise<ResolveResult> {
+  return (await checkResolve(ctx, rawId, resolution, opts))();
+}
+
+/** Every check resolve() makes before it writes or sends, each refusal thrown as resolve() throws it; returns the step
+ * that writes and sends, so a dry run and the resolution share one set of checks. */
+export async function checkResolve(
+  ctx: RunnerContext,
+  rawId: string,
+  resolution: Resolution,
+  opts: ResolveOptions = {},
+): Promise<() => Promise<ResolveResult>> {
   const id = asBusinessOperationId(rawId);
   const record = await ctx.ledger.get(id);
   if (!record) throw new InvalidStateError(id, 'absent', 'no such operation in the ledger');
@@ -299,13 +310,13 @@ export async function resolve(
     const receipts = await ctx.ledger.receipts(id);
     const check = supersedeCheck(record, receipts, correctionRule(op, ctx.clock.now()));
     if (!check.ok) throw paramsConflict(op, record, `a new revision is not allowed: ${check.why}`);
-    return supersede(ctx, op, record, receipts, `resend-with by ${personRef(by)}`);
+    return () => supersede(ctx, op, record, receipts, `resend-with by ${personRef(by)}`);
   }
   const refused = (why: string) => new InvalidStateError(id, record.state, why);
   if (record.state !== 'handed-off') throw refused(`only a handed-off operation can be resolved (${action})`);
   if (action === 'resume') return resume(ctx, record, resolution.force === true, opts.adapters ?? [], person);
   if (action !== 'mark-done' && action !== 'abandon') throw refused(`unknown resolution ${JSON.stringify(action)}`);
-  return close(ctx, record, resolution, person);
+  return () => close(ctx, record, resolution, person);
 }
 
 /** Acting on a chain edited outside retrysafe would bury the break: refused before anything is sent or written. */
@@ -335,14 +346,15 @@ function decidedOn(record: OperationRecord, handoffAt: string | undefined, actio
     : new InvalidStateError(id, record.state, NOT_THE_HANDOFF_DECIDED_ON);
 }
 
-/** `resume`: re-sends with the SAME provider key and a fresh budget, unless the packet marks it unsafe and `force` is not set. */
+/** `resume`: re-sends with the SAME provider key and a fresh budget, unless the packet marks it unsafe and `force` is not
+ * set. Checked first; the step returned writes and sends. */
 async function resume(
   ctx: RunnerContext,
   record: OperationRecord,
   force: boolean,
   adapters: readonly AdapterV1[],
   p: PersonRun,
-): Promise<RunResult> {
+): Promise<() => Promise<RunResult>> {
   const { clock, ledger, log } = ctx;
   const id = record.businessOperationId;
   const resumeAction = record.handoff?.safeNextActions.find((a) => a.action === 'resume');
@@ -357,7 +369,7 @@ async function resume(
     // call known not applied, the same params go out as a new revision, under the key a correction takes.
     const receipts = await ledger.receipts(id);
     if (needsFreshKey(op.card, receipts) && supersedeCheck(record, receipts, correctionRule(op, claimedAt)).ok)
-      return supersede(ctx, op, record, receipts, `resume by ${personRef(p.by)}`);
+      return () => supersede(ctx, op, record, receipts, `resume by ${personRef(p.by)}`);
   }
   // "The provider folds the re-send" held when the packet was written; the key may have expired since: then
   // the resumed run looks the operation up before any send (state `unknown`), and without a lookup it is refused.
@@ -375,41 +387,43 @@ async function resume(
     log('warn', 'resume-refused', `resume refused: no longer safe (${why})`, op);
     throw new UnsafeResumeError(id, why);
   }
-  const last = (await ledger.receipts(id)).at(-1);
-  const reason = `a person (${personRef(p.by)}) chose resume: same provider key, fresh budget`;
-  const restartAs = { action: 'resume', reason, claimedAt, resume: true };
-  const { claim, restart } = await claimAgain(ctx, op, record, last, restartAs);
-  if (claim.kind === 'busy') return heldElsewhere(claim.record, clock.now());
-  if (claim.kind !== 'claimed') return fromTerminal(ctx, claim.record, null, op);
-  if (claim.record.fence !== record.fence + 1) {
-    // Resumed and handed off again since the read: handed back as it is and judged on its packet now (a forced
-    // resume was forced against the old one, a bound one decided on it: both refused).
-    if (claim.record.handoff && !MAYBE_APPLIED_STATES.includes(claim.record.state)) {
-      const current = await ledger.handOff(fenceOf(claim.record), claim.record.handoff, clock.now());
-      if (force || p.handoffAt !== undefined) throw new UnsafeResumeError(id, NOT_THE_HANDOFF_DECIDED_ON);
-      checkSealable(ctx, current, 'resume it'); // its receipts may now be sealed with a key this runner lacks
-      return resume(ctx, current, false, adapters, p);
+  return async () => {
+    const last = (await ledger.receipts(id)).at(-1);
+    const reason = `a person (${personRef(p.by)}) chose resume: same provider key, fresh budget`;
+    const restartAs = { action: 'resume', reason, claimedAt, resume: true };
+    const { claim, restart } = await claimAgain(ctx, op, record, last, restartAs);
+    if (claim.kind === 'busy') return heldElsewhere(claim.record, clock.now());
+    if (claim.kind !== 'claimed') return fromTerminal(ctx, claim.record, null, op);
+    if (claim.record.fence !== record.fence + 1) {
+      // Resumed and handed off again since the read: handed back as it is and judged on its packet now (a forced
+      // resume was forced against the old one, a bound one decided on it: both refused).
+      if (claim.record.handoff && !MAYBE_APPLIED_STATES.includes(claim.record.state)) {
+        const current = await ledger.handOff(fenceOf(claim.record), claim.record.handoff, clock.now());
+        if (force || p.handoffAt !== undefined) throw new UnsafeResumeError(id, NOT_THE_HANDOFF_DECIDED_ON);
+        checkSealable(ctx, current, 'resume it'); // its receipts may now be sealed with a key this runner lacks
+        return (await resume(ctx, current, false, adapters, p))();
+      }
+      // Or another's run of it (a resume, a new revision) stopped mid-flight: taken over as run() would, as stored now.
+      const stored = await orRelease(ctx, claim, op.policy.clockSkewMarginMs, () => {
+        checkSealable(ctx, claim.record, 'resume it');
+        return storedOperation(ctx, adapterFor(adapters, claim.record, 'resume'), claim.record, p);
+      });
+      return execute(ctx, stored, { ...claim, claimedAt, dispatchWritten: false });
     }
-    // Or another's run of it (a resume, a new revision) stopped mid-flight: taken over as run() would, as stored now.
-    const stored = await orRelease(ctx, claim, op.policy.clockSkewMarginMs, () => {
-      checkSealable(ctx, claim.record, 'resume it');
-      return storedOperation(ctx, adapterFor(adapters, claim.record, 'resume'), claim.record, p);
-    });
-    return execute(ctx, stored, { ...claim, claimedAt, dispatchWritten: false });
-  }
-  // Safe only by the key, the effect may exist: from `unknown`, every re-send of the resumed run is held to the key's
-  // retention (a `claimed` run would retry a throttled send past it as a new request).
-  const resumed =
-    (byKey || forgotten) && !blind
-      ? await ledger.setState(fenceOf(claim.record), { state: 'unknown', now: clock.now() })
-      : claim.record;
-  const forced = overridden
-    ? ', forced past an unsafe packet'
-    : blind
-      ? ', forced past a key the provider may have forgotten'
-      : '';
-  log('info', 'resume', `a person resumed it (${personRef(p.by)})${forced}: re-sending with the same key`, op);
-  return restartClaimed(ctx, op, { record: resumed, claimedAt }, restart);
+    // Safe only by the key, the effect may exist: from `unknown`, every re-send of the resumed run is held to the key's
+    // retention (a `claimed` run would retry a throttled send past it as a new request).
+    const resumed =
+      (byKey || forgotten) && !blind
+        ? await ledger.setState(fenceOf(claim.record), { state: 'unknown', now: clock.now() })
+        : claim.record;
+    const forced = overridden
+      ? ', forced past an unsafe packet'
+      : blind
+        ? ', forced past a key the provider may have forgotten'
+        : '';
+    log('info', 'resume', `a person resumed it (${personRef(p.by)})${forced}: re-sending with the same key`, op);
+    return restartClaimed(ctx, op, { record: resumed, claimedAt }, restart);
+  };
 }
 
 /** `mark-done` (with the provider reference a person verified) or `abandon`: the operation closed, with a receipt. */

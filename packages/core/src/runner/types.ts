@@ -187,4 +187,6 @@ export interface Runner {
   recover(options: RecoverOptions): Promise<RecoverReport[]>;
   /** A person's decision on a handed-off operation. `resume` re-sends with the SAME provider key. */
   resolve(id: string, resolution: Resolution, options?: ResolveOptions): Promise<ResolveResult>;
+  /** A dry run of `resolve`: throws what it would refuse before writing or sending (the same checks); writes and sends nothing. */
+  checkResolve(id: string, resolution: Resolution, options?: ResolveOptions): Promise<void>;
 }

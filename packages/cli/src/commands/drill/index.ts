@@ -65,7 +65,7 @@ function toRow(adapter: string, r: ScenarioResult, durationMs: number) {
         }
       : null,
     skip: r.skip ? pick(r.skip, 'cardField', 'reason') : null,
-    ...pick(r, 'failures', 'receiptFile'),
+    ...pick(r, 'failures', 'failedCriteria', 'receiptFile'),
     durationMs,
   };
 }

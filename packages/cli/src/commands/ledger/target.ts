@@ -184,11 +184,21 @@ export const TARGET_OPTIONS = {
     description: "SQLite file or postgres:// URL (default: the config's ledger, else ./retrysafe.db)",
   },
   schema: { argument: '<name>', description: 'PostgreSQL schema (default public)' },
-  config: { argument: '<file>', env: CONFIG_ENV, description: 'retrysafe config (JSON, YAML or JavaScript)' },
+  // An explicit --db names the ledger: a config the environment holds (another ledger's) is not read behind it.
+  config: {
+    argument: '<file>',
+    env: CONFIG_ENV,
+    envUnless: 'db',
+    description: 'retrysafe config (JSON, YAML or JavaScript); not taken from the variable when --db names the ledger',
+  },
   json: { description: 'JSON output' },
 } as const satisfies Options;
 
 export type LedgerTarget = Parsed<typeof TARGET_OPTIONS>;
+
+/** For a refusal that asks for --config: why the variable set did not give it. */
+export const configEnvHint = () =>
+  process.env[CONFIG_ENV] ? `; ${CONFIG_ENV} is not read when --db names the ledger` : '';
 
 /** An id the ledger does not hold, and how to see what it does hold (a mistyped id, or another ledger). */
 export const notInLedger = (id: string, flags: string) =>

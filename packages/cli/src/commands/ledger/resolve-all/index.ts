@@ -6,7 +6,15 @@ import { exactlyOne, pickKnown, RefusedError, scrubbed, UsageError, wanted } fro
 import { paint, pick, plural } from '../../../output.js';
 import { receiptKeysFromEnv, withParamsKeys } from '../chain.js';
 import { ledgerResolve, printable, resolved, resolveText } from '../resolve/index.js';
-import { configAdapters, TARGET_OPTIONS, targetFlags, unreadableRows, warnUnreadable, withLedger } from '../target.js';
+import {
+  configAdapters,
+  configEnvHint,
+  TARGET_OPTIONS,
+  targetFlags,
+  unreadableRows,
+  warnUnreadable,
+  withLedger,
+} from '../target.js';
 
 export const RESOLVE_ALL_OPTIONS = {
   ...TARGET_OPTIONS,
@@ -41,7 +49,7 @@ export async function ledgerResolveAll(opts: ResolveAllOptions) {
   // A dry run refuses what the real run would: no config to resume through, or adapters it cannot build.
   if (opts.resume && !opts.config)
     throw new UsageError(
-      '--resume re-sends through the adapters: pass --config <file> naming them (credentials come from environment variables)',
+      `--resume re-sends through the adapters: pass --config <file> naming them (credentials come from environment variables)${configEnvHint()}`,
     );
   for (const i of opts.id ?? []) asBusinessOperationId(i);
   pickKnown('handoff reason', HANDOFF_REASONS, opts.reason ?? []);
@@ -83,7 +91,9 @@ export async function ledgerResolveAll(opts: ResolveAllOptions) {
     // Bound to the packet listed: one resumed or handed off again since is refused, not resolved (nor forced) unseen.
     // What --force overrides is the runner's rule, as for `ledger resolve`.
     const resolve = { ...opts, handoffAt: r.handoff?.createdAt };
-    const done = opts.dryRun || plan === 'refused' ? null : await settle(ledgerResolve(resolve, r.businessOperationId));
+    // A dry run makes the same checks, and so says per row what the run would refuse.
+    const done =
+      plan === 'refused' ? null : await settle(ledgerResolve(resolve, r.businessOperationId, opts.dryRun === true));
     rows.push({
       ...pick(r, 'businessOperationId', 'operation'),
       ...(r.account === undefined ? {} : { account: r.account }),
@@ -122,14 +132,15 @@ async function settle(resolving: ReturnType<typeof ledgerResolve>) {
 export function resolveAllText(r: ResolveAllReport, color = false, target = ''): string {
   if (r.matched === 0) return 'No handed-off operation matches: nothing to resolve.';
   const lines = r.rows.map((x) => {
-    if (x.error !== undefined) return `${paint('red', '✗', color)} ${x.businessOperationId}  not resolved: ${x.error}`;
+    if (x.error !== undefined)
+      return `${paint('red', '✗', color)} ${x.businessOperationId}  ${r.dryRun ? 'would not be resolved' : 'not resolved'}: ${x.error}`;
     if (x.plan === 'refused')
       return `${paint('red', '✗', color)} ${x.businessOperationId}  refused: ${x.why} (check at the provider; --force if you are sure)`;
     if (r.dryRun)
       return `${paint('cyan', '·', color)} ${x.businessOperationId}  would ${r.action} (${x.handoffReason ?? '?'}; ${x.why})`;
     return resolveText(x.result!, color, target);
   });
-  const refused = r.rows.filter((x) => x.plan === 'refused').length;
+  const refused = r.rows.filter((x) => x.plan === 'refused' || x.error !== undefined).length;
   const head = r.dryRun
     ? `Dry run: ${r.matched - refused} of ${plural(r.matched, 'handed-off operation')} would be ${r.action === 'resume' ? 'resumed' : 'abandoned'}${refused ? `, ${refused} refused` : ''}; nothing was sent or written.`
     : `${plural(r.matched, 'handed-off operation')} matched:`;

@@ -15,13 +15,14 @@ import {
   type Resolution,
   type ResolveResult,
 } from '@retrysafe/core';
+import { marksSafe } from '@retrysafe/core/internal';
 import { defineCommand, type Options, type Parsed } from '../../../command.js';
 import { exactlyOne, RefusedError, UsageError } from '../../../errors.js';
 import { readObjectFile } from '../../../files.js';
 import { paint, plural } from '../../../output.js';
 import { addMissingKey, CHAIN_RUNBOOK, receiptKeysFromEnv, withParamsKeys } from '../chain.js';
 import { packetText } from '../packet-text.js';
-import { configAdapters, notInLedger, TARGET_OPTIONS, targetFlags, withLedger } from '../target.js';
+import { configAdapters, configEnvHint, notInLedger, TARGET_OPTIONS, targetFlags, withLedger } from '../target.js';
 
 export const RESOLVE_OPTIONS = {
   ...TARGET_OPTIONS,
@@ -47,8 +48,11 @@ export const RESOLVE_OPTIONS = {
 
 export type ResolveOptions = Parsed<typeof RESOLVE_OPTIONS>;
 
-/** `--resume` re-sends with the SAME key through the config's adapter; `--mark-done` records a verified ref; `--abandon`. */
-export async function ledgerResolve(opts: ResolveOptions, id: string): Promise<ResolveResult> {
+/** `--resume` re-sends with the SAME key through the config's adapter; `--mark-done` records a verified ref; `--abandon`.
+ * `dryRun`: only the runner's checks, each refusal worded as the resolution's; null where it would go ahead. */
+export function ledgerResolve(opts: ResolveOptions, id: string): Promise<ResolveResult>;
+export function ledgerResolve(opts: ResolveOptions, id: string, dryRun: boolean): Promise<ResolveResult | null>;
+export async function ledgerResolve(opts: ResolveOptions, id: string, dryRun = false): Promise<ResolveResult | null> {
   exactlyOne(
     [opts.resume, opts.markDone, opts.abandon, opts.resendWith],
     'choose exactly one of --resume, --mark-done <providerRef>, --abandon, --resend-with <params.json>',
@@ -79,10 +83,8 @@ export async function ledgerResolve(opts: ResolveOptions, id: string): Promise<R
         const stored = await ledger.get(asBusinessOperationId(id));
         // A rejection whose every attempt is known not applied (the packet then offers resend-with): the request may go
         // out again once its cause is fixed. After one that may have applied, the provider is checked first.
-        const rejected =
-          stored?.handoff?.reason === 'rejected' &&
-          stored.handoff.safeNextActions.some((a) => a.action === 'resend-with' && a.safe);
-        if (opts.resume && stored !== null && !isTerminal(stored))
+        const rejected = stored?.handoff?.reason === 'rejected' && marksSafe(stored.handoff, 'resend-with');
+        if (opts.resume && stored !== null && !isTerminal(stored) && !dryRun)
           return resumeOpen(runner, adapters, stored, opts.handoffAt);
         // Bound to the packet decided on (else the one read here): never applied to a later hand-off.
         const handoffAt = opts.handoffAt ?? (stored?.state === 'handed-off' ? stored.handoff?.createdAt : undefined);
@@ -94,7 +96,11 @@ export async function ledgerResolve(opts: ResolveOptions, id: string): Promise<R
               ? { action: 'mark-done', providerRef: opts.markDone.trim() }
               : { action: 'abandon' };
         // The runner owns the rules (broken chain, unsafe resume, resend-with); the CLI only words its refusals.
-        return await runner.resolve(id, resolution, { adapters, by, handoffAt }).catch((err: unknown) => {
+        const options = { adapters, by, handoffAt };
+        const resolving = dryRun
+          ? runner.checkResolve(id, resolution, options).then(() => null)
+          : runner.resolve(id, resolution, options);
+        return await resolving.catch((err: unknown) => {
           if (err instanceof Error && err.message.includes(NOT_THE_HANDOFF_DECIDED_ON))
             throw new RefusedError(
               `not resolving ${id}: it was resumed, closed or handed off again since the packet decided on (${handoffAt}); nothing was sent or written. Read it as it is now: retrysafe ledger show ${id}`,
@@ -116,7 +122,7 @@ export async function ledgerResolve(opts: ResolveOptions, id: string): Promise<R
           throw err;
         });
       },
-      { config, writes: true },
+      { config, writes: !dryRun },
     );
   } finally {
     for (const a of adapters) await a.close?.();
@@ -129,7 +135,7 @@ async function needsConfig(opts: ResolveOptions, id: string): Promise<UsageError
   const stored = await withLedger(opts, (l) => l.get(asBusinessOperationId(id))).catch(() => null);
   const orphan = stored && !isTerminal(stored) && opts.resume;
   return new UsageError(
-    `${opts.resume ? '--resume re-sends' : '--resend-with sends'} through the adapter: pass --config <file> naming ${stored ? `the adapter of ${stored.operation}` : 'it'} (credentials come from environment variables)${orphan ? '; if no adapter can drive it any more, a config naming any other hands it off to you' : ''}`,
+    `${opts.resume ? '--resume re-sends' : '--resend-with sends'} through the adapter: pass --config <file> naming ${stored ? `the adapter of ${stored.operation}` : 'it'} (credentials come from environment variables)${configEnvHint()}${orphan ? '; if no adapter can drive it any more, a config naming any other hands it off to you' : ''}`,
   );
 }
 
@@ -175,7 +181,7 @@ function resumeRefusal(id: string, why: string, rejected: boolean, stored: Opera
       `not resuming ${id}: the handoff packet marks resume as not safe — ${why}; nothing was sent. If you fixed the cause outside the request (the account, a setting at the provider), send it again as is: --resume --force. To send corrected params instead: --resend-with <params.json>; if the effect exists at the provider after all: --mark-done <providerRef>.`,
     );
   }
-  const safe = stored?.handoff?.safeNextActions.some((a) => a.action === 'resume' && a.safe) === true;
+  const safe = marksSafe(stored?.handoff, 'resume');
   const what = safe ? 'resume is no longer safe' : 'the handoff packet marks resume as not safe';
   return new RefusedError(
     `not resuming ${id}: ${what} — ${why}. Check at the provider first; then --mark-done <providerRef> if the effect exists, or --resume --force if you are sure it does not (it is sent again with nothing looked up first: if the effect exists, it is made twice).`,
@@ -184,7 +190,7 @@ function resumeRefusal(id: string, why: string, rejected: boolean, stored: Opera
 
 /** `--resend-with` of the params the operation already has: a resume, which the packet may mark not safe (--force). */
 function sameParams(id: string, stored: OperationRecord | null, rejected: boolean): RefusedError {
-  const resumeSafe = stored?.handoff?.safeNextActions.some((a) => a.action === 'resume' && a.safe) === true;
+  const resumeSafe = marksSafe(stored?.handoff, 'resume');
   const next =
     resumeSafe || stored?.handoff?.reason !== 'rejected'
       ? 'To send the same request again after fixing the cause outside it: --resume.'
