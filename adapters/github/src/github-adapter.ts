@@ -117,7 +117,7 @@ export function createGitHubAdapter(options: GitHubAdapterOptions): GitHubAdapte
 
       /**
        * Walks the list from the newest item back to the first dispatch minus the clock-skew margin, a bounded
-       * number of pages. A match is adopted (the oldest, the first request's); none is `not-found` only by the card's
+       * number of pages. Only a walk that got back there adopts its one match; none is `not-found` only by the card's
        * rule, the runner's too (notFoundIsAuthoritative: never while the consistency delay or late-apply bound is unknown).
        */
       async lookup(op, ctx) {
@@ -139,17 +139,15 @@ export function createGitHubAdapter(options: GitHubAdapterOptions): GitHubAdapte
           try {
             const answer = await op.list(octokit, ctx.params, since, page, callOptions(ctx.signal));
             if (!Array.isArray(answer.data))
-              return (
-                found(op, matches) ?? {
-                  kind: 'cannot-tell',
-                  reason: `${what}: HTTP ${answer.status} without a list`,
-                  ...refsOf(answer),
-                }
-              );
+              return {
+                kind: 'cannot-tell',
+                reason: `${what}: HTTP ${answer.status} without a list`,
+                ...refsOf(answer),
+              };
             items = answer.data as ListedItem[];
           } catch (error) {
-            // A match on an earlier page is the answer already; a failed page only proves nothing about the rest.
-            return found(op, matches) ?? cannotTell(error, what);
+            // A page not read may hold a second item of ours: a match on an earlier one proves nothing yet.
+            return cannotTell(error, what);
           }
           const ours = items.filter(
             (i) =>
@@ -168,12 +166,7 @@ export function createGitHubAdapter(options: GitHubAdapterOptions): GitHubAdapte
             found(op, matches) ??
             lookupMiss(op.card, ctx, `${what}: no item since ${since} carries the marker of this business operation`)
           );
-        return (
-          found(op, matches) ?? {
-            kind: 'cannot-tell',
-            reason: `${what}: ${lookupPages} pages read without reaching ${since}`,
-          }
-        );
+        return { kind: 'cannot-tell', reason: `${what}: ${lookupPages} pages read without reaching ${since}` };
       },
     },
     { octokit },

@@ -161,7 +161,7 @@ export const issuesCreateCard = defineCard(
     intentFields: ['owner', 'repo', 'title', 'body'],
     lookupMethod: `GET /repos/{owner}/{repo}/issues?state=all&sort=created&direction=desc (a list, not the search API, whose index lags: ${SOURCES.search}); pull requests are in the list too and are skipped`,
     reconciler:
-      'the runner, through doLookup: GET /repos/{owner}/{repo}/issues?state=all&sort=created&direction=desc&since=<first dispatch − clock-skew margin>&per_page=100, a bounded number of pages, stopping at the first issue created before that time; the one issue written by the login of the token (GET /user once, or the login option) whose body ends with the marker is adopted, two are "cannot tell"; none is "cannot tell" while the consistency delay or late-apply bound is unknown (notFoundIsAuthoritative), "not found" only past both',
+      'the runner, through doLookup: GET /repos/{owner}/{repo}/issues?state=all&sort=created&direction=desc&since=<first dispatch − clock-skew margin>&per_page=100, a bounded number of pages, stopping at the first issue created before that time (a page that fails, or the bound reached first, is "cannot tell"); the one issue written by the login of the token (GET /user once, or the login option) whose body ends with the marker is adopted, two are "cannot tell"; none is "cannot tell" while the consistency delay or late-apply bound is unknown (notFoundIsAuthoritative), "not found" only past both',
     handoff:
       'rejected; or an unknown outcome (timeout, reset, 5xx, lost 201) whose issue is not found within the lookup window — never resent blindly; or not-applied beyond max attempts / max elapsed',
   }),
@@ -182,7 +182,7 @@ export const issuesCreateCommentCard = defineCard(
     lookupMethod:
       'GET /repos/{owner}/{repo}/issues/{issue_number}/comments?since=… (a list ordered by ascending id, not the search API)',
     reconciler:
-      'the runner, through doLookup: GET /repos/{owner}/{repo}/issues/{issue_number}/comments?since=<first dispatch − clock-skew margin>&per_page=100 (since filters on updated_at, which is never before created_at), a bounded number of pages; the one comment written by the login of the token whose body ends with the marker is adopted, two are "cannot tell"; none is "cannot tell" while the consistency delay or late-apply bound is unknown (notFoundIsAuthoritative), "not found" only past both',
+      'the runner, through doLookup: GET /repos/{owner}/{repo}/issues/{issue_number}/comments?since=<first dispatch − clock-skew margin>&per_page=100 (since filters on updated_at, which is never before created_at), a bounded number of pages (a page that fails, or the bound reached with more to read, is "cannot tell"); the one comment written by the login of the token whose body ends with the marker is adopted, two are "cannot tell"; none is "cannot tell" while the consistency delay or late-apply bound is unknown (notFoundIsAuthoritative), "not found" only past both',
     handoff:
       'rejected; or an unknown outcome whose comment is not found within the lookup window — never resent blindly; or not-applied beyond max attempts / max elapsed',
   }),

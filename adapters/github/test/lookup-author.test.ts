@@ -2,6 +2,7 @@
 // that body by someone else (a person duplicating the issue, a bot quoting it) is never taken for ours.
 import { Octokit } from '@octokit/rest';
 import { asBusinessOperationId } from '@retrysafe/contract';
+import { startFaultProxy } from '@retrysafe/testkit';
 import { closeAfterTest } from '@retrysafe/testkit/close-after-test';
 import { lookupContext } from '@retrysafe/testkit/conformance';
 import { describe, expect, it } from 'vitest';
@@ -55,6 +56,27 @@ describe('a lookup adopts only what this identity wrote', () => {
       kind: 'cannot-tell',
       reason: expect.stringMatching(/2 items .* 2, 3$/),
     });
+  });
+
+  it('ours on the pages read and a later page not read (it failed, or past the page bound): cannot tell, not adopted', async () => {
+    // 100 items after the first dispatch and ours: ours is on page 1, and page 2 is where a second of ours could be.
+    const seed = Array.from({ length: 100 }, (_, i) => ({ owner: OWNER, repo: REPO, title: `Filler ${i}` }));
+    const sandbox = closeAfterTest(await startGitHubSandbox({ token: TOKEN, seed }));
+    const failPage2 = closeAfterTest(
+      await startFaultProxy({
+        target: sandbox.url,
+        faults: (_n, req) => (req.path.includes('page=2') ? { kind: 'status', status: 503 } : 'pass'),
+      }),
+    );
+    const ctx = { firstDispatchedAt: Date.now() - 1000 };
+    const look = (baseUrl: string, lookupPages?: number) => {
+      const adapter = createGitHubAdapter({ auth: TOKEN, baseUrl, ...(lookupPages ? { lookupPages } : {}) });
+      return adapter.doLookup('issues.create', lookupContext(adapter, 'issues.create', id, issueParams(4), ctx));
+    };
+    await execute(createGitHubAdapter({ auth: TOKEN, baseUrl: sandbox.url }), 'issues.create', issueParams(4), id);
+    expect(await look(failPage2.url)).toMatchObject({ kind: 'cannot-tell', status: 503 });
+    expect(await look(sandbox.url, 1)).toMatchObject({ kind: 'cannot-tell', reason: expect.stringMatching(/1 pages/) });
+    expect(await look(sandbox.url)).toMatchObject({ kind: 'found', outcome: { providerRef: '101' } });
   });
 
   it('the identity is read once with GET /user, or not at all when `login` is given', async () => {

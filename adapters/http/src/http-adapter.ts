@@ -185,16 +185,23 @@ const cannotTell = (res: HttpResponseView, reason: string): LookupResult => ({
   status: res.status,
   ...retryAfterOf(readHeader(res.headers, 'retry-after'), readHeader(res.headers, 'date')),
 });
-/** A list read's miss: absent only when the answer is the whole list; a page with more after it cannot tell. */
-function missed(a: Ask, res: HttpResponseView, reason: string, more: string | undefined): LookupResult {
+/** One page's matches: two are a duplicate; none or one proves something only when the page is the whole list, as a
+ * page not read may hold this operation's item, or a second one. */
+function judgePage(
+  a: Ask,
+  res: HttpResponseView,
+  matches: readonly unknown[],
+  more: string | undefined,
+  refPath: string | undefined,
+  what: string,
+): LookupResult | undefined {
+  if (matches.length > 1) return several(res, matches, refPath);
+  const seen = `${matches.length === 0 ? 'no match' : 'one match'} ${what} on this page`;
   if (saysNextPage(readHeader(res.headers, 'link')))
-    return cannotTell(
-      res,
-      `${reason} on this page, and the provider links a next page (Link rel="next") that was not read`,
-    );
+    return cannotTell(res, `${seen}, and the provider links a next page (Link rel="next") that was not read`);
   if (more !== undefined && saysMoreFollow(readPath(res.data, more)))
-    return cannotTell(res, `${reason} on this page, and its ${more} says more follow, not read`);
-  return absent(a, res, reason);
+    return cannotTell(res, `${seen}, and its ${more} says more follow, not read`);
+  return matches.length === 0 ? absent(a, res, `no match ${what}`) : undefined;
 }
 
 function saysNextPage(link: string | undefined): boolean {
@@ -258,11 +265,9 @@ async function search(a: Ask, l: Lookup<'search'>): Promise<LookupResult> {
   const res = await get(a, fillPath(l.path, a.r.params, a.r), 'lookup request');
   if ('kind' in res) return res;
   if (res.status !== 200) return cannotTell(res, `search answered HTTP ${res.status}`);
-  const [match, ...others] = l.match(res.data, a.r);
-  if (match === undefined) return missed(a, res, 'no match in the search results', l.more);
+  const matches = l.match(res.data, a.r);
   const refPath = l.refPath ?? a.o.http.refPath;
-  if (others.length > 0) return several(res, [match, ...others], refPath);
-  return succeeded(a, res, match, refPath);
+  return judgePage(a, res, matches, l.more, refPath, 'in the search results') ?? succeeded(a, res, matches[0], refPath);
 }
 
 async function getByKey(a: Ask, l: Lookup<'get-by-key'>): Promise<LookupResult> {
@@ -311,10 +316,10 @@ async function findStatus(a: Ask, l: Lookup<'status-url'>): Promise<LookupResult
   const res = await get(a, fillPath(w.path, a.r.params, a.r), 'status search');
   if ('kind' in res) return res;
   if (res.status !== 200) return cannotTell(res, `status search answered HTTP ${res.status}`);
-  const [match, ...others] = w.match(res.data, a.r);
-  if (match === undefined) return missed(a, res, 'no work item carries this operation in the status search', w.more);
-  if (others.length > 0) return several(res, [match, ...others], w.statusUrlPath);
-  const url = readPath(match, w.statusUrlPath);
+  const matches = w.match(res.data, a.r);
+  const judged = judgePage(a, res, matches, w.more, w.statusUrlPath, 'for this operation in the status search');
+  if (judged) return judged;
+  const url = readPath(matches[0], w.statusUrlPath);
   if (typeof url !== 'string') return cannotTell(res, `the matched work item has no status URL at ${w.statusUrlPath}`);
   const statusRef = new URL(url, res.url).toString();
   return exists(await pollStatus(a, l.status, statusRef), statusRef);

@@ -56,7 +56,8 @@ export type LookupShape<M, A> =
     }
   /**
    * GET a list endpoint and pick the match; `refPath` defaults to the operation's. `more`: dot path of the body's
-   * marker that more items follow (`has_more`, `next_cursor`); a miss while it is set, or with `Link: rel="next"`, cannot tell.
+   * marker that more items follow (`has_more`, `next_cursor`); a miss or one match while it is set, or with
+   * `Link: rel="next"`, cannot tell.
    */
   | {
       readonly method: 'search';

@@ -175,7 +175,7 @@ describe('IETF Idempotency-Key: SDK → sandbox, one row per mapping', () => {
     }
   });
 
-  it('a miss on a page the provider says more follow (Link rel="next") is cannot-tell, never not-found', async () => {
+  it('a miss, or one match, on a page the provider says more follow (Link rel="next") is cannot-tell: never not-found, never adopted', async () => {
     const paged = await startIetfKeySandbox({ port: 0, pageSize: 1 });
     // The sandbox ignores ?customer=: every order is listed, one a page, the other order first.
     const byCustomer = ietfOrdersCreate('acme-orders');
@@ -190,9 +190,10 @@ describe('IETF Idempotency-Key: SDK → sandbox, one row per mapping', () => {
         kind: 'cannot-tell',
         reason: expect.stringMatching(/next/),
       });
+      // ord_1 on page 1: page 2 may hold a second order with its reference
       expect(await lookupOn(a, OP, order({ orderRef: 'other' }))).toMatchObject({
-        kind: 'found',
-        outcome: { kind: 'succeeded', providerRef: 'ord_1' },
+        kind: 'cannot-tell',
+        reason: expect.stringMatching(/one match .*next/),
       });
       expect(paged.count(OP)).toBe(2);
     } finally {
@@ -218,6 +219,10 @@ describe('IETF Idempotency-Key: SDK → sandbox, one row per mapping', () => {
       expect(await lookupOn(a, OP, order())).toMatchObject({
         kind: 'cannot-tell',
         reason: expect.stringMatching(/has_more/),
+      });
+      expect(await lookupOn(a, OP, order({ orderRef: 'other' }))).toMatchObject({
+        kind: 'cannot-tell',
+        reason: expect.stringMatching(/one match .*has_more/),
       });
       expect(paged.count(OP)).toBe(2);
     } finally {

@@ -308,10 +308,16 @@ async function searchByKey(
       ...refs,
     };
   }
+  // EQ may answer other spellings first: this operation's record, or a second one, can sit past the page read.
+  if (hit && more)
+    return {
+      kind: 'cannot-tell',
+      reason: `${objectType} ${hit.id} holds the key on the first page, and more results follow`,
+      ...refs,
+    };
   if (hit) return { kind: 'found', outcome: recordOutcome('succeeded', hit, wire) };
   if (ctx.firstDispatchedAt === null) return { kind: 'not-found', reason: 'never dispatched', ...refs };
   const miss = `no ${objectType} record with ${rt.idProperty}=${key}`;
-  // EQ may answer other spellings first; this operation's record can sit past the page read.
   if (more) return { kind: 'cannot-tell', reason: `${miss} on the first page, and more results follow`, ...refs };
   return lookupMiss(card, ctx, miss, refs);
 }

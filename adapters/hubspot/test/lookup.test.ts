@@ -113,6 +113,18 @@ describe('tickets.create lookup: CRM search on the id property', () => {
     expect(r.kind === 'cannot-tell' && r.reason).toMatch(/more results/);
   });
 
+  it('ours on a page whose paging.next is set is cannot-tell: a second record with the key may be on the next page', async () => {
+    const { s, a } = await rig({ searchEqFoldsCase: true, searchPerSecond: null }, { searchSettleMs: 0 });
+    const params = ticket('lk-paged-hit');
+    const key = executeContext(a, 'tickets.create', operationIdFor(a, 'tickets.create', params)).providerKey!;
+    // Ours, then two other spellings of the key: the first page of the EQ search (2) is full, and paging.next is set.
+    for (const value of [key, key.toUpperCase(), key.replace('tickets', 'Tickets')])
+      s.seed('tickets', { subject: 'seeded', hs_pipeline_stage: '1', [DEFAULT_ID_PROPERTY]: value });
+    const r = await lookup(a, 'tickets.create', params);
+    expect(r).toMatchObject({ kind: 'cannot-tell' });
+    expect(r.kind === 'cannot-tell' && r.reason).toMatch(/more results/);
+  });
+
   it('search throttled (5 req/s per account) ⇒ cannot-tell with a 1 s wait and the SECONDLY policy', async () => {
     const { a } = await rig({ searchPerSecond: 1 });
     const params = ticket('lk-5');

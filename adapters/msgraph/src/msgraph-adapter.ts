@@ -55,7 +55,7 @@ export interface MsGraphAdapter extends TypedAdapter<MsGraphOperationTypes> {
 }
 
 const PROVIDER = 'msgraph';
-/** One page of the lookup query: a miss proves nothing when a page of case-insensitive near-matches filled it. */
+/** One page of the lookup query: a miss, or one match, proves nothing when case-insensitive near-matches filled it. */
 const LOOKUP_TOP = 5;
 const EXTENDED_PROPERTY_ID = /^String \{[0-9a-fA-F-]{36}\} Name [A-Za-z0-9_.-]+$/;
 
@@ -146,10 +146,11 @@ async function lookup(rt: Runtime, o: GraphOperation, ctx: FramedLookupContext):
     return { kind: 'cannot-tell', reason: `${what}: HTTP 200 without a value array`, ...refsOf(answer) };
   const own = items.filter((i): i is Record<string, unknown> => isObj(i) && o.owns(i, b));
   const first = own[0];
+  const full = items.length >= LOOKUP_TOP;
   if (!first) {
     const miss = `${what}: nothing tagged with exactly this business-operation id is visible (${items.length} matched ignoring case)`;
     // Absence is the card's rule: a full answer (less than a page of near-matches) past the card's bounds.
-    if (items.length < LOOKUP_TOP && notFoundIsAuthoritative(o.card, ctx, ctx.clockSkewMarginMs))
+    if (!full && notFoundIsAuthoritative(o.card, ctx, ctx.clockSkewMarginMs))
       return { kind: 'not-found', reason: miss, ...refsOf(answer) };
     const why = "the card's late-apply and visibility bounds do not prove absence yet (Graph documents none)";
     return { kind: 'cannot-tell', reason: `${miss}; ${why}`, ...refsOf(answer) };
@@ -162,6 +163,11 @@ async function lookup(rt: Runtime, o: GraphOperation, ctx: FramedLookupContext):
       reason: `${what}: ${own.length} items carry this id's tag: ${ids}`,
       ...refsOf(answer),
     };
+  }
+  // A full page: a second item of ours may be on the next one.
+  if (full) {
+    const reason = `${what}: item ${String(first.id)} on a full page of ${LOOKUP_TOP} near-matches, the rest not read`;
+    return { kind: 'cannot-tell', reason, ...refsOf(answer) };
   }
   const { result, ...ref } = o.read(first, true);
   return { kind: 'found', outcome: { kind: 'succeeded', result, ...ref, ...refsOf(answer) } };

@@ -384,6 +384,15 @@ describe('lookup', () => {
     expect(await lookup(op, 'Invoice-A', params)).toMatchObject({ kind: 'found', outcome: { kind: 'succeeded' } });
   });
 
+  it('ours on a full page of near-matches (ids differing only by case): cannot-tell, as a second of ours may follow', async () => {
+    expect((await exec('mail.send', mailParams(1), 'Invoice-A')).kind).toBe('succeeded');
+    for (const other of ['invoice-a', 'INVOICE-A', 'Invoice-a', 'iNvoice-A'])
+      expect((await exec('mail.send', mailParams(1), other)).kind).toBe('succeeded');
+    // The sixth, not on the page read: a second mail of this operation.
+    expect((await exec('mail.send', mailParams(1), 'Invoice-A')).kind).toBe('succeeded');
+    expect(await lookup('mail.send', 'Invoice-A', mailParams(1))).toMatchObject({ kind: 'cannot-tell' });
+  });
+
   // Adopting one of two hides the other: which one is this operation's is for a person to say.
   it.each(OPS)(
     '$op: two items tagged with this id (a duplicate exists) ⇒ cannot-tell naming both',

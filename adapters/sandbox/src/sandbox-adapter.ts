@@ -184,8 +184,17 @@ export function createSandboxAdapter(options: SandboxAdapterOptions): SandboxAda
     },
     keyRule: SANDBOX_KEY_RULE,
   };
-  const fromRecord = (rec: SandboxRecord | null, ctx: LookupContext, requestId?: string): LookupResult => {
-    if (rec === null) return lookupMiss(card, ctx, 'no record holds this key', requestId ? { requestId } : {});
+  const fromRecords = (recs: readonly SandboxRecord[], ctx: LookupContext, requestId?: string): LookupResult => {
+    const refs = requestId ? { requestId } : {};
+    const [rec, ...more] = recs;
+    if (rec === undefined) return lookupMiss(card, ctx, 'no record holds this key', refs);
+    // Two records hold the key: a duplicate already made, which adopting one would hide from a person.
+    if (more.length > 0)
+      return {
+        kind: 'cannot-tell',
+        reason: `${recs.length} records hold this key: ${recs.map((r) => r.id).join(', ')}`,
+        ...refs,
+      };
     if (rec.status === 'processing')
       return {
         kind: 'found',
@@ -215,7 +224,10 @@ export function createSandboxAdapter(options: SandboxAdapterOptions): SandboxAda
           status: 503,
           retryAfterMs: answer.retryAfterMs,
         };
-      return fromRecord(answer.type === 'found' ? answer.record : null, ctx);
+      return fromRecords(
+        answer.type === 'found' ? [answer.record] : answer.type === 'several' ? answer.records : [],
+        ctx,
+      );
     };
   } else {
     const base = checkBaseUrl(SANDBOX_PROVIDER, options.baseUrl);
@@ -269,8 +281,9 @@ export function createSandboxAdapter(options: SandboxAdapterOptions): SandboxAda
         };
       }
       const requestId = res.headers.get('x-request-id') ?? undefined;
-      if (res.status === 200) return fromRecord((body as { record: SandboxRecord }).record, ctx, requestId);
-      if (res.status === 404) return fromRecord(null, ctx, requestId);
+      if (res.status === 200) return fromRecords([(body as { record: SandboxRecord }).record], ctx, requestId);
+      if (res.status === 300) return fromRecords((body as { records: SandboxRecord[] }).records, ctx, requestId);
+      if (res.status === 404) return fromRecords([], ctx, requestId);
       return {
         kind: 'cannot-tell',
         reason: `lookup answered ${res.status}`,

@@ -79,6 +79,8 @@ export type SandboxResponse =
 export type SandboxLookupResponse =
   | { readonly type: 'found'; readonly record: SandboxRecord }
   | { readonly type: 'not-found' }
+  /** Two or more records under the key (a re-send after it expired, or with other params under `parameterMatching: 'none'`). */
+  | { readonly type: 'several'; readonly records: readonly SandboxRecord[] }
   /** Scripted with `failNextLookup`: the lookup itself failed (503 + Retry-After); it says nothing about the record. */
   | { readonly type: 'unavailable'; readonly retryAfterMs: number };
 
@@ -91,8 +93,8 @@ export interface SandboxProvider {
   readonly behaviour: Readonly<SandboxBehaviour>;
   /** Processes one create request as the behaviour says. */
   execute(request: SandboxExecuteRequest): Promise<SandboxResponse>;
-  /** The record created under this key, if lookups can see it yet (consistency delay). Works past retention. */
-  lookup(key: string): SandboxRecord | null;
+  /** The records created under this key that lookups can see yet (consistency delay), oldest first. Works past retention. */
+  lookup(key: string): SandboxRecord[];
   /** A lookup as the API answers it: like `lookup`, but scripted lookup failures come first. */
   answerLookup(key: string): SandboxLookupResponse;
   /** The next `times` lookups fail (503 + Retry-After) without looking. */
@@ -146,7 +148,7 @@ function createStore(b: Readonly<SandboxBehaviour>, now: () => number, sleep: (m
   const byId = new Map<string, SandboxRecord>();
   const keys = new Map<string, StoredKey>();
   /** Every record created under a key, for lookups (kept for ever, unlike the idempotency store). */
-  const byKey = new Map<string, string>();
+  const byKey = new Map<string, string[]>();
 
   const view = (r: SandboxRecord): SandboxRecord => ({ ...r, status: now() >= r.completesAt ? 'done' : 'processing' });
 
@@ -163,7 +165,7 @@ function createStore(b: Readonly<SandboxBehaviour>, now: () => number, sleep: (m
     byId.set(rec.id, rec);
     if (key !== null) {
       if (b.replays) keys.set(key, { recordId: rec.id, paramsFingerprint, storedAt: t });
-      if (!byKey.has(key)) byKey.set(key, rec.id);
+      byKey.set(key, [...(byKey.get(key) ?? []), rec.id]);
     }
     return rec;
   }
@@ -199,12 +201,10 @@ function createStore(b: Readonly<SandboxBehaviour>, now: () => number, sleep: (m
     );
   }
 
-  /** The record created under `key`, once lookups can see it (consistency delay). */
-  function find(key: string): SandboxRecord | null {
-    const id = byKey.get(key);
-    if (id === undefined) return null;
-    const rec = byId.get(id)!;
-    return now() < rec.createdAt + lookupDelayMs ? null : view(rec);
+  /** The records created under `key` that lookups can see (consistency delay). */
+  function find(key: string): SandboxRecord[] {
+    const recs = (byKey.get(key) ?? []).map((id) => byId.get(id)!);
+    return recs.filter((rec) => now() >= rec.createdAt + lookupDelayMs).map(view);
   }
 
   return { apply, find, count: () => records.length, records: () => records.map(view) };
@@ -254,7 +254,7 @@ export function createSandboxProvider(behaviour: SandboxBehaviour): SandboxProvi
     return response;
   }
 
-  function lookup(key: string): SandboxRecord | null {
+  function lookup(key: string): SandboxRecord[] {
     applyLate(false);
     counts.bump('lookup');
     return store.find(key);
@@ -270,7 +270,9 @@ export function createSandboxProvider(behaviour: SandboxBehaviour): SandboxProvi
         counts.bump('lookup');
         return { type: 'unavailable', retryAfterMs: failure };
       }
-      const rec = lookup(key);
+      // Never the first of several: adopting it would hide a duplicate already made.
+      const [rec, ...more] = lookup(key);
+      if (more.length > 0) return { type: 'several', records: [rec!, ...more] };
       return rec ? { type: 'found', record: rec } : { type: 'not-found' };
     },
     failNextLookup: (times = 1, retryAfterMs = 1000) => lookupFaults.add(retryAfterMs, times),

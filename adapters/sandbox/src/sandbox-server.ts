@@ -27,7 +27,7 @@ const error = (status: number, code: string, message: string, headers?: Record<s
  * Serves a sandbox provider over loopback HTTP, the way an IETF Idempotency-Key API does:
  * `POST /records` (key in `Idempotency-Key`) → 201 (replays carry `Idempotent-Replayed: true`),
  * 202 + Location while processing, 409 in progress, 422 key reused with other params, 400 invalid,
- * 429 + Retry-After, 500/503. `GET /records?key=` looks a record up by key; `GET /records/:id` reads one;
+ * 429 + Retry-After, 500/503. `GET /records?key=` looks a record up by key (300 when several hold it); `GET /records/:id` reads one;
  * `GET /_sandbox/count` returns `{ count }` for drills running in other processes.
  * The loopback scaffold (host check, body reading, JSON replies, close) is the sandbox kit's.
  */
@@ -77,6 +77,7 @@ export async function startSandboxServer(options: SandboxServerOptions): Promise
       const answer = provider.answerLookup(key);
       if (answer.type === 'unavailable')
         return error(503, 'unavailable', 'try again later', { 'retry-after': retryAfter(answer.retryAfterMs) });
+      if (answer.type === 'several') return reply(300, { records: answer.records });
       return answer.type === 'found'
         ? reply(200, { record: answer.record })
         : error(404, 'not_found', 'no record with this key');

@@ -128,6 +128,23 @@ describe('sandbox over loopback HTTP', () => {
     expect(provider.count()).toBe(1);
   });
 
+  it('two records under one key (a re-send after the key expired): the lookup names both, in process and over HTTP, never the first adopted', async () => {
+    const provider = createSandboxProvider({ ...behaviour, retentionMs: 1000, clock: () => 0 });
+    server = await startSandboxServer({ provider });
+    const inProcess = createSandboxAdapter({ provider });
+    await exec(inProcess, { ref: 'a' });
+    provider.advance(1000);
+    await exec(inProcess, { ref: 'a' });
+    expect(provider.count()).toBe(2);
+    const now = provider.now();
+    const ctx = { ...missing(now, now), providerKey: inProcess.deriveProviderKey('records.create', id) };
+    for (const adapter of [inProcess, createSandboxAdapter({ baseUrl: server.url, behaviour: provider.behaviour })])
+      expect(await adapter.doLookup('records.create', ctx)).toMatchObject({
+        kind: 'cannot-tell',
+        reason: expect.stringContaining('rec_0001, rec_0002'),
+      });
+  });
+
   it('a miss is judged by the card: with no late-apply bound (lateApplyMs unset) never not-found, however late', async () => {
     const provider = createSandboxProvider(behaviour);
     server = await startSandboxServer({ provider });

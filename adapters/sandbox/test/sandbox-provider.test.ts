@@ -107,12 +107,12 @@ describe('sandbox provider behaviour', () => {
   it('lookup sees records by key (past retention too) only after the consistency delay', async () => {
     const { provider, advance } = make({ lookupDelayMs: 2000 });
     await provider.execute({ key: 'k', params: { ref: 'a' } });
-    expect(provider.lookup('k')).toBeNull();
+    expect(provider.lookup('k')).toEqual([]);
     advance(2000);
-    expect(provider.lookup('k')?.id).toBe('rec_0001');
+    expect(provider.lookup('k').map((r) => r.id)).toEqual(['rec_0001']);
     advance(120_000);
-    expect(provider.lookup('k')?.status).toBe('done');
-    expect(provider.lookup('other')).toBeNull();
+    expect(provider.lookup('k').map((r) => r.status)).toEqual(['done']);
+    expect(provider.lookup('other')).toEqual([]);
     provider.failNextLookup(2, 500);
     expect(provider.answerLookup('k')).toEqual({ type: 'unavailable', retryAfterMs: 500 });
     expect(provider.answerLookup('k')).toEqual({ type: 'unavailable', retryAfterMs: 500 });
@@ -183,7 +183,7 @@ describe('a late commit takes effect at its time, not at the next request that f
     expect((await provider.execute({ key: 'k-late', params: { ref: 'late' } })).type).toBe('server-error');
     // Nobody asks until 7.5 s on: the request was applied at 2 s, so it is visible from 7 s.
     advance(7_500);
-    expect(provider.lookup('k-late')?.createdAt).toBe(dueAt);
+    expect(provider.lookup('k-late').map((r) => r.createdAt)).toEqual([dueAt]);
     // Its key was stored at 2 s too: past the 60 s retention a re-send is a new record.
     advance(60_000 - 7_500 + 2_000);
     expect((await provider.execute({ key: 'k-late', params: { ref: 'late' } })).type).toBe('created');

@@ -81,12 +81,13 @@ export function createSlackAdapter(options: SlackAdapterOptions): SlackAdapter {
       `eventType must be lower-case letters, digits and _, got ${JSON.stringify(eventType)}`,
     );
   const client = createSlackClient(options.token, options.baseUrl, timeoutMs);
-  // Where a walk stopped (a page the history limit refused, or the page bound): the next lookup goes on from there, as
-  // asking page 1 again would spend the one call a minute and never reach the rest. Lost on restart: it starts over.
-  const parked = new Map<string, { window: string; cursor: string }>();
-  const park = (id: string, window: string, cursor: string) => {
+  // Where a walk stopped (a page the history limit refused, or the page bound) and what it found so far: the next
+  // lookup goes on from there, as asking page 1 again would spend the one call a minute and never reach the rest.
+  // Lost on restart: it starts over.
+  const parked = new Map<string, { window: string; cursor: string; found: string[] }>();
+  const park = (id: string, window: string, cursor: string, found: string[]) => {
     if (parked.size >= 1000) parked.clear();
-    parked.set(id, { window, cursor });
+    parked.set(id, { window, cursor, found });
   };
   // Only a message this token's bot posted is ours: another app may post the same intent with the same metadata.
   // Slack's bot_id "tells you which bot sent this message"; auth.test names the token's (Bolt compares the two).
@@ -136,12 +137,12 @@ export function createSlackAdapter(options: SlackAdapterOptions): SlackAdapter {
       };
     const oldest = slackTs(ctx.firstDispatchedAt - margin);
     const latest = slackTs((ctx.lastDispatchedAt ?? ctx.firstDispatchedAt) + landsWithin + margin);
-    const found: string[] = [];
     const window = `${params.channel} ${oldest} ${latest}`;
     const saved = parked.get(ctx.businessOperationId);
     parked.delete(ctx.businessOperationId);
     const resumed = saved?.window === window;
     let cursor = resumed ? saved.cursor : undefined;
+    const found = resumed ? saved.found : [];
     for (let page = 0; page < lookupPages; page++) {
       let answer: HistoryPage;
       try {
@@ -155,9 +156,8 @@ export function createSlackAdapter(options: SlackAdapterOptions): SlackAdapter {
           ...(cursor ? { cursor } : {}),
         })) as HistoryPage;
       } catch (error) {
-        // A match on an earlier page is the answer already (the next page is often refused by the history limit).
-        if (found.length > 0) break;
-        if (cursor) park(ctx.businessOperationId, window, cursor);
+        // A page not read may hold a second post of ours: a match on an earlier one proves nothing yet.
+        if (cursor) park(ctx.businessOperationId, window, cursor, found);
         return cannotTellFrom(error, 'conversations.history');
       }
       for (const m of answer.messages ?? []) {
@@ -172,18 +172,18 @@ export function createSlackAdapter(options: SlackAdapterOptions): SlackAdapter {
       cursor = answer.has_more ? answer.response_metadata?.next_cursor : undefined;
       if (!cursor) break;
     }
+    if (cursor) park(ctx.businessOperationId, window, cursor, found);
     // Two posts of ours with this id: a duplicate already made, which adopting one would hide from a person.
     if (found.length > 1)
       return {
         kind: 'cannot-tell',
         reason: `${found.length} posts of this bot carry this id: ${found.sort().join(', ')}`,
       };
-    if (found.length === 1)
+    if (found.length === 1 && !cursor)
       return {
         kind: 'found',
         outcome: { kind: 'succeeded', result: { channel: params.channel, ts: found[0]! }, providerRef: found[0]! },
       };
-    if (cursor) park(ctx.businessOperationId, window, cursor);
     const why = cursor
       ? `more than ${lookupPages * HISTORY_PAGE} messages between ${oldest} and ${latest}: the lookup stops at its page bound`
       : 'no message in the channel history carries this business-operation id yet';

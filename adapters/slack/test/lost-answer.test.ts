@@ -139,22 +139,44 @@ describe('the history lookup window and its page bound', () => {
     expect(sandbox.calls('conversations.history')).toBe(2);
   });
 
-  it('ours on the first page and the next page refused by the once-a-minute history limit: found, as the page bound would', async () => {
+  it('ours on the first page and the next page refused by the once-a-minute history limit: cannot tell until that page is read, then found', async () => {
     const { clock, sandbox, adapter: direct, t0 } = await historyLimited();
     for (let i = 0; i < 20; i++) await execute(direct, 'chat.postMessage', postParams(100 + i), `other-${i}`);
     await execute(direct, 'chat.postMessage', postParams(9), 'ours');
-    const out = await lookup(direct, 'chat.postMessage', postParams(9), 'ours', {
-      firstDispatchedAt: t0,
-      now: clock.now(),
-    });
+    const look = () =>
+      lookup(direct, 'chat.postMessage', postParams(9), 'ours', { firstDispatchedAt: t0, now: clock.now() });
+    const first = await look();
+    // the refused page may hold a second post of ours
+    expect(first).toMatchObject({ kind: 'cannot-tell', retryAfterMs: expect.any(Number) });
+    clock.advance(first.kind === 'cannot-tell' ? (first.retryAfterMs ?? 0) : 0);
     const ours = sandbox.messages().find((m) => m.metadata?.event_payload.op === 'ours')!;
-    expect(out).toMatchObject({ kind: 'found', outcome: { kind: 'succeeded', providerRef: ours.ts } });
+    expect(await look()).toMatchObject({ kind: 'found', outcome: { kind: 'succeeded', providerRef: ours.ts } });
     expect(
       sandbox
         .requests()
         .filter((r) => r.method === 'conversations.history')
         .map((r) => r.status),
-    ).toEqual([200, 429]);
+    ).toEqual([200, 429, 200]);
+  });
+
+  it('ours on the first page and a second post of ours on the page the history limit refused: cannot tell, naming both', async () => {
+    const { clock, sandbox, adapter, t0 } = await historyLimited();
+    await execute(adapter, 'chat.postMessage', postParams(9), 'ours');
+    for (let i = 0; i < 20; i++) await execute(adapter, 'chat.postMessage', postParams(100 + i), `other-${i}`);
+    await execute(adapter, 'chat.postMessage', postParams(9), 'ours');
+    const look = () =>
+      lookup(adapter, 'chat.postMessage', postParams(9), 'ours', { firstDispatchedAt: t0, now: clock.now() });
+    const first = await look();
+    expect(first).toMatchObject({ kind: 'cannot-tell', retryAfterMs: expect.any(Number) });
+    clock.advance(first.kind === 'cannot-tell' ? (first.retryAfterMs ?? 0) : 0);
+    const ours = sandbox.messages().filter((m) => m.metadata?.event_payload.op === 'ours');
+    expect(await look()).toMatchObject({
+      kind: 'cannot-tell',
+      reason: `2 posts of this bot carry this id: ${ours
+        .map((m) => m.ts)
+        .sort()
+        .join(', ')}`,
+    });
   });
 
   it('ours on the second page under the once-a-minute history limit: the refused page is asked for again after the wait, not page 1', async () => {

@@ -46,8 +46,9 @@ const searchIn = (resource: Resource): PastRetentionLookup => ({
     const ours = (page.data as unknown as StripeObject[]).filter(
       (o) => o.metadata?.[STRIPE_OPERATION_METADATA_KEY] === id,
     );
-    if (ours.length === 0 && page.has_more)
-      throw new Error('more than 100 objects match the id loosely and none of them exactly: the search cannot tell');
+    // The page not read may hold an exact match, or a second one: only a whole answer proves none, or exactly one.
+    if (ours.length < 2 && page.has_more)
+      throw new Error('more than 100 objects match the id loosely: the search cannot tell from its first page');
     return ours;
   },
 });
@@ -159,13 +160,9 @@ const OPERATIONS = {
         const found: StripeObject[] = [];
         // Refunds have no Search API; the list filtered by payment_intent is not delayed.
         const paymentIntent = String((params as { paymentIntent?: unknown } | null)?.paymentIntent);
-        try {
-          for await (const refund of client.refunds.list({ payment_intent: paymentIntent, limit: 100 })) {
-            if (refund.metadata?.[STRIPE_OPERATION_METADATA_KEY] === id) found.push(refund as unknown as StripeObject);
-          }
-        } catch (error) {
-          // A match on an earlier page is the answer: a failed later page shows nothing either way.
-          if (found.length === 0) throw error;
+        // A failed page throws: it may hold a second refund of ours, so a match on an earlier page proves nothing.
+        for await (const refund of client.refunds.list({ payment_intent: paymentIntent, limit: 100 })) {
+          if (refund.metadata?.[STRIPE_OPERATION_METADATA_KEY] === id) found.push(refund as unknown as StripeObject);
         }
         return found;
       },

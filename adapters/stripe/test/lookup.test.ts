@@ -325,42 +325,65 @@ describe('a declined create+confirm is found as the rejection it was, naming the
   });
 });
 
-describe('refunds past retention: a match on an earlier list page is the answer, whatever a later page does', () => {
+describe('refunds past retention: a match on an earlier list page proves nothing while a later page is not read', () => {
   it.each([
     ['a 500', 500, { error: { type: 'api_error', message: 'An unknown error occurred.' } }],
     ['a 429', 429, { error: { type: 'invalid_request_error', code: 'rate_limit', message: 'Too many requests.' } }],
-  ])('page 1 holds the refund, page 2 answers %s ⇒ found, never cannot-tell', async (_name, status, body) => {
-    const params = { paymentIntent: 'pi_fixture', refundRef: 'RF-P', amount: 100 };
-    const id = operationIdFor(adapter, 'refunds.create', params);
-    const refund = (n: number, opId: string) => ({
-      id: `re_${n}`,
-      object: 'refund',
-      amount: 100,
-      created: 1_800_000_000 - n,
-      payment_intent: 'pi_fixture',
-      status: 'succeeded',
-      metadata: { refund_ref: `RF-${n}`, retrysafe_operation_id: opId },
-    });
-    const server = await startScriptedServer((req, res, n) => {
-      res.setHeader('content-type', 'application/json');
-      res.setHeader('request-id', `req_${n}`);
-      if (!req.url?.includes('starting_after')) {
-        const data = [refund(1, 'other-op'), refund(2, id), refund(3, 'another-op')];
-        res.end(JSON.stringify({ object: 'list', url: '/v1/refunds', has_more: true, data }));
-        return;
+  ])(
+    'page 1 holds the refund, page 2 answers %s ⇒ cannot-tell (a second refund of ours may be there)',
+    async (_name, status, body) => {
+      const params = { paymentIntent: 'pi_fixture', refundRef: 'RF-P', amount: 100 };
+      const id = operationIdFor(adapter, 'refunds.create', params);
+      const refund = (n: number, opId: string) => ({
+        id: `re_${n}`,
+        object: 'refund',
+        amount: 100,
+        created: 1_800_000_000 - n,
+        payment_intent: 'pi_fixture',
+        status: 'succeeded',
+        metadata: { refund_ref: `RF-${n}`, retrysafe_operation_id: opId },
+      });
+      const server = await startScriptedServer((req, res, n) => {
+        res.setHeader('content-type', 'application/json');
+        res.setHeader('request-id', `req_${n}`);
+        if (!req.url?.includes('starting_after')) {
+          const data = [refund(1, 'other-op'), refund(2, id), refund(3, 'another-op')];
+          res.end(JSON.stringify({ object: 'list', url: '/v1/refunds', has_more: true, data }));
+          return;
+        }
+        res.statusCode = status;
+        res.end(JSON.stringify(body));
+      });
+      try {
+        const scripted = createStripeAdapter({ apiKey: API_KEY, baseUrl: server.url, timeoutMs: 2000 });
+        const at = t0 + STRIPE_KEY_RETENTION_MS + HOUR;
+        const result = await scripted.doLookup(
+          'refunds.create',
+          lookupContext(scripted, 'refunds.create', id, params, { firstDispatchedAt: t0, now: at }),
+        );
+        expect(result).toMatchObject({ kind: 'cannot-tell', reason: expect.stringMatching(/metadata list failed/) });
+        expect(server.count()).toBe(2);
+      } finally {
+        await server.close();
       }
-      res.statusCode = status;
-      res.end(JSON.stringify(body));
+    },
+  );
+});
+
+describe('past retention: a search whose one exact match sits on a page with more after it', () => {
+  it('cannot tell (a second object of ours may be on the page not read), never adopts it', async () => {
+    const id = operationIdFor(adapter, 'customers.create', customer);
+    const ours = { id: 'cus_1', object: 'customer', metadata: { retrysafe_operation_id: id } };
+    const server = await startScriptedServer((_req, res) => {
+      res.setHeader('content-type', 'application/json');
+      const page = { object: 'search_result', url: '/v1/customers/search', has_more: true, next_page: 'p2' };
+      res.end(JSON.stringify({ ...page, data: [ours] }));
     });
     try {
       const scripted = createStripeAdapter({ apiKey: API_KEY, baseUrl: server.url, timeoutMs: 2000 });
       const at = t0 + STRIPE_KEY_RETENTION_MS + HOUR;
-      const result = await scripted.doLookup(
-        'refunds.create',
-        lookupContext(scripted, 'refunds.create', id, params, { firstDispatchedAt: t0, now: at }),
-      );
-      expect(result).toMatchObject({ kind: 'found', outcome: { kind: 'succeeded', providerRef: 're_2' } });
-      expect(server.count()).toBe(2);
+      const ctx = lookupContext(scripted, 'customers.create', id, customer, { firstDispatchedAt: t0, now: at });
+      expect(await scripted.doLookup('customers.create', ctx)).toMatchObject({ kind: 'cannot-tell' });
     } finally {
       await server.close();
     }

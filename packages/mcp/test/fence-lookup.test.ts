@@ -16,7 +16,7 @@ const tools = [
 
 /** An upstream without an idempotency guard whose create answer is always lost after it committed; its list is a
  * search by the words of `q`. */
-function losingUpstream(pageSize = Infinity, items: Record<string, unknown>[] = []) {
+function losingUpstream(pageSize = Infinity, items: Record<string, unknown>[] = [], newestFirst = false) {
   const client = {
     async callTool(p: { name: string; arguments?: Record<string, unknown> }) {
       // A search: the items whose JSON holds every word of `q` (all items without one).
@@ -24,9 +24,10 @@ function losingUpstream(pageSize = Infinity, items: Record<string, unknown>[] = 
         .split(' ')
         .filter(Boolean);
       const found = items.filter((i) => words.every((w) => JSON.stringify(i).includes(w)));
-      // A list tool that pages: the oldest items first, and a cursor while more follow.
+      // A list tool that pages: the oldest items first (or the newest), and a cursor while more follow.
       const next = found.length > pageSize ? { next: 'page-2' } : {};
-      if (p.name === 'list') return { content: [], structuredContent: { items: found.slice(0, pageSize), ...next } };
+      const listed = newestFirst ? [...found].reverse() : found;
+      if (p.name === 'list') return { content: [], structuredContent: { items: listed.slice(0, pageSize), ...next } };
       items.push({ id: `it_${items.length + 1}`, ...structuredClone(p.arguments) }); // as it arrives: a copy
       throw Object.assign(new Error('Request timed out'), { code: -32001 });
     },
@@ -105,6 +106,13 @@ describe('the lookup after a lost answer never reads "not found" for an item tha
     // The whole list in one answer (no cursor): the item is found there.
     const whole = losingUpstream(10, [{ id: 'it_0', title: 'an older item' }]);
     expect(await runOnce({ lookup }, { title: 'Q3 report' }, whole)).toEqual({ status: 'done', effects: 1 });
+  });
+
+  it('a match on an answer that says more items follow cannot tell either: a second item of this call may be on the page not read', async () => {
+    const lookup = { match: { title: 'title' }, more: 'next' };
+    // Newest first, one a page: this call's item on the page read, an older item after it.
+    const paged = losingUpstream(1, [{ id: 'it_0', title: 'an older item' }], true);
+    expect(await runOnce({ lookup }, { title: 'Q3 report' }, paged)).toEqual({ status: 'handed-off', effects: 1 });
   });
 });
 

@@ -464,11 +464,11 @@ function adapterOf(config: FenceConfig, client: UpstreamClient, operations: Reco
           kind: 'cannot-tell',
           reason: `${others.length + 1} items of ${l.tool} match this call: a duplicate exists`,
         };
-      // A page with more after it is not the whole list: the item may be on a page not read.
-      if (match === undefined && l.more !== undefined && saysMoreFollow(readPath(value, l.more)))
+      // A page with more after it is not the whole list: the item, or a second one, may be on a page not read.
+      if (l.more !== undefined && saysMoreFollow(readPath(value, l.more)))
         return {
           kind: 'cannot-tell',
-          reason: `no item on this page of ${l.tool}, and its answer says more follow (${l.more})`,
+          reason: `${match === undefined ? 'no item' : 'one item'} on this page of ${l.tool}, and its answer says more follow (${l.more})`,
         };
       // Asked by this call's spelling of a normalised argument: the upstream may list the item made by another
       // spelling of the same operation only when asked by that one.
