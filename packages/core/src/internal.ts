@@ -9,4 +9,4 @@ export { createRedactor, detectSensitive, personRef } from './redact.js';
 export { isSecretKey, keyParts } from './redact-keys.js';
 export { leaseCheckMs } from './runner/lease.js';
 export { decisionState, oldOwnerMaySend, startState } from './runner/state.js';
-export { handoffReason } from './runner/terminal.js';
+export { givesBack, handoffReason, neverSentCalls } from './runner/terminal.js';

@@ -16,13 +16,6 @@ const processedRejection = (r: Receipt) => r.outcome === 'rejected' && !refusedO
 const isSupersede = (r: Receipt) => r.kind === 'resolve' && r.decision.action === SUPERSEDE_ACTION;
 /** A receipt of a provider call (not of a lookup, a poll or a person's decision). */
 export const isSend = (r: Pick<Receipt, 'kind'>) => r.kind === 'dispatch' || r.kind === 'resend';
-/** No call of the operation, in any revision, ever sent its request (each one's outcome `neverSent`): nothing can be at
- * the provider, so it may be given back. A call counted with no receipt (its worker stopped) may have been sent. */
-export const nothingEverSent = (
-  receipts: readonly Pick<Receipt, 'kind' | 'neverSent'>[],
-  { attemptCount }: Pick<OperationRecord, 'attemptCount'>,
-) => receipts.length > 0 && attemptCount <= receipts.length && receipts.every((r) => isSend(r) && r.neverSent === true);
-
 /** The current revision's receipts: after the last supersede. */
 const currentRevision = (receipts: readonly Receipt[]) => receipts.slice(receipts.findLastIndex(isSupersede) + 1);
 

@@ -11,13 +11,12 @@ import {
 import { decide, isInProgress, keyGoneBeforeSend, type Observation, observationPatch } from '../decide.js';
 import { defined } from '../defined.js';
 import type { Operation } from '../intake/operation.js';
-import { nothingEverSent } from '../intake/supersede.js';
 import { callProvider, lookupProvider } from './adapter-call.js';
 import type { RunnerContext } from './context.js';
 import { checkOwnLease, renew, wait } from './lease.js';
 import { attemptReceipt } from './receipt-chain.js';
 import { type Claimed, type DriveState, decisionState, releaseLease, startState, writeWith } from './state.js';
-import { complete, givenBack, handOff } from './terminal.js';
+import { complete, givenBack, givesBack, handOff } from './terminal.js';
 import type { RunResult } from './types.js';
 
 /** Drives one claimed operation to complete or handoff; on a failure other than a lost lease, releases the lease first. */
@@ -88,11 +87,12 @@ async function attemptLoop(ctx: RunnerContext, op: Operation, s: DriveState): Pr
     s.maybeApplied = observed.maybeApplied;
     // The budget is spent and no call ever left: the claim is given back with this receipt, in the same write.
     const neverSent = obs.kind === 'not-applied' && obs.neverSent === true;
-    const giveBack =
-      decision.action === 'handoff' &&
-      decision.reason === 'retry-exhausted' &&
-      !observed.maybeApplied &&
-      nothingEverSent([...s.receipts, { kind, ...(neverSent && { neverSent }) }], s.record);
+    const giveBack = givesBack(
+      decision,
+      observed.maybeApplied,
+      [...s.receipts, { kind, ...(neverSent && { neverSent }) }],
+      s.record,
+    );
     const receipt = attemptReceipt(ctx, op, s.receipts.at(-1), {
       kind,
       attemptId,

@@ -125,6 +125,24 @@ export function givenBack(
   );
 }
 
+/** All a give-back reads of the receipts: how many there are while each is a call that never sent its request
+ * (outcome `neverSent`), in any revision; null once one is not. */
+export const neverSentCalls = (receipts: readonly Pick<Receipt, 'kind' | 'neverSent'>[]) =>
+  receipts.every((r) => isSend(r) && r.neverSent === true) ? receipts.length : null;
+
+/** The budget is spent and nothing can be at the provider: the claim is given back (state not-sent) instead of handed
+ * off. A call counted with no receipt (its worker stopped) may have been sent. */
+export function givesBack(
+  decided: Decision,
+  maybeApplied: boolean,
+  receipts: readonly Pick<Receipt, 'kind' | 'neverSent'>[],
+  { attemptCount }: Pick<OperationRecord, 'attemptCount'>,
+): boolean {
+  const calls = neverSentCalls(receipts);
+  const spent = decided.action === 'handoff' && decided.reason === 'retry-exhausted';
+  return spent && !maybeApplied && calls !== null && calls > 0 && attemptCount <= calls;
+}
+
 /** The packet, already in the ledger, to the sink: a failing sink is logged, never the operation's failure. A sink that
  * does not settle within `wait.ms` (or before `wait.signal` aborts) is logged too and no longer waited for. */
 export async function sendPacket(

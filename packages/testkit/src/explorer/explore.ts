@@ -2,6 +2,7 @@ import type { RetrySafetyCard } from '@retrysafe/contract';
 import * as T from '@retrysafe/contract/ledger';
 import { durationMs } from '@retrysafe/contract/rules';
 import type { PolicyOverrides } from '@retrysafe/core';
+import { neverSentCalls } from '@retrysafe/core/internal';
 import { busy, contextFor, type DecideFn, type Fate, newWorker, newWorld, process, type World } from './model.js';
 import { type Ctx, describeObs, fmt, ID, type Succ, setW, workerSteps } from './worker.js';
 
@@ -148,8 +149,8 @@ function key(w: World): string {
   const r = w.rec;
   const rec = r && [r.state, r.fence, r.leaseOwner, r.leaseExpiresAt, r.firstDispatchedAt, r.attemptCount];
   const ws = w.ws.map((x) => [x.name, x.role, x.pc, x.paused, x.op]);
-  // The receipts count only while every one was a call that never left (a give-back reads them then).
-  const faults = [w.netFaults, w.crashes, w.pauses, w.leaseBreach, w.overrun, w.neverSentOnly && w.receipts];
+  // Of the receipts, only what core's give-back reads of them: worlds alike in that are one state.
+  const faults = [w.netFaults, w.crashes, w.pauses, w.leaseBreach, w.overrun, neverSentCalls(w.receipts)];
   return JSON.stringify([w.t, rec, r?.lastOutcome, r?.updatedAt, w.prov, ws, faults]);
 }
 

@@ -1,4 +1,4 @@
-import type { LookupResult, OperationRecord, Outcome, RetrySafetyCard } from '@retrysafe/contract';
+import type { LookupResult, OperationRecord, Outcome, Receipt, RetrySafetyCard } from '@retrysafe/contract';
 import { durationMs, isDuration } from '@retrysafe/contract/rules';
 import { leaseCheckMs, decide as realDecide, resolvePolicy } from '@retrysafe/core/internal';
 import type { ExploreOptions } from './explore.js';
@@ -62,9 +62,8 @@ export const newWorld = (ws: readonly WorkerState[]) => ({
   leaseBreach: undefined as string | undefined,
   /** A decision that waits past the run's maxElapsed (a rule that never gives up). */
   overrun: undefined as string | undefined,
-  /** The receipts written, and whether each was a call that never left (what the runner's give-back reads). */
-  receipts: 0,
-  neverSentOnly: true,
+  /** The receipts written, as much of each as the runner's give-back reads (core's givesBack). */
+  receipts: [] as readonly Pick<Receipt, 'kind' | 'neverSent'>[],
 });
 export type World = ReturnType<typeof newWorld>;
 export type ProviderState = World['prov'];

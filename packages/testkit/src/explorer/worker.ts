@@ -7,12 +7,14 @@ import {
   type LookupResult,
   type OperationRecord,
   type Outcome,
+  type ReceiptKind,
   type StatePatch,
 } from '@retrysafe/contract';
 import * as T from '@retrysafe/contract/ledger';
 import type { Decision, DecisionState } from '@retrysafe/core';
 import {
   decisionState,
+  givesBack,
   handoffReason,
   isInProgress,
   keyGoneBeforeSend,
@@ -332,27 +334,18 @@ function observe(ctx: Ctx, w: World, i: number): Succ {
   const observed = stateOf(ctx, w0, i, op.observedAt);
   const d = ctx.decide(ctx.card, observed, obs, { policy: ctx.policy, random });
   const { maybeApplied, patch } = observationPatch(ctx.card, observed, obs, ctx.marginMs);
-  // One receipt per observation; the give-back reads them all, and the dispatches counted (runner/loop.ts).
-  const receipts = w.receipts + 1;
-  const neverSentOnly =
-    w.neverSentOnly && op.decision.action === 'send' && obs.kind === 'not-applied' && !!obs.neverSent;
-  const giveBack =
-    d.action === 'handoff' &&
-    d.reason === 'retry-exhausted' &&
-    !maybeApplied &&
-    neverSentOnly &&
-    w.rec!.attemptCount <= receipts;
+  // One receipt per observation, kinded as the runner's loop kinds it; core's give-back reads them all.
+  const send = op.decision.action === 'send';
+  const kind: ReceiptKind = send ? (w.rec!.attemptCount === 1 ? 'dispatch' : 'resend') : 'lookup';
+  const neverSent = obs.kind === 'not-applied' && obs.neverSent === true;
+  const receipts = [...w.receipts, { kind, ...(neverSent && { neverSent }) }];
+  const giveBack = givesBack(d, maybeApplied, receipts, w.rec!);
   const rec =
     patch !== null && !T.isTerminal(w.rec!)
       ? T.setStateTransition(w.rec!, { ...patch, ...(giveBack && { state: 'not-sent' as const }), now: n })
       : w.rec!;
   return {
-    w: setOp(
-      { ...w0, rec, receipts, neverSentOnly, ...overrun(ctx, w0, i, d) },
-      i,
-      { decision: d, maybeApplied },
-      'decided',
-    ),
+    w: setOp({ ...w0, rec, receipts, ...overrun(ctx, w0, i, d) }, i, { decision: d, maybeApplied }, 'decided'),
     text: `${tag}: decides → ${describeDecision(d)}`,
   };
 }

@@ -1,4 +1,4 @@
-import { FORGETFUL_BEHAVIOUR, sandboxCreateCard } from '@retrysafe/sandbox';
+import { FORGETFUL_BEHAVIOUR, REPLAYING_BEHAVIOUR, sandboxCreateCard } from '@retrysafe/sandbox';
 import { type ExploreOptions, explore } from '@retrysafe/testkit/explorer';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { lookupOnly, trustsEveryNotFound } from './broken-rules.js';
@@ -33,6 +33,11 @@ vi.mock('@retrysafe/core/internal', async (importOriginal) => {
       const real = core.decisionState(...a);
       return broken.rule === 'decisionState' ? { ...real, takenOverLeaseEnd: null } : real;
     },
+    // Only the last call read: a call that may have landed, then a refused one, is given back as never sent.
+    givesBack: (...a: Parameters<typeof core.givesBack>) =>
+      broken.rule === 'givesBack'
+        ? a[0].action === 'handoff' && a[0].reason === 'retry-exhausted' && a[2].at(-1)?.neverSent === true
+        : core.givesBack(...a),
   };
 });
 afterEach(() => {
@@ -69,6 +74,23 @@ describe("the explorer runs core's own rules", () => {
     expect(r.violation?.invariant, r.summary).toBe('at-most-once');
     if (rule === 'decisionState')
       expect(r.violation!.story).toMatch(/takes it over[\s\S]*not-found[\s\S]*A resumes\n.*A: calls the provider/);
+  });
+
+  it('a broken givesBack is explored to a give-back after a call that may have landed', () => {
+    // No lookup: an unknown call, then a refused one, spends the budget (retry-exhausted); only the receipts tell.
+    const world: ExploreOptions = {
+      card: sandboxCreateCard({ ...REPLAYING_BEHAVIOUR, lookup: 'none' }),
+      policy: { maxAttempts: 2 },
+      workers: 1,
+      maxCrashes: 1,
+      fates: ['delivered', 'refused', 'lost-after'],
+      maxNetworkFaults: 2,
+    };
+    expect(explore(world).violation).toBeNull();
+    broken.rule = 'givesBack';
+    const r = explore(world);
+    expect(r.violation?.invariant, r.summary).toBe('honest-terminal');
+    expect(r.violation!.story).toMatch(/answer is lost[\s\S]*connection refused[\s\S]*hand off \(retry-exhausted\)/);
   });
 
   it('a broken keyGoneBeforeSend is explored to a run that decides on without sending', () => {
