@@ -1,3 +1,4 @@
+import { type AddressInfo, createServer } from 'node:net';
 import { asBusinessOperationId, UnsupportedCapabilityError } from '@retrysafe/contract';
 import { createMemoryLedger, createRunner, createVirtualClock } from '@retrysafe/core';
 import { startFaultProxy } from '@retrysafe/testkit';
@@ -9,6 +10,15 @@ import { RESEND_RETENTION_MS, startResendSandbox } from '../src/sandbox/index.js
 import { API_KEY, batchParams, emailParams, execute } from './helpers.js';
 
 // The runner (@retrysafe/core) + the real resend SDK + the fault proxy + the loopback sandbox.
+
+/** A loopback URL on which nothing listens (connection refused). */
+async function closedPortUrl(): Promise<string> {
+  const srv = createServer();
+  await new Promise<void>((r) => srv.listen(0, '127.0.0.1', () => r()));
+  const { port } = srv.address() as AddressInfo;
+  await new Promise<void>((r) => srv.close(() => r()));
+  return `http://127.0.0.1:${port}`;
+}
 
 async function setup(faults: Parameters<typeof startFaultProxy>[0]['faults'] = []) {
   const sandbox = closeAfterTest(await startResendSandbox());
@@ -118,6 +128,18 @@ describe('one request per attempt: the SDK never retries', () => {
     expect(out).toMatchObject({ kind: 'unknown', cause: 'other', code: 'application_error' });
     expect(proxy.requests).toHaveLength(1);
     expect(sandbox.requestCount()).toBe(0);
+  });
+
+  it('a refused connection (a closed port) answers exactly as a lost answer: the SDK drops the cause, so it stays unknown', async () => {
+    // resend's fetchRequest catches every fetch failure bare and answers one fixed application_error, statusCode null:
+    // a request that never left cannot be told from one that sent the email, so neither is classified never-sent.
+    const { sandbox, adapter } = await setup(['drop-response']);
+    const lost = await execute(adapter, 'emails.send', emailParams('refused/1'), 'refused-1');
+    expect(sandbox.requestCount()).toBe(1);
+    const nowhere = createResendAdapter({ apiKey: API_KEY, baseUrl: await closedPortUrl(), timeoutMs: 1000 });
+    const refused = await execute(nowhere, 'emails.send', emailParams('refused/1'), 'refused-1');
+    expect(refused).toEqual(lost);
+    expect(refused).toMatchObject({ kind: 'unknown', cause: 'other', code: 'application_error' });
   });
 });
 
