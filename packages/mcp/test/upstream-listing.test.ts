@@ -6,9 +6,10 @@
  */
 import { randomUUID } from 'node:crypto';
 import { copyFileSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
-import { createServer } from 'node:http';
+import { createServer, type Server as HttpServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
+import { text } from 'node:stream/consumers';
 import { fileURLToPath } from 'node:url';
 import { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
@@ -47,6 +48,29 @@ async function upstreamListing(page: (cursor: string | undefined) => ListToolsRe
     await server.connect(transport);
     await transport.handleRequest(req, res);
   });
+  return listening(http);
+}
+
+/** The same upstream answered by hand, without the SDK's server: a cheaper page, for a test that reads a thousand. */
+async function leanListing(page: () => ListToolsResult) {
+  const http = createServer(async (req, res) => {
+    if (req.method !== 'POST') return void res.writeHead(405).end();
+    const { id, method, params } = JSON.parse(await text(req));
+    if (id === undefined) return void res.writeHead(202).end();
+    const result =
+      method === 'initialize'
+        ? {
+            protocolVersion: params.protocolVersion,
+            capabilities: { tools: {} },
+            serverInfo: { name: 'lean', version: '1' },
+          }
+        : page();
+    res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ jsonrpc: '2.0', id, result }));
+  });
+  return listening(http);
+}
+
+async function listening(http: HttpServer) {
   await new Promise<void>((resolve) => http.listen(0, '127.0.0.1', resolve));
   onCleanup(() => new Promise((resolve) => http.close(resolve)));
   return `http://127.0.0.1:${(http.address() as AddressInfo).port}/mcp`;
@@ -116,7 +140,7 @@ describe("the upstream's tool list", () => {
 
   it('whose cursor is new on every page: refused after its bound of pages', async () => {
     let pages = 0;
-    const url = await upstreamListing(() => {
+    const url = await leanListing(() => {
       pages++;
       return { tools: [tool(`t${pages}`)], nextCursor: `page-${pages}` };
     });

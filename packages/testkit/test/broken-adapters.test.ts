@@ -59,6 +59,17 @@ const resendsInBackground = (inner: AdapterV1) =>
     return outcome;
   });
 
+/** Broken as resendsInBackground, on a machine so busy that nothing else runs for a while once it has sent. */
+const resendsThenStalls = (inner: AdapterV1) =>
+  afterExecute(inner, (outcome, again) => {
+    if (outcome.kind === 'unknown')
+      setTimeout(() => {
+        void again().catch(() => {});
+        Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 300);
+      }, 20);
+    return outcome;
+  });
+
 /** Broken: reads the provider's permanent refusal as "unknown" (maybe applied). */
 const unknownForRejected = (inner: AdapterV1) =>
   afterExecute(inner, (outcome) =>
@@ -202,6 +213,17 @@ describe('the drill fails broken adapters', () => {
     expect(failures).toMatch(
       /background records\.create lost-response: 1 request\(s\) reached the provider outside any doExecute or doLookup call/,
     );
+  });
+
+  it('the late request is seen on a machine too busy to run anything for longer than the quiet period', async () => {
+    const report = await runDrill({
+      ...broken('stalled', resendsThenStalls, tempDir('drill-stalled-'), forgetful),
+      scenarios: ['lost-response'],
+    });
+    expect(report.results[0]!.failures.join('\n')).toMatch(
+      /stalled records\.create lost-response: 1 request\(s\) reached the provider outside any doExecute or doLookup call/,
+    );
+    expect(report.results[0]!.failures.join('\n')).toMatch(/providerRecords expected 1, observed 2/);
   });
 
   it('an adapter whose intent leaves out a field changeIntent changes fails changed-intent: a params conflict is not the intent conflict it names', async () => {
