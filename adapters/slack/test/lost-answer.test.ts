@@ -29,7 +29,18 @@ async function historyLimited() {
   const sandbox = closeAfterTest(
     await startSlackSandbox({ token: TOKEN, channels: [CHANNEL], now: clock.now, historyCallsPerMinute: 1 }),
   );
-  return { clock, sandbox, adapter: createSlackAdapter({ token: TOKEN, baseUrl: sandbox.url }), t0: clock.now() };
+  const adapter = createSlackAdapter({ token: TOKEN, baseUrl: sandbox.url });
+  const t0 = clock.now();
+  /** The lookup of `ours`: cannot tell while the history limit refuses its next page, then its answer once read. */
+  const lookedAgain = async () => {
+    const look = () =>
+      lookup(adapter, 'chat.postMessage', postParams(9), 'ours', { firstDispatchedAt: t0, now: clock.now() });
+    const first = await look();
+    expect(first).toMatchObject({ kind: 'cannot-tell', retryAfterMs: expect.any(Number) });
+    clock.advance(first.kind === 'cannot-tell' ? (first.retryAfterMs ?? 0) : 0);
+    return look();
+  };
+  return { clock, sandbox, adapter, t0, lookedAgain };
 }
 
 describe('a lost answer to chat.postMessage', () => {
@@ -140,17 +151,12 @@ describe('the history lookup window and its page bound', () => {
   });
 
   it('ours on the first page and the next page refused by the once-a-minute history limit: cannot tell until that page is read, then found', async () => {
-    const { clock, sandbox, adapter: direct, t0 } = await historyLimited();
+    const { sandbox, adapter: direct, lookedAgain } = await historyLimited();
     for (let i = 0; i < 20; i++) await execute(direct, 'chat.postMessage', postParams(100 + i), `other-${i}`);
     await execute(direct, 'chat.postMessage', postParams(9), 'ours');
-    const look = () =>
-      lookup(direct, 'chat.postMessage', postParams(9), 'ours', { firstDispatchedAt: t0, now: clock.now() });
-    const first = await look();
     // the refused page may hold a second post of ours
-    expect(first).toMatchObject({ kind: 'cannot-tell', retryAfterMs: expect.any(Number) });
-    clock.advance(first.kind === 'cannot-tell' ? (first.retryAfterMs ?? 0) : 0);
     const ours = sandbox.messages().find((m) => m.metadata?.event_payload.op === 'ours')!;
-    expect(await look()).toMatchObject({ kind: 'found', outcome: { kind: 'succeeded', providerRef: ours.ts } });
+    expect(await lookedAgain()).toMatchObject({ kind: 'found', outcome: { kind: 'succeeded', providerRef: ours.ts } });
     expect(
       sandbox
         .requests()
@@ -160,17 +166,12 @@ describe('the history lookup window and its page bound', () => {
   });
 
   it('ours on the first page and a second post of ours on the page the history limit refused: cannot tell, naming both', async () => {
-    const { clock, sandbox, adapter, t0 } = await historyLimited();
+    const { sandbox, adapter, lookedAgain } = await historyLimited();
     await execute(adapter, 'chat.postMessage', postParams(9), 'ours');
     for (let i = 0; i < 20; i++) await execute(adapter, 'chat.postMessage', postParams(100 + i), `other-${i}`);
     await execute(adapter, 'chat.postMessage', postParams(9), 'ours');
-    const look = () =>
-      lookup(adapter, 'chat.postMessage', postParams(9), 'ours', { firstDispatchedAt: t0, now: clock.now() });
-    const first = await look();
-    expect(first).toMatchObject({ kind: 'cannot-tell', retryAfterMs: expect.any(Number) });
-    clock.advance(first.kind === 'cannot-tell' ? (first.retryAfterMs ?? 0) : 0);
     const ours = sandbox.messages().filter((m) => m.metadata?.event_payload.op === 'ours');
-    expect(await look()).toMatchObject({
+    expect(await lookedAgain()).toMatchObject({
       kind: 'cannot-tell',
       reason: `2 posts of this bot carry this id: ${ours
         .map((m) => m.ts)
@@ -180,15 +181,10 @@ describe('the history lookup window and its page bound', () => {
   });
 
   it('ours on the second page under the once-a-minute history limit: the refused page is asked for again after the wait, not page 1', async () => {
-    const { clock, sandbox, adapter, t0 } = await historyLimited();
+    const { sandbox, adapter, lookedAgain } = await historyLimited();
     await execute(adapter, 'chat.postMessage', postParams(9), 'ours');
     for (let i = 0; i < 20; i++) await execute(adapter, 'chat.postMessage', postParams(100 + i), `other-${i}`);
-    const look = () =>
-      lookup(adapter, 'chat.postMessage', postParams(9), 'ours', { firstDispatchedAt: t0, now: clock.now() });
-    const first = await look();
-    expect(first).toMatchObject({ kind: 'cannot-tell', retryAfterMs: expect.any(Number) });
-    clock.advance(first.kind === 'cannot-tell' ? (first.retryAfterMs ?? 0) : 0);
-    expect(await look()).toMatchObject({ kind: 'found', outcome: { providerRef: sandbox.messages()[0]!.ts } });
+    expect(await lookedAgain()).toMatchObject({ kind: 'found', outcome: { providerRef: sandbox.messages()[0]!.ts } });
     const statuses = sandbox.requests().filter((r) => r.method === 'conversations.history');
     expect(statuses.map((r) => r.status)).toEqual([200, 429, 200]);
   });

@@ -170,6 +170,13 @@ afterAll(async () => {
 const start = async <A extends unknown[], R>(wf: (...a: A) => Promise<R>, workflowID: string, ...args: A) =>
   DBOS.startWorkflow(wf, { workflowID })(...args);
 
+/** The workflow told to finish runs on to its end with the operation still handed off, in its result and the ledger. */
+async function finishesHandedOff(wfId: string, h: { getResult(): Promise<unknown> }, bo: BusinessOperationId) {
+  await DBOS.send(wfId, 'finish', FINISH);
+  expect(await h.getResult()).toMatchObject({ status: 'handed-off', businessOperationId: bo });
+  expect((await rs.ledger.get(bo))!.state).toBe('handed-off');
+}
+
 /** Starts `wf` on `ref` with its first call rejected; resolves once the workflow has published the hand-off. */
 async function rejectedAndPublished<R>(wf: (ref: string) => Promise<R>, name: string, ref: string) {
   sandboxFor(ref).provider.failNext({ kind: 'rejected', message: 'amount must be positive' });
@@ -610,9 +617,7 @@ describe.concurrent('sendResolution', () => {
     await expect(
       sendResolution(DBOS, wfId, bo, { action: 'abandon', by: 'bob' }, { awaitSeconds: 2 }),
     ).rejects.toSatisfy((e: unknown) => DbosResolutionRefusedError.isInstance(e) && e.refusal.code === 'not-waiting');
-    await DBOS.send(wfId, 'finish', FINISH);
-    expect(await h.getResult()).toMatchObject({ status: 'handed-off', businessOperationId: bo });
-    expect((await rs.ledger.get(bo))!.state).toBe('handed-off');
+    await finishesHandedOff(wfId, h, bo);
   }, 30_000);
 
   it('a decision that arrives while the wait polls the ledger past its timeout is taken, not left unread', async () => {
@@ -683,9 +688,7 @@ describe.concurrent('sendResolution', () => {
       (e: unknown) => DbosResolutionRefusedError.isInstance(e) && e.refusal.code === 'not-waiting',
     );
     expect(sends).toBe(3);
-    await DBOS.send(wfId, 'finish', FINISH);
-    expect(await h.getResult()).toMatchObject({ status: 'handed-off', businessOperationId: bo });
-    expect((await rs.ledger.get(bo))!.state).toBe('handed-off');
+    await finishesHandedOff(wfId, h, bo);
   }, 60_000);
 
   it('a decision for an operation the workflow does not wait on is refused (not-waiting), not left unread', async () => {

@@ -2,6 +2,7 @@
 // official client pointed at it. Credentials are dummies: nothing leaves the machine.
 import type { AddressInfo } from 'node:net';
 import { DynamoDBClient, GetItemCommand } from '@aws-sdk/client-dynamodb';
+import type { BusinessOperationId } from '@retrysafe/contract';
 // @ts-expect-error dynalite ships no types
 import dynalite from 'dynalite';
 import { createDynamoDbLedger, type DynamoDbLedgerOptions, ensureTable } from '../src/index.js';
@@ -13,6 +14,11 @@ export interface Dynalite {
   table(prefix: string): Promise<string>;
   close(): Promise<void>;
 }
+
+/** The tests' epoch, and a new operation id each call (`what-1`, `what-2`, …). */
+export const T0 = Date.UTC(2026, 0, 1);
+let n = 0;
+export const newId = (what: string) => `${what}-${++n}` as BusinessOperationId;
 
 export const TEST_CREDENTIALS = { accessKeyId: 'test', secretAccessKey: 'test' };
 

@@ -8,19 +8,15 @@ import {
   ListTablesCommand,
   UpdateItemCommand,
 } from '@aws-sdk/client-dynamodb';
-import { type BusinessOperationId, ClockSkewError, LeaseLostError, LedgerError } from '@retrysafe/contract';
+import { ClockSkewError, LeaseLostError, LedgerError } from '@retrysafe/contract';
 import { claimOf, packetOf } from '@retrysafe/testkit/ledger';
 import { afterAll, describe, expect, it, vi } from 'vitest';
 import { createDynamoDbLedger, ensureTable, tableDefinition } from '../src/index.js';
-import { onTables, startDynalite } from './dynalite.js';
+import { newId, onTables, startDynalite, T0 } from './dynalite.js';
 
 const db = await startDynalite();
 afterAll(() => db.close());
 const { ledgers, rawItem } = onTables(db);
-
-const T0 = Date.UTC(2026, 0, 1);
-let n = 0;
-const newId = (what: string) => `${what}-${++n}` as BusinessOperationId;
 
 /** An edit from outside the ledger: one attribute of the item set to `text`. */
 async function editItem(table: string, id: string, attribute: 'record' | 'receipts', text: string) {
@@ -306,7 +302,7 @@ describe('the DynamoDB ledger', () => {
 
   it('ensureTable creates the table and its index once, and says when the service has no TTL API (dynalite)', async () => {
     const client = db.client();
-    const table = `ensure-${++n}`;
+    const table = newId('ensure');
     expect(await ensureTable(client, table)).toEqual({ created: true, ttl: 'unsupported' });
     expect(await ensureTable(client, table)).toEqual({ created: false, ttl: 'unsupported' });
     const ledger = createDynamoDbLedger({ table, client });
@@ -332,7 +328,7 @@ describe('the DynamoDB ledger', () => {
 
   it('ensureTable refuses a table that exists without the index of open operations (recovery could never read it)', async () => {
     const client = db.client();
-    const table = `no-index-${++n}`;
+    const table = newId('no-index');
     const { GlobalSecondaryIndexes: _index, ...bare } = tableDefinition(table);
     await client.send(
       new CreateTableCommand({ ...bare, AttributeDefinitions: [{ AttributeName: 'id', AttributeType: 'S' }] }),
@@ -364,7 +360,7 @@ describe('the DynamoDB ledger', () => {
       },
     };
     for (const [what, over] of Object.entries(variants)) {
-      const table = `other-${++n}`;
+      const table = newId('other');
       await client.send(new CreateTableCommand({ ...tableDefinition(table), ...over }));
       const err = await ensureTable(client, table).catch((e: unknown) => e);
       expect(LedgerError.isInstance(err), `${what}: ${String(err)}`).toBe(true);

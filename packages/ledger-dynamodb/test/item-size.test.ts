@@ -1,21 +1,14 @@
-// The DynamoDB item limit: what a claim may take in, and the room each later write keeps, so an operation can always be
-// finished, handed off and resolved, and never claimed into a run that could not store its own writes.
-import type { BusinessOperationId } from '@retrysafe/contract';
 import { LedgerError } from '@retrysafe/contract';
 import { createRunner, createVirtualClock } from '@retrysafe/core';
 import { createSandboxAdapter, createSandboxProvider, REPLAYING_BEHAVIOUR } from '@retrysafe/sandbox';
 import { claimOf, packetOf } from '@retrysafe/testkit/ledger';
 import { afterAll, describe, expect, it } from 'vitest';
 import { createDynamoDbLedger } from '../src/index.js';
-import { onTables, startDynalite } from './dynalite.js';
+import { newId, onTables, startDynalite, T0 } from './dynalite.js';
 
 const db = await startDynalite();
 afterAll(() => db.close());
 const { ledgers, rawItem } = onTables(db);
-
-const T0 = Date.UTC(2026, 0, 1);
-let n = 0;
-const newId = (what: string) => `${what}-${++n}` as BusinessOperationId;
 
 /** A receipt of `id` carrying `kb` KB of message (the ledger stores the chain it is given; it does not check hashes). */
 const bigReceipt = (id: string, seq: number, kb: number) =>

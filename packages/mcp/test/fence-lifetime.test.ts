@@ -44,6 +44,16 @@ async function silentlyStarting(dir: string, args: string[], first = '') {
   });
   return { child, exited, said: () => said, pid };
 }
+
+/** `args` started over a silent upstream and sent `signal` while it starts: its exit code and what it said, once the
+ * upstream it started is stopped. */
+async function signalledWhileStarting(dir: string, args: string[], signal: NodeJS.Signals, first = '') {
+  const { child, exited, said, pid } = await silentlyStarting(dir, args, first);
+  child.kill(signal);
+  const [code] = await exited;
+  await expectStopped(pid);
+  return { code, said: said() };
+}
 const fenceArgs = (dir: string) => [
   'wrap',
   '--config',
@@ -77,22 +87,16 @@ describe('the fence stops its upstream whatever ends it', () => {
     'signalled while it starts (the upstream not answering yet, and it %s): it ends as when serving (exit 0, no error), and ends the upstream it started',
     async (_, onTerm) => {
       const dir = tempDir('retrysafe-lifetime-');
-      const { child, exited, said, pid } = await silentlyStarting(dir, fenceArgs(dir), onTerm);
-      child.kill('SIGTERM');
-      const [code] = await exited;
-      await expectStopped(pid);
-      expect({ code, said: said() }).toEqual({ code: 0, said: '' });
+      expect(await signalledWhileStarting(dir, fenceArgs(dir), 'SIGTERM', onTerm)).toEqual({ code: 0, said: '' });
     },
   );
 
   it('a probe signalled while it starts: its upstream is ended, and it exits 2 (no verdict), never 0 (at most once)', async () => {
-    const dir = tempDir('retrysafe-lifetime-');
     const probe = ['probe', '--tool', 't', '--count-tool', 'c', '--count-path', 'p'];
-    const { child, exited, said, pid } = await silentlyStarting(dir, probe);
-    child.kill('SIGINT');
-    const [code] = await exited;
-    await expectStopped(pid);
-    expect({ code, said: said() }).toEqual({ code: 2, said: 'retrysafe-mcp probe: stopped by SIGINT: no verdict\n' });
+    expect(await signalledWhileStarting(tempDir('retrysafe-lifetime-'), probe, 'SIGINT')).toEqual({
+      code: 2,
+      said: 'retrysafe-mcp probe: stopped by SIGINT: no verdict\n',
+    });
   });
 
   it('a second signal while the first one stops it (SIGINT after SIGTERM) ends it at once, and its upstream with it', async () => {

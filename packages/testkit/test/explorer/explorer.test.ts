@@ -1,9 +1,18 @@
+import type { Decision } from '@retrysafe/core';
 import { decide } from '@retrysafe/core/internal';
 import { REPLAYING_BEHAVIOUR, sandboxCreateCard } from '@retrysafe/sandbox';
 import { type DecideFn, explore } from '@retrysafe/testkit/explorer';
 import { describe, expect, it } from 'vitest';
 import { newWorld, process, providerFromCard } from '../../src/explorer/model.js';
 import { lookupOnly, trustsEveryNotFound } from './broken-rules.js';
+
+/** A broken rule: where the runner's `decide` gives up (a hand-off for anything but a rejection), it does `instead`. */
+const insteadOfGivingUp =
+  (instead: Decision): DecideFn =>
+  (card, state, obs, budget) => {
+    const d = decide(card, state, obs, budget);
+    return d.action === 'handoff' && d.reason !== 'rejected' ? instead : d;
+  };
 
 describe('explorer', () => {
   it('catches a decide that trusts every not-found where the runner does not: it decides again and again, never calling', () => {
@@ -78,12 +87,7 @@ describe('explorer', () => {
   });
 
   it('catches a rule that never gives up: polling on past maxElapsed is a stuck operation, not "no violation"', () => {
-    const keepsLooking: DecideFn = (card, state, obs, budget) => {
-      const d = decide(card, state, obs, budget);
-      return d.action === 'handoff' && d.reason !== 'rejected'
-        ? { action: 'lookup', delayMs: 1000, why: 'BROKEN: never stops looking' }
-        : d;
-    };
+    const keepsLooking = insteadOfGivingUp({ action: 'lookup', delayMs: 1000, why: 'BROKEN: never stops looking' });
     const r = explore({ card: lookupOnly, decide: keepsLooking, workers: 1, maxCrashes: 0, maxNetworkFaults: 1 });
     console.log(r.summary);
     expect(r.violation?.invariant).toBe('stuck');
@@ -92,12 +96,7 @@ describe('explorer', () => {
   });
 
   it('catches a rule that re-sends past maxAttempts', () => {
-    const sendsOnAndOn: DecideFn = (card, state, obs, budget) => {
-      const d = decide(card, state, obs, budget);
-      return d.action === 'handoff' && d.reason !== 'rejected'
-        ? { action: 'send', delayMs: 0, why: 'BROKEN: one more try' }
-        : d;
-    };
+    const sendsOnAndOn = insteadOfGivingUp({ action: 'send', delayMs: 0, why: 'BROKEN: one more try' });
     const card = sandboxCreateCard(REPLAYING_BEHAVIOUR);
     const r = explore({
       card,
