@@ -5,7 +5,8 @@ export { assertParams, checkParamsSchema, paramsErrors } from './intake/params-s
 export { resolvePolicy } from './intake/policy.js';
 export { isParamsSealed } from './ledger/encrypted-params.js';
 export { receiptHash, sealReceipt } from './receipts.js';
-export { createRedactor, detectSensitive, personRef } from './redact.js';
+export { createRedactor, personRef } from './redact.js';
+export { detectSensitive } from './redact-detectors.js';
 export { isSecretKey, keyParts } from './redact-keys.js';
 export { leaseCheckMs } from './runner/lease.js';
 export { decisionState, oldOwnerMaySend, startState } from './runner/state.js';

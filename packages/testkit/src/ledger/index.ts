@@ -96,7 +96,7 @@ function claimCases(test: Test): void {
   });
 }
 
-/** Fenced writes, handoffs, receipts and listings. */
+/** Fenced writes, hand-offs and the give-back. */
 function writeCases(test: Test): void {
   test('markDispatched counts attempts and sets firstDispatchedAt once', async (l) => {
     const { ref } = await claimed(l, 'dispatch');
@@ -178,7 +178,10 @@ function writeCases(test: Test): void {
     await refused(l.handOff(ref, bad({}), T0 + 1), LedgerError);
     expect(await l.get(id('bad'))).toEqual(record);
   });
+}
 
+/** Resolving hand-offs, receipts, the fence and listings. */
+function resolveAndListCases(test: Test): void {
   test('resolves a handed-off operation: mark-done needs a provider ref; abandon; anything else is refused', async (l) => {
     const a = await claimed(l, 'mark');
     await refused(l.resolve(id('mark'), { action: 'abandon' }, T0), InvalidStateError);
@@ -374,6 +377,7 @@ export function ledgerSuite(options: { readonly name: string; readonly create: (
     const test: Test = (name, fn) => it(name, () => fn(ledger));
     claimCases(test);
     writeCases(test);
+    resolveAndListCases(test);
     claimDispatchCases(test);
     receiptCases(test);
     chainAndPruneCases(test);
