@@ -93,11 +93,14 @@ export function createSlackAdapter(options: SlackAdapterOptions): SlackAdapter {
   // Slack's bot_id "tells you which bot sent this message"; auth.test names the token's (Bolt compares the two).
   // A failed answer is asked again.
   let bot: Promise<unknown> | undefined;
-  const myBotId = () => {
-    bot ??= client.auth.test().then((a) => a.bot_id);
-    bot.catch(() => (bot = undefined));
-    return bot;
-  };
+  const myBotId = () =>
+    (bot ??= client.auth.test().then(
+      (a) => a.bot_id,
+      (error: unknown) => {
+        bot = undefined;
+        throw error;
+      },
+    ));
 
   async function send(op: SlackOperation, args: Record<string, unknown>): Promise<Outcome> {
     let answer: { ok?: boolean; error?: string; channel?: string; ts?: string };
