@@ -42,7 +42,7 @@ describe('createHttpAdapter: declarations are checked against the card', () => {
     const a = createHttpAdapter(withOp(spec));
     expect(a.specificationVersion).toBe('v1');
     expect(a.operations['orders.create']!.card).toBe(spec.card);
-    expect(a.operations['orders.create']!.intentFields).toEqual(['customer', 'sku', 'quantity', 'orderRef']);
+    expect(a.operations['orders.create']!.intentFields).toEqual(['customer', 'orderRef']);
   });
 
   it.each([

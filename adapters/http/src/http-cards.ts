@@ -103,8 +103,10 @@ export function ordersCreateCard(provider: string): RetrySafetyCard {
       rejectionMayCreate: fact(false, `${SOURCES.ietfSandbox}: a request it refuses (400, 409, 422) stores no order`),
     },
     businessOperationId: {
-      rule: 'derived from intent fields customer, sku, quantity, orderRef (the caller’s order reference)',
-      intentFields: ['customer', 'sku', 'quantity', 'orderRef'],
+      // The reference names the order, as the key does at the provider: another sku or quantity under it is a
+      // correction of that order (a conflict, or a new revision), never a second order.
+      rule: 'derived from intent fields customer and orderRef (the caller’s order reference); sku and quantity are its parameters',
+      intentFields: ['customer', 'orderRef'],
       normalize: trimmedRef('orderRef', 'order reference'),
     },
     sandbox: SOURCES.ietfSandbox,
@@ -182,8 +184,8 @@ export function exportsCreateCard(provider: string): RetrySafetyCard {
       rejectionMayCreate: fact(false, `${SOURCES.asyncSandbox}: a request it refuses (400, 422) enqueues no job`),
     },
     businessOperationId: {
-      rule: 'derived from intent fields dataset, format, requestRef (the caller’s request reference)',
-      intentFields: ['dataset', 'format', 'requestRef'],
+      rule: 'derived from intent fields dataset and requestRef (the caller’s request reference); format is its parameter',
+      intentFields: ['dataset', 'requestRef'],
       normalize: trimmedRef('requestRef', 'reference'),
     },
     sandbox: SOURCES.asyncSandbox,
@@ -348,8 +350,8 @@ export function instancesRunCard(provider: string): RetrySafetyCard {
       rejectionMayCreate: fact(false, `${SOURCES.tokenSandbox}: a request it refuses (400) launches no instance`),
     },
     businessOperationId: {
-      rule: 'derived from intent fields imageId, instanceType, launchRef (the caller’s launch reference)',
-      intentFields: ['imageId', 'instanceType', 'launchRef'],
+      rule: 'derived from intent field launchRef (the caller’s launch reference); imageId and instanceType are its parameters',
+      intentFields: ['launchRef'],
       normalize: trimmedRef('launchRef', 'reference'),
     },
     sandbox: SOURCES.tokenSandbox,

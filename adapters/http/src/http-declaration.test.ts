@@ -25,6 +25,8 @@ const orderDeclaration: HttpOperationDeclaration = {
     match: { items: 'data', where: { reference: '{businessOperationId}' } },
   },
   errors: { rules: [{ status: 422, outcome: 'rejected', reason: 'conflict' }] },
+  // The order's parameters, declared without pinning their types (the card's intent is customer and orderRef).
+  paramsSchema: { type: 'object', properties: { sku: {}, quantity: {} } },
 };
 
 describe('data declarations', () => {
@@ -108,7 +110,7 @@ describe('data declarations', () => {
     ]);
     // A whole-string placeholder keeps the type, so a number there is one spelling: only the interpolated use counts.
     expect(open({ ...params, quantity: '5', customer: 7 })).toEqual([]);
-    const pinned = checkParams({ type: 'object', properties: { quantity: { type: 'integer' } } });
+    const pinned = checkParams({ type: 'object', properties: { sku: {}, quantity: { type: 'integer' } } });
     expect(pinned({ ...params, quantity: 5 })).toEqual([]);
   });
 });

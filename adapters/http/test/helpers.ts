@@ -186,7 +186,7 @@ export const searchedOrdersCreate = (
   lookup: { method: 'search', path: lookupPath, match: { items: 'data', where } },
   body: { customer: '{customer}', sku: '{sku}', quantity: '{quantity}', reference: '{orderRef}' },
   refPath: 'id',
-  paramsSchema: { type: 'object', properties: { quantity: { type: 'integer' } } },
+  paramsSchema: { type: 'object', properties: { sku: { type: 'string' }, quantity: { type: 'integer' } } },
   errors: {
     codePath: 'type',
     rules: [

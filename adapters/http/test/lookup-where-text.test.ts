@@ -64,7 +64,7 @@ describe('a param the lookup `where` compares as text', () => {
     expect(whole(order({ a: 1 }))).toEqual([]);
     const pinned = check(
       { reference: '{orderRef}' },
-      { type: 'object', properties: { orderRef: { type: 'integer' }, quantity: { type: 'integer' } } },
+      { type: 'object', properties: { orderRef: { type: 'integer' }, sku: {}, quantity: { type: 'integer' } } },
     );
     expect(pinned(order(5))).toEqual([]);
   });

@@ -101,7 +101,10 @@ describe('retrysafe-mcp command line', () => {
     const config = parseYaml(readFileSync(join(dir, 'retrysafe.yaml'), 'utf8')) as {
       adapters: { acme: { operations: Record<string, { paramsSchema?: unknown }> } };
     };
-    config.adapters.acme.operations['orders.create']!.paramsSchema = { $ref: '#/$defs/Missing' };
+    config.adapters.acme.operations['orders.create']!.paramsSchema = {
+      $ref: '#/$defs/Missing',
+      properties: { sku: {}, quantity: {} },
+    };
     writeFileSync(join(dir, 'retrysafe.yaml'), stringifyYaml(config));
     const refused = run('--config', join(dir, 'retrysafe.yaml'), '--http');
     expect(refused.stderr).toMatch(

@@ -346,7 +346,7 @@ describe('retrysafe-mcp (serve) that cannot start', () => {
     };
     config.adapters.acme.operations['orders.create']!.paramsSchema = {
       type: 'object',
-      properties: { customer: { $ref: '#/$defs/Customer' } },
+      properties: { customer: { $ref: '#/$defs/Customer' }, sku: {}, quantity: {} },
     };
     const file = join(dir, 'retrysafe.yaml');
     writeFileSync(file, stringifyYaml(config));
