@@ -426,6 +426,21 @@ describe('supersede: a corrected request after a rejection nothing applied (issu
     expect(r.status).toBe('done');
     expect(provider.count()).toBe(1);
   });
+
+  it('resend-with naming another intent where the stored request may have applied (handed off unknown, or done): the conflict says so, never "run them as a new operation" (a second record)', async () => {
+    const { provider, adapter, runner } = setup({ replays: false, lookup: 'none' });
+    provider.failNext({ kind: 'unknown-after-commit' });
+    const lost = await runner.run(adapter, OP, { params: { ref: 'o-31', note: 'typo' } });
+    expect(lost.status).toBe('handed-off');
+    const done = await runner.run(adapter, OP, { params: { ref: 'o-32', note: 'typo' } });
+    for (const id of [lost.businessOperationId, done.businessOperationId]) {
+      const moved = { action: 'resend-with', params: { ref: 'o-39', note: 'fixed' } } as const;
+      const err = await runner.resolve(id, moved, { adapters: [adapter] }).catch((e: unknown) => e);
+      expect(ConflictError.isInstance(err) && err.field === 'intent' && err.storedMayApply).toBe(true);
+      expect((err as Error).message).not.toMatch(/run them as a new operation instead/);
+    }
+    expect(provider.count()).toBe(2);
+  });
 });
 
 describe('the provider’s field errors reach the packet and the agent, redacted (issue 16)', () => {

@@ -9,6 +9,8 @@ import {
   type OperationRecord,
   type OperationSpec,
   type ProviderKey,
+  type Receipt,
+  type RetrySafetyCard,
 } from '@retrysafe/contract';
 import { checkParamsOpen } from '../ledger/encrypted-params.js';
 import type { RunInput } from '../runner/types.js';
@@ -18,6 +20,7 @@ import { comparisonFor, identityOf } from './identity.js';
 import { assertParams } from './params-schema.js';
 import { checkedPayload, type IntakeContext } from './payload.js';
 import { cachedPolicy } from './policy.js';
+import { nothingApplied } from './supersede.js';
 
 export type Operation = Readonly<ReturnType<typeof newOperation>>;
 
@@ -76,7 +79,7 @@ export function storedOperation(
   found: Pick<Operation, 'adapter' | 'opName'>,
   record: OperationRecord,
   run: Pick<Operation, 'runId' | 'attemptIds'>,
-  corrected?: { readonly params: unknown },
+  corrected?: { readonly params: unknown; readonly receipts: readonly Receipt[] },
 ): Operation {
   const { adapter, opName } = found;
   const spec = checkAdapter(adapter, opName);
@@ -93,11 +96,7 @@ export function storedOperation(
       next.intentFingerprint !==
       identityOf(spec, { params: record.params, businessOperationId: id }, adapter.account).intentFingerprint
     )
-      throw new ConflictError(
-        record.businessOperationId,
-        'intent',
-        'the corrected params name another intent: run them as a new operation instead',
-      );
+      throw anotherIntent(record, corrected.receipts, spec.card);
     if (next.paramsFingerprint === record.paramsFingerprint)
       throw new InvalidStateError(
         record.businessOperationId,
@@ -125,6 +124,16 @@ export function storedOperation(
     policy: cachedPolicy(spec.card, ctx.options.policy),
     scope: undefined,
   };
+}
+
+/** A correction naming another intent is a new operation: said so only where the stored one can have left nothing,
+ * else the new one would make the effect a second time. */
+function anotherIntent(record: OperationRecord, receipts: readonly Receipt[], card: RetrySafetyCard): ConflictError {
+  const stored = nothingApplied(record, receipts, card);
+  const detail = stored.ok
+    ? 'the corrected params name another intent: run them as a new operation instead'
+    : `the corrected params name another intent, and the stored request may have applied (${stored.why}): check at the provider and mark it done or abandon it; run them as a new operation only if it left nothing, else the effect is made twice`;
+  return new ConflictError(record.businessOperationId, 'intent', detail, [], false, !stored.ok);
 }
 
 /** The operation with another provider key (the one recorded, or a new revision's). */

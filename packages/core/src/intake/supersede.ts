@@ -1,7 +1,6 @@
 import type { OperationRecord, Receipt, RetrySafetyCard } from '@retrysafe/contract';
 import { stateWords } from '@retrysafe/contract/ledger';
 import { retentionPassed } from '@retrysafe/contract/rules';
-import type { Operation } from './operation.js';
 
 /** The receipt decision that marks a new revision. */
 export const SUPERSEDE_ACTION = 'supersede';
@@ -29,7 +28,10 @@ export interface CorrectionRule {
   readonly clockSkewMarginMs: number;
 }
 
-export const correctionRule = (op: Pick<Operation, 'card' | 'policy'>, now: number): CorrectionRule => ({
+export const correctionRule = (
+  op: { readonly card: RetrySafetyCard; readonly policy: { readonly clockSkewMarginMs: number } },
+  now: number,
+): CorrectionRule => ({
   card: op.card,
   now,
   clockSkewMarginMs: op.policy.clockSkewMarginMs,
@@ -38,12 +40,20 @@ export const correctionRule = (op: Pick<Operation, 'card' | 'policy'>, now: numb
 /** Whether a corrected request may supersede the operation: at rest after a rejection or a spent budget, every
  * provider call of its current revision known not applied (any doubt: a conflict). */
 export function supersedeCheck(record: OperationRecord, receipts: readonly Receipt[], rule: CorrectionRule): Verdict {
+  const none = nothingApplied(record, receipts, rule.card);
+  return none.ok ? keptKeyCheck(rule, record, receipts) : none;
+}
+
+/** Whether the operation is at rest with nothing its calls may have applied or left: only then can another intent go
+ * out as a new operation without making the effect twice. */
+export function nothingApplied(record: OperationRecord, receipts: readonly Receipt[], card: RetrySafetyCard): Verdict {
   if (record.state !== 'rejected' && record.state !== 'handed-off')
     return refused(`the operation is ${stateWords(record.state)}`);
   const reason = record.handoff?.reason;
   if (record.state === 'handed-off' && reason && reason !== 'rejected' && reason !== 'retry-exhausted')
     return refused(`it was handed off as ${reason}: an attempt may have been applied`);
-  return correctionCheck(receipts, record, rule);
+  const attempts = everyAttemptNotApplied(receipts, record);
+  return attempts.ok ? unnamedLeftObject(card, receipts) : attempts;
 }
 
 /** supersedeCheck for the same request again, once the user took the step its last call was refused for. */

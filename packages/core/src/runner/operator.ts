@@ -306,8 +306,8 @@ export async function checkResolve(
   if (action === 'resend-with') {
     // The corrected params, same intent, as a new revision (never while an attempt may have been applied).
     const found = adapterFor(opts.adapters ?? [], record, action);
-    const op = storedOperation(ctx, found, record, person, { params: resolution.params });
     const receipts = await ctx.ledger.receipts(id);
+    const op = storedOperation(ctx, found, record, person, { params: resolution.params, receipts });
     const check = supersedeCheck(record, receipts, correctionRule(op, ctx.clock.now()));
     if (!check.ok) throw paramsConflict(op, record, `a new revision is not allowed: ${check.why}`);
     return () => supersede(ctx, op, record, receipts, `resend-with by ${personRef(by)}`);
