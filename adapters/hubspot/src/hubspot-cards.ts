@@ -178,6 +178,11 @@ const searchFacts = (o: HubSpotCardOptions, searchPath: string) =>
   }) as const;
 
 const NO_KEY = `${S.providers}: no idempotency key`;
+const REF_TRIM = {
+  field: 'ref',
+  steps: ['trim'],
+  source: `${S.properties}: the unique-value property holds the business-operation id, not the ref, so the ref's equality is retrysafe's: surrounding white space is formatting; compatibility forms, case and inner white space are kept apart (docs/concepts.md, Normalisation)`,
+} as const;
 const NOT_STORED = `${S.providers}: nothing is stored per request`;
 const ERRORS_NOT_STORED = fact(false, `${S.providers}: errors are not stored`);
 
@@ -255,8 +260,11 @@ const objectsUpsertCard = (o: HubSpotCardOptions) =>
       rejectionMayCreate: REJECTION_LEAVES('record'),
     },
     businessOperationId: {
-      rule: 'derived from intent fields objectType and properties: the record this operation writes; its id is the value of the unique id property',
-      intentFields: ['objectType', 'properties'],
+      // The ref names the record, its properties are what is written: other properties under one ref are a correction
+      // of that record (the same key, so the upsert updates it), never a second record.
+      rule: 'derived from intent fields objectType and ref (the caller’s reference for the record); its id is the value of the unique id property',
+      intentFields: ['objectType', 'ref'],
+      normalize: [REF_TRIM],
     },
     providerKey: uniqueValueKey(`inputs[].id with inputs[].idProperty = ${o.idProperty}`),
     keyReuse: fact(
@@ -265,7 +273,7 @@ const objectsUpsertCard = (o: HubSpotCardOptions) =>
     ),
     parameterMatching: fact(
       'none',
-      `${S.providers}: the upsert matches on the id property only; other properties are written as sent (the runner refuses a changed intent before sending)`,
+      `${S.providers}: the upsert matches on the id property only; other properties are written over the record (a correction under the same ref; the runner refuses one while an earlier write may have applied)`,
     ),
     storedResult: {
       semantics: fact(
@@ -304,13 +312,7 @@ const ticketsCreateCard = (o: HubSpotCardOptions) =>
     businessOperationId: {
       rule: 'derived from intent fields ref (the caller’s reference for what the ticket is about) and properties.hs_pipeline; subject and content are payload, so re-worded text is not a second ticket',
       intentFields: ['ref', 'properties.hs_pipeline'],
-      normalize: [
-        {
-          field: 'ref',
-          steps: ['trim'],
-          source: `${S.properties}: the unique-value property holds the business-operation id, not the ref, so the ref's equality is retrysafe's: surrounding white space is formatting; compatibility forms, case and inner white space are kept apart (docs/concepts.md, Normalisation)`,
-        },
-      ],
+      normalize: [REF_TRIM],
     },
     providerKey: uniqueValueKey(`properties.${o.idProperty}`),
     keyReuse: fact(

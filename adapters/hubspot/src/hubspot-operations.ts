@@ -90,13 +90,18 @@ export const PARAMS_SCHEMAS = {
       description: 'Unique property to find the contact by, e.g. email',
     },
   }),
-  'objects.upsert': object(['objectType', 'properties'], {
+  'objects.upsert': object(['objectType', 'ref', 'properties'], {
     // HubSpot takes a type's id or its name in the path (2-1234567, p1234567_orders): one type, two spellings, two
     // operations and two records. Only the id is taken (https://developers.hubspot.com/docs/guides/crm/using-object-apis).
     objectType: {
       type: 'string',
       pattern: '^(0|[1-9]\\d*)-(0|[1-9]\\d*)$',
       description: 'Object type id, e.g. 2-1234567 (a custom object) or 0-1 (contacts); names are refused',
+    },
+    ref: {
+      ...text,
+      description:
+        'Your reference for the record; names the business intent (other properties under it correct that record)',
     },
     properties: { ...propertiesSchema, description: 'The record’s properties' },
   }),

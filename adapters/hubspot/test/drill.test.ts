@@ -128,7 +128,7 @@ describe('objects.upsert', () => {
 
   it('a property as the number 5 and as the string "5" (one value on the wire) never make two records', async () => {
     const { s, a, runner } = await rig([]);
-    const asText = { objectType: '2-100', properties: { name: 'Order C', amount: '5' } };
+    const asText = { objectType: '2-100', ref: 'o-1', properties: { name: 'Order C', amount: '5' } };
     expect(await runner.run(a, 'objects.upsert', { params: asText })).toMatchObject({ status: 'done' });
     const asNumber = { ...asText, properties: { ...asText.properties, amount: 5 } };
     // The type refuses it too; an agent's untyped call reaches the schema.

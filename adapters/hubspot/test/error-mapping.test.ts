@@ -431,10 +431,14 @@ describe('bad input gets a typed answer and sends nothing', () => {
     ],
     [
       'objects.upsert',
-      { objectType: '2-100', properties: { amount: { nested: 1 } } },
+      { objectType: '2-100', ref: 'o-1', properties: { amount: { nested: 1 } } },
       /properties\.amount must be string/,
     ],
-    ['objects.upsert', { objectType: '2-100', properties: {} }, /properties must NOT have fewer than 1 properties/],
+    [
+      'objects.upsert',
+      { objectType: '2-100', ref: 'o-1', properties: {} },
+      /properties must NOT have fewer than 1 properties/,
+    ],
     [
       'contacts.update',
       { contactId: '1', properties: { 'bad name': 'x' } },

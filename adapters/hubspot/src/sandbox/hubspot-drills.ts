@@ -46,6 +46,7 @@ export const drillTicket = (ref: string) => ({
 });
 export const drillOrder = (ref: string) => ({
   objectType: '2-100',
+  ref,
   properties: { name: `Order ${ref}`, order_ref: ref, amount: '1250' },
 });
 
@@ -73,7 +74,7 @@ export const hubSpotDrill: HubSpotDrill = {
     },
     'objects.upsert': {
       params: (i) => drillOrder(`D-${i}`),
-      changeIntent: (p) => ({ ...(p as object), properties: { name: 'changed' } }),
+      changeIntent: (p) => ({ ...(p as object), ref: 'changed' }),
       faults: hubSpotDrillFaults,
     },
     'tickets.create': {
