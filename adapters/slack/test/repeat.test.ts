@@ -104,3 +104,23 @@ it('chat.update with the same text and other blocks sets them, never refused as 
   });
   expect(sandbox.calls('chat.update')).toBe(2);
 });
+
+it('a post Slack refused, corrected by resend-with, is one message of the same operation; a new text names another intent, which nothing posted yet lets go out as a new operation', async () => {
+  const faults = { 'chat.postMessage': [{ kind: 'error', error: 'msg_too_long' }] } as const;
+  const sandbox = closeAfterTest(await startSlackSandbox({ token: TOKEN, channels: [CHANNEL], faults }));
+  const slack = createSlackAdapter({ token: TOKEN, baseUrl: sandbox.url });
+  const runner = createRunner({ ledger: createMemoryLedger() });
+  const params = { channel: CHANNEL, text: 'Backup finished', unfurl_links: true };
+
+  const first = await runner.run(slack, 'chat.postMessage', { params });
+  expect(first).toMatchObject({ status: 'handed-off' });
+  const retext = { action: 'resend-with', params: { ...params, text: 'Backup done' } } as const;
+  await expect(runner.resolve(first.businessOperationId, retext, { adapters: [slack] })).rejects.toMatchObject({
+    field: 'intent',
+    storedMayApply: false,
+  });
+  const fixed = { action: 'resend-with', params: { ...params, unfurl_links: false } } as const;
+  const again = await runner.resolve(first.businessOperationId, fixed, { adapters: [slack] });
+  expect(again).toMatchObject({ status: 'done', businessOperationId: first.businessOperationId });
+  expect(sandbox.count('chat.postMessage')).toBe(1);
+});
