@@ -12,7 +12,7 @@ import { createRequire } from 'node:module';
 import type { AddressInfo } from 'node:net';
 import { dirname, join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { bin, conformanceServer, onCleanup, ordersServer, tempDir, writeJson } from './fence-helpers.js';
+import { bin, conformanceServer, onCleanup, ordersServer, tempDir, writeJson } from './child-helpers.js';
 
 const TOKEN = 'conformance-token-0123456789';
 const require = createRequire(import.meta.url);
