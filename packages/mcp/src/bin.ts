@@ -1,6 +1,15 @@
 #!/usr/bin/env node
 import { suggest } from '@retrysafe/core/suggest';
-import { CONFIG_CODES, helpText, PROBE_COMMAND, SERVE_COMMAND, UsageError, WRAP_COMMAND } from './cli-options.js';
+import {
+  type CliCommand,
+  CONFIG_CODES,
+  helpText,
+  PROBE_COMMAND,
+  parseOptions,
+  SERVE_COMMAND,
+  UsageError,
+  WRAP_COMMAND,
+} from './cli-options.js';
 
 // The entry only picks the command; each command parses its own options table (cli-options.ts).
 const args = process.argv.slice(2);
@@ -19,7 +28,10 @@ if (first !== undefined && !first.startsWith('-') && !COMMANDS.includes(first)) 
 } else {
   const name = first === 'wrap' || first === 'probe' ? first : 'serve';
   try {
-    // Loaded on use: --help and usage errors answer without loading the ledgers and adapters.
+    // Loaded on use: --help and usage errors answer without loading the ledgers and adapters. The command parses its
+    // options again, as it does when called from the retrysafe CLI.
+    const command: CliCommand = { serve: SERVE_COMMAND, wrap: WRAP_COMMAND, probe: PROBE_COMMAND }[name];
+    parseOptions(name === 'serve' ? args : rest, command);
     const commands = await import('./commands.js');
     if (name === 'probe') process.exitCode = (await commands.runProbe(rest)).exit;
     // Serving returns once stopped; its stdin, still read, would keep the process running.
@@ -30,7 +42,7 @@ if (first !== undefined && !first.startsWith('-') && !COMMANDS.includes(first)) 
     // config checks' own: they name places, never values, and scrubbing their advice garbles it.
     const own = code === 'RETRYSAFE_FENCE_CONFIG' || code === 'RETRYSAFE_CONFIG';
     const text = String((e as Error)?.message ?? e);
-    const message = own ? text : await import('./fence/upstream.js').then((m) => m.scrubbed(text));
+    const message = own ? text : (await import('@retrysafe/core/internal')).createRedactor().text(text);
     process.stderr.write(`retrysafe-mcp${name === 'serve' ? '' : ` ${name}`}: ${message}\n`);
     // A runner's refusal at start, a fenced tool the upstream does not list and a server that cannot be spawned are
     // bad config too. 1 is probe's "duplicates": a probe that could not run exits 2.

@@ -20,7 +20,7 @@ type Options = Readonly<
     { readonly value?: keyof ValueTypes; readonly help: string; readonly max?: number; readonly httpOnly?: true }
   >
 >;
-type CliCommand = { readonly usage: string; readonly summary: string; readonly options: Options };
+export type CliCommand = { readonly usage: string; readonly summary: string; readonly options: Options };
 
 /** What a config or fence file, or the runner over it, refuses: bad config (exit 2), named by its file. */
 export const CONFIG_CODES = [

@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { parse as parseYaml, stringify as stringifyYaml } from 'yaml';
-import { bin, ordersServer, tempDir, writeFence } from './fence-helpers.js';
+import { bin, ordersServer, tempDir, writeFence } from './child-helpers.js';
 
 const EXITS_AT_ONCE = [process.execPath, '-e', 'process.exit(7)'];
 

@@ -12,7 +12,7 @@ import { createRequire } from 'node:module';
 import type { AddressInfo } from 'node:net';
 import { dirname, join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { bin, conformanceServer, onCleanup, ordersServer, tempDir, writeJson } from './fence-helpers.js';
+import { bin, conformanceServer, onCleanup, ordersServer, tempDir, writeJson } from './child-helpers.js';
 
 const TOKEN = 'conformance-token-0123456789';
 const require = createRequire(import.meta.url);
@@ -61,18 +61,21 @@ async function withToken(target: string): Promise<string> {
   return `http://127.0.0.1:${(relay.address() as AddressInfo).port}/mcp`;
 }
 
-/** Runs one scenario (not spawnSync: the relay lives in this process) and answers the status of each of its checks. */
-async function scenario(url: string, name: string): Promise<string[]> {
+/** Runs every scenario of the suite, one at a time in one process (not spawnSync: the relay lives in this process); the
+ * status of each check of scenario `name`. */
+async function conformance(url: string): Promise<(name: string) => string[]> {
   const out = tempDir('retrysafe-conformance-');
-  const run = spawn(process.execPath, [suite, 'server', '--url', url, '--scenario', name, '-o', out], {
+  const run = spawn(process.execPath, [suite, 'server', '--url', url, '--suite', 'all', '-o', out], {
     stdio: 'ignore',
   });
   await new Promise((resolve) => run.once('exit', resolve));
-  const dir = readdirSync(out).find((d) => d.includes(name));
-  if (!dir) throw new Error(`conformance: no result for ${name}`);
-  return (JSON.parse(readFileSync(join(out, dir, 'checks.json'), 'utf8')) as { id: string; status: string }[]).map(
-    (c) => `${c.id}: ${c.status}`,
-  );
+  return (name) => {
+    const dir = readdirSync(out).find((d) => d.startsWith(`server-${name}-2`));
+    if (!dir) throw new Error(`conformance: no result for ${name}`);
+    return (JSON.parse(readFileSync(join(out, dir, 'checks.json'), 'utf8')) as { id: string; status: string }[]).map(
+      (c) => `${c.id}: ${c.status}`,
+    );
+  };
 }
 
 /** Every server scenario of the suite (`list`), but dns-rebinding-protection, which the tests above run. */
@@ -124,10 +127,8 @@ describe('MCP conformance suite, applicable server scenarios', () => {
       operations: ['stripe.customers.create'],
     });
     const url = await withToken(await serve(['--config', config, '--http'], { RS_STRIPE_KEY: 'sk_test_conformance' }));
-    for (const checks of await Promise.all(
-      ['server-initialize', 'ping', 'tools-list', 'dns-rebinding-protection'].map((name) => scenario(url, name)),
-    ))
-      passes(checks);
+    const checks = await conformance(url);
+    for (const name of ['server-initialize', 'ping', 'tools-list', 'dns-rebinding-protection']) passes(checks(name));
   });
 
   it('the fence (wrap --http): initialize, ping, tools/list, logging, completion, prompts, DNS-rebinding protection', async () => {
@@ -150,7 +151,8 @@ describe('MCP conformance suite, applicable server scenarios', () => {
       'prompts-get-simple',
       'dns-rebinding-protection',
     ];
-    for (const checks of await Promise.all(names.map((name) => scenario(url, name)))) passes(checks);
+    const checks = await conformance(url);
+    for (const name of names) passes(checks(name));
   });
 
   it('the fence (wrap --http) over a server written to the suite: every server scenario, passed through and fenced', {
@@ -168,21 +170,11 @@ describe('MCP conformance suite, applicable server scenarios', () => {
     const url = await withToken(
       await serve(['wrap', '--config', fence, '--http', '--', process.execPath, conformanceServer]),
     );
-    // A request the upstream sends while two hosts' calls are in flight is refused (whose is it?): the scenarios whose
-    // tool asks the host run one at a time, after the others.
-    const asking = [
-      'tools-call-sampling',
-      'tools-call-elicitation',
-      'elicitation-sep1034-defaults',
-      'elicitation-sep1330-enums',
-    ];
-    const others = SERVER_SCENARIOS.filter((name) => !asking.includes(name));
-    const failed = (checks: string[]) => checks.filter((c) => c.endsWith(': FAILURE'));
-    const results: (readonly [string, string[]])[] = [];
-    // A few at a time: each scenario is a process of its own.
-    const run = async (name: string) => [name, failed(await scenario(url, name))] as const;
-    for (let i = 0; i < others.length; i += 4) results.push(...(await Promise.all(others.slice(i, i + 4).map(run))));
-    for (const name of asking) results.push(await run(name));
+    // The suite runs its scenarios one at a time: a request the upstream sends while two hosts' calls are in flight
+    // would be refused (whose is it?).
+    const checks = await conformance(url);
+    const failed = (name: string) => checks(name).filter((c) => c.endsWith(': FAILURE'));
+    const results = SERVER_SCENARIOS.map((name) => [name, failed(name)] as const);
     // server-sse-polling's checks are INFO and WARNING (resumability, which neither the fence nor the SDK's default
     // transport offers): only a FAILURE fails.
     expect(results.filter(([, f]) => f.length > 0)).toEqual([]);

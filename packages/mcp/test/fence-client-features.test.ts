@@ -412,10 +412,10 @@ describe('over --http, each host a session of its own', () => {
     await b.subscribeResource({ uri });
     await expect.poll(() => byA.levels).toContain('info');
     expect(byB.levels.filter((l) => l !== 'emergency')).toEqual([]);
-    // A unsubscribes: B still is, and hears the next update
-    await call(a, 'toggle-subscriber-updates', {});
+    // A unsubscribes: B still is, and hears the next update (the one the upstream sends when its updates are turned on)
     await a.unsubscribeResource({ uri });
     const before = byB.updates;
+    await call(a, 'toggle-subscriber-updates', {});
     await expect.poll(() => byB.updates, { timeout: 8000 }).toBeGreaterThan(before);
   });
 
@@ -448,13 +448,17 @@ describe('over --http, each host a session of its own', () => {
     const args = ['--import', `data:text/javascript,${encodeURIComponent(writePid)}`, everythingServer, 'stdio'];
     const fence = await fenceOf(args, 'everything', { echo: { kind: 'create', intent: ['message'] } });
     const client = await clientOf(fence(), 'host');
-    let updates = 0;
-    client.fallbackNotificationHandler = async (n) =>
-      void (n.method === 'notifications/resources/updated' && updates++);
+    let [updates, subscribed] = [0, 0];
+    client.fallbackNotificationHandler = async (n) => {
+      if (n.method === 'notifications/resources/updated') updates++;
+      if (/Received Subscribe Resource request/.test(String(n.params?.data))) subscribed++;
+    };
     await client.subscribeResource({ uri: 'demo://resource/dynamic/text/1' });
     const first = readFileSync(pidFile, 'utf8');
     process.kill(Number(first), 'SIGKILL');
     await expect.poll(() => readFileSync(pidFile, 'utf8'), { timeout: 5000 }).not.toBe(first);
+    // the restarted upstream acknowledges the subscription the fence sends it again; updates turned on, it sends one
+    await expect.poll(() => subscribed, { timeout: 5000 }).toBe(2);
     await call(client, 'toggle-subscriber-updates', {});
     await expect.poll(() => updates, { timeout: 8000 }).toBeGreaterThan(0);
   });

@@ -1,13 +1,8 @@
-/** Shared by the fence tests: temp dirs, fence files, a real MCP client (the host) and `retrysafe-mcp wrap` as a child process. */
+/** Shared by the fence tests: child-helpers.ts's parts, a real MCP client (the host), the fence in process. */
 import { spawn, spawnSync } from 'node:child_process';
 import { once } from 'node:events';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:http';
-import { createRequire } from 'node:module';
 import type { AddressInfo } from 'node:net';
-import { tmpdir } from 'node:os';
-import { dirname, join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
@@ -19,59 +14,14 @@ import { type ClientCapabilities, LATEST_PROTOCOL_VERSION } from '@modelcontextp
 import { asBusinessOperationId } from '@retrysafe/contract';
 import { createMemoryLedger, createRunner } from '@retrysafe/core';
 import { lookupContext } from '@retrysafe/testkit/conformance';
-import { afterEach, expect } from 'vitest';
 import { followUpstream } from '../src/fence/fence-adapter.js';
 import type { FenceConfig } from '../src/fence/fence-config.js';
 import { createFenceServer } from '../src/fence/fence-server.js';
 import { connectUpstream, type Upstream, type UpstreamTarget } from '../src/fence/upstream.js';
 import { createFenceAdapter, parseFenceConfig, serveHttp } from '../src/index.js';
+import { type Answer, bin, lossyRelay, onCleanup, ordersServer, writeFence } from './child-helpers.js';
 
-export const bin = fileURLToPath(new URL('../dist/bin.js', import.meta.url));
-export const ordersServer = fileURLToPath(new URL('./fixtures/orders-server.mjs', import.meta.url));
-/** An McpServer (the official SDK's) whose create_ticket's input schema changes on a call to next_schema. */
-export const ticketsServer = fileURLToPath(new URL('./fixtures/tickets-server.mjs', import.meta.url));
-/** The tools, resources and prompts the MCP conformance suite's server scenarios call, written to its requirements. */
-export const conformanceServer = fileURLToPath(new URL('./fixtures/conformance-server.mjs', import.meta.url));
-/** An McpServer whose tools run only as tasks: research reports progress after its task has completed, ask elicits. */
-export const lateProgressServer = fileURLToPath(new URL('./fixtures/late-progress-server.mjs', import.meta.url));
-export const lossyRelay = fileURLToPath(new URL('./fixtures/lossy-relay.mjs', import.meta.url));
-const require = createRequire(import.meta.url);
-const serverDir = (name: string) => dirname(require.resolve(`@modelcontextprotocol/${name}/package.json`));
-/** The real third-party servers, installed as dev dependencies. */
-export const memoryServer = join(serverDir('server-memory'), 'dist/index.js');
-export const filesystemServer = join(serverDir('server-filesystem'), 'dist/index.js');
-/** The official reference server that exercises every protocol feature; started as `node <it> stdio`. */
-export const everythingServer = join(serverDir('server-everything'), 'dist/index.js');
-
-export type Answer = {
-  isError?: boolean;
-  structuredContent?: Record<string, unknown>;
-  content?: { type: string; text?: string }[];
-  _meta?: { retrysafe?: { status: string; businessOperationId?: string; adopted?: boolean } };
-};
-
-const cleanups: (() => Promise<unknown> | unknown)[] = [];
-afterEach(async () => {
-  while (cleanups.length) await cleanups.pop()!();
-});
-export const onCleanup = (f: () => Promise<unknown> | unknown) => cleanups.push(f);
-
-/** A temp dir, removed after the test once the cleanups registered after it (the clients, whose child processes write into it) have run. */
-export function tempDir(prefix: string): string {
-  const dir = mkdtempSync(join(tmpdir(), prefix));
-  cleanups.push(() => rmSync(dir, { recursive: true, force: true }));
-  return dir;
-}
-
-/** Writes `value` as JSON to `dir/name`; returns the path. */
-export function writeJson(dir: string, name: string, value: unknown): string {
-  const file = join(dir, name);
-  writeFileSync(file, JSON.stringify(value));
-  return file;
-}
-
-export const writeFence = (dir: string, fence: Record<string, unknown>) =>
-  writeJson(dir, 'fence.json', { ledger: './fence.db', handoffs: './handoffs.jsonl', ...fence });
+export * from './child-helpers.js';
 
 /** The orders server's create_order as the fence files declare it, reconciled through list_orders. */
 export const ordersTool = (lookup: Record<string, unknown> = {}) => ({
@@ -150,14 +100,14 @@ export async function connect(
   await client.connect(
     new StdioClientTransport({ command, args, env: { PATH: process.env.PATH ?? '', ...env }, stderr: 'ignore' }),
   );
-  cleanups.push(() => client.close());
+  onCleanup(() => client.close());
   return client;
 }
 
 /** `make` served by `serveHttp` (`--http`), closed after the test. */
 export async function servedOverHttp(make: () => Server, options: Parameters<typeof serveHttp>[1] = {}) {
   const http = await serveHttp(make, options);
-  cleanups.push(() => http.close());
+  onCleanup(() => http.close());
   return http;
 }
 
@@ -181,7 +131,7 @@ export async function httpUpstream(
   });
   http.listen(0, '127.0.0.1');
   await once(http, 'listening');
-  cleanups.push(() => {
+  onCleanup(() => {
     http.closeAllConnections();
     return new Promise((resolve) => http.close(resolve));
   });
@@ -197,7 +147,7 @@ export async function httpClientOf(
   answer?.(client);
   const headers = { authorization: `Bearer ${token}` };
   await client.connect(new StreamableHTTPClientTransport(new URL(url), { requestInit: { headers } }));
-  cleanups.push(() => client.close());
+  onCleanup(() => client.close());
   return client;
 }
 
@@ -286,7 +236,7 @@ export async function fencesOver(
   ledger = createMemoryLedger(),
 ) {
   const upstream = await connectUpstream(target);
-  cleanups.push(() => upstream.close());
+  onCleanup(() => upstream.close());
   const config = parseFenceConfig({ ledger: './unused.db', ...fence });
   return () => fenceOver(config, upstream, ledger);
 }
@@ -344,19 +294,3 @@ export const parseWithRule = (key: string, rule: Record<string, unknown>) =>
     ledger: './unused.db',
     tools: { create_order: { kind: 'create', intent: ['ref'], [key]: [rule] } },
   });
-
-/** The process whose id is in `pidFile` exits (within 2 s). */
-export async function expectStopped(pidFile: string) {
-  const pid = Number(readFileSync(pidFile, 'utf8'));
-  const alive = () => {
-    try {
-      process.kill(pid, 0);
-      return true;
-    } catch {
-      return false;
-    }
-  };
-  for (let i = 0; i < 100 && alive(); i++) await new Promise((r) => setTimeout(r, 20));
-  onCleanup(() => alive() && process.kill(pid, 'SIGKILL'));
-  expect(alive()).toBe(false);
-}

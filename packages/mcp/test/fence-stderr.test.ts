@@ -7,7 +7,7 @@ import { spawn } from 'node:child_process';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { describe, expect, it } from 'vitest';
-import { bin, onCleanup, tempDir, writeFence } from './fence-helpers.js';
+import { bin, onCleanup, tempDir, writeFence } from './child-helpers.js';
 
 const fence = () =>
   writeFence(tempDir('retrysafe-fence-stderr-'), {

@@ -278,7 +278,8 @@ describe('the upstream environment', () => {
         ['--', process.execPath, ordersServer, '--echo-env', 'ORDERS_TOKEN'],
         { ORDERS_TOKEN: 'from-host' },
       );
-      return ((await call(client, 'list_orders', {})).structuredContent as { env: string | null }).env;
+      return ((await call(client, 'list_orders', {})).structuredContent as { env: Record<string, string | null> }).env
+        .ORDERS_TOKEN;
     };
     expect(await Promise.all([env(), env({ ORDERS_TOKEN: 'from-fence' }), env({ ORDERS_TOKEN: null })])).toEqual([
       'from-host',
@@ -293,15 +294,14 @@ describe('the upstream environment', () => {
       RETRYSAFE_RECEIPT_KEYS: 'r1:receipt-key-of-the-fence-0123456789',
       RETRYSAFE_MCP_TOKEN: 'bearer-token-of-the-fence-0123456789',
     };
-    const seen = async (name: string) => {
-      const dir = tempDir('retrysafe-env-secret-');
-      const client = await wrapped(
-        ordersFence(dir, 2000),
-        ['--', process.execPath, ordersServer, '--echo-env', name],
-        secrets,
-      );
-      return ((await call(client, 'list_orders', {})).structuredContent as { env: string | null }).env;
-    };
-    expect(await Promise.all(Object.keys(secrets).map(seen))).toEqual([null, null, null]);
+    const dir = tempDir('retrysafe-env-secret-');
+    const names = Object.keys(secrets);
+    const client = await wrapped(
+      ordersFence(dir, 2000),
+      ['--', process.execPath, ordersServer, '--echo-env', names.join(',')],
+      secrets,
+    );
+    const { env } = (await call(client, 'list_orders', {})).structuredContent as { env: Record<string, string | null> };
+    expect(env).toEqual(Object.fromEntries(names.map((name) => [name, null])));
   });
 });

@@ -11,7 +11,7 @@ import type { BusinessOperationId } from '@retrysafe/contract';
 import { createDynamoDbLedger } from '@retrysafe/ledger-dynamodb';
 import { createSandboxProvider, REPLAYING_BEHAVIOUR, startSandboxServer } from '@retrysafe/sandbox';
 import { afterAll, expect, it } from 'vitest';
-import { writeJson } from './fence-helpers.js';
+import { writeJson } from './child-helpers.js';
 import { startLocalDynamo } from './local-dynamo.js';
 
 const bin = fileURLToPath(new URL('../dist/bin.js', import.meta.url));

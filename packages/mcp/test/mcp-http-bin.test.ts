@@ -7,7 +7,7 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { type StripeSandbox, startStripeSandbox } from '@retrysafe/stripe/sandbox';
 import { afterEach, describe, expect, it } from 'vitest';
-import { writeJson } from './fence-helpers.js';
+import { writeJson } from './child-helpers.js';
 
 // `retrysafe-mcp --http` as a user starts it: the token is generated and printed unless
 // RETRYSAFE_MCP_TOKEN is set; without it the real MCP client is refused and nothing is created.

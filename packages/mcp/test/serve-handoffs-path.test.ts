@@ -9,7 +9,7 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { createSandboxProvider, REPLAYING_BEHAVIOUR, startSandboxServer } from '@retrysafe/sandbox';
 import { afterAll, expect, it } from 'vitest';
-import { writeJson } from './fence-helpers.js';
+import { writeJson } from './child-helpers.js';
 
 const bin = fileURLToPath(new URL('../dist/bin.js', import.meta.url));
 const dirs: string[] = [];

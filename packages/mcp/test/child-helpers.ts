@@ -1,0 +1,71 @@
+/** Shared by the tests that drive `retrysafe-mcp` and the servers as child processes: their paths, temp dirs removed
+ * after each test, fence files. Light to import (no source of the package): fence-helpers.ts adds the in-process parts. */
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { afterEach, expect } from 'vitest';
+
+export const bin = fileURLToPath(new URL('../dist/bin.js', import.meta.url));
+export const ordersServer = fileURLToPath(new URL('./fixtures/orders-server.mjs', import.meta.url));
+/** An McpServer (the official SDK's) whose create_ticket's input schema changes on a call to next_schema. */
+export const ticketsServer = fileURLToPath(new URL('./fixtures/tickets-server.mjs', import.meta.url));
+/** The tools, resources and prompts the MCP conformance suite's server scenarios call, written to its requirements. */
+export const conformanceServer = fileURLToPath(new URL('./fixtures/conformance-server.mjs', import.meta.url));
+/** An McpServer whose tools run only as tasks: research reports progress after its task has completed, ask elicits. */
+export const lateProgressServer = fileURLToPath(new URL('./fixtures/late-progress-server.mjs', import.meta.url));
+export const lossyRelay = fileURLToPath(new URL('./fixtures/lossy-relay.mjs', import.meta.url));
+const require = createRequire(import.meta.url);
+const serverDir = (name: string) => dirname(require.resolve(`@modelcontextprotocol/${name}/package.json`));
+/** The real third-party servers, installed as dev dependencies. */
+export const memoryServer = join(serverDir('server-memory'), 'dist/index.js');
+export const filesystemServer = join(serverDir('server-filesystem'), 'dist/index.js');
+/** The official reference server that exercises every protocol feature; started as `node <it> stdio`. */
+export const everythingServer = join(serverDir('server-everything'), 'dist/index.js');
+
+export type Answer = {
+  isError?: boolean;
+  structuredContent?: Record<string, unknown>;
+  content?: { type: string; text?: string }[];
+  _meta?: { retrysafe?: { status: string; businessOperationId?: string; adopted?: boolean } };
+};
+
+const cleanups: (() => Promise<unknown> | unknown)[] = [];
+afterEach(async () => {
+  while (cleanups.length) await cleanups.pop()!();
+});
+export const onCleanup = (f: () => Promise<unknown> | unknown) => cleanups.push(f);
+
+/** A temp dir, removed after the test once the cleanups registered after it (the clients, whose child processes write into it) have run. */
+export function tempDir(prefix: string): string {
+  const dir = mkdtempSync(join(tmpdir(), prefix));
+  cleanups.push(() => rmSync(dir, { recursive: true, force: true }));
+  return dir;
+}
+
+/** Writes `value` as JSON to `dir/name`; returns the path. */
+export function writeJson(dir: string, name: string, value: unknown): string {
+  const file = join(dir, name);
+  writeFileSync(file, JSON.stringify(value));
+  return file;
+}
+
+export const writeFence = (dir: string, fence: Record<string, unknown>) =>
+  writeJson(dir, 'fence.json', { ledger: './fence.db', handoffs: './handoffs.jsonl', ...fence });
+
+/** The process whose id is in `pidFile` exits (within 2 s). */
+export async function expectStopped(pidFile: string) {
+  const pid = Number(readFileSync(pidFile, 'utf8'));
+  const alive = () => {
+    try {
+      process.kill(pid, 0);
+      return true;
+    } catch {
+      return false;
+    }
+  };
+  for (let i = 0; i < 100 && alive(); i++) await new Promise((r) => setTimeout(r, 20));
+  onCleanup(() => alive() && process.kill(pid, 'SIGKILL'));
+  expect(alive()).toBe(false);
+}
