@@ -165,7 +165,7 @@ export function helpText(commands: readonly CliCommand[]): string {
     '  retrysafe-mcp --help',
     '      This text.',
     '',
-    'Exit codes: 0 ok, 1 failure (probe: duplicates), 2 bad usage or config, a server that cannot be spawned or a probe that could not run or was stopped (SIGTERM, SIGINT), 3 probe saw no effect.',
+    'Exit codes: 0 ok, or stopped by a signal (SIGTERM, SIGINT, SIGHUP, SIGQUIT; a second one ends it by that signal); 1 any other failure (probe: duplicates); 2 bad usage or config, an upstream server that cannot be started, or a probe that could not run or was stopped; 3 probe saw no effect.',
   );
   return lines.join('\n');
 }

@@ -96,29 +96,34 @@ const stopping =
     await ledger.close();
   };
 
-const SIGNALS = ['SIGTERM', 'SIGINT'] as const;
+// A terminal that closes hangs up; supervisors stop with SIGTERM, SIGINT or SIGQUIT (supervisord's stopsignal).
+const SIGNALS = ['SIGTERM', 'SIGINT', 'SIGHUP', 'SIGQUIT'] as const;
 const TOKEN_ENV = 'RETRYSAFE_MCP_TOKEN';
 
-/** Runs `command` with `stop`, which the first SIGTERM or SIGINT aborts: it stops what it started and returns. That
- * stop is not cut short by another signal's default (a supervisor's, or a host's while we stop), which would leave an
- * upstream running; but a second signal, of either, is someone the stop takes too long for: `kill` aborts (an upstream
- * is killed at once) and the signal ends the process as it does by default. The listeners go with the command. */
-async function stoppable<T>(command: (stop: AbortSignal, kill: AbortSignal) => Promise<T>): Promise<T> {
-  const [stop, kill] = [new AbortController(), new AbortController()];
+/** Runs `command` with `stop`, which the first stop signal aborts: it stops what it started and returns. That stop is
+ * not cut short by another signal's default (a supervisor's, or a host's while we stop), which would leave an upstream
+ * running; but a second signal is someone the stop takes too long for: what the command gave `onKill` runs (an upstream
+ * is ended at once) and the signal then ends the process as it does by default. The listeners go with the command. */
+async function stoppable<T>(
+  command: (stop: AbortSignal, onKill: (end: () => Promise<void>) => void) => Promise<T>,
+): Promise<T> {
+  const stop = new AbortController();
+  const ends: (() => Promise<void>)[] = [];
+  let killed: Promise<void> | undefined;
   const off = () => {
     for (const s of SIGNALS) process.off(s, on);
   };
   const on = (signal: NodeJS.Signals) => {
     if (!stop.signal.aborted) return stop.abort(signal);
-    kill.abort(signal);
     off();
-    process.kill(process.pid, signal);
+    killed = Promise.allSettled(ends.map((end) => end())).then(() => void process.kill(process.pid, signal));
   };
   for (const s of SIGNALS) process.on(s, on);
   try {
-    return await command(stop.signal, kill.signal);
+    return await command(stop.signal, (end) => ends.push(end));
   } finally {
     off();
+    await killed; // a stop that ends first does not turn a forced one into an exit 0
   }
 }
 
@@ -211,8 +216,8 @@ export async function runWrap(argv: readonly string[], log = toStderr): Promise<
   const file = o.config;
   if (file === undefined) throw new UsageError('name the fence file: --config <fence.yaml>');
   const config = loadFenceConfig(file);
-  return stoppable(async (stop, kill) => {
-    const starting = connectUpstream(target(o.url, rest, config.env), undefined, { signal: stop, kill });
+  return stoppable(async (stop, onKill) => {
+    const starting = connectUpstream(target(o.url, rest, config.env), undefined, { signal: stop, onKill });
     try {
       const upstream = await starting;
       const fence = await naming(file, () => {
@@ -254,10 +259,10 @@ export async function runProbe(argv: readonly string[], out = toStdout) {
       throw new UsageError(`--receipt ${o.receipt}: cannot write it: ${why}`);
     }
   }
-  return stoppable(async (stop, kill) => {
+  return stoppable(async (stop, onKill) => {
     let upstream: Upstream | undefined;
     try {
-      upstream = await connectUpstream(target(o.url, rest), 'retrysafe-probe', { signal: stop, kill });
+      upstream = await connectUpstream(target(o.url, rest), 'retrysafe-probe', { signal: stop, onKill });
       const probing = probeTool({ ...o, tool, countTool, countPath, client: upstream, signal: stop });
       const receipt = await Promise.race([probing, aborted(stop)]);
       if (o.receipt !== undefined) writeFileSync(o.receipt, JSON.stringify(receipt, null, 2) + '\n');

@@ -48,6 +48,11 @@ export class UpstreamUnavailableError extends Error {
   }
 }
 
+/** The upstream could not be started (spawned, reached, initialized, listed): a bad setup, as bad config is. */
+export class UpstreamStartError extends Error {
+  override readonly name = 'UpstreamStartError';
+}
+
 /** An HTTP upstream's 429 with its Retry-After and `Date`, which the SDK's transport error leaves out. */
 export class UpstreamThrottledError extends StreamableHTTPError {
   constructor(
@@ -168,18 +173,25 @@ function startError(target: UpstreamTarget, transport: Transport, spawned: (chil
 /** How long a stdio upstream may take to end once its stdin has, and once it has been sent SIGTERM. */
 const STOP_GRACE_MS = 500;
 
-/** Closes `c`, ending an HTTP upstream's session (the spec's DELETE) unless it is not answered within the grace. A stdio
- * upstream (`child`) still running gets SIGTERM after the grace, SIGKILL after another, and is waited for: the SDK waits
- * longer before its own signals than a host closing us waits before its, and an upstream that ignores SIGTERM would
- * outlive us. */
+/** Ends an HTTP upstream's session, as the spec asks of a client that leaves (its DELETE), unless the upstream does not
+ * answer within the grace. */
+const endSession = async (c: Client) => {
+  const http = c.transport instanceof StreamableHTTPClientTransport ? c.transport : undefined;
+  await Promise.race([
+    http?.terminateSession().catch(() => undefined),
+    sleep(STOP_GRACE_MS, undefined, { ref: false }),
+  ]);
+};
+
+/** Closes `c`, ending an HTTP upstream's session. A stdio upstream (`child`) still running gets SIGTERM after the grace,
+ * SIGKILL after another, and is waited for: the SDK waits longer before its own signals than a host closing us waits
+ * before its, and an upstream that ignores SIGTERM would outlive us. */
 async function end(c: Client, child = childOf(c.transport)): Promise<void> {
   const running = child?.exitCode === null && child.signalCode === null;
   const exited = running && new Promise((resolve) => child.once('exit', resolve));
   const signal = (s: NodeJS.Signals) => child?.exitCode === null && child.signalCode === null && child.kill(s);
   const timers = [setTimeout(signal, STOP_GRACE_MS, 'SIGTERM'), setTimeout(signal, 2 * STOP_GRACE_MS, 'SIGKILL')];
-  const http = c.transport instanceof StreamableHTTPClientTransport ? c.transport : undefined;
-  const bound = sleep(STOP_GRACE_MS, undefined, { ref: false });
-  await Promise.race([http?.terminateSession().catch(() => undefined), bound]);
+  await endSession(c);
   await c.close();
   await exited;
   for (const t of timers) clearTimeout(t);
@@ -190,15 +202,16 @@ async function end(c: Client, child = childOf(c.transport)): Promise<void> {
 const HOST_ANSWER_MS = 600_000;
 
 // A dead stdio upstream is restarted (bounded, with backoff); a call that cannot be sent fails UpstreamUnavailableError.
-// `signal` aborted while it starts closes the upstream being started; `kill` aborted kills a stdio upstream at once.
+// `signal` aborted while it starts closes the upstream being started; what it gives `onKill` ends the upstream at once
+// (a stdio one killed, an HTTP one's session ended within the grace).
 export async function connectUpstream(
   target: UpstreamTarget,
   name = 'retrysafe-fence',
   {
     hostAnswerMs = HOST_ANSWER_MS,
     signal,
-    kill,
-  }: { hostAnswerMs?: number; signal?: AbortSignal; kill?: AbortSignal } = {},
+    onKill,
+  }: { hostAnswerMs?: number; signal?: AbortSignal; onKill?: (end: () => Promise<void>) => void } = {},
 ) {
   let client: Client | undefined;
   /** The upstream started last, connected or still starting: the one a close ends; a stdio one's child process. */
@@ -333,8 +346,16 @@ export async function connectUpstream(
   // Aborted while it starts (the fence was signalled): the upstream being started is closed as any other.
   const abort = () => void close().catch(() => undefined);
   signal?.addEventListener('abort', abort, { once: true });
-  kill?.addEventListener('abort', () => child?.kill('SIGKILL'), { once: true });
-  await hostCall.exit(start).finally(() => signal?.removeEventListener('abort', abort));
+  onKill?.(async () => {
+    child?.kill('SIGKILL');
+    if (latest) await endSession(latest);
+  });
+  await hostCall
+    .exit(start)
+    .catch((e: unknown) => {
+      throw new UpstreamStartError((e as Error)?.message ?? String(e), { cause: e });
+    })
+    .finally(() => signal?.removeEventListener('abort', abort));
   return {
     /** The upstream's tools as last listed (re-listed when it says its list changed, and after a restart). */
     get tools(): readonly Tool[] {
