@@ -18,6 +18,9 @@ if (first !== undefined && !first.startsWith('-') && !COMMANDS.includes(first)) 
   process.stdout.write(`${helpText([SERVE_COMMAND, WRAP_COMMAND, PROBE_COMMAND])}\n`);
 } else {
   const name = first === 'wrap' || first === 'probe' ? first : 'serve';
+  // A host or terminal that is gone (EPIPE, EIO) must not crash the process mid-stop through an unhandled 'error': the
+  // end of its stdin, or a signal, stops it in order, its upstream and ledger with it.
+  for (const out of [process.stdout, process.stderr]) out.on('error', () => undefined);
   try {
     // Loaded on use: --help and usage errors answer without loading the ledgers and adapters.
     const commands = await import('./commands.js');

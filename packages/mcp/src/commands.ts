@@ -143,7 +143,11 @@ async function serve(
       signal.addEventListener('abort', resolve, { once: true });
       // MCP's stdio shutdown: the host closes our stdin and waits for us to exit. A host that started us through npx
       // cannot signal us, and an upstream child or a ledger's connections would keep us running.
-      if (!o.http) process.stdin.once('end', resolve);
+      // A host that can no longer read our stdout (EPIPE) is gone as well.
+      if (!o.http) {
+        process.stdin.once('end', resolve);
+        process.stdout.once('error', resolve);
+      }
     });
     if (!o.http) await make().connect(new StdioServerTransport());
     else {

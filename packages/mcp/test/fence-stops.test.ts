@@ -84,6 +84,30 @@ describe('the signals a supervisor or a terminal sends', () => {
     await expectStopped(pid);
   });
 
+  it('a host that is gone (its end of our stdout closed) while we answer: it stops in order (exit 0), no EPIPE crash', async () => {
+    const dir = tempDir('retrysafe-stops-');
+    const pid = join(dir, 'pid');
+    const { child, exited } = started([
+      'wrap',
+      '--config',
+      fenceFile(dir),
+      '--',
+      node,
+      ordersServer,
+      '--pid-file',
+      pid,
+    ]);
+    let said = '';
+    child.stderr.on('data', (d) => (said += String(d)));
+    child.stdout.destroy();
+    await once(child.stdout, 'close');
+    // its answer meets the closed pipe; stdin stays open: a host that cannot read us is gone all the same
+    child.stdin.write(`${JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'ping' })}\n`);
+    const [code] = await exited;
+    expect({ code, said }).toEqual({ code: 0, said: expect.not.stringContaining('EPIPE') });
+    await expectStopped(pid);
+  });
+
   it('a forced stop (a second signal) with a call under way still ends the HTTP upstream session (DELETE), then dies by the signal', async () => {
     const dir = tempDir('retrysafe-stops-');
     const upstream = await sessionUpstream();
