@@ -31,6 +31,9 @@ export const CONFIG_CODES = [
   'RETRYSAFE_UNKNOWN_OPERATION',
 ];
 
+/** An upstream server that cannot be started (spawned, reached, initialized, listed): a bad setup (exit 2) too. */
+export const UPSTREAM_START = 'RETRYSAFE_UPSTREAM_START';
+
 /** How both fence commands name the server they talk to. */
 const SERVER = {
   url: {

@@ -19,6 +19,7 @@ import {
   type Tool,
 } from '@modelcontextprotocol/sdk/types.js';
 import { createRedactor } from '@retrysafe/core/internal';
+import { UPSTREAM_START } from '../cli-options.js';
 import { AS_CLIENT, hostCall, hostSessions, pausableTimeout } from './host-sessions.js';
 import { taskOnly, viaTask } from './upstream-task.js';
 
@@ -48,9 +49,10 @@ export class UpstreamUnavailableError extends Error {
   }
 }
 
-/** The upstream could not be started (spawned, reached, initialized, listed): a bad setup, as bad config is. */
-export class UpstreamStartError extends Error {
+/** The upstream could not be started (spawned, reached, initialized, listed). */
+class UpstreamStartError extends Error {
   override readonly name = 'UpstreamStartError';
+  readonly code = UPSTREAM_START;
 }
 
 /** An HTTP upstream's 429 with its Retry-After and `Date`, which the SDK's transport error leaves out. */
