@@ -31,10 +31,13 @@ if (first !== undefined && !first.startsWith('-') && !COMMANDS.includes(first)) 
   for (const out of [process.stdout, process.stderr]) out.on('error', () => undefined);
   try {
     // Loaded on use: --help and usage errors answer without loading the ledgers and adapters.
-    const commands = await import('./commands.js');
-    if (name === 'probe') process.exitCode = (await commands.runProbe(rest)).exit;
-    // Serving returns once stopped; its stdin, still read, would keep the process running.
-    else process.exit(await (name === 'wrap' ? commands.runWrap(rest) : commands.runServe(args)));
+    // A probe loads only what talks to its server.
+    if (name === 'probe') process.exitCode = (await (await import('./probe.js')).runProbe(rest)).exit;
+    else {
+      const commands = await import('./commands.js');
+      // Serving returns once stopped; its stdin, still read, would keep the process running.
+      process.exit(await (name === 'wrap' ? commands.runWrap(rest) : commands.runServe(args)));
+    }
   } catch (e) {
     const code = String((e as { code?: unknown } | null)?.code);
     // A driver's or the upstream's message may quote a credential or an address: scrubbed as receipts are. Not the

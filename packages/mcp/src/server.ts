@@ -26,6 +26,7 @@ import {
   pendingHandoffs,
   scrubbedForAgent,
 } from '@retrysafe/core/agent';
+import { LOOPBACK_NAMES } from './cli-options.js';
 import { type Coalescer, createCoalescer, type Hearer } from './coalesce.js';
 
 /** What both servers take; one coalescer serves every server of a process (HTTP builds one per session). */
@@ -212,7 +213,6 @@ export interface ServeHttpOptions {
   readonly idleMs?: number;
 }
 
-export const LOOPBACK_NAMES = ['127.0.0.1', 'localhost', '[::1]'];
 const digest = (s: string) => createHash('sha256').update(s, 'utf8').digest();
 const norm = (v: string) => v.trim().toLowerCase();
 

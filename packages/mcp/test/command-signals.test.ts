@@ -6,7 +6,8 @@ import { copyFileSync, existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
-import { runProbe, runServe, runWrap } from '../src/commands.js';
+import { runServe, runWrap } from '../src/commands.js';
+import { runProbe } from '../src/probe.js';
 import { expectStopped, onCleanup, ordersServer, tempDir, writeFence } from './fence-helpers.js';
 
 const listeners = () => ['SIGTERM', 'SIGINT', 'SIGHUP', 'SIGQUIT'].map((s) => process.listenerCount(s));

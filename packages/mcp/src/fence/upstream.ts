@@ -37,6 +37,38 @@ export type Upstream = Awaited<ReturnType<typeof connectUpstream>>;
 /** What the fence adapter and the probe need of an upstream (the SDK's `Client` has this shape too). */
 export type UpstreamClient = Pick<Upstream, 'callTool'>;
 
+export interface ToolAnswer {
+  readonly isError?: boolean;
+  readonly content?: readonly { readonly type: string; readonly text?: string }[];
+  readonly structuredContent?: unknown;
+  readonly _meta?: Readonly<Record<string, unknown>>;
+}
+
+/** The value at a dotted `path` of `value` (`''`: the value itself). */
+export function readPath(value: unknown, path: string): unknown {
+  if (path === '') return value;
+  let cur = value;
+  for (const part of path.split('.')) {
+    if (cur === null || typeof cur !== 'object' || !Object.hasOwn(cur, part)) return undefined;
+    cur = (cur as Record<string, unknown>)[part];
+  }
+  return cur;
+}
+
+/** A tool answer's value: its structured content, else its JSON text, else its text. */
+export function answerValue(answer: ToolAnswer): unknown {
+  if (answer.structuredContent !== undefined) return answer.structuredContent;
+  const text = (answer.content ?? [])
+    .filter((c) => c.type === 'text' && typeof c.text === 'string')
+    .map((c) => c.text)
+    .join('\n');
+  try {
+    return JSON.parse(text);
+  } catch {
+    return text;
+  }
+}
+
 /** The upstream is not connected and could not be restarted: nothing was sent. */
 /** `reached`: the upstream had the request and refused it unprocessed (a session it ended); else it never left. */
 export class UpstreamUnavailableError extends Error {
