@@ -138,7 +138,7 @@ export function serveTools(
     return result;
   };
   // A process that stops lets the calls under way end and be answered.
-  server.setRequestHandler(CallToolRequestSchema, (req, extra) => coalescer.track(answer(req, extra)));
+  server.setRequestHandler(CallToolRequestSchema, (req, extra) => coalescer.track(() => answer(req, extra)));
 }
 
 export const ANSWER_PROPERTIES = {
