@@ -342,7 +342,10 @@ export async function serveHttp(
     token,
     async close() {
       await Promise.all([...sessions.values()].map((s) => s.transport.close()));
-      await new Promise((resolve) => http.close(resolve));
+      const closed = new Promise((resolve) => http.close(resolve));
+      // A request still running (a call past the stop's grace) would hold the close, and the process, for ever.
+      http.closeAllConnections();
+      await closed;
     },
   };
 }
