@@ -123,31 +123,19 @@ describe('the signals a supervisor or a terminal sends', () => {
   });
 });
 
-describe('an upstream that cannot be started is a bad setup: exit 2, for wrap as for probe', () => {
-  const refusing = `require('node:readline').createInterface({ input: process.stdin }).on('line', (l) => process.stdout.write(JSON.stringify({ jsonrpc: '2.0', id: JSON.parse(l).id, error: { code: -32603, message: 'not today' } }) + '\\n'))`;
-  it.each([
-    ['exits at start', [node, '-e', 'process.exit(7)'], /exited with code 7 at start-up/],
-    ['refuses its initialize', [node, '-e', refusing], /MCP error -32603: not today/],
-  ])('one that %s', (_, server, said) => {
-    const dir = tempDir('retrysafe-stops-');
-    const probe = ['probe', '--tool', 't', '--count-tool', 'c', '--count-path', 'p'];
-    for (const cmd of [probe, ['wrap', '--config', fenceFile(dir)]]) {
-      const r = spawnSync(node, [bin, ...cmd, '--', ...server], { encoding: 'utf8', timeout: 20_000 });
-      expect(r.stderr, cmd[0]).toMatch(said);
-      expect(r.status, cmd[0]).toBe(2);
-    }
-  });
-
-  it('one whose URL cannot be reached', async () => {
-    const closed = createServer().listen(0, '127.0.0.1');
-    await once(closed, 'listening');
-    const url = `http://127.0.0.1:${(closed.address() as AddressInfo).port}/mcp`;
-    await new Promise((ok) => closed.close(ok));
-    const r = spawnSync(node, [bin, 'wrap', '--config', fenceFile(tempDir('retrysafe-stops-')), '--url', url], {
-      encoding: 'utf8',
-      timeout: 20_000,
-    });
-    expect(r.stderr).toMatch(/URL cannot be reached/);
+// probe's 2 for these (bin.test), and wrap's for an upstream that refuses its initialize (fence-lifetime), are tested there.
+it('an upstream that exits at start, or whose URL cannot be reached, is a bad setup: wrap exits 2, as probe does', async () => {
+  const closed = createServer().listen(0, '127.0.0.1');
+  await once(closed, 'listening');
+  const url = `http://127.0.0.1:${(closed.address() as AddressInfo).port}/mcp`;
+  await new Promise((ok) => closed.close(ok));
+  const wrap = ['wrap', '--config', fenceFile(tempDir('retrysafe-stops-'))];
+  for (const [server, said] of [
+    [['--', node, '-e', 'process.exit(7)'], /exited with code 7 at start-up/],
+    [['--url', url], /URL cannot be reached/],
+  ] as const) {
+    const r = spawnSync(node, [bin, ...wrap, ...server], { encoding: 'utf8', timeout: 20_000 });
+    expect(r.stderr).toMatch(said);
     expect(r.status).toBe(2);
-  });
+  }
 });
