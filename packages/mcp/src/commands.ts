@@ -29,7 +29,7 @@ import { createCoalescer } from './coalesce.js';
 import { followUpstream } from './fence/fence-adapter.js';
 import { loadFenceConfig } from './fence/fence-config.js';
 import { createFenceServer } from './fence/fence-server.js';
-import { connectUpstream } from './fence/upstream.js';
+import { connectUpstream, UpstreamStartError } from './fence/upstream.js';
 import { createRetrysafeMcpServer, serveHttp } from './server.js';
 import { stoppable } from './stoppable.js';
 
@@ -172,7 +172,11 @@ export async function runWrap(argv: readonly string[], log = toStderr): Promise<
   if (file === undefined) throw new UsageError('name the fence file: --config <fence.yaml>');
   const config = loadFenceConfig(file);
   return stoppable(async (stop, onKill) => {
-    const starting = connectUpstream(target(o.url, rest, config.env), undefined, { signal: stop, onKill });
+    const starting = connectUpstream(target(o.url, rest, config.env), undefined, { signal: stop, onKill }).catch(
+      (e: unknown) => {
+        throw new UpstreamStartError(e);
+      },
+    );
     try {
       const upstream = await starting;
       const fence = await naming(file, () => {

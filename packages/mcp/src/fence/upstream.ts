@@ -81,10 +81,13 @@ export class UpstreamUnavailableError extends Error {
   }
 }
 
-/** The upstream could not be started (spawned, reached, initialized, listed). */
-class UpstreamStartError extends Error {
+/** The upstream could not be started (spawned, reached, initialized, listed): `cause` says why, in its message. */
+export class UpstreamStartError extends Error {
   override readonly name = 'UpstreamStartError';
   readonly code = UPSTREAM_START;
+  constructor(cause: unknown) {
+    super(String((cause as Error)?.message ?? cause), { cause });
+  }
 }
 
 /** An HTTP upstream's 429 with its Retry-After and `Date`, which the SDK's transport error leaves out. */
@@ -384,12 +387,7 @@ export async function connectUpstream(
     child?.kill('SIGKILL');
     if (latest) await endSession(latest);
   });
-  await hostCall
-    .exit(start)
-    .catch((e: unknown) => {
-      throw new UpstreamStartError((e as Error)?.message ?? String(e), { cause: e });
-    })
-    .finally(() => signal?.removeEventListener('abort', abort));
+  await hostCall.exit(start).finally(() => signal?.removeEventListener('abort', abort));
   return {
     /** The upstream's tools as last listed (re-listed when it says its list changed, and after a restart). */
     get tools(): readonly Tool[] {
