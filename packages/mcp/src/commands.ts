@@ -21,6 +21,7 @@ import {
   parseOptions,
   SERVE_COMMAND,
   target,
+  UPSTREAM_START,
   UsageError,
   type Values,
   WRAP_COMMAND,
@@ -29,7 +30,7 @@ import { createCoalescer } from './coalesce.js';
 import { followUpstream } from './fence/fence-adapter.js';
 import { loadFenceConfig } from './fence/fence-config.js';
 import { createFenceServer } from './fence/fence-server.js';
-import { connectUpstream, UpstreamStartError } from './fence/upstream.js';
+import { connectUpstream } from './fence/upstream.js';
 import { createRetrysafeMcpServer, serveHttp } from './server.js';
 import { stoppable } from './stoppable.js';
 
@@ -163,6 +164,15 @@ export async function runServe(argv: readonly string[], log = toStderr): Promise
     make(); // a tool set it refuses (two tools of one name) is refused at start, not on the first HTTP request
     return serve(o, make, 'retrysafe MCP server', log, stopping(parts), stop);
   });
+}
+
+/** wrap's upstream could not be started (spawned, reached, initialized, listed): `cause` says why, in its message. */
+class UpstreamStartError extends Error {
+  override readonly name = 'UpstreamStartError';
+  readonly code = UPSTREAM_START;
+  constructor(cause: unknown) {
+    super(String((cause as Error)?.message ?? cause), { cause });
+  }
 }
 
 /** `retrysafe-mcp wrap …` (WRAP_COMMAND): serves until stopped, then its exit code. */

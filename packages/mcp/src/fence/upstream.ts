@@ -19,7 +19,6 @@ import {
   type Tool,
 } from '@modelcontextprotocol/sdk/types.js';
 import { createRedactor } from '@retrysafe/core/internal';
-import { UPSTREAM_START } from '../cli-options.js';
 import { AS_CLIENT, hostCall, hostSessions, pausableTimeout } from './host-sessions.js';
 import { taskOnly, viaTask } from './upstream-task.js';
 
@@ -78,15 +77,6 @@ export class UpstreamUnavailableError extends Error {
     readonly reached = false,
   ) {
     super(message);
-  }
-}
-
-/** The upstream could not be started (spawned, reached, initialized, listed): `cause` says why, in its message. */
-export class UpstreamStartError extends Error {
-  override readonly name = 'UpstreamStartError';
-  readonly code = UPSTREAM_START;
-  constructor(cause: unknown) {
-    super(String((cause as Error)?.message ?? cause), { cause });
   }
 }
 
