@@ -1,14 +1,6 @@
 #!/usr/bin/env node
 import { suggest } from '@retrysafe/core/suggest';
-import {
-  CONFIG_CODES,
-  helpText,
-  PROBE_COMMAND,
-  SERVE_COMMAND,
-  UPSTREAM_START,
-  UsageError,
-  WRAP_COMMAND,
-} from './cli-options.js';
+import { CONFIG_CODES, helpText, PROBE_COMMAND, SERVE_COMMAND, UsageError, WRAP_COMMAND } from './cli-options.js';
 
 // The entry only picks the command; each command parses its own options table (cli-options.ts).
 const args = process.argv.slice(2);
@@ -48,7 +40,7 @@ if (first !== undefined && !first.startsWith('-') && !COMMANDS.includes(first)) 
     process.stderr.write(`retrysafe-mcp${name === 'serve' ? '' : ` ${name}`}: ${message}\n`);
     // A runner's refusal at start, a fenced tool the upstream does not list and a server that cannot be started are
     // bad config too. 1 is probe's "duplicates": a probe that could not run exits 2.
-    const usage = e instanceof UsageError || name === 'probe' || code === UPSTREAM_START || CONFIG_CODES.includes(code);
+    const usage = e instanceof UsageError || name === 'probe' || CONFIG_CODES.includes(code);
     process.exit(usage ? 2 : 1);
   }
 }

@@ -23,17 +23,16 @@ type Options = Readonly<
 >;
 type CliCommand = { readonly usage: string; readonly summary: string; readonly options: Options };
 
-/** What a config or fence file, or the runner over it, refuses: bad config (exit 2), named by its file. */
+/** What a config or fence file, or the runner over it, refuses: bad config (exit 2), named by its file; and wrap's
+ * upstream server that cannot be started, a bad setup too. */
 export const CONFIG_CODES = [
   'RETRYSAFE_CONFIG',
   'RETRYSAFE_FENCE_CONFIG',
   'RETRYSAFE_FILE_LIMIT',
   'RETRYSAFE_RUNNER_CONFIG',
   'RETRYSAFE_UNKNOWN_OPERATION',
+  'RETRYSAFE_UPSTREAM_START',
 ];
-
-/** An upstream server that cannot be started (spawned, reached, initialized, listed): a bad setup (exit 2) too. */
-export const UPSTREAM_START = 'RETRYSAFE_UPSTREAM_START';
 
 /** How both fence commands name the server they talk to. */
 const SERVER = {

@@ -21,7 +21,6 @@ import {
   parseOptions,
   SERVE_COMMAND,
   target,
-  UPSTREAM_START,
   UsageError,
   type Values,
   WRAP_COMMAND,
@@ -166,15 +165,6 @@ export async function runServe(argv: readonly string[], log = toStderr): Promise
   });
 }
 
-/** wrap's upstream could not be started (spawned, reached, initialized, listed): `cause` says why, in its message. */
-class UpstreamStartError extends Error {
-  override readonly name = 'UpstreamStartError';
-  readonly code = UPSTREAM_START;
-  constructor(cause: unknown) {
-    super(String((cause as Error)?.message ?? cause), { cause });
-  }
-}
-
 /** `retrysafe-mcp wrap …` (WRAP_COMMAND): serves until stopped, then its exit code. */
 export async function runWrap(argv: readonly string[], log = toStderr): Promise<number> {
   const { values: o, rest } = parseOptions(argv, WRAP_COMMAND);
@@ -184,7 +174,9 @@ export async function runWrap(argv: readonly string[], log = toStderr): Promise<
   return stoppable(async (stop, onKill) => {
     const starting = connectUpstream(target(o.url, rest, config.env), undefined, { signal: stop, onKill }).catch(
       (e: unknown) => {
-        throw new UpstreamStartError(e);
+        // whatever its cause (not spawned, not reached, its initialize refused), a bad setup (CONFIG_CODES)
+        const code = 'RETRYSAFE_UPSTREAM_START';
+        throw Object.assign(new Error(String((e as Error)?.message ?? e), { cause: e }), { code });
       },
     );
     try {
