@@ -27,15 +27,20 @@ if (first !== undefined && !first.startsWith('-') && !COMMANDS.includes(first)) 
   process.stdout.write(`${helpText([SERVE_COMMAND, WRAP_COMMAND, PROBE_COMMAND])}\n`);
 } else {
   const name = first === 'wrap' || first === 'probe' ? first : 'serve';
+  // A host or terminal that is gone (EPIPE, EIO) must not crash the process mid-stop through an unhandled 'error': the
+  // end of its stdin, or a signal, stops it in order, its upstream and ledger with it.
+  for (const out of [process.stdout, process.stderr]) out.on('error', () => undefined);
   try {
     // Loaded on use: --help and usage errors answer without loading the ledgers and adapters. The command parses its
-    // options again, as it does when called from the retrysafe CLI.
+    // options again, as it does when called from the retrysafe CLI. A probe loads only what talks to its server.
     const command: CliCommand = { serve: SERVE_COMMAND, wrap: WRAP_COMMAND, probe: PROBE_COMMAND }[name];
     parseOptions(name === 'serve' ? args : rest, command);
-    const commands = await import('./commands.js');
-    if (name === 'probe') process.exitCode = (await commands.runProbe(rest)).exit;
-    // Serving returns once stopped; its stdin, still read, would keep the process running.
-    else process.exit(await (name === 'wrap' ? commands.runWrap(rest) : commands.runServe(args)));
+    if (name === 'probe') process.exitCode = (await (await import('./probe.js')).runProbe(rest)).exit;
+    else {
+      const commands = await import('./commands.js');
+      // Serving returns once stopped; its stdin, still read, would keep the process running.
+      process.exit(await (name === 'wrap' ? commands.runWrap(rest) : commands.runServe(args)));
+    }
   } catch (e) {
     const code = String((e as { code?: unknown } | null)?.code);
     // A driver's or the upstream's message may quote a credential or an address: scrubbed as receipts are. Not the
@@ -44,13 +49,9 @@ if (first !== undefined && !first.startsWith('-') && !COMMANDS.includes(first)) 
     const text = String((e as Error)?.message ?? e);
     const message = own ? text : (await import('@retrysafe/core/internal')).createRedactor().text(text);
     process.stderr.write(`retrysafe-mcp${name === 'serve' ? '' : ` ${name}`}: ${message}\n`);
-    // A runner's refusal at start, a fenced tool the upstream does not list and a server that cannot be spawned are
+    // A runner's refusal at start, a fenced tool the upstream does not list and a server that cannot be started are
     // bad config too. 1 is probe's "duplicates": a probe that could not run exits 2.
-    const usage =
-      e instanceof UsageError ||
-      name === 'probe' ||
-      String((e as { syscall?: unknown } | null)?.syscall).startsWith('spawn') ||
-      CONFIG_CODES.includes(code);
+    const usage = e instanceof UsageError || name === 'probe' || CONFIG_CODES.includes(code);
     process.exit(usage ? 2 : 1);
   }
 }

@@ -1,6 +1,7 @@
 // Each command's options as data (no heavy imports here): node:util's parseArgs reads them, the help is written from them.
 import { parseArgs } from 'node:util';
 import { suggest } from '@retrysafe/core/suggest';
+import type { UpstreamTarget } from './fence/upstream.js';
 
 /** Thrown for bad command-line use: printed as one line, exit 2. */
 export class UsageError extends Error {
@@ -22,13 +23,15 @@ type Options = Readonly<
 >;
 export type CliCommand = { readonly usage: string; readonly summary: string; readonly options: Options };
 
-/** What a config or fence file, or the runner over it, refuses: bad config (exit 2), named by its file. */
+/** What a config or fence file, or the runner over it, refuses: bad config (exit 2), named by its file; and wrap's
+ * upstream server that cannot be started, a bad setup too. */
 export const CONFIG_CODES = [
   'RETRYSAFE_CONFIG',
   'RETRYSAFE_FENCE_CONFIG',
   'RETRYSAFE_FILE_LIMIT',
   'RETRYSAFE_RUNNER_CONFIG',
   'RETRYSAFE_UNKNOWN_OPERATION',
+  'RETRYSAFE_UPSTREAM_START',
 ];
 
 /** How both fence commands name the server they talk to. */
@@ -165,7 +168,28 @@ export function helpText(commands: readonly CliCommand[]): string {
     '  retrysafe-mcp --help',
     '      This text.',
     '',
-    'Exit codes: 0 ok, 1 failure (probe: duplicates), 2 bad usage or config, a server that cannot be spawned or a probe that could not run or was stopped (SIGTERM, SIGINT), 3 probe saw no effect.',
+    'Exit codes: 0 ok, or stopped by a signal (SIGTERM, SIGINT, SIGHUP, SIGQUIT; a second one ends it by that signal); 1 any other failure (probe: duplicates); 2 bad usage or config, an upstream server that cannot be started, or a probe that could not run or was stopped; 3 probe saw no effect.',
   );
   return lines.join('\n');
+}
+
+/** Names of the loopback host: an upstream's http URL must use one; `--http` listens on it and accepts them. */
+export const LOOPBACK_NAMES = ['127.0.0.1', 'localhost', '[::1]'];
+
+/** The upstream server: `--url`, else the command after `--`. */
+export function target(
+  url: string | undefined,
+  rest: readonly string[],
+  env?: Readonly<Record<string, string | null>>,
+): UpstreamTarget {
+  if (url !== undefined) {
+    if (rest.length) throw new UsageError('name the server once: -- <command …> or --url URL, not both');
+    const u = URL.parse(url);
+    if (!u) throw new UsageError(`--url ${url} is not a URL`);
+    if (!LOOPBACK_NAMES.includes(u.hostname) && u.protocol !== 'https:')
+      throw new UsageError('a server URL must be https, or http on loopback');
+    return { url };
+  }
+  if (rest.length === 0) throw new UsageError('name the server: -- <command …> (stdio) or --url URL (streamable HTTP)');
+  return { command: rest[0]!, args: rest.slice(1), ...(env ? { env } : {}) };
 }

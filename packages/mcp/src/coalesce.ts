@@ -1,5 +1,5 @@
 import { setTimeout as sleep } from 'node:timers/promises';
-import type { Progress } from '@modelcontextprotocol/sdk/types.js';
+import { ErrorCode, McpError, type Progress } from '@modelcontextprotocol/sdk/types.js';
 import { asBusinessOperationId, canonicalJson, type Ledger } from '@retrysafe/contract';
 import { leaseLive, TERMINAL_STATES } from '@retrysafe/contract/ledger';
 import type { AgentToolResult } from '@retrysafe/core/agent';
@@ -18,6 +18,7 @@ export function createCoalescer(ledger: Ledger, defaultWaitMs = 30_000) {
   const inflight = new Map<string, { answer: Promise<AgentToolResult>; hearers: Set<Hearer> }>();
   /** The tool calls under way, which a process that stops waits for (`settled`). */
   const running = new Set<Promise<unknown>>();
+  let stopping = false;
 
   const untilEnded = async (r: AgentToolResult, deadline: number, run: Run): Promise<AgentToolResult> => {
     for (let delay = 20; r.status === 'in-progress' && Date.now() < deadline; delay = Math.min(delay * 2, 500)) {
@@ -60,13 +61,22 @@ export function createCoalescer(ledger: Ledger, defaultWaitMs = 30_000) {
         inflight.delete(key);
       }
     },
-    /** `answer` of a tool call, counted among the calls under way until it ends. */
-    track<T>(answer: Promise<T>): Promise<T> {
-      running.add(answer);
-      return answer.finally(() => running.delete(answer));
+    /** A tool call's `answer`, counted among the calls under way until it ends. Once the process stops, not started: its
+     * ledger and upstream are about to close, so the call is refused before anything is claimed or sent. */
+    track<T>(answer: () => Promise<T>): Promise<T> {
+      if (stopping)
+        return Promise.reject(
+          new McpError(ErrorCode.InternalError, 'the server is stopping: nothing was claimed or sent'),
+        );
+      const p = answer();
+      running.add(p);
+      return p.finally(() => running.delete(p));
     },
-    /** Resolves once the tool calls under way have ended, or after `graceMs`. */
-    settled: (graceMs: number) => Promise.race([Promise.allSettled(running), sleep(graceMs)]),
+    /** The process stops: resolves once the tool calls under way have ended, or after `graceMs`. */
+    settled(graceMs: number) {
+      stopping = true;
+      return Promise.race([Promise.allSettled(running), sleep(graceMs)]);
+    },
   };
 }
 

@@ -1,6 +1,5 @@
-import { writeFileSync } from 'node:fs';
 import { resolve } from 'node:path';
-import { setTimeout as sleep, setImmediate as turn } from 'node:timers/promises';
+import { setImmediate as turn } from 'node:timers/promises';
 import type { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
 import {
@@ -14,28 +13,27 @@ import {
   type RetrysafeConfig,
   secretFromEnv,
 } from '@retrysafe/config';
-import { type AdapterV1, canonicalJson, sha256Hex } from '@retrysafe/contract';
+import type { AdapterV1 } from '@retrysafe/contract';
 import { createRunner, encryptParams, jsonlHandoffSink, type PolicyOverrides } from '@retrysafe/core';
 import { checkParamsSchema, resolvePolicy } from '@retrysafe/core/internal';
 import {
   CONFIG_CODES,
-  PROBE_COMMAND,
   parseOptions,
   SERVE_COMMAND,
+  target,
   UsageError,
   type Values,
   WRAP_COMMAND,
 } from './cli-options.js';
 import { createCoalescer } from './coalesce.js';
-import { answerValue, followUpstream, readPath } from './fence/fence-adapter.js';
+import { followUpstream } from './fence/fence-adapter.js';
 import { loadFenceConfig } from './fence/fence-config.js';
 import { createFenceServer } from './fence/fence-server.js';
-import { connectUpstream, type Upstream, type UpstreamClient, type UpstreamTarget } from './fence/upstream.js';
-import { aborted } from './fence/upstream-task.js';
-import { createRetrysafeMcpServer, LOOPBACK_NAMES, serveHttp } from './server.js';
+import { connectUpstream } from './fence/upstream.js';
+import { createRetrysafeMcpServer, serveHttp } from './server.js';
+import { stoppable } from './stoppable.js';
 
 const toStderr = (line: string): void => void process.stderr.write(`${line}\n`);
-const toStdout = (line: string): void => void process.stdout.write(`${line}\n`);
 
 // RETRYSAFE_PARAMS_KEYS encrypts stored params (first key encrypts, all decrypt); RETRYSAFE_RECEIPT_KEYS seals receipts.
 // The handoffs file lies next to the config file, as the ledger does, not in the working directory.
@@ -96,31 +94,7 @@ const stopping =
     await ledger.close();
   };
 
-const SIGNALS = ['SIGTERM', 'SIGINT'] as const;
 const TOKEN_ENV = 'RETRYSAFE_MCP_TOKEN';
-
-/** Runs `command` with `stop`, which the first SIGTERM or SIGINT aborts: it stops what it started and returns. That
- * stop is not cut short by another signal's default (a supervisor's, or a host's while we stop), which would leave an
- * upstream running; but a second signal, of either, is someone the stop takes too long for: `kill` aborts (an upstream
- * is killed at once) and the signal ends the process as it does by default. The listeners go with the command. */
-async function stoppable<T>(command: (stop: AbortSignal, kill: AbortSignal) => Promise<T>): Promise<T> {
-  const [stop, kill] = [new AbortController(), new AbortController()];
-  const off = () => {
-    for (const s of SIGNALS) process.off(s, on);
-  };
-  const on = (signal: NodeJS.Signals) => {
-    if (!stop.signal.aborted) return stop.abort(signal);
-    kill.abort(signal);
-    off();
-    process.kill(process.pid, signal);
-  };
-  for (const s of SIGNALS) process.on(s, on);
-  try {
-    return await command(stop.signal, kill.signal);
-  } finally {
-    off();
-  }
-}
 
 /** Serves on stdio, or with `--http` on loopback behind the Host/Origin allow-lists and a bearer token, until `signal`
  * aborts or (stdio) the host closes our stdin; then stops. */
@@ -138,7 +112,11 @@ async function serve(
       signal.addEventListener('abort', resolve, { once: true });
       // MCP's stdio shutdown: the host closes our stdin and waits for us to exit. A host that started us through npx
       // cannot signal us, and an upstream child or a ledger's connections would keep us running.
-      if (!o.http) process.stdin.once('end', resolve);
+      // A host that can no longer read our stdout (EPIPE) is gone as well.
+      if (!o.http) {
+        process.stdin.once('end', resolve);
+        process.stdout.once('error', resolve);
+      }
     });
     if (!o.http) await make().connect(new StdioServerTransport());
     else {
@@ -187,32 +165,20 @@ export async function runServe(argv: readonly string[], log = toStderr): Promise
   });
 }
 
-/** The upstream server: `--url`, else the command after `--`. */
-function target(
-  url: string | undefined,
-  rest: readonly string[],
-  env?: Readonly<Record<string, string | null>>,
-): UpstreamTarget {
-  if (url !== undefined) {
-    if (rest.length) throw new UsageError('name the server once: -- <command …> or --url URL, not both');
-    const u = URL.parse(url);
-    if (!u) throw new UsageError(`--url ${url} is not a URL`);
-    if (!LOOPBACK_NAMES.includes(u.hostname) && u.protocol !== 'https:')
-      throw new UsageError('a server URL must be https, or http on loopback');
-    return { url };
-  }
-  if (rest.length === 0) throw new UsageError('name the server: -- <command …> (stdio) or --url URL (streamable HTTP)');
-  return { command: rest[0]!, args: rest.slice(1), ...(env ? { env } : {}) };
-}
-
 /** `retrysafe-mcp wrap …` (WRAP_COMMAND): serves until stopped, then its exit code. */
 export async function runWrap(argv: readonly string[], log = toStderr): Promise<number> {
   const { values: o, rest } = parseOptions(argv, WRAP_COMMAND);
   const file = o.config;
   if (file === undefined) throw new UsageError('name the fence file: --config <fence.yaml>');
   const config = loadFenceConfig(file);
-  return stoppable(async (stop, kill) => {
-    const starting = connectUpstream(target(o.url, rest, config.env), undefined, { signal: stop, kill });
+  return stoppable(async (stop, onKill) => {
+    const starting = connectUpstream(target(o.url, rest, config.env), undefined, { signal: stop, onKill }).catch(
+      (e: unknown) => {
+        // whatever its cause (not spawned, not reached, its initialize refused), a bad setup (CONFIG_CODES)
+        const code = 'RETRYSAFE_UPSTREAM_START';
+        throw Object.assign(new Error(String((e as Error)?.message ?? e), { cause: e }), { code });
+      },
+    );
     try {
       const upstream = await starting;
       const fence = await naming(file, () => {
@@ -237,106 +203,4 @@ export async function runWrap(argv: readonly string[], log = toStderr): Promise<
       throw e;
     }
   });
-}
-
-/** `retrysafe-mcp probe …` (PROBE_COMMAND): the receipt, and the exit code (0 at most once, 1 duplicates, 3 no effect seen). */
-export async function runProbe(argv: readonly string[], out = toStdout) {
-  const { values: o, rest } = parseOptions(argv, PROBE_COMMAND);
-  const { tool, countTool, countPath } = o;
-  if (tool === undefined || countTool === undefined || countPath === undefined)
-    throw new UsageError('name the tools: --tool, --count-tool and --count-path');
-  // A receipt that cannot be written is found before any call is fired: the calls have effects.
-  if (o.receipt !== undefined) {
-    try {
-      writeFileSync(o.receipt, '', { flag: 'a' });
-    } catch (e) {
-      const why = (e as Error).message.replace(/^(E[A-Z]+): ([^,]+),.*$/s, '$2 ($1)');
-      throw new UsageError(`--receipt ${o.receipt}: cannot write it: ${why}`);
-    }
-  }
-  return stoppable(async (stop, kill) => {
-    let upstream: Upstream | undefined;
-    try {
-      upstream = await connectUpstream(target(o.url, rest), 'retrysafe-probe', { signal: stop, kill });
-      const probing = probeTool({ ...o, tool, countTool, countPath, client: upstream, signal: stop });
-      const receipt = await Promise.race([probing, aborted(stop)]);
-      if (o.receipt !== undefined) writeFileSync(o.receipt, JSON.stringify(receipt, null, 2) + '\n');
-      out(receipt.summary);
-      out(
-        `calls: ${receipt.calls.map((c) => `${c.phase}=${c.answer}`).join(' ')}; effects counted by ${countTool}: ${receipt.before} → ${receipt.after}`,
-      );
-      return { receipt, exit: receipt.verdict === 'at-most-once' ? 0 : receipt.verdict === 'duplicates' ? 1 : 3 };
-    } catch (e) {
-      // A signal ends the server and the calls: no verdict, which is not "at most once".
-      throw stop.aborted ? new Error(`stopped by ${stop.reason}: no verdict`) : e;
-    } finally {
-      await upstream?.close();
-    }
-  });
-}
-
-type Answer = 'ok' | 'tool-error' | 'timeout' | 'error';
-export type ProbeReceipt = Awaited<ReturnType<typeof probeTool>>;
-
-const CALL_TIMEOUT_MS = 30_000;
-
-/** Identical calls at once, then one abandoned on a client timeout and re-issued; the effects are counted by a read tool. */
-async function probeTool(
-  o: Values<typeof PROBE_COMMAND.options> &
-    Record<'tool' | 'countTool' | 'countPath', string> & { client: UpstreamClient; signal: AbortSignal },
-) {
-  const startedAt = new Date().toISOString();
-  const count = async (): Promise<number> => {
-    const args = { name: o.countTool, arguments: o.countArgs ?? {} };
-    const answer = await o.client.callTool(args, undefined, { timeout: CALL_TIMEOUT_MS });
-    const value = answerValue(answer as never);
-    if (answer.isError)
-      throw new Error(`${o.countTool} answered an error: ${typeof value === 'string' ? value : JSON.stringify(value)}`);
-    const items = readPath(value, o.countPath);
-    if (!Array.isArray(items)) throw new Error(`${o.countTool} gave no list at "${o.countPath}"`);
-    const match = Object.entries(o.match ?? {});
-    return items.filter((item) => match.every(([p, v]) => readPath(item, p) === v)).length;
-  };
-  const call = async (timeout: number): Promise<Answer> => {
-    try {
-      const a = await o.client.callTool({ name: o.tool, arguments: o.args ?? {} }, undefined, { timeout });
-      return a.isError ? 'tool-error' : 'ok';
-    } catch (e) {
-      return (e as { code?: unknown }).code === -32001 ? 'timeout' : 'error';
-    }
-  };
-
-  const before = await count();
-  const concurrent = await Promise.all(Array.from({ length: o.concurrent ?? 3 }, () => call(CALL_TIMEOUT_MS)));
-  const calls = [
-    ...concurrent.map((answer) => ({ phase: 'concurrent' as const, answer })),
-    { phase: 'timed-out' as const, answer: await call(o.timeoutMs ?? 200) },
-    { phase: 're-issued' as const, answer: await call(CALL_TIMEOUT_MS) },
-  ];
-  await sleep(o.settleMs ?? 1500, undefined, { signal: o.signal });
-  const after = await count();
-  const effects = after - before;
-  const verdict: 'at-most-once' | 'duplicates' | 'no-effect-seen' =
-    effects > 1 ? 'duplicates' : effects === 1 ? 'at-most-once' : 'no-effect-seen';
-  const summary = {
-    duplicates: `DUPLICATES: ${effects} effects for one intent after ${calls.length} identical calls`,
-    'at-most-once': `at most once: 1 effect for one intent after ${calls.length} identical calls`,
-    'no-effect-seen': calls.some((c) => c.answer === 'ok')
-      ? `no effect seen after ${calls.length} calls (does ${o.countTool} list what ${o.tool} creates?)`
-      : `no effect seen: none of the ${calls.length} calls to ${o.tool} succeeded (are the tool's name and --args right?)`,
-  }[verdict];
-  return {
-    probe: 'retrysafe.probe/v1' as const,
-    tool: o.tool,
-    // The arguments themselves are not kept: they may hold personal data.
-    argsDigest: sha256Hex(canonicalJson(o.args ?? {})),
-    startedAt,
-    finishedAt: new Date().toISOString(),
-    calls,
-    before,
-    after,
-    effects,
-    verdict,
-    summary,
-  };
 }

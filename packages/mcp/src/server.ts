@@ -26,6 +26,7 @@ import {
   pendingHandoffs,
   scrubbedForAgent,
 } from '@retrysafe/core/agent';
+import { LOOPBACK_NAMES } from './cli-options.js';
 import { type Coalescer, createCoalescer, type Hearer } from './coalesce.js';
 
 /** What both servers take; one coalescer serves every server of a process (HTTP builds one per session). */
@@ -137,7 +138,7 @@ export function serveTools(
     return result;
   };
   // A process that stops lets the calls under way end and be answered.
-  server.setRequestHandler(CallToolRequestSchema, (req, extra) => coalescer.track(answer(req, extra)));
+  server.setRequestHandler(CallToolRequestSchema, (req, extra) => coalescer.track(() => answer(req, extra)));
 }
 
 export const ANSWER_PROPERTIES = {
@@ -212,7 +213,6 @@ export interface ServeHttpOptions {
   readonly idleMs?: number;
 }
 
-export const LOOPBACK_NAMES = ['127.0.0.1', 'localhost', '[::1]'];
 const digest = (s: string) => createHash('sha256').update(s, 'utf8').digest();
 const norm = (v: string) => v.trim().toLowerCase();
 
@@ -342,7 +342,10 @@ export async function serveHttp(
     token,
     async close() {
       await Promise.all([...sessions.values()].map((s) => s.transport.close()));
-      await new Promise((resolve) => http.close(resolve));
+      const closed = new Promise((resolve) => http.close(resolve));
+      // A request still running (a call past the stop's grace) would hold the close, and the process, for ever.
+      http.closeAllConnections();
+      await closed;
     },
   };
 }

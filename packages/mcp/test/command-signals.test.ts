@@ -6,10 +6,11 @@ import { copyFileSync, existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
-import { runProbe, runServe, runWrap } from '../src/commands.js';
+import { runServe, runWrap } from '../src/commands.js';
+import { runProbe } from '../src/probe.js';
 import { expectStopped, onCleanup, ordersServer, tempDir, writeFence } from './fence-helpers.js';
 
-const listeners = () => ['SIGTERM', 'SIGINT'].map((s) => process.listenerCount(s));
+const listeners = () => ['SIGTERM', 'SIGINT', 'SIGHUP', 'SIGQUIT'].map((s) => process.listenerCount(s));
 
 /** The docs' HTTP API example, served with --http. */
 function serveExample(log: (line: string) => void) {
@@ -31,6 +32,18 @@ describe('a signalled command returns 0 and leaves no listener behind', () => {
     const serving = serveExample(() => served());
     await new Promise<void>((resolve) => (served = resolve));
     process.emit('SIGINT', 'SIGINT');
+    expect(await serving).toBe(0);
+    expect(listeners()).toEqual(before);
+  });
+
+  // A terminal that closes hangs up; a supervisor may stop with SIGQUIT (supervisord's stopsignal, nginx's graceful quit).
+  it.each(['SIGHUP', 'SIGQUIT'] as const)('serve, stopped by %s while it serves, as by SIGTERM', async (signal) => {
+    const before = listeners();
+    let served: () => void = () => {};
+    const serving = serveExample(() => served());
+    await new Promise<void>((resolve) => (served = resolve));
+    expect(process.listenerCount(signal)).toBe(1); // else the signal's default would end the process, nothing stopped
+    process.emit(signal, signal);
     expect(await serving).toBe(0);
     expect(listeners()).toEqual(before);
   });

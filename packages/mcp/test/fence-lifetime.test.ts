@@ -111,12 +111,12 @@ describe('the fence stops its upstream whatever ends it', () => {
     await expectStopped(pid);
   });
 
-  it('an upstream that refuses its initialize and ignores the end of its stdin: the fence exits 1, the upstream ended', async () => {
+  it('an upstream that refuses its initialize and ignores the end of its stdin: the fence exits 2, the upstream ended', async () => {
     const dir = tempDir('retrysafe-lifetime-');
     const refuse = `require('node:readline').createInterface({ input: process.stdin }).on('line', (l) => process.stdout.write(JSON.stringify({ jsonrpc: '2.0', id: JSON.parse(l).id, error: { code: -32603, message: 'not today' } }) + '\\n')); `;
     const { exited, said, pid } = await silentlyStarting(dir, fenceArgs(dir), refuse);
     const [code] = await exited;
-    expect({ code, said: said() }).toEqual({ code: 1, said: 'retrysafe-mcp wrap: MCP error -32603: not today\n' });
+    expect({ code, said: said() }).toEqual({ code: 2, said: 'retrysafe-mcp wrap: MCP error -32603: not today\n' });
     await expectStopped(pid);
   });
 

@@ -42,7 +42,7 @@ describe("retrysafe-mcp wrap's stderr", () => {
     const pem = ['-----BEGIN PRIVATE KEY-----', ...PEM_BODY, '-----END PRIVATE KEY-----'].join('\\n');
     const script = `process.stderr.write("login failed for ${ADDRESS} with password=hunter2-upstream and ${KEY}\\nloaded key:\\n${pem}\\nlistening\\n"); process.exit(1)`;
     const r = await wrap('--', process.execPath, '-e', script);
-    expect(r.status).toBe(1);
+    expect(r.status).toBe(2); // an upstream that cannot be started is a bad setup
     expect(r.stderr).toContain('login failed for');
     expect(r.stderr).toContain('listening');
     for (const leak of ['hunter2-upstream', ADDRESS, KEY, ...PEM_BODY]) expect(r.stderr).not.toContain(leak);
@@ -59,7 +59,7 @@ describe("retrysafe-mcp wrap's stderr", () => {
     onCleanup(() => new Promise((ok) => server.close(ok)));
     const { port } = server.address() as AddressInfo;
     const r = await wrap('--url', `http://127.0.0.1:${port}/mcp`);
-    expect(r.status).toBe(1);
+    expect(r.status).toBe(2);
     expect(r.stderr).toContain('is revoked');
     for (const leak of [ADDRESS, KEY]) expect(r.stderr).not.toContain(leak);
   });

@@ -23,24 +23,14 @@ import { LOOKUP_TOOLS } from '../server.js';
 import { KEY_CHARSET, named, toolCard } from './fence-card.js';
 import { type FenceConfig, FenceConfigError, type FenceToolConfig } from './fence-config.js';
 import { hideProperty, INDEX, inMcpDialect, textArguments, undeclaredPart } from './fence-schema.js';
-import { type UpstreamClient, UpstreamThrottledError, UpstreamUnavailableError } from './upstream.js';
-
-export interface ToolAnswer {
-  readonly isError?: boolean;
-  readonly content?: readonly { readonly type: string; readonly text?: string }[];
-  readonly structuredContent?: unknown;
-  readonly _meta?: Readonly<Record<string, unknown>>;
-}
-
-export function readPath(value: unknown, path: string): unknown {
-  if (path === '') return value;
-  let cur = value;
-  for (const part of path.split('.')) {
-    if (cur === null || typeof cur !== 'object' || !Object.hasOwn(cur, part)) return undefined;
-    cur = (cur as Record<string, unknown>)[part];
-  }
-  return cur;
-}
+import {
+  answerValue,
+  readPath,
+  type ToolAnswer,
+  type UpstreamClient,
+  UpstreamThrottledError,
+  UpstreamUnavailableError,
+} from './upstream.js';
 
 /** `target` with `path` set to `value`, or without it when `value` is undefined. */
 export function withPath(target: Record<string, unknown>, path: string, value: unknown): Record<string, unknown> {
@@ -76,20 +66,6 @@ function fill(template: unknown, args: unknown, missing: string[], read: string[
   if (template !== null && typeof template === 'object')
     return Object.fromEntries(Object.entries(template).map(([k, v]) => [k, fill(v, args, missing, read)]));
   return template;
-}
-
-/** A tool answer's value: its structured content, else its JSON text, else its text. */
-export function answerValue(answer: ToolAnswer): unknown {
-  if (answer.structuredContent !== undefined) return answer.structuredContent;
-  const text = (answer.content ?? [])
-    .filter((c) => c.type === 'text' && typeof c.text === 'string')
-    .map((c) => c.text)
-    .join('\n');
-  try {
-    return JSON.parse(text);
-  } catch {
-    return text;
-  }
 }
 
 /** Equal as data: an object or array argument too (key order aside). */

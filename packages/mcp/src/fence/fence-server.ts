@@ -13,10 +13,10 @@ import { type AdapterV1, validateCard } from '@retrysafe/contract';
 import { agentIdempotentHint, describeNormalization } from '@retrysafe/contract/rules';
 import type { AgentToolDefinition, AgentToolResult } from '@retrysafe/core/agent';
 import { ANSWER_PROPERTIES, type Extra, reply, type ServingOptions, serveTools } from '../server.js';
-import { answerValue, type Fence, fencedCall, type ToolAnswer, toolResult, withPath } from './fence-adapter.js';
+import { type Fence, fencedCall, toolResult, withPath } from './fence-adapter.js';
 import { hideProperty, isResource, mapRefs } from './fence-schema.js';
 import { asSent, type Host, hostCall } from './host-sessions.js';
-import { type Upstream, UpstreamUnavailableError } from './upstream.js';
+import { answerValue, type ToolAnswer, type Upstream, UpstreamUnavailableError } from './upstream.js';
 import { taskOnly } from './upstream-task.js';
 
 export const UNFENCED_NOTE = '[not fenced by retrysafe: a re-issued call may repeat its effect]';

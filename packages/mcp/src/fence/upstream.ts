@@ -36,6 +36,38 @@ export type Upstream = Awaited<ReturnType<typeof connectUpstream>>;
 /** What the fence adapter and the probe need of an upstream (the SDK's `Client` has this shape too). */
 export type UpstreamClient = Pick<Upstream, 'callTool'>;
 
+export interface ToolAnswer {
+  readonly isError?: boolean;
+  readonly content?: readonly { readonly type: string; readonly text?: string }[];
+  readonly structuredContent?: unknown;
+  readonly _meta?: Readonly<Record<string, unknown>>;
+}
+
+/** The value at a dotted `path` of `value` (`''`: the value itself). */
+export function readPath(value: unknown, path: string): unknown {
+  if (path === '') return value;
+  let cur = value;
+  for (const part of path.split('.')) {
+    if (cur === null || typeof cur !== 'object' || !Object.hasOwn(cur, part)) return undefined;
+    cur = (cur as Record<string, unknown>)[part];
+  }
+  return cur;
+}
+
+/** A tool answer's value: its structured content, else its JSON text, else its text. */
+export function answerValue(answer: ToolAnswer): unknown {
+  if (answer.structuredContent !== undefined) return answer.structuredContent;
+  const text = (answer.content ?? [])
+    .filter((c) => c.type === 'text' && typeof c.text === 'string')
+    .map((c) => c.text)
+    .join('\n');
+  try {
+    return JSON.parse(text);
+  } catch {
+    return text;
+  }
+}
+
 /** The upstream is not connected and could not be restarted: nothing was sent. */
 /** `reached`: the upstream had the request and refused it unprocessed (a session it ended); else it never left. */
 export class UpstreamUnavailableError extends Error {
@@ -168,18 +200,25 @@ function startError(target: UpstreamTarget, transport: Transport, spawned: (chil
 /** How long a stdio upstream may take to end once its stdin has, and once it has been sent SIGTERM. */
 const STOP_GRACE_MS = 500;
 
-/** Closes `c`, ending an HTTP upstream's session (the spec's DELETE) unless it is not answered within the grace. A stdio
- * upstream (`child`) still running gets SIGTERM after the grace, SIGKILL after another, and is waited for: the SDK waits
- * longer before its own signals than a host closing us waits before its, and an upstream that ignores SIGTERM would
- * outlive us. */
+/** Ends an HTTP upstream's session, as the spec asks of a client that leaves (its DELETE), unless the upstream does not
+ * answer within the grace. */
+const endSession = async (c: Client) => {
+  const http = c.transport instanceof StreamableHTTPClientTransport ? c.transport : undefined;
+  await Promise.race([
+    http?.terminateSession().catch(() => undefined),
+    sleep(STOP_GRACE_MS, undefined, { ref: false }),
+  ]);
+};
+
+/** Closes `c`, ending an HTTP upstream's session. A stdio upstream (`child`) still running gets SIGTERM after the grace,
+ * SIGKILL after another, and is waited for: the SDK waits longer before its own signals than a host closing us waits
+ * before its, and an upstream that ignores SIGTERM would outlive us. */
 async function end(c: Client, child = childOf(c.transport)): Promise<void> {
   const running = child?.exitCode === null && child.signalCode === null;
   const exited = running && new Promise((resolve) => child.once('exit', resolve));
   const signal = (s: NodeJS.Signals) => child?.exitCode === null && child.signalCode === null && child.kill(s);
   const timers = [setTimeout(signal, STOP_GRACE_MS, 'SIGTERM'), setTimeout(signal, 2 * STOP_GRACE_MS, 'SIGKILL')];
-  const http = c.transport instanceof StreamableHTTPClientTransport ? c.transport : undefined;
-  const bound = sleep(STOP_GRACE_MS, undefined, { ref: false });
-  await Promise.race([http?.terminateSession().catch(() => undefined), bound]);
+  await endSession(c);
   await c.close();
   await exited;
   for (const t of timers) clearTimeout(t);
@@ -190,15 +229,16 @@ async function end(c: Client, child = childOf(c.transport)): Promise<void> {
 const HOST_ANSWER_MS = 600_000;
 
 // A dead stdio upstream is restarted (bounded, with backoff); a call that cannot be sent fails UpstreamUnavailableError.
-// `signal` aborted while it starts closes the upstream being started; `kill` aborted kills a stdio upstream at once.
+// `signal` aborted while it starts closes the upstream being started; what it gives `onKill` ends the upstream at once
+// (a stdio one killed, an HTTP one's session ended within the grace).
 export async function connectUpstream(
   target: UpstreamTarget,
   name = 'retrysafe-fence',
   {
     hostAnswerMs = HOST_ANSWER_MS,
     signal,
-    kill,
-  }: { hostAnswerMs?: number; signal?: AbortSignal; kill?: AbortSignal } = {},
+    onKill,
+  }: { hostAnswerMs?: number; signal?: AbortSignal; onKill?: (end: () => Promise<void>) => void } = {},
 ) {
   let client: Client | undefined;
   /** The upstream started last, connected or still starting: the one a close ends; a stdio one's child process. */
@@ -333,7 +373,10 @@ export async function connectUpstream(
   // Aborted while it starts (the fence was signalled): the upstream being started is closed as any other.
   const abort = () => void close().catch(() => undefined);
   signal?.addEventListener('abort', abort, { once: true });
-  kill?.addEventListener('abort', () => child?.kill('SIGKILL'), { once: true });
+  onKill?.(async () => {
+    child?.kill('SIGKILL');
+    if (latest) await endSession(latest);
+  });
   await hostCall.exit(start).finally(() => signal?.removeEventListener('abort', abort));
   return {
     /** The upstream's tools as last listed (re-listed when it says its list changed, and after a restart). */
