@@ -22,7 +22,7 @@ import { AdapterContractError } from './errors/adapter-contract-error.js';
 import { RunnerConfigurationError } from './errors/runner-configuration-error.js';
 import { marksSafe, waitsForUser } from './handoff.js';
 import { identityOf } from './intake/identity.js';
-import { createRedactor, type Redactor, RUNNER_REDACTOR } from './redact.js';
+import { createRedactor, type RedactOptions, RUNNER_REDACT } from './redact.js';
 import { typedLedger } from './runner/context.js';
 import type { RunInput, Runner, RunResult } from './runner/types.js';
 
@@ -230,12 +230,28 @@ function handedOffMessage(packet: HandoffPacket, receipts: readonly Receipt[]): 
 /** Explanations and provider messages may end without a stop; the next sentence needs one. */
 const sentence = (s: string) => (/[.!?]$/.test(s.trimEnd()) ? s.trimEnd() : `${s.trimEnd()}.`);
 
+/** The `redact` options `runner` was built with; a runner wrapped without them is refused: what the agent is shown
+ * of its errors would miss the secrets they declare. */
+function redactOptionsOf(runner: Runner): RedactOptions {
+  const options = (runner as { [RUNNER_REDACT]?: RedactOptions })[RUNNER_REDACT];
+  if (options === undefined)
+    throw new RunnerConfigurationError(
+      'runner',
+      'not a runner createRunner built nor a spread of one, so its redaction cannot reach what the agent is shown: pass the runner itself (or { ...runner })',
+    );
+  return options;
+}
+
 /** `e` as an agent is shown it (MCP's error, the AI SDK's tool error): redacted whole, as receipts are, with the
- * runner's options and the values `params` holds in sensitive fields. A ledger's or a driver's text may name a person
- * (a role session) or quote a connection string. */
-export function scrubbedForAgent(e: unknown, runner: Runner, params?: unknown): unknown {
-  const redactor = (runner as { [RUNNER_REDACTOR]?: Redactor })[RUNNER_REDACTOR] ?? createRedactor();
-  return redactor.withValuesFrom(params).params(e);
+ * runner's options, the operation's `sensitiveFields` and the values `params` holds in sensitive fields. A ledger's or
+ * a driver's text may name a person (a role session) or quote a connection string. */
+export function scrubbedForAgent(
+  e: unknown,
+  runner: Runner,
+  params?: unknown,
+  sensitiveFields: readonly string[] = [],
+): unknown {
+  return createRedactor(redactOptionsOf(runner), sensitiveFields).withValuesFrom(params).params(e);
 }
 
 /** Runs one tool call and maps every answer, a refusal before the claim included, to a structured result. */
@@ -245,11 +261,12 @@ export async function callAgentTool(
   args: unknown,
   call: Pick<RunInput, 'runId' | 'signal' | 'followUp'> = {},
 ): Promise<AgentToolResult> {
+  redactOptionsOf(runner); // refused before anything is claimed
   const params = args ?? {};
+  const spec = tool.adapter.operations[tool.operation]!;
   try {
     return toAgentResult(await runner.run(tool.adapter, tool.operation, { ...call, params }));
   } catch (e) {
-    const spec = tool.adapter.operations[tool.operation]!;
     const idOf = () => {
       try {
         return identityOf(spec, { params }, tool.adapter.account).id;
@@ -259,7 +276,7 @@ export async function callAgentTool(
     };
     const answer = refusalAnswer(e, idOf, spec.intentFields);
     if (answer !== null) return answer;
-    throw scrubbedForAgent(e, runner, params);
+    throw scrubbedForAgent(e, runner, params, spec.sensitiveFields);
   }
 }
 
