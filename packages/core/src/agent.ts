@@ -10,6 +10,7 @@ import {
   InvalidIntentError,
   InvalidParamsError,
   type Ledger,
+  type OperationRecord,
   type OperationSpec,
   PayloadLimitError,
   type Receipt,
@@ -17,6 +18,7 @@ import {
   sha256Hex,
   validateCard,
 } from '@retrysafe/contract';
+import { leaseLive, RECOVERABLE_STATES, stateWords } from '@retrysafe/contract/ledger';
 import { agentIdempotentHint, describeNormalization, lookupAvailable, resendSafety } from '@retrysafe/contract/rules';
 import { AdapterContractError } from './errors/adapter-contract-error.js';
 import { RunnerConfigurationError } from './errors/runner-configuration-error.js';
@@ -190,25 +192,27 @@ export function toAgentResult(r: RunResult) {
     }
     case 'in-progress': {
       const { status, businessOperationId, retryAfterMs } = r;
-      const message =
-        'The operation is in progress elsewhere. Call again later with the same arguments (or check retrysafe_status where the host offers it); do not start it another way.';
+      const message = `The operation is in progress: another run holds it. Call again with the same arguments ${inAbout(retryAfterMs)} (or check retrysafe_status where the host offers it); do not start it another way.`;
       return { status, businessOperationId, retryAfterMs, message };
     }
     case 'handed-off': {
       // An abandoned operation answers with the packet it was handed off with; its last receipt is the abandon.
       const last = r.receipts.at(-1);
       const abandoned = last?.kind === 'resolve' && last.decision.action === 'abandon';
-      const message = abandoned
-        ? 'A person abandoned this operation: nothing more is done for it, and a call with other arguments for the same intent is refused. Do not retry it.'
-        : handedOffMessage(r.packet, r.receipts);
+      const message = handedOffMessage(r.packet, r.receipts, abandoned);
       const handoff = summarizeHandoff(r.packet, abandoned);
       return { status: 'needs-human' as const, businessOperationId: r.businessOperationId, handoff, message };
     }
   }
 }
 
-/** What the model is told of an operation handed off and still open. */
-function handedOffMessage(packet: HandoffPacket, receipts: readonly Receipt[]): string {
+/** When to ask again, for a model. */
+const inAbout = (ms: number) => `in about ${Math.max(1, Math.ceil(ms / 1000))} s`;
+
+/** What the model is told of an operation handed off, or abandoned by a person since. */
+function handedOffMessage(packet: HandoffPacket, receipts: readonly Receipt[], abandoned: boolean): string {
+  if (abandoned)
+    return 'A person abandoned this operation: nothing more is done for it, and a call with other arguments for the same intent is refused. Do not retry it.';
   if (waitsForUser(packet, receipts))
     return `The provider asks the user to take a step first: ${sentence(packet.lastKnown.message ?? packet.explanation)} Once the user has, call again with the same arguments: the call is sent again.`;
   const { fields, created } = packet.lastKnown;
@@ -280,10 +284,12 @@ export async function callAgentTool(
   }
 }
 
-/** The `retrysafe_status` answer for one operation, from the ledger. */
-export async function operationStatus(ledger: Ledger, id: string) {
-  const r = await typedLedger(ledger).get(asBusinessOperationId(id));
+/** The `retrysafe_status` answer for one operation, from the ledger; `now` judges whether a run holds it. */
+export async function operationStatus(ledger: Ledger, id: string, now = Date.now()) {
+  const typed = typedLedger(ledger);
+  const r = await typed.get(asBusinessOperationId(id));
   if (!r) return { found: false as const, businessOperationId: id };
+  const open = RECOVERABLE_STATES.includes(r.state);
   return {
     found: true as const,
     businessOperationId: r.businessOperationId,
@@ -292,16 +298,25 @@ export async function operationStatus(ledger: Ledger, id: string) {
     attempts: r.attemptCount,
     providerRef: r.providerRef,
     result: r.state === 'succeeded' ? r.result : null,
-    // No result is not "failed": redone under another intent, an operation that took effect would happen twice.
-    message:
-      r.state === 'succeeded'
-        ? 'Done.'
-        : r.state === 'not-sent'
-          ? 'Not done, and nothing was sent: no call of it ever reached the provider. Call the operation again with the same arguments to send it.'
-          : 'Not done: it may already have taken effect. Call the operation again with the same arguments for its result or what to do next (later, if it is in progress); do not redo it under other intent fields.',
-    // Resumed, marked done or abandoned since, the packet's actions are no longer open to anyone.
-    handoff: summarizeHandoff(r.handoff, r.state !== 'handed-off'),
+    message: await statusMessage(typed, r, now),
+    // Open again (a person resumed it), the hand-off it left is no longer what it waits on; resolved since, the
+    // packet's actions are no longer open to anyone.
+    handoff: open ? null : summarizeHandoff(r.handoff, r.state !== 'handed-off'),
   };
+}
+
+/** The status in the ledger's words, and the next step: at rest, what a repeated call of the tool answers. */
+async function statusMessage(ledger: ReturnType<typeof typedLedger>, r: OperationRecord, now: number) {
+  if (r.state === 'succeeded') return 'Done.';
+  if (r.state === 'not-sent')
+    return 'Not done, and nothing was sent: no call of it ever reached the provider. Call the operation again with the same arguments to send it.';
+  if ((r.state === 'handed-off' || r.state === 'abandoned') && r.handoff)
+    return handedOffMessage(r.handoff, await ledger.receipts(r.businessOperationId), r.state === 'abandoned');
+  // No result is not "failed": redone under another intent, an operation that took effect would happen twice.
+  const never = 'do not redo it under other intent fields.';
+  if (leaseLive(r, now))
+    return `It is ${stateWords(r.state)}: a run holds it now, and it may already have taken effect. Ask again ${inAbout((r.leaseExpiresAt ?? now) - now)} (here, or by calling the operation with the same arguments); ${never}`;
+  return `It is ${stateWords(r.state)} and no run holds it now: it may already have taken effect. Call the operation again with the same arguments for its result or what to do next; ${never}`;
 }
 
 const HANDOFFS_SHOWN = 100;
