@@ -288,7 +288,11 @@ export async function callAgentTool(
 export async function operationStatus(ledger: Ledger, id: string, now = Date.now()) {
   const typed = typedLedger(ledger);
   const r = await typed.get(asBusinessOperationId(id));
-  if (!r) return { found: false as const, businessOperationId: id };
+  if (!r) {
+    const message =
+      'No operation has this id in the ledger. Pass the businessOperationId an operation tool answered (not a run or attempt id, nor a provider reference). One it answered may since have ended and been pruned: not found does not mean not done, so do not redo the operation on that ground.';
+    return { found: false as const, businessOperationId: id, message };
+  }
   const open = RECOVERABLE_STATES.includes(r.state);
   return {
     found: true as const,

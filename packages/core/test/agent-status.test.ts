@@ -68,3 +68,17 @@ describe('retrysafe_status of an operation at rest says what the tool answers a 
     expect(abandoned.found && abandoned.message).toMatch(/abandoned.*Do not retry/);
   });
 });
+
+describe('retrysafe_status of an id the ledger does not hold', () => {
+  // A model may send an attempt or run id it read in a message: "not found" must not read as "never done".
+  it('names the id to send, and that not found is not "not done"', async () => {
+    const { adapter, ledger, runner, clock } = setup();
+    const done = await runner.run(adapter, 'records.create', { params: { ref: 'n-1' } });
+    const attemptId = done.status === 'done' ? done.receipts[0]!.attemptId : '';
+    const status = await operationStatus(ledger, attemptId, clock.now());
+    expect(status).toMatchObject({ found: false, businessOperationId: attemptId });
+    expect('message' in status && status.message).toMatch(/businessOperationId an operation tool answered/);
+    expect('message' in status && status.message).toMatch(/not a run or attempt id/);
+    expect('message' in status && status.message).toMatch(/not found does not mean not done/);
+  });
+});
