@@ -265,11 +265,16 @@ export async function callAgentTool(
   args: unknown,
   call: Pick<RunInput, 'runId' | 'signal' | 'followUp'> = {},
 ): Promise<AgentToolResult> {
-  redactOptionsOf(runner); // refused before anything is claimed
+  const options = redactOptionsOf(runner); // refused before anything is claimed
   const params = args ?? {};
   const spec = tool.adapter.operations[tool.operation]!;
   try {
-    return toAgentResult(await runner.run(tool.adapter, tool.operation, { ...call, params }));
+    const r = await runner.run(tool.adapter, tool.operation, { ...call, params });
+    if (r.status !== 'done') return toAgentResult(r);
+    // A result may hold a token for its client (a PaymentIntent's client_secret) or a declared field, which the
+    // agent would paste into its next prompt; the personal data it was asked to write stays readable.
+    const shown = createRedactor({ ...options, pii: false }, spec.sensitiveFields).withValuesFrom(params);
+    return toAgentResult({ ...r, result: shown.params(r.result) });
   } catch (e) {
     const idOf = () => {
       try {

@@ -5,7 +5,7 @@ import { type Ledger, LedgerError } from '@retrysafe/contract';
 import { createRunner, type Runner, RunnerConfigurationError } from '@retrysafe/core';
 import { agentTools, callAgentTool } from '@retrysafe/core/agent';
 import { describe, expect, it } from 'vitest';
-import { setup } from './helpers.js';
+import { scripted, setup } from './helpers.js';
 
 const PIN = 'badge-4471-secret';
 const VOUCHER = 'voucher-8812-secret';
@@ -56,5 +56,29 @@ describe("an agent's tool error keeps the runner's redaction", () => {
     expect(RunnerConfigurationError.isInstance(err)).toBe(true);
     expect(text(err)).not.toContain(PIN);
     expect(await ledger.list()).toEqual([]);
+  });
+});
+
+describe("an agent's done answer", () => {
+  // A created object may hold a token for its client (a PaymentIntent's client_secret) or echo a declared field: the
+  // program gets it from run(); an agent would paste it into its next prompt.
+  it('blanks provider tokens and declared fields in the result, keeps the rest; the ledger keeps it whole', async () => {
+    const { adapter, ledger } = setup({}, {}, { sensitiveFields: ['voucher'] });
+    const result = { id: 'pi_1', client_secret: 'pi_1_secret_Zx81', voucher: VOUCHER, note: `for ${PIN}` };
+    const answering = scripted(adapter, () => ({ kind: 'succeeded', result, providerRef: 'pi_1' }));
+    const runner = createRunner({ ledger, redact: { fields: ['badge'] } });
+    const t = agentTools([answering], ['sandbox_records_create'])[0]!;
+    for (const _call of ['first', 'repeat']) {
+      const answer = await callAgentTool(runner, t, { ref: 'd-1', badge: PIN, to: 'jane.doe@example.com' });
+      expect(answer).toMatchObject({ status: 'done', providerRef: 'pi_1' });
+      expect('result' in answer && answer.result).toEqual({
+        id: 'pi_1',
+        client_secret: '[redacted]',
+        voucher: '[redacted]',
+        note: 'for [redacted]',
+      });
+    }
+    const [row] = await ledger.list();
+    expect(row?.result).toEqual(result);
   });
 });
