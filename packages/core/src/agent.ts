@@ -258,6 +258,14 @@ export function scrubbedForAgent(
   return createRedactor(redactOptionsOf(runner), sensitiveFields).withValuesFrom(params).params(e);
 }
 
+/** A result as an agent is shown it: a token for the provider's client (a PaymentIntent's client_secret) or a declared
+ * field would go into its next prompt; the personal data it was asked to write stays readable. */
+function shownResult(options: RedactOptions, result: unknown, sensitiveFields?: readonly string[], params?: unknown) {
+  return createRedactor({ ...options, pii: false }, sensitiveFields)
+    .withValuesFrom(params)
+    .params(result);
+}
+
 /** Runs one tool call and maps every answer, a refusal before the claim included, to a structured result. */
 export async function callAgentTool(
   runner: Runner,
@@ -271,10 +279,7 @@ export async function callAgentTool(
   try {
     const r = await runner.run(tool.adapter, tool.operation, { ...call, params });
     if (r.status !== 'done') return toAgentResult(r);
-    // A result may hold a token for its client (a PaymentIntent's client_secret) or a declared field, which the
-    // agent would paste into its next prompt; the personal data it was asked to write stays readable.
-    const shown = createRedactor({ ...options, pii: false }, spec.sensitiveFields).withValuesFrom(params);
-    return toAgentResult({ ...r, result: shown.params(r.result) });
+    return toAgentResult({ ...r, result: shownResult(options, r.result, spec.sensitiveFields, params) });
   } catch (e) {
     const idOf = () => {
       try {
@@ -289,8 +294,17 @@ export async function callAgentTool(
   }
 }
 
-/** The `retrysafe_status` answer for one operation, from the ledger; `now` judges whether a run holds it. */
-export async function operationStatus(ledger: Ledger, id: string, now = Date.now()) {
+/** What an operation's status is shown with: `runner`'s redaction and the `sensitiveFields` of its operation among
+ * `adapters` on its result (else tokens only); `now` judges whether a run holds it. */
+export interface StatusView {
+  readonly runner?: Runner;
+  readonly adapters?: readonly AdapterV1[];
+  readonly now?: number;
+}
+
+/** The `retrysafe_status` answer for one operation, from the ledger. */
+export async function operationStatus(ledger: Ledger, id: string, view: StatusView = {}) {
+  const { runner, adapters = [], now = Date.now() } = view;
   const typed = typedLedger(ledger);
   const r = await typed.get(asBusinessOperationId(id));
   if (!r) {
@@ -299,6 +313,9 @@ export async function operationStatus(ledger: Ledger, id: string, now = Date.now
     return { found: false as const, businessOperationId: id, message };
   }
   const open = RECOVERABLE_STATES.includes(r.state);
+  const options = runner ? redactOptionsOf(runner) : {};
+  const specs = adapters.flatMap((a) => Object.values(a.operations) as OperationSpec[]);
+  const spec = specs.find((s) => s.card.operation === r.operation);
   return {
     found: true as const,
     businessOperationId: r.businessOperationId,
@@ -306,7 +323,7 @@ export async function operationStatus(ledger: Ledger, id: string, now = Date.now
     state: r.state,
     attempts: r.attemptCount,
     providerRef: r.providerRef,
-    result: r.state === 'succeeded' ? r.result : null,
+    result: r.state === 'succeeded' ? shownResult(options, r.result, spec?.sensitiveFields) : null,
     message: await statusMessage(typed, r, now),
     // Open again (a person resumed it), the hand-off it left is no longer what it waits on; resolved since, the
     // packet's actions are no longer open to anyone.

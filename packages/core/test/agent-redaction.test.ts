@@ -3,7 +3,7 @@
 // passed: spread with extra fields, or wrapped (then the call is refused before anything is claimed or sent).
 import { type Ledger, LedgerError } from '@retrysafe/contract';
 import { createRunner, type Runner, RunnerConfigurationError } from '@retrysafe/core';
-import { agentTools, callAgentTool } from '@retrysafe/core/agent';
+import { agentTools, callAgentTool, operationStatus } from '@retrysafe/core/agent';
 import { describe, expect, it } from 'vitest';
 import { scripted, setup } from './helpers.js';
 
@@ -80,5 +80,10 @@ describe("an agent's done answer", () => {
     }
     const [row] = await ledger.list();
     expect(row?.result).toEqual(result);
+    // retrysafe_status shows it as the done answer does; without the runner and adapters, tokens are still blanked.
+    const status = await operationStatus(ledger, row!.businessOperationId, { runner, adapters: [answering] });
+    expect(status).toMatchObject({ result: { client_secret: '[redacted]', voucher: '[redacted]' } });
+    const bare = await operationStatus(ledger, row!.businessOperationId);
+    expect(bare).toMatchObject({ result: { id: 'pi_1', client_secret: '[redacted]' } });
   });
 });

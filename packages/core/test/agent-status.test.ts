@@ -20,7 +20,7 @@ describe('the answers to an operation in flight', () => {
     const again = await callAgentTool(other, toolOf(held), { ref: 'f-1' });
     expect(again).toMatchObject({ status: 'in-progress', retryAfterMs: 30_000 });
     expect(again.message).toMatch(/in progress.* in about 30 s/);
-    const status = await operationStatus(ledger, again.businessOperationId!, clock.now());
+    const status = await operationStatus(ledger, again.businessOperationId!, { now: clock.now() });
     expect(status.found && status.message).toMatch(/^It is dispatched: a run holds it now.* in about 30 s/);
     gate.resolve();
     expect(await first).toMatchObject({ status: 'done' });
@@ -34,7 +34,7 @@ describe('the answers to an operation in flight', () => {
     const id = answer.businessOperationId!;
     const resumed = runner.resolve(id, { action: 'resume' }, { adapters: [held], by: 'ops' });
     await atGate.promise;
-    const status = await operationStatus(ledger, id, clock.now());
+    const status = await operationStatus(ledger, id, { now: clock.now() });
     expect(status).toMatchObject({ state: 'dispatched', handoff: null });
     expect(status.found && status.message).not.toMatch(/step|URL/);
     gate.resolve();
@@ -47,7 +47,7 @@ describe('retrysafe_status of an operation at rest says what the tool answers a 
     const { adapter, ledger, runner, clock } = setup({ lookup: 'none' });
     const refusing = scripted(adapter, () => ACTION);
     const answer = await callAgentTool(runner, toolOf(refusing), { ref: 's-1' });
-    const status = await operationStatus(ledger, answer.businessOperationId!, clock.now());
+    const status = await operationStatus(ledger, answer.businessOperationId!, { now: clock.now() });
     expect(status.found && status.message).toBe(answer.message);
     expect(answer.message).not.toMatch(/may already have taken effect/);
   });
@@ -57,11 +57,11 @@ describe('retrysafe_status of an operation at rest says what the tool answers a 
     provider.failNext({ kind: 'unknown-after-commit' });
     const answer = await callAgentTool(runner, toolOf(adapter), { ref: 's-2' });
     const id = answer.businessOperationId!;
-    const status = await operationStatus(ledger, id, clock.now());
+    const status = await operationStatus(ledger, id, { now: clock.now() });
     expect(status.found && status.message).toBe(answer.message);
     expect(answer.message).toMatch(/Handed to a person.*Do not retry/);
     await runner.resolve(id, { action: 'abandon' }, { adapters: [adapter], by: 'ops' });
-    const abandoned = await operationStatus(ledger, id, clock.now());
+    const abandoned = await operationStatus(ledger, id, { now: clock.now() });
     expect(abandoned.found && abandoned.message).toBe(
       (await callAgentTool(runner, toolOf(adapter), { ref: 's-2' })).message,
     );
@@ -75,7 +75,7 @@ describe('retrysafe_status of an id the ledger does not hold', () => {
     const { adapter, ledger, runner, clock } = setup();
     const done = await runner.run(adapter, 'records.create', { params: { ref: 'n-1' } });
     const attemptId = done.status === 'done' ? done.receipts[0]!.attemptId : '';
-    const status = await operationStatus(ledger, attemptId, clock.now());
+    const status = await operationStatus(ledger, attemptId, { now: clock.now() });
     expect(status).toMatchObject({ found: false, businessOperationId: attemptId });
     expect('message' in status && status.message).toMatch(/businessOperationId an operation tool answered/);
     expect('message' in status && status.message).toMatch(/not a run or attempt id/);
