@@ -258,12 +258,11 @@ export function scrubbedForAgent(
   return createRedactor(redactOptionsOf(runner), sensitiveFields).withValuesFrom(params).params(e);
 }
 
-/** A result as an agent is shown it: a token for the provider's client (a PaymentIntent's client_secret) or a declared
- * field would go into its next prompt; the personal data it was asked to write stays readable. */
-function shownResult(options: RedactOptions, result: unknown, sensitiveFields?: readonly string[], params?: unknown) {
-  return createRedactor({ ...options, pii: false }, sensitiveFields)
-    .withValuesFrom(params)
-    .params(result);
+/** A result as an agent is shown it: a token for the provider's client (a PaymentIntent's client_secret) or a field
+ * the runner's `redact` names would go into its next prompt. What the agent sent, and personal data it was asked to
+ * write, stay readable (a fence declares every text argument sensitive, and a provider echoes them). */
+function shownResult(options: RedactOptions, result: unknown) {
+  return createRedactor({ ...options, pii: false }).params(result);
 }
 
 /** Runs one tool call and maps every answer, a refusal before the claim included, to a structured result. */
@@ -279,7 +278,7 @@ export async function callAgentTool(
   try {
     const r = await runner.run(tool.adapter, tool.operation, { ...call, params });
     if (r.status !== 'done') return toAgentResult(r);
-    return toAgentResult({ ...r, result: shownResult(options, r.result, spec.sensitiveFields, params) });
+    return toAgentResult({ ...r, result: shownResult(options, r.result) });
   } catch (e) {
     const idOf = () => {
       try {
@@ -294,17 +293,16 @@ export async function callAgentTool(
   }
 }
 
-/** What an operation's status is shown with: `runner`'s redaction and the `sensitiveFields` of its operation among
- * `adapters` on its result (else tokens only); `now` judges whether a run holds it. */
+/** What an operation's status is shown with: `runner`'s redaction on its result (else secrets only); `now` judges
+ * whether a run holds it. */
 export interface StatusView {
   readonly runner?: Runner;
-  readonly adapters?: readonly AdapterV1[];
   readonly now?: number;
 }
 
 /** The `retrysafe_status` answer for one operation, from the ledger. */
 export async function operationStatus(ledger: Ledger, id: string, view: StatusView = {}) {
-  const { runner, adapters = [], now = Date.now() } = view;
+  const { runner, now = Date.now() } = view;
   const typed = typedLedger(ledger);
   const r = await typed.get(asBusinessOperationId(id));
   if (!r) {
@@ -314,8 +312,6 @@ export async function operationStatus(ledger: Ledger, id: string, view: StatusVi
   }
   const open = RECOVERABLE_STATES.includes(r.state);
   const options = runner ? redactOptionsOf(runner) : {};
-  const specs = adapters.flatMap((a) => Object.values(a.operations) as OperationSpec[]);
-  const spec = specs.find((s) => s.card.operation === r.operation);
   return {
     found: true as const,
     businessOperationId: r.businessOperationId,
@@ -323,7 +319,7 @@ export async function operationStatus(ledger: Ledger, id: string, view: StatusVi
     state: r.state,
     attempts: r.attemptCount,
     providerRef: r.providerRef,
-    result: r.state === 'succeeded' ? shownResult(options, r.result, spec?.sensitiveFields) : null,
+    result: r.state === 'succeeded' ? shownResult(options, r.result) : null,
     message: await statusMessage(typed, r, now),
     // Open again (a person resumed it), the hand-off it left is no longer what it waits on; resolved since, the
     // packet's actions are no longer open to anyone.

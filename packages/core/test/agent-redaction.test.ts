@@ -60,11 +60,11 @@ describe("an agent's tool error keeps the runner's redaction", () => {
 });
 
 describe("an agent's done answer", () => {
-  // A created object may hold a token for its client (a PaymentIntent's client_secret) or echo a declared field: the
-  // program gets it from run(); an agent would paste it into its next prompt.
-  it('blanks provider tokens and declared fields in the result, keeps the rest; the ledger keeps it whole', async () => {
+  // A created object may hold a token for its client (a PaymentIntent's client_secret) or a field the runner's redact
+  // names: the program gets it from run(); an agent would paste it into its next prompt. What it sent stays readable.
+  it("blanks provider tokens and the runner's fields in the result, keeps the rest; the ledger keeps it whole", async () => {
     const { adapter, ledger } = setup({}, {}, { sensitiveFields: ['voucher'] });
-    const result = { id: 'pi_1', client_secret: 'pi_1_secret_Zx81', voucher: VOUCHER, note: `for ${PIN}` };
+    const result = { id: 'pi_1', client_secret: 'pi_1_secret_Zx81', badge: PIN, voucher: VOUCHER };
     const answering = scripted(adapter, () => ({ kind: 'succeeded', result, providerRef: 'pi_1' }));
     const runner = createRunner({ ledger, redact: { fields: ['badge'] } });
     const t = agentTools([answering], ['sandbox_records_create'])[0]!;
@@ -74,15 +74,15 @@ describe("an agent's done answer", () => {
       expect('result' in answer && answer.result).toEqual({
         id: 'pi_1',
         client_secret: '[redacted]',
-        voucher: '[redacted]',
-        note: 'for [redacted]',
+        badge: '[redacted]',
+        voucher: VOUCHER,
       });
     }
     const [row] = await ledger.list();
     expect(row?.result).toEqual(result);
-    // retrysafe_status shows it as the done answer does; without the runner and adapters, tokens are still blanked.
-    const status = await operationStatus(ledger, row!.businessOperationId, { runner, adapters: [answering] });
-    expect(status).toMatchObject({ result: { client_secret: '[redacted]', voucher: '[redacted]' } });
+    // retrysafe_status shows it as the done answer does; without the runner, tokens are still blanked.
+    const status = await operationStatus(ledger, row!.businessOperationId, { runner });
+    expect(status).toMatchObject({ result: { client_secret: '[redacted]', badge: '[redacted]' } });
     const bare = await operationStatus(ledger, row!.businessOperationId);
     expect(bare).toMatchObject({ result: { id: 'pi_1', client_secret: '[redacted]' } });
   });

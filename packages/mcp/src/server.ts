@@ -33,8 +33,6 @@ export interface ServingOptions {
   readonly runner: Runner;
   readonly ledger: Ledger;
   readonly coalescer?: Coalescer;
-  /** Whose operations' `sensitiveFields` the status lookup blanks in a result, as the operation tools do. */
-  readonly adapters?: readonly AdapterV1[];
 }
 
 export interface McpServerOptions extends ServingOptions {
@@ -79,14 +77,14 @@ const invalidId = (message: string) =>
   );
 
 /** The answer of a status or handoff tool call; undefined for any other tool. */
-async function answerLookupTool({ ledger, runner, adapters }: ServingOptions, name: string, args: unknown) {
+async function answerLookupTool({ ledger, runner }: ServingOptions, name: string, args: unknown) {
   if (name === HANDOFFS_TOOL)
     return reply(await pendingHandoffs(ledger).catch((e) => Promise.reject(scrubbedForAgent(e, runner))));
   if (name !== STATUS_TOOL) return undefined;
   const id = (args as { businessOperationId?: unknown } | undefined)?.businessOperationId;
   if (typeof id !== 'string') return invalidId('businessOperationId (string) is required');
   try {
-    return reply(await operationStatus(ledger, id, { runner, adapters }));
+    return reply(await operationStatus(ledger, id, { runner }));
   } catch (e) {
     // Only the id can be the agent's to correct: a ledger that fails is this server's error, as for the operation tools.
     if (!InvalidIdError.isInstance(e)) throw scrubbedForAgent(e, runner);

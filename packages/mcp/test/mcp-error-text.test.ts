@@ -38,16 +38,16 @@ describe('the status and hand-off lookups of a ledger that fails', () => {
 });
 
 describe('a result the agent is shown, by the tool and by the status lookup', () => {
-  it("has the provider's client token and the operation's declared field blanked", async () => {
+  it("has the provider's client token and the runner's declared field blanked", async () => {
     const ledger = createMemoryLedger();
-    const base = createSandboxAdapter({
-      baseUrl: 'http://127.0.0.1:9',
-      behaviour: REPLAYING_BEHAVIOUR,
-      sensitiveFields: ['voucher'],
-    });
+    const base = createSandboxAdapter({ baseUrl: 'http://127.0.0.1:9', behaviour: REPLAYING_BEHAVIOUR });
     const result = { id: 'pi_1', client_secret: 'pi_1_secret_Zx81', voucher: 'voucher-8812-secret' };
     const adapter = { ...base, doExecute: async () => ({ kind: 'succeeded', result, providerRef: 'pi_1' }) as const };
-    const server = createRetrysafeMcpServer({ runner: createRunner({ ledger }), ledger, adapters: [adapter] });
+    const server = createRetrysafeMcpServer({
+      runner: createRunner({ ledger, redact: { fields: ['voucher'] } }),
+      ledger,
+      adapters: [adapter],
+    });
     const client = await clientOf(server);
     const done = await client.callTool({ name: 'sandbox_records_create', arguments: { ref: 'm-1' } });
     const id = (done.structuredContent as { businessOperationId: string }).businessOperationId;
