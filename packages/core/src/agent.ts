@@ -10,6 +10,7 @@ import {
   InvalidIntentError,
   InvalidParamsError,
   type Ledger,
+  type OperationRecord,
   type OperationSpec,
   PayloadLimitError,
   type Receipt,
@@ -17,12 +18,13 @@ import {
   sha256Hex,
   validateCard,
 } from '@retrysafe/contract';
+import { leaseLive, RECOVERABLE_STATES, stateWords } from '@retrysafe/contract/ledger';
 import { agentIdempotentHint, describeNormalization, lookupAvailable, resendSafety } from '@retrysafe/contract/rules';
 import { AdapterContractError } from './errors/adapter-contract-error.js';
 import { RunnerConfigurationError } from './errors/runner-configuration-error.js';
 import { marksSafe, waitsForUser } from './handoff.js';
 import { identityOf } from './intake/identity.js';
-import { createRedactor, type Redactor, RUNNER_REDACTOR } from './redact.js';
+import { createRedactor, type RedactOptions, RUNNER_REDACT } from './redact.js';
 import { typedLedger } from './runner/context.js';
 import type { RunInput, Runner, RunResult } from './runner/types.js';
 
@@ -190,25 +192,27 @@ export function toAgentResult(r: RunResult) {
     }
     case 'in-progress': {
       const { status, businessOperationId, retryAfterMs } = r;
-      const message =
-        'The operation is in progress elsewhere. Call again later with the same arguments (or check retrysafe_status where the host offers it); do not start it another way.';
+      const message = `The operation is in progress: another run holds it. Call again with the same arguments ${inAbout(retryAfterMs)} (or check retrysafe_status where the host offers it); do not start it another way.`;
       return { status, businessOperationId, retryAfterMs, message };
     }
     case 'handed-off': {
       // An abandoned operation answers with the packet it was handed off with; its last receipt is the abandon.
       const last = r.receipts.at(-1);
       const abandoned = last?.kind === 'resolve' && last.decision.action === 'abandon';
-      const message = abandoned
-        ? 'A person abandoned this operation: nothing more is done for it, and a call with other arguments for the same intent is refused. Do not retry it.'
-        : handedOffMessage(r.packet, r.receipts);
+      const message = handedOffMessage(r.packet, r.receipts, abandoned);
       const handoff = summarizeHandoff(r.packet, abandoned);
       return { status: 'needs-human' as const, businessOperationId: r.businessOperationId, handoff, message };
     }
   }
 }
 
-/** What the model is told of an operation handed off and still open. */
-function handedOffMessage(packet: HandoffPacket, receipts: readonly Receipt[]): string {
+/** When to ask again, for a model. */
+const inAbout = (ms: number) => `in about ${Math.max(1, Math.ceil(ms / 1000))} s`;
+
+/** What the model is told of an operation handed off, or abandoned by a person since. */
+function handedOffMessage(packet: HandoffPacket, receipts: readonly Receipt[], abandoned: boolean): string {
+  if (abandoned)
+    return 'A person abandoned this operation: nothing more is done for it, and a call with other arguments for the same intent is refused. Do not retry it.';
   if (waitsForUser(packet, receipts))
     return `The provider asks the user to take a step first: ${sentence(packet.lastKnown.message ?? packet.explanation)} Once the user has, call again with the same arguments: the call is sent again.`;
   const { fields, created } = packet.lastKnown;
@@ -230,12 +234,35 @@ function handedOffMessage(packet: HandoffPacket, receipts: readonly Receipt[]): 
 /** Explanations and provider messages may end without a stop; the next sentence needs one. */
 const sentence = (s: string) => (/[.!?]$/.test(s.trimEnd()) ? s.trimEnd() : `${s.trimEnd()}.`);
 
+/** The `redact` options `runner` was built with; a runner wrapped without them is refused: what the agent is shown
+ * of its errors would miss the secrets they declare. */
+function redactOptionsOf(runner: Runner): RedactOptions {
+  const options = (runner as { [RUNNER_REDACT]?: RedactOptions })[RUNNER_REDACT];
+  if (options === undefined)
+    throw new RunnerConfigurationError(
+      'runner',
+      'not a runner createRunner built nor a spread of one, so its redaction cannot reach what the agent is shown: pass the runner itself (or { ...runner })',
+    );
+  return options;
+}
+
 /** `e` as an agent is shown it (MCP's error, the AI SDK's tool error): redacted whole, as receipts are, with the
- * runner's options and the values `params` holds in sensitive fields. A ledger's or a driver's text may name a person
- * (a role session) or quote a connection string. */
-export function scrubbedForAgent(e: unknown, runner: Runner, params?: unknown): unknown {
-  const redactor = (runner as { [RUNNER_REDACTOR]?: Redactor })[RUNNER_REDACTOR] ?? createRedactor();
-  return redactor.withValuesFrom(params).params(e);
+ * runner's options, the operation's `sensitiveFields` and the values `params` holds in sensitive fields. A ledger's or
+ * a driver's text may name a person (a role session) or quote a connection string. */
+export function scrubbedForAgent(
+  e: unknown,
+  runner: Runner,
+  params?: unknown,
+  sensitiveFields: readonly string[] = [],
+): unknown {
+  return createRedactor(redactOptionsOf(runner), sensitiveFields).withValuesFrom(params).params(e);
+}
+
+/** A result as an agent is shown it: a token for the provider's client (a PaymentIntent's client_secret) or a field
+ * the runner's `redact` names would go into its next prompt. What the agent sent, and personal data it was asked to
+ * write, stay readable (a fence declares every text argument sensitive, and a provider echoes them). */
+function shownResult(options: RedactOptions, result: unknown) {
+  return createRedactor({ ...options, pii: false }).params(result);
 }
 
 /** Runs one tool call and maps every answer, a refusal before the claim included, to a structured result. */
@@ -245,11 +272,14 @@ export async function callAgentTool(
   args: unknown,
   call: Pick<RunInput, 'runId' | 'signal' | 'followUp'> = {},
 ): Promise<AgentToolResult> {
+  const options = redactOptionsOf(runner); // refused before anything is claimed
   const params = args ?? {};
+  const spec = tool.adapter.operations[tool.operation]!;
   try {
-    return toAgentResult(await runner.run(tool.adapter, tool.operation, { ...call, params }));
+    const r = await runner.run(tool.adapter, tool.operation, { ...call, params });
+    if (r.status !== 'done') return toAgentResult(r);
+    return toAgentResult({ ...r, result: shownResult(options, r.result) });
   } catch (e) {
-    const spec = tool.adapter.operations[tool.operation]!;
     const idOf = () => {
       try {
         return identityOf(spec, { params }, tool.adapter.account).id;
@@ -259,14 +289,29 @@ export async function callAgentTool(
     };
     const answer = refusalAnswer(e, idOf, spec.intentFields);
     if (answer !== null) return answer;
-    throw scrubbedForAgent(e, runner, params);
+    throw scrubbedForAgent(e, runner, params, spec.sensitiveFields);
   }
 }
 
+/** What an operation's status is shown with: `runner`'s redaction on its result (else secrets only); `now` judges
+ * whether a run holds it. */
+export interface StatusView {
+  readonly runner?: Runner;
+  readonly now?: number;
+}
+
 /** The `retrysafe_status` answer for one operation, from the ledger. */
-export async function operationStatus(ledger: Ledger, id: string) {
-  const r = await typedLedger(ledger).get(asBusinessOperationId(id));
-  if (!r) return { found: false as const, businessOperationId: id };
+export async function operationStatus(ledger: Ledger, id: string, view: StatusView = {}) {
+  const { runner, now = Date.now() } = view;
+  const typed = typedLedger(ledger);
+  const r = await typed.get(asBusinessOperationId(id));
+  if (!r) {
+    const message =
+      'No operation has this id in the ledger. Pass the businessOperationId an operation tool answered (not a run or attempt id, nor a provider reference). One it answered may since have ended and been pruned: not found does not mean not done, so do not redo the operation on that ground.';
+    return { found: false as const, businessOperationId: id, message };
+  }
+  const open = RECOVERABLE_STATES.includes(r.state);
+  const options = runner ? redactOptionsOf(runner) : {};
   return {
     found: true as const,
     businessOperationId: r.businessOperationId,
@@ -274,17 +319,26 @@ export async function operationStatus(ledger: Ledger, id: string) {
     state: r.state,
     attempts: r.attemptCount,
     providerRef: r.providerRef,
-    result: r.state === 'succeeded' ? r.result : null,
-    // No result is not "failed": redone under another intent, an operation that took effect would happen twice.
-    message:
-      r.state === 'succeeded'
-        ? 'Done.'
-        : r.state === 'not-sent'
-          ? 'Not done, and nothing was sent: no call of it ever reached the provider. Call the operation again with the same arguments to send it.'
-          : 'Not done: it may already have taken effect. Call the operation again with the same arguments for its result or what to do next (later, if it is in progress); do not redo it under other intent fields.',
-    // Resumed, marked done or abandoned since, the packet's actions are no longer open to anyone.
-    handoff: summarizeHandoff(r.handoff, r.state !== 'handed-off'),
+    result: r.state === 'succeeded' ? shownResult(options, r.result) : null,
+    message: await statusMessage(typed, r, now),
+    // Open again (a person resumed it), the hand-off it left is no longer what it waits on; resolved since, the
+    // packet's actions are no longer open to anyone.
+    handoff: open ? null : summarizeHandoff(r.handoff, r.state !== 'handed-off'),
   };
+}
+
+/** The status in the ledger's words, and the next step: at rest, what a repeated call of the tool answers. */
+async function statusMessage(ledger: ReturnType<typeof typedLedger>, r: OperationRecord, now: number) {
+  if (r.state === 'succeeded') return 'Done.';
+  if (r.state === 'not-sent')
+    return 'Not done, and nothing was sent: no call of it ever reached the provider. Call the operation again with the same arguments to send it.';
+  if ((r.state === 'handed-off' || r.state === 'abandoned') && r.handoff)
+    return handedOffMessage(r.handoff, await ledger.receipts(r.businessOperationId), r.state === 'abandoned');
+  // No result is not "failed": redone under another intent, an operation that took effect would happen twice.
+  const never = 'do not redo it under other intent fields.';
+  if (leaseLive(r, now))
+    return `It is ${stateWords(r.state)}: a run holds it now, and it may already have taken effect. Ask again ${inAbout((r.leaseExpiresAt ?? now) - now)} (here, or by calling the operation with the same arguments); ${never}`;
+  return `It is ${stateWords(r.state)} and no run holds it now: it may already have taken effect. Call the operation again with the same arguments for its result or what to do next; ${never}`;
 }
 
 const HANDOFFS_SHOWN = 100;

@@ -37,9 +37,9 @@ function errorWalked(e: Error, walkField: (value: unknown, key: string) => unkno
   return copy;
 }
 
-/** Where a runner keeps its redactor, for what the agent surfaces show of its errors (`Symbol.for`: the agent subpath is
- * built apart from the root). */
-export const RUNNER_REDACTOR = Symbol.for('retrysafe.runner.redactor');
+/** Where a runner keeps its `redact` options, for what the agent surfaces show of its errors (`Symbol.for`: the agent
+ * subpath is built apart from the root). */
+export const RUNNER_REDACT = Symbol.for('retrysafe.runner.redact');
 
 export interface Redactor {
   /** `value` with sensitive fields and secret-looking strings replaced by `[redacted]`: a copy where anything

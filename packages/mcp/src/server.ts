@@ -85,7 +85,7 @@ async function answerLookupTool({ ledger, runner }: ServingOptions, name: string
   const id = (args as { businessOperationId?: unknown } | undefined)?.businessOperationId;
   if (typeof id !== 'string') return invalidId('businessOperationId (string) is required');
   try {
-    return reply(await operationStatus(ledger, id));
+    return reply(await operationStatus(ledger, id, { runner }));
   } catch (e) {
     // Only the id can be the agent's to correct: a ledger that fails is this server's error, as for the operation tools.
     if (!InvalidIdError.isInstance(e)) throw scrubbedForAgent(e, runner);

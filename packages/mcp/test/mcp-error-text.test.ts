@@ -36,3 +36,25 @@ describe('the status and hand-off lookups of a ledger that fails', () => {
     for (const leak of ['jane.doe', 's3cr3t-pw']) expect(seen).not.toContain(leak);
   });
 });
+
+describe('a result the agent is shown, by the tool and by the status lookup', () => {
+  it("has the provider's client token and the runner's declared field blanked", async () => {
+    const ledger = createMemoryLedger();
+    const base = createSandboxAdapter({ baseUrl: 'http://127.0.0.1:9', behaviour: REPLAYING_BEHAVIOUR });
+    const result = { id: 'pi_1', client_secret: 'pi_1_secret_Zx81', voucher: 'voucher-8812-secret' };
+    const adapter = { ...base, doExecute: async () => ({ kind: 'succeeded', result, providerRef: 'pi_1' }) as const };
+    const server = createRetrysafeMcpServer({
+      runner: createRunner({ ledger, redact: { fields: ['voucher'] } }),
+      ledger,
+      adapters: [adapter],
+    });
+    const client = await clientOf(server);
+    const done = await client.callTool({ name: 'sandbox_records_create', arguments: { ref: 'm-1' } });
+    const id = (done.structuredContent as { businessOperationId: string }).businessOperationId;
+    const status = await client.callTool({ name: 'retrysafe_status', arguments: { businessOperationId: id } });
+    for (const answer of [done, status]) {
+      expect(answer.structuredContent).toMatchObject({ result: { id: 'pi_1', client_secret: '[redacted]' } });
+      expect(JSON.stringify(answer)).not.toContain('voucher-8812-secret');
+    }
+  });
+});

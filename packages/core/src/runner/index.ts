@@ -1,7 +1,7 @@
 /** The runner (docs/concepts.md): claim, dispatch once, reconcile, retry within bounds, or hand off. */
 import type { AdapterV1 } from '@retrysafe/contract';
 import { newOperation } from '../intake/operation.js';
-import { RUNNER_REDACTOR } from '../redact.js';
+import { RUNNER_REDACT } from '../redact.js';
 import { claimAndDrive } from './claim.js';
 import { createContext } from './context.js';
 import { checkResolve, recover, resolve } from './operator.js';
@@ -22,5 +22,6 @@ export function createRunner(options: RunnerOptions): Runner {
     resolve: (id, resolution, opts) => resolve(ctx, id, resolution, opts),
     checkResolve: async (id, resolution, opts) => void (await checkResolve(ctx, id, resolution, opts)),
   };
-  return Object.defineProperty(runner, RUNNER_REDACTOR, { value: ctx.baseRedactor });
+  // Enumerable: a runner spread with fields of its own (`{ ...runner, extra }`) keeps its redaction.
+  return Object.defineProperty(runner, RUNNER_REDACT, { value: options.redact ?? {}, enumerable: true });
 }

@@ -1,0 +1,84 @@
+// An agent that repeats a call, or asks retrysafe_status, is told the state in the ledger's words, the truth about it
+// and its next step: in flight (ask again when), waiting for the user's step, a person's, abandoned.
+import type { Outcome } from '@retrysafe/contract';
+import { createRunner } from '@retrysafe/core';
+import { agentTools, callAgentTool, operationStatus } from '@retrysafe/core/agent';
+import { describe, expect, it } from 'vitest';
+import { gated, scripted, setup } from './helpers.js';
+
+const ACTION: Outcome = { kind: 'rejected', reason: 'action-required', message: 'open the URL first' };
+const toolOf = (adapter: Parameters<typeof agentTools>[0][number]) =>
+  agentTools([adapter], ['sandbox_records_create'])[0]!;
+
+describe('the answers to an operation in flight', () => {
+  it('say it is in progress and when to ask again, the call and the status alike', async () => {
+    const { adapter, ledger, runner, clock } = setup({}, { policy: { leaseMs: 30_000, waitForOtherMs: 0 } });
+    const { held, atGate, gate } = gated(adapter);
+    const first = callAgentTool(runner, toolOf(held), { ref: 'f-1' });
+    await atGate.promise;
+    const other = createRunner({ ledger, clock, owner: 'other', random: () => 0.5, policy: { waitForOtherMs: 0 } });
+    const again = await callAgentTool(other, toolOf(held), { ref: 'f-1' });
+    expect(again).toMatchObject({ status: 'in-progress', retryAfterMs: 30_000 });
+    expect(again.message).toMatch(/in progress.* in about 30 s/);
+    const status = await operationStatus(ledger, again.businessOperationId!, { now: clock.now() });
+    expect(status.found && status.message).toMatch(/^It is dispatched: a run holds it now.* in about 30 s/);
+    gate.resolve();
+    expect(await first).toMatchObject({ status: 'done' });
+  });
+
+  it("resumed by a person, shows no hand-off it no longer waits on (the user's step it was refused for)", async () => {
+    const { adapter, ledger, runner, clock } = setup({ lookup: 'none' });
+    const refusing = scripted(adapter, (n) => (n === 0 ? ACTION : undefined));
+    const { held, atGate, gate } = gated(refusing);
+    const answer = await callAgentTool(runner, toolOf(refusing), { ref: 'f-2' });
+    const id = answer.businessOperationId!;
+    const resumed = runner.resolve(id, { action: 'resume' }, { adapters: [held], by: 'ops' });
+    await atGate.promise;
+    const status = await operationStatus(ledger, id, { now: clock.now() });
+    expect(status).toMatchObject({ state: 'dispatched', handoff: null });
+    expect(status.found && status.message).not.toMatch(/step|URL/);
+    gate.resolve();
+    expect(await resumed).toMatchObject({ status: 'done' });
+  });
+});
+
+describe('retrysafe_status of an operation at rest says what the tool answers a repeated call', () => {
+  it('waiting for the user: the step, not that it may have taken effect', async () => {
+    const { adapter, ledger, runner, clock } = setup({ lookup: 'none' });
+    const refusing = scripted(adapter, () => ACTION);
+    const answer = await callAgentTool(runner, toolOf(refusing), { ref: 's-1' });
+    const status = await operationStatus(ledger, answer.businessOperationId!, { now: clock.now() });
+    expect(status.found && status.message).toBe(answer.message);
+    expect(answer.message).not.toMatch(/may already have taken effect/);
+  });
+
+  it("a person's, then abandoned: do not retry", async () => {
+    const { provider, adapter, ledger, runner, clock } = setup({ replays: false, lookup: 'none' });
+    provider.failNext({ kind: 'unknown-after-commit' });
+    const answer = await callAgentTool(runner, toolOf(adapter), { ref: 's-2' });
+    const id = answer.businessOperationId!;
+    const status = await operationStatus(ledger, id, { now: clock.now() });
+    expect(status.found && status.message).toBe(answer.message);
+    expect(answer.message).toMatch(/Handed to a person.*Do not retry/);
+    await runner.resolve(id, { action: 'abandon' }, { adapters: [adapter], by: 'ops' });
+    const abandoned = await operationStatus(ledger, id, { now: clock.now() });
+    expect(abandoned.found && abandoned.message).toBe(
+      (await callAgentTool(runner, toolOf(adapter), { ref: 's-2' })).message,
+    );
+    expect(abandoned.found && abandoned.message).toMatch(/abandoned.*Do not retry/);
+  });
+});
+
+describe('retrysafe_status of an id the ledger does not hold', () => {
+  // A model may send an attempt or run id it read in a message: "not found" must not read as "never done".
+  it('names the id to send, and that not found is not "not done"', async () => {
+    const { adapter, ledger, runner, clock } = setup();
+    const done = await runner.run(adapter, 'records.create', { params: { ref: 'n-1' } });
+    const attemptId = done.status === 'done' ? done.receipts[0]!.attemptId : '';
+    const status = await operationStatus(ledger, attemptId, { now: clock.now() });
+    expect(status).toMatchObject({ found: false, businessOperationId: attemptId });
+    expect('message' in status && status.message).toMatch(/businessOperationId an operation tool answered/);
+    expect('message' in status && status.message).toMatch(/not a run or attempt id/);
+    expect('message' in status && status.message).toMatch(/not found does not mean not done/);
+  });
+});
