@@ -1,10 +1,9 @@
 import type { RetrySafetyCard } from '@retrysafe/contract';
 import * as T from '@retrysafe/contract/ledger';
-import { durationMs } from '@retrysafe/contract/rules';
 import type { PolicyOverrides } from '@retrysafe/core';
 import { neverSentCalls } from '@retrysafe/core/internal';
 import { busy, contextFor, type DecideFn, type Fate, newWorker, newWorld, process, type World } from './model.js';
-import { type Ctx, describeObs, fmt, ID, type Succ, setW, workerSteps } from './worker.js';
+import { type Ctx, describeObs, fmt, ID, type OpState, type Succ, setW, workerSteps } from './worker.js';
 
 export type { DecideFn, Fate } from './model.js';
 
@@ -90,10 +89,7 @@ function nextTime(ctx: Ctx, w: World): number | null {
       ...w.ws.flatMap((x) => (x.op ? [x.op.lastDispatchedAt, x.op.takenOverLeaseEnd] : [])),
       held ? null : w.rec.leaseExpiresAt,
     ].filter((x): x is number => x !== null);
-    const ret = ctx.card.retention.minimum.value;
-    const bounds = [ctx.pm.consistencyDelayMs + ctx.pm.lateApplyMs, ctx.pm.lateApplyMs, ctx.pm.consistencyDelayMs];
-    if (typeof ret === 'string' && ret !== 'unknown') bounds.push(durationMs(ret), durationMs(ret) - ctx.marginMs);
-    for (const a of anchors) for (const b of bounds) for (const o of offsets) around(a + b - o);
+    for (const a of anchors) for (const b of ctx.boundsMs) for (const o of offsets) around(a + b - o);
   }
   const later = pts.filter((x) => x > w.t);
   return later.length === 0 ? null : Math.min(...later);
@@ -145,19 +141,35 @@ function violations(ctx: Ctx, w: World): Found | null {
   return null;
 }
 
-function key(w: World): string {
+/** A state's key. A worker's run state is long and few are distinct: each is kept once, as a number (bounded by the
+ * states), so the keys of all states seen stay short. */
+function key(g: Graph, w: World): string {
   const r = w.rec;
   const rec = r && [r.state, r.fence, r.leaseOwner, r.leaseExpiresAt, r.firstDispatchedAt, r.attemptCount];
-  const ws = w.ws.map((x) => [x.name, x.role, x.pc, x.paused, x.op]);
+  const ws = w.ws.map((x) => [x.name, x.role, x.pc, x.paused, x.op && opId(g, x.op)]);
   // Of the receipts, only what core's give-back reads of them: worlds alike in that are one state.
   const faults = [w.netFaults, w.crashes, w.pauses, w.leaseBreach, w.overrun, neverSentCalls(w.receipts)];
   return JSON.stringify([w.t, rec, r?.lastOutcome, r?.updatedAt, w.prov, ws, faults]);
 }
 
+function opId(g: Graph, op: OpState): number {
+  const text = JSON.stringify(op);
+  const id = g.ops.get(text) ?? g.ops.size;
+  g.ops.set(text, id);
+  return id;
+}
+
 /** The states seen so far, each with the step that reached it first (a BFS tree). */
 interface Graph {
   readonly seen: Set<string>;
-  readonly nodes: { readonly w: World; readonly parent: number; readonly label: string; readonly depth: number }[];
+  readonly ops: Map<string, number>;
+  readonly nodes: {
+    w: World | null;
+    readonly t: number;
+    readonly parent: number;
+    readonly label: string;
+    readonly depth: number;
+  }[];
   readonly endings: Record<string, number>;
   depth: number;
   truncated: boolean;
@@ -174,10 +186,10 @@ function rootsFor(ctx: Ctx, options: ExploreOptions): World[] {
 }
 
 function push(g: Graph, w: World, from: number, text: string): number | null {
-  const k = key(w);
+  const k = key(g, w);
   if (g.seen.has(k)) return null;
   g.seen.add(k);
-  g.nodes.push({ w, parent: from, label: text, depth: from < 0 ? 0 : g.nodes[from]!.depth + 1 });
+  g.nodes.push({ w, t: w.t, parent: from, label: text, depth: from < 0 ? 0 : g.nodes[from]!.depth + 1 });
   return g.nodes.length - 1;
 }
 
@@ -206,7 +218,7 @@ export type ExploreReport = ReturnType<typeof report>;
 function fail(card: RetrySafetyCard, g: Graph, idx: number, v: Found): ExploreReport {
   const trace: TraceStep[] = [];
   for (let n = g.nodes[idx]!; n.parent >= 0; n = g.nodes[n.parent]!)
-    trace.unshift({ t: g.nodes[n.parent]!.w.t, text: n.label });
+    trace.unshift({ t: g.nodes[n.parent]!.t, text: n.label });
   // Consecutive "time passes" steps read as one.
   const shown: TraceStep[] = [];
   for (const s of trace) {
@@ -248,17 +260,18 @@ export function explore(options: ExploreOptions): ExploreReport {
   const ctx = contextFor(options);
   const card = options.card;
   const maxStates = options.maxStates ?? 300_000;
-  const g: Graph = { seen: new Set(), nodes: [], endings: {}, depth: 0, truncated: false };
+  const g: Graph = { seen: new Set(), ops: new Map(), nodes: [], endings: {}, depth: 0, truncated: false };
   for (const r of rootsFor(ctx, options)) push(g, r, -1, 'start');
   for (let q = 0; q < g.nodes.length; q++) {
     if (g.nodes.length >= maxStates) {
       g.truncated = true;
       break;
     }
-    const { w, depth } = g.nodes[q]!;
-    g.depth = Math.max(g.depth, depth);
-    const v = violations(ctx, w);
-    if (v) return fail(card, g, q, v);
+    const node = g.nodes[q]!;
+    const w = node.w!;
+    // Traces need only the time of a state already expanded: its world is let go.
+    node.w = null;
+    g.depth = Math.max(g.depth, node.depth);
     const succ = successors(ctx, g, w);
     if (succ === null) continue;
     if (succ.length === 0 && w.rec !== null && !T.isTerminal(w.rec))
@@ -268,8 +281,9 @@ export function explore(options: ExploreOptions): ExploreReport {
       });
     for (const s of succ) {
       const idx = push(g, s.w, q, s.text);
-      const v2 = idx === null ? null : violations(ctx, s.w);
-      if (v2) return fail(card, g, idx!, v2);
+      // Each state is checked once, as it is found (a start state breaks nothing).
+      const v = idx === null ? null : violations(ctx, s.w);
+      if (v) return fail(card, g, idx!, v);
     }
   }
   return report(card, g, null);

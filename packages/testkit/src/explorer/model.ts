@@ -168,6 +168,8 @@ export function contextFor(options: ExploreOptions) {
   const card = options.card;
   const policy = resolvePolicy(card, options.policy);
   const marginMs = policy.clockSkewMarginMs;
+  const ret = card.retention.minimum.value;
+  const retentionMs = typeof ret === 'string' && ret !== 'unknown' ? [durationMs(ret), durationMs(ret) - marginMs] : [];
   const pm = providerFromCard(card, {
     unknownLateApplyMs: Math.max(marginMs, 1000),
     unknownDelayMs: 2 * policy.lookupWindowMs,
@@ -191,6 +193,8 @@ export function contextFor(options: ExploreOptions) {
     /** How long before its lease end the runner stops sending (runner/lease.ts checkOwnLease). */
     leaseCheckMs: leaseCheckMs(policy.leaseMs),
     checksLease: options.runnerChecksLease ?? true,
+    /** How long after a send or a lease end the card's and policy's bounds fall (explore.ts nextTime). */
+    boundsMs: [pm.consistencyDelayMs + pm.lateApplyMs, pm.lateApplyMs, pm.consistencyDelayMs, ...retentionMs],
   };
 }
 
