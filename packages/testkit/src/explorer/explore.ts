@@ -261,7 +261,11 @@ export function explore(options: ExploreOptions): ExploreReport {
   const card = options.card;
   const maxStates = options.maxStates ?? 300_000;
   const g: Graph = { seen: new Set(), ops: new Map(), nodes: [], endings: {}, depth: 0, truncated: false };
-  for (const r of rootsFor(ctx, options)) push(g, r, -1, 'start');
+  for (const r of rootsFor(ctx, options)) {
+    const idx = push(g, r, -1, 'start');
+    const v = idx === null ? null : violations(ctx, r);
+    if (v) return fail(card, g, idx!, v);
+  }
   for (let q = 0; q < g.nodes.length; q++) {
     if (g.nodes.length >= maxStates) {
       g.truncated = true;
@@ -281,7 +285,7 @@ export function explore(options: ExploreOptions): ExploreReport {
       });
     for (const s of succ) {
       const idx = push(g, s.w, q, s.text);
-      // Each state is checked once, as it is found (a start state breaks nothing).
+      // Each state is checked once, as it is found.
       const v = idx === null ? null : violations(ctx, s.w);
       if (v) return fail(card, g, idx!, v);
     }
