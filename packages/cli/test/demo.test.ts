@@ -1,18 +1,7 @@
 import { copyFileSync, existsSync } from 'node:fs';
 import { join } from 'node:path';
-import { createSqliteLedger } from '@retrysafe/ledger-sqlite';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { type CliRun, cli, tempDir } from './helpers.js';
-
-/** Every record a ledger file holds, read with the ledger package (not the CLI under test). */
-async function records(path: string) {
-  const ledger = createSqliteLedger({ path, migrate: false });
-  try {
-    return await ledger.list();
-  } finally {
-    await ledger.close();
-  }
-}
+import { type CliRun, cli, records, tempDir } from './helpers.js';
 
 describe('retrysafe demo', () => {
   // One `demo --db --json` run: its report and ledger are read by the --json test, and a copy of its ledger is the
