@@ -86,7 +86,7 @@ describe('retrysafe demo', () => {
     const before = await records(twice);
     expect(before).toHaveLength(5);
     const again = await cli(['demo', '--db', twice]);
-    expect(again.code).toBe(2);
+    expect(again.code, again.stderr).toBe(2);
     expect(again.stdout).not.toMatch(/did not hold/);
     expect(again.stderr.trim().split('\n')[0]).toBe(
       `retrysafe: --db ${twice}: this ledger already holds operations; the demo needs a new file (or leave out --db)`,
