@@ -1,9 +1,17 @@
-import { existsSync } from 'node:fs';
+import { copyFileSync, existsSync } from 'node:fs';
 import { join } from 'node:path';
-import { describe, expect, it } from 'vitest';
-import { cli, tempDir } from './helpers.js';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { type CliRun, cli, records, tempDir } from './helpers.js';
 
 describe('retrysafe demo', () => {
+  // One `demo --db --json` run: its report and ledger are read by the --json test, and a copy of its ledger is the
+  // ledger a second demo run is refused on.
+  const db = join(tempDir('demo-json'), 'demo.db');
+  let json: CliRun;
+  beforeAll(async () => {
+    json = await cli(['demo', '--db', db, '--json']);
+  }, 120_000);
+
   it('runs the scripted agent flow end to end on SQLite and exits 0 (text, as a newcomer sees it)', async () => {
     // No --db: the demo makes its own ledger dir under os.tmpdir(), here the test's dir (removed afterwards).
     const dir = tempDir('demo-text');
@@ -23,9 +31,7 @@ describe('retrysafe demo', () => {
   });
 
   it('--json: one business effect per step (none for the rejected charge), the agent re-call adopts, and the ledger shows it all', async () => {
-    const dir = tempDir('demo-json');
-    const db = join(dir, 'demo.db');
-    const r = await cli(['demo', '--db', db, '--json']);
+    const r = json;
     expect(r.code).toBe(0);
     const report = JSON.parse(r.stdout);
     expect(report).toMatchObject({ ok: true, ledger: db });
@@ -74,16 +80,17 @@ describe('retrysafe demo', () => {
   });
 
   it('--db of a ledger that already holds operations (a second demo run) is refused with exit 2, the ledger unchanged', async () => {
-    const dir = tempDir('demo-twice');
-    const db = join(dir, 'demo.db');
-    expect((await cli(['demo', '--db', db])).code).toBe(0);
-    const before = (await cli(['ledger', 'ls', '--db', db, '--json'])).stdout;
-    const again = await cli(['demo', '--db', db]);
-    expect(again.code).toBe(2);
+    expect(json.code).toBe(0);
+    const twice = join(tempDir('demo-twice'), 'demo.db');
+    copyFileSync(db, twice);
+    const before = await records(twice);
+    expect(before).toHaveLength(5);
+    const again = await cli(['demo', '--db', twice]);
+    expect(again.code, again.stderr).toBe(2);
     expect(again.stdout).not.toMatch(/did not hold/);
     expect(again.stderr.trim().split('\n')[0]).toBe(
-      `retrysafe: --db ${db}: this ledger already holds operations; the demo needs a new file (or leave out --db)`,
+      `retrysafe: --db ${twice}: this ledger already holds operations; the demo needs a new file (or leave out --db)`,
     );
-    expect((await cli(['ledger', 'ls', '--db', db, '--json'])).stdout).toBe(before);
+    expect(await records(twice)).toEqual(before);
   });
 });

@@ -144,6 +144,16 @@ export async function ledgerWithOneClaim(db: string, id: string, more: Partial<C
   await ledger.close();
 }
 
+/** Every record a SQLite ledger file holds, read with the ledger package (not the CLI under test). */
+export async function records(db: string) {
+  const ledger = createSqliteLedger({ path: db, migrate: false });
+  try {
+    return await ledger.list();
+  } finally {
+    await ledger.close();
+  }
+}
+
 /** Ends the lease on `id` now, as its running out would (the row and the record it stores). */
 export function expireLease(db: string, id: string): void {
   const sqlite = new DatabaseSync(db);

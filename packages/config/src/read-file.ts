@@ -1,6 +1,7 @@
 import { closeSync, fstatSync, openSync, readSync } from 'node:fs';
+import { createRequire } from 'node:module';
 import { errorClass, jsonErrorReason } from '@retrysafe/contract/provider';
-import { parseDocument } from 'yaml';
+import type * as Yaml from 'yaml';
 import { safeMessage } from './credentials.js';
 
 /** A config or data file is missing, malformed, names an unknown adapter, or carries a credential inline. */
@@ -139,6 +140,8 @@ export function parseDataText(
   try {
     if (yaml) {
       if (flowDepth(text) > maxDepth) throw overDepth();
+      // Required on the first YAML file read (the package is CommonJS): a program that reads none starts without it.
+      const { parseDocument } = createRequire(import.meta.url)('yaml') as typeof Yaml;
       const doc = parseDocument(text, { prettyErrors: true, uniqueKeys: true });
       const error = doc.errors[0];
       if (error && /call stack/i.test(error.message)) throw overDepth('it nests too deep to parse');

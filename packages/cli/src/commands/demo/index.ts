@@ -4,14 +4,7 @@ import { dirname, join, resolve } from 'node:path';
 import type { AdapterV1, Ledger } from '@retrysafe/contract';
 import { callbackHandoffSink, createRunner, type RunResult } from '@retrysafe/core';
 import { createSqliteLedger } from '@retrysafe/ledger-sqlite';
-import {
-  type ConformanceOptions,
-  createDrillClock,
-  DEFAULT_DRILL_TIMEOUT_MS,
-  type FaultProxy,
-  seededRandom,
-  startFaultProxy,
-} from '@retrysafe/testkit';
+import type { ConformanceOptions, FaultProxy } from '@retrysafe/testkit';
 import { defineCommand } from '../../command.js';
 import { UsageError } from '../../errors.js';
 import { paint, pick, plural } from '../../output.js';
@@ -95,6 +88,10 @@ async function runStep(
   { ledger, dbPath, log, color }: { ledger: Ledger; dbPath: string; log: (line: string) => void; color: boolean },
 ) {
   const op = drill.operations[step.operation]!;
+  // Loaded here, not at start: its fault proxy's HTTP server is only needed by the demo and the drill.
+  const { createDrillClock, DEFAULT_DRILL_TIMEOUT_MS, seededRandom, startFaultProxy } = await import(
+    '@retrysafe/testkit'
+  );
   const clock = createDrillClock();
   const sandbox = await drill.startSandbox({ clock });
   let proxy: FaultProxy | undefined;

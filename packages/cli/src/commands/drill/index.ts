@@ -1,13 +1,6 @@
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
-import {
-  createDrillContext,
-  disposeDrillContext,
-  runScenario,
-  SCENARIOS,
-  type ScenarioResult,
-  writeSummary,
-} from '@retrysafe/testkit';
+import type { ScenarioResult } from '@retrysafe/testkit';
 import { defineCommand, type Options, type Parsed } from '../../command.js';
 import { InterruptedError, pickKnown, UsageError, wanted } from '../../errors.js';
 import { createProgress, humanMs, paint, pick, useColor } from '../../output.js';
@@ -75,6 +68,10 @@ export async function drillCommand(
   opts: DrillCommandOptions,
   progressSink: { readonly write: (text: string) => void; readonly tty: boolean } | null,
 ) {
+  // Loaded here, not at start: its fault proxy's HTTP server is only needed by a drill.
+  const { createDrillContext, disposeDrillContext, runScenario, SCENARIOS, writeSummary } = await import(
+    '@retrysafe/testkit'
+  );
   const scenarios = opts.scenario?.length ? pickKnown('scenario', SCENARIOS, opts.scenario) : [...SCENARIOS];
   const seed = opts.seed ?? 1;
   if (!Number.isSafeInteger(seed) || seed < 0)

@@ -35,14 +35,14 @@ export function stateFilter(states: readonly string[] | undefined): OperationSta
 // The CLI reads and resolves ledgers, never creates one (`migrate: false`): a mistyped path or schema, or another
 // application's database, would show "No operations" and be left holding an empty ledger. Where SQLite cannot make
 // its -shm file, the file is opened read-only (immutable when no -wal shows a writer).
-function openSqlite(path: string, readOnly: boolean): Ledger {
+function openSqlite(path: string, readOnly: boolean, busyTimeoutMs: number | undefined): Ledger {
   try {
-    return createSqliteLedger({ path, migrate: false });
+    return createSqliteLedger({ path, migrate: false, busyTimeoutMs });
   } catch (e) {
     if (!readOnly || !/read-?only/i.test((e as Error).message)) throw e;
     const uri = pathToFileURL(path).href;
     const at = existsSync(`${path}-wal`) ? `${uri}?mode=ro` : `${uri}?immutable=1`;
-    return createSqliteLedger({ path: at, migrate: false });
+    return createSqliteLedger({ path: at, migrate: false, busyTimeoutMs });
   }
 }
 
@@ -84,7 +84,7 @@ async function openTarget(
       `no SQLite ledger at ${path} (pass --db <file> or a postgres:// URL, or --config naming the ledger)`,
     );
   try {
-    return openSqlite(path, options.writes !== true);
+    return openSqlite(path, options.writes !== true, target.busyTimeout);
   } catch (e) {
     // Held locked by another process: the path is right and the ledger busy (exit 1).
     if (LedgerError.isInstance(e) && e.reason === 'busy') throw e;
@@ -184,6 +184,11 @@ export const TARGET_OPTIONS = {
     description: "SQLite file or postgres:// URL (default: the config's ledger, else ./retrysafe.db)",
   },
   schema: { argument: '<name>', description: 'PostgreSQL schema (default public)' },
+  busyTimeout: {
+    argument: '<ms>',
+    parse: 'integer',
+    description: 'how long to wait for a SQLite ledger file another process holds locked (default 10000)',
+  },
   // An explicit --db names the ledger: a config the environment holds (another ledger's) is not read behind it.
   config: {
     argument: '<file>',

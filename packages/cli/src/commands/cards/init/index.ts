@@ -11,7 +11,6 @@ import {
 } from '@retrysafe/contract';
 import { cardFieldLabel } from '@retrysafe/contract/render';
 import { DEFAULT_CLOCK_SKEW_MARGIN } from '@retrysafe/contract/rules';
-import { stringify as toYaml } from 'yaml';
 import { defineCommand, EXIT, type Options, type Parsed } from '../../../command.js';
 import { UsageError } from '../../../errors.js';
 import { readObjectFile } from '../../../files.js';
@@ -237,7 +236,7 @@ export async function cardsInit(
   const yaml = !opts.out || ['.yaml', '.yml'].includes(extname(opts.out).toLowerCase());
   const schemaPath = `./node_modules/@retrysafe/contract/schema/retry-safety-card.v${CARD_SCHEMA_VERSION}.schema.json`;
   const text = yaml
-    ? `# yaml-language-server: $schema=${schemaPath}\n${toYaml(done, { lineWidth: 0 })}`
+    ? `# yaml-language-server: $schema=${schemaPath}\n${(await import('yaml')).stringify(done, { lineWidth: 0 })}`
     : `${JSON.stringify({ $schema: schemaPath, ...done }, null, 2)}\n`;
   if (opts.out) writeFileSync(opts.out, text);
   // unknowns: each listed in unverified[]; defaulted: plain fields that took retrysafe's default; text: the card as written
