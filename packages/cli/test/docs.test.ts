@@ -111,7 +111,11 @@ function typecheck(project: string): { ok: boolean; output: string } {
   try {
     return {
       ok: true,
-      output: execFileSync(process.execPath, [tsc, '-p', project], { cwd: cliDir, encoding: 'utf8' }),
+      // One checker: each extra checker thread checks the same declarations again.
+      output: execFileSync(process.execPath, [tsc, '-p', project, '--checkers', '1'], {
+        cwd: cliDir,
+        encoding: 'utf8',
+      }),
     };
   } catch (e) {
     const err = e as { stdout?: string; stderr?: string };

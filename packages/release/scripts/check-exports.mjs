@@ -98,8 +98,9 @@ export function compileExportProblems(root, packages) {
       join(dir, 'tsconfig.json'),
       JSON.stringify({ compilerOptions: { ...base, ...opts }, files: ['check.ts'] }),
     );
+    // One checker: each extra checker thread checks the same large third-party declarations again.
     try {
-      execFileSync(process.execPath, [tscPath(root), '-p', 'tsconfig.json'], {
+      execFileSync(process.execPath, [tscPath(root), '-p', 'tsconfig.json', '--checkers', '1'], {
         cwd: dir,
         encoding: 'utf8',
         stdio: ['ignore', 'pipe', 'pipe'],

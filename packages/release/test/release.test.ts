@@ -548,7 +548,7 @@ for (const leg of LEGS) {
         cwd: dir,
         env: consumerEnv(),
       });
-      const tsc = await attempt(process.execPath, [tscPath(repoRoot), '-p', 'tsconfig.json'], {
+      const tsc = await attempt(process.execPath, [tscPath(repoRoot), '-p', 'tsconfig.json', '--checkers', '1'], {
         cwd: dir,
         env: cleanEnv(),
       });
