@@ -23,7 +23,7 @@ function options(behaviour: SandboxBehaviour, runs: number, seed: number): Crash
     runs,
     seed,
     adapterModule,
-    adapterOptions: { behaviour, limits: { base: '5ms', cap: '250ms' } },
+    adapterOptions: { behaviour },
     operation: 'records.create',
     params: (i) => ({ ref: `slow-${seed}-${i}` }),
     startSandbox: () => startCrashDrillSandbox(behaviour),
@@ -58,8 +58,6 @@ describe.concurrent('crash drill, slow-network mode', () => {
     const report = await runCrashDrill({
       ...options(lookupNoFolding, 32, 11),
       points: ['after-provider-committed', 'after-result-recorded'],
-      // Its runs look up until a held request lands, and the hold runs past the lease: a shorter lease, a shorter wait.
-      leaseMs: 2_000,
     });
     const card = createSandboxAdapter({
       baseUrl: 'http://127.0.0.1:9',
