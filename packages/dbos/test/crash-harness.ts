@@ -13,7 +13,7 @@ import {
   startSandboxServer,
 } from '@retrysafe/sandbox';
 import pg from 'pg';
-import { afterAll, expect } from 'vitest';
+import { expect } from 'vitest';
 
 /** Lookup-only (Graph sendMail-like): every POST is a new record; a lookup by the key we stamped finds it. */
 // The loopback sandbox applies a request as it arrives: a request in flight when its worker is killed lands
@@ -139,13 +139,22 @@ interface Slot {
  * picks them up. Counts are taken at the provider, per business operation (by request params).
  */
 export async function runCrashPhase(o: CrashPhaseOptions): Promise<CrashPhaseReport> {
+  const url = databaseUrl();
   const t0 = Date.now();
   const tag = `${o.label.replace(/[^a-z0-9]/g, '_')}_${randomBytes(3).toString('hex')}`;
+  const dbosSchema = `dbos_${tag}`;
+  const ledgerSchema = `rs_${tag}`;
   const appName = `crash-${tag}`;
   const leaseMs = o.leaseMs ?? 1500;
   const random = seeded(o.seed);
   const provider: SandboxProvider = createSandboxProvider(o.behaviour);
-  const url = await drillDatabase(tag);
+
+  await DBOS.migrate(url, { schemaName: dbosSchema });
+  if (o.mode === 'retrysafe') {
+    const pool = new pg.Pool({ connectionString: url, max: 1 });
+    await migrate(pool, ledgerSchema);
+    await pool.end();
+  }
 
   const executions = new Map<string, Set<number>>();
   const starts = new Map<string, number>();
@@ -175,8 +184,8 @@ export async function runCrashPhase(o: CrashPhaseOptions): Promise<CrashPhaseRep
         RETRYSAFE_DBOS_WORKER: JSON.stringify({
           mode: o.mode,
           databaseUrl: url,
-          dbosSchema: DBOS_SCHEMA,
-          ledgerSchema: LEDGER_SCHEMA,
+          dbosSchema,
+          ledgerSchema,
           appName,
           executorId: slot.executorId,
           sandboxUrl: slot.server!.url,
@@ -287,7 +296,7 @@ export async function runCrashPhase(o: CrashPhaseOptions): Promise<CrashPhaseRep
 
   const client = await DBOSClient.create({
     systemDatabaseUrl: url,
-    systemDatabaseSchemaName: DBOS_SCHEMA,
+    systemDatabaseSchemaName: dbosSchema,
     applicationName: appName,
   });
   try {
@@ -360,53 +369,17 @@ export async function runCrashPhase(o: CrashPhaseOptions): Promise<CrashPhaseRep
     await Promise.all([...slots, ...extras].map((s) => s.exited));
     await client.destroy().catch(() => undefined);
     for (const s of [...slots, ...extras]) await s.server?.close().catch(() => undefined);
-    await dropDatabase(tag);
+    await dropSchemas(url, dbosSchema, ledgerSchema);
   }
 }
 
-/** DBOS's schema and the ledger's, as every drill database has them (copied from the template). */
-export const DBOS_SCHEMA = 'dbos';
-export const LEDGER_SCHEMA = 'rs';
-
-const inDatabase = (url: string, name: string) => Object.assign(new URL(url), { pathname: `/${name}` }).href;
-
-async function admin<T>(url: string, fn: (c: pg.Client) => Promise<T>): Promise<T> {
+/** Drops what a drill made in the shared database (DBOS's schema, the ledger's). */
+export async function dropSchemas(url: string, ...schemas: string[]): Promise<void> {
   const c = new pg.Client({ connectionString: url });
   await c.connect();
   try {
-    return await fn(c);
+    for (const schema of schemas) await c.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
   } finally {
     await c.end();
   }
 }
-
-// Migrating DBOS's schema is most of a drill's setup: it is done once per file, in a template database each drill
-// copies (a database of its own, nothing shared between drills).
-let template: Promise<string> | null = null;
-
-async function makeTemplate(url: string): Promise<string> {
-  const name = `rs_template_${randomBytes(3).toString('hex')}`;
-  await admin(url, (c) => c.query(`CREATE DATABASE "${name}"`));
-  await DBOS.migrate(inDatabase(url, name), { schemaName: DBOS_SCHEMA });
-  const pool = new pg.Pool({ connectionString: inDatabase(url, name), max: 1 });
-  await migrate(pool, LEDGER_SCHEMA);
-  await pool.end();
-  return name;
-}
-
-/** A database of the drill's own, DBOS's schema and the ledger's migrated; its URL. */
-export async function drillDatabase(tag: string): Promise<string> {
-  const url = databaseUrl();
-  template ??= makeTemplate(url);
-  const from = await template;
-  await admin(url, (c) => c.query(`CREATE DATABASE "${tag}" TEMPLATE "${from}"`));
-  return inDatabase(url, tag);
-}
-
-/** Drops a drill's database, with any connection a killed worker left. */
-export const dropDatabase = (name: string) =>
-  admin(databaseUrl(), (c) => c.query(`DROP DATABASE IF EXISTS "${name}" WITH (FORCE)`));
-
-afterAll(async () => {
-  if (template) await dropDatabase(await template);
-});

@@ -3,7 +3,7 @@ import { randomBytes } from 'node:crypto';
 import { rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { DBOSClient } from '@dbos-inc/dbos-sdk';
+import { DBOS, DBOSClient } from '@dbos-inc/dbos-sdk';
 import { type BusinessOperationId, fingerprint } from '@retrysafe/contract';
 import {
   type DbosResolutionMessage,
@@ -11,14 +11,15 @@ import {
   handoffEventKey,
   sendResolution,
 } from '@retrysafe/dbos';
-import { createPostgresLedger } from '@retrysafe/ledger-postgres';
+import { createPostgresLedger, migrate } from '@retrysafe/ledger-postgres';
 import {
   createSandboxProvider,
   type SandboxBehaviour,
   type SandboxProvider,
   startSandboxServer,
 } from '@retrysafe/sandbox';
-import { DBOS_SCHEMA, drillDatabase, dropDatabase, LEDGER_SCHEMA, WORKER } from './crash-harness.js';
+import pg from 'pg';
+import { databaseUrl, dropSchemas, WORKER } from './crash-harness.js';
 
 /**
  * Where the worker process dies while a handed-off operation waits for a person (`awaitResolution`):
@@ -66,14 +67,20 @@ export interface ResolutionDrillReport {
  * `killAt` and replaced by a process with the same executor id, in which DBOS recovers the workflow.
  */
 export async function resolutionDrill(o: ResolutionDrillOptions): Promise<ResolutionDrillReport> {
+  const url = databaseUrl();
   const t0 = Date.now();
   const tag = `res_${o.killAt}_${o.decision.action.replace('-', '')}_${randomBytes(3).toString('hex')}`;
+  const dbosSchema = `dbos_${tag}`;
+  const ledgerSchema = `rs_${tag}`;
   const appName = `drill-${tag}`;
   const marker = join(tmpdir(), `retrysafe-${tag}.died`);
   const ref = `drill-${tag}`;
   const workflowID = `${tag}-wf`;
-  const url = await drillDatabase(tag);
-  const ledger = createPostgresLedger({ connectionString: url, schema: LEDGER_SCHEMA, poolSize: 2 });
+  await DBOS.migrate(url, { schemaName: dbosSchema });
+  const setup = new pg.Pool({ connectionString: url, max: 1 });
+  await migrate(setup, ledgerSchema);
+  await setup.end();
+  const ledger = createPostgresLedger({ connectionString: url, schema: ledgerSchema, poolSize: 2 });
   const provider: SandboxProvider = createSandboxProvider(o.behaviour);
   provider.failNext({ kind: 'rejected', message: 'amount must be positive' }); // the first call: handed off
 
@@ -96,8 +103,8 @@ export async function resolutionDrill(o: ResolutionDrillOptions): Promise<Resolu
         RETRYSAFE_DBOS_WORKER: JSON.stringify({
           mode: 'retrysafe',
           databaseUrl: url,
-          dbosSchema: DBOS_SCHEMA,
-          ledgerSchema: LEDGER_SCHEMA,
+          dbosSchema,
+          ledgerSchema,
           appName,
           executorId: `${tag}-w0`,
           sandboxUrl: server.url,
@@ -164,7 +171,7 @@ export async function resolutionDrill(o: ResolutionDrillOptions): Promise<Resolu
 
   const client = await DBOSClient.create({
     systemDatabaseUrl: url,
-    systemDatabaseSchemaName: DBOS_SCHEMA,
+    systemDatabaseSchemaName: dbosSchema,
     applicationName: appName,
   });
   const deadline = t0 + (o.deadlineMs ?? 60_000);
@@ -214,7 +221,7 @@ export async function resolutionDrill(o: ResolutionDrillOptions): Promise<Resolu
     await server.close().catch(() => undefined);
     await ledger.close().catch(() => undefined);
     rmSync(marker, { force: true });
-    await dropDatabase(tag);
+    await dropSchemas(url, dbosSchema, ledgerSchema);
   }
 }
 
