@@ -17,7 +17,8 @@ function options(runs: number, seed: number, extra: Partial<CrashDrillOptions> =
     runs,
     seed,
     adapterModule,
-    adapterOptions: { behaviour: replaying },
+    // recover() drives the killed runs one after another, each after the card's backoff: a short one, a short wait.
+    adapterOptions: { behaviour: replaying, limits: { base: '5ms' } },
     operation: 'records.create',
     params: (i) => ({ ref: `crash-${seed}-${i}` }),
     startSandbox: () => startCrashDrillSandbox(replaying),
