@@ -2,11 +2,10 @@ import { spawnSync } from 'node:child_process';
 import { copyFileSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import type { AddressInfo } from 'node:net';
 import { createServer } from 'node:net';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
-import { parse as parseYaml, stringify as stringifyYaml } from 'yaml';
-import { bin, ordersServer, tempDir, writeFence } from './child-helpers.js';
+import { bin, httpExampleWithSchema, ordersServer, tempDir, writeFence } from './child-helpers.js';
 
 const EXITS_AT_ONCE = [process.execPath, '-e', 'process.exit(7)'];
 
@@ -96,17 +95,12 @@ describe('retrysafe-mcp command line', () => {
   it('a config the runner refuses at start, or a fence file naming a tool the upstream lacks: exit 2, as any bad config', () => {
     // The docs' HTTP API example with a params schema whose $ref names nothing: a RunnerConfigurationError at start.
     const example = fileURLToPath(new URL('../../config/examples/http-api/', import.meta.url));
-    const dir = tempDir('retrysafe-bin-config-');
-    for (const f of readdirSync(example)) copyFileSync(join(example, f), join(dir, f));
-    const config = parseYaml(readFileSync(join(dir, 'retrysafe.yaml'), 'utf8')) as {
-      adapters: { acme: { operations: Record<string, { paramsSchema?: unknown }> } };
-    };
-    config.adapters.acme.operations['orders.create']!.paramsSchema = {
+    const file = httpExampleWithSchema('retrysafe-bin-config-', {
       $ref: '#/$defs/Missing',
       properties: { sku: {}, quantity: {} },
-    };
-    writeFileSync(join(dir, 'retrysafe.yaml'), stringifyYaml(config));
-    const refused = run('--config', join(dir, 'retrysafe.yaml'), '--http');
+    });
+    const dir = dirname(file);
+    const refused = run('--config', file, '--http');
     expect(refused.stderr).toMatch(
       /^retrysafe-mcp: \S+retrysafe\.yaml: paramsSchema: the params schema of acme\.orders\.create/,
     );

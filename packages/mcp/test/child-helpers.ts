@@ -1,11 +1,12 @@
 /** Shared by the tests that drive `retrysafe-mcp` and the servers as child processes: their paths, temp dirs removed
  * after each test, fence files. Light to import (no source of the package): fence-helpers.ts adds the in-process parts. */
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { copyFileSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterEach, expect } from 'vitest';
+import { parse as parseYaml, stringify as stringifyYaml } from 'yaml';
 
 export const bin = fileURLToPath(new URL('../dist/bin.js', import.meta.url));
 export const ordersServer = fileURLToPath(new URL('./fixtures/orders-server.mjs', import.meta.url));
@@ -42,6 +43,20 @@ export function tempDir(prefix: string): string {
   const dir = mkdtempSync(join(tmpdir(), prefix));
   cleanups.push(() => rmSync(dir, { recursive: true, force: true }));
   return dir;
+}
+
+/** The docs' HTTP API example copied into a temp dir, orders.create given `paramsSchema`; returns its retrysafe.yaml. */
+export function httpExampleWithSchema(prefix: string, paramsSchema: unknown): string {
+  const example = fileURLToPath(new URL('../../config/examples/http-api/', import.meta.url));
+  const dir = tempDir(prefix);
+  for (const f of readdirSync(example)) copyFileSync(join(example, f), join(dir, f));
+  const file = join(dir, 'retrysafe.yaml');
+  const config = parseYaml(readFileSync(file, 'utf8')) as {
+    adapters: { acme: { operations: Record<string, { paramsSchema?: unknown }> } };
+  };
+  config.adapters.acme.operations['orders.create']!.paramsSchema = paramsSchema;
+  writeFileSync(file, stringifyYaml(config));
+  return file;
 }
 
 /** Writes `value` as JSON to `dir/name`; returns the path. */

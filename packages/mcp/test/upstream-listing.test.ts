@@ -28,6 +28,7 @@ import {
   clientOf,
   expectStopped,
   fenceOver,
+  httpExampleWithSchema,
   onCleanup,
   ordersServer,
   ordersTool,
@@ -338,18 +339,10 @@ describe('retrysafe-mcp (serve) that cannot start', () => {
   });
 
   it('an exposed operation whose params schema cannot be compiled ($ref to nothing): refused at start', async () => {
-    const example = fileURLToPath(new URL('../../config/examples/http-api/', import.meta.url));
-    const dir = tempDir('retrysafe-serve-schema-');
-    for (const f of readdirSync(example)) copyFileSync(join(example, f), join(dir, f));
-    const config = parseYaml(readFileSync(join(dir, 'retrysafe.yaml'), 'utf8')) as {
-      adapters: { acme: { operations: Record<string, { paramsSchema?: unknown }> } };
-    };
-    config.adapters.acme.operations['orders.create']!.paramsSchema = {
+    const file = httpExampleWithSchema('retrysafe-serve-schema-', {
       type: 'object',
       properties: { customer: { $ref: '#/$defs/Customer' }, sku: {}, quantity: {} },
-    };
-    const file = join(dir, 'retrysafe.yaml');
-    writeFileSync(file, stringifyYaml(config));
+    });
     process.env.ACME_AUTH = 'Bearer test';
     onCleanup(() => delete process.env.ACME_AUTH);
     await expect(runServe(['--config', file, '--http'], () => {})).rejects.toMatchObject({
