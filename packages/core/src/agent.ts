@@ -320,20 +320,27 @@ export async function operationStatus(ledger: Ledger, id: string, view: StatusVi
     attempts: r.attemptCount,
     providerRef: r.providerRef,
     result: r.state === 'succeeded' ? shownResult(options, r.result) : null,
-    message: await statusMessage(typed, r, now),
+    message: statusMessage(r, now, await receiptsToTell(typed, r)),
     // Open again (a person resumed it), the hand-off it left is no longer what it waits on; resolved since, the
     // packet's actions are no longer open to anyone.
     handoff: open ? null : summarizeHandoff(r.handoff, r.state !== 'handed-off'),
   };
 }
 
+/** The receipts statusMessage needs of `r`: only a hand-off whose packet offers a correction can wait for the user
+ * (waitsForUser), so only its are read. */
+const receiptsToTell = (ledger: Ledger, r: OperationRecord): Promise<readonly Receipt[]> =>
+  r.state === 'handed-off' && marksSafe(r.handoff, 'resend-with')
+    ? ledger.receipts(r.businessOperationId)
+    : Promise.resolve([]);
+
 /** The status in the ledger's words, and the next step: at rest, what a repeated call of the tool answers. */
-async function statusMessage(ledger: ReturnType<typeof typedLedger>, r: OperationRecord, now: number) {
+function statusMessage(r: OperationRecord, now: number, receipts: readonly Receipt[]) {
   if (r.state === 'succeeded') return 'Done.';
   if (r.state === 'not-sent')
     return 'Not done, and nothing was sent: no call of it ever reached the provider. Call the operation again with the same arguments to send it.';
   if ((r.state === 'handed-off' || r.state === 'abandoned') && r.handoff)
-    return handedOffMessage(r.handoff, await ledger.receipts(r.businessOperationId), r.state === 'abandoned');
+    return handedOffMessage(r.handoff, receipts, r.state === 'abandoned');
   // No result is not "failed": redone under another intent, an operation that took effect would happen twice.
   const never = 'do not redo it under other intent fields.';
   if (leaseLive(r, now))
@@ -343,16 +350,26 @@ async function statusMessage(ledger: ReturnType<typeof typedLedger>, r: Operatio
 
 const HANDOFFS_SHOWN = 100;
 
-/** The hand-offs waiting for a person; a row the ledger cannot read (cut or edited from outside) is named in `unreadable`. */
+/** The hand-offs waiting for a person to resolve or for the user's own step (`waitsFor`), each with the next step as a
+ * repeated call answers it; a row the ledger cannot read (cut or edited from outside) is named in `unreadable`. */
 export async function pendingHandoffs(ledger: Ledger) {
+  const typed = typedLedger(ledger);
   const unreadable: string[] = [];
   const onUnreadable = (id: string) => void unreadable.push(id);
-  const rows = await typedLedger(ledger).list({ states: ['handed-off'], limit: HANDOFFS_SHOWN + 1, onUnreadable });
-  const handoffs = rows.slice(0, HANDOFFS_SHOWN).map((r) => ({
-    businessOperationId: r.businessOperationId,
-    operation: r.operation,
-    handoff: summarizeHandoff(r.handoff),
-  }));
+  const rows = await typed.list({ states: ['handed-off'], limit: HANDOFFS_SHOWN + 1, onUnreadable });
+  const shown = rows.slice(0, HANDOFFS_SHOWN);
+  const handoffs = await Promise.all(
+    shown.map(async (r) => {
+      const receipts = await receiptsToTell(typed, r);
+      return {
+        businessOperationId: r.businessOperationId,
+        operation: r.operation,
+        waitsFor: r.handoff && waitsForUser(r.handoff, receipts) ? ('user' as const) : ('person' as const),
+        message: statusMessage(r, Date.now(), receipts),
+        handoff: summarizeHandoff(r.handoff),
+      };
+    }),
+  );
   // More wait than are shown (an unreadable row counts as one): an agent must not read the list as all of them.
   return { handoffs, unreadable, truncated: rows.length + unreadable.length > HANDOFFS_SHOWN };
 }

@@ -2,7 +2,7 @@
 // and its next step: in flight (ask again when), waiting for the user's step, a person's, abandoned.
 import type { Outcome } from '@retrysafe/contract';
 import { createRunner } from '@retrysafe/core';
-import { agentTools, callAgentTool, operationStatus } from '@retrysafe/core/agent';
+import { agentTools, callAgentTool, operationStatus, pendingHandoffs } from '@retrysafe/core/agent';
 import { describe, expect, it } from 'vitest';
 import { gated, scripted, setup } from './helpers.js';
 
@@ -66,6 +66,39 @@ describe('retrysafe_status of an operation at rest says what the tool answers a 
       (await callAgentTool(runner, toolOf(adapter), { ref: 's-2' })).message,
     );
     expect(abandoned.found && abandoned.message).toMatch(/abandoned.*Do not retry/);
+  });
+});
+
+describe('retrysafe_handoffs says whose step each row waits on, in the words a repeated call answers', () => {
+  it("the user's step or a person's; none that was resumed or abandoned since", async () => {
+    const { provider, adapter, ledger, runner } = setup({ replays: false, lookup: 'none' });
+    const user = await callAgentTool(runner, toolOf(scripted(adapter, () => ACTION)), { ref: 'p-1' });
+    provider.failNext({ kind: 'unknown-after-commit' });
+    const person = await callAgentTool(runner, toolOf(adapter), { ref: 'p-2' });
+    provider.failNext({ kind: 'unknown-after-commit' });
+    const abandoned = await callAgentTool(runner, toolOf(adapter), { ref: 'p-3' });
+    await runner.resolve(abandoned.businessOperationId!, { action: 'abandon' }, { adapters: [adapter], by: 'ops' });
+    const refusing = scripted(adapter, (n) => (n === 0 ? ACTION : undefined));
+    const { held, atGate, gate } = gated(refusing);
+    const resumedId = (await callAgentTool(runner, toolOf(refusing), { ref: 'p-4' })).businessOperationId!;
+    const resumed = runner.resolve(resumedId, { action: 'resume' }, { adapters: [held], by: 'ops' });
+    await atGate.promise;
+    const { handoffs } = await pendingHandoffs(ledger);
+    const rows = handoffs.map(({ businessOperationId, waitsFor, message }) => ({
+      businessOperationId,
+      waitsFor,
+      message,
+    }));
+    expect(rows).toHaveLength(2);
+    expect(rows).toEqual(
+      expect.arrayContaining([
+        { businessOperationId: user.businessOperationId, waitsFor: 'user', message: user.message },
+        { businessOperationId: person.businessOperationId, waitsFor: 'person', message: person.message },
+      ]),
+    );
+    expect(user.message).toMatch(/asks the user to take a step/);
+    gate.resolve();
+    expect(await resumed).toMatchObject({ status: 'done' });
   });
 });
 

@@ -64,7 +64,7 @@ const lookupTools = (from: string, what: string) => [
   {
     name: HANDOFFS_TOOL,
     title: 'retrysafe: pending handoffs',
-    description: `Lists ${what} waiting for a person (the oldest 100; truncated says there are more; unreadable names any the ledger could not read), with why they stopped and which next actions are safe.`,
+    description: `Lists ${what} handed off (the oldest 100; truncated says there are more; unreadable names any the ledger could not read): waitsFor says whether a person must resolve it or the user must take a step first (then call it again), message the next step, handoff why it stopped and which next actions are safe.`,
     inputSchema: { type: 'object' as const, properties: {} },
     annotations: READ_ONLY,
   },

@@ -202,9 +202,11 @@ describe('retrysafe MCP server over stdio', () => {
     const status = await call('retrysafe_status', { businessOperationId: r.businessOperationId! });
     expect(status).toMatchObject({ found: true, state: 'handed-off', businessOperationId: r.businessOperationId });
     const handoffs = (await client.callTool({ name: 'retrysafe_handoffs', arguments: {} })).structuredContent as {
-      handoffs: { businessOperationId: string }[];
+      handoffs: { businessOperationId: string; waitsFor: string; message: string }[];
     };
-    expect(handoffs.handoffs.map((h) => h.businessOperationId)).toContain(r.businessOperationId);
+    // a person's to resolve, in the words the call answered
+    const row = handoffs.handoffs.find((h) => h.businessOperationId === r.businessOperationId);
+    expect(row).toMatchObject({ waitsFor: 'person', message: r.message });
     // the secret key never reaches the agent
     expect(JSON.stringify([r, status, handoffs])).not.toContain('sk_test_mcp_agent');
     expect(stderr).not.toContain('sk_test_mcp_agent');
