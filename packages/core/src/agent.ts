@@ -357,9 +357,8 @@ export async function pendingHandoffs(ledger: Ledger) {
   const unreadable: string[] = [];
   const onUnreadable = (id: string) => void unreadable.push(id);
   const rows = await typed.list({ states: ['handed-off'], limit: HANDOFFS_SHOWN + 1, onUnreadable });
-  const shown = rows.slice(0, HANDOFFS_SHOWN);
   const handoffs = await Promise.all(
-    shown.map(async (r) => {
+    rows.slice(0, HANDOFFS_SHOWN).map(async (r) => {
       const receipts = await receiptsToTell(typed, r);
       return {
         businessOperationId: r.businessOperationId,
