@@ -38,7 +38,7 @@ function lateDispatchAnswer(inner: Ledger, written: () => void, answer: Promise<
  * one at once; then 11 s on: A's lease (30 s from its clock's reading) ended 1 s ago on the ledger's clock, while
  * A still holds it on its own.
  */
-async function laggingOwner(ref: string) {
+async function laggingOwner(ref: string, lateApplyMs = 0) {
   const real = createVirtualClock();
   const provider = createSandboxProvider({
     replays: false,
@@ -46,7 +46,7 @@ async function laggingOwner(ref: string) {
     parameterMatching: 'none',
     concurrency: 'duplicates',
     lookup: 'get-by-key',
-    lateApplyMs: 0,
+    lateApplyMs,
     clock: real.now,
     sleep: real.sleep,
   });
@@ -127,5 +127,20 @@ describe('a takeover and an owner whose clock lags (limits.clockSkewMargin)', ()
     await runA;
     expect(provider.count()).toBe(1);
     expect(rc).toMatchObject({ status: 'done' });
+  });
+
+  it("a not-found asked long after the old owner's lease end + the margin + the late-apply bound proves absence at once: no wait counted from the taker's own claim", async () => {
+    const { real, provider, adapter, ledger, answer, runA } = await laggingOwner('r-long-gone', 1_000);
+    real.advance(120_000);
+    const rb = await createRunner({ ledger, clock: real, random: () => 0.5 }).run(adapter, OP, {
+      params: { ref: 'r-long-gone' },
+    });
+    expect(rb).toMatchObject({ status: 'done' });
+    const [rec] = await ledger.list({});
+    // One lookup, then the re-send: a second look a full late-apply bound after the first would prove nothing more.
+    expect((await ledger.receipts(rec!.businessOperationId)).map((r) => r.kind)).toEqual(['lookup', 'resend']);
+    answer.fire();
+    await runA;
+    expect(provider.count()).toBe(1);
   });
 });

@@ -121,12 +121,12 @@ export function startState(
       expiresAt: Math.min(record.leaseExpiresAt ?? 0, c.claimedAt + op.policy.leaseMs),
     },
     dispatchWritten: c.dispatchWritten,
-    // Taken over: the dead owner could send until its lease ended (checkOwnLease), and this claim's write
-    // (record.updatedAt) came after that, so it bounds the last dispatch from above. Otherwise: the last write.
+    // An upper bound on the last dispatch, on this clock: a stopped owner's lease end + the margin where known
+    // (checkOwnLease), else this claim's write (record.updatedAt), which came after the owner stopped.
     lastDispatchedAt:
       c.dispatchWritten || record.firstDispatchedAt === null
         ? null
-        : Math.max(record.firstDispatchedAt, record.updatedAt),
+        : Math.max(record.firstDispatchedAt, windowOpensAt ?? record.updatedAt),
     maybeApplied: !c.dispatchWritten && maybeApplied,
     notBefore: undefined,
     runAttempts: 0,

@@ -17,10 +17,13 @@ vi.mock('@retrysafe/core/internal', async (importOriginal) => {
       if (broken.rule !== 'observationPatch' || real.patch?.state !== 'unknown') return real;
       return { maybeApplied: false, patch: { ...real.patch, state: 'claimed' as const } };
     },
-    // A takeover that forgets when the old owner's lease ended: its late send is no longer waited out.
+    // A takeover that forgets when the old owner's lease ended, bounding its last send by the claim: its late send
+    // is no longer waited out.
     startState: (...a: Parameters<typeof core.startState>) => {
       const real = core.startState(...a);
-      return broken.rule === 'startState' ? { ...real, takenOverLeaseEnd: null, windowStartedAt: null } : real;
+      if (broken.rule !== 'startState') return real;
+      const claimed = real.lastDispatchedAt === null ? null : a[2].record.updatedAt;
+      return { ...real, takenOverLeaseEnd: null, windowStartedAt: null, lastDispatchedAt: claimed };
     },
     // Every send decided again after its wait, as if the key were always gone: the run never sends.
     keyGoneBeforeSend: (...a: Parameters<typeof core.keyGoneBeforeSend>) =>
@@ -31,7 +34,9 @@ vi.mock('@retrysafe/core/internal', async (importOriginal) => {
     // decide() and observationPatch told no takeover: the old owner's late send is not waited out.
     decisionState: (...a: Parameters<typeof core.decisionState>) => {
       const real = core.decisionState(...a);
-      return broken.rule === 'decisionState' ? { ...real, takenOverLeaseEnd: null } : real;
+      return broken.rule === 'decisionState'
+        ? { ...real, takenOverLeaseEnd: null, lastDispatchedAt: real.firstDispatchedAt }
+        : real;
     },
     // Only the last call read: a call that may have landed, then a refused one, is given back as never sent.
     givesBack: (...a: Parameters<typeof core.givesBack>) =>
