@@ -362,6 +362,21 @@ describe('retrysafe ledger on PostgreSQL', () => {
     expect(rows).toEqual([]);
   });
 
+  it('--busy-timeout on a PostgreSQL or DynamoDB ledger is exit 2 naming it, not silently ignored', async () => {
+    const dynamo = writeJson(dir, 'dynamo.json', {
+      ledger: { dynamodb: { table: 'retrysafe', region: 'local', endpoint: 'http://127.0.0.1:1' } },
+      adapters: { sandbox: { baseUrl: 'http://127.0.0.1:9/' } },
+    });
+    for (const target of [
+      ['--db', 'postgres://postgres@127.0.0.1:1/x'],
+      ['--config', dynamo],
+    ]) {
+      const r = await cli(['ledger', 'ls', ...target, '--busy-timeout', '200'], { cwd: dir });
+      expect(r.stderr).toMatch(/--busy-timeout applies to a SQLite ledger only/);
+      expect(r.code).toBe(2);
+    }
+  });
+
   it('a database that cannot be reached or does not exist is one line saying so (exit 1), never a stack', async () => {
     const nodb = new URL(url!);
     nodb.pathname = `/${schema}_nodb`;

@@ -1,3 +1,4 @@
+import { copyFileSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { createRunner } from '@retrysafe/core';
 import { createSqliteLedger } from '@retrysafe/ledger-sqlite';
@@ -6,7 +7,7 @@ import { createDrillClock } from '@retrysafe/testkit';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { editStored, type StoredLines } from '../../ledger-sqlite/test/sqlite-tamper.js';
 import { type FaultySandbox, startFaultySandbox } from './faulty-sandbox.js';
-import { cli, cliJson, openRawSqlite, tempDir } from './helpers.js';
+import { cli, cliJson, openRawSqlite, REPO, tempDir } from './helpers.js';
 
 // `ledger resolve-all` works through a list it read once, on a ledger other people and processes write meanwhile.
 let sandbox: FaultySandbox;
@@ -203,6 +204,22 @@ describe('ledger resolve-all --dry-run', () => {
     expect(text.stdout).toContain(
       `${broken}  would not be resolved: not resolving ${broken}: its receipt chain is broken`,
     );
+  });
+});
+
+describe('ledger resolve-all --resume with nothing to resolve and adapters it cannot build', () => {
+  it('answers as the real run: adapters the config cannot build are refused by both (exit 2), even with no row to resolve', async () => {
+    const { dir } = await handoffs('dry-none', 'lose', 0);
+    // The docs' HTTP API example, its ledger this one (./retrysafe.db), its credential variable unset.
+    const example = join(REPO, 'packages/config/examples/http-api');
+    for (const f of readdirSync(example)) copyFileSync(join(example, f), join(dir, f));
+    const args = ['ledger', 'resolve-all', '--config', join(dir, 'retrysafe.yaml'), '--resume'];
+    const env = { ACME_AUTH: undefined };
+    const real = await cli(args, { cwd: dir, env });
+    const dry = await cli([...args, '--dry-run'], { cwd: dir, env });
+    expect(real.stderr).toMatch(/environment variable ACME_AUTH is not set/);
+    expect([real.code, real.stdout]).toEqual([2, '']);
+    expect(dry).toEqual(real);
   });
 });
 

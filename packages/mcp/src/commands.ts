@@ -107,40 +107,44 @@ async function serve(
   signal: AbortSignal,
 ): Promise<number> {
   let http: Awaited<ReturnType<typeof serveHttp>> | undefined;
-  if (!signal.aborted) {
-    const ended = new Promise((resolve) => {
-      signal.addEventListener('abort', resolve, { once: true });
-      // MCP's stdio shutdown: the host closes our stdin and waits for us to exit. A host that started us through npx
-      // cannot signal us, and an upstream child or a ledger's connections would keep us running.
-      // A host that can no longer read our stdout (EPIPE) is gone as well.
-      if (!o.http) {
-        process.stdin.once('end', resolve);
-        process.stdout.once('error', resolve);
-      }
-    });
-    if (!o.http) await make().connect(new StdioServerTransport());
-    else {
-      const configured = secretFromEnv(TOKEN_ENV);
-      http = await serveHttp(make, {
-        port: o.port ?? 0,
-        allowedHosts: o.allowHost ?? [],
-        allowedOrigins: o.allowOrigin ?? [],
-        ...(configured ? { token: configured } : {}),
-      }).catch((e: unknown) => {
-        // The token's rule is serveHttp's; a variable that breaks it is bad config, named by the variable.
-        throw configured && e instanceof TypeError ? new ConfigError(TOKEN_ENV, e.message.replace(/^.*?: /, '')) : e;
+  // A start that fails (a port in use) closes what was opened for it, as a stop does: the caller may live on.
+  try {
+    if (!signal.aborted) {
+      const ended = new Promise((resolve) => {
+        signal.addEventListener('abort', resolve, { once: true });
+        // MCP's stdio shutdown: the host closes our stdin and waits for us to exit. A host that started us through npx
+        // cannot signal us, and an upstream child or a ledger's connections would keep us running.
+        // A host that can no longer read our stdout (EPIPE) is gone as well.
+        if (!o.http) {
+          process.stdin.once('end', resolve);
+          process.stdout.once('error', resolve);
+        }
       });
-      log(`${what} on ${http.url}`);
-      log(
-        configured
-          ? `bearer token: from ${TOKEN_ENV}`
-          : `bearer token (send as "Authorization: Bearer <token>"): ${http.token}`,
-      );
+      if (!o.http) await make().connect(new StdioServerTransport());
+      else {
+        const configured = secretFromEnv(TOKEN_ENV);
+        http = await serveHttp(make, {
+          port: o.port ?? 0,
+          allowedHosts: o.allowHost ?? [],
+          allowedOrigins: o.allowOrigin ?? [],
+          ...(configured ? { token: configured } : {}),
+        }).catch((e: unknown) => {
+          // The token's rule is serveHttp's; a variable that breaks it is bad config, named by the variable.
+          throw configured && e instanceof TypeError ? new ConfigError(TOKEN_ENV, e.message.replace(/^.*?: /, '')) : e;
+        });
+        log(`${what} on ${http.url}`);
+        log(
+          configured
+            ? `bearer token: from ${TOKEN_ENV}`
+            : `bearer token (send as "Authorization: Bearer <token>"): ${http.token}`,
+        );
+      }
+      await ended;
     }
-    await ended;
+  } finally {
+    await stop();
+    await http?.close();
   }
-  await stop();
-  await http?.close();
   return 0;
 }
 
@@ -160,7 +164,12 @@ export async function runServe(argv: readonly string[], log = toStderr): Promise
     });
     const parts = await servingParts(config);
     const make = () => createRetrysafeMcpServer({ ...parts, adapters: Object.values(byName), operations });
-    make(); // a tool set it refuses (two tools of one name) is refused at start, not on the first HTTP request
+    try {
+      make(); // a tool set it refuses (two tools of one name) is refused at start, not on the first HTTP request
+    } catch (e) {
+      await parts.ledger.close();
+      throw e;
+    }
     return serve(o, make, 'retrysafe MCP server', log, stopping(parts), stop);
   });
 }

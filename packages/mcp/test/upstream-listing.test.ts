@@ -5,7 +5,7 @@
  * ended is one the fence starts again, not one every later call is lost in.
  */
 import { randomUUID } from 'node:crypto';
-import { copyFileSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { copyFileSync, existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { createServer, type Server as HttpServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
@@ -78,6 +78,14 @@ async function listening(http: HttpServer) {
 }
 
 const tool = (name: string) => ({ name, inputSchema: { type: 'object' as const } });
+
+/** A loopback port another server holds, for a start that must fail (EADDRINUSE). */
+async function portInUse(): Promise<string> {
+  return String(new URL(await listening(createServer())).port);
+}
+
+/** An SQLite ledger still open leaves its -wal file; the last close removes it. */
+const expectClosed = (db: string) => expect(existsSync(`${db}-wal`)).toBe(false);
 
 describe("the upstream's initialize answer", () => {
   it('its instructions reach the host through the fence', async () => {
@@ -295,6 +303,15 @@ describe('retrysafe-mcp wrap that cannot start', () => {
     });
     await expectStopped(pidFile);
   }, 30_000);
+  it('--http on a port in use: the error, and the ledger it had opened is closed', async () => {
+    const url = await upstreamListing(() => ({ tools: [tool('create_order')] }));
+    const dir = tempDir('retrysafe-wrap-port-');
+    const fence = writeFence(dir, { name: 'orders', tools: { create_order: { kind: 'create', intent: ['ref'] } } });
+    const argv = ['--config', fence, '--http', '--port', await portInUse(), '--url', url];
+    await expect(runWrap(argv, () => {})).rejects.toMatchObject({ code: 'EADDRINUSE' });
+    expectClosed(join(dir, 'fence.db'));
+  });
+
   it('a fenced tool whose input schema cannot be compiled (draft-04): refused at start naming it, not on its every call', async () => {
     const draft04 = { $schema: 'http://json-schema.org/draft-04/schema#', type: 'object' as const };
     const url = await upstreamListing(() => ({
@@ -312,6 +329,39 @@ describe('retrysafe-mcp wrap that cannot start', () => {
 });
 
 describe('retrysafe-mcp (serve) that cannot start', () => {
+  it('--http on a port in use: the error, and the ledger it had opened is closed', async () => {
+    const example = fileURLToPath(new URL('../../config/examples/http-api/', import.meta.url));
+    const dir = tempDir('retrysafe-serve-port-');
+    for (const f of readdirSync(example)) copyFileSync(join(example, f), join(dir, f));
+    process.env.ACME_AUTH = 'Bearer test';
+    onCleanup(() => delete process.env.ACME_AUTH);
+    const argv = ['--config', join(dir, 'retrysafe.yaml'), '--http', '--port', await portInUse()];
+    await expect(runServe(argv, () => {})).rejects.toMatchObject({ code: 'EADDRINUSE' });
+    expectClosed(join(dir, 'retrysafe.db'));
+  });
+
+  it("an operation named as the server's own lookup: refused at start, and the ledger it had opened is closed", async () => {
+    const example = fileURLToPath(new URL('../../config/examples/http-api/', import.meta.url));
+    const dir = tempDir('retrysafe-serve-lookup-');
+    for (const f of readdirSync(example)) copyFileSync(join(example, f), join(dir, f));
+    const card = readFileSync(join(dir, 'orders.card.yaml'), 'utf8');
+    writeFileSync(
+      join(dir, 'status.card.yaml'),
+      card.replace(/acme\.orders\.create/, 'retrysafe.status').replace(/provider: acme/, 'provider: retrysafe'),
+    );
+    const file = join(dir, 'retrysafe.yaml');
+    const config = parseYaml(readFileSync(file, 'utf8'));
+    const status = { ...config.adapters.acme.operations['orders.create'], card: './status.card.yaml' };
+    config.adapters.retrysafe = { ...config.adapters.acme, operations: { status } };
+    writeFileSync(file, stringifyYaml({ ...config, operations: [...config.operations, 'retrysafe.status'] }));
+    process.env.ACME_AUTH = 'Bearer test';
+    onCleanup(() => delete process.env.ACME_AUTH);
+    await expect(runServe(['--config', file, '--http'], () => {})).rejects.toMatchObject({
+      message: expect.stringMatching(/retrysafe_status, the server's own lookup/),
+    });
+    expectClosed(join(dir, 'retrysafe.db'));
+  });
+
   it('a policy that cannot work for an exposed operation: refused at start, not on its every call', async () => {
     // The docs' HTTP API example, with a card whose lookup needs 30 s to prove absence and a 1 s lookup window.
     const example = fileURLToPath(new URL('../../config/examples/http-api/', import.meta.url));

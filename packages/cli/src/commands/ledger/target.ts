@@ -55,7 +55,11 @@ async function openTarget(
   const config =
     options.config !== undefined ? options.config : target.config ? await loadConfigFile(target.config) : null;
   const location = target.db ?? config?.ledger ?? './retrysafe.db';
-  if (typeof location === 'string' && /^postgres(ql)?:\/\//.test(location)) {
+  const postgres = typeof location === 'string' && /^postgres(ql)?:\/\//.test(location);
+  // PostgreSQL and DynamoDB have no file lock to wait for: an option that would be ignored is refused.
+  if (target.busyTimeout !== undefined && (postgres || typeof location !== 'string'))
+    throw new UsageError('--busy-timeout applies to a SQLite ledger only');
+  if (postgres) {
     const { createPostgresLedger } = await import('@retrysafe/ledger-postgres');
     const ledger = createPostgresLedger({
       connectionString: location,

@@ -46,7 +46,7 @@ export async function ledgerResolveAll(opts: ResolveAllOptions) {
     [opts.resume, opts.abandon],
     'choose exactly one of --resume, --abandon (--mark-done needs one provider reference per operation: use ledger resolve <id>)',
   );
-  // A dry run refuses what the real run would: no config to resume through, or adapters it cannot build.
+  // Refused before any row, in a dry run as in the real run: no config to resume through, or adapters it cannot build.
   if (opts.resume && !opts.config)
     throw new UsageError(
       `--resume re-sends through the adapters: pass --config <file> naming them (credentials come from environment variables)${configEnvHint()}`,
@@ -57,7 +57,7 @@ export async function ledgerResolveAll(opts: ResolveAllOptions) {
   // Each resolve reads the receipt keys: a malformed one is refused once, here, not on every row.
   receiptKeysFromEnv();
   const config = opts.config ? await loadConfigFile(opts.config) : null;
-  if (opts.dryRun && opts.resume && config)
+  if (opts.resume && config)
     for (const a of Object.values(await configAdapters(config, opts.config!))) await a.close?.();
   // A handoff whose row cannot be read is left out and reported (`unreadable`), not a reason to resolve none.
   const { ids: unreadable, onUnreadable } = unreadableRows();
