@@ -1,3 +1,4 @@
+import { waitsForUser } from '@retrysafe/core/internal';
 import { defineCommand } from '../../../command.js';
 import { paint, plural } from '../../../output.js';
 import { addMissingKey, CHAIN_RUNBOOK, verifyChains } from '../chain.js';
@@ -20,10 +21,19 @@ export async function ledgerHandoffs(target: LedgerTarget, onUnreadable?: (id: s
     const rows = await ledger.list({ states: ['handed-off'], onUnreadable });
     const ids = rows.map((r) => r.businessOperationId);
     const chains = await verifyChains(ledger, ids, true); // one per id, in order
+    // The agent's rule (retrysafe_handoffs); one whose receipt chain is broken is a person's to look into first.
+    const users = await Promise.all(
+      rows.map(async (r, i) =>
+        chains[i]!.ok && r.handoff !== null
+          ? waitsForUser(r.handoff, await ledger.receipts(r.businessOperationId))
+          : false,
+      ),
+    );
     return rows.map((r, i) => {
       const chain = chains[i]!;
       return {
         ...summarize(r),
+        waitsFor: users[i] ? ('user' as const) : ('person' as const),
         explanation: r.handoff?.explanation ?? '',
         // the packet listed, which `ledger resolve --handoff-at` binds a decision to
         handoffAt: r.handoff?.createdAt ?? null,
@@ -51,12 +61,19 @@ export function handoffsText(rows: readonly HandoffRow[], color = false, target 
     return [
       `${paint('bold', r.businessOperationId, color)}  ${r.operation}${r.account === undefined ? '' : ` (account ${r.account})`}  ${paint('yellow', r.handoffReason ?? '?', color)}  (${plural(r.attempts, 'attempt')}, ${r.updatedAt})`,
       `  ${r.explanation}`,
+      ...(r.waitsFor === 'user'
+        ? ["  waits for the user's own step: once they have, the same call (or --resume) sends it again"]
+        : []),
       ...(r.chainBroken ? [paint('red', broken, color)] : []),
       `  safe: ${actionNames(r.safeNextActions) || 'none known — verify at the provider'}${unsafe ? paint('dim', `   not safe: ${unsafe}`, color) : ''}`,
       ...(r.handoffAt ? [`  resolve with: ${resolveCommand({ ...r, createdAt: r.handoffAt }, target)}`] : []),
     ].join('\n');
   });
-  return `${plural(rows.length, 'operation')} waiting for a person (the runbook: retrysafe help runbook):\n\n${blocks.join('\n\n')}\n\nInspect one with: retrysafe ledger show <id>${target}`;
+  const users = rows.filter((r) => r.waitsFor === 'user').length;
+  const waiting = users
+    ? `handed off: ${rows.length - users} waiting for a person, ${users} for the user's own step`
+    : 'waiting for a person';
+  return `${plural(rows.length, 'operation')} ${waiting} (the runbook: retrysafe help runbook):\n\n${blocks.join('\n\n')}\n\nInspect one with: retrysafe ledger show <id>${target}`;
 }
 
 export const ledgerHandoffsCommand = defineCommand({
