@@ -37,8 +37,8 @@ export interface OptionConfig {
   readonly required?: boolean;
   /** The environment variable that gives the value when the flag is not (the help says so). */
   readonly env?: string;
-  /** The option whose flag, when given, means `env` is not read. */
-  readonly envUnless?: string;
+  /** The options whose flags, when given, mean `env` is not read. */
+  readonly envUnless?: readonly string[];
 }
 
 export type Options = Readonly<Record<string, OptionConfig>>;
@@ -120,7 +120,7 @@ export function register(root: Command, c: CommandConfig, ctx: Context, setCode:
     cmd.action(async (...given: unknown[]) => {
       const options = { ...(given.at(-2) as Record<string, unknown>) };
       for (const [key, o] of Object.entries(c.options ?? {}))
-        if (o.envUnless && cmd.getOptionValueSource(key) === 'env' && options[o.envUnless] !== undefined)
+        if (cmd.getOptionValueSource(key) === 'env' && o.envUnless?.some((k) => options[k] !== undefined))
           delete options[key];
       setCode(await run(ctx, options as never, given.slice(0, -2) as never[]));
     });

@@ -19,7 +19,7 @@ const expectedPairs = [...sandboxDrills, ...stripeDrills].flatMap((d) =>
 );
 
 beforeAll(async () => {
-  run = await cli(['drill', '--adapter', 'sandbox,stripe', '--out', out, '--json']);
+  run = await cli(['drill', '--adapter', 'sandbox,stripe', '--out', out, '--seed', '7', '--json']);
   report = JSON.parse(run.stdout);
 }, 300_000);
 
@@ -29,6 +29,7 @@ describe('retrysafe drill --json (sandbox + stripe)', () => {
     expect(run.code).toBe(0);
     expect(run.stdout).not.toMatch(ANSI);
     expect(report.ok).toBe(true);
+    expect(report.seed).toBe(7); // --seed is read
   });
 
   it('lists every adapter operation × scenario exactly once', () => {

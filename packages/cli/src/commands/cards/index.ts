@@ -9,10 +9,14 @@ import { ADAPTER_OPTIONS, cardsOf, loadAdapters, type NamedCard } from '../../re
 
 export const CARDS_OPTIONS = {
   ...ADAPTER_OPTIONS,
-  format: { argument: '<fmt>', choices: ['md', 'json'], description: 'md or json' },
+  format: {
+    argument: '<fmt>',
+    choices: ['md', 'json'],
+    description: 'print the cards as md or json (not with --check, --write)',
+  },
   check: { description: 'fail (exit 1) when docs/cards is out of date or a card is invalid' },
   write: { description: 'regenerate docs/cards from the card objects' },
-  dir: { argument: '<dir>', default: 'docs/cards', description: 'the cards folder' },
+  dir: { argument: '<dir>', description: 'the cards folder --check and --write compare (default docs/cards)' },
   json: { description: 'same as --format json; with --check/--write, the result as JSON' },
 } as const satisfies Options;
 
@@ -58,6 +62,11 @@ function indexPage(cards: readonly NamedCard[]): string {
 export async function cardsCommand(opts: Partial<Parsed<typeof CARDS_OPTIONS>>) {
   const format = opts.format ?? (opts.json ? 'json' : 'md');
   if (opts.check && opts.write) throw new UsageError('choose one of --check and --write');
+  // A listing reads no folder; --check and --write print a result, not the cards.
+  const folder = opts.check || opts.write;
+  if (opts.dir !== undefined && !folder) throw new UsageError('--dir is the folder of --check and --write: add one');
+  if (opts.format !== undefined && (folder || (opts.json && opts.format !== 'json')))
+    throw new UsageError('--format prints the cards: not with --check, --write or --json (their result as JSON)');
   const entries = await loadAdapters(opts.adapter, opts.module, opts.config);
   const problems: { file: string; problem: string }[] = [];
   const cards: NamedCard[] = [];

@@ -68,6 +68,13 @@ export async function drillCommand(
   opts: DrillCommandOptions,
   progressSink: { readonly write: (text: string) => void; readonly tty: boolean } | null,
 ) {
+  // One report on stdout: JSON, JUnit XML, or the text one --details widens.
+  if (opts.json && (opts.reporter || opts.details))
+    throw new UsageError(
+      `--${opts.reporter ? 'reporter' : 'details'}: not with --json (the report as JSON holds every row)`,
+    );
+  if (opts.details && opts.reporter === 'junit')
+    throw new UsageError('--details widens the text report: not with --reporter junit (every row is a testcase)');
   // Loaded here, not at start: its fault proxy's HTTP server is only needed by a drill.
   const { createDrillContext, disposeDrillContext, runScenario, SCENARIOS, writeSummary } = await import(
     '@retrysafe/testkit'

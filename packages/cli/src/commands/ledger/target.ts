@@ -197,7 +197,7 @@ export const TARGET_OPTIONS = {
   config: {
     argument: '<file>',
     env: CONFIG_ENV,
-    envUnless: 'db',
+    envUnless: ['db'],
     description: 'retrysafe config (JSON, YAML or JavaScript); not taken from the variable when --db names the ledger',
   },
   json: { description: 'JSON output' },

@@ -12,10 +12,13 @@ export const ledgerExportCommand = defineCommand({
     'receipts as JSON Lines, with one chain-head line per operation so the export verifies offline (ledger verify --file)',
   options: {
     ...TARGET_OPTIONS,
-    out: { argument: '<file>', description: 'write to this file instead of stdout' },
+    out: {
+      argument: '<file>',
+      description: 'write to this file instead of stdout (with --json, its summary on stdout)',
+    },
     state: STATE_OPTION,
   },
-  async run({ io }, o) {
+  async run({ io, json }, o) {
     const states = stateFilter(o.state);
     if (o.out && isSqlite(o.out))
       throw new UsageError(`--out ${o.out}: a SQLite database (the ledger?): not overwritten`);
@@ -25,12 +28,16 @@ export const ledgerExportCommand = defineCommand({
       // One whose receipts cannot be read is told as unreadable too, and left out.
       return { ids, text: await exportReceiptsJsonl(ledger, { ids, filter: { onUnreadable }, heads: true }) };
     });
+    const ok = unreadable.length === 0;
     if (o.out) {
       await writeFile(o.out, text, 'utf8');
-      io.err(`wrote ${plural(ids.filter((id) => !unreadable.includes(id)).length, 'operation')} to ${o.out}`);
+      const operations = ids.filter((id) => !unreadable.includes(id)).length;
+      // The export is JSON Lines already; what --json adds is the summary of one written to a file.
+      if (o.json) json({ ok, out: o.out, operations, unreadable });
+      else io.err(`wrote ${plural(operations, 'operation')} to ${o.out}`);
     } else if (text) io.out(text.trimEnd());
     warnUnreadable(io, unreadable);
-    return unreadable.length === 0 ? EXIT.ok : EXIT.failed;
+    return ok ? EXIT.ok : EXIT.failed;
   },
 });
 

@@ -22,7 +22,7 @@ export const PRUNE_OPTIONS = {
     description:
       "write the pruned operations' receipts (with chain heads, as `ledger export`) to this new file before deleting them",
   },
-  dryRun: { description: 'count what would be pruned; delete and write nothing' },
+  dryRun: { description: 'count what would be pruned; delete and write nothing (not with --export)' },
   unknownRetention: {
     argument: '<duration>',
     description:
@@ -71,6 +71,11 @@ export async function ledgerPrune(opts: Parsed<typeof PRUNE_OPTIONS>): Promise<P
   // A well-formed duration can still reach back past any date (the cut-off must be one).
   if (isDuration(opts.olderThan) && Number.isNaN(new Date(Date.now() - durationMs(opts.olderThan)).getTime()))
     throw new UsageError(`--older-than ${opts.olderThan}: reaches back past any date; nothing can be that old`);
+  // Written, a dry run's export would hold operations still in the ledger, and make the real run refuse its file.
+  if (opts.export && opts.dryRun)
+    throw new UsageError(
+      '--export: a dry run writes nothing; leave --export out to count what would be pruned (ledger export --state writes receipts without deleting)',
+    );
   if (opts.export && existsSync(opts.export))
     throw new UsageError(
       `--export ${opts.export}: the file exists (prune appends receipts to a new file; move it away first)`,
@@ -87,7 +92,7 @@ export async function ledgerPrune(opts: Parsed<typeof PRUNE_OPTIONS>): Promise<P
       unknownRetention: opts.unknownRetention as Duration | undefined,
       force: opts.force,
       dryRun: opts.dryRun,
-      exportPath: opts.dryRun ? undefined : opts.export,
+      exportPath: opts.export,
       states: opts.state?.length ? (opts.state as OperationState[]) : undefined,
     }).catch((err: unknown) => {
       // The retention checks' refusals name their option (opening the ledger has its own errors).
@@ -103,7 +108,7 @@ export function pruneText(r: PruneLedgerReport, exportPath?: string): string {
   const parts = Object.entries(r.byState).map(([s, n]) => `${n} ${s}`);
   const what = `${plural(r.pruned, 'operation')}${parts.length ? ` (${parts.join(', ')})` : ''} last changed before ${new Date(r.before).toISOString()}`;
   const lines = [r.dryRun ? `would prune ${what}; nothing deleted (--dry-run)` : `pruned ${what}`];
-  if (!r.dryRun && exportPath)
+  if (exportPath)
     lines.push(
       r.exported === 0
         ? `nothing to export: ${exportPath} was not written`

@@ -1,11 +1,18 @@
-import { loadConfigFile } from '@retrysafe/config';
-import { asBusinessOperationId, HANDOFF_REASONS, type Ledger, LedgerError, RetrysafeError } from '@retrysafe/contract';
+import { loadConfigFile, type RetrysafeConfig } from '@retrysafe/config';
+import {
+  type AdapterV1,
+  asBusinessOperationId,
+  HANDOFF_REASONS,
+  type Ledger,
+  LedgerError,
+  RetrysafeError,
+} from '@retrysafe/contract';
 import { isParamsSealed } from '@retrysafe/core/internal';
 import { defineCommand, type Options, type Parsed } from '../../../command.js';
 import { exactlyOne, pickKnown, RefusedError, scrubbed, UsageError, wanted } from '../../../errors.js';
 import { paint, pick, plural } from '../../../output.js';
 import { receiptKeysFromEnv, withParamsKeys } from '../chain.js';
-import { ledgerResolve, printable, resolved, resolveText } from '../resolve/index.js';
+import { ledgerResolve, printable, refuseForceWithoutResume, resolved, resolveText } from '../resolve/index.js';
 import {
   configAdapters,
   configEnvHint,
@@ -30,7 +37,7 @@ export const RESOLVE_ALL_OPTIONS = {
   abandon: { description: 'give each up (nothing more is sent)' },
   force: {
     description:
-      'also where the packet marks the action not safe, or a key may be forgotten and nothing can look it up first (you checked at the provider)',
+      'with --resume: also where the packet marks it not safe, or a key may be forgotten and nothing can look it up first (you checked at the provider)',
   },
   dryRun: { description: 'list what would be done; send and write nothing' },
   by: { argument: '<name>', description: 'who resolved them, for the receipts (default $USER)' },
@@ -46,6 +53,7 @@ export async function ledgerResolveAll(opts: ResolveAllOptions) {
     [opts.resume, opts.abandon],
     'choose exactly one of --resume, --abandon (--mark-done needs one provider reference per operation: use ledger resolve <id>)',
   );
+  refuseForceWithoutResume(opts);
   // Refused before any row, in a dry run as in the real run: no config to resume through, or adapters it cannot build.
   if (opts.resume && !opts.config)
     throw new UsageError(
@@ -57,8 +65,21 @@ export async function ledgerResolveAll(opts: ResolveAllOptions) {
   // Each resolve reads the receipt keys: a malformed one is refused once, here, not on every row.
   receiptKeysFromEnv();
   const config = opts.config ? await loadConfigFile(opts.config) : null;
-  if (opts.resume && config)
-    for (const a of Object.values(await configAdapters(config, opts.config!))) await a.close?.();
+  const adapters = opts.resume && config ? Object.values(await configAdapters(config, opts.config!)) : [];
+  try {
+    return await resolveMatching(opts, config, adapters, action);
+  } finally {
+    for (const a of adapters) await a.close?.();
+  }
+}
+
+/** The matching hand-offs, each resolved through `adapters` (the config's, built once for them all). */
+async function resolveMatching(
+  opts: ResolveAllOptions,
+  config: RetrysafeConfig | null,
+  adapters: readonly AdapterV1[],
+  action: 'resume' | 'abandon',
+) {
   // A handoff whose row cannot be read is left out and reported (`unreadable`), not a reason to resolve none.
   const { ids: unreadable, onUnreadable } = unreadableRows();
   const listed = async (ledger: Ledger) => {
@@ -93,7 +114,9 @@ export async function ledgerResolveAll(opts: ResolveAllOptions) {
     const resolve = { ...opts, handoffAt: r.handoff?.createdAt };
     // A dry run makes the same checks, and so says per row what the run would refuse.
     const done =
-      plan === 'refused' ? null : await settle(ledgerResolve(resolve, r.businessOperationId, opts.dryRun === true));
+      plan === 'refused'
+        ? null
+        : await settle(ledgerResolve(resolve, r.businessOperationId, opts.dryRun === true, adapters));
     rows.push({
       ...pick(r, 'businessOperationId', 'operation'),
       ...(r.account === undefined ? {} : { account: r.account }),

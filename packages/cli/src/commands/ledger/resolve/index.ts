@@ -49,14 +49,26 @@ export const RESOLVE_OPTIONS = {
 export type ResolveOptions = Parsed<typeof RESOLVE_OPTIONS>;
 
 /** `--resume` re-sends with the SAME key through the config's adapter; `--mark-done` records a verified ref; `--abandon`.
- * `dryRun`: only the runner's checks, each refusal worded as the resolution's; null where it would go ahead. */
+ * `dryRun`: only the runner's checks, each refusal worded as the resolution's; null where it would go ahead. `built`:
+ * the config's adapters, built once by the caller for many operations (and closed by it). */
 export function ledgerResolve(opts: ResolveOptions, id: string): Promise<ResolveResult>;
-export function ledgerResolve(opts: ResolveOptions, id: string, dryRun: boolean): Promise<ResolveResult | null>;
-export async function ledgerResolve(opts: ResolveOptions, id: string, dryRun = false): Promise<ResolveResult | null> {
+export function ledgerResolve(
+  opts: ResolveOptions,
+  id: string,
+  dryRun: boolean,
+  built?: readonly AdapterV1[],
+): Promise<ResolveResult | null>;
+export async function ledgerResolve(
+  opts: ResolveOptions,
+  id: string,
+  dryRun = false,
+  built?: readonly AdapterV1[],
+): Promise<ResolveResult | null> {
   exactlyOne(
     [opts.resume, opts.markDone, opts.abandon, opts.resendWith],
     'choose exactly one of --resume, --mark-done <providerRef>, --abandon, --resend-with <params.json>',
   );
+  refuseForceWithoutResume(opts);
   if ((opts.resume || opts.resendWith !== undefined) && !opts.config) throw await needsConfig(opts, id);
   const corrected = opts.resendWith !== undefined ? readParams(opts.resendWith) : undefined;
   if (opts.markDone !== undefined && !opts.markDone.trim())
@@ -64,7 +76,10 @@ export async function ledgerResolve(opts: ResolveOptions, id: string, dryRun = f
   asBusinessOperationId(id);
   const config = opts.config ? await loadConfigFile(opts.config) : null;
   const adapters =
-    config && (opts.resume || corrected !== undefined) ? Object.values(await configAdapters(config, opts.config!)) : [];
+    built ??
+    (config && (opts.resume || corrected !== undefined)
+      ? Object.values(await configAdapters(config, opts.config!))
+      : []);
   try {
     return await withLedger(
       opts,
@@ -125,8 +140,13 @@ export async function ledgerResolve(opts: ResolveOptions, id: string, dryRun = f
       { config, writes: !dryRun },
     );
   } finally {
-    for (const a of adapters) await a.close?.();
+    if (!built) for (const a of adapters) await a.close?.();
   }
+}
+
+/** --force overrides only a resume's refusal (abandon is always safe, the others are never forced). */
+export function refuseForceWithoutResume(o: { readonly force?: boolean; readonly resume?: boolean }): void {
+  if (o.force && !o.resume) throw new UsageError('--force overrides a refused --resume: not without --resume');
 }
 
 /** A send needs the adapter of the operation (read if the ledger can be): a config naming it, or for one left open

@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { verifyReceiptsJsonl } from '@retrysafe/core';
-import { defineCommand } from '../../../command.js';
-import { exactlyOne, orInputError } from '../../../errors.js';
+import { defineCommand, kebab } from '../../../command.js';
+import { exactlyOne, orInputError, UsageError } from '../../../errors.js';
 import { paint, plural } from '../../../output.js';
 import {
   addMissingKey,
@@ -59,10 +59,13 @@ export const ledgerVerifyCommand = defineCommand({
   arguments: [['[id]', 'business-operation id']],
   options: {
     ...TARGET_OPTIONS,
+    // An export is checked without a ledger: the variable's config is not read behind --file either.
+    config: { ...TARGET_OPTIONS.config, envUnless: ['db', 'file'] },
     all: { description: 'every operation in the ledger' },
     file: {
       argument: '<export.jsonl>',
-      description: 'an export written by `ledger export`, checked offline (no ledger needed)',
+      description:
+        'an export written by `ledger export`, checked offline (no ledger read: not with --db, --schema, --busy-timeout, --config)',
     },
     allowUnkeyed: {
       description: `with ${RECEIPT_KEYS_ENV} set: accept receipts written before the key (someone could re-seal as unkeyed; do not leave this on)`,
@@ -70,6 +73,8 @@ export const ledgerVerifyCommand = defineCommand({
   },
   async run({ print, color }, o, [id]: [string?]) {
     exactlyOne([id, o.all, o.file], 'choose one of <id>, --all, --file <export.jsonl>');
+    const ledgerFlag = o.file && (['db', 'schema', 'busyTimeout', 'config'] as const).find((k) => o[k] !== undefined);
+    if (ledgerFlag) throw new UsageError(`--${kebab(ledgerFlag)}: --file checks an export offline and reads no ledger`);
     const rows = o.file
       ? verifyExportFile(o.file, o.allowUnkeyed)
       : await withLedger(o, (l) => verifyChains(l, o.all ? 'all' : [id!], o.allowUnkeyed, true, targetFlags(o)));
