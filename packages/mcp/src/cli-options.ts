@@ -125,6 +125,9 @@ function convert(name: string, o: Options[string], raw: string | boolean | (stri
 /** Parses `argv` against the command's options; what follows `--` (an upstream server's command line) is `rest`. */
 export function parseOptions<O extends Options>(argv: readonly string[], command: { readonly options: O }) {
   const end = argv.indexOf('--');
+  // Only a command that names a server (--url, or its command after --) reads what follows --.
+  if (end >= 0 && !('url' in command.options))
+    throw new UsageError('serving starts no server: a server command after -- is for retrysafe-mcp wrap (or probe)');
   const table = Object.entries(command.options);
   let values: Record<string, string | boolean | (string | boolean)[] | undefined>;
   try {
