@@ -19,12 +19,13 @@ export const DRILL_OPTIONS = {
     description: 'where receipts, drill.json, junit.xml and report.html go',
   },
   details: {
-    description: 'print every scenario × operation (default: a summary, and the failing rows when something fails)',
+    description:
+      'print every scenario × operation in the text report (default: a summary, and the failing rows when something fails)',
   },
   reporter: {
     argument: '<name>',
     choices: ['text', 'junit'],
-    description: 'text (default) or junit (JUnit XML on stdout; always written to <out>/junit.xml)',
+    description: 'text (default) or junit (JUnit XML on stdout; always written to <out>/junit.xml); not with --json',
   },
   json: { description: 'print the report as JSON (progress still goes to stderr on a terminal)' },
 } as const satisfies Options;
