@@ -82,6 +82,11 @@ describe('an option a combination makes meaningless is refused naming it (exit 2
       /--busy-timeout/,
     ],
     ['ledger verify --file --config', ['ledger', 'verify', '--file', 'x.jsonl', '--config', config], /--config/],
+    [
+      'ledger verify --allow-unkeyed without keys',
+      ['ledger', 'verify', 'x', '--db', db, '--allow-unkeyed'],
+      /--allow-unkeyed/,
+    ],
     ['ledger resolve --abandon --force', ['ledger', 'resolve', 'x', '--db', db, '--abandon', '--force'], /--force/],
     [
       'ledger resolve --mark-done --force',

@@ -8,6 +8,7 @@ import {
   CHAIN_RUNBOOK,
   checkOptions,
   RECEIPT_KEYS_ENV,
+  receiptKeysFromEnv,
   rowOf,
   type VerifyRow,
   verifyChains,
@@ -75,6 +76,9 @@ export const ledgerVerifyCommand = defineCommand({
     exactlyOne([id, o.all, o.file], 'choose one of <id>, --all, --file <export.jsonl>');
     const ledgerFlag = o.file && (['db', 'schema', 'busyTimeout', 'config'] as const).find((k) => o[k] !== undefined);
     if (ledgerFlag) throw new UsageError(`--${kebab(ledgerFlag)}: --file checks an export offline and reads no ledger`);
+    // Without keys every chain is checked unkeyed already: the flag would change nothing.
+    if (o.allowUnkeyed && !receiptKeysFromEnv().keyring)
+      throw new UsageError(`--allow-unkeyed applies with ${RECEIPT_KEYS_ENV} set: without keys no chain is keyed`);
     const rows = o.file
       ? verifyExportFile(o.file, o.allowUnkeyed)
       : await withLedger(o, (l) => verifyChains(l, o.all ? 'all' : [id!], o.allowUnkeyed, true, targetFlags(o)));
