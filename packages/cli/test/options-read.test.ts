@@ -87,6 +87,7 @@ describe('an option a combination makes meaningless is refused naming it (exit 2
       ['ledger', 'verify', 'x', '--db', db, '--allow-unkeyed'],
       /--allow-unkeyed/,
     ],
+    ['ledger ls --limit 0 (it printed "No operations.")', ['ledger', 'ls', '--db', db, '--limit', '0'], /--limit/],
     ['ledger resolve --abandon --force', ['ledger', 'resolve', 'x', '--db', db, '--abandon', '--force'], /--force/],
     [
       'ledger resolve --mark-done --force',

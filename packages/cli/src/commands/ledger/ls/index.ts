@@ -1,4 +1,5 @@
 import { defineCommand } from '../../../command.js';
+import { UsageError } from '../../../errors.js';
 import { table } from '../../../output.js';
 import {
   type LedgerTarget,
@@ -18,6 +19,8 @@ export async function ledgerLs(
   onUnreadable?: (id: string) => void,
 ): Promise<OperationSummary[]> {
   const states = stateFilter(target.state);
+  // A listing of none would read "No operations." of a ledger that holds some.
+  if (target.limit === 0) throw new UsageError('--limit 0 lists nothing: give at least 1');
   return withLedger(target, async (ledger) => {
     const rows = await ledger.list({
       states,
