@@ -1,3 +1,4 @@
+import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { PROBE_COMMAND, parseOptions, SERVE_COMMAND, UsageError, WRAP_COMMAND } from '../src/cli-options.js';
 
@@ -17,4 +18,21 @@ describe('retrysafe-mcp refuses what its commands would not read', () => {
         /unknown option --busy-timeout/,
       );
   });
+});
+
+// Every option in the help is read by the code that runs its command (which reads its options as `o.<name>`, or
+// takes them apart from `o`): an option added to a table and read nowhere fails here.
+describe('every option of retrysafe-mcp is read by its command', () => {
+  const source = (file: string) => readFileSync(new URL(`../src/${file}`, import.meta.url), 'utf8');
+  const rows = [
+    ['serve', SERVE_COMMAND, 'commands.ts'],
+    ['wrap', WRAP_COMMAND, 'commands.ts'],
+    ['probe', PROBE_COMMAND, 'probe.ts'],
+  ] as const;
+  it.each(rows.flatMap(([name, command, file]) => Object.keys(command.options).map((key) => [name, key, file])))(
+    '%s --%s',
+    (_name, key, file) => {
+      expect(source(file)).toMatch(new RegExp(`\\bo\\.${key}\\b|\\{[^}]*\\b${key}\\b[^}]*\\} = o\\b`));
+    },
+  );
 });
