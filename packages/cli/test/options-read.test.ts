@@ -248,6 +248,7 @@ const CHECKS: Record<string, { readonly base: readonly string[]; readonly option
       state: { with: ['--state', 'succeeded'] },
     },
   },
+  // The first prune run imports every built-in adapter (their cards set the retention floor): about 2 s, once.
   'ledger prune': {
     base: ['--older-than', '3650d'],
     options: {
