@@ -219,6 +219,24 @@ describe('past retention: never rely on the key', () => {
     },
   );
 
+  it("this operation's customer behind a full page of loose matches (crm-acct-9-…): found on the next page", async () => {
+    const params = { customerRef: 'shared-ref' };
+    const create = (id: string) =>
+      adapter.doExecute(
+        'customers.create',
+        params,
+        executeContext(adapter, 'customers.create', asBusinessOperationId(id)),
+      );
+    await create('crm-acct-9'); // the oldest: the search answers newest first, so it is on page 2
+    for (let i = 0; i < 100; i++) await create(`crm-acct-9-x${i}`);
+    const at = t0 + STRIPE_KEY_RETENTION_MS + STRIPE_SEARCH_DELAY_MS;
+    sandbox.advance(at - t0);
+    const ctx = { firstDispatchedAt: t0, now: at };
+    const mine = lookupContext(adapter, 'customers.create', asBusinessOperationId('crm-acct-9'), params, ctx);
+    expect(await adapter.doLookup('customers.create', mine)).toMatchObject({ kind: 'found' });
+    expect(sandbox.requests().filter((r) => r.path.startsWith('/v1/customers/search'))).toHaveLength(2);
+  });
+
   it('nothing there: cannot-tell inside 24 h + 1 h of the first dispatch, and after it (the card bounds no late apply)', async () => {
     const params = { customer: 'cus_fixture', invoiceRef: 'INV-9' };
     const id = operationIdFor(adapter, 'invoices.create', params);
