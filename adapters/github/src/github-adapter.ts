@@ -179,7 +179,8 @@ function found(op: GitHubOperation, matches: readonly ListedItem[]): LookupResul
   if (reads.length > 1) {
     // A second create of ours or a copy under our login: which one is ours is for a person to say.
     const refs = reads.map((r) => r.providerRef).sort((a, b) => Number(a) - Number(b));
-    return { kind: 'cannot-tell', reason: `${reads.length} items of ours carry the marker: ${refs.join(', ')}` };
+    const reason = `${reads.length} items of ours carry the marker: ${refs.join(', ')}`;
+    return { kind: 'cannot-tell', reason, duplicates: refs };
   }
   return {
     kind: 'found',

@@ -55,6 +55,7 @@ describe('a lookup adopts only what this identity wrote', () => {
     expect(await look('issues.create', issueParams(3))).toMatchObject({
       kind: 'cannot-tell',
       reason: expect.stringMatching(/2 items .* 2, 3$/),
+      duplicates: ['2', '3'],
     });
   });
 

@@ -182,12 +182,9 @@ async function lookup(rt: Runtime, o: GraphOperation, ctx: FramedLookupContext):
   }
   // A second item with this tag is a duplicate already made: adopting one would hide the other from a person.
   if (own.length > 1) {
-    const ids = own.map((i) => String(i.id)).join(', ');
-    return {
-      kind: 'cannot-tell',
-      reason: `${what}: ${own.length} items carry this id's tag: ${ids}`,
-      ...refsOf(answer),
-    };
+    const ids = own.map((i) => String(i.id));
+    const reason = `${what}: ${own.length} items carry this id's tag: ${ids.join(', ')}`;
+    return { kind: 'cannot-tell', reason, duplicates: ids, ...refsOf(answer) };
   }
   const { result, ...ref } = o.read(first, true);
   return { kind: 'found', outcome: { kind: 'succeeded', result, ...ref, ...refsOf(answer) } };

@@ -431,6 +431,7 @@ describe('lookup', () => {
       const out = await lookup(op, 'dup', params());
       expect(out).toMatchObject({ kind: 'cannot-tell', reason: expect.stringContaining('2 items') });
       for (const id of ids) expect(out.kind === 'cannot-tell' && out.reason).toContain(id);
+      expect(out).toMatchObject({ duplicates: ids });
     },
   );
 

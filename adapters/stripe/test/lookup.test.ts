@@ -163,6 +163,7 @@ describe('past retention: never rely on the key', () => {
       );
       expect(result.kind).toBe('cannot-tell');
       for (const o of [first, second]) expect(result.kind === 'cannot-tell' && result.reason).toContain(o.providerRef);
+      expect(result).toMatchObject({ duplicates: expect.arrayContaining([first.providerRef, second.providerRef]) });
       expect(sandbox.requests().at(-1)?.path).toBe(path);
     },
   );
