@@ -171,7 +171,9 @@ async function lookup(rt: Runtime, o: GraphOperation, ctx: FramedLookupContext):
   const read = await readPages(rt, ctx, query, what);
   if ('kind' in read) return read;
   const { items, answer } = read;
-  const own = items.filter((i): i is Record<string, unknown> => isObj(i) && o.owns(i, b));
+  // Keyed by id: an item on two pages (the list moved between the reads) is one item, not a duplicate.
+  const tagged = items.filter((i): i is Record<string, unknown> => isObj(i) && o.owns(i, b));
+  const own = [...new Map(tagged.map((i) => [i.id, i])).values()];
   const first = own[0];
   if (!first) {
     const miss = `${what}: nothing tagged with exactly this business-operation id is visible (${items.length} matched ignoring case)`;

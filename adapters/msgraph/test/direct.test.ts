@@ -411,6 +411,21 @@ describe('lookup', () => {
       const out = await lookup(o.op, 'dup', o.params(), a);
       expect(out).toMatchObject({ kind: 'cannot-tell', reason: expect.stringContaining('2 items') });
     });
+    it('the same item on two pages (the list moved between the reads) is one item, not a duplicate', async () => {
+      const id = 'moved-1';
+      const ours = { id: 'AAMk-1', singleValueExtendedProperties: [{ id: DEFAULT_EXTENDED_PROPERTY_ID, value: id }] };
+      const server = createHttpServer((req, res) => {
+        const next = req.url?.includes('skip')
+          ? {}
+          : { '@odata.nextLink': `http://${req.headers.host}${req.url}&$skip=1` };
+        res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ value: [ours], ...next }));
+      });
+      await new Promise<void>((r) => server.listen(0, '127.0.0.1', () => r()));
+      onTestFinished(() => new Promise<void>((r) => server.close(() => r())));
+      const { port } = server.address() as AddressInfo;
+      const out = await lookup('mail.send', id, mailParams(1), adapterAt(`http://127.0.0.1:${port}/`));
+      expect(out).toMatchObject({ kind: 'found', outcome: { providerRef: expect.anything() } });
+    });
     it.each(OPS)("$op: this operation's item behind a page of near-matches ⇒ found", async (o) => {
       const { a } = await pagedAdapter();
       for (const id of ['invoice-a', 'INVOICE-A', 'Invoice-A'])

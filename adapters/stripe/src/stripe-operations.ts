@@ -44,13 +44,14 @@ const SEARCH_PAGES = 10;
 const searchIn = (resource: Resource): PastRetentionLookup => ({
   kind: 'search',
   async find(client, { businessOperationId: id }) {
-    const ours: StripeObject[] = [];
+    // Keyed by id: an object on two pages (the results moved between the reads) is one object, not a duplicate.
+    const ours = new Map<unknown, StripeObject>();
     const query = { query: metadataQuery(id), limit: 100 };
     let page = await client[resource].search(query);
     for (let n = 1; ; n++) {
       for (const o of page.data as unknown as StripeObject[])
-        if (o.metadata?.[STRIPE_OPERATION_METADATA_KEY] === id) ours.push(o);
-      if (!page.has_more) return ours;
+        if (o.metadata?.[STRIPE_OPERATION_METADATA_KEY] === id) ours.set(o.id, o);
+      if (!page.has_more) return [...ours.values()];
       if (n === SEARCH_PAGES || !page.next_page)
         throw new Error(`more than ${n * 100} objects match the id loosely: the search cannot tell`);
       page = await client[resource].search({ ...query, page: page.next_page });

@@ -409,6 +409,26 @@ describe('past retention: a search whose one exact match sits on a page with mor
   });
 });
 
+describe('past retention: the same object on two search pages (the results moved between the reads)', () => {
+  it('is one object, adopted, not a duplicate', async () => {
+    const id = operationIdFor(adapter, 'customers.create', customer);
+    const ours = { id: 'cus_1', object: 'customer', metadata: { retrysafe_operation_id: id } };
+    const server = await startScriptedServer((req, res) => {
+      res.setHeader('content-type', 'application/json');
+      const more = req.url?.includes('page=p2') ? { has_more: false } : { has_more: true, next_page: 'p2' };
+      res.end(JSON.stringify({ object: 'search_result', url: '/v1/customers/search', ...more, data: [ours] }));
+    });
+    try {
+      const scripted = createStripeAdapter({ apiKey: API_KEY, baseUrl: server.url, timeoutMs: 2000 });
+      const at = t0 + STRIPE_KEY_RETENTION_MS + HOUR;
+      const ctx = lookupContext(scripted, 'customers.create', id, customer, { firstDispatchedAt: t0, now: at });
+      expect(await scripted.doLookup('customers.create', ctx)).toMatchObject({ kind: 'found' });
+    } finally {
+      await server.close();
+    }
+  });
+});
+
 describe('past retention: a PaymentIntent created without confirm whose later confirmation failed', () => {
   it('is the create that succeeded (as the key would have replayed it), not a card decline of this operation', async () => {
     const params = { customer: 'cus_fixture', amount: 700, currency: 'eur', orderRef: 'NC-1' };
