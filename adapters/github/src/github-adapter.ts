@@ -174,12 +174,15 @@ export function createGitHubAdapter(options: GitHubAdapterOptions): GitHubAdapte
 }
 
 function found(op: GitHubOperation, matches: readonly ListedItem[]): LookupResult | null {
-  const reads = matches.map((m) => op.read(m)).filter((r) => r !== null);
+  // Keyed by id: an item on two pages (newer items moved the list between the reads) is one item, not a duplicate.
+  const unique = [...new Map(matches.map((m) => [m.id, m])).values()];
+  const reads = unique.map((m) => op.read(m)).filter((r) => r !== null);
   if (reads.length === 0) return null;
   if (reads.length > 1) {
     // A second create of ours or a copy under our login: which one is ours is for a person to say.
     const refs = reads.map((r) => r.providerRef).sort((a, b) => Number(a) - Number(b));
-    return { kind: 'cannot-tell', reason: `${reads.length} items of ours carry the marker: ${refs.join(', ')}` };
+    const reason = `${reads.length} items of ours carry the marker: ${refs.join(', ')}`;
+    return { kind: 'cannot-tell', reason, duplicates: refs };
   }
   return {
     kind: 'found',

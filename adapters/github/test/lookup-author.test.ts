@@ -55,6 +55,7 @@ describe('a lookup adopts only what this identity wrote', () => {
     expect(await look('issues.create', issueParams(3))).toMatchObject({
       kind: 'cannot-tell',
       reason: expect.stringMatching(/2 items .* 2, 3$/),
+      duplicates: ['2', '3'],
     });
   });
 
@@ -77,6 +78,28 @@ describe('a lookup adopts only what this identity wrote', () => {
     expect(await look(failPage2.url)).toMatchObject({ kind: 'cannot-tell', status: 503 });
     expect(await look(sandbox.url, 1)).toMatchObject({ kind: 'cannot-tell', reason: expect.stringMatching(/1 pages/) });
     expect(await look(sandbox.url)).toMatchObject({ kind: 'found', outcome: { providerRef: '101' } });
+  });
+
+  it('ours on page 1, and again on page 2 because a newer item arrived between the reads: one item, adopted', async () => {
+    const sandbox = closeAfterTest(await startGitHubSandbox({ token: TOKEN, seed: SEED }));
+    const adapter = createGitHubAdapter({ auth: TOKEN, baseUrl: sandbox.url });
+    await execute(adapter, 'issues.create', issueParams(6), id);
+    // 99 newer items: ours is the last of page 1 (newest first).
+    for (let i = 0; i < 99; i++) sandbox.addPullRequest(OWNER, REPO, `PR ${i}`, '');
+    let moved = false;
+    const proxy = closeAfterTest(
+      await startFaultProxy({
+        target: sandbox.url,
+        faults: (_n, req) => {
+          if (req.path.includes('page=2') && !moved) moved = !!sandbox.addPullRequest(OWNER, REPO, 'newer', '');
+          return 'pass';
+        },
+      }),
+    );
+    const viaProxy = createGitHubAdapter({ auth: TOKEN, baseUrl: proxy.url });
+    const ctx = lookupContext(viaProxy, 'issues.create', id, issueParams(6), { firstDispatchedAt: Date.now() - 1000 });
+    expect(await viaProxy.doLookup('issues.create', ctx)).toMatchObject({ kind: 'found' });
+    expect(moved).toBe(true);
   });
 
   it('the identity is read once with GET /user, or not at all when `login` is given', async () => {

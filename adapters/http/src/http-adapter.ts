@@ -179,7 +179,7 @@ type Found = Extract<LookupResult, { kind: 'found' }>['outcome'];
 const found = (outcome: Found): LookupResult => ({ kind: 'found', outcome });
 const absent = ({ o, ctx }: Ask, res: HttpResponseView, reason: string) =>
   lookupMiss(o.card, ctx, reason, { status: res.status });
-const cannotTell = (res: HttpResponseView, reason: string): LookupResult => ({
+const cannotTell = (res: HttpResponseView, reason: string): Extract<LookupResult, { kind: 'cannot-tell' }> => ({
   kind: 'cannot-tell',
   reason,
   status: res.status,
@@ -212,11 +212,10 @@ function saysNextPage(link: string | undefined): boolean {
   return false;
 }
 /** Two items of this operation are a duplicate already made: adopting one would hide the other from a person. */
-const several = (res: HttpResponseView, items: readonly unknown[], refPath: string | undefined) =>
-  cannotTell(
-    res,
-    `${items.length} items match this operation: ${items.map((i) => String(readPath(i, refPath ?? 'id'))).join(', ')}`,
-  );
+function several(res: HttpResponseView, items: readonly unknown[], refPath: string | undefined): LookupResult {
+  const ids = items.map((i) => String(readPath(i, refPath ?? 'id')));
+  return { ...cannotTell(res, `${items.length} items match this operation: ${ids.join(', ')}`), duplicates: ids };
+}
 /** The work item exists (a 303 said done, a search matched it): a later request that cannot tell leaves it in progress. */
 const exists = (r: LookupResult, statusRef: string): LookupResult => {
   if (r.kind !== 'cannot-tell') return r;

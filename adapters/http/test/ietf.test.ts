@@ -168,7 +168,11 @@ describe('IETF Idempotency-Key: SDK → sandbox, one row per mapping', () => {
       await executeOn(a, OP, order(), 2);
       expect(sb.count(OP)).toBe(2);
       const out = await lookupOn(a, OP, order());
-      expect(out).toMatchObject({ kind: 'cannot-tell', reason: expect.stringMatching(/ord_1.*ord_2/) });
+      expect(out).toMatchObject({
+        kind: 'cannot-tell',
+        reason: expect.stringMatching(/ord_1.*ord_2/),
+        duplicates: ['ord_1', 'ord_2'],
+      });
     } finally {
       await a.close();
       await sb.close();

@@ -306,12 +306,9 @@ async function searchByKey(
   const refs = wireRefs(wire);
   // Two records with the key: the property is not unique here, and adopting one would hide the other from a person.
   if (hit && others.length > 0) {
-    const ids = [hit, ...others].map((r) => r.id).join(', ');
-    return {
-      kind: 'cannot-tell',
-      reason: `${others.length + 1} ${objectType} records hold ${rt.idProperty}=${key}: ${ids}`,
-      ...refs,
-    };
+    const ids = [hit, ...others].map((r) => r.id);
+    const reason = `${ids.length} ${objectType} records hold ${rt.idProperty}=${key}: ${ids.join(', ')}`;
+    return { kind: 'cannot-tell', reason, duplicates: ids, ...refs };
   }
   // EQ may answer other spellings first: this operation's record, or a second one, can sit past the page read.
   if (hit && more)

@@ -34,6 +34,7 @@ describe('tickets.create lookup: CRM search on the id property', () => {
     const r = await lookup(a, 'tickets.create', params);
     expect(r.kind).toBe('cannot-tell');
     for (const id of [one.providerRef, two.providerRef]) expect(r.kind === 'cannot-tell' && r.reason).toContain(id);
+    expect(r).toMatchObject({ duplicates: expect.arrayContaining([one.providerRef, two.providerRef]) });
   });
 
   it('inside the indexing delay a miss is cannot-tell (no settle time configured), then found after it', async () => {

@@ -55,8 +55,9 @@ export interface MsGraphAdapter extends TypedAdapter<MsGraphOperationTypes> {
 }
 
 const PROVIDER = 'msgraph';
-/** One page of the lookup query: a miss, or one match, proves nothing when case-insensitive near-matches filled it. */
-const LOOKUP_TOP = 5;
+/** The lookup's page size, and the pages it reads before it says it cannot tell (case-insensitive near-matches). */
+const LOOKUP_TOP = 50;
+const LOOKUP_PAGES = 5;
 const EXTENDED_PROPERTY_ID = /^String \{[0-9a-fA-F-]{36}\} Name [A-Za-z0-9_.-]+$/;
 
 /** What every call needs: the client, the timeout, and where the business-operation id is written. */
@@ -120,6 +121,38 @@ async function execute(rt: Runtime, o: GraphOperation, params: unknown, ctx: Fra
   return { kind: 'succeeded', ...o.read(isObj(answer.body) ? answer.body : {}, false), ...refsOf(answer) };
 }
 
+/** Every page of the lookup, following `@odata.nextLink` (graph/paging: until it is no longer returned), bounded. */
+async function readPages(
+  rt: Runtime,
+  ctx: FramedLookupContext,
+  first: GraphRequest,
+  what: string,
+): Promise<{ items: unknown[]; answer: GraphHttpAnswer } | LookupResult> {
+  const items: unknown[] = [];
+  let request = first;
+  for (let page = 1; ; page++) {
+    // A page not read may hold this operation's item, or a second one: any failure is cannot-tell.
+    const sent = await send(rt, ctx.signal, request, (r) => r.get());
+    if ('failed' in sent) return { kind: 'cannot-tell', reason: `${what} got no answer: ${sent.failed.message}` };
+    const { answer } = sent;
+    if (sent.unreadable)
+      return { kind: 'cannot-tell', reason: `${what}: HTTP ${answer.status} whose body could not be read` };
+    if (answer.status !== 200) return cannotTellFromAnswer(answer, what);
+    const body = answer.body as { value?: unknown; '@odata.nextLink'?: unknown } | null;
+    if (!Array.isArray(body?.value))
+      return { kind: 'cannot-tell', reason: `${what}: HTTP 200 without a value array`, ...refsOf(answer) };
+    items.push(...body.value);
+    const next = body['@odata.nextLink'];
+    if (typeof next !== 'string') return { items, answer };
+    if (page === LOOKUP_PAGES)
+      return { kind: 'cannot-tell', reason: `${what}: ${page} pages read and more follow`, ...refsOf(answer) };
+    // The link's path and query on this client's own host: the token goes nowhere else.
+    const url = new URL(next);
+    const [, version, ...path] = url.pathname.split('/');
+    request = rt.client.api(`/${path.join('/')}${url.search}`).version(version ?? '');
+  }
+}
+
 async function lookup(rt: Runtime, o: GraphOperation, ctx: FramedLookupContext): Promise<LookupResult> {
   const what = `${o.name} lookup`;
   if (operationParamsErrors(o, ctx.params).length > 0)
@@ -129,45 +162,31 @@ async function lookup(rt: Runtime, o: GraphOperation, ctx: FramedLookupContext):
     };
   const b = { ...ctx, ...rt };
   const q = o.lookup(ctx.params, b);
-  const request = rt.client
+  const query = rt.client
     .api(q.path)
     .filter(q.filter)
     .select([...q.select])
     .expand(q.expand)
     .top(LOOKUP_TOP);
-  const sent = await send(rt, ctx.signal, request, (r) => r.get());
-  if ('failed' in sent) return { kind: 'cannot-tell', reason: `${what} got no answer: ${sent.failed.message}` };
-  const { answer } = sent;
-  if (sent.unreadable)
-    return { kind: 'cannot-tell', reason: `${what}: HTTP ${answer.status} whose body could not be read` };
-  if (answer.status !== 200) return cannotTellFromAnswer(answer, what);
-  const items = (answer.body as { value?: unknown } | null)?.value;
-  if (!Array.isArray(items))
-    return { kind: 'cannot-tell', reason: `${what}: HTTP 200 without a value array`, ...refsOf(answer) };
-  const own = items.filter((i): i is Record<string, unknown> => isObj(i) && o.owns(i, b));
+  const read = await readPages(rt, ctx, query, what);
+  if ('kind' in read) return read;
+  const { items, answer } = read;
+  // Keyed by id: an item on two pages (the list moved between the reads) is one item, not a duplicate.
+  const tagged = items.filter((i): i is Record<string, unknown> => isObj(i) && o.owns(i, b));
+  const own = [...new Map(tagged.map((i) => [i.id, i])).values()];
   const first = own[0];
-  const full = items.length >= LOOKUP_TOP;
   if (!first) {
     const miss = `${what}: nothing tagged with exactly this business-operation id is visible (${items.length} matched ignoring case)`;
-    // Absence is the card's rule: a full answer (less than a page of near-matches) past the card's bounds.
-    if (!full && notFoundIsAuthoritative(o.card, ctx, ctx.clockSkewMarginMs))
+    if (notFoundIsAuthoritative(o.card, ctx, ctx.clockSkewMarginMs))
       return { kind: 'not-found', reason: miss, ...refsOf(answer) };
     const why = "the card's late-apply and visibility bounds do not prove absence yet (Graph documents none)";
     return { kind: 'cannot-tell', reason: `${miss}; ${why}`, ...refsOf(answer) };
   }
   // A second item with this tag is a duplicate already made: adopting one would hide the other from a person.
   if (own.length > 1) {
-    const ids = own.map((i) => String(i.id)).join(', ');
-    return {
-      kind: 'cannot-tell',
-      reason: `${what}: ${own.length} items carry this id's tag: ${ids}`,
-      ...refsOf(answer),
-    };
-  }
-  // A full page: a second item of ours may be on the next one.
-  if (full) {
-    const reason = `${what}: item ${String(first.id)} on a full page of ${LOOKUP_TOP} near-matches, the rest not read`;
-    return { kind: 'cannot-tell', reason, ...refsOf(answer) };
+    const ids = own.map((i) => String(i.id));
+    const reason = `${what}: ${own.length} items carry this id's tag: ${ids.join(', ')}`;
+    return { kind: 'cannot-tell', reason, duplicates: ids, ...refsOf(answer) };
   }
   const { result, ...ref } = o.read(first, true);
   return { kind: 'found', outcome: { kind: 'succeeded', result, ...ref, ...refsOf(answer) } };

@@ -393,6 +393,47 @@ describe('lookup', () => {
     expect(await lookup('mail.send', 'Invoice-A', mailParams(1))).toMatchObject({ kind: 'cannot-tell' });
   });
 
+  // Graph: "To read all results, you must continue to call … with the @odata.nextLink … until [it] is no longer
+  // returned" (graph/paging); a page may be shorter than $top.
+  describe('paged by the server (a page shorter than $top, with @odata.nextLink)', () => {
+    const pagedAdapter = async () => {
+      const paged = await startMsGraphSandbox({ accessToken: TOKEN, users: ['alice@contoso.test'], pageSize: 2 });
+      onTestFinished(() => paged.close());
+      return { paged, a: adapterAt(paged.url) };
+    };
+    it.each(OPS)('$op: a second item of this operation on a later page ⇒ cannot-tell naming both', async (o) => {
+      const { paged, a } = await pagedAdapter();
+      for (const id of ['dup', 'Dup', 'DUP', 'dup']) {
+        expect((await exec(o.op, o.params(), id, a)).kind).toBe('succeeded');
+        paged.expireKeys(); // events fold a same-transactionId POST: a second event needs the key forgotten
+      }
+      expect(paged.records()).toHaveLength(4);
+      const out = await lookup(o.op, 'dup', o.params(), a);
+      expect(out).toMatchObject({ kind: 'cannot-tell', reason: expect.stringContaining('2 items') });
+    });
+    it('the same item on two pages (the list moved between the reads) is one item, not a duplicate', async () => {
+      const id = 'moved-1';
+      const ours = { id: 'AAMk-1', singleValueExtendedProperties: [{ id: DEFAULT_EXTENDED_PROPERTY_ID, value: id }] };
+      const server = createHttpServer((req, res) => {
+        const next = req.url?.includes('skip')
+          ? {}
+          : { '@odata.nextLink': `http://${req.headers.host}${req.url}&$skip=1` };
+        res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ value: [ours], ...next }));
+      });
+      await new Promise<void>((r) => server.listen(0, '127.0.0.1', () => r()));
+      onTestFinished(() => new Promise<void>((r) => server.close(() => r())));
+      const { port } = server.address() as AddressInfo;
+      const out = await lookup('mail.send', id, mailParams(1), adapterAt(`http://127.0.0.1:${port}/`));
+      expect(out).toMatchObject({ kind: 'found', outcome: { providerRef: expect.anything() } });
+    });
+    it.each(OPS)("$op: this operation's item behind a page of near-matches ⇒ found", async (o) => {
+      const { a } = await pagedAdapter();
+      for (const id of ['invoice-a', 'INVOICE-A', 'Invoice-A'])
+        expect((await exec(o.op, o.params(), id, a)).kind).toBe('succeeded');
+      expect(await lookup(o.op, 'Invoice-A', o.params(), a)).toMatchObject({ kind: 'found' });
+    });
+  });
+
   // Adopting one of two hides the other: which one is this operation's is for a person to say.
   it.each(OPS)(
     '$op: two items tagged with this id (a duplicate exists) ⇒ cannot-tell naming both',
@@ -405,6 +446,7 @@ describe('lookup', () => {
       const out = await lookup(op, 'dup', params());
       expect(out).toMatchObject({ kind: 'cannot-tell', reason: expect.stringContaining('2 items') });
       for (const id of ids) expect(out.kind === 'cannot-tell' && out.reason).toContain(id);
+      expect(out).toMatchObject({ duplicates: ids });
     },
   );
 

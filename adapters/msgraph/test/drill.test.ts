@@ -11,6 +11,7 @@ import {
   type VirtualClock,
 } from '@retrysafe/core';
 import type { FaultProxy } from '@retrysafe/testkit';
+import { executeContext, operationIdFor } from '@retrysafe/testkit/conformance';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { createMsGraphAdapter, type MsGraphAdapter } from '../src/index.js';
 import { type MsGraphSandbox, type MsGraphSandboxOptions, startMsGraphSandbox } from '../src/sandbox/index.js';
@@ -331,6 +332,22 @@ describe('events.create, todo.tasks.create: a param spelled as the default Graph
     const second = await runner.run(adapter, op, { params: spelled } as never);
     expect(second).toMatchObject({ status: 'done', adopted: true, businessOperationId: first.businessOperationId });
     expect(sandbox.requestCount(op)).toBe(1);
+  });
+});
+
+describe('a duplicate already made', () => {
+  it('the lookup finds two mails of this operation ⇒ handed off after that one lookup, naming both, not at the window', async () => {
+    const runner = await setup({ network: { 'mail.send': ['pass', 'drop-response'] } });
+    const params = mailParams(4);
+    // A mail of this operation sent before (say by a copy of the program with another ledger).
+    const id = operationIdFor(adapter, 'mail.send', params);
+    await adapter.doExecute('mail.send', params, executeContext(adapter, 'mail.send', id));
+    const r = await runner.run(adapter, 'mail.send', { params });
+    expect(r.status).toBe('handed-off');
+    expect(sandbox.count('mail.send')).toBe(2);
+    expect(sandbox.requestCount('mail.lookup')).toBe(1);
+    expect(packets[0]).toMatchObject({ reason: 'unknown-no-safe-resend' });
+    for (const m of sandbox.records()) expect(packets[0]!.explanation).toContain(m.id);
   });
 });
 

@@ -193,6 +193,7 @@ export function createSandboxAdapter(options: SandboxAdapterOptions): SandboxAda
       return {
         kind: 'cannot-tell',
         reason: `${recs.length} records hold this key: ${recs.map((r) => r.id).join(', ')}`,
+        duplicates: recs.map((r) => r.id),
         ...refs,
       };
     if (rec.status === 'processing')

@@ -142,6 +142,7 @@ describe('sandbox over loopback HTTP', () => {
       expect(await adapter.doLookup('records.create', ctx)).toMatchObject({
         kind: 'cannot-tell',
         reason: expect.stringContaining('rec_0001, rec_0002'),
+        duplicates: ['rec_0001', 'rec_0002'],
       });
   });
 

@@ -181,6 +181,7 @@ export function createSlackAdapter(options: SlackAdapterOptions): SlackAdapter {
       return {
         kind: 'cannot-tell',
         reason: `${found.length} posts of this bot carry this id: ${found.sort().join(', ')}`,
+        duplicates: found,
       };
     if (found.length === 1 && !cursor)
       return {

@@ -173,6 +173,7 @@ describe('the history lookup window and its page bound', () => {
     const ours = sandbox.messages().filter((m) => m.metadata?.event_payload.op === 'ours');
     expect(await lookedAgain()).toMatchObject({
       kind: 'cannot-tell',
+      duplicates: ours.map((m) => m.ts).sort(),
       reason: `2 posts of this bot carry this id: ${ours
         .map((m) => m.ts)
         .sort()

@@ -124,8 +124,9 @@ async function send(
  */
 function adoptFound(op: StripeOperation, found: StripeObject[], params: unknown): LookupResult {
   if (found.length > 1) {
-    const ids = found.map((o) => o.id).join(', ');
-    return { kind: 'cannot-tell', reason: `${found.length} objects carry this operation's id in metadata: ${ids}` };
+    const ids = found.map((o) => String(o.id));
+    const reason = `${found.length} objects carry this operation's id in metadata: ${ids.join(', ')}`;
+    return { kind: 'cannot-tell', reason, duplicates: ids };
   }
   const object = found[0]!;
   const confirmed = (params as { confirm?: unknown } | null)?.confirm === true;

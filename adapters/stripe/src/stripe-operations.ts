@@ -39,17 +39,23 @@ const metadataQuery = (id: BusinessOperationId) =>
 type Resource = 'customers' | 'paymentIntents' | 'invoices';
 
 // Stripe's string match is word-based and case insensitive (`order-1` also finds `Order-1-b`): only the exact id is ours.
+// Every page is read (a page not read may hold an exact match, or a second one), up to a bound that throws: cannot tell.
+const SEARCH_PAGES = 10;
 const searchIn = (resource: Resource): PastRetentionLookup => ({
   kind: 'search',
   async find(client, { businessOperationId: id }) {
-    const page = await client[resource].search({ query: metadataQuery(id), limit: 100 });
-    const ours = (page.data as unknown as StripeObject[]).filter(
-      (o) => o.metadata?.[STRIPE_OPERATION_METADATA_KEY] === id,
-    );
-    // The page not read may hold an exact match, or a second one: only a whole answer proves none, or exactly one.
-    if (ours.length < 2 && page.has_more)
-      throw new Error('more than 100 objects match the id loosely: the search cannot tell from its first page');
-    return ours;
+    // Keyed by id: an object on two pages (the results moved between the reads) is one object, not a duplicate.
+    const ours = new Map<unknown, StripeObject>();
+    const query = { query: metadataQuery(id), limit: 100 };
+    let page = await client[resource].search(query);
+    for (let n = 1; ; n++) {
+      for (const o of page.data as unknown as StripeObject[])
+        if (o.metadata?.[STRIPE_OPERATION_METADATA_KEY] === id) ours.set(o.id, o);
+      if (!page.has_more) return [...ours.values()];
+      if (n === SEARCH_PAGES || !page.next_page)
+        throw new Error(`more than ${n * 100} objects match the id loosely: the search cannot tell`);
+      page = await client[resource].search({ ...query, page: page.next_page });
+    }
   },
 });
 

@@ -163,6 +163,7 @@ describe('past retention: never rely on the key', () => {
       );
       expect(result.kind).toBe('cannot-tell');
       for (const o of [first, second]) expect(result.kind === 'cannot-tell' && result.reason).toContain(o.providerRef);
+      expect(result).toMatchObject({ duplicates: expect.arrayContaining([first.providerRef, second.providerRef]) });
       expect(sandbox.requests().at(-1)?.path).toBe(path);
     },
   );
@@ -218,6 +219,24 @@ describe('past retention: never rely on the key', () => {
       expect(result.kind).toBe('cannot-tell');
     },
   );
+
+  it("this operation's customer behind a full page of loose matches (crm-acct-9-…): found on the next page", async () => {
+    const params = { customerRef: 'shared-ref' };
+    const create = (id: string) =>
+      adapter.doExecute(
+        'customers.create',
+        params,
+        executeContext(adapter, 'customers.create', asBusinessOperationId(id)),
+      );
+    await create('crm-acct-9'); // the oldest: the search answers newest first, so it is on page 2
+    for (let i = 0; i < 100; i++) await create(`crm-acct-9-x${i}`);
+    const at = t0 + STRIPE_KEY_RETENTION_MS + STRIPE_SEARCH_DELAY_MS;
+    sandbox.advance(at - t0);
+    const ctx = { firstDispatchedAt: t0, now: at };
+    const mine = lookupContext(adapter, 'customers.create', asBusinessOperationId('crm-acct-9'), params, ctx);
+    expect(await adapter.doLookup('customers.create', mine)).toMatchObject({ kind: 'found' });
+    expect(sandbox.requests().filter((r) => r.path.startsWith('/v1/customers/search'))).toHaveLength(2);
+  });
 
   it('nothing there: cannot-tell inside 24 h + 1 h of the first dispatch, and after it (the card bounds no late apply)', async () => {
     const params = { customer: 'cus_fixture', invoiceRef: 'INV-9' };
@@ -384,6 +403,26 @@ describe('past retention: a search whose one exact match sits on a page with mor
       const at = t0 + STRIPE_KEY_RETENTION_MS + HOUR;
       const ctx = lookupContext(scripted, 'customers.create', id, customer, { firstDispatchedAt: t0, now: at });
       expect(await scripted.doLookup('customers.create', ctx)).toMatchObject({ kind: 'cannot-tell' });
+    } finally {
+      await server.close();
+    }
+  });
+});
+
+describe('past retention: the same object on two search pages (the results moved between the reads)', () => {
+  it('is one object, adopted, not a duplicate', async () => {
+    const id = operationIdFor(adapter, 'customers.create', customer);
+    const ours = { id: 'cus_1', object: 'customer', metadata: { retrysafe_operation_id: id } };
+    const server = await startScriptedServer((req, res) => {
+      res.setHeader('content-type', 'application/json');
+      const more = req.url?.includes('page=p2') ? { has_more: false } : { has_more: true, next_page: 'p2' };
+      res.end(JSON.stringify({ object: 'search_result', url: '/v1/customers/search', ...more, data: [ours] }));
+    });
+    try {
+      const scripted = createStripeAdapter({ apiKey: API_KEY, baseUrl: server.url, timeoutMs: 2000 });
+      const at = t0 + STRIPE_KEY_RETENTION_MS + HOUR;
+      const ctx = lookupContext(scripted, 'customers.create', id, customer, { firstDispatchedAt: t0, now: at });
+      expect(await scripted.doLookup('customers.create', ctx)).toMatchObject({ kind: 'found' });
     } finally {
       await server.close();
     }

@@ -104,5 +104,11 @@ export type LookupResult =
     }
   /** Definitely absent: the lookup is authoritative and past its consistency delay. */
   | ({ readonly kind: 'not-found'; readonly reason: string } & ProviderRefs)
-  /** Cannot tell (inside the consistency delay, lookup throttled or failing): neither absent nor present. */
-  | ({ readonly kind: 'cannot-tell'; readonly reason: string; readonly retryAfterMs?: number } & ProviderRefs);
+  /** Cannot tell (inside the consistency delay, lookup throttled or failing): neither absent nor present.
+   * `duplicates`: the objects found carrying this operation's id, two or more: asking again cannot undo that. */
+  | ({
+      readonly kind: 'cannot-tell';
+      readonly reason: string;
+      readonly retryAfterMs?: number;
+      readonly duplicates?: readonly string[];
+    } & ProviderRefs);

@@ -201,6 +201,12 @@ export function decide(card: RetrySafetyCard, state: DecisionState, obs: Observa
       return retryNotApplied(c, undefined, 'authoritative lookup found nothing: the effect was not applied');
     }
     case 'cannot-tell':
+      // A duplicate already made stays made: looking again only delays the person who chooses which one stands.
+      if (obs.duplicates && obs.duplicates.length > 1)
+        return handoff(
+          'unknown-no-safe-resend',
+          `lookup found ${obs.duplicates.length} objects of this operation (${obs.duplicates.join(', ')}): a duplicate already exists, which no re-send or lookup undoes`,
+        );
       return keepLooking(c, obs.retryAfterMs, `lookup cannot tell yet (${obs.reason})`);
   }
 }

@@ -247,6 +247,14 @@ describe('decision table (docs/concepts.md, "Outcomes and the decision table"), 
     ).toMatchObject({ action: 'handoff', reason: 'lookup-window-exhausted' });
   });
 
+  it('lookup found two objects of this operation (a duplicate already made) ⇒ hand off at once, naming them', () => {
+    // Asking again cannot undo a duplicate: waiting out the lookup window only delays the person who must choose.
+    const two: LookupResult = { kind: 'cannot-tell', reason: '2 items', duplicates: ['obj_1', 'obj_2'] };
+    const d = decide(noReplayLookup, state({ windowStartedAt: T0, polls: 1 }), two, budget(noReplayLookup));
+    expect(d).toMatchObject({ action: 'handoff', reason: 'unknown-no-safe-resend' });
+    expect(d.action === 'handoff' && d.why).toContain('obj_1, obj_2');
+  });
+
   it('a lookup or status poll never goes out sooner than a Retry-After beyond its cap: it hands off instead', () => {
     // RetryPolicy.retryAfterCapMs: "the runner stops instead of calling sooner than asked".
     const b = budget(noReplayLookup, { retryAfterCapMs: 5000, lookupWindowMs: 120_000, maxElapsedMs: 600_000 });

@@ -71,6 +71,8 @@ export interface MsGraphSandboxOptions {
   readonly faults?: Partial<Record<SandboxKind, FaultScript>>;
   /** Clock (default Date.now); `advance(ms)` adds to it. */
   readonly now?: () => number;
+  /** Server-side page size of a lookup (default: $top alone): a shorter page with `@odata.nextLink`, as Graph may send. */
+  readonly pageSize?: number;
 }
 
 export interface SandboxMessage {
@@ -201,6 +203,7 @@ interface GraphState {
   /** Events created before the last expireKeys(): their transactionId no longer folds a resend. */
   readonly expired: Set<SandboxEvent>;
   readonly todoLists: ReadonlySet<string>;
+  readonly pageSize: number;
 }
 
 /** Validates and applies a create; returns the status and body of a normal answer. */
@@ -290,7 +293,12 @@ function apply(state: GraphState, route: Route, body: unknown): { status: number
   return { status: 201, body: taskJson(rec) };
 }
 
-function lookup(state: GraphState, route: Route, query: URLSearchParams): { status: number; body: unknown } {
+function lookup(
+  state: GraphState,
+  route: Route,
+  query: URLSearchParams,
+  self: string,
+): { status: number; body: unknown } {
   const filter = query.get('$filter');
   const fields = query.get('$select');
   const top = Number(query.get('$top') ?? '10');
@@ -343,14 +351,14 @@ function lookup(state: GraphState, route: Route, query: URLSearchParams): { stat
       )
       .map(taskJson);
   }
-  return {
-    status: 200,
-    body: {
-      value: items
-        .slice(0, Number.isFinite(top) && top > 0 ? top : 10)
-        .map((i) => select(i, fields, query.get('$expand'))),
-    },
-  };
+  // Paged by $skip, as Graph's message, event and task lists link their next page.
+  const skip = Number(query.get('$skip') ?? '0');
+  const end = skip + Math.min(Number.isFinite(top) && top > 0 ? top : 10, state.pageSize);
+  const value = items.slice(skip, end).map((i) => select(i, fields, query.get('$expand')));
+  if (end >= items.length) return { status: 200, body: { value } };
+  const next = new URLSearchParams(query);
+  next.set('$skip', String(end));
+  return { status: 200, body: { value, '@odata.nextLink': `${self}?${next}` } };
 }
 
 function readJson(raw: string): unknown {
@@ -434,6 +442,7 @@ export async function startMsGraphSandbox(options: MsGraphSandboxOptions = {}): 
     duplicateTx: options.duplicateTransactionId ?? 'return-existing',
     expired: new Set(),
     todoLists: new Set(options.todoLists ?? ['tasks']),
+    pageSize: options.pageSize ?? Number.POSITIVE_INFINITY,
   };
   const records = state.records;
 
@@ -521,7 +530,9 @@ export async function startMsGraphSandbox(options: MsGraphSandboxOptions = {}): 
                   : 'generalException');
           return answer(fault.status, errorBody(code, `Sandbox scripted HTTP ${fault.status}.`, requestId), extra);
         }
-        const result = isCreate ? apply(state, route, body) : lookup(state, route, query);
+        const result = isCreate
+          ? apply(state, route, body)
+          : lookup(state, route, query, `http://${headers.host}${path}`);
         const extra: Record<string, string> =
           typeof fault === 'object' && fault.kind === 'accepted-with-retry-after'
             ? { 'retry-after': String(fault.retryAfterS) }

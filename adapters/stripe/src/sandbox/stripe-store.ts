@@ -232,15 +232,18 @@ function read(
       .filter((r) => r.kind === info.kind && r.createdAt <= visibleBefore && matches(r.object, parsed))
       .reverse()
       .map((r) => r.object);
+    // The next page's token (opaque to clients) is where it starts.
+    const from = Number(/^page_(\d+)$/.exec(query.get('page') ?? '')?.[1] ?? 0);
+    const more = data.length > from + limit;
     return {
       reply: {
         status: 200,
         body: {
           object: 'search_result',
           url: `/v1/${resource}/search`,
-          has_more: data.length > limit,
-          next_page: null,
-          data: data.slice(0, limit),
+          has_more: more,
+          next_page: more ? `page_${from + limit}` : null,
+          data: data.slice(from, from + limit),
         },
       },
       result: 'read',
