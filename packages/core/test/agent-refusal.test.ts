@@ -121,7 +121,7 @@ describe('the refusal mapping', () => {
       new InvalidParamsError('x.op', [{ path: 'a', message: 'is required' }]),
       new InvalidIntentError('a', 'not JSON'),
       new InvalidIdError('business-operation id', 'bad id', 'too long'),
-      new ConflictError('x.op:1', 'params', 'other params', ['a']),
+      new ConflictError({ businessOperationId: 'x.op:1', field: 'params', detail: 'other params', paths: ['a'] }),
     ];
     for (const e of refusals)
       expect(['invalid-input', 'conflict'], e.name).toContain(refusalAnswer(e, () => null)?.status);
@@ -310,7 +310,12 @@ describe('a conflict with a request that may still land or has landed', () => {
   });
 
   it('a correction nothing stands against is not one', () => {
-    const e = new ConflictError('x.op:1', 'params', 'other params', ['a']);
+    const e = new ConflictError({
+      businessOperationId: 'x.op:1',
+      field: 'params',
+      detail: 'other params',
+      paths: ['a'],
+    });
     expect(e.storedMayApply).toBe(false);
     expect(refusalAnswer(e, () => null)?.message).not.toMatch(/other intent fields/);
   });
