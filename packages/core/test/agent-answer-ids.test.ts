@@ -2,7 +2,7 @@
 // quotes a run or attempt id, which it could mistake for one to send back.
 import type { Outcome } from '@retrysafe/contract';
 import { createRunner } from '@retrysafe/core';
-import { agentTools, callAgentTool, operationStatus, pendingHandoffs } from '@retrysafe/core/agent';
+import { agentRunner, agentTools, callAgentTool, operationStatus, pendingHandoffs } from '@retrysafe/core/agent';
 import { describe, expect, it } from 'vitest';
 import { gated, scripted, setup } from './helpers.js';
 
@@ -16,7 +16,7 @@ describe('the answers an agent is shown', () => {
     const { provider, adapter, ledger, runner, clock } = setup({ replays: false, lookup: 'none' });
     const answers: unknown[] = [];
     const call = async (a: typeof adapter, args: Record<string, unknown>) => {
-      const answer = await callAgentTool(runner, toolOf(a), args);
+      const answer = await callAgentTool(agentRunner(runner), toolOf(a), args);
       answers.push(answer);
       return answer;
     };
@@ -36,10 +36,10 @@ describe('the answers an agent is shown', () => {
     await runner.resolve(unknown.businessOperationId!, { action: 'abandon' }, { adapters: [adapter], by: 'ops' });
     await call(adapter, { ref: 'i-unknown' });
     const { held, atGate, gate } = gated(adapter);
-    const first = callAgentTool(runner, toolOf(held), { ref: 'i-held' });
+    const first = callAgentTool(agentRunner(runner), toolOf(held), { ref: 'i-held' });
     await atGate.promise;
     const other = createRunner({ ledger, clock, owner: 'other', policy: { waitForOtherMs: 0 } });
-    answers.push(await callAgentTool(other, toolOf(held), { ref: 'i-held' }));
+    answers.push(await callAgentTool(agentRunner(other), toolOf(held), { ref: 'i-held' }));
     for (const r of await ledger.list())
       answers.push(await operationStatus(ledger, r.businessOperationId, { now: clock.now() }));
     answers.push(await pendingHandoffs(ledger));
