@@ -250,6 +250,9 @@ export function agentRunner(runner: Runner) {
   const errors = new Map<readonly string[], Redactor>();
   return {
     runner,
+    /** The operations last answered in progress: the agent's next call of one follows that answer (RunInput's
+     * `followUp`), so it is told the end it has not seen (the user's step), never sends what the user did not act on. */
+    inProgress: new Set<string>(),
     /** A result as an agent is shown it: a token (a PaymentIntent's client_secret) or a field `redact` names would go
      * into its next prompt. */
     shown: (result: unknown) => results.params(result),
@@ -279,20 +282,27 @@ export async function callAgentTool(
 ): Promise<AgentToolResult> {
   const params = args ?? {};
   const spec = tool.adapter.operations[tool.operation]!;
+  const idOf = () => {
+    try {
+      return identityOf(spec, { params }, tool.adapter.account).id;
+    } catch {
+      return null; // the intent fields cannot give an id either
+    }
+  };
+  const id = idOf() ?? '';
+  const followUp = call.followUp || agent.inProgress.has(id);
   try {
-    const r = await agent.runner.run(tool.adapter, tool.operation, { ...call, params });
+    const r = await agent.runner.run(tool.adapter, tool.operation, { ...call, followUp, params });
+    if (r.status === 'in-progress') agent.inProgress.add(id);
+    else agent.inProgress.delete(id);
     if (r.status !== 'done') return toAgentResult(r);
     return toAgentResult({ ...r, result: agent.shown(r.result) });
   } catch (e) {
-    const idOf = () => {
-      try {
-        return identityOf(spec, { params }, tool.adapter.account).id;
-      } catch {
-        return null; // the intent fields cannot give an id either
-      }
-    };
     const answer = refusalAnswer(e, idOf, spec.intentFields);
-    if (answer !== null) return answer;
+    if (answer !== null) {
+      agent.inProgress.delete(id);
+      return answer;
+    }
     throw agent.scrubbed(e, params, spec.sensitiveFields);
   }
 }

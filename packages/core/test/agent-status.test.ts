@@ -26,6 +26,26 @@ describe('the answers to an operation in flight', () => {
     expect(await first).toMatchObject({ status: 'done' });
   });
 
+  it('followed after in progress: the step the user was asked for, not the request sent again; sent once they took it', async () => {
+    const { adapter, ledger, runner, clock } = setup({ lookup: 'none' });
+    let sends = 0;
+    const refusing = scripted(adapter, (n) => (sends++, n === 0 ? ACTION : undefined));
+    const { held, atGate, gate } = gated(refusing);
+    const first = callAgentTool(agentRunner(runner), toolOf(held), { ref: 'f-3' });
+    await atGate.promise;
+    const agent = agentRunner(createRunner({ ledger, clock, owner: 'other', policy: { waitForOtherMs: 0 } }));
+    expect(await callAgentTool(agent, toolOf(held), { ref: 'f-3' })).toMatchObject({ status: 'in-progress' });
+    gate.resolve();
+    expect(await first).toMatchObject({ status: 'needs-human' });
+    const followed = await callAgentTool(agent, toolOf(refusing), { ref: 'f-3' });
+    expect(followed).toMatchObject({ status: 'needs-human' });
+    expect(followed.message).toMatch(/asks the user to take a step/);
+    expect(sends).toBe(1);
+    // Told of the step, the agent's next call is the same request after it: sent again.
+    expect(await callAgentTool(agent, toolOf(refusing), { ref: 'f-3' })).toMatchObject({ status: 'done' });
+    expect(sends).toBe(2);
+  });
+
   it("resumed by a person, shows no hand-off it no longer waits on (the user's step it was refused for)", async () => {
     const { adapter, ledger, runner, clock } = setup({ lookup: 'none' });
     const refusing = scripted(adapter, (n) => (n === 0 ? ACTION : undefined));
