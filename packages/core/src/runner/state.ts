@@ -154,7 +154,6 @@ export function decisionState(
     now: ctx.clock.now(),
     firstDispatchedAt: s.dispatchWritten ? null : s.record.firstDispatchedAt,
     lastDispatchedAt: s.lastDispatchedAt,
-    takenOverLeaseEnd: s.takenOverLeaseEnd,
     maybeApplied: s.maybeApplied,
     notBefore: s.notBefore,
     runAttempts: s.runAttempts,
