@@ -234,9 +234,8 @@ function handedOffMessage(packet: HandoffPacket, receipts: readonly Receipt[], a
 /** Explanations and provider messages may end without a stop; the next sentence needs one. */
 const sentence = (s: string) => (/[.!?]$/.test(s.trimEnd()) ? s.trimEnd() : `${s.trimEnd()}.`);
 
-/** `runner` as the agent tools use it, with the redaction of what the agent is shown built once. A runner wrapped
- * without the `redact` options createRunner keeps on it is refused here: what the agent is shown would miss the
- * secrets they declare. */
+/** `runner` as the agent tools use it, with the redaction of what the agent is shown built once; a runner wrapped
+ * without the `redact` options createRunner keeps on it is refused: what it is shown would miss their secrets. */
 export function agentRunner(runner: Runner) {
   const options = (runner as { [RUNNER_REDACT]?: RedactOptions })[RUNNER_REDACT];
   if (options === undefined)
@@ -253,12 +252,10 @@ export function agentRunner(runner: Runner) {
     /** The operations last answered in progress: the agent's next call of one follows that answer (RunInput's
      * `followUp`), so it is told the end it has not seen (the user's step), never sends what the user did not act on. */
     inProgress: new Set<string>(),
-    /** A result as an agent is shown it: a token (a PaymentIntent's client_secret) or a field `redact` names would go
-     * into its next prompt. */
+    /** A result as the agent is shown it: no client token (a PaymentIntent's client_secret), no field `redact` names. */
     shown: (result: unknown) => results.params(result),
-    /** `e` as an agent is shown it (MCP's error, the AI SDK's tool error): redacted whole, as receipts are, with the
-     * runner's options, the operation's `sensitiveFields` and the values `params` holds in them. A ledger's or a
-     * driver's text may name a person (a role session) or quote a connection string. */
+    /** `e` redacted whole with the runner's options, the operation's `sensitiveFields` and their values in `params`:
+     * a ledger's or a driver's text may name a person (a role session) or quote a connection string. */
     scrubbed(e: unknown, params?: unknown, sensitiveFields: readonly string[] = NONE): unknown {
       const redactor = errors.get(sensitiveFields) ?? createRedactor(options, sensitiveFields);
       errors.set(sensitiveFields, redactor);
