@@ -65,7 +65,8 @@ export function refusalAnswer(err: unknown, idOf: () => string | null, intentFie
     return invalid(err.fields, `${err.message}. Correct the named fields and call again.`);
   if (InvalidIntentError.isInstance(err))
     return invalid([{ path: err.path || '(root)', message: 'cannot be part of an intent' }], err.message);
-  if (InvalidIdError.isInstance(err)) return invalid([], err.message);
+  // A run or attempt id comes from the host, not from the agent's arguments: not the agent's to correct.
+  if (InvalidIdError.isInstance(err) && !RECEIPT_IDS.includes(err.kind)) return invalid([], err.message);
   if (AdapterContractError.isInstance(err))
     return invalid(
       [],
@@ -73,6 +74,8 @@ export function refusalAnswer(err: unknown, idOf: () => string | null, intentFie
     );
   return null;
 }
+
+const RECEIPT_IDS = ['run id', 'attempt id'];
 
 /** `<provider>_<operation>` with `_` for every character outside `[A-Za-z0-9_-]`; over 64 characters, cut and ended by a digest. */
 export function safeToolName(provider: string, operation: string): string {

@@ -45,6 +45,9 @@ describe('the answers an agent is shown', () => {
     answers.push(await pendingHandoffs(ledger));
     gate.resolve();
     answers.push(await first);
+    // A run id the host gave that is not one: the host's error, not invalid input for the agent to correct.
+    const host = callAgentTool(agentRunner(runner), toolOf(adapter), { ref: 'i-run' }, { runId: 'not a run id' });
+    await expect(host).rejects.toMatchObject({ name: 'InvalidIdError', kind: 'run id' });
     expect(answers.map((a) => (a as { status?: string }).status)).toEqual(
       expect.arrayContaining(['done', 'in-progress', 'needs-human', 'conflict', 'invalid-input']),
     );
