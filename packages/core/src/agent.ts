@@ -325,6 +325,7 @@ export async function operationStatus(ledger: Ledger, id: string, view: StatusVi
     return { found: false as const, businessOperationId: id, message };
   }
   const open = RECOVERABLE_STATES.includes(r.state);
+  if (!open) agent?.inProgress.delete(r.businessOperationId); // its end is told here: the next call is a new one
   return {
     found: true as const,
     businessOperationId: r.businessOperationId,

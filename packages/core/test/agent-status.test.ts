@@ -46,6 +46,21 @@ describe('the answers to an operation in flight', () => {
     expect(sends).toBe(2);
   });
 
+  it('told the step by retrysafe_status after in progress, the next call is sent', async () => {
+    const { adapter, ledger, runner, clock } = setup({ lookup: 'none' });
+    const refusing = scripted(adapter, (n) => (n === 0 ? ACTION : undefined));
+    const { held, atGate, gate } = gated(refusing);
+    const first = callAgentTool(agentRunner(runner), toolOf(held), { ref: 'f-4' });
+    await atGate.promise;
+    const agent = agentRunner(createRunner({ ledger, clock, owner: 'other', policy: { waitForOtherMs: 0 } }));
+    const answer = await callAgentTool(agent, toolOf(held), { ref: 'f-4' });
+    gate.resolve();
+    await first;
+    const status = await operationStatus(ledger, answer.businessOperationId!, { agent, now: clock.now() });
+    expect(status.found && status.message).toMatch(/asks the user to take a step/);
+    expect(await callAgentTool(agent, toolOf(refusing), { ref: 'f-4' })).toMatchObject({ status: 'done' });
+  });
+
   it("resumed by a person, shows no hand-off it no longer waits on (the user's step it was refused for)", async () => {
     const { adapter, ledger, runner, clock } = setup({ lookup: 'none' });
     const refusing = scripted(adapter, (n) => (n === 0 ? ACTION : undefined));
