@@ -1,5 +1,5 @@
 import { createMemoryLedger, createRunner } from '@retrysafe/core';
-import { agentTools, callAgentTool } from '@retrysafe/core/agent';
+import { agentRunner, agentTools, callAgentTool } from '@retrysafe/core/agent';
 import { closeAfterTest } from '@retrysafe/testkit/close-after-test';
 import { describe, expect, it } from 'vitest';
 import { createResendAdapter } from '../src/index.js';
@@ -27,15 +27,15 @@ describe('resend as agent tools', () => {
   it('a call missing a field is invalid-input naming it, and nothing reaches Resend', async () => {
     const { sandbox, tools, runner } = await setup();
     const { subject: _s, ...args } = emailParams('agent/1');
-    const r = await callAgentTool(runner, tools[0]!, args);
+    const r = await callAgentTool(agentRunner(runner), tools[0]!, args);
     expect(r).toMatchObject({ status: 'invalid-input', fields: [expect.objectContaining({ path: 'subject' })] });
     expect(sandbox.requestCount()).toBe(0);
   });
 
   it('the same call twice is one email: the second answer is the first one, adopted', async () => {
     const { sandbox, tools, runner } = await setup();
-    const first = await callAgentTool(runner, tools[0]!, emailParams('agent/2'));
-    const again = await callAgentTool(runner, tools[0]!, emailParams('agent/2'));
+    const first = await callAgentTool(agentRunner(runner), tools[0]!, emailParams('agent/2'));
+    const again = await callAgentTool(agentRunner(runner), tools[0]!, emailParams('agent/2'));
     expect(first).toMatchObject({ status: 'done', adopted: false });
     expect(again).toMatchObject({
       status: 'done',
@@ -47,7 +47,7 @@ describe('resend as agent tools', () => {
 
   it('Resend refusing a field is needs-human naming it', async () => {
     const { tools, runner } = await setup();
-    const r = await callAgentTool(runner, tools[0]!, emailParams('agent/3', { to: 'nobody' }));
+    const r = await callAgentTool(agentRunner(runner), tools[0]!, emailParams('agent/3', { to: 'nobody' }));
     expect(r.status).toBe('needs-human');
     expect((r as { message: string }).message).toContain('to (');
   });

@@ -1,6 +1,12 @@
 import type { AdapterV1 } from '@retrysafe/contract';
 import type { Runner } from '@retrysafe/core';
-import { type AgentToolDefinition, type AgentToolResult, agentTools, callAgentTool } from '@retrysafe/core/agent';
+import {
+  type AgentToolDefinition,
+  type AgentToolResult,
+  agentRunner,
+  agentTools,
+  callAgentTool,
+} from '@retrysafe/core/agent';
 import { jsonSchema, type Tool, tool } from 'ai';
 
 export interface RetrysafeToolsOptions {
@@ -21,6 +27,7 @@ export function stepRetriesOff<F extends (...args: never[]) => unknown>(step: F)
 /** AI SDK tools that run through the runner, so a model re-issuing a call gets the same business operation back,
  * not a second effect; arguments are checked against the operation's JSON Schema before anything is claimed. */
 export function retrysafeTools(options: RetrysafeToolsOptions): Record<string, Tool<unknown, AgentToolResult>> {
+  const agent = agentRunner(options.runner);
   const toolOf = (def: AgentToolDefinition) =>
     tool<unknown, AgentToolResult>({
       description: def.description,
@@ -29,7 +36,7 @@ export function retrysafeTools(options: RetrysafeToolsOptions): Record<string, T
       execute: async (args, ctx) => {
         const { toolCallId, abortSignal } = (ctx ?? {}) as { toolCallId?: string; abortSignal?: AbortSignal };
         const runId = options.runId?.({ toolName: def.name, toolCallId });
-        return callAgentTool(options.runner, def, args, { runId, signal: abortSignal });
+        return callAgentTool(agent, def, args, { runId, signal: abortSignal });
       },
     });
   return Object.fromEntries(agentTools(options.adapters, options.operations).map((def) => [def.name, toolOf(def)]));

@@ -1,4 +1,4 @@
-import { createMemoryLedger, createRunner } from '@retrysafe/core';
+import { createMemoryLedger, createRunner, RunnerConfigurationError } from '@retrysafe/core';
 import { toAgentResult } from '@retrysafe/core/agent';
 import { createStripeAdapter } from '@retrysafe/stripe';
 import { type StripeSandbox, startStripeSandbox } from '@retrysafe/stripe/sandbox';
@@ -31,6 +31,18 @@ const toolStep = (id: string, name: string, input: unknown) => ({
 });
 
 describe('retrysafeTools for the Vercel AI SDK', () => {
+  it('refuses a wrapped runner that lost its redaction when the tools are built', () => {
+    const runner = createRunner({ ledger: createMemoryLedger() });
+    const wrapped = {
+      run: runner.run,
+      recover: runner.recover,
+      resolve: runner.resolve,
+      checkResolve: runner.checkResolve,
+    };
+    const adapter = createStripeAdapter({ apiKey: 'sk_test_ai_sdk', baseUrl: sandbox.url });
+    expect(() => retrysafeTools({ runner: wrapped, adapters: [adapter] })).toThrow(RunnerConfigurationError);
+  });
+
   it('a re-issued tool call maps to the same business operation: one charge, the same result', async () => {
     const runner = createRunner({ ledger: createMemoryLedger(), policy: { baseMs: 1, capMs: 5 } });
     const adapter = createStripeAdapter({ apiKey: 'sk_test_ai_sdk', baseUrl: proxy.url, timeoutMs: 500 });

@@ -173,9 +173,7 @@ describe("resendSafety and retentionPassed: the key's age from the FIRST dispatc
 
 describe('notFoundIsAuthoritative / absenceProvenFrom: measured from the LAST dispatch', () => {
   const c = card({ late: '30s', delay: '2s' }); // settles 32 s after the last dispatch
-  it.each<
-    [string, { first: number | null; last?: number | null; leaseEnd?: number | null; askedAt: number }, number, boolean]
-  >([
+  it.each<[string, { first: number | null; last?: number | null; askedAt: number }, number, boolean]>([
     ['never dispatched: any not-found counts', { first: null, askedAt: T0 }, MIN, true],
     ['before last + settle', { first: T0, last: T0, askedAt: T0 + 32 * S - 1 }, MIN, false],
     ['at last + settle', { first: T0, last: T0, askedAt: T0 + 32 * S }, MIN, true],
@@ -186,24 +184,10 @@ describe('notFoundIsAuthoritative / absenceProvenFrom: measured from the LAST di
       false,
     ],
     ['no last dispatch given: the first', { first: T0, askedAt: T0 + 32 * S }, MIN, true],
-    [
-      "taken over: the dead owner's lease end + margin + settle",
-      { first: T0, last: T0, leaseEnd: T0 + 10 * S, askedAt: T0 + 10 * S + MIN + 32 * S - 1 },
-      MIN,
-      false,
-    ],
-    [
-      'taken over, after lease end + margin + settle',
-      { first: T0, last: T0, leaseEnd: T0 + 10 * S, askedAt: T0 + 10 * S + MIN + 32 * S },
-      MIN,
-      true,
-    ],
-    ['taken over, margin 0', { first: T0, last: T0, leaseEnd: T0 + 10 * S, askedAt: T0 + 42 * S }, 0, true],
   ])('%s', (_name, t, margin, want) => {
     const timing = {
       firstDispatchedAt: t.first,
       ...(t.last !== undefined ? { lastDispatchedAt: t.last } : {}),
-      ...(t.leaseEnd !== undefined ? { takenOverLeaseEnd: t.leaseEnd } : {}),
       now: t.askedAt + 5 * MIN,
       observedAt: t.askedAt,
     };
@@ -293,7 +277,7 @@ describe('marginProblem: the one check of a policy clock-skew margin, in every r
 
   it('every rule given a margin refuses one that does not work, rather than judging with it', () => {
     // NaN would make a key 25 h into a 24 h retention look young enough to re-send; -1 h, likewise.
-    const times = { firstDispatchedAt: T0, lastDispatchedAt: T0, takenOverLeaseEnd: T0, now: T0 + 25 * H };
+    const times = { firstDispatchedAt: T0, lastDispatchedAt: T0, now: T0 + 25 * H };
     for (const bad of [Number.NaN, -H, null as unknown as number]) {
       const words = `policy.clockSkewMarginMs: ${marginProblem(bad)}`;
       expect(() => resendSafety(card(), T0, T0 + 25 * H, bad)).toThrow(words);

@@ -183,10 +183,8 @@ export function lookupSettleMs(card: RetrySafetyCard): number | null {
   return durationMs(late) + (delay === null ? 0 : durationMs(delay));
 }
 
-/** `takenOverLeaseEnd`: a stopped worker's lease end, written by another clock, so it counts the margin later. */
-export interface DispatchTimes extends Pick<LookupContext, 'firstDispatchedAt' | 'lastDispatchedAt'> {
-  readonly takenOverLeaseEnd?: number | null;
-}
+/** After a takeover, `lastDispatchedAt` is bounded by the stopped worker's lease end + the clock-skew margin. */
+export type DispatchTimes = Pick<LookupContext, 'firstDispatchedAt' | 'lastDispatchedAt'>;
 
 /** From when a "not found" proves absence: the last dispatch + lookupSettleMs; `never` when a bound is unknown. */
 export function absenceProvenFrom(
@@ -197,9 +195,7 @@ export function absenceProvenFrom(
   checkMargin(clockSkewMarginMs);
   if (card.lookup.consistencyDelay.value === 'unknown')
     return { never: 'its consistency delay is unknown (card lookup.consistencyDelay)' };
-  let last = times.lastDispatchedAt ?? times.firstDispatchedAt;
-  if (times.takenOverLeaseEnd !== undefined && times.takenOverLeaseEnd !== null)
-    last = Math.max(last ?? -Infinity, times.takenOverLeaseEnd + clockSkewMarginMs);
+  const last = times.lastDispatchedAt ?? times.firstDispatchedAt;
   if (last === null) return { at: -Infinity }; // never dispatched: nothing can land
   const settle = lookupSettleMs(card);
   if (settle === null)

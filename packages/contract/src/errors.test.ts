@@ -7,7 +7,7 @@ import { outcomeProblem } from './outcome.js';
 
 describe('typed errors', () => {
   it('isInstance recognises errors by their Symbol.for marker, across copies of the class', () => {
-    const e = new ConflictError('op:1', 'intent', 'amount differs');
+    const e = new ConflictError({ businessOperationId: 'op:1', field: 'intent', detail: 'amount differs' });
     expect(ConflictError.isInstance(e)).toBe(true);
     expect(RetrysafeError.isInstance(e)).toBe(true);
     expect(LeaseLostError.isInstance(e)).toBe(false);
@@ -28,10 +28,11 @@ describe('typed errors', () => {
   });
 
   it('a message built around a word reads as English: no "a different params", "a unknown outcome"', () => {
-    expect(new ConflictError('op:1', 'params', 'stored x', ['amount']).message).toContain(
-      'already exists with different params at amount: stored x',
-    );
-    expect(new ConflictError('op:1', 'intent', 'stored x').message).toContain(
+    expect(
+      new ConflictError({ businessOperationId: 'op:1', field: 'params', detail: 'stored x', paths: ['amount'] })
+        .message,
+    ).toContain('already exists with different params at amount: stored x');
+    expect(new ConflictError({ businessOperationId: 'op:1', field: 'intent', detail: 'stored x' }).message).toContain(
       'already exists with a different intent:',
     );
     expect(outcomeProblem({ kind: 'unknown', cause: 'timeout' })).toBe('unknown outcomes need a message');
@@ -75,6 +76,6 @@ describe('errorClass', () => {
     expect(e).toBeInstanceOf(B);
     expect(e).toBeInstanceOf(RetrysafeError);
     expect(new Error('plain')).not.toBeInstanceOf(B);
-    expect(new ConflictError('id', 'intent', 'stored')).not.toBeInstanceOf(B);
+    expect(new ConflictError({ businessOperationId: 'id', field: 'intent', detail: 'stored' })).not.toBeInstanceOf(B);
   });
 });

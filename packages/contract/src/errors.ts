@@ -46,14 +46,21 @@ export type ClockSkewError = InstanceType<typeof ClockSkewError>;
 export const ConflictError = errorClass(
   'ConflictError',
   'RETRYSAFE_CONFLICT',
-  (
-    businessOperationId: string,
-    field: 'intent' | 'params' | 'operation',
-    detail: string,
-    paths: readonly string[] = [],
+  ({
+    businessOperationId,
+    field,
+    detail,
+    paths = [],
     needsPerson = false,
     storedMayApply = needsPerson,
-  ) => ({
+  }: {
+    businessOperationId: string;
+    field: 'intent' | 'params' | 'operation';
+    detail: string;
+    paths?: readonly string[];
+    needsPerson?: boolean;
+    storedMayApply?: boolean;
+  }) => ({
     businessOperationId,
     field,
     paths: Object.freeze([...paths]),

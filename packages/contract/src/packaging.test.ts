@@ -41,7 +41,7 @@ describe('@retrysafe/contract as installed from its tarball', () => {
       import { businessOperationId, validateCard, ConflictError } from '@retrysafe/contract';
       const id = businessOperationId('shop.orders.create', { b: 2, a: 1 });
       const same = businessOperationId('shop.orders.create', { a: 1, b: 2.0 });
-      console.log(JSON.stringify({ id, same: id === same, missing: validateCard({}).problems.length, err: ConflictError.isInstance(new ConflictError('x', 'intent', 'y')) }));
+      console.log(JSON.stringify({ id, same: id === same, missing: validateCard({}).problems.length, err: ConflictError.isInstance(new ConflictError({ businessOperationId: 'x', field: 'intent', detail: 'y' })) }));
     `,
     );
     const out = JSON.parse(execFileSync(process.execPath, ['use.mjs'], { cwd: project, encoding: 'utf8' }));

@@ -24,7 +24,7 @@ import { AdapterContractError } from './errors/adapter-contract-error.js';
 import { RunnerConfigurationError } from './errors/runner-configuration-error.js';
 import { marksSafe, waitsForUser } from './handoff.js';
 import { identityOf } from './intake/identity.js';
-import { createRedactor, type RedactOptions, RUNNER_REDACT } from './redact.js';
+import { createRedactor, type RedactOptions, type Redactor, RUNNER_REDACT } from './redact.js';
 import { typedLedger } from './runner/context.js';
 import type { RunInput, Runner, RunResult } from './runner/types.js';
 
@@ -65,7 +65,8 @@ export function refusalAnswer(err: unknown, idOf: () => string | null, intentFie
     return invalid(err.fields, `${err.message}. Correct the named fields and call again.`);
   if (InvalidIntentError.isInstance(err))
     return invalid([{ path: err.path || '(root)', message: 'cannot be part of an intent' }], err.message);
-  if (InvalidIdError.isInstance(err)) return invalid([], err.message);
+  // A run or attempt id comes from the host, not from the agent's arguments: not the agent's to correct.
+  if (InvalidIdError.isInstance(err) && !RECEIPT_IDS.includes(err.kind)) return invalid([], err.message);
   if (AdapterContractError.isInstance(err))
     return invalid(
       [],
@@ -73,6 +74,8 @@ export function refusalAnswer(err: unknown, idOf: () => string | null, intentFie
     );
   return null;
 }
+
+const RECEIPT_IDS = ['run id', 'attempt id'];
 
 /** `<provider>_<operation>` with `_` for every character outside `[A-Za-z0-9_-]`; over 64 characters, cut and ended by a digest. */
 export function safeToolName(provider: string, operation: string): string {
@@ -234,75 +237,86 @@ function handedOffMessage(packet: HandoffPacket, receipts: readonly Receipt[], a
 /** Explanations and provider messages may end without a stop; the next sentence needs one. */
 const sentence = (s: string) => (/[.!?]$/.test(s.trimEnd()) ? s.trimEnd() : `${s.trimEnd()}.`);
 
-/** The `redact` options `runner` was built with; a runner wrapped without them is refused: what the agent is shown
- * of its errors would miss the secrets they declare. */
-function redactOptionsOf(runner: Runner): RedactOptions {
+/** `runner` as the agent tools use it, with the redaction of what the agent is shown built once; a runner wrapped
+ * without the `redact` options createRunner keeps on it is refused: what it is shown would miss their secrets. */
+export function agentRunner(runner: Runner) {
   const options = (runner as { [RUNNER_REDACT]?: RedactOptions })[RUNNER_REDACT];
   if (options === undefined)
     throw new RunnerConfigurationError(
       'runner',
       'not a runner createRunner built nor a spread of one, so its redaction cannot reach what the agent is shown: pass the runner itself (or { ...runner })',
     );
-  return options;
+  // What the agent sent, and personal data it was asked to write, stay readable in a result (a fence declares every
+  // text argument sensitive, and a provider echoes them); a token for the provider's client does not.
+  const results = createRedactor({ ...options, pii: false });
+  const errors = new Map<readonly string[], Redactor>();
+  return {
+    runner,
+    /** The operations last answered in progress: the agent's next call of one follows that answer (RunInput's
+     * `followUp`), so it is told the end it has not seen (the user's step), never sends what the user did not act on. */
+    inProgress: new Set<string>(),
+    /** A result as the agent is shown it: no client token (a PaymentIntent's client_secret), no field `redact` names. */
+    shown: (result: unknown) => results.params(result),
+    /** `e` redacted whole with the runner's options, the operation's `sensitiveFields` and their values in `params`:
+     * a ledger's or a driver's text may name a person (a role session) or quote a connection string. */
+    scrubbed(e: unknown, params?: unknown, sensitiveFields: readonly string[] = NONE): unknown {
+      const redactor = errors.get(sensitiveFields) ?? createRedactor(options, sensitiveFields);
+      errors.set(sensitiveFields, redactor);
+      return redactor.withValuesFrom(params).params(e);
+    },
+  };
 }
 
-/** `e` as an agent is shown it (MCP's error, the AI SDK's tool error): redacted whole, as receipts are, with the
- * runner's options, the operation's `sensitiveFields` and the values `params` holds in sensitive fields. A ledger's or
- * a driver's text may name a person (a role session) or quote a connection string. */
-export function scrubbedForAgent(
-  e: unknown,
-  runner: Runner,
-  params?: unknown,
-  sensitiveFields: readonly string[] = [],
-): unknown {
-  return createRedactor(redactOptionsOf(runner), sensitiveFields).withValuesFrom(params).params(e);
-}
+export type AgentRunner = ReturnType<typeof agentRunner>;
 
-/** A result as an agent is shown it: a token for the provider's client (a PaymentIntent's client_secret) or a field
- * the runner's `redact` names would go into its next prompt. What the agent sent, and personal data it was asked to
- * write, stay readable (a fence declares every text argument sensitive, and a provider echoes them). */
-function shownResult(options: RedactOptions, result: unknown) {
-  return createRedactor({ ...options, pii: false }).params(result);
-}
+const NONE: readonly string[] = [];
+/** A result shown without a runner's options: secrets only. */
+const BARE = createRedactor({ pii: false });
 
 /** Runs one tool call and maps every answer, a refusal before the claim included, to a structured result. */
 export async function callAgentTool(
-  runner: Runner,
+  agent: AgentRunner,
   tool: AgentToolDefinition,
   args: unknown,
   call: Pick<RunInput, 'runId' | 'signal' | 'followUp'> = {},
 ): Promise<AgentToolResult> {
-  const options = redactOptionsOf(runner); // refused before anything is claimed
   const params = args ?? {};
   const spec = tool.adapter.operations[tool.operation]!;
+  const idOf = () => {
+    try {
+      return identityOf(spec, { params }, tool.adapter.account).id;
+    } catch {
+      return null; // the intent fields cannot give an id either
+    }
+  };
+  const id = idOf() ?? '';
+  const followUp = call.followUp || agent.inProgress.has(id);
   try {
-    const r = await runner.run(tool.adapter, tool.operation, { ...call, params });
+    const r = await agent.runner.run(tool.adapter, tool.operation, { ...call, followUp, params });
+    if (r.status === 'in-progress') agent.inProgress.add(id);
+    else agent.inProgress.delete(id);
     if (r.status !== 'done') return toAgentResult(r);
-    return toAgentResult({ ...r, result: shownResult(options, r.result) });
+    return toAgentResult({ ...r, result: agent.shown(r.result) });
   } catch (e) {
-    const idOf = () => {
-      try {
-        return identityOf(spec, { params }, tool.adapter.account).id;
-      } catch {
-        return null; // the intent fields cannot give an id either
-      }
-    };
     const answer = refusalAnswer(e, idOf, spec.intentFields);
-    if (answer !== null) return answer;
-    throw scrubbedForAgent(e, runner, params, spec.sensitiveFields);
+    if (answer !== null) {
+      agent.inProgress.delete(id);
+      return answer;
+    }
+    throw agent.scrubbed(e, params, spec.sensitiveFields);
   }
 }
 
-/** What an operation's status is shown with: `runner`'s redaction on its result (else secrets only); `now` judges
+/** What an operation's status is shown with: `agent`'s redaction on its result (else secrets only); `now` judges
  * whether a run holds it. */
 export interface StatusView {
-  readonly runner?: Runner;
+  readonly agent?: AgentRunner;
   readonly now?: number;
 }
 
 /** The `retrysafe_status` answer for one operation, from the ledger. */
 export async function operationStatus(ledger: Ledger, id: string, view: StatusView = {}) {
-  const { runner, now = Date.now() } = view;
+  const { agent, now = Date.now() } = view;
   const typed = typedLedger(ledger);
   const r = await typed.get(asBusinessOperationId(id));
   if (!r) {
@@ -311,7 +325,7 @@ export async function operationStatus(ledger: Ledger, id: string, view: StatusVi
     return { found: false as const, businessOperationId: id, message };
   }
   const open = RECOVERABLE_STATES.includes(r.state);
-  const options = runner ? redactOptionsOf(runner) : {};
+  if (!open) agent?.inProgress.delete(r.businessOperationId); // its end is told here: the next call is a new one
   return {
     found: true as const,
     businessOperationId: r.businessOperationId,
@@ -319,7 +333,7 @@ export async function operationStatus(ledger: Ledger, id: string, view: StatusVi
     state: r.state,
     attempts: r.attemptCount,
     providerRef: r.providerRef,
-    result: r.state === 'succeeded' ? shownResult(options, r.result) : null,
+    result: r.state === 'succeeded' ? (agent?.shown ?? BARE.params)(r.result) : null,
     message: statusMessage(r, now, await receiptsToTell(typed, r)),
     // Open again (a person resumed it), the hand-off it left is no longer what it waits on; resolved since, the
     // packet's actions are no longer open to anyone.

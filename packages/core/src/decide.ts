@@ -34,8 +34,6 @@ export interface DecisionState {
   readonly maybeApplied?: boolean;
   /** A call under the key was recorded not applied where that may only mean a same-key re-send folds it. */
   readonly keyMayHoldEarlier?: boolean;
-  /** Takeover: the dead worker's lease end, the last moment it could have called the provider (on its clock). */
-  readonly takenOverLeaseEnd?: number | null;
   /** The provider's last Retry-After, as an epoch ms: no provider call goes out before it. */
   readonly notBefore?: number;
   /** Provider calls made in this run (the budget counts these). */

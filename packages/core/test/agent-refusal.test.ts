@@ -10,7 +10,14 @@ import {
   PayloadLimitError,
 } from '@retrysafe/contract';
 import { PAYLOAD_LIMITS } from '@retrysafe/contract/ledger';
-import { agentTools, callAgentTool, operationStatus, pendingHandoffs, refusalAnswer } from '@retrysafe/core/agent';
+import {
+  agentRunner,
+  agentTools,
+  callAgentTool,
+  operationStatus,
+  pendingHandoffs,
+  refusalAnswer,
+} from '@retrysafe/core/agent';
 import { describe, expect, it } from 'vitest';
 import { latch, scripted, setup } from './helpers.js';
 
@@ -51,7 +58,7 @@ describe('callAgentTool: refusals before the claim are structured answers, nothi
   it.each(cases)('%s', async (_name, args, expected) => {
     const { provider, adapter, ledger, runner } = setup();
     const [tool] = agentTools([adapter], ['sandbox_records_create']);
-    const answer = await callAgentTool(runner, tool!, args);
+    const answer = await callAgentTool(agentRunner(runner), tool!, args);
     expect(answer.status).toBe(expected.status);
     if (expected.path !== undefined) expect(answer).toMatchObject({ fields: [{ path: expected.path }] });
     expect(provider.calls()).toBe(0);
@@ -61,8 +68,8 @@ describe('callAgentTool: refusals before the claim are structured answers, nothi
   it('a conflict is answered as one, naming the paths', async () => {
     const { provider, adapter, runner } = setup();
     const [tool] = agentTools([adapter], ['sandbox_records_create']);
-    expect((await callAgentTool(runner, tool!, { ref: 'c-1', amount: 1 })).status).toBe('done');
-    expect(await callAgentTool(runner, tool!, { ref: 'c-1', amount: 2 })).toMatchObject({
+    expect((await callAgentTool(agentRunner(runner), tool!, { ref: 'c-1', amount: 1 })).status).toBe('done');
+    expect(await callAgentTool(agentRunner(runner), tool!, { ref: 'c-1', amount: 2 })).toMatchObject({
       status: 'conflict',
       field: 'params',
       paths: ['amount'],
@@ -77,7 +84,7 @@ describe('the business-operation id of an invalid-input answer', () => {
   it.each(cases)('%s, with the intent field given: its id', async (_name, args) => {
     const { adapter, runner } = setup();
     const [tool] = agentTools([adapter], ['sandbox_records_create']);
-    const answer = await callAgentTool(runner, tool!, args);
+    const answer = await callAgentTool(agentRunner(runner), tool!, args);
     expect(answer.businessOperationId).toMatch(/^sandbox\.records\.create:/);
     expect(answer.message).not.toMatch(/no business-operation id/i);
   });
@@ -88,7 +95,7 @@ describe('the business-operation id of an invalid-input answer', () => {
   ])('the intent field %s: null, and the message says why', async (_name, args) => {
     const { adapter, runner } = setup();
     const [tool] = agentTools([adapter], ['sandbox_records_create']);
-    const answer = await callAgentTool(runner, tool!, args);
+    const answer = await callAgentTool(agentRunner(runner), tool!, args);
     expect(answer).toMatchObject({ status: 'invalid-input', businessOperationId: null });
     expect(answer.message).toMatch(/No business-operation id: the intent fields \(ref\) do not give one/);
   });
@@ -107,7 +114,7 @@ describe("a failure that is not the agent's to answer", () => {
         ),
       );
     const [tool] = agentTools([adapter], ['sandbox_records_create']);
-    const failed = await callAgentTool(runner, tool!, { ref: 'l-1' }).catch((e: Error) => e);
+    const failed = await callAgentTool(agentRunner(runner), tool!, { ref: 'l-1' }).catch((e: Error) => e);
     expect(LedgerError.isInstance(failed)).toBe(true);
     expect((failed as Error).message).toContain('is not authorized');
     for (const leak of ['jane.doe', 's3cr3t-pw']) expect((failed as Error).message).not.toContain(leak);
@@ -121,7 +128,7 @@ describe('the refusal mapping', () => {
       new InvalidParamsError('x.op', [{ path: 'a', message: 'is required' }]),
       new InvalidIntentError('a', 'not JSON'),
       new InvalidIdError('business-operation id', 'bad id', 'too long'),
-      new ConflictError('x.op:1', 'params', 'other params', ['a']),
+      new ConflictError({ businessOperationId: 'x.op:1', field: 'params', detail: 'other params', paths: ['a'] }),
     ];
     for (const e of refusals)
       expect(['invalid-input', 'conflict'], e.name).toContain(refusalAnswer(e, () => null)?.status);
@@ -137,10 +144,10 @@ describe('the needs-human answer offers a corrected call only where the runner w
       created: 'pi_1',
       fields: [{ path: 'card', message: 'was declined' }],
     });
-    const first = await callAgentTool(runner, tool!, { ref: 'o-12', note: 'card a' });
+    const first = await callAgentTool(agentRunner(runner), tool!, { ref: 'o-12', note: 'card a' });
     expect(first.status).toBe('needs-human');
     expect(first.message).not.toMatch(/sent as a corrected request/);
-    const corrected = await callAgentTool(runner, tool!, { ref: 'o-12', note: 'card b' });
+    const corrected = await callAgentTool(agentRunner(runner), tool!, { ref: 'o-12', note: 'card b' });
     expect(corrected.status).toBe('conflict');
     expect(sent()).toBe(1);
   });
@@ -164,12 +171,12 @@ describe('the answer for an operation a person closed', () => {
       message: 'note is too long',
       fields: [{ path: 'note', message: 'is too long' }],
     });
-    const first = await callAgentTool(runner, tool!, { ref: 'o-13', note: 'long' });
+    const first = await callAgentTool(agentRunner(runner), tool!, { ref: 'o-13', note: 'long' });
     expect(first.message).toMatch(/sent as a corrected request/); // the packet offers resend-with
     expect(first.message).not.toMatch(/other intent fields/);
     expect(first.message).toMatch(/^Handed to a person: [^.]*\. Do not retry/); // the explanation ends its sentence
     await runner.resolve(first.businessOperationId!, { action: 'abandon' }, { by: 'ops' });
-    const again = await callAgentTool(runner, tool!, { ref: 'o-13', note: 'long' });
+    const again = await callAgentTool(agentRunner(runner), tool!, { ref: 'o-13', note: 'long' });
     expect(again.message).not.toMatch(/sent as a corrected request/);
     expect(again.message).toMatch(/abandoned/);
     expect(again).toMatchObject({ handoff: { safeNextActions: [] } });
@@ -177,7 +184,9 @@ describe('the answer for an operation a person closed', () => {
       state: 'abandoned',
       handoff: { safeNextActions: [] },
     });
-    expect(await callAgentTool(runner, tool!, { ref: 'o-13', note: 'short' })).toMatchObject({ status: 'conflict' });
+    expect(await callAgentTool(agentRunner(runner), tool!, { ref: 'o-13', note: 'short' })).toMatchObject({
+      status: 'conflict',
+    });
     expect(sent()).toBe(1);
     expect(provider.count()).toBe(0);
   });
@@ -206,7 +215,7 @@ describe('retrysafe_status of an operation not finished', () => {
     const gate = latch();
     const held = scripted(adapter, (_n, send) => (atGate.resolve(), gate.promise.then(send)));
     const [tool] = agentTools([held], ['sandbox_records_create']);
-    const first = callAgentTool(runner, tool!, { ref: 'o-open' });
+    const first = callAgentTool(agentRunner(runner), tool!, { ref: 'o-open' });
     await atGate.promise;
     const [row] = await ledger.list();
     const status = await operationStatus(ledger, row!.businessOperationId);
@@ -222,7 +231,7 @@ describe('retrysafe_status of an operation not finished', () => {
 describe('the needs-human answer names what a rejection left at the provider', () => {
   it('also when the provider named no field: the object is named and a new call is said to make a second one', async () => {
     const { runner, tool } = rejectingTool({ reason: 'card-declined', message: 'declined', created: 'pi_2' });
-    const first = await callAgentTool(runner, tool!, { ref: 'o-14' });
+    const first = await callAgentTool(agentRunner(runner), tool!, { ref: 'o-14' });
     expect(first.status).toBe('needs-human');
     expect(first.message).toMatch(/pi_2/);
     expect(first.message).toMatch(/a new call would make a second one/);
@@ -234,7 +243,7 @@ describe('the needs-human answer to an operation whose effect may exist', () => 
     const { provider, adapter, runner } = setup({ replays: false, lookup: 'none' });
     const [tool] = agentTools([adapter], ['sandbox_records_create']);
     provider.failNext({ kind: 'unknown-after-commit' });
-    const first = await callAgentTool(runner, tool!, { ref: 'o-18' });
+    const first = await callAgentTool(agentRunner(runner), tool!, { ref: 'o-18' });
     expect(first.status).toBe('needs-human');
     expect(first.message).toMatch(/do not redo it under other intent fields/i);
     expect(provider.count()).toBe(1);
@@ -244,8 +253,10 @@ describe('the needs-human answer to an operation whose effect may exist', () => 
 describe('the conflict answer to a correction the runner refuses', () => {
   it('a rejection that left an object: the answer does not send the agent to other intent fields', async () => {
     const { runner, tool } = rejectingTool({ reason: 'card-declined', message: 'declined', created: 'pi_3' });
-    expect((await callAgentTool(runner, tool!, { ref: 'o-15', note: 'card a' })).status).toBe('needs-human');
-    const corrected = await callAgentTool(runner, tool!, { ref: 'o-15', note: 'card b' });
+    expect((await callAgentTool(agentRunner(runner), tool!, { ref: 'o-15', note: 'card a' })).status).toBe(
+      'needs-human',
+    );
+    const corrected = await callAgentTool(agentRunner(runner), tool!, { ref: 'o-15', note: 'card b' });
     expect(corrected.status).toBe('conflict');
     expect(corrected.message).toMatch(/pi_3/);
     expect(corrected.message).not.toMatch(/change an intent field/);
@@ -255,8 +266,8 @@ describe('the conflict answer to a correction the runner refuses', () => {
   it('an operation that succeeded with other params: a different operation is still a change of an intent field', async () => {
     const { adapter, runner } = setup();
     const [tool] = agentTools([adapter], ['sandbox_records_create']);
-    expect((await callAgentTool(runner, tool!, { ref: 'o-16', note: 'a' })).status).toBe('done');
-    const other = await callAgentTool(runner, tool!, { ref: 'o-16', note: 'b' });
+    expect((await callAgentTool(agentRunner(runner), tool!, { ref: 'o-16', note: 'a' })).status).toBe('done');
+    const other = await callAgentTool(agentRunner(runner), tool!, { ref: 'o-16', note: 'b' });
     expect(other).toMatchObject({ status: 'conflict', message: expect.stringMatching(/change an intent field/) });
     expect(other.message).toMatch(/the operation is done with other params/);
   });
@@ -265,8 +276,8 @@ describe('the conflict answer to a correction the runner refuses', () => {
     const { adapter, runner } = setup();
     const [tool] = agentTools([adapter], ['sandbox_records_create']);
     const field = 'note that cannot be superseded';
-    expect((await callAgentTool(runner, tool!, { ref: 'o-17', [field]: 'a' })).status).toBe('done');
-    const other = await callAgentTool(runner, tool!, { ref: 'o-17', [field]: 'b' });
+    expect((await callAgentTool(agentRunner(runner), tool!, { ref: 'o-17', [field]: 'a' })).status).toBe('done');
+    const other = await callAgentTool(agentRunner(runner), tool!, { ref: 'o-17', [field]: 'b' });
     expect(other).toMatchObject({ status: 'conflict', message: expect.stringMatching(/change an intent field/) });
     expect(other.message).not.toMatch(/a person must resolve/i);
   });
@@ -290,18 +301,18 @@ describe('a conflict with a request that may still land or has landed', () => {
     expect(ConflictError.isInstance(conflict) && conflict.storedMayApply && !conflict.needsPerson).toBe(true);
     expect(conflict.message).toMatch(/a re-send with the same key/); // the claim took the stopped run's lease
     const [tool] = agentTools([held], ['sandbox_records_create']);
-    const answer = await callAgentTool(runner, tool!, { ...params, note: 'b' });
+    const answer = await callAgentTool(agentRunner(runner), tool!, { ...params, note: 'b' });
     expect(answer).toMatchObject(stored);
     repeat(answer.message);
-    expect(await callAgentTool(runner, tool!, params)).toMatchObject({ status: 'done', adopted: true });
+    expect(await callAgentTool(agentRunner(runner), tool!, params)).toMatchObject({ status: 'done', adopted: true });
     expect(provider.count()).toBe(1);
   });
 
   it("an operation that succeeded with other params: its result is the original arguments' to get", async () => {
     const { adapter, runner } = setup();
     const [tool] = agentTools([adapter], ['sandbox_records_create']);
-    expect((await callAgentTool(runner, tool!, { ref: 'o-31', note: 'a' })).status).toBe('done');
-    const other = await callAgentTool(runner, tool!, { ref: 'o-31', note: 'b' });
+    expect((await callAgentTool(agentRunner(runner), tool!, { ref: 'o-31', note: 'a' })).status).toBe('done');
+    const other = await callAgentTool(agentRunner(runner), tool!, { ref: 'o-31', note: 'b' });
     expect(other).toMatchObject(stored);
     repeat(other.message);
     // A correction of what it made is a change to that object, never a new operation that makes a second one.
@@ -310,7 +321,12 @@ describe('a conflict with a request that may still land or has landed', () => {
   });
 
   it('a correction nothing stands against is not one', () => {
-    const e = new ConflictError('x.op:1', 'params', 'other params', ['a']);
+    const e = new ConflictError({
+      businessOperationId: 'x.op:1',
+      field: 'params',
+      detail: 'other params',
+      paths: ['a'],
+    });
     expect(e.storedMayApply).toBe(false);
     expect(refusalAnswer(e, () => null)?.message).not.toMatch(/other intent fields/);
   });
@@ -319,7 +335,7 @@ describe('a conflict with a request that may still land or has landed', () => {
 describe('the pending hand-offs an agent is shown', () => {
   it('say when there are more than the list holds, so 100 is never read as all of them', async () => {
     const { runner, ledger, tool } = rejectingTool({ reason: 'validation', message: 'no' });
-    for (let i = 0; i < 101; i++) await callAgentTool(runner, tool, { ref: `h-${i}` });
+    for (let i = 0; i < 101; i++) await callAgentTool(agentRunner(runner), tool, { ref: `h-${i}` });
     const some = await pendingHandoffs(ledger);
     expect(some.handoffs).toHaveLength(100);
     expect(some.truncated).toBe(true);

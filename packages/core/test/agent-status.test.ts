@@ -2,7 +2,7 @@
 // and its next step: in flight (ask again when), waiting for the user's step, a person's, abandoned.
 import type { Outcome } from '@retrysafe/contract';
 import { createRunner } from '@retrysafe/core';
-import { agentTools, callAgentTool, operationStatus, pendingHandoffs } from '@retrysafe/core/agent';
+import { agentRunner, agentTools, callAgentTool, operationStatus, pendingHandoffs } from '@retrysafe/core/agent';
 import { describe, expect, it } from 'vitest';
 import { gated, scripted, setup } from './helpers.js';
 
@@ -14,10 +14,10 @@ describe('the answers to an operation in flight', () => {
   it('say it is in progress and when to ask again, the call and the status alike', async () => {
     const { adapter, ledger, runner, clock } = setup({}, { policy: { leaseMs: 30_000, waitForOtherMs: 0 } });
     const { held, atGate, gate } = gated(adapter);
-    const first = callAgentTool(runner, toolOf(held), { ref: 'f-1' });
+    const first = callAgentTool(agentRunner(runner), toolOf(held), { ref: 'f-1' });
     await atGate.promise;
     const other = createRunner({ ledger, clock, owner: 'other', random: () => 0.5, policy: { waitForOtherMs: 0 } });
-    const again = await callAgentTool(other, toolOf(held), { ref: 'f-1' });
+    const again = await callAgentTool(agentRunner(other), toolOf(held), { ref: 'f-1' });
     expect(again).toMatchObject({ status: 'in-progress', retryAfterMs: 30_000 });
     expect(again.message).toMatch(/in progress.* in about 30 s/);
     const status = await operationStatus(ledger, again.businessOperationId!, { now: clock.now() });
@@ -26,11 +26,46 @@ describe('the answers to an operation in flight', () => {
     expect(await first).toMatchObject({ status: 'done' });
   });
 
+  it('followed after in progress: the step the user was asked for, not the request sent again; sent once they took it', async () => {
+    const { adapter, ledger, runner, clock } = setup({ lookup: 'none' });
+    let sends = 0;
+    const refusing = scripted(adapter, (n) => (sends++, n === 0 ? ACTION : undefined));
+    const { held, atGate, gate } = gated(refusing);
+    const first = callAgentTool(agentRunner(runner), toolOf(held), { ref: 'f-3' });
+    await atGate.promise;
+    const agent = agentRunner(createRunner({ ledger, clock, owner: 'other', policy: { waitForOtherMs: 0 } }));
+    expect(await callAgentTool(agent, toolOf(held), { ref: 'f-3' })).toMatchObject({ status: 'in-progress' });
+    gate.resolve();
+    expect(await first).toMatchObject({ status: 'needs-human' });
+    const followed = await callAgentTool(agent, toolOf(refusing), { ref: 'f-3' });
+    expect(followed).toMatchObject({ status: 'needs-human' });
+    expect(followed.message).toMatch(/asks the user to take a step/);
+    expect(sends).toBe(1);
+    // Told of the step, the agent's next call is the same request after it: sent again.
+    expect(await callAgentTool(agent, toolOf(refusing), { ref: 'f-3' })).toMatchObject({ status: 'done' });
+    expect(sends).toBe(2);
+  });
+
+  it('told the step by retrysafe_status after in progress, the next call is sent', async () => {
+    const { adapter, ledger, runner, clock } = setup({ lookup: 'none' });
+    const refusing = scripted(adapter, (n) => (n === 0 ? ACTION : undefined));
+    const { held, atGate, gate } = gated(refusing);
+    const first = callAgentTool(agentRunner(runner), toolOf(held), { ref: 'f-4' });
+    await atGate.promise;
+    const agent = agentRunner(createRunner({ ledger, clock, owner: 'other', policy: { waitForOtherMs: 0 } }));
+    const answer = await callAgentTool(agent, toolOf(held), { ref: 'f-4' });
+    gate.resolve();
+    await first;
+    const status = await operationStatus(ledger, answer.businessOperationId!, { agent, now: clock.now() });
+    expect(status.found && status.message).toMatch(/asks the user to take a step/);
+    expect(await callAgentTool(agent, toolOf(refusing), { ref: 'f-4' })).toMatchObject({ status: 'done' });
+  });
+
   it("resumed by a person, shows no hand-off it no longer waits on (the user's step it was refused for)", async () => {
     const { adapter, ledger, runner, clock } = setup({ lookup: 'none' });
     const refusing = scripted(adapter, (n) => (n === 0 ? ACTION : undefined));
     const { held, atGate, gate } = gated(refusing);
-    const answer = await callAgentTool(runner, toolOf(refusing), { ref: 'f-2' });
+    const answer = await callAgentTool(agentRunner(runner), toolOf(refusing), { ref: 'f-2' });
     const id = answer.businessOperationId!;
     const resumed = runner.resolve(id, { action: 'resume' }, { adapters: [held], by: 'ops' });
     await atGate.promise;
@@ -46,7 +81,7 @@ describe('retrysafe_status of an operation at rest says what the tool answers a 
   it('waiting for the user: the step, not that it may have taken effect', async () => {
     const { adapter, ledger, runner, clock } = setup({ lookup: 'none' });
     const refusing = scripted(adapter, () => ACTION);
-    const answer = await callAgentTool(runner, toolOf(refusing), { ref: 's-1' });
+    const answer = await callAgentTool(agentRunner(runner), toolOf(refusing), { ref: 's-1' });
     const status = await operationStatus(ledger, answer.businessOperationId!, { now: clock.now() });
     expect(status.found && status.message).toBe(answer.message);
     expect(answer.message).not.toMatch(/may already have taken effect/);
@@ -55,7 +90,7 @@ describe('retrysafe_status of an operation at rest says what the tool answers a 
   it("a person's, then abandoned: do not retry", async () => {
     const { provider, adapter, ledger, runner, clock } = setup({ replays: false, lookup: 'none' });
     provider.failNext({ kind: 'unknown-after-commit' });
-    const answer = await callAgentTool(runner, toolOf(adapter), { ref: 's-2' });
+    const answer = await callAgentTool(agentRunner(runner), toolOf(adapter), { ref: 's-2' });
     const id = answer.businessOperationId!;
     const status = await operationStatus(ledger, id, { now: clock.now() });
     expect(status.found && status.message).toBe(answer.message);
@@ -63,7 +98,7 @@ describe('retrysafe_status of an operation at rest says what the tool answers a 
     await runner.resolve(id, { action: 'abandon' }, { adapters: [adapter], by: 'ops' });
     const abandoned = await operationStatus(ledger, id, { now: clock.now() });
     expect(abandoned.found && abandoned.message).toBe(
-      (await callAgentTool(runner, toolOf(adapter), { ref: 's-2' })).message,
+      (await callAgentTool(agentRunner(runner), toolOf(adapter), { ref: 's-2' })).message,
     );
     expect(abandoned.found && abandoned.message).toMatch(/abandoned.*Do not retry/);
   });
@@ -72,15 +107,15 @@ describe('retrysafe_status of an operation at rest says what the tool answers a 
 describe('retrysafe_handoffs says whose step each row waits on, in the words a repeated call answers', () => {
   it("the user's step or a person's; none that was resumed or abandoned since", async () => {
     const { provider, adapter, ledger, runner } = setup({ replays: false, lookup: 'none' });
-    const user = await callAgentTool(runner, toolOf(scripted(adapter, () => ACTION)), { ref: 'p-1' });
+    const user = await callAgentTool(agentRunner(runner), toolOf(scripted(adapter, () => ACTION)), { ref: 'p-1' });
     provider.failNext({ kind: 'unknown-after-commit' });
-    const person = await callAgentTool(runner, toolOf(adapter), { ref: 'p-2' });
+    const person = await callAgentTool(agentRunner(runner), toolOf(adapter), { ref: 'p-2' });
     provider.failNext({ kind: 'unknown-after-commit' });
-    const abandoned = await callAgentTool(runner, toolOf(adapter), { ref: 'p-3' });
+    const abandoned = await callAgentTool(agentRunner(runner), toolOf(adapter), { ref: 'p-3' });
     await runner.resolve(abandoned.businessOperationId!, { action: 'abandon' }, { adapters: [adapter], by: 'ops' });
     const refusing = scripted(adapter, (n) => (n === 0 ? ACTION : undefined));
     const { held, atGate, gate } = gated(refusing);
-    const resumedId = (await callAgentTool(runner, toolOf(refusing), { ref: 'p-4' })).businessOperationId!;
+    const resumedId = (await callAgentTool(agentRunner(runner), toolOf(refusing), { ref: 'p-4' })).businessOperationId!;
     const resumed = runner.resolve(resumedId, { action: 'resume' }, { adapters: [held], by: 'ops' });
     await atGate.promise;
     const { handoffs } = await pendingHandoffs(ledger);

@@ -1,10 +1,10 @@
-import { fact, type Outcome, type RetrySafetyCard } from '@retrysafe/contract';
+import { fact, type OperationRecord, type Outcome, type RetrySafetyCard } from '@retrysafe/contract';
 import { notFoundIsAuthoritative, resendSafety } from '@retrysafe/contract/rules';
 import type { DecisionState } from '@retrysafe/core';
-import { decide, resolvePolicy } from '@retrysafe/core/internal';
+import { decide, decisionState, resolvePolicy, startState } from '@retrysafe/core/internal';
 import { FORGETFUL_BEHAVIOUR, REPLAYING_BEHAVIOUR, sandboxCreateCard } from '@retrysafe/sandbox';
 import { describe, expect, it } from 'vitest';
-import { decisionState, T0 } from './helpers.js';
+import { decisionState as stateOf, T0 } from './helpers.js';
 
 // Issue 15 items 1 (decision row), 2 and 8 (stored errors). Every test here fails on the parent of this change.
 const MIN = 60_000;
@@ -16,7 +16,7 @@ const lookupOnly = (lateApplyMs?: number): RetrySafetyCard =>
   });
 const budget = (card: RetrySafetyCard, over = {}) => ({ policy: resolvePolicy(card, over), random: () => 0.5 });
 const state = (over: Partial<DecisionState> = {}) =>
-  decisionState({
+  stateOf({
     ledgerState: 'reconciling',
     lastDispatchedAt: T0,
     maybeApplied: true,
@@ -67,35 +67,28 @@ describe('the late-apply row: a not-found proves absence only once the last atte
   it('after a takeover the dead owner could have sent until its lease end: that, plus the clock-skew margin, is the last dispatch', () => {
     const card = lookupOnly(1000);
     const leaseEnd = T0 + 30_000;
-    const margin = budget(card).policy.clockSkewMarginMs;
-    expect(margin).toBe(MIN);
-    const asked = leaseEnd + 5000; // past lastDispatchedAt + bound, but inside leaseEnd + margin + bound
-    const s = state({
-      now: asked,
-      observedAt: asked,
-      takenOverLeaseEnd: leaseEnd,
-      runStartedAt: asked,
-      windowStartedAt: asked,
-    });
     const wide = budget(card, { lookupWindowMs: 5 * MIN, maxElapsedMs: 10 * MIN });
-    const d = decide(card, s, notFound, wide);
+    const margin = wide.policy.clockSkewMarginMs;
+    expect(margin).toBe(MIN);
+    // The state the runner decides with once it took the operation over (startState, decisionState), asked at `at`.
+    const takenOver = (at: number) => {
+      const ctx = { clock: { now: () => at }, ledger: { capabilities: {} } };
+      const record = { state: 'dispatched', firstDispatchedAt: T0, updatedAt: at, fence: 2, providerKey: 'k' };
+      const claimed = {
+        record: record as unknown as OperationRecord,
+        takenOver: true,
+        previousLeaseExpiresAt: leaseEnd,
+        claimedAt: at,
+        dispatchWritten: false,
+      };
+      const s = startState(ctx, { card, policy: wide.policy }, claimed, []);
+      return { ...decisionState(ctx, card, s, at), runStartedAt: at, windowStartedAt: at };
+    };
+    const asked = leaseEnd + 5000; // past the lease end + bound, but inside leaseEnd + margin + bound
+    const d = decide(card, takenOver(asked), notFound, wide);
     expect(d.action).toBe('lookup');
     expect(d.action === 'lookup' && d.delayMs).toBeGreaterThanOrEqual(leaseEnd + margin + 1000 - asked);
-    const later = leaseEnd + margin + 1000;
-    expect(
-      decide(
-        card,
-        state({
-          now: later,
-          observedAt: later,
-          takenOverLeaseEnd: leaseEnd,
-          runStartedAt: later,
-          windowStartedAt: later,
-        }),
-        notFound,
-        wide,
-      ).action,
-    ).toBe('send');
+    expect(decide(card, takenOver(leaseEnd + margin + 1000), notFound, wide).action).toBe('send');
   });
 });
 

@@ -3,7 +3,7 @@
 // or not; its class, name and code stay.
 import { LedgerError } from '@retrysafe/contract';
 import { createMemoryLedger, createRunner } from '@retrysafe/core';
-import { agentTools, callAgentTool, scrubbedForAgent } from '@retrysafe/core/agent';
+import { agentRunner, agentTools, callAgentTool } from '@retrysafe/core/agent';
 import { createRedactor } from '@retrysafe/core/internal';
 import { describe, expect, it } from 'vitest';
 import { setup } from './helpers.js';
@@ -57,7 +57,7 @@ describe('an error redacted whole', () => {
 describe("what an agent is shown of an error: the user's redaction, on all of it", () => {
   it("scrubbedForAgent blanks the cause and fields with the runner's own patterns", () => {
     const runner = createRunner({ ledger: createMemoryLedger(), redact: { patterns: [/hunter2[\w-]*/g] } });
-    const out = scrubbedForAgent(leakyError(), runner);
+    const out = agentRunner(runner).scrubbed(leakyError());
     const text = allText(out);
     for (const leak of [SECRET, EMAIL, TOKEN, 'hunter2']) expect(text).not.toContain(leak);
   });
@@ -68,7 +68,7 @@ describe("what an agent is shown of an error: the user's redaction, on all of it
     ledger.claim = () =>
       Promise.reject(new LedgerError('claim failed', { cause: new Error('row ORDER-12345 locked by ORDER-777') }));
     const [tool] = agentTools([adapter], ['sandbox_records_create']);
-    const err = await callAgentTool(runner, tool!, { ref: 'r1' }).catch((e: unknown) => e);
+    const err = await callAgentTool(agentRunner(runner), tool!, { ref: 'r1' }).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(LedgerError);
     expect(allText(err)).toContain('claim failed');
     expect(allText(err)).not.toContain('ORDER-');

@@ -58,11 +58,11 @@ describe('a rejection as a conflict with what the provider holds under the key',
 // The why names what the attempt's outcome was in words a sentence can hold, for every outcome a send records.
 describe('why an attempt may have applied', () => {
   it.each(['succeeded', 'replayed', 'in-progress', 'unknown', null] as const)('a send recorded %s', (outcome) => {
-    const sent = { kind: 'dispatch', attemptId: 'att-1', outcome } as unknown as Receipt;
+    const sent = { kind: 'dispatch', attemptId: 'att-1', startedAt: 'T1', outcome } as unknown as Receipt;
     const v = everyAttemptNotApplied([sent], { attemptCount: 1, resolution: null });
     expect(v.ok).toBe(false);
     expect(!v.ok && v.why).toMatch(
-      /^attempt att-1 (ended with outcome [a-z-]+|left no outcome): it may have been applied$/,
+      /^the call at T1 (ended with outcome [a-z-]+|left no outcome): it may have been applied$/,
     );
   });
 });

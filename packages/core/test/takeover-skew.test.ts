@@ -144,3 +144,38 @@ describe('a takeover and an owner whose clock lags (limits.clockSkewMargin)', ()
     expect(provider.count()).toBe(1);
   });
 });
+
+describe('a takeover on a ledger whose one clock judges every lease (sharedLeaseClock)', () => {
+  it("a not-found asked long after the old owner's lease end + the late-apply bound proves absence at once", async () => {
+    const real = createVirtualClock();
+    const provider = createSandboxProvider({
+      replays: false,
+      retentionMs: null,
+      parameterMatching: 'none',
+      concurrency: 'duplicates',
+      lookup: 'get-by-key',
+      lateApplyMs: 1_000,
+      clock: real.now,
+      sleep: real.sleep,
+    });
+    const adapter = createSandboxAdapter({ provider });
+    const memory = createMemoryLedger();
+    const ledger: Ledger = Object.assign(Object.create(memory) as Ledger, {
+      capabilities: { ...memory.capabilities, sharedLeaseClock: true },
+    });
+    // The owner stops for good between its `dispatched` write and its request.
+    const written = signal();
+    const never = new Promise<void>(() => {});
+    const a = createRunner({ ledger: lateDispatchAnswer(memory, written.fire, never), clock: real });
+    void a.run(adapter, OP, { params: { ref: 'r-one-clock' } });
+    await written.fired;
+    real.advance(120_000);
+    const rb = await createRunner({ ledger, clock: real, random: () => 0.5 }).run(adapter, OP, {
+      params: { ref: 'r-one-clock' },
+    });
+    expect(rb).toMatchObject({ status: 'done' });
+    const [rec] = await ledger.list({});
+    expect((await ledger.receipts(rec!.businessOperationId)).map((r) => r.kind)).toEqual(['lookup', 'resend']);
+    expect(provider.count()).toBe(1);
+  });
+});

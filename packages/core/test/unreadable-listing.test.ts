@@ -9,6 +9,7 @@ import { type BusinessOperationId, type Ledger, LedgerError } from '@retrysafe/c
 import { exportReceiptsJsonl, type Runner } from '@retrysafe/core';
 import {
   type AgentToolDefinition,
+  agentRunner,
   agentTools,
   callAgentTool,
   operationStatus,
@@ -40,7 +41,7 @@ async function withCutHandoff(
     const [tool] = agentTools([{ ...adapter, doExecute } as typeof adapter], ['sandbox_records_create']);
     const ids: string[] = [];
     for (const ref of ['a-cut', 'b-good', 'c-good']) {
-      const answer = await callAgentTool(runner, tool!, { ref });
+      const answer = await callAgentTool(agentRunner(runner), tool!, { ref });
       ids.push((answer as { businessOperationId: string }).businessOperationId);
     }
     const raw = new DatabaseSync(path);
@@ -103,7 +104,7 @@ describe('a listing with one unreadable row', () => {
           );
         await caught(ledger.get(cut as BusinessOperationId));
         await caught(operationStatus(ledger, cut));
-        await caught(callAgentTool(runner, tool, { ref: 'a-cut' }));
+        await caught(callAgentTool(agentRunner(runner), tool, { ref: 'a-cut' }));
         await caught(runner.run(tool.adapter, tool.operation, { params: { ref: 'a-cut' } }));
         await caught(runner.recover({ adapters: [tool.adapter], businessOperationId: cut }));
         await caught(exportReceiptsJsonl(ledger, { heads: true }));

@@ -18,13 +18,14 @@ import {
 import { type AdapterV1, InvalidIdError, type Ledger } from '@retrysafe/contract';
 import { type Runner, RunnerConfigurationError } from '@retrysafe/core';
 import {
+  type AgentRunner,
   type AgentToolDefinition,
   type AgentToolResult,
+  agentRunner,
   agentTools,
   callAgentTool,
   operationStatus,
   pendingHandoffs,
-  scrubbedForAgent,
 } from '@retrysafe/core/agent';
 import { LOOPBACK_NAMES } from './cli-options.js';
 import { type Coalescer, createCoalescer, type Hearer } from './coalesce.js';
@@ -78,17 +79,17 @@ const invalidId = (message: string) =>
   );
 
 /** The answer of a status or handoff tool call; undefined for any other tool. */
-async function answerLookupTool({ ledger, runner }: ServingOptions, name: string, args: unknown) {
+async function answerLookupTool(ledger: Ledger, agent: AgentRunner, name: string, args: unknown) {
   if (name === HANDOFFS_TOOL)
-    return reply(await pendingHandoffs(ledger).catch((e) => Promise.reject(scrubbedForAgent(e, runner))));
+    return reply(await pendingHandoffs(ledger).catch((e) => Promise.reject(agent.scrubbed(e))));
   if (name !== STATUS_TOOL) return undefined;
   const id = (args as { businessOperationId?: unknown } | undefined)?.businessOperationId;
   if (typeof id !== 'string') return invalidId('businessOperationId (string) is required');
   try {
-    return reply(await operationStatus(ledger, id, { runner }));
+    return reply(await operationStatus(ledger, id, { agent }));
   } catch (e) {
     // Only the id can be the agent's to correct: a ledger that fails is this server's error, as for the operation tools.
-    if (!InvalidIdError.isInstance(e)) throw scrubbedForAgent(e, runner);
+    if (!InvalidIdError.isInstance(e)) throw agent.scrubbed(e);
     return invalidId(e.message);
   }
 }
@@ -117,13 +118,14 @@ export function serveTools(
   listed: () => object[],
   call: (req: CallToolRequest, extra: Extra, run: Run) => Promise<object | undefined>,
 ) {
+  const agent = agentRunner(options.runner); // a runner that lost its redaction is refused before the server serves
   const coalescer = options.coalescer ?? createCoalescer(options.ledger);
   const run: Run = (tool, params, meta, settle = (r) => r, hearers) =>
     coalescer.call(
       tool.name,
       params,
       meta,
-      (followUp) => callAgentTool(options.runner, tool, params, { followUp }).then(settle),
+      (followUp) => callAgentTool(agent, tool, params, { followUp }).then(settle),
       hearers,
     );
   // A listed tool of a lookup's name (an upstream's, passed through) is the lookup's: tool names are unique.
@@ -132,7 +134,7 @@ export function serveTools(
   }));
   const answer = async (req: CallToolRequest, extra: Extra) => {
     const { name, arguments: args = {} } = req.params;
-    const result = (await answerLookupTool(options, name, args)) ?? (await call(req, extra, run));
+    const result = (await answerLookupTool(options.ledger, agent, name, args)) ?? (await call(req, extra, run));
     // The spec's answer to an unknown tool is a protocol error, not a tool result.
     if (result === undefined) throw new McpError(ErrorCode.InvalidParams, `Unknown tool: ${name}`);
     return result;

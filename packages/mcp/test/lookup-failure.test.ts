@@ -3,7 +3,7 @@
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { InMemoryTransport } from '@modelcontextprotocol/sdk/inMemory.js';
 import { type Ledger, LedgerError } from '@retrysafe/contract';
-import { createMemoryLedger, createRunner } from '@retrysafe/core';
+import { createMemoryLedger, createRunner, RunnerConfigurationError } from '@retrysafe/core';
 import { createSandboxAdapter, createSandboxProvider, REPLAYING_BEHAVIOUR } from '@retrysafe/sandbox';
 import { expect, it } from 'vitest';
 import { createRetrysafeMcpServer } from '../src/index.js';
@@ -40,4 +40,19 @@ it('retrysafe_status on a ledger that fails is an error of the server, and a mal
     await client.close();
     await server.close();
   }
+});
+
+it('refuses a wrapped runner that lost its redaction when the server is built, not per call', () => {
+  const ledger = createMemoryLedger();
+  const runner = createRunner({ ledger });
+  const wrapped = {
+    run: runner.run,
+    recover: runner.recover,
+    resolve: runner.resolve,
+    checkResolve: runner.checkResolve,
+  };
+  const adapter = createSandboxAdapter({ provider: createSandboxProvider(REPLAYING_BEHAVIOUR) });
+  expect(() => createRetrysafeMcpServer({ runner: wrapped, ledger, adapters: [adapter] })).toThrow(
+    RunnerConfigurationError,
+  );
 });

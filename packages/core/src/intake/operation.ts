@@ -133,7 +133,8 @@ function anotherIntent(record: OperationRecord, receipts: readonly Receipt[], ca
   const detail = stored.ok
     ? 'the corrected params name another intent: run them as a new operation instead'
     : `the corrected params name another intent, and the stored request may have applied (${stored.why}): check at the provider and mark it done or abandon it; run them as a new operation only if it left nothing, else the effect is made twice`;
-  return new ConflictError(record.businessOperationId, 'intent', detail, [], false, !stored.ok);
+  const { businessOperationId } = record;
+  return new ConflictError({ businessOperationId, field: 'intent', detail, storedMayApply: !stored.ok });
 }
 
 /** The operation with another provider key (the one recorded, or a new revision's). */
@@ -150,6 +151,14 @@ export function paramsConflict(
   stored: 'may-apply' | 'needs-person' | 'not-applied' = 'may-apply',
 ): ConflictError {
   const paths = op.comparison.differences(record.params, op.params).map((p) => op.redactor.text(p));
-  const { businessOperationId: id } = record;
-  return new ConflictError(id, 'params', detail, paths, stored === 'needs-person', stored !== 'not-applied');
+  const { businessOperationId } = record;
+  const needsPerson = stored === 'needs-person';
+  return new ConflictError({
+    businessOperationId,
+    field: 'params',
+    detail,
+    paths,
+    needsPerson,
+    storedMayApply: stored !== 'not-applied',
+  });
 }

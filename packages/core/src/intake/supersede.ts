@@ -20,6 +20,8 @@ const currentRevision = (receipts: readonly Receipt[]) => receipts.slice(receipt
 
 type Verdict = { ok: true } | { ok: false; why: string };
 const refused = (why: string): Verdict => ({ ok: false, why });
+/** A provider call as a why names it: by its time, as the packet lists it; its ids are for receipts, not for an agent. */
+const callOf = (r: Receipt) => `the call at ${r.startedAt}`;
 
 /** The card a correction is judged by, when it would go out and the clock-skew margin its key's age is counted with. */
 export interface CorrectionRule {
@@ -94,7 +96,7 @@ function unnamedLeftObject(card: RetrySafetyCard, receipts: readonly Receipt[]):
   const r = currentRevision(receipts).find((r) => isSend(r) && processedRejection(r));
   if (r === undefined) return { ok: true };
   return refused(
-    `attempt ${r.attemptId} was rejected (${String(r.rejectReason)}) and named nothing left at the provider, but the card does not know whether a rejected call leaves an object (sideEffect.rejectionMayCreate unknown): a corrected request could make a second one (check at the provider, then mark-done or abandon)`,
+    `${callOf(r)} was rejected (${String(r.rejectReason)}) and named nothing left at the provider, but the card does not know whether a rejected call leaves an object (sideEffect.rejectionMayCreate unknown): a corrected request could make a second one (check at the provider, then mark-done or abandon)`,
   );
 }
 
@@ -114,17 +116,17 @@ export function everyAttemptNotApplied(
       return refused('an earlier outcome was uncertain (it was looked up): an attempt may have been applied');
     if (isSend(r) && !NOT_APPLIED.has(String(r.outcome)))
       return refused(
-        `attempt ${r.attemptId} ${r.outcome ? `ended with outcome ${r.outcome}` : 'left no outcome'}: it may have been applied`,
+        `${callOf(r)} ${r.outcome ? `ended with outcome ${r.outcome}` : 'left no outcome'}: it may have been applied`,
       );
     // A rejection that created something (a declined create+confirm leaves its PaymentIntent) would be made
     // twice; a `conflict` rejection says the key already holds something, and no recorded reason proves nothing.
     if (r.created !== undefined)
       return refused(
-        `attempt ${r.attemptId} was rejected but left ${r.created} at the provider: a corrected request would make a second one (finish or cancel ${r.created} there, then mark-done or abandon)`,
+        `${callOf(r)} was rejected but left ${r.created} at the provider: a corrected request would make a second one (finish or cancel ${r.created} there, then mark-done or abandon)`,
       );
     if (r.outcome === 'rejected' && (r.rejectReason === undefined || r.rejectReason === 'conflict'))
       return refused(
-        `attempt ${r.attemptId} was rejected ${r.rejectReason === 'conflict' ? 'as a conflict with what the provider already holds under the key' : 'for a reason not on record'}: an effect may exist`,
+        `${callOf(r)} was rejected ${r.rejectReason === 'conflict' ? 'as a conflict with what the provider already holds under the key' : 'for a reason not on record'}: an effect may exist`,
       );
   }
   const sends = mine.filter(isSend).length;
@@ -193,7 +195,7 @@ function keptKeyCheck(
   if (notAppliedIsProof(card)) return { ok: true };
   const notApplied = notAppliedUnder(record.providerKey, receipts);
   if (notApplied === undefined) return { ok: true };
-  const folds = `attempt ${notApplied.attemptId} was recorded not applied, which may only mean that a re-send under its key (or its precondition) folds into it`;
+  const folds = `${callOf(notApplied)} was recorded not applied, which may only mean that a re-send under its key (or its precondition) folds into it`;
   // A later rejection under the key proves nothing of it: the provider may refuse (a quota, a check) before its key store.
   if (needsFreshKey(card, receipts))
     return refused(

@@ -75,11 +75,11 @@ export async function claimAndDrive(ctx: RunnerContext, op: Operation, waitUntil
   switch (claim.kind) {
     case 'conflict':
       log('warn', 'conflict', `same id, different ${claim.field}: nothing sent`, op);
-      throw new ConflictError(
-        op.id,
-        claim.field,
-        `stored ${claim.field === 'intent' ? record.intentFingerprint : record.operation}`,
-      );
+      throw new ConflictError({
+        businessOperationId: op.id,
+        field: claim.field,
+        detail: `stored ${claim.field === 'intent' ? record.intentFingerprint : record.operation}`,
+      });
     case 'terminal': {
       // A corrected request for an operation none of whose attempts was applied, or the same request once the user
       // took the step the provider asked for: a new revision. A call that joined it in flight has not seen its end.

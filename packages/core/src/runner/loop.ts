@@ -133,8 +133,9 @@ async function send(ctx: RunnerContext, op: Operation, s: DriveState, attemptId:
   }
   stopIfAborted(ctx, op, s); // aborted during the write: `dispatched` is what a crash here leaves, looked up later
   checkOwnLease(ctx, s.lease, op);
-  // The late-apply window runs from the moment the request goes out, not from the write before it.
-  s.lastDispatchedAt = Math.max(s.record.updatedAt, ctx.clock.now());
+  // The late-apply window runs from the moment the request goes out, not from the write before it; never earlier than
+  // the bound a takeover set (an old owner may send until its lease end + the margin).
+  s.lastDispatchedAt = Math.max(s.lastDispatchedAt ?? -Infinity, s.record.updatedAt, ctx.clock.now());
   s.runAttempts++;
   ctx.log(
     'info',

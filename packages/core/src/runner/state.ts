@@ -111,6 +111,9 @@ export function startState(
   // A "not found" proves nothing before the old owner's lease end + the margin (decide): the lookup window opens then.
   const leaseEnd = takenOverLeaseEnd(ctx, c);
   const windowOpensAt = leaseEnd === null ? null : leaseEnd + margin;
+  // Taken over, the old owner stopped sending by its lease end (+ the margin: another clock may have written it).
+  const stopped =
+    c.takenOver && typeof c.previousLeaseExpiresAt === 'number' ? c.previousLeaseExpiresAt + margin : Infinity;
   return {
     record,
     receipts,
@@ -121,12 +124,12 @@ export function startState(
       expiresAt: Math.min(record.leaseExpiresAt ?? 0, c.claimedAt + op.policy.leaseMs),
     },
     dispatchWritten: c.dispatchWritten,
-    // An upper bound on the last dispatch, on this clock: a stopped owner's lease end + the margin where known
-    // (checkOwnLease), else this claim's write (record.updatedAt), which came after the owner stopped.
+    // An upper bound on the last dispatch, on this clock: a stopped owner's lease end + the margin where it may send
+    // until then (checkOwnLease), else the earlier of that and this claim's write (record.updatedAt).
     lastDispatchedAt:
       c.dispatchWritten || record.firstDispatchedAt === null
         ? null
-        : Math.max(record.firstDispatchedAt, windowOpensAt ?? record.updatedAt),
+        : Math.max(record.firstDispatchedAt, windowOpensAt ?? Math.min(record.updatedAt, stopped)),
     maybeApplied: !c.dispatchWritten && maybeApplied,
     notBefore: undefined,
     runAttempts: 0,
@@ -154,7 +157,6 @@ export function decisionState(
     now: ctx.clock.now(),
     firstDispatchedAt: s.dispatchWritten ? null : s.record.firstDispatchedAt,
     lastDispatchedAt: s.lastDispatchedAt,
-    takenOverLeaseEnd: s.takenOverLeaseEnd,
     maybeApplied: s.maybeApplied,
     notBefore: s.notBefore,
     runAttempts: s.runAttempts,

@@ -268,7 +268,7 @@ function call(ctx: Ctx, w: World, i: number): Succ[] {
     const patch = {
       obs,
       observedAt: n,
-      lastDispatchedAt: Math.max(rec.updatedAt, n),
+      lastDispatchedAt: Math.max(op.lastDispatchedAt ?? -Infinity, rec.updatedAt, n),
       runAttempts: op.runAttempts + 1,
       redecisions: 0,
     };

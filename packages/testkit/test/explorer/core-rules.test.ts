@@ -34,9 +34,7 @@ vi.mock('@retrysafe/core/internal', async (importOriginal) => {
     // decide() and observationPatch told no takeover: the old owner's late send is not waited out.
     decisionState: (...a: Parameters<typeof core.decisionState>) => {
       const real = core.decisionState(...a);
-      return broken.rule === 'decisionState'
-        ? { ...real, takenOverLeaseEnd: null, lastDispatchedAt: real.firstDispatchedAt }
-        : real;
+      return broken.rule === 'decisionState' ? { ...real, lastDispatchedAt: real.firstDispatchedAt } : real;
     },
     // Only the last call read: a call that may have landed, then a refused one, is given back as never sent.
     givesBack: (...a: Parameters<typeof core.givesBack>) =>
