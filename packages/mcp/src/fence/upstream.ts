@@ -366,10 +366,15 @@ export async function connectUpstream(
     }
   };
 
-  const close = async () => {
-    closing = true;
-    if (latest) await end(latest);
-  };
+  let closed: Promise<void> | undefined;
+  /** Restarts stop at once (one started during a stop would only be stopped again); the upstream is ended once
+   * `after` (the grace of the calls under way) has settled. Every caller gets the one close. */
+  const close = (after?: Promise<unknown>) =>
+    (closed ??= (async () => {
+      closing = true;
+      await after;
+      if (latest) await end(latest);
+    })());
   // Aborted while it starts (the fence was signalled): the upstream being started is closed as any other.
   const abort = () => void close().catch(() => undefined);
   signal?.addEventListener('abort', abort, { once: true });
