@@ -86,11 +86,15 @@ const SHUTDOWN_GRACE_MS = 1500;
 /** A stdio server's end: the tool calls under way are answered (one still running after the grace ends as a crash
  * would, reconciled later), then the upstream is stopped and the ledger closed. */
 const stopping =
-  ({ coalescer, ledger }: Awaited<ReturnType<typeof servingParts>>, upstream?: { close(): Promise<void> }) =>
+  (
+    { coalescer, ledger }: Awaited<ReturnType<typeof servingParts>>,
+    upstream?: { close(after: Promise<unknown>): Promise<void> },
+  ) =>
   async () => {
-    await coalescer.settled(SHUTDOWN_GRACE_MS);
-    await turn(); // the answers of the calls that ended go out in the promise reactions that follow theirs
-    await upstream?.close().catch(() => undefined);
+    // the answers of the calls that ended go out in the promise reactions that follow theirs
+    const settled = coalescer.settled(SHUTDOWN_GRACE_MS).then(() => turn());
+    await upstream?.close(settled).catch(() => undefined);
+    await settled;
     await ledger.close();
   };
 

@@ -99,6 +99,8 @@ describe('server-everything behind the fence', () => {
         upstream.execution?.taskSupport === 'required' ? { taskSupport: 'forbidden' } : upstream.execution;
       expect({ ...t, description: upstream.description }).toEqual({ ...upstream, execution });
     }
+    // an intent argument the upstream has a default for is listed required: the fence refuses a call without it
+    expect(mine.find((t) => t.name === 'gzip-file-as-resource')?.inputSchema.required).toEqual(['name']);
     const calls: [string, Record<string, unknown>][] = [
       ['echo', { message: 'hi' }],
       ['get-annotated-message', { messageType: 'error', includeImage: true }],

@@ -111,6 +111,14 @@ describe('the fence stops its upstream whatever ends it', () => {
     await expectStopped(pid);
   });
 
+  it('killed outright (SIGKILL: none of its code runs), its upstream that ignores the end of its stdin is ended too', async () => {
+    const dir = tempDir('retrysafe-lifetime-');
+    const { child, exited, pid } = await silentlyStarting(dir, fenceArgs(dir));
+    child.kill('SIGKILL');
+    await exited;
+    await expectStopped(pid);
+  });
+
   it('an upstream that refuses its initialize and ignores the end of its stdin: the fence exits 2, the upstream ended', async () => {
     const dir = tempDir('retrysafe-lifetime-');
     const refuse = `require('node:readline').createInterface({ input: process.stdin }).on('line', (l) => process.stdout.write(JSON.stringify({ jsonrpc: '2.0', id: JSON.parse(l).id, error: { code: -32603, message: 'not today' } }) + '\\n')); `;

@@ -78,6 +78,26 @@ describe("a fenced tool's error text that repeats the call's arguments", () => {
   });
 });
 
+describe("a fenced tool's answer that echoes the call's arguments (its resultRef among them)", () => {
+  it('is stored whole for a re-issued call, but its provider ref is blanked in the record as in receipts, packets and logs', async () => {
+    const answer = { id: `order of ${CUSTOMER}`, customer: CUSTOMER, lines: [LINE] };
+    const adapter = fenceAdapter({}, async () => ({ content: [], structuredContent: answer }));
+    const ledger = createMemoryLedger();
+    const logs: LogEntry[] = [];
+    const runner = createRunner({ ledger, logger: (e) => logs.push(e) });
+    const params = { customer: CUSTOMER, ref: 'PO-78', lines: [LINE] };
+    const r = await runner.run(adapter, 'create_order', { params });
+    expect(r).toMatchObject({ status: 'done', providerRef: 'order of [redacted]' });
+    const [row] = await ledger.list();
+    expect(row?.result).toEqual({ content: [], structuredContent: answer });
+    // What `ledger ls` and `show`, a packet and retrysafe_status print of it: the record's reference.
+    const { result: _kept, params: _sent, ...printed } = row!;
+    const all = [JSON.stringify(printed), await exportReceiptsJsonl(ledger), JSON.stringify(logs)].join('\n');
+    expect(all).toContain('order of [redacted]');
+    expect(all).not.toContain(CUSTOMER);
+  });
+});
+
 describe("an HTTP upstream's 429 body that quotes a credential, cut where the fence clips the message", () => {
   // The fence keeps 200 characters of the upstream's error: wherever the cut falls, no part of the secret is kept.
   const credentials = [

@@ -5,6 +5,7 @@
  */
 import { spawn, spawnSync } from 'node:child_process';
 import { once } from 'node:events';
+import { existsSync, readFileSync } from 'node:fs';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
@@ -120,6 +121,24 @@ describe('the signals a supervisor or a terminal sends', () => {
     const [code, signal] = await exited;
     expect({ code, signal }).toEqual({ code: null, signal: 'SIGTERM' });
     expect(upstream.seen).toContain('DELETE  s1');
+  });
+});
+
+describe('a stop under way', () => {
+  it('an upstream that dies during its grace is not started again only to be stopped', async () => {
+    const dir = tempDir('retrysafe-stops-');
+    const [pid, store, starts] = [join(dir, 'pid'), join(dir, 'orders.json'), join(dir, 'starts')];
+    const order = { customer: 'cus_1', ref: 'PO-1', sku: 'sku_1', quantity: 1 };
+    const call = { id: 1, method: 'tools/call', params: { name: 'create_order', arguments: order } };
+    // Each start is counted as it is spawned, before node has loaded anything.
+    const server = `${node} ${ordersServer} --pid-file ${pid} --store ${store} --reply-delay-ms 60000`;
+    const upstream = ['/bin/sh', '-c', `echo start >> ${starts}; exec ${server}`];
+    const { child, exited } = started(['wrap', '--config', fenceFile(dir), '--', ...upstream], [call]);
+    while (!existsSync(store)) await new Promise((r) => setTimeout(r, 10)); // the upstream holds the call
+    child.stdin.end(); // the host leaves: the call under way gets its grace
+    process.kill(Number(readFileSync(pid, 'utf8')), 'SIGKILL');
+    expect((await exited)[0]).toBe(0);
+    expect(readFileSync(starts, 'utf8')).toBe('start\n');
   });
 });
 

@@ -312,6 +312,20 @@ describe('retrysafe-mcp wrap that cannot start', () => {
     expectClosed(join(dir, 'fence.db'));
   });
 
+  it("--http on a port in use: the HTTP upstream's session is ended once (one DELETE), not again by each owner", async () => {
+    const listing = async () => ({
+      tools: [{ name: 'create', inputSchema: { type: 'object' as const, properties: { ref: { type: 'string' } } } }],
+    });
+    const up = await sessionUpstream(FORGOTTEN[0], listing);
+    const fence = writeFence(tempDir('retrysafe-wrap-port-'), {
+      name: 'orders',
+      tools: { create: { kind: 'create', intent: ['ref'] } },
+    });
+    const argv = ['--config', fence, '--http', '--port', await portInUse(), '--url', up.url];
+    await expect(runWrap(argv, () => {})).rejects.toMatchObject({ code: 'EADDRINUSE' });
+    expect(up.deleted).toEqual([...up.sessions.keys()]);
+  });
+
   it('a fenced tool whose input schema cannot be compiled (draft-04): refused at start naming it, not on its every call', async () => {
     const draft04 = { $schema: 'http://json-schema.org/draft-04/schema#', type: 'object' as const };
     const url = await upstreamListing(() => ({

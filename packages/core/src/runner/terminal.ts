@@ -24,7 +24,9 @@ export async function complete(
   let providerRef = s.record.providerRef;
   if (src && (src.kind === 'succeeded' || src.kind === 'replayed')) {
     result = src.result ?? null;
-    providerRef = src.providerRef ?? providerRef;
+    // Read out of the result, a reference may echo a sensitive param (an order named after its customer): it is kept,
+    // printed and answered again as its receipt has it. The result itself stays whole, for the calls that adopt it.
+    providerRef = src.providerRef === undefined ? providerRef : op.redactor.text(src.providerRef);
   }
   let record = s.record;
   if (pending !== null) s.receipts.push(pending);

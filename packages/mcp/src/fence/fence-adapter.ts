@@ -22,7 +22,7 @@ import { checkParamsSchema, createRedactor } from '@retrysafe/core/internal';
 import { LOOKUP_TOOLS } from '../server.js';
 import { KEY_CHARSET, named, toolCard } from './fence-card.js';
 import { type FenceConfig, FenceConfigError, type FenceToolConfig } from './fence-config.js';
-import { hideProperty, INDEX, inMcpDialect, textArguments, undeclaredPart } from './fence-schema.js';
+import { INDEX, inMcpDialect, shownInput, textArguments, undeclaredPart } from './fence-schema.js';
 import {
   answerValue,
   readPath,
@@ -294,8 +294,8 @@ function fencedOperation(
       `tools.${name}.key.argument names ${keyUndeclared}, which the upstream tool's input schema does not take: the upstream would ignore the key, and a re-send under it would be a second effect`,
     );
   const card = named(name, () => toolCard(config, name, t));
-  // The caller's arguments are checked against the schema it is shown: without the key the fence sets.
-  const shown = t.key ? hideProperty(upstream.inputSchema, t.key.argument) : upstream.inputSchema;
+  // The caller's arguments are checked against the schema it is shown.
+  const shown = shownInput(upstream.inputSchema, card);
   const op = {
     name,
     description: upstream.description ?? name,

@@ -29,6 +29,18 @@ export function textArguments(schema: ObjectSchema, intent: readonly string[]): 
   return [...new Set([...names, ...intent.filter((p) => !listed.some(([name]) => name === p.split('.')[0]))])];
 }
 
+/** A fenced tool's input schema as its callers are shown it and checked by: without the key argument the fence sets,
+ * and with the intent arguments a call must give required (an upstream's default for one does not stand for it: a call
+ * that leaves one out names no operation, and is refused). */
+export function shownInput<S extends ObjectSchema>(schema: S, card: RetrySafetyCard): S {
+  const key = card.providerKey.name.value;
+  const shown = typeof key === 'string' ? hideProperty(schema, key) : schema;
+  const { intentFields, optionalIntentFields = [] } = card.businessOperationId;
+  const heads = intentFields.filter((f) => !optionalIntentFields.includes(f)).map((f) => f.split('.')[0]!);
+  const required = [...new Set([...(shown.required ?? []), ...heads])];
+  return required.length === (shown.required ?? []).length ? shown : { ...shown, required };
+}
+
 /** The input schema without the argument at `path` (the fence's key, which the fence sets). A `$ref` elsewhere to it
  * (`#/properties/request_id`, as the SDK writes a zod schema used twice) is given the schema it pointed at. */
 export function hideProperty<S extends ObjectSchema>(schema: S, path: string): S {

@@ -14,7 +14,7 @@ import { agentIdempotentHint, describeNormalization } from '@retrysafe/contract/
 import type { AgentToolDefinition, AgentToolResult } from '@retrysafe/core/agent';
 import { ANSWER_PROPERTIES, type Extra, reply, type ServingOptions, serveTools } from '../server.js';
 import { type Fence, fencedCall, toolResult, withPath } from './fence-adapter.js';
-import { hideProperty, isResource, mapRefs } from './fence-schema.js';
+import { isResource, mapRefs, shownInput } from './fence-schema.js';
 import { asSent, type Host, hostCall } from './host-sessions.js';
 import { answerValue, type ToolAnswer, type Upstream, UpstreamUnavailableError } from './upstream.js';
 import { taskOnly } from './upstream-task.js';
@@ -27,12 +27,11 @@ const keyArgument = (adapter: AdapterV1, name: string): string | null => {
   return typeof value === 'string' ? value : null;
 };
 
-/** A fenced tool as the fence lists it: its description and hints, the key argument hidden, the output schema widened
- * to the fence's answer. */
+/** A fenced tool as the fence lists it: its description and hints, its input as shownInput says, the output schema
+ * widened to the fence's answer. */
 function fencedListing(adapter: AdapterV1, t: Tool) {
   const card = adapter.operations[t.name]!.card;
   const undeclared = validateCard(card).unknowns;
-  const key = keyArgument(adapter, t.name);
   const { normalize, optionalIntentFields: optional } = card.businessOperationId;
   const compared = card.paramComparison
     ? ` (compared after ${describeNormalization(card.paramComparison)}; the others exactly)`
@@ -48,7 +47,7 @@ function fencedListing(adapter: AdapterV1, t: Tool) {
   return {
     ...t,
     description: description.filter(Boolean).join('\n'),
-    inputSchema: key ? hideProperty(t.inputSchema, key) : t.inputSchema,
+    inputSchema: shownInput(t.inputSchema, card),
     ...(t.outputSchema ? { outputSchema: fencedOutputSchema(t.outputSchema) } : {}),
     // Through the fence a re-issued call with the same intent is the same operation: that is the hint's meaning
     // for the caller. Whether the upstream itself folds re-sends is the card's business (shown in _meta).

@@ -1,4 +1,4 @@
-import type { ChildProcess } from 'node:child_process';
+import { type ChildProcess, spawn } from 'node:child_process';
 import { createInterface } from 'node:readline';
 import type { Readable } from 'node:stream';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -200,6 +200,28 @@ function startError(target: UpstreamTarget, transport: Transport, spawned: (chil
 /** How long a stdio upstream may take to end once its stdin has, and once it has been sent SIGTERM. */
 const STOP_GRACE_MS = 500;
 
+/** Run beside a stdio upstream (`node -e WATCHDOG <fence pid> <upstream pid>`): a fence killed outright (SIGKILL) runs no
+ * code of its own, and an upstream that ignores the end of its stdin would run on. Once the fence is gone (its child is
+ * re-parented; where it is not, the fence's pid is gone), the upstream gets SIGTERM, then SIGKILL; it ends with it. */
+const WATCHDOG = `const [fence, upstream] = process.argv.slice(1).map(Number);
+const alive = (pid) => { try { process.kill(pid, 0); return true; } catch { return false; } };
+const timer = setInterval(() => {
+  if (!alive(upstream)) process.exit(0);
+  if (process.ppid === fence && alive(fence)) return;
+  clearInterval(timer);
+  process.kill(upstream, 'SIGTERM');
+  setTimeout(() => alive(upstream) && process.kill(upstream, 'SIGKILL'), ${STOP_GRACE_MS});
+}, 200);`;
+
+/** The watchdog of a stdio upstream's `child`, ended with it. */
+function watched(child: ChildProcess): void {
+  const watchdog = spawn(process.execPath, ['-e', WATCHDOG, String(process.pid), String(child.pid)], {
+    stdio: 'ignore',
+  });
+  watchdog.unref();
+  child.once('exit', () => watchdog.kill());
+}
+
 /** Ends an HTTP upstream's session, as the spec asks of a client that leaves (its DELETE), unless the upstream does not
  * answer within the grace. */
 const endSession = async (c: Client) => {
@@ -271,7 +293,10 @@ export async function connectUpstream(
             stderr: 'pipe',
           });
     if (transport instanceof StdioClientTransport) relayStderr(transport.stderr as Readable | null);
-    const named = startError(target, transport, (p) => (child = p));
+    const named = startError(target, transport, (p) => {
+      child = p;
+      watched(p);
+    });
     c.fallbackNotificationHandler = async (n) => {
       if (n.method === 'notifications/tools/list_changed') tools = await listAllTools(c).catch(() => tools);
       // The upstream's tasks are the fence's own (see taskOnly): no host's business.
@@ -366,10 +391,15 @@ export async function connectUpstream(
     }
   };
 
-  const close = async () => {
-    closing = true;
-    if (latest) await end(latest);
-  };
+  let closed: Promise<void> | undefined;
+  /** Restarts stop at once (one started during a stop would only be stopped again); the upstream is ended once
+   * `after` (the grace of the calls under way) has settled. Every caller gets the one close. */
+  const close = (after?: Promise<unknown>) =>
+    (closed ??= (async () => {
+      closing = true;
+      await after;
+      if (latest) await end(latest);
+    })());
   // Aborted while it starts (the fence was signalled): the upstream being started is closed as any other.
   const abort = () => void close().catch(() => undefined);
   signal?.addEventListener('abort', abort, { once: true });
