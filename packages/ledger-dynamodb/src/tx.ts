@@ -9,7 +9,7 @@ import {
   ScanCommand,
   UpdateItemCommand,
 } from '@aws-sdk/client-dynamodb';
-import { LedgerError, RetrysafeError } from '@retrysafe/contract';
+import { businessOperationIdProblem, LedgerError, RetrysafeError } from '@retrysafe/contract';
 import { expired, fromItem, type Item, isSame, type Stored, type Write } from './rows.js';
 import { notKeyed } from './schema.js';
 import { deleteAt, getItem, putNew, queryOpen, type ScanFilter, scanPage, updateAt } from './statements.js';
@@ -120,6 +120,8 @@ export function createTable(client: DynamoDBClient, table: string) {
 
   /** The operation as stored, or null (absent, or past its TTL). */
   async function load(id: string, what: string): Promise<Stored | null> {
+    // No claim stores an id the contract refuses; DynamoDB would refuse some as keys (too long, empty) where SQL finds none.
+    if (businessOperationIdProblem(id) !== null) return null;
     const out = await send(what, () => client.send(new GetItemCommand(getItem(table, id))));
     return out.Item && !expired(out.Item, Date.now()) ? fromItem(out.Item, table) : null;
   }
