@@ -59,14 +59,17 @@ export function checkRef(ref: Fenced): void {
  * (so two texts would read as one). No ledger takes one.
  */
 export const unstorable = (value: unknown): boolean => typeof value === 'string' && /\u0000|\p{Cs}/u.test(value);
-export const UNSTORABLE = 'U+0000 or a lone surrogate';
+
+export function checkStorable(values: object, fields: readonly string[], what: string): void {
+  const bad = fields.find((field) => unstorable((values as Record<string, unknown>)[field]));
+  if (bad !== undefined)
+    throw new LedgerError(`${what}: ${bad} holds U+0000 or a lone surrogate, which a ledger cannot store`);
+}
 
 const REF_TEXTS = ['providerRef', 'statusRef', 'lastOutcome', 'outcome'] as const;
 
 export function checkRefTexts(values: { readonly [F in (typeof REF_TEXTS)[number]]?: unknown }, what: string): void {
-  for (const field of REF_TEXTS)
-    if (unstorable(values[field]))
-      throw new LedgerError(`${what}: ${field} holds ${UNSTORABLE}, which a ledger cannot store`);
+  checkStorable(values, REF_TEXTS, what);
 }
 
 export function checkPacket(packet: HandoffPacket): void {

@@ -8,7 +8,7 @@ import {
   checkPacket,
   checkRefTexts,
   checkRenewal,
-  UNSTORABLE,
+  checkStorable,
   unstorable,
 } from './ledger-checks.js';
 import { type OperationState, STATES, TERMINAL_STATES } from './ledger-states.js';
@@ -263,8 +263,7 @@ export function claimTransition(
     if (typeof input[field] !== 'string') throw new LedgerError(`claim: ${field} must be a string`);
   if (input.account !== undefined && typeof input.account !== 'string')
     throw new LedgerError('claim: account must be a string when given');
-  const bad = STORABLE.find((field) => unstorable(input[field]));
-  if (bad !== undefined) throw new LedgerError(`claim: ${bad} holds ${UNSTORABLE}, which a ledger cannot store`);
+  checkStorable(input, STORABLE, 'claim');
   if (existing === null && input.existing) return { result: { kind: 'gone' }, write: null };
   const { receipt } = input;
   if (receipt !== undefined && (existing === null || !(input.resume || input.supersede)))
