@@ -103,6 +103,7 @@ export function checkPruneOptions(options: PruneOptions): readonly OperationStat
 
 export function checkListFilter(filter: ListFilter): void {
   checkLimit(filter.limit, 'list');
+  checkStorable(filter, ['provider', 'operation'], 'list');
   checkOnUnreadable(filter.onUnreadable, 'list');
   const { states } = filter;
   if (states !== undefined && !(Array.isArray(states) && states.every((s) => STATES.includes(s))))

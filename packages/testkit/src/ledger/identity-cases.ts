@@ -58,6 +58,15 @@ export function identityCases(test: Test): void {
     expect(await l.receipts(id('lone'))).toEqual([r1]);
   });
 
+  test('refuses a listing by a provider or operation no claim can hold (U+0000, a lone surrogate), as claims refuse it (LedgerError)', async (l) => {
+    await claimed(l, 'filter', { provider: 'x\uFFFDy' });
+    for (const bad of ['x\u0000y', 'x\uD800y']) {
+      await refused(l.list({ provider: bad }), LedgerError);
+      await refused(l.list({ operation: bad }), LedgerError);
+    }
+    expect(await idsOf(l.list({ provider: 'x\uFFFDy' }))).toEqual([id('filter')]);
+  });
+
   test('two intents that differ only in normalisation form are two: the second is a conflict', async (l) => {
     await claimed(l, 'nfc', { intentFingerprint: 'caf\u00e9' });
     const second = await l.claim(claimInput('nfc', { intentFingerprint: 'cafe\u0301', now: T0 + 5000 }));
