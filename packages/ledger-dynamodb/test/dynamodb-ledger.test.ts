@@ -313,6 +313,33 @@ describe('the DynamoDB ledger', () => {
     client.destroy();
   });
 
+  it('an operation read in two states’ indexes (an index lagging its item) is listed once, as its newer version', async () => {
+    const table = await db.table('lagging-index');
+    const client = db.client();
+    let stale: Record<string, unknown> | undefined;
+    client.middlewareStack.add(
+      (next) => async (args) => {
+        const out = await next(args);
+        const input = args.input as { IndexName?: string; ExpressionAttributeValues?: Record<string, { S?: string }> };
+        const items = (out.output as { Items?: unknown[] }).Items;
+        const claimedQuery = input.IndexName === 'open' && input.ExpressionAttributeValues?.[':state']?.S === 'claimed';
+        if (stale && items && claimedQuery) items.push(stale);
+        return out;
+      },
+      { step: 'initialize', name: 'laggingIndex' },
+    );
+    const l = createDynamoDbLedger({ table, client });
+    const id = newId('lagging-index');
+    const c = await l.claim(claimOf(id, { now: T0 }));
+    if (c.kind !== 'claimed') throw new Error(c.kind);
+    stale = await rawItem(table, id);
+    await l.setState(c.record, { state: 'succeeded', now: T0 + 1 });
+    for (const newestFirst of [false, true])
+      expect((await l.list({ newestFirst })).map((r) => [r.businessOperationId, r.state])).toEqual([[id, 'succeeded']]);
+    await l.close();
+    client.destroy();
+  });
+
   it('receipts stored as JSON that is not an array are a LedgerError for reads and appends, and no append is written onto them', async () => {
     const l = await ledgers(2);
     const [a, b] = l.all as [typeof l.first, typeof l.first];
