@@ -14,13 +14,21 @@ export type AttemptId = Brand<'AttemptId'>;
 /** The value the provider folds re-sends by; derived from the business-operation id. */
 export type ProviderKey = Brand<'ProviderKey'>;
 
-export function asBusinessOperationId(value: string): BusinessOperationId {
-  const kind = 'business-operation id';
-  if (typeof value !== 'string' || value.length === 0)
-    throw new InvalidIdError(kind, String(value), 'must be a non-empty string');
-  if (value.length > 200) throw new InvalidIdError(kind, value, 'longer than 200 characters');
+/**
+ * Why `value` is no business-operation id (null: it is one). Short ASCII only: every ledger's key keeps it exactly, so
+ * no store's key limit or handling of text that is not UTF-8 (a lone surrogate becoming U+FFFD) makes two ids one.
+ */
+export function businessOperationIdProblem(value: unknown): string | null {
+  if (typeof value !== 'string' || value.length === 0) return 'must be a non-empty string';
+  if (value.length > 200) return 'longer than 200 characters';
   if (!/^[A-Za-z0-9][A-Za-z0-9._:\-/]*$/.test(value))
-    throw new InvalidIdError(kind, value, 'only A-Z a-z 0-9 . _ : - / are allowed, starting with a letter or digit');
+    return 'only A-Z a-z 0-9 . _ : - / are allowed, starting with a letter or digit';
+  return null;
+}
+
+export function asBusinessOperationId(value: string): BusinessOperationId {
+  const why = businessOperationIdProblem(value);
+  if (why !== null) throw new InvalidIdError('business-operation id', String(value), why);
   return value as BusinessOperationId;
 }
 

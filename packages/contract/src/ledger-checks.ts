@@ -54,14 +54,22 @@ export function checkRef(ref: Fenced): void {
     throw new LedgerError('a fenced reference { businessOperationId, fence } is required');
 }
 
-/** A reference a provider or person gave: PostgreSQL's text columns cannot hold U+0000, so no ledger takes one. */
-export const hasNul = (value: unknown): boolean => typeof value === 'string' && value.includes('\u0000');
+/**
+ * A text no ledger keeps exactly in a column: PostgreSQL's refuse U+0000, and a lone surrogate becomes U+FFFD in UTF-8
+ * (so two texts would read as one). No ledger takes one.
+ */
+export const unstorable = (value: unknown): boolean => typeof value === 'string' && /\u0000|\p{Cs}/u.test(value);
+
+export function checkStorable(values: object, fields: readonly string[], what: string): void {
+  const bad = fields.find((field) => unstorable((values as Record<string, unknown>)[field]));
+  if (bad !== undefined)
+    throw new LedgerError(`${what}: ${bad} holds U+0000 or a lone surrogate, which a ledger cannot store`);
+}
 
 const REF_TEXTS = ['providerRef', 'statusRef', 'lastOutcome', 'outcome'] as const;
 
 export function checkRefTexts(values: { readonly [F in (typeof REF_TEXTS)[number]]?: unknown }, what: string): void {
-  for (const field of REF_TEXTS)
-    if (hasNul(values[field])) throw new LedgerError(`${what}: ${field} holds U+0000, which a ledger cannot store`);
+  checkStorable(values, REF_TEXTS, what);
 }
 
 export function checkPacket(packet: HandoffPacket): void {
@@ -95,6 +103,7 @@ export function checkPruneOptions(options: PruneOptions): readonly OperationStat
 
 export function checkListFilter(filter: ListFilter): void {
   checkLimit(filter.limit, 'list');
+  checkStorable(filter, ['provider', 'operation'], 'list');
   checkOnUnreadable(filter.onUnreadable, 'list');
   const { states } = filter;
   if (states !== undefined && !(Array.isArray(states) && states.every((s) => STATES.includes(s))))

@@ -1,8 +1,16 @@
 // `@retrysafe/contract/ledger`: the record every ledger stores, and its state machine as pure functions that each
 // ledger applies inside its own atomic section: read the record, call the rule, write what it returns.
 import { InvalidStateError, LeaseLostError, LedgerError } from './errors.js';
-import type { BusinessOperationId, ProviderKey } from './ids.js';
-import { checkLease, checkNow, checkPacket, checkRefTexts, checkRenewal, hasNul } from './ledger-checks.js';
+import { type BusinessOperationId, businessOperationIdProblem, type ProviderKey } from './ids.js';
+import {
+  checkLease,
+  checkNow,
+  checkPacket,
+  checkRefTexts,
+  checkRenewal,
+  checkStorable,
+  unstorable,
+} from './ledger-checks.js';
 import { type OperationState, STATES, TERMINAL_STATES } from './ledger-states.js';
 import type { OnUnreadable } from './ledger-stored.js';
 import type { HandoffPacket, Receipt } from './receipt.js';
@@ -216,8 +224,8 @@ const RELEASED = { leaseOwner: null, leaseExpiresAt: null } as const;
 
 /** The claim's fields a record is found, listed and compared by. */
 const CLAIM_TEXTS = ['provider', 'operation', 'intentFingerprint', 'paramsFingerprint'] as const;
-/** The claim's texts a ledger keeps in text columns (PostgreSQL's refuse U+0000): refused alike by every ledger. */
-const NUL_FREE = ['businessOperationId', ...CLAIM_TEXTS, 'providerKey', 'account', 'owner'] as const;
+/** The claim's texts a ledger keeps in text columns (see unstorable): refused alike by every ledger. */
+const STORABLE = [...CLAIM_TEXTS, 'providerKey', 'account', 'owner'] as const;
 const NO_ATTEMPTS = {
   firstDispatchedAt: null,
   attemptCount: 0,
@@ -249,14 +257,13 @@ export function claimTransition(
   if (typeof input.owner !== 'string' || input.owner.length === 0)
     throw new LedgerError('claim: owner must be a non-empty string');
   if (!Number.isFinite(leaseNow)) throw new LedgerError('claim: the lease clock must be epoch ms');
-  if (typeof input.businessOperationId !== 'string' || input.businessOperationId.length === 0)
-    throw new LedgerError('claim: businessOperationId must be a non-empty string');
+  const badId = businessOperationIdProblem(input.businessOperationId);
+  if (badId !== null) throw new LedgerError(`claim: businessOperationId ${badId}; nothing written`);
   for (const field of CLAIM_TEXTS)
     if (typeof input[field] !== 'string') throw new LedgerError(`claim: ${field} must be a string`);
   if (input.account !== undefined && typeof input.account !== 'string')
     throw new LedgerError('claim: account must be a string when given');
-  const nul = NUL_FREE.find((field) => hasNul(input[field]));
-  if (nul !== undefined) throw new LedgerError(`claim: ${nul} holds U+0000, which a ledger cannot store`);
+  checkStorable(input, STORABLE, 'claim');
   if (existing === null && input.existing) return { result: { kind: 'gone' }, write: null };
   const { receipt } = input;
   if (receipt !== undefined && (existing === null || !(input.resume || input.supersede)))
@@ -453,7 +460,10 @@ export function resolveTransition(
     throw new InvalidStateError(id, record.state, `only a handed-off operation can be resolved (${action})`);
   if (resolution.handoffAt !== undefined && record.handoff?.createdAt !== resolution.handoffAt)
     throw new InvalidStateError(id, record.state, NOT_THE_HANDOFF_DECIDED_ON);
-  if (action === 'mark-done' && (typeof providerRef !== 'string' || providerRef.trim() === '' || hasNul(providerRef)))
+  if (
+    action === 'mark-done' &&
+    (typeof providerRef !== 'string' || providerRef.trim() === '' || unstorable(providerRef))
+  )
     throw new InvalidStateError(id, record.state, 'mark-done needs the provider reference of the effect you confirmed');
   if (receipt !== undefined) checkReceipt({ businessOperationId: id, fence: record.fence }, receipt, lastSeq);
   return chainedTransition(

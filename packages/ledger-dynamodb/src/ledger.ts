@@ -8,7 +8,6 @@ import {
   LedgerError,
   type ListFilter,
   type OperationRecord,
-  type OperationState,
   type PruneOptions,
   type PruneReport,
   type Receipt,
@@ -28,11 +27,11 @@ import {
   leaseLive,
   numberOption,
   type OnUnreadable,
-  PRUNABLE_STATES,
   pruneTally,
   RECOVERABLE_STATES,
   readEach,
   resolveTransition,
+  STATES,
 } from '@retrysafe/contract/ledger';
 import { marginProblem, retentionFloor } from '@retrysafe/contract/rules';
 import {
@@ -49,7 +48,6 @@ import {
   type Write,
   withinSize,
 } from './rows.js';
-import { scanFilter } from './statements.js';
 import { createTable, optimistic, type Table } from './tx.js';
 
 interface DynamoDbLedgerBase {
@@ -134,8 +132,8 @@ function ttlRule(
 /**
  * The first `limit` (all when undefined) by `order` of the stored records in `sources`' pages that `keep` takes, those
  * past their TTL left out; an item that cannot be read goes to `onUnreadable` (readEach). Read a page at a time, so a
- * limited listing holds `limit` records and a page, never the table. A source that `past` can judge (an index query, in
- * order) stops once its last item read, and so every later one, sorts after the limit's last record.
+ * limited listing holds `limit` records and a page, never the table. With `past` (sources in creation order), a source
+ * stops once its last item read, and so every later one, sorts after the limit's last record.
  */
 async function firstOf(
   sources: AsyncIterable<Item[]>[],
@@ -148,15 +146,23 @@ async function firstOf(
 ): Promise<OperationRecord[]> {
   const now = Date.now();
   let found: OperationRecord[] = [];
+  // An index lags its item: an operation that moved from one state to another may be read in both; the newer counts.
+  const versions = new Map<string, number>();
   const add = (items: Item[]) => {
     const live = items.filter((item) => !expired(item, now));
-    const records = readEach(
+    for (const st of readEach(
       live,
       (item) => item.id?.S ?? '',
-      (item) => fromItem(item, table).record,
+      (item) => fromItem(item, table),
       onUnreadable,
-    );
-    found.push(...records.filter(keep));
+    )) {
+      const id = st.record.businessOperationId;
+      const seen = versions.get(id);
+      if (seen !== undefined && seen >= st.version) continue;
+      if (seen !== undefined) found = found.filter((r) => r.businessOperationId !== id);
+      versions.set(id, st.version);
+      if (keep(st.record)) found.push(st.record);
+    }
     if (limit !== undefined && found.length >= limit) found = found.sort(order).slice(0, limit);
   };
   await Promise.all(
@@ -171,12 +177,10 @@ async function firstOf(
   return found.sort(order).slice(0, limit);
 }
 
-const isOpen = (s: OperationState) => !PRUNABLE_STATES.includes(s);
-
 /**
- * Retention without TTL: closed items older than `before` (a consistent scan), a page at a time (a table larger than
- * the process's memory is pruned all the same), in batches handed to onPrune and then deleted one by one, each only
- * while it is the version that was read.
+ * Retention without TTL: closed items older than `before`, from the closed index (only those created before it), a page
+ * at a time (a table larger than the process's memory is pruned all the same), in batches handed to onPrune and then
+ * deleted one by one, each only while it is the version that was read (the index may lag the item).
  */
 async function prune(t: Table, table: string, options: PruneOptions): Promise<PruneReport> {
   const states = checkPruneOptions(options);
@@ -184,43 +188,41 @@ async function prune(t: Table, table: string, options: PruneOptions): Promise<Pr
   const exporting = options.onPrune !== undefined && !options.dryRun;
   const tally = pruneTally(options.dryRun);
   const size = options.batchSize ?? PRUNE_BATCH;
-  for await (const items of t.scan('prune')) {
-    const found = readEach(
-      items,
-      (item) => item.id?.S ?? '',
-      (item) => {
-        const st = fromItem(item, table);
-        const old = states.includes(st.record.state) && st.record.updatedAt < options.before;
-        return old ? { ...st, exported: exporting ? toReceipts(st, table) : [] } : null;
-      },
-      options.onUnreadable,
-    ).filter((st) => st !== null);
-    for (let i = 0; i < found.length; i += size) {
-      const batch = found.slice(i, i + size);
-      if (options.onPrune && !options.dryRun) for (const st of batch) await options.onPrune(st.record, st.exported);
-      for (const st of batch) {
-        if (options.dryRun || (await t.remove('prune', st))) tally.count(st.record.state);
+  for (const state of new Set(states))
+    for await (const items of t.query(state, 'prune', { before: options.before })) {
+      const found = readEach(
+        items,
+        (item) => item.id?.S ?? '',
+        (item) => {
+          const st = fromItem(item, table);
+          const old = states.includes(st.record.state) && st.record.updatedAt < options.before;
+          return old ? { ...st, exported: exporting ? toReceipts(st, table) : [] } : null;
+        },
+        options.onUnreadable,
+      ).filter((st) => st !== null);
+      for (let i = 0; i < found.length; i += size) {
+        const batch = found.slice(i, i + size);
+        if (options.onPrune && !options.dryRun) for (const st of batch) await options.onPrune(st.record, st.exported);
+        for (const st of batch) {
+          if (options.dryRun || (await t.remove('prune', st))) tally.count(st.record.state);
+        }
       }
     }
-  }
   return tally.report();
 }
 
-/** A listing: the sparse index when only open states are asked for, else a consistent scan that sends back only what it lists. */
+/** A listing: each state asked for (all when none) from the sparse index that holds it, in creation order. */
 async function list(t: Table, table: string, filter: ListFilter = {}): Promise<OperationRecord[]> {
   checkListFilter(filter);
   if (filter.states?.length === 0 || filter.limit === 0) return [];
-  // Only open states: the sparse index holds them in creation order, the history is not read.
-  const indexed = filter.states?.every(isOpen) === true;
   const back = filter.newestFirst === true;
-  const sources = indexed ? filter.states!.map((s) => t.open(s, 'list', back)) : [t.scan('list', scanFilter(filter))];
+  const q = { back, provider: filter.provider, operation: filter.operation };
+  const sources = [...new Set(filter.states ?? STATES)].map((s) => t.query(s, 'list', q));
   const createdAt = (item: Item) => Number(item.createdAt?.N);
-  const past = indexed
-    ? (item: Item, last: OperationRecord) =>
-        back ? createdAt(item) < last.createdAt : createdAt(item) > last.createdAt
-    : undefined;
+  const past = (item: Item, last: OperationRecord) =>
+    back ? createdAt(item) < last.createdAt : createdAt(item) > last.createdAt;
   const keep = (r: OperationRecord) => inListing(r, filter);
-  const order = filter.newestFirst ? (a: OperationRecord, b: OperationRecord) => byCreation(b, a) : byCreation;
+  const order = back ? (a: OperationRecord, b: OperationRecord) => byCreation(b, a) : byCreation;
   return firstOf(sources, past, table, keep, order, filter.limit, filter.onUnreadable);
 }
 
@@ -233,7 +235,7 @@ async function recoverCandidates(
   onUnreadable?: OnUnreadable,
 ): Promise<OperationRecord[]> {
   checkRecoverCandidates(now, limit, onUnreadable);
-  const sources = RECOVERABLE_STATES.map((s) => t.open(s, 'recoverCandidates'));
+  const sources = RECOVERABLE_STATES.map((s) => t.query(s, 'recoverCandidates'));
   const keep = (r: OperationRecord) => RECOVERABLE_STATES.includes(r.state) && !leaseLive(r, now);
   const order = (a: OperationRecord, b: OperationRecord) => a.updatedAt - b.updatedAt || byCreation(a, b);
   return firstOf(sources, undefined, table, keep, order, limit, onUnreadable);

@@ -45,7 +45,7 @@ export function maxBytes(next: Stored, current: Stored | null, what: string): nu
 }
 
 /** The optional attributes: absent (REMOVEd) when the record has no value for them. */
-export const OPTIONAL_ATTRIBUTES = ['leaseExpiresAt', 'receipts', 'openState', TTL_ATTRIBUTE] as const;
+export const OPTIONAL_ATTRIBUTES = ['leaseExpiresAt', 'receipts', 'openState', 'closedState', TTL_ATTRIBUTE] as const;
 
 const s = (v: string): AttributeValue => ({ S: v });
 const n = (v: number): AttributeValue => ({ N: String(v) });
@@ -62,7 +62,7 @@ export function nextStored(next: OperationRecord, before: Stored | null, added?:
   };
 }
 
-/** Closed for good (prunable): out of the open index, and expires after the retention when one is set. */
+/** Closed for good (prunable): in the closed index, and expires after the retention when one is set. */
 const closed = (r: OperationRecord) => PRUNABLE_STATES.includes(r.state);
 
 /** `retainFor`: how long after its last change a closed operation expires (null: never by itself). */
@@ -84,6 +84,7 @@ export function toItem(st: Stored, retainFor: (r: OperationRecord) => number | n
   if (st.receipts !== null) item.receipts = s(st.receipts);
   if (!closed(r)) item.openState = s(r.state);
   else {
+    item.closedState = s(r.state);
     const keep = retainFor(r);
     if (keep !== null) item[TTL_ATTRIBUTE] = n(Math.ceil((r.updatedAt + keep) / 1000));
   }

@@ -5,21 +5,23 @@ import {
   DescribeTableCommand,
   DescribeTimeToLiveCommand,
   type DynamoDBClient,
+  type GlobalSecondaryIndex,
   type KeySchemaElement,
   UpdateTimeToLiveCommand,
 } from '@aws-sdk/client-dynamodb';
 import { LedgerError } from '@retrysafe/contract';
 
-/** The sparse index of open operations: only items that carry `openState` are in it. */
+/** The sparse indexes of open and of closed operations: only items that carry `openState` / `closedState` are in each. */
 export const OPEN_INDEX = 'open';
+export const CLOSED_INDEX = 'closed';
 /** The TTL attribute: epoch seconds, set when an operation closes (succeeded, rejected, abandoned). */
 export const TTL_ATTRIBUTE = 'expiresAt';
 
 /**
  * One item per operation, keyed by its business-operation id. The record and receipts are JSON
- * strings beside the attributes that conditions and queries read. `openState` (the state, while the
- * operation is open or handed off) keys the sparse index: handoff listings and recovery query it and
- * never scan the history.
+ * strings beside the attributes that conditions and queries read. The state keys one of two sparse
+ * indexes: `openState` while the operation is open or handed off (recovery, handoff listings),
+ * `closedState` once it is closed (listings of the history, prune), so no listing scans the table.
  */
 export function tableDefinition(table: string): CreateTableCommandInput {
   return {
@@ -28,25 +30,27 @@ export function tableDefinition(table: string): CreateTableCommandInput {
     AttributeDefinitions: [
       { AttributeName: 'id', AttributeType: 'S' },
       { AttributeName: 'openState', AttributeType: 'S' },
+      { AttributeName: 'closedState', AttributeType: 'S' },
       { AttributeName: 'createdAt', AttributeType: 'N' },
     ],
     KeySchema: [{ AttributeName: 'id', KeyType: 'HASH' }],
     GlobalSecondaryIndexes: [
-      {
-        IndexName: OPEN_INDEX,
-        KeySchema: [
-          { AttributeName: 'openState', KeyType: 'HASH' },
-          { AttributeName: 'createdAt', KeyType: 'RANGE' },
-        ],
-        Projection: { ProjectionType: 'ALL' },
-      },
-    ],
+      [OPEN_INDEX, 'openState'],
+      [CLOSED_INDEX, 'closedState'],
+    ].map(([IndexName, state]) => ({
+      IndexName,
+      KeySchema: [
+        { AttributeName: state, KeyType: 'HASH' },
+        { AttributeName: 'createdAt', KeyType: 'RANGE' },
+      ],
+      Projection: { ProjectionType: 'ALL' },
+    })),
   };
 }
 
 /** What a table made elsewhere lacks, and how to make it. */
 export const notKeyed = (table: string) =>
-  `table ${table} is not keyed as the ledger needs (partition id; index ${OPEN_INDEX}: partition openState, sort createdAt, all attributes projected): make it as tableDefinition(table) declares it`;
+  `table ${table} is not keyed as the ledger needs (partition id; index ${OPEN_INDEX}: partition openState, index ${CLOSED_INDEX}: partition closedState, each sorted by createdAt with all attributes projected): make it as tableDefinition(table) declares it`;
 
 export interface EnsureTableReport {
   readonly created: boolean;
@@ -73,15 +77,14 @@ async function waitActive(client: DynamoDBClient, table: string, timeoutMs: numb
     const t = await describe(client, table);
     const indexes = t?.GlobalSecondaryIndexes ?? [];
     if (t?.TableStatus === 'ACTIVE' && indexes.every((i) => i.IndexStatus === 'ACTIVE')) {
-      // A table made elsewhere without the index as declared (keys, every attribute projected) would take writes,
-      // but recovery and handoff listings could never read the records of open operations.
+      // A table made elsewhere without the indexes as declared (keys, every attribute projected) would take writes,
+      // but recovery, listings and prune could never read the records.
       const want = tableDefinition(table);
-      const open = indexes.find((i) => i.IndexName === OPEN_INDEX);
-      if (
-        keysOf(t.KeySchema) !== keysOf(want.KeySchema) ||
-        keysOf(open?.KeySchema) !== keysOf(want.GlobalSecondaryIndexes?.[0]?.KeySchema) ||
-        open?.Projection?.ProjectionType !== 'ALL'
-      )
+      const unlike = (w: GlobalSecondaryIndex) => {
+        const index = indexes.find((i) => i.IndexName === w.IndexName);
+        return keysOf(index?.KeySchema) !== keysOf(w.KeySchema) || index?.Projection?.ProjectionType !== 'ALL';
+      };
+      if (keysOf(t.KeySchema) !== keysOf(want.KeySchema) || want.GlobalSecondaryIndexes!.some(unlike))
         throw new LedgerError(`DynamoDB ${notKeyed(table)}`, { reason: 'not-a-ledger' });
       return;
     }

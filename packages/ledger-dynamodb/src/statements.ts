@@ -3,12 +3,12 @@ import type {
   GetItemCommandInput,
   PutItemCommandInput,
   QueryCommandInput,
-  ScanCommandInput,
   UpdateItemCommandInput,
 } from '@aws-sdk/client-dynamodb';
-import type { ListFilter } from '@retrysafe/contract';
+import type { OperationState } from '@retrysafe/contract';
+import { PRUNABLE_STATES } from '@retrysafe/contract/ledger';
 import { type Item, OPTIONAL_ATTRIBUTES } from './rows.js';
-import { OPEN_INDEX, TTL_ATTRIBUTE } from './schema.js';
+import { CLOSED_INDEX, OPEN_INDEX, TTL_ATTRIBUTE } from './schema.js';
 
 /** Every request the ledger sends, as plain inputs. Names go through placeholders (several are reserved words). */
 
@@ -72,49 +72,44 @@ export function deleteAt(table: string, id: string, version: number, createdAt: 
   };
 }
 
-/** One page of the open operations in `state`, oldest first unless `back` (the sparse index). */
-export function queryOpen(table: string, state: string, back: boolean, start?: Key): QueryCommandInput {
-  return {
-    TableName: table,
-    IndexName: OPEN_INDEX,
-    // The listings read the record: an index that does not carry every attribute is refused, not read as keys only.
-    Select: 'ALL_ATTRIBUTES',
-    ScanIndexForward: !back,
-    KeyConditionExpression: '#open = :state',
-    ExpressionAttributeNames: { '#open': 'openState' },
-    ExpressionAttributeValues: { ':state': { S: state } },
-    ...(start ? { ExclusiveStartKey: start } : {}),
-  };
+/** What a query of one state's index narrows to: newest first (`back`), created before `before`, a provider, an operation. */
+export interface StateQuery {
+  readonly back?: boolean;
+  readonly before?: number;
+  readonly provider?: string | undefined;
+  readonly operation?: string | undefined;
 }
 
-/** A Scan's filter: only the items a listing keeps come back (every item is still read). */
-export type ScanFilter = Pick<
-  ScanCommandInput,
-  'FilterExpression' | 'ExpressionAttributeNames' | 'ExpressionAttributeValues'
->;
-
-/** Items in one of the listing's states, of its provider and operation (an empty one filters nothing, as elsewhere). */
-export function scanFilter(filter: ListFilter): ScanFilter | undefined {
-  const names: Record<string, string> = {};
-  const values: Item = {};
-  const terms: string[] = [];
-  if (filter.states?.length) {
-    names['#state'] = 'state';
-    for (const [i, state] of filter.states.entries()) values[`:s${i}`] = { S: state };
-    terms.push(`#state IN (${filter.states.map((_, i) => `:s${i}`).join(', ')})`);
+/** One page of the operations in `state`, in creation order, from the sparse index that holds that state. */
+export function queryState(table: string, state: OperationState, q: StateQuery, start?: Key): QueryCommandInput {
+  const closed = PRUNABLE_STATES.includes(state);
+  const names: Record<string, string> = { '#state': closed ? 'closedState' : 'openState' };
+  const values: Item = { ':state': { S: state } };
+  let key = '#state = :state';
+  if (q.before !== undefined) {
+    names['#createdAt'] = 'createdAt';
+    values[':before'] = { N: String(q.before) };
+    key += ' AND #createdAt < :before';
   }
+  // Only the items a listing keeps come back (every item of the state is still read).
+  const terms: string[] = [];
   for (const name of ['provider', 'operation'] as const) {
-    const value = filter[name];
+    const value = q[name];
     if (!value) continue;
     names[`#${name}`] = name;
     values[`:${name}`] = { S: value };
     terms.push(`#${name} = :${name}`);
   }
-  if (terms.length === 0) return undefined;
-  return { FilterExpression: terms.join(' AND '), ExpressionAttributeNames: names, ExpressionAttributeValues: values };
-}
-
-/** One page of the whole table (listings without an open-state filter, retention). */
-export function scanPage(table: string, start?: Key, filter?: ScanFilter): ScanCommandInput {
-  return { TableName: table, ConsistentRead: true, ...filter, ...(start ? { ExclusiveStartKey: start } : {}) };
+  return {
+    TableName: table,
+    IndexName: closed ? CLOSED_INDEX : OPEN_INDEX,
+    // The listings read the record: an index that does not carry every attribute is refused, not read as keys only.
+    Select: 'ALL_ATTRIBUTES',
+    ScanIndexForward: !q.back,
+    KeyConditionExpression: key,
+    ...(terms.length ? { FilterExpression: terms.join(' AND ') } : {}),
+    ExpressionAttributeNames: names,
+    ExpressionAttributeValues: values,
+    ...(start ? { ExclusiveStartKey: start } : {}),
+  };
 }

@@ -6,13 +6,12 @@ import {
   GetItemCommand,
   PutItemCommand,
   QueryCommand,
-  ScanCommand,
   UpdateItemCommand,
 } from '@aws-sdk/client-dynamodb';
-import { LedgerError, RetrysafeError } from '@retrysafe/contract';
+import { businessOperationIdProblem, LedgerError, type OperationState, RetrysafeError } from '@retrysafe/contract';
 import { expired, fromItem, type Item, isSame, type Stored, type Write } from './rows.js';
 import { notKeyed } from './schema.js';
-import { deleteAt, getItem, putNew, queryOpen, type ScanFilter, scanPage, updateAt } from './statements.js';
+import { deleteAt, getItem, putNew, queryState, type StateQuery, updateAt } from './statements.js';
 
 /** How often a write is tried again when the item changed between its read and its write. */
 const MAX_TRIES = 8;
@@ -97,7 +96,7 @@ export function createTable(client: DynamoDBClient, table: string) {
       }
     }
   }
-  /** The pages of a query or scan, one at a time to the end: a caller holds one page, never the whole table. */
+  /** The pages of a query, one at a time to the end: a caller holds one page, never the whole table. */
   async function* pages(
     what: string,
     page: (start?: Item) => Promise<{ Items?: Item[]; LastEvaluatedKey?: Item }>,
@@ -120,6 +119,8 @@ export function createTable(client: DynamoDBClient, table: string) {
 
   /** The operation as stored, or null (absent, or past its TTL). */
   async function load(id: string, what: string): Promise<Stored | null> {
+    // No claim stores an id the contract refuses; DynamoDB would refuse some as keys (too long, empty) where SQL finds none.
+    if (businessOperationIdProblem(id) !== null) return null;
     const out = await send(what, () => client.send(new GetItemCommand(getItem(table, id))));
     return out.Item && !expired(out.Item, Date.now()) ? fromItem(out.Item, table) : null;
   }
@@ -140,12 +141,8 @@ export function createTable(client: DynamoDBClient, table: string) {
       // Refused on a retry and gone: a try before it deleted it.
       return (await load(id, what)) === null;
     },
-    /** `back`: newest first. */
-    open: (state: string, what: string, back = false) =>
-      pages(what, (start) => client.send(new QueryCommand(queryOpen(table, state, back, start)))),
-    /** `filter`: only the items it keeps come back. */
-    scan: (what: string, filter?: ScanFilter) =>
-      pages(what, (start) => client.send(new ScanCommand(scanPage(table, start, filter)))),
+    query: (state: OperationState, what: string, q: StateQuery = {}) =>
+      pages(what, (start) => client.send(new QueryCommand(queryState(table, state, q, start)))),
     skew: () => skew,
     /** Every request from now on is refused; those already sent finish. */
     close() {

@@ -36,14 +36,14 @@ async function editItem(table: string, id: string, attribute: 'record' | 'receip
   }
 }
 
-/** A ledger on a new table whose Scan and Query pages hold two items, each request noted in `log` by its command; five ids. */
+/** A ledger on a new table whose Query pages hold two items, each request noted in `log` by its command; five ids. */
 async function pagedLedger(name: string) {
   const log: string[] = [];
   const client = db.client();
   client.middlewareStack.add(
     (next, context) => async (args) => {
       const command = context.commandName ?? '?';
-      if (command === 'ScanCommand' || command === 'QueryCommand') (args.input as { Limit?: number }).Limit = 2;
+      if (command === 'QueryCommand') (args.input as { Limit?: number }).Limit = 2;
       log.push(command);
       return next(args);
     },
@@ -86,7 +86,7 @@ const activeTable = () => ({
   Table: {
     TableStatus: 'ACTIVE',
     KeySchema: tableDefinition('t').KeySchema,
-    GlobalSecondaryIndexes: [{ ...tableDefinition('t').GlobalSecondaryIndexes![0], IndexStatus: 'ACTIVE' }],
+    GlobalSecondaryIndexes: tableDefinition('t').GlobalSecondaryIndexes!.map((i) => ({ ...i, IndexStatus: 'ACTIVE' })),
   },
 });
 describe('the DynamoDB ledger', () => {
@@ -171,12 +171,13 @@ describe('the DynamoDB ledger', () => {
     });
     expect(report).toMatchObject({ pruned: 1 });
     expect(exported).toEqual([ids[0]]);
-    expect(told.sort()).toEqual([ids[1], ids[2], ids[3]].sort());
+    // The open one is never read: prune reads only the closed index.
+    expect(told.sort()).toEqual([ids[1], ids[2]].sort());
     for (const id of ids.slice(1)) expect(await rawItem(l.table, id!)).toBeDefined();
     await l.close();
   });
 
-  it('prune deletes each Scan page before it reads the next: a table larger than the memory of a Lambda is pruned all the same', async () => {
+  it('prune deletes each page of the closed index before it reads the next: a table larger than the memory of a Lambda is pruned all the same', async () => {
     const { log, l, ids } = await pagedLedger('paged-prune');
     for (const id of ids) {
       const c = await l.claim(claimOf(id, { now: T0, dispatch: true }));
@@ -188,7 +189,7 @@ describe('the DynamoDB ledger', () => {
       onPrune: (r) => void log.push(`export ${r.businessOperationId}`),
     });
     expect(report).toMatchObject({ pruned: 5 });
-    // Never more than one page of items waits: each Scan after the first follows the deletes of the page before it.
+    // Never more than one page of items waits: each Query after the first follows the deletes of the page before it.
     let waiting = 0;
     let held = 0;
     for (const entry of log) {
@@ -196,7 +197,7 @@ describe('the DynamoDB ledger', () => {
       held = Math.max(held, waiting);
     }
     expect(held).toBeLessThanOrEqual(2);
-    expect(log.indexOf('DeleteItemCommand')).toBeLessThan(log.lastIndexOf('ScanCommand'));
+    expect(log.indexOf('DeleteItemCommand')).toBeLessThan(log.lastIndexOf('QueryCommand'));
     expect(await l.list()).toEqual([]);
     await l.close();
   });
@@ -243,14 +244,14 @@ describe('the DynamoDB ledger', () => {
     await l.close();
   });
 
-  it('a listing of closed states or by provider scans the table, but gets back only the items it lists (no other record crosses the wire)', async () => {
+  it('a listing of closed states or by provider reads the indexes of its states, but gets back only the items it lists (no other record crosses the wire)', async () => {
     const table = await db.table('scan-filter');
     const client = db.client();
     const sent: number[] = [];
     client.middlewareStack.add(
       (next, context) => async (args) => {
         const out = await next(args);
-        if (context.commandName === 'ScanCommand') sent.push((out.output as { Items?: unknown[] }).Items?.length ?? 0);
+        if (context.commandName === 'QueryCommand') sent.push((out.output as { Items?: unknown[] }).Items?.length ?? 0);
         return out;
       },
       { step: 'initialize', name: 'countScanned' },
@@ -274,6 +275,69 @@ describe('the DynamoDB ledger', () => {
     expect(await listed({ operation: 'no-such-operation' })).toEqual({ found: [], sent: 0 });
     expect((await listed({})).sent).toBe(4);
     await l.close();
+  });
+
+  it('listings and prune of closed operations read only the items of the states they ask for, never the table (no Scan)', async () => {
+    const table = await db.table('closed-reads');
+    const client = db.client();
+    const reads: Array<[string, number]> = [];
+    client.middlewareStack.add(
+      (next, context) => async (args) => {
+        const out = await next(args);
+        const { ScannedCount } = out.output as { ScannedCount?: number };
+        if (ScannedCount !== undefined) reads.push([context.commandName ?? '?', ScannedCount]);
+        return out;
+      },
+      { step: 'initialize', name: 'countRead' },
+    );
+    const l = createDynamoDbLedger({ table, client });
+    const close = async (state: 'succeeded' | 'rejected', at: number) => {
+      const c = await l.claim(claimOf(newId('closed-reads'), { now: T0, dispatch: true }));
+      if (c.kind === 'claimed') await l.setState(c.record, { state, now: at });
+    };
+    for (let i = 0; i < 8; i++) await l.claim(claimOf(newId('closed-reads'), { now: T0 }));
+    for (const at of [T0 + 1, T0 + 2, T0 + 3, T0 + 500]) await close('succeeded', at);
+    await close('rejected', T0 + 4);
+    const read = async <T>(run: () => Promise<T>) => {
+      reads.length = 0;
+      const answer = await run();
+      return { answer, commands: [...new Set(reads.map(([c]) => c))], items: reads.reduce((a, [, n]) => a + n, 0) };
+    };
+    const listed = await read(() => l.list({ states: ['succeeded'] }));
+    expect([listed.answer.length, listed.commands, listed.items]).toEqual([4, ['QueryCommand'], 4]);
+    const dry = await read(() => l.prune!({ before: T0 + 100, states: ['succeeded'], dryRun: true }));
+    expect([dry.answer.pruned, dry.commands, dry.items]).toEqual([3, ['QueryCommand'], 4]);
+    const pruned = await read(() => l.prune!({ before: T0 + 100 }));
+    expect([pruned.answer.pruned, pruned.commands, pruned.items]).toEqual([4, ['QueryCommand'], 5]);
+    await l.close();
+    client.destroy();
+  });
+
+  it('an operation read in two states’ indexes (an index lagging its item) is listed once, as its newer version', async () => {
+    const table = await db.table('lagging-index');
+    const client = db.client();
+    let stale: Record<string, unknown> | undefined;
+    client.middlewareStack.add(
+      (next) => async (args) => {
+        const out = await next(args);
+        const input = args.input as { IndexName?: string; ExpressionAttributeValues?: Record<string, { S?: string }> };
+        const items = (out.output as { Items?: unknown[] }).Items;
+        const claimedQuery = input.IndexName === 'open' && input.ExpressionAttributeValues?.[':state']?.S === 'claimed';
+        if (stale && items && claimedQuery) items.push(stale);
+        return out;
+      },
+      { step: 'initialize', name: 'laggingIndex' },
+    );
+    const l = createDynamoDbLedger({ table, client });
+    const id = newId('lagging-index');
+    const c = await l.claim(claimOf(id, { now: T0 }));
+    if (c.kind !== 'claimed') throw new Error(c.kind);
+    stale = await rawItem(table, id);
+    await l.setState(c.record, { state: 'succeeded', now: T0 + 1 });
+    for (const newestFirst of [false, true])
+      expect((await l.list({ newestFirst })).map((r) => [r.businessOperationId, r.state])).toEqual([[id, 'succeeded']]);
+    await l.close();
+    client.destroy();
   });
 
   it('receipts stored as JSON that is not an array are a LedgerError for reads and appends, and no append is written onto them', async () => {

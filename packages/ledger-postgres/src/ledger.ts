@@ -1,4 +1,5 @@
 import {
+  businessOperationIdProblem,
   type ClaimInput,
   type ClaimResult,
   ClockSkewError,
@@ -117,6 +118,8 @@ export function createPostgresLedger(options: PostgresLedgerOptions): PostgresLe
         return writes.writeLocked(run, 'resolve', row!.fence, next, receipt);
       }),
     async get(id) {
+      // No claim stores an id the contract refuses; PostgreSQL would refuse some as text (U+0000) where the others find none.
+      if (businessOperationIdProblem(id) !== null) return null;
       const { rows } = await db.query<OperationRow>('get', st.get, [id]);
       return rows[0] ? toRecord(rows[0]) : null;
     },
@@ -129,6 +132,7 @@ export function createPostgresLedger(options: PostgresLedgerOptions): PostgresLe
       return readLimited(page, filter.limit, idOfRow, toRecord, filter.onUnreadable);
     },
     async receipts(id) {
+      if (businessOperationIdProblem(id) !== null) return [];
       const { rows } = await db.query<{ receipts: string | null }>('receipts', st.receipts, [id]);
       return rows[0] ? toReceipts(rows[0].receipts, id) : [];
     },

@@ -78,7 +78,19 @@ describe('sqlite ledger', () => {
     }
   };
 
-  ledgerSuite({ name: 'sqlite', create: () => createSqliteLedger({ path: file('suite') }) });
+  let suitePath = '';
+  ledgerSuite({
+    name: 'sqlite',
+    create() {
+      suitePath = file('suite');
+      return createSqliteLedger({ path: suitePath });
+    },
+    async corrupt(_, id) {
+      const db = raw(suitePath);
+      db.prepare('UPDATE retrysafe_operations SET record = substr(record, 1, 30) WHERE id = ?').run(id);
+      db.close();
+    },
+  });
 
   it('keeps records and receipts across close and reopen (durable file, WAL)', async () => {
     const path = file('reopen');

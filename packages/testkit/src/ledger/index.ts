@@ -4,11 +4,13 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { claimTableCases } from './claim-table.js';
 import { claimDispatchCases, receiptCases } from './combined-write-cases.js';
 import { claimed, claimInput, expectClaimed, id, idsOf, packet, receipt, refused, T0, type Test } from './fixtures.js';
+import { type Corrupt, identityCases, unreadableCases } from './identity-cases.js';
 import { boundCases, inputCases } from './input-cases.js';
 import { resolveCases, restartCases } from './restart-cases.js';
 
 /** Claim inputs and handoff packets for a ledger's own tests, of the suite's shape. */
 export { claimOf, packetOf } from './fixtures.js';
+export type { Corrupt } from './identity-cases.js';
 
 /** Claims, leases and takeovers. */
 function claimCases(test: Test): void {
@@ -365,9 +367,14 @@ function chainAndPruneCases(test: Test): void {
 
 /**
  * The ledger conformance suite (vitest): every Ledger implementation must pass it unchanged. `name` is shown in the
- * describe block (e.g. `sqlite`); `create` makes a fresh, empty ledger for each test.
+ * describe block (e.g. `sqlite`); `create` makes a fresh, empty ledger for each test; `corrupt`, when the store can be
+ * edited from outside, makes one operation's stored record unreadable there.
  */
-export function ledgerSuite(options: { readonly name: string; readonly create: () => Promise<Ledger> | Ledger }): void {
+export function ledgerSuite(options: {
+  readonly name: string;
+  readonly create: () => Promise<Ledger> | Ledger;
+  readonly corrupt?: Corrupt;
+}): void {
   describe(`ledger suite: ${options.name}`, () => {
     let ledger: Ledger;
     beforeEach(async () => {
@@ -386,5 +393,7 @@ export function ledgerSuite(options: { readonly name: string; readonly create: (
     claimTableCases(test);
     inputCases(test);
     boundCases(test);
+    identityCases(test);
+    unreadableCases(test, options.corrupt);
   });
 }
