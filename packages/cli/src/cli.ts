@@ -58,11 +58,8 @@ export async function main(argv: readonly string[], io: Io = defaultIo): Promise
   }
 }
 
-/**
- * The word after a command that holds commands must name one of them, whatever follows: commander answers
- * `retrysafe ledger verfy --help` with the help (exit 0) and `cards vaildate` with "too many arguments", so a
- * misspelt command in a script looked fine. Commander's own refusal names the word and suggests a spelling.
- */
+/** A misspelt command under a group is refused by name: commander alone answers `ledger verfy --help` with the
+ * help (exit 0) and `cards vaildate` with "too many arguments". */
 function refuseUnknownCommand(program: Command, argv: readonly string[]): void {
   let cmd = program;
   for (const word of argv) {
@@ -71,7 +68,7 @@ function refuseUnknownCommand(program: Command, argv: readonly string[]): void {
     const next = cmd.commands.find((c) => c.name() === word || c.aliases().includes(word));
     if (!next) {
       cmd.args = [word];
-      // commander's own (not in its typings): guarded, so a commander without it still refuses the word.
+      // commander's own refusal (not in its typings) suggests a spelling; guarded, the throw below refuses without it
       const own = (cmd as unknown as { unknownCommand?: () => never }).unknownCommand;
       if (typeof own === 'function') own.call(cmd);
       throw new UsageError(`unknown command '${word}'`);

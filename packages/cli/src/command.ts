@@ -1,6 +1,5 @@
 import { type Command, InvalidArgumentError, Option } from 'commander';
 
-/** 0 held · 1 a drill/check/step failed · 2 bad usage or unreadable file · 3 probe saw no effect · 130 Ctrl-C. */
 export const EXIT = { ok: 0, failed: 1, usage: 2, noEffect: 3, interrupted: 130 } as const;
 
 export interface Io {
@@ -12,7 +11,6 @@ export interface Io {
   readonly color?: boolean;
 }
 
-/** What every command's `run` gets: where to print, and whether in colour. */
 export interface Context {
   readonly io: Io;
   readonly color: boolean;
@@ -60,12 +58,10 @@ export type Parsed<O extends Options> = {
   readonly [K in keyof O as Always<O[K]> extends true ? K : never]: ValueOf<O[K]>;
 } & { readonly [K in keyof O as Always<O[K]> extends true ? never : K]?: ValueOf<O[K]> };
 
-/** One command: its words, its arguments and options as data, and the plain function that runs it. */
 export interface CommandConfig {
   /** `drill`, `ledger ls`: a command is placed under the one its earlier words name. */
   readonly name: string;
   readonly description: string;
-  /** `<id>`, `[id]`, `[server...]` with their descriptions. */
   readonly arguments?: readonly (readonly [name: string, description: string])[];
   readonly options?: Options;
   readonly helpAfter?: string;
@@ -106,7 +102,6 @@ function toOption(key: string, o: OptionConfig): Option {
   return option;
 }
 
-/** Adds `c` to the commander tree under `root`; its action stores the exit code through `setCode`. */
 export function register(root: Command, c: CommandConfig, ctx: Context, setCode: (code: number) => void): void {
   const words = c.name.split(' ');
   let parent = root;

@@ -3,7 +3,6 @@ import { createRedactor } from '@retrysafe/core/internal';
 import { CommanderError } from 'commander';
 import { EXIT, type Io } from './command.js';
 
-/** Bad command-line input: exit code 2. */
 export class UsageError extends Error {
   override name = 'UsageError';
 }
@@ -14,8 +13,7 @@ export class InputError extends UsageError {
   override name = 'InputError';
 }
 
-/** What `run` returns; what it throws (a file's or variable's content refused) becomes an InputError: `prefix` and
- * the thrown message. */
+/** What `run` returns; what it throws (a file's or variable's content refused) becomes an InputError. */
 export function orInputError<T>(prefix: string, run: () => T): T {
   try {
     return run();
@@ -30,7 +28,6 @@ export function exactlyOne(choices: readonly unknown[], message: string): void {
   if (choices.filter((c) => c !== undefined && c !== false).length !== 1) throw new UsageError(message);
 }
 
-/** The `wanted` names in `known`'s order, or a usage error naming the unknown ones. */
 export function pickKnown<T extends string>(kind: string, known: readonly T[], wanted: readonly string[]): T[] {
   const unknown = wanted.filter((w) => !(known as readonly string[]).includes(w));
   if (unknown.length)
@@ -78,10 +75,8 @@ function fileSystemError(e: unknown): string | null {
   return `cannot ${what}: ${FS_WORDS[code] ?? code} (${code})`;
 }
 
-/** A message for the terminal, scrubbed as receipts are (a driver's message may quote a credential). */
 export const scrubbed = createRedactor().text;
 
-/** Prints what went wrong (on stderr; as JSON on stdout too with `--json`) and returns the exit code. */
 export function reportError(e: unknown, io: Io, json: ((value: unknown) => void) | null): number {
   // Commander printed its own message or help; help asked for exits 0, a bare `retrysafe ledger` is usage.
   if (e instanceof CommanderError) {

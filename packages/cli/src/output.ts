@@ -12,7 +12,6 @@ export function paint(color: keyof typeof codes, text: string, enabled: boolean)
   return enabled ? `\u001b[${codes[color]}m${text}\u001b[0m` : text;
 }
 
-/** Printed width of a string (escape codes do not count). */
 const visibleLength = (s: string): number => stripVTControlCharacters(s).length;
 
 /** A plain-text table with padded columns and a rule under the header; `right` columns are right-aligned, a blank line goes before each row in `breaks`. */
@@ -84,7 +83,6 @@ export const escapeXml = (s: unknown) =>
 export const pick = <T, K extends keyof T>(o: T, ...keys: K[]) =>
   Object.fromEntries(keys.map((k) => [k, o[k]])) as Pick<T, K>;
 
-/** `1 chain`, `2 chains`. */
 export const plural = (n: number, word: string) => `${n} ${word}${n === 1 ? '' : 's'}`;
 
 /** Milliseconds as a short human duration: `850 ms`, `12.4 s`, `3 min 05 s`. */

@@ -49,7 +49,6 @@ async function moduleEntry(file: string): Promise<AdapterEntry> {
   return { ...entry, name };
 }
 
-/** The options that choose what loadAdapters loads, as `drill` and `cards` take them. */
 export const ADAPTER_OPTIONS = {
   adapter: { argument: '<name>', parse: 'list', description: 'only this adapter' },
   module: {

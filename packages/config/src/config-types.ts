@@ -1,4 +1,3 @@
-// The shapes of a parsed config file: adapters by kind, the ledger's location, the whole config.
 import type { PolicyOverrides } from '@retrysafe/core';
 
 /** The account an adapter acts as (`AdapterV1.account`): set when one ledger serves more than one account of a provider. */

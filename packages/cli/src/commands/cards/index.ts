@@ -1,6 +1,6 @@
 import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
-import { type RetrySafetyCard, validateCard } from '@retrysafe/contract';
+import { validateCard } from '@retrysafe/contract';
 import { renderCard } from '@retrysafe/contract/render';
 import { defineCommand, EXIT, type Options, type Parsed } from '../../command.js';
 import { UsageError } from '../../errors.js';
@@ -48,9 +48,8 @@ function indexPage(cards: readonly NamedCard[]): string {
       '|---|---|---|---|---|---|---|---|',
     );
     for (const c of cards.filter((x) => x.adapter === adapter)) {
-      const k: RetrySafetyCard = c.card;
       lines.push(
-        `| [\`${c.name}\`](${fileFor(c)}) | ${v(k.sideEffect.kind)} | ${v(k.providerKey.travels)} | ${v(k.storedResult.semantics)} | ${v(k.retention.minimum)} | ${v(k.lookup.method)} | ${v(k.concurrency)} | ${validateCard(k).unknowns.length} |`,
+        `| [\`${c.name}\`](${fileFor(c)}) | ${v(c.card.sideEffect.kind)} | ${v(c.card.providerKey.travels)} | ${v(c.card.storedResult.semantics)} | ${v(c.card.retention.minimum)} | ${v(c.card.lookup.method)} | ${v(c.card.concurrency)} | ${validateCard(c.card).unknowns.length} |`,
       );
     }
     lines.push('');

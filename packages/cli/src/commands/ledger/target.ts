@@ -16,7 +16,6 @@ import { type Context, EXIT, type OptionConfig, type Options, type Parsed } from
 import { scrubbed, UsageError } from '../../errors.js';
 import { pick } from '../../output.js';
 
-/** Every state, the open ones first. */
 const STATES: readonly OperationState[] = [...RECOVERABLE_STATES, ...TERMINAL_STATES];
 
 /** The `--state` option of a listing, and its value as a list filter (undefined: every state). */
@@ -181,7 +180,6 @@ export function summarize(r: OperationRecord) {
 }
 export type OperationSummary = ReturnType<typeof summarize>;
 
-/** The options every ledger command takes to name its ledger. */
 export const TARGET_OPTIONS = {
   db: {
     argument: '<path|url>',

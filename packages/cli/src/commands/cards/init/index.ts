@@ -243,7 +243,6 @@ export async function cardsInit(
   return { card: done, unknowns, defaulted, refusals: refusals(done), text, written: opts.out ?? null };
 }
 
-/** The card's keys in the order the schema (and the card type) lists them. */
 function inSchemaOrder(value: unknown, schema: Schema): unknown {
   const props = schema.properties as Record<string, Schema> | undefined;
   if (!props || typeof value !== 'object' || value === null || Array.isArray(value)) return value;

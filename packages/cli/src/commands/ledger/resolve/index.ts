@@ -159,11 +159,8 @@ async function needsConfig(opts: ResolveOptions, id: string): Promise<UsageError
   );
 }
 
-/**
- * `--resume` of an operation a worker or a resolve left open when it died between its steps (it has no packet to
- * decide on): driven as stored once its lease has run out, as recover() does (looked up first where it may have been
- * sent). Another worker holding it is `in-progress`.
- */
+/** `--resume` of an operation left open by a worker or a resolve that died between its steps (no packet to decide on):
+ * driven as recover() does once its lease has run out; another worker holding it is `in-progress`. */
 async function resumeOpen(
   runner: ReturnType<typeof createRunner>,
   adapters: readonly AdapterV1[],
@@ -247,7 +244,6 @@ export const printable = (r: ResolveResult) => {
   return shown;
 };
 
-/** The operation is closed: resolved by hand, or resumed and done. */
 export const resolved = (r: ResolveResult) => r.status === 'resolved' || r.status === 'done';
 
 /** `target`: the flags naming the ledger (targetFlags), repeated in the command it suggests. */
