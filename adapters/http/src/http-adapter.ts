@@ -113,7 +113,6 @@ function connect(provider: string, options: HttpAdapterOptions) {
   return { provider, client, base, baseURL, close };
 }
 
-/** The response, or the outcome of a request that failed on the way. */
 async function request(c: Conn, config: AxiosRequestConfig & { url: string }): Promise<HttpResponseView | Outcome> {
   try {
     const res = await c.client.request(config);
@@ -222,7 +221,6 @@ const exists = (r: LookupResult, statusRef: string): LookupResult => {
   const { kind: _, reason, ...refs } = r;
   return found({ kind: 'in-progress', statusRef, ...refs, message: `the work item exists; ${reason}` });
 };
-/** The request id comes from `res`, the answer that said so. */
 const succeeded = (a: Ask, res: HttpResponseView, data: unknown, refPath = a.o.http.refPath) => {
   const refs = { ...requestIdOf(a.o.http, res.headers), ...providerRefAt(data, refPath) };
   return found({ kind: 'succeeded', result: data, status: 200, ...refs });

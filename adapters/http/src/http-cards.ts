@@ -419,7 +419,6 @@ export function instancesRunCard(provider: string): RetrySafetyCard {
   });
 }
 
-/** The reference cards of the four patterns, for the example providers the README and the drills use. */
 export const httpCards = {
   'orders.create': ordersCreateCard('acme-orders'),
   'exports.create': exportsCreateCard('acme-exports'),

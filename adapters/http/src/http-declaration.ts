@@ -69,7 +69,6 @@ export function fillTemplate(t: Template, params: Record<string, unknown>, ids: 
   return t;
 }
 
-/** Every string in a template. */
 const templateTexts = (t: Template | undefined): string[] =>
   typeof t === 'string'
     ? [t]
@@ -93,7 +92,6 @@ function whereHolds(item: unknown, where: Readonly<Record<string, Template>>, ct
   });
 }
 
-/** The items of the list where every `where` holds. */
 export function matcher(m: MatchDeclaration): (body: unknown, ctx: LookupReadContext) => readonly unknown[] {
   return (body, ctx) => {
     const list = m.items ? readPath(body, m.items) : body;

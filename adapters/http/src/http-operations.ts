@@ -18,7 +18,6 @@ type NamedKey = { readonly name: string; readonly rule?: Partial<ProviderKeyRule
 
 /** One row of an operation's error mapping; the first matching row wins. */
 export type HttpErrorRule = {
-  /** One code, a list, or a class. */
   readonly status: number | readonly number[] | '4xx' | '5xx';
   /** When set, the error code read from the body (see `errors.codePath`) must equal one of these. */
   readonly code?: string | readonly string[];
@@ -66,7 +65,6 @@ export type LookupShape<M, A> =
       readonly refPath?: string;
       readonly more?: string;
     }
-  /** Re-send the same request with the same key; the provider returns its stored result. */
   | { readonly method: 'resend-same-key' | 'none' };
 
 export type HttpLookupSpec = LookupShape<

@@ -21,29 +21,16 @@ export const FORGETFUL_BEHAVIOUR: SandboxBehaviour = Object.freeze({
 });
 
 const intentFields = ['ref', 'amount'] as const;
+const error = (code: string, message: string) => ({ error: { code, message } });
 
 export const sandboxDrillOperation: DrillOperation = {
   params: (i) => ({ ref: `order-${i}`, amount: 100 + i }),
   changeIntent: (p) => ({ ...(p as Record<string, unknown>), amount: Number((p as { amount: number }).amount) + 1 }),
   faults: {
-    permanent: {
-      kind: 'status',
-      status: 400,
-      body: { error: { code: 'invalid_request', message: 'amount must be positive' } },
-    },
-    transient: { kind: 'status', status: 429, body: { error: { code: 'rate_limited', message: 'slow down' } } },
-    rateLimited: {
-      kind: 'status',
-      status: 429,
-      retryAfterS: 2,
-      body: { error: { code: 'rate_limited', message: 'slow down' } },
-    },
-    inProgress: {
-      kind: 'status',
-      status: 409,
-      retryAfterS: 1,
-      body: { error: { code: 'idempotency_key_in_use', message: 'in flight' } },
-    },
+    permanent: { kind: 'status', status: 400, body: error('invalid_request', 'amount must be positive') },
+    transient: { kind: 'status', status: 429, body: error('rate_limited', 'slow down') },
+    rateLimited: { kind: 'status', status: 429, retryAfterS: 2, body: error('rate_limited', 'slow down') },
+    inProgress: { kind: 'status', status: 409, retryAfterS: 1, body: error('idempotency_key_in_use', 'in flight') },
   },
 };
 

@@ -53,15 +53,15 @@ CREATE INDEX retrysafe_operations_open_idx ON {{schema}}.retrysafe_operations (s
   },
 ];
 
+const SCHEMA_VERSION = MIGRATIONS[MIGRATIONS.length - 1]!.version;
 const SCHEMA_NAME = /^[a-z_][a-z0-9_]{0,62}$/;
 
 /** A lowercase identifier of at most 63 characters, quoted for SQL. */
 export function quoteSchema(schema: string): string {
-  if (typeof schema !== 'string' || !SCHEMA_NAME.test(schema)) {
+  if (typeof schema !== 'string' || !SCHEMA_NAME.test(schema))
     throw new LedgerError(
       `invalid PostgreSQL schema name ${JSON.stringify(String(schema))}: expected a lowercase identifier of 1–63 chars (a-z 0-9 _, not starting with a digit)`,
     );
-  }
   return `"${schema}"`;
 }
 
@@ -104,7 +104,6 @@ export async function migrate(pool: pg.Pool | pg.Client | Connections, schema = 
 
 /** With `migrate: false`: the schema must already be at this package's version (a mistyped one is not created). */
 export async function checkMigrated(pool: Pick<Connections, 'query'>, schema: string): Promise<null> {
-  const newest = MIGRATIONS[MIGRATIONS.length - 1]!.version;
   const seen = await pool
     .query<{ v: number | null }>({
       text: `SELECT max(version) AS v FROM ${quoteSchema(schema)}.retrysafe_schema_migrations`,
@@ -121,9 +120,9 @@ export async function checkMigrated(pool: Pick<Connections, 'query'>, schema: st
       `schema ${schema} holds no retrysafe ledger (no migration recorded); with migrate: false nothing is created`,
       { reason: 'not-a-ledger' },
     );
-  if (seen === newest) return null;
+  if (seen === SCHEMA_VERSION) return null;
   throw new LedgerError(
-    `schema ${schema} is at migration ${seen}, this @retrysafe/ledger-postgres needs ${newest}: ${seen > newest ? 'upgrade the package' : 'run migrate()'}`,
+    `schema ${schema} is at migration ${seen}, this @retrysafe/ledger-postgres needs ${SCHEMA_VERSION}: ${seen > SCHEMA_VERSION ? 'upgrade the package' : 'run migrate()'}`,
   );
 }
 
@@ -137,11 +136,10 @@ async function applyMigrations(client: Pick<Connections, 'query'>, schema: strin
     `SELECT version FROM ${quoted}.retrysafe_schema_migrations ORDER BY version`,
   );
   const done = new Set(rows.map((r) => r.version));
-  const newest = MIGRATIONS[MIGRATIONS.length - 1]!.version;
   const seen = rows[rows.length - 1]?.version ?? 0;
-  if (seen > newest)
+  if (seen > SCHEMA_VERSION)
     throw new LedgerError(
-      `schema ${schema} has migration ${seen}, newer than this @retrysafe/ledger-postgres knows (${newest}): upgrade the package`,
+      `schema ${schema} has migration ${seen}, newer than this @retrysafe/ledger-postgres knows (${SCHEMA_VERSION}): upgrade the package`,
     );
   const applied: number[] = [];
   for (const m of MIGRATIONS) {
@@ -150,5 +148,5 @@ async function applyMigrations(client: Pick<Connections, 'query'>, schema: strin
     await run(`INSERT INTO ${quoted}.retrysafe_schema_migrations (version, name) VALUES ($1, $2)`, [m.version, m.name]);
     applied.push(m.version);
   }
-  return { schema, applied, current: newest };
+  return { schema, applied, current: SCHEMA_VERSION };
 }
