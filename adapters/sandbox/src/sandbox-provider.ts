@@ -104,7 +104,6 @@ export interface SandboxProvider {
   records(): SandboxRecord[];
   /** Create requests received (including refused and failed ones). */
   calls(): number;
-  /** Lookups received. */
   lookups(): number;
   /** The next `times` create requests fail with `fault` (queued after already scripted faults). */
   failNext(fault: SandboxFault, times?: number): void;

@@ -42,7 +42,6 @@ const FIELDS = [
 /** Every column but `receipts`, which only `receipts()` and an exporting prune read. */
 export const RECORD_COLUMNS = `${FIELDS.map((f) => f[1]).join(', ')}, receipt_head, receipt_count`;
 
-/** A row as pg returns it. */
 export type OperationRow = { [C in (typeof FIELDS)[number][1]]: unknown } & {
   business_operation_id: string;
   receipt_head: string | null;

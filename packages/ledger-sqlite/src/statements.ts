@@ -5,7 +5,6 @@ import { OPEN_STATES_SQL } from './schema.js';
 
 const COLUMNS = 'state = ?, fence = ?, lease_expires_at = ?, updated_at = ?, record = ?, receipts = ?';
 
-/** Prepared once per connection. */
 export function prepareStatements(db: DatabaseSync) {
   return {
     select: db.prepare('SELECT record, receipts FROM retrysafe_operations WHERE id = ?'),

@@ -17,7 +17,6 @@ function instrument(inner: AdapterV1, proxy: FaultProxy, clock: { now(): number 
   const t = {
     calls: { execute: 0, lookup: 0 },
     active: { execute: 0, lookup: 0 },
-    /** Virtual-clock times of each doExecute call. */
     executeSpans: [] as { start: number; end?: number }[],
     /** After the provider answered, never return (the worker "dies" before recording the outcome). */
     dieAfterExecute: false,

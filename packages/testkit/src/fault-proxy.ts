@@ -28,7 +28,6 @@ const LOOPBACK = new Set(['127.0.0.1', 'localhost', '[::1]', '::1']);
 const SIMPLE_FAULTS: readonly unknown[] = ['pass', 'drop-response', 'reset-before', 'truncate-response'];
 const isMs = (v: unknown) => typeof v === 'number' && Number.isFinite(v) && v >= 0;
 const isStatus = (v: unknown) => Number.isInteger(v) && (v as number) >= 100 && (v as number) <= 599;
-/** What each object fault's fields must be. */
 const FIELD_RULES: Record<string, Record<string, [ok: (v: unknown) => boolean, want: string]>> = {
   delay: { ms: [isMs, 'ms >= 0'] },
   'late-commit': { afterMs: [isMs, 'afterMs >= 0'] },
