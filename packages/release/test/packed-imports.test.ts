@@ -1,0 +1,118 @@
+// What a user installs is the packed package, not the workspace: there a package's devDependencies, the
+// root's, and files `files` leaves out are all within reach, so a docs example run or compiled in the
+// repository can pass while the same paste fails after `npm install`. This checks every file each public
+// package ships (as `pnpm pack` lists it): a package it imports is one it declares, a .d.ts's import has
+// its types in what the user gets (the package's own, or an @types package it declares), and a relative
+// import or an exports target is a file that ships.
+import { execFileSync } from 'node:child_process';
+import { existsSync, readFileSync } from 'node:fs';
+import { builtinModules } from 'node:module';
+import { dirname, join, normalize } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { listPublicPackages, runtimeDependencyNames } from '../scripts/workspace.mjs';
+
+interface Manifest {
+  name: string;
+  types?: string;
+  typings?: string;
+  exports?: unknown;
+  dependencies?: Record<string, string>;
+}
+
+/** The paths `pnpm pack` puts in the tarball. */
+function shippedFiles(dir: string): Set<string> {
+  const out = execFileSync('pnpm', ['pack', '--dry-run', '--json'], { cwd: dir, encoding: 'utf8' });
+  return new Set((JSON.parse(out) as { files: { path: string }[] }).files.map((f) => f.path));
+}
+
+/** Module specifiers of a compiled file: its import/export statements and dynamic imports. */
+function specifiersOf(code: string): string[] {
+  const statics = code.matchAll(/^(?:import|export)\b[^;'"]*?\bfrom\s*['"]([^'"]+)['"]|^import\s*['"]([^'"]+)['"]/gm);
+  const dynamics = code.matchAll(/\bimport\(\s*['"]([^'"]+)['"]\s*\)/g);
+  return [...statics, ...dynamics].map((m) => m[1] ?? m[2]!);
+}
+
+const packageName = (s: string) =>
+  s
+    .split('/')
+    .slice(0, s.startsWith('@') ? 2 : 1)
+    .join('/');
+const typesPackage = (name: string) => `@types/${name.replace(/^@/, '').replace('/', '__')}`;
+
+/** Whether `name`, as installed where the package in `dir` finds it, ships declarations of its own. */
+function hasOwnTypes(dir: string, name: string): boolean {
+  for (let d = dir; d !== dirname(d); d = dirname(d)) {
+    const pkg = join(d, 'node_modules', name);
+    if (!existsSync(join(pkg, 'package.json'))) continue;
+    const m = JSON.parse(readFileSync(join(pkg, 'package.json'), 'utf8')) as Manifest;
+    return (
+      Boolean(m.types ?? m.typings) ||
+      JSON.stringify(m.exports ?? {}).includes('"types"') ||
+      existsSync(join(pkg, 'index.d.ts'))
+    );
+  }
+  return false;
+}
+
+/** What a user's install of the package in `dir` would lack, file by file. */
+function packedProblems(
+  dir: string,
+  manifest: Manifest,
+  shipped: Set<string>,
+  read = (file: string) => readFileSync(join(dir, file), 'utf8'),
+): string[] {
+  const declared = new Set(runtimeDependencyNames(manifest));
+  const problems: string[] = [];
+  for (const file of shipped) {
+    const dts = file.endsWith('.d.ts');
+    if (!dts && !/\.[cm]?js$/.test(file)) continue;
+    for (const s of new Set(specifiersOf(read(file)).map((x) => (x.startsWith('.') ? x : packageName(x))))) {
+      if (s.startsWith('.')) {
+        const target = normalize(join(dirname(file), s));
+        const candidates = dts ? [target.replace(/\.js$/, '.d.ts'), target] : [target];
+        if (!candidates.some((c) => shipped.has(c))) problems.push(`${file}: ${s} is not in the package`);
+        continue;
+      }
+      const name = packageName(s);
+      if (s.startsWith('node:') || builtinModules.includes(name) || name === manifest.name) continue;
+      if (!declared.has(name)) problems.push(`${file}: imports ${name}, which package.json does not declare`);
+      else if (dts && !hasOwnTypes(dir, name) && !declared.has(typesPackage(name)))
+        problems.push(
+          `${file}: the types of ${name} are in ${typesPackage(name)}, which package.json does not declare`,
+        );
+    }
+  }
+  // Every file the exports map points at (its keys are subpaths, its values files).
+  const targets = JSON.stringify(manifest.exports ?? {}).matchAll(/:"\.\/([^"*]+)"/g);
+  for (const [, path] of targets)
+    if (!shipped.has(path!)) problems.push(`exports ${path}, which is not in the package`);
+  return problems;
+}
+
+describe('what each published package imports is in what a user installs', () => {
+  it('catches an undeclared import, types only in a devDependency, and a file left out', () => {
+    // Seen from ledger-postgres, which has pg installed (no types of its own) and @types/pg beside it.
+    const dir = listPublicPackages().find((p) => p.name === '@retrysafe/ledger-postgres')!.dir;
+    const files: Record<string, string> = {
+      'dist/a.js': "import { x } from 'fast-check';\nexport * from './b.js';\nawait import('pg');",
+      'dist/a.d.ts': "import type { Pool } from 'pg';\nexport * from './c.js';",
+      'dist/c.d.ts': '',
+    };
+    const manifest = {
+      name: '@retrysafe/x',
+      exports: { '.': { types: './dist/a.d.ts', default: './dist/x.js' } },
+      dependencies: { pg: '8' },
+    };
+    expect(packedProblems(dir, manifest, new Set(Object.keys(files)), (f) => files[f]!)).toEqual([
+      'dist/a.js: imports fast-check, which package.json does not declare',
+      'dist/a.js: ./b.js is not in the package',
+      'dist/a.d.ts: the types of pg are in @types/pg, which package.json does not declare',
+      'exports dist/x.js, which is not in the package',
+    ]);
+  });
+
+  for (const p of listPublicPackages())
+    it(p.name, () => {
+      expect(packedProblems(p.dir, p.manifest as Manifest, shippedFiles(p.dir))).toEqual([]);
+    });
+});
