@@ -4,12 +4,12 @@
 // package ships (as `pnpm pack` lists it): a package it imports is one it declares, a .d.ts's import has
 // its types in what the user gets (the package's own, or an @types package it declares), and a relative
 // import or an exports target is a file that ships.
-import { execFileSync } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 import { builtinModules } from 'node:module';
 import { dirname, join, normalize } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { listPublicPackages, runtimeDependencyNames } from '../scripts/workspace.mjs';
+import { shippedFiles } from './packed.js';
 
 interface Manifest {
   name: string;
@@ -17,12 +17,6 @@ interface Manifest {
   typings?: string;
   exports?: unknown;
   dependencies?: Record<string, string>;
-}
-
-/** The paths `pnpm pack` puts in the tarball. */
-function shippedFiles(dir: string): Set<string> {
-  const out = execFileSync('pnpm', ['pack', '--dry-run', '--json'], { cwd: dir, encoding: 'utf8' });
-  return new Set((JSON.parse(out) as { files: { path: string }[] }).files.map((f) => f.path));
 }
 
 /** Module specifiers of a compiled file: its import/export statements and dynamic imports. */
