@@ -4,11 +4,12 @@
 // package ships (as `pnpm pack` lists it): a package it imports is one it declares, a .d.ts's import has
 // its types in what the user gets (the package's own, or an @types package it declares), and a relative
 // import or an exports target is a file that ships.
+import { execFileSync } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 import { builtinModules } from 'node:module';
 import { dirname, join, normalize } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { listPublicPackages, runtimeDependencyNames } from '../scripts/workspace.mjs';
+import { listPublicPackages, repoRoot, runtimeDependencyNames } from '../scripts/workspace.mjs';
 import { shippedFiles } from './packed.js';
 
 interface Manifest {
@@ -109,4 +110,22 @@ describe('what each published package imports is in what a user installs', () =>
     it(p.name, () => {
       expect(packedProblems(p.dir, p.manifest as Manifest, shippedFiles(p.dir))).toEqual([]);
     });
+});
+
+it('every file of an installed package a page or a command names (`node_modules/@retrysafe/…`) ships in it', () => {
+  const packages = new Map(listPublicPackages().map((p) => [p.name, p.dir]));
+  const sources = execFileSync('git', ['ls-files', '*.md', '*/src/*.ts'], { cwd: repoRoot, encoding: 'utf8' })
+    .split('\n')
+    .filter((f) => f && !f.includes('.test.') && !f.startsWith('docs/decisions/') && !f.startsWith('.changeset/'));
+  const named = sources.flatMap((f) =>
+    [...readFileSync(join(repoRoot, f), 'utf8').matchAll(/node_modules\/(@retrysafe\/[\w-]+)\/([\w./-]*\w)/g)].map(
+      ([, name, path]) => ({ f, name: name!, path: path! }),
+    ),
+  );
+  expect(named.length).toBeGreaterThan(5);
+  const missing = named.filter(({ name, path }) => {
+    // A path may be a file, a folder, or (built in code) the start of a file name.
+    return ![...shippedFiles(packages.get(name)!)].some((s) => s.startsWith(path));
+  });
+  expect(missing.map(({ f, name, path }) => `${f}: ${name}/${path}`)).toEqual([]);
 });
