@@ -502,11 +502,12 @@ async function ownDynamo(page: string, project: { dir: string; env: NodeJS.Proce
   return '--config retrysafe.yaml';
 }
 
-// The adapters' READMEs, and the READMEs whose first example calls an adapter (DBOS steps, the DynamoDB ledger).
+// The adapters' READMEs, and the READMEs whose first example calls an adapter (DBOS steps, the ledgers).
 const FIRST_EXAMPLES = [
   ...Object.keys(FIRST_EXAMPLE_SANDBOXES).map((a) => `adapters/${a}/README.md`),
   'packages/dbos/README.md',
   'packages/ledger-dynamodb/README.md',
+  'packages/ledger-postgres/README.md',
   'packages/ai-sdk/README.md',
 ];
 /** The tool call a scripted model makes in a first example that asks a model (the AI SDK's tools). */
