@@ -288,6 +288,23 @@ describe('code blocks in README.md and docs/', () => {
     expect([...new Set(missing)]).toEqual([]);
   });
 
+  it('a shell block that needs a clone of this repository (`pnpm build`, `node packages/…`, `source .ci/…`) says so just before it', () => {
+    // Pasted into a user's project, these fail: the page must say where they run.
+    const needsClone = /\bnode (?:packages|adapters)\/|^\s*pnpm (?!add\b|dlx\b)|\bsource \.ci\//m;
+    const unsaid = DOCS.filter((f) => !f.startsWith('docs/decisions/')).flatMap((file) => {
+      const text = readFileSync(join(repo, file), 'utf8');
+      const lines = text.split('\n');
+      return allBlocks
+        .filter((b) => b.file === file && SHELL.has(lang(b)) && needsClone.test(b.code))
+        .filter(
+          (b) =>
+            !/\b(?:clone|checkout) of this repository\b/.test(lines.slice(Math.max(0, b.line - 12), b.line).join(' ')),
+        )
+        .map((b) => `${file}:${b.line}`);
+    });
+    expect(unsaid).toEqual([]);
+  });
+
   it('the card example of docs/writing-an-adapter.md is a card defineCard accepts when it runs', async () => {
     const block = allBlocks.find(
       (b) => b.file.endsWith('writing-an-adapter.md') && b.code.includes('export const ordersCreateCard = defineCard('),
