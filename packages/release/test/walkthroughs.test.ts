@@ -307,6 +307,23 @@ await ledger.close();
   expect(r.stdout, r.stdout).toMatch(/^would prune 1 operation [\s\S]*^pruned 1 operation [\s\S]*^1 chain intact$/m);
 }, 30_000);
 
+it('docs/engines.md: the DBOS example, saved and run as the page says (a database of its own), prints the record and ends', async () => {
+  const page = readFileSync(join(repoRoot, 'docs/engines.md'), 'utf8');
+  const how = /Save the block below as\s+`([\w.-]+)`[\s\S]*?run\s+`(node [^`]+)`[\s\S]*?prints[^`]*`([^`]+)`/.exec(
+    page,
+  );
+  expect(how, 'the page says what to save the DBOS block as, how to run it and what it prints').not.toBeNull();
+  const [, file, command, printed] = how!;
+  const block = blockAfter(page, 'engines-dbos');
+  // It ends once it is done: the ledger's pool closed too (an open one holds Node for pg's idle timeout).
+  expect(block).toMatch(/^await rs\.close\(\);$/m);
+  const project = freshProject(installed(blockAfter(page, 'engines-dbos-install')));
+  writeFileSync(join(project.dir, file!), block);
+  const r = await sh(command!, project.dir, await ownDatabase(page, project.env), 60_000);
+  expect(r.code, r.stderr).toBe(0);
+  expect(r.stdout.trim().split('\n').at(-1)).toBe(printed);
+}, 90_000);
+
 // A package README's first example, where it needs no account and no network: installed, saved and run as
 // the README says, it prints what the README shows (the others call a live provider: docs.test.ts compiles them).
 for (const readme of [
