@@ -68,13 +68,10 @@ function packedProblems(
         if (!candidates.some((c) => shipped.has(c))) problems.push(`${file}: ${s} is not in the package`);
         continue;
       }
-      const name = packageName(s);
-      if (s.startsWith('node:') || builtinModules.includes(name) || name === manifest.name) continue;
-      if (!declared.has(name)) problems.push(`${file}: imports ${name}, which package.json does not declare`);
-      else if (dts && !hasOwnTypes(dir, name) && !declared.has(typesPackage(name)))
-        problems.push(
-          `${file}: the types of ${name} are in ${typesPackage(name)}, which package.json does not declare`,
-        );
+      if (s.startsWith('node:') || builtinModules.includes(s) || s === manifest.name) continue;
+      if (!declared.has(s)) problems.push(`${file}: imports ${s}, which package.json does not declare`);
+      else if (dts && !hasOwnTypes(dir, s) && !declared.has(typesPackage(s)))
+        problems.push(`${file}: the types of ${s} are in ${typesPackage(s)}, which package.json does not declare`);
     }
   }
   // Every file the exports map points at (its keys are subpaths, its values files).
