@@ -564,10 +564,12 @@ it.each(FIRST_EXAMPLES)(
   60_000,
 );
 
-it("the adapters' first examples type-check as saved, for a TypeScript user (node16 and bundler resolution, skipLibCheck off)", async () => {
-  const pages = Object.keys(FIRST_EXAMPLE_SANDBOXES).map((a) =>
-    readFileSync(join(repoRoot, `adapters/${a}/README.md`), 'utf8'),
-  );
+it("the adapters' and the PostgreSQL ledger's first examples type-check as saved, for a TypeScript user (node16 and bundler resolution, skipLibCheck off)", async () => {
+  const readmes = [
+    ...Object.keys(FIRST_EXAMPLE_SANDBOXES).map((a) => `adapters/${a}/README.md`),
+    'packages/ledger-postgres/README.md',
+  ];
+  const pages = readmes.map((f) => readFileSync(join(repoRoot, f), 'utf8'));
   const packages = pages.flatMap((page) => installed(blockAfter(page, 'readme-install')));
   const { dir, env } = freshProject([...new Set(packages), 'typescript', '@types/node']);
   const files = pages.map((page) => {
