@@ -265,9 +265,14 @@ describe('code blocks in README.md and docs/', () => {
     expect(problems).toEqual([]);
   });
 
-  it('a page that runs `npx retrysafe` or `npx retrysafe-mcp` installs the package that has that bin', () => {
-    // Without it npx does not fail: it fetches whatever unscoped package the registry has under that name.
-    const bins = { retrysafe: '@retrysafe/cli', 'retrysafe-mcp': '@retrysafe/mcp' } as const;
+  it('a page that runs `npx <command>` installs the package that has that bin', () => {
+    // Without it npx does not fail: it asks to fetch whatever package the registry has under that name.
+    const bins = new Map<string, string>();
+    for (const [name, dir] of installedPackages()) {
+      const { bin } = JSON.parse(readFileSync(join(dir, 'package.json'), 'utf8')) as { bin?: object };
+      if (name.startsWith('@retrysafe/')) for (const command of Object.keys(bin ?? {})) bins.set(command, name);
+    }
+    expect(bins.get('retrysafe-mcp')).toBe('@retrysafe/mcp');
     const missing: string[] = [];
     for (const file of DOCS) {
       const blocks = allBlocks.filter((b) => b.file === file && SHELL.has(lang(b)));
@@ -275,11 +280,29 @@ describe('code blocks in README.md and docs/', () => {
         .flatMap((b) => b.code.split('\n'))
         .flatMap((l) => INSTALL.exec(l)?.[1]?.split(/\s+/) ?? []);
       const text = readFileSync(join(repo, file), 'utf8');
-      for (const [bin, pkg] of Object.entries(bins))
-        if (new RegExp(`\\bnpx ${bin}(?![\\w-])`).test(text) && !installed.includes(pkg))
-          missing.push(`${file}: ${pkg}`);
+      for (const [, command] of text.matchAll(/\bnpx ([\w@/.-]+)/g)) {
+        const pkg = bins.get(command!) ?? command!;
+        if (!installed.includes(pkg)) missing.push(`${file}: npx ${command} needs ${pkg}`);
+      }
     }
-    expect(missing).toEqual([]);
+    expect([...new Set(missing)]).toEqual([]);
+  });
+
+  it('a shell block that needs a clone of this repository (`pnpm build`, `node packages/…`, `source .ci/…`) says so just before it', () => {
+    // Pasted into a user's project, these fail: the page must say where they run.
+    const needsClone = /\bnode (?:packages|adapters)\/|^\s*pnpm (?!add\b|dlx\b)|\bsource \.ci\//m;
+    const unsaid = DOCS.filter((f) => !f.startsWith('docs/decisions/')).flatMap((file) => {
+      const text = readFileSync(join(repo, file), 'utf8');
+      const lines = text.split('\n');
+      return allBlocks
+        .filter((b) => b.file === file && SHELL.has(lang(b)) && needsClone.test(b.code))
+        .filter(
+          (b) =>
+            !/\b(?:clone|checkout) of this repository\b/.test(lines.slice(Math.max(0, b.line - 12), b.line).join(' ')),
+        )
+        .map((b) => `${file}:${b.line}`);
+    });
+    expect(unsaid).toEqual([]);
   });
 
   it('the card example of docs/writing-an-adapter.md is a card defineCard accepts when it runs', async () => {

@@ -1,12 +1,15 @@
 // The walkthroughs most users follow after the README, run as pasted in a fresh folder: each command of the
 // page's shell blocks, with the files the page says to save, must do what the page shows. The install line is
-// honoured, not run: the packages it names (and only those) are linked from this workspace's build into the
-// folder's node_modules, with their bins, so `npx` finds them offline and a package the page forgets to install
-// is missing there as it would be for a user. (The README's first example is installed from packed tarballs by
+// honoured, not run: the packages it names (and only those) are put into the folder's node_modules as their
+// tarballs hold them (see installPacked), with their bins, so `npx` finds them offline and a package the page
+// forgets to install, a dependency a package forgets to declare or a file it does not ship is missing there as it
+// would be for a user. (The README's first example is installed from packed tarballs by
 // readme-first-example.test.ts; the CLI's dependency tree cannot be installed offline from the pnpm store.)
 import { spawn } from 'node:child_process';
 import {
   chmodSync,
+  copyFileSync,
+  linkSync,
   mkdirSync,
   mkdtempSync,
   readFileSync,
@@ -20,8 +23,9 @@ import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, expect, it } from 'vitest';
-import { listWorkspacePackages, repoRoot } from '../scripts/workspace.mjs';
+import { listWorkspacePackages, repoRoot, runtimeDependencyNames } from '../scripts/workspace.mjs';
 import { blockAfter } from './markdown.js';
+import { shippedFiles } from './packed.js';
 
 const temps: string[] = [];
 const groups: number[] = [];
@@ -71,20 +75,56 @@ function resolvedFrom(dirs: string[], name: string): string {
   throw new Error(`${name} is not installed where a workspace package can see it`);
 }
 
-const workspaceDir = (name: string) => new Map(listWorkspacePackages().map((p) => [p.name, p.dir])).get(name)!;
+const workspace = new Map(listWorkspacePackages().map((p) => [p.name, p.dir]));
+const workspaceDir = (name: string) => workspace.get(name)!;
 
-/** A new, empty folder where `packages` are "installed": linked from the workspace (or its store), bins included. */
+/**
+ * Installs workspace package `name` into `dir` as npm would from its tarball: only the files `pnpm pack` ships,
+ * its third-party dependencies beside it, its @retrysafe ones at the top, installed the same way. Linked from the
+ * workspace instead, it would reach its devDependencies, the root's and files that do not ship.
+ */
+function installPacked(dir: string, name: string, done: Set<string>) {
+  if (done.has(name)) return;
+  done.add(name);
+  const from = workspaceDir(name);
+  const to = join(dir, 'node_modules', name);
+  // pnpm adds the root's LICENSE to each package; the rest is the package's own. A hard link costs less than a
+  // copy and, unlike a symbolic one, keeps Node resolving from here.
+  for (const file of shippedFiles(from)) {
+    if (file === 'LICENSE') continue;
+    mkdirSync(dirname(join(to, file)), { recursive: true });
+    try {
+      linkSync(join(from, file), join(to, file));
+    } catch {
+      copyFileSync(join(from, file), join(to, file)); // another file system
+    }
+  }
+  const manifest = JSON.parse(readFileSync(join(from, 'package.json'), 'utf8')) as {
+    peerDependenciesMeta?: Record<string, { optional?: boolean }>;
+  };
+  for (const dep of runtimeDependencyNames(manifest).filter((d) => !manifest.peerDependenciesMeta?.[d]?.optional)) {
+    if (workspaceDir(dep)) installPacked(dir, dep, done);
+    else link(resolvedFrom([from], dep), join(to, 'node_modules', dep));
+  }
+}
+
+function link(target: string, path: string) {
+  mkdirSync(dirname(path), { recursive: true });
+  symlinkSync(target, path);
+}
+
+/** A new, empty folder where `packages` are "installed": ours as packed, others linked from the workspace's store, bins included. */
 function freshProject(packages: string[]): { dir: string; env: NodeJS.ProcessEnv } {
   const dir = mkdtempSync(join(tmpdir(), 'rs-walkthrough-'));
   temps.push(dir);
   // As `npm init -y` writes it (npm 10.9 and later): a `.js` or `.ts` file saved here is CommonJS.
   writeFileSync(join(dir, 'package.json'), JSON.stringify({ name: 'walkthrough', version: '1.0.0', type: 'commonjs' }));
-  const workspace = new Map(listWorkspacePackages().map((p) => [p.name, p.dir]));
   mkdirSync(join(dir, 'node_modules/.bin'), { recursive: true });
+  const done = new Set<string>();
   for (const name of packages) {
-    const from = workspace.get(name) ?? resolvedFrom([...workspace.values()], name);
-    mkdirSync(dirname(join(dir, 'node_modules', name)), { recursive: true });
-    symlinkSync(from, join(dir, 'node_modules', name));
+    if (workspaceDir(name)) installPacked(dir, name, done);
+    else link(resolvedFrom([...workspace.values()], name), join(dir, 'node_modules', name));
+    const from = join(dir, 'node_modules', name);
     const bin = (JSON.parse(readFileSync(join(from, 'package.json'), 'utf8')) as { bin?: Record<string, string> }).bin;
     for (const [command, file] of Object.entries(bin ?? {})) {
       const shim = join(dir, 'node_modules/.bin', command);
@@ -168,15 +208,7 @@ it('docs/declaring-an-http-api.md runs as pasted in a fresh folder: the shipped 
   const page = readFileSync(join(repoRoot, 'docs/declaring-an-http-api.md'), 'utf8');
   const install = blockAfter(page, 'http-install');
   const { dir, env } = freshProject(installed(install));
-  // What the page copies out of node_modules must be in the published package, not only in this repository
-  // (pnpm packs it, as the release's `changeset publish` does).
-  const copied = /cp -r node_modules\/(@retrysafe\/[\w-]+)\/(\S+) /.exec(install);
-  expect(copied, 'the page copies the example out of an installed package').not.toBeNull();
-  const workspace = new Map(listWorkspacePackages().map((p) => [p.name, p.dir]));
-  const packed = await sh('pnpm pack --dry-run --json', workspace.get(copied![1]!)!, env);
-  const files = (JSON.parse(packed.stdout) as { files: { path: string }[] }).files.map((f) => f.path);
-  expect(files).toContain(`${copied![2]}/retrysafe.yaml`);
-
+  // What the page copies out of node_modules is there only if the package ships it (freshProject installs as packed).
   // The drill as the page shows it (only its first scenario: packages/cli/test/fixes.test.ts runs the whole
   // drill of this example and checks the page's table against it).
   const drill = blockAfter(page, 'http-drill').split('\n')[0]!.replace(/^\$ /, '');
@@ -274,6 +306,23 @@ await ledger.close();
   expect(r.code, r.stderr).toBe(0);
   expect(r.stdout, r.stdout).toMatch(/^would prune 1 operation [\s\S]*^pruned 1 operation [\s\S]*^1 chain intact$/m);
 }, 30_000);
+
+it('docs/engines.md: the DBOS example, saved and run as the page says (a database of its own), prints the record and ends', async () => {
+  const page = readFileSync(join(repoRoot, 'docs/engines.md'), 'utf8');
+  const how = /Save the block below as\s+`([\w.-]+)`[\s\S]*?run\s+`(node [^`]+)`[\s\S]*?prints[^`]*`([^`]+)`/.exec(
+    page,
+  );
+  expect(how, 'the page says what to save the DBOS block as, how to run it and what it prints').not.toBeNull();
+  const [, file, command, printed] = how!;
+  const block = blockAfter(page, 'engines-dbos');
+  // It ends once it is done: the ledger's pool closed too (an open one holds Node for pg's idle timeout).
+  expect(block).toMatch(/^await rs\.close\(\);$/m);
+  const project = freshProject(installed(blockAfter(page, 'engines-dbos-install')));
+  writeFileSync(join(project.dir, file!), block);
+  const r = await sh(command!, project.dir, await ownDatabase(page, project.env), 60_000);
+  expect(r.code, r.stderr).toBe(0);
+  expect(r.stdout.trim().split('\n').at(-1)).toBe(printed);
+}, 90_000);
 
 // A package README's first example, where it needs no account and no network: installed, saved and run as
 // the README says, it prints what the README shows (the others call a live provider: docs.test.ts compiles them).
@@ -470,11 +519,12 @@ async function ownDynamo(page: string, project: { dir: string; env: NodeJS.Proce
   return '--config retrysafe.yaml';
 }
 
-// The adapters' READMEs, and the READMEs whose first example calls an adapter (DBOS steps, the DynamoDB ledger).
+// The adapters' READMEs, and the READMEs whose first example calls an adapter (DBOS steps, the ledgers).
 const FIRST_EXAMPLES = [
   ...Object.keys(FIRST_EXAMPLE_SANDBOXES).map((a) => `adapters/${a}/README.md`),
   'packages/dbos/README.md',
   'packages/ledger-dynamodb/README.md',
+  'packages/ledger-postgres/README.md',
   'packages/ai-sdk/README.md',
 ];
 /** The tool call a scripted model makes in a first example that asks a model (the AI SDK's tools). */
@@ -514,10 +564,12 @@ it.each(FIRST_EXAMPLES)(
   60_000,
 );
 
-it("the adapters' first examples type-check as saved, for a TypeScript user (node16 and bundler resolution, skipLibCheck off)", async () => {
-  const pages = Object.keys(FIRST_EXAMPLE_SANDBOXES).map((a) =>
-    readFileSync(join(repoRoot, `adapters/${a}/README.md`), 'utf8'),
-  );
+it("the adapters' and the PostgreSQL ledger's first examples type-check as saved, for a TypeScript user (node16 and bundler resolution, skipLibCheck off)", async () => {
+  const readmes = [
+    ...Object.keys(FIRST_EXAMPLE_SANDBOXES).map((a) => `adapters/${a}/README.md`),
+    'packages/ledger-postgres/README.md',
+  ];
+  const pages = readmes.map((f) => readFileSync(join(repoRoot, f), 'utf8'));
   const packages = pages.flatMap((page) => installed(blockAfter(page, 'readme-install')));
   const { dir, env } = freshProject([...new Set(packages), 'typescript', '@types/node']);
   const files = pages.map((page) => {
