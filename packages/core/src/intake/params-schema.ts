@@ -38,7 +38,7 @@ function validatorFor(schema: JsonSchema, operation: string): ValidateFunction {
   }
 }
 
-/** Compiles the params schema, else throws the RunnerConfigurationError its every call would (a server, at start). */
+/** Throws the RunnerConfigurationError its every call would (a server, at start). */
 export function checkParamsSchema(spec: OperationSpec): void {
   validatorFor(spec.paramsSchema, spec.card.operation);
 }
@@ -55,13 +55,12 @@ function dotPath(pointer: string, child?: string): string {
   return out || '(root)';
 }
 
-/** The keywords whose error names a child field: the ajv param that holds its name, and the message. */
+/** The ajv param that holds the child's name, and the message. */
 const CHILD_ERRORS: Record<string, readonly [string, string]> = {
   required: ['missingProperty', 'is required'],
   additionalProperties: ['additionalProperty', 'is not a field of this operation'],
 };
 
-/** ajv's errors as field errors: each names the field and why, never the value. */
 function fieldErrors(errors: readonly ErrorObject[] | null | undefined): FieldError[] {
   const out: FieldError[] = [];
   const seen = new Set<string>();
@@ -76,7 +75,6 @@ function fieldErrors(errors: readonly ErrorObject[] | null | undefined): FieldEr
   return out;
 }
 
-/** The field errors of `params` against the operation's JSON Schema (empty when valid). */
 export function paramsErrors(spec: OperationSpec, params: unknown): FieldError[] {
   const validate = validatorFor(spec.paramsSchema, spec.card.operation);
   if (!validate(params)) return fieldErrors(validate.errors);
@@ -86,7 +84,6 @@ export function paramsErrors(spec: OperationSpec, params: unknown): FieldError[]
     : [];
 }
 
-/** Before anything is claimed or sent: InvalidParamsError naming every field that fails the params schema. */
 export function assertParams(spec: OperationSpec, params: unknown): void {
   const errors = paramsErrors(spec, params);
   if (errors.length) throw new InvalidParamsError(spec.card.operation, errors);

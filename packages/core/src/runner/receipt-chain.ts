@@ -1,4 +1,3 @@
-/** The receipt chain: each receipt sealed onto the one before it. */
 import type { OperationRecord, Receipt } from '@retrysafe/contract';
 import { answerOf, type Decision, type Observation } from '../decide.js';
 import { RunnerConfigurationError } from '../errors/runner-configuration-error.js';
@@ -7,7 +6,7 @@ import { sealReceipt, type UnsealedReceipt } from '../receipts.js';
 import type { Redactor } from '../redact.js';
 import type { RunnerContext } from './context.js';
 
-/** A provider's field errors as receipts keep them: path and message only, redacted, at most 20. */
+/** Path and message only, redacted, at most 20. */
 function providerFieldErrors(fields: readonly unknown[], redactor: Redactor): { path: string; message: string }[] {
   return fields.slice(0, 20).flatMap((f) => {
     const r = (f ?? {}) as { path?: unknown; message?: unknown };
@@ -17,7 +16,6 @@ function providerFieldErrors(fields: readonly unknown[], redactor: Redactor): { 
   });
 }
 
-/** An attempt's receipt, sealed after `last` (the operation's latest receipt). */
 export function attemptReceipt(
   ctx: RunnerContext,
   op: Operation,
@@ -70,7 +68,7 @@ export function attemptReceipt(
   return sealReceipt(body, ctx.options.receiptKey);
 }
 
-/** A `resolve` receipt (resume, mark-done, abandon, supersede) sealed after `last`; `reason`, `providerRef` redacted. */
+/** `reason` and `providerRef` come redacted. */
 export function resolveReceipt(
   ctx: RunnerContext,
   record: OperationRecord,

@@ -11,7 +11,6 @@ import { errText, type LogSubject, type RunnerContext } from './context.js';
 import { type DriveState, writeWith } from './state.js';
 import type { RunResult } from './types.js';
 
-/** The operation succeeded: its result written (with the `pending` receipt, in one transaction where it can). */
 export async function complete(
   ctx: RunnerContext,
   op: Operation,
@@ -59,7 +58,6 @@ export async function complete(
 export const handoffReason = (recovering: boolean, d: Extract<Decision, { action: 'handoff' }>) =>
   recovering && d.reason === 'unknown-no-safe-resend' ? 'crash-recovery-inconclusive' : d.reason;
 
-/** The operation goes to a person: a packet built from the receipts, written (with the `pending` receipt), and sent to the sink. */
 export async function handOff(
   ctx: RunnerContext,
   op: Operation,
@@ -125,8 +123,7 @@ export function givenBack(
   );
 }
 
-/** All a give-back reads of the receipts: how many there are while each is a call that never sent its request
- * (outcome `neverSent`), in any revision; null once one is not. */
+/** How many receipts there are while each is a call that never sent its request, in any revision; null once one is not. */
 export const neverSentCalls = (receipts: readonly Pick<Receipt, 'kind' | 'neverSent'>[]) =>
   receipts.every((r) => isSend(r) && r.neverSent === true) ? receipts.length : null;
 
@@ -171,7 +168,7 @@ export async function sendPacket(
   }
 }
 
-/** The answer for an operation already at rest (this worker's earlier run, or another's). `paramsFingerprint`: null to answer whatever its params. */
+/** `paramsFingerprint`: null to answer whatever its params. */
 export async function fromTerminal(
   ctx: RunnerContext,
   record: OperationRecord,
@@ -203,7 +200,6 @@ export async function fromTerminal(
   return atRest(record, receipts);
 }
 
-/** The answer an operation at rest gives from its record and receipts: its result, or its hand-off. */
 export function atRest(record: OperationRecord, receipts: Receipt[]): RunResult {
   const { businessOperationId, result, providerRef, attemptCount: attempts, handoff: packet } = record;
   if (record.state === 'succeeded')
