@@ -17,14 +17,7 @@ export {
   choiceOption,
   numberOption,
 } from './ledger-checks.js';
-export {
-  type OperationState,
-  PRUNABLE_STATES,
-  RECOVERABLE_STATES,
-  STATES,
-  stateWords,
-  TERMINAL_STATES,
-} from './ledger-states.js';
+export * from './ledger-states.js';
 export * from './ledger-stored.js';
 
 export interface OperationRecord {

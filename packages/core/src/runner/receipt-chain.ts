@@ -55,9 +55,8 @@ export function attemptReceipt(
   };
   // Only what the provider said is kept, redacted.
   if (typeof refs.status === 'number') body.status = refs.status;
-  if (typeof refs.code === 'string') body.code = op.redactor.text(refs.code);
-  if (typeof refs.providerRef === 'string') body.providerRef = op.redactor.text(refs.providerRef);
-  if (typeof refs.requestId === 'string') body.requestId = op.redactor.text(refs.requestId);
+  for (const k of ['code', 'providerRef', 'requestId'] as const)
+    if (typeof refs[k] === 'string') body[k] = op.redactor.text(refs[k]);
   if (message !== undefined) body.message = op.redactor.text(message);
   if (inner?.kind === 'not-applied' && inner.neverSent === true) body.neverSent = true;
   if (inner?.kind === 'rejected') {
