@@ -144,10 +144,8 @@ export function readEach<Row, T>(
   return out;
 }
 
-/**
- * Up to `limit` readable rows (`fetch(n)`: the first n rows, all when undefined). The fetch is widened by each
- * unreadable row, so one stuck at the head of the order cannot hide the rows behind it; each is told once.
- */
+/** Up to `limit` readable rows (`fetch(n)`: the first n rows, all when undefined). The fetch is widened by each
+ * unreadable row, so one stuck at the head of the order cannot hide the rows behind it; each is told once. */
 export async function readLimited<Row, T>(
   fetch: (n: number | undefined) => Promise<readonly Row[]>,
   limit: number | undefined,

@@ -127,10 +127,8 @@ function oneRetryAfter(v: string, from: number): number | undefined {
   return Number.isNaN(at) ? undefined : Math.max(0, at - from);
 }
 
-/**
- * Retry-After in ms, or `undefined`; sent twice (a list, or folded as '30, 30'): the longest wait. `date`, the answer's
- * `Date` header, is required: an HTTP-date is measured from the provider's clock (RFC 9110 §10.2.3), not ours.
- */
+/** Retry-After in ms, or `undefined`; sent twice (a list, or folded as '30, 30'): the longest wait. `date`, the answer's
+ * `Date` header, is required: an HTTP-date is measured from the provider's clock (RFC 9110 §10.2.3), not ours. */
 export function parseRetryAfter(
   value: string | readonly string[] | null | undefined,
   date: string | null | undefined,

@@ -114,13 +114,10 @@ export function givenBack(
   s: Readonly<DriveState>,
   decided: Extract<Decision, { action: 'handoff' }>,
 ): never {
-  const sends = s.receipts.filter(isSend);
   const why = `nothing was sent: every provider call failed before its request left (${decided.why}); the operation was given back (state not-sent), and a call with the same business-operation id sends it as new`;
   ctx.log('warn', 'given-back', why, op, { attempt: s.record.attemptCount });
-  throw new RetryExhaustedError(
-    op.redactor.text(why),
-    sends.map((r) => r.attemptId),
-  );
+  const ids = s.receipts.filter(isSend).map((r) => r.attemptId);
+  throw new RetryExhaustedError(op.redactor.text(why), ids);
 }
 
 /** How many receipts there are while each is a call that never sent its request, in any revision; null once one is not. */
@@ -194,16 +191,12 @@ export async function fromTerminal(
     const detail = `the operation is ${stateWords(record.state)} with other params and cannot be superseded: ${check.why}`;
     throw paramsConflict(op, record, detail, 'needs-person');
   }
-  const receipts = await ledger.receipts(record.businessOperationId);
-  if (record.state === 'succeeded')
-    log('info', 'adopt', 'already succeeded: adopting the stored result, nothing sent', op);
-  return atRest(record, receipts);
-}
-
-export function atRest(record: OperationRecord, receipts: Receipt[]): RunResult {
   const { businessOperationId, result, providerRef, attemptCount: attempts, handoff: packet } = record;
-  if (record.state === 'succeeded')
+  const receipts = await ledger.receipts(businessOperationId);
+  if (record.state === 'succeeded') {
+    log('info', 'adopt', 'already succeeded: adopting the stored result, nothing sent', op);
     return { status: 'done', businessOperationId, result, providerRef, adopted: true, attempts, receipts };
+  }
   if (record.state === 'not-sent')
     throw new InvalidStateError(
       businessOperationId,
