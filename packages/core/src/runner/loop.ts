@@ -87,12 +87,8 @@ async function attemptLoop(ctx: RunnerContext, op: Operation, s: DriveState): Pr
     s.maybeApplied = observed.maybeApplied;
     // The budget is spent and no call ever left: the claim is given back with this receipt, in the same write.
     const neverSent = obs.kind === 'not-applied' && obs.neverSent === true;
-    const giveBack = givesBack(
-      decision,
-      observed.maybeApplied,
-      [...s.receipts, { kind, ...(neverSent && { neverSent }) }],
-      s.record,
-    );
+    const calls = [...s.receipts, { kind, ...(neverSent && { neverSent }) }];
+    const giveBack = givesBack(decision, observed.maybeApplied, calls, s.record);
     const receipt = attemptReceipt(ctx, op, s.receipts.at(-1), {
       kind,
       attemptId,

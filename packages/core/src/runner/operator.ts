@@ -22,6 +22,7 @@ import {
 import { identityFields, isTerminal, NOT_THE_HANDOFF_DECIDED_ON } from '@retrysafe/contract/ledger';
 import { lookupAvailable, resendSafety } from '@retrysafe/contract/rules';
 import { MAYBE_APPLIED_STATES } from '../decide.js';
+import { defined } from '../defined.js';
 import { BrokenReceiptChainError } from '../errors/broken-receipt-chain-error.js';
 import { RunnerConfigurationError } from '../errors/runner-configuration-error.js';
 import { buildPacket, KEY_FORGOTTEN, resumeSafeByKey } from '../handoff.js';
@@ -248,13 +249,8 @@ async function recoveryFailed(ctx: RunnerContext, record: OperationRecord, err: 
     // No operation's policy here (the record could not be driven): the runner's maxElapsed, else one lease.
     const ms = ctx.options.policy?.maxElapsedMs ?? ctx.options.policy?.leaseMs ?? DEFAULT_LEASE_MS;
     await sendPacket(ctx, packet, logAs, { ms });
-    const result = {
-      status: 'handed-off' as const,
-      businessOperationId: id,
-      packet,
-      attempts: after.attemptCount,
-      receipts,
-    };
+    const attempts = after.attemptCount;
+    const result = { status: 'handed-off' as const, businessOperationId: id, packet, attempts, receipts };
     return reportOf(record, after.state, 'handed-off', { error, result });
   } catch (again) {
     const why = `could not hand it off either (${errText(again)}); it stays for the next pass`;
@@ -433,12 +429,7 @@ async function close(
     requestFingerprint: last?.requestFingerprint ?? fingerprint(redactor.params(current.params)),
   });
   // The ledger checks the hand-off decided on in the write itself: one made since resolve() checked it is refused there.
-  const resolved = {
-    action: resolution.action,
-    ...(providerRef !== undefined ? { providerRef } : {}),
-    by: p.by,
-    handoffAt: p.handoffAt,
-  };
+  const resolved = defined({ action: resolution.action, providerRef, by: p.by, handoffAt: p.handoffAt });
   // One write with its receipt: a crash between two would leave it closed without the receipt the runbook promises.
   const after = await ledger.resolve(id, resolved, clock.now(), ctx.receiptWithState ? receipt : undefined);
   if (!ctx.receiptWithState) await ledger.appendReceipt(fenceOf(after), receipt);

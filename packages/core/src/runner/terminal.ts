@@ -43,14 +43,9 @@ export async function complete(
     await ctx.ledger.appendReceipt(s.lease.ref, pending);
   }
   const attempts = record.attemptCount;
-  ctx.log(
-    'info',
-    'done',
-    () =>
-      `succeeded${adopted ? ' (adopted)' : ''} after ${attempts} provider call(s)${providerRef ? `, ref ${providerRef}` : ''}`,
-    op,
-    { attempt: attempts, adopted },
-  );
+  const ref = providerRef ? `, ref ${providerRef}` : '';
+  const text = () => `succeeded${adopted ? ' (adopted)' : ''} after ${attempts} provider call(s)${ref}`;
+  ctx.log('info', 'done', text, op, { attempt: attempts, adopted });
   return { status: 'done', businessOperationId: op.id, result, providerRef, adopted, attempts, receipts: s.receipts };
 }
 
