@@ -23,7 +23,6 @@ function isLookupResult(o: unknown): o is LookupResult {
   return outcomeProblem(x.outcome) === null && FOUND_KINDS.includes(x.outcome!.kind as string);
 }
 
-/** What a call and a lookup alike tell the adapter of the operation and this attempt. */
 function attemptContext(op: Operation, c: DriveState, attemptId: AttemptId): Omit<ExecuteContext, 'attempt'> {
   return {
     businessOperationId: op.id,
