@@ -62,17 +62,14 @@ const CHILD_ERRORS: Record<string, readonly [string, string]> = {
 };
 
 function fieldErrors(errors: readonly ErrorObject[] | null | undefined): FieldError[] {
-  const out: FieldError[] = [];
-  const seen = new Set<string>();
-  for (const e of errors ?? []) {
+  const out = (errors ?? []).map((e): FieldError => {
     const child = Object.hasOwn(CHILD_ERRORS, e.keyword) ? CHILD_ERRORS[e.keyword] : undefined;
-    const fe: FieldError = child
+    return child
       ? { path: dotPath(e.instancePath, String(e.params[child[0]])), message: child[1] }
       : { path: dotPath(e.instancePath), message: e.message ?? `fails ${e.keyword}` };
-    const k = `${fe.path}\u0000${fe.message}`;
-    if (!seen.has(k)) out.push(fe), seen.add(k);
-  }
-  return out;
+  });
+  // One per path and message, in the order first seen.
+  return [...new Map(out.map((fe) => [`${fe.path}\u0000${fe.message}`, fe])).values()];
 }
 
 export function paramsErrors(spec: OperationSpec, params: unknown): FieldError[] {
