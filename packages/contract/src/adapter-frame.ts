@@ -31,7 +31,7 @@ import { accountProblem } from './intent.js';
 import type { LookupResult, Outcome } from './outcome.js';
 import { AJV_WORDS, schemaProblems } from './schema-problems.js';
 
-/** `keyRule`: null exactly when the card says no key travels. The intent fields are the card's (`defineAdapter` sets them). */
+/** `keyRule`: null exactly when the card says no key travels. */
 export interface FrameOperation extends Omit<OperationSpec, 'intentFields'> {
   readonly keyRule: ProviderKeyRule | null;
 }
@@ -59,7 +59,6 @@ export interface AdapterDefinition<P extends string, O extends FrameOperation> e
 
 export type FramedAdapter<P extends string> = AdapterV1 & { readonly provider: P };
 
-/** Why `key` cannot be sent under `rule`, or null when it can. */
 export function providerKeyShapeProblem(key: string, rule: ProviderKeyRule): string | null {
   if (typeof key !== 'string' || key.length === 0) return 'is empty';
   if (key.length > rule.maxLength) return `is ${key.length} characters, over the provider's ${rule.maxLength}`;
@@ -73,7 +72,6 @@ const PARAMS = { root: '(root)', say: AJV_WORDS, neverStricter: true };
 export const schemaErrors = (schema: JsonSchema, params: unknown): FieldError[] =>
   schemaProblems(schema, params, PARAMS);
 
-/** The schema's field errors, then the adapter's own checks. */
 export function operationParamsErrors(
   spec: Pick<OperationSpec, 'paramsSchema' | 'checkParams'>,
   params: unknown,
@@ -85,7 +83,7 @@ export function operationParamsErrors(
 
 const NEVER = new AbortController().signal;
 
-/** Resolves with `onAbort()` as soon as `signal` aborts (a late answer is dropped), else with the adapter's answer. */
+/** A late answer after an abort is dropped. */
 function raceAbort<T>(run: () => Promise<T>, signal: AbortSignal, onAbort: () => T): Promise<T> {
   if (signal === NEVER) return run();
   return new Promise<T>((resolve, reject) => {

@@ -54,7 +54,7 @@ function write(value: unknown, seen: Set<object>): string {
   }
 }
 
-/** One member's text; an error beneath it gets the member's name in front of its path (paths are built only on errors). */
+/** An error beneath it gets the member's name in front of its path (paths are built only on errors). */
 function member(name: string, value: unknown, seen: Set<object>): string {
   if (value === undefined) throw new InvalidIntentError(name, 'undefined array item');
   try {
@@ -66,7 +66,7 @@ function member(name: string, value: unknown, seen: Set<object>): string {
   }
 }
 
-/** Equal as canonical JSON (key order aside); a value JSON cannot carry equals nothing. */
+/** A value JSON cannot carry equals nothing. */
 export function sameJson(a: unknown, b: unknown): boolean {
   try {
     return canonicalJson(a) === canonicalJson(b);
@@ -78,17 +78,16 @@ export function sameJson(a: unknown, b: unknown): boolean {
 /** Printable ASCII without a quote or backslash: its JSON text is itself in quotes. */
 const PLAIN = /^[ !#-[\]-~]*$/;
 
-/** A string's or key's canonical text: JSON of it as given. Plain ASCII (most ids, times and hashes) needs no escaping. */
+/** Plain ASCII (most ids, times and hashes) needs no escaping. */
 function stringText(s: string): string {
   return PLAIN.test(s) ? `"${s}"` : JSON.stringify(s);
 }
 
-/** SHA-256 of a UTF-8 string, lowercase hex. */
 export function sha256Hex(text: string): string {
   return hash('sha256', text, 'hex');
 }
 
-/** `sha256:` + hex digest of the canonical JSON of `value`: the fingerprint used for intents and requests. */
+/** The fingerprint used for intents and requests. */
 export function fingerprint(value: unknown): string {
   return 'sha256:' + sha256Hex(canonicalJson(value));
 }

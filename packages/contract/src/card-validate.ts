@@ -160,7 +160,7 @@ const MISSING = 'every field is required; write "unknown" with a source when it 
 const show = (values: readonly unknown[]) => values.map((x) => JSON.stringify(x)).join(', ');
 const schemas = (list: unknown) => (Array.isArray(list) ? (list as Schema[]) : []);
 
-/** A fact's closed values, "unknown" last (true, false, "unknown"); undefined when its value is open. */
+/** "unknown" last; undefined when its value is open. */
 function factChoices(fact: Schema): string | undefined {
   const [value] = schemas(((fact.properties ?? {}) as Record<string, Schema>).value?.anyOf);
   const closed =
@@ -198,7 +198,7 @@ const WORDING: SchemaWording = {
   },
 };
 
-/** Paths of facts whose value is "unknown": an anyOf with a `{ const: "unknown" }` branch holds it. */
+/** An anyOf with a `{ const: "unknown" }` branch holds it. */
 function unknownsOf(s: Schema, v: unknown, path: string, out: string[]): string[] {
   if (v === UNKNOWN && schemas(s.anyOf).some((b) => b.const === UNKNOWN)) out.push(path.replace(/\.value$/, ''));
   else if (typeof v === 'object' && v !== null && !Array.isArray(v))
@@ -327,7 +327,6 @@ function checkBeyondSchema(card: Record<string, unknown>, problems: CardProblem[
   });
 }
 
-/** The rule's step that acts on the value at its path (empty-array-as-absent), if it has one. */
 const atPath = ({ steps }: Record<string, unknown>) =>
   Array.isArray(steps) ? AT_PATH_STEPS.find((s) => steps.includes(s)) : undefined;
 
@@ -348,7 +347,7 @@ function defaultProblem(r: Record<string, unknown>, kind: unknown, intentFields:
     : null;
 }
 
-/** The schema of the value at `parts` (a part that is not an index crosses an array's items), or undefined. */
+/** A part that is not an index crosses an array's items. */
 function schemaAt(schema: unknown, parts: readonly string[]): Schema | undefined {
   if (typeof schema !== 'object' || schema === null) return undefined;
   const s = schema as Schema;
@@ -393,7 +392,7 @@ function checkBudget(card: Record<string, unknown>, problems: CardProblem[]): vo
   for (const { field, why } of budgetProblems(budget)) problems.push({ path: BUDGET_PATHS[field], message: why });
 }
 
-/** The card deep-frozen, or a CardValidationError listing every problem. */
+/** Deep-frozen, or a CardValidationError listing every problem. */
 export function defineCard<const C extends RetrySafetyCard>(card: C): C {
   return checkedCard(card, String(card.operation ?? '(unnamed)'));
 }
@@ -404,7 +403,7 @@ function checkedCard<C extends RetrySafetyCard>(card: C, name: string): C {
   return deepFreeze(card);
 }
 
-/** A card read from JSON or YAML data, without its editor `$schema`. */
+/** From JSON or YAML data, without its editor `$schema`. */
 export function parseCard(data: unknown, origin = '(card data)'): RetrySafetyCard {
   const refuse = (path: string, message: string) => new CardValidationError(origin, [{ path, message }]);
   if (typeof data !== 'object' || data === null || Array.isArray(data))
@@ -432,7 +431,7 @@ function deepFreeze<T>(value: T): T {
 export const CARD_SCHEMA_VERSION = 1 as const;
 export const CARD_SCHEMA_ID = `urn:retrysafe:retry-safety-card:v${CARD_SCHEMA_VERSION}`;
 
-/** The published JSON Schema (draft 2020-12) of a card: the one `validateCard` checks. */
+/** The one `validateCard` checks. */
 export function cardJsonSchema(): Readonly<Record<string, unknown>> {
   return structuredClone({
     $schema: 'https://json-schema.org/draft/2020-12/schema',

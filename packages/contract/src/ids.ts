@@ -40,7 +40,7 @@ export function newAttemptId(): AttemptId {
   return `att_${randomUUID()}` as AttemptId;
 }
 
-/** A run or attempt id given back to us (e.g. read from a receipt). */
+/** E.g. read from a receipt. */
 const recordedId =
   <T>(kind: string) =>
   (value: string): T => {
@@ -59,7 +59,7 @@ export interface ProviderKeyRule {
   prefix?: string;
 }
 
-/** The keys a charset (a character-class body) allows; throws a SyntaxError when the body does not compile. */
+/** Throws a SyntaxError when the character-class body does not compile. */
 export function charsetPattern(charset: string): RegExp {
   return new RegExp(`^[${charset}]*$`);
 }

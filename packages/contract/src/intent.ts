@@ -28,7 +28,7 @@ export function accountProblem(account: unknown): string | null {
   return null;
 }
 
-/** `<operation>:<32 hex of SHA-256 of the canonical intent>`; never from an LLM tool-call id or a run id. */
+/** `<operation>:<32 hex of SHA-256 of the canonical intent>`. */
 export function businessOperationId(
   operation: string,
   intent: Record<string, unknown>,
@@ -37,7 +37,7 @@ export function businessOperationId(
   return intentIdentity(operation, intent, account).id;
 }
 
-/** The derived id and the intent's fingerprint, one digest for both; an account, when given, is digested too. */
+/** One digest for both; an account, when given, is digested too. */
 export function intentIdentity(operation: string, intent: Record<string, unknown>, account?: string) {
   const problem = operationNameProblem(operation);
   if (problem) throw new InvalidIdError('operation name', operation, problem);
@@ -50,7 +50,7 @@ export function intentIdentity(operation: string, intent: Record<string, unknown
   return { id: asBusinessOperationId(`${operation}:${digest.slice(0, 32)}`), intentFingerprint };
 }
 
-/** The fingerprint of an operation's intent (and account): a derived id's digest, and what a caller's id is held to. */
+/** A derived id's digest, and what a caller's id is held to. */
 export function intentFingerprintOf(operation: string, intent: Record<string, unknown>, account?: string): string {
   return fingerprint(account === undefined ? { operation, intent } : { operation, intent, account });
 }
@@ -62,7 +62,7 @@ function put(out: Record<string, unknown>, key: string, value: unknown): void {
   else out[key] = value;
 }
 
-/** Whether a dot path's value is fixed by the intent: an intent field, or a path beneath one. */
+/** An intent field, or a path beneath one. */
 export function withinIntent(path: string, intentFields: readonly unknown[]): boolean {
   return intentFields.some((f) => typeof f === 'string' && (path === f || path.startsWith(`${f}.`)));
 }
@@ -103,7 +103,7 @@ function readAt(cur: unknown, parts: readonly string[], field: string): unknown 
   return readAt((cur as Record<string, unknown>)[part], rest, field);
 }
 
-/** The intent of these params as a card reads it: its intent fields, picked, in normal form (what the id digests). */
+/** Its intent fields, picked, in normal form (what the id digests). */
 export function intentOf(
   params: unknown,
   rule: {
@@ -148,7 +148,6 @@ export const AT_PATH_STEPS: readonly NormalizationStep[] = [EMPTY_AS_ABSENT];
 /** The steps that can merge values a provider may keep apart (`Ref` and `ref`, `[]` and left out): declared only with its `evidence`. */
 export const MERGING_STEPS: readonly NormalizationStep[] = NORMALIZATION_STEPS.filter((step) => step !== 'trim');
 
-/** The steps for one field (dot path into params) and why they do not matter to the provider. */
 export interface FieldNormalization {
   readonly field: string;
   readonly steps: readonly NormalizationStep[];
@@ -159,7 +158,6 @@ export interface FieldNormalization {
   readonly providerDefault?: unknown;
 }
 
-/** How a param (not an intent field) is compared with the stored one on a repeat call. */
 export interface ParamComparison extends Omit<FieldNormalization, 'steps'> {
   readonly compare: 'exact' | 'normalized';
   readonly steps?: readonly NormalizationStep[];
@@ -272,11 +270,10 @@ export function normalizeIntent(intent: Record<string, unknown>, rules: Rules | 
   return out;
 }
 
-/** A rule normalizeParams reads: an intent field's normalisation, or a paramComparison rule (`exact` or its steps). */
 export type ParamsRule = Pick<FieldNormalization, 'field' | 'providerDefault'> &
   Partial<Pick<ParamComparison, 'steps' | 'compare'>>;
 
-/** Whole params in normal form for comparison, by the same rules as normalizeIntent: a deep copy when anything applies. */
+/** By the same rules as normalizeIntent: a deep copy when anything applies. */
 export function normalizeParams(params: unknown, rules: readonly ParamsRule[]): unknown {
   if (typeof params !== 'object' || params === null) return params;
   const paths = rules.map((r) => {
@@ -336,7 +333,7 @@ export function differingPaths(a: unknown, b: unknown, path = ''): string[] {
   return sameJson(a ?? null, b ?? null) ? [] : [path || '(root)'];
 }
 
-/** For cards and tool descriptions: `orderRef: trim, collapse-whitespace`. */
+/** `orderRef: trim, collapse-whitespace`. */
 export function describeNormalization(rules: readonly (Partial<ParamComparison> & { field: string })[] | undefined) {
   if (!rules || rules.length === 0) return 'none: compared exactly as written';
   const told = (r: (typeof rules)[number]) => [

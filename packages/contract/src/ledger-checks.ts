@@ -6,7 +6,7 @@ import { type OperationState, PRUNABLE_STATES, STATES } from './ledger-states.js
 import type { OnUnreadable } from './ledger-stored.js';
 import type { HandoffPacket } from './receipt.js';
 
-/** A number option of a ledger's factory, or its default: finite, at least `min`, whole when `integer`. */
+/** A ledger factory's option, or its default. */
 export function numberOption(value: number | undefined, fallback: number, name: string, min: number, integer = false) {
   const v = value ?? fallback;
   if (!(Number.isFinite(v) && v >= min && (!integer || Number.isInteger(v))))
@@ -14,7 +14,7 @@ export function numberOption(value: number | undefined, fallback: number, name: 
   return v;
 }
 
-/** A choice option of a ledger's factory; the first of `allowed` is the default. */
+/** The first of `allowed` is the default. */
 export function choiceOption<T extends string>(value: T | undefined, allowed: readonly T[], name: string): T {
   if (value === undefined) return allowed[0]!;
   if (!allowed.includes(value))

@@ -11,7 +11,6 @@ export const PAYLOAD_LIMITS = Object.freeze({ maxDepth: 100, maxBytes: 1024 * 10
 /** A JSON.parse error's message cut where the parser quotes the text around the break (a param, an email, a token). */
 export const jsonErrorReason = (message: string): string => message.replace(/,?\s*(?:\.\.\.)?".*$/s, '');
 
-/** A cut or corrupt stored value becomes a LedgerError naming the ledger (`where`), the value and the parser's reason. */
 function parseStored(text: string, what: string, where: string): unknown {
   try {
     return JSON.parse(text);
@@ -42,7 +41,7 @@ function missingField(r: Record<string, unknown>): string | undefined {
   );
 }
 
-/** `record` as read from a row, or a LedgerError naming the field it lacks (never its value): see parseStoredRecord. */
+/** A LedgerError names the field it lacks, never its value. */
 export function checkStoredRecord(record: Record<string, unknown>, where: string): OperationRecord {
   const missing = missingField(record);
   if (missing !== undefined)
@@ -50,8 +49,8 @@ export function checkStoredRecord(record: Record<string, unknown>, where: string
   return record as unknown as OperationRecord;
 }
 
-/** A stored record; anything but an object with every field readers rely on, in a known state, is a LedgerError
- * (`null` would read as "no such operation"): unreadable, never acted on or rewritten. The value is not shown. */
+/** Anything but an object with every field readers rely on is a LedgerError (`null` would read as "no such
+ * operation"): unreadable, never acted on or rewritten. */
 export function parseStoredRecord(text: string, where: string): OperationRecord {
   const record = parseStored(text, 'a stored record', where);
   if (typeof record !== 'object' || record === null || Array.isArray(record))
@@ -66,7 +65,7 @@ const EMPTY_ARRAY = /^\[\s*\]$/;
 const notAList = (id: string, where: string) =>
   new LedgerError(`${where}: the receipts of ${id} are not a JSON array (edited from outside?)`);
 
-/** Stored receipts (null: none yet); any JSON but an array is a LedgerError. */
+/** null: none yet. */
 export function parseStoredReceipts(text: string | null, id: string, where: string): Receipt[] {
   if (text === null) return [];
   const list = parseStored(text, `the receipts of ${id}`, where);
@@ -74,7 +73,7 @@ export function parseStoredReceipts(text: string | null, id: string, where: stri
   return list as Receipt[];
 }
 
-/** JSON text to store: a value JSON cannot carry (a BigInt, a cycle) is a LedgerError before anything is written. */
+/** A value JSON cannot carry (a BigInt, a cycle) is a LedgerError before anything is written. */
 export function storedJson(value: unknown, where: string): string {
   try {
     return JSON.stringify(value);
@@ -102,7 +101,7 @@ export function recordJson(record: OperationRecord, where: string): { record: Op
   }
 }
 
-/** A result's JSON for a ledger that stores it apart from the record, as recordJson would store it. */
+/** For a ledger that stores the result apart from the record. */
 export function resultJson(result: unknown, where: string): string {
   try {
     return storedJson(result, where);
@@ -111,7 +110,7 @@ export function resultJson(result: unknown, where: string): string {
   }
 }
 
-/** The stored receipts' JSON (kept as text) with `added` after them; text that is not an array is refused (cut JSON). */
+/** Text that is not an array is refused (cut JSON). */
 export function appendStoredReceipt(text: string | null, added: Receipt | undefined, where: string): string | null {
   if (added === undefined) return text;
   if (text !== null && !(text.startsWith('[') && text.endsWith(']'))) throw notAList(added.businessOperationId, where);
@@ -120,11 +119,10 @@ export function appendStoredReceipt(text: string | null, added: Receipt | undefi
   return text === null || EMPTY_ARRAY.test(text) ? `[${receipt}]` : `${text.slice(0, -1)},${receipt}]`;
 }
 
-/** Told of each row a listing could not read (its id, and why); that row is left out and the others listed. */
+/** That row is left out and the others listed. */
 export type OnUnreadable = (id: string, error: LedgerError) => void;
 
-/** Each row through `read`; one that cannot be read goes to `onUnreadable` and is left out (no callback: the listing
- * rejects, so no row is dropped silently). */
+/** One that cannot be read goes to `onUnreadable` (none: the listing rejects, so no row is dropped silently). */
 export function readEach<Row, T>(
   rows: readonly Row[],
   idOf: (row: Row) => string,
@@ -146,10 +144,8 @@ export function readEach<Row, T>(
   return out;
 }
 
-/**
- * Up to `limit` readable rows (`fetch(n)`: the first n rows, all when undefined). The fetch is widened by each
- * unreadable row, so one stuck at the head of the order cannot hide the rows behind it; each is told once.
- */
+/** Up to `limit` readable rows (`fetch(n)`: the first n rows, all when undefined). The fetch is widened by each
+ * unreadable row, so one stuck at the head of the order cannot hide the rows behind it; each is told once. */
 export async function readLimited<Row, T>(
   fetch: (n: number | undefined) => Promise<readonly Row[]>,
   limit: number | undefined,
@@ -169,7 +165,6 @@ export async function readLimited<Row, T>(
   }
 }
 
-/** Whether a listing with `filter` holds `record` (its states, provider and operation; limit and order aside). */
 export const inListing = (r: OperationRecord, filter: ListFilter) =>
   (!filter.states || filter.states.includes(r.state)) &&
   (!filter.provider || r.provider === filter.provider) &&
@@ -184,7 +179,7 @@ export function isPrunable(record: OperationRecord, states: readonly OperationSt
   return states.includes(record.state) && record.updatedAt < before;
 }
 
-/** A prune's report, counted as it goes: `count` each operation pruned (or, in a dry run, that would be). */
+/** `count` each operation pruned (or, in a dry run, that would be). */
 export function pruneTally(dryRun: boolean | undefined) {
   const byState: Partial<Record<OperationState, number>> = {};
   let pruned = 0;

@@ -25,14 +25,7 @@ export {
   choiceOption,
   numberOption,
 } from './ledger-checks.js';
-export {
-  type OperationState,
-  PRUNABLE_STATES,
-  RECOVERABLE_STATES,
-  STATES,
-  stateWords,
-  TERMINAL_STATES,
-} from './ledger-states.js';
+export * from './ledger-states.js';
 export * from './ledger-stored.js';
 
 export interface OperationRecord {
@@ -86,7 +79,7 @@ export type OperationIdentity = Pick<
   | 'providerKey'
 >;
 
-/** The identity of a record or a claim, as a claim of it or the record it creates carries it: no account, no field. */
+/** No account, no field. */
 export function identityFields(from: OperationIdentity): OperationIdentity {
   return {
     businessOperationId: from.businessOperationId,
@@ -104,7 +97,6 @@ export interface ClaimInput extends OperationIdentity {
   readonly owner: string;
   readonly leaseMs: number;
   readonly now: number;
-  /** Re-claim a `handed-off` operation (a person chose "resume"). */
   readonly resume?: boolean;
   /** A NEW operation is born `dispatched` in the claim's own write (`capabilities.claimDispatch`). */
   readonly dispatch?: boolean;
@@ -153,15 +145,14 @@ export interface LedgerCapabilities {
   readonly sharedLeaseClock?: boolean;
 }
 
-/** Closed operations (`states`, default PRUNABLE_STATES) whose `updatedAt` is before `before`. */
+/** Closed operations (default PRUNABLE_STATES) whose `updatedAt` is before `before`. */
 export interface PruneOptions {
   readonly before: number;
   readonly states?: readonly OperationState[];
   readonly dryRun?: boolean;
   /** Called BEFORE each operation is deleted; a rejection stops the prune and keeps that batch. */
   readonly onPrune?: (record: OperationRecord, receipts: readonly Receipt[]) => void | Promise<void>;
-  /** Told of each operation the prune could not read (its record, or for onPrune its receipts): it is kept, the others
-   * pruned. Without it the prune rejects, so no row is skipped silently. */
+  /** Told of each operation the prune could not read: it is kept. Without it the prune rejects. */
   readonly onUnreadable?: OnUnreadable;
   /** Operations per delete transaction (default 500): keeps each write lock short. */
   readonly batchSize?: number;
@@ -350,7 +341,7 @@ export function checkFence(record: OperationRecord | null, ref: Fenced): Operati
   return record;
 }
 
-/** A no-op when terminal; a released lease stays released (claim again). */
+/** A released lease stays released (claim again). */
 export function renewTransition(record: OperationRecord, ref: Fenced, leaseMs: number, now: number): OperationRecord {
   checkRenewal(leaseMs, now);
   checkFence(record, ref);
@@ -412,7 +403,7 @@ export function releaseTransition(record: OperationRecord): OperationRecord {
   return { ...record, ...RELEASED };
 }
 
-/** A ledger's fenced methods, each its transition through the ledger's one fenced write (one atomic section). */
+/** A ledger's fenced methods, each its transition through the ledger's one fenced write. */
 export function fencedMethods(
   write: (
     ref: Fenced,
@@ -440,7 +431,7 @@ export function fencedMethods(
   };
 }
 
-/** The resolved record; `receipt`, if given, must follow `lastSeq` (the stored chain's last seq) and is anchored. */
+/** `receipt`, if given, must follow `lastSeq` (the stored chain's last seq). */
 export function resolveTransition(
   record: OperationRecord | null,
   id: BusinessOperationId,
@@ -479,12 +470,10 @@ export function resolveTransition(
   );
 }
 
-/** The chain's anchor every ledger writes with the receipt. */
 export function chainedTransition(record: OperationRecord, receipt: Receipt | undefined): OperationRecord {
   return receipt === undefined ? record : { ...record, receiptChain: { head: receipt.hash, length: receipt.seq } };
 }
 
-/** A write that carries a receipt takes only the chain's next. */
 export function checkReceipt(ref: Fenced, receipt: Receipt, lastSeq: number): void {
   if (typeof receipt !== 'object' || receipt === null)
     throw new LedgerError(`a receipt { businessOperationId, seq, … } is required, got ${String(receipt)}`);

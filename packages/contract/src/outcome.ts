@@ -70,8 +70,7 @@ export type OutcomeKind = (typeof OUTCOME_KINDS)[number];
 
 const isOneOf = (list: readonly string[], v: unknown) => list.includes(v as string);
 
-/** Why `o` (an adapter's answer, checked at run time) is not an outcome the runner can act on — its kind's required
- * fields, the provider refs' types — or null when it is one. */
+/** Why an adapter's answer, checked at run time, is not an outcome the runner can act on, or null. */
 export function outcomeProblem(o: unknown): string | null {
   if (typeof o !== 'object' || o === null) return `${o === null ? 'null' : typeof o} is not an outcome`;
   const x = o as Record<string, unknown>;

@@ -4,7 +4,7 @@ export type Clock = typeof systemClock;
 // setTimeout runs a longer delay after 1 ms; a card's durations (30d) can ask for more.
 const MAX_TIMER_MS = 2 ** 31 - 1;
 
-/** Calls `done` after `ms` of real time, in steps setTimeout can take. `unref`: the process may exit meanwhile. */
+/** In steps setTimeout can take. `unref`: the process may exit meanwhile. */
 function timer(ms: number, done: () => void, unref = false): () => void {
   let left = Math.max(0, ms);
   let t: ReturnType<typeof setTimeout>;
@@ -71,11 +71,9 @@ export function createVirtualClock(start = Date.UTC(2026, 0, 1)) {
       t += d;
       await Promise.resolve();
     },
-    /** Moves time forward without sleeping. */
     advance: (ms: number) => {
       t += Math.max(0, ms);
     },
-    /** Every sleep requested, in order. */
     sleeps: sleeps as readonly number[],
   };
 }

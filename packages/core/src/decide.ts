@@ -19,7 +19,7 @@ import { defined } from './defined.js';
 import { keyMayBeForgotten, refusedOutsideParams } from './intake/supersede.js';
 import { type Budget, planPoll, planRetry, waitTooLong } from './retry-policy.js';
 
-/** What the runner knows about the operation when it decides. All times epoch ms. */
+/** All times epoch ms. */
 export interface DecisionState {
   /** The ledger state before this observation (`succeeded` ⇒ a stored result exists). */
   readonly ledgerState: OperationState;
@@ -36,7 +36,7 @@ export interface DecisionState {
   readonly keyMayHoldEarlier?: boolean;
   /** The provider's last Retry-After, as an epoch ms: no provider call goes out before it. */
   readonly notBefore?: number;
-  /** Provider calls made in this run (the budget counts these). */
+  /** Provider calls made in this run. */
   readonly runAttempts: number;
   readonly runStartedAt: number;
   /** This run's current lookup / in-progress window (null: none yet) and the lookups made in it. */
@@ -44,10 +44,9 @@ export interface DecisionState {
   readonly polls: number;
 }
 
-/** One observation: an attempt's outcome, a lookup's result, or null (decide from the ledger state alone). */
+/** null: decide from the ledger state alone. */
 export type Observation = Outcome | LookupResult | null;
 
-/** What an observation says of the provider's side: the outcome a lookup found, else the observation itself. */
 export const answerOf = (obs: Observation) => (obs?.kind === 'found' ? obs.outcome : obs);
 
 export const isInProgress = (obs: Observation) => answerOf(obs)?.kind === 'in-progress';
@@ -57,7 +56,7 @@ export type Decision =
   | { readonly action: 'complete'; readonly adopted: boolean; readonly why: string }
   /** Call the provider (again) with the SAME provider key after `delayMs`. */
   | { readonly action: 'send'; readonly delayMs: number; readonly why: string }
-  /** Ask the provider for its stored status/result (doLookup) after `delayMs`. */
+  /** Ask the provider for its stored status/result after `delayMs`. */
   | { readonly action: 'lookup'; readonly delayMs: number; readonly why: string }
   /** Stop; a person takes over. */
   | { readonly action: 'handoff'; readonly reason: HandoffReason; readonly why: string };
@@ -81,13 +80,11 @@ export function keyGoneBeforeSend(
   );
 }
 
-/** Ledger states in which an attempt may have been applied. */
 export const MAYBE_APPLIED_STATES: readonly OperationState[] = ['dispatched', 'unknown', 'reconciling', 'in-progress'];
 
-/** What an observation writes to the ledger before the next decision (complete/handoff write the terminal states). */
 type ObservedPatch = Pick<StatePatch, 'state' | 'lastOutcome' | 'statusRef' | 'providerRef'>;
 
-/** An observation judged in `state`: whether an earlier attempt may now have applied, and the state to write. */
+/** Whether an earlier attempt may now have applied, and the state to write (complete/handoff write the terminal ones). */
 export function observationPatch(
   card: RetrySafetyCard,
   state: DecisionState,
@@ -119,7 +116,6 @@ const UNKNOWN_FROM_LEDGER: Outcome = {
   message: 'dispatched earlier; no outcome recorded',
 };
 
-/** What every row of the table reads. */
 type Case = { readonly card: RetrySafetyCard; readonly state: DecisionState; readonly budget: Budget };
 
 const handoff = (reason: HandoffReason, why: string): Decision => ({ action: 'handoff', reason, why });
@@ -209,7 +205,7 @@ export function decide(card: RetrySafetyCard, state: DecisionState, obs: Observa
   }
 }
 
-/** The wait a provider call must honour now: this answer's Retry-After, or what is left of an earlier one. */
+/** This answer's Retry-After, or what is left of an earlier one. */
 function honoured(state: DecisionState, retryAfterMs: number | undefined): number | undefined {
   const left = state.notBefore !== undefined ? state.notBefore - state.now : 0;
   const ms = Math.max(retryAfterMs ?? 0, left);

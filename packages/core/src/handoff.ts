@@ -64,7 +64,6 @@ export const KEY_FORGOTTEN =
 export const waitsForUser = (packet: HandoffPacket, receipts: readonly Receipt[]) =>
   refusedUntilUserActs(receipts) && marksSafe(packet, 'resend-with');
 
-/** Whether the packet (none: false) offers this action as safe. */
 export const marksSafe = (packet: HandoffPacket | null | undefined, action: SafeAction['action']) =>
   packet?.safeNextActions.some((a) => a.action === action && a.safe) === true;
 
@@ -73,7 +72,7 @@ export function resumeSafeByKey(action: SafeAction | undefined): boolean {
   return action?.safe === true && action.why === RESUME_WHY.folded;
 }
 
-/** Whether resuming is safe, and why; `created`: an object a rejected attempt left at the provider. */
+/** `created`: an object a rejected attempt left at the provider. */
 function resumeAction(input: PacketInput, created: string | undefined): SafeAction {
   const resume = (safe: boolean, why: string): SafeAction => ({ action: 'resume', safe, why });
   if (created !== undefined)
@@ -116,7 +115,6 @@ function resumeAction(input: PacketInput, created: string | undefined): SafeActi
     : resume(true, RESUME_WHY.notApplied);
 }
 
-/** The actions a person can take, each marked safe or not with the reason. */
 function nextActions(input: PacketInput, created: string | undefined): SafeAction[] {
   const actions = [resumeAction(input, created)];
   const { correction, receipts, record } = input;
@@ -193,12 +191,12 @@ export function buildPacket(input: PacketInput): HandoffPacket {
   };
 }
 
-/** Hands packets to your function (e.g. open a ticket, page someone). */
+/** E.g. open a ticket, page someone. */
 export function callbackHandoffSink(callback: (packet: HandoffPacket) => void | Promise<void>): HandoffSink {
   return { send: (packet) => callback(packet) };
 }
 
-/** Appends each packet as one JSON line to `path` (directories created). */
+/** Directories are created. */
 export function jsonlHandoffSink(path: string): HandoffSink {
   if (!path) throw new RunnerConfigurationError('handoff', 'jsonlHandoffSink needs a file path');
   return {

@@ -19,15 +19,12 @@ export interface ReceiptKey {
   readonly id: string;
   readonly secret: string | Uint8Array;
 }
-/** Key id → secret, for verification. */
 export type ReceiptKeyring = Readonly<Record<string, string | Uint8Array>>;
 
-/** A key id, for receipt and params keys alike. */
 const KEY_ID = /^[A-Za-z0-9_.-]{1,64}$/;
 const KEYED = /^hmac-sha256:([A-Za-z0-9_.-]{1,64}):([0-9a-f]{64})$/;
 
-/** Throws (a TypeError, or what `error` builds) when the key id or secret is unusable; `name` says which key it is
- * (params at rest take the same rule). Never echoes the secret. */
+/** Params keys take the same rule. Never echoes the secret. */
 export function checkReceiptKey(
   key: ReceiptKey,
   error: (why: string) => Error = (why) => new TypeError(why),
@@ -75,7 +72,6 @@ export function sealReceipt(body: UnsealedReceipt, key?: ReceiptKey): Receipt {
   return Object.assign(rest, { hash: receiptHash(rest, key) });
 }
 
-/** What the operation row records about its receipts (head hash and length), written with each receipt. */
 export type ReceiptChainAnchor = OperationRecord['receiptChain'];
 
 export type ChainCheck =
@@ -161,7 +157,6 @@ export function verifyReceiptChain(receipts: readonly Receipt[], options: Verify
   return warnings.length ? { ok: true, warnings } : { ok: true };
 }
 
-/** One operation's chain checked against its row. */
 export async function verifyOperation(
   ledger: Ledger,
   id: BusinessOperationId,
@@ -187,13 +182,12 @@ export interface ExportReceiptsOptions {
   /** Which operations, without `ids`; its `onUnreadable` is also told of each one whose receipts cannot be read (the
    * others exported), else that one stops the export. */
   readonly filter?: ListFilter;
-  /** Also write the JSONL to this file. */
   readonly path?: string;
   /** After each operation's receipts, a `{"chainHead":{businessOperationId, head, length}}` line: verifiable offline. */
   readonly heads?: boolean;
 }
 
-/** Receipts as JSON Lines (one receipt per line, per operation in seq order). Already redacted when written. */
+/** One receipt per line, per operation in seq order. Already redacted when written. */
 export async function exportReceiptsJsonl(ledger: Ledger, options: ExportReceiptsOptions = {}): Promise<string> {
   const ids = options.ids ?? (await listedIds(ledger, options.filter));
   let text = '';
@@ -236,7 +230,6 @@ async function anchoredReceipts(ledger: Ledger, id: BusinessOperationId): Promis
   return read;
 }
 
-/** One operation's export lines: its receipts, then (given its row) the row's chain head. */
 export function receiptLines(id: string, receipts: readonly Receipt[], record: OperationRecord | null): string {
   const lines = receipts.map((r) => JSON.stringify(r));
   const head = record && { businessOperationId: id, ...record.receiptChain };

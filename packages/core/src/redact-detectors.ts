@@ -10,11 +10,9 @@ export interface Detector {
   readonly pii?: true;
   /** A cheap test a string must pass before `blank` runs (most strings are short and plain). */
   readonly hint: (text: string) => boolean;
-  /** The text with its matches blanked; each blanked part is pushed to `found` when given. */
   readonly blank: (text: string, found?: string[]) => string;
 }
 
-/** Blanks the matches of `pattern` that pass `accept` (e.g. a Luhn check). */
 function matches(pattern: RegExp, accept?: (match: string) => boolean) {
   return (t: string, found?: string[]) =>
     t.replace(pattern, (m) => {

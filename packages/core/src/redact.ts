@@ -12,7 +12,7 @@ export interface RedactOptions {
   readonly pii?: boolean;
 }
 
-/** A person named in `resolve --by` as receipts and logs show them: `person#` + 12 hex of the name's SHA-256. */
+/** A person named in `resolve --by` as receipts and logs show them. */
 export function personRef(by: string): string {
   return `person#${createHash('sha256').update(by, 'utf8').digest('hex').slice(0, 12)}`;
 }
@@ -52,9 +52,7 @@ export interface Redactor {
 }
 
 // A long known value that is not a number (a password, a token) is its own text wherever it stands; a short one or a
-// number is blanked only whole, not where it goes on a run of letters or digits: a known `500` leaves `1500` as it is.
-// Scripts written without spaces between words (Chinese, Japanese, Thai, Lao, Khmer, Burmese, Tibetan, Javanese,
-// Balinese, Buginese, the Tai scripts, Yi) make no runs: a name there stands by words.
+// number is blanked only whole: a known `500` leaves `1500` as it is. Scripts written without spaces make no runs.
 const ownText = (v: string) => v.length >= 8 && !/^[\d.,+-]*$/.test(v);
 const IN_RUN =
   /(?![\p{sc=Han}\p{sc=Hira}\p{sc=Kana}\p{sc=Thai}\p{sc=Lao}\p{sc=Khmr}\p{sc=Mymr}\p{sc=Tibt}\p{sc=Java}\p{sc=Bali}\p{sc=Bugi}\p{sc=Lana}\p{sc=Tale}\p{sc=Talu}\p{sc=Tavt}\p{sc=Yi}])[\p{L}\p{M}\p{N}]/u;
@@ -109,7 +107,6 @@ function jsonSpellings(s: string): string[] {
 const SCANNED_MAX = 1024;
 const SCANNED_MAX_LENGTH = 256;
 
-/** Builds the redactor from the caller's options plus an operation's declared sensitive fields. */
 export function createRedactor(options: RedactOptions = {}, sensitiveFields: readonly string[] = []): Redactor {
   const fields = [...(options.fields ?? []), ...sensitiveFields];
   for (const f of fields)
@@ -141,7 +138,6 @@ export function createRedactor(options: RedactOptions = {}, sensitiveFields: rea
   function build(values: readonly string[]): Redactor {
     // Short texts repeat from one operation to the next (params keys, decision reasons): each is scanned once.
     const scanned = new Map<string, string>();
-    /** What the detectors and patterns blank in `t` as given. */
     const credentialsIn = (t: string): string[] => {
       const found: string[] = [];
       for (const d of DETECTORS) if ((pii || !d.pii) && d.hint(t)) d.blank(t, found);

@@ -1,6 +1,6 @@
 import { roughly } from '@retrysafe/contract/rules';
 
-/** Limits of one run. Card values are the defaults; the caller may tighten or loosen them. */
+/** Card values are the defaults; the caller may tighten or loosen them. */
 export interface RetryPolicy {
   /** Provider calls (dispatches and resends) per run. */
   readonly maxAttempts: number;
@@ -21,10 +21,8 @@ export interface RetryPolicy {
 
 export type PolicyOverrides = Partial<RetryPolicy>;
 
-/** The retry policy, and the jitter source (in [0, 1)) its delays draw from. */
 export type Budget = { readonly policy: RetryPolicy; readonly random: () => number };
 
-/** The backoff ceiling after `n` failures (or polls): min(cap, base · 2^(n−1)). */
 function ceiling(n: number, policy: Pick<RetryPolicy, 'baseMs' | 'capMs'>): number {
   return Math.min(policy.capMs, policy.baseMs * 2 ** Math.max(0, n - 1));
 }
@@ -33,12 +31,10 @@ function clamp01(x: number): number {
   return Number.isFinite(x) ? Math.min(Math.max(x, 0), 1) : 0;
 }
 
-/** Full-jitter backoff before the retry that follows the `failures`-th failure: random() · ceiling. */
 export function backoffMs(failures: number, policy: Pick<RetryPolicy, 'baseMs' | 'capMs'>, random: () => number) {
   return Math.floor(clamp01(random()) * ceiling(failures, policy));
 }
 
-/** Where the run stands (a DecisionState has these fields). */
 interface RunSoFar {
   readonly runStartedAt: number;
   readonly now: number;

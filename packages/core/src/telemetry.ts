@@ -43,7 +43,6 @@ export interface RunScope {
   attempt: Span | null;
 }
 
-/** The operation's attributes plus `more`, without the undefined ones (it runs for every event). */
 function attrs(operation: string, more: Record<string, string | number | boolean | undefined> = {}): Attributes {
   const out: Attributes = { 'retrysafe.operation': operation };
   for (const k in more) if (more[k] !== undefined) out[k] = more[k];
@@ -111,7 +110,6 @@ export function createTelemetry(options: TelemetryOptions | undefined, now: () =
     endQuietly(s.span);
   }
   return {
-    /** Runs one `runner.run()` inside its span and counts it by how it ended. */
     async run<T extends { readonly status: string; readonly adopted?: boolean }>(
       info: Parameters<typeof startRunSpan>[0],
       fn: (scope: RunScope) => Promise<T>,
@@ -128,7 +126,7 @@ export function createTelemetry(options: TelemetryOptions | undefined, now: () =
       return result;
     },
 
-    /** One runner event (the entry the logger gets); `s`: the scope of the operation's run, if any. */
+    /** `s`: the scope of the operation's run, if any. */
     event(event: string, level: 'info' | 'warn', f: EventFields = {}, op = '', s?: RunScope): void {
       if (!metered && (s === undefined || s.span === quietSpan)) return;
       switch (event) {

@@ -61,7 +61,7 @@ export type TransportFailure =
 
 type CodedError = { readonly code: string; readonly syscall?: unknown };
 
-/** The errors carrying a code along an error's `cause` chain and inside an AggregateError (fetch and happy-eyeballs wrap them). */
+/** Along the `cause` chain and inside an AggregateError (fetch and happy-eyeballs wrap them). */
 function codedErrors(error: unknown): CodedError[] {
   const found: CodedError[] = [];
   const seen = new Set<unknown>();
@@ -81,7 +81,6 @@ function codedErrors(error: unknown): CodedError[] {
   return found;
 }
 
-/** The error codes along an error's `cause` chain and inside an AggregateError. */
 export function errorCodes(error: unknown): string[] {
   return codedErrors(error).map((e) => e.code);
 }
@@ -114,7 +113,7 @@ export function classifyTransportFailure(error: unknown): TransportFailure {
   return code !== undefined ? { sent: 'maybe', cause, code } : { sent: 'maybe', cause };
 }
 
-/** When the provider answered by its own clock (its `Date` header), else `now`: an instant it names is measured from it. */
+/** The provider's `Date` header, else `now`: an instant it names is measured from it. */
 export function answeredAt(date: string | null | undefined, now = Date.now()): number {
   const at = typeof date === 'string' ? Date.parse(date) : Number.NaN;
   return Number.isNaN(at) ? now : at;
@@ -128,10 +127,8 @@ function oneRetryAfter(v: string, from: number): number | undefined {
   return Number.isNaN(at) ? undefined : Math.max(0, at - from);
 }
 
-/**
- * Retry-After in ms, or `undefined`; sent twice (a list, or folded as '30, 30'): the longest wait. `date`, the answer's
- * `Date` header, is required: an HTTP-date is measured from the provider's clock (RFC 9110 §10.2.3), not ours.
- */
+/** Retry-After in ms, or `undefined`; sent twice (a list, or folded as '30, 30'): the longest wait. `date`, the answer's
+ * `Date` header, is required: an HTTP-date is measured from the provider's clock (RFC 9110 §10.2.3), not ours. */
 export function parseRetryAfter(
   value: string | readonly string[] | null | undefined,
   date: string | null | undefined,
@@ -154,7 +151,6 @@ export function callerRefusal(status: number | undefined): RejectReason | undefi
   return status === 401 ? 'authentication' : status === 403 ? 'permission' : undefined;
 }
 
-/** The Retry-After header as the `retryAfterMs` field of an outcome or lookup result (`{}` when it gives no wait). */
 export function retryAfterOf(
   value: Parameters<typeof parseRetryAfter>[0],
   date: string | null | undefined,
@@ -163,7 +159,7 @@ export function retryAfterOf(
   return retryAfterMs === undefined ? {} : { retryAfterMs };
 }
 
-/** Whether a list answer's marker (a next cursor, `has_more`) says more items follow: anything but absent, null, false, '' or 0. */
+/** A list answer's marker (a next cursor, `has_more`). */
 export function saysMoreFollow(marker: unknown): boolean {
   return marker !== undefined && marker !== null && marker !== false && marker !== '' && marker !== 0;
 }
@@ -174,7 +170,7 @@ export function lookupFromOutcome(outcome: Outcome, how: string): LookupResult {
   return cannotTellFrom(outcome, `${how}: ${outcome.message}`);
 }
 
-/** A lookup that could not decide, keeping what the outcome seen says of the answer: status, code, request id, wait. */
+/** Keeps what the outcome seen says of the answer. */
 export function cannotTellFrom(outcome: Outcome, reason: string): Extract<LookupResult, { kind: 'cannot-tell' }> {
   const o = outcome as Outcome & { readonly retryAfterMs?: number };
   return {
@@ -187,8 +183,7 @@ export function cannotTellFrom(outcome: Outcome, reason: string): Extract<Lookup
   };
 }
 
-/** A lookup that found nothing, judged by notFoundIsAuthoritative: else cannot-tell, with the wait left when the card
- * bounds it. `extra`: what the answer says beside (status, request id, a provider ref). */
+/** Not authoritative: cannot-tell, with the wait left when the card bounds it. `extra`: status, request id, ref. */
 export function lookupMiss(card: RetrySafetyCard, ctx: LookupContext, miss: string, extra: object = {}): LookupResult {
   const margin = ctx.clockSkewMarginMs;
   if (notFoundIsAuthoritative(card, ctx, margin)) return { kind: 'not-found', reason: miss, ...extra };

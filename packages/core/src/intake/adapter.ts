@@ -69,9 +69,8 @@ export function checkAdapter(adapter: AdapterV1, operation: string): OperationSp
   return spec;
 }
 
-/** The adapter (and its operation name) that performs a stored operation, from those given: its provider, its card's
- * operation and its account (none on both is the same). Two that match are refused, never one picked: the stored
- * operation may be another account's, sent with the wrong token. */
+/** The adapter (and operation name) that performs a stored operation: its provider, card operation and account. Two
+ * that match are refused, never one picked: the stored operation may be another account's, sent with its token. */
 export function findAdapter(adapters: readonly AdapterV1[], record: OperationRecord) {
   const found: { adapter: AdapterV1; opName: string }[] = [];
   for (const adapter of new Set(adapters)) {
@@ -87,9 +86,8 @@ export function findAdapter(adapters: readonly AdapterV1[], record: OperationRec
   return found[0] ?? null;
 }
 
-/** New random attempt ids, or the caller's (RunInput.attemptIds), each checked and new to the run. The first two are
- * drawn before anything is written: a resume or a new revision writes its resolve receipt and then sends, so both
- * come before any write. A bad one after those stops the run before the call it was for, which an error must say. */
+/** The caller's attempt ids, each checked and new to the run. The first two are drawn before anything is written (a
+ * resume writes its receipt, then sends); a bad one after those stops the run, which its error must say. */
 export function callerAttemptIds(fn: (() => string) | undefined): () => AttemptId {
   if (fn === undefined) return newAttemptId;
   if (typeof fn !== 'function')
@@ -114,7 +112,7 @@ export function callerAttemptIds(fn: (() => string) | undefined): () => AttemptI
   };
 }
 
-/** The adapter's provider key, checked like user input (non-empty, within maxLength, null only if no key travels). */
+/** The adapter's provider key, checked like user input. */
 export function derivedProviderKey(
   adapter: AdapterV1,
   opName: string,
@@ -153,7 +151,7 @@ export function derivedProviderKey(
   return key as ProviderKey;
 }
 
-// The card's providerKey.charset as a pattern, once per card (validateCard made sure it compiles); null when unknown or none.
+// Once per card (validateCard made sure it compiles).
 const charsets = new WeakMap<RetrySafetyCard, RegExp | null>();
 function charsetOf(card: RetrySafetyCard): RegExp | null {
   const body = card.providerKey.charset.value;

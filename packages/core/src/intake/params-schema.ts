@@ -38,7 +38,7 @@ function validatorFor(schema: JsonSchema, operation: string): ValidateFunction {
   }
 }
 
-/** Compiles the params schema, else throws the RunnerConfigurationError its every call would (a server, at start). */
+/** Throws the RunnerConfigurationError its every call would (a server, at start). */
 export function checkParamsSchema(spec: OperationSpec): void {
   validatorFor(spec.paramsSchema, spec.card.operation);
 }
@@ -55,28 +55,23 @@ function dotPath(pointer: string, child?: string): string {
   return out || '(root)';
 }
 
-/** The keywords whose error names a child field: the ajv param that holds its name, and the message. */
+/** The ajv param that holds the child's name, and the message. */
 const CHILD_ERRORS: Record<string, readonly [string, string]> = {
   required: ['missingProperty', 'is required'],
   additionalProperties: ['additionalProperty', 'is not a field of this operation'],
 };
 
-/** ajv's errors as field errors: each names the field and why, never the value. */
 function fieldErrors(errors: readonly ErrorObject[] | null | undefined): FieldError[] {
-  const out: FieldError[] = [];
-  const seen = new Set<string>();
-  for (const e of errors ?? []) {
+  const out = (errors ?? []).map((e): FieldError => {
     const child = Object.hasOwn(CHILD_ERRORS, e.keyword) ? CHILD_ERRORS[e.keyword] : undefined;
-    const fe: FieldError = child
+    return child
       ? { path: dotPath(e.instancePath, String(e.params[child[0]])), message: child[1] }
       : { path: dotPath(e.instancePath), message: e.message ?? `fails ${e.keyword}` };
-    const k = `${fe.path}\u0000${fe.message}`;
-    if (!seen.has(k)) out.push(fe), seen.add(k);
-  }
-  return out;
+  });
+  // One per path and message, in the order first seen.
+  return [...new Map(out.map((fe) => [`${fe.path}\u0000${fe.message}`, fe])).values()];
 }
 
-/** The field errors of `params` against the operation's JSON Schema (empty when valid). */
 export function paramsErrors(spec: OperationSpec, params: unknown): FieldError[] {
   const validate = validatorFor(spec.paramsSchema, spec.card.operation);
   if (!validate(params)) return fieldErrors(validate.errors);
@@ -86,7 +81,6 @@ export function paramsErrors(spec: OperationSpec, params: unknown): FieldError[]
     : [];
 }
 
-/** Before anything is claimed or sent: InvalidParamsError naming every field that fails the params schema. */
 export function assertParams(spec: OperationSpec, params: unknown): void {
   const errors = paramsErrors(spec, params);
   if (errors.length) throw new InvalidParamsError(spec.card.operation, errors);

@@ -11,7 +11,6 @@ import { memo } from '../defined.js';
 import { createRedactor, type Redactor } from '../redact.js';
 import type { RunnerOptions } from '../runner/types.js';
 
-/** What intake needs of the runner: its options and its cache of redactors per operation spec. */
 export interface IntakeContext {
   readonly options: Pick<RunnerOptions, 'redact' | 'policy'>;
   readonly redactors: WeakMap<OperationSpec, Redactor>;

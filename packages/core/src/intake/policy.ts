@@ -12,7 +12,6 @@ import { defined, memo } from '../defined.js';
 import { RunnerConfigurationError } from '../errors/runner-configuration-error.js';
 import type { PolicyOverrides, RetryPolicy } from '../retry-policy.js';
 
-/** A worker's lease when the policy names none. */
 export const DEFAULT_LEASE_MS = 30_000;
 
 const POSITIVE: readonly (keyof RetryPolicy)[] = ['maxAttempts', 'maxElapsedMs', 'leaseMs'];

@@ -2,7 +2,6 @@ import type { OperationRecord, Receipt, RetrySafetyCard } from '@retrysafe/contr
 import { stateWords } from '@retrysafe/contract/ledger';
 import { retentionPassed } from '@retrysafe/contract/rules';
 
-/** The receipt decision that marks a new revision. */
 export const SUPERSEDE_ACTION = 'supersede';
 
 const NOT_APPLIED = new Set(['rejected', 'not-applied']);
@@ -13,9 +12,7 @@ export const refusedOutsideParams = (reason: unknown) => UNPROCESSED_REJECTIONS.
 const processedRejection = (r: Receipt) => r.outcome === 'rejected' && !refusedOutsideParams(r.rejectReason);
 
 const isSupersede = (r: Receipt) => r.kind === 'resolve' && r.decision.action === SUPERSEDE_ACTION;
-/** A receipt of a provider call (not of a lookup, a poll or a person's decision). */
 export const isSend = (r: Pick<Receipt, 'kind'>) => r.kind === 'dispatch' || r.kind === 'resend';
-/** The current revision's receipts: after the last supersede. */
 const currentRevision = (receipts: readonly Receipt[]) => receipts.slice(receipts.findLastIndex(isSupersede) + 1);
 
 type Verdict = { ok: true } | { ok: false; why: string };
@@ -23,7 +20,7 @@ const refused = (why: string): Verdict => ({ ok: false, why });
 /** A provider call as a why names it: by its time, as the packet lists it; its ids are for receipts, not for an agent. */
 const callOf = (r: Receipt) => `the call at ${r.startedAt}`;
 
-/** The card a correction is judged by, when it would go out and the clock-skew margin its key's age is counted with. */
+/** The card a correction is judged by, when it would go out, and the margin its key's age is counted with. */
 export interface CorrectionRule {
   readonly card: RetrySafetyCard;
   readonly now: number;
@@ -58,26 +55,24 @@ export function nothingApplied(record: OperationRecord, receipts: readonly Recei
   return attempts.ok ? unnamedLeftObject(card, receipts) : attempts;
 }
 
-/** supersedeCheck for the same request again, once the user took the step its last call was refused for. */
+/** The same request again, once the user took the step its last call was refused for. */
 export function reissueCheck(record: OperationRecord, receipts: readonly Receipt[], rule: CorrectionRule): Verdict {
   if (!refusedUntilUserActs(receipts))
     return refused('its last call was not refused for a step the user must take first');
   return supersedeCheck(record, receipts, rule);
 }
 
-/** Whether the revision's last provider call was refused until the user takes a step the provider asked for. */
 export function refusedUntilUserActs(receipts: readonly Receipt[]): boolean {
   const last = currentRevision(receipts).findLast(isSend);
   return last?.outcome === 'rejected' && last.rejectReason === 'action-required';
 }
 
-/** Whether the revision's last provider call was refused before processing, for a cause outside its params. */
 export function refusedBeforeProcessing(receipts: readonly Receipt[]): boolean {
   const last = currentRevision(receipts).findLast(isSend);
   return last?.outcome === 'rejected' && !processedRejection(last);
 }
 
-/** Whether corrected params may go out as a new revision, by the receipts and by the card (supersedeCheck without the state). */
+/** supersedeCheck without the state. */
 export function correctionCheck(
   receipts: readonly Receipt[],
   record: Pick<OperationRecord, 'attemptCount' | 'resolution' | 'providerKey' | 'firstDispatchedAt'>,
@@ -100,7 +95,7 @@ function unnamedLeftObject(card: RetrySafetyCard, receipts: readonly Receipt[]):
   );
 }
 
-/** The receipts' half of supersedeCheck: every provider call of the record's current revision known not applied. */
+/** Every provider call of the record's current revision known not applied. */
 export function everyAttemptNotApplied(
   receipts: readonly Receipt[],
   { attemptCount, resolution }: Pick<OperationRecord, 'attemptCount' | 'resolution'>,
@@ -137,7 +132,6 @@ export function everyAttemptNotApplied(
   return { ok: true };
 }
 
-/** The revision the receipts end in (1 until a first supersede). */
 export function currentRevisionNumber(receipts: readonly Receipt[]): number {
   return 1 + receipts.filter(isSupersede).length;
 }
@@ -149,7 +143,6 @@ export function needsFreshKey(card: RetrySafetyCard, receipts: readonly Receipt[
   return currentRevision(receipts).some((r) => isSend(r) && processedRejection(r));
 }
 
-/** Nothing folds a re-send under the card: a call recorded not applied was not applied. */
 const notAppliedIsProof = (card: RetrySafetyCard) => card.storedResult.semantics.value === 'none';
 
 /** Whether a same-key request sent at `at` may find the key forgotten, where a "not applied" under it holds only
@@ -166,8 +159,7 @@ export function keyMayBeForgotten(
   return retentionPassed(card, firstDispatchedAt, at, clockSkewMarginMs);
 }
 
-/** The record's last call was recorded not applied under a key the provider may have forgotten by `at`
- * (keyMayBeForgotten; any key, without the card). */
+/** The record's last call was recorded not applied under a key the provider may have forgotten by `at` (no card: any key). */
 export function notAppliedKeyGone(
   card: RetrySafetyCard | null,
   record: OperationRecord,
@@ -214,15 +206,13 @@ function keptKeyCheck(
   return { ok: true };
 }
 
-/** A call under `key` was recorded not applied where that may only mean a same-key re-send folds it: it may have landed. */
 export const notAppliedMayHaveLanded = (
   card: RetrySafetyCard,
   key: OperationRecord['providerKey'],
   receipts: readonly Receipt[],
 ) => !notAppliedIsProof(card) && notAppliedUnder(key, receipts) !== undefined;
 
-/** Whether a lookup may find an earlier revision's effect: superseded under a key one of whose calls was recorded not
- * applied (notAppliedUnder), so the first request's effect must not answer the correction. */
+/** Superseded under a key one of whose calls was recorded not applied: a lookup may find the first request's effect. */
 export function earlierEffectMayShow(
   record: Pick<OperationRecord, 'providerKey' | 'resolution'>,
   receipts: readonly Receipt[],

@@ -22,12 +22,11 @@ import { memo } from '../defined.js';
 /** What stays is what a stored ledger keeps: JSON, so a value no JSON carries is refused alike (LedgerError). */
 const clone = <T>(value: T): T => JSON.parse(storedJson(value, 'memory ledger'));
 
-/** A ledger in this process's memory: for tests and single-process scripts. Lost when the process exits. */
+/** For tests and single-process scripts. */
 export function createMemoryLedger(): Ledger {
   const records = new Map<string, OperationRecord>();
   const receipts = new Map<string, Receipt[]>();
   let closed = false;
-  // Every method but close reads the store through this first, so it refuses once the ledger is closed.
   const open = () => {
     if (closed) throw new LedgerError('memory ledger is closed');
   };

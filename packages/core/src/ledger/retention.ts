@@ -14,7 +14,6 @@ import { RunnerConfigurationError } from '../errors/runner-configuration-error.j
 import { receiptLines } from '../receipts.js';
 import type { PolicyOverrides } from '../retry-policy.js';
 
-/** `states`, `dryRun` and `batchSize` go to the ledger's prune as they are. */
 export interface PruneLedgerOptions extends Pick<PruneOptions, 'states' | 'dryRun' | 'batchSize'> {
   /** Closed operations whose last change is at least this old (a Duration like `30d`, or ms). */
   readonly olderThan: Duration | number;
@@ -22,16 +21,14 @@ export interface PruneLedgerOptions extends Pick<PruneOptions, 'states' | 'dryRu
   readonly cards: readonly RetrySafetyCard[];
   /** The runner's policy: its `clockSkewMarginMs`, when set, is the margin in force (as for the runner). */
   readonly policy?: Pick<PolicyOverrides, 'clockSkewMarginMs'>;
-  /**
-   * The key retention to count for cards whose `retention.minimum` is unknown (you checked with the provider).
-   * Without it, the operations of such a card are never pruned: the prune is refused while the ledger holds old ones.
-   */
+  /** The key retention to count for cards whose `retention.minimum` is unknown (you checked with the provider).
+   * Without it, the prune is refused while the ledger holds old operations of such a card. */
   readonly unknownRetention?: Duration | number;
   /** Prune below the floor the cards set, and operations of unknown retention (no repeat of them can come). */
   readonly force?: boolean;
   /** Append each pruned operation's receipts and chain head here before deleting it (as `ledger export` writes). */
   readonly exportPath?: string;
-  /** Epoch ms the age is counted from (default Date.now()). */
+  /** Default Date.now(). */
   readonly now?: number;
 }
 
@@ -40,7 +37,6 @@ export interface PruneLedgerOptions extends Pick<PruneOptions, 'states' | 'dryRu
  * `unreadable`: the ids of rows it could not read, kept. */
 export type PruneLedgerReport = Awaited<ReturnType<typeof pruneLedger>>;
 
-/** A duration option in ms (a Duration like `30d`, or ms), refused as `prune.<option>` unless it is ≥ 0. */
 function durationOption(option: string, value: Duration | number): number {
   const refuse = (why: string) => new RunnerConfigurationError(`prune.${option}`, why);
   let ms: number;
@@ -53,8 +49,8 @@ function durationOption(option: string, value: Duration | number): number {
   return ms;
 }
 
-/** The operations of a card whose key retention is unknown that the ledger may hold prunable (no floor can be known
- * for them): the oldest such operation created before the cut-off is enough (updatedAt ≥ createdAt). */
+/** The operations of cards of unknown key retention that the ledger may hold prunable: the oldest such operation
+ * created before the cut-off is enough (updatedAt ≥ createdAt). */
 async function unknownRetentionHeld(
   ledger: Ledger,
   unknown: readonly RetrySafetyCard[],
@@ -102,8 +98,7 @@ export async function pruneLedger(ledger: Ledger, options: PruneLedgerOptions) {
     );
   const before = (options.now ?? Date.now()) - olderThanMs;
   const { states, dryRun, batchSize, exportPath } = options;
-  // Looked up under force too: the report says what force let through.
-  // A row that cannot be read is kept and named in the report (`unreadable`), never a reason to prune none.
+  // Looked up under force too: the report says what force let through. An unreadable row is kept and named.
   const unreadable = new Set<string>();
   const onUnreadable = (id: string) => void unreadable.add(id);
   const unknownHeld = await unknownRetentionHeld(ledger, unknown, before, states, unreadable);

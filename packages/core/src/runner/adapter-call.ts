@@ -2,6 +2,7 @@
 import {
   type AttemptId,
   type ExecuteContext,
+  type LookupContext,
   type LookupResult,
   type Outcome,
   outcomeProblem,
@@ -22,7 +23,6 @@ function isLookupResult(o: unknown): o is LookupResult {
   return outcomeProblem(x.outcome) === null && FOUND_KINDS.includes(x.outcome!.kind as string);
 }
 
-/** What a call and a lookup alike tell the adapter of the operation and this attempt. */
 function attemptContext(op: Operation, c: DriveState, attemptId: AttemptId): Omit<ExecuteContext, 'attempt'> {
   return {
     businessOperationId: op.id,
@@ -48,15 +48,10 @@ export async function callProvider(
     code: why === 'deadline' ? 'RETRYSAFE_CALL_DEADLINE' : 'ABORTED',
     message: `${stopText(op.policy.maxElapsedMs, why)}; the request may have reached the provider`,
   });
+  const call = (signal: AbortSignal) => op.adapter.doExecute(op.opName, op.params, { ...callCtx, signal });
   let outcome: Outcome;
   try {
-    const answer: unknown = await withHeartbeat(
-      ctx,
-      op,
-      c.lease,
-      (signal) => op.adapter.doExecute(op.opName, op.params, { ...callCtx, signal }),
-      stopped,
-    );
+    const answer: unknown = await withHeartbeat(ctx, op, c.lease, call, stopped);
     // Sent already: an answer the runner cannot read means the effect may exist (unknown, looked up first).
     const problem = outcomeProblem(answer);
     if (problem !== null) ctx.log('warn', 'adapter-contract', `adapter answer is not an outcome: ${problem}`, op);
@@ -88,23 +83,17 @@ export async function lookupProvider(
   });
   let result: LookupResult;
   try {
-    const answer: unknown = await withHeartbeat(
-      ctx,
-      op,
-      c.lease,
-      (signal) =>
-        op.adapter.doLookup(op.opName, {
-          ...attemptContext(op, c, attemptId),
-          params: op.params,
-          firstDispatchedAt: c.record.firstDispatchedAt,
-          lastDispatchedAt: c.lastDispatchedAt,
-          now,
-          keyReusable: resendSafety(op.card, c.record.firstDispatchedAt, now, op.policy.clockSkewMarginMs).safe,
-          clockSkewMarginMs: op.policy.clockSkewMarginMs,
-          signal,
-        }),
-      stopped,
-    );
+    const lookupCtx: Omit<LookupContext, 'signal'> = {
+      ...attemptContext(op, c, attemptId),
+      params: op.params,
+      firstDispatchedAt: c.record.firstDispatchedAt,
+      lastDispatchedAt: c.lastDispatchedAt,
+      now,
+      keyReusable: resendSafety(op.card, c.record.firstDispatchedAt, now, op.policy.clockSkewMarginMs).safe,
+      clockSkewMarginMs: op.policy.clockSkewMarginMs,
+    };
+    const call = (signal: AbortSignal) => op.adapter.doLookup(op.opName, { ...lookupCtx, signal });
+    const answer: unknown = await withHeartbeat(ctx, op, c.lease, call, stopped);
     result = isLookupResult(answer)
       ? answer
       : { kind: 'cannot-tell', reason: 'adapter returned something that is not a lookup result' };

@@ -13,11 +13,10 @@ import type { LogEntry, RunnerOptions } from './types.js';
 
 export type LogSubject = Pick<Operation, 'id' | 'card' | 'redactor'> & { readonly scope?: Operation['scope'] };
 
-/** A lease held by this worker: renewed between steps and by the heartbeat while a call is in flight. */
+/** Renewed between steps and by the heartbeat while a call is in flight. */
 export interface Lease {
   readonly ref: Fenced;
   readonly leaseMs: number;
-  /** When it runs out, as far as this worker knows. */
   expiresAt: number;
 }
 
@@ -60,7 +59,7 @@ export function createContext(options: RunnerOptions) {
   if (options.receiptKey !== undefined)
     checkReceiptKey(options.receiptKey, (why) => new RunnerConfigurationError('receiptKey', why));
   const tele = createTelemetry(options.telemetry, () => clock.now());
-  /** One runner event. `message` may be a function: it is called only when a logger is set. */
+  /** `message` may be a function: it is called only when a logger is set. */
   const log = (
     level: LogEntry['level'],
     event: string,

@@ -4,7 +4,7 @@ import { newOperation } from '../intake/operation.js';
 import { RUNNER_REDACT } from '../redact.js';
 import { claimAndDrive } from './claim.js';
 import { createContext } from './context.js';
-import { checkResolve, recover, resolve } from './operator.js';
+import { checkResolve, recover } from './operator.js';
 import type { RunFunction, RunInput, Runner, RunnerOptions, RunResult } from './types.js';
 
 export function createRunner(options: RunnerOptions): Runner {
@@ -19,7 +19,7 @@ export function createRunner(options: RunnerOptions): Runner {
   const runner: Runner = {
     run: run as RunFunction,
     recover: (opts) => recover(ctx, opts),
-    resolve: (id, resolution, opts) => resolve(ctx, id, resolution, opts),
+    resolve: async (id, resolution, opts) => (await checkResolve(ctx, id, resolution, opts))(),
     checkResolve: async (id, resolution, opts) => void (await checkResolve(ctx, id, resolution, opts)),
   };
   // Enumerable: a runner spread with fields of its own (`{ ...runner, extra }`) keeps its redaction.

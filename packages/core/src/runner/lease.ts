@@ -12,10 +12,8 @@ export async function renew(ctx: RunnerContext, lease: Lease): Promise<void> {
   lease.expiresAt = now + lease.leaseMs;
 }
 
-/**
- * `call` with the lease kept alive (heartbeat.ts), so a slow call is never taken over and sent again; `stopped(why)`
- * once the call has run the run's maxElapsed or the caller aborts (untilStopped). The heartbeat's tick ends the call.
- */
+/** `call` with the lease kept alive (heartbeat.ts), so a slow call is never taken over and sent again; `stopped(why)`
+ * once the call has run the run's maxElapsed or the caller aborts (untilStopped). The heartbeat's tick ends the call. */
 export function withHeartbeat<T>(
   ctx: RunnerContext,
   op: Pick<Operation, 'policy' | 'signal'>,

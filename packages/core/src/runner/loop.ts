@@ -19,7 +19,7 @@ import { type Claimed, type DriveState, decisionState, releaseLease, startState,
 import { complete, givenBack, givesBack, handOff } from './terminal.js';
 import type { RunResult } from './types.js';
 
-/** Drives one claimed operation to complete or handoff; on a failure other than a lost lease, releases the lease first. */
+/** On a failure other than a lost lease, releases the lease first. */
 export async function drive(ctx: RunnerContext, op: Operation, c: Claimed, receipts: Receipt[]): Promise<RunResult> {
   const s = startState(ctx, op, c, receipts);
   try {
@@ -87,12 +87,8 @@ async function attemptLoop(ctx: RunnerContext, op: Operation, s: DriveState): Pr
     s.maybeApplied = observed.maybeApplied;
     // The budget is spent and no call ever left: the claim is given back with this receipt, in the same write.
     const neverSent = obs.kind === 'not-applied' && obs.neverSent === true;
-    const giveBack = givesBack(
-      decision,
-      observed.maybeApplied,
-      [...s.receipts, { kind, ...(neverSent && { neverSent }) }],
-      s.record,
-    );
+    const calls = [...s.receipts, { kind, ...(neverSent && { neverSent }) }];
+    const giveBack = givesBack(decision, observed.maybeApplied, calls, s.record);
     const receipt = attemptReceipt(ctx, op, s.receipts.at(-1), {
       kind,
       attemptId,
@@ -114,7 +110,6 @@ async function attemptLoop(ctx: RunnerContext, op: Operation, s: DriveState): Pr
   }
 }
 
-/** The caller aborted: stop before the next provider call; the state is kept (drive releases the lease). */
 function stopIfAborted(ctx: RunnerContext, op: Operation, s: DriveState): void {
   if (!op.signal?.aborted) return;
   ctx.log('warn', 'aborted', `the caller aborted; state ${s.record.state} is kept for a later run or recover()`, op);
@@ -148,7 +143,6 @@ async function send(ctx: RunnerContext, op: Operation, s: DriveState, attemptId:
   return callProvider(ctx, op, s, attemptId);
 }
 
-/** One lookup, the operation `reconciling` while it runs. */
 async function lookUp(ctx: RunnerContext, op: Operation, s: DriveState, attemptId: AttemptId): Promise<LookupResult> {
   await renew(ctx, s.lease);
   if (s.record.state !== 'reconciling' && s.record.state !== 'in-progress')
@@ -163,7 +157,6 @@ async function lookUp(ctx: RunnerContext, op: Operation, s: DriveState, attemptI
   return result;
 }
 
-/** A ledger failure says whether the call that failed had already sent the request (LedgerError.providerMayHaveBeenCalled). */
 function ledgerFailure(ctx: RunnerContext, err: unknown, called: boolean, op: Operation): unknown {
   // Only a LedgerError after the request went out that does not say so yet is rewritten (driver errors are typed by
   // the context's ledger).

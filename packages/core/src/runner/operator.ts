@@ -22,6 +22,7 @@ import {
 import { identityFields, isTerminal, NOT_THE_HANDOFF_DECIDED_ON } from '@retrysafe/contract/ledger';
 import { lookupAvailable, resendSafety } from '@retrysafe/contract/rules';
 import { MAYBE_APPLIED_STATES } from '../decide.js';
+import { defined } from '../defined.js';
 import { BrokenReceiptChainError } from '../errors/broken-receipt-chain-error.js';
 import { RunnerConfigurationError } from '../errors/runner-configuration-error.js';
 import { buildPacket, KEY_FORGOTTEN, resumeSafeByKey } from '../handoff.js';
@@ -49,7 +50,6 @@ export async function recover(ctx: RunnerContext, opts: RecoverOptions): Promise
   const reports: RecoverReport[] = [];
   const run = callerRun(opts);
   const seen = new Set<string>();
-  // A row the ledger cannot read is reported, not driven: the readable ones behind it are still recovered.
   const unreadable = (id: string, err: LedgerError) => {
     if (!seen.has(id)) reports.push(unreadableRow(ctx, id, err));
     seen.add(id);
@@ -117,7 +117,7 @@ async function recoverListed(
   }
 }
 
-/** The caller's run and attempt ids (an engine's step) for every receipt, checked before anything is written. */
+/** Checked before anything is written. */
 function callerRun(opts: Pick<RecoverOptions, 'runId' | 'attemptIds'>): Pick<Operation, 'runId' | 'attemptIds'> {
   return {
     runId: opts.runId !== undefined ? asRunId(opts.runId) : newRunId(),
@@ -125,7 +125,7 @@ function callerRun(opts: Pick<RecoverOptions, 'runId' | 'attemptIds'>): Pick<Ope
   };
 }
 
-/** The one operation recover() was asked for, while open: whether its holder still lives is the claim's to judge. */
+/** Whether its holder still lives is the claim's to judge. */
 async function openRecord(
   ctx: RunnerContext,
   id: BusinessOperationId,
@@ -141,7 +141,7 @@ async function openRecord(
   }
 }
 
-/** A record recover() leaves untouched for a later pass: reported `failed` with the error, nothing written. */
+/** Left for a later pass: reported `failed`, nothing written. */
 function leftAsItIs(ctx: RunnerContext, record: OperationRecord, err: unknown): RecoverReport {
   const { name, code, message } = err as RunnerConfigurationError;
   const card = { operation: record.operation } as RetrySafetyCard;
@@ -149,13 +149,11 @@ function leftAsItIs(ctx: RunnerContext, record: OperationRecord, err: unknown): 
   return reportOf(record, record.state, 'failed', { error: { name, code, message } });
 }
 
-/** A row recover() could not read (cut or edited from outside): reported `failed`, state unknown, nothing written. */
 function unreadableRow(ctx: RunnerContext, key: string, err: LedgerError): RecoverReport {
   const { name, code } = err;
   // A ledger of one's own may quote the row it could not read: the report is redacted as the log line is.
   const message = ctx.baseRedactor.text(err.message);
   const id = key as BusinessOperationId; // the row's stored key, not re-checked: a refusal here would stop recovery
-  // No operation is known to log it under: the id goes in the message.
   ctx.log('warn', 'recover-failed', `could not read the stored row of ${id}: ${message}`);
   return { businessOperationId: id, from: null, to: null, action: 'failed', error: { name, code, message } };
 }
@@ -167,7 +165,7 @@ const reportOf = (
   more?: Pick<RecoverReport, 'result' | 'error'>,
 ): RecoverReport => ({ businessOperationId: record.businessOperationId, from: record.state, to, action, ...more });
 
-/** A claim recover() did not get: the operation is at rest (or, `gone`, finished and pruned), or another worker holds it. */
+/** `gone`: finished and pruned since the listing. */
 const notClaimed = (record: OperationRecord, claim: ClaimResult, more?: Pick<RecoverReport, 'error'>) =>
   claim.kind === 'gone'
     ? reportOf(record, record.state, 'already-terminal', more)
@@ -212,7 +210,6 @@ async function recoverOne(
   return reportOf(record, after?.state ?? record.state, action, { result });
 }
 
-/** Hands off a record recover() could not drive, with reason `recovery-failed` and the error; reports it either way. */
 async function recoveryFailed(ctx: RunnerContext, record: OperationRecord, err: unknown): Promise<RecoverReport> {
   const { baseRedactor, clock, ledger, log } = ctx;
   let redactor = baseRedactor;
@@ -231,7 +228,6 @@ async function recoveryFailed(ctx: RunnerContext, record: OperationRecord, err: 
   const logAs = { id, card: { operation: record.operation } as RetrySafetyCard, redactor };
   log('warn', 'recover-failed', `could not drive it: ${error.name}: ${error.message}`, logAs);
   try {
-    // As stored: no adapter needed.
     const leaseMs = ctx.options.policy?.leaseMs ?? DEFAULT_LEASE_MS;
     const input = { ...identityFields(record), owner: ctx.owner, leaseMs, now: clock.now(), existing: true } as const;
     const claim = await ledger.claim(input);
@@ -253,13 +249,8 @@ async function recoveryFailed(ctx: RunnerContext, record: OperationRecord, err: 
     // No operation's policy here (the record could not be driven): the runner's maxElapsed, else one lease.
     const ms = ctx.options.policy?.maxElapsedMs ?? ctx.options.policy?.leaseMs ?? DEFAULT_LEASE_MS;
     await sendPacket(ctx, packet, logAs, { ms });
-    const result = {
-      status: 'handed-off' as const,
-      businessOperationId: id,
-      packet,
-      attempts: after.attemptCount,
-      receipts,
-    };
+    const attempts = after.attemptCount;
+    const result = { status: 'handed-off' as const, businessOperationId: id, packet, attempts, receipts };
     return reportOf(record, after.state, 'handed-off', { error, result });
   } catch (again) {
     const why = `could not hand it off either (${errText(again)}); it stays for the next pass`;
@@ -268,7 +259,6 @@ async function recoveryFailed(ctx: RunnerContext, record: OperationRecord, err: 
   }
 }
 
-/** The adapter a resolution needs to send again, from those the person passed. */
 function adapterFor(adapters: readonly AdapterV1[], record: OperationRecord, action: string) {
   for (const a of adapters) checkAdapterShape(a);
   const found = findAdapter(adapters, record);
@@ -276,18 +266,8 @@ function adapterFor(adapters: readonly AdapterV1[], record: OperationRecord, act
   throw new RunnerConfigurationError('resolve', `${action} needs the adapter for ${record.operation} in { adapters }`);
 }
 
-/** A person's decision on a handed-off operation: refused on a broken receipt chain, then by the resolution's own rules. */
-export async function resolve(
-  ctx: RunnerContext,
-  rawId: string,
-  resolution: Resolution,
-  opts: ResolveOptions = {},
-): Promise<ResolveResult> {
-  return (await checkResolve(ctx, rawId, resolution, opts))();
-}
-
-/** Every check resolve() makes before it writes or sends, each refusal thrown as resolve() throws it; returns the step
- * that writes and sends, so a dry run and the resolution share one set of checks. */
+/** Every check resolve() makes before it writes or sends (a broken receipt chain first); returns the step that writes
+ * and sends, so a dry run and the resolution share one set of checks. */
 export async function checkResolve(
   ctx: RunnerContext,
   rawId: string,
@@ -319,7 +299,7 @@ export async function checkResolve(
   return () => close(ctx, record, resolution, person);
 }
 
-/** Acting on a chain edited outside retrysafe would bury the break: refused before anything is sent or written. */
+/** Acting on a chain edited outside retrysafe would bury the break. */
 async function checkChain(ctx: RunnerContext, id: BusinessOperationId): Promise<void> {
   const key = ctx.options.receiptKey;
   const keys = { ...ctx.options.receiptKeyring, ...(key ? { [key.id]: key.secret } : {}) };
@@ -336,8 +316,8 @@ async function checkChain(ctx: RunnerContext, id: BusinessOperationId): Promise<
 
 type PersonRun = Pick<Operation, 'runId' | 'attemptIds'> & Pick<ResolveOptions, 'handoffAt'> & { readonly by: string };
 
-/** A decision that names its packet applies to that hand-off only, never to a later state its person did not see
- * (resumed by another and handed off again: an abandon would bury a sent effect). Refused before anything is written. */
+/** A decision that names its packet applies to that hand-off only (resumed and handed off again since: an abandon
+ * would bury a sent effect). */
 function decidedOn(record: OperationRecord, handoffAt: string | undefined, action: string | undefined): void {
   if (handoffAt === undefined || (record.state === 'handed-off' && record.handoff?.createdAt === handoffAt)) return;
   const id = record.businessOperationId;
@@ -346,8 +326,7 @@ function decidedOn(record: OperationRecord, handoffAt: string | undefined, actio
     : new InvalidStateError(id, record.state, NOT_THE_HANDOFF_DECIDED_ON);
 }
 
-/** `resume`: re-sends with the SAME provider key and a fresh budget, unless the packet marks it unsafe and `force` is not
- * set. Checked first; the step returned writes and sends. */
+/** Re-sends with the SAME provider key and a fresh budget, unless the packet marks it unsafe and `force` is not set. */
 async function resume(
   ctx: RunnerContext,
   record: OperationRecord,
@@ -426,7 +405,6 @@ async function resume(
   };
 }
 
-/** `mark-done` (with the provider reference a person verified) or `abandon`: the operation closed, with a receipt. */
 async function close(
   ctx: RunnerContext,
   record: OperationRecord,
@@ -447,17 +425,11 @@ async function close(
     action: resolution.action,
     reason: redactor.text(`resolved by a person (${personRef(p.by)})`),
     providerKey: current.providerKey,
-    // Not a string: the ledger refuses the mark-done (InvalidStateError) before anything is written.
     ...(typeof providerRef === 'string' ? { providerRef: redactor.text(providerRef) } : {}),
     requestFingerprint: last?.requestFingerprint ?? fingerprint(redactor.params(current.params)),
   });
   // The ledger checks the hand-off decided on in the write itself: one made since resolve() checked it is refused there.
-  const resolved = {
-    action: resolution.action,
-    ...(providerRef !== undefined ? { providerRef } : {}),
-    by: p.by,
-    handoffAt: p.handoffAt,
-  };
+  const resolved = defined({ action: resolution.action, providerRef, by: p.by, handoffAt: p.handoffAt });
   // One write with its receipt: a crash between two would leave it closed without the receipt the runbook promises.
   const after = await ledger.resolve(id, resolved, clock.now(), ctx.receiptWithState ? receipt : undefined);
   if (!ctx.receiptWithState) await ledger.appendReceipt(fenceOf(after), receipt);

@@ -1,4 +1,3 @@
-/** The receipt chain: each receipt sealed onto the one before it. */
 import type { OperationRecord, Receipt } from '@retrysafe/contract';
 import { answerOf, type Decision, type Observation } from '../decide.js';
 import { RunnerConfigurationError } from '../errors/runner-configuration-error.js';
@@ -7,7 +6,7 @@ import { sealReceipt, type UnsealedReceipt } from '../receipts.js';
 import type { Redactor } from '../redact.js';
 import type { RunnerContext } from './context.js';
 
-/** A provider's field errors as receipts keep them: path and message only, redacted, at most 20. */
+/** Path and message only, redacted, at most 20. */
 function providerFieldErrors(fields: readonly unknown[], redactor: Redactor): { path: string; message: string }[] {
   return fields.slice(0, 20).flatMap((f) => {
     const r = (f ?? {}) as { path?: unknown; message?: unknown };
@@ -17,7 +16,6 @@ function providerFieldErrors(fields: readonly unknown[], redactor: Redactor): { 
   });
 }
 
-/** An attempt's receipt, sealed after `last` (the operation's latest receipt). */
 export function attemptReceipt(
   ctx: RunnerContext,
   op: Operation,
@@ -57,9 +55,8 @@ export function attemptReceipt(
   };
   // Only what the provider said is kept, redacted.
   if (typeof refs.status === 'number') body.status = refs.status;
-  if (typeof refs.code === 'string') body.code = op.redactor.text(refs.code);
-  if (typeof refs.providerRef === 'string') body.providerRef = op.redactor.text(refs.providerRef);
-  if (typeof refs.requestId === 'string') body.requestId = op.redactor.text(refs.requestId);
+  for (const k of ['code', 'providerRef', 'requestId'] as const)
+    if (typeof refs[k] === 'string') body[k] = op.redactor.text(refs[k]);
   if (message !== undefined) body.message = op.redactor.text(message);
   if (inner?.kind === 'not-applied' && inner.neverSent === true) body.neverSent = true;
   if (inner?.kind === 'rejected') {
@@ -70,7 +67,7 @@ export function attemptReceipt(
   return sealReceipt(body, ctx.options.receiptKey);
 }
 
-/** A `resolve` receipt (resume, mark-done, abandon, supersede) sealed after `last`; `reason`, `providerRef` redacted. */
+/** `reason` and `providerRef` come redacted. */
 export function resolveReceipt(
   ctx: RunnerContext,
   record: OperationRecord,

@@ -11,16 +11,15 @@ import {
 } from '../intake/supersede.js';
 import type { Lease, RunnerContext } from './context.js';
 
-/** What the state rules read of the runner: the worker's clock and its ledger's capabilities (the explorer runs them too). */
+/** What the state rules read of the runner (the explorer runs them too). */
 export interface StateContext {
   readonly clock: Pick<RunnerContext['clock'], 'now'>;
   readonly ledger: Pick<RunnerContext['ledger'], 'capabilities'>;
 }
 
-/** What a fenced write names: the id and the fence, not the record (a ledger gets no params it did not ask for). */
+/** A ledger gets no params it did not ask for. */
 export const fenceOf = ({ businessOperationId, fence }: OperationRecord): Fenced => ({ businessOperationId, fence });
 
-/** The ledger's claim (`takenOver`: from a worker whose lease expired), as this worker holds it. */
 export interface Claimed
   extends Pick<Extract<ClaimResult, { kind: 'claimed' }>, 'record' | 'takenOver' | 'previousLeaseExpiresAt'> {
   /** When this worker asked for the claim (its lease runs from there, on its own clock). */
@@ -31,7 +30,6 @@ export interface Claimed
 
 export interface DriveState {
   record: OperationRecord;
-  /** The operation's receipts as written (earlier ones, then this worker's own). */
   readonly receipts: Receipt[];
   readonly lease: Lease;
   dispatchWritten: boolean;
@@ -42,9 +40,7 @@ export interface DriveState {
   runAttempts: number;
   windowStartedAt: number | null;
   polls: number;
-  /** The revision the provider key was derived for (1 unless superseded with a fresh key). */
   readonly keyRevision: number;
-  /** A lookup may find an earlier revision's effect under the kept key (earlierEffectMayShow). */
   readonly earlierEffectMayShow: boolean;
   /** Taken over from a worker that died after dispatching: an inconclusive end is a crash-recovery handoff. */
   readonly recovering: boolean;
@@ -70,13 +66,13 @@ export function takenOverLeaseEnd(
 export const oldOwnerMaySend = (leaseEnd: number | null, now: number, marginMs: number) =>
   leaseEnd !== null && now < leaseEnd + marginMs;
 
-/** Gives the lease back, unless an old owner may still be sending (oldOwnerMaySend): it lapses instead. */
+/** Unless an old owner may still be sending: then it lapses. */
 export async function releaseLease(ctx: RunnerContext, ref: Fenced, leaseEnd: number | null, marginMs: number) {
   if (oldOwnerMaySend(leaseEnd, ctx.clock.now(), marginMs)) return;
   await ctx.ledger.release(ref).catch(() => undefined);
 }
 
-/** `fn` on a claim this worker holds; should it throw, the lease goes back first (or lapses: releaseLease). */
+/** `fn` on a claim this worker holds; should it throw, the lease goes back first. */
 export async function orRelease<T>(
   ctx: RunnerContext,
   claim: Pick<Claimed, 'record' | 'takenOver' | 'previousLeaseExpiresAt'>,
@@ -166,7 +162,7 @@ export function decisionState(
   };
 }
 
-/** A state and the receipt that led to it: one transaction when the ledger can, else state then receipt. */
+/** One transaction when the ledger can, else state then receipt. */
 export async function writeWith(ctx: RunnerContext, ref: Fenced, patch: StatePatch) {
   if (patch.receipt === undefined || ctx.receiptWithState) return ctx.ledger.setState(ref, patch);
   const { receipt, ...state } = patch;

@@ -11,7 +11,6 @@ import { errText, type LogSubject, type RunnerContext } from './context.js';
 import { type DriveState, writeWith } from './state.js';
 import type { RunResult } from './types.js';
 
-/** The operation succeeded: its result written (with the `pending` receipt, in one transaction where it can). */
 export async function complete(
   ctx: RunnerContext,
   op: Operation,
@@ -46,14 +45,9 @@ export async function complete(
     await ctx.ledger.appendReceipt(s.lease.ref, pending);
   }
   const attempts = record.attemptCount;
-  ctx.log(
-    'info',
-    'done',
-    () =>
-      `succeeded${adopted ? ' (adopted)' : ''} after ${attempts} provider call(s)${providerRef ? `, ref ${providerRef}` : ''}`,
-    op,
-    { attempt: attempts, adopted },
-  );
+  const ref = providerRef ? `, ref ${providerRef}` : '';
+  const text = () => `succeeded${adopted ? ' (adopted)' : ''} after ${attempts} provider call(s)${ref}`;
+  ctx.log('info', 'done', text, op, { attempt: attempts, adopted });
   return { status: 'done', businessOperationId: op.id, result, providerRef, adopted, attempts, receipts: s.receipts };
 }
 
@@ -61,7 +55,6 @@ export async function complete(
 export const handoffReason = (recovering: boolean, d: Extract<Decision, { action: 'handoff' }>) =>
   recovering && d.reason === 'unknown-no-safe-resend' ? 'crash-recovery-inconclusive' : d.reason;
 
-/** The operation goes to a person: a packet built from the receipts, written (with the `pending` receipt), and sent to the sink. */
 export async function handOff(
   ctx: RunnerContext,
   op: Operation,
@@ -118,17 +111,13 @@ export function givenBack(
   s: Readonly<DriveState>,
   decided: Extract<Decision, { action: 'handoff' }>,
 ): never {
-  const sends = s.receipts.filter(isSend);
   const why = `nothing was sent: every provider call failed before its request left (${decided.why}); the operation was given back (state not-sent), and a call with the same business-operation id sends it as new`;
   ctx.log('warn', 'given-back', why, op, { attempt: s.record.attemptCount });
-  throw new RetryExhaustedError(
-    op.redactor.text(why),
-    sends.map((r) => r.attemptId),
-  );
+  const ids = s.receipts.filter(isSend).map((r) => r.attemptId);
+  throw new RetryExhaustedError(op.redactor.text(why), ids);
 }
 
-/** All a give-back reads of the receipts: how many there are while each is a call that never sent its request
- * (outcome `neverSent`), in any revision; null once one is not. */
+/** How many receipts there are while each is a call that never sent its request, in any revision; null once one is not. */
 export const neverSentCalls = (receipts: readonly Pick<Receipt, 'kind' | 'neverSent'>[]) =>
   receipts.every((r) => isSend(r) && r.neverSent === true) ? receipts.length : null;
 
@@ -173,7 +162,7 @@ export async function sendPacket(
   }
 }
 
-/** The answer for an operation already at rest (this worker's earlier run, or another's). `paramsFingerprint`: null to answer whatever its params. */
+/** `paramsFingerprint`: null to answer whatever its params. */
 export async function fromTerminal(
   ctx: RunnerContext,
   record: OperationRecord,
@@ -199,17 +188,12 @@ export async function fromTerminal(
     const detail = `the operation is ${stateWords(record.state)} with other params and cannot be superseded: ${check.why}`;
     throw paramsConflict(op, record, detail, 'needs-person');
   }
-  const receipts = await ledger.receipts(record.businessOperationId);
-  if (record.state === 'succeeded')
-    log('info', 'adopt', 'already succeeded: adopting the stored result, nothing sent', op);
-  return atRest(record, receipts);
-}
-
-/** The answer an operation at rest gives from its record and receipts: its result, or its hand-off. */
-export function atRest(record: OperationRecord, receipts: Receipt[]): RunResult {
   const { businessOperationId, result, providerRef, attemptCount: attempts, handoff: packet } = record;
-  if (record.state === 'succeeded')
+  const receipts = await ledger.receipts(businessOperationId);
+  if (record.state === 'succeeded') {
+    log('info', 'adopt', 'already succeeded: adopting the stored result, nothing sent', op);
     return { status: 'done', businessOperationId, result, providerRef, adopted: true, attempts, receipts };
+  }
   if (record.state === 'not-sent')
     throw new InvalidStateError(
       businessOperationId,

@@ -24,13 +24,11 @@ export interface LogEntry extends EventFields {
   readonly event: string;
   readonly businessOperationId?: string;
   readonly operation?: string;
-  /** Already redacted. */
   readonly message: string;
 }
 
 export interface RunnerOptions {
   readonly ledger: Ledger;
-  /** Where handoff packets go (they are also kept in the ledger). */
   readonly handoff?: HandoffSink;
   /** Unset fields come from the operation's card. */
   readonly policy?: PolicyOverrides;
@@ -40,7 +38,6 @@ export interface RunnerOptions {
   readonly random?: () => number;
   /** Worker identity written with each lease (default `host:pid:random`). */
   readonly owner?: string;
-  /** Receives every log line the runner writes (redacted). Default: none. */
   readonly logger?: (entry: LogEntry) => void;
   /** HMAC key for receipt hashes (`hmac-sha256:<id>:…`): without it, someone who can write the ledger can re-seal an edited chain unnoticed. See docs/security.md. */
   readonly receiptKey?: ReceiptKey;
@@ -58,13 +55,11 @@ export interface RunInput {
   readonly intent?: Record<string, unknown>;
   /** Default: a new run id. */
   readonly runId?: string;
-  /** Where this run's attempt ids come from (default: a new random id per provider call or lookup), e.g. an engine's
-   * step ids: each call returns a new id (validated like a run id). The first two are drawn before anything is written. */
+  /** A new attempt id per call (default: random), e.g. an engine's step ids; the first two are drawn before any write. */
   readonly attemptIds?: () => string;
   readonly signal?: AbortSignal;
-  /** This call repeats one that has not seen its end yet (answered in progress, or identical to a call in flight): at
-   * rest, the operation answers that end (its result, its hand-off, or a conflict for other params), never taken for a
-   * new call made after it (a corrected request, the same one after the user's step), which would send again. */
+  /** This call repeats one that has not seen its end yet: at rest, the operation answers that end, never taken for a
+   * new call made after it (which would send again). */
   readonly followUp?: boolean;
 }
 
@@ -101,9 +96,8 @@ export interface RecoverReport {
   /** null (with `to`, action `failed`): the ledger could not read this row, so its state is not known. */
   readonly from: OperationState | null;
   readonly to: OperationState | null;
-  /** `failed`: not driven nor handed off (see `error`); it stays for the next pass. `already-terminal`: closed since the
-   * listing, or closed and pruned (then `to` is the state it was listed in); nothing sent. `given-back`: no call's
-   * request ever left (`error` says so): `not-sent`, the next call of its id sends it. */
+  /** `failed`: not driven nor handed off; it stays for the next pass. `given-back`: no call's request ever left
+   * (`not-sent`): the next call of its id sends it. */
   readonly action:
     | 'completed'
     | 'adopted'
@@ -115,7 +109,7 @@ export interface RecoverReport {
     | 'given-back'
     | 'failed';
   readonly result?: RunResult;
-  /** Why this record could not be driven: it was handed off with reason `recovery-failed` (or, when even that failed, action `failed`). */
+  /** Why it could not be driven (handed off with reason `recovery-failed`, or action `failed`). */
   readonly error?: {
     readonly name: string;
     readonly code?: string;
@@ -145,16 +139,13 @@ export type ResolveResult =
 export interface ResolveOptions extends Pick<RunInput, 'runId' | 'attemptIds'> {
   readonly adapters?: readonly AdapterV1[];
   readonly by?: string;
-  /** `createdAt` of the packet the person decided on: once that is no longer the current hand-off (resumed, closed or
-   * handed off again since), the decision is refused and nothing is written: `UnsafeResumeError` for a resume,
-   * `InvalidStateError` for the others. */
+  /** `createdAt` of the packet the person decided on: once that is no longer the current hand-off, the decision is
+   * refused (`UnsafeResumeError` for a resume, `InvalidStateError` for the others). */
   readonly handoffAt?: string;
 }
 
-/** `RunInput` whose params are the operation's declared params type. */
 export type TypedRunInput<P> = Omit<RunInput, 'params'> & { readonly params: P };
 
-/** `RunResult` whose `done` branch carries the operation's declared result type. */
 export type TypedRunResult<R> =
   | Exclude<RunResult, { readonly status: 'done' }>
   | (Omit<Extract<RunResult, { readonly status: 'done' }>, 'result'> & { readonly result: R });
@@ -169,24 +160,20 @@ export type RunFunction = <A extends AdapterV1, N extends OperationName<A>>(
 /** `runId` and `attemptIds` as in RunInput, for the receipts of what it sends or looks up. */
 export interface RecoverOptions extends Pick<RunInput, 'runId' | 'attemptIds'> {
   readonly adapters: readonly AdapterV1[];
-  /** At most this many operations driven in one pass, the oldest first (one left as it is, for want of its adapter
-   * here or a configuration that can drive it, takes no place). */
+  /** At most this many operations driven in one pass, the oldest first (one left as it is takes no place). */
   readonly limit?: number;
-  /** Only this operation, driven as stored (an engine waiting on it): left to a worker whose lease is live
-   * (`skipped-busy`); a closed or absent one is not listed. */
+  /** Only this operation, driven as stored (an engine waiting on it). */
   readonly businessOperationId?: string;
-  /** Hand off (reason `recovery-failed`, nothing sent) an open operation no adapter or card given here can drive, or
-   * whose params this process cannot open, instead of leaving it (`skipped-no-adapter`, `failed`). Default false. */
+  /** Hand off (reason `recovery-failed`) an open operation this process cannot drive, instead of leaving it. */
   readonly handOffUndrivable?: boolean;
 }
 
 export interface Runner {
-  /** Typed from the adapter when it is a `TypedAdapter` (RunFunction); `unknown` params and result for an untyped one. */
   run: RunFunction;
   /** Reconciles operations left claimed/dispatched/unknown/in-progress by a worker whose lease expired. */
   recover(options: RecoverOptions): Promise<RecoverReport[]>;
   /** A person's decision on a handed-off operation. `resume` re-sends with the SAME provider key. */
   resolve(id: string, resolution: Resolution, options?: ResolveOptions): Promise<ResolveResult>;
-  /** A dry run of `resolve`: throws what it would refuse before writing or sending (the same checks); writes and sends nothing. */
+  /** A dry run of `resolve`: throws what it would refuse; writes and sends nothing. */
   checkResolve(id: string, resolution: Resolution, options?: ResolveOptions): Promise<void>;
 }
