@@ -1,4 +1,5 @@
 import {
+  type AdapterV1,
   asBusinessOperationId,
   fingerprint,
   intentOf,
@@ -14,6 +15,8 @@ import {
 } from '@retrysafe/contract/rules';
 import { memo } from '../defined.js';
 import type { RunInput } from '../runner/types.js';
+import { checkAdapter } from './adapter.js';
+import { assertParams } from './params-schema.js';
 
 const comparisons = new WeakMap<RetrySafetyCard, ReturnType<typeof buildComparison>>();
 export const comparisonFor = (card: RetrySafetyCard) => memo(comparisons, card, buildComparison);
@@ -33,6 +36,23 @@ function buildComparison(card: RetrySafetyCard) {
     /** Where two params differ as compared (paths only). */
     differences: (stored: unknown, next: unknown) => differingPaths(comparable(stored), comparable(next)),
   };
+}
+
+/** The input with the intent the adapter resolves from its params (a Graph mailbox spelled `me`, by UPN or by id is
+ * one user): asked before the claim, so a retry with another spelling is the same operation. Unchanged when the
+ * adapter resolves nothing or the caller gave the intent. */
+export async function withResolvedIntent(adapter: AdapterV1, opName: string, input: RunInput): Promise<RunInput> {
+  if (
+    typeof adapter?.doResolveIntent !== 'function' ||
+    typeof input !== 'object' ||
+    input === null ||
+    input.intent !== undefined
+  )
+    return input;
+  const spec = checkAdapter(adapter, opName);
+  assertParams(spec, input.params);
+  const intent = intentOf(input.params, spec.card.businessOperationId);
+  return { ...input, intent: await adapter.doResolveIntent(opName, intent, input.signal) };
 }
 
 /** A call's business-operation id (the caller's, or the digest of its normalised intent) and intent fingerprint, both
