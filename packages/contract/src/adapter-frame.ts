@@ -54,7 +54,7 @@ export interface AdapterDefinition<P extends string, O extends FrameOperation> e
   execute(op: O, params: unknown, ctx: FramedExecuteContext): Promise<Outcome>;
   /** Never called for an operation whose card says `lookup.method: none`. */
   lookup(op: O, ctx: FramedLookupContext): Promise<LookupResult>;
-  /** AdapterV1.doResolveIntent, called with params that passed the operation's schema. */
+  /** AdapterV1.doResolveIntent: the intent of params that passed every other intake check. */
   resolveIntent?(op: O, intent: Record<string, unknown>, signal: AbortSignal): Promise<Record<string, unknown>>;
   close?(): Promise<void>;
 }

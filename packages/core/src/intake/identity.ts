@@ -15,8 +15,6 @@ import {
 } from '@retrysafe/contract/rules';
 import { memo } from '../defined.js';
 import type { RunInput } from '../runner/types.js';
-import { checkAdapter } from './adapter.js';
-import { assertParams } from './params-schema.js';
 
 const comparisons = new WeakMap<RetrySafetyCard, ReturnType<typeof buildComparison>>();
 export const comparisonFor = (card: RetrySafetyCard) => memo(comparisons, card, buildComparison);
@@ -38,21 +36,13 @@ function buildComparison(card: RetrySafetyCard) {
   };
 }
 
-/** The input with the intent the adapter resolves from its params (a Graph mailbox spelled `me`, by UPN or by id is
- * one user): asked before the claim, so a retry with another spelling is the same operation. Unchanged when the
- * adapter resolves nothing or the caller gave the intent. */
-export async function withResolvedIntent(adapter: AdapterV1, opName: string, input: RunInput): Promise<RunInput> {
-  if (
-    typeof adapter?.doResolveIntent !== 'function' ||
-    typeof input !== 'object' ||
-    input === null ||
-    input.intent !== undefined
-  )
-    return input;
-  const spec = checkAdapter(adapter, opName);
-  assertParams(spec, input.params);
-  const intent = intentOf(input.params, spec.card.businessOperationId);
-  return { ...input, intent: await adapter.doResolveIntent(opName, intent, input.signal) };
+/** The intent the adapter resolves from a call's params (a Graph mailbox spelled `me`, by UPN or by id is one user),
+ * asked once every other intake check passed and before the claim, so a retry with another spelling is the same
+ * operation; null when the adapter resolves nothing or the caller gave the intent. */
+export async function resolvedIntent(adapter: AdapterV1, opName: string, input: RunInput) {
+  if (!adapter.doResolveIntent || input.intent !== undefined) return null;
+  const intent = intentOf(input.params, adapter.operations[opName]!.card.businessOperationId);
+  return adapter.doResolveIntent(opName, intent, input.signal);
 }
 
 /** A call's business-operation id (the caller's, or the digest of its normalised intent) and intent fingerprint, both
