@@ -190,8 +190,9 @@ function mailboxResolver(rt: Runtime) {
     const { status, body } = sent.answer;
     if (path === '/me' && status === 400) return null; // an app-only token: no signed-in user
     const id = isObj(body) && typeof body.id === 'string' ? body.id.toLowerCase() : null;
-    if (status === 403)
-      refuse('HTTP 403: grant User.ReadBasic.All or User.Read.All, or name the mailbox by its object id');
+    const grant =
+      path === '/me' ? 'User.Read' : 'User.ReadBasic.All or User.Read.All, or name the mailbox by its object id';
+    if (status === 403) refuse(`HTTP 403: grant ${grant}`);
     return status === 200 && id !== null ? id : refuse(`HTTP ${status}`);
   };
   return async (mailbox: string, signal: AbortSignal): Promise<string> => {

@@ -1,12 +1,12 @@
 // One mailbox spelled three ways (`me`, the signed-in user's UPN, its object id) is one mailbox at Graph: a retry an
 // agent respells must be the same operation, never a second mail. Two users stay two mailboxes.
-import { ConflictError } from '@retrysafe/contract';
+import { ConflictError, InvalidIntentError } from '@retrysafe/contract';
 import { createMemoryLedger, createRunner } from '@retrysafe/core';
 import { closeAfterTest } from '@retrysafe/testkit/close-after-test';
 import { describe, expect, it } from 'vitest';
 import { createMsGraphAdapter } from '../src/index.js';
 import { SANDBOX_SIGNED_IN_USER, startMsGraphSandbox } from '../src/sandbox/index.js';
-import { mailParams, TOKEN } from './helpers.js';
+import { closedPortUrl, mailParams, TOKEN } from './helpers.js';
 
 async function rig(signedInUser?: null) {
   const sandbox = closeAfterTest(await startMsGraphSandbox({ accessToken: TOKEN, signedInUser }));
@@ -42,5 +42,15 @@ describe('mail.send: the mailbox is the user Graph resolves it to', () => {
     const annId = sandbox.userId('ann@contoso.test');
     await runner.run(adapter, 'mail.send', { params: mailParams(2, annId) }).catch(() => undefined);
     expect(sandbox.count('mail.send')).toBe(1);
+  });
+
+  it('Graph cannot say who a UPN is (no answer) ⇒ InvalidIntentError before the claim: no row, nothing sent', async () => {
+    const ledger = createMemoryLedger();
+    const adapter = createMsGraphAdapter({ accessToken: TOKEN, baseUrl: await closedPortUrl() });
+    const run = createRunner({ ledger, random: () => 0.5 }).run(adapter, 'mail.send', {
+      params: mailParams(3, 'ann@contoso.test'),
+    });
+    await expect(run).rejects.toThrow(InvalidIntentError);
+    expect(await ledger.list({})).toEqual([]);
   });
 });
