@@ -302,7 +302,9 @@ const objectsUpsertCard = (o: HubSpotCardOptions) =>
         `whether HubSpot compares unique values case-insensitively: the record's ${o.idProperty} is a lower-case digest, so two refs never send values that differ only in case`,
         S.providers,
       ),
-      concurrencyNote('upserts of one new id value (two changes of one ref, the second sent while the first is unsettled) can both create a record'),
+      concurrencyNote(
+        'upserts of one new id value (two changes of one ref, the second sent while the first is unsettled) can both create a record',
+      ),
       rejectionNote('record'),
     ],
   });
