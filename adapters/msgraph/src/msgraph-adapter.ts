@@ -177,7 +177,7 @@ async function lookup(rt: Runtime, o: GraphOperation, ctx: FramedLookupContext):
 const GUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 /** A mailbox as the id reads it: `me` for the signed-in user however it is spelled, else Graph's object id of the user
- * (`/users/{id | userPrincipalName}` names one user either way; an id in either case is one id, RFC 9562 §4). */
+ * (docs/evidence/msgraph.md, The mailbox: `/me` is `/users/{signed-in id}`; an id is case-insensitive). */
 function mailboxResolver(rt: Runtime) {
   let me: Promise<string | null> | undefined;
   const idOf = async (path: string, signal: AbortSignal): Promise<string | null> => {
