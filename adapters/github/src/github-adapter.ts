@@ -3,6 +3,7 @@ import {
   type AccountOption,
   AdapterConfigurationError,
   defineAdapter,
+  InvalidIntentError,
   type LookupResult,
   type TypedAdapter,
 } from '@retrysafe/contract';
@@ -93,11 +94,36 @@ export function createGitHubAdapter(options: GitHubAdapterOptions): GitHubAdapte
     return login;
   };
 
+  // Calls that ask for one repository at once share one GET (its answer is not kept: a name can change hands).
+  const asking = new Map<string, Promise<string>>();
+  const repositoryId = (owner: string, repo: string, signal: AbortSignal) => {
+    const name = `${owner}/${repo}`.toLowerCase();
+    let id = asking.get(name);
+    if (id === undefined) {
+      id = octokit.rest.repos.get({ owner, repo, ...callOptions(signal) }).then((r) => String(r.data.id));
+      asking.set(name, id);
+      void id.finally(() => asking.delete(name)).catch(() => {});
+    }
+    return id;
+  };
+
   return defineAdapter(
     {
       provider: PROVIDER,
       account: options.account,
       operations: gitHubOperations,
+      // A renamed repository answers under its old name, and a new one may take a name another left: the id reads
+      // the repository GET /repos resolves the name to (its id), never the name.
+      async resolveIntent(_op, intent, signal) {
+        const { owner, repo } = intent as { owner: string; repo: string };
+        try {
+          return { ...intent, owner: 'repository', repo: await repositoryId(owner, repo, signal) };
+        } catch (error) {
+          const why = error instanceof Error ? error.message : String(error);
+          const what = `GitHub could not say which repository ${owner}/${repo} is (${why}), so the operation's id cannot be told; nothing was claimed or sent`;
+          throw new InvalidIntentError('repo', what);
+        }
+      },
       async execute(op, params, ctx) {
         let answer: GitHubAnswer;
         try {

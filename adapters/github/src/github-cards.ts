@@ -147,6 +147,9 @@ function gitHubCard(spec: {
   };
 }
 
+/** How the id reads owner and repo: the repository GitHub resolves them to (a renamed one answers under its old name). */
+const REPOSITORY = 'owner and repo (as the id of the repository GET /repos resolves them to before the claim)';
+
 export const issuesCreateCard = defineCard(
   gitHubCard({
     operation: 'issues.create',
@@ -156,8 +159,7 @@ export const issuesCreateCard = defineCard(
     parent: 'repository',
     listName: 'the repository issue list',
     idempotentByNature: 'every POST creates a new issue with the next number',
-    intentRule:
-      'derived from intent fields owner, repo, title and body (one issue with this text in one repository), or given by the caller',
+    intentRule: `derived from intent fields ${REPOSITORY}, title and body (one issue with this text in one repository), or given by the caller`,
     intentFields: ['owner', 'repo', 'title', 'body'],
     lookupMethod: `GET /repos/{owner}/{repo}/issues?state=all&sort=created&direction=desc (a list, not the search API, whose index lags: ${SOURCES.search}); pull requests are in the list too and are skipped`,
     reconciler:
@@ -176,8 +178,7 @@ export const issuesCreateCommentCard = defineCard(
     parent: 'repository or issue',
     listName: "the issue's comment list",
     idempotentByNature: 'every POST adds one more comment',
-    intentRule:
-      'derived from intent fields owner, repo, issue_number and body (one comment with this text on one issue or pull request), or given by the caller',
+    intentRule: `derived from intent fields ${REPOSITORY}, issue_number and body (one comment with this text on one issue or pull request), or given by the caller`,
     intentFields: ['owner', 'repo', 'issue_number', 'body'],
     lookupMethod:
       'GET /repos/{owner}/{repo}/issues/{issue_number}/comments?since=… (a list ordered by ascending id, not the search API)',

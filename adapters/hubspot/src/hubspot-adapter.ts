@@ -67,7 +67,7 @@ function checkOptions(options: HubSpotAdapterOptions) {
 export function createHubSpotAdapter(options: HubSpotAdapterOptions): HubSpotAdapter {
   const o = checkOptions(options);
   const cards = hubSpotCardsFor(o);
-  const reserved = `property ${o.idProperty} is the adapter's id property: the adapter sets it from the business-operation id`;
+  const reserved = `property ${o.idProperty} is the adapter's id property: the adapter sets it`;
   type Operation = (typeof OPERATIONS)[HubSpotOperationName];
   const operations = {} as Record<HubSpotOperationName, FrameOperation & Operation>;
   for (const [name, op] of Object.entries(OPERATIONS) as [HubSpotOperationName, Operation][]) {
@@ -77,7 +77,8 @@ export function createHubSpotAdapter(options: HubSpotAdapterOptions): HubSpotAda
       name,
       card: cards[name],
       paramsSchema: PARAMS_SCHEMAS[name],
-      keyRule: keyed ? KEY_RULE : null,
+      // The upsert's id property names the record (objectType and ref), not the operation: no key travels.
+      keyRule: name === 'tickets.create' ? KEY_RULE : null,
       // The id property is an option, so the schema cannot reserve it; runs after the schema (properties is an object).
       checkParams: (params: unknown) =>
         keyed && Object.hasOwn((params as { properties: object }).properties, o.idProperty)

@@ -4,7 +4,7 @@ import { asBusinessOperationId, validateCard } from '@retrysafe/contract';
 import { describe, expect, it } from 'vitest';
 import { createHubSpotAdapter } from './hubspot-adapter.js';
 import { hubSpotCards, hubSpotCardsFor } from './hubspot-cards.js';
-import { KEY_RULE } from './hubspot-operations.js';
+import { KEY_RULE, recordKey } from './hubspot-operations.js';
 
 // The cards must say what shared/providers.md says about HubSpot, fact for fact. Each statement below
 // is quoted from providers.md; when the file is present (the monorepo's sibling /work/shared) the
@@ -74,10 +74,11 @@ describe('hubspot cards match shared/providers.md', () => {
     expect(c.sideEffect.kind.value).toBe('upsert');
     expect(c.sideEffect.idempotentByNature.value).toBe(true);
     expect(c.sideEffect.kind.source).toMatch(/batch\/upsert/);
-    expect(c.providerKey.travels.value).toBe('body');
-    expect(c.providerKey.name.value).toMatch(/idProperty = retrysafe_operation_id/);
-    expect(c.storedResult.semantics.value).toBe('replays');
-    expect(c.storedResult.semantics.source).toMatch(/new: false/);
+    expect(c.sideEffect.idempotentByNature.source).toMatch(/new: false/);
+    // The unique value names the record, not the operation: no key, so a later change of the record is applied.
+    expect(c.providerKey.travels.value).toBe('none');
+    expect(c.providerKey.scope.value).toMatch(/named by its retrysafe_operation_id \(objectType and ref\)/);
+    expect(c.storedResult.semantics.value).toBe('none');
   });
 
   it(`tickets.create: ${QUOTES.ticket}`, () => {
@@ -114,12 +115,12 @@ describe('hubspot cards match shared/providers.md', () => {
   // must not be two keys that do, or one record could be taken for the other's (an upsert overwriting it, a lost effect).
   it('caller ids that differ only in case get keys that differ in more than case', () => {
     const a = createHubSpotAdapter({ accessToken: 'test-token-not-a-secret', baseUrl: 'http://127.0.0.1:9' });
-    for (const op of ['objects.upsert', 'tickets.create']) {
-      const key = (id: string) => String(a.deriveProviderKey(op, asBusinessOperationId(id)));
-      const [upper, lower] = [key('Order-1'), key('order-1')];
-      expect(upper.toLowerCase()).not.toBe(lower.toLowerCase());
-      expect(lower).toBe('order-1');
-    }
+    const key = (id: string) => String(a.deriveProviderKey('tickets.create', asBusinessOperationId(id)));
+    const [upper, lower] = [key('Order-1'), key('order-1')];
+    expect(upper.toLowerCase()).not.toBe(lower.toLowerCase());
+    expect(lower).toBe('order-1');
+    // objects.upsert sends no key; its record value is a lower-case digest of the ref (upsert-correction.test.ts).
+    expect(recordKey({ objectType: '2-1', ref: 'Order-1' })).not.toBe(recordKey({ objectType: '2-1', ref: 'order-1' }));
   });
 
   it('the key rule the adapter applies is within what the cards say it sends', () => {

@@ -8,6 +8,8 @@ const S = {
   tickets: 'https://developers.hubspot.com/docs/api/crm/tickets',
   properties: 'https://developers.hubspot.com/docs/api/crm/properties',
   search: 'https://developers.hubspot.com/docs/api/crm/search',
+  upsert:
+    'https://developers.hubspot.com/docs/api-reference/latest/crm/objects/custom-objects/batch/upsert-custom-objects ("Create or update records identified by a unique property value")',
   errors: 'https://developers.hubspot.com/docs/api/error-handling',
   limits: 'https://developers.hubspot.com/docs/api/usage-details',
   contactConflict: 'https://github.com/stape-io/hubspot-tag/issues/7',
@@ -61,6 +63,12 @@ const LOCKED = '423 Locked (at least 2 s) and 477 Migration in Progress (Retry-A
 const RATE_LIMITED =
   'HubSpot answers 429 from its rate limiters (policyName TEN_SECONDLY_ROLLING, SECONDLY, DAILY; X-HubSpot-RateLimit-* headers)';
 
+const SEARCH_DELAY_NOTE = note(
+  'lookup.consistencyDelay',
+  'how long after a write CRM search shows it ("a few moments"); until then a miss is reported as cannot-tell, never as absent',
+  S.search,
+);
+
 const keyUnverified = (o: HubSpotCardOptions) => [
   note(
     'providerKey.maxLength',
@@ -77,15 +85,7 @@ const keyUnverified = (o: HubSpotCardOptions) => [
     `the value is reserved while the record holding ${o.idProperty} exists; no minimum is documented, and whether an archived (deleted) record still reserves it is not documented`,
     S.properties,
   ),
-  ...(o.searchSettleMs === null
-    ? [
-        note(
-          'lookup.consistencyDelay',
-          'how long after a write CRM search shows it ("a few moments"); until then a miss is reported as cannot-tell, never as absent',
-          S.search,
-        ),
-      ]
-    : []),
+  ...(o.searchSettleMs === null ? [SEARCH_DELAY_NOTE] : []),
 ];
 
 type Spec = Omit<
@@ -137,7 +137,7 @@ function hubSpotCard(o: HubSpotCardOptions, spec: Spec): RetrySafetyCard {
   });
 }
 
-/** The key of the two writes keyed by a unique-value property (objects.upsert, tickets.create). */
+/** The key of tickets.create: a unique-value property. */
 const uniqueValueKey = (where: string) => ({
   travels: fact(
     'body' as const,
@@ -155,7 +155,7 @@ const uniqueValueKey = (where: string) => ({
   ),
 });
 
-/** How those two writes are found: a CRM search for the key. */
+/** How the writes keyed by a unique-value property are found: a CRM search for its value. */
 const searchFacts = (o: HubSpotCardOptions, searchPath: string) =>
   ({
     lookup: {
@@ -181,7 +181,7 @@ const NO_KEY = `${S.providers}: no idempotency key`;
 const REF_TRIM = {
   field: 'ref',
   steps: ['trim'],
-  source: `${S.properties}: the unique-value property holds the business-operation id, not the ref, so the ref's equality is retrysafe's: surrounding white space is formatting; compatibility forms, case and inner white space are kept apart (docs/concepts.md, Normalisation)`,
+  source: `${S.properties}: the unique-value property holds a value retrysafe derives, not the ref, so the ref's equality is retrysafe's: surrounding white space is formatting; compatibility forms, case and inner white space are kept apart (docs/concepts.md, Normalisation)`,
 } as const;
 const NOT_STORED = `${S.providers}: nothing is stored per request`;
 const ERRORS_NOT_STORED = fact(false, `${S.providers}: errors are not stored`);
@@ -255,34 +255,35 @@ const objectsUpsertCard = (o: HubSpotCardOptions) =>
       ),
       idempotentByNature: fact(
         true,
-        `${S.providers}: batch upsert by a unique-value idProperty is the idempotent write; result new: true|false`,
+        `${S.upsert}: creates the record the unique value names, or updates the one holding it (new: false); sent twice, it sets the same values on one record`,
       ),
       rejectionMayCreate: REJECTION_LEAVES('record'),
     },
+    // Like contacts.update: the record and the values it is set to. A later change of one ref is another operation;
+    // the record is named by objectType and ref alone, so it updates that record instead of making a second.
     businessOperationId: {
-      // The ref names the record, its properties are what is written: other properties under one ref are a correction
-      // of that record (the same key, so the upsert updates it), never a second record.
-      rule: 'derived from intent fields objectType and ref (the caller’s reference for the record); its id is the value of the unique id property',
-      intentFields: ['objectType', 'ref'],
+      rule: `derived from intent fields objectType, ref (the caller’s reference for the record) and properties: the record and the values it is set to; the record’s ${o.idProperty} holds a digest of objectType and the trimmed ref alone, so every operation of one ref writes one record`,
+      intentFields: ['objectType', 'ref', 'properties'],
       normalize: [REF_TRIM],
     },
-    providerKey: uniqueValueKey(`inputs[].id with inputs[].idProperty = ${o.idProperty}`),
-    keyReuse: fact(
-      'every attempt of the operation sends the same value; a re-send updates the record holding it (new: false) instead of creating one',
-      S.providers,
-    ),
-    parameterMatching: fact(
-      'none',
-      `${S.providers}: the upsert matches on the id property only; other properties are written over the record (a correction under the same ref; the runner refuses one while an earlier write may have applied)`,
-    ),
-    storedResult: {
-      semantics: fact(
-        'replays',
-        `${S.providers}: a re-sent upsert with the same id property value folds into the existing record and answers new: false`,
+    providerKey: {
+      travels: fact('none', NO_KEY),
+      name: fact(null, NO_KEY),
+      maxLength: fact(null, NO_KEY),
+      charset: fact(null, NO_KEY),
+      scope: fact(
+        `no key: the record is named by its ${o.idProperty} (objectType and ref), so the upsert sent twice sets the same values on it`,
+        S.upsert,
       ),
-      includesErrors: ERRORS_NOT_STORED,
     },
+    keyReuse: fact(
+      'no key; the same upsert may be sent again: it sets the same values on the ref’s one record (a newer write by someone else in between is overwritten)',
+      S.upsert,
+    ),
+    parameterMatching: fact('none', `${S.providers}: no key, nothing to match`),
+    storedResult: { semantics: fact('none', NOT_STORED), includesErrors: fact(false, NOT_STORED) },
     ...searchFacts(o, '<object>'),
+    retention: { minimum: fact(null, NOT_STORED) },
     concurrency: fact<'last-write-wins'>(
       'unknown',
       `${S.providers} does not say what two concurrent upserts of one new id value do`,
@@ -293,10 +294,17 @@ const objectsUpsertCard = (o: HubSpotCardOptions) =>
     ),
     nonRetryableErrors: fact(['400', '401', '403', '404', '409 (another unique property collides)'], S.errors),
     reconciler:
-      'the runner, through doLookup: CRM search for the id property value (one record holding it exactly is adopted, two are "cannot tell"); re-sending the upsert with the same value is safe',
+      'the runner, through doLookup: CRM search for the record’s id property value (one record holding it and the requested values is adopted, two records are "cannot tell"); re-sending the upsert is safe',
     unverified: [
-      ...keyUnverified(o),
-      concurrencyNote('upserts of one new id value can both create a record'),
+      ...(o.searchSettleMs === null ? [SEARCH_DELAY_NOTE] : []),
+      note(
+        'sideEffect.idempotentByNature',
+        `whether HubSpot compares unique values case-insensitively: the record's ${o.idProperty} is a lower-case digest, so two refs never send values that differ only in case`,
+        S.providers,
+      ),
+      concurrencyNote(
+        'upserts of one new id value (two changes of one ref, the second sent while the first is unsettled) can both create a record',
+      ),
       rejectionNote('record'),
     ],
   });

@@ -9,6 +9,7 @@ import type {
   ProviderKeyRule,
   RetrySafetyCard,
 } from '@retrysafe/contract';
+import { businessOperationId } from '@retrysafe/contract';
 import { lookupMiss, type SchemaType } from '@retrysafe/contract/provider';
 import {
   cannotTellFrom,
@@ -100,8 +101,7 @@ export const PARAMS_SCHEMAS = {
     },
     ref: {
       ...text,
-      description:
-        'Your reference for the record; names the business intent (other properties under it correct that record)',
+      description: 'Your reference for the record: every upsert of one ref writes that one record',
     },
     properties: { ...propertiesSchema, description: 'The record’s properties' },
   }),
@@ -203,9 +203,15 @@ async function lookupContactsUpdate(
   return lookupMiss(card, ctx, miss, { providerRef: String(r.id), ...wireRefs(wire) });
 }
 
+/** The upsert's id property value: it names the record (objectType and trimmed ref, as the card's id rule reads them),
+ * so every change of one ref writes one record and two refs never share one; a digest in lower case, since whether
+ * HubSpot compares unique values case-insensitively is not documented. */
+export const recordKey = (p: Pick<ObjectsUpsertParams, 'objectType' | 'ref'>): string =>
+  businessOperationId('hubspot.objects.upsert', { objectType: p.objectType, ref: p.ref.trim() });
+
 const executeObjectsUpsert = (rt: Runtime, p: ObjectsUpsertParams, ctx: FramedExecuteContext) =>
   attempt(async (wire) => {
-    const key = ctx.providerKey!; // the frame's: these operations' key rule is never null
+    const key = recordKey(p);
     const r = await objectsApi({ ...rt, signal: ctx.signal }, wire).batch.upsert(p.objectType, {
       inputs: [{ id: key, idProperty: rt.idProperty, properties: { ...p.properties } }],
     });
@@ -220,7 +226,7 @@ const executeObjectsUpsert = (rt: Runtime, p: ObjectsUpsertParams, ctx: FramedEx
         return { kind: 'rejected', reason: 'validation', message, code, ...wireRefs(wire) };
       return { kind: 'unknown', cause: 'other', message, ...(code ? { code } : {}), ...wireRefs(wire) };
     }
-    return recordOutcome(item._new === false ? 'replayed' : 'succeeded', item, wire, { new: item._new === true });
+    return recordOutcome('succeeded', item, wire, { new: item._new === true });
   });
 
 const TICKET_PROPERTIES = ['subject', 'hs_pipeline', 'hs_pipeline_stage'];
@@ -277,15 +283,17 @@ async function adoptDuplicateTicket(
   };
 }
 
-/** A CRM search in `objectType` for the key in the id property, showing the `shown` properties of a hit. */
+/** A CRM search in `objectType` for `key` in the id property, showing the `shown` properties of a hit; with `wanted`,
+ * a hit is this operation's only when it holds those values. */
 async function searchByKey(
   rt: Runtime,
   ctx: FramedLookupContext,
   card: RetrySafetyCard,
   objectType: string,
+  key: string,
   shown: readonly string[],
+  wanted?: Readonly<Record<string, string>>,
 ): Promise<LookupResult> {
-  const key = ctx.providerKey!; // the frame's: these operations' key rule is never null
   const wire: WireRecord = { started: false };
   const request = {
     filterGroups: [{ filters: [{ propertyName: rt.idProperty, operator: FilterOperator.Eq, value: key }] }],
@@ -317,6 +325,11 @@ async function searchByKey(
       reason: `${objectType} ${hit.id} holds the key on the first page, and more results follow`,
       ...refs,
     };
+  const differing = Object.entries(wanted ?? {}).filter(([name, value]) => (hit?.properties[name] ?? '') !== value);
+  if (hit && differing.length > 0) {
+    const miss = `${objectType} ${hit.id} does not hold the requested values of ${differing.map(([n]) => n).join(', ')}`;
+    return lookupMiss(card, ctx, miss, { providerRef: String(hit.id), ...refs });
+  }
   if (hit) return { kind: 'found', outcome: recordOutcome('succeeded', hit, wire) };
   if (ctx.firstDispatchedAt === null) return { kind: 'not-found', reason: 'never dispatched', ...refs };
   const miss = `no ${objectType} record with ${rt.idProperty}=${key}`;
@@ -334,12 +347,12 @@ export const OPERATIONS = {
   },
   'objects.upsert': {
     description:
-      'Create or update one CRM record, keyed by a unique property that holds the business-operation id (batch upsert).',
+      'Create or update one CRM record and set its properties (batch upsert), keyed by a unique property that holds a value derived from objectType and ref: every change of one ref writes one record.',
     // HubSpot's validation message quotes the refused value, whatever the property is called.
     sensitiveFields: ['properties'],
     execute: executeObjectsUpsert,
     lookup: (rt: Runtime, p: ObjectsUpsertParams, ctx: FramedLookupContext, card: RetrySafetyCard) =>
-      searchByKey(rt, ctx, card, p.objectType, Object.keys(p.properties)),
+      searchByKey(rt, ctx, card, p.objectType, recordKey(p), Object.keys(p.properties), p.properties),
   },
   'tickets.create': {
     description:
@@ -347,6 +360,6 @@ export const OPERATIONS = {
     sensitiveFields: ['properties'],
     execute: executeTicketsCreate,
     lookup: (rt: Runtime, _p: TicketsCreateParams, ctx: FramedLookupContext, card: RetrySafetyCard) =>
-      searchByKey(rt, ctx, card, 'tickets', TICKET_PROPERTIES),
+      searchByKey(rt, ctx, card, 'tickets', ctx.providerKey!, TICKET_PROPERTIES), // its key rule is never null
   },
 } as const;

@@ -160,6 +160,17 @@ describe('objects.upsert lookup', () => {
       outcome: { kind: 'succeeded', providerRef: done.providerRef },
     });
   });
+
+  // Every change of one ref writes its one record: the record holding the key is this operation's only with its values.
+  it('the ref’s record holding another change’s values ⇒ cannot-tell naming them, never adopted', async () => {
+    const { a } = await rig();
+    const params = order('lk-B');
+    const later = { ...params, properties: { ...params.properties, amount: '990' } };
+    const done = await execute(a, 'objects.upsert', later);
+    const r = await lookup(a, 'objects.upsert', params, { firstDispatchedAt: Date.now() });
+    expect(r).toMatchObject({ kind: 'cannot-tell', providerRef: done.providerRef });
+    expect(r.kind === 'cannot-tell' && r.reason).toMatch(/does not hold the requested values of amount/);
+  });
 });
 
 describe('contacts.update lookup: GET the contact and compare the values', () => {

@@ -3,9 +3,8 @@ import { createMemoryLedger, createRunner, createVirtualClock } from '@retrysafe
 import { describe, expect, it } from 'vitest';
 import { adapter, order, sb } from './helpers.js';
 
-// objects.upsert writes the record the caller's ref names: other properties under that ref are a correction of the
-// record (a new revision under its key, so the upsert updates it) or a conflict once a write may have applied, never
-// a second record.
+// objects.upsert sets the values of the record the caller's ref names: each change is its own operation, and every
+// operation of one ref writes the one record its unique value (derived from objectType and ref) names.
 
 async function rig() {
   const clock = createVirtualClock(Date.now());
@@ -14,25 +13,45 @@ async function rig() {
   return { s, a: adapter(s.url), runner };
 }
 
-const priced = (amount: string) => ({ ...order('up-1'), properties: { ...order('up-1').properties, amount } });
+const priced = (amount: string, ref = 'up-1') => ({ ...order(ref), properties: { ...order(ref).properties, amount } });
+const amounts = (s: Awaited<ReturnType<typeof rig>>['s']) =>
+  s.records('objects.upsert').map((r) => r.properties.amount);
 
 describe('objects.upsert: one ref, one record', () => {
-  it('done, then the same ref with another amount ⇒ a params conflict naming it, nothing sent, one record', async () => {
+  it('done, then a later change of the same ref ⇒ applied to the one record, not refused', async () => {
     const { s, a, runner } = await rig();
     expect(await runner.run(a, 'objects.upsert', { params: priced('1250') })).toMatchObject({ status: 'done' });
-    const err = await runner.run(a, 'objects.upsert', { params: priced('990') }).catch((e: unknown) => e);
-    expect(ConflictError.isInstance(err) && err.field === 'params' && err.paths).toEqual(['properties.amount']);
-    expect(s.count('objects.upsert')).toBe(1);
+    expect(await runner.run(a, 'objects.upsert', { params: priced('990') })).toMatchObject({ status: 'done' });
+    expect(amounts(s)).toEqual(['990']);
   });
 
-  it('throttled until handed off, then resend-with another amount ⇒ the same operation updates its one record', async () => {
+  it('the caller’s own id per change ⇒ still the one record of the ref', async () => {
+    const { s, a, runner } = await rig();
+    await runner.run(a, 'objects.upsert', { businessOperationId: 'deal-7-v1', params: priced('1250') });
+    expect(
+      await runner.run(a, 'objects.upsert', { businessOperationId: 'deal-7-v2', params: priced('990') }),
+    ).toMatchObject({
+      status: 'done',
+    });
+    expect(amounts(s)).toEqual(['990']);
+  });
+
+  it('two refs ⇒ two records, whatever their properties', async () => {
+    const { s, a, runner } = await rig();
+    await runner.run(a, 'objects.upsert', { params: priced('1250', 'up-1') });
+    await runner.run(a, 'objects.upsert', { params: priced('1250', 'up-2') });
+    expect(amounts(s)).toEqual(['1250', '1250']);
+  });
+
+  it('throttled until handed off, then the corrected amount ⇒ a new operation that writes the one record', async () => {
     const { s, a, runner } = await rig();
     s.throttle(4);
     const first = await runner.run(a, 'objects.upsert', { params: priced('1250') });
     expect(first).toMatchObject({ status: 'handed-off' });
     const fixed = { action: 'resend-with', params: priced('990') } as const;
-    expect(await runner.resolve(first.businessOperationId, fixed, { adapters: [a] })).toMatchObject({ status: 'done' });
-    expect(s.count('objects.upsert')).toBe(1);
-    expect(s.records('objects.upsert')[0]!.properties.amount).toBe('990');
+    const err = await runner.resolve(first.businessOperationId, fixed, { adapters: [a] }).catch((e: unknown) => e);
+    expect(ConflictError.isInstance(err) && err.field).toBe('intent');
+    expect(await runner.run(a, 'objects.upsert', { params: priced('990') })).toMatchObject({ status: 'done' });
+    expect(amounts(s)).toEqual(['990']);
   });
 });

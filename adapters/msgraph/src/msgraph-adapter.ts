@@ -5,6 +5,7 @@ import {
   defineAdapter,
   type FramedExecuteContext,
   type FramedLookupContext,
+  InvalidIntentError,
   type LookupResult,
   type Outcome,
   type TypedAdapter,
@@ -192,6 +193,40 @@ async function lookup(rt: Runtime, o: GraphOperation, ctx: FramedLookupContext):
   return { kind: 'found', outcome: { kind: 'succeeded', result, ...ref, ...refsOf(answer) } };
 }
 
+const GUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+/** A mailbox as the id reads it: `me` for the signed-in user however it is spelled, else Graph's object id of the user
+ * (docs/evidence/msgraph.md, The mailbox: `/me` is `/users/{signed-in id}`; an id is case-insensitive). */
+function mailboxResolver(rt: Runtime) {
+  let me: Promise<string | null> | undefined;
+  const idOf = async (path: string, signal: AbortSignal): Promise<string | null> => {
+    const sent = await send(rt, signal, rt.client.api(path).select(['id']), (r) => r.get());
+    const refuse = (why: string): never => {
+      const what = `Graph could not say which user ${path} is (${why}), so the operation's id cannot be told; nothing was claimed or sent`;
+      throw new InvalidIntentError('mailbox', what);
+    };
+    if ('failed' in sent) return refuse(sent.failed.message);
+    const { status, body } = sent.answer;
+    if (path === '/me' && status === 400) return null; // an app-only token: no signed-in user
+    const id = isObj(body) && typeof body.id === 'string' ? body.id.toLowerCase() : null;
+    const grant =
+      path === '/me' ? 'User.Read' : 'User.ReadBasic.All or User.Read.All, or name the mailbox by its object id';
+    if (status === 403) refuse(`HTTP 403: grant ${grant}`);
+    return status === 200 && id !== null ? id : refuse(`HTTP ${status}`);
+  };
+  return async (mailbox: string, signal: AbortSignal): Promise<string> => {
+    if (mailbox === 'me') return mailbox;
+    const user = GUID.test(mailbox)
+      ? mailbox.toLowerCase()
+      : await idOf(`/users/${encodeURIComponent(mailbox)}`, signal);
+    me ??= idOf('/me', signal).catch((e: unknown) => {
+      me = undefined;
+      throw e;
+    });
+    return user === (await me) ? 'me' : String(user);
+  };
+}
+
 /** Microsoft Graph adapter: `mail.send`, `events.create`, `todo.tasks.create`; SDK retries off (the runner retries). */
 export function createMsGraphAdapter(options: MsGraphAdapterOptions): MsGraphAdapter {
   const timeoutMs = positiveInteger(PROVIDER, 'timeoutMs', options.timeoutMs, 30_000);
@@ -207,6 +242,7 @@ export function createMsGraphAdapter(options: MsGraphAdapterOptions): MsGraphAda
     extendedPropertyId,
     applicationName: options.applicationName ?? DEFAULT_APPLICATION_NAME,
   };
+  const mailbox = mailboxResolver(rt);
   // close: the Graph client holds no sockets of its own (global fetch); nothing to release.
   return defineAdapter(
     {
@@ -215,6 +251,10 @@ export function createMsGraphAdapter(options: MsGraphAdapterOptions): MsGraphAda
       operations: msGraphOperations,
       execute: (o, params, ctx) => execute(rt, o, params, ctx),
       lookup: (o, ctx) => lookup(rt, o, ctx),
+      resolveIntent: async (_o, intent, signal) => ({
+        ...intent,
+        mailbox: await mailbox(String(intent.mailbox), signal),
+      }),
     },
     { client },
   );

@@ -125,6 +125,10 @@ function msGraphCard({ refusals, handoff, limits, reconciler, unverified, ...spe
   });
 }
 
+/** How the id reads the mailbox: Graph's own identity of the user, asked before the claim (msgraph-adapter.ts). */
+const MAILBOX =
+  'mailbox (as Graph resolves it before the claim: me for the signed-in user however spelled, else the user’s object id)';
+
 export const mailSendCard = msGraphCard({
   operation: 'msgraph.mail.send',
   sideEffect: {
@@ -133,7 +137,7 @@ export const mailSendCard = msGraphCard({
     rejectionMayCreate: rejectionLeaves('a sent mail'),
   },
   businessOperationId: {
-    rule: 'derived from intent fields mailbox and message (the whole message: recipients, subject, body, …), or given by the caller',
+    rule: `derived from intent fields ${MAILBOX} and message (the whole message: recipients, subject, body, …), or given by the caller`,
     intentFields: ['mailbox', 'message'],
     // Exact otherwise: the message is what is delivered; another spelling is another mail.
     normalize: [
@@ -218,7 +222,7 @@ export const eventsCreateCard = msGraphCard({
     rejectionMayCreate: rejectionLeaves('an event'),
   },
   businessOperationId: {
-    rule: 'derived from intent fields mailbox, event.subject, event.start, event.end (one meeting slot with one subject in one calendar), or given by the caller',
+    rule: `derived from intent fields ${MAILBOX}, event.subject, event.start, event.end (one meeting slot with one subject in one calendar), or given by the caller`,
     intentFields: ['mailbox', 'event.subject', 'event.start', 'event.end'],
     // An agent may copy a time back from Graph, which returns it with a seven-digit zero fraction.
     normalize: (['start', 'end'] as const).map((at) => ({
@@ -306,7 +310,7 @@ export const todoTasksCreateCard = msGraphCard({
     rejectionMayCreate: rejectionLeaves('a task'),
   },
   businessOperationId: {
-    rule: 'derived from intent fields mailbox, listId, task.title and task.dueDateTime when given (one task of one title due at one time in one list), or given by the caller',
+    rule: `derived from intent fields ${MAILBOX}, listId, task.title and task.dueDateTime when given (one task of one title due at one time in one list), or given by the caller`,
     // The due date tells two tasks of one title apart ("Pay rent" each month): outside the intent the second was
     // refused as a params conflict and never made.
     intentFields: ['mailbox', 'listId', 'task.title', 'task.dueDateTime'],

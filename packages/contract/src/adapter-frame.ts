@@ -54,6 +54,8 @@ export interface AdapterDefinition<P extends string, O extends FrameOperation> e
   execute(op: O, params: unknown, ctx: FramedExecuteContext): Promise<Outcome>;
   /** Never called for an operation whose card says `lookup.method: none`. */
   lookup(op: O, ctx: FramedLookupContext): Promise<LookupResult>;
+  /** AdapterV1.doResolveIntent: the intent of params that passed every other intake check. */
+  resolveIntent?(op: O, intent: Record<string, unknown>, signal: AbortSignal): Promise<Record<string, unknown>>;
   close?(): Promise<void>;
 }
 
@@ -270,6 +272,11 @@ export function defineAdapter<const P extends string, O extends FrameOperation, 
       const framed = { ...ctx, providerKey: k.key, signal, keyReusable, clockSkewMarginMs };
       return raceAbort(() => definition.lookup(op, framed), signal, aborted);
     },
+
+    ...(definition.resolveIntent && {
+      doResolveIntent: (operation: string, intent: Record<string, unknown>, signal?: AbortSignal) =>
+        definition.resolveIntent!(resolve(operation), intent, signal ?? NEVER),
+    }),
 
     async close(): Promise<void> {
       await definition.close?.();

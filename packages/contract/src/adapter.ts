@@ -59,6 +59,13 @@ export interface AdapterV1 {
   doExecute(operation: string, params: unknown, ctx: ExecuteContext): Promise<Outcome>;
   /** UnsupportedCapabilityError when the card's lookup.method is 'none'. */
   doLookup(operation: string, ctx: LookupContext): Promise<LookupResult>;
+  /** The intent with a field the provider resolves (one user spelled three ways) replaced by the provider's own id of
+   * it, asked before the claim; throws a typed refusal when it cannot tell (nothing is claimed or sent). */
+  doResolveIntent?(
+    operation: string,
+    intent: Record<string, unknown>,
+    signal?: AbortSignal,
+  ): Promise<Record<string, unknown>>;
   close?(): Promise<void>;
 }
 

@@ -12,24 +12,27 @@ import { wrapAdapter } from './wrap-adapter.js';
 /** The client timeout handed to createAdapter by default: generous, so lookups on a loaded machine still answer. */
 export const DEFAULT_DRILL_TIMEOUT_MS = 1500;
 
-/** Counts and labels the adapter's doExecute/doLookup calls, so every proxy request is attributed to the call that made it. */
-function instrument(inner: AdapterV1, proxy: FaultProxy, clock: { now(): number }) {
+type Phase = 'execute' | 'lookup' | 'intake';
+
+/** Counts and labels the adapter's doExecute/doLookup calls, so every proxy request is attributed to the call that made
+ * it; a request an adapter sends to resolve an intent before the claim (doResolveIntent) is labelled `intake`. */
+function instrument(inner: AdapterV1, proxy: FaultProxy, clock: { now(): number }, active: Record<Phase, number>) {
   const t = {
-    calls: { execute: 0, lookup: 0 },
-    active: { execute: 0, lookup: 0 },
+    calls: { execute: 0, lookup: 0, intake: 0 },
+    active,
     executeSpans: [] as { start: number; end?: number }[],
     /** After the provider answered, never return (the worker "dies" before recording the outcome). */
     dieAfterExecute: false,
     died: false,
   };
   const relabel = () => {
-    const { execute, lookup } = t.active;
-    if (execute > 0 && lookup > 0) proxy.label = 'ambiguous';
+    const { execute, lookup, intake } = t.active;
+    if (Number(execute > 0) + Number(lookup > 0) + Number(intake > 0) > 1) proxy.label = 'ambiguous';
     else if (execute === 1) proxy.label = `execute#${t.calls.execute}`;
     else if (execute > 1) proxy.label = 'execute*';
-    else proxy.label = lookup > 0 ? 'lookup' : undefined;
+    else proxy.label = lookup > 0 ? 'lookup' : intake > 0 ? 'intake' : undefined;
   };
-  const during = async <R>(kind: 'execute' | 'lookup', call: () => Promise<R>): Promise<R> => {
+  const during = async <R>(kind: Phase, call: () => Promise<R>): Promise<R> => {
     const span: { start: number; end?: number } = { start: clock.now() };
     if (kind === 'execute') t.executeSpans.push(span);
     t.calls[kind] += 1;
@@ -43,7 +46,7 @@ function instrument(inner: AdapterV1, proxy: FaultProxy, clock: { now(): number 
       relabel();
     }
   };
-  const adapter = wrapAdapter(inner, {
+  const wrapped = wrapAdapter(inner, {
     async doExecute(op, params, ctx) {
       const outcome = await during('execute', () => inner.doExecute(op, params, ctx));
       if (!t.dieAfterExecute) return outcome;
@@ -52,7 +55,22 @@ function instrument(inner: AdapterV1, proxy: FaultProxy, clock: { now(): number 
     },
     doLookup: (op, ctx) => during('lookup', () => inner.doLookup(op, ctx)),
   });
+  const resolve = inner.doResolveIntent?.bind(inner);
+  const adapter: AdapterV1 = resolve
+    ? { ...wrapped, doResolveIntent: (op, intent, signal) => during('intake', () => resolve(op, intent, signal)) }
+    : wrapped;
   return { adapter, tracker: t };
+}
+
+/** The scenario's faults for the requests of doExecute and doLookup: an intake request passes and is not counted, so
+ * the script's first fault still meets the first attempt. */
+function skippingIntake(faults: FaultScript, active: Record<Phase, number>): FaultScript {
+  let calls = 0;
+  return (_call, request) => {
+    if (active.intake > 0 && active.execute === 0 && active.lookup === 0) return 'pass';
+    calls += 1;
+    return typeof faults === 'function' ? faults(calls, request) : (faults[calls - 1] ?? 'pass');
+  };
 }
 
 export type Harness = Awaited<ReturnType<typeof startHarness>>;
@@ -75,11 +93,17 @@ export type DrillContext = ReturnType<typeof createDrillContext>;
 export async function startHarness(ctx: DrillContext, faults: FaultScript, timeoutOverrideMs?: number) {
   const o = ctx.options;
   const clock = createDrillClock();
+  const active = { execute: 0, lookup: 0, intake: 0 };
   const sandbox = await o.startSandbox({ clock });
   let proxy: FaultProxy | undefined;
   let inner: AdapterV1;
   try {
-    proxy = await startFaultProxy({ target: sandbox.url, faults, clock, recordHeaders: o.recordHeaders });
+    proxy = await startFaultProxy({
+      target: sandbox.url,
+      faults: skippingIntake(faults, active),
+      clock,
+      recordHeaders: o.recordHeaders,
+    });
     inner = await o.createAdapter({ baseUrl: proxy.url, timeoutMs: timeoutOverrideMs ?? ctx.timeoutMs });
   } catch (err) {
     await proxy?.close();
@@ -93,7 +117,7 @@ export async function startHarness(ctx: DrillContext, faults: FaultScript, timeo
   return {
     sandbox,
     proxy: p,
-    ...instrument(inner, p, clock),
+    ...instrument(inner, p, clock, active),
     clock,
     packets,
     ledgers,

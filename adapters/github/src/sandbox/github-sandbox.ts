@@ -33,7 +33,8 @@ export type SandboxKind =
   | 'issues.list'
   | 'comments.list'
   | 'search.issues'
-  | 'user';
+  | 'user'
+  | 'repo';
 
 export type SandboxFault =
   | 'pass'
@@ -59,6 +60,8 @@ export interface GitHubSandboxOptions {
   readonly searchLagMs?: number;
   readonly faults?: Partial<Record<SandboxKind, FaultScript>>;
   readonly now?: ClockSource;
+  /** Repository ids by full name (any case): two names with one id are a renamed repository. Default: one per name. */
+  readonly repositories?: Readonly<Record<string, number>>;
   /** Issues that exist before the test (to comment on); `count('issues.create')` leaves them out. */
   readonly seed?: readonly { readonly owner: string; readonly repo: string; readonly title: string }[];
 }
@@ -96,6 +99,8 @@ export interface GitHubSandbox {
   /** A pull request in the repository (GitHub lists pull requests among issues). */
   addPullRequest(owner: string, repo: string, title: string, body: string): SandboxIssue;
   setFaults(kind: SandboxKind, script: FaultScript | undefined): void;
+  /** Gives a full name to the repository `id` (a rename, or a new repository under a name another one left). */
+  setRepository(fullName: string, id: number): void;
   advance(ms: number): void;
   close(): Promise<void>;
 }
@@ -164,6 +169,7 @@ const ROUTES = [
   route('GET', `/repos/${REPO}/issues/(\\d+)/comments`, 'comments.list'),
   route('GET', '/search/issues', 'search.issues'),
   route('GET', '/user', 'user'),
+  route('GET', `/repos/${REPO}`, 'repo'),
 ];
 
 function rateLimited(f: Extract<SandboxFault, { kind: 'rate-limited' }>, nowMs: number): SandboxReply {
@@ -234,6 +240,12 @@ export async function startGitHubSandbox(options: GitHubSandboxOptions = {}): Pr
   const people = options.people ?? {};
   const loginOf = (req: LoopbackRequest) => people[tokenOf(req) ?? ''] ?? 'retrysafe-bot';
   let nextId = 1000;
+  const repositories = new Map(Object.entries(options.repositories ?? {}).map(([n, id]) => [n.toLowerCase(), id]));
+  const repositoryId = (name: string) => {
+    const key = name.toLowerCase();
+    if (!repositories.has(key)) repositories.set(key, 1_000_000 + repositories.size);
+    return repositories.get(key)!;
+  };
   for (const s of options.seed ?? []) addIssue(`${s.owner}/${s.repo}`, 'seeded', s.title, '', 'retrysafe-bot');
 
   function addIssue(spelt: string, kind: SandboxIssue['kind'], title: string, body: string, login: string) {
@@ -313,6 +325,7 @@ export async function startGitHubSandbox(options: GitHubSandboxOptions = {}): Pr
       return { status: 200, body: page(list, req.query).map(commentJson) };
     },
     user: (req) => ({ status: 200, body: { login: loginOf(req), type: 'User' } }),
+    repo: (_req, m) => ({ status: 200, body: { id: repositoryId(repoOf(m)), full_name: repoOf(m) } }),
     'search.issues': (req) => {
       // The search index lags behind writes: only items older than the lag are found.
       const terms = (req.query.get('q') ?? '')
@@ -364,6 +377,7 @@ export async function startGitHubSandbox(options: GitHubSandboxOptions = {}): Pr
     addPullRequest: (owner, repo, title, body) =>
       addIssue(`${owner}/${repo}`, 'pull-request', title, body, 'retrysafe-bot'),
     setFaults: (kind, script) => faults.set(kind, script),
+    setRepository: (fullName, id) => void repositories.set(fullName.toLowerCase(), id),
     advance: clock.advance,
     close: server.close,
   };

@@ -1,3 +1,4 @@
+export { SANDBOX_SIGNED_IN_USER, type SandboxUser } from './msgraph-directory.js';
 export {
   DRILL_TOKEN,
   drillEventParams,

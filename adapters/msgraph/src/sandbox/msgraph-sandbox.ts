@@ -11,6 +11,7 @@ import {
   type SandboxReply,
   startLoopbackServer,
 } from '@retrysafe/sandbox-kit';
+import { createDirectory, SANDBOX_SIGNED_IN_USER, type SandboxUser } from './msgraph-directory.js';
 
 /**
  * A loopback emulation of the Microsoft Graph endpoints the adapter uses, behaving as
@@ -67,6 +68,8 @@ export interface MsGraphSandboxOptions {
   readonly todoLists?: readonly string[];
   /** Users that exist for /users/{id} (default: every user exists). */
   readonly users?: readonly string[];
+  /** Who `/me` is (default SANDBOX_SIGNED_IN_USER); null: an app-only token, whose `/me` Graph refuses with 400. */
+  readonly signedInUser?: SandboxUser | null;
   readonly duplicateTransactionId?: DuplicateTransactionBehaviour;
   readonly faults?: Partial<Record<SandboxKind, FaultScript>>;
   /** Clock (default Date.now); `advance(ms)` adds to it. */
@@ -132,6 +135,8 @@ export interface MsGraphSandbox {
   requestCount(kind: SandboxKind): number;
   requests(): readonly SandboxRequest[];
   records(): readonly SandboxRecord[];
+  /** The object id the sandbox's directory gives a mailbox spelling (a UPN in any case, an id). */
+  userId(spelling: string): string;
   /** Messages visible in Sent Items now. */
   visibleSentItems(mailbox?: string): readonly SandboxMessage[];
   setFaults(kind: SandboxKind, script: FaultScript | undefined): void;
@@ -435,6 +440,7 @@ export async function startMsGraphSandbox(options: MsGraphSandboxOptions = {}): 
   const faults = createFaultScripts<SandboxKind, SandboxFault>('pass', options.faults);
   const log = createRequestLog<{ -readonly [K in keyof SandboxRequest]: SandboxRequest[K] }>('msgraph sandbox');
   const users = options.users ? new Set(options.users.map((u) => u.toLowerCase())) : null;
+  const directory = createDirectory(options.signedInUser === undefined ? SANDBOX_SIGNED_IN_USER : options.signedInUser);
   const state: GraphState = {
     records: [],
     now,
@@ -483,6 +489,12 @@ export async function startMsGraphSandbox(options: MsGraphSandboxOptions = {}): 
         query: search,
         retryAttempt: (headers['retry-attempt'] as string | undefined) ?? null,
       };
+      const user = directory.answer(method, path);
+      if (!matched && user) {
+        log.record({ ...entry, kind: 'other', call: 0, fault: 'pass', status: user.status });
+        const body = user.code ? errorBody(user.code, String(user.body), requestId) : user.body;
+        return reply(user.status, body, requestId);
+      }
       if (!matched) {
         log.record({ ...entry, kind: 'other', call: 0, fault: 'pass', status: 404 });
         return reply(
@@ -551,6 +563,7 @@ export async function startMsGraphSandbox(options: MsGraphSandboxOptions = {}): 
     requestCount: (kind) => log.count((r) => r.kind === kind),
     requests: () => log.entries.map((r) => ({ ...r })),
     records: () => records.map((r) => ({ ...r })),
+    userId: directory.idOf,
     visibleSentItems: (mailbox) => {
       const t = now();
       return records.filter(

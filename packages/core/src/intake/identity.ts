@@ -1,4 +1,5 @@
 import {
+  type AdapterV1,
   asBusinessOperationId,
   fingerprint,
   intentOf,
@@ -33,6 +34,15 @@ function buildComparison(card: RetrySafetyCard) {
     /** Where two params differ as compared (paths only). */
     differences: (stored: unknown, next: unknown) => differingPaths(comparable(stored), comparable(next)),
   };
+}
+
+/** The intent the adapter resolves from a call's params (a Graph mailbox spelled `me`, by UPN or by id is one user),
+ * asked once every other intake check passed and before the claim, so a retry with another spelling is the same
+ * operation; null when the adapter resolves nothing or the caller gave the intent. */
+export async function resolvedIntent(adapter: AdapterV1, opName: string, input: RunInput) {
+  if (!adapter.doResolveIntent || input.intent !== undefined) return null;
+  const intent = intentOf(input.params, adapter.operations[opName]!.card.businessOperationId);
+  return adapter.doResolveIntent(opName, intent, input.signal);
 }
 
 /** A call's business-operation id (the caller's, or the digest of its normalised intent) and intent fingerprint, both

@@ -1,5 +1,6 @@
 /** The runner (docs/concepts.md): claim, dispatch once, reconcile, retry within bounds, or hand off. */
 import type { AdapterV1 } from '@retrysafe/contract';
+import { resolvedIntent } from '../intake/identity.js';
 import { newOperation } from '../intake/operation.js';
 import { RUNNER_REDACT } from '../redact.js';
 import { claimAndDrive } from './claim.js';
@@ -10,7 +11,9 @@ import type { RunFunction, RunInput, Runner, RunnerOptions, RunResult } from './
 export function createRunner(options: RunnerOptions): Runner {
   const ctx = createContext(options);
   async function run(adapter: AdapterV1, operation: string, input: RunInput): Promise<RunResult> {
-    const op = newOperation(ctx, adapter, operation, input);
+    let op = newOperation(ctx, adapter, operation, input);
+    const intent = await resolvedIntent(adapter, operation, input);
+    if (intent !== null) op = newOperation(ctx, adapter, operation, { ...input, intent });
     return ctx.tele.run(
       { operation: op.card.operation, provider: adapter.provider, businessOperationId: op.id },
       (scope) => claimAndDrive(ctx, { ...op, scope }),
