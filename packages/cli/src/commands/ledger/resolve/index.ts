@@ -100,7 +100,7 @@ export async function ledgerResolve(
         // out again once its cause is fixed. After one that may have applied, the provider is checked first.
         const rejected = stored?.handoff?.reason === 'rejected' && marksSafe(stored.handoff, 'resend-with');
         if (opts.resume && stored !== null && !isTerminal(stored) && !dryRun)
-          return resumeOpen(runner, adapters, stored, opts.handoffAt);
+          return resumeOpen(runner, { adapters, by, handoffAt: opts.handoffAt }, stored);
         // Bound to the packet decided on (else the one read here): never applied to a later hand-off.
         const handoffAt = opts.handoffAt ?? (stored?.state === 'handed-off' ? stored.handoff?.createdAt : undefined);
         const resolution: Resolution = opts.resume
@@ -163,9 +163,8 @@ async function needsConfig(opts: ResolveOptions, id: string): Promise<UsageError
  * driven as recover() does once its lease has run out; another worker holding it is `in-progress`. */
 async function resumeOpen(
   runner: ReturnType<typeof createRunner>,
-  adapters: readonly AdapterV1[],
+  { adapters, by, handoffAt }: { adapters: readonly AdapterV1[]; by: string; handoffAt: string | undefined },
   record: OperationRecord,
-  handoffAt: string | undefined,
 ): Promise<ResolveResult> {
   const id = record.businessOperationId;
   const again = `read it as it is now: retrysafe ledger show ${id}`;
@@ -174,7 +173,7 @@ async function resumeOpen(
       `not resolving ${id}: ${NOT_THE_HANDOFF_DECIDED_ON} (it is ${stateWords(record.state)}); ${again}`,
     );
   // A person asked for this one: what --config cannot drive is handed off to them to decide on, not left stuck.
-  const [report] = await runner.recover({ adapters, businessOperationId: id, handOffUndrivable: true });
+  const [report] = await runner.recover({ adapters, by, businessOperationId: id, handOffUndrivable: true });
   if (report?.result) return report.result;
   if (report?.action === 'skipped-busy') {
     const retryAfterMs = Math.max(0, (record.leaseExpiresAt ?? 0) - Date.now());
