@@ -1,5 +1,5 @@
 import { resolve } from 'node:path';
-import { ConfigError, loadConfigFile } from '@retrysafe/config';
+import { ConfigError, loadConfigFile, type RetrysafeConfig } from '@retrysafe/config';
 import {
   type AdapterV1,
   asBusinessOperationId,
@@ -48,21 +48,23 @@ export const RESOLVE_OPTIONS = {
 
 export type ResolveOptions = Parsed<typeof RESOLVE_OPTIONS>;
 
+type Built = { readonly config: RetrysafeConfig | null; readonly adapters: readonly AdapterV1[] };
+
 /** `--resume` re-sends with the SAME key through the config's adapter; `--mark-done` records a verified ref; `--abandon`.
  * `dryRun`: only the runner's checks, each refusal worded as the resolution's; null where it would go ahead. `built`:
- * the config's adapters, built once by the caller for many operations (and closed by it). */
+ * the config and its adapters, read and built once by the caller for many operations (and closed by it). */
 export function ledgerResolve(opts: ResolveOptions, id: string): Promise<ResolveResult>;
 export function ledgerResolve(
   opts: ResolveOptions,
   id: string,
   dryRun: boolean,
-  built?: readonly AdapterV1[],
+  built?: Built,
 ): Promise<ResolveResult | null>;
 export async function ledgerResolve(
   opts: ResolveOptions,
   id: string,
   dryRun = false,
-  built?: readonly AdapterV1[],
+  built?: Built,
 ): Promise<ResolveResult | null> {
   exactlyOne(
     [opts.resume, opts.markDone, opts.abandon, opts.resendWith],
@@ -74,9 +76,9 @@ export async function ledgerResolve(
   if (opts.markDone !== undefined && !opts.markDone.trim())
     throw new UsageError('--mark-done needs the provider reference of the effect you verified (e.g. pi_123)');
   asBusinessOperationId(id);
-  const config = opts.config ? await loadConfigFile(opts.config) : null;
+  const config = built ? built.config : opts.config ? await loadConfigFile(opts.config) : null;
   const adapters =
-    built ??
+    built?.adapters ??
     (config && (opts.resume || corrected !== undefined)
       ? Object.values(await configAdapters(config, opts.config!))
       : []);
