@@ -1,7 +1,9 @@
 // Issue 44 item 3: the CLI never waits forever on an error path and keeps the promises its help makes.
+import { createHash } from 'node:crypto';
 import { chmodSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
+import { asBusinessOperationId } from '@retrysafe/contract';
 import { createRunner } from '@retrysafe/core';
 import { createSqliteLedger } from '@retrysafe/ledger-sqlite';
 import { createDrillClock } from '@retrysafe/testkit';
@@ -202,6 +204,29 @@ describe('an operation left open is not a dead end for --abandon or --mark-done'
       expect(r.stderr).toMatch(/1 operation left open past its lease.*: open-2/);
       expect(r.stderr).toContain(`retrysafe ledger resolve <id> --resume --db ${db} --config <file>`);
     }
+  });
+});
+
+describe('--by on an operation left open', () => {
+  it('--resume records who asked in its receipts (a pseudonym), as for a hand-off', async () => {
+    const dir = tempDir('open-by');
+    const db = join(dir, 'ledger.db');
+    // Dispatched by a worker that died: its lease ran out a second ago.
+    const params = { ref: 'open-by', amount: 5 };
+    await ledgerWithOneClaim(db, 'open-by-1', { dispatch: true, params, now: Date.now() - 2_000 });
+    const sandbox = await startFaultySandbox('pass');
+    const config = join(dir, 'retrysafe.json');
+    sandbox.writeConfig(config, db);
+    const args = ['ledger', 'resolve', 'open-by-1', '--resume', '--by', 'alice', '--config', config, '--json'];
+    const r = await cli(args, { ...BOUND, cwd: dir });
+    expect(JSON.parse(r.stdout)).toMatchObject({ status: 'done' });
+    const ledger = createSqliteLedger({ path: db });
+    const [first] = await ledger.receipts(asBusinessOperationId('open-by-1'));
+    await ledger.close();
+    const alice = `person#${createHash('sha256').update('alice').digest('hex').slice(0, 12)}`;
+    expect(first).toMatchObject({ kind: 'resolve', decision: { action: 'resume' } });
+    expect(first?.decision.reason).toContain(alice);
+    expect(JSON.stringify(first)).not.toContain('alice');
   });
 });
 

@@ -1,4 +1,4 @@
-import { copyFileSync, readdirSync } from 'node:fs';
+import { copyFileSync, readdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { createRunner } from '@retrysafe/core';
 import { createSqliteLedger } from '@retrysafe/ledger-sqlite';
@@ -125,6 +125,18 @@ describe('ledger resolve-all on a ledger that changes under it', () => {
     expect(rows[seen.first].result).toMatchObject({ status: 'done' });
     expect(rows[seen.other]).toMatchObject({ result: null, error: expect.stringMatching(/encrypted with key 'gone'/) });
     expect(sandbox.proxy.requests.length - before).toBe(1);
+  });
+
+  it('--resume reads the config file once: edited while the first is re-sent, the others go through what was read', async () => {
+    const { dir, config, ids } = await handoffs('config-once', 'lose', 2);
+    sandbox.onRequest(() => {
+      sandbox.onRequest(null);
+      writeFileSync(config, '{ not json');
+    });
+    const r = await cliJson(['ledger', 'resolve-all', '--config', config, '--resume'], dir);
+    sandbox.onRequest(null);
+    expect(r.body).toMatchObject({ ok: true, matched: 2 });
+    for (const id of ids) expect(rowsOf(r.body)[id].result).toMatchObject({ status: 'done' });
   });
 
   it('an operation handed off again meanwhile with resume marked not safe is refused, not forced (nothing sent for it)', async () => {

@@ -18,12 +18,15 @@ interface Manifest {
   typings?: string;
   exports?: unknown;
   dependencies?: Record<string, string>;
+  peerDependencies?: Record<string, string>;
+  peerDependenciesMeta?: Record<string, { optional?: boolean }>;
 }
 
-/** Module specifiers of a compiled file: its import/export statements and dynamic imports. */
+/** Module specifiers of a compiled file: its import/export statements, dynamic imports and require()s (a bundle's
+ * `require$1("ajv")`, a `createRequire(import.meta.url)('yaml')`). */
 function specifiersOf(code: string): string[] {
   const statics = code.matchAll(/^(?:import|export)\b[^;'"]*?\bfrom\s*['"]([^'"]+)['"]|^import\s*['"]([^'"]+)['"]/gm);
-  const dynamics = code.matchAll(/\bimport\(\s*['"]([^'"]+)['"]\s*\)/g);
+  const dynamics = code.matchAll(/(?:\bimport|\brequire\$?\d*|\bcreateRequire\([^()]*\))\(\s*['"]([^'"]+)['"]\s*\)/g);
   return [...statics, ...dynamics].map((m) => m[1] ?? m[2]!);
 }
 
@@ -34,19 +37,38 @@ const packageName = (s: string) =>
     .join('/');
 const typesPackage = (name: string) => `@types/${name.replace(/^@/, '').replace('/', '__')}`;
 
-/** Whether `name`, as installed where the package in `dir` finds it, ships declarations of its own. */
-function hasOwnTypes(dir: string, name: string): boolean {
+/** The manifest and folder of `name` as installed where the package in `dir` finds it. */
+function installed(dir: string, name: string): { m: Manifest; pkg: string } | null {
   for (let d = dir; d !== dirname(d); d = dirname(d)) {
     const pkg = join(d, 'node_modules', name);
-    if (!existsSync(join(pkg, 'package.json'))) continue;
-    const m = JSON.parse(readFileSync(join(pkg, 'package.json'), 'utf8')) as Manifest;
-    return (
-      Boolean(m.types ?? m.typings) ||
-      JSON.stringify(m.exports ?? {}).includes('"types"') ||
-      existsSync(join(pkg, 'index.d.ts'))
-    );
+    if (existsSync(join(pkg, 'package.json')))
+      return { m: JSON.parse(readFileSync(join(pkg, 'package.json'), 'utf8')) as Manifest, pkg };
   }
-  return false;
+  return null;
+}
+
+/** Whether `name`, as installed where the package in `dir` finds it, ships declarations of its own. */
+function hasOwnTypes(dir: string, name: string): boolean {
+  const found = installed(dir, name);
+  if (!found) return false;
+  const { m, pkg } = found;
+  return (
+    Boolean(m.types ?? m.typings) ||
+    JSON.stringify(m.exports ?? {}).includes('"types"') ||
+    existsSync(join(pkg, 'index.d.ts'))
+  );
+}
+
+/** Declared for nothing shipped: not imported, not the types of an import, not a peer another dependency requires.
+ * Ours are left out: the config and the CLI load the built-in adapters and ledgers by a name they compute. */
+function unusedDependencies(dir: string, declared: Set<string>, imported: Set<string>): string[] {
+  const needed = new Set([...imported].map(typesPackage));
+  for (const d of declared) {
+    const m = installed(dir, d)?.m;
+    for (const peer of Object.keys(m?.peerDependencies ?? {}))
+      if (!m?.peerDependenciesMeta?.[peer]?.optional) needed.add(peer);
+  }
+  return [...declared].filter((d) => !d.startsWith('@retrysafe/') && !imported.has(d) && !needed.has(d));
 }
 
 /** What a user's install of the package in `dir` would lack, file by file. */
@@ -58,6 +80,7 @@ function packedProblems(
 ): string[] {
   const declared = new Set(runtimeDependencyNames(manifest));
   const problems: string[] = [];
+  const imported = new Set<string>();
   for (const file of shipped) {
     const dts = file.endsWith('.d.ts');
     if (!dts && !/\.[cm]?js$/.test(file)) continue;
@@ -69,11 +92,16 @@ function packedProblems(
         continue;
       }
       if (s.startsWith('node:') || builtinModules.includes(s) || s === manifest.name) continue;
+      imported.add(s);
       if (!declared.has(s)) problems.push(`${file}: imports ${s}, which package.json does not declare`);
       else if (dts && !hasOwnTypes(dir, s) && !declared.has(typesPackage(s)))
         problems.push(`${file}: the types of ${s} are in ${typesPackage(s)}, which package.json does not declare`);
     }
   }
+  for (const d of unusedDependencies(dir, declared, imported))
+    problems.push(
+      `package.json declares ${d}, which nothing in the package imports (a test-only one goes in devDependencies)`,
+    );
   // Every file the exports map points at (its keys are subpaths, its values files).
   const targets = JSON.stringify(manifest.exports ?? {}).matchAll(/:"\.\/([^"*]+)"/g);
   for (const [, path] of targets)
@@ -100,6 +128,22 @@ describe('what each published package imports is in what a user installs', () =>
       'dist/a.js: ./b.js is not in the package',
       'dist/a.d.ts: the types of pg are in @types/pg, which package.json does not declare',
       'exports dist/x.js, which is not in the package',
+    ]);
+  });
+
+  it('catches a runtime dependency nothing shipped imports or needs (a require() counts, a required peer of another does)', () => {
+    const dir = listPublicPackages().find((p) => p.name === '@retrysafe/mcp')!.dir;
+    const files: Record<string, string> = {
+      'dist/a.js':
+        "import { Server } from '@modelcontextprotocol/sdk/server/index.js';\nconst pg = createRequire(import.meta.url)('pg');",
+      'dist/b.js': 'const ajv = require$1("ajv");',
+    };
+    // zod: a peer the SDK requires; yaml: used by the package's tests only.
+    const dependencies = { '@modelcontextprotocol/sdk': '1', ajv: '8', pg: '8', yaml: '2', zod: '3' };
+    expect(
+      packedProblems(dir, { name: '@retrysafe/x', dependencies }, new Set(Object.keys(files)), (f) => files[f]!),
+    ).toEqual([
+      'package.json declares yaml, which nothing in the package imports (a test-only one goes in devDependencies)',
     ]);
   });
 

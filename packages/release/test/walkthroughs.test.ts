@@ -376,6 +376,23 @@ for (const readme of [
     }
   }, 60_000);
 
+it('packages/testkit/README.md: its drill examples say why a run failed and exit non-zero (here an adapter module exporting another name)', async () => {
+  const page = readFileSync(join(repoRoot, 'packages/testkit/README.md'), 'utf8');
+  const { dir, env } = freshProject(
+    installed(blockAfter(page, 'readme-install') + blockAfter(page, 'sandbox-install')),
+  );
+  const adapter = blockAfter(page, 'sandbox-example-adapter').replace(
+    'export const createAdapter',
+    'export const create',
+  );
+  writeFileSync(join(dir, savedAs(page, 'sandbox-example-adapter')), adapter);
+  const file = savedAs(page, 'sandbox-example-crash');
+  writeFileSync(join(dir, file), blockAfter(page, 'sandbox-example-crash'));
+  const r = await sh(`node ${file}`, dir, env, 15_000);
+  expect(r.code).not.toBe(0);
+  expect(r.stderr).toContain('does not export createAdapter');
+}, 30_000);
+
 // Each adapter's sandbox as its README's first example needs it (the channel and repository it names), and the
 // credential the page's variable is set to (the sandbox checks it where it takes one).
 const FIRST_EXAMPLE_SANDBOXES: Record<string, { start: string; token: string; options: object; seed?: string }> = {

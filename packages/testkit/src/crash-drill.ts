@@ -133,6 +133,8 @@ function planRuns(options: CrashDrillOptions, seed: number, perProcess: number, 
     if (!Number.isInteger(n) || n <= 0) throw new TypeError(`${name} must be a positive integer`);
   if (typeof options.adapterModule !== 'string' || !isAbsolute(options.adapterModule))
     throw new TypeError('adapterModule must be an absolute path to an ESM module exporting createAdapter');
+  // Else every run ends lost, in children that cannot load it.
+  if (!existsSync(options.adapterModule)) throw new TypeError(`adapterModule ${options.adapterModule} does not exist`);
   const points = options.points ?? CRASH_POINTS;
   for (const p of points)
     if (!CRASH_POINTS.includes(p))

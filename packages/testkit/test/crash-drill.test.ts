@@ -114,6 +114,11 @@ describe('crash drill', () => {
   it('refuses bad options with clear errors', async () => {
     await expect(runCrashDrill(options(0, 1))).rejects.toThrow(/runs must be a positive integer/);
     await expect(runCrashDrill({ ...options(1, 1), adapterModule: 'relative.mjs' })).rejects.toThrow(/absolute path/);
+    // Misnamed or not saved yet: every run would end lost in children that cannot load it.
+    const missing = join(tempDir('crash-missing-'), 'adapter.mjs');
+    await expect(runCrashDrill({ ...options(1, 1), adapterModule: missing })).rejects.toThrow(
+      `adapterModule ${missing} does not exist`,
+    );
     await expect(runCrashDrill({ ...options(1, 1), points: ['after-lunch' as never] })).rejects.toThrow(
       /unknown crash point 'after-lunch'/,
     );

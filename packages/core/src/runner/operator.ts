@@ -85,7 +85,7 @@ export async function recover(ctx: RunnerContext, opts: RecoverOptions): Promise
 async function recoverListed(
   ctx: RunnerContext,
   record: OperationRecord,
-  { adapters, handOffUndrivable }: Pick<RecoverOptions, 'adapters' | 'handOffUndrivable'>,
+  { adapters, handOffUndrivable, by }: Pick<RecoverOptions, 'adapters' | 'handOffUndrivable' | 'by'>,
   run: Pick<Operation, 'runId' | 'attemptIds'>,
 ): Promise<{ report: RecoverReport; left: boolean }> {
   try {
@@ -96,7 +96,7 @@ async function recoverListed(
   }
   try {
     checkParamsOpen(record);
-    const report = await recoverOne(ctx, record, adapters, run);
+    const report = await recoverOne(ctx, record, adapters, { ...run, by });
     if (report.action !== 'skipped-no-adapter' || !handOffUndrivable)
       return { report, left: report.action === 'skipped-no-adapter' };
     throw new RunnerConfigurationError(
@@ -175,7 +175,7 @@ async function recoverOne(
   ctx: RunnerContext,
   record: OperationRecord,
   adapters: readonly AdapterV1[],
-  run: Pick<Operation, 'runId' | 'attemptIds'>,
+  run: Pick<Operation, 'runId' | 'attemptIds'> & Pick<RecoverOptions, 'by'>,
 ): Promise<RecoverReport> {
   const { ledger, log } = ctx;
   const found = findAdapter(adapters, record);
@@ -195,6 +195,20 @@ async function recoverOne(
     // holds is the operation now, and no revision can replace it while the fence is this one's.
     return claim.record.fence === record.fence + 1 ? listed : storedOperation(ctx, found, claim.record, run);
   });
+  if (run.by !== undefined) {
+    // A person's resume of an operation left open: named in its receipts, as a resume of a hand-off is.
+    const last = (await ledger.receipts(record.businessOperationId)).at(-1);
+    const reason = `a person (${personRef(run.by)}) chose resume of the operation left open: driven as recover() does`;
+    const receipt = resolveReceipt(ctx, claim.record, last, {
+      runId: op.runId,
+      attemptId: op.attemptIds(),
+      action: 'resume',
+      reason: op.redactor.text(reason),
+      providerKey: op.providerKey,
+      requestFingerprint: op.requestFingerprint,
+    });
+    await ledger.appendReceipt(fenceOf(claim.record), receipt);
+  }
   log('info', 'recover', `reconciling from ${claim.record.state}`, op);
   const result = await execute(ctx, op, { ...claim, claimedAt, dispatchWritten: false }).catch(async (err) => {
     // No call ever left: given back (not-sent) for the next call of its id, no person's to resolve.

@@ -166,6 +166,8 @@ export interface RecoverOptions extends Pick<RunInput, 'runId' | 'attemptIds'> {
   readonly businessOperationId?: string;
   /** Hand off (reason `recovery-failed`) an open operation this process cannot drive, instead of leaving it. */
   readonly handOffUndrivable?: boolean;
+  /** The person who asked for this pass (`ledger resolve --resume`): named (a pseudonym) in a receipt of each operation driven. */
+  readonly by?: string;
 }
 
 export interface Runner {

@@ -73,7 +73,7 @@ export async function ledgerResolveAll(opts: ResolveAllOptions) {
   }
 }
 
-/** The matching hand-offs, each resolved through `adapters` (the config's, built once for them all). */
+/** The matching hand-offs, each resolved through `config` and its `adapters` (read and built once for them all). */
 async function resolveMatching(
   opts: ResolveAllOptions,
   config: RetrysafeConfig | null,
@@ -116,7 +116,7 @@ async function resolveMatching(
     const done =
       plan === 'refused'
         ? null
-        : await settle(ledgerResolve(resolve, r.businessOperationId, opts.dryRun === true, adapters));
+        : await settle(ledgerResolve(resolve, r.businessOperationId, opts.dryRun === true, { config, adapters }));
     rows.push({
       ...pick(r, 'businessOperationId', 'operation'),
       ...(r.account === undefined ? {} : { account: r.account }),

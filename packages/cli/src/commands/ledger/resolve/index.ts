@@ -1,5 +1,5 @@
 import { resolve } from 'node:path';
-import { ConfigError, loadConfigFile } from '@retrysafe/config';
+import { ConfigError, loadConfigFile, type RetrysafeConfig } from '@retrysafe/config';
 import {
   type AdapterV1,
   asBusinessOperationId,
@@ -48,21 +48,23 @@ export const RESOLVE_OPTIONS = {
 
 export type ResolveOptions = Parsed<typeof RESOLVE_OPTIONS>;
 
+type Built = { readonly config: RetrysafeConfig | null; readonly adapters: readonly AdapterV1[] };
+
 /** `--resume` re-sends with the SAME key through the config's adapter; `--mark-done` records a verified ref; `--abandon`.
  * `dryRun`: only the runner's checks, each refusal worded as the resolution's; null where it would go ahead. `built`:
- * the config's adapters, built once by the caller for many operations (and closed by it). */
+ * the config and its adapters, read and built once by the caller for many operations (and closed by it). */
 export function ledgerResolve(opts: ResolveOptions, id: string): Promise<ResolveResult>;
 export function ledgerResolve(
   opts: ResolveOptions,
   id: string,
   dryRun: boolean,
-  built?: readonly AdapterV1[],
+  built?: Built,
 ): Promise<ResolveResult | null>;
 export async function ledgerResolve(
   opts: ResolveOptions,
   id: string,
   dryRun = false,
-  built?: readonly AdapterV1[],
+  built?: Built,
 ): Promise<ResolveResult | null> {
   exactlyOne(
     [opts.resume, opts.markDone, opts.abandon, opts.resendWith],
@@ -74,9 +76,9 @@ export async function ledgerResolve(
   if (opts.markDone !== undefined && !opts.markDone.trim())
     throw new UsageError('--mark-done needs the provider reference of the effect you verified (e.g. pi_123)');
   asBusinessOperationId(id);
-  const config = opts.config ? await loadConfigFile(opts.config) : null;
+  const config = built ? built.config : opts.config ? await loadConfigFile(opts.config) : null;
   const adapters =
-    built ??
+    built?.adapters ??
     (config && (opts.resume || corrected !== undefined)
       ? Object.values(await configAdapters(config, opts.config!))
       : []);
@@ -100,7 +102,7 @@ export async function ledgerResolve(
         // out again once its cause is fixed. After one that may have applied, the provider is checked first.
         const rejected = stored?.handoff?.reason === 'rejected' && marksSafe(stored.handoff, 'resend-with');
         if (opts.resume && stored !== null && !isTerminal(stored) && !dryRun)
-          return resumeOpen(runner, adapters, stored, opts.handoffAt);
+          return resumeOpen(runner, { adapters, by, handoffAt: opts.handoffAt }, stored);
         // Bound to the packet decided on (else the one read here): never applied to a later hand-off.
         const handoffAt = opts.handoffAt ?? (stored?.state === 'handed-off' ? stored.handoff?.createdAt : undefined);
         const resolution: Resolution = opts.resume
@@ -163,9 +165,8 @@ async function needsConfig(opts: ResolveOptions, id: string): Promise<UsageError
  * driven as recover() does once its lease has run out; another worker holding it is `in-progress`. */
 async function resumeOpen(
   runner: ReturnType<typeof createRunner>,
-  adapters: readonly AdapterV1[],
+  { adapters, by, handoffAt }: { adapters: readonly AdapterV1[]; by: string; handoffAt: string | undefined },
   record: OperationRecord,
-  handoffAt: string | undefined,
 ): Promise<ResolveResult> {
   const id = record.businessOperationId;
   const again = `read it as it is now: retrysafe ledger show ${id}`;
@@ -174,7 +175,7 @@ async function resumeOpen(
       `not resolving ${id}: ${NOT_THE_HANDOFF_DECIDED_ON} (it is ${stateWords(record.state)}); ${again}`,
     );
   // A person asked for this one: what --config cannot drive is handed off to them to decide on, not left stuck.
-  const [report] = await runner.recover({ adapters, businessOperationId: id, handOffUndrivable: true });
+  const [report] = await runner.recover({ adapters, by, businessOperationId: id, handOffUndrivable: true });
   if (report?.result) return report.result;
   if (report?.action === 'skipped-busy') {
     const retryAfterMs = Math.max(0, (record.leaseExpiresAt ?? 0) - Date.now());
