@@ -132,6 +132,8 @@ export interface MsGraphSandbox {
   requestCount(kind: SandboxKind): number;
   requests(): readonly SandboxRequest[];
   records(): readonly SandboxRecord[];
+  /** A message, event or task deleted (Graph's DELETE on it, by its owner): it leaves every list. */
+  deleteRecord(id: string): boolean;
   /** Messages visible in Sent Items now. */
   visibleSentItems(mailbox?: string): readonly SandboxMessage[];
   setFaults(kind: SandboxKind, script: FaultScript | undefined): void;
@@ -551,6 +553,10 @@ export async function startMsGraphSandbox(options: MsGraphSandboxOptions = {}): 
     requestCount: (kind) => log.count((r) => r.kind === kind),
     requests: () => log.entries.map((r) => ({ ...r })),
     records: () => records.map((r) => ({ ...r })),
+    deleteRecord: (id) => {
+      const at = records.findIndex((r) => r.id === id);
+      return at >= 0 && records.splice(at, 1).length === 1;
+    },
     visibleSentItems: (mailbox) => {
       const t = now();
       return records.filter(
