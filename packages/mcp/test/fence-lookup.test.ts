@@ -57,7 +57,11 @@ async function run(tool: Record<string, unknown>, params: Record<string, unknown
 }
 
 /** `run`, told as its status and the number of items of its title upstream. */
-async function runOnce(tool: Record<string, unknown>, params: Record<string, unknown>, upstream = losingUpstream()) {
+async function runOnce(
+  tool: Record<string, unknown>,
+  params: Record<string, unknown>,
+  upstream: Upstream = losingUpstream(),
+) {
   const result = await run(tool, params, upstream);
   return { status: result.status, effects: upstream.items.filter((i) => i.title === params.title).length };
 }
@@ -133,7 +137,6 @@ describe("the lookup finds this operation's item: its match names every intent a
     items: [bobs] as Record<string, unknown>[],
     client: {
       async callTool(p: { name: string }) {
-        if (p.name === 'list') lookups++;
         if (p.name === 'list') return { content: [], structuredContent: { items: [bobs] } };
         throw Object.assign(new Error('Request timed out'), { code: -32001 });
       },
