@@ -158,45 +158,67 @@ export function createGitHubAdapter(options: GitHubAdapterOptions): GitHubAdapte
         } catch (error) {
           return cannotTell(error, `${what}: GET /user (give \`login\` for a token it refuses)`);
         }
-        const matches: ListedItem[] = [];
-        let reached = false; // the walk got back to the cutoff
-        for (let page = 1; page <= lookupPages && !reached; page++) {
-          let items: ListedItem[];
-          try {
-            const answer = await op.list(octokit, ctx.params, since, page, callOptions(ctx.signal));
-            if (!Array.isArray(answer.data))
-              return {
-                kind: 'cannot-tell',
-                reason: `${what}: HTTP ${answer.status} without a list`,
-                ...refsOf(answer),
-              };
-            items = answer.data as ListedItem[];
-          } catch (error) {
-            // A page not read may hold a second item of ours: a match on an earlier one proves nothing yet.
-            return cannotTell(error, what);
-          }
-          const ours = items.filter(
-            (i) =>
-              i.pull_request === undefined &&
-              i.user?.login?.toLowerCase() === author &&
-              carriesMarker(i, ctx.businessOperationId),
+        const walk = () =>
+          walkBack(op, lookupPages, cutoff, (page) =>
+            op.list(octokit, ctx.params, since, page, callOptions(ctx.signal)),
           );
-          matches.push(...ours);
-          const older = items.some(
-            (i) => typeof i.created_at === 'string' && new Date(i.created_at).getTime() < cutoff,
-          );
-          reached = items.length < PER_PAGE || (op.newestFirst && older);
+        const pages = await walk();
+        if (!Array.isArray(pages)) return pages;
+        // Pages are numbered: an item deleted from a page already read moves the first of the next one onto it, unread
+        // (a second of ours hidden, or ours missed). A second walk must still list all the first read before its last page.
+        if (pages.length > 1) {
+          const again = await walk();
+          if (!Array.isArray(again)) return again;
+          const seen = new Set(again.flat().map((i) => i.id));
+          const gone = pages
+            .slice(0, -1)
+            .flat()
+            .filter((i) => !seen.has(i.id)).length;
+          if (gone > 0)
+            return { kind: 'cannot-tell', reason: `${what}: ${gone} items gone from the list during the walk` };
         }
-        if (reached)
-          return (
-            found(op, matches) ??
-            lookupMiss(op.card, ctx, `${what}: no item since ${since} carries the marker of this business operation`)
-          );
-        return { kind: 'cannot-tell', reason: `${what}: ${lookupPages} pages read without reaching ${since}` };
+        const ours = (i: ListedItem) =>
+          i.pull_request === undefined &&
+          i.user?.login?.toLowerCase() === author &&
+          carriesMarker(i, ctx.businessOperationId);
+        return (
+          found(op, pages.flat().filter(ours)) ??
+          lookupMiss(op.card, ctx, `${what}: no item since ${since} carries the marker of this business operation`)
+        );
       },
     },
     { octokit },
   ) as GitHubAdapter;
+}
+
+/**
+ * The list's pages from the newest item back to `cutoff` (or the end of the list), `lookupPages` at most; cannot-tell
+ * when a page fails (one not read may hold a second item of ours) or the bound comes first.
+ */
+async function walkBack(
+  op: GitHubOperation,
+  lookupPages: number,
+  cutoff: number,
+  listPage: (page: number) => Promise<GitHubAnswer>,
+): Promise<ListedItem[][] | LookupResult> {
+  const what = `${op.name} lookup`;
+  const pages: ListedItem[][] = [];
+  for (let page = 1; page <= lookupPages; page++) {
+    let answer: GitHubAnswer;
+    try {
+      answer = await listPage(page);
+    } catch (error) {
+      return cannotTell(error, what);
+    }
+    if (!Array.isArray(answer.data))
+      return { kind: 'cannot-tell', reason: `${what}: HTTP ${answer.status} without a list`, ...refsOf(answer) };
+    const items = answer.data as ListedItem[];
+    pages.push(items);
+    const older = items.some((i) => typeof i.created_at === 'string' && new Date(i.created_at).getTime() < cutoff);
+    if (items.length < PER_PAGE || (op.newestFirst && older)) return pages;
+  }
+  const since = new Date(cutoff).toISOString();
+  return { kind: 'cannot-tell', reason: `${what}: ${lookupPages} pages read without reaching ${since}` };
 }
 
 function found(op: GitHubOperation, matches: readonly ListedItem[]): LookupResult | null {

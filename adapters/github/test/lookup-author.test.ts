@@ -102,6 +102,34 @@ describe('a lookup adopts only what this identity wrote', () => {
     expect(moved).toBe(true);
   });
 
+  it('two of ours, one of them skipped because an item was deleted as page 2 was asked: never the other adopted', async () => {
+    const sandbox = closeAfterTest(await startGitHubSandbox({ token: TOKEN, seed: SEED }));
+    const adapter = createGitHubAdapter({ auth: TOKEN, baseUrl: sandbox.url });
+    await execute(adapter, 'issues.create', issueParams(7), id);
+    // The second of ours and 99 newer items: the first of ours is the first item of page 2 (newest first).
+    await execute(adapter, 'issues.create', issueParams(7), id);
+    const fillers = Array.from({ length: 99 }, (_, i) => sandbox.addPullRequest(OWNER, REPO, `PR ${i}`, ''));
+    let deleted = false;
+    const proxy = closeAfterTest(
+      await startFaultProxy({
+        target: sandbox.url,
+        faults: (_n, req) => {
+          // A filler on page 1 goes as page 2 is asked: the list moves up one, and the first of ours onto page 1.
+          if (req.path.includes('page=2') && !deleted) deleted = sandbox.deleteIssue(OWNER, REPO, fillers[0]!.number);
+          return 'pass';
+        },
+      }),
+    );
+    const viaProxy = createGitHubAdapter({ auth: TOKEN, baseUrl: proxy.url });
+    const ctx = lookupContext(viaProxy, 'issues.create', id, issueParams(7), { firstDispatchedAt: Date.now() - 1000 });
+    expect(await viaProxy.doLookup('issues.create', ctx)).toMatchObject({ kind: 'cannot-tell' });
+    expect(deleted).toBe(true);
+    // The list holds still: the next lookup names both.
+    const both = sandbox.issues().flatMap((i) => (i.kind === 'issue' ? [String(i.number)] : []));
+    expect(both).toHaveLength(2);
+    expect(await viaProxy.doLookup('issues.create', ctx)).toMatchObject({ kind: 'cannot-tell', duplicates: both });
+  });
+
   it('the identity is read once with GET /user, or not at all when `login` is given', async () => {
     const asked = await setup();
     await look3(asked.look);

@@ -298,7 +298,8 @@ async function searchByKey(
   const request = {
     filterGroups: [{ filters: [{ propertyName: rt.idProperty, operator: FilterOperator.Eq, value: key }] }],
     properties: [rt.idProperty, ...shown],
-    limit: 2,
+    // The most HubSpot allows a page: EQ may answer other spellings of the key before this operation's record.
+    limit: 200,
   };
   let results: SdkRecord[];
   let more: boolean;

@@ -3,6 +3,20 @@ import { describe, expect, it } from 'vitest';
 import { DEFAULT_ID_PROPERTY, defaultObjectTypes } from '../src/sandbox/index.js';
 import { adapter, execute, lookup, order, rig, sb, ticket } from './helpers.js';
 
+/** `n` spellings of `key` other than itself, each differing from it in the case of its letters only. */
+function otherSpellings(key: string, n: number): string[] {
+  const letters = [...key].flatMap((c, i) => (c.toLowerCase() === c.toUpperCase() ? [] : [i]));
+  return Array.from({ length: n }, (_, k) => {
+    const chars = [...key];
+    // The bits of k + 1 (never 0) say which letters change case: each spelling differs from the key and the others.
+    letters.forEach((at, bit) => {
+      const c = chars[at]!;
+      if (((k + 1) >> bit) & 1) chars[at] = c === c.toUpperCase() ? c.toLowerCase() : c.toUpperCase();
+    });
+    return chars.join('');
+  });
+}
+
 // doLookup against the sandbox: CRM search with an indexing delay for tickets.create and
 // objects.upsert, GET-and-compare for contacts.update. A miss is "absent" only when it can prove it.
 
@@ -104,9 +118,9 @@ describe('tickets.create lookup: CRM search on the id property', () => {
     const { s, a } = await rig({ searchEqFoldsCase: true, searchPerSecond: null }, { searchSettleMs: 0 });
     const params = ticket('lk-paged');
     const key = executeContext(a, 'tickets.create', operationIdFor(a, 'tickets.create', params)).providerKey!;
-    // Three other spellings of the key: the first page of the EQ search (2) is full of them and paging.next is set.
-    const others = [key.toUpperCase(), key.replace('hubspot', 'HubSpot'), key.replace('tickets', 'Tickets')];
-    expect(new Set([key, ...others]).size).toBe(4);
+    // 201 other spellings of the key: the first page of the EQ search (200) is full of them and paging.next is set.
+    const others = otherSpellings(key, 201);
+    expect(new Set([key, ...others]).size).toBe(202);
     for (const other of others)
       s.seed('tickets', { subject: 'other', hs_pipeline_stage: '1', [DEFAULT_ID_PROPERTY]: other });
     const r = await lookup(a, 'tickets.create', params);
@@ -118,12 +132,22 @@ describe('tickets.create lookup: CRM search on the id property', () => {
     const { s, a } = await rig({ searchEqFoldsCase: true, searchPerSecond: null }, { searchSettleMs: 0 });
     const params = ticket('lk-paged-hit');
     const key = executeContext(a, 'tickets.create', operationIdFor(a, 'tickets.create', params)).providerKey!;
-    // Ours, then two other spellings of the key: the first page of the EQ search (2) is full, and paging.next is set.
-    for (const value of [key, key.toUpperCase(), key.replace('tickets', 'Tickets')])
+    // Ours, then 200 other spellings of the key: the first page of the EQ search (200) is full, and paging.next is set.
+    for (const value of [key, ...otherSpellings(key, 200)])
       s.seed('tickets', { subject: 'seeded', hs_pipeline_stage: '1', [DEFAULT_ID_PROPERTY]: value });
     const r = await lookup(a, 'tickets.create', params);
     expect(r).toMatchObject({ kind: 'cannot-tell' });
     expect(r.kind === 'cannot-tell' && r.reason).toMatch(/more results/);
+  });
+
+  it('ours after three other spellings of the key: found, as the search asks for a page of 200, the most HubSpot allows', async () => {
+    // developers.hubspot.com/docs/api/crm/search: "The maximum number of supported objects per page is 200."
+    const { s, a } = await rig({ searchEqFoldsCase: true, searchPerSecond: null }, { searchSettleMs: 0 });
+    const params = ticket('lk-spelled');
+    const key = executeContext(a, 'tickets.create', operationIdFor(a, 'tickets.create', params)).providerKey!;
+    for (const value of [...otherSpellings(key, 3), key])
+      s.seed('tickets', { subject: 'seeded', hs_pipeline_stage: '1', [DEFAULT_ID_PROPERTY]: value });
+    expect(await lookup(a, 'tickets.create', params)).toMatchObject({ kind: 'found' });
   });
 
   it('search throttled (5 req/s per account) ⇒ cannot-tell with a 1 s wait and the SECONDLY policy', async () => {

@@ -128,8 +128,8 @@ async function readPages(
   ctx: FramedLookupContext,
   first: GraphRequest,
   what: string,
-): Promise<{ items: unknown[]; answer: GraphHttpAnswer } | LookupResult> {
-  const items: unknown[] = [];
+): Promise<{ pages: unknown[][]; answer: GraphHttpAnswer } | LookupResult> {
+  const pages: unknown[][] = [];
   let request = first;
   for (let page = 1; ; page++) {
     // A page not read may hold this operation's item, or a second one: any failure is cannot-tell.
@@ -142,9 +142,9 @@ async function readPages(
     const body = answer.body as { value?: unknown; '@odata.nextLink'?: unknown } | null;
     if (!Array.isArray(body?.value))
       return { kind: 'cannot-tell', reason: `${what}: HTTP 200 without a value array`, ...refsOf(answer) };
-    items.push(...body.value);
+    pages.push(body.value);
     const next = body['@odata.nextLink'];
-    if (typeof next !== 'string') return { items, answer };
+    if (typeof next !== 'string') return { pages, answer };
     if (page === LOOKUP_PAGES)
       return { kind: 'cannot-tell', reason: `${what}: ${page} pages read and more follow`, ...refsOf(answer) };
     // The link's path and query on this client's own host: the token goes nowhere else.
@@ -153,6 +153,8 @@ async function readPages(
     request = rt.client.api(`/${path.join('/')}${url.search}`).version(version ?? '');
   }
 }
+
+const idOf = (item: unknown) => (isObj(item) ? item.id : undefined);
 
 async function lookup(rt: Runtime, o: GraphOperation, ctx: FramedLookupContext): Promise<LookupResult> {
   const what = `${o.name} lookup`;
@@ -171,7 +173,20 @@ async function lookup(rt: Runtime, o: GraphOperation, ctx: FramedLookupContext):
     .top(LOOKUP_TOP);
   const read = await readPages(rt, ctx, query, what);
   if ('kind' in read) return read;
-  const { items, answer } = read;
+  // Pages by $skip: an item deleted from a page already read moves the first of the next one onto it, unread (a
+  // second of ours hidden). A second read must still list all the first read before its last page.
+  if (read.pages.length > 1) {
+    const again = await readPages(rt, ctx, query, what);
+    if ('kind' in again) return again;
+    const seen = new Set(again.pages.flat().map(idOf));
+    const gone = read.pages
+      .slice(0, -1)
+      .flat()
+      .filter((i) => !seen.has(idOf(i))).length;
+    if (gone > 0) return { kind: 'cannot-tell', reason: `${what}: ${gone} items gone from the list during the read` };
+  }
+  const { answer } = read;
+  const items = read.pages.flat();
   // Keyed by id: an item on two pages (the list moved between the reads) is one item, not a duplicate.
   const tagged = items.filter((i): i is Record<string, unknown> => isObj(i) && o.owns(i, b));
   const own = [...new Map(tagged.map((i) => [i.id, i])).values()];

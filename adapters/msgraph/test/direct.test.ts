@@ -426,6 +426,29 @@ describe('lookup', () => {
       const out = await lookup('mail.send', id, mailParams(1), adapterAt(`http://127.0.0.1:${port}/`));
       expect(out).toMatchObject({ kind: 'found', outcome: { providerRef: expect.anything() } });
     });
+    it('a second mail of this operation moved unread onto page 1 (an item deleted as page 2 was asked): never the other adopted', async () => {
+      const { paged } = await pagedAdapter();
+      const a = adapterAt(paged.url);
+      for (const id of ['dup', 'Dup', 'dup', 'DUP'])
+        expect((await exec('mail.send', mailParams(1), id, a)).kind).toBe('succeeded');
+      const [first, near, second] = paged.records();
+      let deleted = false;
+      const proxy = closeAfterTest(
+        await startFaultProxy({
+          target: paged.url,
+          faults: (_n, req) => {
+            // Pages of two by $skip: the near-match on page 1 goes, and the second of ours moves onto page 1, unread.
+            if (req.path.includes('skip=2') && !deleted) deleted = paged.deleteRecord(near!.id);
+            return 'pass';
+          },
+        }),
+      );
+      const viaProxy = adapterAt(`${proxy.url}/`);
+      expect(await lookup('mail.send', 'dup', mailParams(1), viaProxy)).toMatchObject({ kind: 'cannot-tell' });
+      expect(deleted).toBe(true);
+      const out = await lookup('mail.send', 'dup', mailParams(1), viaProxy);
+      expect(out).toMatchObject({ kind: 'cannot-tell', duplicates: [first!.id, second!.id] });
+    });
     it.each(OPS)("$op: this operation's item behind a page of near-matches ⇒ found", async (o) => {
       const { a } = await pagedAdapter();
       for (const id of ['invoice-a', 'INVOICE-A', 'Invoice-A'])

@@ -17,6 +17,7 @@ const tools = [
 /** An upstream without an idempotency guard whose create answer is always lost after it committed; its list is a
  * search by the words of `q`. */
 function losingUpstream(pageSize = Infinity, items: Record<string, unknown>[] = [], newestFirst = false) {
+  let lookups = 0;
   const client = {
     async callTool(p: { name: string; arguments?: Record<string, unknown> }) {
       // A search: the items whose JSON holds every word of `q` (all items without one).
@@ -27,16 +28,20 @@ function losingUpstream(pageSize = Infinity, items: Record<string, unknown>[] = 
       // A list tool that pages: the oldest items first (or the newest), and a cursor while more follow.
       const next = found.length > pageSize ? { next: 'page-2' } : {};
       const listed = newestFirst ? [...found].reverse() : found;
-      if (p.name === 'list') return { content: [], structuredContent: { items: listed.slice(0, pageSize), ...next } };
+      if (p.name === 'list') {
+        lookups++;
+        return { content: [], structuredContent: { items: listed.slice(0, pageSize), ...next } };
+      }
       items.push({ id: `it_${items.length + 1}`, ...structuredClone(p.arguments) }); // as it arrives: a copy
       throw Object.assign(new Error('Request timed out'), { code: -32001 });
     },
   };
-  return { client, items };
+  return { client, items, lookups: () => lookups };
 }
+type Upstream = Pick<ReturnType<typeof losingUpstream>, 'client' | 'items'>;
 
 /** Runs one call of `create` through a fence whose tool is `tool` (its lookup declared authoritative). */
-async function runOnce(tool: Record<string, unknown>, params: Record<string, unknown>, upstream = losingUpstream()) {
+async function run(tool: Record<string, unknown>, params: Record<string, unknown>, upstream: Upstream) {
   const lookup = { tool: 'list', items: 'items', consistencyDelay: 0, lateApplyBound: '1ms' };
   const config = parseFenceConfig({
     name: 'things',
@@ -48,7 +53,16 @@ async function runOnce(tool: Record<string, unknown>, params: Record<string, unk
     },
   });
   const adapter = createFenceAdapter({ config, client: upstream.client, tools });
-  const result = await createRunner({ ledger: createMemoryLedger(), policy }).run(adapter, 'create', { params });
+  return createRunner({ ledger: createMemoryLedger(), policy }).run(adapter, 'create', { params });
+}
+
+/** `run`, told as its status and the number of items of its title upstream. */
+async function runOnce(
+  tool: Record<string, unknown>,
+  params: Record<string, unknown>,
+  upstream: Upstream = losingUpstream(),
+) {
+  const result = await run(tool, params, upstream);
   return { status: result.status, effects: upstream.items.filter((i) => i.title === params.title).length };
 }
 
@@ -155,5 +169,24 @@ describe('the lookup never adopts one of two items of this operation', () => {
     expect(first).toEqual({ status: 'done', effects: 1 });
     upstream.items.push({ ...structuredClone(upstream.items[0]!), id: 'it_copy' });
     expect(await runOnce(tool, { title: 'Q3 report' }, upstream)).toMatchObject({ status: 'handed-off' });
+  });
+
+  it('two items of this call: handed off after that one lookup, naming both by resultRef (or their place in the list)', async () => {
+    // A duplicate already made stays made: looking again until the window closes only delays the person.
+    const key = { argument: 'request_id', semantics: 'none' };
+    for (const [resultRef, named] of [
+      ['id', ['it_1', 'it_copy']],
+      [undefined, ['items[0]', 'items[1]']],
+    ] as const) {
+      const upstream = losingUpstream();
+      const tool = { key, lookup: { match: { request_id: 'request_id' } }, ...(resultRef ? { resultRef } : {}) };
+      await runOnce(tool, { title: 'Q3 report' }, upstream);
+      upstream.items.push({ ...structuredClone(upstream.items[0]!), id: 'it_copy' });
+      const before = upstream.lookups();
+      const r = await run(tool, { title: 'Q3 report' }, upstream);
+      expect(upstream.lookups() - before).toBe(1);
+      expect(r).toMatchObject({ status: 'handed-off', packet: { reason: 'unknown-no-safe-resend' } });
+      for (const n of named) expect(r.status === 'handed-off' && r.packet.explanation).toContain(n);
+    }
   });
 });

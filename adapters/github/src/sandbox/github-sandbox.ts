@@ -98,6 +98,8 @@ export interface GitHubSandbox {
   touch(owner: string, repo: string, number: number): void;
   /** A pull request in the repository (GitHub lists pull requests among issues). */
   addPullRequest(owner: string, repo: string, title: string, body: string): SandboxIssue;
+  /** An issue or pull request deleted (an admin can, through GraphQL's deleteIssue): it leaves every list. */
+  deleteIssue(owner: string, repo: string, number: number): boolean;
   setFaults(kind: SandboxKind, script: FaultScript | undefined): void;
   /** Gives a full name to the repository `id` (a rename, or a new repository under a name another one left). */
   setRepository(fullName: string, id: number): void;
@@ -251,7 +253,7 @@ export async function startGitHubSandbox(options: GitHubSandboxOptions = {}): Pr
   function addIssue(spelt: string, kind: SandboxIssue['kind'], title: string, body: string, login: string) {
     // The repository keeps the name it was first spelt with, as GitHub keeps its own.
     const repo = issues.find((i) => sameRepo(i.repo, spelt))?.repo ?? spelt;
-    const number = issues.filter((i) => i.repo === repo).length + 1;
+    const number = Math.max(0, ...issues.filter((i) => i.repo === repo).map((i) => i.number)) + 1;
     const issue: SandboxIssue = { kind, repo, id: nextId++, number, title, body, createdAt: clock.now(), login };
     issues.push(issue);
     return issue;
@@ -376,6 +378,10 @@ export async function startGitHubSandbox(options: GitHubSandboxOptions = {}): Pr
     },
     addPullRequest: (owner, repo, title, body) =>
       addIssue(`${owner}/${repo}`, 'pull-request', title, body, 'retrysafe-bot'),
+    deleteIssue: (owner, repo, number) => {
+      const at = issues.findIndex((i) => sameRepo(i.repo, `${owner}/${repo}`) && i.number === number);
+      return at >= 0 && issues.splice(at, 1).length === 1;
+    },
     setFaults: (kind, script) => faults.set(kind, script),
     setRepository: (fullName, id) => void repositories.set(fullName.toLowerCase(), id),
     advance: clock.advance,

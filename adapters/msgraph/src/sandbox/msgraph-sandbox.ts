@@ -137,6 +137,8 @@ export interface MsGraphSandbox {
   records(): readonly SandboxRecord[];
   /** The object id the sandbox's directory gives a mailbox spelling (a UPN in any case, an id). */
   userId(spelling: string): string;
+  /** A message, event or task deleted (Graph's DELETE on it, by its owner): it leaves every list. */
+  deleteRecord(id: string): boolean;
   /** Messages visible in Sent Items now. */
   visibleSentItems(mailbox?: string): readonly SandboxMessage[];
   setFaults(kind: SandboxKind, script: FaultScript | undefined): void;
@@ -564,6 +566,10 @@ export async function startMsGraphSandbox(options: MsGraphSandboxOptions = {}): 
     requests: () => log.entries.map((r) => ({ ...r })),
     records: () => records.map((r) => ({ ...r })),
     userId: directory.idOf,
+    deleteRecord: (id) => {
+      const at = records.findIndex((r) => r.id === id);
+      return at >= 0 && records.splice(at, 1).length === 1;
+    },
     visibleSentItems: (mailbox) => {
       const t = now();
       return records.filter(

@@ -434,12 +434,15 @@ function adapterOf(config: FenceConfig, client: UpstreamClient, operations: Reco
       const [match, ...others] = items.filter((item) =>
         normal.every(({ itemPath, argPath, want }) => same(normalAt(t, sent, argPath, readPath(item, itemPath)), want)),
       );
-      // Two items of this operation are a duplicate already made: adopting one would hide the other from a person.
-      if (others.length > 0)
-        return {
-          kind: 'cannot-tell',
-          reason: `${others.length + 1} items of ${l.tool} match this call: a duplicate exists`,
-        };
+      // Two items of this operation are a duplicate already made: adopting one would hide the other from a person,
+      // who is told which (by resultRef, else by their place in the answer).
+      if (others.length > 0) {
+        const refs = [match!, ...others].map(
+          (i) => succeeded(t, i, i).providerRef ?? `${l.items}[${items.indexOf(i)}]`,
+        );
+        const reason = `${refs.length} items of ${l.tool} match this call: a duplicate exists`;
+        return { kind: 'cannot-tell', reason, duplicates: refs };
+      }
       // A page with more after it is not the whole list: the item, or a second one, may be on a page not read.
       if (l.more !== undefined && saysMoreFollow(readPath(value, l.more)))
         return {
