@@ -10,18 +10,17 @@ export {
   msGraphDrill,
   msGraphDrillFaults,
 } from './msgraph-drills.js';
-export {
-  type DuplicateTransactionBehaviour,
-  type FaultScript,
-  graphRequestKind,
-  type MsGraphSandbox,
-  type MsGraphSandboxOptions,
-  type SandboxEvent,
-  type SandboxFault,
-  type SandboxKind,
-  type SandboxMessage,
-  type SandboxRecord,
-  type SandboxRequest,
-  type SandboxTask,
-  startMsGraphSandbox,
-} from './msgraph-sandbox.js';
+export { graphRequestKind, startMsGraphSandbox } from './msgraph-sandbox.js';
+export type {
+  DuplicateTransactionBehaviour,
+  FaultScript,
+  MsGraphSandbox,
+  MsGraphSandboxOptions,
+  SandboxEvent,
+  SandboxFault,
+  SandboxKind,
+  SandboxMessage,
+  SandboxRecord,
+  SandboxRequest,
+  SandboxTask,
+} from './msgraph-sandbox-types.js';
