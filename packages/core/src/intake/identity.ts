@@ -2,6 +2,7 @@ import {
   type AdapterV1,
   asBusinessOperationId,
   fingerprint,
+  IntentLookupError,
   intentOf,
   type OperationSpec,
   type RetrySafetyCard,
@@ -13,7 +14,9 @@ import {
   normalizeIntent,
   normalizeParams,
 } from '@retrysafe/contract/rules';
+import type { Clock } from '../clock.js';
 import { memo } from '../defined.js';
+import { type Budget, planRetry } from '../retry-policy.js';
 import type { RunInput } from '../runner/types.js';
 
 const comparisons = new WeakMap<RetrySafetyCard, ReturnType<typeof buildComparison>>();
@@ -38,11 +41,28 @@ function buildComparison(card: RetrySafetyCard) {
 
 /** The intent the adapter resolves from a call's params (a Graph mailbox spelled `me`, by UPN or by id is one user),
  * asked once every other intake check passed and before the claim, so a retry with another spelling is the same
- * operation; null when the adapter resolves nothing or the caller gave the intent. */
-export async function resolvedIntent(adapter: AdapterV1, opName: string, input: RunInput) {
+ * operation; null when the adapter resolves nothing or the caller gave the intent. A look-up the provider could not
+ * answer now is asked again as a not-applied call is (planRetry); still failing, it says how it stopped. */
+export async function resolvedIntent(
+  adapter: AdapterV1,
+  opName: string,
+  input: RunInput,
+  budget: Budget,
+  clock: Clock,
+) {
   if (!adapter.doResolveIntent || input.intent !== undefined) return null;
   const intent = intentOf(input.params, adapter.operations[opName]!.card.businessOperationId);
-  return adapter.doResolveIntent(opName, intent, input.signal);
+  const runStartedAt = clock.now();
+  for (let runAttempts = 1; ; runAttempts++) {
+    try {
+      return await adapter.doResolveIntent(opName, intent, input.signal);
+    } catch (e) {
+      if (!IntentLookupError.isInstance(e) || input.signal?.aborted) throw e;
+      const plan = planRetry({ runStartedAt, now: clock.now(), runAttempts }, e.retryAfterMs, budget);
+      if (!plan.retry) throw new IntentLookupError(e.path, `${e.reason}; stopped: ${plan.detail}`, e.retryAfterMs);
+      await clock.sleep(plan.delayMs);
+    }
+  }
 }
 
 /** A call's business-operation id (the caller's, or the digest of its normalised intent) and intent fingerprint, both
