@@ -1,5 +1,4 @@
 import {
-  type AdapterV1,
   asBusinessOperationId,
   fingerprint,
   IntentLookupError,
@@ -14,10 +13,11 @@ import {
   normalizeIntent,
   normalizeParams,
 } from '@retrysafe/contract/rules';
-import type { Clock } from '../clock.js';
 import { memo } from '../defined.js';
-import { type Budget, planRetry } from '../retry-policy.js';
+import { planRetry } from '../retry-policy.js';
+import type { RunnerContext } from '../runner/context.js';
 import type { RunInput } from '../runner/types.js';
+import type { Operation } from './operation.js';
 
 const comparisons = new WeakMap<RetrySafetyCard, ReturnType<typeof buildComparison>>();
 export const comparisonFor = (card: RetrySafetyCard) => memo(comparisons, card, buildComparison);
@@ -44,11 +44,9 @@ function buildComparison(card: RetrySafetyCard) {
  * operation; null when the adapter resolves nothing or the caller gave the intent. A look-up the provider could not
  * answer now is asked again as a not-applied call is (planRetry); still failing, it says how it stopped. */
 export async function resolvedIntent(
-  adapter: AdapterV1,
-  opName: string,
+  { clock, random }: Pick<RunnerContext, 'clock' | 'random'>,
+  { adapter, opName, policy }: Pick<Operation, 'adapter' | 'opName' | 'policy'>,
   input: RunInput,
-  budget: Budget,
-  clock: Clock,
 ) {
   if (!adapter.doResolveIntent || input.intent !== undefined) return null;
   const intent = intentOf(input.params, adapter.operations[opName]!.card.businessOperationId);
@@ -58,7 +56,7 @@ export async function resolvedIntent(
       return await adapter.doResolveIntent(opName, intent, input.signal);
     } catch (e) {
       if (!IntentLookupError.isInstance(e) || input.signal?.aborted) throw e;
-      const plan = planRetry({ runStartedAt, now: clock.now(), runAttempts }, e.retryAfterMs, budget);
+      const plan = planRetry({ runStartedAt, now: clock.now(), runAttempts }, e.retryAfterMs, { policy, random });
       if (!plan.retry) throw new IntentLookupError(e.path, `${e.reason}; stopped: ${plan.detail}`, e.retryAfterMs);
       await clock.sleep(plan.delayMs);
     }
