@@ -3,11 +3,10 @@ import {
   type AccountOption,
   AdapterConfigurationError,
   defineAdapter,
-  InvalidIntentError,
   type LookupResult,
   type TypedAdapter,
 } from '@retrysafe/contract';
-import { checkBaseUrl, lookupMiss, positiveInteger } from '@retrysafe/contract/provider';
+import { checkBaseUrl, intentLookupFailure, lookupMiss, positiveInteger } from '@retrysafe/contract/provider';
 import { cannotTell, type GitHubAnswer, outcomeFromError, refsOf } from './github-errors.js';
 import {
   type CallOptions,
@@ -119,9 +118,8 @@ export function createGitHubAdapter(options: GitHubAdapterOptions): GitHubAdapte
         try {
           return { ...intent, owner: 'repository', repo: await repositoryId(owner, repo, signal) };
         } catch (error) {
-          const why = error instanceof Error ? error.message : String(error);
-          const what = `GitHub could not say which repository ${owner}/${repo} is (${why}), so the operation's id cannot be told; nothing was claimed or sent`;
-          throw new InvalidIntentError('repo', what);
+          const what = `GitHub could not say which repository ${owner}/${repo} is, so the operation's id cannot be told`;
+          throw intentLookupFailure('repo', what, outcomeFromError(error));
         }
       },
       async execute(op, params, ctx) {

@@ -1,9 +1,19 @@
 // GitHub names a repository by owner/name in any case, and a renamed one answers under its old name too; a name a
 // repository left can be taken by a new one. The id reads the repository GitHub resolves the name to: a retry under
 // the old name is the same operation (never a second issue), and the new repository under an old name is another.
-import { ConflictError } from '@retrysafe/contract';
+import { ConflictError, InvalidIntentError } from '@retrysafe/contract';
+import type { Fault } from '@retrysafe/testkit';
 import { describe, expect, it } from 'vitest';
 import { issueParams, startRig } from './helpers.js';
+
+/** A rig whose GET /repos/acme/widgets (the look-up before the claim) meets `faults`, one per call. */
+async function resolveRig(faults: readonly Fault[]) {
+  const rig = await startRig();
+  let n = 0;
+  rig.proxy.setFaults((_call, r) => (r.path === '/repos/acme/widgets' ? (faults[n++] ?? 'pass') : 'pass'));
+  const lookups = () => rig.proxy.requests.filter((r) => r.path === '/repos/acme/widgets').length;
+  return { ...rig, lookups };
+}
 
 describe('issues.create: the repository is the one GitHub resolves the name to', () => {
   it('created under the old name, then again under the new one ⇒ one operation, one issue', async () => {
@@ -29,5 +39,31 @@ describe('issues.create: the repository is the one GitHub resolves the name to',
       adopted: false,
     });
     expect(sandbox.count('issues.create')).toBe(2);
+  });
+});
+
+// The look-up is a read: one GitHub could not answer now is asked again by the runner's retry policy, and one still
+// failing says "try again later" (nothing claimed or sent), never that the caller's repository is invalid.
+describe('issues.create: the repository look-up before the claim', () => {
+  it('a 503, then an answer ⇒ asked again after a backoff: one operation, one issue', async () => {
+    const { runner, adapter, sandbox, lookups } = await resolveRig([{ kind: 'status', status: 503 }]);
+    expect(await runner.run(adapter, 'issues.create', { params: issueParams(3) })).toMatchObject({ status: 'done' });
+    expect([lookups(), sandbox.count('issues.create')]).toEqual([2, 1]);
+  });
+
+  it('a 503 every time ⇒ a retryable error once the policy’s attempts are used: nothing claimed, nothing sent', async () => {
+    const always = Array<Fault>(10).fill({ kind: 'status', status: 503, retryAfterS: 2 });
+    const { runner, adapter, sandbox, lookups } = await resolveRig(always);
+    const e = await runner.run(adapter, 'issues.create', { params: issueParams(4) }).catch((x: unknown) => x);
+    expect(e).toMatchObject({ name: 'IntentLookupError', path: 'repo' });
+    expect(InvalidIntentError.isInstance(e)).toBe(false);
+    expect([lookups(), sandbox.count('issues.create')]).toEqual([3, 0]);
+  });
+
+  it('a 404 ⇒ InvalidIntentError at once (the caller’s to correct): asked once, nothing sent', async () => {
+    const { runner, adapter, sandbox, lookups } = await resolveRig([{ kind: 'status', status: 404 }]);
+    const run = runner.run(adapter, 'issues.create', { params: issueParams(5) });
+    await expect(run).rejects.toThrow(InvalidIntentError);
+    expect([lookups(), sandbox.count('issues.create')]).toEqual([1, 0]);
   });
 });

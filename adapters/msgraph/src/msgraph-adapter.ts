@@ -5,12 +5,11 @@ import {
   defineAdapter,
   type FramedExecuteContext,
   type FramedLookupContext,
-  InvalidIntentError,
   type LookupResult,
   type Outcome,
   type TypedAdapter,
 } from '@retrysafe/contract';
-import { operationParamsErrors, positiveInteger } from '@retrysafe/contract/provider';
+import { intentLookupFailure, operationParamsErrors, positiveInteger } from '@retrysafe/contract/provider';
 import { notFoundIsAuthoritative } from '@retrysafe/contract/rules';
 import { assertNoSdkRetries, createGraphClient, type TokenProvider, TransportProbe } from './msgraph-client.js';
 import {
@@ -216,18 +215,16 @@ function mailboxResolver(rt: Runtime) {
   let me: Promise<string | null> | undefined;
   const idOf = async (path: string, signal: AbortSignal): Promise<string | null> => {
     const sent = await send(rt, signal, rt.client.api(path).select(['id']), (r) => r.get());
-    const refuse = (why: string): never => {
-      const what = `Graph could not say which user ${path} is (${why}), so the operation's id cannot be told; nothing was claimed or sent`;
-      throw new InvalidIntentError('mailbox', what);
-    };
-    if ('failed' in sent) return refuse(sent.failed.message);
+    const what = `Graph could not say which user ${path} is, so the operation's id cannot be told`;
+    if ('failed' in sent) throw intentLookupFailure('mailbox', what, sent.failed);
     const { status, body } = sent.answer;
     if (path === '/me' && status === 400) return null; // an app-only token: no signed-in user
     const id = isObj(body) && typeof body.id === 'string' ? body.id.toLowerCase() : null;
+    if (status === 200 && id !== null) return id;
     const grant =
       path === '/me' ? 'User.Read' : 'User.ReadBasic.All or User.Read.All, or name the mailbox by its object id';
-    if (status === 403) refuse(`HTTP 403: grant ${grant}`);
-    return status === 200 && id !== null ? id : refuse(`HTTP ${status}`);
+    const why = status === 403 ? `${what} (grant ${grant})` : what;
+    throw intentLookupFailure('mailbox', why, outcomeFromErrorAnswer(sent.answer));
   };
   return async (mailbox: string, signal: AbortSignal): Promise<string> => {
     if (mailbox === 'me') return mailbox;

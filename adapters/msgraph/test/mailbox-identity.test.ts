@@ -1,7 +1,8 @@
 // One mailbox spelled three ways (`me`, the signed-in user's UPN, its object id) is one mailbox at Graph: a retry an
 // agent respells must be the same operation, never a second mail. Two users stay two mailboxes.
 import { ConflictError, InvalidIntentError } from '@retrysafe/contract';
-import { createMemoryLedger, createRunner } from '@retrysafe/core';
+import { createMemoryLedger, createRunner, createVirtualClock } from '@retrysafe/core';
+import { type Fault, startFaultProxy } from '@retrysafe/testkit';
 import { closeAfterTest } from '@retrysafe/testkit/close-after-test';
 import { describe, expect, it } from 'vitest';
 import { createMsGraphAdapter } from '../src/index.js';
@@ -44,13 +45,53 @@ describe('mail.send: the mailbox is the user Graph resolves it to', () => {
     expect(sandbox.count('mail.send')).toBe(1);
   });
 
-  it('Graph cannot say who a UPN is (no answer) ⇒ InvalidIntentError before the claim: no row, nothing sent', async () => {
+  it('Graph cannot say who a UPN is (no answer) ⇒ IntentLookupError before the claim: no row, nothing sent', async () => {
     const ledger = createMemoryLedger();
     const adapter = createMsGraphAdapter({ accessToken: TOKEN, baseUrl: await closedPortUrl() });
-    const run = createRunner({ ledger, random: () => 0.5 }).run(adapter, 'mail.send', {
+    const clock = createVirtualClock();
+    const run = createRunner({ ledger, clock, random: () => 0.5 }).run(adapter, 'mail.send', {
       params: mailParams(3, 'ann@contoso.test'),
     });
-    await expect(run).rejects.toThrow(InvalidIntentError);
+    await expect(run).rejects.toMatchObject({ name: 'IntentLookupError', path: 'mailbox' });
     expect(await ledger.list({})).toEqual([]);
+  });
+});
+
+/** The runner → the Graph client → the fault proxy, whose GET /users/… (the look-up before the claim) meets `faults`. */
+async function faultedRig(faults: readonly Fault[]) {
+  const sandbox = closeAfterTest(await startMsGraphSandbox({ accessToken: TOKEN }));
+  let n = 0;
+  const lookup = (r: { method: string; path: string }) => r.method === 'GET' && r.path.includes('/users/');
+  const proxy = closeAfterTest(
+    await startFaultProxy({ target: sandbox.url, faults: (_c, r) => (lookup(r) ? (faults[n++] ?? 'pass') : 'pass') }),
+  );
+  const adapter = createMsGraphAdapter({ accessToken: TOKEN, baseUrl: `${proxy.url}/` });
+  const ledger = createMemoryLedger();
+  const runner = createRunner({ ledger, clock: createVirtualClock(), random: () => 0.5 });
+  const send = (i: number) => runner.run(adapter, 'mail.send', { params: mailParams(i, 'ann@contoso.test') });
+  return { sandbox, ledger, send, lookups: () => proxy.requests.filter(lookup).length };
+}
+
+// The look-up is a read: Graph throttling it or failing now is asked again within the retry policy, and one still
+// failing says "try again later" (nothing claimed or sent), never that the caller's mailbox is invalid.
+describe('mail.send: the mailbox look-up before the claim', () => {
+  it('a 429 with Retry-After, then an answer ⇒ asked again: one operation, one mail', async () => {
+    const { sandbox, send, lookups } = await faultedRig([{ kind: 'status', status: 429, retryAfterS: 3 }]);
+    expect(await send(4)).toMatchObject({ status: 'done' });
+    expect([lookups(), sandbox.count('mail.send')]).toEqual([2, 1]);
+  });
+
+  it('a 503 every time ⇒ IntentLookupError once the policy’s attempts are used: no row, nothing sent', async () => {
+    const { sandbox, ledger, send, lookups } = await faultedRig(Array(10).fill({ kind: 'status', status: 503 }));
+    const e = await send(5).catch((x: unknown) => x);
+    expect(e).toMatchObject({ name: 'IntentLookupError', path: 'mailbox' });
+    expect(InvalidIntentError.isInstance(e)).toBe(false);
+    expect([lookups(), sandbox.count('mail.send'), await ledger.list({})]).toEqual([3, 0, []]);
+  });
+
+  it('a user Graph does not know (404) ⇒ InvalidIntentError at once: asked once, no row, nothing sent', async () => {
+    const { sandbox, ledger, send, lookups } = await faultedRig([{ kind: 'status', status: 404 }]);
+    await expect(send(6)).rejects.toThrow(InvalidIntentError);
+    expect([lookups(), sandbox.count('mail.send'), await ledger.list({})]).toEqual([1, 0, []]);
   });
 });

@@ -60,7 +60,8 @@ export interface AdapterV1 {
   /** UnsupportedCapabilityError when the card's lookup.method is 'none'. */
   doLookup(operation: string, ctx: LookupContext): Promise<LookupResult>;
   /** The intent with a field the provider resolves (one user spelled three ways) replaced by the provider's own id of
-   * it, asked before the claim; throws a typed refusal when it cannot tell (nothing is claimed or sent). */
+   * it, asked before the claim. When it cannot tell, nothing is claimed or sent: InvalidIntentError when the provider
+   * refuses (404, 403), IntentLookupError when it could not answer now, which the runner asks again within its policy. */
   doResolveIntent?(
     operation: string,
     intent: Record<string, unknown>,

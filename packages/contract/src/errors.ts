@@ -83,6 +83,20 @@ export const InvalidIdError = errorClass(
 );
 export type InvalidIdError = InstanceType<typeof InvalidIdError>;
 
+/** A look-up of an intent field before the claim (doResolveIntent) the provider could not answer now (no answer, a 429,
+ * a 5xx): nothing was claimed or sent, and the same call later may succeed. `retryAfterMs`: the provider's wait. */
+export const IntentLookupError = errorClass(
+  'IntentLookupError',
+  'RETRYSAFE_INTENT_LOOKUP',
+  (path: string, reason: string, retryAfterMs?: number) => ({
+    path,
+    reason,
+    retryAfterMs,
+    message: `${path} could not be looked up now: ${reason}; nothing was claimed or sent, try again later with the same arguments`,
+  }),
+);
+export type IntentLookupError = InstanceType<typeof IntentLookupError>;
+
 /** Intent fields that cannot be canonicalised (functions, NaN, cycles, missing declared fields…); `reason` has no path. */
 export const InvalidIntentError = errorClass(
   'InvalidIntentError',

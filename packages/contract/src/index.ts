@@ -19,7 +19,19 @@ export type * from './drill.js';
 export type { Duration } from './duration.js';
 export { RetrysafeError } from './error-class.js';
 export * from './errors.js';
-export * from './ids.js';
+export type { AttemptId, BusinessOperationId, ProviderKey, ProviderKeyRule, RunId } from './ids.js';
+// charsetPattern is for authors: on ./rules only.
+export {
+  asAttemptId,
+  asBusinessOperationId,
+  asProviderKey,
+  asRunId,
+  businessOperationIdProblem,
+  deriveProviderKey,
+  newAttemptId,
+  newRunId,
+  revisionKeySource,
+} from './ids.js';
 export type { FieldNormalization, NormalizationStep, ParamComparison } from './intent.js';
 export { businessOperationId, intentOf, pickIntent } from './intent.js';
 export type * from './ledger.js';

@@ -6,6 +6,7 @@ import {
   type FieldError,
   fingerprint,
   type HandoffPacket,
+  IntentLookupError,
   InvalidIdError,
   InvalidIntentError,
   InvalidParamsError,
@@ -64,7 +65,14 @@ export function refusalAnswer(err: unknown, idOf: () => string | null, intentFie
   if (InvalidParamsError.isInstance(err))
     return invalid(err.fields, `${err.message}. Correct the named fields and call again.`);
   if (InvalidIntentError.isInstance(err))
-    return invalid([{ path: err.path || '(root)', message: 'cannot be part of an intent' }], err.message);
+    return invalid([{ path: err.path || '(root)', message: err.reason }], err.message);
+  // The provider could not answer a look-up now: not the arguments' fault, and no id could be told yet.
+  if (IntentLookupError.isInstance(err)) {
+    const { retryAfterMs = null } = err;
+    const when = retryAfterMs === null ? 'later' : inAbout(retryAfterMs);
+    const message = `${sentence(err.message)} The arguments are not at fault: call again with the same arguments ${when}.`;
+    return { status: 'unavailable' as const, businessOperationId: null, retryAfterMs, message };
+  }
   // A run or attempt id comes from the host, not from the agent's arguments: not the agent's to correct.
   if (InvalidIdError.isInstance(err) && !RECEIPT_IDS.includes(err.kind)) return invalid([], err.message);
   if (AdapterContractError.isInstance(err))
@@ -120,8 +128,8 @@ function toolOf(adapter: AdapterV1, operation: string, spec: OperationSpec) {
     `Retry-safe: the business-operation id is derived from the intent fields (${spec.intentFields.join(', ')}), not from this call's id. If you got no answer, or an error that is not a conflict, call again with the same arguments: the retry maps to the same operation and returns its result instead of doing it twice.`,
     'Changing an intent field makes it a different operation; changing other arguments of an operation already started is refused as a conflict (the answer names the differing paths). After a rejection that nothing applied (needs-human with field errors), calling again with corrected arguments and the same intent sends the corrected request.',
     normalisationText(card),
-    'Every answer carries the businessOperationId (null only in an invalid-input answer whose intent fields give none); after a timeout of your own, calling again with the same arguments is the way back to it.',
-    'Answers: status "done" (with the provider reference; adopted=true if it had already happened), "in-progress" (call again later with the same arguments, or check retrysafe_status where the host offers it), "needs-human" (a person must decide; do not retry as is), "conflict", "invalid-input" (with field errors; nothing was sent).',
+    'Every answer carries the businessOperationId (null only in an invalid-input answer whose intent fields give none, and in an unavailable one); after a timeout of your own, calling again with the same arguments is the way back to it.',
+    'Answers: status "done" (with the provider reference; adopted=true if it had already happened), "in-progress" (call again later with the same arguments, or check retrysafe_status where the host offers it), "needs-human" (a person must decide; do not retry as is), "conflict", "invalid-input" (with field errors; nothing was sent), "unavailable" (the provider could not be asked now; nothing was sent: call again later with the same arguments).',
     facts.unknowns.length
       ? `Provider facts not verified: ${facts.unknowns.join(', ')} — retrysafe will not resend where they matter.`
       : '',

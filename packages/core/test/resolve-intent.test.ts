@@ -1,15 +1,18 @@
 // An adapter that resolves an intent field (doResolveIntent) is asked only once every other intake check passed, and
 // the id is derived from its answer: two spellings it resolves to one value are one operation.
 
-import { businessOperationId, InvalidParamsError } from '@retrysafe/contract';
+import { businessOperationId, IntentLookupError, InvalidIntentError, InvalidParamsError } from '@retrysafe/contract';
 import { createMemoryLedger, createRunner, createVirtualClock } from '@retrysafe/core';
+import { agentRunner, agentTools, callAgentTool } from '@retrysafe/core/agent';
 import { createSandboxAdapter, createSandboxProvider, REPLAYING_BEHAVIOUR } from '@retrysafe/sandbox';
 import { describe, expect, it } from 'vitest';
 
 const OP = 'records.create';
 
-function rig() {
+/** `fails(n)`: what the n-th look-up throws (1-based), or nothing when it answers. */
+function rig(fails: (n: number) => Error | undefined = () => undefined) {
   const clock = createVirtualClock();
+  const ledger = createMemoryLedger();
   const provider = createSandboxProvider({ ...REPLAYING_BEHAVIOUR, clock: clock.now, sleep: clock.sleep });
   const asked: unknown[] = [];
   const adapter = {
@@ -17,10 +20,12 @@ function rig() {
     // The provider's own id of a ref: case does not matter to it.
     doResolveIntent: async (_op: string, intent: Record<string, unknown>) => {
       asked.push(intent);
+      const failure = fails(asked.length);
+      if (failure) throw failure;
       return { ...intent, ref: String(intent.ref).toLowerCase() };
     },
   };
-  return { provider, adapter, asked, runner: createRunner({ ledger: createMemoryLedger(), clock, random: () => 0.5 }) };
+  return { provider, adapter, asked, clock, ledger, runner: createRunner({ ledger, clock, random: () => 0.5 }) };
 }
 
 describe('doResolveIntent', () => {
@@ -38,5 +43,37 @@ describe('doResolveIntent', () => {
     const { adapter, asked, runner } = rig();
     await expect(runner.run(adapter, OP, { params: { ref: 7 } as never })).rejects.toThrow(InvalidParamsError);
     expect(asked).toEqual([]);
+  });
+});
+
+describe('doResolveIntent the provider could not answer now (IntentLookupError)', () => {
+  const busy = () => new IntentLookupError('ref', 'HTTP 503', 5_000);
+
+  it('asked again after the wait it names, within the policy: one operation, sent once', async () => {
+    const { provider, adapter, asked, clock, runner } = rig((n) => (n === 1 ? busy() : undefined));
+    const startedAt = clock.now();
+    expect(await runner.run(adapter, OP, { params: { ref: 'Rec-2' } })).toMatchObject({ status: 'done' });
+    expect([asked.length, provider.count(), clock.now() - startedAt >= 5_000]).toEqual([2, 1, true]);
+  });
+
+  it('still failing: IntentLookupError once the policy’s attempts are used, nothing claimed or sent', async () => {
+    const { provider, adapter, asked, ledger, runner } = rig(busy);
+    const e = await runner.run(adapter, OP, { params: { ref: 'Rec-3' } }).catch((x: unknown) => x);
+    expect(IntentLookupError.isInstance(e) && e.message).toMatch(/maxAttempts.*nothing was claimed or sent/);
+    expect([asked.length, provider.count(), await ledger.list({})]).toEqual([4, 0, []]);
+  });
+
+  it('an agent is told to call again later, not that its arguments are invalid; a refusal names why', async () => {
+    const refused = new InvalidIntentError('ref', 'the provider knows no record Rec-5');
+    const { adapter, runner } = rig((n) => (n === 1 ? refused : busy()));
+    const [tool] = agentTools([adapter], ['sandbox_records_create']);
+    const agent = agentRunner(runner);
+    expect(await callAgentTool(agent, tool!, { ref: 'Rec-5' })).toMatchObject({
+      status: 'invalid-input',
+      fields: [{ path: 'ref', message: 'the provider knows no record Rec-5' }],
+    });
+    const later = await callAgentTool(agent, tool!, { ref: 'Rec-4' });
+    expect(later).toMatchObject({ status: 'unavailable', businessOperationId: null, retryAfterMs: 5_000 });
+    expect(later.message).toMatch(/nothing was claimed or sent.*call again with the same arguments in about 5 s/i);
   });
 });

@@ -144,7 +144,7 @@ export function serveTools(
 }
 
 export const ANSWER_PROPERTIES = {
-  status: { type: 'string', enum: ['done', 'in-progress', 'needs-human', 'conflict', 'invalid-input'] },
+  status: { type: 'string', enum: ['done', 'in-progress', 'needs-human', 'conflict', 'invalid-input', 'unavailable'] },
   businessOperationId: { type: ['string', 'null'] },
   message: { type: 'string' },
 } as const;
@@ -197,7 +197,7 @@ export function createRetrysafeMcpServer(options: McpServerOptions): Server {
       const tool = tools.find((t) => t.name === name);
       if (!tool) return undefined;
       const result = await run(tool, args, _meta);
-      const refused = result.status === 'conflict' || result.status === 'invalid-input';
+      const refused = ['conflict', 'invalid-input', 'unavailable'].includes(result.status);
       return reply(result as unknown as Record<string, unknown>, refused);
     },
   );

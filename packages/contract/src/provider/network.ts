@@ -1,6 +1,7 @@
 import type { LookupContext } from '../adapter.js';
 import type { RetrySafetyCard } from '../card.js';
 import { absenceProvenFrom, notFoundIsAuthoritative } from '../card-rules.js';
+import { IntentLookupError, InvalidIntentError } from '../errors.js';
 import type { LookupResult, Outcome, RejectReason, UnknownCause } from '../outcome.js';
 
 // Codes that prove the request never reached the provider's HTTP layer. Not ETIMEDOUT: an established socket
@@ -192,4 +193,13 @@ export function lookupMiss(card: RetrySafetyCard, ctx: LookupContext, miss: stri
     return { kind: 'cannot-tell', reason: `${miss}; a miss never proves absence: ${proof.never}`, ...extra };
   const reason = `${miss} yet: inside the card's late-apply bound and consistency delay after the last dispatch`;
   return { kind: 'cannot-tell', reason, retryAfterMs: Math.max(1, proof.at - ctx.now), ...extra };
+}
+
+/** What doResolveIntent throws for a look-up of `path` that failed as `outcome` (the adapter's classification of it):
+ * a refusal (404, 403) is the caller's to correct; anything else (no answer, a 429, a 5xx) asking again may cure, and
+ * the runner does, within its retry policy: a read changes nothing at the provider. */
+export function intentLookupFailure(path: string, what: string, outcome: Outcome) {
+  const why = 'message' in outcome && outcome.message ? `${what}: ${outcome.message}` : what;
+  if (outcome.kind === 'rejected') return new InvalidIntentError(path, `${why}; nothing was claimed or sent`);
+  return new IntentLookupError(path, why, (outcome as { retryAfterMs?: number }).retryAfterMs);
 }

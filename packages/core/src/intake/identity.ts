@@ -1,7 +1,7 @@
 import {
-  type AdapterV1,
   asBusinessOperationId,
   fingerprint,
+  IntentLookupError,
   intentOf,
   type OperationSpec,
   type RetrySafetyCard,
@@ -14,7 +14,10 @@ import {
   normalizeParams,
 } from '@retrysafe/contract/rules';
 import { memo } from '../defined.js';
+import { planRetry } from '../retry-policy.js';
+import type { RunnerContext } from '../runner/context.js';
 import type { RunInput } from '../runner/types.js';
+import type { Operation } from './operation.js';
 
 const comparisons = new WeakMap<RetrySafetyCard, ReturnType<typeof buildComparison>>();
 export const comparisonFor = (card: RetrySafetyCard) => memo(comparisons, card, buildComparison);
@@ -38,11 +41,26 @@ function buildComparison(card: RetrySafetyCard) {
 
 /** The intent the adapter resolves from a call's params (a Graph mailbox spelled `me`, by UPN or by id is one user),
  * asked once every other intake check passed and before the claim, so a retry with another spelling is the same
- * operation; null when the adapter resolves nothing or the caller gave the intent. */
-export async function resolvedIntent(adapter: AdapterV1, opName: string, input: RunInput) {
+ * operation; null when the adapter resolves nothing or the caller gave the intent. A look-up the provider could not
+ * answer now is asked again as a not-applied call is (planRetry); still failing, it says how it stopped. */
+export async function resolvedIntent(
+  { clock, random }: Pick<RunnerContext, 'clock' | 'random'>,
+  { adapter, opName, policy }: Pick<Operation, 'adapter' | 'opName' | 'policy'>,
+  input: RunInput,
+) {
   if (!adapter.doResolveIntent || input.intent !== undefined) return null;
   const intent = intentOf(input.params, adapter.operations[opName]!.card.businessOperationId);
-  return adapter.doResolveIntent(opName, intent, input.signal);
+  const runStartedAt = clock.now();
+  for (let runAttempts = 1; ; runAttempts++) {
+    try {
+      return await adapter.doResolveIntent(opName, intent, input.signal);
+    } catch (e) {
+      if (!IntentLookupError.isInstance(e) || input.signal?.aborted) throw e;
+      const plan = planRetry({ runStartedAt, now: clock.now(), runAttempts }, e.retryAfterMs, { policy, random });
+      if (!plan.retry) throw new IntentLookupError(e.path, `${e.reason}; stopped: ${plan.detail}`, e.retryAfterMs);
+      await clock.sleep(plan.delayMs);
+    }
+  }
 }
 
 /** A call's business-operation id (the caller's, or the digest of its normalised intent) and intent fingerprint, both

@@ -12,7 +12,7 @@ export function createRunner(options: RunnerOptions): Runner {
   const ctx = createContext(options);
   async function run(adapter: AdapterV1, operation: string, input: RunInput): Promise<RunResult> {
     let op = newOperation(ctx, adapter, operation, input);
-    const intent = await resolvedIntent(adapter, operation, input);
+    const intent = await resolvedIntent(ctx, op, input);
     if (intent !== null) op = newOperation(ctx, adapter, operation, { ...input, intent });
     return ctx.tele.run(
       { operation: op.card.operation, provider: adapter.provider, businessOperationId: op.id },
