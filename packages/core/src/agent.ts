@@ -310,7 +310,7 @@ export async function callAgentTool(
     const answer = refusalAnswer(e, idOf, spec.intentFields);
     if (answer !== null) {
       // Other params than a stored request nothing applied: the same call again is the correction.
-      if (answer.status === 'conflict') agent.answered(id, !answer.storedMayApply);
+      if (answer.status === 'conflict') agent.answered(id, answer.field === 'params' && !answer.storedMayApply);
       return answer;
     }
     throw agent.scrubbed(e, params, spec.sensitiveFields);
