@@ -37,12 +37,15 @@ export function refusalAnswer(err: unknown, idOf: () => string | null, intentFie
   if (ConflictError.isInstance(err)) {
     const { businessOperationId, field, paths, needsPerson, storedMayApply } = err;
     // Redone under other intent fields, a request that applied or may still apply (in flight elsewhere, waiting for
-    // a person, driven on later) would happen twice.
+    // a person, driven on later) would happen twice. Other params than a stored request nothing applied are answered to
+    // a call that may follow another (agentRunner forgot, or never saw, the end it was told): the same call is a new one.
     const message = needsPerson
       ? `${err.message}. A person must resolve this operation: do not redo it under other intent fields, and do not retry it.`
       : storedMayApply
         ? `${err.message}. Its stored request was applied or may still be: do not redo it under other intent fields (that could do it twice); call again with the original arguments for its result (later, if it is in progress). A correction of it is not a new operation: change what it made with an update operation, or ask a person. For an operation that is not a repeat of this one, change an intent field.`
-        : `${err.message}. If you meant a different operation, change an intent field; otherwise call again with the original arguments.`;
+        : field === 'params'
+          ? `${err.message}. Nothing of the stored request was applied: call again with these arguments to send them as a corrected request, or with the original arguments for its answer.`
+          : `${err.message}. If you meant a different operation, change an intent field; otherwise call again with the original arguments.`;
     return { status: 'conflict' as const, businessOperationId, field, paths, needsPerson, storedMayApply, message };
   }
   // One rule whichever operation: the id comes from the intent fields alone, whatever else is wrong with the call.
