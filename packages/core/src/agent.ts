@@ -255,7 +255,8 @@ export function agentRunner(runner: Runner) {
   const errors = new Map<readonly string[], Redactor>();
   // The operations whose end (a hand-off, a correctable conflict) the agent was last answered. Any other call of one at
   // rest follows an answer that did not tell it (in progress, or given before a restart): it is told the end first, not
-  // sent. So a forgotten one costs the agent a repeated answer, never a request the user did not act on.
+  // sent. So it is bounded, the oldest dropped first: a forgotten one costs a repeated answer, never a request the user
+  // did not act on.
   const told = new Set<string>();
   return {
     runner,
