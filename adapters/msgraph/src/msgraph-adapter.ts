@@ -192,8 +192,7 @@ async function lookup(rt: Runtime, o: GraphOperation, ctx: FramedLookupContext):
   const first = own[0];
   if (!first) {
     const miss = `${what}: nothing tagged with exactly this business-operation id is visible (${items.length} matched ignoring case)`;
-    if (notFoundIsAuthoritative(o.card, ctx, ctx.clockSkewMarginMs))
-      return { kind: 'not-found', reason: miss, ...refsOf(answer) };
+    if (notFoundIsAuthoritative(o.card, ctx)) return { kind: 'not-found', reason: miss, ...refsOf(answer) };
     const why = "the card's late-apply and visibility bounds do not prove absence yet (Graph documents none)";
     return { kind: 'cannot-tell', reason: `${miss}; ${why}`, ...refsOf(answer) };
   }

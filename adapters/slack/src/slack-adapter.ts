@@ -193,7 +193,7 @@ export function createSlackAdapter(options: SlackAdapterOptions): SlackAdapter {
       : 'no message in the channel history carries this business-operation id yet';
     // Absence is the card's rule (Slack documents no history delay, so today never): else ask again in a minute.
     // A walk resumed read its first pages a while ago: never a proof of absence.
-    if (!cursor && !resumed && notFoundIsAuthoritative(card, ctx, margin)) return { kind: 'not-found', reason: why };
+    if (!cursor && !resumed && notFoundIsAuthoritative(card, ctx)) return { kind: 'not-found', reason: why };
     return { kind: 'cannot-tell', reason: why, retryAfterMs: HISTORY_POLL_MS };
   }
 

@@ -202,8 +202,8 @@ async function lookup(rt: Runtime, op: StripeOperation, ctx: FramedLookupContext
   if (ctx.keyReusable) return resendWithKey(rt, op, ctx);
   // Never rely on the key again: only the metadata lookup answers, and whether its miss proves absence is the card's
   // rule (the runner's too): today's cards bound no late apply, so never.
-  const proof = absenceProvenFrom(op.card, ctx, ctx.clockSkewMarginMs);
-  const settled = notFoundIsAuthoritative(op.card, ctx, ctx.clockSkewMarginMs);
+  const proof = absenceProvenFrom(op.card, ctx);
+  const settled = notFoundIsAuthoritative(op.card, ctx);
   const age = Math.round((ctx.now - ctx.firstDispatchedAt) / 60_000);
   const retention = String(op.card.retention.minimum.value);
   const open =

@@ -173,25 +173,24 @@ describe("resendSafety and retentionPassed: the key's age from the FIRST dispatc
 
 describe('notFoundIsAuthoritative / absenceProvenFrom: measured from the LAST dispatch', () => {
   const c = card({ late: '30s', delay: '2s' }); // settles 32 s after the last dispatch
-  it.each<[string, { first: number | null; last?: number | null; askedAt: number }, number, boolean]>([
-    ['never dispatched: any not-found counts', { first: null, askedAt: T0 }, MIN, true],
-    ['before last + settle', { first: T0, last: T0, askedAt: T0 + 32 * S - 1 }, MIN, false],
-    ['at last + settle', { first: T0, last: T0, askedAt: T0 + 32 * S }, MIN, true],
+  it.each<[string, { first: number | null; last?: number | null; askedAt: number }, boolean]>([
+    ['never dispatched: any not-found counts', { first: null, askedAt: T0 }, true],
+    ['before last + settle', { first: T0, last: T0, askedAt: T0 + 32 * S - 1 }, false],
+    ['at last + settle', { first: T0, last: T0, askedAt: T0 + 32 * S }, true],
     [
       'the first dispatch long settled, the last (a re-send) not yet',
       { first: T0 - H, last: T0, askedAt: T0 + 10 * S },
-      MIN,
       false,
     ],
-    ['no last dispatch given: the first', { first: T0, askedAt: T0 + 32 * S }, MIN, true],
-  ])('%s', (_name, t, margin, want) => {
+    ['no last dispatch given: the first', { first: T0, askedAt: T0 + 32 * S }, true],
+  ])('%s', (_name, t, want) => {
     const timing = {
       firstDispatchedAt: t.first,
       ...(t.last !== undefined ? { lastDispatchedAt: t.last } : {}),
       now: t.askedAt + 5 * MIN,
       observedAt: t.askedAt,
     };
-    expect(notFoundIsAuthoritative(c, timing, margin)).toBe(want);
+    expect(notFoundIsAuthoritative(c, timing)).toBe(want);
   });
 
   it('judged when the lookup was asked (observedAt), not when it is judged (now); now when no observedAt', () => {
@@ -277,14 +276,11 @@ describe('marginProblem: the one check of a policy clock-skew margin, in every r
 
   it('every rule given a margin refuses one that does not work, rather than judging with it', () => {
     // NaN would make a key 25 h into a 24 h retention look young enough to re-send; -1 h, likewise.
-    const times = { firstDispatchedAt: T0, lastDispatchedAt: T0, now: T0 + 25 * H };
     for (const bad of [Number.NaN, -H, null as unknown as number]) {
       const words = `policy.clockSkewMarginMs: ${marginProblem(bad)}`;
       expect(() => resendSafety(card(), T0, T0 + 25 * H, bad)).toThrow(words);
       expect(() => retentionPassed(card(), T0, T0 + 25 * H, bad)).toThrow(words);
       expect(() => lateApplyAllowanceMs(card({ late: 'unknown' }), bad)).toThrow(words);
-      expect(() => absenceProvenFrom(card(), times, bad)).toThrow(words);
-      expect(() => notFoundIsAuthoritative(card(), times, bad)).toThrow(words);
       expect(() => agentIdempotentHint(card(), bad)).toThrow(words);
     }
     expect(retentionFloor([card()], { clockSkewMarginMs: 0 }).ms).toBe(24 * H);

@@ -190,9 +190,7 @@ export type DispatchTimes = Pick<LookupContext, 'firstDispatchedAt' | 'lastDispa
 export function absenceProvenFrom(
   card: RetrySafetyCard,
   times: DispatchTimes,
-  clockSkewMarginMs = cardMargin(card),
 ): { readonly at: number } | { readonly never: string } {
-  checkMargin(clockSkewMarginMs);
   if (card.lookup.consistencyDelay.value === 'unknown')
     return { never: 'its consistency delay is unknown (card lookup.consistencyDelay)' };
   const last = times.lastDispatchedAt ?? times.firstDispatchedAt;
@@ -212,12 +210,8 @@ export interface LookupTiming extends DispatchTimes, Pick<LookupContext, 'now'> 
 }
 
 /** Whether a lookup's "not found" proves the effect was not applied. */
-export function notFoundIsAuthoritative(
-  card: RetrySafetyCard,
-  timing: LookupTiming,
-  clockSkewMarginMs = cardMargin(card),
-): boolean {
-  const proof = absenceProvenFrom(card, timing, clockSkewMarginMs);
+export function notFoundIsAuthoritative(card: RetrySafetyCard, timing: LookupTiming): boolean {
+  const proof = absenceProvenFrom(card, timing);
   return 'at' in proof && (timing.observedAt ?? timing.now) >= proof.at;
 }
 

@@ -38,12 +38,15 @@ export function refusalAnswer(err: unknown, idOf: () => string | null, intentFie
   if (ConflictError.isInstance(err)) {
     const { businessOperationId, field, paths, needsPerson, storedMayApply } = err;
     // Redone under other intent fields, a request that applied or may still apply (in flight elsewhere, waiting for
-    // a person, driven on later) would happen twice.
+    // a person, driven on later) would happen twice. Other params than a stored request nothing applied are answered to
+    // a call that may follow another (agentRunner forgot, or never saw, the end it was told): the same call is a new one.
     const message = needsPerson
       ? `${err.message}. A person must resolve this operation: do not redo it under other intent fields, and do not retry it.`
       : storedMayApply
         ? `${err.message}. Its stored request was applied or may still be: do not redo it under other intent fields (that could do it twice); call again with the original arguments for its result (later, if it is in progress). A correction of it is not a new operation: change what it made with an update operation, or ask a person. For an operation that is not a repeat of this one, change an intent field.`
-        : `${err.message}. If you meant a different operation, change an intent field; otherwise call again with the original arguments.`;
+        : field === 'params'
+          ? `${err.message}. Nothing of the stored request was applied: call again with these arguments to send them as a corrected request, or with the original arguments for its answer.`
+          : `${err.message}. If you meant a different operation, change an intent field; otherwise call again with the original arguments.`;
     return { status: 'conflict' as const, businessOperationId, field, paths, needsPerson, storedMayApply, message };
   }
   // One rule whichever operation: the id comes from the intent fields alone, whatever else is wrong with the call.
@@ -258,11 +261,21 @@ export function agentRunner(runner: Runner) {
   // text argument sensitive, and a provider echoes them); a token for the provider's client does not.
   const results = createRedactor({ ...options, pii: false });
   const errors = new Map<readonly string[], Redactor>();
+  // The operations whose end (a hand-off, a correctable conflict) the agent was last answered. Any other call of one at
+  // rest follows an answer that did not tell it (in progress, or given before a restart): it is told the end first, not
+  // sent. So it is bounded, the oldest dropped first: a forgotten one costs a repeated answer, never a request the user
+  // did not act on.
+  const told = new Set<string>();
   return {
     runner,
-    /** The operations last answered in progress: the agent's next call of one follows that answer (RunInput's
-     * `followUp`), so it is told the end it has not seen (the user's step), never sends what the user did not act on. */
-    inProgress: new Set<string>(),
+    /** Whether the agent's next call of `id` is a new one, made after its end (else RunInput's `followUp`). */
+    toldEnd: (id: string) => told.has(id),
+    /** Notes whether the agent's last answer for `id` told it the end its next call may act on. */
+    answered(id: string, end: boolean) {
+      told.delete(id);
+      if (end) told.add(id);
+      if (told.size > TOLD_KEPT) told.delete(told.values().next().value!);
+    },
     /** A result as the agent is shown it: no client token (a PaymentIntent's client_secret), no field `redact` names. */
     shown: (result: unknown) => results.params(result),
     /** `e` redacted whole with the runner's options, the operation's `sensitiveFields` and their values in `params`:
@@ -278,6 +291,7 @@ export function agentRunner(runner: Runner) {
 export type AgentRunner = ReturnType<typeof agentRunner>;
 
 const NONE: readonly string[] = [];
+const TOLD_KEPT = 10_000;
 /** A result shown without a runner's options: secrets only. */
 const BARE = createRedactor({ pii: false });
 
@@ -298,25 +312,25 @@ export async function callAgentTool(
     }
   };
   const id = idOf() ?? '';
-  const followUp = call.followUp || agent.inProgress.has(id);
+  const followUp = call.followUp || !agent.toldEnd(id);
   try {
     const r = await agent.runner.run(tool.adapter, tool.operation, { ...call, followUp, params });
-    if (r.status === 'in-progress') agent.inProgress.add(id);
-    else agent.inProgress.delete(id);
+    agent.answered(id, r.status === 'handed-off');
     if (r.status !== 'done') return toAgentResult(r);
     return toAgentResult({ ...r, result: agent.shown(r.result) });
   } catch (e) {
     const answer = refusalAnswer(e, idOf, spec.intentFields);
     if (answer !== null) {
-      agent.inProgress.delete(id);
+      // Other params than a stored request nothing applied: the same call again is the correction.
+      if (answer.status === 'conflict') agent.answered(id, answer.field === 'params' && !answer.storedMayApply);
       return answer;
     }
     throw agent.scrubbed(e, params, spec.sensitiveFields);
   }
 }
 
-/** What an operation's status is shown with: `agent`'s redaction on its result (else secrets only); `now` judges
- * whether a run holds it. */
+/** What an operation's status is shown with: `agent`'s redaction on its result (else secrets only), and the ends it
+ * tells noted as told to `agent`; `now` judges whether a run holds it. */
 export interface StatusView {
   readonly agent?: AgentRunner;
   readonly now?: number;
@@ -333,7 +347,7 @@ export async function operationStatus(ledger: Ledger, id: string, view: StatusVi
     return { found: false as const, businessOperationId: id, message };
   }
   const open = RECOVERABLE_STATES.includes(r.state);
-  if (!open) agent?.inProgress.delete(r.businessOperationId); // its end is told here: the next call is a new one
+  agent?.answered(r.businessOperationId, !open);
   return {
     found: true as const,
     businessOperationId: r.businessOperationId,
@@ -374,7 +388,8 @@ const HANDOFFS_SHOWN = 100;
 
 /** The hand-offs waiting for a person to resolve or for the user's own step (`waitsFor`), each with the next step as a
  * repeated call answers it; a row the ledger cannot read (cut or edited from outside) is named in `unreadable`. */
-export async function pendingHandoffs(ledger: Ledger) {
+export async function pendingHandoffs(ledger: Ledger, view: StatusView = {}) {
+  const { agent, now = Date.now() } = view;
   const typed = typedLedger(ledger);
   const unreadable: string[] = [];
   const onUnreadable = (id: string) => void unreadable.push(id);
@@ -382,11 +397,12 @@ export async function pendingHandoffs(ledger: Ledger) {
   const handoffs = await Promise.all(
     rows.slice(0, HANDOFFS_SHOWN).map(async (r) => {
       const receipts = await receiptsToTell(typed, r);
+      agent?.answered(r.businessOperationId, true);
       return {
         businessOperationId: r.businessOperationId,
         operation: r.operation,
         waitsFor: r.handoff && waitsForUser(r.handoff, receipts) ? ('user' as const) : ('person' as const),
-        message: statusMessage(r, Date.now(), receipts),
+        message: statusMessage(r, now, receipts),
         handoff: summarizeHandoff(r.handoff),
       };
     }),

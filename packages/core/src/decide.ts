@@ -85,17 +85,12 @@ export const MAYBE_APPLIED_STATES: readonly OperationState[] = ['dispatched', 'u
 type ObservedPatch = Pick<StatePatch, 'state' | 'lastOutcome' | 'statusRef' | 'providerRef'>;
 
 /** Whether an earlier attempt may now have applied, and the state to write (complete/handoff write the terminal ones). */
-export function observationPatch(
-  card: RetrySafetyCard,
-  state: DecisionState,
-  obs: Exclude<Observation, null>,
-  clockSkewMarginMs: number,
-) {
+export function observationPatch(card: RetrySafetyCard, state: DecisionState, obs: Exclude<Observation, null>) {
   const inner = answerOf(obs)!;
   let maybeApplied = state.maybeApplied ?? false;
   if (inner.kind === 'unknown' || inner.kind === 'in-progress') maybeApplied = true;
   // Only an authoritative "not found" clears it: one asked too early proves nothing, so a recovery looks again.
-  if (inner.kind === 'not-found' && notFoundIsAuthoritative(card, state, clockSkewMarginMs)) maybeApplied = false;
+  if (inner.kind === 'not-found' && notFoundIsAuthoritative(card, state)) maybeApplied = false;
   let patch: ObservedPatch | null = null; // succeeded / replayed / rejected: the terminal state is written next
   if (inner.kind === 'in-progress') {
     const { statusRef, providerRef } = inner;
@@ -180,7 +175,7 @@ export function decide(card: RetrySafetyCard, state: DecisionState, obs: Observa
     }
     case 'not-found': {
       // The late-apply row: absence is proven only once the last attempt can no longer land and would show.
-      const proof = absenceProvenFrom(card, state, budget.policy.clockSkewMarginMs);
+      const proof = absenceProvenFrom(card, state);
       if ('never' in proof)
         return keepLooking(c, undefined, `lookup found nothing, but ${proof.never}: an absent result proves nothing`);
       if ((state.observedAt ?? state.now) < proof.at) {

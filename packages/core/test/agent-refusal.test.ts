@@ -153,6 +153,26 @@ describe('the needs-human answer offers a corrected call only where the runner w
   });
 });
 
+describe('a correction after the agent runner was built again (a restart)', () => {
+  it('is first answered as a conflict that says the same call sends it; that call does', async () => {
+    const { runner, tool, sent } = rejectingTool({
+      reason: 'validation',
+      message: 'note is too long',
+      fields: [{ path: 'note', message: 'is too long' }],
+    });
+    expect(await callAgentTool(agentRunner(runner), tool, { ref: 'o-40', note: 'long' })).toMatchObject({
+      status: 'needs-human',
+    });
+    const restarted = agentRunner(runner);
+    const corrected = await callAgentTool(restarted, tool, { ref: 'o-40', note: 'short' });
+    expect(corrected).toMatchObject({ status: 'conflict', storedMayApply: false });
+    expect(corrected.message).toMatch(/call again with these arguments to send them as a corrected request/);
+    expect(sent()).toBe(1);
+    await callAgentTool(restarted, tool, { ref: 'o-40', note: 'short' });
+    expect(sent()).toBe(2);
+  });
+});
+
 describe('agentTools: the operations to expose', () => {
   it('a name in `only` that matches no operation is refused (RunnerConfigurationError), not dropped to fewer tools', () => {
     const { adapter } = setup();

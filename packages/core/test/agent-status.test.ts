@@ -61,6 +61,41 @@ describe('the answers to an operation in flight', () => {
     expect(await callAgentTool(agent, toolOf(refusing), { ref: 'f-4' })).toMatchObject({ status: 'done' });
   });
 
+  it('followed after in progress by an agent runner built again (a restart): the step, not the request sent again', async () => {
+    const { adapter, ledger, runner, clock } = setup({ lookup: 'none' });
+    let sends = 0;
+    const refusing = scripted(adapter, (n) => (sends++, n === 0 ? ACTION : undefined));
+    const { held, atGate, gate } = gated(refusing);
+    const first = callAgentTool(agentRunner(runner), toolOf(held), { ref: 'f-5' });
+    await atGate.promise;
+    const other = createRunner({ ledger, clock, owner: 'other', policy: { waitForOtherMs: 0 } });
+    expect(await callAgentTool(agentRunner(other), toolOf(held), { ref: 'f-5' })).toMatchObject({
+      status: 'in-progress',
+    });
+    gate.resolve();
+    await first;
+    const restarted = agentRunner(other);
+    const followed = await callAgentTool(restarted, toolOf(refusing), { ref: 'f-5' });
+    expect(followed.message).toMatch(/asks the user to take a step/);
+    expect(sends).toBe(1);
+    expect(await callAgentTool(restarted, toolOf(refusing), { ref: 'f-5' })).toMatchObject({ status: 'done' });
+  });
+
+  it('told the step by retrysafe_handoffs after in progress, the next call is sent', async () => {
+    const { adapter, ledger, runner, clock } = setup({ lookup: 'none' });
+    const refusing = scripted(adapter, (n) => (n === 0 ? ACTION : undefined));
+    const { held, atGate, gate } = gated(refusing);
+    const first = callAgentTool(agentRunner(runner), toolOf(held), { ref: 'f-6' });
+    await atGate.promise;
+    const agent = agentRunner(createRunner({ ledger, clock, owner: 'other', policy: { waitForOtherMs: 0 } }));
+    await callAgentTool(agent, toolOf(held), { ref: 'f-6' });
+    gate.resolve();
+    await first;
+    const { handoffs } = await pendingHandoffs(ledger, { agent });
+    expect(handoffs).toMatchObject([{ waitsFor: 'user' }]);
+    expect(await callAgentTool(agent, toolOf(refusing), { ref: 'f-6' })).toMatchObject({ status: 'done' });
+  });
+
   it("resumed by a person, shows no hand-off it no longer waits on (the user's step it was refused for)", async () => {
     const { adapter, ledger, runner, clock } = setup({ lookup: 'none' });
     const refusing = scripted(adapter, (n) => (n === 0 ? ACTION : undefined));

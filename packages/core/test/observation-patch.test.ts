@@ -86,13 +86,13 @@ const rows: [string, Partial<DecisionState>, Exclude<Observation, null>, boolean
 
 describe('observationPatch: what an observation means for the ledger state', () => {
   it.each(rows)('%s', (_name, state, obs, maybeApplied, patch) => {
-    expect(observationPatch(card, at(state), obs, 0)).toEqual({ maybeApplied, patch });
+    expect(observationPatch(card, at(state), obs)).toEqual({ maybeApplied, patch });
   });
 
   it('is pure: the state it was given is not changed', () => {
     const s = at({ maybeApplied: false });
     const copy = structuredClone(s);
-    observationPatch(card, s, unknown, 0);
+    observationPatch(card, s, unknown);
     expect(s).toEqual(copy);
   });
 

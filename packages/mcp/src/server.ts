@@ -81,7 +81,7 @@ const invalidId = (message: string) =>
 /** The answer of a status or handoff tool call; undefined for any other tool. */
 async function answerLookupTool(ledger: Ledger, agent: AgentRunner, name: string, args: unknown) {
   if (name === HANDOFFS_TOOL)
-    return reply(await pendingHandoffs(ledger).catch((e) => Promise.reject(agent.scrubbed(e))));
+    return reply(await pendingHandoffs(ledger, { agent }).catch((e) => Promise.reject(agent.scrubbed(e))));
   if (name !== STATUS_TOOL) return undefined;
   const id = (args as { businessOperationId?: unknown } | undefined)?.businessOperationId;
   if (typeof id !== 'string') return invalidId('businessOperationId (string) is required');

@@ -186,9 +186,8 @@ export function cannotTellFrom(outcome: Outcome, reason: string): Extract<Lookup
 
 /** Not authoritative: cannot-tell, with the wait left when the card bounds it. `extra`: status, request id, ref. */
 export function lookupMiss(card: RetrySafetyCard, ctx: LookupContext, miss: string, extra: object = {}): LookupResult {
-  const margin = ctx.clockSkewMarginMs;
-  if (notFoundIsAuthoritative(card, ctx, margin)) return { kind: 'not-found', reason: miss, ...extra };
-  const proof = absenceProvenFrom(card, ctx, margin);
+  if (notFoundIsAuthoritative(card, ctx)) return { kind: 'not-found', reason: miss, ...extra };
+  const proof = absenceProvenFrom(card, ctx);
   if ('never' in proof)
     return { kind: 'cannot-tell', reason: `${miss}; a miss never proves absence: ${proof.never}`, ...extra };
   const reason = `${miss} yet: inside the card's late-apply bound and consistency delay after the last dispatch`;

@@ -82,7 +82,7 @@ async function attemptLoop(ctx: RunnerContext, op: Operation, s: DriveState): Pr
     if (retryAfterMs > 0) s.notBefore = Math.max(s.notBefore ?? 0, finishedAt + retryAfterMs);
     const observedState = decisionState(ctx, op.card, s, startedAt);
     decision = decide(op.card, observedState, obs, budget);
-    const observed = observationPatch(op.card, observedState, obs, op.policy.clockSkewMarginMs);
+    const observed = observationPatch(op.card, observedState, obs);
     const patchedAt = ctx.clock.now();
     s.maybeApplied = observed.maybeApplied;
     // The budget is spent and no call ever left: the claim is given back with this receipt, in the same write.

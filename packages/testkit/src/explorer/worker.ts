@@ -333,7 +333,7 @@ function observe(ctx: Ctx, w: World, i: number): Succ {
   const w0 = setOp(w, i, { notBefore });
   const observed = stateOf(ctx, w0, i, op.observedAt);
   const d = ctx.decide(ctx.card, observed, obs, { policy: ctx.policy, random });
-  const { maybeApplied, patch } = observationPatch(ctx.card, observed, obs, ctx.marginMs);
+  const { maybeApplied, patch } = observationPatch(ctx.card, observed, obs);
   // One receipt per observation, kinded as the runner's loop kinds it; core's give-back reads them all.
   const send = op.decision.action === 'send';
   const kind: ReceiptKind = send ? (w.rec!.attemptCount === 1 ? 'dispatch' : 'resend') : 'lookup';
