@@ -1,4 +1,5 @@
 import {
+  type AdapterV1,
   asBusinessOperationId,
   fingerprint,
   IntentLookupError,
@@ -13,11 +14,10 @@ import {
   normalizeIntent,
   normalizeParams,
 } from '@retrysafe/contract/rules';
+import type { Clock } from '../clock.js';
 import { memo } from '../defined.js';
-import { planRetry } from '../retry-policy.js';
-import type { RunnerContext } from '../runner/context.js';
+import { type Budget, planRetry } from '../retry-policy.js';
 import type { RunInput } from '../runner/types.js';
-import type { Operation } from './operation.js';
 
 const comparisons = new WeakMap<RetrySafetyCard, ReturnType<typeof buildComparison>>();
 export const comparisonFor = (card: RetrySafetyCard) => memo(comparisons, card, buildComparison);
@@ -44,8 +44,12 @@ function buildComparison(card: RetrySafetyCard) {
  * operation; null when the adapter resolves nothing or the caller gave the intent. A look-up the provider could not
  * answer now is asked again as a not-applied call is (planRetry); still failing, it says how it stopped. */
 export async function resolvedIntent(
-  { clock, random }: Pick<RunnerContext, 'clock' | 'random'>,
-  { adapter, opName, policy }: Pick<Operation, 'adapter' | 'opName' | 'policy'>,
+  { clock, random }: { readonly clock: Clock; readonly random: () => number },
+  {
+    adapter,
+    opName,
+    policy,
+  }: { readonly adapter: AdapterV1; readonly opName: string; readonly policy: Budget['policy'] },
   input: RunInput,
 ) {
   if (!adapter.doResolveIntent || input.intent !== undefined) return null;
