@@ -3,6 +3,7 @@ import {
   asBusinessOperationId,
   fingerprint,
   IntentLookupError,
+  InvalidIntentError,
   intentOf,
   type OperationSpec,
   type RetrySafetyCard,
@@ -16,6 +17,7 @@ import {
 } from '@retrysafe/contract/rules';
 import type { Clock } from '../clock.js';
 import { memo } from '../defined.js';
+import type { Redactor } from '../redact.js';
 import { type Budget, planRetry } from '../retry-policy.js';
 import type { RunInput } from '../runner/types.js';
 
@@ -45,13 +47,15 @@ function buildComparison(card: RetrySafetyCard) {
  * answer now is asked again as a not-applied call is (planRetry); still failing, it says how it stopped. */
 export async function resolvedIntent(
   { clock, random }: { readonly clock: Clock; readonly random: () => number },
-  {
-    adapter,
-    opName,
-    policy,
-  }: { readonly adapter: AdapterV1; readonly opName: string; readonly policy: Budget['policy'] },
+  op: {
+    readonly adapter: AdapterV1;
+    readonly opName: string;
+    readonly policy: Budget['policy'];
+    readonly redactor: Redactor;
+  },
   input: RunInput,
 ) {
+  const { adapter, opName, policy, redactor } = op;
   if (!adapter.doResolveIntent || input.intent !== undefined) return null;
   const intent = intentOf(input.params, adapter.operations[opName]!.card.businessOperationId);
   const runStartedAt = clock.now();
@@ -59,9 +63,13 @@ export async function resolvedIntent(
     try {
       return await adapter.doResolveIntent(opName, intent, input.signal);
     } catch (e) {
-      if (!IntentLookupError.isInstance(e) || input.signal?.aborted) throw e;
+      // The provider's answer is quoted in the reason: redacted as a receipt's message is, before anyone prints it.
+      if (InvalidIntentError.isInstance(e)) throw new InvalidIntentError(e.path, redactor.text(e.reason));
+      if (!IntentLookupError.isInstance(e)) throw e;
+      const reason = redactor.text(e.reason);
+      if (input.signal?.aborted) throw new IntentLookupError(e.path, reason, e.retryAfterMs);
       const plan = planRetry({ runStartedAt, now: clock.now(), runAttempts }, e.retryAfterMs, { policy, random });
-      if (!plan.retry) throw new IntentLookupError(e.path, `${e.reason}; stopped: ${plan.detail}`, e.retryAfterMs);
+      if (!plan.retry) throw new IntentLookupError(e.path, `${reason}; stopped: ${plan.detail}`, e.retryAfterMs);
       await clock.sleep(plan.delayMs);
     }
   }
