@@ -5,7 +5,7 @@ import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { afterEach, expect } from 'vitest';
+import { afterAll, afterEach, beforeAll, expect } from 'vitest';
 import { parse as parseYaml, stringify as stringifyYaml } from 'yaml';
 
 export const bin = fileURLToPath(new URL('../dist/bin.js', import.meta.url));
@@ -37,6 +37,22 @@ afterEach(async () => {
   while (cleanups.length) await cleanups.pop()!();
 });
 export const onCleanup = (f: () => Promise<unknown> | unknown) => cleanups.push(f);
+
+/** `make()` once, before the tests of the enclosing describe that share it (none depends on another's state): what it
+ * registers with onCleanup (its clients, temp dirs) runs after them all, not after the first. */
+export function sharedByTests<T>(make: () => Promise<T>): () => T {
+  let value: T;
+  const mine: typeof cleanups = [];
+  beforeAll(async () => {
+    const from = cleanups.length;
+    value = await make();
+    mine.push(...cleanups.splice(from));
+  });
+  afterAll(async () => {
+    while (mine.length) await mine.pop()!();
+  });
+  return () => value;
+}
 
 /** A temp dir, removed after the test once the cleanups registered after it (the clients, whose child processes write into it) have run. */
 export function tempDir(prefix: string): string {

@@ -6,6 +6,7 @@
  * the upstream reads both as one request. The contract's card validator judges both.
  */
 import { randomBytes } from 'node:crypto';
+import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { createMemoryLedger, createRunner } from '@retrysafe/core';
 import { describe, expect, it } from 'vitest';
 import { createFenceAdapter, FenceConfigError, parseFenceConfig } from '../src/index.js';
@@ -223,9 +224,11 @@ describe('fence file normalize: spellings the upstream stores as one (an empty c
   });
 });
 
-/** A first call, then its retry with the same intent and `labels` spelled otherwise, against the orders server. */
-async function retried(fence: string, first: Record<string, unknown>, retry: Record<string, unknown>) {
-  const client = await wrapped(fence, ['--', process.execPath, ordersServer, '--labels']);
+/** `fence` over the orders server that takes labels. */
+const labelled = (fence: string) => wrapped(fence, ['--', process.execPath, ordersServer, '--labels']);
+
+/** A first call, then its retry with the same intent (a ref of its own) and `labels` spelled otherwise. */
+async function retried(client: Client, first: Record<string, unknown>, retry: Record<string, unknown>) {
   const { tools } = await client.listTools();
   const description = tools.find((t) => t.name === 'create_order')?.description;
   const ref = `PO-${randomBytes(3).toString('hex')}`;
@@ -243,7 +246,7 @@ async function retried(fence: string, first: Record<string, unknown>, retry: Rec
 
 describe('fence file paramComparison: a retry that spells an optional argument otherwise, against the orders server', () => {
   it('without it (the default) params are compared exactly: labels: [] after none is a conflict for a person', async () => {
-    const { first, second, orders } = await retried(rulesFence(), {}, { labels: [] });
+    const { first, second, orders } = await retried(await labelled(rulesFence()), {}, { labels: [] });
     expect(first._meta?.retrysafe).toMatchObject({ status: 'done', adopted: false });
     expect(second._meta?.retrysafe?.status).toBe('conflict');
     expect(orders).toHaveLength(1);
@@ -251,7 +254,7 @@ describe('fence file paramComparison: a retry that spells an optional argument o
 
   it('labels declared empty-array-as-absent: labels: [] after none is the first operation, adopted; one order', async () => {
     const { first, second, orders, description } = await retried(
-      rulesFence({ paramComparison: [LABELS] }),
+      await labelled(rulesFence({ paramComparison: [LABELS] })),
       {},
       { labels: [] },
     );
@@ -284,10 +287,12 @@ describe('fence file paramComparison: a retry that spells an optional argument o
 
   it('labels declared trim: [" bug"] after ["bug"] is adopted; a label that differs still conflicts', async () => {
     const trim = { field: 'labels', compare: 'normalized', steps: ['trim'], source: LABELS.source };
-    const spaced = await retried(rulesFence({ paramComparison: [trim] }), { labels: ['bug'] }, { labels: [' bug'] });
+    // one fence for both retries: each has a ref of its own
+    const client = await labelled(rulesFence({ paramComparison: [trim] }));
+    const spaced = await retried(client, { labels: ['bug'] }, { labels: [' bug'] });
     expect(spaced.second._meta?.retrysafe).toMatchObject({ status: 'done', adopted: true });
     expect(spaced.orders).toHaveLength(1);
-    const other = await retried(rulesFence({ paramComparison: [trim] }), { labels: ['bug'] }, { labels: ['ux'] });
+    const other = await retried(client, { labels: ['bug'] }, { labels: ['ux'] });
     expect(other.second._meta?.retrysafe?.status).toBe('conflict');
     expect(other.orders).toHaveLength(1);
   });

@@ -22,6 +22,7 @@ import {
   memoryServer,
   ordersFence,
   ordersServer,
+  sharedByTests,
   tempDir,
   ticketsServer,
   wrapped,
@@ -270,38 +271,34 @@ describe("a fenced tool whose input schema the upstream changes (tools/list_chan
 });
 
 describe('the upstream environment', () => {
+  const secrets = {
+    RETRYSAFE_PARAMS_KEYS: 'p1:params-key-of-the-fence-0123456789',
+    RETRYSAFE_RECEIPT_KEYS: 'r1:receipt-key-of-the-fence-0123456789',
+    RETRYSAFE_MCP_TOKEN: 'bearer-token-of-the-fence-0123456789',
+  };
+  type Env = Record<string, string | null>;
+  /** What the upstream of a fence over the orders server sees of `names`, the wrap process given `wrapEnv`. */
+  const echoed = async (names: string[], wrapEnv: Record<string, string>, fenceEnv?: Env) => {
+    const client = await wrapped(
+      ordersFence(tempDir('retrysafe-env-'), 2000, fenceEnv ? { env: fenceEnv } : {}),
+      ['--', process.execPath, ordersServer, '--echo-env', names.join(',')],
+      wrapEnv,
+    );
+    return ((await call(client, 'list_orders', {})).structuredContent as { env: Env }).env;
+  };
+  // The fence file sets no variable: both tests below read this one upstream's environment.
+  const plain = sharedByTests(() =>
+    echoed(['ORDERS_TOKEN', ...Object.keys(secrets)], { ORDERS_TOKEN: 'from-host', ...secrets }),
+  );
+
   it('a variable set for the wrap process reaches the upstream; the fence file sets or removes one', async () => {
-    const env = async (fenceEnv?: Record<string, string | null>) => {
-      const dir = tempDir('retrysafe-env-');
-      const client = await wrapped(
-        ordersFence(dir, 2000, fenceEnv ? { env: fenceEnv } : {}),
-        ['--', process.execPath, ordersServer, '--echo-env', 'ORDERS_TOKEN'],
-        { ORDERS_TOKEN: 'from-host' },
-      );
-      return ((await call(client, 'list_orders', {})).structuredContent as { env: Record<string, string | null> }).env
-        .ORDERS_TOKEN;
-    };
-    expect(await Promise.all([env(), env({ ORDERS_TOKEN: 'from-fence' }), env({ ORDERS_TOKEN: null })])).toEqual([
-      'from-host',
-      'from-fence',
-      null,
-    ]);
+    const env = (fenceEnv: Env) => echoed(['ORDERS_TOKEN'], { ORDERS_TOKEN: 'from-host' }, fenceEnv);
+    const changed = await Promise.all([env({ ORDERS_TOKEN: 'from-fence' }), env({ ORDERS_TOKEN: null })]);
+    expect([plain(), ...changed].map((e) => e.ORDERS_TOKEN)).toEqual(['from-host', 'from-fence', null]);
   });
 
-  it("the fence's own secrets (params and receipt keys, its bearer token) do not reach the upstream", async () => {
-    const secrets = {
-      RETRYSAFE_PARAMS_KEYS: 'p1:params-key-of-the-fence-0123456789',
-      RETRYSAFE_RECEIPT_KEYS: 'r1:receipt-key-of-the-fence-0123456789',
-      RETRYSAFE_MCP_TOKEN: 'bearer-token-of-the-fence-0123456789',
-    };
-    const dir = tempDir('retrysafe-env-secret-');
+  it("the fence's own secrets (params and receipt keys, its bearer token) do not reach the upstream", () => {
     const names = Object.keys(secrets);
-    const client = await wrapped(
-      ordersFence(dir, 2000),
-      ['--', process.execPath, ordersServer, '--echo-env', names.join(',')],
-      secrets,
-    );
-    const { env } = (await call(client, 'list_orders', {})).structuredContent as { env: Record<string, string | null> };
-    expect(env).toEqual(Object.fromEntries(names.map((name) => [name, null])));
+    expect(plain()).toEqual({ ORDERS_TOKEN: 'from-host', ...Object.fromEntries(names.map((name) => [name, null])) });
   });
 });

@@ -27,6 +27,7 @@ import {
   onCleanup,
   ordersServer,
   ordersTool,
+  sharedByTests,
   tempDir,
   wrapped,
   writeJson,
@@ -228,8 +229,11 @@ describe('fence file', () => {
 });
 
 describe('retrysafe-mcp wrap', () => {
+  // The fence the tests below without a delay share: each has customers of its own.
+  const shared = sharedByTests(() => wrapped(fenceFile(), ['--', process.execPath, ordersServer]));
+
   it('lists the upstream tools: fenced ones say so, the others are marked as passing through unchanged', async () => {
-    const client = await wrapped(fenceFile(), ['--', process.execPath, ordersServer]);
+    const client = shared();
     const { tools } = await client.listTools();
     const create = tools.find((t) => t.name === 'create_order')!;
     const list = tools.find((t) => t.name === 'list_orders')!;
@@ -263,7 +267,7 @@ describe('retrysafe-mcp wrap', () => {
   });
 
   it('a tool error the fence file calls a rejection is not retried: one call upstream, a needs-human answer', async () => {
-    const client = await wrapped(fenceFile(), ['--', process.execPath, ordersServer]);
+    const client = shared();
     const a = (await client.callTool({
       name: 'create_order',
       arguments: { customer: 'cus_2', ref: 'PO-bad', sku: 'no-such', quantity: 1 },
@@ -274,7 +278,7 @@ describe('retrysafe-mcp wrap', () => {
   });
 
   it("arguments the upstream tool's input schema refuses are refused before anything is claimed or sent", async () => {
-    const client = await wrapped(fenceFile(), ['--', process.execPath, ordersServer]);
+    const client = shared();
     const a = (await client.callTool({
       name: 'create_order',
       arguments: { customer: 'cus_4', ref: 'PO-typo', sku: 'sku_1', quantity: '3' },

@@ -9,7 +9,6 @@ import { copyFileSync, existsSync, readdirSync, readFileSync, writeFileSync } fr
 import { createServer, type Server as HttpServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
-import { text } from 'node:stream/consumers';
 import { fileURLToPath } from 'node:url';
 import { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
@@ -52,24 +51,17 @@ async function upstreamListing(page: (cursor: string | undefined) => ListToolsRe
   return listening(http);
 }
 
-/** The same upstream answered by hand, without the SDK's server: a cheaper page, for a test that reads a thousand. */
-async function leanListing(page: () => ListToolsResult) {
-  const http = createServer(async (req, res) => {
-    if (req.method !== 'POST') return void res.writeHead(405).end();
-    const { id, method, params } = JSON.parse(await text(req));
-    if (id === undefined) return void res.writeHead(202).end();
-    const result =
-      method === 'initialize'
-        ? {
-            protocolVersion: params.protocolVersion,
-            capabilities: { tools: {} },
-            serverInfo: { name: 'lean', version: '1' },
-          }
-        : page();
-    res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ jsonrpc: '2.0', id, result }));
-  });
-  return listening(http);
-}
+/** A stdio upstream answered by hand (no SDK, no HTTP): a cheap page, for a test that reads a thousand. Each tools/list
+ * page has a new cursor; when its stdin ends it writes the number of pages it served to the file named first. */
+const LEAN_LISTING = `let pages = 0;
+require('node:readline').createInterface({ input: process.stdin }).on('line', (line) => {
+  const { id, method, params } = JSON.parse(line);
+  if (id === undefined) return;
+  const result = method === 'initialize'
+    ? { protocolVersion: params.protocolVersion, capabilities: { tools: {} }, serverInfo: { name: 'lean', version: '1' } }
+    : { tools: [{ name: 't' + ++pages, inputSchema: { type: 'object' } }], nextCursor: 'page-' + pages };
+  process.stdout.write(JSON.stringify({ jsonrpc: '2.0', id, result }) + '\\n');
+}).on('close', () => require('node:fs').writeFileSync(process.argv[1], String(pages)));`;
 
 async function listening(http: HttpServer) {
   await new Promise<void>((resolve) => http.listen(0, '127.0.0.1', resolve));
@@ -148,14 +140,12 @@ describe("the upstream's tool list", () => {
   });
 
   it('whose cursor is new on every page: refused after its bound of pages', async () => {
-    let pages = 0;
-    const url = await leanListing(() => {
-      pages++;
-      return { tools: [tool(`t${pages}`)], nextCursor: `page-${pages}` };
-    });
-    await expect(connectUpstream({ url })).rejects.toThrow(/tools\/list/);
-    expect(pages).toBe(1000);
-  }, 30_000);
+    const served = join(tempDir('retrysafe-pages-'), 'pages');
+    const started = connectUpstream({ command: process.execPath, args: ['-e', LEAN_LISTING, served] });
+    await expect(started).rejects.toThrow(/tools\/list/);
+    // the start's failure ended the upstream, which wrote its count as its stdin ended
+    expect(readFileSync(served, 'utf8')).toBe('1000');
+  });
 
   it('that never ends, from a stdio upstream: the start fails and the process it started is stopped', async () => {
     const pidFile = join(tempDir('retrysafe-endless-'), 'pid');
