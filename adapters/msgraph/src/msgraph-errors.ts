@@ -83,6 +83,7 @@ export function outcomeFromTokenError(error: unknown): NoAnswerOutcome {
   return {
     kind: 'not-applied',
     message: `no access token, nothing was sent: ${clipMessage(messagesOf(error).join(': ') || String(error))}`,
+    neverSent: true,
   };
 }
 
