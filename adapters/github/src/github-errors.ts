@@ -2,8 +2,7 @@ import type { FieldError, LookupResult, Outcome, ProviderRefs } from '@retrysafe
 import {
   answeredAt,
   cannotTellFrom,
-  classifyTransportFailure,
-  errorCodes,
+  noAnswerOutcome,
   parseRetryAfter,
   retryAfterOf,
 } from '@retrysafe/contract/provider';
@@ -114,18 +113,6 @@ export function outcomeFromAnswer(a: GitHubAnswer, now: number = Date.now()): Ou
   return { kind: 'unknown', cause: 'other', message: `unexpected HTTP ${s}`, ...refs };
 }
 
-/** A failure with no answer: the SDK's RequestError (status 500, no response) keeps the fetch error as `cause`. */
-export function outcomeFromNetworkError(error: unknown): Outcome {
-  const raw = (error as { cause?: unknown } | null)?.cause ?? error;
-  const codes = errorCodes(raw);
-  const text = raw instanceof Error ? raw.message : String(raw);
-  const detail = clip(`${text}${codes.length ? ` (${codes.join(', ')})` : ''}`);
-  const t = classifyTransportFailure(raw);
-  if (t.sent === 'never')
-    return { kind: 'not-applied', message: `connection not established: ${detail}`, neverSent: true };
-  return { kind: 'unknown', cause: t.cause, message: `no answer: ${detail}` };
-}
-
 /** The answer of a thrown SDK error, or null when GitHub never answered. */
 export function answerOf(error: unknown): GitHubAnswer | null {
   const e = error as { status?: unknown; response?: { status?: unknown; headers?: unknown; data?: unknown } } | null;
@@ -137,7 +124,7 @@ export function answerOf(error: unknown): GitHubAnswer | null {
 /** Every thrown SDK error as one outcome. */
 export function outcomeFromError(error: unknown, now: number = Date.now()): Outcome {
   const answer = answerOf(error);
-  return answer ? outcomeFromAnswer(answer, now) : outcomeFromNetworkError(error);
+  return answer ? outcomeFromAnswer(answer, now) : noAnswerOutcome(error);
 }
 
 /** A lookup call that failed: never "not found" (a failed list proves nothing). */

@@ -1,7 +1,7 @@
-import type { LookupResult, Outcome, ProviderRefs, RejectReason, UnknownCause } from '@retrysafe/contract';
+import type { LookupResult, Outcome, ProviderRefs, RejectReason } from '@retrysafe/contract';
 import {
   cannotTellFrom as cannotTellFromOutcome,
-  classifyTransportFailure,
+  noAnswerOutcome,
   parseRetryAfter,
   retryAfterOf,
 } from '@retrysafe/contract/provider';
@@ -106,13 +106,6 @@ function outcomeFromResponse(res: HubSpotResponse): Outcome {
 
 /** Maps a failure with no HTTP answer (fetch's `TypeError: fetch failed` and its cause, a timeout, an abort). */
 export function outcomeFromNetworkError(err: unknown, wire: WireRecord): Outcome {
-  const name = err instanceof Error ? err.name : '';
-  const unknown = (cause: UnknownCause, message: string, code?: string): Outcome => ({
-    kind: 'unknown',
-    cause,
-    message,
-    ...(code ? { code } : {}),
-  });
   if (!wire.started) {
     // The SDK refused to build the request: nothing was sent, and the same input would fail the same way.
     return {
@@ -121,16 +114,7 @@ export function outcomeFromNetworkError(err: unknown, wire: WireRecord): Outcome
       message: clip(`the SDK could not build the request: ${err instanceof Error ? err.message : String(err)}`),
     };
   }
-  if (name === 'TimeoutError') return unknown('timeout', 'no answer from HubSpot within the timeout', 'TIMEOUT');
-  // The contract's rule: never sent only when every code along the chain says so.
-  const t = classifyTransportFailure(err);
-  if (t.sent === 'never')
-    return { kind: 'not-applied', message: `connection not established (${t.code})`, code: t.code, neverSent: true };
-  if (name === 'AbortError') return unknown('other', 'aborted by the caller after the request was sent', 'ABORTED');
-  const { cause, code } = t;
-  if (cause === 'connection-reset')
-    return unknown(cause, `connection closed before the answer${code ? ` (${code})` : ''}`, code);
-  return unknown(cause, clip(err instanceof Error ? `${err.message}${code ? ` (${code})` : ''}` : String(err)), code);
+  return noAnswerOutcome(err);
 }
 
 /** The whole HTTP answer behind a failed SDK call, if one arrived: every answer passes our transport, which records it. */
