@@ -81,10 +81,6 @@ function codedErrors(error: unknown): CodedError[] {
   return found;
 }
 
-export function errorCodes(error: unknown): string[] {
-  return codedErrors(error).map((e) => e.code);
-}
-
 // A routing code (EHOSTUNREACH, ENETDOWN…) also ends an established socket, raised by `read` or `write` after the
 // request went out: it proves "never sent" only from connecting or name resolution (or with no syscall named).
 // ETIMEDOUT proves it only from `connect`: the TCP handshake never completed.
@@ -141,7 +137,7 @@ const NO_ANSWER: Readonly<Record<UnknownCause, string>> = {
 export function describeFailure(error: unknown, what?: string): string {
   const messages = new Set(what ? [what] : []);
   for (const { message } of causeChain(error)) if (typeof message === 'string' && message !== '') messages.add(message);
-  const codes = errorCodes(error);
+  const codes = codedErrors(error).map((e) => e.code);
   const text = ([...messages].join(': ') || String(error)) + (codes.length > 0 ? ` (${codes.join(', ')})` : '');
   return text.length > 300 ? `${text.slice(0, 300)}…` : text;
 }
