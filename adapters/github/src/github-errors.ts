@@ -2,6 +2,7 @@ import type { FieldError, LookupResult, Outcome, ProviderRefs } from '@retrysafe
 import {
   answeredAt,
   cannotTellFrom,
+  clipMessage,
   noAnswerOutcome,
   parseRetryAfter,
   retryAfterOf,
@@ -21,9 +22,6 @@ export interface GitHubAnswer {
 
 /** Without a documented wait, GitHub asks for at least a minute before retrying a rate-limited request. */
 export const DEFAULT_RATE_LIMIT_WAIT_MS = 60_000;
-const MAX_MESSAGE = 300;
-/** Cut with `…`, which tells the redactor that a credential or an address may end at the cut. */
-const clip = (text: string) => (text.length > MAX_MESSAGE ? `${text.slice(0, MAX_MESSAGE)}…` : text);
 
 const header = (a: GitHubAnswer, name: string): string | undefined => {
   const v = a.headers[name];
@@ -37,7 +35,7 @@ export function refsOf(a: GitHubAnswer): ProviderRefs {
 
 function messageOf(a: GitHubAnswer): string {
   const m = typeof a.data === 'object' && a.data !== null ? (a.data as { message?: unknown }).message : undefined;
-  return clip(typeof m === 'string' && m ? m : `HTTP ${a.status}`);
+  return clipMessage(typeof m === 'string' && m ? m : `HTTP ${a.status}`);
 }
 
 /**

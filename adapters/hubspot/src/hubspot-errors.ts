@@ -1,6 +1,7 @@
 import type { LookupResult, Outcome, ProviderRefs, RejectReason } from '@retrysafe/contract';
 import {
   cannotTellFrom as cannotTellFromOutcome,
+  clipMessage,
   noAnswerOutcome,
   parseRetryAfter,
   retryAfterOf,
@@ -17,7 +18,6 @@ export interface HubSpotResponse {
   readonly body: unknown;
 }
 
-const MESSAGE_MAX = 300;
 const DAY_MS = 86_400_000;
 const LOCK_MS = 2_000;
 
@@ -25,10 +25,6 @@ function field(body: unknown, name: string): string | undefined {
   if (typeof body !== 'object' || body === null) return undefined;
   const v = (body as Record<string, unknown>)[name];
   return typeof v === 'string' && v.length > 0 ? v : undefined;
-}
-
-function clip(text: string): string {
-  return text.length > MESSAGE_MAX ? text.slice(0, MESSAGE_MAX) + '…' : text;
 }
 
 /** Status, code and request id of an answer: the error body's correlationId, else X-HubSpot-Correlation-Id. */
@@ -74,7 +70,7 @@ const REJECTED: Partial<Record<number, RejectReason>> = {
 
 function outcomeFromResponse(res: HubSpotResponse): Outcome {
   const category = field(res.body, 'category');
-  const message = clip(
+  const message = clipMessage(
     field(res.body, 'message') ?? (typeof res.body === 'string' && res.body ? res.body : `HTTP ${res.status}`),
   );
   const s = res.status;
@@ -111,7 +107,7 @@ export function outcomeFromNetworkError(err: unknown, wire: WireRecord): Outcome
     return {
       kind: 'rejected',
       reason: 'validation',
-      message: clip(`the SDK could not build the request: ${err instanceof Error ? err.message : String(err)}`),
+      message: clipMessage(`the SDK could not build the request: ${err instanceof Error ? err.message : String(err)}`),
     };
   }
   return noAnswerOutcome(err);
@@ -145,7 +141,7 @@ export function outcomeFromFailure(err: unknown, wire: WireRecord): Outcome {
   if (res) {
     if (res.status >= 200 && res.status < 300) {
       const why = err instanceof Error ? err.message : String(err);
-      const message = clip(`HubSpot answered ${res.status} but the SDK could not read it: ${why}`);
+      const message = clipMessage(`HubSpot answered ${res.status} but the SDK could not read it: ${why}`);
       return { kind: 'unknown', cause: 'truncated-response', message, ...refs(res) };
     }
     return outcomeFromResponse(res);

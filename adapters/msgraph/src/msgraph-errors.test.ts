@@ -1,7 +1,7 @@
 // Unit checks of the classification functions over the whole status range and the edge inputs.
 import { parseRetryAfter } from '@retrysafe/contract/provider';
 import { describe, expect, it } from 'vitest';
-import { clipMessage, outcomeFromErrorAnswer } from './msgraph-errors.js';
+import { outcomeFromErrorAnswer } from './msgraph-errors.js';
 
 const answer = (status: number, headers: Record<string, string> = {}, body: unknown = null) => ({
   status,
@@ -56,11 +56,5 @@ describe('parseRetryAfter', () => {
     ).toBe(0);
     expect(parseRetryAfter('soon', undefined)).toBeUndefined();
     expect(parseRetryAfter(null, undefined)).toBeUndefined();
-  });
-});
-
-describe('clipMessage', () => {
-  it('cuts long text with …', () => {
-    expect(clipMessage('x'.repeat(400))).toHaveLength(301);
   });
 });

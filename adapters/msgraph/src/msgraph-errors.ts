@@ -1,5 +1,5 @@
 import type { LookupResult, Outcome, ProviderRefs } from '@retrysafe/contract';
-import { describeFailure, type NoAnswerOutcome, retryAfterOf } from '@retrysafe/contract/provider';
+import { clipMessage, describeFailure, type NoAnswerOutcome, retryAfterOf } from '@retrysafe/contract/provider';
 
 // Graph has delivered mail after a 503/504, so a 5xx is unknown; throttled requests fail, so a 429 is not-applied.
 
@@ -13,13 +13,6 @@ export interface GraphHttpAnswer {
 type GraphErrorBody = { error?: { code?: unknown; message?: unknown; innerError?: Record<string, unknown> } };
 
 const str = (v: unknown) => (typeof v === 'string' ? v : undefined);
-const MAX_MESSAGE = 300;
-
-/** The text cut short; the runner redacts it (an address Graph echoes too) before receipts. A cut ends with `…`, which
- * tells the redactor that a credential or an address may end at the cut. */
-export function clipMessage(text: string): string {
-  return text.length > MAX_MESSAGE ? text.slice(0, MAX_MESSAGE) + '…' : text;
-}
 
 /** Status, Graph error code and request id of an answer (request id from the header, else the error body). */
 export function refsOf(answer: GraphHttpAnswer): ProviderRefs {

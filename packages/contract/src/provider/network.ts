@@ -124,22 +124,21 @@ export function classifyTransportFailure(error: unknown): TransportFailure {
 /** What a call with no answer comes to. */
 export type NoAnswerOutcome = Extract<Outcome, { kind: 'not-applied' | 'unknown' }>;
 
-const NO_ANSWER: Readonly<Record<UnknownCause, string>> = {
+const NO_ANSWER: Partial<Record<UnknownCause, string>> = {
   timeout: 'no answer within the timeout',
   'connection-reset': 'connection closed before the answer',
   'truncated-response': 'the answer broke off',
-  'server-error': 'no answer',
-  other: 'no answer',
 };
 
-/** The messages along the `cause` chain, each once, then the codes; cut short with `…`, which tells the redactor that
- * a credential may end at the cut. */
+/** Cut short with `…`, which tells the redactor that a credential or an address may end at the cut. */
+export const clipMessage = (text: string) => (text.length > 300 ? `${text.slice(0, 300)}…` : text);
+
+/** The messages along the `cause` chain, each once, then the codes, clipped. */
 export function describeFailure(error: unknown, what?: string): string {
   const messages = new Set(what ? [what] : []);
   for (const { message } of causeChain(error)) if (typeof message === 'string' && message !== '') messages.add(message);
   const codes = codedErrors(error).map((e) => e.code);
-  const text = ([...messages].join(': ') || String(error)) + (codes.length > 0 ? ` (${codes.join(', ')})` : '');
-  return text.length > 300 ? `${text.slice(0, 300)}…` : text;
+  return clipMessage(([...messages].join(': ') || String(error)) + (codes.length > 0 ? ` (${codes.join(', ')})` : ''));
 }
 
 /** A call that got no answer, by classifyTransportFailure: never sent ⇒ not-applied (neverSent), else unknown.
@@ -150,7 +149,7 @@ export function noAnswerOutcome(error: unknown, what?: string): NoAnswerOutcome 
   if (t.sent === 'never')
     return { kind: 'not-applied', code: t.code, message: `never sent: ${detail}`, neverSent: true };
   const code = t.code === undefined ? {} : { code: t.code };
-  return { kind: 'unknown', cause: t.cause, message: `${NO_ANSWER[t.cause]}: ${detail}`, ...code };
+  return { kind: 'unknown', cause: t.cause, message: `${NO_ANSWER[t.cause] ?? 'no answer'}: ${detail}`, ...code };
 }
 
 /** The provider's `Date` header, else `now`: an instant it names is measured from it. */

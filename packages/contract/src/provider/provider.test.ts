@@ -5,6 +5,7 @@ import {
   answeredAt,
   checkBaseUrl,
   classifyTransportFailure,
+  clipMessage,
   isLoopbackHost,
   lookupFromOutcome,
   NEVER_SENT_CODES,
@@ -259,6 +260,12 @@ describe("noAnswerOutcome: every adapter's outcome for a call with no answer", (
     });
     expect(noAnswerOutcome(fetchFailed('UND_ERR_SOCKET'))).toMatchObject({ kind: 'unknown', code: 'UND_ERR_SOCKET' });
     expect(noAnswerOutcome(new Error('x'.repeat(400))).message).toMatch(/x…$/);
+  });
+});
+
+describe('clipMessage', () => {
+  it('cuts long text with …', () => {
+    expect(clipMessage('x'.repeat(400))).toHaveLength(301);
   });
 });
 
