@@ -2,8 +2,8 @@ import type { FieldError, LookupResult, Outcome, ProviderRefs } from '@retrysafe
 import {
   answeredAt,
   cannotTellFrom,
-  classifyTransportFailure,
-  errorCodes,
+  clipMessage,
+  noAnswerOutcome,
   parseRetryAfter,
   retryAfterOf,
 } from '@retrysafe/contract/provider';
@@ -22,9 +22,6 @@ export interface GitHubAnswer {
 
 /** Without a documented wait, GitHub asks for at least a minute before retrying a rate-limited request. */
 export const DEFAULT_RATE_LIMIT_WAIT_MS = 60_000;
-const MAX_MESSAGE = 300;
-/** Cut with `…`, which tells the redactor that a credential or an address may end at the cut. */
-const clip = (text: string) => (text.length > MAX_MESSAGE ? `${text.slice(0, MAX_MESSAGE)}…` : text);
 
 const header = (a: GitHubAnswer, name: string): string | undefined => {
   const v = a.headers[name];
@@ -38,7 +35,7 @@ export function refsOf(a: GitHubAnswer): ProviderRefs {
 
 function messageOf(a: GitHubAnswer): string {
   const m = typeof a.data === 'object' && a.data !== null ? (a.data as { message?: unknown }).message : undefined;
-  return clip(typeof m === 'string' && m ? m : `HTTP ${a.status}`);
+  return clipMessage(typeof m === 'string' && m ? m : `HTTP ${a.status}`);
 }
 
 /**
@@ -114,18 +111,6 @@ export function outcomeFromAnswer(a: GitHubAnswer, now: number = Date.now()): Ou
   return { kind: 'unknown', cause: 'other', message: `unexpected HTTP ${s}`, ...refs };
 }
 
-/** A failure with no answer: the SDK's RequestError (status 500, no response) keeps the fetch error as `cause`. */
-export function outcomeFromNetworkError(error: unknown): Outcome {
-  const raw = (error as { cause?: unknown } | null)?.cause ?? error;
-  const codes = errorCodes(raw);
-  const text = raw instanceof Error ? raw.message : String(raw);
-  const detail = clip(`${text}${codes.length ? ` (${codes.join(', ')})` : ''}`);
-  const t = classifyTransportFailure(raw);
-  if (t.sent === 'never')
-    return { kind: 'not-applied', message: `connection not established: ${detail}`, neverSent: true };
-  return { kind: 'unknown', cause: t.cause, message: `no answer: ${detail}` };
-}
-
 /** The answer of a thrown SDK error, or null when GitHub never answered. */
 export function answerOf(error: unknown): GitHubAnswer | null {
   const e = error as { status?: unknown; response?: { status?: unknown; headers?: unknown; data?: unknown } } | null;
@@ -137,7 +122,7 @@ export function answerOf(error: unknown): GitHubAnswer | null {
 /** Every thrown SDK error as one outcome. */
 export function outcomeFromError(error: unknown, now: number = Date.now()): Outcome {
   const answer = answerOf(error);
-  return answer ? outcomeFromAnswer(answer, now) : outcomeFromNetworkError(error);
+  return answer ? outcomeFromAnswer(answer, now) : noAnswerOutcome(error);
 }
 
 /** A lookup call that failed: never "not found" (a failed list proves nothing). */

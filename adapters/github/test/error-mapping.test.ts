@@ -8,7 +8,7 @@ import { startFaultProxy } from '@retrysafe/testkit';
 import { closeAfterTest } from '@retrysafe/testkit/close-after-test';
 import { lookupContext } from '@retrysafe/testkit/conformance';
 import { describe, expect, it } from 'vitest';
-import { outcomeFromAnswer, outcomeFromNetworkError, rateLimitWaitMs } from '../src/github-errors.js';
+import { outcomeFromAnswer, outcomeFromError, rateLimitWaitMs } from '../src/github-errors.js';
 import { markerFor } from '../src/github-operations.js';
 import { createGitHubAdapter } from '../src/index.js';
 import { type GitHubSandboxOptions, startGitHubSandbox } from '../src/sandbox/index.js';
@@ -328,7 +328,7 @@ describe('the lookup lists, newest first, back to the first dispatch', () => {
 describe('a network error message longer than is kept', () => {
   it('is cut with …, so what the cut left of a token is still blanked in receipts', () => {
     const error = new Error(`${'x'.repeat(276)} proxy refused ghp_R8f2kLm9Qx4Tz7Vb1Nc6Wp3Ys0Ej5Hu2Ga8`);
-    const kept = createRedactor().text((outcomeFromNetworkError(error) as { message: string }).message);
+    const kept = createRedactor().text((outcomeFromError(error) as { message: string }).message);
     expect(kept).toMatch(/…$/);
     expect(kept).not.toContain('ghp_R8f2');
   });

@@ -16,6 +16,7 @@ import {
   checkBaseUrl,
   lookupFromOutcome,
   lookupMiss,
+  noAnswerOutcome,
   retryAfterOf,
   saysMoreFollow,
 } from '@retrysafe/contract/provider';
@@ -23,7 +24,6 @@ import { resendSafety } from '@retrysafe/contract/rules';
 import axios, { type AxiosRequestConfig } from 'axios';
 import {
   absoluteLocation,
-  classifyNetworkError,
   classifyResponse,
   type HttpResponseView,
   providerRefAt,
@@ -119,7 +119,7 @@ async function request(c: Conn, config: AxiosRequestConfig & { url: string }): P
     const url = new URL(config.url, c.baseURL + '/').toString();
     return { status: res.status, headers: res.headers as Record<string, unknown>, data: res.data, url };
   } catch (err) {
-    return classifyNetworkError(err);
+    return noAnswerOutcome(err);
   }
 }
 

@@ -1,7 +1,7 @@
 import { fact } from '@retrysafe/contract';
 import { parseRetryAfter } from '@retrysafe/contract/provider';
 import { describe, expect, it } from 'vitest';
-import { classifyNetworkError, classifyResponse } from './http-errors.js';
+import { classifyResponse } from './http-errors.js';
 import { buildOperation } from './http-operations.js';
 import { etagDocumentsUpdate, ietfOrdersCreate } from './http-patterns.js';
 
@@ -104,22 +104,6 @@ describe('classifyResponse: only what the operation declares', () => {
     expect(
       classifyResponse({ ...ietf, asyncReply: true }, res(202, {}, { location: '/s/1', 'retry-after': '2' }), 1),
     ).toMatchObject({ kind: 'in-progress', statusRef: 'http://127.0.0.1:1/s/1', retryAfterMs: 2000 });
-  });
-});
-
-describe('classifyNetworkError: the only built-in assumptions', () => {
-  it.each([
-    ['ECONNREFUSED', 'not-applied', undefined],
-    ['ENOTFOUND', 'not-applied', undefined],
-    ['ECONNABORTED', 'unknown', 'timeout'],
-    ['ETIMEDOUT', 'unknown', 'timeout'],
-    ['ECONNRESET', 'unknown', 'connection-reset'],
-    ['EPIPE', 'unknown', 'connection-reset'],
-    ['ERR_SOMETHING_NEW', 'unknown', 'other'],
-  ])('%s ⇒ %s', (code, kind, cause) => {
-    const out = classifyNetworkError(Object.assign(new Error('x'), { code }));
-    expect(out.kind).toBe(kind);
-    if (cause) expect(out).toMatchObject({ cause });
   });
 });
 

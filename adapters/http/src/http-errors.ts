@@ -1,5 +1,5 @@
 import type { Outcome, ProviderRefs } from '@retrysafe/contract';
-import { callerRefusal, classifyTransportFailure, retryAfterOf } from '@retrysafe/contract/provider';
+import { callerRefusal, retryAfterOf } from '@retrysafe/contract/provider';
 import { isReplayedAnswer } from '@retrysafe/contract/rules';
 import { type HttpOperationSpec, readPath, ruleMatches, scalarText } from './http-operations.js';
 
@@ -103,17 +103,4 @@ export function classifyResponse(spec: HttpOperationSpec, res: HttpResponseView,
   const cause = (rule?.outcome === 'unknown' && rule.cause) || (res.status >= 500 ? 'server-error' : 'other');
   const message = rule ? label : `${label} (not in the operation's error mapping)`;
   return { kind: 'unknown', cause, message, ...base, ...ra };
-}
-
-/** A failure without a response, by the contract's classifier: never sent ⇒ not-applied; maybe sent ⇒ unknown. */
-export function classifyNetworkError(err: unknown): Outcome {
-  const t = classifyTransportFailure(err);
-  if (t.sent === 'never')
-    return { kind: 'not-applied', code: t.code, message: `${t.code}: the request was not sent`, neverSent: true };
-  return {
-    kind: 'unknown',
-    cause: t.cause,
-    ...(t.code ? { code: t.code } : {}),
-    message: `${t.code ?? 'network error'}: the request may have been applied`,
-  };
 }

@@ -1,7 +1,8 @@
-import type { LookupResult, Outcome, ProviderRefs, RejectReason, UnknownCause } from '@retrysafe/contract';
+import type { LookupResult, Outcome, ProviderRefs, RejectReason } from '@retrysafe/contract';
 import {
   cannotTellFrom as cannotTellFromOutcome,
-  classifyTransportFailure,
+  clipMessage,
+  noAnswerOutcome,
   parseRetryAfter,
   retryAfterOf,
 } from '@retrysafe/contract/provider';
@@ -17,7 +18,6 @@ export interface HubSpotResponse {
   readonly body: unknown;
 }
 
-const MESSAGE_MAX = 300;
 const DAY_MS = 86_400_000;
 const LOCK_MS = 2_000;
 
@@ -25,10 +25,6 @@ function field(body: unknown, name: string): string | undefined {
   if (typeof body !== 'object' || body === null) return undefined;
   const v = (body as Record<string, unknown>)[name];
   return typeof v === 'string' && v.length > 0 ? v : undefined;
-}
-
-function clip(text: string): string {
-  return text.length > MESSAGE_MAX ? text.slice(0, MESSAGE_MAX) + '…' : text;
 }
 
 /** Status, code and request id of an answer: the error body's correlationId, else X-HubSpot-Correlation-Id. */
@@ -74,7 +70,7 @@ const REJECTED: Partial<Record<number, RejectReason>> = {
 
 function outcomeFromResponse(res: HubSpotResponse): Outcome {
   const category = field(res.body, 'category');
-  const message = clip(
+  const message = clipMessage(
     field(res.body, 'message') ?? (typeof res.body === 'string' && res.body ? res.body : `HTTP ${res.status}`),
   );
   const s = res.status;
@@ -106,31 +102,15 @@ function outcomeFromResponse(res: HubSpotResponse): Outcome {
 
 /** Maps a failure with no HTTP answer (fetch's `TypeError: fetch failed` and its cause, a timeout, an abort). */
 export function outcomeFromNetworkError(err: unknown, wire: WireRecord): Outcome {
-  const name = err instanceof Error ? err.name : '';
-  const unknown = (cause: UnknownCause, message: string, code?: string): Outcome => ({
-    kind: 'unknown',
-    cause,
-    message,
-    ...(code ? { code } : {}),
-  });
   if (!wire.started) {
     // The SDK refused to build the request: nothing was sent, and the same input would fail the same way.
     return {
       kind: 'rejected',
       reason: 'validation',
-      message: clip(`the SDK could not build the request: ${err instanceof Error ? err.message : String(err)}`),
+      message: clipMessage(`the SDK could not build the request: ${err instanceof Error ? err.message : String(err)}`),
     };
   }
-  if (name === 'TimeoutError') return unknown('timeout', 'no answer from HubSpot within the timeout', 'TIMEOUT');
-  // The contract's rule: never sent only when every code along the chain says so.
-  const t = classifyTransportFailure(err);
-  if (t.sent === 'never')
-    return { kind: 'not-applied', message: `connection not established (${t.code})`, code: t.code, neverSent: true };
-  if (name === 'AbortError') return unknown('other', 'aborted by the caller after the request was sent', 'ABORTED');
-  const { cause, code } = t;
-  if (cause === 'connection-reset')
-    return unknown(cause, `connection closed before the answer${code ? ` (${code})` : ''}`, code);
-  return unknown(cause, clip(err instanceof Error ? `${err.message}${code ? ` (${code})` : ''}` : String(err)), code);
+  return noAnswerOutcome(err);
 }
 
 /** The whole HTTP answer behind a failed SDK call, if one arrived: every answer passes our transport, which records it. */
@@ -161,7 +141,7 @@ export function outcomeFromFailure(err: unknown, wire: WireRecord): Outcome {
   if (res) {
     if (res.status >= 200 && res.status < 300) {
       const why = err instanceof Error ? err.message : String(err);
-      const message = clip(`HubSpot answered ${res.status} but the SDK could not read it: ${why}`);
+      const message = clipMessage(`HubSpot answered ${res.status} but the SDK could not read it: ${why}`);
       return { kind: 'unknown', cause: 'truncated-response', message, ...refs(res) };
     }
     return outcomeFromResponse(res);

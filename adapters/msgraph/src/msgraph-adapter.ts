@@ -9,15 +9,19 @@ import {
   type Outcome,
   type TypedAdapter,
 } from '@retrysafe/contract';
-import { intentLookupFailure, operationParamsErrors, positiveInteger } from '@retrysafe/contract/provider';
+import {
+  intentLookupFailure,
+  type NoAnswerOutcome,
+  noAnswerOutcome,
+  operationParamsErrors,
+  positiveInteger,
+} from '@retrysafe/contract/provider';
 import { notFoundIsAuthoritative } from '@retrysafe/contract/rules';
 import { assertNoSdkRetries, createGraphClient, type TokenProvider, TransportProbe } from './msgraph-client.js';
 import {
   cannotTellFromAnswer,
   type GraphHttpAnswer,
-  type NoAnswerOutcome,
   outcomeFromErrorAnswer,
-  outcomeFromNetworkError,
   outcomeFromTokenError,
   refsOf,
 } from './msgraph-errors.js';
@@ -95,7 +99,7 @@ async function send(
     raw = (await call(r.option('signal', AbortSignal.any([signal, timeout])))) as Response;
   } catch (error) {
     const cause = probe.error ?? error;
-    return { failed: probe.stage === 'token' ? outcomeFromTokenError(cause) : outcomeFromNetworkError(cause) };
+    return { failed: probe.stage === 'token' ? outcomeFromTokenError(cause) : noAnswerOutcome(cause) };
   }
   const text = await raw.text().catch(() => undefined);
   let body: unknown = null;

@@ -1,7 +1,7 @@
 // Unit checks of the classification functions over the whole status range and the edge inputs.
 import { parseRetryAfter } from '@retrysafe/contract/provider';
 import { describe, expect, it } from 'vitest';
-import { clipMessage, outcomeFromErrorAnswer, outcomeFromNetworkError } from './msgraph-errors.js';
+import { outcomeFromErrorAnswer } from './msgraph-errors.js';
 
 const answer = (status: number, headers: Record<string, string> = {}, body: unknown = null) => ({
   status,
@@ -56,37 +56,5 @@ describe('parseRetryAfter', () => {
     ).toBe(0);
     expect(parseRetryAfter('soon', undefined)).toBeUndefined();
     expect(parseRetryAfter(null, undefined)).toBeUndefined();
-  });
-});
-
-describe('outcomeFromNetworkError', () => {
-  const fetchFailed = (code: string) =>
-    Object.assign(new TypeError('fetch failed'), { cause: Object.assign(new Error(code.toLowerCase()), { code }) });
-  it.each([
-    ['ECONNREFUSED', 'not-applied'],
-    ['ENOTFOUND', 'not-applied'],
-    ['UND_ERR_CONNECT_TIMEOUT', 'not-applied'],
-    ['ECONNRESET', 'unknown'],
-    ['UND_ERR_SOCKET', 'unknown'],
-    ['UND_ERR_HEADERS_TIMEOUT', 'unknown'],
-    ['SOMETHING_NEW', 'unknown'],
-  ])('%s ⇒ %s', (code, kind) => {
-    expect(outcomeFromNetworkError(fetchFailed(code)).kind).toBe(kind);
-  });
-  it('a timeout signal ⇒ unknown (timeout)', () => {
-    expect(
-      outcomeFromNetworkError(new DOMException('The operation was aborted due to timeout', 'TimeoutError')),
-    ).toMatchObject({ kind: 'unknown', cause: 'timeout' });
-  });
-  it('walks the cause chain', () => {
-    expect(outcomeFromNetworkError(fetchFailed('ECONNRESET'))).toMatchObject({
-      message: 'connection closed before the answer: fetch failed: econnreset (ECONNRESET)',
-    });
-  });
-});
-
-describe('clipMessage', () => {
-  it('cuts long text with …', () => {
-    expect(clipMessage('x'.repeat(400))).toHaveLength(301);
   });
 });

@@ -1,5 +1,5 @@
 import type { LookupResult, Outcome, ProviderRefs } from '@retrysafe/contract';
-import { classifyTransportFailure, errorCodes, retryAfterOf } from '@retrysafe/contract/provider';
+import { clipMessage, describeFailure, type NoAnswerOutcome, retryAfterOf } from '@retrysafe/contract/provider';
 
 // Graph has delivered mail after a 503/504, so a 5xx is unknown; throttled requests fail, so a 429 is not-applied.
 
@@ -13,13 +13,6 @@ export interface GraphHttpAnswer {
 type GraphErrorBody = { error?: { code?: unknown; message?: unknown; innerError?: Record<string, unknown> } };
 
 const str = (v: unknown) => (typeof v === 'string' ? v : undefined);
-const MAX_MESSAGE = 300;
-
-/** The text cut short; the runner redacts it (an address Graph echoes too) before receipts. A cut ends with `…`, which
- * tells the redactor that a credential or an address may end at the cut. */
-export function clipMessage(text: string): string {
-  return text.length > MAX_MESSAGE ? text.slice(0, MAX_MESSAGE) + '…' : text;
-}
 
 /** Status, Graph error code and request id of an answer (request id from the header, else the error body). */
 export function refsOf(answer: GraphHttpAnswer): ProviderRefs {
@@ -64,44 +57,13 @@ export function outcomeFromErrorAnswer(
   return { kind: 'unknown', cause: 'other', message: `unexpected HTTP ${s}`, ...ra, ...refs };
 }
 
-/** The messages along an error's `cause` chain (fetch wraps the socket error as `cause`). */
-function messagesOf(error: unknown): string[] {
-  const messages: string[] = [];
-  for (let cur = error, depth = 0; cur && typeof cur === 'object' && depth < 6; depth++) {
-    const e = cur as { message?: unknown; cause?: unknown };
-    if (typeof e.message === 'string' && e.message) messages.push(e.message);
-    cur = e.cause;
-  }
-  return messages;
-}
-
-/** What a request that got no answer comes to: not applied, or unknown. */
-export type NoAnswerOutcome = Extract<Outcome, { kind: 'not-applied' | 'unknown' }>;
-
 /** Nothing was sent: the token provider failed or returned no token. */
 export function outcomeFromTokenError(error: unknown): NoAnswerOutcome {
   return {
     kind: 'not-applied',
-    message: `no access token, nothing was sent: ${clipMessage(messagesOf(error).join(': ') || String(error))}`,
+    message: `no access token, nothing was sent: ${describeFailure(error)}`,
+    neverSent: true,
   };
-}
-
-/** Classifies a failure with no HTTP answer (the raw fetch error, or the SDK's GraphError when that is all there is). */
-export function outcomeFromNetworkError(error: unknown): NoAnswerOutcome {
-  const codes = errorCodes(error);
-  const detail = clipMessage(
-    [...new Set(messagesOf(error))].join(': ') + (codes.length ? ` (${codes.join(', ')})` : ''),
-  );
-  const t = classifyTransportFailure(error);
-  if (t.sent === 'never')
-    return { kind: 'not-applied', message: `connection not established: ${detail}`, neverSent: true };
-  const message =
-    t.cause === 'timeout'
-      ? `timed out or aborted after sending: ${detail}`
-      : t.cause === 'connection-reset'
-        ? `connection closed before the answer: ${detail}`
-        : `no answer: ${detail || String(error)}`;
-  return { kind: 'unknown', cause: t.cause, message };
 }
 
 /** A lookup that failed or could not decide: never "not-found" (absence proves nothing while the delay is unknown). */

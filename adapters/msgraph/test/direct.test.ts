@@ -298,6 +298,23 @@ describe('access token', () => {
     expect(sandbox.requests()).toHaveLength(0);
     expect((await lookup('mail.send', 'tok-1', mailParams(1), broken)).kind).toBe('cannot-tell');
   });
+
+  it('a token provider that keeps failing: the operation is given back (nothing was sent), not handed to a person', async () => {
+    const broken = createMsGraphAdapter({
+      accessToken: async () => {
+        throw new Error('token endpoint unreachable');
+      },
+      baseUrl: sandbox.url,
+    });
+    const ledger = createMemoryLedger();
+    const run = createRunner({ ledger, policy: { maxAttempts: 1 } }).run(broken, 'mail.send', {
+      params: mailParams(1),
+    });
+    await expect(run).rejects.toThrow(/nothing was sent/);
+    const [row] = await ledger.list({});
+    expect(row).toMatchObject({ state: 'not-sent' });
+    expect(sandbox.requests()).toHaveLength(0);
+  });
   it('the token is sent as a Bearer header on plain-http loopback (the SDK default chain would strip it)', async () => {
     const calls: number[] = [];
     const counting = createMsGraphAdapter({ accessToken: () => (calls.push(1), TOKEN), baseUrl: sandbox.url });

@@ -10,7 +10,7 @@ import {
   type Outcome,
   type TypedAdapter,
 } from '@retrysafe/contract';
-import { checkBaseUrl, classifyTransportFailure, lookupMiss, retryAfterOf } from '@retrysafe/contract/provider';
+import { checkBaseUrl, lookupMiss, noAnswerOutcome, retryAfterOf } from '@retrysafe/contract/provider';
 import { SANDBOX_KEY_RULE, SANDBOX_PROVIDER, type SandboxLimits, sandboxCreateCard } from './sandbox-cards.js';
 import type { SandboxBehaviour, SandboxProvider, SandboxRecord, SandboxResponse } from './sandbox-provider.js';
 
@@ -146,24 +146,6 @@ function classifyHttp(status: number, headers: Headers, body: unknown): Outcome 
 }
 
 /**
- * Network errors, by the contract's one classifier: a connection that was never made means the request
- * never left (not-applied); anything after the request may have been sent (reset, timeout, closed socket) is unknown.
- */
-export function classifyNetworkError(err: unknown): Outcome {
-  const t = classifyTransportFailure(err);
-  if (t.sent === 'never')
-    return { kind: 'not-applied', message: `connection not established (${t.code})`, code: t.code, neverSent: true };
-  const code = t.code ?? (t.cause === 'timeout' ? 'timeout' : undefined);
-  const message =
-    t.cause === 'timeout'
-      ? 'no response before the client timeout'
-      : t.cause === 'connection-reset'
-        ? `connection closed after the request was sent${t.code ? ` (${t.code})` : ''}`
-        : 'network error after the request may have been sent';
-  return { kind: 'unknown', cause: t.cause, message, ...(code ? { code } : {}) };
-}
-
-/**
  * Builds an AdapterV1 over a sandbox provider (in process) or a sandbox server (over HTTP).
  * Its single operation `records.create` carries a card computed from the sandbox behaviour.
  */
@@ -247,14 +229,14 @@ export function createSandboxAdapter(options: SandboxAdapterOptions): SandboxAda
           signal: AbortSignal.any([ctx.signal, AbortSignal.timeout(timeoutMs)]),
         });
       } catch (err) {
-        return classifyNetworkError(err);
+        return noAnswerOutcome(err);
       }
       let body: unknown;
       try {
         const text = await res.text();
         body = text ? JSON.parse(text) : null;
       } catch (err) {
-        const o = classifyNetworkError(err);
+        const o = noAnswerOutcome(err);
         return o.kind === 'unknown'
           ? o
           : {
@@ -278,7 +260,7 @@ export function createSandboxAdapter(options: SandboxAdapterOptions): SandboxAda
       } catch (err) {
         return {
           kind: 'cannot-tell',
-          reason: `lookup failed: ${classifyNetworkError(err).kind === 'not-applied' ? 'connection refused' : 'network error'}`,
+          reason: `lookup failed: ${noAnswerOutcome(err).message}`,
         };
       }
       const requestId = res.headers.get('x-request-id') ?? undefined;

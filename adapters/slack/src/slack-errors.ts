@@ -1,9 +1,5 @@
 import type { LookupResult, Outcome, RejectReason } from '@retrysafe/contract';
-import {
-  cannotTellFrom as cannotTellFromOutcome,
-  classifyTransportFailure,
-  retryAfterOf,
-} from '@retrysafe/contract/provider';
+import { cannotTellFrom as cannotTellFromOutcome, noAnswerOutcome, retryAfterOf } from '@retrysafe/contract/provider';
 import { ErrorCode } from '@slack/web-api';
 
 /**
@@ -166,7 +162,7 @@ export function outcomeFromError(error: unknown): Outcome {
       return { kind: 'rejected', reason: 'other', message: `HTTP ${status}`, ...refs };
     }
     case ErrorCode.RequestError:
-      return outcomeFromTransport(e.original ?? e);
+      return noAnswerOutcome(e.original ?? e);
   }
   if (e instanceof Error && NO_RETRY_HEADER.test(e.message))
     return {
@@ -176,15 +172,7 @@ export function outcomeFromError(error: unknown): Outcome {
       message: 'rate limited (HTTP 429 without a readable Retry-After)',
     };
   // Not an SDK error: the body failed mid-read, or something below fetch.
-  return outcomeFromTransport(error);
-}
-
-function outcomeFromTransport(error: unknown): Outcome {
-  const message = error instanceof Error ? error.message : String(error);
-  const t = classifyTransportFailure(error);
-  if (t.sent === 'never')
-    return { kind: 'not-applied', code: t.code, message: `connection not established: ${message}`, neverSent: true };
-  return { kind: 'unknown', cause: t.cause, ...(t.code ? { code: t.code } : {}), message: `no answer: ${message}` };
+  return noAnswerOutcome(error);
 }
 
 /** A lookup call that failed: never "not found" (absence proves nothing here). */

@@ -1,8 +1,7 @@
 import type { Outcome, ProviderRefs, RejectReason, UnknownCause } from '@retrysafe/contract';
-import { classifyTransportFailure, retryAfterOf } from '@retrysafe/contract/provider';
+import { noAnswerOutcome, retryAfterOf } from '@retrysafe/contract/provider';
 import { isReplayedAnswer, type ReplayIndicatorValue } from '@retrysafe/contract/rules';
 import type Stripe from 'stripe';
-import { CONNECTION_CLOSED_CODE } from './stripe-http-client.js';
 
 // A 5xx is stored and replayed by the key, so it is unknown; a 429 is answered before the idempotency layer, so it
 // is not-applied (docs/evidence/stripe.md).
@@ -81,32 +80,10 @@ export function classifyStripeError(
     type === 'StripeConnectionError' ||
     (status === undefined && e.detail !== undefined && type?.startsWith('Stripe'))
   ) {
-    // The transport's error code; a body that broke off after the headers has none of its own.
-    const detail = e.detail as { code?: unknown; constructor?: { name?: string } } | undefined;
-    const code =
-      typeof detail?.code === 'string'
-        ? detail.code
-        : detail?.constructor?.name === 'HttpClientResponseBodyError'
-          ? 'BODY'
-          : undefined;
-    // The contract's rule: never sent only when every code along the chain says so.
-    const t = classifyTransportFailure(e.detail);
-    if (t.sent === 'never')
-      return {
-        kind: 'not-applied',
-        message: `connection failed before the request was sent (${t.code})`,
-        ...r,
-        code: t.code,
-        neverSent: true,
-      };
-    if (code === 'ETIMEDOUT') return unknown('timeout', msg('request timed out after it was sent'), { code });
-    if (code === CONNECTION_CLOSED_CODE || code === 'ECONNRESET' || code === 'EPIPE')
-      return unknown('connection-reset', 'connection closed after the request may have been sent', {
-        code: 'connection_closed',
-      });
-    if (code === 'BODY' || /body/i.test(String((e.detail as { message?: unknown })?.message ?? '')))
-      return unknown('truncated-response', 'response body cut off after the headers arrived');
-    return unknown('other', msg('connection error'), code ? { code } : {});
+    // A body that broke off after the headers (stripe-node's HttpClientResponseBodyError) is an answer cut short.
+    const o = noAnswerOutcome(e.detail, e.message);
+    const cut = (e.detail as Error | undefined)?.constructor?.name === 'HttpClientResponseBodyError';
+    return { ...r, ...o, ...(cut && o.kind === 'unknown' && { cause: 'truncated-response' as const }) };
   }
   // Invalid JSON from the API, an HttpClientRuntimeError, or a bug around the SDK: the request may have been sent.
   if (status === undefined)

@@ -6,7 +6,7 @@
 import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { AdapterConfigurationError, type Outcome } from '@retrysafe/contract';
-import { parseRetryAfter as sandboxRetryAfter } from '@retrysafe/contract/provider';
+import { noAnswerOutcome, parseRetryAfter as sandboxRetryAfter } from '@retrysafe/contract/provider';
 import { createHttpAdapter, ietfOrdersCreate } from '@retrysafe/http';
 import { createHubSpotAdapter } from '@retrysafe/hubspot';
 import { createMsGraphAdapter } from '@retrysafe/msgraph';
@@ -17,28 +17,28 @@ import { createStripeAdapter } from '@retrysafe/stripe';
 import { describe, expect, it } from 'vitest';
 // Each adapter's own classifier, read from source: the root entries export only what a user needs
 // (factory, options, cards), not these internals. The sandbox reads Retry-After with the contract's parser itself.
-import { outcomeFromAnswer as gitHubAnswer } from '../../../adapters/github/src/github-errors.js';
-import { classifyResponse, classifyNetworkError as httpNetwork } from '../../../adapters/http/src/http-errors.js';
+import {
+  outcomeFromAnswer as gitHubAnswer,
+  outcomeFromError as gitHubError,
+} from '../../../adapters/github/src/github-errors.js';
+import { classifyResponse } from '../../../adapters/http/src/http-errors.js';
 import {
   outcomeFromNetworkError as hubspotNetwork,
   rateLimitWaitMs,
 } from '../../../adapters/hubspot/src/hubspot-errors.js';
-import {
-  outcomeFromErrorAnswer as graphAnswer,
-  outcomeFromNetworkError as graphNetwork,
-} from '../../../adapters/msgraph/src/msgraph-errors.js';
+import { outcomeFromErrorAnswer as graphAnswer } from '../../../adapters/msgraph/src/msgraph-errors.js';
 import { retryAfterMsOf as resendRetryAfter } from '../../../adapters/resend/src/resend-errors.js';
-import { classifyNetworkError as sandboxNetwork } from '../../../adapters/sandbox/src/sandbox-adapter.js';
 import { outcomeFromError as slackError } from '../../../adapters/slack/src/slack-errors.js';
 import { classifyStripeError } from '../../../adapters/stripe/src/stripe-errors.js';
 
 const netErr = (code: string) =>
   new TypeError('fetch failed', { cause: Object.assign(new Error(`connect ${code}`), { code }) });
 
+// http, sandbox, msgraph and the MCP fence hand the raw error to the contract's noAnswerOutcome themselves.
 const classifiers: Record<string, (code: string) => Outcome> = {
-  http: (code) => httpNetwork(netErr(code)),
-  sandbox: (code) => sandboxNetwork(netErr(code)),
-  msgraph: (code) => graphNetwork(netErr(code)),
+  contract: (code) => noAnswerOutcome(netErr(code)),
+  // Octokit's RequestError (status 500, no response) keeps the fetch error as `cause`.
+  github: (code) => gitHubError(Object.assign(new Error('fetch failed'), { status: 500, cause: netErr(code) })),
   hubspot: (code) => hubspotNetwork(netErr(code), { started: true }),
   // @slack/web-api wraps the fetch error as a WebAPIRequestError with the cause in `original`.
   slack: (code) =>
@@ -85,9 +85,9 @@ const retryAfterReaders: Record<string, (v: string, date?: string) => number | u
 describe('"never sent" network codes: one list, every adapter', () => {
   for (const [adapter, classify] of Object.entries(classifiers)) {
     it.each(['ECONNREFUSED', 'EHOSTUNREACH', 'ENETUNREACH', 'UND_ERR_CONNECT_TIMEOUT', 'ENOTFOUND', 'EADDRNOTAVAIL'])(
-      `${adapter}: %s ⇒ not-applied`,
+      `${adapter}: %s ⇒ not-applied, never sent`,
       (code) => {
-        expect(classify(code).kind).toBe('not-applied');
+        expect(classify(code)).toMatchObject({ kind: 'not-applied', neverSent: true, code });
       },
     );
     it.each(['ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'UND_ERR_SOCKET'])(`${adapter}: %s ⇒ unknown`, (code) => {
@@ -177,6 +177,8 @@ describe('one owner: no adapter keeps a private copy of the generic rules', () =
       const text = readFileSync(path, 'utf8');
       expect(text).not.toMatch(/Date\.parse\(/);
       expect(text).not.toMatch(/new Set\(\[[^\]]*'(ECONNREFUSED|EHOSTUNREACH|ENOTFOUND)'/);
+      // A call with no answer becomes an outcome in one place, the contract's noAnswerOutcome.
+      expect(text).not.toMatch(/classifyTransportFailure/);
     },
   );
 });

@@ -228,6 +228,7 @@ describe('defineAdapter', () => {
     expect(await adapter.doExecute('orders.create', valid, ctx({ signal: AbortSignal.abort() }))).toMatchObject({
       kind: 'not-applied',
       code: 'ABORTED_BEFORE_SEND',
+      neverSent: true,
     });
     expect(calls).toHaveLength(0);
     const controller = new AbortController();

@@ -226,6 +226,7 @@ export function defineAdapter<const P extends string, O extends FrameOperation, 
           kind: 'not-applied',
           code: 'ABORTED_BEFORE_SEND',
           message: `${op.name}: aborted by the caller before sending; nothing was sent`,
+          neverSent: true,
         };
       try {
         return await raceAbort(

@@ -82,10 +82,6 @@ function codedErrors(error: unknown): CodedError[] {
   return found;
 }
 
-export function errorCodes(error: unknown): string[] {
-  return codedErrors(error).map((e) => e.code);
-}
-
 // A routing code (EHOSTUNREACH, ENETDOWN…) also ends an established socket, raised by `read` or `write` after the
 // request went out: it proves "never sent" only from connecting or name resolution (or with no syscall named).
 // ETIMEDOUT proves it only from `connect`: the TCP handshake never completed.
@@ -96,22 +92,65 @@ const provesNeverSent = ({ code, syscall }: CodedError) =>
       syscall === 'connect' ||
       (typeof syscall === 'string' && /^(getaddrinfo|query)/.test(syscall))));
 
+/** The error and its `cause`s, outermost first (fetch and SDKs wrap the socket error, a timeout or an abort). */
+function causeChain(error: unknown): Partial<Error>[] {
+  const chain: Partial<Error>[] = [];
+  for (let e = error; e !== null && typeof e === 'object' && !chain.includes(e) && chain.length < 6; ) {
+    chain.push(e);
+    e = (e as Partial<Error>).cause;
+  }
+  return chain;
+}
+
 /** Classifies a failure without a response: `never` only when every code found proves it was not sent. */
 export function classifyTransportFailure(error: unknown): TransportFailure {
   const coded = codedErrors(error);
   const codes = coded.map((e) => e.code);
-  const { message, name } = (error !== null && typeof error === 'object' ? error : {}) as Partial<Error>;
-  const text = typeof message === 'string' ? message : '';
+  const chain = causeChain(error);
+  const names = chain.map((e) => e.name);
+  const text = typeof chain[0]?.message === 'string' ? chain[0].message : '';
   const first = codes[0];
   if (coded.length > 0 && coded.every(provesNeverSent)) return { sent: 'never', code: first! };
   const code = coded.find((e) => !provesNeverSent(e))?.code ?? first;
   let cause: UnknownCause = 'other';
   // An abort (the runner's deadline, a caller's signal) while in flight is a timeout: the request may have landed.
-  if (codes.some((c) => TIMEOUT_CODES.has(c)) || name === 'TimeoutError' || name === 'AbortError') cause = 'timeout';
+  if (codes.some((c) => TIMEOUT_CODES.has(c)) || names.includes('TimeoutError') || names.includes('AbortError'))
+    cause = 'timeout';
   else if (codes.some((c) => RESET_CODES.has(c)) || /socket hang up/i.test(text)) cause = 'connection-reset';
   else if (codes.some((c) => TRUNCATED_CODES.has(c)) || /premature|terminated/i.test(text))
     cause = 'truncated-response';
   return code !== undefined ? { sent: 'maybe', cause, code } : { sent: 'maybe', cause };
+}
+
+/** What a call with no answer comes to. */
+export type NoAnswerOutcome = Extract<Outcome, { kind: 'not-applied' | 'unknown' }>;
+
+const NO_ANSWER: Partial<Record<UnknownCause, string>> = {
+  timeout: 'no answer within the timeout',
+  'connection-reset': 'connection closed before the answer',
+  'truncated-response': 'the answer broke off',
+};
+
+/** Cut short with `…`, which tells the redactor that a credential or an address may end at the cut. */
+export const clipMessage = (text: string) => (text.length > 300 ? `${text.slice(0, 300)}…` : text);
+
+/** The messages along the `cause` chain, each once, then the codes, clipped. */
+export function describeFailure(error: unknown, what?: string): string {
+  const messages = new Set(what ? [what] : []);
+  for (const { message } of causeChain(error)) if (typeof message === 'string' && message !== '') messages.add(message);
+  const codes = codedErrors(error).map((e) => e.code);
+  return clipMessage(([...messages].join(': ') || String(error)) + (codes.length > 0 ? ` (${codes.join(', ')})` : ''));
+}
+
+/** A call that got no answer, by classifyTransportFailure: never sent ⇒ not-applied (neverSent), else unknown.
+ * `what`: the SDK's own words for the failure, when they are not on the error's `cause` chain. */
+export function noAnswerOutcome(error: unknown, what?: string): NoAnswerOutcome {
+  const t = classifyTransportFailure(error);
+  const detail = describeFailure(error, what);
+  if (t.sent === 'never')
+    return { kind: 'not-applied', code: t.code, message: `never sent: ${detail}`, neverSent: true };
+  const code = t.code === undefined ? {} : { code: t.code };
+  return { kind: 'unknown', cause: t.cause, message: `${NO_ANSWER[t.cause] ?? 'no answer'}: ${detail}`, ...code };
 }
 
 /** The provider's `Date` header, else `now`: an instant it names is measured from it. */

@@ -5,9 +5,11 @@ import {
   answeredAt,
   checkBaseUrl,
   classifyTransportFailure,
+  clipMessage,
   isLoopbackHost,
   lookupFromOutcome,
   NEVER_SENT_CODES,
+  noAnswerOutcome,
   parseRetryAfter,
   positiveInteger,
   retryAfterOf,
@@ -156,6 +158,12 @@ describe('classifyTransportFailure: never-sent vs may-have-been-applied', () => 
     expect(classifyTransportFailure(null)).toEqual({ sent: 'maybe', cause: 'other' });
   });
 
+  it("a timeout an SDK wraps (Octokit's RequestError keeps it as `cause`) is still a timeout", () => {
+    const timedOut = new DOMException('The operation was aborted due to timeout', 'TimeoutError');
+    const wrapped = Object.assign(new Error(timedOut.message, { cause: timedOut }), { name: 'HttpError', status: 500 });
+    expect(classifyTransportFailure(wrapped)).toEqual({ sent: 'maybe', cause: 'timeout' });
+  });
+
   it('an unreachable network on an established socket (read/write EHOSTUNREACH) may have been applied; at connect it was never sent', () => {
     const onSocket = (code: string, syscall: string) =>
       new TypeError('fetch failed', { cause: Object.assign(new Error(`${syscall} ${code}`), { code, syscall }) });
@@ -202,6 +210,62 @@ describe('classifyTransportFailure: never-sent vs may-have-been-applied', () => 
     const a = err('ECONNRESET') as Error & { cause?: unknown };
     a.cause = a;
     expect(classifyTransportFailure(a)).toMatchObject({ sent: 'maybe' });
+  });
+});
+
+describe("noAnswerOutcome: every adapter's outcome for a call with no answer", () => {
+  const fetchFailed = (code: string) =>
+    Object.assign(new TypeError('fetch failed'), { cause: Object.assign(new Error(code.toLowerCase()), { code }) });
+  it.each([
+    ['ECONNREFUSED', 'not-applied'],
+    ['ENOTFOUND', 'not-applied'],
+    ['UND_ERR_CONNECT_TIMEOUT', 'not-applied'],
+    ['ECONNRESET', 'unknown'],
+    ['UND_ERR_SOCKET', 'unknown'],
+    ['UND_ERR_HEADERS_TIMEOUT', 'unknown'],
+    ['SOMETHING_NEW', 'unknown'],
+  ])('%s ⇒ %s', (code, kind) => {
+    expect(noAnswerOutcome(fetchFailed(code)).kind).toBe(kind);
+  });
+  it('a timeout signal ⇒ unknown (timeout)', () => {
+    expect(noAnswerOutcome(new DOMException('The operation was aborted due to timeout', 'TimeoutError'))).toMatchObject(
+      { kind: 'unknown', cause: 'timeout' },
+    );
+  });
+  it('walks the cause chain', () => {
+    expect(noAnswerOutcome(fetchFailed('ECONNRESET'))).toMatchObject({
+      message: 'connection closed before the answer: fetch failed: econnreset (ECONNRESET)',
+    });
+  });
+  // The HTTP adapter's table, from when it carried its own copy.
+  it.each([
+    ['ECONNREFUSED', 'not-applied', undefined],
+    ['ENOTFOUND', 'not-applied', undefined],
+    ['ECONNABORTED', 'unknown', 'timeout'],
+    ['ETIMEDOUT', 'unknown', 'timeout'],
+    ['ECONNRESET', 'unknown', 'connection-reset'],
+    ['EPIPE', 'unknown', 'connection-reset'],
+    ['ERR_SOMETHING_NEW', 'unknown', 'other'],
+  ])('%s on the error itself ⇒ %s', (code, kind, cause) => {
+    const out = noAnswerOutcome(Object.assign(new Error('x'), { code }));
+    expect(out.kind).toBe(kind);
+    if (cause) expect(out).toMatchObject({ cause });
+  });
+  it('never sent carries neverSent and the code; maybe sent the code it found; `what` leads the message', () => {
+    expect(noAnswerOutcome(fetchFailed('ECONNREFUSED'), 'the SDK says so')).toEqual({
+      kind: 'not-applied',
+      code: 'ECONNREFUSED',
+      neverSent: true,
+      message: 'never sent: the SDK says so: fetch failed: econnrefused (ECONNREFUSED)',
+    });
+    expect(noAnswerOutcome(fetchFailed('UND_ERR_SOCKET'))).toMatchObject({ kind: 'unknown', code: 'UND_ERR_SOCKET' });
+    expect(noAnswerOutcome(new Error('x'.repeat(400))).message).toMatch(/x…$/);
+  });
+});
+
+describe('clipMessage', () => {
+  it('cuts long text with …', () => {
+    expect(clipMessage('x'.repeat(400))).toHaveLength(301);
   });
 });
 

@@ -12,8 +12,8 @@ import {
 import {
   callerRefusal,
   cannotTellFrom,
-  classifyTransportFailure,
   lookupMiss,
+  noAnswerOutcome,
   retryAfterOf,
   saysMoreFollow,
 } from '@retrysafe/contract/provider';
@@ -251,10 +251,7 @@ function classifyToolError(error: unknown, tool?: FenceToolConfig): Outcome {
   const refused = callerRefusal(status);
   if (refused) return { kind: 'rejected', reason: refused, message, code: `http-${status}` };
   if (typeof code === 'number' && MCP_ERRORS[code]) return MCP_ERRORS[code](message);
-  const t = classifyTransportFailure(error);
-  if (t.sent === 'never')
-    return { kind: 'not-applied', message: `upstream not reached (${t.code})`, code: t.code, neverSent: true };
-  return unknownOutcome(t.cause, message, t.code);
+  return noAnswerOutcome(error);
 }
 
 /** A host's call as its upstream calls see it: the relay of their progress, the host's `_meta`; the adapter puts there
