@@ -4,6 +4,7 @@
 import { createServer } from 'node:net';
 import {
   CreateTableCommand,
+  DescribeTableCommand,
   type DynamoDBClient,
   ListTablesCommand,
   UpdateItemCommand,
@@ -749,6 +750,10 @@ describe('the DynamoDB ledger', () => {
     const declared = tableDefinition('keys-only');
     const index = { ...declared.GlobalSecondaryIndexes![0]!, Projection: { ProjectionType: 'KEYS_ONLY' as const } };
     await client.send(new CreateTableCommand({ ...declared, GlobalSecondaryIndexes: [index] }));
+    // A table made here is CREATING until dynalite's timer marks it ACTIVE; a claim before that finds no table.
+    const active = async () =>
+      (await client.send(new DescribeTableCommand({ TableName: 'keys-only' }))).Table?.TableStatus === 'ACTIVE';
+    while (!(await active()));
     const keyed = createDynamoDbLedger({ table: 'other-keys', client });
     const unindexed = createDynamoDbLedger({ table: 'no-index', client });
     const keysOnly = createDynamoDbLedger({ table: 'keys-only', client });
