@@ -17,6 +17,17 @@ function otherSpellings(key: string, n: number): string[] {
   });
 }
 
+/** The lookup of ticket `ref` on a sandbox whose EQ search folds case, seeded with a ticket per value `values(key)`
+ * gives for the ticket's provider key. */
+async function lookupAmong(ref: string, values: (key: string) => string[]) {
+  const { s, a } = await rig({ searchEqFoldsCase: true, searchPerSecond: null }, { searchSettleMs: 0 });
+  const params = ticket(ref);
+  const key = executeContext(a, 'tickets.create', operationIdFor(a, 'tickets.create', params)).providerKey!;
+  for (const value of values(key))
+    s.seed('tickets', { subject: 'seeded', hs_pipeline_stage: '1', [DEFAULT_ID_PROPERTY]: value });
+  return lookup(a, 'tickets.create', params);
+}
+
 // doLookup against the sandbox: CRM search with an indexing delay for tickets.create and
 // objects.upsert, GET-and-compare for contacts.update. A miss is "absent" only when it can prove it.
 
@@ -115,39 +126,27 @@ describe('tickets.create lookup: CRM search on the id property', () => {
   });
 
   it('a miss on a page whose paging.next is set is cannot-tell: only the whole answer may say not-found', async () => {
-    const { s, a } = await rig({ searchEqFoldsCase: true, searchPerSecond: null }, { searchSettleMs: 0 });
-    const params = ticket('lk-paged');
-    const key = executeContext(a, 'tickets.create', operationIdFor(a, 'tickets.create', params)).providerKey!;
     // 201 other spellings of the key: the first page of the EQ search (200) is full of them and paging.next is set.
-    const others = otherSpellings(key, 201);
-    expect(new Set([key, ...others]).size).toBe(202);
-    for (const other of others)
-      s.seed('tickets', { subject: 'other', hs_pipeline_stage: '1', [DEFAULT_ID_PROPERTY]: other });
-    const r = await lookup(a, 'tickets.create', params);
+    const r = await lookupAmong('lk-paged', (key) => {
+      const others = otherSpellings(key, 201);
+      expect(new Set([key, ...others]).size).toBe(202);
+      return others;
+    });
     expect(r).toMatchObject({ kind: 'cannot-tell' });
     expect(r.kind === 'cannot-tell' && r.reason).toMatch(/more results/);
   });
 
   it('ours on a page whose paging.next is set is cannot-tell: a second record with the key may be on the next page', async () => {
-    const { s, a } = await rig({ searchEqFoldsCase: true, searchPerSecond: null }, { searchSettleMs: 0 });
-    const params = ticket('lk-paged-hit');
-    const key = executeContext(a, 'tickets.create', operationIdFor(a, 'tickets.create', params)).providerKey!;
     // Ours, then 200 other spellings of the key: the first page of the EQ search (200) is full, and paging.next is set.
-    for (const value of [key, ...otherSpellings(key, 200)])
-      s.seed('tickets', { subject: 'seeded', hs_pipeline_stage: '1', [DEFAULT_ID_PROPERTY]: value });
-    const r = await lookup(a, 'tickets.create', params);
+    const r = await lookupAmong('lk-paged-hit', (key) => [key, ...otherSpellings(key, 200)]);
     expect(r).toMatchObject({ kind: 'cannot-tell' });
     expect(r.kind === 'cannot-tell' && r.reason).toMatch(/more results/);
   });
 
   it('ours after three other spellings of the key: found, as the search asks for a page of 200, the most HubSpot allows', async () => {
     // developers.hubspot.com/docs/api/crm/search: "The maximum number of supported objects per page is 200."
-    const { s, a } = await rig({ searchEqFoldsCase: true, searchPerSecond: null }, { searchSettleMs: 0 });
-    const params = ticket('lk-spelled');
-    const key = executeContext(a, 'tickets.create', operationIdFor(a, 'tickets.create', params)).providerKey!;
-    for (const value of [...otherSpellings(key, 3), key])
-      s.seed('tickets', { subject: 'seeded', hs_pipeline_stage: '1', [DEFAULT_ID_PROPERTY]: value });
-    expect(await lookup(a, 'tickets.create', params)).toMatchObject({ kind: 'found' });
+    const r = await lookupAmong('lk-spelled', (key) => [...otherSpellings(key, 3), key]);
+    expect(r).toMatchObject({ kind: 'found' });
   });
 
   it('search throttled (5 req/s per account) ⇒ cannot-tell with a 1 s wait and the SECONDLY policy', async () => {

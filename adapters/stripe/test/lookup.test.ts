@@ -389,43 +389,40 @@ describe('refunds past retention: a match on an earlier list page proves nothing
   );
 });
 
+/** customers.create's lookup past the key's retention against a search answering our customer on every page, with
+ * `more(url)`'s paging fields. */
+async function searchPastRetention(more: (url: string) => object) {
+  const id = operationIdFor(adapter, 'customers.create', customer);
+  const ours = { id: 'cus_1', object: 'customer', metadata: { retrysafe_operation_id: id } };
+  const server = await startScriptedServer((req, res) => {
+    res.setHeader('content-type', 'application/json');
+    const page = { object: 'search_result', url: '/v1/customers/search', ...more(req.url ?? '') };
+    res.end(JSON.stringify({ ...page, data: [ours] }));
+  });
+  try {
+    const scripted = createStripeAdapter({ apiKey: API_KEY, baseUrl: server.url, timeoutMs: 2000 });
+    const at = t0 + STRIPE_KEY_RETENTION_MS + HOUR;
+    const ctx = lookupContext(scripted, 'customers.create', id, customer, { firstDispatchedAt: t0, now: at });
+    return await scripted.doLookup('customers.create', ctx);
+  } finally {
+    await server.close();
+  }
+}
+
 describe('past retention: a search whose one exact match sits on a page with more after it', () => {
   it('cannot tell (a second object of ours may be on the page not read), never adopts it', async () => {
-    const id = operationIdFor(adapter, 'customers.create', customer);
-    const ours = { id: 'cus_1', object: 'customer', metadata: { retrysafe_operation_id: id } };
-    const server = await startScriptedServer((_req, res) => {
-      res.setHeader('content-type', 'application/json');
-      const page = { object: 'search_result', url: '/v1/customers/search', has_more: true, next_page: 'p2' };
-      res.end(JSON.stringify({ ...page, data: [ours] }));
-    });
-    try {
-      const scripted = createStripeAdapter({ apiKey: API_KEY, baseUrl: server.url, timeoutMs: 2000 });
-      const at = t0 + STRIPE_KEY_RETENTION_MS + HOUR;
-      const ctx = lookupContext(scripted, 'customers.create', id, customer, { firstDispatchedAt: t0, now: at });
-      expect(await scripted.doLookup('customers.create', ctx)).toMatchObject({ kind: 'cannot-tell' });
-    } finally {
-      await server.close();
-    }
+    // Every page says there is more after it: the search is never read to its end.
+    const result = await searchPastRetention(() => ({ has_more: true, next_page: 'p2' }));
+    expect(result).toMatchObject({ kind: 'cannot-tell' });
   });
 });
 
 describe('past retention: the same object on two search pages (the results moved between the reads)', () => {
   it('is one object, adopted, not a duplicate', async () => {
-    const id = operationIdFor(adapter, 'customers.create', customer);
-    const ours = { id: 'cus_1', object: 'customer', metadata: { retrysafe_operation_id: id } };
-    const server = await startScriptedServer((req, res) => {
-      res.setHeader('content-type', 'application/json');
-      const more = req.url?.includes('page=p2') ? { has_more: false } : { has_more: true, next_page: 'p2' };
-      res.end(JSON.stringify({ object: 'search_result', url: '/v1/customers/search', ...more, data: [ours] }));
-    });
-    try {
-      const scripted = createStripeAdapter({ apiKey: API_KEY, baseUrl: server.url, timeoutMs: 2000 });
-      const at = t0 + STRIPE_KEY_RETENTION_MS + HOUR;
-      const ctx = lookupContext(scripted, 'customers.create', id, customer, { firstDispatchedAt: t0, now: at });
-      expect(await scripted.doLookup('customers.create', ctx)).toMatchObject({ kind: 'found' });
-    } finally {
-      await server.close();
-    }
+    const result = await searchPastRetention((url) =>
+      url.includes('page=p2') ? { has_more: false } : { has_more: true, next_page: 'p2' },
+    );
+    expect(result).toMatchObject({ kind: 'found' });
   });
 });
 

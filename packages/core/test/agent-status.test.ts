@@ -10,6 +10,19 @@ const ACTION: Outcome = { kind: 'rejected', reason: 'action-required', message: 
 const toolOf = (adapter: Parameters<typeof agentTools>[0][number]) =>
   agentTools([adapter], ['sandbox_records_create'])[0]!;
 
+/** A call refused once for the user's step, held at its gate after its claim, and a second runner's owner: `sent` counts
+ * the sends. */
+async function heldForStep(ref: string) {
+  const { adapter, ledger, runner, clock } = setup({ lookup: 'none' });
+  const sent = { count: 0 };
+  const refusing = scripted(adapter, (n) => (sent.count++, n === 0 ? ACTION : undefined));
+  const { held, atGate, gate } = gated(refusing);
+  const first = callAgentTool(agentRunner(runner), toolOf(held), { ref });
+  await atGate.promise;
+  const other = createRunner({ ledger, clock, owner: 'other', policy: { waitForOtherMs: 0 } });
+  return { ledger, clock, refusing, held, gate, first, other, sent };
+}
+
 describe('the answers to an operation in flight', () => {
   it('say it is in progress and when to ask again, the call and the status alike', async () => {
     const { adapter, ledger, runner, clock } = setup({}, { policy: { leaseMs: 30_000, waitForOtherMs: 0 } });
@@ -27,32 +40,23 @@ describe('the answers to an operation in flight', () => {
   });
 
   it('followed after in progress: the step the user was asked for, not the request sent again; sent once they took it', async () => {
-    const { adapter, ledger, runner, clock } = setup({ lookup: 'none' });
-    let sends = 0;
-    const refusing = scripted(adapter, (n) => (sends++, n === 0 ? ACTION : undefined));
-    const { held, atGate, gate } = gated(refusing);
-    const first = callAgentTool(agentRunner(runner), toolOf(held), { ref: 'f-3' });
-    await atGate.promise;
-    const agent = agentRunner(createRunner({ ledger, clock, owner: 'other', policy: { waitForOtherMs: 0 } }));
+    const { refusing, held, gate, first, other, sent } = await heldForStep('f-3');
+    const agent = agentRunner(other);
     expect(await callAgentTool(agent, toolOf(held), { ref: 'f-3' })).toMatchObject({ status: 'in-progress' });
     gate.resolve();
     expect(await first).toMatchObject({ status: 'needs-human' });
     const followed = await callAgentTool(agent, toolOf(refusing), { ref: 'f-3' });
     expect(followed).toMatchObject({ status: 'needs-human' });
     expect(followed.message).toMatch(/asks the user to take a step/);
-    expect(sends).toBe(1);
+    expect(sent.count).toBe(1);
     // Told of the step, the agent's next call is the same request after it: sent again.
     expect(await callAgentTool(agent, toolOf(refusing), { ref: 'f-3' })).toMatchObject({ status: 'done' });
-    expect(sends).toBe(2);
+    expect(sent.count).toBe(2);
   });
 
   it('told the step by retrysafe_status after in progress, the next call is sent', async () => {
-    const { adapter, ledger, runner, clock } = setup({ lookup: 'none' });
-    const refusing = scripted(adapter, (n) => (n === 0 ? ACTION : undefined));
-    const { held, atGate, gate } = gated(refusing);
-    const first = callAgentTool(agentRunner(runner), toolOf(held), { ref: 'f-4' });
-    await atGate.promise;
-    const agent = agentRunner(createRunner({ ledger, clock, owner: 'other', policy: { waitForOtherMs: 0 } }));
+    const { ledger, clock, refusing, held, gate, first, other } = await heldForStep('f-4');
+    const agent = agentRunner(other);
     const answer = await callAgentTool(agent, toolOf(held), { ref: 'f-4' });
     gate.resolve();
     await first;
@@ -62,13 +66,7 @@ describe('the answers to an operation in flight', () => {
   });
 
   it('followed after in progress by an agent runner built again (a restart): the step, not the request sent again', async () => {
-    const { adapter, ledger, runner, clock } = setup({ lookup: 'none' });
-    let sends = 0;
-    const refusing = scripted(adapter, (n) => (sends++, n === 0 ? ACTION : undefined));
-    const { held, atGate, gate } = gated(refusing);
-    const first = callAgentTool(agentRunner(runner), toolOf(held), { ref: 'f-5' });
-    await atGate.promise;
-    const other = createRunner({ ledger, clock, owner: 'other', policy: { waitForOtherMs: 0 } });
+    const { refusing, held, gate, first, other, sent } = await heldForStep('f-5');
     expect(await callAgentTool(agentRunner(other), toolOf(held), { ref: 'f-5' })).toMatchObject({
       status: 'in-progress',
     });
@@ -77,17 +75,13 @@ describe('the answers to an operation in flight', () => {
     const restarted = agentRunner(other);
     const followed = await callAgentTool(restarted, toolOf(refusing), { ref: 'f-5' });
     expect(followed.message).toMatch(/asks the user to take a step/);
-    expect(sends).toBe(1);
+    expect(sent.count).toBe(1);
     expect(await callAgentTool(restarted, toolOf(refusing), { ref: 'f-5' })).toMatchObject({ status: 'done' });
   });
 
   it('told the step by retrysafe_handoffs after in progress, the next call is sent', async () => {
-    const { adapter, ledger, runner, clock } = setup({ lookup: 'none' });
-    const refusing = scripted(adapter, (n) => (n === 0 ? ACTION : undefined));
-    const { held, atGate, gate } = gated(refusing);
-    const first = callAgentTool(agentRunner(runner), toolOf(held), { ref: 'f-6' });
-    await atGate.promise;
-    const agent = agentRunner(createRunner({ ledger, clock, owner: 'other', policy: { waitForOtherMs: 0 } }));
+    const { ledger, refusing, held, gate, first, other } = await heldForStep('f-6');
+    const agent = agentRunner(other);
     await callAgentTool(agent, toolOf(held), { ref: 'f-6' });
     gate.resolve();
     await first;

@@ -1,9 +1,20 @@
-import type { Ledger } from '@retrysafe/contract';
+import type { AdapterV1, Ledger } from '@retrysafe/contract';
 import { createMemoryLedger, createRunner, createVirtualClock } from '@retrysafe/core';
 import { createSandboxAdapter, createSandboxProvider } from '@retrysafe/sandbox';
 import { describe, expect, it } from 'vitest';
 
 const OP = 'records.create';
+type VirtualClock = ReturnType<typeof createVirtualClock>;
+
+/** A second runner two minutes on: done after one lookup and the re-send (a second look a full late-apply bound
+ * after the first would prove nothing more). */
+async function takeOverLongAfter(ledger: Ledger, adapter: AdapterV1, real: VirtualClock, ref: string) {
+  real.advance(120_000);
+  const rb = await createRunner({ ledger, clock: real, random: () => 0.5 }).run(adapter, OP, { params: { ref } });
+  expect(rb).toMatchObject({ status: 'done' });
+  const [rec] = await ledger.list({});
+  expect((await ledger.receipts(rec!.businessOperationId)).map((r) => r.kind)).toEqual(['lookup', 'resend']);
+}
 
 /** A promise and the function that settles it. */
 function signal() {
@@ -32,13 +43,8 @@ function lateDispatchAnswer(inner: Ledger, written: () => void, answer: Promise<
   });
 }
 
-/**
- * Worker A, its clock 20 s behind (the card's margin is 1 min), held between its durable `dispatched` write and
- * its request (the ledger answers late) on a sandbox where every send is a record of its own and the lookup sees
- * one at once; then 11 s on: A's lease (30 s from its clock's reading) ended 1 s ago on the ledger's clock, while
- * A still holds it on its own.
- */
-async function laggingOwner(ref: string, lateApplyMs = 0) {
+/** A sandbox on a virtual clock where every send is a record of its own and the lookup sees one at once. */
+function duplicatingSandbox(lateApplyMs: number) {
   const real = createVirtualClock();
   const provider = createSandboxProvider({
     replays: false,
@@ -50,7 +56,17 @@ async function laggingOwner(ref: string, lateApplyMs = 0) {
     clock: real.now,
     sleep: real.sleep,
   });
-  const adapter = createSandboxAdapter({ provider });
+  return { real, provider, adapter: createSandboxAdapter({ provider }) };
+}
+
+/**
+ * Worker A, its clock 20 s behind (the card's margin is 1 min), held between its durable `dispatched` write and
+ * its request (the ledger answers late) on a sandbox where every send is a record of its own and the lookup sees
+ * one at once; then 11 s on: A's lease (30 s from its clock's reading) ended 1 s ago on the ledger's clock, while
+ * A still holds it on its own.
+ */
+async function laggingOwner(ref: string, lateApplyMs = 0) {
+  const { real, provider, adapter } = duplicatingSandbox(lateApplyMs);
   const ledger = createMemoryLedger();
   const answer = signal();
   const written = signal();
@@ -131,14 +147,7 @@ describe('a takeover and an owner whose clock lags (limits.clockSkewMargin)', ()
 
   it("a not-found asked long after the old owner's lease end + the margin + the late-apply bound proves absence at once: no wait counted from the taker's own claim", async () => {
     const { real, provider, adapter, ledger, answer, runA } = await laggingOwner('r-long-gone', 1_000);
-    real.advance(120_000);
-    const rb = await createRunner({ ledger, clock: real, random: () => 0.5 }).run(adapter, OP, {
-      params: { ref: 'r-long-gone' },
-    });
-    expect(rb).toMatchObject({ status: 'done' });
-    const [rec] = await ledger.list({});
-    // One lookup, then the re-send: a second look a full late-apply bound after the first would prove nothing more.
-    expect((await ledger.receipts(rec!.businessOperationId)).map((r) => r.kind)).toEqual(['lookup', 'resend']);
+    await takeOverLongAfter(ledger, adapter, real, 'r-long-gone');
     answer.fire();
     await runA;
     expect(provider.count()).toBe(1);
@@ -147,18 +156,7 @@ describe('a takeover and an owner whose clock lags (limits.clockSkewMargin)', ()
 
 describe('a takeover on a ledger whose one clock judges every lease (sharedLeaseClock)', () => {
   it("a not-found asked long after the old owner's lease end + the late-apply bound proves absence at once", async () => {
-    const real = createVirtualClock();
-    const provider = createSandboxProvider({
-      replays: false,
-      retentionMs: null,
-      parameterMatching: 'none',
-      concurrency: 'duplicates',
-      lookup: 'get-by-key',
-      lateApplyMs: 1_000,
-      clock: real.now,
-      sleep: real.sleep,
-    });
-    const adapter = createSandboxAdapter({ provider });
+    const { real, provider, adapter } = duplicatingSandbox(1_000);
     const memory = createMemoryLedger();
     const ledger: Ledger = Object.assign(Object.create(memory) as Ledger, {
       capabilities: { ...memory.capabilities, sharedLeaseClock: true },
@@ -169,13 +167,7 @@ describe('a takeover on a ledger whose one clock judges every lease (sharedLease
     const a = createRunner({ ledger: lateDispatchAnswer(memory, written.fire, never), clock: real });
     void a.run(adapter, OP, { params: { ref: 'r-one-clock' } });
     await written.fired;
-    real.advance(120_000);
-    const rb = await createRunner({ ledger, clock: real, random: () => 0.5 }).run(adapter, OP, {
-      params: { ref: 'r-one-clock' },
-    });
-    expect(rb).toMatchObject({ status: 'done' });
-    const [rec] = await ledger.list({});
-    expect((await ledger.receipts(rec!.businessOperationId)).map((r) => r.kind)).toEqual(['lookup', 'resend']);
+    await takeOverLongAfter(ledger, adapter, real, 'r-one-clock');
     expect(provider.count()).toBe(1);
   });
 });

@@ -7,20 +7,13 @@ import { join } from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
 import { type BusinessOperationId, type Ledger, LedgerError } from '@retrysafe/contract';
 import { exportReceiptsJsonl, type Runner } from '@retrysafe/core';
-import {
-  type AgentToolDefinition,
-  agentRunner,
-  agentTools,
-  callAgentTool,
-  operationStatus,
-  pendingHandoffs,
-} from '@retrysafe/core/agent';
+import * as agentApi from '@retrysafe/core/agent';
 import { createSqliteLedger } from '@retrysafe/ledger-sqlite';
 import { afterEach, describe, expect, it } from 'vitest';
 import { setup } from './helpers.js';
 
 const dirs: string[] = [];
-type Setup = { runner: Runner; tool: AgentToolDefinition; logs: string[] };
+type Setup = { runner: Runner; tool: agentApi.AgentToolDefinition; logs: string[] };
 afterEach(() => {
   for (const dir of dirs.splice(0)) rmSync(dir, { recursive: true, force: true });
 });
@@ -38,10 +31,10 @@ async function withCutHandoff(
     const logs: string[] = [];
     const { adapter, runner } = setup({}, { ledger, logger: (e) => void logs.push(JSON.stringify(e)) });
     const doExecute = async () => ({ kind: 'rejected', reason: 'validation', message: 'no' }) as const;
-    const [tool] = agentTools([{ ...adapter, doExecute } as typeof adapter], ['sandbox_records_create']);
+    const [tool] = agentApi.agentTools([{ ...adapter, doExecute } as typeof adapter], ['sandbox_records_create']);
     const ids: string[] = [];
     for (const ref of ['a-cut', 'b-good', 'c-good']) {
-      const answer = await callAgentTool(agentRunner(runner), tool!, { ref });
+      const answer = await agentApi.callAgentTool(agentApi.agentRunner(runner), tool!, { ref });
       ids.push((answer as { businessOperationId: string }).businessOperationId);
     }
     const raw = new DatabaseSync(path);
@@ -56,7 +49,7 @@ async function withCutHandoff(
 describe('a listing with one unreadable row', () => {
   it('the pending hand-offs shown to an agent hold the readable ones and name the cut one', async () => {
     await withCutHandoff(async (ledger, cut, readable) => {
-      const shown = await pendingHandoffs(ledger);
+      const shown = await agentApi.pendingHandoffs(ledger);
       expect(shown.handoffs.map((h) => h.businessOperationId).sort()).toEqual(readable.sort());
       expect(shown).toMatchObject({ unreadable: [cut], truncated: false });
     });
@@ -65,7 +58,7 @@ describe('a listing with one unreadable row', () => {
   it('a hand-off packet without its lists (edited from outside) is named, not a failure of the whole list', async () => {
     for (const packet of ['{}', '{"reason":"rejected","attempts":[],"safeNextActions":{}}', '"x"'])
       await withCutHandoff(async (ledger, cut, readable) => {
-        const shown = await pendingHandoffs(ledger);
+        const shown = await agentApi.pendingHandoffs(ledger);
         expect(shown.handoffs.map((h) => h.businessOperationId).sort()).toEqual(readable.sort());
         expect(shown).toMatchObject({ unreadable: [cut] });
       }, `record = json_set(record, '$.handoff', json('${packet}'))`);
@@ -103,8 +96,8 @@ describe('a listing with one unreadable row', () => {
             (e) => seen.push(e),
           );
         await caught(ledger.get(cut as BusinessOperationId));
-        await caught(operationStatus(ledger, cut));
-        await caught(callAgentTool(agentRunner(runner), tool, { ref: 'a-cut' }));
+        await caught(agentApi.operationStatus(ledger, cut));
+        await caught(agentApi.callAgentTool(agentApi.agentRunner(runner), tool, { ref: 'a-cut' }));
         await caught(runner.run(tool.adapter, tool.operation, { params: { ref: 'a-cut' } }));
         await caught(runner.recover({ adapters: [tool.adapter], businessOperationId: cut }));
         await caught(exportReceiptsJsonl(ledger, { heads: true }));

@@ -11,16 +11,4 @@ export {
   msGraphDrillFaults,
 } from './msgraph-drills.js';
 export { graphRequestKind, startMsGraphSandbox } from './msgraph-sandbox.js';
-export type {
-  DuplicateTransactionBehaviour,
-  FaultScript,
-  MsGraphSandbox,
-  MsGraphSandboxOptions,
-  SandboxEvent,
-  SandboxFault,
-  SandboxKind,
-  SandboxMessage,
-  SandboxRecord,
-  SandboxRequest,
-  SandboxTask,
-} from './msgraph-sandbox-types.js';
+export type * from './msgraph-sandbox-types.js';
