@@ -18,6 +18,7 @@ const S = {
   eventResourcePinned:
     'https://github.com/microsoftgraph/microsoft-graph-docs-contrib/blob/02eb1a3142fa14e36ac955f10cb8012fcd8d5933/api-reference/v1.0/resources/event.md',
   createTask: 'https://learn.microsoft.com/en-us/graph/api/todotasklist-post-tasks',
+  dateTimeTimeZone: 'https://learn.microsoft.com/en-us/graph/api/resources/datetimetimezone',
   createTaskExample:
     'https://github.com/microsoftgraph/microsoft-graph-docs-contrib/blob/093f294473d3d1d60b6705e9572f5e96486c96d1/api-reference/v1.0/api/todotasklist-post-tasks.md',
   linkedResource: 'https://learn.microsoft.com/en-us/graph/api/resources/linkedresource',
@@ -128,6 +129,8 @@ function msGraphCard({ refusals, handoff, limits, reconciler, unverified, ...spe
 /** How the id reads the mailbox: Graph's own identity of the user, asked before the claim (msgraph-adapter.ts). */
 const MAILBOX =
   'mailbox (as Graph resolves it before the claim: me for the signed-in user however spelled, else the user’s object id)';
+// Folding two zone names Graph may keep apart would give two slots one id and lose an event.
+const ZONE_AS_SPELLED = `a timeZone is compared as spelled: ${S.dateTimeTimeZone} lists Windows and IANA names but documents no two as one zone, so UTC and Etc/UTC, or Pacific Standard Time and America/Los_Angeles, derive two ids (and two transactionIds); a retry must repeat the first spelling or pass the first businessOperationId`;
 
 export const mailSendCard = msGraphCard({
   operation: 'msgraph.mail.send',
@@ -222,7 +225,7 @@ export const eventsCreateCard = msGraphCard({
     rejectionMayCreate: rejectionLeaves('an event'),
   },
   businessOperationId: {
-    rule: `derived from intent fields ${MAILBOX}, event.subject, event.start, event.end (one meeting slot with one subject in one calendar), or given by the caller`,
+    rule: `derived from intent fields ${MAILBOX}, event.subject, event.start, event.end (one meeting slot with one subject in one calendar), or given by the caller; ${ZONE_AS_SPELLED}`,
     intentFields: ['mailbox', 'event.subject', 'event.start', 'event.end'],
     // An agent may copy a time back from Graph, which returns it with a seven-digit zero fraction.
     normalize: (['start', 'end'] as const).map((at) => ({
@@ -310,7 +313,7 @@ export const todoTasksCreateCard = msGraphCard({
     rejectionMayCreate: rejectionLeaves('a task'),
   },
   businessOperationId: {
-    rule: `derived from intent fields ${MAILBOX}, listId, task.title and task.dueDateTime when given (one task of one title due at one time in one list), or given by the caller`,
+    rule: `derived from intent fields ${MAILBOX}, listId, task.title and task.dueDateTime when given (one task of one title due at one time in one list), or given by the caller; ${ZONE_AS_SPELLED}`,
     // The due date tells two tasks of one title apart ("Pay rent" each month): outside the intent the second was
     // refused as a params conflict and never made.
     intentFields: ['mailbox', 'listId', 'task.title', 'task.dueDateTime'],
