@@ -1,4 +1,5 @@
-import { copyFileSync, readdirSync, writeFileSync } from 'node:fs';
+import { execFileSync } from 'node:child_process';
+import { copyFileSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { createRunner } from '@retrysafe/core';
 import { createSqliteLedger } from '@retrysafe/ledger-sqlite';
@@ -7,7 +8,7 @@ import { createDrillClock } from '@retrysafe/testkit';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { editStored, type StoredLines } from '../../ledger-sqlite/test/sqlite-tamper.js';
 import { type FaultySandbox, startFaultySandbox } from './faulty-sandbox.js';
-import { cli, cliJson, openRawSqlite, REPO, tempDir } from './helpers.js';
+import { BIN, cli, cliJson, openRawSqlite, REPO, tempDir } from './helpers.js';
 
 // `ledger resolve-all` works through a list it read once, on a ledger other people and processes write meanwhile.
 let sandbox: FaultySandbox;
@@ -367,5 +368,23 @@ describe('ledger resolve --resume --force', () => {
       /--resume --force if you are sure it does not \(it is sent again with nothing looked up first: if the effect exists, it is made twice\)/,
     );
     expect(forgetful.provider.count()).toBe(before);
+  });
+});
+
+describe('ledger resolve-all opens the ledger once', () => {
+  // Per row it would be a new connection pool (PostgreSQL) or client (DynamoDB): strace counts a real process's opens.
+  it('for the listing and every row it resolves, as many rows as there are', async () => {
+    const { dir, db, ids } = await handoffs('one-open', 'reject', 3);
+    const trace = join(dir, 'strace.txt');
+    const args = ['-f', '-qq', '-e', 'trace=openat', '-o', trace, process.execPath, BIN];
+    const out = execFileSync('strace', [...args, 'ledger', 'resolve-all', '--db', db, '--abandon', '--json'], {
+      cwd: dir,
+      encoding: 'utf8',
+    });
+    expect(rowsOf(JSON.parse(out))[ids[0]!]).toMatchObject({ result: { status: 'resolved', state: 'abandoned' } });
+    const opens = readFileSync(trace, 'utf8')
+      .split('\n')
+      .filter((l) => l.includes(`"${db}"`) && !/= -1 /.test(l));
+    expect(opens).toHaveLength(1);
   });
 });

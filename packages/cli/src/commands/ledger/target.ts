@@ -110,16 +110,17 @@ export async function configAdapters(config: RetrysafeConfig, file: string, envi
 export async function withLedger<T>(
   target: LedgerTarget,
   fn: (ledger: Ledger) => Promise<T>,
-  options: Parameters<typeof openTarget>[1] = {},
+  options: Parameters<typeof openTarget>[1] & { readonly ledger?: Ledger } = {},
 ): Promise<T> {
-  let ledger: Ledger | undefined;
+  // `ledger`: one the caller opened for many calls (and closes): used as it is, not opened again nor closed here.
+  let ledger = options.ledger;
   try {
-    ledger = await openTarget(target, options);
+    ledger ??= await openTarget(target, options);
     return await fn(ledger);
   } catch (err) {
     throw unreadable(err);
   } finally {
-    await ledger?.close().catch(() => undefined);
+    if (!options.ledger) await ledger?.close().catch(() => undefined);
   }
 }
 

@@ -1,18 +1,18 @@
-import { loadConfigFile, type RetrysafeConfig } from '@retrysafe/config';
-import {
-  type AdapterV1,
-  asBusinessOperationId,
-  HANDOFF_REASONS,
-  type Ledger,
-  LedgerError,
-  RetrysafeError,
-} from '@retrysafe/contract';
+import { loadConfigFile } from '@retrysafe/config';
+import { asBusinessOperationId, HANDOFF_REASONS, type Ledger, LedgerError, RetrysafeError } from '@retrysafe/contract';
 import { isParamsSealed } from '@retrysafe/core/internal';
 import { defineCommand, type Options, type Parsed } from '../../../command.js';
 import { exactlyOne, pickKnown, RefusedError, scrubbed, UsageError, wanted } from '../../../errors.js';
 import { paint, pick, plural } from '../../../output.js';
 import { receiptKeysFromEnv, withParamsKeys } from '../chain.js';
-import { ledgerResolve, printable, refuseForceWithoutResume, resolved, resolveText } from '../resolve/index.js';
+import {
+  type Built,
+  ledgerResolve,
+  printable,
+  refuseForceWithoutResume,
+  resolved,
+  resolveText,
+} from '../resolve/index.js';
 import {
   configAdapters,
   configEnvHint,
@@ -67,19 +67,16 @@ export async function ledgerResolveAll(opts: ResolveAllOptions) {
   const config = opts.config ? await loadConfigFile(opts.config) : null;
   const adapters = opts.resume && config ? Object.values(await configAdapters(config, opts.config!)) : [];
   try {
-    return await resolveMatching(opts, config, adapters, action);
+    // Opened once for the listing and every row: per row it would be a new connection pool or client.
+    const each = (ledger: Ledger) => resolveMatching(opts, { config, adapters, ledger }, action);
+    return await withLedger(opts, each, { config, writes: !opts.dryRun });
   } finally {
     for (const a of adapters) await a.close?.();
   }
 }
 
-/** The matching hand-offs, each resolved through `config` and its `adapters` (read and built once for them all). */
-async function resolveMatching(
-  opts: ResolveAllOptions,
-  config: RetrysafeConfig | null,
-  adapters: readonly AdapterV1[],
-  action: 'resume' | 'abandon',
-) {
+/** The matching hand-offs, each resolved through `built` (the config, its adapters and the ledger, once for them all). */
+async function resolveMatching(opts: ResolveAllOptions, built: Built, action: 'resume' | 'abandon') {
   // A handoff whose row cannot be read is left out and reported (`unreadable`), not a reason to resolve none.
   const { ids: unreadable, onUnreadable } = unreadableRows();
   const listed = async (ledger: Ledger) => {
@@ -103,7 +100,7 @@ async function resolveMatching(
       }
     return readable;
   };
-  const matched = await withLedger(opts, listed, { config, writes: !opts.dryRun });
+  const matched = await listed(built.ledger);
   const rows = [];
   for (const r of matched) {
     const a = r.handoff?.safeNextActions.find((x) => x.action === action);
@@ -116,7 +113,7 @@ async function resolveMatching(
     const done =
       plan === 'refused'
         ? null
-        : await settle(ledgerResolve(resolve, r.businessOperationId, opts.dryRun === true, { config, adapters }));
+        : await settle(ledgerResolve(resolve, r.businessOperationId, opts.dryRun === true, built));
     rows.push({
       ...pick(r, 'businessOperationId', 'operation'),
       ...(r.account === undefined ? {} : { account: r.account }),

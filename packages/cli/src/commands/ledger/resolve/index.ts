@@ -4,6 +4,7 @@ import {
   type AdapterV1,
   asBusinessOperationId,
   InvalidStateError,
+  type Ledger,
   type OperationRecord,
   UnsafeResumeError,
 } from '@retrysafe/contract';
@@ -48,11 +49,15 @@ export const RESOLVE_OPTIONS = {
 
 export type ResolveOptions = Parsed<typeof RESOLVE_OPTIONS>;
 
-type Built = { readonly config: RetrysafeConfig | null; readonly adapters: readonly AdapterV1[] };
+export type Built = {
+  readonly config: RetrysafeConfig | null;
+  readonly adapters: readonly AdapterV1[];
+  readonly ledger: Ledger;
+};
 
 /** `--resume` re-sends with the SAME key through the config's adapter; `--mark-done` records a verified ref; `--abandon`.
  * `dryRun`: only the runner's checks, each refusal worded as the resolution's; null where it would go ahead. `built`:
- * the config and its adapters, read and built once by the caller for many operations (and closed by it). */
+ * the config, its adapters and the ledger, read, built and opened once by the caller for many operations (and closed by it). */
 export function ledgerResolve(opts: ResolveOptions, id: string): Promise<ResolveResult>;
 export function ledgerResolve(
   opts: ResolveOptions,
@@ -139,7 +144,7 @@ export async function ledgerResolve(
           throw err;
         });
       },
-      { config, writes: !dryRun },
+      { config, writes: !dryRun, ledger: built?.ledger },
     );
   } finally {
     if (!built) for (const a of adapters) await a.close?.();
