@@ -8,7 +8,9 @@ import { once } from 'node:events';
 import { existsSync, readFileSync } from 'node:fs';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { constants as osConstants } from 'node:os';
 import { join } from 'node:path';
+import { setImmediate } from 'node:timers/promises';
 import { LATEST_PROTOCOL_VERSION } from '@modelcontextprotocol/sdk/types.js';
 import { describe, expect, it } from 'vitest';
 import { bin, expectStopped, onCleanup, ordersServer, tempDir, writeFence } from './fence-helpers.js';
@@ -16,6 +18,17 @@ import { bin, expectStopped, onCleanup, ordersServer, tempDir, writeFence } from
 const node = process.execPath;
 const fenceFile = (dir: string, tool = 'create_order') =>
   writeFence(dir, { name: 'orders', tools: { [tool]: { kind: 'create', intent: ['ref'] } } });
+
+/** Resolves once `signal` sent to `pid` is no longer pending (Linux: /proc/<pid>/status), i.e. a thread has taken it. */
+async function delivered(pid: number, signal: NodeJS.Signals) {
+  const bit = 1n << BigInt(osConstants.signals[signal] - 1);
+  const pending = (status: string, field: string) => BigInt(`0x${new RegExp(`${field}:\\s*(\\w+)`).exec(status)![1]}`);
+  for (;;) {
+    const status = readFileSync(`/proc/${pid}/status`, 'utf8');
+    if (((pending(status, 'ShdPnd') | pending(status, 'SigPnd')) & bit) === 0n) return;
+    await setImmediate();
+  }
+}
 
 /** `retrysafe-mcp args…` as a child, with a host that writes `messages` to its stdin (JSON-RPC lines). */
 function started(args: string[], messages: object[] = []) {
@@ -115,8 +128,10 @@ describe('the signals a supervisor or a terminal sends', () => {
     const call = { id: 1, method: 'tools/call', params: { name: 'slow', arguments: { ref: 'r1' } } };
     const { child, exited } = started(['wrap', '--config', fenceFile(dir, 'slow'), '--url', upstream.url], [call]);
     await upstream.call;
-    // SIGINT is delivered before SIGTERM: the first stops (the call gets its grace), the second forces
+    // The first stops (the call gets its grace), the second forces. Both pending at once, the kernel may hand them to
+    // two of the fence's threads and its loop see SIGTERM first: SIGTERM goes once SIGINT has left the pending set.
     child.kill('SIGINT');
+    await delivered(child.pid!, 'SIGINT');
     child.kill('SIGTERM');
     const [code, signal] = await exited;
     expect({ code, signal }).toEqual({ code: null, signal: 'SIGTERM' });
