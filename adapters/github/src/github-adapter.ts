@@ -6,7 +6,13 @@ import {
   type LookupResult,
   type TypedAdapter,
 } from '@retrysafe/contract';
-import { checkBaseUrl, intentLookupFailure, lookupMiss, positiveInteger } from '@retrysafe/contract/provider';
+import {
+  checkBaseUrl,
+  goneDuringWalk,
+  intentLookupFailure,
+  lookupMiss,
+  positiveInteger,
+} from '@retrysafe/contract/provider';
 import { cannotTell, type GitHubAnswer, outcomeFromError, refsOf } from './github-errors.js';
 import {
   type CallOptions,
@@ -167,11 +173,7 @@ export function createGitHubAdapter(options: GitHubAdapterOptions): GitHubAdapte
         if (pages.length > 1) {
           const again = await walk();
           if (!Array.isArray(again)) return again;
-          const seen = new Set(again.flat().map((i) => i.id));
-          const gone = pages
-            .slice(0, -1)
-            .flat()
-            .filter((i) => !seen.has(i.id)).length;
+          const gone = goneDuringWalk(pages, again, (i) => i.id);
           if (gone > 0)
             return { kind: 'cannot-tell', reason: `${what}: ${gone} items gone from the list during the walk` };
         }

@@ -10,6 +10,7 @@ import {
   type TypedAdapter,
 } from '@retrysafe/contract';
 import {
+  goneDuringWalk,
   intentLookupFailure,
   type NoAnswerOutcome,
   noAnswerOutcome,
@@ -181,11 +182,7 @@ async function lookup(rt: Runtime, o: GraphOperation, ctx: FramedLookupContext):
   if (read.pages.length > 1) {
     const again = await readPages(rt, ctx, query, what);
     if ('kind' in again) return again;
-    const seen = new Set(again.pages.flat().map(idOf));
-    const gone = read.pages
-      .slice(0, -1)
-      .flat()
-      .filter((i) => !seen.has(idOf(i))).length;
+    const gone = goneDuringWalk(read.pages, again.pages, idOf);
     if (gone > 0) return { kind: 'cannot-tell', reason: `${what}: ${gone} items gone from the list during the read` };
   }
   const { answer } = read;

@@ -204,6 +204,20 @@ export function saysMoreFollow(marker: unknown): boolean {
   return marker !== undefined && marker !== null && marker !== false && marker !== '' && marker !== 0;
 }
 
+/** How many items of `first`'s pages before its last a second walk (`again`) no longer lists: a list paged by number or
+ * offset moves the item behind a deleted one onto a page already read, unread (a second item of ours hidden). */
+export function goneDuringWalk<T>(
+  first: readonly (readonly T[])[],
+  again: readonly (readonly T[])[],
+  idOf: (item: T) => unknown,
+): number {
+  const seen = new Set(again.flat().map(idOf));
+  return first
+    .slice(0, -1)
+    .flat()
+    .filter((i) => !seen.has(idOf(i))).length;
+}
+
 /** An outcome seen while reconciling, as a lookup result: never `not-found` (the runner decides absence from the card). */
 export function lookupFromOutcome(outcome: Outcome, how: string): LookupResult {
   if (outcome.kind !== 'not-applied' && outcome.kind !== 'unknown') return { kind: 'found', outcome };
