@@ -1,8 +1,8 @@
 // What one clean operation costs on PostgreSQL: N operations through runner.run on the PostgreSQL ledger
 // (or one of the bench's other workloads), then per op: wall time, the Node process's CPU, the server's
-// CPU (the cluster whose PGDATA is given, read from /proc), the statements the ledger sent (runner mode),
-// the WAL bytes (after a CHECKPOINT, so first page touches pay their full-page images) and the bytes of
-// table and indexes.
+// CPU (the cluster whose PGDATA is given, read from /proc), the statements sent (each a round trip, in every
+// mode), the WAL bytes (after a CHECKPOINT, so first page touches pay their full-page images) and flushes,
+// and the bytes of table and indexes.
 //   DATABASE_URL=... node packages/bench/src/per-op.mjs [N=2000] [--mode=runner|raw|hand|powertools]
 //        [--async-commit] [--caller-clock] [--waldump=<PGDATA>/pg_wal] [--pgdata=<PGDATA>] [--keep]
 // RETRYSAFE_PG=<another build's dist/index.js>: measure that build instead (before/after, interleaved).
@@ -34,8 +34,25 @@ const schema = `rs_perop_${randomBytes(4).toString('hex')}`;
 const admin = new pg.Client({ connectionString: url });
 await admin.connect();
 
+// Every statement sent on any pg.Client (the ledger's own connections, a pool's, Powertools' client) is one round trip.
 const counts = new Map();
 let counting = false;
+const send = pg.Client.prototype.query;
+pg.Client.prototype.query = function (config, ...rest) {
+  if (counting) {
+    const name = typeof config === 'string' ? config : (config.name ?? config.text);
+    // The ledger's `rs:<schema>:<name>` or `rs:<name>#<schema hash>`, a workload's name, else the first two words.
+    const key = name.startsWith(`rs:${schema}:`)
+      ? name.slice(schema.length + 4)
+      : name.startsWith('rs:')
+        ? name.slice(3).split('#')[0]
+        : config.name
+          ? name.replace(`"${schema}".`, '')
+          : name.trim().split(/\s+/).slice(0, 2).join(' ');
+    counts.set(key, (counts.get(key) ?? 0) + 1);
+  }
+  return send.call(this, config, ...rest);
+};
 let op;
 let close;
 if (mode === 'runner') {
@@ -44,19 +61,6 @@ if (mode === 'runner') {
     connectionString: url,
     max: 2,
     ...(asyncCommit ? { options: '-c synchronous_commit=off' } : {}),
-  });
-  pool.on('connect', (client) => {
-    const q = client.query.bind(client);
-    client.query = (config, ...rest) => {
-      if (counting) {
-        const name =
-          typeof config === 'string'
-            ? config.split(/\s+/).slice(0, 2).join(' ')
-            : (config.name ?? config.text.trim().split(/\s+/).slice(0, 2).join(' '));
-        counts.set(name, (counts.get(name) ?? 0) + 1);
-      }
-      return q(config, ...rest);
-    };
   });
   const ledger = createPostgresLedger({
     pool,
@@ -85,6 +89,13 @@ const run = async (from, count) => {
   for (let i = from; i < from + count; i++) await op(i);
 };
 
+/** The server's WAL flushes so far (pg_stat_wal, PostgreSQL 14 and later): a commit that waits for its flush is one,
+ * unless it joins another's; a commit with synchronous_commit off waits for none. */
+async function walSyncs() {
+  const { rows } = await admin.query('SELECT wal_sync FROM pg_stat_wal').catch(() => ({ rows: [{ wal_sync: NaN }] }));
+  return Number(rows[0].wal_sync);
+}
+
 /** CPU ticks (1/100 s) of every live process of the cluster: the postmaster's children. */
 function serverTicks() {
   if (!pgdata) return NaN;
@@ -105,6 +116,7 @@ function serverTicks() {
 await run(0, 200);
 await admin.query('CHECKPOINT');
 const lsn0 = (await admin.query('SELECT pg_current_wal_lsn() AS l')).rows[0].l;
+const syncs0 = await walSyncs();
 counting = true;
 const s0 = serverTicks();
 const c0 = process.cpuUsage();
@@ -115,6 +127,7 @@ const c1 = process.cpuUsage(c0);
 const s1 = serverTicks();
 counting = false;
 const lsn1 = (await admin.query('SELECT pg_current_wal_lsn() AS l')).rows[0].l;
+const syncs = (await walSyncs()) - syncs0;
 const wal = Number((await admin.query('SELECT pg_wal_lsn_diff($1, $2) AS d', [lsn1, lsn0])).rows[0].d);
 const size = Number(
   (
@@ -124,12 +137,12 @@ const size = Number(
     )
   ).rows[0].n,
 );
-const perOp = [...counts].map(([k, v]) => `${k.replace(`rs:${schema}:`, '')}=${(v / n).toFixed(2)}`).join(' ');
+const perOp = [...counts].map(([k, v]) => `${k}=${(v / n).toFixed(2)}`).join(' ');
 const trips = [...counts.values()].reduce((a, b) => a + b, 0) / n;
 console.log(
   `${mode}: ${n} ops, ${(Number(t1 - t0) / 1e6 / n).toFixed(3)} ms/op, Node CPU ${((c1.user + c1.system) / n).toFixed(0)} µs/op (user ${(c1.user / n).toFixed(0)}), ` +
-    `server CPU ${(((s1 - s0) * 10_000) / n).toFixed(0)} µs/op, WAL ${(wal / n).toFixed(0)} bytes/op, tables+indexes ${(size / (n + 200)).toFixed(0)} bytes/op` +
-    (mode === 'runner' ? `, round trips/op ${trips.toFixed(2)} (${perOp})` : ''),
+    `server CPU ${(((s1 - s0) * 10_000) / n).toFixed(0)} µs/op, WAL ${(wal / n).toFixed(0)} bytes/op, WAL flushes/op ${(syncs / n).toFixed(2)}, ` +
+    `tables+indexes ${(size / (n + 200)).toFixed(0)} bytes/op, round trips/op ${trips.toFixed(2)} (${perOp})`,
 );
 await close();
 if (waldump) {

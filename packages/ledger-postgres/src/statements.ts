@@ -96,11 +96,11 @@ export function createStatements(schema: string, dbClock: boolean) {
          VALUES ($1, $2, $3, $4, $5, $6::json, $7, ${dispatch ? `'dispatched'` : `'claimed'`}, 1, $8, ${dbClock ? DB_NOW : '$10::bigint'} + $9::bigint, $10, $10, ${dispatch ? '1, $10' : '0, NULL'}, $11)
          ON CONFLICT (business_operation_id) DO NOTHING RETURNING lease_expires_at, xmin`,
     );
-  /** $1 state, $2 before, $3/$4 after (created_at, id), $5 page size. */
-  const prunePage = (withReceipts: boolean) =>
+  /** $1 state, $2 before, $3/$4 after (created_at, id), $5 page size; the records and receipts only to export them. */
+  const prunePage = (exporting: boolean) =>
     named(
-      withReceipts ? 'prune-page-receipts' : 'prune-page',
-      `SELECT ${RECORD_COLUMNS}${withReceipts ? ', receipts' : ''} FROM ${ops} WHERE state = $1 AND created_at < $2 AND updated_at < $2 AND (created_at, business_operation_id) > ($3::bigint, $4::text)
+      exporting ? 'prune-page-receipts' : 'prune-page',
+      `SELECT ${exporting ? `${RECORD_COLUMNS}, receipts` : 'business_operation_id, created_at'} FROM ${ops} WHERE state = $1 AND created_at < $2 AND updated_at < $2 AND (created_at, business_operation_id) > ($3::bigint, $4::text)
              ORDER BY created_at, business_operation_id LIMIT $5`,
     );
   const fencedCache = new Map<string, FencedTexts>();
