@@ -265,6 +265,24 @@ describe('createHttpAdapter: declarations are checked against the card', () => {
     ]);
   });
 
+  it('an integer past 2^53 in the path is refused even where the schema pins numbers: JSON reads two such ids as one', () => {
+    const docs = etagDocumentsUpdate('acme-docs');
+    const numeric = { type: 'object', properties: { id: { type: 'integer' } } };
+    const check = createHttpAdapter({
+      ...base,
+      provider: 'acme-docs',
+      operations: { 'documents.update': { ...docs, paramsSchema: numeric } },
+    }).operations['documents.update']!.checkParams!;
+    // Two documents' ids as an agent writes them; JSON.parse (an MCP host, the CLI) gives both as one double.
+    const [a, b] = [JSON.parse('1234567890123456789'), JSON.parse('1234567890123456788')] as number[];
+    expect(a).toBe(b);
+    for (const id of [a, 1e21])
+      expect(check({ id, etag: '"g1"', title: 't', body: 'b' })).toEqual([
+        { path: 'id', message: expect.stringMatching(/2\^53.*send it as a string/) },
+      ]);
+    expect(check({ id: Number.MAX_SAFE_INTEGER, etag: '"g1"', title: 't', body: 'b' })).toEqual([]);
+  });
+
   it('a code body that names the params it puts inside text (bodyTextParams) has them checked as text', () => {
     const noted = createHttpAdapter(
       withOp({

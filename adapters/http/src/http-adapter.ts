@@ -116,7 +116,8 @@ function connect(provider: string, options: HttpAdapterOptions) {
 async function request(c: Conn, config: AxiosRequestConfig & { url: string }): Promise<HttpResponseView | Outcome> {
   try {
     const res = await c.client.request(config);
-    const url = new URL(config.url, c.baseURL + '/').toString();
+    // As axios joined it: a path that starts with / keeps the base URL's own path (new URL would drop it).
+    const url = c.client.getUri(config);
     return { status: res.status, headers: res.headers as Record<string, unknown>, data: res.data, url };
   } catch (err) {
     return noAnswerOutcome(err);

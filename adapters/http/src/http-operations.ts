@@ -369,6 +369,7 @@ function requestProblems(spec: HttpOperationSpec, params: unknown): FieldError[]
     const v = readPath(params, p);
     if (out.some((f) => f.path === p)) continue;
     if (typeof v === 'number' && !numbersOnly(spec.paramsSchema, p)) out.push({ path: p, message: NUMBER_AS_TEXT });
+    else if (Number.isInteger(v) && !Number.isSafeInteger(v)) out.push({ path: p, message: UNSAFE_INTEGER });
     else if (asText.has(p) && (typeof v === 'boolean' || (typeof v === 'object' && v !== null)))
       out.push({ path: p, message: NOT_TEXT });
   }
@@ -379,6 +380,9 @@ function requestProblems(spec: HttpOperationSpec, params: unknown): FieldError[]
 // as 5: one target, two operations (or one operation's lookup adopting the other's item).
 const NUMBER_AS_TEXT =
   'travels as text (path, query, header, a body template or a lookup match): send it as a string, or declare it an integer or number in paramsSchema, so 5 and "5" are not two operations for one target';
+// A JSON parser reads such an integer as the nearest double: two targets (snowflake ids) become one text and one id.
+const UNSAFE_INTEGER =
+  'is an integer past 2^53, which JSON readers round (two such ids become one): declare it a string in paramsSchema and send it as a string';
 // true and "true" are one text; two different objects both read "[object Object]".
 const NOT_TEXT = 'travels as text (path, query, header, a body template or a lookup match): send it as a string';
 

@@ -1,3 +1,4 @@
+import { createServer } from 'node:http';
 import { startFaultProxy } from '@retrysafe/testkit';
 import { closeAfterTest } from '@retrysafe/testkit/close-after-test';
 import { executeContext, operationIdFor } from '@retrysafe/testkit/conformance';
@@ -293,5 +294,26 @@ describe('async request-reply: SDK → sandbox', () => {
     const res = await env.lookup(job(), { statusRef: 'http://127.0.0.2:9/exports/status/exp_1' });
     expect(res).toMatchObject({ kind: 'cannot-tell' });
     expect(env.sb.requests).toHaveLength(0);
+  });
+});
+
+describe('a base URL with a path', () => {
+  it('a relative Location is read against the URL the POST went to (base path kept), as RFC 9110 resolves it', async () => {
+    const seen: string[] = [];
+    const server = createServer((req, res) => {
+      seen.push(`${req.method} ${req.url}`);
+      res.writeHead(202, { location: 'exports/status/exp_1', 'retry-after': '1' }).end();
+    });
+    await new Promise<void>((ok) => server.listen(0, '127.0.0.1', ok));
+    closeAfterTest({ close: () => new Promise<void>((ok) => server.close(() => ok())) });
+    const { port } = server.address() as { port: number };
+    await withAdapter(`http://127.0.0.1:${port}/v1`, OP, asyncExportsCreate('acme-exports'), async (adapter) => {
+      const out = await executeOn(adapter, OP, job());
+      expect(seen).toEqual(['POST /v1/exports']);
+      expect(out).toMatchObject({
+        kind: 'in-progress',
+        statusRef: `http://127.0.0.1:${port}/v1/exports/status/exp_1`,
+      });
+    });
   });
 });

@@ -130,7 +130,7 @@ function msGraphCard({ refusals, handoff, limits, reconciler, unverified, ...spe
 const MAILBOX =
   'mailbox (as Graph resolves it before the claim: me for the signed-in user however spelled, else the user’s object id)';
 // Folding two zone names Graph may keep apart would give two slots one id and lose an event.
-const ZONE_AS_SPELLED = `a timeZone is compared as spelled: ${S.dateTimeTimeZone} lists Windows and IANA names but documents no two as one zone, so UTC and Etc/UTC, or Pacific Standard Time and America/Los_Angeles, derive two ids (and two transactionIds); a retry must repeat the first spelling or pass the first businessOperationId`;
+const ZONE_AS_SPELLED = `a timeZone is compared as spelled: ${S.dateTimeTimeZone} lists Windows and IANA names but documents no two as one zone, so UTC and Etc/UTC, or Pacific Standard Time and America/Los_Angeles, derive two ids (and two transactionIds); a retry must repeat the first spelling (under the first businessOperationId another spelling is an intent conflict)`;
 
 export const mailSendCard = msGraphCard({
   operation: 'msgraph.mail.send',

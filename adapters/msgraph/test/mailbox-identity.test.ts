@@ -7,7 +7,7 @@ import { closeAfterTest } from '@retrysafe/testkit/close-after-test';
 import { describe, expect, it } from 'vitest';
 import { createMsGraphAdapter } from '../src/index.js';
 import { SANDBOX_SIGNED_IN_USER, startMsGraphSandbox } from '../src/sandbox/index.js';
-import { closedPortUrl, mailParams, TOKEN } from './helpers.js';
+import { closedPortUrl, eventParams, mailParams, TOKEN } from './helpers.js';
 
 async function rig(signedInUser?: null) {
   const sandbox = closeAfterTest(await startMsGraphSandbox({ accessToken: TOKEN, signedInUser }));
@@ -54,6 +54,22 @@ describe('mail.send: the mailbox is the user Graph resolves it to', () => {
     });
     await expect(run).rejects.toMatchObject({ name: 'IntentLookupError', path: 'mailbox' });
     expect(await ledger.list({})).toEqual([]);
+  });
+});
+
+describe('events.create: a timeZone is read as spelled', () => {
+  it('UTC, then Etc/UTC under the first businessOperationId ⇒ an intent conflict, one event (the card says so)', async () => {
+    const { sandbox, adapter, runner } = await rig();
+    const first = eventParams(4);
+    const zoned = (timeZone: string) => ({ ...first.event, start: { ...first.event.start, timeZone } });
+    const run = (timeZone: string) =>
+      runner.run(adapter, 'events.create', {
+        params: { ...first, event: zoned(timeZone) },
+        businessOperationId: 'review-4',
+      });
+    expect(await run('UTC')).toMatchObject({ status: 'done' });
+    expect(await run('Etc/UTC').catch((e: unknown) => e)).toMatchObject({ name: 'ConflictError', field: 'intent' });
+    expect(sandbox.count('events.create')).toBe(1);
   });
 });
 

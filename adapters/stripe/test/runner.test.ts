@@ -96,6 +96,21 @@ describe('the order names the payment', () => {
   });
 });
 
+describe('text UTF-8 cannot carry', () => {
+  it('an unpaired surrogate (an emoji cut in half) is refused before the claim, not sent as an unknown outcome', async () => {
+    const { clock, sandbox, ledger } = await setup();
+    const adapter = createStripeAdapter({ apiKey: API_KEY, baseUrl: sandbox.url, timeoutMs: 2000 });
+    const run = createRunner({ ledger, clock }).run(adapter, 'customers.create', {
+      params: { customerRef: 'c-1', metadata: { note: 'thanks \ud83d' } },
+    });
+    await expect(run).rejects.toMatchObject({
+      name: 'InvalidParamsError',
+      fields: [{ path: 'metadata.note', message: expect.stringMatching(/unpaired surrogate/) }],
+    });
+    expect([await ledger.list({}), sandbox.requestCount({ method: 'POST' })]).toEqual([[], 0]);
+  });
+});
+
 // Stripe's API reference: confirm "defaults to false", collection_method "Defaults to charge_automatically".
 describe("a param spelled as Stripe's documented default is the request without it", () => {
   it.each([

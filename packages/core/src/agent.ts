@@ -131,7 +131,7 @@ function toolOf(adapter: AdapterV1, operation: string, spec: OperationSpec) {
     `Retry-safe: the business-operation id is derived from the intent fields (${spec.intentFields.join(', ')}), not from this call's id. If you got no answer, or an error that is not a conflict, call again with the same arguments: the retry maps to the same operation and returns its result instead of doing it twice.`,
     'Changing an intent field makes it a different operation; changing other arguments of an operation already started is refused as a conflict (the answer names the differing paths). After a rejection that nothing applied (needs-human with field errors), calling again with corrected arguments and the same intent sends the corrected request.',
     normalisationText(card),
-    'Every answer carries the businessOperationId (null only in an invalid-input answer whose intent fields give none, and in an unavailable one); after a timeout of your own, calling again with the same arguments is the way back to it.',
+    'Every answer carries the businessOperationId (null only in an invalid-input answer whose intent fields give none, or whose id needs a look-up at the provider, and in an unavailable one); after a timeout of your own, calling again with the same arguments is the way back to it.',
     'Answers: status "done" (with the provider reference; adopted=true if it had already happened), "in-progress" (call again later with the same arguments, or check retrysafe_status where the host offers it), "needs-human" (a person must decide; do not retry as is), "conflict", "invalid-input" (with field errors; nothing was sent), "unavailable" (the provider could not be asked now; nothing was sent: call again later with the same arguments).',
     facts.unknowns.length
       ? `Provider facts not verified: ${facts.unknowns.join(', ')} — retrysafe will not resend where they matter.`
@@ -319,7 +319,8 @@ export async function callAgentTool(
     if (r.status !== 'done') return toAgentResult(r);
     return toAgentResult({ ...r, result: agent.shown(r.result) });
   } catch (e) {
-    const answer = refusalAnswer(e, idOf, spec.intentFields);
+    // Where the adapter resolves the intent at the provider, the id is the look-up's: the intent fields alone give none.
+    const answer = refusalAnswer(e, tool.adapter.doResolveIntent ? () => null : idOf, spec.intentFields);
     if (answer !== null) {
       // Other params than a stored request nothing applied: the same call again is the correction.
       if (answer.status === 'conflict') agent.answered(id, answer.field === 'params' && !answer.storedMayApply);

@@ -76,4 +76,21 @@ describe('doResolveIntent the provider could not answer now (IntentLookupError)'
     expect(later).toMatchObject({ status: 'unavailable', businessOperationId: null, retryAfterMs: 5_000 });
     expect(later.message).toMatch(/nothing was claimed or sent.*call again with the same arguments in about 5 s/i);
   });
+
+  it('an invalid-input answer names no id: before the look-up the intent fields give one the operation never has', async () => {
+    const refused = new InvalidIntentError('ref', 'the provider knows no record Rec-6');
+    const { adapter, runner } = rig((n) => (n === 1 ? refused : undefined));
+    const [tool] = agentTools([adapter], ['sandbox_records_create']);
+    const agent = agentRunner(runner);
+    for (const args of [{ ref: 'Rec-6' }, { ref: 7 }])
+      expect(await callAgentTool(agent, tool!, args)).toMatchObject({
+        status: 'invalid-input',
+        businessOperationId: null,
+      });
+    const done = await callAgentTool(agent, tool!, { ref: 'Rec-7' });
+    expect(done).toMatchObject({
+      status: 'done',
+      businessOperationId: businessOperationId(`sandbox.${OP}`, { ref: 'rec-7' }),
+    });
+  });
 });

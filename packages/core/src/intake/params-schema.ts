@@ -72,9 +72,25 @@ function fieldErrors(errors: readonly ErrorObject[] | null | undefined): FieldEr
   return [...new Map(out.map((fe) => [`${fe.path}\u0000${fe.message}`, fe])).values()];
 }
 
+// An unpaired surrogate (an emoji cut in half) is no text UTF-8 can carry: an SDK throws on it after the claim (an
+// unknown outcome, so a hand-off of a call never sent) or sends U+FFFD, one text for two intents.
+const UNPAIRED = /\p{Cs}/u;
+
+function unpairedSurrogates(value: unknown, path: string): FieldError[] {
+  const error = { path: path || '(root)', message: 'holds an unpaired surrogate, which UTF-8 cannot carry' };
+  if (typeof value === 'string') return UNPAIRED.test(value) ? [error] : [];
+  if (typeof value !== 'object' || value === null) return [];
+  return Object.entries(value).flatMap(([k, v]) => {
+    const at = Array.isArray(value) ? `${path}[${k}]` : path ? `${path}.${k}` : k;
+    return UNPAIRED.test(k) ? [{ ...error, path: at }] : unpairedSurrogates(v, at);
+  });
+}
+
 export function paramsErrors(spec: OperationSpec, params: unknown): FieldError[] {
   const validate = validatorFor(spec.paramsSchema, spec.card.operation);
   if (!validate(params)) return fieldErrors(validate.errors);
+  const unpaired = unpairedSurrogates(params, '');
+  if (unpaired.length) return unpaired;
   // Then the adapter's own checks (OperationSpec.checkParams), still before anything is claimed.
   return spec.checkParams
     ? [...spec.checkParams(params)].map((f) => ({ path: String(f.path), message: String(f.message) }))
