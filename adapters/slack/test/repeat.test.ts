@@ -1,6 +1,7 @@
 // What the README promises about repeats: one text in one channel is one operation, and a text posted again
 // on purpose is a new one only with its own intent.
 
+import { identityFields } from '@retrysafe/contract/ledger';
 import { createMemoryLedger, createRunner } from '@retrysafe/core';
 import { closeAfterTest } from '@retrysafe/testkit/close-after-test';
 import { expect, it } from 'vitest';
@@ -123,4 +124,33 @@ it('a post Slack refused, corrected by resend-with, is one message of the same o
   const again = await runner.resolve(first.businessOperationId, fixed, { adapters: [slack] });
   expect(again).toMatchObject({ status: 'done', businessOperationId: first.businessOperationId });
   expect(sandbox.count('chat.postMessage')).toBe(1);
+});
+
+it('chat.update A, then B, then A again ends at A; A twice is one edit; a change while another is in flight is answered in progress, nothing sent', async () => {
+  const { sandbox, slack, runner, params } = await oneWorkspace();
+  const ledger = createMemoryLedger();
+  const runs = createRunner({ ledger });
+  const posted = await runner.run(slack, 'chat.postMessage', { params });
+  const ts = (posted as { result: { ts: string } }).result.ts;
+  const set = (text: string) => runs.run(slack, 'chat.update', { params: { channel: CHANNEL, ts, text } });
+
+  const first = await set('A');
+  expect(await set('A')).toMatchObject({ status: 'done', adopted: true });
+  expect(sandbox.calls('chat.update')).toBe(1);
+  expect(await set('B')).toMatchObject({
+    status: 'done',
+    adopted: false,
+    businessOperationId: first.businessOperationId,
+  });
+  expect(await set('A')).toMatchObject({ status: 'done', adopted: false });
+  expect(sandbox.calls('chat.update')).toBe(3);
+  expect(sandbox.messages().find((m) => m.ts === ts)?.text).toBe('A');
+
+  // Another worker holds revision 4 (C): a change to D waits its turn, as a repeat of C would.
+  const stored = (await ledger.get(first.businessOperationId))!;
+  const held = { ...identityFields(stored), paramsFingerprint: 'sha256:c', owner: 'w2', leaseMs: 60_000 };
+  const supersede = { fence: stored.fence, revision: 4, done: true } as const;
+  expect(await ledger.claim({ ...held, now: Date.now(), supersede })).toMatchObject({ kind: 'claimed' });
+  expect(await set('D')).toMatchObject({ status: 'in-progress', businessOperationId: first.businessOperationId });
+  expect(sandbox.calls('chat.update')).toBe(3);
 });
