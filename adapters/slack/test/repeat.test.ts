@@ -3,6 +3,7 @@
 
 import { identityFields } from '@retrysafe/contract/ledger';
 import { createMemoryLedger, createRunner } from '@retrysafe/core';
+import { agentTools } from '@retrysafe/core/agent';
 import { closeAfterTest } from '@retrysafe/testkit/close-after-test';
 import { expect, it } from 'vitest';
 import { createSlackAdapter } from '../src/index.js';
@@ -153,4 +154,12 @@ it('chat.update A, then B, then A again ends at A; A twice is one edit; a change
   expect(await ledger.claim({ ...held, now: Date.now(), supersede })).toMatchObject({ kind: 'claimed' });
   expect(await set('D')).toMatchObject({ status: 'in-progress', businessOperationId: first.businessOperationId });
   expect(sandbox.calls('chat.update')).toBe(3);
+});
+
+it('the agent tool of chat.update says other content is its next change; of chat.postMessage, a conflict', () => {
+  const slack = createSlackAdapter({ token: TOKEN, baseUrl: 'http://127.0.0.1:9' });
+  const described = (op: string) => agentTools([slack]).find((t) => t.operation === op)!.description;
+  expect(described('chat.update')).toMatch(/next change/);
+  expect(described('chat.update')).not.toMatch(/refused as a conflict/);
+  expect(described('chat.postMessage')).toMatch(/refused as a conflict/);
 });
