@@ -2,7 +2,7 @@
 // on purpose is a new one only with its own intent.
 
 import { identityFields } from '@retrysafe/contract/ledger';
-import { createMemoryLedger, createRunner } from '@retrysafe/core';
+import { createMemoryLedger, createRunner, createVirtualClock } from '@retrysafe/core';
 import { agentTools } from '@retrysafe/core/agent';
 import { closeAfterTest } from '@retrysafe/testkit/close-after-test';
 import { expect, it } from 'vitest';
@@ -130,7 +130,8 @@ it('a post Slack refused, corrected by resend-with, is one message of the same o
 it('chat.update A, then B, then A again ends at A; A twice is one edit; a change while another is in flight is answered in progress, nothing sent', async () => {
   const { sandbox, slack, runner, params } = await oneWorkspace();
   const ledger = createMemoryLedger();
-  const runs = createRunner({ ledger });
+  const clock = createVirtualClock(Date.now());
+  const runs = createRunner({ ledger, clock });
   const posted = await runner.run(slack, 'chat.postMessage', { params });
   const ts = (posted as { result: { ts: string } }).result.ts;
   const set = (text: string) => runs.run(slack, 'chat.update', { params: { channel: CHANNEL, ts, text } });
@@ -149,11 +150,21 @@ it('chat.update A, then B, then A again ends at A; A twice is one edit; a change
 
   // Another worker holds revision 4 (C): a change to D waits its turn, as a repeat of C would.
   const stored = (await ledger.get(first.businessOperationId))!;
-  const held = { ...identityFields(stored), paramsFingerprint: 'sha256:c', owner: 'w2', leaseMs: 60_000 };
+  const c = { ...identityFields(stored), params: { channel: CHANNEL, ts, text: 'C' }, paramsFingerprint: 'sha256:c' };
   const supersede = { fence: stored.fence, revision: 4, done: true } as const;
-  expect(await ledger.claim({ ...held, now: Date.now(), supersede })).toMatchObject({ kind: 'claimed' });
+  const held = await ledger.claim({ ...c, owner: 'w2', leaseMs: 60_000, now: clock.now(), supersede });
+  if (held.kind !== 'claimed') throw new Error(held.kind);
   expect(await set('D')).toMatchObject({ status: 'in-progress', businessOperationId: first.businessOperationId });
   expect(sandbox.calls('chat.update')).toBe(3);
+  // It stops after sending C, its lease runs out: C is finished first (the same content again is harmless), then D.
+  await ledger.markDispatched(
+    { businessOperationId: first.businessOperationId, fence: held.record.fence },
+    clock.now(),
+  );
+  clock.advance(60_001);
+  expect(await set('D')).toMatchObject({ status: 'done', adopted: false });
+  expect(sandbox.calls('chat.update')).toBe(5);
+  expect(sandbox.messages().find((m) => m.ts === ts)?.text).toBe('D');
 });
 
 it('the agent tool of chat.update says other content is its next change; of chat.postMessage, a conflict', () => {

@@ -107,11 +107,14 @@ export async function claimAndDrive(ctx: RunnerContext, op: Operation, waitUntil
       log('info', 'busy', `another worker (${record.leaseOwner}) holds the operation: waiting for its result`, op);
       return waitForOther(ctx, op, waitUntil);
     case 'claimed': {
-      if (record.paramsFingerprint !== op.paramsFingerprint) {
+      const { takenOver } = claim;
+      // A set's change a stopped worker left mid-way is finished first (its values again are harmless), then this one.
+      const changed = record.paramsFingerprint !== op.paramsFingerprint;
+      const finishFirst = changed && takenOver && changedParamsRevise(op.card);
+      if (changed && !finishFirst) {
         await releaseLease(ctx, fenceOf(record), takenOverLeaseEnd(ctx, claim), op.policy.clockSkewMarginMs);
         throw paramsConflict(op, record, 'a re-send with the same key and other params would be a different request');
       }
-      const { takenOver } = claim;
       // The key that may already be at the provider is the one recorded: keep using it, and the params recorded
       // with it (the caller's equal them only as the card compares: the provider may take ' A-17' for another body).
       // Taken over, what the last owner left (its receipts, its stored params) may be refused: the lease goes back.
@@ -124,7 +127,8 @@ export async function claimAndDrive(ctx: RunnerContext, op: Operation, waitUntil
       if (takenOver) log('info', 'takeover', `took over from state ${record.state} (fence ${record.fence})`, op);
       const dispatchWritten = dispatch && !takenOver && record.state === 'dispatched';
       const { previousLeaseExpiresAt } = claim;
-      return execute(ctx, driven, { record, claimedAt, takenOver, previousLeaseExpiresAt, dispatchWritten });
+      const ended = execute(ctx, driven, { record, claimedAt, takenOver, previousLeaseExpiresAt, dispatchWritten });
+      return finishFirst ? ended.then(() => claimAndDrive(ctx, op, waitUntil)) : ended;
     }
   }
 }
