@@ -1,5 +1,5 @@
 import { ConflictError } from '@retrysafe/contract';
-import { createMemoryLedger, createRunner, createVirtualClock } from '@retrysafe/core';
+import { createMemoryLedger, createRunner, createVirtualClock, verifyReceiptChain } from '@retrysafe/core';
 import { describe, expect, it } from 'vitest';
 import { adapter, order, sb, seen, ticket } from './helpers.js';
 
@@ -28,8 +28,14 @@ describe('set and upsert: A, then B, then A again ends at A', () => {
       adopted: false,
       businessOperationId: first.businessOperationId,
     });
-    expect(await set('A')).toMatchObject({ status: 'done', adopted: false });
+    const last = await set('A');
+    expect(last).toMatchObject({ status: 'done', adopted: false });
     expect(seen(s, 'update')).toBe(3);
+    // One chain: each revision's supersede receipt numbered on from the last.
+    const receipts = last.status === 'done' ? last.receipts : [];
+    expect(verifyReceiptChain(receipts)).toMatchObject({ ok: true });
+    const revisions = receipts.filter((r) => r.decision.action === 'supersede').map((r) => r.decision.reason);
+    expect(revisions.map((why) => /^revision (\d+)/.exec(why ?? '')?.[1])).toEqual(['2', '3']);
     expect(s.records('contacts')[0]!.properties.jobtitle).toBe('A');
   });
 

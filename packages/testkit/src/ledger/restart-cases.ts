@@ -165,6 +165,15 @@ export function restartCases(test: Test): void {
     const lost = await revise('w3', T0 + 6, { paramsFingerprint: 'sha256:params-c' });
     expect(lost.kind).toBe('terminal');
     expect(await l.get(id('rs-done'))).toMatchObject({ ...REVISED, state: 'succeeded', fence: ref.fence + 1 });
+    // Two revisions sent at once on the fence both read: exactly one is claimed.
+    const race = await claimed(l, 'rs-race');
+    await l.setState(race.ref, { state: 'succeeded', now: T0 + 1 });
+    const supersede = { fence: race.ref.fence, revision: 2, done: true } as const;
+    const at = (owner: string, paramsFingerprint: string) =>
+      l.claim(claimInput('rs-race', { ...REVISED, paramsFingerprint, owner, now: T0 + 2, supersede }));
+    const both = await Promise.all([at('w2', 'sha256:params-b'), at('w3', 'sha256:params-c')]);
+    expect(both.map((r) => r.kind).sort()).toEqual(['busy', 'claimed']);
+    expect((await l.get(id('rs-race')))?.fence).toBe(race.ref.fence + 1);
   });
 
   test('a claim whose receipt is refused (not the next seq, a stale one, another operation’s, on a plain claim, a takeover or a new operation) is a LedgerError and writes nothing', async (l) => {
