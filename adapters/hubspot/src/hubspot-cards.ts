@@ -185,7 +185,7 @@ const REF_TRIM = {
 } as const;
 /** What changedParamsRevise (contract rules) makes of a set's values, and what it cannot see. */
 const REVISIONS = (target: string) =>
-  `Other values once it is done are its next revision, sent; the same values again are a retry, answered from the ledger and not sent, even when the ${target} was changed outside retrysafe in between (A, B set in HubSpot, A again): give each change its own business-operation id to have it sent whatever was sent before`;
+  `Other values once it is done are its next revision, sent, in the order calls arrive (a retry of an earlier change arriving after a later one is sent again); the same values again are a retry, answered from the ledger and not sent, even when the ${target} was changed outside retrysafe in between (A, B set in HubSpot, A again): give each change its own business-operation id where either matters`;
 const NOT_STORED = `${S.providers}: nothing is stored per request`;
 const ERRORS_NOT_STORED = fact(false, `${S.providers}: errors are not stored`);
 
