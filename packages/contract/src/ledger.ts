@@ -100,8 +100,7 @@ export interface ClaimInput extends OperationIdentity {
   readonly resume?: boolean;
   /** A NEW operation is born `dispatched` in the claim's own write (`capabilities.claimDispatch`). */
   readonly dispatch?: boolean;
-  /** Re-open a `rejected` or `handed-off` operation as a new revision while the stored fence still equals `fence`;
-   * with `done`, a `succeeded` one instead (other values of a set its card makes a revision: `changedParamsRevise`). */
+  /** Re-open a `rejected` or `handed-off` (with `done`: `succeeded`) operation as a new revision at the fence read. */
   readonly supersede?: { readonly fence: number; readonly revision: number; readonly done?: true };
   /** Only a stored row (recover, a person's resume or revision): none there (finished, pruned) is `gone`. */
   readonly existing?: true;
@@ -238,7 +237,7 @@ function restarted(existing: OperationRecord, receipt: Receipt | undefined, take
   return { result: { kind: 'claimed', record, takenOver } as const, write: record };
 }
 
-/** Only from the state the caller checked, at the fence it read. */
+/** `done`: a set's next values (changedParamsRevise), only over a `succeeded` operation; else a correction. */
 const supersedable = (existing: OperationRecord, by: NonNullable<ClaimInput['supersede']>) =>
   existing.fence === by.fence &&
   (by.done ? existing.state === 'succeeded' : existing.state === 'rejected' || existing.state === 'handed-off');
