@@ -183,6 +183,9 @@ const REF_TRIM = {
   steps: ['trim'],
   source: `${S.properties}: the unique-value property holds a value retrysafe derives, not the ref, so the ref's equality is retrysafe's: surrounding white space is formatting; compatibility forms, case and inner white space are kept apart (docs/concepts.md, Normalisation)`,
 } as const;
+/** What changedParamsRevise (contract rules) makes of a set's values, and what it cannot see. */
+const REVISIONS = (target: string) =>
+  `Other values once it is done are its next revision, sent, in the order calls arrive (a retry of an earlier change arriving after a later one is sent again); the same values again are a retry, answered from the ledger and not sent, even when the ${target} was changed outside retrysafe in between (A, B set in HubSpot, A again): give each change its own business-operation id where either matters`;
 const NOT_STORED = `${S.providers}: nothing is stored per request`;
 const ERRORS_NOT_STORED = fact(false, `${S.providers}: errors are not stored`);
 
@@ -199,9 +202,9 @@ const contactsUpdateCard = (o: HubSpotCardOptions) =>
     },
     // Exact: HubSpot stores property values as written, so another spelling is another value.
     businessOperationId: {
-      rule: 'derived from intent fields contactId, idProperty (when given) and properties: the contact and the values it is set to',
+      rule: `derived from intent fields contactId and idProperty (when given): the contact; the values it is set to are params. ${REVISIONS('contact')}`,
       // idProperty names which contact contactId is (101 by record id and 101 by a unique property are two contacts).
-      intentFields: ['contactId', 'properties', 'idProperty'],
+      intentFields: ['contactId', 'idProperty'],
       optionalIntentFields: ['idProperty'],
     },
     providerKey: {
@@ -259,11 +262,11 @@ const objectsUpsertCard = (o: HubSpotCardOptions) =>
       ),
       rejectionMayCreate: REJECTION_LEAVES('record'),
     },
-    // Like contacts.update: the record and the values it is set to. A later change of one ref is another operation;
-    // the record is named by objectType and ref alone, so it updates that record instead of making a second.
+    // Like contacts.update: the record; its values are params. The record is named by objectType and ref alone, so
+    // every operation of one ref updates that record instead of making a second.
     businessOperationId: {
-      rule: `derived from intent fields objectType, ref (the caller’s reference for the record) and properties: the record and the values it is set to; the record’s ${o.idProperty} holds a digest of objectType and the trimmed ref alone, so every operation of one ref writes one record`,
-      intentFields: ['objectType', 'ref', 'properties'],
+      rule: `derived from intent fields objectType and ref (the caller’s reference for the record): the record; the values it is set to are params; the record’s ${o.idProperty} holds a digest of objectType and the trimmed ref alone, so every operation of one ref writes one record. ${REVISIONS('record')}`,
+      intentFields: ['objectType', 'ref'],
       normalize: [REF_TRIM],
     },
     providerKey: {

@@ -38,7 +38,7 @@ describe('contacts.update: the contact idProperty names is part of the intent', 
     const a = adapter(s.url);
     const params = { contactId: c.id, properties: { lifecyclestage: 'customer' } };
     const first = await runner.run(a, 'contacts.update', { params });
-    expect(first.businessOperationId).toBe(businessOperationId('hubspot.contacts.update', params));
+    expect(first.businessOperationId).toBe(businessOperationId('hubspot.contacts.update', { contactId: c.id }));
     const again = await runner.run(a, 'contacts.update', { params: { ...params, idProperty: undefined } });
     expect(again.businessOperationId).toBe(first.businessOperationId);
     expect(s.writes('contacts')).toBe(1);

@@ -1,7 +1,9 @@
 // What the README promises about repeats: one text in one channel is one operation, and a text posted again
 // on purpose is a new one only with its own intent.
 
-import { createMemoryLedger, createRunner } from '@retrysafe/core';
+import { identityFields } from '@retrysafe/contract/ledger';
+import { createMemoryLedger, createRunner, createVirtualClock } from '@retrysafe/core';
+import { agentTools } from '@retrysafe/core/agent';
 import { closeAfterTest } from '@retrysafe/testkit/close-after-test';
 import { expect, it } from 'vitest';
 import { createSlackAdapter } from '../src/index.js';
@@ -123,4 +125,52 @@ it('a post Slack refused, corrected by resend-with, is one message of the same o
   const again = await runner.resolve(first.businessOperationId, fixed, { adapters: [slack] });
   expect(again).toMatchObject({ status: 'done', businessOperationId: first.businessOperationId });
   expect(sandbox.count('chat.postMessage')).toBe(1);
+});
+
+it('chat.update A, then B, then A again ends at A; A twice is one edit; a change while another is in flight is answered in progress, nothing sent', async () => {
+  const { sandbox, slack, runner, params } = await oneWorkspace();
+  const ledger = createMemoryLedger();
+  const clock = createVirtualClock(Date.now());
+  const runs = createRunner({ ledger, clock });
+  const posted = await runner.run(slack, 'chat.postMessage', { params });
+  const ts = (posted as { result: { ts: string } }).result.ts;
+  const set = (text: string) => runs.run(slack, 'chat.update', { params: { channel: CHANNEL, ts, text } });
+
+  const first = await set('A');
+  expect(await set('A')).toMatchObject({ status: 'done', adopted: true });
+  expect(sandbox.calls('chat.update')).toBe(1);
+  expect(await set('B')).toMatchObject({
+    status: 'done',
+    adopted: false,
+    businessOperationId: first.businessOperationId,
+  });
+  expect(await set('A')).toMatchObject({ status: 'done', adopted: false });
+  expect(sandbox.calls('chat.update')).toBe(3);
+  expect(sandbox.messages().find((m) => m.ts === ts)?.text).toBe('A');
+
+  // Another worker holds revision 4 (C): a change to D waits its turn, as a repeat of C would.
+  const stored = (await ledger.get(first.businessOperationId))!;
+  const c = { ...identityFields(stored), params: { channel: CHANNEL, ts, text: 'C' }, paramsFingerprint: 'sha256:c' };
+  const supersede = { fence: stored.fence, revision: 4, done: true } as const;
+  const held = await ledger.claim({ ...c, owner: 'w2', leaseMs: 60_000, now: clock.now(), supersede });
+  if (held.kind !== 'claimed') throw new Error(held.kind);
+  expect(await set('D')).toMatchObject({ status: 'in-progress', businessOperationId: first.businessOperationId });
+  expect(sandbox.calls('chat.update')).toBe(3);
+  // It stops after sending C, its lease runs out: C is finished first (the same content again is harmless), then D.
+  await ledger.markDispatched(
+    { businessOperationId: first.businessOperationId, fence: held.record.fence },
+    clock.now(),
+  );
+  clock.advance(60_001);
+  expect(await set('D')).toMatchObject({ status: 'done', adopted: false });
+  expect(sandbox.calls('chat.update')).toBe(5);
+  expect(sandbox.messages().find((m) => m.ts === ts)?.text).toBe('D');
+});
+
+it('the agent tool of chat.update says other content is its next change; of chat.postMessage, a conflict', () => {
+  const slack = createSlackAdapter({ token: TOKEN, baseUrl: 'http://127.0.0.1:9' });
+  const described = (op: string) => agentTools([slack]).find((t) => t.operation === op)!.description;
+  expect(described('chat.update')).toMatch(/next change/);
+  expect(described('chat.update')).not.toMatch(/refused as a conflict/);
+  expect(described('chat.postMessage')).toMatch(/refused as a conflict/);
 });

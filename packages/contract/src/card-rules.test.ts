@@ -4,6 +4,7 @@ import {
   absenceProvenFrom,
   agentIdempotentHint,
   cardMargin,
+  changedParamsRevise,
   keyFoldsResends,
   lateApplyAllowanceMs,
   lookupAvailable,
@@ -284,5 +285,19 @@ describe('marginProblem: the one check of a policy clock-skew margin, in every r
       expect(() => agentIdempotentHint(card(), bad)).toThrow(words);
     }
     expect(retentionFloor([card()], { clockSkewMarginMs: 0 }).ms).toBe(24 * H);
+  });
+});
+
+describe('changedParamsRevise', () => {
+  it.each<[RetrySafetyCard['sideEffect']['kind']['value'], boolean | 'unknown', boolean]>([
+    ['set', true, true],
+    ['upsert', true, true],
+    ['set', false, false],
+    ['upsert', 'unknown', false],
+    ['create', true, false],
+    ['send', true, false],
+  ])('kind %s, idempotent by nature %s → %s', (kind, byNature, want) => {
+    const c = card({ byNature });
+    expect(changedParamsRevise({ ...c, sideEffect: { ...c.sideEffect, kind: fact(kind, 't') } })).toBe(want);
   });
 });

@@ -73,6 +73,13 @@ export function budgetProblems(p: { readonly maxElapsedMs: number; readonly base
   return out;
 }
 
+/** A set or upsert idempotent by nature: its intent names the target, its values are params, and other values once it
+ * is done are its next revision, sent (the same values again are a retry, answered from the ledger). */
+export function changedParamsRevise(card: RetrySafetyCard): boolean {
+  const kind = card.sideEffect.kind.value;
+  return (kind === 'set' || kind === 'upsert') && card.sideEffect.idempotentByNature.value === true;
+}
+
 /** A same-key re-send counts as a lookup. */
 export function lookupAvailable(card: RetrySafetyCard): boolean {
   const m = card.lookup.method.value;

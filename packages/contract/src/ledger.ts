@@ -100,8 +100,8 @@ export interface ClaimInput extends OperationIdentity {
   readonly resume?: boolean;
   /** A NEW operation is born `dispatched` in the claim's own write (`capabilities.claimDispatch`). */
   readonly dispatch?: boolean;
-  /** Re-open a `rejected` or `handed-off` operation as a new revision while the stored fence still equals `fence`. */
-  readonly supersede?: { readonly fence: number; readonly revision: number };
+  /** Re-open a `rejected` or `handed-off` (with `done`: `succeeded`) operation as a new revision at the fence read. */
+  readonly supersede?: { readonly fence: number; readonly revision: number; readonly done?: true };
   /** Only a stored row (recover, a person's resume or revision): none there (finished, pruned) is `gone`. */
   readonly existing?: true;
   /** Its resolve receipt, in the claim's write: refused (LedgerError) unless the chain's next on a resume or revision. */
@@ -237,6 +237,11 @@ function restarted(existing: OperationRecord, receipt: Receipt | undefined, take
   return { result: { kind: 'claimed', record, takenOver } as const, write: record };
 }
 
+/** `done`: a set's next values (changedParamsRevise), only over a `succeeded` operation; else a correction. */
+const supersedable = (existing: OperationRecord, by: NonNullable<ClaimInput['supersede']>) =>
+  existing.fence === by.fence &&
+  (by.done ? existing.state === 'succeeded' : existing.state === 'rejected' || existing.state === 'handed-off');
+
 /** `write`: the record to store, if any. `leaseNow` judges the lease (a ledger on the database clock passes its own). */
 export function claimTransition(
   existing: OperationRecord | null,
@@ -294,11 +299,7 @@ export function claimTransition(
         resolution: { action: 'resume', at: input.now, by: input.owner },
       });
     }
-    if (
-      input.supersede &&
-      (existing.state === 'rejected' || existing.state === 'handed-off') &&
-      existing.fence === input.supersede.fence
-    ) {
+    if (input.supersede && supersedable(existing, input.supersede)) {
       return restarted(existing, receipt, false, {
         ...existing,
         ...lease,

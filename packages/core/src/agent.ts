@@ -20,7 +20,13 @@ import {
   validateCard,
 } from '@retrysafe/contract';
 import { leaseLive, RECOVERABLE_STATES, stateWords } from '@retrysafe/contract/ledger';
-import { agentIdempotentHint, describeNormalization, lookupAvailable, resendSafety } from '@retrysafe/contract/rules';
+import {
+  agentIdempotentHint,
+  changedParamsRevise,
+  describeNormalization,
+  lookupAvailable,
+  resendSafety,
+} from '@retrysafe/contract/rules';
 import { AdapterContractError } from './errors/adapter-contract-error.js';
 import { RunnerConfigurationError } from './errors/runner-configuration-error.js';
 import { marksSafe, waitsForUser } from './handoff.js';
@@ -129,7 +135,10 @@ function toolOf(adapter: AdapterV1, operation: string, spec: OperationSpec) {
   const description = [
     spec.description,
     `Retry-safe: the business-operation id is derived from the intent fields (${spec.intentFields.join(', ')}), not from this call's id. If you got no answer, or an error that is not a conflict, call again with the same arguments: the retry maps to the same operation and returns its result instead of doing it twice.`,
-    'Changing an intent field makes it a different operation; changing other arguments of an operation already started is refused as a conflict (the answer names the differing paths). After a rejection that nothing applied (needs-human with field errors), calling again with corrected arguments and the same intent sends the corrected request.',
+    changedParamsRevise(card)
+      ? 'Changing an intent field makes it a different operation. Other arguments for the same intent, once the last are set, are sent as its next change ("in-progress" while another change is in flight: call again later); the same arguments again are answered with the last result and not sent, even if the target was changed elsewhere since.'
+      : 'Changing an intent field makes it a different operation; changing other arguments of an operation already started is refused as a conflict (the answer names the differing paths).',
+    'After a rejection that nothing applied (needs-human with field errors), calling again with corrected arguments and the same intent sends the corrected request.',
     normalisationText(card),
     'Every answer carries the businessOperationId (null only in an invalid-input answer whose intent fields give none, or whose id needs a look-up at the provider, and in an unavailable one); after a timeout of your own, calling again with the same arguments is the way back to it.',
     'Answers: status "done" (with the provider reference; adopted=true if it had already happened), "in-progress" (call again later with the same arguments, or check retrysafe_status where the host offers it), "needs-human" (a person must decide; do not retry as is), "conflict", "invalid-input" (with field errors; nothing was sent), "unavailable" (the provider could not be asked now; nothing was sent: call again later with the same arguments).',

@@ -69,7 +69,8 @@ export const hubSpotDrill: HubSpotDrill = {
   operations: {
     'contacts.update': {
       params: (i) => ({ contactId: '1001', properties: { jobtitle: `Drill ${i}` } }),
-      changeIntent: () => ({ contactId: '1001', properties: { jobtitle: 'changed' } }),
+      // The intent is the contact: other values for it are the update's next revision, another contact another intent.
+      changeIntent: (p) => ({ ...(p as object), contactId: '1002' }),
       faults: hubSpotDrillFaults,
     },
     'objects.upsert': {

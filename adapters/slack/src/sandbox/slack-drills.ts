@@ -54,7 +54,8 @@ export const slackDrill: DrillSetup = {
     },
     'chat.update': {
       params: (i) => ({ channel: DRILL_CHANNEL, ts: seededTs(i), text: `Deploy ${i} rolled back` }),
-      changeIntent: (p) => ({ ...(p as object), text: 'changed' }),
+      // The intent is the message: other text for it is the update's next revision, another message another intent.
+      changeIntent: (p) => ({ ...(p as object), ts: '1700000001.000000' }),
       faults,
     },
   },

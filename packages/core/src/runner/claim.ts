@@ -12,6 +12,7 @@ import {
   revisionKeySource,
 } from '@retrysafe/contract';
 import { leaseLive, TERMINAL_STATES } from '@retrysafe/contract/ledger';
+import { changedParamsRevise } from '@retrysafe/contract/rules';
 import { resumeSafeByKey } from '../handoff.js';
 import { derivedProviderKey } from '../intake/adapter.js';
 import { type Operation, paramsConflict, storedOperation, withProviderKey } from '../intake/operation.js';
@@ -84,6 +85,12 @@ export async function claimAndDrive(ctx: RunnerContext, op: Operation, waitUntil
       // A corrected request for an operation none of whose attempts was applied, or the same request once the user
       // took the step the provider asked for: a new revision. A call that joined it in flight has not seen its end.
       const corrected = record.paramsFingerprint !== op.paramsFingerprint;
+      // Other values of a done set: its next revision, sent; a follow-up's values too are the ones wanted now.
+      if (corrected && record.state === 'succeeded' && changedParamsRevise(op.card) && waitUntil === undefined) {
+        checkSealable(ctx, record, 'send its next values');
+        const receipts = await ledger.receipts(record.businessOperationId);
+        return supersede(ctx, op, record, receipts, 'other values for its target, after it was done');
+      }
       if (!op.followUp && waitUntil === undefined && (corrected || record.handoff?.reason === 'rejected')) {
         const receipts = await ledger.receipts(record.businessOperationId);
         const check = corrected ? supersedeCheck : reissueCheck;
@@ -96,16 +103,18 @@ export async function claimAndDrive(ctx: RunnerContext, op: Operation, waitUntil
       return fromTerminal(ctx, record, op.paramsFingerprint, op);
     }
     case 'busy':
-      if (record.paramsFingerprint !== op.paramsFingerprint)
-        throw paramsConflict(op, record, 'another worker is performing this operation with other params');
+      if (record.paramsFingerprint !== op.paramsFingerprint) return changeWhileBusy(ctx, op, record);
       log('info', 'busy', `another worker (${record.leaseOwner}) holds the operation: waiting for its result`, op);
       return waitForOther(ctx, op, waitUntil);
     case 'claimed': {
-      if (record.paramsFingerprint !== op.paramsFingerprint) {
+      const { takenOver } = claim;
+      // A set's change a stopped worker left mid-way is finished first (its values again are harmless), then this one.
+      const changed = record.paramsFingerprint !== op.paramsFingerprint;
+      const finishFirst = changed && takenOver && changedParamsRevise(op.card);
+      if (changed && !finishFirst) {
         await releaseLease(ctx, fenceOf(record), takenOverLeaseEnd(ctx, claim), op.policy.clockSkewMarginMs);
         throw paramsConflict(op, record, 'a re-send with the same key and other params would be a different request');
       }
-      const { takenOver } = claim;
       // The key that may already be at the provider is the one recorded: keep using it, and the params recorded
       // with it (the caller's equal them only as the card compares: the provider may take ' A-17' for another body).
       // Taken over, what the last owner left (its receipts, its stored params) may be refused: the lease goes back.
@@ -118,9 +127,23 @@ export async function claimAndDrive(ctx: RunnerContext, op: Operation, waitUntil
       if (takenOver) log('info', 'takeover', `took over from state ${record.state} (fence ${record.fence})`, op);
       const dispatchWritten = dispatch && !takenOver && record.state === 'dispatched';
       const { previousLeaseExpiresAt } = claim;
-      return execute(ctx, driven, { record, claimedAt, takenOver, previousLeaseExpiresAt, dispatchWritten });
+      const ended = execute(ctx, driven, { record, claimedAt, takenOver, previousLeaseExpiresAt, dispatchWritten });
+      return finishFirst ? ended.then(() => claimAndDrive(ctx, op, waitUntil)) : ended;
     }
   }
+}
+
+/** Other params while another worker holds it: a set's next values wait their turn (call again once it is done). */
+function changeWhileBusy(ctx: RunnerContext, op: Operation, record: OperationRecord): RunResult {
+  if (!changedParamsRevise(op.card))
+    throw paramsConflict(op, record, 'another worker is performing this operation with other params');
+  ctx.log(
+    'info',
+    'busy',
+    `another worker (${record.leaseOwner}) is setting other values: nothing sent, call again`,
+    op,
+  );
+  return heldElsewhere(record, ctx.clock.now());
 }
 
 /** A person's resume safe only because the key folds a re-send: claimed, then set `unknown` (operator.ts resume). */
@@ -194,16 +217,27 @@ export async function supersede(
   by: string,
 ): Promise<RunResult> {
   const { clock, log } = ctx;
-  const revision = currentRevisionNumber(receipts) + 1;
-  const freshKey = needsFreshKey(op.card, receipts);
+  const done = record.state === 'succeeded';
+  // A revision's receipt lost with a two-write ledger's crash still counts: the stored resolution names it.
+  const revision = Math.max(currentRevisionNumber(receipts), record.resolution?.revision ?? 1) + 1;
+  // A done revision never reuses a key that holds the earlier values' result.
+  const freshKey = done ? record.providerKey !== null : needsFreshKey(op.card, receipts);
   const providerKey = freshKey
     ? derivedProviderKey(op.adapter, op.opName, op.card, revisionKeySource(record.businessOperationId, revision))
     : record.providerKey;
   const revised = withProviderKey(op, providerKey);
   const paths = op.comparison.differences(record.params, op.params);
-  const why = `revision ${revision} (${by}) replaces revision ${revision - 1}, whose every attempt was known not applied; changed: ${paths.join(', ') || '(none)'}; ${freshKey ? 'new provider key (the provider may have stored the rejection under the old one)' : 'same provider key (nothing rejected is stored under it, and the card says a call that did land under it refuses the correction or takes it over the first)'}`;
+  const before = done
+    ? 'which was done (the card makes other values of a set its next revision)'
+    : 'whose every attempt was known not applied';
+  const key = freshKey
+    ? `new provider key (the provider may have stored ${done ? 'the earlier result' : 'the rejection'} under the old one)`
+    : done
+      ? 'no provider key'
+      : 'same provider key (nothing rejected is stored under it, and the card says a call that did land under it refuses the correction or takes it over the first)';
+  const why = `revision ${revision} (${by}) replaces revision ${revision - 1}, ${before}; changed: ${paths.join(', ') || '(none)'}; ${key}`;
   const claimedAt = clock.now();
-  const supersede = { fence: record.fence, revision };
+  const supersede = { fence: record.fence, revision, ...(done && { done: true as const }) };
   const restartAs = { action: SUPERSEDE_ACTION, reason: why, claimedAt, supersede };
   const { claim, restart } = await claimAgain(ctx, revised, record, receipts.at(-1), restartAs);
   if (claim.kind === 'claimed' && claim.takenOver) {
@@ -212,6 +246,8 @@ export async function supersede(
     await releaseLease(ctx, fenceOf(claim.record), takenOverLeaseEnd(ctx, claim), op.policy.clockSkewMarginMs);
   }
   if (claim.kind !== 'claimed' || claim.takenOver) {
+    // A done set another call changed since it was read: this change goes next, from what is there now.
+    if (done && claim.kind !== 'conflict') return claimAndDrive(ctx, op);
     // Someone else changed it between the check and the claim: answer from what is there now.
     if (claim.kind === 'terminal') return fromTerminal(ctx, claim.record, op.paramsFingerprint, op);
     // The same corrected request, made by another call a moment earlier: wait for its result, as for any call in flight.

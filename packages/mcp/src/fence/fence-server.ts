@@ -10,7 +10,7 @@ import {
 } from '@modelcontextprotocol/sdk/types.js';
 import { AjvJsonSchemaValidator } from '@modelcontextprotocol/sdk/validation/ajv';
 import { type AdapterV1, validateCard } from '@retrysafe/contract';
-import { agentIdempotentHint, describeNormalization } from '@retrysafe/contract/rules';
+import { agentIdempotentHint, changedParamsRevise, describeNormalization } from '@retrysafe/contract/rules';
 import type { AgentToolDefinition, AgentToolResult } from '@retrysafe/core/agent';
 import { ANSWER_PROPERTIES, type Extra, reply, type ServingOptions, serveTools } from '../server.js';
 import { type Fence, fencedCall, toolResult, withPath } from './fence-adapter.js';
@@ -39,7 +39,9 @@ function fencedListing(adapter: AdapterV1, t: Tool) {
   const description = [
     t.description ?? '',
     `[fenced by retrysafe] One business operation per intent (${card.businessOperationId.intentFields.join(', ')}${optional ? `; ${optional.join(', ')} may be left out, another operation than any value` : ''}${normalize ? `; read after ${describeNormalization(normalize)}` : ''}): if you got no answer or an error that is not a conflict, call again with the same intent — the call maps to the same operation and returns its result instead of doing it twice.`,
-    `A changed non-intent argument of an operation already started is refused as a conflict${compared}. "in-progress": check back with retrysafe_status; "needs-human": a person decides, do not retry.`,
+    changedParamsRevise(card)
+      ? `Changed non-intent arguments${compared} are sent as the operation's next change once the last is done; the same arguments again are answered from the ledger. "in-progress": check back with retrysafe_status; "needs-human": a person decides, do not retry.`
+      : `A changed non-intent argument of an operation already started is refused as a conflict${compared}. "in-progress": check back with retrysafe_status; "needs-human": a person decides, do not retry.`,
     undeclared.length
       ? `Upstream facts not declared: ${undeclared.join(', ')} — retrysafe will not re-send where they matter.`
       : '',

@@ -57,6 +57,13 @@ export function claimTableCases(test: Test): void {
       supersede: { fence: ref!.fence + delta, revision: 2 },
       ...over,
     });
+  /** The next values of a done set (`supersede.done`): its card makes them a revision, not a conflict. */
+  const doneAt =
+    (delta: number, over: Partial<ClaimInput> = {}) =>
+    (ref: Fenced | null) => {
+      const s = supersedeAt(delta, over)(ref);
+      return { ...s, supersede: { ...s.supersede!, done: true as const } };
+    };
   /** A revision that keeps the key of the claim it supersedes (`claimInput`'s), and with it the key's age. */
   const keptKey = (ref: Fenced | null, name: string) =>
     supersedeAt(0, { providerKey: `rs-${name}` as ProviderKey })(ref);
@@ -84,6 +91,11 @@ export function claimTableCases(test: Test): void {
     ['succeeded: terminal', succeeded, { owner: 'w2', now: T0 + 5000 }, 'terminal'],
     ['succeeded, resume: terminal', succeeded, { owner: 'w2', resume: true, now: T0 + 5000 }, 'terminal'],
     ['succeeded, supersede at its fence: terminal', succeeded, supersedeAt(0, { now: T0 + 5000 }), 'terminal'],
+    ['succeeded, done revision at its fence', succeeded, doneAt(0, { owner: 'w2' }), 'claimed', false],
+    ['succeeded, done revision with a stale fence: terminal', succeeded, doneAt(-1), 'terminal'],
+    ['live lease, done revision: busy', live, doneAt(0, { owner: 'w2', now: T0 + 10 }), 'busy'],
+    ['rejected, done revision at its fence: terminal', rejected, doneAt(0), 'terminal'],
+    ['handed-off, done revision at its fence: terminal', handedOff, doneAt(0), 'terminal'],
     ['rejected: terminal', rejected, { now: T0 + 5000 }, 'terminal'],
     ['rejected, resume: terminal', rejected, { resume: true, now: T0 + 5000 }, 'terminal'],
     ['rejected, supersede with a stale fence: terminal', rejected, supersedeAt(7), 'terminal'],

@@ -1,4 +1,4 @@
-import { InvalidStateError, LedgerError } from '@retrysafe/contract';
+import { type ClaimInput, InvalidStateError, LedgerError } from '@retrysafe/contract';
 import { verifyReceiptChain } from '@retrysafe/core';
 import { expect } from 'vitest';
 import {
@@ -122,6 +122,58 @@ export function restartCases(test: Test): void {
     expect(revised.record).toMatchObject({ ...REVISED, receiptChain: { head: first.hash, length: 1 } });
     expect(await l.get(id('rs-revise'))).toEqual(revised.record);
     expect(await l.receipts(id('rs-revise'))).toEqual([first]);
+  });
+
+  test('a done revision (a set’s next values) re-opens a succeeded operation at the fence read, its receipt next on the chain; of two racing revisions one wins, the other is busy, then terminal on its stale fence', async (l) => {
+    const { ref } = await claimed(l, 'rs-done', { dispatch: true });
+    const r1 = receipt('rs-done', 1, null);
+    await l.setState(ref, {
+      state: 'succeeded',
+      lastOutcome: 'succeeded',
+      result: { v: 'a' },
+      now: T0 + 2,
+      receipt: r1,
+    });
+    const r2 = receipt('rs-done', 2, r1.hash);
+    const revise = (owner: string, now: number, over: Partial<ClaimInput> = {}) =>
+      l.claim(
+        claimInput('rs-done', {
+          ...REVISED,
+          owner,
+          now,
+          existing: true,
+          supersede: { fence: ref.fence, revision: 2, done: true },
+          ...over,
+        }),
+      );
+    const won = await revise('w2', T0 + 3, { receipt: r2 });
+    expectClaimed(won, false);
+    expect(won.record).toMatchObject({
+      ...REVISED,
+      state: 'claimed',
+      fence: ref.fence + 1,
+      attemptCount: 0,
+      result: null,
+      resolution: { action: 'supersede', revision: 2 },
+      receiptChain: { head: r2.hash, length: 2 },
+    });
+    expect(await l.receipts(id('rs-done'))).toEqual([r1, r2]);
+    // The other revision read the same fence: busy while the winner holds it, then terminal (its fence is stale).
+    expect((await revise('w3', T0 + 4, { paramsFingerprint: 'sha256:params-c' })).kind).toBe('busy');
+    const wonRef = { businessOperationId: won.record.businessOperationId, fence: won.record.fence };
+    await l.setState(wonRef, { state: 'succeeded', now: T0 + 5 });
+    const lost = await revise('w3', T0 + 6, { paramsFingerprint: 'sha256:params-c' });
+    expect(lost.kind).toBe('terminal');
+    expect(await l.get(id('rs-done'))).toMatchObject({ ...REVISED, state: 'succeeded', fence: ref.fence + 1 });
+    // Two revisions sent at once on the fence both read: exactly one is claimed.
+    const race = await claimed(l, 'rs-race');
+    await l.setState(race.ref, { state: 'succeeded', now: T0 + 1 });
+    const supersede = { fence: race.ref.fence, revision: 2, done: true } as const;
+    const at = (owner: string, paramsFingerprint: string) =>
+      l.claim(claimInput('rs-race', { ...REVISED, paramsFingerprint, owner, now: T0 + 2, supersede }));
+    const both = await Promise.all([at('w2', 'sha256:params-b'), at('w3', 'sha256:params-c')]);
+    expect(both.map((r) => r.kind).sort()).toEqual(['busy', 'claimed']);
+    expect((await l.get(id('rs-race')))?.fence).toBe(race.ref.fence + 1);
   });
 
   test('a claim whose receipt is refused (not the next seq, a stale one, another operation’s, on a plain claim, a takeover or a new operation) is a LedgerError and writes nothing', async (l) => {
