@@ -102,11 +102,18 @@ function causeChain(error: unknown): Partial<Error>[] {
   return chain;
 }
 
+// fetch refuses a request it cannot build with a bare TypeError (no code) before it connects: a header name or value
+// (a line break, a character above U+00FF), the method, a body on GET, user-info in the URL.
+const NOT_BUILT_BY_FETCH =
+  /is an invalid header (name|value)|convert argument to a ByteString|is not a valid HTTP method|HTTP method is unsupported|method cannot have body|URL that includes credentials/;
+
 /** Classifies a failure without a response: `never` only when every code found proves it was not sent. */
 export function classifyTransportFailure(error: unknown): TransportFailure {
   const coded = codedErrors(error);
   const codes = coded.map((e) => e.code);
   const chain = causeChain(error);
+  if (chain.some((e) => e.name === 'TypeError' && NOT_BUILT_BY_FETCH.test(String(e.message))))
+    return { sent: 'never', code: 'REQUEST_NOT_BUILT' };
   const names = chain.map((e) => e.name);
   const text = typeof chain[0]?.message === 'string' ? chain[0].message : '';
   const first = codes[0];

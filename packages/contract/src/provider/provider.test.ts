@@ -106,6 +106,31 @@ describe('classifyTransportFailure: never-sent vs may-have-been-applied', () => 
     expect(classifyTransportFailure(thrown)).toEqual({ sent: 'never', code });
   });
 
+  // fetch's own refusals, thrown by a real fetch: it builds the request before it connects (nothing listens on port 9).
+  it.each<[string, RequestInit, string?]>([
+    ['a line break in a header value (a token read with its newline)', { headers: { authorization: 'Bearer a\nb' } }],
+    ['a character above U+00FF in a header value', { headers: { authorization: 'Bearer a€b' } }],
+    ['a lone surrogate in a header value', { headers: { 'x-ref': 'a\ud800' } }],
+    ['a space in a header name', { headers: { 'Idempotency Key': 'k' } }],
+    ['a method that is no token', { method: 'PO ST' }],
+    ['a body on GET', { method: 'GET', body: 'x' }],
+    ['user-info in the URL', {}, 'http://user:pass@127.0.0.1:9/'],
+  ])("fetch's refusal to build the request (%s) is thrown before it connects: never sent", async (_, init, url) => {
+    const thrown = await fetch(url ?? 'http://127.0.0.1:9/', init).catch((e: unknown) => e);
+    expect(classifyTransportFailure(thrown)).toEqual({ sent: 'never', code: 'REQUEST_NOT_BUILT' });
+    // Octokit's RequestError (status 500) keeps fetch's error as its cause.
+    const wrapped = Object.assign(new Error('x', { cause: thrown }), { name: 'HttpError', status: 500 });
+    expect(noAnswerOutcome(wrapped)).toMatchObject({ kind: 'not-applied', neverSent: true, code: 'REQUEST_NOT_BUILT' });
+  });
+
+  it('a TypeError that is no refusal to build the request may have been applied', () => {
+    expect(classifyTransportFailure(new TypeError('fetch failed'))).toEqual({ sent: 'maybe', cause: 'other' });
+    const parse = new TypeError("Cannot read properties of undefined (reading 'id')");
+    expect(classifyTransportFailure(parse)).toEqual({ sent: 'maybe', cause: 'other' });
+    const lookalike = new Error('Headers.append: "x" is an invalid header value.');
+    expect(classifyTransportFailure(lookalike)).toEqual({ sent: 'maybe', cause: 'other' });
+  });
+
   it.each<[string, string]>([
     ['ETIMEDOUT', 'timeout'],
     ['ECONNABORTED', 'timeout'],
