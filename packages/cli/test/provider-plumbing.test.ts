@@ -7,6 +7,7 @@ import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { AdapterConfigurationError, type Outcome } from '@retrysafe/contract';
 import { noAnswerOutcome, parseRetryAfter as sandboxRetryAfter } from '@retrysafe/contract/provider';
+import { createGitHubAdapter } from '@retrysafe/github';
 import { createHttpAdapter, ietfOrdersCreate } from '@retrysafe/http';
 import { createHubSpotAdapter } from '@retrysafe/hubspot';
 import { createMsGraphAdapter } from '@retrysafe/msgraph';
@@ -157,6 +158,40 @@ describe('base URL: https, or plain http only to loopback, for every adapter', (
       expect(refusal(() => make('http://127.0.0.1:4010'))).toBeUndefined();
     });
   }
+});
+
+describe('a credential no header carries is refused when the adapter is built, for every adapter', () => {
+  const LOOPBACK = 'http://127.0.0.1:4010';
+  const factories: Record<string, (secret: string) => unknown> = {
+    stripe: (apiKey) => createStripeAdapter({ apiKey, baseUrl: LOOPBACK }),
+    msgraph: (accessToken) => createMsGraphAdapter({ accessToken, baseUrl: LOOPBACK }),
+    hubspot: (accessToken) => createHubSpotAdapter({ accessToken, baseUrl: LOOPBACK }),
+    slack: (token) => createSlackAdapter({ token, baseUrl: LOOPBACK }),
+    github: (auth) => createGitHubAdapter({ auth, baseUrl: LOOPBACK }),
+    resend: (apiKey) => createResendAdapter({ apiKey, baseUrl: LOOPBACK }),
+    http: (secret) =>
+      createHttpAdapter({
+        provider: 'acme',
+        baseUrl: LOOPBACK,
+        timeoutMs: 1000,
+        headers: { Authorization: `Bearer ${secret}` },
+        operations: { 'orders.create': ietfOrdersCreate('acme') },
+      }),
+  };
+  // Each would have made every request fail before it left (fetch's TypeError, Node's ERR_INVALID_CHAR), after the claim.
+  it.each(Object.keys(factories))('%s: a line break, a CR from a CRLF file, a character above U+00FF', (adapter) => {
+    for (const secret of ['hunter2\nx', 'hunter2\r', 'hunter2€']) {
+      let thrown: unknown;
+      try {
+        factories[adapter]!(secret);
+      } catch (e) {
+        thrown = e;
+      }
+      expect(AdapterConfigurationError.isInstance(thrown), `${adapter} ${JSON.stringify(secret)}`).toBe(true);
+      expect(String((thrown as Error).message)).not.toContain('hunter2');
+    }
+    expect(() => factories[adapter]!('canary-token')).not.toThrow();
+  });
 });
 
 describe('one owner: no adapter keeps a private copy of the generic rules', () => {
