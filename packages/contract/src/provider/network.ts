@@ -107,6 +107,9 @@ function causeChain(error: unknown): Partial<Error>[] {
 const NOT_BUILT_BY_FETCH =
   /is an invalid header (name|value)|convert argument to a ByteString|is not a valid HTTP method|HTTP method is unsupported|method cannot have body|URL that includes credentials/;
 
+const NOT_BUILT =
+  'fetch refused to build the request: a header name or value it cannot carry (a line break, a character above U+00FF), the method, a body on GET or user-info in the URL';
+
 /** Classifies a failure without a response: `never` only when every code found proves it was not sent. */
 export function classifyTransportFailure(error: unknown): TransportFailure {
   const coded = codedErrors(error);
@@ -153,7 +156,9 @@ export function describeFailure(error: unknown, what?: string): string {
  * `what`: the SDK's own words for the failure, when they are not on the error's `cause` chain. */
 export function noAnswerOutcome(error: unknown, what?: string): NoAnswerOutcome {
   const t = classifyTransportFailure(error);
-  const detail = describeFailure(error, what);
+  // fetch's words (and an SDK's copy of them) quote the value refused, which may be a credential.
+  const detail =
+    t.code === 'REQUEST_NOT_BUILT' ? [what, NOT_BUILT].filter(Boolean).join(': ') : describeFailure(error, what);
   if (t.sent === 'never')
     return { kind: 'not-applied', code: t.code, message: `never sent: ${detail}`, neverSent: true };
   const code = t.code === undefined ? {} : { code: t.code };

@@ -118,9 +118,14 @@ describe('classifyTransportFailure: never-sent vs may-have-been-applied', () => 
   ])("fetch's refusal to build the request (%s) is thrown before it connects: never sent", async (_, init, url) => {
     const thrown = await fetch(url ?? 'http://127.0.0.1:9/', init).catch((e: unknown) => e);
     expect(classifyTransportFailure(thrown)).toEqual({ sent: 'never', code: 'REQUEST_NOT_BUILT' });
-    // Octokit's RequestError (status 500) keeps fetch's error as its cause.
-    const wrapped = Object.assign(new Error('x', { cause: thrown }), { name: 'HttpError', status: 500 });
+    // Octokit's RequestError (status 500) copies fetch's message and keeps its error as the cause.
+    const message = (thrown as Error).message;
+    const wrapped = Object.assign(new Error(message, { cause: thrown }), { name: 'HttpError', status: 500 });
     expect(noAnswerOutcome(wrapped)).toMatchObject({ kind: 'not-applied', neverSent: true, code: 'REQUEST_NOT_BUILT' });
+    // fetch quotes the value it refused, which may be a credential: the outcome (and so the receipt) never does.
+    expect(noAnswerOutcome(wrapped).message).toBe(
+      'never sent: fetch refused to build the request: a header name or value it cannot carry (a line break, a character above U+00FF), the method, a body on GET or user-info in the URL',
+    );
   });
 
   it('a TypeError that is no refusal to build the request may have been applied', () => {
