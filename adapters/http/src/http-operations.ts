@@ -358,6 +358,12 @@ function requestProblems(spec: HttpOperationSpec, params: unknown): FieldError[]
   // An empty validator (`If-Match: `) names no version: a server may read it as absent and write unconditionally.
   if (pc && !scalarText((params as Record<string, unknown>)[pc.param]))
     out.push({ path: pc.param, message: 'is the precondition value and must be a non-empty string or number' });
+  // Node refuses such a header value when the request is built: it would fail every attempt, after the claim.
+  if (pc && 'header' in pc && /[^\t\x20-\x7e\x80-\xff]/.test(String((params as Record<string, unknown>)[pc.param])))
+    out.push({
+      path: pc.param,
+      message: `travels in the ${pc.header} header, which cannot carry a line break, a control character or one above U+00FF`,
+    });
   const asText = new Set([
     ...paramPlaceholders(spec.path),
     ...paramPlaceholders(lookupPath ?? ''),

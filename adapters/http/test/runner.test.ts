@@ -47,6 +47,25 @@ describe('runner + sandbox + fault proxy', () => {
     expect(packets).toHaveLength(0);
   });
 
+  it.each<[string, Record<string, string>, string]>([
+    ['a lone surrogate in a path placeholder (encodeURIComponent throws)', { id: 'doc-\ud800', etag: '"g1"' }, 'id'],
+    ['a line break in the precondition header', { id: 'doc-1', etag: '"g1"\r\nX-Other: 1' }, 'etag'],
+    ['a character above U+00FF in the precondition header', { id: 'doc-1', etag: '"g€"' }, 'etag'],
+  ])('%s is refused before the claim: nothing sent, no row (it failed after the claim)', async (_, p, field) => {
+    const sb = await startEtagSandbox({ port: 0 });
+    const spec = etagDocumentsUpdate('acme-docs');
+    const { proxy, adapter, runner, ledger } = await harness(
+      'documents.update',
+      { ...spec, paramsSchema: { type: 'object' } },
+      sb,
+    );
+    await expect(
+      runner.run(adapter, 'documents.update', { params: { ...p, title: 'T', body: 'B' } }),
+    ).rejects.toSatisfy((e) => InvalidParamsError.isInstance(e) && e.fields.some((f) => f.path === field));
+    expect(proxy.requests).toHaveLength(0);
+    expect(await ledger.list({})).toHaveLength(0);
+  });
+
   it('async request-reply: the 202 is lost; the retry with the same key gets the EXISTING status resource, which is polled to done — one work item', async () => {
     const sb = await startAsyncReplySandbox({ port: 0, pollsUntilDone: 1, retryAfterS: 1 });
     const { proxy, adapter, runner } = await harness('exports.create', asyncExportsCreate('acme-exports'), sb);
