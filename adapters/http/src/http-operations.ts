@@ -234,6 +234,10 @@ export function buildOperation(provider: string, name: string, spec: HttpOperati
     if (rule) fail(`path placeholder {${p}} ${NORMALISED_TARGET(rule)}`);
   }
   const pc = spec.precondition;
+  // Node refuses such a name when the request is built: every request would fail, each after its claim.
+  for (const header of [k.travels === 'header' ? k.name : '', pc && 'header' in pc ? pc.header : ''])
+    if (header !== '' && !/^[\^_`a-zA-Z\-0-9!#$%&'*+.|~]+$/.test(header))
+      fail(`${JSON.stringify(header)} is not a header name (letters, digits and !#$%&'*+-.^_\`|~ only)`);
   if (pc && !withinIntent(pc.param, intentFields))
     fail(
       `precondition.param ${pc.param} must be one of the card's intent fields, so every re-send carries the same precondition`,
