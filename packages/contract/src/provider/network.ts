@@ -38,6 +38,8 @@ export const NEVER_SENT_CODES: ReadonlySet<string> = new Set([
   'ERR_INVALID_CHAR',
   'ERR_INVALID_HTTP_TOKEN',
   'ERR_HTTP_INVALID_HEADER_VALUE',
+  // ...and a path with a space, a control character or one above U+00FF, when the request is made
+  'ERR_UNESCAPED_CHARACTERS',
 ]);
 
 const TIMEOUT_CODES: ReadonlySet<string> = new Set([

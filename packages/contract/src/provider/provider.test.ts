@@ -1,4 +1,4 @@
-import { validateHeaderName, validateHeaderValue } from 'node:http';
+import { request, validateHeaderName, validateHeaderValue } from 'node:http';
 import { describe, expect, it } from 'vitest';
 import { AdapterConfigurationError } from '../errors.js';
 import {
@@ -95,7 +95,8 @@ describe('classifyTransportFailure: never-sent vs may-have-been-applied', () => 
     ['ERR_INVALID_CHAR', () => validateHeaderValue('Authorization', 'Bearer sk_test_x\r')], // a CRLF .env
     ['ERR_INVALID_HTTP_TOKEN', () => validateHeaderName('Idempotency Key')],
     ['ERR_HTTP_INVALID_HEADER_VALUE', () => validateHeaderValue('Authorization', undefined as unknown as string)],
-  ])("Node's own refusal of a header (%s) is thrown before a byte is written: never sent", (code, build) => {
+    ['ERR_UNESCAPED_CHARACTERS', () => request({ host: '127.0.0.1', port: 9, path: '/orders/a b' })],
+  ])("Node's own refusal of a header or path (%s) is thrown before a byte is written: never sent", (code, build) => {
     const thrown = (() => {
       try {
         build();
