@@ -1,9 +1,4 @@
-import {
-  type AccountOption,
-  defineAdapter,
-  type Outcome,
-  type TypedAdapter,
-} from '@retrysafe/contract';
+import { type AccountOption, defineAdapter, type Outcome, type TypedAdapter } from '@retrysafe/contract';
 import { checkBaseUrl, checkToken, positiveInteger } from '@retrysafe/contract/provider';
 import { Resend } from 'resend';
 import { classifyAnswer } from './resend-errors.js';
