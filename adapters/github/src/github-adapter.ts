@@ -8,6 +8,7 @@ import {
 } from '@retrysafe/contract';
 import {
   checkBaseUrl,
+  checkToken,
   goneDuringWalk,
   intentLookupFailure,
   lookupMiss,
@@ -69,8 +70,7 @@ function buildOctokit(options: GitHubAdapterOptions): Octokit {
     assertNoSdkRetries(options.octokit);
     return options.octokit;
   }
-  if (typeof options.auth !== 'string' || options.auth === '')
-    throw new AdapterConfigurationError(PROVIDER, 'auth (a token) is required when no octokit is given');
+  checkToken(PROVIDER, 'auth', options.auth);
   const baseUrl = options.baseUrl ?? 'https://api.github.com';
   checkBaseUrl(PROVIDER, baseUrl);
   return new Octokit({ auth: options.auth, baseUrl: baseUrl.replace(/\/+$/, ''), log: SILENT });

@@ -307,6 +307,22 @@ describe('createHttpAdapter: declarations are checked against the card', () => {
     });
   });
 
+  it('a header name Node refuses (the key’s, the precondition’s) is refused when the adapter is built: every request would fail after its claim', () => {
+    const docs = etagDocumentsUpdate('acme-docs');
+    const badPc: HttpOperationSpec = { ...docs, precondition: { ...docs.precondition!, header: 'If Match' } };
+    const buildPc = () =>
+      createHttpAdapter({ ...base, provider: 'acme-docs', operations: { 'documents.update': badPc } });
+    expect(buildPc).toThrow(AdapterConfigurationError);
+    expect(buildPc).toThrow(/"If Match" is not a header name/);
+    const pk = { ...card.providerKey, name: { ...card.providerKey.name, value: 'Idempotency Key' } };
+    const badKey: HttpOperationSpec = {
+      ...spec,
+      card: { ...card, providerKey: pk },
+      key: { ...spec.key, name: 'Idempotency Key' } as HttpOperationSpec['key'],
+    };
+    expect(() => createHttpAdapter(withOp(badKey))).toThrow(/"Idempotency Key" is not a header name/);
+  });
+
   it('a precondition param that is a nested intent field (version.etag) is refused: the request reads a top-level param', () => {
     const docs = etagDocumentsUpdate('acme-docs');
     const bo = { ...docs.card.businessOperationId, intentFields: ['id', 'version.etag', 'title', 'body'] };

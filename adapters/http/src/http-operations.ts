@@ -234,6 +234,10 @@ export function buildOperation(provider: string, name: string, spec: HttpOperati
     if (rule) fail(`path placeholder {${p}} ${NORMALISED_TARGET(rule)}`);
   }
   const pc = spec.precondition;
+  // Node refuses such a name when the request is built: every request would fail, each after its claim.
+  for (const header of [k.travels === 'header' ? k.name : '', pc && 'header' in pc ? pc.header : ''])
+    if (header !== '' && !/^[\^_`a-zA-Z\-0-9!#$%&'*+.|~]+$/.test(header))
+      fail(`${JSON.stringify(header)} is not a header name (letters, digits and !#$%&'*+-.^_\`|~ only)`);
   if (pc && !withinIntent(pc.param, intentFields))
     fail(
       `precondition.param ${pc.param} must be one of the card's intent fields, so every re-send carries the same precondition`,
@@ -358,6 +362,12 @@ function requestProblems(spec: HttpOperationSpec, params: unknown): FieldError[]
   // An empty validator (`If-Match: `) names no version: a server may read it as absent and write unconditionally.
   if (pc && !scalarText((params as Record<string, unknown>)[pc.param]))
     out.push({ path: pc.param, message: 'is the precondition value and must be a non-empty string or number' });
+  // Node refuses such a header value when the request is built: it would fail every attempt, after the claim.
+  if (pc && 'header' in pc && /[^\t\x20-\x7e\x80-\xff]/.test(String((params as Record<string, unknown>)[pc.param])))
+    out.push({
+      path: pc.param,
+      message: `travels in the ${pc.header} header, which cannot carry a line break, a control character or one above U+00FF`,
+    });
   const asText = new Set([
     ...paramPlaceholders(spec.path),
     ...paramPlaceholders(lookupPath ?? ''),

@@ -10,13 +10,14 @@ import { createHttpAdapter, type HttpAdapter, type HttpOperationSpec, ietfOrders
 /** A runner on a memory ledger and a virtual clock, no jitter; the packets it hands off, in order. */
 export function testRunner() {
   const packets: HandoffPacket[] = [];
+  const ledger = createMemoryLedger();
   const runner = createRunner({
-    ledger: createMemoryLedger(),
+    ledger,
     clock: createVirtualClock(),
     random: () => 0.5,
     handoff: callbackHandoffSink((p) => void packets.push(p)),
   });
-  return { runner, packets };
+  return { runner, packets, ledger };
 }
 
 /**

@@ -1,4 +1,4 @@
-import { InvalidParamsError, type RetrySafetyCard, UnsafeResumeError } from '@retrysafe/contract';
+import { InvalidIntentError, InvalidParamsError, type RetrySafetyCard, UnsafeResumeError } from '@retrysafe/contract';
 import { type FaultProxy, startFaultProxy } from '@retrysafe/testkit';
 import { closeAfterTest } from '@retrysafe/testkit/close-after-test';
 import { describe, expect, it } from 'vitest';
@@ -45,6 +45,38 @@ describe('runner + sandbox + fault proxy', () => {
     ).rejects.toSatisfy((e) => InvalidParamsError.isInstance(e) && e.fields.some((f) => f.path === 'etag'));
     expect(proxy.requests).toHaveLength(0);
     expect(packets).toHaveLength(0);
+  });
+
+  it.each<[string, Record<string, string>, string]>([
+    ['a lone surrogate in a path placeholder (encodeURIComponent throws)', { id: 'doc-\ud800', etag: '"g1"' }, 'id'],
+    ['a line break in the precondition header', { id: 'doc-1', etag: '"g1"\r\nX-Other: 1' }, 'etag'],
+    ['a character above U+00FF in the precondition header', { id: 'doc-1', etag: '"g€"' }, 'etag'],
+  ])('%s is refused before the claim: nothing sent, no row (it failed after the claim)', async (_, p, field) => {
+    const sb = await startEtagSandbox({ port: 0 });
+    const spec = etagDocumentsUpdate('acme-docs');
+    const { proxy, adapter, runner, ledger } = await harness(
+      'documents.update',
+      { ...spec, paramsSchema: { type: 'object' } },
+      sb,
+    );
+    await expect(
+      runner.run(adapter, 'documents.update', { params: { ...p, title: 'T', body: 'B' } }),
+    ).rejects.toSatisfy((e) => InvalidParamsError.isInstance(e) && e.fields.some((f) => f.path === field));
+    expect(proxy.requests).toHaveLength(0);
+    expect(await ledger.list({})).toHaveLength(0);
+  });
+
+  it('a body JSON cannot carry (a BigInt, a cycle) is refused before the claim: nothing sent, no row', async () => {
+    const sb = await startEtagSandbox({ port: 0 });
+    const { proxy, adapter, runner, ledger } = await harness('documents.update', etagDocumentsUpdate('acme-docs'), sb);
+    const cyclic: Record<string, unknown> = { id: 'doc-1', etag: '"g1"', title: 'T' };
+    cyclic.body = { back: cyclic };
+    for (const params of [{ id: 'doc-1', etag: '"g1"', title: 'T', body: 10n }, cyclic])
+      await expect(runner.run(adapter, 'documents.update', { params })).rejects.toSatisfy(
+        (e) => InvalidIntentError.isInstance(e) && e.path.startsWith('body'),
+      );
+    expect(proxy.requests).toHaveLength(0);
+    expect(await ledger.list({})).toHaveLength(0);
   });
 
   it('async request-reply: the 202 is lost; the retry with the same key gets the EXISTING status resource, which is polled to done — one work item', async () => {

@@ -6,7 +6,7 @@ import {
   type OperationSpec,
   type TypedAdapter,
 } from '@retrysafe/contract';
-import { checkBaseUrl, operationParamsErrors, positiveInteger } from '@retrysafe/contract/provider';
+import { checkBaseUrl, checkToken, operationParamsErrors, positiveInteger } from '@retrysafe/contract/provider';
 import { type HubSpotOperationName, hubSpotCardsFor } from './hubspot-cards.js';
 import { type HubSpotOperationTypes, KEY_RULE, OPERATIONS, PARAMS_SCHEMAS } from './hubspot-operations.js';
 
@@ -47,8 +47,7 @@ function optionalMs(name: string, value: number | null | undefined): number | nu
 
 function checkOptions(options: HubSpotAdapterOptions) {
   if (typeof options !== 'object' || options === null) configError('options must be an object');
-  if (typeof options.accessToken !== 'string' || options.accessToken.trim() === '')
-    configError('accessToken must be a non-empty string');
+  checkToken(PROVIDER, 'accessToken', options.accessToken);
   const baseUrl = (options.baseUrl ?? 'https://api.hubapi.com').replace(/\/+$/, '');
   checkBaseUrl(PROVIDER, baseUrl);
   const timeoutMs = positiveInteger(PROVIDER, 'timeoutMs', options.timeoutMs, 30_000);

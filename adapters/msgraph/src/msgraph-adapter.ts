@@ -10,6 +10,7 @@ import {
   type TypedAdapter,
 } from '@retrysafe/contract';
 import {
+  checkToken,
   goneDuringWalk,
   intentLookupFailure,
   type NoAnswerOutcome,
@@ -81,6 +82,7 @@ function buildClient(options: MsGraphAdapterOptions): Client {
   }
   if (options.accessToken === undefined || options.accessToken === '')
     configError('accessToken (a token or a function returning one) is required when no client is given');
+  if (typeof options.accessToken === 'string') checkToken(PROVIDER, 'accessToken', options.accessToken);
   return createGraphClient({ token: options.accessToken, baseUrl: options.baseUrl, version: options.version });
 }
 

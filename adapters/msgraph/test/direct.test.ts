@@ -299,6 +299,21 @@ describe('access token', () => {
     expect((await lookup('mail.send', 'tok-1', mailParams(1), broken)).kind).toBe('cannot-tell');
   });
 
+  it.each(['sekrit\nx', 'sekrit€x'])(
+    'a token a header cannot carry (%j): fetch refuses to build the request ⇒ not-applied, never sent, nothing reaches Graph',
+    async (token) => {
+      const odd = createMsGraphAdapter({ accessToken: async () => token, baseUrl: sandbox.url });
+      const out = await odd.doExecute(
+        'mail.send',
+        mailParams(1),
+        executeContext(odd, 'mail.send', asBusinessOperationId('tok-odd')),
+      );
+      expect(out).toMatchObject({ kind: 'not-applied', neverSent: true, code: 'REQUEST_NOT_BUILT' });
+      expect(JSON.stringify(out)).not.toContain('sekrit');
+      expect(sandbox.requests()).toHaveLength(0);
+    },
+  );
+
   it('a token provider that keeps failing: the operation is given back (nothing was sent), not handed to a person', async () => {
     const broken = createMsGraphAdapter({
       accessToken: async () => {

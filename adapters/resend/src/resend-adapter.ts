@@ -1,11 +1,5 @@
-import {
-  type AccountOption,
-  AdapterConfigurationError,
-  defineAdapter,
-  type Outcome,
-  type TypedAdapter,
-} from '@retrysafe/contract';
-import { checkBaseUrl, positiveInteger } from '@retrysafe/contract/provider';
+import { type AccountOption, defineAdapter, type Outcome, type TypedAdapter } from '@retrysafe/contract';
+import { checkBaseUrl, checkToken, positiveInteger } from '@retrysafe/contract/provider';
 import { Resend } from 'resend';
 import { classifyAnswer } from './resend-errors.js';
 import { type ResendOperation, resendOperations } from './resend-operations.js';
@@ -36,8 +30,7 @@ const DEFAULT_TIMEOUT_MS = 30_000;
  * has no retries of its own, so each attempt is exactly one request.
  */
 export function createResendAdapter(options: ResendAdapterOptions): ResendAdapter {
-  if (typeof options?.apiKey !== 'string' || options.apiKey.length === 0)
-    throw new AdapterConfigurationError(PROVIDER, 'apiKey is required');
+  checkToken(PROVIDER, 'apiKey', options?.apiKey);
   const timeoutMs = positiveInteger(PROVIDER, 'timeoutMs', options.timeoutMs, DEFAULT_TIMEOUT_MS);
   // https, or plain http only to a loopback sandbox: the API key never travels in clear.
   const baseUrl = checkBaseUrl(PROVIDER, options.baseUrl ?? DEFAULT_BASE_URL).href.replace(/\/$/, '');

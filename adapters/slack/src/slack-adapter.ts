@@ -7,7 +7,7 @@ import {
   type Outcome,
   type TypedAdapter,
 } from '@retrysafe/contract';
-import { checkBaseUrl, positiveInteger } from '@retrysafe/contract/provider';
+import { checkBaseUrl, checkToken, positiveInteger } from '@retrysafe/contract/provider';
 import { durationMs, notFoundIsAuthoritative } from '@retrysafe/contract/rules';
 import { LogLevel, WebClient } from '@slack/web-api';
 import { cannotTellFrom, outcomeFromCode, outcomeFromError } from './slack-errors.js';
@@ -70,8 +70,7 @@ export function createSlackClient(token: string, baseUrl: string | undefined, ti
  * history with metadata since the first dispatch.
  */
 export function createSlackAdapter(options: SlackAdapterOptions): SlackAdapter {
-  if (typeof options?.token !== 'string' || options.token === '')
-    throw new AdapterConfigurationError(PROVIDER, 'token is required');
+  checkToken(PROVIDER, 'token', options?.token);
   const timeoutMs = positiveInteger(PROVIDER, 'timeoutMs', options.timeoutMs, 30_000);
   const lookupPages = positiveInteger(PROVIDER, 'lookupPages', options.lookupPages, 4);
   const eventType = options.eventType ?? DEFAULT_EVENT_TYPE;

@@ -51,9 +51,12 @@ const channel: JsonSchema = {
   pattern: '^[CDG][A-Z0-9]{2,}$',
   description: 'Conversation id (C…, G… or D…), e.g. C0123456789',
 };
+// Slack posts a longer text cut short, or split into several messages:
+// https://api.slack.com/changelog/2018-04-truncating-really-long-messages
 const text: JsonSchema = {
   type: 'string',
   minLength: 1,
+  maxLength: 40_000,
   description: 'Message text (also the notification fallback when blocks are given)',
 };
 const blocks: JsonSchema = { type: 'array', items: { type: 'object' }, description: 'Block Kit blocks' };

@@ -10,6 +10,7 @@ import {
 import {
   cannotTellFrom,
   checkBaseUrl,
+  checkToken,
   lookupFromOutcome,
   operationParamsErrors,
   positiveInteger,
@@ -66,8 +67,7 @@ function buildClient(options: StripeAdapterOptions, timeoutMs: number): Stripe {
       );
     return client;
   }
-  if (typeof options.apiKey !== 'string' || options.apiKey.length === 0)
-    configError('apiKey is required when no client is given');
+  const apiKey = checkToken(PROVIDER, 'apiKey', options.apiKey);
   const config: Stripe.StripeConfig = {
     maxNetworkRetries: 0,
     timeout: timeoutMs,
@@ -83,7 +83,7 @@ function buildClient(options: StripeAdapterOptions, timeoutMs: number): Stripe {
     config.protocol = url.protocol === 'http:' ? 'http' : 'https';
     config.port = url.port || (url.protocol === 'http:' ? '80' : '443');
   }
-  return new Stripe(options.apiKey, config);
+  return new Stripe(apiKey, config);
 }
 
 /** `replaysServerError`: keys Stripe answered with a replayed 5xx; such a key can only replay it, so a lookup searches. */

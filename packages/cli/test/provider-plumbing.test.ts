@@ -7,6 +7,7 @@ import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { AdapterConfigurationError, type Outcome } from '@retrysafe/contract';
 import { noAnswerOutcome, parseRetryAfter as sandboxRetryAfter } from '@retrysafe/contract/provider';
+import { createGitHubAdapter } from '@retrysafe/github';
 import { createHttpAdapter, ietfOrdersCreate } from '@retrysafe/http';
 import { createHubSpotAdapter } from '@retrysafe/hubspot';
 import { createMsGraphAdapter } from '@retrysafe/msgraph';
@@ -35,24 +36,21 @@ const netErr = (code: string) =>
   new TypeError('fetch failed', { cause: Object.assign(new Error(`connect ${code}`), { code }) });
 
 // http, sandbox, msgraph and the MCP fence hand the raw error to the contract's noAnswerOutcome themselves.
-const classifiers: Record<string, (code: string) => Outcome> = {
-  contract: (code) => noAnswerOutcome(netErr(code)),
-  // Octokit's RequestError (status 500, no response) keeps the fetch error as `cause`.
-  github: (code) => gitHubError(Object.assign(new Error('fetch failed'), { status: 500, cause: netErr(code) })),
-  hubspot: (code) => hubspotNetwork(netErr(code), { started: true }),
+const classifiers: Record<string, (error: Error) => Outcome> = {
+  contract: (error) => noAnswerOutcome(error),
+  // Octokit's RequestError (status 500, no response) copies the fetch error's message and keeps it as `cause`.
+  github: (error) => gitHubError(Object.assign(new Error(error.message), { status: 500, cause: error })),
+  hubspot: (error) => hubspotNetwork(error, { started: true }),
   // @slack/web-api wraps the fetch error as a WebAPIRequestError with the cause in `original`.
-  slack: (code) =>
+  slack: (error) =>
     slackError(
-      Object.assign(new Error('A request error occurred'), {
-        code: 'slack_webapi_request_error',
-        original: netErr(code),
-      }),
+      Object.assign(new Error('A request error occurred'), { code: 'slack_webapi_request_error', original: error }),
     ),
-  stripe: (code) =>
+  stripe: (error) =>
     classifyStripeError({
       type: 'StripeConnectionError',
       message: 'An error occurred with our connection to Stripe.',
-      detail: Object.assign(new Error(code), { code }),
+      detail: error,
     }),
 };
 
@@ -87,11 +85,19 @@ describe('"never sent" network codes: one list, every adapter', () => {
     it.each(['ECONNREFUSED', 'EHOSTUNREACH', 'ENETUNREACH', 'UND_ERR_CONNECT_TIMEOUT', 'ENOTFOUND', 'EADDRNOTAVAIL'])(
       `${adapter}: %s ⇒ not-applied, never sent`,
       (code) => {
-        expect(classify(code)).toMatchObject({ kind: 'not-applied', neverSent: true, code });
+        expect(classify(netErr(code))).toMatchObject({ kind: 'not-applied', neverSent: true, code });
       },
     );
     it.each(['ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'UND_ERR_SOCKET'])(`${adapter}: %s ⇒ unknown`, (code) => {
-      expect(classify(code).kind).toBe('unknown');
+      expect(classify(netErr(code)).kind).toBe('unknown');
+    });
+    it(`${adapter}: a request fetch refused to build (a token with a line break) ⇒ not-applied, never sent, the token not repeated`, async () => {
+      const refused = await fetch('http://127.0.0.1:9/', { headers: { authorization: 'Bearer hunter2\nx' } }).catch(
+        (e: Error) => e,
+      );
+      const outcome = classify(refused as Error);
+      expect(outcome).toMatchObject({ kind: 'not-applied', neverSent: true, code: 'REQUEST_NOT_BUILT' });
+      expect(JSON.stringify(outcome)).not.toContain('hunter2');
     });
   }
 });
@@ -157,6 +163,40 @@ describe('base URL: https, or plain http only to loopback, for every adapter', (
       expect(refusal(() => make('http://127.0.0.1:4010'))).toBeUndefined();
     });
   }
+});
+
+describe('a credential no header carries is refused when the adapter is built, for every adapter', () => {
+  const LOOPBACK = 'http://127.0.0.1:4010';
+  const factories: Record<string, (secret: string) => unknown> = {
+    stripe: (apiKey) => createStripeAdapter({ apiKey, baseUrl: LOOPBACK }),
+    msgraph: (accessToken) => createMsGraphAdapter({ accessToken, baseUrl: LOOPBACK }),
+    hubspot: (accessToken) => createHubSpotAdapter({ accessToken, baseUrl: LOOPBACK }),
+    slack: (token) => createSlackAdapter({ token, baseUrl: LOOPBACK }),
+    github: (auth) => createGitHubAdapter({ auth, baseUrl: LOOPBACK }),
+    resend: (apiKey) => createResendAdapter({ apiKey, baseUrl: LOOPBACK }),
+    http: (secret) =>
+      createHttpAdapter({
+        provider: 'acme',
+        baseUrl: LOOPBACK,
+        timeoutMs: 1000,
+        headers: { Authorization: `Bearer ${secret}` },
+        operations: { 'orders.create': ietfOrdersCreate('acme') },
+      }),
+  };
+  // Each would have made every request fail before it left (fetch's TypeError, Node's ERR_INVALID_CHAR), after the claim.
+  it.each(Object.keys(factories))('%s: a line break, a CR from a CRLF file, a character above U+00FF', (adapter) => {
+    for (const secret of ['hunter2\nx', 'hunter2\r', 'hunter2€']) {
+      let thrown: unknown;
+      try {
+        factories[adapter]!(secret);
+      } catch (e) {
+        thrown = e;
+      }
+      expect(AdapterConfigurationError.isInstance(thrown), `${adapter} ${JSON.stringify(secret)}`).toBe(true);
+      expect(String((thrown as Error).message)).not.toContain('hunter2');
+    }
+    expect(() => factories[adapter]!('canary-token')).not.toThrow();
+  });
 });
 
 describe('one owner: no adapter keeps a private copy of the generic rules', () => {

@@ -38,6 +38,8 @@ export const NEVER_SENT_CODES: ReadonlySet<string> = new Set([
   'ERR_INVALID_CHAR',
   'ERR_INVALID_HTTP_TOKEN',
   'ERR_HTTP_INVALID_HEADER_VALUE',
+  // ...and a path with a space, a control character or one above U+00FF, when the request is made
+  'ERR_UNESCAPED_CHARACTERS',
 ]);
 
 const TIMEOUT_CODES: ReadonlySet<string> = new Set([
@@ -102,11 +104,21 @@ function causeChain(error: unknown): Partial<Error>[] {
   return chain;
 }
 
+// fetch refuses a request it cannot build with a bare TypeError (no code) before it connects: a header name or value
+// (a line break, a character above U+00FF), the method, a body on GET, user-info in the URL.
+const NOT_BUILT_BY_FETCH =
+  /is an invalid header (name|value)|convert argument to a ByteString|is not a valid HTTP method|HTTP method is unsupported|method cannot have body|URL that includes credentials/;
+
+const NOT_BUILT =
+  'fetch refused to build the request: a header name or value it cannot carry (a line break, a character above U+00FF), the method, a body on GET or user-info in the URL';
+
 /** Classifies a failure without a response: `never` only when every code found proves it was not sent. */
 export function classifyTransportFailure(error: unknown): TransportFailure {
   const coded = codedErrors(error);
   const codes = coded.map((e) => e.code);
   const chain = causeChain(error);
+  if (chain.some((e) => e.name === 'TypeError' && NOT_BUILT_BY_FETCH.test(String(e.message))))
+    return { sent: 'never', code: 'REQUEST_NOT_BUILT' };
   const names = chain.map((e) => e.name);
   const text = typeof chain[0]?.message === 'string' ? chain[0].message : '';
   const first = codes[0];
@@ -146,7 +158,9 @@ export function describeFailure(error: unknown, what?: string): string {
  * `what`: the SDK's own words for the failure, when they are not on the error's `cause` chain. */
 export function noAnswerOutcome(error: unknown, what?: string): NoAnswerOutcome {
   const t = classifyTransportFailure(error);
-  const detail = describeFailure(error, what);
+  // fetch's words (and an SDK's copy of them) quote the value refused, which may be a credential.
+  const detail =
+    t.code === 'REQUEST_NOT_BUILT' ? [what, NOT_BUILT].filter(Boolean).join(': ') : describeFailure(error, what);
   if (t.sent === 'never')
     return { kind: 'not-applied', code: t.code, message: `never sent: ${detail}`, neverSent: true };
   const code = t.code === undefined ? {} : { code: t.code };

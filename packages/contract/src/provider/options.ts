@@ -39,3 +39,15 @@ export function checkBaseUrl(provider: string, value: unknown, what = 'baseUrl')
     );
   return url;
 }
+
+/** A token the adapter sends in a header, checked when it is built: a line break (a file read with its newline) or any
+ * character outside printable ASCII would refuse every request, each after its claim. The error never repeats it. */
+export function checkToken(provider: string, name: string, value: unknown): string {
+  if (typeof value !== 'string' || value === '') throw new AdapterConfigurationError(provider, `${name} is required`);
+  if (!/^[\x21-\x7e]+$/.test(value))
+    throw new AdapterConfigurationError(
+      provider,
+      `${name} must be printable ASCII without spaces: it holds a line break (read with its newline?), a space or a character no header carries`,
+    );
+  return value;
+}

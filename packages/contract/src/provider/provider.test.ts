@@ -1,4 +1,4 @@
-import { validateHeaderName, validateHeaderValue } from 'node:http';
+import { request, validateHeaderName, validateHeaderValue } from 'node:http';
 import { describe, expect, it } from 'vitest';
 import { AdapterConfigurationError } from '../errors.js';
 import {
@@ -95,7 +95,8 @@ describe('classifyTransportFailure: never-sent vs may-have-been-applied', () => 
     ['ERR_INVALID_CHAR', () => validateHeaderValue('Authorization', 'Bearer sk_test_x\r')], // a CRLF .env
     ['ERR_INVALID_HTTP_TOKEN', () => validateHeaderName('Idempotency Key')],
     ['ERR_HTTP_INVALID_HEADER_VALUE', () => validateHeaderValue('Authorization', undefined as unknown as string)],
-  ])("Node's own refusal of a header (%s) is thrown before a byte is written: never sent", (code, build) => {
+    ['ERR_UNESCAPED_CHARACTERS', () => request({ host: '127.0.0.1', port: 9, path: '/orders/a b' })],
+  ])("Node's own refusal of a header or path (%s) is thrown before a byte is written: never sent", (code, build) => {
     const thrown = (() => {
       try {
         build();
@@ -104,6 +105,36 @@ describe('classifyTransportFailure: never-sent vs may-have-been-applied', () => 
       }
     })();
     expect(classifyTransportFailure(thrown)).toEqual({ sent: 'never', code });
+  });
+
+  // fetch's own refusals, thrown by a real fetch: it builds the request before it connects (nothing listens on port 9).
+  it.each<[string, RequestInit, string?]>([
+    ['a line break in a header value (a token read with its newline)', { headers: { authorization: 'Bearer a\nb' } }],
+    ['a character above U+00FF in a header value', { headers: { authorization: 'Bearer a€b' } }],
+    ['a lone surrogate in a header value', { headers: { 'x-ref': 'a\ud800' } }],
+    ['a space in a header name', { headers: { 'Idempotency Key': 'k' } }],
+    ['a method that is no token', { method: 'PO ST' }],
+    ['a body on GET', { method: 'GET', body: 'x' }],
+    ['user-info in the URL', {}, 'http://user:pass@127.0.0.1:9/'],
+  ])("fetch's refusal to build the request (%s) is thrown before it connects: never sent", async (_, init, url) => {
+    const thrown = await fetch(url ?? 'http://127.0.0.1:9/', init).catch((e: unknown) => e);
+    expect(classifyTransportFailure(thrown)).toEqual({ sent: 'never', code: 'REQUEST_NOT_BUILT' });
+    // Octokit's RequestError (status 500) copies fetch's message and keeps its error as the cause.
+    const message = (thrown as Error).message;
+    const wrapped = Object.assign(new Error(message, { cause: thrown }), { name: 'HttpError', status: 500 });
+    expect(noAnswerOutcome(wrapped)).toMatchObject({ kind: 'not-applied', neverSent: true, code: 'REQUEST_NOT_BUILT' });
+    // fetch quotes the value it refused, which may be a credential: the outcome (and so the receipt) never does.
+    expect(noAnswerOutcome(wrapped).message).toBe(
+      'never sent: fetch refused to build the request: a header name or value it cannot carry (a line break, a character above U+00FF), the method, a body on GET or user-info in the URL',
+    );
+  });
+
+  it('a TypeError that is no refusal to build the request may have been applied', () => {
+    expect(classifyTransportFailure(new TypeError('fetch failed'))).toEqual({ sent: 'maybe', cause: 'other' });
+    const parse = new TypeError("Cannot read properties of undefined (reading 'id')");
+    expect(classifyTransportFailure(parse)).toEqual({ sent: 'maybe', cause: 'other' });
+    const lookalike = new Error('Headers.append: "x" is an invalid header value.');
+    expect(classifyTransportFailure(lookalike)).toEqual({ sent: 'maybe', cause: 'other' });
   });
 
   it.each<[string, string]>([
