@@ -40,6 +40,10 @@ const SERVER = {
     value: 'text',
     help: "the server's streamable HTTP URL (https, or http on loopback), instead of -- <command…> (stdio)",
   },
+  startTimeoutMs: {
+    value: 'number',
+    help: 'how long the server may take to answer its initialize (default 60000; an npx -y first download may need more)',
+  },
 } as const;
 
 /** The config file, then what every command that serves takes for HTTP. */

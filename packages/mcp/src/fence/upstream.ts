@@ -6,13 +6,15 @@ import { isDeepStrictEqual } from 'node:util';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { StreamableHTTPClientTransport, StreamableHTTPError } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import type { RequestOptions } from '@modelcontextprotocol/sdk/shared/protocol.js';
+import { DEFAULT_REQUEST_TIMEOUT_MSEC, type RequestOptions } from '@modelcontextprotocol/sdk/shared/protocol.js';
 import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
 import {
   CallToolResultSchema,
+  ErrorCode,
   isJSONRPCError,
   isJSONRPCResultResponse,
   ListToolsResultSchema,
+  McpError,
   type Request,
   ResultSchema,
   type ServerCapabilities,
@@ -77,6 +79,16 @@ export class UpstreamUnavailableError extends Error {
     readonly reached = false,
   ) {
     super(message);
+  }
+}
+
+/** The upstream did not answer its initialize (or its first tools/list) within the start timeout. */
+export class UpstreamStartTimeoutError extends Error {
+  override readonly name = 'UpstreamStartTimeoutError';
+  constructor(readonly timeoutMs: number) {
+    super(
+      `the upstream MCP server did not answer its initialize within ${timeoutMs} ms: a first download (npx -y) may take longer; raise --start-timeout-ms`,
+    );
   }
 }
 
@@ -148,7 +160,7 @@ const MAX_KEY_LINES = 200;
 /** Pages of tools/list read before a listing whose cursor is new on every page is taken to never end. */
 const MAX_TOOL_PAGES = 1000;
 
-async function listAllTools(client: Client): Promise<Tool[]> {
+async function listAllTools(client: Client, options?: RequestOptions): Promise<Tool[]> {
   const tools: Tool[] = [];
   const seen = new Set<string>();
   let cursor: string | undefined;
@@ -158,6 +170,7 @@ async function listAllTools(client: Client): Promise<Tool[]> {
     const page = await client.request(
       { method: 'tools/list', ...(cursor ? { params: { cursor } } : {}) },
       ListToolsResultSchema,
+      options,
     );
     tools.push(...page.tools);
     cursor = page.nextCursor;
@@ -175,7 +188,12 @@ const childOf = (transport: unknown) => (transport as { _process?: ChildProcess 
 /** What a failed start of `transport` is thrown as: a stdio upstream's command and exit code, an HTTP one's cause (the
  * SDK says only "Connection closed", fetch "fetch failed"; the URL is not quoted, it may hold a credential). A stdio
  * upstream's child process is given to `spawned`. */
-function startError(target: UpstreamTarget, transport: Transport, spawned: (child: ChildProcess) => void) {
+function startError(
+  target: UpstreamTarget,
+  transport: Transport,
+  startTimeoutMs: number,
+  spawned: (child: ChildProcess) => void,
+) {
   let ended: string | undefined;
   if (transport instanceof StdioClientTransport && 'command' in target) {
     const upstream = [target.command, ...(target.args ?? [])].join(' ');
@@ -191,6 +209,8 @@ function startError(target: UpstreamTarget, transport: Transport, spawned: (chil
       });
   }
   return (e: unknown) => {
+    if (e instanceof McpError && e.code === ErrorCode.RequestTimeout)
+      return new UpstreamStartTimeoutError(startTimeoutMs);
     const why = 'url' in target && e instanceof TypeError && (e.cause as Error | undefined)?.message;
     if (why) return new Error(`the upstream MCP server's URL cannot be reached: ${why}`, { cause: e });
     return ended ? new Error(ended, { cause: e }) : e;
@@ -258,9 +278,16 @@ export async function connectUpstream(
   name = 'retrysafe-fence',
   {
     hostAnswerMs = HOST_ANSWER_MS,
+    startTimeoutMs = DEFAULT_REQUEST_TIMEOUT_MSEC,
     signal,
     onKill,
-  }: { hostAnswerMs?: number; signal?: AbortSignal; onKill?: (end: () => Promise<void>) => void } = {},
+  }: {
+    hostAnswerMs?: number;
+    /** How long the upstream may take to answer its initialize and first tools/list (`--start-timeout-ms`). */
+    startTimeoutMs?: number;
+    signal?: AbortSignal;
+    onKill?: (end: () => Promise<void>) => void;
+  } = {},
 ) {
   let client: Client | undefined;
   /** The upstream started last, connected or still starting: the one a close ends; a stdio one's child process. */
@@ -293,7 +320,7 @@ export async function connectUpstream(
             stderr: 'pipe',
           });
     if (transport instanceof StdioClientTransport) relayStderr(transport.stderr as Readable | null);
-    const named = startError(target, transport, (p) => {
+    const named = startError(target, transport, startTimeoutMs, (p) => {
       child = p;
       watched(p);
     });
@@ -311,7 +338,8 @@ export async function connectUpstream(
       if (++deaths <= RESTART.tries) void ready().catch(() => undefined);
     };
     // The SDK ends what a failed start leaves, but slower than a fence that cannot start exits.
-    await c.connect(transport).catch(async (e) => {
+    const startOptions = { timeout: startTimeoutMs };
+    await c.connect(transport, startOptions).catch(async (e) => {
       const error = named(e);
       await end(c, child).catch(() => undefined);
       throw error;
@@ -319,7 +347,7 @@ export async function connectUpstream(
     inOrder(transport);
     const before = tools;
     // A start that fails after connecting closes what it started (a stdio upstream is its child process).
-    tools = await listAllTools(c).catch(async (e) => {
+    tools = await listAllTools(c, startOptions).catch(async (e) => {
       const error = named(e); // before the close, whose own end of the child is not the cause
       await end(c).catch(() => undefined);
       throw error;
