@@ -4,6 +4,7 @@ import type { Readable } from 'node:stream';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { isDeepStrictEqual } from 'node:util';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { SSEClientTransport, SseError } from '@modelcontextprotocol/sdk/client/sse.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { StreamableHTTPClientTransport, StreamableHTTPError } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { DEFAULT_REQUEST_TIMEOUT_MSEC, type RequestOptions } from '@modelcontextprotocol/sdk/shared/protocol.js';
@@ -24,7 +25,7 @@ import { createRedactor } from '@retrysafe/core/internal';
 import { AS_CLIENT, hostCall, hostSessions, pausableTimeout } from './host-sessions.js';
 import { taskOnly, viaTask } from './upstream-task.js';
 
-/** A command to spawn (stdio, with `env` applied to the fence's environment) or a streamable HTTP URL. */
+/** A command to spawn (stdio, with `env` applied to the fence's environment) or an HTTP URL (streamable, else HTTP+SSE). */
 export type UpstreamTarget =
   | {
       readonly command: string;
@@ -300,6 +301,7 @@ export async function connectUpstream(
   let starting: Promise<void> | undefined;
   /** Deaths since the upstream last answered a request: one that dies each time it starts is not restarted for ever. */
   let deaths = 0;
+  let sse = false;
   const shared = hostSessions(
     (req, opts) => request(req, ResultSchema, opts),
     (n) => client?.notification(n).catch(() => undefined),
@@ -312,7 +314,9 @@ export async function connectUpstream(
     c.fallbackRequestHandler = shared.toHost as never;
     const transport =
       'url' in target
-        ? new StreamableHTTPClientTransport(new URL(target.url), { fetch: keepingRetryAfter })
+        ? new (sse ? SSEClientTransport : StreamableHTTPClientTransport)(new URL(target.url), {
+            fetch: keepingRetryAfter,
+          })
         : new StdioClientTransport({
             command: target.command,
             args: [...(target.args ?? [])],
@@ -320,6 +324,9 @@ export async function connectUpstream(
             stderr: 'pipe',
           });
     if (transport instanceof StdioClientTransport) relayStderr(transport.stderr as Readable | null);
+    // An HTTP+SSE session lives as long as its stream: one lost (the server restarted) closes the upstream, which is
+    // started again, rather than reopened by the SDK into a session no initialize began (its calls left unanswered).
+    if (transport instanceof SSEClientTransport) c.onerror = (e) => void (e instanceof SseError && c.close());
     const named = startError(target, transport, startTimeoutMs, (p) => {
       child = p;
       watched(p);
@@ -361,6 +368,25 @@ export async function connectUpstream(
     for (const kind of ['resources', 'prompts'] as const)
       if (capabilities[kind]?.listChanged) shared.tell({ method: `notifications/${kind}/list_changed` });
   };
+  /** A server that refuses the initialize POST with a 4xx may serve the HTTP+SSE transport (before streamable HTTP) at
+   * the URL: tried then, as the SDK's backwards-compatible client does, and kept for its restarts. A 429 throttles,
+   * saying nothing of the transport. */
+  const startEither = async (): Promise<void> => {
+    try {
+      return await start();
+    } catch (e) {
+      const refused = e instanceof StreamableHTTPError && /^4\d\d$/.test(String(e.code));
+      if (sse || !refused || e instanceof UpstreamThrottledError) throw e;
+      sse = true;
+      return await start().catch((old: Error) => {
+        sse = false;
+        const why = `streamable HTTP (${(e as Error).message}) nor HTTP+SSE (${old.message})`;
+        throw new Error(`neither ${why} reached the upstream`, {
+          cause: old,
+        });
+      });
+    }
+  };
   const startWithBackoff = async (): Promise<void> => {
     let last: unknown;
     for (let i = 0; i < RESTART.tries; i++) {
@@ -368,7 +394,7 @@ export async function connectUpstream(
       if (closing) throw new UpstreamUnavailableError('the fence is closing');
       try {
         // Outside any host's call: what the connection reads outside a request's own answer stream is no call's.
-        return await hostCall.exit(start);
+        return await hostCall.exit(startEither);
       } catch (e) {
         last = e;
       }
@@ -435,7 +461,7 @@ export async function connectUpstream(
     child?.kill('SIGKILL');
     if (latest) await endSession(latest);
   });
-  await hostCall.exit(start).finally(() => signal?.removeEventListener('abort', abort));
+  await hostCall.exit(startEither).finally(() => signal?.removeEventListener('abort', abort));
   return {
     /** The upstream's tools as last listed (re-listed when it says its list changed, and after a restart). */
     get tools(): readonly Tool[] {
