@@ -302,6 +302,9 @@ export async function connectUpstream(
   /** Deaths since the upstream last answered a request: one that dies each time it starts is not restarted for ever. */
   let deaths = 0;
   let sse = false;
+  /** The stdio upstream ended itself (exit code 0): one that serves a request a process, gone before it would read the
+   * next one. Each request then gets a process of its own; one sent in the moment before its exit is lost (unknown). */
+  let perRequest = false;
   const shared = hostSessions(
     (req, opts) => request(req, ResultSchema, opts),
     (n) => client?.notification(n).catch(() => undefined),
@@ -340,6 +343,7 @@ export async function connectUpstream(
     c.onclose = () => {
       if (client !== c || closing) return;
       client = undefined;
+      perRequest ||= child?.exitCode === 0;
       // Restarted now, so notifications flow again before the next call; after RESTART.tries deaths in a row, only
       // by the next call.
       if (++deaths <= RESTART.tries) void ready().catch(() => undefined);
@@ -381,9 +385,7 @@ export async function connectUpstream(
       return await start().catch((old: Error) => {
         sse = false;
         const why = `streamable HTTP (${(e as Error).message}) nor HTTP+SSE (${old.message})`;
-        throw new Error(`neither ${why} reached the upstream`, {
-          cause: old,
-        });
+        throw new Error(`neither ${why} reached the upstream`, { cause: old });
       });
     }
   };
@@ -413,9 +415,11 @@ export async function connectUpstream(
   };
   /** Any request, forwarded as is; without a connected client it would never leave, so it is refused as not sent. */
   const request = async (req: Request, schema: Parameters<Client['request']>[1], opts?: RequestOptions) => {
-    await ready();
+    do await ready();
+    while (perRequest && !client); // taken by a request sent at the same time
     const c = client;
     if (!c?.transport) throw new UpstreamUnavailableError('the upstream MCP server is not connected');
+    if (perRequest) client = undefined;
     const call = hostCall.getStore();
     const timeout = pausableTimeout(opts);
     const entry: (typeof busy)[number] | undefined = call && { call, timeout };
@@ -442,6 +446,7 @@ export async function connectUpstream(
     } finally {
       timeout.end();
       if (entry) busy.splice(busy.indexOf(entry), 1);
+      if (perRequest) void end(c).catch(() => undefined);
     }
   };
 
