@@ -111,9 +111,8 @@ describe('a stdio upstream that exits after each call (one call per process)', (
     // The fence has seen it end once it has started the next one (which writes its pid).
     await expect.poll(pid, { timeout: 20_000 }).not.toBe(first);
     // Each sent as soon as the one before is answered: none goes to a process about to end.
-    for (const ref of ['PO-2', 'PO-3'])
-      expect((await create(ref))._meta?.retrysafe).toMatchObject({ status: 'done', adopted: false });
-    expect((await orders(client)).map((o) => o.ref)).toEqual(['PO-1', 'PO-2', 'PO-3']);
+    expect((await create('PO-2'))._meta?.retrysafe).toMatchObject({ status: 'done', adopted: false });
+    expect((await orders(client)).map((o) => o.ref)).toEqual(['PO-1', 'PO-2']);
     expect(await handoffs(client)).toEqual([]);
   });
 });
