@@ -38,7 +38,11 @@ export const CONFIG_CODES = [
 const SERVER = {
   url: {
     value: 'text',
-    help: "the server's streamable HTTP URL (https, or http on loopback), instead of -- <command…> (stdio)",
+    help: "the server's URL (https, or http on loopback) instead of -- <command…> (stdio): streamable HTTP, else HTTP+SSE",
+  },
+  startTimeoutMs: {
+    value: 'number',
+    help: 'how long the server may take to answer its initialize (default 60000; an npx -y first download may need more)',
   },
 } as const;
 
@@ -193,6 +197,6 @@ export function target(
       throw new UsageError('a server URL must be https, or http on loopback');
     return { url };
   }
-  if (rest.length === 0) throw new UsageError('name the server: -- <command …> (stdio) or --url URL (streamable HTTP)');
+  if (rest.length === 0) throw new UsageError('name the server: -- <command …> (stdio) or --url URL (HTTP)');
   return { command: rest[0]!, args: rest.slice(1), ...(env ? { env } : {}) };
 }

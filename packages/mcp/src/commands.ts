@@ -185,13 +185,15 @@ export async function runWrap(argv: readonly string[], log = toStderr): Promise<
   if (file === undefined) throw new UsageError('name the fence file: --config <fence.yaml>');
   const config = loadFenceConfig(file);
   return stoppable(async (stop, onKill) => {
-    const starting = connectUpstream(target(o.url, rest, config.env), undefined, { signal: stop, onKill }).catch(
-      (e: unknown) => {
-        // whatever its cause (not spawned, not reached, its initialize refused), a bad setup (CONFIG_CODES)
-        const code = 'RETRYSAFE_UPSTREAM_START';
-        throw Object.assign(new Error(String((e as Error)?.message ?? e), { cause: e }), { code });
-      },
-    );
+    const starting = connectUpstream(target(o.url, rest, config.env), undefined, {
+      signal: stop,
+      onKill,
+      startTimeoutMs: o.startTimeoutMs,
+    }).catch((e: unknown) => {
+      // whatever its cause (not spawned, not reached, its initialize refused), a bad setup (CONFIG_CODES)
+      const code = 'RETRYSAFE_UPSTREAM_START';
+      throw Object.assign(new Error(String((e as Error)?.message ?? e), { cause: e }), { code });
+    });
     try {
       const upstream = await starting;
       const fence = await naming(file, () => {

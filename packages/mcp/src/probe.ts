@@ -26,7 +26,11 @@ export async function runProbe(argv: readonly string[], out = toStdout) {
   return stoppable(async (stop, onKill) => {
     let upstream: Upstream | undefined;
     try {
-      upstream = await connectUpstream(target(o.url, rest), 'retrysafe-probe', { signal: stop, onKill });
+      upstream = await connectUpstream(target(o.url, rest), 'retrysafe-probe', {
+        signal: stop,
+        onKill,
+        startTimeoutMs: o.startTimeoutMs,
+      });
       const probing = probeTool({ ...o, tool, countTool, countPath, client: upstream, signal: stop });
       const receipt = await Promise.race([probing, aborted(stop)]);
       if (o.receipt !== undefined) writeFileSync(o.receipt, JSON.stringify(receipt, null, 2) + '\n');

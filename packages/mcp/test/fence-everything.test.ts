@@ -25,6 +25,7 @@ import {
   type Answer,
   bin,
   callTool as call,
+  clientOf,
   connect,
   everythingServer,
   expectStopped,
@@ -346,17 +347,17 @@ describe('server-everything behind the fence', () => {
   });
 });
 
-/** server-everything in its streamable HTTP mode on `port` (sessions in memory: a restart forgets them); `log()` is
- * what it wrote. */
-async function everythingOnPort(port: number) {
-  const child = spawn(node, [everythingServer, 'streamableHttp'], {
+/** server-everything in its streamable HTTP mode (or its HTTP+SSE one) on `port` (sessions in memory: a restart forgets
+ * them); `log()` is what it wrote. */
+async function everythingOnPort(port: number, mode: 'streamableHttp' | 'sse' = 'streamableHttp') {
+  const child = spawn(node, [everythingServer, mode], {
     env: { PATH: process.env.PATH ?? '', PORT: String(port) },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   onCleanup(() => child.kill());
   let out = '';
   for (const s of [child.stdout, child.stderr]) s.on('data', (d) => (out += String(d)));
-  await expect.poll(() => out, { timeout: 10_000 }).toMatch(/listening on port/);
+  await expect.poll(() => out, { timeout: 10_000 }).toMatch(/(listening|running) on port/);
   return Object.assign(child, { log: () => out });
 }
 
@@ -402,4 +403,36 @@ describe('server-everything as an upstream over --url (its streamable HTTP mode)
     // the restarted server answers the old session 400 "No valid session ID provided": nothing was processed
     expect((await call(hosts[0]!, 'echo', { message: 'after' }))._meta?.retrysafe?.status).toBe('done');
   }, 30_000);
+});
+
+describe('server-everything as an upstream over --url in its HTTP+SSE mode (the transport before streamable HTTP)', () => {
+  it('is reached as the SDK documents (the POST refused with a 4xx, then SSE): a fenced call done once, a passed-through one and a sampling answered; restarted, a new session', async () => {
+    const port = await freePort();
+    const first = await everythingOnPort(port, 'sse');
+    const fence = { name: 'everything', timeoutMs: 5000, tools: { echo: { kind: 'create', intent: ['message'] } } };
+    const make = await fencesOver({ url: `http://127.0.0.1:${port}/sse` }, fence);
+    const client = await clientOf(make(), 'agent', {
+      capabilities: { sampling: {} },
+      answer: (c) =>
+        c.setRequestHandler(CreateMessageRequestSchema, async () => ({
+          role: 'assistant',
+          content: { type: 'text', text: 'hi' },
+          model: 'm',
+        })),
+    });
+    const echoed = await call(client, 'echo', { message: 'über ✓' });
+    expect([echoed.content, echoed._meta?.retrysafe?.adopted]).toEqual([
+      [{ type: 'text', text: 'Echo: über ✓' }],
+      false,
+    ]);
+    expect((await call(client, 'echo', { message: 'über ✓' }))._meta?.retrysafe?.adopted).toBe(true);
+    expect((await call(client, 'get-sum', { a: 2, b: 3 })).content?.[0]?.text).toMatch(/5/);
+    const sampled = await call(client, 'trigger-sampling-request', { prompt: 'hi', maxTokens: 5 });
+    expect(sampled.content?.[0]?.text).toMatch(/"model": "m"/);
+    // Its session ended with its stream: the next call goes to a new, initialized one, never to the one it forgot.
+    first.kill();
+    await once(first, 'exit');
+    await everythingOnPort(port, 'sse');
+    expect((await call(client, 'echo', { message: 'after' }))._meta?.retrysafe).toMatchObject({ status: 'done' });
+  });
 });

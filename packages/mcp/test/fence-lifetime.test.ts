@@ -128,6 +128,17 @@ describe('the fence stops its upstream whatever ends it', () => {
     await expectStopped(pid);
   });
 
+  it('an upstream that has not answered its initialize within --start-timeout-ms: exit 2 naming the option, the upstream ended', async () => {
+    const dir = tempDir('retrysafe-lifetime-');
+    const { exited, said, pid } = await silentlyStarting(dir, [...fenceArgs(dir), '--start-timeout-ms', '200']);
+    const [code] = await exited;
+    expect({ code, said: said() }).toEqual({
+      code: 2,
+      said: 'retrysafe-mcp wrap: the upstream MCP server did not answer its initialize within 200 ms: a first download (npx -y) may take longer; raise --start-timeout-ms\n',
+    });
+    await expectStopped(pid);
+  });
+
   it('signalled while an HTTP upstream has not answered its initialize: it ends as when serving (exit 0, no error)', async () => {
     const dir = tempDir('retrysafe-lifetime-');
     const fence = writeFence(dir, { name: 'silent', tools: { echo: { kind: 'create', intent: ['message'] } } });

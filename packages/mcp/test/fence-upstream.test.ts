@@ -100,6 +100,23 @@ describe('a dead stdio upstream', () => {
   });
 });
 
+describe('a stdio upstream that exits after each call (one call per process)', () => {
+  it('once seen to end itself, each call gets a process of its own: every later call is answered, one order each', async () => {
+    const dir = tempDir('retrysafe-one-call-');
+    const client = await ordersWithPid(dir, ['--store', join(dir, 'orders.json'), '--exit-after-call']);
+    const pid = () => readFileSync(join(dir, 'pid'), 'utf8');
+    const create = (ref: string) => call(client, 'create_order', { customer: 'cus_o', ref, sku: 'sku_1', quantity: 1 });
+    const first = pid();
+    expect((await create('PO-1'))._meta?.retrysafe).toMatchObject({ status: 'done', adopted: false });
+    // The fence has seen it end once it has started the next one (which writes its pid).
+    await expect.poll(pid, { timeout: 20_000 }).not.toBe(first);
+    // Each sent as soon as the one before is answered: none goes to a process about to end.
+    expect((await create('PO-2'))._meta?.retrysafe).toMatchObject({ status: 'done', adopted: false });
+    expect((await orders(client)).map((o) => o.ref)).toEqual(['PO-1', 'PO-2']);
+    expect(await handoffs(client)).toEqual([]);
+  });
+});
+
 describe('a stdio upstream that writes lines other than JSON-RPC to stdout (console.log)', () => {
   it('is served as any other: the call is done once, its answer reaches the host', async () => {
     const client = await ordersWithPid(tempDir('retrysafe-noisy-'), ['--noisy']);

@@ -10,6 +10,7 @@ import { randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { LoggingMessageNotificationSchema } from '@modelcontextprotocol/sdk/types.js';
 import { UnknownOperationError } from '@retrysafe/contract';
 import { describe, expect, it } from 'vitest';
 import {
@@ -298,7 +299,20 @@ describe('retrysafe-mcp wrap', () => {
 
   it('a tool with unknown facts gets no blind re-send: no lookup, no key, the answer lost ⇒ a handoff and one order', async () => {
     const file = fenceFile({}, { lookup: undefined });
-    const client = await wrapped(file, ['--', process.execPath, ordersServer, '--reply-delay-ms', '600']);
+    const client = await wrapped(file, [
+      '--',
+      process.execPath,
+      ordersServer,
+      '--reply-delay-ms',
+      '600',
+      '--say-answered',
+    ]);
+    // the upstream logs this right after its late answer: once the host has it, the fence has read that answer
+    const answered = new Promise<void>((resolve) =>
+      client.setNotificationHandler(LoggingMessageNotificationSchema, (n) => {
+        if (String(n.params.data).startsWith('answered ')) resolve();
+      }),
+    );
     const ref = `PO-${randomBytes(3).toString('hex')}`;
     const a = (await client.callTool(
       { name: 'create_order', arguments: { customer: 'cus_3', ref, sku: 'sku_1', quantity: 1 } },
@@ -306,7 +320,7 @@ describe('retrysafe-mcp wrap', () => {
       { timeout: 20_000 },
     )) as Answer;
     expect(a._meta?.retrysafe?.status).toBe('needs-human');
-    await new Promise((r) => setTimeout(r, 700)); // let the upstream's late answer land
+    await answered;
     expect((await orders(client, 'cus_3')).filter((o) => o.ref === ref)).toHaveLength(1);
     const again = (await client.callTool({
       name: 'create_order',

@@ -4,15 +4,18 @@ import type { Readable } from 'node:stream';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { isDeepStrictEqual } from 'node:util';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { SSEClientTransport, SseError } from '@modelcontextprotocol/sdk/client/sse.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { StreamableHTTPClientTransport, StreamableHTTPError } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import type { RequestOptions } from '@modelcontextprotocol/sdk/shared/protocol.js';
+import { DEFAULT_REQUEST_TIMEOUT_MSEC, type RequestOptions } from '@modelcontextprotocol/sdk/shared/protocol.js';
 import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
 import {
   CallToolResultSchema,
+  ErrorCode,
   isJSONRPCError,
   isJSONRPCResultResponse,
   ListToolsResultSchema,
+  McpError,
   type Request,
   ResultSchema,
   type ServerCapabilities,
@@ -22,7 +25,7 @@ import { createRedactor } from '@retrysafe/core/internal';
 import { AS_CLIENT, hostCall, hostSessions, pausableTimeout } from './host-sessions.js';
 import { taskOnly, viaTask } from './upstream-task.js';
 
-/** A command to spawn (stdio, with `env` applied to the fence's environment) or a streamable HTTP URL. */
+/** A command to spawn (stdio, with `env` applied to the fence's environment) or an HTTP URL (streamable, else HTTP+SSE). */
 export type UpstreamTarget =
   | {
       readonly command: string;
@@ -77,6 +80,16 @@ export class UpstreamUnavailableError extends Error {
     readonly reached = false,
   ) {
     super(message);
+  }
+}
+
+/** The upstream did not answer its initialize (or its first tools/list) within the start timeout. */
+export class UpstreamStartTimeoutError extends Error {
+  override readonly name = 'UpstreamStartTimeoutError';
+  constructor(readonly timeoutMs: number) {
+    super(
+      `the upstream MCP server did not answer its initialize within ${timeoutMs} ms: a first download (npx -y) may take longer; raise --start-timeout-ms`,
+    );
   }
 }
 
@@ -148,7 +161,7 @@ const MAX_KEY_LINES = 200;
 /** Pages of tools/list read before a listing whose cursor is new on every page is taken to never end. */
 const MAX_TOOL_PAGES = 1000;
 
-async function listAllTools(client: Client): Promise<Tool[]> {
+async function listAllTools(client: Client, options?: RequestOptions): Promise<Tool[]> {
   const tools: Tool[] = [];
   const seen = new Set<string>();
   let cursor: string | undefined;
@@ -158,6 +171,7 @@ async function listAllTools(client: Client): Promise<Tool[]> {
     const page = await client.request(
       { method: 'tools/list', ...(cursor ? { params: { cursor } } : {}) },
       ListToolsResultSchema,
+      options,
     );
     tools.push(...page.tools);
     cursor = page.nextCursor;
@@ -175,7 +189,12 @@ const childOf = (transport: unknown) => (transport as { _process?: ChildProcess 
 /** What a failed start of `transport` is thrown as: a stdio upstream's command and exit code, an HTTP one's cause (the
  * SDK says only "Connection closed", fetch "fetch failed"; the URL is not quoted, it may hold a credential). A stdio
  * upstream's child process is given to `spawned`. */
-function startError(target: UpstreamTarget, transport: Transport, spawned: (child: ChildProcess) => void) {
+function startError(
+  target: UpstreamTarget,
+  transport: Transport,
+  startTimeoutMs: number,
+  spawned: (child: ChildProcess) => void,
+) {
   let ended: string | undefined;
   if (transport instanceof StdioClientTransport && 'command' in target) {
     const upstream = [target.command, ...(target.args ?? [])].join(' ');
@@ -191,6 +210,8 @@ function startError(target: UpstreamTarget, transport: Transport, spawned: (chil
       });
   }
   return (e: unknown) => {
+    if (e instanceof McpError && e.code === ErrorCode.RequestTimeout)
+      return new UpstreamStartTimeoutError(startTimeoutMs);
     const why = 'url' in target && e instanceof TypeError && (e.cause as Error | undefined)?.message;
     if (why) return new Error(`the upstream MCP server's URL cannot be reached: ${why}`, { cause: e });
     return ended ? new Error(ended, { cause: e }) : e;
@@ -258,9 +279,16 @@ export async function connectUpstream(
   name = 'retrysafe-fence',
   {
     hostAnswerMs = HOST_ANSWER_MS,
+    startTimeoutMs = DEFAULT_REQUEST_TIMEOUT_MSEC,
     signal,
     onKill,
-  }: { hostAnswerMs?: number; signal?: AbortSignal; onKill?: (end: () => Promise<void>) => void } = {},
+  }: {
+    hostAnswerMs?: number;
+    /** How long the upstream may take to answer its initialize and first tools/list (`--start-timeout-ms`). */
+    startTimeoutMs?: number;
+    signal?: AbortSignal;
+    onKill?: (end: () => Promise<void>) => void;
+  } = {},
 ) {
   let client: Client | undefined;
   /** The upstream started last, connected or still starting: the one a close ends; a stdio one's child process. */
@@ -273,6 +301,10 @@ export async function connectUpstream(
   let starting: Promise<void> | undefined;
   /** Deaths since the upstream last answered a request: one that dies each time it starts is not restarted for ever. */
   let deaths = 0;
+  let sse = false;
+  /** The stdio upstream ended itself (exit code 0): one that serves a request a process, gone before it would read the
+   * next one. Each request then gets a process of its own; one sent in the moment before its exit is lost (unknown). */
+  let perRequest = false;
   const shared = hostSessions(
     (req, opts) => request(req, ResultSchema, opts),
     (n) => client?.notification(n).catch(() => undefined),
@@ -285,7 +317,9 @@ export async function connectUpstream(
     c.fallbackRequestHandler = shared.toHost as never;
     const transport =
       'url' in target
-        ? new StreamableHTTPClientTransport(new URL(target.url), { fetch: keepingRetryAfter })
+        ? new (sse ? SSEClientTransport : StreamableHTTPClientTransport)(new URL(target.url), {
+            fetch: keepingRetryAfter,
+          })
         : new StdioClientTransport({
             command: target.command,
             args: [...(target.args ?? [])],
@@ -293,7 +327,10 @@ export async function connectUpstream(
             stderr: 'pipe',
           });
     if (transport instanceof StdioClientTransport) relayStderr(transport.stderr as Readable | null);
-    const named = startError(target, transport, (p) => {
+    // An HTTP+SSE session lives as long as its stream: one lost (the server restarted) closes the upstream, which is
+    // started again, rather than reopened by the SDK into a session no initialize began (its calls left unanswered).
+    if (transport instanceof SSEClientTransport) c.onerror = (e) => void (e instanceof SseError && c.close());
+    const named = startError(target, transport, startTimeoutMs, (p) => {
       child = p;
       watched(p);
     });
@@ -306,12 +343,14 @@ export async function connectUpstream(
     c.onclose = () => {
       if (client !== c || closing) return;
       client = undefined;
+      perRequest ||= child?.exitCode === 0;
       // Restarted now, so notifications flow again before the next call; after RESTART.tries deaths in a row, only
       // by the next call.
       if (++deaths <= RESTART.tries) void ready().catch(() => undefined);
     };
     // The SDK ends what a failed start leaves, but slower than a fence that cannot start exits.
-    await c.connect(transport).catch(async (e) => {
+    const startOptions = { timeout: startTimeoutMs };
+    await c.connect(transport, startOptions).catch(async (e) => {
       const error = named(e);
       await end(c, child).catch(() => undefined);
       throw error;
@@ -319,7 +358,7 @@ export async function connectUpstream(
     inOrder(transport);
     const before = tools;
     // A start that fails after connecting closes what it started (a stdio upstream is its child process).
-    tools = await listAllTools(c).catch(async (e) => {
+    tools = await listAllTools(c, startOptions).catch(async (e) => {
       const error = named(e); // before the close, whose own end of the child is not the cause
       await end(c).catch(() => undefined);
       throw error;
@@ -333,6 +372,23 @@ export async function connectUpstream(
     for (const kind of ['resources', 'prompts'] as const)
       if (capabilities[kind]?.listChanged) shared.tell({ method: `notifications/${kind}/list_changed` });
   };
+  /** A server that refuses the initialize POST with a 4xx may serve the HTTP+SSE transport (before streamable HTTP) at
+   * the URL: tried then, as the SDK's backwards-compatible client does, and kept for its restarts. A 429 throttles,
+   * saying nothing of the transport. */
+  const startEither = async (): Promise<void> => {
+    try {
+      return await start();
+    } catch (e) {
+      const refused = e instanceof StreamableHTTPError && /^4\d\d$/.test(String(e.code));
+      if (sse || !refused || e instanceof UpstreamThrottledError) throw e;
+      sse = true;
+      return await start().catch((old: Error) => {
+        sse = false;
+        const why = `streamable HTTP (${(e as Error).message}) nor HTTP+SSE (${old.message})`;
+        throw new Error(`neither ${why} reached the upstream`, { cause: old });
+      });
+    }
+  };
   const startWithBackoff = async (): Promise<void> => {
     let last: unknown;
     for (let i = 0; i < RESTART.tries; i++) {
@@ -340,7 +396,7 @@ export async function connectUpstream(
       if (closing) throw new UpstreamUnavailableError('the fence is closing');
       try {
         // Outside any host's call: what the connection reads outside a request's own answer stream is no call's.
-        return await hostCall.exit(start);
+        return await hostCall.exit(startEither);
       } catch (e) {
         last = e;
       }
@@ -359,9 +415,11 @@ export async function connectUpstream(
   };
   /** Any request, forwarded as is; without a connected client it would never leave, so it is refused as not sent. */
   const request = async (req: Request, schema: Parameters<Client['request']>[1], opts?: RequestOptions) => {
-    await ready();
+    do await ready();
+    while (perRequest && !client); // taken by a request sent at the same time
     const c = client;
     if (!c?.transport) throw new UpstreamUnavailableError('the upstream MCP server is not connected');
+    if (perRequest) client = undefined;
     const call = hostCall.getStore();
     const timeout = pausableTimeout(opts);
     const entry: (typeof busy)[number] | undefined = call && { call, timeout };
@@ -388,6 +446,7 @@ export async function connectUpstream(
     } finally {
       timeout.end();
       if (entry) busy.splice(busy.indexOf(entry), 1);
+      if (perRequest) void end(c).catch(() => undefined);
     }
   };
 
@@ -407,7 +466,7 @@ export async function connectUpstream(
     child?.kill('SIGKILL');
     if (latest) await endSession(latest);
   });
-  await hostCall.exit(start).finally(() => signal?.removeEventListener('abort', abort));
+  await hostCall.exit(startEither).finally(() => signal?.removeEventListener('abort', abort));
   return {
     /** The upstream's tools as last listed (re-listed when it says its list changed, and after a restart). */
     get tools(): readonly Tool[] {
