@@ -105,7 +105,7 @@ describe('text UTF-8 cannot carry', () => {
     });
     await expect(run).rejects.toMatchObject({
       name: 'InvalidParamsError',
-      fields: [{ path: 'metadata.note', message: expect.stringMatching(/unpaired surrogate/) }],
+      fields: [{ path: 'metadata.note', message: expect.stringMatching(/lone surrogate/) }],
     });
     expect([await ledger.list({}), sandbox.requestCount({ method: 'POST' })]).toEqual([[], 0]);
   });

@@ -79,32 +79,8 @@ export function operationParamsErrors(
   params: unknown,
 ): FieldError[] {
   const errors = schemaErrors(spec.paramsSchema, params);
-  return errors.length > 0 ? errors : beyondSchema(spec.checkParams, params);
-}
-
-/** The checks after the schema: strings a request can carry, then the adapter's own. */
-function beyondSchema(check: OperationSpec['checkParams'], params: unknown): FieldError[] {
-  const own = check ? [...check(params)].map((f) => ({ path: String(f.path), message: String(f.message) })) : [];
-  return [...loneSurrogates(params, '', new Set()), ...own];
-}
-
-const LONE = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;
-
-/** A lone surrogate has no UTF-8 form: a URL encoder throws on it, a header refuses it, a form or JSON reader turns it
- * into U+FFFD, so two intents would go out as one request, or as none. */
-function loneSurrogates(value: unknown, path: string, seen: Set<object>): FieldError[] {
-  const at = path || '(root)';
-  if (typeof value === 'string')
-    return LONE.test(value)
-      ? [{ path: at, message: 'holds a lone surrogate, which no request can carry (it has no UTF-8 form)' }]
-      : [];
-  if (typeof value !== 'object' || value === null || seen.has(value)) return [];
-  seen.add(value);
-  return Object.entries(value).flatMap(([k, v]) => {
-    if (LONE.test(k))
-      return [{ path: at, message: 'has a field name with a lone surrogate, which no request can carry' }];
-    return loneSurrogates(v, Array.isArray(value) ? `${path}[${k}]` : path ? `${path}.${k}` : k, seen);
-  });
+  if (errors.length > 0 || !spec.checkParams) return errors;
+  return [...spec.checkParams(params)].map((f) => ({ path: String(f.path), message: String(f.message) }));
 }
 
 const NEVER = new AbortController().signal;
@@ -201,9 +177,8 @@ export function defineAdapter<const P extends string, O extends FrameOperation, 
   for (const [name, op] of Object.entries(declared)) {
     const { description, card, sensitiveFields, paramsSchema, checkParams } = op;
     const { intentFields } = card.businessOperationId;
-    // The spec's checkParams is what the runner's intake runs before the claim, with the frame's own checks.
-    const spec = { name, description, card, intentFields, paramsSchema, ...(sensitiveFields && { sensitiveFields }) };
-    operations[name] = Object.freeze({ ...spec, checkParams: (params: unknown) => beyondSchema(checkParams, params) });
+    const optional = { ...(sensitiveFields && { sensitiveFields }), ...(checkParams && { checkParams }) };
+    operations[name] = Object.freeze({ name, description, card, intentFields, paramsSchema, ...optional });
   }
   Object.freeze(operations);
 

@@ -64,3 +64,15 @@ describe('params validated with ajv against the operation schema (issue 16)', ()
     expect(() => paramsErrors(refers, {})).toThrow(RunnerConfigurationError);
   });
 });
+
+describe('text no request can carry', () => {
+  it('a lone surrogate anywhere in the params (a value, an item, a field name) is refused; a pair is text', () => {
+    const params = { sku: 'a\ud800', lines: [{ note: 'x\udc00y' }], meta: { 'k\udbff': 1 } };
+    expect(paramsErrors(spec({ type: 'object' }), params)).toEqual([
+      { path: 'sku', message: 'holds a lone surrogate, which no request can carry' },
+      { path: 'lines[0].note', message: 'holds a lone surrogate, which no request can carry' },
+      { path: 'meta', message: 'has a field name with a lone surrogate, which no request can carry' },
+    ]);
+    expect(paramsErrors(spec({ type: 'object' }), { sku: '😀 \ud83d\ude00' })).toEqual([]);
+  });
+});

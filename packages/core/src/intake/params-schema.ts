@@ -72,25 +72,28 @@ function fieldErrors(errors: readonly ErrorObject[] | null | undefined): FieldEr
   return [...new Map(out.map((fe) => [`${fe.path}\u0000${fe.message}`, fe])).values()];
 }
 
-// An unpaired surrogate (an emoji cut in half) is no text UTF-8 can carry: an SDK throws on it after the claim (an
-// unknown outcome, so a hand-off of a call never sent) or sends U+FFFD, one text for two intents.
-const UNPAIRED = /\p{Cs}/u;
+// A lone surrogate (an emoji cut in half) has no UTF-8 form: an SDK throws on it after the claim (an unknown outcome,
+// so a hand-off of a call never sent), a header refuses it, or a JSON or form writer sends U+FFFD: two intents as one.
+const LONE = /\p{Cs}/u;
 
-function unpairedSurrogates(value: unknown, path: string): FieldError[] {
-  const error = { path: path || '(root)', message: 'holds an unpaired surrogate, which UTF-8 cannot carry' };
-  if (typeof value === 'string') return UNPAIRED.test(value) ? [error] : [];
-  if (typeof value !== 'object' || value === null) return [];
+function loneSurrogates(value: unknown, path: string, seen: Set<object>): FieldError[] {
+  const at = path || '(root)';
+  if (typeof value === 'string')
+    return LONE.test(value) ? [{ path: at, message: 'holds a lone surrogate, which no request can carry' }] : [];
+  if (typeof value !== 'object' || value === null || seen.has(value)) return [];
+  seen.add(value);
   return Object.entries(value).flatMap(([k, v]) => {
-    const at = Array.isArray(value) ? `${path}[${k}]` : path ? `${path}.${k}` : k;
-    return UNPAIRED.test(k) ? [{ ...error, path: at }] : unpairedSurrogates(v, at);
+    if (LONE.test(k))
+      return [{ path: at, message: 'has a field name with a lone surrogate, which no request can carry' }];
+    return loneSurrogates(v, Array.isArray(value) ? `${path}[${k}]` : path ? `${path}.${k}` : k, seen);
   });
 }
 
 export function paramsErrors(spec: OperationSpec, params: unknown): FieldError[] {
   const validate = validatorFor(spec.paramsSchema, spec.card.operation);
   if (!validate(params)) return fieldErrors(validate.errors);
-  const unpaired = unpairedSurrogates(params, '');
-  if (unpaired.length) return unpaired;
+  const lone = loneSurrogates(params, '', new Set());
+  if (lone.length) return lone;
   // Then the adapter's own checks (OperationSpec.checkParams), still before anything is claimed.
   return spec.checkParams
     ? [...spec.checkParams(params)].map((f) => ({ path: String(f.path), message: String(f.message) }))
