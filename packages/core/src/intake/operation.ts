@@ -65,7 +65,7 @@ export function newOperation(ctx: IntakeContext, adapter: AdapterV1, opName: str
     redactor: payload.redactor,
     requestFingerprint: payload.requestFingerprint,
     signal: input.signal,
-    followUp: input.followUp === true,
+    followUp: input.followUp ?? false,
     attemptIds: callerAttemptIds(input.attemptIds),
     policy: cachedPolicy(spec.card, ctx.options.policy),
     // The telemetry scope of the run() driving it (none for recover and resolve).

@@ -84,7 +84,7 @@ export async function claimAndDrive(ctx: RunnerContext, op: Operation, waitUntil
       // A corrected request for an operation none of whose attempts was applied, or the same request once the user
       // took the step the provider asked for: a new revision. A call that joined it in flight has not seen its end.
       const corrected = record.paramsFingerprint !== op.paramsFingerprint;
-      if (!op.followUp && waitUntil === undefined && (corrected || record.handoff?.reason === 'rejected')) {
+      if (!repeats(op, record) && waitUntil === undefined && (corrected || record.handoff?.reason === 'rejected')) {
         const receipts = await ledger.receipts(record.businessOperationId);
         const check = corrected ? supersedeCheck : reissueCheck;
         if (check(record, receipts, correctionRule(op, ctx.clock.now())).ok) {
@@ -122,6 +122,10 @@ export async function claimAndDrive(ctx: RunnerContext, op: Operation, waitUntil
     }
   }
 }
+
+/** Whether the call repeats one that has not seen the end `record` rests at (RunInput's followUp). */
+const repeats = ({ followUp }: Operation, record: OperationRecord) =>
+  typeof followUp === 'function' ? record.handoff === null || followUp(record.handoff) : followUp;
 
 /** A person's resume safe only because the key folds a re-send: claimed, then set `unknown` (operator.ts resume). */
 const resumedByKey = (r: OperationRecord) =>
