@@ -6,6 +6,7 @@ import { createMemoryLedger, createRunner, createVirtualClock, type LogEntry } f
 import { agentRunner, agentTools, callAgentTool } from '@retrysafe/core/agent';
 import { createSandboxAdapter, createSandboxProvider, REPLAYING_BEHAVIOUR } from '@retrysafe/sandbox';
 import { describe, expect, it } from 'vitest';
+import { scripted } from './helpers.js';
 
 const OP = 'records.create';
 
@@ -103,9 +104,25 @@ describe('doResolveIntent the provider could not answer now (IntentLookupError)'
       businessOperationId: null,
       fields: [{ path: 'ref', message: 'the provider knows no record Rec-5' }],
     });
-    expect(invalid.message).toMatch(/No business-operation id: .*what the provider resolves the intent fields \(ref\) to/);
+    expect(invalid.message).toMatch(
+      /No business-operation id: .*what the provider resolves the intent fields \(ref\) to/,
+    );
     const later = await callAgentTool(agent, tool!, { ref: 'Rec-4' });
     expect(later).toMatchObject({ status: 'unavailable', businessOperationId: null, retryAfterMs: 5_000 });
     expect(later.message).toMatch(/nothing was claimed or sent.*call again with the same arguments in about 5 s/i);
+  });
+});
+
+describe('the run’s time limit (maxElapsedMs) covers the look-up before the claim', () => {
+  it('waits spent on the look-up count: a send whose wait would pass the limit is not made', async () => {
+    const { adapter, clock, ledger } = rig((n) =>
+      n === 1 ? new IntentLookupError('ref', 'HTTP 503', 5_000) : undefined,
+    );
+    let sends = 0;
+    const busy = scripted(adapter, () => (sends++, { kind: 'not-applied', message: 'HTTP 429', retryAfterMs: 5_000 }));
+    const runner = createRunner({ ledger, clock, random: () => 0.5, policy: { maxElapsedMs: 8_000 } });
+    const startedAt = clock.now();
+    await runner.run({ ...busy, doResolveIntent: adapter.doResolveIntent }, OP, { params: { ref: 'Rec-7' } });
+    expect([sends, clock.now() - startedAt <= 8_000]).toEqual([1, true]);
   });
 });

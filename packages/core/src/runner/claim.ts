@@ -112,7 +112,12 @@ export async function claimAndDrive(ctx: RunnerContext, op: Operation, waitUntil
       const driven = takenOver
         ? await orRelease(ctx, claim, op.policy.clockSkewMarginMs, () => {
             checkSealable(ctx, record, 'take it over');
-            return { ...storedOperation(ctx, op, record, op), signal: op.signal, scope: op.scope };
+            return {
+              ...storedOperation(ctx, op, record, op),
+              signal: op.signal,
+              scope: op.scope,
+              startedAt: op.startedAt,
+            };
           })
         : withProviderKey(op, record.providerKey);
       if (takenOver) log('info', 'takeover', `took over from state ${record.state} (fence ${record.fence})`, op);
