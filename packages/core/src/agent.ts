@@ -313,7 +313,7 @@ export async function callAgentTool(
   agent: AgentRunner,
   tool: AgentToolDefinition,
   args: unknown,
-  call: Pick<RunInput, 'runId' | 'signal' | 'followUp'> = {},
+  call: Pick<RunInput, 'runId' | 'signal'> & { readonly followUp?: boolean } = {},
 ): Promise<AgentToolResult> {
   const params = args ?? {};
   const spec = tool.adapter.operations[tool.operation]!;
@@ -324,18 +324,15 @@ export async function callAgentTool(
       return null; // the intent fields cannot give an id either
     }
   };
-  // The end the runner found the operation at rest at, asked after its id was resolved (doResolveIntent).
+  // The end the runner found the operation at rest at, asked after its id was resolved (doResolveIntent): a conflict
+  // answered on it tells that end.
   let asked: HandoffPacket | null = null;
-  const repeats = (end: HandoffPacket) => {
+  const followUp = (end: HandoffPacket) => {
     asked = end;
-    return !agent.toldEnd(end);
+    return call.followUp === true || !agent.toldEnd(end);
   };
   try {
-    const r = await agent.runner.run(tool.adapter, tool.operation, {
-      ...call,
-      followUp: call.followUp || repeats,
-      params,
-    });
+    const r = await agent.runner.run(tool.adapter, tool.operation, { ...call, followUp, params });
     agent.answered(r.businessOperationId, r.status === 'handed-off' ? r.packet : null);
     if (r.status !== 'done') return toAgentResult(r);
     return toAgentResult({ ...r, result: agent.shown(r.result) });
