@@ -19,6 +19,7 @@ import type { Clock } from '../clock.js';
 import { memo } from '../defined.js';
 import type { Redactor } from '../redact.js';
 import { type Budget, planRetry } from '../retry-policy.js';
+import type { RunInput } from '../runner/types.js';
 import type { EventFields } from '../telemetry.js';
 
 /** RunnerContext.log, for a subject with no id yet. */
@@ -29,8 +30,6 @@ type Log = (
   op: { card: RetrySafetyCard; redactor: Redactor },
   fields: EventFields,
 ) => void;
-
-import type { RunInput } from '../runner/types.js';
 
 const comparisons = new WeakMap<RetrySafetyCard, ReturnType<typeof buildComparison>>();
 export const comparisonFor = (card: RetrySafetyCard) => memo(comparisons, card, buildComparison);
