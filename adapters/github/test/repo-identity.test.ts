@@ -60,6 +60,27 @@ describe('issues.create: the repository look-up before the claim', () => {
     expect([lookups(), sandbox.count('issues.create')]).toEqual([3, 0]);
   });
 
+  it('a primary rate limit (remaining 0, reset an hour away) ⇒ IntentLookupError at once, naming the wait', async () => {
+    const rig = await resolveRig([]);
+    const at = rig.clock.now();
+    const headers = {
+      date: new Date(at).toUTCString(),
+      'x-ratelimit-remaining': '0',
+      'x-ratelimit-reset': String(Math.floor(at / 1000) + 3600),
+    };
+    let n = 0;
+    rig.proxy.setFaults((_c, r) =>
+      r.path === '/repos/acme/widgets' && n++ === 0 ? { kind: 'status', status: 403, headers } : 'pass',
+    );
+    const e = await rig.runner.run(rig.adapter, 'issues.create', { params: issueParams(6) }).catch((x: unknown) => x);
+    expect(e).toMatchObject({ name: 'IntentLookupError', retryAfterMs: expect.any(Number) });
+    expect([rig.lookups(), rig.clock.now() - at, (e as { retryAfterMs: number }).retryAfterMs > 3_000_000]).toEqual([
+      1,
+      0,
+      true,
+    ]);
+  });
+
   it('a 404 ⇒ InvalidIntentError at once (the caller’s to correct): asked once, nothing sent', async () => {
     const { runner, adapter, sandbox, lookups } = await resolveRig([{ kind: 'status', status: 404 }]);
     const run = runner.run(adapter, 'issues.create', { params: issueParams(5) });

@@ -39,8 +39,14 @@ import type { RunInput, Runner, RunResult } from './runner/types.js';
 export type AgentToolResult = ReturnType<typeof toAgentResult> | NonNullable<ReturnType<typeof refusalAnswer>>;
 
 /** The answer to a refusal the agent's arguments met before the claim, else null (not the agent's to answer).
- * `idOf`: the id the operation's `intentFields` give, or null where they give none. */
-export function refusalAnswer(err: unknown, idOf: () => string | null, intentFields: readonly string[] = []) {
+ * `idOf`: the id the operation's `intentFields` give, or null where they give none; `looksUp`: the adapter resolves
+ * them first (doResolveIntent), so their own id is no operation's. */
+export function refusalAnswer(
+  err: unknown,
+  idOf: () => string | null,
+  intentFields: readonly string[] = [],
+  looksUp = false,
+) {
   if (ConflictError.isInstance(err)) {
     const { businessOperationId, field, paths, needsPerson, storedMayApply } = err;
     // Redone under other intent fields, a request that applied or may still apply (in flight elsewhere, waiting for
@@ -57,9 +63,14 @@ export function refusalAnswer(err: unknown, idOf: () => string | null, intentFie
   }
   // One rule whichever operation: the id comes from the intent fields alone, whatever else is wrong with the call.
   const invalid = (fields: readonly FieldError[], message: string) => {
-    const id = idOf();
+    const id = looksUp ? null : idOf();
+    const named = intentFields.join(', ');
     const none =
-      id === null ? ` No business-operation id: the intent fields (${intentFields.join(', ')}) do not give one.` : '';
+      id !== null
+        ? ''
+        : looksUp
+          ? ` No business-operation id: it is derived from what the provider resolves the intent fields (${named}) to, and nothing was claimed.`
+          : ` No business-operation id: the intent fields (${named}) do not give one.`;
     return {
       status: 'invalid-input' as const,
       businessOperationId: id,
@@ -140,7 +151,7 @@ function toolOf(adapter: AdapterV1, operation: string, spec: OperationSpec) {
       : 'Changing an intent field makes it a different operation; changing other arguments of an operation already started is refused as a conflict (the answer names the differing paths).',
     'After a rejection that nothing applied (needs-human with field errors), calling again with corrected arguments and the same intent sends the corrected request.',
     normalisationText(card),
-    'Every answer carries the businessOperationId (null only in an invalid-input answer whose intent fields give none, or whose id needs a look-up at the provider, and in an unavailable one); after a timeout of your own, calling again with the same arguments is the way back to it.',
+    'Every answer carries the businessOperationId (null only in an invalid-input answer whose intent fields give none or are first resolved by the provider, and in an unavailable one); after a timeout of your own, calling again with the same arguments is the way back to it.',
     'Answers: status "done" (with the provider reference; adopted=true if it had already happened), "in-progress" (call again later with the same arguments, or check retrysafe_status where the host offers it), "needs-human" (a person must decide; do not retry as is), "conflict", "invalid-input" (with field errors; nothing was sent), "unavailable" (the provider could not be asked now; nothing was sent: call again later with the same arguments).',
     facts.unknowns.length
       ? `Provider facts not verified: ${facts.unknowns.join(', ')} — retrysafe will not resend where they matter.`
@@ -270,20 +281,20 @@ export function agentRunner(runner: Runner) {
   // text argument sensitive, and a provider echoes them); a token for the provider's client does not.
   const results = createRedactor({ ...options, pii: false });
   const errors = new Map<readonly string[], Redactor>();
-  // The operations whose end (a hand-off, a correctable conflict) the agent was last answered. Any other call of one at
-  // rest follows an answer that did not tell it (in progress, or given before a restart): it is told the end first, not
-  // sent. So it is bounded, the oldest dropped first: a forgotten one costs a repeated answer, never a request the user
-  // did not act on.
-  const told = new Set<string>();
+  // The end (a hand-off, a correctable conflict) of each operation the agent was last answered, by which end it was: a
+  // call of one at rest at another end (reopened by a person or a revision, and ended again), or at one an answer did
+  // not tell (in progress, or given before a restart), is told that end first, not sent. Bounded, the oldest dropped
+  // first: a forgotten one costs a repeated answer, never a request the user did not act on.
+  const told = new Map<string, string>();
   return {
     runner,
-    /** Whether the agent's next call of `id` is a new one, made after its end (else RunInput's `followUp`). */
-    toldEnd: (id: string) => told.has(id),
-    /** Notes whether the agent's last answer for `id` told it the end its next call may act on. */
-    answered(id: string, end: boolean) {
+    /** Whether the agent's next call of the operation resting at `end` is a new one, made after it was told that end. */
+    toldEnd: (end: HandoffPacket) => told.get(end.businessOperationId) === endKey(end),
+    /** Notes the end the agent's last answer for `id` told it, which its next call may act on (null: none). */
+    answered(id: string, end: HandoffPacket | null) {
       told.delete(id);
-      if (end) told.add(id);
-      if (told.size > TOLD_KEPT) told.delete(told.values().next().value!);
+      if (end !== null) told.set(id, endKey(end));
+      if (told.size > TOLD_KEPT) told.delete(told.keys().next().value!);
     },
     /** A result as the agent is shown it: no client token (a PaymentIntent's client_secret), no field `redact` names. */
     shown: (result: unknown) => results.params(result),
@@ -301,6 +312,8 @@ export type AgentRunner = ReturnType<typeof agentRunner>;
 
 const NONE: readonly string[] = [];
 const TOLD_KEPT = 10_000;
+/** Which end: a hand-off after a reopening has a later attempt, or at least a later packet. */
+const endKey = (p: HandoffPacket) => `${p.createdAt} ${p.attempts.at(-1)?.attemptId ?? ''}`;
 /** A result shown without a runner's options: secrets only. */
 const BARE = createRedactor({ pii: false });
 
@@ -309,7 +322,7 @@ export async function callAgentTool(
   agent: AgentRunner,
   tool: AgentToolDefinition,
   args: unknown,
-  call: Pick<RunInput, 'runId' | 'signal' | 'followUp'> = {},
+  call: Pick<RunInput, 'runId' | 'signal'> & { readonly followUp?: boolean } = {},
 ): Promise<AgentToolResult> {
   const params = args ?? {};
   const spec = tool.adapter.operations[tool.operation]!;
@@ -320,19 +333,24 @@ export async function callAgentTool(
       return null; // the intent fields cannot give an id either
     }
   };
-  const id = idOf() ?? '';
-  const followUp = call.followUp || !agent.toldEnd(id);
+  // The end the runner found the operation at rest at, asked after its id was resolved (doResolveIntent): a conflict
+  // answered on it tells that end.
+  let asked: HandoffPacket | null = null;
+  const followUp = (end: HandoffPacket) => {
+    asked = end;
+    return call.followUp === true || !agent.toldEnd(end);
+  };
   try {
     const r = await agent.runner.run(tool.adapter, tool.operation, { ...call, followUp, params });
-    agent.answered(id, r.status === 'handed-off');
+    agent.answered(r.businessOperationId, r.status === 'handed-off' ? r.packet : null);
     if (r.status !== 'done') return toAgentResult(r);
     return toAgentResult({ ...r, result: agent.shown(r.result) });
   } catch (e) {
-    // Where the adapter resolves the intent at the provider, the id is the look-up's: the intent fields alone give none.
-    const answer = refusalAnswer(e, tool.adapter.doResolveIntent ? () => null : idOf, spec.intentFields);
+    const answer = refusalAnswer(e, idOf, spec.intentFields, tool.adapter.doResolveIntent !== undefined);
     if (answer !== null) {
       // Other params than a stored request nothing applied: the same call again is the correction.
-      if (answer.status === 'conflict') agent.answered(id, answer.field === 'params' && !answer.storedMayApply);
+      const correctable = answer.status === 'conflict' && answer.field === 'params' && !answer.storedMayApply;
+      if (answer.status === 'conflict') agent.answered(answer.businessOperationId, correctable ? asked : null);
       return answer;
     }
     throw agent.scrubbed(e, params, spec.sensitiveFields);
@@ -357,7 +375,7 @@ export async function operationStatus(ledger: Ledger, id: string, view: StatusVi
     return { found: false as const, businessOperationId: id, message };
   }
   const open = RECOVERABLE_STATES.includes(r.state);
-  agent?.answered(r.businessOperationId, !open);
+  agent?.answered(r.businessOperationId, open ? null : r.handoff);
   return {
     found: true as const,
     businessOperationId: r.businessOperationId,
@@ -407,7 +425,7 @@ export async function pendingHandoffs(ledger: Ledger, view: StatusView = {}) {
   const handoffs = await Promise.all(
     rows.slice(0, HANDOFFS_SHOWN).map(async (r) => {
       const receipts = await receiptsToTell(typed, r);
-      agent?.answered(r.businessOperationId, true);
+      agent?.answered(r.businessOperationId, r.handoff);
       return {
         businessOperationId: r.businessOperationId,
         operation: r.operation,

@@ -155,6 +155,7 @@ export function createTelemetry(options: TelemetryOptions | undefined, now: () =
           lookups.add(1, attrs(op, { 'retrysafe.lookup.result': f.outcome }));
           break;
         case 'decision':
+        case 'intent-lookup': // the look-up before the claim, asked again
           if (f.delayMs !== undefined) retryDelay.record(f.delayMs, attrs(op, { 'retrysafe.decision': f.decision }));
           break;
         case 'handoff':

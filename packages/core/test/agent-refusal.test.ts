@@ -173,6 +173,22 @@ describe('a correction after the agent runner was built again (a restart)', () =
   });
 });
 
+describe('a correction first answered to a call that followed another (followUp, a duplicate joined in flight)', () => {
+  it('tells the end all the same: the next call with those arguments sends them', async () => {
+    const { runner, tool, sent } = rejectingTool({
+      reason: 'validation',
+      message: 'note is too long',
+      fields: [{ path: 'note', message: 'is too long' }],
+    });
+    const agent = agentRunner(runner);
+    await callAgentTool(agentRunner(runner), tool, { ref: 'o-41', note: 'long' });
+    const corrected = await callAgentTool(agent, tool, { ref: 'o-41', note: 'short' }, { followUp: true });
+    expect(corrected).toMatchObject({ status: 'conflict', storedMayApply: false });
+    await callAgentTool(agent, tool, { ref: 'o-41', note: 'short' });
+    expect(sent()).toBe(2);
+  });
+});
+
 describe('agentTools: the operations to expose', () => {
   it('a name in `only` that matches no operation is refused (RunnerConfigurationError), not dropped to fewer tools', () => {
     const { adapter } = setup();

@@ -90,6 +90,21 @@ describe('the answers to an operation in flight', () => {
     expect(await callAgentTool(agent, toolOf(refusing), { ref: 'f-6' })).toMatchObject({ status: 'done' });
   });
 
+  it('told a hand-off, resumed by a person and handed off again: the next call is told the new end, not sent', async () => {
+    const { adapter, runner } = setup({ lookup: 'none' });
+    const sent = { count: 0 };
+    const refusing = scripted(adapter, (n) => (sent.count++, n <= 1 ? ACTION : undefined));
+    const agent = agentRunner(runner);
+    const told = await callAgentTool(agent, toolOf(refusing), { ref: 'f-7' });
+    expect(told).toMatchObject({ status: 'needs-human' });
+    await runner.resolve(told.businessOperationId!, { action: 'resume' }, { adapters: [refusing], by: 'ops' });
+    expect(sent.count).toBe(2);
+    expect(await callAgentTool(agent, toolOf(refusing), { ref: 'f-7' })).toMatchObject({ status: 'needs-human' });
+    expect(sent.count).toBe(2);
+    expect(await callAgentTool(agent, toolOf(refusing), { ref: 'f-7' })).toMatchObject({ status: 'done' });
+    expect(sent.count).toBe(3);
+  });
+
   it("resumed by a person, shows no hand-off it no longer waits on (the user's step it was refused for)", async () => {
     const { adapter, ledger, runner, clock } = setup({ lookup: 'none' });
     const refusing = scripted(adapter, (n) => (n === 0 ? ACTION : undefined));

@@ -2,15 +2,16 @@
 // the id is derived from its answer: two spellings it resolves to one value are one operation.
 
 import { businessOperationId, IntentLookupError, InvalidIntentError, InvalidParamsError } from '@retrysafe/contract';
-import { createMemoryLedger, createRunner, createVirtualClock } from '@retrysafe/core';
+import { createMemoryLedger, createRunner, createVirtualClock, type LogEntry } from '@retrysafe/core';
 import { agentRunner, agentTools, callAgentTool } from '@retrysafe/core/agent';
 import { createSandboxAdapter, createSandboxProvider, REPLAYING_BEHAVIOUR } from '@retrysafe/sandbox';
 import { describe, expect, it } from 'vitest';
+import { scripted } from './helpers.js';
 
 const OP = 'records.create';
 
 /** `fails(n)`: what the n-th look-up throws (1-based), or nothing when it answers. */
-function rig(fails: (n: number) => Error | undefined = () => undefined) {
+function rig(fails: (n: number) => Error | undefined = () => undefined, logger?: (e: LogEntry) => void) {
   const clock = createVirtualClock();
   const ledger = createMemoryLedger();
   const provider = createSandboxProvider({ ...REPLAYING_BEHAVIOUR, clock: clock.now, sleep: clock.sleep });
@@ -25,7 +26,17 @@ function rig(fails: (n: number) => Error | undefined = () => undefined) {
       return { ...intent, ref: String(intent.ref).toLowerCase() };
     },
   };
-  return { provider, adapter, asked, clock, ledger, runner: createRunner({ ledger, clock, random: () => 0.5 }) };
+  return {
+    provider,
+    adapter,
+    asked,
+    clock,
+    ledger,
+    runner: createRunner({
+      ...{ ledger, clock, random: () => 0.5 },
+      ...(logger && { logger, redact: { patterns: [/Rec-\d/g] } }),
+    }),
+  };
 }
 
 describe('doResolveIntent', () => {
@@ -56,6 +67,24 @@ describe('doResolveIntent the provider could not answer now (IntentLookupError)'
     expect([asked.length, provider.count(), clock.now() - startedAt >= 5_000]).toEqual([2, 1, true]);
   });
 
+  it('each failed look-up is logged with the wait before the next, redacted, under no business-operation id', async () => {
+    const logs: LogEntry[] = [];
+    const { adapter, runner } = rig(
+      (n) => (n === 1 ? new IntentLookupError('ref', 'Rec-6 busy', 5_000) : undefined),
+      (e) => void logs.push(e),
+    );
+    const done = await runner.run(adapter, OP, { params: { ref: 'Rec-6' } });
+    const retry = logs.find((e) => e.event === 'intent-lookup');
+    expect(retry).toMatchObject({ level: 'warn', operation: `sandbox.${OP}`, decision: 'retry', delayMs: 5_000 });
+    expect(retry && 'businessOperationId' in retry).toBe(false);
+    expect(retry?.message).not.toMatch(/Rec-6/);
+    expect(
+      logs
+        .filter((e) => e.businessOperationId !== undefined)
+        .every((e) => e.businessOperationId === done.businessOperationId),
+    ).toBe(true);
+  });
+
   it('still failing: IntentLookupError once the policy’s attempts are used, nothing claimed or sent', async () => {
     const { provider, adapter, asked, ledger, runner } = rig(busy);
     const e = await runner.run(adapter, OP, { params: { ref: 'Rec-3' } }).catch((x: unknown) => x);
@@ -68,10 +97,16 @@ describe('doResolveIntent the provider could not answer now (IntentLookupError)'
     const { adapter, runner } = rig((n) => (n === 1 ? refused : busy()));
     const [tool] = agentTools([adapter], ['sandbox_records_create']);
     const agent = agentRunner(runner);
-    expect(await callAgentTool(agent, tool!, { ref: 'Rec-5' })).toMatchObject({
+    // Refused before the look-up answered: the id of the spelling is no operation's, so none is told.
+    const invalid = await callAgentTool(agent, tool!, { ref: 'Rec-5' });
+    expect(invalid).toMatchObject({
       status: 'invalid-input',
+      businessOperationId: null,
       fields: [{ path: 'ref', message: 'the provider knows no record Rec-5' }],
     });
+    expect(invalid.message).toMatch(
+      /No business-operation id: .*what the provider resolves the intent fields \(ref\) to/,
+    );
     const later = await callAgentTool(agent, tool!, { ref: 'Rec-4' });
     expect(later).toMatchObject({ status: 'unavailable', businessOperationId: null, retryAfterMs: 5_000 });
     expect(later.message).toMatch(/nothing was claimed or sent.*call again with the same arguments in about 5 s/i);
@@ -92,5 +127,19 @@ describe('doResolveIntent the provider could not answer now (IntentLookupError)'
       status: 'done',
       businessOperationId: businessOperationId(`sandbox.${OP}`, { ref: 'rec-7' }),
     });
+  });
+});
+
+describe('the run’s time limit (maxElapsedMs) covers the look-up before the claim', () => {
+  it('waits spent on the look-up count: a send whose wait would pass the limit is not made', async () => {
+    const { adapter, clock, ledger } = rig((n) =>
+      n === 1 ? new IntentLookupError('ref', 'HTTP 503', 5_000) : undefined,
+    );
+    let sends = 0;
+    const busy = scripted(adapter, () => (sends++, { kind: 'not-applied', message: 'HTTP 429', retryAfterMs: 5_000 }));
+    const runner = createRunner({ ledger, clock, random: () => 0.5, policy: { maxElapsedMs: 8_000 } });
+    const startedAt = clock.now();
+    await runner.run({ ...busy, doResolveIntent: adapter.doResolveIntent }, OP, { params: { ref: 'Rec-7' } });
+    expect([sends, clock.now() - startedAt <= 8_000]).toEqual([1, true]);
   });
 });

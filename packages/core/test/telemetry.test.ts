@@ -176,6 +176,13 @@ describe('telemetry through an in-memory exporter', () => {
     expect(attempts[0]!.parentSpanContext?.spanId).toBe(runs[0]!.spanContext().spanId);
   });
 
+  it('a wait before the look-up before the claim is asked again is a retry delay, as the attempt loop’s are', async () => {
+    const tele = createTelemetry({ tracerProvider, meterProvider }, () => Date.now());
+    tele.event('intent-lookup', 'warn', { decision: 'retry', delayMs: 5_000 }, 'x.op');
+    const [delay] = (await collected()).get(TELEMETRY.retryDelay) ?? [];
+    expect(delay).toMatchObject({ attributes: { 'retrysafe.decision': 'retry' }, value: { count: 1, sum: 5_000 } });
+  });
+
   it('createTelemetry on its own: events find their run by the scope run() hands over', async () => {
     const tele = createTelemetry({ tracerProvider, meterProvider }, () => Date.now());
     const info = { operation: 'x.op', provider: 'x', businessOperationId: 'id-1' };

@@ -112,6 +112,25 @@ describe('retrysafe MCP server over streamable HTTP', () => {
     expect(sandbox.count('customer')).toBe(1);
   });
 
+  it("an end told in one session is not told in another: that session's same call is answered the end, not sent", async () => {
+    const sandbox = await startStripeSandbox({ port: 0 });
+    const ledger = createMemoryLedger();
+    const runner = createRunner({ ledger });
+    const stripe = createStripeAdapter({ apiKey: 'sk_test_mcp_sessions', baseUrl: sandbox.url, timeoutMs: 2000 });
+    let sends = 0;
+    const step: Outcome = { kind: 'rejected', reason: 'action-required', message: 'open the URL first' };
+    const adapter = { ...stripe, doExecute: async () => (sends++, step) };
+    const http = await serveHttp(() => createRetrysafeMcpServer({ runner, ledger, adapters: [adapter] }));
+    const [a, b] = [await agentOf(http, sandbox), await agentOf(http)];
+    const call = async (client: Client) =>
+      (await client.callTool({ name: 'stripe_customers_create', arguments: { customerRef: 'two-sessions' } }))
+        .structuredContent;
+    expect(await call(a)).toMatchObject({ status: 'needs-human' });
+    expect([await call(b), sends]).toMatchObject([{ status: 'needs-human' }, 1]);
+    await call(a); // told the user's step in this session: the same call after it is sent again
+    expect(sends).toBe(2);
+  });
+
   // The runner's wait for the worker holding the operation and the wait for the first call's answer run side by side:
   // one after the other, the defaults (each policy.waitForOtherMs) add up to the SDK client's 60 s request timeout.
   it("an identical call waits for the first's answer and, beside it, for the runner: not one after the other", async () => {

@@ -20,6 +20,16 @@ import { memo } from '../defined.js';
 import type { Redactor } from '../redact.js';
 import { type Budget, planRetry } from '../retry-policy.js';
 import type { RunInput } from '../runner/types.js';
+import type { EventFields } from '../telemetry.js';
+
+/** RunnerContext.log, for a subject with no id yet. */
+type Log = (
+  level: 'warn',
+  event: string,
+  message: string,
+  op: { card: RetrySafetyCard; redactor: Redactor },
+  fields: EventFields,
+) => void;
 
 const comparisons = new WeakMap<RetrySafetyCard, ReturnType<typeof buildComparison>>();
 export const comparisonFor = (card: RetrySafetyCard) => memo(comparisons, card, buildComparison);
@@ -44,12 +54,14 @@ function buildComparison(card: RetrySafetyCard) {
 /** The intent the adapter resolves from a call's params (a Graph mailbox spelled `me`, by UPN or by id is one user),
  * asked once every other intake check passed and before the claim, so a retry with another spelling is the same
  * operation; null when the adapter resolves nothing or the caller gave the intent. A look-up the provider could not
- * answer now is asked again as a not-applied call is (planRetry); still failing, it says how it stopped. */
+ * answer now is asked again as a not-applied call is (planRetry), each failure logged; still failing, it says how it
+ * stopped. */
 export async function resolvedIntent(
-  { clock, random }: { readonly clock: Clock; readonly random: () => number },
+  { clock, random, log }: { readonly clock: Clock; readonly random: () => number; readonly log: Log },
   op: {
     readonly adapter: AdapterV1;
     readonly opName: string;
+    readonly card: RetrySafetyCard;
     readonly policy: Budget['policy'];
     readonly redactor: Redactor;
   },
@@ -59,6 +71,7 @@ export async function resolvedIntent(
   if (!adapter.doResolveIntent || input.intent !== undefined) return null;
   const intent = intentOf(input.params, adapter.operations[opName]!.card.businessOperationId);
   const runStartedAt = clock.now();
+  const subject = { card: op.card, redactor }; // no id yet: the spelling's is no operation's
   for (let runAttempts = 1; ; runAttempts++) {
     try {
       return await adapter.doResolveIntent(opName, intent, input.signal);
@@ -69,6 +82,9 @@ export async function resolvedIntent(
       const reason = redactor.text(e.reason);
       if (input.signal?.aborted) throw new IntentLookupError(e.path, reason, e.retryAfterMs);
       const plan = planRetry({ runStartedAt, now: clock.now(), runAttempts }, e.retryAfterMs, { policy, random });
+      const next = plan.retry ? `asking again in ${plan.delayMs} ms` : `stopped: ${plan.detail}`;
+      const fields = plan.retry ? { decision: 'retry', delayMs: plan.delayMs } : { decision: 'stop' };
+      log('warn', 'intent-lookup', `${e.path} could not be looked up: ${reason}; ${next}`, subject, fields);
       if (!plan.retry) throw new IntentLookupError(e.path, `${reason}; stopped: ${plan.detail}`, e.retryAfterMs);
       await clock.sleep(plan.delayMs);
     }

@@ -65,11 +65,13 @@ export function newOperation(ctx: IntakeContext, adapter: AdapterV1, opName: str
     redactor: payload.redactor,
     requestFingerprint: payload.requestFingerprint,
     signal: input.signal,
-    followUp: input.followUp === true,
+    followUp: input.followUp ?? false,
     attemptIds: callerAttemptIds(input.attemptIds),
     policy: cachedPolicy(spec.card, ctx.options.policy),
     // The telemetry scope of the run() driving it (none for recover and resolve).
     scope: undefined as RunScope | undefined,
+    // When that run() began: its time limit covers the look-up before the claim, and any wait for another holder.
+    startedAt: undefined as number | undefined,
   };
 }
 
@@ -123,6 +125,7 @@ export function storedOperation(
     attemptIds: run.attemptIds,
     policy: cachedPolicy(spec.card, ctx.options.policy),
     scope: undefined,
+    startedAt: undefined,
   };
 }
 

@@ -91,7 +91,7 @@ export async function claimAndDrive(ctx: RunnerContext, op: Operation, waitUntil
         const receipts = await ledger.receipts(record.businessOperationId);
         return supersede(ctx, op, record, receipts, 'other values for its target, after it was done');
       }
-      if (!op.followUp && waitUntil === undefined && (corrected || record.handoff?.reason === 'rejected')) {
+      if (!repeats(op, record) && waitUntil === undefined && (corrected || record.handoff?.reason === 'rejected')) {
         const receipts = await ledger.receipts(record.businessOperationId);
         const check = corrected ? supersedeCheck : reissueCheck;
         if (check(record, receipts, correctionRule(op, ctx.clock.now())).ok) {
@@ -121,7 +121,12 @@ export async function claimAndDrive(ctx: RunnerContext, op: Operation, waitUntil
       const driven = takenOver
         ? await orRelease(ctx, claim, op.policy.clockSkewMarginMs, () => {
             checkSealable(ctx, record, 'take it over');
-            return { ...storedOperation(ctx, op, record, op), signal: op.signal, scope: op.scope };
+            return {
+              ...storedOperation(ctx, op, record, op),
+              signal: op.signal,
+              scope: op.scope,
+              startedAt: op.startedAt,
+            };
           })
         : withProviderKey(op, record.providerKey);
       if (takenOver) log('info', 'takeover', `took over from state ${record.state} (fence ${record.fence})`, op);
@@ -145,6 +150,10 @@ function changeWhileBusy(ctx: RunnerContext, op: Operation, record: OperationRec
   );
   return heldElsewhere(record, ctx.clock.now());
 }
+
+/** Whether the call repeats one that has not seen the end `record` rests at (RunInput's followUp). */
+const repeats = ({ followUp }: Operation, record: OperationRecord) =>
+  typeof followUp === 'function' ? record.handoff === null || followUp(record.handoff) : followUp;
 
 /** A person's resume safe only because the key folds a re-send: claimed, then set `unknown` (operator.ts resume). */
 const resumedByKey = (r: OperationRecord) =>

@@ -64,7 +64,8 @@ export function createContext(options: RunnerOptions) {
     level: LogEntry['level'],
     event: string,
     message: string | (() => string),
-    op?: LogSubject,
+    // No id before the intent is resolved: the id of a spelling the provider has not resolved is no operation's.
+    op?: Omit<LogSubject, 'id'> & Partial<LogSubject>,
     fields?: EventFields,
   ): void => {
     try {
@@ -79,7 +80,8 @@ export function createContext(options: RunnerOptions) {
         at: new Date(clock.now()).toISOString(),
         level,
         event,
-        ...(op ? { businessOperationId: op.id, operation: op.card.operation } : {}),
+        ...(op?.id !== undefined && { businessOperationId: op.id }),
+        ...(op && { operation: op.card.operation }),
         ...fields,
         message: text,
       });

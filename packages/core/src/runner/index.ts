@@ -11,12 +11,13 @@ import type { RunFunction, RunInput, Runner, RunnerOptions, RunResult } from './
 export function createRunner(options: RunnerOptions): Runner {
   const ctx = createContext(options);
   async function run(adapter: AdapterV1, operation: string, input: RunInput): Promise<RunResult> {
+    const startedAt = ctx.clock.now();
     let op = newOperation(ctx, adapter, operation, input);
     const intent = await resolvedIntent(ctx, op, input);
     if (intent !== null) op = newOperation(ctx, adapter, operation, { ...input, intent });
     return ctx.tele.run(
       { operation: op.card.operation, provider: adapter.provider, businessOperationId: op.id },
-      (scope) => claimAndDrive(ctx, { ...op, scope }),
+      (scope) => claimAndDrive(ctx, { ...op, scope, startedAt }),
     );
   }
   const runner: Runner = {

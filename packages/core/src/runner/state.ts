@@ -90,7 +90,7 @@ export async function orRelease<T>(
 /** `receipts`: the operation's receipts written before this claim (the state owns the array from here). */
 export function startState(
   ctx: StateContext,
-  op: Pick<Operation, 'card' | 'policy'>,
+  op: Pick<Operation, 'card' | 'policy'> & Partial<Pick<Operation, 'startedAt'>>,
   c: Claimed,
   receipts: Receipt[],
 ): DriveState {
@@ -135,7 +135,7 @@ export function startState(
     earlierEffectMayShow: earlierEffect,
     recovering: c.takenOver && maybeApplied,
     takenOverLeaseEnd: leaseEnd,
-    startedAt: now,
+    startedAt: op.startedAt ?? now,
   };
 }
 

@@ -59,8 +59,9 @@ export interface RunInput {
   readonly attemptIds?: () => string;
   readonly signal?: AbortSignal;
   /** This call repeats one that has not seen its end yet: at rest, the operation answers that end, never taken for a
-   * new call made after it (which would send again). */
-  readonly followUp?: boolean;
+   * new call made after it (which would send again). A function is asked whether the call has not seen `end`, the
+   * hand-off the operation rests at. */
+  readonly followUp?: boolean | ((end: HandoffPacket) => boolean);
 }
 
 export type RunResult =
