@@ -8,9 +8,13 @@
 // RETRYSAFE_PG=<another build's dist/index.js>: measure that build instead (before/after, interleaved).
 // --waldump: pg_waldump's statistics per record type of the same window. --async-commit: the ledger's
 // connections commit without waiting for the WAL flush (CPU-bound loop). --caller-clock: leaseClock 'caller'.
+// --calls: each function of the workspace packages called at least once per op, with its calls per op (exact: V8's
+// precise coverage). --alloc: bytes allocated per op by the allocating function (sampled; objects already collected
+// count too). Both are deterministic where the times are not, and both slow the window they watch.
 import { execFileSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import { Session } from 'node:inspector/promises';
 import { resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { createRunner } from '@retrysafe/core';
@@ -57,13 +61,11 @@ let op;
 let close;
 if (mode === 'runner') {
   await migrate(admin, schema);
-  const pool = new pg.Pool({
-    connectionString: url,
-    max: 2,
-    ...(asyncCommit ? { options: '-c synchronous_commit=off' } : {}),
-  });
+  // The ledger's own connections, as the bench's runner has them (workloads.mjs), not a pg.Pool's.
+  const settings = asyncCommit ? `${url.includes('?') ? '&' : '?'}options=-c%20synchronous_commit%3Doff` : '';
   const ledger = createPostgresLedger({
-    pool,
+    connectionString: url + settings,
+    poolSize: 2,
     schema,
     migrate: false,
     ...(args.includes('--caller-clock') ? { leaseClock: 'caller' } : {}),
@@ -75,10 +77,7 @@ if (mode === 'runner') {
     const res = await runner.run(adapter, 'orders.create', { params: { orderRef: `${tag}-${i}`, amount: 1 } });
     if (res.status !== 'done') throw new Error(`runner returned ${res.status}`);
   };
-  close = async () => {
-    await ledger.close();
-    await pool.end();
-  };
+  close = () => ledger.close();
 } else {
   await preparePostgres(url, schema, mode);
   const w = await setupWorkload({ store: 'postgres', mode, databaseUrl: url, schema, worker: 0 });
@@ -114,6 +113,7 @@ function serverTicks() {
 }
 
 await run(0, 200);
+const watch = await watchWindow();
 await admin.query('CHECKPOINT');
 const lsn0 = (await admin.query('SELECT pg_current_wal_lsn() AS l')).rows[0].l;
 const syncs0 = await walSyncs();
@@ -126,6 +126,7 @@ const t1 = process.hrtime.bigint();
 const c1 = process.cpuUsage(c0);
 const s1 = serverTicks();
 counting = false;
+await watch();
 const lsn1 = (await admin.query('SELECT pg_current_wal_lsn() AS l')).rows[0].l;
 const syncs = (await walSyncs()) - syncs0;
 const wal = Number((await admin.query('SELECT pg_wal_lsn_diff($1, $2) AS d', [lsn1, lsn0])).rows[0].d);
@@ -154,6 +155,55 @@ if (waldump) {
 if (!args.includes('--keep')) await admin.query(`DROP SCHEMA "${schema}" CASCADE`);
 else console.log(`kept schema ${schema}`);
 await admin.end();
+
+/** Starts --calls or --alloc; the function returned prints what it saw, per op. */
+async function watchWindow() {
+  const calls = args.includes('--calls');
+  if (!calls && !args.includes('--alloc')) return async () => {};
+  const s = new Session();
+  s.connect();
+  const ours = (url) => url.includes('/packages/') && !url.includes('/packages/bench/');
+  const where = (url, line) => `${url.replace(/.*\/(packages|node_modules)\//, '')}:${line + 1}`;
+  if (calls) {
+    await s.post('Profiler.enable');
+    await s.post('Profiler.startPreciseCoverage', { callCount: true, detailed: false });
+    await s.post('Profiler.takePreciseCoverage'); // counts from here
+  } else {
+    await s.post('HeapProfiler.enable');
+    const collected = { includeObjectsCollectedByMajorGC: true, includeObjectsCollectedByMinorGC: true };
+    await s.post('HeapProfiler.startSampling', { samplingInterval: 256, ...collected });
+  }
+  return async () => {
+    const rows = new Map();
+    if (calls) {
+      for (const script of (await s.post('Profiler.takePreciseCoverage')).result)
+        for (const f of ours(script.url) ? script.functions : [])
+          rows.set(
+            `${f.functionName || '(anonymous)'} ${script.url.replace(/.*\/packages\//, '')}@${f.ranges[0].startOffset}`,
+            f.ranges[0].count,
+          );
+    } else {
+      // A builtin (sort, a Set) is named with the function that called it.
+      const visit = (node, caller) => {
+        const { functionName, url, lineNumber } = node.callFrame;
+        const at =
+          url === '' && caller
+            ? `${functionName || '(native)'} in ${caller}`
+            : `${functionName || '(anonymous)'} ${url ? where(url, lineNumber) : ''}`;
+        rows.set(at, (rows.get(at) ?? 0) + node.selfSize);
+        for (const child of node.children)
+          visit(child, url === '' ? caller : `${functionName || '(anonymous)'} ${where(url, lineNumber)}`);
+      };
+      visit((await s.post('HeapProfiler.stopSampling')).profile.head, null);
+      console.log(`allocated ${([...rows.values()].reduce((a, b) => a + b, 0) / n).toFixed(0)} bytes/op, by function:`);
+    }
+    s.disconnect();
+    const least = calls ? 1 : 100; // calls, or bytes, per op
+    const top = [...rows].filter(([, v]) => v / n >= least).sort((a, b) => b[1] - a[1]);
+    for (const [at, v] of top.slice(0, calls ? undefined : 60))
+      console.log(`${(v / n).toFixed(calls ? 2 : 0).padStart(8)} ${at}`);
+  };
+}
 
 /** pg_waldump from PATH, else from the newest /usr/lib/postgresql/<v>/bin (Debian keeps it there). */
 function waldumpBin() {
