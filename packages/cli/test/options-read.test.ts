@@ -95,6 +95,13 @@ describe('an option a combination makes meaningless is refused naming it (exit 2
       /--force/,
     ],
     ['ledger resolve-all --abandon --force', ['ledger', 'resolve-all', '--db', db, '--abandon', '--force'], /--force/],
+    [
+      'ledger resolve-all --dry-run --by (it labels writes)',
+      ['ledger', 'resolve-all', '--db', db, '--abandon', '--dry-run', '--by', 'alice'],
+      /--by/,
+    ],
+    ['ledger ls --db --config (read for nothing)', ['ledger', 'ls', '--db', db, '--config', config], /--config/],
+    ['ledger export --db --config', ['ledger', 'export', '--db', db, '--config', config], /--config/],
     ['cards --dir without --check or --write', ['cards', '--adapter', 'sandbox', '--dir', 'x'], /--dir/],
     ['cards --check --format', ['cards', '--adapter', 'sandbox', '--check', '--format', 'json'], /--format/],
     ['cards --format md --json', ['cards', '--adapter', 'sandbox', '--format', 'md', '--json'], /--format/],

@@ -204,6 +204,14 @@ export const TARGET_OPTIONS = {
 
 export type LedgerTarget = Parsed<typeof TARGET_OPTIONS>;
 
+/** For a command that reads only the ledger from a config: with --db naming it, --config would be read for nothing. */
+export function refuseIdleConfig(t: Pick<LedgerTarget, 'db' | 'config'>): void {
+  if (t.db !== undefined && t.config !== undefined)
+    throw new UsageError(
+      '--config: this command reads only the ledger from it, and --db names the ledger: leave one out',
+    );
+}
+
 /** For a refusal that asks for --config: why the variable set did not give it. */
 export const configEnvHint = () =>
   process.env[CONFIG_ENV] ? `; ${CONFIG_ENV} is not read when --db names the ledger` : '';
