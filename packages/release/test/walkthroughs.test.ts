@@ -330,6 +330,7 @@ for (const readme of [
   'packages/core/README.md',
   'packages/contract/README.md',
   'packages/config/README.md',
+  'packages/ledger-sqlite/README.md',
   'packages/sandbox-kit/README.md',
   'packages/testkit/README.md',
   'adapters/sandbox/README.md',
