@@ -46,7 +46,9 @@ describe('a command opens its ledger and reads its config once, and closes the l
     ['ledger verify', ['--all']],
     ['ledger export', []],
     ['ledger handoffs', []],
+    ['ledger verify', ['no-such-op']],
     ['ledger prune', ['--older-than', '3650d', '--dry-run']],
+    ['ledger prune', ['--older-than', '1h']], // refused below the cards' floor, once the ledger is open
     ['ledger resolve', ['op-1', '--abandon']],
     ['ledger resolve', ['no-such-op', '--mark-done', 'r1']],
     ['ledger resolve-all', ['--abandon', '--dry-run']],
