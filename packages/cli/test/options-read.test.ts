@@ -120,6 +120,19 @@ describe('an option a combination makes meaningless is refused naming it (exit 2
   });
 });
 
+describe('the ledger ls a refusal suggests runs as suggested', () => {
+  it.each([
+    ['ledger show', ['no-such-op']],
+    ['ledger resolve', ['no-such-op', '--abandon']],
+    ['ledger verify', ['no-such-op']],
+  ])('%s of an id not held, given --db and --config', async (command, args) => {
+    const r = await run([...command.split(' '), ...args, '--db', db, '--config', config]);
+    const suggested = /retrysafe (ledger ls[^\n]*?) lists/.exec(r.err)?.[1];
+    expect(suggested, r.err).toBeDefined();
+    expect((await run(suggested!.split(' '))).code).toBe(0);
+  });
+});
+
 describe('ledger resolve-all builds the adapters of --config once', () => {
   it('not once more per operation', async () => {
     (globalThis as { countingAdapterBuilds?: number }).countingAdapterBuilds = 0;

@@ -216,9 +216,10 @@ export function refuseIdleConfig(t: Pick<LedgerTarget, 'db' | 'config'>): void {
 export const configEnvHint = () =>
   process.env[CONFIG_ENV] ? `; ${CONFIG_ENV} is not read when --db names the ledger` : '';
 
-/** An id the ledger does not hold, and how to see what it does hold (a mistyped id, or another ledger). */
-export const notInLedger = (id: string, flags: string) =>
-  `no operation ${id} in the ledger: retrysafe ledger ls${flags} lists the operations it holds`;
+/** An id the ledger does not hold, and how to see what it does hold (a mistyped id, or another ledger): `ledger ls`
+ * with the flags that named this ledger, --db alone when given (ls reads nothing else from a config). */
+export const notInLedger = (id: string, t: Pick<LedgerTarget, 'db' | 'schema' | 'config'>) =>
+  `no operation ${id} in the ledger: retrysafe ledger ls${targetFlags(t.db ? { ...t, config: undefined } : t)} lists the operations it holds`;
 
 /** The flags that named this ledger, for a command the output suggests (pasted elsewhere, it must reach the same
  * ledger); quoted for a shell, a URL's password scrubbed as in all output. */

@@ -132,8 +132,7 @@ export async function ledgerResolve(
               `not resolving ${id}: its receipt chain is broken at receipt #${err.index + 1} (${err.reason}); nothing was sent. ${err.missingKey ? `To check it, ${addMissingKey(err.missingKey)}` : 'Find out who edited the ledger (retrysafe ledger verify --all) before acting on it'} (${CHAIN_RUNBOOK}).`,
             );
           if (UnsafeResumeError.isInstance(err)) throw resumeRefusal(id, err.why, rejected, stored);
-          if (InvalidStateError.isInstance(err) && stored === null)
-            throw new RefusedError(notInLedger(id, targetFlags(opts)));
+          if (InvalidStateError.isInstance(err) && stored === null) throw new RefusedError(notInLedger(id, opts));
           if (InvalidStateError.isInstance(err) && /differ from the stored/.test(err.message))
             throw sameParams(id, stored, rejected);
           // Open: a worker holds it, or one (or a resolve) stopped between its steps; only a drive can close it.

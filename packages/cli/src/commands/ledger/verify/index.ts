@@ -13,7 +13,7 @@ import {
   type VerifyRow,
   verifyChains,
 } from '../chain.js';
-import { TARGET_OPTIONS, targetFlags, withLedger } from '../target.js';
+import { TARGET_OPTIONS, withLedger } from '../target.js';
 
 /** Verifies an export written by `ledger export` (receipts plus head lines), without the ledger. */
 function verifyExportFile(file: string, allowUnkeyed?: boolean): VerifyRow[] {
@@ -81,7 +81,7 @@ export const ledgerVerifyCommand = defineCommand({
       throw new UsageError(`--allow-unkeyed applies with ${RECEIPT_KEYS_ENV} set: without keys no chain is keyed`);
     const rows = o.file
       ? verifyExportFile(o.file, o.allowUnkeyed)
-      : await withLedger(o, (l) => verifyChains(l, o.all ? 'all' : [id!], o.allowUnkeyed, true, targetFlags(o)));
+      : await withLedger(o, (l) => verifyChains(l, o.all ? 'all' : [id!], o.allowUnkeyed, true, o));
     const ok = rows.every((r) => r.ok);
     return print(o, { ok, operations: rows }, () => verifyText(rows, color, o.file), ok);
   },
