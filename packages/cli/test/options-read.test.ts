@@ -102,6 +102,7 @@ describe('an option a combination makes meaningless is refused naming it (exit 2
     ],
     ['ledger ls --db --config (read for nothing)', ['ledger', 'ls', '--db', db, '--config', config], /--config/],
     ['ledger export --db --config', ['ledger', 'export', '--db', db, '--config', config], /--config/],
+    ['ledger verify --db --config', ['ledger', 'verify', '--all', '--db', db, '--config', config], /--config/],
     ['cards --dir without --check or --write', ['cards', '--adapter', 'sandbox', '--dir', 'x'], /--dir/],
     ['cards --check --format', ['cards', '--adapter', 'sandbox', '--check', '--format', 'json'], /--format/],
     ['cards --format md --json', ['cards', '--adapter', 'sandbox', '--format', 'md', '--json'], /--format/],
@@ -124,7 +125,6 @@ describe('the ledger ls a refusal suggests runs as suggested', () => {
   it.each([
     ['ledger show', ['no-such-op']],
     ['ledger resolve', ['no-such-op', '--abandon']],
-    ['ledger verify', ['no-such-op']],
   ])('%s of an id not held, given --db and --config', async (command, args) => {
     const r = await run([...command.split(' '), ...args, '--db', db, '--config', config]);
     const suggested = /retrysafe (ledger ls[^\n]*?) lists/.exec(r.err)?.[1];
