@@ -1,5 +1,6 @@
 import { copyFileSync, existsSync } from 'node:fs';
 import { join } from 'node:path';
+import { DatabaseSync } from 'node:sqlite';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { type CliRun, cli, records, tempDir } from './helpers.js';
 
@@ -92,5 +93,20 @@ describe('retrysafe demo', () => {
       `retrysafe: --db ${twice}: this ledger already holds operations; the demo needs a new file (or leave out --db)`,
     );
     expect(await records(twice)).toEqual(before);
+  });
+
+  it("--db of another application's SQLite database is refused with exit 2, its tables left as they were", async () => {
+    const app = join(tempDir('demo-app'), 'app.db');
+    const tables = () => {
+      const sqlite = new DatabaseSync(app);
+      const names = sqlite.prepare("SELECT name FROM sqlite_master WHERE type = 'table'").all();
+      sqlite.close();
+      return names.map((t) => t.name);
+    };
+    new DatabaseSync(app).exec('CREATE TABLE users (id INTEGER)');
+    const r = await cli(['demo', '--db', app]);
+    expect(r.code, r.stderr).toBe(2);
+    expect(r.stderr).toMatch(/the demo needs a new file/);
+    expect(tables()).toEqual(['users']);
   });
 });

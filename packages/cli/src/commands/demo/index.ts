@@ -1,7 +1,7 @@
-import { mkdirSync, mkdtempSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
-import type { AdapterV1, Ledger } from '@retrysafe/contract';
+import { type AdapterV1, type Ledger, LedgerError } from '@retrysafe/contract';
 import { callbackHandoffSink, createRunner, type RunResult } from '@retrysafe/core';
 import { createSqliteLedger } from '@retrysafe/ledger-sqlite';
 import type { ConformanceOptions, FaultProxy } from '@retrysafe/testkit';
@@ -180,9 +180,14 @@ export async function demoCommand(opts: { db?: string }, log: (line: string) => 
   let ledger: Ledger;
   try {
     mkdirSync(dirname(dbPath), { recursive: true });
-    ledger = createSqliteLedger({ path: dbPath });
+    // A file there is opened as a ledger, never made one: another application's database is left as it was.
+    ledger = createSqliteLedger({ path: dbPath, migrate: !existsSync(dbPath) });
   } catch (e) {
     // before any server starts
+    if (LedgerError.isInstance(e) && e.reason === 'not-a-ledger')
+      throw new UsageError(
+        `--db ${dbPath}: not a retrysafe ledger, left as it is; the demo needs a new file (or leave out --db)`,
+      );
     throw new UsageError(`--db ${dbPath}: cannot hold a SQLite ledger there (${(e as Error).message})`);
   }
   try {
