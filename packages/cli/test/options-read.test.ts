@@ -121,15 +121,20 @@ describe('an option a combination makes meaningless is refused naming it (exit 2
   });
 });
 
-describe('the ledger ls a refusal suggests runs as suggested', () => {
+describe('the ledger command a refusal suggests reads the same ledger, run as suggested', () => {
   it.each([
-    ['ledger show', ['no-such-op']],
-    ['ledger resolve', ['no-such-op', '--abandon']],
-  ])('%s of an id not held, given --db and --config', async (command, args) => {
-    const r = await run([...command.split(' '), ...args, '--db', db, '--config', config]);
-    const suggested = /retrysafe (ledger ls[^\n]*?) lists/.exec(r.err)?.[1];
+    ['ledger show of an id not held', ['ledger', 'show', 'no-such-op']],
+    ['ledger resolve of an id not held', ['ledger', 'resolve', 'no-such-op', '--abandon']],
+    [
+      'ledger resolve of a stale packet',
+      ['ledger', 'resolve', '@P', '--abandon', '--handoff-at', '2020-01-01T00:00:00Z'],
+    ],
+  ])('%s, given --db and --config', async (_name, args) => {
+    const r = await fresh({ with: [] }, [...args, '--db', work, '--config', config]);
+    // ls or show with the words after it, up to the end of the command (no default ledger is found from here)
+    const suggested = /retrysafe (ledger (?:ls|show)(?: (?!lists)[^\s);]+)*)/.exec(r.err)?.[1];
     expect(suggested, r.err).toBeDefined();
-    expect((await run(suggested!.split(' '))).code).toBe(0);
+    expect((await run(suggested!.split(' '))).code, suggested).toBe(0);
   });
 });
 

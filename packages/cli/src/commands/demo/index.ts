@@ -10,6 +10,7 @@ import { UsageError } from '../../errors.js';
 import { paint, pick, plural } from '../../output.js';
 import { loadAdapters } from '../../registry.js';
 import { actionNames, receiptText } from '../ledger/packet-text.js';
+import { targetFlags } from '../ledger/target.js';
 
 /** `fault`: what the first call reaching the provider meets (the drill's own); after a lost response the agent calls
  * the tool again. */
@@ -147,7 +148,7 @@ async function runStep(
     if (packet) {
       log(`   handoff: ${packet.explanation}`);
       log(
-        `   safe next actions: ${actionNames(packet.safeNextActions) || 'none known'} — see \`retrysafe ledger handoffs --db ${dbPath}\``,
+        `   safe next actions: ${actionNames(packet.safeNextActions) || 'none known'} — see \`retrysafe ledger handoffs${targetFlags({ db: dbPath })}\``,
       );
     }
     log(`   ${ok ? paint('green', '✓ held', color) : paint('red', '✗ did not hold', color)}`);
@@ -227,8 +228,9 @@ export function demoSummary(r: DemoReport, color = false): string {
     '',
     paint(r.ok ? 'green' : 'red', verdict, color),
     `Ledger: ${r.ledger}`,
-    `  retrysafe ledger ls --db ${r.ledger}`,
-    `  retrysafe ledger handoffs --db ${r.ledger}`,
+    // quoted for a shell: pasted, they must reach this ledger
+    `  retrysafe ledger ls${targetFlags({ db: r.ledger })}`,
+    `  retrysafe ledger handoffs${targetFlags({ db: r.ledger })}`,
   ].join('\n');
 }
 

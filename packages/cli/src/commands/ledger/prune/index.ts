@@ -8,7 +8,7 @@ import { defineCommand, type Options, type Parsed } from '../../../command.js';
 import { UsageError } from '../../../errors.js';
 import { plural } from '../../../output.js';
 import { cardsOf, loadAdapters } from '../../../registry.js';
-import { configAdapters, TARGET_OPTIONS, warnUnreadable, withLedger } from '../target.js';
+import { configAdapters, shellWord, TARGET_OPTIONS, warnUnreadable, withLedger } from '../target.js';
 
 export const PRUNE_OPTIONS = {
   ...TARGET_OPTIONS,
@@ -114,7 +114,7 @@ export function pruneText(r: PruneLedgerReport, exportPath?: string): string {
     lines.push(
       r.exported === 0
         ? `nothing to export: ${exportPath} was not written`
-        : `receipts of ${plural(r.exported, 'operation')} written to ${exportPath} first (verify offline: retrysafe ledger verify --file ${exportPath})`,
+        : `receipts of ${plural(r.exported, 'operation')} written to ${exportPath} first (verify offline: retrysafe ledger verify --file ${shellWord(exportPath)})`,
     );
   // Exact, as the refusal says it: the floor is the key retention plus the margin and the late-apply allowance.
   const floor = formatDuration(r.floor.ms);
