@@ -1,7 +1,9 @@
-import { copyFileSync, existsSync } from 'node:fs';
+import { execFileSync } from 'node:child_process';
+import { copyFileSync, existsSync, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
+import { DatabaseSync } from 'node:sqlite';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { type CliRun, cli, records, tempDir } from './helpers.js';
+import { BIN, type CliRun, cli, records, tempDir } from './helpers.js';
 
 describe('retrysafe demo', () => {
   // One `demo --db --json` run: its report and ledger are read by the --json test, and a copy of its ledger is the
@@ -13,8 +15,10 @@ describe('retrysafe demo', () => {
   }, 120_000);
 
   it('runs the scripted agent flow end to end on SQLite and exits 0 (text, as a newcomer sees it)', async () => {
-    // No --db: the demo makes its own ledger dir under os.tmpdir(), here the test's dir (removed afterwards).
-    const dir = tempDir('demo-text');
+    // No --db: the demo makes its own ledger dir under os.tmpdir(), here the test's dir (removed afterwards), whose
+    // name has a space: the commands the demo ends with must run as pasted into a shell all the same.
+    const dir = join(tempDir('demo-text'), 'my tmp');
+    mkdirSync(dir);
     const r = await cli(['demo'], { cwd: dir, env: { TMPDIR: dir } });
     expect(r.stderr).toBe('');
     expect(r.code).toBe(0);
@@ -28,6 +32,12 @@ describe('retrysafe demo', () => {
     expect(titles.filter((t) => !r.stdout.includes(t))).toEqual([]);
     expect(r.stdout).toContain('All 5 steps held');
     expect(r.stdout.match(/✓ held/g)).toHaveLength(5);
+    const pasted = r.stdout.split('\n').flatMap((l) => /^\s+retrysafe (ledger .*)$/.exec(l)?.[1] ?? []);
+    expect(pasted).toHaveLength(2);
+    for (const line of pasted)
+      expect(execFileSync('bash', ['-c', `"${process.execPath}" "${BIN}" ${line}`], { encoding: 'utf8' })).toMatch(
+        /stripe\.paymentIntents\.create/,
+      );
   });
 
   it('--json: one business effect per step (none for the rejected charge), the agent re-call adopts, and the ledger shows it all', async () => {
@@ -92,5 +102,20 @@ describe('retrysafe demo', () => {
       `retrysafe: --db ${twice}: this ledger already holds operations; the demo needs a new file (or leave out --db)`,
     );
     expect(await records(twice)).toEqual(before);
+  });
+
+  it("--db of another application's SQLite database is refused with exit 2, its tables left as they were", async () => {
+    const app = join(tempDir('demo-app'), 'app.db');
+    const tables = () => {
+      const sqlite = new DatabaseSync(app);
+      const names = sqlite.prepare("SELECT name FROM sqlite_master WHERE type = 'table'").all();
+      sqlite.close();
+      return names.map((t) => t.name);
+    };
+    new DatabaseSync(app).exec('CREATE TABLE users (id INTEGER)');
+    const r = await cli(['demo', '--db', app]);
+    expect(r.code, r.stderr).toBe(2);
+    expect(r.stderr).toMatch(/the demo needs a new file/);
+    expect(tables()).toEqual(['users']);
   });
 });

@@ -95,6 +95,14 @@ describe('an option a combination makes meaningless is refused naming it (exit 2
       /--force/,
     ],
     ['ledger resolve-all --abandon --force', ['ledger', 'resolve-all', '--db', db, '--abandon', '--force'], /--force/],
+    [
+      'ledger resolve-all --dry-run --by (it labels writes)',
+      ['ledger', 'resolve-all', '--db', db, '--abandon', '--dry-run', '--by', 'alice'],
+      /--by/,
+    ],
+    ['ledger ls --db --config (read for nothing)', ['ledger', 'ls', '--db', db, '--config', config], /--config/],
+    ['ledger export --db --config', ['ledger', 'export', '--db', db, '--config', config], /--config/],
+    ['ledger verify --db --config', ['ledger', 'verify', '--all', '--db', db, '--config', config], /--config/],
     ['cards --dir without --check or --write', ['cards', '--adapter', 'sandbox', '--dir', 'x'], /--dir/],
     ['cards --check --format', ['cards', '--adapter', 'sandbox', '--check', '--format', 'json'], /--format/],
     ['cards --format md --json', ['cards', '--adapter', 'sandbox', '--format', 'md', '--json'], /--format/],
@@ -110,6 +118,23 @@ describe('an option a combination makes meaningless is refused naming it (exit 2
     expect(r.code).toBe(2);
     expect(r.err).toMatch(option);
     expect(existsSync(join(dir, 'x.jsonl')) || existsSync('x.jsonl')).toBe(false);
+  });
+});
+
+describe('the ledger command a refusal suggests reads the same ledger, run as suggested', () => {
+  it.each([
+    ['ledger show of an id not held', ['ledger', 'show', 'no-such-op']],
+    ['ledger resolve of an id not held', ['ledger', 'resolve', 'no-such-op', '--abandon']],
+    [
+      'ledger resolve of a stale packet',
+      ['ledger', 'resolve', '@P', '--abandon', '--handoff-at', '2020-01-01T00:00:00Z'],
+    ],
+  ])('%s, given --db and --config', async (_name, args) => {
+    const r = await fresh({ with: [] }, [...args, '--db', work, '--config', config]);
+    // ls or show with the words after it, up to the end of the command (no default ledger is found from here)
+    const suggested = /retrysafe (ledger (?:ls|show)(?: (?!lists)[^\s);]+)*)/.exec(r.err)?.[1];
+    expect(suggested, r.err).toBeDefined();
+    expect((await run(suggested!.split(' '))).code, suggested).toBe(0);
   });
 });
 

@@ -9,6 +9,7 @@ import {
   parseStoredRecord,
   setStateTransition,
 } from './ledger.js';
+import type { ReceiptKind } from './receipt.js';
 
 // A claim of a new operation; the tests override what they look at.
 function claimInput(overrides: Partial<ClaimInput> = {}): ClaimInput {
@@ -212,5 +213,19 @@ describe('parseStoredRecord, parseStoredReceipts, appendStoredReceipt', () => {
       /^Test ledger at \/db: the receipts of x:1 is not valid JSON \(cut or corrupt\): /,
     );
     expect((caught as Error).cause).toBeInstanceOf(SyntaxError);
+  });
+});
+
+describe('receipt kinds', () => {
+  it('each is one something writes: a kind nothing writes sends a reader of receipts looking for it', () => {
+    // A type check: a kind added to ReceiptKind needs its writer here. recover() writes the calls it makes.
+    const writers = {
+      dispatch: 'the first provider call of an operation',
+      resend: 'a later provider call, by run() or recover()',
+      lookup: "a look at the provider's stored status, by run() or recover()",
+      poll: 'a look after an in-progress answer',
+      resolve: "a person's resolution",
+    } as const satisfies Record<ReceiptKind, string>;
+    expect(Object.keys(writers)).toHaveLength(5);
   });
 });

@@ -3,7 +3,7 @@ import type { AttemptId, RunId } from './ids.js';
 import type { OperationRecord } from './ledger.js';
 import type { OutcomeKind, ProviderRefs, RejectReason } from './outcome.js';
 
-export type ReceiptKind = 'dispatch' | 'resend' | 'lookup' | 'poll' | 'resolve' | 'recover';
+export type ReceiptKind = 'dispatch' | 'resend' | 'lookup' | 'poll' | 'resolve';
 
 /** One per attempt, lookup or resolution: redacted (no bodies), hash-chained per operation. */
 export interface Receipt

@@ -330,6 +330,7 @@ for (const readme of [
   'packages/core/README.md',
   'packages/contract/README.md',
   'packages/config/README.md',
+  'packages/ledger-sqlite/README.md',
   'packages/sandbox-kit/README.md',
   'packages/testkit/README.md',
   'adapters/sandbox/README.md',
@@ -654,3 +655,20 @@ it('packages/mcp/README.md: the stdio server starts as pasted and lists the conf
   expect(answer.status, stderr).toBe(200);
   killGroup(served.pid!);
 }, 60_000);
+
+it('packages/cli/README.md: installed as it says (`npm i -g`), `retrysafe cards` reads every adapter from the packed files', async () => {
+  // The CLI imports each adapter's ./sandbox by a name it computes, which no check of its imports reads: what it
+  // needs must be in what its install brings.
+  const page = readFileSync(join(repoRoot, 'packages/cli/README.md'), 'utf8');
+  const install = /```sh\n(npm i -g [^\n]*)\n```/.exec(page)?.[1];
+  expect(install, 'the first block installs the CLI globally').toBeDefined();
+  const { dir, env } = freshProject(installed(install!));
+  // A global install puts its bins on PATH.
+  const r = await sh('retrysafe cards --format json', dir, {
+    ...env,
+    PATH: `${join(dir, 'node_modules/.bin')}:${env.PATH}`,
+  });
+  expect(r.code, r.stderr).toBe(0);
+  const providers = (JSON.parse(r.stdout) as { provider: string }[]).map((c) => c.provider);
+  expect(new Set(providers).size).toBeGreaterThan(6);
+});

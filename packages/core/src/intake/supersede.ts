@@ -107,7 +107,7 @@ export function everyAttemptNotApplied(
     return refused(`revision ${claimed} has no supersede receipt: which provider calls are its own cannot be told`);
   const mine = currentRevision(receipts);
   for (const r of mine) {
-    if (r.kind === 'lookup' || r.kind === 'poll' || r.kind === 'recover')
+    if (r.kind === 'lookup' || r.kind === 'poll')
       return refused('an earlier outcome was uncertain (it was looked up): an attempt may have been applied');
     if (isSend(r) && !NOT_APPLIED.has(String(r.outcome)))
       return refused(

@@ -1,7 +1,7 @@
-import { mkdirSync, mkdtempSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
-import type { AdapterV1, Ledger } from '@retrysafe/contract';
+import { type AdapterV1, type Ledger, LedgerError } from '@retrysafe/contract';
 import { callbackHandoffSink, createRunner, type RunResult } from '@retrysafe/core';
 import { createSqliteLedger } from '@retrysafe/ledger-sqlite';
 import type { ConformanceOptions, FaultProxy } from '@retrysafe/testkit';
@@ -10,6 +10,7 @@ import { UsageError } from '../../errors.js';
 import { paint, pick, plural } from '../../output.js';
 import { loadAdapters } from '../../registry.js';
 import { actionNames, receiptText } from '../ledger/packet-text.js';
+import { targetFlags } from '../ledger/target.js';
 
 /** `fault`: what the first call reaching the provider meets (the drill's own); after a lost response the agent calls
  * the tool again. */
@@ -147,7 +148,7 @@ async function runStep(
     if (packet) {
       log(`   handoff: ${packet.explanation}`);
       log(
-        `   safe next actions: ${actionNames(packet.safeNextActions) || 'none known'} — see \`retrysafe ledger handoffs --db ${dbPath}\``,
+        `   safe next actions: ${actionNames(packet.safeNextActions) || 'none known'} — see \`retrysafe ledger handoffs${targetFlags({ db: dbPath })}\``,
       );
     }
     log(`   ${ok ? paint('green', '✓ held', color) : paint('red', '✗ did not hold', color)}`);
@@ -180,9 +181,14 @@ export async function demoCommand(opts: { db?: string }, log: (line: string) => 
   let ledger: Ledger;
   try {
     mkdirSync(dirname(dbPath), { recursive: true });
-    ledger = createSqliteLedger({ path: dbPath });
+    // A file there is opened as a ledger, never made one: another application's database is left as it was.
+    ledger = createSqliteLedger({ path: dbPath, migrate: !existsSync(dbPath) });
   } catch (e) {
     // before any server starts
+    if (LedgerError.isInstance(e) && e.reason === 'not-a-ledger')
+      throw new UsageError(
+        `--db ${dbPath}: not a retrysafe ledger, left as it is; the demo needs a new file (or leave out --db)`,
+      );
     throw new UsageError(`--db ${dbPath}: cannot hold a SQLite ledger there (${(e as Error).message})`);
   }
   try {
@@ -222,8 +228,9 @@ export function demoSummary(r: DemoReport, color = false): string {
     '',
     paint(r.ok ? 'green' : 'red', verdict, color),
     `Ledger: ${r.ledger}`,
-    `  retrysafe ledger ls --db ${r.ledger}`,
-    `  retrysafe ledger handoffs --db ${r.ledger}`,
+    // quoted for a shell: pasted, they must reach this ledger
+    `  retrysafe ledger ls${targetFlags({ db: r.ledger })}`,
+    `  retrysafe ledger handoffs${targetFlags({ db: r.ledger })}`,
   ].join('\n');
 }
 

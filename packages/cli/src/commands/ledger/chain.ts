@@ -44,7 +44,7 @@ export async function verifyChains(
   ids: readonly string[] | 'all',
   allowUnkeyed?: boolean,
   strict?: boolean,
-  flags = '',
+  target: Parameters<typeof notInLedger>[1] = {},
 ): Promise<VerifyRow[]> {
   const opts = checkOptions(allowUnkeyed, strict); // a malformed key is refused even on an empty ledger
   const out: VerifyRow[] = [];
@@ -71,7 +71,7 @@ export async function verifyChains(
     }
     const [check, record, receipts] = read;
     // As show and resolve answer it: the id is well formed, the ledger holds no such operation (exit 1).
-    if (!check || !record) throw new RefusedError(notInLedger(id, flags));
+    if (!check || !record) throw new RefusedError(notInLedger(id, target));
     out.push(rowOf(id, record.state, receipts.length, check));
   }
   return out;

@@ -204,22 +204,36 @@ export const TARGET_OPTIONS = {
 
 export type LedgerTarget = Parsed<typeof TARGET_OPTIONS>;
 
+/** For a command that reads only the ledger from a config: with --db naming it, --config would be read for nothing. */
+export function refuseIdleConfig(t: Pick<LedgerTarget, 'db' | 'config'>): void {
+  if (t.db !== undefined && t.config !== undefined)
+    throw new UsageError(
+      '--config: this command reads only the ledger from it, and --db names the ledger: leave one out',
+    );
+}
+
 /** For a refusal that asks for --config: why the variable set did not give it. */
 export const configEnvHint = () =>
   process.env[CONFIG_ENV] ? `; ${CONFIG_ENV} is not read when --db names the ledger` : '';
 
+/** targetFlags for a suggested ls, export or verify: --db alone when given (they read nothing else from a config). */
+export const ledgerFlags = (t: Pick<LedgerTarget, 'db' | 'schema' | 'config'>) =>
+  targetFlags(t.db ? { ...t, config: undefined } : t);
+
 /** An id the ledger does not hold, and how to see what it does hold (a mistyped id, or another ledger). */
-export const notInLedger = (id: string, flags: string) =>
-  `no operation ${id} in the ledger: retrysafe ledger ls${flags} lists the operations it holds`;
+export const notInLedger = (id: string, t: Pick<LedgerTarget, 'db' | 'schema' | 'config'>) =>
+  `no operation ${id} in the ledger: retrysafe ledger ls${ledgerFlags(t)} lists the operations it holds`;
+
+/** `v` as one word of a shell command the output suggests (quoted unless it needs none). */
+export const shellWord = (v: string) => (/^[\w@%+=:,./-]+$/.test(v) ? v : `'${v.replaceAll("'", "'\\''")}'`);
 
 /** The flags that named this ledger, for a command the output suggests (pasted elsewhere, it must reach the same
  * ledger); quoted for a shell, a URL's password scrubbed as in all output. */
 export function targetFlags(t: Pick<LedgerTarget, 'db' | 'schema' | 'config'>): string {
-  const word = (v: string) => (/^[\w@%+=:,./-]+$/.test(v) ? v : `'${v.replaceAll("'", "'\\''")}'`);
   const given = [
     ['--db', t.db],
     ['--schema', t.schema],
     ['--config', t.config],
   ] as const;
-  return given.flatMap(([flag, v]) => (v ? [` ${flag} ${word(scrubbed(v))}`] : [])).join('');
+  return given.flatMap(([flag, v]) => (v ? [` ${flag} ${shellWord(scrubbed(v))}`] : [])).join('');
 }

@@ -4,7 +4,15 @@ import { exportReceiptsJsonl } from '@retrysafe/core';
 import { defineCommand, EXIT } from '../../../command.js';
 import { UsageError } from '../../../errors.js';
 import { plural } from '../../../output.js';
-import { STATE_OPTION, stateFilter, TARGET_OPTIONS, unreadableRows, warnUnreadable, withLedger } from '../target.js';
+import {
+  refuseIdleConfig,
+  STATE_OPTION,
+  stateFilter,
+  TARGET_OPTIONS,
+  unreadableRows,
+  warnUnreadable,
+  withLedger,
+} from '../target.js';
 
 export const ledgerExportCommand = defineCommand({
   name: 'ledger export',
@@ -20,6 +28,7 @@ export const ledgerExportCommand = defineCommand({
   },
   async run({ io, json }, o) {
     const states = stateFilter(o.state);
+    refuseIdleConfig(o);
     if (o.out && isSqlite(o.out))
       throw new UsageError(`--out ${o.out}: a SQLite database (the ledger?): not overwritten`);
     const { ids: unreadable, onUnreadable } = unreadableRows();

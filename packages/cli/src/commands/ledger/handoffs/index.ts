@@ -1,3 +1,4 @@
+import type { Ledger } from '@retrysafe/contract';
 import { waitsForUser } from '@retrysafe/core/internal';
 import { defineCommand } from '../../../command.js';
 import { paint, plural } from '../../../output.js';
@@ -15,37 +16,42 @@ import {
 
 type HandoffRow = Awaited<ReturnType<typeof ledgerHandoffs>>[number];
 
-/** The handed-off operations; a row the ledger cannot read goes to `onUnreadable` (without it, this rejects). */
-export async function ledgerHandoffs(target: LedgerTarget, onUnreadable?: (id: string) => void) {
-  return withLedger(target, async (ledger) => {
-    const rows = await ledger.list({ states: ['handed-off'], onUnreadable });
-    const ids = rows.map((r) => r.businessOperationId);
-    const chains = await verifyChains(ledger, ids, true); // one per id, in order
-    // The agent's rule (retrysafe_handoffs); one whose receipt chain is broken is a person's to look into first.
-    const users = await Promise.all(
-      rows.map(async (r, i) =>
-        chains[i]!.ok && r.handoff !== null
-          ? waitsForUser(r.handoff, await ledger.receipts(r.businessOperationId))
-          : false,
-      ),
-    );
-    return rows.map((r, i) => {
-      const chain = chains[i]!;
-      return {
-        ...summarize(r),
-        waitsFor: users[i] ? ('user' as const) : ('person' as const),
-        explanation: r.handoff?.explanation ?? '',
-        // the packet listed, which `ledger resolve --handoff-at` binds a decision to
-        handoffAt: r.handoff?.createdAt ?? null,
-        safeNextActions: r.handoff?.safeNextActions ?? [],
-        lastKnown: r.handoff?.lastKnown ?? null,
-        // a broken receipt chain: do not act on it before finding out why
-        ...(chain.ok ? {} : { chainBroken: chain.reason }),
-        // the key id the break names, when the receipt was sealed with a key this process lacks (not an edit)
-        ...(chain.ok || chain.missingKey === undefined ? {} : { chainKeyMissing: chain.missingKey }),
-      };
-    });
-  });
+/** The handed-off operations; a row the ledger cannot read goes to `onUnreadable` (without it, this rejects).
+ * `opened`: the ledger the caller opened (and closes), else it is opened for this call. */
+export async function ledgerHandoffs(target: LedgerTarget, onUnreadable?: (id: string) => void, opened?: Ledger) {
+  return withLedger(
+    target,
+    async (ledger) => {
+      const rows = await ledger.list({ states: ['handed-off'], onUnreadable });
+      const ids = rows.map((r) => r.businessOperationId);
+      const chains = await verifyChains(ledger, ids, true); // one per id, in order
+      // The agent's rule (retrysafe_handoffs); one whose receipt chain is broken is a person's to look into first.
+      const users = await Promise.all(
+        rows.map(async (r, i) =>
+          chains[i]!.ok && r.handoff !== null
+            ? waitsForUser(r.handoff, await ledger.receipts(r.businessOperationId))
+            : false,
+        ),
+      );
+      return rows.map((r, i) => {
+        const chain = chains[i]!;
+        return {
+          ...summarize(r),
+          waitsFor: users[i] ? ('user' as const) : ('person' as const),
+          explanation: r.handoff?.explanation ?? '',
+          // the packet listed, which `ledger resolve --handoff-at` binds a decision to
+          handoffAt: r.handoff?.createdAt ?? null,
+          safeNextActions: r.handoff?.safeNextActions ?? [],
+          lastKnown: r.handoff?.lastKnown ?? null,
+          // a broken receipt chain: do not act on it before finding out why
+          ...(chain.ok ? {} : { chainBroken: chain.reason }),
+          // the key id the break names, when the receipt was sealed with a key this process lacks (not an edit)
+          ...(chain.ok || chain.missingKey === undefined ? {} : { chainKeyMissing: chain.missingKey }),
+        };
+      });
+    },
+    { ledger: opened },
+  );
 }
 
 /**
@@ -82,11 +88,11 @@ export const ledgerHandoffsCommand = defineCommand({
   options: TARGET_OPTIONS,
   async run(ctx, o) {
     const { ids, onUnreadable } = unreadableRows();
-    const rows = await ledgerHandoffs(o, onUnreadable);
     // Open past its lease: a worker or a resolve stopped between its steps, and no recover() pass has driven it since.
-    const open = await withLedger(o, (l) =>
-      l.recoverCandidates(Date.now(), undefined, (id) => ids.includes(id) || onUnreadable(id)),
-    );
+    const { rows, open } = await withLedger(o, async (l) => ({
+      rows: await ledgerHandoffs(o, onUnreadable, l),
+      open: await l.recoverCandidates(Date.now(), undefined, (id) => ids.includes(id) || onUnreadable(id)),
+    }));
     if (open.length > 0)
       ctx.io.err(
         `retrysafe: ${plural(open.length, 'operation')} left open past ${open.length === 1 ? 'its' : 'their'} lease (a worker or a resolve stopped between its steps; recover() drives ${open.length === 1 ? 'it' : 'them'}, or: retrysafe ledger resolve <id> --resume${targetFlags(o)}${o.config ? '' : ' --config <file>'}, which hands one its adapters cannot drive to you): ${open.map((r) => r.businessOperationId).join(', ')}`,

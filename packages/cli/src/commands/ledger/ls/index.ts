@@ -5,6 +5,7 @@ import {
   type LedgerTarget,
   type OperationSummary,
   printListing,
+  refuseIdleConfig,
   STATE_OPTION,
   stateFilter,
   summarize,
@@ -21,6 +22,7 @@ export async function ledgerLs(
   const states = stateFilter(target.state);
   // A listing of none would read "No operations." of a ledger that holds some.
   if (target.limit === 0) throw new UsageError('--limit 0 lists nothing: give at least 1');
+  refuseIdleConfig(target);
   return withLedger(target, async (ledger) => {
     const rows = await ledger.list({
       states,

@@ -8,7 +8,7 @@ import { defineCommand, type Options, type Parsed } from '../../../command.js';
 import { UsageError } from '../../../errors.js';
 import { plural } from '../../../output.js';
 import { cardsOf, loadAdapters } from '../../../registry.js';
-import { configAdapters, TARGET_OPTIONS, warnUnreadable, withLedger } from '../target.js';
+import { configAdapters, shellWord, TARGET_OPTIONS, warnUnreadable, withLedger } from '../target.js';
 
 export const PRUNE_OPTIONS = {
   ...TARGET_OPTIONS,
@@ -81,11 +81,12 @@ export async function ledgerPrune(opts: Parsed<typeof PRUNE_OPTIONS>): Promise<P
       `--export ${opts.export}: the file exists (prune appends receipts to a new file; move it away first)`,
     );
   const config = opts.config ? await loadConfigFile(opts.config) : null;
-  // The cards the CLI knows: every built-in adapter's, and those of every adapter --config names.
-  const builtIn = (await Promise.all((await loadAdapters()).map(cardsOf))).flat().map((c) => c.card);
-  const cards = [...builtIn, ...(config ? await configCards(config, opts.config!) : [])];
-  const prune = (ledger: Ledger) =>
-    pruneLedger(ledger, {
+  const prune = async (ledger: Ledger) => {
+    // The cards the CLI knows: every built-in adapter's, and those of every adapter --config names. Read once the
+    // ledger is open: a ledger that cannot be is refused without importing every adapter's SDK.
+    const builtIn = (await Promise.all((await loadAdapters()).map(cardsOf))).flat().map((c) => c.card);
+    const cards = [...builtIn, ...(config ? await configCards(config, opts.config!) : [])];
+    return pruneLedger(ledger, {
       olderThan: opts.olderThan as Duration,
       cards,
       policy: config?.policy,
@@ -101,6 +102,7 @@ export async function ledgerPrune(opts: Parsed<typeof PRUNE_OPTIONS>): Promise<P
       const why = err.message.slice(err.option.length + 2).replaceAll('unknownRetention', flag);
       throw new UsageError(`${flag}: ${why.replace(/, or force$/, ', or --force')}`);
     });
+  };
   return withLedger(opts, prune, { config, writes: !opts.dryRun });
 }
 
@@ -112,7 +114,7 @@ export function pruneText(r: PruneLedgerReport, exportPath?: string): string {
     lines.push(
       r.exported === 0
         ? `nothing to export: ${exportPath} was not written`
-        : `receipts of ${plural(r.exported, 'operation')} written to ${exportPath} first (verify offline: retrysafe ledger verify --file ${exportPath})`,
+        : `receipts of ${plural(r.exported, 'operation')} written to ${exportPath} first (verify offline: retrysafe ledger verify --file ${shellWord(exportPath)})`,
     );
   // Exact, as the refusal says it: the floor is the key retention plus the margin and the late-apply allowance.
   const floor = formatDuration(r.floor.ms);

@@ -40,7 +40,7 @@ export const RESOLVE_ALL_OPTIONS = {
       'with --resume: also where the packet marks it not safe, or a key may be forgotten and nothing can look it up first (you checked at the provider)',
   },
   dryRun: { description: 'list what would be done; send and write nothing' },
-  by: { argument: '<name>', description: 'who resolved them, for the receipts (default $USER)' },
+  by: { argument: '<name>', description: 'who resolved them, for the receipts (default $USER; not with --dry-run)' },
 } as const satisfies Options;
 
 export type ResolveAllOptions = Parsed<typeof RESOLVE_ALL_OPTIONS>;
@@ -54,6 +54,8 @@ export async function ledgerResolveAll(opts: ResolveAllOptions) {
     'choose exactly one of --resume, --abandon (--mark-done needs one provider reference per operation: use ledger resolve <id>)',
   );
   refuseForceWithoutResume(opts);
+  if (opts.by !== undefined && opts.dryRun)
+    throw new UsageError('--by names who resolved them in the receipts: a dry run writes none');
   // Refused before any row, in a dry run as in the real run: no config to resume through, or adapters it cannot build.
   if (opts.resume && !opts.config)
     throw new UsageError(

@@ -23,7 +23,15 @@ import { readObjectFile } from '../../../files.js';
 import { paint, plural } from '../../../output.js';
 import { addMissingKey, CHAIN_RUNBOOK, receiptKeysFromEnv, withParamsKeys } from '../chain.js';
 import { packetText } from '../packet-text.js';
-import { configAdapters, configEnvHint, notInLedger, TARGET_OPTIONS, targetFlags, withLedger } from '../target.js';
+import {
+  configAdapters,
+  configEnvHint,
+  ledgerFlags,
+  notInLedger,
+  TARGET_OPTIONS,
+  targetFlags,
+  withLedger,
+} from '../target.js';
 
 export const RESOLVE_OPTIONS = {
   ...TARGET_OPTIONS,
@@ -107,7 +115,7 @@ export async function ledgerResolve(
         // out again once its cause is fixed. After one that may have applied, the provider is checked first.
         const rejected = stored?.handoff?.reason === 'rejected' && marksSafe(stored.handoff, 'resend-with');
         if (opts.resume && stored !== null && !isTerminal(stored) && !dryRun)
-          return resumeOpen(runner, { adapters, by, handoffAt: opts.handoffAt }, stored);
+          return resumeOpen(runner, { adapters, by, handoffAt: opts.handoffAt }, stored, targetFlags(opts));
         // Bound to the packet decided on (else the one read here): never applied to a later hand-off.
         const handoffAt = opts.handoffAt ?? (stored?.state === 'handed-off' ? stored.handoff?.createdAt : undefined);
         const resolution: Resolution = opts.resume
@@ -125,17 +133,16 @@ export async function ledgerResolve(
         return await resolving.catch((err: unknown) => {
           if (err instanceof Error && err.message.includes(NOT_THE_HANDOFF_DECIDED_ON))
             throw new RefusedError(
-              `not resolving ${id}: it was resumed, closed or handed off again since the packet decided on (${handoffAt}); nothing was sent or written. Read it as it is now: retrysafe ledger show ${id}`,
+              `not resolving ${id}: it was resumed, closed or handed off again since the packet decided on (${handoffAt}); nothing was sent or written. Read it as it is now: retrysafe ledger show ${id}${targetFlags(opts)}`,
             );
           if (BrokenReceiptChainError.isInstance(err))
             throw new RefusedError(
-              `not resolving ${id}: its receipt chain is broken at receipt #${err.index + 1} (${err.reason}); nothing was sent. ${err.missingKey ? `To check it, ${addMissingKey(err.missingKey)}` : 'Find out who edited the ledger (retrysafe ledger verify --all) before acting on it'} (${CHAIN_RUNBOOK}).`,
+              `not resolving ${id}: its receipt chain is broken at receipt #${err.index + 1} (${err.reason}); nothing was sent. ${err.missingKey ? `To check it, ${addMissingKey(err.missingKey)}` : `Find out who edited the ledger (retrysafe ledger verify --all${ledgerFlags(opts)}) before acting on it`} (${CHAIN_RUNBOOK}).`,
             );
           if (UnsafeResumeError.isInstance(err)) throw resumeRefusal(id, err.why, rejected, stored);
-          if (InvalidStateError.isInstance(err) && stored === null)
-            throw new RefusedError(notInLedger(id, targetFlags(opts)));
+          if (InvalidStateError.isInstance(err) && stored === null) throw new RefusedError(notInLedger(id, opts));
           if (InvalidStateError.isInstance(err) && /differ from the stored/.test(err.message))
-            throw sameParams(id, stored, rejected);
+            throw sameParams(id, stored, rejected, targetFlags(opts));
           // Open: a worker holds it, or one (or a resolve) stopped between its steps; only a drive can close it.
           if (InvalidStateError.isInstance(err) && stored !== null && !isTerminal(stored) && !corrected)
             throw new RefusedError(
@@ -167,14 +174,16 @@ async function needsConfig(opts: ResolveOptions, id: string): Promise<UsageError
 }
 
 /** `--resume` of an operation left open by a worker or a resolve that died between its steps (no packet to decide on):
- * driven as recover() does once its lease has run out; another worker holding it is `in-progress`. */
+ * driven as recover() does once its lease has run out; another worker holding it is `in-progress`. `target`: the flags
+ * naming the ledger (targetFlags), repeated in the command it suggests. */
 async function resumeOpen(
   runner: ReturnType<typeof createRunner>,
   { adapters, by, handoffAt }: { adapters: readonly AdapterV1[]; by: string; handoffAt: string | undefined },
   record: OperationRecord,
+  target: string,
 ): Promise<ResolveResult> {
   const id = record.businessOperationId;
-  const again = `read it as it is now: retrysafe ledger show ${id}`;
+  const again = `read it as it is now: retrysafe ledger show ${id}${target}`;
   if (handoffAt !== undefined)
     throw new RefusedError(
       `not resolving ${id}: ${NOT_THE_HANDOFF_DECIDED_ON} (it is ${stateWords(record.state)}); ${again}`,
@@ -212,14 +221,14 @@ function resumeRefusal(id: string, why: string, rejected: boolean, stored: Opera
 }
 
 /** `--resend-with` of the params the operation already has: a resume, which the packet may mark not safe (--force). */
-function sameParams(id: string, stored: OperationRecord | null, rejected: boolean): RefusedError {
+function sameParams(id: string, stored: OperationRecord | null, rejected: boolean, target: string): RefusedError {
   const resumeSafe = marksSafe(stored?.handoff, 'resume');
   const next =
     resumeSafe || stored?.handoff?.reason !== 'rejected'
       ? 'To send the same request again after fixing the cause outside it: --resume.'
       : rejected
         ? 'To send the same request again after fixing the cause outside it: --resume --force (the packet marks resume not safe only because the request as it was got rejected).'
-        : `An attempt before the rejection may have applied: check at the provider first (retrysafe ledger show ${id}); then --mark-done <providerRef> if the effect exists.`;
+        : `An attempt before the rejection may have applied: check at the provider first (retrysafe ledger show ${id}${target}); then --mark-done <providerRef> if the effect exists.`;
   return new RefusedError(`not re-sending ${id}: these are the params it already has; nothing was sent. ${next}`);
 }
 

@@ -86,7 +86,7 @@ export const ledgerShowCommand = defineCommand({
   async run({ io, color, print }, o, [id]: [string]) {
     const r = await ledgerShow(o, id);
     // As verify and resolve answer it (exit 1).
-    if (!r) throw new RefusedError(notInLedger(id, targetFlags(o)));
+    if (!r) throw new RefusedError(notInLedger(id, o));
     const code = print(o, r, () => showText(r, color, targetFlags(o)), r.chain.ok);
     if (!r.chain.ok)
       io.err(`retrysafe: the receipt chain of ${id} is broken at receipt #${r.chain.index + 1}: ${r.chain.reason}`);

@@ -13,7 +13,7 @@ import {
   type VerifyRow,
   verifyChains,
 } from '../chain.js';
-import { TARGET_OPTIONS, targetFlags, withLedger } from '../target.js';
+import { refuseIdleConfig, TARGET_OPTIONS, withLedger } from '../target.js';
 
 /** Verifies an export written by `ledger export` (receipts plus head lines), without the ledger. */
 function verifyExportFile(file: string, allowUnkeyed?: boolean): VerifyRow[] {
@@ -76,12 +76,13 @@ export const ledgerVerifyCommand = defineCommand({
     exactlyOne([id, o.all, o.file], 'choose one of <id>, --all, --file <export.jsonl>');
     const ledgerFlag = o.file && (['db', 'schema', 'busyTimeout', 'config'] as const).find((k) => o[k] !== undefined);
     if (ledgerFlag) throw new UsageError(`--${kebab(ledgerFlag)}: --file checks an export offline and reads no ledger`);
+    refuseIdleConfig(o);
     // Without keys every chain is checked unkeyed already: the flag would change nothing.
     if (o.allowUnkeyed && !receiptKeysFromEnv().keyring)
       throw new UsageError(`--allow-unkeyed applies with ${RECEIPT_KEYS_ENV} set: without keys no chain is keyed`);
     const rows = o.file
       ? verifyExportFile(o.file, o.allowUnkeyed)
-      : await withLedger(o, (l) => verifyChains(l, o.all ? 'all' : [id!], o.allowUnkeyed, true, targetFlags(o)));
+      : await withLedger(o, (l) => verifyChains(l, o.all ? 'all' : [id!], o.allowUnkeyed, true, o));
     const ok = rows.every((r) => r.ok);
     return print(o, { ok, operations: rows }, () => verifyText(rows, color, o.file), ok);
   },
