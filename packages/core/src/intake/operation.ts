@@ -65,6 +65,8 @@ export function newOperation(ctx: IntakeContext, adapter: AdapterV1, opName: str
     redactor: payload.redactor,
     requestFingerprint: payload.requestFingerprint,
     signal: input.signal,
+    // Its target was read at intake: the first call goes out without reading it again.
+    intentAtIntake: input.intent !== undefined,
     followUp: input.followUp === true,
     attemptIds: callerAttemptIds(input.attemptIds),
     policy: cachedPolicy(spec.card, ctx.options.policy),
@@ -119,6 +121,7 @@ export function storedOperation(
     redactor: payload.redactor,
     requestFingerprint: payload.requestFingerprint,
     signal: undefined,
+    intentAtIntake: false,
     followUp: false,
     attemptIds: run.attemptIds,
     policy: cachedPolicy(spec.card, ctx.options.policy),

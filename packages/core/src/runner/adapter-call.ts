@@ -2,6 +2,8 @@
 import {
   type AttemptId,
   type ExecuteContext,
+  IntentLookupError,
+  InvalidIntentError,
   type LookupContext,
   type LookupResult,
   type Outcome,
@@ -10,6 +12,7 @@ import {
 import { resendSafety } from '@retrysafe/contract/rules';
 import { type Stop, stopText } from '../clock.js';
 import { defined } from '../defined.js';
+import { movedTarget } from '../intake/identity.js';
 import type { Operation } from '../intake/operation.js';
 import { errText, type RunnerContext } from './context.js';
 import { withHeartbeat } from './lease.js';
@@ -34,6 +37,19 @@ function attemptContext(op: Operation, c: DriveState, attemptId: AttemptId): Omi
   };
 }
 
+/** Why the request must not go out to the target its params name now (null: it may), or the look-up's failure. */
+async function targetProblem(op: Operation, signal: AbortSignal): Promise<Outcome | null> {
+  try {
+    const moved = await movedTarget(op, signal);
+    return moved === null ? null : { kind: 'rejected', reason: 'conflict', message: moved };
+  } catch (err) {
+    const retryAfterMs = IntentLookupError.isInstance(err) ? err.retryAfterMs : undefined;
+    const message = `could not tell which object the params name now, so nothing was sent: ${errText(err)}`;
+    if (InvalidIntentError.isInstance(err)) return { kind: 'rejected', reason: 'not-found', message };
+    return { kind: 'not-applied', message, ...(retryAfterMs !== undefined ? { retryAfterMs } : {}) };
+  }
+}
+
 /** The request itself, once the operation is durably `dispatched`: its answer classified. */
 export async function callProvider(
   ctx: RunnerContext,
@@ -48,7 +64,10 @@ export async function callProvider(
     code: why === 'deadline' ? 'RETRYSAFE_CALL_DEADLINE' : 'ABORTED',
     message: `${stopText(op.policy.maxElapsedMs, why)}; the request may have reached the provider`,
   });
-  const call = (signal: AbortSignal) => op.adapter.doExecute(op.opName, op.params, { ...callCtx, signal });
+  const fresh = op.intentAtIntake && c.record.attemptCount === 1;
+  const call = async (signal: AbortSignal) =>
+    (fresh ? null : await targetProblem(op, signal)) ??
+    op.adapter.doExecute(op.opName, op.params, { ...callCtx, signal });
   let outcome: Outcome;
   try {
     const answer: unknown = await withHeartbeat(ctx, op, c.lease, call, stopped);
@@ -92,7 +111,11 @@ export async function lookupProvider(
       keyReusable: resendSafety(op.card, c.record.firstDispatchedAt, now, op.policy.clockSkewMarginMs).safe,
       clockSkewMarginMs: op.policy.clockSkewMarginMs,
     };
-    const call = (signal: AbortSignal) => op.adapter.doLookup(op.opName, { ...lookupCtx, signal });
+    const call = async (signal: AbortSignal): Promise<LookupResult> => {
+      const problem = await targetProblem(op, signal);
+      if (problem === null) return op.adapter.doLookup(op.opName, { ...lookupCtx, signal });
+      return { kind: 'cannot-tell', reason: `lookup: ${'message' in problem ? problem.message : problem.kind}` };
+    };
     const answer: unknown = await withHeartbeat(ctx, op, c.lease, call, stopped);
     result = isLookupResult(answer)
       ? answer
