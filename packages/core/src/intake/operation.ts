@@ -65,7 +65,7 @@ export function newOperation(ctx: IntakeContext, adapter: AdapterV1, opName: str
     redactor: payload.redactor,
     requestFingerprint: payload.requestFingerprint,
     signal: input.signal,
-    // Its target was read at intake: the first call goes out without reading it again.
+    // Resolved at intake (runner/adapter-call reads the target again from the second call on).
     intentAtIntake: input.intent !== undefined,
     followUp: input.followUp === true,
     attemptIds: callerAttemptIds(input.attemptIds),

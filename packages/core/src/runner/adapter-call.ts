@@ -50,6 +50,8 @@ async function targetProblem(op: Operation, signal: AbortSignal): Promise<Outcom
   }
 }
 
+const outcomeText = (o: Outcome) => ('message' in o ? o.message : o.kind);
+
 /** The request itself, once the operation is durably `dispatched`: its answer classified. */
 export async function callProvider(
   ctx: RunnerContext,
@@ -64,10 +66,10 @@ export async function callProvider(
     code: why === 'deadline' ? 'RETRYSAFE_CALL_DEADLINE' : 'ABORTED',
     message: `${stopText(op.policy.maxElapsedMs, why)}; the request may have reached the provider`,
   });
-  const fresh = op.intentAtIntake && c.record.attemptCount === 1;
-  const call = async (signal: AbortSignal) =>
-    (fresh ? null : await targetProblem(op, signal)) ??
-    op.adapter.doExecute(op.opName, op.params, { ...callCtx, signal });
+  const send = (signal: AbortSignal) => op.adapter.doExecute(op.opName, op.params, { ...callCtx, signal });
+  // Its target was resolved at intake just before the first call; any later one reads it again.
+  const check = op.adapter.doResolveIntent && !(op.intentAtIntake && c.record.attemptCount === 1);
+  const call = check ? async (signal: AbortSignal) => (await targetProblem(op, signal)) ?? send(signal) : send;
   let outcome: Outcome;
   try {
     const answer: unknown = await withHeartbeat(ctx, op, c.lease, call, stopped);
@@ -111,11 +113,13 @@ export async function lookupProvider(
       keyReusable: resendSafety(op.card, c.record.firstDispatchedAt, now, op.policy.clockSkewMarginMs).safe,
       clockSkewMarginMs: op.policy.clockSkewMarginMs,
     };
-    const call = async (signal: AbortSignal): Promise<LookupResult> => {
-      const problem = await targetProblem(op, signal);
-      if (problem === null) return op.adapter.doLookup(op.opName, { ...lookupCtx, signal });
-      return { kind: 'cannot-tell', reason: `lookup: ${'message' in problem ? problem.message : problem.kind}` };
-    };
+    const look = (signal: AbortSignal) => op.adapter.doLookup(op.opName, { ...lookupCtx, signal });
+    const call = op.adapter.doResolveIntent
+      ? async (signal: AbortSignal): Promise<LookupResult> => {
+          const problem = await targetProblem(op, signal);
+          return problem === null ? look(signal) : { kind: 'cannot-tell', reason: `lookup: ${outcomeText(problem)}` };
+        }
+      : look;
     const answer: unknown = await withHeartbeat(ctx, op, c.lease, call, stopped);
     result = isLookupResult(answer)
       ? answer
