@@ -451,8 +451,9 @@ describe('lookup', () => {
         paths.push(req.url ?? '');
         const page2 = req.url?.includes('skiptoken');
         const next = { '@odata.nextLink': `http://${req.headers.host}/graph/v1.0/users/me/messages?$skiptoken=2` };
-        const body = req.url?.startsWith('/graph/v1.0/') ? { value: page2 ? [ours] : [], ...(page2 ? {} : next) } : {};
-        res.writeHead(body.value ? 200 : 404, { 'content-type': 'application/json' }).end(JSON.stringify(body));
+        const atPrefix = req.url?.startsWith('/graph/v1.0/') === true;
+        const body = atPrefix ? { value: page2 ? [ours] : [], ...(page2 ? {} : next) } : {};
+        res.writeHead(atPrefix ? 200 : 404, { 'content-type': 'application/json' }).end(JSON.stringify(body));
       });
       await new Promise<void>((r) => server.listen(0, '127.0.0.1', () => r()));
       onTestFinished(() => new Promise<void>((r) => server.close(() => r())));
