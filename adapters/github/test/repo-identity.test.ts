@@ -109,4 +109,23 @@ describe('issues.create: a send after the name changed hands', () => {
     expect(resumed.status).toBe('handed-off');
     expect(rig.packets.at(-1)?.lastKnown.message).toMatch(/resolve to another object/);
   });
+
+  it('a recover() after the run stopped at a 429 ⇒ not looked up, nothing created in the new repository', async () => {
+    const rig = await startRig([], { repositories: { 'acme/widgets': OLD } });
+    const stop = new AbortController();
+    rig.proxy.setFaults((_call, r) => {
+      if (r.method !== 'POST') return 'pass';
+      stop.abort(new Error('worker gone'));
+      handOver(rig.sandbox);
+      return { kind: 'status', status: 429, retryAfterS: 1 };
+    });
+    const run = rig.runner.run(rig.adapter, 'issues.create', { params: issueParams(9), signal: stop.signal });
+    await expect(run).rejects.toThrow('worker gone');
+    rig.proxy.setFaults(() => 'pass');
+    const [report] = await rig.runner.recover({ adapters: [rig.adapter] });
+    expect(issuesIn(rig.sandbox, NEW)).toBe(0);
+    expect(report?.to).toBe('handed-off');
+    // Its lookup did not list the new repository's issues as if they were the operation's.
+    expect(rig.packets.at(-1)?.explanation).toMatch(/resolve to another object.*not looked up there/);
+  });
 });

@@ -92,7 +92,7 @@ export async function movedTarget(
   const now = await adapter.doResolveIntent(opName, intentOf(op.params, rule), signal);
   if (intentFingerprintOf(operation, normalizeIntent(now, rule.normalize), adapter.account) === op.intentFingerprint)
     return null;
-  return "the params' names now resolve to another object than the one this operation's id names (renamed, transferred, or re-created under the name): nothing was sent; name it as it is called now (resend-with), or check at the provider";
+  return "the params' names now resolve to another object than the one this operation's id names (renamed, transferred, or re-created under the name)";
 }
 
 /** A call's business-operation id (the caller's, or the digest of its normalised intent) and intent fingerprint, both

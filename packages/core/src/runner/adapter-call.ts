@@ -37,20 +37,23 @@ function attemptContext(op: Operation, c: DriveState, attemptId: AttemptId): Omi
   };
 }
 
-/** Why the request must not go out to the target its params name now (null: it may), or the look-up's failure. */
-async function targetProblem(op: Operation, signal: AbortSignal): Promise<Outcome | null> {
+/** Why nothing may go to the object the params name now (null: it may), worded with what was not done. */
+async function targetProblem(
+  op: Operation,
+  signal: AbortSignal,
+  notDone: string,
+): Promise<Extract<Outcome, { kind: 'rejected' | 'not-applied' }> | null> {
   try {
     const moved = await movedTarget(op, signal);
-    return moved === null ? null : { kind: 'rejected', reason: 'conflict', message: moved };
+    const message = `${moved}: ${notDone} there; find the operation's object at the provider, then mark it done or abandon it`;
+    return moved === null ? null : { kind: 'rejected', reason: 'conflict', message };
   } catch (err) {
     const retryAfterMs = IntentLookupError.isInstance(err) ? err.retryAfterMs : undefined;
-    const message = `could not tell which object the params name now, so nothing was sent: ${errText(err)}`;
+    const message = `could not tell which object the params name now (${notDone}): ${errText(err)}`;
     if (InvalidIntentError.isInstance(err)) return { kind: 'rejected', reason: 'not-found', message };
     return { kind: 'not-applied', message, ...(retryAfterMs !== undefined ? { retryAfterMs } : {}) };
   }
 }
-
-const outcomeText = (o: Outcome) => ('message' in o ? o.message : o.kind);
 
 /** The request itself, once the operation is durably `dispatched`: its answer classified. */
 export async function callProvider(
@@ -69,7 +72,9 @@ export async function callProvider(
   const send = (signal: AbortSignal) => op.adapter.doExecute(op.opName, op.params, { ...callCtx, signal });
   // Its target was resolved at intake just before the first call; any later one reads it again.
   const check = op.adapter.doResolveIntent && !(op.intentAtIntake && c.record.attemptCount === 1);
-  const call = check ? async (signal: AbortSignal) => (await targetProblem(op, signal)) ?? send(signal) : send;
+  const call = check
+    ? async (signal: AbortSignal) => (await targetProblem(op, signal, 'nothing was sent')) ?? send(signal)
+    : send;
   let outcome: Outcome;
   try {
     const answer: unknown = await withHeartbeat(ctx, op, c.lease, call, stopped);
@@ -116,8 +121,8 @@ export async function lookupProvider(
     const look = (signal: AbortSignal) => op.adapter.doLookup(op.opName, { ...lookupCtx, signal });
     const call = op.adapter.doResolveIntent
       ? async (signal: AbortSignal): Promise<LookupResult> => {
-          const problem = await targetProblem(op, signal);
-          return problem === null ? look(signal) : { kind: 'cannot-tell', reason: `lookup: ${outcomeText(problem)}` };
+          const problem = await targetProblem(op, signal, 'not looked up');
+          return problem === null ? look(signal) : { kind: 'cannot-tell', reason: `lookup: ${problem.message}` };
         }
       : look;
     const answer: unknown = await withHeartbeat(ctx, op, c.lease, call, stopped);
