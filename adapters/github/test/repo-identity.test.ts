@@ -128,4 +128,13 @@ describe('issues.create: a send after the name changed hands', () => {
     // Its lookup did not list the new repository's issues as if they were the operation's.
     expect(rig.packets.at(-1)?.explanation).toMatch(/resolve to another object.*not looked up there/);
   });
+
+  it('an intent the caller gave names no repository to check: its retry after a 429 is sent as before', async () => {
+    const rig = await startRig([], { repositories: { 'acme/widgets': OLD } });
+    rig.sandbox.setFaults('issues.create', [{ kind: 'rate-limited', status: 429, retryAfterS: 1 }]);
+    const intent = { owner: 'acme', repo: 'widgets', title: 'Flaky test 10' };
+    const result = await rig.runner.run(rig.adapter, 'issues.create', { params: issueParams(10), intent });
+    expect(result).toMatchObject({ status: 'done', attempts: 2 });
+    expect(issuesIn(rig.sandbox, OLD)).toBe(1);
+  });
 });

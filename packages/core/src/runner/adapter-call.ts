@@ -55,6 +55,8 @@ async function targetProblem(
   }
 }
 
+const checksTarget = (op: Operation) => op.adapter.doResolveIntent !== undefined && op.intentFrom !== 'caller';
+
 /** The request itself, once the operation is durably `dispatched`: its answer classified. */
 export async function callProvider(
   ctx: RunnerContext,
@@ -71,7 +73,7 @@ export async function callProvider(
   });
   const send = (signal: AbortSignal) => op.adapter.doExecute(op.opName, op.params, { ...callCtx, signal });
   // Its target was resolved at intake just before the first call; any later one reads it again.
-  const check = op.adapter.doResolveIntent && !(op.intentAtIntake && c.record.attemptCount === 1);
+  const check = checksTarget(op) && !(op.intentFrom === 'resolved' && c.record.attemptCount === 1);
   const call = check
     ? async (signal: AbortSignal) => (await targetProblem(op, signal, 'nothing was sent')) ?? send(signal)
     : send;
@@ -119,7 +121,7 @@ export async function lookupProvider(
       clockSkewMarginMs: op.policy.clockSkewMarginMs,
     };
     const look = (signal: AbortSignal) => op.adapter.doLookup(op.opName, { ...lookupCtx, signal });
-    const call = op.adapter.doResolveIntent
+    const call = checksTarget(op)
       ? async (signal: AbortSignal): Promise<LookupResult> => {
           const problem = await targetProblem(op, signal, 'not looked up');
           return problem === null ? look(signal) : { kind: 'cannot-tell', reason: `lookup: ${problem.message}` };

@@ -13,7 +13,8 @@ export function createRunner(options: RunnerOptions): Runner {
   async function run(adapter: AdapterV1, operation: string, input: RunInput): Promise<RunResult> {
     let op = newOperation(ctx, adapter, operation, input);
     const intent = await resolvedIntent(ctx, op, input);
-    if (intent !== null) op = newOperation(ctx, adapter, operation, { ...input, intent });
+    if (intent !== null)
+      op = { ...newOperation(ctx, adapter, operation, { ...input, intent }), intentFrom: 'resolved' };
     return ctx.tele.run(
       { operation: op.card.operation, provider: adapter.provider, businessOperationId: op.id },
       (scope) => claimAndDrive(ctx, { ...op, scope }),
