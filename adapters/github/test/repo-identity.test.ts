@@ -88,3 +88,74 @@ describe('issues.create: the repository look-up before the claim', () => {
     expect([lookups(), sandbox.count('issues.create')]).toEqual([1, 0]);
   });
 });
+
+// The id names the repository the name resolved to when the operation began; the name may belong to another one by
+// the time a retry, a resume or a correction goes out. Whatever the path, it must not create in that other repository.
+describe('issues.create: a send after the name changed hands', () => {
+  const OLD = 41;
+  const NEW = 42;
+  const handOver = (sandbox: { setRepository(name: string, id: number): void }) => {
+    sandbox.setRepository('acme/gadgets', OLD); // the operation's repository renamed away
+    sandbox.setRepository('acme/widgets', NEW); // and a new one created under its old name
+  };
+  const issuesIn = (sandbox: { issues(): readonly { kind: string; repositoryId: number }[] }, id: number) =>
+    sandbox.issues().filter((i) => i.kind === 'issue' && i.repositoryId === id).length;
+
+  it('a retry after a 429 ⇒ nothing created in the new repository: handed off saying why', async () => {
+    const rig = await startRig([], { repositories: { 'acme/widgets': OLD } });
+    let posts = 0;
+    rig.proxy.setFaults((_call, r) => {
+      if (r.method !== 'POST' || posts++ > 0) return 'pass';
+      handOver(rig.sandbox);
+      return { kind: 'status', status: 429, retryAfterS: 1 };
+    });
+    const result = await rig.runner.run(rig.adapter, 'issues.create', { params: issueParams(6) });
+    expect(issuesIn(rig.sandbox, NEW)).toBe(0);
+    expect(result.status).toBe('handed-off');
+    expect(rig.packets.at(-1)?.lastKnown.message).toMatch(/resolve to another intent/);
+  });
+
+  it('a person’s resume ⇒ nothing created in the new repository', async () => {
+    const rig = await startRig([], { repositories: { 'acme/widgets': OLD } }, { maxAttempts: 1 });
+    rig.sandbox.setFaults('issues.create', [{ kind: 'rate-limited', status: 429, retryAfterS: 1 }]);
+    const first = await rig.runner.run(rig.adapter, 'issues.create', { params: issueParams(7) });
+    expect(first.status).toBe('handed-off');
+    handOver(rig.sandbox);
+    const resumed = await rig.runner.resolve(
+      first.businessOperationId,
+      { action: 'resume' },
+      { adapters: [rig.adapter] },
+    );
+    expect(issuesIn(rig.sandbox, NEW)).toBe(0);
+    expect(resumed.status).toBe('handed-off');
+    expect(rig.packets.at(-1)?.lastKnown.message).toMatch(/resolve to another intent/);
+  });
+
+  it('a recover() after the run stopped at a 429 ⇒ not looked up, nothing created in the new repository', async () => {
+    const rig = await startRig([], { repositories: { 'acme/widgets': OLD } });
+    const stop = new AbortController();
+    rig.proxy.setFaults((_call, r) => {
+      if (r.method !== 'POST') return 'pass';
+      stop.abort(new Error('worker gone'));
+      handOver(rig.sandbox);
+      return { kind: 'status', status: 429, retryAfterS: 1 };
+    });
+    const run = rig.runner.run(rig.adapter, 'issues.create', { params: issueParams(9), signal: stop.signal });
+    await expect(run).rejects.toThrow('worker gone');
+    rig.proxy.setFaults(() => 'pass');
+    const [report] = await rig.runner.recover({ adapters: [rig.adapter] });
+    expect(issuesIn(rig.sandbox, NEW)).toBe(0);
+    expect(report?.to).toBe('handed-off');
+    // Its lookup did not list the new repository's issues as if they were the operation's.
+    expect(rig.packets.at(-1)?.explanation).toMatch(/resolve to another intent.*not looked up there/);
+  });
+
+  it('an intent the caller gave names no repository to check: its retry after a 429 is sent as before', async () => {
+    const rig = await startRig([], { repositories: { 'acme/widgets': OLD } });
+    rig.sandbox.setFaults('issues.create', [{ kind: 'rate-limited', status: 429, retryAfterS: 1 }]);
+    const intent = { owner: 'acme', repo: 'widgets', title: 'Flaky test 10' };
+    const result = await rig.runner.run(rig.adapter, 'issues.create', { params: issueParams(10), intent });
+    expect(result).toMatchObject({ status: 'done', attempts: 2 });
+    expect(issuesIn(rig.sandbox, OLD)).toBe(1);
+  });
+});

@@ -67,7 +67,12 @@ const LOOKUP_PAGES = 5;
 const EXTENDED_PROPERTY_ID = /^String \{[0-9a-fA-F-]{36}\} Name [A-Za-z0-9_.-]+$/;
 
 /** What every call needs: the client, the timeout, and where the business-operation id is written. */
-type Runtime = Pick<BuildContext, 'extendedPropertyId' | 'applicationName'> & { client: Client; timeoutMs: number };
+type Runtime = Pick<BuildContext, 'extendedPropertyId' | 'applicationName'> & {
+  client: Client;
+  timeoutMs: number;
+  /** The path of the client's base URL without its trailing slash ('' at Graph itself). */
+  basePath: string;
+};
 
 function configError(message: string): never {
   throw new AdapterConfigurationError(PROVIDER, message);
@@ -155,7 +160,10 @@ async function readPages(
       return { kind: 'cannot-tell', reason: `${what}: ${page} pages read and more follow`, ...refsOf(answer) };
     // The link's path and query on this client's own host: the token goes nowhere else.
     const url = new URL(next);
-    const [, version, ...path] = url.pathname.split('/');
+    // Behind a base URL with a path prefix the link carries the prefix, which the client adds again.
+    const { pathname } = url;
+    const rest = pathname.startsWith(`${rt.basePath}/`) ? pathname.slice(rt.basePath.length) : pathname;
+    const [, version, ...path] = rest.split('/');
     request = rt.client.api(`/${path.join('/')}${url.search}`).version(version ?? '');
   }
 }
@@ -250,9 +258,12 @@ export function createMsGraphAdapter(options: MsGraphAdapterOptions): MsGraphAda
       `extendedPropertyId must look like "String {GUID} Name someName", got ${JSON.stringify(extendedPropertyId)}`,
     );
   const client = buildClient(options);
+  // The SDK keeps the base URL in its (untyped) config: an injected client has its own.
+  const baseUrl = (client as unknown as { config: { baseUrl: string } }).config.baseUrl;
   const rt: Runtime = {
     client,
     timeoutMs,
+    basePath: new URL(baseUrl).pathname.replace(/\/+$/, ''),
     extendedPropertyId,
     applicationName: options.applicationName ?? DEFAULT_APPLICATION_NAME,
   };

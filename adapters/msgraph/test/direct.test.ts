@@ -458,6 +458,25 @@ describe('lookup', () => {
       const out = await lookup('mail.send', id, mailParams(1), adapterAt(`http://127.0.0.1:${port}/`));
       expect(out).toMatchObject({ kind: 'found', outcome: { providerRef: expect.anything() } });
     });
+    it('behind a base URL with a path prefix, the next page is asked at the same prefix', async () => {
+      const id = 'prefixed-1';
+      const ours = { id: 'AAMk-2', singleValueExtendedProperties: [{ id: DEFAULT_EXTENDED_PROPERTY_ID, value: id }] };
+      const paths: string[] = [];
+      const server = createHttpServer((req, res) => {
+        paths.push(req.url ?? '');
+        const page2 = req.url?.includes('skiptoken');
+        const next = { '@odata.nextLink': `http://${req.headers.host}/graph/v1.0/users/me/messages?$skiptoken=2` };
+        const atPrefix = req.url?.startsWith('/graph/v1.0/') === true;
+        const body = atPrefix ? { value: page2 ? [ours] : [], ...(page2 ? {} : next) } : {};
+        res.writeHead(atPrefix ? 200 : 404, { 'content-type': 'application/json' }).end(JSON.stringify(body));
+      });
+      await new Promise<void>((r) => server.listen(0, '127.0.0.1', () => r()));
+      onTestFinished(() => new Promise<void>((r) => server.close(() => r())));
+      const { port } = server.address() as AddressInfo;
+      const out = await lookup('mail.send', id, mailParams(1), adapterAt(`http://127.0.0.1:${port}/graph/`));
+      expect(paths[1]).toBe('/graph/v1.0/users/me/messages?$skiptoken=2');
+      expect(out).toMatchObject({ kind: 'found' });
+    });
     it('a second mail of this operation moved unread onto page 1 (an item deleted as page 2 was asked): never the other adopted', async () => {
       const { paged } = await pagedAdapter();
       const a = adapterAt(paged.url);

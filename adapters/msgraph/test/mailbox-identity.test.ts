@@ -57,6 +57,24 @@ describe('mail.send: the mailbox is the user Graph resolves it to', () => {
   });
 });
 
+// The id names the user the UPN resolved to when the operation began: a retry after the UPN passed to another user
+// must not send from that user's mailbox.
+describe('mail.send: a retry after the UPN passed to another user', () => {
+  it('a 429, then the UPN is given to another user ⇒ nothing sent from that mailbox: handed off saying why', async () => {
+    const { sandbox, adapter } = await rig();
+    const clock = createVirtualClock();
+    const runner = createRunner({ ledger: createMemoryLedger(), clock, random: () => 0.5 });
+    sandbox.setFaults('mail.send', (n) => {
+      if (n > 1) return 'pass';
+      sandbox.assignUser('ann@contoso.test', '00000000-0000-4000-8000-0000000000aa');
+      return { kind: 'status', status: 429, retryAfterS: 1 };
+    });
+    const result = await runner.run(adapter, 'mail.send', { params: mailParams(4, 'ann@contoso.test') });
+    expect(sandbox.count('mail.send')).toBe(0);
+    expect(result).toMatchObject({ status: 'handed-off', packet: { lastKnown: { message: /another intent/ } } });
+  });
+});
+
 describe('events.create: a timeZone is read as spelled', () => {
   it('UTC, then Etc/UTC under the first businessOperationId ⇒ an intent conflict, one event (the card says so)', async () => {
     const { sandbox, adapter, runner } = await rig();

@@ -143,3 +143,26 @@ describe('the run’s time limit (maxElapsedMs) covers the look-up before the cl
     expect([sends, clock.now() - startedAt <= 8_000]).toEqual([1, true]);
   });
 });
+
+// The id names the object the params resolved to at first; by a correction the name may belong to another one.
+describe('a resend-with after the name changed hands', () => {
+  it('the target is read again: nothing sent, handed off saying why', async () => {
+    const holder = new Map([['rec-9', 'object-1']]);
+    const { provider, adapter, runner } = rig();
+    const resolving = {
+      ...adapter,
+      doResolveIntent: async (_op: string, intent: Record<string, unknown>) => ({
+        ...intent,
+        ref: holder.get(String(intent.ref)),
+      }),
+    };
+    provider.failNext({ kind: 'rejected' });
+    const first = await runner.run(resolving, OP, { params: { ref: 'rec-9', amount: 1 } });
+    expect(first.status).toBe('handed-off');
+    holder.set('rec-9', 'object-2');
+    const resolution = { action: 'resend-with', params: { ref: 'rec-9', amount: 2 } } as const;
+    const sent = await runner.resolve(first.businessOperationId, resolution, { adapters: [resolving] });
+    expect(provider.count()).toBe(0);
+    expect(sent).toMatchObject({ status: 'handed-off', packet: { lastKnown: { message: /another intent/ } } });
+  });
+});

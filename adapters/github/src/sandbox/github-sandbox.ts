@@ -69,6 +69,8 @@ export interface GitHubSandboxOptions {
 export interface SandboxIssue {
   readonly kind: 'issue' | 'pull-request' | 'seeded';
   readonly repo: string;
+  /** The repository's id: its issues follow it through a rename, never to a new repository under its old name. */
+  readonly repositoryId: number;
   readonly id: number;
   readonly number: number;
   readonly title: string;
@@ -252,9 +254,21 @@ export async function startGitHubSandbox(options: GitHubSandboxOptions = {}): Pr
 
   function addIssue(spelt: string, kind: SandboxIssue['kind'], title: string, body: string, login: string) {
     // The repository keeps the name it was first spelt with, as GitHub keeps its own.
-    const repo = issues.find((i) => sameRepo(i.repo, spelt))?.repo ?? spelt;
-    const number = Math.max(0, ...issues.filter((i) => i.repo === repo).map((i) => i.number)) + 1;
-    const issue: SandboxIssue = { kind, repo, id: nextId++, number, title, body, createdAt: clock.now(), login };
+    const rid = repositoryId(spelt);
+    const repo = issues.find((i) => i.repositoryId === rid)?.repo ?? spelt;
+    const number = Math.max(0, ...issues.filter((i) => i.repositoryId === rid).map((i) => i.number)) + 1;
+    const at = clock.now();
+    const issue: SandboxIssue = {
+      kind,
+      repo,
+      repositoryId: rid,
+      id: nextId++,
+      number,
+      title,
+      body,
+      createdAt: at,
+      login,
+    };
     issues.push(issue);
     return issue;
   }
@@ -276,7 +290,7 @@ export async function startGitHubSandbox(options: GitHubSandboxOptions = {}): Pr
   }
 
   function findIssue(repo: string, number: string): SandboxIssue {
-    const issue = issues.find((i) => sameRepo(i.repo, repo) && String(i.number) === number);
+    const issue = issues.find((i) => i.repositoryId === repositoryId(repo) && String(i.number) === number);
     if (!issue) throw new HttpError(404, 'Not Found');
     return issue;
   }
@@ -311,7 +325,7 @@ export async function startGitHubSandbox(options: GitHubSandboxOptions = {}): Pr
       // Every sandbox issue is open; `since` is on updated_at; `sort` is by creation (ids grow with it).
       const list = issues.filter(
         (i) =>
-          sameRepo(i.repo, repoOf(m)) &&
+          i.repositoryId === repositoryId(repoOf(m)) &&
           (state === 'open' || state === 'all') &&
           secondOf(updatedAt.get(i.id) ?? i.createdAt) >= since,
       );

@@ -18,8 +18,11 @@ const USER = /^\/(?:v1\.0|beta)\/users\/([^/]+)\/?$/i;
 
 /** The sandbox's users: every spelling names a user (a UPN in any case; an id in any case), each with one id. */
 export function createDirectory(signedIn: SandboxUser | null) {
+  /** UPNs given to another user than the one they first named (a UPN freed and reused). */
+  const assigned = new Map<string, string>();
   const idOf = (spelling: string): string => {
     const s = spelling.toLowerCase();
+    if (assigned.has(s)) return assigned.get(s)!;
     if (signedIn && (s === signedIn.userPrincipalName.toLowerCase() || s === signedIn.id)) return signedIn.id;
     if (GUID.test(s)) return s;
     const h = createHash('sha256').update(s).digest('hex');
@@ -35,5 +38,6 @@ export function createDirectory(signedIn: SandboxUser | null) {
     const m = USER.exec(path);
     return m ? { status: 200, body: { id: idOf(decodeURIComponent(m[1]!)) } } : null;
   };
-  return { idOf, answer };
+  const assign = (upn: string, id: string) => void assigned.set(upn.toLowerCase(), id.toLowerCase());
+  return { idOf, answer, assign };
 }

@@ -113,6 +113,8 @@ export interface MsGraphSandbox {
   records(): readonly SandboxRecord[];
   /** The object id the sandbox's directory gives a mailbox spelling (a UPN in any case, an id). */
   userId(spelling: string): string;
+  /** Gives a UPN to the user `id` (one user left, another took the name): its spellings resolve to `id` from now on. */
+  assignUser(userPrincipalName: string, id: string): void;
   /** A message, event or task deleted (Graph's DELETE on it, by its owner): it leaves every list. */
   deleteRecord(id: string): boolean;
   /** Messages visible in Sent Items now. */

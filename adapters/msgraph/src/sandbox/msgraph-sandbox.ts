@@ -452,6 +452,7 @@ export async function startMsGraphSandbox(options: MsGraphSandboxOptions = {}): 
     requests: () => log.entries.map((r) => ({ ...r })),
     records: () => records.map((r) => ({ ...r })),
     userId: directory.idOf,
+    assignUser: directory.assign,
     deleteRecord: (id) => {
       const at = records.findIndex((r) => r.id === id);
       return at >= 0 && records.splice(at, 1).length === 1;

@@ -91,6 +91,27 @@ export async function resolvedIntent(
   }
 }
 
+/** Whether the params, resolved now, still name the object the operation's id was derived from (a repository name can
+ * pass to another repository, a UPN to another user): null when they do, else why nothing may be sent by them. */
+export async function movedTarget(
+  op: {
+    readonly adapter: AdapterV1;
+    readonly opName: string;
+    readonly params: unknown;
+    readonly intentFingerprint: string;
+  },
+  signal: AbortSignal,
+): Promise<string | null> {
+  const { adapter, opName } = op;
+  if (!adapter.doResolveIntent) return null;
+  const { operation, businessOperationId: rule } = adapter.operations[opName]!.card;
+  const now = await adapter.doResolveIntent(opName, intentOf(op.params, rule), signal);
+  if (intentFingerprintOf(operation, normalizeIntent(now, rule.normalize), adapter.account) === op.intentFingerprint)
+    return null;
+  // A caller's own intent is not in the record, so its operations land here too: the text names both causes.
+  return "the params' names now resolve to another intent than the one this operation was claimed with (a name renamed, transferred or re-created, or an intent its caller gave)";
+}
+
 /** A call's business-operation id (the caller's, or the digest of its normalised intent) and intent fingerprint, both
  * covering the adapter's `account` when it has one: the same caller id from another account is an intent conflict. */
 export function identityOf(

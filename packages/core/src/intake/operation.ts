@@ -65,6 +65,9 @@ export function newOperation(ctx: IntakeContext, adapter: AdapterV1, opName: str
     redactor: payload.redactor,
     requestFingerprint: payload.requestFingerprint,
     signal: input.signal,
+    // Where the id's intent came from: run() sets 'resolved' (runner/adapter-call reads the target again after the first
+    // call); a caller's intent names no object to check against.
+    intentFrom: (input.intent !== undefined ? 'caller' : 'params') as 'caller' | 'params' | 'resolved',
     followUp: input.followUp ?? false,
     attemptIds: callerAttemptIds(input.attemptIds),
     policy: cachedPolicy(spec.card, ctx.options.policy),
@@ -121,6 +124,7 @@ export function storedOperation(
     redactor: payload.redactor,
     requestFingerprint: payload.requestFingerprint,
     signal: undefined,
+    intentFrom: 'params' as const,
     followUp: false,
     attemptIds: run.attemptIds,
     policy: cachedPolicy(spec.card, ctx.options.policy),

@@ -2,6 +2,8 @@
 import {
   type AttemptId,
   type ExecuteContext,
+  IntentLookupError,
+  InvalidIntentError,
   type LookupContext,
   type LookupResult,
   type Outcome,
@@ -10,6 +12,7 @@ import {
 import { resendSafety } from '@retrysafe/contract/rules';
 import { type Stop, stopText } from '../clock.js';
 import { defined } from '../defined.js';
+import { movedTarget } from '../intake/identity.js';
 import type { Operation } from '../intake/operation.js';
 import { errText, type RunnerContext } from './context.js';
 import { withHeartbeat } from './lease.js';
@@ -34,6 +37,26 @@ function attemptContext(op: Operation, c: DriveState, attemptId: AttemptId): Omi
   };
 }
 
+/** Why nothing may go to the object the params name now (null: it may), worded with what was not done. */
+async function targetProblem(
+  op: Operation,
+  signal: AbortSignal,
+  notDone: string,
+): Promise<Extract<Outcome, { kind: 'rejected' | 'not-applied' }> | null> {
+  try {
+    const moved = await movedTarget(op, signal);
+    const message = `${moved}: ${notDone} there; find the operation's object at the provider, then mark it done or abandon it`;
+    return moved === null ? null : { kind: 'rejected', reason: 'conflict', message };
+  } catch (err) {
+    const retryAfterMs = IntentLookupError.isInstance(err) ? err.retryAfterMs : undefined;
+    const message = `could not tell which object the params name now (${notDone}): ${errText(err)}`;
+    if (InvalidIntentError.isInstance(err)) return { kind: 'rejected', reason: 'not-found', message };
+    return { kind: 'not-applied', message, ...(retryAfterMs !== undefined ? { retryAfterMs } : {}) };
+  }
+}
+
+const checksTarget = (op: Operation) => op.adapter.doResolveIntent !== undefined && op.intentFrom !== 'caller';
+
 /** The request itself, once the operation is durably `dispatched`: its answer classified. */
 export async function callProvider(
   ctx: RunnerContext,
@@ -48,7 +71,12 @@ export async function callProvider(
     code: why === 'deadline' ? 'RETRYSAFE_CALL_DEADLINE' : 'ABORTED',
     message: `${stopText(op.policy.maxElapsedMs, why)}; the request may have reached the provider`,
   });
-  const call = (signal: AbortSignal) => op.adapter.doExecute(op.opName, op.params, { ...callCtx, signal });
+  const send = (signal: AbortSignal) => op.adapter.doExecute(op.opName, op.params, { ...callCtx, signal });
+  // Its target was resolved at intake just before the first call; any later one reads it again.
+  const check = checksTarget(op) && !(op.intentFrom === 'resolved' && c.record.attemptCount === 1);
+  const call = check
+    ? async (signal: AbortSignal) => (await targetProblem(op, signal, 'nothing was sent')) ?? send(signal)
+    : send;
   let outcome: Outcome;
   try {
     const answer: unknown = await withHeartbeat(ctx, op, c.lease, call, stopped);
@@ -92,7 +120,13 @@ export async function lookupProvider(
       keyReusable: resendSafety(op.card, c.record.firstDispatchedAt, now, op.policy.clockSkewMarginMs).safe,
       clockSkewMarginMs: op.policy.clockSkewMarginMs,
     };
-    const call = (signal: AbortSignal) => op.adapter.doLookup(op.opName, { ...lookupCtx, signal });
+    const look = (signal: AbortSignal) => op.adapter.doLookup(op.opName, { ...lookupCtx, signal });
+    const call = checksTarget(op)
+      ? async (signal: AbortSignal): Promise<LookupResult> => {
+          const problem = await targetProblem(op, signal, 'not looked up');
+          return problem === null ? look(signal) : { kind: 'cannot-tell', reason: `lookup: ${problem.message}` };
+        }
+      : look;
     const answer: unknown = await withHeartbeat(ctx, op, c.lease, call, stopped);
     result = isLookupResult(answer)
       ? answer

@@ -14,7 +14,8 @@ export function createRunner(options: RunnerOptions): Runner {
     const startedAt = ctx.clock.now();
     let op = newOperation(ctx, adapter, operation, input);
     const intent = await resolvedIntent(ctx, op, input);
-    if (intent !== null) op = newOperation(ctx, adapter, operation, { ...input, intent });
+    if (intent !== null)
+      op = { ...newOperation(ctx, adapter, operation, { ...input, intent }), intentFrom: 'resolved' };
     return ctx.tele.run(
       { operation: op.card.operation, provider: adapter.provider, businessOperationId: op.id },
       (scope) => claimAndDrive(ctx, { ...op, scope, startedAt }),
