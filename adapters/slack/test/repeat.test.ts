@@ -3,7 +3,7 @@
 
 import { identityFields } from '@retrysafe/contract/ledger';
 import { createMemoryLedger, createRunner, createVirtualClock } from '@retrysafe/core';
-import { agentTools } from '@retrysafe/core/agent';
+import { agentRunner, agentTools, callAgentTool } from '@retrysafe/core/agent';
 import { closeAfterTest } from '@retrysafe/testkit/close-after-test';
 import { expect, it } from 'vitest';
 import { createSlackAdapter } from '../src/index.js';
@@ -162,7 +162,7 @@ it('chat.update A, then B, then A again ends at A; A twice is one edit; a change
       paramsFingerprint: `sha256:${text}`,
     };
     const supersede = { fence: stored.fence, revision, done: true } as const;
-    const held = await ledger.claim({ ...input, owner: 'w2', leaseMs: 60_000, now: clock.now(), supersede });
+    const held = await ledger.claim({ ...input, owner: 'w2', leaseMs: 600_000, now: clock.now(), supersede });
     if (held.kind !== 'claimed') throw new Error(held.kind);
     return { businessOperationId, fence: held.record.fence };
   };
@@ -176,13 +176,18 @@ it('chat.update A, then B, then A again ends at A; A twice is one edit; a change
   expect(sandbox.calls('chat.update')).toBe(4);
   expect(sandbox.messages().find((m) => m.ts === ts)?.text).toBe('D');
 
-  // w2 holds revision 6 (E) past the wait: F is refused as a conflict, never "in progress" (nothing of it was sent).
+  // w2 holds revision 6 (E) past the waits (its lease outlasts two): F is refused as a conflict, never "in progress".
   const e = await holdElsewhere('E', 6);
   await expect(set('F')).rejects.toMatchObject({ name: 'ConflictError', field: 'params', storedMayApply: true });
+  const tool = agentTools([slack]).find((t) => t.operation === 'chat.update')!;
+  expect(await callAgentTool(agentRunner(runs), tool, { channel: CHANNEL, ts, text: 'F' })).toMatchObject({
+    status: 'conflict',
+    message: expect.stringMatching(/these arguments were not sent; call again with them later/),
+  });
   expect(sandbox.calls('chat.update')).toBe(4);
   // w2 stops after sending E, its lease runs out: E is finished first (the same content again is harmless), then F.
   await ledger.markDispatched(e, clock.now());
-  clock.advance(60_001);
+  clock.advance(600_001);
   expect(await set('F')).toMatchObject({ status: 'done', adopted: false });
   expect(sandbox.calls('chat.update')).toBe(6);
   expect(sandbox.messages().find((m) => m.ts === ts)?.text).toBe('F');
