@@ -199,7 +199,8 @@ export async function waitForOther(
   for (;;) {
     const rec = await ledger.get(op.id);
     if (!rec) throw new InvalidStateError(op.id, 'absent', 'the operation disappeared from the ledger');
-    // Given back by the worker waited for (nothing sent): this call's claim opens it again.
+    // Given back by the worker waited for (nothing sent): this call's claim opens it again. Ended, a set's other values
+    // are claimed as a new call's: its next revision.
     if (rec.state === 'not-sent' || (next && TERMINAL_STATES.includes(rec.state)))
       return claimAndDrive(ctx, op, deadline, next);
     if (TERMINAL_STATES.includes(rec.state)) return fromTerminal(ctx, rec, op.paramsFingerprint, op);
