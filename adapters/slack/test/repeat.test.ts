@@ -3,7 +3,7 @@
 
 import { identityFields } from '@retrysafe/contract/ledger';
 import { createMemoryLedger, createRunner, createVirtualClock } from '@retrysafe/core';
-import { agentTools } from '@retrysafe/core/agent';
+import { agentRunner, agentTools, callAgentTool } from '@retrysafe/core/agent';
 import { closeAfterTest } from '@retrysafe/testkit/close-after-test';
 import { expect, it } from 'vitest';
 import { createSlackAdapter } from '../src/index.js';
@@ -127,50 +127,77 @@ it('a post Slack refused, corrected by resend-with, is one message of the same o
   expect(sandbox.count('chat.postMessage')).toBe(1);
 });
 
-it('chat.update A, then B, then A again ends at A; A twice is one edit; a change while another is in flight is answered in progress, nothing sent', async () => {
+it('chat.update A, then B, then A again ends at A; A twice is one edit; a change while another is in flight waits for it, then goes next', async () => {
   const { sandbox, slack, runner, params } = await oneWorkspace();
   const ledger = createMemoryLedger();
   const clock = createVirtualClock(Date.now());
-  const runs = createRunner({ ledger, clock });
+  // What the other worker does while this run waits: run once, at the wait's first sleep.
+  let meanwhile: (() => Promise<unknown>) | undefined;
+  const sleep = async (ms: number) => {
+    const step = meanwhile;
+    meanwhile = undefined;
+    await step?.();
+    await clock.sleep(ms);
+  };
+  const runs = createRunner({ ledger, clock: { now: clock.now, sleep } });
   const posted = await runner.run(slack, 'chat.postMessage', { params });
   const ts = (posted as { result: { ts: string } }).result.ts;
   const set = (text: string) => runs.run(slack, 'chat.update', { params: { channel: CHANNEL, ts, text } });
 
   const first = await set('A');
+  const businessOperationId = first.businessOperationId;
   expect(await set('A')).toMatchObject({ status: 'done', adopted: true });
   expect(sandbox.calls('chat.update')).toBe(1);
-  expect(await set('B')).toMatchObject({
-    status: 'done',
-    adopted: false,
-    businessOperationId: first.businessOperationId,
-  });
+  expect(await set('B')).toMatchObject({ status: 'done', adopted: false, businessOperationId });
   expect(await set('A')).toMatchObject({ status: 'done', adopted: false });
   expect(sandbox.calls('chat.update')).toBe(3);
   expect(sandbox.messages().find((m) => m.ts === ts)?.text).toBe('A');
 
-  // Another worker holds revision 4 (C): a change to D waits its turn, as a repeat of C would.
-  const stored = (await ledger.get(first.businessOperationId))!;
-  const c = { ...identityFields(stored), params: { channel: CHANNEL, ts, text: 'C' }, paramsFingerprint: 'sha256:c' };
-  const supersede = { fence: stored.fence, revision: 4, done: true } as const;
-  const held = await ledger.claim({ ...c, owner: 'w2', leaseMs: 60_000, now: clock.now(), supersede });
-  if (held.kind !== 'claimed') throw new Error(held.kind);
-  expect(await set('D')).toMatchObject({ status: 'in-progress', businessOperationId: first.businessOperationId });
-  expect(sandbox.calls('chat.update')).toBe(3);
-  // It stops after sending C, its lease runs out: C is finished first (the same content again is harmless), then D.
-  await ledger.markDispatched(
-    { businessOperationId: first.businessOperationId, fence: held.record.fence },
-    clock.now(),
-  );
-  clock.advance(60_001);
-  expect(await set('D')).toMatchObject({ status: 'done', adopted: false });
-  expect(sandbox.calls('chat.update')).toBe(5);
+  /** Another worker (w2) claims `text` as the set's next revision, as its run of it would. */
+  const holdElsewhere = async (text: string, revision: number) => {
+    const stored = (await ledger.get(businessOperationId))!;
+    const input = {
+      ...identityFields(stored),
+      params: { channel: CHANNEL, ts, text },
+      paramsFingerprint: `sha256:${text}`,
+    };
+    const supersede = { fence: stored.fence, revision, done: true } as const;
+    const held = await ledger.claim({ ...input, owner: 'w2', leaseMs: 600_000, now: clock.now(), supersede });
+    if (held.kind !== 'claimed') throw new Error(held.kind);
+    return { businessOperationId, fence: held.record.fence };
+  };
+  // w2 holds revision 4 (C): a change to D waits for it, as a repeat of C would; C done, D is sent as the next.
+  const c = await holdElsewhere('C', 4);
+  meanwhile = async () => {
+    await ledger.markDispatched(c, clock.now());
+    await ledger.setState(c, { state: 'succeeded', now: clock.now() });
+  };
+  expect(await set('D')).toMatchObject({ status: 'done', adopted: false, businessOperationId });
+  expect(sandbox.calls('chat.update')).toBe(4);
   expect(sandbox.messages().find((m) => m.ts === ts)?.text).toBe('D');
+
+  // w2 holds revision 6 (E) past the waits (its lease outlasts two): F is refused as a conflict, never "in progress".
+  const e = await holdElsewhere('E', 6);
+  await expect(set('F')).rejects.toMatchObject({ name: 'ConflictError', field: 'params', storedMayApply: true });
+  const tool = agentTools([slack]).find((t) => t.operation === 'chat.update')!;
+  expect(await callAgentTool(agentRunner(runs), tool, { channel: CHANNEL, ts, text: 'F' })).toMatchObject({
+    status: 'conflict',
+    message: expect.stringMatching(/these arguments were not sent; call again with them later/),
+  });
+  expect(sandbox.calls('chat.update')).toBe(4);
+  // w2 stops after sending E, its lease runs out: E is finished first (the same content again is harmless), then F.
+  await ledger.markDispatched(e, clock.now());
+  clock.advance(600_001);
+  expect(await set('F')).toMatchObject({ status: 'done', adopted: false });
+  expect(sandbox.calls('chat.update')).toBe(6);
+  expect(sandbox.messages().find((m) => m.ts === ts)?.text).toBe('F');
 });
 
 it('the agent tool of chat.update says other content is its next change; of chat.postMessage, a conflict', () => {
   const slack = createSlackAdapter({ token: TOKEN, baseUrl: 'http://127.0.0.1:9' });
   const described = (op: string) => agentTools([slack]).find((t) => t.operation === op)!.description;
   expect(described('chat.update')).toMatch(/next change/);
+  expect(described('chat.update')).toMatch(/in flight they wait for it/);
   expect(described('chat.update')).not.toMatch(/refused as a conflict/);
   expect(described('chat.postMessage')).toMatch(/refused as a conflict/);
 });

@@ -40,12 +40,13 @@ export type AgentToolResult = ReturnType<typeof toAgentResult> | NonNullable<Ret
 
 /** The answer to a refusal the agent's arguments met before the claim, else null (not the agent's to answer).
  * `idOf`: the id the operation's `intentFields` give, or null where they give none; `looksUp`: the adapter resolves
- * them first (doResolveIntent), so their own id is no operation's. */
+ * them first (doResolveIntent), so their own id is no operation's; `revises`: other params are the next change (a set). */
 export function refusalAnswer(
   err: unknown,
   idOf: () => string | null,
   intentFields: readonly string[] = [],
   looksUp = false,
+  revises = false,
 ) {
   if (ConflictError.isInstance(err)) {
     const { businessOperationId, field, paths, needsPerson, storedMayApply } = err;
@@ -54,11 +55,13 @@ export function refusalAnswer(
     // a call that may follow another (agentRunner forgot, or never saw, the end it was told): the same call is a new one.
     const message = needsPerson
       ? `${err.message}. A person must resolve this operation: do not redo it under other intent fields, and do not retry it.`
-      : storedMayApply
-        ? `${err.message}. Its stored request was applied or may still be: do not redo it under other intent fields (that could do it twice); call again with the original arguments for its result (later, if it is in progress). A correction of it is not a new operation: change what it made with an update operation, or ask a person. For an operation that is not a repeat of this one, change an intent field.`
-        : field === 'params'
-          ? `${err.message}. Nothing of the stored request was applied: call again with these arguments to send them as a corrected request, or with the original arguments for its answer.`
-          : `${err.message}. If you meant a different operation, change an intent field; otherwise call again with the original arguments.`;
+      : revises && field === 'params'
+        ? `${err.message}. Another change of the same target is under way: these arguments were not sent; call again with them later to send them as its next change.`
+        : storedMayApply
+          ? `${err.message}. Its stored request was applied or may still be: do not redo it under other intent fields (that could do it twice); call again with the original arguments for its result (later, if it is in progress). A correction of it is not a new operation: change what it made with an update operation, or ask a person. For an operation that is not a repeat of this one, change an intent field.`
+          : field === 'params'
+            ? `${err.message}. Nothing of the stored request was applied: call again with these arguments to send them as a corrected request, or with the original arguments for its answer.`
+            : `${err.message}. If you meant a different operation, change an intent field; otherwise call again with the original arguments.`;
     return { status: 'conflict' as const, businessOperationId, field, paths, needsPerson, storedMayApply, message };
   }
   // One rule whichever operation: the id comes from the intent fields alone, whatever else is wrong with the call.
@@ -147,7 +150,7 @@ function toolOf(adapter: AdapterV1, operation: string, spec: OperationSpec) {
     spec.description,
     `Retry-safe: the business-operation id is derived from the intent fields (${spec.intentFields.join(', ')}), not from this call's id. If you got no answer, or an error that is not a conflict, call again with the same arguments: the retry maps to the same operation and returns its result instead of doing it twice.`,
     changedParamsRevise(card)
-      ? 'Changing an intent field makes it a different operation. Other arguments for the same intent, once the last are set, are sent as its next change ("in-progress" while another change is in flight: call again later); the same arguments again are answered with the last result and not sent, even if the target was changed elsewhere since.'
+      ? 'Changing an intent field makes it a different operation. Other arguments for the same intent, once the last are set, are sent as its next change (while another change is in flight they wait for it; "conflict" if it is not done in time: nothing of this call was sent, call again later); the same arguments again are answered with the last result and not sent, even if the target was changed elsewhere since.'
       : 'Changing an intent field makes it a different operation; changing other arguments of an operation already started is refused as a conflict (the answer names the differing paths).',
     'After a rejection that nothing applied (needs-human with field errors), calling again with corrected arguments and the same intent sends the corrected request.',
     normalisationText(card),
@@ -346,7 +349,13 @@ export async function callAgentTool(
     if (r.status !== 'done') return toAgentResult(r);
     return toAgentResult({ ...r, result: agent.shown(r.result) });
   } catch (e) {
-    const answer = refusalAnswer(e, idOf, spec.intentFields, tool.adapter.doResolveIntent !== undefined);
+    const answer = refusalAnswer(
+      e,
+      idOf,
+      spec.intentFields,
+      tool.adapter.doResolveIntent !== undefined,
+      changedParamsRevise(spec.card),
+    );
     if (answer !== null) {
       // Other params than a stored request nothing applied: the same call again is the correction.
       const correctable = answer.status === 'conflict' && answer.field === 'params' && !answer.storedMayApply;

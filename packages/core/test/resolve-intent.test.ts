@@ -2,7 +2,14 @@
 // the id is derived from its answer: two spellings it resolves to one value are one operation.
 
 import { businessOperationId, IntentLookupError, InvalidIntentError, InvalidParamsError } from '@retrysafe/contract';
-import { createMemoryLedger, createRunner, createVirtualClock, type LogEntry } from '@retrysafe/core';
+import { PAYLOAD_LIMITS } from '@retrysafe/contract/ledger';
+import {
+  AdapterContractError,
+  createMemoryLedger,
+  createRunner,
+  createVirtualClock,
+  type LogEntry,
+} from '@retrysafe/core';
 import { agentRunner, agentTools, callAgentTool } from '@retrysafe/core/agent';
 import { createSandboxAdapter, createSandboxProvider, REPLAYING_BEHAVIOUR } from '@retrysafe/sandbox';
 import { describe, expect, it } from 'vitest';
@@ -54,6 +61,20 @@ describe('doResolveIntent', () => {
     const { adapter, asked, runner } = rig();
     await expect(runner.run(adapter, OP, { params: { ref: 7 } as never })).rejects.toThrow(InvalidParamsError);
     expect(asked).toEqual([]);
+  });
+  it('an intent it returns that core intake refuses is the adapter’s fault: AdapterContractError, and the agent is not told to correct its arguments', async () => {
+    const { adapter: base, runner } = rig();
+    const bad = [{ ref: 'x'.repeat(PAYLOAD_LIMITS.maxBytes + 1) }, { ref: 1n }];
+    for (const returned of bad) {
+      const adapter = { ...base, doResolveIntent: async () => returned };
+      await expect(runner.run(adapter, OP, { params: { ref: 'Rec-1' } })).rejects.toThrow(AdapterContractError);
+      const [tool] = agentTools([adapter], ['sandbox_records_create']);
+      expect(await callAgentTool(agentRunner(runner), tool!, { ref: 'Rec-1' })).toMatchObject({
+        status: 'invalid-input',
+        businessOperationId: null,
+        message: expect.stringMatching(/doResolveIntent.*a person must fix the adapter/s),
+      });
+    }
   });
 });
 
