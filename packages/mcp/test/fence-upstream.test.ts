@@ -248,8 +248,7 @@ describe("a fenced tool whose input schema the upstream changes (tools/list_chan
     const nextSchema = async () => {
       const before = changes;
       await call(client, 'next_schema', {});
-      for (let i = 0; i < 250 && changes === before; i++) await new Promise((r) => setTimeout(r, 20));
-      expect(changes).toBeGreaterThan(before);
+      await expect.poll(() => changes, { timeout: 20_000 }).toBeGreaterThan(before);
     };
     const created = async () =>
       ((await call(client, 'list_tickets', {})).structuredContent as { tickets: unknown[] }).tickets.length;
