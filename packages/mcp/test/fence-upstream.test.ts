@@ -19,6 +19,7 @@ import {
   type Answer,
   bin,
   closeStdinMidCall,
+  connect,
   memoryServer,
   ordersFence,
   ordersServer,
@@ -188,13 +189,24 @@ describe('what the fence does not fence passes through', () => {
 
   it('prompts, completions, logging, and a changed tool list (followed, and announced to the host)', async () => {
     const dir = tempDir('retrysafe-extras-');
-    const client = await wrapped(ordersFence(dir, 2000), ['--', process.execPath, ordersServer, '--extras']);
+    const upstream = ['--', process.execPath, ordersServer, '--extras', '--progress-heard'];
+    // The SDK client drops progress it reads with the answer: the upstream answers once this host says it heard it.
+    const client = await connect(
+      process.execPath,
+      [bin, 'wrap', '--config', ordersFence(dir, 2000), ...upstream],
+      {},
+      { capabilities: { roots: { listChanged: true } } },
+    );
     expect((await client.listPrompts()).prompts.map((p) => p.name)).toEqual(['order_summary']);
     const progress: number[] = [];
     const prompt = await client.getPrompt(
       { name: 'order_summary', arguments: { customer: 'cus_1' } },
       {
-        onprogress: (p) => progress.push(p.progress),
+        timeout: 20_000, // without the progress, the upstream never answers
+        onprogress: (p) => {
+          progress.push(p.progress);
+          void client.sendRootsListChanged();
+        },
       },
     );
     expect(JSON.stringify(prompt.messages)).toContain('cus_1');
@@ -211,8 +223,9 @@ describe('what the fence does not fence passes through', () => {
     client.setNotificationHandler(ToolListChangedNotificationSchema, () => void changed++);
     await call(client, 'create_order', { customer: 'cus_l', ref: 'PO-log', sku: 'sku_1', quantity: 1 });
     await call(client, 'enable_refunds', {});
-    for (let i = 0; i < 100 && (changed === 0 || logs.length === 0); i++) await new Promise((r) => setTimeout(r, 20));
-    expect(changed).toBeGreaterThan(0);
+    // The list change is told after the answer (the fence lists the tools again first): waited for, not timed.
+    await expect.poll(() => changed, { timeout: 20_000 }).toBeGreaterThan(0);
+    await expect.poll(() => logs.length, { timeout: 20_000 }).toBeGreaterThan(0);
     expect(logs).toEqual([expect.stringMatching(/^created ord_/)]);
     expect((await client.listTools()).tools.map((t) => t.name)).toContain('refund_order');
     expect((await call(client, 'refund_order', { id: 'ord_1' })).content).toEqual([
@@ -235,8 +248,7 @@ describe("a fenced tool whose input schema the upstream changes (tools/list_chan
     const nextSchema = async () => {
       const before = changes;
       await call(client, 'next_schema', {});
-      for (let i = 0; i < 250 && changes === before; i++) await new Promise((r) => setTimeout(r, 20));
-      expect(changes).toBeGreaterThan(before);
+      await expect.poll(() => changes, { timeout: 20_000 }).toBeGreaterThan(before);
     };
     const created = async () =>
       ((await call(client, 'list_tickets', {})).structuredContent as { tickets: unknown[] }).tickets.length;
