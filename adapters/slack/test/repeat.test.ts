@@ -5,6 +5,7 @@ import { identityFields } from '@retrysafe/contract/ledger';
 import { createMemoryLedger, createRunner, createVirtualClock } from '@retrysafe/core';
 import { agentRunner, agentTools, callAgentTool } from '@retrysafe/core/agent';
 import { closeAfterTest } from '@retrysafe/testkit/close-after-test';
+import { packetOf } from '@retrysafe/testkit/ledger';
 import { expect, it } from 'vitest';
 import { createSlackAdapter } from '../src/index.js';
 import { startSlackSandbox } from '../src/sandbox/index.js';
@@ -127,19 +128,11 @@ it('a post Slack refused, corrected by resend-with, is one message of the same o
   expect(sandbox.count('chat.postMessage')).toBe(1);
 });
 
-it('chat.update A, then B, then A again ends at A; A twice is one edit; a change while another is in flight waits for it, then goes next', async () => {
+it('chat.update A, then B, then A again ends at A; A twice is one edit; a change while another is in flight is refused unsent, then goes next', async () => {
   const { sandbox, slack, runner, params } = await oneWorkspace();
   const ledger = createMemoryLedger();
   const clock = createVirtualClock(Date.now());
-  // What the other worker does while this run waits: run once, at the wait's first sleep.
-  let meanwhile: (() => Promise<unknown>) | undefined;
-  const sleep = async (ms: number) => {
-    const step = meanwhile;
-    meanwhile = undefined;
-    await step?.();
-    await clock.sleep(ms);
-  };
-  const runs = createRunner({ ledger, clock: { now: clock.now, sleep } });
+  const runs = createRunner({ ledger, clock });
   const posted = await runner.run(slack, 'chat.postMessage', { params });
   const ts = (posted as { result: { ts: string } }).result.ts;
   const set = (text: string) => runs.run(slack, 'chat.update', { params: { channel: CHANNEL, ts, text } });
@@ -166,23 +159,24 @@ it('chat.update A, then B, then A again ends at A; A twice is one edit; a change
     if (held.kind !== 'claimed') throw new Error(held.kind);
     return { businessOperationId, fence: held.record.fence };
   };
-  // w2 holds revision 4 (C): a change to D waits for it, as a repeat of C would; C done, D is sent as the next.
+  // w2 holds revision 4 (C): a change to D is refused at once, nothing sent (queued, it could land after a change made
+  // later); C done, D is sent as the next.
   const c = await holdElsewhere('C', 4);
-  meanwhile = async () => {
-    await ledger.markDispatched(c, clock.now());
-    await ledger.setState(c, { state: 'succeeded', now: clock.now() });
-  };
+  await expect(set('D')).rejects.toMatchObject({ name: 'ConflictError', field: 'params', storedMayApply: true });
+  expect(sandbox.calls('chat.update')).toBe(3);
+  await ledger.markDispatched(c, clock.now());
+  await ledger.setState(c, { state: 'succeeded', now: clock.now() });
   expect(await set('D')).toMatchObject({ status: 'done', adopted: false, businessOperationId });
   expect(sandbox.calls('chat.update')).toBe(4);
   expect(sandbox.messages().find((m) => m.ts === ts)?.text).toBe('D');
 
-  // w2 holds revision 6 (E) past the waits (its lease outlasts two): F is refused as a conflict, never "in progress".
+  // w2 holds revision 6 (E): F is refused as a conflict, never "in progress".
   const e = await holdElsewhere('E', 6);
   await expect(set('F')).rejects.toMatchObject({ name: 'ConflictError', field: 'params', storedMayApply: true });
   const tool = agentTools([slack]).find((t) => t.operation === 'chat.update')!;
   expect(await callAgentTool(agentRunner(runs), tool, { channel: CHANNEL, ts, text: 'F' })).toMatchObject({
     status: 'conflict',
-    message: expect.stringMatching(/these arguments were not sent; call again with them later/),
+    message: expect.stringMatching(/These arguments were not sent: call again with them/),
   });
   expect(sandbox.calls('chat.update')).toBe(4);
   // w2 stops after sending E, its lease runs out: E is finished first (the same content again is harmless), then F.
@@ -191,13 +185,22 @@ it('chat.update A, then B, then A again ends at A; A twice is one edit; a change
   expect(await set('F')).toMatchObject({ status: 'done', adopted: false });
   expect(sandbox.calls('chat.update')).toBe(6);
   expect(sandbox.messages().find((m) => m.ts === ts)?.text).toBe('F');
+
+  // A change a person abandoned does not close the target: other values are still its next change, sent.
+  const g = await holdElsewhere('G', 8);
+  const { provider, operation, intentFingerprint, providerKey } = (await ledger.get(businessOperationId))!;
+  const packet = packetOf(businessOperationId, { provider, operation, intentFingerprint, providerKey });
+  await ledger.handOff(g, packet, clock.now());
+  await ledger.resolve(businessOperationId, { action: 'abandon' }, clock.now());
+  expect(await set('H')).toMatchObject({ status: 'done', adopted: false, businessOperationId });
+  expect(sandbox.messages().find((m) => m.ts === ts)?.text).toBe('H');
 });
 
 it('the agent tool of chat.update says other content is its next change; of chat.postMessage, a conflict', () => {
   const slack = createSlackAdapter({ token: TOKEN, baseUrl: 'http://127.0.0.1:9' });
   const described = (op: string) => agentTools([slack]).find((t) => t.operation === op)!.description;
   expect(described('chat.update')).toMatch(/next change/);
-  expect(described('chat.update')).toMatch(/in flight they wait for it/);
+  expect(described('chat.update')).toMatch(/in flight, "conflict": nothing of this call was sent/);
   expect(described('chat.update')).not.toMatch(/refused as a conflict/);
   expect(described('chat.postMessage')).toMatch(/refused as a conflict/);
 });

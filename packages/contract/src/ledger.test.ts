@@ -96,6 +96,17 @@ describe('claimTransition', () => {
     expect(revise('k1')).toMatchObject({ firstDispatchedAt: 1000, attemptCount: 0, fence: 2 });
     expect(revise('k2')).toMatchObject({ firstDispatchedAt: null, attemptCount: 0, fence: 2 });
   });
+
+  it('a revision given back unsent is opened again under its own key, never the key of revision 1 (its stored result)', () => {
+    const first = claimTransition(null, claimInput({ providerKey: asProviderKey('k1'), dispatch: true })).write!;
+    const done: OperationRecord = { ...first, state: 'succeeded', leaseOwner: null, leaseExpiresAt: null };
+    const other = { paramsFingerprint: 'sha256:' + 'c'.repeat(64), now: 9000 };
+    const supersede = { fence: 1, revision: 2, done: true } as const;
+    const revised = claimTransition(done, claimInput({ ...other, providerKey: asProviderKey('k2'), supersede })).write!;
+    const givenBack: OperationRecord = { ...revised, state: 'not-sent', leaseOwner: null, leaseExpiresAt: null };
+    const again = claimTransition(givenBack, claimInput({ ...other, providerKey: asProviderKey('k1'), now: 9500 }));
+    expect(again.write).toMatchObject({ state: 'claimed', providerKey: 'k2', fence: 3 });
+  });
 });
 
 describe('setStateTransition', () => {

@@ -100,7 +100,7 @@ export interface ClaimInput extends OperationIdentity {
   readonly resume?: boolean;
   /** A NEW operation is born `dispatched` in the claim's own write (`capabilities.claimDispatch`). */
   readonly dispatch?: boolean;
-  /** Re-open a `rejected` or `handed-off` (with `done`: `succeeded`) operation as a new revision at the fence read. */
+  /** Re-open a `rejected` or `handed-off` (with `done`: `succeeded` or `abandoned`) operation as a new revision at the fence read. */
   readonly supersede?: { readonly fence: number; readonly revision: number; readonly done?: true };
   /** Only a stored row (recover, a person's resume or revision): none there (finished, pruned) is `gone`. */
   readonly existing?: true;
@@ -237,10 +237,12 @@ function restarted(existing: OperationRecord, receipt: Receipt | undefined, take
   return { result: { kind: 'claimed', record, takenOver } as const, write: record };
 }
 
-/** `done`: a set's next values (changedParamsRevise), only over a `succeeded` operation; else a correction. */
+/** `done`: a set's next values (changedParamsRevise), only over a `succeeded` or `abandoned` one; else a correction. */
 const supersedable = (existing: OperationRecord, by: NonNullable<ClaimInput['supersede']>) =>
   existing.fence === by.fence &&
-  (by.done ? existing.state === 'succeeded' : existing.state === 'rejected' || existing.state === 'handed-off');
+  (by.done
+    ? existing.state === 'succeeded' || existing.state === 'abandoned'
+    : existing.state === 'rejected' || existing.state === 'handed-off');
 
 /** `write`: the record to store, if any. `leaseNow` judges the lease (a ledger on the database clock passes its own). */
 export function claimTransition(
@@ -284,9 +286,10 @@ export function claimTransition(
   if (existing.intentFingerprint !== input.intentFingerprint)
     return { result: { kind: 'conflict', record: existing, field: 'intent' }, write: null };
   if (existing.state === 'not-sent' && !(input.existing || input.resume || input.supersede)) {
-    // Given back, nothing ever sent: a new operation under the same id, its receipts (the calls that never left) kept.
-    const { fence, createdAt, receiptChain } = existing;
-    const record: OperationRecord = { ...fresh, fence: fence + 1, createdAt, receiptChain };
+    // Given back, nothing ever sent: a new operation under the same id, its receipts (the calls that never left) kept,
+    // and its key (never sent; a revision's, not revision 1's, which may hold an earlier result at the provider).
+    const { fence, createdAt, receiptChain, providerKey } = existing;
+    const record: OperationRecord = { ...fresh, fence: fence + 1, createdAt, receiptChain, providerKey };
     return { result: { kind: 'claimed', record, takenOver: false }, write: record };
   }
   if (isTerminal(existing)) {

@@ -55,8 +55,8 @@ export function refusalAnswer(
     // a call that may follow another (agentRunner forgot, or never saw, the end it was told): the same call is a new one.
     const message = needsPerson
       ? `${err.message}. A person must resolve this operation: do not redo it under other intent fields, and do not retry it.`
-      : revises && field === 'params'
-        ? `${err.message}. Another change of the same target is under way: these arguments were not sent; call again with them later to send them as its next change.`
+      : revises && field === 'params' && storedMayApply
+        ? `${err.message}. These arguments were not sent: call again with them (later, while another change of the same target is in flight) to send them as its next change.`
         : storedMayApply
           ? `${err.message}. Its stored request was applied or may still be: do not redo it under other intent fields (that could do it twice); call again with the original arguments for its result (later, if it is in progress). A correction of it is not a new operation: change what it made with an update operation, or ask a person. For an operation that is not a repeat of this one, change an intent field.`
           : field === 'params'
@@ -150,7 +150,7 @@ function toolOf(adapter: AdapterV1, operation: string, spec: OperationSpec) {
     spec.description,
     `Retry-safe: the business-operation id is derived from the intent fields (${spec.intentFields.join(', ')}), not from this call's id. If you got no answer, or an error that is not a conflict, call again with the same arguments: the retry maps to the same operation and returns its result instead of doing it twice.`,
     changedParamsRevise(card)
-      ? 'Changing an intent field makes it a different operation. Other arguments for the same intent, once the last are set, are sent as its next change (while another change is in flight they wait for it; "conflict" if it is not done in time: nothing of this call was sent, call again later); the same arguments again are answered with the last result and not sent, even if the target was changed elsewhere since.'
+      ? 'Changing an intent field makes it a different operation. Other arguments for the same intent, once the last are set, are sent as its next change (while another change is in flight, "conflict": nothing of this call was sent, call again once it ends); the same arguments again are answered with the last result and not sent, even if the target was changed elsewhere since.'
       : 'Changing an intent field makes it a different operation; changing other arguments of an operation already started is refused as a conflict (the answer names the differing paths).',
     'After a rejection that nothing applied (needs-human with field errors), calling again with corrected arguments and the same intent sends the corrected request.',
     normalisationText(card),

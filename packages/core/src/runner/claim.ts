@@ -58,14 +58,8 @@ export function claimInput(
 
 const BORN_DISPATCHED = { dispatch: true } as const;
 
-/** `waitUntil`: the deadline of the wait for another worker this claim is part of (waitForOther); `next`: that wait
- * is a set's other values waiting their turn, a new call once the one in flight ends, not one that joined it. */
-export async function claimAndDrive(
-  ctx: RunnerContext,
-  op: Operation,
-  waitUntil?: number,
-  next = false,
-): Promise<RunResult> {
+/** `waitUntil`: the deadline of the wait for another worker this claim is part of (waitForOther). */
+export async function claimAndDrive(ctx: RunnerContext, op: Operation, waitUntil?: number): Promise<RunResult> {
   const { clock, ledger, log } = ctx;
   // A new operation's first decision is always "send now" (decide: claimed, nothing observed), so the claim
   // may create it already `dispatched` (where the ledger can). An existing one is decided from its state.
@@ -79,7 +73,7 @@ export async function claimAndDrive(
     });
   if (claim.kind === 'gone') throw gone(op.id); // never: run() claims no `existing` row
   const record = claim.record;
-  const joined = waitUntil !== undefined && !next;
+  const joined = waitUntil !== undefined;
   switch (claim.kind) {
     case 'conflict':
       log('warn', 'conflict', `same id, different ${claim.field}: nothing sent`, op);
@@ -92,8 +86,8 @@ export async function claimAndDrive(
       // A corrected request for an operation none of whose attempts was applied, or the same request once the user
       // took the step the provider asked for: a new revision. A call that joined it in flight has not seen its end.
       const corrected = record.paramsFingerprint !== op.paramsFingerprint;
-      // Other values of a done set: its next revision, sent; a follow-up's values too are the ones wanted now.
-      if (corrected && record.state === 'succeeded' && changedParamsRevise(op.card) && !joined) {
+      // Other values of a set done or abandoned: its next revision, sent; a follow-up's values too are the ones wanted now.
+      if (corrected && endedSet(record) && changedParamsRevise(op.card) && !joined) {
         checkSealable(ctx, record, 'send its next values');
         const receipts = await ledger.receipts(record.businessOperationId);
         return supersede(ctx, op, record, receipts, 'other values for its target, after it was done');
@@ -112,17 +106,16 @@ export async function claimAndDrive(
     case 'busy':
       if (record.paramsFingerprint === op.paramsFingerprint) {
         log('info', 'busy', `another worker (${record.leaseOwner}) holds the operation: waiting for its result`, op);
-        return waitForOther(ctx, op, waitUntil, next);
+        return waitForOther(ctx, op, waitUntil);
       }
-      if (!changedParamsRevise(op.card))
-        throw paramsConflict(op, record, 'another worker is performing this operation with other params');
-      log(
-        'info',
-        'busy',
-        `another worker (${record.leaseOwner}) is setting other values: waiting to send these next`,
+      // A set's other values are refused, not queued: waiting, they could land after a change that arrived later.
+      throw paramsConflict(
         op,
+        record,
+        changedParamsRevise(op.card)
+          ? 'another change of its target is in flight; nothing of this call was sent: call again once it ends'
+          : 'another worker is performing this operation with other params',
       );
-      return waitForOther(ctx, op, waitUntil, true);
     case 'claimed': {
       const { takenOver } = claim;
       // A set's change a stopped worker left mid-way is finished first (its values again are harmless), then this one.
@@ -150,10 +143,13 @@ export async function claimAndDrive(
       const dispatchWritten = dispatch && !takenOver && record.state === 'dispatched';
       const { previousLeaseExpiresAt } = claim;
       const ended = execute(ctx, driven, { record, claimedAt, takenOver, previousLeaseExpiresAt, dispatchWritten });
-      return finishFirst ? ended.then(() => claimAndDrive(ctx, op, waitUntil, next)) : ended;
+      return finishFirst ? ended.then(() => claimAndDrive(ctx, op, waitUntil)) : ended;
     }
   }
 }
+
+/** A set's change that ended for good (done, or abandoned by a person): other values are its next revision. */
+const endedSet = (r: OperationRecord) => r.state === 'succeeded' || r.state === 'abandoned';
 
 /** Whether the call repeats one that has not seen the end `record` rests at (RunInput's followUp). */
 const repeats = ({ followUp }: Operation, record: OperationRecord) =>
@@ -183,14 +179,8 @@ export async function execute(ctx: RunnerContext, op: Operation, claimed: Claime
   }
 }
 
-/** Waits (bounded) for the worker that holds the operation: its result, or the claim once its lease has run out.
- * `next`: this call's other values of a set, claimed once the other worker's change ends, refused if it does not. */
-export async function waitForOther(
-  ctx: RunnerContext,
-  op: Operation,
-  until?: number,
-  next = false,
-): Promise<RunResult> {
+/** Waits (bounded) for the worker that holds the operation: its result, or the claim once its lease has run out. */
+export async function waitForOther(ctx: RunnerContext, op: Operation, until?: number): Promise<RunResult> {
   const { clock, ledger, log } = ctx;
   const deadline = until ?? clock.now() + op.policy.waitForOtherMs;
   // Back from a claim the ledger (judging by its own clock) refused as busy: sleep, at the longest poll, before claiming again.
@@ -199,20 +189,16 @@ export async function waitForOther(
   for (;;) {
     const rec = await ledger.get(op.id);
     if (!rec) throw new InvalidStateError(op.id, 'absent', 'the operation disappeared from the ledger');
-    // Given back by the worker waited for (nothing sent): this call's claim opens it again. Ended, a set's other values
-    // are claimed as a new call's: its next revision.
-    if (rec.state === 'not-sent' || (next && TERMINAL_STATES.includes(rec.state)))
-      return claimAndDrive(ctx, op, deadline, next);
+    // Given back by the worker waited for (nothing sent): this call's claim opens it again.
+    if (rec.state === 'not-sent') return claimAndDrive(ctx, op, deadline);
     if (TERMINAL_STATES.includes(rec.state)) return fromTerminal(ctx, rec, op.paramsFingerprint, op);
     // The caller gave up (an agent loop stopped): it holds nothing here, so it stops waiting now.
     if (op.signal?.aborted) throw op.signal.reason ?? new Error('aborted');
     const now = clock.now();
-    if (!refused && !leaseLive(rec, now)) return claimAndDrive(ctx, op, deadline, next);
+    if (!refused && !leaseLive(rec, now)) return claimAndDrive(ctx, op, deadline);
     refused = false;
     if (now >= deadline) {
       log('info', 'in-progress', `another worker still holds it after ${op.policy.waitForOtherMs} ms`, op);
-      // Not "in progress": what is under way is another call's change, and nothing of this one was sent.
-      if (next) throw paramsConflict(op, rec, 'another change of its target is still in flight; call again later');
       return heldElsewhere(rec, now);
     }
     await clock.sleep(Math.max(1, Math.min(delay, deadline - now)));
@@ -240,7 +226,7 @@ export async function supersede(
   by: string,
 ): Promise<RunResult> {
   const { clock, log } = ctx;
-  const done = record.state === 'succeeded';
+  const done = endedSet(record);
   // A revision's receipt lost with a two-write ledger's crash still counts: the stored resolution names it.
   const revision = Math.max(currentRevisionNumber(receipts), record.resolution?.revision ?? 1) + 1;
   // A done revision never reuses a key that holds the earlier values' result.
@@ -251,7 +237,7 @@ export async function supersede(
   const revised = withProviderKey(op, providerKey);
   const paths = op.comparison.differences(record.params, op.params);
   const before = done
-    ? 'which was done (the card makes other values of a set its next revision)'
+    ? `which ended ${record.state} (the card makes other values of a set its next revision)`
     : 'whose every attempt was known not applied';
   const key = freshKey
     ? `new provider key (the provider may have stored ${done ? 'the earlier result' : 'the rejection'} under the old one)`

@@ -40,7 +40,7 @@ function fencedListing(adapter: AdapterV1, t: Tool) {
     t.description ?? '',
     `[fenced by retrysafe] One business operation per intent (${card.businessOperationId.intentFields.join(', ')}${optional ? `; ${optional.join(', ')} may be left out, another operation than any value` : ''}${normalize ? `; read after ${describeNormalization(normalize)}` : ''}): if you got no answer or an error that is not a conflict, call again with the same intent — the call maps to the same operation and returns its result instead of doing it twice.`,
     changedParamsRevise(card)
-      ? `Changed non-intent arguments${compared} are sent as the operation's next change once the last is done; the same arguments again are answered from the ledger. "in-progress": check back with retrysafe_status; "needs-human": a person decides, do not retry.`
+      ? `Changed non-intent arguments${compared} are sent as the operation's next change once the last is done (while another is in flight, a conflict: nothing sent, call again once it ends); the same arguments again are answered from the ledger. "in-progress": check back with retrysafe_status; "needs-human": a person decides, do not retry.`
       : `A changed non-intent argument of an operation already started is refused as a conflict${compared}. "in-progress": check back with retrysafe_status; "needs-human": a person decides, do not retry.`,
     undeclared.length
       ? `Upstream facts not declared: ${undeclared.join(', ')} — retrysafe will not re-send where they matter.`

@@ -46,6 +46,12 @@ export function claimTableCases(test: Test): void {
     await dispatch(l, ref);
     await l.handOff(ref, packet(name), T0 + 2);
   });
+  /** Handed off, then abandoned by a person: its fence as stored. */
+  const abandoned: Existing = async (l, name) => {
+    await handedOff(l, name);
+    const { fence } = await l.resolve(id(name), { action: 'abandon' }, T0 + 3);
+    return { businessOperationId: id(name), fence };
+  };
   /** The claim's fields, or a function of the existing record's fence. */
   type Over = Partial<ClaimInput> | ((ref: Fenced | null, name: string) => Partial<ClaimInput>);
   /** A revised claim superseding at the record's fence + `delta` (0: the fence the caller checked). */
@@ -96,6 +102,9 @@ export function claimTableCases(test: Test): void {
     ['live lease, done revision: busy', live, doneAt(0, { owner: 'w2', now: T0 + 10 }), 'busy'],
     ['rejected, done revision at its fence: terminal', rejected, doneAt(0), 'terminal'],
     ['handed-off, done revision at its fence: terminal', handedOff, doneAt(0), 'terminal'],
+    ['abandoned, done revision at its fence', abandoned, doneAt(0, { owner: 'w2' }), 'claimed', false],
+    ['abandoned, done revision with a stale fence: terminal', abandoned, doneAt(-1), 'terminal'],
+    ['abandoned, supersede at its fence: terminal', abandoned, supersedeAt(0), 'terminal'],
     ['rejected: terminal', rejected, { now: T0 + 5000 }, 'terminal'],
     ['rejected, resume: terminal', rejected, { resume: true, now: T0 + 5000 }, 'terminal'],
     ['rejected, supersede with a stale fence: terminal', rejected, supersedeAt(7), 'terminal'],
