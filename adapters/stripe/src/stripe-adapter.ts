@@ -74,8 +74,7 @@ function buildClient(options: StripeAdapterOptions, timeoutMs: number): Stripe {
     httpClient: new ClosedConnectionGuard(),
     telemetry: false,
   };
-  if (options.apiVersion)
-    (config as { apiVersion?: string }).apiVersion = checkToken(PROVIDER, 'apiVersion', options.apiVersion);
+  if (options.apiVersion) (config as { apiVersion?: string }).apiVersion = options.apiVersion;
   if (options.baseUrl !== undefined) {
     // https, or plain http only to a loopback sandbox: the secret key never travels in clear.
     const url = checkBaseUrl(PROVIDER, options.baseUrl);

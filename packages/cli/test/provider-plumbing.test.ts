@@ -169,7 +169,6 @@ describe('a credential no header carries is refused when the adapter is built, f
   const LOOPBACK = 'http://127.0.0.1:4010';
   const factories: Record<string, (secret: string) => unknown> = {
     stripe: (apiKey) => createStripeAdapter({ apiKey, baseUrl: LOOPBACK }),
-    'stripe apiVersion': (apiVersion) => createStripeAdapter({ apiKey: 'sk_test_1', apiVersion, baseUrl: LOOPBACK }),
     msgraph: (accessToken) => createMsGraphAdapter({ accessToken, baseUrl: LOOPBACK }),
     hubspot: (accessToken) => createHubSpotAdapter({ accessToken, baseUrl: LOOPBACK }),
     slack: (token) => createSlackAdapter({ token, baseUrl: LOOPBACK }),
