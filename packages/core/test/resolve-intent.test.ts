@@ -187,3 +187,15 @@ describe('a resend-with after the name changed hands', () => {
     expect(sent).toMatchObject({ status: 'handed-off', packet: { lastKnown: { message: /another intent/ } } });
   });
 });
+
+describe('a re-read of the target that cannot be made', () => {
+  it('sends nothing and says so: the operation is given back (not-sent), not left as a call that may have gone', async () => {
+    // The first call is refused before it left; every later re-read of the name fails, past the run's limit.
+    const { adapter, ledger } = rig((n) => (n >= 2 ? new IntentLookupError('ref', 'HTTP 503', 60_000) : undefined));
+    const refused = scripted(adapter, () => ({ kind: 'not-applied', neverSent: true, message: 'ECONNREFUSED' }));
+    const clock = createVirtualClock();
+    const runner = createRunner({ ledger, clock, random: () => 0.5, policy: { maxElapsedMs: 30_000 } });
+    const r = await runner.run({ ...refused, doResolveIntent: adapter.doResolveIntent }, OP, { params: { ref: 'R-1' } });
+    expect((await ledger.get(r.businessOperationId))?.state).toBe('not-sent');
+  });
+});

@@ -136,7 +136,7 @@ export function createStatements(schema: string, dbClock: boolean) {
     ),
     prunePage: prunePage(false),
     prunePageReceipts: prunePage(true),
-    /** Only rows still closed and old (a rejected one may have been superseded meanwhile). */
+    /** Only rows still closed and old (one may have been superseded or revised meanwhile). */
     pruneDelete: named(
       'prune-delete',
       `DELETE FROM ${ops} WHERE business_operation_id = ANY($1::text[]) AND state = ANY($2::text[]) AND updated_at < $3 RETURNING state`,

@@ -102,12 +102,11 @@ export async function movedTarget(
   },
   signal: AbortSignal,
 ): Promise<string | null> {
-  const { adapter, opName } = op;
+  const { adapter, opName, params } = op;
   if (!adapter.doResolveIntent) return null;
-  const { operation, businessOperationId: rule } = adapter.operations[opName]!.card;
-  const now = await adapter.doResolveIntent(opName, intentOf(op.params, rule), signal);
-  if (intentFingerprintOf(operation, normalizeIntent(now, rule.normalize), adapter.account) === op.intentFingerprint)
-    return null;
+  const spec = adapter.operations[opName]!;
+  const now = await adapter.doResolveIntent(opName, intentOf(params, spec.card.businessOperationId), signal);
+  if (identityOf(spec, { params, intent: now }, adapter.account).intentFingerprint === op.intentFingerprint) return null;
   // A caller's own intent is not in the record, so its operations land here too: the text names both causes.
   return "the params' names now resolve to another intent than the one this operation was claimed with (a name renamed, transferred or re-created, or an intent its caller gave)";
 }

@@ -98,7 +98,7 @@ export function createMemoryLedger(): Ledger {
         if (!isPrunable(r, states, options.before)) continue;
         if (!options.dryRun) {
           await options.onPrune?.(clone(r), clone(receipts.get(r.businessOperationId) ?? []));
-          // Checked again: the callback awaited, and a rejected operation may have been superseded meanwhile.
+          // Checked again: the callback awaited, and an operation may have been superseded or revised meanwhile.
           const now = records.get(r.businessOperationId);
           if (!now || !isPrunable(now, states, options.before)) continue;
           records.delete(r.businessOperationId);

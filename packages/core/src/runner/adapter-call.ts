@@ -45,13 +45,15 @@ async function targetProblem(
 ): Promise<Extract<Outcome, { kind: 'rejected' | 'not-applied' }> | null> {
   try {
     const moved = await movedTarget(op, signal);
+    if (moved === null) return null;
     const message = `${moved}: ${notDone} there; find the operation's object at the provider, then mark it done or abandon it`;
-    return moved === null ? null : { kind: 'rejected', reason: 'conflict', message };
+    return { kind: 'rejected', reason: 'conflict', message };
   } catch (err) {
     const retryAfterMs = IntentLookupError.isInstance(err) ? err.retryAfterMs : undefined;
     const message = `could not tell which object the params name now (${notDone}): ${errText(err)}`;
     if (InvalidIntentError.isInstance(err)) return { kind: 'rejected', reason: 'not-found', message };
-    return { kind: 'not-applied', message, ...(retryAfterMs !== undefined ? { retryAfterMs } : {}) };
+    // Nothing left for the operation's object: the call is given back, not read as one that may have been sent.
+    return { kind: 'not-applied', neverSent: true, message, ...(retryAfterMs !== undefined ? { retryAfterMs } : {}) };
   }
 }
 
