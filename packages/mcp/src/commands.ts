@@ -189,6 +189,7 @@ export async function runWrap(argv: readonly string[], log = toStderr): Promise<
       signal: stop,
       onKill,
       startTimeoutMs: o.startTimeoutMs,
+      log,
     }).catch((e: unknown) => {
       // whatever its cause (not spawned, not reached, its initialize refused), a bad setup (CONFIG_CODES)
       const code = 'RETRYSAFE_UPSTREAM_START';

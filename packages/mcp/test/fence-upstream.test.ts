@@ -15,6 +15,7 @@ import { openLedger } from '@retrysafe/config';
 import { TERMINAL_STATES } from '@retrysafe/contract/ledger';
 import { describe, expect, it } from 'vitest';
 import { connectUpstream } from '../src/fence/upstream.js';
+import { onCleanup } from './child-helpers.js';
 import {
   type Answer,
   bin,
@@ -115,6 +116,46 @@ describe('a stdio upstream that exits after each call (one call per process)', (
     expect((await create('PO-2'))._meta?.retrysafe).toMatchObject({ status: 'done', adopted: false });
     expect((await orders(client)).map((o) => o.ref)).toEqual(['PO-1', 'PO-2']);
     expect(await handoffs(client)).toEqual([]);
+  });
+});
+
+/** An orders upstream in process with `flags`, its pid written in `dir`, what the fence logs kept in `logs`. */
+async function ordersUpstream(dir: string, flags: string[], logs: string[]) {
+  const args = [ordersServer, '--pid-file', join(dir, 'pid'), '--store', join(dir, 'orders.json'), ...flags];
+  const upstream = await connectUpstream({ command: process.execPath, args }, undefined, { log: (l) => logs.push(l) });
+  onCleanup(() => upstream.close());
+  const pid = () => readFileSync(join(dir, 'pid'), 'utf8');
+  const create = (ref: string) =>
+    upstream.callTool({ name: 'create_order', arguments: { customer: 'cus_o', ref, sku: 'sku_1', quantity: 1 } });
+  return { upstream, pid, create };
+}
+
+describe('a stdio upstream that serves one request per process', () => {
+  it("is not sent what the hosts asked of the process before (a log level): it would take the call's place", async () => {
+    const logs: string[] = [];
+    const { upstream, create } = await ordersUpstream(
+      tempDir('retrysafe-one-request-'),
+      ['--exit-after-call', '--say-answered'],
+      logs,
+    );
+    upstream.addHost({ capabilities: () => ({}), ask: async () => ({}), subscribed: new Set(), level: 'info' });
+    await create('PO-1');
+    await expect.poll(() => logs.join('\n'), { timeout: 20_000 }).toMatch(/a process of its own/);
+    expect(await create('PO-2')).toMatchObject({ structuredContent: { ref: 'PO-2' } });
+  });
+
+  it('is taken for one only when it exits just after an answer: one that exits cleanly on a signal, idle, is not', async () => {
+    const logs: string[] = [];
+    const { upstream, pid, create } = await ordersUpstream(tempDir('retrysafe-sigterm-'), ['--exit-on-sigterm'], logs);
+    const first = pid();
+    process.kill(Number(first), 'SIGTERM');
+    await expect.poll(pid, { timeout: 20_000 }).not.toBe(first);
+    await upstream.ready();
+    const second = pid();
+    await create('PO-1');
+    await create('PO-2');
+    expect(pid()).toBe(second); // one process served both
+    expect(logs).toEqual([]);
   });
 });
 

@@ -1,5 +1,4 @@
 import { type ChildProcess, spawn } from 'node:child_process';
-import { createInterface } from 'node:readline';
 import type { Readable } from 'node:stream';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { isDeepStrictEqual } from 'node:util';
@@ -21,8 +20,8 @@ import {
   type ServerCapabilities,
   type Tool,
 } from '@modelcontextprotocol/sdk/types.js';
-import { createRedactor } from '@retrysafe/core/internal';
 import { AS_CLIENT, hostCall, hostSessions, pausableTimeout } from './host-sessions.js';
+import { relayStderr } from './upstream-stderr.js';
 import { taskOnly, viaTask } from './upstream-task.js';
 
 /** A command to spawn (stdio, with `env` applied to the fence's environment) or an HTTP URL (streamable, else HTTP+SSE). */
@@ -136,27 +135,6 @@ function inOrder(transport: Transport) {
   };
   transport.onclose = () => setImmediate(() => onclose?.());
 }
-
-const scrub = createRedactor();
-
-/** A text for the fence's stderr, scrubbed as receipts are: the upstream's output may quote a credential. */
-export const scrubbed = (text: string): string => scrub.text(text);
-
-/** The upstream's stderr onto the fence's, line by line, scrubbed. A private key spans lines: its first line is
- * blanked whole, the lines after it are left out up to its last (a bound, should its end never come). */
-function relayStderr(stream: Readable | null): void {
-  if (!stream) return;
-  let keyLines = 0;
-  createInterface({ input: stream, crlfDelay: Infinity }).on('line', (l) => {
-    const end = /END [A-Z ]*PRIVATE KEY-----/.test(l);
-    if (keyLines > 0) keyLines = end ? 0 : keyLines - 1;
-    else {
-      if (!end && /BEGIN [A-Z ]*PRIVATE KEY-----/.test(l)) keyLines = MAX_KEY_LINES;
-      process.stderr.write(`${scrubbed(l)}\n`);
-    }
-  });
-}
-const MAX_KEY_LINES = 200;
 
 /** Pages of tools/list read before a listing whose cursor is new on every page is taken to never end. */
 const MAX_TOOL_PAGES = 1000;
@@ -282,12 +260,14 @@ export async function connectUpstream(
     startTimeoutMs = DEFAULT_REQUEST_TIMEOUT_MSEC,
     signal,
     onKill,
+    log = (line: string) => void process.stderr.write(`${line}\n`),
   }: {
     hostAnswerMs?: number;
     /** How long the upstream may take to answer its initialize and first tools/list (`--start-timeout-ms`). */
     startTimeoutMs?: number;
     signal?: AbortSignal;
     onKill?: (end: () => Promise<void>) => void;
+    log?: (line: string) => void;
   } = {},
 ) {
   let client: Client | undefined;
@@ -302,9 +282,13 @@ export async function connectUpstream(
   /** Deaths since the upstream last answered a request: one that dies each time it starts is not restarted for ever. */
   let deaths = 0;
   let sse = false;
-  /** The stdio upstream ended itself (exit code 0): one that serves a request a process, gone before it would read the
-   * next one. Each request then gets a process of its own; one sent in the moment before its exit is lost (unknown). */
+  /** The stdio upstream ended itself (exit code 0) with a request in flight or just after an answer: one that serves a
+   * request a process, gone before it would read the next one. Each request then gets a process of its own, which is
+   * told nothing else (what the hosts asked of the one before would take the request's place); the requests in flight
+   * at that first exit are lost (unknown). One that ends itself while idle (a signal, an idle timeout) is restarted. */
   let perRequest = false;
+  let inFlight = 0;
+  let answeredAt = Number.NEGATIVE_INFINITY;
   const shared = hostSessions(
     (req, opts) => request(req, ResultSchema, opts),
     (n) => client?.notification(n).catch(() => undefined),
@@ -343,7 +327,13 @@ export async function connectUpstream(
     c.onclose = () => {
       if (client !== c || closing) return;
       client = undefined;
-      perRequest ||= child?.exitCode === 0;
+      const afterAnswer = inFlight > 0 || performance.now() - answeredAt < STOP_GRACE_MS;
+      if (!perRequest && child?.exitCode === 0 && afterAnswer) {
+        perRequest = true;
+        log(
+          'retrysafe fence: the upstream ended itself (exit code 0) as it answered: each request now gets a process of its own, which is not sent the log level or resource subscriptions the hosts asked for',
+        );
+      }
       // Restarted now, so notifications flow again before the next call; after RESTART.tries deaths in a row, only
       // by the next call.
       if (++deaths <= RESTART.tries) void ready().catch(() => undefined);
@@ -366,7 +356,7 @@ export async function connectUpstream(
     capabilities = c.getServerCapabilities() ?? {};
     instructions = c.getInstructions();
     client = c;
-    shared.restore(c);
+    if (!perRequest) shared.restore(c);
     // A restarted upstream is a new session, which may list other tools, resources and prompts: the hosts list again.
     if (!isDeepStrictEqual(before, tools)) shared.tell({ method: 'notifications/tools/list_changed' });
     for (const kind of ['resources', 'prompts'] as const)
@@ -424,6 +414,7 @@ export async function connectUpstream(
     const timeout = pausableTimeout(opts);
     const entry: (typeof busy)[number] | undefined = call && { call, timeout };
     if (entry) busy.push(entry);
+    inFlight++;
     try {
       const asTask = req.method === 'tools/call' && taskOnly(tools.find((t) => t.name === req.params?.name));
       const created = (taskId: string) => {
@@ -432,6 +423,7 @@ export async function connectUpstream(
       const send = asTask ? viaTask(c, req, schema, timeout.options, created) : c.request(req, schema, timeout.options);
       const answer = (await send) as Record<string, unknown>;
       deaths = 0;
+      answeredAt = performance.now();
       return answer;
     } catch (e) {
       // The server ended the session (the spec's 404; the SDK's example servers answer 400 "No valid session ID"): the
@@ -445,6 +437,7 @@ export async function connectUpstream(
       throw new UpstreamUnavailableError(`the upstream MCP server ended its session: ${e.message}`, true);
     } finally {
       timeout.end();
+      inFlight--;
       if (entry) busy.splice(busy.indexOf(entry), 1);
       if (perRequest) void end(c).catch(() => undefined);
     }
