@@ -93,7 +93,7 @@ async function configEntries(file: string): Promise<AdapterEntry[]> {
       const operations = declaration.operations as unknown as Record<string, HttpOperationDeclaration>;
       const drills = drillsForDeclaration({ ...declaration, name, operations });
       // Build each once now, so a declaration the adapter refuses is a usage error before anything runs.
-      for (const d of drills) await (await adapterFor(d)).close?.();
+      for (const d of drills) await drillCards(d);
       out.push({ name, from: `${file} (adapters.${name})`, drills, missing: null });
     } catch (e) {
       throw new UsageError(`--config ${file}: adapters.${name}: ${(e as Error).message}`);
@@ -111,15 +111,24 @@ export async function adapterFor(drill: ConformanceOptions): Promise<AdapterV1> 
   return drill.createAdapter({ baseUrl: 'http://127.0.0.1:9', timeoutMs: 1000 });
 }
 
+// Each drill's cards, read from an adapter built once for them (never called): configEntries' check gives cardsOf's.
+const cardsRead = new WeakMap<ConformanceOptions, Promise<RetrySafetyCard[]>>();
+function drillCards(drill: ConformanceOptions): Promise<RetrySafetyCard[]> {
+  const read = async () => {
+    const adapter = await adapterFor(drill);
+    const cards = Object.values(adapter.operations).map((spec) => spec.card);
+    await adapter.close?.();
+    return cards;
+  };
+  if (!cardsRead.has(drill)) cardsRead.set(drill, read());
+  return cardsRead.get(drill)!;
+}
+
 /** Each operation's card once, filed under `<operation>` in docs/cards, or `<operation>--<drill>` when drills of one
  * adapter declare it differently. */
 export async function cardsOf(entry: AdapterEntry) {
   const seen: { drill: string; card: RetrySafetyCard }[] = [];
-  for (const drill of entry.drills) {
-    const adapter = await adapterFor(drill);
-    for (const spec of Object.values(adapter.operations)) seen.push({ drill: drill.name, card: spec.card });
-    await adapter.close?.();
-  }
+  for (const drill of entry.drills) for (const card of await drillCards(drill)) seen.push({ drill: drill.name, card });
   const out: { name: string; adapter: string; card: RetrySafetyCard }[] = [];
   for (const { drill, card } of seen) {
     const variants = new Set(
