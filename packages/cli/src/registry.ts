@@ -34,6 +34,24 @@ function entryFrom(name: string, from: string, mod: Record<string, unknown>) {
   return { name, from, drills: missing ? [] : (drills as ConformanceOptions[]), missing };
 }
 
+// Each adapter's cards as plain data, from a module that imports no vendor SDK: the cards of its drills (a test checks).
+const CARD_MODULES = {
+  '@retrysafe/sandbox/cards': 'sandboxCards',
+  '@retrysafe/stripe/cards': 'stripeCards',
+  '@retrysafe/msgraph/cards': 'msGraphCards',
+  '@retrysafe/hubspot/cards': 'hubSpotCards',
+  '@retrysafe/slack/cards': 'slackCards',
+  '@retrysafe/http/cards': 'httpCards',
+  '@retrysafe/resend/cards': 'resendCards',
+  '@retrysafe/github/cards': 'gitHubCards',
+};
+
+/** The cards of every shipped adapter, read without building one. */
+export async function shippedCards(): Promise<RetrySafetyCard[]> {
+  const modules = Object.entries(CARD_MODULES).map(async ([from, name]) => (await import(from))[name]);
+  return (await Promise.all(modules)).flatMap((cards: Record<string, RetrySafetyCard>) => Object.values(cards));
+}
+
 /** An adapter module of the user's own (`--module`), named by its `name`, else by its drills, else by its file. */
 async function moduleEntry(file: string): Promise<AdapterEntry> {
   const path = resolve(file);
