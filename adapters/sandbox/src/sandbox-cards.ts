@@ -121,3 +121,26 @@ export function sandboxCreateCard(
           ],
   });
 }
+
+/** The sandbox as an IETF Idempotency-Key provider: replays for 24 h, 422 on mismatch, 409 while in flight, lookup by key. */
+export const REPLAYING_BEHAVIOUR: SandboxBehaviour = Object.freeze({
+  replays: true,
+  retentionMs: 86_400_000,
+  parameterMatching: 'mismatch-error',
+  concurrency: 'rejects-in-progress',
+  lookup: 'get-by-key',
+});
+/** The sandbox as a provider that stores nothing and offers no lookup: every re-send is a new record. */
+export const FORGETFUL_BEHAVIOUR: SandboxBehaviour = Object.freeze({
+  replays: false,
+  retentionMs: null,
+  parameterMatching: 'none',
+  concurrency: 'duplicates',
+  lookup: 'none',
+});
+
+/** The cards of the two behaviours the drills use (`sandboxCreateCard(behaviour)` gives the card of any other). */
+export const sandboxCards = {
+  'sandbox-replaying': sandboxCreateCard(REPLAYING_BEHAVIOUR, {}, ['ref', 'amount']),
+  'sandbox-forgetful': sandboxCreateCard(FORGETFUL_BEHAVIOUR, {}, ['ref', 'amount']),
+} as const;

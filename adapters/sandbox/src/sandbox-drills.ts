@@ -1,24 +1,8 @@
 import type { DrillOperation, DrillSetup } from '@retrysafe/contract';
 import { createSandboxAdapter } from './sandbox-adapter.js';
+import { FORGETFUL_BEHAVIOUR, REPLAYING_BEHAVIOUR } from './sandbox-cards.js';
 import { createSandboxProvider, type SandboxBehaviour } from './sandbox-provider.js';
 import { startSandboxServer } from './sandbox-server.js';
-
-/** The sandbox as an IETF Idempotency-Key provider: replays for 24 h, 422 on mismatch, 409 while in flight, lookup by key. */
-export const REPLAYING_BEHAVIOUR: SandboxBehaviour = Object.freeze({
-  replays: true,
-  retentionMs: 86_400_000,
-  parameterMatching: 'mismatch-error',
-  concurrency: 'rejects-in-progress',
-  lookup: 'get-by-key',
-});
-/** The sandbox as a provider that stores nothing and offers no lookup: every re-send is a new record. */
-export const FORGETFUL_BEHAVIOUR: SandboxBehaviour = Object.freeze({
-  replays: false,
-  retentionMs: null,
-  parameterMatching: 'none',
-  concurrency: 'duplicates',
-  lookup: 'none',
-});
 
 const intentFields = ['ref', 'amount'] as const;
 const error = (code: string, message: string) => ({ error: { code, message } });

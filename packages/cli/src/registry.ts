@@ -34,6 +34,24 @@ function entryFrom(name: string, from: string, mod: Record<string, unknown>) {
   return { name, from, drills: missing ? [] : (drills as ConformanceOptions[]), missing };
 }
 
+// Each adapter's cards as plain data, from a module that imports no vendor SDK: the cards of its drills (a test checks).
+const CARD_MODULES = {
+  '@retrysafe/sandbox/cards': 'sandboxCards',
+  '@retrysafe/stripe/cards': 'stripeCards',
+  '@retrysafe/msgraph/cards': 'msGraphCards',
+  '@retrysafe/hubspot/cards': 'hubSpotCards',
+  '@retrysafe/slack/cards': 'slackCards',
+  '@retrysafe/http/cards': 'httpCards',
+  '@retrysafe/resend/cards': 'resendCards',
+  '@retrysafe/github/cards': 'gitHubCards',
+};
+
+/** The cards of every shipped adapter, read without building one. */
+export async function shippedCards(): Promise<RetrySafetyCard[]> {
+  const modules = Object.entries(CARD_MODULES).map(async ([from, name]) => (await import(from))[name]);
+  return (await Promise.all(modules)).flatMap((cards: Record<string, RetrySafetyCard>) => Object.values(cards));
+}
+
 /** An adapter module of the user's own (`--module`), named by its `name`, else by its drills, else by its file. */
 async function moduleEntry(file: string): Promise<AdapterEntry> {
   const path = resolve(file);
@@ -93,7 +111,7 @@ async function configEntries(file: string): Promise<AdapterEntry[]> {
       const operations = declaration.operations as unknown as Record<string, HttpOperationDeclaration>;
       const drills = drillsForDeclaration({ ...declaration, name, operations });
       // Build each once now, so a declaration the adapter refuses is a usage error before anything runs.
-      for (const d of drills) await (await adapterFor(d)).close?.();
+      for (const d of drills) await drillCards(d);
       out.push({ name, from: `${file} (adapters.${name})`, drills, missing: null });
     } catch (e) {
       throw new UsageError(`--config ${file}: adapters.${name}: ${(e as Error).message}`);
@@ -111,15 +129,24 @@ export async function adapterFor(drill: ConformanceOptions): Promise<AdapterV1> 
   return drill.createAdapter({ baseUrl: 'http://127.0.0.1:9', timeoutMs: 1000 });
 }
 
+// Each drill's cards, read from an adapter built once for them (never called): configEntries' check gives cardsOf's.
+const cardsRead = new WeakMap<ConformanceOptions, Promise<RetrySafetyCard[]>>();
+function drillCards(drill: ConformanceOptions): Promise<RetrySafetyCard[]> {
+  const read = async () => {
+    const adapter = await adapterFor(drill);
+    const cards = Object.values(adapter.operations).map((spec) => spec.card);
+    await adapter.close?.();
+    return cards;
+  };
+  if (!cardsRead.has(drill)) cardsRead.set(drill, read());
+  return cardsRead.get(drill)!;
+}
+
 /** Each operation's card once, filed under `<operation>` in docs/cards, or `<operation>--<drill>` when drills of one
  * adapter declare it differently. */
 export async function cardsOf(entry: AdapterEntry) {
   const seen: { drill: string; card: RetrySafetyCard }[] = [];
-  for (const drill of entry.drills) {
-    const adapter = await adapterFor(drill);
-    for (const spec of Object.values(adapter.operations)) seen.push({ drill: drill.name, card: spec.card });
-    await adapter.close?.();
-  }
+  for (const drill of entry.drills) for (const card of await drillCards(drill)) seen.push({ drill: drill.name, card });
   const out: { name: string; adapter: string; card: RetrySafetyCard }[] = [];
   for (const { drill, card } of seen) {
     const variants = new Set(

@@ -1,6 +1,7 @@
 import { cpSync, existsSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
+import { cardsOf, loadAdapters } from '../src/registry.js';
 import { ANSI, cli, REPO, tempDir } from './helpers.js';
 
 describe('retrysafe cards --write / --check', () => {
@@ -115,5 +116,21 @@ describe('retrysafe cards --help', () => {
     expect(r.code).toBe(0);
     expect(r.stdout).toMatch(/--config <file>/);
     expect(r.stdout).not.toMatch(/drilled/);
+  });
+});
+
+describe('cards --config', () => {
+  it('builds each `type: http` adapter once: the check that refuses a bad declaration gives its cards', async () => {
+    const [entry] = await loadAdapters(undefined, [], join(REPO, 'packages/config/examples/http-api/retrysafe.yaml'));
+    let builds = 0;
+    for (const d of entry!.drills) {
+      const create = d.createAdapter;
+      d.createAdapter = (o) => {
+        builds++;
+        return create(o);
+      };
+    }
+    expect((await cardsOf(entry!)).map((c) => c.card.operation)).toContain('acme.orders.create');
+    expect(builds).toBe(0);
   });
 });

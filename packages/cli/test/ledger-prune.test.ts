@@ -2,13 +2,14 @@
 import { execFileSync } from 'node:child_process';
 import { cpSync, existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
-import { asBusinessOperationId, type Duration, type ProviderKey } from '@retrysafe/contract';
-import { durationMs } from '@retrysafe/contract/rules';
+import { asBusinessOperationId, type Duration, type ProviderKey, type RetrySafetyCard } from '@retrysafe/contract';
+import { durationMs, retentionFloor } from '@retrysafe/contract/rules';
 import { sealReceipt } from '@retrysafe/core/internal';
 import { createSqliteLedger } from '@retrysafe/ledger-sqlite';
 import { claimOf, packetOf } from '@retrysafe/testkit/ledger';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { editStored } from '../../ledger-sqlite/test/sqlite-tamper.js';
+import { cardsOf, loadAdapters, shippedCards } from '../src/registry.js';
 import { BIN, cli, openRawSqlite, tempDir } from './helpers.js';
 
 const dir = tempDir('ledger-prune');
@@ -281,5 +282,27 @@ describe('retrysafe ledger prune', () => {
     expect(r.code, r.stderr).toBe(0);
     expect(JSON.parse(r.stdout)).toMatchObject({ pruned: 1, floor: { forced: true } });
     expect(await ids()).toEqual(['old-handed', 'old-open']);
+  });
+});
+
+describe('ledger prune reads the built-in cards without the adapters', () => {
+  it('imports no adapter, sandbox or vendor SDK: only their plain-data cards', async () => {
+    const hook = join(import.meta.dirname, 'fixtures', 'log-imports.mjs');
+    const r = await cli(['ledger', 'prune', '--older-than', '400d', '--dry-run', '--db', db], {
+      env: { NODE_OPTIONS: `--import ${hook}` },
+    });
+    expect(r.code, r.stderr).toBe(0);
+    const imported = r.stderr.split('\n').flatMap((l) => (l.startsWith('imports ') ? [l.slice(8)] : []));
+    expect(imported).toContain('@retrysafe/stripe/cards');
+    const vendors = /^(stripe|resend|axios|@octokit|@hubspot|@slack|@microsoft)\b/;
+    const adapters = /^@retrysafe\/(stripe|msgraph|hubspot|slack|resend|github|http)(\/sandbox)?$/;
+    expect(imported.filter((s) => vendors.test(s) || adapters.test(s) || s.endsWith('/sandbox'))).toEqual([]);
+  });
+
+  it('those cards set the floor as the cards of the drills do, operation by operation', async () => {
+    const floors = (cards: readonly RetrySafetyCard[]) =>
+      cards.map((c) => [c.operation, retentionFloor([c]).ms, retentionFloor([c]).unknown.length]).sort();
+    const drilled = (await Promise.all((await loadAdapters()).map(cardsOf))).flat().map((c) => c.card);
+    expect(floors(await shippedCards())).toEqual(floors(drilled));
   });
 });

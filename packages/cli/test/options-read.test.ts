@@ -103,6 +103,8 @@ describe('an option a combination makes meaningless is refused naming it (exit 2
     ['ledger ls --db --config (read for nothing)', ['ledger', 'ls', '--db', db, '--config', config], /--config/],
     ['ledger export --db --config', ['ledger', 'export', '--db', db, '--config', config], /--config/],
     ['ledger verify --db --config', ['ledger', 'verify', '--all', '--db', db, '--config', config], /--config/],
+    // Only the text shows the resolve commands --config feeds.
+    ['ledger show --json --db --config', ['ledger', 'show', 'x', '--json', '--db', db, '--config', config], /--config/],
     ['cards --dir without --check or --write', ['cards', '--adapter', 'sandbox', '--dir', 'x'], /--dir/],
     ['cards --check --format', ['cards', '--adapter', 'sandbox', '--check', '--format', 'json'], /--format/],
     ['cards --format md --json', ['cards', '--adapter', 'sandbox', '--format', 'md', '--json'], /--format/],

@@ -104,4 +104,26 @@ describe('config', () => {
     expect(await ledger.list()).toEqual([]);
     await ledger.close();
   });
+
+  // A bad entry later in the file must not leak the clients and pools of the ones built before it.
+  it.each([
+    ['a factory throws', { module: './throws.mjs' }, /throws\.mjs failed: no second/, ['first']],
+    [
+      'an operation is unknown',
+      { module: './opens.mjs', options: { name: 'second' } },
+      /no operation "nope"/,
+      ['first', 'second'],
+    ],
+  ])('closes the adapters it built when %s, then throws the first error', async (_, second, error, expected) => {
+    const closed: string[] = [];
+    (globalThis as Record<string, unknown>).closedAdapters = closed;
+    const opens =
+      'export default (o) => ({ operations: {}, close: async () => globalThis.closedAdapters.push(o.name) });';
+    writeFileSync(join(dir, 'opens.mjs'), opens);
+    writeFileSync(join(dir, 'throws.mjs'), "export default () => { throw new Error('no second'); };");
+    const adapters = { first: { module: './opens.mjs', options: { name: 'first' } }, second };
+    const cfg = parseConfig({ adapters, operations: ['first.nope'] }, dir);
+    await expect(createAdapters(cfg, {})).rejects.toThrow(error);
+    expect(closed).toEqual(expected);
+  });
 });

@@ -6,6 +6,7 @@ import { capProblem } from '@retrysafe/contract/rules';
 import { suggest } from '@retrysafe/core/suggest';
 import type { HttpAdapterDeclaration } from '@retrysafe/http';
 import type {
+  AdapterConfig,
   HttpAdapterConfig,
   HttpOperationConfig,
   LedgerLocation,
@@ -184,54 +185,63 @@ async function built(path: string, what: string, secrets: readonly string[], mak
   }
 }
 
-/** Builds the configured adapters, importing only their packages. */
+/** Builds the configured adapters, importing only their packages; on a refusal, those built are closed first. */
 export async function createAdapters(
   config: RetrysafeConfig,
   environment: NodeJS.ProcessEnv = process.env,
 ): Promise<Record<string, AdapterV1>> {
   const out: Record<string, AdapterV1> = {};
-  for (const [name, c] of Object.entries(config.adapters)) {
-    if (!c) continue;
-    const path = `adapters.${name}`;
-    if (Object.hasOwn(BUILT_IN, name)) {
-      out[name] = await createBuiltIn(name, c, path, environment);
-    } else if ((c as HttpAdapterConfig).type === 'http') {
-      const declaration = httpDeclarationOf(name, c as HttpAdapterConfig, config.baseDir, environment);
-      const http = await importOptional<typeof import('@retrysafe/http')>('@retrysafe/http', path);
-      try {
-        out[name] = http.createHttpAdapterFromDeclaration(declaration as unknown as HttpAdapterDeclaration);
-      } catch (e) {
-        throw new ConfigError(path, safeMessage((e as Error).message));
-      }
-    } else {
-      const m = c as ModuleAdapterConfig;
-      const file = isAbsolute(m.module) || m.module.startsWith('.');
-      const spec = file ? resolve(config.baseDir, m.module) : m.module;
-      if (file && !existsSync(spec))
-        throw new ConfigError(`${path}.module`, `no file ${m.module} (looked for ${spec})`);
-      // A module that throws while loading is this entry's fault, said as the config's other problems are.
-      const mod = await (file
-        ? import(pathToFileURL(spec).href)
-        : importOptional<Record<string, unknown>>(spec, `${path}.module`)
-      ).catch((e: unknown) => {
-        if (ConfigError.isInstance(e)) throw e;
-        throw new ConfigError(`${path}.module`, `cannot import ${m.module}: ${safeMessage((e as Error).message)}`);
-      });
-      const factory = mod[m.export ?? 'default'];
-      if (typeof factory !== 'function')
-        throw new ConfigError(path, `${m.module} does not export a factory named ${m.export ?? 'default'}`);
-      const options = structuredClone(m.options ?? {}) as Record<string, unknown>;
-      const secrets: string[] = [];
-      for (const [option, variable] of Object.entries(m.secretsFromEnv ?? {})) {
-        const secret = env(variable, `${path}.secretsFromEnv.${option}`, environment);
-        secrets.push(secret);
-        setPath(options, option, secret, `${path}.secretsFromEnv`);
-      }
-      out[name] = await built(path, `the factory of ${m.module}`, secrets, () => factory(options));
+  try {
+    for (const [name, c] of Object.entries(config.adapters))
+      if (c) out[name] = await createAdapter(name, c, config, environment);
+    exposedOperations(config, out);
+    return out;
+  } catch (e) {
+    await Promise.allSettled(Object.values(out).map(async (a) => a.close?.()));
+    throw e;
+  }
+}
+
+async function createAdapter(
+  name: string,
+  c: AdapterConfig,
+  config: RetrysafeConfig,
+  environment: NodeJS.ProcessEnv,
+): Promise<AdapterV1> {
+  const path = `adapters.${name}`;
+  if (Object.hasOwn(BUILT_IN, name)) return createBuiltIn(name, c, path, environment);
+  if ((c as HttpAdapterConfig).type === 'http') {
+    const declaration = httpDeclarationOf(name, c as HttpAdapterConfig, config.baseDir, environment);
+    const http = await importOptional<typeof import('@retrysafe/http')>('@retrysafe/http', path);
+    try {
+      return http.createHttpAdapterFromDeclaration(declaration as unknown as HttpAdapterDeclaration);
+    } catch (e) {
+      throw new ConfigError(path, safeMessage((e as Error).message));
     }
   }
-  exposedOperations(config, out);
-  return out;
+  const m = c as ModuleAdapterConfig;
+  const file = isAbsolute(m.module) || m.module.startsWith('.');
+  const spec = file ? resolve(config.baseDir, m.module) : m.module;
+  if (file && !existsSync(spec)) throw new ConfigError(`${path}.module`, `no file ${m.module} (looked for ${spec})`);
+  // A module that throws while loading is this entry's fault, said as the config's other problems are.
+  const mod = await (file
+    ? import(pathToFileURL(spec).href)
+    : importOptional<Record<string, unknown>>(spec, `${path}.module`)
+  ).catch((e: unknown) => {
+    if (ConfigError.isInstance(e)) throw e;
+    throw new ConfigError(`${path}.module`, `cannot import ${m.module}: ${safeMessage((e as Error).message)}`);
+  });
+  const factory = mod[m.export ?? 'default'];
+  if (typeof factory !== 'function')
+    throw new ConfigError(path, `${m.module} does not export a factory named ${m.export ?? 'default'}`);
+  const options = structuredClone(m.options ?? {}) as Record<string, unknown>;
+  const secrets: string[] = [];
+  for (const [option, variable] of Object.entries(m.secretsFromEnv ?? {})) {
+    const secret = env(variable, `${path}.secretsFromEnv.${option}`, environment);
+    secrets.push(secret);
+    setPath(options, option, secret, `${path}.secretsFromEnv`);
+  }
+  return built(path, `the factory of ${m.module}`, secrets, () => factory(options));
 }
 
 /** Sets `a.b.c` inside `target`, creating objects; refuses to walk through a non-object or a prototype key. */

@@ -7,7 +7,7 @@ import { type PruneLedgerReport, pruneLedger, RunnerConfigurationError } from '@
 import { defineCommand, type Options, type Parsed } from '../../../command.js';
 import { UsageError } from '../../../errors.js';
 import { plural } from '../../../output.js';
-import { cardsOf, loadAdapters } from '../../../registry.js';
+import { shippedCards } from '../../../registry.js';
 import { configAdapters, shellWord, TARGET_OPTIONS, warnUnreadable, withLedger } from '../target.js';
 
 export const PRUNE_OPTIONS = {
@@ -82,10 +82,8 @@ export async function ledgerPrune(opts: Parsed<typeof PRUNE_OPTIONS>): Promise<P
     );
   const config = opts.config ? await loadConfigFile(opts.config) : null;
   const prune = async (ledger: Ledger) => {
-    // The cards the CLI knows: every built-in adapter's, and those of every adapter --config names. Read once the
-    // ledger is open: a ledger that cannot be is refused without importing every adapter's SDK.
-    const builtIn = (await Promise.all((await loadAdapters()).map(cardsOf))).flat().map((c) => c.card);
-    const cards = [...builtIn, ...(config ? await configCards(config, opts.config!) : [])];
+    // The cards the CLI knows: every built-in adapter's, and those of every adapter --config names.
+    const cards = [...(await shippedCards()), ...(config ? await configCards(config, opts.config!) : [])];
     return pruneLedger(ledger, {
       olderThan: opts.olderThan as Duration,
       cards,

@@ -5,7 +5,15 @@ import { RefusedError } from '../../../errors.js';
 import { paint } from '../../../output.js';
 import { addMissingKey, CHAIN_RUNBOOK, verifyChains } from '../chain.js';
 import { packetText, receiptText } from '../packet-text.js';
-import { type LedgerTarget, notInLedger, summarize, TARGET_OPTIONS, targetFlags, withLedger } from '../target.js';
+import {
+  type LedgerTarget,
+  notInLedger,
+  refuseIdleConfig,
+  summarize,
+  TARGET_OPTIONS,
+  targetFlags,
+  withLedger,
+} from '../target.js';
 
 type ShowResult = NonNullable<Awaited<ReturnType<typeof ledgerShow>>>;
 
@@ -84,6 +92,8 @@ export const ledgerShowCommand = defineCommand({
     showBy: { description: 'show who resolved it as stored (default: a pseudonym)' },
   },
   async run({ io, color, print }, o, [id]: [string]) {
+    // --config feeds only the resolve commands the text shows.
+    if (o.json) refuseIdleConfig(o);
     const r = await ledgerShow(o, id);
     // As verify and resolve answer it (exit 1).
     if (!r) throw new RefusedError(notInLedger(id, o));
