@@ -195,7 +195,8 @@ describe('a re-read of the target that cannot be made', () => {
     const refused = scripted(adapter, () => ({ kind: 'not-applied', neverSent: true, message: 'ECONNREFUSED' }));
     const clock = createVirtualClock();
     const runner = createRunner({ ledger, clock, random: () => 0.5, policy: { maxElapsedMs: 30_000 } });
-    const r = await runner.run({ ...refused, doResolveIntent: adapter.doResolveIntent }, OP, { params: { ref: 'R-1' } });
-    expect((await ledger.get(r.businessOperationId))?.state).toBe('not-sent');
+    const run = runner.run({ ...refused, doResolveIntent: adapter.doResolveIntent }, OP, { params: { ref: 'R-1' } });
+    await expect(run).rejects.toMatchObject({ name: 'RetryExhaustedError' });
+    expect((await ledger.get(businessOperationId(`sandbox.${OP}`, { ref: 'r-1' })))?.state).toBe('not-sent');
   });
 });
