@@ -34,6 +34,8 @@ export interface OperationRecord {
   /** The adapter's account (AdapterV1.account), when it has one: recover() drives it through that account's adapter. */
   readonly account?: string;
   readonly operation: string;
+  /** The caller gave the intent (RunInput.intent): digested as given, no provider object in it to check again. */
+  readonly intentFrom?: 'caller';
   readonly intentFingerprint: string;
   readonly paramsFingerprint: string;
   /** Kept so a resume or a crash recovery re-sends the same request; never copied into receipts or packets. */
@@ -73,19 +75,21 @@ export type OperationIdentity = Pick<
   | 'provider'
   | 'account'
   | 'operation'
+  | 'intentFrom'
   | 'intentFingerprint'
   | 'paramsFingerprint'
   | 'params'
   | 'providerKey'
 >;
 
-/** No account, no field. */
+/** No account, no field; an intent not the caller's, no field. */
 export function identityFields(from: OperationIdentity): OperationIdentity {
   return {
     businessOperationId: from.businessOperationId,
     provider: from.provider,
     ...(from.account !== undefined && { account: from.account }),
     operation: from.operation,
+    ...(from.intentFrom !== undefined && { intentFrom: from.intentFrom }),
     intentFingerprint: from.intentFingerprint,
     paramsFingerprint: from.paramsFingerprint,
     params: from.params,
@@ -259,6 +263,8 @@ export function claimTransition(
     if (typeof input[field] !== 'string') throw new LedgerError(`claim: ${field} must be a string`);
   if (input.account !== undefined && typeof input.account !== 'string')
     throw new LedgerError('claim: account must be a string when given');
+  if (input.intentFrom !== undefined && input.intentFrom !== 'caller')
+    throw new LedgerError("claim: intentFrom must be 'caller' when given");
   checkStorable(input, STORABLE, 'claim');
   if (existing === null && input.existing) return { result: { kind: 'gone' }, write: null };
   const { receipt } = input;
