@@ -4,7 +4,7 @@
 import { ConflictError, InvalidIntentError } from '@retrysafe/contract';
 import type { Fault } from '@retrysafe/testkit';
 import { describe, expect, it } from 'vitest';
-import { issueParams, startRig } from './helpers.js';
+import { commentParams, issueParams, startRig } from './helpers.js';
 
 /** A rig whose GET /repos/acme/widgets (the look-up before the claim) meets `faults`, one per call. */
 async function resolveRig(faults: readonly Fault[]) {
@@ -91,7 +91,7 @@ describe('issues.create: the repository look-up before the claim', () => {
 
 // The id names the repository the name resolved to when the operation began; the name may belong to another one by
 // the time a retry, a resume or a correction goes out. Whatever the path, it must not create in that other repository.
-describe('issues.create: a send after the name changed hands', () => {
+describe('issues.create, issues.createComment: a send after the name changed hands', () => {
   const OLD = 41;
   const NEW = 42;
   const handOver = (sandbox: { setRepository(name: string, id: number): void }) => {
@@ -157,5 +157,38 @@ describe('issues.create: a send after the name changed hands', () => {
     const result = await rig.runner.run(rig.adapter, 'issues.create', { params: issueParams(10), intent });
     expect(result).toMatchObject({ status: 'done', attempts: 2 });
     expect(issuesIn(rig.sandbox, OLD)).toBe(1);
+  });
+
+  /** A comment GitHub created whose answer was lost as its worker stopped, then `between`, then a recover(). */
+  async function recoveredComment(
+    intent: Record<string, unknown> | undefined,
+    between: (sandbox: { setRepository(name: string, id: number): void }) => void,
+  ) {
+    const rig = await startRig([], { repositories: { 'acme/widgets': OLD } });
+    const stop = new AbortController();
+    rig.proxy.setFaults((_call, r) => (r.method === 'POST' ? { kind: 'delay', ms: 60_000 } : 'pass'));
+    const input = { params: commentParams(11), signal: stop.signal, ...(intent && { intent }) };
+    const run = rig.runner.run(rig.adapter, 'issues.createComment', input);
+    await expect.poll(() => rig.sandbox.count('issues.createComment')).toBe(1);
+    stop.abort(new Error('worker gone'));
+    await expect(run).rejects.toThrow('worker gone');
+    rig.proxy.setFaults(() => 'pass');
+    between(rig.sandbox);
+    const [report] = await rig.runner.recover({ adapters: [rig.adapter] });
+    return { ...rig, report };
+  }
+
+  it('a recover() of a comment with the caller’s intent, its worker stopped after GitHub created it ⇒ adopted', async () => {
+    const intent = { owner: 'acme', repo: 'widgets', issue_number: 1, run: 1234 };
+    const { report, sandbox, packets } = await recoveredComment(intent, () => {});
+    expect(report).toMatchObject({ action: 'adopted', to: 'succeeded' });
+    expect([sandbox.count('issues.createComment'), packets]).toEqual([1, []]);
+  });
+
+  it('a recover() of a comment whose repository name changed hands since ⇒ handed off, not looked up there', async () => {
+    const { report, sandbox, packets } = await recoveredComment(undefined, handOver);
+    expect(report?.to).toBe('handed-off');
+    expect(sandbox.count('issues.createComment')).toBe(1);
+    expect(packets.at(-1)?.explanation).toMatch(/resolve to another intent.*not looked up there/);
   });
 });

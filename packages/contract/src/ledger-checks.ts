@@ -1,7 +1,8 @@
 // The input checks every ledger applies, so each refuses the same bad input with the same LedgerError: NaN, -1 or a
 // string would otherwise be kept by one ledger, turned to null or read as "all" by another, refused by a third.
 import { LedgerError } from './errors.js';
-import type { Fenced, ListFilter, PruneOptions } from './ledger.js';
+import { businessOperationIdProblem } from './ids.js';
+import type { ClaimInput, Fenced, ListFilter, PruneOptions } from './ledger.js';
 import { type OperationState, PRUNABLE_STATES, STATES } from './ledger-states.js';
 import type { OnUnreadable } from './ledger-stored.js';
 import type { HandoffPacket } from './receipt.js';
@@ -108,4 +109,27 @@ export function checkListFilter(filter: ListFilter): void {
   const { states } = filter;
   if (states !== undefined && !(Array.isArray(states) && states.every((s) => STATES.includes(s))))
     throw new LedgerError(`list: states must be a list of states, got ${JSON.stringify(states)}`);
+}
+
+/** The claim's fields a record is found, listed and compared by. */
+const CLAIM_TEXTS = ['provider', 'operation', 'intentFingerprint', 'paramsFingerprint'] as const;
+/** The claim's texts a ledger keeps in text columns (see unstorable): refused alike by every ledger. */
+const STORABLE = [...CLAIM_TEXTS, 'providerKey', 'account', 'owner'] as const;
+
+/** `leaseNow`: the clock the claim's lease is judged on. */
+export function checkClaim(input: ClaimInput, leaseNow: number): void {
+  checkLease(input.leaseMs, 'claim');
+  checkNow(input.now, 'claim');
+  if (typeof input.owner !== 'string' || input.owner.length === 0)
+    throw new LedgerError('claim: owner must be a non-empty string');
+  if (!Number.isFinite(leaseNow)) throw new LedgerError('claim: the lease clock must be epoch ms');
+  const badId = businessOperationIdProblem(input.businessOperationId);
+  if (badId !== null) throw new LedgerError(`claim: businessOperationId ${badId}; nothing written`);
+  for (const field of CLAIM_TEXTS)
+    if (typeof input[field] !== 'string') throw new LedgerError(`claim: ${field} must be a string`);
+  if (input.account !== undefined && typeof input.account !== 'string')
+    throw new LedgerError('claim: account must be a string when given');
+  if (input.intentFrom !== undefined && input.intentFrom !== 'caller')
+    throw new LedgerError("claim: intentFrom must be 'caller' when given");
+  checkStorable(input, STORABLE, 'claim');
 }

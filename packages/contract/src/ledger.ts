@@ -1,16 +1,8 @@
 // `@retrysafe/contract/ledger`: the record every ledger stores, and its state machine as pure functions that each
 // ledger applies inside its own atomic section: read the record, call the rule, write what it returns.
 import { InvalidStateError, LeaseLostError, LedgerError } from './errors.js';
-import { type BusinessOperationId, businessOperationIdProblem, type ProviderKey } from './ids.js';
-import {
-  checkLease,
-  checkNow,
-  checkPacket,
-  checkRefTexts,
-  checkRenewal,
-  checkStorable,
-  unstorable,
-} from './ledger-checks.js';
+import type { BusinessOperationId, ProviderKey } from './ids.js';
+import { checkClaim, checkNow, checkPacket, checkRefTexts, checkRenewal, unstorable } from './ledger-checks.js';
 import { type OperationState, STATES, TERMINAL_STATES } from './ledger-states.js';
 import type { OnUnreadable } from './ledger-stored.js';
 import type { HandoffPacket, Receipt } from './receipt.js';
@@ -34,6 +26,8 @@ export interface OperationRecord {
   /** The adapter's account (AdapterV1.account), when it has one: recover() drives it through that account's adapter. */
   readonly account?: string;
   readonly operation: string;
+  /** The caller gave the intent (RunInput.intent): digested as given, no provider object in it to check again. */
+  readonly intentFrom?: 'caller';
   readonly intentFingerprint: string;
   readonly paramsFingerprint: string;
   /** Kept so a resume or a crash recovery re-sends the same request; never copied into receipts or packets. */
@@ -73,19 +67,21 @@ export type OperationIdentity = Pick<
   | 'provider'
   | 'account'
   | 'operation'
+  | 'intentFrom'
   | 'intentFingerprint'
   | 'paramsFingerprint'
   | 'params'
   | 'providerKey'
 >;
 
-/** No account, no field. */
+/** No account, no field; an intent not the caller's, no field. */
 export function identityFields(from: OperationIdentity): OperationIdentity {
   return {
     businessOperationId: from.businessOperationId,
     provider: from.provider,
     ...(from.account !== undefined && { account: from.account }),
     operation: from.operation,
+    ...(from.intentFrom !== undefined && { intentFrom: from.intentFrom }),
     intentFingerprint: from.intentFingerprint,
     paramsFingerprint: from.paramsFingerprint,
     params: from.params,
@@ -213,10 +209,6 @@ export function leaseLive(record: OperationRecord, now: number): boolean {
 
 const RELEASED = { leaseOwner: null, leaseExpiresAt: null } as const;
 
-/** The claim's fields a record is found, listed and compared by. */
-const CLAIM_TEXTS = ['provider', 'operation', 'intentFingerprint', 'paramsFingerprint'] as const;
-/** The claim's texts a ledger keeps in text columns (see unstorable): refused alike by every ledger. */
-const STORABLE = [...CLAIM_TEXTS, 'providerKey', 'account', 'owner'] as const;
 const NO_ATTEMPTS = {
   firstDispatchedAt: null,
   attemptCount: 0,
@@ -250,18 +242,7 @@ export function claimTransition(
   input: ClaimInput,
   leaseNow: number = input.now,
 ): { result: ClaimResult; write: OperationRecord | null } {
-  checkLease(input.leaseMs, 'claim');
-  checkNow(input.now, 'claim');
-  if (typeof input.owner !== 'string' || input.owner.length === 0)
-    throw new LedgerError('claim: owner must be a non-empty string');
-  if (!Number.isFinite(leaseNow)) throw new LedgerError('claim: the lease clock must be epoch ms');
-  const badId = businessOperationIdProblem(input.businessOperationId);
-  if (badId !== null) throw new LedgerError(`claim: businessOperationId ${badId}; nothing written`);
-  for (const field of CLAIM_TEXTS)
-    if (typeof input[field] !== 'string') throw new LedgerError(`claim: ${field} must be a string`);
-  if (input.account !== undefined && typeof input.account !== 'string')
-    throw new LedgerError('claim: account must be a string when given');
-  checkStorable(input, STORABLE, 'claim');
+  checkClaim(input, leaseNow);
   if (existing === null && input.existing) return { result: { kind: 'gone' }, write: null };
   const { receipt } = input;
   if (receipt !== undefined && (existing === null || !(input.resume || input.supersede)))

@@ -192,6 +192,7 @@ async function claim(c: Parts, input: ClaimInput): Promise<ClaimResult> {
       Math.ceil(input.leaseMs),
       input.now,
       input.account ?? null,
+      input.intentFrom ?? null,
     ],
   );
   if (rows.length === 0) return claimExisting(c, input);

@@ -37,6 +37,7 @@ const FIELDS = [
   ['handoff', 'handoff', 'json'],
   ['resolution', 'resolution', 'json'],
   ['account', 'account', ''],
+  ['intentFrom', 'intent_from', ''],
 ] as const satisfies ReadonlyArray<readonly [keyof OperationRecord, string, '' | 'int8' | 'json']>;
 
 /** Every column but `receipts`, which only `receipts()` and an exporting prune read. */
@@ -54,8 +55,9 @@ export function toRecord(row: OperationRow): OperationRecord {
     const value = row[column];
     record[field] = value == null ? null : kind === 'int8' ? Number(value) : value;
   }
-  // No account is no field at all, as the contract's claim writes it.
+  // No account (no caller's intent) is no field at all, as the contract's claim writes it.
   if (record.account === null) delete record.account;
+  if (record.intentFrom === null) delete record.intentFrom;
   record.receiptChain = { head: row.receipt_head, length: row.receipt_count };
   // Its columns hold the rest; a json column (the hand-off packet) may hold anything a statement wrote.
   return checkStoredRecord(record, 'PostgreSQL ledger');

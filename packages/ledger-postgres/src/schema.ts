@@ -22,6 +22,7 @@ CREATE TABLE {{schema}}.retrysafe_operations (
   provider text NOT NULL,
   account text,
   operation text NOT NULL,
+  intent_from text,
   intent_fingerprint text NOT NULL,
   params_fingerprint text NOT NULL,
   params json,

@@ -90,10 +90,10 @@ export function createStatements(schema: string, dbClock: boolean) {
   const claimInsert = (dispatch: boolean) =>
     named(
       `claim-insert${dispatch ? '-dispatched' : ''}${dbClock ? '' : ':caller-clock'}`,
-      // $1 id, $2 provider, $3 operation, $4 intent fp, $5 params fp, $6 params, $7 provider key, $8 owner, $9 lease ms, $10 now, $11 account.
+      // $1 id, $2 provider, $3 operation, $4 intent fp, $5 params fp, $6 params, $7 provider key, $8 owner, $9 lease ms, $10 now, $11 account, $12 intent from.
       `INSERT INTO ${ops} (business_operation_id, provider, operation, intent_fingerprint, params_fingerprint, params, provider_key,
-           state, fence, lease_owner, lease_expires_at, created_at, updated_at, attempt_count, first_dispatched_at, account)
-         VALUES ($1, $2, $3, $4, $5, $6::json, $7, ${dispatch ? `'dispatched'` : `'claimed'`}, 1, $8, ${dbClock ? DB_NOW : '$10::bigint'} + $9::bigint, $10, $10, ${dispatch ? '1, $10' : '0, NULL'}, $11)
+           state, fence, lease_owner, lease_expires_at, created_at, updated_at, attempt_count, first_dispatched_at, account, intent_from)
+         VALUES ($1, $2, $3, $4, $5, $6::json, $7, ${dispatch ? `'dispatched'` : `'claimed'`}, 1, $8, ${dbClock ? DB_NOW : '$10::bigint'} + $9::bigint, $10, $10, ${dispatch ? '1, $10' : '0, NULL'}, $11, $12)
          ON CONFLICT (business_operation_id) DO NOTHING RETURNING lease_expires_at, xmin`,
     );
   /** $1 state, $2 before, $3/$4 after (created_at, id), $5 page size; the records and receipts only to export them. */

@@ -108,8 +108,7 @@ export async function movedTarget(
   const now = await adapter.doResolveIntent(opName, intentOf(params, spec.card.businessOperationId), signal);
   if (identityOf(spec, { params, intent: now }, adapter.account).intentFingerprint === op.intentFingerprint)
     return null;
-  // A caller's own intent is not in the record, so its operations land here too: the text names both causes.
-  return "the params' names now resolve to another intent than the one this operation was claimed with (a name renamed, transferred or re-created, or an intent its caller gave)";
+  return "the params' names now resolve to another intent than the one this operation was claimed with (a name renamed, transferred or re-created)";
 }
 
 /** A call's business-operation id (the caller's, or the digest of its normalised intent) and intent fingerprint, both

@@ -124,7 +124,8 @@ export function storedOperation(
     redactor: payload.redactor,
     requestFingerprint: payload.requestFingerprint,
     signal: undefined,
-    intentFrom: 'params' as const,
+    // A caller's intent is in the record: its later sends are not checked against the object the params name now.
+    intentFrom: record.intentFrom ?? 'params',
     followUp: false,
     attemptIds: run.attemptIds,
     policy: cachedPolicy(spec.card, ctx.options.policy),

@@ -43,6 +43,7 @@ export function claimInput(
     provider: op.adapter.provider,
     account: op.adapter.account,
     operation: op.card.operation,
+    intentFrom: op.intentFrom === 'caller' ? 'caller' : undefined,
     intentFingerprint: op.intentFingerprint,
     paramsFingerprint: op.paramsFingerprint,
     params: op.params,

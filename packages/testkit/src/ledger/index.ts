@@ -30,15 +30,21 @@ function claimCases(test: Test): void {
     expect(await l.get(id('new'))).toMatchObject({ state: 'claimed', fence: 1 });
   });
 
-  test('keeps a claim’s account through every write; a claim without one stores no account field', async (l) => {
-    const { ref, record } = await claimed(l, 'account', { account: 'acme-eu' });
-    expect(record.account).toBe('acme-eu');
+  test('keeps a claim’s account and caller’s intent through every write; a claim without them stores neither field', async (l) => {
+    const kept = { account: 'acme-eu', intentFrom: 'caller' } as const;
+    const { ref, record } = await claimed(l, 'account', kept);
+    expect(record).toMatchObject(kept);
     await l.markDispatched(ref, T0 + 1);
-    await l.setState(ref, { state: 'succeeded', now: T0 + 2, result: { ok: true } });
-    expect((await l.get(id('account')))!.account).toBe('acme-eu');
-    expect((await l.list({})).find((r) => r.businessOperationId === id('account'))!.account).toBe('acme-eu');
+    const taken = await l.claim(claimInput('account', { owner: 'worker-2', now: T0 + 1000 }));
+    expect(taken.kind === 'claimed' && taken.record).toMatchObject(kept);
+    await l.setState({ ...ref, fence: 2 }, { state: 'succeeded', now: T0 + 1001, result: { ok: true } });
+    expect(await l.get(id('account'))).toMatchObject(kept);
+    expect((await l.list({})).find((r) => r.businessOperationId === id('account'))).toMatchObject(kept);
     await claimed(l, 'no-account');
-    expect(Object.hasOwn((await l.get(id('no-account')))!, 'account')).toBe(false);
+    const bare = (await l.get(id('no-account')))!;
+    expect([Object.hasOwn(bare, 'account'), Object.hasOwn(bare, 'intentFrom')]).toEqual([false, false]);
+    await refused(l.claim(claimInput('bad-from', { intentFrom: 'params' as 'caller' })), LedgerError);
+    expect(await l.get(id('bad-from'))).toBeNull();
   });
 
   test('answers busy to a second claim while the lease is live, without changing the record', async (l) => {
