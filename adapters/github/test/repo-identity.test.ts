@@ -112,7 +112,7 @@ describe('issues.create, issues.createComment: a send after the name changed han
     const result = await rig.runner.run(rig.adapter, 'issues.create', { params: issueParams(6) });
     expect(issuesIn(rig.sandbox, NEW)).toBe(0);
     expect(result.status).toBe('handed-off');
-    expect(rig.packets.at(-1)?.lastKnown.message).toMatch(/resolve to another intent/);
+    expect(rig.packets.at(-1)?.lastKnown.message).toMatch(/resolve to another object/);
   });
 
   it('a person’s resume ⇒ nothing created in the new repository', async () => {
@@ -128,7 +128,7 @@ describe('issues.create, issues.createComment: a send after the name changed han
     );
     expect(issuesIn(rig.sandbox, NEW)).toBe(0);
     expect(resumed.status).toBe('handed-off');
-    expect(rig.packets.at(-1)?.lastKnown.message).toMatch(/resolve to another intent/);
+    expect(rig.packets.at(-1)?.lastKnown.message).toMatch(/resolve to another object/);
   });
 
   it('a recover() after the run stopped at a 429 ⇒ not looked up, nothing created in the new repository', async () => {
@@ -147,7 +147,7 @@ describe('issues.create, issues.createComment: a send after the name changed han
     expect(issuesIn(rig.sandbox, NEW)).toBe(0);
     expect(report?.to).toBe('handed-off');
     // Its lookup did not list the new repository's issues as if they were the operation's.
-    expect(rig.packets.at(-1)?.explanation).toMatch(/resolve to another intent.*not looked up there/);
+    expect(rig.packets.at(-1)?.explanation).toMatch(/resolve to another object.*not looked up there/);
   });
 
   it('an intent the caller gave names no repository to check: its retry after a 429 is sent as before', async () => {
@@ -189,6 +189,6 @@ describe('issues.create, issues.createComment: a send after the name changed han
     const { report, sandbox, packets } = await recoveredComment(undefined, handOver);
     expect(report?.to).toBe('handed-off');
     expect(sandbox.count('issues.createComment')).toBe(1);
-    expect(packets.at(-1)?.explanation).toMatch(/resolve to another intent.*not looked up there/);
+    expect(packets.at(-1)?.explanation).toMatch(/resolve to another object.*not looked up there/);
   });
 });

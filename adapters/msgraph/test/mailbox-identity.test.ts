@@ -71,7 +71,7 @@ describe('mail.send: a retry after the UPN passed to another user', () => {
     });
     const result = await runner.run(adapter, 'mail.send', { params: mailParams(4, 'ann@contoso.test') });
     expect(sandbox.count('mail.send')).toBe(0);
-    expect(result).toMatchObject({ status: 'handed-off', packet: { lastKnown: { message: /another intent/ } } });
+    expect(result).toMatchObject({ status: 'handed-off', packet: { lastKnown: { message: /another object/ } } });
   });
 });
 

@@ -184,7 +184,7 @@ describe('a resend-with after the name changed hands', () => {
     const resolution = { action: 'resend-with', params: { ref: 'rec-9', amount: 2 } } as const;
     const sent = await runner.resolve(first.businessOperationId, resolution, { adapters: [resolving] });
     expect(provider.count()).toBe(0);
-    expect(sent).toMatchObject({ status: 'handed-off', packet: { lastKnown: { message: /another intent/ } } });
+    expect(sent).toMatchObject({ status: 'handed-off', packet: { lastKnown: { message: /another object/ } } });
   });
 });
 

@@ -108,7 +108,7 @@ export async function movedTarget(
   const now = await adapter.doResolveIntent(opName, intentOf(params, spec.card.businessOperationId), signal);
   if (identityOf(spec, { params, intent: now }, adapter.account).intentFingerprint === op.intentFingerprint)
     return null;
-  return "the params' names now resolve to another intent than the one this operation was claimed with (a name renamed, transferred or re-created)";
+  return "the params' names now resolve to another object than the one this operation's id names (renamed, transferred, or re-created under the name)";
 }
 
 /** A call's business-operation id (the caller's, or the digest of its normalised intent) and intent fingerprint, both
