@@ -38,6 +38,19 @@ async function updateDocument(params: Record<string, unknown>) {
 }
 
 describe('createHttpAdapter: declarations are checked against the card', () => {
+  /** documents.update's own checks (checkParams) with `id` declared as `id`. */
+  const docsCheck = (id: object) =>
+    createHttpAdapter({
+      ...base,
+      provider: 'acme-docs',
+      operations: {
+        'documents.update': {
+          ...etagDocumentsUpdate('acme-docs'),
+          paramsSchema: { type: 'object', properties: { id } },
+        },
+      },
+    }).operations['documents.update']!.checkParams!;
+
   it('builds a v1 adapter whose operations carry the card and its intent fields', () => {
     const a = createHttpAdapter(withOp(spec));
     expect(a.specificationVersion).toBe('v1');
@@ -239,40 +252,16 @@ describe('createHttpAdapter: declarations are checked against the card', () => {
       kind: 'rejected',
       fields: [{ path: 'etag' }],
     });
-    const docs = etagDocumentsUpdate('acme-docs');
-    const numeric = { type: 'object', properties: { id: { type: 'integer' } } };
-    const a = createHttpAdapter({
-      ...base,
-      provider: 'acme-docs',
-      operations: { 'documents.update': { ...docs, paramsSchema: numeric } },
-    });
-    expect(a.operations['documents.update']!.checkParams!({ id: 5, etag: '"g1"', title: 't', body: 'b' })).toEqual([]);
-    const listed = { type: 'object', properties: { id: { type: ['integer'] } } };
-    const c = createHttpAdapter({
-      ...base,
-      provider: 'acme-docs',
-      operations: { 'documents.update': { ...docs, paramsSchema: listed } },
-    });
-    expect(c.operations['documents.update']!.checkParams!({ id: 5, etag: '"g1"', title: 't', body: 'b' })).toEqual([]);
-    const either = { type: 'object', properties: { id: { type: ['integer', 'string'] } } };
-    const b = createHttpAdapter({
-      ...base,
-      provider: 'acme-docs',
-      operations: { 'documents.update': { ...docs, paramsSchema: either } },
-    });
-    expect(b.operations['documents.update']!.checkParams!({ id: 5, etag: '"g1"', title: 't', body: 'b' })).toEqual([
+    const doc5 = { id: 5, etag: '"g1"', title: 't', body: 'b' };
+    expect(docsCheck({ type: 'integer' })(doc5)).toEqual([]);
+    expect(docsCheck({ type: ['integer'] })(doc5)).toEqual([]);
+    expect(docsCheck({ type: ['integer', 'string'] })(doc5)).toEqual([
       { path: 'id', message: expect.stringMatching(/send it as a string/) },
     ]);
   });
 
   it('an integer past 2^53 in the path is refused even where the schema pins numbers: JSON reads two such ids as one', () => {
-    const docs = etagDocumentsUpdate('acme-docs');
-    const numeric = { type: 'object', properties: { id: { type: 'integer' } } };
-    const check = createHttpAdapter({
-      ...base,
-      provider: 'acme-docs',
-      operations: { 'documents.update': { ...docs, paramsSchema: numeric } },
-    }).operations['documents.update']!.checkParams!;
+    const check = docsCheck({ type: 'integer' });
     // Two documents' ids as an agent writes them; JSON.parse (an MCP host, the CLI) gives both as one double.
     const [a, b] = [JSON.parse('1234567890123456789'), JSON.parse('1234567890123456788')] as number[];
     expect(a).toBe(b);

@@ -153,13 +153,16 @@ describe('the needs-human answer offers a corrected call only where the runner w
   });
 });
 
+/** A rejection nothing applied: the agent's correction is a new revision. */
+const NOTE_TOO_LONG = {
+  reason: 'validation',
+  message: 'note is too long',
+  fields: [{ path: 'note', message: 'is too long' }],
+};
+
 describe('a correction after the agent runner was built again (a restart)', () => {
   it('is first answered as a conflict that says the same call sends it; that call does', async () => {
-    const { runner, tool, sent } = rejectingTool({
-      reason: 'validation',
-      message: 'note is too long',
-      fields: [{ path: 'note', message: 'is too long' }],
-    });
+    const { runner, tool, sent } = rejectingTool(NOTE_TOO_LONG);
     expect(await callAgentTool(agentRunner(runner), tool, { ref: 'o-40', note: 'long' })).toMatchObject({
       status: 'needs-human',
     });
@@ -175,11 +178,7 @@ describe('a correction after the agent runner was built again (a restart)', () =
 
 describe('a correction first answered to a call that followed another (followUp, a duplicate joined in flight)', () => {
   it('tells the end all the same: the next call with those arguments sends them', async () => {
-    const { runner, tool, sent } = rejectingTool({
-      reason: 'validation',
-      message: 'note is too long',
-      fields: [{ path: 'note', message: 'is too long' }],
-    });
+    const { runner, tool, sent } = rejectingTool(NOTE_TOO_LONG);
     const agent = agentRunner(runner);
     await callAgentTool(agentRunner(runner), tool, { ref: 'o-41', note: 'long' });
     const corrected = await callAgentTool(agent, tool, { ref: 'o-41', note: 'short' }, { followUp: true });
@@ -202,11 +201,7 @@ describe('agentTools: the operations to expose', () => {
 
 describe('the answer for an operation a person closed', () => {
   it('abandoned after a rejection with field errors: no "corrected request" promise and no waiting for a person; a corrected call sends nothing', async () => {
-    const { provider, runner, ledger, tool, sent } = rejectingTool({
-      reason: 'validation',
-      message: 'note is too long',
-      fields: [{ path: 'note', message: 'is too long' }],
-    });
+    const { provider, runner, ledger, tool, sent } = rejectingTool(NOTE_TOO_LONG);
     const first = await callAgentTool(agentRunner(runner), tool!, { ref: 'o-13', note: 'long' });
     expect(first.message).toMatch(/sent as a corrected request/); // the packet offers resend-with
     expect(first.message).not.toMatch(/other intent fields/);

@@ -73,6 +73,15 @@ function collect(client: Client) {
   return seen;
 }
 
+/** Calls of server-everything's tools that answer, each with its arguments. */
+const ANSWERED: [string, Record<string, unknown>][] = [
+  ['echo', { message: 'hi' }],
+  ['get-annotated-message', { messageType: 'error', includeImage: true }],
+  ['get-resource-links', { count: 3 }],
+  ['get-structured-content', { location: 'Chicago' }],
+  ['get-sum', { a: 1, b: 2 }],
+];
+
 describe('server-everything behind the fence', () => {
   it('passed-through tools, resources, prompts and completions answer as the server does directly', async () => {
     // directly, a host that declares what the fence declares upstream: the server lists the tools that use them
@@ -103,12 +112,8 @@ describe('server-everything behind the fence', () => {
     // an intent argument the upstream has a default for is listed required: the fence refuses a call without it
     expect(mine.find((t) => t.name === 'gzip-file-as-resource')?.inputSchema.required).toEqual(['name']);
     const calls: [string, Record<string, unknown>][] = [
-      ['echo', { message: 'hi' }],
-      ['get-annotated-message', { messageType: 'error', includeImage: true }],
-      ['get-resource-links', { count: 3 }],
+      ...ANSWERED,
       ['get-resource-reference', { resourceType: 'blob', resourceId: 2 }],
-      ['get-structured-content', { location: 'Chicago' }],
-      ['get-sum', { a: 1, b: 2 }],
       ['get-tiny-image', {}],
       ['get-sum', { a: 'one' }],
       ['trigger-sampling-request', { prompt: 'hi', maxTokens: 5 }],
@@ -140,12 +145,8 @@ describe('server-everything behind the fence', () => {
   it('fenced tools answer field by field as directly (content, structuredContent, isError, _meta), their stored copy too', async () => {
     /** Each tool fenced by its arguments, with a call it answers. */
     const calls: [string, Record<string, unknown>][] = [
-      ['echo', { message: 'hi' }],
-      ['get-annotated-message', { messageType: 'error', includeImage: true }],
-      ['get-resource-links', { count: 3 }],
+      ...ANSWERED,
       ['get-resource-reference', { resourceType: 'Blob', resourceId: 2 }],
-      ['get-structured-content', { location: 'Chicago' }],
-      ['get-sum', { a: 1, b: 2 }],
     ];
     const tools = Object.fromEntries(
       calls.map(([name, args]) => [name, { kind: 'create', intent: Object.keys(args) }]),
