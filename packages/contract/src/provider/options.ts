@@ -47,7 +47,7 @@ export function checkToken(provider: string, name: string, value: unknown): stri
   if (!/^[\x21-\x7e]+$/.test(value))
     throw new AdapterConfigurationError(
       provider,
-      `${name} must be printable ASCII without spaces: it holds a line break (read with its newline?), a space or a character no header carries`,
+      `${name} must be printable ASCII without spaces: it holds a line break (read with its newline?), a space or a character no header carries (a placeholder such as … left in?)`,
     );
   return value;
 }
