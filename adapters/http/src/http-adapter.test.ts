@@ -312,6 +312,13 @@ describe('createHttpAdapter: declarations are checked against the card', () => {
     expect(() => createHttpAdapter(withOp(badKey))).toThrow(/"Idempotency Key" is not a header name/);
   });
 
+  it('a static header Node refuses (a line break in its value, a space in its name) is refused when the adapter is built', () => {
+    const build = (headers: Record<string, string>) => () => createHttpAdapter({ ...withOp(spec), headers });
+    expect(build({ Authorization: 'Bearer a\r\nX-Other: 1' })).toThrow(/headers: .*"Authorization"/);
+    expect(build({ 'X Api Key': 'k' })).toThrow(AdapterConfigurationError);
+    expect(build({ Authorization: 'Bearer é' })).not.toThrow();
+  });
+
   it('a precondition param that is a nested intent field (version.etag) is refused: the request reads a top-level param', () => {
     const docs = etagDocumentsUpdate('acme-docs');
     const bo = { ...docs.card.businessOperationId, intentFields: ['id', 'version.etag', 'title', 'body'] };

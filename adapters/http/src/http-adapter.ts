@@ -37,6 +37,7 @@ import {
   type HttpLookupSpec,
   type HttpOperation,
   type HttpOperationSpec,
+  headerRefusal,
   type Ids,
   type LookupReadContext,
   readPath,
@@ -93,14 +94,10 @@ function connect(provider: string, options: HttpAdapterOptions) {
       provider,
       'timeoutMs must be a positive number (axios has no timeout by default, so a lost response would hang forever)',
     );
-  // A header Node refuses (a line break, a character above U+00FF) would refuse every request, each after its claim.
-  for (const [name, value] of Object.entries(options.headers ?? {}))
-    try {
-      http.validateHeaderName(name);
-      http.validateHeaderValue(name, value);
-    } catch (err) {
-      throw new AdapterConfigurationError(provider, `headers: ${(err as Error).message}`);
-    }
+  for (const [name, value] of Object.entries(options.headers ?? {})) {
+    const refusal = headerRefusal(name, value);
+    if (refusal) throw new AdapterConfigurationError(provider, `headers: ${refusal}`);
+  }
   const baseURL = base.toString().replace(/\/$/, '');
   const httpAgent = new http.Agent({ keepAlive: false });
   const httpsAgent = new https.Agent({ keepAlive: false });
