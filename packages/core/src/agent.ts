@@ -44,9 +44,11 @@ export type AgentToolResult = ReturnType<typeof toAgentResult> | NonNullable<Ret
 export function refusalAnswer(
   err: unknown,
   idOf: () => string | null,
-  intentFields: readonly string[] = [],
-  looksUp = false,
-  revises = false,
+  {
+    intentFields = [],
+    looksUp = false,
+    revises = false,
+  }: { intentFields?: readonly string[]; looksUp?: boolean; revises?: boolean } = {},
 ) {
   if (ConflictError.isInstance(err)) {
     const { businessOperationId, field, paths, needsPerson, storedMayApply } = err;
@@ -349,13 +351,11 @@ export async function callAgentTool(
     if (r.status !== 'done') return toAgentResult(r);
     return toAgentResult({ ...r, result: agent.shown(r.result) });
   } catch (e) {
-    const answer = refusalAnswer(
-      e,
-      idOf,
-      spec.intentFields,
-      tool.adapter.doResolveIntent !== undefined,
-      changedParamsRevise(spec.card),
-    );
+    const answer = refusalAnswer(e, idOf, {
+      intentFields: spec.intentFields,
+      looksUp: tool.adapter.doResolveIntent !== undefined,
+      revises: changedParamsRevise(spec.card),
+    });
     if (answer !== null) {
       // Other params than a stored request nothing applied: the same call again is the correction.
       const correctable = answer.status === 'conflict' && answer.field === 'params' && !answer.storedMayApply;

@@ -159,22 +159,27 @@ export async function runServe(argv: readonly string[], log = toStderr): Promise
   if (!configPath) throw new UsageError(`name the config: --config <retrysafe.yaml> (or set ${CONFIG_ENV})`);
   return stoppable(async (stop) => {
     const config = await loadConfigFile(configPath);
-    const { byName, operations } = await naming(configPath, async () => {
-      const byName = await createAdapters(config);
+    const byName = await naming(configPath, () => createAdapters(config));
+    const adapters = Object.values(byName);
+    const closeAdapters = async () => void (await Promise.allSettled(adapters.map(async (a) => a.close?.())));
+    // A start that fails closes what it had built (the adapters' clients, the ledger), then throws its first error.
+    let ledger: { close(): Promise<void> } | undefined;
+    let make: () => Server;
+    let stopServing: () => Promise<void>;
+    try {
       // the config names operations by its adapter keys; tools are named by provider
       const operations = exposedOperations(config, byName);
-      checkAtStart(Object.values(byName), config.policy, operations);
-      return { byName, operations };
-    });
-    const parts = await servingParts(config);
-    const make = () => createRetrysafeMcpServer({ ...parts, adapters: Object.values(byName), operations });
-    try {
+      await naming(configPath, () => checkAtStart(adapters, config.policy, operations));
+      const parts = await servingParts(config);
+      ledger = parts.ledger;
+      make = () => createRetrysafeMcpServer({ ...parts, adapters, operations });
       make(); // a tool set it refuses (two tools of one name) is refused at start, not on the first HTTP request
+      stopServing = stopping(parts);
     } catch (e) {
-      await parts.ledger.close();
+      await Promise.allSettled([ledger?.close(), closeAdapters()]);
       throw e;
     }
-    return serve(o, make, 'retrysafe MCP server', log, stopping(parts), stop);
+    return serve(o, make, 'retrysafe MCP server', log, () => stopServing().finally(closeAdapters), stop);
   });
 }
 
