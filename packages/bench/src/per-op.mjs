@@ -4,13 +4,11 @@
 // mode), the WAL bytes (after a CHECKPOINT, so first page touches pay their full-page images) and flushes,
 // and the bytes of table and indexes.
 //   DATABASE_URL=... node packages/bench/src/per-op.mjs [N=2000] [--mode=runner|raw|hand|powertools]
-//        [--async-commit] [--caller-clock] [--waldump=<PGDATA>/pg_wal] [--pgdata=<PGDATA>] [--keep]
+//        [--async-commit] [--caller-clock] [--waldump=<PGDATA>/pg_wal] [--pgdata=<PGDATA>] [--keep] [--calls] [--alloc]
 // RETRYSAFE_PG=<another build's dist/index.js>: measure that build instead (before/after, interleaved).
 // --waldump: pg_waldump's statistics per record type of the same window. --async-commit: the ledger's
 // connections commit without waiting for the WAL flush (CPU-bound loop). --caller-clock: leaseClock 'caller'.
-// --calls: each function of the workspace packages called at least once per op, with its calls per op (exact: V8's
-// precise coverage). --alloc: bytes allocated per op by the allocating function (sampled; objects already collected
-// count too). Both are deterministic where the times are not, and both slow the window they watch.
+// --calls and --alloc (see the README) slow the window they watch: read their counts, not its times.
 import { execFileSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
