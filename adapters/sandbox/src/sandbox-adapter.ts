@@ -215,26 +215,29 @@ export function createSandboxAdapter(options: SandboxAdapterOptions): SandboxAda
   } else {
     const base = checkBaseUrl(SANDBOX_PROVIDER, options.baseUrl);
     const timeoutMs = options.timeoutMs ?? 10_000;
-    const url = (path: string) => new URL(path, base).toString();
+    const call = (path: string, signal: AbortSignal, init?: RequestInit) =>
+      fetch(new URL(path, base), { ...init, signal: AbortSignal.any([signal, AbortSignal.timeout(timeoutMs)]) });
+    const bodyOf = async (res: Response): Promise<unknown> => {
+      const text = await res.text();
+      return text ? JSON.parse(text) : null;
+    };
     execute = async (params, ctx) => {
       let res: Response;
       try {
-        res = await fetch(url('records'), {
+        res = await call('records', ctx.signal, {
           method: 'POST',
           headers: {
             'content-type': 'application/json',
             ...(ctx.providerKey ? { 'idempotency-key': ctx.providerKey } : {}),
           },
           body: JSON.stringify(params ?? null),
-          signal: AbortSignal.any([ctx.signal, AbortSignal.timeout(timeoutMs)]),
         });
       } catch (err) {
         return noAnswerOutcome(err);
       }
       let body: unknown;
       try {
-        const text = await res.text();
-        body = text ? JSON.parse(text) : null;
+        body = await bodyOf(res);
       } catch (err) {
         const o = noAnswerOutcome(err);
         return o.kind === 'unknown'
@@ -252,16 +255,10 @@ export function createSandboxAdapter(options: SandboxAdapterOptions): SandboxAda
       let res: Response;
       let body: unknown;
       try {
-        res = await fetch(url(`records?key=${encodeURIComponent(ctx.providerKey!)}`), {
-          signal: AbortSignal.any([ctx.signal, AbortSignal.timeout(timeoutMs)]),
-        });
-        const text = await res.text();
-        body = text ? JSON.parse(text) : null;
+        res = await call(`records?key=${encodeURIComponent(ctx.providerKey!)}`, ctx.signal);
+        body = await bodyOf(res);
       } catch (err) {
-        return {
-          kind: 'cannot-tell',
-          reason: `lookup failed: ${noAnswerOutcome(err).message}`,
-        };
+        return { kind: 'cannot-tell', reason: `lookup failed: ${noAnswerOutcome(err).message}` };
       }
       const requestId = res.headers.get('x-request-id') ?? undefined;
       if (res.status === 200) return fromRecords([(body as { record: SandboxRecord }).record], ctx, requestId);
