@@ -50,6 +50,8 @@ export type SandboxAdapter = TypedAdapter<{
 }>;
 
 const toResult = (r: SandboxRecord): SandboxResult => ({ id: r.id, status: r.status, createdAt: r.createdAt });
+const processing = (r: SandboxRecord) =>
+  ({ kind: 'in-progress', statusRef: `/records/${r.id}`, providerRef: r.id }) as const;
 
 /** Classifies one in-process sandbox response into exactly one outcome (docs/concepts.md, "Outcomes and the decision table"). */
 export function classifySandboxResponse(res: SandboxResponse): Outcome {
@@ -58,16 +60,10 @@ export function classifySandboxResponse(res: SandboxResponse): Outcome {
       return { kind: 'succeeded', result: toResult(res.record), providerRef: res.record.id, status: 201 };
     case 'replayed':
       return res.record.status === 'processing'
-        ? { kind: 'in-progress', statusRef: `/records/${res.record.id}`, providerRef: res.record.id, status: 202 }
+        ? { ...processing(res.record), status: 202 }
         : { kind: 'replayed', result: toResult(res.record), providerRef: res.record.id, status: 201 };
     case 'accepted':
-      return {
-        kind: 'in-progress',
-        statusRef: `/records/${res.record.id}`,
-        retryAfterMs: res.retryAfterMs,
-        providerRef: res.record.id,
-        status: 202,
-      };
+      return { ...processing(res.record), retryAfterMs: res.retryAfterMs, status: 202 };
     case 'in-progress':
       return {
         kind: 'in-progress',
@@ -179,15 +175,7 @@ export function createSandboxAdapter(options: SandboxAdapterOptions): SandboxAda
         ...refs,
       };
     if (rec.status === 'processing')
-      return {
-        kind: 'found',
-        outcome: {
-          kind: 'in-progress',
-          statusRef: `/records/${rec.id}`,
-          providerRef: rec.id,
-          retryAfterMs: Math.max(0, rec.completesAt - ctx.now),
-        },
-      };
+      return { kind: 'found', outcome: { ...processing(rec), retryAfterMs: Math.max(0, rec.completesAt - ctx.now) } };
     return { kind: 'found', outcome: { kind: 'succeeded', result: toResult(rec), providerRef: rec.id } };
   };
 
