@@ -141,10 +141,7 @@ function classifyHttp(status: number, headers: Headers, body: unknown): Outcome 
   return { kind: 'unknown', cause: 'server-error', message, ...ra, ...base };
 }
 
-/**
- * Builds an AdapterV1 over a sandbox provider (in process) or a sandbox server (over HTTP).
- * Its single operation `records.create` carries a card computed from the sandbox behaviour.
- */
+/** An adapter over a sandbox provider (in process) or its server (HTTP); the card of `records.create` follows the behaviour. */
 export function createSandboxAdapter(options: SandboxAdapterOptions): SandboxAdapter {
   const behaviour = 'provider' in options ? options.provider.behaviour : options.behaviour;
   if (!behaviour) throw new AdapterConfigurationError(SANDBOX_PROVIDER, 'pass { provider } or { baseUrl, behaviour }');
