@@ -161,20 +161,8 @@ export function buildPacket(input: PacketInput): HandoffPacket {
     providerKey: record.providerKey,
     reason: input.reason,
     explanation: input.explanation,
-    attempts: receipts.map((r): HandoffAttempt => {
-      const {
-        attemptId,
-        runId,
-        kind,
-        startedAt: at,
-        outcome,
-        status,
-        code,
-        providerRef,
-        requestId,
-        message,
-        created,
-      } = r;
+    attempts: receipts.map(({ startedAt: at, ...r }): HandoffAttempt => {
+      const { attemptId, runId, kind, outcome, status, code, providerRef, requestId, message, created } = r;
       return defined({ attemptId, runId, kind, at, outcome, status, code, providerRef, requestId, message, created });
     }),
     lastKnown: defined({

@@ -52,15 +52,9 @@ export function resolvePolicy(card: RetrySafetyCard, overrides: PolicyOverrides 
 
 const NO_OVERRIDES: PolicyOverrides = Object.freeze({});
 const resolved = new WeakMap<RetrySafetyCard, WeakMap<PolicyOverrides, RetryPolicy>>();
-const newCache = () => new WeakMap<PolicyOverrides, RetryPolicy>();
 
 /** resolvePolicy once per card and overrides object (neither changes); a refused policy is not cached. */
 export function cachedPolicy(card: RetrySafetyCard, overrides: PolicyOverrides = NO_OVERRIDES): RetryPolicy {
-  const byOverrides = memo(resolved, card, newCache);
-  const cached = byOverrides.get(overrides);
-  if (cached !== undefined) return cached;
-  // Written out, not through memo: a closure over `card` would be allocated on every run().
-  const policy = Object.freeze(resolvePolicy(card, overrides));
-  byOverrides.set(overrides, policy);
-  return policy;
+  const byOverrides = memo(resolved, card, () => new WeakMap<PolicyOverrides, RetryPolicy>());
+  return memo(byOverrides, overrides, (o) => Object.freeze(resolvePolicy(card, o)));
 }

@@ -57,8 +57,6 @@ export function claimInput(
   };
 }
 
-const BORN_DISPATCHED = { dispatch: true } as const;
-
 /** `waitUntil`: the deadline of the wait for another worker this claim is part of (waitForOther). */
 export async function claimAndDrive(ctx: RunnerContext, op: Operation, waitUntil?: number): Promise<RunResult> {
   const { clock, ledger, log } = ctx;
@@ -67,7 +65,7 @@ export async function claimAndDrive(ctx: RunnerContext, op: Operation, waitUntil
   const dispatch = ctx.claimDispatches && !op.signal?.aborted;
   const claimedAt = clock.now();
   const claim = await ledger
-    .claim(claimInput(ctx, op, claimedAt, dispatch ? BORN_DISPATCHED : undefined))
+    .claim(claimInput(ctx, op, claimedAt, dispatch ? { dispatch: true } : undefined))
     .catch((err: unknown) => {
       if (ClockSkewError.isInstance(err)) log('warn', 'clock-skew', `claim refused: ${err.message}`, op);
       throw err;
@@ -285,14 +283,7 @@ export async function claimAgain(
     'resume' | 'supersede'
   >,
 ) {
-  const receipt = resolveReceipt(ctx, record, last, {
-    attemptId: op.attemptIds(),
-    action: why.action,
-    reason: op.redactor.text(why.reason),
-    runId: op.runId,
-    providerKey: op.providerKey,
-    requestFingerprint: op.requestFingerprint,
-  });
+  const receipt = resolveReceipt(ctx, record, last, op, { action: why.action, reason: op.redactor.text(why.reason) });
   const written = ctx.receiptWithState && (last?.seq ?? 0) === record.receiptChain.length;
   const input = { ...claimInput(ctx, op, why.claimedAt, why), existing: true } as const;
   const claim = await ctx.ledger

@@ -199,14 +199,7 @@ async function recoverOne(
     // A person's resume of an operation left open: named in its receipts, as a resume of a hand-off is.
     const last = (await ledger.receipts(record.businessOperationId)).at(-1);
     const reason = `a person (${personRef(run.by)}) chose resume of the operation left open: driven as recover() does`;
-    const receipt = resolveReceipt(ctx, claim.record, last, {
-      runId: op.runId,
-      attemptId: op.attemptIds(),
-      action: 'resume',
-      reason: op.redactor.text(reason),
-      providerKey: op.providerKey,
-      requestFingerprint: op.requestFingerprint,
-    });
+    const receipt = resolveReceipt(ctx, claim.record, last, op, { action: 'resume', reason: op.redactor.text(reason) });
     await ledger.appendReceipt(fenceOf(claim.record), receipt);
   }
   log('info', 'recover', `reconciling from ${claim.record.state}`, op);
@@ -433,15 +426,11 @@ async function close(
   const last = (await ledger.receipts(id)).at(-1);
   const current = (await ledger.get(id)) ?? record;
   const redactor = baseRedactor.withValuesFrom(current.params);
-  const receipt = resolveReceipt(ctx, current, last, {
-    runId: p.runId,
-    attemptId: p.attemptIds(),
-    action: resolution.action,
-    reason: redactor.text(`resolved by a person (${personRef(p.by)})`),
-    providerKey: current.providerKey,
-    ...(typeof providerRef === 'string' ? { providerRef: redactor.text(providerRef) } : {}),
-    requestFingerprint: last?.requestFingerprint ?? fingerprint(redactor.params(current.params)),
-  });
+  const requestFingerprint = last?.requestFingerprint ?? fingerprint(redactor.params(current.params));
+  const reason = redactor.text(`resolved by a person (${personRef(p.by)})`);
+  const ref = typeof providerRef === 'string' ? redactor.text(providerRef) : undefined;
+  const by = { ...p, providerKey: current.providerKey, requestFingerprint };
+  const receipt = resolveReceipt(ctx, current, last, by, { action: resolution.action, reason, providerRef: ref });
   // The ledger checks the hand-off decided on in the write itself: one made since resolve() checked it is refused there.
   const resolved = defined({ action: resolution.action, providerRef, by: p.by, handoffAt: p.handoffAt });
   // One write with its receipt: a crash between two would leave it closed without the receipt the runbook promises.

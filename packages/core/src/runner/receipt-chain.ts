@@ -67,17 +67,15 @@ export function attemptReceipt(
   return sealReceipt(body, ctx.options.receiptKey);
 }
 
-/** `reason` and `providerRef` come redacted. */
+/** A person's or a revision's receipt: `reason` and `providerRef` come redacted; a new attempt id is drawn. */
 export function resolveReceipt(
   ctx: RunnerContext,
   record: OperationRecord,
   last: Receipt | undefined,
-  r: Pick<Receipt, 'runId' | 'attemptId' | 'providerKey' | 'providerRef' | 'requestFingerprint'> & {
-    readonly action: string;
-    readonly reason: string;
-  },
+  op: Pick<Operation, 'runId' | 'attemptIds' | 'providerKey' | 'requestFingerprint'>,
+  decision: { readonly action: string; readonly reason: string; readonly providerRef?: string },
 ): Receipt {
-  const { action, reason, ...fields } = r;
+  const { action, reason, providerRef } = decision;
   const at = new Date(ctx.clock.now()).toISOString();
   const body: UnsealedReceipt = {
     businessOperationId: record.businessOperationId,
@@ -90,7 +88,11 @@ export function resolveReceipt(
     outcome: null,
     decision: { action, reason },
     prevHash: last?.hash ?? null,
-    ...fields,
+    runId: op.runId,
+    attemptId: op.attemptIds(),
+    providerKey: op.providerKey,
+    ...(providerRef !== undefined && { providerRef }),
+    requestFingerprint: op.requestFingerprint,
   };
   return sealReceipt(body, ctx.options.receiptKey);
 }
