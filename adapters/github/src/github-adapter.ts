@@ -133,7 +133,7 @@ export function createGitHubAdapter(options: GitHubAdapterOptions): GitHubAdapte
         try {
           answer = await op.create(octokit, params, ctx.businessOperationId, callOptions(ctx.signal));
         } catch (error) {
-          return outcomeFromError(error);
+          return outcomeFromError(error, Date.now(), ctx.attempt);
         }
         const read = op.read(answer.data);
         const refs = refsOf(answer);
