@@ -42,7 +42,7 @@ describe('set and upsert: A, then B, then A again ends at A', () => {
   it('contacts.update: one contact addressed by record id, then by email, then by id again ends at the third value', async () => {
     const { s, a, runner } = await rig();
     const c = s.seed('contacts', { email: 'ada@example.test' });
-    const set = (jobtitle: string, by: object) =>
+    const set = (jobtitle: string, by: { contactId: string; idProperty?: string }) =>
       runner.run(a, 'contacts.update', { params: { ...by, properties: { jobtitle } } });
     expect(await set('A', { contactId: c.id })).toMatchObject({ status: 'done' });
     expect(await set('B', { contactId: 'ada@example.test', idProperty: 'email' })).toMatchObject({ status: 'done' });

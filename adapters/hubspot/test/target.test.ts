@@ -49,7 +49,8 @@ describe('contacts.update: the contact idProperty names is part of the intent', 
     const c = s.seed('contacts', { email: 'ada@example.test' });
     const runner = createRunner({ ledger: createMemoryLedger() });
     const a = adapter(s.url);
-    const set = (by: object) => runner.run(a, 'contacts.update', { params: { ...by, properties: { jobtitle: 'A' } } });
+    const set = (by: { contactId: string; idProperty?: string }) =>
+      runner.run(a, 'contacts.update', { params: { ...by, properties: { jobtitle: 'A' } } });
     const byId = await set({ contactId: c.id });
     const byEmail = await set({ contactId: 'ada@example.test', idProperty: 'email' });
     const byObjectId = await set({ contactId: c.id, idProperty: 'hs_object_id' });
