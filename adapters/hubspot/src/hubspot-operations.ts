@@ -181,7 +181,8 @@ export async function contactTarget(rt: Runtime, intent: Record<string, unknown>
   } catch (err) {
     failed = outcomeFromFailure(err, wire);
   }
-  const what = `HubSpot could not say which contact this ${idProperty} names, so the operation's id cannot be told`;
+  // Reading needs crm.objects.contacts.read; a record id needs no read.
+  const what = `HubSpot could not say which contact this ${idProperty} names (the read needs crm.objects.contacts.read, or give the record id), so the operation's id cannot be told`;
   throw intentLookupFailure('contactId', what, failed);
 }
 
