@@ -127,8 +127,23 @@ export function outcomeFromError(error: unknown, now: number = Date.now(), attem
   return answer ? outcomeFromAnswer(answer, now, attempt) : noAnswerOutcome(error);
 }
 
-/** A lookup call that failed: never "not found" (a failed list proves nothing). */
-export function cannotTell(error: unknown, what: string, now: number = Date.now()): LookupResult {
-  const o = outcomeFromError(error, now);
+/** A lookup call that failed (its outcome): never "not found" (a failed list proves nothing). */
+export function cannotTell(o: Outcome, what: string): LookupResult {
   return cannotTellFrom(o, `${what}: ${'message' in o ? o.message : o.kind}`);
+}
+
+/** GitHub limits the token, not one request: reads rate-limited in a row wait exponentially longer, as a create does. */
+export function readLimits() {
+  let inARow = 0;
+  return {
+    ok<T>(answer: T): T {
+      inARow = 0;
+      return answer;
+    },
+    failed(error: unknown): Outcome {
+      const o = outcomeFromError(error, Date.now(), inARow + 1);
+      inARow = o.kind === 'not-applied' && o.retryAfterMs !== undefined ? inARow + 1 : 0;
+      return o;
+    },
+  };
 }
