@@ -129,3 +129,18 @@ describe('mail.send: the mailbox look-up before the claim', () => {
     expect([lookups(), sandbox.count('mail.send'), await ledger.list({})]).toEqual([1, 0, []]);
   });
 });
+
+describe('events.create: white space an agent adds around the subject is not another meeting', () => {
+  it('created as "Review 3", then again as " Review 3 " ⇒ one operation, answered with the one event', async () => {
+    const { sandbox, adapter, runner } = await rig();
+    const first = await runner.run(adapter, 'events.create', { params: eventParams(3) });
+    const padded = eventParams(3);
+    const params = { ...padded, event: { ...padded.event, subject: ' Review 3 ' } };
+    expect(await runner.run(adapter, 'events.create', { params })).toMatchObject({
+      status: 'done',
+      adopted: true,
+      businessOperationId: first.businessOperationId,
+    });
+    expect(sandbox.count('events.create')).toBe(1);
+  });
+});
