@@ -144,6 +144,11 @@ export const mailSendCard = msGraphCard({
     intentFields: ['mailbox', 'message'],
     // Exact otherwise: the message is what is delivered; another spelling is another mail.
     normalize: [
+      {
+        field: 'message.subject',
+        steps: ['trim'],
+        source: `${S.createMessage}: Graph keeps the subject as given and folds no re-sends of sendMail, so the subject's equality is retrysafe's: surrounding white space an agent adds is not another mail; case, inner white space and compatibility forms are kept apart (docs/concepts.md, Normalisation)`,
+      },
       emptyCollection('toRecipients', S.createMessageEarlier),
       emptyCollection('ccRecipients', S.createMessage),
       emptyCollection('bccRecipients', S.createMessage),
