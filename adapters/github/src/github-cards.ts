@@ -26,6 +26,8 @@ function gitHubCard(spec: {
   idempotentByNature: string;
   intentRule: string;
   intentFields: string[];
+  /** A single-line free text of the intent (the issue title): trimmed. */
+  titleField?: string;
   lookupMethod: string;
   reconciler: string;
   handoff: string;
@@ -48,12 +50,23 @@ function gitHubCard(spec: {
       rule: spec.intentRule,
       intentFields: spec.intentFields,
       // GitHub resolves Octo/Repo and octo/repo to one repository, so an agent's respelling is the same intent.
-      normalize: (['owner', 'repo'] as const).map((field) => ({
-        field,
-        steps: ['case-fold'],
-        source: `${create}: ${field}, "The name is not case sensitive."`,
-        evidence: create,
-      })),
+      normalize: [
+        ...(['owner', 'repo'] as const).map((field) => ({
+          field,
+          steps: ['case-fold' as const],
+          source: `${create}: ${field}, "The name is not case sensitive."`,
+          evidence: create,
+        })),
+        ...(spec.titleField === undefined
+          ? []
+          : [
+              {
+                field: spec.titleField,
+                steps: ['trim' as const],
+                source: `${create}: GitHub keeps the title as given and does not deduplicate issues, so the title's equality is retrysafe's: surrounding white space an agent adds is not another issue; case, inner white space and compatibility forms are kept apart (docs/concepts.md, Normalisation)`,
+              },
+            ]),
+      ],
     },
     ids: {
       run: 'receipts only',
@@ -91,7 +104,7 @@ function gitHubCard(spec: {
     concurrency: fact('duplicates', `${create}: no key, each POST is a new ${thing}`),
     retryableErrors: fact(
       [
-        '429, or 403 with retry-after or x-ratelimit-remaining 0 (primary and secondary rate limits: wait for retry-after, else until x-ratelimit-reset, else at least a minute)',
+        '429, or 403 with retry-after or x-ratelimit-remaining 0 (primary and secondary rate limits: wait for retry-after, else until x-ratelimit-reset, else a minute doubled for each earlier call of the operation: "wait for at least one minute", then "an exponentially increasing amount of time")',
         '422 "was submitted too quickly" (the content-creation limit, "the endpoint has been spammed": nothing created; wait as for a secondary rate limit)',
         'connection refused / DNS failure / a connect that timed out (never sent)',
       ],
@@ -161,6 +174,7 @@ export const issuesCreateCard = defineCard(
     idempotentByNature: 'every POST creates a new issue with the next number',
     intentRule: `derived from intent fields ${REPOSITORY}, title and body (one issue with this text in one repository), or given by the caller`,
     intentFields: ['owner', 'repo', 'title', 'body'],
+    titleField: 'title',
     lookupMethod: `GET /repos/{owner}/{repo}/issues?state=all&sort=created&direction=desc (a list, not the search API, whose index lags: ${SOURCES.search}); pull requests are in the list too and are skipped`,
     reconciler:
       'the runner, through doLookup: GET /repos/{owner}/{repo}/issues?state=all&sort=created&direction=desc&since=<first dispatch − clock-skew margin>&per_page=100, a bounded number of pages, stopping at the first issue created before that time (a page that fails, or the bound reached first, is "cannot tell"; a walk of several pages is walked again, and an item of its earlier pages gone by then is "cannot tell": the pages are numbered, so a deletion may have moved one unread); the one issue written by the login of the token (GET /user once, or the login option) whose body ends with the marker is adopted, two are "cannot tell"; none is "cannot tell" while the consistency delay or late-apply bound is unknown (notFoundIsAuthoritative), "not found" only past both',

@@ -20,7 +20,8 @@ export interface GitHubAnswer {
   readonly data: unknown;
 }
 
-/** Without a documented wait, GitHub asks for at least a minute before retrying a rate-limited request. */
+/** Without a documented wait, GitHub asks for at least a minute before retrying a rate-limited request, and
+ * "an exponentially increasing amount of time" while it goes on: the n-th call waits 2^(n-1) minutes. */
 export const DEFAULT_RATE_LIMIT_WAIT_MS = 60_000;
 
 const header = (a: GitHubAnswer, name: string): string | undefined => {
@@ -40,11 +41,12 @@ function messageOf(a: GitHubAnswer): string {
 
 /**
  * The wait a rate-limited answer asks for, or undefined when it is no rate limit: retry-after first,
- * then x-ratelimit-reset (epoch seconds) when x-ratelimit-remaining is 0, else a minute (a 429, remaining 0
+ * then x-ratelimit-reset (epoch seconds) when x-ratelimit-remaining is 0, else a minute doubled per earlier call
+ * of the operation, `attempt` being this call's number (a 429, remaining 0
  * without a readable reset, a 403 whose message says it is a rate limit, or a 422 "was submitted too quickly").
  * A 403 with none of these is a permission refusal (docs.github.com/rest/using-the-rest-api/rate-limits-for-the-rest-api).
  */
-export function rateLimitWaitMs(a: GitHubAnswer, now: number = Date.now()): number | undefined {
+export function rateLimitWaitMs(a: GitHubAnswer, now: number = Date.now(), attempt = 1): number | undefined {
   // The content-creation limit answers 422 with this in errors[]; nothing was created (github.com/cli/cli/issues/4801).
   const tooQuickly =
     a.status === 422 && [messageOf(a), ...fieldErrors(a).map((f) => f.message)].some((m) => /too quickly/i.test(m));
@@ -59,7 +61,7 @@ export function rateLimitWaitMs(a: GitHubAnswer, now: number = Date.now()): numb
     return Math.max(0, Number(reset) * 1000 - answeredAt(header(a, 'date'), now));
   // Secondary rate limits were once called abuse rate limits; older servers still answer in those words.
   if (exhausted || a.status === 429 || tooQuickly || /rate limit|abuse/i.test(messageOf(a)))
-    return DEFAULT_RATE_LIMIT_WAIT_MS;
+    return DEFAULT_RATE_LIMIT_WAIT_MS * 2 ** Math.max(0, attempt - 1);
   return undefined;
 }
 
@@ -77,10 +79,10 @@ export function fieldErrors(a: GitHubAnswer): FieldError[] {
 }
 
 /** Classifies a non-2xx answer. */
-export function outcomeFromAnswer(a: GitHubAnswer, now: number = Date.now()): Outcome {
+export function outcomeFromAnswer(a: GitHubAnswer, now: number = Date.now(), attempt = 1): Outcome {
   const refs = refsOf(a);
   const message = messageOf(a);
-  const wait = rateLimitWaitMs(a, now);
+  const wait = rateLimitWaitMs(a, now, attempt);
   if (wait !== undefined)
     return { kind: 'not-applied', message: `rate limited: ${message}`, retryAfterMs: wait, ...refs };
   const s = a.status;
@@ -119,14 +121,29 @@ export function answerOf(error: unknown): GitHubAnswer | null {
   return { status: r.status, headers: (r.headers ?? {}) as Record<string, unknown>, data: r.data };
 }
 
-/** Every thrown SDK error as one outcome. */
-export function outcomeFromError(error: unknown, now: number = Date.now()): Outcome {
+/** Every thrown SDK error as one outcome; `attempt`: the call's number in the operation (ExecuteContext.attempt). */
+export function outcomeFromError(error: unknown, now: number = Date.now(), attempt = 1): Outcome {
   const answer = answerOf(error);
-  return answer ? outcomeFromAnswer(answer, now) : noAnswerOutcome(error);
+  return answer ? outcomeFromAnswer(answer, now, attempt) : noAnswerOutcome(error);
 }
 
-/** A lookup call that failed: never "not found" (a failed list proves nothing). */
-export function cannotTell(error: unknown, what: string, now: number = Date.now()): LookupResult {
-  const o = outcomeFromError(error, now);
+/** A lookup call that failed (its outcome): never "not found" (a failed list proves nothing). */
+export function cannotTell(o: Outcome, what: string): LookupResult {
   return cannotTellFrom(o, `${what}: ${'message' in o ? o.message : o.kind}`);
+}
+
+/** GitHub limits the token, not one request: reads rate-limited in a row wait exponentially longer, as a create does. */
+export function readLimits() {
+  let inARow = 0;
+  return {
+    ok<T>(answer: T): T {
+      inARow = 0;
+      return answer;
+    },
+    failed(error: unknown): Outcome {
+      const o = outcomeFromError(error, Date.now(), inARow + 1);
+      inARow = o.kind === 'not-applied' && o.retryAfterMs !== undefined ? inARow + 1 : 0;
+      return o;
+    },
+  };
 }

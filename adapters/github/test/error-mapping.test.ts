@@ -86,6 +86,26 @@ describe('rate limits (403/429) are not-applied with the documented wait', () =>
     expect(rateLimitWaitMs({ status: 429, headers: {}, data: {} })).toBe(60_000);
   });
 
+  it('a secondary limit that goes on is waited on exponentially longer: a minute, then two (GitHub: "exponentially increasing")', async () => {
+    const secondary = { kind: 'rate-limited', status: 403 } as const;
+    const rig = await startRig([], { faults: { 'issues.create': [secondary, secondary] } });
+    const start = rig.clock.now();
+    const r = await rig.runner.run(rig.adapter, 'issues.create', { params: issueParams(4) });
+    expect(r).toMatchObject({ status: 'done', attempts: 3 });
+    expect(rig.clock.now() - start).toBeGreaterThanOrEqual(180_000);
+    expect(rig.sandbox.count('issues.create')).toBe(1);
+  });
+
+  it('so are reads: the repository GET before the claim, limited twice, is asked again after a minute, then two', async () => {
+    const secondary = { kind: 'rate-limited', status: 429 } as const;
+    const rig = await startRig([], { faults: { repo: [secondary, secondary] } });
+    const start = rig.clock.now();
+    const r = await rig.runner.run(rig.adapter, 'issues.create', { params: issueParams(5) });
+    expect(r).toMatchObject({ status: 'done', attempts: 1 });
+    expect(rig.clock.now() - start).toBeGreaterThanOrEqual(180_000);
+    expect(rig.sandbox.count('issues.create')).toBe(1);
+  });
+
   it('a 403 in the older words for a secondary limit (abuse detection) ⇒ at least a minute, not a permission refusal', () => {
     const message = 'You have triggered an abuse detection mechanism. Please wait a few minutes before you try again.';
     expect(outcomeFromAnswer({ status: 403, headers: {}, data: { message } })).toMatchObject({

@@ -192,3 +192,17 @@ describe('issues.create, issues.createComment: a send after the name changed han
     expect(packets.at(-1)?.explanation).toMatch(/resolve to another object.*not looked up there/);
   });
 });
+
+describe('issues.create: white space an agent adds around the title is not another issue', () => {
+  it('created as "Flaky test 3", then again with a line break after it ⇒ one operation, answered with the one issue', async () => {
+    const { runner, adapter, sandbox } = await startRig();
+    const first = await runner.run(adapter, 'issues.create', { params: issueParams(3) });
+    const padded = { ...issueParams(3), title: `${issueParams(3).title}\n` };
+    expect(await runner.run(adapter, 'issues.create', { params: padded })).toMatchObject({
+      status: 'done',
+      adopted: true,
+      businessOperationId: first.businessOperationId,
+    });
+    expect(sandbox.count('issues.create')).toBe(1);
+  });
+});

@@ -8,7 +8,13 @@ import {
 } from '@retrysafe/contract';
 import { checkBaseUrl, checkToken, operationParamsErrors, positiveInteger } from '@retrysafe/contract/provider';
 import { type HubSpotOperationName, hubSpotCardsFor } from './hubspot-cards.js';
-import { type HubSpotOperationTypes, KEY_RULE, OPERATIONS, PARAMS_SCHEMAS } from './hubspot-operations.js';
+import {
+  contactTarget,
+  type HubSpotOperationTypes,
+  KEY_RULE,
+  OPERATIONS,
+  PARAMS_SCHEMAS,
+} from './hubspot-operations.js';
 
 export interface HubSpotAdapterOptions extends AccountOption {
   /** Private-app or OAuth access token, sent as `Authorization: Bearer …`. */
@@ -89,6 +95,9 @@ export function createHubSpotAdapter(options: HubSpotAdapterOptions): HubSpotAda
     provider: PROVIDER,
     account: options.account,
     operations,
+    // A contact is one target however it is addressed: the id reads its record id.
+    resolveIntent: async (op, intent, signal) =>
+      op.name === 'contacts.update' ? contactTarget(o, intent, signal) : intent,
     execute: (op, params, ctx) => op.execute(o, params as never, ctx),
     async lookup(op, ctx) {
       const problems = operationParamsErrors(op, ctx.params);

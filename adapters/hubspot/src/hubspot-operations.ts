@@ -10,7 +10,7 @@ import type {
   RetrySafetyCard,
 } from '@retrysafe/contract';
 import { businessOperationId } from '@retrysafe/contract';
-import { lookupMiss, type SchemaType } from '@retrysafe/contract/provider';
+import { intentLookupFailure, lookupMiss, type SchemaType } from '@retrysafe/contract/provider';
 import {
   cannotTellFrom,
   type HubSpotResponse,
@@ -163,6 +163,27 @@ function recordOutcome(kind: 'succeeded' | 'replayed', r: SdkRecord, wire: WireR
 function wireRefs(wire: WireRecord): { status?: number; requestId?: string } {
   const requestId = wire.headers?.['x-hubspot-correlation-id'];
   return { ...(wire.status !== undefined ? { status: wire.status } : {}), ...(requestId ? { requestId } : {}) };
+}
+
+/** The contact a contacts.update names, as its record id: HubSpot identifies a contact "by ID or email/unique property
+ * value", so 101 and the email of contact 101 are one contact, whose changes must be one operation's revisions (else A by
+ * id, B by email, A by id again is answered from the ledger and the contact stays B). By record id: no request. */
+export async function contactTarget(rt: Runtime, intent: Record<string, unknown>, signal: AbortSignal) {
+  const { contactId, idProperty } = intent as Pick<ContactsUpdateParams, 'contactId' | 'idProperty'>;
+  if (idProperty === undefined || idProperty === 'hs_object_id') return { contactId };
+  const wire: WireRecord = { started: false };
+  let failed: Outcome;
+  try {
+    const api = contactsApi({ ...rt, signal }, wire);
+    const r = await api.basic.getById(contactId, ['hs_object_id'], undefined, undefined, false, idProperty);
+    if (hasId(r)) return { contactId: r.id };
+    failed = truncated('HubSpot answered without a record id', wire);
+  } catch (err) {
+    failed = outcomeFromFailure(err, wire);
+  }
+  // Reading needs crm.objects.contacts.read; a record id needs no read.
+  const what = `HubSpot could not say which contact this ${idProperty} names (the read needs crm.objects.contacts.read, or give the record id), so the operation's id cannot be told`;
+  throw intentLookupFailure('contactId', what, failed);
 }
 
 const executeContactsUpdate = (rt: Runtime, p: ContactsUpdateParams, ctx: FramedExecuteContext) =>

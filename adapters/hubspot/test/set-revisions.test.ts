@@ -39,6 +39,17 @@ describe('set and upsert: A, then B, then A again ends at A', () => {
     expect(s.records('contacts')[0]!.properties.jobtitle).toBe('A');
   });
 
+  it('contacts.update: one contact addressed by record id, then by email, then by id again ends at the third value', async () => {
+    const { s, a, runner } = await rig();
+    const c = s.seed('contacts', { email: 'ada@example.test' });
+    const set = (jobtitle: string, by: { contactId: string; idProperty?: string }) =>
+      runner.run(a, 'contacts.update', { params: { ...by, properties: { jobtitle } } });
+    expect(await set('A', { contactId: c.id })).toMatchObject({ status: 'done' });
+    expect(await set('B', { contactId: 'ada@example.test', idProperty: 'email' })).toMatchObject({ status: 'done' });
+    expect(await set('A', { contactId: c.id })).toMatchObject({ status: 'done', adopted: false });
+    expect(s.records('contacts')[0]!.properties.jobtitle).toBe('A');
+  });
+
   it('objects.upsert: each change of one ref is sent to its one record; the same values twice are one upsert', async () => {
     const { s, a, runner } = await rig();
     const priced = (amount: string) => ({ ...order('rev-1'), properties: { ...order('rev-1').properties, amount } });

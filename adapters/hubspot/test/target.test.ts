@@ -1,4 +1,4 @@
-import { businessOperationId } from '@retrysafe/contract';
+import { businessOperationId, InvalidIntentError } from '@retrysafe/contract';
 import { createMemoryLedger, createRunner } from '@retrysafe/core';
 import { describe, expect, it } from 'vitest';
 import { defaultObjectTypes } from '../src/sandbox/index.js';
@@ -42,5 +42,22 @@ describe('contacts.update: the contact idProperty names is part of the intent', 
     const again = await runner.run(a, 'contacts.update', { params: { ...params, idProperty: undefined } });
     expect(again.businessOperationId).toBe(first.businessOperationId);
     expect(s.writes('contacts')).toBe(1);
+  });
+
+  it('a contact by email (or hs_object_id) is read as its record id: one operation, and an email of no contact is refused unsent', async () => {
+    const s = await sb();
+    const c = s.seed('contacts', { email: 'ada@example.test' });
+    const runner = createRunner({ ledger: createMemoryLedger() });
+    const a = adapter(s.url);
+    const set = (by: { contactId: string; idProperty?: string }) =>
+      runner.run(a, 'contacts.update', { params: { ...by, properties: { jobtitle: 'A' } } });
+    const byId = await set({ contactId: c.id });
+    const byEmail = await set({ contactId: 'ada@example.test', idProperty: 'email' });
+    const byObjectId = await set({ contactId: c.id, idProperty: 'hs_object_id' });
+    expect(byEmail.businessOperationId).toBe(byId.businessOperationId);
+    expect(byObjectId.businessOperationId).toBe(byId.businessOperationId);
+    const nobody = set({ contactId: 'nobody@example.test', idProperty: 'email' });
+    await expect(nobody).rejects.toSatisfy(InvalidIntentError.isInstance);
+    expect(s.writes('contacts')).toBe(3);
   });
 });

@@ -144,6 +144,11 @@ export const mailSendCard = msGraphCard({
     intentFields: ['mailbox', 'message'],
     // Exact otherwise: the message is what is delivered; another spelling is another mail.
     normalize: [
+      {
+        field: 'message.subject',
+        steps: ['trim'],
+        source: `${S.createMessage}: Graph keeps the subject as given and folds no re-sends of sendMail, so the subject's equality is retrysafe's: surrounding white space an agent adds is not another mail; case, inner white space and compatibility forms are kept apart (docs/concepts.md, Normalisation)`,
+      },
       emptyCollection('toRecipients', S.createMessageEarlier),
       emptyCollection('ccRecipients', S.createMessage),
       emptyCollection('bccRecipients', S.createMessage),
@@ -228,12 +233,19 @@ export const eventsCreateCard = msGraphCard({
     rule: `derived from intent fields ${MAILBOX}, event.subject, event.start, event.end (one meeting slot with one subject in one calendar), or given by the caller; ${ZONE_AS_SPELLED}`,
     intentFields: ['mailbox', 'event.subject', 'event.start', 'event.end'],
     // An agent may copy a time back from Graph, which returns it with a seven-digit zero fraction.
-    normalize: (['start', 'end'] as const).map((at) => ({
-      field: `event.${at}.dateTime`,
-      steps: ['datetime-zero-fraction'],
-      source: `${S.createEventExample}: Create Event's second example sends "dateTime": "2017-08-30T11:00:00" and the event is returned with "2017-08-30T11:00:00.0000000" in the same time zone, so the two spellings are one time (a fraction that is not zero, a zone suffix or another precision stays exact)`,
-      evidence: S.createEventExample,
-    })),
+    normalize: [
+      {
+        field: 'event.subject',
+        steps: ['trim'],
+        source: `${S.createEventExample}: Graph keeps the subject as given and does not deduplicate events without a transactionId of the same operation, so the subject's equality is retrysafe's: surrounding white space an agent adds is not another meeting; case, inner white space and compatibility forms are kept apart (docs/concepts.md, Normalisation)`,
+      },
+      ...(['start', 'end'] as const).map((at) => ({
+        field: `event.${at}.dateTime`,
+        steps: ['datetime-zero-fraction' as const],
+        source: `${S.createEventExample}: Create Event's second example sends "dateTime": "2017-08-30T11:00:00" and the event is returned with "2017-08-30T11:00:00.0000000" in the same time zone, so the two spellings are one time (a fraction that is not zero, a zone suffix or another precision stays exact)`,
+        evidence: S.createEventExample,
+      })),
+    ],
   },
   // isOnlineMeeting ("Default is false") stays exact: whether a mailbox setting that adds online meetings to all
   // meetings also applies to events Graph creates is not documented, and a default that depends on it is not one.

@@ -129,3 +129,31 @@ describe('mail.send: the mailbox look-up before the claim', () => {
     expect([lookups(), sandbox.count('mail.send'), await ledger.list({})]).toEqual([1, 0, []]);
   });
 });
+
+describe('white space an agent adds around a subject is not another mail or meeting', () => {
+  it('mail.send as "Invoice 4 reminder", then again as "Invoice 4 reminder " ⇒ one operation, one mail', async () => {
+    const { sandbox, adapter, runner } = await rig();
+    const first = await runner.run(adapter, 'mail.send', { params: mailParams(4) });
+    const padded = mailParams(4);
+    const params = { ...padded, message: { ...padded.message, subject: `${padded.message.subject} ` } };
+    expect(await runner.run(adapter, 'mail.send', { params })).toMatchObject({
+      status: 'done',
+      adopted: true,
+      businessOperationId: first.businessOperationId,
+    });
+    expect(sandbox.count('mail.send')).toBe(1);
+  });
+
+  it('created as "Review 3", then again as " Review 3 " ⇒ one operation, answered with the one event', async () => {
+    const { sandbox, adapter, runner } = await rig();
+    const first = await runner.run(adapter, 'events.create', { params: eventParams(3) });
+    const padded = eventParams(3);
+    const params = { ...padded, event: { ...padded.event, subject: ' Review 3 ' } };
+    expect(await runner.run(adapter, 'events.create', { params })).toMatchObject({
+      status: 'done',
+      adopted: true,
+      businessOperationId: first.businessOperationId,
+    });
+    expect(sandbox.count('events.create')).toBe(1);
+  });
+});
