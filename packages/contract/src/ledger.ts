@@ -94,7 +94,7 @@ export interface ClaimInput extends OperationIdentity {
   readonly leaseMs: number;
   readonly now: number;
   readonly resume?: boolean;
-  /** A NEW operation is born `dispatched` in the claim's own write (`capabilities.claimDispatch`). */
+  /** A NEW operation is born `dispatched` in the claim's own write. */
   readonly dispatch?: boolean;
   /** Re-open a `rejected` or `handed-off` (with `done`: `succeeded` or `abandoned`) operation as a new revision at the fence read. */
   readonly supersede?: { readonly fence: number; readonly revision: number; readonly done?: true };
@@ -126,16 +126,14 @@ export interface StatePatch
   extends Partial<Pick<OperationRecord, 'lastOutcome' | 'result' | 'providerRef' | 'statusRef'>> {
   readonly state: OperationState;
   readonly now: number;
-  /** Written in the same transaction as the state (`capabilities.receiptWithState`). */
+  /** Written in the same transaction as the state. */
   readonly receipt?: Receipt;
   /** The runner can recover this write from the provider, so it may commit without waiting for the disk. */
   readonly durability?: 'deferrable';
 }
 
-/** Optional ledger features; without a flag the runner falls back to separate writes. */
+/** Optional ledger features. */
 export interface LedgerCapabilities {
-  readonly claimDispatch?: boolean;
-  readonly receiptWithState?: boolean;
   /** One clock (the database's, or the one machine's) writes and judges every lease: a worker stops sending before
    * the lease end the ledger judges, and a takeover need not wait out the clock-skew margin. */
   readonly sharedLeaseClock?: boolean;

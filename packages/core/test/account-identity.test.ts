@@ -6,7 +6,7 @@ import { AdapterConfigurationError, businessOperationId, LedgerError } from '@re
 import { createMemoryLedger, createRunner, createVirtualClock, RunnerConfigurationError } from '@retrysafe/core';
 import { createSandboxAdapter, createSandboxProvider, REPLAYING_BEHAVIOUR } from '@retrysafe/sandbox';
 import { describe, expect, it } from 'vitest';
-import { failingOnce } from './helpers.js';
+import { stoppedBeforeSend } from './helpers.js';
 
 const OP = 'records.create';
 
@@ -78,8 +78,11 @@ describe('account: part of an operation’s identity', () => {
 describe('recover(): a stored operation goes through its own account’s adapter', () => {
   it('an operation of b left claimed is sent through b’s provider, with [a, b] given', async () => {
     const { clock, providers, adapters, ledger, runner } = twoAccounts(['a', 'b']);
-    const stopped = createRunner({ ledger: failingOnce(ledger, 'markDispatched', {}), clock, random: () => 0.5 });
-    await expect(stopped.run(adapters[1], OP, { params: { ref: 'acct-5' } })).rejects.toSatisfy(LedgerError.isInstance);
+    const stopped = createRunner({ ledger, clock, random: () => 0.5 });
+    const signal = stoppedBeforeSend();
+    await expect(stopped.run(adapters[1], OP, { params: { ref: 'acct-5' }, signal })).rejects.toSatisfy(
+      LedgerError.isInstance,
+    );
     clock.advance(120_000);
     const reports = await runner.recover({ adapters: [adapters[0], adapters[1]] });
     expect(reports).toMatchObject([{ action: 'completed', to: 'succeeded' }]);
@@ -88,8 +91,11 @@ describe('recover(): a stored operation goes through its own account’s adapter
 
   it('two adapters that both match a record, without accounts: refused, nothing sent, the record left as it is', async () => {
     const { clock, providers, adapters, ledger, runner } = twoAccounts([undefined, undefined]);
-    const stopped = createRunner({ ledger: failingOnce(ledger, 'markDispatched', {}), clock, random: () => 0.5 });
-    await expect(stopped.run(adapters[1], OP, { params: { ref: 'acct-6' } })).rejects.toSatisfy(LedgerError.isInstance);
+    const stopped = createRunner({ ledger, clock, random: () => 0.5 });
+    const signal = stoppedBeforeSend();
+    await expect(stopped.run(adapters[1], OP, { params: { ref: 'acct-6' }, signal })).rejects.toSatisfy(
+      LedgerError.isInstance,
+    );
     clock.advance(120_000);
     const [report] = await runner.recover({ adapters: [adapters[0], adapters[1]] });
     expect(report).toMatchObject({ action: 'failed', to: 'claimed', error: { name: 'RunnerConfigurationError' } });

@@ -98,6 +98,11 @@ export function pauseAfter(inner: Ledger, method: string, clock: { advance(ms: n
   return afterCall(inner, method, async () => clock.advance(ms), nth);
 }
 
+/** A caller's signal aborted before the claim, with the error of a worker that stopped before sending: the operation is
+ * left `claimed`, its lease given back, nothing sent. */
+export const stoppedBeforeSend = () =>
+  AbortSignal.abort(new LedgerError('the worker stopped before sending (injected)'));
+
 /** `inner`, whose first call of `method` fails (a full disk), with `capabilities` in place of its own when given. */
 export function failingOnce(inner: Ledger, method: string, capabilities?: LedgerCapabilities): Ledger {
   let failed = false;

@@ -361,36 +361,6 @@ describe('supersede: a corrected request after a rejection nothing applied (issu
     expect(provider.count()).toBe(1);
   });
 
-  it("never after a revision's supersede receipt was lost (a two-write ledger, a crash between the claim and the receipt): its calls cannot be told from the first revision's", async () => {
-    const { provider, adapter: plain, ledger, clock } = setup({ lookup: 'none' });
-    const adapter = declared(plain, { includesErrors: true });
-    const runner = (l: typeof ledger, policy = {}) => createRunner({ ledger: l, clock, random: () => 0.5, policy });
-    const call = (l: typeof ledger, note: string, policy = {}) =>
-      runner(l, policy).run(adapter, OP, { params: { ref: 'o-14', note } });
-    provider.failNext({ kind: 'rejected' });
-    const first = await call(ledger, 'a');
-    expect(first.status === 'handed-off' && first.packet.reason).toBe('rejected');
-    // The correction is claimed as revision 2; the worker stops before its supersede receipt is written.
-    const twoWrites = { claimDispatch: true }; // no receiptWithState: a revision's claim, then its receipt
-    await expect(call(failingOnce(ledger, 'appendReceipt', twoWrites), 'b')).rejects.toSatisfy(LedgerError.isInstance);
-    expect((await ledger.get(first.businessOperationId))?.resolution).toMatchObject({ revision: 2 });
-    // Revision 2 is sent and applied; the write of its outcome (with its receipt) fails.
-    clock.advance(10 * 60_000);
-    await expect(call(failingOnce(ledger, 'setState'), 'b')).rejects.toSatisfy(LedgerError.isInstance);
-    expect(provider.count()).toBe(1);
-    // Re-sent with the same key and throttled until the budget is spent.
-    clock.advance(60_000);
-    provider.failNext({ kind: 'not-applied', retryAfterMs: 10 }, 2);
-    const spent = await call(ledger, 'b', { maxAttempts: 2 });
-    expect(spent.status === 'handed-off' && spent.packet.reason).toBe('retry-exhausted');
-    expect(spent.status === 'handed-off' && spent.packet.safeNextActions.map((x) => x.action)).not.toContain(
-      'resend-with',
-    );
-    const err = await call(ledger, 'c').catch((e: unknown) => e);
-    expect(ConflictError.isInstance(err) && err.message).toMatch(/cannot be superseded/);
-    expect(provider.count()).toBe(1);
-  });
-
   it('never after a conflict rejection: the key is already stored with other params (an effect may exist under it)', async () => {
     const { provider, adapter, runner } = setup({ parameterMatching: 'mismatch-error' });
     // another worker, with a ledger of its own, already performed this intent under the same key

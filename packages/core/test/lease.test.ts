@@ -112,13 +112,13 @@ describe('leases and fencing inside the runner', () => {
         return inner.claim({ ...input, now: input.now - 500 });
       },
     };
-    // The holder dies after its claim, before it writes `dispatched`: nothing was sent.
-    const dying = { ...lagging, capabilities: {}, markDispatched: () => new Promise<never>(() => {}) };
+    // The holder's caller gave up before its claim, and the holder dies before giving the lease back: nothing was sent.
+    const dying = { ...lagging, release: () => new Promise<never>(() => {}) };
     const provider = createSandboxProvider({ ...REPLAYING_BEHAVIOUR, clock: clock.now });
     const adapter = createSandboxAdapter({ provider });
     const policy = { leaseMs: 5000, waitForOtherMs: 30_000 };
     const holder = createRunner({ ledger: dying, clock, random: () => 0.5, owner: 'holder', policy });
-    void holder.run(adapter, OP, { params: { ref: 'skewed-wait' } });
+    void holder.run(adapter, OP, { params: { ref: 'skewed-wait' }, signal: AbortSignal.abort() });
     await new Promise((r) => setImmediate(r));
     expect((await inner.list())[0]).toMatchObject({ state: 'claimed', leaseOwner: 'holder' });
     const waiter = createRunner({ ledger: lagging, clock, random: () => 0.5, owner: 'waiter', policy });

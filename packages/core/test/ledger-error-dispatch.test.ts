@@ -69,20 +69,6 @@ describe('LedgerError.providerMayHaveBeenCalled', () => {
     expect(provider.count()).toBe(0);
   });
 
-  it('false when the `dispatched` write of a fresh claim fails (ledger without claimDispatch): the provider was never called', async () => {
-    const provider = createSandboxProvider(REPLAYING_BEHAVIOUR);
-    const adapter = createSandboxAdapter({ provider });
-    const inner = createMemoryLedger();
-    const plain = new Proxy(failing(inner, 'markDispatched'), {
-      get: (t, p) => (p === 'capabilities' ? {} : Reflect.get(t, p)),
-    });
-    const err = await reject(
-      createRunner({ ledger: plain }).run(adapter, 'records.create', { params: { ref: 'd-2' } }),
-    );
-    expect(LedgerError.isInstance(err) && err.providerMayHaveBeenCalled).toBe(false);
-    expect(provider.calls()).toBe(0);
-  });
-
   it('true when the write of the outcome fails after the provider applied it, and JSON shows it', async () => {
     const provider = createSandboxProvider(REPLAYING_BEHAVIOUR);
     const adapter = createSandboxAdapter({ provider });

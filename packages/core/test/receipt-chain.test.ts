@@ -2,7 +2,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
-import { asBusinessOperationId, type Ledger, type Receipt } from '@retrysafe/contract';
+import { asBusinessOperationId, type Receipt } from '@retrysafe/contract';
 import {
   createRunner,
   createVirtualClock,
@@ -17,7 +17,7 @@ import { receiptHash, sealReceipt } from '@retrysafe/core/internal';
 import { createSqliteLedger } from '@retrysafe/ledger-sqlite';
 import { createSandboxAdapter, createSandboxProvider, REPLAYING_BEHAVIOUR } from '@retrysafe/sandbox';
 import { afterAll, describe, expect, it } from 'vitest';
-import { afterCall, setup } from './helpers.js';
+import { afterCall, setup, stoppedBeforeSend } from './helpers.js';
 
 /** A connection of its own to the ledger file, to edit it from outside. */
 const rawSqlite = (path: string) => new DatabaseSync(path);
@@ -335,15 +335,8 @@ describe('receipt chain: the receipts belong to the operation they are checked f
     const { provider, adapter, ledger, clock } = setup();
     const params = { ref: 'keyless-listed' };
     // A keyless worker claims it and stops before sending: `claimed`, no receipt yet.
-    const stopping = new Proxy(ledger, {
-      get(target, prop) {
-        if (prop === 'capabilities') return undefined;
-        if (prop === 'markDispatched') return () => Promise.reject(new Error('the worker stopped here (injected)'));
-        const v = Reflect.get(target, prop) as unknown;
-        return typeof v === 'function' ? v.bind(target) : v;
-      },
-    }) as Ledger;
-    await expect(createRunner({ ledger: stopping, clock }).run(adapter, OP, { params })).rejects.toThrow();
+    const signal = stoppedBeforeSend();
+    await expect(createRunner({ ledger, clock }).run(adapter, OP, { params, signal })).rejects.toThrow();
     clock.advance(120_000);
     // The keyless recover() lists it; before its claim, a keyed runner drives it and its caller gives up in a
     // Retry-After wait: the row stays open with keyed receipts.

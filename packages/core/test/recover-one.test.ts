@@ -6,15 +6,16 @@ import { LedgerError } from '@retrysafe/contract';
 import { identityFields } from '@retrysafe/contract/ledger';
 import { createRunner } from '@retrysafe/core';
 import { describe, expect, it } from 'vitest';
-import { failingOnce, setup } from './helpers.js';
+import { setup, stoppedBeforeSend } from './helpers.js';
 
 const OP = 'records.create';
 
 /** `params` claimed by a worker that stopped before sending anything: `claimed`, nothing at the provider. */
 async function leftClaimed(env: ReturnType<typeof setup>, params: { ref: string }, intent?: Record<string, unknown>) {
   const { ledger, clock } = env;
-  const stopped = createRunner({ ledger: failingOnce(ledger, 'markDispatched', {}), clock, random: () => 0.5 });
-  await expect(stopped.run(env.adapter, OP, { params, ...(intent ? { intent } : {}) })).rejects.toSatisfy(
+  const stopped = createRunner({ ledger, clock, random: () => 0.5 });
+  const signal = stoppedBeforeSend();
+  await expect(stopped.run(env.adapter, OP, { params, signal, ...(intent ? { intent } : {}) })).rejects.toSatisfy(
     LedgerError.isInstance,
   );
   const rec = (await ledger.list({})).find((r) => (r.params as { ref?: string }).ref === params.ref);

@@ -5,7 +5,7 @@
 import { type AdapterV1, LedgerError, type RetrySafetyCard } from '@retrysafe/contract';
 import { createRunner } from '@retrysafe/core';
 import { describe, expect, it } from 'vitest';
-import { afterCall, failingOnce, setup } from './helpers.js';
+import { afterCall, failingOnce, setup, stoppedBeforeSend } from './helpers.js';
 
 const OP = 'records.create';
 
@@ -30,9 +30,7 @@ describe('recover() and a row that changed between its listing and its claim', (
     const good = { ref: 'rc-1', note: 'good' };
     // A worker claims the operation and stops before sending anything: `claimed`, nothing at the provider.
     await expect(
-      createRunner({ ledger: failingOnce(ledger, 'markDispatched', {}), clock, random: () => 0.5 }).run(adapter, OP, {
-        params: bad,
-      }),
+      createRunner({ ledger, clock, random: () => 0.5 }).run(adapter, OP, { params: bad, signal: stoppedBeforeSend() }),
     ).rejects.toSatisfy(LedgerError.isInstance);
     expect(provider.calls()).toBe(0);
     clock.advance(120_000);
@@ -66,8 +64,9 @@ describe('recover() and a row finished and pruned between its listing and its cl
     const { provider, adapter, ledger, clock } = setup({ replays: false, retentionMs: null, lookup: 'none' });
     // A worker claims the operation and stops before sending anything: `claimed`, nothing at the provider.
     await expect(
-      createRunner({ ledger: failingOnce(ledger, 'markDispatched', {}), clock, random: () => 0.5 }).run(adapter, OP, {
+      createRunner({ ledger, clock, random: () => 0.5 }).run(adapter, OP, {
         params: { ref: 'rc-pruned' },
+        signal: stoppedBeforeSend(),
       }),
     ).rejects.toSatisfy(LedgerError.isInstance);
     clock.advance(120_000);

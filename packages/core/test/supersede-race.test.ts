@@ -7,33 +7,6 @@ import { afterCall, failingOnce, sandboxOn, scripted } from './helpers.js';
 const OP = 'records.create';
 
 describe('two different corrections of one rejected operation, one writing its revision while the other checks', () => {
-  it('the later never takes over the revision the earlier left (its params on record): a conflict, nothing of it sent', async () => {
-    const { clock, provider, adapter } = sandboxOn();
-    const inner = createMemoryLedger();
-    // A ledger that writes a revision's claim and its receipt separately (no receiptWithState).
-    const twoWrites: Ledger = { ...inner, capabilities: { claimDispatch: true } };
-    const runnerOn = (ledger: Ledger) => createRunner({ ledger, clock, random: () => 0.5 });
-    provider.failNext({ kind: 'rejected' });
-    const first = await runnerOn(inner).run(adapter, OP, { params: { ref: 'o-1', note: 'bad' } });
-    expect(first).toMatchObject({ status: 'handed-off', packet: { reason: 'rejected' } });
-
-    // B's correction is claimed as revision 2; B stops before its receipt is written, and its lease runs out.
-    const b = async () => {
-      const dying = failingOnce(twoWrites, 'appendReceipt', { claimDispatch: true });
-      await runnerOn(dying)
-        .run(adapter, OP, { params: { ref: 'o-1', note: 'from B' } })
-        .catch(() => undefined);
-      expect((await inner.get(first.businessOperationId))?.resolution).toMatchObject({ revision: 2 });
-      clock.advance(10 * 60_000);
-    };
-    // C's correction read the rejected operation and its receipts just before.
-    const c = await runnerOn(afterCall(twoWrites, 'receipts', b))
-      .run(adapter, OP, { params: { ref: 'o-1', note: 'from C' } })
-      .catch((e: unknown) => e);
-    expect(provider.calls()).toBe(1); // the first request only: nothing of C's went out on B's revision
-    expect(ConflictError.isInstance(c)).toBe(true);
-  });
-
   it('on a ledger writing the revision and its receipt at once: the same answer, not a refused-receipt LedgerError', async () => {
     const { clock, provider, adapter } = sandboxOn();
     const ledger = createMemoryLedger();

@@ -25,14 +25,13 @@ function signal() {
   return { fire, fired };
 }
 
-/** `inner`, whose markDispatched is written at once but answered only when `answer` fires. */
+/** `inner`, whose claim (a new operation's `dispatched` write) is written at once but answered only when `answer` fires. */
 function lateDispatchAnswer(inner: Ledger, written: () => void, answer: Promise<void>): Ledger {
   return new Proxy(inner, {
     get(target, prop) {
-      if (prop === 'capabilities') return undefined; // every dispatch is its own markDispatched
       const v = Reflect.get(target, prop) as unknown;
       if (typeof v !== 'function') return v;
-      if (prop !== 'markDispatched') return v.bind(target);
+      if (prop !== 'claim') return v.bind(target);
       return async (...a: unknown[]) => {
         const record = await v.apply(target, a);
         written();

@@ -373,7 +373,6 @@ export function createDynamoDbLedger(options: DynamoDbLedgerOptions): Ledger {
   }
 
   return {
-    capabilities: { claimDispatch: true, receiptWithState: true },
     claim,
     ...fencedMethods(fenced),
     resolve,

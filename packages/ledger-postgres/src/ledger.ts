@@ -67,7 +67,7 @@ export function createPostgresLedger(options: PostgresLedgerOptions): PostgresLe
   return {
     schema: c.schema,
     ready: db.ready,
-    capabilities: { claimDispatch: true, receiptWithState: true, sharedLeaseClock: dbClock },
+    capabilities: { sharedLeaseClock: dbClock },
     claim: (input) => claim(c, input),
     async renewLease(ref, leaseMs, now) {
       checkRenewal(leaseMs, now); // the SQL would renew for 0 ms or less

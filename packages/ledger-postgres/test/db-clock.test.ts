@@ -102,19 +102,20 @@ describe('a worker whose clock is off from the database', () => {
 describe('waiting for another worker on the database clock', () => {
   it('a waiter 800 ms ahead of the database takes over once the database lets it, without a claim storm', async () => {
     let claims = 0;
-    // Every claim of this test, counted; the holder's ledger cannot write `dispatched` (it dies after its claim).
+    // Every claim of this test, counted; the holder's caller gave up before its claim, and it dies before its release.
     const wrap = (over: Record<string, unknown>) =>
       new Proxy(strict, {
         get: (t, p) => (p in over ? over[p as string] : (Reflect.get(t, p) as unknown)),
       });
     const claim: typeof strict.claim = (input) => (claims++, strict.claim(input));
-    const dying = wrap({ claim, capabilities: {}, markDispatched: () => new Promise<never>(() => {}) });
+    const dying = wrap({ claim, release: () => new Promise<never>(() => {}) });
     const counted = wrap({ claim });
     const provider = createSandboxProvider(REPLAYING_BEHAVIOUR);
     const adapter = createSandboxAdapter({ provider });
     const policy = { leaseMs: 1500, waitForOtherMs: 30_000 };
     void createRunner({ ledger: dying, owner: 'w-dies', policy }).run(adapter, 'records.create', {
       params: { ref: 'storm-1' },
+      signal: AbortSignal.abort(),
     });
     await new Promise((r) => setTimeout(r, 100));
     const r = await createRunner({ ledger: counted, clock: skewed(800), owner: 'w-waits', policy }).run(
@@ -134,12 +135,9 @@ describe('a takeover on the database clock', () => {
     // before it asked, and the database judged it from a later one: it cannot be sending past the database's end.
     const dying = new Proxy(strict, {
       get: (t, p) =>
-        p === 'capabilities'
-          ? {}
-          : p === 'markDispatched'
-            ? (...a: Parameters<typeof strict.markDispatched>) =>
-                t.markDispatched(...a).then(() => new Promise(() => {}))
-            : (Reflect.get(t, p) as unknown),
+        p === 'claim'
+          ? (...a: Parameters<typeof strict.claim>) => t.claim(...a).then(() => new Promise(() => {}))
+          : (Reflect.get(t, p) as unknown),
     });
     const provider = createSandboxProvider({ ...FORGETFUL_BEHAVIOUR, lookup: 'get-by-key', lateApplyMs: 0 });
     const adapter = createSandboxAdapter({ provider });

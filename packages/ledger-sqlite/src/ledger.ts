@@ -118,7 +118,7 @@ export function createSqliteLedger(options: SqliteLedgerOptions): Ledger {
     );
 
   return {
-    capabilities: { claimDispatch: true, receiptWithState: true, sharedLeaseClock: true },
+    capabilities: { sharedLeaseClock: true },
     async claim(input) {
       // A claim of a stored row (`existing`, or with its receipt) reads it first; a new one tries the INSERT.
       if (!input.existing && input.receipt === undefined) {

@@ -1,6 +1,5 @@
 // How many durable ledger writes the runner makes, and which: a clean run is two (the claim that
-// creates the operation already dispatched, then the result with its receipt), on every ledger that
-// declares the capabilities; a ledger without them gets the separate writes it always had.
+// creates the operation already dispatched, then the result with its receipt).
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -31,12 +30,11 @@ interface Write {
   readonly receiptSeq?: number;
 }
 
-/** The ledger seen through a recorder of its write calls; `minimal` hides its optional capabilities (a ledger that has none). */
-function recording(inner: Ledger, minimal: boolean): { ledger: Ledger; writes: Write[] } {
+/** The ledger seen through a recorder of its write calls. */
+function recording(inner: Ledger): { ledger: Ledger; writes: Write[] } {
   const writes: Write[] = [];
   const ledger = new Proxy(inner, {
     get(target, prop) {
-      if (prop === 'capabilities') return minimal ? undefined : target.capabilities;
       const v = Reflect.get(target, prop) as unknown;
       if (typeof v !== 'function') return v;
       const fn = v as (...a: unknown[]) => unknown;
@@ -74,12 +72,12 @@ const ledgers: ReadonlyArray<readonly [string, () => Ledger]> = [
 
 type Setup = ReturnType<typeof setup>;
 
-function setup(make: () => Ledger, minimal: boolean) {
+function setup(make: () => Ledger) {
   const clock = createVirtualClock();
   const provider = createSandboxProvider({ ...REPLAYING_BEHAVIOUR, clock: clock.now, sleep: clock.sleep });
   const adapter = createSandboxAdapter({ provider });
   const base = make();
-  const { ledger, writes } = recording(base, minimal);
+  const { ledger, writes } = recording(base);
   const runner = createRunner({ ledger, clock, random: () => 0.5 });
   return { provider, adapter, base, runner, writes };
 }
@@ -92,8 +90,8 @@ async function runDone(runner: Setup['runner'], adapter: Setup['adapter'], ref: 
 }
 
 /** A runner on a fresh ledger for `body`; the ledger closed after it. */
-async function withRunner(make: () => Ledger, minimal: boolean, body: (s: Setup) => Promise<void>): Promise<void> {
-  const s = setup(make, minimal);
+async function withRunner(make: () => Ledger, body: (s: Setup) => Promise<void>): Promise<void> {
+  const s = setup(make);
   try {
     await body(s);
   } finally {
@@ -104,7 +102,7 @@ async function withRunner(make: () => Ledger, minimal: boolean, body: (s: Setup)
 for (const [name, make] of ledgers) {
   describe(`runner writes on the ${name} ledger`, () => {
     it('a clean run is two writes: claim born dispatched, then succeeded with its receipt', async () => {
-      await withRunner(make, false, async ({ provider, adapter, base, runner, writes }) => {
+      await withRunner(make, async ({ provider, adapter, base, runner, writes }) => {
         const r = await runDone(runner, adapter, 'clean-1');
         expect(writes).toEqual([
           { method: 'claim', dispatch: true },
@@ -125,25 +123,8 @@ for (const [name, make] of ledgers) {
       });
     });
 
-    it('a ledger without the capabilities gets the separate writes, with the same result and receipts', async () => {
-      await withRunner(make, true, async ({ provider, adapter, base, runner, writes }) => {
-        const r = await runDone(runner, adapter, 'minimal-1');
-        expect(writes).toEqual([
-          { method: 'claim' },
-          { method: 'markDispatched' },
-          { method: 'appendReceipt', receiptSeq: 1 },
-          { method: 'setState', state: 'succeeded' },
-        ]);
-        expect(provider.count()).toBe(1);
-        expect(await base.get(r.businessOperationId)).toMatchObject({ state: 'succeeded', attemptCount: 1 });
-        expect((await base.receipts(r.businessOperationId)).map((x) => [x.seq, x.kind, x.outcome])).toEqual([
-          [1, 'dispatch', 'succeeded'],
-        ]);
-      });
-    });
-
     it('a rejected request is two writes too: the handoff carries the attempt receipt it lists', async () => {
-      await withRunner(make, false, async ({ provider, adapter, base, runner, writes }) => {
+      await withRunner(make, async ({ provider, adapter, base, runner, writes }) => {
         provider.failNext({ kind: 'rejected', message: 'amount must be positive' });
         const r = await runner.run(adapter, OP, { params: { ref: 'rejected-1', amount: -1 } });
         expect(r.status).toBe('handed-off');
@@ -162,7 +143,7 @@ for (const [name, make] of ledgers) {
     });
 
     it('a lost response: each observed state is written with its receipt, and dispatched is written before every provider call', async () => {
-      await withRunner(make, false, async ({ provider, adapter, base, runner, writes }) => {
+      await withRunner(make, async ({ provider, adapter, base, runner, writes }) => {
         provider.failNext({ kind: 'unknown-after-commit' });
         const r = await runDone(runner, adapter, 'lost-1');
         expect(writes).toEqual([
@@ -182,7 +163,7 @@ for (const [name, make] of ledgers) {
     });
 
     it('a caller that aborted before the claim: the operation is claimed, never dispatched, and nothing is sent', async () => {
-      await withRunner(make, false, async ({ provider, adapter, base, runner, writes }) => {
+      await withRunner(make, async ({ provider, adapter, base, runner, writes }) => {
         const controller = new AbortController();
         controller.abort(new Error('caller gave up'));
         await expect(

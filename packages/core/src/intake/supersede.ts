@@ -100,8 +100,8 @@ export function everyAttemptNotApplied(
   receipts: readonly Receipt[],
   { attemptCount, resolution }: Pick<OperationRecord, 'attemptCount' | 'resolution'>,
 ): Verdict {
-  // A revision claimed without its supersede receipt (a two-write ledger stopped between them): its calls would be
-  // counted with the revision before, whose rejections then vouch for a call of its own that may have applied.
+  // A revision claimed without its supersede receipt (appended after the claim, restartClaimed, and lost): its calls
+  // would be counted with the revision before, whose rejections then vouch for a call of its own that may have applied.
   const claimed = resolution?.action === SUPERSEDE_ACTION ? (resolution.revision ?? 1) : 1;
   if (claimed > currentRevisionNumber(receipts))
     return refused(`revision ${claimed} has no supersede receipt: which provider calls are its own cannot be told`);

@@ -42,7 +42,6 @@ export function createMemoryLedger(): Ledger {
   };
 
   return {
-    capabilities: { claimDispatch: true, receiptWithState: true },
     async claim(input) {
       const copy = clone(input);
       const { result, write } = claimTransition(rows().get(input.businessOperationId) ?? null, copy);

@@ -61,8 +61,8 @@ export function claimInput(
 export async function claimAndDrive(ctx: RunnerContext, op: Operation, waitUntil?: number): Promise<RunResult> {
   const { clock, ledger, log } = ctx;
   // A new operation's first decision is always "send now" (decide: claimed, nothing observed), so the claim
-  // may create it already `dispatched` (where the ledger can). An existing one is decided from its state.
-  const dispatch = ctx.claimDispatches && !op.signal?.aborted;
+  // creates it already `dispatched`. An existing one is decided from its state.
+  const dispatch = !op.signal?.aborted;
   const claimedAt = clock.now();
   const claim = await ledger
     .claim(claimInput(ctx, op, claimedAt, dispatch ? { dispatch: true } : undefined))
@@ -226,7 +226,7 @@ export async function supersede(
 ): Promise<RunResult> {
   const { clock, log } = ctx;
   const done = endedSet(record);
-  // A revision's receipt lost with a two-write ledger's crash still counts: the stored resolution names it.
+  // A revision whose receipt was lost (appended after its claim, restartClaimed) still counts: its resolution names it.
   const revision = Math.max(currentRevisionNumber(receipts), record.resolution?.revision ?? 1) + 1;
   // A done revision never reuses a key that holds the earlier values' result.
   const freshKey = done ? record.providerKey !== null : needsFreshKey(op.card, receipts);
@@ -284,7 +284,7 @@ export async function claimAgain(
   >,
 ) {
   const receipt = resolveReceipt(ctx, record, last, op, { action: why.action, reason: op.redactor.text(why.reason) });
-  const written = ctx.receiptWithState && (last?.seq ?? 0) === record.receiptChain.length;
+  const written = (last?.seq ?? 0) === record.receiptChain.length;
   const input = { ...claimInput(ctx, op, why.claimedAt, why), existing: true } as const;
   const claim = await ctx.ledger
     .claim(written ? { ...input, receipt } : input)
@@ -302,7 +302,7 @@ async function movedOn(ctx: RunnerContext, read: OperationRecord, err: unknown):
   return { kind: TERMINAL_STATES.includes(record.state) ? 'terminal' : 'busy', record };
 }
 
-/** Drives a stored operation claimed again; its receipt is appended first unless the claim already wrote it. */
+/** Drives a stored operation claimed again; its receipt is appended first when the chain had moved on since the read. */
 export async function restartClaimed(
   ctx: RunnerContext,
   op: Operation,

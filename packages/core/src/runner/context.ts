@@ -106,9 +106,6 @@ export function createContext(options: RunnerOptions) {
     heartbeat,
     random: options.random ?? Math.random,
     owner: options.owner ?? `${hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`,
-    // Optional ledger features (LedgerCapabilities): with both, a clean run is two durable writes.
-    claimDispatches: ledger.capabilities?.claimDispatch === true,
-    receiptWithState: ledger.capabilities?.receiptWithState === true,
     baseRedactor,
     // Each operation spec's redactor before values (intake builds it once).
     redactors: new WeakMap<OperationSpec, Redactor>(),

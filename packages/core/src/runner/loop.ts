@@ -15,7 +15,7 @@ import { callProvider, lookupProvider } from './adapter-call.js';
 import type { RunnerContext } from './context.js';
 import { checkOwnLease, renew, wait } from './lease.js';
 import { attemptReceipt } from './receipt-chain.js';
-import { type Claimed, type DriveState, decisionState, releaseLease, startState, writeWith } from './state.js';
+import { type Claimed, type DriveState, decisionState, releaseLease, startState } from './state.js';
 import { complete, givenBack, givesBack, handOff } from './terminal.js';
 import type { RunResult } from './types.js';
 
@@ -99,9 +99,9 @@ async function attemptLoop(ctx: RunnerContext, op: Operation, s: DriveState): Pr
     });
     if (observed.patch !== null) {
       const state = giveBack ? 'not-sent' : observed.patch.state;
-      s.record = await writeWith(ctx, s.lease.ref, { ...observed.patch, state, now: patchedAt, receipt });
+      s.record = await ctx.ledger.setState(s.lease.ref, { ...observed.patch, state, now: patchedAt, receipt });
       s.receipts.push(receipt);
-    } else if (ctx.receiptWithState && (decision.action === 'complete' || decision.action === 'handoff')) {
+    } else if (decision.action === 'complete' || decision.action === 'handoff') {
       pending = receipt; // written with the terminal state, next
     } else {
       await ctx.ledger.appendReceipt(s.lease.ref, receipt);

@@ -434,8 +434,7 @@ async function close(
   // The ledger checks the hand-off decided on in the write itself: one made since resolve() checked it is refused there.
   const resolved = defined({ action: resolution.action, providerRef, by: p.by, handoffAt: p.handoffAt });
   // One write with its receipt: a crash between two would leave it closed without the receipt the runbook promises.
-  const after = await ledger.resolve(id, resolved, clock.now(), ctx.receiptWithState ? receipt : undefined);
-  if (!ctx.receiptWithState) await ledger.appendReceipt(fenceOf(after), receipt);
+  const after = await ledger.resolve(id, resolved, clock.now(), receipt);
   log('info', 'resolve', `${resolution.action} by ${personRef(p.by)}`);
   const state = after.state as 'succeeded' | 'abandoned';
   return { status: 'resolved', businessOperationId: id, state, providerRef: after.providerRef };

@@ -1,5 +1,5 @@
 /** What the attempt loop knows of one claimed operation: its mutable state, owned by loop.ts. */
-import type { ClaimResult, Fenced, OperationRecord, Receipt, RetrySafetyCard, StatePatch } from '@retrysafe/contract';
+import type { ClaimResult, Fenced, OperationRecord, Receipt, RetrySafetyCard } from '@retrysafe/contract';
 import { type DecisionState, MAYBE_APPLIED_STATES } from '../decide.js';
 import type { Operation } from '../intake/operation.js';
 import {
@@ -160,13 +160,4 @@ export function decisionState(
     windowStartedAt: s.windowStartedAt,
     polls: s.polls,
   };
-}
-
-/** One transaction when the ledger can, else state then receipt. */
-export async function writeWith(ctx: RunnerContext, ref: Fenced, patch: StatePatch) {
-  if (patch.receipt === undefined || ctx.receiptWithState) return ctx.ledger.setState(ref, patch);
-  const { receipt, ...state } = patch;
-  const record = await ctx.ledger.setState(ref, state);
-  await ctx.ledger.appendReceipt(ref, receipt);
-  return record;
 }

@@ -8,7 +8,7 @@ import { buildPacket, waitsForUser } from '../handoff.js';
 import { type Operation, paramsConflict } from '../intake/operation.js';
 import { correctionRule, isSend, supersedeCheck } from '../intake/supersede.js';
 import { errText, type LogSubject, type RunnerContext } from './context.js';
-import { type DriveState, writeWith } from './state.js';
+import type { DriveState } from './state.js';
 import type { RunResult } from './types.js';
 
 export async function complete(
@@ -32,7 +32,7 @@ export async function complete(
   if (record.state !== 'succeeded') {
     // Deferrable where the card lets a lost write be looked up again (completionRecoverable): the claim
     // before the send was durable, and it is what a crash here would leave behind anyway.
-    record = await writeWith(ctx, s.lease.ref, {
+    record = await ctx.ledger.setState(s.lease.ref, {
       state: 'succeeded',
       lastOutcome: obs === null ? record.lastOutcome : obs.kind,
       result,

@@ -4,10 +4,6 @@ import { claimed, claimInput, expectClaimed, id, idsOf, packet, receipt, refused
 
 /** The combined writes of a two-write clean run: claim with dispatch. */
 export function claimDispatchCases(test: Test): void {
-  test('declares the combined writes the runner uses for a two-write clean run', (l) => {
-    expect(l.capabilities).toMatchObject({ claimDispatch: true, receiptWithState: true });
-  });
-
   test('claim with dispatch creates a new operation already dispatched (attempt 1, firstDispatchedAt = now), durably, in one write', async (l) => {
     const r = await l.claim(claimInput('born-dispatched', { dispatch: true, now: T0 + 7 }));
     expectClaimed(r, false);

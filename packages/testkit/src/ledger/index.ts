@@ -269,7 +269,6 @@ function chainAndPruneCases(test: Test): void {
     const r1 = receipt('anchor', 1, null);
     await l.appendReceipt(ref, r1);
     expect((await l.get(id('anchor')))!.receiptChain).toEqual({ head: r1.hash, length: 1 });
-    // Every ledger declares receiptWithState (the combined-write cases assert it).
     const r2 = receipt('anchor', 2, r1.hash);
     const s = await l.setState(ref, { state: 'unknown', now: T0 + 1, receipt: r2 });
     expect(s.receiptChain).toEqual({ head: r2.hash, length: 2 });
