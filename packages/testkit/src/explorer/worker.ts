@@ -81,19 +81,13 @@ export function workerSteps(ctx: Ctx, w: World, i: number): Succ[] {
   const me = w.ws[i]!;
   if (me.paused) return [];
   switch (me.pc) {
-    case 'idle':
+    case 'idle': {
       if (me.role === 'run') return [claim(ctx, w, i, true, `${me.name} run(): claims the operation`)];
       // recover(): a candidate is a non-terminal record whose lease is absent or expired on this worker's clock.
       if (w.rec === null || T.isTerminal(w.rec) || T.leaseLive(w.rec, now(w, i))) return [];
-      return [
-        claim(
-          ctx,
-          w,
-          i,
-          false,
-          `${me.name} recover(): finds it ${T.stateWords(w.rec.state)} with the lease expired, takes it over`,
-        ),
-      ];
+      const found = `finds it ${T.stateWords(w.rec.state)} with the lease expired, takes it over`;
+      return [claim(ctx, w, i, false, `${me.name} recover(): ${found}`)];
+    }
     case 'decided':
       return [decided(w, i)];
     case 'waiting':
