@@ -178,11 +178,9 @@ interface Graph {
 /** The starting worlds: one worker, or a runner and a recover process whose clock is ahead or behind. */
 function rootsFor(ctx: Ctx, options: ExploreOptions): World[] {
   const skew = options.clockSkewMs ?? ctx.marginMs;
-  const two = (options.workers ?? 2) === 2;
   const a = newWorker('A', 'run', 0);
-  return two
-    ? [...new Set([skew, -skew])].map((o) => newWorld([a, newWorker(`B(clock ${fmt(o)})`, 'recover', o)]))
-    : [newWorld([a])];
+  if (options.workers === 1) return [newWorld([a])];
+  return [...new Set([skew, -skew])].map((o) => newWorld([a, newWorker(`B(clock ${fmt(o)})`, 'recover', o)]));
 }
 
 /** Adds a world not seen before. Each state is checked once, as it is found: the report of its violation, if any. */

@@ -187,12 +187,8 @@ const lostLease = (w: World, i: number) => setW(w, i, { pc: 'idle', role: 'recov
 
 /** Core's startState of a claim: the record stays in the world, and the lease is kept as its fence and end. */
 function newOp(ctx: Ctx, claimed: Extract<ClaimResult, { kind: 'claimed' }>, dispatchWritten: boolean, n: number) {
-  const { record, receipts, lease, ...s } = startState(
-    rules(n),
-    ctx,
-    { ...claimed, claimedAt: n, dispatchWritten },
-    [],
-  );
+  const start = { ...claimed, claimedAt: n, dispatchWritten };
+  const { record, receipts, lease, ...s } = startState(rules(n), ctx, start, []);
   return {
     ...s,
     fence: record.fence,
