@@ -30,6 +30,8 @@ function options(behaviour: SandboxBehaviour, runs: number, seed: number): Crash
     perProcess: 8,
     batchSize: 16,
     timeoutMs: 500,
+    // Held past the client timeout and this lease (holdMs defaults to both and a margin): a short lease, a short hold.
+    leaseMs: 2_000,
     slowNetwork: { share: 0.5 },
     outFile: join(tempDir('crash-slow-'), 'report.json'),
   };

@@ -178,19 +178,19 @@ interface Graph {
 /** The starting worlds: one worker, or a runner and a recover process whose clock is ahead or behind. */
 function rootsFor(ctx: Ctx, options: ExploreOptions): World[] {
   const skew = options.clockSkewMs ?? ctx.marginMs;
-  const two = (options.workers ?? 2) === 2;
   const a = newWorker('A', 'run', 0);
-  return two
-    ? [...new Set([skew, -skew])].map((o) => newWorld([a, newWorker(`B(clock ${fmt(o)})`, 'recover', o)]))
-    : [newWorld([a])];
+  if (options.workers === 1) return [newWorld([a])];
+  return [...new Set([skew, -skew])].map((o) => newWorld([a, newWorker(`B(clock ${fmt(o)})`, 'recover', o)]));
 }
 
-function push(g: Graph, w: World, from: number, text: string): number | null {
+/** Adds a world not seen before. Each state is checked once, as it is found: the report of its violation, if any. */
+function push(ctx: Ctx, g: Graph, w: World, from: number, text: string): ExploreReport | null {
   const k = key(g, w);
   if (g.seen.has(k)) return null;
   g.seen.add(k);
   g.nodes.push({ w, t: w.t, parent: from, label: text, depth: from < 0 ? 0 : g.nodes[from]!.depth + 1 });
-  return g.nodes.length - 1;
+  const v = violations(ctx, w);
+  return v && fail(ctx.card, g, g.nodes.length - 1, v);
 }
 
 function report(card: RetrySafetyCard, g: Graph, violation: Violation | null) {
@@ -262,9 +262,8 @@ export function explore(options: ExploreOptions): ExploreReport {
   const maxStates = options.maxStates ?? 300_000;
   const g: Graph = { seen: new Set(), ops: new Map(), nodes: [], endings: {}, depth: 0, truncated: false };
   for (const r of rootsFor(ctx, options)) {
-    const idx = push(g, r, -1, 'start');
-    const v = idx === null ? null : violations(ctx, r);
-    if (v) return fail(card, g, idx!, v);
+    const failed = push(ctx, g, r, -1, 'start');
+    if (failed) return failed;
   }
   for (let q = 0; q < g.nodes.length; q++) {
     if (g.nodes.length >= maxStates) {
@@ -284,10 +283,8 @@ export function explore(options: ExploreOptions): ExploreReport {
         message: `the operation stays ${T.stateWords(w.rec.state)} and no worker will ever move it`,
       });
     for (const s of succ) {
-      const idx = push(g, s.w, q, s.text);
-      // Each state is checked once, as it is found.
-      const v = idx === null ? null : violations(ctx, s.w);
-      if (v) return fail(card, g, idx!, v);
+      const failed = push(ctx, g, s.w, q, s.text);
+      if (failed) return failed;
     }
   }
   return report(card, g, null);

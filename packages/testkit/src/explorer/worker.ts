@@ -81,19 +81,13 @@ export function workerSteps(ctx: Ctx, w: World, i: number): Succ[] {
   const me = w.ws[i]!;
   if (me.paused) return [];
   switch (me.pc) {
-    case 'idle':
+    case 'idle': {
       if (me.role === 'run') return [claim(ctx, w, i, true, `${me.name} run(): claims the operation`)];
       // recover(): a candidate is a non-terminal record whose lease is absent or expired on this worker's clock.
       if (w.rec === null || T.isTerminal(w.rec) || T.leaseLive(w.rec, now(w, i))) return [];
-      return [
-        claim(
-          ctx,
-          w,
-          i,
-          false,
-          `${me.name} recover(): finds it ${T.stateWords(w.rec.state)} with the lease expired, takes it over`,
-        ),
-      ];
+      const found = `finds it ${T.stateWords(w.rec.state)} with the lease expired, takes it over`;
+      return [claim(ctx, w, i, false, `${me.name} recover(): ${found}`)];
+    }
     case 'decided':
       return [decided(w, i)];
     case 'waiting':
@@ -193,12 +187,8 @@ const lostLease = (w: World, i: number) => setW(w, i, { pc: 'idle', role: 'recov
 
 /** Core's startState of a claim: the record stays in the world, and the lease is kept as its fence and end. */
 function newOp(ctx: Ctx, claimed: Extract<ClaimResult, { kind: 'claimed' }>, dispatchWritten: boolean, n: number) {
-  const { record, receipts, lease, ...s } = startState(
-    rules(n),
-    ctx,
-    { ...claimed, claimedAt: n, dispatchWritten },
-    [],
-  );
+  const start = { ...claimed, claimedAt: n, dispatchWritten };
+  const { record, receipts, lease, ...s } = startState(rules(n), ctx, start, []);
   return {
     ...s,
     fence: record.fence,
