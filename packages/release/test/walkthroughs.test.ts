@@ -702,3 +702,25 @@ it('the pages run one intent with one set of params: examples pasted into one fo
     }
   expect(seen.size).toBeGreaterThan(1);
 });
+
+// The blocks a README shows without a file to save them in (a client you bring, telemetry, a config module): what a
+// user pastes into the file of the first example, so run as pasted in a `.mts` beside the packages the page installs.
+// A `nocheck` block is a sketch in someone else's framework; a `declare` stands for a value the page does not build.
+const PASTED_SNIPPETS = [...workspace.values()]
+  .map((dir) => `${dir.slice(repoRoot.length + 1)}/README.md`)
+  .filter((readme) => existsSync(join(repoRoot, readme)))
+  .flatMap((readme) => {
+    const page = readFileSync(join(repoRoot, readme), 'utf8');
+    return [...page.matchAll(/(<!-- [\w-]+ -->\s*)?^ *```(ts|js)\b(.*)\n([\s\S]*?)^ *```/gm)]
+      .filter(([, marker, , flags, code]) => !marker && !flags!.includes('nocheck') && !/^declare /m.test(code!))
+      .map(([, , , , code], i) => [`${readme} #${i + 1}`, readme, code!.replace(/^ {2}/gm, '')] as const);
+  });
+it.each(PASTED_SNIPPETS)('%s: a block shown without a file, pasted into a .mts, runs', async (_name, readme, code) => {
+  const page = readFileSync(join(repoRoot, readme), 'utf8');
+  const installs = [...page.matchAll(/```sh\n([\s\S]*?)```/g)].flatMap((m) => installed(m[1]!));
+  const { dir, env } = freshProject([...new Set(installs)]);
+  writeFileSync(join(dir, 'snippet.mts'), code);
+  const vars = [...code.matchAll(/process\.env\.(\w+)/g)].map((m) => `${m[1]}=placeholder`);
+  const r = await sh(`${vars.join(' ')} node --experimental-strip-types snippet.mts`, dir, env, 15_000);
+  expect(r.code, r.stderr).toBe(0);
+});
