@@ -77,15 +77,12 @@ export interface AwaitResolutionOptions {
   readonly pollSeconds?: number;
 }
 
-const RUN_ID = /^[A-Za-z0-9._:-]{1,96}$/;
-const LEASE_EXPIRED = 'RETRYSAFE_LEASE_EXPIRED';
-
 /** The workflow id as the run id when the contract accepts it (DBOS's UUIDs are), else `dbos-wf-` and its hash. */
 export function runIdForWorkflow(workflowId: string): string {
-  return RUN_ID.test(workflowId) ? workflowId : `dbos-wf-${sha256Hex(workflowId).slice(0, 40)}`;
+  return /^[A-Za-z0-9._:-]{1,96}$/.test(workflowId) ? workflowId : `dbos-wf-${sha256Hex(workflowId).slice(0, 40)}`;
 }
 
-const RETRY_FIELDS = ['retriesAllowed', 'maxAttempts', 'intervalSeconds', 'backoffRate', 'shouldRetry'] as const;
+const RETRY_FIELDS = ['retriesAllowed', 'maxAttempts', 'intervalSeconds', 'backoffRate', 'shouldRetry'];
 
 function refuseEngineRetries(options: object = {}): void {
   const f = RETRY_FIELDS.find((field) => field in options);
@@ -208,7 +205,7 @@ async function runOperation(
     } catch (err) {
       // Stopped before sending (a pause ran the lease out): run again, as ending the workflow in ERROR loses it.
       // Read by its code: DBOS replays a step's error as a deserialised copy.
-      if ((err as { code?: unknown } | null)?.code !== LEASE_EXPIRED || round >= rounds) throw err;
+      if ((err as { code?: unknown } | null)?.code !== 'RETRYSAFE_LEASE_EXPIRED' || round >= rounds) throw err;
       await DBOS.sleep(50);
       continue;
     }

@@ -85,7 +85,7 @@ export async function sendResolution(
 /** The wait a decision is sent to: the open one, or the next once it has begun; null when none begins within
  * `seconds` (at least `NEXT_WAIT_SECONDS`). */
 async function waitToSendTo(sender: Pick<DBOSClient, 'getEvent'>, workflowId: string, id: string, seconds: number) {
-  const state = await waitStateOf(sender, workflowId, id);
+  const state = await eventOf<wire.WaitState>(sender, workflowId, wire.waitEventKey(id), 0);
   if (state?.open) return state.wait;
   const next = (state?.wait ?? 0) + 1;
   const began = await eventOf<true>(
@@ -117,10 +117,6 @@ const missedRefusal = (workflowId: string, id: string) =>
     message: `workflow ${workflowId} ended each of ${MAX_SENDS} waits before the decision sent to it arrived, so none applied it: send it again, or resolve the operation in the ledger (retrysafe ledger resolve)`,
   });
 
-async function waitStateOf(sender: Pick<DBOSClient, 'getEvent'>, workflowId: string, id: string) {
-  return eventOf<wire.WaitState>(sender, workflowId, wire.waitEventKey(id), 0);
-}
-
 /** The workflow's answer to a decision sent to wait `wait`, waited for up to `seconds`; `ended` when the workflow
  * ended without taking it (a message to an ended workflow lies unread in DBOS, a decision lost without a word);
  * `not-waiting` when that wait ended without taking it (no later wait takes a decision sent to another). */
@@ -134,7 +130,7 @@ async function answerOf(
 ) {
   const key = wire.answerEventKey(decisionId);
   const ended = await workflowEnded(sender, workflowId);
-  const state = await waitStateOf(sender, workflowId, id);
+  const state = await eventOf<wire.WaitState>(sender, workflowId, wire.waitEventKey(id), 0);
   if (!ended && state && (state.wait !== wait || !state.open)) {
     // The wait was ending as the decision arrived: it may still take it, and answers it before it has ended.
     const waited = await eventOf<true>(

@@ -9,9 +9,11 @@ import { spawn } from 'node:child_process';
 import {
   chmodSync,
   copyFileSync,
+  existsSync,
   linkSync,
   mkdirSync,
   mkdtempSync,
+  readdirSync,
   readFileSync,
   realpathSync,
   rmSync,
@@ -671,4 +673,54 @@ it('packages/cli/README.md: installed as it says (`npm i -g`), `retrysafe cards`
   expect(r.code, r.stderr).toBe(0);
   const providers = (JSON.parse(r.stdout) as { provider: string }[]).map((c) => c.provider);
   expect(new Set(providers).size).toBeGreaterThan(6);
+});
+
+it('the pages run one intent with one set of params: examples pasted into one folder (one ./retrysafe.db) never conflict', () => {
+  // A newcomer runs the README's charge.mjs, then an adapter's charge.mts beside it: the same customer and
+  // orderRef with another amount would be the same business operation with other params (a ConflictError).
+  const pages = [
+    'README.md',
+    ...readdirSync(join(repoRoot, 'docs')).map((f) => `docs/${f}`),
+    ...[...workspace.values()].map((dir) => `${dir.slice(repoRoot.length + 1)}/README.md`),
+  ].filter((page) => page.endsWith('.md') && existsSync(join(repoRoot, page)));
+  const seen = new Map<string, { page: string; params: string }>();
+  for (const page of pages)
+    for (const [, operation, literal] of readFileSync(join(repoRoot, page), 'utf8').matchAll(
+      /'([\w.]+)', \{\s*params: (\{[^{}]*\})/g,
+    )) {
+      const fields = literal!
+        .slice(1, -1)
+        .split(',')
+        .map((f) => f.trim())
+        .sort();
+      const intent = fields.filter((f) => /^(customer|orderRef):/.test(f));
+      if (intent.length < 2) continue;
+      const params = fields.join(', ');
+      const first = seen.get(`${operation} ${intent}`) ?? { page, params };
+      seen.set(`${operation} ${intent}`, first);
+      expect(params, `${operation} in ${page}, and in ${first.page}`).toBe(first.params);
+    }
+  expect(seen.size).toBeGreaterThan(1);
+});
+
+// The blocks a README shows without a file to save them in (a client you bring, telemetry, a config module): what a
+// user pastes into the file of the first example, so run as pasted in a `.mts` beside the packages the page installs.
+// A `nocheck` block is a sketch in someone else's framework; a `declare` stands for a value the page does not build.
+const PASTED_SNIPPETS = [...workspace.values()]
+  .map((dir) => `${dir.slice(repoRoot.length + 1)}/README.md`)
+  .filter((readme) => existsSync(join(repoRoot, readme)))
+  .flatMap((readme) => {
+    const page = readFileSync(join(repoRoot, readme), 'utf8');
+    return [...page.matchAll(/(<!-- [\w-]+ -->\s*)?^ *```(ts|js)\b(.*)\n([\s\S]*?)^ *```/gm)]
+      .filter(([, marker, , flags, code]) => !marker && !flags!.includes('nocheck') && !/^declare /m.test(code!))
+      .map(([, , , , code], i) => [`${readme} #${i + 1}`, readme, code!.replace(/^ {2}/gm, '')] as const);
+  });
+it.each(PASTED_SNIPPETS)('%s: a block shown without a file, pasted into a .mts, runs', async (_name, readme, code) => {
+  const page = readFileSync(join(repoRoot, readme), 'utf8');
+  const installs = [...page.matchAll(/```sh\n([\s\S]*?)```/g)].flatMap((m) => installed(m[1]!));
+  const { dir, env } = freshProject([...new Set(installs)]);
+  writeFileSync(join(dir, 'snippet.mts'), code);
+  const vars = [...code.matchAll(/process\.env\.(\w+)/g)].map((m) => `${m[1]}=placeholder`);
+  const r = await sh(`${vars.join(' ')} node --experimental-strip-types snippet.mts`, dir, env, 15_000);
+  expect(r.code, r.stderr).toBe(0);
 });
