@@ -61,32 +61,25 @@ export interface OperationRecord {
 }
 
 /** What names an operation and its request: a claim carries it, the record it creates keeps it. */
-export type OperationIdentity = Pick<
-  OperationRecord,
-  | 'businessOperationId'
-  | 'provider'
-  | 'account'
-  | 'operation'
-  | 'intentFrom'
-  | 'intentFingerprint'
-  | 'paramsFingerprint'
-  | 'params'
-  | 'providerKey'
->;
+const IDENTITY = [
+  'businessOperationId',
+  'provider',
+  'account',
+  'operation',
+  'intentFrom',
+  'intentFingerprint',
+  'paramsFingerprint',
+  'params',
+  'providerKey',
+] as const;
+export type OperationIdentity = Pick<OperationRecord, (typeof IDENTITY)[number]>;
 
-/** No account, no field; an intent not the caller's, no field. */
+/** `from`'s `keys` that hold a value: no account, no field. */
+const defined = <T extends object, K extends keyof T>(from: T, keys: readonly K[]) =>
+  Object.fromEntries(keys.filter((k) => from[k] !== undefined).map((k) => [k, from[k]])) as Pick<T, K>;
+
 export function identityFields(from: OperationIdentity): OperationIdentity {
-  return {
-    businessOperationId: from.businessOperationId,
-    provider: from.provider,
-    ...(from.account !== undefined && { account: from.account }),
-    operation: from.operation,
-    ...(from.intentFrom !== undefined && { intentFrom: from.intentFrom }),
-    intentFingerprint: from.intentFingerprint,
-    paramsFingerprint: from.paramsFingerprint,
-    params: from.params,
-    providerKey: from.providerKey,
-  };
+  return defined(from, IDENTITY);
 }
 
 export interface ClaimInput extends OperationIdentity {
@@ -359,10 +352,7 @@ export function setStateTransition(record: OperationRecord, patch: StatePatch): 
   return {
     ...record,
     state: patch.state,
-    lastOutcome: patch.lastOutcome !== undefined ? patch.lastOutcome : record.lastOutcome,
-    result: patch.result !== undefined ? patch.result : record.result,
-    providerRef: patch.providerRef !== undefined ? patch.providerRef : record.providerRef,
-    statusRef: patch.statusRef !== undefined ? patch.statusRef : record.statusRef,
+    ...defined(patch, ['lastOutcome', 'result', 'providerRef', 'statusRef']),
     ...(TERMINAL_STATES.includes(patch.state) && RELEASED),
     updatedAt: patch.now,
   };
