@@ -59,6 +59,10 @@ export function sameJson(a: unknown, b: unknown): boolean {
   }
 }
 
+/** `from`'s `keys` that hold a value (one left undefined is no field). */
+export const definedFields = <T extends object, K extends keyof T>(from: T, keys: readonly K[]) =>
+  Object.fromEntries(keys.filter((k) => from[k] !== undefined).map((k) => [k, from[k]])) as Pick<T, K>;
+
 export function sha256Hex(text: string): string {
   return hash('sha256', text, 'hex');
 }

@@ -1,5 +1,6 @@
 // `@retrysafe/contract/ledger`: the record every ledger stores, and its state machine as pure functions that each
 // ledger applies inside its own atomic section: read the record, call the rule, write what it returns.
+import { definedFields } from './canonical.js';
 import { InvalidStateError, LeaseLostError, LedgerError } from './errors.js';
 import type { BusinessOperationId, ProviderKey } from './ids.js';
 import { checkClaim, checkNow, checkPacket, checkRefTexts, checkRenewal, unstorable } from './ledger-checks.js';
@@ -74,12 +75,9 @@ const IDENTITY = [
 ] as const;
 export type OperationIdentity = Pick<OperationRecord, (typeof IDENTITY)[number]>;
 
-/** `from`'s `keys` that hold a value: no account, no field. */
-const defined = <T extends object, K extends keyof T>(from: T, keys: readonly K[]) =>
-  Object.fromEntries(keys.filter((k) => from[k] !== undefined).map((k) => [k, from[k]])) as Pick<T, K>;
-
+/** No account, no field. */
 export function identityFields(from: OperationIdentity): OperationIdentity {
-  return defined(from, IDENTITY);
+  return definedFields(from, IDENTITY);
 }
 
 export interface ClaimInput extends OperationIdentity {
@@ -352,7 +350,7 @@ export function setStateTransition(record: OperationRecord, patch: StatePatch): 
   return {
     ...record,
     state: patch.state,
-    ...defined(patch, ['lastOutcome', 'result', 'providerRef', 'statusRef']),
+    ...definedFields(patch, ['lastOutcome', 'result', 'providerRef', 'statusRef']),
     ...(TERMINAL_STATES.includes(patch.state) && RELEASED),
     updatedAt: patch.now,
   };
