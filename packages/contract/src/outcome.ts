@@ -10,18 +10,11 @@ export interface ProviderRefs {
   readonly providerRef?: string;
 }
 
+// `action-required`: refused before processing until the user completes a step the provider asked for (an MCP URL
+// elicitation); the same request may be sent again once it is done.
 const REJECT_REASONS = [
-  'validation',
-  'permission',
-  'authentication',
-  'configuration',
-  'conflict',
-  'not-found',
-  'card-declined',
-  /** Refused before processing until the user completes a step the provider asked for (an MCP URL elicitation): the
-   * same request may be sent again once it is done. */
-  'action-required',
-  'other',
+  ...['validation', 'permission', 'authentication', 'configuration', 'conflict', 'not-found', 'card-declined'],
+  ...['action-required', 'other'],
 ] as const;
 export type RejectReason = (typeof REJECT_REASONS)[number];
 const UNKNOWN_CAUSES = ['timeout', 'connection-reset', 'server-error', 'truncated-response', 'other'] as const;
