@@ -3,8 +3,8 @@
 import { definedFields } from './canonical.js';
 import { InvalidStateError, LeaseLostError, LedgerError } from './errors.js';
 import type { BusinessOperationId, ProviderKey } from './ids.js';
-import { checkClaim, checkNow, checkPacket, checkRefTexts, checkRenewal, unstorable } from './ledger-checks.js';
-import { type OperationState, STATES, TERMINAL_STATES } from './ledger-states.js';
+import { checkClaim, checkNow, checkPacket, checkRenewal, checkStatePatch, unstorable } from './ledger-checks.js';
+import { type OperationState, TERMINAL_STATES } from './ledger-states.js';
 import type { OnUnreadable } from './ledger-stored.js';
 import type { HandoffPacket, Receipt } from './receipt.js';
 
@@ -15,6 +15,7 @@ export {
   checkRecoverCandidates,
   checkRef,
   checkRenewal,
+  checkStatePatch,
   choiceOption,
   numberOption,
 } from './ledger-checks.js';
@@ -298,17 +299,6 @@ export function claimTransition(
     result: { kind: 'claimed', record, takenOver: true, previousLeaseExpiresAt: existing.leaseExpiresAt },
     write: record,
   };
-}
-
-export function checkStatePatch(patch: StatePatch): void {
-  if (typeof patch?.state !== 'string') throw new LedgerError('setState: patch.state is required');
-  checkNow(patch.now, 'setState');
-  checkRefTexts(patch, 'setState');
-  if (patch.state === 'handed-off') throw new LedgerError('setState cannot hand off: use handOff(ref, packet)');
-  if (patch.state === 'abandoned')
-    throw new LedgerError('setState cannot abandon: a person does that through resolve()');
-  if (!(STATES as readonly string[]).includes(patch.state))
-    throw new LedgerError(`setState: unknown state ${JSON.stringify(patch.state)}`);
 }
 
 export function checkFence(record: OperationRecord | null, ref: Fenced): OperationRecord {
