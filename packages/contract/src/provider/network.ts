@@ -37,23 +37,17 @@ export type TransportFailure =
 type CodedError = { readonly code: string; readonly syscall?: unknown };
 
 /** Along the `cause` chain and inside an AggregateError (fetch and happy-eyeballs wrap them). */
-function codedErrors(error: unknown): CodedError[] {
-  const found: CodedError[] = [];
-  const seen = new Set<unknown>();
-  const walk = (e: unknown, depth: number) => {
-    if (depth > 6 || e === null || typeof e !== 'object' || seen.has(e)) return;
-    seen.add(e);
-    const o = e as { code?: unknown; syscall?: unknown; cause?: unknown; errors?: unknown };
-    // A wrapper repeating the code of what it wraps (Node's AggregateError: its first error's; axios: its cause's),
-    // without the syscall: the wrapped error speaks for it.
-    const inner = (Array.isArray(o.errors) ? o.errors[0] : o.cause) as { code?: unknown } | null | undefined;
-    const mirrors = typeof inner === 'object' && inner !== null && inner.code === o.code;
-    if (typeof o.code === 'string' && !mirrors) found.push({ code: o.code, syscall: o.syscall });
-    walk(o.cause, depth + 1);
-    if (Array.isArray(o.errors)) for (const inner of o.errors) walk(inner, depth + 1);
-  };
-  walk(error, 0);
-  return found;
+function codedErrors(e: unknown, seen = new Set<unknown>(), depth = 0): CodedError[] {
+  if (depth > 6 || e === null || typeof e !== 'object' || seen.has(e)) return [];
+  seen.add(e);
+  const o = e as { code?: unknown; syscall?: unknown; cause?: unknown; errors?: unknown };
+  // A wrapper repeating the code of what it wraps (Node's AggregateError: its first error's; axios: its cause's),
+  // without the syscall: the wrapped error speaks for it.
+  const inner = (Array.isArray(o.errors) ? o.errors[0] : o.cause) as { code?: unknown } | null | undefined;
+  const mirrors = typeof inner === 'object' && inner !== null && inner.code === o.code;
+  const own = typeof o.code === 'string' && !mirrors ? [{ code: o.code, syscall: o.syscall }] : [];
+  const wrapped = [o.cause, ...(Array.isArray(o.errors) ? o.errors : [])];
+  return [...own, ...wrapped.flatMap((w) => codedErrors(w, seen, depth + 1))];
 }
 
 // A routing code (EHOSTUNREACH, ENETDOWN…) also ends an established socket, raised by `read` or `write` after the
