@@ -96,8 +96,7 @@ function raceAbort<T>(run: () => Promise<T>, signal: AbortSignal, onAbort: () =>
   });
 }
 
-/** The first ASCII character `rule` allows and `card` does not (keys are ASCII); a card charset that does not compile
- * allows nothing. */
+/** The first ASCII character `rule` allows and `card` does not; a card charset that does not compile allows nothing. */
 function charOutside(rule: string, card: string): string | null {
   const mine = charsetPattern(rule);
   let theirs: RegExp;

@@ -31,11 +31,9 @@ function checkMargin(ms: unknown) {
   if (why !== null) throw new RangeError(`policy.clockSkewMarginMs: ${why}`);
 }
 
-/**
- * How long a closed record must outlive its last change, so a repeat never meets a key the provider still holds
+/** How long a closed record must outlive its last change, so a repeat never meets a key the provider still holds
  * without the record: the longest retention + margin + late-apply allowance. An unknown retention counts as
- * `unknownRetentionMs`, else its card is listed in `unknown` for the caller to refuse or skip.
- */
+ * `unknownRetentionMs`, else its card is listed in `unknown` for the caller to refuse or skip. */
 export function retentionFloor(
   cards: readonly RetrySafetyCard[],
   policy: { readonly clockSkewMarginMs?: number | undefined } = {},

@@ -1,5 +1,4 @@
-// An operation's intent: picked from its params, put in normal form, turned into the business-operation id,
-// and compared with a stored one.
+// An operation's intent: picked from its params, normalised, digested into its id, and compared with a stored one.
 import { fingerprint, sameJson } from './canonical.js';
 import { InvalidIdError, InvalidIntentError } from './errors.js';
 import { asBusinessOperationId, type BusinessOperationId } from './ids.js';

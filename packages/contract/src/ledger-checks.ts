@@ -55,10 +55,8 @@ export function checkRef(ref: Fenced): void {
     throw new LedgerError('a fenced reference { businessOperationId, fence } is required');
 }
 
-/**
- * A text no ledger keeps exactly in a column: PostgreSQL's refuse U+0000, and a lone surrogate becomes U+FFFD in UTF-8
- * (so two texts would read as one). No ledger takes one.
- */
+/** A text no ledger keeps exactly in a column: PostgreSQL's refuse U+0000, and a lone surrogate becomes U+FFFD in
+ * UTF-8 (so two texts would read as one). No ledger takes one. */
 export const unstorable = (value: unknown): boolean => typeof value === 'string' && /\u0000|\p{Cs}/u.test(value);
 
 export function checkStorable(values: object, fields: readonly string[], what: string): void {

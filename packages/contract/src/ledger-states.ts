@@ -10,8 +10,7 @@ export const STATES: readonly OperationState[] = [...OPEN, ...ENDED];
 /** `handed-off` waits for a person and is never pruned. */
 export const PRUNABLE_STATES: readonly OperationState[] = ['succeeded', 'rejected', 'abandoned', 'not-sent'];
 
-/** A state said in a sentence, as the words after "is": a ledger word such as `succeeded` or `handed-off` is not one;
- * another state or word (`absent`) is said as it is. */
+/** A state as the words after "is" in a sentence (`succeeded` is `done`); any other state or word is said as it is. */
 const WORDS: Partial<Record<string, string>> = {
   unknown: 'of unknown outcome',
   'in-progress': 'in progress',
