@@ -214,10 +214,16 @@ const NO_ATTEMPTS = {
 const misplaced = (what: string) =>
   new LedgerError(`claim: a receipt goes with a resume or a new revision, not ${what}; nothing written`);
 
-/** A resume or a revision: its receipt, if given, must follow the stored chain, and is anchored in the same write. */
-function restarted(existing: OperationRecord, receipt: Receipt | undefined, takenOver: boolean, next: OperationRecord) {
+/** A resume or a revision, claimed at the next fence: its receipt, if given, must follow the stored chain, and is
+ * anchored in the same write. */
+function restarted(
+  existing: OperationRecord,
+  receipt: Receipt | undefined,
+  takenOver: boolean,
+  next: Partial<OperationRecord>,
+) {
   if (receipt !== undefined) checkReceipt(existing, receipt, existing.receiptChain.length);
-  const record = chainedTransition(next, receipt);
+  const record = chainedTransition({ ...existing, ...next, state: 'claimed', fence: existing.fence + 1 }, receipt);
   return { result: { kind: 'claimed', record, takenOver } as const, write: record };
 }
 
@@ -266,18 +272,11 @@ export function claimTransition(
     return { result: { kind: 'claimed', record, takenOver: false }, write: record };
   }
   if (isTerminal(existing)) {
-    if (input.resume && existing.state === 'handed-off') {
-      return restarted(existing, receipt, true, {
-        ...existing,
-        ...lease,
-        state: 'claimed',
-        fence: existing.fence + 1,
-        resolution: { action: 'resume', at: input.now, by: input.owner },
-      });
-    }
-    if (input.supersede && supersedable(existing, input.supersede)) {
+    const resumed = { action: 'resume', at: input.now, by: input.owner } as const;
+    if (input.resume && existing.state === 'handed-off')
+      return restarted(existing, receipt, true, { ...lease, resolution: resumed });
+    if (input.supersede && supersedable(existing, input.supersede))
       return restarted(existing, receipt, false, {
-        ...existing,
         ...lease,
         params: input.params,
         paramsFingerprint: input.paramsFingerprint,
@@ -285,11 +284,8 @@ export function claimTransition(
         ...NO_ATTEMPTS, // a new revision: its own attempts
         // A kept key is as old as its first use: a call recorded not applied may have stored it at the provider.
         ...(input.providerKey === existing.providerKey && { firstDispatchedAt: existing.firstDispatchedAt }),
-        state: 'claimed',
-        fence: existing.fence + 1,
         resolution: { action: 'supersede', at: input.now, by: input.owner, revision: input.supersede.revision },
       });
-    }
     return { result: { kind: 'terminal', record: existing }, write: null };
   }
   if (leaseLive(existing, leaseNow)) return { result: { kind: 'busy', record: existing }, write: null };
