@@ -29,9 +29,8 @@ function write(value: unknown, seen: Set<object>): string {
       throw new InvalidIntentError('', `${proto.constructor?.name ?? 'exotic'} objects cannot be part of an intent`);
     const record = value as Record<string, unknown>;
     // Undefined members are left out.
-    const keys = Object.keys(record)
-      .sort()
-      .filter((k) => record[k] !== undefined);
+    const keys = Object.keys(record).filter((k) => record[k] !== undefined);
+    keys.sort();
     return `{${keys.map((k) => `${JSON.stringify(k)}:${member(k, record[k], seen)}`).join(',')}}`;
   } finally {
     seen.delete(value);

@@ -251,10 +251,7 @@ function normalizeAt(value: unknown, rules: readonly PathRule[]): unknown {
   const active = rules.filter((r) => r.steps === null || r.steps.length > 0 || r.absent);
   if (active.length === 0) return value;
   const holder = { value: applySteps(value, []) }; // a deep copy
-  const outermostFirst = active
-    .map((r, i) => ({ r, i }))
-    .sort((a, b) => a.r.parts.length - b.r.parts.length || a.i - b.i);
-  for (const { r } of outermostFirst)
+  for (const r of active.toSorted((a, b) => a.parts.length - b.parts.length))
     if (r.steps === null) restoreAt(holder, { value }, ['value', ...r.parts]);
     else applyAt(holder, ['value', ...r.parts], r.steps, r.absent ?? null);
   return holder.value;

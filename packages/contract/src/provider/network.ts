@@ -192,10 +192,8 @@ export function goneDuringWalk<T>(
   idOf: (item: T) => unknown,
 ): number {
   const seen = new Set(again.flat().map(idOf));
-  return first
-    .slice(0, -1)
-    .flat()
-    .filter((i) => !seen.has(idOf(i))).length;
+  const beforeLast = first.slice(0, -1).flat();
+  return beforeLast.filter((i) => !seen.has(idOf(i))).length;
 }
 
 /** An outcome seen while reconciling, as a lookup result: never `not-found` (the runner decides absence from the card). */
