@@ -410,10 +410,8 @@ export function resolveTransition(
     throw new InvalidStateError(id, record.state, `only a handed-off operation can be resolved (${action})`);
   if (resolution.handoffAt !== undefined && record.handoff?.createdAt !== resolution.handoffAt)
     throw new InvalidStateError(id, record.state, NOT_THE_HANDOFF_DECIDED_ON);
-  if (
-    action === 'mark-done' &&
-    (typeof providerRef !== 'string' || providerRef.trim() === '' || unstorable(providerRef))
-  )
+  const noRef = typeof providerRef !== 'string' || providerRef.trim() === '' || unstorable(providerRef);
+  if (action === 'mark-done' && noRef)
     throw new InvalidStateError(id, record.state, 'mark-done needs the provider reference of the effect you confirmed');
   if (receipt !== undefined) checkReceipt({ businessOperationId: id, fence: record.fence }, receipt, lastSeq);
   return chainedTransition(
