@@ -16,11 +16,10 @@ export function marginProblem(ms: unknown): string | null {
   return `expected a finite number ≥ 0, got ${String(ms)}`;
 }
 
+type MarginPolicy = { readonly clockSkewMarginMs?: number | undefined };
+
 /** The margin the runner works with for `card`: the policy's when it sets one (it may widen it), else the card's. */
-export function marginInForce(
-  card: RetrySafetyCard,
-  policy: { readonly clockSkewMarginMs?: number | undefined } = {},
-): number {
+export function marginInForce(card: RetrySafetyCard, policy: MarginPolicy = {}): number {
   checkMargin(policy.clockSkewMarginMs);
   return policy.clockSkewMarginMs ?? cardMargin(card);
 }
@@ -36,7 +35,7 @@ function checkMargin(ms: unknown) {
  * `unknownRetentionMs`, else its card is listed in `unknown` for the caller to refuse or skip. */
 export function retentionFloor(
   cards: readonly RetrySafetyCard[],
-  policy: { readonly clockSkewMarginMs?: number | undefined } = {},
+  policy: MarginPolicy = {},
   unknownRetentionMs?: number,
 ): { readonly ms: number; readonly card: string | null; readonly unknown: readonly RetrySafetyCard[] } {
   checkMargin(policy?.clockSkewMarginMs);
