@@ -8,7 +8,8 @@ export function canonicalJson(value: unknown): string {
 }
 
 function write(value: unknown, seen: Set<object>): string {
-  if (value === null || typeof value === 'string' || typeof value === 'boolean') return JSON.stringify(value);
+  if (typeof value === 'string') return stringText(value);
+  if (value === null || typeof value === 'boolean') return String(value);
   if (typeof value === 'number') {
     // ECMAScript's shortest round trip; `-0` is written `0`.
     if (!Number.isFinite(value)) throw new InvalidIntentError('', `number ${value} is not representable in JSON`);
@@ -31,7 +32,7 @@ function write(value: unknown, seen: Set<object>): string {
     // Undefined members are left out.
     const keys = Object.keys(record).filter((k) => record[k] !== undefined);
     keys.sort();
-    return `{${keys.map((k) => `${JSON.stringify(k)}:${member(k, record[k], seen)}`).join(',')}}`;
+    return `{${keys.map((k) => `${stringText(k)}:${member(k, record[k], seen)}`).join(',')}}`;
   } finally {
     seen.delete(value);
   }
@@ -57,6 +58,9 @@ export function sameJson(a: unknown, b: unknown): boolean {
     return false;
   }
 }
+
+/** Plain ASCII (most ids, times and hashes) is its own JSON text in quotes, without a JSON.stringify call. */
+const stringText = (s: string) => (/^[ !#-[\]-~]*$/.test(s) ? `"${s}"` : JSON.stringify(s));
 
 /** `from`'s `keys` that hold a value (one left undefined is no field). */
 export const definedFields = <T extends object, K extends keyof T>(from: T, keys: readonly K[]) =>
