@@ -68,11 +68,9 @@ export function providerKeyShapeProblem(key: string, rule: ProviderKeyRule): str
   return null;
 }
 
-const PARAMS = { root: '(root)', say: AJV_WORDS, neverStricter: true };
-
 /** The frame's params check without a schema compiler: it passes every keyword ajv's words do not name ($ref, if/then, …). */
 export const schemaErrors = (schema: JsonSchema, params: unknown): FieldError[] =>
-  schemaProblems(schema, params, PARAMS);
+  schemaProblems(schema, params, { root: '(root)', say: AJV_WORDS, neverStricter: true });
 
 export function operationParamsErrors(
   spec: Pick<OperationSpec, 'paramsSchema' | 'checkParams'>,
@@ -98,8 +96,7 @@ function raceAbort<T>(run: () => Promise<T>, signal: AbortSignal, onAbort: () =>
   });
 }
 
-/** The first ASCII character `rule` allows and `card` does not (keys are ASCII); a card charset that does not compile
- * allows nothing. */
+/** The first ASCII character `rule` allows and `card` does not; a card charset that does not compile allows nothing. */
 function charOutside(rule: string, card: string): string | null {
   const mine = charsetPattern(rule);
   let theirs: RegExp;

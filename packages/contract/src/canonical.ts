@@ -8,49 +8,33 @@ export function canonicalJson(value: unknown): string {
 }
 
 function write(value: unknown, seen: Set<object>): string {
-  if (value === null) return 'null';
-  switch (typeof value) {
-    case 'string':
-      return stringText(value);
-    case 'boolean':
-      return value ? 'true' : 'false';
-    case 'number':
-      // ECMAScript's shortest round trip; `-0` is written `0`.
-      if (!Number.isFinite(value)) throw new InvalidIntentError('', `number ${value} is not representable in JSON`);
-      return String(value);
-    case 'object':
-      break;
-    default:
-      throw new InvalidIntentError('', `a ${typeof value} cannot be part of an intent`);
+  if (typeof value === 'string') return stringText(value);
+  if (value === null || typeof value === 'boolean') return String(value);
+  if (typeof value === 'number') {
+    // ECMAScript's shortest round trip; `-0` is written `0`.
+    if (!Number.isFinite(value)) throw new InvalidIntentError('', `number ${value} is not representable in JSON`);
+    return String(value);
   }
-  const obj = value as object;
-  if (obj instanceof Date) {
-    if (Number.isNaN(obj.getTime())) throw new InvalidIntentError('', 'invalid Date');
-    return JSON.stringify(obj.toISOString());
+  if (typeof value !== 'object') throw new InvalidIntentError('', `a ${typeof value} cannot be part of an intent`);
+  if (value instanceof Date) {
+    if (Number.isNaN(value.getTime())) throw new InvalidIntentError('', 'invalid Date');
+    return JSON.stringify(value.toISOString());
   }
-  if (seen.has(obj)) throw new InvalidIntentError('', 'cycle');
-  seen.add(obj);
+  if (seen.has(value)) throw new InvalidIntentError('', 'cycle');
+  seen.add(value);
   try {
-    if (Array.isArray(obj)) {
-      // A hole reads as undefined and is refused like an undefined item (never written as `[1,,3]`).
-      let out = '[';
-      for (let i = 0; i < obj.length; i++) out += (i === 0 ? '' : ',') + member(`[${i}]`, obj[i], seen);
-      return out + ']';
-    }
-    const proto = Object.getPrototypeOf(obj);
-    if (proto !== Object.prototype && proto !== null) {
-      throw new InvalidIntentError('', `${proto?.constructor?.name ?? 'exotic'} objects cannot be part of an intent`);
-    }
-    const record = obj as Record<string, unknown>;
+    // A hole reads as undefined and is refused like an undefined item (never written as `[1,,3]`).
+    if (Array.isArray(value)) return `[${Array.from(value, (v, i) => member(`[${i}]`, v, seen)).join(',')}]`;
+    const proto = Object.getPrototypeOf(value);
+    if (proto !== Object.prototype && proto !== null)
+      throw new InvalidIntentError('', `${proto.constructor?.name ?? 'exotic'} objects cannot be part of an intent`);
+    const record = value as Record<string, unknown>;
     // Undefined members are left out.
-    let out = '{';
-    for (const k of Object.keys(record).sort()) {
-      const v = record[k];
-      if (v !== undefined) out += (out === '{' ? '' : ',') + stringText(k) + ':' + member(k, v, seen);
-    }
-    return out + '}';
+    const keys = Object.keys(record).filter((k) => record[k] !== undefined);
+    keys.sort();
+    return `{${keys.map((k) => `${stringText(k)}:${member(k, record[k], seen)}`).join(',')}}`;
   } finally {
-    seen.delete(obj);
+    seen.delete(value);
   }
 }
 
@@ -75,13 +59,12 @@ export function sameJson(a: unknown, b: unknown): boolean {
   }
 }
 
-/** Printable ASCII without a quote or backslash: its JSON text is itself in quotes. */
-const PLAIN = /^[ !#-[\]-~]*$/;
+/** Plain ASCII (most ids, times and hashes) is its own JSON text in quotes, without a JSON.stringify call. */
+const stringText = (s: string) => (/^[ !#-[\]-~]*$/.test(s) ? `"${s}"` : JSON.stringify(s));
 
-/** Plain ASCII (most ids, times and hashes) needs no escaping. */
-function stringText(s: string): string {
-  return PLAIN.test(s) ? `"${s}"` : JSON.stringify(s);
-}
+/** `from`'s `keys` that hold a value (one left undefined is no field). */
+export const definedFields = <T extends object, K extends keyof T>(from: T, keys: readonly K[]) =>
+  Object.fromEntries(keys.filter((k) => from[k] !== undefined).map((k) => [k, from[k]])) as Pick<T, K>;
 
 export function sha256Hex(text: string): string {
   return hash('sha256', text, 'hex');

@@ -16,11 +16,10 @@ export function marginProblem(ms: unknown): string | null {
   return `expected a finite number ≥ 0, got ${String(ms)}`;
 }
 
+type MarginPolicy = { readonly clockSkewMarginMs?: number | undefined };
+
 /** The margin the runner works with for `card`: the policy's when it sets one (it may widen it), else the card's. */
-export function marginInForce(
-  card: RetrySafetyCard,
-  policy: { readonly clockSkewMarginMs?: number | undefined } = {},
-): number {
+export function marginInForce(card: RetrySafetyCard, policy: MarginPolicy = {}): number {
   checkMargin(policy.clockSkewMarginMs);
   return policy.clockSkewMarginMs ?? cardMargin(card);
 }
@@ -31,14 +30,12 @@ function checkMargin(ms: unknown) {
   if (why !== null) throw new RangeError(`policy.clockSkewMarginMs: ${why}`);
 }
 
-/**
- * How long a closed record must outlive its last change, so a repeat never meets a key the provider still holds
+/** How long a closed record must outlive its last change, so a repeat never meets a key the provider still holds
  * without the record: the longest retention + margin + late-apply allowance. An unknown retention counts as
- * `unknownRetentionMs`, else its card is listed in `unknown` for the caller to refuse or skip.
- */
+ * `unknownRetentionMs`, else its card is listed in `unknown` for the caller to refuse or skip. */
 export function retentionFloor(
   cards: readonly RetrySafetyCard[],
-  policy: { readonly clockSkewMarginMs?: number | undefined } = {},
+  policy: MarginPolicy = {},
   unknownRetentionMs?: number,
 ): { readonly ms: number; readonly card: string | null; readonly unknown: readonly RetrySafetyCard[] } {
   checkMargin(policy?.clockSkewMarginMs);

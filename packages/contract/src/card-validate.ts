@@ -248,85 +248,74 @@ const isDotPath = (path: unknown) =>
 
 /** What the schema cannot say: the operation's prefix, unknown facts listed, a key charset, rules under intent fields. */
 function checkBeyondSchema(card: Record<string, unknown>, problems: CardProblem[], unknowns: string[]): void {
+  const bad = (path: string, message: string) => problems.push({ path, message });
   const { operation, provider, unverified } = card;
   if (typeof operation === 'string' && typeof provider === 'string' && !operation.startsWith(`${provider}.`))
-    problems.push({ path: 'operation', message: `must start with the provider name "${provider}."` });
+    bad('operation', `must start with the provider name "${provider}."`);
   // Every id derived for the operation starts with its name.
   const named = typeof operation === 'string' ? operationNameProblem(operation) : null;
-  if (named) problems.push({ path: 'operation', message: named });
+  if (named) bad('operation', named);
   if (Array.isArray(unverified)) {
     const listed = new Set(unverified.map((u: { field?: unknown } | null) => u?.field));
     for (const path of unknowns.filter((p) => !listed.has(p)))
-      problems.push({
-        path,
-        message: 'value is "unknown" but the field is not listed in unverified[] with its source',
-      });
+      bad(path, 'value is "unknown" but the field is not listed in unverified[] with its source');
   }
   const charset = (card.providerKey as { charset?: { value?: unknown } } | undefined)?.charset?.value;
   if (typeof charset === 'string' && charset !== UNKNOWN && !isClassBody(charset))
-    problems.push({
-      path: 'providerKey.charset.value',
-      message: 'expected the body of a character class, e.g. A-Za-z0-9_- (ranges in order, not negated, ] escaped)',
-    });
+    bad(
+      'providerKey.charset.value',
+      'expected the body of a character class, e.g. A-Za-z0-9_- (ranges in order, not negated, ] escaped)',
+    );
   checkBudget(card, problems);
-  const bo = (card.businessOperationId ?? {}) as {
-    intentFields?: unknown;
-    optionalIntentFields?: unknown;
-    normalize?: unknown;
-  };
+  const bo = (card.businessOperationId ?? {}) as Record<string, unknown>;
   const kind = (card.sideEffect as { kind?: { value?: unknown } } | undefined)?.kind?.value;
   const intentFields: unknown[] = Array.isArray(bo.intentFields) ? bo.intentFields : [];
   /** Either list: a default the operation can have; nothing read as left out names an array item (the rest would move). */
   const checkLeftOut = (r: Record<string, unknown>, p: string) => {
     const why = hasDefault(r) && defaultProblem(r, kind, intentFields);
-    if (why) problems.push({ path: `${p}.providerDefault`, message: why });
+    if (why) bad(`${p}.providerDefault`, why);
     const step = atPath(r) ?? (hasDefault(r) ? 'providerDefault' : undefined);
     if (step && typeof r.field === 'string' && INDEX.test(r.field.split('.').at(-1) ?? ''))
-      problems.push({ path: `${p}.field`, message: `${step} names a field, not an array item (${r.field})` });
+      bad(`${p}.field`, `${step} names a field, not an array item (${r.field})`);
   };
-  for (const [i, f] of intentFields.entries())
-    if (!isDotPath(f)) problems.push({ path: `businessOperationId.intentFields[${i}]`, message: PATH });
+  for (const [i, f] of intentFields.entries()) if (!isDotPath(f)) bad(`businessOperationId.intentFields[${i}]`, PATH);
   // Never an array item: leaving a field out of one item would merge two lists (pickIntent reads a path that meets an
   // array as a required one).
   for (const [i, f] of (Array.isArray(bo.optionalIntentFields) ? bo.optionalIntentFields : []).entries())
-    if (
-      !intentFields.includes(f) ||
-      String(f)
-        .split('.')
-        .some((part) => INDEX.test(part))
-    )
-      problems.push({
-        path: `businessOperationId.optionalIntentFields[${i}]`,
-        message: 'expected one of the intent fields, not an array item (no index in its path)',
-      });
+    if (!intentFields.includes(f) || String(f).split('.').some(isIndex))
+      bad(
+        `businessOperationId.optionalIntentFields[${i}]`,
+        'expected one of the intent fields, not an array item (no index in its path)',
+      );
   eachRule(bo.normalize, 'businessOperationId.normalize', (r, p) => {
     const { field } = r;
-    if (!isDotPath(field)) problems.push({ path: `${p}.field`, message: PATH });
+    if (!isDotPath(field)) bad(`${p}.field`, PATH);
     else if (typeof field === 'string' && !withinIntent(field, intentFields))
-      problems.push({ path: `${p}.field`, message: 'expected one of the intent fields (or a path beneath one)' });
-    if (Array.isArray(r.steps) && !stepsListed(r)) problems.push({ path: `${p}.steps`, message: `expected ${STEPS}` });
+      bad(`${p}.field`, 'expected one of the intent fields (or a path beneath one)');
+    if (Array.isArray(r.steps) && !stepsListed(r)) bad(`${p}.steps`, `expected ${STEPS}`);
     else if (atPath(r) && intentFields.includes(field))
-      problems.push({
-        path: `${p}.steps`,
-        message: `${atPath(r)} goes beneath an intent field, not on one: an intent field left out is refused, so [] cannot mean the same`,
-      });
+      bad(
+        `${p}.steps`,
+        `${atPath(r)} goes beneath an intent field, not on one: an intent field left out is refused, so [] cannot mean the same`,
+      );
     checkLeftOut(r, p);
   });
   eachRule(card.paramComparison, 'paramComparison', (r, p) => {
     const { field } = r;
-    if (!isDotPath(field)) problems.push({ path: `${p}.field`, message: PATH });
+    if (!isDotPath(field)) bad(`${p}.field`, PATH);
     // The comparison applies the intent's own rules after these, so such a rule could not hold.
     else if (typeof field === 'string' && withinIntent(field, intentFields))
-      problems.push({
-        path: `${p}.field`,
-        message: 'is (or is beneath) an intent field: intent fields are compared by businessOperationId.normalize',
-      });
+      bad(
+        `${p}.field`,
+        'is (or is beneath) an intent field: intent fields are compared by businessOperationId.normalize',
+      );
     if (r.compare === 'normalized' && !stepsListed(r))
-      problems.push({ path: `${p}.steps`, message: `a normalized comparison lists its steps: ${STEPS}` });
+      bad(`${p}.steps`, `a normalized comparison lists its steps: ${STEPS}`);
     checkLeftOut(r, p);
   });
 }
 
+const isIndex = (part: string) => INDEX.test(part);
 const atPath = ({ steps }: Record<string, unknown>) =>
   Array.isArray(steps) ? AT_PATH_STEPS.find((s) => steps.includes(s)) : undefined;
 
@@ -382,10 +371,7 @@ const BUDGET_PATHS = { maxElapsedMs: 'limits.maxElapsed', capMs: 'backoff.cap' }
 
 /** The runner's policy starts from the card's backoff and limits: the card must not ask for one it refuses. */
 function checkBudget(card: Record<string, unknown>, problems: CardProblem[]): void {
-  const { backoff, limits } = card as {
-    backoff?: { base?: unknown; cap?: unknown };
-    limits?: { maxElapsed?: unknown };
-  };
+  const { backoff, limits } = card as { backoff?: Record<string, unknown>; limits?: Record<string, unknown> };
   const [base, cap, maxElapsed] = [backoff?.base, backoff?.cap, limits?.maxElapsed];
   if (!isDuration(base) || !isDuration(cap) || !isDuration(maxElapsed)) return; // the schema reports those
   const budget = { baseMs: durationMs(base), capMs: durationMs(cap), maxElapsedMs: durationMs(maxElapsed) };

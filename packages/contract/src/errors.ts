@@ -38,11 +38,9 @@ export const ClockSkewError = errorClass(
 );
 export type ClockSkewError = InstanceType<typeof ClockSkewError>;
 
-/**
- * Same business-operation id with another intent, operation or compared params; nothing was sent. `paths`: where
+/** Same business-operation id with another intent, operation or compared params; nothing was sent. `paths`: where
  * the params differ. `needsPerson`: at rest and an attempt may have applied, so a person resolves it. `storedMayApply`:
- * the stored request was or may still be applied, so redoing it under other intent fields could make it twice.
- */
+ * the stored request was or may still be applied, so redoing it under other intent fields could make it twice. */
 export const ConflictError = errorClass(
   'ConflictError',
   'RETRYSAFE_CONFLICT',

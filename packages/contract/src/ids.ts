@@ -14,10 +14,8 @@ export type AttemptId = Brand<'AttemptId'>;
 /** The value the provider folds re-sends by; derived from the business-operation id. */
 export type ProviderKey = Brand<'ProviderKey'>;
 
-/**
- * Why `value` is no business-operation id (null: it is one). Short ASCII only: every ledger's key keeps it exactly, so
- * no store's key limit or handling of text that is not UTF-8 (a lone surrogate becoming U+FFFD) makes two ids one.
- */
+/** Why `value` is no business-operation id (null: it is one). Short ASCII only: every ledger's key keeps it exactly, so
+ * no store's key limit or handling of text that is not UTF-8 (a lone surrogate becoming U+FFFD) makes two ids one. */
 export function businessOperationIdProblem(value: unknown): string | null {
   if (typeof value !== 'string' || value.length === 0) return 'must be a non-empty string';
   if (value.length > 200) return 'longer than 200 characters';

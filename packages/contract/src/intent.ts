@@ -1,5 +1,4 @@
-// An operation's intent: picked from its params, put in normal form, turned into the business-operation id,
-// and compared with a stored one.
+// An operation's intent: picked from its params, normalised, digested into its id, and compared with a stored one.
 import { fingerprint, sameJson } from './canonical.js';
 import { InvalidIdError, InvalidIntentError } from './errors.js';
 import { asBusinessOperationId, type BusinessOperationId } from './ids.js';
@@ -252,10 +251,7 @@ function normalizeAt(value: unknown, rules: readonly PathRule[]): unknown {
   const active = rules.filter((r) => r.steps === null || r.steps.length > 0 || r.absent);
   if (active.length === 0) return value;
   const holder = { value: applySteps(value, []) }; // a deep copy
-  const outermostFirst = active
-    .map((r, i) => ({ r, i }))
-    .sort((a, b) => a.r.parts.length - b.r.parts.length || a.i - b.i);
-  for (const { r } of outermostFirst)
+  for (const r of active.toSorted((a, b) => a.parts.length - b.parts.length))
     if (r.steps === null) restoreAt(holder, { value }, ['value', ...r.parts]);
     else applyAt(holder, ['value', ...r.parts], r.steps, r.absent ?? null);
   return holder.value;

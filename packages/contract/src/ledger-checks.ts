@@ -2,7 +2,7 @@
 // string would otherwise be kept by one ledger, turned to null or read as "all" by another, refused by a third.
 import { LedgerError } from './errors.js';
 import { businessOperationIdProblem } from './ids.js';
-import type { ClaimInput, Fenced, ListFilter, PruneOptions } from './ledger.js';
+import type { ClaimInput, Fenced, ListFilter, PruneOptions, StatePatch } from './ledger.js';
 import { type OperationState, PRUNABLE_STATES, STATES } from './ledger-states.js';
 import type { OnUnreadable } from './ledger-stored.js';
 import type { HandoffPacket } from './receipt.js';
@@ -55,10 +55,8 @@ export function checkRef(ref: Fenced): void {
     throw new LedgerError('a fenced reference { businessOperationId, fence } is required');
 }
 
-/**
- * A text no ledger keeps exactly in a column: PostgreSQL's refuse U+0000, and a lone surrogate becomes U+FFFD in UTF-8
- * (so two texts would read as one). No ledger takes one.
- */
+/** A text no ledger keeps exactly in a column: PostgreSQL's refuse U+0000, and a lone surrogate becomes U+FFFD in
+ * UTF-8 (so two texts would read as one). No ledger takes one. */
 export const unstorable = (value: unknown): boolean => typeof value === 'string' && /\u0000|\p{Cs}/u.test(value);
 
 export function checkStorable(values: object, fields: readonly string[], what: string): void {
@@ -67,16 +65,23 @@ export function checkStorable(values: object, fields: readonly string[], what: s
     throw new LedgerError(`${what}: ${bad} holds U+0000 or a lone surrogate, which a ledger cannot store`);
 }
 
-const REF_TEXTS = ['providerRef', 'statusRef', 'lastOutcome', 'outcome'] as const;
+const REF_TEXTS = ['providerRef', 'statusRef', 'lastOutcome', 'outcome'];
 
-export function checkRefTexts(values: { readonly [F in (typeof REF_TEXTS)[number]]?: unknown }, what: string): void {
-  checkStorable(values, REF_TEXTS, what);
+export function checkStatePatch(patch: StatePatch): void {
+  if (typeof patch?.state !== 'string') throw new LedgerError('setState: patch.state is required');
+  checkNow(patch.now, 'setState');
+  checkStorable(patch, REF_TEXTS, 'setState');
+  if (patch.state === 'handed-off') throw new LedgerError('setState cannot hand off: use handOff(ref, packet)');
+  if (patch.state === 'abandoned')
+    throw new LedgerError('setState cannot abandon: a person does that through resolve()');
+  if (!(STATES as readonly string[]).includes(patch.state))
+    throw new LedgerError(`setState: unknown state ${JSON.stringify(patch.state)}`);
 }
 
 export function checkPacket(packet: HandoffPacket): void {
   if (typeof packet?.lastKnown !== 'object' || packet.lastKnown === null)
     throw new LedgerError('handOff: a handoff packet { lastKnown, … } is required');
-  checkRefTexts(packet.lastKnown, 'handOff');
+  checkStorable(packet.lastKnown, REF_TEXTS, 'handOff');
 }
 
 export function checkRenewal(leaseMs: number, now: number): void {

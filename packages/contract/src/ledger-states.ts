@@ -10,18 +10,13 @@ export const STATES: readonly OperationState[] = [...OPEN, ...ENDED];
 /** `handed-off` waits for a person and is never pruned. */
 export const PRUNABLE_STATES: readonly OperationState[] = ['succeeded', 'rejected', 'abandoned', 'not-sent'];
 
-/** A state said in a sentence, as the words after "is": a ledger word such as `succeeded` or `handed-off` is not one. */
-const WORDS: Record<OperationState, string> = {
-  claimed: 'claimed',
-  dispatched: 'dispatched',
+/** A state as the words after "is" in a sentence (`succeeded` is `done`); any other state or word is said as it is. */
+const WORDS: Partial<Record<string, string>> = {
   unknown: 'of unknown outcome',
   'in-progress': 'in progress',
   reconciling: 'being reconciled',
   succeeded: 'done',
-  rejected: 'rejected',
   'handed-off': 'handed off',
-  abandoned: 'abandoned',
   'not-sent': 'not sent',
 };
-/** Another word (`absent`) is said as it is. */
-export const stateWords = (state: string): string => WORDS[state as OperationState] ?? state;
+export const stateWords = (state: string): string => WORDS[state] ?? state;

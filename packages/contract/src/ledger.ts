@@ -1,9 +1,10 @@
 // `@retrysafe/contract/ledger`: the record every ledger stores, and its state machine as pure functions that each
 // ledger applies inside its own atomic section: read the record, call the rule, write what it returns.
+import { definedFields } from './canonical.js';
 import { InvalidStateError, LeaseLostError, LedgerError } from './errors.js';
 import type { BusinessOperationId, ProviderKey } from './ids.js';
-import { checkClaim, checkNow, checkPacket, checkRefTexts, checkRenewal, unstorable } from './ledger-checks.js';
-import { type OperationState, STATES, TERMINAL_STATES } from './ledger-states.js';
+import { checkClaim, checkNow, checkPacket, checkRenewal, checkStatePatch, unstorable } from './ledger-checks.js';
+import { type OperationState, TERMINAL_STATES } from './ledger-states.js';
 import type { OnUnreadable } from './ledger-stored.js';
 import type { HandoffPacket, Receipt } from './receipt.js';
 
@@ -14,6 +15,7 @@ export {
   checkRecoverCandidates,
   checkRef,
   checkRenewal,
+  checkStatePatch,
   choiceOption,
   numberOption,
 } from './ledger-checks.js';
@@ -61,32 +63,22 @@ export interface OperationRecord {
 }
 
 /** What names an operation and its request: a claim carries it, the record it creates keeps it. */
-export type OperationIdentity = Pick<
-  OperationRecord,
-  | 'businessOperationId'
-  | 'provider'
-  | 'account'
-  | 'operation'
-  | 'intentFrom'
-  | 'intentFingerprint'
-  | 'paramsFingerprint'
-  | 'params'
-  | 'providerKey'
->;
+const IDENTITY = [
+  'businessOperationId',
+  'provider',
+  'account',
+  'operation',
+  'intentFrom',
+  'intentFingerprint',
+  'paramsFingerprint',
+  'params',
+  'providerKey',
+] as const;
+export type OperationIdentity = Pick<OperationRecord, (typeof IDENTITY)[number]>;
 
-/** No account, no field; an intent not the caller's, no field. */
+/** No account, no field. */
 export function identityFields(from: OperationIdentity): OperationIdentity {
-  return {
-    businessOperationId: from.businessOperationId,
-    provider: from.provider,
-    ...(from.account !== undefined && { account: from.account }),
-    operation: from.operation,
-    ...(from.intentFrom !== undefined && { intentFrom: from.intentFrom }),
-    intentFingerprint: from.intentFingerprint,
-    paramsFingerprint: from.paramsFingerprint,
-    params: from.params,
-    providerKey: from.providerKey,
-  };
+  return definedFields(from, IDENTITY);
 }
 
 export interface ClaimInput extends OperationIdentity {
@@ -220,10 +212,16 @@ const NO_ATTEMPTS = {
 const misplaced = (what: string) =>
   new LedgerError(`claim: a receipt goes with a resume or a new revision, not ${what}; nothing written`);
 
-/** A resume or a revision: its receipt, if given, must follow the stored chain, and is anchored in the same write. */
-function restarted(existing: OperationRecord, receipt: Receipt | undefined, takenOver: boolean, next: OperationRecord) {
+/** A resume or a revision, claimed at the next fence: its receipt, if given, must follow the stored chain, and is
+ * anchored in the same write. */
+function restarted(
+  existing: OperationRecord,
+  receipt: Receipt | undefined,
+  takenOver: boolean,
+  next: Partial<OperationRecord>,
+) {
   if (receipt !== undefined) checkReceipt(existing, receipt, existing.receiptChain.length);
-  const record = chainedTransition(next, receipt);
+  const record = chainedTransition({ ...existing, ...next, state: 'claimed', fence: existing.fence + 1 }, receipt);
   return { result: { kind: 'claimed', record, takenOver } as const, write: record };
 }
 
@@ -272,18 +270,11 @@ export function claimTransition(
     return { result: { kind: 'claimed', record, takenOver: false }, write: record };
   }
   if (isTerminal(existing)) {
-    if (input.resume && existing.state === 'handed-off') {
-      return restarted(existing, receipt, true, {
-        ...existing,
-        ...lease,
-        state: 'claimed',
-        fence: existing.fence + 1,
-        resolution: { action: 'resume', at: input.now, by: input.owner },
-      });
-    }
-    if (input.supersede && supersedable(existing, input.supersede)) {
+    const resumed = { action: 'resume', at: input.now, by: input.owner } as const;
+    if (input.resume && existing.state === 'handed-off')
+      return restarted(existing, receipt, true, { ...lease, resolution: resumed });
+    if (input.supersede && supersedable(existing, input.supersede))
       return restarted(existing, receipt, false, {
-        ...existing,
         ...lease,
         params: input.params,
         paramsFingerprint: input.paramsFingerprint,
@@ -291,11 +282,8 @@ export function claimTransition(
         ...NO_ATTEMPTS, // a new revision: its own attempts
         // A kept key is as old as its first use: a call recorded not applied may have stored it at the provider.
         ...(input.providerKey === existing.providerKey && { firstDispatchedAt: existing.firstDispatchedAt }),
-        state: 'claimed',
-        fence: existing.fence + 1,
         resolution: { action: 'supersede', at: input.now, by: input.owner, revision: input.supersede.revision },
       });
-    }
     return { result: { kind: 'terminal', record: existing }, write: null };
   }
   if (leaseLive(existing, leaseNow)) return { result: { kind: 'busy', record: existing }, write: null };
@@ -305,17 +293,6 @@ export function claimTransition(
     result: { kind: 'claimed', record, takenOver: true, previousLeaseExpiresAt: existing.leaseExpiresAt },
     write: record,
   };
-}
-
-export function checkStatePatch(patch: StatePatch): void {
-  if (typeof patch?.state !== 'string') throw new LedgerError('setState: patch.state is required');
-  checkNow(patch.now, 'setState');
-  checkRefTexts(patch, 'setState');
-  if (patch.state === 'handed-off') throw new LedgerError('setState cannot hand off: use handOff(ref, packet)');
-  if (patch.state === 'abandoned')
-    throw new LedgerError('setState cannot abandon: a person does that through resolve()');
-  if (!(STATES as readonly string[]).includes(patch.state))
-    throw new LedgerError(`setState: unknown state ${JSON.stringify(patch.state)}`);
 }
 
 export function checkFence(record: OperationRecord | null, ref: Fenced): OperationRecord {
@@ -357,10 +334,7 @@ export function setStateTransition(record: OperationRecord, patch: StatePatch): 
   return {
     ...record,
     state: patch.state,
-    lastOutcome: patch.lastOutcome !== undefined ? patch.lastOutcome : record.lastOutcome,
-    result: patch.result !== undefined ? patch.result : record.result,
-    providerRef: patch.providerRef !== undefined ? patch.providerRef : record.providerRef,
-    statusRef: patch.statusRef !== undefined ? patch.statusRef : record.statusRef,
+    ...definedFields(patch, ['lastOutcome', 'result', 'providerRef', 'statusRef']),
     ...(TERMINAL_STATES.includes(patch.state) && RELEASED),
     updatedAt: patch.now,
   };
@@ -434,10 +408,8 @@ export function resolveTransition(
     throw new InvalidStateError(id, record.state, `only a handed-off operation can be resolved (${action})`);
   if (resolution.handoffAt !== undefined && record.handoff?.createdAt !== resolution.handoffAt)
     throw new InvalidStateError(id, record.state, NOT_THE_HANDOFF_DECIDED_ON);
-  if (
-    action === 'mark-done' &&
-    (typeof providerRef !== 'string' || providerRef.trim() === '' || unstorable(providerRef))
-  )
+  const noRef = typeof providerRef !== 'string' || providerRef.trim() === '' || unstorable(providerRef);
+  if (action === 'mark-done' && noRef)
     throw new InvalidStateError(id, record.state, 'mark-done needs the provider reference of the effect you confirmed');
   if (receipt !== undefined) checkReceipt({ businessOperationId: id, fence: record.fence }, receipt, lastSeq);
   return chainedTransition(

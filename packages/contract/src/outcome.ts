@@ -10,18 +10,11 @@ export interface ProviderRefs {
   readonly providerRef?: string;
 }
 
+// `action-required`: refused before processing until the user completes a step the provider asked for (an MCP URL
+// elicitation); the same request may be sent again once it is done.
 const REJECT_REASONS = [
-  'validation',
-  'permission',
-  'authentication',
-  'configuration',
-  'conflict',
-  'not-found',
-  'card-declined',
-  /** Refused before processing until the user completes a step the provider asked for (an MCP URL elicitation): the
-   * same request may be sent again once it is done. */
-  'action-required',
-  'other',
+  ...['validation', 'permission', 'authentication', 'configuration', 'conflict', 'not-found', 'card-declined'],
+  ...['action-required', 'other'],
 ] as const;
 export type RejectReason = (typeof REJECT_REASONS)[number];
 const UNKNOWN_CAUSES = ['timeout', 'connection-reset', 'server-error', 'truncated-response', 'other'] as const;
@@ -81,10 +74,7 @@ export function outcomeProblem(o: unknown): string | null {
     return `an unknown outcome's cause must be one of ${UNKNOWN_CAUSES.join(', ')}`;
   if ((x.kind === 'rejected' || x.kind === 'not-applied' || x.kind === 'unknown') && typeof x.message !== 'string')
     return `${x.kind} outcomes need a message`;
-  if (
-    x.retryAfterMs !== undefined &&
-    !(typeof x.retryAfterMs === 'number' && Number.isFinite(x.retryAfterMs) && x.retryAfterMs >= 0)
-  )
+  if (x.retryAfterMs !== undefined && !(Number.isFinite(x.retryAfterMs) && Number(x.retryAfterMs) >= 0))
     return 'retryAfterMs must be a finite number ≥ 0';
   if (x.neverSent !== undefined && (x.kind !== 'not-applied' || x.neverSent !== true))
     return 'neverSent is true on a not-applied outcome, or absent';

@@ -33,14 +33,8 @@ export interface Receipt
 
 /** Every reason a packet may give, for a filter that refuses a typo rather than matching nothing. */
 export const HANDOFF_REASONS = [
-  'rejected',
-  'retry-exhausted',
-  'unknown-no-safe-resend',
-  'lookup-window-exhausted',
-  'in-progress-window-exhausted',
-  'key-past-retention',
-  'crash-recovery-inconclusive',
-  'recovery-failed',
+  ...['rejected', 'retry-exhausted', 'unknown-no-safe-resend', 'lookup-window-exhausted'],
+  ...['in-progress-window-exhausted', 'key-past-retention', 'crash-recovery-inconclusive', 'recovery-failed'],
 ] as const;
 export type HandoffReason = (typeof HANDOFF_REASONS)[number];
 

@@ -1,4 +1,5 @@
 import type { LookupContext } from '../adapter.js';
+import { definedFields } from '../canonical.js';
 import type { RetrySafetyCard } from '../card.js';
 import { absenceProvenFrom, notFoundIsAuthoritative } from '../card-rules.js';
 import { IntentLookupError, InvalidIntentError } from '../errors.js';
@@ -7,54 +8,25 @@ import type { LookupResult, Outcome, RejectReason, UnknownCause } from '../outco
 // Codes that prove the request never reached the provider's HTTP layer. Not ETIMEDOUT: an established socket
 // raises it too (only a `connect ETIMEDOUT` proves it, below).
 export const NEVER_SENT_CODES: ReadonlySet<string> = new Set([
-  // name resolution
-  'ENOTFOUND',
-  'EAI_AGAIN',
-  'EAI_NONAME',
-  'EAI_FAIL',
-  // routing / addressing
-  'ENETUNREACH',
-  'EHOSTUNREACH',
-  'ENETDOWN',
-  'EHOSTDOWN',
-  'EADDRNOTAVAIL',
-  // the connection was refused or never completed
-  'ECONNREFUSED',
-  'UND_ERR_CONNECT_TIMEOUT',
-  // Node's autoSelectFamily connect, cancelled before any address answered
-  'ERR_SOCKET_CONNECTION_TIMEOUT',
+  // name resolution; routing / addressing
+  ...['ENOTFOUND', 'EAI_AGAIN', 'EAI_NONAME', 'EAI_FAIL', 'ENETUNREACH', 'EHOSTUNREACH', 'ENETDOWN', 'EHOSTDOWN'],
+  // the address, the connection refused or never completed (Node's autoSelectFamily connect cancelled too)
+  ...['EADDRNOTAVAIL', 'ECONNREFUSED', 'UND_ERR_CONNECT_TIMEOUT', 'ERR_SOCKET_CONNECTION_TIMEOUT'],
   // the TLS handshake failed: no request byte was written
-  'ERR_TLS_CERT_ALTNAME_INVALID',
-  'CERT_HAS_EXPIRED',
-  'DEPTH_ZERO_SELF_SIGNED_CERT',
-  'SELF_SIGNED_CERT_IN_CHAIN',
-  'UNABLE_TO_VERIFY_LEAF_SIGNATURE',
-  'UNABLE_TO_GET_ISSUER_CERT_LOCALLY',
-  'ERR_SSL_WRONG_VERSION_NUMBER',
-  // the request could not be built
-  'ERR_INVALID_URL',
-  'ERR_INVALID_PROTOCOL',
-  // node:http refuses a header (a credential with a CR from a .env file) when it is set, before the request is written
-  'ERR_INVALID_CHAR',
-  'ERR_INVALID_HTTP_TOKEN',
-  'ERR_HTTP_INVALID_HEADER_VALUE',
-  // ...and a path with a space, a control character or one above U+00FF, when the request is made
-  'ERR_UNESCAPED_CHARACTERS',
+  ...['ERR_TLS_CERT_ALTNAME_INVALID', 'CERT_HAS_EXPIRED', 'DEPTH_ZERO_SELF_SIGNED_CERT', 'SELF_SIGNED_CERT_IN_CHAIN'],
+  ...['UNABLE_TO_VERIFY_LEAF_SIGNATURE', 'UNABLE_TO_GET_ISSUER_CERT_LOCALLY', 'ERR_SSL_WRONG_VERSION_NUMBER'],
+  // the request could not be built; node:http refuses a header (a credential with a CR from a .env file) when it is
+  // set, and a path with a space, a control character or one above U+00FF when the request is made
+  ...['ERR_INVALID_URL', 'ERR_INVALID_PROTOCOL', 'ERR_INVALID_CHAR', 'ERR_INVALID_HTTP_TOKEN'],
+  ...['ERR_HTTP_INVALID_HEADER_VALUE', 'ERR_UNESCAPED_CHARACTERS'],
 ]);
 
-const TIMEOUT_CODES: ReadonlySet<string> = new Set([
-  'ETIMEDOUT',
-  'ESOCKETTIMEDOUT',
-  'ECONNABORTED',
-  'UND_ERR_HEADERS_TIMEOUT',
-  'UND_ERR_BODY_TIMEOUT',
+const TIMEOUT_CODES = new Set([
+  ...['ETIMEDOUT', 'ESOCKETTIMEDOUT', 'ECONNABORTED', 'UND_ERR_HEADERS_TIMEOUT', 'UND_ERR_BODY_TIMEOUT'],
 ]);
-const RESET_CODES: ReadonlySet<string> = new Set(['ECONNRESET', 'EPIPE', 'UND_ERR_SOCKET', 'UND_ERR_CLOSED']);
-const TRUNCATED_CODES: ReadonlySet<string> = new Set([
-  'ERR_STREAM_PREMATURE_CLOSE',
-  'ERR_BAD_RESPONSE',
-  'Z_BUF_ERROR',
-  'Z_DATA_ERROR',
+const RESET_CODES = new Set(['ECONNRESET', 'EPIPE', 'UND_ERR_SOCKET', 'UND_ERR_CLOSED']);
+const TRUNCATED_CODES = new Set([
+  ...['ERR_STREAM_PREMATURE_CLOSE', 'ERR_BAD_RESPONSE', 'Z_BUF_ERROR', 'Z_DATA_ERROR'],
   'UND_ERR_RES_CONTENT_LENGTH_MISMATCH',
 ]);
 
@@ -65,23 +37,17 @@ export type TransportFailure =
 type CodedError = { readonly code: string; readonly syscall?: unknown };
 
 /** Along the `cause` chain and inside an AggregateError (fetch and happy-eyeballs wrap them). */
-function codedErrors(error: unknown): CodedError[] {
-  const found: CodedError[] = [];
-  const seen = new Set<unknown>();
-  const walk = (e: unknown, depth: number) => {
-    if (depth > 6 || e === null || typeof e !== 'object' || seen.has(e)) return;
-    seen.add(e);
-    const o = e as { code?: unknown; syscall?: unknown; cause?: unknown; errors?: unknown };
-    // A wrapper repeating the code of what it wraps (Node's AggregateError: its first error's; axios: its cause's),
-    // without the syscall: the wrapped error speaks for it.
-    const inner = (Array.isArray(o.errors) ? o.errors[0] : o.cause) as { code?: unknown } | null | undefined;
-    const mirrors = typeof inner === 'object' && inner !== null && inner.code === o.code;
-    if (typeof o.code === 'string' && !mirrors) found.push({ code: o.code, syscall: o.syscall });
-    walk(o.cause, depth + 1);
-    if (Array.isArray(o.errors)) for (const inner of o.errors) walk(inner, depth + 1);
-  };
-  walk(error, 0);
-  return found;
+function codedErrors(e: unknown, seen = new Set<unknown>(), depth = 0): CodedError[] {
+  if (depth > 6 || e === null || typeof e !== 'object' || seen.has(e)) return [];
+  seen.add(e);
+  const o = e as { code?: unknown; syscall?: unknown; cause?: unknown; errors?: unknown };
+  // A wrapper repeating the code of what it wraps (Node's AggregateError: its first error's; axios: its cause's),
+  // without the syscall: the wrapped error speaks for it.
+  const inner = (Array.isArray(o.errors) ? o.errors[0] : o.cause) as { code?: unknown } | null | undefined;
+  const mirrors = typeof inner === 'object' && inner !== null && inner.code === o.code;
+  const own = typeof o.code === 'string' && !mirrors ? [{ code: o.code, syscall: o.syscall }] : [];
+  const wrapped = [o.cause, ...(Array.isArray(o.errors) ? o.errors : [])];
+  return [...own, ...wrapped.flatMap((w) => codedErrors(w, seen, depth + 1))];
 }
 
 // A routing code (EHOSTUNREACH, ENETDOWN…) also ends an established socket, raised by `read` or `write` after the
@@ -226,10 +192,8 @@ export function goneDuringWalk<T>(
   idOf: (item: T) => unknown,
 ): number {
   const seen = new Set(again.flat().map(idOf));
-  return first
-    .slice(0, -1)
-    .flat()
-    .filter((i) => !seen.has(idOf(i))).length;
+  const beforeLast = first.slice(0, -1).flat();
+  return beforeLast.filter((i) => !seen.has(idOf(i))).length;
 }
 
 /** An outcome seen while reconciling, as a lookup result: never `not-found` (the runner decides absence from the card). */
@@ -241,14 +205,7 @@ export function lookupFromOutcome(outcome: Outcome, how: string): LookupResult {
 /** Keeps what the outcome seen says of the answer. */
 export function cannotTellFrom(outcome: Outcome, reason: string): Extract<LookupResult, { kind: 'cannot-tell' }> {
   const o = outcome as Outcome & { readonly retryAfterMs?: number };
-  return {
-    kind: 'cannot-tell',
-    reason,
-    ...(o.status !== undefined ? { status: o.status } : {}),
-    ...(o.code !== undefined ? { code: o.code } : {}),
-    ...(o.requestId !== undefined ? { requestId: o.requestId } : {}),
-    ...(o.retryAfterMs !== undefined ? { retryAfterMs: o.retryAfterMs } : {}),
-  };
+  return { kind: 'cannot-tell', reason, ...definedFields(o, ['status', 'code', 'requestId', 'retryAfterMs']) };
 }
 
 /** Not authoritative: cannot-tell, with the wait left when the card bounds it. `extra`: status, request id, ref. */
