@@ -207,6 +207,18 @@ describe('createHttpAdapter: declarations are checked against the card', () => {
     expect(() => a.deriveProviderKey('orders.nope', ctx.businessOperationId)).toThrow(UnknownOperationError);
   });
 
+  it('lookup "unknown" (nobody states a lookup) ⇒ UnsupportedCapabilityError too, not an untyped error', async () => {
+    const c = {
+      ...card,
+      lookup: { ...card.lookup, method: { value: 'unknown', source: 'test' } },
+      unverified: [...card.unverified, { field: 'lookup.method', condition: 'x', source: 'x' }],
+    } as RetrySafetyCard;
+    const a = createHttpAdapter(withOp({ ...spec, card: c, lookup: { method: 'none' } }));
+    const params = { customer: 'c', sku: 's', quantity: 1, orderRef: 'r' };
+    const ctx = lookupContext(a, 'orders.create', operationIdFor(a, 'orders.create', params), params);
+    await expect(a.doLookup('orders.create', ctx)).rejects.toThrow(UnsupportedCapabilityError);
+  });
+
   it('keys are derived from the business-operation id: stable, prefixed, and within the rule', () => {
     const a = createHttpAdapter(withOp(spec));
     const id = asBusinessOperationId('acme-orders.orders.create:0123456789abcdef0123456789abcdef');

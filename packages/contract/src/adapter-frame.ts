@@ -8,7 +8,7 @@ import {
   SPECIFICATION_VERSION,
 } from './adapter.js';
 import type { RetrySafetyCard } from './card.js';
-import { marginInForce, resendSafety } from './card-rules.js';
+import { lookupAvailable, marginInForce, resendSafety } from './card-rules.js';
 import { defaultProblems } from './card-validate.js';
 import {
   AdapterConfigurationError,
@@ -52,7 +52,7 @@ export interface AdapterDefinition<P extends string, O extends FrameOperation> e
   readonly operations: Readonly<Record<string, O>>;
   /** One attempt, classified into exactly one outcome. */
   execute(op: O, params: unknown, ctx: FramedExecuteContext): Promise<Outcome>;
-  /** Never called for an operation whose card says `lookup.method: none`. */
+  /** Never called for an operation whose card says `lookup.method: none` or `unknown`. */
   lookup(op: O, ctx: FramedLookupContext): Promise<LookupResult>;
   /** AdapterV1.doResolveIntent: the intent of params that passed every other intake check. */
   resolveIntent?(op: O, intent: Record<string, unknown>, signal: AbortSignal): Promise<Record<string, unknown>>;
@@ -247,8 +247,13 @@ export function defineAdapter<const P extends string, O extends FrameOperation, 
 
     async doLookup(operation: string, ctx: LookupContext): Promise<LookupResult> {
       const op = resolve(operation);
-      if (op.card.lookup.method.value === 'none')
-        throw new UnsupportedCapabilityError(provider, `lookup for ${op.name}`, 'the card declares lookup.method none');
+      // The runner never looks up without a stated lookup; a direct caller gets the same typed refusal.
+      if (!lookupAvailable(op.card))
+        throw new UnsupportedCapabilityError(
+          provider,
+          `lookup for ${op.name}`,
+          `the card declares lookup.method ${op.card.lookup.method.value}`,
+        );
       const k = keyFor(op, ctx);
       if ('problem' in k)
         return {

@@ -57,7 +57,7 @@ export interface AdapterV1 {
   deriveProviderKey(operation: string, id: BusinessOperationId): ProviderKey | null;
   /** One attempt, classified into exactly one Outcome; never throws for provider or network errors. */
   doExecute(operation: string, params: unknown, ctx: ExecuteContext): Promise<Outcome>;
-  /** UnsupportedCapabilityError when the card's lookup.method is 'none'. */
+  /** UnsupportedCapabilityError when the card's lookup.method is 'none' or 'unknown'. */
   doLookup(operation: string, ctx: LookupContext): Promise<LookupResult>;
   /** The intent with a field the provider resolves (one user spelled three ways) replaced by the provider's own id of
    * it, asked before the claim. When it cannot tell, nothing is claimed or sent: InvalidIntentError when the provider
