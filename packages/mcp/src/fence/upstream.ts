@@ -328,7 +328,10 @@ export async function connectUpstream(
       if (client !== c || closing) return;
       client = undefined;
       const afterAnswer = inFlight > 0 || performance.now() - answeredAt < STOP_GRACE_MS;
-      if (!perRequest && child?.exitCode === 0 && afterAnswer) {
+      // A server exits 0 at the end of its stdin too: one the SDK's client ended (an answer too long for its buffer)
+      // did not end itself.
+      const endedItself = child?.exitCode === 0 && !child.stdin?.writableEnded;
+      if (!perRequest && endedItself && afterAnswer) {
         perRequest = true;
         log(
           'retrysafe fence: the upstream ended itself (exit code 0) as it answered: each request now gets a process of its own, which is not sent the log level or resource subscriptions the hosts asked for',
