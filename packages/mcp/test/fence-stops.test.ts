@@ -13,7 +13,7 @@ import { join } from 'node:path';
 import { setImmediate } from 'node:timers/promises';
 import { LATEST_PROTOCOL_VERSION } from '@modelcontextprotocol/sdk/types.js';
 import { describe, expect, it } from 'vitest';
-import { bin, expectStopped, onCleanup, ordersServer, tempDir, writeFence } from './fence-helpers.js';
+import { bin, expectStopped, onCleanup, ordersServer, tempDir, writeFence } from './child-helpers.js';
 
 const node = process.execPath;
 const fenceFile = (dir: string, tool = 'create_order') =>
