@@ -114,17 +114,20 @@ async function serve(
   // A start that fails (a port in use) closes what was opened for it, as a stop does: the caller may live on.
   try {
     if (!signal.aborted) {
+      const stdio = o.http ? undefined : new StdioServerTransport();
       const ended = new Promise((resolve) => {
         signal.addEventListener('abort', resolve, { once: true });
         // MCP's stdio shutdown: the host closes our stdin and waits for us to exit. A host that started us through npx
         // cannot signal us, and an upstream child or a ledger's connections would keep us running.
         // A host that can no longer read our stdout (EPIPE) is gone as well.
-        if (!o.http) {
+        if (stdio) {
           process.stdin.once('end', resolve);
           process.stdout.once('error', resolve);
+          // The SDK closes it on a message too long for its buffer: it reads our stdin no more.
+          stdio.onclose = () => resolve(undefined);
         }
       });
-      if (!o.http) await make().connect(new StdioServerTransport());
+      if (stdio) await make().connect(stdio);
       else {
         const configured = secretFromEnv(TOKEN_ENV);
         http = await serveHttp(make, {

@@ -1,10 +1,14 @@
 /** Shared by the tests that drive `retrysafe-mcp` and the servers as child processes: their paths, temp dirs removed
- * after each test, fence files. Light to import (no source of the package): fence-helpers.ts adds the in-process parts. */
+ * after each test, fence files, the host (the SDK's client over stdio). Light to import (no source of the package):
+ * fence-helpers.ts adds the in-process parts. */
 import { copyFileSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
+import type { ClientCapabilities } from '@modelcontextprotocol/sdk/types.js';
 import { afterAll, afterEach, beforeAll, expect } from 'vitest';
 import { parse as parseYaml, stringify as stringifyYaml } from 'yaml';
 
@@ -100,3 +104,87 @@ export async function expectStopped(pidFile: string) {
   onCleanup(() => alive() && process.kill(pid, 'SIGKILL'));
   expect(alive()).toBe(false);
 }
+
+/** The orders server's create_order as the fence files declare it, reconciled through list_orders. */
+export const ordersTool = (lookup: Record<string, unknown> = {}) => ({
+  kind: 'create',
+  intent: ['customer', 'ref'],
+  resultRef: 'id',
+  toolErrors: 'rejected',
+  lookup: {
+    tool: 'list_orders',
+    arguments: { customer: '{{customer}}' },
+    items: 'orders',
+    match: { customer: 'customer', ref: 'ref' },
+    consistencyDelay: 0,
+    ...lookup,
+  },
+});
+export const lookupPolicy = { lookupWindowMs: 3000, waitForOtherMs: 10_000, baseMs: 10, capMs: 50 };
+
+/** A fence file of `tools` with the lookup policy above. */
+export const lookupFence = (dir: string, name: string, tools: Record<string, unknown>, timeoutMs = 500) =>
+  writeFence(dir, { name, timeoutMs, policy: lookupPolicy, tools });
+
+/** The upstream `node server …args` behind the lossy relay, which drops the answers of `tool`'s calls. */
+export const droppingAnswers = (tool: string, server: string, ...args: string[]) => [
+  '--',
+  process.execPath,
+  lossyRelay,
+  '--drop-answer',
+  tool,
+  '--',
+  process.execPath,
+  server,
+  ...args,
+];
+
+/** A tool call whose client waits long: the real servers behind a fence start slowly on a loaded machine. */
+export const callTool = (client: Client, name: string, args: Record<string, unknown>, timeout = 20_000) =>
+  client.callTool({ name, arguments: args }, undefined, { timeout }) as Promise<Answer>;
+
+/** server-memory's create_entities: one entity per name, so the name is the intent open_nodes can look up. */
+export const memoryCreate = {
+  kind: 'create',
+  intent: ['entities.0.name'],
+  lookup: {
+    tool: 'open_nodes',
+    arguments: { names: ['{{entities.0.name}}'] },
+    items: 'entities',
+    match: { name: 'entities.0.name' },
+    consistencyDelay: 0,
+    lateApplyBound: '1s',
+  },
+};
+
+/** A fence file over the orders server (timeouts short, so a lost answer is seen quickly). */
+export const ordersFence = (dir: string, timeoutMs: number, extra: Record<string, unknown> = {}) =>
+  writeFence(dir, {
+    name: 'orders',
+    timeoutMs,
+    policy: lookupPolicy,
+    tools: { create_order: ordersTool({ lateApplyBound: '1s' }) },
+    ...extra,
+  });
+
+/** What a host declares, and how it answers what the server asks it (its handlers, set before it connects). */
+export type HostFeatures = { capabilities?: ClientCapabilities; answer?: (client: Client) => void };
+
+/** The host: the official SDK client over stdio. */
+export async function connect(
+  command: string,
+  args: string[],
+  env: Record<string, string> = {},
+  { capabilities = {}, answer }: HostFeatures = {},
+): Promise<Client> {
+  const client = new Client({ name: 'scripted-agent', version: '1.0.0' }, { capabilities });
+  answer?.(client);
+  await client.connect(
+    new StdioClientTransport({ command, args, env: { PATH: process.env.PATH ?? '', ...env }, stderr: 'ignore' }),
+  );
+  onCleanup(() => client.close());
+  return client;
+}
+
+export const wrapped = (fence: string, upstream: string[], env: Record<string, string> = {}) =>
+  connect(process.execPath, [bin, 'wrap', '--config', fence, ...upstream], env);

@@ -39,6 +39,7 @@ import {
   httpUpstream,
   onCleanup,
   servedOverHttp,
+  sharedByTests,
   tempDir,
 } from './fence-helpers.js';
 
@@ -84,6 +85,14 @@ async function fenceOf(
 }
 
 describe('what the upstream asks its client, through the fence', () => {
+  // One upstream for the tests of its URL elicitation: each calls with an elicitationId of its own, which
+  // server-everything keys its state by, on a ledger of its own.
+  const urlFence = sharedByTests(() =>
+    fenceOf([everythingServer, 'stdio'], 'everything', {
+      'trigger-url-elicitation': { kind: 'create', intent: ['url', 'elicitationId'] },
+    }),
+  );
+
   it('server-everything: sampling, elicitation and roots reach the host, passed through and fenced, as directly', async () => {
     const roots = [tempDir('retrysafe-roots-')];
     const sampling = { prompt: 'hello', maxTokens: 5 };
@@ -121,9 +130,7 @@ describe('what the upstream asks its client, through the fence', () => {
   });
 
   it('server-everything: a URL the upstream requires (-32042) reaches the host as sent, and the same call then goes upstream', async () => {
-    const fence = await fenceOf([everythingServer, 'stdio'], 'everything', {
-      'trigger-url-elicitation': { kind: 'create', intent: ['url', 'elicitationId'] },
-    });
+    const fence = urlFence();
     const ledger = createMemoryLedger();
     const opened: string[] = [];
     const client = await clientOf(fence(ledger), 'host', {
@@ -156,9 +163,7 @@ describe('what the upstream asks its client, through the fence', () => {
   });
 
   it('server-everything: two identical calls in flight when the upstream requires a URL (-32042): each gets its error', async () => {
-    const fence = await fenceOf([everythingServer, 'stdio'], 'everything', {
-      'trigger-url-elicitation': { kind: 'create', intent: ['url', 'elicitationId'] },
-    });
+    const fence = urlFence();
     const ledger = createMemoryLedger();
     const client = await clientOf(fence(ledger), 'host', { capabilities: { elicitation: { form: {}, url: {} } } });
     const args = { url: 'https://example.com/consent', elicitationId: 'e-2', errorPath: true };
@@ -179,9 +184,7 @@ describe('what the upstream asks its client, through the fence', () => {
     // The other fence (another process) waits for the first through the ledger, which never holds the URL: its host is
     // told to call again once the user has been there. Sending it again in its place would be a call "after the user
     // acted" that the user never made (server-everything then goes on).
-    const fence = await fenceOf([everythingServer, 'stdio'], 'everything', {
-      'trigger-url-elicitation': { kind: 'create', intent: ['url', 'elicitationId'] },
-    });
+    const fence = urlFence();
     const ledger = createMemoryLedger();
     const host = { capabilities: { elicitation: { form: {}, url: {} } } };
     const hosts = [await clientOf(fence(ledger), 'host', host), await clientOf(fence(ledger), 'other host', host)];

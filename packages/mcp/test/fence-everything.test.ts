@@ -35,6 +35,7 @@ import {
   lossyRelay,
   onCleanup,
   servedOverHttp,
+  sharedByTests,
   tempDir,
   wrapped,
   writeFence,
@@ -82,18 +83,26 @@ const ANSWERED: [string, Record<string, unknown>][] = [
   ['get-sum', { a: 1, b: 2 }],
 ];
 
+/** A host that declares what the fence declares upstream (the server lists the tools that use them), and refuses to
+ * sample with an error of its own, which the upstream quotes. */
+const declines = {
+  capabilities: AS_CLIENT,
+  answer: (c: Client) =>
+    c.setRequestHandler(CreateMessageRequestSchema, async () => {
+      throw new McpError(ErrorCode.InvalidRequest, 'the user declined');
+    }),
+};
+
 describe('server-everything behind the fence', () => {
+  // Shared by the tests: server-everything directly (none of them changes what it answers another: no session
+  // resources are made there), and a fence with the default file for those that leave it running.
+  const theServer = sharedByTests(() => connect(node, [everythingServer, 'stdio'], {}, declines));
+  const fenced = sharedByTests(async () =>
+    wrapped(everythingFence(tempDir('retrysafe-everything-')), ['--', node, everythingServer]),
+  );
+
   it('passed-through tools, resources, prompts and completions answer as the server does directly', async () => {
-    // directly, a host that declares what the fence declares upstream: the server lists the tools that use them
-    // both hosts refuse to sample with an error of their own, which the upstream quotes
-    const declines = {
-      capabilities: AS_CLIENT,
-      answer: (c: Client) =>
-        c.setRequestHandler(CreateMessageRequestSchema, async () => {
-          throw new McpError(ErrorCode.InvalidRequest, 'the user declined');
-        }),
-    };
-    const direct = await connect(node, [everythingServer, 'stdio'], {}, declines);
+    const direct = theServer();
     const fence = everythingFence(tempDir('retrysafe-everything-'));
     const client = await connect(node, [bin, 'wrap', '--config', fence, '--', node, everythingServer], {}, declines);
     const [mine, theirs] = [(await client.listTools()).tools, (await direct.listTools()).tools];
@@ -152,7 +161,7 @@ describe('server-everything behind the fence', () => {
       calls.map(([name, args]) => [name, { kind: 'create', intent: Object.keys(args) }]),
     );
     const fence = writeFence(tempDir('retrysafe-everything-'), { name: 'everything', tools });
-    const direct = await connect(node, [everythingServer, 'stdio']);
+    const direct = theServer();
     const client = await wrapped(fence, ['--', node, everythingServer]);
     await Promise.all([direct.listTools(), client.listTools()]); // both clients check structured content
     for (const [name, args] of calls) {
@@ -175,7 +184,7 @@ describe('server-everything behind the fence', () => {
   });
 
   it('a pass-through call with a progressToken: its progress reaches the host, which keeps it alive', async () => {
-    const client = await wrapped(everythingFence(tempDir('retrysafe-everything-')), ['--', node, everythingServer]);
+    const client = fenced();
     const progress: number[] = [];
     const answer = (await client.callTool(
       { name: 'trigger-long-running-operation', arguments: { duration: 1.5, steps: 5 } },
@@ -187,7 +196,7 @@ describe('server-everything behind the fence', () => {
   });
 
   it('logging and resource updates are relayed, and a cancelled call leaves the fence answering', async () => {
-    const client = await wrapped(everythingFence(tempDir('retrysafe-everything-')), ['--', node, everythingServer]);
+    const client = fenced();
     const seen = collect(client);
     await client.setLoggingLevel('debug');
     await client.subscribeResource({ uri: 'demo://resource/dynamic/text/1' });
@@ -230,8 +239,8 @@ describe('server-everything behind the fence', () => {
         action: 'accept',
         content: { interpretation: 'historical' },
       }));
-    const [direct, host, client] = await Promise.all([
-      connect(node, [everythingServer, 'stdio'], {}, { capabilities: AS_CLIENT }),
+    const direct = theServer();
+    const [host, client] = await Promise.all([
       connect(
         node,
         [bin, 'wrap', '--config', passed, '--', node, everythingServer],
@@ -329,7 +338,7 @@ describe('server-everything behind the fence', () => {
     const headers = { authorization: `Bearer ${TOKEN}` };
     await client.connect(new StreamableHTTPClientTransport(new URL(url), { requestInit: { headers } }));
     onCleanup(() => client.close());
-    const direct = await connect(node, [everythingServer, 'stdio']);
+    const direct = theServer();
     for (const [name, args] of [
       ['get-structured-content', { location: 'Los Angeles' }],
       ['get-resource-links', { count: 2 }],

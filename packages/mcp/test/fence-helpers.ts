@@ -4,13 +4,12 @@ import { once } from 'node:events';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { InMemoryTransport } from '@modelcontextprotocol/sdk/inMemory.js';
 import type { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
-import { type ClientCapabilities, LATEST_PROTOCOL_VERSION } from '@modelcontextprotocol/sdk/types.js';
+import { LATEST_PROTOCOL_VERSION } from '@modelcontextprotocol/sdk/types.js';
 import { asBusinessOperationId } from '@retrysafe/contract';
 import { createMemoryLedger, createRunner } from '@retrysafe/core';
 import { lookupContext } from '@retrysafe/testkit/conformance';
@@ -19,90 +18,9 @@ import type { FenceConfig } from '../src/fence/fence-config.js';
 import { createFenceServer } from '../src/fence/fence-server.js';
 import { connectUpstream, type Upstream, type UpstreamTarget } from '../src/fence/upstream.js';
 import { createFenceAdapter, parseFenceConfig, serveHttp } from '../src/index.js';
-import { type Answer, bin, lossyRelay, onCleanup, ordersServer, writeFence } from './child-helpers.js';
+import { type Answer, bin, type HostFeatures, onCleanup, ordersServer, ordersTool } from './child-helpers.js';
 
 export * from './child-helpers.js';
-
-/** The orders server's create_order as the fence files declare it, reconciled through list_orders. */
-export const ordersTool = (lookup: Record<string, unknown> = {}) => ({
-  kind: 'create',
-  intent: ['customer', 'ref'],
-  resultRef: 'id',
-  toolErrors: 'rejected',
-  lookup: {
-    tool: 'list_orders',
-    arguments: { customer: '{{customer}}' },
-    items: 'orders',
-    match: { customer: 'customer', ref: 'ref' },
-    consistencyDelay: 0,
-    ...lookup,
-  },
-});
-export const lookupPolicy = { lookupWindowMs: 3000, waitForOtherMs: 10_000, baseMs: 10, capMs: 50 };
-
-/** A fence file of `tools` with the lookup policy above. */
-export const lookupFence = (dir: string, name: string, tools: Record<string, unknown>, timeoutMs = 500) =>
-  writeFence(dir, { name, timeoutMs, policy: lookupPolicy, tools });
-
-/** The upstream `node server …args` behind the lossy relay, which drops the answers of `tool`'s calls. */
-export const droppingAnswers = (tool: string, server: string, ...args: string[]) => [
-  '--',
-  process.execPath,
-  lossyRelay,
-  '--drop-answer',
-  tool,
-  '--',
-  process.execPath,
-  server,
-  ...args,
-];
-
-/** A tool call whose client waits long: the real servers behind a fence start slowly on a loaded machine. */
-export const callTool = (client: Client, name: string, args: Record<string, unknown>, timeout = 20_000) =>
-  client.callTool({ name, arguments: args }, undefined, { timeout }) as Promise<Answer>;
-
-/** server-memory's create_entities: one entity per name, so the name is the intent open_nodes can look up. */
-export const memoryCreate = {
-  kind: 'create',
-  intent: ['entities.0.name'],
-  lookup: {
-    tool: 'open_nodes',
-    arguments: { names: ['{{entities.0.name}}'] },
-    items: 'entities',
-    match: { name: 'entities.0.name' },
-    consistencyDelay: 0,
-    lateApplyBound: '1s',
-  },
-};
-
-/** A fence file over the orders server (timeouts short, so a lost answer is seen quickly). */
-export const ordersFence = (dir: string, timeoutMs: number, extra: Record<string, unknown> = {}) =>
-  writeFence(dir, {
-    name: 'orders',
-    timeoutMs,
-    policy: lookupPolicy,
-    tools: { create_order: ordersTool({ lateApplyBound: '1s' }) },
-    ...extra,
-  });
-
-/** What a host declares, and how it answers what the server asks it (its handlers, set before it connects). */
-export type HostFeatures = { capabilities?: ClientCapabilities; answer?: (client: Client) => void };
-
-/** The host: the official SDK client over stdio. */
-export async function connect(
-  command: string,
-  args: string[],
-  env: Record<string, string> = {},
-  { capabilities = {}, answer }: HostFeatures = {},
-): Promise<Client> {
-  const client = new Client({ name: 'scripted-agent', version: '1.0.0' }, { capabilities });
-  answer?.(client);
-  await client.connect(
-    new StdioClientTransport({ command, args, env: { PATH: process.env.PATH ?? '', ...env }, stderr: 'ignore' }),
-  );
-  onCleanup(() => client.close());
-  return client;
-}
 
 /** `make` served by `serveHttp` (`--http`), closed after the test. */
 export async function servedOverHttp(make: () => Server, options: Parameters<typeof serveHttp>[1] = {}) {
@@ -182,9 +100,6 @@ export async function closeStdinMidCall(
       .map((l) => JSON.parse(l) as { id?: number; result?: Answer }),
   };
 }
-
-export const wrapped = (fence: string, upstream: string[], env: Record<string, string> = {}) =>
-  connect(process.execPath, [bin, 'wrap', '--config', fence, ...upstream], env);
 
 /** An upstream `callTool` whose every answer lists `orders`. */
 export const listed = (orders: readonly Record<string, unknown>[]) => async () => ({

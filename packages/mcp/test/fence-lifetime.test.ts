@@ -11,7 +11,7 @@ import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { bin, everythingServer, expectStopped, onCleanup, tempDir, wrapped, writeFence } from './fence-helpers.js';
+import { bin, everythingServer, expectStopped, onCleanup, tempDir, wrapped, writeFence } from './child-helpers.js';
 
 const node = process.execPath;
 /** Loaded before server-everything: SIGTERM is ignored (a shell's `trap "" TERM` is not: node resets it). */

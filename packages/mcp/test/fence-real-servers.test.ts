@@ -22,7 +22,7 @@ import {
   tempDir,
   wrapped,
   writeFence,
-} from './fence-helpers.js';
+} from './child-helpers.js';
 
 describe('server-memory behind the fence (its tools declare output schemas)', () => {
   function memoryFence(dir: string) {

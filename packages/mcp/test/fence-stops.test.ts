@@ -11,9 +11,10 @@ import type { AddressInfo } from 'node:net';
 import { constants as osConstants } from 'node:os';
 import { join } from 'node:path';
 import { setImmediate } from 'node:timers/promises';
+import { STDIO_DEFAULT_MAX_BUFFER_SIZE } from '@modelcontextprotocol/sdk/shared/stdio.js';
 import { LATEST_PROTOCOL_VERSION } from '@modelcontextprotocol/sdk/types.js';
 import { describe, expect, it } from 'vitest';
-import { bin, expectStopped, onCleanup, ordersServer, tempDir, writeFence } from './fence-helpers.js';
+import { bin, expectStopped, onCleanup, ordersServer, tempDir, writeFence } from './child-helpers.js';
 
 const node = process.execPath;
 const fenceFile = (dir: string, tool = 'create_order') =>
@@ -137,6 +138,20 @@ describe('the signals a supervisor or a terminal sends', () => {
     expect({ code, signal }).toEqual({ code: null, signal: 'SIGTERM' });
     expect(upstream.seen).toContain('DELETE  s1');
   });
+});
+
+describe('a host message too long for the SDK to read on stdio', () => {
+  it('ends the fence as a host that leaves does (exit 0, its upstream stopped): nothing after it could be read', async () => {
+    const dir = tempDir('retrysafe-stops-');
+    const pid = join(dir, 'pid');
+    const too = { ref: 'x'.repeat(STDIO_DEFAULT_MAX_BUFFER_SIZE) };
+    const call = { id: 1, method: 'tools/call', params: { name: 'create_order', arguments: too } };
+    const wrap = ['wrap', '--config', fenceFile(dir), '--', node, ordersServer, '--pid-file', pid];
+    // The host keeps our stdin open, as one waiting for the answer does: the fence, now deaf, must not wait for it.
+    const { exited } = started(wrap, [call]);
+    expect((await exited)[0]).toBe(0);
+    await expectStopped(pid);
+  }, 20_000);
 });
 
 describe('a stop under way', () => {

@@ -4,9 +4,10 @@
  * tool list and its changes) passes through; an unknown tool is the protocol error the spec lists.
  */
 import { randomBytes } from 'node:crypto';
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { STDIO_DEFAULT_MAX_BUFFER_SIZE } from '@modelcontextprotocol/sdk/shared/stdio.js';
 import {
   LoggingMessageNotificationSchema,
   ToolListChangedNotificationSchema,
@@ -21,6 +22,7 @@ import {
   bin,
   closeStdinMidCall,
   connect,
+  filesystemServer,
   memoryServer,
   ordersFence,
   ordersServer,
@@ -155,6 +157,22 @@ describe('a stdio upstream that serves one request per process', () => {
     await create('PO-1');
     await create('PO-2');
     expect(pid()).toBe(second); // one process served both
+    expect(logs).toEqual([]);
+  });
+
+  it('is not taken for one when the SDK closes it over an answer too long for its stdio buffer (server-filesystem)', async () => {
+    const dir = tempDir('retrysafe-big-answer-');
+    writeFileSync(join(dir, 'big.txt'), 'x'.repeat(STDIO_DEFAULT_MAX_BUFFER_SIZE + 1));
+    const logs: string[] = [];
+    const target = { command: process.execPath, args: [filesystemServer, dir] };
+    const upstream = await connectUpstream(target, undefined, { log: (l) => logs.push(l) });
+    onCleanup(() => upstream.close());
+    const read = (name: string) => upstream.callTool({ name: 'read_text_file', arguments: { path: join(dir, name) } });
+    // Lost on the way (the tool ran, its answer did not arrive), as with the SDK's client directly.
+    await expect(read('big.txt')).rejects.toMatchObject({ code: -32000 });
+    await upstream.ready();
+    expect(await upstream.callTool({ name: 'list_allowed_directories', arguments: {} })).not.toHaveProperty('isError');
+    // the fence closed the upstream, which then exited 0 as a server does at the end of its stdin: it did not end itself
     expect(logs).toEqual([]);
   });
 });

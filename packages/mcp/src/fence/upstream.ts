@@ -70,8 +70,8 @@ export function answerValue(answer: ToolAnswer): unknown {
   }
 }
 
-/** The upstream is not connected and could not be restarted: nothing was sent. */
-/** `reached`: the upstream had the request and refused it unprocessed (a session it ended); else it never left. */
+/** The upstream is not connected and could not be restarted: nothing was sent. `reached`: the upstream had the request
+ * and refused it unprocessed (a session it ended); else it never left. */
 export class UpstreamUnavailableError extends Error {
   override readonly name = 'UpstreamUnavailableError';
   constructor(
@@ -79,16 +79,6 @@ export class UpstreamUnavailableError extends Error {
     readonly reached = false,
   ) {
     super(message);
-  }
-}
-
-/** The upstream did not answer its initialize (or its first tools/list) within the start timeout. */
-export class UpstreamStartTimeoutError extends Error {
-  override readonly name = 'UpstreamStartTimeoutError';
-  constructor(readonly timeoutMs: number) {
-    super(
-      `the upstream MCP server did not answer its initialize within ${timeoutMs} ms: a first download (npx -y) may take longer; raise --start-timeout-ms`,
-    );
   }
 }
 
@@ -189,7 +179,9 @@ function startError(
   }
   return (e: unknown) => {
     if (e instanceof McpError && e.code === ErrorCode.RequestTimeout)
-      return new UpstreamStartTimeoutError(startTimeoutMs);
+      return new Error(
+        `the upstream MCP server did not answer its initialize within ${startTimeoutMs} ms: a first download (npx -y) may take longer; raise --start-timeout-ms`,
+      );
     const why = 'url' in target && e instanceof TypeError && (e.cause as Error | undefined)?.message;
     if (why) return new Error(`the upstream MCP server's URL cannot be reached: ${why}`, { cause: e });
     return ended ? new Error(ended, { cause: e }) : e;
@@ -328,7 +320,10 @@ export async function connectUpstream(
       if (client !== c || closing) return;
       client = undefined;
       const afterAnswer = inFlight > 0 || performance.now() - answeredAt < STOP_GRACE_MS;
-      if (!perRequest && child?.exitCode === 0 && afterAnswer) {
+      // A server exits 0 at the end of its stdin too: one the SDK's client ended (an answer too long for its buffer)
+      // did not end itself.
+      const endedItself = child?.exitCode === 0 && !child.stdin?.writableEnded;
+      if (!perRequest && endedItself && afterAnswer) {
         perRequest = true;
         log(
           'retrysafe fence: the upstream ended itself (exit code 0) as it answered: each request now gets a process of its own, which is not sent the log level or resource subscriptions the hosts asked for',
