@@ -1,5 +1,12 @@
 import { loadConfigFile } from '@retrysafe/config';
-import { asBusinessOperationId, HANDOFF_REASONS, type Ledger, LedgerError, RetrysafeError } from '@retrysafe/contract';
+import {
+  type AdapterV1,
+  asBusinessOperationId,
+  HANDOFF_REASONS,
+  type Ledger,
+  LedgerError,
+  RetrysafeError,
+} from '@retrysafe/contract';
 import { isParamsSealed } from '@retrysafe/core/internal';
 import { defineCommand, type Options, type Parsed } from '../../../command.js';
 import { exactlyOne, pickKnown, RefusedError, scrubbed, UsageError, wanted } from '../../../errors.js';
@@ -14,12 +21,12 @@ import {
   resolveText,
 } from '../resolve/index.js';
 import {
-  configAdapters,
   configEnvHint,
   TARGET_OPTIONS,
   targetFlags,
   unreadableRows,
   warnUnreadable,
+  withAdapters,
   withLedger,
 } from '../target.js';
 
@@ -67,14 +74,13 @@ export async function ledgerResolveAll(opts: ResolveAllOptions) {
   // Each resolve reads the receipt keys: a malformed one is refused once, here, not on every row.
   receiptKeysFromEnv();
   const config = opts.config ? await loadConfigFile(opts.config) : null;
-  const adapters = opts.resume && config ? Object.values(await configAdapters(config, opts.config!)) : [];
-  try {
-    // Opened once for the listing and every row: per row it would be a new connection pool or client.
-    const each = (ledger: Ledger) => resolveMatching(opts, { config, adapters, ledger }, action);
-    return await withLedger(opts, each, { config, writes: !opts.dryRun });
-  } finally {
-    for (const a of adapters) await a.close?.();
-  }
+  // Opened once for the listing and every row: per row it would be a new connection pool or client.
+  const run = (adapters: AdapterV1[]) =>
+    withLedger(opts, (ledger) => resolveMatching(opts, { config, adapters, ledger }, action), {
+      config,
+      writes: !opts.dryRun,
+    });
+  return opts.resume && config ? withAdapters(config, opts.config!, run) : run([]);
 }
 
 /** The matching hand-offs, each resolved through `built` (the config, its adapters and the ledger, once for them all). */
