@@ -3,7 +3,6 @@ import {
   type AdapterV1,
   asBusinessOperationId,
   HANDOFF_REASONS,
-  type Ledger,
   LedgerError,
   RetrysafeError,
 } from '@retrysafe/contract';
@@ -87,28 +86,25 @@ export async function ledgerResolveAll(opts: ResolveAllOptions) {
 async function resolveMatching(opts: ResolveAllOptions, built: Built, action: 'resume' | 'abandon') {
   // A handoff whose row cannot be read is left out and reported (`unreadable`), not a reason to resolve none.
   const { ids: unreadable, onUnreadable } = unreadableRows();
-  const listed = async (ledger: Ledger) => {
-    const handedOff = await withParamsKeys(ledger).list({ states: ['handed-off'], onUnreadable });
-    const matching = handedOff.filter(
-      (r) =>
-        wanted(opts.operation, r.operation) &&
-        wanted(opts.reason, r.handoff?.reason ?? '') &&
-        wanted(opts.id, r.businessOperationId) &&
-        wanted(opts.account, r.account ?? ''),
-    );
-    // So is one whose receipts cannot be read: its resolve would fail as the ledger failing, and stop the others.
-    const readable = [];
-    for (const r of matching)
-      try {
-        await ledger.receipts(r.businessOperationId);
-        readable.push(r);
-      } catch (err) {
-        if (!LedgerError.isInstance(err)) throw err;
-        onUnreadable(r.businessOperationId);
-      }
-    return readable;
-  };
-  const matched = await listed(built.ledger);
+  const { ledger } = built;
+  const handedOff = await withParamsKeys(ledger).list({ states: ['handed-off'], onUnreadable });
+  const matching = handedOff.filter(
+    (r) =>
+      wanted(opts.operation, r.operation) &&
+      wanted(opts.reason, r.handoff?.reason ?? '') &&
+      wanted(opts.id, r.businessOperationId) &&
+      wanted(opts.account, r.account ?? ''),
+  );
+  // So is one whose receipts cannot be read: its resolve would fail as the ledger failing, and stop the others.
+  const matched = [];
+  for (const r of matching)
+    try {
+      await ledger.receipts(r.businessOperationId);
+      matched.push(r);
+    } catch (err) {
+      if (!LedgerError.isInstance(err)) throw err;
+      onUnreadable(r.businessOperationId);
+    }
   const rows = [];
   for (const r of matched) {
     const a = r.handoff?.safeNextActions.find((x) => x.action === action);
