@@ -2,7 +2,7 @@ import { existsSync } from 'node:fs';
 import { basename, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import type { HttpAdapterConfig } from '@retrysafe/config';
-import type { AdapterV1, RetrySafetyCard } from '@retrysafe/contract';
+import type { RetrySafetyCard } from '@retrysafe/contract';
 import type { HttpOperationDeclaration } from '@retrysafe/http';
 import type { ConformanceOptions } from '@retrysafe/testkit';
 import type { Options } from './command.js';
@@ -124,16 +124,12 @@ async function configEntries(file: string): Promise<AdapterEntry[]> {
   return out;
 }
 
-/** An adapter instance for reading cards and operation specs; its base URL (port 9, discard) is never contacted. */
-export async function adapterFor(drill: ConformanceOptions): Promise<AdapterV1> {
-  return drill.createAdapter({ baseUrl: 'http://127.0.0.1:9', timeoutMs: 1000 });
-}
-
-// Each drill's cards, read from an adapter built once for them (never called): configEntries' check gives cardsOf's.
+// Each drill's cards, read from an adapter built once for them: its base URL (port 9, discard) is never contacted.
+// configEntries' check gives cardsOf's.
 const cardsRead = new WeakMap<ConformanceOptions, Promise<RetrySafetyCard[]>>();
 function drillCards(drill: ConformanceOptions): Promise<RetrySafetyCard[]> {
   const read = async () => {
-    const adapter = await adapterFor(drill);
+    const adapter = await drill.createAdapter({ baseUrl: 'http://127.0.0.1:9', timeoutMs: 1000 });
     const cards = Object.values(adapter.operations).map((spec) => spec.card);
     await adapter.close?.();
     return cards;

@@ -178,6 +178,11 @@ describe('file-system errors (fails on main: a stack trace and exit 1)', () => {
 });
 
 describe('drill output', () => {
+  // One failing drill, read by the tests of its text and of its files (neither writes into its folder).
+  const lyingOut = tempDir('lying');
+  let lying: ReturnType<typeof lyingDrill> | undefined;
+  const lyingRun = () => (lying ??= lyingDrill(lyingOut));
+
   it('a passing drill prints a summary, not a row per scenario; --details prints every row (fails on main: every row, always)', async () => {
     const out = tempDir('summary');
     const r = await cli(['drill', '--adapter', 'sandbox', '--scenario', 'lost-response,permanent-error', '--out', out]);
@@ -199,7 +204,7 @@ describe('drill output', () => {
   });
 
   it('a failing drill shows the failing rows and why, without the passing ones', async () => {
-    const r = await lyingDrill(tempDir('lying-text'));
+    const r = await lyingRun();
     expect(r.code).toBe(1);
     expect(r.stdout).toMatch(/lying-sandbox\s+records\.create\s+lost-response\s+2/);
     expect(r.stdout).not.toMatch(/records\.create\s+permanent-error/);
@@ -208,8 +213,8 @@ describe('drill output', () => {
   });
 
   it('drill.json and the report name the failed criteria the drill found, not a reading of its sentences', async () => {
-    const out = tempDir('lying-criteria');
-    expect((await lyingDrill(out)).code).toBe(1);
+    const out = lyingOut;
+    expect((await lyingRun()).code).toBe(1);
     const rows = JSON.parse(readFileSync(join(out, 'drill.json'), 'utf8')).rows;
     const lost = rows.find((r: { scenario: string }) => r.scenario === 'lost-response');
     expect(lost.failedCriteria).toContain('providerRecords');

@@ -9,7 +9,13 @@ import {
   openLedger,
   type RetrysafeConfig,
 } from '@retrysafe/config';
-import { type Ledger, LedgerError, type OperationRecord, type OperationState } from '@retrysafe/contract';
+import {
+  type AdapterV1,
+  type Ledger,
+  LedgerError,
+  type OperationRecord,
+  type OperationState,
+} from '@retrysafe/contract';
 import { RECOVERABLE_STATES, TERMINAL_STATES } from '@retrysafe/contract/ledger';
 import { createSqliteLedger } from '@retrysafe/ledger-sqlite';
 import { type Context, EXIT, type OptionConfig, type Options, type Parsed } from '../../command.js';
@@ -98,12 +104,24 @@ async function openTarget(
   }
 }
 
-/** The adapters `--config <file>` names; one that cannot be built names the file, as what its reading finds does. */
-export async function configAdapters(config: RetrysafeConfig, file: string, environment?: NodeJS.ProcessEnv) {
+/** Builds the adapters `--config <file>` names (one that cannot be built names the file, as what its reading finds
+ * does), runs `fn` with them and closes every one: a close that fails neither keeps the others open nor replaces the
+ * command's answer. */
+export async function withAdapters<T>(
+  config: RetrysafeConfig,
+  file: string,
+  fn: (adapters: AdapterV1[]) => Promise<T>,
+  environment?: NodeJS.ProcessEnv,
+): Promise<T> {
+  const adapters = Object.values(
+    await createAdapters(config, environment).catch((e: unknown) => {
+      throw ConfigError.isInstance(e) ? new ConfigError(file, e.message) : e;
+    }),
+  );
   try {
-    return await createAdapters(config, environment);
-  } catch (e) {
-    throw ConfigError.isInstance(e) ? new ConfigError(file, e.message) : e;
+    return await fn(adapters);
+  } finally {
+    await Promise.allSettled(adapters.map(async (a) => a.close?.()));
   }
 }
 

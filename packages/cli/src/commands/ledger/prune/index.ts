@@ -1,6 +1,6 @@
 import { existsSync } from 'node:fs';
 import { loadConfigFile, type RetrysafeConfig } from '@retrysafe/config';
-import type { Duration, Ledger, OperationState, RetrySafetyCard } from '@retrysafe/contract';
+import type { AdapterV1, Duration, Ledger, OperationState, RetrySafetyCard } from '@retrysafe/contract';
 import { PRUNABLE_STATES } from '@retrysafe/contract/ledger';
 import { durationMs, formatDuration, isDuration } from '@retrysafe/contract/rules';
 import { type PruneLedgerReport, pruneLedger, RunnerConfigurationError } from '@retrysafe/core';
@@ -8,7 +8,7 @@ import { defineCommand, type Options, type Parsed } from '../../../command.js';
 import { UsageError } from '../../../errors.js';
 import { plural } from '../../../output.js';
 import { shippedCards } from '../../../registry.js';
-import { configAdapters, shellWord, TARGET_OPTIONS, warnUnreadable, withLedger } from '../target.js';
+import { shellWord, TARGET_OPTIONS, warnUnreadable, withAdapters, withLedger } from '../target.js';
 
 export const PRUNE_OPTIONS = {
   ...TARGET_OPTIONS,
@@ -50,14 +50,12 @@ const NO_SECRETS: NodeJS.ProcessEnv = new Proxy(
 
 /** The cards of every adapter the config names, each built once to read them (never called); none is left out. */
 async function configCards(config: RetrysafeConfig, file: string): Promise<RetrySafetyCard[]> {
-  const adapters = Object.values(
-    await configAdapters(config, file, NO_SECRETS).catch((e: unknown) => {
-      const why = (e instanceof Error ? e.message : String(e)).split('\n')[0];
-      throw new UsageError(`${why}: its adapters' cards cannot be read, so their retention floor is not known`);
-    }),
-  );
-  await Promise.all(adapters.map((a) => a.close?.()));
-  return adapters.flatMap((a) => Object.values(a.operations).map((o) => o.card));
+  const cards = async (adapters: AdapterV1[]) =>
+    adapters.flatMap((a) => Object.values(a.operations).map((o) => o.card));
+  return withAdapters(config, file, cards, NO_SECRETS).catch((e: unknown) => {
+    const why = (e instanceof Error ? e.message : String(e)).split('\n')[0];
+    throw new UsageError(`${why}: its adapters' cards cannot be read, so their retention floor is not known`);
+  });
 }
 
 /** pruneLedger's options as the command's flags. */

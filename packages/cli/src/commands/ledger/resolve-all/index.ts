@@ -1,5 +1,11 @@
 import { loadConfigFile } from '@retrysafe/config';
-import { asBusinessOperationId, HANDOFF_REASONS, type Ledger, LedgerError, RetrysafeError } from '@retrysafe/contract';
+import {
+  type AdapterV1,
+  asBusinessOperationId,
+  HANDOFF_REASONS,
+  LedgerError,
+  RetrysafeError,
+} from '@retrysafe/contract';
 import { isParamsSealed } from '@retrysafe/core/internal';
 import { defineCommand, type Options, type Parsed } from '../../../command.js';
 import { exactlyOne, pickKnown, RefusedError, scrubbed, UsageError, wanted } from '../../../errors.js';
@@ -14,12 +20,12 @@ import {
   resolveText,
 } from '../resolve/index.js';
 import {
-  configAdapters,
   configEnvHint,
   TARGET_OPTIONS,
   targetFlags,
   unreadableRows,
   warnUnreadable,
+  withAdapters,
   withLedger,
 } from '../target.js';
 
@@ -67,42 +73,38 @@ export async function ledgerResolveAll(opts: ResolveAllOptions) {
   // Each resolve reads the receipt keys: a malformed one is refused once, here, not on every row.
   receiptKeysFromEnv();
   const config = opts.config ? await loadConfigFile(opts.config) : null;
-  const adapters = opts.resume && config ? Object.values(await configAdapters(config, opts.config!)) : [];
-  try {
-    // Opened once for the listing and every row: per row it would be a new connection pool or client.
-    const each = (ledger: Ledger) => resolveMatching(opts, { config, adapters, ledger }, action);
-    return await withLedger(opts, each, { config, writes: !opts.dryRun });
-  } finally {
-    for (const a of adapters) await a.close?.();
-  }
+  // Opened once for the listing and every row: per row it would be a new connection pool or client.
+  const run = (adapters: AdapterV1[]) =>
+    withLedger(opts, (ledger) => resolveMatching(opts, { config, adapters, ledger }, action), {
+      config,
+      writes: !opts.dryRun,
+    });
+  return opts.resume && config ? withAdapters(config, opts.config!, run) : run([]);
 }
 
 /** The matching hand-offs, each resolved through `built` (the config, its adapters and the ledger, once for them all). */
 async function resolveMatching(opts: ResolveAllOptions, built: Built, action: 'resume' | 'abandon') {
   // A handoff whose row cannot be read is left out and reported (`unreadable`), not a reason to resolve none.
   const { ids: unreadable, onUnreadable } = unreadableRows();
-  const listed = async (ledger: Ledger) => {
-    const handedOff = await withParamsKeys(ledger).list({ states: ['handed-off'], onUnreadable });
-    const matching = handedOff.filter(
-      (r) =>
-        wanted(opts.operation, r.operation) &&
-        wanted(opts.reason, r.handoff?.reason ?? '') &&
-        wanted(opts.id, r.businessOperationId) &&
-        wanted(opts.account, r.account ?? ''),
-    );
-    // So is one whose receipts cannot be read: its resolve would fail as the ledger failing, and stop the others.
-    const readable = [];
-    for (const r of matching)
-      try {
-        await ledger.receipts(r.businessOperationId);
-        readable.push(r);
-      } catch (err) {
-        if (!LedgerError.isInstance(err)) throw err;
-        onUnreadable(r.businessOperationId);
-      }
-    return readable;
-  };
-  const matched = await listed(built.ledger);
+  const { ledger } = built;
+  const handedOff = await withParamsKeys(ledger).list({ states: ['handed-off'], onUnreadable });
+  const matching = handedOff.filter(
+    (r) =>
+      wanted(opts.operation, r.operation) &&
+      wanted(opts.reason, r.handoff?.reason ?? '') &&
+      wanted(opts.id, r.businessOperationId) &&
+      wanted(opts.account, r.account ?? ''),
+  );
+  // So is one whose receipts cannot be read: its resolve would fail as the ledger failing, and stop the others.
+  const matched = [];
+  for (const r of matching)
+    try {
+      await ledger.receipts(r.businessOperationId);
+      matched.push(r);
+    } catch (err) {
+      if (!LedgerError.isInstance(err)) throw err;
+      onUnreadable(r.businessOperationId);
+    }
   const rows = [];
   for (const r of matched) {
     const a = r.handoff?.safeNextActions.find((x) => x.action === action);

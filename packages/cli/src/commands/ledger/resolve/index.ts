@@ -24,12 +24,12 @@ import { paint, plural } from '../../../output.js';
 import { addMissingKey, CHAIN_RUNBOOK, receiptKeysFromEnv, withParamsKeys } from '../chain.js';
 import { packetText } from '../packet-text.js';
 import {
-  configAdapters,
   configEnvHint,
   ledgerFlags,
   notInLedger,
   TARGET_OPTIONS,
   targetFlags,
+  withAdapters,
   withLedger,
 } from '../target.js';
 
@@ -90,13 +90,8 @@ export async function ledgerResolve(
     throw new UsageError('--mark-done needs the provider reference of the effect you verified (e.g. pi_123)');
   asBusinessOperationId(id);
   const config = built ? built.config : opts.config ? await loadConfigFile(opts.config) : null;
-  const adapters =
-    built?.adapters ??
-    (config && (opts.resume || corrected !== undefined)
-      ? Object.values(await configAdapters(config, opts.config!))
-      : []);
-  try {
-    return await withLedger(
+  const run = (adapters: readonly AdapterV1[]) =>
+    withLedger(
       opts,
       async (ledger) => {
         const { current, keyring } = receiptKeysFromEnv();
@@ -153,9 +148,8 @@ export async function ledgerResolve(
       },
       { config, writes: !dryRun, ledger: built?.ledger },
     );
-  } finally {
-    if (!built) for (const a of adapters) await a.close?.();
-  }
+  if (built) return run(built.adapters);
+  return config && (opts.resume || corrected !== undefined) ? withAdapters(config, opts.config!, run) : run([]);
 }
 
 /** --force overrides only a resume's refusal (abandon is always safe, the others are never forced). */
