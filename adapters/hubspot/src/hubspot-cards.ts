@@ -321,8 +321,8 @@ const ticketsCreateCard = (o: HubSpotCardOptions) =>
       rejectionMayCreate: REJECTION_LEAVES('ticket'),
     },
     businessOperationId: {
-      rule: 'derived from intent fields ref (the caller’s reference for what the ticket is about) and properties.hs_pipeline; subject and content are payload, so re-worded text is not a second ticket',
-      intentFields: ['ref', 'properties.hs_pipeline'],
+      rule: 'derived from intent field ref (the caller’s reference for what the ticket is about); pipeline, stage, subject and content are what the ticket is made with (a ticket’s pipeline is one of its properties, set at create and changed by an update), so a corrected pipeline or re-worded text under one ref is a correction of the one ticket, never a second',
+      intentFields: ['ref'],
       normalize: [REF_TRIM],
     },
     providerKey: uniqueValueKey(`properties.${o.idProperty}`),

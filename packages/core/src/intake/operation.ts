@@ -150,6 +150,10 @@ export function withProviderKey(op: Operation, providerKey: ProviderKey | null):
   return op.providerKey === providerKey ? op : { ...op, providerKey };
 }
 
+/** Where the params differ from the stored ones: the paths, never the values. */
+export const differingPaths = (op: Pick<Operation, 'comparison' | 'redactor' | 'params'>, record: OperationRecord) =>
+  op.comparison.differences(record.params, op.params).map((p) => op.redactor.text(p));
+
 /** Other params than stored: a conflict naming the differing paths (never the values). `stored`: whether the stored
  * request may still apply or has (`storedMayApply`), also waiting for a person (`needsPerson`), or was not applied. */
 export function paramsConflict(
@@ -158,7 +162,7 @@ export function paramsConflict(
   detail: string,
   stored: 'may-apply' | 'needs-person' | 'not-applied' = 'may-apply',
 ): ConflictError {
-  const paths = op.comparison.differences(record.params, op.params).map((p) => op.redactor.text(p));
+  const paths = differingPaths(op, record);
   const { businessOperationId } = record;
   const needsPerson = stored === 'needs-person';
   return new ConflictError({

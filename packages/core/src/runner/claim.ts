@@ -15,7 +15,13 @@ import { leaseLive, TERMINAL_STATES } from '@retrysafe/contract/ledger';
 import { changedParamsRevise } from '@retrysafe/contract/rules';
 import { resumeSafeByKey } from '../handoff.js';
 import { derivedProviderKey } from '../intake/adapter.js';
-import { type Operation, paramsConflict, storedOperation, withProviderKey } from '../intake/operation.js';
+import {
+  differingPaths,
+  type Operation,
+  paramsConflict,
+  storedOperation,
+  withProviderKey,
+} from '../intake/operation.js';
 import {
   correctionRule,
   currentRevisionNumber,
@@ -80,6 +86,8 @@ export async function claimAndDrive(ctx: RunnerContext, op: Operation, waitUntil
         businessOperationId: op.id,
         field: claim.field,
         detail: `stored ${claim.field === 'intent' ? record.intentFingerprint : record.operation}`,
+        // Another intent under the caller's own id: say which fields it corrects (never the values).
+        paths: claim.field === 'intent' ? differingPaths(op, record) : [],
       });
     case 'terminal': {
       // A corrected request for an operation none of whose attempts was applied, or the same request once the user
