@@ -9,6 +9,7 @@ import {
 import { checkBaseUrl, checkToken, operationParamsErrors, positiveInteger } from '@retrysafe/contract/provider';
 import { type HubSpotOperationName, hubSpotCardsFor } from './hubspot-cards.js';
 import {
+  type ContactsUpdateParams,
   contactTarget,
   type HubSpotOperationTypes,
   KEY_RULE,
@@ -68,6 +69,16 @@ function checkOptions(options: HubSpotAdapterOptions) {
   return { accessToken: options.accessToken, baseUrl, timeoutMs, idProperty, searchSettleMs, lateApplyMs };
 }
 
+/** A PATCH that changes the unique value it is addressed by moves the contact away from its address: a repeat, a re-send
+ * or the lookup by it would find no contact, and its id (read from that address) could not be told again. */
+function movesContact(params: unknown) {
+  const { contactId, idProperty, properties } = params as ContactsUpdateParams;
+  const value = idProperty === undefined ? undefined : properties[idProperty];
+  if (value === undefined || value === contactId) return [];
+  const message = `changes the ${idProperty} this update addresses the contact by, so a repeat could not find it: address the contact by its record id (leave idProperty out), or by a unique property it leaves unchanged`;
+  return [{ path: `properties.${idProperty}`, message }];
+}
+
 /** The HubSpot adapter on the SDK's generated API classes, without its retrying Client (see hubspot-http.ts). */
 export function createHubSpotAdapter(options: HubSpotAdapterOptions): HubSpotAdapter {
   const o = checkOptions(options);
@@ -85,10 +96,12 @@ export function createHubSpotAdapter(options: HubSpotAdapterOptions): HubSpotAda
       // The upsert's id property names the record (objectType and ref), not the operation: no key travels.
       keyRule: name === 'tickets.create' ? KEY_RULE : null,
       // The id property is an option, so the schema cannot reserve it; runs after the schema (properties is an object).
-      checkParams: (params: unknown) =>
-        keyed && Object.hasOwn((params as { properties: object }).properties, o.idProperty)
-          ? [{ path: `properties.${o.idProperty}`, message: reserved }]
-          : [],
+      checkParams: keyed
+        ? (params: unknown) =>
+            Object.hasOwn((params as { properties: object }).properties, o.idProperty)
+              ? [{ path: `properties.${o.idProperty}`, message: reserved }]
+              : []
+        : movesContact,
     };
   }
   return defineAdapter({

@@ -202,7 +202,7 @@ const contactsUpdateCard = (o: HubSpotCardOptions) =>
     },
     // Exact: HubSpot stores property values as written, so another spelling is another value.
     businessOperationId: {
-      rule: `derived from intent fields contactId and idProperty (when given) as the contact's record id, read before the claim by GET /crm/v3/objects/contacts/{contactId}?idProperty=… (${S.contacts}: a contact is "identified by ID or email/unique property value"; a record id, or idProperty hs_object_id, needs no request): the contact however it is addressed; the values it is set to are params. ${REVISIONS('contact')}`,
+      rule: `derived from intent fields contactId and idProperty (when given) as the contact's record id, read before the claim and before each re-send by GET /crm/v3/objects/contacts/{contactId}?idProperty=… (scope crm.objects.contacts.read; ${S.contacts}: a contact is "identified by ID or email/unique property value"; a record id, or idProperty hs_object_id, needs no request): the contact however it is addressed; the values it is set to are params, refused before the claim when they change the idProperty value the contact is addressed by (a repeat could not find it). ${REVISIONS('contact')}`,
       // idProperty names which contact contactId is (101 by record id and 101 by a unique property are two contacts).
       intentFields: ['contactId', 'idProperty'],
       optionalIntentFields: ['idProperty'],
@@ -223,7 +223,7 @@ const contactsUpdateCard = (o: HubSpotCardOptions) =>
     lookup: {
       method: fact(
         'get-by-key',
-        `${S.contacts}: GET /crm/v3/objects/contacts/{contactId}?properties=… (basicApi.getById), and by the new value when the PATCH sets the idProperty it addresses the contact by; the adapter compares the values; a mismatch is not-found only when notFoundIsAuthoritative says so (lookup.consistencyDelay is unknown, so never: cannot-tell)`,
+        `${S.contacts}: GET /crm/v3/objects/contacts/{contactId}?properties=… (basicApi.getById); the adapter compares the values; a mismatch is not-found only when notFoundIsAuthoritative says so (lookup.consistencyDelay is unknown, so never: cannot-tell)`,
       ),
       consistencyDelay: fact<null>('unknown', `${S.contacts} does not say how soon GET by id reflects a PATCH`),
     },

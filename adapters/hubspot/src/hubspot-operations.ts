@@ -181,9 +181,17 @@ export async function contactTarget(rt: Runtime, intent: Record<string, unknown>
   } catch (err) {
     failed = outcomeFromFailure(err, wire);
   }
-  // Reading needs crm.objects.contacts.read; a record id needs no read.
-  const what = `HubSpot could not say which contact this ${idProperty} names (the read needs crm.objects.contacts.read, or give the record id), so the operation's id cannot be told`;
-  throw intentLookupFailure('contactId', what, failed);
+  throw intentLookupFailure('contactId', contactMiss(idProperty, failed), failed);
+}
+
+/** Why the contact could not be read, saying only what HubSpot's answer shows. */
+function contactMiss(idProperty: string, failed: Outcome): string {
+  const reason = failed.kind === 'rejected' ? failed.reason : null;
+  if (reason === 'not-found') return `HubSpot has no contact with this ${idProperty}`;
+  // A record id needs no read.
+  if (reason === 'authentication' || reason === 'permission')
+    return `HubSpot refused to read the contact by its ${idProperty}: the token needs crm.objects.contacts.read, or give the record id`;
+  return `HubSpot could not say which contact this ${idProperty} names, so the operation's id cannot be told`;
 }
 
 const executeContactsUpdate = (rt: Runtime, p: ContactsUpdateParams, ctx: FramedExecuteContext) =>
@@ -199,22 +207,15 @@ async function lookupContactsUpdate(
   card: RetrySafetyCard,
 ): Promise<LookupResult> {
   const wanted = p.properties;
-  // A PATCH that sets the unique property it is addressed by moves the contact to the new value: look there too.
-  const moved = p.idProperty === undefined ? undefined : wanted[p.idProperty];
-  const ids = moved === undefined || moved === p.contactId ? [p.contactId] : [p.contactId, moved];
-  let wire!: WireRecord;
-  let r!: SdkRecord;
-  for (const id of ids) {
-    wire = { started: false };
-    try {
-      const api = contactsApi({ ...rt, signal: ctx.signal }, wire);
-      r = await api.basic.getById(id, Object.keys(wanted), undefined, undefined, false, p.idProperty);
-      break;
-    } catch (err) {
-      const outcome = outcomeFromFailure(err, wire);
-      if (outcome.kind !== 'rejected' || outcome.reason !== 'not-found') return cannotTellFrom(outcome, 'GET contact');
-      if (id === ids.at(-1)) return { kind: 'found', outcome };
-    }
+  const wire: WireRecord = { started: false };
+  let r: SdkRecord;
+  try {
+    const api = contactsApi({ ...rt, signal: ctx.signal }, wire);
+    r = await api.basic.getById(p.contactId, Object.keys(wanted), undefined, undefined, false, p.idProperty);
+  } catch (err) {
+    const outcome = outcomeFromFailure(err, wire);
+    if (outcome.kind !== 'rejected' || outcome.reason !== 'not-found') return cannotTellFrom(outcome, 'GET contact');
+    return { kind: 'found', outcome };
   }
   const differing = Object.entries(wanted)
     .filter(([name, value]) => (r.properties[name] ?? '') !== value)

@@ -30,3 +30,29 @@ describe('HubSpot params refused before the claim', () => {
     expect(sb.count('tickets')).toBe(1);
   });
 });
+
+describe('contacts.update that changes the unique value it is addressed by', () => {
+  it('is an InvalidParamsError before the claim (a repeat could no longer find the contact); by record id it runs and repeats', async () => {
+    sb = await sandbox();
+    const c = sb.seed('contacts', { email: 'old@example.test' });
+    const a = adapter(sb.url);
+    const ledger = createMemoryLedger();
+    const runner = createRunner({ ledger });
+    const moving = { contactId: 'old@example.test', idProperty: 'email', properties: { email: 'new@example.test' } };
+    const err = await runner.run(a, 'contacts.update', { params: moving }).catch((e) => e);
+    expect(InvalidParamsError.isInstance(err)).toBe(true);
+    expect((err as InvalidParamsError).fields).toEqual([
+      { path: 'properties.email', message: expect.stringMatching(/record id/) },
+    ]);
+    expect(await ledger.list()).toEqual([]);
+    expect(sb.requests.length).toBe(0);
+    // The same value it is addressed by moves nothing.
+    const same = { ...moving, properties: { email: 'old@example.test', firstname: 'Ada' } };
+    expect(await runner.run(a, 'contacts.update', { params: same })).toMatchObject({ status: 'done' });
+    const byId = { contactId: c.id, properties: { email: 'new@example.test' } };
+    const first = await runner.run(a, 'contacts.update', { params: byId });
+    const again = await runner.run(a, 'contacts.update', { params: byId });
+    expect(again).toMatchObject({ status: 'done', businessOperationId: first.businessOperationId });
+    expect(sb.writes('contacts')).toBe(2);
+  });
+});

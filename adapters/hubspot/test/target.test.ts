@@ -60,4 +60,22 @@ describe('contacts.update: the contact idProperty names is part of the intent', 
     await expect(nobody).rejects.toSatisfy(InvalidIntentError.isInstance);
     expect(s.writes('contacts')).toBe(3);
   });
+
+  it('a refusal says only what HubSpot answered: no such contact (404), or a read the token may not make (403)', async () => {
+    const s = await sb();
+    const runner = createRunner({ ledger: createMemoryLedger() });
+    const a = adapter(s.url);
+    const set = (contactId: string) =>
+      runner.run(a, 'contacts.update', { params: { contactId, idProperty: 'email', properties: { jobtitle: 'A' } } });
+    const nobody = await set('nobody@example.test').catch((e: unknown) => e);
+    expect(InvalidIntentError.isInstance(nobody)).toBe(true);
+    expect((nobody as InvalidIntentError).reason).toMatch(/no contact/);
+    expect((nobody as InvalidIntentError).reason).not.toMatch(/contacts\.read/);
+    s.seed('contacts', { email: 'ada@example.test' });
+    s.denyScope('contacts');
+    const denied = await set('ada@example.test').catch((e: unknown) => e);
+    expect(InvalidIntentError.isInstance(denied)).toBe(true);
+    expect((denied as InvalidIntentError).reason).toMatch(/crm\.objects\.contacts\.read.*record id/);
+    expect(s.writes('contacts')).toBe(0);
+  });
 });
