@@ -114,6 +114,8 @@ export const issuesCreate: GitHubOperation = {
   card: issuesCreateCard,
   sensitiveFields: ['title', 'body'],
   keyRule: null,
+  // The id reads the repository GET /repos resolves owner/repo to (github-adapter.ts).
+  resolvesIntent: true,
   paramsSchema: inRepo(['title', 'body'], {
     title: { type: 'string', minLength: 1 },
     body,
@@ -152,6 +154,7 @@ export const issuesCreateComment: GitHubOperation = {
   card: issuesCreateCommentCard,
   sensitiveFields: ['body'],
   keyRule: null,
+  resolvesIntent: true,
   paramsSchema: inRepo(['issue_number', 'body'], {
     issue_number: { type: 'integer', minimum: 1 },
     body: { ...body, minLength: 1 },

@@ -108,9 +108,7 @@ export function createHubSpotAdapter(options: HubSpotAdapterOptions): HubSpotAda
     provider: PROVIDER,
     account: options.account,
     operations,
-    // A contact is one target however it is addressed: the id reads its record id.
-    resolveIntent: async (op, intent, signal) =>
-      op.name === 'contacts.update' ? contactTarget(o, intent, signal) : intent,
+    resolveIntent: (_op, intent, signal) => contactTarget(o, intent, signal),
     execute: (op, params, ctx) => op.execute(o, params as never, ctx),
     async lookup(op, ctx) {
       const problems = operationParamsErrors(op, ctx.params);

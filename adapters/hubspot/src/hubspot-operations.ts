@@ -365,6 +365,8 @@ export const OPERATIONS = {
   'contacts.update': {
     description: 'Set property values on a HubSpot contact (PATCH; sending it twice sets the same values).',
     sensitiveFields: ['properties'],
+    // A contact is one target however it is addressed: the id reads its record id (contactTarget).
+    resolvesIntent: true,
     execute: executeContactsUpdate,
     lookup: lookupContactsUpdate,
   },

@@ -1,5 +1,6 @@
 import { businessOperationId, InvalidIntentError } from '@retrysafe/contract';
 import { createMemoryLedger, createRunner } from '@retrysafe/core';
+import { agentRunner, agentTools, callAgentTool } from '@retrysafe/core/agent';
 import { describe, expect, it } from 'vitest';
 import { defaultObjectTypes } from '../src/sandbox/index.js';
 import { adapter, sb } from './helpers.js';
@@ -77,5 +78,25 @@ describe('contacts.update: the contact idProperty names is part of the intent', 
     expect(InvalidIntentError.isInstance(denied)).toBe(true);
     expect((denied as InvalidIntentError).reason).toMatch(/crm\.objects\.contacts\.read.*record id/);
     expect(s.writes('contacts')).toBe(0);
+  });
+
+  it('only contacts.update resolves: an invalid ticket or upsert is answered with its id', async () => {
+    const s = await sb();
+    const a = adapter(s.url);
+    expect(Object.entries(a.operations).map(([n, op]) => [n, op.resolvesIntent === true])).toEqual([
+      ['contacts.update', true],
+      ['objects.upsert', false],
+      ['tickets.create', false],
+    ]);
+    const agent = agentRunner(createRunner({ ledger: createMemoryLedger() }));
+    const calls = {
+      hubspot_tickets_create: { ref: 'case-1', properties: { subject: 'S' } },
+      hubspot_objects_upsert: { objectType: '2-1', ref: 'order-1', properties: {} },
+    };
+    for (const tool of agentTools([a], Object.keys(calls))) {
+      const answer = await callAgentTool(agent, tool, calls[tool.name as keyof typeof calls]);
+      expect(answer).toMatchObject({ status: 'invalid-input', businessOperationId: expect.any(String) });
+      expect(answer.message).not.toMatch(/resolves/);
+    }
   });
 });

@@ -156,6 +156,8 @@ export const mailSend: GraphOperation<MailSendParams> = {
     'Send an email from a mailbox (POST /me/sendMail or /users/{id}/sendMail). No provider idempotency: the message is tagged with the business-operation id and reconciled from Sent Items; never resent after an unknown outcome.',
   card: mailSendCard,
   keyRule: null,
+  // The id reads the user Graph resolves mailbox to (msgraph-adapter.ts).
+  resolvesIntent: true,
   sensitiveFields: [
     'message.body',
     'message.toRecipients',
@@ -203,6 +205,7 @@ const eventsCreate: GraphOperation<EventsCreateParams> = {
     "Create a calendar event in a mailbox's default calendar (POST /me/events or /users/{id}/events) with a transactionId derived from the business-operation id; reconciled by an extended-property lookup.",
   card: eventsCreateCard,
   keyRule: TRANSACTION_ID_RULE,
+  resolvesIntent: true,
   sensitiveFields: ['event.body', 'event.attendees', 'event.subject', 'event.location'],
   paramsSchema: EVENTS_CREATE_PARAMS,
   conflictMayMeanApplied: true,
@@ -228,6 +231,7 @@ const todoTasksCreate: GraphOperation<TodoTasksCreateParams> = {
     'Create a Microsoft To Do task in a list (POST /me/todo/lists/{listId}/tasks). No provider idempotency: the task carries a linkedResource whose externalId is the business-operation id, and an unknown outcome is reconciled by a lookup on it or handed off.',
   card: todoTasksCreateCard,
   keyRule: null,
+  resolvesIntent: true,
   sensitiveFields: ['task.body', 'task.title'],
   paramsSchema: TODO_TASKS_CREATE_PARAMS,
   build(p, ctx) {

@@ -157,6 +157,35 @@ describe('defineAdapter', () => {
       expect(() => define(bad)).toThrow(AdapterConfigurationError);
   });
 
+  it('resolveIntent: asked only for the operations that declare resolvesIntent (their public spec says so); given exactly when one does', async () => {
+    const asked: string[] = [];
+    const note = op({
+      name: 'orders.note',
+      card: { ...sampleCard, operation: 'example.orders.note' } as RetrySafetyCard,
+    });
+    const define = (declares: boolean, hook: boolean) =>
+      defineAdapter({
+        provider: 'example',
+        operations: { 'orders.create': op({ resolvesIntent: declares }), 'orders.note': note },
+        execute: async () => ({ kind: 'succeeded', result: null }),
+        lookup: async () => ({ kind: 'not-found', reason: 'none' }),
+        ...(hook && {
+          resolveIntent: async (o: FrameOperation, intent: Record<string, unknown>) => {
+            asked.push(o.name);
+            return { ...intent, customer: 'resolved' };
+          },
+        }),
+      });
+    const adapter = define(true, true);
+    expect(adapter.operations['orders.create']!.resolvesIntent).toBe(true);
+    expect(Object.hasOwn(adapter.operations['orders.note']!, 'resolvesIntent')).toBe(false);
+    expect(await adapter.doResolveIntent!('orders.create', { customer: 'c' })).toEqual({ customer: 'resolved' });
+    expect(await adapter.doResolveIntent!('orders.note', { customer: 'c' })).toEqual({ customer: 'c' });
+    expect(asked).toEqual(['orders.create']);
+    expect(() => define(true, false)).toThrow(AdapterConfigurationError);
+    expect(() => define(false, true)).toThrow(AdapterConfigurationError);
+  });
+
   it('operation names: exactly the declared keys; anything else (a provider prefix too) is UnknownOperationError from every method', async () => {
     const { adapter, calls } = framed();
     for (const bad of ['example.orders.create', 'nope']) {

@@ -54,7 +54,8 @@ export interface AdapterDefinition<P extends string, O extends FrameOperation> e
   execute(op: O, params: unknown, ctx: FramedExecuteContext): Promise<Outcome>;
   /** Never called for an operation whose card says `lookup.method: none` or `unknown`. */
   lookup(op: O, ctx: FramedLookupContext): Promise<LookupResult>;
-  /** AdapterV1.doResolveIntent: the intent of params that passed every other intake check. */
+  /** AdapterV1.doResolveIntent: the intent of params that passed every other intake check, of an operation that
+   * declares `resolvesIntent` (given exactly when one does). */
   resolveIntent?(op: O, intent: Record<string, unknown>, signal: AbortSignal): Promise<Record<string, unknown>>;
   close?(): Promise<void>;
 }
@@ -121,11 +122,7 @@ export function foreignCardProblem(provider: string, name: string, card: RetrySa
     : `its card is for ${JSON.stringify(card.operation)} (provider ${JSON.stringify(card.provider)}), expected "${own}": an adapter carries its own operations' cards`;
 }
 
-function checkDefinition(
-  provider: string,
-  account: string | undefined,
-  operations: Readonly<Record<string, FrameOperation>>,
-): void {
+function checkDefinition({ provider, account, operations, resolveIntent }: AdapterDefinition<string, FrameOperation>) {
   const fail = (message: string): never => {
     throw new AdapterConfigurationError(provider, message);
   };
@@ -135,6 +132,8 @@ function checkDefinition(
   if (badAccount !== null) fail(badAccount);
   if (typeof operations !== 'object' || operations === null || Object.keys(operations).length === 0)
     fail('declare at least one operation');
+  if (Object.values(operations).some((op) => op.resolvesIntent) !== (resolveIntent !== undefined))
+    fail('give resolveIntent exactly when an operation declares resolvesIntent');
   for (const [name, op] of Object.entries(operations)) {
     const { card, keyRule } = op;
     const bad = (why: string) => fail(`operation ${name}: ${why}`);
@@ -168,13 +167,17 @@ export function defineAdapter<const P extends string, O extends FrameOperation, 
   extras?: X,
 ): FramedAdapter<P> & Readonly<X> {
   const { provider, account, operations: declared } = definition;
-  checkDefinition(provider, account, declared);
+  checkDefinition(definition);
   // The public spec of each operation: the adapter's own fields (key rule, request builders) stay inside.
   const operations: Record<string, OperationSpec> = {};
   for (const [name, op] of Object.entries(declared)) {
-    const { description, card, sensitiveFields, paramsSchema, checkParams } = op;
+    const { description, card, sensitiveFields, paramsSchema, checkParams, resolvesIntent } = op;
     const { intentFields } = card.businessOperationId;
-    const optional = { ...(sensitiveFields && { sensitiveFields }), ...(checkParams && { checkParams }) };
+    const optional = {
+      ...(sensitiveFields && { sensitiveFields }),
+      ...(checkParams && { checkParams }),
+      ...(resolvesIntent && { resolvesIntent }),
+    };
     operations[name] = Object.freeze({ name, description, card, intentFields, paramsSchema, ...optional });
   }
   Object.freeze(operations);
@@ -277,8 +280,10 @@ export function defineAdapter<const P extends string, O extends FrameOperation, 
     },
 
     ...(definition.resolveIntent && {
-      doResolveIntent: (operation: string, intent: Record<string, unknown>, signal?: AbortSignal) =>
-        definition.resolveIntent!(resolve(operation), intent, signal ?? NEVER),
+      doResolveIntent: async (operation: string, intent: Record<string, unknown>, signal?: AbortSignal) => {
+        const op = resolve(operation);
+        return op.resolvesIntent ? definition.resolveIntent!(op, intent, signal ?? NEVER) : intent;
+      },
     }),
 
     async close(): Promise<void> {

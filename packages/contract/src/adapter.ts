@@ -21,6 +21,8 @@ export interface OperationSpec {
   readonly paramsSchema: JsonSchema;
   /** Pure checks beyond the schema, run before the claim (an InvalidParamsError, nothing sent). */
   readonly checkParams?: (params: unknown) => readonly FieldError[];
+  /** The adapter's doResolveIntent reads this operation's intent: the runner and agent tools ask it for no other. */
+  readonly resolvesIntent?: boolean;
 }
 
 export interface ExecuteContext
@@ -60,7 +62,7 @@ export interface AdapterV1 {
   /** UnsupportedCapabilityError when the card's lookup.method is 'none' or 'unknown'. */
   doLookup(operation: string, ctx: LookupContext): Promise<LookupResult>;
   /** The intent with a field the provider resolves (one user spelled three ways) replaced by the provider's own id of
-   * it, asked before the claim. When it cannot tell, nothing is claimed or sent: InvalidIntentError when the provider
+   * it, asked before the claim for an operation that declares `resolvesIntent` (any other's intent is answered as is). When it cannot tell, nothing is claimed or sent: InvalidIntentError when the provider
    * refuses (404, 403), IntentLookupError when it could not answer now, which the runner asks again within its policy. */
   doResolveIntent?(
     operation: string,

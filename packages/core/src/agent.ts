@@ -30,7 +30,7 @@ import {
 import { AdapterContractError } from './errors/adapter-contract-error.js';
 import { RunnerConfigurationError } from './errors/runner-configuration-error.js';
 import { marksSafe, waitsForUser } from './handoff.js';
-import { identityOf } from './intake/identity.js';
+import { identityOf, resolvesIntent } from './intake/identity.js';
 import { createRedactor, type RedactOptions, type Redactor, RUNNER_REDACT } from './redact.js';
 import { typedLedger } from './runner/context.js';
 import type { RunInput, Runner, RunResult } from './runner/types.js';
@@ -353,7 +353,7 @@ export async function callAgentTool(
   } catch (e) {
     const answer = refusalAnswer(e, idOf, {
       intentFields: spec.intentFields,
-      looksUp: tool.adapter.doResolveIntent !== undefined,
+      looksUp: resolvesIntent(tool.adapter, tool.operation),
       revises: changedParamsRevise(spec.card),
     });
     if (answer !== null) {

@@ -23,8 +23,10 @@ function rig(fails: (n: number) => Error | undefined = () => undefined, logger?:
   const ledger = createMemoryLedger();
   const provider = createSandboxProvider({ ...REPLAYING_BEHAVIOUR, clock: clock.now, sleep: clock.sleep });
   const asked: unknown[] = [];
+  const plain = createSandboxAdapter({ provider });
   const adapter = {
-    ...createSandboxAdapter({ provider }),
+    ...plain,
+    operations: { [OP]: { ...plain.operations[OP]!, resolvesIntent: true } },
     // The provider's own id of a ref: case does not matter to it.
     doResolveIntent: async (_op: string, intent: Record<string, unknown>) => {
       asked.push(intent);
@@ -35,6 +37,7 @@ function rig(fails: (n: number) => Error | undefined = () => undefined, logger?:
   };
   return {
     provider,
+    plain,
     adapter,
     asked,
     clock,
@@ -75,6 +78,25 @@ describe('doResolveIntent', () => {
         message: expect.stringMatching(/doResolveIntent.*a person must fix the adapter/s),
       });
     }
+  });
+});
+
+describe('an operation whose spec does not declare resolvesIntent', () => {
+  it('is never resolved, at intake or before a re-send, and an agent’s invalid-input answer names its id', async () => {
+    const { provider, plain, adapter, asked, runner } = rig();
+    const undeclared = { ...adapter, operations: plain.operations };
+    provider.failNext({ kind: 'not-applied' });
+    const done = await runner.run(undeclared, OP, { params: { ref: 'Rec-8' } });
+    expect(done).toMatchObject({ status: 'done', attempts: 2 });
+    expect(done.businessOperationId).toBe(businessOperationId(`sandbox.${OP}`, { ref: 'Rec-8' }));
+    const [tool] = agentTools([undeclared], ['sandbox_records_create']);
+    const invalid = await callAgentTool(agentRunner(runner), tool!, { ref: 7 });
+    expect(invalid).toMatchObject({
+      status: 'invalid-input',
+      businessOperationId: businessOperationId(`sandbox.${OP}`, { ref: 7 }),
+    });
+    expect(invalid.message).not.toMatch(/resolves/);
+    expect(asked).toEqual([]);
   });
 });
 

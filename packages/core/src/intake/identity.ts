@@ -51,6 +51,11 @@ function buildComparison(card: RetrySafetyCard) {
   };
 }
 
+/** Whether the adapter resolves this operation's intent (its spec declares it): one answer for intake, every later
+ * send's target check and agent answers. */
+export const resolvesIntent = (adapter: AdapterV1, opName: string): boolean =>
+  adapter.doResolveIntent !== undefined && adapter.operations[opName]?.resolvesIntent === true;
+
 /** The intent the adapter resolves from a call's params (a Graph mailbox spelled `me`, by UPN or by id is one user),
  * asked once every other intake check passed and before the claim, so a retry with another spelling is the same
  * operation; null when the adapter resolves nothing or the caller gave the intent. A look-up the provider could not
@@ -68,13 +73,13 @@ export async function resolvedIntent(
   input: RunInput,
 ) {
   const { adapter, opName, policy, redactor } = op;
-  if (!adapter.doResolveIntent || input.intent !== undefined) return null;
+  if (!resolvesIntent(adapter, opName) || input.intent !== undefined) return null;
   const intent = intentOf(input.params, adapter.operations[opName]!.card.businessOperationId);
   const runStartedAt = clock.now();
   const subject = { card: op.card, redactor }; // no id yet: the spelling's is no operation's
   for (let runAttempts = 1; ; runAttempts++) {
     try {
-      return await adapter.doResolveIntent(opName, intent, input.signal);
+      return await adapter.doResolveIntent!(opName, intent, input.signal);
     } catch (e) {
       // The provider's answer is quoted in the reason: redacted as a receipt's message is, before anyone prints it.
       if (InvalidIntentError.isInstance(e)) throw new InvalidIntentError(e.path, redactor.text(e.reason));
@@ -92,7 +97,8 @@ export async function resolvedIntent(
 }
 
 /** Whether the params, resolved now, still name the object the operation's id was derived from (a repository name can
- * pass to another repository, a UPN to another user): null when they do, else why nothing may be sent by them. */
+ * pass to another repository, a UPN to another user): null when they do, else why nothing may be sent by them. Only for
+ * an operation that resolvesIntent. */
 export async function movedTarget(
   op: {
     readonly adapter: AdapterV1;
@@ -103,9 +109,8 @@ export async function movedTarget(
   signal: AbortSignal,
 ): Promise<string | null> {
   const { adapter, opName, params } = op;
-  if (!adapter.doResolveIntent) return null;
   const spec = adapter.operations[opName]!;
-  const now = await adapter.doResolveIntent(opName, intentOf(params, spec.card.businessOperationId), signal);
+  const now = await adapter.doResolveIntent!(opName, intentOf(params, spec.card.businessOperationId), signal);
   if (identityOf(spec, { params, intent: now }, adapter.account).intentFingerprint === op.intentFingerprint)
     return null;
   return "the params' names now resolve to another object than the one this operation's id names (renamed, transferred, or re-created under the name)";

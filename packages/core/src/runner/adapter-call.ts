@@ -12,7 +12,7 @@ import {
 import { resendSafety } from '@retrysafe/contract/rules';
 import { type Stop, stopText } from '../clock.js';
 import { defined } from '../defined.js';
-import { movedTarget } from '../intake/identity.js';
+import { movedTarget, resolvesIntent } from '../intake/identity.js';
 import type { Operation } from '../intake/operation.js';
 import { errText, type RunnerContext } from './context.js';
 import { withHeartbeat } from './lease.js';
@@ -57,7 +57,7 @@ async function targetProblem(
   }
 }
 
-const checksTarget = (op: Operation) => op.adapter.doResolveIntent !== undefined && op.intentFrom !== 'caller';
+const checksTarget = (op: Operation) => resolvesIntent(op.adapter, op.opName) && op.intentFrom !== 'caller';
 
 /** The request itself, once the operation is durably `dispatched`: its answer classified. */
 export async function callProvider(
