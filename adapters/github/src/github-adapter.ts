@@ -14,7 +14,7 @@ import {
   lookupMiss,
   positiveInteger,
 } from '@retrysafe/contract/provider';
-import { cannotTell, type GitHubAnswer, outcomeFromError, readLimits, refsOf } from './github-errors.js';
+import { cannotTell, type GitHubAnswer, refsOf, secondaryLimits } from './github-errors.js';
 import {
   type CallOptions,
   carriesMarker,
@@ -85,7 +85,7 @@ export function createGitHubAdapter(options: GitHubAdapterOptions): GitHubAdapte
   const timeoutMs = positiveInteger(PROVIDER, 'timeoutMs', options.timeoutMs, 30_000);
   const lookupPages = positiveInteger(PROVIDER, 'lookupPages', options.lookupPages, 5);
   const octokit = buildOctokit(options);
-  const reads = readLimits();
+  const limits = secondaryLimits();
 
   const callOptions = (signal: AbortSignal): CallOptions => ({
     request: { signal: AbortSignal.any([signal, AbortSignal.timeout(timeoutMs)]) },
@@ -95,7 +95,7 @@ export function createGitHubAdapter(options: GitHubAdapterOptions): GitHubAdapte
   const me = (signal: AbortSignal) => {
     login ??= options.login
       ? Promise.resolve(options.login)
-      : octokit.rest.users.getAuthenticated({ ...callOptions(signal) }).then((a) => reads.ok(a).data.login);
+      : octokit.rest.users.getAuthenticated({ ...callOptions(signal) }).then((a) => limits.ok(a).data.login);
     login.catch(() => (login = undefined));
     return login;
   };
@@ -106,7 +106,7 @@ export function createGitHubAdapter(options: GitHubAdapterOptions): GitHubAdapte
     const name = `${owner}/${repo}`.toLowerCase();
     let id = asking.get(name);
     if (id === undefined) {
-      id = octokit.rest.repos.get({ owner, repo, ...callOptions(signal) }).then((r) => String(reads.ok(r).data.id));
+      id = octokit.rest.repos.get({ owner, repo, ...callOptions(signal) }).then((r) => String(limits.ok(r).data.id));
       asking.set(name, id);
       void id.finally(() => asking.delete(name)).catch(() => {});
     }
@@ -126,15 +126,15 @@ export function createGitHubAdapter(options: GitHubAdapterOptions): GitHubAdapte
           return { ...intent, owner: 'repository', repo: await repositoryId(owner, repo, signal) };
         } catch (error) {
           const what = `GitHub could not say which repository ${owner}/${repo} is, so the operation's id cannot be told`;
-          throw intentLookupFailure('repo', what, reads.failed(error));
+          throw intentLookupFailure('repo', what, limits.failed(error));
         }
       },
       async execute(op, params, ctx) {
         let answer: GitHubAnswer;
         try {
-          answer = await op.create(octokit, params, ctx.businessOperationId, callOptions(ctx.signal));
+          answer = limits.ok(await op.create(octokit, params, ctx.businessOperationId, callOptions(ctx.signal)), true);
         } catch (error) {
-          return outcomeFromError(error, Date.now(), ctx.attempt);
+          return limits.failed(error, true);
         }
         const read = op.read(answer.data);
         const refs = refsOf(answer);
@@ -161,11 +161,11 @@ export function createGitHubAdapter(options: GitHubAdapterOptions): GitHubAdapte
         try {
           author = (await me(ctx.signal)).toLowerCase();
         } catch (error) {
-          return cannotTell(reads.failed(error), `${what}: GET /user (give \`login\` for a token it refuses)`);
+          return cannotTell(limits.failed(error), `${what}: GET /user (give \`login\` for a token it refuses)`);
         }
         const walk = () =>
-          walkBack(op, lookupPages, cutoff, reads, (page) =>
-            op.list(octokit, ctx.params, since, page, callOptions(ctx.signal)).then(reads.ok),
+          walkBack(op, lookupPages, cutoff, limits, (page) =>
+            op.list(octokit, ctx.params, since, page, callOptions(ctx.signal)).then(limits.ok),
           );
         const pages = await walk();
         if (!Array.isArray(pages)) return pages;
@@ -200,7 +200,7 @@ async function walkBack(
   op: GitHubOperation,
   lookupPages: number,
   cutoff: number,
-  reads: ReturnType<typeof readLimits>,
+  limits: ReturnType<typeof secondaryLimits>,
   listPage: (page: number) => Promise<GitHubAnswer>,
 ): Promise<ListedItem[][] | LookupResult> {
   const what = `${op.name} lookup`;
@@ -210,7 +210,7 @@ async function walkBack(
     try {
       answer = await listPage(page);
     } catch (error) {
-      return cannotTell(reads.failed(error), what);
+      return cannotTell(limits.failed(error), what);
     }
     if (!Array.isArray(answer.data))
       return { kind: 'cannot-tell', reason: `${what}: HTTP ${answer.status} without a list`, ...refsOf(answer) };

@@ -21,7 +21,7 @@ export interface GitHubAnswer {
 }
 
 /** Without a documented wait, GitHub asks for at least a minute before retrying a rate-limited request, and
- * "an exponentially increasing amount of time" while it goes on: the n-th call waits 2^(n-1) minutes. */
+ * "an exponentially increasing amount of time" while it goes on: the n-th such answer in a row waits 2^(n-1) minutes. */
 export const DEFAULT_RATE_LIMIT_WAIT_MS = 60_000;
 
 const header = (a: GitHubAnswer, name: string): string | undefined => {
@@ -40,13 +40,12 @@ function messageOf(a: GitHubAnswer): string {
 }
 
 /**
- * The wait a rate-limited answer asks for, or undefined when it is no rate limit: retry-after first,
- * then x-ratelimit-reset (epoch seconds) when x-ratelimit-remaining is 0, else a minute doubled per earlier call
- * of the operation, `attempt` being this call's number (a 429, remaining 0
- * without a readable reset, a 403 whose message says it is a rate limit, or a 422 "was submitted too quickly").
+ * The wait a rate-limited answer names, null for a rate limit that names none, undefined when it is no rate limit:
+ * retry-after first, then x-ratelimit-reset (epoch seconds) when x-ratelimit-remaining is 0; none for a 429, remaining 0
+ * without a readable reset, a 403 whose message says it is a rate limit, or a 422 "was submitted too quickly".
  * A 403 with none of these is a permission refusal (docs.github.com/rest/using-the-rest-api/rate-limits-for-the-rest-api).
  */
-export function rateLimitWaitMs(a: GitHubAnswer, now: number = Date.now(), attempt = 1): number | undefined {
+function namedWaitMs(a: GitHubAnswer, now: number): number | null | undefined {
   // The content-creation limit answers 422 with this in errors[]; nothing was created (github.com/cli/cli/issues/4801).
   const tooQuickly =
     a.status === 422 && [messageOf(a), ...fieldErrors(a).map((f) => f.message)].some((m) => /too quickly/i.test(m));
@@ -60,9 +59,14 @@ export function rateLimitWaitMs(a: GitHubAnswer, now: number = Date.now(), attem
   if (exhausted && /^\d+$/.test(reset ?? ''))
     return Math.max(0, Number(reset) * 1000 - answeredAt(header(a, 'date'), now));
   // Secondary rate limits were once called abuse rate limits; older servers still answer in those words.
-  if (exhausted || a.status === 429 || tooQuickly || /rate limit|abuse/i.test(messageOf(a)))
-    return DEFAULT_RATE_LIMIT_WAIT_MS * 2 ** Math.max(0, attempt - 1);
+  if (exhausted || a.status === 429 || tooQuickly || /rate limit|abuse/i.test(messageOf(a))) return null;
   return undefined;
+}
+
+/** The wait a rate-limited answer asks for (undefined: no rate limit); `inARow`: such answers naming no wait just before. */
+export function rateLimitWaitMs(a: GitHubAnswer, now: number = Date.now(), inARow = 0): number | undefined {
+  const wait = namedWaitMs(a, now);
+  return wait === null ? DEFAULT_RATE_LIMIT_WAIT_MS * 2 ** inARow : wait;
 }
 
 /** GitHub's 422 `errors[]`: each names a `field` (and `resource`, `code`, sometimes a `message`). */
@@ -79,10 +83,10 @@ export function fieldErrors(a: GitHubAnswer): FieldError[] {
 }
 
 /** Classifies a non-2xx answer. */
-export function outcomeFromAnswer(a: GitHubAnswer, now: number = Date.now(), attempt = 1): Outcome {
+export function outcomeFromAnswer(a: GitHubAnswer, now: number = Date.now(), inARow = 0): Outcome {
   const refs = refsOf(a);
   const message = messageOf(a);
-  const wait = rateLimitWaitMs(a, now, attempt);
+  const wait = rateLimitWaitMs(a, now, inARow);
   if (wait !== undefined)
     return { kind: 'not-applied', message: `rate limited: ${message}`, retryAfterMs: wait, ...refs };
   const s = a.status;
@@ -121,10 +125,10 @@ export function answerOf(error: unknown): GitHubAnswer | null {
   return { status: r.status, headers: (r.headers ?? {}) as Record<string, unknown>, data: r.data };
 }
 
-/** Every thrown SDK error as one outcome; `attempt`: the call's number in the operation (ExecuteContext.attempt). */
-export function outcomeFromError(error: unknown, now: number = Date.now(), attempt = 1): Outcome {
+/** Every thrown SDK error as one outcome. */
+export function outcomeFromError(error: unknown, now: number = Date.now()): Outcome {
   const answer = answerOf(error);
-  return answer ? outcomeFromAnswer(answer, now, attempt) : noAnswerOutcome(error);
+  return answer ? outcomeFromAnswer(answer, now) : noAnswerOutcome(error);
 }
 
 /** A lookup call that failed (its outcome): never "not found" (a failed list proves nothing). */
@@ -132,17 +136,36 @@ export function cannotTell(o: Outcome, what: string): LookupResult {
   return cannotTellFrom(o, `${what}: ${'message' in o ? o.message : o.kind}`);
 }
 
-/** GitHub limits the token, not one request: reads rate-limited in a row wait exponentially longer, as a create does. */
-export function readLimits() {
+/**
+ * GitHub limits the token: rate limits naming no wait, answered in a row to this adapter, wait exponentially longer.
+ * Each answer counts once, however many callers share it. A read that passes ends a row of limited reads; only an
+ * accepted create ends a row that holds a limited create (the content-creation limit lets reads through, and the
+ * runner reads the repository again before each retry).
+ */
+export function secondaryLimits() {
   let inARow = 0;
+  let writeLimited = false;
+  const seen = new WeakMap<object, Outcome>();
   return {
-    ok<T>(answer: T): T {
-      inARow = 0;
+    ok<T>(answer: T, write = false): T {
+      if (write || !writeLimited) {
+        inARow = 0;
+        writeLimited = false;
+      }
       return answer;
     },
-    failed(error: unknown): Outcome {
-      const o = outcomeFromError(error, Date.now(), inARow + 1);
-      inARow = o.kind === 'not-applied' && o.retryAfterMs !== undefined ? inARow + 1 : 0;
+    failed(error: unknown, write = false): Outcome {
+      const answer = answerOf(error);
+      if (!answer) return noAnswerOutcome(error);
+      const known = seen.get(error as object);
+      if (known) return known;
+      const now = Date.now();
+      const o = outcomeFromAnswer(answer, now, inARow);
+      if (namedWaitMs(answer, now) === null) {
+        inARow++;
+        writeLimited ||= write;
+      }
+      seen.set(error as object, o);
       return o;
     },
   };
