@@ -22,10 +22,6 @@ const TARGETS: Record<string, string> = {
   dataset: 'the data an export is made of: another dataset is another export',
 };
 
-// The drill sandbox's intent is `ref` and `amount` (adapters/sandbox/src/sandbox-drills.ts, whose changed-intent
-// scenario changes the amount): a test double's choice, kept here until it names the record by `ref` alone.
-const KNOWN = new Set(['sandbox.records.create']);
-
 /** The intent fields of `card` that are neither its caller's reference nor a target; none when it names no reference. */
 function payloadInIntent(card: RetrySafetyCard): string[] {
   const fields = card.businessOperationId.intentFields;
@@ -40,8 +36,7 @@ describe("a caller's reference names the object; what it is made with is payload
 
   it.each(shipped)('%s: beside its reference the intent holds only what names another object', (name, card) => {
     const extra = payloadInIntent(card);
-    if (KNOWN.has(card.operation)) expect(extra, `${name}: no longer an exception, drop it from KNOWN`).not.toEqual([]);
-    else expect(extra, `${name}: a correction of these would be a second object`).toEqual([]);
+    expect(extra, `${name}: a correction of these would be a second object`).toEqual([]);
   });
 
   it('a payload field back in an intent is caught (HubSpot tickets.create with its pipeline)', () => {
