@@ -141,6 +141,6 @@ export const FORGETFUL_BEHAVIOUR: SandboxBehaviour = Object.freeze({
 
 /** The cards of the two behaviours the drills use (`sandboxCreateCard(behaviour)` gives the card of any other). */
 export const sandboxCards = {
-  'sandbox-replaying': sandboxCreateCard(REPLAYING_BEHAVIOUR, {}, ['ref', 'amount']),
-  'sandbox-forgetful': sandboxCreateCard(FORGETFUL_BEHAVIOUR, {}, ['ref', 'amount']),
+  'sandbox-replaying': sandboxCreateCard(REPLAYING_BEHAVIOUR),
+  'sandbox-forgetful': sandboxCreateCard(FORGETFUL_BEHAVIOUR),
 } as const;

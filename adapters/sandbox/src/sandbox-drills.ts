@@ -4,12 +4,12 @@ import { FORGETFUL_BEHAVIOUR, REPLAYING_BEHAVIOUR } from './sandbox-cards.js';
 import { createSandboxProvider, type SandboxBehaviour } from './sandbox-provider.js';
 import { startSandboxServer } from './sandbox-server.js';
 
-const intentFields = ['ref', 'amount'] as const;
 const error = (code: string, message: string) => ({ error: { code, message } });
 
 export const sandboxDrillOperation: DrillOperation = {
   params: (i) => ({ ref: `order-${i}`, amount: 100 + i }),
-  changeIntent: (p) => ({ ...(p as Record<string, unknown>), amount: Number((p as { amount: number }).amount) + 1 }),
+  // Another order: the reference names the intent, the amount is what it is made with (a correction).
+  changeIntent: (p) => ({ ...(p as Record<string, unknown>), ref: `${(p as { ref: string }).ref}-b` }),
   faults: {
     permanent: { kind: 'status', status: 400, body: error('invalid_request', 'amount must be positive') },
     transient: { kind: 'status', status: 429, body: error('rate_limited', 'slow down') },
@@ -22,7 +22,7 @@ export const sandboxDrillOperation: DrillOperation = {
 export function sandboxDrill(name: string, behaviour: SandboxBehaviour): DrillSetup {
   return {
     name,
-    createAdapter: ({ baseUrl, timeoutMs }) => createSandboxAdapter({ baseUrl, timeoutMs, behaviour, intentFields }),
+    createAdapter: ({ baseUrl, timeoutMs }) => createSandboxAdapter({ baseUrl, timeoutMs, behaviour }),
     startSandbox: async ({ clock }) => {
       const provider = createSandboxProvider({ ...behaviour, clock: clock.now, sleep: clock.sleep });
       const server = await startSandboxServer({ provider, port: 0 });

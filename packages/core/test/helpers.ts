@@ -1,4 +1,4 @@
-import { type AdapterV1, type Ledger, type LedgerCapabilities, LedgerError, type Outcome } from '@retrysafe/contract';
+import { type AdapterV1, type Ledger, LedgerError, type Outcome } from '@retrysafe/contract';
 import {
   createMemoryLedger,
   createRunner,
@@ -103,12 +103,11 @@ export function pauseAfter(inner: Ledger, method: string, clock: { advance(ms: n
 export const stoppedBeforeSend = () =>
   AbortSignal.abort(new LedgerError('the worker stopped before sending (injected)'));
 
-/** `inner`, whose first call of `method` fails (a full disk), with `capabilities` in place of its own when given. */
-export function failingOnce(inner: Ledger, method: string, capabilities?: LedgerCapabilities): Ledger {
+/** `inner`, whose first call of `method` fails (a full disk). */
+export function failingOnce(inner: Ledger, method: string): Ledger {
   let failed = false;
   return new Proxy(inner, {
     get(target, prop) {
-      if (prop === 'capabilities' && capabilities !== undefined) return capabilities;
       const v = Reflect.get(target, prop) as unknown;
       if (typeof v !== 'function') return v;
       return (...args: unknown[]) => {

@@ -41,7 +41,7 @@ describe('recover() and a row that changed between its listing and its claim', (
       provider.failNext({ kind: 'rejected', message: 'note not accepted' });
       const other = await createRunner({ ledger, clock, random: () => 0.5 }).run(adapter, OP, { params: bad });
       expect(other.status).toBe('handed-off');
-      const person = createRunner({ ledger: failingOnce(ledger, 'setState', {}), clock, random: () => 0.5 });
+      const person = createRunner({ ledger: failingOnce(ledger, 'setState'), clock, random: () => 0.5 });
       await expect(
         person.resolve(other.businessOperationId, { action: 'resend-with', params: good }, { adapters: [adapter] }),
       ).rejects.toSatisfy(LedgerError.isInstance);

@@ -190,7 +190,7 @@ describe('a resume whose operation another person drove after it was read, and w
     // the outcome, and her lease runs out.
     const bob = createRunner({
       ledger: afterCall(ledger, 'get', async () => {
-        const alice = createRunner({ ledger: failingOnce(ledger, 'setState', {}), clock, random: () => 0.5 });
+        const alice = createRunner({ ledger: failingOnce(ledger, 'setState'), clock, random: () => 0.5 });
         await expect(alice.resolve(id, { action: 'resume' }, { adapters: [adapter], by: 'alice' })).rejects.toSatisfy(
           LedgerError.isInstance,
         );
@@ -221,7 +221,7 @@ describe('a resume whose operation another person drove after it was read, and w
     const bob = createRunner({
       ledger: afterCall(ledger, 'get', async () => {
         // Carol sends the corrected request; her worker stops before sending it (nothing at the provider).
-        const carol = createRunner({ ledger: failingOnce(ledger, 'markDispatched', {}), clock, random: () => 0.5 });
+        const carol = createRunner({ ledger: failingOnce(ledger, 'markDispatched'), clock, random: () => 0.5 });
         await expect(
           carol.resolve(id, { action: 'resend-with', params: good }, { adapters: [adapter], by: 'carol' }),
         ).rejects.toSatisfy(LedgerError.isInstance);
@@ -304,7 +304,7 @@ describe('a resume without the receipt key, whose operation a person with the ke
         ledger: afterCall(ledger, 'get', async () => {
           // Alice, with the key, resumes: handed off again, or her worker stops before handing it off.
           provider.failNext(fault === 'not-applied' ? { kind: fault, retryAfterMs: 10 } : { kind: fault }, 2);
-          const aliceLedger = stops ? failingOnce(ledger, stops, {}) : ledger;
+          const aliceLedger = stops ? failingOnce(ledger, stops) : ledger;
           const alice = createRunner({ ledger: aliceLedger, clock, policy, receiptKey: keys.current });
           const resumed = alice.resolve(id, { action: 'resume' }, { adapters: [adapter], by: 'alice' });
           if (stops) await expect(resumed).rejects.toSatisfy(LedgerError.isInstance);
