@@ -3,6 +3,7 @@
 
 import { businessOperationId, IntentLookupError, InvalidIntentError, InvalidParamsError } from '@retrysafe/contract';
 import { PAYLOAD_LIMITS } from '@retrysafe/contract/ledger';
+import { intentLookupFailure } from '@retrysafe/contract/provider';
 import {
   AdapterContractError,
   createMemoryLedger,
@@ -220,5 +221,19 @@ describe('a re-read of the target that cannot be made', () => {
     const run = runner.run({ ...refused, doResolveIntent: adapter.doResolveIntent }, OP, { params: { ref: 'R-1' } });
     await expect(run).rejects.toMatchObject({ name: 'RetryExhaustedError' });
     expect((await ledger.get(businessOperationId(`sandbox.${OP}`, { ref: 'r-1' })))?.state).toBe('not-sent');
+  });
+
+  it('says what is true there: the operation was claimed, so its hand-off never says nothing was claimed', async () => {
+    // The name stops naming a record after the first call was refused before it left (as an adapter's 404 says it).
+    const gone = intentLookupFailure('ref', 'no record has this ref', { kind: 'rejected', reason: 'not-found' });
+    const { adapter, ledger } = rig((n) => (n >= 2 ? gone : undefined));
+    const refused = scripted(adapter, () => ({ kind: 'not-applied', neverSent: true, message: 'ECONNREFUSED' }));
+    const runner = createRunner({ ledger, clock: createVirtualClock(), random: () => 0.5 });
+    const r = await runner.run({ ...refused, doResolveIntent: adapter.doResolveIntent }, OP, {
+      params: { ref: 'R-1' },
+    });
+    const said = r.status === 'handed-off' ? r.packet.lastKnown.message : r.status;
+    expect(said).toMatch(/could not tell which object the params name now \(nothing was sent\): ref: no record/);
+    expect(said).not.toMatch(/claimed/);
   });
 });

@@ -223,6 +223,6 @@ export function lookupMiss(card: RetrySafetyCard, ctx: LookupContext, miss: stri
  * the runner does, within its retry policy: a read changes nothing at the provider. */
 export function intentLookupFailure(path: string, what: string, outcome: Outcome) {
   const why = 'message' in outcome && outcome.message ? `${what}: ${outcome.message}` : what;
-  if (outcome.kind === 'rejected') return new InvalidIntentError(path, `${why}; nothing was claimed or sent`);
+  if (outcome.kind === 'rejected') return new InvalidIntentError(path, why);
   return new IntentLookupError(path, why, (outcome as { retryAfterMs?: number }).retryAfterMs);
 }

@@ -50,7 +50,9 @@ async function targetProblem(
     return { kind: 'rejected', reason: 'conflict', message };
   } catch (err) {
     const retryAfterMs = IntentLookupError.isInstance(err) ? err.retryAfterMs : undefined;
-    const message = `could not tell which object the params name now (${notDone}): ${errText(err)}`;
+    // The reason without the error's own words, said for intake ("nothing was claimed"): here it was claimed.
+    const typed = IntentLookupError.isInstance(err) || InvalidIntentError.isInstance(err);
+    const message = `could not tell which object the params name now (${notDone}): ${typed ? `${err.path}: ${err.reason}` : errText(err)}`;
     if (InvalidIntentError.isInstance(err)) return { kind: 'rejected', reason: 'not-found', message };
     // Nothing left for the operation's object: the call is given back, not read as one that may have been sent.
     return { kind: 'not-applied', neverSent: true, message, ...(retryAfterMs !== undefined ? { retryAfterMs } : {}) };
