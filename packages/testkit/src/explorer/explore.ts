@@ -152,8 +152,35 @@ function key(g: Graph, w: World): string {
   return JSON.stringify([w.t, rec, r?.lastOutcome, r?.updatedAt, w.prov, ws, faults]);
 }
 
+/** Every field of a run state, once (the type checks it): its key is its values alone. JSON prints `undefined` as
+ * `null` in a list, so a field that may hold both is refused by the type: two states would share a key. */
+const OP_FIELDS: {
+  [K in keyof OpState]-?: null extends OpState[K] ? (undefined extends OpState[K] ? never : true) : true;
+} = {
+  dispatchWritten: true,
+  lastDispatchedAt: true,
+  maybeApplied: true,
+  notBefore: true,
+  runAttempts: true,
+  windowStartedAt: true,
+  polls: true,
+  keyRevision: true,
+  earlierEffectMayShow: true,
+  recovering: true,
+  takenOverLeaseEnd: true,
+  startedAt: true,
+  fence: true,
+  leaseEnd: true,
+  decision: true,
+  obs: true,
+  observedAt: true,
+  wakeAt: true,
+  redecisions: true,
+};
+const OP_KEYS = Object.keys(OP_FIELDS) as (keyof OpState)[];
+
 function opId(g: Graph, op: OpState): number {
-  const text = JSON.stringify(op);
+  const text = JSON.stringify(OP_KEYS.map((k) => op[k]));
   const id = g.ops.get(text) ?? g.ops.size;
   g.ops.set(text, id);
   return id;
