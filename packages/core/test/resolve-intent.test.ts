@@ -225,7 +225,8 @@ describe('a re-read of the target that cannot be made', () => {
 
   it('says what is true there: the operation was claimed, so its hand-off never says nothing was claimed', async () => {
     // The name stops naming a record after the first call was refused before it left (as an adapter's 404 says it).
-    const gone = intentLookupFailure('ref', 'no record has this ref', { kind: 'rejected', reason: 'not-found' });
+    const notFound = { kind: 'rejected', reason: 'not-found', message: 'HTTP 404' } as const;
+    const gone = intentLookupFailure('ref', 'no record has this ref', notFound);
     const { adapter, ledger } = rig((n) => (n >= 2 ? gone : undefined));
     const refused = scripted(adapter, () => ({ kind: 'not-applied', neverSent: true, message: 'ECONNREFUSED' }));
     const runner = createRunner({ ledger, clock: createVirtualClock(), random: () => 0.5 });
