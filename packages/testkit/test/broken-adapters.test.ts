@@ -230,9 +230,9 @@ describe('the drill fails broken adapters', () => {
     const base = sandboxDrill('narrow-intent', replaying, { outDir: tempDir('drill-narrowintent-') });
     const report = await runDrill({
       ...base,
-      // broken: amount is not part of the intent, so two charges of another amount share one business-operation id
+      // broken: ref, which changeIntent changes, is not part of the intent, so two orders share one business-operation id
       createAdapter: ({ baseUrl, timeoutMs }) =>
-        createSandboxAdapter({ baseUrl, timeoutMs, behaviour: replaying, intentFields: ['ref'] }),
+        createSandboxAdapter({ baseUrl, timeoutMs, behaviour: replaying, intentFields: ['amount'] }),
       scenarios: ['changed-intent'],
     });
     expect(report.ok).toBe(false);
