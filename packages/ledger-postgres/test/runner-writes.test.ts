@@ -2,49 +2,30 @@
 // that creates the operation already dispatched, then `succeeded` with the attempt's receipt — and nothing
 // else sent to the server.
 
-import type { ClaimInput, Ledger, StatePatch } from '@retrysafe/contract';
 import { createRunner, verifyReceiptChain } from '@retrysafe/core';
 import { createSandboxAdapter, createSandboxProvider, REPLAYING_BEHAVIOUR } from '@retrysafe/sandbox';
 import pg from 'pg';
 import { describe, expect, it } from 'vitest';
 import { logJsonCalls } from '../../ledger-sqlite/test/json-calls.js';
+import { recording } from '../../ledger-sqlite/test/recording.js';
 import { fileLedger } from './pg-test-db.js';
 
 const ledger = fileLedger('runner_writes');
-
-function recording(inner: Ledger) {
-  const writes: string[] = [];
-  const proxy = new Proxy(inner, {
-    get(target, prop) {
-      const v = Reflect.get(target, prop) as unknown;
-      if (typeof v !== 'function') return v;
-      const fn = v as (...a: unknown[]) => unknown;
-      return (...args: unknown[]) => {
-        if (prop === 'claim') writes.push(`claim${(args[0] as ClaimInput).dispatch ? '+dispatched' : ''}`);
-        else if (prop === 'setState')
-          writes.push(`setState(${(args[1] as StatePatch).state})${(args[1] as StatePatch).receipt ? '+receipt' : ''}`);
-        else if (
-          ['renewLease', 'markDispatched', 'handOff', 'appendReceipt', 'release', 'resolve'].includes(String(prop))
-        )
-          writes.push(String(prop));
-        return fn.apply(target, args);
-      };
-    },
-  });
-  return { proxy, writes };
-}
 
 describe('the runner on the PostgreSQL ledger', () => {
   it('a clean run is two writes, and the operation ends succeeded with its one receipt', async () => {
     const provider = createSandboxProvider(REPLAYING_BEHAVIOUR);
     const adapter = createSandboxAdapter({ provider });
-    const { proxy, writes } = recording(ledger());
+    const { ledger: proxy, writes } = recording(ledger());
     const r = await createRunner({ ledger: proxy, owner: 'w-clean' }).run(adapter, 'records.create', {
       params: { ref: 'pg-clean-1' },
     });
     expect(r.status).toBe('done');
     if (r.status !== 'done') return;
-    expect(writes).toEqual(['claim+dispatched', 'setState(succeeded)+receipt']);
+    expect(writes).toEqual([
+      { method: 'claim', dispatch: true },
+      { method: 'setState', state: 'succeeded', receiptSeq: 1 },
+    ]);
     expect(provider.count()).toBe(1);
     expect(await ledger().get(r.businessOperationId)).toMatchObject({
       state: 'succeeded',
