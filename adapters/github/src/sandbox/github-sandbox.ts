@@ -177,11 +177,11 @@ const ROUTES = [
 ];
 
 function rateLimited(f: Extract<SandboxFault, { kind: 'rate-limited' }>, nowMs: number): SandboxReply {
-  const headers: Record<string, string> = {};
+  // Every answer carries GitHub's clock: the reset and the adapter's count of secondary limits are read on it.
+  const headers: Record<string, string> = { date: new Date(nowMs).toUTCString() };
   if (f.retryAfterS !== undefined) headers['retry-after'] = String(f.retryAfterS);
   else if (f.resetInS !== undefined)
     Object.assign(headers, {
-      date: new Date(nowMs).toUTCString(), // the reset is on the sandbox's clock, as GitHub's is on its own
       'x-ratelimit-remaining': '0',
       'x-ratelimit-reset': f.resetInS === '' ? '' : String(Math.ceil(nowMs / 1000) + f.resetInS),
     });
