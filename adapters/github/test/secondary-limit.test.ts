@@ -36,9 +36,10 @@ describe('a secondary rate limit is counted once per answer', () => {
     for (const r of results) expect(r).toMatchObject({ kind: 'cannot-tell', status: 429, retryAfterMs: 60_000 });
   });
 
-  it('GET /user asked anew by one lookup after another: within a wait each gets it, after it twice it, hours later a minute', async () => {
+  it('GET /user asked anew by one lookup after another: within a wait each gets it, after it twice it, hours later or after a refusal a minute', async () => {
     const clock = createVirtualClock();
-    const faults = { user: [secondary, secondary, secondary, secondary, secondary] };
+    const refused = { kind: 'status', status: 401 } as const;
+    const faults = { user: [secondary, secondary, secondary, secondary, secondary, secondary, refused, secondary] };
     const sandbox = closeAfterTest(
       await startGitHubSandbox({ token: TOKEN, now: () => clock.now(), seed: SEED, faults }),
     );
@@ -53,7 +54,13 @@ describe('a secondary rate limit is counted once per answer', () => {
     expect(await waitAsked()).toBe(120_000);
     clock.advance(6 * 3_600_000);
     expect(await waitAsked()).toBe(60_000);
-    expect(sandbox.requestCount('user')).toBe(5);
+    // A refusal is an answer GitHub processed: the count ends there.
+    clock.advance(60_000);
+    expect(await waitAsked()).toBe(120_000);
+    clock.advance(120_000);
+    expect(await waitAsked()).toBeUndefined();
+    expect(await waitAsked()).toBe(60_000);
+    expect(sandbox.requestCount('user')).toBe(8);
   });
 
   it('a connect that failed is no limited answer: failed, limited, limited, created waits 1 + 2 minutes', async () => {

@@ -177,8 +177,7 @@ const ROUTES = [
 ];
 
 function rateLimited(f: Extract<SandboxFault, { kind: 'rate-limited' }>, nowMs: number): SandboxReply {
-  // Every answer carries GitHub's clock: the reset and the adapter's count of secondary limits are read on it.
-  const headers: Record<string, string> = { date: new Date(nowMs).toUTCString() };
+  const headers: Record<string, string> = {};
   if (f.retryAfterS !== undefined) headers['retry-after'] = String(f.retryAfterS);
   else if (f.resetInS !== undefined)
     Object.assign(headers, {
@@ -369,7 +368,9 @@ export async function startGitHubSandbox(options: GitHubSandboxOptions = {}): Pr
   const server = await startLoopbackServer({
     port: options.port ?? 0,
     handle: (req) => serve(req, { token: options.token, people, now: () => clock.now(), requests, faults, handlers }),
+    // Every answer carries the sandbox's clock, as GitHub's carry its own: a reset and a wait are read on it.
     headers: () => ({
+      date: new Date(clock.now()).toUTCString(),
       'x-github-request-id': randomUUID().toUpperCase(),
       'x-ratelimit-limit': '5000',
       'x-ratelimit-remaining': '4999',
