@@ -4,6 +4,7 @@ import {
   AdapterConfigurationError,
   defineAdapter,
   type LookupResult,
+  type Outcome,
   type TypedAdapter,
 } from '@retrysafe/contract';
 import {
@@ -49,6 +50,9 @@ export interface GitHubAdapter extends TypedAdapter<GitHubOperationTypes> {
 const PROVIDER = 'github';
 /** Plugins that resend requests on their own (@octokit/plugin-retry, @octokit/plugin-throttling). */
 const RETRYING_PLUGINS = new Set(['retry', 'throttling']);
+// Keys of the requests whose secondary limits are counted (github-errors.ts): GET /user, a repository's GET.
+const USER = 'GET /user';
+const repoKey = (owner: string, repo: string) => `GET /repos/${owner}/${repo}`.toLowerCase();
 const SILENT = { debug: () => {}, info: () => {}, warn: console.warn, error: () => {} };
 
 /** Refuses an Octokit built with a plugin that resends: with plugin-retry a lost answer becomes a second issue. */
@@ -95,7 +99,7 @@ export function createGitHubAdapter(options: GitHubAdapterOptions): GitHubAdapte
   const me = (signal: AbortSignal) => {
     login ??= options.login
       ? Promise.resolve(options.login)
-      : octokit.rest.users.getAuthenticated({ ...callOptions(signal) }).then((a) => limits.ok(a).data.login);
+      : octokit.rest.users.getAuthenticated({ ...callOptions(signal) }).then((a) => limits.ok(a, USER).data.login);
     login.catch(() => (login = undefined));
     return login;
   };
@@ -103,10 +107,12 @@ export function createGitHubAdapter(options: GitHubAdapterOptions): GitHubAdapte
   // Calls that ask for one repository at once share one GET (its answer is not kept: a name can change hands).
   const asking = new Map<string, Promise<string>>();
   const repositoryId = (owner: string, repo: string, signal: AbortSignal) => {
-    const name = `${owner}/${repo}`.toLowerCase();
+    const name = repoKey(owner, repo);
     let id = asking.get(name);
     if (id === undefined) {
-      id = octokit.rest.repos.get({ owner, repo, ...callOptions(signal) }).then((r) => String(limits.ok(r).data.id));
+      id = octokit.rest.repos
+        .get({ owner, repo, ...callOptions(signal) })
+        .then((r) => String(limits.ok(r, name).data.id));
       asking.set(name, id);
       void id.finally(() => asking.delete(name)).catch(() => {});
     }
@@ -126,15 +132,16 @@ export function createGitHubAdapter(options: GitHubAdapterOptions): GitHubAdapte
           return { ...intent, owner: 'repository', repo: await repositoryId(owner, repo, signal) };
         } catch (error) {
           const what = `GitHub could not say which repository ${owner}/${repo} is, so the operation's id cannot be told`;
-          throw intentLookupFailure('repo', what, limits.failed(error));
+          throw intentLookupFailure('repo', what, limits.failed(error, repoKey(owner, repo)));
         }
       },
       async execute(op, params, ctx) {
         let answer: GitHubAnswer;
         try {
-          answer = limits.ok(await op.create(octokit, params, ctx.businessOperationId, callOptions(ctx.signal)), true);
+          const created = await op.create(octokit, params, ctx.businessOperationId, callOptions(ctx.signal));
+          answer = limits.ok(created, ctx.businessOperationId);
         } catch (error) {
-          return limits.failed(error, true);
+          return limits.failed(error, ctx.businessOperationId);
         }
         const read = op.read(answer.data);
         const refs = refsOf(answer);
@@ -161,11 +168,17 @@ export function createGitHubAdapter(options: GitHubAdapterOptions): GitHubAdapte
         try {
           author = (await me(ctx.signal)).toLowerCase();
         } catch (error) {
-          return cannotTell(limits.failed(error), `${what}: GET /user (give \`login\` for a token it refuses)`);
+          return cannotTell(limits.failed(error, USER), `${what}: GET /user (give \`login\` for a token it refuses)`);
         }
+        const list = `list ${ctx.businessOperationId}`;
         const walk = () =>
-          walkBack(op, lookupPages, cutoff, limits, (page) =>
-            op.list(octokit, ctx.params, since, page, callOptions(ctx.signal)).then(limits.ok),
+          walkBack(
+            op,
+            lookupPages,
+            cutoff,
+            (error) => limits.failed(error, list),
+            (page) =>
+              op.list(octokit, ctx.params, since, page, callOptions(ctx.signal)).then((a) => limits.ok(a, list)),
           );
         const pages = await walk();
         if (!Array.isArray(pages)) return pages;
@@ -200,7 +213,7 @@ async function walkBack(
   op: GitHubOperation,
   lookupPages: number,
   cutoff: number,
-  limits: ReturnType<typeof secondaryLimits>,
+  failed: (error: unknown) => Outcome,
   listPage: (page: number) => Promise<GitHubAnswer>,
 ): Promise<ListedItem[][] | LookupResult> {
   const what = `${op.name} lookup`;
@@ -210,7 +223,7 @@ async function walkBack(
     try {
       answer = await listPage(page);
     } catch (error) {
-      return cannotTell(limits.failed(error), what);
+      return cannotTell(failed(error), what);
     }
     if (!Array.isArray(answer.data))
       return { kind: 'cannot-tell', reason: `${what}: HTTP ${answer.status} without a list`, ...refsOf(answer) };

@@ -104,7 +104,7 @@ function gitHubCard(spec: {
     concurrency: fact('duplicates', `${create}: no key, each POST is a new ${thing}`),
     retryableErrors: fact(
       [
-        '429, or 403 with retry-after or x-ratelimit-remaining 0 (primary and secondary rate limits: wait for retry-after, else until x-ratelimit-reset, else a minute doubled for each limit naming no wait answered to this token just before, each answer once, until a create (after limited reads only, a read) gets through: "wait for at least one minute", then "an exponentially increasing amount of time")',
+        '429, or 403 with retry-after or x-ratelimit-remaining 0 (primary and secondary rate limits: wait for retry-after, else until x-ratelimit-reset, else a minute, doubled for each limit naming no wait the same request (the creates of one operation, one read) got just before, each answer once, until GitHub processes it (a pass or a refusal): "wait for at least one minute", then, if it "continues to fail", "an exponentially increasing amount of time")',
         '422 "was submitted too quickly" (the content-creation limit, "the endpoint has been spammed": nothing created; wait as for a secondary rate limit)',
         'connection refused / DNS failure / a connect that timed out (never sent)',
       ],

@@ -21,8 +21,9 @@ export interface GitHubAnswer {
 }
 
 /** Without a documented wait, GitHub asks for at least a minute before retrying a rate-limited request, and
- * "an exponentially increasing amount of time" while it goes on: the n-th such answer in a row waits 2^(n-1) minutes. */
+ * "an exponentially increasing amount of time" while it goes on: its n-th such answer in a row waits 2^(n-1) minutes. */
 export const DEFAULT_RATE_LIMIT_WAIT_MS = 60_000;
+const waitOf = (inARow: number) => DEFAULT_RATE_LIMIT_WAIT_MS * 2 ** inARow;
 
 const header = (a: GitHubAnswer, name: string): string | undefined => {
   const v = a.headers[name];
@@ -63,10 +64,10 @@ function namedWaitMs(a: GitHubAnswer, now: number): number | null | undefined {
   return undefined;
 }
 
-/** The wait a rate-limited answer asks for (undefined: no rate limit); `inARow`: such answers naming no wait just before. */
+/** The wait a rate-limited answer asks for (undefined: no rate limit); `inARow`: the request's limits naming no wait just before. */
 export function rateLimitWaitMs(a: GitHubAnswer, now: number = Date.now(), inARow = 0): number | undefined {
   const wait = namedWaitMs(a, now);
-  return wait === null ? DEFAULT_RATE_LIMIT_WAIT_MS * 2 ** inARow : wait;
+  return wait === null ? waitOf(inARow) : wait;
 }
 
 /** GitHub's 422 `errors[]`: each names a `field` (and `resource`, `code`, sometimes a `message`). */
@@ -137,34 +138,37 @@ export function cannotTell(o: Outcome, what: string): LookupResult {
 }
 
 /**
- * GitHub limits the token: rate limits naming no wait, answered in a row to this adapter, wait exponentially longer.
- * Each answer counts once, however many callers share it. A read that passes ends a row of limited reads; only an
- * accepted create ends a row that holds a limited create (the content-creation limit lets reads through, and the
- * runner reads the repository again before each retry).
+ * "If your request continues to fail due to a secondary rate limit, wait for an exponentially increasing amount of time":
+ * each request (a key: an operation's creates, a repository GET, ...) counts its own limits naming no wait, once per
+ * answer however many callers share it; an answer GitHub processed (a pass, a refusal) ends the count. Times are
+ * GitHub's (its Date header), as the waits it asks for are.
  */
 export function secondaryLimits() {
-  let inARow = 0;
-  let writeLimited = false;
+  // Per key: the current wait is a minute doubled `inARow` times, and it ends at `until`.
+  const rows = new Map<string, { inARow: number; until: number }>();
   const seen = new WeakMap<object, Outcome>();
   return {
-    ok<T>(answer: T, write = false): T {
-      if (write || !writeLimited) {
-        inARow = 0;
-        writeLimited = false;
-      }
+    ok<T>(answer: T, key: string): T {
+      rows.delete(key);
       return answer;
     },
-    failed(error: unknown, write = false): Outcome {
+    failed(error: unknown, key: string): Outcome {
       const answer = answerOf(error);
       if (!answer) return noAnswerOutcome(error);
       const known = seen.get(error as object);
       if (known) return known;
       const now = Date.now();
+      const at = answeredAt(header(answer, 'date'), now);
+      // A request not sent again within as long again as its wait has stopped (handed off, aborted): its count goes.
+      for (const [k, r] of rows) if (at > r.until + waitOf(r.inARow)) rows.delete(k);
+      const row = rows.get(key);
+      // A request sent while an earlier one's wait runs (another caller's) gets that wait; one sent after, twice it.
+      const during = row !== undefined && at < row.until;
+      const inARow = row === undefined ? 0 : during ? row.inARow : row.inARow + 1;
       const o = outcomeFromAnswer(answer, now, inARow);
       if (namedWaitMs(answer, now) === null) {
-        inARow++;
-        writeLimited ||= write;
-      }
+        if (!during) rows.set(key, { inARow, until: at + waitOf(inARow) });
+      } else if (o.kind === 'rejected') rows.delete(key);
       seen.set(error as object, o);
       return o;
     },

@@ -1,6 +1,6 @@
-// GitHub's secondary rate limit names no wait: "wait for at least one minute", then "an exponentially increasing
-// amount of time" while it goes on. The row is counted once per answer, over the token (this adapter), and a
-// refused connection or a documented wait is no part of it.
+// GitHub's secondary rate limit names no wait: "wait for at least one minute", then, if the request "continues to fail",
+// "an exponentially increasing amount of time". Each request counts its own limits (an operation's creates, one GET),
+// once per answer; a refused connection or a documented wait is no part of the count.
 import { Octokit } from '@octokit/rest';
 import { asBusinessOperationId } from '@retrysafe/contract';
 import { createMemoryLedger, createRunner, createVirtualClock } from '@retrysafe/core';
@@ -36,6 +36,33 @@ describe('a secondary rate limit is counted once per answer', () => {
     for (const r of results) expect(r).toMatchObject({ kind: 'cannot-tell', status: 429, retryAfterMs: 60_000 });
   });
 
+  it('GET /user asked anew by one lookup after another: within a wait each gets it, after it twice it, hours later or after a refusal a minute', async () => {
+    const clock = createVirtualClock();
+    const refused = { kind: 'status', status: 401 } as const;
+    const faults = { user: [secondary, secondary, secondary, secondary, secondary, secondary, refused, secondary] };
+    const sandbox = closeAfterTest(
+      await startGitHubSandbox({ token: TOKEN, now: () => clock.now(), seed: SEED, faults }),
+    );
+    const adapter = createGitHubAdapter({ auth: TOKEN, baseUrl: sandbox.url });
+    const waitAsked = async () => {
+      const context = lookupContext(adapter, 'issues.create', asBusinessOperationId('op-user'), issueParams());
+      const r = await adapter.doLookup('issues.create', context);
+      return (r as { retryAfterMs?: number }).retryAfterMs;
+    };
+    expect([await waitAsked(), await waitAsked(), await waitAsked()]).toEqual([60_000, 60_000, 60_000]);
+    clock.advance(60_000);
+    expect(await waitAsked()).toBe(120_000);
+    clock.advance(6 * 3_600_000);
+    expect(await waitAsked()).toBe(60_000);
+    // A refusal is an answer GitHub processed: the count ends there.
+    clock.advance(60_000);
+    expect(await waitAsked()).toBe(120_000);
+    clock.advance(120_000);
+    expect(await waitAsked()).toBeUndefined();
+    expect(await waitAsked()).toBe(60_000);
+    expect(sandbox.requestCount('user')).toBe(8);
+  });
+
   it('a connect that failed is no limited answer: failed, limited, limited, created waits 1 + 2 minutes', async () => {
     const clock = createVirtualClock();
     const sandbox = closeAfterTest(
@@ -66,21 +93,52 @@ describe('a secondary rate limit is counted once per answer', () => {
     expect(sandbox.count('issues.create')).toBe(1);
   });
 
-  it('a create GitHub accepted ends the row: the next operation limited once waits one minute again', async () => {
-    const rig = await startRig([], { faults: { 'issues.create': [secondary, secondary] } }, { maxAttempts: 2 });
+  it('three concurrent creates, each POST limited once: each waits a minute and is created, none handed off', async () => {
+    const rig = await startRig([], { faults: { 'issues.create': [secondary, secondary, secondary] } });
+    const runs = [41, 42, 43].map((i) => rig.runner.run(rig.adapter, 'issues.create', { params: issueParams(i) }));
+    for (const r of await Promise.all(runs)) expect(r).toMatchObject({ status: 'done', attempts: 2 });
+    expect(rig.sandbox.count('issues.create')).toBe(3);
+  });
+
+  it('one create limited on and on waits a minute, then two, then is handed off (four minutes is past the cap)', async () => {
+    const rig = await startRig(
+      [],
+      { faults: { 'issues.create': [secondary, secondary, secondary] } },
+      { maxAttempts: 4 },
+    );
+    const start = rig.clock.now();
+    expect(await rig.runner.run(rig.adapter, 'issues.create', { params: issueParams(44) })).toMatchObject({
+      status: 'handed-off',
+      attempts: 3,
+    });
+    expect(rig.clock.now() - start).toBeGreaterThanOrEqual(180_000);
+    expect(rig.packets[0]).toMatchObject({ reason: 'retry-exhausted' });
+    expect(rig.sandbox.requestCount('issues.create')).toBe(3);
+  });
+
+  // Changed: the count once ran on over the whole adapter into the next operation, which was then handed off at once.
+  it('an operation handed off after its limits leaves no count behind: hours later the next one waits a minute', async () => {
+    const rig = await startRig([], { faults: { 'issues.create': [secondary, secondary, secondary] } });
     expect(await rig.runner.run(rig.adapter, 'issues.create', { params: issueParams(45) })).toMatchObject({
       status: 'handed-off',
     });
-    // Still limited: the row goes on into the next operation (a third answer asks for four minutes, past the cap).
-    rig.sandbox.setFaults('issues.create', [secondary, 'pass', secondary]);
+    rig.clock.advance(6 * 3_600_000);
+    rig.sandbox.setFaults('issues.create', [secondary, 'pass']);
+    const start = rig.clock.now();
     expect(await rig.runner.run(rig.adapter, 'issues.create', { params: issueParams(46) })).toMatchObject({
-      status: 'handed-off',
-    });
-    expect(rig.sandbox.count('issues.create')).toBe(0);
-    expect(await rig.runner.run(rig.adapter, 'issues.create', { params: issueParams(47) })).toMatchObject({
       status: 'done',
-      attempts: 1,
+      attempts: 2,
     });
+    expect(rig.clock.now() - start).toBeLessThan(120_000);
+  });
+
+  it('a create refused 422 after a limit got through: the next operation limited once waits a minute', async () => {
+    const rig = await startRig([], { faults: { 'issues.create': [secondary, { kind: 'status', status: 422 }] } });
+    expect(await rig.runner.run(rig.adapter, 'issues.create', { params: issueParams(47) })).toMatchObject({
+      status: 'handed-off',
+      attempts: 2,
+    });
+    rig.sandbox.setFaults('issues.create', [secondary, 'pass']);
     const start = rig.clock.now();
     expect(await rig.runner.run(rig.adapter, 'issues.create', { params: issueParams(48) })).toMatchObject({
       status: 'done',

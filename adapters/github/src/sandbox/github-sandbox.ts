@@ -181,7 +181,6 @@ function rateLimited(f: Extract<SandboxFault, { kind: 'rate-limited' }>, nowMs: 
   if (f.retryAfterS !== undefined) headers['retry-after'] = String(f.retryAfterS);
   else if (f.resetInS !== undefined)
     Object.assign(headers, {
-      date: new Date(nowMs).toUTCString(), // the reset is on the sandbox's clock, as GitHub's is on its own
       'x-ratelimit-remaining': '0',
       'x-ratelimit-reset': f.resetInS === '' ? '' : String(Math.ceil(nowMs / 1000) + f.resetInS),
     });
@@ -369,7 +368,9 @@ export async function startGitHubSandbox(options: GitHubSandboxOptions = {}): Pr
   const server = await startLoopbackServer({
     port: options.port ?? 0,
     handle: (req) => serve(req, { token: options.token, people, now: () => clock.now(), requests, faults, handlers }),
+    // Every answer carries the sandbox's clock, as GitHub's carry its own: a reset and a wait are read on it.
     headers: () => ({
+      date: new Date(clock.now()).toUTCString(),
       'x-github-request-id': randomUUID().toUpperCase(),
       'x-ratelimit-limit': '5000',
       'x-ratelimit-remaining': '4999',
