@@ -75,7 +75,12 @@ function movesContact(params: unknown) {
   const { contactId, idProperty, properties } = params as ContactsUpdateParams;
   const value = idProperty === undefined ? undefined : properties[idProperty];
   if (value === undefined || value === contactId) return [];
-  const message = `changes the ${idProperty} this update addresses the contact by, so a repeat could not find it: address the contact by its record id (leave idProperty out), or by a unique property it leaves unchanged`;
+  // Whether HubSpot finds a unique value regardless of letter case is not documented: a case-only change is refused too.
+  const why =
+    typeof value === 'string' && value.toLowerCase() === contactId.toLowerCase()
+      ? `it changes only its letter case, and whether HubSpot finds a contact by ${idProperty} regardless of case is not documented`
+      : 'a repeat could not find the contact';
+  const message = `changes the ${idProperty} this update addresses the contact by (${why}): address the contact by its record id (leave idProperty out), or by a unique property it leaves unchanged`;
   return [{ path: `properties.${idProperty}`, message }];
 }
 

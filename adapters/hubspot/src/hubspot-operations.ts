@@ -189,8 +189,10 @@ function contactMiss(idProperty: string, failed: Outcome): string {
   const reason = failed.kind === 'rejected' ? failed.reason : null;
   if (reason === 'not-found') return `HubSpot has no contact with this ${idProperty}`;
   // A record id needs no read.
-  if (reason === 'authentication' || reason === 'permission')
+  if (reason === 'permission')
     return `HubSpot refused to read the contact by its ${idProperty}: the token needs crm.objects.contacts.read, or give the record id`;
+  if (reason === 'authentication')
+    return `HubSpot refused the token, so the contact could not be read by its ${idProperty}: give a valid token`;
   return `HubSpot could not say which contact this ${idProperty} names, so the operation's id cannot be told`;
 }
 

@@ -46,6 +46,14 @@ describe('contacts.update that changes the unique value it is addressed by', () 
     ]);
     expect(await ledger.list()).toEqual([]);
     expect(sb.requests.length).toBe(0);
+    // Only the letter case changed: whether HubSpot finds a contact by email regardless of case is not documented.
+    const recased = { ...moving, properties: { email: 'Old@Example.test' } };
+    const caseErr = await runner.run(a, 'contacts.update', { params: recased }).catch((e) => e);
+    expect(InvalidParamsError.isInstance(caseErr)).toBe(true);
+    expect((caseErr as InvalidParamsError).fields[0]!.message).toMatch(
+      /only its letter case.*not documented.*record id/,
+    );
+    expect(sb.requests.length).toBe(0);
     // The same value it is addressed by moves nothing.
     const same = { ...moving, properties: { email: 'old@example.test', firstname: 'Ada' } };
     expect(await runner.run(a, 'contacts.update', { params: same })).toMatchObject({ status: 'done' });

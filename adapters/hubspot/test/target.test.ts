@@ -62,7 +62,7 @@ describe('contacts.update: the contact idProperty names is part of the intent', 
     expect(s.writes('contacts')).toBe(3);
   });
 
-  it('a refusal says only what HubSpot answered: no such contact (404), or a read the token may not make (403)', async () => {
+  it('a refusal says only what HubSpot answered: no such contact (404), a read the token may not make (403), or a token HubSpot refuses (401)', async () => {
     const s = await sb();
     const runner = createRunner({ ledger: createMemoryLedger() });
     const a = adapter(s.url);
@@ -77,6 +77,13 @@ describe('contacts.update: the contact idProperty names is part of the intent', 
     const denied = await set('ada@example.test').catch((e: unknown) => e);
     expect(InvalidIntentError.isInstance(denied)).toBe(true);
     expect((denied as InvalidIntentError).reason).toMatch(/crm\.objects\.contacts\.read.*record id/);
+    // A token HubSpot does not accept (401) lacks no scope: a new scope would not help.
+    const expired = adapter(s.url, { accessToken: 'pat-na1-expired' });
+    const params = { contactId: 'ada@example.test', idProperty: 'email', properties: { jobtitle: 'A' } };
+    const refused = await runner.run(expired, 'contacts.update', { params }).catch((e: unknown) => e);
+    expect(InvalidIntentError.isInstance(refused)).toBe(true);
+    expect((refused as InvalidIntentError).reason).toMatch(/refused the token/);
+    expect((refused as InvalidIntentError).reason).not.toMatch(/contacts\.read/);
     expect(s.writes('contacts')).toBe(0);
   });
 

@@ -26,7 +26,7 @@ const TARGETS: Record<string, string> = {
 function payloadInIntent(card: RetrySafetyCard): string[] {
   const fields = card.businessOperationId.intentFields;
   if (!fields.some(isReference)) return [];
-  return fields.filter((f) => !isReference(f) && !(f in TARGETS));
+  return fields.filter((f) => !isReference(f) && !Object.hasOwn(TARGETS, f));
 }
 
 const shipped = await shippedCards();

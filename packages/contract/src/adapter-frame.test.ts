@@ -184,6 +184,17 @@ describe('defineAdapter', () => {
     expect(asked).toEqual(['orders.create']);
     expect(() => define(true, false)).toThrow(AdapterConfigurationError);
     expect(() => define(false, true)).toThrow(AdapterConfigurationError);
+    // Core asks only `resolvesIntent === true`: any other value would be a resolver the runner never calls.
+    const spelled = op({ resolvesIntent: 'yes' as unknown as boolean });
+    expect(() =>
+      defineAdapter({
+        provider: 'example',
+        operations: { 'orders.create': spelled },
+        execute: async () => ({ kind: 'succeeded', result: null }),
+        lookup: async () => ({ kind: 'not-found', reason: 'none' }),
+        resolveIntent: async (_o: FrameOperation, intent: Record<string, unknown>) => intent,
+      }),
+    ).toThrow(/resolvesIntent must be true or false/);
   });
 
   it('operation names: exactly the declared keys; anything else (a provider prefix too) is UnknownOperationError from every method', async () => {

@@ -132,11 +132,12 @@ function checkDefinition({ provider, account, operations, resolveIntent }: Adapt
   if (badAccount !== null) fail(badAccount);
   if (typeof operations !== 'object' || operations === null || Object.keys(operations).length === 0)
     fail('declare at least one operation');
-  if (Object.values(operations).some((op) => op.resolvesIntent) !== (resolveIntent !== undefined))
-    fail('give resolveIntent exactly when an operation declares resolvesIntent');
   for (const [name, op] of Object.entries(operations)) {
     const { card, keyRule } = op;
     const bad = (why: string) => fail(`operation ${name}: ${why}`);
+    // Core asks only `=== true`: another truthy value would be a resolver the runner never calls.
+    if (op.resolvesIntent !== undefined && typeof op.resolvesIntent !== 'boolean')
+      bad('resolvesIntent must be true or false');
     if (op.name !== name) fail(`operation ${name} is named ${JSON.stringify(op.name)}`);
     const foreign = foreignCardProblem(provider, name, card);
     if (foreign) bad(foreign);
@@ -159,6 +160,8 @@ function checkDefinition({ provider, account, operations, resolveIntent }: Adapt
     const extra = keyRule && known ? charOutside(keyRule.charset, charset) : null;
     if (extra !== null) bad(`the key rule allows ${JSON.stringify(extra)}, outside the card's charset [${charset}]`);
   }
+  if (Object.values(operations).some((op) => op.resolvesIntent) !== (resolveIntent !== undefined))
+    fail('give resolveIntent exactly when an operation declares resolvesIntent');
 }
 
 /** The frame owns the rules shared by every provider: names, params, keys, card agreement, the abort signal. */

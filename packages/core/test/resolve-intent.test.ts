@@ -1,7 +1,13 @@
 // An adapter that resolves an intent field (doResolveIntent) is asked only once every other intake check passed, and
 // the id is derived from its answer: two spellings it resolves to one value are one operation.
 
-import { businessOperationId, IntentLookupError, InvalidIntentError, InvalidParamsError } from '@retrysafe/contract';
+import {
+  AdapterConfigurationError,
+  businessOperationId,
+  IntentLookupError,
+  InvalidIntentError,
+  InvalidParamsError,
+} from '@retrysafe/contract';
 import { PAYLOAD_LIMITS } from '@retrysafe/contract/ledger';
 import { intentLookupFailure } from '@retrysafe/contract/provider';
 import {
@@ -82,22 +88,17 @@ describe('doResolveIntent', () => {
   });
 });
 
-describe('an operation whose spec does not declare resolvesIntent', () => {
-  it('is never resolved, at intake or before a re-send, and an agent’s invalid-input answer names its id', async () => {
-    const { provider, plain, adapter, asked, runner } = rig();
-    const undeclared = { ...adapter, operations: plain.operations };
-    provider.failNext({ kind: 'not-applied' });
-    const done = await runner.run(undeclared, OP, { params: { ref: 'Rec-8' } });
-    expect(done).toMatchObject({ status: 'done', attempts: 2 });
-    expect(done.businessOperationId).toBe(businessOperationId(`sandbox.${OP}`, { ref: 'Rec-8' }));
-    const [tool] = agentTools([undeclared], ['sandbox_records_create']);
-    const invalid = await callAgentTool(agentRunner(runner), tool!, { ref: 7 });
-    expect(invalid).toMatchObject({
-      status: 'invalid-input',
-      businessOperationId: businessOperationId(`sandbox.${OP}`, { ref: 7 }),
-    });
-    expect(invalid.message).not.toMatch(/resolves/);
-    expect(asked).toEqual([]);
+// An adapter written without defineAdapter (or a wrapper that rebuilds `operations`) is checked as the frame checks:
+// a resolver no operation declares, or a declaration with no resolver, would drop the resolution silently.
+describe('doResolveIntent and resolvesIntent that disagree', () => {
+  it('are refused before anything is claimed or sent, by run, recover and resolve alike', async () => {
+    const { provider, plain, adapter, asked, ledger, runner } = rig();
+    const { doResolveIntent: _, ...declaredOnly } = adapter;
+    for (const broken of [{ ...adapter, operations: plain.operations }, declaredOnly]) {
+      await expect(runner.run(broken, OP, { params: { ref: 'Rec-8' } })).rejects.toThrow(AdapterConfigurationError);
+      await expect(runner.recover({ adapters: [broken] })).rejects.toThrow(/resolvesIntent/);
+    }
+    expect([asked, provider.count(), await ledger.list({})]).toEqual([[], 0, []]);
   });
 });
 

@@ -43,6 +43,15 @@ export function checkAdapterShape(adapter: AdapterV1): void {
   for (const m of ['deriveProviderKey', 'doExecute', 'doLookup'] as const)
     if (typeof adapter[m] !== 'function')
       throw new AdapterConfigurationError(provider, `adapter.${m} must be a function`);
+  // As defineAdapter checks, for adapters written without it (or a wrapper that rebuilds `operations`): a resolver no
+  // operation declares is never asked, so two spellings of one target would be two operations, each sent.
+  const resolver = adapter.doResolveIntent;
+  const declared = Object.values(adapter.operations).some((s) => (s as OperationSpec | null)?.resolvesIntent === true);
+  if ((resolver !== undefined && typeof resolver !== 'function') || declared !== (resolver !== undefined))
+    throw new AdapterConfigurationError(
+      provider,
+      'give adapter.doResolveIntent (a function) exactly when an operation declares resolvesIntent: true',
+    );
 }
 
 export function checkAdapter(adapter: AdapterV1, operation: string): OperationSpec {

@@ -150,8 +150,8 @@ export function withProviderKey(op: Operation, providerKey: ProviderKey | null):
   return op.providerKey === providerKey ? op : { ...op, providerKey };
 }
 
-/** Where the params differ from the stored ones: the paths, never the values. */
-export const differingPaths = (op: Pick<Operation, 'comparison' | 'redactor' | 'params'>, record: OperationRecord) =>
+/** Where the params differ from the stored ones as the card compares them: the paths (redacted), never the values. */
+export const changedParamPaths = (op: Pick<Operation, 'comparison' | 'redactor' | 'params'>, record: OperationRecord) =>
   op.comparison.differences(record.params, op.params).map((p) => op.redactor.text(p));
 
 /** Other params than stored: a conflict naming the differing paths (never the values). `stored`: whether the stored
@@ -162,7 +162,7 @@ export function paramsConflict(
   detail: string,
   stored: 'may-apply' | 'needs-person' | 'not-applied' = 'may-apply',
 ): ConflictError {
-  const paths = differingPaths(op, record);
+  const paths = changedParamPaths(op, record);
   const { businessOperationId } = record;
   const needsPerson = stored === 'needs-person';
   return new ConflictError({

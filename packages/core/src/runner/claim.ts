@@ -16,7 +16,7 @@ import { changedParamsRevise } from '@retrysafe/contract/rules';
 import { resumeSafeByKey } from '../handoff.js';
 import { derivedProviderKey } from '../intake/adapter.js';
 import {
-  differingPaths,
+  changedParamPaths,
   type Operation,
   paramsConflict,
   storedOperation,
@@ -87,7 +87,7 @@ export async function claimAndDrive(ctx: RunnerContext, op: Operation, waitUntil
         field: claim.field,
         detail: `stored ${claim.field === 'intent' ? record.intentFingerprint : record.operation}`,
         // Another intent under the caller's own id: say which fields it corrects (never the values).
-        paths: claim.field === 'intent' ? differingPaths(op, record) : [],
+        paths: claim.field === 'intent' ? changedParamPaths(op, record) : [],
       });
     case 'terminal': {
       // A corrected request for an operation none of whose attempts was applied, or the same request once the user
@@ -242,7 +242,7 @@ export async function supersede(
     ? derivedProviderKey(op.adapter, op.opName, op.card, revisionKeySource(record.businessOperationId, revision))
     : record.providerKey;
   const revised = withProviderKey(op, providerKey);
-  const paths = op.comparison.differences(record.params, op.params);
+  const paths = changedParamPaths(op, record);
   const before = done
     ? `which ended ${record.state} (the card makes other values of a set its next revision)`
     : 'whose every attempt was known not applied';
