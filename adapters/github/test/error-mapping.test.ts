@@ -11,8 +11,18 @@ import { describe, expect, it } from 'vitest';
 import { outcomeFromAnswer, outcomeFromError, rateLimitWaitMs } from '../src/github-errors.js';
 import { markerFor } from '../src/github-operations.js';
 import { createGitHubAdapter } from '../src/index.js';
-import { type GitHubSandboxOptions, startGitHubSandbox } from '../src/sandbox/index.js';
-import { commentParams, execute, issueParams, OWNER, REPO, SEED, startRig, TOKEN } from './helpers.js';
+import { type GitHubSandboxOptions, type SandboxFault, startGitHubSandbox } from '../src/sandbox/index.js';
+import { commentParams, execute, issueParams, OWNER, REPO, SEED, startRig, TOKEN, timedCreate } from './helpers.js';
+
+/** One limited create, then the runner's retry: done in two attempts, one issue, after at least `waitMs`. */
+async function createdAfterLimit(fault: SandboxFault, n: number, waitMs: number) {
+  const rig = await startRig([], { faults: { 'issues.create': [fault] } });
+  const { r, tookMs } = await timedCreate(rig, n);
+  expect(r).toMatchObject({ status: 'done', attempts: 2 });
+  expect(tookMs).toBeGreaterThanOrEqual(waitMs);
+  expect(rig.sandbox.count('issues.create')).toBe(1);
+  return rig;
+}
 
 async function adapterOn(options: GitHubSandboxOptions = {}) {
   const sandbox = closeAfterTest(await startGitHubSandbox({ token: TOKEN, seed: SEED, ...options }));
@@ -50,16 +60,7 @@ describe('rate limits (403/429) are not-applied with the documented wait', () =>
   });
 
   it('the runner waits until x-ratelimit-reset on the sandbox clock, not on this machine: 2 POSTs, 1 issue', async () => {
-    const rig = await startRig([], {
-      faults: { 'issues.create': [{ kind: 'rate-limited', status: 403, resetInS: 30 }] },
-    });
-    const start = rig.clock.now();
-    expect(await rig.runner.run(rig.adapter, 'issues.create', { params: issueParams(7) })).toMatchObject({
-      status: 'done',
-      attempts: 2,
-    });
-    expect(rig.clock.now() - start).toBeGreaterThanOrEqual(29_000);
-    expect(rig.sandbox.count('issues.create')).toBe(1);
+    await createdAfterLimit({ kind: 'rate-limited', status: 403, resetInS: 30 }, 7, 29_000);
   });
 
   it('remaining 0 with an empty x-ratelimit-reset ⇒ at least a minute, never no wait', async () => {
@@ -89,20 +90,18 @@ describe('rate limits (403/429) are not-applied with the documented wait', () =>
   it('a secondary limit that goes on is waited on exponentially longer: a minute, then two (GitHub: "exponentially increasing")', async () => {
     const secondary = { kind: 'rate-limited', status: 403 } as const;
     const rig = await startRig([], { faults: { 'issues.create': [secondary, secondary] } });
-    const start = rig.clock.now();
-    const r = await rig.runner.run(rig.adapter, 'issues.create', { params: issueParams(4) });
+    const { r, tookMs } = await timedCreate(rig, 4);
     expect(r).toMatchObject({ status: 'done', attempts: 3 });
-    expect(rig.clock.now() - start).toBeGreaterThanOrEqual(180_000);
+    expect(tookMs).toBeGreaterThanOrEqual(180_000);
     expect(rig.sandbox.count('issues.create')).toBe(1);
   });
 
   it('so are reads: the repository GET before the claim, limited twice, is asked again after a minute, then two', async () => {
     const secondary = { kind: 'rate-limited', status: 429 } as const;
     const rig = await startRig([], { faults: { repo: [secondary, secondary] } });
-    const start = rig.clock.now();
-    const r = await rig.runner.run(rig.adapter, 'issues.create', { params: issueParams(5) });
+    const { r, tookMs } = await timedCreate(rig, 5);
     expect(r).toMatchObject({ status: 'done', attempts: 1 });
-    expect(rig.clock.now() - start).toBeGreaterThanOrEqual(180_000);
+    expect(tookMs).toBeGreaterThanOrEqual(180_000);
     expect(rig.sandbox.count('issues.create')).toBe(1);
   });
 
@@ -124,15 +123,8 @@ describe('rate limits (403/429) are not-applied with the documented wait', () =>
   });
 
   it('the runner retries a secondary rate limit after the retry-after wait, one request per attempt: 2 POSTs, 1 issue', async () => {
-    const rig = await startRig([], {
-      faults: { 'issues.create': [{ kind: 'rate-limited', status: 403, retryAfterS: 30 }] },
-    });
-    const start = rig.clock.now();
-    const r = await rig.runner.run(rig.adapter, 'issues.create', { params: issueParams(3) });
-    expect(r).toMatchObject({ status: 'done', attempts: 2 });
-    expect(rig.clock.now() - start).toBeGreaterThanOrEqual(30_000);
+    const rig = await createdAfterLimit({ kind: 'rate-limited', status: 403, retryAfterS: 30 }, 3, 30_000);
     expect(rig.sandbox.requestCount('issues.create')).toBe(2);
-    expect(rig.sandbox.count('issues.create')).toBe(1);
   });
 });
 
@@ -153,10 +145,9 @@ describe('content created too quickly (422) is a secondary rate limit, not a val
 
   it('the runner sends again after the wait, not a handoff: one issue', async () => {
     const rig = await startRig([{ kind: 'status', status: 422, body: tooQuickly }]);
-    const start = rig.clock.now();
-    const r = await rig.runner.run(rig.adapter, 'issues.create', { params: issueParams(6) });
+    const { r, tookMs } = await timedCreate(rig, 6);
     expect(r).toMatchObject({ status: 'done', attempts: 2 });
-    expect(rig.clock.now() - start).toBeGreaterThanOrEqual(60_000);
+    expect(tookMs).toBeGreaterThanOrEqual(60_000);
     expect(rig.sandbox.count('issues.create')).toBe(1);
   });
 });

@@ -61,3 +61,10 @@ export async function startRig(
   });
   return { clock, sandbox, proxy, adapter, packets, runner };
 }
+
+/** One issues.create run on the rig: its result and how long it took on the rig's clock. */
+export async function timedCreate(rig: Awaited<ReturnType<typeof startRig>>, n: number) {
+  const start = rig.clock.now();
+  const r = await rig.runner.run(rig.adapter, 'issues.create', { params: issueParams(n) });
+  return { r, tookMs: rig.clock.now() - start };
+}
