@@ -121,7 +121,6 @@ describe('a secondary rate limit is counted once per answer', () => {
     expect(tookMs).toBeLessThan(120_000);
   }
 
-  // Changed: the count once ran on over the whole adapter into the next operation, which was then handed off at once.
   it('an operation handed off after its limits leaves no count behind: hours later the next one waits a minute', async () => {
     const rig = await startRig([], { faults: { 'issues.create': [secondary, secondary, secondary] } });
     expect(await rig.runner.run(rig.adapter, 'issues.create', { params: issueParams(45) })).toMatchObject({
