@@ -188,7 +188,6 @@ export async function contactTarget(rt: Runtime, intent: Record<string, unknown>
 function contactMiss(idProperty: string, failed: Outcome): string {
   const reason = failed.kind === 'rejected' ? failed.reason : null;
   if (reason === 'not-found') return `HubSpot has no contact with this ${idProperty}`;
-  // A record id needs no read.
   if (reason === 'permission')
     return `HubSpot refused to read the contact by its ${idProperty}: the token needs crm.objects.contacts.read, or give the record id`;
   if (reason === 'authentication')
