@@ -89,7 +89,8 @@ export function writeJson(dir: string, name: string, value: unknown): string {
 export const writeFence = (dir: string, fence: Record<string, unknown>) =>
   writeJson(dir, 'fence.json', { ledger: './fence.db', handoffs: './handoffs.jsonl', ...fence });
 
-/** The process whose id is in `pidFile` exits (within 2 s). */
+/** The process whose id is in `pidFile` exits. The wait covers a watchdog process's own start and its 200 ms poll on a
+ * loaded machine (two seconds did not, in CI); the assertion is that it ends, not how soon. */
 export async function expectStopped(pidFile: string) {
   const pid = Number(readFileSync(pidFile, 'utf8'));
   const alive = () => {
@@ -100,7 +101,7 @@ export async function expectStopped(pidFile: string) {
       return false;
     }
   };
-  for (let i = 0; i < 100 && alive(); i++) await new Promise((r) => setTimeout(r, 20));
+  for (let i = 0; i < 500 && alive(); i++) await new Promise((r) => setTimeout(r, 20));
   onCleanup(() => alive() && process.kill(pid, 'SIGKILL'));
   expect(alive()).toBe(false);
 }
