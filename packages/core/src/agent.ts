@@ -231,7 +231,7 @@ export function toAgentResult(r: RunResult) {
     }
     case 'in-progress': {
       const { status, businessOperationId, retryAfterMs } = r;
-      const message = `The operation is in progress: another run holds it. Call again with the same arguments ${inAbout(retryAfterMs)} (or check retrysafe_status where the host offers it); do not start it another way.`;
+      const message = `The operation is in progress: another run holds it. Call again with the same arguments ${inAbout(retryAfterMs)} (or check retrysafe_status where the host offers it). It may already have taken effect: do not redo it under other intent fields (a corrected text or title is another operation, and could do it twice).`;
       return { status, businessOperationId, retryAfterMs, message };
     }
     case 'handed-off': {
