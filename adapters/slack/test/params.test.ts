@@ -44,7 +44,7 @@ describe("chat.update's ts", () => {
       );
       expect(sandbox.requests()).toHaveLength(0);
       expect(await ledger.list({})).toHaveLength(0);
-      expect(operationParamsErrors(adapter.operations['chat.update'], { ...params, ts: '1700000000.000100' })).toEqual(
+      expect(operationParamsErrors(adapter.operations['chat.update']!, { ...params, ts: '1700000000.000100' })).toEqual(
         [],
       );
     },
