@@ -106,7 +106,12 @@ const itemBodySchema = object(['contentType', 'content'], {
   contentType: { enum: ['text', 'html'] },
   content: { type: 'string' },
 });
-const dateTimeSchema = object(['dateTime', 'timeZone'], { dateTime: text, timeZone: text });
+// Graph's one spelling of a time ({date}T{time}, its zone in timeZone: the dateTimeTimeZone resource): the id digests it
+// as written, so another spelling of one slot (no seconds, a Z) would be another operation and a second event.
+const dateTimeSchema = object(['dateTime', 'timeZone'], {
+  dateTime: { type: 'string', pattern: '^\\d{4}-\\d{2}-\\d{2}T\\d{2}:\\d{2}:\\d{2}(\\.\\d{1,7})?$' },
+  timeZone: text,
+});
 const mailboxSchema = segment('"me" or a user id / userPrincipalName');
 const MAIL_SEND_PARAMS = object(['mailbox', 'message'], {
   mailbox: mailboxSchema,

@@ -44,6 +44,20 @@ const cases: [operation: string, why: string, params: unknown][] = [
     { ...event, event: { ...event.event, start: { dateTime: '2026-12-01T10:00:00' } } },
   ],
   ['events.create', 'blank end time', { ...event, event: { ...event.event, end: { dateTime: '', timeZone: 'UTC' } } }],
+  // Graph's one spelling of a time, {date}T{time} with its zone in timeZone: another spelling of one slot would be
+  // another operation id, and a second event.
+  ...(['2026-12-01T10:00', '2026-12-01T10:00:00Z', '2026-12-01T10:00:00+01:00', '2026-12-01 10:00:00'] as const).map(
+    (dateTime): [string, string, unknown] => [
+      'events.create',
+      `start spelled ${dateTime}`,
+      { ...event, event: { ...event.event, start: { dateTime, timeZone: 'UTC' } } },
+    ],
+  ),
+  [
+    'todo.tasks.create',
+    'due date a date alone',
+    { ...task, task: { ...task.task, dueDateTime: { dateTime: '2026-12-01', timeZone: 'UTC' } } },
+  ],
   ['todo.tasks.create', 'list id with a path', { ...task, listId: 'a/b' }],
   ['mail.send', 'mailbox a dot segment (the URL would resolve to /v1.0/sendMail)', { ...mail, mailbox: '..' }],
   ['events.create', 'mailbox a dot segment', { ...event, mailbox: '.' }],

@@ -175,7 +175,7 @@ export const updateCard = defineCard({
     rejectionMayCreate: fact(false, `${SOURCES.update}: updates the message its ts names; it posts none`),
   },
   businessOperationId: {
-    rule: 'derived from intent fields channel and ts (the message), or given by the caller; the content it is set to (text, blocks) is params. Other content once it is done is its next revision, sent, in the order calls arrive (a retry of an earlier change arriving after a later one is sent again); the same content again is a retry, answered from the ledger and not sent, even when the message was edited outside retrysafe in between (A, B edited in Slack, A again): give each change its own business-operation id where either matters',
+    rule: 'derived from intent fields channel and ts (the message; ts only as Slack writes it, ten digits, a point and six, its OpenAPI description’s defs_ts, so one message has one id), or given by the caller; the content it is set to (text, blocks) is params. Other content once it is done is its next revision, sent, in the order calls arrive (a retry of an earlier change arriving after a later one is sent again); the same content again is a retry, answered from the ledger and not sent, even when the message was edited outside retrysafe in between (A, B edited in Slack, A again): give each change its own business-operation id where either matters',
     intentFields: ['channel', 'ts'],
   },
   providerKey: {

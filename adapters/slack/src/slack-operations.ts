@@ -63,10 +63,11 @@ const blocks: JsonSchema = { type: 'array', items: { type: 'object' }, descripti
 // A post's blocks are in its intent, so [] would be another id than none: refused rather than read as either. An update
 // takes [] (it removes the message's blocks).
 const postBlocks: JsonSchema = { ...blocks, minItems: 1 };
-// Slack message timestamps look like 1700000000.123456.
+// The one spelling Slack writes (its OpenAPI description's defs_ts): the id digests ts as written, so another spelling
+// of the message would be another operation.
 const ts: JsonSchema = {
   type: 'string',
-  pattern: '^[0-9]+\\.[0-9]+$',
+  pattern: '^[0-9]{10}\\.[0-9]{6}$',
   description: 'Timestamp of the message to update',
 };
 

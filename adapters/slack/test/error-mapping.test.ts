@@ -283,7 +283,7 @@ describe('chat.update', () => {
   it('message_not_found ⇒ rejected, naming ts', async () => {
     sandbox = closeAfterTest(await startSlackSandbox({ token: TOKEN, channels: [CHANNEL] }));
     const adapter = createSlackAdapter({ token: TOKEN, baseUrl: sandbox.url });
-    const out = await execute(adapter, 'chat.update', { channel: CHANNEL, ts: '1.000001', text: 'x' }, 'v');
+    const out = await execute(adapter, 'chat.update', { channel: CHANNEL, ts: '1600000000.000001', text: 'x' }, 'v');
     expect(out).toMatchObject({ kind: 'rejected', reason: 'not-found', fields: [{ path: 'ts' }] });
   });
 });

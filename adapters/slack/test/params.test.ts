@@ -27,3 +27,26 @@ describe('text over 40,000 characters', () => {
     expect(operationParamsErrors(adapter.operations[op]!, { ...params, text: 'x'.repeat(40_000) })).toEqual([]);
   });
 });
+
+describe("chat.update's ts", () => {
+  // The id digests ts as written: two spellings of one message would be two operations, and A, B, A again under the
+  // first spelling would answer A from the ledger while the message shows B. Slack's own OpenAPI description
+  // (defs_ts) writes a ts one way: ten digits, a point, six digits.
+  it.each(['1700000000.0001', '1700000000.0001000', '01700000000.000100', '1700000000'])(
+    '%s: refused before the claim, nothing sent',
+    async (ts) => {
+      const sandbox = closeAfterTest(await startSlackSandbox({ token: TOKEN, channels: [CHANNEL] }));
+      const adapter = createSlackAdapter({ token: TOKEN, baseUrl: sandbox.url });
+      const ledger = createMemoryLedger();
+      const params = { channel: CHANNEL, ts, text: 'x' };
+      await expect(createRunner({ ledger }).run(adapter, 'chat.update', { params })).rejects.toSatisfy(
+        (e) => InvalidParamsError.isInstance(e) && e.fields.some((f) => f.path === 'ts'),
+      );
+      expect(sandbox.requests()).toHaveLength(0);
+      expect(await ledger.list({})).toHaveLength(0);
+      expect(operationParamsErrors(adapter.operations['chat.update']!, { ...params, ts: '1700000000.000100' })).toEqual(
+        [],
+      );
+    },
+  );
+});

@@ -153,7 +153,7 @@ function toolOf(adapter: AdapterV1, operation: string, spec: OperationSpec) {
     `Retry-safe: the business-operation id is derived from the intent fields (${spec.intentFields.join(', ')}), not from this call's id. If you got no answer, or an error that is not a conflict, call again with the same arguments: the retry maps to the same operation and returns its result instead of doing it twice.`,
     changedParamsRevise(card)
       ? 'Changing an intent field makes it a different operation. Other arguments for the same intent, once the last are set, are sent as its next change (while another change is in flight, "conflict": nothing of this call was sent, call again once it ends); the same arguments again are answered with the last result and not sent, even if the target was changed elsewhere since.'
-      : 'Changing an intent field makes it a different operation; changing other arguments of an operation already started is refused as a conflict (the answer names the differing paths).',
+      : `Changing an intent field makes it a different operation${card.sideEffect.idempotentByNature.value === true ? '' : ', which does it once more even while an earlier call may still take effect (after no answer, call again with the same arguments first)'}; changing other arguments of an operation already started is refused as a conflict (the answer names the differing paths).`,
     'After a rejection that nothing applied (needs-human with field errors), calling again with corrected arguments and the same intent sends the corrected request.',
     normalisationText(card),
     'Every answer carries the businessOperationId (null only in an invalid-input answer whose intent fields give none or are first resolved by the provider, and in an unavailable one); after a timeout of your own, calling again with the same arguments is the way back to it.',
@@ -231,7 +231,7 @@ export function toAgentResult(r: RunResult) {
     }
     case 'in-progress': {
       const { status, businessOperationId, retryAfterMs } = r;
-      const message = `The operation is in progress: another run holds it. Call again with the same arguments ${inAbout(retryAfterMs)} (or check retrysafe_status where the host offers it); do not start it another way.`;
+      const message = `The operation is in progress: another run holds it. Call again with the same arguments ${inAbout(retryAfterMs)} (or check retrysafe_status where the host offers it). It may already have taken effect: do not redo it under other intent fields (a corrected text or title is another operation, and could do it twice).`;
       return { status, businessOperationId, retryAfterMs, message };
     }
     case 'handed-off': {

@@ -199,6 +199,14 @@ describe('agentTools: the operations to expose', () => {
   });
 });
 
+describe('the tool description of an operation that is not idempotent', () => {
+  // A content-named create (a post's text, an issue's title) corrected after no answer is another operation: one more.
+  it('says a changed intent field does it once more, and to call again with the same arguments first', () => {
+    const [tool] = agentTools([setup().adapter], ['sandbox_records_create']);
+    expect(tool!.description).toMatch(/does it once more.*call again with the same arguments first/);
+  });
+});
+
 describe('the answer for an operation a person closed', () => {
   it('abandoned after a rejection with field errors: no "corrected request" promise and no waiting for a person; a corrected call sends nothing', async () => {
     const { provider, runner, ledger, tool, sent } = rejectingTool(NOTE_TOO_LONG);

@@ -33,6 +33,8 @@ describe('the answers to an operation in flight', () => {
     const again = await callAgentTool(agentRunner(other), toolOf(held), { ref: 'f-1' });
     expect(again).toMatchObject({ status: 'in-progress', retryAfterMs: 30_000 });
     expect(again.message).toMatch(/in progress.* in about 30 s/);
+    // A corrected text or title is another operation: it would make a second object beside the one in flight.
+    expect(again.message).toMatch(/do not redo it under other intent fields/);
     const status = await operationStatus(ledger, again.businessOperationId!, { now: clock.now() });
     expect(status.found && status.message).toMatch(/^It is dispatched: a run holds it now.* in about 30 s/);
     gate.resolve();
