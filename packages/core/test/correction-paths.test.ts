@@ -1,0 +1,49 @@
+import { ConflictError, type Outcome } from '@retrysafe/contract';
+import { describe, expect, it } from 'vitest';
+import { gated, scripted, setup } from './helpers.js';
+
+const OP = 'records.create';
+const conflictOf = (e: unknown) => {
+  expect(ConflictError.isInstance(e)).toBe(true);
+  return e as ConflictError;
+};
+const leftObject: Outcome = { kind: 'rejected', reason: 'card-declined', message: 'declined', created: 'pi_1' };
+
+describe("another intent under the caller's own business-operation id", () => {
+  const call = (ref: string, note = 'a') => ({ params: { ref, note }, businessOperationId: 'order-7' });
+
+  it('after every call was rejected: a conflict saying nothing applied, nothing sent; the same intent corrected supersedes', async () => {
+    const { provider, adapter, runner } = setup();
+    provider.failNext({ kind: 'rejected' });
+    expect((await runner.run(adapter, OP, call('o-1'))).status).toBe('handed-off');
+    const err = conflictOf(await runner.run(adapter, OP, call('o-2')).catch((e: unknown) => e));
+    expect([err.field, err.paths, err.storedMayApply]).toEqual(['intent', ['ref'], false]);
+    expect(err.message).toMatch(/run them as a new operation/);
+    expect(err.message).not.toMatch(/sha256/);
+    expect(provider.count()).toBe(0);
+    expect((await runner.run(adapter, OP, call('o-1', 'b'))).status).toBe('done');
+    expect(provider.count()).toBe(1);
+  });
+
+  it('after it was done, left an object, or while it is in flight: the stored request may apply, never "a new operation"', async () => {
+    const { provider, adapter: plain, runner } = setup();
+    const adapter = scripted(plain, (n) => (n === 1 ? leftObject : undefined));
+    const done = { params: { ref: 'o-1', note: 'a' }, businessOperationId: 'order-done' };
+    const declined = { params: { ref: 'o-1', note: 'a' }, businessOperationId: 'order-declined' };
+    expect((await runner.run(adapter, OP, done)).status).toBe('done');
+    expect((await runner.run(adapter, OP, declined)).status).toBe('handed-off');
+    const { held, atGate, gate } = gated(plain);
+    const flying = { params: { ref: 'o-1', note: 'a' }, businessOperationId: 'order-flying' };
+    const first = runner.run(held, OP, flying);
+    await atGate.promise;
+    for (const id of ['order-done', 'order-declined', 'order-flying']) {
+      const moved = { params: { ref: 'o-2', note: 'a' }, businessOperationId: id };
+      const err = conflictOf(await runner.run(adapter, OP, moved).catch((e: unknown) => e));
+      expect([id, err.field, err.storedMayApply]).toEqual([id, 'intent', true]);
+      expect(err.message).not.toMatch(/new operation instead/);
+    }
+    gate.resolve();
+    expect((await first).status).toBe('done');
+    expect(provider.count()).toBe(2);
+  });
+});
