@@ -1,4 +1,4 @@
-import { ConflictError, type Outcome } from '@retrysafe/contract';
+import { type AdapterV1, ConflictError, type Outcome } from '@retrysafe/contract';
 import { describe, expect, it } from 'vitest';
 import { gated, scripted, setup } from './helpers.js';
 
@@ -45,5 +45,23 @@ describe("another intent under the caller's own business-operation id", () => {
     gate.resolve();
     expect((await first).status).toBe('done');
     expect(provider.count()).toBe(2);
+  });
+});
+
+describe('after a rejection, params that differ only where the card compares them normalised', () => {
+  it('are the same request: answered with the hand-off, no revision, nothing sent', async () => {
+    const { provider, adapter: plain, ledger, runner } = setup();
+    const spec = plain.operations[OP]!;
+    const rule = { field: 'note', compare: 'normalized', steps: ['trim'], providerDefault: 'none' } as const;
+    const paramComparison = [{ ...rule, source: 'test', evidence: 'https://provider.example/docs/note' }];
+    const card = { ...spec.card, paramComparison };
+    const adapter = { ...plain, operations: { [OP]: { ...spec, card } } } as AdapterV1;
+    provider.failNext({ kind: 'rejected' });
+    const first = await runner.run(adapter, OP, { params: { ref: 'o-9', note: 'none' } });
+    for (const params of [{ ref: 'o-9' }, { ref: 'o-9', note: ' none ' }])
+      expect((await runner.run(adapter, OP, { params })).status).toBe('handed-off');
+    const receipts = await ledger.receipts(first.businessOperationId);
+    expect(receipts.map((r) => r.kind)).toEqual(['dispatch']);
+    expect(provider.count()).toBe(0);
   });
 });
