@@ -147,7 +147,15 @@ export function anotherIntent(
     ? 'the corrected params name another intent: run them as a new operation (under a business-operation id of its own) instead'
     : `the corrected params name another intent, and the stored request may have applied (${stored.why}): run them as a new operation only once it is known to have left nothing (a person checks at the provider and marks it done or abandons it), else the effect is made twice`;
   const { businessOperationId } = record;
-  return new ConflictError({ businessOperationId, field: 'intent', detail, paths, storedMayApply: !stored.ok });
+  const needsPerson = !stored.ok && record.state === 'handed-off'; // as a params conflict on it (fromTerminal)
+  return new ConflictError({
+    businessOperationId,
+    field: 'intent',
+    detail,
+    paths,
+    needsPerson,
+    storedMayApply: !stored.ok,
+  });
 }
 
 /** The operation with another provider key (the one recorded, or a new revision's). */
