@@ -18,7 +18,7 @@ describe("another intent under the caller's own business-operation id", () => {
     expect((await runner.run(adapter, OP, call('o-1'))).status).toBe('handed-off');
     const err = conflictOf(await runner.run(adapter, OP, call('o-2')).catch((e: unknown) => e));
     expect([err.field, err.paths, err.storedMayApply]).toEqual(['intent', ['ref'], false]);
-    expect(err.message).toMatch(/run them as a new operation/);
+    expect(err.message).toMatch(/run them as a new operation instead/);
     expect(err.message).not.toMatch(/sha256/);
     expect(provider.count()).toBe(0);
     expect((await runner.run(adapter, OP, call('o-1', 'b'))).status).toBe('done');
