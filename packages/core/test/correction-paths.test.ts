@@ -1,4 +1,4 @@
-import { type AdapterV1, ConflictError, type Outcome } from '@retrysafe/contract';
+import { type AdapterV1, ConflictError, type Outcome, RetryExhaustedError } from '@retrysafe/contract';
 import { describe, expect, it } from 'vitest';
 import { gated, scripted, setup } from './helpers.js';
 
@@ -47,6 +47,17 @@ describe("another intent under the caller's own business-operation id", () => {
     gate.resolve();
     expect((await first).status).toBe('done');
     expect(provider.count()).toBe(2);
+  });
+
+  it('given back unsent: the conflict says nothing was sent, and that a call of it again under the id sends it', async () => {
+    const { provider, adapter: plain, runner } = setup({}, { policy: { maxAttempts: 2 } });
+    const refused: Outcome = { kind: 'not-applied', message: 'connect ECONNREFUSED', neverSent: true };
+    const adapter = scripted(plain, () => refused);
+    await expect(runner.run(adapter, OP, call('o-1'))).rejects.toSatisfy(RetryExhaustedError.isInstance);
+    const err = conflictOf(await runner.run(plain, OP, call('o-2')).catch((e: unknown) => e));
+    expect([err.field, err.storedMayApply]).toEqual(['intent', true]);
+    expect(err.message).toMatch(/may still \(nothing of it was sent, but a call of it under this id sends it\)/);
+    expect(provider.count()).toBe(0);
   });
 });
 

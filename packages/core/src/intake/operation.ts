@@ -145,7 +145,7 @@ export function anotherIntent(
   const stored = nothingApplied(record, receipts, card);
   const detail = stored.ok
     ? 'the corrected params name another intent: run them as a new operation instead (under a business-operation id of its own where you give one)'
-    : `the corrected params name another intent, and the stored request may have applied (${stored.why}): run them as a new operation only once it is known to have left nothing (a person checks at the provider and marks it done or abandons it), else the effect is made twice`;
+    : `the corrected params name another intent, and the stored request may have applied or may still (${stored.why}): run them as a new operation only once it is known to have left nothing (a person checks at the provider and marks it done or abandons it), else the effect is made twice`;
   const { businessOperationId } = record;
   const needsPerson = !stored.ok && record.state === 'handed-off'; // as a params conflict on it (fromTerminal)
   return new ConflictError({
