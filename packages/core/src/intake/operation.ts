@@ -134,15 +134,28 @@ export function storedOperation(
   };
 }
 
-/** A correction naming another intent is a new operation: said so only where the stored one can have left nothing,
- * else the new one would make the effect a second time. */
-function anotherIntent(record: OperationRecord, receipts: readonly Receipt[], card: RetrySafetyCard): ConflictError {
+/** A correction naming another intent (resend-with, or run() under the caller's own id) is a new operation: said so only
+ * where the stored one can have left nothing, else the new one would make the effect a second time. */
+export function anotherIntent(
+  record: OperationRecord,
+  receipts: readonly Receipt[],
+  card: RetrySafetyCard,
+  paths: readonly string[] = [],
+): ConflictError {
   const stored = nothingApplied(record, receipts, card);
   const detail = stored.ok
-    ? 'the corrected params name another intent: run them as a new operation instead'
-    : `the corrected params name another intent, and the stored request may have applied (${stored.why}): check at the provider and mark it done or abandon it; run them as a new operation only if it left nothing, else the effect is made twice`;
+    ? 'the corrected params name another intent: run them as a new operation instead (under a business-operation id of its own where you give one)'
+    : `the corrected params name another intent, and the stored request may have applied or may still (${stored.why}): run them as a new operation only once it is known to have left nothing (a person checks at the provider and marks it done or abandons it), else the effect is made twice`;
   const { businessOperationId } = record;
-  return new ConflictError({ businessOperationId, field: 'intent', detail, storedMayApply: !stored.ok });
+  const needsPerson = !stored.ok && record.state === 'handed-off'; // as a params conflict on it (fromTerminal)
+  return new ConflictError({
+    businessOperationId,
+    field: 'intent',
+    detail,
+    paths,
+    needsPerson,
+    storedMayApply: !stored.ok,
+  });
 }
 
 /** The operation with another provider key (the one recorded, or a new revision's). */

@@ -46,6 +46,8 @@ export function supersedeCheck(record: OperationRecord, receipts: readonly Recei
 /** Whether the operation is at rest with nothing its calls may have applied or left: only then can another intent go
  * out as a new operation without making the effect twice. */
 export function nothingApplied(record: OperationRecord, receipts: readonly Receipt[], card: RetrySafetyCard): Verdict {
+  // Given back, nothing left, but the next call of its id opens it again and sends it.
+  if (record.state === 'not-sent') return refused('nothing of it was sent, but a call of it under this id sends it');
   if (record.state !== 'rejected' && record.state !== 'handed-off')
     return refused(`the operation is ${stateWords(record.state)}`);
   const reason = record.handoff?.reason;

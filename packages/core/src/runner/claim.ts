@@ -16,6 +16,7 @@ import { changedParamsRevise } from '@retrysafe/contract/rules';
 import { resumeSafeByKey } from '../handoff.js';
 import { derivedProviderKey } from '../intake/adapter.js';
 import {
+  anotherIntent,
   changedParamPaths,
   type Operation,
   paramsConflict,
@@ -82,13 +83,15 @@ export async function claimAndDrive(ctx: RunnerContext, op: Operation, waitUntil
   switch (claim.kind) {
     case 'conflict':
       log('warn', 'conflict', `same id, different ${claim.field}: nothing sent`, op);
-      throw new ConflictError({
-        businessOperationId: op.id,
-        field: claim.field,
-        detail: `stored ${claim.field === 'intent' ? record.intentFingerprint : record.operation}`,
-        // Another intent under the caller's own id: say which fields it corrects (never the values).
-        paths: claim.field === 'intent' ? changedParamPaths(op, record) : [],
-      });
+      if (claim.field === 'operation')
+        throw new ConflictError({
+          businessOperationId: op.id,
+          field: 'operation',
+          detail: `stored ${record.operation}`,
+        });
+      // Another intent under the caller's own id: which fields differ (never the values), and whether the stored
+      // request may have applied, so the caller never redoes it under another id on a silent answer.
+      throw anotherIntent(record, await ledger.receipts(op.id), op.card, changedParamPaths(op, record));
     case 'terminal': {
       // A corrected request for an operation none of whose attempts was applied, or the same request once the user
       // took the step the provider asked for: a new revision. A call that joined it in flight has not seen its end.

@@ -122,6 +122,13 @@ export function claimTableCases(test: Test): void {
     ['handed-off, supersede at its fence', handedOff, supersedeAt(0), 'claimed', false],
     ['handed-off, supersede at its fence keeping the key', handedOff, keptKey, 'claimed', false],
     ['rejected, supersede at its fence keeping the key', rejected, keptKey, 'claimed', false],
+    // A caller's own id with another intent is never a revision of it: the runner answers it as a conflict.
+    [
+      'rejected, supersede at its fence under another intent: conflict',
+      rejected,
+      supersedeAt(0, otherIntent),
+      'conflict',
+    ],
     ['handed-off, resume and supersede at its fence: resume wins', handedOff, supersedeAt(0, resume), 'claimed', true],
     ['handed-off, resume and supersede with a stale fence: resume', handedOff, supersedeAt(1, resume), 'claimed', true],
   ];
