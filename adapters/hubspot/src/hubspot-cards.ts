@@ -202,7 +202,7 @@ const contactsUpdateCard = (o: HubSpotCardOptions) =>
     },
     // Exact: HubSpot stores property values as written, so another spelling is another value.
     businessOperationId: {
-      rule: `derived from intent fields contactId and idProperty (when given) as the contact's record id, read before the claim and before every later send or lookup by GET /crm/v3/objects/contacts/{contactId}?idProperty=… (scope crm.objects.contacts.read; ${S.contacts}: a contact is "identified by ID or email/unique property value"; a record id, or idProperty hs_object_id, needs no request): the contact however it is addressed; the values it is set to are params, refused before the claim when they change the idProperty value the contact is addressed by (a repeat could not find it). ${REVISIONS('contact')}`,
+      rule: `derived from intent fields contactId and idProperty (when given) as the contact's record id, read before the claim and before every later send or lookup by GET /crm/v3/objects/contacts/{contactId}?idProperty=… (scope crm.objects.contacts.read; ${S.contacts}: a contact is "identified by ID or email/unique property value"; a record id, or idProperty hs_object_id, needs no request and is taken only as HubSpot writes one, digits without a leading zero): the contact however it is addressed; the values it is set to are params, refused before the claim when they change the idProperty value the contact is addressed by (a repeat could not find it). ${REVISIONS('contact')}`,
       // idProperty names which contact contactId is (101 by record id and 101 by a unique property are two contacts).
       intentFields: ['contactId', 'idProperty'],
       optionalIntentFields: ['idProperty'],

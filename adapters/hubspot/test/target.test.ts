@@ -1,4 +1,4 @@
-import { businessOperationId, InvalidIntentError } from '@retrysafe/contract';
+import { businessOperationId, InvalidIntentError, InvalidParamsError } from '@retrysafe/contract';
 import { createMemoryLedger, createRunner } from '@retrysafe/core';
 import { agentRunner, agentTools, callAgentTool } from '@retrysafe/core/agent';
 import { describe, expect, it } from 'vitest';
@@ -60,6 +60,20 @@ describe('contacts.update: the contact idProperty names is part of the intent', 
     const nobody = set({ contactId: 'nobody@example.test', idProperty: 'email' });
     await expect(nobody).rejects.toSatisfy(InvalidIntentError.isInstance);
     expect(s.writes('contacts')).toBe(3);
+  });
+
+  it('by record id only as HubSpot writes one (digits, no leading zero): another spelling of contact 101 would be a second operation on it, refused unsent', async () => {
+    const s = await sb();
+    const c = s.seed('contacts', { email: 'ada@example.test' });
+    const runner = createRunner({ ledger: createMemoryLedger() });
+    const a = adapter(s.url);
+    for (const by of [{}, { idProperty: 'hs_object_id' }])
+      for (const contactId of [`0${c.id}`, ` ${c.id}`, `${c.id} `, `+${c.id}`]) {
+        const params = { contactId, ...by, properties: { jobtitle: 'A' } };
+        const err = await runner.run(a, 'contacts.update', { params }).catch((e: unknown) => e);
+        expect(InvalidParamsError.isInstance(err), contactId).toBe(true);
+      }
+    expect(s.requests.length).toBe(0);
   });
 
   it('a refusal says only what HubSpot answered: no such contact (404), a read the token may not make (403), or a token HubSpot refuses (401)', async () => {
