@@ -69,10 +69,13 @@ function checkOptions(options: HubSpotAdapterOptions) {
   return { accessToken: options.accessToken, baseUrl, timeoutMs, idProperty, searchSettleMs, lateApplyMs };
 }
 
-/** A PATCH that changes the unique value it is addressed by moves the contact away from its address: a repeat, a re-send
- * or the lookup by it would find no contact, and its id (read from that address) could not be told again. */
-function movesContact(params: unknown) {
+/** A record id HubSpot does not write (`0101`, ` 101`) may still name contact 101, under an id of its own; a PATCH that
+ * changes the unique value it is addressed by moves the contact away from its address: a repeat, a re-send or the
+ * lookup by it would find no contact, and its id (read from that address) could not be told again. */
+function contactProblems(params: unknown) {
   const { contactId, idProperty, properties } = params as ContactsUpdateParams;
+  if ((idProperty === undefined || idProperty === 'hs_object_id') && !/^[1-9]\d*$/.test(contactId))
+    return [{ path: 'contactId', message: 'a record id is digits without a leading zero (or name idProperty)' }];
   const value = idProperty === undefined ? undefined : properties[idProperty];
   if (value === undefined || value === contactId) return [];
   // Whether HubSpot finds a unique value regardless of letter case is not documented: a case-only change is refused too.
@@ -106,7 +109,7 @@ export function createHubSpotAdapter(options: HubSpotAdapterOptions): HubSpotAda
             Object.hasOwn((params as { properties: object }).properties, o.idProperty)
               ? [{ path: `properties.${o.idProperty}`, message: reserved }]
               : []
-        : movesContact,
+        : contactProblems,
     };
   }
   return defineAdapter({

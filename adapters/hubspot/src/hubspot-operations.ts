@@ -195,10 +195,16 @@ function contactMiss(idProperty: string, failed: Outcome): string {
   return `HubSpot could not say which contact this ${idProperty} names, so the operation's id cannot be told`;
 }
 
+/** The contact as the runner read it (its record id) when it did; else as the params address it. By record id, an email
+ * that passed to another contact since the read never sends the change there. */
+const addressOf = (p: ContactsUpdateParams, ctx: Pick<FramedExecuteContext, 'target'>) =>
+  ctx.target ? ([String(ctx.target.contactId), undefined] as const) : ([p.contactId, p.idProperty] as const);
+
 const executeContactsUpdate = (rt: Runtime, p: ContactsUpdateParams, ctx: FramedExecuteContext) =>
   attempt(async (wire) => {
     const api = contactsApi({ ...rt, signal: ctx.signal }, wire);
-    return written(await api.basic.update(p.contactId, { properties: { ...p.properties } }, p.idProperty), wire);
+    const [contactId, idProperty] = addressOf(p, ctx);
+    return written(await api.basic.update(contactId, { properties: { ...p.properties } }, idProperty), wire);
   });
 
 async function lookupContactsUpdate(
@@ -212,7 +218,8 @@ async function lookupContactsUpdate(
   let r: SdkRecord;
   try {
     const api = contactsApi({ ...rt, signal: ctx.signal }, wire);
-    r = await api.basic.getById(p.contactId, Object.keys(wanted), undefined, undefined, false, p.idProperty);
+    const [contactId, idProperty] = addressOf(p, ctx);
+    r = await api.basic.getById(contactId, Object.keys(wanted), undefined, undefined, false, idProperty);
   } catch (err) {
     const outcome = outcomeFromFailure(err, wire);
     if (outcome.kind !== 'rejected' || outcome.reason !== 'not-found') return cannotTellFrom(outcome, 'GET contact');

@@ -229,6 +229,18 @@ describe('contacts.update lookup: GET the contact and compare the values', () =>
     });
   });
 
+  it('by the record id the runner read (ctx.target), not by an email another contact holds by now', async () => {
+    const s = await sb();
+    const ada = s.seed('contacts', { email: 'ada.old@example.test', firstname: 'Ada' });
+    s.seed('contacts', { email: 'ada@example.test' });
+    const a = adapter(s.url);
+    const params = { contactId: 'ada@example.test', idProperty: 'email', properties: { firstname: 'Ada' } };
+    expect(await lookup(a, 'contacts.update', params, { target: { contactId: ada.id } })).toMatchObject({
+      kind: 'found',
+      outcome: { providerRef: ada.id },
+    });
+  });
+
   it('a PATCH that would change the very property the contact is addressed by is never sent, so no lookup follows the contact', async () => {
     const s = await sb();
     s.seed('contacts', { email: 'old@example.test', firstname: 'Ada' });

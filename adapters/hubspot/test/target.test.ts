@@ -1,9 +1,9 @@
-import { businessOperationId, InvalidIntentError } from '@retrysafe/contract';
+import { businessOperationId, InvalidIntentError, InvalidParamsError } from '@retrysafe/contract';
 import { createMemoryLedger, createRunner } from '@retrysafe/core';
 import { agentRunner, agentTools, callAgentTool } from '@retrysafe/core/agent';
 import { describe, expect, it } from 'vitest';
 import { defaultObjectTypes } from '../src/sandbox/index.js';
-import { adapter, sb } from './helpers.js';
+import { adapter, sb, TOKEN } from './helpers.js';
 
 // contacts.update's idProperty selects the contact: `101` by record id and `101` by a unique customer number are two
 // contacts, so two operations; a call that leaves idProperty out keeps the id it always had.
@@ -60,6 +60,53 @@ describe('contacts.update: the contact idProperty names is part of the intent', 
     const nobody = set({ contactId: 'nobody@example.test', idProperty: 'email' });
     await expect(nobody).rejects.toSatisfy(InvalidIntentError.isInstance);
     expect(s.writes('contacts')).toBe(3);
+  });
+
+  it('by record id only as HubSpot writes one (digits, no leading zero): another spelling of contact 101 would be a second operation on it, refused unsent', async () => {
+    const s = await sb();
+    const c = s.seed('contacts', { email: 'ada@example.test' });
+    const runner = createRunner({ ledger: createMemoryLedger() });
+    const a = adapter(s.url);
+    for (const by of [{}, { idProperty: 'hs_object_id' }])
+      for (const contactId of [`0${c.id}`, ` ${c.id}`, `${c.id} `, `+${c.id}`]) {
+        const params = { contactId, ...by, properties: { jobtitle: 'A' } };
+        const err = await runner.run(a, 'contacts.update', { params }).catch((e: unknown) => e);
+        expect(InvalidParamsError.isInstance(err), contactId).toBe(true);
+      }
+    expect(s.requests.length).toBe(0);
+  });
+
+  it('sends by the record id read before the claim: an email that passes to another contact before the send never updates that one', async () => {
+    const s = await sb();
+    const ada = s.seed('contacts', { email: 'ada@example.test' });
+    const bob = s.seed('contacts', { email: 'bob@example.test' });
+    const a = adapter(s.url);
+    const patch = (id: string, email: string) =>
+      fetch(`${s.url}/crm/v3/objects/contacts/${id}`, {
+        method: 'PATCH',
+        headers: { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json' },
+        body: JSON.stringify({ properties: { email } }),
+      });
+    // Read as contact ada, then (before the claim's send) ada's email passes to bob.
+    const moving: typeof a = {
+      ...a,
+      async doResolveIntent(...args) {
+        const read = await a.doResolveIntent!(...args);
+        await patch(ada.id, 'ada.old@example.test');
+        await patch(bob.id, 'ada@example.test');
+        return read;
+      },
+    };
+    const runner = createRunner({ ledger: createMemoryLedger() });
+    const params = { contactId: 'ada@example.test', idProperty: 'email', properties: { jobtitle: 'CTO' } };
+    const done = await runner.run(moving, 'contacts.update', { params });
+    expect(done.businessOperationId).toBe(businessOperationId('hubspot.contacts.update', { contactId: ada.id }));
+    expect(done).toMatchObject({ status: 'done', result: { id: ada.id } });
+    const titles = s.records('contacts').map((r) => [r.id, r.properties.jobtitle]);
+    expect(titles).toEqual([
+      [ada.id, 'CTO'],
+      [bob.id, undefined],
+    ]);
   });
 
   it('a refusal says only what HubSpot answered: no such contact (404), a read the token may not make (403), or a token HubSpot refuses (401)', async () => {

@@ -28,7 +28,9 @@ const S_METADATA = (refKey: string) => ({
   additionalProperties: { type: 'string', maxLength: 500 },
   description: `extra metadata (at most 48 keys of ≤ 40 characters); ${refKey} and ${STRIPE_OPERATION_METADATA_KEY} are added by the adapter`,
 });
-const S_ID = (prefix: string) => ({ type: 'string', pattern: `^${prefix}`, maxLength: 255 }) as const;
+// No white space: Stripe's ids carry none (https://docs.stripe.com/changelog/2018-05-21/valid-characters-ids-coupons-skus-customers-products-plans),
+// and `cus_1 ` beside `cus_1` would be two operations for what Stripe may read as one customer.
+const S_ID = (prefix: string) => ({ type: 'string', pattern: `^${prefix}\\S+$`, maxLength: 255 }) as const;
 const S_POS_INT = { type: 'integer', minimum: 1, maximum: Number.MAX_SAFE_INTEGER } as const;
 
 const snake = (name: string) => name.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`);

@@ -53,3 +53,20 @@ describe('Stripe params schemas refuse what Stripe would', () => {
     });
   }
 });
+
+// `cus_1 ` would digest to an id of its own while naming (if Stripe reads it so) customer cus_1: a second charge. An id
+// has one spelling, so another is refused, never folded.
+describe('a Stripe id that names the intent takes one spelling', () => {
+  const ids: [string, string][] = [
+    ['paymentIntents.create', 'customer'],
+    ['invoices.create', 'customer'],
+    ['refunds.create', 'paymentIntent'],
+  ];
+  for (const [name, field] of ids)
+    it(`${name}: ${field} with white space is refused`, () => {
+      const op = stripeOperations[name]!;
+      const id = String(ok[name]![field]);
+      for (const bad of [`${id} `, `${id}\n`, `${id.slice(0, 3)}_ ${id.slice(4)}`, `${id}\u00a0`])
+        expect(schemaErrors(op.paramsSchema, { ...ok[name], [field]: bad }), JSON.stringify(bad)).not.toEqual([]);
+    });
+});

@@ -33,6 +33,9 @@ export interface ExecuteContext
   /** 1-based, across the operation's whole life (all runs). */
   readonly attempt: number;
   readonly signal?: AbortSignal;
+  /** For an operation that resolvesIntent, the intent its id names as doResolveIntent read it for this call: send by it,
+   * not by the params' address, which may name another object by the time the request arrives. */
+  readonly target?: Readonly<Record<string, unknown>>;
 }
 
 /** `params`: the original request's (some lookups re-send them with the same key). */

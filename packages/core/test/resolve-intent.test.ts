@@ -239,3 +239,19 @@ describe('a re-read of the target that cannot be made', () => {
     expect(said).not.toMatch(/claimed/);
   });
 });
+
+// The params' address may name another object by the time a request arrives: the adapter sends by the object as read.
+describe('the target as read', () => {
+  it('goes with every send: the one read before the claim with the first, the one read again with a later one', async () => {
+    const { provider, adapter, asked, runner } = rig();
+    const targets: unknown[] = [];
+    const seeing: typeof adapter = {
+      ...adapter,
+      doExecute: (op, params, ctx) => (targets.push(ctx.target), adapter.doExecute(op, params, ctx)),
+    };
+    provider.failNext({ kind: 'not-applied' });
+    expect(await runner.run(seeing, OP, { params: { ref: 'Rec-3' } })).toMatchObject({ status: 'done', attempts: 2 });
+    expect(asked).toHaveLength(2);
+    expect(targets).toEqual([{ ref: 'rec-3' }, { ref: 'rec-3' }]);
+  });
+});

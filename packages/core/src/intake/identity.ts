@@ -96,9 +96,9 @@ export async function resolvedIntent(
   }
 }
 
-/** Whether the params, resolved now, still name the object the operation's id was derived from (a repository name can
- * pass to another repository, a UPN to another user): null when they do, else why nothing may be sent by them. Only for
- * an operation that resolvesIntent. */
+/** The params resolved now (`target`), and whether they still name the object the operation's id was derived from (a
+ * repository name can pass to another repository, a UPN to another user): `moved` null when they do, else why nothing
+ * may be sent by them. Only for an operation that resolvesIntent. */
 export async function movedTarget(
   op: {
     readonly adapter: AdapterV1;
@@ -107,13 +107,15 @@ export async function movedTarget(
     readonly intentFingerprint: string;
   },
   signal: AbortSignal,
-): Promise<string | null> {
+): Promise<{ moved: string | null; target: Record<string, unknown> }> {
   const { adapter, opName, params } = op;
   const spec = adapter.operations[opName]!;
-  const now = await adapter.doResolveIntent!(opName, intentOf(params, spec.card.businessOperationId), signal);
-  if (identityOf(spec, { params, intent: now }, adapter.account).intentFingerprint === op.intentFingerprint)
-    return null;
-  return "the params' names now resolve to another object than the one this operation's id names (renamed, transferred, or re-created under the name)";
+  const target = await adapter.doResolveIntent!(opName, intentOf(params, spec.card.businessOperationId), signal);
+  if (identityOf(spec, { params, intent: target }, adapter.account).intentFingerprint === op.intentFingerprint)
+    return { moved: null, target };
+  const moved =
+    "the params' names now resolve to another object than the one this operation's id names (renamed, transferred, or re-created under the name)";
+  return { moved, target };
 }
 
 /** A call's business-operation id (the caller's, or the digest of its normalised intent) and intent fingerprint, both

@@ -68,6 +68,8 @@ export function newOperation(ctx: IntakeContext, adapter: AdapterV1, opName: str
     // Where the id's intent came from: run() sets 'resolved' (runner/adapter-call reads the target again after the first
     // call); a caller's intent names no object to check against.
     intentFrom: (input.intent !== undefined ? 'caller' : 'params') as 'caller' | 'params' | 'resolved',
+    // The intent doResolveIntent read at intake (run() sets it): the first call is sent by it.
+    target: undefined as Readonly<Record<string, unknown>> | undefined,
     followUp: input.followUp ?? false,
     attemptIds: callerAttemptIds(input.attemptIds),
     policy: cachedPolicy(spec.card, ctx.options.policy),
@@ -126,6 +128,7 @@ export function storedOperation(
     signal: undefined,
     // A caller's intent is in the record: its later sends are not checked against the object the params name now.
     intentFrom: record.intentFrom ?? 'params',
+    target: undefined,
     followUp: false,
     attemptIds: run.attemptIds,
     policy: cachedPolicy(spec.card, ctx.options.policy),

@@ -37,25 +37,29 @@ function attemptContext(op: Operation, c: DriveState, attemptId: AttemptId): Omi
   };
 }
 
-/** Why nothing may go to the object the params name now (null: it may), worded with what was not done. */
-async function targetProblem(
+type Target = { readonly target?: Readonly<Record<string, unknown>> };
+
+/** The object the params name now, as the operation's id names it; else why nothing may go to it, worded with what was
+ * not done. */
+async function readTarget(
   op: Operation,
   signal: AbortSignal,
   notDone: string,
-): Promise<Extract<Outcome, { kind: 'rejected' | 'not-applied' }> | null> {
+): Promise<Target | { problem: Extract<Outcome, { kind: 'rejected' | 'not-applied' }> }> {
   try {
-    const moved = await movedTarget(op, signal);
-    if (moved === null) return null;
+    const { moved, target } = await movedTarget(op, signal);
+    if (moved === null) return { target };
     const message = `${moved}: ${notDone} there; find the operation's object at the provider, then mark it done or abandon it`;
-    return { kind: 'rejected', reason: 'conflict', message };
+    return { problem: { kind: 'rejected', reason: 'conflict', message } };
   } catch (err) {
     const retryAfterMs = IntentLookupError.isInstance(err) ? err.retryAfterMs : undefined;
     // The reason without the error's own words, said for intake ("nothing was claimed"): here it was claimed.
     const typed = IntentLookupError.isInstance(err) || InvalidIntentError.isInstance(err);
     const message = `could not tell which object the params name now (${notDone}): ${typed ? `${err.path}: ${err.reason}` : errText(err)}`;
-    if (InvalidIntentError.isInstance(err)) return { kind: 'rejected', reason: 'not-found', message };
+    if (InvalidIntentError.isInstance(err)) return { problem: { kind: 'rejected', reason: 'not-found', message } };
     // Nothing left for the operation's object: the call is given back, not read as one that may have been sent.
-    return { kind: 'not-applied', neverSent: true, message, ...(retryAfterMs !== undefined ? { retryAfterMs } : {}) };
+    const later = retryAfterMs !== undefined ? { retryAfterMs } : {};
+    return { problem: { kind: 'not-applied', neverSent: true, message, ...later } };
   }
 }
 
@@ -75,12 +79,19 @@ export async function callProvider(
     code: why === 'deadline' ? 'RETRYSAFE_CALL_DEADLINE' : 'ABORTED',
     message: `${stopText(op.policy.maxElapsedMs, why)}; the request may have reached the provider`,
   });
-  const send = (signal: AbortSignal) => op.adapter.doExecute(op.opName, op.params, { ...callCtx, signal });
+  // Sent to the object the id names as read (the params' address may name another by then).
+  const sendTo =
+    ({ target }: Target) =>
+    (signal: AbortSignal) =>
+      op.adapter.doExecute(op.opName, op.params, { ...callCtx, signal, ...(target ? { target } : {}) });
   // Its target was resolved at intake just before the first call; any later one reads it again.
   const check = checksTarget(op) && !(op.intentFrom === 'resolved' && c.record.attemptCount === 1);
   const call = check
-    ? async (signal: AbortSignal) => (await targetProblem(op, signal, 'nothing was sent')) ?? send(signal)
-    : send;
+    ? async (signal: AbortSignal) => {
+        const read = await readTarget(op, signal, 'nothing was sent');
+        return 'problem' in read ? read.problem : sendTo(read)(signal);
+      }
+    : sendTo(op);
   let outcome: Outcome;
   try {
     const answer: unknown = await withHeartbeat(ctx, op, c.lease, call, stopped);
@@ -124,13 +135,18 @@ export async function lookupProvider(
       keyReusable: resendSafety(op.card, c.record.firstDispatchedAt, now, op.policy.clockSkewMarginMs).safe,
       clockSkewMarginMs: op.policy.clockSkewMarginMs,
     };
-    const look = (signal: AbortSignal) => op.adapter.doLookup(op.opName, { ...lookupCtx, signal });
+    const look =
+      ({ target }: Target) =>
+      (signal: AbortSignal) =>
+        op.adapter.doLookup(op.opName, { ...lookupCtx, signal, ...(target ? { target } : {}) });
     const call = checksTarget(op)
       ? async (signal: AbortSignal): Promise<LookupResult> => {
-          const problem = await targetProblem(op, signal, 'not looked up');
-          return problem === null ? look(signal) : { kind: 'cannot-tell', reason: `lookup: ${problem.message}` };
+          const read = await readTarget(op, signal, 'not looked up');
+          return 'problem' in read
+            ? { kind: 'cannot-tell', reason: `lookup: ${read.problem.message}` }
+            : look(read)(signal);
         }
-      : look;
+      : look({});
     const answer: unknown = await withHeartbeat(ctx, op, c.lease, call, stopped);
     result = isLookupResult(answer)
       ? answer

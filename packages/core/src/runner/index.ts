@@ -29,7 +29,11 @@ export function createRunner(options: RunnerOptions): Runner {
     let op = newOperation(ctx, adapter, operation, input);
     const intent = await resolvedIntent(ctx, op, input);
     if (intent !== null)
-      op = { ...resolvedOperation(ctx, adapter, operation, { ...input, intent }), intentFrom: 'resolved' };
+      op = {
+        ...resolvedOperation(ctx, adapter, operation, { ...input, intent }),
+        intentFrom: 'resolved',
+        target: intent,
+      };
     return ctx.tele.run(
       { operation: op.card.operation, provider: adapter.provider, businessOperationId: op.id },
       (scope) => claimAndDrive(ctx, { ...op, scope, startedAt }),
