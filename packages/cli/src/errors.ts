@@ -61,15 +61,21 @@ const FS_WORDS: Readonly<Record<string, string>> = {
   EISDIR: 'is a directory',
   EEXIST: 'already exists',
   ENOSPC: 'no space left on the device',
+  EDQUOT: 'disk quota exceeded',
+  EFBIG: 'the file is too large',
   EROFS: 'read-only file system',
 };
+/** Codes only storage gives: a write that fails once its file is open (a full disk) carries no path, but is one. */
+const STORAGE_ONLY = ['ENOSPC', 'EDQUOT', 'EFBIG'];
 
 /** A file-system error (ENOENT, EACCES, ENOTDIR…) as one line naming the path, or null for anything else. */
 function fileSystemError(e: unknown): string | null {
   const x = e as Partial<NodeJS.ErrnoException> | null | undefined;
   const code = String(x?.code);
-  // a path is what makes it a file-system error (a refused connection has a syscall and a code, but no path)
-  if (!/^E[A-Z]+$/.test(code) || typeof x?.syscall !== 'string' || typeof x.path !== 'string') return null;
+  if (!/^E[A-Z]+$/.test(code) || typeof x?.syscall !== 'string') return null;
+  // a path, or a storage-only code, is what makes it a file-system error (a refused connection has neither)
+  if (typeof x.path !== 'string')
+    return STORAGE_ONLY.includes(code) ? `cannot ${x.syscall}: ${FS_WORDS[code]} (${code})` : null;
   // A spawn's syscall already names its command ("spawn x"), its path too.
   const what = x.syscall.endsWith(` ${x.path}`) ? x.syscall : `${x.syscall} ${x.path}`;
   return `cannot ${what}: ${FS_WORDS[code] ?? code} (${code})`;

@@ -119,7 +119,7 @@ async function configEntries(file: string): Promise<AdapterEntry[]> {
   }
   if (out.length === 0)
     throw new UsageError(
-      `--config ${file}: no adapter of type http to drill (the built-in adapters are drilled with --adapter)`,
+      `--config ${file}: no adapter of type http in it (a built-in adapter is chosen with --adapter)`,
     );
   return out;
 }

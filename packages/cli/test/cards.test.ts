@@ -133,4 +133,12 @@ describe('cards --config', () => {
     expect((await cardsOf(entry!)).map((c) => c.card.operation)).toContain('acme.orders.create');
     expect(builds).toBe(0);
   });
+
+  it('a config without a `type: http` adapter is refused in words that fit cards as well as drill', async () => {
+    const config = join(tempDir('cards-no-http'), 'retrysafe.json');
+    writeFileSync(config, JSON.stringify({ adapters: { stripe: { apiKeyEnv: 'STRIPE_API_KEY' } } }));
+    const refused = loadAdapters(undefined, [], config);
+    await expect(refused).rejects.toThrow(/no adapter of type http/);
+    await expect(refused).rejects.not.toThrow(/drill/);
+  });
 });

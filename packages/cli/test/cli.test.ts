@@ -120,6 +120,16 @@ describe('retrysafe: exit codes and usage errors', () => {
     expect(code).toBe(0);
   });
 
+  it('so does one reading stderr (2>&1 | head): the drill still runs to its end and writes its report', async () => {
+    const out = tempDir('stderr-closed');
+    const run = startCli(['drill', '--adapter', 'sandbox', '--scenario', 'lost-response', '--out', out]);
+    run.child.stderr!.once('data', () => run.child.stderr!.destroy());
+    const { code, stdout } = await run.done;
+    expect(code).toBe(0);
+    expect(stdout).toMatch(/2 passed, 0 failed/);
+    expect(existsSync(join(out, 'drill.json'))).toBe(true);
+  });
+
   it('--json turns a usage error into a JSON error on stdout as well', async () => {
     const r = await cli(['drill', '--scenario', 'nope', '--json']);
     expect(r.code).toBe(2);

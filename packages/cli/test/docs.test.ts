@@ -220,6 +220,25 @@ describe('code blocks in README.md and docs/', () => {
     expect(errors).toEqual([]);
   });
 
+  it("a `nocheck` block that is one only for the reader's own files compiles with them typed `any`", () => {
+    // What it passes to a retrysafe function (an option's name, a fault's shape) is still checked.
+    const own = allBlocks
+      .filter((b) => TS.has(lang(b)) && flags(b).has('nocheck') && /^import .* from '\.\.?\//m.test(b.code))
+      .filter((b) => importedPackages(b.code).every((name) => name.startsWith('@retrysafe/')))
+      .map((b) => ({
+        ...b,
+        code: b.code.replace(/^import \{ ([^}]+) \} from '\.[^']*';$/gm, (_, names: string) =>
+          names
+            .split(',')
+            .map((n) => `declare const ${n.trim()}: any;`)
+            .join(' '),
+        ),
+      }));
+    expect(own.length).toBeGreaterThanOrEqual(3);
+    const { errors } = compileBlocks(own);
+    expect(errors).toEqual([]);
+  });
+
   it("a package's README installs every package its examples import (pnpm refuses what is not installed directly)", () => {
     const missing: string[] = [];
     // Each package's README stands alone on the registry; a guide that says what to install is held to it too.
