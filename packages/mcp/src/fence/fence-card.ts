@@ -117,11 +117,12 @@ export function toolCard(config: Pick<FenceConfig, 'name' | 'policy'>, toolName:
   const limits = config.policy ?? {};
   // MCP says nothing of what a tool did before it answered isError: the fence rejects a tool error only where the
   // fence file says such errors mean not applied. Its other rejections are protocol errors, raised before the tool runs.
-  const protocolErrors = 'a protocol error (-32601, -32602) is an issue with the request itself';
+  const protocolErrors =
+    "a protocol error (-32601, -32602), or the MCP SDK's -32602 answered as a tool error, is an issue with the request itself";
   const rejecting = t.toolErrors === 'rejected' ? 'toolErrors' : t.rejectWhen?.length ? 'rejectWhen' : null;
   const toolErrors = rejecting
     ? `${declared(rejecting)}: these tool errors mean not applied`
-    : 'a tool error (isError) is never a rejection here (looked up instead)';
+    : "a tool error (isError) is never a rejection here (looked up instead), but for the MCP SDK's -32602";
   const keyFields = keyFacts(toolName, t, facts);
   const lookup = lookupFacts(toolName, t.lookup, facts);
   return defineCard({
