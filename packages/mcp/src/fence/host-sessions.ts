@@ -89,7 +89,7 @@ export function asSent(e: unknown): unknown {
 }
 
 /** The SDK's timeout of a request upstream, which `pausableTimeout` bounds instead: Node's longest timer. */
-const NO_TIMEOUT = 2 ** 31 - 1;
+export const NO_TIMEOUT = 2 ** 31 - 1;
 
 /** A request's timeout (the SDK's, else its default), which stops while the host is asked something for the request
  * (a person answering, a model sampling: no lost answer) and, with `resetTimeoutOnProgress`, starts again on progress. */
