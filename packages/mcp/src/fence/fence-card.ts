@@ -117,8 +117,7 @@ export function toolCard(config: Pick<FenceConfig, 'name' | 'policy'>, toolName:
   const limits = config.policy ?? {};
   // MCP says nothing of what a tool did before it answered isError: the fence rejects a tool error only where the
   // fence file says such errors mean not applied. Its other rejections are protocol errors, raised before the tool runs.
-  const protocolErrors =
-    "a protocol error (-32601, -32602), or the MCP SDK's -32602 answered as a tool error, is an issue with the request itself";
+  const protocolErrors = 'a protocol error (-32601, -32602) is an issue with the request itself';
   const rejecting = t.toolErrors === 'rejected' ? 'toolErrors' : t.rejectWhen?.length ? 'rejectWhen' : null;
   const toolErrors = rejecting
     ? `${declared(rejecting)}: these tool errors mean not applied`
@@ -164,7 +163,7 @@ export function toolCard(config: Pick<FenceConfig, 'name' | 'policy'>, toolName:
     ),
     nonRetryableErrors: fact(
       [
-        'invalid params (-32602)',
+        'invalid params (-32602; the MCP SDK answers its own as a tool error before the tool runs)',
         'unknown tool (-32601)',
         ...(t.toolErrors === 'rejected' ? ['a tool error result'] : []),
         ...(t.rejectWhen ?? []).map((r) => `a tool error matching /${r}/`),
