@@ -18,6 +18,7 @@ import {
   ResultSchema,
 } from '@modelcontextprotocol/sdk/types.js';
 import { AjvJsonSchemaValidator } from '@modelcontextprotocol/sdk/validation/ajv';
+import { createMemoryLedger } from '@retrysafe/core';
 import { describe, expect, it } from 'vitest';
 import { AS_CLIENT } from '../src/fence/host-sessions.js';
 import { connectUpstream } from '../src/fence/upstream.js';
@@ -416,11 +417,17 @@ describe('server-everything as an upstream over --url (its streamable HTTP mode)
 });
 
 describe('server-everything as an upstream over --url in its HTTP+SSE mode (the transport before streamable HTTP)', () => {
-  it('is reached as the SDK documents (the POST refused with a 4xx, then SSE): a fenced call done once, a passed-through one and a sampling answered; restarted, a new session', async () => {
+  it('is reached as the SDK documents (the POST refused with a 4xx, then SSE): a fenced call done once, a passed-through one and a sampling answered; a call whose session ends before its answer is unknown, never sent again; then a new session', async () => {
     const port = await freePort();
     const first = await everythingOnPort(port, 'sse');
-    const fence = { name: 'everything', timeoutMs: 5000, tools: { echo: { kind: 'create', intent: ['message'] } } };
-    const make = await fencesOver({ url: `http://127.0.0.1:${port}/sse` }, fence);
+    const slow = { name: 'trigger-long-running-operation', arguments: { duration: 2, steps: 4 } };
+    const fence = {
+      name: 'everything',
+      timeoutMs: 5000,
+      tools: { echo: { kind: 'create', intent: ['message'] }, [slow.name]: { kind: 'create', intent: ['duration'] } },
+    };
+    const ledger = createMemoryLedger();
+    const make = await fencesOver({ url: `http://127.0.0.1:${port}/sse` }, fence, ledger);
     const client = await clientOf(make(), 'agent', {
       capabilities: { sampling: {} },
       answer: (c) =>
@@ -439,10 +446,16 @@ describe('server-everything as an upstream over --url in its HTTP+SSE mode (the 
     expect((await call(client, 'get-sum', { a: 2, b: 3 })).content?.[0]?.text).toMatch(/5/);
     const sampled = await call(client, 'trigger-sampling-request', { prompt: 'hi', maxTokens: 5 });
     expect(sampled.content?.[0]?.text).toMatch(/"model": "m"/);
-    // Its session ended with its stream: the next call goes to a new, initialized one, never to the one it forgot.
-    first.kill();
-    await once(first, 'exit');
+    // Its session ends with its stream (the server stops) while the upstream holds a fenced call it took: unknown, so
+    // handed to a person (no lookup declared) and never sent again; the next call goes to a new, initialized session.
+    const exited = once(first, 'exit');
+    const ended = client.callTool(slow, undefined, { onprogress: () => first.kill() }) as Promise<Answer>;
+    expect((await ended)._meta?.retrysafe?.status).toBe('needs-human');
+    await exited;
     await everythingOnPort(port, 'sse');
+    expect((await call(client, slow.name, slow.arguments))._meta?.retrysafe?.status).toBe('needs-human');
+    const [row] = (await ledger.list({})).filter((r) => r.operation === `everything.${slow.name}`);
+    expect(row).toMatchObject({ attemptCount: 1, lastOutcome: 'unknown', state: 'handed-off' });
     expect((await call(client, 'echo', { message: 'after' }))._meta?.retrysafe).toMatchObject({ status: 'done' });
   });
 });

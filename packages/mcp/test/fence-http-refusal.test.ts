@@ -96,3 +96,41 @@ describe('an upstream HTTP 429 on the call itself', () => {
     expect(record).toMatchObject({ lastOutcome: 'not-applied', handoff: { reason: 'retry-exhausted' } });
   });
 });
+
+describe("the official SDK server's refusal of a call before its tool runs (answered as a tool error)", () => {
+  it('arguments its own check refuses, a tool it disabled: rejected, and corrected arguments are then sent', async () => {
+    const sent: string[] = [];
+    const make = () => {
+      const server = new McpServer({ name: 'mail', version: '1.0.0' });
+      // A check of the server's that its listed JSON Schema cannot carry: the fence's own check lets the call pass.
+      const to = z.string().refine((v) => /\.\w+$/.test(v), 'the domain needs a dot');
+      server.registerTool('send', { inputSchema: { to, subject: z.string() } }, async (args) => {
+        sent.push(args.to);
+        return { content: [{ type: 'text', text: `sent to ${args.to}` }] };
+      });
+      const archive = server.registerTool('archive', { inputSchema: { subject: z.string() } }, async () => {
+        sent.push('archived');
+        return { content: [] };
+      });
+      if (sent.length > 0) archive.disable(); // listed at the fence's start, disabled by the time it is called
+      return server;
+    };
+    const url = await httpUpstream(make);
+    const { client, ledger } = await hostOfFence(
+      { url },
+      {
+        name: 'mail',
+        tools: { send: { kind: 'create', intent: ['subject'] }, archive: { kind: 'create', intent: ['subject'] } },
+      },
+    );
+    const send = (to: string) => client.callTool({ name: 'send', arguments: { to, subject: 'hi' } }) as Promise<Answer>;
+    expect((await send('a@b'))._meta?.retrysafe?.status).toBe('needs-human');
+    expect(await ledger.list({})).toEqual([expect.objectContaining({ lastOutcome: 'rejected' })]);
+    expect((await send('a@b.example'))._meta?.retrysafe).toMatchObject({ status: 'done', adopted: false });
+    expect(sent).toEqual(['a@b.example']);
+    const archived = (await client.callTool({ name: 'archive', arguments: { subject: 'hi' } })) as Answer;
+    expect(archived._meta?.retrysafe?.status).toBe('needs-human');
+    expect(sent).toEqual(['a@b.example']);
+    expect((await ledger.list({})).map((r) => r.lastOutcome)).toEqual(['succeeded', 'rejected']);
+  });
+});

@@ -1,18 +1,24 @@
 /**
  * What of a shared upstream goes to which host: each caller of a fenced call that asked for progress hears the run's,
  * none hears progress of a call that has ended, a host that leaves no longer sets the upstream's log level, and what
- * the upstream asks for a task goes to the host whose call runs it. Real servers, the official SDK client as host.
+ * the upstream asks for a task goes to the host whose call runs it, and the host's progress on what the upstream asks
+ * reaches the upstream. Real servers, the official SDK client as host.
  */
 import { spawn } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
 import { once } from 'node:events';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import type { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
-import { ElicitRequestSchema } from '@modelcontextprotocol/sdk/types.js';
+import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
+import { CreateMessageRequestSchema, ElicitRequestSchema } from '@modelcontextprotocol/sdk/types.js';
 import { describe, expect, it } from 'vitest';
 import * as z from 'zod/v4';
 import {
   type Answer,
+  clientOf,
   conformanceServer,
   everythingServer,
   fencesOver,
@@ -81,6 +87,46 @@ describe('progress through the fence', () => {
     expect(progress).toEqual([1]);
     expect(errors.filter((e) => /progress/.test(e))).toEqual([]);
   }, 20_000);
+});
+
+describe('progress of what the upstream asks the host', () => {
+  it("the host's progress on a sampling the upstream asked for reaches the upstream, under the upstream's token", async () => {
+    const heard: number[] = [];
+    const make = () => {
+      const server = new McpServer({ name: 'writer', version: '1.0.0' });
+      server.registerTool('draft', { inputSchema: { topic: z.string() } }, async ({ topic }) => {
+        const params = {
+          messages: [{ role: 'user' as const, content: { type: 'text' as const, text: topic } }],
+          maxTokens: 5,
+        };
+        const onprogress = (p: { progress: number }) => void heard.push(p.progress);
+        const sampled = await server.server.createMessage(params, { onprogress });
+        return { content: [sampled.content as { type: 'text'; text: string }] };
+      });
+      return server;
+    };
+    const fence = { name: 'writer', tools: { draft: { kind: 'create', intent: ['topic'] } } };
+    // One session (the upstream asks its client on the call's stream), not a stateless server that cannot ask.
+    const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: randomUUID });
+    await make().connect(transport);
+    const http = createServer((req, res) => void transport.handleRequest(req, res)).listen(0, '127.0.0.1');
+    await once(http, 'listening');
+    onCleanup(() => void http.close(() => undefined).closeAllConnections());
+    const url = `http://127.0.0.1:${(http.address() as AddressInfo).port}/mcp`;
+    const client = await clientOf((await fencesOver({ url }, fence))(), 'host', {
+      capabilities: { sampling: {} },
+      answer: (c) =>
+        c.setRequestHandler(CreateMessageRequestSchema, async (req, extra) => {
+          const progressToken = req.params._meta?.progressToken;
+          if (progressToken !== undefined)
+            await extra.sendNotification({ method: 'notifications/progress', params: { progressToken, progress: 1 } });
+          return { role: 'assistant', content: { type: 'text', text: 'a draft' }, model: 'm' };
+        }),
+    });
+    const answer = (await client.callTool({ name: 'draft', arguments: { topic: 'tides' } })) as Answer;
+    expect(answer.content).toEqual([{ type: 'text', text: 'a draft' }]);
+    expect(heard).toEqual([1]);
+  });
 });
 
 describe('log levels of --http hosts', () => {

@@ -7,6 +7,8 @@ import { randomBytes } from 'node:crypto';
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
+import { DEFAULT_REQUEST_TIMEOUT_MSEC } from '@modelcontextprotocol/sdk/shared/protocol.js';
 import { STDIO_DEFAULT_MAX_BUFFER_SIZE } from '@modelcontextprotocol/sdk/shared/stdio.js';
 import {
   LoggingMessageNotificationSchema,
@@ -14,7 +16,8 @@ import {
 } from '@modelcontextprotocol/sdk/types.js';
 import { openLedger } from '@retrysafe/config';
 import { TERMINAL_STATES } from '@retrysafe/contract/ledger';
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
+import * as z from 'zod/v4';
 import { connectUpstream } from '../src/fence/upstream.js';
 import { onCleanup } from './child-helpers.js';
 import {
@@ -23,6 +26,8 @@ import {
   closeStdinMidCall,
   connect,
   filesystemServer,
+  hostOfFence,
+  httpUpstream,
   memoryServer,
   ordersFence,
   ordersServer,
@@ -244,6 +249,34 @@ describe('what the fence does not fence passes through', () => {
     const read = await client.readResource({ uri: 'memory://knowledge-graph' });
     expect(read.contents[0]?.uri).toBe('memory://knowledge-graph');
     await expect(client.callTool({ name: 'no_such_tool', arguments: {} })).rejects.toMatchObject({ code: -32602 });
+  });
+
+  it('a passed-through call has no deadline of the fence: it runs for as long as its host waits', async () => {
+    let release: () => void = () => undefined;
+    const held = new Promise<void>((r) => {
+      release = r;
+    });
+    let started = false;
+    const make = () => {
+      const server = new McpServer({ name: 'builds', version: '1.0.0' });
+      server.registerTool('build', { inputSchema: {} }, async () => {
+        started = true;
+        await held;
+        return { content: [{ type: 'text', text: 'built' }] };
+      });
+      server.registerTool('deploy', { inputSchema: { ref: z.string() } }, async () => ({ content: [] }));
+      return server;
+    };
+    const fence = { name: 'builds', tools: { deploy: { kind: 'create', intent: ['ref'] } } };
+    const { client } = await hostOfFence({ url: await httpUpstream(make) }, fence);
+    // The host waits an hour; past the SDK's default request timeout, the fence must not have given up for it.
+    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout'] });
+    onCleanup(() => vi.useRealTimers());
+    const answer = client.callTool({ name: 'build', arguments: {} }, undefined, { timeout: 3_600_000 });
+    while (!started) await new Promise((r) => setImmediate(r));
+    vi.advanceTimersByTime(2 * DEFAULT_REQUEST_TIMEOUT_MSEC);
+    release();
+    expect((await answer).content).toEqual([{ type: 'text', text: 'built' }]);
   });
 
   it('prompts, completions, logging, and a changed tool list (followed, and announced to the host)', async () => {

@@ -152,6 +152,9 @@ function keyAnswer(t: FenceToolConfig, text: string, message = text): Outcome | 
 /** The official SDK's McpServer answers this once the tool's handler has run (its answer did not fit its own output
  * schema): as a tool error, or thrown as invalid params by older versions. */
 const RAN_THEN_REFUSED = /^(MCP error -32602: )?Output validation error:/;
+/** Its answers, as tool errors, that it refused the call before the tool's handler ran: arguments its own check refused,
+ * a tool it no longer has or disabled. The invalid params an older version threw. */
+const REFUSED_UNRUN = /^MCP error -32602: (Input validation error: |Tool .+ (not found|disabled)$)/;
 
 /** A tool error is rejected or unknown as the fence file says; never throws. */
 function classifyToolAnswer(t: FenceToolConfig, answer: unknown): Outcome {
@@ -166,6 +169,8 @@ function classifyToolAnswer(t: FenceToolConfig, answer: unknown): Outcome {
     const keyTaken = keyAnswer(t, text, `tool error: ${text}`);
     if (keyTaken) return keyTaken;
     if (RAN_THEN_REFUSED.test(text)) return unknownOutcome('server-error', `tool error after the tool ran: ${text}`);
+    if (REFUSED_UNRUN.test(text))
+      return MCP_ERRORS[ErrorCode.InvalidParams]!(`tool error before the tool ran: ${text}`);
     if (matches(t.rejectWhen, text) || t.toolErrors === 'rejected')
       return { kind: 'rejected', reason: 'validation', message: `tool error: ${text}` };
     return unknownOutcome('server-error', `tool error (may have applied): ${text}`);

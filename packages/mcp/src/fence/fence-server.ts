@@ -15,7 +15,7 @@ import type { AgentToolDefinition, AgentToolResult } from '@retrysafe/core/agent
 import { ANSWER_PROPERTIES, type Extra, reply, type ServingOptions, serveTools } from '../server.js';
 import { type Fence, fencedCall, toolResult, withPath } from './fence-adapter.js';
 import { isResource, mapRefs, shownInput } from './fence-schema.js';
-import { asSent, type Host, hostCall } from './host-sessions.js';
+import { asSent, type Host, hostCall, NO_TIMEOUT } from './host-sessions.js';
 import { answerValue, type ToolAnswer, type Upstream, UpstreamUnavailableError } from './upstream.js';
 import { taskOnly } from './upstream-task.js';
 
@@ -78,11 +78,11 @@ const relay = (extra: Extra, token: ProgressToken) => (p: Progress) =>
     .sendNotification({ method: 'notifications/progress', params: { ...p, progressToken: token } })
     .catch(() => undefined);
 
-/** A request forwarded upstream with the host's cancellation; when it carries the host's progressToken, the upstream's
- * progress is relayed (resetting the fence's own timeout, as the host's does). */
+/** A request forwarded upstream with the host's cancellation and no deadline of the fence's: the host's own timeout,
+ * which the fence cannot know, ends it. When it carries the host's progressToken, the upstream's progress is relayed. */
 function forward<T>(extra: Extra, token: ProgressToken | undefined, send: (o: RequestOptions) => Promise<T>) {
-  const progress = token === undefined ? {} : { resetTimeoutOnProgress: true, onprogress: relay(extra, token) };
-  return send({ signal: extra.signal, ...progress }).catch(unavailable);
+  const progress = token === undefined ? {} : { onprogress: relay(extra, token) };
+  return send({ signal: extra.signal, timeout: NO_TIMEOUT, ...progress }).catch(unavailable);
 }
 
 /** The host request's `_meta` (its locale or user, a trace context) as the upstream gets it with a fenced call, as

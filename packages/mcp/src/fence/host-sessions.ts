@@ -89,7 +89,7 @@ export function asSent(e: unknown): unknown {
 }
 
 /** The SDK's timeout of a request upstream, which `pausableTimeout` bounds instead: Node's longest timer. */
-const NO_TIMEOUT = 2 ** 31 - 1;
+export const NO_TIMEOUT = 2 ** 31 - 1;
 
 /** A request's timeout (the SDK's, else its default), which stops while the host is asked something for the request
  * (a person answering, a model sampling: no lost answer) and, with `resetTimeoutOnProgress`, starts again on progress. */
@@ -189,8 +189,17 @@ export function hostSessions(
       const asked = task === undefined ? params : { ...params, _meta: meta };
       const waiting = [...busy];
       for (const b of waiting) b.timeout.hold();
+      // The host's progress goes to the upstream under its own token, each before the answer (it drops later ones).
+      const progressToken = params?._meta?.progressToken;
+      let relayed: Promise<unknown> = Promise.resolve();
+      const onprogress = (p: Progress) => {
+        relayed = Promise.all([relayed, notify({ method: 'notifications/progress', params: { ...p, progressToken } })]);
+      };
+      const options = { signal, timeout: hostAnswerMs, ...(progressToken === undefined ? {} : { onprogress }) };
       try {
-        return await (calls.at(-1)?.call ?? host).ask({ method, params: asked }, { signal, timeout: hostAnswerMs });
+        const answer = await (calls.at(-1)?.call ?? host).ask({ method, params: asked }, options);
+        await relayed;
+        return answer;
       } catch (e) {
         throw asSent(e);
       } finally {
