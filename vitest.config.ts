@@ -15,6 +15,9 @@ export const projectDefaults = {
   include: ['src/**/*.test.ts', 'test/**/*.test.ts'],
   testTimeout: 60_000,
   hookTimeout: 60_000,
+  // A poll waits for a child process, a server or a timer: its deadline only bounds a hang, so it holds on a loaded
+  // machine (vitest's default gives up after a second).
+  expect: { poll: { timeout: 20_000 } },
   pool: 'forks' as const,
 };
 

@@ -202,8 +202,8 @@ describe('server-everything behind the fence', () => {
     await client.subscribeResource({ uri: 'demo://resource/dynamic/text/1' });
     await call(client, 'toggle-simulated-logging', {});
     await call(client, 'toggle-subscriber-updates', {});
-    await expect.poll(() => seen.map((n) => n.method), { timeout: 8000 }).toContain('notifications/message');
-    await expect.poll(() => seen.map((n) => n.method), { timeout: 8000 }).toContain('notifications/resources/updated');
+    await expect.poll(() => seen.map((n) => n.method)).toContain('notifications/message');
+    await expect.poll(() => seen.map((n) => n.method)).toContain('notifications/resources/updated');
     // the host gives up on a long pass-through call at its first progress: the fence cancels it upstream, stays up
     const abort = new AbortController();
     const cancelled = client.callTool(
@@ -367,7 +367,7 @@ async function everythingOnPort(port: number, mode: 'streamableHttp' | 'sse' = '
   onCleanup(() => child.kill());
   let out = '';
   for (const s of [child.stdout, child.stderr]) s.on('data', (d) => (out += String(d)));
-  await expect.poll(() => out, { timeout: 10_000 }).toMatch(/(listening|running) on port/);
+  await expect.poll(() => out).toMatch(/(listening|running) on port/);
   return Object.assign(child, { log: () => out });
 }
 
