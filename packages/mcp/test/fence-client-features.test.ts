@@ -225,7 +225,7 @@ describe('what the upstream asks its client, through the fence', () => {
     });
     expect(answer.isError).toBe(true);
     expect(text(answer as Answer)).toMatch(/timed out/i);
-  }, 8000);
+  });
 
   it('a host that gives up on a tool the upstream runs only as a task: the fence cancels the task', async () => {
     const upstream = await connectUpstream({ command: node, args: [everythingServer, 'stdio'] });

@@ -205,7 +205,7 @@ describe('a stdio upstream that dies each time it starts', () => {
     } finally {
       await upstream.close();
     }
-  }, 15_000);
+  });
 });
 
 describe('the host closes stdin while a fenced call runs (MCP stdio shutdown)', () => {
