@@ -120,13 +120,14 @@ describe('what the upstream asks its client, through the fence', () => {
     expect(again._meta?.retrysafe).toMatchObject({ status: 'done', adopted: true });
     expect(asked.filter((a) => a === 'sampling')).toHaveLength(samples);
     await client.close();
-    // a host that declared none of these: the upstream is answered an error at once, and says so in its answer
+    // a host that declared none of these: the upstream is answered an error at once (not after the host's 10 minutes),
+    // and says so in its answer
     const bare = await clientOf(fence(), 'bare host');
     const started = Date.now();
     const refused = await call(bare, 'trigger-elicitation-request', {});
     expect(refused.isError).toBe(true);
     expect(text(refused)).toMatch(/elicitation\/create: the host behind the retrysafe fence did not declare it/);
-    expect(Date.now() - started).toBeLessThan(3000);
+    expect(Date.now() - started).toBeLessThan(30_000);
   });
 
   it('server-everything: a URL the upstream requires (-32042) reaches the host as sent, and the same call then goes upstream', async () => {
