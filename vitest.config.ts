@@ -13,8 +13,13 @@ const dirs = ['packages', 'adapters'].flatMap((group) =>
 
 export const projectDefaults = {
   include: ['src/**/*.test.ts', 'test/**/*.test.ts'],
-  testTimeout: 60_000,
-  hookTimeout: 60_000,
+  // Only bounds a hang: the slowest tests without a bound of their own (a drill of every operation, the explorer's
+  // longest interleaving) must not run out of it on a loaded machine.
+  testTimeout: 120_000,
+  hookTimeout: 120_000,
+  // A poll waits for a child process, a server or a timer: its deadline only bounds a hang, so it holds on a loaded
+  // machine (vitest's default is for in-process waits).
+  expect: { poll: { timeout: 20_000 } },
   pool: 'forks' as const,
 };
 

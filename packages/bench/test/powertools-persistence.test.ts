@@ -77,7 +77,7 @@ describe.each(Object.keys(layers) as (keyof typeof layers)[])('Powertools on %s'
       { persistenceStore: layers[name](), config: config() },
     );
     const slow = fn({ orderRef: `${name}-slow` });
-    await new Promise((r) => setTimeout(r, 50));
+    await expect.poll(() => calls).toBe(1); // its in-progress record is stored before the function runs
     await expect(fn({ orderRef: `${name}-slow` })).rejects.toBeInstanceOf(IdempotencyAlreadyInProgressError);
     release();
     expect(await slow).toEqual({ id: `${name}-slow` });

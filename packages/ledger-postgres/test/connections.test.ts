@@ -64,12 +64,12 @@ describe("the ledger's own connections", () => {
     const c = new Connections({ connectionString: url, max: 1, timeoutMs: 200, idleMs: 0 });
     try {
       const client = await c.connect();
-      const sleep = () => client.query({ text: 'SELECT pg_sleep(3)' });
+      const sleep = () => client.query({ text: 'SELECT pg_sleep(30)' });
       const settled = transaction(client, sleep).then(
         () => 'committed',
         (e: unknown) => e,
       );
-      const late = new Promise((r) => setTimeout(() => r('never settled'), 2_000));
+      const late = new Promise((r) => setTimeout(() => r('never settled'), 15_000));
       expect(await Promise.race([settled, late])).toBeInstanceOf(QueryTimeoutError);
     } finally {
       await c.end();

@@ -30,6 +30,8 @@ const skewed = (offsetMs: number): Clock => ({
   sleep: (ms) => new Promise((r) => setTimeout(r, ms)),
 });
 
+const claimed = async (ref: string) => (await strict.list()).some((r) => (r.params as { ref?: string }).ref === ref);
+
 describe('leases on the database clock', () => {
   it('a worker whose clock runs 40 s ahead cannot take over a live 30 s lease (its own clock says it expired)', async () => {
     const a = await lenient.claim(claimOf('ahead-1', 'w-a', Date.now()));
@@ -117,7 +119,7 @@ describe('waiting for another worker on the database clock', () => {
       params: { ref: 'storm-1' },
       signal: AbortSignal.abort(),
     });
-    await new Promise((r) => setTimeout(r, 100));
+    await expect.poll(() => claimed('storm-1')).toBe(true); // the holder first
     const r = await createRunner({ ledger: counted, clock: skewed(800), owner: 'w-waits', policy }).run(
       adapter,
       'records.create',
@@ -145,7 +147,7 @@ describe('a takeover on the database clock', () => {
     void createRunner({ ledger: dying, owner: 'w-dies', policy }).run(adapter, 'records.create', {
       params: { ref: 'taken-1' },
     });
-    await new Promise((r) => setTimeout(r, 100));
+    await expect.poll(() => claimed('taken-1')).toBe(true); // the holder first
     // The card's clock-skew margin is a minute: a taker that waited it out would outlast this test's 20 s.
     const r = await createRunner({ ledger: strict, owner: 'w-takes', policy }).run(adapter, 'records.create', {
       params: { ref: 'taken-1' },

@@ -897,12 +897,9 @@ describe('connection loss fails closed', () => {
       const err = await l.markDispatched(ref, T0 + 1).catch((e) => e);
       expect(LedgerError.isInstance(err)).toBe(true);
       // The server committed the write: the operation is found as dispatched and recovery picks it up.
-      let rec = await ledger.get(ref.businessOperationId);
-      for (let i = 0; i < 50 && rec!.state !== 'dispatched'; i++) {
-        await new Promise((r) => setTimeout(r, 50));
-        rec = await ledger.get(ref.businessOperationId);
-      }
-      expect(rec).toMatchObject({ state: 'dispatched', attemptCount: 1 });
+      await expect
+        .poll(() => ledger.get(ref.businessOperationId))
+        .toMatchObject({ state: 'dispatched', attemptCount: 1 });
       expect((await ledger.recoverCandidates(T0 + 1_000)).map((r) => r.businessOperationId)).toContain(
         ref.businessOperationId,
       );
@@ -935,7 +932,7 @@ describe('connection loss fails closed', () => {
     const l = createPostgresLedger({ connectionString: 'postgres://u@127.0.0.1:99999/x', schema, migrate: false });
     const err = await l.get('x' as BusinessOperationId).catch((e) => e);
     expect(LedgerError.isInstance(err)).toBe(true);
-    const closed = await Promise.race([l.close().then(() => 'closed'), sleep(2_000).then(() => 'hung')]);
+    const closed = await Promise.race([l.close().then(() => 'closed'), sleep(15_000).then(() => 'hung')]);
     expect(closed).toBe('closed');
   });
 });

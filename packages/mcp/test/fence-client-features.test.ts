@@ -120,13 +120,14 @@ describe('what the upstream asks its client, through the fence', () => {
     expect(again._meta?.retrysafe).toMatchObject({ status: 'done', adopted: true });
     expect(asked.filter((a) => a === 'sampling')).toHaveLength(samples);
     await client.close();
-    // a host that declared none of these: the upstream is answered an error at once, and says so in its answer
+    // a host that declared none of these: the upstream is answered an error at once (not after the host's 10 minutes),
+    // and says so in its answer
     const bare = await clientOf(fence(), 'bare host');
     const started = Date.now();
     const refused = await call(bare, 'trigger-elicitation-request', {});
     expect(refused.isError).toBe(true);
     expect(text(refused)).toMatch(/elicitation\/create: the host behind the retrysafe fence did not declare it/);
-    expect(Date.now() - started).toBeLessThan(3000);
+    expect(Date.now() - started).toBeLessThan(30_000);
   });
 
   it('server-everything: a URL the upstream requires (-32042) reaches the host as sent, and the same call then goes upstream', async () => {
@@ -225,7 +226,7 @@ describe('what the upstream asks its client, through the fence', () => {
     });
     expect(answer.isError).toBe(true);
     expect(text(answer as Answer)).toMatch(/timed out/i);
-  }, 8000);
+  });
 
   it('a host that gives up on a tool the upstream runs only as a task: the fence cancels the task', async () => {
     const upstream = await connectUpstream({ command: node, args: [everythingServer, 'stdio'] });
@@ -277,14 +278,14 @@ describe('what the upstream asks its client, through the fence', () => {
       const statuses = async () => (await tasks.listTasks()).tasks.map((t) => t.status);
       const answer = await call(client, 'research', { topic: 'tides' });
       expect(answer._meta?.retrysafe?.status).toBe('needs-human');
-      await expect.poll(statuses, { timeout: 5000 }).toEqual(['cancelled']);
+      await expect.poll(statuses).toEqual(['cancelled']);
       // the row ends at rest, for a person (or the lookup a card declares) to settle: never left dispatched
       expect(await ledger.list({})).toEqual([expect.objectContaining({ state: 'handed-off', lastOutcome: 'unknown' })]);
       // passed through (not fenced), the host gives up on it
       const signal = AbortSignal.timeout(300);
       const browse = client.callTool({ name: 'browse', arguments: { topic: 'tides' } }, undefined, { signal });
       await expect(browse).rejects.toThrow();
-      await expect.poll(statuses, { timeout: 5000 }).toEqual(['cancelled', 'cancelled']);
+      await expect.poll(statuses).toEqual(['cancelled', 'cancelled']);
     },
     20_000,
   );
@@ -419,7 +420,7 @@ describe('over --http, each host a session of its own', () => {
     await a.unsubscribeResource({ uri });
     const before = byB.updates;
     await call(a, 'toggle-subscriber-updates', {});
-    await expect.poll(() => byB.updates, { timeout: 8000 }).toBeGreaterThan(before);
+    await expect.poll(() => byB.updates).toBeGreaterThan(before);
   });
 
   it("a resource's updates reach the hosts subscribed to it; a host that leaves is unsubscribed upstream", async () => {
@@ -436,11 +437,11 @@ describe('over --http, each host a session of its own', () => {
     const [byA, byB] = [heard(a), heard(b)];
     await a.subscribeResource({ uri: 'demo://resource/dynamic/text/1' });
     await call(a, 'toggle-subscriber-updates', {});
-    await expect.poll(() => byA.updates, { timeout: 8000 }).toBeGreaterThan(0);
+    await expect.poll(() => byA.updates).toBeGreaterThan(0);
     // A's session ends: server-everything acknowledges the unsubscribe with a log message, which B hears
     await (a.transport as StreamableHTTPClientTransport).terminateSession();
     await a.close();
-    await expect.poll(() => byB.logs.join('\n'), { timeout: 5000 }).toMatch(/Unsubscribe Resource request/);
+    await expect.poll(() => byB.logs.join('\n')).toMatch(/Unsubscribe Resource request/);
     // on B's stream the updates came before that message: B, not subscribed, heard none of them
     expect(byB.updates).toBe(0);
   });
@@ -459,11 +460,11 @@ describe('over --http, each host a session of its own', () => {
     await client.subscribeResource({ uri: 'demo://resource/dynamic/text/1' });
     const first = readFileSync(pidFile, 'utf8');
     process.kill(Number(first), 'SIGKILL');
-    await expect.poll(() => readFileSync(pidFile, 'utf8'), { timeout: 5000 }).not.toBe(first);
+    await expect.poll(() => readFileSync(pidFile, 'utf8')).not.toBe(first);
     // the restarted upstream acknowledges the subscription the fence sends it again; updates turned on, it sends one
-    await expect.poll(() => subscribed, { timeout: 5000 }).toBe(2);
+    await expect.poll(() => subscribed).toBe(2);
     await call(client, 'toggle-subscriber-updates', {});
-    await expect.poll(() => updates, { timeout: 8000 }).toBeGreaterThan(0);
+    await expect.poll(() => updates).toBeGreaterThan(0);
   });
 
   it("with two hosts' calls in flight the upstream's request is refused (whose is it?), with one it goes to that host", async () => {

@@ -118,7 +118,7 @@ describe('a stdio upstream that exits after each call (one call per process)', (
     const first = pid();
     expect((await create('PO-1'))._meta?.retrysafe).toMatchObject({ status: 'done', adopted: false });
     // The fence has seen it end once it has started the next one (which writes its pid).
-    await expect.poll(pid, { timeout: 20_000 }).not.toBe(first);
+    await expect.poll(pid).not.toBe(first);
     // Each sent as soon as the one before is answered: none goes to a process about to end.
     expect((await create('PO-2'))._meta?.retrysafe).toMatchObject({ status: 'done', adopted: false });
     expect((await orders(client)).map((o) => o.ref)).toEqual(['PO-1', 'PO-2']);
@@ -147,7 +147,7 @@ describe('a stdio upstream that serves one request per process', () => {
     );
     upstream.addHost({ capabilities: () => ({}), ask: async () => ({}), subscribed: new Set(), level: 'info' });
     await create('PO-1');
-    await expect.poll(() => logs.join('\n'), { timeout: 20_000 }).toMatch(/a process of its own/);
+    await expect.poll(() => logs.join('\n')).toMatch(/a process of its own/);
     expect(await create('PO-2')).toMatchObject({ structuredContent: { ref: 'PO-2' } });
   });
 
@@ -156,7 +156,7 @@ describe('a stdio upstream that serves one request per process', () => {
     const { upstream, pid, create } = await ordersUpstream(tempDir('retrysafe-sigterm-'), ['--exit-on-sigterm'], logs);
     const first = pid();
     process.kill(Number(first), 'SIGTERM');
-    await expect.poll(pid, { timeout: 20_000 }).not.toBe(first);
+    await expect.poll(pid).not.toBe(first);
     await upstream.ready();
     const second = pid();
     await create('PO-1');
@@ -210,7 +210,7 @@ describe('a stdio upstream that dies each time it starts', () => {
     } finally {
       await upstream.close();
     }
-  }, 15_000);
+  });
 });
 
 describe('the host closes stdin while a fenced call runs (MCP stdio shutdown)', () => {
@@ -316,8 +316,8 @@ describe('what the fence does not fence passes through', () => {
     await call(client, 'create_order', { customer: 'cus_l', ref: 'PO-log', sku: 'sku_1', quantity: 1 });
     await call(client, 'enable_refunds', {});
     // The list change is told after the answer (the fence lists the tools again first): waited for, not timed.
-    await expect.poll(() => changed, { timeout: 20_000 }).toBeGreaterThan(0);
-    await expect.poll(() => logs.length, { timeout: 20_000 }).toBeGreaterThan(0);
+    await expect.poll(() => changed).toBeGreaterThan(0);
+    await expect.poll(() => logs.length).toBeGreaterThan(0);
     expect(logs).toEqual([expect.stringMatching(/^created ord_/)]);
     expect((await client.listTools()).tools.map((t) => t.name)).toContain('refund_order');
     expect((await call(client, 'refund_order', { id: 'ord_1' })).content).toEqual([
@@ -340,7 +340,7 @@ describe("a fenced tool whose input schema the upstream changes (tools/list_chan
     const nextSchema = async () => {
       const before = changes;
       await call(client, 'next_schema', {});
-      await expect.poll(() => changes, { timeout: 20_000 }).toBeGreaterThan(before);
+      await expect.poll(() => changes).toBeGreaterThan(before);
     };
     const created = async () =>
       ((await call(client, 'list_tickets', {})).structuredContent as { tickets: unknown[] }).tickets.length;
@@ -355,7 +355,7 @@ describe("a fenced tool whose input schema the upstream changes (tools/list_chan
     expect((await listed()).inputSchema.required).toEqual(['title', 'priority', 'queue']);
     const before = changes();
     await killAndWait(dir);
-    await expect.poll(changes, { timeout: 20_000 }).toBeGreaterThan(before);
+    await expect.poll(changes).toBeGreaterThan(before);
     expect((await listed()).inputSchema.required).toEqual(['title', 'priority']);
   });
 

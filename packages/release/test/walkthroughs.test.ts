@@ -200,10 +200,10 @@ it('docs/fence-an-mcp-server.md runs as pasted in a fresh folder and prints what
   groups.push(fence.pid!);
   let stderr = '';
   fence.stderr.on('data', (d) => (stderr += String(d)));
-  await expect.poll(() => stderr, { timeout: 15_000 }).toContain(wrap!.shows!);
+  await expect.poll(() => stderr).toContain(wrap!.shows!);
   const exited = new Promise((resolve) => fence.on('exit', resolve));
   fence.stdin.end();
-  await expect(Promise.race([exited, sleep(5_000).then(() => 'still running')])).resolves.not.toBe('still running');
+  await expect(Promise.race([exited, sleep(15_000).then(() => 'still running')])).resolves.not.toBe('still running');
 }, 90_000);
 
 it('docs/declaring-an-http-api.md runs as pasted in a fresh folder: the shipped example, drilled', async () => {
@@ -642,7 +642,7 @@ it('packages/mcp/README.md: the stdio server starts as pasted and lists the conf
   groups.push(served.pid!);
   let stderr = '';
   served.stderr.on('data', (d) => (stderr += String(d)));
-  await expect.poll(() => stderr, { timeout: 15_000 }).toMatch(/bearer token .*: \S+\n/);
+  await expect.poll(() => stderr).toMatch(/bearer token .*: \S+\n/);
   const url = /on (http:\/\/127\.0\.0\.1:\d+\/mcp)\n/.exec(stderr)?.[1];
   const token = /bearer token .*: (\S+)\n/.exec(stderr)![1];
   const answer = await fetch(url!, {
