@@ -138,7 +138,8 @@ export function createGitHubAdapter(options: GitHubAdapterOptions): GitHubAdapte
       async execute(op, params, ctx) {
         let answer: GitHubAnswer;
         try {
-          const created = await op.create(octokit, params, ctx.businessOperationId, callOptions(ctx.signal));
+          const sent = { ...callOptions(ctx.signal), target: ctx.target };
+          const created = await op.create(octokit, params, ctx.businessOperationId, sent);
           answer = limits.ok(created, ctx.businessOperationId);
         } catch (error) {
           return limits.failed(error, ctx.businessOperationId);
@@ -178,7 +179,9 @@ export function createGitHubAdapter(options: GitHubAdapterOptions): GitHubAdapte
             cutoff,
             (error) => limits.failed(error, list),
             (page) =>
-              op.list(octokit, ctx.params, since, page, callOptions(ctx.signal)).then((a) => limits.ok(a, list)),
+              op
+                .list(octokit, ctx.params, since, page, { ...callOptions(ctx.signal), target: ctx.target })
+                .then((a) => limits.ok(a, list)),
           );
         const pages = await walk();
         if (!Array.isArray(pages)) return pages;

@@ -10,6 +10,7 @@ const SOURCES = {
   bestPractices: 'https://docs.github.com/en/rest/using-the-rest-api/best-practices-for-using-the-rest-api',
   troubleshooting: 'https://docs.github.com/en/rest/using-the-rest-api/troubleshooting-the-rest-api',
   search: 'https://docs.github.com/en/rest/search/search',
+  pagination: 'https://docs.github.com/en/rest/using-the-rest-api/using-pagination-in-the-rest-api',
   user: 'https://docs.github.com/en/rest/users/users#get-the-authenticated-user',
 } as const;
 
@@ -160,8 +161,10 @@ function gitHubCard(spec: {
   };
 }
 
-/** How the id reads owner and repo: the repository GitHub resolves them to (a renamed one answers under its old name). */
-const REPOSITORY = 'owner and repo (as the id of the repository GET /repos resolves them to before the claim)';
+/** How the id reads owner and repo: the repository GitHub resolves them to (a renamed one answers under its old name),
+ * and where the create and its lookup then go: that id, which a name passing to another repository does not move. */
+const repository = (thing: string) =>
+  `owner and repo (as the id of the repository GET /repos resolves them to before the claim and before every later send or lookup; the create and its lookup go to /repositories/{id}/…, the address GitHub's own pagination links give a repository (${SOURCES.pagination}), so a name that passes to another repository in between never gets the ${thing}; to /repos/{owner}/{repo}/… only under an intent the caller gives)`;
 
 export const issuesCreateCard = defineCard(
   gitHubCard({
@@ -172,12 +175,12 @@ export const issuesCreateCard = defineCard(
     parent: 'repository',
     listName: 'the repository issue list',
     idempotentByNature: 'every POST creates a new issue with the next number',
-    intentRule: `derived from intent fields ${REPOSITORY}, title and body (one issue with this text in one repository), or given by the caller`,
+    intentRule: `derived from intent fields ${repository('issue')}, title and body (one issue with this text in one repository), or given by the caller`,
     intentFields: ['owner', 'repo', 'title', 'body'],
     titleField: 'title',
-    lookupMethod: `GET /repos/{owner}/{repo}/issues?state=all&sort=created&direction=desc (a list, not the search API, whose index lags: ${SOURCES.search}); pull requests are in the list too and are skipped`,
+    lookupMethod: `GET /repositories/{id}/issues?state=all&sort=created&direction=desc (a list, not the search API, whose index lags: ${SOURCES.search}); pull requests are in the list too and are skipped`,
     reconciler:
-      'the runner, through doLookup: GET /repos/{owner}/{repo}/issues?state=all&sort=created&direction=desc&since=<first dispatch − clock-skew margin>&per_page=100, a bounded number of pages, stopping at the first issue created before that time (a page that fails, or the bound reached first, is "cannot tell"; a walk of several pages is walked again, and an item of its earlier pages gone by then is "cannot tell": the pages are numbered, so a deletion may have moved one unread); the one issue written by the login of the token (GET /user once, or the login option) whose body ends with the marker is adopted, two are "cannot tell"; none is "cannot tell" while the consistency delay or late-apply bound is unknown (notFoundIsAuthoritative), "not found" only past both',
+      'the runner, through doLookup: GET /repositories/{id}/issues?state=all&sort=created&direction=desc&since=<first dispatch − clock-skew margin>&per_page=100, a bounded number of pages, stopping at the first issue created before that time (a page that fails, or the bound reached first, is "cannot tell"; a walk of several pages is walked again, and an item of its earlier pages gone by then is "cannot tell": the pages are numbered, so a deletion may have moved one unread); the one issue written by the login of the token (GET /user once, or the login option) whose body ends with the marker is adopted, two are "cannot tell"; none is "cannot tell" while the consistency delay or late-apply bound is unknown (notFoundIsAuthoritative), "not found" only past both',
     handoff:
       'rejected; or an unknown outcome (timeout, reset, 5xx, lost 201) whose issue is not found within the lookup window — never resent blindly; or not-applied beyond max attempts / max elapsed',
   }),
@@ -192,12 +195,12 @@ export const issuesCreateCommentCard = defineCard(
     parent: 'repository or issue',
     listName: "the issue's comment list",
     idempotentByNature: 'every POST adds one more comment',
-    intentRule: `derived from intent fields ${REPOSITORY}, issue_number and body (one comment with this text on one issue or pull request), or given by the caller`,
+    intentRule: `derived from intent fields ${repository('comment')}, issue_number and body (one comment with this text on one issue or pull request), or given by the caller`,
     intentFields: ['owner', 'repo', 'issue_number', 'body'],
     lookupMethod:
-      'GET /repos/{owner}/{repo}/issues/{issue_number}/comments?since=… (a list ordered by ascending id, not the search API)',
+      'GET /repositories/{id}/issues/{issue_number}/comments?since=… (a list ordered by ascending id, not the search API)',
     reconciler:
-      'the runner, through doLookup: GET /repos/{owner}/{repo}/issues/{issue_number}/comments?since=<first dispatch − clock-skew margin>&per_page=100 (since filters on updated_at, which is never before created_at), a bounded number of pages (a page that fails, or the bound reached with more to read, is "cannot tell"; a walk of several pages is walked again, and an item of its earlier pages gone by then is "cannot tell": the pages are numbered, so a deletion may have moved one unread); the one comment written by the login of the token whose body ends with the marker is adopted, two are "cannot tell"; none is "cannot tell" while the consistency delay or late-apply bound is unknown (notFoundIsAuthoritative), "not found" only past both',
+      'the runner, through doLookup: GET /repositories/{id}/issues/{issue_number}/comments?since=<first dispatch − clock-skew margin>&per_page=100 (since filters on updated_at, which is never before created_at), a bounded number of pages (a page that fails, or the bound reached with more to read, is "cannot tell"; a walk of several pages is walked again, and an item of its earlier pages gone by then is "cannot tell": the pages are numbered, so a deletion may have moved one unread); the one comment written by the login of the token whose body ends with the marker is adopted, two are "cannot tell"; none is "cannot tell" while the consistency delay or late-apply bound is unknown (notFoundIsAuthoritative), "not found" only past both',
     handoff:
       'rejected; or an unknown outcome whose comment is not found within the lookup window — never resent blindly; or not-applied beyond max attempts / max elapsed',
   }),

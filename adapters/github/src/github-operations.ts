@@ -55,14 +55,25 @@ export interface CallOptions {
 
 /** An operation as the adapter runs it: the contract spec plus its SDK call, its lookup list and how to read them. */
 export interface GitHubOperation extends FrameOperation {
-  /** Sends the create through the SDK with the marker in the body. */
-  create(octokit: Octokit, params: unknown, id: BusinessOperationId, options: CallOptions): Promise<GitHubAnswer>;
+  /** Sends the create through the SDK with the marker in the body, to the repository `target` names when given. */
+  create(octokit: Octokit, params: unknown, id: BusinessOperationId, options: Sent): Promise<GitHubAnswer>;
   /** One page of the lookup list: items updated at or after `since`. */
-  list(octokit: Octokit, params: unknown, since: string, page: number, options: CallOptions): Promise<GitHubAnswer>;
+  list(octokit: Octokit, params: unknown, since: string, page: number, options: Sent): Promise<GitHubAnswer>;
   /** The list is newest first by creation, so the walk stops at the first item created before the cutoff. */
   readonly newestFirst: boolean;
   /** Reads a created item (a 201 body or a lookup match); null when it is not one. */
   read(item: unknown): { result: IssueResult | CommentResult; providerRef: string } | null;
+}
+
+/** The call's options and the intent the runner resolved (`ctx.target`: the repository's id in `repo`), if it did. */
+type Sent = CallOptions & { readonly target?: Readonly<Record<string, unknown>> | undefined };
+
+/** The repository's route and its path parameters: by the id the runner read when it did (a name may have passed to
+ * another repository since: GitHub's own pagination links address a repository as /repositories/{id}), else by name. */
+function where({ owner, repo }: Pick<RepoText, 'owner' | 'repo'>, target: Sent['target']) {
+  return target
+    ? { route: '/repositories/{repository_id}', at: { repository_id: String(target.repo) } }
+    : { route: '/repos/{owner}/{repo}', at: { owner, repo } };
 }
 
 export const PER_PAGE = 100;
@@ -110,7 +121,7 @@ function markerInBody(params: unknown) {
 export const issuesCreate: GitHubOperation = {
   name: 'issues.create',
   description:
-    "Open an issue in a GitHub repository (POST /repos/{owner}/{repo}/issues). No provider idempotency: the body carries a hidden marker with the business-operation id, and an unknown outcome is reconciled by listing the repository's newest issues — never resent blindly.",
+    "Open an issue in a GitHub repository (POST /repositories/{id}/issues, the id GET /repos/{owner}/{repo} reads). No provider idempotency: the body carries a hidden marker with the business-operation id, and an unknown outcome is reconciled by listing the repository's newest issues — never resent blindly.",
   card: issuesCreateCard,
   sensitiveFields: ['title', 'body'],
   keyRule: null,
@@ -126,14 +137,15 @@ export const issuesCreate: GitHubOperation = {
   checkParams: markerInBody,
   newestFirst: true,
   // The frame has checked params against the schema, so they go to GitHub as given, with the marker added.
-  create(octokit, params, id, options) {
-    const p = params as IssuesCreateParams & { labels?: string[]; assignees?: string[] };
-    return octokit.rest.issues.create({ ...p, body: withMarker(p.body, id), ...options });
+  create(octokit, params, id, { target, ...options }) {
+    const { owner, repo, ...p } = params as IssuesCreateParams;
+    const { route, at } = where({ owner, repo }, target);
+    return octokit.request(`POST ${route}/issues`, { ...at, ...p, body: withMarker(p.body, id), ...options });
   },
-  list(octokit, params, since, page, options) {
-    const { owner, repo } = params as IssuesCreateParams;
+  list(octokit, params, since, page, { target, ...options }) {
+    const { route, at } = where(params as IssuesCreateParams, target);
     const order = { state: 'all', sort: 'created', direction: 'desc' } as const;
-    return octokit.rest.issues.listForRepo({ owner, repo, ...order, since, per_page: PER_PAGE, page, ...options });
+    return octokit.request(`GET ${route}/issues`, { ...at, ...order, since, per_page: PER_PAGE, page, ...options });
   },
   read(item) {
     if (!isObj(item) || typeof item.number !== 'number' || typeof item.id !== 'number') return null;
@@ -150,7 +162,7 @@ export const issuesCreate: GitHubOperation = {
 export const issuesCreateComment: GitHubOperation = {
   name: 'issues.createComment',
   description:
-    "Comment on a GitHub issue or pull request (POST /repos/{owner}/{repo}/issues/{issue_number}/comments). No provider idempotency: the body carries a hidden marker with the business-operation id, and an unknown outcome is reconciled by listing the issue's comments since the first dispatch — never resent blindly.",
+    "Comment on a GitHub issue or pull request (POST /repositories/{id}/issues/{issue_number}/comments, the id GET /repos/{owner}/{repo} reads). No provider idempotency: the body carries a hidden marker with the business-operation id, and an unknown outcome is reconciled by listing the issue's comments since the first dispatch — never resent blindly.",
   card: issuesCreateCommentCard,
   sensitiveFields: ['body'],
   keyRule: null,
@@ -161,13 +173,17 @@ export const issuesCreateComment: GitHubOperation = {
   }),
   checkParams: markerInBody,
   newestFirst: false,
-  create(octokit, params, id, options) {
+  create(octokit, params, id, { target, ...options }) {
     const p = params as IssuesCreateCommentParams;
-    return octokit.rest.issues.createComment({ ...p, body: withMarker(p.body, id), ...options });
+    const { route, at } = where(p, target);
+    const sent = { ...at, issue_number: p.issue_number, body: withMarker(p.body, id), ...options };
+    return octokit.request(`POST ${route}/issues/{issue_number}/comments`, sent);
   },
-  list(octokit, params, since, page, options) {
-    const { owner, repo, issue_number } = params as IssuesCreateCommentParams;
-    return octokit.rest.issues.listComments({ owner, repo, issue_number, since, per_page: PER_PAGE, page, ...options });
+  list(octokit, params, since, page, { target, ...options }) {
+    const p = params as IssuesCreateCommentParams;
+    const { route, at } = where(p, target);
+    const query = { ...at, issue_number: p.issue_number, since, per_page: PER_PAGE, page, ...options };
+    return octokit.request(`GET ${route}/issues/{issue_number}/comments`, query);
   },
   read(item) {
     if (!isObj(item) || typeof item.id !== 'number') return null;

@@ -1,10 +1,11 @@
 // GitHub names a repository by owner/name in any case, and a renamed one answers under its old name too; a name a
 // repository left can be taken by a new one. The id reads the repository GitHub resolves the name to: a retry under
 // the old name is the same operation (never a second issue), and the new repository under an old name is another.
-import { ConflictError, InvalidIntentError } from '@retrysafe/contract';
+import { asBusinessOperationId, ConflictError, InvalidIntentError } from '@retrysafe/contract';
 import type { Fault } from '@retrysafe/testkit';
+import { lookupContext } from '@retrysafe/testkit/conformance';
 import { describe, expect, it } from 'vitest';
-import { commentParams, issueParams, startRig } from './helpers.js';
+import { commentParams, execute, issueParams, startRig } from './helpers.js';
 
 /** A rig whose GET /repos/acme/widgets (the look-up before the claim) meets `faults`, one per call. */
 async function resolveRig(faults: readonly Fault[]) {
@@ -100,6 +101,42 @@ describe('issues.create, issues.createComment: a send after the name changed han
   };
   const issuesIn = (sandbox: { issues(): readonly { kind: string; repositoryId: number }[] }, id: number) =>
     sandbox.issues().filter((i) => i.kind === 'issue' && i.repositoryId === id).length;
+
+  // The name resolved, then handed over before the first send (the claim lies between): the send goes by the id read.
+  for (const [operation, params] of [
+    ['issues.create', issueParams(12)],
+    ['issues.createComment', commentParams(12)],
+  ] as const)
+    it(`${operation}: the name handed over between the read and the send ⇒ created in the repository the id names`, async () => {
+      const rig = await startRig([], { repositories: { 'acme/widgets': OLD } });
+      const moving: typeof rig.adapter = {
+        ...rig.adapter,
+        async doResolveIntent(...args) {
+          const read = await rig.adapter.doResolveIntent!(...args);
+          handOver(rig.sandbox);
+          return read;
+        },
+      };
+      expect(await rig.runner.run(moving, operation, { params })).toMatchObject({ status: 'done' });
+      const created = rig.sandbox
+        .issues()
+        .filter((i) => i.kind === 'issue')
+        .map((i) => i.repositoryId);
+      expect(operation === 'issues.create' ? created : rig.sandbox.count(operation)).toEqual(
+        operation === 'issues.create' ? [OLD] : 1,
+      );
+    });
+
+  it('a lookup goes by the id read (ctx.target): finds the issue in the renamed repository, not in the new one', async () => {
+    const rig = await startRig([], { repositories: { 'acme/widgets': OLD } });
+    const id = asBusinessOperationId('flaky-13');
+    expect(await execute(rig.adapter, 'issues.create', issueParams(13), id)).toMatchObject({ kind: 'succeeded' });
+    handOver(rig.sandbox);
+    const now = rig.clock.now();
+    const over = { firstDispatchedAt: now, now, target: { owner: 'repository', repo: String(OLD) } };
+    const ctx = lookupContext(rig.adapter, 'issues.create', id, issueParams(13), over);
+    expect(await rig.adapter.doLookup('issues.create', ctx)).toMatchObject({ kind: 'found' });
+  });
 
   it('a retry after a 429 ⇒ nothing created in the new repository: handed off saying why', async () => {
     const rig = await startRig([], { repositories: { 'acme/widgets': OLD } });

@@ -126,9 +126,9 @@ function msGraphCard({ refusals, handoff, limits, reconciler, unverified, ...spe
   });
 }
 
-/** How the id reads the mailbox: Graph's own identity of the user, asked before the claim (msgraph-adapter.ts). */
-const MAILBOX =
-  'mailbox (as Graph resolves it before the claim: me for the signed-in user however spelled, else the user’s object id)';
+/** How the id reads the mailbox: Graph's own identity of the user, asked before the claim (msgraph-adapter.ts), and
+ * where the request and its lookup go: that user, whom a UPN passing to another user does not move. */
+const MAILBOX = `mailbox (as Graph resolves it before the claim and before every later send or lookup: me for the signed-in user however spelled, else the user’s object id; the request and its lookup go to /me or /users/{that id} (${S.providers}, The mailbox), so a UPN given to another user in between never reaches that user’s mailbox; to the mailbox as given only under an intent the caller gives)`;
 // Folding two zone names Graph may keep apart would give two slots one id and lose an event.
 const ZONE_AS_SPELLED = `a timeZone is compared as spelled: ${S.dateTimeTimeZone} lists Windows and IANA names but documents no two as one zone, so UTC and Etc/UTC, or Pacific Standard Time and America/Los_Angeles, derive two ids (and two transactionIds); a retry must repeat the first spelling (under the first businessOperationId another spelling is an intent conflict)`;
 

@@ -36,7 +36,7 @@ export type MsGraphOperationTypes = {
 };
 
 /** The ids of the operation and where the adapter's options say to write them. */
-export type BuildContext = Pick<FramedLookupContext, 'businessOperationId' | 'providerKey'> & {
+export type BuildContext = Pick<FramedLookupContext, 'businessOperationId' | 'providerKey' | 'target'> & {
   readonly extendedPropertyId: string;
   readonly applicationName: string;
 };
@@ -55,7 +55,12 @@ export interface GraphOperation<P = unknown> extends FrameOperation {
 export const isObj = (v: unknown): v is Record<string, unknown> =>
   typeof v === 'object' && v !== null && !Array.isArray(v);
 
-const mailboxPath = (mailbox: string) => (mailbox === 'me' ? '/me' : `/users/${encodeURIComponent(mailbox)}`);
+/** The mailbox as the runner read it (`me`, else the user's object id) when it did; else as the params name it. By id, a
+ * UPN given to another user since the read never sends or reads there. */
+const mailboxPath = ({ mailbox }: { mailbox: string }, { target }: BuildContext) => {
+  const user = String(target?.mailbox ?? mailbox);
+  return user === 'me' ? '/me' : `/users/${encodeURIComponent(user)}`;
+};
 
 const odataString = (value: string) => `'${value.replace(/'/g, "''")}'`;
 
@@ -172,7 +177,7 @@ export const mailSend: GraphOperation<MailSendParams> = {
   ],
   paramsSchema: MAIL_SEND_PARAMS,
   build: (p, ctx) => ({
-    path: `${mailboxPath(p.mailbox)}/sendMail`,
+    path: `${mailboxPath(p, ctx)}/sendMail`,
     body: {
       message: { ...p.message, singleValueExtendedProperties: withTag(p.message.singleValueExtendedProperties, ctx) },
       saveToSentItems: true,
@@ -180,7 +185,7 @@ export const mailSend: GraphOperation<MailSendParams> = {
   }),
   lookup: (p, ctx) =>
     taggedLookup(
-      `${mailboxPath(p.mailbox)}/mailFolders/sentitems/messages`,
+      `${mailboxPath(p, ctx)}/mailFolders/sentitems/messages`,
       ['id', 'internetMessageId', 'sentDateTime'],
       ctx,
     ),
@@ -215,20 +220,20 @@ const eventsCreate: GraphOperation<EventsCreateParams> = {
   paramsSchema: EVENTS_CREATE_PARAMS,
   conflictMayMeanApplied: true,
   build: (p, ctx) => ({
-    path: `${mailboxPath(p.mailbox)}/events`,
+    path: `${mailboxPath(p, ctx)}/events`,
     body: {
       ...p.event,
       transactionId: ctx.providerKey,
       singleValueExtendedProperties: withTag(p.event.singleValueExtendedProperties, ctx),
     },
   }),
-  lookup: (p, ctx) => taggedLookup(`${mailboxPath(p.mailbox)}/events`, EVENT_FIELDS, ctx),
+  lookup: (p, ctx) => taggedLookup(`${mailboxPath(p, ctx)}/events`, EVENT_FIELDS, ctx),
   owns: ownsTag,
   read: readItem(EVENT_FIELDS),
 };
 
-const tasksPath = (p: TodoTasksCreateParams) =>
-  `${mailboxPath(p.mailbox)}/todo/lists/${encodeURIComponent(p.listId)}/tasks`;
+const tasksPath = (p: TodoTasksCreateParams, ctx: BuildContext) =>
+  `${mailboxPath(p, ctx)}/todo/lists/${encodeURIComponent(p.listId)}/tasks`;
 
 const todoTasksCreate: GraphOperation<TodoTasksCreateParams> = {
   name: 'todo.tasks.create',
@@ -249,10 +254,10 @@ const todoTasksCreate: GraphOperation<TodoTasksCreateParams> = {
       displayName: 'retrysafe business operation',
       externalId: ctx.businessOperationId,
     };
-    return { path: tasksPath(p), body: { ...p.task, linkedResources: [...existing, link] } };
+    return { path: tasksPath(p, ctx), body: { ...p.task, linkedResources: [...existing, link] } };
   },
   lookup: (p, ctx) => ({
-    path: tasksPath(p),
+    path: tasksPath(p, ctx),
     // Both: a caller's own link (another application) may carry an externalId equal to this id.
     filter: `linkedResources/any(r: r/applicationName eq ${odataString(ctx.applicationName)} and r/externalId eq ${odataString(ctx.businessOperationId)})`,
     select: TASK_FIELDS,

@@ -248,9 +248,10 @@ describe('provider validation errors come back as rejected with the Graph code',
       [{ pii: false }, 'nobody@contoso.test'],
     ] as const) {
       const ledger = createMemoryLedger();
-      const r = await createRunner({ ledger, redact }).run(adapter, 'mail.send', {
-        params: mailParams(1, 'nobody@contoso.test'),
-      });
+      const params = mailParams(1, 'nobody@contoso.test');
+      // The caller's intent: no user is read, so the POST names the mailbox by the address Graph's answer echoes.
+      const intent = { mailbox: params.mailbox, message: params.message };
+      const r = await createRunner({ ledger, redact }).run(adapter, 'mail.send', { params, intent });
       expect(r.status).toBe('handed-off');
       expect(await exportReceiptsJsonl(ledger)).toContain(`The requested user '${shown}' is invalid.`);
     }

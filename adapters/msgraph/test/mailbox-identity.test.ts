@@ -4,10 +4,11 @@ import { ConflictError, InvalidIntentError } from '@retrysafe/contract';
 import { createMemoryLedger, createRunner, createVirtualClock } from '@retrysafe/core';
 import { type Fault, startFaultProxy } from '@retrysafe/testkit';
 import { closeAfterTest } from '@retrysafe/testkit/close-after-test';
+import { lookupContext } from '@retrysafe/testkit/conformance';
 import { describe, expect, it } from 'vitest';
 import { createMsGraphAdapter } from '../src/index.js';
 import { SANDBOX_SIGNED_IN_USER, startMsGraphSandbox } from '../src/sandbox/index.js';
-import { closedPortUrl, eventParams, mailParams, TOKEN } from './helpers.js';
+import { closedPortUrl, eventParams, mailParams, TOKEN, taskParams } from './helpers.js';
 
 async function rig(signedInUser?: null) {
   const sandbox = closeAfterTest(await startMsGraphSandbox({ accessToken: TOKEN, signedInUser }));
@@ -73,6 +74,43 @@ describe('mail.send: a retry after the UPN passed to another user', () => {
     expect(sandbox.count('mail.send')).toBe(0);
     expect(result).toMatchObject({ status: 'handed-off', packet: { lastKnown: { message: /another object/ } } });
   });
+});
+
+// The UPN read, then given to another user before the send (the claim lies between), or before a lookup: both go to the
+// user the read named (ctx.target), never to the mailbox the UPN names by then.
+describe('a UPN given to another user between the read and the request', () => {
+  const OTHER = '00000000-0000-4000-8000-0000000000bb';
+  const cases = [
+    ['mail.send', mailParams(7, 'ann@contoso.test')],
+    ['events.create', eventParams(7, 'ann@contoso.test')],
+    ['todo.tasks.create', taskParams(7, 'tasks', 'ann@contoso.test')],
+  ] as const;
+
+  for (const [operation, params] of cases)
+    it(`${operation}: created in the mailbox of the user the id names`, async () => {
+      const { sandbox, adapter, runner } = await rig();
+      const ann = sandbox.userId('ann@contoso.test');
+      const moving: typeof adapter = {
+        ...adapter,
+        async doResolveIntent(...args) {
+          const read = await adapter.doResolveIntent!(...args);
+          sandbox.assignUser('ann@contoso.test', OTHER);
+          return read;
+        },
+      };
+      expect(await runner.run(moving, operation, { params })).toMatchObject({ status: 'done' });
+      expect(sandbox.records().map((r) => r.user)).toEqual([ann]);
+    });
+
+  for (const [operation, params] of cases)
+    it(`${operation}: the lookup reads the mailbox of the user the id names`, async () => {
+      const { sandbox, adapter, runner } = await rig();
+      const ann = sandbox.userId('ann@contoso.test');
+      const { businessOperationId: id } = await runner.run(adapter, operation, { params });
+      sandbox.assignUser('ann@contoso.test', OTHER);
+      const ctx = lookupContext(adapter, operation, id, params, { target: { ...params, mailbox: ann } });
+      expect(await adapter.doLookup(operation, ctx)).toMatchObject({ kind: 'found' });
+    });
 });
 
 describe('events.create: a timeZone is read as spelled', () => {

@@ -23,7 +23,9 @@ import {
  * updated_at, pages) and an issue's comment list show a new item at once; the search endpoint lags
  * behind writes (`searchLagMs`), so a search right after a lost answer misses the issue; scripted
  * rate limits answer 403/429 with `retry-after` or `x-ratelimit-remaining: 0` + `x-ratelimit-reset`,
- * before anything is applied; `owner` and `repo` name one repository in any case, as GitHub reads them.
+ * before anything is applied; `owner` and `repo` name one repository in any case, as GitHub reads them, and
+ * `/repositories/{id}/…` names it by its id, whatever its name (the URL GitHub's own pagination links give for
+ * `/repos/{owner}/{repo}/issues`: https://docs.github.com/en/rest/using-the-rest-api/using-pagination-in-the-rest-api).
  * Network faults are the testkit's fault proxy's, in front of it.
  */
 
@@ -110,7 +112,9 @@ export interface GitHubSandbox {
 }
 
 const DOCS = 'https://docs.github.com/rest';
-const REPO = '([A-Za-z0-9_.-]+)/([A-Za-z0-9_.-]+)';
+const NAME = '[A-Za-z0-9_.-]+';
+/** A repository by owner/name (m[1], m[2]) or by its id (m[3]). */
+const REPO = `(?:/repos/(${NAME})/(${NAME})|/repositories/(\\d+))`;
 
 class HttpError extends Error {
   constructor(
@@ -167,13 +171,13 @@ const route = (method: string, re: string, kind: SandboxKind): Route<{ kind: San
   handle: (_req, m) => ({ kind, m: m! }),
 });
 const ROUTES = [
-  route('POST', `/repos/${REPO}/issues`, 'issues.create'),
-  route('GET', `/repos/${REPO}/issues`, 'issues.list'),
-  route('POST', `/repos/${REPO}/issues/(\\d+)/comments`, 'issues.createComment'),
-  route('GET', `/repos/${REPO}/issues/(\\d+)/comments`, 'comments.list'),
+  route('POST', `${REPO}/issues`, 'issues.create'),
+  route('GET', `${REPO}/issues`, 'issues.list'),
+  route('POST', `${REPO}/issues/(\\d+)/comments`, 'issues.createComment'),
+  route('GET', `${REPO}/issues/(\\d+)/comments`, 'comments.list'),
   route('GET', '/search/issues', 'search.issues'),
   route('GET', '/user', 'user'),
-  route('GET', `/repos/${REPO}`, 'repo'),
+  route('GET', `/repos/(${NAME})/(${NAME})`, 'repo'),
 ];
 
 function rateLimited(f: Extract<SandboxFault, { kind: 'rate-limited' }>, nowMs: number): SandboxReply {
@@ -249,11 +253,25 @@ export async function startGitHubSandbox(options: GitHubSandboxOptions = {}): Pr
     if (!repositories.has(key)) repositories.set(key, 1_000_000 + repositories.size);
     return repositories.get(key)!;
   };
-  for (const s of options.seed ?? []) addIssue(`${s.owner}/${s.repo}`, 'seeded', s.title, '', 'retrysafe-bot');
+  const named = (spelt: string) => ({ rid: repositoryId(spelt), spelt });
+  /** The repository a request names: by owner/name, or by an id some name was given (else 404). */
+  const repositoryOf = (m: RegExpExecArray) => {
+    if (m[3] === undefined) return named(repoOf(m));
+    const rid = Number(m[3]);
+    const spelt = [...repositories].find(([, id]) => id === rid)?.[0];
+    if (spelt === undefined) throw new HttpError(404, 'Not Found');
+    return { rid, spelt };
+  };
+  for (const s of options.seed ?? []) addIssue(named(`${s.owner}/${s.repo}`), 'seeded', s.title, '', 'retrysafe-bot');
 
-  function addIssue(spelt: string, kind: SandboxIssue['kind'], title: string, body: string, login: string) {
+  function addIssue(
+    { rid, spelt }: { rid: number; spelt: string },
+    kind: SandboxIssue['kind'],
+    title: string,
+    body: string,
+    login: string,
+  ) {
     // The repository keeps the name it was first spelt with, as GitHub keeps its own.
-    const rid = repositoryId(spelt);
     const repo = issues.find((i) => i.repositoryId === rid)?.repo ?? spelt;
     const number = Math.max(0, ...issues.filter((i) => i.repositoryId === rid).map((i) => i.number)) + 1;
     const at = clock.now();
@@ -288,8 +306,9 @@ export async function startGitHubSandbox(options: GitHubSandboxOptions = {}): Pr
     };
   }
 
-  function findIssue(repo: string, number: string): SandboxIssue {
-    const issue = issues.find((i) => i.repositoryId === repositoryId(repo) && String(i.number) === number);
+  function findIssue(m: RegExpExecArray): SandboxIssue {
+    const { rid } = repositoryOf(m);
+    const issue = issues.find((i) => i.repositoryId === rid && String(i.number) === m[4]);
     if (!issue) throw new HttpError(404, 'Not Found');
     return issue;
   }
@@ -298,11 +317,11 @@ export async function startGitHubSandbox(options: GitHubSandboxOptions = {}): Pr
     'issues.create': (req, m) => {
       const b = readBody(req);
       if (typeof b.title !== 'string' || b.title === '') throw missing('Issue', 'title');
-      const issue = addIssue(repoOf(m), 'issue', b.title, typeof b.body === 'string' ? b.body : '', loginOf(req));
+      const issue = addIssue(repositoryOf(m), 'issue', b.title, typeof b.body === 'string' ? b.body : '', loginOf(req));
       return { status: 201, body: issueJson(issue) };
     },
     'issues.createComment': (req, m) => {
-      const issue = findIssue(repoOf(m), m[3]!);
+      const issue = findIssue(m);
       const b = readBody(req);
       if (typeof b.body !== 'string' || b.body === '') throw missing('IssueComment', 'body');
       const c: SandboxComment = {
@@ -322,9 +341,10 @@ export async function startGitHubSandbox(options: GitHubSandboxOptions = {}): Pr
       const since = sinceOf(q);
       const asc = q.get('direction') === 'asc';
       // Every sandbox issue is open; `since` is on updated_at; `sort` is by creation (ids grow with it).
+      const { rid } = repositoryOf(m);
       const list = issues.filter(
         (i) =>
-          i.repositoryId === repositoryId(repoOf(m)) &&
+          i.repositoryId === rid &&
           (state === 'open' || state === 'all') &&
           secondOf(updatedAt.get(i.id) ?? i.createdAt) >= since,
       );
@@ -332,7 +352,7 @@ export async function startGitHubSandbox(options: GitHubSandboxOptions = {}): Pr
       return { status: 200, body: page(sorted, q).map(issueJson) };
     },
     'comments.list': (req, m) => {
-      const issue = findIssue(repoOf(m), m[3]!);
+      const issue = findIssue(m);
       const since = sinceOf(req.query);
       const list = comments.filter(
         (c) => c.repo === issue.repo && c.issueNumber === issue.number && secondOf(c.createdAt) >= since,
@@ -392,7 +412,7 @@ export async function startGitHubSandbox(options: GitHubSandboxOptions = {}): Pr
       if (issue) updatedAt.set(issue.id, clock.now());
     },
     addPullRequest: (owner, repo, title, body) =>
-      addIssue(`${owner}/${repo}`, 'pull-request', title, body, 'retrysafe-bot'),
+      addIssue(named(`${owner}/${repo}`), 'pull-request', title, body, 'retrysafe-bot'),
     deleteIssue: (owner, repo, number) => {
       const at = issues.findIndex((i) => sameRepo(i.repo, `${owner}/${repo}`) && i.number === number);
       return at >= 0 && issues.splice(at, 1).length === 1;

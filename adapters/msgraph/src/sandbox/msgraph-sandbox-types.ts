@@ -58,6 +58,8 @@ export interface SandboxMessage {
   readonly kind: 'mail.send';
   readonly id: string;
   readonly mailbox: string;
+  /** The user's object id the mailbox named when the request arrived (a UPN given to another user since moves it not). */
+  readonly user: string;
   readonly internetMessageId: string;
   readonly subject: string | null;
   readonly toRecipients: readonly string[];
@@ -69,6 +71,8 @@ export interface SandboxEvent {
   readonly kind: 'events.create';
   readonly id: string;
   readonly mailbox: string;
+  /** The user's object id the mailbox named when the request arrived (a UPN given to another user since moves it not). */
+  readonly user: string;
   readonly iCalUId: string;
   readonly transactionId: string | null;
   readonly subject: string;
@@ -81,6 +85,8 @@ export interface SandboxTask {
   readonly kind: 'todo.tasks.create';
   readonly id: string;
   readonly mailbox: string;
+  /** The user's object id the mailbox named when the request arrived (a UPN given to another user since moves it not). */
+  readonly user: string;
   readonly listId: string;
   readonly title: string;
   readonly linkedResources: readonly { applicationName?: string; displayName?: string; externalId?: string }[];

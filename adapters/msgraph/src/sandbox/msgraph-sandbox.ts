@@ -39,6 +39,8 @@ import type {
 interface Route {
   kind: SandboxKind;
   mailbox: string;
+  /** The user's object id the mailbox names now: Graph's mailbox is the user, however the path spells it. */
+  user: string;
   listId?: string;
 }
 
@@ -116,6 +118,7 @@ function apply(state: GraphState, route: Route, body: unknown): { status: number
       kind: 'mail.send',
       id: `AAMkMsg${randomUUID().replace(/-/g, '')}`,
       mailbox: route.mailbox,
+      user: route.user,
       internetMessageId: `<${randomUUID()}@sandbox.graph.test>`,
       subject: typeof msg.subject === 'string' ? msg.subject : null,
       toRecipients: to,
@@ -138,7 +141,7 @@ function apply(state: GraphState, route: Route, body: unknown): { status: number
     if (tx !== null && state.duplicateTx !== 'create-new') {
       const existing = state.records.find(
         (r): r is SandboxEvent =>
-          r.kind === 'events.create' && r.mailbox === route.mailbox && r.transactionId === tx && !state.expired.has(r),
+          r.kind === 'events.create' && r.user === route.user && r.transactionId === tx && !state.expired.has(r),
       );
       if (existing) {
         if (state.duplicateTx === 'conflict')
@@ -150,6 +153,7 @@ function apply(state: GraphState, route: Route, body: unknown): { status: number
       kind: 'events.create',
       id: `AAMkEvt${randomUUID().replace(/-/g, '')}`,
       mailbox: route.mailbox,
+      user: route.user,
       iCalUId: `040000008200E00074C5B7101A82E008${randomUUID().replace(/-/g, '').toUpperCase()}`,
       transactionId: tx,
       subject: body.subject,
@@ -173,6 +177,7 @@ function apply(state: GraphState, route: Route, body: unknown): { status: number
     kind: 'todo.tasks.create',
     id: `AAMkTask${randomUUID().replace(/-/g, '')}`,
     mailbox: route.mailbox,
+    user: route.user,
     listId: route.listId,
     title: body.title,
     linkedResources: links.map((l) => ({
@@ -211,14 +216,13 @@ function lookup(
       items = state.records
         .filter(
           (r): r is SandboxMessage =>
-            r.kind === 'mail.send' && r.mailbox === route.mailbox && r.visibleAt <= t && tagged(r.extendedProperties),
+            r.kind === 'mail.send' && r.user === route.user && r.visibleAt <= t && tagged(r.extendedProperties),
         )
         .map((r) => ({ ...messageJson(r), singleValueExtendedProperties: tagOf(r.extendedProperties) }));
     } else {
       items = state.records
         .filter(
-          (r): r is SandboxEvent =>
-            r.kind === 'events.create' && r.mailbox === route.mailbox && tagged(r.extendedProperties),
+          (r): r is SandboxEvent => r.kind === 'events.create' && r.user === route.user && tagged(r.extendedProperties),
         )
         .map((r) => ({ ...eventJson(r), singleValueExtendedProperties: tagOf(r.extendedProperties) }));
     }
@@ -233,7 +237,7 @@ function lookup(
       .filter(
         (r): r is SandboxTask =>
           r.kind === 'todo.tasks.create' &&
-          r.mailbox === route.mailbox &&
+          r.user === route.user &&
           r.listId === route.listId &&
           // Case-sensitivity of this filter is not documented: the sandbox takes the case-insensitive worst case.
           r.linkedResources.some(
@@ -327,8 +331,10 @@ export async function startMsGraphSandbox(options: MsGraphSandboxOptions = {}): 
   const now = clock.now;
   const faults = createFaultScripts<SandboxKind, SandboxFault>('pass', options.faults);
   const log = createRequestLog<{ -readonly [K in keyof SandboxRequest]: SandboxRequest[K] }>('msgraph sandbox');
-  const users = options.users ? new Set(options.users.map((u) => u.toLowerCase())) : null;
-  const directory = createDirectory(options.signedInUser === undefined ? SANDBOX_SIGNED_IN_USER : options.signedInUser);
+  const signedIn = options.signedInUser === undefined ? SANDBOX_SIGNED_IN_USER : options.signedInUser;
+  const directory = createDirectory(signedIn);
+  // By object id: a user is there under its UPN and its id alike.
+  const users = options.users ? new Set(options.users.map(directory.idOf)) : null;
   const state: GraphState = {
     records: [],
     now,
@@ -354,13 +360,13 @@ export async function startMsGraphSandbox(options: MsGraphSandboxOptions = {}): 
     };
   }
 
-  function mailboxOf(m: RegExpExecArray): string {
+  function mailboxOf(m: RegExpExecArray): Pick<Route, 'mailbox' | 'user'> {
     const user = m[2];
-    if (user === undefined) return 'me';
+    if (user === undefined) return { mailbox: 'me', user: signedIn?.id ?? 'me' };
     const id = decodeURIComponent(user);
-    if (users && !users.has(id.toLowerCase()))
+    if (users && !users.has(directory.idOf(id)))
       throw new HttpError(404, 'ErrorInvalidUser', `The requested user '${id}' is invalid.`);
-    return id.toLowerCase();
+    return { mailbox: id.toLowerCase(), user: directory.idOf(id) };
   }
 
   const server = await startLoopbackServer({
@@ -411,7 +417,7 @@ export async function startMsGraphSandbox(options: MsGraphSandboxOptions = {}): 
         }
         const route: Route = {
           kind,
-          mailbox: mailboxOf(matched.m),
+          ...mailboxOf(matched.m),
           ...(matched.m[3] !== undefined ? { listId: decodeURIComponent(matched.m[3]) } : {}),
         };
         const isCreate = method === 'POST';
