@@ -93,8 +93,7 @@ export function checkRenewal(leaseMs: number, now: number): void {
 }
 
 export function checkPruneOptions(options: PruneOptions): readonly OperationState[] {
-  if (!options || typeof options.before !== 'number' || !Number.isFinite(options.before))
-    throw new LedgerError('prune: before must be epoch ms');
+  if (!Number.isSafeInteger(options?.before)) throw new LedgerError('prune: before must be whole epoch ms');
   if (options.batchSize !== undefined && !(Number.isInteger(options.batchSize) && options.batchSize >= 1))
     throw new LedgerError('prune: batchSize must be an integer ≥ 1');
   if (options.onPrune !== undefined && typeof options.onPrune !== 'function')

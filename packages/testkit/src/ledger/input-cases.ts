@@ -166,6 +166,8 @@ export function boundCases(test: Test): void {
     await refused(l.setState(ref, { state: 'unknown', now: 2 ** 60 }), LedgerError);
     await refused(l.renewLease(ref, 1e20, T0 + 1), LedgerError);
     await refused(l.recoverCandidates(T0 + 0.5), LedgerError);
+    if (typeof l.prune === 'function')
+      for (const before of [T0 + 0.5, 1e200]) await refused(l.prune({ before }), LedgerError);
     expect(await l.get(id('odd-time'))).toEqual(record);
   });
 
