@@ -148,11 +148,13 @@ export function withinSize(st: Stored, build: (st: Stored) => Item, max: number)
   return { ...fitted, item: build(fitted) };
 }
 
-/** Refuses, before anything is written, an item DynamoDB would refuse or that leaves no room to finish. */
-export function checkSize(item: Item, max: number, what: string, restart: boolean): void {
+/** Refuses, before anything is written, an item DynamoDB would refuse or that leaves no room to finish. `restarted`:
+ * the state of a closed operation the claim would run again (only a hand-off can be resolved). */
+export function checkSize(item: Item, max: number, what: string, restarted?: OperationRecord['state']): void {
   const bytes = itemBytes(item);
   if (bytes <= max) return;
-  const instead = restart ? ': its run could not store its writes; resolve it instead (mark-done or abandon)' : '';
+  const then = restarted === 'handed-off' ? 'resolve it instead (mark-done or abandon)' : 'it can only be pruned';
+  const instead = restarted ? `: its receipts leave no room for another run; ${then}` : '';
   throw new LedgerError(
     `${what} of ${item.id?.S}: the operation's item would be ${bytes} bytes, more than the ${max} this DynamoDB ledger writes (the item limit is 400 KB); nothing written${instead}`,
   );

@@ -197,6 +197,17 @@ describe('the DynamoDB ledger item limit', () => {
     await l.close();
   });
 
+  it('an operation given back (not-sent) whose receipts filled its item: a new run of its id is refused saying it can only be pruned, not resolved', async () => {
+    const { l, id, ref, next } = await filledToTheRoom('full-not-sent', 200, [40]);
+    await l.first.setState(ref, { state: 'not-sent', now: T0 + 1, receipt: bigReceipt(id, next(), 40) });
+    const params = { ref: id, blob: 'y'.repeat(200 * 1024) };
+    const err = await l.first.claim(claimOf(id, { params, now: T0 + 2 })).catch((e: unknown) => e);
+    expect(LedgerError.isInstance(err) && !err.providerMayHaveBeenCalled, String(err)).toBe(true);
+    expect(String(err)).toMatch(/no room for another run.*prune/);
+    expect(String(err)).not.toMatch(/mark-done/);
+    await l.close();
+  });
+
   it('a resume of a handed-off operation too large for its run to store is refused before the claim (LedgerError, nothing written); a person can still close it', async () => {
     const { l, id, ref, next } = await filledToTheRoom('full-resume', 200, [40]);
     // Past the room of an open operation (its receipts took it to about 320 KB).
