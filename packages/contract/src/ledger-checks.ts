@@ -30,7 +30,7 @@ export function checkNow(now: number, what: string): void {
 
 /** A fraction is rounded up where a ledger stores whole ms; the lease must end within the safe integers, as `now`. */
 export function checkLease(leaseMs: number, now: number, what: string): void {
-  if (!(leaseMs > 0 && Number.isSafeInteger(Math.ceil(now + leaseMs))))
+  if (!(Number.isFinite(leaseMs) && leaseMs > 0 && Number.isSafeInteger(Math.ceil(now + leaseMs))))
     throw new LedgerError(
       `${what}: leaseMs must be a number > 0 ending within the safe integers, got ${String(leaseMs)}`,
     );

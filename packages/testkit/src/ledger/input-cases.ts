@@ -158,7 +158,7 @@ export function boundCases(test: Test): void {
   });
 
   test('refuses a time that is no whole ms or past the safe integers, and a lease ending past them, alike (LedgerError), writing nothing', async (l) => {
-    for (const over of [{ now: T0 + 0.5 }, { now: 1e200 }, { leaseMs: 1e20 }])
+    for (const over of [{ now: T0 + 0.5 }, { now: 1e200 }, { leaseMs: 1e20 }, { leaseMs: '5' as never }])
       await refused(l.claim(claimInput('odd-time', over)), LedgerError);
     expect(await l.get(id('odd-time'))).toBeNull();
     const { ref, record } = await claimed(l, 'odd-time');
