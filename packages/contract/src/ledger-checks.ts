@@ -23,14 +23,17 @@ export function choiceOption<T extends string>(value: T | undefined, allowed: re
   return value;
 }
 
+/** Whole ms within the safe integers: what every store keeps exactly (PostgreSQL's bigint, DynamoDB's numbers). */
 export function checkNow(now: number, what: string): void {
-  if (!Number.isFinite(now)) throw new LedgerError(`${what}: now must be epoch ms, got ${String(now)}`);
+  if (!Number.isSafeInteger(now)) throw new LedgerError(`${what}: now must be whole epoch ms, got ${String(now)}`);
 }
 
-/** A fraction is rounded up where a ledger stores whole ms. */
-export function checkLease(leaseMs: number, what: string): void {
-  if (!(Number.isFinite(leaseMs) && leaseMs > 0))
-    throw new LedgerError(`${what}: leaseMs must be a number > 0, got ${String(leaseMs)}`);
+/** A fraction is rounded up where a ledger stores whole ms; the lease must end within the safe integers, as `now`. */
+export function checkLease(leaseMs: number, now: number, what: string): void {
+  if (!(Number.isFinite(leaseMs) && leaseMs > 0 && Number.isSafeInteger(Math.ceil(now + leaseMs))))
+    throw new LedgerError(
+      `${what}: leaseMs must be a number > 0 ending within the safe integers, got ${String(leaseMs)}`,
+    );
 }
 
 export function checkLimit(limit: number | undefined, what: string): void {
@@ -86,12 +89,11 @@ export function checkPacket(packet: HandoffPacket): void {
 
 export function checkRenewal(leaseMs: number, now: number): void {
   checkNow(now, 'renewLease');
-  checkLease(leaseMs, 'renewLease');
+  checkLease(leaseMs, now, 'renewLease');
 }
 
 export function checkPruneOptions(options: PruneOptions): readonly OperationState[] {
-  if (!options || typeof options.before !== 'number' || !Number.isFinite(options.before))
-    throw new LedgerError('prune: before must be epoch ms');
+  if (!Number.isSafeInteger(options?.before)) throw new LedgerError('prune: before must be whole epoch ms');
   if (options.batchSize !== undefined && !(Number.isInteger(options.batchSize) && options.batchSize >= 1))
     throw new LedgerError('prune: batchSize must be an integer ≥ 1');
   if (options.onPrune !== undefined && typeof options.onPrune !== 'function')
@@ -123,8 +125,8 @@ const STORABLE = [...CLAIM_TEXTS, 'providerKey', 'account', 'owner'] as const;
 
 /** `leaseNow`: the clock the claim's lease is judged on. */
 export function checkClaim(input: ClaimInput, leaseNow: number): void {
-  checkLease(input.leaseMs, 'claim');
   checkNow(input.now, 'claim');
+  checkLease(input.leaseMs, input.now, 'claim');
   if (typeof input.owner !== 'string' || input.owner.length === 0)
     throw new LedgerError('claim: owner must be a non-empty string');
   if (!Number.isFinite(leaseNow)) throw new LedgerError('claim: the lease clock must be epoch ms');

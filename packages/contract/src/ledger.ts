@@ -18,6 +18,7 @@ export {
   checkStatePatch,
   choiceOption,
   numberOption,
+  unstorable,
 } from './ledger-checks.js';
 export * from './ledger-states.js';
 export * from './ledger-stored.js';

@@ -1,4 +1,4 @@
-/** Time as the runner sees it (epoch ms). Injected so tests run on a virtual clock. */
+/** Time as the runner sees it: whole epoch ms, the only times a ledger takes. Injected so tests run on a virtual clock. */
 export type Clock = typeof systemClock;
 
 // setTimeout runs a longer delay after 1 ms; a card's durations (30d) can ask for more.

@@ -9,6 +9,7 @@ import type {
   Receipt,
   SafeAction,
 } from '@retrysafe/contract';
+import { unstorable } from '@retrysafe/contract/ledger';
 import { defined } from './defined.js';
 import { RunnerConfigurationError } from './errors/runner-configuration-error.js';
 import {
@@ -151,7 +152,9 @@ function nextActions(input: PacketInput, created: string | undefined): SafeActio
 export function buildPacket(input: PacketInput): HandoffPacket {
   const { record, receipts } = input;
   const last = receipts.at(-1);
-  const lastRef = receipts.findLast((r) => r.providerRef !== undefined)?.providerRef ?? record.providerRef ?? undefined;
+  // A reference no ledger can store (the attempts keep it) would have the hand-off refused, the operation left open.
+  const storable = (r: Receipt) => r.providerRef !== undefined && !unstorable(r.providerRef);
+  const lastRef = receipts.findLast(storable)?.providerRef ?? record.providerRef ?? undefined;
   const created = receipts.findLast((r) => r.created !== undefined)?.created;
   return {
     businessOperationId: record.businessOperationId,

@@ -76,3 +76,22 @@ describe('a rejection whose `created` the runner cannot read', () => {
     expect(ConflictError.isInstance(corrected)).toBe(true);
   });
 });
+
+describe('a provider reference no ledger can store (U+0000, a lone surrogate) in an answer the receipts keep', () => {
+  it('still hands the operation off (the packet names the last reference a ledger can store), never left open for ever', async () => {
+    const { adapter, runner, ledger, clock } = setup();
+    const refusedEachTime = wrapped(adapter, (async () => ({
+      kind: 'not-applied',
+      message: 'throttled',
+      providerRef: 'req\u0000\uD800',
+    })) as unknown as AdapterV1['doExecute']);
+    const r = await runner.run(refusedEachTime, OP, { params: { ref: 'nul-ref-1' } });
+    expect(r.status).toBe('handed-off');
+    if (r.status !== 'handed-off') throw new Error(r.status);
+    expect(r.packet.lastKnown).not.toHaveProperty('providerRef');
+    expect(r.packet.attempts[0]).toMatchObject({ providerRef: 'req\u0000\uD800' });
+    clock.advance(3_600_000);
+    expect(await runner.recover({ adapters: [refusedEachTime] })).toEqual([]);
+    expect(await ledger.get(r.businessOperationId)).toMatchObject({ state: 'handed-off' });
+  });
+});

@@ -53,6 +53,13 @@ describe('pruneLedger: the margin in force is the policy’s, as the runner’s'
     });
   });
 
+  it('a duration of a fraction of a ms cuts off at the whole ms before it (ledgers take whole ms): nothing younger goes', async () => {
+    const ledger = await ledgerWith('a.day', 28 * H);
+    const cards = [card('24h', 'a.day')];
+    expect(await pruneLedger(ledger, { olderThan: 28 * H + 0.5, cards, now: NOW })).toMatchObject({ pruned: 0 });
+    expect(await pruneLedger(ledger, { olderThan: 28 * H - 1.5, cards, now: NOW })).toMatchObject({ pruned: 1 });
+  });
+
   it('a policy margin that is not a duration ≥ 0 is refused, as the runner refuses it', async () => {
     const ledger = createMemoryLedger();
     const cards = [card('24h', 'a.day')];

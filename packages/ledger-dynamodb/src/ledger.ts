@@ -269,7 +269,8 @@ export function createDynamoDbLedger(options: DynamoDbLedgerOptions): Ledger {
   function planned(what: string, next: Stored, current: Stored | null, fit = false): Write {
     const max = maxBytes(next, current, what);
     const write = fit ? withinSize(next, item, max) : { ...next, item: item(next) };
-    checkSize(write.item, max, what, what === 'claim' && current !== null && isTerminal(current.record));
+    const restarted = what === 'claim' && current !== null && isTerminal(current.record);
+    checkSize(write.item, max, what, restarted ? current.record.state : undefined);
     return write;
   }
 

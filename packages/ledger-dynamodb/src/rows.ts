@@ -124,8 +124,8 @@ export type Write = Stored & { readonly item: Item };
 
 /**
  * `st` as it can be stored: when its item would be over `max`, its result (the provider was called by then, so the
- * state must be written) is replaced by a note saying so, and a hand-off packet's list of attempts (each a copy of a
- * receipt, which stays stored) by a word where to read them: a row whose receipts filled it can still be handed off.
+ * state must be written) is replaced by a note saying so, and a hand-off packet's attempts and last message (copies of
+ * receipts, which stay stored) by a word where to read them: a row whose receipts filled it can still be handed off.
  */
 export function withinSize(st: Stored, build: (st: Stored) => Item, max: number): Write {
   const item = build(st);
@@ -138,20 +138,23 @@ export function withinSize(st: Stored, build: (st: Stored) => Item, max: number)
     const why = `the provider's result (${bytes} bytes of JSON) ${unfit}; the provider holds it (providerRef)`;
     record = { ...record, result: { notStored: 'result', why } };
   }
-  if (handoff?.attempts.length) {
-    const explanation = `${handoff.explanation} (its ${handoff.attempts.length} attempts ${unfit}: read them in the operation's receipts)`;
-    record = { ...record, handoff: { ...handoff, attempts: [], explanation } };
+  if (handoff?.attempts.length || handoff?.lastKnown.message !== undefined) {
+    const { message, ...lastKnown } = handoff.lastKnown;
+    const explanation = `${handoff.explanation} (its ${handoff.attempts.length} attempts and last message ${unfit}: read them in the operation's receipts)`;
+    record = { ...record, handoff: { ...handoff, attempts: [], lastKnown, explanation } };
   }
   if (record === st.record) return { ...st, item };
   const fitted = { ...st, record, recordText: storedJson(record, 'DynamoDB ledger') };
   return { ...fitted, item: build(fitted) };
 }
 
-/** Refuses, before anything is written, an item DynamoDB would refuse or that leaves no room to finish. */
-export function checkSize(item: Item, max: number, what: string, restart: boolean): void {
+/** Refuses, before anything is written, an item DynamoDB would refuse or that leaves no room to finish. `restarted`:
+ * the state of a closed operation the claim would run again (only a hand-off can be resolved). */
+export function checkSize(item: Item, max: number, what: string, restarted?: OperationRecord['state']): void {
   const bytes = itemBytes(item);
   if (bytes <= max) return;
-  const instead = restart ? ': its run could not store its writes; resolve it instead (mark-done or abandon)' : '';
+  const then = restarted === 'handed-off' ? 'resolve it instead (mark-done or abandon)' : 'it can only be pruned';
+  const instead = restarted ? `: its receipts leave no room for another run; ${then}` : '';
   throw new LedgerError(
     `${what} of ${item.id?.S}: the operation's item would be ${bytes} bytes, more than the ${max} this DynamoDB ledger writes (the item limit is 400 KB); nothing written${instead}`,
   );

@@ -93,6 +93,33 @@ describe('the DynamoDB ledger item limit', () => {
     await ledger.close();
   });
 
+  it('a lookup whose receipt no longer fits the open item: recover() hands it off (its last message left to the receipts), never left in flight for ever', async () => {
+    const ledger = createDynamoDbLedger({ table: await db.table('size-lookup'), client: db.client() });
+    const provider = createSandboxProvider({ ...REPLAYING_BEHAVIOUR, replays: false, retentionMs: null });
+    const sandbox = createSandboxAdapter({ provider });
+    // Applied, its answer lost with a long message; every lookup cannot tell, at a length the open item has no room for.
+    const doExecute = async (...args: Parameters<typeof sandbox.doExecute>) => {
+      await sandbox.doExecute(...args);
+      return { kind: 'unknown', cause: 'timeout', message: 'x'.repeat(100 * 1024) };
+    };
+    const doLookup = async () => ({ kind: 'cannot-tell', reason: 'r'.repeat(47 * 1024) });
+    const props = { doExecute: { value: doExecute }, doLookup: { value: doLookup } };
+    const lost = Object.create(sandbox, props) as typeof sandbox;
+    const clock = createVirtualClock(Date.now());
+    const runner = createRunner({ ledger, owner: 'w-lookup', clock });
+    const params = { ref: 'order-lookup', blob: 'b'.repeat(200 * 1024) };
+    const err = await runner.run(lost, 'records.create', { params }).catch((e: unknown) => e);
+    expect(LedgerError.isInstance(err) && err.providerMayHaveBeenCalled, String(err)).toBe(true);
+    clock.advance(3_600_000);
+    const [report] = await runner.recover({ adapters: [lost] });
+    expect(report).toMatchObject({ action: 'handed-off', to: 'handed-off' });
+    const [handed] = await ledger.list();
+    expect(handed!.handoff!.lastKnown).not.toHaveProperty('message');
+    expect(handed!.handoff!.explanation).toMatch(/last message .*receipts/);
+    expect(provider.count()).toBe(1);
+    await ledger.close();
+  });
+
   it('a provider result too large for the item: the operation is stored succeeded with a note in place of the result, never left in flight', async () => {
     const l = await ledgers(2);
     const id = newId('huge-result');
@@ -167,6 +194,17 @@ describe('the DynamoDB ledger item limit', () => {
       bigReceipt(id, next(), 2),
     );
     expect(done).toMatchObject({ state: 'succeeded', providerRef: 'rec_1' });
+    await l.close();
+  });
+
+  it('an operation given back (not-sent) whose receipts filled its item: a new run of its id is refused saying it can only be pruned, not resolved', async () => {
+    const { l, id, ref, next } = await filledToTheRoom('full-not-sent', 200, [40]);
+    await l.first.setState(ref, { state: 'not-sent', now: T0 + 1, receipt: bigReceipt(id, next(), 40) });
+    const params = { ref: id, blob: 'y'.repeat(200 * 1024) };
+    const err = await l.first.claim(claimOf(id, { params, now: T0 + 2 })).catch((e: unknown) => e);
+    expect(LedgerError.isInstance(err) && !err.providerMayHaveBeenCalled, String(err)).toBe(true);
+    expect(String(err)).toMatch(/no room for another run.*prune/);
+    expect(String(err)).not.toMatch(/mark-done/);
     await l.close();
   });
 

@@ -23,12 +23,11 @@ interface Op {
   readonly close: { readonly after: number; readonly state: 'succeeded' | 'rejected' } | null;
 }
 
-// Creation times: mostly a handful of milliseconds (so many operations share one), also fractional,
-// negative, far in the future and beyond 2^53.
+// Creation times: mostly a handful of milliseconds (so many operations share one), also negative and far in the
+// future; whole ms within the safe integers, the only times a ledger takes (contract checkNow).
 const atArb = fc.oneof(
   { weight: 6, arbitrary: fc.integer({ min: T, max: T + 4 }) },
-  { weight: 2, arbitrary: fc.double({ min: T, max: T + 4, noNaN: true }) },
-  { weight: 1, arbitrary: fc.constantFrom(-5, -0.5, 0, 0.25, 2 ** 43 - 1, 2 ** 43, 2 ** 43 + 7.5, 2 ** 60) },
+  { weight: 1, arbitrary: fc.constantFrom(-5, -1, 0, 1, 2 ** 43 - 1, 2 ** 43, 2 ** 43 + 7, 2 ** 52) },
 );
 const opsArb = fc.uniqueArray(
   fc.record({
@@ -138,7 +137,7 @@ describe('SQLite ledger: listings and retention in creation order', () => {
     await fc.assert(
       fc.asyncProperty(
         opsArb,
-        fc.oneof(atArb, fc.constant(2 ** 61)),
+        fc.oneof(atArb, fc.constant(Number.MAX_SAFE_INTEGER)),
         fc.integer({ min: 1, max: 5 }),
         fc.boolean(),
         async (ops, before, batchSize, dryRun) => {

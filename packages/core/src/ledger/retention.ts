@@ -96,7 +96,8 @@ export async function pruneLedger(ledger: Ledger, options: PruneLedgerOptions) {
       'prune.olderThan',
       `${formatDuration(olderThanMs)} is younger than the key retention of ${floor.card} plus its clock-skew margin in force and late-apply allowance (${formatDuration(floor.ms)}): a record pruned while the provider still holds its key loses the adopt path. Use at least ${formatDuration(floor.ms)}, or force`,
     );
-  const before = (options.now ?? Date.now()) - olderThanMs;
+  // Whole ms, as every ledger takes a time: rounded down, so nothing younger than olderThan goes.
+  const before = Math.floor((options.now ?? Date.now()) - olderThanMs);
   const { states, dryRun, batchSize, exportPath } = options;
   // Looked up under force too: the report says what force let through. An unreadable row is kept and named.
   const unreadable = new Set<string>();

@@ -157,6 +157,20 @@ export function boundCases(test: Test): void {
     expect(await idsOf(l.list({ states: ['claimed'] }))).toEqual([id('states-1')]);
   });
 
+  test('refuses a time that is no whole ms or past the safe integers, and a lease ending past them, alike (LedgerError), writing nothing', async (l) => {
+    for (const over of [{ now: T0 + 0.5 }, { now: 1e200 }, { leaseMs: 1e20 }, { leaseMs: '5' as never }])
+      await refused(l.claim(claimInput('odd-time', over)), LedgerError);
+    expect(await l.get(id('odd-time'))).toBeNull();
+    const { ref, record } = await claimed(l, 'odd-time');
+    await refused(l.markDispatched(ref, T0 + 0.5), LedgerError);
+    await refused(l.setState(ref, { state: 'unknown', now: 2 ** 60 }), LedgerError);
+    await refused(l.renewLease(ref, 1e20, T0 + 1), LedgerError);
+    await refused(l.recoverCandidates(T0 + 0.5), LedgerError);
+    if (typeof l.prune === 'function')
+      for (const before of [T0 + 0.5, 1e200]) await refused(l.prune({ before }), LedgerError);
+    expect(await l.get(id('odd-time'))).toEqual(record);
+  });
+
   test('refuses to renew a lease for 0 ms or less, as claim refuses it (LedgerError), writing nothing', async (l) => {
     const { ref, record } = await claimed(l, 'renew-zero');
     await refused(l.claim(claimInput('renew-zero-claim', { leaseMs: 0 })), LedgerError);
