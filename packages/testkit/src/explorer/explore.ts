@@ -133,7 +133,9 @@ function violations(ctx: Ctx, w: World): Found | null {
   if (w.leaseBreach) return { invariant: 'lease', message: w.leaseBreach };
   if (w.prov.effects > 1)
     return { invariant: 'at-most-once', message: `${w.prov.effects} business effects for one operation` };
-  if (w.prov.effects + w.prov.objects > 1)
+  // Idempotent by nature, the effect lands on the object a rejection left: one object.
+  const { effects, objects } = w.prov;
+  if ((ctx.pm.idempotent ? Math.max(effects, objects) : effects + objects) > 1)
     return {
       invariant: 'at-most-once',
       message: 'a second object: a rejected request left one, and an effect was made',

@@ -155,7 +155,9 @@ export function process(
   if (pm.rejects !== null && req.params === FIRST_REQ.params) {
     // A processed rejection: stored under the key only where the card says errors are stored.
     const key = pm.storesErrors ? { at: t, stored: 'rejected' as const, name: req.key } : p.key;
-    return { p: { ...p, objects: p.objects + (pm.rejects.creates ? 1 : 0), key }, answer: rejection(pm) };
+    // Idempotent by nature (an upsert): a refused call leaves at most the one object the operation is about.
+    const objects = pm.rejects.creates ? (pm.idempotent ? 1 : p.objects + 1) : p.objects;
+    return { p: { ...p, objects, key }, answer: rejection(pm) };
   }
   const effects = pm.idempotent ? 1 : p.effects + 1;
   const next: ProviderState = {

@@ -48,6 +48,17 @@ describe('explorer: a corrected request after a rejection', () => {
     expect(r.violation!.story).toMatch(/supersedes it as revision 2/);
   });
 
+  it('counts the object an idempotent operation (an upsert) was refused on as the one its re-send or correction lands on', () => {
+    const upsert = {
+      ...card,
+      sideEffect: { ...card.sideEffect, idempotentByNature: { ...card.sideEffect.idempotentByNature, value: true } },
+    };
+    const r = explore({ card: upsert, ...bounds, correction: { rejection: 'creates' } });
+    console.log(r.summary);
+    expect(r.violation, r.violation?.story).toBeNull();
+    expect(r.truncated).toBe(false);
+  });
+
   // The first request applied, its answer lost, the budget spent (handed off): a correction under its key
   // would be answered with the first request's result.
   const lost = {
