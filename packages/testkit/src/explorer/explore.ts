@@ -2,10 +2,20 @@ import type { RetrySafetyCard } from '@retrysafe/contract';
 import * as T from '@retrysafe/contract/ledger';
 import type { PolicyOverrides } from '@retrysafe/core';
 import { neverSentCalls } from '@retrysafe/core/internal';
-import { busy, contextFor, type DecideFn, type Fate, newWorker, newWorld, process, type World } from './model.js';
+import {
+  busy,
+  contextFor,
+  type DecideFn,
+  type Fate,
+  newWorker,
+  newWorld,
+  process,
+  type SupersedeCheckFn,
+  type World,
+} from './model.js';
 import { type Ctx, describeObs, fmt, ID, type OpState, type Succ, setW, workerSteps } from './worker.js';
 
-export type { DecideFn, Fate } from './model.js';
+export type { DecideFn, Fate, SupersedeCheckFn } from './model.js';
 
 export interface ExploreOptions {
   readonly card: RetrySafetyCard;
@@ -24,6 +34,13 @@ export interface ExploreOptions {
   readonly maxPauses?: number;
   /** False models a runner that does not check its lease before each call. */
   readonly runnerChecksLease?: boolean;
+  /** A second client calls once with corrected params under the same intent, at any point after the first call's
+   * claim; the provider rejects the first request (`creates`: the rejection leaves an object) or, `none`, applies it. */
+  readonly correction?: {
+    readonly rejection: 'plain' | 'creates' | 'none';
+    /** Default: core's. */
+    readonly supersedeCheck?: SupersedeCheckFn;
+  };
   /** Default 300 000; the report says truncated. */
   readonly maxStates?: number;
 }
@@ -57,7 +74,7 @@ function worldSteps(ctx: Ctx, w: World): Succ[] {
   w.prov.pending.forEach((pd, k) => {
     // The bound is exclusive: a request held for the whole bound is never applied.
     if (w.t >= pd.until) return;
-    const r = process(ctx.pm, w.prov, w.t, pd.sentAt);
+    const r = process(ctx.pm, w.prov, w.t, pd.sentAt, pd.req);
     const pending = w.prov.pending.filter((_, j) => j !== k);
     const made = r.p.effects > w.prov.effects ? ` — effect #${r.p.effects}` : '';
     const text = `the provider applies the held request sent at ${fmt(pd.sentAt)} (late apply) → ${describeObs(r.answer)}${made}`;
@@ -116,10 +133,20 @@ function violations(ctx: Ctx, w: World): Found | null {
   if (w.leaseBreach) return { invariant: 'lease', message: w.leaseBreach };
   if (w.prov.effects > 1)
     return { invariant: 'at-most-once', message: `${w.prov.effects} business effects for one operation` };
-  if (w.prov.calls > 0 && (w.rec === null || w.rec.firstDispatchedAt === null || w.rec.attemptCount < w.prov.calls))
+  // Idempotent by nature, the effect lands on the object a rejection left: one object.
+  const { effects, objects } = w.prov;
+  if ((ctx.pm.idempotent ? Math.max(effects, objects) : effects + objects) > 1)
+    return {
+      invariant: 'at-most-once',
+      message: 'a second object: a rejected request left one, and an effect was made',
+    };
+  if (w.rec?.state === 'succeeded' && w.rec.paramsFingerprint !== 'p' && !w.prov.corrected)
+    return { invariant: 'honest-terminal', message: 'the correction is done, but the provider never applied it' };
+  const calls = w.prov.calls - w.callsBefore;
+  if (calls > 0 && (w.rec === null || w.rec.firstDispatchedAt === null || w.rec.attemptCount < calls))
     return {
       invariant: 'durable-dispatch',
-      message: `${w.prov.calls} provider calls but the ledger records ${w.rec?.attemptCount ?? 0} dispatches`,
+      message: `${calls} provider calls but the ledger records ${w.rec?.attemptCount ?? 0} dispatches`,
     };
   // A run the policy bounds (attempts, elapsed) that goes on past them never ends: the state bound would hide it.
   if (w.overrun) return { invariant: 'stuck', message: w.overrun };
@@ -148,7 +175,9 @@ function key(g: Graph, w: World): string {
   const rec = r && [r.state, r.fence, r.leaseOwner, r.leaseExpiresAt, r.firstDispatchedAt, r.attemptCount];
   const ws = w.ws.map((x) => [x.name, x.role, x.pc, x.paused, x.op && opId(g, x.op)]);
   // Of the receipts, only what core's give-back reads of them: worlds alike in that are one state.
-  const faults = [w.netFaults, w.crashes, w.pauses, w.leaseBreach, w.overrun, neverSentCalls(w.receipts)];
+  // A modelled correction reads them all (core's supersede check).
+  const receipts = g.correcting ? w.receipts : neverSentCalls(w.receipts);
+  const faults = [w.callsBefore, w.netFaults, w.crashes, w.pauses, w.leaseBreach, w.overrun, receipts];
   return JSON.stringify([w.t, rec, r?.lastOutcome, r?.updatedAt, w.prov, ws, faults]);
 }
 
@@ -176,6 +205,7 @@ const OP_FIELDS: {
   observedAt: true,
   wakeAt: true,
   redecisions: true,
+  req: true,
 };
 const OP_KEYS = Object.keys(OP_FIELDS) as (keyof OpState)[];
 
@@ -189,6 +219,7 @@ function opId(g: Graph, op: OpState): number {
 /** The states seen so far, each with the step that reached it first (a BFS tree). */
 interface Graph {
   readonly seen: Set<string>;
+  readonly correcting: boolean;
   readonly ops: Map<string, number>;
   readonly nodes: {
     w: World | null;
@@ -206,8 +237,9 @@ interface Graph {
 function rootsFor(ctx: Ctx, options: ExploreOptions): World[] {
   const skew = options.clockSkewMs ?? ctx.marginMs;
   const a = newWorker('A', 'run', 0);
-  if (options.workers === 1) return [newWorld([a])];
-  return [...new Set([skew, -skew])].map((o) => newWorld([a, newWorker(`B(clock ${fmt(o)})`, 'recover', o)]));
+  const c = ctx.supersedeCheck ? [newWorker('C', 'correct', 0)] : [];
+  if (options.workers === 1) return [newWorld([a, ...c])];
+  return [...new Set([skew, -skew])].map((o) => newWorld([a, newWorker(`B(clock ${fmt(o)})`, 'recover', o), ...c]));
 }
 
 /** Adds a world not seen before. Each state is checked once, as it is found: the report of its violation, if any. */
@@ -267,7 +299,9 @@ function successors(ctx: Ctx, g: Graph, w: World): Succ[] | null {
   for (let i = 0; i < w.ws.length; i++) succ.push(...workerSteps(ctx, w, i));
   succ.push(...worldSteps(ctx, w));
   const terminal = w.rec !== null && T.isTerminal(w.rec);
-  if (terminal && !w.ws.some(busy) && w.prov.pending.length === 0) {
+  // A correction not yet made may still come.
+  const calling = w.ws.some((x) => busy(x) || (x.role === 'correct' && x.pc === 'idle'));
+  if (terminal && !calling && w.prov.pending.length === 0) {
     const end = w.rec!.state === 'handed-off' ? `handed-off:${w.rec!.handoff?.reason ?? '?'}` : w.rec!.state;
     g.endings[end] = (g.endings[end] ?? 0) + 1;
     return null;
@@ -287,7 +321,8 @@ export function explore(options: ExploreOptions): ExploreReport {
   const ctx = contextFor(options);
   const card = options.card;
   const maxStates = options.maxStates ?? 300_000;
-  const g: Graph = { seen: new Set(), ops: new Map(), nodes: [], endings: {}, depth: 0, truncated: false };
+  const correcting = ctx.supersedeCheck !== null;
+  const g: Graph = { seen: new Set(), correcting, ops: new Map(), nodes: [], endings: {}, depth: 0, truncated: false };
   for (const r of rootsFor(ctx, options)) {
     const failed = push(ctx, g, r, -1, 'start');
     if (failed) return failed;

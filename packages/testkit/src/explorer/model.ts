@@ -1,6 +1,11 @@
 import type { LookupResult, OperationRecord, Outcome, Receipt, RetrySafetyCard } from '@retrysafe/contract';
 import { durationMs, isDuration } from '@retrysafe/contract/rules';
-import { leaseCheckMs, decide as realDecide, resolvePolicy } from '@retrysafe/core/internal';
+import {
+  leaseCheckMs,
+  decide as realDecide,
+  supersedeCheck as realSupersedeCheck,
+  resolvePolicy,
+} from '@retrysafe/core/internal';
 import type { ExploreOptions } from './explore.js';
 import type { OpState } from './worker.js';
 
@@ -8,6 +13,7 @@ import type { OpState } from './worker.js';
 // decisionState, observationPatch) and the ledger transitions are the real code.
 
 export type DecideFn = typeof realDecide;
+export type SupersedeCheckFn = typeof realSupersedeCheck;
 
 /** What the network does with one provider call. */
 export const ALL_FATES = [
@@ -30,7 +36,7 @@ export type ProviderModel = ReturnType<typeof providerFromCard>;
 export type Pc = 'idle' | 'decided' | 'waiting' | 'calling' | 'observing' | 'done';
 
 /** A worker whose clock runs `offset` ms off the provider's (true) clock; `paused`: GC or a suspended VM. */
-export const newWorker = (name: string, role: 'run' | 'recover', offset: number) => ({
+export const newWorker = (name: string, role: 'run' | 'recover' | 'correct', offset: number) => ({
   name,
   role,
   offset,
@@ -49,12 +55,21 @@ export const newWorld = (ws: readonly WorkerState[]) => ({
   /** Effects made (must stay ≤ 1), their commit times, the key's entry, requests held in the network, calls. */
   prov: {
     effects: 0,
+    /** Objects a rejected request still created; a corrected request's effect made. */
+    objects: 0,
+    corrected: false,
     commits: [] as readonly number[],
-    key: null as { readonly at: number; readonly stored: 'result' | 'error' } | null,
-    pending: [] as readonly { readonly sentAt: number; readonly until: number }[],
+    key: null as {
+      readonly at: number;
+      readonly stored: 'result' | 'error' | 'rejected';
+      readonly name: string | null;
+    } | null,
+    pending: [] as readonly { readonly sentAt: number; readonly until: number; readonly req: Req }[],
     calls: 0,
   },
   ws,
+  /** Provider calls of the revisions a correction superseded (the record counts its own revision's). */
+  callsBefore: 0,
   netFaults: 0,
   crashes: 0,
   pauses: 0,
@@ -63,9 +78,12 @@ export const newWorld = (ws: readonly WorkerState[]) => ({
   /** A decision that waits past the run's maxElapsed (a rule that never gives up). */
   overrun: undefined as string | undefined,
   /** The receipts written, as much of each as the runner's give-back reads (core's givesBack). */
-  receipts: [] as readonly Pick<Receipt, 'kind' | 'neverSent'>[],
+  receipts: [] as readonly ModelReceipt[],
 });
 export type World = ReturnType<typeof newWorld>;
+/** Of a receipt, what core's give-back and supersede check read. */
+export type ModelReceipt = Pick<Receipt, 'kind' | 'neverSent' | 'rejectReason' | 'created'> &
+  Partial<Pick<Receipt, 'outcome' | 'providerKey' | 'decision'>>;
 export type ProviderState = World['prov'];
 
 /** The true provider: the worst case the card allows, with pessimistic stand-ins for unknown facts. */
@@ -91,6 +109,8 @@ export function providerFromCard(card: RetrySafetyCard, stand: { unknownLateAppl
     // Unknown is the worst case: a 500 may be stored under the key.
     storesErrors: card.storedResult.includesErrors.value !== false && folds,
     lookup: m === 'none' || m === 'unknown' ? ('none' as const) : m === 'resend-same-key' ? m : ('read' as const),
+    /** The first request's params are refused (a correction is modelled); `creates`: the refusal leaves an object. */
+    rejects: null as null | { readonly creates: boolean },
   };
 }
 
@@ -102,8 +122,12 @@ export const STORED_500: Outcome = {
   message: 'provider 500 (stored under the key)',
 };
 
-export function liveKey(pm: ProviderModel, p: ProviderState, t: number): ProviderState['key'] {
-  if (!pm.folds || p.key === null || pm.retentionMs === null) return null;
+/** A request as the provider sees it: the params it carries (`p`, or a correction's) and its key. */
+export type Req = { readonly params: string; readonly key: string | null };
+export const FIRST_REQ: Req = { params: 'p', key: 'rs-key' };
+
+export function liveKey(pm: ProviderModel, p: ProviderState, t: number, key = FIRST_REQ.key): ProviderState['key'] {
+  if (!pm.folds || p.key === null || pm.retentionMs === null || p.key.name !== key) return null;
   return t < p.key.at + pm.retentionMs ? p.key : null;
 }
 
@@ -119,26 +143,51 @@ export function process(
   p: ProviderState,
   t: number,
   heldSince?: number,
+  req = FIRST_REQ,
 ): { p: ProviderState; answer: Outcome } {
-  const k = liveKey(pm, p, t);
+  const k = liveKey(pm, p, t, req.key);
   if (k !== null && (pm.foldsInFlight || heldSince === undefined || k.at < heldSince))
-    return { p, answer: k.stored === 'error' ? STORED_500 : { kind: 'replayed', ...FIRST } };
+    return {
+      p,
+      answer:
+        k.stored === 'error' ? STORED_500 : k.stored === 'rejected' ? rejection(pm) : { kind: 'replayed', ...FIRST },
+    };
+  if (pm.rejects !== null && req.params === FIRST_REQ.params) {
+    // A processed rejection: stored under the key only where the card says errors are stored.
+    const key = pm.storesErrors ? { at: t, stored: 'rejected' as const, name: req.key } : p.key;
+    // Idempotent by nature (an upsert): a refused call leaves at most the one object the operation is about.
+    const objects = pm.rejects.creates ? (pm.idempotent ? 1 : p.objects + 1) : p.objects;
+    return { p: { ...p, objects, key }, answer: rejection(pm) };
+  }
   const effects = pm.idempotent ? 1 : p.effects + 1;
   const next: ProviderState = {
     ...p,
     effects,
+    corrected: p.corrected || req.params !== FIRST_REQ.params,
     commits: [...p.commits, t],
-    key: pm.folds ? { at: t, stored: 'result' } : p.key,
+    key: pm.folds ? { at: t, stored: 'result', name: req.key } : p.key,
   };
   const ref = `obj-${effects}`;
   if (pm.async) return { p: next, answer: { kind: 'in-progress', statusRef: `status/${ref}`, providerRef: ref } };
   return { p: next, answer: { kind: 'succeeded', result: { ref }, providerRef: ref } };
 }
 
-export function lookupAt(pm: ProviderModel, p: ProviderState, t: number): { p: ProviderState; result: LookupResult } {
+const rejection = (pm: ProviderModel): Outcome => ({
+  kind: 'rejected',
+  reason: 'validation',
+  message: 'invalid params',
+  ...(pm.rejects?.creates && { created: 'obj-r1' }),
+});
+
+export function lookupAt(
+  pm: ProviderModel,
+  p: ProviderState,
+  t: number,
+  req = FIRST_REQ,
+): { p: ProviderState; result: LookupResult } {
   if (pm.lookup === 'none') return { p, result: { kind: 'cannot-tell', reason: 'the card offers no lookup' } };
   if (pm.lookup === 'resend-same-key') {
-    const r = process(pm, p, t);
+    const r = process(pm, p, t, undefined, req);
     const a = r.answer;
     if (a.kind === 'succeeded' || a.kind === 'replayed' || a.kind === 'in-progress' || a.kind === 'rejected')
       return { p: r.p, result: { kind: 'found', outcome: a } };
@@ -170,10 +219,14 @@ export function contextFor(options: ExploreOptions) {
   const marginMs = policy.clockSkewMarginMs;
   const ret = card.retention.minimum.value;
   const retentionMs = typeof ret === 'string' && ret !== 'unknown' ? [durationMs(ret), durationMs(ret) - marginMs] : [];
-  const pm = providerFromCard(card, {
-    unknownLateApplyMs: Math.max(marginMs, 1000),
-    unknownDelayMs: 2 * policy.lookupWindowMs,
-  });
+  const rejection = options.correction?.rejection;
+  const pm = {
+    ...providerFromCard(card, {
+      unknownLateApplyMs: Math.max(marginMs, 1000),
+      unknownDelayMs: 2 * policy.lookupWindowMs,
+    }),
+    rejects: rejection && rejection !== 'none' ? { creates: rejection === 'creates' } : null,
+  };
   // A duplicating network defeats any client unless the provider folds same-key requests.
   const fates = (options.fates ?? ALL_FATES).filter(
     (f) =>
@@ -184,6 +237,8 @@ export function contextFor(options: ExploreOptions) {
     card,
     policy,
     decide: options.decide ?? realDecide,
+    /** A corrected request's check (core's supersedeCheck); null: no correction is modelled. */
+    supersedeCheck: options.correction ? (options.correction.supersedeCheck ?? realSupersedeCheck) : null,
     pm,
     fates,
     maxNetworkFaults: options.maxNetworkFaults ?? 2,

@@ -7,22 +7,38 @@ import {
   type LookupResult,
   type OperationRecord,
   type Outcome,
+  type Receipt,
   type ReceiptKind,
   type StatePatch,
 } from '@retrysafe/contract';
 import * as T from '@retrysafe/contract/ledger';
 import type { Decision, DecisionState } from '@retrysafe/core';
 import {
+  correctionRule,
+  currentRevisionNumber,
   decisionState,
   givesBack,
   handoffReason,
   isInProgress,
   keyGoneBeforeSend,
+  needsFreshKey,
   observationPatch,
   oldOwnerMaySend,
   startState,
+  takenOverLeaseEnd,
 } from '@retrysafe/core/internal';
-import { type Ctx, type Fate, liveKey, lookupAt, process, STORED_500, type WorkerState, type World } from './model.js';
+import {
+  type Ctx,
+  type Fate,
+  liveKey,
+  lookupAt,
+  type ModelReceipt,
+  process,
+  type Req,
+  STORED_500,
+  type WorkerState,
+  type World,
+} from './model.js';
 
 export type { Ctx } from './model.js';
 
@@ -54,9 +70,12 @@ const holds = (w: World, i: number) =>
 /** The runner's own state rules see this worker's clock; no ledger capabilities: workers' clocks judge leases. */
 const rules = (n: number) => ({ clock: { now: () => n }, ledger: {} });
 
-/** What decide() is told, by core's decisionState over the world's record. No receipts: no supersede is modelled. */
+/** The receipts a run reads: none unless a correction is modelled (then a revision's rules read the earlier ones). */
+const receiptsOf = (ctx: Ctx, w: World) => (ctx.supersedeCheck ? (w.receipts as Receipt[]) : []);
+
+/** What decide() is told, by core's decisionState over the world's record. */
 function stateOf(ctx: Ctx, w: World, i: number, observedAt?: number): DecisionState {
-  const s = { ...w.ws[i]!.op!, record: w.rec!, receipts: [] };
+  const s = { ...w.ws[i]!.op!, record: w.rec!, receipts: receiptsOf(ctx, w) };
   return decisionState(rules(now(w, i)), ctx.card, s, observedAt);
 }
 
@@ -83,6 +102,8 @@ export function workerSteps(ctx: Ctx, w: World, i: number): Succ[] {
   switch (me.pc) {
     case 'idle': {
       if (me.role === 'run') return [claim(ctx, w, i, true, `${me.name} run(): claims the operation`)];
+      // A second call, with corrected params under the same intent, once the first call has claimed it.
+      if (me.role === 'correct') return w.rec === null ? [] : [correct(ctx, w, i)];
       // recover(): a candidate is a non-terminal record whose lease is absent or expired on this worker's clock.
       if (w.rec === null || T.isTerminal(w.rec) || T.leaseLive(w.rec, now(w, i))) return [];
       const found = `finds it ${T.stateWords(w.rec.state)} with the lease expired, takes it over`;
@@ -162,7 +183,7 @@ function waiting(ctx: Ctx, w: World, i: number): Succ[] {
     renewed.state === 'reconciling' || renewed.state === 'in-progress'
       ? renewed
       : T.setStateTransition(renewed, { state: 'reconciling', now: n } as StatePatch);
-  const r = lookupAt(ctx.pm, w.prov, w.t);
+  const r = lookupAt(ctx.pm, w.prov, w.t, op.req);
   const sent = r.p !== w.prov ? ' (the lookup re-sends with the same key)' : '';
   const made = r.p.effects > w.prov.effects ? ` — the provider makes effect #${r.p.effects}` : '';
   const looked = (next: World, obs: LookupResult, text: string): Succ => ({
@@ -186,12 +207,20 @@ function refused(w: World, i: number): Succ {
 const lostLease = (w: World, i: number) => setW(w, i, { pc: 'idle', role: 'recover', op: null });
 
 /** Core's startState of a claim: the record stays in the world, and the lease is kept as its fence and end. */
-function newOp(ctx: Ctx, claimed: Extract<ClaimResult, { kind: 'claimed' }>, dispatchWritten: boolean, n: number) {
+function newOp(
+  ctx: Ctx,
+  claimed: Extract<ClaimResult, { kind: 'claimed' }>,
+  dispatchWritten: boolean,
+  n: number,
+  earlier: Receipt[],
+) {
   const start = { ...claimed, claimedAt: n, dispatchWritten };
-  const { record, receipts, lease, ...s } = startState(rules(n), ctx, start, []);
+  const { record, receipts, lease, ...s } = startState(rules(n), ctx, start, earlier);
   return {
     ...s,
     fence: record.fence,
+    /** What its calls carry: the params and key on record when it was claimed. */
+    req: { params: record.paramsFingerprint, key: record.providerKey } as Req,
     /** The lease's end as this worker knows it, on its own clock. */
     leaseEnd: lease.expiresAt,
     decision: { action: 'send', delayMs: 0, why: '' } as Decision,
@@ -204,28 +233,40 @@ function newOp(ctx: Ctx, claimed: Extract<ClaimResult, { kind: 'claimed' }>, dis
 }
 export type OpState = ReturnType<typeof newOp>;
 
+const claimInput = (ctx: Ctx, w: World, i: number, more: Partial<ClaimInput>): ClaimInput => ({
+  businessOperationId: ID,
+  provider: ctx.card.provider,
+  operation: ctx.card.operation,
+  intentFingerprint: 'i',
+  paramsFingerprint: 'p',
+  params: {},
+  providerKey: ctx.pm.folds || ctx.card.providerKey.travels.value !== 'none' ? ('rs-key' as never) : null,
+  owner: w.ws[i]!.name,
+  leaseMs: ctx.policy.leaseMs,
+  now: now(w, i),
+  ...more,
+});
+
 function claim(ctx: Ctx, w: World, i: number, dispatch: boolean, text: string): Succ {
-  const me = w.ws[i]!;
-  const n = now(w, i);
-  const input: ClaimInput = {
-    businessOperationId: ID,
-    provider: ctx.card.provider,
-    operation: ctx.card.operation,
-    intentFingerprint: 'i',
-    paramsFingerprint: 'p',
-    params: {},
-    providerKey: ctx.pm.folds || ctx.card.providerKey.travels.value !== 'none' ? ('rs-key' as never) : null,
-    owner: me.name,
-    leaseMs: ctx.policy.leaseMs,
-    now: n,
-    ...(dispatch ? { dispatch: true } : {}),
-  };
-  const { result, write } = T.claimTransition(w.rec, input);
+  const { result, write } = T.claimTransition(w.rec, claimInput(ctx, w, i, dispatch ? { dispatch: true } : {}));
   if (result.kind !== 'claimed') return { w: setW(w, i, { pc: 'done' }), text: `${text}: ${result.kind}` };
-  const rec = write!;
+  return claimed(ctx, { ...w, rec: write! }, i, result, dispatch, text);
+}
+
+/** The claim's run: core's startState, then its first decision. */
+function claimed(
+  ctx: Ctx,
+  w: World,
+  i: number,
+  result: Extract<ClaimResult, { kind: 'claimed' }>,
+  dispatch: boolean,
+  text: string,
+): Succ {
+  const n = now(w, i);
+  const rec = result.record;
   const dispatchWritten = dispatch && !result.takenOver && rec.state === 'dispatched';
-  const op = newOp(ctx, result, dispatchWritten, n);
-  const w1 = setW({ ...w, rec }, i, { op, pc: 'decided' });
+  const op = newOp(ctx, result, dispatchWritten, n, [...receiptsOf(ctx, w)]);
+  const w1 = setW(w, i, { op, pc: 'decided' });
   const first = ctx.decide(ctx.card, stateOf(ctx, w1, i), null, { policy: ctx.policy, random });
   return {
     w: setOp(w1, i, { decision: first }),
@@ -252,7 +293,8 @@ function call(ctx: Ctx, w: World, i: number): Succ[] {
   const calls = w.prov.calls + 1;
   return ctx.fates.flatMap((fate) => {
     const fault = fate !== 'delivered';
-    const r = fault && w.netFaults >= ctx.maxNetworkFaults ? null : network(ctx, fate, { ...w.prov, calls }, w.t);
+    const r =
+      fault && w.netFaults >= ctx.maxNetworkFaults ? null : network(ctx, fate, { ...w.prov, calls }, w.t, op.req);
     if (!r) return [];
     const [prov, obs, how] = r;
     const patch = {
@@ -274,12 +316,56 @@ function call(ctx: Ctx, w: World, i: number): Succ[] {
   });
 }
 
+/** run() with corrected params (runner/claim.ts claimAndDrive): over a row at rest, a new revision where the supersede
+ * check allows it (its key as core's needsFreshKey says); else the call ends with nothing sent. */
+function correct(ctx: Ctx, w: World, i: number): Succ {
+  const tag = `${w.ws[i]!.name} run() with corrected params`;
+  const fixed = { paramsFingerprint: 'p2' };
+  const { result, write } = T.claimTransition(w.rec, claimInput(ctx, w, i, { ...fixed, dispatch: true }));
+  const n = now(w, i);
+  const end = (rec: OperationRecord | null, why: string): Succ => ({
+    w: setW({ ...w, rec }, i, { pc: 'done' }),
+    text: `${tag}: ${why}; nothing sent`,
+  });
+  const calledAgain = { callsBefore: w.prov.calls };
+  if (result.kind === 'claimed' && !result.takenOver) {
+    // Given back as never sent: the call opens it again, as a new operation with its own params.
+    const opened = setW({ ...w, ...calledAgain, rec: write }, i, { role: 'run' });
+    return claimed(ctx, opened, i, result, true, `${tag}: opens it again (not sent)`);
+  }
+  if (result.kind === 'claimed') {
+    // A run stopped mid-flight, taken over with other params: the lease goes back (lapses while its owner may send).
+    const keep = oldOwnerMaySend(takenOverLeaseEnd(rules(n), result), n, ctx.marginMs);
+    return end(keep ? write : T.releaseTransition(write!), 'takes over a run with other params, gives it back');
+  }
+  if (result.kind !== 'terminal') return end(w.rec, `the claim finds it ${result.kind}`);
+  const rec = result.record;
+  const receipts = w.receipts as Receipt[];
+  const check = ctx.supersedeCheck!(rec, receipts, correctionRule({ card: ctx.card, policy: ctx.policy }, n));
+  if (!check.ok) return end(rec, `refused: ${check.why}`);
+  const providerKey = needsFreshKey(ctx.card, receipts) ? ('rs-key-2' as never) : rec.providerKey;
+  const supersede = { fence: rec.fence, revision: currentRevisionNumber(receipts) + 1 };
+  const again = T.claimTransition(rec, claimInput(ctx, w, i, { ...fixed, providerKey, existing: true, supersede }));
+  if (again.result.kind !== 'claimed') return end(rec, `the revision's claim finds it ${again.result.kind}`);
+  // The supersede's resolve receipt (claimAgain writes it with the claim).
+  const resolve: ModelReceipt = { kind: 'resolve', decision: { action: 'supersede', reason: '' }, providerKey };
+  const revised = { ...calledAgain, rec: again.write, receipts: [...w.receipts, resolve] };
+  const w1 = setW({ ...w, ...revised }, i, { role: 'run' });
+  return claimed(ctx, w1, i, again.result, false, `${tag}: supersedes it as revision ${supersede.revision}`);
+}
+
 const TIMEOUT: Outcome = { kind: 'unknown', cause: 'timeout', message: 'timed out' };
 const REFUSED: Outcome = { kind: 'not-applied', message: 'connection refused', neverSent: true };
 
 /** One call under one network fate: the provider afterwards, the answer the client sees, in words; null if moot. */
-function network(ctx: Ctx, fate: Fate, prov: World['prov'], t: number): [World['prov'], Outcome, string] | null {
-  const processed = () => process(ctx.pm, prov, t);
+function network(
+  ctx: Ctx,
+  fate: Fate,
+  prov: World['prov'],
+  t: number,
+  req: Req,
+): [World['prov'], Outcome, string] | null {
+  const processed = () => process(ctx.pm, prov, t, undefined, req);
   switch (fate) {
     case 'delivered': {
       const r = processed();
@@ -294,18 +380,18 @@ function network(ctx: Ctx, fate: Fate, prov: World['prov'], t: number): [World['
       return [r.p, TIMEOUT, `the provider answers ${describeObs(r.answer)}, the answer is lost → client times out`];
     }
     case 'late': {
-      const pending = [...prov.pending, { sentAt: t, until: t + ctx.pm.lateApplyMs }];
+      const pending = [...prov.pending, { sentAt: t, until: t + ctx.pm.lateApplyMs, req }];
       return [{ ...prov, pending }, TIMEOUT, 'held in the network → client times out; the provider may still apply it'];
     }
     case 'duplicated': {
-      const r = process(ctx.pm, processed().p, t);
+      const r = process(ctx.pm, processed().p, t, undefined, req);
       return [r.p, r.answer, `delivered twice → ${describeObs(r.answer)}`];
     }
     case 'stored-error-applied':
     case 'stored-error-not-applied': {
-      if (!ctx.pm.storesErrors || liveKey(ctx.pm, prov, t) !== null) return null;
+      if (!ctx.pm.storesErrors || liveKey(ctx.pm, prov, t, req.key) !== null) return null;
       const applied = fate === 'stored-error-applied';
-      const p = { ...(applied ? processed().p : prov), key: { at: t, stored: 'error' as const } };
+      const p = { ...(applied ? processed().p : prov), key: { at: t, stored: 'error' as const, name: req.key } };
       const how = `the provider answers 500 and stores it under the key${applied ? ' (the effect was made)' : ' (no effect)'}`;
       return [p, STORED_500, how];
     }
@@ -328,7 +414,9 @@ function observe(ctx: Ctx, w: World, i: number): Succ {
   const send = op.decision.action === 'send';
   const kind: ReceiptKind = send ? (w.rec!.attemptCount === 1 ? 'dispatch' : 'resend') : 'lookup';
   const neverSent = obs.kind === 'not-applied' && obs.neverSent === true;
-  const receipts = [...w.receipts, { kind, ...(neverSent && { neverSent }) }];
+  const rejected = obs.kind === 'rejected' ? { rejectReason: obs.reason, created: obs.created } : {};
+  const receipt: ModelReceipt = { kind, outcome: obs.kind, providerKey: op.req.key as never, ...rejected };
+  const receipts = [...w.receipts, { ...receipt, ...(neverSent && { neverSent }) }];
   const giveBack = givesBack(d, maybeApplied, receipts, w.rec!);
   const rec =
     patch !== null && !T.isTerminal(w.rec!)
